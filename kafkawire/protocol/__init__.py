@@ -1,0 +1,1 @@
+"""Kafka's wire protocol: primitives, the message base class, headers and framing."""

@@ -1,0 +1,142 @@
+"""Size-prefixed frames and the request/response headers that open them.
+
+Which header version goes with which API version follows Kafka's ApiKeys: request header v2
+and response header v1 exactly where the API version is flexible, request header v1 otherwise
+(v0 only for ControlledShutdown v0), and response header v0 for every ApiVersions response,
+because a client reads it before it knows which versions the server speaks.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from .errors import DecodeError
+
+API_VERSIONS_KEY = 18
+CONTROLLED_SHUTDOWN_KEY = 7
+_INT32 = struct.Struct(">i")
+_REQUEST_PREFIX = struct.Struct(">hhi")
+
+DEFAULT_MAX_FRAME = 100 * 1024 * 1024   # Kafka's socket.request.max.bytes default
+
+
+def _messages():
+    import kafkawire.messages as messages
+    return messages
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    request = _messages().by_api_key(api_key, "request")
+    if request.is_flexible(api_version):
+        return 2
+    if api_key == CONTROLLED_SHUTDOWN_KEY and api_version == 0:
+        return 0
+    return 1
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    if api_key == API_VERSIONS_KEY:
+        return 0
+    response = _messages().by_api_key(api_key, "response")
+    return 1 if response.is_flexible(api_version) else 0
+
+
+@dataclass
+class Request:
+    header: object    # RequestHeader
+    body: object      # the request message
+    api_key: int
+    api_version: int
+    correlation_id: int
+
+
+def encode_request(body, api_version: int, correlation_id: int, client_id: str | None = "kafkawire",
+                   header_tagged_fields=()) -> bytes:
+    """A whole frame: size, request header, request body."""
+    messages = _messages()
+    header_cls = messages.by_name("RequestHeader")
+    header = header_cls(request_api_key=body.API_KEY, request_api_version=api_version,
+                        correlation_id=correlation_id, client_id=client_id)
+    if header_tagged_fields:
+        header.unknown_tagged_fields = header_tagged_fields
+    buf = bytearray(b"\0\0\0\0")
+    header.encode_into(buf, request_header_version(body.API_KEY, api_version))
+    body.encode_into(buf, api_version)
+    _INT32.pack_into(buf, 0, len(buf) - 4)
+    return bytes(buf)
+
+
+def encode_response(body, api_version: int, correlation_id: int) -> bytes:
+    messages = _messages()
+    header = messages.by_name("ResponseHeader")(correlation_id=correlation_id)
+    buf = bytearray(b"\0\0\0\0")
+    header.encode_into(buf, response_header_version(body.API_KEY, api_version))
+    body.encode_into(buf, api_version)
+    _INT32.pack_into(buf, 0, len(buf) - 4)
+    return bytes(buf)
+
+
+def peek_request_api(payload: bytes) -> tuple[int, int, int]:
+    """(api_key, api_version, correlation_id) of a request frame's payload, before choosing a decoder.
+
+    Every request header version starts with these three fields, which is what lets a server
+    answer an unsupported version with an error instead of dropping the connection.
+    """
+    if len(payload) < 8:
+        raise DecodeError("RequestHeader", None, None, 0, f"a request header needs 8 bytes, the frame has {len(payload)}")
+    return _REQUEST_PREFIX.unpack_from(payload, 0)
+
+
+def decode_request(payload: bytes) -> Request:
+    """Decode a request frame's payload (without the size prefix)."""
+    messages = _messages()
+    api_key, api_version, correlation_id = peek_request_api(payload)
+    try:
+        request_cls = messages.by_api_key(api_key, "request")
+    except KeyError:
+        raise DecodeError("RequestHeader", None, "RequestApiKey", 0, f"unknown API key {api_key}") from None
+    header_cls = messages.by_name("RequestHeader")
+    header, pos = header_cls.decode(payload, request_header_version(api_key, api_version), partial=True)
+    body = request_cls.decode(memoryview(payload)[pos:], api_version)
+    return Request(header, body, api_key, api_version, correlation_id)
+
+
+def decode_response(payload: bytes, api_key: int, api_version: int):
+    """Decode a response frame's payload: (correlation_id, body)."""
+    messages = _messages()
+    header_cls = messages.by_name("ResponseHeader")
+    header, pos = header_cls.decode(payload, response_header_version(api_key, api_version), partial=True)
+    body = messages.by_api_key(api_key, "response").decode(memoryview(payload)[pos:], api_version)
+    return header.correlation_id, body
+
+
+class FrameReader:
+    """Splits a byte stream into size-prefixed frames, refusing sizes above max_frame.
+
+    The size is checked before any buffering of the frame, so a hostile size costs nothing.
+    """
+
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME):
+        self.max_frame = max_frame
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self._buffer += data
+        frames = []
+        buf = self._buffer
+        pos = 0
+        while len(buf) - pos >= 4:
+            (size,) = _INT32.unpack_from(buf, pos)
+            if size < 0 or size > self.max_frame:
+                raise DecodeError("frame", None, "size", pos,
+                                  f"frame size {size} is outside 0..{self.max_frame} (socket.request.max.bytes)")
+            if len(buf) - pos - 4 < size:
+                break
+            frames.append(bytes(buf[pos + 4: pos + 4 + size]))
+            pos += 4 + size
+        del buf[:pos]
+        return frames
+
+    @property
+    def pending(self) -> int:
+        return len(self._buffer)

@@ -1,0 +1,401 @@
+"""Kafka's primitive types, as the generated codecs read and write them.
+
+Readers take (data, pos) with `data` a bytes object and return (value, new_pos). Every length
+is checked against the bytes that are left before anything is sliced or allocated, so hostile
+input can only make a reader raise Malformed, never allocate more than the input's size.
+"""
+from __future__ import annotations
+
+import struct
+from uuid import UUID, SafeUUID
+
+from .errors import Malformed, UnsupportedVersionError
+
+__all__ = [
+    "Malformed", "read_uvarint", "write_uvarint",
+    "read_string", "read_nullable_string", "read_compact_string", "read_compact_nullable_string",
+    "write_string", "write_nullable_string", "write_compact_string", "write_compact_nullable_string",
+    "read_bytes", "read_nullable_bytes", "read_compact_bytes", "read_compact_nullable_bytes",
+    "write_bytes", "write_nullable_bytes", "write_compact_bytes", "write_compact_nullable_bytes",
+    "read_array_length", "read_nullable_array_length", "read_compact_array_length",
+    "read_compact_nullable_array_length", "write_array_length", "write_nullable_array_length",
+    "write_compact_array_length", "write_compact_nullable_array_length",
+    "read_fixed_array", "write_fixed_array", "read_uuid", "write_uuid", "write_uuid_array",
+    "read_unknown_tags", "read_tag_header", "write_tags", "unsupported_field", "unsupported_tags",
+]
+
+_new = object.__new__
+_setattr = object.__setattr__
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_unpack_int16 = _INT16.unpack_from
+_unpack_int32 = _INT32.unpack_from
+_pack_int16 = _INT16.pack
+_pack_int32 = _INT32.pack
+
+ZERO_UUID = UUID(int=0)
+
+
+def read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
+    b = data[pos]
+    if b < 0x80:
+        return b, pos + 1
+    result, shift, start = b & 0x7F, 7, pos
+    while True:
+        pos += 1
+        b = data[pos]
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos + 1
+        shift += 7
+        if shift > 28:
+            raise Malformed(f"unsigned varint at byte {start} is longer than 5 bytes")
+
+
+def write_uvarint(buf: bytearray, value: int) -> None:
+    if 0 <= value < 0x80:
+        buf.append(value)
+        return
+    if value < 0 or value > 0xFFFFFFFF:
+        raise ValueError(f"{value} does not fit in an unsigned varint")
+    while value >= 0x80:
+        buf.append((value & 0x7F) | 0x80)
+        value >>= 7
+    buf.append(value)
+
+
+def _too_long(what: str, length: int, pos: int, data: bytes) -> Malformed:
+    return Malformed(f"{what} of length {length} at byte {pos} runs past the end of the data "
+                     f"({len(data) - pos} bytes left)")
+
+
+# --- strings --------------------------------------------------------------------------------
+
+def read_string(data, pos):
+    (n,) = _unpack_int16(data, pos)
+    pos += 2
+    end = pos + n
+    if n < 0:
+        raise Malformed(f"string length {n}: null is not allowed here")
+    if end > len(data):
+        raise _too_long("string", n, pos, data)
+    return data[pos:end].decode(), end
+
+
+def read_nullable_string(data, pos):
+    (n,) = _unpack_int16(data, pos)
+    pos += 2
+    if n < 0:
+        if n != -1:
+            raise Malformed(f"string length {n} is negative")
+        return None, pos
+    end = pos + n
+    if end > len(data):
+        raise _too_long("string", n, pos, data)
+    return data[pos:end].decode(), end
+
+
+def read_compact_string(data, pos):
+    n = data[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = read_uvarint(data, pos)
+    n -= 1
+    if n < 0:
+        raise Malformed("compact string is null, which is not allowed here")
+    end = pos + n
+    if end > len(data):
+        raise _too_long("compact string", n, pos, data)
+    return data[pos:end].decode(), end
+
+
+def read_compact_nullable_string(data, pos):
+    n, pos = read_uvarint(data, pos)
+    n -= 1
+    if n < 0:
+        return None, pos
+    end = pos + n
+    if end > len(data):
+        raise _too_long("compact string", n, pos, data)
+    return data[pos:end].decode(), end
+
+
+def write_string(buf, value):
+    raw = value.encode()
+    if len(raw) > 0x7FFF:
+        raise ValueError(f"string of {len(raw)} bytes is longer than 32767")
+    buf += _pack_int16(len(raw))
+    buf += raw
+
+
+def write_nullable_string(buf, value):
+    if value is None:
+        buf += b"\xff\xff"
+    else:
+        write_string(buf, value)
+
+
+def write_compact_string(buf, value):
+    raw = value.encode()
+    write_uvarint(buf, len(raw) + 1)
+    buf += raw
+
+
+def write_compact_nullable_string(buf, value):
+    if value is None:
+        buf.append(0)
+    else:
+        write_compact_string(buf, value)
+
+
+# --- bytes and records ------------------------------------------------------------------------
+
+def read_bytes(data, pos):
+    (n,) = _unpack_int32(data, pos)
+    pos += 4
+    if n < 0:
+        raise Malformed(f"bytes length {n}: null is not allowed here")
+    end = pos + n
+    if end > len(data):
+        raise _too_long("bytes", n, pos, data)
+    return data[pos:end], end
+
+
+def read_nullable_bytes(data, pos):
+    (n,) = _unpack_int32(data, pos)
+    pos += 4
+    if n < 0:
+        if n != -1:
+            raise Malformed(f"bytes length {n} is negative")
+        return None, pos
+    end = pos + n
+    if end > len(data):
+        raise _too_long("bytes", n, pos, data)
+    return data[pos:end], end
+
+
+def read_compact_bytes(data, pos):
+    n, pos = read_uvarint(data, pos)
+    n -= 1
+    if n < 0:
+        raise Malformed("compact bytes are null, which is not allowed here")
+    end = pos + n
+    if end > len(data):
+        raise _too_long("compact bytes", n, pos, data)
+    return data[pos:end], end
+
+
+def read_compact_nullable_bytes(data, pos):
+    n, pos = read_uvarint(data, pos)
+    n -= 1
+    if n < 0:
+        return None, pos
+    end = pos + n
+    if end > len(data):
+        raise _too_long("compact bytes", n, pos, data)
+    return data[pos:end], end
+
+
+def write_bytes(buf, value):
+    buf += _pack_int32(len(value))
+    buf += value
+
+
+def write_nullable_bytes(buf, value):
+    if value is None:
+        buf += b"\xff\xff\xff\xff"
+    else:
+        buf += _pack_int32(len(value))
+        buf += value
+
+
+def write_compact_bytes(buf, value):
+    write_uvarint(buf, len(value) + 1)
+    buf += value
+
+
+def write_compact_nullable_bytes(buf, value):
+    if value is None:
+        buf.append(0)
+    else:
+        write_uvarint(buf, len(value) + 1)
+        buf += value
+
+
+# --- arrays -----------------------------------------------------------------------------------
+# An element takes at least one byte on the wire in every type but empty structs, so a count
+# larger than the bytes left is impossible; Kafka's Java readers apply the same check.
+
+def read_array_length(data, pos):
+    (n,) = _unpack_int32(data, pos)
+    pos += 4
+    if n < 0:
+        raise Malformed(f"array length {n}: null is not allowed here")
+    if n > len(data) - pos:
+        raise Malformed(f"array of {n} elements at byte {pos} cannot fit in the {len(data) - pos} bytes left")
+    return n, pos
+
+
+def read_nullable_array_length(data, pos):
+    (n,) = _unpack_int32(data, pos)
+    pos += 4
+    if n < 0:
+        if n != -1:
+            raise Malformed(f"array length {n} is negative")
+        return -1, pos
+    if n > len(data) - pos:
+        raise Malformed(f"array of {n} elements at byte {pos} cannot fit in the {len(data) - pos} bytes left")
+    return n, pos
+
+
+def read_compact_array_length(data, pos):
+    n = data[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = read_uvarint(data, pos)
+    n -= 1
+    if n < 0:
+        raise Malformed("compact array is null, which is not allowed here")
+    if n > len(data) - pos:
+        raise Malformed(f"array of {n} elements at byte {pos} cannot fit in the {len(data) - pos} bytes left")
+    return n, pos
+
+
+def read_compact_nullable_array_length(data, pos):
+    n, pos = read_uvarint(data, pos)
+    n -= 1
+    if n > len(data) - pos:
+        raise Malformed(f"array of {n} elements at byte {pos} cannot fit in the {len(data) - pos} bytes left")
+    return n, pos
+
+
+def write_array_length(buf, items):
+    buf += _pack_int32(len(items))
+
+
+def write_nullable_array_length(buf, items):
+    buf += _pack_int32(-1 if items is None else len(items))
+
+
+def write_compact_array_length(buf, items):
+    n = len(items) + 1
+    if n < 0x80:
+        buf.append(n)
+    else:
+        write_uvarint(buf, n)
+
+
+def write_compact_nullable_array_length(buf, items):
+    if items is None:
+        buf.append(0)
+    else:
+        write_compact_array_length(buf, items)
+
+
+_array_structs: dict = {}
+
+
+def _array_struct(code: str, n: int) -> struct.Struct:
+    key = (code, n)
+    s = _array_structs.get(key)
+    if s is None:
+        s = struct.Struct(f">{n}{code}")
+        if len(_array_structs) < 4096:
+            _array_structs[key] = s
+    return s
+
+
+def read_fixed_array(data, pos, n, code, size):
+    end = pos + n * size
+    if end > len(data):
+        raise _too_long(f"array of {code}", n, pos, data)
+    return list(_array_struct(code, n).unpack_from(data, pos)), end
+
+
+def write_fixed_array(buf, items, code):
+    buf += _array_struct(code, len(items)).pack(*items)
+
+
+# --- uuid -------------------------------------------------------------------------------------
+
+def uuid_from_bytes(raw: bytes) -> UUID:
+    # UUID(bytes=...) validates its argument at length; 16 bytes sliced from the wire need none of it.
+    u = _new(UUID)
+    _setattr(u, "int", int.from_bytes(raw, "big"))
+    _setattr(u, "is_safe", SafeUUID.unknown)
+    return u
+
+
+def read_uuid(data, pos):
+    end = pos + 16
+    if end > len(data):
+        raise Malformed(f"uuid at byte {pos} runs past the end of the data")
+    u = _new(UUID)
+    _setattr(u, "int", int.from_bytes(data[pos:end], "big"))
+    _setattr(u, "is_safe", SafeUUID.unknown)
+    return u, end
+
+
+def write_uuid(buf, value):
+    buf += value.int.to_bytes(16, "big")
+
+
+def write_uuid_array(buf, items):
+    for u in items:
+        buf += u.int.to_bytes(16, "big")
+
+
+# --- tagged fields ----------------------------------------------------------------------------
+
+def read_unknown_tags(data, pos):
+    """A tagged-field section of which no tag is known: every field is kept as (tag, bytes)."""
+    n, pos = read_uvarint(data, pos)
+    if n == 0:
+        return (), pos
+    if n > len(data) - pos:
+        raise Malformed(f"{n} tagged fields cannot fit in the {len(data) - pos} bytes left")
+    fields, last = [], -1
+    for _ in range(n):
+        tag, pos, end = read_tag_header(data, pos, last)
+        fields.append((tag, data[pos:end]))
+        pos, last = end, tag
+    return fields, pos
+
+
+def read_tag_header(data, pos, last_tag):
+    tag, pos = read_uvarint(data, pos)
+    if tag <= last_tag:
+        raise Malformed(f"tagged field {tag} at byte {pos} does not follow tag {last_tag} in ascending order")
+    size, pos = read_uvarint(data, pos)
+    end = pos + size
+    if end > len(data):
+        raise _too_long(f"tagged field {tag}", size, pos, data)
+    return tag, pos, end
+
+
+def write_tags(buf, known, unknown):
+    """Write a tagged-field section: known (tag, bytes) and unknown (tag, bytes), in tag order."""
+    fields = known
+    if unknown:
+        fields = sorted(list(known) + list(unknown), key=lambda item: item[0])
+        for a, b in zip(fields, fields[1:]):
+            if a[0] == b[0]:
+                raise ValueError(f"tag {a[0]} is set both as a known field and as an unknown tagged field")
+    write_uvarint(buf, len(fields))
+    for tag, raw in fields:
+        write_uvarint(buf, tag)
+        write_uvarint(buf, len(raw))
+        buf += raw
+
+
+def unsupported_field(message: str, field: str, version: int) -> UnsupportedVersionError:
+    return UnsupportedVersionError(message, version, field,
+                                   f"{field} is set to a non-default value, but version {version} has no such field "
+                                   f"and the field is not ignorable")
+
+
+def unsupported_tags(message: str, struct: str, version: int) -> UnsupportedVersionError:
+    return UnsupportedVersionError(message, version, f"tagged fields of {struct}",
+                                   f"tagged fields were set, but version {version} is not flexible")

@@ -1,0 +1,35 @@
+"""Look-up of generated message classes, importing each module only when it is first asked for."""
+from __future__ import annotations
+
+import importlib
+
+
+class Registry:
+    def __init__(self, package: str, index: list[tuple[str, str, str, int | None]]):
+        self.package = package
+        self.index = index
+        self._by_name = {name: module for name, module, _, _ in index}
+        self._by_key: dict[tuple[int, str], str] = {}
+        for name, module, kind, api_key in index:
+            if api_key is not None:
+                self._by_key.setdefault((api_key, kind), name)
+
+    def by_name(self, name: str):
+        module = self._by_name.get(name)
+        if module is None:
+            raise KeyError(f"no message named {name!r} in {self.package}")
+        return getattr(importlib.import_module(f"{self.package}.{module}"), name)
+
+    def by_api_key(self, api_key: int, kind: str):
+        """The request or response class of an API key (kind is "request" or "response")."""
+        name = self._by_key.get((api_key, kind))
+        if name is None:
+            raise KeyError(f"no {kind} with API key {api_key} in {self.package}")
+        return self.by_name(name)
+
+    def metadata_record(self, api_key: int):
+        """The metadata-log record class of a record type (the apiKey of a "metadata" schema)."""
+        return self.by_api_key(api_key, "metadata")
+
+    def all_messages(self):
+        return [self.by_name(name) for name, _, _, _ in self.index]

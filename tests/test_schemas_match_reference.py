@@ -1,0 +1,395 @@
+"""Our message schemas (schemas/) must describe exactly Apache Kafka's wire format.
+
+For every schema file in schemas/ the reference schema of the same name is looked up in
+Kafka trunk's (kafka-schemas/) and Kafka 3.9's (kafka-schemas-3.9/) copies under
+../shared/reference. For every version a reference supports, our schema must give the same
+wire layout at that version: the ordered non-tagged fields (name, type, nullability,
+flexible encoding, nested struct layout, with commonStructs resolved), the set of tagged
+fields (tag, name, type, nullability, nested layout), and the same defaults. apiKey, type,
+name and flexibleVersions must be equal, and our validVersions must be the union of both
+references' validVersions (Kafka 4.0 dropped old versions that we keep).
+
+Prose ("about", comments) and in-memory hints (ignorable, mapKey, entityType, ...) are not
+compared.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMAS = REPO / "schemas"
+REFERENCE = REPO.parent / "shared" / "reference"
+TRUNK = REFERENCE / "kafka-schemas"
+KAFKA_39 = REFERENCE / "kafka-schemas-3.9"
+
+_APIS = [
+    "ApiVersions", "Metadata", "Produce", "Fetch", "ListOffsets", "DescribeCluster", "FindCoordinator",
+    "InitProducerId", "Vote", "BeginQuorumEpoch", "EndQuorumEpoch", "DescribeQuorum", "FetchSnapshot",
+    "AddRaftVoter", "RemoveRaftVoter", "UpdateRaftVoter", "UpdateFeatures", "ControllerRegistration",
+    "BrokerRegistration", "BrokerHeartbeat", "DescribeTopicPartitions",
+]
+_METADATA_RECORDS = [
+    "AbortTransactionRecord", "AccessControlEntryRecord", "BeginTransactionRecord",
+    "BrokerRegistrationChangeRecord", "ClearElrRecord", "ClientQuotaRecord", "ConfigRecord",
+    "DelegationTokenRecord", "EndTransactionRecord", "FeatureLevelRecord", "FenceBrokerRecord", "NoOpRecord",
+    "PartitionChangeRecord", "PartitionRecord", "ProducerIdsRecord", "RegisterBrokerRecord",
+    "RegisterControllerRecord", "RemoveAccessControlEntryRecord", "RemoveDelegationTokenRecord",
+    "RemoveTopicRecord", "RemoveUserScramCredentialRecord", "TopicRecord", "UnfenceBrokerRecord",
+    "UnregisterBrokerRecord", "UnregisterControllerRecord", "UserScramCredentialRecord", "ZkMigrationRecord",
+]
+REQUIRED = (
+    ["clients/RequestHeader", "clients/ResponseHeader"]
+    + [f"clients/{api}{kind}" for api in _APIS for kind in ("Request", "Response")]
+    + [f"clients/{name}" for name in (
+        "LeaderChangeMessage", "SnapshotHeaderRecord", "SnapshotFooterRecord", "KRaftVersionRecord",
+        "VotersRecord", "EndTxnMarker", "ControlRecordTypeSchema")]
+    + ["raft/QuorumStateData"]
+    + [f"metadata/{name}" for name in _METADATA_RECORDS]
+)
+
+# Fields Kafka renamed without touching the wire format, as (schema, dotted path in 3.9) -> trunk name.
+# VoteRequest: KIP-996 (v2) renamed Candidate* to Replica*; v0-v1 bytes are unchanged.
+RENAMED_SINCE_39 = {
+    ("VoteRequest", "Topics.Partitions.CandidateEpoch"): "ReplicaEpoch",
+    ("VoteRequest", "Topics.Partitions.CandidateId"): "ReplicaId",
+    ("VoteRequest", "Topics.Partitions.CandidateDirectoryId"): "ReplicaDirectoryId",
+}
+
+MAX_VERSION = 1000
+
+
+# --------------------------------------------------------------------------------------------
+# A small reader for Kafka's JSON dialect
+# --------------------------------------------------------------------------------------------
+
+def strip_comments(text: str) -> str:
+    """Remove // line comments and /* */ block comments that are outside string literals."""
+    out = []
+    i, n = 0, len(text)
+    in_string = False
+    while i < n:
+        c = text[i]
+        if in_string:
+            out.append(c)
+            if c == "\\" and i + 1 < n:
+                out.append(text[i + 1])
+                i += 2
+                continue
+            if c == '"':
+                in_string = False
+            i += 1
+        elif c == '"':
+            in_string = True
+            out.append(c)
+            i += 1
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end  # keep the newline
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            if end < 0:
+                raise ValueError("unterminated /* comment")
+            out.append(" ")
+            i = end + 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def load_schema(path: Path) -> dict:
+    return json.loads(strip_comments(path.read_text(encoding="utf-8")))
+
+
+def parse_versions(spec) -> frozenset[int]:
+    """'N', 'N-M', 'N+' or 'none' -> the set of versions (N+ is open-ended up to MAX_VERSION)."""
+    if spec is None:
+        return frozenset()
+    s = str(spec).strip()
+    if s == "none":
+        return frozenset()
+    if s.endswith("+"):
+        return frozenset(range(int(s[:-1]), MAX_VERSION))
+    m = re.fullmatch(r"(\d+)-(\d+)", s)
+    if m:
+        lo, hi = int(m.group(1)), int(m.group(2))
+        assert lo <= hi, f"bad version range {spec!r}"
+        return frozenset(range(lo, hi + 1))
+    if re.fullmatch(r"\d+", s):
+        return frozenset({int(s)})
+    raise ValueError(f"bad version spec {spec!r}")
+
+
+def fmt_versions(vs) -> str:
+    vs = sorted(vs)
+    if not vs:
+        return "none"
+    parts, start, prev = [], vs[0], vs[0]
+    for v in vs[1:] + [None]:
+        if v is not None and v == prev + 1:
+            prev = v
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if v is not None:
+            start = prev = v
+    return ",".join(parts)
+
+
+_INT_TYPES = {"int8", "int16", "int32", "int64", "uint16", "uint32"}
+
+
+def normalize_default(ftype: str, field: dict):
+    """The default value a field takes, as a comparable Python value."""
+    has = "default" in field
+    raw = field.get("default")
+    if ftype in _INT_TYPES:
+        if not has:
+            return 0
+        if isinstance(raw, bool):
+            raise ValueError(f"boolean default for {ftype}")
+        if isinstance(raw, int):
+            return raw
+        s = str(raw).strip()
+        neg = s.startswith("-")
+        body = s[1:] if neg else s
+        if body.lower().startswith("0x"):
+            val = int(body, 16)
+        elif len(body) > 1 and body.startswith("0"):
+            val = int(body, 8)
+        else:
+            val = int(body, 10)
+        return -val if neg else val
+    if ftype == "bool":
+        if not has:
+            return False
+        if isinstance(raw, bool):
+            return raw
+        return {"true": True, "false": False}[str(raw).strip()]
+    if ftype == "float64":
+        return float(raw) if has else 0.0
+    if raw is None and has or raw == "null":
+        return None
+    if not has:
+        return "<implicit>"
+    return str(raw)
+
+
+def is_struct_type(ftype: str) -> bool:
+    base = ftype[2:] if ftype.startswith("[]") else ftype
+    return bool(base) and base[0].isupper()
+
+
+class Schema:
+    def __init__(self, path: Path, renames: dict[str, str] | None = None):
+        self.path = path
+        self.data = load_schema(path)
+        self.name = self.data.get("name", path.stem)
+        self.valid = parse_versions(self.data.get("validVersions"))
+        self.flexible = parse_versions(self.data.get("flexibleVersions", "none"))
+        self.renames = renames or {}
+        self.common = {cs["name"]: cs for cs in self.data.get("commonStructs", [])}
+
+    # -- per-version layout -------------------------------------------------------------------
+
+    def field_versions(self, f: dict) -> frozenset[int]:
+        return parse_versions(f["versions"] if "versions" in f else f.get("taggedVersions", "none"))
+
+    def nested_fields(self, f: dict):
+        if "fields" in f:
+            return f["fields"]
+        base = f["type"][2:] if f["type"].startswith("[]") else f["type"]
+        if is_struct_type(f["type"]) and base in self.common:
+            return self.common[base]["fields"]
+        if is_struct_type(f["type"]):
+            raise AssertionError(f"{self.path}: struct type {base} has no fields and no commonStruct")
+        return None
+
+    def layout(self, fields, v: int, path: str = "") -> dict:
+        regular, tagged = [], {}
+        msg_flexible = v in self.flexible
+        for f in fields:
+            name = self.renames.get(f"{path}{f['name']}", f["name"])
+            if v not in self.field_versions(f):
+                continue
+            ftype = f["type"]
+            field_flex = parse_versions(f["flexibleVersions"]) if "flexibleVersions" in f else self.flexible
+            sub = self.nested_fields(f)
+            entry = {
+                "name": name,
+                "type": ftype,
+                "nullable": v in parse_versions(f.get("nullableVersions")),
+                "flexible": msg_flexible and v in field_flex,
+                "default": normalize_default(ftype, f),
+                "struct": None if sub is None else self.layout(sub, v, f"{path}{f['name']}."),
+            }
+            if "tag" in f and v in parse_versions(f.get("taggedVersions")):
+                if not msg_flexible:
+                    raise AssertionError(f"{self.path}: tagged field {name} in non-flexible version {v}")
+                entry["tag"] = int(f["tag"])
+                tagged[entry["tag"]] = entry
+            else:
+                regular.append(entry)
+        return {"fields": regular, "tagged": tagged}
+
+    def version_layout(self, v: int) -> dict:
+        return self.layout(self.data.get("fields", []), v)
+
+    # -- defaults of every field, whatever the version ----------------------------------------
+
+    def all_defaults(self, fields=None, path: str = "", key_path: str = "") -> dict[str, object]:
+        """Dotted field path -> default, for every field of every version (struct fields included)."""
+        out = {}
+        for f in self.data.get("fields", []) if fields is None else fields:
+            name = self.renames.get(f"{path}{f['name']}", f["name"])
+            out[f"{key_path}{name}"] = normalize_default(f["type"], f)
+            sub = self.nested_fields(f)
+            if sub is not None:
+                out.update(self.all_defaults(sub, f"{path}{f['name']}.", f"{key_path}{name}."))
+        return out
+
+
+def diff_layout(ours: dict, ref: dict, where: str) -> list[str]:
+    problems = []
+    on = [e["name"] for e in ours["fields"]]
+    rn = [e["name"] for e in ref["fields"]]
+    if on != rn:
+        problems.append(f"{where}: non-tagged fields are {on}, reference has {rn}")
+    else:
+        for o, r in zip(ours["fields"], ref["fields"]):
+            problems += diff_entry(o, r, f"{where}.{o['name']}")
+    ot = {t: e["name"] for t, e in ours["tagged"].items()}
+    rt = {t: e["name"] for t, e in ref["tagged"].items()}
+    if ot != rt:
+        problems.append(f"{where}: tagged fields are {ot}, reference has {rt}")
+    else:
+        for t in sorted(ot):
+            problems += diff_entry(ours["tagged"][t], ref["tagged"][t], f"{where}.{ot[t]}(tag {t})")
+    return problems
+
+
+def diff_entry(o: dict, r: dict, where: str) -> list[str]:
+    problems = []
+    for key in ("type", "nullable", "flexible", "default"):
+        if o[key] != r[key]:
+            problems.append(f"{where}: {key} is {o[key]!r}, reference has {r[key]!r}")
+    if (o["struct"] is None) != (r["struct"] is None):
+        problems.append(f"{where}: struct-ness differs")
+    elif o["struct"] is not None:
+        problems += diff_layout(o["struct"], r["struct"], where)
+    return problems
+
+
+# --------------------------------------------------------------------------------------------
+# Locating files
+# --------------------------------------------------------------------------------------------
+
+def our_schema_files() -> list[Path]:
+    if not SCHEMAS.is_dir():
+        return []
+    return sorted(SCHEMAS.rglob("*.json"))
+
+
+def find_reference(root: Path, name: str) -> Path | None:
+    hits = sorted(root.rglob(f"{name}.json"))
+    assert len(hits) <= 1, f"ambiguous reference schema {name}: {hits}"
+    return hits[0] if hits else None
+
+
+def renames_for(schema_name: str) -> dict[str, str]:
+    """Map 3.9 dotted paths to the trunk field name, for the given schema."""
+    return {path: new for (name, path), new in RENAMED_SINCE_39.items() if name == schema_name}
+
+
+@pytest.fixture(scope="module")
+def reference() -> Path:
+    for p in (REFERENCE, TRUNK, KAFKA_39):
+        if not p.is_dir():
+            pytest.skip(f"Kafka reference schemas not available: {p} is missing")
+    return REFERENCE
+
+
+# --------------------------------------------------------------------------------------------
+# Tests
+# --------------------------------------------------------------------------------------------
+
+def test_required_schema_files_present():
+    missing = [r for r in REQUIRED if not (SCHEMAS / f"{r}.json").is_file()]
+    assert not missing, f"required schema files missing from {SCHEMAS}: {missing}"
+
+
+def test_every_reference_metadata_record_is_present(reference):
+    names = {p.stem for p in (TRUNK / "metadata").glob("*.json")} | {p.stem for p in (KAFKA_39 / "metadata").glob("*.json")}
+    ours = {p.stem for p in (SCHEMAS / "metadata").glob("*.json")}
+    assert not names - ours, f"metadata records missing from schemas/metadata: {sorted(names - ours)}"
+
+
+def _ids(paths):
+    return [str(p.relative_to(SCHEMAS)) for p in paths]
+
+
+@pytest.mark.parametrize("path", our_schema_files(), ids=_ids(our_schema_files()))
+def test_schema_file_is_ours_and_valid(path: Path):
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("//"), f"{path.name}: must start with our own // comment"
+    assert "Licensed to the Apache Software Foundation" not in text, f"{path.name}: ASF header copied"
+    data = load_schema(path)  # valid JSON once comments are removed: no trailing commas etc.
+    for key in ("name", "type", "validVersions", "fields"):
+        assert key in data, f"{path.name}: no {key!r}"
+    parse_versions(data["validVersions"])
+
+
+@pytest.mark.parametrize("path", our_schema_files(), ids=_ids(our_schema_files()))
+def test_schema_matches_reference(reference, path: Path):
+    ours = Schema(path)
+    name = path.stem
+    refs = []
+    trunk_path = find_reference(TRUNK, name)
+    old_path = find_reference(KAFKA_39, name)
+    if trunk_path:
+        refs.append(("Kafka trunk", Schema(trunk_path)))
+    if old_path:
+        refs.append(("Kafka 3.9", Schema(old_path, renames_for(name))))
+    assert refs, f"{path.name}: no reference schema named {name} under {TRUNK} or {KAFKA_39}"
+
+    problems = []
+    for label, ref in refs:
+        for key in ("apiKey", "type", "name"):
+            if ours.data.get(key) != ref.data.get(key):
+                problems.append(f"{key} is {ours.data.get(key)!r}, {label} has {ref.data.get(key)!r}")
+        if ours.flexible != ref.flexible:
+            problems.append(f"flexibleVersions is {ours.data.get('flexibleVersions')!r}, "
+                            f"{label} has {ref.data.get('flexibleVersions')!r}")
+    if trunk_path and "latestVersionUnstable" in refs[0][1].data:
+        if ours.data.get("latestVersionUnstable") != refs[0][1].data["latestVersionUnstable"]:
+            problems.append("latestVersionUnstable differs from Kafka trunk")
+
+    union = frozenset().union(*(ref.valid for _, ref in refs))
+    if ours.valid != union:
+        problems.append(f"validVersions is {fmt_versions(ours.valid)}, union of references is {fmt_versions(union)}")
+
+    # Layout differences, grouped so that one wrong field is reported once with its versions.
+    by_problem: dict[str, dict[str, set[int]]] = {}
+    for label, ref in refs:
+        for v in sorted(ref.valid & ours.valid):
+            for p in diff_layout(ours.version_layout(v), ref.version_layout(v), name):
+                by_problem.setdefault(p, {}).setdefault(label, set()).add(v)
+    for p, where in by_problem.items():
+        versions = ", ".join(f"v{fmt_versions(vs)} of {label}" for label, vs in where.items())
+        problems.append(f"{p}  [at {versions}]")
+
+    for label, ref in refs:
+        our_defaults = ours.all_defaults()
+        for key, value in ref.all_defaults().items():
+            if key not in our_defaults:
+                problems.append(f"field {key} of {label} is missing")
+            elif our_defaults[key] != value:
+                problems.append(f"default of {key} is {our_defaults[key]!r}, {label} has {value!r}")
+
+    if problems:
+        pytest.fail(f"{path.relative_to(SCHEMAS)} differs from the reference:\n  " + "\n  ".join(problems),
+                    pytrace=False)
