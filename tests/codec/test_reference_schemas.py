@@ -64,3 +64,16 @@ def test_round_trip_every_version(reference_packages, package, path, data):
         # Kafka's JsonConverter leaves unknown tagged fields out, so JSON is checked as a fixed point.
         plain = without_unknown_tags(message)
         assert cls.from_json(plain.to_json(version), version) == plain
+
+
+def test_cli_generates_from_kafkas_own_folder(tmp_path):
+    from tools.cli import main
+    clients = require(REFERENCE / "kafka-schemas" / "clients")
+    assert main(["codegen", str(clients), "--out", str(tmp_path / "kafka_clients")]) == 0
+    sys.path.insert(0, str(tmp_path))
+    try:
+        package = importlib.import_module("kafka_clients")
+        vote = package.by_api_key(52, "request")
+        assert vote.NAME == "VoteRequest" and vote.decode(vote().encode(2), 2) == vote()
+    finally:
+        sys.path.remove(str(tmp_path))
