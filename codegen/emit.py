@@ -13,6 +13,8 @@ import uuid as uuid_module
 from .model import FIXED_FORMATS, FieldSpec, MessageSpec, StructSpec
 from .versions import OPEN_END, Versions
 
+_ARRAY_NAMES = {"?": "BOOL", "b": "INT8", "h": "INT16", "H": "UINT16", "i": "INT32", "I": "UINT32",
+                "q": "INT64", "d": "FLOAT64"}
 _FIXED_SIZES = {"?": 1, "b": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "d": 8}
 
 
@@ -55,6 +57,12 @@ class ModuleEmitter:
         self.bodies: dict[tuple[str, str], str] = {}   # (kind, body text) -> function name
 
     # --- naming helpers ---------------------------------------------------------------------
+    def array_table(self, code: str) -> str:
+        key = f"array_structs({code!r})"
+        if key not in self.constants:
+            self.constants[key] = f"_ARRAY_{_ARRAY_NAMES[code]}"
+        return self.constants[key]
+
     def struct_constant(self, fmt: str) -> str:
         name = self.structs_formats.get(fmt)
         if name is None:
@@ -91,6 +99,12 @@ class ModuleEmitter:
         if kind == "array":
             return f"{expr} is None or len({expr}) != 0"
         if kind == "struct":
+            inner = field.struct.fields
+            if all(f.type.kind not in ("array", "struct") for f in inner):
+                # Compared field by field: Struct.__eq__ would cost a call and a loop on every encode.
+                parts = [f"{expr}.{f.py_name} != {self.default_expr(f)}" for f in inner]
+                parts.append(f"{expr}._unknown_tagged_fields")
+                return f"{expr} is None or " + " or ".join(parts)
             return f"{expr} != _DEFAULT_{field.struct.name}"
         return f"{expr} != {self.default_expr(field)}"
 
@@ -309,7 +323,11 @@ class ModuleEmitter:
         if flexible:
             if tagged:
                 tag_fn = self._emit_tag_decoder(out, struct, version, tagged)
-                lines.append((f"pos = {tag_fn}(self, data, pos)", f"tagged fields of {struct.name}"))
+                lines.append(("if data[pos]:", f"tagged fields of {struct.name}"))
+                lines.append((f"    pos = {tag_fn}(self, data, pos)", f"tagged fields of {struct.name}"))
+                lines.append(("else:", None))
+                lines.append(("    self._unknown_tagged_fields = ()", None))
+                lines.append(("    pos += 1", None))
             else:
                 lines.append(("if data[pos]:", f"tagged fields of {struct.name}"))
                 lines.append(("    self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)", f"tagged fields of {struct.name}"))
@@ -338,6 +356,8 @@ class ModuleEmitter:
         if kind in ("string", "bytes", "records"):
             base = "string" if kind == "string" else "bytes"
             reader = ("compact_" if flexible else "") + ("nullable_" if nullable else "") + base
+            if kind == "records" or f.zero_copy:
+                reader += "_view"
             return [(f"{target}, pos = read_{reader}(data, pos)", name)]
         if kind == "struct":
             fn = self.canonical[("decode", f.struct.name, version)]
@@ -350,7 +370,16 @@ class ModuleEmitter:
             return [(f"{target}, pos = {fn}(data, pos)", name)]
         # arrays
         reader = ("compact_" if flexible else "") + ("nullable_" if nullable else "") + "array_length"
-        lines = [(f"n, pos = read_{reader}(data, pos)", name)]
+        if flexible:
+            # Most arrays are short: a one-byte length is read inline; the rest go through the checked reader.
+            lowest = -1 if nullable else 0
+            lines = [("n = data[pos] - 1", name),
+                     (f"if {lowest} <= n < 0x7F:", None),
+                     ("    pos += 1", None),
+                     ("else:", None),
+                     (f"    n, pos = read_{reader}(data, pos)", name)]
+        else:
+            lines = [(f"n, pos = read_{reader}(data, pos)", name)]
         inner = "    " if nullable else ""
         if nullable:
             lines.append(("if n < 0:", None))
@@ -360,7 +389,10 @@ class ModuleEmitter:
         ek = element.kind
         if ek in FIXED_FORMATS and ek != "uuid":
             code = FIXED_FORMATS[ek]
-            lines.append((f"{inner}{target}, pos = read_fixed_array(data, pos, n, {code!r}, {_FIXED_SIZES[code]})", name))
+            table = self.array_table(code)
+            # n is at most the bytes left, so the Struct is bounded; unpack_from checks the end itself.
+            lines.append((f"{inner}{target} = list(({table}[n] if n < 64 else array_struct({code!r}, n)).unpack_from(data, pos))", name))
+            lines.append((f"{inner}pos += {_FIXED_SIZES[code]} * n", None))
             return lines
         if ek == "uuid":
             item_read = "item, pos = read_uuid(data, pos)"
@@ -484,14 +516,24 @@ class ModuleEmitter:
                         (f"    {fn}({value}, {buf})", name)]
             return [(f"{fn}({value}, {buf})", name)]
         writer = ("compact_" if flexible else "") + ("nullable_" if nullable else "") + "array_length"
-        lines = [(f"items = {value}", None), (f"write_{writer}({buf}, items)", name)]
+        lines = [(f"items = {value}", None)]
         inner = ""
+        if flexible and not nullable:
+            lines += [("if len(items) < 0x7F:", name),
+                      (f"    {buf}.append(len(items) + 1)", None),
+                      ("else:", None),
+                      (f"    write_{writer}({buf}, items)", name)]
+        else:
+            lines.append((f"write_{writer}({buf}, items)", name))
         if nullable:
             lines.append(("if items is not None:", None))
             inner = "    "
         ek = f.type.element.kind
         if ek in FIXED_FORMATS and ek != "uuid":
-            lines.append((f"{inner}write_fixed_array({buf}, items, {FIXED_FORMATS[ek]!r})", name))
+            code = FIXED_FORMATS[ek]
+            table = self.array_table(code)
+            lines.append((f"{inner}if items:", None))
+            lines.append((f"{inner}    {buf} += ({table}[len(items)] if len(items) < 64 else array_struct({code!r}, len(items))).pack(*items)", name))
         elif ek == "uuid":
             lines.append((f"{inner}write_uuid_array({buf}, items)", name))
         elif ek in ("string", "bytes", "records"):

@@ -62,7 +62,11 @@ def _decode_tags_AbortTransactionRecord_v0(self, data, pos):
 def _decode_AbortTransactionRecord_v0(data, pos):
     self = _new(AbortTransactionRecord)
     self.reason = None
-    pos = _decode_tags_AbortTransactionRecord_v0(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_AbortTransactionRecord_v0(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
@@ -87,7 +91,8 @@ _LINE_FIELDS = {
     50: 'Reason',
     52: 'Reason',
     65: 'tagged fields of AbortTransactionRecord',
-    71: 'Reason',
-    73: 'Reason',
-    76: 'tagged fields of AbortTransactionRecord',
+    66: 'tagged fields of AbortTransactionRecord',
+    75: 'Reason',
+    77: 'Reason',
+    80: 'tagged fields of AbortTransactionRecord',
 }

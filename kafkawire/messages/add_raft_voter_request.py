@@ -101,7 +101,11 @@ def _decode_AddRaftVoterRequest_v0(data, pos):
     self.timeout_ms, self.voter_id = _S1.unpack_from(data, pos)
     pos += 8
     self.voter_directory_id, pos = read_uuid(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -124,7 +128,10 @@ def _encode_AddRaftVoterRequest_v0(self, buf):
     buf += _S1.pack(self.timeout_ms, self.voter_id)
     write_uuid(buf, self.voter_directory_id)
     items = self.listeners
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_Listener_v0(item, buf)
     if self._unknown_tagged_fields:
@@ -139,7 +146,11 @@ def _decode_AddRaftVoterRequest_v1(data, pos):
     self.timeout_ms, self.voter_id = _S1.unpack_from(data, pos)
     pos += 8
     self.voter_directory_id, pos = read_uuid(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -161,7 +172,10 @@ def _encode_AddRaftVoterRequest_v1(self, buf):
     buf += _S1.pack(self.timeout_ms, self.voter_id)
     write_uuid(buf, self.voter_directory_id)
     items = self.listeners
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_Listener_v0(item, buf)
     buf += _S2.pack(self.ack_when_committed)
@@ -191,29 +205,33 @@ _LINE_FIELDS = {
     103: 'VoterDirectoryId',
     104: 'Listeners',
     108: 'Listeners',
-    112: 'tagged fields of AddRaftVoterRequest',
-    113: 'tagged fields of AddRaftVoterRequest',
-    121: 'AckWhenCommitted',
-    122: 'AckWhenCommitted',
-    123: 'ClusterId',
-    124: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
-    125: 'VoterDirectoryId',
-    127: 'Listeners',
-    129: 'Listeners',
-    131: 'tagged fields of AddRaftVoterRequest',
-    138: 'ClusterId',
-    139: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
-    141: 'VoterDirectoryId',
-    142: 'Listeners',
-    146: 'Listeners',
-    149: 'AckWhenCommitted',
-    151: 'tagged fields of AddRaftVoterRequest',
-    152: 'tagged fields of AddRaftVoterRequest',
-    160: 'ClusterId',
-    161: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
-    162: 'VoterDirectoryId',
-    164: 'Listeners',
-    166: 'Listeners',
-    167: 'AckWhenCommitted',
-    169: 'tagged fields of AddRaftVoterRequest',
+    112: 'Listeners',
+    116: 'tagged fields of AddRaftVoterRequest',
+    117: 'tagged fields of AddRaftVoterRequest',
+    125: 'AckWhenCommitted',
+    126: 'AckWhenCommitted',
+    127: 'ClusterId',
+    128: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
+    129: 'VoterDirectoryId',
+    131: 'Listeners',
+    134: 'Listeners',
+    136: 'Listeners',
+    138: 'tagged fields of AddRaftVoterRequest',
+    145: 'ClusterId',
+    146: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
+    148: 'VoterDirectoryId',
+    149: 'Listeners',
+    153: 'Listeners',
+    157: 'Listeners',
+    160: 'AckWhenCommitted',
+    162: 'tagged fields of AddRaftVoterRequest',
+    163: 'tagged fields of AddRaftVoterRequest',
+    171: 'ClusterId',
+    172: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
+    173: 'VoterDirectoryId',
+    175: 'Listeners',
+    178: 'Listeners',
+    180: 'Listeners',
+    181: 'AckWhenCommitted',
+    183: 'tagged fields of AddRaftVoterRequest',
 }

@@ -291,7 +291,11 @@ def _decode_tags_ApiVersionsResponse_v3(self, data, pos):
         tag, pos, end = read_tag_header(data, pos, last)
         last = tag
         if tag == 0:
-            n, pos = read_compact_array_length(data, pos)
+            n = data[pos] - 1
+            if 0 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_array_length(data, pos)
             items = []
             append = items.append
             for _ in range(n):
@@ -306,7 +310,11 @@ def _decode_tags_ApiVersionsResponse_v3(self, data, pos):
             if pos != end:
                 raise Malformed(f'tagged field FinalizedFeaturesEpoch (tag 1) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 2:
-            n, pos = read_compact_array_length(data, pos)
+            n = data[pos] - 1
+            if 0 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_array_length(data, pos)
             items = []
             append = items.append
             for _ in range(n):
@@ -333,7 +341,11 @@ def _decode_ApiVersionsResponse_v3(data, pos):
     self = _new(ApiVersionsResponse)
     self.error_code, = _S2.unpack_from(data, pos)
     pos += 2
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -346,14 +358,21 @@ def _decode_ApiVersionsResponse_v3(data, pos):
     self.finalized_features_epoch = -1
     self.finalized_features = []
     self.zk_migration_ready = False
-    pos = _decode_tags_ApiVersionsResponse_v3(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_ApiVersionsResponse_v3(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
 def _encode_ApiVersionsResponse_v3(self, buf):
     buf += _S2.pack(self.error_code)
     items = self.api_keys
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ApiVersion_v3(item, buf)
     buf += _S3.pack(self.throttle_time_ms)
@@ -361,7 +380,10 @@ def _encode_ApiVersionsResponse_v3(self, buf):
     if self.supported_features is None or len(self.supported_features) != 0:
         tag_buf = bytearray()
         items = self.supported_features
-        write_compact_array_length(tag_buf, items)
+        if len(items) < 0x7F:
+            tag_buf.append(len(items) + 1)
+        else:
+            write_compact_array_length(tag_buf, items)
         for item in items:
             _encode_SupportedFeatureKey_v3(item, tag_buf)
         known.append((0, tag_buf))
@@ -372,7 +394,10 @@ def _encode_ApiVersionsResponse_v3(self, buf):
     if self.finalized_features is None or len(self.finalized_features) != 0:
         tag_buf = bytearray()
         items = self.finalized_features
-        write_compact_array_length(tag_buf, items)
+        if len(items) < 0x7F:
+            tag_buf.append(len(items) + 1)
+        else:
+            write_compact_array_length(tag_buf, items)
         for item in items:
             _encode_FinalizedFeatureKey_v3(item, tag_buf)
         known.append((2, tag_buf))
@@ -448,31 +473,38 @@ _LINE_FIELDS = {
     294: 'SupportedFeatures',
     298: 'SupportedFeatures',
     302: 'SupportedFeatures',
-    304: 'FinalizedFeaturesEpoch',
-    307: 'FinalizedFeaturesEpoch',
-    309: 'FinalizedFeatures',
+    306: 'SupportedFeatures',
+    308: 'FinalizedFeaturesEpoch',
+    311: 'FinalizedFeaturesEpoch',
     313: 'FinalizedFeatures',
     317: 'FinalizedFeatures',
-    319: 'ZkMigrationReady',
-    322: 'ZkMigrationReady',
-    334: 'ErrorCode',
-    336: 'ApiKeys',
-    340: 'ApiKeys',
-    343: 'ThrottleTimeMs',
-    349: 'tagged fields of ApiVersionsResponse',
-    354: 'ErrorCode',
-    356: 'ApiKeys',
-    358: 'ApiKeys',
-    359: 'ThrottleTimeMs',
-    361: 'SupportedFeatures',
-    364: 'SupportedFeatures',
-    366: 'SupportedFeatures',
-    368: 'FinalizedFeaturesEpoch',
-    370: 'FinalizedFeaturesEpoch',
-    372: 'FinalizedFeatures',
-    375: 'FinalizedFeatures',
-    377: 'FinalizedFeatures',
-    379: 'ZkMigrationReady',
-    381: 'ZkMigrationReady',
-    384: 'tagged fields of ApiVersionsResponse',
+    321: 'FinalizedFeatures',
+    325: 'FinalizedFeatures',
+    327: 'ZkMigrationReady',
+    330: 'ZkMigrationReady',
+    342: 'ErrorCode',
+    344: 'ApiKeys',
+    348: 'ApiKeys',
+    352: 'ApiKeys',
+    355: 'ThrottleTimeMs',
+    361: 'tagged fields of ApiVersionsResponse',
+    362: 'tagged fields of ApiVersionsResponse',
+    370: 'ErrorCode',
+    372: 'ApiKeys',
+    375: 'ApiKeys',
+    377: 'ApiKeys',
+    378: 'ThrottleTimeMs',
+    380: 'SupportedFeatures',
+    383: 'SupportedFeatures',
+    386: 'SupportedFeatures',
+    388: 'SupportedFeatures',
+    390: 'FinalizedFeaturesEpoch',
+    392: 'FinalizedFeaturesEpoch',
+    394: 'FinalizedFeatures',
+    397: 'FinalizedFeatures',
+    400: 'FinalizedFeatures',
+    402: 'FinalizedFeatures',
+    404: 'ZkMigrationReady',
+    406: 'ZkMigrationReady',
+    409: 'tagged fields of ApiVersionsResponse',
 }

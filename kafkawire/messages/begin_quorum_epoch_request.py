@@ -177,7 +177,11 @@ def _encode_TopicData_v0(self, buf):
 def _decode_TopicData_v1(data, pos):
     self = _new(TopicData)
     self.topic_name, pos = read_compact_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -195,7 +199,10 @@ def _decode_TopicData_v1(data, pos):
 def _encode_TopicData_v1(self, buf):
     write_compact_string(buf, self.topic_name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_PartitionData_v1(item, buf)
     if self._unknown_tagged_fields:
@@ -259,14 +266,22 @@ def _decode_BeginQuorumEpochRequest_v1(data, pos):
     self.cluster_id, pos = read_compact_nullable_string(data, pos)
     self.voter_id, = _S1.unpack_from(data, pos)
     pos += 4
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
         item, pos = _decode_TopicData_v1(data, pos)
         append(item)
     self.topics = items
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -285,11 +300,17 @@ def _encode_BeginQuorumEpochRequest_v1(self, buf):
     write_compact_nullable_string(buf, self.cluster_id)
     buf += _S1.pack(self.voter_id)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_TopicData_v1(item, buf)
     items = self.leader_endpoints
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_LeaderEndpoint_v1(item, buf)
     if self._unknown_tagged_fields:
@@ -330,41 +351,47 @@ _LINE_FIELDS = {
     179: 'TopicName',
     180: 'Partitions',
     184: 'Partitions',
-    187: 'tagged fields of TopicData',
-    188: 'tagged fields of TopicData',
-    196: 'TopicName',
-    198: 'Partitions',
-    200: 'Partitions',
-    202: 'tagged fields of TopicData',
-    209: 'Name',
-    210: 'Host',
-    211: 'Port',
-    213: 'tagged fields of LeaderEndpoint',
-    214: 'tagged fields of LeaderEndpoint',
-    222: 'Name',
-    223: 'Host',
-    224: 'Port',
-    226: 'tagged fields of LeaderEndpoint',
-    233: 'ClusterId',
-    234: 'Topics',
-    238: 'Topics',
-    248: 'ClusterId',
-    250: 'Topics',
-    252: 'Topics',
-    254: 'tagged fields of BeginQuorumEpochRequest',
-    259: 'ClusterId',
-    260: 'VoterId',
-    262: 'Topics',
-    266: 'Topics',
-    269: 'LeaderEndpoints',
-    273: 'LeaderEndpoints',
-    276: 'tagged fields of BeginQuorumEpochRequest',
-    277: 'tagged fields of BeginQuorumEpochRequest',
-    285: 'ClusterId',
-    286: 'VoterId',
-    288: 'Topics',
-    290: 'Topics',
-    292: 'LeaderEndpoints',
-    294: 'LeaderEndpoints',
-    296: 'tagged fields of BeginQuorumEpochRequest',
+    188: 'Partitions',
+    191: 'tagged fields of TopicData',
+    192: 'tagged fields of TopicData',
+    200: 'TopicName',
+    202: 'Partitions',
+    205: 'Partitions',
+    207: 'Partitions',
+    209: 'tagged fields of TopicData',
+    216: 'Name',
+    217: 'Host',
+    218: 'Port',
+    220: 'tagged fields of LeaderEndpoint',
+    221: 'tagged fields of LeaderEndpoint',
+    229: 'Name',
+    230: 'Host',
+    231: 'Port',
+    233: 'tagged fields of LeaderEndpoint',
+    240: 'ClusterId',
+    241: 'Topics',
+    245: 'Topics',
+    255: 'ClusterId',
+    257: 'Topics',
+    259: 'Topics',
+    261: 'tagged fields of BeginQuorumEpochRequest',
+    266: 'ClusterId',
+    267: 'VoterId',
+    269: 'Topics',
+    273: 'Topics',
+    277: 'Topics',
+    280: 'LeaderEndpoints',
+    284: 'LeaderEndpoints',
+    288: 'LeaderEndpoints',
+    291: 'tagged fields of BeginQuorumEpochRequest',
+    292: 'tagged fields of BeginQuorumEpochRequest',
+    300: 'ClusterId',
+    301: 'VoterId',
+    303: 'Topics',
+    306: 'Topics',
+    308: 'Topics',
+    310: 'LeaderEndpoints',
+    313: 'LeaderEndpoints',
+    315: 'LeaderEndpoints',
+    317: 'tagged fields of BeginQuorumEpochRequest',
 }

@@ -62,7 +62,11 @@ def _decode_tags_BeginTransactionRecord_v0(self, data, pos):
 def _decode_BeginTransactionRecord_v0(data, pos):
     self = _new(BeginTransactionRecord)
     self.name = None
-    pos = _decode_tags_BeginTransactionRecord_v0(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_BeginTransactionRecord_v0(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
@@ -87,7 +91,8 @@ _LINE_FIELDS = {
     50: 'Name',
     52: 'Name',
     65: 'tagged fields of BeginTransactionRecord',
-    71: 'Name',
-    73: 'Name',
-    76: 'tagged fields of BeginTransactionRecord',
+    66: 'tagged fields of BeginTransactionRecord',
+    75: 'Name',
+    77: 'Name',
+    80: 'tagged fields of BeginTransactionRecord',
 }

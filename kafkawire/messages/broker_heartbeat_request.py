@@ -86,7 +86,11 @@ def _decode_tags_BrokerHeartbeatRequest_v1(self, data, pos):
         tag, pos, end = read_tag_header(data, pos, last)
         last = tag
         if tag == 0:
-            n, pos = read_compact_array_length(data, pos)
+            n = data[pos] - 1
+            if 0 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_array_length(data, pos)
             items = []
             append = items.append
             for _ in range(n):
@@ -110,7 +114,11 @@ def _decode_BrokerHeartbeatRequest_v1(data, pos):
     pos += 22
     self.offline_log_dirs = []
     self.cordoned_log_dirs = None
-    pos = _decode_tags_BrokerHeartbeatRequest_v1(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_BrokerHeartbeatRequest_v1(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
@@ -122,7 +130,10 @@ def _encode_BrokerHeartbeatRequest_v1(self, buf):
     if self.offline_log_dirs is None or len(self.offline_log_dirs) != 0:
         tag_buf = bytearray()
         items = self.offline_log_dirs
-        write_compact_array_length(tag_buf, items)
+        if len(items) < 0x7F:
+            tag_buf.append(len(items) + 1)
+        else:
+            write_compact_array_length(tag_buf, items)
         write_uuid_array(tag_buf, items)
         known.append((0, tag_buf))
     if known or self._unknown_tagged_fields:
@@ -141,7 +152,11 @@ def _decode_tags_BrokerHeartbeatRequest_v2(self, data, pos):
         tag, pos, end = read_tag_header(data, pos, last)
         last = tag
         if tag == 0:
-            n, pos = read_compact_array_length(data, pos)
+            n = data[pos] - 1
+            if 0 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_array_length(data, pos)
             items = []
             append = items.append
             for _ in range(n):
@@ -151,7 +166,11 @@ def _decode_tags_BrokerHeartbeatRequest_v2(self, data, pos):
             if pos != end:
                 raise Malformed(f'tagged field OfflineLogDirs (tag 0) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 1:
-            n, pos = read_compact_nullable_array_length(data, pos)
+            n = data[pos] - 1
+            if -1 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_nullable_array_length(data, pos)
             if n < 0:
                 self.cordoned_log_dirs = None
             else:
@@ -178,7 +197,11 @@ def _decode_BrokerHeartbeatRequest_v2(data, pos):
     pos += 22
     self.offline_log_dirs = []
     self.cordoned_log_dirs = None
-    pos = _decode_tags_BrokerHeartbeatRequest_v2(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_BrokerHeartbeatRequest_v2(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
@@ -188,7 +211,10 @@ def _encode_BrokerHeartbeatRequest_v2(self, buf):
     if self.offline_log_dirs is None or len(self.offline_log_dirs) != 0:
         tag_buf = bytearray()
         items = self.offline_log_dirs
-        write_compact_array_length(tag_buf, items)
+        if len(items) < 0x7F:
+            tag_buf.append(len(items) + 1)
+        else:
+            write_compact_array_length(tag_buf, items)
         write_uuid_array(tag_buf, items)
         known.append((0, tag_buf))
     if self.cordoned_log_dirs is not None:
@@ -222,31 +248,38 @@ _LINE_FIELDS = {
     89: 'OfflineLogDirs',
     93: 'OfflineLogDirs',
     97: 'OfflineLogDirs',
-    109: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
-    113: 'tagged fields of BrokerHeartbeatRequest',
-    118: 'CordonedLogDirs',
-    119: 'CordonedLogDirs',
-    120: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
-    122: 'OfflineLogDirs',
-    125: 'OfflineLogDirs',
-    126: 'OfflineLogDirs',
-    129: 'tagged fields of BrokerHeartbeatRequest',
-    135: 'tagged fields of BrokerHeartbeatRequest',
-    141: 'tagged fields of BrokerHeartbeatRequest',
-    144: 'OfflineLogDirs',
-    148: 'OfflineLogDirs',
-    152: 'OfflineLogDirs',
-    154: 'CordonedLogDirs',
-    161: 'CordonedLogDirs',
-    165: 'CordonedLogDirs',
-    177: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
-    181: 'tagged fields of BrokerHeartbeatRequest',
-    186: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
-    188: 'OfflineLogDirs',
-    191: 'OfflineLogDirs',
-    192: 'OfflineLogDirs',
-    194: 'CordonedLogDirs',
-    197: 'CordonedLogDirs',
-    199: 'CordonedLogDirs',
-    202: 'tagged fields of BrokerHeartbeatRequest',
+    101: 'OfflineLogDirs',
+    113: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
+    117: 'tagged fields of BrokerHeartbeatRequest',
+    118: 'tagged fields of BrokerHeartbeatRequest',
+    126: 'CordonedLogDirs',
+    127: 'CordonedLogDirs',
+    128: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
+    130: 'OfflineLogDirs',
+    133: 'OfflineLogDirs',
+    136: 'OfflineLogDirs',
+    137: 'OfflineLogDirs',
+    140: 'tagged fields of BrokerHeartbeatRequest',
+    146: 'tagged fields of BrokerHeartbeatRequest',
+    152: 'tagged fields of BrokerHeartbeatRequest',
+    155: 'OfflineLogDirs',
+    159: 'OfflineLogDirs',
+    163: 'OfflineLogDirs',
+    167: 'OfflineLogDirs',
+    169: 'CordonedLogDirs',
+    173: 'CordonedLogDirs',
+    180: 'CordonedLogDirs',
+    184: 'CordonedLogDirs',
+    196: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
+    200: 'tagged fields of BrokerHeartbeatRequest',
+    201: 'tagged fields of BrokerHeartbeatRequest',
+    209: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
+    211: 'OfflineLogDirs',
+    214: 'OfflineLogDirs',
+    217: 'OfflineLogDirs',
+    218: 'OfflineLogDirs',
+    220: 'CordonedLogDirs',
+    223: 'CordonedLogDirs',
+    225: 'CordonedLogDirs',
+    228: 'tagged fields of BrokerHeartbeatRequest',
 }

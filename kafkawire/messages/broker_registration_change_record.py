@@ -80,7 +80,11 @@ def _decode_BrokerRegistrationChangeRecord_v0(data, pos):
     self.in_controlled_shutdown = 0
     self.log_dirs = []
     self.cordoned_log_dirs = None
-    pos = _decode_tags_BrokerRegistrationChangeRecord_v0(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_BrokerRegistrationChangeRecord_v0(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
@@ -139,7 +143,11 @@ def _decode_BrokerRegistrationChangeRecord_v1(data, pos):
     self.in_controlled_shutdown = 0
     self.log_dirs = []
     self.cordoned_log_dirs = None
-    pos = _decode_tags_BrokerRegistrationChangeRecord_v1(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_BrokerRegistrationChangeRecord_v1(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
@@ -184,7 +192,11 @@ def _decode_tags_BrokerRegistrationChangeRecord_v2(self, data, pos):
             if pos != end:
                 raise Malformed(f'tagged field InControlledShutdown (tag 1) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 2:
-            n, pos = read_compact_array_length(data, pos)
+            n = data[pos] - 1
+            if 0 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_array_length(data, pos)
             items = []
             append = items.append
             for _ in range(n):
@@ -210,7 +222,11 @@ def _decode_BrokerRegistrationChangeRecord_v2(data, pos):
     self.in_controlled_shutdown = 0
     self.log_dirs = []
     self.cordoned_log_dirs = None
-    pos = _decode_tags_BrokerRegistrationChangeRecord_v2(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_BrokerRegistrationChangeRecord_v2(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
@@ -230,7 +246,10 @@ def _encode_BrokerRegistrationChangeRecord_v2(self, buf):
     if self.log_dirs is None or len(self.log_dirs) != 0:
         tag_buf = bytearray()
         items = self.log_dirs
-        write_compact_array_length(tag_buf, items)
+        if len(items) < 0x7F:
+            tag_buf.append(len(items) + 1)
+        else:
+            write_compact_array_length(tag_buf, items)
         write_uuid_array(tag_buf, items)
         known.append((2, tag_buf))
     if known or self._unknown_tagged_fields:
@@ -259,7 +278,11 @@ def _decode_tags_BrokerRegistrationChangeRecord_v3(self, data, pos):
             if pos != end:
                 raise Malformed(f'tagged field InControlledShutdown (tag 1) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 2:
-            n, pos = read_compact_array_length(data, pos)
+            n = data[pos] - 1
+            if 0 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_array_length(data, pos)
             items = []
             append = items.append
             for _ in range(n):
@@ -269,7 +292,11 @@ def _decode_tags_BrokerRegistrationChangeRecord_v3(self, data, pos):
             if pos != end:
                 raise Malformed(f'tagged field LogDirs (tag 2) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 3:
-            n, pos = read_compact_nullable_array_length(data, pos)
+            n = data[pos] - 1
+            if -1 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_nullable_array_length(data, pos)
             if n < 0:
                 self.cordoned_log_dirs = None
             else:
@@ -298,7 +325,11 @@ def _decode_BrokerRegistrationChangeRecord_v3(data, pos):
     self.in_controlled_shutdown = 0
     self.log_dirs = []
     self.cordoned_log_dirs = None
-    pos = _decode_tags_BrokerRegistrationChangeRecord_v3(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_BrokerRegistrationChangeRecord_v3(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
@@ -316,7 +347,10 @@ def _encode_BrokerRegistrationChangeRecord_v3(self, buf):
     if self.log_dirs is None or len(self.log_dirs) != 0:
         tag_buf = bytearray()
         items = self.log_dirs
-        write_compact_array_length(tag_buf, items)
+        if len(items) < 0x7F:
+            tag_buf.append(len(items) + 1)
+        else:
+            write_compact_array_length(tag_buf, items)
         write_uuid_array(tag_buf, items)
         known.append((2, tag_buf))
     if self.cordoned_log_dirs is not None:
@@ -342,80 +376,89 @@ _LINE_FIELDS = {
     65: 'Fenced',
     77: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
     83: 'tagged fields of BrokerRegistrationChangeRecord',
-    88: 'InControlledShutdown',
-    89: 'InControlledShutdown',
-    90: 'LogDirs',
-    91: 'LogDirs',
-    92: 'CordonedLogDirs',
-    93: 'CordonedLogDirs',
-    94: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    96: 'Fenced',
-    98: 'Fenced',
-    101: 'tagged fields of BrokerRegistrationChangeRecord',
-    107: 'tagged fields of BrokerRegistrationChangeRecord',
-    113: 'tagged fields of BrokerRegistrationChangeRecord',
-    116: 'Fenced',
-    119: 'Fenced',
-    121: 'InControlledShutdown',
-    124: 'InControlledShutdown',
-    136: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    142: 'tagged fields of BrokerRegistrationChangeRecord',
-    147: 'LogDirs',
-    148: 'LogDirs',
-    149: 'CordonedLogDirs',
-    150: 'CordonedLogDirs',
-    151: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    153: 'Fenced',
-    155: 'Fenced',
-    157: 'InControlledShutdown',
-    159: 'InControlledShutdown',
-    162: 'tagged fields of BrokerRegistrationChangeRecord',
-    168: 'tagged fields of BrokerRegistrationChangeRecord',
-    174: 'tagged fields of BrokerRegistrationChangeRecord',
-    177: 'Fenced',
-    180: 'Fenced',
-    182: 'InControlledShutdown',
-    185: 'InControlledShutdown',
-    187: 'LogDirs',
-    191: 'LogDirs',
+    84: 'tagged fields of BrokerRegistrationChangeRecord',
+    92: 'InControlledShutdown',
+    93: 'InControlledShutdown',
+    94: 'LogDirs',
+    95: 'LogDirs',
+    96: 'CordonedLogDirs',
+    97: 'CordonedLogDirs',
+    98: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    100: 'Fenced',
+    102: 'Fenced',
+    105: 'tagged fields of BrokerRegistrationChangeRecord',
+    111: 'tagged fields of BrokerRegistrationChangeRecord',
+    117: 'tagged fields of BrokerRegistrationChangeRecord',
+    120: 'Fenced',
+    123: 'Fenced',
+    125: 'InControlledShutdown',
+    128: 'InControlledShutdown',
+    140: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    146: 'tagged fields of BrokerRegistrationChangeRecord',
+    147: 'tagged fields of BrokerRegistrationChangeRecord',
+    155: 'LogDirs',
+    156: 'LogDirs',
+    157: 'CordonedLogDirs',
+    158: 'CordonedLogDirs',
+    159: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    161: 'Fenced',
+    163: 'Fenced',
+    165: 'InControlledShutdown',
+    167: 'InControlledShutdown',
+    170: 'tagged fields of BrokerRegistrationChangeRecord',
+    176: 'tagged fields of BrokerRegistrationChangeRecord',
+    182: 'tagged fields of BrokerRegistrationChangeRecord',
+    185: 'Fenced',
+    188: 'Fenced',
+    190: 'InControlledShutdown',
+    193: 'InControlledShutdown',
     195: 'LogDirs',
-    207: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    213: 'tagged fields of BrokerRegistrationChangeRecord',
-    218: 'CordonedLogDirs',
-    219: 'CordonedLogDirs',
-    220: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    222: 'Fenced',
-    224: 'Fenced',
-    226: 'InControlledShutdown',
-    228: 'InControlledShutdown',
-    230: 'LogDirs',
-    233: 'LogDirs',
-    234: 'LogDirs',
-    237: 'tagged fields of BrokerRegistrationChangeRecord',
-    243: 'tagged fields of BrokerRegistrationChangeRecord',
-    249: 'tagged fields of BrokerRegistrationChangeRecord',
-    252: 'Fenced',
-    255: 'Fenced',
-    257: 'InControlledShutdown',
-    260: 'InControlledShutdown',
-    262: 'LogDirs',
-    266: 'LogDirs',
-    270: 'LogDirs',
-    272: 'CordonedLogDirs',
-    279: 'CordonedLogDirs',
-    283: 'CordonedLogDirs',
-    295: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    301: 'tagged fields of BrokerRegistrationChangeRecord',
-    306: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    308: 'Fenced',
-    310: 'Fenced',
-    312: 'InControlledShutdown',
-    314: 'InControlledShutdown',
-    316: 'LogDirs',
-    319: 'LogDirs',
-    320: 'LogDirs',
-    322: 'CordonedLogDirs',
-    325: 'CordonedLogDirs',
-    327: 'CordonedLogDirs',
-    330: 'tagged fields of BrokerRegistrationChangeRecord',
+    199: 'LogDirs',
+    203: 'LogDirs',
+    207: 'LogDirs',
+    219: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    225: 'tagged fields of BrokerRegistrationChangeRecord',
+    226: 'tagged fields of BrokerRegistrationChangeRecord',
+    234: 'CordonedLogDirs',
+    235: 'CordonedLogDirs',
+    236: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    238: 'Fenced',
+    240: 'Fenced',
+    242: 'InControlledShutdown',
+    244: 'InControlledShutdown',
+    246: 'LogDirs',
+    249: 'LogDirs',
+    252: 'LogDirs',
+    253: 'LogDirs',
+    256: 'tagged fields of BrokerRegistrationChangeRecord',
+    262: 'tagged fields of BrokerRegistrationChangeRecord',
+    268: 'tagged fields of BrokerRegistrationChangeRecord',
+    271: 'Fenced',
+    274: 'Fenced',
+    276: 'InControlledShutdown',
+    279: 'InControlledShutdown',
+    281: 'LogDirs',
+    285: 'LogDirs',
+    289: 'LogDirs',
+    293: 'LogDirs',
+    295: 'CordonedLogDirs',
+    299: 'CordonedLogDirs',
+    306: 'CordonedLogDirs',
+    310: 'CordonedLogDirs',
+    322: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    328: 'tagged fields of BrokerRegistrationChangeRecord',
+    329: 'tagged fields of BrokerRegistrationChangeRecord',
+    337: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    339: 'Fenced',
+    341: 'Fenced',
+    343: 'InControlledShutdown',
+    345: 'InControlledShutdown',
+    347: 'LogDirs',
+    350: 'LogDirs',
+    353: 'LogDirs',
+    354: 'LogDirs',
+    356: 'CordonedLogDirs',
+    359: 'CordonedLogDirs',
+    361: 'CordonedLogDirs',
+    364: 'tagged fields of BrokerRegistrationChangeRecord',
 }

@@ -154,14 +154,22 @@ def _decode_BrokerRegistrationRequest_v0(data, pos):
     pos += 4
     self.cluster_id, pos = read_compact_string(data, pos)
     self.incarnation_id, pos = read_uuid(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
         item, pos = _decode_Listener_v0(data, pos)
         append(item)
     self.listeners = items
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -187,11 +195,17 @@ def _encode_BrokerRegistrationRequest_v0(self, buf):
     write_compact_string(buf, self.cluster_id)
     write_uuid(buf, self.incarnation_id)
     items = self.listeners
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_Listener_v0(item, buf)
     items = self.features
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_Feature_v0(item, buf)
     write_compact_nullable_string(buf, self.rack)
@@ -207,14 +221,22 @@ def _decode_BrokerRegistrationRequest_v1(data, pos):
     pos += 4
     self.cluster_id, pos = read_compact_string(data, pos)
     self.incarnation_id, pos = read_uuid(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
         item, pos = _decode_Listener_v0(data, pos)
         append(item)
     self.listeners = items
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -239,11 +261,17 @@ def _encode_BrokerRegistrationRequest_v1(self, buf):
     write_compact_string(buf, self.cluster_id)
     write_uuid(buf, self.incarnation_id)
     items = self.listeners
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_Listener_v0(item, buf)
     items = self.features
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_Feature_v0(item, buf)
     write_compact_nullable_string(buf, self.rack)
@@ -260,14 +288,22 @@ def _decode_BrokerRegistrationRequest_v2(data, pos):
     pos += 4
     self.cluster_id, pos = read_compact_string(data, pos)
     self.incarnation_id, pos = read_uuid(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
         item, pos = _decode_Listener_v0(data, pos)
         append(item)
     self.listeners = items
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -277,7 +313,11 @@ def _decode_BrokerRegistrationRequest_v2(data, pos):
     self.rack, pos = read_compact_nullable_string(data, pos)
     self.is_migrating_zk_broker, = _S3.unpack_from(data, pos)
     pos += 1
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -298,17 +338,26 @@ def _encode_BrokerRegistrationRequest_v2(self, buf):
     write_compact_string(buf, self.cluster_id)
     write_uuid(buf, self.incarnation_id)
     items = self.listeners
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_Listener_v0(item, buf)
     items = self.features
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_Feature_v0(item, buf)
     write_compact_nullable_string(buf, self.rack)
     buf += _S3.pack(self.is_migrating_zk_broker)
     items = self.log_dirs
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     write_uuid_array(buf, items)
     if self._unknown_tagged_fields:
         write_tags(buf, (), self._unknown_tagged_fields)
@@ -322,14 +371,22 @@ def _decode_BrokerRegistrationRequest_v3(data, pos):
     pos += 4
     self.cluster_id, pos = read_compact_string(data, pos)
     self.incarnation_id, pos = read_uuid(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
         item, pos = _decode_Listener_v0(data, pos)
         append(item)
     self.listeners = items
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -339,7 +396,11 @@ def _decode_BrokerRegistrationRequest_v3(data, pos):
     self.rack, pos = read_compact_nullable_string(data, pos)
     self.is_migrating_zk_broker, = _S3.unpack_from(data, pos)
     pos += 1
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -361,17 +422,26 @@ def _encode_BrokerRegistrationRequest_v3(self, buf):
     write_compact_string(buf, self.cluster_id)
     write_uuid(buf, self.incarnation_id)
     items = self.listeners
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_Listener_v0(item, buf)
     items = self.features
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_Feature_v0(item, buf)
     write_compact_nullable_string(buf, self.rack)
     buf += _S3.pack(self.is_migrating_zk_broker)
     items = self.log_dirs
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     write_uuid_array(buf, items)
     buf += _S4.pack(self.previous_broker_epoch)
     if self._unknown_tagged_fields:
@@ -409,93 +479,113 @@ _LINE_FIELDS = {
     156: 'IncarnationId',
     157: 'Listeners',
     161: 'Listeners',
-    164: 'Features',
+    165: 'Listeners',
     168: 'Features',
-    171: 'Rack',
-    175: 'tagged fields of BrokerRegistrationRequest',
-    176: 'tagged fields of BrokerRegistrationRequest',
-    184: 'IsMigratingZkBroker',
-    185: 'IsMigratingZkBroker',
-    186: 'BrokerId',
-    187: 'ClusterId',
-    188: 'IncarnationId',
-    190: 'Listeners',
-    192: 'Listeners',
-    194: 'Features',
-    196: 'Features',
-    197: 'Rack',
-    199: 'tagged fields of BrokerRegistrationRequest',
-    206: 'BrokerId',
-    208: 'ClusterId',
-    209: 'IncarnationId',
-    210: 'Listeners',
-    214: 'Listeners',
-    217: 'Features',
-    221: 'Features',
-    224: 'Rack',
-    225: 'IsMigratingZkBroker',
-    229: 'tagged fields of BrokerRegistrationRequest',
-    230: 'tagged fields of BrokerRegistrationRequest',
-    238: 'BrokerId',
-    239: 'ClusterId',
-    240: 'IncarnationId',
-    242: 'Listeners',
-    244: 'Listeners',
-    246: 'Features',
-    248: 'Features',
-    249: 'Rack',
-    250: 'IsMigratingZkBroker',
+    172: 'Features',
+    176: 'Features',
+    179: 'Rack',
+    183: 'tagged fields of BrokerRegistrationRequest',
+    184: 'tagged fields of BrokerRegistrationRequest',
+    192: 'IsMigratingZkBroker',
+    193: 'IsMigratingZkBroker',
+    194: 'BrokerId',
+    195: 'ClusterId',
+    196: 'IncarnationId',
+    198: 'Listeners',
+    201: 'Listeners',
+    203: 'Listeners',
+    205: 'Features',
+    208: 'Features',
+    210: 'Features',
+    211: 'Rack',
+    213: 'tagged fields of BrokerRegistrationRequest',
+    220: 'BrokerId',
+    222: 'ClusterId',
+    223: 'IncarnationId',
+    224: 'Listeners',
+    228: 'Listeners',
+    232: 'Listeners',
+    235: 'Features',
+    239: 'Features',
+    243: 'Features',
+    246: 'Rack',
+    247: 'IsMigratingZkBroker',
+    251: 'tagged fields of BrokerRegistrationRequest',
     252: 'tagged fields of BrokerRegistrationRequest',
-    259: 'BrokerId',
+    260: 'BrokerId',
     261: 'ClusterId',
     262: 'IncarnationId',
-    263: 'Listeners',
+    264: 'Listeners',
     267: 'Listeners',
-    270: 'Features',
+    269: 'Listeners',
+    271: 'Features',
     274: 'Features',
+    276: 'Features',
     277: 'Rack',
     278: 'IsMigratingZkBroker',
-    280: 'LogDirs',
-    284: 'LogDirs',
-    288: 'tagged fields of BrokerRegistrationRequest',
-    289: 'tagged fields of BrokerRegistrationRequest',
-    297: 'BrokerId',
-    298: 'ClusterId',
-    299: 'IncarnationId',
-    301: 'Listeners',
-    303: 'Listeners',
-    305: 'Features',
-    307: 'Features',
-    308: 'Rack',
-    309: 'IsMigratingZkBroker',
-    311: 'LogDirs',
-    312: 'LogDirs',
-    314: 'tagged fields of BrokerRegistrationRequest',
-    321: 'BrokerId',
-    323: 'ClusterId',
-    324: 'IncarnationId',
-    325: 'Listeners',
-    329: 'Listeners',
-    332: 'Features',
-    336: 'Features',
-    339: 'Rack',
-    340: 'IsMigratingZkBroker',
-    342: 'LogDirs',
-    346: 'LogDirs',
-    349: 'PreviousBrokerEpoch',
-    351: 'tagged fields of BrokerRegistrationRequest',
-    352: 'tagged fields of BrokerRegistrationRequest',
-    360: 'BrokerId',
-    361: 'ClusterId',
-    362: 'IncarnationId',
-    364: 'Listeners',
-    366: 'Listeners',
-    368: 'Features',
-    370: 'Features',
-    371: 'Rack',
-    372: 'IsMigratingZkBroker',
-    374: 'LogDirs',
-    375: 'LogDirs',
-    376: 'PreviousBrokerEpoch',
-    378: 'tagged fields of BrokerRegistrationRequest',
+    280: 'tagged fields of BrokerRegistrationRequest',
+    287: 'BrokerId',
+    289: 'ClusterId',
+    290: 'IncarnationId',
+    291: 'Listeners',
+    295: 'Listeners',
+    299: 'Listeners',
+    302: 'Features',
+    306: 'Features',
+    310: 'Features',
+    313: 'Rack',
+    314: 'IsMigratingZkBroker',
+    316: 'LogDirs',
+    320: 'LogDirs',
+    324: 'LogDirs',
+    328: 'tagged fields of BrokerRegistrationRequest',
+    329: 'tagged fields of BrokerRegistrationRequest',
+    337: 'BrokerId',
+    338: 'ClusterId',
+    339: 'IncarnationId',
+    341: 'Listeners',
+    344: 'Listeners',
+    346: 'Listeners',
+    348: 'Features',
+    351: 'Features',
+    353: 'Features',
+    354: 'Rack',
+    355: 'IsMigratingZkBroker',
+    357: 'LogDirs',
+    360: 'LogDirs',
+    361: 'LogDirs',
+    363: 'tagged fields of BrokerRegistrationRequest',
+    370: 'BrokerId',
+    372: 'ClusterId',
+    373: 'IncarnationId',
+    374: 'Listeners',
+    378: 'Listeners',
+    382: 'Listeners',
+    385: 'Features',
+    389: 'Features',
+    393: 'Features',
+    396: 'Rack',
+    397: 'IsMigratingZkBroker',
+    399: 'LogDirs',
+    403: 'LogDirs',
+    407: 'LogDirs',
+    410: 'PreviousBrokerEpoch',
+    412: 'tagged fields of BrokerRegistrationRequest',
+    413: 'tagged fields of BrokerRegistrationRequest',
+    421: 'BrokerId',
+    422: 'ClusterId',
+    423: 'IncarnationId',
+    425: 'Listeners',
+    428: 'Listeners',
+    430: 'Listeners',
+    432: 'Features',
+    435: 'Features',
+    437: 'Features',
+    438: 'Rack',
+    439: 'IsMigratingZkBroker',
+    441: 'LogDirs',
+    444: 'LogDirs',
+    445: 'LogDirs',
+    446: 'PreviousBrokerEpoch',
+    448: 'tagged fields of BrokerRegistrationRequest',
 }

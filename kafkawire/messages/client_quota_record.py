@@ -86,7 +86,11 @@ def _encode_EntityData_v0(self, buf):
 
 def _decode_ClientQuotaRecord_v0(data, pos):
     self = _new(ClientQuotaRecord)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -106,7 +110,10 @@ def _decode_ClientQuotaRecord_v0(data, pos):
 
 def _encode_ClientQuotaRecord_v0(self, buf):
     items = self.entity
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_EntityData_v0(item, buf)
     write_compact_string(buf, self.key)
@@ -132,13 +139,15 @@ _LINE_FIELDS = {
     82: 'tagged fields of EntityData',
     89: 'Entity',
     93: 'Entity',
-    96: 'Key',
-    97: (('Value', 'value', 'd'), ('Remove', 'remove', '?')),
-    99: 'tagged fields of ClientQuotaRecord',
-    100: 'tagged fields of ClientQuotaRecord',
-    109: 'Entity',
-    111: 'Entity',
-    112: 'Key',
-    113: (('Value', 'value', 'd'), ('Remove', 'remove', '?')),
-    115: 'tagged fields of ClientQuotaRecord',
+    97: 'Entity',
+    100: 'Key',
+    101: (('Value', 'value', 'd'), ('Remove', 'remove', '?')),
+    103: 'tagged fields of ClientQuotaRecord',
+    104: 'tagged fields of ClientQuotaRecord',
+    113: 'Entity',
+    116: 'Entity',
+    118: 'Entity',
+    119: 'Key',
+    120: (('Value', 'value', 'd'), ('Remove', 'remove', '?')),
+    122: 'tagged fields of ClientQuotaRecord',
 }

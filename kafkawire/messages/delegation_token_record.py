@@ -54,7 +54,11 @@ def _decode_DelegationTokenRecord_v0(data, pos):
     self = _new(DelegationTokenRecord)
     self.owner, pos = read_compact_string(data, pos)
     self.requester, pos = read_compact_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -76,7 +80,10 @@ def _encode_DelegationTokenRecord_v0(self, buf):
     write_compact_string(buf, self.owner)
     write_compact_string(buf, self.requester)
     items = self.renewers
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         write_compact_string(buf, item)
     buf += _S0.pack(self.issue_timestamp, self.max_timestamp, self.expiration_timestamp)
@@ -95,15 +102,17 @@ _LINE_FIELDS = {
     56: 'Requester',
     57: 'Renewers',
     61: 'Renewers',
-    64: (('IssueTimestamp', 'issue_timestamp', 'q'), ('MaxTimestamp', 'max_timestamp', 'q'), ('ExpirationTimestamp', 'expiration_timestamp', 'q')),
-    66: 'TokenId',
-    67: 'tagged fields of DelegationTokenRecord',
-    68: 'tagged fields of DelegationTokenRecord',
-    76: 'Owner',
-    77: 'Requester',
-    79: 'Renewers',
-    81: 'Renewers',
-    82: (('IssueTimestamp', 'issue_timestamp', 'q'), ('MaxTimestamp', 'max_timestamp', 'q'), ('ExpirationTimestamp', 'expiration_timestamp', 'q')),
-    83: 'TokenId',
-    85: 'tagged fields of DelegationTokenRecord',
+    65: 'Renewers',
+    68: (('IssueTimestamp', 'issue_timestamp', 'q'), ('MaxTimestamp', 'max_timestamp', 'q'), ('ExpirationTimestamp', 'expiration_timestamp', 'q')),
+    70: 'TokenId',
+    71: 'tagged fields of DelegationTokenRecord',
+    72: 'tagged fields of DelegationTokenRecord',
+    80: 'Owner',
+    81: 'Requester',
+    83: 'Renewers',
+    86: 'Renewers',
+    88: 'Renewers',
+    89: (('IssueTimestamp', 'issue_timestamp', 'q'), ('MaxTimestamp', 'max_timestamp', 'q'), ('ExpirationTimestamp', 'expiration_timestamp', 'q')),
+    90: 'TokenId',
+    92: 'tagged fields of DelegationTokenRecord',
 }

@@ -161,7 +161,11 @@ def _decode_DescribeClusterResponse_v0(data, pos):
     self.cluster_id, pos = read_compact_string(data, pos)
     self.controller_id, = _S0.unpack_from(data, pos)
     pos += 4
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -187,7 +191,10 @@ def _encode_DescribeClusterResponse_v0(self, buf):
     write_compact_string(buf, self.cluster_id)
     buf += _S0.pack(self.controller_id)
     items = self.brokers
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_DescribeClusterBroker_v0(item, buf)
     buf += _S0.pack(self.cluster_authorized_operations)
@@ -207,7 +214,11 @@ def _decode_DescribeClusterResponse_v1(data, pos):
     self.cluster_id, pos = read_compact_string(data, pos)
     self.controller_id, = _S0.unpack_from(data, pos)
     pos += 4
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -231,7 +242,10 @@ def _encode_DescribeClusterResponse_v1(self, buf):
     write_compact_string(buf, self.cluster_id)
     buf += _S0.pack(self.controller_id)
     items = self.brokers
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_DescribeClusterBroker_v1(item, buf)
     buf += _S0.pack(self.cluster_authorized_operations)
@@ -251,7 +265,11 @@ def _decode_DescribeClusterResponse_v2(data, pos):
     self.cluster_id, pos = read_compact_string(data, pos)
     self.controller_id, = _S0.unpack_from(data, pos)
     pos += 4
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -275,7 +293,10 @@ def _encode_DescribeClusterResponse_v2(self, buf):
     write_compact_string(buf, self.cluster_id)
     buf += _S0.pack(self.controller_id)
     items = self.brokers
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_DescribeClusterBroker_v2(item, buf)
     buf += _S0.pack(self.cluster_authorized_operations)
@@ -330,55 +351,61 @@ _LINE_FIELDS = {
     162: 'ControllerId',
     164: 'Brokers',
     168: 'Brokers',
-    171: 'ClusterAuthorizedOperations',
-    174: 'tagged fields of DescribeClusterResponse',
-    175: 'tagged fields of DescribeClusterResponse',
-    183: 'EndpointType',
-    184: 'EndpointType',
-    185: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    186: 'ErrorMessage',
-    187: 'ClusterId',
-    188: 'ControllerId',
-    190: 'Brokers',
-    192: 'Brokers',
-    193: 'ClusterAuthorizedOperations',
-    195: 'tagged fields of DescribeClusterResponse',
-    202: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    204: 'ErrorMessage',
-    205: 'EndpointType',
-    207: 'ClusterId',
-    208: 'ControllerId',
-    210: 'Brokers',
-    214: 'Brokers',
-    217: 'ClusterAuthorizedOperations',
-    219: 'tagged fields of DescribeClusterResponse',
-    220: 'tagged fields of DescribeClusterResponse',
-    228: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    229: 'ErrorMessage',
-    230: 'EndpointType',
-    231: 'ClusterId',
-    232: 'ControllerId',
-    234: 'Brokers',
-    236: 'Brokers',
-    237: 'ClusterAuthorizedOperations',
-    239: 'tagged fields of DescribeClusterResponse',
-    246: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    248: 'ErrorMessage',
-    249: 'EndpointType',
-    251: 'ClusterId',
-    252: 'ControllerId',
-    254: 'Brokers',
-    258: 'Brokers',
-    261: 'ClusterAuthorizedOperations',
-    263: 'tagged fields of DescribeClusterResponse',
-    264: 'tagged fields of DescribeClusterResponse',
-    272: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    273: 'ErrorMessage',
-    274: 'EndpointType',
-    275: 'ClusterId',
-    276: 'ControllerId',
-    278: 'Brokers',
-    280: 'Brokers',
-    281: 'ClusterAuthorizedOperations',
-    283: 'tagged fields of DescribeClusterResponse',
+    172: 'Brokers',
+    175: 'ClusterAuthorizedOperations',
+    178: 'tagged fields of DescribeClusterResponse',
+    179: 'tagged fields of DescribeClusterResponse',
+    187: 'EndpointType',
+    188: 'EndpointType',
+    189: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    190: 'ErrorMessage',
+    191: 'ClusterId',
+    192: 'ControllerId',
+    194: 'Brokers',
+    197: 'Brokers',
+    199: 'Brokers',
+    200: 'ClusterAuthorizedOperations',
+    202: 'tagged fields of DescribeClusterResponse',
+    209: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    211: 'ErrorMessage',
+    212: 'EndpointType',
+    214: 'ClusterId',
+    215: 'ControllerId',
+    217: 'Brokers',
+    221: 'Brokers',
+    225: 'Brokers',
+    228: 'ClusterAuthorizedOperations',
+    230: 'tagged fields of DescribeClusterResponse',
+    231: 'tagged fields of DescribeClusterResponse',
+    239: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    240: 'ErrorMessage',
+    241: 'EndpointType',
+    242: 'ClusterId',
+    243: 'ControllerId',
+    245: 'Brokers',
+    248: 'Brokers',
+    250: 'Brokers',
+    251: 'ClusterAuthorizedOperations',
+    253: 'tagged fields of DescribeClusterResponse',
+    260: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    262: 'ErrorMessage',
+    263: 'EndpointType',
+    265: 'ClusterId',
+    266: 'ControllerId',
+    268: 'Brokers',
+    272: 'Brokers',
+    276: 'Brokers',
+    279: 'ClusterAuthorizedOperations',
+    281: 'tagged fields of DescribeClusterResponse',
+    282: 'tagged fields of DescribeClusterResponse',
+    290: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    291: 'ErrorMessage',
+    292: 'EndpointType',
+    293: 'ClusterId',
+    294: 'ControllerId',
+    296: 'Brokers',
+    299: 'Brokers',
+    301: 'Brokers',
+    302: 'ClusterAuthorizedOperations',
+    304: 'tagged fields of DescribeClusterResponse',
 }

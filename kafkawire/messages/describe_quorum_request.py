@@ -97,7 +97,11 @@ def _encode_PartitionData_v0(self, buf):
 def _decode_TopicData_v0(data, pos):
     self = _new(TopicData)
     self.topic_name, pos = read_compact_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -115,7 +119,10 @@ def _decode_TopicData_v0(data, pos):
 def _encode_TopicData_v0(self, buf):
     write_compact_string(buf, self.topic_name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_PartitionData_v0(item, buf)
     if self._unknown_tagged_fields:
@@ -126,7 +133,11 @@ def _encode_TopicData_v0(self, buf):
 
 def _decode_DescribeQuorumRequest_v0(data, pos):
     self = _new(DescribeQuorumRequest)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -143,7 +154,10 @@ def _decode_DescribeQuorumRequest_v0(data, pos):
 
 def _encode_DescribeQuorumRequest_v0(self, buf):
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_TopicData_v0(item, buf)
     if self._unknown_tagged_fields:
@@ -168,17 +182,21 @@ _LINE_FIELDS = {
     99: 'TopicName',
     100: 'Partitions',
     104: 'Partitions',
-    107: 'tagged fields of TopicData',
-    108: 'tagged fields of TopicData',
-    116: 'TopicName',
-    118: 'Partitions',
-    120: 'Partitions',
-    122: 'tagged fields of TopicData',
-    129: 'Topics',
-    133: 'Topics',
-    136: 'tagged fields of DescribeQuorumRequest',
-    137: 'tagged fields of DescribeQuorumRequest',
-    146: 'Topics',
-    148: 'Topics',
-    150: 'tagged fields of DescribeQuorumRequest',
+    108: 'Partitions',
+    111: 'tagged fields of TopicData',
+    112: 'tagged fields of TopicData',
+    120: 'TopicName',
+    122: 'Partitions',
+    125: 'Partitions',
+    127: 'Partitions',
+    129: 'tagged fields of TopicData',
+    136: 'Topics',
+    140: 'Topics',
+    144: 'Topics',
+    147: 'tagged fields of DescribeQuorumRequest',
+    148: 'tagged fields of DescribeQuorumRequest',
+    157: 'Topics',
+    160: 'Topics',
+    162: 'Topics',
+    164: 'tagged fields of DescribeQuorumRequest',
 }

@@ -244,14 +244,22 @@ def _decode_PartitionData_v0(data, pos):
     self = _new(PartitionData)
     self.partition_index, self.error_code, self.leader_id, self.leader_epoch, self.high_watermark = _S4.unpack_from(data, pos)
     pos += 22
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
         item, pos = _decode_ReplicaState_v0(data, pos)
         append(item)
     self.current_voters = items
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -270,11 +278,17 @@ def _decode_PartitionData_v0(data, pos):
 def _encode_PartitionData_v0(self, buf):
     buf += _S4.pack(self.partition_index, self.error_code, self.leader_id, self.leader_epoch, self.high_watermark)
     items = self.current_voters
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ReplicaState_v0(item, buf)
     items = self.observers
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ReplicaState_v0(item, buf)
     if self._unknown_tagged_fields:
@@ -287,14 +301,22 @@ def _decode_PartitionData_v1(data, pos):
     self = _new(PartitionData)
     self.partition_index, self.error_code, self.leader_id, self.leader_epoch, self.high_watermark = _S4.unpack_from(data, pos)
     pos += 22
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
         item, pos = _decode_ReplicaState_v1(data, pos)
         append(item)
     self.current_voters = items
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -313,11 +335,17 @@ def _decode_PartitionData_v1(data, pos):
 def _encode_PartitionData_v1(self, buf):
     buf += _S4.pack(self.partition_index, self.error_code, self.leader_id, self.leader_epoch, self.high_watermark)
     items = self.current_voters
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ReplicaState_v1(item, buf)
     items = self.observers
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ReplicaState_v1(item, buf)
     if self._unknown_tagged_fields:
@@ -333,14 +361,22 @@ def _decode_PartitionData_v2(data, pos):
     self.error_message, pos = read_compact_nullable_string(data, pos)
     self.leader_id, self.leader_epoch, self.high_watermark = _S6.unpack_from(data, pos)
     pos += 16
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
         item, pos = _decode_ReplicaState_v2(data, pos)
         append(item)
     self.current_voters = items
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -360,11 +396,17 @@ def _encode_PartitionData_v2(self, buf):
     write_compact_nullable_string(buf, self.error_message)
     buf += _S6.pack(self.leader_id, self.leader_epoch, self.high_watermark)
     items = self.current_voters
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ReplicaState_v2(item, buf)
     items = self.observers
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ReplicaState_v2(item, buf)
     if self._unknown_tagged_fields:
@@ -376,7 +418,11 @@ def _encode_PartitionData_v2(self, buf):
 def _decode_TopicData_v0(data, pos):
     self = _new(TopicData)
     self.topic_name, pos = read_compact_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -394,7 +440,10 @@ def _decode_TopicData_v0(data, pos):
 def _encode_TopicData_v0(self, buf):
     write_compact_string(buf, self.topic_name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_PartitionData_v0(item, buf)
     if self._unknown_tagged_fields:
@@ -406,7 +455,11 @@ def _encode_TopicData_v0(self, buf):
 def _decode_TopicData_v1(data, pos):
     self = _new(TopicData)
     self.topic_name, pos = read_compact_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -424,7 +477,10 @@ def _decode_TopicData_v1(data, pos):
 def _encode_TopicData_v1(self, buf):
     write_compact_string(buf, self.topic_name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_PartitionData_v1(item, buf)
     if self._unknown_tagged_fields:
@@ -436,7 +492,11 @@ def _encode_TopicData_v1(self, buf):
 def _decode_TopicData_v2(data, pos):
     self = _new(TopicData)
     self.topic_name, pos = read_compact_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -454,7 +514,10 @@ def _decode_TopicData_v2(data, pos):
 def _encode_TopicData_v2(self, buf):
     write_compact_string(buf, self.topic_name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_PartitionData_v2(item, buf)
     if self._unknown_tagged_fields:
@@ -491,7 +554,11 @@ def _decode_Node_v2(data, pos):
     self = _new(Node)
     self.node_id, = _S2.unpack_from(data, pos)
     pos += 4
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -509,7 +576,10 @@ def _decode_Node_v2(data, pos):
 def _encode_Node_v2(self, buf):
     buf += _S2.pack(self.node_id)
     items = self.listeners
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_Listener_v2(item, buf)
     if self._unknown_tagged_fields:
@@ -522,7 +592,11 @@ def _decode_DescribeQuorumResponse_v0(data, pos):
     self = _new(DescribeQuorumResponse)
     self.error_code, = _S8.unpack_from(data, pos)
     pos += 2
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -544,7 +618,10 @@ def _encode_DescribeQuorumResponse_v0(self, buf):
         raise unsupported_field('DescribeQuorumResponse', 'Nodes', 0)
     buf += _S8.pack(self.error_code)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_TopicData_v0(item, buf)
     if self._unknown_tagged_fields:
@@ -557,7 +634,11 @@ def _decode_DescribeQuorumResponse_v1(data, pos):
     self = _new(DescribeQuorumResponse)
     self.error_code, = _S8.unpack_from(data, pos)
     pos += 2
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -579,7 +660,10 @@ def _encode_DescribeQuorumResponse_v1(self, buf):
         raise unsupported_field('DescribeQuorumResponse', 'Nodes', 1)
     buf += _S8.pack(self.error_code)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_TopicData_v1(item, buf)
     if self._unknown_tagged_fields:
@@ -593,14 +677,22 @@ def _decode_DescribeQuorumResponse_v2(data, pos):
     self.error_code, = _S8.unpack_from(data, pos)
     pos += 2
     self.error_message, pos = read_compact_nullable_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
         item, pos = _decode_TopicData_v2(data, pos)
         append(item)
     self.topics = items
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -619,11 +711,17 @@ def _encode_DescribeQuorumResponse_v2(self, buf):
     buf += _S8.pack(self.error_code)
     write_compact_nullable_string(buf, self.error_message)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_TopicData_v2(item, buf)
     items = self.nodes
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_Node_v2(item, buf)
     if self._unknown_tagged_fields:
@@ -672,126 +770,154 @@ _LINE_FIELDS = {
     245: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('HighWatermark', 'high_watermark', 'q')),
     247: 'CurrentVoters',
     251: 'CurrentVoters',
-    254: 'Observers',
+    255: 'CurrentVoters',
     258: 'Observers',
-    262: 'tagged fields of PartitionData',
-    263: 'tagged fields of PartitionData',
-    271: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('HighWatermark', 'high_watermark', 'q')),
-    273: 'CurrentVoters',
-    275: 'CurrentVoters',
-    277: 'Observers',
-    279: 'Observers',
-    281: 'tagged fields of PartitionData',
-    288: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('HighWatermark', 'high_watermark', 'q')),
-    290: 'CurrentVoters',
-    294: 'CurrentVoters',
-    297: 'Observers',
-    301: 'Observers',
-    305: 'tagged fields of PartitionData',
-    306: 'tagged fields of PartitionData',
-    314: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('HighWatermark', 'high_watermark', 'q')),
-    316: 'CurrentVoters',
-    318: 'CurrentVoters',
-    320: 'Observers',
-    322: 'Observers',
-    324: 'tagged fields of PartitionData',
-    331: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    333: 'ErrorMessage',
-    334: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('HighWatermark', 'high_watermark', 'q')),
-    336: 'CurrentVoters',
-    340: 'CurrentVoters',
-    343: 'Observers',
-    347: 'Observers',
-    350: 'tagged fields of PartitionData',
-    351: 'tagged fields of PartitionData',
+    262: 'Observers',
+    266: 'Observers',
+    270: 'tagged fields of PartitionData',
+    271: 'tagged fields of PartitionData',
+    279: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('HighWatermark', 'high_watermark', 'q')),
+    281: 'CurrentVoters',
+    284: 'CurrentVoters',
+    286: 'CurrentVoters',
+    288: 'Observers',
+    291: 'Observers',
+    293: 'Observers',
+    295: 'tagged fields of PartitionData',
+    302: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('HighWatermark', 'high_watermark', 'q')),
+    304: 'CurrentVoters',
+    308: 'CurrentVoters',
+    312: 'CurrentVoters',
+    315: 'Observers',
+    319: 'Observers',
+    323: 'Observers',
+    327: 'tagged fields of PartitionData',
+    328: 'tagged fields of PartitionData',
+    336: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('HighWatermark', 'high_watermark', 'q')),
+    338: 'CurrentVoters',
+    341: 'CurrentVoters',
+    343: 'CurrentVoters',
+    345: 'Observers',
+    348: 'Observers',
+    350: 'Observers',
+    352: 'tagged fields of PartitionData',
     359: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    360: 'ErrorMessage',
-    361: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('HighWatermark', 'high_watermark', 'q')),
-    363: 'CurrentVoters',
-    365: 'CurrentVoters',
-    367: 'Observers',
-    369: 'Observers',
-    371: 'tagged fields of PartitionData',
-    378: 'TopicName',
-    379: 'Partitions',
-    383: 'Partitions',
-    386: 'tagged fields of TopicData',
-    387: 'tagged fields of TopicData',
-    395: 'TopicName',
-    397: 'Partitions',
-    399: 'Partitions',
-    401: 'tagged fields of TopicData',
-    408: 'TopicName',
-    409: 'Partitions',
-    413: 'Partitions',
-    416: 'tagged fields of TopicData',
-    417: 'tagged fields of TopicData',
-    425: 'TopicName',
-    427: 'Partitions',
+    361: 'ErrorMessage',
+    362: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('HighWatermark', 'high_watermark', 'q')),
+    364: 'CurrentVoters',
+    368: 'CurrentVoters',
+    372: 'CurrentVoters',
+    375: 'Observers',
+    379: 'Observers',
+    383: 'Observers',
+    386: 'tagged fields of PartitionData',
+    387: 'tagged fields of PartitionData',
+    395: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    396: 'ErrorMessage',
+    397: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('HighWatermark', 'high_watermark', 'q')),
+    399: 'CurrentVoters',
+    402: 'CurrentVoters',
+    404: 'CurrentVoters',
+    406: 'Observers',
+    409: 'Observers',
+    411: 'Observers',
+    413: 'tagged fields of PartitionData',
+    420: 'TopicName',
+    421: 'Partitions',
+    425: 'Partitions',
     429: 'Partitions',
-    431: 'tagged fields of TopicData',
-    438: 'TopicName',
-    439: 'Partitions',
+    432: 'tagged fields of TopicData',
+    433: 'tagged fields of TopicData',
+    441: 'TopicName',
     443: 'Partitions',
-    446: 'tagged fields of TopicData',
-    447: 'tagged fields of TopicData',
-    455: 'TopicName',
-    457: 'Partitions',
-    459: 'Partitions',
-    461: 'tagged fields of TopicData',
-    468: 'Name',
-    469: 'Host',
-    470: 'Port',
-    472: 'tagged fields of Listener',
-    473: 'tagged fields of Listener',
-    481: 'Name',
-    482: 'Host',
-    483: 'Port',
-    485: 'tagged fields of Listener',
-    492: 'NodeId',
-    494: 'Listeners',
-    498: 'Listeners',
-    501: 'tagged fields of Node',
-    502: 'tagged fields of Node',
-    510: 'NodeId',
-    512: 'Listeners',
-    514: 'Listeners',
-    516: 'tagged fields of Node',
-    523: 'ErrorCode',
-    525: 'Topics',
-    529: 'Topics',
-    534: 'tagged fields of DescribeQuorumResponse',
-    535: 'tagged fields of DescribeQuorumResponse',
-    543: 'Nodes',
-    544: 'Nodes',
-    545: 'ErrorCode',
-    547: 'Topics',
-    549: 'Topics',
-    551: 'tagged fields of DescribeQuorumResponse',
-    558: 'ErrorCode',
-    560: 'Topics',
-    564: 'Topics',
-    569: 'tagged fields of DescribeQuorumResponse',
-    570: 'tagged fields of DescribeQuorumResponse',
-    578: 'Nodes',
-    579: 'Nodes',
-    580: 'ErrorCode',
-    582: 'Topics',
-    584: 'Topics',
-    586: 'tagged fields of DescribeQuorumResponse',
+    446: 'Partitions',
+    448: 'Partitions',
+    450: 'tagged fields of TopicData',
+    457: 'TopicName',
+    458: 'Partitions',
+    462: 'Partitions',
+    466: 'Partitions',
+    469: 'tagged fields of TopicData',
+    470: 'tagged fields of TopicData',
+    478: 'TopicName',
+    480: 'Partitions',
+    483: 'Partitions',
+    485: 'Partitions',
+    487: 'tagged fields of TopicData',
+    494: 'TopicName',
+    495: 'Partitions',
+    499: 'Partitions',
+    503: 'Partitions',
+    506: 'tagged fields of TopicData',
+    507: 'tagged fields of TopicData',
+    515: 'TopicName',
+    517: 'Partitions',
+    520: 'Partitions',
+    522: 'Partitions',
+    524: 'tagged fields of TopicData',
+    531: 'Name',
+    532: 'Host',
+    533: 'Port',
+    535: 'tagged fields of Listener',
+    536: 'tagged fields of Listener',
+    544: 'Name',
+    545: 'Host',
+    546: 'Port',
+    548: 'tagged fields of Listener',
+    555: 'NodeId',
+    557: 'Listeners',
+    561: 'Listeners',
+    565: 'Listeners',
+    568: 'tagged fields of Node',
+    569: 'tagged fields of Node',
+    577: 'NodeId',
+    579: 'Listeners',
+    582: 'Listeners',
+    584: 'Listeners',
+    586: 'tagged fields of Node',
     593: 'ErrorCode',
-    595: 'ErrorMessage',
-    596: 'Topics',
-    600: 'Topics',
-    603: 'Nodes',
-    607: 'Nodes',
-    610: 'tagged fields of DescribeQuorumResponse',
-    611: 'tagged fields of DescribeQuorumResponse',
+    595: 'Topics',
+    599: 'Topics',
+    603: 'Topics',
+    608: 'tagged fields of DescribeQuorumResponse',
+    609: 'tagged fields of DescribeQuorumResponse',
+    617: 'Nodes',
+    618: 'Nodes',
     619: 'ErrorCode',
-    620: 'ErrorMessage',
-    622: 'Topics',
+    621: 'Topics',
     624: 'Topics',
-    626: 'Nodes',
-    628: 'Nodes',
-    630: 'tagged fields of DescribeQuorumResponse',
+    626: 'Topics',
+    628: 'tagged fields of DescribeQuorumResponse',
+    635: 'ErrorCode',
+    637: 'Topics',
+    641: 'Topics',
+    645: 'Topics',
+    650: 'tagged fields of DescribeQuorumResponse',
+    651: 'tagged fields of DescribeQuorumResponse',
+    659: 'Nodes',
+    660: 'Nodes',
+    661: 'ErrorCode',
+    663: 'Topics',
+    666: 'Topics',
+    668: 'Topics',
+    670: 'tagged fields of DescribeQuorumResponse',
+    677: 'ErrorCode',
+    679: 'ErrorMessage',
+    680: 'Topics',
+    684: 'Topics',
+    688: 'Topics',
+    691: 'Nodes',
+    695: 'Nodes',
+    699: 'Nodes',
+    702: 'tagged fields of DescribeQuorumResponse',
+    703: 'tagged fields of DescribeQuorumResponse',
+    711: 'ErrorCode',
+    712: 'ErrorMessage',
+    714: 'Topics',
+    717: 'Topics',
+    719: 'Topics',
+    721: 'Nodes',
+    724: 'Nodes',
+    726: 'Nodes',
+    728: 'tagged fields of DescribeQuorumResponse',
 }

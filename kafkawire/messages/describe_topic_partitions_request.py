@@ -121,7 +121,11 @@ def _encode_Cursor_v0(self, buf):
 
 def _decode_DescribeTopicPartitionsRequest_v0(data, pos):
     self = _new(DescribeTopicPartitionsRequest)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -145,7 +149,10 @@ def _decode_DescribeTopicPartitionsRequest_v0(data, pos):
 
 def _encode_DescribeTopicPartitionsRequest_v0(self, buf):
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_TopicRequest_v0(item, buf)
     buf += _S0.pack(self.response_partition_limit)
@@ -182,14 +189,16 @@ _LINE_FIELDS = {
     117: 'tagged fields of Cursor',
     124: 'Topics',
     128: 'Topics',
-    131: 'ResponsePartitionLimit',
-    133: 'Cursor',
+    132: 'Topics',
+    135: 'ResponsePartitionLimit',
     137: 'Cursor',
-    138: 'tagged fields of DescribeTopicPartitionsRequest',
-    139: 'tagged fields of DescribeTopicPartitionsRequest',
-    148: 'Topics',
-    150: 'Topics',
-    151: 'ResponsePartitionLimit',
-    156: 'Cursor',
-    158: 'tagged fields of DescribeTopicPartitionsRequest',
+    141: 'Cursor',
+    142: 'tagged fields of DescribeTopicPartitionsRequest',
+    143: 'tagged fields of DescribeTopicPartitionsRequest',
+    152: 'Topics',
+    155: 'Topics',
+    157: 'Topics',
+    158: 'ResponsePartitionLimit',
+    163: 'Cursor',
+    165: 'tagged fields of DescribeTopicPartitionsRequest',
 }

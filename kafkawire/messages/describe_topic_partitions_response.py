@@ -16,6 +16,7 @@ _S0 = _Struct('>hiii')
 _S1 = _Struct('>h')
 _S2 = _Struct('>?')
 _S3 = _Struct('>i')
+_ARRAY_INT32 = array_structs('i')
 
 
 class DescribeTopicPartitionsResponsePartition(_message.Struct):
@@ -128,22 +129,47 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(data, pos):
     self = _new(DescribeTopicPartitionsResponsePartition)
     self.error_code, self.partition_index, self.leader_id, self.leader_epoch = _S0.unpack_from(data, pos)
     pos += 14
-    n, pos = read_compact_array_length(data, pos)
-    self.replica_nodes, pos = read_fixed_array(data, pos, n, 'i', 4)
-    n, pos = read_compact_array_length(data, pos)
-    self.isr_nodes, pos = read_fixed_array(data, pos, n, 'i', 4)
-    n, pos = read_compact_nullable_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
+    self.replica_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
+    self.isr_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
+    n = data[pos] - 1
+    if -1 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_nullable_array_length(data, pos)
     if n < 0:
         self.eligible_leader_replicas = None
     else:
-        self.eligible_leader_replicas, pos = read_fixed_array(data, pos, n, 'i', 4)
-    n, pos = read_compact_nullable_array_length(data, pos)
+        self.eligible_leader_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
+    n = data[pos] - 1
+    if -1 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_nullable_array_length(data, pos)
     if n < 0:
         self.last_known_elr = None
     else:
-        self.last_known_elr, pos = read_fixed_array(data, pos, n, 'i', 4)
-    n, pos = read_compact_array_length(data, pos)
-    self.offline_replicas, pos = read_fixed_array(data, pos, n, 'i', 4)
+        self.last_known_elr = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
+    self.offline_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -155,22 +181,36 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(data, pos):
 def _encode_DescribeTopicPartitionsResponsePartition_v0(self, buf):
     buf += _S0.pack(self.error_code, self.partition_index, self.leader_id, self.leader_epoch)
     items = self.replica_nodes
-    write_compact_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.isr_nodes
-    write_compact_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.eligible_leader_replicas
     write_compact_nullable_array_length(buf, items)
     if items is not None:
-        write_fixed_array(buf, items, 'i')
+        if items:
+            buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.last_known_elr
     write_compact_nullable_array_length(buf, items)
     if items is not None:
-        write_fixed_array(buf, items, 'i')
+        if items:
+            buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.offline_replicas
-    write_compact_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     if self._unknown_tagged_fields:
         write_tags(buf, (), self._unknown_tagged_fields)
     else:
@@ -185,7 +225,11 @@ def _decode_DescribeTopicPartitionsResponseTopic_v0(data, pos):
     self.topic_id, pos = read_uuid(data, pos)
     self.is_internal, = _S2.unpack_from(data, pos)
     pos += 1
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -208,7 +252,10 @@ def _encode_DescribeTopicPartitionsResponseTopic_v0(self, buf):
     write_uuid(buf, self.topic_id)
     buf += _S2.pack(self.is_internal)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_DescribeTopicPartitionsResponsePartition_v0(item, buf)
     buf += _S3.pack(self.topic_authorized_operations)
@@ -244,7 +291,11 @@ def _decode_DescribeTopicPartitionsResponse_v0(data, pos):
     self = _new(DescribeTopicPartitionsResponse)
     self.throttle_time_ms, = _S3.unpack_from(data, pos)
     pos += 4
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -267,7 +318,10 @@ def _decode_DescribeTopicPartitionsResponse_v0(data, pos):
 def _encode_DescribeTopicPartitionsResponse_v0(self, buf):
     buf += _S3.pack(self.throttle_time_ms)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_DescribeTopicPartitionsResponseTopic_v0(item, buf)
     if self.next_cursor is None:
@@ -291,65 +345,77 @@ DescribeTopicPartitionsResponse._ENCODERS = {0: _encode_DescribeTopicPartitionsR
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    129: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    131: 'ReplicaNodes',
+    130: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
     132: 'ReplicaNodes',
-    133: 'IsrNodes',
-    134: 'IsrNodes',
-    135: 'EligibleLeaderReplicas',
-    139: 'EligibleLeaderReplicas',
-    140: 'LastKnownElr',
-    144: 'LastKnownElr',
-    145: 'OfflineReplicas',
-    146: 'OfflineReplicas',
-    147: 'tagged fields of DescribeTopicPartitionsResponsePartition',
-    148: 'tagged fields of DescribeTopicPartitionsResponsePartition',
-    156: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    158: 'ReplicaNodes',
-    159: 'ReplicaNodes',
-    161: 'IsrNodes',
-    162: 'IsrNodes',
-    164: 'EligibleLeaderReplicas',
-    166: 'EligibleLeaderReplicas',
-    168: 'LastKnownElr',
-    170: 'LastKnownElr',
-    172: 'OfflineReplicas',
-    173: 'OfflineReplicas',
-    175: 'tagged fields of DescribeTopicPartitionsResponsePartition',
-    182: 'ErrorCode',
-    184: 'Name',
-    185: 'TopicId',
-    186: 'IsInternal',
-    188: 'Partitions',
-    192: 'Partitions',
-    195: 'TopicAuthorizedOperations',
-    197: 'tagged fields of DescribeTopicPartitionsResponseTopic',
-    198: 'tagged fields of DescribeTopicPartitionsResponseTopic',
-    206: 'ErrorCode',
-    207: 'Name',
-    208: 'TopicId',
-    209: 'IsInternal',
-    211: 'Partitions',
-    213: 'Partitions',
-    214: 'TopicAuthorizedOperations',
-    216: 'tagged fields of DescribeTopicPartitionsResponseTopic',
-    223: 'TopicName',
-    224: 'PartitionIndex',
-    226: 'tagged fields of Cursor',
-    227: 'tagged fields of Cursor',
-    235: 'TopicName',
-    236: 'PartitionIndex',
-    238: 'tagged fields of Cursor',
-    245: 'ThrottleTimeMs',
-    247: 'Topics',
-    251: 'Topics',
-    254: 'NextCursor',
-    258: 'NextCursor',
-    259: 'tagged fields of DescribeTopicPartitionsResponse',
-    260: 'tagged fields of DescribeTopicPartitionsResponse',
-    268: 'ThrottleTimeMs',
-    270: 'Topics',
-    272: 'Topics',
-    277: 'NextCursor',
-    279: 'tagged fields of DescribeTopicPartitionsResponse',
+    136: 'ReplicaNodes',
+    137: 'ReplicaNodes',
+    139: 'IsrNodes',
+    143: 'IsrNodes',
+    144: 'IsrNodes',
+    146: 'EligibleLeaderReplicas',
+    150: 'EligibleLeaderReplicas',
+    154: 'EligibleLeaderReplicas',
+    156: 'LastKnownElr',
+    160: 'LastKnownElr',
+    164: 'LastKnownElr',
+    166: 'OfflineReplicas',
+    170: 'OfflineReplicas',
+    171: 'OfflineReplicas',
+    173: 'tagged fields of DescribeTopicPartitionsResponsePartition',
+    174: 'tagged fields of DescribeTopicPartitionsResponsePartition',
+    182: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    184: 'ReplicaNodes',
+    187: 'ReplicaNodes',
+    189: 'ReplicaNodes',
+    191: 'IsrNodes',
+    194: 'IsrNodes',
+    196: 'IsrNodes',
+    198: 'EligibleLeaderReplicas',
+    201: 'EligibleLeaderReplicas',
+    203: 'LastKnownElr',
+    206: 'LastKnownElr',
+    208: 'OfflineReplicas',
+    211: 'OfflineReplicas',
+    213: 'OfflineReplicas',
+    215: 'tagged fields of DescribeTopicPartitionsResponsePartition',
+    222: 'ErrorCode',
+    224: 'Name',
+    225: 'TopicId',
+    226: 'IsInternal',
+    228: 'Partitions',
+    232: 'Partitions',
+    236: 'Partitions',
+    239: 'TopicAuthorizedOperations',
+    241: 'tagged fields of DescribeTopicPartitionsResponseTopic',
+    242: 'tagged fields of DescribeTopicPartitionsResponseTopic',
+    250: 'ErrorCode',
+    251: 'Name',
+    252: 'TopicId',
+    253: 'IsInternal',
+    255: 'Partitions',
+    258: 'Partitions',
+    260: 'Partitions',
+    261: 'TopicAuthorizedOperations',
+    263: 'tagged fields of DescribeTopicPartitionsResponseTopic',
+    270: 'TopicName',
+    271: 'PartitionIndex',
+    273: 'tagged fields of Cursor',
+    274: 'tagged fields of Cursor',
+    282: 'TopicName',
+    283: 'PartitionIndex',
+    285: 'tagged fields of Cursor',
+    292: 'ThrottleTimeMs',
+    294: 'Topics',
+    298: 'Topics',
+    302: 'Topics',
+    305: 'NextCursor',
+    309: 'NextCursor',
+    310: 'tagged fields of DescribeTopicPartitionsResponse',
+    311: 'tagged fields of DescribeTopicPartitionsResponse',
+    319: 'ThrottleTimeMs',
+    321: 'Topics',
+    324: 'Topics',
+    326: 'Topics',
+    331: 'NextCursor',
+    333: 'tagged fields of DescribeTopicPartitionsResponse',
 }

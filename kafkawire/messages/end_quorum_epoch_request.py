@@ -15,6 +15,7 @@ _new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>iii')
 _S2 = _Struct('>H')
+_ARRAY_INT32 = array_structs('i')
 
 
 class ReplicaInfo(_message.Struct):
@@ -155,7 +156,8 @@ def _decode_PartitionData_v0(data, pos):
     self.partition_index, self.leader_id, self.leader_epoch = _S1.unpack_from(data, pos)
     pos += 12
     n, pos = read_array_length(data, pos)
-    self.preferred_successors, pos = read_fixed_array(data, pos, n, 'i', 4)
+    self.preferred_successors = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
     self.preferred_candidates = []
     self._unknown_tagged_fields = ()
     return self, pos
@@ -165,7 +167,8 @@ def _encode_PartitionData_v0(self, buf):
     buf += _S1.pack(self.partition_index, self.leader_id, self.leader_epoch)
     items = self.preferred_successors
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     if self._unknown_tagged_fields:
         raise unsupported_tags('EndQuorumEpochRequest', 'PartitionData', 0)
 
@@ -174,7 +177,11 @@ def _decode_PartitionData_v1(data, pos):
     self = _new(PartitionData)
     self.partition_index, self.leader_id, self.leader_epoch = _S1.unpack_from(data, pos)
     pos += 12
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -193,7 +200,10 @@ def _decode_PartitionData_v1(data, pos):
 def _encode_PartitionData_v1(self, buf):
     buf += _S1.pack(self.partition_index, self.leader_id, self.leader_epoch)
     items = self.preferred_candidates
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ReplicaInfo_v1(item, buf)
     if self._unknown_tagged_fields:
@@ -229,7 +239,11 @@ def _encode_TopicData_v0(self, buf):
 def _decode_TopicData_v1(data, pos):
     self = _new(TopicData)
     self.topic_name, pos = read_compact_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -247,7 +261,10 @@ def _decode_TopicData_v1(data, pos):
 def _encode_TopicData_v1(self, buf):
     write_compact_string(buf, self.topic_name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_PartitionData_v1(item, buf)
     if self._unknown_tagged_fields:
@@ -308,14 +325,22 @@ def _encode_EndQuorumEpochRequest_v0(self, buf):
 def _decode_EndQuorumEpochRequest_v1(data, pos):
     self = _new(EndQuorumEpochRequest)
     self.cluster_id, pos = read_compact_nullable_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
         item, pos = _decode_TopicData_v1(data, pos)
         append(item)
     self.topics = items
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -333,11 +358,17 @@ def _decode_EndQuorumEpochRequest_v1(data, pos):
 def _encode_EndQuorumEpochRequest_v1(self, buf):
     write_compact_nullable_string(buf, self.cluster_id)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_TopicData_v1(item, buf)
     items = self.leader_endpoints
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_LeaderEndpoint_v1(item, buf)
     if self._unknown_tagged_fields:
@@ -358,72 +389,80 @@ EndQuorumEpochRequest._ENCODERS = {0: _encode_EndQuorumEpochRequest_v0, 1: _enco
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    133: 'CandidateId',
-    135: 'CandidateDirectoryId',
-    136: 'tagged fields of ReplicaInfo',
+    134: 'CandidateId',
+    136: 'CandidateDirectoryId',
     137: 'tagged fields of ReplicaInfo',
-    145: 'CandidateId',
-    146: 'CandidateDirectoryId',
-    148: 'tagged fields of ReplicaInfo',
-    155: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    157: 'PreferredSuccessors',
+    138: 'tagged fields of ReplicaInfo',
+    146: 'CandidateId',
+    147: 'CandidateDirectoryId',
+    149: 'tagged fields of ReplicaInfo',
+    156: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
     158: 'PreferredSuccessors',
-    165: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    167: 'PreferredSuccessors',
-    168: 'PreferredSuccessors',
-    170: 'tagged fields of PartitionData',
-    175: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    177: 'PreferredCandidates',
-    181: 'PreferredCandidates',
-    185: 'tagged fields of PartitionData',
-    186: 'tagged fields of PartitionData',
-    194: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    196: 'PreferredCandidates',
-    198: 'PreferredCandidates',
-    200: 'tagged fields of PartitionData',
-    207: 'TopicName',
-    208: 'Partitions',
-    212: 'Partitions',
-    220: 'TopicName',
+    159: 'PreferredSuccessors',
+    167: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    169: 'PreferredSuccessors',
+    171: 'PreferredSuccessors',
+    173: 'tagged fields of PartitionData',
+    178: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    180: 'PreferredCandidates',
+    184: 'PreferredCandidates',
+    188: 'PreferredCandidates',
+    192: 'tagged fields of PartitionData',
+    193: 'tagged fields of PartitionData',
+    201: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    203: 'PreferredCandidates',
+    206: 'PreferredCandidates',
+    208: 'PreferredCandidates',
+    210: 'tagged fields of PartitionData',
+    217: 'TopicName',
+    218: 'Partitions',
     222: 'Partitions',
-    224: 'Partitions',
-    226: 'tagged fields of TopicData',
-    231: 'TopicName',
+    230: 'TopicName',
     232: 'Partitions',
-    236: 'Partitions',
-    239: 'tagged fields of TopicData',
-    240: 'tagged fields of TopicData',
-    248: 'TopicName',
+    234: 'Partitions',
+    236: 'tagged fields of TopicData',
+    241: 'TopicName',
+    242: 'Partitions',
+    246: 'Partitions',
     250: 'Partitions',
-    252: 'Partitions',
+    253: 'tagged fields of TopicData',
     254: 'tagged fields of TopicData',
-    261: 'Name',
-    262: 'Host',
-    263: 'Port',
-    265: 'tagged fields of LeaderEndpoint',
-    266: 'tagged fields of LeaderEndpoint',
-    274: 'Name',
-    275: 'Host',
-    276: 'Port',
-    278: 'tagged fields of LeaderEndpoint',
-    285: 'ClusterId',
-    286: 'Topics',
-    290: 'Topics',
-    299: 'ClusterId',
-    301: 'Topics',
+    262: 'TopicName',
+    264: 'Partitions',
+    267: 'Partitions',
+    269: 'Partitions',
+    271: 'tagged fields of TopicData',
+    278: 'Name',
+    279: 'Host',
+    280: 'Port',
+    282: 'tagged fields of LeaderEndpoint',
+    283: 'tagged fields of LeaderEndpoint',
+    291: 'Name',
+    292: 'Host',
+    293: 'Port',
+    295: 'tagged fields of LeaderEndpoint',
+    302: 'ClusterId',
     303: 'Topics',
-    305: 'tagged fields of EndQuorumEpochRequest',
-    310: 'ClusterId',
-    311: 'Topics',
-    315: 'Topics',
-    318: 'LeaderEndpoints',
-    322: 'LeaderEndpoints',
-    325: 'tagged fields of EndQuorumEpochRequest',
-    326: 'tagged fields of EndQuorumEpochRequest',
-    334: 'ClusterId',
+    307: 'Topics',
+    316: 'ClusterId',
+    318: 'Topics',
+    320: 'Topics',
+    322: 'tagged fields of EndQuorumEpochRequest',
+    327: 'ClusterId',
+    328: 'Topics',
+    332: 'Topics',
     336: 'Topics',
-    338: 'Topics',
-    340: 'LeaderEndpoints',
-    342: 'LeaderEndpoints',
-    344: 'tagged fields of EndQuorumEpochRequest',
+    339: 'LeaderEndpoints',
+    343: 'LeaderEndpoints',
+    347: 'LeaderEndpoints',
+    350: 'tagged fields of EndQuorumEpochRequest',
+    351: 'tagged fields of EndQuorumEpochRequest',
+    359: 'ClusterId',
+    361: 'Topics',
+    364: 'Topics',
+    366: 'Topics',
+    368: 'LeaderEndpoints',
+    371: 'LeaderEndpoints',
+    373: 'LeaderEndpoints',
+    375: 'tagged fields of EndQuorumEpochRequest',
 }

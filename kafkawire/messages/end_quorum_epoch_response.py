@@ -169,7 +169,11 @@ def _encode_TopicData_v0(self, buf):
 def _decode_TopicData_v1(data, pos):
     self = _new(TopicData)
     self.topic_name, pos = read_compact_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -187,7 +191,10 @@ def _decode_TopicData_v1(data, pos):
 def _encode_TopicData_v1(self, buf):
     write_compact_string(buf, self.topic_name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_PartitionData_v1(item, buf)
     if self._unknown_tagged_fields:
@@ -259,7 +266,11 @@ def _decode_tags_EndQuorumEpochResponse_v1(self, data, pos):
         tag, pos, end = read_tag_header(data, pos, last)
         last = tag
         if tag == 0:
-            n, pos = read_compact_array_length(data, pos)
+            n = data[pos] - 1
+            if 0 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_array_length(data, pos)
             items = []
             append = items.append
             for _ in range(n):
@@ -281,7 +292,11 @@ def _decode_EndQuorumEpochResponse_v1(data, pos):
     self = _new(EndQuorumEpochResponse)
     self.error_code, = _S3.unpack_from(data, pos)
     pos += 2
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -289,21 +304,31 @@ def _decode_EndQuorumEpochResponse_v1(data, pos):
         append(item)
     self.topics = items
     self.node_endpoints = []
-    pos = _decode_tags_EndQuorumEpochResponse_v1(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_EndQuorumEpochResponse_v1(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
 def _encode_EndQuorumEpochResponse_v1(self, buf):
     buf += _S3.pack(self.error_code)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_TopicData_v1(item, buf)
     known = []
     if self.node_endpoints is None or len(self.node_endpoints) != 0:
         tag_buf = bytearray()
         items = self.node_endpoints
-        write_compact_array_length(tag_buf, items)
+        if len(items) < 0x7F:
+            tag_buf.append(len(items) + 1)
+        else:
+            write_compact_array_length(tag_buf, items)
         for item in items:
             _encode_NodeEndpoint_v1(item, tag_buf)
         known.append((0, tag_buf))
@@ -341,44 +366,51 @@ _LINE_FIELDS = {
     171: 'TopicName',
     172: 'Partitions',
     176: 'Partitions',
-    179: 'tagged fields of TopicData',
-    180: 'tagged fields of TopicData',
-    188: 'TopicName',
-    190: 'Partitions',
-    192: 'Partitions',
-    194: 'tagged fields of TopicData',
-    201: 'NodeId',
-    203: 'Host',
-    204: 'Port',
-    206: 'tagged fields of NodeEndpoint',
-    207: 'tagged fields of NodeEndpoint',
-    215: 'NodeId',
-    216: 'Host',
-    217: 'Port',
-    219: 'tagged fields of NodeEndpoint',
-    226: 'ErrorCode',
-    228: 'Topics',
-    232: 'Topics',
-    241: 'NodeEndpoints',
-    242: 'NodeEndpoints',
-    243: 'ErrorCode',
-    245: 'Topics',
-    247: 'Topics',
-    249: 'tagged fields of EndQuorumEpochResponse',
-    253: 'tagged fields of EndQuorumEpochResponse',
-    259: 'tagged fields of EndQuorumEpochResponse',
-    262: 'NodeEndpoints',
-    266: 'NodeEndpoints',
-    270: 'NodeEndpoints',
-    282: 'ErrorCode',
-    284: 'Topics',
-    288: 'Topics',
-    292: 'tagged fields of EndQuorumEpochResponse',
-    297: 'ErrorCode',
+    180: 'Partitions',
+    183: 'tagged fields of TopicData',
+    184: 'tagged fields of TopicData',
+    192: 'TopicName',
+    194: 'Partitions',
+    197: 'Partitions',
+    199: 'Partitions',
+    201: 'tagged fields of TopicData',
+    208: 'NodeId',
+    210: 'Host',
+    211: 'Port',
+    213: 'tagged fields of NodeEndpoint',
+    214: 'tagged fields of NodeEndpoint',
+    222: 'NodeId',
+    223: 'Host',
+    224: 'Port',
+    226: 'tagged fields of NodeEndpoint',
+    233: 'ErrorCode',
+    235: 'Topics',
+    239: 'Topics',
+    248: 'NodeEndpoints',
+    249: 'NodeEndpoints',
+    250: 'ErrorCode',
+    252: 'Topics',
+    254: 'Topics',
+    256: 'tagged fields of EndQuorumEpochResponse',
+    260: 'tagged fields of EndQuorumEpochResponse',
+    266: 'tagged fields of EndQuorumEpochResponse',
+    269: 'NodeEndpoints',
+    273: 'NodeEndpoints',
+    277: 'NodeEndpoints',
+    281: 'NodeEndpoints',
+    293: 'ErrorCode',
+    295: 'Topics',
     299: 'Topics',
-    301: 'Topics',
-    303: 'NodeEndpoints',
-    306: 'NodeEndpoints',
-    308: 'NodeEndpoints',
-    311: 'tagged fields of EndQuorumEpochResponse',
+    303: 'Topics',
+    307: 'tagged fields of EndQuorumEpochResponse',
+    308: 'tagged fields of EndQuorumEpochResponse',
+    316: 'ErrorCode',
+    318: 'Topics',
+    321: 'Topics',
+    323: 'Topics',
+    325: 'NodeEndpoints',
+    328: 'NodeEndpoints',
+    331: 'NodeEndpoints',
+    333: 'NodeEndpoints',
+    336: 'tagged fields of EndQuorumEpochResponse',
 }

@@ -23,6 +23,7 @@ _S7 = _Struct('>iiii')
 _S8 = _Struct('>iiiib')
 _S9 = _Struct('>iiiibii')
 _S10 = _Struct('>iiibii')
+_ARRAY_INT32 = array_structs('i')
 
 
 class ReplicaState(_message.Struct):
@@ -364,7 +365,11 @@ def _decode_FetchPartition_v17(data, pos):
     pos += 32
     self.replica_directory_id = _ZERO_UUID
     self.high_watermark = 9223372036854775807
-    pos = _decode_tags_FetchPartition_v17(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_FetchPartition_v17(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
@@ -414,7 +419,11 @@ def _decode_FetchPartition_v18(data, pos):
     pos += 32
     self.replica_directory_id = _ZERO_UUID
     self.high_watermark = 9223372036854775807
-    pos = _decode_tags_FetchPartition_v18(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_FetchPartition_v18(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
@@ -603,7 +612,11 @@ def _encode_FetchTopic_v11(self, buf):
 def _decode_FetchTopic_v12(data, pos):
     self = _new(FetchTopic)
     self.topic, pos = read_compact_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -622,7 +635,10 @@ def _decode_FetchTopic_v12(data, pos):
 def _encode_FetchTopic_v12(self, buf):
     write_compact_string(buf, self.topic)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_FetchPartition_v12(item, buf)
     if self._unknown_tagged_fields:
@@ -634,7 +650,11 @@ def _encode_FetchTopic_v12(self, buf):
 def _decode_FetchTopic_v13(data, pos):
     self = _new(FetchTopic)
     self.topic_id, pos = read_uuid(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -653,7 +673,10 @@ def _decode_FetchTopic_v13(data, pos):
 def _encode_FetchTopic_v13(self, buf):
     write_uuid(buf, self.topic_id)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_FetchPartition_v12(item, buf)
     if self._unknown_tagged_fields:
@@ -665,7 +688,11 @@ def _encode_FetchTopic_v13(self, buf):
 def _decode_FetchTopic_v17(data, pos):
     self = _new(FetchTopic)
     self.topic_id, pos = read_uuid(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -684,7 +711,10 @@ def _decode_FetchTopic_v17(data, pos):
 def _encode_FetchTopic_v17(self, buf):
     write_uuid(buf, self.topic_id)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_FetchPartition_v17(item, buf)
     if self._unknown_tagged_fields:
@@ -696,7 +726,11 @@ def _encode_FetchTopic_v17(self, buf):
 def _decode_FetchTopic_v18(data, pos):
     self = _new(FetchTopic)
     self.topic_id, pos = read_uuid(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -715,7 +749,10 @@ def _decode_FetchTopic_v18(data, pos):
 def _encode_FetchTopic_v18(self, buf):
     write_uuid(buf, self.topic_id)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_FetchPartition_v18(item, buf)
     if self._unknown_tagged_fields:
@@ -728,7 +765,8 @@ def _decode_ForgottenTopic_v7(data, pos):
     self = _new(ForgottenTopic)
     self.topic, pos = read_string(data, pos)
     n, pos = read_array_length(data, pos)
-    self.partitions, pos = read_fixed_array(data, pos, n, 'i', 4)
+    self.partitions = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
     self.topic_id = _ZERO_UUID
     self._unknown_tagged_fields = ()
     return self, pos
@@ -738,7 +776,8 @@ def _encode_ForgottenTopic_v7(self, buf):
     write_string(buf, self.topic)
     items = self.partitions
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     if self._unknown_tagged_fields:
         raise unsupported_tags('FetchRequest', 'ForgottenTopic', 7)
 
@@ -747,7 +786,8 @@ def _encode_ForgottenTopic_v8(self, buf):
     write_string(buf, self.topic)
     items = self.partitions
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     if self._unknown_tagged_fields:
         raise unsupported_tags('FetchRequest', 'ForgottenTopic', 8)
 
@@ -756,7 +796,8 @@ def _encode_ForgottenTopic_v9(self, buf):
     write_string(buf, self.topic)
     items = self.partitions
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     if self._unknown_tagged_fields:
         raise unsupported_tags('FetchRequest', 'ForgottenTopic', 9)
 
@@ -765,7 +806,8 @@ def _encode_ForgottenTopic_v10(self, buf):
     write_string(buf, self.topic)
     items = self.partitions
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     if self._unknown_tagged_fields:
         raise unsupported_tags('FetchRequest', 'ForgottenTopic', 10)
 
@@ -774,7 +816,8 @@ def _encode_ForgottenTopic_v11(self, buf):
     write_string(buf, self.topic)
     items = self.partitions
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     if self._unknown_tagged_fields:
         raise unsupported_tags('FetchRequest', 'ForgottenTopic', 11)
 
@@ -782,8 +825,13 @@ def _encode_ForgottenTopic_v11(self, buf):
 def _decode_ForgottenTopic_v12(data, pos):
     self = _new(ForgottenTopic)
     self.topic, pos = read_compact_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
-    self.partitions, pos = read_fixed_array(data, pos, n, 'i', 4)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
+    self.partitions = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
     self.topic_id = _ZERO_UUID
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -796,8 +844,12 @@ def _decode_ForgottenTopic_v12(data, pos):
 def _encode_ForgottenTopic_v12(self, buf):
     write_compact_string(buf, self.topic)
     items = self.partitions
-    write_compact_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     if self._unknown_tagged_fields:
         write_tags(buf, (), self._unknown_tagged_fields)
     else:
@@ -807,8 +859,13 @@ def _encode_ForgottenTopic_v12(self, buf):
 def _decode_ForgottenTopic_v13(data, pos):
     self = _new(ForgottenTopic)
     self.topic_id, pos = read_uuid(data, pos)
-    n, pos = read_compact_array_length(data, pos)
-    self.partitions, pos = read_fixed_array(data, pos, n, 'i', 4)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
+    self.partitions = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
     self.topic = ''
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -821,8 +878,12 @@ def _decode_ForgottenTopic_v13(data, pos):
 def _encode_ForgottenTopic_v13(self, buf):
     write_uuid(buf, self.topic_id)
     items = self.partitions
-    write_compact_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     if self._unknown_tagged_fields:
         write_tags(buf, (), self._unknown_tagged_fields)
     else:
@@ -853,7 +914,7 @@ def _decode_FetchRequest_v0(data, pos):
 
 
 def _encode_FetchRequest_v0(self, buf):
-    if self.replica_state != _DEFAULT_ReplicaState:
+    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
         raise unsupported_field('FetchRequest', 'ReplicaState', 0)
     if self.forgotten_topics_data is None or len(self.forgotten_topics_data) != 0:
         raise unsupported_field('FetchRequest', 'ForgottenTopicsData', 0)
@@ -867,7 +928,7 @@ def _encode_FetchRequest_v0(self, buf):
 
 
 def _encode_FetchRequest_v1(self, buf):
-    if self.replica_state != _DEFAULT_ReplicaState:
+    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
         raise unsupported_field('FetchRequest', 'ReplicaState', 1)
     if self.forgotten_topics_data is None or len(self.forgotten_topics_data) != 0:
         raise unsupported_field('FetchRequest', 'ForgottenTopicsData', 1)
@@ -881,7 +942,7 @@ def _encode_FetchRequest_v1(self, buf):
 
 
 def _encode_FetchRequest_v2(self, buf):
-    if self.replica_state != _DEFAULT_ReplicaState:
+    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
         raise unsupported_field('FetchRequest', 'ReplicaState', 2)
     if self.forgotten_topics_data is None or len(self.forgotten_topics_data) != 0:
         raise unsupported_field('FetchRequest', 'ForgottenTopicsData', 2)
@@ -917,7 +978,7 @@ def _decode_FetchRequest_v3(data, pos):
 
 
 def _encode_FetchRequest_v3(self, buf):
-    if self.replica_state != _DEFAULT_ReplicaState:
+    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
         raise unsupported_field('FetchRequest', 'ReplicaState', 3)
     if self.forgotten_topics_data is None or len(self.forgotten_topics_data) != 0:
         raise unsupported_field('FetchRequest', 'ForgottenTopicsData', 3)
@@ -952,7 +1013,7 @@ def _decode_FetchRequest_v4(data, pos):
 
 
 def _encode_FetchRequest_v4(self, buf):
-    if self.replica_state != _DEFAULT_ReplicaState:
+    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
         raise unsupported_field('FetchRequest', 'ReplicaState', 4)
     if self.forgotten_topics_data is None or len(self.forgotten_topics_data) != 0:
         raise unsupported_field('FetchRequest', 'ForgottenTopicsData', 4)
@@ -987,7 +1048,7 @@ def _decode_FetchRequest_v5(data, pos):
 
 
 def _encode_FetchRequest_v5(self, buf):
-    if self.replica_state != _DEFAULT_ReplicaState:
+    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
         raise unsupported_field('FetchRequest', 'ReplicaState', 5)
     if self.forgotten_topics_data is None or len(self.forgotten_topics_data) != 0:
         raise unsupported_field('FetchRequest', 'ForgottenTopicsData', 5)
@@ -1001,7 +1062,7 @@ def _encode_FetchRequest_v5(self, buf):
 
 
 def _encode_FetchRequest_v6(self, buf):
-    if self.replica_state != _DEFAULT_ReplicaState:
+    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
         raise unsupported_field('FetchRequest', 'ReplicaState', 6)
     if self.forgotten_topics_data is None or len(self.forgotten_topics_data) != 0:
         raise unsupported_field('FetchRequest', 'ForgottenTopicsData', 6)
@@ -1040,7 +1101,7 @@ def _decode_FetchRequest_v7(data, pos):
 
 
 def _encode_FetchRequest_v7(self, buf):
-    if self.replica_state != _DEFAULT_ReplicaState:
+    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
         raise unsupported_field('FetchRequest', 'ReplicaState', 7)
     buf += _S9.pack(self.replica_id, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
     items = self.topics
@@ -1056,7 +1117,7 @@ def _encode_FetchRequest_v7(self, buf):
 
 
 def _encode_FetchRequest_v8(self, buf):
-    if self.replica_state != _DEFAULT_ReplicaState:
+    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
         raise unsupported_field('FetchRequest', 'ReplicaState', 8)
     buf += _S9.pack(self.replica_id, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
     items = self.topics
@@ -1097,7 +1158,7 @@ def _decode_FetchRequest_v9(data, pos):
 
 
 def _encode_FetchRequest_v9(self, buf):
-    if self.replica_state != _DEFAULT_ReplicaState:
+    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
         raise unsupported_field('FetchRequest', 'ReplicaState', 9)
     buf += _S9.pack(self.replica_id, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
     items = self.topics
@@ -1113,7 +1174,7 @@ def _encode_FetchRequest_v9(self, buf):
 
 
 def _encode_FetchRequest_v10(self, buf):
-    if self.replica_state != _DEFAULT_ReplicaState:
+    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
         raise unsupported_field('FetchRequest', 'ReplicaState', 10)
     buf += _S9.pack(self.replica_id, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
     items = self.topics
@@ -1154,7 +1215,7 @@ def _decode_FetchRequest_v11(data, pos):
 
 
 def _encode_FetchRequest_v11(self, buf):
-    if self.replica_state != _DEFAULT_ReplicaState:
+    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
         raise unsupported_field('FetchRequest', 'ReplicaState', 11)
     buf += _S9.pack(self.replica_id, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
     items = self.topics
@@ -1196,14 +1257,22 @@ def _decode_FetchRequest_v12(data, pos):
     self = _new(FetchRequest)
     self.replica_id, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch = _S9.unpack_from(data, pos)
     pos += 25
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
         item, pos = _decode_FetchTopic_v12(data, pos)
         append(item)
     self.topics = items
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -1213,20 +1282,30 @@ def _decode_FetchRequest_v12(data, pos):
     self.rack_id, pos = read_compact_string(data, pos)
     self.cluster_id = None
     self.replica_state = ReplicaState()
-    pos = _decode_tags_FetchRequest_v12(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_FetchRequest_v12(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
 def _encode_FetchRequest_v12(self, buf):
-    if self.replica_state != _DEFAULT_ReplicaState:
+    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
         raise unsupported_field('FetchRequest', 'ReplicaState', 12)
     buf += _S9.pack(self.replica_id, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_FetchTopic_v12(item, buf)
     items = self.forgotten_topics_data
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ForgottenTopic_v12(item, buf)
     write_compact_string(buf, self.rack_id)
@@ -1245,14 +1324,22 @@ def _decode_FetchRequest_v13(data, pos):
     self = _new(FetchRequest)
     self.replica_id, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch = _S9.unpack_from(data, pos)
     pos += 25
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
         item, pos = _decode_FetchTopic_v13(data, pos)
         append(item)
     self.topics = items
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -1262,20 +1349,30 @@ def _decode_FetchRequest_v13(data, pos):
     self.rack_id, pos = read_compact_string(data, pos)
     self.cluster_id = None
     self.replica_state = ReplicaState()
-    pos = _decode_tags_FetchRequest_v12(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_FetchRequest_v12(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
 def _encode_FetchRequest_v13(self, buf):
-    if self.replica_state != _DEFAULT_ReplicaState:
+    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
         raise unsupported_field('FetchRequest', 'ReplicaState', 13)
     buf += _S9.pack(self.replica_id, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_FetchTopic_v13(item, buf)
     items = self.forgotten_topics_data
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ForgottenTopic_v13(item, buf)
     write_compact_string(buf, self.rack_id)
@@ -1291,15 +1388,21 @@ def _encode_FetchRequest_v13(self, buf):
 
 
 def _encode_FetchRequest_v14(self, buf):
-    if self.replica_state != _DEFAULT_ReplicaState:
+    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
         raise unsupported_field('FetchRequest', 'ReplicaState', 14)
     buf += _S9.pack(self.replica_id, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_FetchTopic_v13(item, buf)
     items = self.forgotten_topics_data
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ForgottenTopic_v13(item, buf)
     write_compact_string(buf, self.rack_id)
@@ -1344,14 +1447,22 @@ def _decode_FetchRequest_v15(data, pos):
     self = _new(FetchRequest)
     self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch = _S10.unpack_from(data, pos)
     pos += 21
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
         item, pos = _decode_FetchTopic_v13(data, pos)
         append(item)
     self.topics = items
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -1362,7 +1473,11 @@ def _decode_FetchRequest_v15(data, pos):
     self.cluster_id = None
     self.replica_id = -1
     self.replica_state = ReplicaState()
-    pos = _decode_tags_FetchRequest_v15(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_FetchRequest_v15(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
@@ -1371,11 +1486,17 @@ def _encode_FetchRequest_v15(self, buf):
         raise unsupported_field('FetchRequest', 'ReplicaId', 15)
     buf += _S10.pack(self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_FetchTopic_v13(item, buf)
     items = self.forgotten_topics_data
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ForgottenTopic_v13(item, buf)
     write_compact_string(buf, self.rack_id)
@@ -1384,7 +1505,7 @@ def _encode_FetchRequest_v15(self, buf):
         tag_buf = bytearray()
         write_compact_nullable_string(tag_buf, self.cluster_id)
         known.append((0, tag_buf))
-    if self.replica_state != _DEFAULT_ReplicaState:
+    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
         tag_buf = bytearray()
         _encode_ReplicaState_v15(self.replica_state, tag_buf)
         known.append((1, tag_buf))
@@ -1399,11 +1520,17 @@ def _encode_FetchRequest_v16(self, buf):
         raise unsupported_field('FetchRequest', 'ReplicaId', 16)
     buf += _S10.pack(self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_FetchTopic_v13(item, buf)
     items = self.forgotten_topics_data
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ForgottenTopic_v13(item, buf)
     write_compact_string(buf, self.rack_id)
@@ -1412,7 +1539,7 @@ def _encode_FetchRequest_v16(self, buf):
         tag_buf = bytearray()
         write_compact_nullable_string(tag_buf, self.cluster_id)
         known.append((0, tag_buf))
-    if self.replica_state != _DEFAULT_ReplicaState:
+    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
         tag_buf = bytearray()
         _encode_ReplicaState_v15(self.replica_state, tag_buf)
         known.append((1, tag_buf))
@@ -1426,14 +1553,22 @@ def _decode_FetchRequest_v17(data, pos):
     self = _new(FetchRequest)
     self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch = _S10.unpack_from(data, pos)
     pos += 21
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
         item, pos = _decode_FetchTopic_v17(data, pos)
         append(item)
     self.topics = items
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -1444,7 +1579,11 @@ def _decode_FetchRequest_v17(data, pos):
     self.cluster_id = None
     self.replica_id = -1
     self.replica_state = ReplicaState()
-    pos = _decode_tags_FetchRequest_v15(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_FetchRequest_v15(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
@@ -1453,11 +1592,17 @@ def _encode_FetchRequest_v17(self, buf):
         raise unsupported_field('FetchRequest', 'ReplicaId', 17)
     buf += _S10.pack(self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_FetchTopic_v17(item, buf)
     items = self.forgotten_topics_data
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ForgottenTopic_v13(item, buf)
     write_compact_string(buf, self.rack_id)
@@ -1466,7 +1611,7 @@ def _encode_FetchRequest_v17(self, buf):
         tag_buf = bytearray()
         write_compact_nullable_string(tag_buf, self.cluster_id)
         known.append((0, tag_buf))
-    if self.replica_state != _DEFAULT_ReplicaState:
+    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
         tag_buf = bytearray()
         _encode_ReplicaState_v15(self.replica_state, tag_buf)
         known.append((1, tag_buf))
@@ -1480,14 +1625,22 @@ def _decode_FetchRequest_v18(data, pos):
     self = _new(FetchRequest)
     self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch = _S10.unpack_from(data, pos)
     pos += 21
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
         item, pos = _decode_FetchTopic_v18(data, pos)
         append(item)
     self.topics = items
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -1498,7 +1651,11 @@ def _decode_FetchRequest_v18(data, pos):
     self.cluster_id = None
     self.replica_id = -1
     self.replica_state = ReplicaState()
-    pos = _decode_tags_FetchRequest_v15(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_FetchRequest_v15(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
@@ -1507,11 +1664,17 @@ def _encode_FetchRequest_v18(self, buf):
         raise unsupported_field('FetchRequest', 'ReplicaId', 18)
     buf += _S10.pack(self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_FetchTopic_v18(item, buf)
     items = self.forgotten_topics_data
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ForgottenTopic_v13(item, buf)
     write_compact_string(buf, self.rack_id)
@@ -1520,7 +1683,7 @@ def _encode_FetchRequest_v18(self, buf):
         tag_buf = bytearray()
         write_compact_nullable_string(tag_buf, self.cluster_id)
         known.append((0, tag_buf))
-    if self.replica_state != _DEFAULT_ReplicaState:
+    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
         tag_buf = bytearray()
         _encode_ReplicaState_v15(self.replica_state, tag_buf)
         known.append((1, tag_buf))
@@ -1542,478 +1705,521 @@ FetchRequest._ENCODERS = {0: _encode_FetchRequest_v0, 1: _encode_FetchRequest_v1
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    167: (('ReplicaId', 'replica_id', 'i'), ('ReplicaEpoch', 'replica_epoch', 'q')),
-    169: 'tagged fields of ReplicaState',
+    168: (('ReplicaId', 'replica_id', 'i'), ('ReplicaEpoch', 'replica_epoch', 'q')),
     170: 'tagged fields of ReplicaState',
-    178: (('ReplicaId', 'replica_id', 'i'), ('ReplicaEpoch', 'replica_epoch', 'q')),
-    180: 'tagged fields of ReplicaState',
-    187: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    199: 'LastFetchedEpoch',
+    171: 'tagged fields of ReplicaState',
+    179: (('ReplicaId', 'replica_id', 'i'), ('ReplicaEpoch', 'replica_epoch', 'q')),
+    181: 'tagged fields of ReplicaState',
+    188: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
     200: 'LastFetchedEpoch',
-    201: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    203: 'tagged fields of FetchPartition',
-    207: 'LastFetchedEpoch',
+    201: 'LastFetchedEpoch',
+    202: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    204: 'tagged fields of FetchPartition',
     208: 'LastFetchedEpoch',
-    209: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    211: 'tagged fields of FetchPartition',
-    215: 'LastFetchedEpoch',
+    209: 'LastFetchedEpoch',
+    210: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    212: 'tagged fields of FetchPartition',
     216: 'LastFetchedEpoch',
-    217: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    219: 'tagged fields of FetchPartition',
-    223: 'LastFetchedEpoch',
+    217: 'LastFetchedEpoch',
+    218: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    220: 'tagged fields of FetchPartition',
     224: 'LastFetchedEpoch',
-    225: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    227: 'tagged fields of FetchPartition',
-    231: 'LastFetchedEpoch',
+    225: 'LastFetchedEpoch',
+    226: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    228: 'tagged fields of FetchPartition',
     232: 'LastFetchedEpoch',
-    233: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    235: 'tagged fields of FetchPartition',
-    240: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    251: 'LastFetchedEpoch',
+    233: 'LastFetchedEpoch',
+    234: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    236: 'tagged fields of FetchPartition',
+    241: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
     252: 'LastFetchedEpoch',
-    253: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    255: 'tagged fields of FetchPartition',
-    259: 'LastFetchedEpoch',
+    253: 'LastFetchedEpoch',
+    254: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    256: 'tagged fields of FetchPartition',
     260: 'LastFetchedEpoch',
-    261: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    263: 'tagged fields of FetchPartition',
-    267: 'LastFetchedEpoch',
+    261: 'LastFetchedEpoch',
+    262: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    264: 'tagged fields of FetchPartition',
     268: 'LastFetchedEpoch',
-    269: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    271: 'tagged fields of FetchPartition',
-    275: 'LastFetchedEpoch',
+    269: 'LastFetchedEpoch',
+    270: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    272: 'tagged fields of FetchPartition',
     276: 'LastFetchedEpoch',
-    277: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    279: 'tagged fields of FetchPartition',
-    284: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    294: 'LastFetchedEpoch',
+    277: 'LastFetchedEpoch',
+    278: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    280: 'tagged fields of FetchPartition',
+    285: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
     295: 'LastFetchedEpoch',
-    296: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    298: 'tagged fields of FetchPartition',
-    302: 'LastFetchedEpoch',
+    296: 'LastFetchedEpoch',
+    297: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    299: 'tagged fields of FetchPartition',
     303: 'LastFetchedEpoch',
-    304: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    306: 'tagged fields of FetchPartition',
-    310: 'LastFetchedEpoch',
+    304: 'LastFetchedEpoch',
+    305: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    307: 'tagged fields of FetchPartition',
     311: 'LastFetchedEpoch',
-    312: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    314: 'tagged fields of FetchPartition',
-    319: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LastFetchedEpoch', 'last_fetched_epoch', 'i'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    323: 'tagged fields of FetchPartition',
+    312: 'LastFetchedEpoch',
+    313: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    315: 'tagged fields of FetchPartition',
+    320: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LastFetchedEpoch', 'last_fetched_epoch', 'i'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
     324: 'tagged fields of FetchPartition',
-    332: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LastFetchedEpoch', 'last_fetched_epoch', 'i'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    334: 'tagged fields of FetchPartition',
-    340: 'tagged fields of FetchPartition',
-    346: 'tagged fields of FetchPartition',
-    349: 'ReplicaDirectoryId',
-    351: 'ReplicaDirectoryId',
-    363: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LastFetchedEpoch', 'last_fetched_epoch', 'i'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    367: 'tagged fields of FetchPartition',
-    372: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LastFetchedEpoch', 'last_fetched_epoch', 'i'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    374: 'ReplicaDirectoryId',
-    376: 'ReplicaDirectoryId',
-    379: 'tagged fields of FetchPartition',
-    385: 'tagged fields of FetchPartition',
-    391: 'tagged fields of FetchPartition',
-    394: 'ReplicaDirectoryId',
-    396: 'ReplicaDirectoryId',
-    398: 'HighWatermark',
-    401: 'HighWatermark',
-    413: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LastFetchedEpoch', 'last_fetched_epoch', 'i'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    417: 'tagged fields of FetchPartition',
-    422: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LastFetchedEpoch', 'last_fetched_epoch', 'i'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    424: 'ReplicaDirectoryId',
-    426: 'ReplicaDirectoryId',
-    428: 'HighWatermark',
-    430: 'HighWatermark',
-    433: 'tagged fields of FetchPartition',
-    440: 'Topic',
-    441: 'Partitions',
-    445: 'Partitions',
-    454: 'Topic',
-    456: 'Partitions',
-    458: 'Partitions',
-    460: 'tagged fields of FetchTopic',
-    464: 'Topic',
-    466: 'Partitions',
-    468: 'Partitions',
-    470: 'tagged fields of FetchTopic',
-    474: 'Topic',
-    476: 'Partitions',
-    478: 'Partitions',
-    480: 'tagged fields of FetchTopic',
-    484: 'Topic',
-    486: 'Partitions',
-    488: 'Partitions',
-    490: 'tagged fields of FetchTopic',
-    494: 'Topic',
-    496: 'Partitions',
-    498: 'Partitions',
-    500: 'tagged fields of FetchTopic',
-    505: 'Topic',
-    506: 'Partitions',
-    510: 'Partitions',
-    519: 'Topic',
-    521: 'Partitions',
-    523: 'Partitions',
-    525: 'tagged fields of FetchTopic',
-    529: 'Topic',
-    531: 'Partitions',
-    533: 'Partitions',
-    535: 'tagged fields of FetchTopic',
-    539: 'Topic',
-    541: 'Partitions',
-    543: 'Partitions',
-    545: 'tagged fields of FetchTopic',
-    549: 'Topic',
-    551: 'Partitions',
-    553: 'Partitions',
-    555: 'tagged fields of FetchTopic',
-    560: 'Topic',
-    561: 'Partitions',
-    565: 'Partitions',
-    574: 'Topic',
-    576: 'Partitions',
-    578: 'Partitions',
-    580: 'tagged fields of FetchTopic',
-    584: 'Topic',
-    586: 'Partitions',
-    588: 'Partitions',
-    590: 'tagged fields of FetchTopic',
-    594: 'Topic',
-    596: 'Partitions',
-    598: 'Partitions',
-    600: 'tagged fields of FetchTopic',
-    605: 'Topic',
-    606: 'Partitions',
-    610: 'Partitions',
-    614: 'tagged fields of FetchTopic',
-    615: 'tagged fields of FetchTopic',
-    623: 'Topic',
-    625: 'Partitions',
-    627: 'Partitions',
-    629: 'tagged fields of FetchTopic',
-    636: 'TopicId',
-    637: 'Partitions',
+    325: 'tagged fields of FetchPartition',
+    333: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LastFetchedEpoch', 'last_fetched_epoch', 'i'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    335: 'tagged fields of FetchPartition',
+    341: 'tagged fields of FetchPartition',
+    347: 'tagged fields of FetchPartition',
+    350: 'ReplicaDirectoryId',
+    352: 'ReplicaDirectoryId',
+    364: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LastFetchedEpoch', 'last_fetched_epoch', 'i'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    368: 'tagged fields of FetchPartition',
+    369: 'tagged fields of FetchPartition',
+    377: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LastFetchedEpoch', 'last_fetched_epoch', 'i'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    379: 'ReplicaDirectoryId',
+    381: 'ReplicaDirectoryId',
+    384: 'tagged fields of FetchPartition',
+    390: 'tagged fields of FetchPartition',
+    396: 'tagged fields of FetchPartition',
+    399: 'ReplicaDirectoryId',
+    401: 'ReplicaDirectoryId',
+    403: 'HighWatermark',
+    406: 'HighWatermark',
+    418: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LastFetchedEpoch', 'last_fetched_epoch', 'i'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    422: 'tagged fields of FetchPartition',
+    423: 'tagged fields of FetchPartition',
+    431: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LastFetchedEpoch', 'last_fetched_epoch', 'i'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    433: 'ReplicaDirectoryId',
+    435: 'ReplicaDirectoryId',
+    437: 'HighWatermark',
+    439: 'HighWatermark',
+    442: 'tagged fields of FetchPartition',
+    449: 'Topic',
+    450: 'Partitions',
+    454: 'Partitions',
+    463: 'Topic',
+    465: 'Partitions',
+    467: 'Partitions',
+    469: 'tagged fields of FetchTopic',
+    473: 'Topic',
+    475: 'Partitions',
+    477: 'Partitions',
+    479: 'tagged fields of FetchTopic',
+    483: 'Topic',
+    485: 'Partitions',
+    487: 'Partitions',
+    489: 'tagged fields of FetchTopic',
+    493: 'Topic',
+    495: 'Partitions',
+    497: 'Partitions',
+    499: 'tagged fields of FetchTopic',
+    503: 'Topic',
+    505: 'Partitions',
+    507: 'Partitions',
+    509: 'tagged fields of FetchTopic',
+    514: 'Topic',
+    515: 'Partitions',
+    519: 'Partitions',
+    528: 'Topic',
+    530: 'Partitions',
+    532: 'Partitions',
+    534: 'tagged fields of FetchTopic',
+    538: 'Topic',
+    540: 'Partitions',
+    542: 'Partitions',
+    544: 'tagged fields of FetchTopic',
+    548: 'Topic',
+    550: 'Partitions',
+    552: 'Partitions',
+    554: 'tagged fields of FetchTopic',
+    558: 'Topic',
+    560: 'Partitions',
+    562: 'Partitions',
+    564: 'tagged fields of FetchTopic',
+    569: 'Topic',
+    570: 'Partitions',
+    574: 'Partitions',
+    583: 'Topic',
+    585: 'Partitions',
+    587: 'Partitions',
+    589: 'tagged fields of FetchTopic',
+    593: 'Topic',
+    595: 'Partitions',
+    597: 'Partitions',
+    599: 'tagged fields of FetchTopic',
+    603: 'Topic',
+    605: 'Partitions',
+    607: 'Partitions',
+    609: 'tagged fields of FetchTopic',
+    614: 'Topic',
+    615: 'Partitions',
+    619: 'Partitions',
+    623: 'Partitions',
+    627: 'tagged fields of FetchTopic',
+    628: 'tagged fields of FetchTopic',
+    636: 'Topic',
+    638: 'Partitions',
     641: 'Partitions',
+    643: 'Partitions',
     645: 'tagged fields of FetchTopic',
-    646: 'tagged fields of FetchTopic',
-    654: 'TopicId',
-    656: 'Partitions',
-    658: 'Partitions',
-    660: 'tagged fields of FetchTopic',
-    667: 'TopicId',
-    668: 'Partitions',
-    672: 'Partitions',
-    676: 'tagged fields of FetchTopic',
-    677: 'tagged fields of FetchTopic',
-    685: 'TopicId',
-    687: 'Partitions',
-    689: 'Partitions',
-    691: 'tagged fields of FetchTopic',
-    698: 'TopicId',
+    652: 'TopicId',
+    653: 'Partitions',
+    657: 'Partitions',
+    661: 'Partitions',
+    665: 'tagged fields of FetchTopic',
+    666: 'tagged fields of FetchTopic',
+    674: 'TopicId',
+    676: 'Partitions',
+    679: 'Partitions',
+    681: 'Partitions',
+    683: 'tagged fields of FetchTopic',
+    690: 'TopicId',
+    691: 'Partitions',
+    695: 'Partitions',
     699: 'Partitions',
-    703: 'Partitions',
-    707: 'tagged fields of FetchTopic',
-    708: 'tagged fields of FetchTopic',
-    716: 'TopicId',
-    718: 'Partitions',
-    720: 'Partitions',
-    722: 'tagged fields of FetchTopic',
-    729: 'Topic',
-    730: 'Partitions',
-    731: 'Partitions',
-    738: 'Topic',
-    740: 'Partitions',
-    741: 'Partitions',
-    743: 'tagged fields of ForgottenTopic',
-    747: 'Topic',
-    749: 'Partitions',
-    750: 'Partitions',
-    752: 'tagged fields of ForgottenTopic',
-    756: 'Topic',
-    758: 'Partitions',
-    759: 'Partitions',
-    761: 'tagged fields of ForgottenTopic',
-    765: 'Topic',
+    703: 'tagged fields of FetchTopic',
+    704: 'tagged fields of FetchTopic',
+    712: 'TopicId',
+    714: 'Partitions',
+    717: 'Partitions',
+    719: 'Partitions',
+    721: 'tagged fields of FetchTopic',
+    728: 'TopicId',
+    729: 'Partitions',
+    733: 'Partitions',
+    737: 'Partitions',
+    741: 'tagged fields of FetchTopic',
+    742: 'tagged fields of FetchTopic',
+    750: 'TopicId',
+    752: 'Partitions',
+    755: 'Partitions',
+    757: 'Partitions',
+    759: 'tagged fields of FetchTopic',
+    766: 'Topic',
     767: 'Partitions',
     768: 'Partitions',
-    770: 'tagged fields of ForgottenTopic',
-    774: 'Topic',
-    776: 'Partitions',
-    777: 'Partitions',
-    779: 'tagged fields of ForgottenTopic',
-    784: 'Topic',
-    785: 'Partitions',
-    786: 'Partitions',
-    788: 'tagged fields of ForgottenTopic',
-    789: 'tagged fields of ForgottenTopic',
-    797: 'Topic',
-    799: 'Partitions',
+    776: 'Topic',
+    778: 'Partitions',
+    780: 'Partitions',
+    782: 'tagged fields of ForgottenTopic',
+    786: 'Topic',
+    788: 'Partitions',
+    790: 'Partitions',
+    792: 'tagged fields of ForgottenTopic',
+    796: 'Topic',
+    798: 'Partitions',
     800: 'Partitions',
     802: 'tagged fields of ForgottenTopic',
-    809: 'TopicId',
+    806: 'Topic',
+    808: 'Partitions',
     810: 'Partitions',
-    811: 'Partitions',
-    813: 'tagged fields of ForgottenTopic',
-    814: 'tagged fields of ForgottenTopic',
-    822: 'TopicId',
-    824: 'Partitions',
-    825: 'Partitions',
-    827: 'tagged fields of ForgottenTopic',
-    834: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i')),
-    836: 'Topics',
-    840: 'Topics',
-    856: 'ReplicaState',
-    857: 'ReplicaState',
-    858: 'ForgottenTopicsData',
-    859: 'ForgottenTopicsData',
-    860: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i')),
-    862: 'Topics',
-    864: 'Topics',
-    866: 'tagged fields of FetchRequest',
-    870: 'ReplicaState',
-    871: 'ReplicaState',
-    872: 'ForgottenTopicsData',
-    873: 'ForgottenTopicsData',
-    874: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i')),
-    876: 'Topics',
-    878: 'Topics',
-    880: 'tagged fields of FetchRequest',
-    884: 'ReplicaState',
-    885: 'ReplicaState',
-    886: 'ForgottenTopicsData',
-    887: 'ForgottenTopicsData',
-    888: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i')),
-    890: 'Topics',
-    892: 'Topics',
-    894: 'tagged fields of FetchRequest',
-    899: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i')),
+    812: 'tagged fields of ForgottenTopic',
+    816: 'Topic',
+    818: 'Partitions',
+    820: 'Partitions',
+    822: 'tagged fields of ForgottenTopic',
+    827: 'Topic',
+    828: 'Partitions',
+    832: 'Partitions',
+    833: 'Partitions',
+    836: 'tagged fields of ForgottenTopic',
+    837: 'tagged fields of ForgottenTopic',
+    845: 'Topic',
+    847: 'Partitions',
+    850: 'Partitions',
+    852: 'Partitions',
+    854: 'tagged fields of ForgottenTopic',
+    861: 'TopicId',
+    862: 'Partitions',
+    866: 'Partitions',
+    867: 'Partitions',
+    870: 'tagged fields of ForgottenTopic',
+    871: 'tagged fields of ForgottenTopic',
+    879: 'TopicId',
+    881: 'Partitions',
+    884: 'Partitions',
+    886: 'Partitions',
+    888: 'tagged fields of ForgottenTopic',
+    895: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i')),
+    897: 'Topics',
     901: 'Topics',
-    905: 'Topics',
-    920: 'ReplicaState',
-    921: 'ReplicaState',
-    922: 'ForgottenTopicsData',
-    923: 'ForgottenTopicsData',
-    924: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i')),
-    926: 'Topics',
-    928: 'Topics',
-    930: 'tagged fields of FetchRequest',
-    935: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    917: 'ReplicaState',
+    918: 'ReplicaState',
+    919: 'ForgottenTopicsData',
+    920: 'ForgottenTopicsData',
+    921: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i')),
+    923: 'Topics',
+    925: 'Topics',
+    927: 'tagged fields of FetchRequest',
+    931: 'ReplicaState',
+    932: 'ReplicaState',
+    933: 'ForgottenTopicsData',
+    934: 'ForgottenTopicsData',
+    935: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i')),
     937: 'Topics',
-    941: 'Topics',
-    955: 'ReplicaState',
-    956: 'ReplicaState',
-    957: 'ForgottenTopicsData',
-    958: 'ForgottenTopicsData',
-    959: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    961: 'Topics',
-    963: 'Topics',
-    965: 'tagged fields of FetchRequest',
-    970: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    972: 'Topics',
-    976: 'Topics',
-    990: 'ReplicaState',
-    991: 'ReplicaState',
-    992: 'ForgottenTopicsData',
-    993: 'ForgottenTopicsData',
-    994: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    996: 'Topics',
+    939: 'Topics',
+    941: 'tagged fields of FetchRequest',
+    945: 'ReplicaState',
+    946: 'ReplicaState',
+    947: 'ForgottenTopicsData',
+    948: 'ForgottenTopicsData',
+    949: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i')),
+    951: 'Topics',
+    953: 'Topics',
+    955: 'tagged fields of FetchRequest',
+    960: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i')),
+    962: 'Topics',
+    966: 'Topics',
+    981: 'ReplicaState',
+    982: 'ReplicaState',
+    983: 'ForgottenTopicsData',
+    984: 'ForgottenTopicsData',
+    985: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i')),
+    987: 'Topics',
+    989: 'Topics',
+    991: 'tagged fields of FetchRequest',
+    996: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
     998: 'Topics',
-    1000: 'tagged fields of FetchRequest',
-    1004: 'ReplicaState',
-    1005: 'ReplicaState',
-    1006: 'ForgottenTopicsData',
-    1007: 'ForgottenTopicsData',
-    1008: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    1010: 'Topics',
-    1012: 'Topics',
-    1014: 'tagged fields of FetchRequest',
-    1019: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1021: 'Topics',
-    1025: 'Topics',
-    1028: 'ForgottenTopicsData',
-    1032: 'ForgottenTopicsData',
-    1043: 'ReplicaState',
-    1044: 'ReplicaState',
-    1045: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1047: 'Topics',
-    1049: 'Topics',
-    1051: 'ForgottenTopicsData',
+    1002: 'Topics',
+    1016: 'ReplicaState',
+    1017: 'ReplicaState',
+    1018: 'ForgottenTopicsData',
+    1019: 'ForgottenTopicsData',
+    1020: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    1022: 'Topics',
+    1024: 'Topics',
+    1026: 'tagged fields of FetchRequest',
+    1031: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    1033: 'Topics',
+    1037: 'Topics',
+    1051: 'ReplicaState',
+    1052: 'ReplicaState',
     1053: 'ForgottenTopicsData',
-    1055: 'tagged fields of FetchRequest',
-    1059: 'ReplicaState',
-    1060: 'ReplicaState',
-    1061: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1063: 'Topics',
-    1065: 'Topics',
+    1054: 'ForgottenTopicsData',
+    1055: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    1057: 'Topics',
+    1059: 'Topics',
+    1061: 'tagged fields of FetchRequest',
+    1065: 'ReplicaState',
+    1066: 'ReplicaState',
     1067: 'ForgottenTopicsData',
-    1069: 'ForgottenTopicsData',
-    1071: 'tagged fields of FetchRequest',
-    1076: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1078: 'Topics',
+    1068: 'ForgottenTopicsData',
+    1069: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    1071: 'Topics',
+    1073: 'Topics',
+    1075: 'tagged fields of FetchRequest',
+    1080: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
     1082: 'Topics',
-    1085: 'ForgottenTopicsData',
+    1086: 'Topics',
     1089: 'ForgottenTopicsData',
-    1100: 'ReplicaState',
-    1101: 'ReplicaState',
-    1102: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1104: 'Topics',
-    1106: 'Topics',
-    1108: 'ForgottenTopicsData',
-    1110: 'ForgottenTopicsData',
-    1112: 'tagged fields of FetchRequest',
-    1116: 'ReplicaState',
-    1117: 'ReplicaState',
-    1118: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1120: 'Topics',
-    1122: 'Topics',
-    1124: 'ForgottenTopicsData',
-    1126: 'ForgottenTopicsData',
-    1128: 'tagged fields of FetchRequest',
-    1133: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1135: 'Topics',
+    1093: 'ForgottenTopicsData',
+    1104: 'ReplicaState',
+    1105: 'ReplicaState',
+    1106: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1108: 'Topics',
+    1110: 'Topics',
+    1112: 'ForgottenTopicsData',
+    1114: 'ForgottenTopicsData',
+    1116: 'tagged fields of FetchRequest',
+    1120: 'ReplicaState',
+    1121: 'ReplicaState',
+    1122: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1124: 'Topics',
+    1126: 'Topics',
+    1128: 'ForgottenTopicsData',
+    1130: 'ForgottenTopicsData',
+    1132: 'tagged fields of FetchRequest',
+    1137: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
     1139: 'Topics',
-    1142: 'ForgottenTopicsData',
+    1143: 'Topics',
     1146: 'ForgottenTopicsData',
-    1149: 'RackId',
-    1157: 'ReplicaState',
-    1158: 'ReplicaState',
-    1159: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1161: 'Topics',
-    1163: 'Topics',
-    1165: 'ForgottenTopicsData',
-    1167: 'ForgottenTopicsData',
-    1168: 'RackId',
-    1170: 'tagged fields of FetchRequest',
-    1174: 'tagged fields of FetchRequest',
-    1180: 'tagged fields of FetchRequest',
-    1183: 'ClusterId',
-    1185: 'ClusterId',
-    1197: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1199: 'Topics',
-    1203: 'Topics',
-    1206: 'ForgottenTopicsData',
-    1210: 'ForgottenTopicsData',
-    1213: 'RackId',
-    1216: 'tagged fields of FetchRequest',
-    1221: 'ReplicaState',
-    1222: 'ReplicaState',
-    1223: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1225: 'Topics',
-    1227: 'Topics',
-    1229: 'ForgottenTopicsData',
-    1231: 'ForgottenTopicsData',
-    1232: 'RackId',
-    1234: 'ClusterId',
-    1236: 'ClusterId',
-    1239: 'tagged fields of FetchRequest',
-    1246: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1248: 'Topics',
-    1252: 'Topics',
-    1255: 'ForgottenTopicsData',
-    1259: 'ForgottenTopicsData',
-    1262: 'RackId',
-    1265: 'tagged fields of FetchRequest',
-    1270: 'ReplicaState',
-    1271: 'ReplicaState',
-    1272: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1274: 'Topics',
-    1276: 'Topics',
-    1278: 'ForgottenTopicsData',
-    1280: 'ForgottenTopicsData',
-    1281: 'RackId',
-    1283: 'ClusterId',
-    1285: 'ClusterId',
-    1288: 'tagged fields of FetchRequest',
+    1150: 'ForgottenTopicsData',
+    1161: 'ReplicaState',
+    1162: 'ReplicaState',
+    1163: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1165: 'Topics',
+    1167: 'Topics',
+    1169: 'ForgottenTopicsData',
+    1171: 'ForgottenTopicsData',
+    1173: 'tagged fields of FetchRequest',
+    1177: 'ReplicaState',
+    1178: 'ReplicaState',
+    1179: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1181: 'Topics',
+    1183: 'Topics',
+    1185: 'ForgottenTopicsData',
+    1187: 'ForgottenTopicsData',
+    1189: 'tagged fields of FetchRequest',
+    1194: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1196: 'Topics',
+    1200: 'Topics',
+    1203: 'ForgottenTopicsData',
+    1207: 'ForgottenTopicsData',
+    1210: 'RackId',
+    1218: 'ReplicaState',
+    1219: 'ReplicaState',
+    1220: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1222: 'Topics',
+    1224: 'Topics',
+    1226: 'ForgottenTopicsData',
+    1228: 'ForgottenTopicsData',
+    1229: 'RackId',
+    1231: 'tagged fields of FetchRequest',
+    1235: 'tagged fields of FetchRequest',
+    1241: 'tagged fields of FetchRequest',
+    1244: 'ClusterId',
+    1246: 'ClusterId',
+    1258: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1260: 'Topics',
+    1264: 'Topics',
+    1268: 'Topics',
+    1271: 'ForgottenTopicsData',
+    1275: 'ForgottenTopicsData',
+    1279: 'ForgottenTopicsData',
+    1282: 'RackId',
+    1285: 'tagged fields of FetchRequest',
+    1286: 'tagged fields of FetchRequest',
     1294: 'ReplicaState',
     1295: 'ReplicaState',
     1296: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
     1298: 'Topics',
-    1300: 'Topics',
-    1302: 'ForgottenTopicsData',
-    1304: 'ForgottenTopicsData',
-    1305: 'RackId',
-    1307: 'ClusterId',
-    1309: 'ClusterId',
-    1312: 'tagged fields of FetchRequest',
+    1301: 'Topics',
+    1303: 'Topics',
+    1305: 'ForgottenTopicsData',
+    1308: 'ForgottenTopicsData',
+    1310: 'ForgottenTopicsData',
+    1311: 'RackId',
+    1313: 'ClusterId',
+    1315: 'ClusterId',
     1318: 'tagged fields of FetchRequest',
-    1324: 'tagged fields of FetchRequest',
-    1327: 'ClusterId',
-    1329: 'ClusterId',
-    1331: 'ReplicaState',
-    1333: 'ReplicaState',
-    1345: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1347: 'Topics',
-    1351: 'Topics',
-    1354: 'ForgottenTopicsData',
-    1358: 'ForgottenTopicsData',
-    1361: 'RackId',
-    1365: 'tagged fields of FetchRequest',
-    1370: 'ReplicaId',
-    1371: 'ReplicaId',
-    1372: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1374: 'Topics',
-    1376: 'Topics',
-    1378: 'ForgottenTopicsData',
-    1380: 'ForgottenTopicsData',
-    1381: 'RackId',
-    1383: 'ClusterId',
-    1385: 'ClusterId',
-    1387: 'ReplicaState',
-    1389: 'ReplicaState',
-    1392: 'tagged fields of FetchRequest',
-    1398: 'ReplicaId',
-    1399: 'ReplicaId',
-    1400: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1402: 'Topics',
-    1404: 'Topics',
-    1406: 'ForgottenTopicsData',
-    1408: 'ForgottenTopicsData',
-    1409: 'RackId',
-    1411: 'ClusterId',
-    1413: 'ClusterId',
-    1415: 'ReplicaState',
-    1417: 'ReplicaState',
-    1420: 'tagged fields of FetchRequest',
-    1427: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1429: 'Topics',
-    1433: 'Topics',
-    1436: 'ForgottenTopicsData',
-    1440: 'ForgottenTopicsData',
-    1443: 'RackId',
-    1447: 'tagged fields of FetchRequest',
-    1452: 'ReplicaId',
-    1453: 'ReplicaId',
-    1454: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1456: 'Topics',
+    1325: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1327: 'Topics',
+    1331: 'Topics',
+    1335: 'Topics',
+    1338: 'ForgottenTopicsData',
+    1342: 'ForgottenTopicsData',
+    1346: 'ForgottenTopicsData',
+    1349: 'RackId',
+    1352: 'tagged fields of FetchRequest',
+    1353: 'tagged fields of FetchRequest',
+    1361: 'ReplicaState',
+    1362: 'ReplicaState',
+    1363: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1365: 'Topics',
+    1368: 'Topics',
+    1370: 'Topics',
+    1372: 'ForgottenTopicsData',
+    1375: 'ForgottenTopicsData',
+    1377: 'ForgottenTopicsData',
+    1378: 'RackId',
+    1380: 'ClusterId',
+    1382: 'ClusterId',
+    1385: 'tagged fields of FetchRequest',
+    1391: 'ReplicaState',
+    1392: 'ReplicaState',
+    1393: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1395: 'Topics',
+    1398: 'Topics',
+    1400: 'Topics',
+    1402: 'ForgottenTopicsData',
+    1405: 'ForgottenTopicsData',
+    1407: 'ForgottenTopicsData',
+    1408: 'RackId',
+    1410: 'ClusterId',
+    1412: 'ClusterId',
+    1415: 'tagged fields of FetchRequest',
+    1421: 'tagged fields of FetchRequest',
+    1427: 'tagged fields of FetchRequest',
+    1430: 'ClusterId',
+    1432: 'ClusterId',
+    1434: 'ReplicaState',
+    1436: 'ReplicaState',
+    1448: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1450: 'Topics',
+    1454: 'Topics',
     1458: 'Topics',
-    1460: 'ForgottenTopicsData',
-    1462: 'ForgottenTopicsData',
-    1463: 'RackId',
-    1465: 'ClusterId',
-    1467: 'ClusterId',
-    1469: 'ReplicaState',
-    1471: 'ReplicaState',
-    1474: 'tagged fields of FetchRequest',
-    1481: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1483: 'Topics',
-    1487: 'Topics',
-    1490: 'ForgottenTopicsData',
-    1494: 'ForgottenTopicsData',
-    1497: 'RackId',
-    1501: 'tagged fields of FetchRequest',
-    1506: 'ReplicaId',
-    1507: 'ReplicaId',
-    1508: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1510: 'Topics',
-    1512: 'Topics',
-    1514: 'ForgottenTopicsData',
-    1516: 'ForgottenTopicsData',
-    1517: 'RackId',
-    1519: 'ClusterId',
-    1521: 'ClusterId',
-    1523: 'ReplicaState',
-    1525: 'ReplicaState',
-    1528: 'tagged fields of FetchRequest',
+    1461: 'ForgottenTopicsData',
+    1465: 'ForgottenTopicsData',
+    1469: 'ForgottenTopicsData',
+    1472: 'RackId',
+    1476: 'tagged fields of FetchRequest',
+    1477: 'tagged fields of FetchRequest',
+    1485: 'ReplicaId',
+    1486: 'ReplicaId',
+    1487: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1489: 'Topics',
+    1492: 'Topics',
+    1494: 'Topics',
+    1496: 'ForgottenTopicsData',
+    1499: 'ForgottenTopicsData',
+    1501: 'ForgottenTopicsData',
+    1502: 'RackId',
+    1504: 'ClusterId',
+    1506: 'ClusterId',
+    1508: 'ReplicaState',
+    1510: 'ReplicaState',
+    1513: 'tagged fields of FetchRequest',
+    1519: 'ReplicaId',
+    1520: 'ReplicaId',
+    1521: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1523: 'Topics',
+    1526: 'Topics',
+    1528: 'Topics',
+    1530: 'ForgottenTopicsData',
+    1533: 'ForgottenTopicsData',
+    1535: 'ForgottenTopicsData',
+    1536: 'RackId',
+    1538: 'ClusterId',
+    1540: 'ClusterId',
+    1542: 'ReplicaState',
+    1544: 'ReplicaState',
+    1547: 'tagged fields of FetchRequest',
+    1554: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1556: 'Topics',
+    1560: 'Topics',
+    1564: 'Topics',
+    1567: 'ForgottenTopicsData',
+    1571: 'ForgottenTopicsData',
+    1575: 'ForgottenTopicsData',
+    1578: 'RackId',
+    1582: 'tagged fields of FetchRequest',
+    1583: 'tagged fields of FetchRequest',
+    1591: 'ReplicaId',
+    1592: 'ReplicaId',
+    1593: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1595: 'Topics',
+    1598: 'Topics',
+    1600: 'Topics',
+    1602: 'ForgottenTopicsData',
+    1605: 'ForgottenTopicsData',
+    1607: 'ForgottenTopicsData',
+    1608: 'RackId',
+    1610: 'ClusterId',
+    1612: 'ClusterId',
+    1614: 'ReplicaState',
+    1616: 'ReplicaState',
+    1619: 'tagged fields of FetchRequest',
+    1626: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1628: 'Topics',
+    1632: 'Topics',
+    1636: 'Topics',
+    1639: 'ForgottenTopicsData',
+    1643: 'ForgottenTopicsData',
+    1647: 'ForgottenTopicsData',
+    1650: 'RackId',
+    1654: 'tagged fields of FetchRequest',
+    1655: 'tagged fields of FetchRequest',
+    1663: 'ReplicaId',
+    1664: 'ReplicaId',
+    1665: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1667: 'Topics',
+    1670: 'Topics',
+    1672: 'Topics',
+    1674: 'ForgottenTopicsData',
+    1677: 'ForgottenTopicsData',
+    1679: 'ForgottenTopicsData',
+    1680: 'RackId',
+    1682: 'ClusterId',
+    1684: 'ClusterId',
+    1686: 'ReplicaState',
+    1688: 'ReplicaState',
+    1691: 'tagged fields of FetchRequest',
 }

@@ -351,7 +351,7 @@ def _decode_PartitionData_v0(data, pos):
     self = _new(PartitionData)
     self.partition_index, self.error_code, self.high_watermark = _S4.unpack_from(data, pos)
     pos += 14
-    self.records, pos = read_nullable_bytes(data, pos)
+    self.records, pos = read_nullable_bytes_view(data, pos)
     self.last_stable_offset = -1
     self.log_start_offset = -1
     self.diverging_epoch = EpochEndOffset()
@@ -364,11 +364,11 @@ def _decode_PartitionData_v0(data, pos):
 
 
 def _encode_PartitionData_v0(self, buf):
-    if self.diverging_epoch != _DEFAULT_EpochEndOffset:
+    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'DivergingEpoch', 0)
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'CurrentLeader', 0)
-    if self.snapshot_id != _DEFAULT_SnapshotId:
+    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'SnapshotId', 0)
     if self.preferred_read_replica != -1:
         raise unsupported_field('FetchResponse', 'PreferredReadReplica', 0)
@@ -379,11 +379,11 @@ def _encode_PartitionData_v0(self, buf):
 
 
 def _encode_PartitionData_v1(self, buf):
-    if self.diverging_epoch != _DEFAULT_EpochEndOffset:
+    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'DivergingEpoch', 1)
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'CurrentLeader', 1)
-    if self.snapshot_id != _DEFAULT_SnapshotId:
+    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'SnapshotId', 1)
     if self.preferred_read_replica != -1:
         raise unsupported_field('FetchResponse', 'PreferredReadReplica', 1)
@@ -394,11 +394,11 @@ def _encode_PartitionData_v1(self, buf):
 
 
 def _encode_PartitionData_v2(self, buf):
-    if self.diverging_epoch != _DEFAULT_EpochEndOffset:
+    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'DivergingEpoch', 2)
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'CurrentLeader', 2)
-    if self.snapshot_id != _DEFAULT_SnapshotId:
+    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'SnapshotId', 2)
     if self.preferred_read_replica != -1:
         raise unsupported_field('FetchResponse', 'PreferredReadReplica', 2)
@@ -409,11 +409,11 @@ def _encode_PartitionData_v2(self, buf):
 
 
 def _encode_PartitionData_v3(self, buf):
-    if self.diverging_epoch != _DEFAULT_EpochEndOffset:
+    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'DivergingEpoch', 3)
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'CurrentLeader', 3)
-    if self.snapshot_id != _DEFAULT_SnapshotId:
+    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'SnapshotId', 3)
     if self.preferred_read_replica != -1:
         raise unsupported_field('FetchResponse', 'PreferredReadReplica', 3)
@@ -437,7 +437,7 @@ def _decode_PartitionData_v4(data, pos):
             item, pos = _decode_AbortedTransaction_v4(data, pos)
             append(item)
         self.aborted_transactions = items
-    self.records, pos = read_nullable_bytes(data, pos)
+    self.records, pos = read_nullable_bytes_view(data, pos)
     self.log_start_offset = -1
     self.diverging_epoch = EpochEndOffset()
     self.current_leader = LeaderIdAndEpoch()
@@ -448,11 +448,11 @@ def _decode_PartitionData_v4(data, pos):
 
 
 def _encode_PartitionData_v4(self, buf):
-    if self.diverging_epoch != _DEFAULT_EpochEndOffset:
+    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'DivergingEpoch', 4)
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'CurrentLeader', 4)
-    if self.snapshot_id != _DEFAULT_SnapshotId:
+    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'SnapshotId', 4)
     if self.preferred_read_replica != -1:
         raise unsupported_field('FetchResponse', 'PreferredReadReplica', 4)
@@ -481,7 +481,7 @@ def _decode_PartitionData_v5(data, pos):
             item, pos = _decode_AbortedTransaction_v4(data, pos)
             append(item)
         self.aborted_transactions = items
-    self.records, pos = read_nullable_bytes(data, pos)
+    self.records, pos = read_nullable_bytes_view(data, pos)
     self.diverging_epoch = EpochEndOffset()
     self.current_leader = LeaderIdAndEpoch()
     self.snapshot_id = SnapshotId()
@@ -491,11 +491,11 @@ def _decode_PartitionData_v5(data, pos):
 
 
 def _encode_PartitionData_v5(self, buf):
-    if self.diverging_epoch != _DEFAULT_EpochEndOffset:
+    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'DivergingEpoch', 5)
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'CurrentLeader', 5)
-    if self.snapshot_id != _DEFAULT_SnapshotId:
+    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'SnapshotId', 5)
     if self.preferred_read_replica != -1:
         raise unsupported_field('FetchResponse', 'PreferredReadReplica', 5)
@@ -511,11 +511,11 @@ def _encode_PartitionData_v5(self, buf):
 
 
 def _encode_PartitionData_v6(self, buf):
-    if self.diverging_epoch != _DEFAULT_EpochEndOffset:
+    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'DivergingEpoch', 6)
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'CurrentLeader', 6)
-    if self.snapshot_id != _DEFAULT_SnapshotId:
+    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'SnapshotId', 6)
     if self.preferred_read_replica != -1:
         raise unsupported_field('FetchResponse', 'PreferredReadReplica', 6)
@@ -531,11 +531,11 @@ def _encode_PartitionData_v6(self, buf):
 
 
 def _encode_PartitionData_v7(self, buf):
-    if self.diverging_epoch != _DEFAULT_EpochEndOffset:
+    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'DivergingEpoch', 7)
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'CurrentLeader', 7)
-    if self.snapshot_id != _DEFAULT_SnapshotId:
+    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'SnapshotId', 7)
     if self.preferred_read_replica != -1:
         raise unsupported_field('FetchResponse', 'PreferredReadReplica', 7)
@@ -551,11 +551,11 @@ def _encode_PartitionData_v7(self, buf):
 
 
 def _encode_PartitionData_v8(self, buf):
-    if self.diverging_epoch != _DEFAULT_EpochEndOffset:
+    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'DivergingEpoch', 8)
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'CurrentLeader', 8)
-    if self.snapshot_id != _DEFAULT_SnapshotId:
+    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'SnapshotId', 8)
     if self.preferred_read_replica != -1:
         raise unsupported_field('FetchResponse', 'PreferredReadReplica', 8)
@@ -571,11 +571,11 @@ def _encode_PartitionData_v8(self, buf):
 
 
 def _encode_PartitionData_v9(self, buf):
-    if self.diverging_epoch != _DEFAULT_EpochEndOffset:
+    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'DivergingEpoch', 9)
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'CurrentLeader', 9)
-    if self.snapshot_id != _DEFAULT_SnapshotId:
+    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'SnapshotId', 9)
     if self.preferred_read_replica != -1:
         raise unsupported_field('FetchResponse', 'PreferredReadReplica', 9)
@@ -591,11 +591,11 @@ def _encode_PartitionData_v9(self, buf):
 
 
 def _encode_PartitionData_v10(self, buf):
-    if self.diverging_epoch != _DEFAULT_EpochEndOffset:
+    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'DivergingEpoch', 10)
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'CurrentLeader', 10)
-    if self.snapshot_id != _DEFAULT_SnapshotId:
+    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'SnapshotId', 10)
     if self.preferred_read_replica != -1:
         raise unsupported_field('FetchResponse', 'PreferredReadReplica', 10)
@@ -626,7 +626,7 @@ def _decode_PartitionData_v11(data, pos):
         self.aborted_transactions = items
     self.preferred_read_replica, = _S7.unpack_from(data, pos)
     pos += 4
-    self.records, pos = read_nullable_bytes(data, pos)
+    self.records, pos = read_nullable_bytes_view(data, pos)
     self.diverging_epoch = EpochEndOffset()
     self.current_leader = LeaderIdAndEpoch()
     self.snapshot_id = SnapshotId()
@@ -635,11 +635,11 @@ def _decode_PartitionData_v11(data, pos):
 
 
 def _encode_PartitionData_v11(self, buf):
-    if self.diverging_epoch != _DEFAULT_EpochEndOffset:
+    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'DivergingEpoch', 11)
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'CurrentLeader', 11)
-    if self.snapshot_id != _DEFAULT_SnapshotId:
+    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
         raise unsupported_field('FetchResponse', 'SnapshotId', 11)
     buf += _S6.pack(self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset, self.log_start_offset)
     items = self.aborted_transactions
@@ -687,7 +687,11 @@ def _decode_PartitionData_v12(data, pos):
     self = _new(PartitionData)
     self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset, self.log_start_offset = _S6.unpack_from(data, pos)
     pos += 30
-    n, pos = read_compact_nullable_array_length(data, pos)
+    n = data[pos] - 1
+    if -1 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_nullable_array_length(data, pos)
     if n < 0:
         self.aborted_transactions = None
     else:
@@ -699,11 +703,15 @@ def _decode_PartitionData_v12(data, pos):
         self.aborted_transactions = items
     self.preferred_read_replica, = _S7.unpack_from(data, pos)
     pos += 4
-    self.records, pos = read_compact_nullable_bytes(data, pos)
+    self.records, pos = read_compact_nullable_bytes_view(data, pos)
     self.diverging_epoch = EpochEndOffset()
     self.current_leader = LeaderIdAndEpoch()
     self.snapshot_id = SnapshotId()
-    pos = _decode_tags_PartitionData_v12(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_PartitionData_v12(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
@@ -717,15 +725,15 @@ def _encode_PartitionData_v12(self, buf):
     buf += _S7.pack(self.preferred_read_replica)
     write_compact_nullable_bytes(buf, self.records)
     known = []
-    if self.diverging_epoch != _DEFAULT_EpochEndOffset:
+    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
         tag_buf = bytearray()
         _encode_EpochEndOffset_v12(self.diverging_epoch, tag_buf)
         known.append((0, tag_buf))
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
         tag_buf = bytearray()
         _encode_LeaderIdAndEpoch_v12(self.current_leader, tag_buf)
         known.append((1, tag_buf))
-    if self.snapshot_id != _DEFAULT_SnapshotId:
+    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
         tag_buf = bytearray()
         _encode_SnapshotId_v12(self.snapshot_id, tag_buf)
         known.append((2, tag_buf))
@@ -918,7 +926,11 @@ def _encode_FetchableTopicResponse_v11(self, buf):
 def _decode_FetchableTopicResponse_v12(data, pos):
     self = _new(FetchableTopicResponse)
     self.topic, pos = read_compact_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -937,7 +949,10 @@ def _decode_FetchableTopicResponse_v12(data, pos):
 def _encode_FetchableTopicResponse_v12(self, buf):
     write_compact_string(buf, self.topic)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_PartitionData_v12(item, buf)
     if self._unknown_tagged_fields:
@@ -949,7 +964,11 @@ def _encode_FetchableTopicResponse_v12(self, buf):
 def _decode_FetchableTopicResponse_v13(data, pos):
     self = _new(FetchableTopicResponse)
     self.topic_id, pos = read_uuid(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -968,7 +987,10 @@ def _decode_FetchableTopicResponse_v13(data, pos):
 def _encode_FetchableTopicResponse_v13(self, buf):
     write_uuid(buf, self.topic_id)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_PartitionData_v12(item, buf)
     if self._unknown_tagged_fields:
@@ -1268,7 +1290,11 @@ def _decode_FetchResponse_v12(data, pos):
     self = _new(FetchResponse)
     self.throttle_time_ms, self.error_code, self.session_id = _S8.unpack_from(data, pos)
     pos += 10
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -1289,7 +1315,10 @@ def _encode_FetchResponse_v12(self, buf):
         raise unsupported_field('FetchResponse', 'NodeEndpoints', 12)
     buf += _S8.pack(self.throttle_time_ms, self.error_code, self.session_id)
     items = self.responses
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_FetchableTopicResponse_v12(item, buf)
     if self._unknown_tagged_fields:
@@ -1302,7 +1331,11 @@ def _decode_FetchResponse_v13(data, pos):
     self = _new(FetchResponse)
     self.throttle_time_ms, self.error_code, self.session_id = _S8.unpack_from(data, pos)
     pos += 10
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -1323,7 +1356,10 @@ def _encode_FetchResponse_v13(self, buf):
         raise unsupported_field('FetchResponse', 'NodeEndpoints', 13)
     buf += _S8.pack(self.throttle_time_ms, self.error_code, self.session_id)
     items = self.responses
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_FetchableTopicResponse_v13(item, buf)
     if self._unknown_tagged_fields:
@@ -1337,7 +1373,10 @@ def _encode_FetchResponse_v14(self, buf):
         raise unsupported_field('FetchResponse', 'NodeEndpoints', 14)
     buf += _S8.pack(self.throttle_time_ms, self.error_code, self.session_id)
     items = self.responses
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_FetchableTopicResponse_v13(item, buf)
     if self._unknown_tagged_fields:
@@ -1351,7 +1390,10 @@ def _encode_FetchResponse_v15(self, buf):
         raise unsupported_field('FetchResponse', 'NodeEndpoints', 15)
     buf += _S8.pack(self.throttle_time_ms, self.error_code, self.session_id)
     items = self.responses
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_FetchableTopicResponse_v13(item, buf)
     if self._unknown_tagged_fields:
@@ -1370,7 +1412,11 @@ def _decode_tags_FetchResponse_v16(self, data, pos):
         tag, pos, end = read_tag_header(data, pos, last)
         last = tag
         if tag == 0:
-            n, pos = read_compact_array_length(data, pos)
+            n = data[pos] - 1
+            if 0 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_array_length(data, pos)
             items = []
             append = items.append
             for _ in range(n):
@@ -1392,7 +1438,11 @@ def _decode_FetchResponse_v16(data, pos):
     self = _new(FetchResponse)
     self.throttle_time_ms, self.error_code, self.session_id = _S8.unpack_from(data, pos)
     pos += 10
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -1400,21 +1450,31 @@ def _decode_FetchResponse_v16(data, pos):
         append(item)
     self.responses = items
     self.node_endpoints = []
-    pos = _decode_tags_FetchResponse_v16(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_FetchResponse_v16(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
 def _encode_FetchResponse_v16(self, buf):
     buf += _S8.pack(self.throttle_time_ms, self.error_code, self.session_id)
     items = self.responses
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_FetchableTopicResponse_v13(item, buf)
     known = []
     if self.node_endpoints is None or len(self.node_endpoints) != 0:
         tag_buf = bytearray()
         items = self.node_endpoints
-        write_compact_array_length(tag_buf, items)
+        if len(items) < 0x7F:
+            tag_buf.append(len(items) + 1)
+        else:
+            write_compact_array_length(tag_buf, items)
         for item in items:
             _encode_NodeEndpoint_v16(item, tag_buf)
         known.append((0, tag_buf))
@@ -1651,261 +1711,278 @@ _LINE_FIELDS = {
     676: 'SnapshotId',
     688: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
     690: 'AbortedTransactions',
-    697: 'AbortedTransactions',
-    700: 'PreferredReadReplica',
-    702: 'Records',
-    706: 'tagged fields of PartitionData',
-    711: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    713: 'AbortedTransactions',
-    716: 'AbortedTransactions',
-    717: 'PreferredReadReplica',
-    718: 'Records',
-    720: 'DivergingEpoch',
-    722: 'DivergingEpoch',
-    724: 'CurrentLeader',
-    726: 'CurrentLeader',
-    728: 'SnapshotId',
-    730: 'SnapshotId',
-    733: 'tagged fields of PartitionData',
-    740: 'Topic',
-    741: 'Partitions',
-    745: 'Partitions',
-    754: 'Topic',
-    756: 'Partitions',
-    758: 'Partitions',
-    760: 'tagged fields of FetchableTopicResponse',
-    764: 'Topic',
+    694: 'AbortedTransactions',
+    701: 'AbortedTransactions',
+    704: 'PreferredReadReplica',
+    706: 'Records',
+    710: 'tagged fields of PartitionData',
+    711: 'tagged fields of PartitionData',
+    719: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    721: 'AbortedTransactions',
+    724: 'AbortedTransactions',
+    725: 'PreferredReadReplica',
+    726: 'Records',
+    728: 'DivergingEpoch',
+    730: 'DivergingEpoch',
+    732: 'CurrentLeader',
+    734: 'CurrentLeader',
+    736: 'SnapshotId',
+    738: 'SnapshotId',
+    741: 'tagged fields of PartitionData',
+    748: 'Topic',
+    749: 'Partitions',
+    753: 'Partitions',
+    762: 'Topic',
+    764: 'Partitions',
     766: 'Partitions',
-    768: 'Partitions',
-    770: 'tagged fields of FetchableTopicResponse',
-    774: 'Topic',
+    768: 'tagged fields of FetchableTopicResponse',
+    772: 'Topic',
+    774: 'Partitions',
     776: 'Partitions',
-    778: 'Partitions',
-    780: 'tagged fields of FetchableTopicResponse',
-    784: 'Topic',
+    778: 'tagged fields of FetchableTopicResponse',
+    782: 'Topic',
+    784: 'Partitions',
     786: 'Partitions',
-    788: 'Partitions',
-    790: 'tagged fields of FetchableTopicResponse',
-    795: 'Topic',
+    788: 'tagged fields of FetchableTopicResponse',
+    792: 'Topic',
+    794: 'Partitions',
     796: 'Partitions',
-    800: 'Partitions',
-    809: 'Topic',
-    811: 'Partitions',
-    813: 'Partitions',
-    815: 'tagged fields of FetchableTopicResponse',
-    820: 'Topic',
+    798: 'tagged fields of FetchableTopicResponse',
+    803: 'Topic',
+    804: 'Partitions',
+    808: 'Partitions',
+    817: 'Topic',
+    819: 'Partitions',
     821: 'Partitions',
-    825: 'Partitions',
-    834: 'Topic',
-    836: 'Partitions',
-    838: 'Partitions',
-    840: 'tagged fields of FetchableTopicResponse',
-    844: 'Topic',
+    823: 'tagged fields of FetchableTopicResponse',
+    828: 'Topic',
+    829: 'Partitions',
+    833: 'Partitions',
+    842: 'Topic',
+    844: 'Partitions',
     846: 'Partitions',
-    848: 'Partitions',
-    850: 'tagged fields of FetchableTopicResponse',
-    854: 'Topic',
+    848: 'tagged fields of FetchableTopicResponse',
+    852: 'Topic',
+    854: 'Partitions',
     856: 'Partitions',
-    858: 'Partitions',
-    860: 'tagged fields of FetchableTopicResponse',
-    864: 'Topic',
+    858: 'tagged fields of FetchableTopicResponse',
+    862: 'Topic',
+    864: 'Partitions',
     866: 'Partitions',
-    868: 'Partitions',
-    870: 'tagged fields of FetchableTopicResponse',
-    874: 'Topic',
+    868: 'tagged fields of FetchableTopicResponse',
+    872: 'Topic',
+    874: 'Partitions',
     876: 'Partitions',
-    878: 'Partitions',
-    880: 'tagged fields of FetchableTopicResponse',
-    884: 'Topic',
+    878: 'tagged fields of FetchableTopicResponse',
+    882: 'Topic',
+    884: 'Partitions',
     886: 'Partitions',
-    888: 'Partitions',
-    890: 'tagged fields of FetchableTopicResponse',
-    895: 'Topic',
+    888: 'tagged fields of FetchableTopicResponse',
+    892: 'Topic',
+    894: 'Partitions',
     896: 'Partitions',
-    900: 'Partitions',
-    909: 'Topic',
-    911: 'Partitions',
-    913: 'Partitions',
-    915: 'tagged fields of FetchableTopicResponse',
-    920: 'Topic',
+    898: 'tagged fields of FetchableTopicResponse',
+    903: 'Topic',
+    904: 'Partitions',
+    908: 'Partitions',
+    917: 'Topic',
+    919: 'Partitions',
     921: 'Partitions',
-    925: 'Partitions',
-    929: 'tagged fields of FetchableTopicResponse',
-    930: 'tagged fields of FetchableTopicResponse',
-    938: 'Topic',
-    940: 'Partitions',
-    942: 'Partitions',
-    944: 'tagged fields of FetchableTopicResponse',
-    951: 'TopicId',
+    923: 'tagged fields of FetchableTopicResponse',
+    928: 'Topic',
+    929: 'Partitions',
+    933: 'Partitions',
+    937: 'Partitions',
+    941: 'tagged fields of FetchableTopicResponse',
+    942: 'tagged fields of FetchableTopicResponse',
+    950: 'Topic',
     952: 'Partitions',
-    956: 'Partitions',
-    960: 'tagged fields of FetchableTopicResponse',
-    961: 'tagged fields of FetchableTopicResponse',
-    969: 'TopicId',
+    955: 'Partitions',
+    957: 'Partitions',
+    959: 'tagged fields of FetchableTopicResponse',
+    966: 'TopicId',
+    967: 'Partitions',
     971: 'Partitions',
-    973: 'Partitions',
-    975: 'tagged fields of FetchableTopicResponse',
-    982: 'NodeId',
-    984: 'Host',
-    985: 'Port',
-    987: 'Rack',
-    988: 'tagged fields of NodeEndpoint',
-    989: 'tagged fields of NodeEndpoint',
-    997: 'NodeId',
-    998: 'Host',
-    999: 'Port',
-    1000: 'Rack',
-    1002: 'tagged fields of NodeEndpoint',
-    1009: 'Responses',
-    1013: 'Responses',
-    1025: 'SessionId',
-    1026: 'SessionId',
-    1027: 'NodeEndpoints',
-    1028: 'NodeEndpoints',
-    1030: 'Responses',
-    1032: 'Responses',
-    1034: 'tagged fields of FetchResponse',
-    1039: 'ThrottleTimeMs',
-    1041: 'Responses',
-    1045: 'Responses',
-    1056: 'SessionId',
-    1057: 'SessionId',
-    1058: 'NodeEndpoints',
-    1059: 'NodeEndpoints',
-    1060: 'ThrottleTimeMs',
-    1062: 'Responses',
-    1064: 'Responses',
-    1066: 'tagged fields of FetchResponse',
-    1070: 'SessionId',
-    1071: 'SessionId',
-    1072: 'NodeEndpoints',
-    1073: 'NodeEndpoints',
-    1074: 'ThrottleTimeMs',
-    1076: 'Responses',
-    1078: 'Responses',
-    1080: 'tagged fields of FetchResponse',
-    1084: 'SessionId',
-    1085: 'SessionId',
-    1086: 'NodeEndpoints',
-    1087: 'NodeEndpoints',
-    1088: 'ThrottleTimeMs',
-    1090: 'Responses',
-    1092: 'Responses',
-    1094: 'tagged fields of FetchResponse',
-    1099: 'ThrottleTimeMs',
-    1101: 'Responses',
-    1105: 'Responses',
-    1116: 'SessionId',
-    1117: 'SessionId',
-    1118: 'NodeEndpoints',
-    1119: 'NodeEndpoints',
-    1120: 'ThrottleTimeMs',
-    1122: 'Responses',
-    1124: 'Responses',
-    1126: 'tagged fields of FetchResponse',
-    1131: 'ThrottleTimeMs',
-    1133: 'Responses',
-    1137: 'Responses',
-    1148: 'SessionId',
-    1149: 'SessionId',
-    1150: 'NodeEndpoints',
-    1151: 'NodeEndpoints',
-    1152: 'ThrottleTimeMs',
-    1154: 'Responses',
-    1156: 'Responses',
-    1158: 'tagged fields of FetchResponse',
-    1162: 'SessionId',
-    1163: 'SessionId',
-    1164: 'NodeEndpoints',
-    1165: 'NodeEndpoints',
-    1166: 'ThrottleTimeMs',
-    1168: 'Responses',
-    1170: 'Responses',
-    1172: 'tagged fields of FetchResponse',
-    1177: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1179: 'Responses',
-    1183: 'Responses',
-    1192: 'NodeEndpoints',
-    1193: 'NodeEndpoints',
-    1194: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1196: 'Responses',
-    1198: 'Responses',
-    1200: 'tagged fields of FetchResponse',
-    1204: 'NodeEndpoints',
-    1205: 'NodeEndpoints',
-    1206: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1208: 'Responses',
-    1210: 'Responses',
-    1212: 'tagged fields of FetchResponse',
-    1216: 'NodeEndpoints',
-    1217: 'NodeEndpoints',
-    1218: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    975: 'Partitions',
+    979: 'tagged fields of FetchableTopicResponse',
+    980: 'tagged fields of FetchableTopicResponse',
+    988: 'TopicId',
+    990: 'Partitions',
+    993: 'Partitions',
+    995: 'Partitions',
+    997: 'tagged fields of FetchableTopicResponse',
+    1004: 'NodeId',
+    1006: 'Host',
+    1007: 'Port',
+    1009: 'Rack',
+    1010: 'tagged fields of NodeEndpoint',
+    1011: 'tagged fields of NodeEndpoint',
+    1019: 'NodeId',
+    1020: 'Host',
+    1021: 'Port',
+    1022: 'Rack',
+    1024: 'tagged fields of NodeEndpoint',
+    1031: 'Responses',
+    1035: 'Responses',
+    1047: 'SessionId',
+    1048: 'SessionId',
+    1049: 'NodeEndpoints',
+    1050: 'NodeEndpoints',
+    1052: 'Responses',
+    1054: 'Responses',
+    1056: 'tagged fields of FetchResponse',
+    1061: 'ThrottleTimeMs',
+    1063: 'Responses',
+    1067: 'Responses',
+    1078: 'SessionId',
+    1079: 'SessionId',
+    1080: 'NodeEndpoints',
+    1081: 'NodeEndpoints',
+    1082: 'ThrottleTimeMs',
+    1084: 'Responses',
+    1086: 'Responses',
+    1088: 'tagged fields of FetchResponse',
+    1092: 'SessionId',
+    1093: 'SessionId',
+    1094: 'NodeEndpoints',
+    1095: 'NodeEndpoints',
+    1096: 'ThrottleTimeMs',
+    1098: 'Responses',
+    1100: 'Responses',
+    1102: 'tagged fields of FetchResponse',
+    1106: 'SessionId',
+    1107: 'SessionId',
+    1108: 'NodeEndpoints',
+    1109: 'NodeEndpoints',
+    1110: 'ThrottleTimeMs',
+    1112: 'Responses',
+    1114: 'Responses',
+    1116: 'tagged fields of FetchResponse',
+    1121: 'ThrottleTimeMs',
+    1123: 'Responses',
+    1127: 'Responses',
+    1138: 'SessionId',
+    1139: 'SessionId',
+    1140: 'NodeEndpoints',
+    1141: 'NodeEndpoints',
+    1142: 'ThrottleTimeMs',
+    1144: 'Responses',
+    1146: 'Responses',
+    1148: 'tagged fields of FetchResponse',
+    1153: 'ThrottleTimeMs',
+    1155: 'Responses',
+    1159: 'Responses',
+    1170: 'SessionId',
+    1171: 'SessionId',
+    1172: 'NodeEndpoints',
+    1173: 'NodeEndpoints',
+    1174: 'ThrottleTimeMs',
+    1176: 'Responses',
+    1178: 'Responses',
+    1180: 'tagged fields of FetchResponse',
+    1184: 'SessionId',
+    1185: 'SessionId',
+    1186: 'NodeEndpoints',
+    1187: 'NodeEndpoints',
+    1188: 'ThrottleTimeMs',
+    1190: 'Responses',
+    1192: 'Responses',
+    1194: 'tagged fields of FetchResponse',
+    1199: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1201: 'Responses',
+    1205: 'Responses',
+    1214: 'NodeEndpoints',
+    1215: 'NodeEndpoints',
+    1216: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1218: 'Responses',
     1220: 'Responses',
-    1222: 'Responses',
-    1224: 'tagged fields of FetchResponse',
-    1228: 'NodeEndpoints',
-    1229: 'NodeEndpoints',
-    1230: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1222: 'tagged fields of FetchResponse',
+    1226: 'NodeEndpoints',
+    1227: 'NodeEndpoints',
+    1228: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1230: 'Responses',
     1232: 'Responses',
-    1234: 'Responses',
-    1236: 'tagged fields of FetchResponse',
-    1241: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1243: 'Responses',
-    1247: 'Responses',
-    1256: 'NodeEndpoints',
-    1257: 'NodeEndpoints',
-    1258: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1260: 'Responses',
-    1262: 'Responses',
-    1264: 'tagged fields of FetchResponse',
-    1269: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1271: 'Responses',
-    1275: 'Responses',
-    1279: 'tagged fields of FetchResponse',
-    1280: 'tagged fields of FetchResponse',
-    1288: 'NodeEndpoints',
-    1289: 'NodeEndpoints',
-    1290: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1292: 'Responses',
-    1294: 'Responses',
-    1296: 'tagged fields of FetchResponse',
-    1303: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1305: 'Responses',
-    1309: 'Responses',
-    1313: 'tagged fields of FetchResponse',
-    1314: 'tagged fields of FetchResponse',
-    1322: 'NodeEndpoints',
-    1323: 'NodeEndpoints',
-    1324: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1326: 'Responses',
-    1328: 'Responses',
-    1330: 'tagged fields of FetchResponse',
-    1336: 'NodeEndpoints',
-    1337: 'NodeEndpoints',
-    1338: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1340: 'Responses',
+    1234: 'tagged fields of FetchResponse',
+    1238: 'NodeEndpoints',
+    1239: 'NodeEndpoints',
+    1240: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1242: 'Responses',
+    1244: 'Responses',
+    1246: 'tagged fields of FetchResponse',
+    1250: 'NodeEndpoints',
+    1251: 'NodeEndpoints',
+    1252: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1254: 'Responses',
+    1256: 'Responses',
+    1258: 'tagged fields of FetchResponse',
+    1263: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1265: 'Responses',
+    1269: 'Responses',
+    1278: 'NodeEndpoints',
+    1279: 'NodeEndpoints',
+    1280: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1282: 'Responses',
+    1284: 'Responses',
+    1286: 'tagged fields of FetchResponse',
+    1291: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1293: 'Responses',
+    1297: 'Responses',
+    1301: 'Responses',
+    1305: 'tagged fields of FetchResponse',
+    1306: 'tagged fields of FetchResponse',
+    1314: 'NodeEndpoints',
+    1315: 'NodeEndpoints',
+    1316: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1318: 'Responses',
+    1321: 'Responses',
+    1323: 'Responses',
+    1325: 'tagged fields of FetchResponse',
+    1332: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1334: 'Responses',
+    1338: 'Responses',
     1342: 'Responses',
-    1344: 'tagged fields of FetchResponse',
-    1350: 'NodeEndpoints',
-    1351: 'NodeEndpoints',
-    1352: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1354: 'Responses',
-    1356: 'Responses',
-    1358: 'tagged fields of FetchResponse',
-    1364: 'tagged fields of FetchResponse',
-    1370: 'tagged fields of FetchResponse',
+    1346: 'tagged fields of FetchResponse',
+    1347: 'tagged fields of FetchResponse',
+    1355: 'NodeEndpoints',
+    1356: 'NodeEndpoints',
+    1357: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1359: 'Responses',
+    1362: 'Responses',
+    1364: 'Responses',
+    1366: 'tagged fields of FetchResponse',
+    1372: 'NodeEndpoints',
     1373: 'NodeEndpoints',
-    1377: 'NodeEndpoints',
-    1381: 'NodeEndpoints',
-    1393: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1395: 'Responses',
-    1399: 'Responses',
-    1403: 'tagged fields of FetchResponse',
-    1408: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1410: 'Responses',
-    1412: 'Responses',
-    1414: 'NodeEndpoints',
-    1417: 'NodeEndpoints',
+    1374: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1376: 'Responses',
+    1379: 'Responses',
+    1381: 'Responses',
+    1383: 'tagged fields of FetchResponse',
+    1389: 'NodeEndpoints',
+    1390: 'NodeEndpoints',
+    1391: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1393: 'Responses',
+    1396: 'Responses',
+    1398: 'Responses',
+    1400: 'tagged fields of FetchResponse',
+    1406: 'tagged fields of FetchResponse',
+    1412: 'tagged fields of FetchResponse',
+    1415: 'NodeEndpoints',
     1419: 'NodeEndpoints',
-    1422: 'tagged fields of FetchResponse',
+    1423: 'NodeEndpoints',
+    1427: 'NodeEndpoints',
+    1439: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1441: 'Responses',
+    1445: 'Responses',
+    1449: 'Responses',
+    1453: 'tagged fields of FetchResponse',
+    1454: 'tagged fields of FetchResponse',
+    1462: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1464: 'Responses',
+    1467: 'Responses',
+    1469: 'Responses',
+    1471: 'NodeEndpoints',
+    1474: 'NodeEndpoints',
+    1477: 'NodeEndpoints',
+    1479: 'NodeEndpoints',
+    1482: 'tagged fields of FetchResponse',
 }

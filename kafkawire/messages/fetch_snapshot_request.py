@@ -185,7 +185,11 @@ def _decode_PartitionSnapshot_v1(data, pos):
     self.position, = _S2.unpack_from(data, pos)
     pos += 8
     self.replica_directory_id = _ZERO_UUID
-    pos = _decode_tags_PartitionSnapshot_v1(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_PartitionSnapshot_v1(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
@@ -207,7 +211,11 @@ def _encode_PartitionSnapshot_v1(self, buf):
 def _decode_TopicSnapshot_v0(data, pos):
     self = _new(TopicSnapshot)
     self.name, pos = read_compact_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -225,7 +233,10 @@ def _decode_TopicSnapshot_v0(data, pos):
 def _encode_TopicSnapshot_v0(self, buf):
     write_compact_string(buf, self.name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_PartitionSnapshot_v0(item, buf)
     if self._unknown_tagged_fields:
@@ -237,7 +248,11 @@ def _encode_TopicSnapshot_v0(self, buf):
 def _decode_TopicSnapshot_v1(data, pos):
     self = _new(TopicSnapshot)
     self.name, pos = read_compact_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -255,7 +270,10 @@ def _decode_TopicSnapshot_v1(data, pos):
 def _encode_TopicSnapshot_v1(self, buf):
     write_compact_string(buf, self.name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_PartitionSnapshot_v1(item, buf)
     if self._unknown_tagged_fields:
@@ -290,7 +308,11 @@ def _decode_FetchSnapshotRequest_v0(data, pos):
     self = _new(FetchSnapshotRequest)
     self.replica_id, self.max_bytes = _S1.unpack_from(data, pos)
     pos += 8
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -298,14 +320,21 @@ def _decode_FetchSnapshotRequest_v0(data, pos):
         append(item)
     self.topics = items
     self.cluster_id = None
-    pos = _decode_tags_FetchSnapshotRequest_v0(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_FetchSnapshotRequest_v0(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
 def _encode_FetchSnapshotRequest_v0(self, buf):
     buf += _S1.pack(self.replica_id, self.max_bytes)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_TopicSnapshot_v0(item, buf)
     known = []
@@ -323,7 +352,11 @@ def _decode_FetchSnapshotRequest_v1(data, pos):
     self = _new(FetchSnapshotRequest)
     self.replica_id, self.max_bytes = _S1.unpack_from(data, pos)
     pos += 8
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -331,14 +364,21 @@ def _decode_FetchSnapshotRequest_v1(data, pos):
         append(item)
     self.topics = items
     self.cluster_id = None
-    pos = _decode_tags_FetchSnapshotRequest_v0(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_FetchSnapshotRequest_v0(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
 def _encode_FetchSnapshotRequest_v1(self, buf):
     buf += _S1.pack(self.replica_id, self.max_bytes)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_TopicSnapshot_v1(item, buf)
     known = []
@@ -384,52 +424,63 @@ _LINE_FIELDS = {
     184: 'SnapshotId',
     185: 'Position',
     188: 'tagged fields of PartitionSnapshot',
-    193: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i')),
-    194: 'SnapshotId',
-    195: 'Position',
-    197: 'ReplicaDirectoryId',
-    199: 'ReplicaDirectoryId',
-    202: 'tagged fields of PartitionSnapshot',
-    209: 'Name',
-    210: 'Partitions',
+    189: 'tagged fields of PartitionSnapshot',
+    197: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i')),
+    198: 'SnapshotId',
+    199: 'Position',
+    201: 'ReplicaDirectoryId',
+    203: 'ReplicaDirectoryId',
+    206: 'tagged fields of PartitionSnapshot',
+    213: 'Name',
     214: 'Partitions',
-    217: 'tagged fields of TopicSnapshot',
-    218: 'tagged fields of TopicSnapshot',
-    226: 'Name',
-    228: 'Partitions',
-    230: 'Partitions',
-    232: 'tagged fields of TopicSnapshot',
-    239: 'Name',
-    240: 'Partitions',
-    244: 'Partitions',
-    247: 'tagged fields of TopicSnapshot',
-    248: 'tagged fields of TopicSnapshot',
-    256: 'Name',
-    258: 'Partitions',
-    260: 'Partitions',
+    218: 'Partitions',
+    222: 'Partitions',
+    225: 'tagged fields of TopicSnapshot',
+    226: 'tagged fields of TopicSnapshot',
+    234: 'Name',
+    236: 'Partitions',
+    239: 'Partitions',
+    241: 'Partitions',
+    243: 'tagged fields of TopicSnapshot',
+    250: 'Name',
+    251: 'Partitions',
+    255: 'Partitions',
+    259: 'Partitions',
     262: 'tagged fields of TopicSnapshot',
-    268: 'tagged fields of FetchSnapshotRequest',
-    274: 'tagged fields of FetchSnapshotRequest',
-    277: 'ClusterId',
-    279: 'ClusterId',
-    291: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
-    293: 'Topics',
-    297: 'Topics',
-    301: 'tagged fields of FetchSnapshotRequest',
-    306: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
-    308: 'Topics',
-    310: 'Topics',
-    312: 'ClusterId',
-    314: 'ClusterId',
-    317: 'tagged fields of FetchSnapshotRequest',
-    324: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
-    326: 'Topics',
-    330: 'Topics',
-    334: 'tagged fields of FetchSnapshotRequest',
-    339: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
-    341: 'Topics',
-    343: 'Topics',
-    345: 'ClusterId',
-    347: 'ClusterId',
-    350: 'tagged fields of FetchSnapshotRequest',
+    263: 'tagged fields of TopicSnapshot',
+    271: 'Name',
+    273: 'Partitions',
+    276: 'Partitions',
+    278: 'Partitions',
+    280: 'tagged fields of TopicSnapshot',
+    286: 'tagged fields of FetchSnapshotRequest',
+    292: 'tagged fields of FetchSnapshotRequest',
+    295: 'ClusterId',
+    297: 'ClusterId',
+    309: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
+    311: 'Topics',
+    315: 'Topics',
+    319: 'Topics',
+    323: 'tagged fields of FetchSnapshotRequest',
+    324: 'tagged fields of FetchSnapshotRequest',
+    332: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
+    334: 'Topics',
+    337: 'Topics',
+    339: 'Topics',
+    341: 'ClusterId',
+    343: 'ClusterId',
+    346: 'tagged fields of FetchSnapshotRequest',
+    353: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
+    355: 'Topics',
+    359: 'Topics',
+    363: 'Topics',
+    367: 'tagged fields of FetchSnapshotRequest',
+    368: 'tagged fields of FetchSnapshotRequest',
+    376: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
+    378: 'Topics',
+    381: 'Topics',
+    383: 'Topics',
+    385: 'ClusterId',
+    387: 'ClusterId',
+    390: 'tagged fields of FetchSnapshotRequest',
 }

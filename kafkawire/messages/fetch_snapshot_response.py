@@ -225,9 +225,13 @@ def _decode_PartitionSnapshot_v0(data, pos):
     self.snapshot_id, pos = _decode_SnapshotId_v0(data, pos)
     self.size, self.position = _S3.unpack_from(data, pos)
     pos += 16
-    self.unaligned_records, pos = read_compact_bytes(data, pos)
+    self.unaligned_records, pos = read_compact_bytes_view(data, pos)
     self.current_leader = LeaderIdAndEpoch()
-    pos = _decode_tags_PartitionSnapshot_v0(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_PartitionSnapshot_v0(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
@@ -237,7 +241,7 @@ def _encode_PartitionSnapshot_v0(self, buf):
     buf += _S3.pack(self.size, self.position)
     write_compact_bytes(buf, self.unaligned_records)
     known = []
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if self.current_leader is None or self.current_leader.leader_id != 0 or self.current_leader.leader_epoch != 0 or self.current_leader._unknown_tagged_fields:
         tag_buf = bytearray()
         _encode_LeaderIdAndEpoch_v0(self.current_leader, tag_buf)
         known.append((0, tag_buf))
@@ -250,7 +254,11 @@ def _encode_PartitionSnapshot_v0(self, buf):
 def _decode_TopicSnapshot_v0(data, pos):
     self = _new(TopicSnapshot)
     self.name, pos = read_compact_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -268,7 +276,10 @@ def _decode_TopicSnapshot_v0(data, pos):
 def _encode_TopicSnapshot_v0(self, buf):
     write_compact_string(buf, self.name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_PartitionSnapshot_v0(item, buf)
     if self._unknown_tagged_fields:
@@ -306,7 +317,11 @@ def _decode_FetchSnapshotResponse_v0(data, pos):
     self = _new(FetchSnapshotResponse)
     self.throttle_time_ms, self.error_code = _S2.unpack_from(data, pos)
     pos += 6
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -327,7 +342,10 @@ def _encode_FetchSnapshotResponse_v0(self, buf):
         raise unsupported_field('FetchSnapshotResponse', 'NodeEndpoints', 0)
     buf += _S2.pack(self.throttle_time_ms, self.error_code)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_TopicSnapshot_v0(item, buf)
     if self._unknown_tagged_fields:
@@ -346,7 +364,11 @@ def _decode_tags_FetchSnapshotResponse_v1(self, data, pos):
         tag, pos, end = read_tag_header(data, pos, last)
         last = tag
         if tag == 0:
-            n, pos = read_compact_array_length(data, pos)
+            n = data[pos] - 1
+            if 0 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_array_length(data, pos)
             items = []
             append = items.append
             for _ in range(n):
@@ -368,7 +390,11 @@ def _decode_FetchSnapshotResponse_v1(data, pos):
     self = _new(FetchSnapshotResponse)
     self.throttle_time_ms, self.error_code = _S2.unpack_from(data, pos)
     pos += 6
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -376,21 +402,31 @@ def _decode_FetchSnapshotResponse_v1(data, pos):
         append(item)
     self.topics = items
     self.node_endpoints = []
-    pos = _decode_tags_FetchSnapshotResponse_v1(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_FetchSnapshotResponse_v1(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
 def _encode_FetchSnapshotResponse_v1(self, buf):
     buf += _S2.pack(self.throttle_time_ms, self.error_code)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_TopicSnapshot_v0(item, buf)
     known = []
     if self.node_endpoints is None or len(self.node_endpoints) != 0:
         tag_buf = bytearray()
         items = self.node_endpoints
-        write_compact_array_length(tag_buf, items)
+        if len(items) < 0x7F:
+            tag_buf.append(len(items) + 1)
+        else:
+            write_compact_array_length(tag_buf, items)
         for item in items:
             _encode_NodeEndpoint_v1(item, tag_buf)
         known.append((0, tag_buf))
@@ -433,56 +469,66 @@ _LINE_FIELDS = {
     226: (('Size', 'size', 'q'), ('Position', 'position', 'q')),
     228: 'UnalignedRecords',
     230: 'tagged fields of PartitionSnapshot',
-    235: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    236: 'SnapshotId',
-    237: (('Size', 'size', 'q'), ('Position', 'position', 'q')),
-    238: 'UnalignedRecords',
-    240: 'CurrentLeader',
-    242: 'CurrentLeader',
-    245: 'tagged fields of PartitionSnapshot',
-    252: 'Name',
-    253: 'Partitions',
+    231: 'tagged fields of PartitionSnapshot',
+    239: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    240: 'SnapshotId',
+    241: (('Size', 'size', 'q'), ('Position', 'position', 'q')),
+    242: 'UnalignedRecords',
+    244: 'CurrentLeader',
+    246: 'CurrentLeader',
+    249: 'tagged fields of PartitionSnapshot',
+    256: 'Name',
     257: 'Partitions',
-    260: 'tagged fields of TopicSnapshot',
-    261: 'tagged fields of TopicSnapshot',
-    269: 'Name',
-    271: 'Partitions',
-    273: 'Partitions',
-    275: 'tagged fields of TopicSnapshot',
-    282: 'NodeId',
-    284: 'Host',
-    285: 'Port',
-    287: 'tagged fields of NodeEndpoint',
-    288: 'tagged fields of NodeEndpoint',
-    296: 'NodeId',
-    297: 'Host',
-    298: 'Port',
-    300: 'tagged fields of NodeEndpoint',
-    307: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    309: 'Topics',
-    313: 'Topics',
-    317: 'tagged fields of FetchSnapshotResponse',
-    318: 'tagged fields of FetchSnapshotResponse',
-    326: 'NodeEndpoints',
-    327: 'NodeEndpoints',
-    328: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    330: 'Topics',
-    332: 'Topics',
-    334: 'tagged fields of FetchSnapshotResponse',
-    340: 'tagged fields of FetchSnapshotResponse',
-    346: 'tagged fields of FetchSnapshotResponse',
-    349: 'NodeEndpoints',
-    353: 'NodeEndpoints',
-    357: 'NodeEndpoints',
-    369: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    371: 'Topics',
-    375: 'Topics',
-    379: 'tagged fields of FetchSnapshotResponse',
-    384: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    386: 'Topics',
-    388: 'Topics',
-    390: 'NodeEndpoints',
-    393: 'NodeEndpoints',
-    395: 'NodeEndpoints',
-    398: 'tagged fields of FetchSnapshotResponse',
+    261: 'Partitions',
+    265: 'Partitions',
+    268: 'tagged fields of TopicSnapshot',
+    269: 'tagged fields of TopicSnapshot',
+    277: 'Name',
+    279: 'Partitions',
+    282: 'Partitions',
+    284: 'Partitions',
+    286: 'tagged fields of TopicSnapshot',
+    293: 'NodeId',
+    295: 'Host',
+    296: 'Port',
+    298: 'tagged fields of NodeEndpoint',
+    299: 'tagged fields of NodeEndpoint',
+    307: 'NodeId',
+    308: 'Host',
+    309: 'Port',
+    311: 'tagged fields of NodeEndpoint',
+    318: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    320: 'Topics',
+    324: 'Topics',
+    328: 'Topics',
+    332: 'tagged fields of FetchSnapshotResponse',
+    333: 'tagged fields of FetchSnapshotResponse',
+    341: 'NodeEndpoints',
+    342: 'NodeEndpoints',
+    343: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    345: 'Topics',
+    348: 'Topics',
+    350: 'Topics',
+    352: 'tagged fields of FetchSnapshotResponse',
+    358: 'tagged fields of FetchSnapshotResponse',
+    364: 'tagged fields of FetchSnapshotResponse',
+    367: 'NodeEndpoints',
+    371: 'NodeEndpoints',
+    375: 'NodeEndpoints',
+    379: 'NodeEndpoints',
+    391: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    393: 'Topics',
+    397: 'Topics',
+    401: 'Topics',
+    405: 'tagged fields of FetchSnapshotResponse',
+    406: 'tagged fields of FetchSnapshotResponse',
+    414: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    416: 'Topics',
+    419: 'Topics',
+    421: 'Topics',
+    423: 'NodeEndpoints',
+    426: 'NodeEndpoints',
+    429: 'NodeEndpoints',
+    431: 'NodeEndpoints',
+    434: 'tagged fields of FetchSnapshotResponse',
 }

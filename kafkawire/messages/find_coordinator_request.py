@@ -118,7 +118,11 @@ def _decode_FindCoordinatorRequest_v4(data, pos):
     self = _new(FindCoordinatorRequest)
     self.key_type, = _S0.unpack_from(data, pos)
     pos += 1
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -139,7 +143,10 @@ def _encode_FindCoordinatorRequest_v4(self, buf):
         raise unsupported_field('FindCoordinatorRequest', 'Key', 4)
     buf += _S0.pack(self.key_type)
     items = self.coordinator_keys
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         write_compact_string(buf, item)
     if self._unknown_tagged_fields:
@@ -153,7 +160,10 @@ def _encode_FindCoordinatorRequest_v5(self, buf):
         raise unsupported_field('FindCoordinatorRequest', 'Key', 5)
     buf += _S0.pack(self.key_type)
     items = self.coordinator_keys
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         write_compact_string(buf, item)
     if self._unknown_tagged_fields:
@@ -167,7 +177,10 @@ def _encode_FindCoordinatorRequest_v6(self, buf):
         raise unsupported_field('FindCoordinatorRequest', 'Key', 6)
     buf += _S0.pack(self.key_type)
     items = self.coordinator_keys
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         write_compact_string(buf, item)
     if self._unknown_tagged_fields:
@@ -211,24 +224,28 @@ _LINE_FIELDS = {
     119: 'KeyType',
     121: 'CoordinatorKeys',
     125: 'CoordinatorKeys',
-    129: 'tagged fields of FindCoordinatorRequest',
-    130: 'tagged fields of FindCoordinatorRequest',
-    138: 'Key',
-    139: 'Key',
-    140: 'KeyType',
-    142: 'CoordinatorKeys',
-    144: 'CoordinatorKeys',
-    146: 'tagged fields of FindCoordinatorRequest',
-    152: 'Key',
-    153: 'Key',
-    154: 'KeyType',
-    156: 'CoordinatorKeys',
-    158: 'CoordinatorKeys',
-    160: 'tagged fields of FindCoordinatorRequest',
-    166: 'Key',
-    167: 'Key',
-    168: 'KeyType',
-    170: 'CoordinatorKeys',
-    172: 'CoordinatorKeys',
-    174: 'tagged fields of FindCoordinatorRequest',
+    129: 'CoordinatorKeys',
+    133: 'tagged fields of FindCoordinatorRequest',
+    134: 'tagged fields of FindCoordinatorRequest',
+    142: 'Key',
+    143: 'Key',
+    144: 'KeyType',
+    146: 'CoordinatorKeys',
+    149: 'CoordinatorKeys',
+    151: 'CoordinatorKeys',
+    153: 'tagged fields of FindCoordinatorRequest',
+    159: 'Key',
+    160: 'Key',
+    161: 'KeyType',
+    163: 'CoordinatorKeys',
+    166: 'CoordinatorKeys',
+    168: 'CoordinatorKeys',
+    170: 'tagged fields of FindCoordinatorRequest',
+    176: 'Key',
+    177: 'Key',
+    178: 'KeyType',
+    180: 'CoordinatorKeys',
+    183: 'CoordinatorKeys',
+    185: 'CoordinatorKeys',
+    187: 'tagged fields of FindCoordinatorRequest',
 }

@@ -208,7 +208,11 @@ def _decode_FindCoordinatorResponse_v4(data, pos):
     self = _new(FindCoordinatorResponse)
     self.throttle_time_ms, = _S0.unpack_from(data, pos)
     pos += 4
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -239,7 +243,10 @@ def _encode_FindCoordinatorResponse_v4(self, buf):
         raise unsupported_field('FindCoordinatorResponse', 'Port', 4)
     buf += _S0.pack(self.throttle_time_ms)
     items = self.coordinators
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_Coordinator_v4(item, buf)
     if self._unknown_tagged_fields:
@@ -259,7 +266,10 @@ def _encode_FindCoordinatorResponse_v5(self, buf):
         raise unsupported_field('FindCoordinatorResponse', 'Port', 5)
     buf += _S0.pack(self.throttle_time_ms)
     items = self.coordinators
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_Coordinator_v4(item, buf)
     if self._unknown_tagged_fields:
@@ -279,7 +289,10 @@ def _encode_FindCoordinatorResponse_v6(self, buf):
         raise unsupported_field('FindCoordinatorResponse', 'Port', 6)
     buf += _S0.pack(self.throttle_time_ms)
     items = self.coordinators
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_Coordinator_v4(item, buf)
     if self._unknown_tagged_fields:
@@ -355,42 +368,46 @@ _LINE_FIELDS = {
     209: 'ThrottleTimeMs',
     211: 'Coordinators',
     215: 'Coordinators',
-    223: 'tagged fields of FindCoordinatorResponse',
-    224: 'tagged fields of FindCoordinatorResponse',
-    232: 'ErrorCode',
-    233: 'ErrorCode',
-    234: 'NodeId',
-    235: 'NodeId',
-    236: 'Host',
-    237: 'Host',
-    238: 'Port',
-    239: 'Port',
-    240: 'ThrottleTimeMs',
-    242: 'Coordinators',
-    244: 'Coordinators',
-    246: 'tagged fields of FindCoordinatorResponse',
-    252: 'ErrorCode',
-    253: 'ErrorCode',
-    254: 'NodeId',
-    255: 'NodeId',
-    256: 'Host',
-    257: 'Host',
-    258: 'Port',
-    259: 'Port',
-    260: 'ThrottleTimeMs',
-    262: 'Coordinators',
-    264: 'Coordinators',
-    266: 'tagged fields of FindCoordinatorResponse',
-    272: 'ErrorCode',
-    273: 'ErrorCode',
-    274: 'NodeId',
-    275: 'NodeId',
-    276: 'Host',
-    277: 'Host',
-    278: 'Port',
-    279: 'Port',
-    280: 'ThrottleTimeMs',
-    282: 'Coordinators',
-    284: 'Coordinators',
-    286: 'tagged fields of FindCoordinatorResponse',
+    219: 'Coordinators',
+    227: 'tagged fields of FindCoordinatorResponse',
+    228: 'tagged fields of FindCoordinatorResponse',
+    236: 'ErrorCode',
+    237: 'ErrorCode',
+    238: 'NodeId',
+    239: 'NodeId',
+    240: 'Host',
+    241: 'Host',
+    242: 'Port',
+    243: 'Port',
+    244: 'ThrottleTimeMs',
+    246: 'Coordinators',
+    249: 'Coordinators',
+    251: 'Coordinators',
+    253: 'tagged fields of FindCoordinatorResponse',
+    259: 'ErrorCode',
+    260: 'ErrorCode',
+    261: 'NodeId',
+    262: 'NodeId',
+    263: 'Host',
+    264: 'Host',
+    265: 'Port',
+    266: 'Port',
+    267: 'ThrottleTimeMs',
+    269: 'Coordinators',
+    272: 'Coordinators',
+    274: 'Coordinators',
+    276: 'tagged fields of FindCoordinatorResponse',
+    282: 'ErrorCode',
+    283: 'ErrorCode',
+    284: 'NodeId',
+    285: 'NodeId',
+    286: 'Host',
+    287: 'Host',
+    288: 'Port',
+    289: 'Port',
+    290: 'ThrottleTimeMs',
+    292: 'Coordinators',
+    295: 'Coordinators',
+    297: 'Coordinators',
+    299: 'tagged fields of FindCoordinatorResponse',
 }

@@ -113,14 +113,22 @@ def _decode_LeaderChangeMessage_v0(data, pos):
     self = _new(LeaderChangeMessage)
     self.version_, self.leader_id = _S1.unpack_from(data, pos)
     pos += 6
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
         item, pos = _decode_Voter_v0(data, pos)
         append(item)
     self.voters = items
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -138,11 +146,17 @@ def _decode_LeaderChangeMessage_v0(data, pos):
 def _encode_LeaderChangeMessage_v0(self, buf):
     buf += _S1.pack(self.version_, self.leader_id)
     items = self.voters
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_Voter_v0(item, buf)
     items = self.granting_voters
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_Voter_v0(item, buf)
     if self._unknown_tagged_fields:
@@ -155,14 +169,22 @@ def _decode_LeaderChangeMessage_v1(data, pos):
     self = _new(LeaderChangeMessage)
     self.version_, self.leader_id = _S1.unpack_from(data, pos)
     pos += 6
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
         item, pos = _decode_Voter_v1(data, pos)
         append(item)
     self.voters = items
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -180,11 +202,17 @@ def _decode_LeaderChangeMessage_v1(data, pos):
 def _encode_LeaderChangeMessage_v1(self, buf):
     buf += _S1.pack(self.version_, self.leader_id)
     items = self.voters
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_Voter_v1(item, buf)
     items = self.granting_voters
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_Voter_v1(item, buf)
     if self._unknown_tagged_fields:
@@ -216,27 +244,35 @@ _LINE_FIELDS = {
     114: (('Version', 'version_', 'h'), ('LeaderId', 'leader_id', 'i')),
     116: 'Voters',
     120: 'Voters',
-    123: 'GrantingVoters',
+    124: 'Voters',
     127: 'GrantingVoters',
-    130: 'tagged fields of LeaderChangeMessage',
-    131: 'tagged fields of LeaderChangeMessage',
-    139: (('Version', 'version_', 'h'), ('LeaderId', 'leader_id', 'i')),
-    141: 'Voters',
-    143: 'Voters',
-    145: 'GrantingVoters',
-    147: 'GrantingVoters',
-    149: 'tagged fields of LeaderChangeMessage',
-    156: (('Version', 'version_', 'h'), ('LeaderId', 'leader_id', 'i')),
-    158: 'Voters',
-    162: 'Voters',
-    165: 'GrantingVoters',
-    169: 'GrantingVoters',
-    172: 'tagged fields of LeaderChangeMessage',
-    173: 'tagged fields of LeaderChangeMessage',
-    181: (('Version', 'version_', 'h'), ('LeaderId', 'leader_id', 'i')),
-    183: 'Voters',
-    185: 'Voters',
+    131: 'GrantingVoters',
+    135: 'GrantingVoters',
+    138: 'tagged fields of LeaderChangeMessage',
+    139: 'tagged fields of LeaderChangeMessage',
+    147: (('Version', 'version_', 'h'), ('LeaderId', 'leader_id', 'i')),
+    149: 'Voters',
+    152: 'Voters',
+    154: 'Voters',
+    156: 'GrantingVoters',
+    159: 'GrantingVoters',
+    161: 'GrantingVoters',
+    163: 'tagged fields of LeaderChangeMessage',
+    170: (('Version', 'version_', 'h'), ('LeaderId', 'leader_id', 'i')),
+    172: 'Voters',
+    176: 'Voters',
+    180: 'Voters',
+    183: 'GrantingVoters',
     187: 'GrantingVoters',
-    189: 'GrantingVoters',
-    191: 'tagged fields of LeaderChangeMessage',
+    191: 'GrantingVoters',
+    194: 'tagged fields of LeaderChangeMessage',
+    195: 'tagged fields of LeaderChangeMessage',
+    203: (('Version', 'version_', 'h'), ('LeaderId', 'leader_id', 'i')),
+    205: 'Voters',
+    208: 'Voters',
+    210: 'Voters',
+    212: 'GrantingVoters',
+    215: 'GrantingVoters',
+    217: 'GrantingVoters',
+    219: 'tagged fields of LeaderChangeMessage',
 }

@@ -342,7 +342,11 @@ def _encode_ListOffsetsTopic_v5(self, buf):
 def _decode_ListOffsetsTopic_v6(data, pos):
     self = _new(ListOffsetsTopic)
     self.name, pos = read_compact_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -360,7 +364,10 @@ def _decode_ListOffsetsTopic_v6(data, pos):
 def _encode_ListOffsetsTopic_v6(self, buf):
     write_compact_string(buf, self.name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ListOffsetsPartition_v6(item, buf)
     if self._unknown_tagged_fields:
@@ -372,7 +379,10 @@ def _encode_ListOffsetsTopic_v6(self, buf):
 def _encode_ListOffsetsTopic_v7(self, buf):
     write_compact_string(buf, self.name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ListOffsetsPartition_v7(item, buf)
     if self._unknown_tagged_fields:
@@ -384,7 +394,10 @@ def _encode_ListOffsetsTopic_v7(self, buf):
 def _encode_ListOffsetsTopic_v8(self, buf):
     write_compact_string(buf, self.name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ListOffsetsPartition_v8(item, buf)
     if self._unknown_tagged_fields:
@@ -396,7 +409,10 @@ def _encode_ListOffsetsTopic_v8(self, buf):
 def _encode_ListOffsetsTopic_v9(self, buf):
     write_compact_string(buf, self.name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ListOffsetsPartition_v9(item, buf)
     if self._unknown_tagged_fields:
@@ -408,7 +424,10 @@ def _encode_ListOffsetsTopic_v9(self, buf):
 def _encode_ListOffsetsTopic_v10(self, buf):
     write_compact_string(buf, self.name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ListOffsetsPartition_v10(item, buf)
     if self._unknown_tagged_fields:
@@ -420,7 +439,10 @@ def _encode_ListOffsetsTopic_v10(self, buf):
 def _encode_ListOffsetsTopic_v11(self, buf):
     write_compact_string(buf, self.name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ListOffsetsPartition_v11(item, buf)
     if self._unknown_tagged_fields:
@@ -563,7 +585,11 @@ def _decode_ListOffsetsRequest_v6(data, pos):
     self = _new(ListOffsetsRequest)
     self.replica_id, self.isolation_level = _S4.unpack_from(data, pos)
     pos += 5
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -582,7 +608,10 @@ def _decode_ListOffsetsRequest_v6(data, pos):
 def _encode_ListOffsetsRequest_v6(self, buf):
     buf += _S4.pack(self.replica_id, self.isolation_level)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ListOffsetsTopic_v6(item, buf)
     if self._unknown_tagged_fields:
@@ -594,7 +623,10 @@ def _encode_ListOffsetsRequest_v6(self, buf):
 def _encode_ListOffsetsRequest_v7(self, buf):
     buf += _S4.pack(self.replica_id, self.isolation_level)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ListOffsetsTopic_v7(item, buf)
     if self._unknown_tagged_fields:
@@ -606,7 +638,10 @@ def _encode_ListOffsetsRequest_v7(self, buf):
 def _encode_ListOffsetsRequest_v8(self, buf):
     buf += _S4.pack(self.replica_id, self.isolation_level)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ListOffsetsTopic_v8(item, buf)
     if self._unknown_tagged_fields:
@@ -618,7 +653,10 @@ def _encode_ListOffsetsRequest_v8(self, buf):
 def _encode_ListOffsetsRequest_v9(self, buf):
     buf += _S4.pack(self.replica_id, self.isolation_level)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ListOffsetsTopic_v9(item, buf)
     if self._unknown_tagged_fields:
@@ -631,7 +669,11 @@ def _decode_ListOffsetsRequest_v10(data, pos):
     self = _new(ListOffsetsRequest)
     self.replica_id, self.isolation_level = _S4.unpack_from(data, pos)
     pos += 5
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -651,7 +693,10 @@ def _decode_ListOffsetsRequest_v10(data, pos):
 def _encode_ListOffsetsRequest_v10(self, buf):
     buf += _S4.pack(self.replica_id, self.isolation_level)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ListOffsetsTopic_v10(item, buf)
     buf += _S3.pack(self.timeout_ms)
@@ -664,7 +709,10 @@ def _encode_ListOffsetsRequest_v10(self, buf):
 def _encode_ListOffsetsRequest_v11(self, buf):
     buf += _S4.pack(self.replica_id, self.isolation_level)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ListOffsetsTopic_v11(item, buf)
     buf += _S3.pack(self.timeout_ms)
@@ -770,107 +818,122 @@ _LINE_FIELDS = {
     344: 'Name',
     345: 'Partitions',
     349: 'Partitions',
-    352: 'tagged fields of ListOffsetsTopic',
-    353: 'tagged fields of ListOffsetsTopic',
-    361: 'Name',
-    363: 'Partitions',
-    365: 'Partitions',
-    367: 'tagged fields of ListOffsetsTopic',
-    373: 'Name',
-    375: 'Partitions',
-    377: 'Partitions',
-    379: 'tagged fields of ListOffsetsTopic',
-    385: 'Name',
+    353: 'Partitions',
+    356: 'tagged fields of ListOffsetsTopic',
+    357: 'tagged fields of ListOffsetsTopic',
+    365: 'Name',
+    367: 'Partitions',
+    370: 'Partitions',
+    372: 'Partitions',
+    374: 'tagged fields of ListOffsetsTopic',
+    380: 'Name',
+    382: 'Partitions',
+    385: 'Partitions',
     387: 'Partitions',
-    389: 'Partitions',
-    391: 'tagged fields of ListOffsetsTopic',
-    397: 'Name',
-    399: 'Partitions',
-    401: 'Partitions',
-    403: 'tagged fields of ListOffsetsTopic',
-    409: 'Name',
-    411: 'Partitions',
-    413: 'Partitions',
-    415: 'tagged fields of ListOffsetsTopic',
-    421: 'Name',
-    423: 'Partitions',
-    425: 'Partitions',
-    427: 'tagged fields of ListOffsetsTopic',
-    434: 'ReplicaId',
-    436: 'Topics',
-    440: 'Topics',
-    450: 'IsolationLevel',
-    451: 'IsolationLevel',
-    452: 'ReplicaId',
-    454: 'Topics',
-    456: 'Topics',
-    458: 'tagged fields of ListOffsetsRequest',
-    463: 'ReplicaId',
-    465: 'Topics',
-    469: 'Topics',
-    479: 'IsolationLevel',
-    480: 'IsolationLevel',
-    481: 'ReplicaId',
-    483: 'Topics',
-    485: 'Topics',
-    487: 'tagged fields of ListOffsetsRequest',
-    492: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    494: 'Topics',
-    498: 'Topics',
-    507: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    509: 'Topics',
-    511: 'Topics',
-    513: 'tagged fields of ListOffsetsRequest',
-    517: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    519: 'Topics',
-    521: 'Topics',
-    523: 'tagged fields of ListOffsetsRequest',
-    528: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    530: 'Topics',
-    534: 'Topics',
-    543: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    545: 'Topics',
-    547: 'Topics',
-    549: 'tagged fields of ListOffsetsRequest',
-    553: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    555: 'Topics',
-    557: 'Topics',
-    559: 'tagged fields of ListOffsetsRequest',
-    564: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    566: 'Topics',
-    570: 'Topics',
-    574: 'tagged fields of ListOffsetsRequest',
-    575: 'tagged fields of ListOffsetsRequest',
-    583: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    585: 'Topics',
-    587: 'Topics',
-    589: 'tagged fields of ListOffsetsRequest',
-    595: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    597: 'Topics',
-    599: 'Topics',
+    389: 'tagged fields of ListOffsetsTopic',
+    395: 'Name',
+    397: 'Partitions',
+    400: 'Partitions',
+    402: 'Partitions',
+    404: 'tagged fields of ListOffsetsTopic',
+    410: 'Name',
+    412: 'Partitions',
+    415: 'Partitions',
+    417: 'Partitions',
+    419: 'tagged fields of ListOffsetsTopic',
+    425: 'Name',
+    427: 'Partitions',
+    430: 'Partitions',
+    432: 'Partitions',
+    434: 'tagged fields of ListOffsetsTopic',
+    440: 'Name',
+    442: 'Partitions',
+    445: 'Partitions',
+    447: 'Partitions',
+    449: 'tagged fields of ListOffsetsTopic',
+    456: 'ReplicaId',
+    458: 'Topics',
+    462: 'Topics',
+    472: 'IsolationLevel',
+    473: 'IsolationLevel',
+    474: 'ReplicaId',
+    476: 'Topics',
+    478: 'Topics',
+    480: 'tagged fields of ListOffsetsRequest',
+    485: 'ReplicaId',
+    487: 'Topics',
+    491: 'Topics',
+    501: 'IsolationLevel',
+    502: 'IsolationLevel',
+    503: 'ReplicaId',
+    505: 'Topics',
+    507: 'Topics',
+    509: 'tagged fields of ListOffsetsRequest',
+    514: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    516: 'Topics',
+    520: 'Topics',
+    529: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    531: 'Topics',
+    533: 'Topics',
+    535: 'tagged fields of ListOffsetsRequest',
+    539: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    541: 'Topics',
+    543: 'Topics',
+    545: 'tagged fields of ListOffsetsRequest',
+    550: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    552: 'Topics',
+    556: 'Topics',
+    565: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    567: 'Topics',
+    569: 'Topics',
+    571: 'tagged fields of ListOffsetsRequest',
+    575: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    577: 'Topics',
+    579: 'Topics',
+    581: 'tagged fields of ListOffsetsRequest',
+    586: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    588: 'Topics',
+    592: 'Topics',
+    596: 'Topics',
+    600: 'tagged fields of ListOffsetsRequest',
     601: 'tagged fields of ListOffsetsRequest',
-    607: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    609: 'Topics',
+    609: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
     611: 'Topics',
-    613: 'tagged fields of ListOffsetsRequest',
-    619: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    621: 'Topics',
-    623: 'Topics',
-    625: 'tagged fields of ListOffsetsRequest',
-    632: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    634: 'Topics',
-    638: 'Topics',
-    641: 'TimeoutMs',
-    643: 'tagged fields of ListOffsetsRequest',
-    644: 'tagged fields of ListOffsetsRequest',
-    652: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    654: 'Topics',
+    614: 'Topics',
+    616: 'Topics',
+    618: 'tagged fields of ListOffsetsRequest',
+    624: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    626: 'Topics',
+    629: 'Topics',
+    631: 'Topics',
+    633: 'tagged fields of ListOffsetsRequest',
+    639: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    641: 'Topics',
+    644: 'Topics',
+    646: 'Topics',
+    648: 'tagged fields of ListOffsetsRequest',
+    654: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
     656: 'Topics',
-    657: 'TimeoutMs',
-    659: 'tagged fields of ListOffsetsRequest',
-    665: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    667: 'Topics',
-    669: 'Topics',
-    670: 'TimeoutMs',
-    672: 'tagged fields of ListOffsetsRequest',
+    659: 'Topics',
+    661: 'Topics',
+    663: 'tagged fields of ListOffsetsRequest',
+    670: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    672: 'Topics',
+    676: 'Topics',
+    680: 'Topics',
+    683: 'TimeoutMs',
+    685: 'tagged fields of ListOffsetsRequest',
+    686: 'tagged fields of ListOffsetsRequest',
+    694: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    696: 'Topics',
+    699: 'Topics',
+    701: 'Topics',
+    702: 'TimeoutMs',
+    704: 'tagged fields of ListOffsetsRequest',
+    710: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    712: 'Topics',
+    715: 'Topics',
+    717: 'Topics',
+    718: 'TimeoutMs',
+    720: 'tagged fields of ListOffsetsRequest',
 }

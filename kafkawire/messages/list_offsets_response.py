@@ -16,6 +16,7 @@ _S0 = _Struct('>ih')
 _S1 = _Struct('>ihqq')
 _S2 = _Struct('>ihqqi')
 _S3 = _Struct('>i')
+_ARRAY_INT64 = array_structs('q')
 
 
 class ListOffsetsPartitionResponse(_message.Struct):
@@ -94,7 +95,8 @@ def _decode_ListOffsetsPartitionResponse_v0(data, pos):
     self.partition_index, self.error_code = _S0.unpack_from(data, pos)
     pos += 6
     n, pos = read_array_length(data, pos)
-    self.old_style_offsets, pos = read_fixed_array(data, pos, n, 'q', 8)
+    self.old_style_offsets = list((_ARRAY_INT64[n] if n < 64 else array_struct('q', n)).unpack_from(data, pos))
+    pos += 8 * n
     self.timestamp = -1
     self.offset = -1
     self.leader_epoch = -1
@@ -112,7 +114,8 @@ def _encode_ListOffsetsPartitionResponse_v0(self, buf):
     buf += _S0.pack(self.partition_index, self.error_code)
     items = self.old_style_offsets
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'q')
+    if items:
+        buf += (_ARRAY_INT64[len(items)] if len(items) < 64 else array_struct('q', len(items))).pack(*items)
     if self._unknown_tagged_fields:
         raise unsupported_tags('ListOffsetsResponse', 'ListOffsetsPartitionResponse', 0)
 
@@ -360,7 +363,11 @@ def _encode_ListOffsetsTopicResponse_v5(self, buf):
 def _decode_ListOffsetsTopicResponse_v6(data, pos):
     self = _new(ListOffsetsTopicResponse)
     self.name, pos = read_compact_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -378,7 +385,10 @@ def _decode_ListOffsetsTopicResponse_v6(data, pos):
 def _encode_ListOffsetsTopicResponse_v6(self, buf):
     write_compact_string(buf, self.name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ListOffsetsPartitionResponse_v6(item, buf)
     if self._unknown_tagged_fields:
@@ -390,7 +400,10 @@ def _encode_ListOffsetsTopicResponse_v6(self, buf):
 def _encode_ListOffsetsTopicResponse_v7(self, buf):
     write_compact_string(buf, self.name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ListOffsetsPartitionResponse_v7(item, buf)
     if self._unknown_tagged_fields:
@@ -402,7 +415,10 @@ def _encode_ListOffsetsTopicResponse_v7(self, buf):
 def _encode_ListOffsetsTopicResponse_v8(self, buf):
     write_compact_string(buf, self.name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ListOffsetsPartitionResponse_v8(item, buf)
     if self._unknown_tagged_fields:
@@ -414,7 +430,10 @@ def _encode_ListOffsetsTopicResponse_v8(self, buf):
 def _encode_ListOffsetsTopicResponse_v9(self, buf):
     write_compact_string(buf, self.name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ListOffsetsPartitionResponse_v9(item, buf)
     if self._unknown_tagged_fields:
@@ -426,7 +445,10 @@ def _encode_ListOffsetsTopicResponse_v9(self, buf):
 def _encode_ListOffsetsTopicResponse_v10(self, buf):
     write_compact_string(buf, self.name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ListOffsetsPartitionResponse_v10(item, buf)
     if self._unknown_tagged_fields:
@@ -438,7 +460,10 @@ def _encode_ListOffsetsTopicResponse_v10(self, buf):
 def _encode_ListOffsetsTopicResponse_v11(self, buf):
     write_compact_string(buf, self.name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ListOffsetsPartitionResponse_v11(item, buf)
     if self._unknown_tagged_fields:
@@ -567,7 +592,11 @@ def _decode_ListOffsetsResponse_v6(data, pos):
     self = _new(ListOffsetsResponse)
     self.throttle_time_ms, = _S3.unpack_from(data, pos)
     pos += 4
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -585,7 +614,10 @@ def _decode_ListOffsetsResponse_v6(data, pos):
 def _encode_ListOffsetsResponse_v6(self, buf):
     buf += _S3.pack(self.throttle_time_ms)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ListOffsetsTopicResponse_v6(item, buf)
     if self._unknown_tagged_fields:
@@ -597,7 +629,10 @@ def _encode_ListOffsetsResponse_v6(self, buf):
 def _encode_ListOffsetsResponse_v7(self, buf):
     buf += _S3.pack(self.throttle_time_ms)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ListOffsetsTopicResponse_v7(item, buf)
     if self._unknown_tagged_fields:
@@ -609,7 +644,10 @@ def _encode_ListOffsetsResponse_v7(self, buf):
 def _encode_ListOffsetsResponse_v8(self, buf):
     buf += _S3.pack(self.throttle_time_ms)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ListOffsetsTopicResponse_v8(item, buf)
     if self._unknown_tagged_fields:
@@ -621,7 +659,10 @@ def _encode_ListOffsetsResponse_v8(self, buf):
 def _encode_ListOffsetsResponse_v9(self, buf):
     buf += _S3.pack(self.throttle_time_ms)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ListOffsetsTopicResponse_v9(item, buf)
     if self._unknown_tagged_fields:
@@ -633,7 +674,10 @@ def _encode_ListOffsetsResponse_v9(self, buf):
 def _encode_ListOffsetsResponse_v10(self, buf):
     buf += _S3.pack(self.throttle_time_ms)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ListOffsetsTopicResponse_v10(item, buf)
     if self._unknown_tagged_fields:
@@ -645,7 +689,10 @@ def _encode_ListOffsetsResponse_v10(self, buf):
 def _encode_ListOffsetsResponse_v11(self, buf):
     buf += _S3.pack(self.throttle_time_ms)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ListOffsetsTopicResponse_v11(item, buf)
     if self._unknown_tagged_fields:
@@ -662,195 +709,209 @@ ListOffsetsResponse._ENCODERS = {0: _encode_ListOffsetsResponse_v0, 1: _encode_L
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    94: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    96: 'OldStyleOffsets',
+    95: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
     97: 'OldStyleOffsets',
-    106: 'Timestamp',
-    107: 'Timestamp',
-    108: 'Offset',
-    109: 'Offset',
-    110: 'LeaderEpoch',
-    111: 'LeaderEpoch',
-    112: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    114: 'OldStyleOffsets',
-    115: 'OldStyleOffsets',
-    117: 'tagged fields of ListOffsetsPartitionResponse',
-    122: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q')),
-    131: 'OldStyleOffsets',
-    132: 'OldStyleOffsets',
-    133: 'LeaderEpoch',
-    134: 'LeaderEpoch',
-    135: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q')),
-    137: 'tagged fields of ListOffsetsPartitionResponse',
-    141: 'OldStyleOffsets',
-    142: 'OldStyleOffsets',
-    143: 'LeaderEpoch',
-    144: 'LeaderEpoch',
-    145: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q')),
-    147: 'tagged fields of ListOffsetsPartitionResponse',
-    151: 'OldStyleOffsets',
-    152: 'OldStyleOffsets',
-    153: 'LeaderEpoch',
-    154: 'LeaderEpoch',
-    155: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q')),
-    157: 'tagged fields of ListOffsetsPartitionResponse',
-    162: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    170: 'OldStyleOffsets',
-    171: 'OldStyleOffsets',
-    172: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    174: 'tagged fields of ListOffsetsPartitionResponse',
-    178: 'OldStyleOffsets',
-    179: 'OldStyleOffsets',
-    180: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    182: 'tagged fields of ListOffsetsPartitionResponse',
-    187: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    190: 'tagged fields of ListOffsetsPartitionResponse',
-    191: 'tagged fields of ListOffsetsPartitionResponse',
-    199: 'OldStyleOffsets',
-    200: 'OldStyleOffsets',
-    201: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    203: 'tagged fields of ListOffsetsPartitionResponse',
-    209: 'OldStyleOffsets',
-    210: 'OldStyleOffsets',
-    211: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    213: 'tagged fields of ListOffsetsPartitionResponse',
-    219: 'OldStyleOffsets',
-    220: 'OldStyleOffsets',
-    221: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    223: 'tagged fields of ListOffsetsPartitionResponse',
-    229: 'OldStyleOffsets',
-    230: 'OldStyleOffsets',
-    231: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    233: 'tagged fields of ListOffsetsPartitionResponse',
-    239: 'OldStyleOffsets',
-    240: 'OldStyleOffsets',
-    241: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    243: 'tagged fields of ListOffsetsPartitionResponse',
-    249: 'OldStyleOffsets',
-    250: 'OldStyleOffsets',
-    251: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    253: 'tagged fields of ListOffsetsPartitionResponse',
-    260: 'Name',
-    261: 'Partitions',
-    265: 'Partitions',
-    273: 'Name',
-    275: 'Partitions',
-    277: 'Partitions',
-    279: 'tagged fields of ListOffsetsTopicResponse',
-    284: 'Name',
-    285: 'Partitions',
-    289: 'Partitions',
-    297: 'Name',
-    299: 'Partitions',
-    301: 'Partitions',
-    303: 'tagged fields of ListOffsetsTopicResponse',
-    307: 'Name',
-    309: 'Partitions',
-    311: 'Partitions',
-    313: 'tagged fields of ListOffsetsTopicResponse',
-    317: 'Name',
-    319: 'Partitions',
-    321: 'Partitions',
-    323: 'tagged fields of ListOffsetsTopicResponse',
-    328: 'Name',
-    329: 'Partitions',
-    333: 'Partitions',
-    341: 'Name',
-    343: 'Partitions',
-    345: 'Partitions',
-    347: 'tagged fields of ListOffsetsTopicResponse',
-    351: 'Name',
-    353: 'Partitions',
-    355: 'Partitions',
-    357: 'tagged fields of ListOffsetsTopicResponse',
-    362: 'Name',
-    363: 'Partitions',
-    367: 'Partitions',
-    370: 'tagged fields of ListOffsetsTopicResponse',
-    371: 'tagged fields of ListOffsetsTopicResponse',
-    379: 'Name',
-    381: 'Partitions',
-    383: 'Partitions',
-    385: 'tagged fields of ListOffsetsTopicResponse',
-    391: 'Name',
+    98: 'OldStyleOffsets',
+    108: 'Timestamp',
+    109: 'Timestamp',
+    110: 'Offset',
+    111: 'Offset',
+    112: 'LeaderEpoch',
+    113: 'LeaderEpoch',
+    114: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    116: 'OldStyleOffsets',
+    118: 'OldStyleOffsets',
+    120: 'tagged fields of ListOffsetsPartitionResponse',
+    125: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q')),
+    134: 'OldStyleOffsets',
+    135: 'OldStyleOffsets',
+    136: 'LeaderEpoch',
+    137: 'LeaderEpoch',
+    138: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q')),
+    140: 'tagged fields of ListOffsetsPartitionResponse',
+    144: 'OldStyleOffsets',
+    145: 'OldStyleOffsets',
+    146: 'LeaderEpoch',
+    147: 'LeaderEpoch',
+    148: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q')),
+    150: 'tagged fields of ListOffsetsPartitionResponse',
+    154: 'OldStyleOffsets',
+    155: 'OldStyleOffsets',
+    156: 'LeaderEpoch',
+    157: 'LeaderEpoch',
+    158: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q')),
+    160: 'tagged fields of ListOffsetsPartitionResponse',
+    165: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    173: 'OldStyleOffsets',
+    174: 'OldStyleOffsets',
+    175: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    177: 'tagged fields of ListOffsetsPartitionResponse',
+    181: 'OldStyleOffsets',
+    182: 'OldStyleOffsets',
+    183: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    185: 'tagged fields of ListOffsetsPartitionResponse',
+    190: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    193: 'tagged fields of ListOffsetsPartitionResponse',
+    194: 'tagged fields of ListOffsetsPartitionResponse',
+    202: 'OldStyleOffsets',
+    203: 'OldStyleOffsets',
+    204: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    206: 'tagged fields of ListOffsetsPartitionResponse',
+    212: 'OldStyleOffsets',
+    213: 'OldStyleOffsets',
+    214: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    216: 'tagged fields of ListOffsetsPartitionResponse',
+    222: 'OldStyleOffsets',
+    223: 'OldStyleOffsets',
+    224: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    226: 'tagged fields of ListOffsetsPartitionResponse',
+    232: 'OldStyleOffsets',
+    233: 'OldStyleOffsets',
+    234: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    236: 'tagged fields of ListOffsetsPartitionResponse',
+    242: 'OldStyleOffsets',
+    243: 'OldStyleOffsets',
+    244: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    246: 'tagged fields of ListOffsetsPartitionResponse',
+    252: 'OldStyleOffsets',
+    253: 'OldStyleOffsets',
+    254: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    256: 'tagged fields of ListOffsetsPartitionResponse',
+    263: 'Name',
+    264: 'Partitions',
+    268: 'Partitions',
+    276: 'Name',
+    278: 'Partitions',
+    280: 'Partitions',
+    282: 'tagged fields of ListOffsetsTopicResponse',
+    287: 'Name',
+    288: 'Partitions',
+    292: 'Partitions',
+    300: 'Name',
+    302: 'Partitions',
+    304: 'Partitions',
+    306: 'tagged fields of ListOffsetsTopicResponse',
+    310: 'Name',
+    312: 'Partitions',
+    314: 'Partitions',
+    316: 'tagged fields of ListOffsetsTopicResponse',
+    320: 'Name',
+    322: 'Partitions',
+    324: 'Partitions',
+    326: 'tagged fields of ListOffsetsTopicResponse',
+    331: 'Name',
+    332: 'Partitions',
+    336: 'Partitions',
+    344: 'Name',
+    346: 'Partitions',
+    348: 'Partitions',
+    350: 'tagged fields of ListOffsetsTopicResponse',
+    354: 'Name',
+    356: 'Partitions',
+    358: 'Partitions',
+    360: 'tagged fields of ListOffsetsTopicResponse',
+    365: 'Name',
+    366: 'Partitions',
+    370: 'Partitions',
+    374: 'Partitions',
+    377: 'tagged fields of ListOffsetsTopicResponse',
+    378: 'tagged fields of ListOffsetsTopicResponse',
+    386: 'Name',
+    388: 'Partitions',
+    391: 'Partitions',
     393: 'Partitions',
-    395: 'Partitions',
-    397: 'tagged fields of ListOffsetsTopicResponse',
-    403: 'Name',
-    405: 'Partitions',
-    407: 'Partitions',
-    409: 'tagged fields of ListOffsetsTopicResponse',
-    415: 'Name',
-    417: 'Partitions',
-    419: 'Partitions',
-    421: 'tagged fields of ListOffsetsTopicResponse',
-    427: 'Name',
-    429: 'Partitions',
-    431: 'Partitions',
-    433: 'tagged fields of ListOffsetsTopicResponse',
-    439: 'Name',
-    441: 'Partitions',
-    443: 'Partitions',
-    445: 'tagged fields of ListOffsetsTopicResponse',
-    452: 'Topics',
-    456: 'Topics',
-    466: 'Topics',
-    468: 'Topics',
-    470: 'tagged fields of ListOffsetsResponse',
-    475: 'Topics',
-    479: 'Topics',
-    489: 'Topics',
+    395: 'tagged fields of ListOffsetsTopicResponse',
+    401: 'Name',
+    403: 'Partitions',
+    406: 'Partitions',
+    408: 'Partitions',
+    410: 'tagged fields of ListOffsetsTopicResponse',
+    416: 'Name',
+    418: 'Partitions',
+    421: 'Partitions',
+    423: 'Partitions',
+    425: 'tagged fields of ListOffsetsTopicResponse',
+    431: 'Name',
+    433: 'Partitions',
+    436: 'Partitions',
+    438: 'Partitions',
+    440: 'tagged fields of ListOffsetsTopicResponse',
+    446: 'Name',
+    448: 'Partitions',
+    451: 'Partitions',
+    453: 'Partitions',
+    455: 'tagged fields of ListOffsetsTopicResponse',
+    461: 'Name',
+    463: 'Partitions',
+    466: 'Partitions',
+    468: 'Partitions',
+    470: 'tagged fields of ListOffsetsTopicResponse',
+    477: 'Topics',
+    481: 'Topics',
     491: 'Topics',
-    493: 'tagged fields of ListOffsetsResponse',
-    498: 'ThrottleTimeMs',
+    493: 'Topics',
+    495: 'tagged fields of ListOffsetsResponse',
     500: 'Topics',
     504: 'Topics',
-    512: 'ThrottleTimeMs',
     514: 'Topics',
     516: 'Topics',
     518: 'tagged fields of ListOffsetsResponse',
-    522: 'ThrottleTimeMs',
-    524: 'Topics',
-    526: 'Topics',
-    528: 'tagged fields of ListOffsetsResponse',
-    533: 'ThrottleTimeMs',
-    535: 'Topics',
+    523: 'ThrottleTimeMs',
+    525: 'Topics',
+    529: 'Topics',
+    537: 'ThrottleTimeMs',
     539: 'Topics',
+    541: 'Topics',
+    543: 'tagged fields of ListOffsetsResponse',
     547: 'ThrottleTimeMs',
     549: 'Topics',
     551: 'Topics',
     553: 'tagged fields of ListOffsetsResponse',
-    557: 'ThrottleTimeMs',
-    559: 'Topics',
-    561: 'Topics',
-    563: 'tagged fields of ListOffsetsResponse',
-    568: 'ThrottleTimeMs',
-    570: 'Topics',
+    558: 'ThrottleTimeMs',
+    560: 'Topics',
+    564: 'Topics',
+    572: 'ThrottleTimeMs',
     574: 'Topics',
-    577: 'tagged fields of ListOffsetsResponse',
+    576: 'Topics',
     578: 'tagged fields of ListOffsetsResponse',
-    586: 'ThrottleTimeMs',
-    588: 'Topics',
-    590: 'Topics',
-    592: 'tagged fields of ListOffsetsResponse',
-    598: 'ThrottleTimeMs',
-    600: 'Topics',
-    602: 'Topics',
-    604: 'tagged fields of ListOffsetsResponse',
-    610: 'ThrottleTimeMs',
-    612: 'Topics',
-    614: 'Topics',
-    616: 'tagged fields of ListOffsetsResponse',
-    622: 'ThrottleTimeMs',
-    624: 'Topics',
-    626: 'Topics',
-    628: 'tagged fields of ListOffsetsResponse',
-    634: 'ThrottleTimeMs',
-    636: 'Topics',
-    638: 'Topics',
-    640: 'tagged fields of ListOffsetsResponse',
-    646: 'ThrottleTimeMs',
-    648: 'Topics',
+    582: 'ThrottleTimeMs',
+    584: 'Topics',
+    586: 'Topics',
+    588: 'tagged fields of ListOffsetsResponse',
+    593: 'ThrottleTimeMs',
+    595: 'Topics',
+    599: 'Topics',
+    603: 'Topics',
+    606: 'tagged fields of ListOffsetsResponse',
+    607: 'tagged fields of ListOffsetsResponse',
+    615: 'ThrottleTimeMs',
+    617: 'Topics',
+    620: 'Topics',
+    622: 'Topics',
+    624: 'tagged fields of ListOffsetsResponse',
+    630: 'ThrottleTimeMs',
+    632: 'Topics',
+    635: 'Topics',
+    637: 'Topics',
+    639: 'tagged fields of ListOffsetsResponse',
+    645: 'ThrottleTimeMs',
+    647: 'Topics',
     650: 'Topics',
-    652: 'tagged fields of ListOffsetsResponse',
+    652: 'Topics',
+    654: 'tagged fields of ListOffsetsResponse',
+    660: 'ThrottleTimeMs',
+    662: 'Topics',
+    665: 'Topics',
+    667: 'Topics',
+    669: 'tagged fields of ListOffsetsResponse',
+    675: 'ThrottleTimeMs',
+    677: 'Topics',
+    680: 'Topics',
+    682: 'Topics',
+    684: 'tagged fields of ListOffsetsResponse',
+    690: 'ThrottleTimeMs',
+    692: 'Topics',
+    695: 'Topics',
+    697: 'Topics',
+    699: 'tagged fields of ListOffsetsResponse',
 }

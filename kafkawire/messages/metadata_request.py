@@ -377,7 +377,11 @@ def _encode_MetadataRequest_v8(self, buf):
 
 def _decode_MetadataRequest_v9(data, pos):
     self = _new(MetadataRequest)
-    n, pos = read_compact_nullable_array_length(data, pos)
+    n = data[pos] - 1
+    if -1 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_nullable_array_length(data, pos)
     if n < 0:
         self.topics = None
     else:
@@ -412,7 +416,11 @@ def _encode_MetadataRequest_v9(self, buf):
 
 def _decode_MetadataRequest_v10(data, pos):
     self = _new(MetadataRequest)
-    n, pos = read_compact_nullable_array_length(data, pos)
+    n = data[pos] - 1
+    if -1 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_nullable_array_length(data, pos)
     if n < 0:
         self.topics = None
     else:
@@ -447,7 +455,11 @@ def _encode_MetadataRequest_v10(self, buf):
 
 def _decode_MetadataRequest_v11(data, pos):
     self = _new(MetadataRequest)
-    n, pos = read_compact_nullable_array_length(data, pos)
+    n = data[pos] - 1
+    if -1 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_nullable_array_length(data, pos)
     if n < 0:
         self.topics = None
     else:
@@ -633,44 +645,47 @@ _LINE_FIELDS = {
     373: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
     375: 'tagged fields of MetadataRequest',
     380: 'Topics',
-    387: 'Topics',
-    390: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    392: 'tagged fields of MetadataRequest',
-    393: 'tagged fields of MetadataRequest',
-    402: 'Topics',
-    405: 'Topics',
-    406: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    408: 'tagged fields of MetadataRequest',
-    415: 'Topics',
-    422: 'Topics',
-    425: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    427: 'tagged fields of MetadataRequest',
-    428: 'tagged fields of MetadataRequest',
-    437: 'Topics',
-    440: 'Topics',
-    441: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    443: 'tagged fields of MetadataRequest',
-    450: 'Topics',
-    457: 'Topics',
-    460: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    463: 'tagged fields of MetadataRequest',
-    464: 'tagged fields of MetadataRequest',
-    472: 'IncludeClusterAuthorizedOperations',
-    473: 'IncludeClusterAuthorizedOperations',
-    475: 'Topics',
-    478: 'Topics',
-    479: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    481: 'tagged fields of MetadataRequest',
-    487: 'IncludeClusterAuthorizedOperations',
-    488: 'IncludeClusterAuthorizedOperations',
+    384: 'Topics',
+    391: 'Topics',
+    394: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    396: 'tagged fields of MetadataRequest',
+    397: 'tagged fields of MetadataRequest',
+    406: 'Topics',
+    409: 'Topics',
+    410: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    412: 'tagged fields of MetadataRequest',
+    419: 'Topics',
+    423: 'Topics',
+    430: 'Topics',
+    433: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    435: 'tagged fields of MetadataRequest',
+    436: 'tagged fields of MetadataRequest',
+    445: 'Topics',
+    448: 'Topics',
+    449: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    451: 'tagged fields of MetadataRequest',
+    458: 'Topics',
+    462: 'Topics',
+    469: 'Topics',
+    472: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    475: 'tagged fields of MetadataRequest',
+    476: 'tagged fields of MetadataRequest',
+    484: 'IncludeClusterAuthorizedOperations',
+    485: 'IncludeClusterAuthorizedOperations',
+    487: 'Topics',
     490: 'Topics',
-    493: 'Topics',
-    494: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    496: 'tagged fields of MetadataRequest',
-    502: 'IncludeClusterAuthorizedOperations',
-    503: 'IncludeClusterAuthorizedOperations',
+    491: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    493: 'tagged fields of MetadataRequest',
+    499: 'IncludeClusterAuthorizedOperations',
+    500: 'IncludeClusterAuthorizedOperations',
+    502: 'Topics',
     505: 'Topics',
-    508: 'Topics',
-    509: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    511: 'tagged fields of MetadataRequest',
+    506: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    508: 'tagged fields of MetadataRequest',
+    514: 'IncludeClusterAuthorizedOperations',
+    515: 'IncludeClusterAuthorizedOperations',
+    517: 'Topics',
+    520: 'Topics',
+    521: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    523: 'tagged fields of MetadataRequest',
 }

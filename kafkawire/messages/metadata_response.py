@@ -17,6 +17,7 @@ _S1 = _Struct('>hii')
 _S2 = _Struct('>hiii')
 _S3 = _Struct('>h')
 _S4 = _Struct('>?')
+_ARRAY_INT32 = array_structs('i')
 
 
 class MetadataResponseBroker(_message.Struct):
@@ -269,9 +270,11 @@ def _decode_MetadataResponsePartition_v0(data, pos):
     self.error_code, self.partition_index, self.leader_id = _S1.unpack_from(data, pos)
     pos += 10
     n, pos = read_array_length(data, pos)
-    self.replica_nodes, pos = read_fixed_array(data, pos, n, 'i', 4)
+    self.replica_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
     n, pos = read_array_length(data, pos)
-    self.isr_nodes, pos = read_fixed_array(data, pos, n, 'i', 4)
+    self.isr_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
     self.leader_epoch = -1
     self.offline_replicas = []
     self._unknown_tagged_fields = ()
@@ -282,10 +285,12 @@ def _encode_MetadataResponsePartition_v0(self, buf):
     buf += _S1.pack(self.error_code, self.partition_index, self.leader_id)
     items = self.replica_nodes
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.isr_nodes
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     if self._unknown_tagged_fields:
         raise unsupported_tags('MetadataResponse', 'MetadataResponsePartition', 0)
 
@@ -294,10 +299,12 @@ def _encode_MetadataResponsePartition_v1(self, buf):
     buf += _S1.pack(self.error_code, self.partition_index, self.leader_id)
     items = self.replica_nodes
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.isr_nodes
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     if self._unknown_tagged_fields:
         raise unsupported_tags('MetadataResponse', 'MetadataResponsePartition', 1)
 
@@ -306,10 +313,12 @@ def _encode_MetadataResponsePartition_v2(self, buf):
     buf += _S1.pack(self.error_code, self.partition_index, self.leader_id)
     items = self.replica_nodes
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.isr_nodes
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     if self._unknown_tagged_fields:
         raise unsupported_tags('MetadataResponse', 'MetadataResponsePartition', 2)
 
@@ -318,10 +327,12 @@ def _encode_MetadataResponsePartition_v3(self, buf):
     buf += _S1.pack(self.error_code, self.partition_index, self.leader_id)
     items = self.replica_nodes
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.isr_nodes
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     if self._unknown_tagged_fields:
         raise unsupported_tags('MetadataResponse', 'MetadataResponsePartition', 3)
 
@@ -330,10 +341,12 @@ def _encode_MetadataResponsePartition_v4(self, buf):
     buf += _S1.pack(self.error_code, self.partition_index, self.leader_id)
     items = self.replica_nodes
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.isr_nodes
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     if self._unknown_tagged_fields:
         raise unsupported_tags('MetadataResponse', 'MetadataResponsePartition', 4)
 
@@ -343,11 +356,14 @@ def _decode_MetadataResponsePartition_v5(data, pos):
     self.error_code, self.partition_index, self.leader_id = _S1.unpack_from(data, pos)
     pos += 10
     n, pos = read_array_length(data, pos)
-    self.replica_nodes, pos = read_fixed_array(data, pos, n, 'i', 4)
+    self.replica_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
     n, pos = read_array_length(data, pos)
-    self.isr_nodes, pos = read_fixed_array(data, pos, n, 'i', 4)
+    self.isr_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
     n, pos = read_array_length(data, pos)
-    self.offline_replicas, pos = read_fixed_array(data, pos, n, 'i', 4)
+    self.offline_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
     self.leader_epoch = -1
     self._unknown_tagged_fields = ()
     return self, pos
@@ -357,13 +373,16 @@ def _encode_MetadataResponsePartition_v5(self, buf):
     buf += _S1.pack(self.error_code, self.partition_index, self.leader_id)
     items = self.replica_nodes
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.isr_nodes
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.offline_replicas
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     if self._unknown_tagged_fields:
         raise unsupported_tags('MetadataResponse', 'MetadataResponsePartition', 5)
 
@@ -372,13 +391,16 @@ def _encode_MetadataResponsePartition_v6(self, buf):
     buf += _S1.pack(self.error_code, self.partition_index, self.leader_id)
     items = self.replica_nodes
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.isr_nodes
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.offline_replicas
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     if self._unknown_tagged_fields:
         raise unsupported_tags('MetadataResponse', 'MetadataResponsePartition', 6)
 
@@ -388,11 +410,14 @@ def _decode_MetadataResponsePartition_v7(data, pos):
     self.error_code, self.partition_index, self.leader_id, self.leader_epoch = _S2.unpack_from(data, pos)
     pos += 14
     n, pos = read_array_length(data, pos)
-    self.replica_nodes, pos = read_fixed_array(data, pos, n, 'i', 4)
+    self.replica_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
     n, pos = read_array_length(data, pos)
-    self.isr_nodes, pos = read_fixed_array(data, pos, n, 'i', 4)
+    self.isr_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
     n, pos = read_array_length(data, pos)
-    self.offline_replicas, pos = read_fixed_array(data, pos, n, 'i', 4)
+    self.offline_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
     self._unknown_tagged_fields = ()
     return self, pos
 
@@ -401,13 +426,16 @@ def _encode_MetadataResponsePartition_v7(self, buf):
     buf += _S2.pack(self.error_code, self.partition_index, self.leader_id, self.leader_epoch)
     items = self.replica_nodes
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.isr_nodes
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.offline_replicas
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     if self._unknown_tagged_fields:
         raise unsupported_tags('MetadataResponse', 'MetadataResponsePartition', 7)
 
@@ -416,13 +444,16 @@ def _encode_MetadataResponsePartition_v8(self, buf):
     buf += _S2.pack(self.error_code, self.partition_index, self.leader_id, self.leader_epoch)
     items = self.replica_nodes
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.isr_nodes
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.offline_replicas
     write_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     if self._unknown_tagged_fields:
         raise unsupported_tags('MetadataResponse', 'MetadataResponsePartition', 8)
 
@@ -431,12 +462,27 @@ def _decode_MetadataResponsePartition_v9(data, pos):
     self = _new(MetadataResponsePartition)
     self.error_code, self.partition_index, self.leader_id, self.leader_epoch = _S2.unpack_from(data, pos)
     pos += 14
-    n, pos = read_compact_array_length(data, pos)
-    self.replica_nodes, pos = read_fixed_array(data, pos, n, 'i', 4)
-    n, pos = read_compact_array_length(data, pos)
-    self.isr_nodes, pos = read_fixed_array(data, pos, n, 'i', 4)
-    n, pos = read_compact_array_length(data, pos)
-    self.offline_replicas, pos = read_fixed_array(data, pos, n, 'i', 4)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
+    self.replica_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
+    self.isr_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
+    self.offline_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -448,14 +494,26 @@ def _decode_MetadataResponsePartition_v9(data, pos):
 def _encode_MetadataResponsePartition_v9(self, buf):
     buf += _S2.pack(self.error_code, self.partition_index, self.leader_id, self.leader_epoch)
     items = self.replica_nodes
-    write_compact_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.isr_nodes
-    write_compact_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.offline_replicas
-    write_compact_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     if self._unknown_tagged_fields:
         write_tags(buf, (), self._unknown_tagged_fields)
     else:
@@ -693,7 +751,11 @@ def _decode_MetadataResponseTopic_v9(data, pos):
     self.name, pos = read_compact_string(data, pos)
     self.is_internal, = _S4.unpack_from(data, pos)
     pos += 1
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -716,7 +778,10 @@ def _encode_MetadataResponseTopic_v9(self, buf):
     write_compact_string(buf, self.name)
     buf += _S4.pack(self.is_internal)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_MetadataResponsePartition_v9(item, buf)
     buf += _S0.pack(self.topic_authorized_operations)
@@ -734,7 +799,11 @@ def _decode_MetadataResponseTopic_v10(data, pos):
     self.topic_id, pos = read_uuid(data, pos)
     self.is_internal, = _S4.unpack_from(data, pos)
     pos += 1
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -757,7 +826,10 @@ def _encode_MetadataResponseTopic_v10(self, buf):
     write_uuid(buf, self.topic_id)
     buf += _S4.pack(self.is_internal)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_MetadataResponsePartition_v9(item, buf)
     buf += _S0.pack(self.topic_authorized_operations)
@@ -775,7 +847,11 @@ def _decode_MetadataResponseTopic_v12(data, pos):
     self.topic_id, pos = read_uuid(data, pos)
     self.is_internal, = _S4.unpack_from(data, pos)
     pos += 1
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -798,7 +874,10 @@ def _encode_MetadataResponseTopic_v12(self, buf):
     write_uuid(buf, self.topic_id)
     buf += _S4.pack(self.is_internal)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_MetadataResponsePartition_v9(item, buf)
     buf += _S0.pack(self.topic_authorized_operations)
@@ -1153,7 +1232,11 @@ def _decode_MetadataResponse_v9(data, pos):
     self = _new(MetadataResponse)
     self.throttle_time_ms, = _S0.unpack_from(data, pos)
     pos += 4
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -1163,7 +1246,11 @@ def _decode_MetadataResponse_v9(data, pos):
     self.cluster_id, pos = read_compact_nullable_string(data, pos)
     self.controller_id, = _S0.unpack_from(data, pos)
     pos += 4
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -1184,13 +1271,19 @@ def _decode_MetadataResponse_v9(data, pos):
 def _encode_MetadataResponse_v9(self, buf):
     buf += _S0.pack(self.throttle_time_ms)
     items = self.brokers
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_MetadataResponseBroker_v9(item, buf)
     write_compact_nullable_string(buf, self.cluster_id)
     buf += _S0.pack(self.controller_id)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_MetadataResponseTopic_v9(item, buf)
     buf += _S0.pack(self.cluster_authorized_operations)
@@ -1204,7 +1297,11 @@ def _decode_MetadataResponse_v10(data, pos):
     self = _new(MetadataResponse)
     self.throttle_time_ms, = _S0.unpack_from(data, pos)
     pos += 4
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -1214,7 +1311,11 @@ def _decode_MetadataResponse_v10(data, pos):
     self.cluster_id, pos = read_compact_nullable_string(data, pos)
     self.controller_id, = _S0.unpack_from(data, pos)
     pos += 4
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -1235,13 +1336,19 @@ def _decode_MetadataResponse_v10(data, pos):
 def _encode_MetadataResponse_v10(self, buf):
     buf += _S0.pack(self.throttle_time_ms)
     items = self.brokers
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_MetadataResponseBroker_v9(item, buf)
     write_compact_nullable_string(buf, self.cluster_id)
     buf += _S0.pack(self.controller_id)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_MetadataResponseTopic_v10(item, buf)
     buf += _S0.pack(self.cluster_authorized_operations)
@@ -1255,7 +1362,11 @@ def _decode_MetadataResponse_v11(data, pos):
     self = _new(MetadataResponse)
     self.throttle_time_ms, = _S0.unpack_from(data, pos)
     pos += 4
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -1265,7 +1376,11 @@ def _decode_MetadataResponse_v11(data, pos):
     self.cluster_id, pos = read_compact_nullable_string(data, pos)
     self.controller_id, = _S0.unpack_from(data, pos)
     pos += 4
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -1287,13 +1402,19 @@ def _encode_MetadataResponse_v11(self, buf):
         raise unsupported_field('MetadataResponse', 'ClusterAuthorizedOperations', 11)
     buf += _S0.pack(self.throttle_time_ms)
     items = self.brokers
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_MetadataResponseBroker_v9(item, buf)
     write_compact_nullable_string(buf, self.cluster_id)
     buf += _S0.pack(self.controller_id)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_MetadataResponseTopic_v10(item, buf)
     if self._unknown_tagged_fields:
@@ -1306,7 +1427,11 @@ def _decode_MetadataResponse_v12(data, pos):
     self = _new(MetadataResponse)
     self.throttle_time_ms, = _S0.unpack_from(data, pos)
     pos += 4
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -1316,7 +1441,11 @@ def _decode_MetadataResponse_v12(data, pos):
     self.cluster_id, pos = read_compact_nullable_string(data, pos)
     self.controller_id, = _S0.unpack_from(data, pos)
     pos += 4
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -1338,13 +1467,19 @@ def _encode_MetadataResponse_v12(self, buf):
         raise unsupported_field('MetadataResponse', 'ClusterAuthorizedOperations', 12)
     buf += _S0.pack(self.throttle_time_ms)
     items = self.brokers
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_MetadataResponseBroker_v9(item, buf)
     write_compact_nullable_string(buf, self.cluster_id)
     buf += _S0.pack(self.controller_id)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_MetadataResponseTopic_v12(item, buf)
     if self._unknown_tagged_fields:
@@ -1357,7 +1492,11 @@ def _decode_MetadataResponse_v13(data, pos):
     self = _new(MetadataResponse)
     self.throttle_time_ms, = _S0.unpack_from(data, pos)
     pos += 4
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -1367,7 +1506,11 @@ def _decode_MetadataResponse_v13(data, pos):
     self.cluster_id, pos = read_compact_nullable_string(data, pos)
     self.controller_id, = _S0.unpack_from(data, pos)
     pos += 4
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -1390,13 +1533,19 @@ def _encode_MetadataResponse_v13(self, buf):
         raise unsupported_field('MetadataResponse', 'ClusterAuthorizedOperations', 13)
     buf += _S0.pack(self.throttle_time_ms)
     items = self.brokers
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_MetadataResponseBroker_v9(item, buf)
     write_compact_nullable_string(buf, self.cluster_id)
     buf += _S0.pack(self.controller_id)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_MetadataResponseTopic_v12(item, buf)
     buf += _S3.pack(self.error_code)
@@ -1416,532 +1565,564 @@ MetadataResponse._ENCODERS = {0: _encode_MetadataResponse_v0, 1: _encode_Metadat
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    138: 'NodeId',
-    140: 'Host',
-    141: 'Port',
-    149: 'NodeId',
-    150: 'Host',
-    151: 'Port',
-    153: 'tagged fields of MetadataResponseBroker',
-    158: 'NodeId',
-    160: 'Host',
-    161: 'Port',
-    163: 'Rack',
-    169: 'NodeId',
-    170: 'Host',
-    171: 'Port',
-    172: 'Rack',
-    174: 'tagged fields of MetadataResponseBroker',
-    178: 'NodeId',
-    179: 'Host',
-    180: 'Port',
-    181: 'Rack',
-    183: 'tagged fields of MetadataResponseBroker',
-    187: 'NodeId',
-    188: 'Host',
-    189: 'Port',
-    190: 'Rack',
-    192: 'tagged fields of MetadataResponseBroker',
-    196: 'NodeId',
-    197: 'Host',
-    198: 'Port',
-    199: 'Rack',
-    201: 'tagged fields of MetadataResponseBroker',
-    205: 'NodeId',
-    206: 'Host',
-    207: 'Port',
-    208: 'Rack',
-    210: 'tagged fields of MetadataResponseBroker',
-    214: 'NodeId',
-    215: 'Host',
-    216: 'Port',
-    217: 'Rack',
-    219: 'tagged fields of MetadataResponseBroker',
-    223: 'NodeId',
-    224: 'Host',
-    225: 'Port',
-    226: 'Rack',
-    228: 'tagged fields of MetadataResponseBroker',
-    232: 'NodeId',
-    233: 'Host',
-    234: 'Port',
-    235: 'Rack',
-    237: 'tagged fields of MetadataResponseBroker',
-    242: 'NodeId',
-    244: 'Host',
-    245: 'Port',
-    247: 'Rack',
-    248: 'tagged fields of MetadataResponseBroker',
+    139: 'NodeId',
+    141: 'Host',
+    142: 'Port',
+    150: 'NodeId',
+    151: 'Host',
+    152: 'Port',
+    154: 'tagged fields of MetadataResponseBroker',
+    159: 'NodeId',
+    161: 'Host',
+    162: 'Port',
+    164: 'Rack',
+    170: 'NodeId',
+    171: 'Host',
+    172: 'Port',
+    173: 'Rack',
+    175: 'tagged fields of MetadataResponseBroker',
+    179: 'NodeId',
+    180: 'Host',
+    181: 'Port',
+    182: 'Rack',
+    184: 'tagged fields of MetadataResponseBroker',
+    188: 'NodeId',
+    189: 'Host',
+    190: 'Port',
+    191: 'Rack',
+    193: 'tagged fields of MetadataResponseBroker',
+    197: 'NodeId',
+    198: 'Host',
+    199: 'Port',
+    200: 'Rack',
+    202: 'tagged fields of MetadataResponseBroker',
+    206: 'NodeId',
+    207: 'Host',
+    208: 'Port',
+    209: 'Rack',
+    211: 'tagged fields of MetadataResponseBroker',
+    215: 'NodeId',
+    216: 'Host',
+    217: 'Port',
+    218: 'Rack',
+    220: 'tagged fields of MetadataResponseBroker',
+    224: 'NodeId',
+    225: 'Host',
+    226: 'Port',
+    227: 'Rack',
+    229: 'tagged fields of MetadataResponseBroker',
+    233: 'NodeId',
+    234: 'Host',
+    235: 'Port',
+    236: 'Rack',
+    238: 'tagged fields of MetadataResponseBroker',
+    243: 'NodeId',
+    245: 'Host',
+    246: 'Port',
+    248: 'Rack',
     249: 'tagged fields of MetadataResponseBroker',
-    257: 'NodeId',
-    258: 'Host',
-    259: 'Port',
-    260: 'Rack',
-    262: 'tagged fields of MetadataResponseBroker',
-    269: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
-    271: 'ReplicaNodes',
+    250: 'tagged fields of MetadataResponseBroker',
+    258: 'NodeId',
+    259: 'Host',
+    260: 'Port',
+    261: 'Rack',
+    263: 'tagged fields of MetadataResponseBroker',
+    270: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
     272: 'ReplicaNodes',
-    273: 'IsrNodes',
-    274: 'IsrNodes',
-    282: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
-    284: 'ReplicaNodes',
-    285: 'ReplicaNodes',
-    287: 'IsrNodes',
-    288: 'IsrNodes',
-    290: 'tagged fields of MetadataResponsePartition',
-    294: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
-    296: 'ReplicaNodes',
-    297: 'ReplicaNodes',
-    299: 'IsrNodes',
-    300: 'IsrNodes',
-    302: 'tagged fields of MetadataResponsePartition',
-    306: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
-    308: 'ReplicaNodes',
-    309: 'ReplicaNodes',
-    311: 'IsrNodes',
-    312: 'IsrNodes',
-    314: 'tagged fields of MetadataResponsePartition',
-    318: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
-    320: 'ReplicaNodes',
-    321: 'ReplicaNodes',
-    323: 'IsrNodes',
-    324: 'IsrNodes',
-    326: 'tagged fields of MetadataResponsePartition',
-    330: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
-    332: 'ReplicaNodes',
-    333: 'ReplicaNodes',
+    273: 'ReplicaNodes',
+    275: 'IsrNodes',
+    276: 'IsrNodes',
+    285: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    287: 'ReplicaNodes',
+    289: 'ReplicaNodes',
+    291: 'IsrNodes',
+    293: 'IsrNodes',
+    295: 'tagged fields of MetadataResponsePartition',
+    299: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    301: 'ReplicaNodes',
+    303: 'ReplicaNodes',
+    305: 'IsrNodes',
+    307: 'IsrNodes',
+    309: 'tagged fields of MetadataResponsePartition',
+    313: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    315: 'ReplicaNodes',
+    317: 'ReplicaNodes',
+    319: 'IsrNodes',
+    321: 'IsrNodes',
+    323: 'tagged fields of MetadataResponsePartition',
+    327: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    329: 'ReplicaNodes',
+    331: 'ReplicaNodes',
+    333: 'IsrNodes',
     335: 'IsrNodes',
-    336: 'IsrNodes',
-    338: 'tagged fields of MetadataResponsePartition',
-    343: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    337: 'tagged fields of MetadataResponsePartition',
+    341: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    343: 'ReplicaNodes',
     345: 'ReplicaNodes',
-    346: 'ReplicaNodes',
     347: 'IsrNodes',
-    348: 'IsrNodes',
-    349: 'OfflineReplicas',
-    350: 'OfflineReplicas',
-    357: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    349: 'IsrNodes',
+    351: 'tagged fields of MetadataResponsePartition',
+    356: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    358: 'ReplicaNodes',
     359: 'ReplicaNodes',
-    360: 'ReplicaNodes',
+    361: 'IsrNodes',
     362: 'IsrNodes',
-    363: 'IsrNodes',
+    364: 'OfflineReplicas',
     365: 'OfflineReplicas',
-    366: 'OfflineReplicas',
-    368: 'tagged fields of MetadataResponsePartition',
-    372: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
-    374: 'ReplicaNodes',
+    373: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
     375: 'ReplicaNodes',
-    377: 'IsrNodes',
-    378: 'IsrNodes',
-    380: 'OfflineReplicas',
-    381: 'OfflineReplicas',
-    383: 'tagged fields of MetadataResponsePartition',
-    388: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    390: 'ReplicaNodes',
-    391: 'ReplicaNodes',
-    392: 'IsrNodes',
-    393: 'IsrNodes',
-    394: 'OfflineReplicas',
-    395: 'OfflineReplicas',
-    401: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    403: 'ReplicaNodes',
-    404: 'ReplicaNodes',
-    406: 'IsrNodes',
-    407: 'IsrNodes',
-    409: 'OfflineReplicas',
-    410: 'OfflineReplicas',
-    412: 'tagged fields of MetadataResponsePartition',
-    416: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    418: 'ReplicaNodes',
-    419: 'ReplicaNodes',
-    421: 'IsrNodes',
-    422: 'IsrNodes',
-    424: 'OfflineReplicas',
-    425: 'OfflineReplicas',
-    427: 'tagged fields of MetadataResponsePartition',
-    432: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    434: 'ReplicaNodes',
-    435: 'ReplicaNodes',
-    436: 'IsrNodes',
-    437: 'IsrNodes',
+    377: 'ReplicaNodes',
+    379: 'IsrNodes',
+    381: 'IsrNodes',
+    383: 'OfflineReplicas',
+    385: 'OfflineReplicas',
+    387: 'tagged fields of MetadataResponsePartition',
+    391: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    393: 'ReplicaNodes',
+    395: 'ReplicaNodes',
+    397: 'IsrNodes',
+    399: 'IsrNodes',
+    401: 'OfflineReplicas',
+    403: 'OfflineReplicas',
+    405: 'tagged fields of MetadataResponsePartition',
+    410: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    412: 'ReplicaNodes',
+    413: 'ReplicaNodes',
+    415: 'IsrNodes',
+    416: 'IsrNodes',
+    418: 'OfflineReplicas',
+    419: 'OfflineReplicas',
+    426: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    428: 'ReplicaNodes',
+    430: 'ReplicaNodes',
+    432: 'IsrNodes',
+    434: 'IsrNodes',
+    436: 'OfflineReplicas',
     438: 'OfflineReplicas',
-    439: 'OfflineReplicas',
     440: 'tagged fields of MetadataResponsePartition',
-    441: 'tagged fields of MetadataResponsePartition',
-    449: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    451: 'ReplicaNodes',
-    452: 'ReplicaNodes',
-    454: 'IsrNodes',
-    455: 'IsrNodes',
-    457: 'OfflineReplicas',
-    458: 'OfflineReplicas',
-    460: 'tagged fields of MetadataResponsePartition',
-    467: 'ErrorCode',
-    469: 'Name',
-    470: 'Partitions',
-    474: 'Partitions',
-    485: 'TopicAuthorizedOperations',
-    486: 'TopicAuthorizedOperations',
-    487: 'ErrorCode',
-    488: 'Name',
-    490: 'Partitions',
-    492: 'Partitions',
-    494: 'tagged fields of MetadataResponseTopic',
-    499: 'ErrorCode',
-    501: 'Name',
-    502: 'IsInternal',
-    504: 'Partitions',
-    508: 'Partitions',
-    518: 'TopicAuthorizedOperations',
-    519: 'TopicAuthorizedOperations',
-    520: 'ErrorCode',
-    521: 'Name',
-    522: 'IsInternal',
-    524: 'Partitions',
-    526: 'Partitions',
-    528: 'tagged fields of MetadataResponseTopic',
-    532: 'TopicAuthorizedOperations',
-    533: 'TopicAuthorizedOperations',
-    534: 'ErrorCode',
-    535: 'Name',
-    536: 'IsInternal',
-    538: 'Partitions',
-    540: 'Partitions',
-    542: 'tagged fields of MetadataResponseTopic',
-    546: 'TopicAuthorizedOperations',
-    547: 'TopicAuthorizedOperations',
-    548: 'ErrorCode',
-    549: 'Name',
-    550: 'IsInternal',
-    552: 'Partitions',
-    554: 'Partitions',
-    556: 'tagged fields of MetadataResponseTopic',
-    560: 'TopicAuthorizedOperations',
-    561: 'TopicAuthorizedOperations',
-    562: 'ErrorCode',
-    563: 'Name',
-    564: 'IsInternal',
+    444: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    446: 'ReplicaNodes',
+    448: 'ReplicaNodes',
+    450: 'IsrNodes',
+    452: 'IsrNodes',
+    454: 'OfflineReplicas',
+    456: 'OfflineReplicas',
+    458: 'tagged fields of MetadataResponsePartition',
+    463: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    465: 'ReplicaNodes',
+    469: 'ReplicaNodes',
+    470: 'ReplicaNodes',
+    472: 'IsrNodes',
+    476: 'IsrNodes',
+    477: 'IsrNodes',
+    479: 'OfflineReplicas',
+    483: 'OfflineReplicas',
+    484: 'OfflineReplicas',
+    486: 'tagged fields of MetadataResponsePartition',
+    487: 'tagged fields of MetadataResponsePartition',
+    495: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    497: 'ReplicaNodes',
+    500: 'ReplicaNodes',
+    502: 'ReplicaNodes',
+    504: 'IsrNodes',
+    507: 'IsrNodes',
+    509: 'IsrNodes',
+    511: 'OfflineReplicas',
+    514: 'OfflineReplicas',
+    516: 'OfflineReplicas',
+    518: 'tagged fields of MetadataResponsePartition',
+    525: 'ErrorCode',
+    527: 'Name',
+    528: 'Partitions',
+    532: 'Partitions',
+    543: 'TopicAuthorizedOperations',
+    544: 'TopicAuthorizedOperations',
+    545: 'ErrorCode',
+    546: 'Name',
+    548: 'Partitions',
+    550: 'Partitions',
+    552: 'tagged fields of MetadataResponseTopic',
+    557: 'ErrorCode',
+    559: 'Name',
+    560: 'IsInternal',
+    562: 'Partitions',
     566: 'Partitions',
-    568: 'Partitions',
-    570: 'tagged fields of MetadataResponseTopic',
-    575: 'ErrorCode',
-    577: 'Name',
-    578: 'IsInternal',
-    580: 'Partitions',
+    576: 'TopicAuthorizedOperations',
+    577: 'TopicAuthorizedOperations',
+    578: 'ErrorCode',
+    579: 'Name',
+    580: 'IsInternal',
+    582: 'Partitions',
     584: 'Partitions',
-    594: 'TopicAuthorizedOperations',
-    595: 'TopicAuthorizedOperations',
-    596: 'ErrorCode',
-    597: 'Name',
-    598: 'IsInternal',
-    600: 'Partitions',
-    602: 'Partitions',
-    604: 'tagged fields of MetadataResponseTopic',
-    608: 'TopicAuthorizedOperations',
-    609: 'TopicAuthorizedOperations',
-    610: 'ErrorCode',
-    611: 'Name',
-    612: 'IsInternal',
-    614: 'Partitions',
-    616: 'Partitions',
-    618: 'tagged fields of MetadataResponseTopic',
-    623: 'ErrorCode',
-    625: 'Name',
-    626: 'IsInternal',
-    628: 'Partitions',
-    632: 'Partitions',
-    642: 'TopicAuthorizedOperations',
-    643: 'TopicAuthorizedOperations',
-    644: 'ErrorCode',
-    645: 'Name',
-    646: 'IsInternal',
-    648: 'Partitions',
-    650: 'Partitions',
-    652: 'tagged fields of MetadataResponseTopic',
-    657: 'ErrorCode',
-    659: 'Name',
-    660: 'IsInternal',
-    662: 'Partitions',
-    666: 'Partitions',
-    669: 'TopicAuthorizedOperations',
-    677: 'ErrorCode',
-    678: 'Name',
-    679: 'IsInternal',
-    681: 'Partitions',
-    683: 'Partitions',
-    684: 'TopicAuthorizedOperations',
-    686: 'tagged fields of MetadataResponseTopic',
-    691: 'ErrorCode',
-    693: 'Name',
-    694: 'IsInternal',
-    696: 'Partitions',
-    700: 'Partitions',
-    703: 'TopicAuthorizedOperations',
-    706: 'tagged fields of MetadataResponseTopic',
-    707: 'tagged fields of MetadataResponseTopic',
+    586: 'tagged fields of MetadataResponseTopic',
+    590: 'TopicAuthorizedOperations',
+    591: 'TopicAuthorizedOperations',
+    592: 'ErrorCode',
+    593: 'Name',
+    594: 'IsInternal',
+    596: 'Partitions',
+    598: 'Partitions',
+    600: 'tagged fields of MetadataResponseTopic',
+    604: 'TopicAuthorizedOperations',
+    605: 'TopicAuthorizedOperations',
+    606: 'ErrorCode',
+    607: 'Name',
+    608: 'IsInternal',
+    610: 'Partitions',
+    612: 'Partitions',
+    614: 'tagged fields of MetadataResponseTopic',
+    618: 'TopicAuthorizedOperations',
+    619: 'TopicAuthorizedOperations',
+    620: 'ErrorCode',
+    621: 'Name',
+    622: 'IsInternal',
+    624: 'Partitions',
+    626: 'Partitions',
+    628: 'tagged fields of MetadataResponseTopic',
+    633: 'ErrorCode',
+    635: 'Name',
+    636: 'IsInternal',
+    638: 'Partitions',
+    642: 'Partitions',
+    652: 'TopicAuthorizedOperations',
+    653: 'TopicAuthorizedOperations',
+    654: 'ErrorCode',
+    655: 'Name',
+    656: 'IsInternal',
+    658: 'Partitions',
+    660: 'Partitions',
+    662: 'tagged fields of MetadataResponseTopic',
+    666: 'TopicAuthorizedOperations',
+    667: 'TopicAuthorizedOperations',
+    668: 'ErrorCode',
+    669: 'Name',
+    670: 'IsInternal',
+    672: 'Partitions',
+    674: 'Partitions',
+    676: 'tagged fields of MetadataResponseTopic',
+    681: 'ErrorCode',
+    683: 'Name',
+    684: 'IsInternal',
+    686: 'Partitions',
+    690: 'Partitions',
+    700: 'TopicAuthorizedOperations',
+    701: 'TopicAuthorizedOperations',
+    702: 'ErrorCode',
+    703: 'Name',
+    704: 'IsInternal',
+    706: 'Partitions',
+    708: 'Partitions',
+    710: 'tagged fields of MetadataResponseTopic',
     715: 'ErrorCode',
-    716: 'Name',
-    717: 'IsInternal',
-    719: 'Partitions',
-    721: 'Partitions',
-    722: 'TopicAuthorizedOperations',
-    724: 'tagged fields of MetadataResponseTopic',
-    731: 'ErrorCode',
-    733: 'Name',
-    734: 'TopicId',
-    735: 'IsInternal',
-    737: 'Partitions',
+    717: 'Name',
+    718: 'IsInternal',
+    720: 'Partitions',
+    724: 'Partitions',
+    727: 'TopicAuthorizedOperations',
+    735: 'ErrorCode',
+    736: 'Name',
+    737: 'IsInternal',
+    739: 'Partitions',
     741: 'Partitions',
-    744: 'TopicAuthorizedOperations',
-    746: 'tagged fields of MetadataResponseTopic',
-    747: 'tagged fields of MetadataResponseTopic',
-    755: 'ErrorCode',
-    756: 'Name',
-    757: 'TopicId',
-    758: 'IsInternal',
-    760: 'Partitions',
+    742: 'TopicAuthorizedOperations',
+    744: 'tagged fields of MetadataResponseTopic',
+    749: 'ErrorCode',
+    751: 'Name',
+    752: 'IsInternal',
+    754: 'Partitions',
+    758: 'Partitions',
     762: 'Partitions',
-    763: 'TopicAuthorizedOperations',
-    765: 'tagged fields of MetadataResponseTopic',
-    772: 'ErrorCode',
-    774: 'Name',
-    775: 'TopicId',
-    776: 'IsInternal',
-    778: 'Partitions',
-    782: 'Partitions',
-    785: 'TopicAuthorizedOperations',
-    787: 'tagged fields of MetadataResponseTopic',
-    788: 'tagged fields of MetadataResponseTopic',
+    765: 'TopicAuthorizedOperations',
+    768: 'tagged fields of MetadataResponseTopic',
+    769: 'tagged fields of MetadataResponseTopic',
+    777: 'ErrorCode',
+    778: 'Name',
+    779: 'IsInternal',
+    781: 'Partitions',
+    784: 'Partitions',
+    786: 'Partitions',
+    787: 'TopicAuthorizedOperations',
+    789: 'tagged fields of MetadataResponseTopic',
     796: 'ErrorCode',
-    797: 'Name',
-    798: 'TopicId',
-    799: 'IsInternal',
-    801: 'Partitions',
-    803: 'Partitions',
-    804: 'TopicAuthorizedOperations',
-    806: 'tagged fields of MetadataResponseTopic',
-    813: 'Brokers',
-    817: 'Brokers',
-    820: 'Topics',
-    824: 'Topics',
-    837: 'ClusterAuthorizedOperations',
-    838: 'ClusterAuthorizedOperations',
-    840: 'Brokers',
-    842: 'Brokers',
-    844: 'Topics',
-    846: 'Topics',
-    848: 'tagged fields of MetadataResponse',
-    853: 'Brokers',
-    857: 'Brokers',
-    860: 'ControllerId',
-    862: 'Topics',
-    866: 'Topics',
-    878: 'ClusterAuthorizedOperations',
-    879: 'ClusterAuthorizedOperations',
-    881: 'Brokers',
-    883: 'Brokers',
-    884: 'ControllerId',
-    886: 'Topics',
-    888: 'Topics',
-    890: 'tagged fields of MetadataResponse',
-    895: 'Brokers',
-    899: 'Brokers',
-    902: 'ClusterId',
-    903: 'ControllerId',
-    905: 'Topics',
-    909: 'Topics',
-    920: 'ClusterAuthorizedOperations',
-    921: 'ClusterAuthorizedOperations',
-    923: 'Brokers',
-    925: 'Brokers',
-    926: 'ClusterId',
-    927: 'ControllerId',
-    929: 'Topics',
-    931: 'Topics',
-    933: 'tagged fields of MetadataResponse',
-    938: 'ThrottleTimeMs',
-    940: 'Brokers',
-    944: 'Brokers',
-    947: 'ClusterId',
-    948: 'ControllerId',
-    950: 'Topics',
-    954: 'Topics',
-    964: 'ClusterAuthorizedOperations',
-    965: 'ClusterAuthorizedOperations',
-    966: 'ThrottleTimeMs',
-    968: 'Brokers',
-    970: 'Brokers',
-    971: 'ClusterId',
-    972: 'ControllerId',
-    974: 'Topics',
-    976: 'Topics',
-    978: 'tagged fields of MetadataResponse',
-    982: 'ClusterAuthorizedOperations',
-    983: 'ClusterAuthorizedOperations',
-    984: 'ThrottleTimeMs',
-    986: 'Brokers',
-    988: 'Brokers',
-    989: 'ClusterId',
-    990: 'ControllerId',
-    992: 'Topics',
-    994: 'Topics',
-    996: 'tagged fields of MetadataResponse',
-    1001: 'ThrottleTimeMs',
-    1003: 'Brokers',
-    1007: 'Brokers',
-    1010: 'ClusterId',
-    1011: 'ControllerId',
-    1013: 'Topics',
-    1017: 'Topics',
-    1027: 'ClusterAuthorizedOperations',
-    1028: 'ClusterAuthorizedOperations',
-    1029: 'ThrottleTimeMs',
-    1031: 'Brokers',
-    1033: 'Brokers',
-    1034: 'ClusterId',
-    1035: 'ControllerId',
-    1037: 'Topics',
-    1039: 'Topics',
-    1041: 'tagged fields of MetadataResponse',
-    1045: 'ClusterAuthorizedOperations',
-    1046: 'ClusterAuthorizedOperations',
-    1047: 'ThrottleTimeMs',
+    798: 'Name',
+    799: 'TopicId',
+    800: 'IsInternal',
+    802: 'Partitions',
+    806: 'Partitions',
+    810: 'Partitions',
+    813: 'TopicAuthorizedOperations',
+    815: 'tagged fields of MetadataResponseTopic',
+    816: 'tagged fields of MetadataResponseTopic',
+    824: 'ErrorCode',
+    825: 'Name',
+    826: 'TopicId',
+    827: 'IsInternal',
+    829: 'Partitions',
+    832: 'Partitions',
+    834: 'Partitions',
+    835: 'TopicAuthorizedOperations',
+    837: 'tagged fields of MetadataResponseTopic',
+    844: 'ErrorCode',
+    846: 'Name',
+    847: 'TopicId',
+    848: 'IsInternal',
+    850: 'Partitions',
+    854: 'Partitions',
+    858: 'Partitions',
+    861: 'TopicAuthorizedOperations',
+    863: 'tagged fields of MetadataResponseTopic',
+    864: 'tagged fields of MetadataResponseTopic',
+    872: 'ErrorCode',
+    873: 'Name',
+    874: 'TopicId',
+    875: 'IsInternal',
+    877: 'Partitions',
+    880: 'Partitions',
+    882: 'Partitions',
+    883: 'TopicAuthorizedOperations',
+    885: 'tagged fields of MetadataResponseTopic',
+    892: 'Brokers',
+    896: 'Brokers',
+    899: 'Topics',
+    903: 'Topics',
+    916: 'ClusterAuthorizedOperations',
+    917: 'ClusterAuthorizedOperations',
+    919: 'Brokers',
+    921: 'Brokers',
+    923: 'Topics',
+    925: 'Topics',
+    927: 'tagged fields of MetadataResponse',
+    932: 'Brokers',
+    936: 'Brokers',
+    939: 'ControllerId',
+    941: 'Topics',
+    945: 'Topics',
+    957: 'ClusterAuthorizedOperations',
+    958: 'ClusterAuthorizedOperations',
+    960: 'Brokers',
+    962: 'Brokers',
+    963: 'ControllerId',
+    965: 'Topics',
+    967: 'Topics',
+    969: 'tagged fields of MetadataResponse',
+    974: 'Brokers',
+    978: 'Brokers',
+    981: 'ClusterId',
+    982: 'ControllerId',
+    984: 'Topics',
+    988: 'Topics',
+    999: 'ClusterAuthorizedOperations',
+    1000: 'ClusterAuthorizedOperations',
+    1002: 'Brokers',
+    1004: 'Brokers',
+    1005: 'ClusterId',
+    1006: 'ControllerId',
+    1008: 'Topics',
+    1010: 'Topics',
+    1012: 'tagged fields of MetadataResponse',
+    1017: 'ThrottleTimeMs',
+    1019: 'Brokers',
+    1023: 'Brokers',
+    1026: 'ClusterId',
+    1027: 'ControllerId',
+    1029: 'Topics',
+    1033: 'Topics',
+    1043: 'ClusterAuthorizedOperations',
+    1044: 'ClusterAuthorizedOperations',
+    1045: 'ThrottleTimeMs',
+    1047: 'Brokers',
     1049: 'Brokers',
-    1051: 'Brokers',
-    1052: 'ClusterId',
-    1053: 'ControllerId',
+    1050: 'ClusterId',
+    1051: 'ControllerId',
+    1053: 'Topics',
     1055: 'Topics',
-    1057: 'Topics',
-    1059: 'tagged fields of MetadataResponse',
-    1064: 'ThrottleTimeMs',
-    1066: 'Brokers',
-    1070: 'Brokers',
-    1073: 'ClusterId',
-    1074: 'ControllerId',
-    1076: 'Topics',
-    1080: 'Topics',
-    1090: 'ClusterAuthorizedOperations',
-    1091: 'ClusterAuthorizedOperations',
-    1092: 'ThrottleTimeMs',
-    1094: 'Brokers',
-    1096: 'Brokers',
-    1097: 'ClusterId',
-    1098: 'ControllerId',
-    1100: 'Topics',
-    1102: 'Topics',
-    1104: 'tagged fields of MetadataResponse',
-    1109: 'ThrottleTimeMs',
-    1111: 'Brokers',
-    1115: 'Brokers',
-    1118: 'ClusterId',
-    1119: 'ControllerId',
-    1121: 'Topics',
-    1125: 'Topics',
-    1128: 'ClusterAuthorizedOperations',
-    1136: 'ThrottleTimeMs',
-    1138: 'Brokers',
-    1140: 'Brokers',
-    1141: 'ClusterId',
-    1142: 'ControllerId',
-    1144: 'Topics',
-    1146: 'Topics',
-    1147: 'ClusterAuthorizedOperations',
-    1149: 'tagged fields of MetadataResponse',
-    1154: 'ThrottleTimeMs',
-    1156: 'Brokers',
-    1160: 'Brokers',
-    1163: 'ClusterId',
-    1164: 'ControllerId',
-    1166: 'Topics',
-    1170: 'Topics',
-    1173: 'ClusterAuthorizedOperations',
-    1176: 'tagged fields of MetadataResponse',
-    1177: 'tagged fields of MetadataResponse',
-    1185: 'ThrottleTimeMs',
-    1187: 'Brokers',
-    1189: 'Brokers',
-    1190: 'ClusterId',
-    1191: 'ControllerId',
-    1193: 'Topics',
-    1195: 'Topics',
-    1196: 'ClusterAuthorizedOperations',
-    1198: 'tagged fields of MetadataResponse',
-    1205: 'ThrottleTimeMs',
-    1207: 'Brokers',
-    1211: 'Brokers',
-    1214: 'ClusterId',
-    1215: 'ControllerId',
-    1217: 'Topics',
-    1221: 'Topics',
-    1224: 'ClusterAuthorizedOperations',
-    1227: 'tagged fields of MetadataResponse',
+    1057: 'tagged fields of MetadataResponse',
+    1061: 'ClusterAuthorizedOperations',
+    1062: 'ClusterAuthorizedOperations',
+    1063: 'ThrottleTimeMs',
+    1065: 'Brokers',
+    1067: 'Brokers',
+    1068: 'ClusterId',
+    1069: 'ControllerId',
+    1071: 'Topics',
+    1073: 'Topics',
+    1075: 'tagged fields of MetadataResponse',
+    1080: 'ThrottleTimeMs',
+    1082: 'Brokers',
+    1086: 'Brokers',
+    1089: 'ClusterId',
+    1090: 'ControllerId',
+    1092: 'Topics',
+    1096: 'Topics',
+    1106: 'ClusterAuthorizedOperations',
+    1107: 'ClusterAuthorizedOperations',
+    1108: 'ThrottleTimeMs',
+    1110: 'Brokers',
+    1112: 'Brokers',
+    1113: 'ClusterId',
+    1114: 'ControllerId',
+    1116: 'Topics',
+    1118: 'Topics',
+    1120: 'tagged fields of MetadataResponse',
+    1124: 'ClusterAuthorizedOperations',
+    1125: 'ClusterAuthorizedOperations',
+    1126: 'ThrottleTimeMs',
+    1128: 'Brokers',
+    1130: 'Brokers',
+    1131: 'ClusterId',
+    1132: 'ControllerId',
+    1134: 'Topics',
+    1136: 'Topics',
+    1138: 'tagged fields of MetadataResponse',
+    1143: 'ThrottleTimeMs',
+    1145: 'Brokers',
+    1149: 'Brokers',
+    1152: 'ClusterId',
+    1153: 'ControllerId',
+    1155: 'Topics',
+    1159: 'Topics',
+    1169: 'ClusterAuthorizedOperations',
+    1170: 'ClusterAuthorizedOperations',
+    1171: 'ThrottleTimeMs',
+    1173: 'Brokers',
+    1175: 'Brokers',
+    1176: 'ClusterId',
+    1177: 'ControllerId',
+    1179: 'Topics',
+    1181: 'Topics',
+    1183: 'tagged fields of MetadataResponse',
+    1188: 'ThrottleTimeMs',
+    1190: 'Brokers',
+    1194: 'Brokers',
+    1197: 'ClusterId',
+    1198: 'ControllerId',
+    1200: 'Topics',
+    1204: 'Topics',
+    1207: 'ClusterAuthorizedOperations',
+    1215: 'ThrottleTimeMs',
+    1217: 'Brokers',
+    1219: 'Brokers',
+    1220: 'ClusterId',
+    1221: 'ControllerId',
+    1223: 'Topics',
+    1225: 'Topics',
+    1226: 'ClusterAuthorizedOperations',
     1228: 'tagged fields of MetadataResponse',
-    1236: 'ThrottleTimeMs',
-    1238: 'Brokers',
-    1240: 'Brokers',
-    1241: 'ClusterId',
-    1242: 'ControllerId',
-    1244: 'Topics',
-    1246: 'Topics',
-    1247: 'ClusterAuthorizedOperations',
-    1249: 'tagged fields of MetadataResponse',
-    1256: 'ThrottleTimeMs',
-    1258: 'Brokers',
-    1262: 'Brokers',
-    1265: 'ClusterId',
-    1266: 'ControllerId',
-    1268: 'Topics',
-    1272: 'Topics',
-    1277: 'tagged fields of MetadataResponse',
-    1278: 'tagged fields of MetadataResponse',
-    1286: 'ClusterAuthorizedOperations',
-    1287: 'ClusterAuthorizedOperations',
-    1288: 'ThrottleTimeMs',
-    1290: 'Brokers',
-    1292: 'Brokers',
-    1293: 'ClusterId',
-    1294: 'ControllerId',
-    1296: 'Topics',
-    1298: 'Topics',
-    1300: 'tagged fields of MetadataResponse',
-    1307: 'ThrottleTimeMs',
-    1309: 'Brokers',
-    1313: 'Brokers',
-    1316: 'ClusterId',
-    1317: 'ControllerId',
-    1319: 'Topics',
-    1323: 'Topics',
+    1233: 'ThrottleTimeMs',
+    1235: 'Brokers',
+    1239: 'Brokers',
+    1243: 'Brokers',
+    1246: 'ClusterId',
+    1247: 'ControllerId',
+    1249: 'Topics',
+    1253: 'Topics',
+    1257: 'Topics',
+    1260: 'ClusterAuthorizedOperations',
+    1263: 'tagged fields of MetadataResponse',
+    1264: 'tagged fields of MetadataResponse',
+    1272: 'ThrottleTimeMs',
+    1274: 'Brokers',
+    1277: 'Brokers',
+    1279: 'Brokers',
+    1280: 'ClusterId',
+    1281: 'ControllerId',
+    1283: 'Topics',
+    1286: 'Topics',
+    1288: 'Topics',
+    1289: 'ClusterAuthorizedOperations',
+    1291: 'tagged fields of MetadataResponse',
+    1298: 'ThrottleTimeMs',
+    1300: 'Brokers',
+    1304: 'Brokers',
+    1308: 'Brokers',
+    1311: 'ClusterId',
+    1312: 'ControllerId',
+    1314: 'Topics',
+    1318: 'Topics',
+    1322: 'Topics',
+    1325: 'ClusterAuthorizedOperations',
     1328: 'tagged fields of MetadataResponse',
     1329: 'tagged fields of MetadataResponse',
-    1337: 'ClusterAuthorizedOperations',
-    1338: 'ClusterAuthorizedOperations',
-    1339: 'ThrottleTimeMs',
-    1341: 'Brokers',
-    1343: 'Brokers',
-    1344: 'ClusterId',
-    1345: 'ControllerId',
-    1347: 'Topics',
-    1349: 'Topics',
-    1351: 'tagged fields of MetadataResponse',
-    1358: 'ThrottleTimeMs',
-    1360: 'Brokers',
-    1364: 'Brokers',
-    1367: 'ClusterId',
-    1368: 'ControllerId',
-    1370: 'Topics',
-    1374: 'Topics',
-    1377: 'ErrorCode',
-    1380: 'tagged fields of MetadataResponse',
-    1381: 'tagged fields of MetadataResponse',
-    1389: 'ClusterAuthorizedOperations',
-    1390: 'ClusterAuthorizedOperations',
-    1391: 'ThrottleTimeMs',
-    1393: 'Brokers',
-    1395: 'Brokers',
-    1396: 'ClusterId',
-    1397: 'ControllerId',
-    1399: 'Topics',
-    1401: 'Topics',
-    1402: 'ErrorCode',
-    1404: 'tagged fields of MetadataResponse',
+    1337: 'ThrottleTimeMs',
+    1339: 'Brokers',
+    1342: 'Brokers',
+    1344: 'Brokers',
+    1345: 'ClusterId',
+    1346: 'ControllerId',
+    1348: 'Topics',
+    1351: 'Topics',
+    1353: 'Topics',
+    1354: 'ClusterAuthorizedOperations',
+    1356: 'tagged fields of MetadataResponse',
+    1363: 'ThrottleTimeMs',
+    1365: 'Brokers',
+    1369: 'Brokers',
+    1373: 'Brokers',
+    1376: 'ClusterId',
+    1377: 'ControllerId',
+    1379: 'Topics',
+    1383: 'Topics',
+    1387: 'Topics',
+    1392: 'tagged fields of MetadataResponse',
+    1393: 'tagged fields of MetadataResponse',
+    1401: 'ClusterAuthorizedOperations',
+    1402: 'ClusterAuthorizedOperations',
+    1403: 'ThrottleTimeMs',
+    1405: 'Brokers',
+    1408: 'Brokers',
+    1410: 'Brokers',
+    1411: 'ClusterId',
+    1412: 'ControllerId',
+    1414: 'Topics',
+    1417: 'Topics',
+    1419: 'Topics',
+    1421: 'tagged fields of MetadataResponse',
+    1428: 'ThrottleTimeMs',
+    1430: 'Brokers',
+    1434: 'Brokers',
+    1438: 'Brokers',
+    1441: 'ClusterId',
+    1442: 'ControllerId',
+    1444: 'Topics',
+    1448: 'Topics',
+    1452: 'Topics',
+    1457: 'tagged fields of MetadataResponse',
+    1458: 'tagged fields of MetadataResponse',
+    1466: 'ClusterAuthorizedOperations',
+    1467: 'ClusterAuthorizedOperations',
+    1468: 'ThrottleTimeMs',
+    1470: 'Brokers',
+    1473: 'Brokers',
+    1475: 'Brokers',
+    1476: 'ClusterId',
+    1477: 'ControllerId',
+    1479: 'Topics',
+    1482: 'Topics',
+    1484: 'Topics',
+    1486: 'tagged fields of MetadataResponse',
+    1493: 'ThrottleTimeMs',
+    1495: 'Brokers',
+    1499: 'Brokers',
+    1503: 'Brokers',
+    1506: 'ClusterId',
+    1507: 'ControllerId',
+    1509: 'Topics',
+    1513: 'Topics',
+    1517: 'Topics',
+    1520: 'ErrorCode',
+    1523: 'tagged fields of MetadataResponse',
+    1524: 'tagged fields of MetadataResponse',
+    1532: 'ClusterAuthorizedOperations',
+    1533: 'ClusterAuthorizedOperations',
+    1534: 'ThrottleTimeMs',
+    1536: 'Brokers',
+    1539: 'Brokers',
+    1541: 'Brokers',
+    1542: 'ClusterId',
+    1543: 'ControllerId',
+    1545: 'Topics',
+    1548: 'Topics',
+    1550: 'Topics',
+    1551: 'ErrorCode',
+    1553: 'tagged fields of MetadataResponse',
 }

@@ -14,6 +14,7 @@ _new = object.__new__
 
 _S0 = _Struct('>i')
 _S1 = _Struct('>b')
+_ARRAY_INT32 = array_structs('i')
 
 
 class PartitionChangeRecord(_message.Message):
@@ -69,11 +70,16 @@ def _decode_tags_PartitionChangeRecord_v0(self, data, pos):
         tag, pos, end = read_tag_header(data, pos, last)
         last = tag
         if tag == 0:
-            n, pos = read_compact_nullable_array_length(data, pos)
+            n = data[pos] - 1
+            if -1 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_nullable_array_length(data, pos)
             if n < 0:
                 self.isr = None
             else:
-                self.isr, pos = read_fixed_array(data, pos, n, 'i', 4)
+                self.isr = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+                pos += 4 * n
             if pos != end:
                 raise Malformed(f'tagged field Isr (tag 0) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 1:
@@ -82,27 +88,42 @@ def _decode_tags_PartitionChangeRecord_v0(self, data, pos):
             if pos != end:
                 raise Malformed(f'tagged field Leader (tag 1) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 2:
-            n, pos = read_compact_nullable_array_length(data, pos)
+            n = data[pos] - 1
+            if -1 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_nullable_array_length(data, pos)
             if n < 0:
                 self.replicas = None
             else:
-                self.replicas, pos = read_fixed_array(data, pos, n, 'i', 4)
+                self.replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+                pos += 4 * n
             if pos != end:
                 raise Malformed(f'tagged field Replicas (tag 2) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 3:
-            n, pos = read_compact_nullable_array_length(data, pos)
+            n = data[pos] - 1
+            if -1 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_nullable_array_length(data, pos)
             if n < 0:
                 self.removing_replicas = None
             else:
-                self.removing_replicas, pos = read_fixed_array(data, pos, n, 'i', 4)
+                self.removing_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+                pos += 4 * n
             if pos != end:
                 raise Malformed(f'tagged field RemovingReplicas (tag 3) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 4:
-            n, pos = read_compact_nullable_array_length(data, pos)
+            n = data[pos] - 1
+            if -1 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_nullable_array_length(data, pos)
             if n < 0:
                 self.adding_replicas = None
             else:
-                self.adding_replicas, pos = read_fixed_array(data, pos, n, 'i', 4)
+                self.adding_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+                pos += 4 * n
             if pos != end:
                 raise Malformed(f'tagged field AddingReplicas (tag 4) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 5:
@@ -133,7 +154,11 @@ def _decode_PartitionChangeRecord_v0(data, pos):
     self.directories = None
     self.eligible_leader_replicas = None
     self.last_known_elr = None
-    pos = _decode_tags_PartitionChangeRecord_v0(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_PartitionChangeRecord_v0(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
@@ -152,7 +177,8 @@ def _encode_PartitionChangeRecord_v0(self, buf):
         items = self.isr
         write_compact_nullable_array_length(tag_buf, items)
         if items is not None:
-            write_fixed_array(tag_buf, items, 'i')
+            if items:
+                tag_buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
         known.append((0, tag_buf))
     if self.leader != -2:
         tag_buf = bytearray()
@@ -163,21 +189,24 @@ def _encode_PartitionChangeRecord_v0(self, buf):
         items = self.replicas
         write_compact_nullable_array_length(tag_buf, items)
         if items is not None:
-            write_fixed_array(tag_buf, items, 'i')
+            if items:
+                tag_buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
         known.append((2, tag_buf))
     if self.removing_replicas is not None:
         tag_buf = bytearray()
         items = self.removing_replicas
         write_compact_nullable_array_length(tag_buf, items)
         if items is not None:
-            write_fixed_array(tag_buf, items, 'i')
+            if items:
+                tag_buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
         known.append((3, tag_buf))
     if self.adding_replicas is not None:
         tag_buf = bytearray()
         items = self.adding_replicas
         write_compact_nullable_array_length(tag_buf, items)
         if items is not None:
-            write_fixed_array(tag_buf, items, 'i')
+            if items:
+                tag_buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
         known.append((4, tag_buf))
     if self.leader_recovery_state != -1:
         tag_buf = bytearray()
@@ -199,11 +228,16 @@ def _decode_tags_PartitionChangeRecord_v1(self, data, pos):
         tag, pos, end = read_tag_header(data, pos, last)
         last = tag
         if tag == 0:
-            n, pos = read_compact_nullable_array_length(data, pos)
+            n = data[pos] - 1
+            if -1 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_nullable_array_length(data, pos)
             if n < 0:
                 self.isr = None
             else:
-                self.isr, pos = read_fixed_array(data, pos, n, 'i', 4)
+                self.isr = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+                pos += 4 * n
             if pos != end:
                 raise Malformed(f'tagged field Isr (tag 0) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 1:
@@ -212,27 +246,42 @@ def _decode_tags_PartitionChangeRecord_v1(self, data, pos):
             if pos != end:
                 raise Malformed(f'tagged field Leader (tag 1) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 2:
-            n, pos = read_compact_nullable_array_length(data, pos)
+            n = data[pos] - 1
+            if -1 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_nullable_array_length(data, pos)
             if n < 0:
                 self.replicas = None
             else:
-                self.replicas, pos = read_fixed_array(data, pos, n, 'i', 4)
+                self.replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+                pos += 4 * n
             if pos != end:
                 raise Malformed(f'tagged field Replicas (tag 2) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 3:
-            n, pos = read_compact_nullable_array_length(data, pos)
+            n = data[pos] - 1
+            if -1 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_nullable_array_length(data, pos)
             if n < 0:
                 self.removing_replicas = None
             else:
-                self.removing_replicas, pos = read_fixed_array(data, pos, n, 'i', 4)
+                self.removing_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+                pos += 4 * n
             if pos != end:
                 raise Malformed(f'tagged field RemovingReplicas (tag 3) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 4:
-            n, pos = read_compact_nullable_array_length(data, pos)
+            n = data[pos] - 1
+            if -1 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_nullable_array_length(data, pos)
             if n < 0:
                 self.adding_replicas = None
             else:
-                self.adding_replicas, pos = read_fixed_array(data, pos, n, 'i', 4)
+                self.adding_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+                pos += 4 * n
             if pos != end:
                 raise Malformed(f'tagged field AddingReplicas (tag 4) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 5:
@@ -241,7 +290,11 @@ def _decode_tags_PartitionChangeRecord_v1(self, data, pos):
             if pos != end:
                 raise Malformed(f'tagged field LeaderRecoveryState (tag 5) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 8:
-            n, pos = read_compact_nullable_array_length(data, pos)
+            n = data[pos] - 1
+            if -1 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_nullable_array_length(data, pos)
             if n < 0:
                 self.directories = None
             else:
@@ -276,7 +329,11 @@ def _decode_PartitionChangeRecord_v1(data, pos):
     self.directories = None
     self.eligible_leader_replicas = None
     self.last_known_elr = None
-    pos = _decode_tags_PartitionChangeRecord_v1(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_PartitionChangeRecord_v1(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
@@ -293,7 +350,8 @@ def _encode_PartitionChangeRecord_v1(self, buf):
         items = self.isr
         write_compact_nullable_array_length(tag_buf, items)
         if items is not None:
-            write_fixed_array(tag_buf, items, 'i')
+            if items:
+                tag_buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
         known.append((0, tag_buf))
     if self.leader != -2:
         tag_buf = bytearray()
@@ -304,21 +362,24 @@ def _encode_PartitionChangeRecord_v1(self, buf):
         items = self.replicas
         write_compact_nullable_array_length(tag_buf, items)
         if items is not None:
-            write_fixed_array(tag_buf, items, 'i')
+            if items:
+                tag_buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
         known.append((2, tag_buf))
     if self.removing_replicas is not None:
         tag_buf = bytearray()
         items = self.removing_replicas
         write_compact_nullable_array_length(tag_buf, items)
         if items is not None:
-            write_fixed_array(tag_buf, items, 'i')
+            if items:
+                tag_buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
         known.append((3, tag_buf))
     if self.adding_replicas is not None:
         tag_buf = bytearray()
         items = self.adding_replicas
         write_compact_nullable_array_length(tag_buf, items)
         if items is not None:
-            write_fixed_array(tag_buf, items, 'i')
+            if items:
+                tag_buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
         known.append((4, tag_buf))
     if self.leader_recovery_state != -1:
         tag_buf = bytearray()
@@ -347,11 +408,16 @@ def _decode_tags_PartitionChangeRecord_v2(self, data, pos):
         tag, pos, end = read_tag_header(data, pos, last)
         last = tag
         if tag == 0:
-            n, pos = read_compact_nullable_array_length(data, pos)
+            n = data[pos] - 1
+            if -1 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_nullable_array_length(data, pos)
             if n < 0:
                 self.isr = None
             else:
-                self.isr, pos = read_fixed_array(data, pos, n, 'i', 4)
+                self.isr = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+                pos += 4 * n
             if pos != end:
                 raise Malformed(f'tagged field Isr (tag 0) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 1:
@@ -360,27 +426,42 @@ def _decode_tags_PartitionChangeRecord_v2(self, data, pos):
             if pos != end:
                 raise Malformed(f'tagged field Leader (tag 1) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 2:
-            n, pos = read_compact_nullable_array_length(data, pos)
+            n = data[pos] - 1
+            if -1 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_nullable_array_length(data, pos)
             if n < 0:
                 self.replicas = None
             else:
-                self.replicas, pos = read_fixed_array(data, pos, n, 'i', 4)
+                self.replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+                pos += 4 * n
             if pos != end:
                 raise Malformed(f'tagged field Replicas (tag 2) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 3:
-            n, pos = read_compact_nullable_array_length(data, pos)
+            n = data[pos] - 1
+            if -1 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_nullable_array_length(data, pos)
             if n < 0:
                 self.removing_replicas = None
             else:
-                self.removing_replicas, pos = read_fixed_array(data, pos, n, 'i', 4)
+                self.removing_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+                pos += 4 * n
             if pos != end:
                 raise Malformed(f'tagged field RemovingReplicas (tag 3) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 4:
-            n, pos = read_compact_nullable_array_length(data, pos)
+            n = data[pos] - 1
+            if -1 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_nullable_array_length(data, pos)
             if n < 0:
                 self.adding_replicas = None
             else:
-                self.adding_replicas, pos = read_fixed_array(data, pos, n, 'i', 4)
+                self.adding_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+                pos += 4 * n
             if pos != end:
                 raise Malformed(f'tagged field AddingReplicas (tag 4) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 5:
@@ -389,23 +470,37 @@ def _decode_tags_PartitionChangeRecord_v2(self, data, pos):
             if pos != end:
                 raise Malformed(f'tagged field LeaderRecoveryState (tag 5) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 6:
-            n, pos = read_compact_nullable_array_length(data, pos)
+            n = data[pos] - 1
+            if -1 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_nullable_array_length(data, pos)
             if n < 0:
                 self.eligible_leader_replicas = None
             else:
-                self.eligible_leader_replicas, pos = read_fixed_array(data, pos, n, 'i', 4)
+                self.eligible_leader_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+                pos += 4 * n
             if pos != end:
                 raise Malformed(f'tagged field EligibleLeaderReplicas (tag 6) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 7:
-            n, pos = read_compact_nullable_array_length(data, pos)
+            n = data[pos] - 1
+            if -1 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_nullable_array_length(data, pos)
             if n < 0:
                 self.last_known_elr = None
             else:
-                self.last_known_elr, pos = read_fixed_array(data, pos, n, 'i', 4)
+                self.last_known_elr = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+                pos += 4 * n
             if pos != end:
                 raise Malformed(f'tagged field LastKnownElr (tag 7) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 8:
-            n, pos = read_compact_nullable_array_length(data, pos)
+            n = data[pos] - 1
+            if -1 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_nullable_array_length(data, pos)
             if n < 0:
                 self.directories = None
             else:
@@ -440,7 +535,11 @@ def _decode_PartitionChangeRecord_v2(data, pos):
     self.directories = None
     self.eligible_leader_replicas = None
     self.last_known_elr = None
-    pos = _decode_tags_PartitionChangeRecord_v2(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_PartitionChangeRecord_v2(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
@@ -453,7 +552,8 @@ def _encode_PartitionChangeRecord_v2(self, buf):
         items = self.isr
         write_compact_nullable_array_length(tag_buf, items)
         if items is not None:
-            write_fixed_array(tag_buf, items, 'i')
+            if items:
+                tag_buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
         known.append((0, tag_buf))
     if self.leader != -2:
         tag_buf = bytearray()
@@ -464,21 +564,24 @@ def _encode_PartitionChangeRecord_v2(self, buf):
         items = self.replicas
         write_compact_nullable_array_length(tag_buf, items)
         if items is not None:
-            write_fixed_array(tag_buf, items, 'i')
+            if items:
+                tag_buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
         known.append((2, tag_buf))
     if self.removing_replicas is not None:
         tag_buf = bytearray()
         items = self.removing_replicas
         write_compact_nullable_array_length(tag_buf, items)
         if items is not None:
-            write_fixed_array(tag_buf, items, 'i')
+            if items:
+                tag_buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
         known.append((3, tag_buf))
     if self.adding_replicas is not None:
         tag_buf = bytearray()
         items = self.adding_replicas
         write_compact_nullable_array_length(tag_buf, items)
         if items is not None:
-            write_fixed_array(tag_buf, items, 'i')
+            if items:
+                tag_buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
         known.append((4, tag_buf))
     if self.leader_recovery_state != -1:
         tag_buf = bytearray()
@@ -489,14 +592,16 @@ def _encode_PartitionChangeRecord_v2(self, buf):
         items = self.eligible_leader_replicas
         write_compact_nullable_array_length(tag_buf, items)
         if items is not None:
-            write_fixed_array(tag_buf, items, 'i')
+            if items:
+                tag_buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
         known.append((6, tag_buf))
     if self.last_known_elr is not None:
         tag_buf = bytearray()
         items = self.last_known_elr
         write_compact_nullable_array_length(tag_buf, items)
         if items is not None:
-            write_fixed_array(tag_buf, items, 'i')
+            if items:
+                tag_buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
         known.append((7, tag_buf))
     if self.directories is not None:
         tag_buf = bytearray()
@@ -515,158 +620,177 @@ PartitionChangeRecord._ENCODERS = {0: _encode_PartitionChangeRecord_v0, 1: _enco
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    63: 'tagged fields of PartitionChangeRecord',
-    69: 'tagged fields of PartitionChangeRecord',
-    72: 'Isr',
-    76: 'Isr',
-    78: 'Isr',
-    80: 'Leader',
-    83: 'Leader',
-    85: 'Replicas',
-    89: 'Replicas',
+    64: 'tagged fields of PartitionChangeRecord',
+    70: 'tagged fields of PartitionChangeRecord',
+    73: 'Isr',
+    77: 'Isr',
+    81: 'Isr',
+    84: 'Isr',
+    86: 'Leader',
+    89: 'Leader',
     91: 'Replicas',
-    93: 'RemovingReplicas',
-    97: 'RemovingReplicas',
-    99: 'RemovingReplicas',
-    101: 'AddingReplicas',
-    105: 'AddingReplicas',
-    107: 'AddingReplicas',
-    109: 'LeaderRecoveryState',
-    112: 'LeaderRecoveryState',
-    124: 'PartitionId',
-    126: 'TopicId',
-    136: 'tagged fields of PartitionChangeRecord',
-    141: 'Directories',
-    142: 'Directories',
-    143: 'EligibleLeaderReplicas',
-    144: 'EligibleLeaderReplicas',
-    145: 'LastKnownElr',
-    146: 'LastKnownElr',
-    147: 'PartitionId',
-    148: 'TopicId',
-    150: 'Isr',
-    153: 'Isr',
-    155: 'Isr',
-    157: 'Leader',
-    159: 'Leader',
-    161: 'Replicas',
-    164: 'Replicas',
-    166: 'Replicas',
-    168: 'RemovingReplicas',
-    171: 'RemovingReplicas',
-    173: 'RemovingReplicas',
-    175: 'AddingReplicas',
-    178: 'AddingReplicas',
-    180: 'AddingReplicas',
-    182: 'LeaderRecoveryState',
-    184: 'LeaderRecoveryState',
-    187: 'tagged fields of PartitionChangeRecord',
-    193: 'tagged fields of PartitionChangeRecord',
-    199: 'tagged fields of PartitionChangeRecord',
-    202: 'Isr',
-    206: 'Isr',
-    208: 'Isr',
-    210: 'Leader',
-    213: 'Leader',
-    215: 'Replicas',
-    219: 'Replicas',
-    221: 'Replicas',
-    223: 'RemovingReplicas',
-    227: 'RemovingReplicas',
-    229: 'RemovingReplicas',
-    231: 'AddingReplicas',
-    235: 'AddingReplicas',
-    237: 'AddingReplicas',
-    239: 'LeaderRecoveryState',
-    242: 'LeaderRecoveryState',
-    244: 'Directories',
-    251: 'Directories',
-    255: 'Directories',
-    267: 'PartitionId',
-    269: 'TopicId',
-    279: 'tagged fields of PartitionChangeRecord',
-    284: 'EligibleLeaderReplicas',
-    285: 'EligibleLeaderReplicas',
-    286: 'LastKnownElr',
-    287: 'LastKnownElr',
-    288: 'PartitionId',
-    289: 'TopicId',
-    291: 'Isr',
-    294: 'Isr',
-    296: 'Isr',
-    298: 'Leader',
-    300: 'Leader',
-    302: 'Replicas',
-    305: 'Replicas',
-    307: 'Replicas',
-    309: 'RemovingReplicas',
-    312: 'RemovingReplicas',
-    314: 'RemovingReplicas',
-    316: 'AddingReplicas',
-    319: 'AddingReplicas',
-    321: 'AddingReplicas',
-    323: 'LeaderRecoveryState',
-    325: 'LeaderRecoveryState',
-    327: 'Directories',
-    330: 'Directories',
-    332: 'Directories',
-    335: 'tagged fields of PartitionChangeRecord',
-    341: 'tagged fields of PartitionChangeRecord',
-    347: 'tagged fields of PartitionChangeRecord',
-    350: 'Isr',
+    95: 'Replicas',
+    99: 'Replicas',
+    102: 'Replicas',
+    104: 'RemovingReplicas',
+    108: 'RemovingReplicas',
+    112: 'RemovingReplicas',
+    115: 'RemovingReplicas',
+    117: 'AddingReplicas',
+    121: 'AddingReplicas',
+    125: 'AddingReplicas',
+    128: 'AddingReplicas',
+    130: 'LeaderRecoveryState',
+    133: 'LeaderRecoveryState',
+    145: 'PartitionId',
+    147: 'TopicId',
+    157: 'tagged fields of PartitionChangeRecord',
+    158: 'tagged fields of PartitionChangeRecord',
+    166: 'Directories',
+    167: 'Directories',
+    168: 'EligibleLeaderReplicas',
+    169: 'EligibleLeaderReplicas',
+    170: 'LastKnownElr',
+    171: 'LastKnownElr',
+    172: 'PartitionId',
+    173: 'TopicId',
+    175: 'Isr',
+    178: 'Isr',
+    181: 'Isr',
+    183: 'Leader',
+    185: 'Leader',
+    187: 'Replicas',
+    190: 'Replicas',
+    193: 'Replicas',
+    195: 'RemovingReplicas',
+    198: 'RemovingReplicas',
+    201: 'RemovingReplicas',
+    203: 'AddingReplicas',
+    206: 'AddingReplicas',
+    209: 'AddingReplicas',
+    211: 'LeaderRecoveryState',
+    213: 'LeaderRecoveryState',
+    216: 'tagged fields of PartitionChangeRecord',
+    222: 'tagged fields of PartitionChangeRecord',
+    228: 'tagged fields of PartitionChangeRecord',
+    231: 'Isr',
+    235: 'Isr',
+    239: 'Isr',
+    242: 'Isr',
+    244: 'Leader',
+    247: 'Leader',
+    249: 'Replicas',
+    253: 'Replicas',
+    257: 'Replicas',
+    260: 'Replicas',
+    262: 'RemovingReplicas',
+    266: 'RemovingReplicas',
+    270: 'RemovingReplicas',
+    273: 'RemovingReplicas',
+    275: 'AddingReplicas',
+    279: 'AddingReplicas',
+    283: 'AddingReplicas',
+    286: 'AddingReplicas',
+    288: 'LeaderRecoveryState',
+    291: 'LeaderRecoveryState',
+    293: 'Directories',
+    297: 'Directories',
+    304: 'Directories',
+    308: 'Directories',
+    320: 'PartitionId',
+    322: 'TopicId',
+    332: 'tagged fields of PartitionChangeRecord',
+    333: 'tagged fields of PartitionChangeRecord',
+    341: 'EligibleLeaderReplicas',
+    342: 'EligibleLeaderReplicas',
+    343: 'LastKnownElr',
+    344: 'LastKnownElr',
+    345: 'PartitionId',
+    346: 'TopicId',
+    348: 'Isr',
+    351: 'Isr',
     354: 'Isr',
-    356: 'Isr',
+    356: 'Leader',
     358: 'Leader',
-    361: 'Leader',
+    360: 'Replicas',
     363: 'Replicas',
-    367: 'Replicas',
-    369: 'Replicas',
+    366: 'Replicas',
+    368: 'RemovingReplicas',
     371: 'RemovingReplicas',
-    375: 'RemovingReplicas',
-    377: 'RemovingReplicas',
+    374: 'RemovingReplicas',
+    376: 'AddingReplicas',
     379: 'AddingReplicas',
-    383: 'AddingReplicas',
-    385: 'AddingReplicas',
-    387: 'LeaderRecoveryState',
-    390: 'LeaderRecoveryState',
-    392: 'EligibleLeaderReplicas',
-    396: 'EligibleLeaderReplicas',
-    398: 'EligibleLeaderReplicas',
-    400: 'LastKnownElr',
-    404: 'LastKnownElr',
-    406: 'LastKnownElr',
-    408: 'Directories',
-    415: 'Directories',
-    419: 'Directories',
-    431: 'PartitionId',
-    433: 'TopicId',
-    443: 'tagged fields of PartitionChangeRecord',
-    448: 'PartitionId',
-    449: 'TopicId',
-    451: 'Isr',
-    454: 'Isr',
-    456: 'Isr',
-    458: 'Leader',
-    460: 'Leader',
-    462: 'Replicas',
-    465: 'Replicas',
-    467: 'Replicas',
-    469: 'RemovingReplicas',
-    472: 'RemovingReplicas',
-    474: 'RemovingReplicas',
-    476: 'AddingReplicas',
-    479: 'AddingReplicas',
-    481: 'AddingReplicas',
-    483: 'LeaderRecoveryState',
-    485: 'LeaderRecoveryState',
-    487: 'EligibleLeaderReplicas',
-    490: 'EligibleLeaderReplicas',
-    492: 'EligibleLeaderReplicas',
+    382: 'AddingReplicas',
+    384: 'LeaderRecoveryState',
+    386: 'LeaderRecoveryState',
+    388: 'Directories',
+    391: 'Directories',
+    393: 'Directories',
+    396: 'tagged fields of PartitionChangeRecord',
+    402: 'tagged fields of PartitionChangeRecord',
+    408: 'tagged fields of PartitionChangeRecord',
+    411: 'Isr',
+    415: 'Isr',
+    419: 'Isr',
+    422: 'Isr',
+    424: 'Leader',
+    427: 'Leader',
+    429: 'Replicas',
+    433: 'Replicas',
+    437: 'Replicas',
+    440: 'Replicas',
+    442: 'RemovingReplicas',
+    446: 'RemovingReplicas',
+    450: 'RemovingReplicas',
+    453: 'RemovingReplicas',
+    455: 'AddingReplicas',
+    459: 'AddingReplicas',
+    463: 'AddingReplicas',
+    466: 'AddingReplicas',
+    468: 'LeaderRecoveryState',
+    471: 'LeaderRecoveryState',
+    473: 'EligibleLeaderReplicas',
+    477: 'EligibleLeaderReplicas',
+    481: 'EligibleLeaderReplicas',
+    484: 'EligibleLeaderReplicas',
+    486: 'LastKnownElr',
+    490: 'LastKnownElr',
     494: 'LastKnownElr',
     497: 'LastKnownElr',
-    499: 'LastKnownElr',
-    501: 'Directories',
-    504: 'Directories',
-    506: 'Directories',
-    509: 'tagged fields of PartitionChangeRecord',
+    499: 'Directories',
+    503: 'Directories',
+    510: 'Directories',
+    514: 'Directories',
+    526: 'PartitionId',
+    528: 'TopicId',
+    538: 'tagged fields of PartitionChangeRecord',
+    539: 'tagged fields of PartitionChangeRecord',
+    547: 'PartitionId',
+    548: 'TopicId',
+    550: 'Isr',
+    553: 'Isr',
+    556: 'Isr',
+    558: 'Leader',
+    560: 'Leader',
+    562: 'Replicas',
+    565: 'Replicas',
+    568: 'Replicas',
+    570: 'RemovingReplicas',
+    573: 'RemovingReplicas',
+    576: 'RemovingReplicas',
+    578: 'AddingReplicas',
+    581: 'AddingReplicas',
+    584: 'AddingReplicas',
+    586: 'LeaderRecoveryState',
+    588: 'LeaderRecoveryState',
+    590: 'EligibleLeaderReplicas',
+    593: 'EligibleLeaderReplicas',
+    596: 'EligibleLeaderReplicas',
+    598: 'LastKnownElr',
+    601: 'LastKnownElr',
+    604: 'LastKnownElr',
+    606: 'Directories',
+    609: 'Directories',
+    611: 'Directories',
+    614: 'tagged fields of PartitionChangeRecord',
 }

@@ -15,6 +15,7 @@ _new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>iii')
 _S2 = _Struct('>b')
+_ARRAY_INT32 = array_structs('i')
 
 
 class PartitionRecord(_message.Message):
@@ -92,21 +93,45 @@ def _decode_PartitionRecord_v0(data, pos):
     self.partition_id, = _S0.unpack_from(data, pos)
     pos += 4
     self.topic_id, pos = read_uuid(data, pos)
-    n, pos = read_compact_array_length(data, pos)
-    self.replicas, pos = read_fixed_array(data, pos, n, 'i', 4)
-    n, pos = read_compact_array_length(data, pos)
-    self.isr, pos = read_fixed_array(data, pos, n, 'i', 4)
-    n, pos = read_compact_array_length(data, pos)
-    self.removing_replicas, pos = read_fixed_array(data, pos, n, 'i', 4)
-    n, pos = read_compact_array_length(data, pos)
-    self.adding_replicas, pos = read_fixed_array(data, pos, n, 'i', 4)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
+    self.replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
+    self.isr = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
+    self.removing_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
+    self.adding_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
     self.leader, self.leader_epoch, self.partition_epoch = _S1.unpack_from(data, pos)
     pos += 12
     self.leader_recovery_state = 0
     self.directories = []
     self.eligible_leader_replicas = None
     self.last_known_elr = None
-    pos = _decode_tags_PartitionRecord_v0(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_PartitionRecord_v0(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
@@ -120,17 +145,33 @@ def _encode_PartitionRecord_v0(self, buf):
     buf += _S0.pack(self.partition_id)
     write_uuid(buf, self.topic_id)
     items = self.replicas
-    write_compact_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.isr
-    write_compact_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.removing_replicas
-    write_compact_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.adding_replicas
-    write_compact_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     buf += _S1.pack(self.leader, self.leader_epoch, self.partition_epoch)
     known = []
     if self.leader_recovery_state != 0:
@@ -148,17 +189,41 @@ def _decode_PartitionRecord_v1(data, pos):
     self.partition_id, = _S0.unpack_from(data, pos)
     pos += 4
     self.topic_id, pos = read_uuid(data, pos)
-    n, pos = read_compact_array_length(data, pos)
-    self.replicas, pos = read_fixed_array(data, pos, n, 'i', 4)
-    n, pos = read_compact_array_length(data, pos)
-    self.isr, pos = read_fixed_array(data, pos, n, 'i', 4)
-    n, pos = read_compact_array_length(data, pos)
-    self.removing_replicas, pos = read_fixed_array(data, pos, n, 'i', 4)
-    n, pos = read_compact_array_length(data, pos)
-    self.adding_replicas, pos = read_fixed_array(data, pos, n, 'i', 4)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
+    self.replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
+    self.isr = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
+    self.removing_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
+    self.adding_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
     self.leader, self.leader_epoch, self.partition_epoch = _S1.unpack_from(data, pos)
     pos += 12
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -168,7 +233,11 @@ def _decode_PartitionRecord_v1(data, pos):
     self.leader_recovery_state = 0
     self.eligible_leader_replicas = None
     self.last_known_elr = None
-    pos = _decode_tags_PartitionRecord_v0(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_PartitionRecord_v0(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
@@ -180,20 +249,39 @@ def _encode_PartitionRecord_v1(self, buf):
     buf += _S0.pack(self.partition_id)
     write_uuid(buf, self.topic_id)
     items = self.replicas
-    write_compact_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.isr
-    write_compact_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.removing_replicas
-    write_compact_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.adding_replicas
-    write_compact_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     buf += _S1.pack(self.leader, self.leader_epoch, self.partition_epoch)
     items = self.directories
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     write_uuid_array(buf, items)
     known = []
     if self.leader_recovery_state != 0:
@@ -221,19 +309,29 @@ def _decode_tags_PartitionRecord_v2(self, data, pos):
             if pos != end:
                 raise Malformed(f'tagged field LeaderRecoveryState (tag 0) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 1:
-            n, pos = read_compact_nullable_array_length(data, pos)
+            n = data[pos] - 1
+            if -1 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_nullable_array_length(data, pos)
             if n < 0:
                 self.eligible_leader_replicas = None
             else:
-                self.eligible_leader_replicas, pos = read_fixed_array(data, pos, n, 'i', 4)
+                self.eligible_leader_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+                pos += 4 * n
             if pos != end:
                 raise Malformed(f'tagged field EligibleLeaderReplicas (tag 1) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 2:
-            n, pos = read_compact_nullable_array_length(data, pos)
+            n = data[pos] - 1
+            if -1 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_nullable_array_length(data, pos)
             if n < 0:
                 self.last_known_elr = None
             else:
-                self.last_known_elr, pos = read_fixed_array(data, pos, n, 'i', 4)
+                self.last_known_elr = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+                pos += 4 * n
             if pos != end:
                 raise Malformed(f'tagged field LastKnownElr (tag 2) ends at byte {end} but its value ended at byte {pos}')
         else:
@@ -250,17 +348,41 @@ def _decode_PartitionRecord_v2(data, pos):
     self.partition_id, = _S0.unpack_from(data, pos)
     pos += 4
     self.topic_id, pos = read_uuid(data, pos)
-    n, pos = read_compact_array_length(data, pos)
-    self.replicas, pos = read_fixed_array(data, pos, n, 'i', 4)
-    n, pos = read_compact_array_length(data, pos)
-    self.isr, pos = read_fixed_array(data, pos, n, 'i', 4)
-    n, pos = read_compact_array_length(data, pos)
-    self.removing_replicas, pos = read_fixed_array(data, pos, n, 'i', 4)
-    n, pos = read_compact_array_length(data, pos)
-    self.adding_replicas, pos = read_fixed_array(data, pos, n, 'i', 4)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
+    self.replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
+    self.isr = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
+    self.removing_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
+    self.adding_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+    pos += 4 * n
     self.leader, self.leader_epoch, self.partition_epoch = _S1.unpack_from(data, pos)
     pos += 12
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -270,7 +392,11 @@ def _decode_PartitionRecord_v2(data, pos):
     self.leader_recovery_state = 0
     self.eligible_leader_replicas = None
     self.last_known_elr = None
-    pos = _decode_tags_PartitionRecord_v2(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_PartitionRecord_v2(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
@@ -278,20 +404,39 @@ def _encode_PartitionRecord_v2(self, buf):
     buf += _S0.pack(self.partition_id)
     write_uuid(buf, self.topic_id)
     items = self.replicas
-    write_compact_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.isr
-    write_compact_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.removing_replicas
-    write_compact_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     items = self.adding_replicas
-    write_compact_array_length(buf, items)
-    write_fixed_array(buf, items, 'i')
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
+    if items:
+        buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     buf += _S1.pack(self.leader, self.leader_epoch, self.partition_epoch)
     items = self.directories
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     write_uuid_array(buf, items)
     known = []
     if self.leader_recovery_state != 0:
@@ -303,14 +448,16 @@ def _encode_PartitionRecord_v2(self, buf):
         items = self.eligible_leader_replicas
         write_compact_nullable_array_length(tag_buf, items)
         if items is not None:
-            write_fixed_array(tag_buf, items, 'i')
+            if items:
+                tag_buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
         known.append((1, tag_buf))
     if self.last_known_elr is not None:
         tag_buf = bytearray()
         items = self.last_known_elr
         write_compact_nullable_array_length(tag_buf, items)
         if items is not None:
-            write_fixed_array(tag_buf, items, 'i')
+            if items:
+                tag_buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
         known.append((2, tag_buf))
     if known or self._unknown_tagged_fields:
         write_tags(buf, known, self._unknown_tagged_fields)
@@ -322,120 +469,153 @@ PartitionRecord._ENCODERS = {0: _encode_PartitionRecord_v0, 1: _encode_Partition
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    68: 'tagged fields of PartitionRecord',
-    74: 'tagged fields of PartitionRecord',
-    77: 'LeaderRecoveryState',
-    80: 'LeaderRecoveryState',
-    92: 'PartitionId',
-    94: 'TopicId',
-    95: 'Replicas',
+    69: 'tagged fields of PartitionRecord',
+    75: 'tagged fields of PartitionRecord',
+    78: 'LeaderRecoveryState',
+    81: 'LeaderRecoveryState',
+    93: 'PartitionId',
+    95: 'TopicId',
     96: 'Replicas',
-    97: 'Isr',
-    98: 'Isr',
-    99: 'RemovingReplicas',
-    100: 'RemovingReplicas',
-    101: 'AddingReplicas',
-    102: 'AddingReplicas',
-    103: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
-    109: 'tagged fields of PartitionRecord',
-    114: 'Directories',
-    115: 'Directories',
-    116: 'EligibleLeaderReplicas',
-    117: 'EligibleLeaderReplicas',
-    118: 'LastKnownElr',
-    119: 'LastKnownElr',
-    120: 'PartitionId',
-    121: 'TopicId',
-    123: 'Replicas',
-    124: 'Replicas',
-    126: 'Isr',
-    127: 'Isr',
-    129: 'RemovingReplicas',
-    130: 'RemovingReplicas',
-    132: 'AddingReplicas',
-    133: 'AddingReplicas',
-    134: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
-    136: 'LeaderRecoveryState',
-    138: 'LeaderRecoveryState',
-    141: 'tagged fields of PartitionRecord',
-    148: 'PartitionId',
-    150: 'TopicId',
+    100: 'Replicas',
+    101: 'Replicas',
+    103: 'Isr',
+    107: 'Isr',
+    108: 'Isr',
+    110: 'RemovingReplicas',
+    114: 'RemovingReplicas',
+    115: 'RemovingReplicas',
+    117: 'AddingReplicas',
+    121: 'AddingReplicas',
+    122: 'AddingReplicas',
+    124: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
+    130: 'tagged fields of PartitionRecord',
+    131: 'tagged fields of PartitionRecord',
+    139: 'Directories',
+    140: 'Directories',
+    141: 'EligibleLeaderReplicas',
+    142: 'EligibleLeaderReplicas',
+    143: 'LastKnownElr',
+    144: 'LastKnownElr',
+    145: 'PartitionId',
+    146: 'TopicId',
+    148: 'Replicas',
     151: 'Replicas',
-    152: 'Replicas',
-    153: 'Isr',
-    154: 'Isr',
-    155: 'RemovingReplicas',
-    156: 'RemovingReplicas',
-    157: 'AddingReplicas',
-    158: 'AddingReplicas',
-    159: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
-    161: 'Directories',
-    165: 'Directories',
-    171: 'tagged fields of PartitionRecord',
-    176: 'EligibleLeaderReplicas',
-    177: 'EligibleLeaderReplicas',
-    178: 'LastKnownElr',
-    179: 'LastKnownElr',
-    180: 'PartitionId',
-    181: 'TopicId',
-    183: 'Replicas',
-    184: 'Replicas',
-    186: 'Isr',
-    187: 'Isr',
-    189: 'RemovingReplicas',
-    190: 'RemovingReplicas',
-    192: 'AddingReplicas',
-    193: 'AddingReplicas',
-    194: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
-    196: 'Directories',
-    197: 'Directories',
-    199: 'LeaderRecoveryState',
-    201: 'LeaderRecoveryState',
-    204: 'tagged fields of PartitionRecord',
-    210: 'tagged fields of PartitionRecord',
-    216: 'tagged fields of PartitionRecord',
-    219: 'LeaderRecoveryState',
-    222: 'LeaderRecoveryState',
-    224: 'EligibleLeaderReplicas',
-    228: 'EligibleLeaderReplicas',
-    230: 'EligibleLeaderReplicas',
-    232: 'LastKnownElr',
-    236: 'LastKnownElr',
-    238: 'LastKnownElr',
-    250: 'PartitionId',
-    252: 'TopicId',
-    253: 'Replicas',
-    254: 'Replicas',
-    255: 'Isr',
-    256: 'Isr',
-    257: 'RemovingReplicas',
-    258: 'RemovingReplicas',
-    259: 'AddingReplicas',
-    260: 'AddingReplicas',
-    261: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
-    263: 'Directories',
-    267: 'Directories',
-    273: 'tagged fields of PartitionRecord',
-    278: 'PartitionId',
-    279: 'TopicId',
-    281: 'Replicas',
-    282: 'Replicas',
-    284: 'Isr',
-    285: 'Isr',
-    287: 'RemovingReplicas',
-    288: 'RemovingReplicas',
-    290: 'AddingReplicas',
-    291: 'AddingReplicas',
-    292: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
-    294: 'Directories',
-    295: 'Directories',
-    297: 'LeaderRecoveryState',
-    299: 'LeaderRecoveryState',
-    301: 'EligibleLeaderReplicas',
-    304: 'EligibleLeaderReplicas',
-    306: 'EligibleLeaderReplicas',
-    308: 'LastKnownElr',
-    311: 'LastKnownElr',
-    313: 'LastKnownElr',
-    316: 'tagged fields of PartitionRecord',
+    153: 'Replicas',
+    155: 'Isr',
+    158: 'Isr',
+    160: 'Isr',
+    162: 'RemovingReplicas',
+    165: 'RemovingReplicas',
+    167: 'RemovingReplicas',
+    169: 'AddingReplicas',
+    172: 'AddingReplicas',
+    174: 'AddingReplicas',
+    175: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
+    177: 'LeaderRecoveryState',
+    179: 'LeaderRecoveryState',
+    182: 'tagged fields of PartitionRecord',
+    189: 'PartitionId',
+    191: 'TopicId',
+    192: 'Replicas',
+    196: 'Replicas',
+    197: 'Replicas',
+    199: 'Isr',
+    203: 'Isr',
+    204: 'Isr',
+    206: 'RemovingReplicas',
+    210: 'RemovingReplicas',
+    211: 'RemovingReplicas',
+    213: 'AddingReplicas',
+    217: 'AddingReplicas',
+    218: 'AddingReplicas',
+    220: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
+    222: 'Directories',
+    226: 'Directories',
+    230: 'Directories',
+    236: 'tagged fields of PartitionRecord',
+    237: 'tagged fields of PartitionRecord',
+    245: 'EligibleLeaderReplicas',
+    246: 'EligibleLeaderReplicas',
+    247: 'LastKnownElr',
+    248: 'LastKnownElr',
+    249: 'PartitionId',
+    250: 'TopicId',
+    252: 'Replicas',
+    255: 'Replicas',
+    257: 'Replicas',
+    259: 'Isr',
+    262: 'Isr',
+    264: 'Isr',
+    266: 'RemovingReplicas',
+    269: 'RemovingReplicas',
+    271: 'RemovingReplicas',
+    273: 'AddingReplicas',
+    276: 'AddingReplicas',
+    278: 'AddingReplicas',
+    279: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
+    281: 'Directories',
+    284: 'Directories',
+    285: 'Directories',
+    287: 'LeaderRecoveryState',
+    289: 'LeaderRecoveryState',
+    292: 'tagged fields of PartitionRecord',
+    298: 'tagged fields of PartitionRecord',
+    304: 'tagged fields of PartitionRecord',
+    307: 'LeaderRecoveryState',
+    310: 'LeaderRecoveryState',
+    312: 'EligibleLeaderReplicas',
+    316: 'EligibleLeaderReplicas',
+    320: 'EligibleLeaderReplicas',
+    323: 'EligibleLeaderReplicas',
+    325: 'LastKnownElr',
+    329: 'LastKnownElr',
+    333: 'LastKnownElr',
+    336: 'LastKnownElr',
+    348: 'PartitionId',
+    350: 'TopicId',
+    351: 'Replicas',
+    355: 'Replicas',
+    356: 'Replicas',
+    358: 'Isr',
+    362: 'Isr',
+    363: 'Isr',
+    365: 'RemovingReplicas',
+    369: 'RemovingReplicas',
+    370: 'RemovingReplicas',
+    372: 'AddingReplicas',
+    376: 'AddingReplicas',
+    377: 'AddingReplicas',
+    379: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
+    381: 'Directories',
+    385: 'Directories',
+    389: 'Directories',
+    395: 'tagged fields of PartitionRecord',
+    396: 'tagged fields of PartitionRecord',
+    404: 'PartitionId',
+    405: 'TopicId',
+    407: 'Replicas',
+    410: 'Replicas',
+    412: 'Replicas',
+    414: 'Isr',
+    417: 'Isr',
+    419: 'Isr',
+    421: 'RemovingReplicas',
+    424: 'RemovingReplicas',
+    426: 'RemovingReplicas',
+    428: 'AddingReplicas',
+    431: 'AddingReplicas',
+    433: 'AddingReplicas',
+    434: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
+    436: 'Directories',
+    439: 'Directories',
+    440: 'Directories',
+    442: 'LeaderRecoveryState',
+    444: 'LeaderRecoveryState',
+    446: 'EligibleLeaderReplicas',
+    449: 'EligibleLeaderReplicas',
+    452: 'EligibleLeaderReplicas',
+    454: 'LastKnownElr',
+    457: 'LastKnownElr',
+    460: 'LastKnownElr',
+    463: 'tagged fields of PartitionRecord',
 }

@@ -89,7 +89,7 @@ def _decode_PartitionProduceData_v0(data, pos):
     self = _new(PartitionProduceData)
     self.index, = _S0.unpack_from(data, pos)
     pos += 4
-    self.records, pos = read_nullable_bytes(data, pos)
+    self.records, pos = read_nullable_bytes_view(data, pos)
     self._unknown_tagged_fields = ()
     return self, pos
 
@@ -161,7 +161,7 @@ def _decode_PartitionProduceData_v9(data, pos):
     self = _new(PartitionProduceData)
     self.index, = _S0.unpack_from(data, pos)
     pos += 4
-    self.records, pos = read_compact_nullable_bytes(data, pos)
+    self.records, pos = read_compact_nullable_bytes_view(data, pos)
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -287,7 +287,11 @@ def _encode_TopicProduceData_v8(self, buf):
 def _decode_TopicProduceData_v9(data, pos):
     self = _new(TopicProduceData)
     self.name, pos = read_compact_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -306,7 +310,10 @@ def _decode_TopicProduceData_v9(data, pos):
 def _encode_TopicProduceData_v9(self, buf):
     write_compact_string(buf, self.name)
     items = self.partition_data
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_PartitionProduceData_v9(item, buf)
     if self._unknown_tagged_fields:
@@ -318,7 +325,11 @@ def _encode_TopicProduceData_v9(self, buf):
 def _decode_TopicProduceData_v13(data, pos):
     self = _new(TopicProduceData)
     self.topic_id, pos = read_uuid(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -337,7 +348,10 @@ def _decode_TopicProduceData_v13(data, pos):
 def _encode_TopicProduceData_v13(self, buf):
     write_uuid(buf, self.topic_id)
     items = self.partition_data
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_PartitionProduceData_v9(item, buf)
     if self._unknown_tagged_fields:
@@ -485,7 +499,11 @@ def _decode_ProduceRequest_v9(data, pos):
     self.transactional_id, pos = read_compact_nullable_string(data, pos)
     self.acks, self.timeout_ms = _S1.unpack_from(data, pos)
     pos += 6
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -504,7 +522,10 @@ def _encode_ProduceRequest_v9(self, buf):
     write_compact_nullable_string(buf, self.transactional_id)
     buf += _S1.pack(self.acks, self.timeout_ms)
     items = self.topic_data
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_TopicProduceData_v9(item, buf)
     if self._unknown_tagged_fields:
@@ -518,7 +539,11 @@ def _decode_ProduceRequest_v13(data, pos):
     self.transactional_id, pos = read_compact_nullable_string(data, pos)
     self.acks, self.timeout_ms = _S1.unpack_from(data, pos)
     pos += 6
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -537,7 +562,10 @@ def _encode_ProduceRequest_v13(self, buf):
     write_compact_nullable_string(buf, self.transactional_id)
     buf += _S1.pack(self.acks, self.timeout_ms)
     items = self.topic_data
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_TopicProduceData_v13(item, buf)
     if self._unknown_tagged_fields:
@@ -632,96 +660,104 @@ _LINE_FIELDS = {
     289: 'Name',
     290: 'PartitionData',
     294: 'PartitionData',
-    298: 'tagged fields of TopicProduceData',
-    299: 'tagged fields of TopicProduceData',
-    307: 'Name',
-    309: 'PartitionData',
-    311: 'PartitionData',
-    313: 'tagged fields of TopicProduceData',
-    320: 'TopicId',
-    321: 'PartitionData',
-    325: 'PartitionData',
-    329: 'tagged fields of TopicProduceData',
-    330: 'tagged fields of TopicProduceData',
-    338: 'TopicId',
-    340: 'PartitionData',
-    342: 'PartitionData',
-    344: 'tagged fields of TopicProduceData',
-    351: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    353: 'TopicData',
-    357: 'TopicData',
-    366: 'TransactionalId',
-    367: 'TransactionalId',
-    368: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    370: 'TopicData',
-    372: 'TopicData',
-    374: 'tagged fields of ProduceRequest',
-    378: 'TransactionalId',
-    379: 'TransactionalId',
-    380: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    382: 'TopicData',
+    298: 'PartitionData',
+    302: 'tagged fields of TopicProduceData',
+    303: 'tagged fields of TopicProduceData',
+    311: 'Name',
+    313: 'PartitionData',
+    316: 'PartitionData',
+    318: 'PartitionData',
+    320: 'tagged fields of TopicProduceData',
+    327: 'TopicId',
+    328: 'PartitionData',
+    332: 'PartitionData',
+    336: 'PartitionData',
+    340: 'tagged fields of TopicProduceData',
+    341: 'tagged fields of TopicProduceData',
+    349: 'TopicId',
+    351: 'PartitionData',
+    354: 'PartitionData',
+    356: 'PartitionData',
+    358: 'tagged fields of TopicProduceData',
+    365: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
+    367: 'TopicData',
+    371: 'TopicData',
+    380: 'TransactionalId',
+    381: 'TransactionalId',
+    382: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
     384: 'TopicData',
-    386: 'tagged fields of ProduceRequest',
-    390: 'TransactionalId',
-    391: 'TransactionalId',
-    392: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    394: 'TopicData',
+    386: 'TopicData',
+    388: 'tagged fields of ProduceRequest',
+    392: 'TransactionalId',
+    393: 'TransactionalId',
+    394: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
     396: 'TopicData',
-    398: 'tagged fields of ProduceRequest',
-    403: 'TransactionalId',
-    404: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    406: 'TopicData',
+    398: 'TopicData',
+    400: 'tagged fields of ProduceRequest',
+    404: 'TransactionalId',
+    405: 'TransactionalId',
+    406: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
+    408: 'TopicData',
     410: 'TopicData',
-    418: 'TransactionalId',
-    419: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    421: 'TopicData',
-    423: 'TopicData',
-    425: 'tagged fields of ProduceRequest',
-    429: 'TransactionalId',
-    430: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    432: 'TopicData',
-    434: 'TopicData',
-    436: 'tagged fields of ProduceRequest',
-    440: 'TransactionalId',
-    441: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    443: 'TopicData',
-    445: 'TopicData',
-    447: 'tagged fields of ProduceRequest',
-    451: 'TransactionalId',
-    452: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    454: 'TopicData',
-    456: 'TopicData',
-    458: 'tagged fields of ProduceRequest',
-    462: 'TransactionalId',
-    463: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    465: 'TopicData',
-    467: 'TopicData',
-    469: 'tagged fields of ProduceRequest',
-    473: 'TransactionalId',
-    474: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    476: 'TopicData',
-    478: 'TopicData',
-    480: 'tagged fields of ProduceRequest',
-    485: 'TransactionalId',
-    486: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    488: 'TopicData',
+    412: 'tagged fields of ProduceRequest',
+    417: 'TransactionalId',
+    418: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
+    420: 'TopicData',
+    424: 'TopicData',
+    432: 'TransactionalId',
+    433: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
+    435: 'TopicData',
+    437: 'TopicData',
+    439: 'tagged fields of ProduceRequest',
+    443: 'TransactionalId',
+    444: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
+    446: 'TopicData',
+    448: 'TopicData',
+    450: 'tagged fields of ProduceRequest',
+    454: 'TransactionalId',
+    455: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
+    457: 'TopicData',
+    459: 'TopicData',
+    461: 'tagged fields of ProduceRequest',
+    465: 'TransactionalId',
+    466: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
+    468: 'TopicData',
+    470: 'TopicData',
+    472: 'tagged fields of ProduceRequest',
+    476: 'TransactionalId',
+    477: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
+    479: 'TopicData',
+    481: 'TopicData',
+    483: 'tagged fields of ProduceRequest',
+    487: 'TransactionalId',
+    488: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
+    490: 'TopicData',
     492: 'TopicData',
-    495: 'tagged fields of ProduceRequest',
-    496: 'tagged fields of ProduceRequest',
-    504: 'TransactionalId',
-    505: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    507: 'TopicData',
-    509: 'TopicData',
-    511: 'tagged fields of ProduceRequest',
-    518: 'TransactionalId',
-    519: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    521: 'TopicData',
+    494: 'tagged fields of ProduceRequest',
+    499: 'TransactionalId',
+    500: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
+    502: 'TopicData',
+    506: 'TopicData',
+    510: 'TopicData',
+    513: 'tagged fields of ProduceRequest',
+    514: 'tagged fields of ProduceRequest',
+    522: 'TransactionalId',
+    523: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
     525: 'TopicData',
-    528: 'tagged fields of ProduceRequest',
-    529: 'tagged fields of ProduceRequest',
-    537: 'TransactionalId',
-    538: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    540: 'TopicData',
+    528: 'TopicData',
+    530: 'TopicData',
+    532: 'tagged fields of ProduceRequest',
+    539: 'TransactionalId',
+    540: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
     542: 'TopicData',
-    544: 'tagged fields of ProduceRequest',
+    546: 'TopicData',
+    550: 'TopicData',
+    553: 'tagged fields of ProduceRequest',
+    554: 'tagged fields of ProduceRequest',
+    562: 'TransactionalId',
+    563: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
+    565: 'TopicData',
+    568: 'TopicData',
+    570: 'TopicData',
+    572: 'tagged fields of ProduceRequest',
 }

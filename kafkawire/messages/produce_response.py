@@ -231,7 +231,7 @@ def _decode_PartitionProduceResponse_v0(data, pos):
 
 
 def _encode_PartitionProduceResponse_v0(self, buf):
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
         raise unsupported_field('ProduceResponse', 'CurrentLeader', 0)
     buf += _S2.pack(self.index, self.error_code, self.base_offset)
     if self._unknown_tagged_fields:
@@ -239,7 +239,7 @@ def _encode_PartitionProduceResponse_v0(self, buf):
 
 
 def _encode_PartitionProduceResponse_v1(self, buf):
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
         raise unsupported_field('ProduceResponse', 'CurrentLeader', 1)
     buf += _S2.pack(self.index, self.error_code, self.base_offset)
     if self._unknown_tagged_fields:
@@ -259,7 +259,7 @@ def _decode_PartitionProduceResponse_v2(data, pos):
 
 
 def _encode_PartitionProduceResponse_v2(self, buf):
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
         raise unsupported_field('ProduceResponse', 'CurrentLeader', 2)
     buf += _S3.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms)
     if self._unknown_tagged_fields:
@@ -267,7 +267,7 @@ def _encode_PartitionProduceResponse_v2(self, buf):
 
 
 def _encode_PartitionProduceResponse_v3(self, buf):
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
         raise unsupported_field('ProduceResponse', 'CurrentLeader', 3)
     buf += _S3.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms)
     if self._unknown_tagged_fields:
@@ -275,7 +275,7 @@ def _encode_PartitionProduceResponse_v3(self, buf):
 
 
 def _encode_PartitionProduceResponse_v4(self, buf):
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
         raise unsupported_field('ProduceResponse', 'CurrentLeader', 4)
     buf += _S3.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms)
     if self._unknown_tagged_fields:
@@ -294,7 +294,7 @@ def _decode_PartitionProduceResponse_v5(data, pos):
 
 
 def _encode_PartitionProduceResponse_v5(self, buf):
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
         raise unsupported_field('ProduceResponse', 'CurrentLeader', 5)
     buf += _S4.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset)
     if self._unknown_tagged_fields:
@@ -302,7 +302,7 @@ def _encode_PartitionProduceResponse_v5(self, buf):
 
 
 def _encode_PartitionProduceResponse_v6(self, buf):
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
         raise unsupported_field('ProduceResponse', 'CurrentLeader', 6)
     buf += _S4.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset)
     if self._unknown_tagged_fields:
@@ -310,7 +310,7 @@ def _encode_PartitionProduceResponse_v6(self, buf):
 
 
 def _encode_PartitionProduceResponse_v7(self, buf):
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
         raise unsupported_field('ProduceResponse', 'CurrentLeader', 7)
     buf += _S4.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset)
     if self._unknown_tagged_fields:
@@ -335,7 +335,7 @@ def _decode_PartitionProduceResponse_v8(data, pos):
 
 
 def _encode_PartitionProduceResponse_v8(self, buf):
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
         raise unsupported_field('ProduceResponse', 'CurrentLeader', 8)
     buf += _S4.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset)
     items = self.record_errors
@@ -351,7 +351,11 @@ def _decode_PartitionProduceResponse_v9(data, pos):
     self = _new(PartitionProduceResponse)
     self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset = _S4.unpack_from(data, pos)
     pos += 30
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -369,11 +373,14 @@ def _decode_PartitionProduceResponse_v9(data, pos):
 
 
 def _encode_PartitionProduceResponse_v9(self, buf):
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
         raise unsupported_field('ProduceResponse', 'CurrentLeader', 9)
     buf += _S4.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset)
     items = self.record_errors
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_BatchIndexAndErrorMessage_v9(item, buf)
     write_compact_nullable_string(buf, self.error_message)
@@ -409,7 +416,11 @@ def _decode_PartitionProduceResponse_v10(data, pos):
     self = _new(PartitionProduceResponse)
     self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset = _S4.unpack_from(data, pos)
     pos += 30
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -418,19 +429,26 @@ def _decode_PartitionProduceResponse_v10(data, pos):
     self.record_errors = items
     self.error_message, pos = read_compact_nullable_string(data, pos)
     self.current_leader = LeaderIdAndEpoch()
-    pos = _decode_tags_PartitionProduceResponse_v10(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_PartitionProduceResponse_v10(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
 def _encode_PartitionProduceResponse_v10(self, buf):
     buf += _S4.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset)
     items = self.record_errors
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_BatchIndexAndErrorMessage_v9(item, buf)
     write_compact_nullable_string(buf, self.error_message)
     known = []
-    if self.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
         tag_buf = bytearray()
         _encode_LeaderIdAndEpoch_v10(self.current_leader, tag_buf)
         known.append((0, tag_buf))
@@ -593,7 +611,11 @@ def _encode_TopicProduceResponse_v8(self, buf):
 def _decode_TopicProduceResponse_v9(data, pos):
     self = _new(TopicProduceResponse)
     self.name, pos = read_compact_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -612,7 +634,10 @@ def _decode_TopicProduceResponse_v9(data, pos):
 def _encode_TopicProduceResponse_v9(self, buf):
     write_compact_string(buf, self.name)
     items = self.partition_responses
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_PartitionProduceResponse_v9(item, buf)
     if self._unknown_tagged_fields:
@@ -624,7 +649,11 @@ def _encode_TopicProduceResponse_v9(self, buf):
 def _decode_TopicProduceResponse_v10(data, pos):
     self = _new(TopicProduceResponse)
     self.name, pos = read_compact_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -643,7 +672,10 @@ def _decode_TopicProduceResponse_v10(data, pos):
 def _encode_TopicProduceResponse_v10(self, buf):
     write_compact_string(buf, self.name)
     items = self.partition_responses
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_PartitionProduceResponse_v10(item, buf)
     if self._unknown_tagged_fields:
@@ -655,7 +687,11 @@ def _encode_TopicProduceResponse_v10(self, buf):
 def _decode_TopicProduceResponse_v13(data, pos):
     self = _new(TopicProduceResponse)
     self.topic_id, pos = read_uuid(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -674,7 +710,10 @@ def _decode_TopicProduceResponse_v13(data, pos):
 def _encode_TopicProduceResponse_v13(self, buf):
     write_uuid(buf, self.topic_id)
     items = self.partition_responses
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_PartitionProduceResponse_v10(item, buf)
     if self._unknown_tagged_fields:
@@ -898,7 +937,11 @@ def _encode_ProduceResponse_v8(self, buf):
 
 def _decode_ProduceResponse_v9(data, pos):
     self = _new(ProduceResponse)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -920,7 +963,10 @@ def _encode_ProduceResponse_v9(self, buf):
     if self.node_endpoints is None or len(self.node_endpoints) != 0:
         raise unsupported_field('ProduceResponse', 'NodeEndpoints', 9)
     items = self.responses
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_TopicProduceResponse_v9(item, buf)
     buf += _S0.pack(self.throttle_time_ms)
@@ -940,7 +986,11 @@ def _decode_tags_ProduceResponse_v10(self, data, pos):
         tag, pos, end = read_tag_header(data, pos, last)
         last = tag
         if tag == 0:
-            n, pos = read_compact_array_length(data, pos)
+            n = data[pos] - 1
+            if 0 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_array_length(data, pos)
             items = []
             append = items.append
             for _ in range(n):
@@ -960,7 +1010,11 @@ def _decode_tags_ProduceResponse_v10(self, data, pos):
 
 def _decode_ProduceResponse_v10(data, pos):
     self = _new(ProduceResponse)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -970,13 +1024,20 @@ def _decode_ProduceResponse_v10(data, pos):
     self.throttle_time_ms, = _S0.unpack_from(data, pos)
     pos += 4
     self.node_endpoints = []
-    pos = _decode_tags_ProduceResponse_v10(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_ProduceResponse_v10(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
 def _encode_ProduceResponse_v10(self, buf):
     items = self.responses
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_TopicProduceResponse_v10(item, buf)
     buf += _S0.pack(self.throttle_time_ms)
@@ -984,7 +1045,10 @@ def _encode_ProduceResponse_v10(self, buf):
     if self.node_endpoints is None or len(self.node_endpoints) != 0:
         tag_buf = bytearray()
         items = self.node_endpoints
-        write_compact_array_length(tag_buf, items)
+        if len(items) < 0x7F:
+            tag_buf.append(len(items) + 1)
+        else:
+            write_compact_array_length(tag_buf, items)
         for item in items:
             _encode_NodeEndpoint_v10(item, tag_buf)
         known.append((0, tag_buf))
@@ -996,7 +1060,11 @@ def _encode_ProduceResponse_v10(self, buf):
 
 def _decode_ProduceResponse_v13(data, pos):
     self = _new(ProduceResponse)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -1006,13 +1074,20 @@ def _decode_ProduceResponse_v13(data, pos):
     self.throttle_time_ms, = _S0.unpack_from(data, pos)
     pos += 4
     self.node_endpoints = []
-    pos = _decode_tags_ProduceResponse_v10(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_ProduceResponse_v10(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
 def _encode_ProduceResponse_v13(self, buf):
     items = self.responses
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_TopicProduceResponse_v13(item, buf)
     buf += _S0.pack(self.throttle_time_ms)
@@ -1020,7 +1095,10 @@ def _encode_ProduceResponse_v13(self, buf):
     if self.node_endpoints is None or len(self.node_endpoints) != 0:
         tag_buf = bytearray()
         items = self.node_endpoints
-        write_compact_array_length(tag_buf, items)
+        if len(items) < 0x7F:
+            tag_buf.append(len(items) + 1)
+        else:
+            write_compact_array_length(tag_buf, items)
         for item in items:
             _encode_NodeEndpoint_v10(item, tag_buf)
         known.append((0, tag_buf))
@@ -1110,221 +1188,243 @@ _LINE_FIELDS = {
     352: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
     354: 'RecordErrors',
     358: 'RecordErrors',
-    361: 'ErrorMessage',
-    363: 'tagged fields of PartitionProduceResponse',
-    364: 'tagged fields of PartitionProduceResponse',
-    372: 'CurrentLeader',
-    373: 'CurrentLeader',
-    374: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    376: 'RecordErrors',
-    378: 'RecordErrors',
-    379: 'ErrorMessage',
-    381: 'tagged fields of PartitionProduceResponse',
-    387: 'tagged fields of PartitionProduceResponse',
-    393: 'tagged fields of PartitionProduceResponse',
-    396: 'CurrentLeader',
-    398: 'CurrentLeader',
-    410: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    412: 'RecordErrors',
-    416: 'RecordErrors',
-    419: 'ErrorMessage',
-    421: 'tagged fields of PartitionProduceResponse',
-    426: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    428: 'RecordErrors',
-    430: 'RecordErrors',
-    431: 'ErrorMessage',
-    433: 'CurrentLeader',
-    435: 'CurrentLeader',
-    438: 'tagged fields of PartitionProduceResponse',
-    445: 'Name',
-    446: 'PartitionResponses',
-    450: 'PartitionResponses',
-    459: 'Name',
-    461: 'PartitionResponses',
-    463: 'PartitionResponses',
-    465: 'tagged fields of TopicProduceResponse',
-    469: 'Name',
-    471: 'PartitionResponses',
-    473: 'PartitionResponses',
-    475: 'tagged fields of TopicProduceResponse',
-    480: 'Name',
+    362: 'RecordErrors',
+    365: 'ErrorMessage',
+    367: 'tagged fields of PartitionProduceResponse',
+    368: 'tagged fields of PartitionProduceResponse',
+    376: 'CurrentLeader',
+    377: 'CurrentLeader',
+    378: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    380: 'RecordErrors',
+    383: 'RecordErrors',
+    385: 'RecordErrors',
+    386: 'ErrorMessage',
+    388: 'tagged fields of PartitionProduceResponse',
+    394: 'tagged fields of PartitionProduceResponse',
+    400: 'tagged fields of PartitionProduceResponse',
+    403: 'CurrentLeader',
+    405: 'CurrentLeader',
+    417: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    419: 'RecordErrors',
+    423: 'RecordErrors',
+    427: 'RecordErrors',
+    430: 'ErrorMessage',
+    432: 'tagged fields of PartitionProduceResponse',
+    433: 'tagged fields of PartitionProduceResponse',
+    441: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    443: 'RecordErrors',
+    446: 'RecordErrors',
+    448: 'RecordErrors',
+    449: 'ErrorMessage',
+    451: 'CurrentLeader',
+    453: 'CurrentLeader',
+    456: 'tagged fields of PartitionProduceResponse',
+    463: 'Name',
+    464: 'PartitionResponses',
+    468: 'PartitionResponses',
+    477: 'Name',
+    479: 'PartitionResponses',
     481: 'PartitionResponses',
-    485: 'PartitionResponses',
-    494: 'Name',
-    496: 'PartitionResponses',
-    498: 'PartitionResponses',
-    500: 'tagged fields of TopicProduceResponse',
-    504: 'Name',
-    506: 'PartitionResponses',
-    508: 'PartitionResponses',
-    510: 'tagged fields of TopicProduceResponse',
-    514: 'Name',
+    483: 'tagged fields of TopicProduceResponse',
+    487: 'Name',
+    489: 'PartitionResponses',
+    491: 'PartitionResponses',
+    493: 'tagged fields of TopicProduceResponse',
+    498: 'Name',
+    499: 'PartitionResponses',
+    503: 'PartitionResponses',
+    512: 'Name',
+    514: 'PartitionResponses',
     516: 'PartitionResponses',
-    518: 'PartitionResponses',
-    520: 'tagged fields of TopicProduceResponse',
-    525: 'Name',
+    518: 'tagged fields of TopicProduceResponse',
+    522: 'Name',
+    524: 'PartitionResponses',
     526: 'PartitionResponses',
-    530: 'PartitionResponses',
-    539: 'Name',
-    541: 'PartitionResponses',
-    543: 'PartitionResponses',
-    545: 'tagged fields of TopicProduceResponse',
-    549: 'Name',
-    551: 'PartitionResponses',
-    553: 'PartitionResponses',
-    555: 'tagged fields of TopicProduceResponse',
-    559: 'Name',
+    528: 'tagged fields of TopicProduceResponse',
+    532: 'Name',
+    534: 'PartitionResponses',
+    536: 'PartitionResponses',
+    538: 'tagged fields of TopicProduceResponse',
+    543: 'Name',
+    544: 'PartitionResponses',
+    548: 'PartitionResponses',
+    557: 'Name',
+    559: 'PartitionResponses',
     561: 'PartitionResponses',
-    563: 'PartitionResponses',
-    565: 'tagged fields of TopicProduceResponse',
-    570: 'Name',
+    563: 'tagged fields of TopicProduceResponse',
+    567: 'Name',
+    569: 'PartitionResponses',
     571: 'PartitionResponses',
-    575: 'PartitionResponses',
-    584: 'Name',
-    586: 'PartitionResponses',
-    588: 'PartitionResponses',
-    590: 'tagged fields of TopicProduceResponse',
-    595: 'Name',
-    596: 'PartitionResponses',
-    600: 'PartitionResponses',
-    604: 'tagged fields of TopicProduceResponse',
-    605: 'tagged fields of TopicProduceResponse',
+    573: 'tagged fields of TopicProduceResponse',
+    577: 'Name',
+    579: 'PartitionResponses',
+    581: 'PartitionResponses',
+    583: 'tagged fields of TopicProduceResponse',
+    588: 'Name',
+    589: 'PartitionResponses',
+    593: 'PartitionResponses',
+    602: 'Name',
+    604: 'PartitionResponses',
+    606: 'PartitionResponses',
+    608: 'tagged fields of TopicProduceResponse',
     613: 'Name',
-    615: 'PartitionResponses',
-    617: 'PartitionResponses',
-    619: 'tagged fields of TopicProduceResponse',
-    626: 'Name',
-    627: 'PartitionResponses',
-    631: 'PartitionResponses',
-    635: 'tagged fields of TopicProduceResponse',
-    636: 'tagged fields of TopicProduceResponse',
-    644: 'Name',
-    646: 'PartitionResponses',
-    648: 'PartitionResponses',
-    650: 'tagged fields of TopicProduceResponse',
-    657: 'TopicId',
-    658: 'PartitionResponses',
-    662: 'PartitionResponses',
-    666: 'tagged fields of TopicProduceResponse',
-    667: 'tagged fields of TopicProduceResponse',
-    675: 'TopicId',
-    677: 'PartitionResponses',
-    679: 'PartitionResponses',
-    681: 'tagged fields of TopicProduceResponse',
-    688: 'NodeId',
-    690: 'Host',
-    691: 'Port',
-    693: 'Rack',
-    694: 'tagged fields of NodeEndpoint',
-    695: 'tagged fields of NodeEndpoint',
-    703: 'NodeId',
-    704: 'Host',
-    705: 'Port',
-    706: 'Rack',
-    708: 'tagged fields of NodeEndpoint',
-    715: 'Responses',
-    719: 'Responses',
-    729: 'NodeEndpoints',
-    730: 'NodeEndpoints',
-    732: 'Responses',
-    734: 'Responses',
-    736: 'tagged fields of ProduceResponse',
-    741: 'Responses',
-    745: 'Responses',
-    748: 'ThrottleTimeMs',
-    756: 'NodeEndpoints',
-    757: 'NodeEndpoints',
-    759: 'Responses',
-    761: 'Responses',
-    762: 'ThrottleTimeMs',
-    764: 'tagged fields of ProduceResponse',
-    769: 'Responses',
+    614: 'PartitionResponses',
+    618: 'PartitionResponses',
+    622: 'PartitionResponses',
+    626: 'tagged fields of TopicProduceResponse',
+    627: 'tagged fields of TopicProduceResponse',
+    635: 'Name',
+    637: 'PartitionResponses',
+    640: 'PartitionResponses',
+    642: 'PartitionResponses',
+    644: 'tagged fields of TopicProduceResponse',
+    651: 'Name',
+    652: 'PartitionResponses',
+    656: 'PartitionResponses',
+    660: 'PartitionResponses',
+    664: 'tagged fields of TopicProduceResponse',
+    665: 'tagged fields of TopicProduceResponse',
+    673: 'Name',
+    675: 'PartitionResponses',
+    678: 'PartitionResponses',
+    680: 'PartitionResponses',
+    682: 'tagged fields of TopicProduceResponse',
+    689: 'TopicId',
+    690: 'PartitionResponses',
+    694: 'PartitionResponses',
+    698: 'PartitionResponses',
+    702: 'tagged fields of TopicProduceResponse',
+    703: 'tagged fields of TopicProduceResponse',
+    711: 'TopicId',
+    713: 'PartitionResponses',
+    716: 'PartitionResponses',
+    718: 'PartitionResponses',
+    720: 'tagged fields of TopicProduceResponse',
+    727: 'NodeId',
+    729: 'Host',
+    730: 'Port',
+    732: 'Rack',
+    733: 'tagged fields of NodeEndpoint',
+    734: 'tagged fields of NodeEndpoint',
+    742: 'NodeId',
+    743: 'Host',
+    744: 'Port',
+    745: 'Rack',
+    747: 'tagged fields of NodeEndpoint',
+    754: 'Responses',
+    758: 'Responses',
+    768: 'NodeEndpoints',
+    769: 'NodeEndpoints',
+    771: 'Responses',
     773: 'Responses',
-    776: 'ThrottleTimeMs',
-    784: 'NodeEndpoints',
-    785: 'NodeEndpoints',
-    787: 'Responses',
-    789: 'Responses',
-    790: 'ThrottleTimeMs',
-    792: 'tagged fields of ProduceResponse',
+    775: 'tagged fields of ProduceResponse',
+    780: 'Responses',
+    784: 'Responses',
+    787: 'ThrottleTimeMs',
+    795: 'NodeEndpoints',
     796: 'NodeEndpoints',
-    797: 'NodeEndpoints',
-    799: 'Responses',
-    801: 'Responses',
-    802: 'ThrottleTimeMs',
-    804: 'tagged fields of ProduceResponse',
-    808: 'NodeEndpoints',
-    809: 'NodeEndpoints',
-    811: 'Responses',
-    813: 'Responses',
-    814: 'ThrottleTimeMs',
-    816: 'tagged fields of ProduceResponse',
-    821: 'Responses',
-    825: 'Responses',
-    828: 'ThrottleTimeMs',
+    798: 'Responses',
+    800: 'Responses',
+    801: 'ThrottleTimeMs',
+    803: 'tagged fields of ProduceResponse',
+    808: 'Responses',
+    812: 'Responses',
+    815: 'ThrottleTimeMs',
+    823: 'NodeEndpoints',
+    824: 'NodeEndpoints',
+    826: 'Responses',
+    828: 'Responses',
+    829: 'ThrottleTimeMs',
+    831: 'tagged fields of ProduceResponse',
+    835: 'NodeEndpoints',
     836: 'NodeEndpoints',
-    837: 'NodeEndpoints',
-    839: 'Responses',
-    841: 'Responses',
-    842: 'ThrottleTimeMs',
-    844: 'tagged fields of ProduceResponse',
+    838: 'Responses',
+    840: 'Responses',
+    841: 'ThrottleTimeMs',
+    843: 'tagged fields of ProduceResponse',
+    847: 'NodeEndpoints',
     848: 'NodeEndpoints',
-    849: 'NodeEndpoints',
-    851: 'Responses',
-    853: 'Responses',
-    854: 'ThrottleTimeMs',
-    856: 'tagged fields of ProduceResponse',
-    860: 'NodeEndpoints',
-    861: 'NodeEndpoints',
-    863: 'Responses',
-    865: 'Responses',
-    866: 'ThrottleTimeMs',
-    868: 'tagged fields of ProduceResponse',
-    873: 'Responses',
-    877: 'Responses',
-    880: 'ThrottleTimeMs',
+    850: 'Responses',
+    852: 'Responses',
+    853: 'ThrottleTimeMs',
+    855: 'tagged fields of ProduceResponse',
+    860: 'Responses',
+    864: 'Responses',
+    867: 'ThrottleTimeMs',
+    875: 'NodeEndpoints',
+    876: 'NodeEndpoints',
+    878: 'Responses',
+    880: 'Responses',
+    881: 'ThrottleTimeMs',
+    883: 'tagged fields of ProduceResponse',
+    887: 'NodeEndpoints',
     888: 'NodeEndpoints',
-    889: 'NodeEndpoints',
-    891: 'Responses',
-    893: 'Responses',
-    894: 'ThrottleTimeMs',
-    896: 'tagged fields of ProduceResponse',
-    901: 'Responses',
-    905: 'Responses',
-    908: 'ThrottleTimeMs',
-    911: 'tagged fields of ProduceResponse',
-    912: 'tagged fields of ProduceResponse',
-    920: 'NodeEndpoints',
-    921: 'NodeEndpoints',
-    923: 'Responses',
-    925: 'Responses',
-    926: 'ThrottleTimeMs',
-    928: 'tagged fields of ProduceResponse',
-    934: 'tagged fields of ProduceResponse',
-    940: 'tagged fields of ProduceResponse',
-    943: 'NodeEndpoints',
-    947: 'NodeEndpoints',
-    951: 'NodeEndpoints',
-    963: 'Responses',
-    967: 'Responses',
-    970: 'ThrottleTimeMs',
-    973: 'tagged fields of ProduceResponse',
-    979: 'Responses',
-    981: 'Responses',
-    982: 'ThrottleTimeMs',
-    984: 'NodeEndpoints',
-    987: 'NodeEndpoints',
+    890: 'Responses',
+    892: 'Responses',
+    893: 'ThrottleTimeMs',
+    895: 'tagged fields of ProduceResponse',
+    899: 'NodeEndpoints',
+    900: 'NodeEndpoints',
+    902: 'Responses',
+    904: 'Responses',
+    905: 'ThrottleTimeMs',
+    907: 'tagged fields of ProduceResponse',
+    912: 'Responses',
+    916: 'Responses',
+    919: 'ThrottleTimeMs',
+    927: 'NodeEndpoints',
+    928: 'NodeEndpoints',
+    930: 'Responses',
+    932: 'Responses',
+    933: 'ThrottleTimeMs',
+    935: 'tagged fields of ProduceResponse',
+    940: 'Responses',
+    944: 'Responses',
+    948: 'Responses',
+    951: 'ThrottleTimeMs',
+    954: 'tagged fields of ProduceResponse',
+    955: 'tagged fields of ProduceResponse',
+    963: 'NodeEndpoints',
+    964: 'NodeEndpoints',
+    966: 'Responses',
+    969: 'Responses',
+    971: 'Responses',
+    972: 'ThrottleTimeMs',
+    974: 'tagged fields of ProduceResponse',
+    980: 'tagged fields of ProduceResponse',
+    986: 'tagged fields of ProduceResponse',
     989: 'NodeEndpoints',
-    992: 'tagged fields of ProduceResponse',
-    999: 'Responses',
-    1003: 'Responses',
-    1006: 'ThrottleTimeMs',
-    1009: 'tagged fields of ProduceResponse',
-    1015: 'Responses',
+    993: 'NodeEndpoints',
+    997: 'NodeEndpoints',
+    1001: 'NodeEndpoints',
+    1013: 'Responses',
     1017: 'Responses',
-    1018: 'ThrottleTimeMs',
-    1020: 'NodeEndpoints',
-    1023: 'NodeEndpoints',
-    1025: 'NodeEndpoints',
+    1021: 'Responses',
+    1024: 'ThrottleTimeMs',
+    1027: 'tagged fields of ProduceResponse',
     1028: 'tagged fields of ProduceResponse',
+    1037: 'Responses',
+    1040: 'Responses',
+    1042: 'Responses',
+    1043: 'ThrottleTimeMs',
+    1045: 'NodeEndpoints',
+    1048: 'NodeEndpoints',
+    1051: 'NodeEndpoints',
+    1053: 'NodeEndpoints',
+    1056: 'tagged fields of ProduceResponse',
+    1063: 'Responses',
+    1067: 'Responses',
+    1071: 'Responses',
+    1074: 'ThrottleTimeMs',
+    1077: 'tagged fields of ProduceResponse',
+    1078: 'tagged fields of ProduceResponse',
+    1087: 'Responses',
+    1090: 'Responses',
+    1092: 'Responses',
+    1093: 'ThrottleTimeMs',
+    1095: 'NodeEndpoints',
+    1098: 'NodeEndpoints',
+    1101: 'NodeEndpoints',
+    1103: 'NodeEndpoints',
+    1106: 'tagged fields of ProduceResponse',
 }

@@ -94,7 +94,11 @@ def _decode_QuorumStateData_v0(data, pos):
     self.cluster_id, pos = read_compact_string(data, pos)
     self.leader_id, self.leader_epoch, self.voted_id, self.applied_offset = _S1.unpack_from(data, pos)
     pos += 20
-    n, pos = read_compact_nullable_array_length(data, pos)
+    n = data[pos] - 1
+    if -1 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_nullable_array_length(data, pos)
     if n < 0:
         self.current_voters = None
     else:
@@ -174,27 +178,28 @@ _LINE_FIELDS = {
     94: 'ClusterId',
     95: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i'), ('AppliedOffset', 'applied_offset', 'q')),
     97: 'CurrentVoters',
-    104: 'CurrentVoters',
-    108: 'tagged fields of QuorumStateData',
-    109: 'tagged fields of QuorumStateData',
-    117: 'VotedDirectoryId',
-    118: 'VotedDirectoryId',
-    119: 'ClusterId',
-    120: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i'), ('AppliedOffset', 'applied_offset', 'q')),
-    122: 'CurrentVoters',
-    125: 'CurrentVoters',
-    127: 'tagged fields of QuorumStateData',
-    134: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i')),
-    136: 'VotedDirectoryId',
-    140: 'tagged fields of QuorumStateData',
-    141: 'tagged fields of QuorumStateData',
-    149: 'ClusterId',
-    150: 'ClusterId',
-    151: 'AppliedOffset',
-    152: 'AppliedOffset',
-    153: 'CurrentVoters',
-    154: 'CurrentVoters',
-    155: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i')),
-    156: 'VotedDirectoryId',
-    158: 'tagged fields of QuorumStateData',
+    101: 'CurrentVoters',
+    108: 'CurrentVoters',
+    112: 'tagged fields of QuorumStateData',
+    113: 'tagged fields of QuorumStateData',
+    121: 'VotedDirectoryId',
+    122: 'VotedDirectoryId',
+    123: 'ClusterId',
+    124: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i'), ('AppliedOffset', 'applied_offset', 'q')),
+    126: 'CurrentVoters',
+    129: 'CurrentVoters',
+    131: 'tagged fields of QuorumStateData',
+    138: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i')),
+    140: 'VotedDirectoryId',
+    144: 'tagged fields of QuorumStateData',
+    145: 'tagged fields of QuorumStateData',
+    153: 'ClusterId',
+    154: 'ClusterId',
+    155: 'AppliedOffset',
+    156: 'AppliedOffset',
+    157: 'CurrentVoters',
+    158: 'CurrentVoters',
+    159: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i')),
+    160: 'VotedDirectoryId',
+    162: 'tagged fields of QuorumStateData',
 }

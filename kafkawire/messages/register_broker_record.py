@@ -161,14 +161,22 @@ def _decode_RegisterBrokerRecord_v0(data, pos):
     self.incarnation_id, pos = read_uuid(data, pos)
     self.broker_epoch, = _S3.unpack_from(data, pos)
     pos += 8
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
         item, pos = _decode_BrokerEndpoint_v0(data, pos)
         append(item)
     self.end_points = items
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -203,11 +211,17 @@ def _encode_RegisterBrokerRecord_v0(self, buf):
     write_uuid(buf, self.incarnation_id)
     buf += _S3.pack(self.broker_epoch)
     items = self.end_points
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_BrokerEndpoint_v0(item, buf)
     items = self.features
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_BrokerFeature_v0(item, buf)
     write_compact_nullable_string(buf, self.rack)
@@ -225,14 +239,22 @@ def _decode_RegisterBrokerRecord_v1(data, pos):
     self.incarnation_id, pos = read_uuid(data, pos)
     self.broker_epoch, = _S3.unpack_from(data, pos)
     pos += 8
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
         item, pos = _decode_BrokerEndpoint_v0(data, pos)
         append(item)
     self.end_points = items
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -264,11 +286,17 @@ def _encode_RegisterBrokerRecord_v1(self, buf):
     write_uuid(buf, self.incarnation_id)
     buf += _S3.pack(self.broker_epoch)
     items = self.end_points
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_BrokerEndpoint_v0(item, buf)
     items = self.features
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_BrokerFeature_v0(item, buf)
     write_compact_nullable_string(buf, self.rack)
@@ -286,14 +314,22 @@ def _decode_RegisterBrokerRecord_v2(data, pos):
     self.incarnation_id, pos = read_uuid(data, pos)
     self.broker_epoch, = _S3.unpack_from(data, pos)
     pos += 8
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
         item, pos = _decode_BrokerEndpoint_v0(data, pos)
         append(item)
     self.end_points = items
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -322,11 +358,17 @@ def _encode_RegisterBrokerRecord_v2(self, buf):
     write_uuid(buf, self.incarnation_id)
     buf += _S3.pack(self.broker_epoch)
     items = self.end_points
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_BrokerEndpoint_v0(item, buf)
     items = self.features
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_BrokerFeature_v0(item, buf)
     write_compact_nullable_string(buf, self.rack)
@@ -347,7 +389,11 @@ def _decode_tags_RegisterBrokerRecord_v3(self, data, pos):
         tag, pos, end = read_tag_header(data, pos, last)
         last = tag
         if tag == 0:
-            n, pos = read_compact_array_length(data, pos)
+            n = data[pos] - 1
+            if 0 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_array_length(data, pos)
             items = []
             append = items.append
             for _ in range(n):
@@ -372,14 +418,22 @@ def _decode_RegisterBrokerRecord_v3(data, pos):
     self.incarnation_id, pos = read_uuid(data, pos)
     self.broker_epoch, = _S3.unpack_from(data, pos)
     pos += 8
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
         item, pos = _decode_BrokerEndpoint_v0(data, pos)
         append(item)
     self.end_points = items
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -391,7 +445,11 @@ def _decode_RegisterBrokerRecord_v3(data, pos):
     pos += 2
     self.log_dirs = []
     self.cordoned_log_dirs = None
-    pos = _decode_tags_RegisterBrokerRecord_v3(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_RegisterBrokerRecord_v3(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
@@ -402,11 +460,17 @@ def _encode_RegisterBrokerRecord_v3(self, buf):
     write_uuid(buf, self.incarnation_id)
     buf += _S3.pack(self.broker_epoch)
     items = self.end_points
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_BrokerEndpoint_v0(item, buf)
     items = self.features
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_BrokerFeature_v0(item, buf)
     write_compact_nullable_string(buf, self.rack)
@@ -415,7 +479,10 @@ def _encode_RegisterBrokerRecord_v3(self, buf):
     if self.log_dirs is None or len(self.log_dirs) != 0:
         tag_buf = bytearray()
         items = self.log_dirs
-        write_compact_array_length(tag_buf, items)
+        if len(items) < 0x7F:
+            tag_buf.append(len(items) + 1)
+        else:
+            write_compact_array_length(tag_buf, items)
         write_uuid_array(tag_buf, items)
         known.append((0, tag_buf))
     if known or self._unknown_tagged_fields:
@@ -434,7 +501,11 @@ def _decode_tags_RegisterBrokerRecord_v4(self, data, pos):
         tag, pos, end = read_tag_header(data, pos, last)
         last = tag
         if tag == 0:
-            n, pos = read_compact_array_length(data, pos)
+            n = data[pos] - 1
+            if 0 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_array_length(data, pos)
             items = []
             append = items.append
             for _ in range(n):
@@ -444,7 +515,11 @@ def _decode_tags_RegisterBrokerRecord_v4(self, data, pos):
             if pos != end:
                 raise Malformed(f'tagged field LogDirs (tag 0) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 1:
-            n, pos = read_compact_nullable_array_length(data, pos)
+            n = data[pos] - 1
+            if -1 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_nullable_array_length(data, pos)
             if n < 0:
                 self.cordoned_log_dirs = None
             else:
@@ -472,14 +547,22 @@ def _decode_RegisterBrokerRecord_v4(data, pos):
     self.incarnation_id, pos = read_uuid(data, pos)
     self.broker_epoch, = _S3.unpack_from(data, pos)
     pos += 8
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
         item, pos = _decode_BrokerEndpoint_v0(data, pos)
         append(item)
     self.end_points = items
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -491,7 +574,11 @@ def _decode_RegisterBrokerRecord_v4(data, pos):
     pos += 2
     self.log_dirs = []
     self.cordoned_log_dirs = None
-    pos = _decode_tags_RegisterBrokerRecord_v4(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_RegisterBrokerRecord_v4(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
@@ -500,11 +587,17 @@ def _encode_RegisterBrokerRecord_v4(self, buf):
     write_uuid(buf, self.incarnation_id)
     buf += _S3.pack(self.broker_epoch)
     items = self.end_points
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_BrokerEndpoint_v0(item, buf)
     items = self.features
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_BrokerFeature_v0(item, buf)
     write_compact_nullable_string(buf, self.rack)
@@ -513,7 +606,10 @@ def _encode_RegisterBrokerRecord_v4(self, buf):
     if self.log_dirs is None or len(self.log_dirs) != 0:
         tag_buf = bytearray()
         items = self.log_dirs
-        write_compact_array_length(tag_buf, items)
+        if len(items) < 0x7F:
+            tag_buf.append(len(items) + 1)
+        else:
+            write_compact_array_length(tag_buf, items)
         write_uuid_array(tag_buf, items)
         known.append((0, tag_buf))
     if self.cordoned_log_dirs is not None:
@@ -558,144 +654,171 @@ _LINE_FIELDS = {
     162: 'BrokerEpoch',
     164: 'EndPoints',
     168: 'EndPoints',
-    171: 'Features',
+    172: 'EndPoints',
     175: 'Features',
-    178: 'Rack',
-    179: 'Fenced',
-    185: 'tagged fields of RegisterBrokerRecord',
-    186: 'tagged fields of RegisterBrokerRecord',
-    194: 'IsMigratingZkBroker',
-    195: 'IsMigratingZkBroker',
-    196: 'InControlledShutdown',
-    197: 'InControlledShutdown',
-    198: 'LogDirs',
-    199: 'LogDirs',
-    200: 'CordonedLogDirs',
-    201: 'CordonedLogDirs',
-    202: 'BrokerId',
-    203: 'IncarnationId',
-    204: 'BrokerEpoch',
-    206: 'EndPoints',
-    208: 'EndPoints',
-    210: 'Features',
-    212: 'Features',
-    213: 'Rack',
-    214: 'Fenced',
-    216: 'tagged fields of RegisterBrokerRecord',
-    223: 'BrokerId',
-    225: 'IncarnationId',
-    226: 'BrokerEpoch',
-    228: 'EndPoints',
-    232: 'EndPoints',
-    235: 'Features',
-    239: 'Features',
-    242: 'Rack',
-    243: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
-    248: 'tagged fields of RegisterBrokerRecord',
-    249: 'tagged fields of RegisterBrokerRecord',
-    257: 'IsMigratingZkBroker',
-    258: 'IsMigratingZkBroker',
-    259: 'LogDirs',
-    260: 'LogDirs',
-    261: 'CordonedLogDirs',
-    262: 'CordonedLogDirs',
-    263: 'BrokerId',
-    264: 'IncarnationId',
-    265: 'BrokerEpoch',
-    267: 'EndPoints',
-    269: 'EndPoints',
-    271: 'Features',
-    273: 'Features',
-    274: 'Rack',
-    275: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
-    277: 'tagged fields of RegisterBrokerRecord',
-    284: (('BrokerId', 'broker_id', 'i'), ('IsMigratingZkBroker', 'is_migrating_zk_broker', '?')),
+    179: 'Features',
+    183: 'Features',
+    186: 'Rack',
+    187: 'Fenced',
+    193: 'tagged fields of RegisterBrokerRecord',
+    194: 'tagged fields of RegisterBrokerRecord',
+    202: 'IsMigratingZkBroker',
+    203: 'IsMigratingZkBroker',
+    204: 'InControlledShutdown',
+    205: 'InControlledShutdown',
+    206: 'LogDirs',
+    207: 'LogDirs',
+    208: 'CordonedLogDirs',
+    209: 'CordonedLogDirs',
+    210: 'BrokerId',
+    211: 'IncarnationId',
+    212: 'BrokerEpoch',
+    214: 'EndPoints',
+    217: 'EndPoints',
+    219: 'EndPoints',
+    221: 'Features',
+    224: 'Features',
+    226: 'Features',
+    227: 'Rack',
+    228: 'Fenced',
+    230: 'tagged fields of RegisterBrokerRecord',
+    237: 'BrokerId',
+    239: 'IncarnationId',
+    240: 'BrokerEpoch',
+    242: 'EndPoints',
+    246: 'EndPoints',
+    250: 'EndPoints',
+    253: 'Features',
+    257: 'Features',
+    261: 'Features',
+    264: 'Rack',
+    265: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
+    270: 'tagged fields of RegisterBrokerRecord',
+    271: 'tagged fields of RegisterBrokerRecord',
+    279: 'IsMigratingZkBroker',
+    280: 'IsMigratingZkBroker',
+    281: 'LogDirs',
+    282: 'LogDirs',
+    283: 'CordonedLogDirs',
+    284: 'CordonedLogDirs',
+    285: 'BrokerId',
     286: 'IncarnationId',
     287: 'BrokerEpoch',
     289: 'EndPoints',
-    293: 'EndPoints',
+    292: 'EndPoints',
+    294: 'EndPoints',
     296: 'Features',
-    300: 'Features',
-    303: 'Rack',
-    304: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
-    308: 'tagged fields of RegisterBrokerRecord',
-    309: 'tagged fields of RegisterBrokerRecord',
-    317: 'LogDirs',
-    318: 'LogDirs',
-    319: 'CordonedLogDirs',
-    320: 'CordonedLogDirs',
-    321: (('BrokerId', 'broker_id', 'i'), ('IsMigratingZkBroker', 'is_migrating_zk_broker', '?')),
-    322: 'IncarnationId',
-    323: 'BrokerEpoch',
+    299: 'Features',
+    301: 'Features',
+    302: 'Rack',
+    303: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
+    305: 'tagged fields of RegisterBrokerRecord',
+    312: (('BrokerId', 'broker_id', 'i'), ('IsMigratingZkBroker', 'is_migrating_zk_broker', '?')),
+    314: 'IncarnationId',
+    315: 'BrokerEpoch',
+    317: 'EndPoints',
+    321: 'EndPoints',
     325: 'EndPoints',
-    327: 'EndPoints',
-    329: 'Features',
-    331: 'Features',
-    332: 'Rack',
-    333: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
-    335: 'tagged fields of RegisterBrokerRecord',
-    341: 'tagged fields of RegisterBrokerRecord',
-    347: 'tagged fields of RegisterBrokerRecord',
-    350: 'LogDirs',
+    328: 'Features',
+    332: 'Features',
+    336: 'Features',
+    339: 'Rack',
+    340: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
+    344: 'tagged fields of RegisterBrokerRecord',
+    345: 'tagged fields of RegisterBrokerRecord',
+    353: 'LogDirs',
     354: 'LogDirs',
-    358: 'LogDirs',
-    370: (('BrokerId', 'broker_id', 'i'), ('IsMigratingZkBroker', 'is_migrating_zk_broker', '?')),
-    372: 'IncarnationId',
-    373: 'BrokerEpoch',
-    375: 'EndPoints',
-    379: 'EndPoints',
-    382: 'Features',
-    386: 'Features',
-    389: 'Rack',
-    390: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
-    394: 'tagged fields of RegisterBrokerRecord',
-    399: 'CordonedLogDirs',
-    400: 'CordonedLogDirs',
-    401: (('BrokerId', 'broker_id', 'i'), ('IsMigratingZkBroker', 'is_migrating_zk_broker', '?')),
-    402: 'IncarnationId',
-    403: 'BrokerEpoch',
-    405: 'EndPoints',
-    407: 'EndPoints',
-    409: 'Features',
-    411: 'Features',
-    412: 'Rack',
-    413: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
-    415: 'LogDirs',
-    418: 'LogDirs',
-    419: 'LogDirs',
-    422: 'tagged fields of RegisterBrokerRecord',
-    428: 'tagged fields of RegisterBrokerRecord',
-    434: 'tagged fields of RegisterBrokerRecord',
-    437: 'LogDirs',
-    441: 'LogDirs',
-    445: 'LogDirs',
-    447: 'CordonedLogDirs',
-    454: 'CordonedLogDirs',
+    355: 'CordonedLogDirs',
+    356: 'CordonedLogDirs',
+    357: (('BrokerId', 'broker_id', 'i'), ('IsMigratingZkBroker', 'is_migrating_zk_broker', '?')),
+    358: 'IncarnationId',
+    359: 'BrokerEpoch',
+    361: 'EndPoints',
+    364: 'EndPoints',
+    366: 'EndPoints',
+    368: 'Features',
+    371: 'Features',
+    373: 'Features',
+    374: 'Rack',
+    375: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
+    377: 'tagged fields of RegisterBrokerRecord',
+    383: 'tagged fields of RegisterBrokerRecord',
+    389: 'tagged fields of RegisterBrokerRecord',
+    392: 'LogDirs',
+    396: 'LogDirs',
+    400: 'LogDirs',
+    404: 'LogDirs',
+    416: (('BrokerId', 'broker_id', 'i'), ('IsMigratingZkBroker', 'is_migrating_zk_broker', '?')),
+    418: 'IncarnationId',
+    419: 'BrokerEpoch',
+    421: 'EndPoints',
+    425: 'EndPoints',
+    429: 'EndPoints',
+    432: 'Features',
+    436: 'Features',
+    440: 'Features',
+    443: 'Rack',
+    444: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
+    448: 'tagged fields of RegisterBrokerRecord',
+    449: 'tagged fields of RegisterBrokerRecord',
+    457: 'CordonedLogDirs',
     458: 'CordonedLogDirs',
-    470: (('BrokerId', 'broker_id', 'i'), ('IsMigratingZkBroker', 'is_migrating_zk_broker', '?')),
-    472: 'IncarnationId',
-    473: 'BrokerEpoch',
-    475: 'EndPoints',
-    479: 'EndPoints',
-    482: 'Features',
-    486: 'Features',
-    489: 'Rack',
-    490: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
-    494: 'tagged fields of RegisterBrokerRecord',
-    499: (('BrokerId', 'broker_id', 'i'), ('IsMigratingZkBroker', 'is_migrating_zk_broker', '?')),
-    500: 'IncarnationId',
-    501: 'BrokerEpoch',
-    503: 'EndPoints',
-    505: 'EndPoints',
-    507: 'Features',
-    509: 'Features',
-    510: 'Rack',
-    511: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
-    513: 'LogDirs',
+    459: (('BrokerId', 'broker_id', 'i'), ('IsMigratingZkBroker', 'is_migrating_zk_broker', '?')),
+    460: 'IncarnationId',
+    461: 'BrokerEpoch',
+    463: 'EndPoints',
+    466: 'EndPoints',
+    468: 'EndPoints',
+    470: 'Features',
+    473: 'Features',
+    475: 'Features',
+    476: 'Rack',
+    477: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
+    479: 'LogDirs',
+    482: 'LogDirs',
+    485: 'LogDirs',
+    486: 'LogDirs',
+    489: 'tagged fields of RegisterBrokerRecord',
+    495: 'tagged fields of RegisterBrokerRecord',
+    501: 'tagged fields of RegisterBrokerRecord',
+    504: 'LogDirs',
+    508: 'LogDirs',
+    512: 'LogDirs',
     516: 'LogDirs',
-    517: 'LogDirs',
-    519: 'CordonedLogDirs',
+    518: 'CordonedLogDirs',
     522: 'CordonedLogDirs',
-    524: 'CordonedLogDirs',
-    527: 'tagged fields of RegisterBrokerRecord',
+    529: 'CordonedLogDirs',
+    533: 'CordonedLogDirs',
+    545: (('BrokerId', 'broker_id', 'i'), ('IsMigratingZkBroker', 'is_migrating_zk_broker', '?')),
+    547: 'IncarnationId',
+    548: 'BrokerEpoch',
+    550: 'EndPoints',
+    554: 'EndPoints',
+    558: 'EndPoints',
+    561: 'Features',
+    565: 'Features',
+    569: 'Features',
+    572: 'Rack',
+    573: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
+    577: 'tagged fields of RegisterBrokerRecord',
+    578: 'tagged fields of RegisterBrokerRecord',
+    586: (('BrokerId', 'broker_id', 'i'), ('IsMigratingZkBroker', 'is_migrating_zk_broker', '?')),
+    587: 'IncarnationId',
+    588: 'BrokerEpoch',
+    590: 'EndPoints',
+    593: 'EndPoints',
+    595: 'EndPoints',
+    597: 'Features',
+    600: 'Features',
+    602: 'Features',
+    603: 'Rack',
+    604: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
+    606: 'LogDirs',
+    609: 'LogDirs',
+    612: 'LogDirs',
+    613: 'LogDirs',
+    615: 'CordonedLogDirs',
+    618: 'CordonedLogDirs',
+    620: 'CordonedLogDirs',
+    623: 'tagged fields of RegisterBrokerRecord',
 }

@@ -146,14 +146,22 @@ def _decode_RegisterControllerRecord_v0(data, pos):
     self.incarnation_id, pos = read_uuid(data, pos)
     self.zk_migration_ready, = _S3.unpack_from(data, pos)
     pos += 1
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
         item, pos = _decode_ControllerEndpoint_v0(data, pos)
         append(item)
     self.end_points = items
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -173,11 +181,17 @@ def _encode_RegisterControllerRecord_v0(self, buf):
     write_uuid(buf, self.incarnation_id)
     buf += _S3.pack(self.zk_migration_ready)
     items = self.end_points
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ControllerEndpoint_v0(item, buf)
     items = self.features
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_ControllerFeature_v0(item, buf)
     if self._unknown_tagged_fields:
@@ -215,16 +229,20 @@ _LINE_FIELDS = {
     147: 'ZkMigrationReady',
     149: 'EndPoints',
     153: 'EndPoints',
-    156: 'Features',
+    157: 'EndPoints',
     160: 'Features',
-    163: 'tagged fields of RegisterControllerRecord',
-    164: 'tagged fields of RegisterControllerRecord',
-    172: 'ControllerId',
-    173: 'IncarnationId',
-    174: 'ZkMigrationReady',
-    176: 'EndPoints',
-    178: 'EndPoints',
-    180: 'Features',
-    182: 'Features',
-    184: 'tagged fields of RegisterControllerRecord',
+    164: 'Features',
+    168: 'Features',
+    171: 'tagged fields of RegisterControllerRecord',
+    172: 'tagged fields of RegisterControllerRecord',
+    180: 'ControllerId',
+    181: 'IncarnationId',
+    182: 'ZkMigrationReady',
+    184: 'EndPoints',
+    187: 'EndPoints',
+    189: 'EndPoints',
+    191: 'Features',
+    194: 'Features',
+    196: 'Features',
+    198: 'tagged fields of RegisterControllerRecord',
 }

@@ -133,7 +133,11 @@ def _decode_UpdateFeaturesRequest_v0(data, pos):
     self = _new(UpdateFeaturesRequest)
     self.timeout_ms, = _S2.unpack_from(data, pos)
     pos += 4
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -154,7 +158,10 @@ def _encode_UpdateFeaturesRequest_v0(self, buf):
         raise unsupported_field('UpdateFeaturesRequest', 'ValidateOnly', 0)
     buf += _S2.pack(self.timeout_ms)
     items = self.feature_updates
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_FeatureUpdateKey_v0(item, buf)
     if self._unknown_tagged_fields:
@@ -167,7 +174,11 @@ def _decode_UpdateFeaturesRequest_v1(data, pos):
     self = _new(UpdateFeaturesRequest)
     self.timeout_ms, = _S2.unpack_from(data, pos)
     pos += 4
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -187,7 +198,10 @@ def _decode_UpdateFeaturesRequest_v1(data, pos):
 def _encode_UpdateFeaturesRequest_v1(self, buf):
     buf += _S2.pack(self.timeout_ms)
     items = self.feature_updates
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_FeatureUpdateKey_v1(item, buf)
     buf += _S3.pack(self.validate_only)
@@ -200,7 +214,10 @@ def _encode_UpdateFeaturesRequest_v1(self, buf):
 def _encode_UpdateFeaturesRequest_v2(self, buf):
     buf += _S2.pack(self.timeout_ms)
     items = self.feature_updates
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_FeatureUpdateKey_v2(item, buf)
     buf += _S3.pack(self.validate_only)
@@ -242,28 +259,33 @@ _LINE_FIELDS = {
     134: 'timeoutMs',
     136: 'FeatureUpdates',
     140: 'FeatureUpdates',
-    144: 'tagged fields of UpdateFeaturesRequest',
-    145: 'tagged fields of UpdateFeaturesRequest',
-    153: 'ValidateOnly',
-    154: 'ValidateOnly',
-    155: 'timeoutMs',
-    157: 'FeatureUpdates',
-    159: 'FeatureUpdates',
-    161: 'tagged fields of UpdateFeaturesRequest',
-    168: 'timeoutMs',
-    170: 'FeatureUpdates',
-    174: 'FeatureUpdates',
-    177: 'ValidateOnly',
-    179: 'tagged fields of UpdateFeaturesRequest',
-    180: 'tagged fields of UpdateFeaturesRequest',
-    188: 'timeoutMs',
-    190: 'FeatureUpdates',
-    192: 'FeatureUpdates',
-    193: 'ValidateOnly',
-    195: 'tagged fields of UpdateFeaturesRequest',
-    201: 'timeoutMs',
-    203: 'FeatureUpdates',
-    205: 'FeatureUpdates',
-    206: 'ValidateOnly',
-    208: 'tagged fields of UpdateFeaturesRequest',
+    144: 'FeatureUpdates',
+    148: 'tagged fields of UpdateFeaturesRequest',
+    149: 'tagged fields of UpdateFeaturesRequest',
+    157: 'ValidateOnly',
+    158: 'ValidateOnly',
+    159: 'timeoutMs',
+    161: 'FeatureUpdates',
+    164: 'FeatureUpdates',
+    166: 'FeatureUpdates',
+    168: 'tagged fields of UpdateFeaturesRequest',
+    175: 'timeoutMs',
+    177: 'FeatureUpdates',
+    181: 'FeatureUpdates',
+    185: 'FeatureUpdates',
+    188: 'ValidateOnly',
+    190: 'tagged fields of UpdateFeaturesRequest',
+    191: 'tagged fields of UpdateFeaturesRequest',
+    199: 'timeoutMs',
+    201: 'FeatureUpdates',
+    204: 'FeatureUpdates',
+    206: 'FeatureUpdates',
+    207: 'ValidateOnly',
+    209: 'tagged fields of UpdateFeaturesRequest',
+    215: 'timeoutMs',
+    217: 'FeatureUpdates',
+    220: 'FeatureUpdates',
+    222: 'FeatureUpdates',
+    223: 'ValidateOnly',
+    225: 'tagged fields of UpdateFeaturesRequest',
 }

@@ -95,7 +95,11 @@ def _decode_UpdateFeaturesResponse_v0(data, pos):
     self.throttle_time_ms, self.error_code = _S1.unpack_from(data, pos)
     pos += 6
     self.error_message, pos = read_compact_nullable_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -114,7 +118,10 @@ def _encode_UpdateFeaturesResponse_v0(self, buf):
     buf += _S1.pack(self.throttle_time_ms, self.error_code)
     write_compact_nullable_string(buf, self.error_message)
     items = self.results
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_UpdatableFeatureResult_v0(item, buf)
     if self._unknown_tagged_fields:
@@ -165,18 +172,20 @@ _LINE_FIELDS = {
     97: 'ErrorMessage',
     98: 'Results',
     102: 'Results',
-    105: 'tagged fields of UpdateFeaturesResponse',
-    106: 'tagged fields of UpdateFeaturesResponse',
-    114: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    115: 'ErrorMessage',
-    117: 'Results',
-    119: 'Results',
-    121: 'tagged fields of UpdateFeaturesResponse',
-    128: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    130: 'ErrorMessage',
-    132: 'tagged fields of UpdateFeaturesResponse',
-    133: 'tagged fields of UpdateFeaturesResponse',
-    141: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    142: 'ErrorMessage',
-    144: 'tagged fields of UpdateFeaturesResponse',
+    106: 'Results',
+    109: 'tagged fields of UpdateFeaturesResponse',
+    110: 'tagged fields of UpdateFeaturesResponse',
+    118: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    119: 'ErrorMessage',
+    121: 'Results',
+    124: 'Results',
+    126: 'Results',
+    128: 'tagged fields of UpdateFeaturesResponse',
+    135: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    137: 'ErrorMessage',
+    139: 'tagged fields of UpdateFeaturesResponse',
+    140: 'tagged fields of UpdateFeaturesResponse',
+    148: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    149: 'ErrorMessage',
+    151: 'tagged fields of UpdateFeaturesResponse',
 }

@@ -140,7 +140,11 @@ def _decode_UpdateRaftVoterRequest_v0(data, pos):
     self.current_leader_epoch, self.voter_id = _S2.unpack_from(data, pos)
     pos += 8
     self.voter_directory_id, pos = read_uuid(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -161,7 +165,10 @@ def _encode_UpdateRaftVoterRequest_v0(self, buf):
     buf += _S2.pack(self.current_leader_epoch, self.voter_id)
     write_uuid(buf, self.voter_directory_id)
     items = self.listeners
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_Listener_v0(item, buf)
     _encode_KRaftVersionFeature_v0(self.k_raft_version_feature, buf)
@@ -198,14 +205,16 @@ _LINE_FIELDS = {
     142: 'VoterDirectoryId',
     143: 'Listeners',
     147: 'Listeners',
-    150: 'KRaftVersionFeature',
-    151: 'tagged fields of UpdateRaftVoterRequest',
-    152: 'tagged fields of UpdateRaftVoterRequest',
-    160: 'ClusterId',
-    161: (('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('VoterId', 'voter_id', 'i')),
-    162: 'VoterDirectoryId',
-    164: 'Listeners',
-    166: 'Listeners',
-    167: 'KRaftVersionFeature',
-    169: 'tagged fields of UpdateRaftVoterRequest',
+    151: 'Listeners',
+    154: 'KRaftVersionFeature',
+    155: 'tagged fields of UpdateRaftVoterRequest',
+    156: 'tagged fields of UpdateRaftVoterRequest',
+    164: 'ClusterId',
+    165: (('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('VoterId', 'voter_id', 'i')),
+    166: 'VoterDirectoryId',
+    168: 'Listeners',
+    171: 'Listeners',
+    173: 'Listeners',
+    174: 'KRaftVersionFeature',
+    176: 'tagged fields of UpdateRaftVoterRequest',
 }

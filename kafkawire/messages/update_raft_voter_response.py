@@ -119,14 +119,18 @@ def _decode_UpdateRaftVoterResponse_v0(data, pos):
     self.throttle_time_ms, self.error_code = _S2.unpack_from(data, pos)
     pos += 6
     self.current_leader = CurrentLeader()
-    pos = _decode_tags_UpdateRaftVoterResponse_v0(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_UpdateRaftVoterResponse_v0(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
 def _encode_UpdateRaftVoterResponse_v0(self, buf):
     buf += _S2.pack(self.throttle_time_ms, self.error_code)
     known = []
-    if self.current_leader != _DEFAULT_CurrentLeader:
+    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader.host != '' or self.current_leader.port != 0 or self.current_leader._unknown_tagged_fields:
         tag_buf = bytearray()
         _encode_CurrentLeader_v0(self.current_leader, tag_buf)
         known.append((0, tag_buf))
@@ -157,8 +161,9 @@ _LINE_FIELDS = {
     107: 'CurrentLeader',
     119: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
     122: 'tagged fields of UpdateRaftVoterResponse',
-    127: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    129: 'CurrentLeader',
-    131: 'CurrentLeader',
-    134: 'tagged fields of UpdateRaftVoterResponse',
+    123: 'tagged fields of UpdateRaftVoterResponse',
+    131: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    133: 'CurrentLeader',
+    135: 'CurrentLeader',
+    138: 'tagged fields of UpdateRaftVoterResponse',
 }

@@ -181,7 +181,11 @@ def _encode_PartitionData_v2(self, buf):
 def _decode_TopicData_v0(data, pos):
     self = _new(TopicData)
     self.topic_name, pos = read_compact_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -199,7 +203,10 @@ def _decode_TopicData_v0(data, pos):
 def _encode_TopicData_v0(self, buf):
     write_compact_string(buf, self.topic_name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_PartitionData_v0(item, buf)
     if self._unknown_tagged_fields:
@@ -211,7 +218,11 @@ def _encode_TopicData_v0(self, buf):
 def _decode_TopicData_v1(data, pos):
     self = _new(TopicData)
     self.topic_name, pos = read_compact_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -229,7 +240,10 @@ def _decode_TopicData_v1(data, pos):
 def _encode_TopicData_v1(self, buf):
     write_compact_string(buf, self.topic_name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_PartitionData_v1(item, buf)
     if self._unknown_tagged_fields:
@@ -241,7 +255,11 @@ def _encode_TopicData_v1(self, buf):
 def _decode_TopicData_v2(data, pos):
     self = _new(TopicData)
     self.topic_name, pos = read_compact_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -259,7 +277,10 @@ def _decode_TopicData_v2(data, pos):
 def _encode_TopicData_v2(self, buf):
     write_compact_string(buf, self.topic_name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_PartitionData_v2(item, buf)
     if self._unknown_tagged_fields:
@@ -271,7 +292,11 @@ def _encode_TopicData_v2(self, buf):
 def _decode_VoteRequest_v0(data, pos):
     self = _new(VoteRequest)
     self.cluster_id, pos = read_compact_nullable_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -290,7 +315,10 @@ def _decode_VoteRequest_v0(data, pos):
 def _encode_VoteRequest_v0(self, buf):
     write_compact_nullable_string(buf, self.cluster_id)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_TopicData_v0(item, buf)
     if self._unknown_tagged_fields:
@@ -304,7 +332,11 @@ def _decode_VoteRequest_v1(data, pos):
     self.cluster_id, pos = read_compact_nullable_string(data, pos)
     self.voter_id, = _S4.unpack_from(data, pos)
     pos += 4
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -323,7 +355,10 @@ def _encode_VoteRequest_v1(self, buf):
     write_compact_nullable_string(buf, self.cluster_id)
     buf += _S4.pack(self.voter_id)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_TopicData_v1(item, buf)
     if self._unknown_tagged_fields:
@@ -337,7 +372,11 @@ def _decode_VoteRequest_v2(data, pos):
     self.cluster_id, pos = read_compact_nullable_string(data, pos)
     self.voter_id, = _S4.unpack_from(data, pos)
     pos += 4
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -356,7 +395,10 @@ def _encode_VoteRequest_v2(self, buf):
     write_compact_nullable_string(buf, self.cluster_id)
     buf += _S4.pack(self.voter_id)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_TopicData_v2(item, buf)
     if self._unknown_tagged_fields:
@@ -407,59 +449,71 @@ _LINE_FIELDS = {
     183: 'TopicName',
     184: 'Partitions',
     188: 'Partitions',
-    191: 'tagged fields of TopicData',
-    192: 'tagged fields of TopicData',
-    200: 'TopicName',
-    202: 'Partitions',
-    204: 'Partitions',
-    206: 'tagged fields of TopicData',
-    213: 'TopicName',
-    214: 'Partitions',
-    218: 'Partitions',
-    221: 'tagged fields of TopicData',
-    222: 'tagged fields of TopicData',
-    230: 'TopicName',
-    232: 'Partitions',
-    234: 'Partitions',
-    236: 'tagged fields of TopicData',
-    243: 'TopicName',
-    244: 'Partitions',
+    192: 'Partitions',
+    195: 'tagged fields of TopicData',
+    196: 'tagged fields of TopicData',
+    204: 'TopicName',
+    206: 'Partitions',
+    209: 'Partitions',
+    211: 'Partitions',
+    213: 'tagged fields of TopicData',
+    220: 'TopicName',
+    221: 'Partitions',
+    225: 'Partitions',
+    229: 'Partitions',
+    232: 'tagged fields of TopicData',
+    233: 'tagged fields of TopicData',
+    241: 'TopicName',
+    243: 'Partitions',
+    246: 'Partitions',
     248: 'Partitions',
-    251: 'tagged fields of TopicData',
-    252: 'tagged fields of TopicData',
-    260: 'TopicName',
+    250: 'tagged fields of TopicData',
+    257: 'TopicName',
+    258: 'Partitions',
     262: 'Partitions',
-    264: 'Partitions',
-    266: 'tagged fields of TopicData',
-    273: 'ClusterId',
-    274: 'Topics',
-    278: 'Topics',
-    282: 'tagged fields of VoteRequest',
-    283: 'tagged fields of VoteRequest',
-    291: 'ClusterId',
-    293: 'Topics',
+    266: 'Partitions',
+    269: 'tagged fields of TopicData',
+    270: 'tagged fields of TopicData',
+    278: 'TopicName',
+    280: 'Partitions',
+    283: 'Partitions',
+    285: 'Partitions',
+    287: 'tagged fields of TopicData',
+    294: 'ClusterId',
     295: 'Topics',
-    297: 'tagged fields of VoteRequest',
-    304: 'ClusterId',
-    305: 'VoterId',
-    307: 'Topics',
-    311: 'Topics',
-    314: 'tagged fields of VoteRequest',
-    315: 'tagged fields of VoteRequest',
-    323: 'ClusterId',
-    324: 'VoterId',
-    326: 'Topics',
-    328: 'Topics',
-    330: 'tagged fields of VoteRequest',
-    337: 'ClusterId',
-    338: 'VoterId',
-    340: 'Topics',
-    344: 'Topics',
+    299: 'Topics',
+    303: 'Topics',
+    307: 'tagged fields of VoteRequest',
+    308: 'tagged fields of VoteRequest',
+    316: 'ClusterId',
+    318: 'Topics',
+    321: 'Topics',
+    323: 'Topics',
+    325: 'tagged fields of VoteRequest',
+    332: 'ClusterId',
+    333: 'VoterId',
+    335: 'Topics',
+    339: 'Topics',
+    343: 'Topics',
+    346: 'tagged fields of VoteRequest',
     347: 'tagged fields of VoteRequest',
-    348: 'tagged fields of VoteRequest',
-    356: 'ClusterId',
-    357: 'VoterId',
-    359: 'Topics',
+    355: 'ClusterId',
+    356: 'VoterId',
+    358: 'Topics',
     361: 'Topics',
-    363: 'tagged fields of VoteRequest',
+    363: 'Topics',
+    365: 'tagged fields of VoteRequest',
+    372: 'ClusterId',
+    373: 'VoterId',
+    375: 'Topics',
+    379: 'Topics',
+    383: 'Topics',
+    386: 'tagged fields of VoteRequest',
+    387: 'tagged fields of VoteRequest',
+    395: 'ClusterId',
+    396: 'VoterId',
+    398: 'Topics',
+    401: 'Topics',
+    403: 'Topics',
+    405: 'tagged fields of VoteRequest',
 }

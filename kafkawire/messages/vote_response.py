@@ -133,7 +133,11 @@ def _encode_PartitionData_v0(self, buf):
 def _decode_TopicData_v0(data, pos):
     self = _new(TopicData)
     self.topic_name, pos = read_compact_string(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -151,7 +155,10 @@ def _decode_TopicData_v0(data, pos):
 def _encode_TopicData_v0(self, buf):
     write_compact_string(buf, self.topic_name)
     items = self.partitions
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_PartitionData_v0(item, buf)
     if self._unknown_tagged_fields:
@@ -189,7 +196,11 @@ def _decode_VoteResponse_v0(data, pos):
     self = _new(VoteResponse)
     self.error_code, = _S3.unpack_from(data, pos)
     pos += 2
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -210,7 +221,10 @@ def _encode_VoteResponse_v0(self, buf):
         raise unsupported_field('VoteResponse', 'NodeEndpoints', 0)
     buf += _S3.pack(self.error_code)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_TopicData_v0(item, buf)
     if self._unknown_tagged_fields:
@@ -229,7 +243,11 @@ def _decode_tags_VoteResponse_v1(self, data, pos):
         tag, pos, end = read_tag_header(data, pos, last)
         last = tag
         if tag == 0:
-            n, pos = read_compact_array_length(data, pos)
+            n = data[pos] - 1
+            if 0 <= n < 0x7F:
+                pos += 1
+            else:
+                n, pos = read_compact_array_length(data, pos)
             items = []
             append = items.append
             for _ in range(n):
@@ -251,7 +269,11 @@ def _decode_VoteResponse_v1(data, pos):
     self = _new(VoteResponse)
     self.error_code, = _S3.unpack_from(data, pos)
     pos += 2
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -259,21 +281,31 @@ def _decode_VoteResponse_v1(data, pos):
         append(item)
     self.topics = items
     self.node_endpoints = []
-    pos = _decode_tags_VoteResponse_v1(self, data, pos)
+    if data[pos]:
+        pos = _decode_tags_VoteResponse_v1(self, data, pos)
+    else:
+        self._unknown_tagged_fields = ()
+        pos += 1
     return self, pos
 
 
 def _encode_VoteResponse_v1(self, buf):
     buf += _S3.pack(self.error_code)
     items = self.topics
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_TopicData_v0(item, buf)
     known = []
     if self.node_endpoints is None or len(self.node_endpoints) != 0:
         tag_buf = bytearray()
         items = self.node_endpoints
-        write_compact_array_length(tag_buf, items)
+        if len(items) < 0x7F:
+            tag_buf.append(len(items) + 1)
+        else:
+            write_compact_array_length(tag_buf, items)
         for item in items:
             _encode_NodeEndpoint_v1(item, tag_buf)
         known.append((0, tag_buf))
@@ -301,46 +333,55 @@ _LINE_FIELDS = {
     135: 'TopicName',
     136: 'Partitions',
     140: 'Partitions',
-    143: 'tagged fields of TopicData',
-    144: 'tagged fields of TopicData',
-    152: 'TopicName',
-    154: 'Partitions',
-    156: 'Partitions',
-    158: 'tagged fields of TopicData',
-    165: 'NodeId',
-    167: 'Host',
-    168: 'Port',
-    170: 'tagged fields of NodeEndpoint',
-    171: 'tagged fields of NodeEndpoint',
-    179: 'NodeId',
-    180: 'Host',
-    181: 'Port',
-    183: 'tagged fields of NodeEndpoint',
-    190: 'ErrorCode',
-    192: 'Topics',
-    196: 'Topics',
-    200: 'tagged fields of VoteResponse',
-    201: 'tagged fields of VoteResponse',
-    209: 'NodeEndpoints',
-    210: 'NodeEndpoints',
-    211: 'ErrorCode',
-    213: 'Topics',
-    215: 'Topics',
-    217: 'tagged fields of VoteResponse',
-    223: 'tagged fields of VoteResponse',
-    229: 'tagged fields of VoteResponse',
-    232: 'NodeEndpoints',
-    236: 'NodeEndpoints',
-    240: 'NodeEndpoints',
-    252: 'ErrorCode',
-    254: 'Topics',
-    258: 'Topics',
-    262: 'tagged fields of VoteResponse',
-    267: 'ErrorCode',
-    269: 'Topics',
-    271: 'Topics',
-    273: 'NodeEndpoints',
-    276: 'NodeEndpoints',
-    278: 'NodeEndpoints',
-    281: 'tagged fields of VoteResponse',
+    144: 'Partitions',
+    147: 'tagged fields of TopicData',
+    148: 'tagged fields of TopicData',
+    156: 'TopicName',
+    158: 'Partitions',
+    161: 'Partitions',
+    163: 'Partitions',
+    165: 'tagged fields of TopicData',
+    172: 'NodeId',
+    174: 'Host',
+    175: 'Port',
+    177: 'tagged fields of NodeEndpoint',
+    178: 'tagged fields of NodeEndpoint',
+    186: 'NodeId',
+    187: 'Host',
+    188: 'Port',
+    190: 'tagged fields of NodeEndpoint',
+    197: 'ErrorCode',
+    199: 'Topics',
+    203: 'Topics',
+    207: 'Topics',
+    211: 'tagged fields of VoteResponse',
+    212: 'tagged fields of VoteResponse',
+    220: 'NodeEndpoints',
+    221: 'NodeEndpoints',
+    222: 'ErrorCode',
+    224: 'Topics',
+    227: 'Topics',
+    229: 'Topics',
+    231: 'tagged fields of VoteResponse',
+    237: 'tagged fields of VoteResponse',
+    243: 'tagged fields of VoteResponse',
+    246: 'NodeEndpoints',
+    250: 'NodeEndpoints',
+    254: 'NodeEndpoints',
+    258: 'NodeEndpoints',
+    270: 'ErrorCode',
+    272: 'Topics',
+    276: 'Topics',
+    280: 'Topics',
+    284: 'tagged fields of VoteResponse',
+    285: 'tagged fields of VoteResponse',
+    293: 'ErrorCode',
+    295: 'Topics',
+    298: 'Topics',
+    300: 'Topics',
+    302: 'NodeEndpoints',
+    305: 'NodeEndpoints',
+    308: 'NodeEndpoints',
+    310: 'NodeEndpoints',
+    313: 'tagged fields of VoteResponse',
 }

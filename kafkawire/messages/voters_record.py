@@ -155,7 +155,11 @@ def _decode_Voter_v0(data, pos):
     self.voter_id, = _S2.unpack_from(data, pos)
     pos += 4
     self.voter_directory_id, pos = read_uuid(data, pos)
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -175,7 +179,10 @@ def _encode_Voter_v0(self, buf):
     buf += _S2.pack(self.voter_id)
     write_uuid(buf, self.voter_directory_id)
     items = self.endpoints
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_Endpoint_v0(item, buf)
     _encode_KRaftVersionFeature_v0(self.k_raft_version_feature, buf)
@@ -189,7 +196,11 @@ def _decode_VotersRecord_v0(data, pos):
     self = _new(VotersRecord)
     self.version_, = _S3.unpack_from(data, pos)
     pos += 2
-    n, pos = read_compact_array_length(data, pos)
+    n = data[pos] - 1
+    if 0 <= n < 0x7F:
+        pos += 1
+    else:
+        n, pos = read_compact_array_length(data, pos)
     items = []
     append = items.append
     for _ in range(n):
@@ -207,7 +218,10 @@ def _decode_VotersRecord_v0(data, pos):
 def _encode_VotersRecord_v0(self, buf):
     buf += _S3.pack(self.version_)
     items = self.voters
-    write_compact_array_length(buf, items)
+    if len(items) < 0x7F:
+        buf.append(len(items) + 1)
+    else:
+        write_compact_array_length(buf, items)
     for item in items:
         _encode_Voter_v0(item, buf)
     if self._unknown_tagged_fields:
@@ -244,22 +258,26 @@ _LINE_FIELDS = {
     157: 'VoterDirectoryId',
     158: 'Endpoints',
     162: 'Endpoints',
-    165: 'KRaftVersionFeature',
-    166: 'tagged fields of Voter',
-    167: 'tagged fields of Voter',
-    175: 'VoterId',
-    176: 'VoterDirectoryId',
-    178: 'Endpoints',
-    180: 'Endpoints',
-    181: 'KRaftVersionFeature',
-    183: 'tagged fields of Voter',
-    190: 'Version',
-    192: 'Voters',
-    196: 'Voters',
-    199: 'tagged fields of VotersRecord',
-    200: 'tagged fields of VotersRecord',
-    208: 'Version',
-    210: 'Voters',
-    212: 'Voters',
-    214: 'tagged fields of VotersRecord',
+    166: 'Endpoints',
+    169: 'KRaftVersionFeature',
+    170: 'tagged fields of Voter',
+    171: 'tagged fields of Voter',
+    179: 'VoterId',
+    180: 'VoterDirectoryId',
+    182: 'Endpoints',
+    185: 'Endpoints',
+    187: 'Endpoints',
+    188: 'KRaftVersionFeature',
+    190: 'tagged fields of Voter',
+    197: 'Version',
+    199: 'Voters',
+    203: 'Voters',
+    207: 'Voters',
+    210: 'tagged fields of VotersRecord',
+    211: 'tagged fields of VotersRecord',
+    219: 'Version',
+    221: 'Voters',
+    224: 'Voters',
+    226: 'Voters',
+    228: 'tagged fields of VotersRecord',
 }

@@ -16,11 +16,12 @@ __all__ = [
     "read_string", "read_nullable_string", "read_compact_string", "read_compact_nullable_string",
     "write_string", "write_nullable_string", "write_compact_string", "write_compact_nullable_string",
     "read_bytes", "read_nullable_bytes", "read_compact_bytes", "read_compact_nullable_bytes",
+    "read_bytes_view", "read_nullable_bytes_view", "read_compact_bytes_view", "read_compact_nullable_bytes_view",
     "write_bytes", "write_nullable_bytes", "write_compact_bytes", "write_compact_nullable_bytes",
     "read_array_length", "read_nullable_array_length", "read_compact_array_length",
     "read_compact_nullable_array_length", "write_array_length", "write_nullable_array_length",
     "write_compact_array_length", "write_compact_nullable_array_length",
-    "read_fixed_array", "write_fixed_array", "read_uuid", "write_uuid", "write_uuid_array",
+    "read_fixed_array", "write_fixed_array", "array_struct", "array_structs", "read_uuid", "write_uuid", "write_uuid_array",
     "read_unknown_tags", "read_tag_header", "write_tags", "unsupported_field", "unsupported_tags",
 ]
 
@@ -111,7 +112,11 @@ def read_compact_string(data, pos):
 
 
 def read_compact_nullable_string(data, pos):
-    n, pos = read_uvarint(data, pos)
+    n = data[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = read_uvarint(data, pos)
     n -= 1
     if n < 0:
         return None, pos
@@ -138,15 +143,23 @@ def write_nullable_string(buf, value):
 
 def write_compact_string(buf, value):
     raw = value.encode()
-    write_uvarint(buf, len(raw) + 1)
+    if len(raw) < 0x7F:
+        buf.append(len(raw) + 1)
+    else:
+        write_uvarint(buf, len(raw) + 1)
     buf += raw
 
 
 def write_compact_nullable_string(buf, value):
     if value is None:
         buf.append(0)
+        return
+    raw = value.encode()
+    if len(raw) < 0x7F:
+        buf.append(len(raw) + 1)
     else:
-        write_compact_string(buf, value)
+        write_uvarint(buf, len(raw) + 1)
+    buf += raw
 
 
 # --- bytes and records ------------------------------------------------------------------------
@@ -187,7 +200,11 @@ def read_compact_bytes(data, pos):
 
 
 def read_compact_nullable_bytes(data, pos):
-    n, pos = read_uvarint(data, pos)
+    n = data[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = read_uvarint(data, pos)
     n -= 1
     if n < 0:
         return None, pos
@@ -195,6 +212,25 @@ def read_compact_nullable_bytes(data, pos):
     if end > len(data):
         raise _too_long("compact bytes", n, pos, data)
     return data[pos:end], end
+
+
+# Records (and bytes fields marked zeroCopy) are returned as memoryview slices of the input, as
+# Kafka's Java reader wraps a slice of its buffer: a fetch response's record batches are not copied.
+
+def read_bytes_view(data, pos):
+    return read_bytes(memoryview(data), pos)
+
+
+def read_nullable_bytes_view(data, pos):
+    return read_nullable_bytes(memoryview(data), pos)
+
+
+def read_compact_bytes_view(data, pos):
+    return read_compact_bytes(memoryview(data), pos)
+
+
+def read_compact_nullable_bytes_view(data, pos):
+    return read_compact_nullable_bytes(memoryview(data), pos)
 
 
 def write_bytes(buf, value):
@@ -297,7 +333,8 @@ def write_compact_nullable_array_length(buf, items):
 _array_structs: dict = {}
 
 
-def _array_struct(code: str, n: int) -> struct.Struct:
+def array_struct(code: str, n: int) -> struct.Struct:
+    """The Struct of n fixed-width elements; n is bounded by the bytes left, so the cache is too."""
     key = (code, n)
     s = _array_structs.get(key)
     if s is None:
@@ -305,6 +342,14 @@ def _array_struct(code: str, n: int) -> struct.Struct:
         if len(_array_structs) < 4096:
             _array_structs[key] = s
     return s
+
+
+def array_structs(code: str) -> tuple:
+    """Structs of 0..63 elements, indexed by count: the generated code's fast path for short arrays."""
+    return tuple(struct.Struct(f">{n}{code}") for n in range(64))
+
+
+_array_struct = array_struct
 
 
 def read_fixed_array(data, pos, n, code, size):
@@ -328,13 +373,16 @@ def uuid_from_bytes(raw: bytes) -> UUID:
     return u
 
 
+_UNKNOWN_SAFETY = SafeUUID.unknown
+
+
 def read_uuid(data, pos):
     end = pos + 16
     if end > len(data):
         raise Malformed(f"uuid at byte {pos} runs past the end of the data")
     u = _new(UUID)
     _setattr(u, "int", int.from_bytes(data[pos:end], "big"))
-    _setattr(u, "is_safe", SafeUUID.unknown)
+    _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u, end
 
 
