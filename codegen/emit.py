@@ -70,6 +70,13 @@ class ModuleEmitter:
             self.structs_formats[fmt] = name
         return name
 
+    def decode_default_expr(self, field: FieldSpec) -> str:
+        """The default a decoder stores for a field the bytes lack: as default_expr, but a struct
+        comes from its keyword-free factory, which the hot path can afford."""
+        if field.type.kind == "struct" and field.default is not None:
+            return f"_fresh_{field.struct.name}()"
+        return self.default_expr(field)
+
     def default_expr(self, field: FieldSpec) -> str:
         """A Python expression for the field's default (fresh for mutable defaults)."""
         kind = field.type.kind
@@ -136,6 +143,15 @@ class ModuleEmitter:
             for row in self.field_table(struct):
                 body.add(row)
             body.add(")")
+        for struct in ordered:
+            body.add("")
+            body.add("")
+            body.add(f"def _fresh_{struct.name}():")
+            body.add(f"    self = _new({struct.name})")
+            for f in struct.fields:
+                body.add(f"    self.{f.py_name} = {self.decode_default_expr(f)}")
+            body.add("    self._unknown_tagged_fields = ()")
+            body.add("    return self")
         body.add("")
         for struct in ordered:
             body.add(f"_DEFAULT_{struct.name} = {struct.name}()")
@@ -319,7 +335,7 @@ class ModuleEmitter:
         flush()
         for f in struct.fields:
             if f not in present:
-                lines.append((f"self.{f.py_name} = {self.default_expr(f)}", None))
+                lines.append((f"self.{f.py_name} = {self.decode_default_expr(f)}", None))
         if flexible:
             if tagged:
                 tag_fn = self._emit_tag_decoder(out, struct, version, tagged)

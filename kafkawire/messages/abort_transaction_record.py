@@ -34,6 +34,13 @@ AbortTransactionRecord._FIELDS = (
     _Field('Reason', 'reason', 'reason', 'string', None, None, (0, 32767), (0, 32767), (0, 32767), 0, None, False, None),
 )
 
+
+def _fresh_AbortTransactionRecord():
+    self = _new(AbortTransactionRecord)
+    self.reason = None
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_AbortTransactionRecord = AbortTransactionRecord()
 
 
@@ -86,13 +93,13 @@ AbortTransactionRecord._ENCODERS = {0: _encode_AbortTransactionRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    41: 'tagged fields of AbortTransactionRecord',
-    47: 'tagged fields of AbortTransactionRecord',
-    50: 'Reason',
-    52: 'Reason',
-    65: 'tagged fields of AbortTransactionRecord',
-    66: 'tagged fields of AbortTransactionRecord',
-    75: 'Reason',
-    77: 'Reason',
-    80: 'tagged fields of AbortTransactionRecord',
+    48: 'tagged fields of AbortTransactionRecord',
+    54: 'tagged fields of AbortTransactionRecord',
+    57: 'Reason',
+    59: 'Reason',
+    72: 'tagged fields of AbortTransactionRecord',
+    73: 'tagged fields of AbortTransactionRecord',
+    82: 'Reason',
+    84: 'Reason',
+    87: 'tagged fields of AbortTransactionRecord',
 }

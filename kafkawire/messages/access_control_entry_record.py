@@ -50,6 +50,20 @@ AccessControlEntryRecord._FIELDS = (
     _Field('PermissionType', 'permission_type', 'permissionType', 'int8', None, None, (0, 32767), None, None, None, 0, False, None),
 )
 
+
+def _fresh_AccessControlEntryRecord():
+    self = _new(AccessControlEntryRecord)
+    self.id = _ZERO_UUID
+    self.resource_type = 0
+    self.resource_name = ''
+    self.pattern_type = 0
+    self.principal = ''
+    self.host = ''
+    self.operation = 0
+    self.permission_type = 0
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_AccessControlEntryRecord = AccessControlEntryRecord()
 
 
@@ -91,21 +105,21 @@ AccessControlEntryRecord._ENCODERS = {0: _encode_AccessControlEntryRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    58: 'Id',
-    59: 'ResourceType',
-    61: 'ResourceName',
-    62: 'PatternType',
-    64: 'Principal',
-    65: 'Host',
-    66: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
-    68: 'tagged fields of AccessControlEntryRecord',
-    69: 'tagged fields of AccessControlEntryRecord',
-    77: 'Id',
-    78: 'ResourceType',
-    79: 'ResourceName',
-    80: 'PatternType',
-    81: 'Principal',
-    82: 'Host',
-    83: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
-    85: 'tagged fields of AccessControlEntryRecord',
+    72: 'Id',
+    73: 'ResourceType',
+    75: 'ResourceName',
+    76: 'PatternType',
+    78: 'Principal',
+    79: 'Host',
+    80: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
+    82: 'tagged fields of AccessControlEntryRecord',
+    83: 'tagged fields of AccessControlEntryRecord',
+    91: 'Id',
+    92: 'ResourceType',
+    93: 'ResourceName',
+    94: 'PatternType',
+    95: 'Principal',
+    96: 'Host',
+    97: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
+    99: 'tagged fields of AccessControlEntryRecord',
 }

@@ -67,6 +67,27 @@ AddRaftVoterRequest._FIELDS = (
     _Field('AckWhenCommitted', 'ack_when_committed', 'ackWhenCommitted', 'bool', None, None, (1, 32767), None, None, None, True, False, None),
 )
 
+
+def _fresh_Listener():
+    self = _new(Listener)
+    self.name = ''
+    self.host = ''
+    self.port = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_AddRaftVoterRequest():
+    self = _new(AddRaftVoterRequest)
+    self.cluster_id = ''
+    self.timeout_ms = 0
+    self.voter_id = 0
+    self.voter_directory_id = _ZERO_UUID
+    self.listeners = []
+    self.ack_when_committed = True
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_Listener = Listener()
 _DEFAULT_AddRaftVoterRequest = AddRaftVoterRequest()
 
@@ -191,47 +212,47 @@ AddRaftVoterRequest._ENCODERS = {0: _encode_AddRaftVoterRequest_v0, 1: _encode_A
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    76: 'Name',
-    77: 'Host',
-    78: 'Port',
-    80: 'tagged fields of Listener',
-    81: 'tagged fields of Listener',
-    89: 'Name',
-    90: 'Host',
-    91: 'Port',
-    93: 'tagged fields of Listener',
-    100: 'ClusterId',
-    101: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
-    103: 'VoterDirectoryId',
-    104: 'Listeners',
-    108: 'Listeners',
-    112: 'Listeners',
-    116: 'tagged fields of AddRaftVoterRequest',
-    117: 'tagged fields of AddRaftVoterRequest',
-    125: 'AckWhenCommitted',
-    126: 'AckWhenCommitted',
-    127: 'ClusterId',
-    128: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
-    129: 'VoterDirectoryId',
-    131: 'Listeners',
-    134: 'Listeners',
-    136: 'Listeners',
+    97: 'Name',
+    98: 'Host',
+    99: 'Port',
+    101: 'tagged fields of Listener',
+    102: 'tagged fields of Listener',
+    110: 'Name',
+    111: 'Host',
+    112: 'Port',
+    114: 'tagged fields of Listener',
+    121: 'ClusterId',
+    122: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
+    124: 'VoterDirectoryId',
+    125: 'Listeners',
+    129: 'Listeners',
+    133: 'Listeners',
+    137: 'tagged fields of AddRaftVoterRequest',
     138: 'tagged fields of AddRaftVoterRequest',
-    145: 'ClusterId',
-    146: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
-    148: 'VoterDirectoryId',
-    149: 'Listeners',
-    153: 'Listeners',
+    146: 'AckWhenCommitted',
+    147: 'AckWhenCommitted',
+    148: 'ClusterId',
+    149: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
+    150: 'VoterDirectoryId',
+    152: 'Listeners',
+    155: 'Listeners',
     157: 'Listeners',
-    160: 'AckWhenCommitted',
-    162: 'tagged fields of AddRaftVoterRequest',
-    163: 'tagged fields of AddRaftVoterRequest',
-    171: 'ClusterId',
-    172: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
-    173: 'VoterDirectoryId',
-    175: 'Listeners',
+    159: 'tagged fields of AddRaftVoterRequest',
+    166: 'ClusterId',
+    167: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
+    169: 'VoterDirectoryId',
+    170: 'Listeners',
+    174: 'Listeners',
     178: 'Listeners',
-    180: 'Listeners',
     181: 'AckWhenCommitted',
     183: 'tagged fields of AddRaftVoterRequest',
+    184: 'tagged fields of AddRaftVoterRequest',
+    192: 'ClusterId',
+    193: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
+    194: 'VoterDirectoryId',
+    196: 'Listeners',
+    199: 'Listeners',
+    201: 'Listeners',
+    202: 'AckWhenCommitted',
+    204: 'tagged fields of AddRaftVoterRequest',
 }

@@ -41,6 +41,16 @@ ApiVersionsRequest._FIELDS = (
     _Field('NodeId', 'node_id', 'nodeId', 'int32', None, None, (5, 32767), None, None, None, -1, True, None),
 )
 
+
+def _fresh_ApiVersionsRequest():
+    self = _new(ApiVersionsRequest)
+    self.client_software_name = ''
+    self.client_software_version = ''
+    self.cluster_id = None
+    self.node_id = -1
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_ApiVersionsRequest = ApiVersionsRequest()
 
 
@@ -122,25 +132,25 @@ ApiVersionsRequest._ENCODERS = {0: _encode_ApiVersionsRequest_v0, 1: _encode_Api
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    59: 'tagged fields of ApiVersionsRequest',
-    64: 'tagged fields of ApiVersionsRequest',
     69: 'tagged fields of ApiVersionsRequest',
-    74: 'ClientSoftwareName',
-    75: 'ClientSoftwareVersion',
-    78: 'tagged fields of ApiVersionsRequest',
+    74: 'tagged fields of ApiVersionsRequest',
     79: 'tagged fields of ApiVersionsRequest',
-    87: 'ClientSoftwareName',
-    88: 'ClientSoftwareVersion',
-    90: 'tagged fields of ApiVersionsRequest',
+    84: 'ClientSoftwareName',
+    85: 'ClientSoftwareVersion',
+    88: 'tagged fields of ApiVersionsRequest',
+    89: 'tagged fields of ApiVersionsRequest',
     97: 'ClientSoftwareName',
     98: 'ClientSoftwareVersion',
-    99: 'ClusterId',
-    100: 'NodeId',
-    102: 'tagged fields of ApiVersionsRequest',
-    103: 'tagged fields of ApiVersionsRequest',
-    111: 'ClientSoftwareName',
-    112: 'ClientSoftwareVersion',
-    113: 'ClusterId',
-    114: 'NodeId',
-    116: 'tagged fields of ApiVersionsRequest',
+    100: 'tagged fields of ApiVersionsRequest',
+    107: 'ClientSoftwareName',
+    108: 'ClientSoftwareVersion',
+    109: 'ClusterId',
+    110: 'NodeId',
+    112: 'tagged fields of ApiVersionsRequest',
+    113: 'tagged fields of ApiVersionsRequest',
+    121: 'ClientSoftwareName',
+    122: 'ClientSoftwareVersion',
+    123: 'ClusterId',
+    124: 'NodeId',
+    126: 'tagged fields of ApiVersionsRequest',
 }

@@ -112,6 +112,46 @@ ApiVersionsResponse._FIELDS = (
     _Field('ZkMigrationReady', 'zk_migration_ready', 'zkMigrationReady', 'bool', None, None, (3, 32767), None, (3, 32767), 3, False, True, None),
 )
 
+
+def _fresh_ApiVersion():
+    self = _new(ApiVersion)
+    self.api_key = 0
+    self.min_version = 0
+    self.max_version = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_SupportedFeatureKey():
+    self = _new(SupportedFeatureKey)
+    self.name = ''
+    self.min_version = 0
+    self.max_version = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_FinalizedFeatureKey():
+    self = _new(FinalizedFeatureKey)
+    self.name = ''
+    self.max_version_level = 0
+    self.min_version_level = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_ApiVersionsResponse():
+    self = _new(ApiVersionsResponse)
+    self.error_code = 0
+    self.api_keys = []
+    self.throttle_time_ms = 0
+    self.supported_features = []
+    self.finalized_features_epoch = -1
+    self.finalized_features = []
+    self.zk_migration_ready = False
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_ApiVersion = ApiVersion()
 _DEFAULT_SupportedFeatureKey = SupportedFeatureKey()
 _DEFAULT_FinalizedFeatureKey = FinalizedFeatureKey()
@@ -421,90 +461,90 @@ ApiVersionsResponse._ENCODERS = {0: _encode_ApiVersionsResponse_v0, 1: _encode_A
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    123: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
-    130: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
-    132: 'tagged fields of ApiVersion',
-    136: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
-    138: 'tagged fields of ApiVersion',
-    142: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
-    144: 'tagged fields of ApiVersion',
-    149: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
-    151: 'tagged fields of ApiVersion',
-    152: 'tagged fields of ApiVersion',
-    160: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
-    162: 'tagged fields of ApiVersion',
-    169: 'Name',
-    170: (('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
-    172: 'tagged fields of SupportedFeatureKey',
-    173: 'tagged fields of SupportedFeatureKey',
-    181: 'Name',
-    182: (('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
-    184: 'tagged fields of SupportedFeatureKey',
-    191: 'Name',
-    192: (('MaxVersionLevel', 'max_version_level', 'h'), ('MinVersionLevel', 'min_version_level', 'h')),
-    194: 'tagged fields of FinalizedFeatureKey',
-    195: 'tagged fields of FinalizedFeatureKey',
-    203: 'Name',
-    204: (('MaxVersionLevel', 'max_version_level', 'h'), ('MinVersionLevel', 'min_version_level', 'h')),
-    206: 'tagged fields of FinalizedFeatureKey',
-    213: 'ErrorCode',
-    215: 'ApiKeys',
-    219: 'ApiKeys',
-    232: 'ErrorCode',
-    234: 'ApiKeys',
-    236: 'ApiKeys',
-    238: 'tagged fields of ApiVersionsResponse',
-    243: 'ErrorCode',
-    245: 'ApiKeys',
-    249: 'ApiKeys',
-    252: 'ThrottleTimeMs',
-    263: 'ErrorCode',
-    265: 'ApiKeys',
-    267: 'ApiKeys',
-    268: 'ThrottleTimeMs',
-    270: 'tagged fields of ApiVersionsResponse',
-    274: 'ErrorCode',
+    163: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
+    170: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
+    172: 'tagged fields of ApiVersion',
+    176: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
+    178: 'tagged fields of ApiVersion',
+    182: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
+    184: 'tagged fields of ApiVersion',
+    189: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
+    191: 'tagged fields of ApiVersion',
+    192: 'tagged fields of ApiVersion',
+    200: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
+    202: 'tagged fields of ApiVersion',
+    209: 'Name',
+    210: (('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
+    212: 'tagged fields of SupportedFeatureKey',
+    213: 'tagged fields of SupportedFeatureKey',
+    221: 'Name',
+    222: (('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
+    224: 'tagged fields of SupportedFeatureKey',
+    231: 'Name',
+    232: (('MaxVersionLevel', 'max_version_level', 'h'), ('MinVersionLevel', 'min_version_level', 'h')),
+    234: 'tagged fields of FinalizedFeatureKey',
+    235: 'tagged fields of FinalizedFeatureKey',
+    243: 'Name',
+    244: (('MaxVersionLevel', 'max_version_level', 'h'), ('MinVersionLevel', 'min_version_level', 'h')),
+    246: 'tagged fields of FinalizedFeatureKey',
+    253: 'ErrorCode',
+    255: 'ApiKeys',
+    259: 'ApiKeys',
+    272: 'ErrorCode',
+    274: 'ApiKeys',
     276: 'ApiKeys',
-    278: 'ApiKeys',
-    279: 'ThrottleTimeMs',
-    281: 'tagged fields of ApiVersionsResponse',
-    285: 'tagged fields of ApiVersionsResponse',
-    291: 'tagged fields of ApiVersionsResponse',
-    294: 'SupportedFeatures',
-    298: 'SupportedFeatures',
-    302: 'SupportedFeatures',
-    306: 'SupportedFeatures',
-    308: 'FinalizedFeaturesEpoch',
-    311: 'FinalizedFeaturesEpoch',
-    313: 'FinalizedFeatures',
-    317: 'FinalizedFeatures',
-    321: 'FinalizedFeatures',
-    325: 'FinalizedFeatures',
-    327: 'ZkMigrationReady',
-    330: 'ZkMigrationReady',
-    342: 'ErrorCode',
-    344: 'ApiKeys',
-    348: 'ApiKeys',
-    352: 'ApiKeys',
-    355: 'ThrottleTimeMs',
-    361: 'tagged fields of ApiVersionsResponse',
-    362: 'tagged fields of ApiVersionsResponse',
-    370: 'ErrorCode',
-    372: 'ApiKeys',
-    375: 'ApiKeys',
-    377: 'ApiKeys',
-    378: 'ThrottleTimeMs',
-    380: 'SupportedFeatures',
-    383: 'SupportedFeatures',
-    386: 'SupportedFeatures',
-    388: 'SupportedFeatures',
-    390: 'FinalizedFeaturesEpoch',
-    392: 'FinalizedFeaturesEpoch',
-    394: 'FinalizedFeatures',
-    397: 'FinalizedFeatures',
-    400: 'FinalizedFeatures',
-    402: 'FinalizedFeatures',
-    404: 'ZkMigrationReady',
-    406: 'ZkMigrationReady',
-    409: 'tagged fields of ApiVersionsResponse',
+    278: 'tagged fields of ApiVersionsResponse',
+    283: 'ErrorCode',
+    285: 'ApiKeys',
+    289: 'ApiKeys',
+    292: 'ThrottleTimeMs',
+    303: 'ErrorCode',
+    305: 'ApiKeys',
+    307: 'ApiKeys',
+    308: 'ThrottleTimeMs',
+    310: 'tagged fields of ApiVersionsResponse',
+    314: 'ErrorCode',
+    316: 'ApiKeys',
+    318: 'ApiKeys',
+    319: 'ThrottleTimeMs',
+    321: 'tagged fields of ApiVersionsResponse',
+    325: 'tagged fields of ApiVersionsResponse',
+    331: 'tagged fields of ApiVersionsResponse',
+    334: 'SupportedFeatures',
+    338: 'SupportedFeatures',
+    342: 'SupportedFeatures',
+    346: 'SupportedFeatures',
+    348: 'FinalizedFeaturesEpoch',
+    351: 'FinalizedFeaturesEpoch',
+    353: 'FinalizedFeatures',
+    357: 'FinalizedFeatures',
+    361: 'FinalizedFeatures',
+    365: 'FinalizedFeatures',
+    367: 'ZkMigrationReady',
+    370: 'ZkMigrationReady',
+    382: 'ErrorCode',
+    384: 'ApiKeys',
+    388: 'ApiKeys',
+    392: 'ApiKeys',
+    395: 'ThrottleTimeMs',
+    401: 'tagged fields of ApiVersionsResponse',
+    402: 'tagged fields of ApiVersionsResponse',
+    410: 'ErrorCode',
+    412: 'ApiKeys',
+    415: 'ApiKeys',
+    417: 'ApiKeys',
+    418: 'ThrottleTimeMs',
+    420: 'SupportedFeatures',
+    423: 'SupportedFeatures',
+    426: 'SupportedFeatures',
+    428: 'SupportedFeatures',
+    430: 'FinalizedFeaturesEpoch',
+    432: 'FinalizedFeaturesEpoch',
+    434: 'FinalizedFeatures',
+    437: 'FinalizedFeatures',
+    440: 'FinalizedFeatures',
+    442: 'FinalizedFeatures',
+    444: 'ZkMigrationReady',
+    446: 'ZkMigrationReady',
+    449: 'tagged fields of ApiVersionsResponse',
 }

@@ -104,6 +104,43 @@ BeginQuorumEpochRequest._FIELDS = (
     _Field('LeaderEndpoints', 'leader_endpoints', 'leaderEndpoints', 'array', 'struct', LeaderEndpoint, (1, 32767), None, None, None, (), True, None),
 )
 
+
+def _fresh_PartitionData():
+    self = _new(PartitionData)
+    self.partition_index = 0
+    self.voter_directory_id = _ZERO_UUID
+    self.leader_id = 0
+    self.leader_epoch = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_TopicData():
+    self = _new(TopicData)
+    self.topic_name = ''
+    self.partitions = []
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_LeaderEndpoint():
+    self = _new(LeaderEndpoint)
+    self.name = ''
+    self.host = ''
+    self.port = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_BeginQuorumEpochRequest():
+    self = _new(BeginQuorumEpochRequest)
+    self.cluster_id = None
+    self.voter_id = -1
+    self.topics = []
+    self.leader_endpoints = []
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_PartitionData = PartitionData()
 _DEFAULT_TopicData = TopicData()
 _DEFAULT_LeaderEndpoint = LeaderEndpoint()
@@ -329,69 +366,69 @@ BeginQuorumEpochRequest._ENCODERS = {0: _encode_BeginQuorumEpochRequest_v0, 1: _
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    115: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    123: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    125: 'tagged fields of PartitionData',
-    130: 'PartitionIndex',
-    132: 'VoterDirectoryId',
-    133: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    135: 'tagged fields of PartitionData',
-    136: 'tagged fields of PartitionData',
-    144: 'PartitionIndex',
-    145: 'VoterDirectoryId',
-    146: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    148: 'tagged fields of PartitionData',
-    155: 'TopicName',
-    156: 'Partitions',
-    160: 'Partitions',
-    168: 'TopicName',
-    170: 'Partitions',
-    172: 'Partitions',
-    174: 'tagged fields of TopicData',
-    179: 'TopicName',
-    180: 'Partitions',
-    184: 'Partitions',
-    188: 'Partitions',
-    191: 'tagged fields of TopicData',
-    192: 'tagged fields of TopicData',
-    200: 'TopicName',
-    202: 'Partitions',
-    205: 'Partitions',
+    152: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    160: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    162: 'tagged fields of PartitionData',
+    167: 'PartitionIndex',
+    169: 'VoterDirectoryId',
+    170: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    172: 'tagged fields of PartitionData',
+    173: 'tagged fields of PartitionData',
+    181: 'PartitionIndex',
+    182: 'VoterDirectoryId',
+    183: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    185: 'tagged fields of PartitionData',
+    192: 'TopicName',
+    193: 'Partitions',
+    197: 'Partitions',
+    205: 'TopicName',
     207: 'Partitions',
-    209: 'tagged fields of TopicData',
-    216: 'Name',
-    217: 'Host',
-    218: 'Port',
-    220: 'tagged fields of LeaderEndpoint',
-    221: 'tagged fields of LeaderEndpoint',
-    229: 'Name',
-    230: 'Host',
-    231: 'Port',
-    233: 'tagged fields of LeaderEndpoint',
-    240: 'ClusterId',
-    241: 'Topics',
-    245: 'Topics',
-    255: 'ClusterId',
-    257: 'Topics',
-    259: 'Topics',
-    261: 'tagged fields of BeginQuorumEpochRequest',
-    266: 'ClusterId',
-    267: 'VoterId',
-    269: 'Topics',
-    273: 'Topics',
-    277: 'Topics',
-    280: 'LeaderEndpoints',
-    284: 'LeaderEndpoints',
-    288: 'LeaderEndpoints',
-    291: 'tagged fields of BeginQuorumEpochRequest',
-    292: 'tagged fields of BeginQuorumEpochRequest',
-    300: 'ClusterId',
-    301: 'VoterId',
-    303: 'Topics',
+    209: 'Partitions',
+    211: 'tagged fields of TopicData',
+    216: 'TopicName',
+    217: 'Partitions',
+    221: 'Partitions',
+    225: 'Partitions',
+    228: 'tagged fields of TopicData',
+    229: 'tagged fields of TopicData',
+    237: 'TopicName',
+    239: 'Partitions',
+    242: 'Partitions',
+    244: 'Partitions',
+    246: 'tagged fields of TopicData',
+    253: 'Name',
+    254: 'Host',
+    255: 'Port',
+    257: 'tagged fields of LeaderEndpoint',
+    258: 'tagged fields of LeaderEndpoint',
+    266: 'Name',
+    267: 'Host',
+    268: 'Port',
+    270: 'tagged fields of LeaderEndpoint',
+    277: 'ClusterId',
+    278: 'Topics',
+    282: 'Topics',
+    292: 'ClusterId',
+    294: 'Topics',
+    296: 'Topics',
+    298: 'tagged fields of BeginQuorumEpochRequest',
+    303: 'ClusterId',
+    304: 'VoterId',
     306: 'Topics',
-    308: 'Topics',
-    310: 'LeaderEndpoints',
-    313: 'LeaderEndpoints',
-    315: 'LeaderEndpoints',
-    317: 'tagged fields of BeginQuorumEpochRequest',
+    310: 'Topics',
+    314: 'Topics',
+    317: 'LeaderEndpoints',
+    321: 'LeaderEndpoints',
+    325: 'LeaderEndpoints',
+    328: 'tagged fields of BeginQuorumEpochRequest',
+    329: 'tagged fields of BeginQuorumEpochRequest',
+    337: 'ClusterId',
+    338: 'VoterId',
+    340: 'Topics',
+    343: 'Topics',
+    345: 'Topics',
+    347: 'LeaderEndpoints',
+    350: 'LeaderEndpoints',
+    352: 'LeaderEndpoints',
+    354: 'tagged fields of BeginQuorumEpochRequest',
 }

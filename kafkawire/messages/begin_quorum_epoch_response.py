@@ -102,6 +102,42 @@ BeginQuorumEpochResponse._FIELDS = (
     _Field('NodeEndpoints', 'node_endpoints', 'nodeEndpoints', 'array', 'struct', NodeEndpoint, (1, 32767), None, (1, 32767), 0, (), False, None),
 )
 
+
+def _fresh_PartitionData():
+    self = _new(PartitionData)
+    self.partition_index = 0
+    self.error_code = 0
+    self.leader_id = 0
+    self.leader_epoch = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_TopicData():
+    self = _new(TopicData)
+    self.topic_name = ''
+    self.partitions = []
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_NodeEndpoint():
+    self = _new(NodeEndpoint)
+    self.node_id = 0
+    self.host = ''
+    self.port = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_BeginQuorumEpochResponse():
+    self = _new(BeginQuorumEpochResponse)
+    self.error_code = 0
+    self.topics = []
+    self.node_endpoints = []
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_PartitionData = PartitionData()
 _DEFAULT_TopicData = TopicData()
 _DEFAULT_NodeEndpoint = NodeEndpoint()
@@ -348,69 +384,69 @@ BeginQuorumEpochResponse._ENCODERS = {0: _encode_BeginQuorumEpochResponse_v0, 1:
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    113: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    120: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    122: 'tagged fields of PartitionData',
-    127: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    129: 'tagged fields of PartitionData',
-    130: 'tagged fields of PartitionData',
-    138: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    140: 'tagged fields of PartitionData',
-    147: 'TopicName',
-    148: 'Partitions',
-    152: 'Partitions',
-    160: 'TopicName',
-    162: 'Partitions',
-    164: 'Partitions',
-    166: 'tagged fields of TopicData',
-    171: 'TopicName',
-    172: 'Partitions',
-    176: 'Partitions',
-    180: 'Partitions',
-    183: 'tagged fields of TopicData',
-    184: 'tagged fields of TopicData',
-    192: 'TopicName',
-    194: 'Partitions',
-    197: 'Partitions',
-    199: 'Partitions',
-    201: 'tagged fields of TopicData',
-    208: 'NodeId',
-    210: 'Host',
-    211: 'Port',
-    213: 'tagged fields of NodeEndpoint',
-    214: 'tagged fields of NodeEndpoint',
-    222: 'NodeId',
-    223: 'Host',
-    224: 'Port',
-    226: 'tagged fields of NodeEndpoint',
-    233: 'ErrorCode',
-    235: 'Topics',
-    239: 'Topics',
-    248: 'NodeEndpoints',
-    249: 'NodeEndpoints',
-    250: 'ErrorCode',
-    252: 'Topics',
-    254: 'Topics',
-    256: 'tagged fields of BeginQuorumEpochResponse',
-    260: 'tagged fields of BeginQuorumEpochResponse',
-    266: 'tagged fields of BeginQuorumEpochResponse',
-    269: 'NodeEndpoints',
-    273: 'NodeEndpoints',
-    277: 'NodeEndpoints',
-    281: 'NodeEndpoints',
-    293: 'ErrorCode',
-    295: 'Topics',
-    299: 'Topics',
-    303: 'Topics',
-    307: 'tagged fields of BeginQuorumEpochResponse',
-    308: 'tagged fields of BeginQuorumEpochResponse',
-    316: 'ErrorCode',
-    318: 'Topics',
-    321: 'Topics',
-    323: 'Topics',
-    325: 'NodeEndpoints',
-    328: 'NodeEndpoints',
-    331: 'NodeEndpoints',
-    333: 'NodeEndpoints',
-    336: 'tagged fields of BeginQuorumEpochResponse',
+    149: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    156: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    158: 'tagged fields of PartitionData',
+    163: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    165: 'tagged fields of PartitionData',
+    166: 'tagged fields of PartitionData',
+    174: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    176: 'tagged fields of PartitionData',
+    183: 'TopicName',
+    184: 'Partitions',
+    188: 'Partitions',
+    196: 'TopicName',
+    198: 'Partitions',
+    200: 'Partitions',
+    202: 'tagged fields of TopicData',
+    207: 'TopicName',
+    208: 'Partitions',
+    212: 'Partitions',
+    216: 'Partitions',
+    219: 'tagged fields of TopicData',
+    220: 'tagged fields of TopicData',
+    228: 'TopicName',
+    230: 'Partitions',
+    233: 'Partitions',
+    235: 'Partitions',
+    237: 'tagged fields of TopicData',
+    244: 'NodeId',
+    246: 'Host',
+    247: 'Port',
+    249: 'tagged fields of NodeEndpoint',
+    250: 'tagged fields of NodeEndpoint',
+    258: 'NodeId',
+    259: 'Host',
+    260: 'Port',
+    262: 'tagged fields of NodeEndpoint',
+    269: 'ErrorCode',
+    271: 'Topics',
+    275: 'Topics',
+    284: 'NodeEndpoints',
+    285: 'NodeEndpoints',
+    286: 'ErrorCode',
+    288: 'Topics',
+    290: 'Topics',
+    292: 'tagged fields of BeginQuorumEpochResponse',
+    296: 'tagged fields of BeginQuorumEpochResponse',
+    302: 'tagged fields of BeginQuorumEpochResponse',
+    305: 'NodeEndpoints',
+    309: 'NodeEndpoints',
+    313: 'NodeEndpoints',
+    317: 'NodeEndpoints',
+    329: 'ErrorCode',
+    331: 'Topics',
+    335: 'Topics',
+    339: 'Topics',
+    343: 'tagged fields of BeginQuorumEpochResponse',
+    344: 'tagged fields of BeginQuorumEpochResponse',
+    352: 'ErrorCode',
+    354: 'Topics',
+    357: 'Topics',
+    359: 'Topics',
+    361: 'NodeEndpoints',
+    364: 'NodeEndpoints',
+    367: 'NodeEndpoints',
+    369: 'NodeEndpoints',
+    372: 'tagged fields of BeginQuorumEpochResponse',
 }

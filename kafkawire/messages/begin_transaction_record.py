@@ -34,6 +34,13 @@ BeginTransactionRecord._FIELDS = (
     _Field('Name', 'name', 'name', 'string', None, None, (0, 32767), (0, 32767), (0, 32767), 0, None, False, None),
 )
 
+
+def _fresh_BeginTransactionRecord():
+    self = _new(BeginTransactionRecord)
+    self.name = None
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_BeginTransactionRecord = BeginTransactionRecord()
 
 
@@ -86,13 +93,13 @@ BeginTransactionRecord._ENCODERS = {0: _encode_BeginTransactionRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    41: 'tagged fields of BeginTransactionRecord',
-    47: 'tagged fields of BeginTransactionRecord',
-    50: 'Name',
-    52: 'Name',
-    65: 'tagged fields of BeginTransactionRecord',
-    66: 'tagged fields of BeginTransactionRecord',
-    75: 'Name',
-    77: 'Name',
-    80: 'tagged fields of BeginTransactionRecord',
+    48: 'tagged fields of BeginTransactionRecord',
+    54: 'tagged fields of BeginTransactionRecord',
+    57: 'Name',
+    59: 'Name',
+    72: 'tagged fields of BeginTransactionRecord',
+    73: 'tagged fields of BeginTransactionRecord',
+    82: 'Name',
+    84: 'Name',
+    87: 'tagged fields of BeginTransactionRecord',
 }

@@ -47,6 +47,19 @@ BrokerHeartbeatRequest._FIELDS = (
     _Field('CordonedLogDirs', 'cordoned_log_dirs', 'cordonedLogDirs', 'array', 'uuid', None, (2, 32767), (2, 32767), (2, 32767), 1, None, False, None),
 )
 
+
+def _fresh_BrokerHeartbeatRequest():
+    self = _new(BrokerHeartbeatRequest)
+    self.broker_id = 0
+    self.broker_epoch = -1
+    self.current_metadata_offset = 0
+    self.want_fence = False
+    self.want_shut_down = False
+    self.offline_log_dirs = []
+    self.cordoned_log_dirs = None
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_BrokerHeartbeatRequest = BrokerHeartbeatRequest()
 
 
@@ -234,52 +247,52 @@ BrokerHeartbeatRequest._ENCODERS = {0: _encode_BrokerHeartbeatRequest_v0, 1: _en
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    55: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
-    59: 'tagged fields of BrokerHeartbeatRequest',
-    60: 'tagged fields of BrokerHeartbeatRequest',
-    68: 'OfflineLogDirs',
-    69: 'OfflineLogDirs',
-    70: 'CordonedLogDirs',
-    71: 'CordonedLogDirs',
-    72: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
-    74: 'tagged fields of BrokerHeartbeatRequest',
-    80: 'tagged fields of BrokerHeartbeatRequest',
-    86: 'tagged fields of BrokerHeartbeatRequest',
-    89: 'OfflineLogDirs',
-    93: 'OfflineLogDirs',
-    97: 'OfflineLogDirs',
-    101: 'OfflineLogDirs',
-    113: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
-    117: 'tagged fields of BrokerHeartbeatRequest',
-    118: 'tagged fields of BrokerHeartbeatRequest',
-    126: 'CordonedLogDirs',
-    127: 'CordonedLogDirs',
-    128: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
-    130: 'OfflineLogDirs',
-    133: 'OfflineLogDirs',
-    136: 'OfflineLogDirs',
-    137: 'OfflineLogDirs',
-    140: 'tagged fields of BrokerHeartbeatRequest',
-    146: 'tagged fields of BrokerHeartbeatRequest',
-    152: 'tagged fields of BrokerHeartbeatRequest',
-    155: 'OfflineLogDirs',
-    159: 'OfflineLogDirs',
-    163: 'OfflineLogDirs',
-    167: 'OfflineLogDirs',
-    169: 'CordonedLogDirs',
-    173: 'CordonedLogDirs',
-    180: 'CordonedLogDirs',
-    184: 'CordonedLogDirs',
-    196: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
-    200: 'tagged fields of BrokerHeartbeatRequest',
-    201: 'tagged fields of BrokerHeartbeatRequest',
+    68: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
+    72: 'tagged fields of BrokerHeartbeatRequest',
+    73: 'tagged fields of BrokerHeartbeatRequest',
+    81: 'OfflineLogDirs',
+    82: 'OfflineLogDirs',
+    83: 'CordonedLogDirs',
+    84: 'CordonedLogDirs',
+    85: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
+    87: 'tagged fields of BrokerHeartbeatRequest',
+    93: 'tagged fields of BrokerHeartbeatRequest',
+    99: 'tagged fields of BrokerHeartbeatRequest',
+    102: 'OfflineLogDirs',
+    106: 'OfflineLogDirs',
+    110: 'OfflineLogDirs',
+    114: 'OfflineLogDirs',
+    126: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
+    130: 'tagged fields of BrokerHeartbeatRequest',
+    131: 'tagged fields of BrokerHeartbeatRequest',
+    139: 'CordonedLogDirs',
+    140: 'CordonedLogDirs',
+    141: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
+    143: 'OfflineLogDirs',
+    146: 'OfflineLogDirs',
+    149: 'OfflineLogDirs',
+    150: 'OfflineLogDirs',
+    153: 'tagged fields of BrokerHeartbeatRequest',
+    159: 'tagged fields of BrokerHeartbeatRequest',
+    165: 'tagged fields of BrokerHeartbeatRequest',
+    168: 'OfflineLogDirs',
+    172: 'OfflineLogDirs',
+    176: 'OfflineLogDirs',
+    180: 'OfflineLogDirs',
+    182: 'CordonedLogDirs',
+    186: 'CordonedLogDirs',
+    193: 'CordonedLogDirs',
+    197: 'CordonedLogDirs',
     209: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
-    211: 'OfflineLogDirs',
-    214: 'OfflineLogDirs',
-    217: 'OfflineLogDirs',
-    218: 'OfflineLogDirs',
-    220: 'CordonedLogDirs',
-    223: 'CordonedLogDirs',
-    225: 'CordonedLogDirs',
-    228: 'tagged fields of BrokerHeartbeatRequest',
+    213: 'tagged fields of BrokerHeartbeatRequest',
+    214: 'tagged fields of BrokerHeartbeatRequest',
+    222: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
+    224: 'OfflineLogDirs',
+    227: 'OfflineLogDirs',
+    230: 'OfflineLogDirs',
+    231: 'OfflineLogDirs',
+    233: 'CordonedLogDirs',
+    236: 'CordonedLogDirs',
+    238: 'CordonedLogDirs',
+    241: 'tagged fields of BrokerHeartbeatRequest',
 }

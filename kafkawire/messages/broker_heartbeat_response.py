@@ -43,6 +43,17 @@ BrokerHeartbeatResponse._FIELDS = (
     _Field('ShouldShutDown', 'should_shut_down', 'shouldShutDown', 'bool', None, None, (0, 32767), None, None, None, False, False, None),
 )
 
+
+def _fresh_BrokerHeartbeatResponse():
+    self = _new(BrokerHeartbeatResponse)
+    self.throttle_time_ms = 0
+    self.error_code = 0
+    self.is_caught_up = False
+    self.is_fenced = True
+    self.should_shut_down = False
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_BrokerHeartbeatResponse = BrokerHeartbeatResponse()
 
 
@@ -70,9 +81,9 @@ BrokerHeartbeatResponse._ENCODERS = {0: _encode_BrokerHeartbeatResponse_v0, 1: _
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    51: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('IsCaughtUp', 'is_caught_up', '?'), ('IsFenced', 'is_fenced', '?'), ('ShouldShutDown', 'should_shut_down', '?')),
-    53: 'tagged fields of BrokerHeartbeatResponse',
-    54: 'tagged fields of BrokerHeartbeatResponse',
     62: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('IsCaughtUp', 'is_caught_up', '?'), ('IsFenced', 'is_fenced', '?'), ('ShouldShutDown', 'should_shut_down', '?')),
     64: 'tagged fields of BrokerHeartbeatResponse',
+    65: 'tagged fields of BrokerHeartbeatResponse',
+    73: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('IsCaughtUp', 'is_caught_up', '?'), ('IsFenced', 'is_fenced', '?'), ('ShouldShutDown', 'should_shut_down', '?')),
+    75: 'tagged fields of BrokerHeartbeatResponse',
 }

@@ -39,6 +39,15 @@ BrokerRegistrationResponse._FIELDS = (
     _Field('BrokerEpoch', 'broker_epoch', 'brokerEpoch', 'int64', None, None, (0, 32767), None, None, None, -1, False, None),
 )
 
+
+def _fresh_BrokerRegistrationResponse():
+    self = _new(BrokerRegistrationResponse)
+    self.throttle_time_ms = 0
+    self.error_code = 0
+    self.broker_epoch = -1
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_BrokerRegistrationResponse = BrokerRegistrationResponse()
 
 
@@ -66,9 +75,9 @@ BrokerRegistrationResponse._ENCODERS = {0: _encode_BrokerRegistrationResponse_v0
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    47: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    49: 'tagged fields of BrokerRegistrationResponse',
-    50: 'tagged fields of BrokerRegistrationResponse',
-    58: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    60: 'tagged fields of BrokerRegistrationResponse',
+    56: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    58: 'tagged fields of BrokerRegistrationResponse',
+    59: 'tagged fields of BrokerRegistrationResponse',
+    67: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    69: 'tagged fields of BrokerRegistrationResponse',
 }

@@ -34,6 +34,13 @@ ClearElrRecord._FIELDS = (
     _Field('TopicName', 'topic_name', 'topicName', 'string', None, None, (0, 32767), None, None, None, '', False, None),
 )
 
+
+def _fresh_ClearElrRecord():
+    self = _new(ClearElrRecord)
+    self.topic_name = ''
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_ClearElrRecord = ClearElrRecord()
 
 
@@ -60,9 +67,9 @@ ClearElrRecord._ENCODERS = {0: _encode_ClearElrRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    42: 'TopicName',
-    43: 'tagged fields of ClearElrRecord',
-    44: 'tagged fields of ClearElrRecord',
-    52: 'TopicName',
-    54: 'tagged fields of ClearElrRecord',
+    49: 'TopicName',
+    50: 'tagged fields of ClearElrRecord',
+    51: 'tagged fields of ClearElrRecord',
+    59: 'TopicName',
+    61: 'tagged fields of ClearElrRecord',
 }

@@ -59,6 +59,24 @@ ClientQuotaRecord._FIELDS = (
     _Field('Remove', 'remove', 'remove', 'bool', None, None, (0, 32767), None, None, None, False, False, None),
 )
 
+
+def _fresh_EntityData():
+    self = _new(EntityData)
+    self.entity_type = ''
+    self.entity_name = ''
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_ClientQuotaRecord():
+    self = _new(ClientQuotaRecord)
+    self.entity = []
+    self.key = ''
+    self.value = 0.0
+    self.remove = False
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_EntityData = EntityData()
 _DEFAULT_ClientQuotaRecord = ClientQuotaRecord()
 
@@ -130,24 +148,24 @@ ClientQuotaRecord._ENCODERS = {0: _encode_ClientQuotaRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    68: 'EntityType',
-    69: 'EntityName',
-    70: 'tagged fields of EntityData',
-    71: 'tagged fields of EntityData',
-    79: 'EntityType',
-    80: 'EntityName',
-    82: 'tagged fields of EntityData',
-    89: 'Entity',
-    93: 'Entity',
-    97: 'Entity',
-    100: 'Key',
-    101: (('Value', 'value', 'd'), ('Remove', 'remove', '?')),
-    103: 'tagged fields of ClientQuotaRecord',
-    104: 'tagged fields of ClientQuotaRecord',
-    113: 'Entity',
-    116: 'Entity',
-    118: 'Entity',
-    119: 'Key',
-    120: (('Value', 'value', 'd'), ('Remove', 'remove', '?')),
+    86: 'EntityType',
+    87: 'EntityName',
+    88: 'tagged fields of EntityData',
+    89: 'tagged fields of EntityData',
+    97: 'EntityType',
+    98: 'EntityName',
+    100: 'tagged fields of EntityData',
+    107: 'Entity',
+    111: 'Entity',
+    115: 'Entity',
+    118: 'Key',
+    119: (('Value', 'value', 'd'), ('Remove', 'remove', '?')),
+    121: 'tagged fields of ClientQuotaRecord',
     122: 'tagged fields of ClientQuotaRecord',
+    131: 'Entity',
+    134: 'Entity',
+    136: 'Entity',
+    137: 'Key',
+    138: (('Value', 'value', 'd'), ('Remove', 'remove', '?')),
+    140: 'tagged fields of ClientQuotaRecord',
 }

@@ -41,6 +41,16 @@ ConfigRecord._FIELDS = (
     _Field('Value', 'value', 'value', 'string', None, None, (0, 32767), (0, 32767), None, None, '', False, None),
 )
 
+
+def _fresh_ConfigRecord():
+    self = _new(ConfigRecord)
+    self.resource_type = 0
+    self.resource_name = ''
+    self.name = ''
+    self.value = ''
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_ConfigRecord = ConfigRecord()
 
 
@@ -74,15 +84,15 @@ ConfigRecord._ENCODERS = {0: _encode_ConfigRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    49: 'ResourceType',
-    51: 'ResourceName',
-    52: 'Name',
-    53: 'Value',
-    54: 'tagged fields of ConfigRecord',
-    55: 'tagged fields of ConfigRecord',
-    63: 'ResourceType',
-    64: 'ResourceName',
-    65: 'Name',
-    66: 'Value',
-    68: 'tagged fields of ConfigRecord',
+    59: 'ResourceType',
+    61: 'ResourceName',
+    62: 'Name',
+    63: 'Value',
+    64: 'tagged fields of ConfigRecord',
+    65: 'tagged fields of ConfigRecord',
+    73: 'ResourceType',
+    74: 'ResourceName',
+    75: 'Name',
+    76: 'Value',
+    78: 'tagged fields of ConfigRecord',
 }

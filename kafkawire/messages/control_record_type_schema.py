@@ -35,6 +35,13 @@ ControlRecordTypeSchema._FIELDS = (
     _Field('Type', 'type', 'type', 'int16', None, None, (0, 32767), None, None, None, 0, False, None),
 )
 
+
+def _fresh_ControlRecordTypeSchema():
+    self = _new(ControlRecordTypeSchema)
+    self.type = 0
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_ControlRecordTypeSchema = ControlRecordTypeSchema()
 
 
@@ -56,7 +63,7 @@ ControlRecordTypeSchema._ENCODERS = {0: _encode_ControlRecordTypeSchema_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    43: 'Type',
     50: 'Type',
-    52: 'tagged fields of ControlRecordTypeSchema',
+    57: 'Type',
+    59: 'tagged fields of ControlRecordTypeSchema',
 }

@@ -88,6 +88,36 @@ ControllerRegistrationRequest._FIELDS = (
     _Field('Features', 'features', 'features', 'array', 'struct', Feature, (0, 32767), None, None, None, (), False, None),
 )
 
+
+def _fresh_Listener():
+    self = _new(Listener)
+    self.name = ''
+    self.host = ''
+    self.port = 0
+    self.security_protocol = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_Feature():
+    self = _new(Feature)
+    self.name = ''
+    self.min_supported_version = 0
+    self.max_supported_version = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_ControllerRegistrationRequest():
+    self = _new(ControllerRegistrationRequest)
+    self.controller_id = 0
+    self.incarnation_id = _ZERO_UUID
+    self.zk_migration_ready = False
+    self.listeners = []
+    self.features = []
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_Listener = Listener()
 _DEFAULT_Feature = Feature()
 _DEFAULT_ControllerRegistrationRequest = ControllerRegistrationRequest()
@@ -208,41 +238,41 @@ ControllerRegistrationRequest._ENCODERS = {0: _encode_ControllerRegistrationRequ
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    98: 'Name',
-    99: 'Host',
-    100: (('Port', 'port', 'H'), ('SecurityProtocol', 'security_protocol', 'h')),
-    102: 'tagged fields of Listener',
-    103: 'tagged fields of Listener',
-    111: 'Name',
-    112: 'Host',
-    113: (('Port', 'port', 'H'), ('SecurityProtocol', 'security_protocol', 'h')),
-    115: 'tagged fields of Listener',
-    122: 'Name',
-    123: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
-    125: 'tagged fields of Feature',
-    126: 'tagged fields of Feature',
-    134: 'Name',
-    135: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
-    137: 'tagged fields of Feature',
-    144: 'ControllerId',
-    146: 'IncarnationId',
-    147: 'ZkMigrationReady',
-    149: 'Listeners',
-    153: 'Listeners',
-    157: 'Listeners',
-    160: 'Features',
-    164: 'Features',
-    168: 'Features',
-    171: 'tagged fields of ControllerRegistrationRequest',
-    172: 'tagged fields of ControllerRegistrationRequest',
-    180: 'ControllerId',
-    181: 'IncarnationId',
-    182: 'ZkMigrationReady',
-    184: 'Listeners',
+    128: 'Name',
+    129: 'Host',
+    130: (('Port', 'port', 'H'), ('SecurityProtocol', 'security_protocol', 'h')),
+    132: 'tagged fields of Listener',
+    133: 'tagged fields of Listener',
+    141: 'Name',
+    142: 'Host',
+    143: (('Port', 'port', 'H'), ('SecurityProtocol', 'security_protocol', 'h')),
+    145: 'tagged fields of Listener',
+    152: 'Name',
+    153: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
+    155: 'tagged fields of Feature',
+    156: 'tagged fields of Feature',
+    164: 'Name',
+    165: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
+    167: 'tagged fields of Feature',
+    174: 'ControllerId',
+    176: 'IncarnationId',
+    177: 'ZkMigrationReady',
+    179: 'Listeners',
+    183: 'Listeners',
     187: 'Listeners',
-    189: 'Listeners',
-    191: 'Features',
+    190: 'Features',
     194: 'Features',
-    196: 'Features',
-    198: 'tagged fields of ControllerRegistrationRequest',
+    198: 'Features',
+    201: 'tagged fields of ControllerRegistrationRequest',
+    202: 'tagged fields of ControllerRegistrationRequest',
+    210: 'ControllerId',
+    211: 'IncarnationId',
+    212: 'ZkMigrationReady',
+    214: 'Listeners',
+    217: 'Listeners',
+    219: 'Listeners',
+    221: 'Features',
+    224: 'Features',
+    226: 'Features',
+    228: 'tagged fields of ControllerRegistrationRequest',
 }

@@ -39,6 +39,15 @@ ControllerRegistrationResponse._FIELDS = (
     _Field('ErrorMessage', 'error_message', 'errorMessage', 'string', None, None, (0, 32767), (0, 32767), None, None, '', False, None),
 )
 
+
+def _fresh_ControllerRegistrationResponse():
+    self = _new(ControllerRegistrationResponse)
+    self.throttle_time_ms = 0
+    self.error_code = 0
+    self.error_message = ''
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_ControllerRegistrationResponse = ControllerRegistrationResponse()
 
 
@@ -68,11 +77,11 @@ ControllerRegistrationResponse._ENCODERS = {0: _encode_ControllerRegistrationRes
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    47: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    49: 'ErrorMessage',
-    50: 'tagged fields of ControllerRegistrationResponse',
-    51: 'tagged fields of ControllerRegistrationResponse',
-    59: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    60: 'ErrorMessage',
-    62: 'tagged fields of ControllerRegistrationResponse',
+    56: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    58: 'ErrorMessage',
+    59: 'tagged fields of ControllerRegistrationResponse',
+    60: 'tagged fields of ControllerRegistrationResponse',
+    68: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    69: 'ErrorMessage',
+    71: 'tagged fields of ControllerRegistrationResponse',
 }

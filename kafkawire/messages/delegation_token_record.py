@@ -47,6 +47,19 @@ DelegationTokenRecord._FIELDS = (
     _Field('TokenId', 'token_id', 'tokenId', 'string', None, None, (0, 32767), None, None, None, '', False, None),
 )
 
+
+def _fresh_DelegationTokenRecord():
+    self = _new(DelegationTokenRecord)
+    self.owner = ''
+    self.requester = ''
+    self.renewers = []
+    self.issue_timestamp = 0
+    self.max_timestamp = 0
+    self.expiration_timestamp = 0
+    self.token_id = ''
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_DelegationTokenRecord = DelegationTokenRecord()
 
 
@@ -98,21 +111,21 @@ DelegationTokenRecord._ENCODERS = {0: _encode_DelegationTokenRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    55: 'Owner',
-    56: 'Requester',
-    57: 'Renewers',
-    61: 'Renewers',
-    65: 'Renewers',
-    68: (('IssueTimestamp', 'issue_timestamp', 'q'), ('MaxTimestamp', 'max_timestamp', 'q'), ('ExpirationTimestamp', 'expiration_timestamp', 'q')),
-    70: 'TokenId',
-    71: 'tagged fields of DelegationTokenRecord',
-    72: 'tagged fields of DelegationTokenRecord',
-    80: 'Owner',
-    81: 'Requester',
-    83: 'Renewers',
-    86: 'Renewers',
-    88: 'Renewers',
-    89: (('IssueTimestamp', 'issue_timestamp', 'q'), ('MaxTimestamp', 'max_timestamp', 'q'), ('ExpirationTimestamp', 'expiration_timestamp', 'q')),
-    90: 'TokenId',
-    92: 'tagged fields of DelegationTokenRecord',
+    68: 'Owner',
+    69: 'Requester',
+    70: 'Renewers',
+    74: 'Renewers',
+    78: 'Renewers',
+    81: (('IssueTimestamp', 'issue_timestamp', 'q'), ('MaxTimestamp', 'max_timestamp', 'q'), ('ExpirationTimestamp', 'expiration_timestamp', 'q')),
+    83: 'TokenId',
+    84: 'tagged fields of DelegationTokenRecord',
+    85: 'tagged fields of DelegationTokenRecord',
+    93: 'Owner',
+    94: 'Requester',
+    96: 'Renewers',
+    99: 'Renewers',
+    101: 'Renewers',
+    102: (('IssueTimestamp', 'issue_timestamp', 'q'), ('MaxTimestamp', 'max_timestamp', 'q'), ('ExpirationTimestamp', 'expiration_timestamp', 'q')),
+    103: 'TokenId',
+    105: 'tagged fields of DelegationTokenRecord',
 }

@@ -41,6 +41,15 @@ DescribeClusterRequest._FIELDS = (
     _Field('IncludeFencedBrokers', 'include_fenced_brokers', 'includeFencedBrokers', 'bool', None, None, (2, 32767), None, None, None, False, False, None),
 )
 
+
+def _fresh_DescribeClusterRequest():
+    self = _new(DescribeClusterRequest)
+    self.include_cluster_authorized_operations = False
+    self.endpoint_type = 1
+    self.include_fenced_brokers = False
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_DescribeClusterRequest = DescribeClusterRequest()
 
 
@@ -117,25 +126,25 @@ DescribeClusterRequest._ENCODERS = {0: _encode_DescribeClusterRequest_v0, 1: _en
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    49: 'IncludeClusterAuthorizedOperations',
-    53: 'tagged fields of DescribeClusterRequest',
-    54: 'tagged fields of DescribeClusterRequest',
-    62: 'EndpointType',
-    63: 'EndpointType',
-    64: 'IncludeFencedBrokers',
-    65: 'IncludeFencedBrokers',
-    66: 'IncludeClusterAuthorizedOperations',
-    68: 'tagged fields of DescribeClusterRequest',
-    75: (('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('EndpointType', 'endpoint_type', 'b')),
-    78: 'tagged fields of DescribeClusterRequest',
-    79: 'tagged fields of DescribeClusterRequest',
-    87: 'IncludeFencedBrokers',
-    88: 'IncludeFencedBrokers',
-    89: (('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('EndpointType', 'endpoint_type', 'b')),
-    91: 'tagged fields of DescribeClusterRequest',
-    98: (('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('EndpointType', 'endpoint_type', 'b'), ('IncludeFencedBrokers', 'include_fenced_brokers', '?')),
+    58: 'IncludeClusterAuthorizedOperations',
+    62: 'tagged fields of DescribeClusterRequest',
+    63: 'tagged fields of DescribeClusterRequest',
+    71: 'EndpointType',
+    72: 'EndpointType',
+    73: 'IncludeFencedBrokers',
+    74: 'IncludeFencedBrokers',
+    75: 'IncludeClusterAuthorizedOperations',
+    77: 'tagged fields of DescribeClusterRequest',
+    84: (('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('EndpointType', 'endpoint_type', 'b')),
+    87: 'tagged fields of DescribeClusterRequest',
+    88: 'tagged fields of DescribeClusterRequest',
+    96: 'IncludeFencedBrokers',
+    97: 'IncludeFencedBrokers',
+    98: (('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('EndpointType', 'endpoint_type', 'b')),
     100: 'tagged fields of DescribeClusterRequest',
-    101: 'tagged fields of DescribeClusterRequest',
-    109: (('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('EndpointType', 'endpoint_type', 'b'), ('IncludeFencedBrokers', 'include_fenced_brokers', '?')),
-    111: 'tagged fields of DescribeClusterRequest',
+    107: (('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('EndpointType', 'endpoint_type', 'b'), ('IncludeFencedBrokers', 'include_fenced_brokers', '?')),
+    109: 'tagged fields of DescribeClusterRequest',
+    110: 'tagged fields of DescribeClusterRequest',
+    118: (('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('EndpointType', 'endpoint_type', 'b'), ('IncludeFencedBrokers', 'include_fenced_brokers', '?')),
+    120: 'tagged fields of DescribeClusterRequest',
 }

@@ -69,6 +69,28 @@ DescribeQuorumRequest._FIELDS = (
     _Field('Topics', 'topics', 'topics', 'array', 'struct', TopicData, (0, 32767), None, None, None, (), False, None),
 )
 
+
+def _fresh_PartitionData():
+    self = _new(PartitionData)
+    self.partition_index = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_TopicData():
+    self = _new(TopicData)
+    self.topic_name = ''
+    self.partitions = []
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_DescribeQuorumRequest():
+    self = _new(DescribeQuorumRequest)
+    self.topics = []
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_PartitionData = PartitionData()
 _DEFAULT_TopicData = TopicData()
 _DEFAULT_DescribeQuorumRequest = DescribeQuorumRequest()
@@ -174,29 +196,29 @@ DescribeQuorumRequest._ENCODERS = {0: _encode_DescribeQuorumRequest_v0, 1: _enco
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    79: 'PartitionIndex',
-    81: 'tagged fields of PartitionData',
-    82: 'tagged fields of PartitionData',
-    90: 'PartitionIndex',
-    92: 'tagged fields of PartitionData',
-    99: 'TopicName',
-    100: 'Partitions',
-    104: 'Partitions',
-    108: 'Partitions',
-    111: 'tagged fields of TopicData',
-    112: 'tagged fields of TopicData',
-    120: 'TopicName',
+    101: 'PartitionIndex',
+    103: 'tagged fields of PartitionData',
+    104: 'tagged fields of PartitionData',
+    112: 'PartitionIndex',
+    114: 'tagged fields of PartitionData',
+    121: 'TopicName',
     122: 'Partitions',
-    125: 'Partitions',
-    127: 'Partitions',
-    129: 'tagged fields of TopicData',
-    136: 'Topics',
-    140: 'Topics',
-    144: 'Topics',
-    147: 'tagged fields of DescribeQuorumRequest',
-    148: 'tagged fields of DescribeQuorumRequest',
-    157: 'Topics',
-    160: 'Topics',
+    126: 'Partitions',
+    130: 'Partitions',
+    133: 'tagged fields of TopicData',
+    134: 'tagged fields of TopicData',
+    142: 'TopicName',
+    144: 'Partitions',
+    147: 'Partitions',
+    149: 'Partitions',
+    151: 'tagged fields of TopicData',
+    158: 'Topics',
     162: 'Topics',
-    164: 'tagged fields of DescribeQuorumRequest',
+    166: 'Topics',
+    169: 'tagged fields of DescribeQuorumRequest',
+    170: 'tagged fields of DescribeQuorumRequest',
+    179: 'Topics',
+    182: 'Topics',
+    184: 'Topics',
+    186: 'tagged fields of DescribeQuorumRequest',
 }

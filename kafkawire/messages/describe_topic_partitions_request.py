@@ -73,6 +73,30 @@ DescribeTopicPartitionsRequest._FIELDS = (
     _Field('Cursor', 'cursor', 'cursor', 'struct', None, Cursor, (0, 32767), (0, 32767), None, None, None, False, None),
 )
 
+
+def _fresh_TopicRequest():
+    self = _new(TopicRequest)
+    self.name = ''
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_Cursor():
+    self = _new(Cursor)
+    self.topic_name = ''
+    self.partition_index = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_DescribeTopicPartitionsRequest():
+    self = _new(DescribeTopicPartitionsRequest)
+    self.topics = []
+    self.response_partition_limit = 2000
+    self.cursor = None
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_TopicRequest = TopicRequest()
 _DEFAULT_Cursor = Cursor()
 _DEFAULT_DescribeTopicPartitionsRequest = DescribeTopicPartitionsRequest()
@@ -175,30 +199,30 @@ DescribeTopicPartitionsRequest._ENCODERS = {0: _encode_DescribeTopicPartitionsRe
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    83: 'Name',
-    84: 'tagged fields of TopicRequest',
-    85: 'tagged fields of TopicRequest',
-    93: 'Name',
-    95: 'tagged fields of TopicRequest',
-    102: 'TopicName',
-    103: 'PartitionIndex',
-    105: 'tagged fields of Cursor',
-    106: 'tagged fields of Cursor',
-    114: 'TopicName',
-    115: 'PartitionIndex',
-    117: 'tagged fields of Cursor',
-    124: 'Topics',
-    128: 'Topics',
-    132: 'Topics',
-    135: 'ResponsePartitionLimit',
-    137: 'Cursor',
-    141: 'Cursor',
-    142: 'tagged fields of DescribeTopicPartitionsRequest',
-    143: 'tagged fields of DescribeTopicPartitionsRequest',
+    107: 'Name',
+    108: 'tagged fields of TopicRequest',
+    109: 'tagged fields of TopicRequest',
+    117: 'Name',
+    119: 'tagged fields of TopicRequest',
+    126: 'TopicName',
+    127: 'PartitionIndex',
+    129: 'tagged fields of Cursor',
+    130: 'tagged fields of Cursor',
+    138: 'TopicName',
+    139: 'PartitionIndex',
+    141: 'tagged fields of Cursor',
+    148: 'Topics',
     152: 'Topics',
-    155: 'Topics',
-    157: 'Topics',
-    158: 'ResponsePartitionLimit',
-    163: 'Cursor',
-    165: 'tagged fields of DescribeTopicPartitionsRequest',
+    156: 'Topics',
+    159: 'ResponsePartitionLimit',
+    161: 'Cursor',
+    165: 'Cursor',
+    166: 'tagged fields of DescribeTopicPartitionsRequest',
+    167: 'tagged fields of DescribeTopicPartitionsRequest',
+    176: 'Topics',
+    179: 'Topics',
+    181: 'Topics',
+    182: 'ResponsePartitionLimit',
+    187: 'Cursor',
+    189: 'tagged fields of DescribeTopicPartitionsRequest',
 }

@@ -119,6 +119,50 @@ DescribeTopicPartitionsResponse._FIELDS = (
     _Field('NextCursor', 'next_cursor', 'nextCursor', 'struct', None, Cursor, (0, 32767), (0, 32767), None, None, None, False, None),
 )
 
+
+def _fresh_DescribeTopicPartitionsResponsePartition():
+    self = _new(DescribeTopicPartitionsResponsePartition)
+    self.error_code = 0
+    self.partition_index = 0
+    self.leader_id = 0
+    self.leader_epoch = -1
+    self.replica_nodes = []
+    self.isr_nodes = []
+    self.eligible_leader_replicas = None
+    self.last_known_elr = None
+    self.offline_replicas = []
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_DescribeTopicPartitionsResponseTopic():
+    self = _new(DescribeTopicPartitionsResponseTopic)
+    self.error_code = 0
+    self.name = ''
+    self.topic_id = _ZERO_UUID
+    self.is_internal = False
+    self.partitions = []
+    self.topic_authorized_operations = -2147483648
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_Cursor():
+    self = _new(Cursor)
+    self.topic_name = ''
+    self.partition_index = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_DescribeTopicPartitionsResponse():
+    self = _new(DescribeTopicPartitionsResponse)
+    self.throttle_time_ms = 0
+    self.topics = []
+    self.next_cursor = None
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_DescribeTopicPartitionsResponsePartition = DescribeTopicPartitionsResponsePartition()
 _DEFAULT_DescribeTopicPartitionsResponseTopic = DescribeTopicPartitionsResponseTopic()
 _DEFAULT_Cursor = Cursor()
@@ -345,77 +389,77 @@ DescribeTopicPartitionsResponse._ENCODERS = {0: _encode_DescribeTopicPartitionsR
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    130: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    132: 'ReplicaNodes',
-    136: 'ReplicaNodes',
-    137: 'ReplicaNodes',
-    139: 'IsrNodes',
-    143: 'IsrNodes',
-    144: 'IsrNodes',
-    146: 'EligibleLeaderReplicas',
-    150: 'EligibleLeaderReplicas',
-    154: 'EligibleLeaderReplicas',
-    156: 'LastKnownElr',
-    160: 'LastKnownElr',
-    164: 'LastKnownElr',
-    166: 'OfflineReplicas',
-    170: 'OfflineReplicas',
-    171: 'OfflineReplicas',
-    173: 'tagged fields of DescribeTopicPartitionsResponsePartition',
-    174: 'tagged fields of DescribeTopicPartitionsResponsePartition',
-    182: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    184: 'ReplicaNodes',
-    187: 'ReplicaNodes',
-    189: 'ReplicaNodes',
-    191: 'IsrNodes',
-    194: 'IsrNodes',
-    196: 'IsrNodes',
+    174: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    176: 'ReplicaNodes',
+    180: 'ReplicaNodes',
+    181: 'ReplicaNodes',
+    183: 'IsrNodes',
+    187: 'IsrNodes',
+    188: 'IsrNodes',
+    190: 'EligibleLeaderReplicas',
+    194: 'EligibleLeaderReplicas',
     198: 'EligibleLeaderReplicas',
-    201: 'EligibleLeaderReplicas',
-    203: 'LastKnownElr',
-    206: 'LastKnownElr',
-    208: 'OfflineReplicas',
-    211: 'OfflineReplicas',
-    213: 'OfflineReplicas',
-    215: 'tagged fields of DescribeTopicPartitionsResponsePartition',
-    222: 'ErrorCode',
-    224: 'Name',
-    225: 'TopicId',
-    226: 'IsInternal',
-    228: 'Partitions',
-    232: 'Partitions',
-    236: 'Partitions',
-    239: 'TopicAuthorizedOperations',
-    241: 'tagged fields of DescribeTopicPartitionsResponseTopic',
-    242: 'tagged fields of DescribeTopicPartitionsResponseTopic',
-    250: 'ErrorCode',
-    251: 'Name',
-    252: 'TopicId',
-    253: 'IsInternal',
-    255: 'Partitions',
-    258: 'Partitions',
-    260: 'Partitions',
-    261: 'TopicAuthorizedOperations',
-    263: 'tagged fields of DescribeTopicPartitionsResponseTopic',
-    270: 'TopicName',
-    271: 'PartitionIndex',
-    273: 'tagged fields of Cursor',
-    274: 'tagged fields of Cursor',
-    282: 'TopicName',
-    283: 'PartitionIndex',
-    285: 'tagged fields of Cursor',
-    292: 'ThrottleTimeMs',
-    294: 'Topics',
-    298: 'Topics',
-    302: 'Topics',
-    305: 'NextCursor',
-    309: 'NextCursor',
-    310: 'tagged fields of DescribeTopicPartitionsResponse',
-    311: 'tagged fields of DescribeTopicPartitionsResponse',
-    319: 'ThrottleTimeMs',
-    321: 'Topics',
-    324: 'Topics',
-    326: 'Topics',
-    331: 'NextCursor',
-    333: 'tagged fields of DescribeTopicPartitionsResponse',
+    200: 'LastKnownElr',
+    204: 'LastKnownElr',
+    208: 'LastKnownElr',
+    210: 'OfflineReplicas',
+    214: 'OfflineReplicas',
+    215: 'OfflineReplicas',
+    217: 'tagged fields of DescribeTopicPartitionsResponsePartition',
+    218: 'tagged fields of DescribeTopicPartitionsResponsePartition',
+    226: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    228: 'ReplicaNodes',
+    231: 'ReplicaNodes',
+    233: 'ReplicaNodes',
+    235: 'IsrNodes',
+    238: 'IsrNodes',
+    240: 'IsrNodes',
+    242: 'EligibleLeaderReplicas',
+    245: 'EligibleLeaderReplicas',
+    247: 'LastKnownElr',
+    250: 'LastKnownElr',
+    252: 'OfflineReplicas',
+    255: 'OfflineReplicas',
+    257: 'OfflineReplicas',
+    259: 'tagged fields of DescribeTopicPartitionsResponsePartition',
+    266: 'ErrorCode',
+    268: 'Name',
+    269: 'TopicId',
+    270: 'IsInternal',
+    272: 'Partitions',
+    276: 'Partitions',
+    280: 'Partitions',
+    283: 'TopicAuthorizedOperations',
+    285: 'tagged fields of DescribeTopicPartitionsResponseTopic',
+    286: 'tagged fields of DescribeTopicPartitionsResponseTopic',
+    294: 'ErrorCode',
+    295: 'Name',
+    296: 'TopicId',
+    297: 'IsInternal',
+    299: 'Partitions',
+    302: 'Partitions',
+    304: 'Partitions',
+    305: 'TopicAuthorizedOperations',
+    307: 'tagged fields of DescribeTopicPartitionsResponseTopic',
+    314: 'TopicName',
+    315: 'PartitionIndex',
+    317: 'tagged fields of Cursor',
+    318: 'tagged fields of Cursor',
+    326: 'TopicName',
+    327: 'PartitionIndex',
+    329: 'tagged fields of Cursor',
+    336: 'ThrottleTimeMs',
+    338: 'Topics',
+    342: 'Topics',
+    346: 'Topics',
+    349: 'NextCursor',
+    353: 'NextCursor',
+    354: 'tagged fields of DescribeTopicPartitionsResponse',
+    355: 'tagged fields of DescribeTopicPartitionsResponse',
+    363: 'ThrottleTimeMs',
+    365: 'Topics',
+    368: 'Topics',
+    370: 'Topics',
+    375: 'NextCursor',
+    377: 'tagged fields of DescribeTopicPartitionsResponse',
 }

@@ -122,6 +122,51 @@ EndQuorumEpochRequest._FIELDS = (
     _Field('LeaderEndpoints', 'leader_endpoints', 'leaderEndpoints', 'array', 'struct', LeaderEndpoint, (1, 32767), None, None, None, (), True, None),
 )
 
+
+def _fresh_ReplicaInfo():
+    self = _new(ReplicaInfo)
+    self.candidate_id = 0
+    self.candidate_directory_id = _ZERO_UUID
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_PartitionData():
+    self = _new(PartitionData)
+    self.partition_index = 0
+    self.leader_id = 0
+    self.leader_epoch = 0
+    self.preferred_successors = []
+    self.preferred_candidates = []
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_TopicData():
+    self = _new(TopicData)
+    self.topic_name = ''
+    self.partitions = []
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_LeaderEndpoint():
+    self = _new(LeaderEndpoint)
+    self.name = ''
+    self.host = ''
+    self.port = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_EndQuorumEpochRequest():
+    self = _new(EndQuorumEpochRequest)
+    self.cluster_id = None
+    self.topics = []
+    self.leader_endpoints = []
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_ReplicaInfo = ReplicaInfo()
 _DEFAULT_PartitionData = PartitionData()
 _DEFAULT_TopicData = TopicData()
@@ -389,80 +434,80 @@ EndQuorumEpochRequest._ENCODERS = {0: _encode_EndQuorumEpochRequest_v0, 1: _enco
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    134: 'CandidateId',
-    136: 'CandidateDirectoryId',
-    137: 'tagged fields of ReplicaInfo',
-    138: 'tagged fields of ReplicaInfo',
-    146: 'CandidateId',
-    147: 'CandidateDirectoryId',
-    149: 'tagged fields of ReplicaInfo',
-    156: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    158: 'PreferredSuccessors',
-    159: 'PreferredSuccessors',
-    167: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    169: 'PreferredSuccessors',
-    171: 'PreferredSuccessors',
-    173: 'tagged fields of PartitionData',
-    178: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    180: 'PreferredCandidates',
-    184: 'PreferredCandidates',
-    188: 'PreferredCandidates',
-    192: 'tagged fields of PartitionData',
-    193: 'tagged fields of PartitionData',
+    179: 'CandidateId',
+    181: 'CandidateDirectoryId',
+    182: 'tagged fields of ReplicaInfo',
+    183: 'tagged fields of ReplicaInfo',
+    191: 'CandidateId',
+    192: 'CandidateDirectoryId',
+    194: 'tagged fields of ReplicaInfo',
     201: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    203: 'PreferredCandidates',
-    206: 'PreferredCandidates',
-    208: 'PreferredCandidates',
-    210: 'tagged fields of PartitionData',
-    217: 'TopicName',
-    218: 'Partitions',
-    222: 'Partitions',
-    230: 'TopicName',
-    232: 'Partitions',
-    234: 'Partitions',
-    236: 'tagged fields of TopicData',
-    241: 'TopicName',
-    242: 'Partitions',
-    246: 'Partitions',
-    250: 'Partitions',
-    253: 'tagged fields of TopicData',
-    254: 'tagged fields of TopicData',
+    203: 'PreferredSuccessors',
+    204: 'PreferredSuccessors',
+    212: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    214: 'PreferredSuccessors',
+    216: 'PreferredSuccessors',
+    218: 'tagged fields of PartitionData',
+    223: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    225: 'PreferredCandidates',
+    229: 'PreferredCandidates',
+    233: 'PreferredCandidates',
+    237: 'tagged fields of PartitionData',
+    238: 'tagged fields of PartitionData',
+    246: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    248: 'PreferredCandidates',
+    251: 'PreferredCandidates',
+    253: 'PreferredCandidates',
+    255: 'tagged fields of PartitionData',
     262: 'TopicName',
-    264: 'Partitions',
+    263: 'Partitions',
     267: 'Partitions',
-    269: 'Partitions',
-    271: 'tagged fields of TopicData',
-    278: 'Name',
-    279: 'Host',
-    280: 'Port',
-    282: 'tagged fields of LeaderEndpoint',
-    283: 'tagged fields of LeaderEndpoint',
-    291: 'Name',
-    292: 'Host',
-    293: 'Port',
-    295: 'tagged fields of LeaderEndpoint',
-    302: 'ClusterId',
-    303: 'Topics',
-    307: 'Topics',
-    316: 'ClusterId',
-    318: 'Topics',
-    320: 'Topics',
-    322: 'tagged fields of EndQuorumEpochRequest',
-    327: 'ClusterId',
-    328: 'Topics',
-    332: 'Topics',
-    336: 'Topics',
-    339: 'LeaderEndpoints',
-    343: 'LeaderEndpoints',
-    347: 'LeaderEndpoints',
-    350: 'tagged fields of EndQuorumEpochRequest',
-    351: 'tagged fields of EndQuorumEpochRequest',
-    359: 'ClusterId',
-    361: 'Topics',
-    364: 'Topics',
-    366: 'Topics',
-    368: 'LeaderEndpoints',
-    371: 'LeaderEndpoints',
-    373: 'LeaderEndpoints',
-    375: 'tagged fields of EndQuorumEpochRequest',
+    275: 'TopicName',
+    277: 'Partitions',
+    279: 'Partitions',
+    281: 'tagged fields of TopicData',
+    286: 'TopicName',
+    287: 'Partitions',
+    291: 'Partitions',
+    295: 'Partitions',
+    298: 'tagged fields of TopicData',
+    299: 'tagged fields of TopicData',
+    307: 'TopicName',
+    309: 'Partitions',
+    312: 'Partitions',
+    314: 'Partitions',
+    316: 'tagged fields of TopicData',
+    323: 'Name',
+    324: 'Host',
+    325: 'Port',
+    327: 'tagged fields of LeaderEndpoint',
+    328: 'tagged fields of LeaderEndpoint',
+    336: 'Name',
+    337: 'Host',
+    338: 'Port',
+    340: 'tagged fields of LeaderEndpoint',
+    347: 'ClusterId',
+    348: 'Topics',
+    352: 'Topics',
+    361: 'ClusterId',
+    363: 'Topics',
+    365: 'Topics',
+    367: 'tagged fields of EndQuorumEpochRequest',
+    372: 'ClusterId',
+    373: 'Topics',
+    377: 'Topics',
+    381: 'Topics',
+    384: 'LeaderEndpoints',
+    388: 'LeaderEndpoints',
+    392: 'LeaderEndpoints',
+    395: 'tagged fields of EndQuorumEpochRequest',
+    396: 'tagged fields of EndQuorumEpochRequest',
+    404: 'ClusterId',
+    406: 'Topics',
+    409: 'Topics',
+    411: 'Topics',
+    413: 'LeaderEndpoints',
+    416: 'LeaderEndpoints',
+    418: 'LeaderEndpoints',
+    420: 'tagged fields of EndQuorumEpochRequest',
 }

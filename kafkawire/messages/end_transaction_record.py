@@ -32,6 +32,12 @@ class EndTransactionRecord(_message.Message):
 EndTransactionRecord._FIELDS = (
 )
 
+
+def _fresh_EndTransactionRecord():
+    self = _new(EndTransactionRecord)
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_EndTransactionRecord = EndTransactionRecord()
 
 
@@ -56,7 +62,7 @@ EndTransactionRecord._ENCODERS = {0: _encode_EndTransactionRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    40: 'tagged fields of EndTransactionRecord',
-    41: 'tagged fields of EndTransactionRecord',
-    50: 'tagged fields of EndTransactionRecord',
+    46: 'tagged fields of EndTransactionRecord',
+    47: 'tagged fields of EndTransactionRecord',
+    56: 'tagged fields of EndTransactionRecord',
 }

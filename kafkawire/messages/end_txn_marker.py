@@ -35,6 +35,13 @@ EndTxnMarker._FIELDS = (
     _Field('CoordinatorEpoch', 'coordinator_epoch', 'coordinatorEpoch', 'int32', None, None, (0, 32767), None, None, None, 0, False, None),
 )
 
+
+def _fresh_EndTxnMarker():
+    self = _new(EndTxnMarker)
+    self.coordinator_epoch = 0
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_EndTxnMarker = EndTxnMarker()
 
 
@@ -56,7 +63,7 @@ EndTxnMarker._ENCODERS = {0: _encode_EndTxnMarker_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    43: 'CoordinatorEpoch',
     50: 'CoordinatorEpoch',
-    52: 'tagged fields of EndTxnMarker',
+    57: 'CoordinatorEpoch',
+    59: 'tagged fields of EndTxnMarker',
 }

@@ -37,6 +37,14 @@ FeatureLevelRecord._FIELDS = (
     _Field('FeatureLevel', 'feature_level', 'featureLevel', 'int16', None, None, (0, 32767), None, None, None, 0, False, None),
 )
 
+
+def _fresh_FeatureLevelRecord():
+    self = _new(FeatureLevelRecord)
+    self.name = ''
+    self.feature_level = 0
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_FeatureLevelRecord = FeatureLevelRecord()
 
 
@@ -66,11 +74,11 @@ FeatureLevelRecord._ENCODERS = {0: _encode_FeatureLevelRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    45: 'Name',
-    46: 'FeatureLevel',
-    48: 'tagged fields of FeatureLevelRecord',
-    49: 'tagged fields of FeatureLevelRecord',
-    57: 'Name',
-    58: 'FeatureLevel',
-    60: 'tagged fields of FeatureLevelRecord',
+    53: 'Name',
+    54: 'FeatureLevel',
+    56: 'tagged fields of FeatureLevelRecord',
+    57: 'tagged fields of FeatureLevelRecord',
+    65: 'Name',
+    66: 'FeatureLevel',
+    68: 'tagged fields of FeatureLevelRecord',
 }

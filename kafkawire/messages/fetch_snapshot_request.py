@@ -103,6 +103,43 @@ FetchSnapshotRequest._FIELDS = (
     _Field('Topics', 'topics', 'topics', 'array', 'struct', TopicSnapshot, (0, 32767), None, None, None, (), False, None),
 )
 
+
+def _fresh_SnapshotId():
+    self = _new(SnapshotId)
+    self.end_offset = 0
+    self.epoch = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_PartitionSnapshot():
+    self = _new(PartitionSnapshot)
+    self.partition = 0
+    self.current_leader_epoch = 0
+    self.snapshot_id = _fresh_SnapshotId()
+    self.position = 0
+    self.replica_directory_id = _ZERO_UUID
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_TopicSnapshot():
+    self = _new(TopicSnapshot)
+    self.name = ''
+    self.partitions = []
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_FetchSnapshotRequest():
+    self = _new(FetchSnapshotRequest)
+    self.cluster_id = None
+    self.replica_id = -1
+    self.max_bytes = 2147483647
+    self.topics = []
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_SnapshotId = SnapshotId()
 _DEFAULT_PartitionSnapshot = PartitionSnapshot()
 _DEFAULT_TopicSnapshot = TopicSnapshot()
@@ -402,46 +439,35 @@ FetchSnapshotRequest._ENCODERS = {0: _encode_FetchSnapshotRequest_v0, 1: _encode
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    114: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
-    116: 'tagged fields of SnapshotId',
-    117: 'tagged fields of SnapshotId',
-    125: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
-    127: 'tagged fields of SnapshotId',
-    134: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i')),
-    136: 'SnapshotId',
-    137: 'Position',
-    140: 'tagged fields of PartitionSnapshot',
-    141: 'tagged fields of PartitionSnapshot',
-    149: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i')),
-    150: 'SnapshotId',
-    151: 'Position',
-    153: 'tagged fields of PartitionSnapshot',
-    159: 'tagged fields of PartitionSnapshot',
-    165: 'tagged fields of PartitionSnapshot',
-    168: 'ReplicaDirectoryId',
-    170: 'ReplicaDirectoryId',
-    182: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i')),
-    184: 'SnapshotId',
-    185: 'Position',
-    188: 'tagged fields of PartitionSnapshot',
-    189: 'tagged fields of PartitionSnapshot',
-    197: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i')),
-    198: 'SnapshotId',
-    199: 'Position',
-    201: 'ReplicaDirectoryId',
-    203: 'ReplicaDirectoryId',
-    206: 'tagged fields of PartitionSnapshot',
-    213: 'Name',
-    214: 'Partitions',
-    218: 'Partitions',
-    222: 'Partitions',
-    225: 'tagged fields of TopicSnapshot',
-    226: 'tagged fields of TopicSnapshot',
-    234: 'Name',
-    236: 'Partitions',
-    239: 'Partitions',
-    241: 'Partitions',
-    243: 'tagged fields of TopicSnapshot',
+    151: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
+    153: 'tagged fields of SnapshotId',
+    154: 'tagged fields of SnapshotId',
+    162: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
+    164: 'tagged fields of SnapshotId',
+    171: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i')),
+    173: 'SnapshotId',
+    174: 'Position',
+    177: 'tagged fields of PartitionSnapshot',
+    178: 'tagged fields of PartitionSnapshot',
+    186: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i')),
+    187: 'SnapshotId',
+    188: 'Position',
+    190: 'tagged fields of PartitionSnapshot',
+    196: 'tagged fields of PartitionSnapshot',
+    202: 'tagged fields of PartitionSnapshot',
+    205: 'ReplicaDirectoryId',
+    207: 'ReplicaDirectoryId',
+    219: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i')),
+    221: 'SnapshotId',
+    222: 'Position',
+    225: 'tagged fields of PartitionSnapshot',
+    226: 'tagged fields of PartitionSnapshot',
+    234: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i')),
+    235: 'SnapshotId',
+    236: 'Position',
+    238: 'ReplicaDirectoryId',
+    240: 'ReplicaDirectoryId',
+    243: 'tagged fields of PartitionSnapshot',
     250: 'Name',
     251: 'Partitions',
     255: 'Partitions',
@@ -453,34 +479,45 @@ _LINE_FIELDS = {
     276: 'Partitions',
     278: 'Partitions',
     280: 'tagged fields of TopicSnapshot',
-    286: 'tagged fields of FetchSnapshotRequest',
-    292: 'tagged fields of FetchSnapshotRequest',
-    295: 'ClusterId',
-    297: 'ClusterId',
-    309: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
-    311: 'Topics',
-    315: 'Topics',
-    319: 'Topics',
+    287: 'Name',
+    288: 'Partitions',
+    292: 'Partitions',
+    296: 'Partitions',
+    299: 'tagged fields of TopicSnapshot',
+    300: 'tagged fields of TopicSnapshot',
+    308: 'Name',
+    310: 'Partitions',
+    313: 'Partitions',
+    315: 'Partitions',
+    317: 'tagged fields of TopicSnapshot',
     323: 'tagged fields of FetchSnapshotRequest',
-    324: 'tagged fields of FetchSnapshotRequest',
-    332: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
-    334: 'Topics',
-    337: 'Topics',
-    339: 'Topics',
-    341: 'ClusterId',
-    343: 'ClusterId',
-    346: 'tagged fields of FetchSnapshotRequest',
-    353: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
-    355: 'Topics',
-    359: 'Topics',
-    363: 'Topics',
-    367: 'tagged fields of FetchSnapshotRequest',
-    368: 'tagged fields of FetchSnapshotRequest',
-    376: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
-    378: 'Topics',
-    381: 'Topics',
-    383: 'Topics',
-    385: 'ClusterId',
-    387: 'ClusterId',
-    390: 'tagged fields of FetchSnapshotRequest',
+    329: 'tagged fields of FetchSnapshotRequest',
+    332: 'ClusterId',
+    334: 'ClusterId',
+    346: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
+    348: 'Topics',
+    352: 'Topics',
+    356: 'Topics',
+    360: 'tagged fields of FetchSnapshotRequest',
+    361: 'tagged fields of FetchSnapshotRequest',
+    369: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
+    371: 'Topics',
+    374: 'Topics',
+    376: 'Topics',
+    378: 'ClusterId',
+    380: 'ClusterId',
+    383: 'tagged fields of FetchSnapshotRequest',
+    390: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
+    392: 'Topics',
+    396: 'Topics',
+    400: 'Topics',
+    404: 'tagged fields of FetchSnapshotRequest',
+    405: 'tagged fields of FetchSnapshotRequest',
+    413: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
+    415: 'Topics',
+    418: 'Topics',
+    420: 'Topics',
+    422: 'ClusterId',
+    424: 'ClusterId',
+    427: 'tagged fields of FetchSnapshotRequest',
 }

@@ -148,6 +148,62 @@ FetchSnapshotResponse._FIELDS = (
     _Field('NodeEndpoints', 'node_endpoints', 'nodeEndpoints', 'array', 'struct', NodeEndpoint, (1, 32767), None, (1, 32767), 0, (), False, None),
 )
 
+
+def _fresh_SnapshotId():
+    self = _new(SnapshotId)
+    self.end_offset = 0
+    self.epoch = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_LeaderIdAndEpoch():
+    self = _new(LeaderIdAndEpoch)
+    self.leader_id = 0
+    self.leader_epoch = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_PartitionSnapshot():
+    self = _new(PartitionSnapshot)
+    self.index = 0
+    self.error_code = 0
+    self.snapshot_id = _fresh_SnapshotId()
+    self.current_leader = _fresh_LeaderIdAndEpoch()
+    self.size = 0
+    self.position = 0
+    self.unaligned_records = b''
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_TopicSnapshot():
+    self = _new(TopicSnapshot)
+    self.name = ''
+    self.partitions = []
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_NodeEndpoint():
+    self = _new(NodeEndpoint)
+    self.node_id = 0
+    self.host = ''
+    self.port = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_FetchSnapshotResponse():
+    self = _new(FetchSnapshotResponse)
+    self.throttle_time_ms = 0
+    self.error_code = 0
+    self.topics = []
+    self.node_endpoints = []
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_SnapshotId = SnapshotId()
 _DEFAULT_LeaderIdAndEpoch = LeaderIdAndEpoch()
 _DEFAULT_PartitionSnapshot = PartitionSnapshot()
@@ -226,7 +282,7 @@ def _decode_PartitionSnapshot_v0(data, pos):
     self.size, self.position = _S3.unpack_from(data, pos)
     pos += 16
     self.unaligned_records, pos = read_compact_bytes_view(data, pos)
-    self.current_leader = LeaderIdAndEpoch()
+    self.current_leader = _fresh_LeaderIdAndEpoch()
     if data[pos]:
         pos = _decode_tags_PartitionSnapshot_v0(self, data, pos)
     else:
@@ -450,85 +506,85 @@ FetchSnapshotResponse._ENCODERS = {0: _encode_FetchSnapshotResponse_v0, 1: _enco
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    161: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
-    163: 'tagged fields of SnapshotId',
-    164: 'tagged fields of SnapshotId',
-    172: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
-    174: 'tagged fields of SnapshotId',
-    181: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    183: 'tagged fields of LeaderIdAndEpoch',
-    184: 'tagged fields of LeaderIdAndEpoch',
-    192: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    194: 'tagged fields of LeaderIdAndEpoch',
-    200: 'tagged fields of PartitionSnapshot',
-    206: 'tagged fields of PartitionSnapshot',
-    209: 'CurrentLeader',
-    211: 'CurrentLeader',
-    223: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    225: 'SnapshotId',
-    226: (('Size', 'size', 'q'), ('Position', 'position', 'q')),
-    228: 'UnalignedRecords',
-    230: 'tagged fields of PartitionSnapshot',
-    231: 'tagged fields of PartitionSnapshot',
-    239: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    240: 'SnapshotId',
-    241: (('Size', 'size', 'q'), ('Position', 'position', 'q')),
-    242: 'UnalignedRecords',
-    244: 'CurrentLeader',
-    246: 'CurrentLeader',
-    249: 'tagged fields of PartitionSnapshot',
-    256: 'Name',
-    257: 'Partitions',
-    261: 'Partitions',
-    265: 'Partitions',
-    268: 'tagged fields of TopicSnapshot',
-    269: 'tagged fields of TopicSnapshot',
-    277: 'Name',
-    279: 'Partitions',
-    282: 'Partitions',
-    284: 'Partitions',
-    286: 'tagged fields of TopicSnapshot',
-    293: 'NodeId',
-    295: 'Host',
-    296: 'Port',
-    298: 'tagged fields of NodeEndpoint',
-    299: 'tagged fields of NodeEndpoint',
-    307: 'NodeId',
-    308: 'Host',
-    309: 'Port',
-    311: 'tagged fields of NodeEndpoint',
-    318: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    320: 'Topics',
-    324: 'Topics',
-    328: 'Topics',
-    332: 'tagged fields of FetchSnapshotResponse',
-    333: 'tagged fields of FetchSnapshotResponse',
-    341: 'NodeEndpoints',
-    342: 'NodeEndpoints',
-    343: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    345: 'Topics',
-    348: 'Topics',
-    350: 'Topics',
-    352: 'tagged fields of FetchSnapshotResponse',
-    358: 'tagged fields of FetchSnapshotResponse',
-    364: 'tagged fields of FetchSnapshotResponse',
-    367: 'NodeEndpoints',
-    371: 'NodeEndpoints',
-    375: 'NodeEndpoints',
-    379: 'NodeEndpoints',
-    391: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    393: 'Topics',
-    397: 'Topics',
+    217: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
+    219: 'tagged fields of SnapshotId',
+    220: 'tagged fields of SnapshotId',
+    228: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
+    230: 'tagged fields of SnapshotId',
+    237: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    239: 'tagged fields of LeaderIdAndEpoch',
+    240: 'tagged fields of LeaderIdAndEpoch',
+    248: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    250: 'tagged fields of LeaderIdAndEpoch',
+    256: 'tagged fields of PartitionSnapshot',
+    262: 'tagged fields of PartitionSnapshot',
+    265: 'CurrentLeader',
+    267: 'CurrentLeader',
+    279: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    281: 'SnapshotId',
+    282: (('Size', 'size', 'q'), ('Position', 'position', 'q')),
+    284: 'UnalignedRecords',
+    286: 'tagged fields of PartitionSnapshot',
+    287: 'tagged fields of PartitionSnapshot',
+    295: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    296: 'SnapshotId',
+    297: (('Size', 'size', 'q'), ('Position', 'position', 'q')),
+    298: 'UnalignedRecords',
+    300: 'CurrentLeader',
+    302: 'CurrentLeader',
+    305: 'tagged fields of PartitionSnapshot',
+    312: 'Name',
+    313: 'Partitions',
+    317: 'Partitions',
+    321: 'Partitions',
+    324: 'tagged fields of TopicSnapshot',
+    325: 'tagged fields of TopicSnapshot',
+    333: 'Name',
+    335: 'Partitions',
+    338: 'Partitions',
+    340: 'Partitions',
+    342: 'tagged fields of TopicSnapshot',
+    349: 'NodeId',
+    351: 'Host',
+    352: 'Port',
+    354: 'tagged fields of NodeEndpoint',
+    355: 'tagged fields of NodeEndpoint',
+    363: 'NodeId',
+    364: 'Host',
+    365: 'Port',
+    367: 'tagged fields of NodeEndpoint',
+    374: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    376: 'Topics',
+    380: 'Topics',
+    384: 'Topics',
+    388: 'tagged fields of FetchSnapshotResponse',
+    389: 'tagged fields of FetchSnapshotResponse',
+    397: 'NodeEndpoints',
+    398: 'NodeEndpoints',
+    399: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
     401: 'Topics',
-    405: 'tagged fields of FetchSnapshotResponse',
-    406: 'tagged fields of FetchSnapshotResponse',
-    414: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    416: 'Topics',
-    419: 'Topics',
-    421: 'Topics',
+    404: 'Topics',
+    406: 'Topics',
+    408: 'tagged fields of FetchSnapshotResponse',
+    414: 'tagged fields of FetchSnapshotResponse',
+    420: 'tagged fields of FetchSnapshotResponse',
     423: 'NodeEndpoints',
-    426: 'NodeEndpoints',
-    429: 'NodeEndpoints',
+    427: 'NodeEndpoints',
     431: 'NodeEndpoints',
-    434: 'tagged fields of FetchSnapshotResponse',
+    435: 'NodeEndpoints',
+    447: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    449: 'Topics',
+    453: 'Topics',
+    457: 'Topics',
+    461: 'tagged fields of FetchSnapshotResponse',
+    462: 'tagged fields of FetchSnapshotResponse',
+    470: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    472: 'Topics',
+    475: 'Topics',
+    477: 'Topics',
+    479: 'NodeEndpoints',
+    482: 'NodeEndpoints',
+    485: 'NodeEndpoints',
+    487: 'NodeEndpoints',
+    490: 'tagged fields of FetchSnapshotResponse',
 }

@@ -46,6 +46,18 @@ InitProducerIdResponse._FIELDS = (
     _Field('OngoingTxnProducerEpoch', 'ongoing_txn_producer_epoch', 'ongoingTxnProducerEpoch', 'int16', None, None, (6, 32767), None, None, None, -1, False, None),
 )
 
+
+def _fresh_InitProducerIdResponse():
+    self = _new(InitProducerIdResponse)
+    self.throttle_time_ms = 0
+    self.error_code = 0
+    self.producer_id = -1
+    self.producer_epoch = 0
+    self.ongoing_txn_producer_id = -1
+    self.ongoing_txn_producer_epoch = -1
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_InitProducerIdResponse = InitProducerIdResponse()
 
 
@@ -165,28 +177,22 @@ InitProducerIdResponse._ENCODERS = {0: _encode_InitProducerIdResponse_v0, 1: _en
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    54: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
-    63: 'OngoingTxnProducerId',
-    64: 'OngoingTxnProducerId',
-    65: 'OngoingTxnProducerEpoch',
-    66: 'OngoingTxnProducerEpoch',
-    67: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
-    69: 'tagged fields of InitProducerIdResponse',
-    73: 'OngoingTxnProducerId',
-    74: 'OngoingTxnProducerId',
-    75: 'OngoingTxnProducerEpoch',
-    76: 'OngoingTxnProducerEpoch',
-    77: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
-    79: 'tagged fields of InitProducerIdResponse',
-    84: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
-    88: 'tagged fields of InitProducerIdResponse',
-    89: 'tagged fields of InitProducerIdResponse',
-    97: 'OngoingTxnProducerId',
-    98: 'OngoingTxnProducerId',
-    99: 'OngoingTxnProducerEpoch',
-    100: 'OngoingTxnProducerEpoch',
-    101: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
-    103: 'tagged fields of InitProducerIdResponse',
+    66: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
+    75: 'OngoingTxnProducerId',
+    76: 'OngoingTxnProducerId',
+    77: 'OngoingTxnProducerEpoch',
+    78: 'OngoingTxnProducerEpoch',
+    79: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
+    81: 'tagged fields of InitProducerIdResponse',
+    85: 'OngoingTxnProducerId',
+    86: 'OngoingTxnProducerId',
+    87: 'OngoingTxnProducerEpoch',
+    88: 'OngoingTxnProducerEpoch',
+    89: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
+    91: 'tagged fields of InitProducerIdResponse',
+    96: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
+    100: 'tagged fields of InitProducerIdResponse',
+    101: 'tagged fields of InitProducerIdResponse',
     109: 'OngoingTxnProducerId',
     110: 'OngoingTxnProducerId',
     111: 'OngoingTxnProducerEpoch',
@@ -205,9 +211,15 @@ _LINE_FIELDS = {
     136: 'OngoingTxnProducerEpoch',
     137: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
     139: 'tagged fields of InitProducerIdResponse',
-    146: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('OngoingTxnProducerId', 'ongoing_txn_producer_id', 'q'), ('OngoingTxnProducerEpoch', 'ongoing_txn_producer_epoch', 'h')),
-    148: 'tagged fields of InitProducerIdResponse',
-    149: 'tagged fields of InitProducerIdResponse',
-    157: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('OngoingTxnProducerId', 'ongoing_txn_producer_id', 'q'), ('OngoingTxnProducerEpoch', 'ongoing_txn_producer_epoch', 'h')),
-    159: 'tagged fields of InitProducerIdResponse',
+    145: 'OngoingTxnProducerId',
+    146: 'OngoingTxnProducerId',
+    147: 'OngoingTxnProducerEpoch',
+    148: 'OngoingTxnProducerEpoch',
+    149: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
+    151: 'tagged fields of InitProducerIdResponse',
+    158: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('OngoingTxnProducerId', 'ongoing_txn_producer_id', 'q'), ('OngoingTxnProducerEpoch', 'ongoing_txn_producer_epoch', 'h')),
+    160: 'tagged fields of InitProducerIdResponse',
+    161: 'tagged fields of InitProducerIdResponse',
+    169: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('OngoingTxnProducerId', 'ongoing_txn_producer_id', 'q'), ('OngoingTxnProducerEpoch', 'ongoing_txn_producer_epoch', 'h')),
+    171: 'tagged fields of InitProducerIdResponse',
 }

@@ -37,6 +37,14 @@ KRaftVersionRecord._FIELDS = (
     _Field('KRaftVersion', 'k_raft_version', 'kRaftVersion', 'int16', None, None, (0, 32767), None, None, None, 0, False, None),
 )
 
+
+def _fresh_KRaftVersionRecord():
+    self = _new(KRaftVersionRecord)
+    self.version_ = 0
+    self.k_raft_version = 0
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_KRaftVersionRecord = KRaftVersionRecord()
 
 
@@ -64,9 +72,9 @@ KRaftVersionRecord._ENCODERS = {0: _encode_KRaftVersionRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    45: (('Version', 'version_', 'h'), ('KRaftVersion', 'k_raft_version', 'h')),
-    47: 'tagged fields of KRaftVersionRecord',
-    48: 'tagged fields of KRaftVersionRecord',
-    56: (('Version', 'version_', 'h'), ('KRaftVersion', 'k_raft_version', 'h')),
-    58: 'tagged fields of KRaftVersionRecord',
+    53: (('Version', 'version_', 'h'), ('KRaftVersion', 'k_raft_version', 'h')),
+    55: 'tagged fields of KRaftVersionRecord',
+    56: 'tagged fields of KRaftVersionRecord',
+    64: (('Version', 'version_', 'h'), ('KRaftVersion', 'k_raft_version', 'h')),
+    66: 'tagged fields of KRaftVersionRecord',
 }

@@ -60,6 +60,24 @@ LeaderChangeMessage._FIELDS = (
     _Field('GrantingVoters', 'granting_voters', 'grantingVoters', 'array', 'struct', Voter, (0, 32767), None, None, None, (), False, None),
 )
 
+
+def _fresh_Voter():
+    self = _new(Voter)
+    self.voter_id = 0
+    self.voter_directory_id = _ZERO_UUID
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_LeaderChangeMessage():
+    self = _new(LeaderChangeMessage)
+    self.version_ = 0
+    self.leader_id = 0
+    self.voters = []
+    self.granting_voters = []
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_Voter = Voter()
 _DEFAULT_LeaderChangeMessage = LeaderChangeMessage()
 
@@ -227,52 +245,52 @@ LeaderChangeMessage._ENCODERS = {0: _encode_LeaderChangeMessage_v0, 1: _encode_L
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    69: 'VoterId',
-    72: 'tagged fields of Voter',
-    73: 'tagged fields of Voter',
-    81: 'VoterDirectoryId',
-    82: 'VoterDirectoryId',
-    83: 'VoterId',
-    85: 'tagged fields of Voter',
-    92: 'VoterId',
-    94: 'VoterDirectoryId',
-    95: 'tagged fields of Voter',
-    96: 'tagged fields of Voter',
-    104: 'VoterId',
-    105: 'VoterDirectoryId',
-    107: 'tagged fields of Voter',
-    114: (('Version', 'version_', 'h'), ('LeaderId', 'leader_id', 'i')),
-    116: 'Voters',
-    120: 'Voters',
-    124: 'Voters',
-    127: 'GrantingVoters',
-    131: 'GrantingVoters',
-    135: 'GrantingVoters',
-    138: 'tagged fields of LeaderChangeMessage',
-    139: 'tagged fields of LeaderChangeMessage',
-    147: (('Version', 'version_', 'h'), ('LeaderId', 'leader_id', 'i')),
-    149: 'Voters',
-    152: 'Voters',
-    154: 'Voters',
-    156: 'GrantingVoters',
-    159: 'GrantingVoters',
-    161: 'GrantingVoters',
-    163: 'tagged fields of LeaderChangeMessage',
-    170: (('Version', 'version_', 'h'), ('LeaderId', 'leader_id', 'i')),
+    87: 'VoterId',
+    90: 'tagged fields of Voter',
+    91: 'tagged fields of Voter',
+    99: 'VoterDirectoryId',
+    100: 'VoterDirectoryId',
+    101: 'VoterId',
+    103: 'tagged fields of Voter',
+    110: 'VoterId',
+    112: 'VoterDirectoryId',
+    113: 'tagged fields of Voter',
+    114: 'tagged fields of Voter',
+    122: 'VoterId',
+    123: 'VoterDirectoryId',
+    125: 'tagged fields of Voter',
+    132: (('Version', 'version_', 'h'), ('LeaderId', 'leader_id', 'i')),
+    134: 'Voters',
+    138: 'Voters',
+    142: 'Voters',
+    145: 'GrantingVoters',
+    149: 'GrantingVoters',
+    153: 'GrantingVoters',
+    156: 'tagged fields of LeaderChangeMessage',
+    157: 'tagged fields of LeaderChangeMessage',
+    165: (('Version', 'version_', 'h'), ('LeaderId', 'leader_id', 'i')),
+    167: 'Voters',
+    170: 'Voters',
     172: 'Voters',
-    176: 'Voters',
-    180: 'Voters',
-    183: 'GrantingVoters',
-    187: 'GrantingVoters',
-    191: 'GrantingVoters',
-    194: 'tagged fields of LeaderChangeMessage',
-    195: 'tagged fields of LeaderChangeMessage',
-    203: (('Version', 'version_', 'h'), ('LeaderId', 'leader_id', 'i')),
-    205: 'Voters',
-    208: 'Voters',
-    210: 'Voters',
-    212: 'GrantingVoters',
-    215: 'GrantingVoters',
-    217: 'GrantingVoters',
-    219: 'tagged fields of LeaderChangeMessage',
+    174: 'GrantingVoters',
+    177: 'GrantingVoters',
+    179: 'GrantingVoters',
+    181: 'tagged fields of LeaderChangeMessage',
+    188: (('Version', 'version_', 'h'), ('LeaderId', 'leader_id', 'i')),
+    190: 'Voters',
+    194: 'Voters',
+    198: 'Voters',
+    201: 'GrantingVoters',
+    205: 'GrantingVoters',
+    209: 'GrantingVoters',
+    212: 'tagged fields of LeaderChangeMessage',
+    213: 'tagged fields of LeaderChangeMessage',
+    221: (('Version', 'version_', 'h'), ('LeaderId', 'leader_id', 'i')),
+    223: 'Voters',
+    226: 'Voters',
+    228: 'Voters',
+    230: 'GrantingVoters',
+    233: 'GrantingVoters',
+    235: 'GrantingVoters',
+    237: 'tagged fields of LeaderChangeMessage',
 }

@@ -32,6 +32,12 @@ class NoOpRecord(_message.Message):
 NoOpRecord._FIELDS = (
 )
 
+
+def _fresh_NoOpRecord():
+    self = _new(NoOpRecord)
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_NoOpRecord = NoOpRecord()
 
 
@@ -56,7 +62,7 @@ NoOpRecord._ENCODERS = {0: _encode_NoOpRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    40: 'tagged fields of NoOpRecord',
-    41: 'tagged fields of NoOpRecord',
-    50: 'tagged fields of NoOpRecord',
+    46: 'tagged fields of NoOpRecord',
+    47: 'tagged fields of NoOpRecord',
+    56: 'tagged fields of NoOpRecord',
 }

@@ -39,6 +39,15 @@ ProducerIdsRecord._FIELDS = (
     _Field('NextProducerId', 'next_producer_id', 'nextProducerId', 'int64', None, None, (0, 32767), None, None, None, 0, False, None),
 )
 
+
+def _fresh_ProducerIdsRecord():
+    self = _new(ProducerIdsRecord)
+    self.broker_id = 0
+    self.broker_epoch = -1
+    self.next_producer_id = 0
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_ProducerIdsRecord = ProducerIdsRecord()
 
 
@@ -66,9 +75,9 @@ ProducerIdsRecord._ENCODERS = {0: _encode_ProducerIdsRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    47: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('NextProducerId', 'next_producer_id', 'q')),
-    49: 'tagged fields of ProducerIdsRecord',
-    50: 'tagged fields of ProducerIdsRecord',
-    58: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('NextProducerId', 'next_producer_id', 'q')),
-    60: 'tagged fields of ProducerIdsRecord',
+    56: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('NextProducerId', 'next_producer_id', 'q')),
+    58: 'tagged fields of ProducerIdsRecord',
+    59: 'tagged fields of ProducerIdsRecord',
+    67: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('NextProducerId', 'next_producer_id', 'q')),
+    69: 'tagged fields of ProducerIdsRecord',
 }

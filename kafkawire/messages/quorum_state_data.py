@@ -65,6 +65,26 @@ QuorumStateData._FIELDS = (
     _Field('CurrentVoters', 'current_voters', 'currentVoters', 'array', 'struct', Voter, (0, 0), (0, 0), None, None, (), False, None),
 )
 
+
+def _fresh_Voter():
+    self = _new(Voter)
+    self.voter_id = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_QuorumStateData():
+    self = _new(QuorumStateData)
+    self.cluster_id = ''
+    self.leader_id = -1
+    self.leader_epoch = -1
+    self.voted_id = -1
+    self.voted_directory_id = _ZERO_UUID
+    self.applied_offset = 0
+    self.current_voters = []
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_Voter = Voter()
 _DEFAULT_QuorumStateData = QuorumStateData()
 
@@ -170,36 +190,36 @@ QuorumStateData._ENCODERS = {0: _encode_QuorumStateData_v0, 1: _encode_QuorumSta
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    74: 'VoterId',
-    76: 'tagged fields of Voter',
-    77: 'tagged fields of Voter',
-    85: 'VoterId',
-    87: 'tagged fields of Voter',
-    94: 'ClusterId',
-    95: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i'), ('AppliedOffset', 'applied_offset', 'q')),
-    97: 'CurrentVoters',
-    101: 'CurrentVoters',
-    108: 'CurrentVoters',
-    112: 'tagged fields of QuorumStateData',
-    113: 'tagged fields of QuorumStateData',
-    121: 'VotedDirectoryId',
-    122: 'VotedDirectoryId',
-    123: 'ClusterId',
-    124: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i'), ('AppliedOffset', 'applied_offset', 'q')),
-    126: 'CurrentVoters',
-    129: 'CurrentVoters',
-    131: 'tagged fields of QuorumStateData',
-    138: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i')),
-    140: 'VotedDirectoryId',
-    144: 'tagged fields of QuorumStateData',
-    145: 'tagged fields of QuorumStateData',
-    153: 'ClusterId',
-    154: 'ClusterId',
-    155: 'AppliedOffset',
-    156: 'AppliedOffset',
-    157: 'CurrentVoters',
-    158: 'CurrentVoters',
-    159: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i')),
+    94: 'VoterId',
+    96: 'tagged fields of Voter',
+    97: 'tagged fields of Voter',
+    105: 'VoterId',
+    107: 'tagged fields of Voter',
+    114: 'ClusterId',
+    115: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i'), ('AppliedOffset', 'applied_offset', 'q')),
+    117: 'CurrentVoters',
+    121: 'CurrentVoters',
+    128: 'CurrentVoters',
+    132: 'tagged fields of QuorumStateData',
+    133: 'tagged fields of QuorumStateData',
+    141: 'VotedDirectoryId',
+    142: 'VotedDirectoryId',
+    143: 'ClusterId',
+    144: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i'), ('AppliedOffset', 'applied_offset', 'q')),
+    146: 'CurrentVoters',
+    149: 'CurrentVoters',
+    151: 'tagged fields of QuorumStateData',
+    158: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i')),
     160: 'VotedDirectoryId',
-    162: 'tagged fields of QuorumStateData',
+    164: 'tagged fields of QuorumStateData',
+    165: 'tagged fields of QuorumStateData',
+    173: 'ClusterId',
+    174: 'ClusterId',
+    175: 'AppliedOffset',
+    176: 'AppliedOffset',
+    177: 'CurrentVoters',
+    178: 'CurrentVoters',
+    179: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i')),
+    180: 'VotedDirectoryId',
+    182: 'tagged fields of QuorumStateData',
 }

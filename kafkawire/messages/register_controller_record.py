@@ -88,6 +88,36 @@ RegisterControllerRecord._FIELDS = (
     _Field('Features', 'features', 'features', 'array', 'struct', ControllerFeature, (0, 32767), None, None, None, (), False, None),
 )
 
+
+def _fresh_ControllerEndpoint():
+    self = _new(ControllerEndpoint)
+    self.name = ''
+    self.host = ''
+    self.port = 0
+    self.security_protocol = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_ControllerFeature():
+    self = _new(ControllerFeature)
+    self.name = ''
+    self.min_supported_version = 0
+    self.max_supported_version = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_RegisterControllerRecord():
+    self = _new(RegisterControllerRecord)
+    self.controller_id = 0
+    self.incarnation_id = _ZERO_UUID
+    self.zk_migration_ready = False
+    self.end_points = []
+    self.features = []
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_ControllerEndpoint = ControllerEndpoint()
 _DEFAULT_ControllerFeature = ControllerFeature()
 _DEFAULT_RegisterControllerRecord = RegisterControllerRecord()
@@ -208,41 +238,41 @@ RegisterControllerRecord._ENCODERS = {0: _encode_RegisterControllerRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    98: 'Name',
-    99: 'Host',
-    100: (('Port', 'port', 'H'), ('SecurityProtocol', 'security_protocol', 'h')),
-    102: 'tagged fields of ControllerEndpoint',
-    103: 'tagged fields of ControllerEndpoint',
-    111: 'Name',
-    112: 'Host',
-    113: (('Port', 'port', 'H'), ('SecurityProtocol', 'security_protocol', 'h')),
-    115: 'tagged fields of ControllerEndpoint',
-    122: 'Name',
-    123: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
-    125: 'tagged fields of ControllerFeature',
-    126: 'tagged fields of ControllerFeature',
-    134: 'Name',
-    135: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
-    137: 'tagged fields of ControllerFeature',
-    144: 'ControllerId',
-    146: 'IncarnationId',
-    147: 'ZkMigrationReady',
-    149: 'EndPoints',
-    153: 'EndPoints',
-    157: 'EndPoints',
-    160: 'Features',
-    164: 'Features',
-    168: 'Features',
-    171: 'tagged fields of RegisterControllerRecord',
-    172: 'tagged fields of RegisterControllerRecord',
-    180: 'ControllerId',
-    181: 'IncarnationId',
-    182: 'ZkMigrationReady',
-    184: 'EndPoints',
+    128: 'Name',
+    129: 'Host',
+    130: (('Port', 'port', 'H'), ('SecurityProtocol', 'security_protocol', 'h')),
+    132: 'tagged fields of ControllerEndpoint',
+    133: 'tagged fields of ControllerEndpoint',
+    141: 'Name',
+    142: 'Host',
+    143: (('Port', 'port', 'H'), ('SecurityProtocol', 'security_protocol', 'h')),
+    145: 'tagged fields of ControllerEndpoint',
+    152: 'Name',
+    153: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
+    155: 'tagged fields of ControllerFeature',
+    156: 'tagged fields of ControllerFeature',
+    164: 'Name',
+    165: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
+    167: 'tagged fields of ControllerFeature',
+    174: 'ControllerId',
+    176: 'IncarnationId',
+    177: 'ZkMigrationReady',
+    179: 'EndPoints',
+    183: 'EndPoints',
     187: 'EndPoints',
-    189: 'EndPoints',
-    191: 'Features',
+    190: 'Features',
     194: 'Features',
-    196: 'Features',
-    198: 'tagged fields of RegisterControllerRecord',
+    198: 'Features',
+    201: 'tagged fields of RegisterControllerRecord',
+    202: 'tagged fields of RegisterControllerRecord',
+    210: 'ControllerId',
+    211: 'IncarnationId',
+    212: 'ZkMigrationReady',
+    214: 'EndPoints',
+    217: 'EndPoints',
+    219: 'EndPoints',
+    221: 'Features',
+    224: 'Features',
+    226: 'Features',
+    228: 'tagged fields of RegisterControllerRecord',
 }

@@ -34,6 +34,13 @@ RemoveAccessControlEntryRecord._FIELDS = (
     _Field('Id', 'id', 'id', 'uuid', None, None, (0, 32767), None, None, None, _ZERO_UUID, False, None),
 )
 
+
+def _fresh_RemoveAccessControlEntryRecord():
+    self = _new(RemoveAccessControlEntryRecord)
+    self.id = _ZERO_UUID
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_RemoveAccessControlEntryRecord = RemoveAccessControlEntryRecord()
 
 
@@ -60,9 +67,9 @@ RemoveAccessControlEntryRecord._ENCODERS = {0: _encode_RemoveAccessControlEntryR
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    42: 'Id',
-    43: 'tagged fields of RemoveAccessControlEntryRecord',
-    44: 'tagged fields of RemoveAccessControlEntryRecord',
-    52: 'Id',
-    54: 'tagged fields of RemoveAccessControlEntryRecord',
+    49: 'Id',
+    50: 'tagged fields of RemoveAccessControlEntryRecord',
+    51: 'tagged fields of RemoveAccessControlEntryRecord',
+    59: 'Id',
+    61: 'tagged fields of RemoveAccessControlEntryRecord',
 }

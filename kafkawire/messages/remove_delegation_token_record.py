@@ -34,6 +34,13 @@ RemoveDelegationTokenRecord._FIELDS = (
     _Field('TokenId', 'token_id', 'tokenId', 'string', None, None, (0, 32767), None, None, None, '', False, None),
 )
 
+
+def _fresh_RemoveDelegationTokenRecord():
+    self = _new(RemoveDelegationTokenRecord)
+    self.token_id = ''
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_RemoveDelegationTokenRecord = RemoveDelegationTokenRecord()
 
 
@@ -60,9 +67,9 @@ RemoveDelegationTokenRecord._ENCODERS = {0: _encode_RemoveDelegationTokenRecord_
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    42: 'TokenId',
-    43: 'tagged fields of RemoveDelegationTokenRecord',
-    44: 'tagged fields of RemoveDelegationTokenRecord',
-    52: 'TokenId',
-    54: 'tagged fields of RemoveDelegationTokenRecord',
+    49: 'TokenId',
+    50: 'tagged fields of RemoveDelegationTokenRecord',
+    51: 'tagged fields of RemoveDelegationTokenRecord',
+    59: 'TokenId',
+    61: 'tagged fields of RemoveDelegationTokenRecord',
 }

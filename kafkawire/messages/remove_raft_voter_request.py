@@ -39,6 +39,15 @@ RemoveRaftVoterRequest._FIELDS = (
     _Field('VoterDirectoryId', 'voter_directory_id', 'voterDirectoryId', 'uuid', None, None, (0, 32767), None, None, None, _ZERO_UUID, False, None),
 )
 
+
+def _fresh_RemoveRaftVoterRequest():
+    self = _new(RemoveRaftVoterRequest)
+    self.cluster_id = ''
+    self.voter_id = 0
+    self.voter_directory_id = _ZERO_UUID
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_RemoveRaftVoterRequest = RemoveRaftVoterRequest()
 
 
@@ -70,13 +79,13 @@ RemoveRaftVoterRequest._ENCODERS = {0: _encode_RemoveRaftVoterRequest_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    47: 'ClusterId',
-    48: 'VoterId',
-    50: 'VoterDirectoryId',
-    51: 'tagged fields of RemoveRaftVoterRequest',
-    52: 'tagged fields of RemoveRaftVoterRequest',
-    60: 'ClusterId',
-    61: 'VoterId',
-    62: 'VoterDirectoryId',
-    64: 'tagged fields of RemoveRaftVoterRequest',
+    56: 'ClusterId',
+    57: 'VoterId',
+    59: 'VoterDirectoryId',
+    60: 'tagged fields of RemoveRaftVoterRequest',
+    61: 'tagged fields of RemoveRaftVoterRequest',
+    69: 'ClusterId',
+    70: 'VoterId',
+    71: 'VoterDirectoryId',
+    73: 'tagged fields of RemoveRaftVoterRequest',
 }

@@ -39,6 +39,15 @@ RemoveRaftVoterResponse._FIELDS = (
     _Field('ErrorMessage', 'error_message', 'errorMessage', 'string', None, None, (0, 32767), (0, 32767), None, None, '', True, None),
 )
 
+
+def _fresh_RemoveRaftVoterResponse():
+    self = _new(RemoveRaftVoterResponse)
+    self.throttle_time_ms = 0
+    self.error_code = 0
+    self.error_message = ''
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_RemoveRaftVoterResponse = RemoveRaftVoterResponse()
 
 
@@ -68,11 +77,11 @@ RemoveRaftVoterResponse._ENCODERS = {0: _encode_RemoveRaftVoterResponse_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    47: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    49: 'ErrorMessage',
-    50: 'tagged fields of RemoveRaftVoterResponse',
-    51: 'tagged fields of RemoveRaftVoterResponse',
-    59: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    60: 'ErrorMessage',
-    62: 'tagged fields of RemoveRaftVoterResponse',
+    56: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    58: 'ErrorMessage',
+    59: 'tagged fields of RemoveRaftVoterResponse',
+    60: 'tagged fields of RemoveRaftVoterResponse',
+    68: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    69: 'ErrorMessage',
+    71: 'tagged fields of RemoveRaftVoterResponse',
 }

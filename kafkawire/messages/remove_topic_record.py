@@ -34,6 +34,13 @@ RemoveTopicRecord._FIELDS = (
     _Field('TopicId', 'topic_id', 'topicId', 'uuid', None, None, (0, 32767), None, None, None, _ZERO_UUID, False, None),
 )
 
+
+def _fresh_RemoveTopicRecord():
+    self = _new(RemoveTopicRecord)
+    self.topic_id = _ZERO_UUID
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_RemoveTopicRecord = RemoveTopicRecord()
 
 
@@ -60,9 +67,9 @@ RemoveTopicRecord._ENCODERS = {0: _encode_RemoveTopicRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    42: 'TopicId',
-    43: 'tagged fields of RemoveTopicRecord',
-    44: 'tagged fields of RemoveTopicRecord',
-    52: 'TopicId',
-    54: 'tagged fields of RemoveTopicRecord',
+    49: 'TopicId',
+    50: 'tagged fields of RemoveTopicRecord',
+    51: 'tagged fields of RemoveTopicRecord',
+    59: 'TopicId',
+    61: 'tagged fields of RemoveTopicRecord',
 }

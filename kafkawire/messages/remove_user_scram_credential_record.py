@@ -37,6 +37,14 @@ RemoveUserScramCredentialRecord._FIELDS = (
     _Field('Mechanism', 'mechanism', 'mechanism', 'int8', None, None, (0, 32767), None, None, None, 0, False, None),
 )
 
+
+def _fresh_RemoveUserScramCredentialRecord():
+    self = _new(RemoveUserScramCredentialRecord)
+    self.name = ''
+    self.mechanism = 0
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_RemoveUserScramCredentialRecord = RemoveUserScramCredentialRecord()
 
 
@@ -66,11 +74,11 @@ RemoveUserScramCredentialRecord._ENCODERS = {0: _encode_RemoveUserScramCredentia
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    45: 'Name',
-    46: 'Mechanism',
-    48: 'tagged fields of RemoveUserScramCredentialRecord',
-    49: 'tagged fields of RemoveUserScramCredentialRecord',
-    57: 'Name',
-    58: 'Mechanism',
-    60: 'tagged fields of RemoveUserScramCredentialRecord',
+    53: 'Name',
+    54: 'Mechanism',
+    56: 'tagged fields of RemoveUserScramCredentialRecord',
+    57: 'tagged fields of RemoveUserScramCredentialRecord',
+    65: 'Name',
+    66: 'Mechanism',
+    68: 'tagged fields of RemoveUserScramCredentialRecord',
 }

@@ -41,6 +41,16 @@ RequestHeader._FIELDS = (
     _Field('ClientId', 'client_id', 'clientId', 'string', None, None, (1, 32767), (1, 32767), None, None, '', True, None),
 )
 
+
+def _fresh_RequestHeader():
+    self = _new(RequestHeader)
+    self.request_api_key = 0
+    self.request_api_version = 0
+    self.correlation_id = 0
+    self.client_id = ''
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_RequestHeader = RequestHeader()
 
 
@@ -101,19 +111,19 @@ RequestHeader._ENCODERS = {0: _encode_RequestHeader_v0, 1: _encode_RequestHeader
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    49: (('RequestApiKey', 'request_api_key', 'h'), ('RequestApiVersion', 'request_api_version', 'h'), ('CorrelationId', 'correlation_id', 'i')),
-    57: (('RequestApiKey', 'request_api_key', 'h'), ('RequestApiVersion', 'request_api_version', 'h'), ('CorrelationId', 'correlation_id', 'i')),
-    59: 'tagged fields of RequestHeader',
-    64: (('RequestApiKey', 'request_api_key', 'h'), ('RequestApiVersion', 'request_api_version', 'h'), ('CorrelationId', 'correlation_id', 'i')),
-    66: 'ClientId',
-    72: (('RequestApiKey', 'request_api_key', 'h'), ('RequestApiVersion', 'request_api_version', 'h'), ('CorrelationId', 'correlation_id', 'i')),
-    73: 'ClientId',
-    75: 'tagged fields of RequestHeader',
-    80: (('RequestApiKey', 'request_api_key', 'h'), ('RequestApiVersion', 'request_api_version', 'h'), ('CorrelationId', 'correlation_id', 'i')),
-    82: 'ClientId',
-    83: 'tagged fields of RequestHeader',
-    84: 'tagged fields of RequestHeader',
-    92: (('RequestApiKey', 'request_api_key', 'h'), ('RequestApiVersion', 'request_api_version', 'h'), ('CorrelationId', 'correlation_id', 'i')),
-    93: 'ClientId',
-    95: 'tagged fields of RequestHeader',
+    59: (('RequestApiKey', 'request_api_key', 'h'), ('RequestApiVersion', 'request_api_version', 'h'), ('CorrelationId', 'correlation_id', 'i')),
+    67: (('RequestApiKey', 'request_api_key', 'h'), ('RequestApiVersion', 'request_api_version', 'h'), ('CorrelationId', 'correlation_id', 'i')),
+    69: 'tagged fields of RequestHeader',
+    74: (('RequestApiKey', 'request_api_key', 'h'), ('RequestApiVersion', 'request_api_version', 'h'), ('CorrelationId', 'correlation_id', 'i')),
+    76: 'ClientId',
+    82: (('RequestApiKey', 'request_api_key', 'h'), ('RequestApiVersion', 'request_api_version', 'h'), ('CorrelationId', 'correlation_id', 'i')),
+    83: 'ClientId',
+    85: 'tagged fields of RequestHeader',
+    90: (('RequestApiKey', 'request_api_key', 'h'), ('RequestApiVersion', 'request_api_version', 'h'), ('CorrelationId', 'correlation_id', 'i')),
+    92: 'ClientId',
+    93: 'tagged fields of RequestHeader',
+    94: 'tagged fields of RequestHeader',
+    102: (('RequestApiKey', 'request_api_key', 'h'), ('RequestApiVersion', 'request_api_version', 'h'), ('CorrelationId', 'correlation_id', 'i')),
+    103: 'ClientId',
+    105: 'tagged fields of RequestHeader',
 }

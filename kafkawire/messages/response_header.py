@@ -35,6 +35,13 @@ ResponseHeader._FIELDS = (
     _Field('CorrelationId', 'correlation_id', 'correlationId', 'int32', None, None, (0, 32767), None, None, None, 0, False, None),
 )
 
+
+def _fresh_ResponseHeader():
+    self = _new(ResponseHeader)
+    self.correlation_id = 0
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_ResponseHeader = ResponseHeader()
 
 
@@ -76,12 +83,12 @@ ResponseHeader._ENCODERS = {0: _encode_ResponseHeader_v0, 1: _encode_ResponseHea
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    43: 'CorrelationId',
     50: 'CorrelationId',
-    52: 'tagged fields of ResponseHeader',
     57: 'CorrelationId',
     59: 'tagged fields of ResponseHeader',
-    60: 'tagged fields of ResponseHeader',
-    68: 'CorrelationId',
-    70: 'tagged fields of ResponseHeader',
+    64: 'CorrelationId',
+    66: 'tagged fields of ResponseHeader',
+    67: 'tagged fields of ResponseHeader',
+    75: 'CorrelationId',
+    77: 'tagged fields of ResponseHeader',
 }

@@ -35,6 +35,13 @@ SnapshotFooterRecord._FIELDS = (
     _Field('Version', 'version_', 'version', 'int16', None, None, (0, 32767), None, None, None, 0, False, None),
 )
 
+
+def _fresh_SnapshotFooterRecord():
+    self = _new(SnapshotFooterRecord)
+    self.version_ = 0
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_SnapshotFooterRecord = SnapshotFooterRecord()
 
 
@@ -62,9 +69,9 @@ SnapshotFooterRecord._ENCODERS = {0: _encode_SnapshotFooterRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    43: 'Version',
-    45: 'tagged fields of SnapshotFooterRecord',
-    46: 'tagged fields of SnapshotFooterRecord',
-    54: 'Version',
-    56: 'tagged fields of SnapshotFooterRecord',
+    50: 'Version',
+    52: 'tagged fields of SnapshotFooterRecord',
+    53: 'tagged fields of SnapshotFooterRecord',
+    61: 'Version',
+    63: 'tagged fields of SnapshotFooterRecord',
 }

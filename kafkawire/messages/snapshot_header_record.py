@@ -37,6 +37,14 @@ SnapshotHeaderRecord._FIELDS = (
     _Field('LastContainedLogTimestamp', 'last_contained_log_timestamp', 'lastContainedLogTimestamp', 'int64', None, None, (0, 32767), None, None, None, 0, False, None),
 )
 
+
+def _fresh_SnapshotHeaderRecord():
+    self = _new(SnapshotHeaderRecord)
+    self.version_ = 0
+    self.last_contained_log_timestamp = 0
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_SnapshotHeaderRecord = SnapshotHeaderRecord()
 
 
@@ -64,9 +72,9 @@ SnapshotHeaderRecord._ENCODERS = {0: _encode_SnapshotHeaderRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    45: (('Version', 'version_', 'h'), ('LastContainedLogTimestamp', 'last_contained_log_timestamp', 'q')),
-    47: 'tagged fields of SnapshotHeaderRecord',
-    48: 'tagged fields of SnapshotHeaderRecord',
-    56: (('Version', 'version_', 'h'), ('LastContainedLogTimestamp', 'last_contained_log_timestamp', 'q')),
-    58: 'tagged fields of SnapshotHeaderRecord',
+    53: (('Version', 'version_', 'h'), ('LastContainedLogTimestamp', 'last_contained_log_timestamp', 'q')),
+    55: 'tagged fields of SnapshotHeaderRecord',
+    56: 'tagged fields of SnapshotHeaderRecord',
+    64: (('Version', 'version_', 'h'), ('LastContainedLogTimestamp', 'last_contained_log_timestamp', 'q')),
+    66: 'tagged fields of SnapshotHeaderRecord',
 }

@@ -36,6 +36,14 @@ TopicRecord._FIELDS = (
     _Field('TopicId', 'topic_id', 'topicId', 'uuid', None, None, (0, 32767), None, None, None, _ZERO_UUID, False, None),
 )
 
+
+def _fresh_TopicRecord():
+    self = _new(TopicRecord)
+    self.name = ''
+    self.topic_id = _ZERO_UUID
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_TopicRecord = TopicRecord()
 
 
@@ -64,11 +72,11 @@ TopicRecord._ENCODERS = {0: _encode_TopicRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    44: 'Name',
-    45: 'TopicId',
-    46: 'tagged fields of TopicRecord',
-    47: 'tagged fields of TopicRecord',
-    55: 'Name',
-    56: 'TopicId',
-    58: 'tagged fields of TopicRecord',
+    52: 'Name',
+    53: 'TopicId',
+    54: 'tagged fields of TopicRecord',
+    55: 'tagged fields of TopicRecord',
+    63: 'Name',
+    64: 'TopicId',
+    66: 'tagged fields of TopicRecord',
 }

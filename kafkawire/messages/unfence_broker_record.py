@@ -37,6 +37,14 @@ UnfenceBrokerRecord._FIELDS = (
     _Field('Epoch', 'epoch', 'epoch', 'int64', None, None, (0, 32767), None, None, None, 0, False, None),
 )
 
+
+def _fresh_UnfenceBrokerRecord():
+    self = _new(UnfenceBrokerRecord)
+    self.id = 0
+    self.epoch = 0
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_UnfenceBrokerRecord = UnfenceBrokerRecord()
 
 
@@ -64,9 +72,9 @@ UnfenceBrokerRecord._ENCODERS = {0: _encode_UnfenceBrokerRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    45: (('Id', 'id', 'i'), ('Epoch', 'epoch', 'q')),
-    47: 'tagged fields of UnfenceBrokerRecord',
-    48: 'tagged fields of UnfenceBrokerRecord',
-    56: (('Id', 'id', 'i'), ('Epoch', 'epoch', 'q')),
-    58: 'tagged fields of UnfenceBrokerRecord',
+    53: (('Id', 'id', 'i'), ('Epoch', 'epoch', 'q')),
+    55: 'tagged fields of UnfenceBrokerRecord',
+    56: 'tagged fields of UnfenceBrokerRecord',
+    64: (('Id', 'id', 'i'), ('Epoch', 'epoch', 'q')),
+    66: 'tagged fields of UnfenceBrokerRecord',
 }

@@ -37,6 +37,14 @@ UnregisterBrokerRecord._FIELDS = (
     _Field('BrokerEpoch', 'broker_epoch', 'brokerEpoch', 'int64', None, None, (0, 32767), None, None, None, 0, False, None),
 )
 
+
+def _fresh_UnregisterBrokerRecord():
+    self = _new(UnregisterBrokerRecord)
+    self.broker_id = 0
+    self.broker_epoch = 0
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_UnregisterBrokerRecord = UnregisterBrokerRecord()
 
 
@@ -64,9 +72,9 @@ UnregisterBrokerRecord._ENCODERS = {0: _encode_UnregisterBrokerRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    45: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    47: 'tagged fields of UnregisterBrokerRecord',
-    48: 'tagged fields of UnregisterBrokerRecord',
-    56: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    58: 'tagged fields of UnregisterBrokerRecord',
+    53: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    55: 'tagged fields of UnregisterBrokerRecord',
+    56: 'tagged fields of UnregisterBrokerRecord',
+    64: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    66: 'tagged fields of UnregisterBrokerRecord',
 }

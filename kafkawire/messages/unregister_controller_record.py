@@ -35,6 +35,13 @@ UnregisterControllerRecord._FIELDS = (
     _Field('ControllerId', 'controller_id', 'controllerId', 'int32', None, None, (0, 32767), None, None, None, 0, False, None),
 )
 
+
+def _fresh_UnregisterControllerRecord():
+    self = _new(UnregisterControllerRecord)
+    self.controller_id = 0
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_UnregisterControllerRecord = UnregisterControllerRecord()
 
 
@@ -62,9 +69,9 @@ UnregisterControllerRecord._ENCODERS = {0: _encode_UnregisterControllerRecord_v0
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    43: 'ControllerId',
-    45: 'tagged fields of UnregisterControllerRecord',
-    46: 'tagged fields of UnregisterControllerRecord',
-    54: 'ControllerId',
-    56: 'tagged fields of UnregisterControllerRecord',
+    50: 'ControllerId',
+    52: 'tagged fields of UnregisterControllerRecord',
+    53: 'tagged fields of UnregisterControllerRecord',
+    61: 'ControllerId',
+    63: 'tagged fields of UnregisterControllerRecord',
 }

@@ -64,6 +64,25 @@ UpdateFeaturesRequest._FIELDS = (
     _Field('ValidateOnly', 'validate_only', 'validateOnly', 'bool', None, None, (1, 32767), None, None, None, False, False, None),
 )
 
+
+def _fresh_FeatureUpdateKey():
+    self = _new(FeatureUpdateKey)
+    self.feature = ''
+    self.max_version_level = 0
+    self.allow_downgrade = False
+    self.upgrade_type = 1
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_UpdateFeaturesRequest():
+    self = _new(UpdateFeaturesRequest)
+    self.timeout_ms = 60000
+    self.feature_updates = []
+    self.validate_only = False
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_FeatureUpdateKey = FeatureUpdateKey()
 _DEFAULT_UpdateFeaturesRequest = UpdateFeaturesRequest()
 
@@ -233,59 +252,59 @@ UpdateFeaturesRequest._ENCODERS = {0: _encode_UpdateFeaturesRequest_v0, 1: _enco
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    73: 'Feature',
-    74: (('MaxVersionLevel', 'max_version_level', 'h'), ('AllowDowngrade', 'allow_downgrade', '?')),
-    77: 'tagged fields of FeatureUpdateKey',
-    78: 'tagged fields of FeatureUpdateKey',
-    86: 'UpgradeType',
-    87: 'UpgradeType',
-    88: 'Feature',
-    89: (('MaxVersionLevel', 'max_version_level', 'h'), ('AllowDowngrade', 'allow_downgrade', '?')),
-    91: 'tagged fields of FeatureUpdateKey',
-    98: 'Feature',
-    99: (('MaxVersionLevel', 'max_version_level', 'h'), ('UpgradeType', 'upgrade_type', 'b')),
-    102: 'tagged fields of FeatureUpdateKey',
-    103: 'tagged fields of FeatureUpdateKey',
-    111: 'AllowDowngrade',
-    112: 'AllowDowngrade',
-    113: 'Feature',
-    114: (('MaxVersionLevel', 'max_version_level', 'h'), ('UpgradeType', 'upgrade_type', 'b')),
-    116: 'tagged fields of FeatureUpdateKey',
-    122: 'AllowDowngrade',
-    123: 'AllowDowngrade',
-    124: 'Feature',
-    125: (('MaxVersionLevel', 'max_version_level', 'h'), ('UpgradeType', 'upgrade_type', 'b')),
-    127: 'tagged fields of FeatureUpdateKey',
-    134: 'timeoutMs',
-    136: 'FeatureUpdates',
-    140: 'FeatureUpdates',
-    144: 'FeatureUpdates',
-    148: 'tagged fields of UpdateFeaturesRequest',
-    149: 'tagged fields of UpdateFeaturesRequest',
-    157: 'ValidateOnly',
-    158: 'ValidateOnly',
-    159: 'timeoutMs',
-    161: 'FeatureUpdates',
-    164: 'FeatureUpdates',
-    166: 'FeatureUpdates',
+    92: 'Feature',
+    93: (('MaxVersionLevel', 'max_version_level', 'h'), ('AllowDowngrade', 'allow_downgrade', '?')),
+    96: 'tagged fields of FeatureUpdateKey',
+    97: 'tagged fields of FeatureUpdateKey',
+    105: 'UpgradeType',
+    106: 'UpgradeType',
+    107: 'Feature',
+    108: (('MaxVersionLevel', 'max_version_level', 'h'), ('AllowDowngrade', 'allow_downgrade', '?')),
+    110: 'tagged fields of FeatureUpdateKey',
+    117: 'Feature',
+    118: (('MaxVersionLevel', 'max_version_level', 'h'), ('UpgradeType', 'upgrade_type', 'b')),
+    121: 'tagged fields of FeatureUpdateKey',
+    122: 'tagged fields of FeatureUpdateKey',
+    130: 'AllowDowngrade',
+    131: 'AllowDowngrade',
+    132: 'Feature',
+    133: (('MaxVersionLevel', 'max_version_level', 'h'), ('UpgradeType', 'upgrade_type', 'b')),
+    135: 'tagged fields of FeatureUpdateKey',
+    141: 'AllowDowngrade',
+    142: 'AllowDowngrade',
+    143: 'Feature',
+    144: (('MaxVersionLevel', 'max_version_level', 'h'), ('UpgradeType', 'upgrade_type', 'b')),
+    146: 'tagged fields of FeatureUpdateKey',
+    153: 'timeoutMs',
+    155: 'FeatureUpdates',
+    159: 'FeatureUpdates',
+    163: 'FeatureUpdates',
+    167: 'tagged fields of UpdateFeaturesRequest',
     168: 'tagged fields of UpdateFeaturesRequest',
-    175: 'timeoutMs',
-    177: 'FeatureUpdates',
-    181: 'FeatureUpdates',
+    176: 'ValidateOnly',
+    177: 'ValidateOnly',
+    178: 'timeoutMs',
+    180: 'FeatureUpdates',
+    183: 'FeatureUpdates',
     185: 'FeatureUpdates',
-    188: 'ValidateOnly',
-    190: 'tagged fields of UpdateFeaturesRequest',
-    191: 'tagged fields of UpdateFeaturesRequest',
-    199: 'timeoutMs',
-    201: 'FeatureUpdates',
+    187: 'tagged fields of UpdateFeaturesRequest',
+    194: 'timeoutMs',
+    196: 'FeatureUpdates',
+    200: 'FeatureUpdates',
     204: 'FeatureUpdates',
-    206: 'FeatureUpdates',
     207: 'ValidateOnly',
     209: 'tagged fields of UpdateFeaturesRequest',
-    215: 'timeoutMs',
-    217: 'FeatureUpdates',
+    210: 'tagged fields of UpdateFeaturesRequest',
+    218: 'timeoutMs',
     220: 'FeatureUpdates',
-    222: 'FeatureUpdates',
-    223: 'ValidateOnly',
-    225: 'tagged fields of UpdateFeaturesRequest',
+    223: 'FeatureUpdates',
+    225: 'FeatureUpdates',
+    226: 'ValidateOnly',
+    228: 'tagged fields of UpdateFeaturesRequest',
+    234: 'timeoutMs',
+    236: 'FeatureUpdates',
+    239: 'FeatureUpdates',
+    241: 'FeatureUpdates',
+    242: 'ValidateOnly',
+    244: 'tagged fields of UpdateFeaturesRequest',
 }

@@ -62,6 +62,25 @@ UpdateFeaturesResponse._FIELDS = (
     _Field('Results', 'results', 'results', 'array', 'struct', UpdatableFeatureResult, (0, 1), None, None, None, (), True, None),
 )
 
+
+def _fresh_UpdatableFeatureResult():
+    self = _new(UpdatableFeatureResult)
+    self.feature = ''
+    self.error_code = 0
+    self.error_message = ''
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_UpdateFeaturesResponse():
+    self = _new(UpdateFeaturesResponse)
+    self.throttle_time_ms = 0
+    self.error_code = 0
+    self.error_message = ''
+    self.results = []
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_UpdatableFeatureResult = UpdatableFeatureResult()
 _DEFAULT_UpdateFeaturesResponse = UpdateFeaturesResponse()
 
@@ -159,33 +178,33 @@ UpdateFeaturesResponse._ENCODERS = {0: _encode_UpdateFeaturesResponse_v0, 1: _en
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    71: 'Feature',
-    72: 'ErrorCode',
-    74: 'ErrorMessage',
-    75: 'tagged fields of UpdatableFeatureResult',
-    76: 'tagged fields of UpdatableFeatureResult',
-    84: 'Feature',
-    85: 'ErrorCode',
-    86: 'ErrorMessage',
-    88: 'tagged fields of UpdatableFeatureResult',
-    95: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    97: 'ErrorMessage',
-    98: 'Results',
-    102: 'Results',
-    106: 'Results',
-    109: 'tagged fields of UpdateFeaturesResponse',
-    110: 'tagged fields of UpdateFeaturesResponse',
-    118: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    119: 'ErrorMessage',
+    90: 'Feature',
+    91: 'ErrorCode',
+    93: 'ErrorMessage',
+    94: 'tagged fields of UpdatableFeatureResult',
+    95: 'tagged fields of UpdatableFeatureResult',
+    103: 'Feature',
+    104: 'ErrorCode',
+    105: 'ErrorMessage',
+    107: 'tagged fields of UpdatableFeatureResult',
+    114: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    116: 'ErrorMessage',
+    117: 'Results',
     121: 'Results',
-    124: 'Results',
-    126: 'Results',
+    125: 'Results',
     128: 'tagged fields of UpdateFeaturesResponse',
-    135: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    137: 'ErrorMessage',
-    139: 'tagged fields of UpdateFeaturesResponse',
-    140: 'tagged fields of UpdateFeaturesResponse',
-    148: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    149: 'ErrorMessage',
-    151: 'tagged fields of UpdateFeaturesResponse',
+    129: 'tagged fields of UpdateFeaturesResponse',
+    137: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    138: 'ErrorMessage',
+    140: 'Results',
+    143: 'Results',
+    145: 'Results',
+    147: 'tagged fields of UpdateFeaturesResponse',
+    154: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    156: 'ErrorMessage',
+    158: 'tagged fields of UpdateFeaturesResponse',
+    159: 'tagged fields of UpdateFeaturesResponse',
+    167: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    168: 'ErrorMessage',
+    170: 'tagged fields of UpdateFeaturesResponse',
 }

@@ -85,6 +85,35 @@ UpdateRaftVoterRequest._FIELDS = (
     _Field('KRaftVersionFeature', 'k_raft_version_feature', 'kRaftVersionFeature', 'struct', None, KRaftVersionFeature, (0, 32767), None, None, None, _MISSING, False, None),
 )
 
+
+def _fresh_Listener():
+    self = _new(Listener)
+    self.name = ''
+    self.host = ''
+    self.port = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_KRaftVersionFeature():
+    self = _new(KRaftVersionFeature)
+    self.min_supported_version = 0
+    self.max_supported_version = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_UpdateRaftVoterRequest():
+    self = _new(UpdateRaftVoterRequest)
+    self.cluster_id = ''
+    self.current_leader_epoch = 0
+    self.voter_id = 0
+    self.voter_directory_id = _ZERO_UUID
+    self.listeners = []
+    self.k_raft_version_feature = _fresh_KRaftVersionFeature()
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_Listener = Listener()
 _DEFAULT_KRaftVersionFeature = KRaftVersionFeature()
 _DEFAULT_UpdateRaftVoterRequest = UpdateRaftVoterRequest()
@@ -186,35 +215,35 @@ UpdateRaftVoterRequest._ENCODERS = {0: _encode_UpdateRaftVoterRequest_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    95: 'Name',
-    96: 'Host',
-    97: 'Port',
-    99: 'tagged fields of Listener',
-    100: 'tagged fields of Listener',
-    108: 'Name',
-    109: 'Host',
-    110: 'Port',
-    112: 'tagged fields of Listener',
-    119: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
-    121: 'tagged fields of KRaftVersionFeature',
-    122: 'tagged fields of KRaftVersionFeature',
-    130: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
-    132: 'tagged fields of KRaftVersionFeature',
-    139: 'ClusterId',
-    140: (('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('VoterId', 'voter_id', 'i')),
-    142: 'VoterDirectoryId',
-    143: 'Listeners',
-    147: 'Listeners',
-    151: 'Listeners',
-    154: 'KRaftVersionFeature',
-    155: 'tagged fields of UpdateRaftVoterRequest',
-    156: 'tagged fields of UpdateRaftVoterRequest',
-    164: 'ClusterId',
-    165: (('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('VoterId', 'voter_id', 'i')),
-    166: 'VoterDirectoryId',
-    168: 'Listeners',
-    171: 'Listeners',
-    173: 'Listeners',
-    174: 'KRaftVersionFeature',
-    176: 'tagged fields of UpdateRaftVoterRequest',
+    124: 'Name',
+    125: 'Host',
+    126: 'Port',
+    128: 'tagged fields of Listener',
+    129: 'tagged fields of Listener',
+    137: 'Name',
+    138: 'Host',
+    139: 'Port',
+    141: 'tagged fields of Listener',
+    148: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
+    150: 'tagged fields of KRaftVersionFeature',
+    151: 'tagged fields of KRaftVersionFeature',
+    159: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
+    161: 'tagged fields of KRaftVersionFeature',
+    168: 'ClusterId',
+    169: (('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('VoterId', 'voter_id', 'i')),
+    171: 'VoterDirectoryId',
+    172: 'Listeners',
+    176: 'Listeners',
+    180: 'Listeners',
+    183: 'KRaftVersionFeature',
+    184: 'tagged fields of UpdateRaftVoterRequest',
+    185: 'tagged fields of UpdateRaftVoterRequest',
+    193: 'ClusterId',
+    194: (('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('VoterId', 'voter_id', 'i')),
+    195: 'VoterDirectoryId',
+    197: 'Listeners',
+    200: 'Listeners',
+    202: 'Listeners',
+    203: 'KRaftVersionFeature',
+    205: 'tagged fields of UpdateRaftVoterRequest',
 }

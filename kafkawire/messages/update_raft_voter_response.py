@@ -63,6 +63,25 @@ UpdateRaftVoterResponse._FIELDS = (
     _Field('CurrentLeader', 'current_leader', 'currentLeader', 'struct', None, CurrentLeader, (0, 32767), None, (0, 32767), 0, _MISSING, False, None),
 )
 
+
+def _fresh_CurrentLeader():
+    self = _new(CurrentLeader)
+    self.leader_id = -1
+    self.leader_epoch = -1
+    self.host = ''
+    self.port = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_UpdateRaftVoterResponse():
+    self = _new(UpdateRaftVoterResponse)
+    self.throttle_time_ms = 0
+    self.error_code = 0
+    self.current_leader = _fresh_CurrentLeader()
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_CurrentLeader = CurrentLeader()
 _DEFAULT_UpdateRaftVoterResponse = UpdateRaftVoterResponse()
 
@@ -118,7 +137,7 @@ def _decode_UpdateRaftVoterResponse_v0(data, pos):
     self = _new(UpdateRaftVoterResponse)
     self.throttle_time_ms, self.error_code = _S2.unpack_from(data, pos)
     pos += 6
-    self.current_leader = CurrentLeader()
+    self.current_leader = _fresh_CurrentLeader()
     if data[pos]:
         pos = _decode_tags_UpdateRaftVoterResponse_v0(self, data, pos)
     else:
@@ -146,24 +165,24 @@ UpdateRaftVoterResponse._ENCODERS = {0: _encode_UpdateRaftVoterResponse_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    72: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    74: 'Host',
-    75: 'Port',
-    77: 'tagged fields of CurrentLeader',
-    78: 'tagged fields of CurrentLeader',
-    86: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    87: 'Host',
-    88: 'Port',
-    90: 'tagged fields of CurrentLeader',
-    96: 'tagged fields of UpdateRaftVoterResponse',
-    102: 'tagged fields of UpdateRaftVoterResponse',
-    105: 'CurrentLeader',
-    107: 'CurrentLeader',
-    119: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    122: 'tagged fields of UpdateRaftVoterResponse',
-    123: 'tagged fields of UpdateRaftVoterResponse',
-    131: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    133: 'CurrentLeader',
-    135: 'CurrentLeader',
-    138: 'tagged fields of UpdateRaftVoterResponse',
+    91: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    93: 'Host',
+    94: 'Port',
+    96: 'tagged fields of CurrentLeader',
+    97: 'tagged fields of CurrentLeader',
+    105: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    106: 'Host',
+    107: 'Port',
+    109: 'tagged fields of CurrentLeader',
+    115: 'tagged fields of UpdateRaftVoterResponse',
+    121: 'tagged fields of UpdateRaftVoterResponse',
+    124: 'CurrentLeader',
+    126: 'CurrentLeader',
+    138: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    141: 'tagged fields of UpdateRaftVoterResponse',
+    142: 'tagged fields of UpdateRaftVoterResponse',
+    150: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    152: 'CurrentLeader',
+    154: 'CurrentLeader',
+    157: 'tagged fields of UpdateRaftVoterResponse',
 }

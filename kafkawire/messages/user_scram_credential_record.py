@@ -46,6 +46,18 @@ UserScramCredentialRecord._FIELDS = (
     _Field('Iterations', 'iterations', 'iterations', 'int32', None, None, (0, 32767), None, None, None, 0, False, None),
 )
 
+
+def _fresh_UserScramCredentialRecord():
+    self = _new(UserScramCredentialRecord)
+    self.name = ''
+    self.mechanism = 0
+    self.salt = b''
+    self.stored_key = b''
+    self.server_key = b''
+    self.iterations = 0
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_UserScramCredentialRecord = UserScramCredentialRecord()
 
 
@@ -84,19 +96,19 @@ UserScramCredentialRecord._ENCODERS = {0: _encode_UserScramCredentialRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    54: 'Name',
-    55: 'Mechanism',
-    57: 'Salt',
-    58: 'StoredKey',
-    59: 'ServerKey',
-    60: 'Iterations',
-    62: 'tagged fields of UserScramCredentialRecord',
-    63: 'tagged fields of UserScramCredentialRecord',
-    71: 'Name',
-    72: 'Mechanism',
-    73: 'Salt',
-    74: 'StoredKey',
-    75: 'ServerKey',
-    76: 'Iterations',
-    78: 'tagged fields of UserScramCredentialRecord',
+    66: 'Name',
+    67: 'Mechanism',
+    69: 'Salt',
+    70: 'StoredKey',
+    71: 'ServerKey',
+    72: 'Iterations',
+    74: 'tagged fields of UserScramCredentialRecord',
+    75: 'tagged fields of UserScramCredentialRecord',
+    83: 'Name',
+    84: 'Mechanism',
+    85: 'Salt',
+    86: 'StoredKey',
+    87: 'ServerKey',
+    88: 'Iterations',
+    90: 'tagged fields of UserScramCredentialRecord',
 }

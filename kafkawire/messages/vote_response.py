@@ -104,6 +104,43 @@ VoteResponse._FIELDS = (
     _Field('NodeEndpoints', 'node_endpoints', 'nodeEndpoints', 'array', 'struct', NodeEndpoint, (1, 32767), None, (1, 32767), 0, (), False, None),
 )
 
+
+def _fresh_PartitionData():
+    self = _new(PartitionData)
+    self.partition_index = 0
+    self.error_code = 0
+    self.leader_id = 0
+    self.leader_epoch = 0
+    self.vote_granted = False
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_TopicData():
+    self = _new(TopicData)
+    self.topic_name = ''
+    self.partitions = []
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_NodeEndpoint():
+    self = _new(NodeEndpoint)
+    self.node_id = 0
+    self.host = ''
+    self.port = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_VoteResponse():
+    self = _new(VoteResponse)
+    self.error_code = 0
+    self.topics = []
+    self.node_endpoints = []
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_PartitionData = PartitionData()
 _DEFAULT_TopicData = TopicData()
 _DEFAULT_NodeEndpoint = NodeEndpoint()
@@ -325,63 +362,63 @@ VoteResponse._ENCODERS = {0: _encode_VoteResponse_v0, 1: _encode_VoteResponse_v1
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    115: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VoteGranted', 'vote_granted', '?')),
-    117: 'tagged fields of PartitionData',
-    118: 'tagged fields of PartitionData',
-    126: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VoteGranted', 'vote_granted', '?')),
-    128: 'tagged fields of PartitionData',
-    135: 'TopicName',
-    136: 'Partitions',
-    140: 'Partitions',
-    144: 'Partitions',
-    147: 'tagged fields of TopicData',
-    148: 'tagged fields of TopicData',
-    156: 'TopicName',
-    158: 'Partitions',
-    161: 'Partitions',
-    163: 'Partitions',
-    165: 'tagged fields of TopicData',
-    172: 'NodeId',
-    174: 'Host',
-    175: 'Port',
-    177: 'tagged fields of NodeEndpoint',
-    178: 'tagged fields of NodeEndpoint',
-    186: 'NodeId',
-    187: 'Host',
-    188: 'Port',
-    190: 'tagged fields of NodeEndpoint',
-    197: 'ErrorCode',
-    199: 'Topics',
-    203: 'Topics',
-    207: 'Topics',
-    211: 'tagged fields of VoteResponse',
-    212: 'tagged fields of VoteResponse',
-    220: 'NodeEndpoints',
-    221: 'NodeEndpoints',
-    222: 'ErrorCode',
-    224: 'Topics',
-    227: 'Topics',
-    229: 'Topics',
-    231: 'tagged fields of VoteResponse',
-    237: 'tagged fields of VoteResponse',
-    243: 'tagged fields of VoteResponse',
-    246: 'NodeEndpoints',
-    250: 'NodeEndpoints',
-    254: 'NodeEndpoints',
+    152: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VoteGranted', 'vote_granted', '?')),
+    154: 'tagged fields of PartitionData',
+    155: 'tagged fields of PartitionData',
+    163: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VoteGranted', 'vote_granted', '?')),
+    165: 'tagged fields of PartitionData',
+    172: 'TopicName',
+    173: 'Partitions',
+    177: 'Partitions',
+    181: 'Partitions',
+    184: 'tagged fields of TopicData',
+    185: 'tagged fields of TopicData',
+    193: 'TopicName',
+    195: 'Partitions',
+    198: 'Partitions',
+    200: 'Partitions',
+    202: 'tagged fields of TopicData',
+    209: 'NodeId',
+    211: 'Host',
+    212: 'Port',
+    214: 'tagged fields of NodeEndpoint',
+    215: 'tagged fields of NodeEndpoint',
+    223: 'NodeId',
+    224: 'Host',
+    225: 'Port',
+    227: 'tagged fields of NodeEndpoint',
+    234: 'ErrorCode',
+    236: 'Topics',
+    240: 'Topics',
+    244: 'Topics',
+    248: 'tagged fields of VoteResponse',
+    249: 'tagged fields of VoteResponse',
+    257: 'NodeEndpoints',
     258: 'NodeEndpoints',
-    270: 'ErrorCode',
-    272: 'Topics',
-    276: 'Topics',
-    280: 'Topics',
-    284: 'tagged fields of VoteResponse',
-    285: 'tagged fields of VoteResponse',
-    293: 'ErrorCode',
-    295: 'Topics',
-    298: 'Topics',
-    300: 'Topics',
-    302: 'NodeEndpoints',
-    305: 'NodeEndpoints',
-    308: 'NodeEndpoints',
-    310: 'NodeEndpoints',
-    313: 'tagged fields of VoteResponse',
+    259: 'ErrorCode',
+    261: 'Topics',
+    264: 'Topics',
+    266: 'Topics',
+    268: 'tagged fields of VoteResponse',
+    274: 'tagged fields of VoteResponse',
+    280: 'tagged fields of VoteResponse',
+    283: 'NodeEndpoints',
+    287: 'NodeEndpoints',
+    291: 'NodeEndpoints',
+    295: 'NodeEndpoints',
+    307: 'ErrorCode',
+    309: 'Topics',
+    313: 'Topics',
+    317: 'Topics',
+    321: 'tagged fields of VoteResponse',
+    322: 'tagged fields of VoteResponse',
+    330: 'ErrorCode',
+    332: 'Topics',
+    335: 'Topics',
+    337: 'Topics',
+    339: 'NodeEndpoints',
+    342: 'NodeEndpoints',
+    345: 'NodeEndpoints',
+    347: 'NodeEndpoints',
+    350: 'tagged fields of VoteResponse',
 }

@@ -100,6 +100,41 @@ VotersRecord._FIELDS = (
     _Field('Voters', 'voters', 'voters', 'array', 'struct', Voter, (0, 32767), None, None, None, (), False, None),
 )
 
+
+def _fresh_Endpoint():
+    self = _new(Endpoint)
+    self.name = ''
+    self.host = ''
+    self.port = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_KRaftVersionFeature():
+    self = _new(KRaftVersionFeature)
+    self.min_supported_version = 0
+    self.max_supported_version = 0
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_Voter():
+    self = _new(Voter)
+    self.voter_id = 0
+    self.voter_directory_id = _ZERO_UUID
+    self.endpoints = []
+    self.k_raft_version_feature = _fresh_KRaftVersionFeature()
+    self._unknown_tagged_fields = ()
+    return self
+
+
+def _fresh_VotersRecord():
+    self = _new(VotersRecord)
+    self.version_ = 0
+    self.voters = []
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_Endpoint = Endpoint()
 _DEFAULT_KRaftVersionFeature = KRaftVersionFeature()
 _DEFAULT_Voter = Voter()
@@ -240,44 +275,44 @@ VotersRecord._ENCODERS = {0: _encode_VotersRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    111: 'Name',
-    112: 'Host',
-    113: 'Port',
-    115: 'tagged fields of Endpoint',
-    116: 'tagged fields of Endpoint',
-    124: 'Name',
-    125: 'Host',
-    126: 'Port',
-    128: 'tagged fields of Endpoint',
-    135: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
-    137: 'tagged fields of KRaftVersionFeature',
-    138: 'tagged fields of KRaftVersionFeature',
-    146: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
-    148: 'tagged fields of KRaftVersionFeature',
-    155: 'VoterId',
-    157: 'VoterDirectoryId',
-    158: 'Endpoints',
-    162: 'Endpoints',
-    166: 'Endpoints',
-    169: 'KRaftVersionFeature',
-    170: 'tagged fields of Voter',
-    171: 'tagged fields of Voter',
-    179: 'VoterId',
-    180: 'VoterDirectoryId',
-    182: 'Endpoints',
-    185: 'Endpoints',
-    187: 'Endpoints',
-    188: 'KRaftVersionFeature',
-    190: 'tagged fields of Voter',
-    197: 'Version',
-    199: 'Voters',
-    203: 'Voters',
-    207: 'Voters',
-    210: 'tagged fields of VotersRecord',
-    211: 'tagged fields of VotersRecord',
-    219: 'Version',
-    221: 'Voters',
-    224: 'Voters',
-    226: 'Voters',
-    228: 'tagged fields of VotersRecord',
+    146: 'Name',
+    147: 'Host',
+    148: 'Port',
+    150: 'tagged fields of Endpoint',
+    151: 'tagged fields of Endpoint',
+    159: 'Name',
+    160: 'Host',
+    161: 'Port',
+    163: 'tagged fields of Endpoint',
+    170: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
+    172: 'tagged fields of KRaftVersionFeature',
+    173: 'tagged fields of KRaftVersionFeature',
+    181: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
+    183: 'tagged fields of KRaftVersionFeature',
+    190: 'VoterId',
+    192: 'VoterDirectoryId',
+    193: 'Endpoints',
+    197: 'Endpoints',
+    201: 'Endpoints',
+    204: 'KRaftVersionFeature',
+    205: 'tagged fields of Voter',
+    206: 'tagged fields of Voter',
+    214: 'VoterId',
+    215: 'VoterDirectoryId',
+    217: 'Endpoints',
+    220: 'Endpoints',
+    222: 'Endpoints',
+    223: 'KRaftVersionFeature',
+    225: 'tagged fields of Voter',
+    232: 'Version',
+    234: 'Voters',
+    238: 'Voters',
+    242: 'Voters',
+    245: 'tagged fields of VotersRecord',
+    246: 'tagged fields of VotersRecord',
+    254: 'Version',
+    256: 'Voters',
+    259: 'Voters',
+    261: 'Voters',
+    263: 'tagged fields of VotersRecord',
 }

@@ -35,6 +35,13 @@ ZkMigrationStateRecord._FIELDS = (
     _Field('ZkMigrationState', 'zk_migration_state', 'zkMigrationState', 'int8', None, None, (0, 32767), None, None, None, 0, False, None),
 )
 
+
+def _fresh_ZkMigrationStateRecord():
+    self = _new(ZkMigrationStateRecord)
+    self.zk_migration_state = 0
+    self._unknown_tagged_fields = ()
+    return self
+
 _DEFAULT_ZkMigrationStateRecord = ZkMigrationStateRecord()
 
 
@@ -62,9 +69,9 @@ ZkMigrationStateRecord._ENCODERS = {0: _encode_ZkMigrationStateRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    43: 'ZkMigrationState',
-    45: 'tagged fields of ZkMigrationStateRecord',
-    46: 'tagged fields of ZkMigrationStateRecord',
-    54: 'ZkMigrationState',
-    56: 'tagged fields of ZkMigrationStateRecord',
+    50: 'ZkMigrationState',
+    52: 'tagged fields of ZkMigrationStateRecord',
+    53: 'tagged fields of ZkMigrationStateRecord',
+    61: 'ZkMigrationState',
+    63: 'tagged fields of ZkMigrationStateRecord',
 }

@@ -230,7 +230,19 @@ def read_compact_bytes_view(data, pos):
 
 
 def read_compact_nullable_bytes_view(data, pos):
-    return read_compact_nullable_bytes(memoryview(data), pos)
+    # Written out rather than delegated: this is a fetch response's records field, read per partition.
+    n = data[pos]
+    if n < 0x80:
+        pos += 1
+    else:
+        n, pos = read_uvarint(data, pos)
+    n -= 1
+    if n < 0:
+        return None, pos
+    end = pos + n
+    if end > len(data):
+        raise _too_long("compact bytes", n, pos, data)
+    return memoryview(data)[pos:end], end
 
 
 def write_bytes(buf, value):
