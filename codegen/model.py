@@ -149,7 +149,7 @@ def snake_case(name: str) -> str:
     """Kafka's PascalCase field names as Python attribute names: KRaftVersion -> k_raft_version."""
     words = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
     words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", words).lower()
-    return words + "_" if keyword.iskeyword(words) or words in {"self", "version"} else words
+    return words + "_" if keyword.iskeyword(words) or words == "self" else words
 
 
 def json_name(name: str) -> str:

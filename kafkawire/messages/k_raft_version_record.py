@@ -17,7 +17,7 @@ _S0 = _Struct('>hh')
 
 class KRaftVersionRecord(_message.Message):
     """KRaftVersionRecord (data, versions 0, flexible 0+)."""
-    __slots__ = ('version_', 'k_raft_version', '_unknown_tagged_fields')
+    __slots__ = ('version', 'k_raft_version', '_unknown_tagged_fields')
     NAME = 'KRaftVersionRecord'
     TYPE = 'data'
     API_KEY = None
@@ -26,21 +26,21 @@ class KRaftVersionRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/KRaftVersionRecord.json'
 
-    def __init__(self, *, version_=0, k_raft_version=0):
-        self.version_ = version_
+    def __init__(self, *, version=0, k_raft_version=0):
+        self.version = version
         self.k_raft_version = k_raft_version
         self._unknown_tagged_fields = ()
 
 
 KRaftVersionRecord._FIELDS = (
-    _Field('Version', 'version_', 'version', 'int16', None, None, (0, 32767), None, None, None, 0, False, None),
+    _Field('Version', 'version', 'version', 'int16', None, None, (0, 32767), None, None, None, 0, False, None),
     _Field('KRaftVersion', 'k_raft_version', 'kRaftVersion', 'int16', None, None, (0, 32767), None, None, None, 0, False, None),
 )
 
 
 def _fresh_KRaftVersionRecord():
     self = _new(KRaftVersionRecord)
-    self.version_ = 0
+    self.version = 0
     self.k_raft_version = 0
     self._unknown_tagged_fields = ()
     return self
@@ -50,7 +50,7 @@ _DEFAULT_KRaftVersionRecord = KRaftVersionRecord()
 
 def _decode_KRaftVersionRecord_v0(data, pos):
     self = _new(KRaftVersionRecord)
-    self.version_, self.k_raft_version = _S0.unpack_from(data, pos)
+    self.version, self.k_raft_version = _S0.unpack_from(data, pos)
     pos += 4
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -61,7 +61,7 @@ def _decode_KRaftVersionRecord_v0(data, pos):
 
 
 def _encode_KRaftVersionRecord_v0(self, buf):
-    buf += _S0.pack(self.version_, self.k_raft_version)
+    buf += _S0.pack(self.version, self.k_raft_version)
     if self._unknown_tagged_fields:
         write_tags(buf, (), self._unknown_tagged_fields)
     else:
@@ -72,9 +72,9 @@ KRaftVersionRecord._ENCODERS = {0: _encode_KRaftVersionRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    53: (('Version', 'version_', 'h'), ('KRaftVersion', 'k_raft_version', 'h')),
+    53: (('Version', 'version', 'h'), ('KRaftVersion', 'k_raft_version', 'h')),
     55: 'tagged fields of KRaftVersionRecord',
     56: 'tagged fields of KRaftVersionRecord',
-    64: (('Version', 'version_', 'h'), ('KRaftVersion', 'k_raft_version', 'h')),
+    64: (('Version', 'version', 'h'), ('KRaftVersion', 'k_raft_version', 'h')),
     66: 'tagged fields of KRaftVersionRecord',
 }

@@ -31,7 +31,7 @@ class Voter(_message.Struct):
 
 class LeaderChangeMessage(_message.Message):
     """LeaderChangeMessage (data, versions 0-1, flexible 0+)."""
-    __slots__ = ('version_', 'leader_id', 'voters', 'granting_voters', '_unknown_tagged_fields')
+    __slots__ = ('version', 'leader_id', 'voters', 'granting_voters', '_unknown_tagged_fields')
     NAME = 'LeaderChangeMessage'
     TYPE = 'data'
     API_KEY = None
@@ -40,8 +40,8 @@ class LeaderChangeMessage(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/LeaderChangeMessage.json'
 
-    def __init__(self, *, version_=0, leader_id=0, voters=_MISSING, granting_voters=_MISSING):
-        self.version_ = version_
+    def __init__(self, *, version=0, leader_id=0, voters=_MISSING, granting_voters=_MISSING):
+        self.version = version
         self.leader_id = leader_id
         self.voters = [] if voters is _MISSING else voters
         self.granting_voters = [] if granting_voters is _MISSING else granting_voters
@@ -54,7 +54,7 @@ Voter._FIELDS = (
 )
 
 LeaderChangeMessage._FIELDS = (
-    _Field('Version', 'version_', 'version', 'int16', None, None, (0, 32767), None, None, None, 0, False, None),
+    _Field('Version', 'version', 'version', 'int16', None, None, (0, 32767), None, None, None, 0, False, None),
     _Field('LeaderId', 'leader_id', 'leaderId', 'int32', None, None, (0, 32767), None, None, None, 0, False, None),
     _Field('Voters', 'voters', 'voters', 'array', 'struct', Voter, (0, 32767), None, None, None, (), False, None),
     _Field('GrantingVoters', 'granting_voters', 'grantingVoters', 'array', 'struct', Voter, (0, 32767), None, None, None, (), False, None),
@@ -71,7 +71,7 @@ def _fresh_Voter():
 
 def _fresh_LeaderChangeMessage():
     self = _new(LeaderChangeMessage)
-    self.version_ = 0
+    self.version = 0
     self.leader_id = 0
     self.voters = []
     self.granting_voters = []
@@ -129,7 +129,7 @@ def _encode_Voter_v1(self, buf):
 
 def _decode_LeaderChangeMessage_v0(data, pos):
     self = _new(LeaderChangeMessage)
-    self.version_, self.leader_id = _S1.unpack_from(data, pos)
+    self.version, self.leader_id = _S1.unpack_from(data, pos)
     pos += 6
     n = data[pos] - 1
     if 0 <= n < 0x7F:
@@ -162,7 +162,7 @@ def _decode_LeaderChangeMessage_v0(data, pos):
 
 
 def _encode_LeaderChangeMessage_v0(self, buf):
-    buf += _S1.pack(self.version_, self.leader_id)
+    buf += _S1.pack(self.version, self.leader_id)
     items = self.voters
     if len(items) < 0x7F:
         buf.append(len(items) + 1)
@@ -185,7 +185,7 @@ def _encode_LeaderChangeMessage_v0(self, buf):
 
 def _decode_LeaderChangeMessage_v1(data, pos):
     self = _new(LeaderChangeMessage)
-    self.version_, self.leader_id = _S1.unpack_from(data, pos)
+    self.version, self.leader_id = _S1.unpack_from(data, pos)
     pos += 6
     n = data[pos] - 1
     if 0 <= n < 0x7F:
@@ -218,7 +218,7 @@ def _decode_LeaderChangeMessage_v1(data, pos):
 
 
 def _encode_LeaderChangeMessage_v1(self, buf):
-    buf += _S1.pack(self.version_, self.leader_id)
+    buf += _S1.pack(self.version, self.leader_id)
     items = self.voters
     if len(items) < 0x7F:
         buf.append(len(items) + 1)
@@ -259,7 +259,7 @@ _LINE_FIELDS = {
     122: 'VoterId',
     123: 'VoterDirectoryId',
     125: 'tagged fields of Voter',
-    132: (('Version', 'version_', 'h'), ('LeaderId', 'leader_id', 'i')),
+    132: (('Version', 'version', 'h'), ('LeaderId', 'leader_id', 'i')),
     134: 'Voters',
     138: 'Voters',
     142: 'Voters',
@@ -268,7 +268,7 @@ _LINE_FIELDS = {
     153: 'GrantingVoters',
     156: 'tagged fields of LeaderChangeMessage',
     157: 'tagged fields of LeaderChangeMessage',
-    165: (('Version', 'version_', 'h'), ('LeaderId', 'leader_id', 'i')),
+    165: (('Version', 'version', 'h'), ('LeaderId', 'leader_id', 'i')),
     167: 'Voters',
     170: 'Voters',
     172: 'Voters',
@@ -276,7 +276,7 @@ _LINE_FIELDS = {
     177: 'GrantingVoters',
     179: 'GrantingVoters',
     181: 'tagged fields of LeaderChangeMessage',
-    188: (('Version', 'version_', 'h'), ('LeaderId', 'leader_id', 'i')),
+    188: (('Version', 'version', 'h'), ('LeaderId', 'leader_id', 'i')),
     190: 'Voters',
     194: 'Voters',
     198: 'Voters',
@@ -285,7 +285,7 @@ _LINE_FIELDS = {
     209: 'GrantingVoters',
     212: 'tagged fields of LeaderChangeMessage',
     213: 'tagged fields of LeaderChangeMessage',
-    221: (('Version', 'version_', 'h'), ('LeaderId', 'leader_id', 'i')),
+    221: (('Version', 'version', 'h'), ('LeaderId', 'leader_id', 'i')),
     223: 'Voters',
     226: 'Voters',
     228: 'Voters',

@@ -17,7 +17,7 @@ _S0 = _Struct('>h')
 
 class SnapshotFooterRecord(_message.Message):
     """SnapshotFooterRecord (data, versions 0, flexible 0+)."""
-    __slots__ = ('version_', '_unknown_tagged_fields')
+    __slots__ = ('version', '_unknown_tagged_fields')
     NAME = 'SnapshotFooterRecord'
     TYPE = 'data'
     API_KEY = None
@@ -26,19 +26,19 @@ class SnapshotFooterRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/SnapshotFooterRecord.json'
 
-    def __init__(self, *, version_=0):
-        self.version_ = version_
+    def __init__(self, *, version=0):
+        self.version = version
         self._unknown_tagged_fields = ()
 
 
 SnapshotFooterRecord._FIELDS = (
-    _Field('Version', 'version_', 'version', 'int16', None, None, (0, 32767), None, None, None, 0, False, None),
+    _Field('Version', 'version', 'version', 'int16', None, None, (0, 32767), None, None, None, 0, False, None),
 )
 
 
 def _fresh_SnapshotFooterRecord():
     self = _new(SnapshotFooterRecord)
-    self.version_ = 0
+    self.version = 0
     self._unknown_tagged_fields = ()
     return self
 
@@ -47,7 +47,7 @@ _DEFAULT_SnapshotFooterRecord = SnapshotFooterRecord()
 
 def _decode_SnapshotFooterRecord_v0(data, pos):
     self = _new(SnapshotFooterRecord)
-    self.version_, = _S0.unpack_from(data, pos)
+    self.version, = _S0.unpack_from(data, pos)
     pos += 2
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -58,7 +58,7 @@ def _decode_SnapshotFooterRecord_v0(data, pos):
 
 
 def _encode_SnapshotFooterRecord_v0(self, buf):
-    buf += _S0.pack(self.version_)
+    buf += _S0.pack(self.version)
     if self._unknown_tagged_fields:
         write_tags(buf, (), self._unknown_tagged_fields)
     else:

@@ -17,7 +17,7 @@ _S0 = _Struct('>hq')
 
 class SnapshotHeaderRecord(_message.Message):
     """SnapshotHeaderRecord (data, versions 0, flexible 0+)."""
-    __slots__ = ('version_', 'last_contained_log_timestamp', '_unknown_tagged_fields')
+    __slots__ = ('version', 'last_contained_log_timestamp', '_unknown_tagged_fields')
     NAME = 'SnapshotHeaderRecord'
     TYPE = 'data'
     API_KEY = None
@@ -26,21 +26,21 @@ class SnapshotHeaderRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/SnapshotHeaderRecord.json'
 
-    def __init__(self, *, version_=0, last_contained_log_timestamp=0):
-        self.version_ = version_
+    def __init__(self, *, version=0, last_contained_log_timestamp=0):
+        self.version = version
         self.last_contained_log_timestamp = last_contained_log_timestamp
         self._unknown_tagged_fields = ()
 
 
 SnapshotHeaderRecord._FIELDS = (
-    _Field('Version', 'version_', 'version', 'int16', None, None, (0, 32767), None, None, None, 0, False, None),
+    _Field('Version', 'version', 'version', 'int16', None, None, (0, 32767), None, None, None, 0, False, None),
     _Field('LastContainedLogTimestamp', 'last_contained_log_timestamp', 'lastContainedLogTimestamp', 'int64', None, None, (0, 32767), None, None, None, 0, False, None),
 )
 
 
 def _fresh_SnapshotHeaderRecord():
     self = _new(SnapshotHeaderRecord)
-    self.version_ = 0
+    self.version = 0
     self.last_contained_log_timestamp = 0
     self._unknown_tagged_fields = ()
     return self
@@ -50,7 +50,7 @@ _DEFAULT_SnapshotHeaderRecord = SnapshotHeaderRecord()
 
 def _decode_SnapshotHeaderRecord_v0(data, pos):
     self = _new(SnapshotHeaderRecord)
-    self.version_, self.last_contained_log_timestamp = _S0.unpack_from(data, pos)
+    self.version, self.last_contained_log_timestamp = _S0.unpack_from(data, pos)
     pos += 10
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -61,7 +61,7 @@ def _decode_SnapshotHeaderRecord_v0(data, pos):
 
 
 def _encode_SnapshotHeaderRecord_v0(self, buf):
-    buf += _S0.pack(self.version_, self.last_contained_log_timestamp)
+    buf += _S0.pack(self.version, self.last_contained_log_timestamp)
     if self._unknown_tagged_fields:
         write_tags(buf, (), self._unknown_tagged_fields)
     else:
@@ -72,9 +72,9 @@ SnapshotHeaderRecord._ENCODERS = {0: _encode_SnapshotHeaderRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    53: (('Version', 'version_', 'h'), ('LastContainedLogTimestamp', 'last_contained_log_timestamp', 'q')),
+    53: (('Version', 'version', 'h'), ('LastContainedLogTimestamp', 'last_contained_log_timestamp', 'q')),
     55: 'tagged fields of SnapshotHeaderRecord',
     56: 'tagged fields of SnapshotHeaderRecord',
-    64: (('Version', 'version_', 'h'), ('LastContainedLogTimestamp', 'last_contained_log_timestamp', 'q')),
+    64: (('Version', 'version', 'h'), ('LastContainedLogTimestamp', 'last_contained_log_timestamp', 'q')),
     66: 'tagged fields of SnapshotHeaderRecord',
 }

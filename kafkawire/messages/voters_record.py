@@ -62,7 +62,7 @@ class Voter(_message.Struct):
 
 class VotersRecord(_message.Message):
     """VotersRecord (data, versions 0, flexible 0+)."""
-    __slots__ = ('version_', 'voters', '_unknown_tagged_fields')
+    __slots__ = ('version', 'voters', '_unknown_tagged_fields')
     NAME = 'VotersRecord'
     TYPE = 'data'
     API_KEY = None
@@ -71,8 +71,8 @@ class VotersRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/VotersRecord.json'
 
-    def __init__(self, *, version_=0, voters=_MISSING):
-        self.version_ = version_
+    def __init__(self, *, version=0, voters=_MISSING):
+        self.version = version
         self.voters = [] if voters is _MISSING else voters
         self._unknown_tagged_fields = ()
 
@@ -96,7 +96,7 @@ Voter._FIELDS = (
 )
 
 VotersRecord._FIELDS = (
-    _Field('Version', 'version_', 'version', 'int16', None, None, (0, 32767), None, None, None, 0, False, None),
+    _Field('Version', 'version', 'version', 'int16', None, None, (0, 32767), None, None, None, 0, False, None),
     _Field('Voters', 'voters', 'voters', 'array', 'struct', Voter, (0, 32767), None, None, None, (), False, None),
 )
 
@@ -130,7 +130,7 @@ def _fresh_Voter():
 
 def _fresh_VotersRecord():
     self = _new(VotersRecord)
-    self.version_ = 0
+    self.version = 0
     self.voters = []
     self._unknown_tagged_fields = ()
     return self
@@ -229,7 +229,7 @@ def _encode_Voter_v0(self, buf):
 
 def _decode_VotersRecord_v0(data, pos):
     self = _new(VotersRecord)
-    self.version_, = _S3.unpack_from(data, pos)
+    self.version, = _S3.unpack_from(data, pos)
     pos += 2
     n = data[pos] - 1
     if 0 <= n < 0x7F:
@@ -251,7 +251,7 @@ def _decode_VotersRecord_v0(data, pos):
 
 
 def _encode_VotersRecord_v0(self, buf):
-    buf += _S3.pack(self.version_)
+    buf += _S3.pack(self.version)
     items = self.voters
     if len(items) < 0x7F:
         buf.append(len(items) + 1)

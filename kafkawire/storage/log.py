@@ -1,0 +1,314 @@
+"""A partition log: the segments of one partition directory (Kafka's UnifiedLog/LocalLog,
+without producer state, transactions, remote storage or compaction).
+
+Layout: ``<dir>/%020d.log`` (+ ``.index``, ``.timeindex``) named by each segment's base
+offset. Opening discovers the segments, loads the indexes of the older ones (rebuilding
+any that are missing or corrupt) and recovers the last one (CRC check, index rebuild,
+torn/corrupt tail cut; see ``LogSegment.recover``); the reports are in
+``Log.recovery_reports``. Files that are not ``<20 digits>.log`` (``.deleted``,
+``.cleaned``, ``.swap``, checkpoints, snapshots) are left alone.
+
+Appends take whole v2 batches: either with offsets already set (as the raft layer and a
+follower do: the first base offset must be >= the log end offset and offsets must
+increase), or with ``assign_offsets=True``, which rewrites each batch's base offset (a
+field outside the CRC, as Kafka's LogValidator does for uncompressed v2 batches) starting
+at the log end offset. The active segment is rolled when the append would take it past
+``segment_bytes`` (Kafka's ``segment.bytes``; ``metadata.log.segment.bytes`` for
+__cluster_metadata), when its offset index is full, or when the offsets would not fit
+an int32 relative to its base offset. An append bigger than ``segment_bytes`` is refused
+(RecordBatchTooLargeException in Kafka).
+
+Durability: appends reach the page cache; ``flush()`` fsyncs every segment written since
+the last flush and the directory (for created/deleted segment files). A roll fsyncs the
+segment it closes.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import re
+import struct
+
+from kafkawire.records import iter_batches
+
+from .index import CorruptIndexError
+from .segment import (DEFAULT_INDEX_INTERVAL_BYTES, LogSegment, ReadResult, RecoveryReport,
+                      _max_ts)
+
+__all__ = ["Log", "OffsetOutOfRangeError", "DEFAULT_SEGMENT_BYTES", "fsync_dir"]
+
+DEFAULT_SEGMENT_BYTES = 1 << 30
+_SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
+_INT64 = struct.Struct(">q")
+_INT32 = struct.Struct(">i")
+
+
+class OffsetOutOfRangeError(ValueError):
+    pass
+
+
+def fsync_dir(path) -> None:
+    fd = os.open(os.fspath(path), os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Log:
+    def __init__(self, directory, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+                 index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+                 log_start_offset: int | None = None, recover_all: bool = False):
+        self.directory = os.fspath(directory)
+        self.segment_bytes = segment_bytes
+        self.index_interval_bytes = index_interval_bytes
+        self.recovery_reports: list[RecoveryReport] = []
+        self._dirty: set[int] = set()
+        self._dir_dirty = False
+        os.makedirs(self.directory, exist_ok=True)
+        bases = sorted(int(m.group(1)) for m in map(_SEGMENT_RE.match, os.listdir(self.directory)) if m)
+        self._segments: dict[int, LogSegment] = {}
+        for i, base in enumerate(bases):
+            last = i == len(bases) - 1
+            seg = self._open_segment(base, recover=last or recover_all)
+            self._segments[base] = seg
+        if not self._segments:
+            start = log_start_offset or 0
+            self._segments[start] = self._new_segment(start)
+        self._bases = sorted(self._segments)
+        first = self._bases[0]
+        self.log_start_offset = first if log_start_offset is None else max(first, log_start_offset)
+
+    # -- segments --
+
+    def _open_segment(self, base: int, *, recover: bool) -> LogSegment:
+        kwargs = dict(index_interval_bytes=self.index_interval_bytes)
+        stem = os.path.join(self.directory, f"{base:020d}")
+        needs_rebuild = recover or not (os.path.exists(stem + ".index")
+                                        and os.path.exists(stem + ".timeindex"))
+        try:
+            seg = LogSegment(self.directory, base, **kwargs, load_indexes=not needs_rebuild)
+        except CorruptIndexError:
+            seg = LogSegment(self.directory, base, **kwargs, load_indexes=False)
+            needs_rebuild = True
+        if needs_rebuild:
+            report = seg.recover()
+            self.recovery_reports.append(report)
+            if report.truncated:
+                self._dirty.add(base)
+        return seg
+
+    def _new_segment(self, base: int) -> LogSegment:
+        seg = LogSegment(self.directory, base, index_interval_bytes=self.index_interval_bytes,
+                         create=True)
+        self._dir_dirty = True
+        self._dirty.add(base)
+        return seg
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return [self._segments[b] for b in self._bases]
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[self._bases[-1]]
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.active_segment.read_next_offset()
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self._segments.values())
+
+    def _segment_for(self, offset: int) -> int:
+        """Index in _bases of the segment whose base offset is the floor of ``offset``."""
+        return max(bisect.bisect_right(self._bases, offset) - 1, 0)
+
+    def roll(self, new_base: int | None = None) -> LogSegment:
+        """Close the active segment (final time-index entry, fsync) and start a new one."""
+        active = self.active_segment
+        if new_base is None:
+            new_base = self.log_end_offset
+        if new_base in self._segments:
+            if active.size == 0 and active.base_offset == new_base:
+                return active
+            raise ValueError(f"a segment with base offset {new_base} already exists")
+        active.on_become_inactive()
+        active.flush()
+        self._dirty.discard(active.base_offset)
+        seg = self._new_segment(new_base)
+        self._segments[new_base] = seg
+        self._bases.append(new_base)
+        return seg
+
+    # -- append --
+
+    def append(self, records: bytes, *, assign_offsets: bool = False,
+               leader_epoch: int | None = None) -> tuple[int, int]:
+        """Append whole batches; returns ``(first offset, last offset)`` appended.
+
+        ``leader_epoch`` (if given) is written into each v2 batch's partition leader
+        epoch field (outside the CRC), as a leader does.
+        """
+        data = bytearray(records)
+        if not data:
+            raise ValueError("nothing to append")
+        if len(data) > self.segment_bytes:
+            raise ValueError(f"{len(data)} bytes is larger than the segment size "
+                             f"{self.segment_bytes} (RecordBatchTooLarge)")
+        leo = self.log_end_offset
+        next_offset = leo
+        first_offset = last_offset = None
+        max_ts, offset_of_max_ts = -1, None
+        it = iter_batches(bytes(data), verify_crc=True)
+        for batch in it:
+            pos = batch.position
+            if assign_offsets or leader_epoch is not None:
+                if getattr(batch, "magic", 2) != 2 or not hasattr(batch, "last_offset_delta"):
+                    raise ValueError("only v2 batches can have offsets or leader epoch assigned")
+            if assign_offsets:
+                _INT64.pack_into(data, pos, next_offset)
+                base, last = next_offset, next_offset + batch.last_offset_delta
+            else:
+                base, last = batch.base_offset, batch.last_offset
+                if base < next_offset:
+                    raise ValueError(f"batch base offset {base} is below the expected offset "
+                                     f"{next_offset} (log end offset {leo}); offsets must increase")
+            if leader_epoch is not None:
+                _INT32.pack_into(data, pos + 12, leader_epoch)
+            if first_offset is None:
+                first_offset = base
+            if _max_ts(batch) > max_ts or offset_of_max_ts is None:
+                max_ts, offset_of_max_ts = max(_max_ts(batch), max_ts), last
+            last_offset = last
+            next_offset = last + 1
+        if it.tail is not None:
+            raise ValueError(f"append data ends inside a batch at byte {it.tail.position}")
+        active = self.active_segment
+        if (active.size > 0 and active.size > self.segment_bytes - len(data)) \
+                or active.offset_index.is_full or active.time_index.is_full \
+                or last_offset - active.base_offset > 0x7FFFFFFF:
+            active = self.roll(first_offset)
+        active.append(bytes(data), last_offset, max_ts, offset_of_max_ts)
+        self._dirty.add(active.base_offset)
+        return first_offset, last_offset
+
+    # -- read --
+
+    def read(self, from_offset: int, max_bytes: int, *, min_one_batch: bool = True) -> ReadResult:
+        """Whole batches from the one containing ``from_offset``, at most ``max_bytes``
+        (but one whole batch at least when ``min_one_batch``); empty at the log end."""
+        leo = self.log_end_offset
+        if from_offset == leo:
+            return ReadResult(b"", self.active_segment.size, self.active_segment.size, None)
+        if from_offset < self.log_start_offset or from_offset > leo:
+            raise OffsetOutOfRangeError(
+                f"offset {from_offset} is outside the log [{self.log_start_offset}, {leo})")
+        i = self._segment_for(from_offset)
+        offset = from_offset
+        while i < len(self._bases):
+            result = self._segments[self._bases[i]].read(offset, max_bytes,
+                                                         min_one_batch=min_one_batch)
+            if result is not None:
+                return result
+            i += 1
+            if i < len(self._bases):
+                offset = self._bases[i]
+        return ReadResult(b"", self.active_segment.size, self.active_segment.size, None)
+
+    def batches(self, from_offset: int | None = None):
+        """Yield every batch from the one holding ``from_offset`` (default: log start)."""
+        offset = self.log_start_offset if from_offset is None else from_offset
+        for base in list(self._bases):
+            seg = self._segments[base]
+            if seg.size == 0 or (base != self._bases[-1] and
+                                 self._bases[self._bases.index(base) + 1] <= offset):
+                continue
+            found = seg.translate_offset(offset)
+            if found is None:
+                continue
+            for _, batch in seg.batches(found[0]):
+                yield batch
+
+    def find_offset_by_timestamp(self, timestamp: int):
+        for seg in self.segments:
+            if seg.max_timestamp >= timestamp or seg is self.active_segment:
+                found = seg.find_offset_by_timestamp(timestamp, self.log_start_offset)
+                if found is not None:
+                    return found
+        return None
+
+    # -- truncation and retention --
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove every batch from the one containing ``offset`` on (Kafka truncateTo).
+
+        Returns False if there was nothing to remove. Truncating below the log start
+        offset empties the log and restarts it at ``offset``.
+        """
+        if offset < 0:
+            raise ValueError(f"cannot truncate to a negative offset {offset}")
+        if offset >= self.log_end_offset:
+            return False
+        if offset < self.log_start_offset or offset < self._bases[0]:
+            self.truncate_fully_and_start_at(offset)
+            return True
+        for base in [b for b in self._bases if b > offset]:
+            self._delete_segment(base)
+        self.active_segment.truncate_to(offset)
+        self._dirty.add(self.active_segment.base_offset)
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        for base in list(self._bases):
+            self._delete_segment(base)
+        self._segments[offset] = self._new_segment(offset)
+        self._bases = [offset]
+        self.log_start_offset = offset
+
+    def _delete_segment(self, base: int) -> None:
+        seg = self._segments.pop(base)
+        self._bases.remove(base)
+        self._dirty.discard(base)
+        seg.delete()
+        self._dir_dirty = True
+
+    def delete_segments_before(self, offset: int) -> int:
+        """Advance the log start offset to ``offset`` and delete the segments that hold
+        only offsets below it (never the active segment). Returns how many were deleted."""
+        if offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"cannot move the log start offset to {offset}, past the log end offset "
+                f"{self.log_end_offset}")
+        if offset > self.log_start_offset:
+            self.log_start_offset = offset
+        deleted = 0
+        while len(self._bases) > 1 and self._bases[1] <= self.log_start_offset:
+            self._delete_segment(self._bases[0])
+            deleted += 1
+        return deleted
+
+    # -- durability --
+
+    def flush(self) -> None:
+        """fsync the segments written since the last flush, and the directory."""
+        for base in sorted(self._dirty):
+            if base in self._segments:
+                self._segments[base].flush()
+        self._dirty.clear()
+        if self._dir_dirty:
+            fsync_dir(self.directory)
+            self._dir_dirty = False
+
+    def close(self) -> None:
+        for seg in self._segments.values():
+            seg.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+

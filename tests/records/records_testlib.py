@@ -1,0 +1,77 @@
+"""Helpers and hypothesis strategies shared by the tests in tests/records/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import strategies as st
+
+from kafkawire.records import GZIP, LZ4, NONE, SNAPPY, ZSTD, RecordBatchBuilder
+
+# tests/records/x.py -> the repository is parents[2]; shared/ sits beside it.
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+REFERENCE = SHARED / "reference"
+
+CODECS = [NONE, GZIP, SNAPPY, LZ4, ZSTD]
+
+
+def reference_dir(name: str) -> Path:
+    path = REFERENCE / name
+    if not path.is_dir():
+        pytest.skip(f"reference data {path} is absent (it lives in ../shared beside the repo)")
+    return path
+
+
+def as_bytes(x):
+    return None if x is None else bytes(x)
+
+
+def plain_headers(headers):
+    return [(k, as_bytes(v)) for k, v in headers]
+
+
+# --- hypothesis strategies -------------------------------------------------------------
+
+nullable_bytes = st.one_of(st.none(), st.binary(max_size=300))
+header_key = st.text(max_size=20)
+headers = st.lists(st.tuples(header_key, nullable_bytes), max_size=4)
+timestamps = st.integers(min_value=0, max_value=(1 << 45))
+
+
+@st.composite
+def record_specs(draw, max_records=20):
+    """A list of (key, value, headers, timestamp, offset_delta) with increasing deltas."""
+    n = draw(st.integers(min_value=1, max_value=max_records))
+    gaps = draw(st.lists(st.integers(min_value=1, max_value=1000), min_size=n, max_size=n))
+    first = draw(st.integers(min_value=0, max_value=1000))
+    deltas, d = [], first
+    for g in gaps:
+        deltas.append(d)
+        d += g
+    recs = []
+    for i in range(n):
+        recs.append((draw(nullable_bytes), draw(nullable_bytes), draw(headers),
+                     draw(timestamps), deltas[i]))
+    return recs
+
+
+@st.composite
+def batch_fields(draw):
+    return dict(
+        base_offset=draw(st.integers(min_value=0, max_value=(1 << 62))),
+        partition_leader_epoch=draw(st.integers(min_value=-1, max_value=(1 << 31) - 1)),
+        compression_type=draw(st.sampled_from(CODECS)),
+        timestamp_type=draw(st.sampled_from([0, 1])),
+        is_transactional=draw(st.booleans()),
+        producer_id=draw(st.integers(min_value=-1, max_value=(1 << 63) - 1)),
+        producer_epoch=draw(st.integers(min_value=-1, max_value=(1 << 15) - 1)),
+        base_sequence=draw(st.integers(min_value=-1, max_value=(1 << 31) - 1)),
+    )
+
+
+def build(fields, specs):
+    builder = RecordBatchBuilder(**fields)
+    for key, value, hdrs, ts, od in specs:
+        builder.append(key, value, hdrs, ts, offset_delta=od)
+    return builder.build()
