@@ -48,6 +48,7 @@ class Request:
     api_key: int
     api_version: int
     correlation_id: int
+    trailing: bytes = b""     # bytes after the body, which Kafka's broker ignores (see decode_request)
 
 
 def encode_request(body, api_version: int, correlation_id: int, client_id: str | None = "kafkawire",
@@ -97,8 +98,11 @@ def decode_request(payload: bytes) -> Request:
         raise DecodeError("RequestHeader", None, "RequestApiKey", 0, f"unknown API key {api_key}") from None
     header_cls = messages.by_name("RequestHeader")
     header, pos = header_cls.decode(payload, request_header_version(api_key, api_version), partial=True)
-    body = request_cls.decode(memoryview(payload)[pos:], api_version)
-    return Request(header, body, api_key, api_version, correlation_id)
+    # Kafka's broker reads what the schema asks for and ignores the rest of a request; librdkafka
+    # relies on it, sending ApiVersions v0 with an int32 0 after the (empty) body. So trailing
+    # bytes are kept aside here, not refused; Message.decode itself stays strict.
+    body, end = request_cls.decode(memoryview(payload)[pos:], api_version, partial=True)
+    return Request(header, body, api_key, api_version, correlation_id, bytes(payload[pos + end:]))
 
 
 def decode_response(payload: bytes, api_key: int, api_version: int):

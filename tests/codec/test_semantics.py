@@ -157,3 +157,13 @@ def test_frame_reader_splits_and_bounds_frames():
     assert reader.feed(b"\x00\x01c") == [b"c"]
     with pytest.raises(DecodeError, match="outside 0..16"):
         reader.feed(b"\x00\x00\x10\x00")
+
+
+def test_trailing_request_bytes_are_ignored_as_kafka_does():
+    # librdkafka's ApiVersions v0: the header, then an int32 0 where the v0 schema has no fields.
+    ApiVersions = messages.by_name("ApiVersionsRequest")
+    frame = framing.encode_request(ApiVersions(), 0, 4, "rdkafka")
+    request = framing.decode_request(frame[4:] + b"\x00\x00\x00\x00")
+    assert request.api_key == 18 and request.api_version == 0 and request.trailing == b"\x00\x00\x00\x00"
+    with pytest.raises(DecodeError, match="4 bytes left over"):
+        ApiVersions.decode(b"\x00\x00\x00\x00", 0)
