@@ -110,7 +110,16 @@ def decode_response(payload: bytes, api_key: int, api_version: int):
     messages = _messages()
     header_cls = messages.by_name("ResponseHeader")
     header, pos = header_cls.decode(payload, response_header_version(api_key, api_version), partial=True)
-    body = messages.by_api_key(api_key, "response").decode(memoryview(payload)[pos:], api_version)
+    response_cls = messages.by_api_key(api_key, "response")
+    try:
+        body = response_cls.decode(memoryview(payload)[pos:], api_version)
+    except DecodeError:
+        if api_key != API_VERSIONS_KEY or api_version == 0:
+            raise
+        # A broker answers an ApiVersionsRequest of a version it does not know with
+        # UNSUPPORTED_VERSION in a version 0 body; Kafka's client (ApiVersionsResponse.parse)
+        # falls back the same way, then retries with a version from the list.
+        body = response_cls.decode(memoryview(payload)[pos:], 0)
     return header.correlation_id, body
 
 

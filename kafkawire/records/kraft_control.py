@@ -34,8 +34,13 @@ def value_version(cls, value) -> int:
 def decoder_for(name: str):
     def decode(value):
         from kafkawire import messages
+        from kafkawire.protocol.errors import DecodeError
         cls = messages.by_name(name)
-        return cls.decode(value, value_version(cls, value))
+        try:
+            return cls.decode(value, value_version(cls, value))
+        except DecodeError as exc:
+            # The records layer promises one error type; the value's own offset is in the reason.
+            raise CorruptRecordError(f"control record value: {exc}") from None
     decode.__name__ = f"decode_{name}"
     return decode
 
