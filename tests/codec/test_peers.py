@@ -24,7 +24,6 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kafkawire import messages
 from kafkawire.protocol import framing
-from kafkawire.protocol.errors import DecodeError
 from tests.codec.peer_adapters import inflate, peers
 from tests.codec.strategies import instances, without_unknown_tags
 
