@@ -7,6 +7,8 @@ hot path and names the field exactly.
 """
 from __future__ import annotations
 
+import struct
+
 
 class Malformed(ValueError):
     """Raised by the primitives; turned into a DecodeError with the context filled in."""
@@ -55,8 +57,6 @@ def locate(tb, data_len: int | None = None) -> tuple[str | None, int | None]:
     failing field is then the first one that runs past the end of the data (decoding) or
     whose value does not fit its type (encoding).
     """
-    import struct
-
     names, offset = [], None
     for frame, label in _generated_frames(tb):
         locals_ = frame.f_locals
@@ -73,7 +73,6 @@ def locate(tb, data_len: int | None = None) -> tuple[str | None, int | None]:
 
 
 def _field_past_end(run, offset, data_len):
-    import struct
     for name, _, code in run:
         size = struct.calcsize(">" + code)
         if offset + size > data_len:
@@ -83,7 +82,6 @@ def _field_past_end(run, offset, data_len):
 
 
 def _field_not_fitting(run, obj):
-    import struct
     for name, attribute, code in run:
         try:
             struct.pack(">" + code, getattr(obj, attribute))
@@ -95,7 +93,7 @@ def _field_not_fitting(run, obj):
 def describe_failure(exc: BaseException, data_len: int, offset: int | None) -> str:
     if isinstance(exc, Malformed):
         return str(exc)
-    if isinstance(exc, IndexError) or (type(exc).__name__ == "error" and "buffer" in str(exc)):
+    if isinstance(exc, IndexError) or (isinstance(exc, struct.error) and "buffer" in str(exc)):
         return f"truncated: the data ends at byte {data_len}"
     if isinstance(exc, UnicodeDecodeError):
         return f"string is not valid UTF-8 ({exc.reason} at string byte {exc.start})"
