@@ -11,6 +11,9 @@ from .model import SchemaError
 DEFAULT_SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "kafkawire" / "messages"
 
+COMMAND = "codegen"
+HELP = "regenerate message codecs from Kafka JSON schemas"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("schema_dirs", nargs="*", type=Path,

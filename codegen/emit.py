@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import uuid as uuid_module
 
-from .model import FIXED_FORMATS, FieldSpec, MessageSpec, StructSpec
+from .model import FIXED_FORMATS, FieldSpec, MessageSpec, StructSpec, snake_case
 from .versions import OPEN_END, Versions
 
 _ARRAY_NAMES = {"?": "BOOL", "b": "INT8", "h": "INT16", "H": "UINT16", "i": "INT32", "I": "UINT32",
@@ -19,7 +19,6 @@ _FIXED_SIZES = {"?": 1, "b": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "d": 8}
 
 
 def module_name(spec: MessageSpec) -> str:
-    from .model import snake_case
     return snake_case(spec.name)
 
 
@@ -52,7 +51,6 @@ class ModuleEmitter:
         self.digest = hashlib.sha256(source_text).hexdigest()
         self.structs_formats: dict[str, str] = {}     # struct format -> module constant name
         self.constants: dict[str, str] = {}            # repr of a default -> constant name
-        self.functions: list[list[str]] = []           # bodies, each a list of (text, field) pairs
         self.canonical: dict[tuple[str, str, int], str] = {}   # (kind, struct, version) -> function name
         self.bodies: dict[tuple[str, str], str] = {}   # (kind, body text) -> function name
 
@@ -523,7 +521,7 @@ class ModuleEmitter:
             writer = ("compact_" if flexible else "") + ("nullable_" if nullable else "") + base
             return [(f"write_{writer}({buf}, {value})", name)]
         if kind == "struct":
-            fn = self.canonical_name("encode", f.struct.name, version)
+            fn = self.canonical[("encode", f.struct.name, version)]
             if nullable:
                 return [(f"if {value} is None:", None),
                         (f"    {buf}.append(0xFF)", None),
@@ -557,13 +555,10 @@ class ModuleEmitter:
             lines.append((f"{inner}for item in items:", None))
             lines.append((f"{inner}    write_{'compact_' if flexible else ''}{base}({buf}, item)", name))
         else:
-            fn = self.canonical_name("encode", f.type.element.name, version)
+            fn = self.canonical[("encode", f.type.element.name, version)]
             lines.append((f"{inner}for item in items:", None))
             lines.append((f"{inner}    {fn}(item, {buf})", name))
         return lines
-
-    def canonical_name(self, kind: str, struct_name: str, version: int) -> str:
-        return self.canonical[(kind, struct_name, version)]
 
     # --- functions, shared between versions whose code is the same ------------------------------
     def _add_function(self, out: _Writer, kind: str, struct: StructSpec, version: int,

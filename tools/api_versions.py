@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import argparse
 
+COMMAND = "api-versions"
+HELP = "print the supported APIs and versions, as kafka-broker-api-versions does"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--include-unstable", action="store_true",

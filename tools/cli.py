@@ -1,30 +1,35 @@
-"""The `kafkawire` command: one entry point, with subcommands named like Kafka's own tools."""
+"""The `kafkawire` command: one entry point, with subcommands named like Kafka's own tools.
+
+Each subcommand is a module that defines ``COMMAND`` (its name), ``HELP``,
+``add_arguments(parser)`` and ``run(args) -> int``; they are listed in ``SUBCOMMANDS``.
+"""
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+
+# Modules, in the order `kafkawire --help` lists them. A new tool adds one line here.
+SUBCOMMANDS = (
+    "tools.main_job",
+    "codegen.cli",
+    "tools.api_versions",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kafkawire", description="Kafka's wire protocol and KRaft, in Python.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in SUBCOMMANDS:
+        module = importlib.import_module(name)
+        p = sub.add_parser(module.COMMAND, help=module.HELP, description=module.HELP)
+        module.add_arguments(p)
+        p.set_defaults(run=module.run)
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="kafkawire", description="Kafka's wire protocol and KRaft, in Python.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    from codegen import cli as codegen_cli
-    p = sub.add_parser("codegen", help="regenerate message codecs from Kafka JSON schemas")
-    codegen_cli.add_arguments(p)
-    p.set_defaults(run=codegen_cli.run)
-
-    from tools import api_versions
-    p = sub.add_parser("api-versions", help="print the supported APIs and versions, as kafka-broker-api-versions does")
-    api_versions.add_arguments(p)
-    p.set_defaults(run=api_versions.run)
-
-    from tools import main_job
-    p = sub.add_parser("main", help="the main job: regenerate the codecs from schemas/ and print the supported APIs")
-    main_job.add_arguments(p)
-    p.set_defaults(run=main_job.run)
-
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
         return args.run(args)
     except BrokenPipeError:

@@ -5,6 +5,9 @@ import argparse
 import importlib
 import sys
 
+COMMAND = "main"
+HELP = "the main job: regenerate the codecs from schemas/ and print the supported APIs"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--check", action="store_true",
@@ -13,16 +16,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from codegen.cli import DEFAULT_OUT, DEFAULT_SCHEMAS
-    from codegen.generate import generate, write_package
+    from codegen.generate import generate, stale_files, write_outputs
 
     outputs = generate([DEFAULT_SCHEMAS])
-    stale = [name for name, text in outputs.items()
-             if not (DEFAULT_OUT / name).exists() or (DEFAULT_OUT / name).read_text(encoding="utf-8") != text]
+    stale = stale_files(outputs, DEFAULT_OUT)
     if args.check and stale:
-        print(f"kafkawire main: {len(stale)} generated modules differ from schemas/: {', '.join(sorted(stale)[:5])}",
+        print(f"kafkawire main: {len(stale)} generated modules differ from schemas/: {', '.join(stale[:5])}",
               file=sys.stderr)
         return 1
-    write_package([DEFAULT_SCHEMAS], DEFAULT_OUT)
+    write_outputs(outputs, DEFAULT_OUT)
     print(f"codegen: {len(outputs) - 1} schemas in {DEFAULT_SCHEMAS} -> {DEFAULT_OUT} "
           f"({len(stale)} modules rewritten)")
     importlib.invalidate_caches()

@@ -16,6 +16,11 @@ from .errors import (DecodeError, EncodeError, JsonError, UnsupportedVersionErro
 MISSING = object()   # "not given" for mutable keyword defaults; None means null
 
 
+def _in(rng, version):
+    """Whether a version lies in a (lowest, highest) range; None is the empty range."""
+    return rng is not None and rng[0] <= version <= rng[1]
+
+
 class Field(NamedTuple):
     name: str
     py_name: str
@@ -31,21 +36,14 @@ class Field(NamedTuple):
     ignorable: bool
     flexible_versions: tuple | None
 
-    def in_range(self, rng, version):
-        return rng is not None and rng[0] <= version <= rng[1]
-
     def present(self, version):
-        return self.in_range(self.versions, version)
+        return _in(self.versions, version)
 
     def nullable(self, version):
-        return self.in_range(self.nullable_versions, version)
+        return _in(self.nullable_versions, version)
 
     def tagged_in(self, version):
-        return self.in_range(self.tagged_versions, version)
-
-
-def _in(rng, version):
-    return rng is not None and rng[0] <= version <= rng[1]
+        return _in(self.tagged_versions, version)
 
 
 class Struct:
@@ -142,7 +140,7 @@ class Message(Struct):
             encoder(self, buf)
         except EncodeError:
             raise
-        except (TypeError, ValueError, AttributeError, OverflowError, Exception) as exc:
+        except Exception as exc:
             field, _ = locate(sys.exc_info()[2])
             raise EncodeError(self.NAME, version, field, f"{type(exc).__name__}: {exc}") from exc
 
@@ -161,7 +159,7 @@ class Message(Struct):
             data = bytes(data)
         try:
             message, end = decoder(data, 0)
-        except (ValueError, IndexError, TypeError, OverflowError, RecursionError, Exception) as exc:
+        except Exception as exc:
             field, offset = locate(sys.exc_info()[2], len(data))
             raise DecodeError(cls.NAME, version, field, offset, describe_failure(exc, len(data), offset)) from None
         if partial:
@@ -193,9 +191,7 @@ def _is_default(f: Field, value) -> bool:
 def _value_to_json(f, kind, value, version, owner):
     if value is None:
         return None
-    if kind in ("bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "string"):
-        return value
-    if kind == "float64":
+    if kind in ("bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "string"):
         return value
     if kind == "uuid":
         return uuid_to_kafka_string(value)
@@ -211,8 +207,7 @@ def _value_to_json(f, kind, value, version, owner):
 def _value_from_json(f, kind, value, version, owner):
     where = f"{owner.NAME}.{f.json_name}"
     if value is None:
-        if kind == "array" and not _in(f.nullable_versions, version) or kind not in ("string", "bytes", "records", "array", "struct"):
-            raise JsonError(f"{where}: null is not allowed in version {version}")
+        # Only strings, bytes, records, arrays and structs ever have nullableVersions.
         if not _in(f.nullable_versions, version):
             raise JsonError(f"{where}: null is not allowed in version {version}")
         return None

@@ -21,7 +21,7 @@ __all__ = [
     "read_array_length", "read_nullable_array_length", "read_compact_array_length",
     "read_compact_nullable_array_length", "write_array_length", "write_nullable_array_length",
     "write_compact_array_length", "write_compact_nullable_array_length",
-    "read_fixed_array", "write_fixed_array", "array_struct", "array_structs", "read_uuid", "write_uuid", "write_uuid_array",
+    "array_struct", "array_structs", "read_uuid", "write_uuid", "write_uuid_array",
     "read_unknown_tags", "read_tag_header", "write_tags", "unsupported_field", "unsupported_tags",
 ]
 
@@ -359,20 +359,6 @@ def array_struct(code: str, n: int) -> struct.Struct:
 def array_structs(code: str) -> tuple:
     """Structs of 0..63 elements, indexed by count: the generated code's fast path for short arrays."""
     return tuple(struct.Struct(f">{n}{code}") for n in range(64))
-
-
-_array_struct = array_struct
-
-
-def read_fixed_array(data, pos, n, code, size):
-    end = pos + n * size
-    if end > len(data):
-        raise _too_long(f"array of {code}", n, pos, data)
-    return list(_array_struct(code, n).unpack_from(data, pos)), end
-
-
-def write_fixed_array(buf, items, code):
-    buf += _array_struct(code, len(items)).pack(*items)
 
 
 # --- uuid -------------------------------------------------------------------------------------
