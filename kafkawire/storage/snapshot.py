@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from kafkawire.records import ControlRecordType, RecordBatchBuilder, iter_batches
 from kafkawire.records.control import encode_control_key, parse_control_key
 
-__all__ = ["SnapshotId", "SnapshotWriter", "SnapshotReader", "SnapshotFormatError",
+__all__ = ["SnapshotId", "SnapshotBuilder", "SnapshotWriter", "SnapshotReader", "SnapshotFormatError",
            "snapshot_file_name", "parse_snapshot_file_name", "list_snapshots",
            "BOOTSTRAP_SNAPSHOT_ID", "BOOTSTRAP_FILE_NAME", "is_bootstrap_file"]
 
@@ -99,21 +99,20 @@ def _msg(name):
     return messages.by_name(name)
 
 
-class SnapshotWriter:
-    """Write a snapshot through ``<name>.checkpoint.part``; ``freeze()`` publishes it."""
+class SnapshotBuilder:
+    """The bytes of a snapshot, built in memory: header batch, data batches, footer batch.
 
-    def __init__(self, directory, snapshot_id: SnapshotId, *, last_contained_log_timestamp: int,
-                 header_version: int = 0, control_records=(), time_ms=None,
-                 file_name: str | None = None):
-        self.directory = os.fspath(directory)
+    ``SnapshotWriter`` streams the same bytes to a ``.part`` file; the raft simulator and
+    tests keep them in memory.
+    """
+
+    def __init__(self, snapshot_id: SnapshotId, *, last_contained_log_timestamp: int,
+                 header_version: int = 0, control_records=(), time_ms=None, sink=None):
         self.snapshot_id = snapshot_id
-        name = file_name or snapshot_file_name(snapshot_id)
-        self.path = os.path.join(self.directory, name)
-        self.part_path = self.path + PART_SUFFIX
         self._now = time_ms or (lambda: int(time.time() * 1000))
-        self._file = open(self.part_path, "xb")
+        self._chunks: list[bytes] = []
+        self._sink = sink if sink is not None else self._chunks.append
         self._next_offset = 0
-        self.frozen = False
         header = _msg("SnapshotHeaderRecord")()
         header.version = header_version
         header.last_contained_log_timestamp = last_contained_log_timestamp
@@ -122,16 +121,13 @@ class SnapshotWriter:
         self._control_batch([(ControlRecordType.SNAPSHOT_HEADER, header.encode(0))]
                             + list(control_records))
 
-    def _write(self, data: bytes) -> None:
-        self._file.write(data)
-
     def _control_batch(self, records) -> None:
         b = RecordBatchBuilder(base_offset=self._next_offset, is_control=True,
                                partition_leader_epoch=self.snapshot_id.epoch)
         ts = self._now()
         for type_id, value in records:
             b.append(encode_control_key(type_id), value, (), ts)
-        self._write(b.build())
+        self._sink(b.build())
         self._next_offset += len(records)
 
     def append(self, values, *, timestamp: int | None = None) -> None:
@@ -145,7 +141,7 @@ class SnapshotWriter:
         ts = self._now() if timestamp is None else timestamp
         for v in values:
             b.append(None, v, (), ts)
-        self._write(b.build())
+        self._sink(b.build())
         self._next_offset += len(values)
 
     def append_batch(self, batch: bytes) -> None:
@@ -154,13 +150,35 @@ class SnapshotWriter:
             if parsed.base_offset != self._next_offset:
                 raise ValueError(f"batch base offset {parsed.base_offset} != {self._next_offset}")
             self._next_offset = parsed.next_offset
-        self._write(bytes(batch))
+        self._sink(bytes(batch))
 
-    def freeze(self) -> str:
-        """Write the footer, fsync, rename to the final name, fsync the directory."""
+    def finish(self) -> bytes:
+        """Append the footer; the whole snapshot (in memory) or b"" (streamed to a sink)."""
         footer = _msg("SnapshotFooterRecord")()
         footer.version = 0
         self._control_batch([(ControlRecordType.SNAPSHOT_FOOTER, footer.encode(0))])
+        return b"".join(self._chunks)
+
+
+class SnapshotWriter(SnapshotBuilder):
+    """Write a snapshot through ``<name>.checkpoint.part``; ``freeze()`` publishes it."""
+
+    def __init__(self, directory, snapshot_id: SnapshotId, *, last_contained_log_timestamp: int,
+                 header_version: int = 0, control_records=(), time_ms=None,
+                 file_name: str | None = None):
+        self.directory = os.fspath(directory)
+        name = file_name or snapshot_file_name(snapshot_id)
+        self.path = os.path.join(self.directory, name)
+        self.part_path = self.path + PART_SUFFIX
+        self._file = open(self.part_path, "xb")
+        self.frozen = False
+        super().__init__(snapshot_id, last_contained_log_timestamp=last_contained_log_timestamp,
+                         header_version=header_version, control_records=control_records,
+                         time_ms=time_ms, sink=self._file.write)
+
+    def freeze(self) -> str:
+        """Write the footer, fsync, rename to the final name, fsync the directory."""
+        self.finish()
         self._file.flush()
         os.fsync(self._file.fileno())
         self._file.close()
