@@ -1,0 +1,182 @@
+"""Safety invariants, checked after every simulated event.
+
+Each check is fed by what the nodes did (Readys applied, states entered) and keeps the
+cluster-wide history it needs. A broken invariant raises InvariantViolation naming the rule,
+the nodes and the offsets or epochs involved.
+"""
+from __future__ import annotations
+
+import hashlib
+
+from kafkawire.records import ControlRecordType, iter_batches
+
+from raft.states import Leader
+
+
+class InvariantViolation(AssertionError):
+    def __init__(self, rule: str, detail: str):
+        super().__init__(f"{rule}: {detail}")
+        self.rule, self.detail = rule, detail
+
+
+def _record_identities(data: bytes):
+    """(offset, identity) of each record: its batch epoch, control flag, key and value."""
+    for batch in iter_batches(data):
+        for record in batch:
+            key = b"" if record.key is None else bytes(record.key)
+            value = b"" if record.value is None else bytes(record.value)
+            yield record.offset, (batch.partition_leader_epoch, batch.is_control,
+                                  hashlib.blake2b(key + b"\0" + value, digest_size=8).digest())
+
+
+class Invariants:
+    ONE_LEADER_PER_EPOCH = "at most one leader per epoch"
+    ONE_VOTE_PER_EPOCH = "at most one vote per replica per epoch"
+    LOG_MATCHING = "logs that agree on (offset, epoch) agree on everything before"
+    COMMITTED_NEVER_LOST = "every committed record stays committed, with the same content"
+    LEADER_COMPLETENESS = "every committed record is in every later leader's log"
+    HW_MONOTONIC = "the high watermark a node reports never decreases"
+    SAME_APPLIED_PREFIX = "all state machines apply the same committed records"
+    ACKED_NEVER_LOST = "an append acknowledged as committed is never lost"
+    ONE_VOTER_CHANGE = "at most one uncommitted voter change, and each changes one voter"
+
+    def __init__(self):
+        self.leaders: dict[int, int] = {}                  # epoch -> leader id
+        self.votes: dict[tuple, object] = {}               # (replica key, epoch) -> voted key
+        self.committed: dict[int, tuple] = {}              # offset -> record identity
+        self.committed_end = 0
+        self.reported_hw: dict[object, int] = {}           # replica key -> highest reported HW
+        self.applied: dict[int, bytes] = {}                # offset -> value applied first
+        self.acked: dict[object, int] = {}                 # token -> offset acknowledged
+
+    # --- fed by the simulation -----------------------------------------------------------------
+    def on_state(self, node) -> None:
+        state = node.core.state
+        if isinstance(state, Leader):
+            other = self.leaders.setdefault(state.epoch, node.node_id)
+            if other != node.node_id:
+                raise InvariantViolation(self.ONE_LEADER_PER_EPOCH,
+                                         f"nodes {other} and {node.node_id} both led epoch {state.epoch}")
+
+    def on_election_persisted(self, node, election) -> None:
+        if election.voted_key is None:
+            return
+        key = (node.core.quorum.local_key, election.epoch)
+        previous = self.votes.setdefault(key, election.voted_key)
+        if previous.id != election.voted_key.id:
+            raise InvariantViolation(self.ONE_VOTE_PER_EPOCH,
+                                     f"replica {key[0]} voted for {previous} and {election.voted_key} "
+                                     f"in epoch {election.epoch}")
+
+    def on_high_watermark(self, node, hw: int) -> None:
+        key = node.core.quorum.local_key
+        previous = self.reported_hw.get(key)
+        if previous is not None and hw < previous:
+            raise InvariantViolation(self.HW_MONOTONIC, f"node {node.node_id} reported {hw} after {previous}")
+        self.reported_hw[key] = hw
+        start = max(node.store.start, previous or 0)
+        data = node.store.read(start, 1 << 30) if start < node.store.end_offset() else b""
+        for offset, identity in _record_identities(data):
+            if offset < start or offset >= hw:
+                continue
+            known = self.committed.get(offset)
+            if known is None:
+                self.committed[offset] = identity
+            elif known != identity:
+                raise InvariantViolation(self.COMMITTED_NEVER_LOST,
+                                         f"offset {offset} was committed as {known} and node {node.node_id} "
+                                         f"commits {identity}")
+        self.committed_end = max(self.committed_end, hw)
+
+    def forget_high_watermark(self, key) -> None:
+        self.reported_hw.pop(key, None)
+
+    def on_became_leader(self, node) -> None:
+        """A new leader's log holds every record committed so far (beyond its snapshot)."""
+        start = node.store.start
+        if self.committed_end <= start:
+            return
+        data = node.store.read(start, 1 << 30)
+        have = dict(_record_identities(data))
+        for offset in range(start, self.committed_end):
+            want = self.committed.get(offset)
+            if want is None:
+                continue
+            if have.get(offset) != want:
+                raise InvariantViolation(self.LEADER_COMPLETENESS,
+                                         f"node {node.node_id} leads epoch {node.core.epoch} without committed "
+                                         f"offset {offset} (has {have.get(offset)}, committed {want})")
+
+    def on_applied(self, node, items) -> None:
+        for offset, value in items:
+            known = self.applied.setdefault(offset, value)
+            if known != value:
+                raise InvariantViolation(self.SAME_APPLIED_PREFIX,
+                                         f"node {node.node_id} applied {value!r} at offset {offset}, "
+                                         f"another applied {known!r}")
+
+    def on_acked(self, node, token, offset: int, value: bytes) -> None:
+        self.acked[token] = offset
+        known = self.applied.get(offset)
+        if known is not None and known != value:
+            raise InvariantViolation(self.ACKED_NEVER_LOST,
+                                     f"append {token} was acknowledged at offset {offset} but {known!r} is there")
+
+    def check_acked(self, values: dict) -> None:
+        for token, offset in self.acked.items():
+            known = self.applied.get(offset)
+            if known is not None and known != values[token]:
+                raise InvariantViolation(self.ACKED_NEVER_LOST,
+                                         f"append {token} acknowledged at offset {offset}, but {known!r} was applied there")
+
+    # --- whole-cluster checks --------------------------------------------------------------------
+    @staticmethod
+    def check_log_matching(nodes) -> None:
+        logs = []
+        for n in nodes:
+            logs.append((n.node_id, {b.base: b for b in n.store.batches}))
+        for i in range(len(logs)):
+            for j in range(i + 1, len(logs)):
+                (ida, a), (idb, b) = logs[i], logs[j]
+                common = sorted(set(a) & set(b))
+                last_match = None
+                for base in common:
+                    if a[base].epoch == b[base].epoch:
+                        last_match = base
+                if last_match is None:
+                    continue
+                for base in common:
+                    if base > last_match:
+                        break
+                    if a[base].data != b[base].data:
+                        raise InvariantViolation(Invariants.LOG_MATCHING,
+                                                 f"nodes {ida} and {idb} agree on the epoch at offset {last_match} but "
+                                                 f"differ at offset {base} (epochs {a[base].epoch}/{b[base].epoch})")
+
+    @staticmethod
+    def check_voter_changes(node) -> None:
+        """In this node's log: each VotersRecord changes at most one voter from the previous,
+        and at most one VotersRecord lies above the node's high watermark."""
+        sets = []
+        for stored in node.store.batches:
+            if not _is_control(stored.data):
+                continue
+            for batch in iter_batches(stored.data):
+                for record in batch:
+                    if record.control_type == ControlRecordType.KRAFT_VOTERS:
+                        sets.append((record.offset, frozenset(v.voter_id for v in record.control_value.voters)))
+        for (o1, s1), (o2, s2) in zip(sets, sets[1:]):
+            if len(s1 ^ s2) > 1:
+                raise InvariantViolation(Invariants.ONE_VOTER_CHANGE,
+                                         f"node {node.node_id}: voters {sorted(s1)} at {o1} became {sorted(s2)} at {o2}")
+        if isinstance(node.core.state, Leader):
+            hw = node.core.high_watermark() or 0
+            pending = [o for o, _ in sets if o >= hw]
+            if len(pending) > 1:
+                raise InvariantViolation(Invariants.ONE_VOTER_CHANGE,
+                                         f"leader {node.node_id} has {len(pending)} uncommitted voter changes at {pending}")
+
+
+def _is_control(data: bytes) -> bool:
+    # attributes (int16) sit at byte 21; bit 5 is the control flag
+    return len(data) > 22 and bool(data[22] & 0x20)

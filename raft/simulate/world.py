@@ -1,0 +1,446 @@
+"""The discrete-event simulation: N replicas, a lossy network, a virtual clock, faults.
+
+Everything is driven by one seeded random generator and one event heap, so a seed replays
+the same run. Messages cross the simulated network as real Kafka frames (request header and
+body encoded at the version both ends support, decoded on arrival), so the simulation also
+exercises the codec and version negotiation.
+
+Faults: message loss, duplication and reordering (random delays); symmetric and one-way
+partitions; crashes that lose everything not fsynced (optionally in the middle of applying a
+Ready: after the quorum-state write, or after the log write but before its fsync); restarts.
+"""
+from __future__ import annotations
+
+import heapq
+import random
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+
+from kafkawire.protocol import framing
+from kafkawire.protocol.apis import api_table
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.protocol.errors import UnsupportedVersionError
+from kafkawire.messages.k_raft_version_record import KRaftVersionRecord
+from kafkawire.records import ControlRecordType
+from kafkawire.records.kraft_control import encode_value
+from kafkawire.storage.snapshot import SnapshotBuilder, SnapshotId
+from raft.config import RaftConfig
+from raft.io import Propose, RequestFailed, RequestReceived, ResponseReceived, Shutdown, SnapshotFrozen, Tick
+from raft.rpc import adapt_request_for_version
+from raft.states import Leader, describe
+from raft.types import Endpoints, OffsetAndEpoch, ReplicaKey
+from raft.voters import VoterNode, VoterSet
+
+from .invariants import Invariants, InvariantViolation
+from .node import SimNode
+
+LISTENER = "CONTROLLER"
+
+
+def address_of(node_id: int) -> tuple[str, int]:
+    return f"node{node_id}", 9093
+
+
+@dataclass
+class SimSettings:
+    voters: int = 3
+    observers: int = 0
+    kraft_version: int = 1            # 1: voters from a bootstrap snapshot (KIP-853); 0: static voters
+    drop_rate: float = 0.02
+    duplicate_rate: float = 0.01
+    min_delay_ms: int = 1
+    max_delay_ms: int = 40
+    fault_every_ms: int = 3000        # mean time between faults
+    crash_weight: int = 3
+    partition_weight: int = 3
+    one_way_weight: int = 2
+    propose_every_ms: int = 40
+    snapshot_every: int = 60          # records applied between state machine snapshots
+    election_timeout_ms: int = 1000
+    fetch_timeout_ms: int = 2000
+    request_timeout_ms: int = 1000
+    election_backoff_max_ms: int = 1000
+    pre_vote: bool = True
+    clean_log_on_snapshot: bool = True
+    old_vote_version_nodes: int = 0   # nodes that speak Vote only up to v1 (no PreVote)
+
+
+@dataclass(order=True)
+class _Event:
+    time: int
+    seq: int
+    kind: str = field(compare=False)
+    data: tuple = field(compare=False)
+
+
+class Simulation:
+    def __init__(self, seed: int, settings: SimSettings | None = None, *, trace_size: int = 200, core_factory=None):
+        self.seed = seed
+        self.settings = settings or SimSettings()
+        self.rng = random.Random(seed)
+        self.now = 0
+        self._seq = 0
+        self.heap: list[_Event] = []
+        self.trace: deque[str] = deque(maxlen=trace_size)
+        self.invariants = Invariants()
+        self.blocked: set[tuple[int, int]] = set()     # (from, to) pairs that lose every message
+        self.events_run = 0
+        self.tokens = 0
+        self.values: dict[object, bytes] = {}
+        self.committed_tokens: set[object] = set()
+        self.failed_tokens: set[object] = set()
+        self.faults_enabled = True
+        self.core_factory = core_factory
+        self._next_tick: dict[int, int] = {}
+        self.nodes: dict[int, SimNode] = {}
+        self._build_cluster()
+
+    # --- set-up -----------------------------------------------------------------------------------
+    def _build_cluster(self) -> None:
+        s = self.settings
+        voter_ids = list(range(1, s.voters + 1))
+        observer_ids = list(range(s.voters + 1, s.voters + s.observers + 1))
+        directory = {i: uuid.UUID(int=self.rng.getrandbits(128)) for i in voter_ids + observer_ids}
+        endpoints = {i: Endpoints(((LISTENER, *address_of(i)),)) for i in voter_ids + observer_ids}
+        static = VoterSet.static({i: endpoints[i] for i in voter_ids}) if s.kraft_version == 0 else None
+        bootstrap = tuple(address_of(i) for i in voter_ids)
+        for i in voter_ids + observer_ids:
+            config = RaftConfig(
+                node_id=i, directory_id=directory[i] if s.kraft_version >= 1 else None, cluster_id="simcluster",
+                listener=LISTENER, endpoints=endpoints[i], static_voters=static,
+                bootstrap_servers=bootstrap if i in observer_ids else (),
+                election_timeout_ms=s.election_timeout_ms, fetch_timeout_ms=s.fetch_timeout_ms,
+                request_timeout_ms=s.request_timeout_ms, election_backoff_max_ms=s.election_backoff_max_ms,
+                pre_vote=s.pre_vote, clean_log_on_snapshot=s.clean_log_on_snapshot)
+            node = SimNode(config, self.seed)
+            if i in voter_ids[:s.old_vote_version_nodes]:
+                node.max_versions[52] = 1
+            self.nodes[i] = node
+        if s.kraft_version >= 1:
+            voters = VoterSet.of(VoterNode(ReplicaKey(i, directory[i]), endpoints[i], 0, 1) for i in voter_ids)
+            for node in self.nodes.values():
+                self.format_bootstrap_snapshot(node, voters, s.kraft_version)
+
+    @staticmethod
+    def format_bootstrap_snapshot(node: SimNode, voters: VoterSet, kraft_version: int) -> None:
+        """What `kafka-storage format --initial-controllers` writes: snapshot (0, 0) with the
+        kraft.version and the voter set."""
+        control = [(ControlRecordType.KRAFT_VERSION, encode_value(KRaftVersionRecord(version=0, k_raft_version=kraft_version))),
+                   (ControlRecordType.KRAFT_VOTERS, encode_value(voters.to_voters_record()))]
+        data = SnapshotBuilder(SnapshotId(0, 0), last_contained_log_timestamp=-1, control_records=control,
+                               time_ms=lambda: 0).finish()
+        node.store.add_snapshot(OffsetAndEpoch(0, 0), data)
+
+    # --- the event loop ---------------------------------------------------------------------------
+    def _push(self, time: int, kind: str, *data) -> None:
+        self._seq += 1
+        heapq.heappush(self.heap, _Event(time, self._seq, kind, data))
+
+    def log(self, line: str) -> None:
+        self.trace.append(f"{self.now:>8} {line}")
+
+    def start(self) -> None:
+        for node in self.nodes.values():
+            self._boot(node)
+        self._push(self.settings.propose_every_ms, "propose")
+        self._push(self._next_fault_delay(), "fault")
+
+    def run(self, events: int) -> None:
+        """Process ``events`` events (or until nothing is left)."""
+        for _ in range(events):
+            if not self.heap:
+                return
+            self.step()
+
+    def run_until(self, time_ms: int, predicate=None, max_events: int = 200_000) -> bool:
+        for _ in range(max_events):
+            if predicate is not None and predicate():
+                return True
+            if not self.heap or self.heap[0].time > time_ms:
+                self.now = max(self.now, time_ms)
+                return predicate() if predicate is not None else True
+            self.step()
+        raise RuntimeError(f"run_until({time_ms}) did not finish in {max_events} events")
+
+    def step(self) -> None:
+        event = heapq.heappop(self.heap)
+        self.now = max(self.now, event.time)
+        self.events_run += 1
+        getattr(self, f"_on_{event.kind}")(*event.data)
+
+    # --- node lifecycle ---------------------------------------------------------------------------
+    def _boot(self, node: SimNode) -> None:
+        ready = node.boot(self.now, self.core_factory)
+        self.log(f"{node.node_id}: boot #{node.incarnation} as {describe(node.core.state)}")
+        self._apply_ready(node, ready)
+
+    def _crash(self, node: SimNode, restart_after_ms: int) -> None:
+        lost = node.store.unflushed_count()
+        if node.core is not None and node.core.quorum.is_observer():
+            # Observers do not fsync what they fetch (as Kafka's brokers): after a crash their
+            # log, and so their high watermark, may restart lower. Voters must never go back.
+            self.invariants.forget_high_watermark(node.core.quorum.local_key)
+        node.crash()
+        self.log(f"{node.node_id}: crash (loses {lost} unflushed batches); restart in {restart_after_ms} ms")
+        self._push(self.now + restart_after_ms, "restart", node.node_id)
+
+    def _on_restart(self, node_id: int) -> None:
+        node = self.nodes[node_id]
+        if not node.alive:
+            self._boot(node)
+
+    # --- applying a Ready -------------------------------------------------------------------------
+    def _apply_ready(self, node: SimNode, ready, crash_point: str | None = None) -> None:
+        if ready.election is not None:
+            self.invariants.on_election_persisted(node, ready.election)
+        if crash_point is not None:
+            node.persist(ready, until=crash_point)
+            self._crash(node, self.rng.randint(100, 3000))
+            return
+        node.persist(ready)
+        for t in node.core.transition_log:
+            self.log(f"{node.node_id}: {t[0]} -> {t[1]}")
+        node.core.transition_log.clear()
+        self.invariants.on_state(node)
+        if ready.leader_change is not None and ready.leader_change.leader_id == node.node_id \
+                and isinstance(node.core.state, Leader):
+            self.invariants.on_became_leader(node)
+        if ready.log_ops:
+            Invariants.check_log_matching([n for n in self.nodes.values()])
+            Invariants.check_voter_changes(node)
+        for request in ready.send:
+            self._send_request(node, request)
+        for response in ready.respond:
+            self._send_response(node, response)
+        if ready.load_snapshot is not None:
+            node.machine.load_snapshot(node.store.snapshots[ready.load_snapshot], ready.load_snapshot)
+            self.log(f"{node.node_id}: loaded snapshot {ready.load_snapshot}")
+        if ready.committed_through is not None:
+            self.invariants.on_high_watermark(node, ready.committed_through)
+            applied = node.machine.apply_committed(node.store, ready.committed_through)
+            self.invariants.on_applied(node, applied)
+        for token, _ in ready.appends_failed:
+            self.failed_tokens.add(token)
+        for token, offset in ready.appends_committed:
+            self.committed_tokens.add(token)
+            self.invariants.on_acked(node, token, offset, self.values[token])
+        if node.alive and node.core is not None:
+            snapshot_id = node.maybe_snapshot(self.now, self.settings.snapshot_every)
+            if snapshot_id is not None:
+                self.log(f"{node.node_id}: snapshot {snapshot_id}")
+                self._step(node, SnapshotFrozen(self.now, snapshot_id))
+                return
+        self._schedule_tick(node, ready.wake_at_ms)
+
+    def _step(self, node: SimNode, event) -> None:
+        if not node.alive:
+            return
+        ready = node.core.step(event)
+        crash_point = None
+        if self.faults_enabled and (ready.log_ops or ready.election) and self.rng.random() < 0.002:
+            crash_point = self.rng.choice(["election", "ops"])
+        self._apply_ready(node, ready, crash_point)
+
+    def _schedule_tick(self, node: SimNode, wake_at: int) -> None:
+        wake_at = max(wake_at, self.now)
+        key = node.node_id
+        if self._next_tick.get(key, -1) == wake_at:
+            return
+        self._next_tick[key] = wake_at
+        self._push(wake_at, "tick", node.node_id, node.incarnation, wake_at)
+
+    def _on_tick(self, node_id: int, incarnation: int, wake_at: int) -> None:
+        node = self.nodes[node_id]
+        if not node.alive or node.incarnation != incarnation or self._next_tick.get(node_id) != wake_at:
+            return
+        self._step(node, Tick(self.now))
+
+    # --- the network --------------------------------------------------------------------------------
+    def _resolve(self, request) -> int | None:
+        if request.address is not None:
+            for node_id in self.nodes:
+                if address_of(node_id) == tuple(request.address):
+                    return node_id
+            return None
+        return request.destination if request.destination in self.nodes else None
+
+    def _version_for(self, sender: SimNode, receiver: SimNode, api_key: int) -> int:
+        api = api_table()[api_key]
+        return min(api.max_version, sender.max_versions.get(api_key, api.max_version),
+                   receiver.max_versions.get(api_key, api.max_version))
+
+    def _delay(self) -> int:
+        return self.rng.randint(self.settings.min_delay_ms, self.settings.max_delay_ms)
+
+    def _lost(self, src: int, dst: int) -> bool:
+        return (src, dst) in self.blocked or (self.faults_enabled and self.rng.random() < self.settings.drop_rate)
+
+    def _send_request(self, node: SimNode, request) -> None:
+        target = self._resolve(request)
+        if target is None:
+            self._push(self.now + 1, "failed", node.node_id, node.incarnation, request.correlation_id,
+                       request.destination, int(Errors.BROKER_NOT_AVAILABLE))
+            return
+        receiver = self.nodes[target]
+        api_key = request.body.API_KEY
+        version = self._version_for(node, receiver, api_key)
+        body = adapt_request_for_version(request.body, version)
+        try:
+            frame = framing.encode_request(body, version, request.correlation_id, client_id=f"raft-{node.node_id}")
+        except UnsupportedVersionError:
+            self._push(self.now + 1, "failed", node.node_id, node.incarnation, request.correlation_id,
+                       request.destination, int(Errors.UNSUPPORTED_VERSION))
+            return
+        if not receiver.alive and self.rng.random() < 0.5:
+            # connection refused: the sender's network client reports it quickly
+            self._push(self.now + self._delay(), "failed", node.node_id, node.incarnation, request.correlation_id,
+                       request.destination, int(Errors.BROKER_NOT_AVAILABLE))
+            return
+        if self._lost(node.node_id, target):
+            return
+        copies = 2 if self.faults_enabled and self.rng.random() < self.settings.duplicate_rate else 1
+        for _ in range(copies):
+            self._push(self.now + self._delay(), "request", node.node_id, node.incarnation, request.destination,
+                       target, frame)
+
+    def _on_request(self, src: int, src_incarnation: int, dest_as_named: int, target: int, frame: bytes) -> None:
+        receiver = self.nodes[target]
+        if not receiver.alive:
+            return
+        decoded = framing.decode_request(frame[4:])
+        handle = (src, src_incarnation, dest_as_named, decoded.correlation_id, decoded.api_key)
+        self.log(f"{src}->{target} {type(decoded.body).__name__} v{decoded.api_version} #{decoded.correlation_id}")
+        self._step(receiver, RequestReceived(self.now, handle, decoded.api_version, decoded.body, f"node{src}"))
+
+    def _send_response(self, node: SimNode, response) -> None:
+        src, src_incarnation, dest_as_named, correlation_id, api_key = response.request_id
+        frame = framing.encode_response(response.body, response.api_version, correlation_id)
+        if self._lost(node.node_id, src):
+            return
+        copies = 2 if self.faults_enabled and self.rng.random() < self.settings.duplicate_rate else 1
+        for _ in range(copies):
+            self._push(self.now + self._delay(), "response", node.node_id, src, src_incarnation, dest_as_named,
+                       api_key, response.api_version, frame)
+
+    def _on_response(self, responder: int, src: int, src_incarnation: int, dest_as_named: int, api_key: int,
+                     version: int, frame: bytes) -> None:
+        node = self.nodes[src]
+        if not node.alive or node.incarnation != src_incarnation:
+            return
+        correlation_id, body = framing.decode_response(frame[4:], api_key, version)
+        self.log(f"{responder}->{src} {type(body).__name__} #{correlation_id}")
+        self._step(node, ResponseReceived(self.now, correlation_id, dest_as_named, body))
+
+    def _on_failed(self, node_id: int, incarnation: int, correlation_id: int, destination: int, error: int) -> None:
+        node = self.nodes[node_id]
+        if node.alive and node.incarnation == incarnation:
+            self._step(node, RequestFailed(self.now, correlation_id, destination, error))
+
+    # --- clients ----------------------------------------------------------------------------------------
+    def leaders(self) -> list[SimNode]:
+        return [n for n in self.nodes.values() if n.alive and isinstance(n.core.state, Leader)]
+
+    def propose(self) -> object | None:
+        leaders = self.leaders()
+        if not leaders:
+            return None
+        leader = max(leaders, key=lambda n: n.core.epoch)
+        self.tokens += 1
+        token = ("t", self.tokens)
+        self.values[token] = f"value-{self.seed}-{self.tokens}".encode()
+        self._step(leader, Propose(self.now, token, (self.values[token],)))
+        return token
+
+    def _on_propose(self) -> None:
+        self.propose()
+        self._push(self.now + self.settings.propose_every_ms, "propose")
+
+    # --- faults -----------------------------------------------------------------------------------------
+    def _next_fault_delay(self) -> int:
+        return max(1, int(self.rng.expovariate(1.0 / self.settings.fault_every_ms)))
+
+    def _on_fault(self) -> None:
+        if self.faults_enabled:
+            s = self.settings
+            kinds = ["crash"] * s.crash_weight + ["partition"] * s.partition_weight + ["one_way"] * s.one_way_weight \
+                + ["heal"] * 2
+            kind = self.rng.choice(kinds)
+            ids = sorted(self.nodes)
+            if kind == "crash":
+                alive = [i for i in ids if self.nodes[i].alive]
+                if alive:
+                    self._crash(self.nodes[self.rng.choice(alive)], self.rng.randint(200, 5000))
+            elif kind == "partition":
+                group = set(self.rng.sample(ids, self.rng.randint(1, max(1, len(ids) // 2))))
+                self.blocked = {(a, b) for a in ids for b in ids if (a in group) != (b in group)}
+                self.log(f"partition {sorted(group)} | {sorted(set(ids) - group)}")
+            elif kind == "one_way" and len(ids) >= 2:
+                a, b = self.rng.sample(ids, 2)
+                self.blocked.add((a, b))
+                self.log(f"one-way cut {a} -> {b}")
+            elif kind == "heal":
+                self.blocked.clear()
+                self.log("heal the network")
+        self._push(self.now + self._next_fault_delay(), "fault")
+
+    def quiesce(self) -> None:
+        """Stop injecting faults: heal the network, restart every node."""
+        self.faults_enabled = False
+        self.blocked.clear()
+        for node in self.nodes.values():
+            if not node.alive:
+                self._boot(node)
+        self.log("quiesce: network healed, all nodes up, no more faults")
+
+    # --- scenario helpers ---------------------------------------------------------------------------------
+    def shutdown(self, node_id: int, timeout_ms: int = 5000) -> None:
+        self._step(self.nodes[node_id], Shutdown(self.now, timeout_ms))
+
+    def check_all(self) -> None:
+        Invariants.check_log_matching(list(self.nodes.values()))
+        self.invariants.check_acked(self.values)
+
+    def describe(self) -> str:
+        lines = []
+        for node in self.nodes.values():
+            if node.alive:
+                core = node.core
+                lines.append(f"  node {node.node_id}: {describe(core.state)} log=[{core.log.start_offset}, "
+                             f"{core.log.end_offset}) hw={core.high_watermark()} applied={node.machine.applied_offset}")
+            else:
+                lines.append(f"  node {node.node_id}: down")
+        return "\n".join(lines)
+
+
+def run_seed(seed: int, events: int, settings: SimSettings | None = None, *, liveness_ms: int = 20_000,
+             core_factory=None, keep: dict | None = None) -> Simulation:
+    """One simulation: ``events`` events with faults, then a quiet period in which a leader
+    must emerge and a new append must commit within ``liveness_ms`` of virtual time."""
+    sim = Simulation(seed, settings, core_factory=core_factory)
+    if keep is not None:
+        keep["sim"] = sim
+    sim.start()
+    sim.run(events)
+    sim.quiesce()
+    deadline = sim.now + liveness_ms
+    token_holder = {}
+
+    def committed():
+        if "token" not in token_holder:
+            token = sim.propose()
+            if token is None:
+                return False
+            token_holder["token"] = token
+        token = token_holder["token"]
+        if token in sim.committed_tokens:
+            return True
+        # A proposal to a leader that then lost its epoch never commits; propose again.
+        if token in sim.failed_tokens or not sim.leaders():
+            token_holder.pop("token")
+        return False
+    if not sim.run_until(deadline, committed):
+        raise InvariantViolation("liveness", f"no append committed within {liveness_ms} ms of a quiet network "
+                                             f"with every node up\n{sim.describe()}")
+    sim.check_all()
+    return sim
