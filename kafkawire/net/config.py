@@ -1,0 +1,451 @@
+"""server.properties for a KRaft node: the keys kafkawire reads, with Kafka's names, types and defaults.
+
+``load_server_config(path)`` / ``parse_server_config(text)`` read Java properties syntax (the
+JavaProperties parser of kafkawire.storage.state_files) into a frozen ``ServerConfig``.
+
+Types follow Kafka's ConfigDef: INT is a Java int, LONG a Java long, BOOLEAN is "true" or
+"false" in any case, LIST is comma-separated with whitespace around commas ignored, STRING is
+trimmed. Each default below names the Kafka class that defines it (Kafka 4.x trunk:
+QuorumConfig, KRaftConfigs, MetadataLogConfig, SocketServerConfigs, ServerLogConfigs,
+ReplicationConfigs). A wrong value raises ConfigError naming the key, the value and the rule;
+a key kafkawire does not read is logged, as Kafka's AbstractConfig.logUnused does, not refused.
+Cross-key rules are the KRaft subset of KafkaConfig.validateValues.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+
+from kafkawire.storage.state_files import JavaProperties
+
+__all__ = ["ConfigError", "Endpoint", "QuorumVoter", "ServerConfig", "parse_server_config",
+           "load_server_config", "parse_listeners", "parse_voters", "KNOWN_KEYS"]
+
+log = logging.getLogger(__name__)
+
+INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
+LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+# SocketServerConfigs.LISTENER_SECURITY_PROTOCOL_MAP_DEFAULT: every SecurityProtocol mapped to
+# itself (Kafka builds the string from a HashMap; the order here is the one its docs print).
+DEFAULT_SECURITY_PROTOCOL_MAP = "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+# SocketServerConfigs.URI_PARSE_REGEXP, and the host/port pattern of Kafka's Utils.getHost/getPort.
+_LISTENER_RE = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)$")
+_HOST_PORT_RE = re.compile(r"^\[?([0-9a-zA-Z\-%._:]*)\]?:([0-9]+)$")
+_LIST_SPLIT = re.compile(r"\s*,\s*")
+
+
+class ConfigError(ValueError):
+    """A value that breaks a rule: ``key: 'value' <rule>``; or a rule across keys."""
+
+    def __init__(self, key: str, value, rule: str):
+        self.key, self.value, self.rule = key, value, rule
+        shown = "(unset)" if value is None else repr(value)
+        super().__init__(f"{key}: {shown} {rule}")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One entry of listeners / advertised.listeners. ``host`` None means every interface."""
+    listener_name: str
+    security_protocol: str
+    host: str | None
+    port: int
+
+    def __str__(self):
+        host = self.host or ""
+        if ":" in host:
+            host = f"[{host}]"
+        return f"{self.listener_name}://{host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class QuorumVoter:
+    node_id: int
+    host: str
+    port: int
+
+
+# --- value types (ConfigDef.parseType) -----------------------------------------------------------
+
+def _int(key, raw, low=None, kind="INT"):
+    """A Java int (or long with kind="LONG"), optionally at least ``low`` (ConfigDef.Range.atLeast)."""
+    type_low, type_high = (INT_MIN, INT_MAX) if kind == "INT" else (LONG_MIN, LONG_MAX)
+    try:
+        value = int(raw.strip(), 10)
+    except ValueError:
+        raise ConfigError(key, raw, f"is not a number of type {kind}") from None
+    if not type_low <= value <= type_high:
+        raise ConfigError(key, raw, f"is out of range for type {kind}")
+    if low is not None and value < low:
+        raise ConfigError(key, raw, f"must be at least {low}")
+    return value
+
+
+def _long(key, raw, low=None):
+    return _int(key, raw, low, "LONG")
+
+
+def _bool(key, raw):
+    text = raw.strip().lower()
+    if text == "true":
+        return True
+    if text == "false":
+        return False
+    raise ConfigError(key, raw, "is not a BOOLEAN: expected value to be either true or false")
+
+
+def _list(raw) -> tuple[str, ...]:
+    text = raw.strip()
+    return tuple(_LIST_SPLIT.split(text)) if text else ()
+
+
+def _string(raw):
+    return raw.strip()
+
+
+# --- structured values ------------------------------------------------------------------------
+
+def parse_voters(key: str, raw: str) -> tuple[QuorumVoter, ...]:
+    """controller.quorum.voters: ``id@host:port,...`` (QuorumConfig.parseVoterConnections)."""
+    voters, seen = [], set()
+    for entry in _list(raw):
+        parts = entry.split("@")
+        if len(parts) != 2:
+            raise ConfigError(key, entry, "is not ID@HOST:PORT")
+        try:
+            node_id = int(parts[0], 10)
+        except ValueError:
+            raise ConfigError(key, entry, "is not ID@HOST:PORT: the id is not an integer") from None
+        m = _HOST_PORT_RE.match(parts[1])
+        if not m:
+            raise ConfigError(key, entry, "is not ID@HOST:PORT")
+        port = int(m.group(2))
+        if port > 65535:
+            raise ConfigError(key, entry, f"is not ID@HOST:PORT: port {port} is above 65535")
+        if node_id in seen:
+            raise ConfigError(key, entry, f"names voter {node_id} twice")
+        seen.add(node_id)
+        voters.append(QuorumVoter(node_id, m.group(1), port))
+    return tuple(voters)
+
+
+def parse_host_ports(key: str, raw: str) -> tuple[tuple[str, int], ...]:
+    """controller.quorum.bootstrap.servers: ``host:port,...`` (QuorumConfig.parseBootstrapServer)."""
+    out = []
+    for entry in _list(raw):
+        m = _HOST_PORT_RE.match(entry)
+        if not m or not m.group(1):
+            raise ConfigError(key, entry, "is not HOST:PORT")
+        out.append((m.group(1), int(m.group(2))))
+    return tuple(out)
+
+
+def parse_security_protocol_map(key: str, raw: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for entry in _list(raw):
+        name, sep, protocol = entry.partition(":")
+        name, protocol = name.strip().upper(), protocol.strip().upper()
+        if not sep or not name:
+            raise ConfigError(key, entry, "is not LISTENER_NAME:SECURITY_PROTOCOL")
+        if protocol not in SECURITY_PROTOCOLS:
+            raise ConfigError(key, entry, f"names an unknown security protocol; known: {', '.join(SECURITY_PROTOCOLS)}")
+        if name in out:
+            raise ConfigError(key, raw, f"maps listener {name} more than once")
+        out[name] = protocol
+    return out
+
+
+def parse_listeners(key: str, raw: str, protocols: dict[str, str]) -> tuple[Endpoint, ...]:
+    """listeners / advertised.listeners (SocketServerConfigs.listenerListToEndPoints)."""
+    out = []
+    for entry in _list(raw):
+        m = _LISTENER_RE.match(entry)
+        if not m:
+            raise ConfigError(key, entry, "is not NAME://HOST:PORT (unable to parse it to a broker endpoint)")
+        name = m.group(1).upper()   # ListenerName.normalised
+        port = int(m.group(3))
+        if not 0 <= port <= 65535:
+            raise ConfigError(key, entry, f"has port {port}, outside 0..65535")
+        protocol = protocols.get(name)
+        if protocol is None:
+            raise ConfigError(key, entry, f"has no security protocol for listener {name} in "
+                                          f"listener.security.protocol.map")
+        out.append(Endpoint(name, protocol, m.group(2) or None, port))
+    return tuple(out)
+
+
+# --- the keys ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Key:
+    name: str
+    parse: object       # (key, raw) -> value
+    default: object     # raw string as Kafka's default, or None (unset), or REQUIRED
+    source: str         # the Kafka class defining it
+
+
+REQUIRED = object()
+
+_KEYS = (
+    # KRaftConfigs (4.x): NO_DEFAULT_VALUE, atLeast(0)
+    _Key("node.id", lambda k, v: _int(k, v, 0), REQUIRED, "KRaftConfigs"),
+    # KRaftConfigs (4.x): LIST, NO_DEFAULT_VALUE, ValidList.in(false, "broker", "controller")
+    _Key("process.roles", lambda k, v: _roles(k, v), REQUIRED, "KRaftConfigs"),
+    # QuorumConfig: LIST, DEFAULT_QUORUM_VOTERS = empty list, ControllerQuorumVotersValidator
+    _Key("controller.quorum.voters", parse_voters, "", "QuorumConfig"),
+    # QuorumConfig: LIST, DEFAULT_QUORUM_BOOTSTRAP_SERVERS = empty list
+    _Key("controller.quorum.bootstrap.servers", parse_host_ports, "", "QuorumConfig"),
+    # QuorumConfig: BOOLEAN, DEFAULT_QUORUM_AUTO_JOIN_ENABLE = false
+    _Key("controller.quorum.auto.join.enable", _bool, "false", "QuorumConfig"),
+    # QuorumConfig: INT, atLeast(0); 1000 / 2000 / 1000 / 2000 / 20 / 25 ms
+    _Key("controller.quorum.election.timeout.ms", lambda k, v: _int(k, v, 0), "1000", "QuorumConfig"),
+    _Key("controller.quorum.fetch.timeout.ms", lambda k, v: _int(k, v, 0), "2000", "QuorumConfig"),
+    _Key("controller.quorum.election.backoff.max.ms", lambda k, v: _int(k, v, 0), "1000", "QuorumConfig"),
+    _Key("controller.quorum.request.timeout.ms", lambda k, v: _int(k, v, 0), "2000", "QuorumConfig"),
+    _Key("controller.quorum.retry.backoff.ms", lambda k, v: _int(k, v, 0), "20", "QuorumConfig"),
+    _Key("controller.quorum.append.linger.ms", lambda k, v: _int(k, v, 0), "25", "QuorumConfig"),
+    # SocketServerConfigs: STRING, LISTENERS_DEFAULT = "PLAINTEXT://:9092"; advertised: null
+    _Key("listeners", None, "PLAINTEXT://:9092", "SocketServerConfigs"),
+    _Key("advertised.listeners", None, None, "SocketServerConfigs"),
+    # KRaftConfigs (4.x): LIST, NO_DEFAULT_VALUE, ValidList.anyNonDuplicateValues(false, false)
+    _Key("controller.listener.names", lambda k, v: _names(k, v), REQUIRED, "KRaftConfigs"),
+    # SocketServerConfigs: STRING, LISTENER_SECURITY_PROTOCOL_MAP_DEFAULT
+    _Key("listener.security.protocol.map", parse_security_protocol_map, None, "SocketServerConfigs"),
+    # ReplicationConfigs: STRING, null
+    _Key("inter.broker.listener.name", lambda k, v: _string(v).upper() or None, None, "ReplicationConfigs"),
+    # MetadataLogConfig: STRING, null (the first of log.dirs when unset)
+    _Key("metadata.log.dir", lambda k, v: _string(v) or None, None, "MetadataLogConfig"),
+    # ServerLogConfigs: log.dirs null, log.dir "/tmp/kafka-logs" (log.dirs wins when set)
+    _Key("log.dirs", lambda k, v: _names(k, v, upper=False), None, "ServerLogConfigs"),
+    _Key("log.dir", lambda k, v: _names(k, v, upper=False), "/tmp/kafka-logs", "ServerLogConfigs"),
+    # MetadataLogConfig: INT 1 GiB atLeast(8 MiB); LONG 7 days; LONG 100 MiB; LONG 7 days
+    _Key("metadata.log.segment.bytes", lambda k, v: _int(k, v, 8 * 1024 * 1024), str(1024 * 1024 * 1024),
+         "MetadataLogConfig"),
+    _Key("metadata.log.segment.ms", _long, str(7 * 24 * 60 * 60 * 1000), "MetadataLogConfig"),
+    _Key("metadata.max.retention.bytes", _long, str(100 * 1024 * 1024), "MetadataLogConfig"),
+    _Key("metadata.max.retention.ms", _long, str(7 * 24 * 60 * 60 * 1000), "MetadataLogConfig"),
+    # MetadataLogConfig: LONG 20 MiB atLeast(1); LONG 1 hour atLeast(0)
+    _Key("metadata.log.max.record.bytes.between.snapshots", lambda k, v: _long(k, v, 1), str(20 * 1024 * 1024),
+         "MetadataLogConfig"),
+    _Key("metadata.log.max.snapshot.interval.ms", lambda k, v: _long(k, v, 0), str(60 * 60 * 1000),
+         "MetadataLogConfig"),
+    # SocketServerConfigs: INT 100 MiB atLeast(1); LONG 10 minutes
+    _Key("socket.request.max.bytes", lambda k, v: _int(k, v, 1), str(100 * 1024 * 1024), "SocketServerConfigs"),
+    _Key("connections.max.idle.ms", _long, str(10 * 60 * 1000), "SocketServerConfigs"),
+)
+KNOWN_KEYS = {k.name: k for k in _KEYS}
+
+
+def _roles(key, raw):
+    roles = _list(raw)
+    if not roles:
+        raise ConfigError(key, raw, "must not be empty: give broker, controller or broker,controller")
+    for role in roles:
+        if role not in ("broker", "controller"):
+            raise ConfigError(key, raw, f"has unknown role {role!r}; roles are broker and controller")
+    if len(set(roles)) != len(roles):
+        raise ConfigError(key, raw, "names a role twice")
+    return roles
+
+
+def _names(key, raw, upper=True):
+    names = tuple(n.upper() if upper else n for n in _list(raw))
+    if not names or any(not n for n in names):
+        raise ConfigError(key, raw, "must be a non-empty list without empty entries")
+    if len(set(names)) != len(names):
+        raise ConfigError(key, raw, "names a value twice")
+    return names
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    node_id: int
+    process_roles: tuple[str, ...]
+    controller_quorum_voters: tuple[QuorumVoter, ...]
+    controller_quorum_bootstrap_servers: tuple[tuple[str, int], ...]
+    controller_quorum_auto_join_enable: bool
+    controller_quorum_election_timeout_ms: int
+    controller_quorum_fetch_timeout_ms: int
+    controller_quorum_election_backoff_max_ms: int
+    controller_quorum_request_timeout_ms: int
+    controller_quorum_retry_backoff_ms: int
+    controller_quorum_append_linger_ms: int
+    listeners: tuple[Endpoint, ...]
+    advertised_listeners: tuple[Endpoint, ...]       # listeners when advertised.listeners is unset
+    controller_listener_names: tuple[str, ...]
+    listener_security_protocol_map: tuple[tuple[str, str], ...]
+    inter_broker_listener_name: str | None
+    metadata_log_dir: str                            # the first log dir when metadata.log.dir is unset
+    log_dirs: tuple[str, ...]
+    metadata_log_segment_bytes: int
+    metadata_log_segment_ms: int
+    metadata_max_retention_bytes: int
+    metadata_max_retention_ms: int
+    metadata_log_max_record_bytes_between_snapshots: int
+    metadata_log_max_snapshot_interval_ms: int
+    socket_request_max_bytes: int
+    connections_max_idle_ms: int
+    unknown_keys: tuple[str, ...] = field(default=())
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.process_roles
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.process_roles
+
+    def listener(self, name: str) -> Endpoint | None:
+        return next((e for e in self.listeners if e.listener_name == name.upper()), None)
+
+    @property
+    def controller_endpoints(self) -> tuple[Endpoint, ...]:
+        """The controller listeners as advertised (KafkaConfig.effectiveAdvertisedControllerListeners)."""
+        advertised = {e.listener_name: e for e in self.advertised_listeners}
+        plain = {e.listener_name: e for e in self.listeners}
+        return tuple(advertised.get(n) or plain[n] for n in self.controller_listener_names
+                     if n in advertised or n in plain)
+
+    @property
+    def all_log_dirs(self) -> tuple[str, ...]:
+        """log.dirs plus metadata.log.dir, sorted (StorageTool.configToLogDirectories)."""
+        return tuple(sorted(set(self.log_dirs) | {self.metadata_log_dir}))
+
+
+def load_server_config(path) -> ServerConfig:
+    try:
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8")
+    except OSError as e:
+        raise ConfigError("config file", str(path), f"cannot be read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError("config file", str(path), f"is not UTF-8 (byte {e.start})") from None
+    return parse_server_config(text)
+
+
+def parse_server_config(text: str) -> ServerConfig:
+    try:
+        props = JavaProperties.parse(text).items
+    except ValueError as e:
+        raise ConfigError("config file", None, f"is not valid Java properties syntax: {e}") from None
+    unknown = tuple(k for k in props if k not in KNOWN_KEYS)
+    if unknown:
+        # Kafka's AbstractConfig.logUnused wording; kafkawire reads only the keys in KNOWN_KEYS.
+        log.warning("These configurations '%s' were supplied but are not used by kafkawire.", list(unknown))
+
+    raw = {}
+    for key in _KEYS:
+        if key.name in props:
+            raw[key.name] = props[key.name]
+        elif key.default is REQUIRED:
+            raise ConfigError(key.name, None, "is required (no default) in KRaft mode")
+        else:
+            raw[key.name] = key.default
+
+    values = {}
+    for key in _KEYS:
+        if key.parse is None or raw[key.name] is None:
+            continue
+        values[key.name] = key.parse(key.name, raw[key.name])
+
+    controller_names = values["controller.listener.names"]
+    explicit_map = "listener.security.protocol.map" in values
+    if explicit_map:
+        protocols = values["listener.security.protocol.map"]
+    else:
+        # KRaft maps controller listeners to PLAINTEXT when no explicit map is given.
+        protocols = parse_security_protocol_map("listener.security.protocol.map", DEFAULT_SECURITY_PROTOCOL_MAP)
+        for name in controller_names:
+            protocols.setdefault(name, "PLAINTEXT")
+    listeners = parse_listeners("listeners", raw["listeners"], protocols)
+    advertised = (parse_listeners("advertised.listeners", raw["advertised.listeners"], protocols)
+                  if raw["advertised.listeners"] is not None else listeners)
+    log_dirs = values.get("log.dirs") or values["log.dir"]
+
+    config = ServerConfig(
+        node_id=values["node.id"],
+        process_roles=values["process.roles"],
+        controller_quorum_voters=values["controller.quorum.voters"],
+        controller_quorum_bootstrap_servers=values["controller.quorum.bootstrap.servers"],
+        controller_quorum_auto_join_enable=values["controller.quorum.auto.join.enable"],
+        controller_quorum_election_timeout_ms=values["controller.quorum.election.timeout.ms"],
+        controller_quorum_fetch_timeout_ms=values["controller.quorum.fetch.timeout.ms"],
+        controller_quorum_election_backoff_max_ms=values["controller.quorum.election.backoff.max.ms"],
+        controller_quorum_request_timeout_ms=values["controller.quorum.request.timeout.ms"],
+        controller_quorum_retry_backoff_ms=values["controller.quorum.retry.backoff.ms"],
+        controller_quorum_append_linger_ms=values["controller.quorum.append.linger.ms"],
+        listeners=listeners,
+        advertised_listeners=advertised,
+        controller_listener_names=controller_names,
+        listener_security_protocol_map=tuple(protocols.items()),
+        inter_broker_listener_name=values.get("inter.broker.listener.name"),
+        metadata_log_dir=values.get("metadata.log.dir") or log_dirs[0],
+        log_dirs=log_dirs,
+        metadata_log_segment_bytes=values["metadata.log.segment.bytes"],
+        metadata_log_segment_ms=values["metadata.log.segment.ms"],
+        metadata_max_retention_bytes=values["metadata.max.retention.bytes"],
+        metadata_max_retention_ms=values["metadata.max.retention.ms"],
+        metadata_log_max_record_bytes_between_snapshots=values["metadata.log.max.record.bytes.between.snapshots"],
+        metadata_log_max_snapshot_interval_ms=values["metadata.log.max.snapshot.interval.ms"],
+        socket_request_max_bytes=values["socket.request.max.bytes"],
+        connections_max_idle_ms=values["connections.max.idle.ms"],
+        unknown_keys=unknown,
+    )
+    _validate(config, raw)
+    return config
+
+
+def _validate(c: ServerConfig, raw: dict) -> None:
+    """The KRaft rules of KafkaConfig.validateValues that involve more than one key."""
+    names = [e.listener_name for e in c.listeners]
+    if len(set(names)) != len(names):
+        raise ConfigError("listeners", raw["listeners"], "must give each listener a different name")
+    ports = {}
+    for e in c.listeners:
+        if e.port and (e.port, ":" in (e.host or "")) in ports:
+            raise ConfigError("listeners", raw["listeners"], f"must give each listener a different port "
+                                                             f"({e.port} is used twice)")
+        ports[(e.port, ":" in (e.host or ""))] = e
+    for e in c.advertised_listeners:
+        if e.host == "0.0.0.0":
+            raise ConfigError("advertised.listeners", raw["advertised.listeners"] or raw["listeners"],
+                              "cannot use the nonroutable meta-address 0.0.0.0. Use a routable IP address.")
+    if not c.controller_quorum_voters and not c.controller_quorum_bootstrap_servers:
+        raise ConfigError("controller.quorum.voters", raw["controller.quorum.voters"],
+                          "is empty and so is controller.quorum.bootstrap.servers: one of them must name "
+                          "the controllers")
+    in_listeners = [n for n in c.controller_listener_names if n in names]
+    if c.is_controller:
+        if c.controller_quorum_voters and c.node_id not in {v.node_id for v in c.controller_quorum_voters}:
+            raise ConfigError("controller.quorum.voters", raw["controller.quorum.voters"],
+                              f"must include this controller's node.id {c.node_id} "
+                              f"(process.roles contains 'controller')")
+        if not in_listeners:
+            raise ConfigError("controller.listener.names", raw["controller.listener.names"],
+                              "must contain at least one value appearing in the 'listeners' configuration "
+                              "when running the KRaft controller role")
+        if not c.is_broker:
+            extra = [n for n in names if n not in c.controller_listener_names]
+            if extra:
+                raise ConfigError("listeners", raw["listeners"],
+                                  f"must only contain KRaft controller listeners from controller.listener.names "
+                                  f"when process.roles=controller; {', '.join(extra)} is not one")
+    else:
+        if in_listeners:
+            raise ConfigError("controller.listener.names", raw["controller.listener.names"],
+                              "must not contain a value appearing in the 'listeners' configuration when running "
+                              "KRaft with just the broker role")
+        if c.controller_quorum_auto_join_enable:
+            raise ConfigError("controller.quorum.auto.join.enable", raw["controller.quorum.auto.join.enable"],
+                              "is only supported when process.roles contains the 'controller' role")
+    if c.is_broker and c.inter_broker_listener_name is not None:
+        if c.inter_broker_listener_name not in names:
+            raise ConfigError("inter.broker.listener.name", raw["inter.broker.listener.name"],
+                              "must be one of the listeners in 'listeners'")
+        if c.inter_broker_listener_name in c.controller_listener_names:
+            raise ConfigError("inter.broker.listener.name", raw["inter.broker.listener.name"],
+                              "must not be a controller listener")

@@ -1,0 +1,155 @@
+"""server.properties: Kafka's defaults and types, and refusals that name key, value and rule."""
+import logging
+
+import pytest
+
+from kafkawire.net.config import ConfigError, Endpoint, QuorumVoter, load_server_config, parse_server_config
+
+BASE = {
+    "process.roles": "controller",
+    "node.id": "1",
+    "controller.quorum.voters": "1@localhost:9093",
+    "listeners": "CONTROLLER://:9093",
+    "controller.listener.names": "CONTROLLER",
+}
+
+
+def props(**overrides):
+    items = dict(BASE)
+    for key, value in overrides.items():
+        key = key.replace("_", ".")
+        if value is None:
+            items.pop(key, None)
+        else:
+            items[key] = value
+    return "".join(f"{k}={v}\n" for k, v in items.items())
+
+
+def test_defaults_are_kafkas():
+    c = parse_server_config(props())
+    assert c.controller_quorum_election_timeout_ms == 1000
+    assert c.controller_quorum_fetch_timeout_ms == 2000
+    assert c.controller_quorum_election_backoff_max_ms == 1000
+    assert c.controller_quorum_request_timeout_ms == 2000
+    assert c.controller_quorum_retry_backoff_ms == 20
+    assert c.controller_quorum_append_linger_ms == 25
+    assert c.controller_quorum_auto_join_enable is False
+    assert c.controller_quorum_bootstrap_servers == ()
+    assert c.metadata_log_segment_bytes == 1 << 30
+    assert c.metadata_log_segment_ms == 7 * 24 * 3600 * 1000
+    assert c.metadata_max_retention_bytes == 100 * 1024 * 1024
+    assert c.metadata_max_retention_ms == 7 * 24 * 3600 * 1000
+    assert c.metadata_log_max_record_bytes_between_snapshots == 20 * 1024 * 1024
+    assert c.metadata_log_max_snapshot_interval_ms == 3600 * 1000
+    assert c.socket_request_max_bytes == 100 * 1024 * 1024
+    assert c.connections_max_idle_ms == 600_000
+    assert c.log_dirs == ("/tmp/kafka-logs",)
+    assert c.metadata_log_dir == "/tmp/kafka-logs"      # first log dir when metadata.log.dir is unset
+    assert c.inter_broker_listener_name is None
+    assert c.controller_quorum_voters == (QuorumVoter(1, "localhost", 9093),)
+    assert c.listeners == (Endpoint("CONTROLLER", "PLAINTEXT", None, 9093),)
+    assert c.advertised_listeners == c.listeners
+
+
+def test_a_typical_combined_node():
+    c = parse_server_config("""
+# comment
+process.roles = broker,controller
+node.id=3
+controller.quorum.bootstrap.servers=host1:9093, [::1]:9094
+listeners=PLAINTEXT://0.0.0.0:9092,CONTROLLER://127.0.0.1:9093
+advertised.listeners=PLAINTEXT://kafka1:9092,CONTROLLER://kafka1:9093
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+log.dirs=/data/b,/data/a
+metadata.log.dir=/meta
+controller.quorum.auto.join.enable=TRUE
+socket.request.max.bytes=1024
+connections.max.idle.ms=5000
+""")
+    assert c.process_roles == ("broker", "controller") and c.is_broker and c.is_controller
+    assert c.controller_quorum_bootstrap_servers == (("host1", 9093), ("::1", 9094))
+    assert c.controller_endpoints == (Endpoint("CONTROLLER", "PLAINTEXT", "kafka1", 9093),)
+    assert c.all_log_dirs == ("/data/a", "/data/b", "/meta")
+    assert c.controller_quorum_auto_join_enable is True
+    assert (c.socket_request_max_bytes, c.connections_max_idle_ms) == (1024, 5000)
+
+
+def test_unknown_keys_are_warned_not_refused(caplog):
+    with caplog.at_level(logging.WARNING, logger="kafkawire.net.config"):
+        c = parse_server_config(props(num_partitions="3") + "some.future.key=x\n")
+    assert c.unknown_keys == ("num.partitions", "some.future.key")
+    assert "some.future.key" in caplog.text
+
+
+@pytest.mark.parametrize("overrides, key, fragment", [
+    (dict(node_id=None), "node.id", "is required"),
+    (dict(node_id="-1"), "node.id", "must be at least 0"),
+    (dict(node_id="one"), "node.id", "is not a number of type INT"),
+    (dict(node_id="2147483648"), "node.id", "out of range for type INT"),
+    (dict(process_roles=""), "process.roles", "must not be empty"),
+    (dict(process_roles="controller,zookeeper"), "process.roles", "unknown role 'zookeeper'"),
+    (dict(process_roles="controller,controller"), "process.roles", "names a role twice"),
+    (dict(controller_quorum_voters="1@host"), "controller.quorum.voters", "'1@host' is not ID@HOST:PORT"),
+    (dict(controller_quorum_voters="x@host:1"), "controller.quorum.voters", "the id is not an integer"),
+    (dict(controller_quorum_voters="1@h:1,1@h:2"), "controller.quorum.voters", "names voter 1 twice"),
+    (dict(controller_quorum_voters="2@localhost:9093"), "controller.quorum.voters", "must include this controller's node.id 1"),
+    (dict(controller_quorum_voters=""), "controller.quorum.voters", "one of them must name the controllers"),
+    (dict(controller_quorum_bootstrap_servers="nohost"), "controller.quorum.bootstrap.servers", "is not HOST:PORT"),
+    (dict(controller_quorum_auto_join_enable="yes"), "controller.quorum.auto.join.enable", "either true or false"),
+    (dict(controller_quorum_election_timeout_ms="-5"), "controller.quorum.election.timeout.ms", "at least 0"),
+    (dict(controller_quorum_fetch_timeout_ms="2s"), "controller.quorum.fetch.timeout.ms", "not a number of type INT"),
+    (dict(listeners="CONTROLLER:9093"), "listeners", "is not NAME://HOST:PORT"),
+    (dict(listeners="CONTROLLER://:70000"), "listeners", "outside 0..65535"),
+    (dict(listeners="CONTROLLER://:9093,OTHER://:9094"), "listeners", "no security protocol for listener OTHER"),
+    (dict(listeners="CONTROLLER://:9093,CONTROLLER://:9094"), "listeners", "different name"),
+    (dict(listeners="CONTROLLER://:9093,PLAINTEXT://:9093", process_roles="broker,controller"), "listeners",
+     "different port"),
+    (dict(listeners="CONTROLLER://:9093,PLAINTEXT://:9092"), "listeners", "only contain KRaft controller listeners"),
+    (dict(controller_listener_names=None), "controller.listener.names", "is required"),
+    (dict(controller_listener_names="OTHER", listener_security_protocol_map="CONTROLLER:PLAINTEXT,OTHER:PLAINTEXT"),
+     "controller.listener.names", "at least one value appearing in the 'listeners'"),
+    (dict(process_roles="broker", listeners="PLAINTEXT://:9092,CONTROLLER://:9093"), "controller.listener.names",
+     "must not contain a value appearing in the 'listeners'"),
+    (dict(process_roles="broker", listeners="PLAINTEXT://:9092", controller_quorum_auto_join_enable="true"),
+     "controller.quorum.auto.join.enable", "only supported when process.roles contains the 'controller' role"),
+    (dict(process_roles="broker,controller", listeners="PLAINTEXT://:9092,CONTROLLER://:9093",
+          inter_broker_listener_name="INTERNAL"), "inter.broker.listener.name", "one of the listeners"),
+    (dict(advertised_listeners="CONTROLLER://0.0.0.0:9093"), "advertised.listeners", "nonroutable meta-address"),
+    (dict(listener_security_protocol_map="CONTROLLER"), "listener.security.protocol.map", "LISTENER_NAME:SECURITY_PROTOCOL"),
+    (dict(listener_security_protocol_map="CONTROLLER:TLS"), "listener.security.protocol.map", "unknown security protocol"),
+    (dict(metadata_log_segment_bytes="1024"), "metadata.log.segment.bytes", "at least 8388608"),
+    (dict(metadata_log_segment_ms="soon"), "metadata.log.segment.ms", "not a number of type LONG"),
+    (dict(metadata_max_retention_bytes="9223372036854775808"), "metadata.max.retention.bytes", "out of range for type LONG"),
+    (dict(metadata_log_max_record_bytes_between_snapshots="0"), "metadata.log.max.record.bytes.between.snapshots",
+     "at least 1"),
+    (dict(metadata_log_max_snapshot_interval_ms="-1"), "metadata.log.max.snapshot.interval.ms", "at least 0"),
+    (dict(socket_request_max_bytes="0"), "socket.request.max.bytes", "at least 1"),
+    (dict(connections_max_idle_ms="ten"), "connections.max.idle.ms", "not a number of type LONG"),
+])
+def test_bad_values_are_refused_naming_key_value_and_rule(overrides, key, fragment):
+    with pytest.raises(ConfigError) as info:
+        parse_server_config(props(**overrides))
+    assert info.value.key == key
+    assert str(info.value).startswith(f"{key}: ")
+    assert fragment in str(info.value)
+
+
+def test_the_brief_example_message():
+    with pytest.raises(ConfigError, match=r"^controller\.quorum\.voters: '1@host' is not ID@HOST:PORT$"):
+        parse_server_config(props(controller_quorum_voters="1@host"))
+
+
+def test_java_properties_syntax(tmp_path):
+    path = tmp_path / "server.properties"
+    path.write_text("! bang comment\nprocess.roles:controller\nnode.id 7\n"
+                    "controller.quorum.voters=7@local\\\n  host:9093\n"
+                    "listeners=CONTROLLER://:9093\ncontroller.listener.names=CONTROLLER\n")
+    c = load_server_config(path)
+    assert c.node_id == 7 and c.controller_quorum_voters == (QuorumVoter(7, "localhost", 9093),)
+
+
+def test_unreadable_file_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="cannot be read"):
+        load_server_config(tmp_path / "missing.properties")
