@@ -14,6 +14,7 @@ SUBCOMMANDS = (
     "tools.main_job",
     "codegen.cli",
     "tools.api_versions",
+    "tools.dump_log",
 )
 
 
