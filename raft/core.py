@@ -96,7 +96,9 @@ class RaftCore:
         self._reported_hw: int | None = None
         self._pending_load_snapshot: OffsetAndEpoch | None = None
         self.transition_log: list[tuple[str, str]] = []
-        self.counters = {"fetch_records": 0, "append_records": 0, "elections": 0, "unexpected_errors": 0}
+        self.counters = {"fetch_records": 0, "append_records": 0, "elections": 0, "unexpected_errors": 0,
+                         "truncations": 0, "snapshot_installs": 0, "prevote_unsupported": 0, "resignations": 0,
+                         "check_quorum_resignations": 0, "leaderships": 0, "votes_granted": 0, "votes_rejected": 0}
         self.quorum.initialize(election, self.log.last_fetched_epoch, now_ms)
         from .reconfig import Reconfig
         self.reconfig = Reconfig(self)
@@ -238,10 +240,9 @@ class RaftCore:
         if leader != self._reported_leader:
             out.leader_change = self._reported_leader = leader
         hw = self.quorum.high_watermark()
-        if hw is not None and (self._reported_hw is None or hw > self._reported_hw):
+        if hw is not None and (self._reported_hw is None or hw != self._reported_hw):
+            self._check_high_watermark_monotonic(hw)
             out.committed_through = self._reported_hw = hw
-        elif hw is not None and hw < self._reported_hw:
-            raise RaftInvariantError(f"high watermark went back from {self._reported_hw} to {hw}")
         if self._pending_load_snapshot is not None:
             out.load_snapshot, self._pending_load_snapshot = self._pending_load_snapshot, None
         if isinstance(self.quorum.state, Leader):
@@ -249,6 +250,10 @@ class RaftCore:
         out.shutdown_complete = self.shutdown_done
         out.wake_at_ms = self._next_wake_ms()
         return out
+
+    def _check_high_watermark_monotonic(self, hw: int) -> None:
+        if self._reported_hw is not None and hw < self._reported_hw:
+            raise RaftInvariantError(f"high watermark went back from {self._reported_hw} to {hw}")
 
     def _send(self, destination: int, address: tuple[str, int] | None, body, api: str) -> None:
         cid = self.requests.next_correlation_id()
@@ -324,16 +329,20 @@ class RaftCore:
     def _become_leader(self) -> None:
         candidate = self.quorum.state
         epoch_start = self.log.end_offset
-        book = LeaderBookkeeping(self.quorum.local_key, candidate.epoch, epoch_start, self.config.fetch_timeout_ms,
-                                 frozenset(candidate.vote_election.granted))
+        book = self._new_leader_bookkeeping(candidate.epoch, epoch_start, frozenset(candidate.vote_election.granted))
         self.quorum.transition_to_leader(epoch_start, book)
+        self.counters["leaderships"] += 1
         book.start(self.voters(), self.now_ms)
         self._after_transition()
         # The high watermark moves only once a record of this epoch is committed, so the
         # epoch starts with a control batch at once rather than waiting for client data.
         self._append_start_of_epoch_records()
 
+    def _new_leader_bookkeeping(self, epoch: int, epoch_start: int, granting: frozenset[int]) -> LeaderBookkeeping:
+        return LeaderBookkeeping(self.quorum.local_key, epoch, epoch_start, self.config.fetch_timeout_ms, granting)
+
     def _resign(self, successors: tuple[ReplicaKey, ...]) -> None:
+        self.counters["resignations"] += 1
         old = self.quorum.state
         self.quorum.transition_to_resigned(successors, self.now_ms)
         self._fail_waiting_appends(old)
@@ -483,11 +492,19 @@ class RaftCore:
             return reply(error=int(Errors.INVALID_VOTER_KEY))
         candidate = ReplicaKey.of(partition.replica_id, partition.replica_directory_id)
         up_to_date = OffsetAndEpoch(last_epoch, last_offset) >= self.log.end_offset_and_epoch()
-        granted = can_grant_vote(self.quorum.state, candidate, up_to_date, pre_vote)
-        if granted and not pre_vote and self.quorum.voted_key() is None:
-            # Persisted (Ready.election) before the response leaves: one vote per epoch.
-            self.quorum.add_voted_state(partition.replica_epoch, candidate, self.now_ms)
+        granted = self._can_grant_vote(candidate, up_to_date, pre_vote)
+        self.counters["votes_granted" if granted else "votes_rejected"] += 1
+        if granted and not pre_vote:
+            self._record_vote(partition.replica_epoch, candidate)
         reply(granted=granted)
+
+    def _can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
+        return can_grant_vote(self.quorum.state, candidate, log_up_to_date, pre_vote)
+
+    def _record_vote(self, epoch: int, candidate: ReplicaKey) -> None:
+        """Persisted (Ready.election) before the response leaves: one vote per epoch."""
+        if self.quorum.voted_key() is None:
+            self.quorum.add_voted_state(epoch, candidate, self.now_ms)
 
     def _handle_vote_response(self, event: ResponseReceived) -> bool:
         body = event.body
@@ -724,27 +741,30 @@ class RaftCore:
             records = partition.records
             if records is not None and len(records) > 0:
                 self._append_as_follower(bytes(records))
-            if partition.high_watermark >= 0:
-                self._update_follower_high_watermark(state, partition.high_watermark)
+            self._update_follower_high_watermark(state, partition.high_watermark)
         state.has_fetched_from_leader = True
         state.fetch_deadline_ms = self.now_ms + self.config.fetch_timeout_ms
         return True
 
     def _truncate_to_diverging(self, diverging: OffsetAndEpoch) -> None:
         """Truncate to where our log agrees with the leader's (Kafka's truncateToEndOffset)."""
-        hw = self.quorum.high_watermark()
-        if hw is not None and diverging.offset < hw:
-            raise RaftInvariantError(f"the leader asked to truncate to {diverging.offset}, below the high watermark {hw}")
+        self._check_truncation_keeps_committed(diverging.offset)
         if diverging.epoch == 0:
             offset = min(diverging.offset, self.log.end_offset)
         else:
             local = self.log.end_offset_for_epoch(diverging.epoch)
             offset = min(local.offset, diverging.offset) if local.epoch == diverging.epoch else local.offset
         offset = max(offset, self.log.start_offset)
-        if hw is not None and offset < hw:
-            raise RaftInvariantError(f"truncation to {offset} would cut committed records (high watermark {hw})")
+        self._check_truncation_keeps_committed(offset)
+        if offset < self.log.end_offset:
+            self.counters["truncations"] += 1
         self.log.truncate_to(offset)
         self.control.truncate_from(offset)
+
+    def _check_truncation_keeps_committed(self, offset: int) -> None:
+        hw = self.quorum.high_watermark()
+        if hw is not None and offset < hw:
+            raise RaftInvariantError(f"truncation to {offset} would cut committed records (high watermark {hw})")
 
     def _append_as_follower(self, data: bytes) -> None:
         appended = 0
@@ -763,6 +783,8 @@ class RaftCore:
         self.counters["fetch_records"] += appended
 
     def _update_follower_high_watermark(self, state: Follower, leader_hw: int) -> None:
+        if leader_hw < 0:
+            return   # a new leader does not know the high watermark until its epoch commits
         new_hw = min(self.log.end_offset, leader_hw)
         if state.high_watermark is not None and new_hw < state.high_watermark:
             return   # an old response; the high watermark never goes back
@@ -850,6 +872,7 @@ class RaftCore:
         state.fetching_snapshot = None
         state.high_watermark = snapshot_id.offset
         self._pending_load_snapshot = snapshot_id
+        self.counters["snapshot_installs"] += 1
 
     # --- DescribeQuorum ----------------------------------------------------------------------------------
     def _handle_describe_quorum_request(self, request: RequestReceived) -> None:
@@ -896,6 +919,7 @@ class RaftCore:
         state = self.quorum.state
         if api == "Vote" and event.error_code == Errors.UNSUPPORTED_VERSION and isinstance(state, Prospective):
             # A voter that does not know PreVote (Vote v2): skip the pre-vote (Kafka does the same).
+            self.counters["prevote_unsupported"] += 1
             self._transition_to_candidate()
         else:
             self.reconfig.on_request_failed(event, api)
@@ -930,7 +954,7 @@ class RaftCore:
     def _flush_accumulator(self) -> None:
         leader = self._leader()
         while self.accumulator:
-            builder = RecordBatchBuilder(base_offset=self.log.end_offset, partition_leader_epoch=leader.epoch)
+            builder = RecordBatchBuilder(base_offset=self.log.end_offset, partition_leader_epoch=self._batch_epoch())
             tokens = []
             while self.accumulator and len(builder) + len(self.accumulator[0][1]) <= self.config.max_batch_records \
                     or self.accumulator and len(builder) == 0:
@@ -946,7 +970,7 @@ class RaftCore:
     def _append_as_leader(self, batch: bytes, count: int) -> None:
         leader = self._leader()
         base = self.log.end_offset
-        self.log.append(batch, base, base + count - 1, leader.epoch, flush=True)
+        self.log.append(batch, base, base + count - 1, self._batch_epoch(), flush=True)
         for parsed in iter_batches(batch):
             self.control.apply_batch(parsed)
             if parsed.is_control:
@@ -956,6 +980,11 @@ class RaftCore:
             self._on_leader_high_watermark_update()
         self._complete_ready_fetches()
 
+    def _batch_epoch(self) -> int:
+        """Every batch a leader writes carries its epoch (KIP-595: records are identified by
+        offset and epoch)."""
+        return self._leader().epoch
+
     def append_control_records(self, records: list[tuple[int, object]]) -> int:
         """Append one control batch holding ``records`` ((control type, message) pairs) as the
         leader; returns the offset of its first record. Used for LeaderChange and KIP-853."""
@@ -963,7 +992,7 @@ class RaftCore:
         if self.accumulator:
             self._flush_accumulator()
         base = self.log.end_offset
-        builder = RecordBatchBuilder(base_offset=base, partition_leader_epoch=leader.epoch, is_control=True)
+        builder = RecordBatchBuilder(base_offset=base, partition_leader_epoch=self._batch_epoch(), is_control=True)
         for control_type, message in records:
             builder.append(encode_control_key(control_type), encode_value(message), (), self.now_ms)
         self._append_as_leader(builder.build(), len(records))
@@ -1036,6 +1065,7 @@ class RaftCore:
     def _poll_leader(self, leader: Leader) -> None:
         book = leader.book
         if book.check_quorum_expired(self.now_ms):
+            self.counters["check_quorum_resignations"] += 1
             self._resign(())
             return
         if book.resign_requested:

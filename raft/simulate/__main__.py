@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections import Counter
 
 from .invariants import InvariantViolation
 from .scenarios import SCENARIOS, settings_for_seed
@@ -41,6 +42,7 @@ def main(argv=None) -> int:
 
     started = time.perf_counter()
     events = 0
+    totals = Counter()
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         settings = settings_for_seed(seed)
         sim_holder = {}
@@ -63,11 +65,13 @@ def main(argv=None) -> int:
                   file=sys.stderr)
             return 1
         events += sim.events_run
+        totals.update(sim.final_stats())
         if not args.quiet and (seed - args.first_seed + 1) % 100 == 0:
             print(f"{seed - args.first_seed + 1} seeds ok ({events} events, {time.perf_counter() - started:.1f} s)")
     elapsed = time.perf_counter() - started
     print(f"{args.seeds} seeds ok: {events} events, every invariant checked after each, liveness within "
           f"{args.liveness_ms} ms virtual; {elapsed:.1f} s")
+    print("what the runs exercised: " + ", ".join(f"{k}={v}" for k, v in sorted(totals.items())))
     return 0
 
 

@@ -40,7 +40,12 @@ class Invariants:
     ACKED_NEVER_LOST = "an append acknowledged as committed is never lost"
     ONE_VOTER_CHANGE = "at most one uncommitted voter change, and each changes one voter"
 
-    def __init__(self):
+    ALL_RULES = (ONE_LEADER_PER_EPOCH, ONE_VOTE_PER_EPOCH, LOG_MATCHING, COMMITTED_NEVER_LOST, LEADER_COMPLETENESS,
+                 HW_MONOTONIC, SAME_APPLIED_PREFIX, ACKED_NEVER_LOST, ONE_VOTER_CHANGE)
+
+    def __init__(self, enabled=None):
+        # The mutant tests enable one rule at a time, to show each catches a bug on its own.
+        self.enabled = frozenset(self.ALL_RULES if enabled is None else enabled)
         self.leaders: dict[int, int] = {}                  # epoch -> leader id
         self.votes: dict[tuple, object] = {}               # (replica key, epoch) -> voted key
         self.committed: dict[int, tuple] = {}              # offset -> record identity
@@ -49,14 +54,18 @@ class Invariants:
         self.applied: dict[int, bytes] = {}                # offset -> value applied first
         self.acked: dict[object, int] = {}                 # token -> offset acknowledged
 
+    def _violate(self, rule: str, detail: str) -> None:
+        if rule in self.enabled:
+            raise InvariantViolation(rule, detail)
+
     # --- fed by the simulation -----------------------------------------------------------------
     def on_state(self, node) -> None:
         state = node.core.state
         if isinstance(state, Leader):
             other = self.leaders.setdefault(state.epoch, node.node_id)
             if other != node.node_id:
-                raise InvariantViolation(self.ONE_LEADER_PER_EPOCH,
-                                         f"nodes {other} and {node.node_id} both led epoch {state.epoch}")
+                self._violate(self.ONE_LEADER_PER_EPOCH,
+                              f"nodes {other} and {node.node_id} both led epoch {state.epoch}")
 
     def on_election_persisted(self, node, election) -> None:
         if election.voted_key is None:
@@ -64,15 +73,15 @@ class Invariants:
         key = (node.core.quorum.local_key, election.epoch)
         previous = self.votes.setdefault(key, election.voted_key)
         if previous.id != election.voted_key.id:
-            raise InvariantViolation(self.ONE_VOTE_PER_EPOCH,
-                                     f"replica {key[0]} voted for {previous} and {election.voted_key} "
-                                     f"in epoch {election.epoch}")
+            self._violate(self.ONE_VOTE_PER_EPOCH,
+                          f"replica {key[0]} voted for {previous} and {election.voted_key} "
+                          f"in epoch {election.epoch}")
 
     def on_high_watermark(self, node, hw: int) -> None:
         key = node.core.quorum.local_key
         previous = self.reported_hw.get(key)
         if previous is not None and hw < previous:
-            raise InvariantViolation(self.HW_MONOTONIC, f"node {node.node_id} reported {hw} after {previous}")
+            self._violate(self.HW_MONOTONIC, f"node {node.node_id} reported {hw} after {previous}")
         self.reported_hw[key] = hw
         start = max(node.store.start, previous or 0)
         data = node.store.read(start, 1 << 30) if start < node.store.end_offset() else b""
@@ -83,9 +92,9 @@ class Invariants:
             if known is None:
                 self.committed[offset] = identity
             elif known != identity:
-                raise InvariantViolation(self.COMMITTED_NEVER_LOST,
-                                         f"offset {offset} was committed as {known} and node {node.node_id} "
-                                         f"commits {identity}")
+                self._violate(self.COMMITTED_NEVER_LOST,
+                              f"offset {offset} was committed as {known} and node {node.node_id} "
+                              f"commits {identity}")
         self.committed_end = max(self.committed_end, hw)
 
     def forget_high_watermark(self, key) -> None:
@@ -103,35 +112,34 @@ class Invariants:
             if want is None:
                 continue
             if have.get(offset) != want:
-                raise InvariantViolation(self.LEADER_COMPLETENESS,
-                                         f"node {node.node_id} leads epoch {node.core.epoch} without committed "
-                                         f"offset {offset} (has {have.get(offset)}, committed {want})")
+                self._violate(self.LEADER_COMPLETENESS,
+                              f"node {node.node_id} leads epoch {node.core.epoch} without committed "
+                              f"offset {offset} (has {have.get(offset)}, committed {want})")
 
     def on_applied(self, node, items) -> None:
         for offset, value in items:
             known = self.applied.setdefault(offset, value)
             if known != value:
-                raise InvariantViolation(self.SAME_APPLIED_PREFIX,
-                                         f"node {node.node_id} applied {value!r} at offset {offset}, "
-                                         f"another applied {known!r}")
+                self._violate(self.SAME_APPLIED_PREFIX,
+                              f"node {node.node_id} applied {value!r} at offset {offset}, "
+                              f"another applied {known!r}")
 
     def on_acked(self, node, token, offset: int, value: bytes) -> None:
         self.acked[token] = offset
         known = self.applied.get(offset)
         if known is not None and known != value:
-            raise InvariantViolation(self.ACKED_NEVER_LOST,
-                                     f"append {token} was acknowledged at offset {offset} but {known!r} is there")
+            self._violate(self.ACKED_NEVER_LOST,
+                          f"append {token} was acknowledged at offset {offset} but {known!r} is there")
 
     def check_acked(self, values: dict) -> None:
         for token, offset in self.acked.items():
             known = self.applied.get(offset)
             if known is not None and known != values[token]:
-                raise InvariantViolation(self.ACKED_NEVER_LOST,
-                                         f"append {token} acknowledged at offset {offset}, but {known!r} was applied there")
+                self._violate(self.ACKED_NEVER_LOST,
+                              f"append {token} acknowledged at offset {offset}, but {known!r} was applied there")
 
     # --- whole-cluster checks --------------------------------------------------------------------
-    @staticmethod
-    def check_log_matching(nodes) -> None:
+    def check_log_matching(self, nodes) -> None:
         logs = []
         for n in nodes:
             logs.append((n.node_id, {b.base: b for b in n.store.batches}))
@@ -149,12 +157,11 @@ class Invariants:
                     if base > last_match:
                         break
                     if a[base].data != b[base].data:
-                        raise InvariantViolation(Invariants.LOG_MATCHING,
-                                                 f"nodes {ida} and {idb} agree on the epoch at offset {last_match} but "
-                                                 f"differ at offset {base} (epochs {a[base].epoch}/{b[base].epoch})")
+                        self._violate(self.LOG_MATCHING,
+                                      f"nodes {ida} and {idb} agree on the epoch at offset {last_match} but "
+                                      f"differ at offset {base} (epochs {a[base].epoch}/{b[base].epoch})")
 
-    @staticmethod
-    def check_voter_changes(node) -> None:
+    def check_voter_changes(self, node) -> None:
         """In this node's log: each VotersRecord changes at most one voter from the previous,
         and at most one VotersRecord lies above the node's high watermark."""
         sets = []
@@ -167,14 +174,14 @@ class Invariants:
                         sets.append((record.offset, frozenset(v.voter_id for v in record.control_value.voters)))
         for (o1, s1), (o2, s2) in zip(sets, sets[1:]):
             if len(s1 ^ s2) > 1:
-                raise InvariantViolation(Invariants.ONE_VOTER_CHANGE,
-                                         f"node {node.node_id}: voters {sorted(s1)} at {o1} became {sorted(s2)} at {o2}")
+                self._violate(self.ONE_VOTER_CHANGE,
+                              f"node {node.node_id}: voters {sorted(s1)} at {o1} became {sorted(s2)} at {o2}")
         if isinstance(node.core.state, Leader):
             hw = node.core.high_watermark() or 0
             pending = [o for o, _ in sets if o >= hw]
             if len(pending) > 1:
-                raise InvariantViolation(Invariants.ONE_VOTER_CHANGE,
-                                         f"leader {node.node_id} has {len(pending)} uncommitted voter changes at {pending}")
+                self._violate(self.ONE_VOTER_CHANGE,
+                              f"leader {node.node_id} has {len(pending)} uncommitted voter changes at {pending}")
 
 
 def _is_control(data: bytes) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 import random
 import uuid
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from kafkawire.protocol import framing
@@ -75,7 +75,8 @@ class _Event:
 
 
 class Simulation:
-    def __init__(self, seed: int, settings: SimSettings | None = None, *, trace_size: int = 200, core_factory=None):
+    def __init__(self, seed: int, settings: SimSettings | None = None, *, trace_size: int = 200, core_factory=None,
+                 invariants: Invariants | None = None):
         self.seed = seed
         self.settings = settings or SimSettings()
         self.rng = random.Random(seed)
@@ -83,7 +84,7 @@ class Simulation:
         self._seq = 0
         self.heap: list[_Event] = []
         self.trace: deque[str] = deque(maxlen=trace_size)
-        self.invariants = Invariants()
+        self.invariants = invariants or Invariants()
         self.blocked: set[tuple[int, int]] = set()     # (from, to) pairs that lose every message
         self.events_run = 0
         self.tokens = 0
@@ -93,6 +94,7 @@ class Simulation:
         self.faults_enabled = True
         self.core_factory = core_factory
         self._next_tick: dict[int, int] = {}
+        self.stats: Counter = Counter()
         self.nodes: dict[int, SimNode] = {}
         self._build_cluster()
 
@@ -177,6 +179,10 @@ class Simulation:
 
     def _crash(self, node: SimNode, restart_after_ms: int) -> None:
         lost = node.store.unflushed_count()
+        self.stats["crashes"] += 1
+        self.stats["unflushed_batches_lost"] += lost
+        if node.core is not None:
+            self.stats.update({k: v for k, v in node.core.counters.items() if v})
         if node.core is not None and node.core.quorum.is_observer():
             # Observers do not fsync what they fetch (as Kafka's brokers): after a crash their
             # log, and so their high watermark, may restart lower. Voters must never go back.
@@ -195,6 +201,7 @@ class Simulation:
         if ready.election is not None:
             self.invariants.on_election_persisted(node, ready.election)
         if crash_point is not None:
+            self.stats[f"crash_after_{crash_point}"] += 1
             node.persist(ready, until=crash_point)
             self._crash(node, self.rng.randint(100, 3000))
             return
@@ -207,8 +214,8 @@ class Simulation:
                 and isinstance(node.core.state, Leader):
             self.invariants.on_became_leader(node)
         if ready.log_ops:
-            Invariants.check_log_matching([n for n in self.nodes.values()])
-            Invariants.check_voter_changes(node)
+            self.invariants.check_log_matching(list(self.nodes.values()))
+            self.invariants.check_voter_changes(node)
         for request in ready.send:
             self._send_request(node, request)
         for response in ready.respond:
@@ -274,7 +281,10 @@ class Simulation:
         return self.rng.randint(self.settings.min_delay_ms, self.settings.max_delay_ms)
 
     def _lost(self, src: int, dst: int) -> bool:
-        return (src, dst) in self.blocked or (self.faults_enabled and self.rng.random() < self.settings.drop_rate)
+        lost = (src, dst) in self.blocked or (self.faults_enabled and self.rng.random() < self.settings.drop_rate)
+        if lost:
+            self.stats["messages_lost"] += 1
+        return lost
 
     def _send_request(self, node: SimNode, request) -> None:
         target = self._resolve(request)
@@ -300,6 +310,8 @@ class Simulation:
         if self._lost(node.node_id, target):
             return
         copies = 2 if self.faults_enabled and self.rng.random() < self.settings.duplicate_rate else 1
+        self.stats["messages_duplicated"] += copies - 1
+        self.stats["requests"] += 1
         for _ in range(copies):
             self._push(self.now + self._delay(), "request", node.node_id, node.incarnation, request.destination,
                        target, frame)
@@ -345,7 +357,9 @@ class Simulation:
         leaders = self.leaders()
         if not leaders:
             return None
-        leader = max(leaders, key=lambda n: n.core.epoch)
+        # Clients may reach a stale leader cut off in a minority: its appends never commit and
+        # must be truncated away later, which is the case the log-matching rules are for.
+        leader = self.rng.choice(leaders)
         self.tokens += 1
         token = ("t", self.tokens)
         self.values[token] = f"value-{self.seed}-{self.tokens}".encode()
@@ -374,10 +388,12 @@ class Simulation:
             elif kind == "partition":
                 group = set(self.rng.sample(ids, self.rng.randint(1, max(1, len(ids) // 2))))
                 self.blocked = {(a, b) for a in ids for b in ids if (a in group) != (b in group)}
+                self.stats["partitions"] += 1
                 self.log(f"partition {sorted(group)} | {sorted(set(ids) - group)}")
             elif kind == "one_way" and len(ids) >= 2:
                 a, b = self.rng.sample(ids, 2)
                 self.blocked.add((a, b))
+                self.stats["one_way_cuts"] += 1
                 self.log(f"one-way cut {a} -> {b}")
             elif kind == "heal":
                 self.blocked.clear()
@@ -398,8 +414,20 @@ class Simulation:
         self._step(self.nodes[node_id], Shutdown(self.now, timeout_ms))
 
     def check_all(self) -> None:
-        Invariants.check_log_matching(list(self.nodes.values()))
+        self.invariants.check_log_matching(list(self.nodes.values()))
         self.invariants.check_acked(self.values)
+
+    def final_stats(self) -> Counter:
+        """What happened in the run: faults injected and protocol paths taken."""
+        out = Counter(self.stats)
+        for node in self.nodes.values():
+            if node.alive and node.core is not None:
+                out.update({k: v for k, v in node.core.counters.items() if v})
+        out["virtual_ms"] = self.now
+        out["events"] = self.events_run
+        out["epochs_with_leader"] = len(self.invariants.leaders)
+        out["acknowledged_appends"] = len(self.committed_tokens)
+        return out
 
     def describe(self) -> str:
         lines = []
@@ -414,10 +442,10 @@ class Simulation:
 
 
 def run_seed(seed: int, events: int, settings: SimSettings | None = None, *, liveness_ms: int = 20_000,
-             core_factory=None, keep: dict | None = None) -> Simulation:
+             core_factory=None, keep: dict | None = None, invariants: Invariants | None = None) -> Simulation:
     """One simulation: ``events`` events with faults, then a quiet period in which a leader
     must emerge and a new append must commit within ``liveness_ms`` of virtual time."""
-    sim = Simulation(seed, settings, core_factory=core_factory)
+    sim = Simulation(seed, settings, core_factory=core_factory, invariants=invariants)
     if keep is not None:
         keep["sim"] = sim
     sim.start()

@@ -1,0 +1,164 @@
+"""Every invariant of the simulator catches a deliberately broken core on its own.
+
+Each mutant breaks one rule of the protocol the way a real bug would. The simulation runs
+with only the invariant under test enabled (the others stay silent), over a bounded number
+of seeds, and must report exactly that invariant; otherwise the check would be vacuous.
+"""
+from __future__ import annotations
+
+import pytest
+
+from raft.core import RaftCore
+from raft.leader import LeaderBookkeeping
+from raft.log import ValidOffsetAndEpoch
+from raft.simulate import Invariants, InvariantViolation, SimSettings, run_seed
+from raft.states import Candidate, Prospective, Unattached
+from raft.types import OffsetAndEpoch
+
+SEEDS = range(1, 41)
+
+
+def catches(mutant, rule: str, settings: SimSettings | None = None, events: int = 3000) -> int:
+    """The first seed on which the simulator reports ``rule`` for ``mutant``."""
+    for seed in SEEDS:
+        try:
+            run_seed(seed, events, settings or SimSettings(voters=5, fault_every_ms=1500),
+                     core_factory=mutant, invariants=Invariants(enabled={rule}))
+        except InvariantViolation as exc:
+            assert exc.rule == rule, f"seed {seed}: expected {rule!r}, got {exc}"
+            return seed
+    pytest.fail(f"no seed in {SEEDS} caught the mutant with {rule!r}")
+
+
+class ElectedWithoutMajority(RaftCore):
+    """A nominee counts itself as a majority."""
+    def _maybe_transition_forward(self):
+        state = self.quorum.state
+        if isinstance(state, Prospective):
+            self._transition_to_candidate()
+        elif isinstance(state, Candidate):
+            state.vote_election.granted |= state.vote_election.voters
+            self._become_leader()
+
+
+class VotesTwice(RaftCore):
+    """A voter grants every up-to-date candidate, replacing the vote it already cast."""
+    def _can_grant_vote(self, candidate, log_up_to_date, pre_vote):
+        return log_up_to_date or super()._can_grant_vote(candidate, log_up_to_date, pre_vote)
+
+    def _record_vote(self, epoch, candidate):
+        state = self.quorum.state
+        if isinstance(state, (Unattached, Prospective)):
+            state.voted_key = candidate
+            self.quorum.pending_election = state.election()
+
+
+class VotesForStaleLogs(RaftCore):
+    """A voter skips the up-to-date check (KIP-595's last epoch, then end offset)."""
+    def _can_grant_vote(self, candidate, log_up_to_date, pre_vote):
+        return super()._can_grant_vote(candidate, True, pre_vote)
+
+
+class _CommitsAlone(LeaderBookkeeping):
+    def maybe_update_high_watermark(self):
+        local = self.voter_states.get(self.local_key.id)
+        if local is not None and local.end_offset is not None and \
+                (self.high_watermark is None or local.end_offset > self.high_watermark):
+            self.high_watermark = local.end_offset
+            return True
+        return False
+
+
+class CommitsWithoutMajority(RaftCore):
+    """The leader's high watermark is its own log end: nothing waits for a majority."""
+    def _new_leader_bookkeeping(self, epoch, epoch_start, granting):
+        return _CommitsAlone(self.quorum.local_key, epoch, epoch_start, self.config.fetch_timeout_ms, granting)
+
+
+class _AcksOnAppend(LeaderBookkeeping):
+    def take_committed_appends(self):
+        done = [(token, last) for last, token in self.waiting_appends]
+        self.waiting_appends = []
+        return done
+
+
+class AcksBeforeCommit(RaftCore):
+    """The leader acknowledges appends as soon as they are written."""
+    def _new_leader_bookkeeping(self, epoch, epoch_start, granting):
+        return _AcksOnAppend(self.quorum.local_key, epoch, epoch_start, self.config.fetch_timeout_ms, granting)
+
+
+class SkipsEpochValidation(RaftCore):
+    """The leader serves any fetch offset within its log without checking the fetcher's last
+    epoch against its own (no DivergingEpoch), and its followers append whatever batch starts
+    at their log end."""
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        original = self.log.validate_offset_and_epoch
+
+        def validate(offset, epoch):
+            answer = original(offset, epoch)
+            if answer.kind == "diverging" and offset <= self.log.end_offset:
+                return ValidOffsetAndEpoch("valid", OffsetAndEpoch(epoch, offset))
+            return answer
+        self.log.validate_offset_and_epoch = validate
+
+    def _append_as_follower(self, data):
+        from kafkawire.records import iter_batches
+        for batch in iter_batches(data):
+            if batch.base_offset == self.log.end_offset:
+                self.log.append(bytes(batch.raw), batch.base_offset, batch.last_offset,
+                                batch.partition_leader_epoch, flush=True)
+                self.control.apply_batch(batch)
+
+
+class UnknownHighWatermarkIsZero(RaftCore):
+    """A follower reads a new leader's "unknown" high watermark (-1) as 0."""
+    def _update_follower_high_watermark(self, state, leader_hw):
+        state.high_watermark = min(self.log.end_offset, max(0, leader_hw))
+
+    def _check_high_watermark_monotonic(self, hw):
+        pass
+
+
+class AppliesUncommitted(RaftCore):
+    """A follower hands its state machine everything it has fetched, committed or not."""
+    def _update_follower_high_watermark(self, state, leader_hw):
+        state.high_watermark = self.log.end_offset
+
+    def _check_high_watermark_monotonic(self, hw):
+        pass
+
+    def _check_truncation_keeps_committed(self, offset):
+        pass
+
+
+class NeverAsksForVotes(RaftCore):
+    def _send_vote_requests(self, election, epoch, pre_vote):
+        pass
+
+
+@pytest.mark.parametrize("mutant, rule", [
+    (ElectedWithoutMajority, Invariants.ONE_LEADER_PER_EPOCH),
+    (VotesTwice, Invariants.ONE_VOTE_PER_EPOCH),
+    (SkipsEpochValidation, Invariants.LOG_MATCHING),
+    (CommitsWithoutMajority, Invariants.COMMITTED_NEVER_LOST),
+    (VotesForStaleLogs, Invariants.LEADER_COMPLETENESS),
+    (UnknownHighWatermarkIsZero, Invariants.HW_MONOTONIC),
+    (AppliesUncommitted, Invariants.SAME_APPLIED_PREFIX),
+    (AcksBeforeCommit, Invariants.ACKED_NEVER_LOST),
+], ids=lambda v: v.__name__ if isinstance(v, type) else "")
+def test_invariant_catches_mutant(mutant, rule):
+    catches(mutant, rule)
+
+
+def test_liveness_check_catches_a_core_that_never_campaigns():
+    with pytest.raises(InvariantViolation) as exc:
+        run_seed(1, 200, SimSettings(voters=3), core_factory=NeverAsksForVotes, liveness_ms=10_000)
+    assert exc.value.rule == "liveness"
+
+
+def test_the_real_core_passes_the_same_seeds():
+    """The control group: every invariant enabled, the same seeds and settings, no violation."""
+    for seed in list(SEEDS)[:10]:
+        run_seed(seed, 3000, SimSettings(voters=5, fault_every_ms=1500))
