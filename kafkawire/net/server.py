@@ -1,0 +1,480 @@
+"""A Kafka binary-protocol TCP server: frames in, handlers, responses out in request order.
+
+    server = KafkaServer({3: metadata_handler, 1: fetch_handler}, host="127.0.0.1", port=0)
+    await server.bind()            # server.port is known from here on
+    await server.start()           # accept connections
+    ...
+    await server.close()           # stop accepting, finish in-flight requests, close
+
+A handler is ``async handler(ctx, request) -> response`` (``ctx`` is a RequestContext), or an
+ApiHandler wrapping one with a version range and an error-response builder. It may return
+NO_RESPONSE (Produce with acks=0) or raise CloseConnection (what Kafka does when an acks=0
+produce fails). ApiVersions is answered by the server itself from the registry.
+
+What the server does, and the Kafka behaviour it copies (SocketServer's Processor, RequestChannel,
+KafkaApis):
+
+* Frames are size-prefixed; a size outside 0..socket.request.max.bytes closes the connection
+  (Kafka's InvalidReceiveException), logged with the peer.
+* Requests pipelined on one connection run concurrently (at most ``max_in_flight_per_connection``
+  of them: the reader stops reading the socket while that many are pending), and responses are
+  written strictly in request order. Kafka mutes the channel per request and so never has more
+  than one; the order clients see is the same.
+* An API key with no handler, or a version outside the handler's range, closes the connection,
+  as Kafka's parseRequestHeader throwing InvalidRequestException does ("... which is not
+  enabled"). The exception is ApiVersions: a version we do not know gets an ApiVersionsResponse
+  v0 with UNSUPPORTED_VERSION listing the ApiVersions versions (ApiVersionsRequest.
+  getErrorResponse), so the client can retry with one we know.
+* A request that does not decode closes the connection, logged with the peer and the reason
+  (RequestContext.parseRequest's InvalidRequestException). Responses to requests received
+  before it are written first, since Kafka would not have read it before answering them.
+* A handler that raises gets its request answered with UNKNOWN_SERVER_ERROR: through the
+  handler's ``error_response`` if it has one, else in the response's top-level error code when
+  the version has one; otherwise the connection is closed (Kafka closes when getErrorResponse
+  has nothing to say). Logged with the traceback.
+* A connection with nothing in flight and no bytes either way for connections.max.idle.ms is
+  closed (Selector's idle expiry).
+* ``close()`` stops accepting, stops reading, lets in-flight handlers finish and their
+  responses go out (up to a timeout), then closes every connection.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
+
+from kafkawire.protocol.apis import api_table
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.protocol.errors import DecodeError, EncodeError
+from kafkawire.protocol.framing import (DEFAULT_MAX_FRAME, FrameReader, decode_request, encode_response,
+                                        peek_request_api)
+
+__all__ = ["KafkaServer", "RequestContext", "ApiHandler", "NO_RESPONSE", "CloseConnection",
+           "top_level_error_response", "DEFAULT_CONNECTIONS_MAX_IDLE_MS"]
+
+log = logging.getLogger(__name__)
+
+API_VERSIONS = 18
+DEFAULT_CONNECTIONS_MAX_IDLE_MS = 10 * 60 * 1000       # SocketServerConfigs.CONNECTIONS_MAX_IDLE_MS_DEFAULT
+DEFAULT_MAX_IN_FLIGHT = 64
+# ApiVersionsRequest.isValid (KIP-511): client software name and version, v3+.
+_SOFTWARE_RE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
+# ApiVersions v5 adds ClusterId/NodeId checks (KIP-1242) that this server does not make.
+_API_VERSIONS_MAX = 4
+
+
+class _NoResponse:
+    def __repr__(self):
+        return "NO_RESPONSE"
+
+
+NO_RESPONSE = _NoResponse()
+
+
+class CloseConnection(Exception):
+    """Raised by a handler to close the connection instead of answering (after earlier responses)."""
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str
+    peer: tuple            # (host, port) of the client
+    listener_name: str
+    connection_id: str     # "local_host:port-peer_host:port-n", as Kafka names connections
+    header: Any = None     # the decoded RequestHeader
+
+
+Handler = Callable[[RequestContext, Any], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class ApiHandler:
+    handle: Handler
+    min_version: int | None = None       # default: the lowest version we have a schema for
+    max_version: int | None = None       # default: the highest stable version we have a schema for
+    error_response: Callable[[RequestContext, Any, int], Any] | None = None   # (ctx, request, error code)
+
+
+def top_level_error_response(response_cls, version: int, error_code: int):
+    """A default response carrying ``error_code`` in its top-level ErrorCode, or None if the
+    version has no top-level error code."""
+    for f in response_cls._FIELDS:
+        if f.py_name == "error_code" and f.present(version):
+            response = response_cls()
+            response.error_code = error_code
+            return response
+    return None
+
+
+class _Registered:
+    __slots__ = ("key", "handler", "low", "high", "response_cls")
+
+    def __init__(self, key, handler: ApiHandler, low, high, response_cls):
+        self.key, self.handler, self.low, self.high, self.response_cls = key, handler, low, high, response_cls
+
+
+def _register(handlers: dict) -> dict[int, _Registered]:
+    table = api_table()
+    out = {}
+    for key, handler in handlers.items():
+        if key == API_VERSIONS:
+            raise ValueError("ApiVersions (18) is answered by the server from the registry; do not register it")
+        if key not in table:
+            raise ValueError(f"no request and response schema for API key {key}")
+        if not isinstance(handler, ApiHandler):
+            handler = ApiHandler(handler)
+        api = table[key]
+        stable_high = api.max_version - (1 if api.request.LATEST_VERSION_UNSTABLE else 0)
+        low = api.min_version if handler.min_version is None else max(handler.min_version, api.min_version)
+        high = stable_high if handler.max_version is None else min(handler.max_version, api.max_version)
+        if low > high:
+            raise ValueError(f"API key {key}: version range {low}..{high} is empty")
+        out[key] = _Registered(key, handler, low, high, api.response)
+    return out
+
+
+class KafkaServer:
+    def __init__(self, handlers: dict, *, host: str = "127.0.0.1", port: int = 0,
+                 listener_name: str = "PLAINTEXT", max_request_bytes: int = DEFAULT_MAX_FRAME,
+                 connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS,
+                 max_in_flight_per_connection: int = DEFAULT_MAX_IN_FLIGHT):
+        if max_in_flight_per_connection < 1:
+            raise ValueError("max_in_flight_per_connection must be at least 1")
+        self._registry = _register(handlers)
+        self.host, self._port = host, port
+        self.listener_name = listener_name
+        self.max_request_bytes = max_request_bytes
+        self.connections_max_idle_ms = connections_max_idle_ms
+        self.max_in_flight = max_in_flight_per_connection
+        self._server: asyncio.base_events.Server | None = None
+        self._connections: set[_Connection] = set()
+        self._next_connection = 0
+        self._closing = False
+
+    # -- registry --
+
+    def api_versions(self) -> list[tuple[int, int, int]]:
+        """(api_key, min_version, max_version) of every API this server answers, ApiVersions included."""
+        apis = {r.key: (r.key, r.low, r.high) for r in self._registry.values()}
+        av = api_table()[API_VERSIONS]
+        apis[API_VERSIONS] = (API_VERSIONS, av.min_version, min(av.max_version, _API_VERSIONS_MAX))
+        return [apis[k] for k in sorted(apis)]
+
+    def register(self, key: int, handler) -> None:
+        """Add or replace a handler; connections see it from their next request."""
+        self._registry.update(_register({key: handler}))
+
+    # -- lifecycle --
+
+    async def bind(self) -> None:
+        if self._server is None:
+            self._server = await asyncio.start_server(self._accept, self.host, self._port, start_serving=False)
+
+    async def start(self) -> None:
+        await self.bind()
+        await self._server.start_serving()
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the server is not bound yet; call bind() or start()")
+        return self._server.sockets[0].getsockname()[1]
+
+    async def close(self, timeout_ms: int = 5000) -> None:
+        """Stop accepting; finish what is in flight (up to ``timeout_ms``); close every connection."""
+        self._closing = True
+        if self._server is not None:
+            self._server.close()
+        connections = list(self._connections)
+        for conn in connections:
+            conn.stop_reading()
+        tasks = [c.task for c in connections if c.task is not None]
+        if tasks:
+            done, pending = await asyncio.wait(tasks, timeout=timeout_ms / 1000)
+            for conn in connections:
+                if conn.task in pending:
+                    log.warning("connection %s still busy after %d ms of shutdown; closing it", conn.id, timeout_ms)
+                    conn.abort()
+            if pending:
+                await asyncio.wait(pending, timeout=1)
+
+    async def __aenter__(self):
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.close()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._closing:
+            writer.close()
+            return
+        conn = _Connection(self, reader, writer, self._next_connection)
+        self._next_connection += 1
+        self._connections.add(conn)
+        conn.task = asyncio.current_task()
+        try:
+            await conn.run()
+        finally:
+            self._connections.discard(conn)
+
+
+class _Frames(FrameReader):
+    def feed_until_error(self, data: bytes):
+        """The whole frames in ``data`` and, if a bad size follows them, the error.
+
+        FrameReader raises at a bad size and keeps the bytes unconsumed; the frames before it
+        are still to be answered, as Kafka answers them before it reads the bad size.
+        """
+        try:
+            return self.feed(data), None
+        except DecodeError as exc:
+            good = FrameReader(self.max_frame).feed(bytes(self._buffer[:exc.offset]))
+            return good, exc
+
+
+_END = object()
+
+
+class _Connection:
+    def __init__(self, server: KafkaServer, reader, writer, index: int):
+        self.server = server
+        self.reader, self.writer = reader, writer
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        local = writer.get_extra_info("sockname") or ("?", 0)
+        self.peer = (peer[0], peer[1])
+        self.id = f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-{index}"
+        self.task: asyncio.Task | None = None
+        self._queue: asyncio.Queue = asyncio.Queue(maxsize=server.max_in_flight)
+        self._in_flight = 0
+        self._reading_done = False
+        self._read_task: asyncio.Task | None = None
+        self._last_activity = time.monotonic()
+
+    # -- control --
+
+    def stop_reading(self) -> None:
+        if self._read_task is not None and not self._read_task.done():
+            self._read_task.cancel()
+
+    def abort(self) -> None:
+        self.stop_reading()
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+        self.writer.transport.abort()
+
+    # -- main --
+
+    async def run(self) -> None:
+        log.debug("accepted connection %s", self.id)
+        self._read_task = asyncio.create_task(self._read_loop())
+        write_task = asyncio.create_task(self._write_loop())
+        try:
+            await asyncio.wait({self._read_task, write_task}, return_when=asyncio.FIRST_COMPLETED)
+            if write_task.done():
+                # The writer stopped (a handler asked to close, the peer went away, or a write
+                # failed): nothing more will be answered, so stop reading.
+                self.stop_reading()
+            await asyncio.gather(self._read_task, return_exceptions=True)
+            await write_task
+        except asyncio.CancelledError:
+            self._read_task.cancel()
+            write_task.cancel()
+            raise
+        finally:
+            self._cancel_pending()
+            self.writer.close()
+            try:
+                await asyncio.wait_for(self.writer.wait_closed(), 1)
+            except (asyncio.TimeoutError, ConnectionError, OSError):
+                pass
+            log.debug("closed connection %s", self.id)
+
+    def _cancel_pending(self) -> None:
+        while not self._queue.empty():
+            item = self._queue.get_nowait()
+            if item is not _END:
+                item[1].cancel()
+
+    def _finish_reading(self) -> None:
+        self._reading_done = True
+        try:
+            self._queue.put_nowait(_END)
+        except asyncio.QueueFull:
+            pass        # the writer sees _reading_done once it has drained the queue
+
+    async def _read_loop(self) -> None:
+        frames = _Frames(self.server.max_request_bytes)
+        idle = self.server.connections_max_idle_ms / 1000
+        try:
+            while True:
+                wait = max(self._last_activity + idle - time.monotonic(), 0)
+                try:
+                    data = await asyncio.wait_for(self.reader.read(65536), timeout=wait)
+                except asyncio.TimeoutError:
+                    if self._in_flight == 0 and time.monotonic() - self._last_activity >= idle:
+                        log.info("closing idle connection %s from %s:%s (connections.max.idle.ms=%d)",
+                                 self.id, *self.peer, self.server.connections_max_idle_ms)
+                        return
+                    continue
+                except (ConnectionError, OSError) as exc:
+                    log.info("connection %s from %s:%s failed: %s", self.id, *self.peer, exc)
+                    return
+                if not data:
+                    self._cancel_pending()      # the peer is gone: nobody to answer (Kafka closes on EOF)
+                    return
+                self._last_activity = time.monotonic()
+                good, error = frames.feed_until_error(data)
+                for payload in good:
+                    if not await self._dispatch(payload):
+                        return
+                if error is not None:
+                    log.warning("closing connection %s from %s:%s: invalid receive: %s",
+                                self.id, *self.peer, error.reason)
+                    return
+        except asyncio.CancelledError:
+            return
+        finally:
+            self._finish_reading()
+
+    async def _dispatch(self, payload: bytes) -> bool:
+        """Start handling one request; False means close the connection after earlier responses."""
+        server = self.server
+        try:
+            api_key, api_version, correlation_id = peek_request_api(payload)
+        except DecodeError as exc:
+            log.warning("closing connection %s from %s:%s: malformed request header: %s", self.id, *self.peer, exc)
+            return False
+        if api_key == API_VERSIONS:
+            return await self._api_versions(payload, api_version, correlation_id)
+        registered = server._registry.get(api_key)
+        if registered is None or not registered.low <= api_version <= registered.high:
+            what = "is not enabled" if registered is None else \
+                f"which is not enabled (versions {registered.low} to {registered.high} are)"
+            log.warning("closing connection %s from %s:%s: received request api key %d with version %d %s",
+                        self.id, *self.peer, api_key, api_version, what)
+            return False
+        try:
+            request = decode_request(payload)
+        except DecodeError as exc:
+            log.warning("closing connection %s from %s:%s: error getting request for api key %d version %d: %s",
+                        self.id, *self.peer, api_key, api_version, exc)
+            return False
+        ctx = self._context(request)
+        task = asyncio.create_task(self._handle(registered, ctx, request.body))
+        await self._enqueue(ctx, task, api_version)
+        return True
+
+    def _context(self, request) -> RequestContext:
+        header = request.header
+        return RequestContext(request.api_key, request.api_version, request.correlation_id,
+                              header.client_id or "", self.peer, self.server.listener_name, self.id, header)
+
+    async def _enqueue(self, ctx, task, response_version) -> None:
+        self._in_flight += 1
+        await self._queue.put((ctx, task, response_version))
+
+    async def _api_versions(self, payload, api_version, correlation_id) -> bool:
+        from kafkawire.messages.api_versions_response import ApiVersion, ApiVersionsResponse
+        from kafkawire.messages.api_versions_request import ApiVersionsRequest
+        apis = self.server.api_versions()
+        own = next(a for a in apis if a[0] == API_VERSIONS)
+        if not own[1] <= api_version <= own[2]:
+            # RequestContext.isUnsupportedApiVersionsRequest: not parsed, answered in v0.
+            response = ApiVersionsResponse(error_code=Errors.UNSUPPORTED_VERSION,
+                                           api_keys=[ApiVersion(api_key=API_VERSIONS, min_version=own[1],
+                                                                max_version=own[2])])
+            ctx = RequestContext(API_VERSIONS, api_version, correlation_id, "", self.peer,
+                                 self.server.listener_name, self.id)
+            log.info("connection %s from %s:%s: ApiVersions v%d is not supported; answering with v0",
+                     self.id, *self.peer, api_version)
+            await self._enqueue(ctx, _done(response), 0)
+            return True
+        try:
+            request = decode_request(payload)
+        except DecodeError as exc:
+            log.warning("closing connection %s from %s:%s: error getting request for api key 18 version %d: %s",
+                        self.id, *self.peer, api_version, exc)
+            return False
+        body: ApiVersionsRequest = request.body
+        if api_version >= 3 and not (_SOFTWARE_RE.match(body.client_software_name)
+                                     and _SOFTWARE_RE.match(body.client_software_version)):
+            response = ApiVersionsResponse(error_code=Errors.INVALID_REQUEST)
+        else:
+            response = ApiVersionsResponse(api_keys=[ApiVersion(api_key=k, min_version=lo, max_version=hi)
+                                                     for k, lo, hi in apis])
+        await self._enqueue(self._context(request), _done(response), api_version)
+        return True
+
+    async def _handle(self, registered: _Registered, ctx: RequestContext, request):
+        try:
+            return await registered.handler.handle(ctx, request)
+        except (CloseConnection, asyncio.CancelledError):
+            raise
+        except Exception:
+            log.exception("handler for api key %d v%d (correlation id %d) from %s:%s raised",
+                          ctx.api_key, ctx.api_version, ctx.correlation_id, *ctx.peer)
+            response = self._error_response(registered, ctx, request)
+            if response is None:
+                raise CloseConnection(f"the {registered.response_cls.NAME} v{ctx.api_version} schema has no "
+                                      f"top-level error code to carry UNKNOWN_SERVER_ERROR") from None
+            return response
+
+    @staticmethod
+    def _error_response(registered, ctx, request):
+        code = int(Errors.UNKNOWN_SERVER_ERROR)
+        if registered.handler.error_response is not None:
+            try:
+                return registered.handler.error_response(ctx, request, code)
+            except Exception:
+                log.exception("error_response for api key %d failed too", ctx.api_key)
+                return None
+        return top_level_error_response(registered.response_cls, ctx.api_version, code)
+
+    async def _write_loop(self) -> None:
+        while True:
+            if self._reading_done and self._queue.empty():
+                return
+            item = await self._queue.get()
+            if item is _END:
+                return
+            ctx, task, version = item
+            try:
+                response = await task
+            except CloseConnection as exc:
+                log.warning("closing connection %s from %s:%s at correlation id %d: %s",
+                            self.id, *self.peer, ctx.correlation_id, exc)
+                return
+            except asyncio.CancelledError:
+                if asyncio.current_task().cancelling():
+                    raise
+                return          # the handler was cancelled (peer gone, or forced shutdown)
+            finally:
+                self._in_flight -= 1
+            if response is NO_RESPONSE:
+                continue
+            try:
+                frame = encode_response(response, version, ctx.correlation_id)
+            except EncodeError as exc:
+                log.error("closing connection %s: the response to api key %d v%d (correlation id %d) does not "
+                          "encode: %s", self.id, ctx.api_key, version, ctx.correlation_id, exc)
+                return
+            try:
+                self.writer.write(frame)
+                await self.writer.drain()
+            except (ConnectionError, OSError) as exc:
+                log.info("connection %s from %s:%s failed while writing: %s", self.id, *self.peer, exc)
+                return
+            self._last_activity = time.monotonic()
+
+
+def _done(result) -> asyncio.Future:
+    future = asyncio.get_running_loop().create_future()
+    future.set_result(result)
+    return future
