@@ -1,0 +1,368 @@
+"""Outbound Kafka connections, one per peer, as Kafka's NetworkClient keeps them.
+
+    client = NetworkClient(client_id="kafkawire-raft", request_timeout_ms=2000)
+    response = await client.send(("127.0.0.1", 9093), VoteRequest(...))      # version negotiated
+    await client.close()
+
+``send`` returns the response message or raises a TransportError the caller can act on:
+
+* ConnectFailed: the TCP connect failed or took longer than ``connect_timeout_ms``
+  (socket.connection.setup.timeout.ms). The peer then backs off.
+* NodeBackingOff: the peer failed recently and its reconnect backoff has not expired
+  (reconnect.backoff.ms doubling up to reconnect.backoff.max.ms, with 20% jitter, as
+  ClusterConnectionStates does); ``retry_after_ms`` says when to try again.
+* RequestTimedOut: no response within the request's timeout. As NetworkClient.
+  handleTimedOutRequests does, the connection is closed, so every other request in flight on
+  it fails with Disconnected, and the peer backs off.
+* Disconnected: the connection closed (by the peer, a timeout of another request, a protocol
+  error, or ``close()``) before the response came.
+* TooManyInFlight: ``max_in_flight_per_connection`` requests are already waiting on this
+  peer (max.in.flight.requests.per.connection; NetworkClient is then "not ready"). Nothing is
+  queued: the caller decides when to retry.
+* UnsupportedVersion: the peer's ApiVersions range and ours for the API do not overlap, or the
+  version asked for is outside the peer's range.
+* ProtocolError: the peer answered with bytes that do not decode or a correlation id out of
+  order; the connection is closed.
+
+On connect the client sends ApiVersions (our highest version, then the version the peer's
+UNSUPPORTED_VERSION answer names, as the Java client does) and keeps the peer's ranges; a
+request without ``api_version`` uses the highest version both sides know.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from dataclasses import dataclass
+
+from kafkawire.protocol.apis import api_table
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.protocol.errors import DecodeError
+from kafkawire.protocol.framing import DEFAULT_MAX_FRAME, FrameReader, decode_response, encode_request
+
+__all__ = ["NetworkClient", "TransportError", "ConnectFailed", "NodeBackingOff", "RequestTimedOut",
+           "Disconnected", "TooManyInFlight", "UnsupportedVersion", "ProtocolError"]
+
+log = logging.getLogger(__name__)
+
+API_VERSIONS = 18
+# CommonClientConfigs defaults.
+DEFAULT_REQUEST_TIMEOUT_MS = 30_000
+DEFAULT_CONNECT_TIMEOUT_MS = 10_000
+DEFAULT_RECONNECT_BACKOFF_MS = 50
+DEFAULT_RECONNECT_BACKOFF_MAX_MS = 1000
+DEFAULT_MAX_IN_FLIGHT = 5
+_JITTER = 0.2       # ClusterConnectionStates' ExponentialBackoff jitter
+_CLIENT_SOFTWARE = "kafkawire"
+_CLIENT_SOFTWARE_VERSION = "0.1.0"
+
+
+class TransportError(Exception):
+    """A request that got no response. ``peer`` is the (host, port) it was for."""
+
+    def __init__(self, peer, message: str):
+        self.peer = peer
+        super().__init__(f"{peer[0]}:{peer[1]}: {message}")
+
+
+class ConnectFailed(TransportError):
+    pass
+
+
+class NodeBackingOff(TransportError):
+    def __init__(self, peer, retry_after_ms: int):
+        self.retry_after_ms = retry_after_ms
+        super().__init__(peer, f"reconnect backoff: next connection attempt in {retry_after_ms} ms")
+
+
+class RequestTimedOut(TransportError):
+    pass
+
+
+class Disconnected(TransportError):
+    pass
+
+
+class TooManyInFlight(TransportError):
+    pass
+
+
+class UnsupportedVersion(TransportError):
+    pass
+
+
+class ProtocolError(TransportError):
+    pass
+
+
+@dataclass
+class _Pending:
+    correlation_id: int
+    api_key: int
+    api_version: int
+    future: asyncio.Future
+
+
+class _Connection:
+    """One TCP connection: writes requests, reads responses in order, fails what is pending on close."""
+
+    def __init__(self, peer, reader, writer, max_frame, client_id, on_close):
+        self.peer = peer
+        self.client_id = client_id
+        self._on_close = on_close
+        self.reader, self.writer = reader, writer
+        self.pending: list[_Pending] = []          # in request order; responses come back in that order
+        self.next_correlation_id = 0
+        self.closed = False
+        self.close_reason: TransportError | None = None
+        self.versions: dict[int, tuple[int, int]] = {}
+        self._frames = FrameReader(max_frame)
+        self._reader_task = asyncio.create_task(self._read_loop())
+
+    def send(self, body, api_version: int) -> _Pending:
+        correlation_id = self.next_correlation_id
+        self.next_correlation_id = (self.next_correlation_id + 1) & 0x7FFFFFFF
+        frame = encode_request(body, api_version, correlation_id, client_id=self.client_id)
+        pending = _Pending(correlation_id, body.API_KEY, api_version, asyncio.get_running_loop().create_future())
+        self.pending.append(pending)
+        self.writer.write(frame)
+        return pending
+
+    async def _read_loop(self) -> None:
+        try:
+            while True:
+                data = await self.reader.read(65536)
+                if not data:
+                    self.close(Disconnected(self.peer, "the peer closed the connection"))
+                    return
+                for payload in self._frames.feed(data):
+                    self._complete(payload)
+                    if self.closed:
+                        return
+        except asyncio.CancelledError:
+            pass
+        except DecodeError as exc:
+            self.close(ProtocolError(self.peer, f"bad response frame: {exc}"))
+        except (ConnectionError, OSError) as exc:
+            self.close(Disconnected(self.peer, f"connection failed: {exc}"))
+
+    def _complete(self, payload: bytes) -> None:
+        if not self.pending:
+            self.close(ProtocolError(self.peer, "a response arrived with no request in flight"))
+            return
+        head = self.pending[0]
+        try:
+            correlation_id, body = decode_response(payload, head.api_key, head.api_version)
+        except DecodeError as exc:
+            self.close(ProtocolError(self.peer, f"response to api key {head.api_key} v{head.api_version} "
+                                                f"does not decode: {exc}"))
+            return
+        if correlation_id != head.correlation_id:
+            # NetworkClient.correlate: responses must come back in request order.
+            self.close(ProtocolError(self.peer, f"correlation id for response ({correlation_id}) does not "
+                                                f"match request ({head.correlation_id})"))
+            return
+        self.pending.pop(0)
+        if not head.future.done():
+            head.future.set_result(body)
+
+    def close(self, reason: TransportError) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.close_reason = reason
+        for p in self.pending:
+            if not p.future.done():
+                p.future.set_exception(reason)
+        self.pending.clear()
+        self._reader_task.cancel()
+        self.writer.transport.abort()
+        self._on_close(self)
+
+
+class _PeerState:
+    def __init__(self):
+        self.connection: _Connection | None = None
+        self.connecting: asyncio.Future | None = None
+        self.failures = 0
+        self.backoff_until = 0.0
+
+
+class NetworkClient:
+    def __init__(self, *, client_id: str = "kafkawire", request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS,
+                 connect_timeout_ms: int = DEFAULT_CONNECT_TIMEOUT_MS,
+                 reconnect_backoff_ms: int = DEFAULT_RECONNECT_BACKOFF_MS,
+                 reconnect_backoff_max_ms: int = DEFAULT_RECONNECT_BACKOFF_MAX_MS,
+                 max_in_flight_per_connection: int = DEFAULT_MAX_IN_FLIGHT,
+                 max_response_bytes: int = DEFAULT_MAX_FRAME, rng: random.Random | None = None):
+        self.client_id = client_id
+        self.request_timeout_ms = request_timeout_ms
+        self.connect_timeout_ms = connect_timeout_ms
+        self.reconnect_backoff_ms = reconnect_backoff_ms
+        self.reconnect_backoff_max_ms = max(reconnect_backoff_max_ms, reconnect_backoff_ms)
+        self.max_in_flight = max_in_flight_per_connection
+        self.max_response_bytes = max_response_bytes
+        self._rng = rng or random.Random()
+        self._peers: dict[tuple, _PeerState] = {}
+        self._closed = False
+
+    # -- public --
+
+    async def send(self, peer, request, api_version: int | None = None, timeout_ms: int | None = None):
+        """Send ``request`` to ``peer`` ((host, port)) and return the response message.
+
+        ``timeout_ms`` (default request_timeout_ms) covers waiting for the connection too.
+        """
+        if self._closed:
+            raise Disconnected(tuple(peer), "the client is closed")
+        peer = (peer[0], int(peer[1]))
+        timeout = (self.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
+        deadline = time.monotonic() + timeout
+        conn = await self._ready(peer, deadline)
+        version = self._choose_version(conn, request.API_KEY, api_version)
+        if len(conn.pending) >= self.max_in_flight:
+            raise TooManyInFlight(peer, f"{len(conn.pending)} requests already in flight "
+                                        f"(max {self.max_in_flight})")
+        return await self._round_trip(conn, request, version, deadline)
+
+    def peer_versions(self, peer) -> dict[int, tuple[int, int]] | None:
+        """The peer's ApiVersions ranges, if connected."""
+        state = self._peers.get((peer[0], int(peer[1])))
+        conn = state.connection if state else None
+        return dict(conn.versions) if conn is not None and not conn.closed else None
+
+    def disconnect(self, peer) -> None:
+        state = self._peers.get((peer[0], int(peer[1])))
+        if state and state.connection and not state.connection.closed:
+            state.connection.close(Disconnected(state.connection.peer, "disconnected by the caller"))
+
+    async def close(self) -> None:
+        self._closed = True
+        for peer, state in self._peers.items():
+            if state.connection is not None:
+                state.connection.close(Disconnected(peer, "the client is closed"))
+            if state.connecting is not None and not state.connecting.done():
+                state.connecting.cancel()
+        await asyncio.sleep(0)
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.close()
+
+    # -- connection management --
+
+    def _backoff_ms(self, failures: int) -> float:
+        """ExponentialBackoff(reconnect.backoff.ms, 2, reconnect.backoff.max.ms, 0.2).backoff(failures - 1)."""
+        if self.reconnect_backoff_ms >= self.reconnect_backoff_max_ms:
+            base = self.reconnect_backoff_max_ms
+        else:
+            base = min(self.reconnect_backoff_ms * (2 ** max(failures - 1, 0)), self.reconnect_backoff_max_ms)
+        return base * (1 + self._rng.uniform(-_JITTER, _JITTER))
+
+    def _failed(self, state: _PeerState) -> None:
+        state.failures += 1
+        state.backoff_until = time.monotonic() + self._backoff_ms(state.failures) / 1000
+
+    async def _ready(self, peer, deadline) -> _Connection:
+        state = self._peers.setdefault(peer, _PeerState())
+        conn = state.connection
+        if conn is not None and not conn.closed:
+            return conn
+        if state.connecting is None or state.connecting.done():
+            now = time.monotonic()
+            if now < state.backoff_until:
+                raise NodeBackingOff(peer, int((state.backoff_until - now) * 1000) + 1)
+            state.connecting = asyncio.ensure_future(self._connect(peer, state))
+            # Every waiter gets the failure; retrieve it here too so an unawaited one is not "lost".
+            state.connecting.add_done_callback(lambda f: f.cancelled() or f.exception())
+        try:
+            return await asyncio.wait_for(asyncio.shield(state.connecting), max(deadline - time.monotonic(), 0))
+        except asyncio.TimeoutError:
+            raise RequestTimedOut(peer, "timed out waiting for the connection to be set up") from None
+
+    async def _connect(self, peer, state: _PeerState) -> _Connection:
+        try:
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(peer[0], peer[1]),
+                                                    self.connect_timeout_ms / 1000)
+        except asyncio.TimeoutError:
+            self._failed(state)
+            raise ConnectFailed(peer, f"connection setup timed out after {self.connect_timeout_ms} ms") from None
+        except OSError as exc:
+            self._failed(state)
+            raise ConnectFailed(peer, f"connection failed: {exc.strerror or exc}") from None
+        def on_close(closed: _Connection) -> None:
+            # ClusterConnectionStates.disconnected: the next connection waits out the backoff.
+            if state.connection is closed or state.connection is None:
+                state.connection = None
+                self._failed(state)
+
+        conn = _Connection(peer, reader, writer, self.max_response_bytes, self.client_id, on_close)
+        try:
+            conn.versions = await self._probe_versions(conn)
+        except TransportError:
+            conn.close(Disconnected(peer, "ApiVersions failed"))
+            raise
+        state.connection = conn
+        state.failures = 0
+        state.backoff_until = 0.0
+        return conn
+
+    async def _probe_versions(self, conn: _Connection) -> dict[int, tuple[int, int]]:
+        from kafkawire.messages.api_versions_request import ApiVersionsRequest
+        ours = api_table()[API_VERSIONS]
+        version = ours.max_version
+        deadline = time.monotonic() + self.connect_timeout_ms / 1000
+        for _ in range(2):
+            request = ApiVersionsRequest(client_software_name=_CLIENT_SOFTWARE,
+                                         client_software_version=_CLIENT_SOFTWARE_VERSION)
+            response = await self._round_trip(conn, request, version, deadline)
+            if response.error_code == Errors.UNSUPPORTED_VERSION:
+                theirs = next((k for k in response.api_keys if k.api_key == API_VERSIONS), None)
+                if theirs is None or theirs.max_version < ours.min_version:
+                    raise UnsupportedVersion(conn.peer, "the peer supports no ApiVersions version we know")
+                version = min(theirs.max_version, ours.max_version)
+                continue
+            if response.error_code != Errors.NONE:
+                raise ProtocolError(conn.peer, f"ApiVersions failed with {Errors.for_code(response.error_code).name}")
+            return {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+        raise UnsupportedVersion(conn.peer, "ApiVersions negotiation did not settle")
+
+    def _choose_version(self, conn: _Connection, api_key: int, wanted: int | None) -> int:
+        ours = api_table().get(api_key)
+        theirs = conn.versions.get(api_key)
+        if ours is None:
+            raise UnsupportedVersion(conn.peer, f"no schema for api key {api_key}")
+        if theirs is None:
+            raise UnsupportedVersion(conn.peer, f"the peer does not support api key {api_key} ({ours.name})")
+        low, high = max(ours.min_version, theirs[0]), min(ours.max_version, theirs[1])
+        if wanted is not None:
+            if not low <= wanted <= high:
+                raise UnsupportedVersion(conn.peer, f"{ours.name} v{wanted} is outside the versions both sides "
+                                                    f"support ({low} to {high})")
+            return wanted
+        if low > high:
+            raise UnsupportedVersion(conn.peer, f"no common {ours.name} version: ours {ours.min_version} to "
+                                                f"{ours.max_version}, the peer's {theirs[0]} to {theirs[1]}")
+        return high
+
+    async def _round_trip(self, conn: _Connection, request, version, deadline):
+        if conn.closed:
+            raise conn.close_reason or Disconnected(conn.peer, "the connection is closed")
+        pending = conn.send(request, version)
+        remaining = max(deadline - time.monotonic(), 0)
+        try:
+            return await asyncio.wait_for(asyncio.shield(pending.future), remaining)
+        except asyncio.TimeoutError:
+            error = RequestTimedOut(conn.peer, f"{type(request).__name__} v{version} (correlation id "
+                                               f"{pending.correlation_id}) got no response within "
+                                               f"{int(remaining * 1000)} ms")
+            if not pending.future.done():
+                pending.future.set_exception(error)
+                pending.future.exception()      # retrieved: the caller gets ``error`` below
+            # NetworkClient.handleTimedOutRequests: a timed-out request disconnects the node.
+            conn.close(Disconnected(conn.peer, f"disconnected after request correlation id "
+                                               f"{pending.correlation_id} timed out"))
+            raise error from None
