@@ -385,44 +385,42 @@ class Dumper:
         """The hot loop: one ``| offset: ...`` line per record, written without detours."""
         add = self.out.add
         ts_name = TIMESTAMP_TYPE_NAMES[1 if batch.attributes & TIMESTAMP_TYPE_MASK else 0]
-        base_sequence = batch.base_sequence
+        no_sequence = batch.base_sequence < 0
         skip_metadata = self.opts.skip_record_metadata
         print_data = self.opts.print_data
         metadata = self.opts.cluster_metadata
         decode = self.decode_payload
         previous = last_offset[0]
+        prefix = "| " if skip_metadata else " "
         for r in _records(self, batch, name, position):
             offset = r.offset
             if previous is not None and offset != previous + 1:
                 self.non_consecutive.setdefault(os.path.abspath(name), {})[previous] = offset
             previous = offset
-            parts = []
-            if not skip_metadata:
-                key, value = r.key, r.value
-                headers = r.headers
-                parts.append(
-                    f"| offset: {offset} {ts_name}: {r.timestamp} "
-                    f"keySize: {-1 if key is None else len(key)} valueSize: {-1 if value is None else len(value)} "
-                    f"sequence: {-1 if base_sequence < 0 else r.sequence} "
-                    f"headerKeys: [{','.join(_header_key(k) for k, _ in headers) if headers else ''}]")
-                prefix = " "
+            key, value, headers = r.key, r.value, r.headers
+            if skip_metadata:
+                line = ""
             else:
-                prefix = "| "
+                line = (f"| offset: {offset} {ts_name}: {r.timestamp} "
+                        f"keySize: {-1 if key is None else len(key)} valueSize: {-1 if value is None else len(value)} "
+                        f"sequence: {-1 if no_sequence else r.sequence} "
+                        f"headerKeys: [{','.join([_header_key(k) for k, _ in headers]) if headers else ''}]")
             if print_data:
                 if metadata:
-                    payload = decode(r.value)
+                    payload = decode(value)
                     if payload.error is None:
-                        parts.append(f"{prefix}payload: {payload.text}")
+                        line = f"{line}{prefix}payload: {payload.text}"
                     else:
-                        parts.append(f"{prefix}payload: Error at {offset}, skipping. {payload.error}")
+                        line = f"{line}{prefix}payload: Error at {offset}, skipping. {payload.error}"
                         self._payload_error(name, position, offset, payload.error)
                 else:
-                    if r.key is not None:
-                        parts.append(f"{prefix}key: {_utf8(r.key)}")
-                        prefix = " "
-                    if r.value is not None:
-                        parts.append(f"{prefix}payload: {_utf8(r.value)}")
-            add("".join(parts))
+                    sep = prefix
+                    if key is not None:
+                        line = f"{line}{sep}key: {_utf8(key)}"
+                        sep = " "
+                    if value is not None:
+                        line = f"{line}{sep}payload: {_utf8(value)}"
+            add(line)
         last_offset[0] = previous
 
     def _payload_error(self, name, position, offset, message):
