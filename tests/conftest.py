@@ -12,3 +12,8 @@ def require(path: Path) -> Path:
     if not path.exists():
         pytest.skip(f"reference material not available: {path} is missing (it lives in ../shared beside the repo)")
     return path
+
+
+def pytest_addoption(parser):
+    parser.addoption("--rewrite", action="store_true",
+                     help="rewrite the expected output of the datadriven files in tests/kraft/testdata")

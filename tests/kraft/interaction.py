@@ -1,0 +1,412 @@
+"""The interaction environment behind tests/kraft/testdata: raft cores driven by hand.
+
+Each command drives the cores one step at a time and prints, in a stable one-line form,
+what changed: state transitions (``2: Follower(e=1, leader=1) -> Prospective(e=1, leader=1)``),
+messages put on the wire (``2->1 Vote pre=true epoch=1 last=(1,3)``), high watermark moves
+and appends. Messages wait in a queue until ``deliver`` or ``stabilize`` hands them over,
+encoded and decoded as real Kafka frames. Nothing here prints log text, so rewording a log
+line never rewrites these files.
+"""
+from __future__ import annotations
+
+import uuid
+
+from kafkawire.protocol import framing
+from kafkawire.protocol.apis import api_table
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.protocol.errors import UnsupportedVersionError
+from raft.config import RaftConfig
+from raft.io import Propose, RequestFailed, RequestReceived, ResponseReceived, Shutdown, Tick
+from raft.rpc import adapt_request_for_version
+from raft.simulate.node import SimNode
+from raft.simulate.world import LISTENER, Simulation, address_of
+from raft.states import Leader, describe
+from raft.types import Endpoints, ReplicaKey
+from raft.voters import VoterNode, VoterSet
+
+from .datadriven import Case, tuple_arg
+
+
+def _err(code: int) -> str:
+    return "" if code == 0 else f" err={Errors.for_code(code).name}"
+
+
+def describe_message(body) -> str:
+    """One line per RPC: the fields the protocol decisions depend on."""
+    name = type(body).__name__
+    if name == "VoteRequest":
+        p = body.topics[0].partitions[0]
+        return f"Vote pre={str(bool(p.pre_vote)).lower()} epoch={p.replica_epoch} last=({p.last_offset_epoch},{p.last_offset})"
+    if name in ("VoteResponse", "BeginQuorumEpochResponse", "EndQuorumEpochResponse"):
+        if body.error_code:
+            return f"{name}{_err(body.error_code)}"
+        p = body.topics[0].partitions[0]
+        extra = f" granted={str(p.vote_granted).lower()}" if name == "VoteResponse" else ""
+        leader = p.leader_id if p.leader_id >= 0 else "-"
+        return f"{name}{_err(p.error_code)} epoch={p.leader_epoch} leader={leader}{extra}"
+    if name == "BeginQuorumEpochRequest":
+        p = body.topics[0].partitions[0]
+        return f"BeginQuorumEpoch epoch={p.leader_epoch} leader={p.leader_id}"
+    if name == "EndQuorumEpochRequest":
+        p = body.topics[0].partitions[0]
+        successors = ",".join(str(c.candidate_id) for c in p.preferred_candidates)
+        return f"EndQuorumEpoch epoch={p.leader_epoch} leader={p.leader_id} successors=({successors})"
+    if name == "FetchRequest":
+        p = body.topics[0].partitions[0]
+        return f"Fetch epoch={p.current_leader_epoch} offset={p.fetch_offset} last_epoch={p.last_fetched_epoch}"
+    if name == "FetchResponse":
+        if body.error_code:
+            return f"FetchResponse{_err(body.error_code)}"
+        p = body.responses[0].partitions[0]
+        parts = [f"FetchResponse{_err(p.error_code)} epoch={p.current_leader.leader_epoch}",
+                 f"leader={p.current_leader.leader_id if p.current_leader.leader_id >= 0 else '-'}",
+                 f"hw={p.high_watermark}"]
+        records = bytes(p.records or b"")
+        if records:
+            from kafkawire.records import iter_batches
+            batches = list(iter_batches(records))
+            parts.append(f"records={batches[0].base_offset}..{batches[-1].last_offset}")
+        if p.diverging_epoch.epoch >= 0:
+            parts.append(f"diverging=({p.diverging_epoch.epoch},{p.diverging_epoch.end_offset})")
+        if p.snapshot_id.epoch >= 0:
+            parts.append(f"snapshot=({p.snapshot_id.epoch},{p.snapshot_id.end_offset})")
+        return " ".join(parts)
+    if name == "FetchSnapshotRequest":
+        p = body.topics[0].partitions[0]
+        return f"FetchSnapshot epoch={p.current_leader_epoch} snapshot=({p.snapshot_id.epoch},{p.snapshot_id.end_offset}) position={p.position}"
+    if name == "FetchSnapshotResponse":
+        if body.error_code:
+            return f"FetchSnapshotResponse{_err(body.error_code)}"
+        p = body.topics[0].partitions[0]
+        return (f"FetchSnapshotResponse{_err(p.error_code)} snapshot=({p.snapshot_id.epoch},{p.snapshot_id.end_offset}) "
+                f"position={p.position} bytes={len(p.unaligned_records or b'')} size={p.size}")
+    return name
+
+
+class InteractionEnv:
+    def __init__(self):
+        self.nodes: dict[int, SimNode] = {}
+        self.queue: list[tuple] = []      # (kind, src, dst, payload...)
+        self.now = 0
+        self.blocked: set[tuple[int, int]] = set()
+        self.tokens = 0
+        self.max_versions: dict[int, dict[int, int]] = {}
+
+    # --- plumbing -----------------------------------------------------------------------------
+    def handle(self, case: Case) -> str:
+        handler = getattr(self, "cmd_" + case.command.replace("-", "_"), None)
+        if handler is None:
+            raise ValueError(f"line {case.line}: unknown command {case.command!r}")
+        out = handler(case)
+        return "\n".join(out) if out else "ok"
+
+    def _apply(self, node: SimNode, ready, out: list[str]) -> None:
+        node.persist(ready)
+        for old, new in node.core.transition_log:
+            out.append(f"{node.node_id}: {old} -> {new}")
+        node.core.transition_log.clear()
+        for op in ready.log_ops:
+            kind = type(op).__name__
+            if kind == "Append":
+                out.append(f"{node.node_id}: append {op.base_offset}..{op.last_offset} epoch={op.epoch}")
+            elif kind == "TruncateTo":
+                out.append(f"{node.node_id}: truncate to {op.offset}")
+            elif kind == "InstallSnapshot":
+                out.append(f"{node.node_id}: install snapshot ({op.snapshot_id.epoch},{op.snapshot_id.offset})")
+            elif kind in ("DeleteBefore", "TruncateFully"):
+                out.append(f"{node.node_id}: {kind} {op.offset}")
+        if ready.committed_through is not None:
+            out.append(f"{node.node_id}: high watermark {ready.committed_through}")
+            node.machine.apply_committed(node.store, ready.committed_through)
+        if ready.load_snapshot is not None:
+            node.machine.load_snapshot(node.store.snapshots[ready.load_snapshot], ready.load_snapshot)
+        for token, offset in ready.appends_committed:
+            out.append(f"{node.node_id}: committed {token} at {offset}")
+        for token, error in ready.appends_failed:
+            out.append(f"{node.node_id}: append {token} failed{_err(error)}")
+        if ready.shutdown_complete:
+            out.append(f"{node.node_id}: shutdown complete")
+            node.alive = False   # the process exits
+        for request in ready.send:
+            target = self._resolve(request)
+            self.queue.append(("request", node.node_id, target, node.incarnation, request))
+        for response in ready.respond:
+            src = response.request_id[0]
+            self.queue.append(("response", node.node_id, src, None, response))
+        node.wake_at = ready.wake_at_ms
+
+    def _resolve(self, request) -> int:
+        if request.address is not None:
+            for node_id in self.nodes:
+                if address_of(node_id) == tuple(request.address):
+                    return node_id
+        return request.destination
+
+    def _step(self, node: SimNode, event, out: list[str]) -> None:
+        if node.alive:
+            self._apply(node, node.core.step(event), out)
+
+    def _version(self, src: int, dst: int, api_key: int) -> int:
+        high = api_table()[api_key].max_version
+        return min(high, self.max_versions.get(src, {}).get(api_key, high),
+                   self.max_versions.get(dst, {}).get(api_key, high))
+
+    def _deliver(self, item, out: list[str]) -> None:
+        kind, src, dst, incarnation, message = item
+        if (src, dst) in self.blocked or dst not in self.nodes:
+            out.append(f"{src}->{dst} {describe_message(message.body)} (dropped)")
+            return
+        node = self.nodes[dst]
+        if kind == "request":
+            version = self._version(src, dst, message.body.API_KEY)
+            body = adapt_request_for_version(message.body, version)
+            try:
+                frame = framing.encode_request(body, version, message.correlation_id)
+            except UnsupportedVersionError:
+                out.append(f"{src}->{dst} {describe_message(message.body)} (v{version} cannot carry it: UNSUPPORTED_VERSION)")
+                sender = self.nodes[src]
+                self._step(sender, RequestFailed(self.now, message.correlation_id, message.destination,
+                                                 int(Errors.UNSUPPORTED_VERSION)), out)
+                return
+            out.append(f"{src}->{dst} {describe_message(message.body)}")
+            if not node.alive:
+                return
+            decoded = framing.decode_request(frame[4:])
+            handle = (src, message.destination, decoded.correlation_id)
+            self._step(node, RequestReceived(self.now, handle, version, decoded.body), out)
+        else:
+            src_node, destination_as_named, correlation_id = message.request_id
+            out.append(f"{src}->{dst} {describe_message(message.body)}")
+            if not node.alive:
+                return
+            frame = framing.encode_response(message.body, message.api_version, correlation_id)
+            _, body = framing.decode_response(frame[4:], message.body.API_KEY, message.api_version)
+            self._step(node, ResponseReceived(self.now, correlation_id, destination_as_named, body), out)
+
+    def _tick_due(self, out: list[str]) -> None:
+        for node in self.nodes.values():
+            if node.alive and node.wake_at <= self.now:
+                self._step(node, Tick(self.now), out)
+
+    # --- commands ------------------------------------------------------------------------------------
+    def cmd_cluster(self, case: Case) -> list[str]:
+        """cluster voters=(1,2,3) [observers=(4)] [kraft-version=1] [pre-vote=false] [vote-v1=(3)]"""
+        voters = [int(v) for v in tuple_arg(case.kwargs.get("voters", "(1,2,3)"))]
+        observers = [int(v) for v in tuple_arg(case.kwargs.get("observers", "()"))]
+        kraft = int(case.kwargs.get("kraft-version", "1"))
+        pre_vote = case.kwargs.get("pre-vote", "true") == "true"
+        snapshot_clean = case.kwargs.get("clean-log-on-snapshot", "false") == "true"
+        ids = voters + observers
+        directory = {i: uuid.UUID(int=i) for i in ids}
+        endpoints = {i: Endpoints(((LISTENER, *address_of(i)),)) for i in ids}
+        static = VoterSet.static({i: endpoints[i] for i in voters}) if kraft == 0 else None
+        for i in ids:
+            config = RaftConfig(node_id=i, directory_id=directory[i] if kraft else None, cluster_id="cluster",
+                                listener=LISTENER, endpoints=endpoints[i], static_voters=static,
+                                bootstrap_servers=tuple(address_of(v) for v in voters) if i in observers else (),
+                                pre_vote=pre_vote, clean_log_on_snapshot=snapshot_clean,
+                                election_timeout_ms=1000, fetch_timeout_ms=2000, request_timeout_ms=1000)
+            node = SimNode(config, seed=i)
+            node.wake_at = 0
+            self.nodes[i] = node
+        for i in tuple_arg(case.kwargs.get("vote-v1", "()")):
+            self.max_versions.setdefault(int(i), {})[52] = 1
+        if kraft:
+            voter_set = VoterSet.of(VoterNode(ReplicaKey(i, directory[i]), endpoints[i], 0, 1) for i in voters)
+            for node in self.nodes.values():
+                Simulation.format_bootstrap_snapshot(node, voter_set, kraft)
+        for node in self.nodes.values():
+            self._apply(node, node.boot(self.now), [])
+        return [f"{n.node_id}: {describe(n.core.state)}" for n in self.nodes.values()]
+
+    def cmd_tick(self, case: Case) -> list[str]:
+        """tick ms=N: let N ms pass, waking each node whose deadline passed (in id order)."""
+        out: list[str] = []
+        target = self.now + int(case.kwargs.get("ms", "0"))
+        while True:
+            due = [n.wake_at for n in self.nodes.values() if n.alive and n.wake_at <= target]
+            if not due:
+                break
+            self.now = max(self.now, min(due))
+            self._tick_due(out)
+        self.now = target
+        return out
+
+    def cmd_run(self, case: Case) -> list[str]:
+        """run ms=N: let N ms pass on a live network: wake nodes as their deadlines come and
+        deliver every message as soon as it is sent."""
+        out: list[str] = []
+        target = self.now + int(case.kwargs.get("ms", "0"))
+        for _ in range(10_000):
+            out += self.cmd_stabilize(Case(case.line, "stabilize", [], {}))
+            due = [n.wake_at for n in self.nodes.values() if n.alive and n.wake_at <= target]
+            if not due:
+                break
+            self.now = max(self.now, min(due))
+            self._tick_due(out)
+        self.now = target
+        return out
+
+    def cmd_expire(self, case: Case) -> list[str]:
+        """expire <id>: make the node's election or fetch timer run out now."""
+        out: list[str] = []
+        for arg in case.args:
+            node = self.nodes[int(arg)]
+            state = node.core.state
+            for attr in ("election_deadline_ms", "fetch_deadline_ms"):
+                if hasattr(state, attr):
+                    setattr(state, attr, self.now)
+            self._step(node, Tick(self.now), out)
+        return out
+
+    def cmd_deliver(self, case: Case) -> list[str]:
+        """deliver [from=X] [to=Y] [drop=true]: hand over the queued messages that match."""
+        out: list[str] = []
+        src = case.kwargs.get("from")
+        dst = case.kwargs.get("to")
+        drop = case.kwargs.get("drop") == "true"
+        keep, todo = [], []
+        for item in self.queue:
+            if (src is None or item[1] == int(src)) and (dst is None or item[2] == int(dst)):
+                todo.append(item)
+            else:
+                keep.append(item)
+        self.queue = keep
+        for item in todo:
+            if drop:
+                out.append(f"{item[1]}->{item[2]} {describe_message(item[4].body)} (dropped)")
+            else:
+                self._deliver(item, out)
+        return out
+
+    def cmd_stabilize(self, case: Case) -> list[str]:
+        """stabilize: deliver until the queue is empty (bounded)."""
+        out: list[str] = []
+        for _ in range(int(case.kwargs.get("rounds", "50"))):
+            if not self.queue:
+                break
+            todo, self.queue = self.queue, []
+            for item in todo:
+                self._deliver(item, out)
+        return out
+
+    def cmd_elect(self, case: Case) -> list[str]:
+        """elect <id>: expire the node's timer, then stabilize."""
+        out = self.cmd_expire(case)
+        out += self.cmd_stabilize(Case(case.line, "stabilize", [], {}))
+        return out
+
+    def cmd_propose(self, case: Case) -> list[str]:
+        """propose <id> [count=N]: append N records at the node, then flush its linger."""
+        node = self.nodes[int(case.args[0])]
+        out: list[str] = []
+        for _ in range(int(case.kwargs.get("count", "1"))):
+            self.tokens += 1
+            self._step(node, Propose(self.now, f"t{self.tokens}", (f"v{self.tokens}".encode(),)), out)
+        self.now += node.config.append_linger_ms
+        self._step(node, Tick(self.now), out)
+        return out
+
+    def cmd_partition(self, case: Case) -> list[str]:
+        """partition (1) (2,3): cut every link between the groups."""
+        groups = [set(int(v) for v in tuple_arg(a)) for a in case.args]
+        self.blocked = {(a, b) for g in groups for h in groups if g is not h for a in g for b in h}
+        return []
+
+    def cmd_heal(self, case: Case) -> list[str]:
+        self.blocked.clear()
+        return []
+
+    def cmd_crash(self, case: Case) -> list[str]:
+        for arg in case.args:
+            self.nodes[int(arg)].crash()
+        self.queue = [q for q in self.queue if str(q[1]) not in case.args]
+        return [f"{a}: crashed" for a in case.args]
+
+    def cmd_restart(self, case: Case) -> list[str]:
+        out: list[str] = []
+        for arg in case.args:
+            node = self.nodes[int(arg)]
+            self._apply(node, node.boot(self.now), out)
+            out.insert(0, f"{arg}: restarted as {describe(node.core.state)}")
+        return out
+
+    def cmd_shutdown(self, case: Case) -> list[str]:
+        node = self.nodes[int(case.args[0])]
+        out: list[str] = []
+        self._step(node, Shutdown(self.now, int(case.kwargs.get("timeout", "5000"))), out)
+        return out
+
+    def cmd_snapshot(self, case: Case) -> list[str]:
+        """snapshot <id>: the node's state machine snapshots what it applied (SnapshotFrozen)."""
+        from raft.io import SnapshotFrozen
+        node = self.nodes[int(case.args[0])]
+        snapshot_id = node.maybe_snapshot(self.now, every=1)
+        if snapshot_id is None:
+            return [f"{node.node_id}: nothing new to snapshot"]
+        out = [f"{node.node_id}: snapshot ({snapshot_id.epoch},{snapshot_id.offset})"]
+        self._step(node, SnapshotFrozen(self.now, snapshot_id), out)
+        return out
+
+    def cmd_state(self, case: Case) -> list[str]:
+        out = []
+        for node in self.nodes.values():
+            if not node.alive:
+                out.append(f"{node.node_id}: down")
+                continue
+            core = node.core
+            hw = core.high_watermark()
+            out.append(f"{node.node_id}: {describe(core.state)} log=[{core.log.start_offset},{core.log.end_offset}) "
+                       f"last_epoch={core.log.last_fetched_epoch} hw={'-' if hw is None else hw}")
+        return out
+
+    def cmd_log(self, case: Case) -> list[str]:
+        node = self.nodes[int(case.args[0])]
+        from kafkawire.records import iter_batches
+        out = []
+        for stored in node.store.batches:
+            for batch in iter_batches(stored.data):
+                if batch.is_control:
+                    kinds = ",".join(r.control_key.name for r in batch)
+                    out.append(f"{batch.base_offset}..{batch.last_offset} epoch={batch.partition_leader_epoch} control {kinds}")
+                else:
+                    values = ",".join(bytes(r.value).decode() for r in batch)
+                    out.append(f"{batch.base_offset}..{batch.last_offset} epoch={batch.partition_leader_epoch} {values}")
+        return out or ["(empty)"]
+
+    def cmd_queue(self, case: Case) -> list[str]:
+        return [f"{q[1]}->{q[2]} {describe_message(q[4].body)}" for q in self.queue] or ["(empty)"]
+
+    def cmd_inject(self, case: Case) -> list[str]:
+        """inject <to> <message> key=value...: deliver a hand-made request from node ``from``."""
+        from raft import rpc
+        target = self.nodes[int(case.args[0])]
+        kind = case.args[1]
+        kw = case.kwargs
+        src = int(kw.get("from", "9"))
+        if kind == "vote":
+            last = tuple(int(v) for v in tuple_arg(kw.get("last", "(0,0)")))
+            body = rpc.vote_request(kw.get("cluster", "cluster"), int(kw["epoch"]), ReplicaKey(src, None),
+                                    ReplicaKey(int(kw.get("voter", case.args[0])), None), last[0], last[1],
+                                    kw.get("pre", "false") == "true")
+        elif kind == "fetch":
+            body = rpc.fetch_request(kw.get("cluster", "cluster"), ReplicaKey(src, None), int(kw["epoch"]),
+                                     int(kw["offset"]), int(kw["last-epoch"]), 0, 1 << 20)
+        elif kind == "begin-epoch":
+            body = rpc.begin_quorum_epoch_request(kw.get("cluster", "cluster"), int(kw["epoch"]), src,
+                                                  ReplicaKey(int(case.args[0]), None),
+                                                  Endpoints(((LISTENER, *address_of(src)),)))
+        else:
+            raise ValueError(f"unknown message kind {kind!r}")
+        version = int(kw.get("version", api_table()[body.API_KEY].max_version))
+        out = [f"{src}->{case.args[0]} {describe_message(body)}"]
+        ready = target.core.step(RequestReceived(self.now, (src, target.node_id, 0), version, body))
+        self._apply(target, ready, out)
+        responses = [q for q in self.queue if q[0] == "response" and q[2] == src]
+        self.queue = [q for q in self.queue if not (q[0] == "response" and q[2] == src)]
+        out += [f"{q[1]}->{src} {describe_message(q[4].body)}" for q in responses]
+        return out
+
+    def cmd_leader(self, case: Case) -> list[str]:
+        leaders = [n.node_id for n in self.nodes.values() if n.alive and isinstance(n.core.state, Leader)]
+        return [f"leaders: {leaders}"]
