@@ -15,6 +15,7 @@ SUBCOMMANDS = (
     "codegen.cli",
     "tools.api_versions",
     "tools.dump_log",
+    "tools.metadata_shell",
 )
 
 

@@ -1,0 +1,308 @@
+"""The value objects of Kafka's metadata image and the text their ``toString`` gives, which is
+what kafka-metadata-shell's ``cat`` prints: PartitionRegistration (with ``merge`` of a
+PartitionChangeRecord, as Kafka applies it), BrokerRegistration, ControllerRegistration,
+StandardAcl, SCRAM credentials and delegation tokens.
+
+Sources: metadata/src/main/java/org/apache/kafka/metadata/{PartitionRegistration,
+BrokerRegistration, ControllerRegistration, VersionRange}.java, clients Endpoint and
+DirectoryId, metadata authorizer StandardAcl (apache/kafka, 3.7-4.x).
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, replace
+
+from kafkawire.protocol.message import uuid_to_kafka_string
+
+from .java_text import java_list, java_optional
+from .kafka_names import (ACL_OPERATIONS, ACL_PERMISSION_TYPES, LEADER_RECOVERY_STATES, PATTERN_TYPES,
+                          RESOURCE_TYPES, SECURITY_PROTOCOLS)
+
+__all__ = ["ImageError", "PartitionRegistration", "BrokerRegistration", "ControllerRegistration", "Endpoint",
+           "StandardAcl", "ScramCredential", "DelegationToken", "kafka_uuid", "uuid_sort_key",
+           "MIGRATING", "UNASSIGNED", "LOST", "NO_LEADER", "NO_LEADER_CHANGE"]
+
+# DirectoryId's reserved ids.
+MIGRATING = uuid.UUID(int=0)
+UNASSIGNED = uuid.UUID(int=1)
+LOST = uuid.UUID(int=2)
+# LeaderConstants
+NO_LEADER = -1
+NO_LEADER_CHANGE = -2
+# LeaderRecoveryState.NO_CHANGE
+NO_RECOVERY_STATE_CHANGE = -1
+
+
+class ImageError(ValueError):
+    """A record the image cannot apply (Kafka's replay would throw), saying which rule it broke."""
+
+
+def kafka_uuid(value: uuid.UUID) -> str:
+    """Kafka's ``Uuid.toString``."""
+    return uuid_to_kafka_string(value)
+
+
+def uuid_sort_key(value: uuid.UUID) -> tuple[int, int]:
+    """``Uuid.compareTo``: most, then least significant 64 bits, compared as signed longs."""
+    msb, lsb = value.int >> 64, value.int & ((1 << 64) - 1)
+    return (msb - (1 << 64) if msb >> 63 else msb, lsb - (1 << 64) if lsb >> 63 else lsb)
+
+
+def _uuids(values) -> str:
+    return java_list(kafka_uuid(v) for v in values)
+
+
+# --- partitions -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PartitionRegistration:
+    replicas: tuple
+    directories: tuple
+    isr: tuple
+    removing_replicas: tuple
+    adding_replicas: tuple
+    leader: int
+    leader_recovery_state: int
+    leader_epoch: int
+    partition_epoch: int
+    elr: tuple = ()
+    last_known_elr: tuple = ()
+
+    @classmethod
+    def from_record(cls, record) -> PartitionRegistration:
+        """``new PartitionRegistration(PartitionRecord)``."""
+        replicas = tuple(record.replicas)
+        directories = tuple(getattr(record, "directories", None) or ())
+        if directories and len(directories) != len(replicas):
+            raise ImageError(f"PartitionRecord for partition {record.partition_id} has {len(replicas)} replicas "
+                             f"but {len(directories)} directories (InvalidReplicaDirectoriesException)")
+        if record.leader_recovery_state not in LEADER_RECOVERY_STATES:
+            raise ImageError(f"unknown leader recovery state {record.leader_recovery_state}")
+        return cls(replicas=replicas, directories=directories or (MIGRATING,) * len(replicas),
+                   isr=tuple(record.isr), removing_replicas=tuple(record.removing_replicas),
+                   adding_replicas=tuple(record.adding_replicas), leader=record.leader,
+                   leader_recovery_state=record.leader_recovery_state, leader_epoch=record.leader_epoch,
+                   partition_epoch=record.partition_epoch,
+                   elr=tuple(getattr(record, "eligible_leader_replicas", None) or ()),
+                   last_known_elr=tuple(getattr(record, "last_known_elr", None) or ()))
+
+    def merge(self, record) -> PartitionRegistration:
+        """``PartitionRegistration.merge(PartitionChangeRecord)``: null fields keep their value,
+        a leader other than -2 bumps the leader epoch, every change bumps the partition epoch."""
+        replicas = self.replicas if record.replicas is None else tuple(record.replicas)
+        directories_in = getattr(record, "directories", None)
+        if directories_in:
+            if len(directories_in) != len(replicas):
+                raise ImageError(f"PartitionChangeRecord for partition {record.partition_id} leaves "
+                                 f"{len(replicas)} replicas but names {len(directories_in)} directories "
+                                 f"(InvalidReplicaDirectoriesException)")
+            directories = tuple(directories_in)
+        elif record.replicas is not None:
+            # DirectoryId.createDirectoriesFrom: replicas that stay keep their directory.
+            if len(set(self.replicas)) != len(self.replicas):
+                raise ImageError(f"duplicate broker id in the replicas {java_list(self.replicas)} of partition "
+                                 f"{record.partition_id}")
+            current = dict(zip(self.replicas, self.directories))
+            directories = tuple(current.get(r, UNASSIGNED) for r in record.replicas)
+        else:
+            directories = self.directories
+        if not directories:
+            directories = (MIGRATING,) * len(self.replicas)
+        if record.leader == NO_LEADER_CHANGE:
+            leader, leader_epoch = self.leader, self.leader_epoch
+        else:
+            leader, leader_epoch = record.leader, self.leader_epoch + 1
+        recovery = self.leader_recovery_state
+        if record.leader_recovery_state != NO_RECOVERY_STATE_CHANGE:
+            if record.leader_recovery_state not in LEADER_RECOVERY_STATES:
+                raise ImageError(f"unknown leader recovery state {record.leader_recovery_state}")
+            recovery = record.leader_recovery_state
+        elr_in = getattr(record, "eligible_leader_replicas", None)
+        last_known_in = getattr(record, "last_known_elr", None)
+        return PartitionRegistration(
+            replicas=replicas, directories=directories,
+            isr=self.isr if record.isr is None else tuple(record.isr),
+            removing_replicas=self.removing_replicas if record.removing_replicas is None
+            else tuple(record.removing_replicas),
+            adding_replicas=self.adding_replicas if record.adding_replicas is None else tuple(record.adding_replicas),
+            leader=leader, leader_recovery_state=recovery, leader_epoch=leader_epoch,
+            partition_epoch=self.partition_epoch + 1,
+            elr=self.elr if elr_in is None else tuple(elr_in),
+            last_known_elr=self.last_known_elr if last_known_in is None else tuple(last_known_in))
+
+    def cleared_elr(self) -> PartitionRegistration:
+        """What a ClearElrRecord does to one partition: a merge that empties both ELR lists."""
+        if not self.elr and not self.last_known_elr:
+            return self
+        return replace(self, elr=(), last_known_elr=(), partition_epoch=self.partition_epoch + 1)
+
+    def __str__(self) -> str:
+        return (f"PartitionRegistration(replicas={java_list(self.replicas)}, "
+                f"directories={_uuids(self.directories)}, isr={java_list(self.isr)}, "
+                f"removingReplicas={java_list(self.removing_replicas)}, "
+                f"addingReplicas={java_list(self.adding_replicas)}, elr={java_list(self.elr)}, "
+                f"lastKnownElr={java_list(self.last_known_elr)}, leader={self.leader}, "
+                f"leaderRecoveryState={LEADER_RECOVERY_STATES[self.leader_recovery_state]}, "
+                f"leaderEpoch={self.leader_epoch}, partitionEpoch={self.partition_epoch})")
+
+
+# --- brokers and controllers ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Endpoint:
+    name: str
+    security_protocol: int
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        # Endpoint.toString; SecurityProtocol.forId gives null for an id it does not know.
+        protocol = SECURITY_PROTOCOLS.get(self.security_protocol, "null")
+        return f"Endpoint(listenerName='{self.name}', securityProtocol={protocol}, host='{self.host}', port={self.port})"
+
+
+def _version_range(low: int, high: int) -> str:
+    """VersionRange.toString."""
+    if low == high:
+        return str(low)
+    if high == 0x7FFF:
+        return f"{low}+"
+    return f"{low}-{high}"
+
+
+def _listeners_and_features(endpoints: dict, features: dict) -> str:
+    listeners = ", ".join(str(endpoints[name]) for name in sorted(endpoints))
+    supported = ", ".join(f"{name}: {_version_range(*features[name])}" for name in sorted(features))
+    return f"listeners=[{listeners}], supportedFeatures={{{supported}}}"
+
+
+def _endpoints(record) -> dict:
+    return {e.name: Endpoint(e.name, e.security_protocol, e.host, e.port) for e in record.end_points}
+
+
+def _features(record) -> dict:
+    return {f.name: (f.min_supported_version, f.max_supported_version) for f in record.features}
+
+
+@dataclass(frozen=True)
+class BrokerRegistration:
+    id: int
+    epoch: int
+    incarnation_id: uuid.UUID
+    listeners: dict
+    supported_features: dict
+    rack: str | None
+    fenced: bool
+    in_controlled_shutdown: bool
+    is_migrating_zk_broker: bool
+    directories: tuple
+
+    @classmethod
+    def from_record(cls, record) -> BrokerRegistration:
+        return cls(id=record.broker_id, epoch=record.broker_epoch, incarnation_id=record.incarnation_id,
+                   listeners=_endpoints(record), supported_features=_features(record), rack=record.rack,
+                   fenced=record.fenced, in_controlled_shutdown=getattr(record, "in_controlled_shutdown", False),
+                   is_migrating_zk_broker=getattr(record, "is_migrating_zk_broker", False),
+                   directories=tuple(sorted(getattr(record, "log_dirs", None) or (), key=uuid_sort_key)))
+
+    def clone_with(self, fenced: bool | None = None, in_controlled_shutdown: bool | None = None,
+                   directories=None) -> BrokerRegistration:
+        """``cloneWith``: each argument left None keeps the current value."""
+        return replace(
+            self,
+            fenced=self.fenced if fenced is None else fenced,
+            in_controlled_shutdown=self.in_controlled_shutdown if in_controlled_shutdown is None
+            else in_controlled_shutdown,
+            directories=self.directories if directories is None else tuple(sorted(directories, key=uuid_sort_key)))
+
+    def __str__(self) -> str:
+        return (f"BrokerRegistration(id={self.id}, epoch={self.epoch}, incarnationId={kafka_uuid(self.incarnation_id)}, "
+                f"{_listeners_and_features(self.listeners, self.supported_features)}, "
+                f"rack={java_optional(self.rack)}, fenced={str(self.fenced).lower()}, "
+                f"inControlledShutdown={str(self.in_controlled_shutdown).lower()}, "
+                f"isMigratingZkBroker={str(self.is_migrating_zk_broker).lower()}, "
+                f"directories={_uuids(self.directories)})")
+
+
+@dataclass(frozen=True)
+class ControllerRegistration:
+    id: int
+    incarnation_id: uuid.UUID
+    zk_migration_ready: bool
+    listeners: dict
+    supported_features: dict
+
+    @classmethod
+    def from_record(cls, record) -> ControllerRegistration:
+        for e in record.end_points:
+            if e.security_protocol not in SECURITY_PROTOCOLS:
+                raise ImageError(f"Unknown security protocol {e.security_protocol} in the registration of "
+                                 f"controller {record.controller_id}")
+        return cls(id=record.controller_id, incarnation_id=record.incarnation_id,
+                   zk_migration_ready=record.zk_migration_ready, listeners=_endpoints(record),
+                   supported_features=_features(record))
+
+    def __str__(self) -> str:
+        return (f"ControllerRegistration(id={self.id}, incarnationId={kafka_uuid(self.incarnation_id)}, "
+                f"zkMigrationReady={str(self.zk_migration_ready).lower()}, "
+                f"{_listeners_and_features(self.listeners, self.supported_features)})")
+
+
+# --- ACLs, SCRAM, delegation tokens ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class StandardAcl:
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+
+    @classmethod
+    def from_record(cls, record) -> StandardAcl:
+        return cls(record.resource_type, record.resource_name, record.pattern_type, record.principal,
+                   record.host, record.operation, record.permission_type)
+
+    def __str__(self) -> str:
+        return (f"StandardAcl(resourceType={RESOURCE_TYPES.get(self.resource_type, 'UNKNOWN')}, "
+                f"resourceName={self.resource_name}, patternType={PATTERN_TYPES.get(self.pattern_type, 'UNKNOWN')}, "
+                f"principal={self.principal}, host={self.host}, "
+                f"operation={ACL_OPERATIONS.get(self.operation, 'UNKNOWN')}, "
+                f"permissionType={ACL_PERMISSION_TYPES.get(self.permission_type, 'UNKNOWN')})")
+
+
+@dataclass(frozen=True)
+class ScramCredential:
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+    def __str__(self) -> str:
+        # ScramCredentialDataNode with the shell's printer, which redacts nothing.
+        return (f"ScramCredentialData(salt={bytes(self.salt).hex()}, storedKey={bytes(self.stored_key).hex()}, "
+                f"serverKey={bytes(self.server_key).hex()}, iterations={self.iterations})")
+
+
+@dataclass(frozen=True)
+class DelegationToken:
+    token_id: str
+    owner: str
+    requester: str
+    renewers: tuple
+    issue_timestamp: int
+    max_timestamp: int
+    expiration_timestamp: int
+
+    @classmethod
+    def from_record(cls, record) -> DelegationToken:
+        return cls(record.token_id, record.owner, record.requester, tuple(record.renewers),
+                   record.issue_timestamp, record.max_timestamp, record.expiration_timestamp)
+
+    def __str__(self) -> str:
+        # DelegationTokenDataNode.print, parentheses and all.
+        return (f"DelegationTokenDatatokenId={self.token_id}(owner={self.owner}(tokenRequester={self.requester}"
+                f"(renewers={' '.join(self.renewers)}, issueTimestamp={self.issue_timestamp}, "
+                f"maxTimestamp={self.max_timestamp}), expiryTimestamp={self.expiration_timestamp}")

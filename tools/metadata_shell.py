@@ -1,0 +1,92 @@
+"""``kafkawire metadata-shell``: kafka-metadata-shell over a snapshot or a metadata directory.
+
+    kafkawire metadata-shell --snapshot FILE [COMMAND ...]
+    kafkawire metadata-shell --directory __cluster_metadata-0 [COMMAND ...]
+
+``--snapshot`` reads one file: a ``.checkpoint`` as a snapshot, a ``.log`` segment as a log.
+``--directory`` replays the latest snapshot of a ``__cluster_metadata-0`` directory and the log
+after it. With a COMMAND (ls, cat, tree, find) it runs it and exits; without one it reads
+commands from standard input with Kafka's ``>> `` prompt (readline editing on a terminal), and
+also knows cd, pwd, help, man, history and exit. The tree is described in
+kafkawire/metadata/image_tree.py.
+
+Anything the replay could not apply (an unknown record type or version, a record Kafka would
+refuse, a corrupt or torn batch) is reported on stderr with its file, batch position and
+offset, and the exit status is then 1; so it is when a one-shot command fails.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+
+COMMAND = "metadata-shell"
+HELP = "browse the metadata image of a snapshot or log as a file tree, as kafka-metadata-shell does"
+PROMPT = ">> "
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--snapshot", "-s", metavar="FILE",
+                        help="a snapshot (.checkpoint, bootstrap.checkpoint) or a log segment (.log) to read")
+    source.add_argument("--directory", "-d", metavar="DIR",
+                        help="a __cluster_metadata-0 directory: its latest snapshot and the log after it")
+    parser.add_argument("command", nargs=argparse.REMAINDER,
+                        help="a command to run (ls, cat, tree, find) instead of the interactive shell")
+
+
+def load(args):
+    from kafkawire.metadata.replay import replay_directory, replay_snapshot
+    return replay_directory(args.directory) if args.directory else replay_snapshot(args.snapshot)
+
+
+def report_problems(replay, err) -> None:
+    for problem in replay.problems:
+        print(f"Error: {problem}", file=err)
+    err.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    from kafkawire.metadata.image_tree import root_node
+    from kafkawire.metadata.shell import Shell
+    replay = load(args)
+    report_problems(replay, sys.stderr)
+    status = 1 if replay.problems else 0
+    if args.command:
+        shell = Shell(root_node(replay), interactive=False)
+        result = shell.run(list(args.command))
+        sys.stdout.write(result.output)
+        sys.stdout.flush()
+        return 1 if result.error else status
+    interactive = sys.stdin.isatty()
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    shell = Shell(root_node(replay), interactive=True, screen_width=width)
+    print("[ Kafka Metadata Shell ]", flush=True)
+    if interactive:
+        try:
+            import readline  # noqa: F401 - line editing and history for input()
+        except ImportError:
+            pass
+    while True:
+        try:
+            if interactive:
+                line = input(PROMPT)
+            else:
+                sys.stdout.write(PROMPT)
+                sys.stdout.flush()
+                line = sys.stdin.readline()
+                if not line:
+                    break
+        except EOFError:
+            break
+        except KeyboardInterrupt:
+            print("^C")
+            continue
+        result = shell.run_line(line.rstrip("\n"))
+        sys.stdout.write(result.output)
+        sys.stdout.flush()
+        if result.exit:
+            break
+    if not interactive:
+        sys.stdout.write("\n")
+    return status
