@@ -33,6 +33,17 @@ def _range_literal(v: Versions) -> str:
     return "None" if v.empty else f"({v.lowest}, {v.highest})"
 
 
+def lazy_default(f: FieldSpec) -> bool:
+    """A tagged struct whose default is an instance: absent from nearly every message, so the
+    instance is made when the field is first read (a property over a private slot), not per decode."""
+    return f.type.kind == "struct" and f.default is not None and f.tagged
+
+
+def slot_name(f: FieldSpec) -> str:
+    """The slot a field's value lives in: its own name, or a private one behind a lazy default."""
+    return f"_{f.py_name}" if lazy_default(f) else f.py_name
+
+
 class _Writer:
     def __init__(self):
         self.lines: list[str] = []
@@ -53,6 +64,7 @@ class ModuleEmitter:
         self.constants: dict[str, str] = {}            # repr of a default -> constant name
         self.canonical: dict[tuple[str, str, int], str] = {}   # (kind, struct, version) -> function name
         self.bodies: dict[tuple[str, str], str] = {}   # (kind, body text) -> function name
+        self.views: dict[str, bool] = {}               # struct name -> needs_view
 
     # --- naming helpers ---------------------------------------------------------------------
     def array_table(self, code: str) -> str:
@@ -69,8 +81,11 @@ class ModuleEmitter:
         return name
 
     def decode_default_expr(self, field: FieldSpec) -> str:
-        """The default a decoder stores for a field the bytes lack: as default_expr, but a struct
-        comes from its keyword-free factory, which the hot path can afford."""
+        """The default a decoder stores (in slot_name(field)) for a field the bytes lack: as
+        default_expr, but a struct comes from its keyword-free factory, which the hot path can
+        afford, and a lazy default is left to be made on first read."""
+        if lazy_default(field):
+            return "_MISSING"
         if field.type.kind == "struct" and field.default is not None:
             return f"_fresh_{field.struct.name}()"
         return self.default_expr(field)
@@ -97,7 +112,13 @@ class ModuleEmitter:
         return repr(value)
 
     def default_compare(self, field: FieldSpec, expr: str) -> str:
-        """A condition that is true when `expr` differs from the field's default."""
+        """A condition that is true when `expr` (the field's slot) differs from the field's default."""
+        if lazy_default(field):
+            # Never read yet is the default; once read, it may have been changed in place.
+            return f"{expr} is not _MISSING and ({self._differs(field, expr)})"
+        return self._differs(field, expr)
+
+    def _differs(self, field: FieldSpec, expr: str) -> str:
         kind = field.type.kind
         if field.default is None:
             return f"{expr} is not None"
@@ -147,7 +168,7 @@ class ModuleEmitter:
             body.add(f"def _fresh_{struct.name}():")
             body.add(f"    self = _new({struct.name})")
             for f in struct.fields:
-                body.add(f"    self.{f.py_name} = {self.decode_default_expr(f)}")
+                body.add(f"    self.{slot_name(f)} = {self.decode_default_expr(f)}")
             body.add("    self._unknown_tagged_fields = ()")
             body.add("    return self")
         body.add("")
@@ -250,7 +271,7 @@ class ModuleEmitter:
             w.add(f'    """{spec.name} ({self._summary()})."""')
         else:
             w.add(f'    """A {struct.name} of {spec.name}."""')
-        slots = ", ".join(repr(f.py_name) for f in struct.fields)
+        slots = ", ".join(repr(slot_name(f)) for f in struct.fields)
         w.add(f"    __slots__ = ({slots}{', ' if slots else ''}'_unknown_tagged_fields')")
         if is_message:
             w.add(f"    NAME = {spec.name!r}")
@@ -260,6 +281,9 @@ class ModuleEmitter:
             w.add(f"    FLEXIBLE_VERSIONS = {_range_literal(spec.flexible_versions)}")
             w.add(f"    LATEST_VERSION_UNSTABLE = {spec.latest_version_unstable!r}")
             w.add(f"    SCHEMA = {self.source_name!r}")
+            if any(f.type.kind in ("bytes", "records") or (f.type.element and f.type.element.kind in ("bytes", "records"))
+                   for s in spec.structs.values() for f in s.fields):
+                w.add("    _HAS_BYTES = True")
         else:
             w.add(f"    NAME = {struct.name!r}")
             w.add(f"    MESSAGE = {spec.name!r}")
@@ -273,13 +297,30 @@ class ModuleEmitter:
             w.add("    def __init__(self, *, " + ", ".join(params) + "):")
             for f in struct.fields:
                 mutable = f.default is not None and f.type.kind in ("array", "struct")
-                if mutable:
+                if lazy_default(f):
+                    w.add(f"        self.{slot_name(f)} = {f.py_name}")
+                elif mutable:
                     w.add(f"        self.{f.py_name} = {self.default_expr(f)} if {f.py_name} is _MISSING else {f.py_name}")
                 else:
                     w.add(f"        self.{f.py_name} = {f.py_name}")
         else:
             w.add("    def __init__(self):")
         w.add("        self._unknown_tagged_fields = ()")
+        for f in struct.fields:
+            if lazy_default(f):
+                slot = slot_name(f)
+                w.add("")
+                w.add("    @property")
+                w.add(f"    def {f.py_name}(self):")
+                w.add(f"        # _MISSING until first read, then this instance's own {f.struct.name}.")
+                w.add(f"        value = self.{slot}")
+                w.add("        if value is _MISSING:")
+                w.add(f"            value = self.{slot} = {self.default_expr(f)}")
+                w.add("        return value")
+                w.add("")
+                w.add(f"    @{f.py_name}.setter")
+                w.add(f"    def {f.py_name}(self, value):")
+                w.add(f"        self.{slot} = value")
 
     def field_table(self, struct: StructSpec) -> list[str]:
         rows = []
@@ -327,18 +368,19 @@ class ModuleEmitter:
                     run.append(f)
                     continue
                 flush()
-                lines += self._decode_value(f, version, f"self.{f.py_name}", "    ")
+                lines += self._decode_value(f, version, f"self.{slot_name(f)}", "    ")
             elif f in tagged:
                 continue
         flush()
         for f in struct.fields:
             if f not in present:
-                lines.append((f"self.{f.py_name} = {self.decode_default_expr(f)}", None))
+                lines.append((f"self.{slot_name(f)} = {self.decode_default_expr(f)}", None))
         if flexible:
             if tagged:
                 tag_fn = self._emit_tag_decoder(out, struct, version, tagged)
+                view = ", view" if self.needs_view(struct) else ""
                 lines.append(("if data[pos]:", f"tagged fields of {struct.name}"))
-                lines.append((f"    pos = {tag_fn}(self, data, pos)", f"tagged fields of {struct.name}"))
+                lines.append((f"    pos = {tag_fn}(self, data, pos{view})", f"tagged fields of {struct.name}"))
                 lines.append(("else:", None))
                 lines.append(("    self._unknown_tagged_fields = ()", None))
                 lines.append(("    pos += 1", None))
@@ -352,7 +394,26 @@ class ModuleEmitter:
             lines.append(("self._unknown_tagged_fields = ()", None))
         lines.append(("return self, pos", None))
         header = [(f"self = _new({struct.name})", None)]
-        self._add_function(out, "decode", struct, version, "(data, pos)", header + lines)
+        params = "(data, pos)"
+        if self.needs_view(struct):
+            if struct is self.spec.struct:
+                # One view of the whole input, made once: each records field is a slice of it.
+                header.insert(0, ("view = memoryview(data)", None))
+            else:
+                params = "(data, pos, view)"
+        self._add_function(out, "decode", struct, version, params, header + lines)
+
+    def needs_view(self, struct: StructSpec) -> bool:
+        """Whether decoding the struct slices records (or zeroCopy bytes) out of the input,
+        itself or in a struct below it: its decoders then take the input's memoryview."""
+        known = self.views
+        if struct.name not in known:
+            known[struct.name] = False      # a struct that contains itself adds nothing
+            known[struct.name] = any(
+                f.type.kind == "records" or f.zero_copy
+                or (f.type.struct_name is not None and self.needs_view(self.spec.structs[f.type.struct_name]))
+                for f in struct.fields)
+        return known[struct.name]
 
     def _decode_value(self, f: FieldSpec, version: int, target: str, indent: str) -> list[tuple[str, str | None]]:
         """Lines that read one field's value at `pos` into `target`."""
@@ -370,18 +431,18 @@ class ModuleEmitter:
         if kind in ("string", "bytes", "records"):
             base = "string" if kind == "string" else "bytes"
             reader = ("compact_" if flexible else "") + ("nullable_" if nullable else "") + base
-            if kind == "records" or f.zero_copy:
-                reader += "_view"
-            return [(f"{target}, pos = read_{reader}(data, pos)", name)]
+            # Records (and zeroCopy bytes) are slices of the input's memoryview, not copies, as
+            # Kafka's Java reader wraps a slice of its buffer.
+            source = "view" if kind == "records" or f.zero_copy else "data"
+            return [(f"{target}, pos = read_{reader}({source}, pos)", name)]
         if kind == "struct":
-            fn = self.canonical[("decode", f.struct.name, version)]
             if nullable:
                 return [("if data[pos] >= 128:", name),
                         (f"    {target} = None", None),
                         ("    pos += 1", None),
                         ("else:", None),
-                        (f"    {target}, pos = {fn}(data, pos + 1)", name)]
-            return [(f"{target}, pos = {fn}(data, pos)", name)]
+                        (f"    {target}, pos = {self._struct_decode_call(f.struct, version, 'pos + 1')}", name)]
+            return [(f"{target}, pos = {self._struct_decode_call(f.struct, version)}", name)]
         # arrays
         reader = ("compact_" if flexible else "") + ("nullable_" if nullable else "") + "array_length"
         if flexible:
@@ -394,34 +455,43 @@ class ModuleEmitter:
                      (f"    n, pos = read_{reader}(data, pos)", name)]
         else:
             lines = [(f"n, pos = read_{reader}(data, pos)", name)]
-        inner = "    " if nullable else ""
-        if nullable:
-            lines.append(("if n < 0:", None))
-            lines.append((f"    {target} = None", None))
-            lines.append(("else:", None))
+        # Empty arrays are the usual case for many fields (aborted transactions, offline replicas):
+        # they cost one comparison and a new list.
+        lines.append(("if n == 0:", None))
+        lines.append((f"    {target} = []", None))
+        lines.append(("elif n > 0:" if nullable else "else:", None))
         element = f.type.element
         ek = element.kind
         if ek in FIXED_FORMATS and ek != "uuid":
             code = FIXED_FORMATS[ek]
             table = self.array_table(code)
             # n is at most the bytes left, so the Struct is bounded; unpack_from checks the end itself.
-            lines.append((f"{inner}{target} = list(({table}[n] if n < 64 else array_struct({code!r}, n)).unpack_from(data, pos))", name))
-            lines.append((f"{inner}pos += {_FIXED_SIZES[code]} * n", None))
-            return lines
-        if ek == "uuid":
-            item_read = "item, pos = read_uuid(data, pos)"
-        elif ek in ("string", "bytes", "records"):
-            base = "string" if ek == "string" else "bytes"
-            item_read = f"item, pos = read_{'compact_' if flexible else ''}{base}(data, pos)"
+            lines.append((f"    {target} = list(({table}[n] if n < 64 else array_struct({code!r}, n)).unpack_from(data, pos))", name))
+            lines.append((f"    pos += {_FIXED_SIZES[code]} * n", None))
         else:
-            item_read = f"item, pos = {self.canonical[('decode', element.name, version)]}(data, pos)"
-        lines.append((f"{inner}items = []", None))
-        lines.append((f"{inner}append = items.append", None))
-        lines.append((f"{inner}for _ in range(n):", None))
-        lines.append((f"{inner}    {item_read}", name))
-        lines.append((f"{inner}    append(item)", None))
-        lines.append((f"{inner}{target} = items", None))
+            if ek == "uuid":
+                item_read = "item, pos = read_uuid(data, pos)"
+            elif ek in ("string", "bytes", "records"):
+                base = "string" if ek == "string" else "bytes"
+                item_read = f"item, pos = read_{'compact_' if flexible else ''}{base}(data, pos)"
+            else:
+                item_read = f"item, pos = {self._struct_decode_call(element, version)}"
+            lines.append(("    items = []", None))
+            lines.append(("    append = items.append", None))
+            lines.append(("    for _ in range(n):", None))
+            lines.append((f"        {item_read}", name))
+            lines.append(("        append(item)", None))
+            lines.append((f"    {target} = items", None))
+        if nullable:
+            lines.append(("else:", None))
+            lines.append((f"    {target} = None", None))
         return lines
+
+    def _struct_decode_call(self, struct, version: int, pos: str = "pos") -> str:
+        """The call that decodes a struct (a StructSpec, or the element type of an array) at `pos`."""
+        struct = self.spec.structs[struct.name]
+        view = ", view" if self.needs_view(struct) else ""
+        return f"{self.canonical[('decode', struct.name, version)]}(data, {pos}{view})"
 
     def _emit_tag_decoder(self, out: _Writer, struct: StructSpec, version: int, tagged: list[FieldSpec]) -> str:
         lines: list[tuple[str, str | None]] = [
@@ -437,7 +507,7 @@ class ModuleEmitter:
         keyword = "if"
         for f in tagged:
             lines.append((f"    {keyword} tag == {f.tag}:", None))
-            for text, field_name in self._decode_value(f, version, f"self.{f.py_name}", "        "):
+            for text, field_name in self._decode_value(f, version, f"self.{slot_name(f)}", "        "):
                 lines.append(("        " + text, field_name))
             lines.append(("        if pos != end:", None))
             lines.append((f"            raise Malformed(f'tagged field {f.name} (tag {f.tag}) ends at byte {{end}} "
@@ -450,7 +520,8 @@ class ModuleEmitter:
         lines.append(("        pos = end", None))
         lines.append(("self._unknown_tagged_fields = () if unknown is None else unknown", None))
         lines.append(("return pos", None))
-        return self._add_function(out, "decode_tags", struct, version, "(self, data, pos)", lines)
+        params = "(self, data, pos, view)" if self.needs_view(struct) else "(self, data, pos)"
+        return self._add_function(out, "decode_tags", struct, version, params, lines)
 
     # --- encoding ---------------------------------------------------------------------------
     def _emit_encoder(self, out: _Writer, struct: StructSpec, version: int) -> None:
@@ -479,7 +550,7 @@ class ModuleEmitter:
                 lines += self._encode_value(f, version, f"self.{f.py_name}", "buf")
             elif f not in tagged and not f.ignorable:
                 # Kafka refuses to drop information silently: a field the version cannot carry must be at its default.
-                checks.append((f"if {self.default_compare(f, 'self.' + f.py_name)}:", f.name))
+                checks.append((f"if {self.default_compare(f, 'self.' + slot_name(f))}:", f.name))
                 checks.append((f"    raise unsupported_field({self.spec.name!r}, {f.name!r}, {version})", f.name))
         flush()
         lines[:0] = checks
@@ -487,9 +558,9 @@ class ModuleEmitter:
             if tagged:
                 lines.append(("known = []", None))
                 for f in tagged:
-                    lines.append((f"if {self.default_compare(f, 'self.' + f.py_name)}:", f.name))
+                    lines.append((f"if {self.default_compare(f, 'self.' + slot_name(f))}:", f.name))
                     lines.append(("    tag_buf = bytearray()", None))
-                    for text, field_name in self._encode_value(f, version, f"self.{f.py_name}", "tag_buf"):
+                    for text, field_name in self._encode_value(f, version, f"self.{slot_name(f)}", "tag_buf"):
                         lines.append(("    " + text, field_name))
                     lines.append((f"    known.append(({f.tag}, tag_buf))", None))
                 lines.append(("if known or self._unknown_tagged_fields:", None))

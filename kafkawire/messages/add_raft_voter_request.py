@@ -127,12 +127,15 @@ def _decode_AddRaftVoterRequest_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_Listener_v0(data, pos)
-        append(item)
-    self.listeners = items
+    if n == 0:
+        self.listeners = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_Listener_v0(data, pos)
+            append(item)
+        self.listeners = items
     self.ack_when_committed = True
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -172,12 +175,15 @@ def _decode_AddRaftVoterRequest_v1(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_Listener_v0(data, pos)
-        append(item)
-    self.listeners = items
+    if n == 0:
+        self.listeners = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_Listener_v0(data, pos)
+            append(item)
+        self.listeners = items
     self.ack_when_committed, = _S2.unpack_from(data, pos)
     pos += 1
     if data[pos]:
@@ -226,33 +232,33 @@ _LINE_FIELDS = {
     124: 'VoterDirectoryId',
     125: 'Listeners',
     129: 'Listeners',
-    133: 'Listeners',
-    137: 'tagged fields of AddRaftVoterRequest',
-    138: 'tagged fields of AddRaftVoterRequest',
-    146: 'AckWhenCommitted',
-    147: 'AckWhenCommitted',
-    148: 'ClusterId',
-    149: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
-    150: 'VoterDirectoryId',
-    152: 'Listeners',
+    136: 'Listeners',
+    140: 'tagged fields of AddRaftVoterRequest',
+    141: 'tagged fields of AddRaftVoterRequest',
+    149: 'AckWhenCommitted',
+    150: 'AckWhenCommitted',
+    151: 'ClusterId',
+    152: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
+    153: 'VoterDirectoryId',
     155: 'Listeners',
-    157: 'Listeners',
-    159: 'tagged fields of AddRaftVoterRequest',
-    166: 'ClusterId',
-    167: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
-    169: 'VoterDirectoryId',
-    170: 'Listeners',
-    174: 'Listeners',
-    178: 'Listeners',
-    181: 'AckWhenCommitted',
-    183: 'tagged fields of AddRaftVoterRequest',
-    184: 'tagged fields of AddRaftVoterRequest',
-    192: 'ClusterId',
-    193: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
-    194: 'VoterDirectoryId',
-    196: 'Listeners',
-    199: 'Listeners',
-    201: 'Listeners',
-    202: 'AckWhenCommitted',
-    204: 'tagged fields of AddRaftVoterRequest',
+    158: 'Listeners',
+    160: 'Listeners',
+    162: 'tagged fields of AddRaftVoterRequest',
+    169: 'ClusterId',
+    170: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
+    172: 'VoterDirectoryId',
+    173: 'Listeners',
+    177: 'Listeners',
+    184: 'Listeners',
+    187: 'AckWhenCommitted',
+    189: 'tagged fields of AddRaftVoterRequest',
+    190: 'tagged fields of AddRaftVoterRequest',
+    198: 'ClusterId',
+    199: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
+    200: 'VoterDirectoryId',
+    202: 'Listeners',
+    205: 'Listeners',
+    207: 'Listeners',
+    208: 'AckWhenCommitted',
+    210: 'tagged fields of AddRaftVoterRequest',
 }

@@ -253,12 +253,15 @@ def _decode_ApiVersionsResponse_v0(data, pos):
     self.error_code, = _S2.unpack_from(data, pos)
     pos += 2
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ApiVersion_v0(data, pos)
-        append(item)
-    self.api_keys = items
+    if n == 0:
+        self.api_keys = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ApiVersion_v0(data, pos)
+            append(item)
+        self.api_keys = items
     self.throttle_time_ms = 0
     self.supported_features = []
     self.finalized_features_epoch = -1
@@ -283,12 +286,15 @@ def _decode_ApiVersionsResponse_v1(data, pos):
     self.error_code, = _S2.unpack_from(data, pos)
     pos += 2
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ApiVersion_v0(data, pos)
-        append(item)
-    self.api_keys = items
+    if n == 0:
+        self.api_keys = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ApiVersion_v0(data, pos)
+            append(item)
+        self.api_keys = items
     self.throttle_time_ms, = _S3.unpack_from(data, pos)
     pos += 4
     self.supported_features = []
@@ -336,12 +342,15 @@ def _decode_tags_ApiVersionsResponse_v3(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_array_length(data, pos)
-            items = []
-            append = items.append
-            for _ in range(n):
-                item, pos = _decode_SupportedFeatureKey_v3(data, pos)
-                append(item)
-            self.supported_features = items
+            if n == 0:
+                self.supported_features = []
+            else:
+                items = []
+                append = items.append
+                for _ in range(n):
+                    item, pos = _decode_SupportedFeatureKey_v3(data, pos)
+                    append(item)
+                self.supported_features = items
             if pos != end:
                 raise Malformed(f'tagged field SupportedFeatures (tag 0) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 1:
@@ -355,12 +364,15 @@ def _decode_tags_ApiVersionsResponse_v3(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_array_length(data, pos)
-            items = []
-            append = items.append
-            for _ in range(n):
-                item, pos = _decode_FinalizedFeatureKey_v3(data, pos)
-                append(item)
-            self.finalized_features = items
+            if n == 0:
+                self.finalized_features = []
+            else:
+                items = []
+                append = items.append
+                for _ in range(n):
+                    item, pos = _decode_FinalizedFeatureKey_v3(data, pos)
+                    append(item)
+                self.finalized_features = items
             if pos != end:
                 raise Malformed(f'tagged field FinalizedFeatures (tag 2) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 3:
@@ -386,12 +398,15 @@ def _decode_ApiVersionsResponse_v3(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ApiVersion_v3(data, pos)
-        append(item)
-    self.api_keys = items
+    if n == 0:
+        self.api_keys = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ApiVersion_v3(data, pos)
+            append(item)
+        self.api_keys = items
     self.throttle_time_ms, = _S3.unpack_from(data, pos)
     pos += 4
     self.supported_features = []
@@ -489,62 +504,62 @@ _LINE_FIELDS = {
     246: 'tagged fields of FinalizedFeatureKey',
     253: 'ErrorCode',
     255: 'ApiKeys',
-    259: 'ApiKeys',
-    272: 'ErrorCode',
-    274: 'ApiKeys',
-    276: 'ApiKeys',
-    278: 'tagged fields of ApiVersionsResponse',
-    283: 'ErrorCode',
-    285: 'ApiKeys',
-    289: 'ApiKeys',
-    292: 'ThrottleTimeMs',
-    303: 'ErrorCode',
-    305: 'ApiKeys',
-    307: 'ApiKeys',
-    308: 'ThrottleTimeMs',
-    310: 'tagged fields of ApiVersionsResponse',
-    314: 'ErrorCode',
-    316: 'ApiKeys',
-    318: 'ApiKeys',
-    319: 'ThrottleTimeMs',
-    321: 'tagged fields of ApiVersionsResponse',
-    325: 'tagged fields of ApiVersionsResponse',
+    262: 'ApiKeys',
+    275: 'ErrorCode',
+    277: 'ApiKeys',
+    279: 'ApiKeys',
+    281: 'tagged fields of ApiVersionsResponse',
+    286: 'ErrorCode',
+    288: 'ApiKeys',
+    295: 'ApiKeys',
+    298: 'ThrottleTimeMs',
+    309: 'ErrorCode',
+    311: 'ApiKeys',
+    313: 'ApiKeys',
+    314: 'ThrottleTimeMs',
+    316: 'tagged fields of ApiVersionsResponse',
+    320: 'ErrorCode',
+    322: 'ApiKeys',
+    324: 'ApiKeys',
+    325: 'ThrottleTimeMs',
+    327: 'tagged fields of ApiVersionsResponse',
     331: 'tagged fields of ApiVersionsResponse',
-    334: 'SupportedFeatures',
-    338: 'SupportedFeatures',
-    342: 'SupportedFeatures',
-    346: 'SupportedFeatures',
-    348: 'FinalizedFeaturesEpoch',
-    351: 'FinalizedFeaturesEpoch',
-    353: 'FinalizedFeatures',
-    357: 'FinalizedFeatures',
-    361: 'FinalizedFeatures',
-    365: 'FinalizedFeatures',
-    367: 'ZkMigrationReady',
-    370: 'ZkMigrationReady',
-    382: 'ErrorCode',
-    384: 'ApiKeys',
-    388: 'ApiKeys',
-    392: 'ApiKeys',
-    395: 'ThrottleTimeMs',
-    401: 'tagged fields of ApiVersionsResponse',
-    402: 'tagged fields of ApiVersionsResponse',
-    410: 'ErrorCode',
-    412: 'ApiKeys',
-    415: 'ApiKeys',
-    417: 'ApiKeys',
-    418: 'ThrottleTimeMs',
-    420: 'SupportedFeatures',
-    423: 'SupportedFeatures',
-    426: 'SupportedFeatures',
-    428: 'SupportedFeatures',
-    430: 'FinalizedFeaturesEpoch',
-    432: 'FinalizedFeaturesEpoch',
-    434: 'FinalizedFeatures',
-    437: 'FinalizedFeatures',
-    440: 'FinalizedFeatures',
-    442: 'FinalizedFeatures',
-    444: 'ZkMigrationReady',
-    446: 'ZkMigrationReady',
-    449: 'tagged fields of ApiVersionsResponse',
+    337: 'tagged fields of ApiVersionsResponse',
+    340: 'SupportedFeatures',
+    344: 'SupportedFeatures',
+    351: 'SupportedFeatures',
+    355: 'SupportedFeatures',
+    357: 'FinalizedFeaturesEpoch',
+    360: 'FinalizedFeaturesEpoch',
+    362: 'FinalizedFeatures',
+    366: 'FinalizedFeatures',
+    373: 'FinalizedFeatures',
+    377: 'FinalizedFeatures',
+    379: 'ZkMigrationReady',
+    382: 'ZkMigrationReady',
+    394: 'ErrorCode',
+    396: 'ApiKeys',
+    400: 'ApiKeys',
+    407: 'ApiKeys',
+    410: 'ThrottleTimeMs',
+    416: 'tagged fields of ApiVersionsResponse',
+    417: 'tagged fields of ApiVersionsResponse',
+    425: 'ErrorCode',
+    427: 'ApiKeys',
+    430: 'ApiKeys',
+    432: 'ApiKeys',
+    433: 'ThrottleTimeMs',
+    435: 'SupportedFeatures',
+    438: 'SupportedFeatures',
+    441: 'SupportedFeatures',
+    443: 'SupportedFeatures',
+    445: 'FinalizedFeaturesEpoch',
+    447: 'FinalizedFeaturesEpoch',
+    449: 'FinalizedFeatures',
+    452: 'FinalizedFeatures',
+    455: 'FinalizedFeatures',
+    457: 'FinalizedFeatures',
+    459: 'ZkMigrationReady',
+    461: 'ZkMigrationReady',
+    464: 'tagged fields of ApiVersionsResponse',
 }

@@ -191,12 +191,15 @@ def _decode_TopicData_v0(data, pos):
     self = _new(TopicData)
     self.topic_name, pos = read_string(data, pos)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionData_v0(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionData_v0(data, pos)
+            append(item)
+        self.partitions = items
     self._unknown_tagged_fields = ()
     return self, pos
 
@@ -219,12 +222,15 @@ def _decode_TopicData_v1(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionData_v1(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionData_v1(data, pos)
+            append(item)
+        self.partitions = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -276,12 +282,15 @@ def _decode_BeginQuorumEpochRequest_v0(data, pos):
     self = _new(BeginQuorumEpochRequest)
     self.cluster_id, pos = read_nullable_string(data, pos)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicData_v0(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicData_v0(data, pos)
+            append(item)
+        self.topics = items
     self.voter_id = -1
     self.leader_endpoints = []
     self._unknown_tagged_fields = ()
@@ -308,23 +317,29 @@ def _decode_BeginQuorumEpochRequest_v1(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicData_v1(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicData_v1(data, pos)
+            append(item)
+        self.topics = items
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_LeaderEndpoint_v1(data, pos)
-        append(item)
-    self.leader_endpoints = items
+    if n == 0:
+        self.leader_endpoints = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_LeaderEndpoint_v1(data, pos)
+            append(item)
+        self.leader_endpoints = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -380,55 +395,55 @@ _LINE_FIELDS = {
     185: 'tagged fields of PartitionData',
     192: 'TopicName',
     193: 'Partitions',
-    197: 'Partitions',
-    205: 'TopicName',
-    207: 'Partitions',
-    209: 'Partitions',
-    211: 'tagged fields of TopicData',
-    216: 'TopicName',
-    217: 'Partitions',
-    221: 'Partitions',
-    225: 'Partitions',
-    228: 'tagged fields of TopicData',
-    229: 'tagged fields of TopicData',
-    237: 'TopicName',
-    239: 'Partitions',
-    242: 'Partitions',
-    244: 'Partitions',
-    246: 'tagged fields of TopicData',
-    253: 'Name',
-    254: 'Host',
-    255: 'Port',
-    257: 'tagged fields of LeaderEndpoint',
-    258: 'tagged fields of LeaderEndpoint',
-    266: 'Name',
-    267: 'Host',
-    268: 'Port',
-    270: 'tagged fields of LeaderEndpoint',
-    277: 'ClusterId',
-    278: 'Topics',
-    282: 'Topics',
-    292: 'ClusterId',
-    294: 'Topics',
-    296: 'Topics',
-    298: 'tagged fields of BeginQuorumEpochRequest',
-    303: 'ClusterId',
-    304: 'VoterId',
-    306: 'Topics',
-    310: 'Topics',
-    314: 'Topics',
-    317: 'LeaderEndpoints',
-    321: 'LeaderEndpoints',
-    325: 'LeaderEndpoints',
-    328: 'tagged fields of BeginQuorumEpochRequest',
-    329: 'tagged fields of BeginQuorumEpochRequest',
-    337: 'ClusterId',
-    338: 'VoterId',
-    340: 'Topics',
-    343: 'Topics',
-    345: 'Topics',
-    347: 'LeaderEndpoints',
-    350: 'LeaderEndpoints',
-    352: 'LeaderEndpoints',
-    354: 'tagged fields of BeginQuorumEpochRequest',
+    200: 'Partitions',
+    208: 'TopicName',
+    210: 'Partitions',
+    212: 'Partitions',
+    214: 'tagged fields of TopicData',
+    219: 'TopicName',
+    220: 'Partitions',
+    224: 'Partitions',
+    231: 'Partitions',
+    234: 'tagged fields of TopicData',
+    235: 'tagged fields of TopicData',
+    243: 'TopicName',
+    245: 'Partitions',
+    248: 'Partitions',
+    250: 'Partitions',
+    252: 'tagged fields of TopicData',
+    259: 'Name',
+    260: 'Host',
+    261: 'Port',
+    263: 'tagged fields of LeaderEndpoint',
+    264: 'tagged fields of LeaderEndpoint',
+    272: 'Name',
+    273: 'Host',
+    274: 'Port',
+    276: 'tagged fields of LeaderEndpoint',
+    283: 'ClusterId',
+    284: 'Topics',
+    291: 'Topics',
+    301: 'ClusterId',
+    303: 'Topics',
+    305: 'Topics',
+    307: 'tagged fields of BeginQuorumEpochRequest',
+    312: 'ClusterId',
+    313: 'VoterId',
+    315: 'Topics',
+    319: 'Topics',
+    326: 'Topics',
+    329: 'LeaderEndpoints',
+    333: 'LeaderEndpoints',
+    340: 'LeaderEndpoints',
+    343: 'tagged fields of BeginQuorumEpochRequest',
+    344: 'tagged fields of BeginQuorumEpochRequest',
+    352: 'ClusterId',
+    353: 'VoterId',
+    355: 'Topics',
+    358: 'Topics',
+    360: 'Topics',
+    362: 'LeaderEndpoints',
+    365: 'LeaderEndpoints',
+    367: 'LeaderEndpoints',
+    369: 'tagged fields of BeginQuorumEpochRequest',
 }

@@ -182,12 +182,15 @@ def _decode_TopicData_v0(data, pos):
     self = _new(TopicData)
     self.topic_name, pos = read_string(data, pos)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionData_v0(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionData_v0(data, pos)
+            append(item)
+        self.partitions = items
     self._unknown_tagged_fields = ()
     return self, pos
 
@@ -210,12 +213,15 @@ def _decode_TopicData_v1(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionData_v1(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionData_v1(data, pos)
+            append(item)
+        self.partitions = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -269,12 +275,15 @@ def _decode_BeginQuorumEpochResponse_v0(data, pos):
     self.error_code, = _S3.unpack_from(data, pos)
     pos += 2
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicData_v0(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicData_v0(data, pos)
+            append(item)
+        self.topics = items
     self.node_endpoints = []
     self._unknown_tagged_fields = ()
     return self, pos
@@ -307,12 +316,15 @@ def _decode_tags_BeginQuorumEpochResponse_v1(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_array_length(data, pos)
-            items = []
-            append = items.append
-            for _ in range(n):
-                item, pos = _decode_NodeEndpoint_v1(data, pos)
-                append(item)
-            self.node_endpoints = items
+            if n == 0:
+                self.node_endpoints = []
+            else:
+                items = []
+                append = items.append
+                for _ in range(n):
+                    item, pos = _decode_NodeEndpoint_v1(data, pos)
+                    append(item)
+                self.node_endpoints = items
             if pos != end:
                 raise Malformed(f'tagged field NodeEndpoints (tag 0) ends at byte {end} but its value ended at byte {pos}')
         else:
@@ -333,12 +345,15 @@ def _decode_BeginQuorumEpochResponse_v1(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicData_v1(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicData_v1(data, pos)
+            append(item)
+        self.topics = items
     self.node_endpoints = []
     if data[pos]:
         pos = _decode_tags_BeginQuorumEpochResponse_v1(self, data, pos)
@@ -394,59 +409,59 @@ _LINE_FIELDS = {
     176: 'tagged fields of PartitionData',
     183: 'TopicName',
     184: 'Partitions',
-    188: 'Partitions',
-    196: 'TopicName',
-    198: 'Partitions',
-    200: 'Partitions',
-    202: 'tagged fields of TopicData',
-    207: 'TopicName',
-    208: 'Partitions',
-    212: 'Partitions',
-    216: 'Partitions',
-    219: 'tagged fields of TopicData',
-    220: 'tagged fields of TopicData',
-    228: 'TopicName',
-    230: 'Partitions',
-    233: 'Partitions',
-    235: 'Partitions',
-    237: 'tagged fields of TopicData',
-    244: 'NodeId',
-    246: 'Host',
-    247: 'Port',
-    249: 'tagged fields of NodeEndpoint',
-    250: 'tagged fields of NodeEndpoint',
-    258: 'NodeId',
-    259: 'Host',
-    260: 'Port',
-    262: 'tagged fields of NodeEndpoint',
-    269: 'ErrorCode',
-    271: 'Topics',
-    275: 'Topics',
-    284: 'NodeEndpoints',
-    285: 'NodeEndpoints',
-    286: 'ErrorCode',
-    288: 'Topics',
-    290: 'Topics',
-    292: 'tagged fields of BeginQuorumEpochResponse',
-    296: 'tagged fields of BeginQuorumEpochResponse',
-    302: 'tagged fields of BeginQuorumEpochResponse',
-    305: 'NodeEndpoints',
-    309: 'NodeEndpoints',
-    313: 'NodeEndpoints',
-    317: 'NodeEndpoints',
-    329: 'ErrorCode',
-    331: 'Topics',
-    335: 'Topics',
-    339: 'Topics',
-    343: 'tagged fields of BeginQuorumEpochResponse',
-    344: 'tagged fields of BeginQuorumEpochResponse',
-    352: 'ErrorCode',
+    191: 'Partitions',
+    199: 'TopicName',
+    201: 'Partitions',
+    203: 'Partitions',
+    205: 'tagged fields of TopicData',
+    210: 'TopicName',
+    211: 'Partitions',
+    215: 'Partitions',
+    222: 'Partitions',
+    225: 'tagged fields of TopicData',
+    226: 'tagged fields of TopicData',
+    234: 'TopicName',
+    236: 'Partitions',
+    239: 'Partitions',
+    241: 'Partitions',
+    243: 'tagged fields of TopicData',
+    250: 'NodeId',
+    252: 'Host',
+    253: 'Port',
+    255: 'tagged fields of NodeEndpoint',
+    256: 'tagged fields of NodeEndpoint',
+    264: 'NodeId',
+    265: 'Host',
+    266: 'Port',
+    268: 'tagged fields of NodeEndpoint',
+    275: 'ErrorCode',
+    277: 'Topics',
+    284: 'Topics',
+    293: 'NodeEndpoints',
+    294: 'NodeEndpoints',
+    295: 'ErrorCode',
+    297: 'Topics',
+    299: 'Topics',
+    301: 'tagged fields of BeginQuorumEpochResponse',
+    305: 'tagged fields of BeginQuorumEpochResponse',
+    311: 'tagged fields of BeginQuorumEpochResponse',
+    314: 'NodeEndpoints',
+    318: 'NodeEndpoints',
+    325: 'NodeEndpoints',
+    329: 'NodeEndpoints',
+    341: 'ErrorCode',
+    343: 'Topics',
+    347: 'Topics',
     354: 'Topics',
-    357: 'Topics',
-    359: 'Topics',
-    361: 'NodeEndpoints',
-    364: 'NodeEndpoints',
-    367: 'NodeEndpoints',
-    369: 'NodeEndpoints',
-    372: 'tagged fields of BeginQuorumEpochResponse',
+    358: 'tagged fields of BeginQuorumEpochResponse',
+    359: 'tagged fields of BeginQuorumEpochResponse',
+    367: 'ErrorCode',
+    369: 'Topics',
+    372: 'Topics',
+    374: 'Topics',
+    376: 'NodeEndpoints',
+    379: 'NodeEndpoints',
+    382: 'NodeEndpoints',
+    384: 'NodeEndpoints',
+    387: 'tagged fields of BeginQuorumEpochResponse',
 }

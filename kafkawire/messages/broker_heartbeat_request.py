@@ -104,12 +104,15 @@ def _decode_tags_BrokerHeartbeatRequest_v1(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_array_length(data, pos)
-            items = []
-            append = items.append
-            for _ in range(n):
-                item, pos = read_uuid(data, pos)
-                append(item)
-            self.offline_log_dirs = items
+            if n == 0:
+                self.offline_log_dirs = []
+            else:
+                items = []
+                append = items.append
+                for _ in range(n):
+                    item, pos = read_uuid(data, pos)
+                    append(item)
+                self.offline_log_dirs = items
             if pos != end:
                 raise Malformed(f'tagged field OfflineLogDirs (tag 0) ends at byte {end} but its value ended at byte {pos}')
         else:
@@ -170,12 +173,15 @@ def _decode_tags_BrokerHeartbeatRequest_v2(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_array_length(data, pos)
-            items = []
-            append = items.append
-            for _ in range(n):
-                item, pos = read_uuid(data, pos)
-                append(item)
-            self.offline_log_dirs = items
+            if n == 0:
+                self.offline_log_dirs = []
+            else:
+                items = []
+                append = items.append
+                for _ in range(n):
+                    item, pos = read_uuid(data, pos)
+                    append(item)
+                self.offline_log_dirs = items
             if pos != end:
                 raise Malformed(f'tagged field OfflineLogDirs (tag 0) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 1:
@@ -184,15 +190,17 @@ def _decode_tags_BrokerHeartbeatRequest_v2(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_nullable_array_length(data, pos)
-            if n < 0:
-                self.cordoned_log_dirs = None
-            else:
+            if n == 0:
+                self.cordoned_log_dirs = []
+            elif n > 0:
                 items = []
                 append = items.append
                 for _ in range(n):
                     item, pos = read_uuid(data, pos)
                     append(item)
                 self.cordoned_log_dirs = items
+            else:
+                self.cordoned_log_dirs = None
             if pos != end:
                 raise Malformed(f'tagged field CordonedLogDirs (tag 1) ends at byte {end} but its value ended at byte {pos}')
         else:
@@ -260,39 +268,39 @@ _LINE_FIELDS = {
     99: 'tagged fields of BrokerHeartbeatRequest',
     102: 'OfflineLogDirs',
     106: 'OfflineLogDirs',
-    110: 'OfflineLogDirs',
-    114: 'OfflineLogDirs',
-    126: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
-    130: 'tagged fields of BrokerHeartbeatRequest',
-    131: 'tagged fields of BrokerHeartbeatRequest',
-    139: 'CordonedLogDirs',
-    140: 'CordonedLogDirs',
-    141: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
-    143: 'OfflineLogDirs',
+    113: 'OfflineLogDirs',
+    117: 'OfflineLogDirs',
+    129: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
+    133: 'tagged fields of BrokerHeartbeatRequest',
+    134: 'tagged fields of BrokerHeartbeatRequest',
+    142: 'CordonedLogDirs',
+    143: 'CordonedLogDirs',
+    144: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
     146: 'OfflineLogDirs',
     149: 'OfflineLogDirs',
-    150: 'OfflineLogDirs',
-    153: 'tagged fields of BrokerHeartbeatRequest',
-    159: 'tagged fields of BrokerHeartbeatRequest',
-    165: 'tagged fields of BrokerHeartbeatRequest',
-    168: 'OfflineLogDirs',
-    172: 'OfflineLogDirs',
-    176: 'OfflineLogDirs',
-    180: 'OfflineLogDirs',
-    182: 'CordonedLogDirs',
-    186: 'CordonedLogDirs',
-    193: 'CordonedLogDirs',
-    197: 'CordonedLogDirs',
-    209: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
-    213: 'tagged fields of BrokerHeartbeatRequest',
-    214: 'tagged fields of BrokerHeartbeatRequest',
-    222: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
-    224: 'OfflineLogDirs',
-    227: 'OfflineLogDirs',
-    230: 'OfflineLogDirs',
-    231: 'OfflineLogDirs',
-    233: 'CordonedLogDirs',
-    236: 'CordonedLogDirs',
-    238: 'CordonedLogDirs',
-    241: 'tagged fields of BrokerHeartbeatRequest',
+    152: 'OfflineLogDirs',
+    153: 'OfflineLogDirs',
+    156: 'tagged fields of BrokerHeartbeatRequest',
+    162: 'tagged fields of BrokerHeartbeatRequest',
+    168: 'tagged fields of BrokerHeartbeatRequest',
+    171: 'OfflineLogDirs',
+    175: 'OfflineLogDirs',
+    182: 'OfflineLogDirs',
+    186: 'OfflineLogDirs',
+    188: 'CordonedLogDirs',
+    192: 'CordonedLogDirs',
+    199: 'CordonedLogDirs',
+    205: 'CordonedLogDirs',
+    217: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
+    221: 'tagged fields of BrokerHeartbeatRequest',
+    222: 'tagged fields of BrokerHeartbeatRequest',
+    230: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
+    232: 'OfflineLogDirs',
+    235: 'OfflineLogDirs',
+    238: 'OfflineLogDirs',
+    239: 'OfflineLogDirs',
+    241: 'CordonedLogDirs',
+    244: 'CordonedLogDirs',
+    246: 'CordonedLogDirs',
+    249: 'tagged fields of BrokerHeartbeatRequest',
 }

@@ -209,12 +209,15 @@ def _decode_tags_BrokerRegistrationChangeRecord_v2(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_array_length(data, pos)
-            items = []
-            append = items.append
-            for _ in range(n):
-                item, pos = read_uuid(data, pos)
-                append(item)
-            self.log_dirs = items
+            if n == 0:
+                self.log_dirs = []
+            else:
+                items = []
+                append = items.append
+                for _ in range(n):
+                    item, pos = read_uuid(data, pos)
+                    append(item)
+                self.log_dirs = items
             if pos != end:
                 raise Malformed(f'tagged field LogDirs (tag 2) ends at byte {end} but its value ended at byte {pos}')
         else:
@@ -295,12 +298,15 @@ def _decode_tags_BrokerRegistrationChangeRecord_v3(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_array_length(data, pos)
-            items = []
-            append = items.append
-            for _ in range(n):
-                item, pos = read_uuid(data, pos)
-                append(item)
-            self.log_dirs = items
+            if n == 0:
+                self.log_dirs = []
+            else:
+                items = []
+                append = items.append
+                for _ in range(n):
+                    item, pos = read_uuid(data, pos)
+                    append(item)
+                self.log_dirs = items
             if pos != end:
                 raise Malformed(f'tagged field LogDirs (tag 2) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 3:
@@ -309,15 +315,17 @@ def _decode_tags_BrokerRegistrationChangeRecord_v3(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_nullable_array_length(data, pos)
-            if n < 0:
-                self.cordoned_log_dirs = None
-            else:
+            if n == 0:
+                self.cordoned_log_dirs = []
+            elif n > 0:
                 items = []
                 append = items.append
                 for _ in range(n):
                     item, pos = read_uuid(data, pos)
                     append(item)
                 self.cordoned_log_dirs = items
+            else:
+                self.cordoned_log_dirs = None
             if pos != end:
                 raise Malformed(f'tagged field CordonedLogDirs (tag 3) ends at byte {end} but its value ended at byte {pos}')
         else:
@@ -426,51 +434,51 @@ _LINE_FIELDS = {
     205: 'InControlledShutdown',
     207: 'LogDirs',
     211: 'LogDirs',
-    215: 'LogDirs',
-    219: 'LogDirs',
-    231: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    237: 'tagged fields of BrokerRegistrationChangeRecord',
-    238: 'tagged fields of BrokerRegistrationChangeRecord',
-    246: 'CordonedLogDirs',
-    247: 'CordonedLogDirs',
-    248: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    250: 'Fenced',
-    252: 'Fenced',
-    254: 'InControlledShutdown',
-    256: 'InControlledShutdown',
-    258: 'LogDirs',
+    218: 'LogDirs',
+    222: 'LogDirs',
+    234: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    240: 'tagged fields of BrokerRegistrationChangeRecord',
+    241: 'tagged fields of BrokerRegistrationChangeRecord',
+    249: 'CordonedLogDirs',
+    250: 'CordonedLogDirs',
+    251: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    253: 'Fenced',
+    255: 'Fenced',
+    257: 'InControlledShutdown',
+    259: 'InControlledShutdown',
     261: 'LogDirs',
     264: 'LogDirs',
-    265: 'LogDirs',
-    268: 'tagged fields of BrokerRegistrationChangeRecord',
-    274: 'tagged fields of BrokerRegistrationChangeRecord',
-    280: 'tagged fields of BrokerRegistrationChangeRecord',
-    283: 'Fenced',
+    267: 'LogDirs',
+    268: 'LogDirs',
+    271: 'tagged fields of BrokerRegistrationChangeRecord',
+    277: 'tagged fields of BrokerRegistrationChangeRecord',
+    283: 'tagged fields of BrokerRegistrationChangeRecord',
     286: 'Fenced',
-    288: 'InControlledShutdown',
+    289: 'Fenced',
     291: 'InControlledShutdown',
-    293: 'LogDirs',
-    297: 'LogDirs',
-    301: 'LogDirs',
-    305: 'LogDirs',
-    307: 'CordonedLogDirs',
-    311: 'CordonedLogDirs',
-    318: 'CordonedLogDirs',
-    322: 'CordonedLogDirs',
-    334: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    340: 'tagged fields of BrokerRegistrationChangeRecord',
-    341: 'tagged fields of BrokerRegistrationChangeRecord',
-    349: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    351: 'Fenced',
-    353: 'Fenced',
-    355: 'InControlledShutdown',
-    357: 'InControlledShutdown',
-    359: 'LogDirs',
-    362: 'LogDirs',
-    365: 'LogDirs',
-    366: 'LogDirs',
-    368: 'CordonedLogDirs',
-    371: 'CordonedLogDirs',
-    373: 'CordonedLogDirs',
-    376: 'tagged fields of BrokerRegistrationChangeRecord',
+    294: 'InControlledShutdown',
+    296: 'LogDirs',
+    300: 'LogDirs',
+    307: 'LogDirs',
+    311: 'LogDirs',
+    313: 'CordonedLogDirs',
+    317: 'CordonedLogDirs',
+    324: 'CordonedLogDirs',
+    330: 'CordonedLogDirs',
+    342: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    348: 'tagged fields of BrokerRegistrationChangeRecord',
+    349: 'tagged fields of BrokerRegistrationChangeRecord',
+    357: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    359: 'Fenced',
+    361: 'Fenced',
+    363: 'InControlledShutdown',
+    365: 'InControlledShutdown',
+    367: 'LogDirs',
+    370: 'LogDirs',
+    373: 'LogDirs',
+    374: 'LogDirs',
+    376: 'CordonedLogDirs',
+    379: 'CordonedLogDirs',
+    381: 'CordonedLogDirs',
+    384: 'tagged fields of BrokerRegistrationChangeRecord',
 }

@@ -193,23 +193,29 @@ def _decode_BrokerRegistrationRequest_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_Listener_v0(data, pos)
-        append(item)
-    self.listeners = items
+    if n == 0:
+        self.listeners = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_Listener_v0(data, pos)
+            append(item)
+        self.listeners = items
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_Feature_v0(data, pos)
-        append(item)
-    self.features = items
+    if n == 0:
+        self.features = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_Feature_v0(data, pos)
+            append(item)
+        self.features = items
     self.rack, pos = read_compact_nullable_string(data, pos)
     self.is_migrating_zk_broker = False
     self.log_dirs = []
@@ -260,23 +266,29 @@ def _decode_BrokerRegistrationRequest_v1(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_Listener_v0(data, pos)
-        append(item)
-    self.listeners = items
+    if n == 0:
+        self.listeners = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_Listener_v0(data, pos)
+            append(item)
+        self.listeners = items
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_Feature_v0(data, pos)
-        append(item)
-    self.features = items
+    if n == 0:
+        self.features = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_Feature_v0(data, pos)
+            append(item)
+        self.features = items
     self.rack, pos = read_compact_nullable_string(data, pos)
     self.is_migrating_zk_broker, = _S3.unpack_from(data, pos)
     pos += 1
@@ -327,23 +339,29 @@ def _decode_BrokerRegistrationRequest_v2(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_Listener_v0(data, pos)
-        append(item)
-    self.listeners = items
+    if n == 0:
+        self.listeners = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_Listener_v0(data, pos)
+            append(item)
+        self.listeners = items
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_Feature_v0(data, pos)
-        append(item)
-    self.features = items
+    if n == 0:
+        self.features = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_Feature_v0(data, pos)
+            append(item)
+        self.features = items
     self.rack, pos = read_compact_nullable_string(data, pos)
     self.is_migrating_zk_broker, = _S3.unpack_from(data, pos)
     pos += 1
@@ -352,12 +370,15 @@ def _decode_BrokerRegistrationRequest_v2(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = read_uuid(data, pos)
-        append(item)
-    self.log_dirs = items
+    if n == 0:
+        self.log_dirs = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = read_uuid(data, pos)
+            append(item)
+        self.log_dirs = items
     self.previous_broker_epoch = -1
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -410,23 +431,29 @@ def _decode_BrokerRegistrationRequest_v3(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_Listener_v0(data, pos)
-        append(item)
-    self.listeners = items
+    if n == 0:
+        self.listeners = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_Listener_v0(data, pos)
+            append(item)
+        self.listeners = items
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_Feature_v0(data, pos)
-        append(item)
-    self.features = items
+    if n == 0:
+        self.features = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_Feature_v0(data, pos)
+            append(item)
+        self.features = items
     self.rack, pos = read_compact_nullable_string(data, pos)
     self.is_migrating_zk_broker, = _S3.unpack_from(data, pos)
     pos += 1
@@ -435,12 +462,15 @@ def _decode_BrokerRegistrationRequest_v3(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = read_uuid(data, pos)
-        append(item)
-    self.log_dirs = items
+    if n == 0:
+        self.log_dirs = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = read_uuid(data, pos)
+            append(item)
+        self.log_dirs = items
     self.previous_broker_epoch, = _S4.unpack_from(data, pos)
     pos += 8
     if data[pos]:
@@ -513,113 +543,113 @@ _LINE_FIELDS = {
     190: 'IncarnationId',
     191: 'Listeners',
     195: 'Listeners',
-    199: 'Listeners',
-    202: 'Features',
-    206: 'Features',
-    210: 'Features',
-    213: 'Rack',
-    217: 'tagged fields of BrokerRegistrationRequest',
-    218: 'tagged fields of BrokerRegistrationRequest',
-    226: 'IsMigratingZkBroker',
-    227: 'IsMigratingZkBroker',
-    228: 'BrokerId',
-    229: 'ClusterId',
-    230: 'IncarnationId',
-    232: 'Listeners',
-    235: 'Listeners',
-    237: 'Listeners',
-    239: 'Features',
-    242: 'Features',
-    244: 'Features',
-    245: 'Rack',
-    247: 'tagged fields of BrokerRegistrationRequest',
-    254: 'BrokerId',
-    256: 'ClusterId',
-    257: 'IncarnationId',
-    258: 'Listeners',
-    262: 'Listeners',
-    266: 'Listeners',
-    269: 'Features',
-    273: 'Features',
-    277: 'Features',
-    280: 'Rack',
-    281: 'IsMigratingZkBroker',
-    285: 'tagged fields of BrokerRegistrationRequest',
-    286: 'tagged fields of BrokerRegistrationRequest',
-    294: 'BrokerId',
-    295: 'ClusterId',
-    296: 'IncarnationId',
-    298: 'Listeners',
-    301: 'Listeners',
-    303: 'Listeners',
-    305: 'Features',
-    308: 'Features',
-    310: 'Features',
-    311: 'Rack',
-    312: 'IsMigratingZkBroker',
-    314: 'tagged fields of BrokerRegistrationRequest',
-    321: 'BrokerId',
-    323: 'ClusterId',
-    324: 'IncarnationId',
-    325: 'Listeners',
-    329: 'Listeners',
-    333: 'Listeners',
-    336: 'Features',
-    340: 'Features',
-    344: 'Features',
-    347: 'Rack',
-    348: 'IsMigratingZkBroker',
-    350: 'LogDirs',
-    354: 'LogDirs',
-    358: 'LogDirs',
-    362: 'tagged fields of BrokerRegistrationRequest',
-    363: 'tagged fields of BrokerRegistrationRequest',
-    371: 'BrokerId',
-    372: 'ClusterId',
-    373: 'IncarnationId',
-    375: 'Listeners',
-    378: 'Listeners',
-    380: 'Listeners',
-    382: 'Features',
-    385: 'Features',
-    387: 'Features',
-    388: 'Rack',
-    389: 'IsMigratingZkBroker',
-    391: 'LogDirs',
-    394: 'LogDirs',
-    395: 'LogDirs',
-    397: 'tagged fields of BrokerRegistrationRequest',
-    404: 'BrokerId',
-    406: 'ClusterId',
-    407: 'IncarnationId',
-    408: 'Listeners',
-    412: 'Listeners',
-    416: 'Listeners',
-    419: 'Features',
-    423: 'Features',
-    427: 'Features',
-    430: 'Rack',
-    431: 'IsMigratingZkBroker',
-    433: 'LogDirs',
-    437: 'LogDirs',
-    441: 'LogDirs',
-    444: 'PreviousBrokerEpoch',
-    446: 'tagged fields of BrokerRegistrationRequest',
-    447: 'tagged fields of BrokerRegistrationRequest',
-    455: 'BrokerId',
-    456: 'ClusterId',
-    457: 'IncarnationId',
-    459: 'Listeners',
-    462: 'Listeners',
-    464: 'Listeners',
-    466: 'Features',
-    469: 'Features',
-    471: 'Features',
-    472: 'Rack',
-    473: 'IsMigratingZkBroker',
-    475: 'LogDirs',
-    478: 'LogDirs',
-    479: 'LogDirs',
-    480: 'PreviousBrokerEpoch',
-    482: 'tagged fields of BrokerRegistrationRequest',
+    202: 'Listeners',
+    205: 'Features',
+    209: 'Features',
+    216: 'Features',
+    219: 'Rack',
+    223: 'tagged fields of BrokerRegistrationRequest',
+    224: 'tagged fields of BrokerRegistrationRequest',
+    232: 'IsMigratingZkBroker',
+    233: 'IsMigratingZkBroker',
+    234: 'BrokerId',
+    235: 'ClusterId',
+    236: 'IncarnationId',
+    238: 'Listeners',
+    241: 'Listeners',
+    243: 'Listeners',
+    245: 'Features',
+    248: 'Features',
+    250: 'Features',
+    251: 'Rack',
+    253: 'tagged fields of BrokerRegistrationRequest',
+    260: 'BrokerId',
+    262: 'ClusterId',
+    263: 'IncarnationId',
+    264: 'Listeners',
+    268: 'Listeners',
+    275: 'Listeners',
+    278: 'Features',
+    282: 'Features',
+    289: 'Features',
+    292: 'Rack',
+    293: 'IsMigratingZkBroker',
+    297: 'tagged fields of BrokerRegistrationRequest',
+    298: 'tagged fields of BrokerRegistrationRequest',
+    306: 'BrokerId',
+    307: 'ClusterId',
+    308: 'IncarnationId',
+    310: 'Listeners',
+    313: 'Listeners',
+    315: 'Listeners',
+    317: 'Features',
+    320: 'Features',
+    322: 'Features',
+    323: 'Rack',
+    324: 'IsMigratingZkBroker',
+    326: 'tagged fields of BrokerRegistrationRequest',
+    333: 'BrokerId',
+    335: 'ClusterId',
+    336: 'IncarnationId',
+    337: 'Listeners',
+    341: 'Listeners',
+    348: 'Listeners',
+    351: 'Features',
+    355: 'Features',
+    362: 'Features',
+    365: 'Rack',
+    366: 'IsMigratingZkBroker',
+    368: 'LogDirs',
+    372: 'LogDirs',
+    379: 'LogDirs',
+    383: 'tagged fields of BrokerRegistrationRequest',
+    384: 'tagged fields of BrokerRegistrationRequest',
+    392: 'BrokerId',
+    393: 'ClusterId',
+    394: 'IncarnationId',
+    396: 'Listeners',
+    399: 'Listeners',
+    401: 'Listeners',
+    403: 'Features',
+    406: 'Features',
+    408: 'Features',
+    409: 'Rack',
+    410: 'IsMigratingZkBroker',
+    412: 'LogDirs',
+    415: 'LogDirs',
+    416: 'LogDirs',
+    418: 'tagged fields of BrokerRegistrationRequest',
+    425: 'BrokerId',
+    427: 'ClusterId',
+    428: 'IncarnationId',
+    429: 'Listeners',
+    433: 'Listeners',
+    440: 'Listeners',
+    443: 'Features',
+    447: 'Features',
+    454: 'Features',
+    457: 'Rack',
+    458: 'IsMigratingZkBroker',
+    460: 'LogDirs',
+    464: 'LogDirs',
+    471: 'LogDirs',
+    474: 'PreviousBrokerEpoch',
+    476: 'tagged fields of BrokerRegistrationRequest',
+    477: 'tagged fields of BrokerRegistrationRequest',
+    485: 'BrokerId',
+    486: 'ClusterId',
+    487: 'IncarnationId',
+    489: 'Listeners',
+    492: 'Listeners',
+    494: 'Listeners',
+    496: 'Features',
+    499: 'Features',
+    501: 'Features',
+    502: 'Rack',
+    503: 'IsMigratingZkBroker',
+    505: 'LogDirs',
+    508: 'LogDirs',
+    509: 'LogDirs',
+    510: 'PreviousBrokerEpoch',
+    512: 'tagged fields of BrokerRegistrationRequest',
 }

@@ -109,12 +109,15 @@ def _decode_ClientQuotaRecord_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_EntityData_v0(data, pos)
-        append(item)
-    self.entity = items
+    if n == 0:
+        self.entity = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_EntityData_v0(data, pos)
+            append(item)
+        self.entity = items
     self.key, pos = read_compact_string(data, pos)
     self.value, self.remove = _S0.unpack_from(data, pos)
     pos += 9
@@ -157,15 +160,15 @@ _LINE_FIELDS = {
     100: 'tagged fields of EntityData',
     107: 'Entity',
     111: 'Entity',
-    115: 'Entity',
-    118: 'Key',
-    119: (('Value', 'value', 'd'), ('Remove', 'remove', '?')),
-    121: 'tagged fields of ClientQuotaRecord',
-    122: 'tagged fields of ClientQuotaRecord',
-    131: 'Entity',
+    118: 'Entity',
+    121: 'Key',
+    122: (('Value', 'value', 'd'), ('Remove', 'remove', '?')),
+    124: 'tagged fields of ClientQuotaRecord',
+    125: 'tagged fields of ClientQuotaRecord',
     134: 'Entity',
-    136: 'Entity',
-    137: 'Key',
-    138: (('Value', 'value', 'd'), ('Remove', 'remove', '?')),
-    140: 'tagged fields of ClientQuotaRecord',
+    137: 'Entity',
+    139: 'Entity',
+    140: 'Key',
+    141: (('Value', 'value', 'd'), ('Remove', 'remove', '?')),
+    143: 'tagged fields of ClientQuotaRecord',
 }

@@ -72,12 +72,15 @@ def _decode_DelegationTokenRecord_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = read_compact_string(data, pos)
-        append(item)
-    self.renewers = items
+    if n == 0:
+        self.renewers = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = read_compact_string(data, pos)
+            append(item)
+        self.renewers = items
     self.issue_timestamp, self.max_timestamp, self.expiration_timestamp = _S0.unpack_from(data, pos)
     pos += 24
     self.token_id, pos = read_compact_string(data, pos)
@@ -115,17 +118,17 @@ _LINE_FIELDS = {
     69: 'Requester',
     70: 'Renewers',
     74: 'Renewers',
-    78: 'Renewers',
-    81: (('IssueTimestamp', 'issue_timestamp', 'q'), ('MaxTimestamp', 'max_timestamp', 'q'), ('ExpirationTimestamp', 'expiration_timestamp', 'q')),
-    83: 'TokenId',
-    84: 'tagged fields of DelegationTokenRecord',
-    85: 'tagged fields of DelegationTokenRecord',
-    93: 'Owner',
-    94: 'Requester',
-    96: 'Renewers',
+    81: 'Renewers',
+    84: (('IssueTimestamp', 'issue_timestamp', 'q'), ('MaxTimestamp', 'max_timestamp', 'q'), ('ExpirationTimestamp', 'expiration_timestamp', 'q')),
+    86: 'TokenId',
+    87: 'tagged fields of DelegationTokenRecord',
+    88: 'tagged fields of DelegationTokenRecord',
+    96: 'Owner',
+    97: 'Requester',
     99: 'Renewers',
-    101: 'Renewers',
-    102: (('IssueTimestamp', 'issue_timestamp', 'q'), ('MaxTimestamp', 'max_timestamp', 'q'), ('ExpirationTimestamp', 'expiration_timestamp', 'q')),
-    103: 'TokenId',
-    105: 'tagged fields of DelegationTokenRecord',
+    102: 'Renewers',
+    104: 'Renewers',
+    105: (('IssueTimestamp', 'issue_timestamp', 'q'), ('MaxTimestamp', 'max_timestamp', 'q'), ('ExpirationTimestamp', 'expiration_timestamp', 'q')),
+    106: 'TokenId',
+    108: 'tagged fields of DelegationTokenRecord',
 }

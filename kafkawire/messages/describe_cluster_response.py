@@ -191,12 +191,15 @@ def _decode_DescribeClusterResponse_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_DescribeClusterBroker_v0(data, pos)
-        append(item)
-    self.brokers = items
+    if n == 0:
+        self.brokers = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_DescribeClusterBroker_v0(data, pos)
+            append(item)
+        self.brokers = items
     self.cluster_authorized_operations, = _S0.unpack_from(data, pos)
     pos += 4
     self.endpoint_type = 1
@@ -244,12 +247,15 @@ def _decode_DescribeClusterResponse_v1(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_DescribeClusterBroker_v0(data, pos)
-        append(item)
-    self.brokers = items
+    if n == 0:
+        self.brokers = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_DescribeClusterBroker_v0(data, pos)
+            append(item)
+        self.brokers = items
     self.cluster_authorized_operations, = _S0.unpack_from(data, pos)
     pos += 4
     if data[pos]:
@@ -295,12 +301,15 @@ def _decode_DescribeClusterResponse_v2(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_DescribeClusterBroker_v2(data, pos)
-        append(item)
-    self.brokers = items
+    if n == 0:
+        self.brokers = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_DescribeClusterBroker_v2(data, pos)
+            append(item)
+        self.brokers = items
     self.cluster_authorized_operations, = _S0.unpack_from(data, pos)
     pos += 4
     if data[pos]:
@@ -376,61 +385,61 @@ _LINE_FIELDS = {
     187: 'ControllerId',
     189: 'Brokers',
     193: 'Brokers',
-    197: 'Brokers',
-    200: 'ClusterAuthorizedOperations',
-    203: 'tagged fields of DescribeClusterResponse',
-    204: 'tagged fields of DescribeClusterResponse',
-    212: 'EndpointType',
-    213: 'EndpointType',
-    214: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    215: 'ErrorMessage',
-    216: 'ClusterId',
-    217: 'ControllerId',
-    219: 'Brokers',
+    200: 'Brokers',
+    203: 'ClusterAuthorizedOperations',
+    206: 'tagged fields of DescribeClusterResponse',
+    207: 'tagged fields of DescribeClusterResponse',
+    215: 'EndpointType',
+    216: 'EndpointType',
+    217: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    218: 'ErrorMessage',
+    219: 'ClusterId',
+    220: 'ControllerId',
     222: 'Brokers',
-    224: 'Brokers',
-    225: 'ClusterAuthorizedOperations',
-    227: 'tagged fields of DescribeClusterResponse',
-    234: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    236: 'ErrorMessage',
-    237: 'EndpointType',
-    239: 'ClusterId',
-    240: 'ControllerId',
-    242: 'Brokers',
-    246: 'Brokers',
-    250: 'Brokers',
-    253: 'ClusterAuthorizedOperations',
-    255: 'tagged fields of DescribeClusterResponse',
-    256: 'tagged fields of DescribeClusterResponse',
-    264: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    265: 'ErrorMessage',
-    266: 'EndpointType',
-    267: 'ClusterId',
-    268: 'ControllerId',
-    270: 'Brokers',
-    273: 'Brokers',
-    275: 'Brokers',
-    276: 'ClusterAuthorizedOperations',
-    278: 'tagged fields of DescribeClusterResponse',
-    285: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    287: 'ErrorMessage',
-    288: 'EndpointType',
-    290: 'ClusterId',
-    291: 'ControllerId',
-    293: 'Brokers',
-    297: 'Brokers',
-    301: 'Brokers',
-    304: 'ClusterAuthorizedOperations',
-    306: 'tagged fields of DescribeClusterResponse',
-    307: 'tagged fields of DescribeClusterResponse',
-    315: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    316: 'ErrorMessage',
-    317: 'EndpointType',
-    318: 'ClusterId',
-    319: 'ControllerId',
-    321: 'Brokers',
-    324: 'Brokers',
-    326: 'Brokers',
-    327: 'ClusterAuthorizedOperations',
-    329: 'tagged fields of DescribeClusterResponse',
+    225: 'Brokers',
+    227: 'Brokers',
+    228: 'ClusterAuthorizedOperations',
+    230: 'tagged fields of DescribeClusterResponse',
+    237: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    239: 'ErrorMessage',
+    240: 'EndpointType',
+    242: 'ClusterId',
+    243: 'ControllerId',
+    245: 'Brokers',
+    249: 'Brokers',
+    256: 'Brokers',
+    259: 'ClusterAuthorizedOperations',
+    261: 'tagged fields of DescribeClusterResponse',
+    262: 'tagged fields of DescribeClusterResponse',
+    270: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    271: 'ErrorMessage',
+    272: 'EndpointType',
+    273: 'ClusterId',
+    274: 'ControllerId',
+    276: 'Brokers',
+    279: 'Brokers',
+    281: 'Brokers',
+    282: 'ClusterAuthorizedOperations',
+    284: 'tagged fields of DescribeClusterResponse',
+    291: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    293: 'ErrorMessage',
+    294: 'EndpointType',
+    296: 'ClusterId',
+    297: 'ControllerId',
+    299: 'Brokers',
+    303: 'Brokers',
+    310: 'Brokers',
+    313: 'ClusterAuthorizedOperations',
+    315: 'tagged fields of DescribeClusterResponse',
+    316: 'tagged fields of DescribeClusterResponse',
+    324: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    325: 'ErrorMessage',
+    326: 'EndpointType',
+    327: 'ClusterId',
+    328: 'ControllerId',
+    330: 'Brokers',
+    333: 'Brokers',
+    335: 'Brokers',
+    336: 'ClusterAuthorizedOperations',
+    338: 'tagged fields of DescribeClusterResponse',
 }

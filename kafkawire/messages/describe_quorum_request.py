@@ -124,12 +124,15 @@ def _decode_TopicData_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionData_v0(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionData_v0(data, pos)
+            append(item)
+        self.partitions = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -160,12 +163,15 @@ def _decode_DescribeQuorumRequest_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicData_v0(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicData_v0(data, pos)
+            append(item)
+        self.topics = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -204,21 +210,21 @@ _LINE_FIELDS = {
     121: 'TopicName',
     122: 'Partitions',
     126: 'Partitions',
-    130: 'Partitions',
-    133: 'tagged fields of TopicData',
-    134: 'tagged fields of TopicData',
-    142: 'TopicName',
-    144: 'Partitions',
+    133: 'Partitions',
+    136: 'tagged fields of TopicData',
+    137: 'tagged fields of TopicData',
+    145: 'TopicName',
     147: 'Partitions',
-    149: 'Partitions',
-    151: 'tagged fields of TopicData',
-    158: 'Topics',
-    162: 'Topics',
-    166: 'Topics',
-    169: 'tagged fields of DescribeQuorumRequest',
-    170: 'tagged fields of DescribeQuorumRequest',
-    179: 'Topics',
-    182: 'Topics',
-    184: 'Topics',
-    186: 'tagged fields of DescribeQuorumRequest',
+    150: 'Partitions',
+    152: 'Partitions',
+    154: 'tagged fields of TopicData',
+    161: 'Topics',
+    165: 'Topics',
+    172: 'Topics',
+    175: 'tagged fields of DescribeQuorumRequest',
+    176: 'tagged fields of DescribeQuorumRequest',
+    185: 'Topics',
+    188: 'Topics',
+    190: 'Topics',
+    192: 'tagged fields of DescribeQuorumRequest',
 }

@@ -309,23 +309,29 @@ def _decode_PartitionData_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ReplicaState_v0(data, pos)
-        append(item)
-    self.current_voters = items
+    if n == 0:
+        self.current_voters = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ReplicaState_v0(data, pos)
+            append(item)
+        self.current_voters = items
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ReplicaState_v0(data, pos)
-        append(item)
-    self.observers = items
+    if n == 0:
+        self.observers = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ReplicaState_v0(data, pos)
+            append(item)
+        self.observers = items
     self.error_message = ''
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -366,23 +372,29 @@ def _decode_PartitionData_v1(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ReplicaState_v1(data, pos)
-        append(item)
-    self.current_voters = items
+    if n == 0:
+        self.current_voters = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ReplicaState_v1(data, pos)
+            append(item)
+        self.current_voters = items
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ReplicaState_v1(data, pos)
-        append(item)
-    self.observers = items
+    if n == 0:
+        self.observers = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ReplicaState_v1(data, pos)
+            append(item)
+        self.observers = items
     self.error_message = ''
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -426,23 +438,29 @@ def _decode_PartitionData_v2(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ReplicaState_v2(data, pos)
-        append(item)
-    self.current_voters = items
+    if n == 0:
+        self.current_voters = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ReplicaState_v2(data, pos)
+            append(item)
+        self.current_voters = items
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ReplicaState_v2(data, pos)
-        append(item)
-    self.observers = items
+    if n == 0:
+        self.observers = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ReplicaState_v2(data, pos)
+            append(item)
+        self.observers = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -483,12 +501,15 @@ def _decode_TopicData_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionData_v0(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionData_v0(data, pos)
+            append(item)
+        self.partitions = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -520,12 +541,15 @@ def _decode_TopicData_v1(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionData_v1(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionData_v1(data, pos)
+            append(item)
+        self.partitions = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -557,12 +581,15 @@ def _decode_TopicData_v2(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionData_v2(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionData_v2(data, pos)
+            append(item)
+        self.partitions = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -619,12 +646,15 @@ def _decode_Node_v2(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_Listener_v2(data, pos)
-        append(item)
-    self.listeners = items
+    if n == 0:
+        self.listeners = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_Listener_v2(data, pos)
+            append(item)
+        self.listeners = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -657,12 +687,15 @@ def _decode_DescribeQuorumResponse_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicData_v0(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicData_v0(data, pos)
+            append(item)
+        self.topics = items
     self.error_message = ''
     self.nodes = []
     if data[pos]:
@@ -699,12 +732,15 @@ def _decode_DescribeQuorumResponse_v1(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicData_v1(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicData_v1(data, pos)
+            append(item)
+        self.topics = items
     self.error_message = ''
     self.nodes = []
     if data[pos]:
@@ -742,23 +778,29 @@ def _decode_DescribeQuorumResponse_v2(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicData_v2(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicData_v2(data, pos)
+            append(item)
+        self.topics = items
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_Node_v2(data, pos)
-        append(item)
-    self.nodes = items
+    if n == 0:
+        self.nodes = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_Node_v2(data, pos)
+            append(item)
+        self.nodes = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -830,154 +872,154 @@ _LINE_FIELDS = {
     305: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('HighWatermark', 'high_watermark', 'q')),
     307: 'CurrentVoters',
     311: 'CurrentVoters',
-    315: 'CurrentVoters',
-    318: 'Observers',
-    322: 'Observers',
-    326: 'Observers',
-    330: 'tagged fields of PartitionData',
-    331: 'tagged fields of PartitionData',
-    339: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('HighWatermark', 'high_watermark', 'q')),
-    341: 'CurrentVoters',
-    344: 'CurrentVoters',
-    346: 'CurrentVoters',
-    348: 'Observers',
-    351: 'Observers',
-    353: 'Observers',
-    355: 'tagged fields of PartitionData',
-    362: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('HighWatermark', 'high_watermark', 'q')),
-    364: 'CurrentVoters',
-    368: 'CurrentVoters',
-    372: 'CurrentVoters',
-    375: 'Observers',
-    379: 'Observers',
-    383: 'Observers',
-    387: 'tagged fields of PartitionData',
-    388: 'tagged fields of PartitionData',
-    396: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('HighWatermark', 'high_watermark', 'q')),
-    398: 'CurrentVoters',
-    401: 'CurrentVoters',
-    403: 'CurrentVoters',
-    405: 'Observers',
-    408: 'Observers',
-    410: 'Observers',
-    412: 'tagged fields of PartitionData',
-    419: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    421: 'ErrorMessage',
-    422: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('HighWatermark', 'high_watermark', 'q')),
-    424: 'CurrentVoters',
-    428: 'CurrentVoters',
-    432: 'CurrentVoters',
-    435: 'Observers',
-    439: 'Observers',
-    443: 'Observers',
-    446: 'tagged fields of PartitionData',
-    447: 'tagged fields of PartitionData',
-    455: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    456: 'ErrorMessage',
-    457: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('HighWatermark', 'high_watermark', 'q')),
-    459: 'CurrentVoters',
-    462: 'CurrentVoters',
-    464: 'CurrentVoters',
-    466: 'Observers',
-    469: 'Observers',
-    471: 'Observers',
-    473: 'tagged fields of PartitionData',
-    480: 'TopicName',
-    481: 'Partitions',
-    485: 'Partitions',
-    489: 'Partitions',
-    492: 'tagged fields of TopicData',
-    493: 'tagged fields of TopicData',
-    501: 'TopicName',
+    318: 'CurrentVoters',
+    321: 'Observers',
+    325: 'Observers',
+    332: 'Observers',
+    336: 'tagged fields of PartitionData',
+    337: 'tagged fields of PartitionData',
+    345: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('HighWatermark', 'high_watermark', 'q')),
+    347: 'CurrentVoters',
+    350: 'CurrentVoters',
+    352: 'CurrentVoters',
+    354: 'Observers',
+    357: 'Observers',
+    359: 'Observers',
+    361: 'tagged fields of PartitionData',
+    368: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('HighWatermark', 'high_watermark', 'q')),
+    370: 'CurrentVoters',
+    374: 'CurrentVoters',
+    381: 'CurrentVoters',
+    384: 'Observers',
+    388: 'Observers',
+    395: 'Observers',
+    399: 'tagged fields of PartitionData',
+    400: 'tagged fields of PartitionData',
+    408: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('HighWatermark', 'high_watermark', 'q')),
+    410: 'CurrentVoters',
+    413: 'CurrentVoters',
+    415: 'CurrentVoters',
+    417: 'Observers',
+    420: 'Observers',
+    422: 'Observers',
+    424: 'tagged fields of PartitionData',
+    431: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    433: 'ErrorMessage',
+    434: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('HighWatermark', 'high_watermark', 'q')),
+    436: 'CurrentVoters',
+    440: 'CurrentVoters',
+    447: 'CurrentVoters',
+    450: 'Observers',
+    454: 'Observers',
+    461: 'Observers',
+    464: 'tagged fields of PartitionData',
+    465: 'tagged fields of PartitionData',
+    473: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    474: 'ErrorMessage',
+    475: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('HighWatermark', 'high_watermark', 'q')),
+    477: 'CurrentVoters',
+    480: 'CurrentVoters',
+    482: 'CurrentVoters',
+    484: 'Observers',
+    487: 'Observers',
+    489: 'Observers',
+    491: 'tagged fields of PartitionData',
+    498: 'TopicName',
+    499: 'Partitions',
     503: 'Partitions',
-    506: 'Partitions',
-    508: 'Partitions',
-    510: 'tagged fields of TopicData',
-    517: 'TopicName',
-    518: 'Partitions',
-    522: 'Partitions',
-    526: 'Partitions',
-    529: 'tagged fields of TopicData',
-    530: 'tagged fields of TopicData',
+    510: 'Partitions',
+    513: 'tagged fields of TopicData',
+    514: 'tagged fields of TopicData',
+    522: 'TopicName',
+    524: 'Partitions',
+    527: 'Partitions',
+    529: 'Partitions',
+    531: 'tagged fields of TopicData',
     538: 'TopicName',
-    540: 'Partitions',
+    539: 'Partitions',
     543: 'Partitions',
-    545: 'Partitions',
-    547: 'tagged fields of TopicData',
-    554: 'TopicName',
-    555: 'Partitions',
-    559: 'Partitions',
-    563: 'Partitions',
-    566: 'tagged fields of TopicData',
-    567: 'tagged fields of TopicData',
-    575: 'TopicName',
-    577: 'Partitions',
-    580: 'Partitions',
-    582: 'Partitions',
-    584: 'tagged fields of TopicData',
-    591: 'Name',
-    592: 'Host',
-    593: 'Port',
-    595: 'tagged fields of Listener',
-    596: 'tagged fields of Listener',
-    604: 'Name',
-    605: 'Host',
-    606: 'Port',
-    608: 'tagged fields of Listener',
-    615: 'NodeId',
-    617: 'Listeners',
-    621: 'Listeners',
-    625: 'Listeners',
-    628: 'tagged fields of Node',
-    629: 'tagged fields of Node',
-    637: 'NodeId',
-    639: 'Listeners',
-    642: 'Listeners',
+    550: 'Partitions',
+    553: 'tagged fields of TopicData',
+    554: 'tagged fields of TopicData',
+    562: 'TopicName',
+    564: 'Partitions',
+    567: 'Partitions',
+    569: 'Partitions',
+    571: 'tagged fields of TopicData',
+    578: 'TopicName',
+    579: 'Partitions',
+    583: 'Partitions',
+    590: 'Partitions',
+    593: 'tagged fields of TopicData',
+    594: 'tagged fields of TopicData',
+    602: 'TopicName',
+    604: 'Partitions',
+    607: 'Partitions',
+    609: 'Partitions',
+    611: 'tagged fields of TopicData',
+    618: 'Name',
+    619: 'Host',
+    620: 'Port',
+    622: 'tagged fields of Listener',
+    623: 'tagged fields of Listener',
+    631: 'Name',
+    632: 'Host',
+    633: 'Port',
+    635: 'tagged fields of Listener',
+    642: 'NodeId',
     644: 'Listeners',
-    646: 'tagged fields of Node',
-    653: 'ErrorCode',
-    655: 'Topics',
-    659: 'Topics',
-    663: 'Topics',
-    668: 'tagged fields of DescribeQuorumResponse',
-    669: 'tagged fields of DescribeQuorumResponse',
-    677: 'Nodes',
-    678: 'Nodes',
-    679: 'ErrorCode',
-    681: 'Topics',
-    684: 'Topics',
-    686: 'Topics',
-    688: 'tagged fields of DescribeQuorumResponse',
-    695: 'ErrorCode',
-    697: 'Topics',
-    701: 'Topics',
-    705: 'Topics',
-    710: 'tagged fields of DescribeQuorumResponse',
-    711: 'tagged fields of DescribeQuorumResponse',
-    719: 'Nodes',
-    720: 'Nodes',
-    721: 'ErrorCode',
-    723: 'Topics',
-    726: 'Topics',
-    728: 'Topics',
-    730: 'tagged fields of DescribeQuorumResponse',
-    737: 'ErrorCode',
-    739: 'ErrorMessage',
-    740: 'Topics',
-    744: 'Topics',
-    748: 'Topics',
-    751: 'Nodes',
+    648: 'Listeners',
+    655: 'Listeners',
+    658: 'tagged fields of Node',
+    659: 'tagged fields of Node',
+    667: 'NodeId',
+    669: 'Listeners',
+    672: 'Listeners',
+    674: 'Listeners',
+    676: 'tagged fields of Node',
+    683: 'ErrorCode',
+    685: 'Topics',
+    689: 'Topics',
+    696: 'Topics',
+    701: 'tagged fields of DescribeQuorumResponse',
+    702: 'tagged fields of DescribeQuorumResponse',
+    710: 'Nodes',
+    711: 'Nodes',
+    712: 'ErrorCode',
+    714: 'Topics',
+    717: 'Topics',
+    719: 'Topics',
+    721: 'tagged fields of DescribeQuorumResponse',
+    728: 'ErrorCode',
+    730: 'Topics',
+    734: 'Topics',
+    741: 'Topics',
+    746: 'tagged fields of DescribeQuorumResponse',
+    747: 'tagged fields of DescribeQuorumResponse',
     755: 'Nodes',
-    759: 'Nodes',
-    762: 'tagged fields of DescribeQuorumResponse',
-    763: 'tagged fields of DescribeQuorumResponse',
-    771: 'ErrorCode',
-    772: 'ErrorMessage',
-    774: 'Topics',
-    777: 'Topics',
-    779: 'Topics',
-    781: 'Nodes',
-    784: 'Nodes',
-    786: 'Nodes',
-    788: 'tagged fields of DescribeQuorumResponse',
+    756: 'Nodes',
+    757: 'ErrorCode',
+    759: 'Topics',
+    762: 'Topics',
+    764: 'Topics',
+    766: 'tagged fields of DescribeQuorumResponse',
+    773: 'ErrorCode',
+    775: 'ErrorMessage',
+    776: 'Topics',
+    780: 'Topics',
+    787: 'Topics',
+    790: 'Nodes',
+    794: 'Nodes',
+    801: 'Nodes',
+    804: 'tagged fields of DescribeQuorumResponse',
+    805: 'tagged fields of DescribeQuorumResponse',
+    813: 'ErrorCode',
+    814: 'ErrorMessage',
+    816: 'Topics',
+    819: 'Topics',
+    821: 'Topics',
+    823: 'Nodes',
+    826: 'Nodes',
+    828: 'Nodes',
+    830: 'tagged fields of DescribeQuorumResponse',
 }

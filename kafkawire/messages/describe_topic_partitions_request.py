@@ -150,12 +150,15 @@ def _decode_DescribeTopicPartitionsRequest_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicRequest_v0(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicRequest_v0(data, pos)
+            append(item)
+        self.topics = items
     self.response_partition_limit, = _S0.unpack_from(data, pos)
     pos += 4
     if data[pos] >= 128:
@@ -213,16 +216,16 @@ _LINE_FIELDS = {
     141: 'tagged fields of Cursor',
     148: 'Topics',
     152: 'Topics',
-    156: 'Topics',
-    159: 'ResponsePartitionLimit',
-    161: 'Cursor',
-    165: 'Cursor',
-    166: 'tagged fields of DescribeTopicPartitionsRequest',
-    167: 'tagged fields of DescribeTopicPartitionsRequest',
-    176: 'Topics',
+    159: 'Topics',
+    162: 'ResponsePartitionLimit',
+    164: 'Cursor',
+    168: 'Cursor',
+    169: 'tagged fields of DescribeTopicPartitionsRequest',
+    170: 'tagged fields of DescribeTopicPartitionsRequest',
     179: 'Topics',
-    181: 'Topics',
-    182: 'ResponsePartitionLimit',
-    187: 'Cursor',
-    189: 'tagged fields of DescribeTopicPartitionsRequest',
+    182: 'Topics',
+    184: 'Topics',
+    185: 'ResponsePartitionLimit',
+    190: 'Cursor',
+    192: 'tagged fields of DescribeTopicPartitionsRequest',
 }

@@ -178,42 +178,55 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    self.replica_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.replica_nodes = []
+    else:
+        self.replica_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    self.isr_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.isr_nodes = []
+    else:
+        self.isr_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     n = data[pos] - 1
     if -1 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_nullable_array_length(data, pos)
-    if n < 0:
-        self.eligible_leader_replicas = None
-    else:
+    if n == 0:
+        self.eligible_leader_replicas = []
+    elif n > 0:
         self.eligible_leader_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
         pos += 4 * n
+    else:
+        self.eligible_leader_replicas = None
     n = data[pos] - 1
     if -1 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_nullable_array_length(data, pos)
-    if n < 0:
-        self.last_known_elr = None
-    else:
+    if n == 0:
+        self.last_known_elr = []
+    elif n > 0:
         self.last_known_elr = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
         pos += 4 * n
+    else:
+        self.last_known_elr = None
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    self.offline_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.offline_replicas = []
+    else:
+        self.offline_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -274,12 +287,15 @@ def _decode_DescribeTopicPartitionsResponseTopic_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_DescribeTopicPartitionsResponsePartition_v0(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_DescribeTopicPartitionsResponsePartition_v0(data, pos)
+            append(item)
+        self.partitions = items
     self.topic_authorized_operations, = _S3.unpack_from(data, pos)
     pos += 4
     if data[pos]:
@@ -340,12 +356,15 @@ def _decode_DescribeTopicPartitionsResponse_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_DescribeTopicPartitionsResponseTopic_v0(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_DescribeTopicPartitionsResponseTopic_v0(data, pos)
+            append(item)
+        self.topics = items
     if data[pos] >= 128:
         self.next_cursor = None
         pos += 1
@@ -392,74 +411,74 @@ _LINE_FIELDS = {
     174: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
     176: 'ReplicaNodes',
     180: 'ReplicaNodes',
-    181: 'ReplicaNodes',
-    183: 'IsrNodes',
-    187: 'IsrNodes',
-    188: 'IsrNodes',
-    190: 'EligibleLeaderReplicas',
-    194: 'EligibleLeaderReplicas',
-    198: 'EligibleLeaderReplicas',
-    200: 'LastKnownElr',
-    204: 'LastKnownElr',
+    184: 'ReplicaNodes',
+    186: 'IsrNodes',
+    190: 'IsrNodes',
+    194: 'IsrNodes',
+    196: 'EligibleLeaderReplicas',
+    200: 'EligibleLeaderReplicas',
+    204: 'EligibleLeaderReplicas',
     208: 'LastKnownElr',
-    210: 'OfflineReplicas',
-    214: 'OfflineReplicas',
-    215: 'OfflineReplicas',
-    217: 'tagged fields of DescribeTopicPartitionsResponsePartition',
-    218: 'tagged fields of DescribeTopicPartitionsResponsePartition',
-    226: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    228: 'ReplicaNodes',
-    231: 'ReplicaNodes',
-    233: 'ReplicaNodes',
-    235: 'IsrNodes',
-    238: 'IsrNodes',
-    240: 'IsrNodes',
-    242: 'EligibleLeaderReplicas',
-    245: 'EligibleLeaderReplicas',
-    247: 'LastKnownElr',
-    250: 'LastKnownElr',
-    252: 'OfflineReplicas',
-    255: 'OfflineReplicas',
-    257: 'OfflineReplicas',
-    259: 'tagged fields of DescribeTopicPartitionsResponsePartition',
-    266: 'ErrorCode',
-    268: 'Name',
-    269: 'TopicId',
-    270: 'IsInternal',
-    272: 'Partitions',
-    276: 'Partitions',
-    280: 'Partitions',
-    283: 'TopicAuthorizedOperations',
-    285: 'tagged fields of DescribeTopicPartitionsResponseTopic',
-    286: 'tagged fields of DescribeTopicPartitionsResponseTopic',
-    294: 'ErrorCode',
-    295: 'Name',
-    296: 'TopicId',
-    297: 'IsInternal',
-    299: 'Partitions',
-    302: 'Partitions',
-    304: 'Partitions',
-    305: 'TopicAuthorizedOperations',
-    307: 'tagged fields of DescribeTopicPartitionsResponseTopic',
-    314: 'TopicName',
-    315: 'PartitionIndex',
-    317: 'tagged fields of Cursor',
-    318: 'tagged fields of Cursor',
-    326: 'TopicName',
-    327: 'PartitionIndex',
-    329: 'tagged fields of Cursor',
-    336: 'ThrottleTimeMs',
-    338: 'Topics',
-    342: 'Topics',
-    346: 'Topics',
-    349: 'NextCursor',
-    353: 'NextCursor',
-    354: 'tagged fields of DescribeTopicPartitionsResponse',
-    355: 'tagged fields of DescribeTopicPartitionsResponse',
-    363: 'ThrottleTimeMs',
+    212: 'LastKnownElr',
+    216: 'LastKnownElr',
+    220: 'OfflineReplicas',
+    224: 'OfflineReplicas',
+    228: 'OfflineReplicas',
+    230: 'tagged fields of DescribeTopicPartitionsResponsePartition',
+    231: 'tagged fields of DescribeTopicPartitionsResponsePartition',
+    239: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    241: 'ReplicaNodes',
+    244: 'ReplicaNodes',
+    246: 'ReplicaNodes',
+    248: 'IsrNodes',
+    251: 'IsrNodes',
+    253: 'IsrNodes',
+    255: 'EligibleLeaderReplicas',
+    258: 'EligibleLeaderReplicas',
+    260: 'LastKnownElr',
+    263: 'LastKnownElr',
+    265: 'OfflineReplicas',
+    268: 'OfflineReplicas',
+    270: 'OfflineReplicas',
+    272: 'tagged fields of DescribeTopicPartitionsResponsePartition',
+    279: 'ErrorCode',
+    281: 'Name',
+    282: 'TopicId',
+    283: 'IsInternal',
+    285: 'Partitions',
+    289: 'Partitions',
+    296: 'Partitions',
+    299: 'TopicAuthorizedOperations',
+    301: 'tagged fields of DescribeTopicPartitionsResponseTopic',
+    302: 'tagged fields of DescribeTopicPartitionsResponseTopic',
+    310: 'ErrorCode',
+    311: 'Name',
+    312: 'TopicId',
+    313: 'IsInternal',
+    315: 'Partitions',
+    318: 'Partitions',
+    320: 'Partitions',
+    321: 'TopicAuthorizedOperations',
+    323: 'tagged fields of DescribeTopicPartitionsResponseTopic',
+    330: 'TopicName',
+    331: 'PartitionIndex',
+    333: 'tagged fields of Cursor',
+    334: 'tagged fields of Cursor',
+    342: 'TopicName',
+    343: 'PartitionIndex',
+    345: 'tagged fields of Cursor',
+    352: 'ThrottleTimeMs',
+    354: 'Topics',
+    358: 'Topics',
     365: 'Topics',
-    368: 'Topics',
-    370: 'Topics',
-    375: 'NextCursor',
-    377: 'tagged fields of DescribeTopicPartitionsResponse',
+    368: 'NextCursor',
+    372: 'NextCursor',
+    373: 'tagged fields of DescribeTopicPartitionsResponse',
+    374: 'tagged fields of DescribeTopicPartitionsResponse',
+    382: 'ThrottleTimeMs',
+    384: 'Topics',
+    387: 'Topics',
+    389: 'Topics',
+    394: 'NextCursor',
+    396: 'tagged fields of DescribeTopicPartitionsResponse',
 }

@@ -201,8 +201,11 @@ def _decode_PartitionData_v0(data, pos):
     self.partition_index, self.leader_id, self.leader_epoch = _S1.unpack_from(data, pos)
     pos += 12
     n, pos = read_array_length(data, pos)
-    self.preferred_successors = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.preferred_successors = []
+    else:
+        self.preferred_successors = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     self.preferred_candidates = []
     self._unknown_tagged_fields = ()
     return self, pos
@@ -227,12 +230,15 @@ def _decode_PartitionData_v1(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ReplicaInfo_v1(data, pos)
-        append(item)
-    self.preferred_candidates = items
+    if n == 0:
+        self.preferred_candidates = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ReplicaInfo_v1(data, pos)
+            append(item)
+        self.preferred_candidates = items
     self.preferred_successors = []
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -261,12 +267,15 @@ def _decode_TopicData_v0(data, pos):
     self = _new(TopicData)
     self.topic_name, pos = read_string(data, pos)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionData_v0(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionData_v0(data, pos)
+            append(item)
+        self.partitions = items
     self._unknown_tagged_fields = ()
     return self, pos
 
@@ -289,12 +298,15 @@ def _decode_TopicData_v1(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionData_v1(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionData_v1(data, pos)
+            append(item)
+        self.partitions = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -346,12 +358,15 @@ def _decode_EndQuorumEpochRequest_v0(data, pos):
     self = _new(EndQuorumEpochRequest)
     self.cluster_id, pos = read_nullable_string(data, pos)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicData_v0(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicData_v0(data, pos)
+            append(item)
+        self.topics = items
     self.leader_endpoints = []
     self._unknown_tagged_fields = ()
     return self, pos
@@ -375,23 +390,29 @@ def _decode_EndQuorumEpochRequest_v1(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicData_v1(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicData_v1(data, pos)
+            append(item)
+        self.topics = items
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_LeaderEndpoint_v1(data, pos)
-        append(item)
-    self.leader_endpoints = items
+    if n == 0:
+        self.leader_endpoints = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_LeaderEndpoint_v1(data, pos)
+            append(item)
+        self.leader_endpoints = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -443,71 +464,71 @@ _LINE_FIELDS = {
     194: 'tagged fields of ReplicaInfo',
     201: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
     203: 'PreferredSuccessors',
-    204: 'PreferredSuccessors',
-    212: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    214: 'PreferredSuccessors',
-    216: 'PreferredSuccessors',
-    218: 'tagged fields of PartitionData',
-    223: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    225: 'PreferredCandidates',
-    229: 'PreferredCandidates',
-    233: 'PreferredCandidates',
-    237: 'tagged fields of PartitionData',
-    238: 'tagged fields of PartitionData',
-    246: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    248: 'PreferredCandidates',
-    251: 'PreferredCandidates',
-    253: 'PreferredCandidates',
-    255: 'tagged fields of PartitionData',
-    262: 'TopicName',
-    263: 'Partitions',
-    267: 'Partitions',
-    275: 'TopicName',
-    277: 'Partitions',
-    279: 'Partitions',
-    281: 'tagged fields of TopicData',
-    286: 'TopicName',
-    287: 'Partitions',
-    291: 'Partitions',
-    295: 'Partitions',
-    298: 'tagged fields of TopicData',
-    299: 'tagged fields of TopicData',
-    307: 'TopicName',
-    309: 'Partitions',
-    312: 'Partitions',
-    314: 'Partitions',
-    316: 'tagged fields of TopicData',
-    323: 'Name',
-    324: 'Host',
-    325: 'Port',
-    327: 'tagged fields of LeaderEndpoint',
-    328: 'tagged fields of LeaderEndpoint',
-    336: 'Name',
-    337: 'Host',
-    338: 'Port',
+    207: 'PreferredSuccessors',
+    215: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    217: 'PreferredSuccessors',
+    219: 'PreferredSuccessors',
+    221: 'tagged fields of PartitionData',
+    226: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    228: 'PreferredCandidates',
+    232: 'PreferredCandidates',
+    239: 'PreferredCandidates',
+    243: 'tagged fields of PartitionData',
+    244: 'tagged fields of PartitionData',
+    252: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    254: 'PreferredCandidates',
+    257: 'PreferredCandidates',
+    259: 'PreferredCandidates',
+    261: 'tagged fields of PartitionData',
+    268: 'TopicName',
+    269: 'Partitions',
+    276: 'Partitions',
+    284: 'TopicName',
+    286: 'Partitions',
+    288: 'Partitions',
+    290: 'tagged fields of TopicData',
+    295: 'TopicName',
+    296: 'Partitions',
+    300: 'Partitions',
+    307: 'Partitions',
+    310: 'tagged fields of TopicData',
+    311: 'tagged fields of TopicData',
+    319: 'TopicName',
+    321: 'Partitions',
+    324: 'Partitions',
+    326: 'Partitions',
+    328: 'tagged fields of TopicData',
+    335: 'Name',
+    336: 'Host',
+    337: 'Port',
+    339: 'tagged fields of LeaderEndpoint',
     340: 'tagged fields of LeaderEndpoint',
-    347: 'ClusterId',
-    348: 'Topics',
-    352: 'Topics',
-    361: 'ClusterId',
-    363: 'Topics',
-    365: 'Topics',
-    367: 'tagged fields of EndQuorumEpochRequest',
-    372: 'ClusterId',
-    373: 'Topics',
-    377: 'Topics',
-    381: 'Topics',
-    384: 'LeaderEndpoints',
-    388: 'LeaderEndpoints',
-    392: 'LeaderEndpoints',
-    395: 'tagged fields of EndQuorumEpochRequest',
-    396: 'tagged fields of EndQuorumEpochRequest',
-    404: 'ClusterId',
-    406: 'Topics',
-    409: 'Topics',
-    411: 'Topics',
+    348: 'Name',
+    349: 'Host',
+    350: 'Port',
+    352: 'tagged fields of LeaderEndpoint',
+    359: 'ClusterId',
+    360: 'Topics',
+    367: 'Topics',
+    376: 'ClusterId',
+    378: 'Topics',
+    380: 'Topics',
+    382: 'tagged fields of EndQuorumEpochRequest',
+    387: 'ClusterId',
+    388: 'Topics',
+    392: 'Topics',
+    399: 'Topics',
+    402: 'LeaderEndpoints',
+    406: 'LeaderEndpoints',
     413: 'LeaderEndpoints',
-    416: 'LeaderEndpoints',
-    418: 'LeaderEndpoints',
-    420: 'tagged fields of EndQuorumEpochRequest',
+    416: 'tagged fields of EndQuorumEpochRequest',
+    417: 'tagged fields of EndQuorumEpochRequest',
+    425: 'ClusterId',
+    427: 'Topics',
+    430: 'Topics',
+    432: 'Topics',
+    434: 'LeaderEndpoints',
+    437: 'LeaderEndpoints',
+    439: 'LeaderEndpoints',
+    441: 'tagged fields of EndQuorumEpochRequest',
 }

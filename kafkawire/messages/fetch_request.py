@@ -88,7 +88,7 @@ class ForgottenTopic(_message.Struct):
 
 class FetchRequest(_message.Message):
     """FetchRequest (apiKey 1, request, versions 0-18, flexible 12+)."""
-    __slots__ = ('cluster_id', 'replica_id', 'replica_state', 'max_wait_ms', 'min_bytes', 'max_bytes', 'isolation_level', 'session_id', 'session_epoch', 'topics', 'forgotten_topics_data', 'rack_id', '_unknown_tagged_fields')
+    __slots__ = ('cluster_id', 'replica_id', '_replica_state', 'max_wait_ms', 'min_bytes', 'max_bytes', 'isolation_level', 'session_id', 'session_epoch', 'topics', 'forgotten_topics_data', 'rack_id', '_unknown_tagged_fields')
     NAME = 'FetchRequest'
     TYPE = 'request'
     API_KEY = 1
@@ -100,7 +100,7 @@ class FetchRequest(_message.Message):
     def __init__(self, *, cluster_id=None, replica_id=-1, replica_state=_MISSING, max_wait_ms=0, min_bytes=0, max_bytes=2147483647, isolation_level=0, session_id=0, session_epoch=-1, topics=_MISSING, forgotten_topics_data=_MISSING, rack_id=''):
         self.cluster_id = cluster_id
         self.replica_id = replica_id
-        self.replica_state = ReplicaState() if replica_state is _MISSING else replica_state
+        self._replica_state = replica_state
         self.max_wait_ms = max_wait_ms
         self.min_bytes = min_bytes
         self.max_bytes = max_bytes
@@ -111,6 +111,18 @@ class FetchRequest(_message.Message):
         self.forgotten_topics_data = [] if forgotten_topics_data is _MISSING else forgotten_topics_data
         self.rack_id = rack_id
         self._unknown_tagged_fields = ()
+
+    @property
+    def replica_state(self):
+        # _MISSING until first read, then this instance's own ReplicaState.
+        value = self._replica_state
+        if value is _MISSING:
+            value = self._replica_state = ReplicaState()
+        return value
+
+    @replica_state.setter
+    def replica_state(self, value):
+        self._replica_state = value
 
 
 ReplicaState._FIELDS = (
@@ -201,7 +213,7 @@ def _fresh_FetchRequest():
     self = _new(FetchRequest)
     self.cluster_id = None
     self.replica_id = -1
-    self.replica_state = _fresh_ReplicaState()
+    self._replica_state = _MISSING
     self.max_wait_ms = 0
     self.min_bytes = 0
     self.max_bytes = 2147483647
@@ -506,12 +518,15 @@ def _decode_FetchTopic_v0(data, pos):
     self = _new(FetchTopic)
     self.topic, pos = read_string(data, pos)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchPartition_v0(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchPartition_v0(data, pos)
+            append(item)
+        self.partitions = items
     self.topic_id = _ZERO_UUID
     self._unknown_tagged_fields = ()
     return self, pos
@@ -571,12 +586,15 @@ def _decode_FetchTopic_v5(data, pos):
     self = _new(FetchTopic)
     self.topic, pos = read_string(data, pos)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchPartition_v5(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchPartition_v5(data, pos)
+            append(item)
+        self.partitions = items
     self.topic_id = _ZERO_UUID
     self._unknown_tagged_fields = ()
     return self, pos
@@ -626,12 +644,15 @@ def _decode_FetchTopic_v9(data, pos):
     self = _new(FetchTopic)
     self.topic, pos = read_string(data, pos)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchPartition_v9(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchPartition_v9(data, pos)
+            append(item)
+        self.partitions = items
     self.topic_id = _ZERO_UUID
     self._unknown_tagged_fields = ()
     return self, pos
@@ -675,12 +696,15 @@ def _decode_FetchTopic_v12(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchPartition_v12(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchPartition_v12(data, pos)
+            append(item)
+        self.partitions = items
     self.topic_id = _ZERO_UUID
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -713,12 +737,15 @@ def _decode_FetchTopic_v13(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchPartition_v12(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchPartition_v12(data, pos)
+            append(item)
+        self.partitions = items
     self.topic = ''
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -751,12 +778,15 @@ def _decode_FetchTopic_v17(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchPartition_v17(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchPartition_v17(data, pos)
+            append(item)
+        self.partitions = items
     self.topic = ''
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -789,12 +819,15 @@ def _decode_FetchTopic_v18(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchPartition_v18(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchPartition_v18(data, pos)
+            append(item)
+        self.partitions = items
     self.topic = ''
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -823,8 +856,11 @@ def _decode_ForgottenTopic_v7(data, pos):
     self = _new(ForgottenTopic)
     self.topic, pos = read_string(data, pos)
     n, pos = read_array_length(data, pos)
-    self.partitions = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.partitions = []
+    else:
+        self.partitions = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     self.topic_id = _ZERO_UUID
     self._unknown_tagged_fields = ()
     return self, pos
@@ -888,8 +924,11 @@ def _decode_ForgottenTopic_v12(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    self.partitions = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.partitions = []
+    else:
+        self.partitions = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     self.topic_id = _ZERO_UUID
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -922,8 +961,11 @@ def _decode_ForgottenTopic_v13(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    self.partitions = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.partitions = []
+    else:
+        self.partitions = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     self.topic = ''
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -953,14 +995,17 @@ def _decode_FetchRequest_v0(data, pos):
     self.replica_id, self.max_wait_ms, self.min_bytes = _S6.unpack_from(data, pos)
     pos += 12
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchTopic_v0(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchTopic_v0(data, pos)
+            append(item)
+        self.topics = items
     self.cluster_id = None
-    self.replica_state = _fresh_ReplicaState()
+    self._replica_state = _MISSING
     self.max_bytes = 2147483647
     self.isolation_level = 0
     self.session_id = 0
@@ -972,7 +1017,7 @@ def _decode_FetchRequest_v0(data, pos):
 
 
 def _encode_FetchRequest_v0(self, buf):
-    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
+    if self._replica_state is not _MISSING and (self._replica_state is None or self._replica_state.replica_id != -1 or self._replica_state.replica_epoch != -1 or self._replica_state._unknown_tagged_fields):
         raise unsupported_field('FetchRequest', 'ReplicaState', 0)
     if self.forgotten_topics_data is None or len(self.forgotten_topics_data) != 0:
         raise unsupported_field('FetchRequest', 'ForgottenTopicsData', 0)
@@ -986,7 +1031,7 @@ def _encode_FetchRequest_v0(self, buf):
 
 
 def _encode_FetchRequest_v1(self, buf):
-    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
+    if self._replica_state is not _MISSING and (self._replica_state is None or self._replica_state.replica_id != -1 or self._replica_state.replica_epoch != -1 or self._replica_state._unknown_tagged_fields):
         raise unsupported_field('FetchRequest', 'ReplicaState', 1)
     if self.forgotten_topics_data is None or len(self.forgotten_topics_data) != 0:
         raise unsupported_field('FetchRequest', 'ForgottenTopicsData', 1)
@@ -1000,7 +1045,7 @@ def _encode_FetchRequest_v1(self, buf):
 
 
 def _encode_FetchRequest_v2(self, buf):
-    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
+    if self._replica_state is not _MISSING and (self._replica_state is None or self._replica_state.replica_id != -1 or self._replica_state.replica_epoch != -1 or self._replica_state._unknown_tagged_fields):
         raise unsupported_field('FetchRequest', 'ReplicaState', 2)
     if self.forgotten_topics_data is None or len(self.forgotten_topics_data) != 0:
         raise unsupported_field('FetchRequest', 'ForgottenTopicsData', 2)
@@ -1018,14 +1063,17 @@ def _decode_FetchRequest_v3(data, pos):
     self.replica_id, self.max_wait_ms, self.min_bytes, self.max_bytes = _S7.unpack_from(data, pos)
     pos += 16
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchTopic_v0(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchTopic_v0(data, pos)
+            append(item)
+        self.topics = items
     self.cluster_id = None
-    self.replica_state = _fresh_ReplicaState()
+    self._replica_state = _MISSING
     self.isolation_level = 0
     self.session_id = 0
     self.session_epoch = -1
@@ -1036,7 +1084,7 @@ def _decode_FetchRequest_v3(data, pos):
 
 
 def _encode_FetchRequest_v3(self, buf):
-    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
+    if self._replica_state is not _MISSING and (self._replica_state is None or self._replica_state.replica_id != -1 or self._replica_state.replica_epoch != -1 or self._replica_state._unknown_tagged_fields):
         raise unsupported_field('FetchRequest', 'ReplicaState', 3)
     if self.forgotten_topics_data is None or len(self.forgotten_topics_data) != 0:
         raise unsupported_field('FetchRequest', 'ForgottenTopicsData', 3)
@@ -1054,14 +1102,17 @@ def _decode_FetchRequest_v4(data, pos):
     self.replica_id, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level = _S8.unpack_from(data, pos)
     pos += 17
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchTopic_v0(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchTopic_v0(data, pos)
+            append(item)
+        self.topics = items
     self.cluster_id = None
-    self.replica_state = _fresh_ReplicaState()
+    self._replica_state = _MISSING
     self.session_id = 0
     self.session_epoch = -1
     self.forgotten_topics_data = []
@@ -1071,7 +1122,7 @@ def _decode_FetchRequest_v4(data, pos):
 
 
 def _encode_FetchRequest_v4(self, buf):
-    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
+    if self._replica_state is not _MISSING and (self._replica_state is None or self._replica_state.replica_id != -1 or self._replica_state.replica_epoch != -1 or self._replica_state._unknown_tagged_fields):
         raise unsupported_field('FetchRequest', 'ReplicaState', 4)
     if self.forgotten_topics_data is None or len(self.forgotten_topics_data) != 0:
         raise unsupported_field('FetchRequest', 'ForgottenTopicsData', 4)
@@ -1089,14 +1140,17 @@ def _decode_FetchRequest_v5(data, pos):
     self.replica_id, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level = _S8.unpack_from(data, pos)
     pos += 17
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchTopic_v5(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchTopic_v5(data, pos)
+            append(item)
+        self.topics = items
     self.cluster_id = None
-    self.replica_state = _fresh_ReplicaState()
+    self._replica_state = _MISSING
     self.session_id = 0
     self.session_epoch = -1
     self.forgotten_topics_data = []
@@ -1106,7 +1160,7 @@ def _decode_FetchRequest_v5(data, pos):
 
 
 def _encode_FetchRequest_v5(self, buf):
-    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
+    if self._replica_state is not _MISSING and (self._replica_state is None or self._replica_state.replica_id != -1 or self._replica_state.replica_epoch != -1 or self._replica_state._unknown_tagged_fields):
         raise unsupported_field('FetchRequest', 'ReplicaState', 5)
     if self.forgotten_topics_data is None or len(self.forgotten_topics_data) != 0:
         raise unsupported_field('FetchRequest', 'ForgottenTopicsData', 5)
@@ -1120,7 +1174,7 @@ def _encode_FetchRequest_v5(self, buf):
 
 
 def _encode_FetchRequest_v6(self, buf):
-    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
+    if self._replica_state is not _MISSING and (self._replica_state is None or self._replica_state.replica_id != -1 or self._replica_state.replica_epoch != -1 or self._replica_state._unknown_tagged_fields):
         raise unsupported_field('FetchRequest', 'ReplicaState', 6)
     if self.forgotten_topics_data is None or len(self.forgotten_topics_data) != 0:
         raise unsupported_field('FetchRequest', 'ForgottenTopicsData', 6)
@@ -1138,28 +1192,34 @@ def _decode_FetchRequest_v7(data, pos):
     self.replica_id, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch = _S9.unpack_from(data, pos)
     pos += 25
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchTopic_v5(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchTopic_v5(data, pos)
+            append(item)
+        self.topics = items
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ForgottenTopic_v7(data, pos)
-        append(item)
-    self.forgotten_topics_data = items
+    if n == 0:
+        self.forgotten_topics_data = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ForgottenTopic_v7(data, pos)
+            append(item)
+        self.forgotten_topics_data = items
     self.cluster_id = None
-    self.replica_state = _fresh_ReplicaState()
+    self._replica_state = _MISSING
     self.rack_id = ''
     self._unknown_tagged_fields = ()
     return self, pos
 
 
 def _encode_FetchRequest_v7(self, buf):
-    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
+    if self._replica_state is not _MISSING and (self._replica_state is None or self._replica_state.replica_id != -1 or self._replica_state.replica_epoch != -1 or self._replica_state._unknown_tagged_fields):
         raise unsupported_field('FetchRequest', 'ReplicaState', 7)
     buf += _S9.pack(self.replica_id, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
     items = self.topics
@@ -1175,7 +1235,7 @@ def _encode_FetchRequest_v7(self, buf):
 
 
 def _encode_FetchRequest_v8(self, buf):
-    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
+    if self._replica_state is not _MISSING and (self._replica_state is None or self._replica_state.replica_id != -1 or self._replica_state.replica_epoch != -1 or self._replica_state._unknown_tagged_fields):
         raise unsupported_field('FetchRequest', 'ReplicaState', 8)
     buf += _S9.pack(self.replica_id, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
     items = self.topics
@@ -1195,28 +1255,34 @@ def _decode_FetchRequest_v9(data, pos):
     self.replica_id, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch = _S9.unpack_from(data, pos)
     pos += 25
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchTopic_v9(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchTopic_v9(data, pos)
+            append(item)
+        self.topics = items
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ForgottenTopic_v7(data, pos)
-        append(item)
-    self.forgotten_topics_data = items
+    if n == 0:
+        self.forgotten_topics_data = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ForgottenTopic_v7(data, pos)
+            append(item)
+        self.forgotten_topics_data = items
     self.cluster_id = None
-    self.replica_state = _fresh_ReplicaState()
+    self._replica_state = _MISSING
     self.rack_id = ''
     self._unknown_tagged_fields = ()
     return self, pos
 
 
 def _encode_FetchRequest_v9(self, buf):
-    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
+    if self._replica_state is not _MISSING and (self._replica_state is None or self._replica_state.replica_id != -1 or self._replica_state.replica_epoch != -1 or self._replica_state._unknown_tagged_fields):
         raise unsupported_field('FetchRequest', 'ReplicaState', 9)
     buf += _S9.pack(self.replica_id, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
     items = self.topics
@@ -1232,7 +1298,7 @@ def _encode_FetchRequest_v9(self, buf):
 
 
 def _encode_FetchRequest_v10(self, buf):
-    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
+    if self._replica_state is not _MISSING and (self._replica_state is None or self._replica_state.replica_id != -1 or self._replica_state.replica_epoch != -1 or self._replica_state._unknown_tagged_fields):
         raise unsupported_field('FetchRequest', 'ReplicaState', 10)
     buf += _S9.pack(self.replica_id, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
     items = self.topics
@@ -1252,28 +1318,34 @@ def _decode_FetchRequest_v11(data, pos):
     self.replica_id, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch = _S9.unpack_from(data, pos)
     pos += 25
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchTopic_v9(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchTopic_v9(data, pos)
+            append(item)
+        self.topics = items
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ForgottenTopic_v7(data, pos)
-        append(item)
-    self.forgotten_topics_data = items
+    if n == 0:
+        self.forgotten_topics_data = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ForgottenTopic_v7(data, pos)
+            append(item)
+        self.forgotten_topics_data = items
     self.rack_id, pos = read_string(data, pos)
     self.cluster_id = None
-    self.replica_state = _fresh_ReplicaState()
+    self._replica_state = _MISSING
     self._unknown_tagged_fields = ()
     return self, pos
 
 
 def _encode_FetchRequest_v11(self, buf):
-    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
+    if self._replica_state is not _MISSING and (self._replica_state is None or self._replica_state.replica_id != -1 or self._replica_state.replica_epoch != -1 or self._replica_state._unknown_tagged_fields):
         raise unsupported_field('FetchRequest', 'ReplicaState', 11)
     buf += _S9.pack(self.replica_id, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
     items = self.topics
@@ -1320,26 +1392,32 @@ def _decode_FetchRequest_v12(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchTopic_v12(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchTopic_v12(data, pos)
+            append(item)
+        self.topics = items
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ForgottenTopic_v12(data, pos)
-        append(item)
-    self.forgotten_topics_data = items
+    if n == 0:
+        self.forgotten_topics_data = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ForgottenTopic_v12(data, pos)
+            append(item)
+        self.forgotten_topics_data = items
     self.rack_id, pos = read_compact_string(data, pos)
     self.cluster_id = None
-    self.replica_state = _fresh_ReplicaState()
+    self._replica_state = _MISSING
     if data[pos]:
         pos = _decode_tags_FetchRequest_v12(self, data, pos)
     else:
@@ -1349,7 +1427,7 @@ def _decode_FetchRequest_v12(data, pos):
 
 
 def _encode_FetchRequest_v12(self, buf):
-    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
+    if self._replica_state is not _MISSING and (self._replica_state is None or self._replica_state.replica_id != -1 or self._replica_state.replica_epoch != -1 or self._replica_state._unknown_tagged_fields):
         raise unsupported_field('FetchRequest', 'ReplicaState', 12)
     buf += _S9.pack(self.replica_id, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
     items = self.topics
@@ -1387,26 +1465,32 @@ def _decode_FetchRequest_v13(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchTopic_v13(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchTopic_v13(data, pos)
+            append(item)
+        self.topics = items
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ForgottenTopic_v13(data, pos)
-        append(item)
-    self.forgotten_topics_data = items
+    if n == 0:
+        self.forgotten_topics_data = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ForgottenTopic_v13(data, pos)
+            append(item)
+        self.forgotten_topics_data = items
     self.rack_id, pos = read_compact_string(data, pos)
     self.cluster_id = None
-    self.replica_state = _fresh_ReplicaState()
+    self._replica_state = _MISSING
     if data[pos]:
         pos = _decode_tags_FetchRequest_v12(self, data, pos)
     else:
@@ -1416,7 +1500,7 @@ def _decode_FetchRequest_v13(data, pos):
 
 
 def _encode_FetchRequest_v13(self, buf):
-    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
+    if self._replica_state is not _MISSING and (self._replica_state is None or self._replica_state.replica_id != -1 or self._replica_state.replica_epoch != -1 or self._replica_state._unknown_tagged_fields):
         raise unsupported_field('FetchRequest', 'ReplicaState', 13)
     buf += _S9.pack(self.replica_id, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
     items = self.topics
@@ -1446,7 +1530,7 @@ def _encode_FetchRequest_v13(self, buf):
 
 
 def _encode_FetchRequest_v14(self, buf):
-    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
+    if self._replica_state is not _MISSING and (self._replica_state is None or self._replica_state.replica_id != -1 or self._replica_state.replica_epoch != -1 or self._replica_state._unknown_tagged_fields):
         raise unsupported_field('FetchRequest', 'ReplicaState', 14)
     buf += _S9.pack(self.replica_id, self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
     items = self.topics
@@ -1489,7 +1573,7 @@ def _decode_tags_FetchRequest_v15(self, data, pos):
             if pos != end:
                 raise Malformed(f'tagged field ClusterId (tag 0) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 1:
-            self.replica_state, pos = _decode_ReplicaState_v15(data, pos)
+            self._replica_state, pos = _decode_ReplicaState_v15(data, pos)
             if pos != end:
                 raise Malformed(f'tagged field ReplicaState (tag 1) ends at byte {end} but its value ended at byte {pos}')
         else:
@@ -1510,27 +1594,33 @@ def _decode_FetchRequest_v15(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchTopic_v13(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchTopic_v13(data, pos)
+            append(item)
+        self.topics = items
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ForgottenTopic_v13(data, pos)
-        append(item)
-    self.forgotten_topics_data = items
+    if n == 0:
+        self.forgotten_topics_data = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ForgottenTopic_v13(data, pos)
+            append(item)
+        self.forgotten_topics_data = items
     self.rack_id, pos = read_compact_string(data, pos)
     self.cluster_id = None
     self.replica_id = -1
-    self.replica_state = _fresh_ReplicaState()
+    self._replica_state = _MISSING
     if data[pos]:
         pos = _decode_tags_FetchRequest_v15(self, data, pos)
     else:
@@ -1563,9 +1653,9 @@ def _encode_FetchRequest_v15(self, buf):
         tag_buf = bytearray()
         write_compact_nullable_string(tag_buf, self.cluster_id)
         known.append((0, tag_buf))
-    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
+    if self._replica_state is not _MISSING and (self._replica_state is None or self._replica_state.replica_id != -1 or self._replica_state.replica_epoch != -1 or self._replica_state._unknown_tagged_fields):
         tag_buf = bytearray()
-        _encode_ReplicaState_v15(self.replica_state, tag_buf)
+        _encode_ReplicaState_v15(self._replica_state, tag_buf)
         known.append((1, tag_buf))
     if known or self._unknown_tagged_fields:
         write_tags(buf, known, self._unknown_tagged_fields)
@@ -1597,9 +1687,9 @@ def _encode_FetchRequest_v16(self, buf):
         tag_buf = bytearray()
         write_compact_nullable_string(tag_buf, self.cluster_id)
         known.append((0, tag_buf))
-    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
+    if self._replica_state is not _MISSING and (self._replica_state is None or self._replica_state.replica_id != -1 or self._replica_state.replica_epoch != -1 or self._replica_state._unknown_tagged_fields):
         tag_buf = bytearray()
-        _encode_ReplicaState_v15(self.replica_state, tag_buf)
+        _encode_ReplicaState_v15(self._replica_state, tag_buf)
         known.append((1, tag_buf))
     if known or self._unknown_tagged_fields:
         write_tags(buf, known, self._unknown_tagged_fields)
@@ -1616,27 +1706,33 @@ def _decode_FetchRequest_v17(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchTopic_v17(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchTopic_v17(data, pos)
+            append(item)
+        self.topics = items
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ForgottenTopic_v13(data, pos)
-        append(item)
-    self.forgotten_topics_data = items
+    if n == 0:
+        self.forgotten_topics_data = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ForgottenTopic_v13(data, pos)
+            append(item)
+        self.forgotten_topics_data = items
     self.rack_id, pos = read_compact_string(data, pos)
     self.cluster_id = None
     self.replica_id = -1
-    self.replica_state = _fresh_ReplicaState()
+    self._replica_state = _MISSING
     if data[pos]:
         pos = _decode_tags_FetchRequest_v15(self, data, pos)
     else:
@@ -1669,9 +1765,9 @@ def _encode_FetchRequest_v17(self, buf):
         tag_buf = bytearray()
         write_compact_nullable_string(tag_buf, self.cluster_id)
         known.append((0, tag_buf))
-    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
+    if self._replica_state is not _MISSING and (self._replica_state is None or self._replica_state.replica_id != -1 or self._replica_state.replica_epoch != -1 or self._replica_state._unknown_tagged_fields):
         tag_buf = bytearray()
-        _encode_ReplicaState_v15(self.replica_state, tag_buf)
+        _encode_ReplicaState_v15(self._replica_state, tag_buf)
         known.append((1, tag_buf))
     if known or self._unknown_tagged_fields:
         write_tags(buf, known, self._unknown_tagged_fields)
@@ -1688,27 +1784,33 @@ def _decode_FetchRequest_v18(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchTopic_v18(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchTopic_v18(data, pos)
+            append(item)
+        self.topics = items
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ForgottenTopic_v13(data, pos)
-        append(item)
-    self.forgotten_topics_data = items
+    if n == 0:
+        self.forgotten_topics_data = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ForgottenTopic_v13(data, pos)
+            append(item)
+        self.forgotten_topics_data = items
     self.rack_id, pos = read_compact_string(data, pos)
     self.cluster_id = None
     self.replica_id = -1
-    self.replica_state = _fresh_ReplicaState()
+    self._replica_state = _MISSING
     if data[pos]:
         pos = _decode_tags_FetchRequest_v15(self, data, pos)
     else:
@@ -1741,9 +1843,9 @@ def _encode_FetchRequest_v18(self, buf):
         tag_buf = bytearray()
         write_compact_nullable_string(tag_buf, self.cluster_id)
         known.append((0, tag_buf))
-    if self.replica_state is None or self.replica_state.replica_id != -1 or self.replica_state.replica_epoch != -1 or self.replica_state._unknown_tagged_fields:
+    if self._replica_state is not _MISSING and (self._replica_state is None or self._replica_state.replica_id != -1 or self._replica_state.replica_epoch != -1 or self._replica_state._unknown_tagged_fields):
         tag_buf = bytearray()
-        _encode_ReplicaState_v15(self.replica_state, tag_buf)
+        _encode_ReplicaState_v15(self._replica_state, tag_buf)
         known.append((1, tag_buf))
     if known or self._unknown_tagged_fields:
         write_tags(buf, known, self._unknown_tagged_fields)
@@ -1763,521 +1865,521 @@ FetchRequest._ENCODERS = {0: _encode_FetchRequest_v0, 1: _encode_FetchRequest_v1
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    226: (('ReplicaId', 'replica_id', 'i'), ('ReplicaEpoch', 'replica_epoch', 'q')),
-    228: 'tagged fields of ReplicaState',
-    229: 'tagged fields of ReplicaState',
-    237: (('ReplicaId', 'replica_id', 'i'), ('ReplicaEpoch', 'replica_epoch', 'q')),
-    239: 'tagged fields of ReplicaState',
-    246: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    258: 'LastFetchedEpoch',
-    259: 'LastFetchedEpoch',
-    260: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    262: 'tagged fields of FetchPartition',
-    266: 'LastFetchedEpoch',
-    267: 'LastFetchedEpoch',
-    268: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    270: 'tagged fields of FetchPartition',
-    274: 'LastFetchedEpoch',
-    275: 'LastFetchedEpoch',
-    276: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    278: 'tagged fields of FetchPartition',
-    282: 'LastFetchedEpoch',
-    283: 'LastFetchedEpoch',
-    284: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    286: 'tagged fields of FetchPartition',
-    290: 'LastFetchedEpoch',
-    291: 'LastFetchedEpoch',
-    292: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    294: 'tagged fields of FetchPartition',
-    299: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    310: 'LastFetchedEpoch',
-    311: 'LastFetchedEpoch',
-    312: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    314: 'tagged fields of FetchPartition',
-    318: 'LastFetchedEpoch',
-    319: 'LastFetchedEpoch',
-    320: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    322: 'tagged fields of FetchPartition',
-    326: 'LastFetchedEpoch',
-    327: 'LastFetchedEpoch',
-    328: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    330: 'tagged fields of FetchPartition',
-    334: 'LastFetchedEpoch',
-    335: 'LastFetchedEpoch',
-    336: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    338: 'tagged fields of FetchPartition',
-    343: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    353: 'LastFetchedEpoch',
-    354: 'LastFetchedEpoch',
+    238: (('ReplicaId', 'replica_id', 'i'), ('ReplicaEpoch', 'replica_epoch', 'q')),
+    240: 'tagged fields of ReplicaState',
+    241: 'tagged fields of ReplicaState',
+    249: (('ReplicaId', 'replica_id', 'i'), ('ReplicaEpoch', 'replica_epoch', 'q')),
+    251: 'tagged fields of ReplicaState',
+    258: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    270: 'LastFetchedEpoch',
+    271: 'LastFetchedEpoch',
+    272: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    274: 'tagged fields of FetchPartition',
+    278: 'LastFetchedEpoch',
+    279: 'LastFetchedEpoch',
+    280: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    282: 'tagged fields of FetchPartition',
+    286: 'LastFetchedEpoch',
+    287: 'LastFetchedEpoch',
+    288: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    290: 'tagged fields of FetchPartition',
+    294: 'LastFetchedEpoch',
+    295: 'LastFetchedEpoch',
+    296: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    298: 'tagged fields of FetchPartition',
+    302: 'LastFetchedEpoch',
+    303: 'LastFetchedEpoch',
+    304: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    306: 'tagged fields of FetchPartition',
+    311: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    322: 'LastFetchedEpoch',
+    323: 'LastFetchedEpoch',
+    324: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    326: 'tagged fields of FetchPartition',
+    330: 'LastFetchedEpoch',
+    331: 'LastFetchedEpoch',
+    332: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    334: 'tagged fields of FetchPartition',
+    338: 'LastFetchedEpoch',
+    339: 'LastFetchedEpoch',
+    340: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    342: 'tagged fields of FetchPartition',
+    346: 'LastFetchedEpoch',
+    347: 'LastFetchedEpoch',
+    348: (('Partition', 'partition', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    350: 'tagged fields of FetchPartition',
     355: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    357: 'tagged fields of FetchPartition',
-    361: 'LastFetchedEpoch',
-    362: 'LastFetchedEpoch',
-    363: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    365: 'tagged fields of FetchPartition',
-    369: 'LastFetchedEpoch',
-    370: 'LastFetchedEpoch',
-    371: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    373: 'tagged fields of FetchPartition',
-    378: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LastFetchedEpoch', 'last_fetched_epoch', 'i'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    382: 'tagged fields of FetchPartition',
-    383: 'tagged fields of FetchPartition',
-    391: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LastFetchedEpoch', 'last_fetched_epoch', 'i'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    393: 'tagged fields of FetchPartition',
-    399: 'tagged fields of FetchPartition',
+    365: 'LastFetchedEpoch',
+    366: 'LastFetchedEpoch',
+    367: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    369: 'tagged fields of FetchPartition',
+    373: 'LastFetchedEpoch',
+    374: 'LastFetchedEpoch',
+    375: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    377: 'tagged fields of FetchPartition',
+    381: 'LastFetchedEpoch',
+    382: 'LastFetchedEpoch',
+    383: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    385: 'tagged fields of FetchPartition',
+    390: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LastFetchedEpoch', 'last_fetched_epoch', 'i'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    394: 'tagged fields of FetchPartition',
+    395: 'tagged fields of FetchPartition',
+    403: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LastFetchedEpoch', 'last_fetched_epoch', 'i'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
     405: 'tagged fields of FetchPartition',
-    408: 'ReplicaDirectoryId',
-    410: 'ReplicaDirectoryId',
-    422: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LastFetchedEpoch', 'last_fetched_epoch', 'i'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    426: 'tagged fields of FetchPartition',
-    427: 'tagged fields of FetchPartition',
-    435: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LastFetchedEpoch', 'last_fetched_epoch', 'i'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    437: 'ReplicaDirectoryId',
-    439: 'ReplicaDirectoryId',
-    442: 'tagged fields of FetchPartition',
-    448: 'tagged fields of FetchPartition',
+    411: 'tagged fields of FetchPartition',
+    417: 'tagged fields of FetchPartition',
+    420: 'ReplicaDirectoryId',
+    422: 'ReplicaDirectoryId',
+    434: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LastFetchedEpoch', 'last_fetched_epoch', 'i'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    438: 'tagged fields of FetchPartition',
+    439: 'tagged fields of FetchPartition',
+    447: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LastFetchedEpoch', 'last_fetched_epoch', 'i'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    449: 'ReplicaDirectoryId',
+    451: 'ReplicaDirectoryId',
     454: 'tagged fields of FetchPartition',
-    457: 'ReplicaDirectoryId',
-    459: 'ReplicaDirectoryId',
-    461: 'HighWatermark',
-    464: 'HighWatermark',
-    476: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LastFetchedEpoch', 'last_fetched_epoch', 'i'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    480: 'tagged fields of FetchPartition',
-    481: 'tagged fields of FetchPartition',
-    489: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LastFetchedEpoch', 'last_fetched_epoch', 'i'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
-    491: 'ReplicaDirectoryId',
-    493: 'ReplicaDirectoryId',
-    495: 'HighWatermark',
-    497: 'HighWatermark',
-    500: 'tagged fields of FetchPartition',
-    507: 'Topic',
-    508: 'Partitions',
-    512: 'Partitions',
-    521: 'Topic',
-    523: 'Partitions',
-    525: 'Partitions',
-    527: 'tagged fields of FetchTopic',
-    531: 'Topic',
-    533: 'Partitions',
-    535: 'Partitions',
-    537: 'tagged fields of FetchTopic',
-    541: 'Topic',
-    543: 'Partitions',
-    545: 'Partitions',
-    547: 'tagged fields of FetchTopic',
-    551: 'Topic',
-    553: 'Partitions',
-    555: 'Partitions',
-    557: 'tagged fields of FetchTopic',
-    561: 'Topic',
-    563: 'Partitions',
-    565: 'Partitions',
-    567: 'tagged fields of FetchTopic',
-    572: 'Topic',
-    573: 'Partitions',
-    577: 'Partitions',
-    586: 'Topic',
+    460: 'tagged fields of FetchPartition',
+    466: 'tagged fields of FetchPartition',
+    469: 'ReplicaDirectoryId',
+    471: 'ReplicaDirectoryId',
+    473: 'HighWatermark',
+    476: 'HighWatermark',
+    488: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LastFetchedEpoch', 'last_fetched_epoch', 'i'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    492: 'tagged fields of FetchPartition',
+    493: 'tagged fields of FetchPartition',
+    501: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('FetchOffset', 'fetch_offset', 'q'), ('LastFetchedEpoch', 'last_fetched_epoch', 'i'), ('LogStartOffset', 'log_start_offset', 'q'), ('PartitionMaxBytes', 'partition_max_bytes', 'i')),
+    503: 'ReplicaDirectoryId',
+    505: 'ReplicaDirectoryId',
+    507: 'HighWatermark',
+    509: 'HighWatermark',
+    512: 'tagged fields of FetchPartition',
+    519: 'Topic',
+    520: 'Partitions',
+    527: 'Partitions',
+    536: 'Topic',
+    538: 'Partitions',
+    540: 'Partitions',
+    542: 'tagged fields of FetchTopic',
+    546: 'Topic',
+    548: 'Partitions',
+    550: 'Partitions',
+    552: 'tagged fields of FetchTopic',
+    556: 'Topic',
+    558: 'Partitions',
+    560: 'Partitions',
+    562: 'tagged fields of FetchTopic',
+    566: 'Topic',
+    568: 'Partitions',
+    570: 'Partitions',
+    572: 'tagged fields of FetchTopic',
+    576: 'Topic',
+    578: 'Partitions',
+    580: 'Partitions',
+    582: 'tagged fields of FetchTopic',
+    587: 'Topic',
     588: 'Partitions',
-    590: 'Partitions',
-    592: 'tagged fields of FetchTopic',
-    596: 'Topic',
-    598: 'Partitions',
-    600: 'Partitions',
-    602: 'tagged fields of FetchTopic',
-    606: 'Topic',
+    595: 'Partitions',
+    604: 'Topic',
+    606: 'Partitions',
     608: 'Partitions',
-    610: 'Partitions',
-    612: 'tagged fields of FetchTopic',
-    616: 'Topic',
+    610: 'tagged fields of FetchTopic',
+    614: 'Topic',
+    616: 'Partitions',
     618: 'Partitions',
-    620: 'Partitions',
-    622: 'tagged fields of FetchTopic',
-    627: 'Topic',
+    620: 'tagged fields of FetchTopic',
+    624: 'Topic',
+    626: 'Partitions',
     628: 'Partitions',
-    632: 'Partitions',
-    641: 'Topic',
-    643: 'Partitions',
-    645: 'Partitions',
-    647: 'tagged fields of FetchTopic',
-    651: 'Topic',
+    630: 'tagged fields of FetchTopic',
+    634: 'Topic',
+    636: 'Partitions',
+    638: 'Partitions',
+    640: 'tagged fields of FetchTopic',
+    645: 'Topic',
+    646: 'Partitions',
     653: 'Partitions',
-    655: 'Partitions',
-    657: 'tagged fields of FetchTopic',
-    661: 'Topic',
-    663: 'Partitions',
-    665: 'Partitions',
-    667: 'tagged fields of FetchTopic',
+    662: 'Topic',
+    664: 'Partitions',
+    666: 'Partitions',
+    668: 'tagged fields of FetchTopic',
     672: 'Topic',
-    673: 'Partitions',
-    677: 'Partitions',
-    681: 'Partitions',
-    685: 'tagged fields of FetchTopic',
-    686: 'tagged fields of FetchTopic',
-    694: 'Topic',
-    696: 'Partitions',
-    699: 'Partitions',
-    701: 'Partitions',
-    703: 'tagged fields of FetchTopic',
-    710: 'TopicId',
-    711: 'Partitions',
-    715: 'Partitions',
-    719: 'Partitions',
-    723: 'tagged fields of FetchTopic',
-    724: 'tagged fields of FetchTopic',
-    732: 'TopicId',
-    734: 'Partitions',
-    737: 'Partitions',
+    674: 'Partitions',
+    676: 'Partitions',
+    678: 'tagged fields of FetchTopic',
+    682: 'Topic',
+    684: 'Partitions',
+    686: 'Partitions',
+    688: 'tagged fields of FetchTopic',
+    693: 'Topic',
+    694: 'Partitions',
+    698: 'Partitions',
+    705: 'Partitions',
+    709: 'tagged fields of FetchTopic',
+    710: 'tagged fields of FetchTopic',
+    718: 'Topic',
+    720: 'Partitions',
+    723: 'Partitions',
+    725: 'Partitions',
+    727: 'tagged fields of FetchTopic',
+    734: 'TopicId',
+    735: 'Partitions',
     739: 'Partitions',
-    741: 'tagged fields of FetchTopic',
-    748: 'TopicId',
-    749: 'Partitions',
-    753: 'Partitions',
-    757: 'Partitions',
-    761: 'tagged fields of FetchTopic',
-    762: 'tagged fields of FetchTopic',
-    770: 'TopicId',
-    772: 'Partitions',
-    775: 'Partitions',
-    777: 'Partitions',
-    779: 'tagged fields of FetchTopic',
-    786: 'TopicId',
+    746: 'Partitions',
+    750: 'tagged fields of FetchTopic',
+    751: 'tagged fields of FetchTopic',
+    759: 'TopicId',
+    761: 'Partitions',
+    764: 'Partitions',
+    766: 'Partitions',
+    768: 'tagged fields of FetchTopic',
+    775: 'TopicId',
+    776: 'Partitions',
+    780: 'Partitions',
     787: 'Partitions',
-    791: 'Partitions',
-    795: 'Partitions',
-    799: 'tagged fields of FetchTopic',
-    800: 'tagged fields of FetchTopic',
-    808: 'TopicId',
-    810: 'Partitions',
-    813: 'Partitions',
-    815: 'Partitions',
-    817: 'tagged fields of FetchTopic',
-    824: 'Topic',
-    825: 'Partitions',
-    826: 'Partitions',
-    834: 'Topic',
-    836: 'Partitions',
-    838: 'Partitions',
-    840: 'tagged fields of ForgottenTopic',
-    844: 'Topic',
+    791: 'tagged fields of FetchTopic',
+    792: 'tagged fields of FetchTopic',
+    800: 'TopicId',
+    802: 'Partitions',
+    805: 'Partitions',
+    807: 'Partitions',
+    809: 'tagged fields of FetchTopic',
+    816: 'TopicId',
+    817: 'Partitions',
+    821: 'Partitions',
+    828: 'Partitions',
+    832: 'tagged fields of FetchTopic',
+    833: 'tagged fields of FetchTopic',
+    841: 'TopicId',
+    843: 'Partitions',
     846: 'Partitions',
     848: 'Partitions',
-    850: 'tagged fields of ForgottenTopic',
-    854: 'Topic',
-    856: 'Partitions',
+    850: 'tagged fields of FetchTopic',
+    857: 'Topic',
     858: 'Partitions',
-    860: 'tagged fields of ForgottenTopic',
-    864: 'Topic',
-    866: 'Partitions',
-    868: 'Partitions',
-    870: 'tagged fields of ForgottenTopic',
-    874: 'Topic',
-    876: 'Partitions',
-    878: 'Partitions',
-    880: 'tagged fields of ForgottenTopic',
-    885: 'Topic',
-    886: 'Partitions',
-    890: 'Partitions',
-    891: 'Partitions',
-    894: 'tagged fields of ForgottenTopic',
-    895: 'tagged fields of ForgottenTopic',
-    903: 'Topic',
-    905: 'Partitions',
-    908: 'Partitions',
-    910: 'Partitions',
-    912: 'tagged fields of ForgottenTopic',
-    919: 'TopicId',
-    920: 'Partitions',
-    924: 'Partitions',
-    925: 'Partitions',
-    928: 'tagged fields of ForgottenTopic',
-    929: 'tagged fields of ForgottenTopic',
-    937: 'TopicId',
-    939: 'Partitions',
-    942: 'Partitions',
+    862: 'Partitions',
+    870: 'Topic',
+    872: 'Partitions',
+    874: 'Partitions',
+    876: 'tagged fields of ForgottenTopic',
+    880: 'Topic',
+    882: 'Partitions',
+    884: 'Partitions',
+    886: 'tagged fields of ForgottenTopic',
+    890: 'Topic',
+    892: 'Partitions',
+    894: 'Partitions',
+    896: 'tagged fields of ForgottenTopic',
+    900: 'Topic',
+    902: 'Partitions',
+    904: 'Partitions',
+    906: 'tagged fields of ForgottenTopic',
+    910: 'Topic',
+    912: 'Partitions',
+    914: 'Partitions',
+    916: 'tagged fields of ForgottenTopic',
+    921: 'Topic',
+    922: 'Partitions',
+    926: 'Partitions',
+    930: 'Partitions',
+    933: 'tagged fields of ForgottenTopic',
+    934: 'tagged fields of ForgottenTopic',
+    942: 'Topic',
     944: 'Partitions',
-    946: 'tagged fields of ForgottenTopic',
-    953: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i')),
-    955: 'Topics',
-    959: 'Topics',
-    975: 'ReplicaState',
-    976: 'ReplicaState',
-    977: 'ForgottenTopicsData',
-    978: 'ForgottenTopicsData',
-    979: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i')),
-    981: 'Topics',
-    983: 'Topics',
-    985: 'tagged fields of FetchRequest',
-    989: 'ReplicaState',
-    990: 'ReplicaState',
-    991: 'ForgottenTopicsData',
-    992: 'ForgottenTopicsData',
-    993: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i')),
-    995: 'Topics',
+    947: 'Partitions',
+    949: 'Partitions',
+    951: 'tagged fields of ForgottenTopic',
+    958: 'TopicId',
+    959: 'Partitions',
+    963: 'Partitions',
+    967: 'Partitions',
+    970: 'tagged fields of ForgottenTopic',
+    971: 'tagged fields of ForgottenTopic',
+    979: 'TopicId',
+    981: 'Partitions',
+    984: 'Partitions',
+    986: 'Partitions',
+    988: 'tagged fields of ForgottenTopic',
+    995: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i')),
     997: 'Topics',
-    999: 'tagged fields of FetchRequest',
-    1003: 'ReplicaState',
-    1004: 'ReplicaState',
-    1005: 'ForgottenTopicsData',
-    1006: 'ForgottenTopicsData',
-    1007: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i')),
-    1009: 'Topics',
-    1011: 'Topics',
-    1013: 'tagged fields of FetchRequest',
-    1018: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i')),
-    1020: 'Topics',
-    1024: 'Topics',
-    1039: 'ReplicaState',
-    1040: 'ReplicaState',
-    1041: 'ForgottenTopicsData',
-    1042: 'ForgottenTopicsData',
-    1043: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i')),
-    1045: 'Topics',
-    1047: 'Topics',
-    1049: 'tagged fields of FetchRequest',
-    1054: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    1004: 'Topics',
+    1020: 'ReplicaState',
+    1021: 'ReplicaState',
+    1022: 'ForgottenTopicsData',
+    1023: 'ForgottenTopicsData',
+    1024: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i')),
+    1026: 'Topics',
+    1028: 'Topics',
+    1030: 'tagged fields of FetchRequest',
+    1034: 'ReplicaState',
+    1035: 'ReplicaState',
+    1036: 'ForgottenTopicsData',
+    1037: 'ForgottenTopicsData',
+    1038: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i')),
+    1040: 'Topics',
+    1042: 'Topics',
+    1044: 'tagged fields of FetchRequest',
+    1048: 'ReplicaState',
+    1049: 'ReplicaState',
+    1050: 'ForgottenTopicsData',
+    1051: 'ForgottenTopicsData',
+    1052: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i')),
+    1054: 'Topics',
     1056: 'Topics',
-    1060: 'Topics',
-    1074: 'ReplicaState',
-    1075: 'ReplicaState',
-    1076: 'ForgottenTopicsData',
-    1077: 'ForgottenTopicsData',
-    1078: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    1080: 'Topics',
-    1082: 'Topics',
-    1084: 'tagged fields of FetchRequest',
-    1089: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    1091: 'Topics',
+    1058: 'tagged fields of FetchRequest',
+    1063: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i')),
+    1065: 'Topics',
+    1072: 'Topics',
+    1087: 'ReplicaState',
+    1088: 'ReplicaState',
+    1089: 'ForgottenTopicsData',
+    1090: 'ForgottenTopicsData',
+    1091: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i')),
+    1093: 'Topics',
     1095: 'Topics',
-    1109: 'ReplicaState',
-    1110: 'ReplicaState',
-    1111: 'ForgottenTopicsData',
-    1112: 'ForgottenTopicsData',
-    1113: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    1115: 'Topics',
-    1117: 'Topics',
-    1119: 'tagged fields of FetchRequest',
-    1123: 'ReplicaState',
-    1124: 'ReplicaState',
-    1125: 'ForgottenTopicsData',
-    1126: 'ForgottenTopicsData',
-    1127: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    1129: 'Topics',
+    1097: 'tagged fields of FetchRequest',
+    1102: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    1104: 'Topics',
+    1111: 'Topics',
+    1125: 'ReplicaState',
+    1126: 'ReplicaState',
+    1127: 'ForgottenTopicsData',
+    1128: 'ForgottenTopicsData',
+    1129: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
     1131: 'Topics',
-    1133: 'tagged fields of FetchRequest',
-    1138: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1140: 'Topics',
-    1144: 'Topics',
-    1147: 'ForgottenTopicsData',
-    1151: 'ForgottenTopicsData',
-    1162: 'ReplicaState',
+    1133: 'Topics',
+    1135: 'tagged fields of FetchRequest',
+    1140: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    1142: 'Topics',
+    1149: 'Topics',
     1163: 'ReplicaState',
-    1164: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1166: 'Topics',
-    1168: 'Topics',
-    1170: 'ForgottenTopicsData',
-    1172: 'ForgottenTopicsData',
-    1174: 'tagged fields of FetchRequest',
+    1164: 'ReplicaState',
+    1165: 'ForgottenTopicsData',
+    1166: 'ForgottenTopicsData',
+    1167: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    1169: 'Topics',
+    1171: 'Topics',
+    1173: 'tagged fields of FetchRequest',
+    1177: 'ReplicaState',
     1178: 'ReplicaState',
-    1179: 'ReplicaState',
-    1180: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1182: 'Topics',
-    1184: 'Topics',
-    1186: 'ForgottenTopicsData',
-    1188: 'ForgottenTopicsData',
-    1190: 'tagged fields of FetchRequest',
-    1195: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1197: 'Topics',
+    1179: 'ForgottenTopicsData',
+    1180: 'ForgottenTopicsData',
+    1181: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    1183: 'Topics',
+    1185: 'Topics',
+    1187: 'tagged fields of FetchRequest',
+    1192: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1194: 'Topics',
     1201: 'Topics',
     1204: 'ForgottenTopicsData',
-    1208: 'ForgottenTopicsData',
-    1219: 'ReplicaState',
-    1220: 'ReplicaState',
-    1221: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1223: 'Topics',
-    1225: 'Topics',
-    1227: 'ForgottenTopicsData',
-    1229: 'ForgottenTopicsData',
-    1231: 'tagged fields of FetchRequest',
-    1235: 'ReplicaState',
-    1236: 'ReplicaState',
-    1237: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1239: 'Topics',
-    1241: 'Topics',
-    1243: 'ForgottenTopicsData',
-    1245: 'ForgottenTopicsData',
-    1247: 'tagged fields of FetchRequest',
-    1252: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1254: 'Topics',
-    1258: 'Topics',
-    1261: 'ForgottenTopicsData',
-    1265: 'ForgottenTopicsData',
-    1268: 'RackId',
-    1276: 'ReplicaState',
-    1277: 'ReplicaState',
-    1278: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1280: 'Topics',
-    1282: 'Topics',
-    1284: 'ForgottenTopicsData',
-    1286: 'ForgottenTopicsData',
-    1287: 'RackId',
-    1289: 'tagged fields of FetchRequest',
-    1293: 'tagged fields of FetchRequest',
-    1299: 'tagged fields of FetchRequest',
-    1302: 'ClusterId',
-    1304: 'ClusterId',
-    1316: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1318: 'Topics',
-    1322: 'Topics',
-    1326: 'Topics',
-    1329: 'ForgottenTopicsData',
-    1333: 'ForgottenTopicsData',
+    1211: 'ForgottenTopicsData',
+    1222: 'ReplicaState',
+    1223: 'ReplicaState',
+    1224: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1226: 'Topics',
+    1228: 'Topics',
+    1230: 'ForgottenTopicsData',
+    1232: 'ForgottenTopicsData',
+    1234: 'tagged fields of FetchRequest',
+    1238: 'ReplicaState',
+    1239: 'ReplicaState',
+    1240: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1242: 'Topics',
+    1244: 'Topics',
+    1246: 'ForgottenTopicsData',
+    1248: 'ForgottenTopicsData',
+    1250: 'tagged fields of FetchRequest',
+    1255: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1257: 'Topics',
+    1264: 'Topics',
+    1267: 'ForgottenTopicsData',
+    1274: 'ForgottenTopicsData',
+    1285: 'ReplicaState',
+    1286: 'ReplicaState',
+    1287: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1289: 'Topics',
+    1291: 'Topics',
+    1293: 'ForgottenTopicsData',
+    1295: 'ForgottenTopicsData',
+    1297: 'tagged fields of FetchRequest',
+    1301: 'ReplicaState',
+    1302: 'ReplicaState',
+    1303: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1305: 'Topics',
+    1307: 'Topics',
+    1309: 'ForgottenTopicsData',
+    1311: 'ForgottenTopicsData',
+    1313: 'tagged fields of FetchRequest',
+    1318: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1320: 'Topics',
+    1327: 'Topics',
+    1330: 'ForgottenTopicsData',
     1337: 'ForgottenTopicsData',
     1340: 'RackId',
-    1343: 'tagged fields of FetchRequest',
-    1344: 'tagged fields of FetchRequest',
-    1352: 'ReplicaState',
-    1353: 'ReplicaState',
-    1354: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1356: 'Topics',
-    1359: 'Topics',
-    1361: 'Topics',
-    1363: 'ForgottenTopicsData',
-    1366: 'ForgottenTopicsData',
-    1368: 'ForgottenTopicsData',
-    1369: 'RackId',
-    1371: 'ClusterId',
-    1373: 'ClusterId',
-    1376: 'tagged fields of FetchRequest',
-    1383: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1385: 'Topics',
-    1389: 'Topics',
-    1393: 'Topics',
-    1396: 'ForgottenTopicsData',
-    1400: 'ForgottenTopicsData',
+    1348: 'ReplicaState',
+    1349: 'ReplicaState',
+    1350: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1352: 'Topics',
+    1354: 'Topics',
+    1356: 'ForgottenTopicsData',
+    1358: 'ForgottenTopicsData',
+    1359: 'RackId',
+    1361: 'tagged fields of FetchRequest',
+    1365: 'tagged fields of FetchRequest',
+    1371: 'tagged fields of FetchRequest',
+    1374: 'ClusterId',
+    1376: 'ClusterId',
+    1388: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1390: 'Topics',
+    1394: 'Topics',
+    1401: 'Topics',
     1404: 'ForgottenTopicsData',
-    1407: 'RackId',
-    1410: 'tagged fields of FetchRequest',
-    1411: 'tagged fields of FetchRequest',
-    1419: 'ReplicaState',
-    1420: 'ReplicaState',
-    1421: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1423: 'Topics',
-    1426: 'Topics',
-    1428: 'Topics',
-    1430: 'ForgottenTopicsData',
-    1433: 'ForgottenTopicsData',
-    1435: 'ForgottenTopicsData',
-    1436: 'RackId',
-    1438: 'ClusterId',
-    1440: 'ClusterId',
-    1443: 'tagged fields of FetchRequest',
-    1449: 'ReplicaState',
-    1450: 'ReplicaState',
-    1451: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1453: 'Topics',
-    1456: 'Topics',
-    1458: 'Topics',
-    1460: 'ForgottenTopicsData',
-    1463: 'ForgottenTopicsData',
-    1465: 'ForgottenTopicsData',
-    1466: 'RackId',
-    1468: 'ClusterId',
-    1470: 'ClusterId',
-    1473: 'tagged fields of FetchRequest',
-    1479: 'tagged fields of FetchRequest',
-    1485: 'tagged fields of FetchRequest',
-    1488: 'ClusterId',
-    1490: 'ClusterId',
-    1492: 'ReplicaState',
-    1494: 'ReplicaState',
-    1506: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1508: 'Topics',
+    1408: 'ForgottenTopicsData',
+    1415: 'ForgottenTopicsData',
+    1418: 'RackId',
+    1421: 'tagged fields of FetchRequest',
+    1422: 'tagged fields of FetchRequest',
+    1430: 'ReplicaState',
+    1431: 'ReplicaState',
+    1432: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1434: 'Topics',
+    1437: 'Topics',
+    1439: 'Topics',
+    1441: 'ForgottenTopicsData',
+    1444: 'ForgottenTopicsData',
+    1446: 'ForgottenTopicsData',
+    1447: 'RackId',
+    1449: 'ClusterId',
+    1451: 'ClusterId',
+    1454: 'tagged fields of FetchRequest',
+    1461: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1463: 'Topics',
+    1467: 'Topics',
+    1474: 'Topics',
+    1477: 'ForgottenTopicsData',
+    1481: 'ForgottenTopicsData',
+    1488: 'ForgottenTopicsData',
+    1491: 'RackId',
+    1494: 'tagged fields of FetchRequest',
+    1495: 'tagged fields of FetchRequest',
+    1503: 'ReplicaState',
+    1504: 'ReplicaState',
+    1505: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1507: 'Topics',
+    1510: 'Topics',
     1512: 'Topics',
-    1516: 'Topics',
+    1514: 'ForgottenTopicsData',
+    1517: 'ForgottenTopicsData',
     1519: 'ForgottenTopicsData',
-    1523: 'ForgottenTopicsData',
-    1527: 'ForgottenTopicsData',
-    1530: 'RackId',
-    1534: 'tagged fields of FetchRequest',
-    1535: 'tagged fields of FetchRequest',
-    1543: 'ReplicaId',
-    1544: 'ReplicaId',
-    1545: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1547: 'Topics',
-    1550: 'Topics',
-    1552: 'Topics',
-    1554: 'ForgottenTopicsData',
-    1557: 'ForgottenTopicsData',
-    1559: 'ForgottenTopicsData',
-    1560: 'RackId',
-    1562: 'ClusterId',
-    1564: 'ClusterId',
-    1566: 'ReplicaState',
-    1568: 'ReplicaState',
-    1571: 'tagged fields of FetchRequest',
-    1577: 'ReplicaId',
-    1578: 'ReplicaId',
-    1579: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1581: 'Topics',
-    1584: 'Topics',
-    1586: 'Topics',
-    1588: 'ForgottenTopicsData',
-    1591: 'ForgottenTopicsData',
-    1593: 'ForgottenTopicsData',
-    1594: 'RackId',
-    1596: 'ClusterId',
-    1598: 'ClusterId',
-    1600: 'ReplicaState',
-    1602: 'ReplicaState',
-    1605: 'tagged fields of FetchRequest',
-    1612: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1614: 'Topics',
-    1618: 'Topics',
-    1622: 'Topics',
-    1625: 'ForgottenTopicsData',
-    1629: 'ForgottenTopicsData',
-    1633: 'ForgottenTopicsData',
-    1636: 'RackId',
-    1640: 'tagged fields of FetchRequest',
-    1641: 'tagged fields of FetchRequest',
-    1649: 'ReplicaId',
-    1650: 'ReplicaId',
-    1651: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1653: 'Topics',
-    1656: 'Topics',
-    1658: 'Topics',
-    1660: 'ForgottenTopicsData',
-    1663: 'ForgottenTopicsData',
-    1665: 'ForgottenTopicsData',
-    1666: 'RackId',
-    1668: 'ClusterId',
-    1670: 'ClusterId',
-    1672: 'ReplicaState',
-    1674: 'ReplicaState',
-    1677: 'tagged fields of FetchRequest',
-    1684: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1686: 'Topics',
-    1690: 'Topics',
-    1694: 'Topics',
-    1697: 'ForgottenTopicsData',
-    1701: 'ForgottenTopicsData',
-    1705: 'ForgottenTopicsData',
-    1708: 'RackId',
-    1712: 'tagged fields of FetchRequest',
-    1713: 'tagged fields of FetchRequest',
-    1721: 'ReplicaId',
-    1722: 'ReplicaId',
-    1723: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
-    1725: 'Topics',
-    1728: 'Topics',
-    1730: 'Topics',
-    1732: 'ForgottenTopicsData',
-    1735: 'ForgottenTopicsData',
-    1737: 'ForgottenTopicsData',
-    1738: 'RackId',
-    1740: 'ClusterId',
-    1742: 'ClusterId',
-    1744: 'ReplicaState',
-    1746: 'ReplicaState',
-    1749: 'tagged fields of FetchRequest',
+    1520: 'RackId',
+    1522: 'ClusterId',
+    1524: 'ClusterId',
+    1527: 'tagged fields of FetchRequest',
+    1533: 'ReplicaState',
+    1534: 'ReplicaState',
+    1535: (('ReplicaId', 'replica_id', 'i'), ('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1537: 'Topics',
+    1540: 'Topics',
+    1542: 'Topics',
+    1544: 'ForgottenTopicsData',
+    1547: 'ForgottenTopicsData',
+    1549: 'ForgottenTopicsData',
+    1550: 'RackId',
+    1552: 'ClusterId',
+    1554: 'ClusterId',
+    1557: 'tagged fields of FetchRequest',
+    1563: 'tagged fields of FetchRequest',
+    1569: 'tagged fields of FetchRequest',
+    1572: 'ClusterId',
+    1574: 'ClusterId',
+    1576: 'ReplicaState',
+    1578: 'ReplicaState',
+    1590: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1592: 'Topics',
+    1596: 'Topics',
+    1603: 'Topics',
+    1606: 'ForgottenTopicsData',
+    1610: 'ForgottenTopicsData',
+    1617: 'ForgottenTopicsData',
+    1620: 'RackId',
+    1624: 'tagged fields of FetchRequest',
+    1625: 'tagged fields of FetchRequest',
+    1633: 'ReplicaId',
+    1634: 'ReplicaId',
+    1635: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1637: 'Topics',
+    1640: 'Topics',
+    1642: 'Topics',
+    1644: 'ForgottenTopicsData',
+    1647: 'ForgottenTopicsData',
+    1649: 'ForgottenTopicsData',
+    1650: 'RackId',
+    1652: 'ClusterId',
+    1654: 'ClusterId',
+    1656: 'ReplicaState',
+    1658: 'ReplicaState',
+    1661: 'tagged fields of FetchRequest',
+    1667: 'ReplicaId',
+    1668: 'ReplicaId',
+    1669: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1671: 'Topics',
+    1674: 'Topics',
+    1676: 'Topics',
+    1678: 'ForgottenTopicsData',
+    1681: 'ForgottenTopicsData',
+    1683: 'ForgottenTopicsData',
+    1684: 'RackId',
+    1686: 'ClusterId',
+    1688: 'ClusterId',
+    1690: 'ReplicaState',
+    1692: 'ReplicaState',
+    1695: 'tagged fields of FetchRequest',
+    1702: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1704: 'Topics',
+    1708: 'Topics',
+    1715: 'Topics',
+    1718: 'ForgottenTopicsData',
+    1722: 'ForgottenTopicsData',
+    1729: 'ForgottenTopicsData',
+    1732: 'RackId',
+    1736: 'tagged fields of FetchRequest',
+    1737: 'tagged fields of FetchRequest',
+    1745: 'ReplicaId',
+    1746: 'ReplicaId',
+    1747: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1749: 'Topics',
+    1752: 'Topics',
+    1754: 'Topics',
+    1756: 'ForgottenTopicsData',
+    1759: 'ForgottenTopicsData',
+    1761: 'ForgottenTopicsData',
+    1762: 'RackId',
+    1764: 'ClusterId',
+    1766: 'ClusterId',
+    1768: 'ReplicaState',
+    1770: 'ReplicaState',
+    1773: 'tagged fields of FetchRequest',
+    1780: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1782: 'Topics',
+    1786: 'Topics',
+    1793: 'Topics',
+    1796: 'ForgottenTopicsData',
+    1800: 'ForgottenTopicsData',
+    1807: 'ForgottenTopicsData',
+    1810: 'RackId',
+    1814: 'tagged fields of FetchRequest',
+    1815: 'tagged fields of FetchRequest',
+    1823: 'ReplicaId',
+    1824: 'ReplicaId',
+    1825: (('MaxWaitMs', 'max_wait_ms', 'i'), ('MinBytes', 'min_bytes', 'i'), ('MaxBytes', 'max_bytes', 'i'), ('IsolationLevel', 'isolation_level', 'b'), ('SessionId', 'session_id', 'i'), ('SessionEpoch', 'session_epoch', 'i')),
+    1827: 'Topics',
+    1830: 'Topics',
+    1832: 'Topics',
+    1834: 'ForgottenTopicsData',
+    1837: 'ForgottenTopicsData',
+    1839: 'ForgottenTopicsData',
+    1840: 'RackId',
+    1842: 'ClusterId',
+    1844: 'ClusterId',
+    1846: 'ReplicaState',
+    1848: 'ReplicaState',
+    1851: 'tagged fields of FetchRequest',
 }

@@ -77,7 +77,7 @@ class AbortedTransaction(_message.Struct):
 
 class PartitionData(_message.Struct):
     """A PartitionData of FetchResponse."""
-    __slots__ = ('partition_index', 'error_code', 'high_watermark', 'last_stable_offset', 'log_start_offset', 'diverging_epoch', 'current_leader', 'snapshot_id', 'aborted_transactions', 'preferred_read_replica', 'records', '_unknown_tagged_fields')
+    __slots__ = ('partition_index', 'error_code', 'high_watermark', 'last_stable_offset', 'log_start_offset', '_diverging_epoch', '_current_leader', '_snapshot_id', 'aborted_transactions', 'preferred_read_replica', 'records', '_unknown_tagged_fields')
     NAME = 'PartitionData'
     MESSAGE = 'FetchResponse'
     FLEXIBLE_VERSIONS = (12, 32767)
@@ -88,13 +88,49 @@ class PartitionData(_message.Struct):
         self.high_watermark = high_watermark
         self.last_stable_offset = last_stable_offset
         self.log_start_offset = log_start_offset
-        self.diverging_epoch = EpochEndOffset() if diverging_epoch is _MISSING else diverging_epoch
-        self.current_leader = LeaderIdAndEpoch() if current_leader is _MISSING else current_leader
-        self.snapshot_id = SnapshotId() if snapshot_id is _MISSING else snapshot_id
+        self._diverging_epoch = diverging_epoch
+        self._current_leader = current_leader
+        self._snapshot_id = snapshot_id
         self.aborted_transactions = [] if aborted_transactions is _MISSING else aborted_transactions
         self.preferred_read_replica = preferred_read_replica
         self.records = records
         self._unknown_tagged_fields = ()
+
+    @property
+    def diverging_epoch(self):
+        # _MISSING until first read, then this instance's own EpochEndOffset.
+        value = self._diverging_epoch
+        if value is _MISSING:
+            value = self._diverging_epoch = EpochEndOffset()
+        return value
+
+    @diverging_epoch.setter
+    def diverging_epoch(self, value):
+        self._diverging_epoch = value
+
+    @property
+    def current_leader(self):
+        # _MISSING until first read, then this instance's own LeaderIdAndEpoch.
+        value = self._current_leader
+        if value is _MISSING:
+            value = self._current_leader = LeaderIdAndEpoch()
+        return value
+
+    @current_leader.setter
+    def current_leader(self, value):
+        self._current_leader = value
+
+    @property
+    def snapshot_id(self):
+        # _MISSING until first read, then this instance's own SnapshotId.
+        value = self._snapshot_id
+        if value is _MISSING:
+            value = self._snapshot_id = SnapshotId()
+        return value
+
+    @snapshot_id.setter
+    def snapshot_id(self, value):
+        self._snapshot_id = value
 
 
 class FetchableTopicResponse(_message.Struct):
@@ -136,6 +172,7 @@ class FetchResponse(_message.Message):
     FLEXIBLE_VERSIONS = (12, 32767)
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/FetchResponse.json'
+    _HAS_BYTES = True
 
     def __init__(self, *, throttle_time_ms=0, error_code=0, session_id=0, responses=_MISSING, node_endpoints=_MISSING):
         self.throttle_time_ms = throttle_time_ms
@@ -241,9 +278,9 @@ def _fresh_PartitionData():
     self.high_watermark = 0
     self.last_stable_offset = -1
     self.log_start_offset = -1
-    self.diverging_epoch = _fresh_EpochEndOffset()
-    self.current_leader = _fresh_LeaderIdAndEpoch()
-    self.snapshot_id = _fresh_SnapshotId()
+    self._diverging_epoch = _MISSING
+    self._current_leader = _MISSING
+    self._snapshot_id = _MISSING
     self.aborted_transactions = []
     self.preferred_read_replica = -1
     self.records = None
@@ -426,16 +463,16 @@ def _encode_AbortedTransaction_v12(self, buf):
         buf.append(0)
 
 
-def _decode_PartitionData_v0(data, pos):
+def _decode_PartitionData_v0(data, pos, view):
     self = _new(PartitionData)
     self.partition_index, self.error_code, self.high_watermark = _S4.unpack_from(data, pos)
     pos += 14
-    self.records, pos = read_nullable_bytes_view(data, pos)
+    self.records, pos = read_nullable_bytes(view, pos)
     self.last_stable_offset = -1
     self.log_start_offset = -1
-    self.diverging_epoch = _fresh_EpochEndOffset()
-    self.current_leader = _fresh_LeaderIdAndEpoch()
-    self.snapshot_id = _fresh_SnapshotId()
+    self._diverging_epoch = _MISSING
+    self._current_leader = _MISSING
+    self._snapshot_id = _MISSING
     self.aborted_transactions = []
     self.preferred_read_replica = -1
     self._unknown_tagged_fields = ()
@@ -443,11 +480,11 @@ def _decode_PartitionData_v0(data, pos):
 
 
 def _encode_PartitionData_v0(self, buf):
-    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
+    if self._diverging_epoch is not _MISSING and (self._diverging_epoch is None or self._diverging_epoch.epoch != -1 or self._diverging_epoch.end_offset != -1 or self._diverging_epoch._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'DivergingEpoch', 0)
-    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != -1 or self._current_leader.leader_epoch != -1 or self._current_leader._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'CurrentLeader', 0)
-    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
+    if self._snapshot_id is not _MISSING and (self._snapshot_id is None or self._snapshot_id.end_offset != -1 or self._snapshot_id.epoch != -1 or self._snapshot_id._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'SnapshotId', 0)
     if self.preferred_read_replica != -1:
         raise unsupported_field('FetchResponse', 'PreferredReadReplica', 0)
@@ -458,11 +495,11 @@ def _encode_PartitionData_v0(self, buf):
 
 
 def _encode_PartitionData_v1(self, buf):
-    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
+    if self._diverging_epoch is not _MISSING and (self._diverging_epoch is None or self._diverging_epoch.epoch != -1 or self._diverging_epoch.end_offset != -1 or self._diverging_epoch._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'DivergingEpoch', 1)
-    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != -1 or self._current_leader.leader_epoch != -1 or self._current_leader._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'CurrentLeader', 1)
-    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
+    if self._snapshot_id is not _MISSING and (self._snapshot_id is None or self._snapshot_id.end_offset != -1 or self._snapshot_id.epoch != -1 or self._snapshot_id._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'SnapshotId', 1)
     if self.preferred_read_replica != -1:
         raise unsupported_field('FetchResponse', 'PreferredReadReplica', 1)
@@ -473,11 +510,11 @@ def _encode_PartitionData_v1(self, buf):
 
 
 def _encode_PartitionData_v2(self, buf):
-    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
+    if self._diverging_epoch is not _MISSING and (self._diverging_epoch is None or self._diverging_epoch.epoch != -1 or self._diverging_epoch.end_offset != -1 or self._diverging_epoch._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'DivergingEpoch', 2)
-    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != -1 or self._current_leader.leader_epoch != -1 or self._current_leader._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'CurrentLeader', 2)
-    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
+    if self._snapshot_id is not _MISSING and (self._snapshot_id is None or self._snapshot_id.end_offset != -1 or self._snapshot_id.epoch != -1 or self._snapshot_id._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'SnapshotId', 2)
     if self.preferred_read_replica != -1:
         raise unsupported_field('FetchResponse', 'PreferredReadReplica', 2)
@@ -488,11 +525,11 @@ def _encode_PartitionData_v2(self, buf):
 
 
 def _encode_PartitionData_v3(self, buf):
-    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
+    if self._diverging_epoch is not _MISSING and (self._diverging_epoch is None or self._diverging_epoch.epoch != -1 or self._diverging_epoch.end_offset != -1 or self._diverging_epoch._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'DivergingEpoch', 3)
-    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != -1 or self._current_leader.leader_epoch != -1 or self._current_leader._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'CurrentLeader', 3)
-    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
+    if self._snapshot_id is not _MISSING and (self._snapshot_id is None or self._snapshot_id.end_offset != -1 or self._snapshot_id.epoch != -1 or self._snapshot_id._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'SnapshotId', 3)
     if self.preferred_read_replica != -1:
         raise unsupported_field('FetchResponse', 'PreferredReadReplica', 3)
@@ -502,36 +539,38 @@ def _encode_PartitionData_v3(self, buf):
         raise unsupported_tags('FetchResponse', 'PartitionData', 3)
 
 
-def _decode_PartitionData_v4(data, pos):
+def _decode_PartitionData_v4(data, pos, view):
     self = _new(PartitionData)
     self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset = _S5.unpack_from(data, pos)
     pos += 22
     n, pos = read_nullable_array_length(data, pos)
-    if n < 0:
-        self.aborted_transactions = None
-    else:
+    if n == 0:
+        self.aborted_transactions = []
+    elif n > 0:
         items = []
         append = items.append
         for _ in range(n):
             item, pos = _decode_AbortedTransaction_v4(data, pos)
             append(item)
         self.aborted_transactions = items
-    self.records, pos = read_nullable_bytes_view(data, pos)
+    else:
+        self.aborted_transactions = None
+    self.records, pos = read_nullable_bytes(view, pos)
     self.log_start_offset = -1
-    self.diverging_epoch = _fresh_EpochEndOffset()
-    self.current_leader = _fresh_LeaderIdAndEpoch()
-    self.snapshot_id = _fresh_SnapshotId()
+    self._diverging_epoch = _MISSING
+    self._current_leader = _MISSING
+    self._snapshot_id = _MISSING
     self.preferred_read_replica = -1
     self._unknown_tagged_fields = ()
     return self, pos
 
 
 def _encode_PartitionData_v4(self, buf):
-    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
+    if self._diverging_epoch is not _MISSING and (self._diverging_epoch is None or self._diverging_epoch.epoch != -1 or self._diverging_epoch.end_offset != -1 or self._diverging_epoch._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'DivergingEpoch', 4)
-    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != -1 or self._current_leader.leader_epoch != -1 or self._current_leader._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'CurrentLeader', 4)
-    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
+    if self._snapshot_id is not _MISSING and (self._snapshot_id is None or self._snapshot_id.end_offset != -1 or self._snapshot_id.epoch != -1 or self._snapshot_id._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'SnapshotId', 4)
     if self.preferred_read_replica != -1:
         raise unsupported_field('FetchResponse', 'PreferredReadReplica', 4)
@@ -546,35 +585,37 @@ def _encode_PartitionData_v4(self, buf):
         raise unsupported_tags('FetchResponse', 'PartitionData', 4)
 
 
-def _decode_PartitionData_v5(data, pos):
+def _decode_PartitionData_v5(data, pos, view):
     self = _new(PartitionData)
     self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset, self.log_start_offset = _S6.unpack_from(data, pos)
     pos += 30
     n, pos = read_nullable_array_length(data, pos)
-    if n < 0:
-        self.aborted_transactions = None
-    else:
+    if n == 0:
+        self.aborted_transactions = []
+    elif n > 0:
         items = []
         append = items.append
         for _ in range(n):
             item, pos = _decode_AbortedTransaction_v4(data, pos)
             append(item)
         self.aborted_transactions = items
-    self.records, pos = read_nullable_bytes_view(data, pos)
-    self.diverging_epoch = _fresh_EpochEndOffset()
-    self.current_leader = _fresh_LeaderIdAndEpoch()
-    self.snapshot_id = _fresh_SnapshotId()
+    else:
+        self.aborted_transactions = None
+    self.records, pos = read_nullable_bytes(view, pos)
+    self._diverging_epoch = _MISSING
+    self._current_leader = _MISSING
+    self._snapshot_id = _MISSING
     self.preferred_read_replica = -1
     self._unknown_tagged_fields = ()
     return self, pos
 
 
 def _encode_PartitionData_v5(self, buf):
-    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
+    if self._diverging_epoch is not _MISSING and (self._diverging_epoch is None or self._diverging_epoch.epoch != -1 or self._diverging_epoch.end_offset != -1 or self._diverging_epoch._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'DivergingEpoch', 5)
-    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != -1 or self._current_leader.leader_epoch != -1 or self._current_leader._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'CurrentLeader', 5)
-    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
+    if self._snapshot_id is not _MISSING and (self._snapshot_id is None or self._snapshot_id.end_offset != -1 or self._snapshot_id.epoch != -1 or self._snapshot_id._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'SnapshotId', 5)
     if self.preferred_read_replica != -1:
         raise unsupported_field('FetchResponse', 'PreferredReadReplica', 5)
@@ -590,11 +631,11 @@ def _encode_PartitionData_v5(self, buf):
 
 
 def _encode_PartitionData_v6(self, buf):
-    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
+    if self._diverging_epoch is not _MISSING and (self._diverging_epoch is None or self._diverging_epoch.epoch != -1 or self._diverging_epoch.end_offset != -1 or self._diverging_epoch._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'DivergingEpoch', 6)
-    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != -1 or self._current_leader.leader_epoch != -1 or self._current_leader._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'CurrentLeader', 6)
-    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
+    if self._snapshot_id is not _MISSING and (self._snapshot_id is None or self._snapshot_id.end_offset != -1 or self._snapshot_id.epoch != -1 or self._snapshot_id._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'SnapshotId', 6)
     if self.preferred_read_replica != -1:
         raise unsupported_field('FetchResponse', 'PreferredReadReplica', 6)
@@ -610,11 +651,11 @@ def _encode_PartitionData_v6(self, buf):
 
 
 def _encode_PartitionData_v7(self, buf):
-    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
+    if self._diverging_epoch is not _MISSING and (self._diverging_epoch is None or self._diverging_epoch.epoch != -1 or self._diverging_epoch.end_offset != -1 or self._diverging_epoch._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'DivergingEpoch', 7)
-    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != -1 or self._current_leader.leader_epoch != -1 or self._current_leader._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'CurrentLeader', 7)
-    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
+    if self._snapshot_id is not _MISSING and (self._snapshot_id is None or self._snapshot_id.end_offset != -1 or self._snapshot_id.epoch != -1 or self._snapshot_id._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'SnapshotId', 7)
     if self.preferred_read_replica != -1:
         raise unsupported_field('FetchResponse', 'PreferredReadReplica', 7)
@@ -630,11 +671,11 @@ def _encode_PartitionData_v7(self, buf):
 
 
 def _encode_PartitionData_v8(self, buf):
-    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
+    if self._diverging_epoch is not _MISSING and (self._diverging_epoch is None or self._diverging_epoch.epoch != -1 or self._diverging_epoch.end_offset != -1 or self._diverging_epoch._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'DivergingEpoch', 8)
-    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != -1 or self._current_leader.leader_epoch != -1 or self._current_leader._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'CurrentLeader', 8)
-    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
+    if self._snapshot_id is not _MISSING and (self._snapshot_id is None or self._snapshot_id.end_offset != -1 or self._snapshot_id.epoch != -1 or self._snapshot_id._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'SnapshotId', 8)
     if self.preferred_read_replica != -1:
         raise unsupported_field('FetchResponse', 'PreferredReadReplica', 8)
@@ -650,11 +691,11 @@ def _encode_PartitionData_v8(self, buf):
 
 
 def _encode_PartitionData_v9(self, buf):
-    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
+    if self._diverging_epoch is not _MISSING and (self._diverging_epoch is None or self._diverging_epoch.epoch != -1 or self._diverging_epoch.end_offset != -1 or self._diverging_epoch._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'DivergingEpoch', 9)
-    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != -1 or self._current_leader.leader_epoch != -1 or self._current_leader._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'CurrentLeader', 9)
-    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
+    if self._snapshot_id is not _MISSING and (self._snapshot_id is None or self._snapshot_id.end_offset != -1 or self._snapshot_id.epoch != -1 or self._snapshot_id._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'SnapshotId', 9)
     if self.preferred_read_replica != -1:
         raise unsupported_field('FetchResponse', 'PreferredReadReplica', 9)
@@ -670,11 +711,11 @@ def _encode_PartitionData_v9(self, buf):
 
 
 def _encode_PartitionData_v10(self, buf):
-    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
+    if self._diverging_epoch is not _MISSING and (self._diverging_epoch is None or self._diverging_epoch.epoch != -1 or self._diverging_epoch.end_offset != -1 or self._diverging_epoch._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'DivergingEpoch', 10)
-    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != -1 or self._current_leader.leader_epoch != -1 or self._current_leader._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'CurrentLeader', 10)
-    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
+    if self._snapshot_id is not _MISSING and (self._snapshot_id is None or self._snapshot_id.end_offset != -1 or self._snapshot_id.epoch != -1 or self._snapshot_id._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'SnapshotId', 10)
     if self.preferred_read_replica != -1:
         raise unsupported_field('FetchResponse', 'PreferredReadReplica', 10)
@@ -689,36 +730,38 @@ def _encode_PartitionData_v10(self, buf):
         raise unsupported_tags('FetchResponse', 'PartitionData', 10)
 
 
-def _decode_PartitionData_v11(data, pos):
+def _decode_PartitionData_v11(data, pos, view):
     self = _new(PartitionData)
     self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset, self.log_start_offset = _S6.unpack_from(data, pos)
     pos += 30
     n, pos = read_nullable_array_length(data, pos)
-    if n < 0:
-        self.aborted_transactions = None
-    else:
+    if n == 0:
+        self.aborted_transactions = []
+    elif n > 0:
         items = []
         append = items.append
         for _ in range(n):
             item, pos = _decode_AbortedTransaction_v4(data, pos)
             append(item)
         self.aborted_transactions = items
+    else:
+        self.aborted_transactions = None
     self.preferred_read_replica, = _S7.unpack_from(data, pos)
     pos += 4
-    self.records, pos = read_nullable_bytes_view(data, pos)
-    self.diverging_epoch = _fresh_EpochEndOffset()
-    self.current_leader = _fresh_LeaderIdAndEpoch()
-    self.snapshot_id = _fresh_SnapshotId()
+    self.records, pos = read_nullable_bytes(view, pos)
+    self._diverging_epoch = _MISSING
+    self._current_leader = _MISSING
+    self._snapshot_id = _MISSING
     self._unknown_tagged_fields = ()
     return self, pos
 
 
 def _encode_PartitionData_v11(self, buf):
-    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
+    if self._diverging_epoch is not _MISSING and (self._diverging_epoch is None or self._diverging_epoch.epoch != -1 or self._diverging_epoch.end_offset != -1 or self._diverging_epoch._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'DivergingEpoch', 11)
-    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != -1 or self._current_leader.leader_epoch != -1 or self._current_leader._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'CurrentLeader', 11)
-    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
+    if self._snapshot_id is not _MISSING and (self._snapshot_id is None or self._snapshot_id.end_offset != -1 or self._snapshot_id.epoch != -1 or self._snapshot_id._unknown_tagged_fields):
         raise unsupported_field('FetchResponse', 'SnapshotId', 11)
     buf += _S6.pack(self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset, self.log_start_offset)
     items = self.aborted_transactions
@@ -732,7 +775,7 @@ def _encode_PartitionData_v11(self, buf):
         raise unsupported_tags('FetchResponse', 'PartitionData', 11)
 
 
-def _decode_tags_PartitionData_v12(self, data, pos):
+def _decode_tags_PartitionData_v12(self, data, pos, view):
     n, pos = read_uvarint(data, pos)
     if n > len(data) - pos:
         raise Malformed(f'{n} tagged fields cannot fit in the {len(data) - pos} bytes left')
@@ -742,15 +785,15 @@ def _decode_tags_PartitionData_v12(self, data, pos):
         tag, pos, end = read_tag_header(data, pos, last)
         last = tag
         if tag == 0:
-            self.diverging_epoch, pos = _decode_EpochEndOffset_v12(data, pos)
+            self._diverging_epoch, pos = _decode_EpochEndOffset_v12(data, pos)
             if pos != end:
                 raise Malformed(f'tagged field DivergingEpoch (tag 0) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 1:
-            self.current_leader, pos = _decode_LeaderIdAndEpoch_v12(data, pos)
+            self._current_leader, pos = _decode_LeaderIdAndEpoch_v12(data, pos)
             if pos != end:
                 raise Malformed(f'tagged field CurrentLeader (tag 1) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 2:
-            self.snapshot_id, pos = _decode_SnapshotId_v12(data, pos)
+            self._snapshot_id, pos = _decode_SnapshotId_v12(data, pos)
             if pos != end:
                 raise Malformed(f'tagged field SnapshotId (tag 2) ends at byte {end} but its value ended at byte {pos}')
         else:
@@ -762,7 +805,7 @@ def _decode_tags_PartitionData_v12(self, data, pos):
     return pos
 
 
-def _decode_PartitionData_v12(data, pos):
+def _decode_PartitionData_v12(data, pos, view):
     self = _new(PartitionData)
     self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset, self.log_start_offset = _S6.unpack_from(data, pos)
     pos += 30
@@ -771,23 +814,25 @@ def _decode_PartitionData_v12(data, pos):
         pos += 1
     else:
         n, pos = read_compact_nullable_array_length(data, pos)
-    if n < 0:
-        self.aborted_transactions = None
-    else:
+    if n == 0:
+        self.aborted_transactions = []
+    elif n > 0:
         items = []
         append = items.append
         for _ in range(n):
             item, pos = _decode_AbortedTransaction_v12(data, pos)
             append(item)
         self.aborted_transactions = items
+    else:
+        self.aborted_transactions = None
     self.preferred_read_replica, = _S7.unpack_from(data, pos)
     pos += 4
-    self.records, pos = read_compact_nullable_bytes_view(data, pos)
-    self.diverging_epoch = _fresh_EpochEndOffset()
-    self.current_leader = _fresh_LeaderIdAndEpoch()
-    self.snapshot_id = _fresh_SnapshotId()
+    self.records, pos = read_compact_nullable_bytes(view, pos)
+    self._diverging_epoch = _MISSING
+    self._current_leader = _MISSING
+    self._snapshot_id = _MISSING
     if data[pos]:
-        pos = _decode_tags_PartitionData_v12(self, data, pos)
+        pos = _decode_tags_PartitionData_v12(self, data, pos, view)
     else:
         self._unknown_tagged_fields = ()
         pos += 1
@@ -804,17 +849,17 @@ def _encode_PartitionData_v12(self, buf):
     buf += _S7.pack(self.preferred_read_replica)
     write_compact_nullable_bytes(buf, self.records)
     known = []
-    if self.diverging_epoch is None or self.diverging_epoch.epoch != -1 or self.diverging_epoch.end_offset != -1 or self.diverging_epoch._unknown_tagged_fields:
+    if self._diverging_epoch is not _MISSING and (self._diverging_epoch is None or self._diverging_epoch.epoch != -1 or self._diverging_epoch.end_offset != -1 or self._diverging_epoch._unknown_tagged_fields):
         tag_buf = bytearray()
-        _encode_EpochEndOffset_v12(self.diverging_epoch, tag_buf)
+        _encode_EpochEndOffset_v12(self._diverging_epoch, tag_buf)
         known.append((0, tag_buf))
-    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != -1 or self._current_leader.leader_epoch != -1 or self._current_leader._unknown_tagged_fields):
         tag_buf = bytearray()
-        _encode_LeaderIdAndEpoch_v12(self.current_leader, tag_buf)
+        _encode_LeaderIdAndEpoch_v12(self._current_leader, tag_buf)
         known.append((1, tag_buf))
-    if self.snapshot_id is None or self.snapshot_id.end_offset != -1 or self.snapshot_id.epoch != -1 or self.snapshot_id._unknown_tagged_fields:
+    if self._snapshot_id is not _MISSING and (self._snapshot_id is None or self._snapshot_id.end_offset != -1 or self._snapshot_id.epoch != -1 or self._snapshot_id._unknown_tagged_fields):
         tag_buf = bytearray()
-        _encode_SnapshotId_v12(self.snapshot_id, tag_buf)
+        _encode_SnapshotId_v12(self._snapshot_id, tag_buf)
         known.append((2, tag_buf))
     if known or self._unknown_tagged_fields:
         write_tags(buf, known, self._unknown_tagged_fields)
@@ -822,16 +867,19 @@ def _encode_PartitionData_v12(self, buf):
         buf.append(0)
 
 
-def _decode_FetchableTopicResponse_v0(data, pos):
+def _decode_FetchableTopicResponse_v0(data, pos, view):
     self = _new(FetchableTopicResponse)
     self.topic, pos = read_string(data, pos)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionData_v0(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionData_v0(data, pos, view)
+            append(item)
+        self.partitions = items
     self.topic_id = _ZERO_UUID
     self._unknown_tagged_fields = ()
     return self, pos
@@ -877,16 +925,19 @@ def _encode_FetchableTopicResponse_v3(self, buf):
         raise unsupported_tags('FetchResponse', 'FetchableTopicResponse', 3)
 
 
-def _decode_FetchableTopicResponse_v4(data, pos):
+def _decode_FetchableTopicResponse_v4(data, pos, view):
     self = _new(FetchableTopicResponse)
     self.topic, pos = read_string(data, pos)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionData_v4(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionData_v4(data, pos, view)
+            append(item)
+        self.partitions = items
     self.topic_id = _ZERO_UUID
     self._unknown_tagged_fields = ()
     return self, pos
@@ -902,16 +953,19 @@ def _encode_FetchableTopicResponse_v4(self, buf):
         raise unsupported_tags('FetchResponse', 'FetchableTopicResponse', 4)
 
 
-def _decode_FetchableTopicResponse_v5(data, pos):
+def _decode_FetchableTopicResponse_v5(data, pos, view):
     self = _new(FetchableTopicResponse)
     self.topic, pos = read_string(data, pos)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionData_v5(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionData_v5(data, pos, view)
+            append(item)
+        self.partitions = items
     self.topic_id = _ZERO_UUID
     self._unknown_tagged_fields = ()
     return self, pos
@@ -977,16 +1031,19 @@ def _encode_FetchableTopicResponse_v10(self, buf):
         raise unsupported_tags('FetchResponse', 'FetchableTopicResponse', 10)
 
 
-def _decode_FetchableTopicResponse_v11(data, pos):
+def _decode_FetchableTopicResponse_v11(data, pos, view):
     self = _new(FetchableTopicResponse)
     self.topic, pos = read_string(data, pos)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionData_v11(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionData_v11(data, pos, view)
+            append(item)
+        self.partitions = items
     self.topic_id = _ZERO_UUID
     self._unknown_tagged_fields = ()
     return self, pos
@@ -1002,7 +1059,7 @@ def _encode_FetchableTopicResponse_v11(self, buf):
         raise unsupported_tags('FetchResponse', 'FetchableTopicResponse', 11)
 
 
-def _decode_FetchableTopicResponse_v12(data, pos):
+def _decode_FetchableTopicResponse_v12(data, pos, view):
     self = _new(FetchableTopicResponse)
     self.topic, pos = read_compact_string(data, pos)
     n = data[pos] - 1
@@ -1010,12 +1067,15 @@ def _decode_FetchableTopicResponse_v12(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionData_v12(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionData_v12(data, pos, view)
+            append(item)
+        self.partitions = items
     self.topic_id = _ZERO_UUID
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -1040,7 +1100,7 @@ def _encode_FetchableTopicResponse_v12(self, buf):
         buf.append(0)
 
 
-def _decode_FetchableTopicResponse_v13(data, pos):
+def _decode_FetchableTopicResponse_v13(data, pos, view):
     self = _new(FetchableTopicResponse)
     self.topic_id, pos = read_uuid(data, pos)
     n = data[pos] - 1
@@ -1048,12 +1108,15 @@ def _decode_FetchableTopicResponse_v13(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionData_v12(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionData_v12(data, pos, view)
+            append(item)
+        self.partitions = items
     self.topic = ''
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -1106,14 +1169,18 @@ def _encode_NodeEndpoint_v16(self, buf):
 
 
 def _decode_FetchResponse_v0(data, pos):
+    view = memoryview(data)
     self = _new(FetchResponse)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchableTopicResponse_v0(data, pos)
-        append(item)
-    self.responses = items
+    if n == 0:
+        self.responses = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchableTopicResponse_v0(data, pos, view)
+            append(item)
+        self.responses = items
     self.throttle_time_ms = 0
     self.error_code = 0
     self.session_id = 0
@@ -1136,16 +1203,20 @@ def _encode_FetchResponse_v0(self, buf):
 
 
 def _decode_FetchResponse_v1(data, pos):
+    view = memoryview(data)
     self = _new(FetchResponse)
     self.throttle_time_ms, = _S7.unpack_from(data, pos)
     pos += 4
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchableTopicResponse_v0(data, pos)
-        append(item)
-    self.responses = items
+    if n == 0:
+        self.responses = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchableTopicResponse_v0(data, pos, view)
+            append(item)
+        self.responses = items
     self.error_code = 0
     self.session_id = 0
     self.node_endpoints = []
@@ -1196,16 +1267,20 @@ def _encode_FetchResponse_v3(self, buf):
 
 
 def _decode_FetchResponse_v4(data, pos):
+    view = memoryview(data)
     self = _new(FetchResponse)
     self.throttle_time_ms, = _S7.unpack_from(data, pos)
     pos += 4
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchableTopicResponse_v4(data, pos)
-        append(item)
-    self.responses = items
+    if n == 0:
+        self.responses = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchableTopicResponse_v4(data, pos, view)
+            append(item)
+        self.responses = items
     self.error_code = 0
     self.session_id = 0
     self.node_endpoints = []
@@ -1228,16 +1303,20 @@ def _encode_FetchResponse_v4(self, buf):
 
 
 def _decode_FetchResponse_v5(data, pos):
+    view = memoryview(data)
     self = _new(FetchResponse)
     self.throttle_time_ms, = _S7.unpack_from(data, pos)
     pos += 4
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchableTopicResponse_v5(data, pos)
-        append(item)
-    self.responses = items
+    if n == 0:
+        self.responses = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchableTopicResponse_v5(data, pos, view)
+            append(item)
+        self.responses = items
     self.error_code = 0
     self.session_id = 0
     self.node_endpoints = []
@@ -1274,16 +1353,20 @@ def _encode_FetchResponse_v6(self, buf):
 
 
 def _decode_FetchResponse_v7(data, pos):
+    view = memoryview(data)
     self = _new(FetchResponse)
     self.throttle_time_ms, self.error_code, self.session_id = _S8.unpack_from(data, pos)
     pos += 10
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchableTopicResponse_v5(data, pos)
-        append(item)
-    self.responses = items
+    if n == 0:
+        self.responses = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchableTopicResponse_v5(data, pos, view)
+            append(item)
+        self.responses = items
     self.node_endpoints = []
     self._unknown_tagged_fields = ()
     return self, pos
@@ -1338,16 +1421,20 @@ def _encode_FetchResponse_v10(self, buf):
 
 
 def _decode_FetchResponse_v11(data, pos):
+    view = memoryview(data)
     self = _new(FetchResponse)
     self.throttle_time_ms, self.error_code, self.session_id = _S8.unpack_from(data, pos)
     pos += 10
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchableTopicResponse_v11(data, pos)
-        append(item)
-    self.responses = items
+    if n == 0:
+        self.responses = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchableTopicResponse_v11(data, pos, view)
+            append(item)
+        self.responses = items
     self.node_endpoints = []
     self._unknown_tagged_fields = ()
     return self, pos
@@ -1366,6 +1453,7 @@ def _encode_FetchResponse_v11(self, buf):
 
 
 def _decode_FetchResponse_v12(data, pos):
+    view = memoryview(data)
     self = _new(FetchResponse)
     self.throttle_time_ms, self.error_code, self.session_id = _S8.unpack_from(data, pos)
     pos += 10
@@ -1374,12 +1462,15 @@ def _decode_FetchResponse_v12(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchableTopicResponse_v12(data, pos)
-        append(item)
-    self.responses = items
+    if n == 0:
+        self.responses = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchableTopicResponse_v12(data, pos, view)
+            append(item)
+        self.responses = items
     self.node_endpoints = []
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -1407,6 +1498,7 @@ def _encode_FetchResponse_v12(self, buf):
 
 
 def _decode_FetchResponse_v13(data, pos):
+    view = memoryview(data)
     self = _new(FetchResponse)
     self.throttle_time_ms, self.error_code, self.session_id = _S8.unpack_from(data, pos)
     pos += 10
@@ -1415,12 +1507,15 @@ def _decode_FetchResponse_v13(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchableTopicResponse_v13(data, pos)
-        append(item)
-    self.responses = items
+    if n == 0:
+        self.responses = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchableTopicResponse_v13(data, pos, view)
+            append(item)
+        self.responses = items
     self.node_endpoints = []
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -1481,7 +1576,7 @@ def _encode_FetchResponse_v15(self, buf):
         buf.append(0)
 
 
-def _decode_tags_FetchResponse_v16(self, data, pos):
+def _decode_tags_FetchResponse_v16(self, data, pos, view):
     n, pos = read_uvarint(data, pos)
     if n > len(data) - pos:
         raise Malformed(f'{n} tagged fields cannot fit in the {len(data) - pos} bytes left')
@@ -1496,12 +1591,15 @@ def _decode_tags_FetchResponse_v16(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_array_length(data, pos)
-            items = []
-            append = items.append
-            for _ in range(n):
-                item, pos = _decode_NodeEndpoint_v16(data, pos)
-                append(item)
-            self.node_endpoints = items
+            if n == 0:
+                self.node_endpoints = []
+            else:
+                items = []
+                append = items.append
+                for _ in range(n):
+                    item, pos = _decode_NodeEndpoint_v16(data, pos)
+                    append(item)
+                self.node_endpoints = items
             if pos != end:
                 raise Malformed(f'tagged field NodeEndpoints (tag 0) ends at byte {end} but its value ended at byte {pos}')
         else:
@@ -1514,6 +1612,7 @@ def _decode_tags_FetchResponse_v16(self, data, pos):
 
 
 def _decode_FetchResponse_v16(data, pos):
+    view = memoryview(data)
     self = _new(FetchResponse)
     self.throttle_time_ms, self.error_code, self.session_id = _S8.unpack_from(data, pos)
     pos += 10
@@ -1522,15 +1621,18 @@ def _decode_FetchResponse_v16(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FetchableTopicResponse_v13(data, pos)
-        append(item)
-    self.responses = items
+    if n == 0:
+        self.responses = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FetchableTopicResponse_v13(data, pos, view)
+            append(item)
+        self.responses = items
     self.node_endpoints = []
     if data[pos]:
-        pos = _decode_tags_FetchResponse_v16(self, data, pos)
+        pos = _decode_tags_FetchResponse_v16(self, data, pos, view)
     else:
         self._unknown_tagged_fields = ()
         pos += 1
@@ -1581,487 +1683,487 @@ FetchResponse._ENCODERS = {0: _encode_FetchResponse_v0, 1: _encode_FetchResponse
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    295: (('Epoch', 'epoch', 'i'), ('EndOffset', 'end_offset', 'q')),
-    297: 'tagged fields of EpochEndOffset',
-    298: 'tagged fields of EpochEndOffset',
-    306: (('Epoch', 'epoch', 'i'), ('EndOffset', 'end_offset', 'q')),
-    308: 'tagged fields of EpochEndOffset',
-    315: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    317: 'tagged fields of LeaderIdAndEpoch',
-    318: 'tagged fields of LeaderIdAndEpoch',
-    326: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    328: 'tagged fields of LeaderIdAndEpoch',
-    335: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
-    337: 'tagged fields of SnapshotId',
-    338: 'tagged fields of SnapshotId',
-    346: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
-    348: 'tagged fields of SnapshotId',
-    355: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
-    362: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
-    364: 'tagged fields of AbortedTransaction',
-    368: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
-    370: 'tagged fields of AbortedTransaction',
-    374: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
-    376: 'tagged fields of AbortedTransaction',
-    380: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
-    382: 'tagged fields of AbortedTransaction',
-    386: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
-    388: 'tagged fields of AbortedTransaction',
+    332: (('Epoch', 'epoch', 'i'), ('EndOffset', 'end_offset', 'q')),
+    334: 'tagged fields of EpochEndOffset',
+    335: 'tagged fields of EpochEndOffset',
+    343: (('Epoch', 'epoch', 'i'), ('EndOffset', 'end_offset', 'q')),
+    345: 'tagged fields of EpochEndOffset',
+    352: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    354: 'tagged fields of LeaderIdAndEpoch',
+    355: 'tagged fields of LeaderIdAndEpoch',
+    363: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    365: 'tagged fields of LeaderIdAndEpoch',
+    372: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
+    374: 'tagged fields of SnapshotId',
+    375: 'tagged fields of SnapshotId',
+    383: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
+    385: 'tagged fields of SnapshotId',
     392: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
-    394: 'tagged fields of AbortedTransaction',
-    398: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
-    400: 'tagged fields of AbortedTransaction',
-    404: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
-    406: 'tagged fields of AbortedTransaction',
+    399: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
+    401: 'tagged fields of AbortedTransaction',
+    405: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
+    407: 'tagged fields of AbortedTransaction',
     411: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
     413: 'tagged fields of AbortedTransaction',
-    414: 'tagged fields of AbortedTransaction',
-    422: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
-    424: 'tagged fields of AbortedTransaction',
-    431: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q')),
-    433: 'Records',
-    446: 'DivergingEpoch',
-    447: 'DivergingEpoch',
-    448: 'CurrentLeader',
-    449: 'CurrentLeader',
-    450: 'SnapshotId',
-    451: 'SnapshotId',
-    452: 'PreferredReadReplica',
-    453: 'PreferredReadReplica',
-    454: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q')),
-    455: 'Records',
-    457: 'tagged fields of PartitionData',
-    461: 'DivergingEpoch',
-    462: 'DivergingEpoch',
-    463: 'CurrentLeader',
-    464: 'CurrentLeader',
-    465: 'SnapshotId',
-    466: 'SnapshotId',
-    467: 'PreferredReadReplica',
-    468: 'PreferredReadReplica',
-    469: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q')),
+    417: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
+    419: 'tagged fields of AbortedTransaction',
+    423: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
+    425: 'tagged fields of AbortedTransaction',
+    429: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
+    431: 'tagged fields of AbortedTransaction',
+    435: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
+    437: 'tagged fields of AbortedTransaction',
+    441: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
+    443: 'tagged fields of AbortedTransaction',
+    448: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
+    450: 'tagged fields of AbortedTransaction',
+    451: 'tagged fields of AbortedTransaction',
+    459: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
+    461: 'tagged fields of AbortedTransaction',
+    468: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q')),
     470: 'Records',
-    472: 'tagged fields of PartitionData',
-    476: 'DivergingEpoch',
-    477: 'DivergingEpoch',
-    478: 'CurrentLeader',
-    479: 'CurrentLeader',
-    480: 'SnapshotId',
-    481: 'SnapshotId',
-    482: 'PreferredReadReplica',
-    483: 'PreferredReadReplica',
-    484: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q')),
-    485: 'Records',
-    487: 'tagged fields of PartitionData',
-    491: 'DivergingEpoch',
-    492: 'DivergingEpoch',
-    493: 'CurrentLeader',
-    494: 'CurrentLeader',
-    495: 'SnapshotId',
-    496: 'SnapshotId',
-    497: 'PreferredReadReplica',
-    498: 'PreferredReadReplica',
-    499: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q')),
-    500: 'Records',
-    502: 'tagged fields of PartitionData',
-    507: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q')),
-    509: 'AbortedTransactions',
-    516: 'AbortedTransactions',
-    519: 'Records',
-    530: 'DivergingEpoch',
-    531: 'DivergingEpoch',
-    532: 'CurrentLeader',
-    533: 'CurrentLeader',
-    534: 'SnapshotId',
-    535: 'SnapshotId',
-    536: 'PreferredReadReplica',
-    537: 'PreferredReadReplica',
-    538: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q')),
-    540: 'AbortedTransactions',
-    543: 'AbortedTransactions',
-    544: 'Records',
-    546: 'tagged fields of PartitionData',
-    551: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    483: 'DivergingEpoch',
+    484: 'DivergingEpoch',
+    485: 'CurrentLeader',
+    486: 'CurrentLeader',
+    487: 'SnapshotId',
+    488: 'SnapshotId',
+    489: 'PreferredReadReplica',
+    490: 'PreferredReadReplica',
+    491: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q')),
+    492: 'Records',
+    494: 'tagged fields of PartitionData',
+    498: 'DivergingEpoch',
+    499: 'DivergingEpoch',
+    500: 'CurrentLeader',
+    501: 'CurrentLeader',
+    502: 'SnapshotId',
+    503: 'SnapshotId',
+    504: 'PreferredReadReplica',
+    505: 'PreferredReadReplica',
+    506: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q')),
+    507: 'Records',
+    509: 'tagged fields of PartitionData',
+    513: 'DivergingEpoch',
+    514: 'DivergingEpoch',
+    515: 'CurrentLeader',
+    516: 'CurrentLeader',
+    517: 'SnapshotId',
+    518: 'SnapshotId',
+    519: 'PreferredReadReplica',
+    520: 'PreferredReadReplica',
+    521: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q')),
+    522: 'Records',
+    524: 'tagged fields of PartitionData',
+    528: 'DivergingEpoch',
+    529: 'DivergingEpoch',
+    530: 'CurrentLeader',
+    531: 'CurrentLeader',
+    532: 'SnapshotId',
+    533: 'SnapshotId',
+    534: 'PreferredReadReplica',
+    535: 'PreferredReadReplica',
+    536: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q')),
+    537: 'Records',
+    539: 'tagged fields of PartitionData',
+    544: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q')),
+    546: 'AbortedTransactions',
     553: 'AbortedTransactions',
-    560: 'AbortedTransactions',
-    563: 'Records',
-    573: 'DivergingEpoch',
-    574: 'DivergingEpoch',
-    575: 'CurrentLeader',
-    576: 'CurrentLeader',
-    577: 'SnapshotId',
-    578: 'SnapshotId',
-    579: 'PreferredReadReplica',
-    580: 'PreferredReadReplica',
-    581: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    583: 'AbortedTransactions',
-    586: 'AbortedTransactions',
-    587: 'Records',
-    589: 'tagged fields of PartitionData',
-    593: 'DivergingEpoch',
-    594: 'DivergingEpoch',
-    595: 'CurrentLeader',
-    596: 'CurrentLeader',
-    597: 'SnapshotId',
-    598: 'SnapshotId',
-    599: 'PreferredReadReplica',
-    600: 'PreferredReadReplica',
-    601: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    603: 'AbortedTransactions',
-    606: 'AbortedTransactions',
-    607: 'Records',
-    609: 'tagged fields of PartitionData',
-    613: 'DivergingEpoch',
+    558: 'Records',
+    569: 'DivergingEpoch',
+    570: 'DivergingEpoch',
+    571: 'CurrentLeader',
+    572: 'CurrentLeader',
+    573: 'SnapshotId',
+    574: 'SnapshotId',
+    575: 'PreferredReadReplica',
+    576: 'PreferredReadReplica',
+    577: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q')),
+    579: 'AbortedTransactions',
+    582: 'AbortedTransactions',
+    583: 'Records',
+    585: 'tagged fields of PartitionData',
+    590: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    592: 'AbortedTransactions',
+    599: 'AbortedTransactions',
+    604: 'Records',
     614: 'DivergingEpoch',
-    615: 'CurrentLeader',
+    615: 'DivergingEpoch',
     616: 'CurrentLeader',
-    617: 'SnapshotId',
+    617: 'CurrentLeader',
     618: 'SnapshotId',
-    619: 'PreferredReadReplica',
+    619: 'SnapshotId',
     620: 'PreferredReadReplica',
-    621: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    623: 'AbortedTransactions',
-    626: 'AbortedTransactions',
-    627: 'Records',
-    629: 'tagged fields of PartitionData',
-    633: 'DivergingEpoch',
+    621: 'PreferredReadReplica',
+    622: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    624: 'AbortedTransactions',
+    627: 'AbortedTransactions',
+    628: 'Records',
+    630: 'tagged fields of PartitionData',
     634: 'DivergingEpoch',
-    635: 'CurrentLeader',
+    635: 'DivergingEpoch',
     636: 'CurrentLeader',
-    637: 'SnapshotId',
+    637: 'CurrentLeader',
     638: 'SnapshotId',
-    639: 'PreferredReadReplica',
+    639: 'SnapshotId',
     640: 'PreferredReadReplica',
-    641: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    643: 'AbortedTransactions',
-    646: 'AbortedTransactions',
-    647: 'Records',
-    649: 'tagged fields of PartitionData',
-    653: 'DivergingEpoch',
+    641: 'PreferredReadReplica',
+    642: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    644: 'AbortedTransactions',
+    647: 'AbortedTransactions',
+    648: 'Records',
+    650: 'tagged fields of PartitionData',
     654: 'DivergingEpoch',
-    655: 'CurrentLeader',
+    655: 'DivergingEpoch',
     656: 'CurrentLeader',
-    657: 'SnapshotId',
+    657: 'CurrentLeader',
     658: 'SnapshotId',
-    659: 'PreferredReadReplica',
+    659: 'SnapshotId',
     660: 'PreferredReadReplica',
-    661: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    663: 'AbortedTransactions',
-    666: 'AbortedTransactions',
-    667: 'Records',
-    669: 'tagged fields of PartitionData',
-    673: 'DivergingEpoch',
+    661: 'PreferredReadReplica',
+    662: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    664: 'AbortedTransactions',
+    667: 'AbortedTransactions',
+    668: 'Records',
+    670: 'tagged fields of PartitionData',
     674: 'DivergingEpoch',
-    675: 'CurrentLeader',
+    675: 'DivergingEpoch',
     676: 'CurrentLeader',
-    677: 'SnapshotId',
+    677: 'CurrentLeader',
     678: 'SnapshotId',
-    679: 'PreferredReadReplica',
+    679: 'SnapshotId',
     680: 'PreferredReadReplica',
-    681: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    683: 'AbortedTransactions',
-    686: 'AbortedTransactions',
-    687: 'Records',
-    689: 'tagged fields of PartitionData',
-    694: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    696: 'AbortedTransactions',
-    703: 'AbortedTransactions',
-    706: 'PreferredReadReplica',
+    681: 'PreferredReadReplica',
+    682: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    684: 'AbortedTransactions',
+    687: 'AbortedTransactions',
+    688: 'Records',
+    690: 'tagged fields of PartitionData',
+    694: 'DivergingEpoch',
+    695: 'DivergingEpoch',
+    696: 'CurrentLeader',
+    697: 'CurrentLeader',
+    698: 'SnapshotId',
+    699: 'SnapshotId',
+    700: 'PreferredReadReplica',
+    701: 'PreferredReadReplica',
+    702: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    704: 'AbortedTransactions',
+    707: 'AbortedTransactions',
     708: 'Records',
-    717: 'DivergingEpoch',
-    718: 'DivergingEpoch',
-    719: 'CurrentLeader',
-    720: 'CurrentLeader',
-    721: 'SnapshotId',
-    722: 'SnapshotId',
-    723: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    725: 'AbortedTransactions',
-    728: 'AbortedTransactions',
-    729: 'PreferredReadReplica',
-    730: 'Records',
-    732: 'tagged fields of PartitionData',
-    736: 'tagged fields of PartitionData',
-    742: 'tagged fields of PartitionData',
-    745: 'DivergingEpoch',
-    747: 'DivergingEpoch',
-    749: 'CurrentLeader',
-    751: 'CurrentLeader',
-    753: 'SnapshotId',
-    755: 'SnapshotId',
-    767: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    769: 'AbortedTransactions',
-    773: 'AbortedTransactions',
-    780: 'AbortedTransactions',
-    783: 'PreferredReadReplica',
-    785: 'Records',
-    789: 'tagged fields of PartitionData',
-    790: 'tagged fields of PartitionData',
-    798: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    800: 'AbortedTransactions',
-    803: 'AbortedTransactions',
-    804: 'PreferredReadReplica',
-    805: 'Records',
-    807: 'DivergingEpoch',
-    809: 'DivergingEpoch',
-    811: 'CurrentLeader',
-    813: 'CurrentLeader',
-    815: 'SnapshotId',
-    817: 'SnapshotId',
-    820: 'tagged fields of PartitionData',
-    827: 'Topic',
-    828: 'Partitions',
-    832: 'Partitions',
-    841: 'Topic',
-    843: 'Partitions',
-    845: 'Partitions',
-    847: 'tagged fields of FetchableTopicResponse',
-    851: 'Topic',
-    853: 'Partitions',
-    855: 'Partitions',
-    857: 'tagged fields of FetchableTopicResponse',
-    861: 'Topic',
-    863: 'Partitions',
-    865: 'Partitions',
-    867: 'tagged fields of FetchableTopicResponse',
-    871: 'Topic',
+    710: 'tagged fields of PartitionData',
+    714: 'DivergingEpoch',
+    715: 'DivergingEpoch',
+    716: 'CurrentLeader',
+    717: 'CurrentLeader',
+    718: 'SnapshotId',
+    719: 'SnapshotId',
+    720: 'PreferredReadReplica',
+    721: 'PreferredReadReplica',
+    722: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    724: 'AbortedTransactions',
+    727: 'AbortedTransactions',
+    728: 'Records',
+    730: 'tagged fields of PartitionData',
+    735: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    737: 'AbortedTransactions',
+    744: 'AbortedTransactions',
+    749: 'PreferredReadReplica',
+    751: 'Records',
+    760: 'DivergingEpoch',
+    761: 'DivergingEpoch',
+    762: 'CurrentLeader',
+    763: 'CurrentLeader',
+    764: 'SnapshotId',
+    765: 'SnapshotId',
+    766: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    768: 'AbortedTransactions',
+    771: 'AbortedTransactions',
+    772: 'PreferredReadReplica',
+    773: 'Records',
+    775: 'tagged fields of PartitionData',
+    779: 'tagged fields of PartitionData',
+    785: 'tagged fields of PartitionData',
+    788: 'DivergingEpoch',
+    790: 'DivergingEpoch',
+    792: 'CurrentLeader',
+    794: 'CurrentLeader',
+    796: 'SnapshotId',
+    798: 'SnapshotId',
+    810: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    812: 'AbortedTransactions',
+    816: 'AbortedTransactions',
+    823: 'AbortedTransactions',
+    828: 'PreferredReadReplica',
+    830: 'Records',
+    834: 'tagged fields of PartitionData',
+    835: 'tagged fields of PartitionData',
+    843: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    845: 'AbortedTransactions',
+    848: 'AbortedTransactions',
+    849: 'PreferredReadReplica',
+    850: 'Records',
+    852: 'DivergingEpoch',
+    854: 'DivergingEpoch',
+    856: 'CurrentLeader',
+    858: 'CurrentLeader',
+    860: 'SnapshotId',
+    862: 'SnapshotId',
+    865: 'tagged fields of PartitionData',
+    872: 'Topic',
     873: 'Partitions',
-    875: 'Partitions',
-    877: 'tagged fields of FetchableTopicResponse',
-    882: 'Topic',
-    883: 'Partitions',
-    887: 'Partitions',
-    896: 'Topic',
-    898: 'Partitions',
-    900: 'Partitions',
-    902: 'tagged fields of FetchableTopicResponse',
-    907: 'Topic',
-    908: 'Partitions',
-    912: 'Partitions',
-    921: 'Topic',
+    880: 'Partitions',
+    889: 'Topic',
+    891: 'Partitions',
+    893: 'Partitions',
+    895: 'tagged fields of FetchableTopicResponse',
+    899: 'Topic',
+    901: 'Partitions',
+    903: 'Partitions',
+    905: 'tagged fields of FetchableTopicResponse',
+    909: 'Topic',
+    911: 'Partitions',
+    913: 'Partitions',
+    915: 'tagged fields of FetchableTopicResponse',
+    919: 'Topic',
+    921: 'Partitions',
     923: 'Partitions',
-    925: 'Partitions',
-    927: 'tagged fields of FetchableTopicResponse',
-    931: 'Topic',
-    933: 'Partitions',
-    935: 'Partitions',
-    937: 'tagged fields of FetchableTopicResponse',
-    941: 'Topic',
-    943: 'Partitions',
-    945: 'Partitions',
-    947: 'tagged fields of FetchableTopicResponse',
-    951: 'Topic',
-    953: 'Partitions',
-    955: 'Partitions',
-    957: 'tagged fields of FetchableTopicResponse',
-    961: 'Topic',
-    963: 'Partitions',
-    965: 'Partitions',
-    967: 'tagged fields of FetchableTopicResponse',
-    971: 'Topic',
-    973: 'Partitions',
-    975: 'Partitions',
-    977: 'tagged fields of FetchableTopicResponse',
-    982: 'Topic',
-    983: 'Partitions',
+    925: 'tagged fields of FetchableTopicResponse',
+    930: 'Topic',
+    931: 'Partitions',
+    938: 'Partitions',
+    947: 'Topic',
+    949: 'Partitions',
+    951: 'Partitions',
+    953: 'tagged fields of FetchableTopicResponse',
+    958: 'Topic',
+    959: 'Partitions',
+    966: 'Partitions',
+    975: 'Topic',
+    977: 'Partitions',
+    979: 'Partitions',
+    981: 'tagged fields of FetchableTopicResponse',
+    985: 'Topic',
     987: 'Partitions',
-    996: 'Topic',
-    998: 'Partitions',
-    1000: 'Partitions',
-    1002: 'tagged fields of FetchableTopicResponse',
-    1007: 'Topic',
-    1008: 'Partitions',
-    1012: 'Partitions',
-    1016: 'Partitions',
-    1020: 'tagged fields of FetchableTopicResponse',
+    989: 'Partitions',
+    991: 'tagged fields of FetchableTopicResponse',
+    995: 'Topic',
+    997: 'Partitions',
+    999: 'Partitions',
+    1001: 'tagged fields of FetchableTopicResponse',
+    1005: 'Topic',
+    1007: 'Partitions',
+    1009: 'Partitions',
+    1011: 'tagged fields of FetchableTopicResponse',
+    1015: 'Topic',
+    1017: 'Partitions',
+    1019: 'Partitions',
     1021: 'tagged fields of FetchableTopicResponse',
-    1029: 'Topic',
-    1031: 'Partitions',
-    1034: 'Partitions',
-    1036: 'Partitions',
-    1038: 'tagged fields of FetchableTopicResponse',
-    1045: 'TopicId',
-    1046: 'Partitions',
-    1050: 'Partitions',
-    1054: 'Partitions',
-    1058: 'tagged fields of FetchableTopicResponse',
+    1025: 'Topic',
+    1027: 'Partitions',
+    1029: 'Partitions',
+    1031: 'tagged fields of FetchableTopicResponse',
+    1036: 'Topic',
+    1037: 'Partitions',
+    1044: 'Partitions',
+    1053: 'Topic',
+    1055: 'Partitions',
+    1057: 'Partitions',
     1059: 'tagged fields of FetchableTopicResponse',
-    1067: 'TopicId',
+    1064: 'Topic',
+    1065: 'Partitions',
     1069: 'Partitions',
-    1072: 'Partitions',
-    1074: 'Partitions',
-    1076: 'tagged fields of FetchableTopicResponse',
-    1083: 'NodeId',
-    1085: 'Host',
-    1086: 'Port',
-    1088: 'Rack',
-    1089: 'tagged fields of NodeEndpoint',
-    1090: 'tagged fields of NodeEndpoint',
-    1098: 'NodeId',
-    1099: 'Host',
-    1100: 'Port',
-    1101: 'Rack',
-    1103: 'tagged fields of NodeEndpoint',
-    1110: 'Responses',
-    1114: 'Responses',
-    1126: 'SessionId',
-    1127: 'SessionId',
-    1128: 'NodeEndpoints',
-    1129: 'NodeEndpoints',
-    1131: 'Responses',
-    1133: 'Responses',
-    1135: 'tagged fields of FetchResponse',
-    1140: 'ThrottleTimeMs',
-    1142: 'Responses',
-    1146: 'Responses',
-    1157: 'SessionId',
-    1158: 'SessionId',
-    1159: 'NodeEndpoints',
-    1160: 'NodeEndpoints',
-    1161: 'ThrottleTimeMs',
-    1163: 'Responses',
-    1165: 'Responses',
-    1167: 'tagged fields of FetchResponse',
-    1171: 'SessionId',
-    1172: 'SessionId',
-    1173: 'NodeEndpoints',
-    1174: 'NodeEndpoints',
-    1175: 'ThrottleTimeMs',
-    1177: 'Responses',
-    1179: 'Responses',
-    1181: 'tagged fields of FetchResponse',
-    1185: 'SessionId',
-    1186: 'SessionId',
-    1187: 'NodeEndpoints',
-    1188: 'NodeEndpoints',
-    1189: 'ThrottleTimeMs',
-    1191: 'Responses',
-    1193: 'Responses',
-    1195: 'tagged fields of FetchResponse',
-    1200: 'ThrottleTimeMs',
-    1202: 'Responses',
-    1206: 'Responses',
-    1217: 'SessionId',
-    1218: 'SessionId',
-    1219: 'NodeEndpoints',
-    1220: 'NodeEndpoints',
-    1221: 'ThrottleTimeMs',
-    1223: 'Responses',
-    1225: 'Responses',
-    1227: 'tagged fields of FetchResponse',
+    1076: 'Partitions',
+    1080: 'tagged fields of FetchableTopicResponse',
+    1081: 'tagged fields of FetchableTopicResponse',
+    1089: 'Topic',
+    1091: 'Partitions',
+    1094: 'Partitions',
+    1096: 'Partitions',
+    1098: 'tagged fields of FetchableTopicResponse',
+    1105: 'TopicId',
+    1106: 'Partitions',
+    1110: 'Partitions',
+    1117: 'Partitions',
+    1121: 'tagged fields of FetchableTopicResponse',
+    1122: 'tagged fields of FetchableTopicResponse',
+    1130: 'TopicId',
+    1132: 'Partitions',
+    1135: 'Partitions',
+    1137: 'Partitions',
+    1139: 'tagged fields of FetchableTopicResponse',
+    1146: 'NodeId',
+    1148: 'Host',
+    1149: 'Port',
+    1151: 'Rack',
+    1152: 'tagged fields of NodeEndpoint',
+    1153: 'tagged fields of NodeEndpoint',
+    1161: 'NodeId',
+    1162: 'Host',
+    1163: 'Port',
+    1164: 'Rack',
+    1166: 'tagged fields of NodeEndpoint',
+    1174: 'Responses',
+    1181: 'Responses',
+    1193: 'SessionId',
+    1194: 'SessionId',
+    1195: 'NodeEndpoints',
+    1196: 'NodeEndpoints',
+    1198: 'Responses',
+    1200: 'Responses',
+    1202: 'tagged fields of FetchResponse',
+    1208: 'ThrottleTimeMs',
+    1210: 'Responses',
+    1217: 'Responses',
+    1228: 'SessionId',
+    1229: 'SessionId',
+    1230: 'NodeEndpoints',
+    1231: 'NodeEndpoints',
     1232: 'ThrottleTimeMs',
     1234: 'Responses',
-    1238: 'Responses',
-    1249: 'SessionId',
-    1250: 'SessionId',
-    1251: 'NodeEndpoints',
-    1252: 'NodeEndpoints',
-    1253: 'ThrottleTimeMs',
-    1255: 'Responses',
-    1257: 'Responses',
-    1259: 'tagged fields of FetchResponse',
-    1263: 'SessionId',
-    1264: 'SessionId',
-    1265: 'NodeEndpoints',
-    1266: 'NodeEndpoints',
-    1267: 'ThrottleTimeMs',
-    1269: 'Responses',
-    1271: 'Responses',
-    1273: 'tagged fields of FetchResponse',
-    1278: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1280: 'Responses',
-    1284: 'Responses',
-    1293: 'NodeEndpoints',
+    1236: 'Responses',
+    1238: 'tagged fields of FetchResponse',
+    1242: 'SessionId',
+    1243: 'SessionId',
+    1244: 'NodeEndpoints',
+    1245: 'NodeEndpoints',
+    1246: 'ThrottleTimeMs',
+    1248: 'Responses',
+    1250: 'Responses',
+    1252: 'tagged fields of FetchResponse',
+    1256: 'SessionId',
+    1257: 'SessionId',
+    1258: 'NodeEndpoints',
+    1259: 'NodeEndpoints',
+    1260: 'ThrottleTimeMs',
+    1262: 'Responses',
+    1264: 'Responses',
+    1266: 'tagged fields of FetchResponse',
+    1272: 'ThrottleTimeMs',
+    1274: 'Responses',
+    1281: 'Responses',
+    1292: 'SessionId',
+    1293: 'SessionId',
     1294: 'NodeEndpoints',
-    1295: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1297: 'Responses',
-    1299: 'Responses',
-    1301: 'tagged fields of FetchResponse',
-    1305: 'NodeEndpoints',
-    1306: 'NodeEndpoints',
-    1307: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1309: 'Responses',
-    1311: 'Responses',
-    1313: 'tagged fields of FetchResponse',
-    1317: 'NodeEndpoints',
-    1318: 'NodeEndpoints',
-    1319: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1321: 'Responses',
-    1323: 'Responses',
-    1325: 'tagged fields of FetchResponse',
-    1329: 'NodeEndpoints',
+    1295: 'NodeEndpoints',
+    1296: 'ThrottleTimeMs',
+    1298: 'Responses',
+    1300: 'Responses',
+    1302: 'tagged fields of FetchResponse',
+    1308: 'ThrottleTimeMs',
+    1310: 'Responses',
+    1317: 'Responses',
+    1328: 'SessionId',
+    1329: 'SessionId',
     1330: 'NodeEndpoints',
-    1331: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1333: 'Responses',
-    1335: 'Responses',
-    1337: 'tagged fields of FetchResponse',
-    1342: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1344: 'Responses',
+    1331: 'NodeEndpoints',
+    1332: 'ThrottleTimeMs',
+    1334: 'Responses',
+    1336: 'Responses',
+    1338: 'tagged fields of FetchResponse',
+    1342: 'SessionId',
+    1343: 'SessionId',
+    1344: 'NodeEndpoints',
+    1345: 'NodeEndpoints',
+    1346: 'ThrottleTimeMs',
     1348: 'Responses',
-    1357: 'NodeEndpoints',
-    1358: 'NodeEndpoints',
-    1359: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1361: 'Responses',
-    1363: 'Responses',
-    1365: 'tagged fields of FetchResponse',
-    1370: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1372: 'Responses',
-    1376: 'Responses',
+    1350: 'Responses',
+    1352: 'tagged fields of FetchResponse',
+    1358: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1360: 'Responses',
+    1367: 'Responses',
+    1376: 'NodeEndpoints',
+    1377: 'NodeEndpoints',
+    1378: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
     1380: 'Responses',
+    1382: 'Responses',
     1384: 'tagged fields of FetchResponse',
-    1385: 'tagged fields of FetchResponse',
-    1393: 'NodeEndpoints',
-    1394: 'NodeEndpoints',
-    1395: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1397: 'Responses',
-    1400: 'Responses',
-    1402: 'Responses',
-    1404: 'tagged fields of FetchResponse',
-    1411: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1413: 'Responses',
-    1417: 'Responses',
-    1421: 'Responses',
-    1425: 'tagged fields of FetchResponse',
-    1426: 'tagged fields of FetchResponse',
-    1434: 'NodeEndpoints',
-    1435: 'NodeEndpoints',
-    1436: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1438: 'Responses',
-    1441: 'Responses',
-    1443: 'Responses',
-    1445: 'tagged fields of FetchResponse',
-    1451: 'NodeEndpoints',
-    1452: 'NodeEndpoints',
-    1453: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1455: 'Responses',
-    1458: 'Responses',
+    1388: 'NodeEndpoints',
+    1389: 'NodeEndpoints',
+    1390: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1392: 'Responses',
+    1394: 'Responses',
+    1396: 'tagged fields of FetchResponse',
+    1400: 'NodeEndpoints',
+    1401: 'NodeEndpoints',
+    1402: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1404: 'Responses',
+    1406: 'Responses',
+    1408: 'tagged fields of FetchResponse',
+    1412: 'NodeEndpoints',
+    1413: 'NodeEndpoints',
+    1414: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1416: 'Responses',
+    1418: 'Responses',
+    1420: 'tagged fields of FetchResponse',
+    1426: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1428: 'Responses',
+    1435: 'Responses',
+    1444: 'NodeEndpoints',
+    1445: 'NodeEndpoints',
+    1446: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1448: 'Responses',
+    1450: 'Responses',
+    1452: 'tagged fields of FetchResponse',
+    1458: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
     1460: 'Responses',
-    1462: 'tagged fields of FetchResponse',
-    1468: 'NodeEndpoints',
-    1469: 'NodeEndpoints',
-    1470: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1472: 'Responses',
-    1475: 'Responses',
-    1477: 'Responses',
-    1479: 'tagged fields of FetchResponse',
-    1485: 'tagged fields of FetchResponse',
-    1491: 'tagged fields of FetchResponse',
-    1494: 'NodeEndpoints',
-    1498: 'NodeEndpoints',
-    1502: 'NodeEndpoints',
-    1506: 'NodeEndpoints',
-    1518: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1520: 'Responses',
-    1524: 'Responses',
-    1528: 'Responses',
-    1532: 'tagged fields of FetchResponse',
-    1533: 'tagged fields of FetchResponse',
-    1541: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1543: 'Responses',
-    1546: 'Responses',
-    1548: 'Responses',
-    1550: 'NodeEndpoints',
-    1553: 'NodeEndpoints',
-    1556: 'NodeEndpoints',
-    1558: 'NodeEndpoints',
-    1561: 'tagged fields of FetchResponse',
+    1464: 'Responses',
+    1471: 'Responses',
+    1475: 'tagged fields of FetchResponse',
+    1476: 'tagged fields of FetchResponse',
+    1484: 'NodeEndpoints',
+    1485: 'NodeEndpoints',
+    1486: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1488: 'Responses',
+    1491: 'Responses',
+    1493: 'Responses',
+    1495: 'tagged fields of FetchResponse',
+    1503: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1505: 'Responses',
+    1509: 'Responses',
+    1516: 'Responses',
+    1520: 'tagged fields of FetchResponse',
+    1521: 'tagged fields of FetchResponse',
+    1529: 'NodeEndpoints',
+    1530: 'NodeEndpoints',
+    1531: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1533: 'Responses',
+    1536: 'Responses',
+    1538: 'Responses',
+    1540: 'tagged fields of FetchResponse',
+    1546: 'NodeEndpoints',
+    1547: 'NodeEndpoints',
+    1548: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1550: 'Responses',
+    1553: 'Responses',
+    1555: 'Responses',
+    1557: 'tagged fields of FetchResponse',
+    1563: 'NodeEndpoints',
+    1564: 'NodeEndpoints',
+    1565: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1567: 'Responses',
+    1570: 'Responses',
+    1572: 'Responses',
+    1574: 'tagged fields of FetchResponse',
+    1580: 'tagged fields of FetchResponse',
+    1586: 'tagged fields of FetchResponse',
+    1589: 'NodeEndpoints',
+    1593: 'NodeEndpoints',
+    1600: 'NodeEndpoints',
+    1604: 'NodeEndpoints',
+    1617: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1619: 'Responses',
+    1623: 'Responses',
+    1630: 'Responses',
+    1634: 'tagged fields of FetchResponse',
+    1635: 'tagged fields of FetchResponse',
+    1643: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1645: 'Responses',
+    1648: 'Responses',
+    1650: 'Responses',
+    1652: 'NodeEndpoints',
+    1655: 'NodeEndpoints',
+    1658: 'NodeEndpoints',
+    1660: 'NodeEndpoints',
+    1663: 'tagged fields of FetchResponse',
 }

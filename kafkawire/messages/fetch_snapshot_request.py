@@ -253,12 +253,15 @@ def _decode_TopicSnapshot_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionSnapshot_v0(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionSnapshot_v0(data, pos)
+            append(item)
+        self.partitions = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -290,12 +293,15 @@ def _decode_TopicSnapshot_v1(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionSnapshot_v1(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionSnapshot_v1(data, pos)
+            append(item)
+        self.partitions = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -350,12 +356,15 @@ def _decode_FetchSnapshotRequest_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicSnapshot_v0(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicSnapshot_v0(data, pos)
+            append(item)
+        self.topics = items
     self.cluster_id = None
     if data[pos]:
         pos = _decode_tags_FetchSnapshotRequest_v0(self, data, pos)
@@ -394,12 +403,15 @@ def _decode_FetchSnapshotRequest_v1(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicSnapshot_v1(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicSnapshot_v1(data, pos)
+            append(item)
+        self.topics = items
     self.cluster_id = None
     if data[pos]:
         pos = _decode_tags_FetchSnapshotRequest_v0(self, data, pos)
@@ -471,53 +483,53 @@ _LINE_FIELDS = {
     250: 'Name',
     251: 'Partitions',
     255: 'Partitions',
-    259: 'Partitions',
-    262: 'tagged fields of TopicSnapshot',
-    263: 'tagged fields of TopicSnapshot',
-    271: 'Name',
-    273: 'Partitions',
+    262: 'Partitions',
+    265: 'tagged fields of TopicSnapshot',
+    266: 'tagged fields of TopicSnapshot',
+    274: 'Name',
     276: 'Partitions',
-    278: 'Partitions',
-    280: 'tagged fields of TopicSnapshot',
-    287: 'Name',
-    288: 'Partitions',
-    292: 'Partitions',
-    296: 'Partitions',
-    299: 'tagged fields of TopicSnapshot',
-    300: 'tagged fields of TopicSnapshot',
-    308: 'Name',
-    310: 'Partitions',
-    313: 'Partitions',
-    315: 'Partitions',
-    317: 'tagged fields of TopicSnapshot',
-    323: 'tagged fields of FetchSnapshotRequest',
+    279: 'Partitions',
+    281: 'Partitions',
+    283: 'tagged fields of TopicSnapshot',
+    290: 'Name',
+    291: 'Partitions',
+    295: 'Partitions',
+    302: 'Partitions',
+    305: 'tagged fields of TopicSnapshot',
+    306: 'tagged fields of TopicSnapshot',
+    314: 'Name',
+    316: 'Partitions',
+    319: 'Partitions',
+    321: 'Partitions',
+    323: 'tagged fields of TopicSnapshot',
     329: 'tagged fields of FetchSnapshotRequest',
-    332: 'ClusterId',
-    334: 'ClusterId',
-    346: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
-    348: 'Topics',
-    352: 'Topics',
-    356: 'Topics',
-    360: 'tagged fields of FetchSnapshotRequest',
-    361: 'tagged fields of FetchSnapshotRequest',
-    369: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
-    371: 'Topics',
-    374: 'Topics',
-    376: 'Topics',
-    378: 'ClusterId',
-    380: 'ClusterId',
-    383: 'tagged fields of FetchSnapshotRequest',
-    390: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
-    392: 'Topics',
-    396: 'Topics',
-    400: 'Topics',
-    404: 'tagged fields of FetchSnapshotRequest',
-    405: 'tagged fields of FetchSnapshotRequest',
-    413: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
-    415: 'Topics',
-    418: 'Topics',
-    420: 'Topics',
-    422: 'ClusterId',
-    424: 'ClusterId',
-    427: 'tagged fields of FetchSnapshotRequest',
+    335: 'tagged fields of FetchSnapshotRequest',
+    338: 'ClusterId',
+    340: 'ClusterId',
+    352: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
+    354: 'Topics',
+    358: 'Topics',
+    365: 'Topics',
+    369: 'tagged fields of FetchSnapshotRequest',
+    370: 'tagged fields of FetchSnapshotRequest',
+    378: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
+    380: 'Topics',
+    383: 'Topics',
+    385: 'Topics',
+    387: 'ClusterId',
+    389: 'ClusterId',
+    392: 'tagged fields of FetchSnapshotRequest',
+    399: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
+    401: 'Topics',
+    405: 'Topics',
+    412: 'Topics',
+    416: 'tagged fields of FetchSnapshotRequest',
+    417: 'tagged fields of FetchSnapshotRequest',
+    425: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
+    427: 'Topics',
+    430: 'Topics',
+    432: 'Topics',
+    434: 'ClusterId',
+    436: 'ClusterId',
+    439: 'tagged fields of FetchSnapshotRequest',
 }

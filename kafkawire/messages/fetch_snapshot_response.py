@@ -48,7 +48,7 @@ class LeaderIdAndEpoch(_message.Struct):
 
 class PartitionSnapshot(_message.Struct):
     """A PartitionSnapshot of FetchSnapshotResponse."""
-    __slots__ = ('index', 'error_code', 'snapshot_id', 'current_leader', 'size', 'position', 'unaligned_records', '_unknown_tagged_fields')
+    __slots__ = ('index', 'error_code', 'snapshot_id', '_current_leader', 'size', 'position', 'unaligned_records', '_unknown_tagged_fields')
     NAME = 'PartitionSnapshot'
     MESSAGE = 'FetchSnapshotResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
@@ -57,11 +57,23 @@ class PartitionSnapshot(_message.Struct):
         self.index = index
         self.error_code = error_code
         self.snapshot_id = SnapshotId() if snapshot_id is _MISSING else snapshot_id
-        self.current_leader = LeaderIdAndEpoch() if current_leader is _MISSING else current_leader
+        self._current_leader = current_leader
         self.size = size
         self.position = position
         self.unaligned_records = unaligned_records
         self._unknown_tagged_fields = ()
+
+    @property
+    def current_leader(self):
+        # _MISSING until first read, then this instance's own LeaderIdAndEpoch.
+        value = self._current_leader
+        if value is _MISSING:
+            value = self._current_leader = LeaderIdAndEpoch()
+        return value
+
+    @current_leader.setter
+    def current_leader(self, value):
+        self._current_leader = value
 
 
 class TopicSnapshot(_message.Struct):
@@ -101,6 +113,7 @@ class FetchSnapshotResponse(_message.Message):
     FLEXIBLE_VERSIONS = (0, 32767)
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/FetchSnapshotResponse.json'
+    _HAS_BYTES = True
 
     def __init__(self, *, throttle_time_ms=0, error_code=0, topics=_MISSING, node_endpoints=_MISSING):
         self.throttle_time_ms = throttle_time_ms
@@ -170,7 +183,7 @@ def _fresh_PartitionSnapshot():
     self.index = 0
     self.error_code = 0
     self.snapshot_id = _fresh_SnapshotId()
-    self.current_leader = _fresh_LeaderIdAndEpoch()
+    self._current_leader = _MISSING
     self.size = 0
     self.position = 0
     self.unaligned_records = b''
@@ -252,7 +265,7 @@ def _encode_LeaderIdAndEpoch_v0(self, buf):
         buf.append(0)
 
 
-def _decode_tags_PartitionSnapshot_v0(self, data, pos):
+def _decode_tags_PartitionSnapshot_v0(self, data, pos, view):
     n, pos = read_uvarint(data, pos)
     if n > len(data) - pos:
         raise Malformed(f'{n} tagged fields cannot fit in the {len(data) - pos} bytes left')
@@ -262,7 +275,7 @@ def _decode_tags_PartitionSnapshot_v0(self, data, pos):
         tag, pos, end = read_tag_header(data, pos, last)
         last = tag
         if tag == 0:
-            self.current_leader, pos = _decode_LeaderIdAndEpoch_v0(data, pos)
+            self._current_leader, pos = _decode_LeaderIdAndEpoch_v0(data, pos)
             if pos != end:
                 raise Malformed(f'tagged field CurrentLeader (tag 0) ends at byte {end} but its value ended at byte {pos}')
         else:
@@ -274,17 +287,17 @@ def _decode_tags_PartitionSnapshot_v0(self, data, pos):
     return pos
 
 
-def _decode_PartitionSnapshot_v0(data, pos):
+def _decode_PartitionSnapshot_v0(data, pos, view):
     self = _new(PartitionSnapshot)
     self.index, self.error_code = _S2.unpack_from(data, pos)
     pos += 6
     self.snapshot_id, pos = _decode_SnapshotId_v0(data, pos)
     self.size, self.position = _S3.unpack_from(data, pos)
     pos += 16
-    self.unaligned_records, pos = read_compact_bytes_view(data, pos)
-    self.current_leader = _fresh_LeaderIdAndEpoch()
+    self.unaligned_records, pos = read_compact_bytes(view, pos)
+    self._current_leader = _MISSING
     if data[pos]:
-        pos = _decode_tags_PartitionSnapshot_v0(self, data, pos)
+        pos = _decode_tags_PartitionSnapshot_v0(self, data, pos, view)
     else:
         self._unknown_tagged_fields = ()
         pos += 1
@@ -297,9 +310,9 @@ def _encode_PartitionSnapshot_v0(self, buf):
     buf += _S3.pack(self.size, self.position)
     write_compact_bytes(buf, self.unaligned_records)
     known = []
-    if self.current_leader is None or self.current_leader.leader_id != 0 or self.current_leader.leader_epoch != 0 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != 0 or self._current_leader.leader_epoch != 0 or self._current_leader._unknown_tagged_fields):
         tag_buf = bytearray()
-        _encode_LeaderIdAndEpoch_v0(self.current_leader, tag_buf)
+        _encode_LeaderIdAndEpoch_v0(self._current_leader, tag_buf)
         known.append((0, tag_buf))
     if known or self._unknown_tagged_fields:
         write_tags(buf, known, self._unknown_tagged_fields)
@@ -307,7 +320,7 @@ def _encode_PartitionSnapshot_v0(self, buf):
         buf.append(0)
 
 
-def _decode_TopicSnapshot_v0(data, pos):
+def _decode_TopicSnapshot_v0(data, pos, view):
     self = _new(TopicSnapshot)
     self.name, pos = read_compact_string(data, pos)
     n = data[pos] - 1
@@ -315,12 +328,15 @@ def _decode_TopicSnapshot_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionSnapshot_v0(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionSnapshot_v0(data, pos, view)
+            append(item)
+        self.partitions = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -370,6 +386,7 @@ def _encode_NodeEndpoint_v1(self, buf):
 
 
 def _decode_FetchSnapshotResponse_v0(data, pos):
+    view = memoryview(data)
     self = _new(FetchSnapshotResponse)
     self.throttle_time_ms, self.error_code = _S2.unpack_from(data, pos)
     pos += 6
@@ -378,12 +395,15 @@ def _decode_FetchSnapshotResponse_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicSnapshot_v0(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicSnapshot_v0(data, pos, view)
+            append(item)
+        self.topics = items
     self.node_endpoints = []
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -410,7 +430,7 @@ def _encode_FetchSnapshotResponse_v0(self, buf):
         buf.append(0)
 
 
-def _decode_tags_FetchSnapshotResponse_v1(self, data, pos):
+def _decode_tags_FetchSnapshotResponse_v1(self, data, pos, view):
     n, pos = read_uvarint(data, pos)
     if n > len(data) - pos:
         raise Malformed(f'{n} tagged fields cannot fit in the {len(data) - pos} bytes left')
@@ -425,12 +445,15 @@ def _decode_tags_FetchSnapshotResponse_v1(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_array_length(data, pos)
-            items = []
-            append = items.append
-            for _ in range(n):
-                item, pos = _decode_NodeEndpoint_v1(data, pos)
-                append(item)
-            self.node_endpoints = items
+            if n == 0:
+                self.node_endpoints = []
+            else:
+                items = []
+                append = items.append
+                for _ in range(n):
+                    item, pos = _decode_NodeEndpoint_v1(data, pos)
+                    append(item)
+                self.node_endpoints = items
             if pos != end:
                 raise Malformed(f'tagged field NodeEndpoints (tag 0) ends at byte {end} but its value ended at byte {pos}')
         else:
@@ -443,6 +466,7 @@ def _decode_tags_FetchSnapshotResponse_v1(self, data, pos):
 
 
 def _decode_FetchSnapshotResponse_v1(data, pos):
+    view = memoryview(data)
     self = _new(FetchSnapshotResponse)
     self.throttle_time_ms, self.error_code = _S2.unpack_from(data, pos)
     pos += 6
@@ -451,15 +475,18 @@ def _decode_FetchSnapshotResponse_v1(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicSnapshot_v0(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicSnapshot_v0(data, pos, view)
+            append(item)
+        self.topics = items
     self.node_endpoints = []
     if data[pos]:
-        pos = _decode_tags_FetchSnapshotResponse_v1(self, data, pos)
+        pos = _decode_tags_FetchSnapshotResponse_v1(self, data, pos, view)
     else:
         self._unknown_tagged_fields = ()
         pos += 1
@@ -506,85 +533,85 @@ FetchSnapshotResponse._ENCODERS = {0: _encode_FetchSnapshotResponse_v0, 1: _enco
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    217: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
-    219: 'tagged fields of SnapshotId',
-    220: 'tagged fields of SnapshotId',
-    228: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
-    230: 'tagged fields of SnapshotId',
-    237: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    239: 'tagged fields of LeaderIdAndEpoch',
-    240: 'tagged fields of LeaderIdAndEpoch',
-    248: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    250: 'tagged fields of LeaderIdAndEpoch',
-    256: 'tagged fields of PartitionSnapshot',
-    262: 'tagged fields of PartitionSnapshot',
-    265: 'CurrentLeader',
-    267: 'CurrentLeader',
-    279: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    281: 'SnapshotId',
-    282: (('Size', 'size', 'q'), ('Position', 'position', 'q')),
-    284: 'UnalignedRecords',
-    286: 'tagged fields of PartitionSnapshot',
-    287: 'tagged fields of PartitionSnapshot',
-    295: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    296: 'SnapshotId',
-    297: (('Size', 'size', 'q'), ('Position', 'position', 'q')),
-    298: 'UnalignedRecords',
-    300: 'CurrentLeader',
-    302: 'CurrentLeader',
-    305: 'tagged fields of PartitionSnapshot',
-    312: 'Name',
-    313: 'Partitions',
-    317: 'Partitions',
-    321: 'Partitions',
-    324: 'tagged fields of TopicSnapshot',
-    325: 'tagged fields of TopicSnapshot',
-    333: 'Name',
-    335: 'Partitions',
-    338: 'Partitions',
-    340: 'Partitions',
-    342: 'tagged fields of TopicSnapshot',
-    349: 'NodeId',
-    351: 'Host',
-    352: 'Port',
-    354: 'tagged fields of NodeEndpoint',
-    355: 'tagged fields of NodeEndpoint',
-    363: 'NodeId',
-    364: 'Host',
-    365: 'Port',
-    367: 'tagged fields of NodeEndpoint',
-    374: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    376: 'Topics',
-    380: 'Topics',
-    384: 'Topics',
-    388: 'tagged fields of FetchSnapshotResponse',
-    389: 'tagged fields of FetchSnapshotResponse',
-    397: 'NodeEndpoints',
-    398: 'NodeEndpoints',
-    399: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    401: 'Topics',
+    230: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
+    232: 'tagged fields of SnapshotId',
+    233: 'tagged fields of SnapshotId',
+    241: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
+    243: 'tagged fields of SnapshotId',
+    250: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    252: 'tagged fields of LeaderIdAndEpoch',
+    253: 'tagged fields of LeaderIdAndEpoch',
+    261: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    263: 'tagged fields of LeaderIdAndEpoch',
+    269: 'tagged fields of PartitionSnapshot',
+    275: 'tagged fields of PartitionSnapshot',
+    278: 'CurrentLeader',
+    280: 'CurrentLeader',
+    292: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    294: 'SnapshotId',
+    295: (('Size', 'size', 'q'), ('Position', 'position', 'q')),
+    297: 'UnalignedRecords',
+    299: 'tagged fields of PartitionSnapshot',
+    300: 'tagged fields of PartitionSnapshot',
+    308: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    309: 'SnapshotId',
+    310: (('Size', 'size', 'q'), ('Position', 'position', 'q')),
+    311: 'UnalignedRecords',
+    313: 'CurrentLeader',
+    315: 'CurrentLeader',
+    318: 'tagged fields of PartitionSnapshot',
+    325: 'Name',
+    326: 'Partitions',
+    330: 'Partitions',
+    337: 'Partitions',
+    340: 'tagged fields of TopicSnapshot',
+    341: 'tagged fields of TopicSnapshot',
+    349: 'Name',
+    351: 'Partitions',
+    354: 'Partitions',
+    356: 'Partitions',
+    358: 'tagged fields of TopicSnapshot',
+    365: 'NodeId',
+    367: 'Host',
+    368: 'Port',
+    370: 'tagged fields of NodeEndpoint',
+    371: 'tagged fields of NodeEndpoint',
+    379: 'NodeId',
+    380: 'Host',
+    381: 'Port',
+    383: 'tagged fields of NodeEndpoint',
+    391: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    393: 'Topics',
+    397: 'Topics',
     404: 'Topics',
-    406: 'Topics',
     408: 'tagged fields of FetchSnapshotResponse',
-    414: 'tagged fields of FetchSnapshotResponse',
-    420: 'tagged fields of FetchSnapshotResponse',
-    423: 'NodeEndpoints',
-    427: 'NodeEndpoints',
-    431: 'NodeEndpoints',
-    435: 'NodeEndpoints',
-    447: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    449: 'Topics',
-    453: 'Topics',
-    457: 'Topics',
-    461: 'tagged fields of FetchSnapshotResponse',
-    462: 'tagged fields of FetchSnapshotResponse',
-    470: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    472: 'Topics',
-    475: 'Topics',
+    409: 'tagged fields of FetchSnapshotResponse',
+    417: 'NodeEndpoints',
+    418: 'NodeEndpoints',
+    419: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    421: 'Topics',
+    424: 'Topics',
+    426: 'Topics',
+    428: 'tagged fields of FetchSnapshotResponse',
+    434: 'tagged fields of FetchSnapshotResponse',
+    440: 'tagged fields of FetchSnapshotResponse',
+    443: 'NodeEndpoints',
+    447: 'NodeEndpoints',
+    454: 'NodeEndpoints',
+    458: 'NodeEndpoints',
+    471: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    473: 'Topics',
     477: 'Topics',
-    479: 'NodeEndpoints',
-    482: 'NodeEndpoints',
-    485: 'NodeEndpoints',
-    487: 'NodeEndpoints',
-    490: 'tagged fields of FetchSnapshotResponse',
+    484: 'Topics',
+    488: 'tagged fields of FetchSnapshotResponse',
+    489: 'tagged fields of FetchSnapshotResponse',
+    497: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    499: 'Topics',
+    502: 'Topics',
+    504: 'Topics',
+    506: 'NodeEndpoints',
+    509: 'NodeEndpoints',
+    512: 'NodeEndpoints',
+    514: 'NodeEndpoints',
+    517: 'tagged fields of FetchSnapshotResponse',
 }

@@ -132,12 +132,15 @@ def _decode_FindCoordinatorRequest_v4(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = read_compact_string(data, pos)
-        append(item)
-    self.coordinator_keys = items
+    if n == 0:
+        self.coordinator_keys = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = read_compact_string(data, pos)
+            append(item)
+        self.coordinator_keys = items
     self.key = ''
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -233,28 +236,28 @@ _LINE_FIELDS = {
     128: 'KeyType',
     130: 'CoordinatorKeys',
     134: 'CoordinatorKeys',
-    138: 'CoordinatorKeys',
-    142: 'tagged fields of FindCoordinatorRequest',
-    143: 'tagged fields of FindCoordinatorRequest',
-    151: 'Key',
-    152: 'Key',
-    153: 'KeyType',
-    155: 'CoordinatorKeys',
+    141: 'CoordinatorKeys',
+    145: 'tagged fields of FindCoordinatorRequest',
+    146: 'tagged fields of FindCoordinatorRequest',
+    154: 'Key',
+    155: 'Key',
+    156: 'KeyType',
     158: 'CoordinatorKeys',
-    160: 'CoordinatorKeys',
-    162: 'tagged fields of FindCoordinatorRequest',
-    168: 'Key',
-    169: 'Key',
-    170: 'KeyType',
-    172: 'CoordinatorKeys',
+    161: 'CoordinatorKeys',
+    163: 'CoordinatorKeys',
+    165: 'tagged fields of FindCoordinatorRequest',
+    171: 'Key',
+    172: 'Key',
+    173: 'KeyType',
     175: 'CoordinatorKeys',
-    177: 'CoordinatorKeys',
-    179: 'tagged fields of FindCoordinatorRequest',
-    185: 'Key',
-    186: 'Key',
-    187: 'KeyType',
-    189: 'CoordinatorKeys',
+    178: 'CoordinatorKeys',
+    180: 'CoordinatorKeys',
+    182: 'tagged fields of FindCoordinatorRequest',
+    188: 'Key',
+    189: 'Key',
+    190: 'KeyType',
     192: 'CoordinatorKeys',
-    194: 'CoordinatorKeys',
-    196: 'tagged fields of FindCoordinatorRequest',
+    195: 'CoordinatorKeys',
+    197: 'CoordinatorKeys',
+    199: 'tagged fields of FindCoordinatorRequest',
 }

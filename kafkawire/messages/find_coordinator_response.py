@@ -238,12 +238,15 @@ def _decode_FindCoordinatorResponse_v4(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_Coordinator_v4(data, pos)
-        append(item)
-    self.coordinators = items
+    if n == 0:
+        self.coordinators = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_Coordinator_v4(data, pos)
+            append(item)
+        self.coordinators = items
     self.error_code = 0
     self.error_message = ''
     self.node_id = 0
@@ -393,46 +396,46 @@ _LINE_FIELDS = {
     234: 'ThrottleTimeMs',
     236: 'Coordinators',
     240: 'Coordinators',
-    244: 'Coordinators',
-    252: 'tagged fields of FindCoordinatorResponse',
-    253: 'tagged fields of FindCoordinatorResponse',
-    261: 'ErrorCode',
-    262: 'ErrorCode',
-    263: 'NodeId',
-    264: 'NodeId',
-    265: 'Host',
-    266: 'Host',
-    267: 'Port',
-    268: 'Port',
-    269: 'ThrottleTimeMs',
-    271: 'Coordinators',
+    247: 'Coordinators',
+    255: 'tagged fields of FindCoordinatorResponse',
+    256: 'tagged fields of FindCoordinatorResponse',
+    264: 'ErrorCode',
+    265: 'ErrorCode',
+    266: 'NodeId',
+    267: 'NodeId',
+    268: 'Host',
+    269: 'Host',
+    270: 'Port',
+    271: 'Port',
+    272: 'ThrottleTimeMs',
     274: 'Coordinators',
-    276: 'Coordinators',
-    278: 'tagged fields of FindCoordinatorResponse',
-    284: 'ErrorCode',
-    285: 'ErrorCode',
-    286: 'NodeId',
-    287: 'NodeId',
-    288: 'Host',
-    289: 'Host',
-    290: 'Port',
-    291: 'Port',
-    292: 'ThrottleTimeMs',
-    294: 'Coordinators',
+    277: 'Coordinators',
+    279: 'Coordinators',
+    281: 'tagged fields of FindCoordinatorResponse',
+    287: 'ErrorCode',
+    288: 'ErrorCode',
+    289: 'NodeId',
+    290: 'NodeId',
+    291: 'Host',
+    292: 'Host',
+    293: 'Port',
+    294: 'Port',
+    295: 'ThrottleTimeMs',
     297: 'Coordinators',
-    299: 'Coordinators',
-    301: 'tagged fields of FindCoordinatorResponse',
-    307: 'ErrorCode',
-    308: 'ErrorCode',
-    309: 'NodeId',
-    310: 'NodeId',
-    311: 'Host',
-    312: 'Host',
-    313: 'Port',
-    314: 'Port',
-    315: 'ThrottleTimeMs',
-    317: 'Coordinators',
+    300: 'Coordinators',
+    302: 'Coordinators',
+    304: 'tagged fields of FindCoordinatorResponse',
+    310: 'ErrorCode',
+    311: 'ErrorCode',
+    312: 'NodeId',
+    313: 'NodeId',
+    314: 'Host',
+    315: 'Host',
+    316: 'Port',
+    317: 'Port',
+    318: 'ThrottleTimeMs',
     320: 'Coordinators',
-    322: 'Coordinators',
-    324: 'tagged fields of FindCoordinatorResponse',
+    323: 'Coordinators',
+    325: 'Coordinators',
+    327: 'tagged fields of FindCoordinatorResponse',
 }

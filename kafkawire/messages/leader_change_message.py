@@ -136,23 +136,29 @@ def _decode_LeaderChangeMessage_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_Voter_v0(data, pos)
-        append(item)
-    self.voters = items
+    if n == 0:
+        self.voters = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_Voter_v0(data, pos)
+            append(item)
+        self.voters = items
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_Voter_v0(data, pos)
-        append(item)
-    self.granting_voters = items
+    if n == 0:
+        self.granting_voters = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_Voter_v0(data, pos)
+            append(item)
+        self.granting_voters = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -192,23 +198,29 @@ def _decode_LeaderChangeMessage_v1(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_Voter_v1(data, pos)
-        append(item)
-    self.voters = items
+    if n == 0:
+        self.voters = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_Voter_v1(data, pos)
+            append(item)
+        self.voters = items
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_Voter_v1(data, pos)
-        append(item)
-    self.granting_voters = items
+    if n == 0:
+        self.granting_voters = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_Voter_v1(data, pos)
+            append(item)
+        self.granting_voters = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -262,35 +274,35 @@ _LINE_FIELDS = {
     132: (('Version', 'version', 'h'), ('LeaderId', 'leader_id', 'i')),
     134: 'Voters',
     138: 'Voters',
-    142: 'Voters',
-    145: 'GrantingVoters',
-    149: 'GrantingVoters',
-    153: 'GrantingVoters',
-    156: 'tagged fields of LeaderChangeMessage',
-    157: 'tagged fields of LeaderChangeMessage',
-    165: (('Version', 'version', 'h'), ('LeaderId', 'leader_id', 'i')),
-    167: 'Voters',
-    170: 'Voters',
-    172: 'Voters',
-    174: 'GrantingVoters',
-    177: 'GrantingVoters',
-    179: 'GrantingVoters',
-    181: 'tagged fields of LeaderChangeMessage',
-    188: (('Version', 'version', 'h'), ('LeaderId', 'leader_id', 'i')),
-    190: 'Voters',
-    194: 'Voters',
-    198: 'Voters',
-    201: 'GrantingVoters',
-    205: 'GrantingVoters',
-    209: 'GrantingVoters',
-    212: 'tagged fields of LeaderChangeMessage',
-    213: 'tagged fields of LeaderChangeMessage',
-    221: (('Version', 'version', 'h'), ('LeaderId', 'leader_id', 'i')),
-    223: 'Voters',
-    226: 'Voters',
-    228: 'Voters',
-    230: 'GrantingVoters',
-    233: 'GrantingVoters',
-    235: 'GrantingVoters',
-    237: 'tagged fields of LeaderChangeMessage',
+    145: 'Voters',
+    148: 'GrantingVoters',
+    152: 'GrantingVoters',
+    159: 'GrantingVoters',
+    162: 'tagged fields of LeaderChangeMessage',
+    163: 'tagged fields of LeaderChangeMessage',
+    171: (('Version', 'version', 'h'), ('LeaderId', 'leader_id', 'i')),
+    173: 'Voters',
+    176: 'Voters',
+    178: 'Voters',
+    180: 'GrantingVoters',
+    183: 'GrantingVoters',
+    185: 'GrantingVoters',
+    187: 'tagged fields of LeaderChangeMessage',
+    194: (('Version', 'version', 'h'), ('LeaderId', 'leader_id', 'i')),
+    196: 'Voters',
+    200: 'Voters',
+    207: 'Voters',
+    210: 'GrantingVoters',
+    214: 'GrantingVoters',
+    221: 'GrantingVoters',
+    224: 'tagged fields of LeaderChangeMessage',
+    225: 'tagged fields of LeaderChangeMessage',
+    233: (('Version', 'version', 'h'), ('LeaderId', 'leader_id', 'i')),
+    235: 'Voters',
+    238: 'Voters',
+    240: 'Voters',
+    242: 'GrantingVoters',
+    245: 'GrantingVoters',
+    247: 'GrantingVoters',
+    249: 'tagged fields of LeaderChangeMessage',
 }

@@ -269,12 +269,15 @@ def _decode_ListOffsetsTopic_v0(data, pos):
     self = _new(ListOffsetsTopic)
     self.name, pos = read_string(data, pos)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ListOffsetsPartition_v0(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ListOffsetsPartition_v0(data, pos)
+            append(item)
+        self.partitions = items
     self._unknown_tagged_fields = ()
     return self, pos
 
@@ -293,12 +296,15 @@ def _decode_ListOffsetsTopic_v1(data, pos):
     self = _new(ListOffsetsTopic)
     self.name, pos = read_string(data, pos)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ListOffsetsPartition_v1(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ListOffsetsPartition_v1(data, pos)
+            append(item)
+        self.partitions = items
     self._unknown_tagged_fields = ()
     return self, pos
 
@@ -337,12 +343,15 @@ def _decode_ListOffsetsTopic_v4(data, pos):
     self = _new(ListOffsetsTopic)
     self.name, pos = read_string(data, pos)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ListOffsetsPartition_v4(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ListOffsetsPartition_v4(data, pos)
+            append(item)
+        self.partitions = items
     self._unknown_tagged_fields = ()
     return self, pos
 
@@ -375,12 +384,15 @@ def _decode_ListOffsetsTopic_v6(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ListOffsetsPartition_v6(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ListOffsetsPartition_v6(data, pos)
+            append(item)
+        self.partitions = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -484,12 +496,15 @@ def _decode_ListOffsetsRequest_v0(data, pos):
     self.replica_id, = _S3.unpack_from(data, pos)
     pos += 4
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ListOffsetsTopic_v0(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ListOffsetsTopic_v0(data, pos)
+            append(item)
+        self.topics = items
     self.isolation_level = 0
     self.timeout_ms = 0
     self._unknown_tagged_fields = ()
@@ -513,12 +528,15 @@ def _decode_ListOffsetsRequest_v1(data, pos):
     self.replica_id, = _S3.unpack_from(data, pos)
     pos += 4
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ListOffsetsTopic_v1(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ListOffsetsTopic_v1(data, pos)
+            append(item)
+        self.topics = items
     self.isolation_level = 0
     self.timeout_ms = 0
     self._unknown_tagged_fields = ()
@@ -542,12 +560,15 @@ def _decode_ListOffsetsRequest_v2(data, pos):
     self.replica_id, self.isolation_level = _S4.unpack_from(data, pos)
     pos += 5
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ListOffsetsTopic_v1(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ListOffsetsTopic_v1(data, pos)
+            append(item)
+        self.topics = items
     self.timeout_ms = 0
     self._unknown_tagged_fields = ()
     return self, pos
@@ -578,12 +599,15 @@ def _decode_ListOffsetsRequest_v4(data, pos):
     self.replica_id, self.isolation_level = _S4.unpack_from(data, pos)
     pos += 5
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ListOffsetsTopic_v4(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ListOffsetsTopic_v4(data, pos)
+            append(item)
+        self.topics = items
     self.timeout_ms = 0
     self._unknown_tagged_fields = ()
     return self, pos
@@ -618,12 +642,15 @@ def _decode_ListOffsetsRequest_v6(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ListOffsetsTopic_v6(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ListOffsetsTopic_v6(data, pos)
+            append(item)
+        self.topics = items
     self.timeout_ms = 0
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -702,12 +729,15 @@ def _decode_ListOffsetsRequest_v10(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ListOffsetsTopic_v6(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ListOffsetsTopic_v6(data, pos)
+            append(item)
+        self.topics = items
     self.timeout_ms, = _S3.unpack_from(data, pos)
     pos += 4
     if data[pos]:
@@ -812,156 +842,156 @@ _LINE_FIELDS = {
     263: 'tagged fields of ListOffsetsPartition',
     270: 'Name',
     271: 'Partitions',
-    275: 'Partitions',
-    283: 'Name',
-    285: 'Partitions',
-    287: 'Partitions',
-    289: 'tagged fields of ListOffsetsTopic',
-    294: 'Name',
-    295: 'Partitions',
-    299: 'Partitions',
-    307: 'Name',
-    309: 'Partitions',
-    311: 'Partitions',
-    313: 'tagged fields of ListOffsetsTopic',
-    317: 'Name',
-    319: 'Partitions',
-    321: 'Partitions',
-    323: 'tagged fields of ListOffsetsTopic',
-    327: 'Name',
-    329: 'Partitions',
-    331: 'Partitions',
-    333: 'tagged fields of ListOffsetsTopic',
-    338: 'Name',
-    339: 'Partitions',
-    343: 'Partitions',
-    351: 'Name',
-    353: 'Partitions',
-    355: 'Partitions',
-    357: 'tagged fields of ListOffsetsTopic',
-    361: 'Name',
-    363: 'Partitions',
-    365: 'Partitions',
-    367: 'tagged fields of ListOffsetsTopic',
-    372: 'Name',
-    373: 'Partitions',
-    377: 'Partitions',
-    381: 'Partitions',
-    384: 'tagged fields of ListOffsetsTopic',
-    385: 'tagged fields of ListOffsetsTopic',
-    393: 'Name',
-    395: 'Partitions',
-    398: 'Partitions',
-    400: 'Partitions',
-    402: 'tagged fields of ListOffsetsTopic',
-    408: 'Name',
+    278: 'Partitions',
+    286: 'Name',
+    288: 'Partitions',
+    290: 'Partitions',
+    292: 'tagged fields of ListOffsetsTopic',
+    297: 'Name',
+    298: 'Partitions',
+    305: 'Partitions',
+    313: 'Name',
+    315: 'Partitions',
+    317: 'Partitions',
+    319: 'tagged fields of ListOffsetsTopic',
+    323: 'Name',
+    325: 'Partitions',
+    327: 'Partitions',
+    329: 'tagged fields of ListOffsetsTopic',
+    333: 'Name',
+    335: 'Partitions',
+    337: 'Partitions',
+    339: 'tagged fields of ListOffsetsTopic',
+    344: 'Name',
+    345: 'Partitions',
+    352: 'Partitions',
+    360: 'Name',
+    362: 'Partitions',
+    364: 'Partitions',
+    366: 'tagged fields of ListOffsetsTopic',
+    370: 'Name',
+    372: 'Partitions',
+    374: 'Partitions',
+    376: 'tagged fields of ListOffsetsTopic',
+    381: 'Name',
+    382: 'Partitions',
+    386: 'Partitions',
+    393: 'Partitions',
+    396: 'tagged fields of ListOffsetsTopic',
+    397: 'tagged fields of ListOffsetsTopic',
+    405: 'Name',
+    407: 'Partitions',
     410: 'Partitions',
-    413: 'Partitions',
-    415: 'Partitions',
-    417: 'tagged fields of ListOffsetsTopic',
-    423: 'Name',
+    412: 'Partitions',
+    414: 'tagged fields of ListOffsetsTopic',
+    420: 'Name',
+    422: 'Partitions',
     425: 'Partitions',
-    428: 'Partitions',
-    430: 'Partitions',
-    432: 'tagged fields of ListOffsetsTopic',
-    438: 'Name',
+    427: 'Partitions',
+    429: 'tagged fields of ListOffsetsTopic',
+    435: 'Name',
+    437: 'Partitions',
     440: 'Partitions',
-    443: 'Partitions',
-    445: 'Partitions',
-    447: 'tagged fields of ListOffsetsTopic',
-    453: 'Name',
+    442: 'Partitions',
+    444: 'tagged fields of ListOffsetsTopic',
+    450: 'Name',
+    452: 'Partitions',
     455: 'Partitions',
-    458: 'Partitions',
-    460: 'Partitions',
-    462: 'tagged fields of ListOffsetsTopic',
-    468: 'Name',
+    457: 'Partitions',
+    459: 'tagged fields of ListOffsetsTopic',
+    465: 'Name',
+    467: 'Partitions',
     470: 'Partitions',
-    473: 'Partitions',
-    475: 'Partitions',
-    477: 'tagged fields of ListOffsetsTopic',
-    484: 'ReplicaId',
-    486: 'Topics',
-    490: 'Topics',
-    500: 'IsolationLevel',
-    501: 'IsolationLevel',
-    502: 'ReplicaId',
-    504: 'Topics',
-    506: 'Topics',
-    508: 'tagged fields of ListOffsetsRequest',
-    513: 'ReplicaId',
-    515: 'Topics',
+    472: 'Partitions',
+    474: 'tagged fields of ListOffsetsTopic',
+    480: 'Name',
+    482: 'Partitions',
+    485: 'Partitions',
+    487: 'Partitions',
+    489: 'tagged fields of ListOffsetsTopic',
+    496: 'ReplicaId',
+    498: 'Topics',
+    505: 'Topics',
+    515: 'IsolationLevel',
+    516: 'IsolationLevel',
+    517: 'ReplicaId',
     519: 'Topics',
-    529: 'IsolationLevel',
-    530: 'IsolationLevel',
-    531: 'ReplicaId',
-    533: 'Topics',
-    535: 'Topics',
-    537: 'tagged fields of ListOffsetsRequest',
-    542: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    544: 'Topics',
-    548: 'Topics',
-    557: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    559: 'Topics',
-    561: 'Topics',
-    563: 'tagged fields of ListOffsetsRequest',
-    567: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    521: 'Topics',
+    523: 'tagged fields of ListOffsetsRequest',
+    528: 'ReplicaId',
+    530: 'Topics',
+    537: 'Topics',
+    547: 'IsolationLevel',
+    548: 'IsolationLevel',
+    549: 'ReplicaId',
+    551: 'Topics',
+    553: 'Topics',
+    555: 'tagged fields of ListOffsetsRequest',
+    560: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    562: 'Topics',
     569: 'Topics',
-    571: 'Topics',
-    573: 'tagged fields of ListOffsetsRequest',
     578: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
     580: 'Topics',
-    584: 'Topics',
-    593: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    595: 'Topics',
-    597: 'Topics',
-    599: 'tagged fields of ListOffsetsRequest',
-    603: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    605: 'Topics',
-    607: 'Topics',
-    609: 'tagged fields of ListOffsetsRequest',
-    614: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    616: 'Topics',
-    620: 'Topics',
-    624: 'Topics',
-    628: 'tagged fields of ListOffsetsRequest',
-    629: 'tagged fields of ListOffsetsRequest',
-    637: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    639: 'Topics',
-    642: 'Topics',
+    582: 'Topics',
+    584: 'tagged fields of ListOffsetsRequest',
+    588: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    590: 'Topics',
+    592: 'Topics',
+    594: 'tagged fields of ListOffsetsRequest',
+    599: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    601: 'Topics',
+    608: 'Topics',
+    617: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    619: 'Topics',
+    621: 'Topics',
+    623: 'tagged fields of ListOffsetsRequest',
+    627: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    629: 'Topics',
+    631: 'Topics',
+    633: 'tagged fields of ListOffsetsRequest',
+    638: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    640: 'Topics',
     644: 'Topics',
-    646: 'tagged fields of ListOffsetsRequest',
-    652: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    654: 'Topics',
-    657: 'Topics',
-    659: 'Topics',
-    661: 'tagged fields of ListOffsetsRequest',
-    667: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    651: 'Topics',
+    655: 'tagged fields of ListOffsetsRequest',
+    656: 'tagged fields of ListOffsetsRequest',
+    664: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    666: 'Topics',
     669: 'Topics',
-    672: 'Topics',
-    674: 'Topics',
-    676: 'tagged fields of ListOffsetsRequest',
-    682: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    671: 'Topics',
+    673: 'tagged fields of ListOffsetsRequest',
+    679: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    681: 'Topics',
     684: 'Topics',
-    687: 'Topics',
-    689: 'Topics',
-    691: 'tagged fields of ListOffsetsRequest',
-    698: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    700: 'Topics',
-    704: 'Topics',
-    708: 'Topics',
-    711: 'TimeoutMs',
-    713: 'tagged fields of ListOffsetsRequest',
-    714: 'tagged fields of ListOffsetsRequest',
-    722: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    724: 'Topics',
+    686: 'Topics',
+    688: 'tagged fields of ListOffsetsRequest',
+    694: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    696: 'Topics',
+    699: 'Topics',
+    701: 'Topics',
+    703: 'tagged fields of ListOffsetsRequest',
+    709: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    711: 'Topics',
+    714: 'Topics',
+    716: 'Topics',
+    718: 'tagged fields of ListOffsetsRequest',
+    725: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
     727: 'Topics',
-    729: 'Topics',
-    730: 'TimeoutMs',
-    732: 'tagged fields of ListOffsetsRequest',
-    738: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
-    740: 'Topics',
-    743: 'Topics',
-    745: 'Topics',
-    746: 'TimeoutMs',
-    748: 'tagged fields of ListOffsetsRequest',
+    731: 'Topics',
+    738: 'Topics',
+    741: 'TimeoutMs',
+    743: 'tagged fields of ListOffsetsRequest',
+    744: 'tagged fields of ListOffsetsRequest',
+    752: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    754: 'Topics',
+    757: 'Topics',
+    759: 'Topics',
+    760: 'TimeoutMs',
+    762: 'tagged fields of ListOffsetsRequest',
+    768: (('ReplicaId', 'replica_id', 'i'), ('IsolationLevel', 'isolation_level', 'b')),
+    770: 'Topics',
+    773: 'Topics',
+    775: 'Topics',
+    776: 'TimeoutMs',
+    778: 'tagged fields of ListOffsetsRequest',
 }

@@ -123,8 +123,11 @@ def _decode_ListOffsetsPartitionResponse_v0(data, pos):
     self.partition_index, self.error_code = _S0.unpack_from(data, pos)
     pos += 6
     n, pos = read_array_length(data, pos)
-    self.old_style_offsets = list((_ARRAY_INT64[n] if n < 64 else array_struct('q', n)).unpack_from(data, pos))
-    pos += 8 * n
+    if n == 0:
+        self.old_style_offsets = []
+    else:
+        self.old_style_offsets = list((_ARRAY_INT64[n] if n < 64 else array_struct('q', n)).unpack_from(data, pos))
+        pos += 8 * n
     self.timestamp = -1
     self.offset = -1
     self.leader_epoch = -1
@@ -290,12 +293,15 @@ def _decode_ListOffsetsTopicResponse_v0(data, pos):
     self = _new(ListOffsetsTopicResponse)
     self.name, pos = read_string(data, pos)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ListOffsetsPartitionResponse_v0(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ListOffsetsPartitionResponse_v0(data, pos)
+            append(item)
+        self.partitions = items
     self._unknown_tagged_fields = ()
     return self, pos
 
@@ -314,12 +320,15 @@ def _decode_ListOffsetsTopicResponse_v1(data, pos):
     self = _new(ListOffsetsTopicResponse)
     self.name, pos = read_string(data, pos)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ListOffsetsPartitionResponse_v1(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ListOffsetsPartitionResponse_v1(data, pos)
+            append(item)
+        self.partitions = items
     self._unknown_tagged_fields = ()
     return self, pos
 
@@ -358,12 +367,15 @@ def _decode_ListOffsetsTopicResponse_v4(data, pos):
     self = _new(ListOffsetsTopicResponse)
     self.name, pos = read_string(data, pos)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ListOffsetsPartitionResponse_v4(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ListOffsetsPartitionResponse_v4(data, pos)
+            append(item)
+        self.partitions = items
     self._unknown_tagged_fields = ()
     return self, pos
 
@@ -396,12 +408,15 @@ def _decode_ListOffsetsTopicResponse_v6(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ListOffsetsPartitionResponse_v6(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ListOffsetsPartitionResponse_v6(data, pos)
+            append(item)
+        self.partitions = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -503,12 +518,15 @@ def _encode_ListOffsetsTopicResponse_v11(self, buf):
 def _decode_ListOffsetsResponse_v0(data, pos):
     self = _new(ListOffsetsResponse)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ListOffsetsTopicResponse_v0(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ListOffsetsTopicResponse_v0(data, pos)
+            append(item)
+        self.topics = items
     self.throttle_time_ms = 0
     self._unknown_tagged_fields = ()
     return self, pos
@@ -526,12 +544,15 @@ def _encode_ListOffsetsResponse_v0(self, buf):
 def _decode_ListOffsetsResponse_v1(data, pos):
     self = _new(ListOffsetsResponse)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ListOffsetsTopicResponse_v1(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ListOffsetsTopicResponse_v1(data, pos)
+            append(item)
+        self.topics = items
     self.throttle_time_ms = 0
     self._unknown_tagged_fields = ()
     return self, pos
@@ -551,12 +572,15 @@ def _decode_ListOffsetsResponse_v2(data, pos):
     self.throttle_time_ms, = _S3.unpack_from(data, pos)
     pos += 4
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ListOffsetsTopicResponse_v1(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ListOffsetsTopicResponse_v1(data, pos)
+            append(item)
+        self.topics = items
     self._unknown_tagged_fields = ()
     return self, pos
 
@@ -586,12 +610,15 @@ def _decode_ListOffsetsResponse_v4(data, pos):
     self.throttle_time_ms, = _S3.unpack_from(data, pos)
     pos += 4
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ListOffsetsTopicResponse_v4(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ListOffsetsTopicResponse_v4(data, pos)
+            append(item)
+        self.topics = items
     self._unknown_tagged_fields = ()
     return self, pos
 
@@ -625,12 +652,15 @@ def _decode_ListOffsetsResponse_v6(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ListOffsetsTopicResponse_v6(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ListOffsetsTopicResponse_v6(data, pos)
+            append(item)
+        self.topics = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -739,116 +769,111 @@ ListOffsetsResponse._ENCODERS = {0: _encode_ListOffsetsResponse_v0, 1: _encode_L
 _LINE_FIELDS = {
     123: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
     125: 'OldStyleOffsets',
-    126: 'OldStyleOffsets',
-    136: 'Timestamp',
-    137: 'Timestamp',
-    138: 'Offset',
-    139: 'Offset',
-    140: 'LeaderEpoch',
-    141: 'LeaderEpoch',
-    142: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    144: 'OldStyleOffsets',
-    146: 'OldStyleOffsets',
-    148: 'tagged fields of ListOffsetsPartitionResponse',
-    153: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q')),
-    162: 'OldStyleOffsets',
-    163: 'OldStyleOffsets',
-    164: 'LeaderEpoch',
-    165: 'LeaderEpoch',
-    166: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q')),
-    168: 'tagged fields of ListOffsetsPartitionResponse',
-    172: 'OldStyleOffsets',
-    173: 'OldStyleOffsets',
-    174: 'LeaderEpoch',
-    175: 'LeaderEpoch',
-    176: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q')),
-    178: 'tagged fields of ListOffsetsPartitionResponse',
-    182: 'OldStyleOffsets',
-    183: 'OldStyleOffsets',
-    184: 'LeaderEpoch',
-    185: 'LeaderEpoch',
-    186: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q')),
-    188: 'tagged fields of ListOffsetsPartitionResponse',
-    193: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    201: 'OldStyleOffsets',
-    202: 'OldStyleOffsets',
-    203: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    205: 'tagged fields of ListOffsetsPartitionResponse',
-    209: 'OldStyleOffsets',
-    210: 'OldStyleOffsets',
-    211: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    213: 'tagged fields of ListOffsetsPartitionResponse',
-    218: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    221: 'tagged fields of ListOffsetsPartitionResponse',
-    222: 'tagged fields of ListOffsetsPartitionResponse',
-    230: 'OldStyleOffsets',
-    231: 'OldStyleOffsets',
-    232: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    234: 'tagged fields of ListOffsetsPartitionResponse',
-    240: 'OldStyleOffsets',
-    241: 'OldStyleOffsets',
-    242: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    244: 'tagged fields of ListOffsetsPartitionResponse',
-    250: 'OldStyleOffsets',
-    251: 'OldStyleOffsets',
-    252: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    254: 'tagged fields of ListOffsetsPartitionResponse',
-    260: 'OldStyleOffsets',
-    261: 'OldStyleOffsets',
-    262: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    264: 'tagged fields of ListOffsetsPartitionResponse',
-    270: 'OldStyleOffsets',
-    271: 'OldStyleOffsets',
-    272: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    274: 'tagged fields of ListOffsetsPartitionResponse',
-    280: 'OldStyleOffsets',
-    281: 'OldStyleOffsets',
-    282: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    284: 'tagged fields of ListOffsetsPartitionResponse',
-    291: 'Name',
-    292: 'Partitions',
-    296: 'Partitions',
-    304: 'Name',
-    306: 'Partitions',
-    308: 'Partitions',
-    310: 'tagged fields of ListOffsetsTopicResponse',
-    315: 'Name',
-    316: 'Partitions',
-    320: 'Partitions',
-    328: 'Name',
-    330: 'Partitions',
-    332: 'Partitions',
-    334: 'tagged fields of ListOffsetsTopicResponse',
-    338: 'Name',
-    340: 'Partitions',
-    342: 'Partitions',
-    344: 'tagged fields of ListOffsetsTopicResponse',
-    348: 'Name',
-    350: 'Partitions',
-    352: 'Partitions',
-    354: 'tagged fields of ListOffsetsTopicResponse',
-    359: 'Name',
-    360: 'Partitions',
-    364: 'Partitions',
-    372: 'Name',
-    374: 'Partitions',
+    129: 'OldStyleOffsets',
+    139: 'Timestamp',
+    140: 'Timestamp',
+    141: 'Offset',
+    142: 'Offset',
+    143: 'LeaderEpoch',
+    144: 'LeaderEpoch',
+    145: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    147: 'OldStyleOffsets',
+    149: 'OldStyleOffsets',
+    151: 'tagged fields of ListOffsetsPartitionResponse',
+    156: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q')),
+    165: 'OldStyleOffsets',
+    166: 'OldStyleOffsets',
+    167: 'LeaderEpoch',
+    168: 'LeaderEpoch',
+    169: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q')),
+    171: 'tagged fields of ListOffsetsPartitionResponse',
+    175: 'OldStyleOffsets',
+    176: 'OldStyleOffsets',
+    177: 'LeaderEpoch',
+    178: 'LeaderEpoch',
+    179: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q')),
+    181: 'tagged fields of ListOffsetsPartitionResponse',
+    185: 'OldStyleOffsets',
+    186: 'OldStyleOffsets',
+    187: 'LeaderEpoch',
+    188: 'LeaderEpoch',
+    189: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q')),
+    191: 'tagged fields of ListOffsetsPartitionResponse',
+    196: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    204: 'OldStyleOffsets',
+    205: 'OldStyleOffsets',
+    206: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    208: 'tagged fields of ListOffsetsPartitionResponse',
+    212: 'OldStyleOffsets',
+    213: 'OldStyleOffsets',
+    214: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    216: 'tagged fields of ListOffsetsPartitionResponse',
+    221: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    224: 'tagged fields of ListOffsetsPartitionResponse',
+    225: 'tagged fields of ListOffsetsPartitionResponse',
+    233: 'OldStyleOffsets',
+    234: 'OldStyleOffsets',
+    235: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    237: 'tagged fields of ListOffsetsPartitionResponse',
+    243: 'OldStyleOffsets',
+    244: 'OldStyleOffsets',
+    245: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    247: 'tagged fields of ListOffsetsPartitionResponse',
+    253: 'OldStyleOffsets',
+    254: 'OldStyleOffsets',
+    255: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    257: 'tagged fields of ListOffsetsPartitionResponse',
+    263: 'OldStyleOffsets',
+    264: 'OldStyleOffsets',
+    265: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    267: 'tagged fields of ListOffsetsPartitionResponse',
+    273: 'OldStyleOffsets',
+    274: 'OldStyleOffsets',
+    275: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    277: 'tagged fields of ListOffsetsPartitionResponse',
+    283: 'OldStyleOffsets',
+    284: 'OldStyleOffsets',
+    285: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('Timestamp', 'timestamp', 'q'), ('Offset', 'offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    287: 'tagged fields of ListOffsetsPartitionResponse',
+    294: 'Name',
+    295: 'Partitions',
+    302: 'Partitions',
+    310: 'Name',
+    312: 'Partitions',
+    314: 'Partitions',
+    316: 'tagged fields of ListOffsetsTopicResponse',
+    321: 'Name',
+    322: 'Partitions',
+    329: 'Partitions',
+    337: 'Name',
+    339: 'Partitions',
+    341: 'Partitions',
+    343: 'tagged fields of ListOffsetsTopicResponse',
+    347: 'Name',
+    349: 'Partitions',
+    351: 'Partitions',
+    353: 'tagged fields of ListOffsetsTopicResponse',
+    357: 'Name',
+    359: 'Partitions',
+    361: 'Partitions',
+    363: 'tagged fields of ListOffsetsTopicResponse',
+    368: 'Name',
+    369: 'Partitions',
     376: 'Partitions',
-    378: 'tagged fields of ListOffsetsTopicResponse',
-    382: 'Name',
-    384: 'Partitions',
+    384: 'Name',
     386: 'Partitions',
-    388: 'tagged fields of ListOffsetsTopicResponse',
-    393: 'Name',
-    394: 'Partitions',
+    388: 'Partitions',
+    390: 'tagged fields of ListOffsetsTopicResponse',
+    394: 'Name',
+    396: 'Partitions',
     398: 'Partitions',
-    402: 'Partitions',
-    405: 'tagged fields of ListOffsetsTopicResponse',
-    406: 'tagged fields of ListOffsetsTopicResponse',
-    414: 'Name',
-    416: 'Partitions',
-    419: 'Partitions',
-    421: 'Partitions',
-    423: 'tagged fields of ListOffsetsTopicResponse',
+    400: 'tagged fields of ListOffsetsTopicResponse',
+    405: 'Name',
+    406: 'Partitions',
+    410: 'Partitions',
+    417: 'Partitions',
+    420: 'tagged fields of ListOffsetsTopicResponse',
+    421: 'tagged fields of ListOffsetsTopicResponse',
     429: 'Name',
     431: 'Partitions',
     434: 'Partitions',
@@ -874,54 +899,49 @@ _LINE_FIELDS = {
     494: 'Partitions',
     496: 'Partitions',
     498: 'tagged fields of ListOffsetsTopicResponse',
-    505: 'Topics',
-    509: 'Topics',
-    519: 'Topics',
-    521: 'Topics',
-    523: 'tagged fields of ListOffsetsResponse',
-    528: 'Topics',
-    532: 'Topics',
-    542: 'Topics',
-    544: 'Topics',
-    546: 'tagged fields of ListOffsetsResponse',
-    551: 'ThrottleTimeMs',
+    504: 'Name',
+    506: 'Partitions',
+    509: 'Partitions',
+    511: 'Partitions',
+    513: 'tagged fields of ListOffsetsTopicResponse',
+    520: 'Topics',
+    527: 'Topics',
+    537: 'Topics',
+    539: 'Topics',
+    541: 'tagged fields of ListOffsetsResponse',
+    546: 'Topics',
     553: 'Topics',
-    557: 'Topics',
-    565: 'ThrottleTimeMs',
-    567: 'Topics',
-    569: 'Topics',
-    571: 'tagged fields of ListOffsetsResponse',
-    575: 'ThrottleTimeMs',
-    577: 'Topics',
-    579: 'Topics',
-    581: 'tagged fields of ListOffsetsResponse',
-    586: 'ThrottleTimeMs',
-    588: 'Topics',
-    592: 'Topics',
-    600: 'ThrottleTimeMs',
-    602: 'Topics',
-    604: 'Topics',
-    606: 'tagged fields of ListOffsetsResponse',
+    563: 'Topics',
+    565: 'Topics',
+    567: 'tagged fields of ListOffsetsResponse',
+    572: 'ThrottleTimeMs',
+    574: 'Topics',
+    581: 'Topics',
+    589: 'ThrottleTimeMs',
+    591: 'Topics',
+    593: 'Topics',
+    595: 'tagged fields of ListOffsetsResponse',
+    599: 'ThrottleTimeMs',
+    601: 'Topics',
+    603: 'Topics',
+    605: 'tagged fields of ListOffsetsResponse',
     610: 'ThrottleTimeMs',
     612: 'Topics',
-    614: 'Topics',
-    616: 'tagged fields of ListOffsetsResponse',
-    621: 'ThrottleTimeMs',
-    623: 'Topics',
-    627: 'Topics',
+    619: 'Topics',
+    627: 'ThrottleTimeMs',
+    629: 'Topics',
     631: 'Topics',
-    634: 'tagged fields of ListOffsetsResponse',
-    635: 'tagged fields of ListOffsetsResponse',
-    643: 'ThrottleTimeMs',
-    645: 'Topics',
-    648: 'Topics',
+    633: 'tagged fields of ListOffsetsResponse',
+    637: 'ThrottleTimeMs',
+    639: 'Topics',
+    641: 'Topics',
+    643: 'tagged fields of ListOffsetsResponse',
+    648: 'ThrottleTimeMs',
     650: 'Topics',
-    652: 'tagged fields of ListOffsetsResponse',
-    658: 'ThrottleTimeMs',
-    660: 'Topics',
-    663: 'Topics',
-    665: 'Topics',
-    667: 'tagged fields of ListOffsetsResponse',
+    654: 'Topics',
+    661: 'Topics',
+    664: 'tagged fields of ListOffsetsResponse',
+    665: 'tagged fields of ListOffsetsResponse',
     673: 'ThrottleTimeMs',
     675: 'Topics',
     678: 'Topics',
@@ -942,4 +962,14 @@ _LINE_FIELDS = {
     723: 'Topics',
     725: 'Topics',
     727: 'tagged fields of ListOffsetsResponse',
+    733: 'ThrottleTimeMs',
+    735: 'Topics',
+    738: 'Topics',
+    740: 'Topics',
+    742: 'tagged fields of ListOffsetsResponse',
+    748: 'ThrottleTimeMs',
+    750: 'Topics',
+    753: 'Topics',
+    755: 'Topics',
+    757: 'tagged fields of ListOffsetsResponse',
 }

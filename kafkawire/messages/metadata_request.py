@@ -189,12 +189,15 @@ def _encode_MetadataRequestTopic_v10(self, buf):
 def _decode_MetadataRequest_v0(data, pos):
     self = _new(MetadataRequest)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataRequestTopic_v0(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataRequestTopic_v0(data, pos)
+            append(item)
+        self.topics = items
     self.allow_auto_topic_creation = True
     self.include_cluster_authorized_operations = False
     self.include_topic_authorized_operations = False
@@ -220,15 +223,17 @@ def _encode_MetadataRequest_v0(self, buf):
 def _decode_MetadataRequest_v1(data, pos):
     self = _new(MetadataRequest)
     n, pos = read_nullable_array_length(data, pos)
-    if n < 0:
-        self.topics = None
-    else:
+    if n == 0:
+        self.topics = []
+    elif n > 0:
         items = []
         append = items.append
         for _ in range(n):
             item, pos = _decode_MetadataRequestTopic_v0(data, pos)
             append(item)
         self.topics = items
+    else:
+        self.topics = None
     self.allow_auto_topic_creation = True
     self.include_cluster_authorized_operations = False
     self.include_topic_authorized_operations = False
@@ -287,15 +292,17 @@ def _encode_MetadataRequest_v3(self, buf):
 def _decode_MetadataRequest_v4(data, pos):
     self = _new(MetadataRequest)
     n, pos = read_nullable_array_length(data, pos)
-    if n < 0:
-        self.topics = None
-    else:
+    if n == 0:
+        self.topics = []
+    elif n > 0:
         items = []
         append = items.append
         for _ in range(n):
             item, pos = _decode_MetadataRequestTopic_v0(data, pos)
             append(item)
         self.topics = items
+    else:
+        self.topics = None
     self.allow_auto_topic_creation, = _S0.unpack_from(data, pos)
     pos += 1
     self.include_cluster_authorized_operations = False
@@ -367,15 +374,17 @@ def _encode_MetadataRequest_v7(self, buf):
 def _decode_MetadataRequest_v8(data, pos):
     self = _new(MetadataRequest)
     n, pos = read_nullable_array_length(data, pos)
-    if n < 0:
-        self.topics = None
-    else:
+    if n == 0:
+        self.topics = []
+    elif n > 0:
         items = []
         append = items.append
         for _ in range(n):
             item, pos = _decode_MetadataRequestTopic_v0(data, pos)
             append(item)
         self.topics = items
+    else:
+        self.topics = None
     self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations = _S1.unpack_from(data, pos)
     pos += 3
     self._unknown_tagged_fields = ()
@@ -400,15 +409,17 @@ def _decode_MetadataRequest_v9(data, pos):
         pos += 1
     else:
         n, pos = read_compact_nullable_array_length(data, pos)
-    if n < 0:
-        self.topics = None
-    else:
+    if n == 0:
+        self.topics = []
+    elif n > 0:
         items = []
         append = items.append
         for _ in range(n):
             item, pos = _decode_MetadataRequestTopic_v9(data, pos)
             append(item)
         self.topics = items
+    else:
+        self.topics = None
     self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations = _S1.unpack_from(data, pos)
     pos += 3
     if data[pos]:
@@ -439,15 +450,17 @@ def _decode_MetadataRequest_v10(data, pos):
         pos += 1
     else:
         n, pos = read_compact_nullable_array_length(data, pos)
-    if n < 0:
-        self.topics = None
-    else:
+    if n == 0:
+        self.topics = []
+    elif n > 0:
         items = []
         append = items.append
         for _ in range(n):
             item, pos = _decode_MetadataRequestTopic_v10(data, pos)
             append(item)
         self.topics = items
+    else:
+        self.topics = None
     self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations = _S1.unpack_from(data, pos)
     pos += 3
     if data[pos]:
@@ -478,15 +491,17 @@ def _decode_MetadataRequest_v11(data, pos):
         pos += 1
     else:
         n, pos = read_compact_nullable_array_length(data, pos)
-    if n < 0:
-        self.topics = None
-    else:
+    if n == 0:
+        self.topics = []
+    elif n > 0:
         items = []
         append = items.append
         for _ in range(n):
             item, pos = _decode_MetadataRequestTopic_v10(data, pos)
             append(item)
         self.topics = items
+    else:
+        self.topics = None
     self.allow_auto_topic_creation, self.include_topic_authorized_operations = _S2.unpack_from(data, pos)
     pos += 2
     self.include_cluster_authorized_operations = False
@@ -581,119 +596,113 @@ _LINE_FIELDS = {
     182: 'Name',
     184: 'tagged fields of MetadataRequestTopic',
     191: 'Topics',
-    195: 'Topics',
-    206: 'AllowAutoTopicCreation',
-    207: 'AllowAutoTopicCreation',
-    208: 'IncludeClusterAuthorizedOperations',
-    209: 'IncludeClusterAuthorizedOperations',
-    210: 'IncludeTopicAuthorizedOperations',
-    211: 'IncludeTopicAuthorizedOperations',
-    213: 'Topics',
-    215: 'Topics',
-    217: 'tagged fields of MetadataRequest',
-    222: 'Topics',
-    229: 'Topics',
-    240: 'AllowAutoTopicCreation',
-    241: 'AllowAutoTopicCreation',
-    242: 'IncludeClusterAuthorizedOperations',
-    243: 'IncludeClusterAuthorizedOperations',
-    244: 'IncludeTopicAuthorizedOperations',
-    245: 'IncludeTopicAuthorizedOperations',
-    247: 'Topics',
-    250: 'Topics',
-    252: 'tagged fields of MetadataRequest',
-    256: 'AllowAutoTopicCreation',
-    257: 'AllowAutoTopicCreation',
-    258: 'IncludeClusterAuthorizedOperations',
-    259: 'IncludeClusterAuthorizedOperations',
-    260: 'IncludeTopicAuthorizedOperations',
-    261: 'IncludeTopicAuthorizedOperations',
-    263: 'Topics',
-    266: 'Topics',
-    268: 'tagged fields of MetadataRequest',
-    272: 'AllowAutoTopicCreation',
-    273: 'AllowAutoTopicCreation',
-    274: 'IncludeClusterAuthorizedOperations',
-    275: 'IncludeClusterAuthorizedOperations',
-    276: 'IncludeTopicAuthorizedOperations',
-    277: 'IncludeTopicAuthorizedOperations',
-    279: 'Topics',
-    282: 'Topics',
-    284: 'tagged fields of MetadataRequest',
-    289: 'Topics',
-    296: 'Topics',
-    299: 'AllowAutoTopicCreation',
-    308: 'IncludeClusterAuthorizedOperations',
-    309: 'IncludeClusterAuthorizedOperations',
-    310: 'IncludeTopicAuthorizedOperations',
-    311: 'IncludeTopicAuthorizedOperations',
-    313: 'Topics',
-    316: 'Topics',
-    317: 'AllowAutoTopicCreation',
-    319: 'tagged fields of MetadataRequest',
-    323: 'IncludeClusterAuthorizedOperations',
-    324: 'IncludeClusterAuthorizedOperations',
-    325: 'IncludeTopicAuthorizedOperations',
-    326: 'IncludeTopicAuthorizedOperations',
-    328: 'Topics',
-    331: 'Topics',
-    332: 'AllowAutoTopicCreation',
-    334: 'tagged fields of MetadataRequest',
-    338: 'IncludeClusterAuthorizedOperations',
-    339: 'IncludeClusterAuthorizedOperations',
-    340: 'IncludeTopicAuthorizedOperations',
-    341: 'IncludeTopicAuthorizedOperations',
-    343: 'Topics',
-    346: 'Topics',
-    347: 'AllowAutoTopicCreation',
-    349: 'tagged fields of MetadataRequest',
-    353: 'IncludeClusterAuthorizedOperations',
-    354: 'IncludeClusterAuthorizedOperations',
-    355: 'IncludeTopicAuthorizedOperations',
-    356: 'IncludeTopicAuthorizedOperations',
-    358: 'Topics',
-    361: 'Topics',
-    362: 'AllowAutoTopicCreation',
-    364: 'tagged fields of MetadataRequest',
-    369: 'Topics',
+    198: 'Topics',
+    209: 'AllowAutoTopicCreation',
+    210: 'AllowAutoTopicCreation',
+    211: 'IncludeClusterAuthorizedOperations',
+    212: 'IncludeClusterAuthorizedOperations',
+    213: 'IncludeTopicAuthorizedOperations',
+    214: 'IncludeTopicAuthorizedOperations',
+    216: 'Topics',
+    218: 'Topics',
+    220: 'tagged fields of MetadataRequest',
+    225: 'Topics',
+    232: 'Topics',
+    245: 'AllowAutoTopicCreation',
+    246: 'AllowAutoTopicCreation',
+    247: 'IncludeClusterAuthorizedOperations',
+    248: 'IncludeClusterAuthorizedOperations',
+    249: 'IncludeTopicAuthorizedOperations',
+    250: 'IncludeTopicAuthorizedOperations',
+    252: 'Topics',
+    255: 'Topics',
+    257: 'tagged fields of MetadataRequest',
+    261: 'AllowAutoTopicCreation',
+    262: 'AllowAutoTopicCreation',
+    263: 'IncludeClusterAuthorizedOperations',
+    264: 'IncludeClusterAuthorizedOperations',
+    265: 'IncludeTopicAuthorizedOperations',
+    266: 'IncludeTopicAuthorizedOperations',
+    268: 'Topics',
+    271: 'Topics',
+    273: 'tagged fields of MetadataRequest',
+    277: 'AllowAutoTopicCreation',
+    278: 'AllowAutoTopicCreation',
+    279: 'IncludeClusterAuthorizedOperations',
+    280: 'IncludeClusterAuthorizedOperations',
+    281: 'IncludeTopicAuthorizedOperations',
+    282: 'IncludeTopicAuthorizedOperations',
+    284: 'Topics',
+    287: 'Topics',
+    289: 'tagged fields of MetadataRequest',
+    294: 'Topics',
+    301: 'Topics',
+    306: 'AllowAutoTopicCreation',
+    315: 'IncludeClusterAuthorizedOperations',
+    316: 'IncludeClusterAuthorizedOperations',
+    317: 'IncludeTopicAuthorizedOperations',
+    318: 'IncludeTopicAuthorizedOperations',
+    320: 'Topics',
+    323: 'Topics',
+    324: 'AllowAutoTopicCreation',
+    326: 'tagged fields of MetadataRequest',
+    330: 'IncludeClusterAuthorizedOperations',
+    331: 'IncludeClusterAuthorizedOperations',
+    332: 'IncludeTopicAuthorizedOperations',
+    333: 'IncludeTopicAuthorizedOperations',
+    335: 'Topics',
+    338: 'Topics',
+    339: 'AllowAutoTopicCreation',
+    341: 'tagged fields of MetadataRequest',
+    345: 'IncludeClusterAuthorizedOperations',
+    346: 'IncludeClusterAuthorizedOperations',
+    347: 'IncludeTopicAuthorizedOperations',
+    348: 'IncludeTopicAuthorizedOperations',
+    350: 'Topics',
+    353: 'Topics',
+    354: 'AllowAutoTopicCreation',
+    356: 'tagged fields of MetadataRequest',
+    360: 'IncludeClusterAuthorizedOperations',
+    361: 'IncludeClusterAuthorizedOperations',
+    362: 'IncludeTopicAuthorizedOperations',
+    363: 'IncludeTopicAuthorizedOperations',
+    365: 'Topics',
+    368: 'Topics',
+    369: 'AllowAutoTopicCreation',
+    371: 'tagged fields of MetadataRequest',
     376: 'Topics',
-    379: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    387: 'Topics',
-    390: 'Topics',
-    391: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    393: 'tagged fields of MetadataRequest',
-    398: 'Topics',
-    402: 'Topics',
-    409: 'Topics',
-    412: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    414: 'tagged fields of MetadataRequest',
-    415: 'tagged fields of MetadataRequest',
-    424: 'Topics',
-    427: 'Topics',
-    428: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    430: 'tagged fields of MetadataRequest',
-    437: 'Topics',
-    441: 'Topics',
+    383: 'Topics',
+    388: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    396: 'Topics',
+    399: 'Topics',
+    400: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    402: 'tagged fields of MetadataRequest',
+    407: 'Topics',
+    411: 'Topics',
+    418: 'Topics',
+    423: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    425: 'tagged fields of MetadataRequest',
+    426: 'tagged fields of MetadataRequest',
+    435: 'Topics',
+    438: 'Topics',
+    439: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    441: 'tagged fields of MetadataRequest',
     448: 'Topics',
-    451: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    453: 'tagged fields of MetadataRequest',
-    454: 'tagged fields of MetadataRequest',
-    463: 'Topics',
-    466: 'Topics',
-    467: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    469: 'tagged fields of MetadataRequest',
+    452: 'Topics',
+    459: 'Topics',
+    464: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    466: 'tagged fields of MetadataRequest',
+    467: 'tagged fields of MetadataRequest',
     476: 'Topics',
-    480: 'Topics',
-    487: 'Topics',
-    490: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    493: 'tagged fields of MetadataRequest',
-    494: 'tagged fields of MetadataRequest',
-    502: 'IncludeClusterAuthorizedOperations',
-    503: 'IncludeClusterAuthorizedOperations',
-    505: 'Topics',
-    508: 'Topics',
-    509: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    511: 'tagged fields of MetadataRequest',
+    479: 'Topics',
+    480: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    482: 'tagged fields of MetadataRequest',
+    489: 'Topics',
+    493: 'Topics',
+    500: 'Topics',
+    505: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    508: 'tagged fields of MetadataRequest',
+    509: 'tagged fields of MetadataRequest',
     517: 'IncludeClusterAuthorizedOperations',
     518: 'IncludeClusterAuthorizedOperations',
     520: 'Topics',
@@ -706,4 +715,10 @@ _LINE_FIELDS = {
     538: 'Topics',
     539: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
     541: 'tagged fields of MetadataRequest',
+    547: 'IncludeClusterAuthorizedOperations',
+    548: 'IncludeClusterAuthorizedOperations',
+    550: 'Topics',
+    553: 'Topics',
+    554: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    556: 'tagged fields of MetadataRequest',
 }

@@ -318,11 +318,17 @@ def _decode_MetadataResponsePartition_v0(data, pos):
     self.error_code, self.partition_index, self.leader_id = _S1.unpack_from(data, pos)
     pos += 10
     n, pos = read_array_length(data, pos)
-    self.replica_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.replica_nodes = []
+    else:
+        self.replica_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     n, pos = read_array_length(data, pos)
-    self.isr_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.isr_nodes = []
+    else:
+        self.isr_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     self.leader_epoch = -1
     self.offline_replicas = []
     self._unknown_tagged_fields = ()
@@ -404,14 +410,23 @@ def _decode_MetadataResponsePartition_v5(data, pos):
     self.error_code, self.partition_index, self.leader_id = _S1.unpack_from(data, pos)
     pos += 10
     n, pos = read_array_length(data, pos)
-    self.replica_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.replica_nodes = []
+    else:
+        self.replica_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     n, pos = read_array_length(data, pos)
-    self.isr_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.isr_nodes = []
+    else:
+        self.isr_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     n, pos = read_array_length(data, pos)
-    self.offline_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.offline_replicas = []
+    else:
+        self.offline_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     self.leader_epoch = -1
     self._unknown_tagged_fields = ()
     return self, pos
@@ -458,14 +473,23 @@ def _decode_MetadataResponsePartition_v7(data, pos):
     self.error_code, self.partition_index, self.leader_id, self.leader_epoch = _S2.unpack_from(data, pos)
     pos += 14
     n, pos = read_array_length(data, pos)
-    self.replica_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.replica_nodes = []
+    else:
+        self.replica_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     n, pos = read_array_length(data, pos)
-    self.isr_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.isr_nodes = []
+    else:
+        self.isr_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     n, pos = read_array_length(data, pos)
-    self.offline_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.offline_replicas = []
+    else:
+        self.offline_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     self._unknown_tagged_fields = ()
     return self, pos
 
@@ -515,22 +539,31 @@ def _decode_MetadataResponsePartition_v9(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    self.replica_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.replica_nodes = []
+    else:
+        self.replica_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    self.isr_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.isr_nodes = []
+    else:
+        self.isr_nodes = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    self.offline_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.offline_replicas = []
+    else:
+        self.offline_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -574,12 +607,15 @@ def _decode_MetadataResponseTopic_v0(data, pos):
     pos += 2
     self.name, pos = read_string(data, pos)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponsePartition_v0(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponsePartition_v0(data, pos)
+            append(item)
+        self.partitions = items
     self.topic_id = _ZERO_UUID
     self.is_internal = False
     self.topic_authorized_operations = -2147483648
@@ -608,12 +644,15 @@ def _decode_MetadataResponseTopic_v1(data, pos):
     self.is_internal, = _S4.unpack_from(data, pos)
     pos += 1
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponsePartition_v0(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponsePartition_v0(data, pos)
+            append(item)
+        self.partitions = items
     self.topic_id = _ZERO_UUID
     self.topic_authorized_operations = -2147483648
     self._unknown_tagged_fields = ()
@@ -684,12 +723,15 @@ def _decode_MetadataResponseTopic_v5(data, pos):
     self.is_internal, = _S4.unpack_from(data, pos)
     pos += 1
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponsePartition_v5(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponsePartition_v5(data, pos)
+            append(item)
+        self.partitions = items
     self.topic_id = _ZERO_UUID
     self.topic_authorized_operations = -2147483648
     self._unknown_tagged_fields = ()
@@ -732,12 +774,15 @@ def _decode_MetadataResponseTopic_v7(data, pos):
     self.is_internal, = _S4.unpack_from(data, pos)
     pos += 1
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponsePartition_v7(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponsePartition_v7(data, pos)
+            append(item)
+        self.partitions = items
     self.topic_id = _ZERO_UUID
     self.topic_authorized_operations = -2147483648
     self._unknown_tagged_fields = ()
@@ -766,12 +811,15 @@ def _decode_MetadataResponseTopic_v8(data, pos):
     self.is_internal, = _S4.unpack_from(data, pos)
     pos += 1
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponsePartition_v7(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponsePartition_v7(data, pos)
+            append(item)
+        self.partitions = items
     self.topic_authorized_operations, = _S0.unpack_from(data, pos)
     pos += 4
     self.topic_id = _ZERO_UUID
@@ -804,12 +852,15 @@ def _decode_MetadataResponseTopic_v9(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponsePartition_v9(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponsePartition_v9(data, pos)
+            append(item)
+        self.partitions = items
     self.topic_authorized_operations, = _S0.unpack_from(data, pos)
     pos += 4
     self.topic_id = _ZERO_UUID
@@ -852,12 +903,15 @@ def _decode_MetadataResponseTopic_v10(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponsePartition_v9(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponsePartition_v9(data, pos)
+            append(item)
+        self.partitions = items
     self.topic_authorized_operations, = _S0.unpack_from(data, pos)
     pos += 4
     if data[pos]:
@@ -900,12 +954,15 @@ def _decode_MetadataResponseTopic_v12(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponsePartition_v9(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponsePartition_v9(data, pos)
+            append(item)
+        self.partitions = items
     self.topic_authorized_operations, = _S0.unpack_from(data, pos)
     pos += 4
     if data[pos]:
@@ -938,19 +995,25 @@ def _encode_MetadataResponseTopic_v12(self, buf):
 def _decode_MetadataResponse_v0(data, pos):
     self = _new(MetadataResponse)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponseBroker_v0(data, pos)
-        append(item)
-    self.brokers = items
+    if n == 0:
+        self.brokers = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponseBroker_v0(data, pos)
+            append(item)
+        self.brokers = items
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponseTopic_v0(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponseTopic_v0(data, pos)
+            append(item)
+        self.topics = items
     self.throttle_time_ms = 0
     self.cluster_id = None
     self.controller_id = -1
@@ -978,21 +1041,27 @@ def _encode_MetadataResponse_v0(self, buf):
 def _decode_MetadataResponse_v1(data, pos):
     self = _new(MetadataResponse)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponseBroker_v1(data, pos)
-        append(item)
-    self.brokers = items
+    if n == 0:
+        self.brokers = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponseBroker_v1(data, pos)
+            append(item)
+        self.brokers = items
     self.controller_id, = _S0.unpack_from(data, pos)
     pos += 4
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponseTopic_v1(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponseTopic_v1(data, pos)
+            append(item)
+        self.topics = items
     self.throttle_time_ms = 0
     self.cluster_id = None
     self.cluster_authorized_operations = -2147483648
@@ -1020,22 +1089,28 @@ def _encode_MetadataResponse_v1(self, buf):
 def _decode_MetadataResponse_v2(data, pos):
     self = _new(MetadataResponse)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponseBroker_v1(data, pos)
-        append(item)
-    self.brokers = items
+    if n == 0:
+        self.brokers = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponseBroker_v1(data, pos)
+            append(item)
+        self.brokers = items
     self.cluster_id, pos = read_nullable_string(data, pos)
     self.controller_id, = _S0.unpack_from(data, pos)
     pos += 4
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponseTopic_v1(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponseTopic_v1(data, pos)
+            append(item)
+        self.topics = items
     self.throttle_time_ms = 0
     self.cluster_authorized_operations = -2147483648
     self.error_code = 0
@@ -1065,22 +1140,28 @@ def _decode_MetadataResponse_v3(data, pos):
     self.throttle_time_ms, = _S0.unpack_from(data, pos)
     pos += 4
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponseBroker_v1(data, pos)
-        append(item)
-    self.brokers = items
+    if n == 0:
+        self.brokers = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponseBroker_v1(data, pos)
+            append(item)
+        self.brokers = items
     self.cluster_id, pos = read_nullable_string(data, pos)
     self.controller_id, = _S0.unpack_from(data, pos)
     pos += 4
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponseTopic_v1(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponseTopic_v1(data, pos)
+            append(item)
+        self.topics = items
     self.cluster_authorized_operations = -2147483648
     self.error_code = 0
     self._unknown_tagged_fields = ()
@@ -1128,22 +1209,28 @@ def _decode_MetadataResponse_v5(data, pos):
     self.throttle_time_ms, = _S0.unpack_from(data, pos)
     pos += 4
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponseBroker_v1(data, pos)
-        append(item)
-    self.brokers = items
+    if n == 0:
+        self.brokers = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponseBroker_v1(data, pos)
+            append(item)
+        self.brokers = items
     self.cluster_id, pos = read_nullable_string(data, pos)
     self.controller_id, = _S0.unpack_from(data, pos)
     pos += 4
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponseTopic_v5(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponseTopic_v5(data, pos)
+            append(item)
+        self.topics = items
     self.cluster_authorized_operations = -2147483648
     self.error_code = 0
     self._unknown_tagged_fields = ()
@@ -1191,22 +1278,28 @@ def _decode_MetadataResponse_v7(data, pos):
     self.throttle_time_ms, = _S0.unpack_from(data, pos)
     pos += 4
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponseBroker_v1(data, pos)
-        append(item)
-    self.brokers = items
+    if n == 0:
+        self.brokers = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponseBroker_v1(data, pos)
+            append(item)
+        self.brokers = items
     self.cluster_id, pos = read_nullable_string(data, pos)
     self.controller_id, = _S0.unpack_from(data, pos)
     pos += 4
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponseTopic_v7(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponseTopic_v7(data, pos)
+            append(item)
+        self.topics = items
     self.cluster_authorized_operations = -2147483648
     self.error_code = 0
     self._unknown_tagged_fields = ()
@@ -1236,22 +1329,28 @@ def _decode_MetadataResponse_v8(data, pos):
     self.throttle_time_ms, = _S0.unpack_from(data, pos)
     pos += 4
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponseBroker_v1(data, pos)
-        append(item)
-    self.brokers = items
+    if n == 0:
+        self.brokers = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponseBroker_v1(data, pos)
+            append(item)
+        self.brokers = items
     self.cluster_id, pos = read_nullable_string(data, pos)
     self.controller_id, = _S0.unpack_from(data, pos)
     pos += 4
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponseTopic_v8(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponseTopic_v8(data, pos)
+            append(item)
+        self.topics = items
     self.cluster_authorized_operations, = _S0.unpack_from(data, pos)
     pos += 4
     self.error_code = 0
@@ -1285,12 +1384,15 @@ def _decode_MetadataResponse_v9(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponseBroker_v9(data, pos)
-        append(item)
-    self.brokers = items
+    if n == 0:
+        self.brokers = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponseBroker_v9(data, pos)
+            append(item)
+        self.brokers = items
     self.cluster_id, pos = read_compact_nullable_string(data, pos)
     self.controller_id, = _S0.unpack_from(data, pos)
     pos += 4
@@ -1299,12 +1401,15 @@ def _decode_MetadataResponse_v9(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponseTopic_v9(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponseTopic_v9(data, pos)
+            append(item)
+        self.topics = items
     self.cluster_authorized_operations, = _S0.unpack_from(data, pos)
     pos += 4
     self.error_code = 0
@@ -1350,12 +1455,15 @@ def _decode_MetadataResponse_v10(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponseBroker_v9(data, pos)
-        append(item)
-    self.brokers = items
+    if n == 0:
+        self.brokers = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponseBroker_v9(data, pos)
+            append(item)
+        self.brokers = items
     self.cluster_id, pos = read_compact_nullable_string(data, pos)
     self.controller_id, = _S0.unpack_from(data, pos)
     pos += 4
@@ -1364,12 +1472,15 @@ def _decode_MetadataResponse_v10(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponseTopic_v10(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponseTopic_v10(data, pos)
+            append(item)
+        self.topics = items
     self.cluster_authorized_operations, = _S0.unpack_from(data, pos)
     pos += 4
     self.error_code = 0
@@ -1415,12 +1526,15 @@ def _decode_MetadataResponse_v11(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponseBroker_v9(data, pos)
-        append(item)
-    self.brokers = items
+    if n == 0:
+        self.brokers = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponseBroker_v9(data, pos)
+            append(item)
+        self.brokers = items
     self.cluster_id, pos = read_compact_nullable_string(data, pos)
     self.controller_id, = _S0.unpack_from(data, pos)
     pos += 4
@@ -1429,12 +1543,15 @@ def _decode_MetadataResponse_v11(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponseTopic_v10(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponseTopic_v10(data, pos)
+            append(item)
+        self.topics = items
     self.cluster_authorized_operations = -2147483648
     self.error_code = 0
     if data[pos]:
@@ -1480,12 +1597,15 @@ def _decode_MetadataResponse_v12(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponseBroker_v9(data, pos)
-        append(item)
-    self.brokers = items
+    if n == 0:
+        self.brokers = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponseBroker_v9(data, pos)
+            append(item)
+        self.brokers = items
     self.cluster_id, pos = read_compact_nullable_string(data, pos)
     self.controller_id, = _S0.unpack_from(data, pos)
     pos += 4
@@ -1494,12 +1614,15 @@ def _decode_MetadataResponse_v12(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponseTopic_v12(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponseTopic_v12(data, pos)
+            append(item)
+        self.topics = items
     self.cluster_authorized_operations = -2147483648
     self.error_code = 0
     if data[pos]:
@@ -1545,12 +1668,15 @@ def _decode_MetadataResponse_v13(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponseBroker_v9(data, pos)
-        append(item)
-    self.brokers = items
+    if n == 0:
+        self.brokers = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponseBroker_v9(data, pos)
+            append(item)
+        self.brokers = items
     self.cluster_id, pos = read_compact_nullable_string(data, pos)
     self.controller_id, = _S0.unpack_from(data, pos)
     pos += 4
@@ -1559,12 +1685,15 @@ def _decode_MetadataResponse_v13(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_MetadataResponseTopic_v12(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_MetadataResponseTopic_v12(data, pos)
+            append(item)
+        self.topics = items
     self.error_code, = _S3.unpack_from(data, pos)
     pos += 2
     self.cluster_authorized_operations = -2147483648
@@ -1677,341 +1806,304 @@ _LINE_FIELDS = {
     311: 'tagged fields of MetadataResponseBroker',
     318: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
     320: 'ReplicaNodes',
-    321: 'ReplicaNodes',
-    323: 'IsrNodes',
-    324: 'IsrNodes',
-    333: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
-    335: 'ReplicaNodes',
-    337: 'ReplicaNodes',
-    339: 'IsrNodes',
-    341: 'IsrNodes',
-    343: 'tagged fields of MetadataResponsePartition',
-    347: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
-    349: 'ReplicaNodes',
-    351: 'ReplicaNodes',
-    353: 'IsrNodes',
-    355: 'IsrNodes',
-    357: 'tagged fields of MetadataResponsePartition',
-    361: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
-    363: 'ReplicaNodes',
-    365: 'ReplicaNodes',
-    367: 'IsrNodes',
-    369: 'IsrNodes',
-    371: 'tagged fields of MetadataResponsePartition',
-    375: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
-    377: 'ReplicaNodes',
-    379: 'ReplicaNodes',
-    381: 'IsrNodes',
-    383: 'IsrNodes',
-    385: 'tagged fields of MetadataResponsePartition',
-    389: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
-    391: 'ReplicaNodes',
-    393: 'ReplicaNodes',
-    395: 'IsrNodes',
-    397: 'IsrNodes',
-    399: 'tagged fields of MetadataResponsePartition',
-    404: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
-    406: 'ReplicaNodes',
-    407: 'ReplicaNodes',
-    409: 'IsrNodes',
-    410: 'IsrNodes',
-    412: 'OfflineReplicas',
-    413: 'OfflineReplicas',
-    421: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
-    423: 'ReplicaNodes',
-    425: 'ReplicaNodes',
-    427: 'IsrNodes',
-    429: 'IsrNodes',
-    431: 'OfflineReplicas',
-    433: 'OfflineReplicas',
-    435: 'tagged fields of MetadataResponsePartition',
-    439: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
-    441: 'ReplicaNodes',
-    443: 'ReplicaNodes',
-    445: 'IsrNodes',
-    447: 'IsrNodes',
-    449: 'OfflineReplicas',
-    451: 'OfflineReplicas',
-    453: 'tagged fields of MetadataResponsePartition',
-    458: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    460: 'ReplicaNodes',
-    461: 'ReplicaNodes',
-    463: 'IsrNodes',
-    464: 'IsrNodes',
+    324: 'ReplicaNodes',
+    326: 'IsrNodes',
+    330: 'IsrNodes',
+    339: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    341: 'ReplicaNodes',
+    343: 'ReplicaNodes',
+    345: 'IsrNodes',
+    347: 'IsrNodes',
+    349: 'tagged fields of MetadataResponsePartition',
+    353: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    355: 'ReplicaNodes',
+    357: 'ReplicaNodes',
+    359: 'IsrNodes',
+    361: 'IsrNodes',
+    363: 'tagged fields of MetadataResponsePartition',
+    367: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    369: 'ReplicaNodes',
+    371: 'ReplicaNodes',
+    373: 'IsrNodes',
+    375: 'IsrNodes',
+    377: 'tagged fields of MetadataResponsePartition',
+    381: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    383: 'ReplicaNodes',
+    385: 'ReplicaNodes',
+    387: 'IsrNodes',
+    389: 'IsrNodes',
+    391: 'tagged fields of MetadataResponsePartition',
+    395: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    397: 'ReplicaNodes',
+    399: 'ReplicaNodes',
+    401: 'IsrNodes',
+    403: 'IsrNodes',
+    405: 'tagged fields of MetadataResponsePartition',
+    410: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    412: 'ReplicaNodes',
+    416: 'ReplicaNodes',
+    418: 'IsrNodes',
+    422: 'IsrNodes',
+    424: 'OfflineReplicas',
+    428: 'OfflineReplicas',
+    436: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    438: 'ReplicaNodes',
+    440: 'ReplicaNodes',
+    442: 'IsrNodes',
+    444: 'IsrNodes',
+    446: 'OfflineReplicas',
+    448: 'OfflineReplicas',
+    450: 'tagged fields of MetadataResponsePartition',
+    454: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    456: 'ReplicaNodes',
+    458: 'ReplicaNodes',
+    460: 'IsrNodes',
+    462: 'IsrNodes',
+    464: 'OfflineReplicas',
     466: 'OfflineReplicas',
-    467: 'OfflineReplicas',
-    474: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    476: 'ReplicaNodes',
-    478: 'ReplicaNodes',
-    480: 'IsrNodes',
-    482: 'IsrNodes',
-    484: 'OfflineReplicas',
-    486: 'OfflineReplicas',
-    488: 'tagged fields of MetadataResponsePartition',
-    492: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    494: 'ReplicaNodes',
-    496: 'ReplicaNodes',
-    498: 'IsrNodes',
-    500: 'IsrNodes',
-    502: 'OfflineReplicas',
-    504: 'OfflineReplicas',
-    506: 'tagged fields of MetadataResponsePartition',
-    511: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    513: 'ReplicaNodes',
-    517: 'ReplicaNodes',
+    468: 'tagged fields of MetadataResponsePartition',
+    473: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    475: 'ReplicaNodes',
+    479: 'ReplicaNodes',
+    481: 'IsrNodes',
+    485: 'IsrNodes',
+    487: 'OfflineReplicas',
+    491: 'OfflineReplicas',
+    498: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    500: 'ReplicaNodes',
+    502: 'ReplicaNodes',
+    504: 'IsrNodes',
+    506: 'IsrNodes',
+    508: 'OfflineReplicas',
+    510: 'OfflineReplicas',
+    512: 'tagged fields of MetadataResponsePartition',
+    516: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
     518: 'ReplicaNodes',
-    520: 'IsrNodes',
+    520: 'ReplicaNodes',
+    522: 'IsrNodes',
     524: 'IsrNodes',
-    525: 'IsrNodes',
-    527: 'OfflineReplicas',
-    531: 'OfflineReplicas',
-    532: 'OfflineReplicas',
-    534: 'tagged fields of MetadataResponsePartition',
-    535: 'tagged fields of MetadataResponsePartition',
-    543: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    526: 'OfflineReplicas',
+    528: 'OfflineReplicas',
+    530: 'tagged fields of MetadataResponsePartition',
+    535: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    537: 'ReplicaNodes',
+    541: 'ReplicaNodes',
     545: 'ReplicaNodes',
-    548: 'ReplicaNodes',
-    550: 'ReplicaNodes',
-    552: 'IsrNodes',
+    547: 'IsrNodes',
+    551: 'IsrNodes',
     555: 'IsrNodes',
-    557: 'IsrNodes',
-    559: 'OfflineReplicas',
-    562: 'OfflineReplicas',
-    564: 'OfflineReplicas',
-    566: 'tagged fields of MetadataResponsePartition',
-    573: 'ErrorCode',
-    575: 'Name',
-    576: 'Partitions',
-    580: 'Partitions',
-    591: 'TopicAuthorizedOperations',
-    592: 'TopicAuthorizedOperations',
-    593: 'ErrorCode',
-    594: 'Name',
-    596: 'Partitions',
-    598: 'Partitions',
-    600: 'tagged fields of MetadataResponseTopic',
-    605: 'ErrorCode',
-    607: 'Name',
-    608: 'IsInternal',
-    610: 'Partitions',
-    614: 'Partitions',
-    624: 'TopicAuthorizedOperations',
-    625: 'TopicAuthorizedOperations',
-    626: 'ErrorCode',
-    627: 'Name',
-    628: 'IsInternal',
-    630: 'Partitions',
+    557: 'OfflineReplicas',
+    561: 'OfflineReplicas',
+    565: 'OfflineReplicas',
+    567: 'tagged fields of MetadataResponsePartition',
+    568: 'tagged fields of MetadataResponsePartition',
+    576: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    578: 'ReplicaNodes',
+    581: 'ReplicaNodes',
+    583: 'ReplicaNodes',
+    585: 'IsrNodes',
+    588: 'IsrNodes',
+    590: 'IsrNodes',
+    592: 'OfflineReplicas',
+    595: 'OfflineReplicas',
+    597: 'OfflineReplicas',
+    599: 'tagged fields of MetadataResponsePartition',
+    606: 'ErrorCode',
+    608: 'Name',
+    609: 'Partitions',
+    616: 'Partitions',
+    627: 'TopicAuthorizedOperations',
+    628: 'TopicAuthorizedOperations',
+    629: 'ErrorCode',
+    630: 'Name',
     632: 'Partitions',
-    634: 'tagged fields of MetadataResponseTopic',
-    638: 'TopicAuthorizedOperations',
-    639: 'TopicAuthorizedOperations',
-    640: 'ErrorCode',
-    641: 'Name',
-    642: 'IsInternal',
-    644: 'Partitions',
+    634: 'Partitions',
+    636: 'tagged fields of MetadataResponseTopic',
+    641: 'ErrorCode',
+    643: 'Name',
+    644: 'IsInternal',
     646: 'Partitions',
-    648: 'tagged fields of MetadataResponseTopic',
-    652: 'TopicAuthorizedOperations',
-    653: 'TopicAuthorizedOperations',
-    654: 'ErrorCode',
-    655: 'Name',
-    656: 'IsInternal',
-    658: 'Partitions',
-    660: 'Partitions',
-    662: 'tagged fields of MetadataResponseTopic',
-    666: 'TopicAuthorizedOperations',
-    667: 'TopicAuthorizedOperations',
-    668: 'ErrorCode',
-    669: 'Name',
-    670: 'IsInternal',
-    672: 'Partitions',
-    674: 'Partitions',
-    676: 'tagged fields of MetadataResponseTopic',
-    681: 'ErrorCode',
-    683: 'Name',
-    684: 'IsInternal',
-    686: 'Partitions',
-    690: 'Partitions',
-    700: 'TopicAuthorizedOperations',
-    701: 'TopicAuthorizedOperations',
-    702: 'ErrorCode',
-    703: 'Name',
-    704: 'IsInternal',
-    706: 'Partitions',
-    708: 'Partitions',
-    710: 'tagged fields of MetadataResponseTopic',
-    714: 'TopicAuthorizedOperations',
-    715: 'TopicAuthorizedOperations',
-    716: 'ErrorCode',
-    717: 'Name',
-    718: 'IsInternal',
-    720: 'Partitions',
-    722: 'Partitions',
-    724: 'tagged fields of MetadataResponseTopic',
-    729: 'ErrorCode',
-    731: 'Name',
-    732: 'IsInternal',
-    734: 'Partitions',
-    738: 'Partitions',
-    748: 'TopicAuthorizedOperations',
-    749: 'TopicAuthorizedOperations',
-    750: 'ErrorCode',
-    751: 'Name',
-    752: 'IsInternal',
-    754: 'Partitions',
-    756: 'Partitions',
-    758: 'tagged fields of MetadataResponseTopic',
-    763: 'ErrorCode',
-    765: 'Name',
-    766: 'IsInternal',
-    768: 'Partitions',
-    772: 'Partitions',
-    775: 'TopicAuthorizedOperations',
-    783: 'ErrorCode',
-    784: 'Name',
-    785: 'IsInternal',
-    787: 'Partitions',
-    789: 'Partitions',
-    790: 'TopicAuthorizedOperations',
-    792: 'tagged fields of MetadataResponseTopic',
-    797: 'ErrorCode',
-    799: 'Name',
-    800: 'IsInternal',
-    802: 'Partitions',
-    806: 'Partitions',
-    810: 'Partitions',
-    813: 'TopicAuthorizedOperations',
-    816: 'tagged fields of MetadataResponseTopic',
-    817: 'tagged fields of MetadataResponseTopic',
-    825: 'ErrorCode',
-    826: 'Name',
-    827: 'IsInternal',
-    829: 'Partitions',
-    832: 'Partitions',
-    834: 'Partitions',
-    835: 'TopicAuthorizedOperations',
-    837: 'tagged fields of MetadataResponseTopic',
-    844: 'ErrorCode',
-    846: 'Name',
-    847: 'TopicId',
+    653: 'Partitions',
+    663: 'TopicAuthorizedOperations',
+    664: 'TopicAuthorizedOperations',
+    665: 'ErrorCode',
+    666: 'Name',
+    667: 'IsInternal',
+    669: 'Partitions',
+    671: 'Partitions',
+    673: 'tagged fields of MetadataResponseTopic',
+    677: 'TopicAuthorizedOperations',
+    678: 'TopicAuthorizedOperations',
+    679: 'ErrorCode',
+    680: 'Name',
+    681: 'IsInternal',
+    683: 'Partitions',
+    685: 'Partitions',
+    687: 'tagged fields of MetadataResponseTopic',
+    691: 'TopicAuthorizedOperations',
+    692: 'TopicAuthorizedOperations',
+    693: 'ErrorCode',
+    694: 'Name',
+    695: 'IsInternal',
+    697: 'Partitions',
+    699: 'Partitions',
+    701: 'tagged fields of MetadataResponseTopic',
+    705: 'TopicAuthorizedOperations',
+    706: 'TopicAuthorizedOperations',
+    707: 'ErrorCode',
+    708: 'Name',
+    709: 'IsInternal',
+    711: 'Partitions',
+    713: 'Partitions',
+    715: 'tagged fields of MetadataResponseTopic',
+    720: 'ErrorCode',
+    722: 'Name',
+    723: 'IsInternal',
+    725: 'Partitions',
+    732: 'Partitions',
+    742: 'TopicAuthorizedOperations',
+    743: 'TopicAuthorizedOperations',
+    744: 'ErrorCode',
+    745: 'Name',
+    746: 'IsInternal',
+    748: 'Partitions',
+    750: 'Partitions',
+    752: 'tagged fields of MetadataResponseTopic',
+    756: 'TopicAuthorizedOperations',
+    757: 'TopicAuthorizedOperations',
+    758: 'ErrorCode',
+    759: 'Name',
+    760: 'IsInternal',
+    762: 'Partitions',
+    764: 'Partitions',
+    766: 'tagged fields of MetadataResponseTopic',
+    771: 'ErrorCode',
+    773: 'Name',
+    774: 'IsInternal',
+    776: 'Partitions',
+    783: 'Partitions',
+    793: 'TopicAuthorizedOperations',
+    794: 'TopicAuthorizedOperations',
+    795: 'ErrorCode',
+    796: 'Name',
+    797: 'IsInternal',
+    799: 'Partitions',
+    801: 'Partitions',
+    803: 'tagged fields of MetadataResponseTopic',
+    808: 'ErrorCode',
+    810: 'Name',
+    811: 'IsInternal',
+    813: 'Partitions',
+    820: 'Partitions',
+    823: 'TopicAuthorizedOperations',
+    831: 'ErrorCode',
+    832: 'Name',
+    833: 'IsInternal',
+    835: 'Partitions',
+    837: 'Partitions',
+    838: 'TopicAuthorizedOperations',
+    840: 'tagged fields of MetadataResponseTopic',
+    845: 'ErrorCode',
+    847: 'Name',
     848: 'IsInternal',
     850: 'Partitions',
     854: 'Partitions',
-    858: 'Partitions',
-    861: 'TopicAuthorizedOperations',
-    863: 'tagged fields of MetadataResponseTopic',
-    864: 'tagged fields of MetadataResponseTopic',
-    872: 'ErrorCode',
-    873: 'Name',
-    874: 'TopicId',
-    875: 'IsInternal',
-    877: 'Partitions',
+    861: 'Partitions',
+    864: 'TopicAuthorizedOperations',
+    867: 'tagged fields of MetadataResponseTopic',
+    868: 'tagged fields of MetadataResponseTopic',
+    876: 'ErrorCode',
+    877: 'Name',
+    878: 'IsInternal',
     880: 'Partitions',
-    882: 'Partitions',
-    883: 'TopicAuthorizedOperations',
-    885: 'tagged fields of MetadataResponseTopic',
-    892: 'ErrorCode',
-    894: 'Name',
-    895: 'TopicId',
-    896: 'IsInternal',
-    898: 'Partitions',
-    902: 'Partitions',
-    906: 'Partitions',
-    909: 'TopicAuthorizedOperations',
-    911: 'tagged fields of MetadataResponseTopic',
-    912: 'tagged fields of MetadataResponseTopic',
-    920: 'ErrorCode',
-    921: 'Name',
-    922: 'TopicId',
-    923: 'IsInternal',
-    925: 'Partitions',
-    928: 'Partitions',
-    930: 'Partitions',
-    931: 'TopicAuthorizedOperations',
-    933: 'tagged fields of MetadataResponseTopic',
-    940: 'Brokers',
-    944: 'Brokers',
-    947: 'Topics',
-    951: 'Topics',
-    964: 'ClusterAuthorizedOperations',
-    965: 'ClusterAuthorizedOperations',
-    967: 'Brokers',
-    969: 'Brokers',
-    971: 'Topics',
-    973: 'Topics',
-    975: 'tagged fields of MetadataResponse',
-    980: 'Brokers',
-    984: 'Brokers',
-    987: 'ControllerId',
-    989: 'Topics',
-    993: 'Topics',
-    1005: 'ClusterAuthorizedOperations',
-    1006: 'ClusterAuthorizedOperations',
-    1008: 'Brokers',
-    1010: 'Brokers',
-    1011: 'ControllerId',
-    1013: 'Topics',
-    1015: 'Topics',
-    1017: 'tagged fields of MetadataResponse',
-    1022: 'Brokers',
-    1026: 'Brokers',
-    1029: 'ClusterId',
-    1030: 'ControllerId',
-    1032: 'Topics',
+    883: 'Partitions',
+    885: 'Partitions',
+    886: 'TopicAuthorizedOperations',
+    888: 'tagged fields of MetadataResponseTopic',
+    895: 'ErrorCode',
+    897: 'Name',
+    898: 'TopicId',
+    899: 'IsInternal',
+    901: 'Partitions',
+    905: 'Partitions',
+    912: 'Partitions',
+    915: 'TopicAuthorizedOperations',
+    917: 'tagged fields of MetadataResponseTopic',
+    918: 'tagged fields of MetadataResponseTopic',
+    926: 'ErrorCode',
+    927: 'Name',
+    928: 'TopicId',
+    929: 'IsInternal',
+    931: 'Partitions',
+    934: 'Partitions',
+    936: 'Partitions',
+    937: 'TopicAuthorizedOperations',
+    939: 'tagged fields of MetadataResponseTopic',
+    946: 'ErrorCode',
+    948: 'Name',
+    949: 'TopicId',
+    950: 'IsInternal',
+    952: 'Partitions',
+    956: 'Partitions',
+    963: 'Partitions',
+    966: 'TopicAuthorizedOperations',
+    968: 'tagged fields of MetadataResponseTopic',
+    969: 'tagged fields of MetadataResponseTopic',
+    977: 'ErrorCode',
+    978: 'Name',
+    979: 'TopicId',
+    980: 'IsInternal',
+    982: 'Partitions',
+    985: 'Partitions',
+    987: 'Partitions',
+    988: 'TopicAuthorizedOperations',
+    990: 'tagged fields of MetadataResponseTopic',
+    997: 'Brokers',
+    1004: 'Brokers',
+    1007: 'Topics',
+    1014: 'Topics',
+    1027: 'ClusterAuthorizedOperations',
+    1028: 'ClusterAuthorizedOperations',
+    1030: 'Brokers',
+    1032: 'Brokers',
+    1034: 'Topics',
     1036: 'Topics',
-    1047: 'ClusterAuthorizedOperations',
-    1048: 'ClusterAuthorizedOperations',
+    1038: 'tagged fields of MetadataResponse',
+    1043: 'Brokers',
     1050: 'Brokers',
-    1052: 'Brokers',
-    1053: 'ClusterId',
-    1054: 'ControllerId',
-    1056: 'Topics',
-    1058: 'Topics',
-    1060: 'tagged fields of MetadataResponse',
-    1065: 'ThrottleTimeMs',
-    1067: 'Brokers',
-    1071: 'Brokers',
-    1074: 'ClusterId',
-    1075: 'ControllerId',
-    1077: 'Topics',
-    1081: 'Topics',
-    1091: 'ClusterAuthorizedOperations',
-    1092: 'ClusterAuthorizedOperations',
-    1093: 'ThrottleTimeMs',
-    1095: 'Brokers',
-    1097: 'Brokers',
-    1098: 'ClusterId',
-    1099: 'ControllerId',
-    1101: 'Topics',
-    1103: 'Topics',
-    1105: 'tagged fields of MetadataResponse',
-    1109: 'ClusterAuthorizedOperations',
-    1110: 'ClusterAuthorizedOperations',
-    1111: 'ThrottleTimeMs',
-    1113: 'Brokers',
-    1115: 'Brokers',
-    1116: 'ClusterId',
-    1117: 'ControllerId',
-    1119: 'Topics',
-    1121: 'Topics',
-    1123: 'tagged fields of MetadataResponse',
-    1128: 'ThrottleTimeMs',
-    1130: 'Brokers',
-    1134: 'Brokers',
-    1137: 'ClusterId',
-    1138: 'ControllerId',
-    1140: 'Topics',
-    1144: 'Topics',
-    1154: 'ClusterAuthorizedOperations',
-    1155: 'ClusterAuthorizedOperations',
-    1156: 'ThrottleTimeMs',
-    1158: 'Brokers',
-    1160: 'Brokers',
-    1161: 'ClusterId',
-    1162: 'ControllerId',
-    1164: 'Topics',
-    1166: 'Topics',
-    1168: 'tagged fields of MetadataResponse',
+    1053: 'ControllerId',
+    1055: 'Topics',
+    1062: 'Topics',
+    1074: 'ClusterAuthorizedOperations',
+    1075: 'ClusterAuthorizedOperations',
+    1077: 'Brokers',
+    1079: 'Brokers',
+    1080: 'ControllerId',
+    1082: 'Topics',
+    1084: 'Topics',
+    1086: 'tagged fields of MetadataResponse',
+    1091: 'Brokers',
+    1098: 'Brokers',
+    1101: 'ClusterId',
+    1102: 'ControllerId',
+    1104: 'Topics',
+    1111: 'Topics',
+    1122: 'ClusterAuthorizedOperations',
+    1123: 'ClusterAuthorizedOperations',
+    1125: 'Brokers',
+    1127: 'Brokers',
+    1128: 'ClusterId',
+    1129: 'ControllerId',
+    1131: 'Topics',
+    1133: 'Topics',
+    1135: 'tagged fields of MetadataResponse',
+    1140: 'ThrottleTimeMs',
+    1142: 'Brokers',
+    1149: 'Brokers',
+    1152: 'ClusterId',
+    1153: 'ControllerId',
+    1155: 'Topics',
+    1162: 'Topics',
     1172: 'ClusterAuthorizedOperations',
     1173: 'ClusterAuthorizedOperations',
     1174: 'ThrottleTimeMs',
@@ -2022,155 +2114,192 @@ _LINE_FIELDS = {
     1182: 'Topics',
     1184: 'Topics',
     1186: 'tagged fields of MetadataResponse',
-    1191: 'ThrottleTimeMs',
-    1193: 'Brokers',
-    1197: 'Brokers',
-    1200: 'ClusterId',
-    1201: 'ControllerId',
-    1203: 'Topics',
-    1207: 'Topics',
-    1217: 'ClusterAuthorizedOperations',
-    1218: 'ClusterAuthorizedOperations',
-    1219: 'ThrottleTimeMs',
-    1221: 'Brokers',
-    1223: 'Brokers',
-    1224: 'ClusterId',
-    1225: 'ControllerId',
-    1227: 'Topics',
-    1229: 'Topics',
-    1231: 'tagged fields of MetadataResponse',
-    1236: 'ThrottleTimeMs',
-    1238: 'Brokers',
-    1242: 'Brokers',
-    1245: 'ClusterId',
-    1246: 'ControllerId',
-    1248: 'Topics',
-    1252: 'Topics',
-    1255: 'ClusterAuthorizedOperations',
-    1263: 'ThrottleTimeMs',
+    1190: 'ClusterAuthorizedOperations',
+    1191: 'ClusterAuthorizedOperations',
+    1192: 'ThrottleTimeMs',
+    1194: 'Brokers',
+    1196: 'Brokers',
+    1197: 'ClusterId',
+    1198: 'ControllerId',
+    1200: 'Topics',
+    1202: 'Topics',
+    1204: 'tagged fields of MetadataResponse',
+    1209: 'ThrottleTimeMs',
+    1211: 'Brokers',
+    1218: 'Brokers',
+    1221: 'ClusterId',
+    1222: 'ControllerId',
+    1224: 'Topics',
+    1231: 'Topics',
+    1241: 'ClusterAuthorizedOperations',
+    1242: 'ClusterAuthorizedOperations',
+    1243: 'ThrottleTimeMs',
+    1245: 'Brokers',
+    1247: 'Brokers',
+    1248: 'ClusterId',
+    1249: 'ControllerId',
+    1251: 'Topics',
+    1253: 'Topics',
+    1255: 'tagged fields of MetadataResponse',
+    1259: 'ClusterAuthorizedOperations',
+    1260: 'ClusterAuthorizedOperations',
+    1261: 'ThrottleTimeMs',
+    1263: 'Brokers',
     1265: 'Brokers',
-    1267: 'Brokers',
-    1268: 'ClusterId',
-    1269: 'ControllerId',
+    1266: 'ClusterId',
+    1267: 'ControllerId',
+    1269: 'Topics',
     1271: 'Topics',
-    1273: 'Topics',
-    1274: 'ClusterAuthorizedOperations',
-    1276: 'tagged fields of MetadataResponse',
-    1281: 'ThrottleTimeMs',
-    1283: 'Brokers',
+    1273: 'tagged fields of MetadataResponse',
+    1278: 'ThrottleTimeMs',
+    1280: 'Brokers',
     1287: 'Brokers',
-    1291: 'Brokers',
-    1294: 'ClusterId',
-    1295: 'ControllerId',
-    1297: 'Topics',
-    1301: 'Topics',
-    1305: 'Topics',
-    1308: 'ClusterAuthorizedOperations',
-    1311: 'tagged fields of MetadataResponse',
-    1312: 'tagged fields of MetadataResponse',
-    1320: 'ThrottleTimeMs',
-    1322: 'Brokers',
-    1325: 'Brokers',
-    1327: 'Brokers',
-    1328: 'ClusterId',
-    1329: 'ControllerId',
-    1331: 'Topics',
-    1334: 'Topics',
-    1336: 'Topics',
-    1337: 'ClusterAuthorizedOperations',
-    1339: 'tagged fields of MetadataResponse',
-    1346: 'ThrottleTimeMs',
-    1348: 'Brokers',
-    1352: 'Brokers',
-    1356: 'Brokers',
-    1359: 'ClusterId',
-    1360: 'ControllerId',
-    1362: 'Topics',
-    1366: 'Topics',
+    1290: 'ClusterId',
+    1291: 'ControllerId',
+    1293: 'Topics',
+    1300: 'Topics',
+    1310: 'ClusterAuthorizedOperations',
+    1311: 'ClusterAuthorizedOperations',
+    1312: 'ThrottleTimeMs',
+    1314: 'Brokers',
+    1316: 'Brokers',
+    1317: 'ClusterId',
+    1318: 'ControllerId',
+    1320: 'Topics',
+    1322: 'Topics',
+    1324: 'tagged fields of MetadataResponse',
+    1329: 'ThrottleTimeMs',
+    1331: 'Brokers',
+    1338: 'Brokers',
+    1341: 'ClusterId',
+    1342: 'ControllerId',
+    1344: 'Topics',
+    1351: 'Topics',
+    1354: 'ClusterAuthorizedOperations',
+    1362: 'ThrottleTimeMs',
+    1364: 'Brokers',
+    1366: 'Brokers',
+    1367: 'ClusterId',
+    1368: 'ControllerId',
     1370: 'Topics',
+    1372: 'Topics',
     1373: 'ClusterAuthorizedOperations',
-    1376: 'tagged fields of MetadataResponse',
-    1377: 'tagged fields of MetadataResponse',
-    1385: 'ThrottleTimeMs',
-    1387: 'Brokers',
-    1390: 'Brokers',
-    1392: 'Brokers',
-    1393: 'ClusterId',
-    1394: 'ControllerId',
-    1396: 'Topics',
+    1375: 'tagged fields of MetadataResponse',
+    1380: 'ThrottleTimeMs',
+    1382: 'Brokers',
+    1386: 'Brokers',
+    1393: 'Brokers',
+    1396: 'ClusterId',
+    1397: 'ControllerId',
     1399: 'Topics',
-    1401: 'Topics',
-    1402: 'ClusterAuthorizedOperations',
-    1404: 'tagged fields of MetadataResponse',
-    1411: 'ThrottleTimeMs',
-    1413: 'Brokers',
-    1417: 'Brokers',
-    1421: 'Brokers',
-    1424: 'ClusterId',
-    1425: 'ControllerId',
-    1427: 'Topics',
-    1431: 'Topics',
-    1435: 'Topics',
-    1440: 'tagged fields of MetadataResponse',
-    1441: 'tagged fields of MetadataResponse',
-    1449: 'ClusterAuthorizedOperations',
-    1450: 'ClusterAuthorizedOperations',
+    1403: 'Topics',
+    1410: 'Topics',
+    1413: 'ClusterAuthorizedOperations',
+    1416: 'tagged fields of MetadataResponse',
+    1417: 'tagged fields of MetadataResponse',
+    1425: 'ThrottleTimeMs',
+    1427: 'Brokers',
+    1430: 'Brokers',
+    1432: 'Brokers',
+    1433: 'ClusterId',
+    1434: 'ControllerId',
+    1436: 'Topics',
+    1439: 'Topics',
+    1441: 'Topics',
+    1442: 'ClusterAuthorizedOperations',
+    1444: 'tagged fields of MetadataResponse',
     1451: 'ThrottleTimeMs',
     1453: 'Brokers',
-    1456: 'Brokers',
-    1458: 'Brokers',
-    1459: 'ClusterId',
-    1460: 'ControllerId',
-    1462: 'Topics',
-    1465: 'Topics',
-    1467: 'Topics',
-    1469: 'tagged fields of MetadataResponse',
-    1476: 'ThrottleTimeMs',
-    1478: 'Brokers',
-    1482: 'Brokers',
-    1486: 'Brokers',
-    1489: 'ClusterId',
-    1490: 'ControllerId',
-    1492: 'Topics',
-    1496: 'Topics',
-    1500: 'Topics',
-    1505: 'tagged fields of MetadataResponse',
-    1506: 'tagged fields of MetadataResponse',
-    1514: 'ClusterAuthorizedOperations',
-    1515: 'ClusterAuthorizedOperations',
-    1516: 'ThrottleTimeMs',
-    1518: 'Brokers',
-    1521: 'Brokers',
-    1523: 'Brokers',
-    1524: 'ClusterId',
-    1525: 'ControllerId',
-    1527: 'Topics',
-    1530: 'Topics',
-    1532: 'Topics',
-    1534: 'tagged fields of MetadataResponse',
-    1541: 'ThrottleTimeMs',
-    1543: 'Brokers',
-    1547: 'Brokers',
-    1551: 'Brokers',
-    1554: 'ClusterId',
-    1555: 'ControllerId',
-    1557: 'Topics',
-    1561: 'Topics',
-    1565: 'Topics',
-    1568: 'ErrorCode',
-    1571: 'tagged fields of MetadataResponse',
-    1572: 'tagged fields of MetadataResponse',
-    1580: 'ClusterAuthorizedOperations',
-    1581: 'ClusterAuthorizedOperations',
-    1582: 'ThrottleTimeMs',
-    1584: 'Brokers',
-    1587: 'Brokers',
-    1589: 'Brokers',
-    1590: 'ClusterId',
-    1591: 'ControllerId',
-    1593: 'Topics',
-    1596: 'Topics',
-    1598: 'Topics',
-    1599: 'ErrorCode',
-    1601: 'tagged fields of MetadataResponse',
+    1457: 'Brokers',
+    1464: 'Brokers',
+    1467: 'ClusterId',
+    1468: 'ControllerId',
+    1470: 'Topics',
+    1474: 'Topics',
+    1481: 'Topics',
+    1484: 'ClusterAuthorizedOperations',
+    1487: 'tagged fields of MetadataResponse',
+    1488: 'tagged fields of MetadataResponse',
+    1496: 'ThrottleTimeMs',
+    1498: 'Brokers',
+    1501: 'Brokers',
+    1503: 'Brokers',
+    1504: 'ClusterId',
+    1505: 'ControllerId',
+    1507: 'Topics',
+    1510: 'Topics',
+    1512: 'Topics',
+    1513: 'ClusterAuthorizedOperations',
+    1515: 'tagged fields of MetadataResponse',
+    1522: 'ThrottleTimeMs',
+    1524: 'Brokers',
+    1528: 'Brokers',
+    1535: 'Brokers',
+    1538: 'ClusterId',
+    1539: 'ControllerId',
+    1541: 'Topics',
+    1545: 'Topics',
+    1552: 'Topics',
+    1557: 'tagged fields of MetadataResponse',
+    1558: 'tagged fields of MetadataResponse',
+    1566: 'ClusterAuthorizedOperations',
+    1567: 'ClusterAuthorizedOperations',
+    1568: 'ThrottleTimeMs',
+    1570: 'Brokers',
+    1573: 'Brokers',
+    1575: 'Brokers',
+    1576: 'ClusterId',
+    1577: 'ControllerId',
+    1579: 'Topics',
+    1582: 'Topics',
+    1584: 'Topics',
+    1586: 'tagged fields of MetadataResponse',
+    1593: 'ThrottleTimeMs',
+    1595: 'Brokers',
+    1599: 'Brokers',
+    1606: 'Brokers',
+    1609: 'ClusterId',
+    1610: 'ControllerId',
+    1612: 'Topics',
+    1616: 'Topics',
+    1623: 'Topics',
+    1628: 'tagged fields of MetadataResponse',
+    1629: 'tagged fields of MetadataResponse',
+    1637: 'ClusterAuthorizedOperations',
+    1638: 'ClusterAuthorizedOperations',
+    1639: 'ThrottleTimeMs',
+    1641: 'Brokers',
+    1644: 'Brokers',
+    1646: 'Brokers',
+    1647: 'ClusterId',
+    1648: 'ControllerId',
+    1650: 'Topics',
+    1653: 'Topics',
+    1655: 'Topics',
+    1657: 'tagged fields of MetadataResponse',
+    1664: 'ThrottleTimeMs',
+    1666: 'Brokers',
+    1670: 'Brokers',
+    1677: 'Brokers',
+    1680: 'ClusterId',
+    1681: 'ControllerId',
+    1683: 'Topics',
+    1687: 'Topics',
+    1694: 'Topics',
+    1697: 'ErrorCode',
+    1700: 'tagged fields of MetadataResponse',
+    1701: 'tagged fields of MetadataResponse',
+    1709: 'ClusterAuthorizedOperations',
+    1710: 'ClusterAuthorizedOperations',
+    1711: 'ThrottleTimeMs',
+    1713: 'Brokers',
+    1716: 'Brokers',
+    1718: 'Brokers',
+    1719: 'ClusterId',
+    1720: 'ControllerId',
+    1722: 'Topics',
+    1725: 'Topics',
+    1727: 'Topics',
+    1728: 'ErrorCode',
+    1730: 'tagged fields of MetadataResponse',
 }

@@ -92,11 +92,13 @@ def _decode_tags_PartitionChangeRecord_v0(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_nullable_array_length(data, pos)
-            if n < 0:
-                self.isr = None
-            else:
+            if n == 0:
+                self.isr = []
+            elif n > 0:
                 self.isr = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
                 pos += 4 * n
+            else:
+                self.isr = None
             if pos != end:
                 raise Malformed(f'tagged field Isr (tag 0) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 1:
@@ -110,11 +112,13 @@ def _decode_tags_PartitionChangeRecord_v0(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_nullable_array_length(data, pos)
-            if n < 0:
-                self.replicas = None
-            else:
+            if n == 0:
+                self.replicas = []
+            elif n > 0:
                 self.replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
                 pos += 4 * n
+            else:
+                self.replicas = None
             if pos != end:
                 raise Malformed(f'tagged field Replicas (tag 2) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 3:
@@ -123,11 +127,13 @@ def _decode_tags_PartitionChangeRecord_v0(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_nullable_array_length(data, pos)
-            if n < 0:
-                self.removing_replicas = None
-            else:
+            if n == 0:
+                self.removing_replicas = []
+            elif n > 0:
                 self.removing_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
                 pos += 4 * n
+            else:
+                self.removing_replicas = None
             if pos != end:
                 raise Malformed(f'tagged field RemovingReplicas (tag 3) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 4:
@@ -136,11 +142,13 @@ def _decode_tags_PartitionChangeRecord_v0(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_nullable_array_length(data, pos)
-            if n < 0:
-                self.adding_replicas = None
-            else:
+            if n == 0:
+                self.adding_replicas = []
+            elif n > 0:
                 self.adding_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
                 pos += 4 * n
+            else:
+                self.adding_replicas = None
             if pos != end:
                 raise Malformed(f'tagged field AddingReplicas (tag 4) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 5:
@@ -250,11 +258,13 @@ def _decode_tags_PartitionChangeRecord_v1(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_nullable_array_length(data, pos)
-            if n < 0:
-                self.isr = None
-            else:
+            if n == 0:
+                self.isr = []
+            elif n > 0:
                 self.isr = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
                 pos += 4 * n
+            else:
+                self.isr = None
             if pos != end:
                 raise Malformed(f'tagged field Isr (tag 0) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 1:
@@ -268,11 +278,13 @@ def _decode_tags_PartitionChangeRecord_v1(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_nullable_array_length(data, pos)
-            if n < 0:
-                self.replicas = None
-            else:
+            if n == 0:
+                self.replicas = []
+            elif n > 0:
                 self.replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
                 pos += 4 * n
+            else:
+                self.replicas = None
             if pos != end:
                 raise Malformed(f'tagged field Replicas (tag 2) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 3:
@@ -281,11 +293,13 @@ def _decode_tags_PartitionChangeRecord_v1(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_nullable_array_length(data, pos)
-            if n < 0:
-                self.removing_replicas = None
-            else:
+            if n == 0:
+                self.removing_replicas = []
+            elif n > 0:
                 self.removing_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
                 pos += 4 * n
+            else:
+                self.removing_replicas = None
             if pos != end:
                 raise Malformed(f'tagged field RemovingReplicas (tag 3) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 4:
@@ -294,11 +308,13 @@ def _decode_tags_PartitionChangeRecord_v1(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_nullable_array_length(data, pos)
-            if n < 0:
-                self.adding_replicas = None
-            else:
+            if n == 0:
+                self.adding_replicas = []
+            elif n > 0:
                 self.adding_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
                 pos += 4 * n
+            else:
+                self.adding_replicas = None
             if pos != end:
                 raise Malformed(f'tagged field AddingReplicas (tag 4) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 5:
@@ -312,15 +328,17 @@ def _decode_tags_PartitionChangeRecord_v1(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_nullable_array_length(data, pos)
-            if n < 0:
-                self.directories = None
-            else:
+            if n == 0:
+                self.directories = []
+            elif n > 0:
                 items = []
                 append = items.append
                 for _ in range(n):
                     item, pos = read_uuid(data, pos)
                     append(item)
                 self.directories = items
+            else:
+                self.directories = None
             if pos != end:
                 raise Malformed(f'tagged field Directories (tag 8) ends at byte {end} but its value ended at byte {pos}')
         else:
@@ -430,11 +448,13 @@ def _decode_tags_PartitionChangeRecord_v2(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_nullable_array_length(data, pos)
-            if n < 0:
-                self.isr = None
-            else:
+            if n == 0:
+                self.isr = []
+            elif n > 0:
                 self.isr = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
                 pos += 4 * n
+            else:
+                self.isr = None
             if pos != end:
                 raise Malformed(f'tagged field Isr (tag 0) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 1:
@@ -448,11 +468,13 @@ def _decode_tags_PartitionChangeRecord_v2(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_nullable_array_length(data, pos)
-            if n < 0:
-                self.replicas = None
-            else:
+            if n == 0:
+                self.replicas = []
+            elif n > 0:
                 self.replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
                 pos += 4 * n
+            else:
+                self.replicas = None
             if pos != end:
                 raise Malformed(f'tagged field Replicas (tag 2) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 3:
@@ -461,11 +483,13 @@ def _decode_tags_PartitionChangeRecord_v2(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_nullable_array_length(data, pos)
-            if n < 0:
-                self.removing_replicas = None
-            else:
+            if n == 0:
+                self.removing_replicas = []
+            elif n > 0:
                 self.removing_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
                 pos += 4 * n
+            else:
+                self.removing_replicas = None
             if pos != end:
                 raise Malformed(f'tagged field RemovingReplicas (tag 3) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 4:
@@ -474,11 +498,13 @@ def _decode_tags_PartitionChangeRecord_v2(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_nullable_array_length(data, pos)
-            if n < 0:
-                self.adding_replicas = None
-            else:
+            if n == 0:
+                self.adding_replicas = []
+            elif n > 0:
                 self.adding_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
                 pos += 4 * n
+            else:
+                self.adding_replicas = None
             if pos != end:
                 raise Malformed(f'tagged field AddingReplicas (tag 4) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 5:
@@ -492,11 +518,13 @@ def _decode_tags_PartitionChangeRecord_v2(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_nullable_array_length(data, pos)
-            if n < 0:
-                self.eligible_leader_replicas = None
-            else:
+            if n == 0:
+                self.eligible_leader_replicas = []
+            elif n > 0:
                 self.eligible_leader_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
                 pos += 4 * n
+            else:
+                self.eligible_leader_replicas = None
             if pos != end:
                 raise Malformed(f'tagged field EligibleLeaderReplicas (tag 6) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 7:
@@ -505,11 +533,13 @@ def _decode_tags_PartitionChangeRecord_v2(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_nullable_array_length(data, pos)
-            if n < 0:
-                self.last_known_elr = None
-            else:
+            if n == 0:
+                self.last_known_elr = []
+            elif n > 0:
                 self.last_known_elr = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
                 pos += 4 * n
+            else:
+                self.last_known_elr = None
             if pos != end:
                 raise Malformed(f'tagged field LastKnownElr (tag 7) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 8:
@@ -518,15 +548,17 @@ def _decode_tags_PartitionChangeRecord_v2(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_nullable_array_length(data, pos)
-            if n < 0:
-                self.directories = None
-            else:
+            if n == 0:
+                self.directories = []
+            elif n > 0:
                 items = []
                 append = items.append
                 for _ in range(n):
                     item, pos = read_uuid(data, pos)
                     append(item)
                 self.directories = items
+            else:
+                self.directories = None
             if pos != end:
                 raise Malformed(f'tagged field Directories (tag 8) ends at byte {end} but its value ended at byte {pos}')
         else:
@@ -642,172 +674,172 @@ _LINE_FIELDS = {
     90: 'Isr',
     94: 'Isr',
     98: 'Isr',
-    101: 'Isr',
-    103: 'Leader',
-    106: 'Leader',
-    108: 'Replicas',
-    112: 'Replicas',
-    116: 'Replicas',
-    119: 'Replicas',
-    121: 'RemovingReplicas',
+    103: 'Isr',
+    105: 'Leader',
+    108: 'Leader',
+    110: 'Replicas',
+    114: 'Replicas',
+    118: 'Replicas',
+    123: 'Replicas',
     125: 'RemovingReplicas',
     129: 'RemovingReplicas',
-    132: 'RemovingReplicas',
-    134: 'AddingReplicas',
-    138: 'AddingReplicas',
-    142: 'AddingReplicas',
-    145: 'AddingReplicas',
-    147: 'LeaderRecoveryState',
-    150: 'LeaderRecoveryState',
-    162: 'PartitionId',
-    164: 'TopicId',
-    174: 'tagged fields of PartitionChangeRecord',
-    175: 'tagged fields of PartitionChangeRecord',
-    183: 'Directories',
-    184: 'Directories',
-    185: 'EligibleLeaderReplicas',
-    186: 'EligibleLeaderReplicas',
-    187: 'LastKnownElr',
-    188: 'LastKnownElr',
-    189: 'PartitionId',
-    190: 'TopicId',
-    192: 'Isr',
-    195: 'Isr',
-    198: 'Isr',
-    200: 'Leader',
-    202: 'Leader',
-    204: 'Replicas',
-    207: 'Replicas',
-    210: 'Replicas',
-    212: 'RemovingReplicas',
-    215: 'RemovingReplicas',
-    218: 'RemovingReplicas',
-    220: 'AddingReplicas',
-    223: 'AddingReplicas',
-    226: 'AddingReplicas',
-    228: 'LeaderRecoveryState',
-    230: 'LeaderRecoveryState',
-    233: 'tagged fields of PartitionChangeRecord',
-    239: 'tagged fields of PartitionChangeRecord',
-    245: 'tagged fields of PartitionChangeRecord',
-    248: 'Isr',
-    252: 'Isr',
+    133: 'RemovingReplicas',
+    138: 'RemovingReplicas',
+    140: 'AddingReplicas',
+    144: 'AddingReplicas',
+    148: 'AddingReplicas',
+    153: 'AddingReplicas',
+    155: 'LeaderRecoveryState',
+    158: 'LeaderRecoveryState',
+    170: 'PartitionId',
+    172: 'TopicId',
+    182: 'tagged fields of PartitionChangeRecord',
+    183: 'tagged fields of PartitionChangeRecord',
+    191: 'Directories',
+    192: 'Directories',
+    193: 'EligibleLeaderReplicas',
+    194: 'EligibleLeaderReplicas',
+    195: 'LastKnownElr',
+    196: 'LastKnownElr',
+    197: 'PartitionId',
+    198: 'TopicId',
+    200: 'Isr',
+    203: 'Isr',
+    206: 'Isr',
+    208: 'Leader',
+    210: 'Leader',
+    212: 'Replicas',
+    215: 'Replicas',
+    218: 'Replicas',
+    220: 'RemovingReplicas',
+    223: 'RemovingReplicas',
+    226: 'RemovingReplicas',
+    228: 'AddingReplicas',
+    231: 'AddingReplicas',
+    234: 'AddingReplicas',
+    236: 'LeaderRecoveryState',
+    238: 'LeaderRecoveryState',
+    241: 'tagged fields of PartitionChangeRecord',
+    247: 'tagged fields of PartitionChangeRecord',
+    253: 'tagged fields of PartitionChangeRecord',
     256: 'Isr',
-    259: 'Isr',
-    261: 'Leader',
-    264: 'Leader',
-    266: 'Replicas',
-    270: 'Replicas',
-    274: 'Replicas',
-    277: 'Replicas',
-    279: 'RemovingReplicas',
-    283: 'RemovingReplicas',
-    287: 'RemovingReplicas',
-    290: 'RemovingReplicas',
-    292: 'AddingReplicas',
-    296: 'AddingReplicas',
-    300: 'AddingReplicas',
-    303: 'AddingReplicas',
-    305: 'LeaderRecoveryState',
-    308: 'LeaderRecoveryState',
-    310: 'Directories',
-    314: 'Directories',
-    321: 'Directories',
-    325: 'Directories',
-    337: 'PartitionId',
-    339: 'TopicId',
-    349: 'tagged fields of PartitionChangeRecord',
-    350: 'tagged fields of PartitionChangeRecord',
-    358: 'EligibleLeaderReplicas',
-    359: 'EligibleLeaderReplicas',
-    360: 'LastKnownElr',
-    361: 'LastKnownElr',
-    362: 'PartitionId',
-    363: 'TopicId',
-    365: 'Isr',
-    368: 'Isr',
-    371: 'Isr',
-    373: 'Leader',
-    375: 'Leader',
-    377: 'Replicas',
-    380: 'Replicas',
-    383: 'Replicas',
-    385: 'RemovingReplicas',
-    388: 'RemovingReplicas',
-    391: 'RemovingReplicas',
-    393: 'AddingReplicas',
-    396: 'AddingReplicas',
-    399: 'AddingReplicas',
-    401: 'LeaderRecoveryState',
-    403: 'LeaderRecoveryState',
-    405: 'Directories',
-    408: 'Directories',
-    410: 'Directories',
-    413: 'tagged fields of PartitionChangeRecord',
-    419: 'tagged fields of PartitionChangeRecord',
-    425: 'tagged fields of PartitionChangeRecord',
-    428: 'Isr',
-    432: 'Isr',
-    436: 'Isr',
-    439: 'Isr',
-    441: 'Leader',
-    444: 'Leader',
-    446: 'Replicas',
-    450: 'Replicas',
-    454: 'Replicas',
-    457: 'Replicas',
-    459: 'RemovingReplicas',
-    463: 'RemovingReplicas',
-    467: 'RemovingReplicas',
-    470: 'RemovingReplicas',
-    472: 'AddingReplicas',
-    476: 'AddingReplicas',
-    480: 'AddingReplicas',
-    483: 'AddingReplicas',
-    485: 'LeaderRecoveryState',
-    488: 'LeaderRecoveryState',
-    490: 'EligibleLeaderReplicas',
-    494: 'EligibleLeaderReplicas',
-    498: 'EligibleLeaderReplicas',
-    501: 'EligibleLeaderReplicas',
-    503: 'LastKnownElr',
-    507: 'LastKnownElr',
-    511: 'LastKnownElr',
-    514: 'LastKnownElr',
-    516: 'Directories',
-    520: 'Directories',
-    527: 'Directories',
-    531: 'Directories',
-    543: 'PartitionId',
-    545: 'TopicId',
-    555: 'tagged fields of PartitionChangeRecord',
-    556: 'tagged fields of PartitionChangeRecord',
-    564: 'PartitionId',
-    565: 'TopicId',
-    567: 'Isr',
-    570: 'Isr',
-    573: 'Isr',
-    575: 'Leader',
-    577: 'Leader',
-    579: 'Replicas',
-    582: 'Replicas',
-    585: 'Replicas',
-    587: 'RemovingReplicas',
-    590: 'RemovingReplicas',
-    593: 'RemovingReplicas',
-    595: 'AddingReplicas',
-    598: 'AddingReplicas',
-    601: 'AddingReplicas',
-    603: 'LeaderRecoveryState',
-    605: 'LeaderRecoveryState',
-    607: 'EligibleLeaderReplicas',
-    610: 'EligibleLeaderReplicas',
-    613: 'EligibleLeaderReplicas',
-    615: 'LastKnownElr',
-    618: 'LastKnownElr',
-    621: 'LastKnownElr',
-    623: 'Directories',
-    626: 'Directories',
-    628: 'Directories',
-    631: 'tagged fields of PartitionChangeRecord',
+    260: 'Isr',
+    264: 'Isr',
+    269: 'Isr',
+    271: 'Leader',
+    274: 'Leader',
+    276: 'Replicas',
+    280: 'Replicas',
+    284: 'Replicas',
+    289: 'Replicas',
+    291: 'RemovingReplicas',
+    295: 'RemovingReplicas',
+    299: 'RemovingReplicas',
+    304: 'RemovingReplicas',
+    306: 'AddingReplicas',
+    310: 'AddingReplicas',
+    314: 'AddingReplicas',
+    319: 'AddingReplicas',
+    321: 'LeaderRecoveryState',
+    324: 'LeaderRecoveryState',
+    326: 'Directories',
+    330: 'Directories',
+    337: 'Directories',
+    343: 'Directories',
+    355: 'PartitionId',
+    357: 'TopicId',
+    367: 'tagged fields of PartitionChangeRecord',
+    368: 'tagged fields of PartitionChangeRecord',
+    376: 'EligibleLeaderReplicas',
+    377: 'EligibleLeaderReplicas',
+    378: 'LastKnownElr',
+    379: 'LastKnownElr',
+    380: 'PartitionId',
+    381: 'TopicId',
+    383: 'Isr',
+    386: 'Isr',
+    389: 'Isr',
+    391: 'Leader',
+    393: 'Leader',
+    395: 'Replicas',
+    398: 'Replicas',
+    401: 'Replicas',
+    403: 'RemovingReplicas',
+    406: 'RemovingReplicas',
+    409: 'RemovingReplicas',
+    411: 'AddingReplicas',
+    414: 'AddingReplicas',
+    417: 'AddingReplicas',
+    419: 'LeaderRecoveryState',
+    421: 'LeaderRecoveryState',
+    423: 'Directories',
+    426: 'Directories',
+    428: 'Directories',
+    431: 'tagged fields of PartitionChangeRecord',
+    437: 'tagged fields of PartitionChangeRecord',
+    443: 'tagged fields of PartitionChangeRecord',
+    446: 'Isr',
+    450: 'Isr',
+    454: 'Isr',
+    459: 'Isr',
+    461: 'Leader',
+    464: 'Leader',
+    466: 'Replicas',
+    470: 'Replicas',
+    474: 'Replicas',
+    479: 'Replicas',
+    481: 'RemovingReplicas',
+    485: 'RemovingReplicas',
+    489: 'RemovingReplicas',
+    494: 'RemovingReplicas',
+    496: 'AddingReplicas',
+    500: 'AddingReplicas',
+    504: 'AddingReplicas',
+    509: 'AddingReplicas',
+    511: 'LeaderRecoveryState',
+    514: 'LeaderRecoveryState',
+    516: 'EligibleLeaderReplicas',
+    520: 'EligibleLeaderReplicas',
+    524: 'EligibleLeaderReplicas',
+    529: 'EligibleLeaderReplicas',
+    531: 'LastKnownElr',
+    535: 'LastKnownElr',
+    539: 'LastKnownElr',
+    544: 'LastKnownElr',
+    546: 'Directories',
+    550: 'Directories',
+    557: 'Directories',
+    563: 'Directories',
+    575: 'PartitionId',
+    577: 'TopicId',
+    587: 'tagged fields of PartitionChangeRecord',
+    588: 'tagged fields of PartitionChangeRecord',
+    596: 'PartitionId',
+    597: 'TopicId',
+    599: 'Isr',
+    602: 'Isr',
+    605: 'Isr',
+    607: 'Leader',
+    609: 'Leader',
+    611: 'Replicas',
+    614: 'Replicas',
+    617: 'Replicas',
+    619: 'RemovingReplicas',
+    622: 'RemovingReplicas',
+    625: 'RemovingReplicas',
+    627: 'AddingReplicas',
+    630: 'AddingReplicas',
+    633: 'AddingReplicas',
+    635: 'LeaderRecoveryState',
+    637: 'LeaderRecoveryState',
+    639: 'EligibleLeaderReplicas',
+    642: 'EligibleLeaderReplicas',
+    645: 'EligibleLeaderReplicas',
+    647: 'LastKnownElr',
+    650: 'LastKnownElr',
+    653: 'LastKnownElr',
+    655: 'Directories',
+    658: 'Directories',
+    660: 'Directories',
+    663: 'tagged fields of PartitionChangeRecord',
 }

@@ -117,29 +117,41 @@ def _decode_PartitionRecord_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    self.replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.replicas = []
+    else:
+        self.replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    self.isr = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.isr = []
+    else:
+        self.isr = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    self.removing_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.removing_replicas = []
+    else:
+        self.removing_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    self.adding_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.adding_replicas = []
+    else:
+        self.adding_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     self.leader, self.leader_epoch, self.partition_epoch = _S1.unpack_from(data, pos)
     pos += 12
     self.leader_recovery_state = 0
@@ -213,29 +225,41 @@ def _decode_PartitionRecord_v1(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    self.replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.replicas = []
+    else:
+        self.replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    self.isr = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.isr = []
+    else:
+        self.isr = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    self.removing_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.removing_replicas = []
+    else:
+        self.removing_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    self.adding_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.adding_replicas = []
+    else:
+        self.adding_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     self.leader, self.leader_epoch, self.partition_epoch = _S1.unpack_from(data, pos)
     pos += 12
     n = data[pos] - 1
@@ -243,12 +267,15 @@ def _decode_PartitionRecord_v1(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = read_uuid(data, pos)
-        append(item)
-    self.directories = items
+    if n == 0:
+        self.directories = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = read_uuid(data, pos)
+            append(item)
+        self.directories = items
     self.leader_recovery_state = 0
     self.eligible_leader_replicas = None
     self.last_known_elr = None
@@ -333,11 +360,13 @@ def _decode_tags_PartitionRecord_v2(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_nullable_array_length(data, pos)
-            if n < 0:
-                self.eligible_leader_replicas = None
-            else:
+            if n == 0:
+                self.eligible_leader_replicas = []
+            elif n > 0:
                 self.eligible_leader_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
                 pos += 4 * n
+            else:
+                self.eligible_leader_replicas = None
             if pos != end:
                 raise Malformed(f'tagged field EligibleLeaderReplicas (tag 1) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 2:
@@ -346,11 +375,13 @@ def _decode_tags_PartitionRecord_v2(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_nullable_array_length(data, pos)
-            if n < 0:
-                self.last_known_elr = None
-            else:
+            if n == 0:
+                self.last_known_elr = []
+            elif n > 0:
                 self.last_known_elr = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
                 pos += 4 * n
+            else:
+                self.last_known_elr = None
             if pos != end:
                 raise Malformed(f'tagged field LastKnownElr (tag 2) ends at byte {end} but its value ended at byte {pos}')
         else:
@@ -372,29 +403,41 @@ def _decode_PartitionRecord_v2(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    self.replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.replicas = []
+    else:
+        self.replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    self.isr = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.isr = []
+    else:
+        self.isr = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    self.removing_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.removing_replicas = []
+    else:
+        self.removing_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    self.adding_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-    pos += 4 * n
+    if n == 0:
+        self.adding_replicas = []
+    else:
+        self.adding_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+        pos += 4 * n
     self.leader, self.leader_epoch, self.partition_epoch = _S1.unpack_from(data, pos)
     pos += 12
     n = data[pos] - 1
@@ -402,12 +445,15 @@ def _decode_PartitionRecord_v2(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = read_uuid(data, pos)
-        append(item)
-    self.directories = items
+    if n == 0:
+        self.directories = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = read_uuid(data, pos)
+            append(item)
+        self.directories = items
     self.leader_recovery_state = 0
     self.eligible_leader_replicas = None
     self.last_known_elr = None
@@ -496,145 +542,145 @@ _LINE_FIELDS = {
     114: 'TopicId',
     115: 'Replicas',
     119: 'Replicas',
-    120: 'Replicas',
-    122: 'Isr',
-    126: 'Isr',
-    127: 'Isr',
-    129: 'RemovingReplicas',
-    133: 'RemovingReplicas',
-    134: 'RemovingReplicas',
-    136: 'AddingReplicas',
-    140: 'AddingReplicas',
-    141: 'AddingReplicas',
-    143: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
-    149: 'tagged fields of PartitionRecord',
-    150: 'tagged fields of PartitionRecord',
-    158: 'Directories',
-    159: 'Directories',
-    160: 'EligibleLeaderReplicas',
-    161: 'EligibleLeaderReplicas',
-    162: 'LastKnownElr',
-    163: 'LastKnownElr',
-    164: 'PartitionId',
-    165: 'TopicId',
-    167: 'Replicas',
-    170: 'Replicas',
-    172: 'Replicas',
-    174: 'Isr',
-    177: 'Isr',
-    179: 'Isr',
-    181: 'RemovingReplicas',
-    184: 'RemovingReplicas',
-    186: 'RemovingReplicas',
-    188: 'AddingReplicas',
-    191: 'AddingReplicas',
-    193: 'AddingReplicas',
-    194: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
-    196: 'LeaderRecoveryState',
-    198: 'LeaderRecoveryState',
-    201: 'tagged fields of PartitionRecord',
-    208: 'PartitionId',
-    210: 'TopicId',
-    211: 'Replicas',
-    215: 'Replicas',
-    216: 'Replicas',
-    218: 'Isr',
-    222: 'Isr',
-    223: 'Isr',
-    225: 'RemovingReplicas',
-    229: 'RemovingReplicas',
-    230: 'RemovingReplicas',
-    232: 'AddingReplicas',
-    236: 'AddingReplicas',
-    237: 'AddingReplicas',
-    239: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
-    241: 'Directories',
-    245: 'Directories',
-    249: 'Directories',
-    255: 'tagged fields of PartitionRecord',
-    256: 'tagged fields of PartitionRecord',
-    264: 'EligibleLeaderReplicas',
-    265: 'EligibleLeaderReplicas',
-    266: 'LastKnownElr',
-    267: 'LastKnownElr',
-    268: 'PartitionId',
-    269: 'TopicId',
-    271: 'Replicas',
-    274: 'Replicas',
-    276: 'Replicas',
-    278: 'Isr',
-    281: 'Isr',
-    283: 'Isr',
-    285: 'RemovingReplicas',
-    288: 'RemovingReplicas',
-    290: 'RemovingReplicas',
-    292: 'AddingReplicas',
-    295: 'AddingReplicas',
-    297: 'AddingReplicas',
-    298: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
-    300: 'Directories',
-    303: 'Directories',
-    304: 'Directories',
-    306: 'LeaderRecoveryState',
-    308: 'LeaderRecoveryState',
-    311: 'tagged fields of PartitionRecord',
-    317: 'tagged fields of PartitionRecord',
-    323: 'tagged fields of PartitionRecord',
-    326: 'LeaderRecoveryState',
-    329: 'LeaderRecoveryState',
-    331: 'EligibleLeaderReplicas',
-    335: 'EligibleLeaderReplicas',
-    339: 'EligibleLeaderReplicas',
-    342: 'EligibleLeaderReplicas',
-    344: 'LastKnownElr',
-    348: 'LastKnownElr',
-    352: 'LastKnownElr',
-    355: 'LastKnownElr',
-    367: 'PartitionId',
-    369: 'TopicId',
-    370: 'Replicas',
-    374: 'Replicas',
-    375: 'Replicas',
-    377: 'Isr',
-    381: 'Isr',
-    382: 'Isr',
-    384: 'RemovingReplicas',
-    388: 'RemovingReplicas',
-    389: 'RemovingReplicas',
-    391: 'AddingReplicas',
-    395: 'AddingReplicas',
-    396: 'AddingReplicas',
-    398: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
-    400: 'Directories',
-    404: 'Directories',
-    408: 'Directories',
-    414: 'tagged fields of PartitionRecord',
-    415: 'tagged fields of PartitionRecord',
-    423: 'PartitionId',
-    424: 'TopicId',
-    426: 'Replicas',
-    429: 'Replicas',
-    431: 'Replicas',
-    433: 'Isr',
-    436: 'Isr',
-    438: 'Isr',
-    440: 'RemovingReplicas',
-    443: 'RemovingReplicas',
-    445: 'RemovingReplicas',
-    447: 'AddingReplicas',
-    450: 'AddingReplicas',
-    452: 'AddingReplicas',
-    453: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
-    455: 'Directories',
-    458: 'Directories',
-    459: 'Directories',
-    461: 'LeaderRecoveryState',
-    463: 'LeaderRecoveryState',
-    465: 'EligibleLeaderReplicas',
-    468: 'EligibleLeaderReplicas',
-    471: 'EligibleLeaderReplicas',
-    473: 'LastKnownElr',
-    476: 'LastKnownElr',
-    479: 'LastKnownElr',
-    482: 'tagged fields of PartitionRecord',
+    123: 'Replicas',
+    125: 'Isr',
+    129: 'Isr',
+    133: 'Isr',
+    135: 'RemovingReplicas',
+    139: 'RemovingReplicas',
+    143: 'RemovingReplicas',
+    145: 'AddingReplicas',
+    149: 'AddingReplicas',
+    153: 'AddingReplicas',
+    155: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
+    161: 'tagged fields of PartitionRecord',
+    162: 'tagged fields of PartitionRecord',
+    170: 'Directories',
+    171: 'Directories',
+    172: 'EligibleLeaderReplicas',
+    173: 'EligibleLeaderReplicas',
+    174: 'LastKnownElr',
+    175: 'LastKnownElr',
+    176: 'PartitionId',
+    177: 'TopicId',
+    179: 'Replicas',
+    182: 'Replicas',
+    184: 'Replicas',
+    186: 'Isr',
+    189: 'Isr',
+    191: 'Isr',
+    193: 'RemovingReplicas',
+    196: 'RemovingReplicas',
+    198: 'RemovingReplicas',
+    200: 'AddingReplicas',
+    203: 'AddingReplicas',
+    205: 'AddingReplicas',
+    206: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
+    208: 'LeaderRecoveryState',
+    210: 'LeaderRecoveryState',
+    213: 'tagged fields of PartitionRecord',
+    220: 'PartitionId',
+    222: 'TopicId',
+    223: 'Replicas',
+    227: 'Replicas',
+    231: 'Replicas',
+    233: 'Isr',
+    237: 'Isr',
+    241: 'Isr',
+    243: 'RemovingReplicas',
+    247: 'RemovingReplicas',
+    251: 'RemovingReplicas',
+    253: 'AddingReplicas',
+    257: 'AddingReplicas',
+    261: 'AddingReplicas',
+    263: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
+    265: 'Directories',
+    269: 'Directories',
+    276: 'Directories',
+    282: 'tagged fields of PartitionRecord',
+    283: 'tagged fields of PartitionRecord',
+    291: 'EligibleLeaderReplicas',
+    292: 'EligibleLeaderReplicas',
+    293: 'LastKnownElr',
+    294: 'LastKnownElr',
+    295: 'PartitionId',
+    296: 'TopicId',
+    298: 'Replicas',
+    301: 'Replicas',
+    303: 'Replicas',
+    305: 'Isr',
+    308: 'Isr',
+    310: 'Isr',
+    312: 'RemovingReplicas',
+    315: 'RemovingReplicas',
+    317: 'RemovingReplicas',
+    319: 'AddingReplicas',
+    322: 'AddingReplicas',
+    324: 'AddingReplicas',
+    325: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
+    327: 'Directories',
+    330: 'Directories',
+    331: 'Directories',
+    333: 'LeaderRecoveryState',
+    335: 'LeaderRecoveryState',
+    338: 'tagged fields of PartitionRecord',
+    344: 'tagged fields of PartitionRecord',
+    350: 'tagged fields of PartitionRecord',
+    353: 'LeaderRecoveryState',
+    356: 'LeaderRecoveryState',
+    358: 'EligibleLeaderReplicas',
+    362: 'EligibleLeaderReplicas',
+    366: 'EligibleLeaderReplicas',
+    371: 'EligibleLeaderReplicas',
+    373: 'LastKnownElr',
+    377: 'LastKnownElr',
+    381: 'LastKnownElr',
+    386: 'LastKnownElr',
+    398: 'PartitionId',
+    400: 'TopicId',
+    401: 'Replicas',
+    405: 'Replicas',
+    409: 'Replicas',
+    411: 'Isr',
+    415: 'Isr',
+    419: 'Isr',
+    421: 'RemovingReplicas',
+    425: 'RemovingReplicas',
+    429: 'RemovingReplicas',
+    431: 'AddingReplicas',
+    435: 'AddingReplicas',
+    439: 'AddingReplicas',
+    441: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
+    443: 'Directories',
+    447: 'Directories',
+    454: 'Directories',
+    460: 'tagged fields of PartitionRecord',
+    461: 'tagged fields of PartitionRecord',
+    469: 'PartitionId',
+    470: 'TopicId',
+    472: 'Replicas',
+    475: 'Replicas',
+    477: 'Replicas',
+    479: 'Isr',
+    482: 'Isr',
+    484: 'Isr',
+    486: 'RemovingReplicas',
+    489: 'RemovingReplicas',
+    491: 'RemovingReplicas',
+    493: 'AddingReplicas',
+    496: 'AddingReplicas',
+    498: 'AddingReplicas',
+    499: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
+    501: 'Directories',
+    504: 'Directories',
+    505: 'Directories',
+    507: 'LeaderRecoveryState',
+    509: 'LeaderRecoveryState',
+    511: 'EligibleLeaderReplicas',
+    514: 'EligibleLeaderReplicas',
+    517: 'EligibleLeaderReplicas',
+    519: 'LastKnownElr',
+    522: 'LastKnownElr',
+    525: 'LastKnownElr',
+    528: 'tagged fields of PartitionRecord',
 }

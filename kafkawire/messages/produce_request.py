@@ -53,6 +53,7 @@ class ProduceRequest(_message.Message):
     FLEXIBLE_VERSIONS = (9, 32767)
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ProduceRequest.json'
+    _HAS_BYTES = True
 
     def __init__(self, *, transactional_id=None, acks=0, timeout_ms=0, topic_data=_MISSING):
         self.transactional_id = transactional_id
@@ -112,11 +113,11 @@ _DEFAULT_TopicProduceData = TopicProduceData()
 _DEFAULT_ProduceRequest = ProduceRequest()
 
 
-def _decode_PartitionProduceData_v0(data, pos):
+def _decode_PartitionProduceData_v0(data, pos, view):
     self = _new(PartitionProduceData)
     self.index, = _S0.unpack_from(data, pos)
     pos += 4
-    self.records, pos = read_nullable_bytes_view(data, pos)
+    self.records, pos = read_nullable_bytes(view, pos)
     self._unknown_tagged_fields = ()
     return self, pos
 
@@ -184,11 +185,11 @@ def _encode_PartitionProduceData_v8(self, buf):
         raise unsupported_tags('ProduceRequest', 'PartitionProduceData', 8)
 
 
-def _decode_PartitionProduceData_v9(data, pos):
+def _decode_PartitionProduceData_v9(data, pos, view):
     self = _new(PartitionProduceData)
     self.index, = _S0.unpack_from(data, pos)
     pos += 4
-    self.records, pos = read_compact_nullable_bytes_view(data, pos)
+    self.records, pos = read_compact_nullable_bytes(view, pos)
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -206,16 +207,19 @@ def _encode_PartitionProduceData_v9(self, buf):
         buf.append(0)
 
 
-def _decode_TopicProduceData_v0(data, pos):
+def _decode_TopicProduceData_v0(data, pos, view):
     self = _new(TopicProduceData)
     self.name, pos = read_string(data, pos)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionProduceData_v0(data, pos)
-        append(item)
-    self.partition_data = items
+    if n == 0:
+        self.partition_data = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionProduceData_v0(data, pos, view)
+            append(item)
+        self.partition_data = items
     self.topic_id = _ZERO_UUID
     self._unknown_tagged_fields = ()
     return self, pos
@@ -311,7 +315,7 @@ def _encode_TopicProduceData_v8(self, buf):
         raise unsupported_tags('ProduceRequest', 'TopicProduceData', 8)
 
 
-def _decode_TopicProduceData_v9(data, pos):
+def _decode_TopicProduceData_v9(data, pos, view):
     self = _new(TopicProduceData)
     self.name, pos = read_compact_string(data, pos)
     n = data[pos] - 1
@@ -319,12 +323,15 @@ def _decode_TopicProduceData_v9(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionProduceData_v9(data, pos)
-        append(item)
-    self.partition_data = items
+    if n == 0:
+        self.partition_data = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionProduceData_v9(data, pos, view)
+            append(item)
+        self.partition_data = items
     self.topic_id = _ZERO_UUID
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -349,7 +356,7 @@ def _encode_TopicProduceData_v9(self, buf):
         buf.append(0)
 
 
-def _decode_TopicProduceData_v13(data, pos):
+def _decode_TopicProduceData_v13(data, pos, view):
     self = _new(TopicProduceData)
     self.topic_id, pos = read_uuid(data, pos)
     n = data[pos] - 1
@@ -357,12 +364,15 @@ def _decode_TopicProduceData_v13(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionProduceData_v9(data, pos)
-        append(item)
-    self.partition_data = items
+    if n == 0:
+        self.partition_data = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionProduceData_v9(data, pos, view)
+            append(item)
+        self.partition_data = items
     self.name = ''
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -388,16 +398,20 @@ def _encode_TopicProduceData_v13(self, buf):
 
 
 def _decode_ProduceRequest_v0(data, pos):
+    view = memoryview(data)
     self = _new(ProduceRequest)
     self.acks, self.timeout_ms = _S1.unpack_from(data, pos)
     pos += 6
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicProduceData_v0(data, pos)
-        append(item)
-    self.topic_data = items
+    if n == 0:
+        self.topic_data = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicProduceData_v0(data, pos, view)
+            append(item)
+        self.topic_data = items
     self.transactional_id = None
     self._unknown_tagged_fields = ()
     return self, pos
@@ -440,17 +454,21 @@ def _encode_ProduceRequest_v2(self, buf):
 
 
 def _decode_ProduceRequest_v3(data, pos):
+    view = memoryview(data)
     self = _new(ProduceRequest)
     self.transactional_id, pos = read_nullable_string(data, pos)
     self.acks, self.timeout_ms = _S1.unpack_from(data, pos)
     pos += 6
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicProduceData_v0(data, pos)
-        append(item)
-    self.topic_data = items
+    if n == 0:
+        self.topic_data = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicProduceData_v0(data, pos, view)
+            append(item)
+        self.topic_data = items
     self._unknown_tagged_fields = ()
     return self, pos
 
@@ -522,6 +540,7 @@ def _encode_ProduceRequest_v8(self, buf):
 
 
 def _decode_ProduceRequest_v9(data, pos):
+    view = memoryview(data)
     self = _new(ProduceRequest)
     self.transactional_id, pos = read_compact_nullable_string(data, pos)
     self.acks, self.timeout_ms = _S1.unpack_from(data, pos)
@@ -531,12 +550,15 @@ def _decode_ProduceRequest_v9(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicProduceData_v9(data, pos)
-        append(item)
-    self.topic_data = items
+    if n == 0:
+        self.topic_data = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicProduceData_v9(data, pos, view)
+            append(item)
+        self.topic_data = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -562,6 +584,7 @@ def _encode_ProduceRequest_v9(self, buf):
 
 
 def _decode_ProduceRequest_v13(data, pos):
+    view = memoryview(data)
     self = _new(ProduceRequest)
     self.transactional_id, pos = read_compact_nullable_string(data, pos)
     self.acks, self.timeout_ms = _S1.unpack_from(data, pos)
@@ -571,12 +594,15 @@ def _decode_ProduceRequest_v13(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicProduceData_v13(data, pos)
-        append(item)
-    self.topic_data = items
+    if n == 0:
+        self.topic_data = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicProduceData_v13(data, pos, view)
+            append(item)
+        self.topic_data = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -609,182 +635,182 @@ ProduceRequest._ENCODERS = {0: _encode_ProduceRequest_v0, 1: _encode_ProduceRequ
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    117: 'Index',
-    119: 'Records',
-    125: 'Index',
-    126: 'Records',
-    128: 'tagged fields of PartitionProduceData',
-    132: 'Index',
-    133: 'Records',
-    135: 'tagged fields of PartitionProduceData',
-    139: 'Index',
-    140: 'Records',
-    142: 'tagged fields of PartitionProduceData',
-    146: 'Index',
-    147: 'Records',
-    149: 'tagged fields of PartitionProduceData',
-    153: 'Index',
-    154: 'Records',
-    156: 'tagged fields of PartitionProduceData',
-    160: 'Index',
-    161: 'Records',
-    163: 'tagged fields of PartitionProduceData',
-    167: 'Index',
-    168: 'Records',
-    170: 'tagged fields of PartitionProduceData',
-    174: 'Index',
-    175: 'Records',
-    177: 'tagged fields of PartitionProduceData',
-    181: 'Index',
-    182: 'Records',
-    184: 'tagged fields of PartitionProduceData',
-    189: 'Index',
-    191: 'Records',
-    192: 'tagged fields of PartitionProduceData',
+    118: 'Index',
+    120: 'Records',
+    126: 'Index',
+    127: 'Records',
+    129: 'tagged fields of PartitionProduceData',
+    133: 'Index',
+    134: 'Records',
+    136: 'tagged fields of PartitionProduceData',
+    140: 'Index',
+    141: 'Records',
+    143: 'tagged fields of PartitionProduceData',
+    147: 'Index',
+    148: 'Records',
+    150: 'tagged fields of PartitionProduceData',
+    154: 'Index',
+    155: 'Records',
+    157: 'tagged fields of PartitionProduceData',
+    161: 'Index',
+    162: 'Records',
+    164: 'tagged fields of PartitionProduceData',
+    168: 'Index',
+    169: 'Records',
+    171: 'tagged fields of PartitionProduceData',
+    175: 'Index',
+    176: 'Records',
+    178: 'tagged fields of PartitionProduceData',
+    182: 'Index',
+    183: 'Records',
+    185: 'tagged fields of PartitionProduceData',
+    190: 'Index',
+    192: 'Records',
     193: 'tagged fields of PartitionProduceData',
-    201: 'Index',
-    202: 'Records',
-    204: 'tagged fields of PartitionProduceData',
-    211: 'Name',
-    212: 'PartitionData',
-    216: 'PartitionData',
-    225: 'Name',
-    227: 'PartitionData',
-    229: 'PartitionData',
-    231: 'tagged fields of TopicProduceData',
-    235: 'Name',
-    237: 'PartitionData',
-    239: 'PartitionData',
-    241: 'tagged fields of TopicProduceData',
-    245: 'Name',
-    247: 'PartitionData',
-    249: 'PartitionData',
-    251: 'tagged fields of TopicProduceData',
-    255: 'Name',
-    257: 'PartitionData',
-    259: 'PartitionData',
-    261: 'tagged fields of TopicProduceData',
-    265: 'Name',
-    267: 'PartitionData',
-    269: 'PartitionData',
-    271: 'tagged fields of TopicProduceData',
-    275: 'Name',
-    277: 'PartitionData',
-    279: 'PartitionData',
-    281: 'tagged fields of TopicProduceData',
-    285: 'Name',
-    287: 'PartitionData',
-    289: 'PartitionData',
-    291: 'tagged fields of TopicProduceData',
-    295: 'Name',
-    297: 'PartitionData',
-    299: 'PartitionData',
-    301: 'tagged fields of TopicProduceData',
-    305: 'Name',
-    307: 'PartitionData',
-    309: 'PartitionData',
-    311: 'tagged fields of TopicProduceData',
-    316: 'Name',
-    317: 'PartitionData',
+    194: 'tagged fields of PartitionProduceData',
+    202: 'Index',
+    203: 'Records',
+    205: 'tagged fields of PartitionProduceData',
+    212: 'Name',
+    213: 'PartitionData',
+    220: 'PartitionData',
+    229: 'Name',
+    231: 'PartitionData',
+    233: 'PartitionData',
+    235: 'tagged fields of TopicProduceData',
+    239: 'Name',
+    241: 'PartitionData',
+    243: 'PartitionData',
+    245: 'tagged fields of TopicProduceData',
+    249: 'Name',
+    251: 'PartitionData',
+    253: 'PartitionData',
+    255: 'tagged fields of TopicProduceData',
+    259: 'Name',
+    261: 'PartitionData',
+    263: 'PartitionData',
+    265: 'tagged fields of TopicProduceData',
+    269: 'Name',
+    271: 'PartitionData',
+    273: 'PartitionData',
+    275: 'tagged fields of TopicProduceData',
+    279: 'Name',
+    281: 'PartitionData',
+    283: 'PartitionData',
+    285: 'tagged fields of TopicProduceData',
+    289: 'Name',
+    291: 'PartitionData',
+    293: 'PartitionData',
+    295: 'tagged fields of TopicProduceData',
+    299: 'Name',
+    301: 'PartitionData',
+    303: 'PartitionData',
+    305: 'tagged fields of TopicProduceData',
+    309: 'Name',
+    311: 'PartitionData',
+    313: 'PartitionData',
+    315: 'tagged fields of TopicProduceData',
+    320: 'Name',
     321: 'PartitionData',
     325: 'PartitionData',
-    329: 'tagged fields of TopicProduceData',
-    330: 'tagged fields of TopicProduceData',
-    338: 'Name',
-    340: 'PartitionData',
-    343: 'PartitionData',
-    345: 'PartitionData',
-    347: 'tagged fields of TopicProduceData',
-    354: 'TopicId',
-    355: 'PartitionData',
-    359: 'PartitionData',
-    363: 'PartitionData',
-    367: 'tagged fields of TopicProduceData',
-    368: 'tagged fields of TopicProduceData',
-    376: 'TopicId',
-    378: 'PartitionData',
-    381: 'PartitionData',
-    383: 'PartitionData',
-    385: 'tagged fields of TopicProduceData',
-    392: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    394: 'TopicData',
-    398: 'TopicData',
-    407: 'TransactionalId',
-    408: 'TransactionalId',
-    409: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    411: 'TopicData',
-    413: 'TopicData',
-    415: 'tagged fields of ProduceRequest',
-    419: 'TransactionalId',
-    420: 'TransactionalId',
-    421: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    423: 'TopicData',
+    332: 'PartitionData',
+    336: 'tagged fields of TopicProduceData',
+    337: 'tagged fields of TopicProduceData',
+    345: 'Name',
+    347: 'PartitionData',
+    350: 'PartitionData',
+    352: 'PartitionData',
+    354: 'tagged fields of TopicProduceData',
+    361: 'TopicId',
+    362: 'PartitionData',
+    366: 'PartitionData',
+    373: 'PartitionData',
+    377: 'tagged fields of TopicProduceData',
+    378: 'tagged fields of TopicProduceData',
+    386: 'TopicId',
+    388: 'PartitionData',
+    391: 'PartitionData',
+    393: 'PartitionData',
+    395: 'tagged fields of TopicProduceData',
+    403: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
+    405: 'TopicData',
+    412: 'TopicData',
+    421: 'TransactionalId',
+    422: 'TransactionalId',
+    423: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
     425: 'TopicData',
-    427: 'tagged fields of ProduceRequest',
-    431: 'TransactionalId',
-    432: 'TransactionalId',
-    433: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    435: 'TopicData',
+    427: 'TopicData',
+    429: 'tagged fields of ProduceRequest',
+    433: 'TransactionalId',
+    434: 'TransactionalId',
+    435: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
     437: 'TopicData',
-    439: 'tagged fields of ProduceRequest',
-    444: 'TransactionalId',
-    445: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    447: 'TopicData',
+    439: 'TopicData',
+    441: 'tagged fields of ProduceRequest',
+    445: 'TransactionalId',
+    446: 'TransactionalId',
+    447: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
+    449: 'TopicData',
     451: 'TopicData',
+    453: 'tagged fields of ProduceRequest',
     459: 'TransactionalId',
     460: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
     462: 'TopicData',
-    464: 'TopicData',
-    466: 'tagged fields of ProduceRequest',
-    470: 'TransactionalId',
-    471: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    473: 'TopicData',
-    475: 'TopicData',
-    477: 'tagged fields of ProduceRequest',
-    481: 'TransactionalId',
-    482: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    484: 'TopicData',
-    486: 'TopicData',
-    488: 'tagged fields of ProduceRequest',
-    492: 'TransactionalId',
-    493: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    495: 'TopicData',
-    497: 'TopicData',
-    499: 'tagged fields of ProduceRequest',
-    503: 'TransactionalId',
-    504: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    506: 'TopicData',
-    508: 'TopicData',
-    510: 'tagged fields of ProduceRequest',
-    514: 'TransactionalId',
-    515: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    517: 'TopicData',
-    519: 'TopicData',
-    521: 'tagged fields of ProduceRequest',
-    526: 'TransactionalId',
-    527: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    529: 'TopicData',
-    533: 'TopicData',
+    469: 'TopicData',
+    477: 'TransactionalId',
+    478: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
+    480: 'TopicData',
+    482: 'TopicData',
+    484: 'tagged fields of ProduceRequest',
+    488: 'TransactionalId',
+    489: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
+    491: 'TopicData',
+    493: 'TopicData',
+    495: 'tagged fields of ProduceRequest',
+    499: 'TransactionalId',
+    500: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
+    502: 'TopicData',
+    504: 'TopicData',
+    506: 'tagged fields of ProduceRequest',
+    510: 'TransactionalId',
+    511: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
+    513: 'TopicData',
+    515: 'TopicData',
+    517: 'tagged fields of ProduceRequest',
+    521: 'TransactionalId',
+    522: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
+    524: 'TopicData',
+    526: 'TopicData',
+    528: 'tagged fields of ProduceRequest',
+    532: 'TransactionalId',
+    533: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
+    535: 'TopicData',
     537: 'TopicData',
-    540: 'tagged fields of ProduceRequest',
-    541: 'tagged fields of ProduceRequest',
-    549: 'TransactionalId',
-    550: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
+    539: 'tagged fields of ProduceRequest',
+    545: 'TransactionalId',
+    546: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
+    548: 'TopicData',
     552: 'TopicData',
-    555: 'TopicData',
-    557: 'TopicData',
-    559: 'tagged fields of ProduceRequest',
-    566: 'TransactionalId',
-    567: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
-    569: 'TopicData',
-    573: 'TopicData',
+    559: 'TopicData',
+    562: 'tagged fields of ProduceRequest',
+    563: 'tagged fields of ProduceRequest',
+    571: 'TransactionalId',
+    572: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
+    574: 'TopicData',
     577: 'TopicData',
-    580: 'tagged fields of ProduceRequest',
+    579: 'TopicData',
     581: 'tagged fields of ProduceRequest',
     589: 'TransactionalId',
     590: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
     592: 'TopicData',
-    595: 'TopicData',
-    597: 'TopicData',
-    599: 'tagged fields of ProduceRequest',
+    596: 'TopicData',
+    603: 'TopicData',
+    606: 'tagged fields of ProduceRequest',
+    607: 'tagged fields of ProduceRequest',
+    615: 'TransactionalId',
+    616: (('Acks', 'acks', 'h'), ('TimeoutMs', 'timeout_ms', 'i')),
+    618: 'TopicData',
+    621: 'TopicData',
+    623: 'TopicData',
+    625: 'tagged fields of ProduceRequest',
 }

@@ -47,7 +47,7 @@ class LeaderIdAndEpoch(_message.Struct):
 
 class PartitionProduceResponse(_message.Struct):
     """A PartitionProduceResponse of ProduceResponse."""
-    __slots__ = ('index', 'error_code', 'base_offset', 'log_append_time_ms', 'log_start_offset', 'record_errors', 'error_message', 'current_leader', '_unknown_tagged_fields')
+    __slots__ = ('index', 'error_code', 'base_offset', 'log_append_time_ms', 'log_start_offset', 'record_errors', 'error_message', '_current_leader', '_unknown_tagged_fields')
     NAME = 'PartitionProduceResponse'
     MESSAGE = 'ProduceResponse'
     FLEXIBLE_VERSIONS = (9, 32767)
@@ -60,8 +60,20 @@ class PartitionProduceResponse(_message.Struct):
         self.log_start_offset = log_start_offset
         self.record_errors = [] if record_errors is _MISSING else record_errors
         self.error_message = error_message
-        self.current_leader = LeaderIdAndEpoch() if current_leader is _MISSING else current_leader
+        self._current_leader = current_leader
         self._unknown_tagged_fields = ()
+
+    @property
+    def current_leader(self):
+        # _MISSING until first read, then this instance's own LeaderIdAndEpoch.
+        value = self._current_leader
+        if value is _MISSING:
+            value = self._current_leader = LeaderIdAndEpoch()
+        return value
+
+    @current_leader.setter
+    def current_leader(self, value):
+        self._current_leader = value
 
 
 class TopicProduceResponse(_message.Struct):
@@ -177,7 +189,7 @@ def _fresh_PartitionProduceResponse():
     self.log_start_offset = -1
     self.record_errors = []
     self.error_message = None
-    self.current_leader = _fresh_LeaderIdAndEpoch()
+    self._current_leader = _MISSING
     self._unknown_tagged_fields = ()
     return self
 
@@ -283,13 +295,13 @@ def _decode_PartitionProduceResponse_v0(data, pos):
     self.log_start_offset = -1
     self.record_errors = []
     self.error_message = None
-    self.current_leader = _fresh_LeaderIdAndEpoch()
+    self._current_leader = _MISSING
     self._unknown_tagged_fields = ()
     return self, pos
 
 
 def _encode_PartitionProduceResponse_v0(self, buf):
-    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != -1 or self._current_leader.leader_epoch != -1 or self._current_leader._unknown_tagged_fields):
         raise unsupported_field('ProduceResponse', 'CurrentLeader', 0)
     buf += _S2.pack(self.index, self.error_code, self.base_offset)
     if self._unknown_tagged_fields:
@@ -297,7 +309,7 @@ def _encode_PartitionProduceResponse_v0(self, buf):
 
 
 def _encode_PartitionProduceResponse_v1(self, buf):
-    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != -1 or self._current_leader.leader_epoch != -1 or self._current_leader._unknown_tagged_fields):
         raise unsupported_field('ProduceResponse', 'CurrentLeader', 1)
     buf += _S2.pack(self.index, self.error_code, self.base_offset)
     if self._unknown_tagged_fields:
@@ -311,13 +323,13 @@ def _decode_PartitionProduceResponse_v2(data, pos):
     self.log_start_offset = -1
     self.record_errors = []
     self.error_message = None
-    self.current_leader = _fresh_LeaderIdAndEpoch()
+    self._current_leader = _MISSING
     self._unknown_tagged_fields = ()
     return self, pos
 
 
 def _encode_PartitionProduceResponse_v2(self, buf):
-    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != -1 or self._current_leader.leader_epoch != -1 or self._current_leader._unknown_tagged_fields):
         raise unsupported_field('ProduceResponse', 'CurrentLeader', 2)
     buf += _S3.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms)
     if self._unknown_tagged_fields:
@@ -325,7 +337,7 @@ def _encode_PartitionProduceResponse_v2(self, buf):
 
 
 def _encode_PartitionProduceResponse_v3(self, buf):
-    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != -1 or self._current_leader.leader_epoch != -1 or self._current_leader._unknown_tagged_fields):
         raise unsupported_field('ProduceResponse', 'CurrentLeader', 3)
     buf += _S3.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms)
     if self._unknown_tagged_fields:
@@ -333,7 +345,7 @@ def _encode_PartitionProduceResponse_v3(self, buf):
 
 
 def _encode_PartitionProduceResponse_v4(self, buf):
-    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != -1 or self._current_leader.leader_epoch != -1 or self._current_leader._unknown_tagged_fields):
         raise unsupported_field('ProduceResponse', 'CurrentLeader', 4)
     buf += _S3.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms)
     if self._unknown_tagged_fields:
@@ -346,13 +358,13 @@ def _decode_PartitionProduceResponse_v5(data, pos):
     pos += 30
     self.record_errors = []
     self.error_message = None
-    self.current_leader = _fresh_LeaderIdAndEpoch()
+    self._current_leader = _MISSING
     self._unknown_tagged_fields = ()
     return self, pos
 
 
 def _encode_PartitionProduceResponse_v5(self, buf):
-    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != -1 or self._current_leader.leader_epoch != -1 or self._current_leader._unknown_tagged_fields):
         raise unsupported_field('ProduceResponse', 'CurrentLeader', 5)
     buf += _S4.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset)
     if self._unknown_tagged_fields:
@@ -360,7 +372,7 @@ def _encode_PartitionProduceResponse_v5(self, buf):
 
 
 def _encode_PartitionProduceResponse_v6(self, buf):
-    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != -1 or self._current_leader.leader_epoch != -1 or self._current_leader._unknown_tagged_fields):
         raise unsupported_field('ProduceResponse', 'CurrentLeader', 6)
     buf += _S4.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset)
     if self._unknown_tagged_fields:
@@ -368,7 +380,7 @@ def _encode_PartitionProduceResponse_v6(self, buf):
 
 
 def _encode_PartitionProduceResponse_v7(self, buf):
-    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != -1 or self._current_leader.leader_epoch != -1 or self._current_leader._unknown_tagged_fields):
         raise unsupported_field('ProduceResponse', 'CurrentLeader', 7)
     buf += _S4.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset)
     if self._unknown_tagged_fields:
@@ -380,20 +392,23 @@ def _decode_PartitionProduceResponse_v8(data, pos):
     self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset = _S4.unpack_from(data, pos)
     pos += 30
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_BatchIndexAndErrorMessage_v8(data, pos)
-        append(item)
-    self.record_errors = items
+    if n == 0:
+        self.record_errors = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_BatchIndexAndErrorMessage_v8(data, pos)
+            append(item)
+        self.record_errors = items
     self.error_message, pos = read_nullable_string(data, pos)
-    self.current_leader = _fresh_LeaderIdAndEpoch()
+    self._current_leader = _MISSING
     self._unknown_tagged_fields = ()
     return self, pos
 
 
 def _encode_PartitionProduceResponse_v8(self, buf):
-    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != -1 or self._current_leader.leader_epoch != -1 or self._current_leader._unknown_tagged_fields):
         raise unsupported_field('ProduceResponse', 'CurrentLeader', 8)
     buf += _S4.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset)
     items = self.record_errors
@@ -414,14 +429,17 @@ def _decode_PartitionProduceResponse_v9(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_BatchIndexAndErrorMessage_v9(data, pos)
-        append(item)
-    self.record_errors = items
+    if n == 0:
+        self.record_errors = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_BatchIndexAndErrorMessage_v9(data, pos)
+            append(item)
+        self.record_errors = items
     self.error_message, pos = read_compact_nullable_string(data, pos)
-    self.current_leader = _fresh_LeaderIdAndEpoch()
+    self._current_leader = _MISSING
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -431,7 +449,7 @@ def _decode_PartitionProduceResponse_v9(data, pos):
 
 
 def _encode_PartitionProduceResponse_v9(self, buf):
-    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != -1 or self._current_leader.leader_epoch != -1 or self._current_leader._unknown_tagged_fields):
         raise unsupported_field('ProduceResponse', 'CurrentLeader', 9)
     buf += _S4.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset)
     items = self.record_errors
@@ -458,7 +476,7 @@ def _decode_tags_PartitionProduceResponse_v10(self, data, pos):
         tag, pos, end = read_tag_header(data, pos, last)
         last = tag
         if tag == 0:
-            self.current_leader, pos = _decode_LeaderIdAndEpoch_v10(data, pos)
+            self._current_leader, pos = _decode_LeaderIdAndEpoch_v10(data, pos)
             if pos != end:
                 raise Malformed(f'tagged field CurrentLeader (tag 0) ends at byte {end} but its value ended at byte {pos}')
         else:
@@ -479,14 +497,17 @@ def _decode_PartitionProduceResponse_v10(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_BatchIndexAndErrorMessage_v9(data, pos)
-        append(item)
-    self.record_errors = items
+    if n == 0:
+        self.record_errors = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_BatchIndexAndErrorMessage_v9(data, pos)
+            append(item)
+        self.record_errors = items
     self.error_message, pos = read_compact_nullable_string(data, pos)
-    self.current_leader = _fresh_LeaderIdAndEpoch()
+    self._current_leader = _MISSING
     if data[pos]:
         pos = _decode_tags_PartitionProduceResponse_v10(self, data, pos)
     else:
@@ -506,9 +527,9 @@ def _encode_PartitionProduceResponse_v10(self, buf):
         _encode_BatchIndexAndErrorMessage_v9(item, buf)
     write_compact_nullable_string(buf, self.error_message)
     known = []
-    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != -1 or self._current_leader.leader_epoch != -1 or self._current_leader._unknown_tagged_fields):
         tag_buf = bytearray()
-        _encode_LeaderIdAndEpoch_v10(self.current_leader, tag_buf)
+        _encode_LeaderIdAndEpoch_v10(self._current_leader, tag_buf)
         known.append((0, tag_buf))
     if known or self._unknown_tagged_fields:
         write_tags(buf, known, self._unknown_tagged_fields)
@@ -520,12 +541,15 @@ def _decode_TopicProduceResponse_v0(data, pos):
     self = _new(TopicProduceResponse)
     self.name, pos = read_string(data, pos)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionProduceResponse_v0(data, pos)
-        append(item)
-    self.partition_responses = items
+    if n == 0:
+        self.partition_responses = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionProduceResponse_v0(data, pos)
+            append(item)
+        self.partition_responses = items
     self.topic_id = _ZERO_UUID
     self._unknown_tagged_fields = ()
     return self, pos
@@ -555,12 +579,15 @@ def _decode_TopicProduceResponse_v2(data, pos):
     self = _new(TopicProduceResponse)
     self.name, pos = read_string(data, pos)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionProduceResponse_v2(data, pos)
-        append(item)
-    self.partition_responses = items
+    if n == 0:
+        self.partition_responses = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionProduceResponse_v2(data, pos)
+            append(item)
+        self.partition_responses = items
     self.topic_id = _ZERO_UUID
     self._unknown_tagged_fields = ()
     return self, pos
@@ -600,12 +627,15 @@ def _decode_TopicProduceResponse_v5(data, pos):
     self = _new(TopicProduceResponse)
     self.name, pos = read_string(data, pos)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionProduceResponse_v5(data, pos)
-        append(item)
-    self.partition_responses = items
+    if n == 0:
+        self.partition_responses = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionProduceResponse_v5(data, pos)
+            append(item)
+        self.partition_responses = items
     self.topic_id = _ZERO_UUID
     self._unknown_tagged_fields = ()
     return self, pos
@@ -645,12 +675,15 @@ def _decode_TopicProduceResponse_v8(data, pos):
     self = _new(TopicProduceResponse)
     self.name, pos = read_string(data, pos)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionProduceResponse_v8(data, pos)
-        append(item)
-    self.partition_responses = items
+    if n == 0:
+        self.partition_responses = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionProduceResponse_v8(data, pos)
+            append(item)
+        self.partition_responses = items
     self.topic_id = _ZERO_UUID
     self._unknown_tagged_fields = ()
     return self, pos
@@ -674,12 +707,15 @@ def _decode_TopicProduceResponse_v9(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionProduceResponse_v9(data, pos)
-        append(item)
-    self.partition_responses = items
+    if n == 0:
+        self.partition_responses = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionProduceResponse_v9(data, pos)
+            append(item)
+        self.partition_responses = items
     self.topic_id = _ZERO_UUID
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -712,12 +748,15 @@ def _decode_TopicProduceResponse_v10(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionProduceResponse_v10(data, pos)
-        append(item)
-    self.partition_responses = items
+    if n == 0:
+        self.partition_responses = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionProduceResponse_v10(data, pos)
+            append(item)
+        self.partition_responses = items
     self.topic_id = _ZERO_UUID
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -750,12 +789,15 @@ def _decode_TopicProduceResponse_v13(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionProduceResponse_v10(data, pos)
-        append(item)
-    self.partition_responses = items
+    if n == 0:
+        self.partition_responses = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionProduceResponse_v10(data, pos)
+            append(item)
+        self.partition_responses = items
     self.name = ''
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -810,12 +852,15 @@ def _encode_NodeEndpoint_v10(self, buf):
 def _decode_ProduceResponse_v0(data, pos):
     self = _new(ProduceResponse)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicProduceResponse_v0(data, pos)
-        append(item)
-    self.responses = items
+    if n == 0:
+        self.responses = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicProduceResponse_v0(data, pos)
+            append(item)
+        self.responses = items
     self.throttle_time_ms = 0
     self.node_endpoints = []
     self._unknown_tagged_fields = ()
@@ -836,12 +881,15 @@ def _encode_ProduceResponse_v0(self, buf):
 def _decode_ProduceResponse_v1(data, pos):
     self = _new(ProduceResponse)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicProduceResponse_v0(data, pos)
-        append(item)
-    self.responses = items
+    if n == 0:
+        self.responses = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicProduceResponse_v0(data, pos)
+            append(item)
+        self.responses = items
     self.throttle_time_ms, = _S0.unpack_from(data, pos)
     pos += 4
     self.node_endpoints = []
@@ -864,12 +912,15 @@ def _encode_ProduceResponse_v1(self, buf):
 def _decode_ProduceResponse_v2(data, pos):
     self = _new(ProduceResponse)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicProduceResponse_v2(data, pos)
-        append(item)
-    self.responses = items
+    if n == 0:
+        self.responses = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicProduceResponse_v2(data, pos)
+            append(item)
+        self.responses = items
     self.throttle_time_ms, = _S0.unpack_from(data, pos)
     pos += 4
     self.node_endpoints = []
@@ -916,12 +967,15 @@ def _encode_ProduceResponse_v4(self, buf):
 def _decode_ProduceResponse_v5(data, pos):
     self = _new(ProduceResponse)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicProduceResponse_v5(data, pos)
-        append(item)
-    self.responses = items
+    if n == 0:
+        self.responses = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicProduceResponse_v5(data, pos)
+            append(item)
+        self.responses = items
     self.throttle_time_ms, = _S0.unpack_from(data, pos)
     pos += 4
     self.node_endpoints = []
@@ -968,12 +1022,15 @@ def _encode_ProduceResponse_v7(self, buf):
 def _decode_ProduceResponse_v8(data, pos):
     self = _new(ProduceResponse)
     n, pos = read_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicProduceResponse_v8(data, pos)
-        append(item)
-    self.responses = items
+    if n == 0:
+        self.responses = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicProduceResponse_v8(data, pos)
+            append(item)
+        self.responses = items
     self.throttle_time_ms, = _S0.unpack_from(data, pos)
     pos += 4
     self.node_endpoints = []
@@ -1000,12 +1057,15 @@ def _decode_ProduceResponse_v9(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicProduceResponse_v9(data, pos)
-        append(item)
-    self.responses = items
+    if n == 0:
+        self.responses = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicProduceResponse_v9(data, pos)
+            append(item)
+        self.responses = items
     self.throttle_time_ms, = _S0.unpack_from(data, pos)
     pos += 4
     self.node_endpoints = []
@@ -1049,12 +1109,15 @@ def _decode_tags_ProduceResponse_v10(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_array_length(data, pos)
-            items = []
-            append = items.append
-            for _ in range(n):
-                item, pos = _decode_NodeEndpoint_v10(data, pos)
-                append(item)
-            self.node_endpoints = items
+            if n == 0:
+                self.node_endpoints = []
+            else:
+                items = []
+                append = items.append
+                for _ in range(n):
+                    item, pos = _decode_NodeEndpoint_v10(data, pos)
+                    append(item)
+                self.node_endpoints = items
             if pos != end:
                 raise Malformed(f'tagged field NodeEndpoints (tag 0) ends at byte {end} but its value ended at byte {pos}')
         else:
@@ -1073,12 +1136,15 @@ def _decode_ProduceResponse_v10(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicProduceResponse_v10(data, pos)
-        append(item)
-    self.responses = items
+    if n == 0:
+        self.responses = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicProduceResponse_v10(data, pos)
+            append(item)
+        self.responses = items
     self.throttle_time_ms, = _S0.unpack_from(data, pos)
     pos += 4
     self.node_endpoints = []
@@ -1123,12 +1189,15 @@ def _decode_ProduceResponse_v13(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicProduceResponse_v13(data, pos)
-        append(item)
-    self.responses = items
+    if n == 0:
+        self.responses = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicProduceResponse_v13(data, pos)
+            append(item)
+        self.responses = items
     self.throttle_time_ms, = _S0.unpack_from(data, pos)
     pos += 4
     self.node_endpoints = []
@@ -1180,309 +1249,309 @@ ProduceResponse._ENCODERS = {0: _encode_ProduceResponse_v0, 1: _encode_ProduceRe
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    222: 'BatchIndex',
-    224: 'BatchIndexErrorMessage',
-    230: 'BatchIndex',
-    231: 'BatchIndexErrorMessage',
-    233: 'tagged fields of BatchIndexAndErrorMessage',
-    238: 'BatchIndex',
-    240: 'BatchIndexErrorMessage',
-    241: 'tagged fields of BatchIndexAndErrorMessage',
-    242: 'tagged fields of BatchIndexAndErrorMessage',
+    234: 'BatchIndex',
+    236: 'BatchIndexErrorMessage',
+    242: 'BatchIndex',
+    243: 'BatchIndexErrorMessage',
+    245: 'tagged fields of BatchIndexAndErrorMessage',
     250: 'BatchIndex',
-    251: 'BatchIndexErrorMessage',
+    252: 'BatchIndexErrorMessage',
     253: 'tagged fields of BatchIndexAndErrorMessage',
-    260: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    262: 'tagged fields of LeaderIdAndEpoch',
-    263: 'tagged fields of LeaderIdAndEpoch',
-    271: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    273: 'tagged fields of LeaderIdAndEpoch',
-    280: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q')),
-    292: 'CurrentLeader',
-    293: 'CurrentLeader',
-    294: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q')),
-    296: 'tagged fields of PartitionProduceResponse',
-    300: 'CurrentLeader',
-    301: 'CurrentLeader',
-    302: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q')),
-    304: 'tagged fields of PartitionProduceResponse',
-    309: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q')),
-    320: 'CurrentLeader',
-    321: 'CurrentLeader',
-    322: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q')),
-    324: 'tagged fields of PartitionProduceResponse',
-    328: 'CurrentLeader',
-    329: 'CurrentLeader',
-    330: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q')),
-    332: 'tagged fields of PartitionProduceResponse',
-    336: 'CurrentLeader',
-    337: 'CurrentLeader',
-    338: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q')),
-    340: 'tagged fields of PartitionProduceResponse',
-    345: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    355: 'CurrentLeader',
-    356: 'CurrentLeader',
+    254: 'tagged fields of BatchIndexAndErrorMessage',
+    262: 'BatchIndex',
+    263: 'BatchIndexErrorMessage',
+    265: 'tagged fields of BatchIndexAndErrorMessage',
+    272: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    274: 'tagged fields of LeaderIdAndEpoch',
+    275: 'tagged fields of LeaderIdAndEpoch',
+    283: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    285: 'tagged fields of LeaderIdAndEpoch',
+    292: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q')),
+    304: 'CurrentLeader',
+    305: 'CurrentLeader',
+    306: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q')),
+    308: 'tagged fields of PartitionProduceResponse',
+    312: 'CurrentLeader',
+    313: 'CurrentLeader',
+    314: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q')),
+    316: 'tagged fields of PartitionProduceResponse',
+    321: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q')),
+    332: 'CurrentLeader',
+    333: 'CurrentLeader',
+    334: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q')),
+    336: 'tagged fields of PartitionProduceResponse',
+    340: 'CurrentLeader',
+    341: 'CurrentLeader',
+    342: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q')),
+    344: 'tagged fields of PartitionProduceResponse',
+    348: 'CurrentLeader',
+    349: 'CurrentLeader',
+    350: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q')),
+    352: 'tagged fields of PartitionProduceResponse',
     357: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    359: 'tagged fields of PartitionProduceResponse',
-    363: 'CurrentLeader',
-    364: 'CurrentLeader',
-    365: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    367: 'tagged fields of PartitionProduceResponse',
-    371: 'CurrentLeader',
-    372: 'CurrentLeader',
-    373: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    375: 'tagged fields of PartitionProduceResponse',
-    380: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    382: 'RecordErrors',
-    386: 'RecordErrors',
-    389: 'ErrorMessage',
-    396: 'CurrentLeader',
-    397: 'CurrentLeader',
-    398: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    400: 'RecordErrors',
-    402: 'RecordErrors',
-    403: 'ErrorMessage',
-    405: 'tagged fields of PartitionProduceResponse',
-    410: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    412: 'RecordErrors',
-    416: 'RecordErrors',
-    420: 'RecordErrors',
-    423: 'ErrorMessage',
-    425: 'tagged fields of PartitionProduceResponse',
-    426: 'tagged fields of PartitionProduceResponse',
-    434: 'CurrentLeader',
-    435: 'CurrentLeader',
-    436: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    367: 'CurrentLeader',
+    368: 'CurrentLeader',
+    369: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    371: 'tagged fields of PartitionProduceResponse',
+    375: 'CurrentLeader',
+    376: 'CurrentLeader',
+    377: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    379: 'tagged fields of PartitionProduceResponse',
+    383: 'CurrentLeader',
+    384: 'CurrentLeader',
+    385: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    387: 'tagged fields of PartitionProduceResponse',
+    392: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    394: 'RecordErrors',
+    401: 'RecordErrors',
+    404: 'ErrorMessage',
+    411: 'CurrentLeader',
+    412: 'CurrentLeader',
+    413: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    415: 'RecordErrors',
+    417: 'RecordErrors',
+    418: 'ErrorMessage',
+    420: 'tagged fields of PartitionProduceResponse',
+    425: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    427: 'RecordErrors',
+    431: 'RecordErrors',
     438: 'RecordErrors',
-    441: 'RecordErrors',
-    443: 'RecordErrors',
-    444: 'ErrorMessage',
-    446: 'tagged fields of PartitionProduceResponse',
-    452: 'tagged fields of PartitionProduceResponse',
-    458: 'tagged fields of PartitionProduceResponse',
-    461: 'CurrentLeader',
-    463: 'CurrentLeader',
-    475: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    477: 'RecordErrors',
-    481: 'RecordErrors',
-    485: 'RecordErrors',
-    488: 'ErrorMessage',
-    490: 'tagged fields of PartitionProduceResponse',
-    491: 'tagged fields of PartitionProduceResponse',
-    499: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    501: 'RecordErrors',
-    504: 'RecordErrors',
+    441: 'ErrorMessage',
+    443: 'tagged fields of PartitionProduceResponse',
+    444: 'tagged fields of PartitionProduceResponse',
+    452: 'CurrentLeader',
+    453: 'CurrentLeader',
+    454: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    456: 'RecordErrors',
+    459: 'RecordErrors',
+    461: 'RecordErrors',
+    462: 'ErrorMessage',
+    464: 'tagged fields of PartitionProduceResponse',
+    470: 'tagged fields of PartitionProduceResponse',
+    476: 'tagged fields of PartitionProduceResponse',
+    479: 'CurrentLeader',
+    481: 'CurrentLeader',
+    493: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    495: 'RecordErrors',
+    499: 'RecordErrors',
     506: 'RecordErrors',
-    507: 'ErrorMessage',
-    509: 'CurrentLeader',
-    511: 'CurrentLeader',
-    514: 'tagged fields of PartitionProduceResponse',
-    521: 'Name',
-    522: 'PartitionResponses',
-    526: 'PartitionResponses',
-    535: 'Name',
-    537: 'PartitionResponses',
-    539: 'PartitionResponses',
-    541: 'tagged fields of TopicProduceResponse',
-    545: 'Name',
-    547: 'PartitionResponses',
-    549: 'PartitionResponses',
-    551: 'tagged fields of TopicProduceResponse',
-    556: 'Name',
-    557: 'PartitionResponses',
+    509: 'ErrorMessage',
+    511: 'tagged fields of PartitionProduceResponse',
+    512: 'tagged fields of PartitionProduceResponse',
+    520: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    522: 'RecordErrors',
+    525: 'RecordErrors',
+    527: 'RecordErrors',
+    528: 'ErrorMessage',
+    530: 'CurrentLeader',
+    532: 'CurrentLeader',
+    535: 'tagged fields of PartitionProduceResponse',
+    542: 'Name',
+    543: 'PartitionResponses',
+    550: 'PartitionResponses',
+    559: 'Name',
     561: 'PartitionResponses',
-    570: 'Name',
-    572: 'PartitionResponses',
-    574: 'PartitionResponses',
-    576: 'tagged fields of TopicProduceResponse',
+    563: 'PartitionResponses',
+    565: 'tagged fields of TopicProduceResponse',
+    569: 'Name',
+    571: 'PartitionResponses',
+    573: 'PartitionResponses',
+    575: 'tagged fields of TopicProduceResponse',
     580: 'Name',
-    582: 'PartitionResponses',
-    584: 'PartitionResponses',
-    586: 'tagged fields of TopicProduceResponse',
-    590: 'Name',
-    592: 'PartitionResponses',
-    594: 'PartitionResponses',
-    596: 'tagged fields of TopicProduceResponse',
-    601: 'Name',
-    602: 'PartitionResponses',
-    606: 'PartitionResponses',
-    615: 'Name',
-    617: 'PartitionResponses',
+    581: 'PartitionResponses',
+    588: 'PartitionResponses',
+    597: 'Name',
+    599: 'PartitionResponses',
+    601: 'PartitionResponses',
+    603: 'tagged fields of TopicProduceResponse',
+    607: 'Name',
+    609: 'PartitionResponses',
+    611: 'PartitionResponses',
+    613: 'tagged fields of TopicProduceResponse',
+    617: 'Name',
     619: 'PartitionResponses',
-    621: 'tagged fields of TopicProduceResponse',
-    625: 'Name',
-    627: 'PartitionResponses',
+    621: 'PartitionResponses',
+    623: 'tagged fields of TopicProduceResponse',
+    628: 'Name',
     629: 'PartitionResponses',
-    631: 'tagged fields of TopicProduceResponse',
-    635: 'Name',
-    637: 'PartitionResponses',
-    639: 'PartitionResponses',
-    641: 'tagged fields of TopicProduceResponse',
-    646: 'Name',
+    636: 'PartitionResponses',
+    645: 'Name',
     647: 'PartitionResponses',
-    651: 'PartitionResponses',
-    660: 'Name',
-    662: 'PartitionResponses',
-    664: 'PartitionResponses',
-    666: 'tagged fields of TopicProduceResponse',
-    671: 'Name',
-    672: 'PartitionResponses',
-    676: 'PartitionResponses',
-    680: 'PartitionResponses',
-    684: 'tagged fields of TopicProduceResponse',
-    685: 'tagged fields of TopicProduceResponse',
+    649: 'PartitionResponses',
+    651: 'tagged fields of TopicProduceResponse',
+    655: 'Name',
+    657: 'PartitionResponses',
+    659: 'PartitionResponses',
+    661: 'tagged fields of TopicProduceResponse',
+    665: 'Name',
+    667: 'PartitionResponses',
+    669: 'PartitionResponses',
+    671: 'tagged fields of TopicProduceResponse',
+    676: 'Name',
+    677: 'PartitionResponses',
+    684: 'PartitionResponses',
     693: 'Name',
     695: 'PartitionResponses',
-    698: 'PartitionResponses',
-    700: 'PartitionResponses',
-    702: 'tagged fields of TopicProduceResponse',
-    709: 'Name',
-    710: 'PartitionResponses',
-    714: 'PartitionResponses',
-    718: 'PartitionResponses',
-    722: 'tagged fields of TopicProduceResponse',
-    723: 'tagged fields of TopicProduceResponse',
-    731: 'Name',
-    733: 'PartitionResponses',
+    697: 'PartitionResponses',
+    699: 'tagged fields of TopicProduceResponse',
+    704: 'Name',
+    705: 'PartitionResponses',
+    709: 'PartitionResponses',
+    716: 'PartitionResponses',
+    720: 'tagged fields of TopicProduceResponse',
+    721: 'tagged fields of TopicProduceResponse',
+    729: 'Name',
+    731: 'PartitionResponses',
+    734: 'PartitionResponses',
     736: 'PartitionResponses',
-    738: 'PartitionResponses',
-    740: 'tagged fields of TopicProduceResponse',
-    747: 'TopicId',
-    748: 'PartitionResponses',
-    752: 'PartitionResponses',
-    756: 'PartitionResponses',
-    760: 'tagged fields of TopicProduceResponse',
+    738: 'tagged fields of TopicProduceResponse',
+    745: 'Name',
+    746: 'PartitionResponses',
+    750: 'PartitionResponses',
+    757: 'PartitionResponses',
     761: 'tagged fields of TopicProduceResponse',
-    769: 'TopicId',
-    771: 'PartitionResponses',
-    774: 'PartitionResponses',
-    776: 'PartitionResponses',
-    778: 'tagged fields of TopicProduceResponse',
-    785: 'NodeId',
-    787: 'Host',
-    788: 'Port',
-    790: 'Rack',
-    791: 'tagged fields of NodeEndpoint',
-    792: 'tagged fields of NodeEndpoint',
-    800: 'NodeId',
-    801: 'Host',
-    802: 'Port',
-    803: 'Rack',
-    805: 'tagged fields of NodeEndpoint',
-    812: 'Responses',
-    816: 'Responses',
-    826: 'NodeEndpoints',
-    827: 'NodeEndpoints',
-    829: 'Responses',
-    831: 'Responses',
-    833: 'tagged fields of ProduceResponse',
-    838: 'Responses',
-    842: 'Responses',
-    845: 'ThrottleTimeMs',
-    853: 'NodeEndpoints',
-    854: 'NodeEndpoints',
-    856: 'Responses',
-    858: 'Responses',
-    859: 'ThrottleTimeMs',
-    861: 'tagged fields of ProduceResponse',
-    866: 'Responses',
-    870: 'Responses',
-    873: 'ThrottleTimeMs',
-    881: 'NodeEndpoints',
-    882: 'NodeEndpoints',
-    884: 'Responses',
-    886: 'Responses',
-    887: 'ThrottleTimeMs',
-    889: 'tagged fields of ProduceResponse',
-    893: 'NodeEndpoints',
-    894: 'NodeEndpoints',
-    896: 'Responses',
-    898: 'Responses',
-    899: 'ThrottleTimeMs',
-    901: 'tagged fields of ProduceResponse',
-    905: 'NodeEndpoints',
-    906: 'NodeEndpoints',
-    908: 'Responses',
-    910: 'Responses',
-    911: 'ThrottleTimeMs',
-    913: 'tagged fields of ProduceResponse',
-    918: 'Responses',
-    922: 'Responses',
-    925: 'ThrottleTimeMs',
+    762: 'tagged fields of TopicProduceResponse',
+    770: 'Name',
+    772: 'PartitionResponses',
+    775: 'PartitionResponses',
+    777: 'PartitionResponses',
+    779: 'tagged fields of TopicProduceResponse',
+    786: 'TopicId',
+    787: 'PartitionResponses',
+    791: 'PartitionResponses',
+    798: 'PartitionResponses',
+    802: 'tagged fields of TopicProduceResponse',
+    803: 'tagged fields of TopicProduceResponse',
+    811: 'TopicId',
+    813: 'PartitionResponses',
+    816: 'PartitionResponses',
+    818: 'PartitionResponses',
+    820: 'tagged fields of TopicProduceResponse',
+    827: 'NodeId',
+    829: 'Host',
+    830: 'Port',
+    832: 'Rack',
+    833: 'tagged fields of NodeEndpoint',
+    834: 'tagged fields of NodeEndpoint',
+    842: 'NodeId',
+    843: 'Host',
+    844: 'Port',
+    845: 'Rack',
+    847: 'tagged fields of NodeEndpoint',
+    854: 'Responses',
+    861: 'Responses',
+    871: 'NodeEndpoints',
+    872: 'NodeEndpoints',
+    874: 'Responses',
+    876: 'Responses',
+    878: 'tagged fields of ProduceResponse',
+    883: 'Responses',
+    890: 'Responses',
+    893: 'ThrottleTimeMs',
+    901: 'NodeEndpoints',
+    902: 'NodeEndpoints',
+    904: 'Responses',
+    906: 'Responses',
+    907: 'ThrottleTimeMs',
+    909: 'tagged fields of ProduceResponse',
+    914: 'Responses',
+    921: 'Responses',
+    924: 'ThrottleTimeMs',
+    932: 'NodeEndpoints',
     933: 'NodeEndpoints',
-    934: 'NodeEndpoints',
-    936: 'Responses',
-    938: 'Responses',
-    939: 'ThrottleTimeMs',
-    941: 'tagged fields of ProduceResponse',
+    935: 'Responses',
+    937: 'Responses',
+    938: 'ThrottleTimeMs',
+    940: 'tagged fields of ProduceResponse',
+    944: 'NodeEndpoints',
     945: 'NodeEndpoints',
-    946: 'NodeEndpoints',
-    948: 'Responses',
-    950: 'Responses',
-    951: 'ThrottleTimeMs',
-    953: 'tagged fields of ProduceResponse',
+    947: 'Responses',
+    949: 'Responses',
+    950: 'ThrottleTimeMs',
+    952: 'tagged fields of ProduceResponse',
+    956: 'NodeEndpoints',
     957: 'NodeEndpoints',
-    958: 'NodeEndpoints',
-    960: 'Responses',
-    962: 'Responses',
-    963: 'ThrottleTimeMs',
-    965: 'tagged fields of ProduceResponse',
-    970: 'Responses',
-    974: 'Responses',
-    977: 'ThrottleTimeMs',
-    985: 'NodeEndpoints',
-    986: 'NodeEndpoints',
-    988: 'Responses',
+    959: 'Responses',
+    961: 'Responses',
+    962: 'ThrottleTimeMs',
+    964: 'tagged fields of ProduceResponse',
+    969: 'Responses',
+    976: 'Responses',
+    979: 'ThrottleTimeMs',
+    987: 'NodeEndpoints',
+    988: 'NodeEndpoints',
     990: 'Responses',
-    991: 'ThrottleTimeMs',
-    993: 'tagged fields of ProduceResponse',
-    998: 'Responses',
+    992: 'Responses',
+    993: 'ThrottleTimeMs',
+    995: 'tagged fields of ProduceResponse',
+    999: 'NodeEndpoints',
+    1000: 'NodeEndpoints',
     1002: 'Responses',
-    1006: 'Responses',
-    1009: 'ThrottleTimeMs',
-    1012: 'tagged fields of ProduceResponse',
-    1013: 'tagged fields of ProduceResponse',
-    1021: 'NodeEndpoints',
-    1022: 'NodeEndpoints',
+    1004: 'Responses',
+    1005: 'ThrottleTimeMs',
+    1007: 'tagged fields of ProduceResponse',
+    1011: 'NodeEndpoints',
+    1012: 'NodeEndpoints',
+    1014: 'Responses',
+    1016: 'Responses',
+    1017: 'ThrottleTimeMs',
+    1019: 'tagged fields of ProduceResponse',
     1024: 'Responses',
-    1027: 'Responses',
-    1029: 'Responses',
-    1030: 'ThrottleTimeMs',
-    1032: 'tagged fields of ProduceResponse',
-    1038: 'tagged fields of ProduceResponse',
-    1044: 'tagged fields of ProduceResponse',
-    1047: 'NodeEndpoints',
-    1051: 'NodeEndpoints',
-    1055: 'NodeEndpoints',
-    1059: 'NodeEndpoints',
-    1071: 'Responses',
-    1075: 'Responses',
-    1079: 'Responses',
-    1082: 'ThrottleTimeMs',
-    1085: 'tagged fields of ProduceResponse',
-    1086: 'tagged fields of ProduceResponse',
-    1095: 'Responses',
-    1098: 'Responses',
-    1100: 'Responses',
-    1101: 'ThrottleTimeMs',
-    1103: 'NodeEndpoints',
-    1106: 'NodeEndpoints',
-    1109: 'NodeEndpoints',
+    1031: 'Responses',
+    1034: 'ThrottleTimeMs',
+    1042: 'NodeEndpoints',
+    1043: 'NodeEndpoints',
+    1045: 'Responses',
+    1047: 'Responses',
+    1048: 'ThrottleTimeMs',
+    1050: 'tagged fields of ProduceResponse',
+    1055: 'Responses',
+    1059: 'Responses',
+    1066: 'Responses',
+    1069: 'ThrottleTimeMs',
+    1072: 'tagged fields of ProduceResponse',
+    1073: 'tagged fields of ProduceResponse',
+    1081: 'NodeEndpoints',
+    1082: 'NodeEndpoints',
+    1084: 'Responses',
+    1087: 'Responses',
+    1089: 'Responses',
+    1090: 'ThrottleTimeMs',
+    1092: 'tagged fields of ProduceResponse',
+    1098: 'tagged fields of ProduceResponse',
+    1104: 'tagged fields of ProduceResponse',
+    1107: 'NodeEndpoints',
     1111: 'NodeEndpoints',
-    1114: 'tagged fields of ProduceResponse',
-    1121: 'Responses',
-    1125: 'Responses',
-    1129: 'Responses',
-    1132: 'ThrottleTimeMs',
-    1135: 'tagged fields of ProduceResponse',
-    1136: 'tagged fields of ProduceResponse',
+    1118: 'NodeEndpoints',
+    1122: 'NodeEndpoints',
+    1134: 'Responses',
+    1138: 'Responses',
     1145: 'Responses',
-    1148: 'Responses',
-    1150: 'Responses',
-    1151: 'ThrottleTimeMs',
-    1153: 'NodeEndpoints',
-    1156: 'NodeEndpoints',
-    1159: 'NodeEndpoints',
-    1161: 'NodeEndpoints',
-    1164: 'tagged fields of ProduceResponse',
+    1148: 'ThrottleTimeMs',
+    1151: 'tagged fields of ProduceResponse',
+    1152: 'tagged fields of ProduceResponse',
+    1161: 'Responses',
+    1164: 'Responses',
+    1166: 'Responses',
+    1167: 'ThrottleTimeMs',
+    1169: 'NodeEndpoints',
+    1172: 'NodeEndpoints',
+    1175: 'NodeEndpoints',
+    1177: 'NodeEndpoints',
+    1180: 'tagged fields of ProduceResponse',
+    1187: 'Responses',
+    1191: 'Responses',
+    1198: 'Responses',
+    1201: 'ThrottleTimeMs',
+    1204: 'tagged fields of ProduceResponse',
+    1205: 'tagged fields of ProduceResponse',
+    1214: 'Responses',
+    1217: 'Responses',
+    1219: 'Responses',
+    1220: 'ThrottleTimeMs',
+    1222: 'NodeEndpoints',
+    1225: 'NodeEndpoints',
+    1228: 'NodeEndpoints',
+    1230: 'NodeEndpoints',
+    1233: 'tagged fields of ProduceResponse',
 }

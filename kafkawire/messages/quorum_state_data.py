@@ -119,15 +119,17 @@ def _decode_QuorumStateData_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_nullable_array_length(data, pos)
-    if n < 0:
-        self.current_voters = None
-    else:
+    if n == 0:
+        self.current_voters = []
+    elif n > 0:
         items = []
         append = items.append
         for _ in range(n):
             item, pos = _decode_Voter_v0(data, pos)
             append(item)
         self.current_voters = items
+    else:
+        self.current_voters = None
     self.voted_directory_id = _ZERO_UUID
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -200,26 +202,26 @@ _LINE_FIELDS = {
     117: 'CurrentVoters',
     121: 'CurrentVoters',
     128: 'CurrentVoters',
-    132: 'tagged fields of QuorumStateData',
-    133: 'tagged fields of QuorumStateData',
-    141: 'VotedDirectoryId',
-    142: 'VotedDirectoryId',
-    143: 'ClusterId',
-    144: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i'), ('AppliedOffset', 'applied_offset', 'q')),
-    146: 'CurrentVoters',
-    149: 'CurrentVoters',
-    151: 'tagged fields of QuorumStateData',
-    158: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i')),
-    160: 'VotedDirectoryId',
-    164: 'tagged fields of QuorumStateData',
-    165: 'tagged fields of QuorumStateData',
-    173: 'ClusterId',
-    174: 'ClusterId',
-    175: 'AppliedOffset',
-    176: 'AppliedOffset',
-    177: 'CurrentVoters',
-    178: 'CurrentVoters',
-    179: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i')),
-    180: 'VotedDirectoryId',
-    182: 'tagged fields of QuorumStateData',
+    134: 'tagged fields of QuorumStateData',
+    135: 'tagged fields of QuorumStateData',
+    143: 'VotedDirectoryId',
+    144: 'VotedDirectoryId',
+    145: 'ClusterId',
+    146: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i'), ('AppliedOffset', 'applied_offset', 'q')),
+    148: 'CurrentVoters',
+    151: 'CurrentVoters',
+    153: 'tagged fields of QuorumStateData',
+    160: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i')),
+    162: 'VotedDirectoryId',
+    166: 'tagged fields of QuorumStateData',
+    167: 'tagged fields of QuorumStateData',
+    175: 'ClusterId',
+    176: 'ClusterId',
+    177: 'AppliedOffset',
+    178: 'AppliedOffset',
+    179: 'CurrentVoters',
+    180: 'CurrentVoters',
+    181: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i')),
+    182: 'VotedDirectoryId',
+    184: 'tagged fields of QuorumStateData',
 }

@@ -202,23 +202,29 @@ def _decode_RegisterBrokerRecord_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_BrokerEndpoint_v0(data, pos)
-        append(item)
-    self.end_points = items
+    if n == 0:
+        self.end_points = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_BrokerEndpoint_v0(data, pos)
+            append(item)
+        self.end_points = items
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_BrokerFeature_v0(data, pos)
-        append(item)
-    self.features = items
+    if n == 0:
+        self.features = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_BrokerFeature_v0(data, pos)
+            append(item)
+        self.features = items
     self.rack, pos = read_compact_nullable_string(data, pos)
     self.fenced, = _S4.unpack_from(data, pos)
     pos += 1
@@ -280,23 +286,29 @@ def _decode_RegisterBrokerRecord_v1(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_BrokerEndpoint_v0(data, pos)
-        append(item)
-    self.end_points = items
+    if n == 0:
+        self.end_points = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_BrokerEndpoint_v0(data, pos)
+            append(item)
+        self.end_points = items
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_BrokerFeature_v0(data, pos)
-        append(item)
-    self.features = items
+    if n == 0:
+        self.features = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_BrokerFeature_v0(data, pos)
+            append(item)
+        self.features = items
     self.rack, pos = read_compact_nullable_string(data, pos)
     self.fenced, self.in_controlled_shutdown = _S5.unpack_from(data, pos)
     pos += 2
@@ -355,23 +367,29 @@ def _decode_RegisterBrokerRecord_v2(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_BrokerEndpoint_v0(data, pos)
-        append(item)
-    self.end_points = items
+    if n == 0:
+        self.end_points = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_BrokerEndpoint_v0(data, pos)
+            append(item)
+        self.end_points = items
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_BrokerFeature_v0(data, pos)
-        append(item)
-    self.features = items
+    if n == 0:
+        self.features = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_BrokerFeature_v0(data, pos)
+            append(item)
+        self.features = items
     self.rack, pos = read_compact_nullable_string(data, pos)
     self.fenced, self.in_controlled_shutdown = _S5.unpack_from(data, pos)
     pos += 2
@@ -430,12 +448,15 @@ def _decode_tags_RegisterBrokerRecord_v3(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_array_length(data, pos)
-            items = []
-            append = items.append
-            for _ in range(n):
-                item, pos = read_uuid(data, pos)
-                append(item)
-            self.log_dirs = items
+            if n == 0:
+                self.log_dirs = []
+            else:
+                items = []
+                append = items.append
+                for _ in range(n):
+                    item, pos = read_uuid(data, pos)
+                    append(item)
+                self.log_dirs = items
             if pos != end:
                 raise Malformed(f'tagged field LogDirs (tag 0) ends at byte {end} but its value ended at byte {pos}')
         else:
@@ -459,23 +480,29 @@ def _decode_RegisterBrokerRecord_v3(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_BrokerEndpoint_v0(data, pos)
-        append(item)
-    self.end_points = items
+    if n == 0:
+        self.end_points = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_BrokerEndpoint_v0(data, pos)
+            append(item)
+        self.end_points = items
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_BrokerFeature_v0(data, pos)
-        append(item)
-    self.features = items
+    if n == 0:
+        self.features = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_BrokerFeature_v0(data, pos)
+            append(item)
+        self.features = items
     self.rack, pos = read_compact_nullable_string(data, pos)
     self.fenced, self.in_controlled_shutdown = _S5.unpack_from(data, pos)
     pos += 2
@@ -542,12 +569,15 @@ def _decode_tags_RegisterBrokerRecord_v4(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_array_length(data, pos)
-            items = []
-            append = items.append
-            for _ in range(n):
-                item, pos = read_uuid(data, pos)
-                append(item)
-            self.log_dirs = items
+            if n == 0:
+                self.log_dirs = []
+            else:
+                items = []
+                append = items.append
+                for _ in range(n):
+                    item, pos = read_uuid(data, pos)
+                    append(item)
+                self.log_dirs = items
             if pos != end:
                 raise Malformed(f'tagged field LogDirs (tag 0) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 1:
@@ -556,15 +586,17 @@ def _decode_tags_RegisterBrokerRecord_v4(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_nullable_array_length(data, pos)
-            if n < 0:
-                self.cordoned_log_dirs = None
-            else:
+            if n == 0:
+                self.cordoned_log_dirs = []
+            elif n > 0:
                 items = []
                 append = items.append
                 for _ in range(n):
                     item, pos = read_uuid(data, pos)
                     append(item)
                 self.cordoned_log_dirs = items
+            else:
+                self.cordoned_log_dirs = None
             if pos != end:
                 raise Malformed(f'tagged field CordonedLogDirs (tag 1) ends at byte {end} but its value ended at byte {pos}')
         else:
@@ -588,23 +620,29 @@ def _decode_RegisterBrokerRecord_v4(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_BrokerEndpoint_v0(data, pos)
-        append(item)
-    self.end_points = items
+    if n == 0:
+        self.end_points = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_BrokerEndpoint_v0(data, pos)
+            append(item)
+        self.end_points = items
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_BrokerFeature_v0(data, pos)
-        append(item)
-    self.features = items
+    if n == 0:
+        self.features = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_BrokerFeature_v0(data, pos)
+            append(item)
+        self.features = items
     self.rack, pos = read_compact_nullable_string(data, pos)
     self.fenced, self.in_controlled_shutdown = _S5.unpack_from(data, pos)
     pos += 2
@@ -690,171 +728,171 @@ _LINE_FIELDS = {
     198: 'BrokerEpoch',
     200: 'EndPoints',
     204: 'EndPoints',
-    208: 'EndPoints',
-    211: 'Features',
-    215: 'Features',
-    219: 'Features',
-    222: 'Rack',
-    223: 'Fenced',
-    229: 'tagged fields of RegisterBrokerRecord',
-    230: 'tagged fields of RegisterBrokerRecord',
-    238: 'IsMigratingZkBroker',
-    239: 'IsMigratingZkBroker',
-    240: 'InControlledShutdown',
-    241: 'InControlledShutdown',
-    242: 'LogDirs',
-    243: 'LogDirs',
-    244: 'CordonedLogDirs',
-    245: 'CordonedLogDirs',
-    246: 'BrokerId',
-    247: 'IncarnationId',
-    248: 'BrokerEpoch',
-    250: 'EndPoints',
-    253: 'EndPoints',
-    255: 'EndPoints',
-    257: 'Features',
-    260: 'Features',
-    262: 'Features',
-    263: 'Rack',
-    264: 'Fenced',
-    266: 'tagged fields of RegisterBrokerRecord',
-    273: 'BrokerId',
-    275: 'IncarnationId',
-    276: 'BrokerEpoch',
-    278: 'EndPoints',
-    282: 'EndPoints',
-    286: 'EndPoints',
-    289: 'Features',
-    293: 'Features',
-    297: 'Features',
-    300: 'Rack',
-    301: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
-    306: 'tagged fields of RegisterBrokerRecord',
-    307: 'tagged fields of RegisterBrokerRecord',
-    315: 'IsMigratingZkBroker',
-    316: 'IsMigratingZkBroker',
-    317: 'LogDirs',
-    318: 'LogDirs',
-    319: 'CordonedLogDirs',
-    320: 'CordonedLogDirs',
-    321: 'BrokerId',
-    322: 'IncarnationId',
-    323: 'BrokerEpoch',
-    325: 'EndPoints',
-    328: 'EndPoints',
-    330: 'EndPoints',
-    332: 'Features',
-    335: 'Features',
-    337: 'Features',
-    338: 'Rack',
-    339: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
-    341: 'tagged fields of RegisterBrokerRecord',
-    348: (('BrokerId', 'broker_id', 'i'), ('IsMigratingZkBroker', 'is_migrating_zk_broker', '?')),
-    350: 'IncarnationId',
-    351: 'BrokerEpoch',
-    353: 'EndPoints',
-    357: 'EndPoints',
-    361: 'EndPoints',
-    364: 'Features',
-    368: 'Features',
-    372: 'Features',
-    375: 'Rack',
-    376: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
-    380: 'tagged fields of RegisterBrokerRecord',
-    381: 'tagged fields of RegisterBrokerRecord',
-    389: 'LogDirs',
-    390: 'LogDirs',
-    391: 'CordonedLogDirs',
-    392: 'CordonedLogDirs',
-    393: (('BrokerId', 'broker_id', 'i'), ('IsMigratingZkBroker', 'is_migrating_zk_broker', '?')),
-    394: 'IncarnationId',
-    395: 'BrokerEpoch',
-    397: 'EndPoints',
-    400: 'EndPoints',
-    402: 'EndPoints',
-    404: 'Features',
-    407: 'Features',
-    409: 'Features',
-    410: 'Rack',
-    411: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
-    413: 'tagged fields of RegisterBrokerRecord',
-    419: 'tagged fields of RegisterBrokerRecord',
-    425: 'tagged fields of RegisterBrokerRecord',
-    428: 'LogDirs',
-    432: 'LogDirs',
-    436: 'LogDirs',
-    440: 'LogDirs',
-    452: (('BrokerId', 'broker_id', 'i'), ('IsMigratingZkBroker', 'is_migrating_zk_broker', '?')),
-    454: 'IncarnationId',
-    455: 'BrokerEpoch',
-    457: 'EndPoints',
-    461: 'EndPoints',
-    465: 'EndPoints',
-    468: 'Features',
-    472: 'Features',
-    476: 'Features',
-    479: 'Rack',
-    480: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
-    484: 'tagged fields of RegisterBrokerRecord',
-    485: 'tagged fields of RegisterBrokerRecord',
-    493: 'CordonedLogDirs',
-    494: 'CordonedLogDirs',
-    495: (('BrokerId', 'broker_id', 'i'), ('IsMigratingZkBroker', 'is_migrating_zk_broker', '?')),
-    496: 'IncarnationId',
-    497: 'BrokerEpoch',
-    499: 'EndPoints',
-    502: 'EndPoints',
-    504: 'EndPoints',
-    506: 'Features',
-    509: 'Features',
-    511: 'Features',
-    512: 'Rack',
-    513: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
-    515: 'LogDirs',
-    518: 'LogDirs',
-    521: 'LogDirs',
-    522: 'LogDirs',
-    525: 'tagged fields of RegisterBrokerRecord',
-    531: 'tagged fields of RegisterBrokerRecord',
-    537: 'tagged fields of RegisterBrokerRecord',
-    540: 'LogDirs',
-    544: 'LogDirs',
+    211: 'EndPoints',
+    214: 'Features',
+    218: 'Features',
+    225: 'Features',
+    228: 'Rack',
+    229: 'Fenced',
+    235: 'tagged fields of RegisterBrokerRecord',
+    236: 'tagged fields of RegisterBrokerRecord',
+    244: 'IsMigratingZkBroker',
+    245: 'IsMigratingZkBroker',
+    246: 'InControlledShutdown',
+    247: 'InControlledShutdown',
+    248: 'LogDirs',
+    249: 'LogDirs',
+    250: 'CordonedLogDirs',
+    251: 'CordonedLogDirs',
+    252: 'BrokerId',
+    253: 'IncarnationId',
+    254: 'BrokerEpoch',
+    256: 'EndPoints',
+    259: 'EndPoints',
+    261: 'EndPoints',
+    263: 'Features',
+    266: 'Features',
+    268: 'Features',
+    269: 'Rack',
+    270: 'Fenced',
+    272: 'tagged fields of RegisterBrokerRecord',
+    279: 'BrokerId',
+    281: 'IncarnationId',
+    282: 'BrokerEpoch',
+    284: 'EndPoints',
+    288: 'EndPoints',
+    295: 'EndPoints',
+    298: 'Features',
+    302: 'Features',
+    309: 'Features',
+    312: 'Rack',
+    313: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
+    318: 'tagged fields of RegisterBrokerRecord',
+    319: 'tagged fields of RegisterBrokerRecord',
+    327: 'IsMigratingZkBroker',
+    328: 'IsMigratingZkBroker',
+    329: 'LogDirs',
+    330: 'LogDirs',
+    331: 'CordonedLogDirs',
+    332: 'CordonedLogDirs',
+    333: 'BrokerId',
+    334: 'IncarnationId',
+    335: 'BrokerEpoch',
+    337: 'EndPoints',
+    340: 'EndPoints',
+    342: 'EndPoints',
+    344: 'Features',
+    347: 'Features',
+    349: 'Features',
+    350: 'Rack',
+    351: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
+    353: 'tagged fields of RegisterBrokerRecord',
+    360: (('BrokerId', 'broker_id', 'i'), ('IsMigratingZkBroker', 'is_migrating_zk_broker', '?')),
+    362: 'IncarnationId',
+    363: 'BrokerEpoch',
+    365: 'EndPoints',
+    369: 'EndPoints',
+    376: 'EndPoints',
+    379: 'Features',
+    383: 'Features',
+    390: 'Features',
+    393: 'Rack',
+    394: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
+    398: 'tagged fields of RegisterBrokerRecord',
+    399: 'tagged fields of RegisterBrokerRecord',
+    407: 'LogDirs',
+    408: 'LogDirs',
+    409: 'CordonedLogDirs',
+    410: 'CordonedLogDirs',
+    411: (('BrokerId', 'broker_id', 'i'), ('IsMigratingZkBroker', 'is_migrating_zk_broker', '?')),
+    412: 'IncarnationId',
+    413: 'BrokerEpoch',
+    415: 'EndPoints',
+    418: 'EndPoints',
+    420: 'EndPoints',
+    422: 'Features',
+    425: 'Features',
+    427: 'Features',
+    428: 'Rack',
+    429: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
+    431: 'tagged fields of RegisterBrokerRecord',
+    437: 'tagged fields of RegisterBrokerRecord',
+    443: 'tagged fields of RegisterBrokerRecord',
+    446: 'LogDirs',
+    450: 'LogDirs',
+    457: 'LogDirs',
+    461: 'LogDirs',
+    473: (('BrokerId', 'broker_id', 'i'), ('IsMigratingZkBroker', 'is_migrating_zk_broker', '?')),
+    475: 'IncarnationId',
+    476: 'BrokerEpoch',
+    478: 'EndPoints',
+    482: 'EndPoints',
+    489: 'EndPoints',
+    492: 'Features',
+    496: 'Features',
+    503: 'Features',
+    506: 'Rack',
+    507: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
+    511: 'tagged fields of RegisterBrokerRecord',
+    512: 'tagged fields of RegisterBrokerRecord',
+    520: 'CordonedLogDirs',
+    521: 'CordonedLogDirs',
+    522: (('BrokerId', 'broker_id', 'i'), ('IsMigratingZkBroker', 'is_migrating_zk_broker', '?')),
+    523: 'IncarnationId',
+    524: 'BrokerEpoch',
+    526: 'EndPoints',
+    529: 'EndPoints',
+    531: 'EndPoints',
+    533: 'Features',
+    536: 'Features',
+    538: 'Features',
+    539: 'Rack',
+    540: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
+    542: 'LogDirs',
+    545: 'LogDirs',
     548: 'LogDirs',
-    552: 'LogDirs',
-    554: 'CordonedLogDirs',
-    558: 'CordonedLogDirs',
-    565: 'CordonedLogDirs',
-    569: 'CordonedLogDirs',
-    581: (('BrokerId', 'broker_id', 'i'), ('IsMigratingZkBroker', 'is_migrating_zk_broker', '?')),
-    583: 'IncarnationId',
-    584: 'BrokerEpoch',
-    586: 'EndPoints',
-    590: 'EndPoints',
-    594: 'EndPoints',
-    597: 'Features',
-    601: 'Features',
-    605: 'Features',
-    608: 'Rack',
-    609: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
-    613: 'tagged fields of RegisterBrokerRecord',
-    614: 'tagged fields of RegisterBrokerRecord',
-    622: (('BrokerId', 'broker_id', 'i'), ('IsMigratingZkBroker', 'is_migrating_zk_broker', '?')),
-    623: 'IncarnationId',
-    624: 'BrokerEpoch',
-    626: 'EndPoints',
+    549: 'LogDirs',
+    552: 'tagged fields of RegisterBrokerRecord',
+    558: 'tagged fields of RegisterBrokerRecord',
+    564: 'tagged fields of RegisterBrokerRecord',
+    567: 'LogDirs',
+    571: 'LogDirs',
+    578: 'LogDirs',
+    582: 'LogDirs',
+    584: 'CordonedLogDirs',
+    588: 'CordonedLogDirs',
+    595: 'CordonedLogDirs',
+    601: 'CordonedLogDirs',
+    613: (('BrokerId', 'broker_id', 'i'), ('IsMigratingZkBroker', 'is_migrating_zk_broker', '?')),
+    615: 'IncarnationId',
+    616: 'BrokerEpoch',
+    618: 'EndPoints',
+    622: 'EndPoints',
     629: 'EndPoints',
-    631: 'EndPoints',
-    633: 'Features',
+    632: 'Features',
     636: 'Features',
-    638: 'Features',
-    639: 'Rack',
-    640: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
-    642: 'LogDirs',
-    645: 'LogDirs',
-    648: 'LogDirs',
-    649: 'LogDirs',
-    651: 'CordonedLogDirs',
-    654: 'CordonedLogDirs',
-    656: 'CordonedLogDirs',
-    659: 'tagged fields of RegisterBrokerRecord',
+    643: 'Features',
+    646: 'Rack',
+    647: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
+    651: 'tagged fields of RegisterBrokerRecord',
+    652: 'tagged fields of RegisterBrokerRecord',
+    660: (('BrokerId', 'broker_id', 'i'), ('IsMigratingZkBroker', 'is_migrating_zk_broker', '?')),
+    661: 'IncarnationId',
+    662: 'BrokerEpoch',
+    664: 'EndPoints',
+    667: 'EndPoints',
+    669: 'EndPoints',
+    671: 'Features',
+    674: 'Features',
+    676: 'Features',
+    677: 'Rack',
+    678: (('Fenced', 'fenced', '?'), ('InControlledShutdown', 'in_controlled_shutdown', '?')),
+    680: 'LogDirs',
+    683: 'LogDirs',
+    686: 'LogDirs',
+    687: 'LogDirs',
+    689: 'CordonedLogDirs',
+    692: 'CordonedLogDirs',
+    694: 'CordonedLogDirs',
+    697: 'tagged fields of RegisterBrokerRecord',
 }

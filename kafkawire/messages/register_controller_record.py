@@ -181,23 +181,29 @@ def _decode_RegisterControllerRecord_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ControllerEndpoint_v0(data, pos)
-        append(item)
-    self.end_points = items
+    if n == 0:
+        self.end_points = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ControllerEndpoint_v0(data, pos)
+            append(item)
+        self.end_points = items
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_ControllerFeature_v0(data, pos)
-        append(item)
-    self.features = items
+    if n == 0:
+        self.features = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_ControllerFeature_v0(data, pos)
+            append(item)
+        self.features = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -259,20 +265,20 @@ _LINE_FIELDS = {
     177: 'ZkMigrationReady',
     179: 'EndPoints',
     183: 'EndPoints',
-    187: 'EndPoints',
-    190: 'Features',
-    194: 'Features',
-    198: 'Features',
-    201: 'tagged fields of RegisterControllerRecord',
-    202: 'tagged fields of RegisterControllerRecord',
-    210: 'ControllerId',
-    211: 'IncarnationId',
-    212: 'ZkMigrationReady',
-    214: 'EndPoints',
-    217: 'EndPoints',
-    219: 'EndPoints',
-    221: 'Features',
-    224: 'Features',
-    226: 'Features',
-    228: 'tagged fields of RegisterControllerRecord',
+    190: 'EndPoints',
+    193: 'Features',
+    197: 'Features',
+    204: 'Features',
+    207: 'tagged fields of RegisterControllerRecord',
+    208: 'tagged fields of RegisterControllerRecord',
+    216: 'ControllerId',
+    217: 'IncarnationId',
+    218: 'ZkMigrationReady',
+    220: 'EndPoints',
+    223: 'EndPoints',
+    225: 'EndPoints',
+    227: 'Features',
+    230: 'Features',
+    232: 'Features',
+    234: 'tagged fields of RegisterControllerRecord',
 }

@@ -157,12 +157,15 @@ def _decode_UpdateFeaturesRequest_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FeatureUpdateKey_v0(data, pos)
-        append(item)
-    self.feature_updates = items
+    if n == 0:
+        self.feature_updates = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FeatureUpdateKey_v0(data, pos)
+            append(item)
+        self.feature_updates = items
     self.validate_only = False
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -198,12 +201,15 @@ def _decode_UpdateFeaturesRequest_v1(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_FeatureUpdateKey_v1(data, pos)
-        append(item)
-    self.feature_updates = items
+    if n == 0:
+        self.feature_updates = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_FeatureUpdateKey_v1(data, pos)
+            append(item)
+        self.feature_updates = items
     self.validate_only, = _S3.unpack_from(data, pos)
     pos += 1
     if data[pos]:
@@ -278,33 +284,33 @@ _LINE_FIELDS = {
     153: 'timeoutMs',
     155: 'FeatureUpdates',
     159: 'FeatureUpdates',
-    163: 'FeatureUpdates',
-    167: 'tagged fields of UpdateFeaturesRequest',
-    168: 'tagged fields of UpdateFeaturesRequest',
-    176: 'ValidateOnly',
-    177: 'ValidateOnly',
-    178: 'timeoutMs',
-    180: 'FeatureUpdates',
+    166: 'FeatureUpdates',
+    170: 'tagged fields of UpdateFeaturesRequest',
+    171: 'tagged fields of UpdateFeaturesRequest',
+    179: 'ValidateOnly',
+    180: 'ValidateOnly',
+    181: 'timeoutMs',
     183: 'FeatureUpdates',
-    185: 'FeatureUpdates',
-    187: 'tagged fields of UpdateFeaturesRequest',
-    194: 'timeoutMs',
-    196: 'FeatureUpdates',
-    200: 'FeatureUpdates',
-    204: 'FeatureUpdates',
-    207: 'ValidateOnly',
-    209: 'tagged fields of UpdateFeaturesRequest',
-    210: 'tagged fields of UpdateFeaturesRequest',
-    218: 'timeoutMs',
-    220: 'FeatureUpdates',
-    223: 'FeatureUpdates',
-    225: 'FeatureUpdates',
-    226: 'ValidateOnly',
-    228: 'tagged fields of UpdateFeaturesRequest',
-    234: 'timeoutMs',
-    236: 'FeatureUpdates',
-    239: 'FeatureUpdates',
-    241: 'FeatureUpdates',
-    242: 'ValidateOnly',
-    244: 'tagged fields of UpdateFeaturesRequest',
+    186: 'FeatureUpdates',
+    188: 'FeatureUpdates',
+    190: 'tagged fields of UpdateFeaturesRequest',
+    197: 'timeoutMs',
+    199: 'FeatureUpdates',
+    203: 'FeatureUpdates',
+    210: 'FeatureUpdates',
+    213: 'ValidateOnly',
+    215: 'tagged fields of UpdateFeaturesRequest',
+    216: 'tagged fields of UpdateFeaturesRequest',
+    224: 'timeoutMs',
+    226: 'FeatureUpdates',
+    229: 'FeatureUpdates',
+    231: 'FeatureUpdates',
+    232: 'ValidateOnly',
+    234: 'tagged fields of UpdateFeaturesRequest',
+    240: 'timeoutMs',
+    242: 'FeatureUpdates',
+    245: 'FeatureUpdates',
+    247: 'FeatureUpdates',
+    248: 'ValidateOnly',
+    250: 'tagged fields of UpdateFeaturesRequest',
 }

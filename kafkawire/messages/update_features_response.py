@@ -119,12 +119,15 @@ def _decode_UpdateFeaturesResponse_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_UpdatableFeatureResult_v0(data, pos)
-        append(item)
-    self.results = items
+    if n == 0:
+        self.results = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_UpdatableFeatureResult_v0(data, pos)
+            append(item)
+        self.results = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -191,20 +194,20 @@ _LINE_FIELDS = {
     116: 'ErrorMessage',
     117: 'Results',
     121: 'Results',
-    125: 'Results',
-    128: 'tagged fields of UpdateFeaturesResponse',
-    129: 'tagged fields of UpdateFeaturesResponse',
-    137: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    138: 'ErrorMessage',
-    140: 'Results',
+    128: 'Results',
+    131: 'tagged fields of UpdateFeaturesResponse',
+    132: 'tagged fields of UpdateFeaturesResponse',
+    140: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    141: 'ErrorMessage',
     143: 'Results',
-    145: 'Results',
-    147: 'tagged fields of UpdateFeaturesResponse',
-    154: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    156: 'ErrorMessage',
-    158: 'tagged fields of UpdateFeaturesResponse',
-    159: 'tagged fields of UpdateFeaturesResponse',
-    167: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    168: 'ErrorMessage',
-    170: 'tagged fields of UpdateFeaturesResponse',
+    146: 'Results',
+    148: 'Results',
+    150: 'tagged fields of UpdateFeaturesResponse',
+    157: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    159: 'ErrorMessage',
+    161: 'tagged fields of UpdateFeaturesResponse',
+    162: 'tagged fields of UpdateFeaturesResponse',
+    170: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    171: 'ErrorMessage',
+    173: 'tagged fields of UpdateFeaturesResponse',
 }

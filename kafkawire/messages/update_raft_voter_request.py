@@ -174,12 +174,15 @@ def _decode_UpdateRaftVoterRequest_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_Listener_v0(data, pos)
-        append(item)
-    self.listeners = items
+    if n == 0:
+        self.listeners = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_Listener_v0(data, pos)
+            append(item)
+        self.listeners = items
     self.k_raft_version_feature, pos = _decode_KRaftVersionFeature_v0(data, pos)
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -234,16 +237,16 @@ _LINE_FIELDS = {
     171: 'VoterDirectoryId',
     172: 'Listeners',
     176: 'Listeners',
-    180: 'Listeners',
-    183: 'KRaftVersionFeature',
-    184: 'tagged fields of UpdateRaftVoterRequest',
-    185: 'tagged fields of UpdateRaftVoterRequest',
-    193: 'ClusterId',
-    194: (('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('VoterId', 'voter_id', 'i')),
-    195: 'VoterDirectoryId',
-    197: 'Listeners',
+    183: 'Listeners',
+    186: 'KRaftVersionFeature',
+    187: 'tagged fields of UpdateRaftVoterRequest',
+    188: 'tagged fields of UpdateRaftVoterRequest',
+    196: 'ClusterId',
+    197: (('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('VoterId', 'voter_id', 'i')),
+    198: 'VoterDirectoryId',
     200: 'Listeners',
-    202: 'Listeners',
-    203: 'KRaftVersionFeature',
-    205: 'tagged fields of UpdateRaftVoterRequest',
+    203: 'Listeners',
+    205: 'Listeners',
+    206: 'KRaftVersionFeature',
+    208: 'tagged fields of UpdateRaftVoterRequest',
 }

@@ -34,7 +34,7 @@ class CurrentLeader(_message.Struct):
 
 class UpdateRaftVoterResponse(_message.Message):
     """UpdateRaftVoterResponse (apiKey 82, response, versions 0, flexible 0+)."""
-    __slots__ = ('throttle_time_ms', 'error_code', 'current_leader', '_unknown_tagged_fields')
+    __slots__ = ('throttle_time_ms', 'error_code', '_current_leader', '_unknown_tagged_fields')
     NAME = 'UpdateRaftVoterResponse'
     TYPE = 'response'
     API_KEY = 82
@@ -46,8 +46,20 @@ class UpdateRaftVoterResponse(_message.Message):
     def __init__(self, *, throttle_time_ms=0, error_code=0, current_leader=_MISSING):
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
-        self.current_leader = CurrentLeader() if current_leader is _MISSING else current_leader
+        self._current_leader = current_leader
         self._unknown_tagged_fields = ()
+
+    @property
+    def current_leader(self):
+        # _MISSING until first read, then this instance's own CurrentLeader.
+        value = self._current_leader
+        if value is _MISSING:
+            value = self._current_leader = CurrentLeader()
+        return value
+
+    @current_leader.setter
+    def current_leader(self, value):
+        self._current_leader = value
 
 
 CurrentLeader._FIELDS = (
@@ -78,7 +90,7 @@ def _fresh_UpdateRaftVoterResponse():
     self = _new(UpdateRaftVoterResponse)
     self.throttle_time_ms = 0
     self.error_code = 0
-    self.current_leader = _fresh_CurrentLeader()
+    self._current_leader = _MISSING
     self._unknown_tagged_fields = ()
     return self
 
@@ -121,7 +133,7 @@ def _decode_tags_UpdateRaftVoterResponse_v0(self, data, pos):
         tag, pos, end = read_tag_header(data, pos, last)
         last = tag
         if tag == 0:
-            self.current_leader, pos = _decode_CurrentLeader_v0(data, pos)
+            self._current_leader, pos = _decode_CurrentLeader_v0(data, pos)
             if pos != end:
                 raise Malformed(f'tagged field CurrentLeader (tag 0) ends at byte {end} but its value ended at byte {pos}')
         else:
@@ -137,7 +149,7 @@ def _decode_UpdateRaftVoterResponse_v0(data, pos):
     self = _new(UpdateRaftVoterResponse)
     self.throttle_time_ms, self.error_code = _S2.unpack_from(data, pos)
     pos += 6
-    self.current_leader = _fresh_CurrentLeader()
+    self._current_leader = _MISSING
     if data[pos]:
         pos = _decode_tags_UpdateRaftVoterResponse_v0(self, data, pos)
     else:
@@ -149,9 +161,9 @@ def _decode_UpdateRaftVoterResponse_v0(data, pos):
 def _encode_UpdateRaftVoterResponse_v0(self, buf):
     buf += _S2.pack(self.throttle_time_ms, self.error_code)
     known = []
-    if self.current_leader is None or self.current_leader.leader_id != -1 or self.current_leader.leader_epoch != -1 or self.current_leader.host != '' or self.current_leader.port != 0 or self.current_leader._unknown_tagged_fields:
+    if self._current_leader is not _MISSING and (self._current_leader is None or self._current_leader.leader_id != -1 or self._current_leader.leader_epoch != -1 or self._current_leader.host != '' or self._current_leader.port != 0 or self._current_leader._unknown_tagged_fields):
         tag_buf = bytearray()
-        _encode_CurrentLeader_v0(self.current_leader, tag_buf)
+        _encode_CurrentLeader_v0(self._current_leader, tag_buf)
         known.append((0, tag_buf))
     if known or self._unknown_tagged_fields:
         write_tags(buf, known, self._unknown_tagged_fields)
@@ -165,24 +177,24 @@ UpdateRaftVoterResponse._ENCODERS = {0: _encode_UpdateRaftVoterResponse_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    91: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    93: 'Host',
-    94: 'Port',
-    96: 'tagged fields of CurrentLeader',
-    97: 'tagged fields of CurrentLeader',
-    105: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    106: 'Host',
-    107: 'Port',
+    103: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    105: 'Host',
+    106: 'Port',
+    108: 'tagged fields of CurrentLeader',
     109: 'tagged fields of CurrentLeader',
-    115: 'tagged fields of UpdateRaftVoterResponse',
-    121: 'tagged fields of UpdateRaftVoterResponse',
-    124: 'CurrentLeader',
-    126: 'CurrentLeader',
-    138: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    141: 'tagged fields of UpdateRaftVoterResponse',
-    142: 'tagged fields of UpdateRaftVoterResponse',
+    117: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    118: 'Host',
+    119: 'Port',
+    121: 'tagged fields of CurrentLeader',
+    127: 'tagged fields of UpdateRaftVoterResponse',
+    133: 'tagged fields of UpdateRaftVoterResponse',
+    136: 'CurrentLeader',
+    138: 'CurrentLeader',
     150: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    152: 'CurrentLeader',
-    154: 'CurrentLeader',
-    157: 'tagged fields of UpdateRaftVoterResponse',
+    153: 'tagged fields of UpdateRaftVoterResponse',
+    154: 'tagged fields of UpdateRaftVoterResponse',
+    162: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    164: 'CurrentLeader',
+    166: 'CurrentLeader',
+    169: 'tagged fields of UpdateRaftVoterResponse',
 }

@@ -26,6 +26,7 @@ class UserScramCredentialRecord(_message.Message):
     FLEXIBLE_VERSIONS = (0, 32767)
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/metadata/UserScramCredentialRecord.json'
+    _HAS_BYTES = True
 
     def __init__(self, *, name='', mechanism=0, salt=b'', stored_key=b'', server_key=b'', iterations=0):
         self.name = name
@@ -96,19 +97,19 @@ UserScramCredentialRecord._ENCODERS = {0: _encode_UserScramCredentialRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    66: 'Name',
-    67: 'Mechanism',
-    69: 'Salt',
-    70: 'StoredKey',
-    71: 'ServerKey',
-    72: 'Iterations',
-    74: 'tagged fields of UserScramCredentialRecord',
+    67: 'Name',
+    68: 'Mechanism',
+    70: 'Salt',
+    71: 'StoredKey',
+    72: 'ServerKey',
+    73: 'Iterations',
     75: 'tagged fields of UserScramCredentialRecord',
-    83: 'Name',
-    84: 'Mechanism',
-    85: 'Salt',
-    86: 'StoredKey',
-    87: 'ServerKey',
-    88: 'Iterations',
-    90: 'tagged fields of UserScramCredentialRecord',
+    76: 'tagged fields of UserScramCredentialRecord',
+    84: 'Name',
+    85: 'Mechanism',
+    86: 'Salt',
+    87: 'StoredKey',
+    88: 'ServerKey',
+    89: 'Iterations',
+    91: 'tagged fields of UserScramCredentialRecord',
 }

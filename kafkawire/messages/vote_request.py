@@ -217,12 +217,15 @@ def _decode_TopicData_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionData_v0(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionData_v0(data, pos)
+            append(item)
+        self.partitions = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -254,12 +257,15 @@ def _decode_TopicData_v1(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionData_v1(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionData_v1(data, pos)
+            append(item)
+        self.partitions = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -291,12 +297,15 @@ def _decode_TopicData_v2(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionData_v2(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionData_v2(data, pos)
+            append(item)
+        self.partitions = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -328,12 +337,15 @@ def _decode_VoteRequest_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicData_v0(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicData_v0(data, pos)
+            append(item)
+        self.topics = items
     self.voter_id = -1
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -368,12 +380,15 @@ def _decode_VoteRequest_v1(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicData_v1(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicData_v1(data, pos)
+            append(item)
+        self.topics = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -408,12 +423,15 @@ def _decode_VoteRequest_v2(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicData_v2(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicData_v2(data, pos)
+            append(item)
+        self.topics = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -480,71 +498,71 @@ _LINE_FIELDS = {
     214: 'TopicName',
     215: 'Partitions',
     219: 'Partitions',
-    223: 'Partitions',
-    226: 'tagged fields of TopicData',
-    227: 'tagged fields of TopicData',
-    235: 'TopicName',
-    237: 'Partitions',
+    226: 'Partitions',
+    229: 'tagged fields of TopicData',
+    230: 'tagged fields of TopicData',
+    238: 'TopicName',
     240: 'Partitions',
-    242: 'Partitions',
-    244: 'tagged fields of TopicData',
-    251: 'TopicName',
-    252: 'Partitions',
-    256: 'Partitions',
-    260: 'Partitions',
-    263: 'tagged fields of TopicData',
-    264: 'tagged fields of TopicData',
-    272: 'TopicName',
-    274: 'Partitions',
-    277: 'Partitions',
-    279: 'Partitions',
-    281: 'tagged fields of TopicData',
-    288: 'TopicName',
-    289: 'Partitions',
-    293: 'Partitions',
-    297: 'Partitions',
-    300: 'tagged fields of TopicData',
-    301: 'tagged fields of TopicData',
-    309: 'TopicName',
-    311: 'Partitions',
-    314: 'Partitions',
-    316: 'Partitions',
-    318: 'tagged fields of TopicData',
-    325: 'ClusterId',
-    326: 'Topics',
-    330: 'Topics',
-    334: 'Topics',
-    338: 'tagged fields of VoteRequest',
-    339: 'tagged fields of VoteRequest',
-    347: 'ClusterId',
-    349: 'Topics',
-    352: 'Topics',
-    354: 'Topics',
-    356: 'tagged fields of VoteRequest',
-    363: 'ClusterId',
-    364: 'VoterId',
+    243: 'Partitions',
+    245: 'Partitions',
+    247: 'tagged fields of TopicData',
+    254: 'TopicName',
+    255: 'Partitions',
+    259: 'Partitions',
+    266: 'Partitions',
+    269: 'tagged fields of TopicData',
+    270: 'tagged fields of TopicData',
+    278: 'TopicName',
+    280: 'Partitions',
+    283: 'Partitions',
+    285: 'Partitions',
+    287: 'tagged fields of TopicData',
+    294: 'TopicName',
+    295: 'Partitions',
+    299: 'Partitions',
+    306: 'Partitions',
+    309: 'tagged fields of TopicData',
+    310: 'tagged fields of TopicData',
+    318: 'TopicName',
+    320: 'Partitions',
+    323: 'Partitions',
+    325: 'Partitions',
+    327: 'tagged fields of TopicData',
+    334: 'ClusterId',
+    335: 'Topics',
+    339: 'Topics',
+    346: 'Topics',
+    350: 'tagged fields of VoteRequest',
+    351: 'tagged fields of VoteRequest',
+    359: 'ClusterId',
+    361: 'Topics',
+    364: 'Topics',
     366: 'Topics',
-    370: 'Topics',
-    374: 'Topics',
-    377: 'tagged fields of VoteRequest',
-    378: 'tagged fields of VoteRequest',
-    386: 'ClusterId',
-    387: 'VoterId',
+    368: 'tagged fields of VoteRequest',
+    375: 'ClusterId',
+    376: 'VoterId',
+    378: 'Topics',
+    382: 'Topics',
     389: 'Topics',
-    392: 'Topics',
-    394: 'Topics',
-    396: 'tagged fields of VoteRequest',
-    403: 'ClusterId',
-    404: 'VoterId',
-    406: 'Topics',
-    410: 'Topics',
-    414: 'Topics',
-    417: 'tagged fields of VoteRequest',
-    418: 'tagged fields of VoteRequest',
-    426: 'ClusterId',
-    427: 'VoterId',
-    429: 'Topics',
+    392: 'tagged fields of VoteRequest',
+    393: 'tagged fields of VoteRequest',
+    401: 'ClusterId',
+    402: 'VoterId',
+    404: 'Topics',
+    407: 'Topics',
+    409: 'Topics',
+    411: 'tagged fields of VoteRequest',
+    418: 'ClusterId',
+    419: 'VoterId',
+    421: 'Topics',
+    425: 'Topics',
     432: 'Topics',
-    434: 'Topics',
+    435: 'tagged fields of VoteRequest',
     436: 'tagged fields of VoteRequest',
+    444: 'ClusterId',
+    445: 'VoterId',
+    447: 'Topics',
+    450: 'Topics',
+    452: 'Topics',
+    454: 'tagged fields of VoteRequest',
 }

@@ -175,12 +175,15 @@ def _decode_TopicData_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_PartitionData_v0(data, pos)
-        append(item)
-    self.partitions = items
+    if n == 0:
+        self.partitions = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_PartitionData_v0(data, pos)
+            append(item)
+        self.partitions = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -238,12 +241,15 @@ def _decode_VoteResponse_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicData_v0(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicData_v0(data, pos)
+            append(item)
+        self.topics = items
     self.node_endpoints = []
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -285,12 +291,15 @@ def _decode_tags_VoteResponse_v1(self, data, pos):
                 pos += 1
             else:
                 n, pos = read_compact_array_length(data, pos)
-            items = []
-            append = items.append
-            for _ in range(n):
-                item, pos = _decode_NodeEndpoint_v1(data, pos)
-                append(item)
-            self.node_endpoints = items
+            if n == 0:
+                self.node_endpoints = []
+            else:
+                items = []
+                append = items.append
+                for _ in range(n):
+                    item, pos = _decode_NodeEndpoint_v1(data, pos)
+                    append(item)
+                self.node_endpoints = items
             if pos != end:
                 raise Malformed(f'tagged field NodeEndpoints (tag 0) ends at byte {end} but its value ended at byte {pos}')
         else:
@@ -311,12 +320,15 @@ def _decode_VoteResponse_v1(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_TopicData_v0(data, pos)
-        append(item)
-    self.topics = items
+    if n == 0:
+        self.topics = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_TopicData_v0(data, pos)
+            append(item)
+        self.topics = items
     self.node_endpoints = []
     if data[pos]:
         pos = _decode_tags_VoteResponse_v1(self, data, pos)
@@ -370,55 +382,55 @@ _LINE_FIELDS = {
     172: 'TopicName',
     173: 'Partitions',
     177: 'Partitions',
-    181: 'Partitions',
-    184: 'tagged fields of TopicData',
-    185: 'tagged fields of TopicData',
-    193: 'TopicName',
-    195: 'Partitions',
+    184: 'Partitions',
+    187: 'tagged fields of TopicData',
+    188: 'tagged fields of TopicData',
+    196: 'TopicName',
     198: 'Partitions',
-    200: 'Partitions',
-    202: 'tagged fields of TopicData',
-    209: 'NodeId',
-    211: 'Host',
-    212: 'Port',
-    214: 'tagged fields of NodeEndpoint',
-    215: 'tagged fields of NodeEndpoint',
-    223: 'NodeId',
-    224: 'Host',
-    225: 'Port',
-    227: 'tagged fields of NodeEndpoint',
-    234: 'ErrorCode',
-    236: 'Topics',
-    240: 'Topics',
-    244: 'Topics',
-    248: 'tagged fields of VoteResponse',
-    249: 'tagged fields of VoteResponse',
-    257: 'NodeEndpoints',
-    258: 'NodeEndpoints',
-    259: 'ErrorCode',
-    261: 'Topics',
-    264: 'Topics',
-    266: 'Topics',
-    268: 'tagged fields of VoteResponse',
+    201: 'Partitions',
+    203: 'Partitions',
+    205: 'tagged fields of TopicData',
+    212: 'NodeId',
+    214: 'Host',
+    215: 'Port',
+    217: 'tagged fields of NodeEndpoint',
+    218: 'tagged fields of NodeEndpoint',
+    226: 'NodeId',
+    227: 'Host',
+    228: 'Port',
+    230: 'tagged fields of NodeEndpoint',
+    237: 'ErrorCode',
+    239: 'Topics',
+    243: 'Topics',
+    250: 'Topics',
+    254: 'tagged fields of VoteResponse',
+    255: 'tagged fields of VoteResponse',
+    263: 'NodeEndpoints',
+    264: 'NodeEndpoints',
+    265: 'ErrorCode',
+    267: 'Topics',
+    270: 'Topics',
+    272: 'Topics',
     274: 'tagged fields of VoteResponse',
     280: 'tagged fields of VoteResponse',
-    283: 'NodeEndpoints',
-    287: 'NodeEndpoints',
-    291: 'NodeEndpoints',
-    295: 'NodeEndpoints',
-    307: 'ErrorCode',
-    309: 'Topics',
-    313: 'Topics',
-    317: 'Topics',
-    321: 'tagged fields of VoteResponse',
-    322: 'tagged fields of VoteResponse',
-    330: 'ErrorCode',
-    332: 'Topics',
-    335: 'Topics',
-    337: 'Topics',
-    339: 'NodeEndpoints',
-    342: 'NodeEndpoints',
-    345: 'NodeEndpoints',
-    347: 'NodeEndpoints',
-    350: 'tagged fields of VoteResponse',
+    286: 'tagged fields of VoteResponse',
+    289: 'NodeEndpoints',
+    293: 'NodeEndpoints',
+    300: 'NodeEndpoints',
+    304: 'NodeEndpoints',
+    316: 'ErrorCode',
+    318: 'Topics',
+    322: 'Topics',
+    329: 'Topics',
+    333: 'tagged fields of VoteResponse',
+    334: 'tagged fields of VoteResponse',
+    342: 'ErrorCode',
+    344: 'Topics',
+    347: 'Topics',
+    349: 'Topics',
+    351: 'NodeEndpoints',
+    354: 'NodeEndpoints',
+    357: 'NodeEndpoints',
+    359: 'NodeEndpoints',
+    362: 'tagged fields of VoteResponse',
 }

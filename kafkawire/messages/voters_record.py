@@ -195,12 +195,15 @@ def _decode_Voter_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_Endpoint_v0(data, pos)
-        append(item)
-    self.endpoints = items
+    if n == 0:
+        self.endpoints = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_Endpoint_v0(data, pos)
+            append(item)
+        self.endpoints = items
     self.k_raft_version_feature, pos = _decode_KRaftVersionFeature_v0(data, pos)
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -236,12 +239,15 @@ def _decode_VotersRecord_v0(data, pos):
         pos += 1
     else:
         n, pos = read_compact_array_length(data, pos)
-    items = []
-    append = items.append
-    for _ in range(n):
-        item, pos = _decode_Voter_v0(data, pos)
-        append(item)
-    self.voters = items
+    if n == 0:
+        self.voters = []
+    else:
+        items = []
+        append = items.append
+        for _ in range(n):
+            item, pos = _decode_Voter_v0(data, pos)
+            append(item)
+        self.voters = items
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -293,26 +299,26 @@ _LINE_FIELDS = {
     192: 'VoterDirectoryId',
     193: 'Endpoints',
     197: 'Endpoints',
-    201: 'Endpoints',
-    204: 'KRaftVersionFeature',
-    205: 'tagged fields of Voter',
-    206: 'tagged fields of Voter',
-    214: 'VoterId',
-    215: 'VoterDirectoryId',
-    217: 'Endpoints',
+    204: 'Endpoints',
+    207: 'KRaftVersionFeature',
+    208: 'tagged fields of Voter',
+    209: 'tagged fields of Voter',
+    217: 'VoterId',
+    218: 'VoterDirectoryId',
     220: 'Endpoints',
-    222: 'Endpoints',
-    223: 'KRaftVersionFeature',
-    225: 'tagged fields of Voter',
-    232: 'Version',
-    234: 'Voters',
-    238: 'Voters',
-    242: 'Voters',
-    245: 'tagged fields of VotersRecord',
-    246: 'tagged fields of VotersRecord',
-    254: 'Version',
-    256: 'Voters',
-    259: 'Voters',
-    261: 'Voters',
-    263: 'tagged fields of VotersRecord',
+    223: 'Endpoints',
+    225: 'Endpoints',
+    226: 'KRaftVersionFeature',
+    228: 'tagged fields of Voter',
+    235: 'Version',
+    237: 'Voters',
+    241: 'Voters',
+    248: 'Voters',
+    251: 'tagged fields of VotersRecord',
+    252: 'tagged fields of VotersRecord',
+    260: 'Version',
+    262: 'Voters',
+    265: 'Voters',
+    267: 'Voters',
+    269: 'tagged fields of VotersRecord',
 }

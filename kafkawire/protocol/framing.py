@@ -11,6 +11,7 @@ import struct
 from dataclasses import dataclass
 
 from .errors import DecodeError
+from .primitives import EncodeBuffer
 
 API_VERSIONS_KEY = 18
 CONTROLLED_SHUTDOWN_KEY = 7
@@ -60,21 +61,19 @@ def encode_request(body, api_version: int, correlation_id: int, client_id: str |
                         correlation_id=correlation_id, client_id=client_id)
     if header_tagged_fields:
         header.unknown_tagged_fields = header_tagged_fields
-    buf = bytearray(b"\0\0\0\0")
+    buf = EncodeBuffer()
     header.encode_into(buf, request_header_version(body.API_KEY, api_version))
     body.encode_into(buf, api_version)
-    _INT32.pack_into(buf, 0, len(buf) - 4)
-    return bytes(buf)
+    return buf.getvalue(size_prefix=True)
 
 
 def encode_response(body, api_version: int, correlation_id: int) -> bytes:
     messages = _messages()
     header = messages.by_name("ResponseHeader")(correlation_id=correlation_id)
-    buf = bytearray(b"\0\0\0\0")
+    buf = EncodeBuffer()
     header.encode_into(buf, response_header_version(body.API_KEY, api_version))
     body.encode_into(buf, api_version)
-    _INT32.pack_into(buf, 0, len(buf) - 4)
-    return bytes(buf)
+    return buf.getvalue(size_prefix=True)
 
 
 def peek_request_api(payload: bytes) -> tuple[int, int, int]:

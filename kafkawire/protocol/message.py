@@ -12,8 +12,22 @@ from typing import NamedTuple
 from uuid import UUID
 
 from .errors import (DecodeError, EncodeError, JsonError, UnsupportedVersionError, describe_failure, locate)
+from .primitives import EncodeBuffer
 
-MISSING = object()   # "not given" for mutable keyword defaults; None means null
+class _Missing:
+    """The one MISSING: "not given" for mutable keyword defaults (None means null), and the
+    value of a lazy default's slot until the field is first read. It stays itself through
+    copy, deepcopy and pickle, which rebuild plain object() sentinels as new objects."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "MISSING"
+
+    def __reduce__(self):
+        return "MISSING"     # a global of this module: copied and unpickled as the same object
+
+
+MISSING = _Missing()
 
 
 def _in(rng, version):
@@ -121,6 +135,7 @@ class Message(Struct):
     FLEXIBLE_VERSIONS = None
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = ""
+    _HAS_BYTES = False     # whether a bytes or records field may carry a value worth setting aside
 
     @classmethod
     def versions(cls) -> range:
@@ -145,7 +160,11 @@ class Message(Struct):
             raise EncodeError(self.NAME, version, field, f"{type(exc).__name__}: {exc}") from exc
 
     def encode(self, version: int) -> bytes:
-        buf = bytearray()
+        if self._HAS_BYTES:
+            buf = EncodeBuffer()
+            self.encode_into(buf, version)
+            return buf.getvalue()
+        buf = bytearray()      # cheaper to make and to fill than an EncodeBuffer, for the many small messages
         self.encode_into(buf, version)
         return bytes(buf)
 
