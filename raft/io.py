@@ -127,14 +127,14 @@ class WriteSnapshotChunk:
 @dataclass(frozen=True, slots=True)
 class InstallSnapshot:
     """Make the partial snapshot durable and visible (fsync, rename .part), then empty the
-    log and restart it at the snapshot's end offset."""
+    log, restart it at the snapshot's end offset and delete older snapshots."""
     snapshot_id: OffsetAndEpoch
 
 
 @dataclass(frozen=True, slots=True)
 class TruncateFully:
     """Empty the log and restart it at ``offset`` (the end of a snapshot the log fell behind;
-    Kafka's truncateFullyAndStartAt)."""
+    Kafka's truncateFullyAndStartAt); snapshots older than that offset go too."""
     offset: int
 
 

@@ -52,8 +52,6 @@ class LeaderBookkeeping:
     begin_epoch_deadline_ms: int = 0
     # (last offset, token) of client appends, completed when the high watermark passes them.
     waiting_appends: list[tuple[int, object]] = field(default_factory=list)
-    # KIP-853: at most one voter change in flight (reconfig.py).
-    pending_change: object | None = None
     resign_requested: bool = False
 
     def __post_init__(self):

@@ -139,6 +139,7 @@ class RaftLog:
             return
         self.epochs.clear()
         self.start_offset = self.end_offset = self._stable_end = latest.offset
+        self.snapshots = [s for s in self.snapshots if s.offset >= latest.offset]
         self.pending.append(TruncateFully(latest.offset))
         self.flush_needed = True
 
@@ -239,8 +240,10 @@ class RaftLog:
     def install_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
         """A fetched snapshot replaces the whole log (Kafka's truncateToLatestSnapshot)."""
         self.pending.append(InstallSnapshot(snapshot_id))
-        if snapshot_id not in self.snapshots:
-            self.snapshots.append(snapshot_id)
+        # Older snapshots go with the log they summarised (Kafka's truncateToLatestSnapshot):
+        # the earliest snapshot must be the one at the log start.
+        self.snapshots = [s for s in self.snapshots if s.offset >= snapshot_id.offset and s != snapshot_id]
+        self.snapshots.append(snapshot_id)
         self.epochs.clear()
         self.start_offset = self.end_offset = self._stable_end = snapshot_id.offset
         self._unstable = []

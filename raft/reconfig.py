@@ -1,28 +1,473 @@
-"""KIP-853 membership changes: AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter (placeholder)."""
+"""KIP-853 membership changes: AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter, the
+kraft.version upgrade, and auto-join.
+
+Leader side (Kafka's AddVoterHandler, RemoveVoterHandler, UpdateVoterHandler). A change is
+accepted only when
+
+1. this replica is the leader (else NOT_LEADER_OR_FOLLOWER),
+2. kraft.version is at least 1, i.e. the voters live in the log (else UNSUPPORTED_VERSION),
+3. no other change is pending or uncommitted, and the leader has committed a record of its
+   own epoch, so it knows the committed voter set (else REQUEST_TIMED_OUT),
+4. the change itself is valid: a new voter is not a voter yet (DUPLICATE_VOTER), a removed or
+   updated one is (VOTER_NOT_FOUND), the listener the quorum uses is among its endpoints and
+   its kraft.version range holds the current version (INVALID_REQUEST).
+
+AddRaftVoter then asks the new voter for its ApiVersions (it must answer and support the
+current kraft.version) and requires it to have caught up with the leader within one fetch
+timeout. The new VotersRecord is appended (it counts at once, KIP-853) and the answer waits
+until it commits under the new majority, or the request's timeout passes. A leader that
+removed itself resigns once the removal commits.
+
+Replica side: a voter tells each new leader its endpoints and kraft.version range with
+UpdateRaftVoter until acknowledged; with controller.quorum.auto.join.enable an observer first
+removes a stale entry of its id (another directory, an old disk) and then adds itself.
+"""
 from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kafkawire.messages import (add_raft_voter_request as add_req, add_raft_voter_response as add_resp,
+                                api_versions_request as av_req, api_versions_response as av_resp,
+                                remove_raft_voter_request as rm_req, remove_raft_voter_response as rm_resp,
+                                update_features_request as uf_req, update_features_response as uf_resp,
+                                update_raft_voter_request as up_req, update_raft_voter_response as up_resp)
+from kafkawire.messages.k_raft_version_record import KRaftVersionRecord
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.records import ControlRecordType
+
+from .states import Follower, Leader
+from .types import Endpoints, ReplicaKey
+from .voters import VoterNode, VoterSet
+
+NONE = int(Errors.NONE)
+KRAFT_VERSION_FEATURE = "kraft.version"
+AUTO_JOIN_RETRY_MS = 1000
+
+
+@dataclass(slots=True)
+class PendingChange:
+    kind: str                      # "add" | "remove" | "update" | "kraft.version"
+    request: object                # the RequestReceived to answer (None for none)
+    new_voters: VoterSet | None
+    deadline_ms: int
+    voter_key: ReplicaKey | None = None
+    probe_correlation_id: int | None = None   # AddRaftVoter's ApiVersions probe, while in flight
+    record_offset: int | None = None          # where the control batch went, once appended
+    ack_when_committed: bool = True
+    new_kraft_version: int | None = None
+
+
+def api_versions_request(node_id: int, cluster_id: str | None):
+    return av_req.ApiVersionsRequest(client_software_name="kafkawire-raft", client_software_version="0.1.0",
+                                     cluster_id=cluster_id, node_id=node_id)
+
+
+def api_versions_response(kraft_version_min: int, kraft_version_max: int, error_code: int = NONE):
+    """An ApiVersionsResponse of every API we serve, advertising the kraft.version range we
+    support (KIP-853: the leader reads it before adding a voter)."""
+    from kafkawire.protocol.apis import api_versions_response as table_response
+    response = table_response(error_code)
+    response.supported_features = [av_resp.SupportedFeatureKey(name=KRAFT_VERSION_FEATURE, min_version=kraft_version_min,
+                                                                max_version=kraft_version_max)]
+    return response
 
 
 class Reconfig:
     def __init__(self, core):
         self.core = core
+        # Replica side: when to send the next UpdateRaftVoter / auto-join request.
+        self.update_sent_epoch: int | None = None
+        self.update_acked_epoch: int | None = None
+        self.auto_join_next_ms = 0
+        # kraft.version 0: what voters reported with UpdateRaftVoter, kept in memory until the
+        # upgrade writes it to the log.
+        self.learned: dict[int, VoterNode] = {}
+        # Leader side: the one change in flight (KIP-853 allows one at a time).
+        self.pending: PendingChange | None = None
 
+    # --- routing -----------------------------------------------------------------------------
     def request_handler(self, body):
-        return None
+        return {
+            add_req.AddRaftVoterRequest: self._handle_add_voter,
+            rm_req.RemoveRaftVoterRequest: self._handle_remove_voter,
+            up_req.UpdateRaftVoterRequest: self._handle_update_voter,
+            uf_req.UpdateFeaturesRequest: self._handle_update_features,
+        }.get(type(body))
 
     def response_handler(self, body):
-        return None
+        return {
+            av_resp.ApiVersionsResponse: self._handle_api_versions_response,
+            up_resp.UpdateRaftVoterResponse: self._handle_update_voter_response,
+            add_resp.AddRaftVoterResponse: self._handle_auto_join_response,
+            rm_resp.RemoveRaftVoterResponse: self._handle_auto_join_response,
+        }.get(type(body))
 
-    def on_state_change(self) -> None:
-        pass
+    # --- shared checks ---------------------------------------------------------------------------
+    @property
+    def _leader(self) -> Leader | None:
+        state = self.core.quorum.state
+        return state if isinstance(state, Leader) else None
+
+    def _precheck(self) -> tuple[int, str | None]:
+        """Rules 1-3 of the module docstring."""
+        core = self.core
+        leader = self._leader
+        if leader is None or core.shutdown_deadline_ms is not None:
+            return int(Errors.NOT_LEADER_OR_FOLLOWER), "this replica is not the leader"
+        if core.control.last_kraft_version() < 1:
+            return int(Errors.UNSUPPORTED_VERSION), "the cluster's kraft.version is 0: its voters are static"
+        if self.pending is not None:
+            return int(Errors.REQUEST_TIMED_OUT), "another voter change is in progress"
+        hw = leader.high_watermark
+        if hw is None or hw <= leader.epoch_start_offset:
+            return int(Errors.REQUEST_TIMED_OUT), "the leader has not committed a record of its epoch yet"
+        if core.control.has_uncommitted_voter_change(hw):
+            return int(Errors.REQUEST_TIMED_OUT), "the last voter change is not committed yet"
+        return NONE, None
+
+    def _valid_cluster_id(self, cluster_id) -> bool:
+        return self.core._valid_cluster_id(cluster_id)
+
+    def _endpoints(self, listeners) -> Endpoints:
+        return Endpoints(tuple((l.name, l.host, l.port) for l in listeners))
+
+    def _respond(self, request, body) -> None:
+        self.core._respond(request, body)
+
+    def _start(self, change: PendingChange) -> None:
+        self.pending = change
+
+    def _append_voters(self, change: PendingChange, records) -> None:
+        change.record_offset = self.core.append_control_records(records)
+        if not change.ack_when_committed:
+            self._finish(change, NONE)
+
+    # --- AddRaftVoter -------------------------------------------------------------------------------
+    def _handle_add_voter(self, request) -> None:
+        body = request.body
+
+        def reply(error, message=None):
+            self._respond(request, add_resp.AddRaftVoterResponse(error_code=error, error_message=message))
+        if not self._valid_cluster_id(body.cluster_id):
+            return reply(int(Errors.INCONSISTENT_CLUSTER_ID), "the cluster id does not match")
+        error, message = self._precheck()
+        if error != NONE:
+            return reply(error, message)
+        core = self.core
+        key = ReplicaKey.of(body.voter_id, body.voter_directory_id)
+        if key.directory_id is None:
+            return reply(int(Errors.INVALID_REQUEST), "a new voter needs a directory id")
+        voters = core.voters()
+        if voters.node(key.id) is not None:
+            return reply(int(Errors.DUPLICATE_VOTER), f"node {key.id} is already a voter")
+        endpoints = self._endpoints(body.listeners)
+        address = endpoints.address(core.config.listener)
+        if address is None:
+            return reply(int(Errors.INVALID_REQUEST), f"the new voter has no endpoint for listener {core.config.listener}")
+        timeout = body.timeout_ms if body.timeout_ms > 0 else core.config.request_timeout_ms
+        change = PendingChange("add", request, None, core.now_ms + timeout, voter_key=key,
+                               ack_when_committed=bool(getattr(body, "ack_when_committed", True)))
+        change.new_voters = voters.add(VoterNode(key, endpoints, 0, 0))   # range filled in from ApiVersions
+        self._start(change)
+        # Ask the new voter what it supports before it counts toward any majority.
+        cid = core.requests.next_correlation_id()
+        core.requests.on_sent(key.id, cid, "ApiVersions", core.now_ms)
+        change.probe_correlation_id = cid
+        from .io import OutboundRequest
+        core._out.send.append(OutboundRequest(cid, key.id, address,
+                                              api_versions_request(core.quorum.local_id, core.config.cluster_id)))
+
+    def _handle_api_versions_response(self, event) -> bool:
+        core = self.core
+        change = self.pending
+        if change is None or change.kind != "add" or change.probe_correlation_id != event.correlation_id:
+            return True
+        change.probe_correlation_id = None
+        body = event.body
+        if body.error_code != NONE:
+            return self._finish(change, int(Errors.REQUEST_TIMED_OUT),
+                                f"the new voter answered ApiVersions with {Errors.for_code(body.error_code).name}")
+        feature = next((f for f in body.supported_features if f.name == KRAFT_VERSION_FEATURE), None)
+        current = core.control.last_kraft_version()
+        low, high = (feature.min_version, feature.max_version) if feature else (0, 0)
+        if not low <= current <= high:
+            return self._finish(change, int(Errors.INVALID_REQUEST),
+                                f"the new voter supports kraft.version {low}..{high}, the cluster is at {current}")
+        if not self._caught_up(change.voter_key):
+            return self._finish(change, int(Errors.REQUEST_TIMED_OUT),
+                                f"the new voter {change.voter_key} has not caught up with the leader")
+        node = change.new_voters.node(change.voter_key.id)
+        change.new_voters = change.new_voters.update(VoterNode(node.key, node.endpoints, low, high))
+        self._append_voters(change, [(ControlRecordType.KRAFT_VOTERS, change.new_voters.to_voters_record())])
+        return True
+
+    def _caught_up(self, key: ReplicaKey) -> bool:
+        leader = self._leader
+        state = leader.book.observer_states.get(key)
+        if state is None or state.end_offset is None:
+            return False
+        return state.last_caught_up_ms >= self.core.now_ms - self.core.config.fetch_timeout_ms
+
+    # --- RemoveRaftVoter ------------------------------------------------------------------------------
+    def _handle_remove_voter(self, request) -> None:
+        body = request.body
+
+        def reply(error, message=None):
+            self._respond(request, rm_resp.RemoveRaftVoterResponse(error_code=error, error_message=message))
+        if not self._valid_cluster_id(body.cluster_id):
+            return reply(int(Errors.INCONSISTENT_CLUSTER_ID), "the cluster id does not match")
+        error, message = self._precheck()
+        if error != NONE:
+            return reply(error, message)
+        core = self.core
+        key = ReplicaKey.of(body.voter_id, body.voter_directory_id)
+        voters = core.voters()
+        node = voters.node(key.id)
+        if node is None or node.key.directory_id != key.directory_id:
+            return reply(int(Errors.VOTER_NOT_FOUND), f"{key} is not a voter")
+        if len(voters) == 1:
+            return reply(int(Errors.INVALID_REQUEST), "the last voter cannot be removed")
+        change = PendingChange("remove", request, voters.remove(node.key), core.now_ms + core.config.request_timeout_ms,
+                               voter_key=node.key)
+        self._start(change)
+        self._append_voters(change, [(ControlRecordType.KRAFT_VOTERS, change.new_voters.to_voters_record())])
+
+    # --- UpdateRaftVoter -------------------------------------------------------------------------------
+    def _handle_update_voter(self, request) -> None:
+        body = request.body
+        core = self.core
+
+        def reply(error):
+            response = up_resp.UpdateRaftVoterResponse(error_code=error)
+            leader_id = core.quorum.leader_id()
+            if leader_id is not None:
+                address = core.quorum.leader_endpoints().address(core.config.listener) or ("", 0)
+                response.current_leader = up_resp.CurrentLeader(leader_id=leader_id, leader_epoch=core.quorum.epoch,
+                                                                host=address[0], port=address[1])
+            self._respond(request, response)
+        if not self._valid_cluster_id(body.cluster_id):
+            return reply(int(Errors.INCONSISTENT_CLUSTER_ID))
+        epoch_error = core._validate_leader_only_request(body.current_leader_epoch)
+        if epoch_error != NONE:
+            return reply(epoch_error)
+        endpoints = self._endpoints(body.listeners)
+        feature = body.k_raft_version_feature
+        key = ReplicaKey.of(body.voter_id, body.voter_directory_id)
+        if endpoints.address(core.config.listener) is None:
+            return reply(int(Errors.INVALID_REQUEST))
+        if core.control.last_kraft_version() < 1:
+            # Static voters: remember what the voter supports for a later kraft.version upgrade.
+            if core.voters().node(key.id) is None:
+                return reply(int(Errors.VOTER_NOT_FOUND))
+            self.learned[key.id] = VoterNode(key, endpoints, feature.min_supported_version, feature.max_supported_version)
+            return reply(NONE)
+        error, _ = self._precheck()
+        if error != NONE:
+            return reply(error)
+        voters = core.voters()
+        node = voters.node(key.id)
+        if node is None or (node.key.directory_id is not None and node.key.directory_id != key.directory_id):
+            return reply(int(Errors.VOTER_NOT_FOUND))
+        current = core.control.last_kraft_version()
+        if not feature.min_supported_version <= current <= feature.max_supported_version:
+            return reply(int(Errors.INVALID_REQUEST))
+        # The directory id is set only where the voter set did not know it (KIP-853).
+        new_key = node.key if node.key.directory_id is not None else key
+        updated = VoterNode(new_key, endpoints, feature.min_supported_version, feature.max_supported_version)
+        if updated == node:
+            return reply(NONE)
+        change = PendingChange("update", request, voters.update(updated), core.now_ms + core.config.request_timeout_ms,
+                               voter_key=new_key)
+        self._start(change)
+        self._append_voters(change, [(ControlRecordType.KRAFT_VOTERS, change.new_voters.to_voters_record())])
+
+    # --- UpdateFeatures: kraft.version ------------------------------------------------------------------
+    def _handle_update_features(self, request) -> None:
+        body = request.body
+        core = self.core
+
+        def reply(error, message=None):
+            response = uf_resp.UpdateFeaturesResponse(error_code=error, error_message=message)
+            if request.api_version < 2:
+                response.results = [uf_resp.UpdatableFeatureResult(feature=u.feature, error_code=error,
+                                                                   error_message=message)
+                                    for u in body.feature_updates]
+            self._respond(request, response)
+        updates = [u for u in body.feature_updates if u.feature == KRAFT_VERSION_FEATURE]
+        if len(updates) != 1 or len(body.feature_updates) != 1:
+            return reply(int(Errors.INVALID_REQUEST), "the raft layer updates kraft.version only, alone")
+        target = updates[0].max_version_level
+        leader = self._leader
+        if leader is None:
+            return reply(int(Errors.NOT_CONTROLLER), "this replica is not the leader")
+        current = core.control.last_kraft_version()
+        if target < current:
+            return reply(int(Errors.INVALID_UPDATE_VERSION), f"kraft.version cannot go down from {current} to {target}")
+        if target == current:
+            return reply(NONE)
+        if target > core.config.kraft_version_max:
+            return reply(int(Errors.INVALID_UPDATE_VERSION), f"kraft.version {target} is not supported")
+        if self.pending is not None:
+            return reply(int(Errors.REQUEST_TIMED_OUT), "a voter change is in progress")
+        voters = core.voters()
+        new_nodes = []
+        for node in voters:
+            if node.key.id == core.quorum.local_id:
+                new_nodes.append(VoterNode(core.quorum.local_key, core.config.endpoints,
+                                           core.config.kraft_version_min, core.config.kraft_version_max))
+                continue
+            learned = self.learned.get(node.key.id)
+            if learned is None or not learned.supports_kraft_version(target):
+                return reply(int(Errors.INVALID_UPDATE_VERSION),
+                             f"voter {node.key.id} has not reported support for kraft.version {target}")
+            new_nodes.append(learned)
+        if getattr(body, "validate_only", False):
+            return reply(NONE)
+        new_voters = VoterSet.of(new_nodes)
+        change = PendingChange("kraft.version", request, new_voters, core.now_ms + max(body.timeout_ms, 1),
+                               new_kraft_version=target)
+        self._start(change)
+        # The version and the voter set go together, in one control batch (atomically).
+        self._append_voters(change, [
+            (ControlRecordType.KRAFT_VERSION, KRaftVersionRecord(version=0, k_raft_version=target)),
+            (ControlRecordType.KRAFT_VOTERS, new_voters.to_voters_record())])
+
+    # --- finishing --------------------------------------------------------------------------------------
+    def _finish(self, change: PendingChange, error: int, message: str | None = None) -> bool:
+        if self.pending is change:
+            self.pending = None
+        request = change.request
+        if request is not None:
+            change.request = None
+            body = request.body
+            if isinstance(body, add_req.AddRaftVoterRequest):
+                self._respond(request, add_resp.AddRaftVoterResponse(error_code=error, error_message=message))
+            elif isinstance(body, rm_req.RemoveRaftVoterRequest):
+                self._respond(request, rm_resp.RemoveRaftVoterResponse(error_code=error, error_message=message))
+            elif isinstance(body, up_req.UpdateRaftVoterRequest):
+                self._respond(request, up_resp.UpdateRaftVoterResponse(error_code=error))
+            elif isinstance(body, uf_req.UpdateFeaturesRequest):
+                response = uf_resp.UpdateFeaturesResponse(error_code=error, error_message=message)
+                if request.api_version < 2:
+                    response.results = [uf_resp.UpdatableFeatureResult(feature=u.feature, error_code=error,
+                                                                       error_message=message)
+                                        for u in body.feature_updates]
+                self._respond(request, response)
+        return True
 
     def on_high_watermark(self) -> None:
-        pass
+        leader = self._leader
+        change = self.pending
+        if leader is None or change is None or change.record_offset is None:
+            return
+        if leader.high_watermark is not None and leader.high_watermark > change.record_offset:
+            self._finish(change, NONE)
+            if change.kind == "remove" and change.voter_key.id == self.core.quorum.local_id:
+                leader.book.resign_requested = True   # KIP-853: a removed leader steps down once it is committed
+            if change.kind == "kraft.version":
+                self.learned.clear()
+
+    def on_state_change(self) -> None:
+        """Leaving leadership answers the pending change; a new epoch means telling its leader
+        about ourselves again."""
+        state = self.core.quorum.state
+        if not isinstance(state, Leader) and self.pending is not None:
+            self._finish(self.pending, int(Errors.NOT_LEADER_OR_FOLLOWER), "leadership changed")
+        if self.update_acked_epoch != self.core.quorum.epoch:
+            self.update_sent_epoch = None
 
     def on_request_failed(self, event, api) -> None:
-        pass
+        change = self.pending
+        if change is not None and change.probe_correlation_id == event.correlation_id:
+            self._finish(change, int(Errors.REQUEST_TIMED_OUT), "the new voter did not answer ApiVersions")
 
+    # --- polling ------------------------------------------------------------------------------------------
     def poll(self) -> None:
-        pass
+        core = self.core
+        leader = self._leader
+        if leader is not None:
+            change = self.pending
+            if change is not None:
+                if change.probe_correlation_id is not None and core.requests.in_flight(change.voter_key.id) is None:
+                    self._finish(change, int(Errors.REQUEST_TIMED_OUT), "the new voter did not answer ApiVersions")
+                elif core.now_ms >= change.deadline_ms:
+                    self._finish(change, int(Errors.REQUEST_TIMED_OUT), "timed out waiting for the change to commit")
+            return
+        state = core.quorum.state
+        if isinstance(state, Follower):
+            if core.quorum.is_voter():
+                self._maybe_send_update_voter(state)
+            elif core.config.auto_join:
+                self._maybe_auto_join(state)
 
     def deadlines(self) -> list[int]:
-        return []
+        leader = self._leader
+        out = []
+        if leader is not None and self.pending is not None:
+            out.append(self.pending.deadline_ms)
+        elif isinstance(self.core.quorum.state, Follower) and self.core.config.auto_join and self.core.quorum.is_observer():
+            out.append(self.auto_join_next_ms)
+        return out
+
+    # --- replica side --------------------------------------------------------------------------------------
+    def _maybe_send_update_voter(self, state: Follower) -> None:
+        core = self.core
+        if self.update_acked_epoch == state.epoch or self.update_sent_epoch == state.epoch:
+            return
+        if not state.has_fetched_from_leader or not core.requests.is_ready(state.leader_id, core.now_ms):
+            return
+        node = core.voters().node(core.quorum.local_id)
+        local = VoterNode(core.quorum.local_key, core.config.endpoints, core.config.kraft_version_min,
+                          core.config.kraft_version_max)
+        if core.control.last_kraft_version() >= 1 and node == local:
+            self.update_acked_epoch = state.epoch   # the voter set already says what we would
+            return
+        address = state.leader_endpoints.address(core.config.listener)
+        if address is None:
+            return
+        self.update_sent_epoch = state.epoch
+        core._send(state.leader_id, address, up_req.UpdateRaftVoterRequest(
+            cluster_id=core.config.cluster_id, current_leader_epoch=state.epoch, voter_id=core.quorum.local_id,
+            voter_directory_id=core.quorum.local_key.wire_directory_id,
+            listeners=[up_req.Listener(name=n, host=h, port=p) for n, h, p in core.config.endpoints.listeners],
+            k_raft_version_feature=up_req.KRaftVersionFeature(min_supported_version=core.config.kraft_version_min,
+                                                              max_supported_version=core.config.kraft_version_max)),
+            "UpdateRaftVoter")
+
+    def _handle_update_voter_response(self, event) -> bool:
+        body = event.body
+        state = self.core.quorum.state
+        if body.error_code == NONE and isinstance(state, Follower):
+            self.update_acked_epoch = state.epoch
+            return True
+        self.update_sent_epoch = None   # try again (after the request backoff)
+        return body.error_code in (int(Errors.NOT_LEADER_OR_FOLLOWER), int(Errors.FENCED_LEADER_EPOCH))
+
+    def _maybe_auto_join(self, state: Follower) -> None:
+        """An observer with auto-join on: drop a stale voter entry of our id, then add ourselves."""
+        core = self.core
+        if core.control.last_kraft_version() < 1 or core.now_ms < self.auto_join_next_ms:
+            return
+        if not state.has_fetched_from_leader or not core.requests.is_ready(state.leader_id, core.now_ms):
+            return
+        address = state.leader_endpoints.address(core.config.listener)
+        if address is None or core.quorum.local_key.directory_id is None:
+            return
+        self.auto_join_next_ms = core.now_ms + AUTO_JOIN_RETRY_MS
+        stale = core.voters().node(core.quorum.local_id)
+        if stale is not None:
+            core._send(state.leader_id, address, rm_req.RemoveRaftVoterRequest(
+                cluster_id=core.config.cluster_id, voter_id=stale.key.id,
+                voter_directory_id=stale.key.wire_directory_id), "RemoveRaftVoter")
+        else:
+            core._send(state.leader_id, address, add_req.AddRaftVoterRequest(
+                cluster_id=core.config.cluster_id, timeout_ms=30_000, voter_id=core.quorum.local_id,
+                voter_directory_id=core.quorum.local_key.wire_directory_id,
+                listeners=[add_req.Listener(name=n, host=h, port=p) for n, h, p in core.config.endpoints.listeners]),
+                "AddRaftVoter")
+
+    def _handle_auto_join_response(self, event) -> bool:
+        return event.body.error_code == NONE
+
+
+__all__ = ["Reconfig", "PendingChange", "api_versions_request", "api_versions_response"]

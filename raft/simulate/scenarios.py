@@ -20,6 +20,8 @@ def settings_for_seed(seed: int) -> SimSettings:
         snapshot_every=rng.choice([20, 60, 200]),
         pre_vote=rng.random() < 0.9,
         old_vote_version_nodes=rng.choice([0, 0, 0, 1]),
+        auto_join_observers=rng.random() < 0.5,
+        admin_every_ms=rng.choice([0, 0, 3000, 8000]),
     )
 
 

@@ -87,12 +87,17 @@ class MemoryLogStore:
             part += op.data
         elif isinstance(op, InstallSnapshot):
             self.snapshots[op.snapshot_id] = bytes(self.partial.pop(op.snapshot_id))
+            for sid in [s for s in self.snapshots if s.offset < op.snapshot_id.offset]:
+                del self.snapshots[sid]
             self.batches = []
             self.start = op.snapshot_id.offset
             self._durable = (list(self.batches), self.start)   # fsync + rename: durable now
         elif isinstance(op, TruncateFully):
             self.batches = []
             self.start = op.offset
+            for sid in [s for s in self.snapshots if s.offset < op.offset]:
+                del self.snapshots[sid]
+            self._durable = ([], op.offset)
         elif isinstance(op, DeleteBefore):
             self.batches = [b for b in self.batches if b.last >= op.offset]
             self.start = op.offset
