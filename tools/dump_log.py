@@ -34,6 +34,7 @@ import json
 import os
 import struct
 import sys
+from json.encoder import encode_basestring as _json_str
 
 from crc32c import crc32c
 
@@ -129,6 +130,14 @@ def _utf8(data) -> str:
     return bytes(data).decode("utf-8", "replace")
 
 
+def _json_b64(data) -> str:
+    return "null" if data is None else f'"{base64.b64encode(bytes(data)).decode()}"'
+
+
+def _json_header(key, value) -> str:
+    return f'{{"key":{_json_str(_header_key(key))},"valueBase64":{_json_b64(value)}}}'
+
+
 def _header_key(key: str) -> str:
     # The reader keeps invalid UTF-8 in header keys as surrogate escapes; Java shows U+FFFD.
     if key.isascii():
@@ -165,6 +174,7 @@ class JsonOutput:
     def __init__(self, stream):
         self._stream = stream
         self._lines: list[str] = []
+        self.raw = self._lines.append
         self._dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
     def flush(self):
@@ -434,13 +444,41 @@ class Dumper:
                 "sequence": r.sequence, "headerKeys": [_header_key(k) for k, _ in r.headers]}
 
     def _dump_records_json(self, batch: RecordBatch, name: str, position: int, last_offset: list) -> None:
+        """The --json hot loop: the record objects are written as text directly (the metadata
+        payload is already JSON), the same keys as ``_record_obj`` plus ``_add_contents``."""
+        raw = self.out.raw
         ts_name = TIMESTAMP_TYPE_NAMES[1 if batch.attributes & TIMESTAMP_TYPE_MASK else 0]
+        no_sequence = batch.base_sequence < 0
+        print_data = self.opts.print_data
+        metadata = self.opts.cluster_metadata
+        decode = self.decode_payload
+        previous = last_offset[0]
         for r in _records(self, batch, name, position):
-            self._track_offset(name, last_offset, r.offset)
-            obj = self._record_obj(batch, r, ts_name)
-            if self.opts.print_data:
-                self._add_contents(obj, r, name, position)
-            self.out.line("", obj)
+            offset = r.offset
+            if previous is not None and offset != previous + 1:
+                self.non_consecutive.setdefault(os.path.abspath(name), {})[previous] = offset
+            previous = offset
+            key, value, headers = r.key, r.value, r.headers
+            text = (f'{{"type":"record","offset":{offset},"timestampType":"{ts_name}","timestamp":{r.timestamp},'
+                    f'"keySize":{-1 if key is None else len(key)},"valueSize":{-1 if value is None else len(value)},'
+                    f'"sequence":{-1 if no_sequence else r.sequence},"headerKeys":['
+                    f'{",".join([_json_str(_header_key(k)) for k, _ in headers]) if headers else ""}]')
+            if print_data:
+                if metadata:
+                    payload = decode(value)
+                    if payload.error is None:
+                        text = f'{text},"payload":{payload.text}'
+                    else:
+                        text = f'{text},"payload":{_json_str(f"Error at {offset}, skipping. {payload.error}")}'
+                        self._payload_error(name, position, offset, payload.error)
+                else:
+                    text = (f'{text},"key":{"null" if key is None else _json_str(_utf8(key))},'
+                            f'"payload":{"null" if value is None else _json_str(_utf8(value))}')
+                text = f'{text},"keyBase64":{_json_b64(key)},"valueBase64":{_json_b64(value)}'
+                if headers:
+                    text = f'{text},"headers":[{",".join(_json_header(k, v) for k, v in headers)}]'
+            raw(text + "}")
+        last_offset[0] = previous
 
     def _add_contents(self, obj, r, name, position):
         if self.opts.cluster_metadata:

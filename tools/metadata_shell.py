@@ -76,8 +76,9 @@ def run(args: argparse.Namespace) -> int:
                 sys.stdout.flush()
                 line = sys.stdin.readline()
                 if not line:
-                    break
+                    raise EOFError
         except EOFError:
+            sys.stdout.write("\n")   # end the prompt's line, as a shell does on ^D
             break
         except KeyboardInterrupt:
             print("^C")
@@ -87,6 +88,5 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         if result.exit:
             break
-    if not interactive:
-        sys.stdout.write("\n")
+    sys.stdout.flush()
     return status
