@@ -358,3 +358,23 @@ def test_every_sample_dumps_with_iter_batches_counts(path, capsys):
         objs = [json.loads(line) for line in out.splitlines()]
         assert sum(o["type"] == "batch" for o in objs) == batches
         assert sum(o["type"] == "record" for o in objs) == records
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("codec", [0, 1])
+def test_legacy_message_sets_written_by_kafka_python(tmp_path, capsys, magic, codec):
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder
+    builder = LegacyRecordBatchBuilder(magic=magic, compression_type=codec, batch_size=1 << 20)
+    builder.append(0, timestamp=TS if magic else None, key=b"k", value=b"hello")
+    builder.append(1, timestamp=TS + 1 if magic else None, key=None, value=b"world")
+    path = write_log(tmp_path, bytes(builder.build()))
+    status, out, err = dump(capsys, "--print-data-log", "--files", path)
+    assert status == 0, err
+    ts_type = "CreateTime" if magic else "NoTimestampType"
+    records = [line for line in out.splitlines() if line.startswith("| ")]
+    assert records[0].startswith(f"| offset: 0 {ts_type}: {TS if magic else -1} keySize: 1 valueSize: 5 isValid: true crc: ")
+    assert records[0].endswith(" key: k payload: hello")
+    assert " keySize: -1 valueSize: 5 isValid: true crc: " in records[1] and records[1].endswith(" payload: world")
+    batches = [line for line in out.splitlines() if line.startswith("offset: ")]
+    assert len(batches) == (1 if codec else 2)
+    assert f" magic: {magic} compresscodec: {'gzip' if codec else 'none'} " in batches[0]
