@@ -286,12 +286,16 @@ class Dumper:
                 sid = parsed[0]
                 self.out.line(f"Snapshot end offset: {sid.end_offset}, epoch: {sid.epoch}",
                               {"type": "snapshot", "file": name, "endOffset": sid.end_offset, "epoch": sid.epoch})
-        data = self._read(name, None if self.opts.max_bytes == INT_MAX else self.opts.max_bytes)
+        limit = None if self.opts.max_bytes == INT_MAX else self.opts.max_bytes
+        data = self._read(name, limit)
         if data is None:
             return
-        self._dump_batches(name, data)
+        # With --max-bytes the read stops where it was told to, usually inside a batch: that
+        # batch is left out, as Kafka's slice leaves it out, and is no error.
+        cut = limit is not None and len(data) == limit and os.path.getsize(name) > limit
+        self._dump_batches(name, data, cut)
 
-    def _dump_batches(self, name: str, data: bytes) -> None:
+    def _dump_batches(self, name: str, data: bytes, cut: bool = False) -> None:
         end = len(data)
         pos = 0
         valid_bytes = 0
@@ -299,7 +303,7 @@ class Dumper:
         out = self.out
         while True:
             if end - pos <= HEADER_SIZE_UP_TO_MAGIC:
-                if pos < end:
+                if pos < end and not cut:
                     self.error(name, pos, f"the file ends inside a batch: {end - pos} bytes left, "
                                           f"fewer than the {HEADER_SIZE_UP_TO_MAGIC + 1} needed to read a batch header")
                 break
@@ -309,6 +313,8 @@ class Dumper:
                                           f"({MIN_MESSAGE_SIZE}); the rest of the file cannot be framed")
                 break
             if pos > end - LOG_OVERHEAD - size:
+                if cut:
+                    break
                 self.error(name, pos, f"truncated batch: it declares {size + LOG_OVERHEAD} bytes but only "
                                       f"{end - pos} are left in the file")
                 break

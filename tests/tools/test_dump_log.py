@@ -378,3 +378,12 @@ def test_legacy_message_sets_written_by_kafka_python(tmp_path, capsys, magic, co
     batches = [line for line in out.splitlines() if line.startswith("offset: ")]
     assert len(batches) == (1 if codec else 2)
     assert f" magic: {magic} compresscodec: {'gzip' if codec else 'none'} " in batches[0]
+
+
+def test_max_bytes_stops_quietly_inside_a_batch(tmp_path, capsys):
+    batches = three_batches()
+    path = write_log(tmp_path, b"".join(batches))
+    limit = len(batches[0]) + 10
+    status, out, err = dump(capsys, "--max-bytes", limit, "--files", path)
+    assert status == 0, err
+    assert out.count("baseOffset:") == 1 and "invalid bytes" not in out   # Kafka prints that only without a limit
