@@ -1,0 +1,245 @@
+"""Planning: which byte ranges of which files a read covers, as picklable ReadTasks.
+
+One task per segment, more for a segment larger than ``maxPartitionBytes`` (cut at
+offset-index entries, which are batch starts). Small tasks are then packed into one Spark
+input partition, as Spark's own file sources pack small files: a Spark task costs tens of
+milliseconds whatever it reads, which would dominate a directory of small segments. Where a partition's read starts and ends
+is decided here, in offsets, from the options (offsets, timestamps), the pushed-down
+filters and, for read_committed, the last stable offset; the offset and time indexes
+turn offsets and timestamps into byte positions without scanning the segment.
+
+Timestamps are found the way Kafka's ListOffsets finds them (UnifiedLog
+fetchOffsetByTimestamp): the first segment whose largest timestamp (the time index's last
+entry, written when Kafka rolls a segment) reaches the target, then the time index, the
+offset index, and a scan of the few batches from there to the first record at or after it.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .filters import PushedFilters
+from .indexes import SegmentIndexes
+from .layout import METADATA_TOPIC, Segment, discover
+from .options import EARLIEST, LATEST, ReadOptions
+from .scan import Skipped, scan_batches
+from .tail import LogTail
+
+__all__ = ["PlanError", "ReadTask", "plan_batch", "tasks_for_range", "offset_for_timestamp",
+           "partition_key", "start_offset", "pack_tasks"]
+
+# Packing small files: each costs as much as this many bytes to open and plan (Spark's
+# spark.sql.files.openCostInBytes), and a small read is still spread over about
+# PACK_SPREAD input partitions.
+OPEN_COST_BYTES = 4 * 1024 * 1024
+PACK_SPREAD = 8
+
+
+class PlanError(ValueError):
+    """A read that cannot be planned as asked (offsets gone, no such timestamp, ...)."""
+
+
+@dataclass(frozen=True)
+class ReadTask:
+    """One input partition: batches starting in ``[start, stop)`` of ``path``, file read no
+    further than ``limit`` (None: its size when the task runs); rows with offsets in
+    ``[offset_min, offset_end)`` (None: unbounded)."""
+
+    path: str
+    topic: str
+    partition: int
+    start: int
+    stop: int | None
+    limit: int | None
+    offset_min: int | None
+    offset_end: int | None
+    complete_file: bool           # a torn last batch is corruption (snapshot, rolled segment)
+    index_path: str | None        # for resynchronising after a corrupt batch
+    following: tuple = ()         # (path, limit) of later segments, for transaction markers
+
+    @property
+    def is_metadata_log(self) -> bool:
+        return self.topic == METADATA_TOPIC
+
+
+def partition_key(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def _max_timestamp(batch) -> int:
+    ts = getattr(batch, "max_timestamp", None)
+    return batch.timestamp if ts is None else ts
+
+
+def _index_path(segment: Segment) -> str | None:
+    return segment.path[:-4] + ".index" if segment.path.endswith(".log") else None
+
+
+def offset_for_timestamp(segments: list[Segment], timestamp: int) -> int | None:
+    """The first offset whose record timestamp is >= ``timestamp`` (Kafka's rule), or None."""
+    for i, segment in enumerate(segments):
+        indexes = SegmentIndexes(segment)
+        hint = indexes.max_timestamp_hint()
+        if i < len(segments) - 1 and hint is not None and hint < timestamp:
+            continue
+        begin = indexes.position_for_timestamp(timestamp)
+        for item in scan_batches(segment.path, begin, None, segment.size, verify_crc=False,
+                                 skip_corrupt=True):
+            if isinstance(item, Skipped):
+                continue
+            batch = item[1]
+            if _max_timestamp(batch) >= timestamp:
+                for record in batch:
+                    if record.timestamp >= timestamp:
+                        return record.offset
+    return None
+
+
+def tasks_for_range(topic: str, partition: int, segments: list[Segment], start: int | None,
+                    end: int | None, *, split_bytes: int, timestamp_low_ms: int | None = None,
+                    with_following: bool = False, fixed_limits: bool = True,
+                    complete: bool = False) -> list[ReadTask]:
+    """Tasks reading offsets [start, end) of one partition's segments (None: unbounded).
+
+    ``fixed_limits``: read no further than the sizes seen now (a batch read's snapshot of a
+    live log); streaming reads are bounded by offsets instead. ``complete``: every file is
+    complete (a snapshot), so a torn end is corruption even in the last one."""
+    tasks = []
+    for i, segment in enumerate(segments):
+        next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
+        last = next_base is None
+        if end is not None and segment.base_offset >= end:
+            break
+        if start is not None and next_base is not None and next_base <= start:
+            continue
+        if segment.size == 0:
+            continue
+        indexes = SegmentIndexes(segment)
+        if timestamp_low_ms is not None and not last:
+            hint = indexes.max_timestamp_hint()
+            if hint is not None and hint < timestamp_low_ms:
+                continue
+        begin = indexes.position_for_offset(start) if start is not None and start > segment.base_offset else 0
+        if timestamp_low_ms is not None:
+            begin = max(begin, indexes.position_for_timestamp(timestamp_low_ms))
+        stop = segment.size
+        if end is not None:
+            after = indexes.position_after_offset(end)
+            if after is not None:
+                stop = min(stop, after)
+        if begin >= stop:
+            continue
+        bounds = [begin, *indexes.split_positions(begin, stop, split_bytes), stop]
+        following = tuple((s.path, s.size if fixed_limits else None) for s in segments[i + 1:]) \
+            if with_following else ()
+        for a, b in zip(bounds, bounds[1:]):
+            last_piece = b == stop and stop == segment.size
+            tasks.append(ReadTask(
+                path=segment.path, topic=topic, partition=partition, start=a,
+                stop=b if not (last_piece and not fixed_limits) else None,
+                limit=segment.size if fixed_limits else None,
+                offset_min=start, offset_end=end,
+                complete_file=complete or not last,
+                index_path=_index_path(segment), following=following))
+    return tasks
+
+
+def start_offset(opts: ReadOptions, key, label: str, segments: list[Segment]) -> tuple[bool, int | None]:
+    """(anything to read?, start offset or None for the log start)."""
+    log_start = segments[0].base_offset
+    timestamps = opts.starting_timestamps
+    ts = timestamps.for_partition(key) if timestamps is not None else None
+    if ts is not None:
+        found = offset_for_timestamp(segments, ts)
+        if found is None:
+            if opts.timestamp_miss_is_error:
+                raise PlanError(f"{label}: no record has a timestamp at or after {ts} "
+                                f"(startingTimestamp); set startingOffsetsByTimestampStrategy="
+                                f"latest to start at the end of the log instead")
+            return False, None
+        return True, found
+    wanted = opts.starting.for_partition(key)
+    if wanted == EARLIEST:
+        return True, None
+    if wanted == LATEST:
+        return True, LogTail.at_end(segments).advance(segments).next_offset
+    if wanted < log_start:
+        if opts.fail_on_data_loss:
+            raise PlanError(f"{label}: startingOffsets asks for offset {wanted}, but the log "
+                            f"now starts at {log_start} (older segments were deleted); set "
+                            f"failOnDataLoss=false to start at {log_start}")
+        return True, log_start
+    return True, wanted
+
+
+def _end_offset(opts: ReadOptions, key, segments: list[Segment]) -> int | None:
+    timestamps = opts.ending_timestamps
+    ts = timestamps.for_partition(key) if timestamps is not None else None
+    if ts is not None:
+        return offset_for_timestamp(segments, ts)   # None: no record that late, read to the end
+    wanted = opts.ending.for_partition(key)
+    return None if wanted == LATEST else wanted
+
+
+def _merge(start, end, pushed: PushedFilters):
+    if pushed.offset_min is not None:
+        start = pushed.offset_min if start is None else max(start, pushed.offset_min)
+    if pushed.offset_end is not None:
+        end = pushed.offset_end if end is None else min(end, pushed.offset_end)
+    return start, end
+
+
+def _plan_partition(topic, partition, segments, opts, pushed, *, complete=False) -> list[ReadTask]:
+    if not segments:
+        return []
+    key = (topic, partition)
+    label = f"{partition_key(topic, partition)} ({os.path.dirname(segments[0].path)})"
+    anything, start = start_offset(opts, key, label, segments)
+    if not anything:
+        return []
+    start, end = _merge(start, _end_offset(opts, key, segments), pushed)
+    if not opts.include_aborted:
+        lso = LogTail(start, track_transactions=True).advance(segments).last_stable_offset
+        end = lso if end is None else min(end, lso)
+    if start is not None and end is not None and start >= end:
+        return []
+    low_us = pushed.timestamp_lower_us
+    return tasks_for_range(topic, partition, segments, start, end, split_bytes=opts.split_bytes,
+                           timestamp_low_ms=None if low_us is None else -(-low_us // 1000),
+                           with_following=not opts.include_aborted, complete=complete)
+
+
+def plan_batch(opts: ReadOptions, pushed: PushedFilters) -> list[ReadTask]:
+    """Every task of a batch read."""
+    layout = discover(opts.paths)
+    tasks = []
+    for snap in layout.snapshots:
+        if opts.selects(snap.topic, snap.partition) and pushed.keeps_partition(snap.topic, snap.partition):
+            segment = Segment(0, snap.path, os.path.getsize(snap.path))
+            tasks += _plan_partition(snap.topic, snap.partition, [segment], opts, pushed, complete=True)
+    for part in layout.partitions:
+        if opts.selects(part.topic, part.partition) and pushed.keeps_partition(part.topic, part.partition):
+            tasks += _plan_partition(part.topic, part.partition, part.segments(), opts, pushed)
+    return tasks
+
+
+def _weight(task: ReadTask) -> int:
+    size = (task.stop if task.stop is not None else task.limit or 0) - task.start
+    return max(size, 0) + OPEN_COST_BYTES
+
+
+def pack_tasks(tasks: list[ReadTask], split_bytes: int) -> list[tuple]:
+    """Tasks grouped, in order, into packs of about ``split_bytes`` (counting the open cost)."""
+    total = sum(map(_weight, tasks))
+    target = min(split_bytes, max(OPEN_COST_BYTES, total // PACK_SPREAD))
+    packs, current, weight = [], [], 0
+    for task in tasks:
+        w = _weight(task)
+        if current and weight + w > target:
+            packs.append(tuple(current))
+            current, weight = [], 0
+        current.append(task)
+        weight += w
+    if current:
+        packs.append(tuple(current))
+    return packs

@@ -1,0 +1,300 @@
+"""Kafka record batches in, Arrow record batches (the columns of ``columns.py``) out.
+
+Why it is shaped like this: everything per record is done by C loops where CPython has
+them. Records come out of the batch decoder once; ``map(attrgetter)`` pulls each field
+into a list; a binary column is one ``bytes.join`` of the (zero-copy) slices plus offsets
+from ``accumulate``, handed to Arrow as buffers; values every record of a batch shares
+(epoch, producer, flags) are stored once per batch and expanded by Arrow's run-end decoding.
+Filters on offset and timestamp are applied to the finished columns by Arrow compute.
+"""
+from __future__ import annotations
+
+import operator
+from array import array
+from itertools import accumulate, repeat
+from operator import attrgetter
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kafkawire.metadata.fast_json import json_text
+from kafkawire.metadata.java_text import jackson_json
+from kafkawire.metadata.record_json import PayloadDecoder, record_type_name
+from kafkawire.records import CorruptRecordError
+from kafkawire.records.control import (ControlRecordType, control_type_name, decode_control_value,
+                                       parse_control_key)
+
+from .columns import HEADERS_TYPE, arrow_schema
+
+__all__ = ["RowsBuilder", "RowFilter", "MetadataDecoder"]
+
+_RECORD_FIELDS = attrgetter("key", "value", "offset", "timestamp", "headers")
+_HEADER_STRUCT = HEADERS_TYPE.value_type
+_TS_TYPE = pa.timestamp("us", tz="UTC")
+_MAX_MS = (2 ** 63 - 1) // 1000   # the largest millisecond count whose microseconds fit a long
+
+# Arrow types of the columns every record of a batch shares.
+_RUN_COLUMNS = {
+    "leaderEpoch": pa.int32(), "baseOffset": pa.int64(), "producerId": pa.int64(),
+    "producerEpoch": pa.int16(), "baseSequence": pa.int32(), "isTransactional": pa.bool_(),
+    "isControl": pa.bool_(), "timestampType": pa.int32(),
+}
+_RUN_FIELDS = tuple(_RUN_COLUMNS)
+
+
+class RowFilter:
+    """Row conditions pushed down by Spark (see filters.py), applied to built columns.
+
+    Timestamp bounds are in microseconds, Spark's unit, so a bound between two
+    milliseconds compares exactly as Spark would."""
+
+    def __init__(self, offset_min=None, offset_end=None, offset_in=None, timestamp_bounds=()):
+        self.offset_min = offset_min
+        self.offset_end = offset_end          # exclusive
+        self.offset_in = offset_in            # frozenset or None
+        self.timestamp_bounds = tuple(timestamp_bounds)   # (Arrow compute function, us)
+
+    @property
+    def active(self) -> bool:
+        return (self.offset_min is not None or self.offset_end is not None
+                or self.offset_in is not None or bool(self.timestamp_bounds))
+
+    def batch_may_match(self, base_offset: int, last_offset: int, max_timestamp: int | None) -> bool:
+        """False only when no record of the batch can pass: a cheap check of the header
+        (``max_timestamp`` is a v2 batch's, None when unknown)."""
+        if self.offset_min is not None and last_offset < self.offset_min:
+            return False
+        if self.offset_end is not None and base_offset >= self.offset_end:
+            return False
+        if self.offset_in is not None and not any(base_offset <= o <= last_offset for o in self.offset_in):
+            return False
+        if max_timestamp is not None:
+            top = max_timestamp * 1000
+            for op, us in self.timestamp_bounds:
+                if (op == "greater_equal" and top < us) or (op == "greater" and top <= us):
+                    return False
+        return True
+
+    def mask(self, offsets: pa.Array, timestamps_us: pa.Array):
+        conditions = []
+        if self.offset_min is not None:
+            conditions.append(pc.greater_equal(offsets, self.offset_min))
+        if self.offset_end is not None:
+            conditions.append(pc.less(offsets, self.offset_end))
+        if self.offset_in is not None:
+            conditions.append(pc.is_in(offsets, pa.array(sorted(self.offset_in), pa.int64())))
+        for op, us in self.timestamp_bounds:
+            conditions.append(getattr(pc, op)(timestamps_us, us))
+        result = conditions[0]
+        for c in conditions[1:]:
+            result = pc.and_(result, c)
+        return result
+
+
+def _binary_array(items: list) -> pa.Array:
+    n = len(items)
+    nulls = n - sum(map(operator.is_not, items, repeat(None)))
+    if nulls == n:
+        return pa.nulls(n, pa.binary())
+    validity = None
+    if nulls:
+        validity = pa.array(list(map(operator.is_not, items, repeat(None))), pa.bool_()).buffers()[1]
+        items = [b"" if x is None else x for x in items]
+    data = b"".join(items)
+    if len(data) > 0x7FFFFFFF:
+        raise ValueError("one Arrow batch would hold more than 2 GiB of keys or values")
+    offsets = array("i", [0])
+    offsets.extend(accumulate(map(len, items)))
+    return pa.Array.from_buffers(pa.binary(), n, [validity, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _header_key(key: str) -> str:
+    # Keys are decoded with surrogateescape so bad UTF-8 round-trips; Arrow strings must be
+    # valid UTF-8, and Java's new String(bytes, UTF_8) shows bad bytes as U+FFFD.
+    try:
+        key.encode("utf-8")
+        return key
+    except UnicodeEncodeError:
+        return key.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _headers_array(headers: list) -> pa.Array:
+    n = len(headers)
+    if not any(headers):
+        return pa.nulls(n, HEADERS_TYPE)
+    keys = [_header_key(k) for hs in headers for k, _ in hs]
+    values = [v for hs in headers for _, v in hs]
+    struct = pa.StructArray.from_arrays([pa.array(keys, pa.string()), _binary_array(values)],
+                                        fields=list(_HEADER_STRUCT))
+    offsets = array("i", [0])
+    offsets.extend(accumulate(map(len, headers)))
+    empty = pa.array([not h for h in headers], pa.bool_())   # Spark's source: null, not []
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), struct, type=HEADERS_TYPE,
+                                    mask=empty)
+
+
+def _runs(run_ends: array, values: list, type_) -> pa.Array:
+    ree = pa.RunEndEncodedArray.from_arrays(pa.array(run_ends, pa.int32()), pa.array(values, type_))
+    return pc.run_end_decode(ree)
+
+
+def _control_types(batch, records) -> list:
+    try:
+        return [control_type_name(parse_control_key(r.key).type) for r in records]
+    except CorruptRecordError as e:
+        raise CorruptRecordError(f"control record key: {e.reason}", batch.position, batch.file) from None
+
+
+def _control_json(type_id: int, value) -> tuple:
+    """(version, JSON text) of a control record value, as kafka-dump-log prints it."""
+    decoded = decode_control_value(type_id, value)
+    if type_id in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+        return decoded.version, jackson_json({"coordinatorEpoch": decoded.coordinator_epoch})
+    if hasattr(decoded, "to_json"):
+        return decoded.version, jackson_json(decoded.to_json(decoded.version))
+    return None, None   # a control type nobody knows: its raw value is in the value column
+
+
+class MetadataDecoder:
+    """(recordType, recordVersion, record JSON) for each record of a metadata-log batch:
+    the type and data kafka-dump-log --cluster-metadata-decoder prints (MetadataRecordType
+    name, JsonConverter form in Jackson's text); control records by their control type.
+    A record that does not decode gets an error text instead, as dump-log reports it and
+    goes on."""
+
+    def __init__(self):
+        self._payload = PayloadDecoder()
+
+    def __call__(self, batch, records) -> list:
+        """One entry per record: the three values, or a str saying why it does not decode."""
+        out = []
+        for r in records:
+            if batch.is_control:
+                try:
+                    key = parse_control_key(r.key)
+                    out.append((control_type_name(key.type), *_control_json(key.type, r.value)))
+                except CorruptRecordError as e:
+                    out.append(f"control record at offset {r.offset}: {e.reason}")
+                continue
+            payload = self._payload(r.value)
+            if payload.error is not None:
+                out.append(f"the record at offset {r.offset} is not a metadata record: {payload.error}")
+                continue
+            m = payload.record
+            out.append((record_type_name(type(m.message).NAME), m.version,
+                        json_text(m.message, m.version)))
+        return out
+
+
+class RowsBuilder:
+    """Accumulates the records of one topic-partition; ``take()`` returns an Arrow batch."""
+
+    def __init__(self, names, topic: str, partition: int, *, decode_metadata: bool = False,
+                 row_filter: RowFilter | None = None):
+        self.names = list(names)
+        self.schema = arrow_schema(self.names)
+        self.topic = topic
+        self.partition = partition
+        self.decode_metadata = decode_metadata and "recordType" in self.names
+        self.row_filter = row_filter if row_filter is not None and row_filter.active else None
+        self._want = set(self.names)
+        self._reset()
+
+    def _reset(self):
+        self._keys, self._values, self._offsets, self._timestamps, self._headers = [], [], [], [], []
+        self._run_ends = array("i")
+        self._run_values = {name: [] for name in _RUN_FIELDS}
+        self._control = []        # (row, type name) for control records
+        self._meta = []           # (row, type, version, json), when decoding metadata
+        self._meta_failed = []    # (row, reason): undecodable metadata values
+        self.rows = 0
+        self.bytes = 0
+
+    def add(self, batch, records: list, *, metadata=None, where: str = "") -> None:
+        """Add one batch's decoded records. ``metadata``: MetadataDecoder output, whose
+        error texts go to the corruption column (with ``where``, the batch's place)."""
+        n = len(records)
+        if not n:
+            return
+        control = _control_types(batch, records) if batch.is_control else None
+        first = self.rows
+        keys, values, offsets, timestamps, headers = zip(*map(_RECORD_FIELDS, records))
+        self._keys += keys
+        self._values += values
+        self._offsets += offsets
+        self._timestamps += timestamps
+        self._headers += headers
+        self.rows += n
+        self.bytes += batch.size_in_bytes
+        self._run_ends.append(self.rows)
+        rv = self._run_values
+        rv["leaderEpoch"].append(batch.partition_leader_epoch)
+        rv["baseOffset"].append(batch.base_offset)
+        rv["producerId"].append(batch.producer_id)
+        rv["producerEpoch"].append(batch.producer_epoch)
+        rv["baseSequence"].append(batch.base_sequence)
+        rv["isTransactional"].append(batch.is_transactional)
+        rv["isControl"].append(batch.is_control)
+        rv["timestampType"].append(batch.timestamp_type)
+        if control is not None:
+            self._control += zip(range(first, first + n), control)
+        if metadata is not None:
+            for row, entry in enumerate(metadata, first):
+                if isinstance(entry, str):
+                    self._meta_failed.append((row, f"{entry} ({where})"))
+                else:
+                    self._meta.append((row, *entry))
+
+    def _sparse(self, entries, pos: int, type_) -> pa.Array:
+        if not entries:
+            return pa.nulls(self.rows, type_)
+        column = [None] * self.rows
+        for entry in entries:
+            column[entry[0]] = entry[pos]
+        return pa.array(column, type_)
+
+    def take(self) -> pa.RecordBatch | None:
+        """The rows added since the last take, filtered; None if there were none."""
+        if not self.rows:
+            return None
+        want = self._want
+        offsets = pa.array(self._offsets, pa.int64())
+        try:
+            ts_us = pc.multiply_checked(pa.array(self._timestamps, pa.int64()), 1000)
+        except pa.ArrowInvalid:
+            bad = next(o for o, t in zip(self._offsets, self._timestamps) if abs(t) > _MAX_MS)
+            raise CorruptRecordError(f"timestamp out of range at offset {bad} of "
+                                     f"{self.topic}-{self.partition}") from None
+        columns = {"offset": offsets, "timestamp": ts_us.cast(_TS_TYPE)}
+        if "key" in want:
+            columns["key"] = _binary_array(self._keys)
+        if "value" in want:
+            columns["value"] = _binary_array(self._values)
+        if "headers" in want:
+            columns["headers"] = _headers_array(self._headers)
+        if "topic" in want:
+            columns["topic"] = pa.repeat(pa.scalar(self.topic, pa.string()), self.rows)
+        if "partition" in want:
+            columns["partition"] = pa.repeat(pa.scalar(self.partition, pa.int32()), self.rows)
+        for name in _RUN_FIELDS:
+            if name in want:
+                columns[name] = _runs(self._run_ends, self._run_values[name], _RUN_COLUMNS[name])
+        if "controlType" in want:
+            columns["controlType"] = self._sparse(self._control, 1, pa.string())
+        if self.decode_metadata:
+            columns["recordType"] = self._sparse(self._meta, 1, pa.string())
+            columns["recordVersion"] = self._sparse(self._meta, 2, pa.int32())
+            columns["record"] = self._sparse(self._meta, 3, pa.string())
+        if "corruption" in want:
+            columns["corruption"] = self._sparse(self._meta_failed, 1, pa.string())
+        batch = pa.RecordBatch.from_arrays([columns[n] for n in self.names], schema=self.schema)
+        if self.row_filter is not None:
+            batch = batch.filter(self.row_filter.mask(offsets, ts_us))
+        self._reset()
+        return batch if batch.num_rows else None
+
+    def skipped_row(self, skipped) -> pa.RecordBatch:
+        """One row standing for a skipped corrupt region (failOnCorruption=false)."""
+        row = {n: None for n in self.names}
+        row.update(topic=self.topic, partition=self.partition, corruption=skipped.describe())
+        return pa.RecordBatch.from_pylist([{n: row[n] for n in self.names}], schema=self.schema)
