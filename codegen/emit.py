@@ -15,7 +15,7 @@ from .versions import OPEN_END, Versions
 
 _ARRAY_NAMES = {"?": "BOOL", "b": "INT8", "h": "INT16", "H": "UINT16", "i": "INT32", "I": "UINT32",
                 "q": "INT64", "d": "FLOAT64"}
-_FIXED_SIZES = {"?": 1, "b": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "d": 8}
+_FIXED_SIZES = {"?": 1, "b": 1, "B": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "d": 8}
 
 
 def module_name(spec: MessageSpec) -> str:
@@ -31,6 +31,11 @@ def _run_label(run: list[FieldSpec]):
 
 def _range_literal(v: Versions) -> str:
     return "None" if v.empty else f"({v.lowest}, {v.highest})"
+
+
+def _packable(f: FieldSpec) -> bool:
+    """Whether a field joins a run of fixed-width fields read or written with one struct.Struct."""
+    return f.type.kind in FIXED_FORMATS and f.type.kind != "uuid"
 
 
 def lazy_default(f: FieldSpec) -> bool:
@@ -362,15 +367,25 @@ class ModuleEmitter:
             lines.append((f"pos += {size}", None))
             run.clear()
 
-        for f in struct.fields:
-            if f in present:
-                if f.type.kind in FIXED_FORMATS and f.type.kind != "uuid":
-                    run.append(f)
-                    continue
-                flush()
-                lines += self._decode_value(f, version, f"self.{slot_name(f)}", "    ")
-            elif f in tagged:
+        ordered = [f for f in struct.fields if f in present]
+        i = 0
+        while i < len(ordered):
+            f = ordered[i]
+            i += 1
+            if _packable(f):
+                run.append(f)
                 continue
+            after = []
+            while i < len(ordered) and _packable(ordered[i]):
+                after.append(ordered[i])
+                i += 1
+            if f.type.kind == "array" and after:
+                lines += self._decode_array_in_run(f, version, list(run), after)
+                run.clear()
+                continue
+            flush()
+            lines += self._decode_value(f, version, f"self.{slot_name(f)}", "    ")
+            run.extend(after)
         flush()
         for f in struct.fields:
             if f not in present:
@@ -402,6 +417,49 @@ class ModuleEmitter:
             else:
                 params = "(data, pos, view)"
         self._add_function(out, "decode", struct, version, params, header + lines)
+
+    def _decode_array_in_run(self, f: FieldSpec, version: int, before: list[FieldSpec],
+                             after: list[FieldSpec]) -> list[tuple[str, str | None]]:
+        """An array between two runs of fixed-width fields, read as one run when it is empty or null.
+
+        One unpack takes the fields before the array, the first byte (compact) or int32 (classic)
+        of its length, and the fields after it. That is the whole array when it is empty or null,
+        as arrays of aborted transactions or offline replicas usually are; otherwise the array and
+        the fields after it are read again from the length on. The speculative unpack cannot run
+        past valid data: whatever the array holds, the fields after it follow it.
+        """
+        flexible = self._field_flexible(f, version)
+        nullable = f.nullable_in(version)
+        code, empty, null = ("B", 1, 0) if flexible else ("i", 0, -1)
+        codes = [FIXED_FORMATS[x.type.kind] for x in before] + [code] + [FIXED_FORMATS[x.type.kind] for x in after]
+        const = self.struct_constant(">" + "".join(codes))
+        size_before = sum(_FIXED_SIZES[FIXED_FORMATS[x.type.kind]] for x in before)
+        size_after = sum(_FIXED_SIZES[FIXED_FORMATS[x.type.kind]] for x in after)
+        total = size_before + _FIXED_SIZES[code] + size_after
+        target = f"self.{slot_name(f)}"
+        label = (tuple((x.name, x.py_name, FIXED_FORMATS[x.type.kind]) for x in before) + ((f.name, None, code),)
+                 + tuple((x.name, x.py_name, FIXED_FORMATS[x.type.kind]) for x in after))
+        targets = [f"self.{x.py_name}" for x in before] + ["n"] + [f"self.{x.py_name}" for x in after]
+        lines = [(f"{', '.join(targets)} = {const}.unpack_from(data, pos)", label),
+                 (f"if n == {empty}:", None),
+                 (f"    # {f.name} is empty: the fields after it came with the same unpack.", None),
+                 (f"    {target} = []", None),
+                 (f"    pos += {total}", None)]
+        if nullable:
+            lines += [(f"elif n == {null}:", None),
+                      (f"    {target} = None", None),
+                      (f"    pos += {total}", None)]
+        lines.append(("else:", None))
+        if size_before:
+            lines.append((f"    pos += {size_before}", None))
+        for text, field_name in self._decode_value(f, version, target, "    "):
+            lines.append(("    " + text, field_name))
+        after_const = self.struct_constant(">" + "".join(FIXED_FORMATS[x.type.kind] for x in after))
+        after_targets = ", ".join(f"self.{x.py_name}" for x in after)
+        lines.append((f"    {after_targets}{',' if len(after) == 1 else ''} = {after_const}.unpack_from(data, pos)",
+                      _run_label(after)))
+        lines.append((f"    pos += {size_after}", None))
+        return lines
 
     def needs_view(self, struct: StructSpec) -> bool:
         """Whether decoding the struct slices records (or zeroCopy bytes) out of the input,

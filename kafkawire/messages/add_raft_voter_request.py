@@ -14,7 +14,8 @@ _new = object.__new__
 
 _S0 = _Struct('>H')
 _S1 = _Struct('>ii')
-_S2 = _Struct('>?')
+_S2 = _Struct('>B?')
+_S3 = _Struct('>?')
 
 
 class Listener(_message.Struct):
@@ -170,22 +171,28 @@ def _decode_AddRaftVoterRequest_v1(data, pos):
     self.timeout_ms, self.voter_id = _S1.unpack_from(data, pos)
     pos += 8
     self.voter_directory_id, pos = read_uuid(data, pos)
-    n = data[pos] - 1
-    if 0 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_array_length(data, pos)
-    if n == 0:
+    n, self.ack_when_committed = _S2.unpack_from(data, pos)
+    if n == 1:
+        # Listeners is empty: the fields after it came with the same unpack.
         self.listeners = []
+        pos += 2
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_Listener_v0(data, pos)
-            append(item)
-        self.listeners = items
-    self.ack_when_committed, = _S2.unpack_from(data, pos)
-    pos += 1
+        n = data[pos] - 1
+        if 0 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_array_length(data, pos)
+        if n == 0:
+            self.listeners = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_Listener_v0(data, pos)
+                append(item)
+            self.listeners = items
+        self.ack_when_committed, = _S3.unpack_from(data, pos)
+        pos += 1
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -205,7 +212,7 @@ def _encode_AddRaftVoterRequest_v1(self, buf):
         write_compact_array_length(buf, items)
     for item in items:
         _encode_Listener_v0(item, buf)
-    buf += _S2.pack(self.ack_when_committed)
+    buf += _S3.pack(self.ack_when_committed)
     if self._unknown_tagged_fields:
         write_tags(buf, (), self._unknown_tagged_fields)
     else:
@@ -218,47 +225,48 @@ AddRaftVoterRequest._ENCODERS = {0: _encode_AddRaftVoterRequest_v0, 1: _encode_A
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    97: 'Name',
-    98: 'Host',
-    99: 'Port',
-    101: 'tagged fields of Listener',
+    98: 'Name',
+    99: 'Host',
+    100: 'Port',
     102: 'tagged fields of Listener',
-    110: 'Name',
-    111: 'Host',
-    112: 'Port',
-    114: 'tagged fields of Listener',
-    121: 'ClusterId',
-    122: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
-    124: 'VoterDirectoryId',
-    125: 'Listeners',
-    129: 'Listeners',
-    136: 'Listeners',
-    140: 'tagged fields of AddRaftVoterRequest',
+    103: 'tagged fields of Listener',
+    111: 'Name',
+    112: 'Host',
+    113: 'Port',
+    115: 'tagged fields of Listener',
+    122: 'ClusterId',
+    123: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
+    125: 'VoterDirectoryId',
+    126: 'Listeners',
+    130: 'Listeners',
+    137: 'Listeners',
     141: 'tagged fields of AddRaftVoterRequest',
-    149: 'AckWhenCommitted',
+    142: 'tagged fields of AddRaftVoterRequest',
     150: 'AckWhenCommitted',
-    151: 'ClusterId',
-    152: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
-    153: 'VoterDirectoryId',
-    155: 'Listeners',
-    158: 'Listeners',
-    160: 'Listeners',
-    162: 'tagged fields of AddRaftVoterRequest',
-    169: 'ClusterId',
-    170: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
-    172: 'VoterDirectoryId',
-    173: 'Listeners',
-    177: 'Listeners',
+    151: 'AckWhenCommitted',
+    152: 'ClusterId',
+    153: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
+    154: 'VoterDirectoryId',
+    156: 'Listeners',
+    159: 'Listeners',
+    161: 'Listeners',
+    163: 'tagged fields of AddRaftVoterRequest',
+    170: 'ClusterId',
+    171: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
+    173: 'VoterDirectoryId',
+    174: (('Listeners', None, 'B'), ('AckWhenCommitted', 'ack_when_committed', '?')),
+    180: 'Listeners',
     184: 'Listeners',
-    187: 'AckWhenCommitted',
-    189: 'tagged fields of AddRaftVoterRequest',
-    190: 'tagged fields of AddRaftVoterRequest',
-    198: 'ClusterId',
-    199: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
-    200: 'VoterDirectoryId',
-    202: 'Listeners',
-    205: 'Listeners',
-    207: 'Listeners',
-    208: 'AckWhenCommitted',
-    210: 'tagged fields of AddRaftVoterRequest',
+    191: 'Listeners',
+    194: 'AckWhenCommitted',
+    196: 'tagged fields of AddRaftVoterRequest',
+    197: 'tagged fields of AddRaftVoterRequest',
+    205: 'ClusterId',
+    206: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
+    207: 'VoterDirectoryId',
+    209: 'Listeners',
+    212: 'Listeners',
+    214: 'Listeners',
+    215: 'AckWhenCommitted',
+    217: 'tagged fields of AddRaftVoterRequest',
 }

@@ -15,9 +15,11 @@ _new = object.__new__
 _S0 = _Struct('>hhh')
 _S1 = _Struct('>hh')
 _S2 = _Struct('>h')
-_S3 = _Struct('>i')
-_S4 = _Struct('>q')
-_S5 = _Struct('>?')
+_S3 = _Struct('>hii')
+_S4 = _Struct('>i')
+_S5 = _Struct('>hBi')
+_S6 = _Struct('>q')
+_S7 = _Struct('>?')
 
 
 class ApiVersion(_message.Struct):
@@ -283,20 +285,25 @@ def _encode_ApiVersionsResponse_v0(self, buf):
 
 def _decode_ApiVersionsResponse_v1(data, pos):
     self = _new(ApiVersionsResponse)
-    self.error_code, = _S2.unpack_from(data, pos)
-    pos += 2
-    n, pos = read_array_length(data, pos)
+    self.error_code, n, self.throttle_time_ms = _S3.unpack_from(data, pos)
     if n == 0:
+        # ApiKeys is empty: the fields after it came with the same unpack.
         self.api_keys = []
+        pos += 10
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_ApiVersion_v0(data, pos)
-            append(item)
-        self.api_keys = items
-    self.throttle_time_ms, = _S3.unpack_from(data, pos)
-    pos += 4
+        pos += 2
+        n, pos = read_array_length(data, pos)
+        if n == 0:
+            self.api_keys = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_ApiVersion_v0(data, pos)
+                append(item)
+            self.api_keys = items
+        self.throttle_time_ms, = _S4.unpack_from(data, pos)
+        pos += 4
     self.supported_features = []
     self.finalized_features_epoch = -1
     self.finalized_features = []
@@ -311,7 +318,7 @@ def _encode_ApiVersionsResponse_v1(self, buf):
     write_array_length(buf, items)
     for item in items:
         _encode_ApiVersion_v1(item, buf)
-    buf += _S3.pack(self.throttle_time_ms)
+    buf += _S4.pack(self.throttle_time_ms)
     if self._unknown_tagged_fields:
         raise unsupported_tags('ApiVersionsResponse', 'ApiVersionsResponse', 1)
 
@@ -322,7 +329,7 @@ def _encode_ApiVersionsResponse_v2(self, buf):
     write_array_length(buf, items)
     for item in items:
         _encode_ApiVersion_v2(item, buf)
-    buf += _S3.pack(self.throttle_time_ms)
+    buf += _S4.pack(self.throttle_time_ms)
     if self._unknown_tagged_fields:
         raise unsupported_tags('ApiVersionsResponse', 'ApiVersionsResponse', 2)
 
@@ -354,7 +361,7 @@ def _decode_tags_ApiVersionsResponse_v3(self, data, pos):
             if pos != end:
                 raise Malformed(f'tagged field SupportedFeatures (tag 0) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 1:
-            self.finalized_features_epoch, = _S4.unpack_from(data, pos)
+            self.finalized_features_epoch, = _S6.unpack_from(data, pos)
             pos += 8
             if pos != end:
                 raise Malformed(f'tagged field FinalizedFeaturesEpoch (tag 1) ends at byte {end} but its value ended at byte {pos}')
@@ -376,7 +383,7 @@ def _decode_tags_ApiVersionsResponse_v3(self, data, pos):
             if pos != end:
                 raise Malformed(f'tagged field FinalizedFeatures (tag 2) ends at byte {end} but its value ended at byte {pos}')
         elif tag == 3:
-            self.zk_migration_ready, = _S5.unpack_from(data, pos)
+            self.zk_migration_ready, = _S7.unpack_from(data, pos)
             pos += 1
             if pos != end:
                 raise Malformed(f'tagged field ZkMigrationReady (tag 3) ends at byte {end} but its value ended at byte {pos}')
@@ -391,24 +398,29 @@ def _decode_tags_ApiVersionsResponse_v3(self, data, pos):
 
 def _decode_ApiVersionsResponse_v3(data, pos):
     self = _new(ApiVersionsResponse)
-    self.error_code, = _S2.unpack_from(data, pos)
-    pos += 2
-    n = data[pos] - 1
-    if 0 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_array_length(data, pos)
-    if n == 0:
+    self.error_code, n, self.throttle_time_ms = _S5.unpack_from(data, pos)
+    if n == 1:
+        # ApiKeys is empty: the fields after it came with the same unpack.
         self.api_keys = []
+        pos += 7
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_ApiVersion_v3(data, pos)
-            append(item)
-        self.api_keys = items
-    self.throttle_time_ms, = _S3.unpack_from(data, pos)
-    pos += 4
+        pos += 2
+        n = data[pos] - 1
+        if 0 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_array_length(data, pos)
+        if n == 0:
+            self.api_keys = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_ApiVersion_v3(data, pos)
+                append(item)
+            self.api_keys = items
+        self.throttle_time_ms, = _S4.unpack_from(data, pos)
+        pos += 4
     self.supported_features = []
     self.finalized_features_epoch = -1
     self.finalized_features = []
@@ -430,7 +442,7 @@ def _encode_ApiVersionsResponse_v3(self, buf):
         write_compact_array_length(buf, items)
     for item in items:
         _encode_ApiVersion_v3(item, buf)
-    buf += _S3.pack(self.throttle_time_ms)
+    buf += _S4.pack(self.throttle_time_ms)
     known = []
     if self.supported_features is None or len(self.supported_features) != 0:
         tag_buf = bytearray()
@@ -444,7 +456,7 @@ def _encode_ApiVersionsResponse_v3(self, buf):
         known.append((0, tag_buf))
     if self.finalized_features_epoch != -1:
         tag_buf = bytearray()
-        tag_buf += _S4.pack(self.finalized_features_epoch)
+        tag_buf += _S6.pack(self.finalized_features_epoch)
         known.append((1, tag_buf))
     if self.finalized_features is None or len(self.finalized_features) != 0:
         tag_buf = bytearray()
@@ -458,7 +470,7 @@ def _encode_ApiVersionsResponse_v3(self, buf):
         known.append((2, tag_buf))
     if self.zk_migration_ready != False:
         tag_buf = bytearray()
-        tag_buf += _S5.pack(self.zk_migration_ready)
+        tag_buf += _S7.pack(self.zk_migration_ready)
         known.append((3, tag_buf))
     if known or self._unknown_tagged_fields:
         write_tags(buf, known, self._unknown_tagged_fields)
@@ -476,90 +488,90 @@ ApiVersionsResponse._ENCODERS = {0: _encode_ApiVersionsResponse_v0, 1: _encode_A
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    163: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
-    170: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
-    172: 'tagged fields of ApiVersion',
-    176: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
-    178: 'tagged fields of ApiVersion',
-    182: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
-    184: 'tagged fields of ApiVersion',
-    189: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
-    191: 'tagged fields of ApiVersion',
-    192: 'tagged fields of ApiVersion',
-    200: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
-    202: 'tagged fields of ApiVersion',
-    209: 'Name',
-    210: (('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
-    212: 'tagged fields of SupportedFeatureKey',
-    213: 'tagged fields of SupportedFeatureKey',
-    221: 'Name',
-    222: (('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
-    224: 'tagged fields of SupportedFeatureKey',
-    231: 'Name',
-    232: (('MaxVersionLevel', 'max_version_level', 'h'), ('MinVersionLevel', 'min_version_level', 'h')),
-    234: 'tagged fields of FinalizedFeatureKey',
-    235: 'tagged fields of FinalizedFeatureKey',
-    243: 'Name',
-    244: (('MaxVersionLevel', 'max_version_level', 'h'), ('MinVersionLevel', 'min_version_level', 'h')),
-    246: 'tagged fields of FinalizedFeatureKey',
-    253: 'ErrorCode',
-    255: 'ApiKeys',
-    262: 'ApiKeys',
-    275: 'ErrorCode',
-    277: 'ApiKeys',
+    165: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
+    172: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
+    174: 'tagged fields of ApiVersion',
+    178: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
+    180: 'tagged fields of ApiVersion',
+    184: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
+    186: 'tagged fields of ApiVersion',
+    191: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
+    193: 'tagged fields of ApiVersion',
+    194: 'tagged fields of ApiVersion',
+    202: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
+    204: 'tagged fields of ApiVersion',
+    211: 'Name',
+    212: (('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
+    214: 'tagged fields of SupportedFeatureKey',
+    215: 'tagged fields of SupportedFeatureKey',
+    223: 'Name',
+    224: (('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
+    226: 'tagged fields of SupportedFeatureKey',
+    233: 'Name',
+    234: (('MaxVersionLevel', 'max_version_level', 'h'), ('MinVersionLevel', 'min_version_level', 'h')),
+    236: 'tagged fields of FinalizedFeatureKey',
+    237: 'tagged fields of FinalizedFeatureKey',
+    245: 'Name',
+    246: (('MaxVersionLevel', 'max_version_level', 'h'), ('MinVersionLevel', 'min_version_level', 'h')),
+    248: 'tagged fields of FinalizedFeatureKey',
+    255: 'ErrorCode',
+    257: 'ApiKeys',
+    264: 'ApiKeys',
+    277: 'ErrorCode',
     279: 'ApiKeys',
-    281: 'tagged fields of ApiVersionsResponse',
-    286: 'ErrorCode',
-    288: 'ApiKeys',
+    281: 'ApiKeys',
+    283: 'tagged fields of ApiVersionsResponse',
+    288: (('ErrorCode', 'error_code', 'h'), ('ApiKeys', None, 'i'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
     295: 'ApiKeys',
-    298: 'ThrottleTimeMs',
-    309: 'ErrorCode',
-    311: 'ApiKeys',
-    313: 'ApiKeys',
-    314: 'ThrottleTimeMs',
-    316: 'tagged fields of ApiVersionsResponse',
-    320: 'ErrorCode',
-    322: 'ApiKeys',
-    324: 'ApiKeys',
-    325: 'ThrottleTimeMs',
-    327: 'tagged fields of ApiVersionsResponse',
-    331: 'tagged fields of ApiVersionsResponse',
-    337: 'tagged fields of ApiVersionsResponse',
-    340: 'SupportedFeatures',
-    344: 'SupportedFeatures',
+    302: 'ApiKeys',
+    305: 'ThrottleTimeMs',
+    316: 'ErrorCode',
+    318: 'ApiKeys',
+    320: 'ApiKeys',
+    321: 'ThrottleTimeMs',
+    323: 'tagged fields of ApiVersionsResponse',
+    327: 'ErrorCode',
+    329: 'ApiKeys',
+    331: 'ApiKeys',
+    332: 'ThrottleTimeMs',
+    334: 'tagged fields of ApiVersionsResponse',
+    338: 'tagged fields of ApiVersionsResponse',
+    344: 'tagged fields of ApiVersionsResponse',
+    347: 'SupportedFeatures',
     351: 'SupportedFeatures',
-    355: 'SupportedFeatures',
-    357: 'FinalizedFeaturesEpoch',
-    360: 'FinalizedFeaturesEpoch',
-    362: 'FinalizedFeatures',
-    366: 'FinalizedFeatures',
+    358: 'SupportedFeatures',
+    362: 'SupportedFeatures',
+    364: 'FinalizedFeaturesEpoch',
+    367: 'FinalizedFeaturesEpoch',
+    369: 'FinalizedFeatures',
     373: 'FinalizedFeatures',
-    377: 'FinalizedFeatures',
-    379: 'ZkMigrationReady',
-    382: 'ZkMigrationReady',
-    394: 'ErrorCode',
-    396: 'ApiKeys',
-    400: 'ApiKeys',
-    407: 'ApiKeys',
-    410: 'ThrottleTimeMs',
-    416: 'tagged fields of ApiVersionsResponse',
-    417: 'tagged fields of ApiVersionsResponse',
-    425: 'ErrorCode',
-    427: 'ApiKeys',
-    430: 'ApiKeys',
-    432: 'ApiKeys',
-    433: 'ThrottleTimeMs',
-    435: 'SupportedFeatures',
-    438: 'SupportedFeatures',
-    441: 'SupportedFeatures',
-    443: 'SupportedFeatures',
-    445: 'FinalizedFeaturesEpoch',
-    447: 'FinalizedFeaturesEpoch',
-    449: 'FinalizedFeatures',
-    452: 'FinalizedFeatures',
-    455: 'FinalizedFeatures',
-    457: 'FinalizedFeatures',
-    459: 'ZkMigrationReady',
-    461: 'ZkMigrationReady',
-    464: 'tagged fields of ApiVersionsResponse',
+    380: 'FinalizedFeatures',
+    384: 'FinalizedFeatures',
+    386: 'ZkMigrationReady',
+    389: 'ZkMigrationReady',
+    401: (('ErrorCode', 'error_code', 'h'), ('ApiKeys', None, 'B'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
+    408: 'ApiKeys',
+    412: 'ApiKeys',
+    419: 'ApiKeys',
+    422: 'ThrottleTimeMs',
+    428: 'tagged fields of ApiVersionsResponse',
+    429: 'tagged fields of ApiVersionsResponse',
+    437: 'ErrorCode',
+    439: 'ApiKeys',
+    442: 'ApiKeys',
+    444: 'ApiKeys',
+    445: 'ThrottleTimeMs',
+    447: 'SupportedFeatures',
+    450: 'SupportedFeatures',
+    453: 'SupportedFeatures',
+    455: 'SupportedFeatures',
+    457: 'FinalizedFeaturesEpoch',
+    459: 'FinalizedFeaturesEpoch',
+    461: 'FinalizedFeatures',
+    464: 'FinalizedFeatures',
+    467: 'FinalizedFeatures',
+    469: 'FinalizedFeatures',
+    471: 'ZkMigrationReady',
+    473: 'ZkMigrationReady',
+    476: 'tagged fields of ApiVersionsResponse',
 }

@@ -16,7 +16,8 @@ _S0 = _Struct('>Hh')
 _S1 = _Struct('>hh')
 _S2 = _Struct('>i')
 _S3 = _Struct('>?')
-_S4 = _Struct('>q')
+_S4 = _Struct('>?Bq')
+_S5 = _Struct('>q')
 
 
 class Listener(_message.Struct):
@@ -455,24 +456,29 @@ def _decode_BrokerRegistrationRequest_v3(data, pos):
             append(item)
         self.features = items
     self.rack, pos = read_compact_nullable_string(data, pos)
-    self.is_migrating_zk_broker, = _S3.unpack_from(data, pos)
-    pos += 1
-    n = data[pos] - 1
-    if 0 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_array_length(data, pos)
-    if n == 0:
+    self.is_migrating_zk_broker, n, self.previous_broker_epoch = _S4.unpack_from(data, pos)
+    if n == 1:
+        # LogDirs is empty: the fields after it came with the same unpack.
         self.log_dirs = []
+        pos += 10
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = read_uuid(data, pos)
-            append(item)
-        self.log_dirs = items
-    self.previous_broker_epoch, = _S4.unpack_from(data, pos)
-    pos += 8
+        pos += 1
+        n = data[pos] - 1
+        if 0 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_array_length(data, pos)
+        if n == 0:
+            self.log_dirs = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = read_uuid(data, pos)
+                append(item)
+            self.log_dirs = items
+        self.previous_broker_epoch, = _S5.unpack_from(data, pos)
+        pos += 8
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -507,7 +513,7 @@ def _encode_BrokerRegistrationRequest_v3(self, buf):
     else:
         write_compact_array_length(buf, items)
     write_uuid_array(buf, items)
-    buf += _S4.pack(self.previous_broker_epoch)
+    buf += _S5.pack(self.previous_broker_epoch)
     if self._unknown_tagged_fields:
         write_tags(buf, (), self._unknown_tagged_fields)
     else:
@@ -522,134 +528,134 @@ BrokerRegistrationRequest._ENCODERS = {0: _encode_BrokerRegistrationRequest_v0, 
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    141: 'Name',
-    142: 'Host',
-    143: (('Port', 'port', 'H'), ('SecurityProtocol', 'security_protocol', 'h')),
-    145: 'tagged fields of Listener',
+    142: 'Name',
+    143: 'Host',
+    144: (('Port', 'port', 'H'), ('SecurityProtocol', 'security_protocol', 'h')),
     146: 'tagged fields of Listener',
-    154: 'Name',
-    155: 'Host',
-    156: (('Port', 'port', 'H'), ('SecurityProtocol', 'security_protocol', 'h')),
-    158: 'tagged fields of Listener',
-    165: 'Name',
-    166: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
-    168: 'tagged fields of Feature',
+    147: 'tagged fields of Listener',
+    155: 'Name',
+    156: 'Host',
+    157: (('Port', 'port', 'H'), ('SecurityProtocol', 'security_protocol', 'h')),
+    159: 'tagged fields of Listener',
+    166: 'Name',
+    167: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
     169: 'tagged fields of Feature',
-    177: 'Name',
-    178: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
-    180: 'tagged fields of Feature',
-    187: 'BrokerId',
-    189: 'ClusterId',
-    190: 'IncarnationId',
-    191: 'Listeners',
-    195: 'Listeners',
-    202: 'Listeners',
-    205: 'Features',
-    209: 'Features',
-    216: 'Features',
-    219: 'Rack',
-    223: 'tagged fields of BrokerRegistrationRequest',
+    170: 'tagged fields of Feature',
+    178: 'Name',
+    179: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
+    181: 'tagged fields of Feature',
+    188: 'BrokerId',
+    190: 'ClusterId',
+    191: 'IncarnationId',
+    192: 'Listeners',
+    196: 'Listeners',
+    203: 'Listeners',
+    206: 'Features',
+    210: 'Features',
+    217: 'Features',
+    220: 'Rack',
     224: 'tagged fields of BrokerRegistrationRequest',
-    232: 'IsMigratingZkBroker',
+    225: 'tagged fields of BrokerRegistrationRequest',
     233: 'IsMigratingZkBroker',
-    234: 'BrokerId',
-    235: 'ClusterId',
-    236: 'IncarnationId',
-    238: 'Listeners',
-    241: 'Listeners',
-    243: 'Listeners',
-    245: 'Features',
-    248: 'Features',
-    250: 'Features',
-    251: 'Rack',
-    253: 'tagged fields of BrokerRegistrationRequest',
-    260: 'BrokerId',
-    262: 'ClusterId',
-    263: 'IncarnationId',
-    264: 'Listeners',
-    268: 'Listeners',
-    275: 'Listeners',
-    278: 'Features',
-    282: 'Features',
-    289: 'Features',
-    292: 'Rack',
-    293: 'IsMigratingZkBroker',
-    297: 'tagged fields of BrokerRegistrationRequest',
+    234: 'IsMigratingZkBroker',
+    235: 'BrokerId',
+    236: 'ClusterId',
+    237: 'IncarnationId',
+    239: 'Listeners',
+    242: 'Listeners',
+    244: 'Listeners',
+    246: 'Features',
+    249: 'Features',
+    251: 'Features',
+    252: 'Rack',
+    254: 'tagged fields of BrokerRegistrationRequest',
+    261: 'BrokerId',
+    263: 'ClusterId',
+    264: 'IncarnationId',
+    265: 'Listeners',
+    269: 'Listeners',
+    276: 'Listeners',
+    279: 'Features',
+    283: 'Features',
+    290: 'Features',
+    293: 'Rack',
+    294: 'IsMigratingZkBroker',
     298: 'tagged fields of BrokerRegistrationRequest',
-    306: 'BrokerId',
-    307: 'ClusterId',
-    308: 'IncarnationId',
-    310: 'Listeners',
-    313: 'Listeners',
-    315: 'Listeners',
-    317: 'Features',
-    320: 'Features',
-    322: 'Features',
-    323: 'Rack',
-    324: 'IsMigratingZkBroker',
-    326: 'tagged fields of BrokerRegistrationRequest',
-    333: 'BrokerId',
-    335: 'ClusterId',
-    336: 'IncarnationId',
-    337: 'Listeners',
-    341: 'Listeners',
-    348: 'Listeners',
-    351: 'Features',
-    355: 'Features',
-    362: 'Features',
-    365: 'Rack',
-    366: 'IsMigratingZkBroker',
-    368: 'LogDirs',
-    372: 'LogDirs',
-    379: 'LogDirs',
-    383: 'tagged fields of BrokerRegistrationRequest',
+    299: 'tagged fields of BrokerRegistrationRequest',
+    307: 'BrokerId',
+    308: 'ClusterId',
+    309: 'IncarnationId',
+    311: 'Listeners',
+    314: 'Listeners',
+    316: 'Listeners',
+    318: 'Features',
+    321: 'Features',
+    323: 'Features',
+    324: 'Rack',
+    325: 'IsMigratingZkBroker',
+    327: 'tagged fields of BrokerRegistrationRequest',
+    334: 'BrokerId',
+    336: 'ClusterId',
+    337: 'IncarnationId',
+    338: 'Listeners',
+    342: 'Listeners',
+    349: 'Listeners',
+    352: 'Features',
+    356: 'Features',
+    363: 'Features',
+    366: 'Rack',
+    367: 'IsMigratingZkBroker',
+    369: 'LogDirs',
+    373: 'LogDirs',
+    380: 'LogDirs',
     384: 'tagged fields of BrokerRegistrationRequest',
-    392: 'BrokerId',
-    393: 'ClusterId',
-    394: 'IncarnationId',
-    396: 'Listeners',
-    399: 'Listeners',
-    401: 'Listeners',
-    403: 'Features',
-    406: 'Features',
-    408: 'Features',
-    409: 'Rack',
-    410: 'IsMigratingZkBroker',
-    412: 'LogDirs',
-    415: 'LogDirs',
+    385: 'tagged fields of BrokerRegistrationRequest',
+    393: 'BrokerId',
+    394: 'ClusterId',
+    395: 'IncarnationId',
+    397: 'Listeners',
+    400: 'Listeners',
+    402: 'Listeners',
+    404: 'Features',
+    407: 'Features',
+    409: 'Features',
+    410: 'Rack',
+    411: 'IsMigratingZkBroker',
+    413: 'LogDirs',
     416: 'LogDirs',
-    418: 'tagged fields of BrokerRegistrationRequest',
-    425: 'BrokerId',
-    427: 'ClusterId',
-    428: 'IncarnationId',
-    429: 'Listeners',
-    433: 'Listeners',
-    440: 'Listeners',
-    443: 'Features',
-    447: 'Features',
-    454: 'Features',
-    457: 'Rack',
-    458: 'IsMigratingZkBroker',
-    460: 'LogDirs',
-    464: 'LogDirs',
-    471: 'LogDirs',
-    474: 'PreviousBrokerEpoch',
-    476: 'tagged fields of BrokerRegistrationRequest',
-    477: 'tagged fields of BrokerRegistrationRequest',
-    485: 'BrokerId',
-    486: 'ClusterId',
-    487: 'IncarnationId',
-    489: 'Listeners',
-    492: 'Listeners',
-    494: 'Listeners',
-    496: 'Features',
-    499: 'Features',
-    501: 'Features',
-    502: 'Rack',
-    503: 'IsMigratingZkBroker',
-    505: 'LogDirs',
-    508: 'LogDirs',
-    509: 'LogDirs',
-    510: 'PreviousBrokerEpoch',
-    512: 'tagged fields of BrokerRegistrationRequest',
+    417: 'LogDirs',
+    419: 'tagged fields of BrokerRegistrationRequest',
+    426: 'BrokerId',
+    428: 'ClusterId',
+    429: 'IncarnationId',
+    430: 'Listeners',
+    434: 'Listeners',
+    441: 'Listeners',
+    444: 'Features',
+    448: 'Features',
+    455: 'Features',
+    458: 'Rack',
+    459: (('IsMigratingZkBroker', 'is_migrating_zk_broker', '?'), ('LogDirs', None, 'B'), ('PreviousBrokerEpoch', 'previous_broker_epoch', 'q')),
+    466: 'LogDirs',
+    470: 'LogDirs',
+    477: 'LogDirs',
+    480: 'PreviousBrokerEpoch',
+    482: 'tagged fields of BrokerRegistrationRequest',
+    483: 'tagged fields of BrokerRegistrationRequest',
+    491: 'BrokerId',
+    492: 'ClusterId',
+    493: 'IncarnationId',
+    495: 'Listeners',
+    498: 'Listeners',
+    500: 'Listeners',
+    502: 'Features',
+    505: 'Features',
+    507: 'Features',
+    508: 'Rack',
+    509: 'IsMigratingZkBroker',
+    511: 'LogDirs',
+    514: 'LogDirs',
+    515: 'LogDirs',
+    516: 'PreviousBrokerEpoch',
+    518: 'tagged fields of BrokerRegistrationRequest',
 }

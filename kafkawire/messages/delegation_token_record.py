@@ -12,7 +12,8 @@ from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
 
 _new = object.__new__
 
-_S0 = _Struct('>qqq')
+_S0 = _Struct('>Bqqq')
+_S1 = _Struct('>qqq')
 
 
 class DelegationTokenRecord(_message.Message):
@@ -67,22 +68,28 @@ def _decode_DelegationTokenRecord_v0(data, pos):
     self = _new(DelegationTokenRecord)
     self.owner, pos = read_compact_string(data, pos)
     self.requester, pos = read_compact_string(data, pos)
-    n = data[pos] - 1
-    if 0 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_array_length(data, pos)
-    if n == 0:
+    n, self.issue_timestamp, self.max_timestamp, self.expiration_timestamp = _S0.unpack_from(data, pos)
+    if n == 1:
+        # Renewers is empty: the fields after it came with the same unpack.
         self.renewers = []
+        pos += 25
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = read_compact_string(data, pos)
-            append(item)
-        self.renewers = items
-    self.issue_timestamp, self.max_timestamp, self.expiration_timestamp = _S0.unpack_from(data, pos)
-    pos += 24
+        n = data[pos] - 1
+        if 0 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_array_length(data, pos)
+        if n == 0:
+            self.renewers = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = read_compact_string(data, pos)
+                append(item)
+            self.renewers = items
+        self.issue_timestamp, self.max_timestamp, self.expiration_timestamp = _S1.unpack_from(data, pos)
+        pos += 24
     self.token_id, pos = read_compact_string(data, pos)
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -102,7 +109,7 @@ def _encode_DelegationTokenRecord_v0(self, buf):
         write_compact_array_length(buf, items)
     for item in items:
         write_compact_string(buf, item)
-    buf += _S0.pack(self.issue_timestamp, self.max_timestamp, self.expiration_timestamp)
+    buf += _S1.pack(self.issue_timestamp, self.max_timestamp, self.expiration_timestamp)
     write_compact_string(buf, self.token_id)
     if self._unknown_tagged_fields:
         write_tags(buf, (), self._unknown_tagged_fields)
@@ -114,21 +121,22 @@ DelegationTokenRecord._ENCODERS = {0: _encode_DelegationTokenRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    68: 'Owner',
-    69: 'Requester',
-    70: 'Renewers',
-    74: 'Renewers',
+    69: 'Owner',
+    70: 'Requester',
+    71: (('Renewers', None, 'B'), ('IssueTimestamp', 'issue_timestamp', 'q'), ('MaxTimestamp', 'max_timestamp', 'q'), ('ExpirationTimestamp', 'expiration_timestamp', 'q')),
+    77: 'Renewers',
     81: 'Renewers',
-    84: (('IssueTimestamp', 'issue_timestamp', 'q'), ('MaxTimestamp', 'max_timestamp', 'q'), ('ExpirationTimestamp', 'expiration_timestamp', 'q')),
-    86: 'TokenId',
-    87: 'tagged fields of DelegationTokenRecord',
-    88: 'tagged fields of DelegationTokenRecord',
-    96: 'Owner',
-    97: 'Requester',
-    99: 'Renewers',
-    102: 'Renewers',
-    104: 'Renewers',
-    105: (('IssueTimestamp', 'issue_timestamp', 'q'), ('MaxTimestamp', 'max_timestamp', 'q'), ('ExpirationTimestamp', 'expiration_timestamp', 'q')),
-    106: 'TokenId',
-    108: 'tagged fields of DelegationTokenRecord',
+    88: 'Renewers',
+    91: (('IssueTimestamp', 'issue_timestamp', 'q'), ('MaxTimestamp', 'max_timestamp', 'q'), ('ExpirationTimestamp', 'expiration_timestamp', 'q')),
+    93: 'TokenId',
+    94: 'tagged fields of DelegationTokenRecord',
+    95: 'tagged fields of DelegationTokenRecord',
+    103: 'Owner',
+    104: 'Requester',
+    106: 'Renewers',
+    109: 'Renewers',
+    111: 'Renewers',
+    112: (('IssueTimestamp', 'issue_timestamp', 'q'), ('MaxTimestamp', 'max_timestamp', 'q'), ('ExpirationTimestamp', 'expiration_timestamp', 'q')),
+    113: 'TokenId',
+    115: 'tagged fields of DelegationTokenRecord',
 }

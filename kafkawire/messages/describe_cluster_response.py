@@ -15,7 +15,8 @@ _new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>?')
 _S2 = _Struct('>ih')
-_S3 = _Struct('>b')
+_S3 = _Struct('>iBi')
+_S4 = _Struct('>b')
 
 
 class DescribeClusterBroker(_message.Struct):
@@ -184,24 +185,29 @@ def _decode_DescribeClusterResponse_v0(data, pos):
     pos += 6
     self.error_message, pos = read_compact_nullable_string(data, pos)
     self.cluster_id, pos = read_compact_string(data, pos)
-    self.controller_id, = _S0.unpack_from(data, pos)
-    pos += 4
-    n = data[pos] - 1
-    if 0 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_array_length(data, pos)
-    if n == 0:
+    self.controller_id, n, self.cluster_authorized_operations = _S3.unpack_from(data, pos)
+    if n == 1:
+        # Brokers is empty: the fields after it came with the same unpack.
         self.brokers = []
+        pos += 9
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_DescribeClusterBroker_v0(data, pos)
-            append(item)
-        self.brokers = items
-    self.cluster_authorized_operations, = _S0.unpack_from(data, pos)
-    pos += 4
+        pos += 4
+        n = data[pos] - 1
+        if 0 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_array_length(data, pos)
+        if n == 0:
+            self.brokers = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_DescribeClusterBroker_v0(data, pos)
+                append(item)
+            self.brokers = items
+        self.cluster_authorized_operations, = _S0.unpack_from(data, pos)
+        pos += 4
     self.endpoint_type = 1
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -237,27 +243,32 @@ def _decode_DescribeClusterResponse_v1(data, pos):
     self.throttle_time_ms, self.error_code = _S2.unpack_from(data, pos)
     pos += 6
     self.error_message, pos = read_compact_nullable_string(data, pos)
-    self.endpoint_type, = _S3.unpack_from(data, pos)
+    self.endpoint_type, = _S4.unpack_from(data, pos)
     pos += 1
     self.cluster_id, pos = read_compact_string(data, pos)
-    self.controller_id, = _S0.unpack_from(data, pos)
-    pos += 4
-    n = data[pos] - 1
-    if 0 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_array_length(data, pos)
-    if n == 0:
+    self.controller_id, n, self.cluster_authorized_operations = _S3.unpack_from(data, pos)
+    if n == 1:
+        # Brokers is empty: the fields after it came with the same unpack.
         self.brokers = []
+        pos += 9
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_DescribeClusterBroker_v0(data, pos)
-            append(item)
-        self.brokers = items
-    self.cluster_authorized_operations, = _S0.unpack_from(data, pos)
-    pos += 4
+        pos += 4
+        n = data[pos] - 1
+        if 0 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_array_length(data, pos)
+        if n == 0:
+            self.brokers = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_DescribeClusterBroker_v0(data, pos)
+                append(item)
+            self.brokers = items
+        self.cluster_authorized_operations, = _S0.unpack_from(data, pos)
+        pos += 4
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -269,7 +280,7 @@ def _decode_DescribeClusterResponse_v1(data, pos):
 def _encode_DescribeClusterResponse_v1(self, buf):
     buf += _S2.pack(self.throttle_time_ms, self.error_code)
     write_compact_nullable_string(buf, self.error_message)
-    buf += _S3.pack(self.endpoint_type)
+    buf += _S4.pack(self.endpoint_type)
     write_compact_string(buf, self.cluster_id)
     buf += _S0.pack(self.controller_id)
     items = self.brokers
@@ -291,27 +302,32 @@ def _decode_DescribeClusterResponse_v2(data, pos):
     self.throttle_time_ms, self.error_code = _S2.unpack_from(data, pos)
     pos += 6
     self.error_message, pos = read_compact_nullable_string(data, pos)
-    self.endpoint_type, = _S3.unpack_from(data, pos)
+    self.endpoint_type, = _S4.unpack_from(data, pos)
     pos += 1
     self.cluster_id, pos = read_compact_string(data, pos)
-    self.controller_id, = _S0.unpack_from(data, pos)
-    pos += 4
-    n = data[pos] - 1
-    if 0 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_array_length(data, pos)
-    if n == 0:
+    self.controller_id, n, self.cluster_authorized_operations = _S3.unpack_from(data, pos)
+    if n == 1:
+        # Brokers is empty: the fields after it came with the same unpack.
         self.brokers = []
+        pos += 9
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_DescribeClusterBroker_v2(data, pos)
-            append(item)
-        self.brokers = items
-    self.cluster_authorized_operations, = _S0.unpack_from(data, pos)
-    pos += 4
+        pos += 4
+        n = data[pos] - 1
+        if 0 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_array_length(data, pos)
+        if n == 0:
+            self.brokers = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_DescribeClusterBroker_v2(data, pos)
+                append(item)
+            self.brokers = items
+        self.cluster_authorized_operations, = _S0.unpack_from(data, pos)
+        pos += 4
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -323,7 +339,7 @@ def _decode_DescribeClusterResponse_v2(data, pos):
 def _encode_DescribeClusterResponse_v2(self, buf):
     buf += _S2.pack(self.throttle_time_ms, self.error_code)
     write_compact_nullable_string(buf, self.error_message)
-    buf += _S3.pack(self.endpoint_type)
+    buf += _S4.pack(self.endpoint_type)
     write_compact_string(buf, self.cluster_id)
     buf += _S0.pack(self.controller_id)
     items = self.brokers
@@ -346,100 +362,100 @@ DescribeClusterResponse._ENCODERS = {0: _encode_DescribeClusterResponse_v0, 1: _
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    110: 'BrokerId',
-    112: 'Host',
-    113: 'Port',
-    115: 'Rack',
-    117: 'tagged fields of DescribeClusterBroker',
+    111: 'BrokerId',
+    113: 'Host',
+    114: 'Port',
+    116: 'Rack',
     118: 'tagged fields of DescribeClusterBroker',
-    126: 'IsFenced',
+    119: 'tagged fields of DescribeClusterBroker',
     127: 'IsFenced',
-    128: 'BrokerId',
-    129: 'Host',
-    130: 'Port',
-    131: 'Rack',
-    133: 'tagged fields of DescribeClusterBroker',
-    139: 'IsFenced',
+    128: 'IsFenced',
+    129: 'BrokerId',
+    130: 'Host',
+    131: 'Port',
+    132: 'Rack',
+    134: 'tagged fields of DescribeClusterBroker',
     140: 'IsFenced',
-    141: 'BrokerId',
-    142: 'Host',
-    143: 'Port',
-    144: 'Rack',
-    146: 'tagged fields of DescribeClusterBroker',
-    153: 'BrokerId',
-    155: 'Host',
-    156: 'Port',
-    158: 'Rack',
-    159: 'IsFenced',
-    161: 'tagged fields of DescribeClusterBroker',
+    141: 'IsFenced',
+    142: 'BrokerId',
+    143: 'Host',
+    144: 'Port',
+    145: 'Rack',
+    147: 'tagged fields of DescribeClusterBroker',
+    154: 'BrokerId',
+    156: 'Host',
+    157: 'Port',
+    159: 'Rack',
+    160: 'IsFenced',
     162: 'tagged fields of DescribeClusterBroker',
-    170: 'BrokerId',
-    171: 'Host',
-    172: 'Port',
-    173: 'Rack',
-    174: 'IsFenced',
-    176: 'tagged fields of DescribeClusterBroker',
-    183: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    185: 'ErrorMessage',
-    186: 'ClusterId',
-    187: 'ControllerId',
-    189: 'Brokers',
-    193: 'Brokers',
-    200: 'Brokers',
-    203: 'ClusterAuthorizedOperations',
-    206: 'tagged fields of DescribeClusterResponse',
-    207: 'tagged fields of DescribeClusterResponse',
-    215: 'EndpointType',
-    216: 'EndpointType',
-    217: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    218: 'ErrorMessage',
-    219: 'ClusterId',
-    220: 'ControllerId',
-    222: 'Brokers',
-    225: 'Brokers',
-    227: 'Brokers',
-    228: 'ClusterAuthorizedOperations',
-    230: 'tagged fields of DescribeClusterResponse',
-    237: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    239: 'ErrorMessage',
-    240: 'EndpointType',
-    242: 'ClusterId',
-    243: 'ControllerId',
-    245: 'Brokers',
-    249: 'Brokers',
+    163: 'tagged fields of DescribeClusterBroker',
+    171: 'BrokerId',
+    172: 'Host',
+    173: 'Port',
+    174: 'Rack',
+    175: 'IsFenced',
+    177: 'tagged fields of DescribeClusterBroker',
+    184: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    186: 'ErrorMessage',
+    187: 'ClusterId',
+    188: (('ControllerId', 'controller_id', 'i'), ('Brokers', None, 'B'), ('ClusterAuthorizedOperations', 'cluster_authorized_operations', 'i')),
+    195: 'Brokers',
+    199: 'Brokers',
+    206: 'Brokers',
+    209: 'ClusterAuthorizedOperations',
+    212: 'tagged fields of DescribeClusterResponse',
+    213: 'tagged fields of DescribeClusterResponse',
+    221: 'EndpointType',
+    222: 'EndpointType',
+    223: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    224: 'ErrorMessage',
+    225: 'ClusterId',
+    226: 'ControllerId',
+    228: 'Brokers',
+    231: 'Brokers',
+    233: 'Brokers',
+    234: 'ClusterAuthorizedOperations',
+    236: 'tagged fields of DescribeClusterResponse',
+    243: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    245: 'ErrorMessage',
+    246: 'EndpointType',
+    248: 'ClusterId',
+    249: (('ControllerId', 'controller_id', 'i'), ('Brokers', None, 'B'), ('ClusterAuthorizedOperations', 'cluster_authorized_operations', 'i')),
     256: 'Brokers',
-    259: 'ClusterAuthorizedOperations',
-    261: 'tagged fields of DescribeClusterResponse',
-    262: 'tagged fields of DescribeClusterResponse',
-    270: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    271: 'ErrorMessage',
-    272: 'EndpointType',
-    273: 'ClusterId',
-    274: 'ControllerId',
-    276: 'Brokers',
-    279: 'Brokers',
-    281: 'Brokers',
-    282: 'ClusterAuthorizedOperations',
-    284: 'tagged fields of DescribeClusterResponse',
-    291: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    293: 'ErrorMessage',
-    294: 'EndpointType',
-    296: 'ClusterId',
-    297: 'ControllerId',
-    299: 'Brokers',
-    303: 'Brokers',
-    310: 'Brokers',
-    313: 'ClusterAuthorizedOperations',
-    315: 'tagged fields of DescribeClusterResponse',
-    316: 'tagged fields of DescribeClusterResponse',
-    324: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    325: 'ErrorMessage',
-    326: 'EndpointType',
-    327: 'ClusterId',
-    328: 'ControllerId',
-    330: 'Brokers',
-    333: 'Brokers',
-    335: 'Brokers',
-    336: 'ClusterAuthorizedOperations',
-    338: 'tagged fields of DescribeClusterResponse',
+    260: 'Brokers',
+    267: 'Brokers',
+    270: 'ClusterAuthorizedOperations',
+    272: 'tagged fields of DescribeClusterResponse',
+    273: 'tagged fields of DescribeClusterResponse',
+    281: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    282: 'ErrorMessage',
+    283: 'EndpointType',
+    284: 'ClusterId',
+    285: 'ControllerId',
+    287: 'Brokers',
+    290: 'Brokers',
+    292: 'Brokers',
+    293: 'ClusterAuthorizedOperations',
+    295: 'tagged fields of DescribeClusterResponse',
+    302: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    304: 'ErrorMessage',
+    305: 'EndpointType',
+    307: 'ClusterId',
+    308: (('ControllerId', 'controller_id', 'i'), ('Brokers', None, 'B'), ('ClusterAuthorizedOperations', 'cluster_authorized_operations', 'i')),
+    315: 'Brokers',
+    319: 'Brokers',
+    326: 'Brokers',
+    329: 'ClusterAuthorizedOperations',
+    331: 'tagged fields of DescribeClusterResponse',
+    332: 'tagged fields of DescribeClusterResponse',
+    340: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    341: 'ErrorMessage',
+    342: 'EndpointType',
+    343: 'ClusterId',
+    344: 'ControllerId',
+    346: 'Brokers',
+    349: 'Brokers',
+    351: 'Brokers',
+    352: 'ClusterAuthorizedOperations',
+    354: 'tagged fields of DescribeClusterResponse',
 }

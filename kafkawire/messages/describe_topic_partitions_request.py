@@ -13,6 +13,7 @@ from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
 _new = object.__new__
 
 _S0 = _Struct('>i')
+_S1 = _Struct('>Bi')
 
 
 class TopicRequest(_message.Struct):
@@ -145,22 +146,28 @@ def _encode_Cursor_v0(self, buf):
 
 def _decode_DescribeTopicPartitionsRequest_v0(data, pos):
     self = _new(DescribeTopicPartitionsRequest)
-    n = data[pos] - 1
-    if 0 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_array_length(data, pos)
-    if n == 0:
+    n, self.response_partition_limit = _S1.unpack_from(data, pos)
+    if n == 1:
+        # Topics is empty: the fields after it came with the same unpack.
         self.topics = []
+        pos += 5
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_TopicRequest_v0(data, pos)
-            append(item)
-        self.topics = items
-    self.response_partition_limit, = _S0.unpack_from(data, pos)
-    pos += 4
+        n = data[pos] - 1
+        if 0 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_array_length(data, pos)
+        if n == 0:
+            self.topics = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_TopicRequest_v0(data, pos)
+                append(item)
+            self.topics = items
+        self.response_partition_limit, = _S0.unpack_from(data, pos)
+        pos += 4
     if data[pos] >= 128:
         self.cursor = None
         pos += 1
@@ -202,30 +209,31 @@ DescribeTopicPartitionsRequest._ENCODERS = {0: _encode_DescribeTopicPartitionsRe
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    107: 'Name',
-    108: 'tagged fields of TopicRequest',
+    108: 'Name',
     109: 'tagged fields of TopicRequest',
-    117: 'Name',
-    119: 'tagged fields of TopicRequest',
-    126: 'TopicName',
-    127: 'PartitionIndex',
-    129: 'tagged fields of Cursor',
+    110: 'tagged fields of TopicRequest',
+    118: 'Name',
+    120: 'tagged fields of TopicRequest',
+    127: 'TopicName',
+    128: 'PartitionIndex',
     130: 'tagged fields of Cursor',
-    138: 'TopicName',
-    139: 'PartitionIndex',
-    141: 'tagged fields of Cursor',
-    148: 'Topics',
-    152: 'Topics',
+    131: 'tagged fields of Cursor',
+    139: 'TopicName',
+    140: 'PartitionIndex',
+    142: 'tagged fields of Cursor',
+    149: (('Topics', None, 'B'), ('ResponsePartitionLimit', 'response_partition_limit', 'i')),
+    155: 'Topics',
     159: 'Topics',
-    162: 'ResponsePartitionLimit',
-    164: 'Cursor',
-    168: 'Cursor',
-    169: 'tagged fields of DescribeTopicPartitionsRequest',
-    170: 'tagged fields of DescribeTopicPartitionsRequest',
-    179: 'Topics',
-    182: 'Topics',
-    184: 'Topics',
-    185: 'ResponsePartitionLimit',
-    190: 'Cursor',
-    192: 'tagged fields of DescribeTopicPartitionsRequest',
+    166: 'Topics',
+    169: 'ResponsePartitionLimit',
+    171: 'Cursor',
+    175: 'Cursor',
+    176: 'tagged fields of DescribeTopicPartitionsRequest',
+    177: 'tagged fields of DescribeTopicPartitionsRequest',
+    186: 'Topics',
+    189: 'Topics',
+    191: 'Topics',
+    192: 'ResponsePartitionLimit',
+    197: 'Cursor',
+    199: 'tagged fields of DescribeTopicPartitionsRequest',
 }

@@ -14,8 +14,9 @@ _new = object.__new__
 
 _S0 = _Struct('>hiii')
 _S1 = _Struct('>h')
-_S2 = _Struct('>?')
+_S2 = _Struct('>?Bi')
 _S3 = _Struct('>i')
+_S4 = _Struct('>?')
 _ARRAY_INT32 = array_structs('i')
 
 
@@ -280,24 +281,29 @@ def _decode_DescribeTopicPartitionsResponseTopic_v0(data, pos):
     pos += 2
     self.name, pos = read_compact_nullable_string(data, pos)
     self.topic_id, pos = read_uuid(data, pos)
-    self.is_internal, = _S2.unpack_from(data, pos)
-    pos += 1
-    n = data[pos] - 1
-    if 0 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_array_length(data, pos)
-    if n == 0:
+    self.is_internal, n, self.topic_authorized_operations = _S2.unpack_from(data, pos)
+    if n == 1:
+        # Partitions is empty: the fields after it came with the same unpack.
         self.partitions = []
+        pos += 6
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_DescribeTopicPartitionsResponsePartition_v0(data, pos)
-            append(item)
-        self.partitions = items
-    self.topic_authorized_operations, = _S3.unpack_from(data, pos)
-    pos += 4
+        pos += 1
+        n = data[pos] - 1
+        if 0 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_array_length(data, pos)
+        if n == 0:
+            self.partitions = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_DescribeTopicPartitionsResponsePartition_v0(data, pos)
+                append(item)
+            self.partitions = items
+        self.topic_authorized_operations, = _S3.unpack_from(data, pos)
+        pos += 4
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -310,7 +316,7 @@ def _encode_DescribeTopicPartitionsResponseTopic_v0(self, buf):
     buf += _S1.pack(self.error_code)
     write_compact_nullable_string(buf, self.name)
     write_uuid(buf, self.topic_id)
-    buf += _S2.pack(self.is_internal)
+    buf += _S4.pack(self.is_internal)
     items = self.partitions
     if len(items) < 0x7F:
         buf.append(len(items) + 1)
@@ -408,77 +414,77 @@ DescribeTopicPartitionsResponse._ENCODERS = {0: _encode_DescribeTopicPartitionsR
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    174: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    176: 'ReplicaNodes',
-    180: 'ReplicaNodes',
-    184: 'ReplicaNodes',
-    186: 'IsrNodes',
-    190: 'IsrNodes',
-    194: 'IsrNodes',
-    196: 'EligibleLeaderReplicas',
-    200: 'EligibleLeaderReplicas',
-    204: 'EligibleLeaderReplicas',
-    208: 'LastKnownElr',
-    212: 'LastKnownElr',
-    216: 'LastKnownElr',
-    220: 'OfflineReplicas',
-    224: 'OfflineReplicas',
-    228: 'OfflineReplicas',
-    230: 'tagged fields of DescribeTopicPartitionsResponsePartition',
+    175: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    177: 'ReplicaNodes',
+    181: 'ReplicaNodes',
+    185: 'ReplicaNodes',
+    187: 'IsrNodes',
+    191: 'IsrNodes',
+    195: 'IsrNodes',
+    197: 'EligibleLeaderReplicas',
+    201: 'EligibleLeaderReplicas',
+    205: 'EligibleLeaderReplicas',
+    209: 'LastKnownElr',
+    213: 'LastKnownElr',
+    217: 'LastKnownElr',
+    221: 'OfflineReplicas',
+    225: 'OfflineReplicas',
+    229: 'OfflineReplicas',
     231: 'tagged fields of DescribeTopicPartitionsResponsePartition',
-    239: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    241: 'ReplicaNodes',
-    244: 'ReplicaNodes',
-    246: 'ReplicaNodes',
-    248: 'IsrNodes',
-    251: 'IsrNodes',
-    253: 'IsrNodes',
-    255: 'EligibleLeaderReplicas',
-    258: 'EligibleLeaderReplicas',
-    260: 'LastKnownElr',
-    263: 'LastKnownElr',
-    265: 'OfflineReplicas',
-    268: 'OfflineReplicas',
-    270: 'OfflineReplicas',
-    272: 'tagged fields of DescribeTopicPartitionsResponsePartition',
-    279: 'ErrorCode',
-    281: 'Name',
-    282: 'TopicId',
-    283: 'IsInternal',
-    285: 'Partitions',
-    289: 'Partitions',
-    296: 'Partitions',
-    299: 'TopicAuthorizedOperations',
-    301: 'tagged fields of DescribeTopicPartitionsResponseTopic',
-    302: 'tagged fields of DescribeTopicPartitionsResponseTopic',
-    310: 'ErrorCode',
-    311: 'Name',
-    312: 'TopicId',
-    313: 'IsInternal',
-    315: 'Partitions',
-    318: 'Partitions',
-    320: 'Partitions',
-    321: 'TopicAuthorizedOperations',
-    323: 'tagged fields of DescribeTopicPartitionsResponseTopic',
-    330: 'TopicName',
-    331: 'PartitionIndex',
-    333: 'tagged fields of Cursor',
-    334: 'tagged fields of Cursor',
-    342: 'TopicName',
-    343: 'PartitionIndex',
-    345: 'tagged fields of Cursor',
-    352: 'ThrottleTimeMs',
-    354: 'Topics',
-    358: 'Topics',
-    365: 'Topics',
-    368: 'NextCursor',
-    372: 'NextCursor',
-    373: 'tagged fields of DescribeTopicPartitionsResponse',
-    374: 'tagged fields of DescribeTopicPartitionsResponse',
-    382: 'ThrottleTimeMs',
-    384: 'Topics',
-    387: 'Topics',
-    389: 'Topics',
-    394: 'NextCursor',
-    396: 'tagged fields of DescribeTopicPartitionsResponse',
+    232: 'tagged fields of DescribeTopicPartitionsResponsePartition',
+    240: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    242: 'ReplicaNodes',
+    245: 'ReplicaNodes',
+    247: 'ReplicaNodes',
+    249: 'IsrNodes',
+    252: 'IsrNodes',
+    254: 'IsrNodes',
+    256: 'EligibleLeaderReplicas',
+    259: 'EligibleLeaderReplicas',
+    261: 'LastKnownElr',
+    264: 'LastKnownElr',
+    266: 'OfflineReplicas',
+    269: 'OfflineReplicas',
+    271: 'OfflineReplicas',
+    273: 'tagged fields of DescribeTopicPartitionsResponsePartition',
+    280: 'ErrorCode',
+    282: 'Name',
+    283: 'TopicId',
+    284: (('IsInternal', 'is_internal', '?'), ('Partitions', None, 'B'), ('TopicAuthorizedOperations', 'topic_authorized_operations', 'i')),
+    291: 'Partitions',
+    295: 'Partitions',
+    302: 'Partitions',
+    305: 'TopicAuthorizedOperations',
+    307: 'tagged fields of DescribeTopicPartitionsResponseTopic',
+    308: 'tagged fields of DescribeTopicPartitionsResponseTopic',
+    316: 'ErrorCode',
+    317: 'Name',
+    318: 'TopicId',
+    319: 'IsInternal',
+    321: 'Partitions',
+    324: 'Partitions',
+    326: 'Partitions',
+    327: 'TopicAuthorizedOperations',
+    329: 'tagged fields of DescribeTopicPartitionsResponseTopic',
+    336: 'TopicName',
+    337: 'PartitionIndex',
+    339: 'tagged fields of Cursor',
+    340: 'tagged fields of Cursor',
+    348: 'TopicName',
+    349: 'PartitionIndex',
+    351: 'tagged fields of Cursor',
+    358: 'ThrottleTimeMs',
+    360: 'Topics',
+    364: 'Topics',
+    371: 'Topics',
+    374: 'NextCursor',
+    378: 'NextCursor',
+    379: 'tagged fields of DescribeTopicPartitionsResponse',
+    380: 'tagged fields of DescribeTopicPartitionsResponse',
+    388: 'ThrottleTimeMs',
+    390: 'Topics',
+    393: 'Topics',
+    395: 'Topics',
+    400: 'NextCursor',
+    402: 'tagged fields of DescribeTopicPartitionsResponse',
 }

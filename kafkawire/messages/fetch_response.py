@@ -19,8 +19,10 @@ _S3 = _Struct('>qq')
 _S4 = _Struct('>ihq')
 _S5 = _Struct('>ihqq')
 _S6 = _Struct('>ihqqq')
-_S7 = _Struct('>i')
-_S8 = _Struct('>ihi')
+_S7 = _Struct('>ihqqqii')
+_S8 = _Struct('>i')
+_S9 = _Struct('>ihqqqBi')
+_S10 = _Struct('>ihi')
 
 
 class EpochEndOffset(_message.Struct):
@@ -732,22 +734,30 @@ def _encode_PartitionData_v10(self, buf):
 
 def _decode_PartitionData_v11(data, pos, view):
     self = _new(PartitionData)
-    self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset, self.log_start_offset = _S6.unpack_from(data, pos)
-    pos += 30
-    n, pos = read_nullable_array_length(data, pos)
+    self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset, self.log_start_offset, n, self.preferred_read_replica = _S7.unpack_from(data, pos)
     if n == 0:
+        # AbortedTransactions is empty: the fields after it came with the same unpack.
         self.aborted_transactions = []
-    elif n > 0:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_AbortedTransaction_v4(data, pos)
-            append(item)
-        self.aborted_transactions = items
-    else:
+        pos += 38
+    elif n == -1:
         self.aborted_transactions = None
-    self.preferred_read_replica, = _S7.unpack_from(data, pos)
-    pos += 4
+        pos += 38
+    else:
+        pos += 30
+        n, pos = read_nullable_array_length(data, pos)
+        if n == 0:
+            self.aborted_transactions = []
+        elif n > 0:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_AbortedTransaction_v4(data, pos)
+                append(item)
+            self.aborted_transactions = items
+        else:
+            self.aborted_transactions = None
+        self.preferred_read_replica, = _S8.unpack_from(data, pos)
+        pos += 4
     self.records, pos = read_nullable_bytes(view, pos)
     self._diverging_epoch = _MISSING
     self._current_leader = _MISSING
@@ -769,7 +779,7 @@ def _encode_PartitionData_v11(self, buf):
     if items is not None:
         for item in items:
             _encode_AbortedTransaction_v11(item, buf)
-    buf += _S7.pack(self.preferred_read_replica)
+    buf += _S8.pack(self.preferred_read_replica)
     write_nullable_bytes(buf, self.records)
     if self._unknown_tagged_fields:
         raise unsupported_tags('FetchResponse', 'PartitionData', 11)
@@ -807,26 +817,34 @@ def _decode_tags_PartitionData_v12(self, data, pos, view):
 
 def _decode_PartitionData_v12(data, pos, view):
     self = _new(PartitionData)
-    self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset, self.log_start_offset = _S6.unpack_from(data, pos)
-    pos += 30
-    n = data[pos] - 1
-    if -1 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_nullable_array_length(data, pos)
-    if n == 0:
+    self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset, self.log_start_offset, n, self.preferred_read_replica = _S9.unpack_from(data, pos)
+    if n == 1:
+        # AbortedTransactions is empty: the fields after it came with the same unpack.
         self.aborted_transactions = []
-    elif n > 0:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_AbortedTransaction_v12(data, pos)
-            append(item)
-        self.aborted_transactions = items
-    else:
+        pos += 35
+    elif n == 0:
         self.aborted_transactions = None
-    self.preferred_read_replica, = _S7.unpack_from(data, pos)
-    pos += 4
+        pos += 35
+    else:
+        pos += 30
+        n = data[pos] - 1
+        if -1 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_nullable_array_length(data, pos)
+        if n == 0:
+            self.aborted_transactions = []
+        elif n > 0:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_AbortedTransaction_v12(data, pos)
+                append(item)
+            self.aborted_transactions = items
+        else:
+            self.aborted_transactions = None
+        self.preferred_read_replica, = _S8.unpack_from(data, pos)
+        pos += 4
     self.records, pos = read_compact_nullable_bytes(view, pos)
     self._diverging_epoch = _MISSING
     self._current_leader = _MISSING
@@ -846,7 +864,7 @@ def _encode_PartitionData_v12(self, buf):
     if items is not None:
         for item in items:
             _encode_AbortedTransaction_v12(item, buf)
-    buf += _S7.pack(self.preferred_read_replica)
+    buf += _S8.pack(self.preferred_read_replica)
     write_compact_nullable_bytes(buf, self.records)
     known = []
     if self._diverging_epoch is not _MISSING and (self._diverging_epoch is None or self._diverging_epoch.epoch != -1 or self._diverging_epoch.end_offset != -1 or self._diverging_epoch._unknown_tagged_fields):
@@ -1143,10 +1161,10 @@ def _encode_FetchableTopicResponse_v13(self, buf):
 
 def _decode_NodeEndpoint_v16(data, pos):
     self = _new(NodeEndpoint)
-    self.node_id, = _S7.unpack_from(data, pos)
+    self.node_id, = _S8.unpack_from(data, pos)
     pos += 4
     self.host, pos = read_compact_string(data, pos)
-    self.port, = _S7.unpack_from(data, pos)
+    self.port, = _S8.unpack_from(data, pos)
     pos += 4
     self.rack, pos = read_compact_nullable_string(data, pos)
     if data[pos]:
@@ -1158,9 +1176,9 @@ def _decode_NodeEndpoint_v16(data, pos):
 
 
 def _encode_NodeEndpoint_v16(self, buf):
-    buf += _S7.pack(self.node_id)
+    buf += _S8.pack(self.node_id)
     write_compact_string(buf, self.host)
-    buf += _S7.pack(self.port)
+    buf += _S8.pack(self.port)
     write_compact_nullable_string(buf, self.rack)
     if self._unknown_tagged_fields:
         write_tags(buf, (), self._unknown_tagged_fields)
@@ -1205,7 +1223,7 @@ def _encode_FetchResponse_v0(self, buf):
 def _decode_FetchResponse_v1(data, pos):
     view = memoryview(data)
     self = _new(FetchResponse)
-    self.throttle_time_ms, = _S7.unpack_from(data, pos)
+    self.throttle_time_ms, = _S8.unpack_from(data, pos)
     pos += 4
     n, pos = read_array_length(data, pos)
     if n == 0:
@@ -1229,7 +1247,7 @@ def _encode_FetchResponse_v1(self, buf):
         raise unsupported_field('FetchResponse', 'SessionId', 1)
     if self.node_endpoints is None or len(self.node_endpoints) != 0:
         raise unsupported_field('FetchResponse', 'NodeEndpoints', 1)
-    buf += _S7.pack(self.throttle_time_ms)
+    buf += _S8.pack(self.throttle_time_ms)
     items = self.responses
     write_array_length(buf, items)
     for item in items:
@@ -1243,7 +1261,7 @@ def _encode_FetchResponse_v2(self, buf):
         raise unsupported_field('FetchResponse', 'SessionId', 2)
     if self.node_endpoints is None or len(self.node_endpoints) != 0:
         raise unsupported_field('FetchResponse', 'NodeEndpoints', 2)
-    buf += _S7.pack(self.throttle_time_ms)
+    buf += _S8.pack(self.throttle_time_ms)
     items = self.responses
     write_array_length(buf, items)
     for item in items:
@@ -1257,7 +1275,7 @@ def _encode_FetchResponse_v3(self, buf):
         raise unsupported_field('FetchResponse', 'SessionId', 3)
     if self.node_endpoints is None or len(self.node_endpoints) != 0:
         raise unsupported_field('FetchResponse', 'NodeEndpoints', 3)
-    buf += _S7.pack(self.throttle_time_ms)
+    buf += _S8.pack(self.throttle_time_ms)
     items = self.responses
     write_array_length(buf, items)
     for item in items:
@@ -1269,7 +1287,7 @@ def _encode_FetchResponse_v3(self, buf):
 def _decode_FetchResponse_v4(data, pos):
     view = memoryview(data)
     self = _new(FetchResponse)
-    self.throttle_time_ms, = _S7.unpack_from(data, pos)
+    self.throttle_time_ms, = _S8.unpack_from(data, pos)
     pos += 4
     n, pos = read_array_length(data, pos)
     if n == 0:
@@ -1293,7 +1311,7 @@ def _encode_FetchResponse_v4(self, buf):
         raise unsupported_field('FetchResponse', 'SessionId', 4)
     if self.node_endpoints is None or len(self.node_endpoints) != 0:
         raise unsupported_field('FetchResponse', 'NodeEndpoints', 4)
-    buf += _S7.pack(self.throttle_time_ms)
+    buf += _S8.pack(self.throttle_time_ms)
     items = self.responses
     write_array_length(buf, items)
     for item in items:
@@ -1305,7 +1323,7 @@ def _encode_FetchResponse_v4(self, buf):
 def _decode_FetchResponse_v5(data, pos):
     view = memoryview(data)
     self = _new(FetchResponse)
-    self.throttle_time_ms, = _S7.unpack_from(data, pos)
+    self.throttle_time_ms, = _S8.unpack_from(data, pos)
     pos += 4
     n, pos = read_array_length(data, pos)
     if n == 0:
@@ -1329,7 +1347,7 @@ def _encode_FetchResponse_v5(self, buf):
         raise unsupported_field('FetchResponse', 'SessionId', 5)
     if self.node_endpoints is None or len(self.node_endpoints) != 0:
         raise unsupported_field('FetchResponse', 'NodeEndpoints', 5)
-    buf += _S7.pack(self.throttle_time_ms)
+    buf += _S8.pack(self.throttle_time_ms)
     items = self.responses
     write_array_length(buf, items)
     for item in items:
@@ -1343,7 +1361,7 @@ def _encode_FetchResponse_v6(self, buf):
         raise unsupported_field('FetchResponse', 'SessionId', 6)
     if self.node_endpoints is None or len(self.node_endpoints) != 0:
         raise unsupported_field('FetchResponse', 'NodeEndpoints', 6)
-    buf += _S7.pack(self.throttle_time_ms)
+    buf += _S8.pack(self.throttle_time_ms)
     items = self.responses
     write_array_length(buf, items)
     for item in items:
@@ -1355,7 +1373,7 @@ def _encode_FetchResponse_v6(self, buf):
 def _decode_FetchResponse_v7(data, pos):
     view = memoryview(data)
     self = _new(FetchResponse)
-    self.throttle_time_ms, self.error_code, self.session_id = _S8.unpack_from(data, pos)
+    self.throttle_time_ms, self.error_code, self.session_id = _S10.unpack_from(data, pos)
     pos += 10
     n, pos = read_array_length(data, pos)
     if n == 0:
@@ -1375,7 +1393,7 @@ def _decode_FetchResponse_v7(data, pos):
 def _encode_FetchResponse_v7(self, buf):
     if self.node_endpoints is None or len(self.node_endpoints) != 0:
         raise unsupported_field('FetchResponse', 'NodeEndpoints', 7)
-    buf += _S8.pack(self.throttle_time_ms, self.error_code, self.session_id)
+    buf += _S10.pack(self.throttle_time_ms, self.error_code, self.session_id)
     items = self.responses
     write_array_length(buf, items)
     for item in items:
@@ -1387,7 +1405,7 @@ def _encode_FetchResponse_v7(self, buf):
 def _encode_FetchResponse_v8(self, buf):
     if self.node_endpoints is None or len(self.node_endpoints) != 0:
         raise unsupported_field('FetchResponse', 'NodeEndpoints', 8)
-    buf += _S8.pack(self.throttle_time_ms, self.error_code, self.session_id)
+    buf += _S10.pack(self.throttle_time_ms, self.error_code, self.session_id)
     items = self.responses
     write_array_length(buf, items)
     for item in items:
@@ -1399,7 +1417,7 @@ def _encode_FetchResponse_v8(self, buf):
 def _encode_FetchResponse_v9(self, buf):
     if self.node_endpoints is None or len(self.node_endpoints) != 0:
         raise unsupported_field('FetchResponse', 'NodeEndpoints', 9)
-    buf += _S8.pack(self.throttle_time_ms, self.error_code, self.session_id)
+    buf += _S10.pack(self.throttle_time_ms, self.error_code, self.session_id)
     items = self.responses
     write_array_length(buf, items)
     for item in items:
@@ -1411,7 +1429,7 @@ def _encode_FetchResponse_v9(self, buf):
 def _encode_FetchResponse_v10(self, buf):
     if self.node_endpoints is None or len(self.node_endpoints) != 0:
         raise unsupported_field('FetchResponse', 'NodeEndpoints', 10)
-    buf += _S8.pack(self.throttle_time_ms, self.error_code, self.session_id)
+    buf += _S10.pack(self.throttle_time_ms, self.error_code, self.session_id)
     items = self.responses
     write_array_length(buf, items)
     for item in items:
@@ -1423,7 +1441,7 @@ def _encode_FetchResponse_v10(self, buf):
 def _decode_FetchResponse_v11(data, pos):
     view = memoryview(data)
     self = _new(FetchResponse)
-    self.throttle_time_ms, self.error_code, self.session_id = _S8.unpack_from(data, pos)
+    self.throttle_time_ms, self.error_code, self.session_id = _S10.unpack_from(data, pos)
     pos += 10
     n, pos = read_array_length(data, pos)
     if n == 0:
@@ -1443,7 +1461,7 @@ def _decode_FetchResponse_v11(data, pos):
 def _encode_FetchResponse_v11(self, buf):
     if self.node_endpoints is None or len(self.node_endpoints) != 0:
         raise unsupported_field('FetchResponse', 'NodeEndpoints', 11)
-    buf += _S8.pack(self.throttle_time_ms, self.error_code, self.session_id)
+    buf += _S10.pack(self.throttle_time_ms, self.error_code, self.session_id)
     items = self.responses
     write_array_length(buf, items)
     for item in items:
@@ -1455,7 +1473,7 @@ def _encode_FetchResponse_v11(self, buf):
 def _decode_FetchResponse_v12(data, pos):
     view = memoryview(data)
     self = _new(FetchResponse)
-    self.throttle_time_ms, self.error_code, self.session_id = _S8.unpack_from(data, pos)
+    self.throttle_time_ms, self.error_code, self.session_id = _S10.unpack_from(data, pos)
     pos += 10
     n = data[pos] - 1
     if 0 <= n < 0x7F:
@@ -1483,7 +1501,7 @@ def _decode_FetchResponse_v12(data, pos):
 def _encode_FetchResponse_v12(self, buf):
     if self.node_endpoints is None or len(self.node_endpoints) != 0:
         raise unsupported_field('FetchResponse', 'NodeEndpoints', 12)
-    buf += _S8.pack(self.throttle_time_ms, self.error_code, self.session_id)
+    buf += _S10.pack(self.throttle_time_ms, self.error_code, self.session_id)
     items = self.responses
     if len(items) < 0x7F:
         buf.append(len(items) + 1)
@@ -1500,7 +1518,7 @@ def _encode_FetchResponse_v12(self, buf):
 def _decode_FetchResponse_v13(data, pos):
     view = memoryview(data)
     self = _new(FetchResponse)
-    self.throttle_time_ms, self.error_code, self.session_id = _S8.unpack_from(data, pos)
+    self.throttle_time_ms, self.error_code, self.session_id = _S10.unpack_from(data, pos)
     pos += 10
     n = data[pos] - 1
     if 0 <= n < 0x7F:
@@ -1528,7 +1546,7 @@ def _decode_FetchResponse_v13(data, pos):
 def _encode_FetchResponse_v13(self, buf):
     if self.node_endpoints is None or len(self.node_endpoints) != 0:
         raise unsupported_field('FetchResponse', 'NodeEndpoints', 13)
-    buf += _S8.pack(self.throttle_time_ms, self.error_code, self.session_id)
+    buf += _S10.pack(self.throttle_time_ms, self.error_code, self.session_id)
     items = self.responses
     if len(items) < 0x7F:
         buf.append(len(items) + 1)
@@ -1545,7 +1563,7 @@ def _encode_FetchResponse_v13(self, buf):
 def _encode_FetchResponse_v14(self, buf):
     if self.node_endpoints is None or len(self.node_endpoints) != 0:
         raise unsupported_field('FetchResponse', 'NodeEndpoints', 14)
-    buf += _S8.pack(self.throttle_time_ms, self.error_code, self.session_id)
+    buf += _S10.pack(self.throttle_time_ms, self.error_code, self.session_id)
     items = self.responses
     if len(items) < 0x7F:
         buf.append(len(items) + 1)
@@ -1562,7 +1580,7 @@ def _encode_FetchResponse_v14(self, buf):
 def _encode_FetchResponse_v15(self, buf):
     if self.node_endpoints is None or len(self.node_endpoints) != 0:
         raise unsupported_field('FetchResponse', 'NodeEndpoints', 15)
-    buf += _S8.pack(self.throttle_time_ms, self.error_code, self.session_id)
+    buf += _S10.pack(self.throttle_time_ms, self.error_code, self.session_id)
     items = self.responses
     if len(items) < 0x7F:
         buf.append(len(items) + 1)
@@ -1614,7 +1632,7 @@ def _decode_tags_FetchResponse_v16(self, data, pos, view):
 def _decode_FetchResponse_v16(data, pos):
     view = memoryview(data)
     self = _new(FetchResponse)
-    self.throttle_time_ms, self.error_code, self.session_id = _S8.unpack_from(data, pos)
+    self.throttle_time_ms, self.error_code, self.session_id = _S10.unpack_from(data, pos)
     pos += 10
     n = data[pos] - 1
     if 0 <= n < 0x7F:
@@ -1640,7 +1658,7 @@ def _decode_FetchResponse_v16(data, pos):
 
 
 def _encode_FetchResponse_v16(self, buf):
-    buf += _S8.pack(self.throttle_time_ms, self.error_code, self.session_id)
+    buf += _S10.pack(self.throttle_time_ms, self.error_code, self.session_id)
     items = self.responses
     if len(items) < 0x7F:
         buf.append(len(items) + 1)
@@ -1683,487 +1701,487 @@ FetchResponse._ENCODERS = {0: _encode_FetchResponse_v0, 1: _encode_FetchResponse
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    332: (('Epoch', 'epoch', 'i'), ('EndOffset', 'end_offset', 'q')),
-    334: 'tagged fields of EpochEndOffset',
-    335: 'tagged fields of EpochEndOffset',
-    343: (('Epoch', 'epoch', 'i'), ('EndOffset', 'end_offset', 'q')),
-    345: 'tagged fields of EpochEndOffset',
-    352: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    354: 'tagged fields of LeaderIdAndEpoch',
-    355: 'tagged fields of LeaderIdAndEpoch',
-    363: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    365: 'tagged fields of LeaderIdAndEpoch',
-    372: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
-    374: 'tagged fields of SnapshotId',
-    375: 'tagged fields of SnapshotId',
-    383: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
-    385: 'tagged fields of SnapshotId',
-    392: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
-    399: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
-    401: 'tagged fields of AbortedTransaction',
-    405: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
-    407: 'tagged fields of AbortedTransaction',
-    411: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
-    413: 'tagged fields of AbortedTransaction',
-    417: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
-    419: 'tagged fields of AbortedTransaction',
-    423: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
-    425: 'tagged fields of AbortedTransaction',
-    429: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
-    431: 'tagged fields of AbortedTransaction',
-    435: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
-    437: 'tagged fields of AbortedTransaction',
-    441: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
-    443: 'tagged fields of AbortedTransaction',
-    448: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
-    450: 'tagged fields of AbortedTransaction',
-    451: 'tagged fields of AbortedTransaction',
-    459: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
-    461: 'tagged fields of AbortedTransaction',
-    468: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q')),
-    470: 'Records',
-    483: 'DivergingEpoch',
-    484: 'DivergingEpoch',
-    485: 'CurrentLeader',
-    486: 'CurrentLeader',
-    487: 'SnapshotId',
-    488: 'SnapshotId',
-    489: 'PreferredReadReplica',
-    490: 'PreferredReadReplica',
-    491: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q')),
-    492: 'Records',
-    494: 'tagged fields of PartitionData',
-    498: 'DivergingEpoch',
-    499: 'DivergingEpoch',
-    500: 'CurrentLeader',
-    501: 'CurrentLeader',
-    502: 'SnapshotId',
-    503: 'SnapshotId',
-    504: 'PreferredReadReplica',
-    505: 'PreferredReadReplica',
-    506: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q')),
-    507: 'Records',
-    509: 'tagged fields of PartitionData',
-    513: 'DivergingEpoch',
-    514: 'DivergingEpoch',
-    515: 'CurrentLeader',
-    516: 'CurrentLeader',
-    517: 'SnapshotId',
-    518: 'SnapshotId',
-    519: 'PreferredReadReplica',
-    520: 'PreferredReadReplica',
-    521: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q')),
-    522: 'Records',
-    524: 'tagged fields of PartitionData',
-    528: 'DivergingEpoch',
-    529: 'DivergingEpoch',
-    530: 'CurrentLeader',
-    531: 'CurrentLeader',
-    532: 'SnapshotId',
-    533: 'SnapshotId',
-    534: 'PreferredReadReplica',
-    535: 'PreferredReadReplica',
-    536: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q')),
-    537: 'Records',
-    539: 'tagged fields of PartitionData',
-    544: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q')),
-    546: 'AbortedTransactions',
-    553: 'AbortedTransactions',
-    558: 'Records',
-    569: 'DivergingEpoch',
-    570: 'DivergingEpoch',
-    571: 'CurrentLeader',
-    572: 'CurrentLeader',
-    573: 'SnapshotId',
-    574: 'SnapshotId',
-    575: 'PreferredReadReplica',
-    576: 'PreferredReadReplica',
-    577: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q')),
-    579: 'AbortedTransactions',
-    582: 'AbortedTransactions',
-    583: 'Records',
-    585: 'tagged fields of PartitionData',
-    590: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    592: 'AbortedTransactions',
-    599: 'AbortedTransactions',
-    604: 'Records',
-    614: 'DivergingEpoch',
-    615: 'DivergingEpoch',
-    616: 'CurrentLeader',
-    617: 'CurrentLeader',
-    618: 'SnapshotId',
-    619: 'SnapshotId',
-    620: 'PreferredReadReplica',
-    621: 'PreferredReadReplica',
-    622: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    624: 'AbortedTransactions',
-    627: 'AbortedTransactions',
-    628: 'Records',
-    630: 'tagged fields of PartitionData',
-    634: 'DivergingEpoch',
-    635: 'DivergingEpoch',
-    636: 'CurrentLeader',
-    637: 'CurrentLeader',
-    638: 'SnapshotId',
-    639: 'SnapshotId',
-    640: 'PreferredReadReplica',
-    641: 'PreferredReadReplica',
-    642: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    644: 'AbortedTransactions',
-    647: 'AbortedTransactions',
-    648: 'Records',
-    650: 'tagged fields of PartitionData',
-    654: 'DivergingEpoch',
-    655: 'DivergingEpoch',
-    656: 'CurrentLeader',
-    657: 'CurrentLeader',
-    658: 'SnapshotId',
-    659: 'SnapshotId',
-    660: 'PreferredReadReplica',
-    661: 'PreferredReadReplica',
-    662: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    664: 'AbortedTransactions',
-    667: 'AbortedTransactions',
-    668: 'Records',
-    670: 'tagged fields of PartitionData',
-    674: 'DivergingEpoch',
-    675: 'DivergingEpoch',
-    676: 'CurrentLeader',
-    677: 'CurrentLeader',
-    678: 'SnapshotId',
-    679: 'SnapshotId',
-    680: 'PreferredReadReplica',
-    681: 'PreferredReadReplica',
-    682: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    684: 'AbortedTransactions',
-    687: 'AbortedTransactions',
-    688: 'Records',
-    690: 'tagged fields of PartitionData',
-    694: 'DivergingEpoch',
-    695: 'DivergingEpoch',
-    696: 'CurrentLeader',
-    697: 'CurrentLeader',
-    698: 'SnapshotId',
-    699: 'SnapshotId',
-    700: 'PreferredReadReplica',
-    701: 'PreferredReadReplica',
-    702: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    704: 'AbortedTransactions',
-    707: 'AbortedTransactions',
-    708: 'Records',
-    710: 'tagged fields of PartitionData',
-    714: 'DivergingEpoch',
-    715: 'DivergingEpoch',
-    716: 'CurrentLeader',
-    717: 'CurrentLeader',
-    718: 'SnapshotId',
-    719: 'SnapshotId',
-    720: 'PreferredReadReplica',
-    721: 'PreferredReadReplica',
-    722: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    724: 'AbortedTransactions',
-    727: 'AbortedTransactions',
-    728: 'Records',
-    730: 'tagged fields of PartitionData',
-    735: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    737: 'AbortedTransactions',
-    744: 'AbortedTransactions',
-    749: 'PreferredReadReplica',
-    751: 'Records',
-    760: 'DivergingEpoch',
-    761: 'DivergingEpoch',
-    762: 'CurrentLeader',
-    763: 'CurrentLeader',
-    764: 'SnapshotId',
-    765: 'SnapshotId',
-    766: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    768: 'AbortedTransactions',
-    771: 'AbortedTransactions',
-    772: 'PreferredReadReplica',
-    773: 'Records',
-    775: 'tagged fields of PartitionData',
-    779: 'tagged fields of PartitionData',
+    334: (('Epoch', 'epoch', 'i'), ('EndOffset', 'end_offset', 'q')),
+    336: 'tagged fields of EpochEndOffset',
+    337: 'tagged fields of EpochEndOffset',
+    345: (('Epoch', 'epoch', 'i'), ('EndOffset', 'end_offset', 'q')),
+    347: 'tagged fields of EpochEndOffset',
+    354: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    356: 'tagged fields of LeaderIdAndEpoch',
+    357: 'tagged fields of LeaderIdAndEpoch',
+    365: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    367: 'tagged fields of LeaderIdAndEpoch',
+    374: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
+    376: 'tagged fields of SnapshotId',
+    377: 'tagged fields of SnapshotId',
+    385: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
+    387: 'tagged fields of SnapshotId',
+    394: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
+    401: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
+    403: 'tagged fields of AbortedTransaction',
+    407: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
+    409: 'tagged fields of AbortedTransaction',
+    413: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
+    415: 'tagged fields of AbortedTransaction',
+    419: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
+    421: 'tagged fields of AbortedTransaction',
+    425: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
+    427: 'tagged fields of AbortedTransaction',
+    431: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
+    433: 'tagged fields of AbortedTransaction',
+    437: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
+    439: 'tagged fields of AbortedTransaction',
+    443: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
+    445: 'tagged fields of AbortedTransaction',
+    450: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
+    452: 'tagged fields of AbortedTransaction',
+    453: 'tagged fields of AbortedTransaction',
+    461: (('ProducerId', 'producer_id', 'q'), ('FirstOffset', 'first_offset', 'q')),
+    463: 'tagged fields of AbortedTransaction',
+    470: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q')),
+    472: 'Records',
+    485: 'DivergingEpoch',
+    486: 'DivergingEpoch',
+    487: 'CurrentLeader',
+    488: 'CurrentLeader',
+    489: 'SnapshotId',
+    490: 'SnapshotId',
+    491: 'PreferredReadReplica',
+    492: 'PreferredReadReplica',
+    493: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q')),
+    494: 'Records',
+    496: 'tagged fields of PartitionData',
+    500: 'DivergingEpoch',
+    501: 'DivergingEpoch',
+    502: 'CurrentLeader',
+    503: 'CurrentLeader',
+    504: 'SnapshotId',
+    505: 'SnapshotId',
+    506: 'PreferredReadReplica',
+    507: 'PreferredReadReplica',
+    508: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q')),
+    509: 'Records',
+    511: 'tagged fields of PartitionData',
+    515: 'DivergingEpoch',
+    516: 'DivergingEpoch',
+    517: 'CurrentLeader',
+    518: 'CurrentLeader',
+    519: 'SnapshotId',
+    520: 'SnapshotId',
+    521: 'PreferredReadReplica',
+    522: 'PreferredReadReplica',
+    523: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q')),
+    524: 'Records',
+    526: 'tagged fields of PartitionData',
+    530: 'DivergingEpoch',
+    531: 'DivergingEpoch',
+    532: 'CurrentLeader',
+    533: 'CurrentLeader',
+    534: 'SnapshotId',
+    535: 'SnapshotId',
+    536: 'PreferredReadReplica',
+    537: 'PreferredReadReplica',
+    538: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q')),
+    539: 'Records',
+    541: 'tagged fields of PartitionData',
+    546: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q')),
+    548: 'AbortedTransactions',
+    555: 'AbortedTransactions',
+    560: 'Records',
+    571: 'DivergingEpoch',
+    572: 'DivergingEpoch',
+    573: 'CurrentLeader',
+    574: 'CurrentLeader',
+    575: 'SnapshotId',
+    576: 'SnapshotId',
+    577: 'PreferredReadReplica',
+    578: 'PreferredReadReplica',
+    579: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q')),
+    581: 'AbortedTransactions',
+    584: 'AbortedTransactions',
+    585: 'Records',
+    587: 'tagged fields of PartitionData',
+    592: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    594: 'AbortedTransactions',
+    601: 'AbortedTransactions',
+    606: 'Records',
+    616: 'DivergingEpoch',
+    617: 'DivergingEpoch',
+    618: 'CurrentLeader',
+    619: 'CurrentLeader',
+    620: 'SnapshotId',
+    621: 'SnapshotId',
+    622: 'PreferredReadReplica',
+    623: 'PreferredReadReplica',
+    624: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    626: 'AbortedTransactions',
+    629: 'AbortedTransactions',
+    630: 'Records',
+    632: 'tagged fields of PartitionData',
+    636: 'DivergingEpoch',
+    637: 'DivergingEpoch',
+    638: 'CurrentLeader',
+    639: 'CurrentLeader',
+    640: 'SnapshotId',
+    641: 'SnapshotId',
+    642: 'PreferredReadReplica',
+    643: 'PreferredReadReplica',
+    644: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    646: 'AbortedTransactions',
+    649: 'AbortedTransactions',
+    650: 'Records',
+    652: 'tagged fields of PartitionData',
+    656: 'DivergingEpoch',
+    657: 'DivergingEpoch',
+    658: 'CurrentLeader',
+    659: 'CurrentLeader',
+    660: 'SnapshotId',
+    661: 'SnapshotId',
+    662: 'PreferredReadReplica',
+    663: 'PreferredReadReplica',
+    664: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    666: 'AbortedTransactions',
+    669: 'AbortedTransactions',
+    670: 'Records',
+    672: 'tagged fields of PartitionData',
+    676: 'DivergingEpoch',
+    677: 'DivergingEpoch',
+    678: 'CurrentLeader',
+    679: 'CurrentLeader',
+    680: 'SnapshotId',
+    681: 'SnapshotId',
+    682: 'PreferredReadReplica',
+    683: 'PreferredReadReplica',
+    684: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    686: 'AbortedTransactions',
+    689: 'AbortedTransactions',
+    690: 'Records',
+    692: 'tagged fields of PartitionData',
+    696: 'DivergingEpoch',
+    697: 'DivergingEpoch',
+    698: 'CurrentLeader',
+    699: 'CurrentLeader',
+    700: 'SnapshotId',
+    701: 'SnapshotId',
+    702: 'PreferredReadReplica',
+    703: 'PreferredReadReplica',
+    704: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    706: 'AbortedTransactions',
+    709: 'AbortedTransactions',
+    710: 'Records',
+    712: 'tagged fields of PartitionData',
+    716: 'DivergingEpoch',
+    717: 'DivergingEpoch',
+    718: 'CurrentLeader',
+    719: 'CurrentLeader',
+    720: 'SnapshotId',
+    721: 'SnapshotId',
+    722: 'PreferredReadReplica',
+    723: 'PreferredReadReplica',
+    724: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    726: 'AbortedTransactions',
+    729: 'AbortedTransactions',
+    730: 'Records',
+    732: 'tagged fields of PartitionData',
+    737: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('AbortedTransactions', None, 'i'), ('PreferredReadReplica', 'preferred_read_replica', 'i')),
+    747: 'AbortedTransactions',
+    754: 'AbortedTransactions',
+    759: 'PreferredReadReplica',
+    761: 'Records',
+    770: 'DivergingEpoch',
+    771: 'DivergingEpoch',
+    772: 'CurrentLeader',
+    773: 'CurrentLeader',
+    774: 'SnapshotId',
+    775: 'SnapshotId',
+    776: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    778: 'AbortedTransactions',
+    781: 'AbortedTransactions',
+    782: 'PreferredReadReplica',
+    783: 'Records',
     785: 'tagged fields of PartitionData',
-    788: 'DivergingEpoch',
-    790: 'DivergingEpoch',
-    792: 'CurrentLeader',
-    794: 'CurrentLeader',
-    796: 'SnapshotId',
-    798: 'SnapshotId',
-    810: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    812: 'AbortedTransactions',
-    816: 'AbortedTransactions',
-    823: 'AbortedTransactions',
-    828: 'PreferredReadReplica',
-    830: 'Records',
-    834: 'tagged fields of PartitionData',
-    835: 'tagged fields of PartitionData',
-    843: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    845: 'AbortedTransactions',
-    848: 'AbortedTransactions',
-    849: 'PreferredReadReplica',
-    850: 'Records',
-    852: 'DivergingEpoch',
-    854: 'DivergingEpoch',
-    856: 'CurrentLeader',
-    858: 'CurrentLeader',
-    860: 'SnapshotId',
-    862: 'SnapshotId',
-    865: 'tagged fields of PartitionData',
-    872: 'Topic',
-    873: 'Partitions',
-    880: 'Partitions',
-    889: 'Topic',
+    789: 'tagged fields of PartitionData',
+    795: 'tagged fields of PartitionData',
+    798: 'DivergingEpoch',
+    800: 'DivergingEpoch',
+    802: 'CurrentLeader',
+    804: 'CurrentLeader',
+    806: 'SnapshotId',
+    808: 'SnapshotId',
+    820: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q'), ('AbortedTransactions', None, 'B'), ('PreferredReadReplica', 'preferred_read_replica', 'i')),
+    830: 'AbortedTransactions',
+    834: 'AbortedTransactions',
+    841: 'AbortedTransactions',
+    846: 'PreferredReadReplica',
+    848: 'Records',
+    852: 'tagged fields of PartitionData',
+    853: 'tagged fields of PartitionData',
+    861: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('HighWatermark', 'high_watermark', 'q'), ('LastStableOffset', 'last_stable_offset', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    863: 'AbortedTransactions',
+    866: 'AbortedTransactions',
+    867: 'PreferredReadReplica',
+    868: 'Records',
+    870: 'DivergingEpoch',
+    872: 'DivergingEpoch',
+    874: 'CurrentLeader',
+    876: 'CurrentLeader',
+    878: 'SnapshotId',
+    880: 'SnapshotId',
+    883: 'tagged fields of PartitionData',
+    890: 'Topic',
     891: 'Partitions',
-    893: 'Partitions',
-    895: 'tagged fields of FetchableTopicResponse',
-    899: 'Topic',
-    901: 'Partitions',
-    903: 'Partitions',
-    905: 'tagged fields of FetchableTopicResponse',
-    909: 'Topic',
+    898: 'Partitions',
+    907: 'Topic',
+    909: 'Partitions',
     911: 'Partitions',
-    913: 'Partitions',
-    915: 'tagged fields of FetchableTopicResponse',
-    919: 'Topic',
+    913: 'tagged fields of FetchableTopicResponse',
+    917: 'Topic',
+    919: 'Partitions',
     921: 'Partitions',
-    923: 'Partitions',
-    925: 'tagged fields of FetchableTopicResponse',
-    930: 'Topic',
+    923: 'tagged fields of FetchableTopicResponse',
+    927: 'Topic',
+    929: 'Partitions',
     931: 'Partitions',
-    938: 'Partitions',
-    947: 'Topic',
+    933: 'tagged fields of FetchableTopicResponse',
+    937: 'Topic',
+    939: 'Partitions',
+    941: 'Partitions',
+    943: 'tagged fields of FetchableTopicResponse',
+    948: 'Topic',
     949: 'Partitions',
-    951: 'Partitions',
-    953: 'tagged fields of FetchableTopicResponse',
-    958: 'Topic',
-    959: 'Partitions',
-    966: 'Partitions',
-    975: 'Topic',
+    956: 'Partitions',
+    965: 'Topic',
+    967: 'Partitions',
+    969: 'Partitions',
+    971: 'tagged fields of FetchableTopicResponse',
+    976: 'Topic',
     977: 'Partitions',
-    979: 'Partitions',
-    981: 'tagged fields of FetchableTopicResponse',
-    985: 'Topic',
-    987: 'Partitions',
-    989: 'Partitions',
-    991: 'tagged fields of FetchableTopicResponse',
-    995: 'Topic',
+    984: 'Partitions',
+    993: 'Topic',
+    995: 'Partitions',
     997: 'Partitions',
-    999: 'Partitions',
-    1001: 'tagged fields of FetchableTopicResponse',
-    1005: 'Topic',
+    999: 'tagged fields of FetchableTopicResponse',
+    1003: 'Topic',
+    1005: 'Partitions',
     1007: 'Partitions',
-    1009: 'Partitions',
-    1011: 'tagged fields of FetchableTopicResponse',
-    1015: 'Topic',
+    1009: 'tagged fields of FetchableTopicResponse',
+    1013: 'Topic',
+    1015: 'Partitions',
     1017: 'Partitions',
-    1019: 'Partitions',
-    1021: 'tagged fields of FetchableTopicResponse',
-    1025: 'Topic',
+    1019: 'tagged fields of FetchableTopicResponse',
+    1023: 'Topic',
+    1025: 'Partitions',
     1027: 'Partitions',
-    1029: 'Partitions',
-    1031: 'tagged fields of FetchableTopicResponse',
-    1036: 'Topic',
+    1029: 'tagged fields of FetchableTopicResponse',
+    1033: 'Topic',
+    1035: 'Partitions',
     1037: 'Partitions',
-    1044: 'Partitions',
-    1053: 'Topic',
+    1039: 'tagged fields of FetchableTopicResponse',
+    1043: 'Topic',
+    1045: 'Partitions',
+    1047: 'Partitions',
+    1049: 'tagged fields of FetchableTopicResponse',
+    1054: 'Topic',
     1055: 'Partitions',
-    1057: 'Partitions',
-    1059: 'tagged fields of FetchableTopicResponse',
-    1064: 'Topic',
-    1065: 'Partitions',
-    1069: 'Partitions',
-    1076: 'Partitions',
-    1080: 'tagged fields of FetchableTopicResponse',
-    1081: 'tagged fields of FetchableTopicResponse',
-    1089: 'Topic',
-    1091: 'Partitions',
+    1062: 'Partitions',
+    1071: 'Topic',
+    1073: 'Partitions',
+    1075: 'Partitions',
+    1077: 'tagged fields of FetchableTopicResponse',
+    1082: 'Topic',
+    1083: 'Partitions',
+    1087: 'Partitions',
     1094: 'Partitions',
-    1096: 'Partitions',
     1098: 'tagged fields of FetchableTopicResponse',
-    1105: 'TopicId',
-    1106: 'Partitions',
-    1110: 'Partitions',
-    1117: 'Partitions',
-    1121: 'tagged fields of FetchableTopicResponse',
-    1122: 'tagged fields of FetchableTopicResponse',
-    1130: 'TopicId',
-    1132: 'Partitions',
+    1099: 'tagged fields of FetchableTopicResponse',
+    1107: 'Topic',
+    1109: 'Partitions',
+    1112: 'Partitions',
+    1114: 'Partitions',
+    1116: 'tagged fields of FetchableTopicResponse',
+    1123: 'TopicId',
+    1124: 'Partitions',
+    1128: 'Partitions',
     1135: 'Partitions',
-    1137: 'Partitions',
     1139: 'tagged fields of FetchableTopicResponse',
-    1146: 'NodeId',
-    1148: 'Host',
-    1149: 'Port',
-    1151: 'Rack',
-    1152: 'tagged fields of NodeEndpoint',
-    1153: 'tagged fields of NodeEndpoint',
-    1161: 'NodeId',
-    1162: 'Host',
-    1163: 'Port',
-    1164: 'Rack',
-    1166: 'tagged fields of NodeEndpoint',
-    1174: 'Responses',
-    1181: 'Responses',
-    1193: 'SessionId',
-    1194: 'SessionId',
-    1195: 'NodeEndpoints',
-    1196: 'NodeEndpoints',
-    1198: 'Responses',
-    1200: 'Responses',
-    1202: 'tagged fields of FetchResponse',
-    1208: 'ThrottleTimeMs',
-    1210: 'Responses',
-    1217: 'Responses',
-    1228: 'SessionId',
-    1229: 'SessionId',
-    1230: 'NodeEndpoints',
-    1231: 'NodeEndpoints',
-    1232: 'ThrottleTimeMs',
-    1234: 'Responses',
-    1236: 'Responses',
-    1238: 'tagged fields of FetchResponse',
-    1242: 'SessionId',
-    1243: 'SessionId',
-    1244: 'NodeEndpoints',
-    1245: 'NodeEndpoints',
-    1246: 'ThrottleTimeMs',
-    1248: 'Responses',
-    1250: 'Responses',
-    1252: 'tagged fields of FetchResponse',
-    1256: 'SessionId',
-    1257: 'SessionId',
-    1258: 'NodeEndpoints',
-    1259: 'NodeEndpoints',
-    1260: 'ThrottleTimeMs',
-    1262: 'Responses',
-    1264: 'Responses',
-    1266: 'tagged fields of FetchResponse',
-    1272: 'ThrottleTimeMs',
-    1274: 'Responses',
-    1281: 'Responses',
-    1292: 'SessionId',
-    1293: 'SessionId',
-    1294: 'NodeEndpoints',
-    1295: 'NodeEndpoints',
-    1296: 'ThrottleTimeMs',
-    1298: 'Responses',
-    1300: 'Responses',
-    1302: 'tagged fields of FetchResponse',
-    1308: 'ThrottleTimeMs',
-    1310: 'Responses',
-    1317: 'Responses',
-    1328: 'SessionId',
-    1329: 'SessionId',
-    1330: 'NodeEndpoints',
-    1331: 'NodeEndpoints',
-    1332: 'ThrottleTimeMs',
-    1334: 'Responses',
-    1336: 'Responses',
-    1338: 'tagged fields of FetchResponse',
-    1342: 'SessionId',
-    1343: 'SessionId',
-    1344: 'NodeEndpoints',
-    1345: 'NodeEndpoints',
-    1346: 'ThrottleTimeMs',
-    1348: 'Responses',
-    1350: 'Responses',
-    1352: 'tagged fields of FetchResponse',
-    1358: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1360: 'Responses',
-    1367: 'Responses',
-    1376: 'NodeEndpoints',
-    1377: 'NodeEndpoints',
-    1378: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1380: 'Responses',
-    1382: 'Responses',
-    1384: 'tagged fields of FetchResponse',
-    1388: 'NodeEndpoints',
-    1389: 'NodeEndpoints',
-    1390: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1392: 'Responses',
-    1394: 'Responses',
-    1396: 'tagged fields of FetchResponse',
-    1400: 'NodeEndpoints',
-    1401: 'NodeEndpoints',
-    1402: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1404: 'Responses',
-    1406: 'Responses',
-    1408: 'tagged fields of FetchResponse',
-    1412: 'NodeEndpoints',
-    1413: 'NodeEndpoints',
-    1414: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1416: 'Responses',
-    1418: 'Responses',
-    1420: 'tagged fields of FetchResponse',
-    1426: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1428: 'Responses',
-    1435: 'Responses',
-    1444: 'NodeEndpoints',
-    1445: 'NodeEndpoints',
-    1446: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1448: 'Responses',
-    1450: 'Responses',
-    1452: 'tagged fields of FetchResponse',
-    1458: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1460: 'Responses',
-    1464: 'Responses',
-    1471: 'Responses',
-    1475: 'tagged fields of FetchResponse',
-    1476: 'tagged fields of FetchResponse',
-    1484: 'NodeEndpoints',
-    1485: 'NodeEndpoints',
-    1486: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1488: 'Responses',
-    1491: 'Responses',
-    1493: 'Responses',
-    1495: 'tagged fields of FetchResponse',
-    1503: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1505: 'Responses',
+    1140: 'tagged fields of FetchableTopicResponse',
+    1148: 'TopicId',
+    1150: 'Partitions',
+    1153: 'Partitions',
+    1155: 'Partitions',
+    1157: 'tagged fields of FetchableTopicResponse',
+    1164: 'NodeId',
+    1166: 'Host',
+    1167: 'Port',
+    1169: 'Rack',
+    1170: 'tagged fields of NodeEndpoint',
+    1171: 'tagged fields of NodeEndpoint',
+    1179: 'NodeId',
+    1180: 'Host',
+    1181: 'Port',
+    1182: 'Rack',
+    1184: 'tagged fields of NodeEndpoint',
+    1192: 'Responses',
+    1199: 'Responses',
+    1211: 'SessionId',
+    1212: 'SessionId',
+    1213: 'NodeEndpoints',
+    1214: 'NodeEndpoints',
+    1216: 'Responses',
+    1218: 'Responses',
+    1220: 'tagged fields of FetchResponse',
+    1226: 'ThrottleTimeMs',
+    1228: 'Responses',
+    1235: 'Responses',
+    1246: 'SessionId',
+    1247: 'SessionId',
+    1248: 'NodeEndpoints',
+    1249: 'NodeEndpoints',
+    1250: 'ThrottleTimeMs',
+    1252: 'Responses',
+    1254: 'Responses',
+    1256: 'tagged fields of FetchResponse',
+    1260: 'SessionId',
+    1261: 'SessionId',
+    1262: 'NodeEndpoints',
+    1263: 'NodeEndpoints',
+    1264: 'ThrottleTimeMs',
+    1266: 'Responses',
+    1268: 'Responses',
+    1270: 'tagged fields of FetchResponse',
+    1274: 'SessionId',
+    1275: 'SessionId',
+    1276: 'NodeEndpoints',
+    1277: 'NodeEndpoints',
+    1278: 'ThrottleTimeMs',
+    1280: 'Responses',
+    1282: 'Responses',
+    1284: 'tagged fields of FetchResponse',
+    1290: 'ThrottleTimeMs',
+    1292: 'Responses',
+    1299: 'Responses',
+    1310: 'SessionId',
+    1311: 'SessionId',
+    1312: 'NodeEndpoints',
+    1313: 'NodeEndpoints',
+    1314: 'ThrottleTimeMs',
+    1316: 'Responses',
+    1318: 'Responses',
+    1320: 'tagged fields of FetchResponse',
+    1326: 'ThrottleTimeMs',
+    1328: 'Responses',
+    1335: 'Responses',
+    1346: 'SessionId',
+    1347: 'SessionId',
+    1348: 'NodeEndpoints',
+    1349: 'NodeEndpoints',
+    1350: 'ThrottleTimeMs',
+    1352: 'Responses',
+    1354: 'Responses',
+    1356: 'tagged fields of FetchResponse',
+    1360: 'SessionId',
+    1361: 'SessionId',
+    1362: 'NodeEndpoints',
+    1363: 'NodeEndpoints',
+    1364: 'ThrottleTimeMs',
+    1366: 'Responses',
+    1368: 'Responses',
+    1370: 'tagged fields of FetchResponse',
+    1376: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1378: 'Responses',
+    1385: 'Responses',
+    1394: 'NodeEndpoints',
+    1395: 'NodeEndpoints',
+    1396: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1398: 'Responses',
+    1400: 'Responses',
+    1402: 'tagged fields of FetchResponse',
+    1406: 'NodeEndpoints',
+    1407: 'NodeEndpoints',
+    1408: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1410: 'Responses',
+    1412: 'Responses',
+    1414: 'tagged fields of FetchResponse',
+    1418: 'NodeEndpoints',
+    1419: 'NodeEndpoints',
+    1420: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1422: 'Responses',
+    1424: 'Responses',
+    1426: 'tagged fields of FetchResponse',
+    1430: 'NodeEndpoints',
+    1431: 'NodeEndpoints',
+    1432: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1434: 'Responses',
+    1436: 'Responses',
+    1438: 'tagged fields of FetchResponse',
+    1444: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1446: 'Responses',
+    1453: 'Responses',
+    1462: 'NodeEndpoints',
+    1463: 'NodeEndpoints',
+    1464: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1466: 'Responses',
+    1468: 'Responses',
+    1470: 'tagged fields of FetchResponse',
+    1476: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1478: 'Responses',
+    1482: 'Responses',
+    1489: 'Responses',
+    1493: 'tagged fields of FetchResponse',
+    1494: 'tagged fields of FetchResponse',
+    1502: 'NodeEndpoints',
+    1503: 'NodeEndpoints',
+    1504: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1506: 'Responses',
     1509: 'Responses',
-    1516: 'Responses',
-    1520: 'tagged fields of FetchResponse',
-    1521: 'tagged fields of FetchResponse',
-    1529: 'NodeEndpoints',
-    1530: 'NodeEndpoints',
-    1531: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1533: 'Responses',
-    1536: 'Responses',
-    1538: 'Responses',
-    1540: 'tagged fields of FetchResponse',
-    1546: 'NodeEndpoints',
+    1511: 'Responses',
+    1513: 'tagged fields of FetchResponse',
+    1521: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1523: 'Responses',
+    1527: 'Responses',
+    1534: 'Responses',
+    1538: 'tagged fields of FetchResponse',
+    1539: 'tagged fields of FetchResponse',
     1547: 'NodeEndpoints',
-    1548: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1550: 'Responses',
-    1553: 'Responses',
-    1555: 'Responses',
-    1557: 'tagged fields of FetchResponse',
-    1563: 'NodeEndpoints',
+    1548: 'NodeEndpoints',
+    1549: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1551: 'Responses',
+    1554: 'Responses',
+    1556: 'Responses',
+    1558: 'tagged fields of FetchResponse',
     1564: 'NodeEndpoints',
-    1565: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1567: 'Responses',
-    1570: 'Responses',
-    1572: 'Responses',
-    1574: 'tagged fields of FetchResponse',
-    1580: 'tagged fields of FetchResponse',
-    1586: 'tagged fields of FetchResponse',
-    1589: 'NodeEndpoints',
-    1593: 'NodeEndpoints',
-    1600: 'NodeEndpoints',
-    1604: 'NodeEndpoints',
-    1617: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1619: 'Responses',
-    1623: 'Responses',
-    1630: 'Responses',
-    1634: 'tagged fields of FetchResponse',
-    1635: 'tagged fields of FetchResponse',
-    1643: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
-    1645: 'Responses',
+    1565: 'NodeEndpoints',
+    1566: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1568: 'Responses',
+    1571: 'Responses',
+    1573: 'Responses',
+    1575: 'tagged fields of FetchResponse',
+    1581: 'NodeEndpoints',
+    1582: 'NodeEndpoints',
+    1583: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1585: 'Responses',
+    1588: 'Responses',
+    1590: 'Responses',
+    1592: 'tagged fields of FetchResponse',
+    1598: 'tagged fields of FetchResponse',
+    1604: 'tagged fields of FetchResponse',
+    1607: 'NodeEndpoints',
+    1611: 'NodeEndpoints',
+    1618: 'NodeEndpoints',
+    1622: 'NodeEndpoints',
+    1635: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1637: 'Responses',
+    1641: 'Responses',
     1648: 'Responses',
-    1650: 'Responses',
-    1652: 'NodeEndpoints',
-    1655: 'NodeEndpoints',
-    1658: 'NodeEndpoints',
-    1660: 'NodeEndpoints',
-    1663: 'tagged fields of FetchResponse',
+    1652: 'tagged fields of FetchResponse',
+    1653: 'tagged fields of FetchResponse',
+    1661: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('SessionId', 'session_id', 'i')),
+    1663: 'Responses',
+    1666: 'Responses',
+    1668: 'Responses',
+    1670: 'NodeEndpoints',
+    1673: 'NodeEndpoints',
+    1676: 'NodeEndpoints',
+    1678: 'NodeEndpoints',
+    1681: 'tagged fields of FetchResponse',
 }

@@ -12,9 +12,13 @@ from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
 
 _new = object.__new__
 
-_S0 = _Struct('>?')
-_S1 = _Struct('>???')
-_S2 = _Struct('>??')
+_S0 = _Struct('>i?')
+_S1 = _Struct('>?')
+_S2 = _Struct('>i???')
+_S3 = _Struct('>???')
+_S4 = _Struct('>B???')
+_S5 = _Struct('>B??')
+_S6 = _Struct('>??')
 
 
 class MetadataRequestTopic(_message.Struct):
@@ -291,20 +295,29 @@ def _encode_MetadataRequest_v3(self, buf):
 
 def _decode_MetadataRequest_v4(data, pos):
     self = _new(MetadataRequest)
-    n, pos = read_nullable_array_length(data, pos)
+    n, self.allow_auto_topic_creation = _S0.unpack_from(data, pos)
     if n == 0:
+        # Topics is empty: the fields after it came with the same unpack.
         self.topics = []
-    elif n > 0:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_MetadataRequestTopic_v0(data, pos)
-            append(item)
-        self.topics = items
-    else:
+        pos += 5
+    elif n == -1:
         self.topics = None
-    self.allow_auto_topic_creation, = _S0.unpack_from(data, pos)
-    pos += 1
+        pos += 5
+    else:
+        n, pos = read_nullable_array_length(data, pos)
+        if n == 0:
+            self.topics = []
+        elif n > 0:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_MetadataRequestTopic_v0(data, pos)
+                append(item)
+            self.topics = items
+        else:
+            self.topics = None
+        self.allow_auto_topic_creation, = _S1.unpack_from(data, pos)
+        pos += 1
     self.include_cluster_authorized_operations = False
     self.include_topic_authorized_operations = False
     self._unknown_tagged_fields = ()
@@ -321,7 +334,7 @@ def _encode_MetadataRequest_v4(self, buf):
     if items is not None:
         for item in items:
             _encode_MetadataRequestTopic_v4(item, buf)
-    buf += _S0.pack(self.allow_auto_topic_creation)
+    buf += _S1.pack(self.allow_auto_topic_creation)
     if self._unknown_tagged_fields:
         raise unsupported_tags('MetadataRequest', 'MetadataRequest', 4)
 
@@ -336,7 +349,7 @@ def _encode_MetadataRequest_v5(self, buf):
     if items is not None:
         for item in items:
             _encode_MetadataRequestTopic_v5(item, buf)
-    buf += _S0.pack(self.allow_auto_topic_creation)
+    buf += _S1.pack(self.allow_auto_topic_creation)
     if self._unknown_tagged_fields:
         raise unsupported_tags('MetadataRequest', 'MetadataRequest', 5)
 
@@ -351,7 +364,7 @@ def _encode_MetadataRequest_v6(self, buf):
     if items is not None:
         for item in items:
             _encode_MetadataRequestTopic_v6(item, buf)
-    buf += _S0.pack(self.allow_auto_topic_creation)
+    buf += _S1.pack(self.allow_auto_topic_creation)
     if self._unknown_tagged_fields:
         raise unsupported_tags('MetadataRequest', 'MetadataRequest', 6)
 
@@ -366,27 +379,36 @@ def _encode_MetadataRequest_v7(self, buf):
     if items is not None:
         for item in items:
             _encode_MetadataRequestTopic_v7(item, buf)
-    buf += _S0.pack(self.allow_auto_topic_creation)
+    buf += _S1.pack(self.allow_auto_topic_creation)
     if self._unknown_tagged_fields:
         raise unsupported_tags('MetadataRequest', 'MetadataRequest', 7)
 
 
 def _decode_MetadataRequest_v8(data, pos):
     self = _new(MetadataRequest)
-    n, pos = read_nullable_array_length(data, pos)
+    n, self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations = _S2.unpack_from(data, pos)
     if n == 0:
+        # Topics is empty: the fields after it came with the same unpack.
         self.topics = []
-    elif n > 0:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_MetadataRequestTopic_v0(data, pos)
-            append(item)
-        self.topics = items
-    else:
+        pos += 7
+    elif n == -1:
         self.topics = None
-    self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations = _S1.unpack_from(data, pos)
-    pos += 3
+        pos += 7
+    else:
+        n, pos = read_nullable_array_length(data, pos)
+        if n == 0:
+            self.topics = []
+        elif n > 0:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_MetadataRequestTopic_v0(data, pos)
+                append(item)
+            self.topics = items
+        else:
+            self.topics = None
+        self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations = _S3.unpack_from(data, pos)
+        pos += 3
     self._unknown_tagged_fields = ()
     return self, pos
 
@@ -397,31 +419,40 @@ def _encode_MetadataRequest_v8(self, buf):
     if items is not None:
         for item in items:
             _encode_MetadataRequestTopic_v8(item, buf)
-    buf += _S1.pack(self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations)
+    buf += _S3.pack(self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations)
     if self._unknown_tagged_fields:
         raise unsupported_tags('MetadataRequest', 'MetadataRequest', 8)
 
 
 def _decode_MetadataRequest_v9(data, pos):
     self = _new(MetadataRequest)
-    n = data[pos] - 1
-    if -1 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_nullable_array_length(data, pos)
-    if n == 0:
+    n, self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations = _S4.unpack_from(data, pos)
+    if n == 1:
+        # Topics is empty: the fields after it came with the same unpack.
         self.topics = []
-    elif n > 0:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_MetadataRequestTopic_v9(data, pos)
-            append(item)
-        self.topics = items
-    else:
+        pos += 4
+    elif n == 0:
         self.topics = None
-    self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations = _S1.unpack_from(data, pos)
-    pos += 3
+        pos += 4
+    else:
+        n = data[pos] - 1
+        if -1 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_nullable_array_length(data, pos)
+        if n == 0:
+            self.topics = []
+        elif n > 0:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_MetadataRequestTopic_v9(data, pos)
+                append(item)
+            self.topics = items
+        else:
+            self.topics = None
+        self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations = _S3.unpack_from(data, pos)
+        pos += 3
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -436,7 +467,7 @@ def _encode_MetadataRequest_v9(self, buf):
     if items is not None:
         for item in items:
             _encode_MetadataRequestTopic_v9(item, buf)
-    buf += _S1.pack(self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations)
+    buf += _S3.pack(self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations)
     if self._unknown_tagged_fields:
         write_tags(buf, (), self._unknown_tagged_fields)
     else:
@@ -445,24 +476,33 @@ def _encode_MetadataRequest_v9(self, buf):
 
 def _decode_MetadataRequest_v10(data, pos):
     self = _new(MetadataRequest)
-    n = data[pos] - 1
-    if -1 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_nullable_array_length(data, pos)
-    if n == 0:
+    n, self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations = _S4.unpack_from(data, pos)
+    if n == 1:
+        # Topics is empty: the fields after it came with the same unpack.
         self.topics = []
-    elif n > 0:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_MetadataRequestTopic_v10(data, pos)
-            append(item)
-        self.topics = items
-    else:
+        pos += 4
+    elif n == 0:
         self.topics = None
-    self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations = _S1.unpack_from(data, pos)
-    pos += 3
+        pos += 4
+    else:
+        n = data[pos] - 1
+        if -1 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_nullable_array_length(data, pos)
+        if n == 0:
+            self.topics = []
+        elif n > 0:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_MetadataRequestTopic_v10(data, pos)
+                append(item)
+            self.topics = items
+        else:
+            self.topics = None
+        self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations = _S3.unpack_from(data, pos)
+        pos += 3
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -477,7 +517,7 @@ def _encode_MetadataRequest_v10(self, buf):
     if items is not None:
         for item in items:
             _encode_MetadataRequestTopic_v10(item, buf)
-    buf += _S1.pack(self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations)
+    buf += _S3.pack(self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations)
     if self._unknown_tagged_fields:
         write_tags(buf, (), self._unknown_tagged_fields)
     else:
@@ -486,24 +526,33 @@ def _encode_MetadataRequest_v10(self, buf):
 
 def _decode_MetadataRequest_v11(data, pos):
     self = _new(MetadataRequest)
-    n = data[pos] - 1
-    if -1 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_nullable_array_length(data, pos)
-    if n == 0:
+    n, self.allow_auto_topic_creation, self.include_topic_authorized_operations = _S5.unpack_from(data, pos)
+    if n == 1:
+        # Topics is empty: the fields after it came with the same unpack.
         self.topics = []
-    elif n > 0:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_MetadataRequestTopic_v10(data, pos)
-            append(item)
-        self.topics = items
-    else:
+        pos += 3
+    elif n == 0:
         self.topics = None
-    self.allow_auto_topic_creation, self.include_topic_authorized_operations = _S2.unpack_from(data, pos)
-    pos += 2
+        pos += 3
+    else:
+        n = data[pos] - 1
+        if -1 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_nullable_array_length(data, pos)
+        if n == 0:
+            self.topics = []
+        elif n > 0:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_MetadataRequestTopic_v10(data, pos)
+                append(item)
+            self.topics = items
+        else:
+            self.topics = None
+        self.allow_auto_topic_creation, self.include_topic_authorized_operations = _S6.unpack_from(data, pos)
+        pos += 2
     self.include_cluster_authorized_operations = False
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -521,7 +570,7 @@ def _encode_MetadataRequest_v11(self, buf):
     if items is not None:
         for item in items:
             _encode_MetadataRequestTopic_v10(item, buf)
-    buf += _S2.pack(self.allow_auto_topic_creation, self.include_topic_authorized_operations)
+    buf += _S6.pack(self.allow_auto_topic_creation, self.include_topic_authorized_operations)
     if self._unknown_tagged_fields:
         write_tags(buf, (), self._unknown_tagged_fields)
     else:
@@ -536,7 +585,7 @@ def _encode_MetadataRequest_v12(self, buf):
     if items is not None:
         for item in items:
             _encode_MetadataRequestTopic_v10(item, buf)
-    buf += _S2.pack(self.allow_auto_topic_creation, self.include_topic_authorized_operations)
+    buf += _S6.pack(self.allow_auto_topic_creation, self.include_topic_authorized_operations)
     if self._unknown_tagged_fields:
         write_tags(buf, (), self._unknown_tagged_fields)
     else:
@@ -551,7 +600,7 @@ def _encode_MetadataRequest_v13(self, buf):
     if items is not None:
         for item in items:
             _encode_MetadataRequestTopic_v10(item, buf)
-    buf += _S2.pack(self.allow_auto_topic_creation, self.include_topic_authorized_operations)
+    buf += _S6.pack(self.allow_auto_topic_creation, self.include_topic_authorized_operations)
     if self._unknown_tagged_fields:
         write_tags(buf, (), self._unknown_tagged_fields)
     else:
@@ -564,161 +613,166 @@ MetadataRequest._ENCODERS = {0: _encode_MetadataRequest_v0, 1: _encode_MetadataR
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    88: 'Name',
-    95: 'Name',
-    97: 'tagged fields of MetadataRequestTopic',
-    101: 'Name',
-    103: 'tagged fields of MetadataRequestTopic',
-    107: 'Name',
-    109: 'tagged fields of MetadataRequestTopic',
-    113: 'Name',
-    115: 'tagged fields of MetadataRequestTopic',
-    119: 'Name',
-    121: 'tagged fields of MetadataRequestTopic',
-    125: 'Name',
-    127: 'tagged fields of MetadataRequestTopic',
-    131: 'Name',
-    133: 'tagged fields of MetadataRequestTopic',
-    137: 'Name',
-    139: 'tagged fields of MetadataRequestTopic',
-    143: 'Name',
-    145: 'tagged fields of MetadataRequestTopic',
-    150: 'Name',
-    152: 'tagged fields of MetadataRequestTopic',
-    153: 'tagged fields of MetadataRequestTopic',
-    161: 'Name',
-    163: 'tagged fields of MetadataRequestTopic',
-    170: 'TopicId',
-    171: 'Name',
-    172: 'tagged fields of MetadataRequestTopic',
-    173: 'tagged fields of MetadataRequestTopic',
-    181: 'TopicId',
-    182: 'Name',
-    184: 'tagged fields of MetadataRequestTopic',
-    191: 'Topics',
-    198: 'Topics',
-    209: 'AllowAutoTopicCreation',
-    210: 'AllowAutoTopicCreation',
-    211: 'IncludeClusterAuthorizedOperations',
-    212: 'IncludeClusterAuthorizedOperations',
-    213: 'IncludeTopicAuthorizedOperations',
-    214: 'IncludeTopicAuthorizedOperations',
-    216: 'Topics',
-    218: 'Topics',
-    220: 'tagged fields of MetadataRequest',
-    225: 'Topics',
-    232: 'Topics',
-    245: 'AllowAutoTopicCreation',
-    246: 'AllowAutoTopicCreation',
-    247: 'IncludeClusterAuthorizedOperations',
-    248: 'IncludeClusterAuthorizedOperations',
-    249: 'IncludeTopicAuthorizedOperations',
-    250: 'IncludeTopicAuthorizedOperations',
-    252: 'Topics',
-    255: 'Topics',
-    257: 'tagged fields of MetadataRequest',
-    261: 'AllowAutoTopicCreation',
-    262: 'AllowAutoTopicCreation',
-    263: 'IncludeClusterAuthorizedOperations',
-    264: 'IncludeClusterAuthorizedOperations',
-    265: 'IncludeTopicAuthorizedOperations',
-    266: 'IncludeTopicAuthorizedOperations',
-    268: 'Topics',
-    271: 'Topics',
-    273: 'tagged fields of MetadataRequest',
-    277: 'AllowAutoTopicCreation',
-    278: 'AllowAutoTopicCreation',
-    279: 'IncludeClusterAuthorizedOperations',
-    280: 'IncludeClusterAuthorizedOperations',
-    281: 'IncludeTopicAuthorizedOperations',
-    282: 'IncludeTopicAuthorizedOperations',
-    284: 'Topics',
-    287: 'Topics',
-    289: 'tagged fields of MetadataRequest',
-    294: 'Topics',
-    301: 'Topics',
-    306: 'AllowAutoTopicCreation',
-    315: 'IncludeClusterAuthorizedOperations',
-    316: 'IncludeClusterAuthorizedOperations',
-    317: 'IncludeTopicAuthorizedOperations',
-    318: 'IncludeTopicAuthorizedOperations',
-    320: 'Topics',
-    323: 'Topics',
-    324: 'AllowAutoTopicCreation',
-    326: 'tagged fields of MetadataRequest',
-    330: 'IncludeClusterAuthorizedOperations',
-    331: 'IncludeClusterAuthorizedOperations',
-    332: 'IncludeTopicAuthorizedOperations',
-    333: 'IncludeTopicAuthorizedOperations',
-    335: 'Topics',
-    338: 'Topics',
-    339: 'AllowAutoTopicCreation',
-    341: 'tagged fields of MetadataRequest',
-    345: 'IncludeClusterAuthorizedOperations',
-    346: 'IncludeClusterAuthorizedOperations',
-    347: 'IncludeTopicAuthorizedOperations',
-    348: 'IncludeTopicAuthorizedOperations',
-    350: 'Topics',
-    353: 'Topics',
-    354: 'AllowAutoTopicCreation',
-    356: 'tagged fields of MetadataRequest',
-    360: 'IncludeClusterAuthorizedOperations',
-    361: 'IncludeClusterAuthorizedOperations',
-    362: 'IncludeTopicAuthorizedOperations',
-    363: 'IncludeTopicAuthorizedOperations',
-    365: 'Topics',
-    368: 'Topics',
-    369: 'AllowAutoTopicCreation',
-    371: 'tagged fields of MetadataRequest',
-    376: 'Topics',
-    383: 'Topics',
-    388: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    396: 'Topics',
-    399: 'Topics',
-    400: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    402: 'tagged fields of MetadataRequest',
-    407: 'Topics',
-    411: 'Topics',
+    92: 'Name',
+    99: 'Name',
+    101: 'tagged fields of MetadataRequestTopic',
+    105: 'Name',
+    107: 'tagged fields of MetadataRequestTopic',
+    111: 'Name',
+    113: 'tagged fields of MetadataRequestTopic',
+    117: 'Name',
+    119: 'tagged fields of MetadataRequestTopic',
+    123: 'Name',
+    125: 'tagged fields of MetadataRequestTopic',
+    129: 'Name',
+    131: 'tagged fields of MetadataRequestTopic',
+    135: 'Name',
+    137: 'tagged fields of MetadataRequestTopic',
+    141: 'Name',
+    143: 'tagged fields of MetadataRequestTopic',
+    147: 'Name',
+    149: 'tagged fields of MetadataRequestTopic',
+    154: 'Name',
+    156: 'tagged fields of MetadataRequestTopic',
+    157: 'tagged fields of MetadataRequestTopic',
+    165: 'Name',
+    167: 'tagged fields of MetadataRequestTopic',
+    174: 'TopicId',
+    175: 'Name',
+    176: 'tagged fields of MetadataRequestTopic',
+    177: 'tagged fields of MetadataRequestTopic',
+    185: 'TopicId',
+    186: 'Name',
+    188: 'tagged fields of MetadataRequestTopic',
+    195: 'Topics',
+    202: 'Topics',
+    213: 'AllowAutoTopicCreation',
+    214: 'AllowAutoTopicCreation',
+    215: 'IncludeClusterAuthorizedOperations',
+    216: 'IncludeClusterAuthorizedOperations',
+    217: 'IncludeTopicAuthorizedOperations',
+    218: 'IncludeTopicAuthorizedOperations',
+    220: 'Topics',
+    222: 'Topics',
+    224: 'tagged fields of MetadataRequest',
+    229: 'Topics',
+    236: 'Topics',
+    249: 'AllowAutoTopicCreation',
+    250: 'AllowAutoTopicCreation',
+    251: 'IncludeClusterAuthorizedOperations',
+    252: 'IncludeClusterAuthorizedOperations',
+    253: 'IncludeTopicAuthorizedOperations',
+    254: 'IncludeTopicAuthorizedOperations',
+    256: 'Topics',
+    259: 'Topics',
+    261: 'tagged fields of MetadataRequest',
+    265: 'AllowAutoTopicCreation',
+    266: 'AllowAutoTopicCreation',
+    267: 'IncludeClusterAuthorizedOperations',
+    268: 'IncludeClusterAuthorizedOperations',
+    269: 'IncludeTopicAuthorizedOperations',
+    270: 'IncludeTopicAuthorizedOperations',
+    272: 'Topics',
+    275: 'Topics',
+    277: 'tagged fields of MetadataRequest',
+    281: 'AllowAutoTopicCreation',
+    282: 'AllowAutoTopicCreation',
+    283: 'IncludeClusterAuthorizedOperations',
+    284: 'IncludeClusterAuthorizedOperations',
+    285: 'IncludeTopicAuthorizedOperations',
+    286: 'IncludeTopicAuthorizedOperations',
+    288: 'Topics',
+    291: 'Topics',
+    293: 'tagged fields of MetadataRequest',
+    298: (('Topics', None, 'i'), ('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?')),
+    307: 'Topics',
+    314: 'Topics',
+    319: 'AllowAutoTopicCreation',
+    328: 'IncludeClusterAuthorizedOperations',
+    329: 'IncludeClusterAuthorizedOperations',
+    330: 'IncludeTopicAuthorizedOperations',
+    331: 'IncludeTopicAuthorizedOperations',
+    333: 'Topics',
+    336: 'Topics',
+    337: 'AllowAutoTopicCreation',
+    339: 'tagged fields of MetadataRequest',
+    343: 'IncludeClusterAuthorizedOperations',
+    344: 'IncludeClusterAuthorizedOperations',
+    345: 'IncludeTopicAuthorizedOperations',
+    346: 'IncludeTopicAuthorizedOperations',
+    348: 'Topics',
+    351: 'Topics',
+    352: 'AllowAutoTopicCreation',
+    354: 'tagged fields of MetadataRequest',
+    358: 'IncludeClusterAuthorizedOperations',
+    359: 'IncludeClusterAuthorizedOperations',
+    360: 'IncludeTopicAuthorizedOperations',
+    361: 'IncludeTopicAuthorizedOperations',
+    363: 'Topics',
+    366: 'Topics',
+    367: 'AllowAutoTopicCreation',
+    369: 'tagged fields of MetadataRequest',
+    373: 'IncludeClusterAuthorizedOperations',
+    374: 'IncludeClusterAuthorizedOperations',
+    375: 'IncludeTopicAuthorizedOperations',
+    376: 'IncludeTopicAuthorizedOperations',
+    378: 'Topics',
+    381: 'Topics',
+    382: 'AllowAutoTopicCreation',
+    384: 'tagged fields of MetadataRequest',
+    389: (('Topics', None, 'i'), ('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    398: 'Topics',
+    405: 'Topics',
+    410: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
     418: 'Topics',
-    423: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    425: 'tagged fields of MetadataRequest',
-    426: 'tagged fields of MetadataRequest',
-    435: 'Topics',
+    421: 'Topics',
+    422: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    424: 'tagged fields of MetadataRequest',
+    429: (('Topics', None, 'B'), ('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
     438: 'Topics',
-    439: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    441: 'tagged fields of MetadataRequest',
-    448: 'Topics',
-    452: 'Topics',
-    459: 'Topics',
-    464: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    466: 'tagged fields of MetadataRequest',
-    467: 'tagged fields of MetadataRequest',
-    476: 'Topics',
-    479: 'Topics',
-    480: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    482: 'tagged fields of MetadataRequest',
-    489: 'Topics',
-    493: 'Topics',
-    500: 'Topics',
-    505: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    508: 'tagged fields of MetadataRequest',
-    509: 'tagged fields of MetadataRequest',
-    517: 'IncludeClusterAuthorizedOperations',
-    518: 'IncludeClusterAuthorizedOperations',
-    520: 'Topics',
-    523: 'Topics',
-    524: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    526: 'tagged fields of MetadataRequest',
-    532: 'IncludeClusterAuthorizedOperations',
-    533: 'IncludeClusterAuthorizedOperations',
-    535: 'Topics',
+    442: 'Topics',
+    449: 'Topics',
+    454: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    456: 'tagged fields of MetadataRequest',
+    457: 'tagged fields of MetadataRequest',
+    466: 'Topics',
+    469: 'Topics',
+    470: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    472: 'tagged fields of MetadataRequest',
+    479: (('Topics', None, 'B'), ('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    488: 'Topics',
+    492: 'Topics',
+    499: 'Topics',
+    504: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    506: 'tagged fields of MetadataRequest',
+    507: 'tagged fields of MetadataRequest',
+    516: 'Topics',
+    519: 'Topics',
+    520: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    522: 'tagged fields of MetadataRequest',
+    529: (('Topics', None, 'B'), ('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
     538: 'Topics',
-    539: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    541: 'tagged fields of MetadataRequest',
-    547: 'IncludeClusterAuthorizedOperations',
-    548: 'IncludeClusterAuthorizedOperations',
-    550: 'Topics',
-    553: 'Topics',
+    542: 'Topics',
+    549: 'Topics',
     554: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
-    556: 'tagged fields of MetadataRequest',
+    557: 'tagged fields of MetadataRequest',
+    558: 'tagged fields of MetadataRequest',
+    566: 'IncludeClusterAuthorizedOperations',
+    567: 'IncludeClusterAuthorizedOperations',
+    569: 'Topics',
+    572: 'Topics',
+    573: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    575: 'tagged fields of MetadataRequest',
+    581: 'IncludeClusterAuthorizedOperations',
+    582: 'IncludeClusterAuthorizedOperations',
+    584: 'Topics',
+    587: 'Topics',
+    588: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    590: 'tagged fields of MetadataRequest',
+    596: 'IncludeClusterAuthorizedOperations',
+    597: 'IncludeClusterAuthorizedOperations',
+    599: 'Topics',
+    602: 'Topics',
+    603: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
+    605: 'tagged fields of MetadataRequest',
 }

@@ -17,6 +17,12 @@ _S1 = _Struct('>hii')
 _S2 = _Struct('>hiii')
 _S3 = _Struct('>h')
 _S4 = _Struct('>?')
+_S5 = _Struct('>?ii')
+_S6 = _Struct('>?Bi')
+_S7 = _Struct('>ii')
+_S8 = _Struct('>iii')
+_S9 = _Struct('>iBi')
+_S10 = _Struct('>iBh')
 _ARRAY_INT32 = array_structs('i')
 
 
@@ -808,20 +814,25 @@ def _decode_MetadataResponseTopic_v8(data, pos):
     self.error_code, = _S3.unpack_from(data, pos)
     pos += 2
     self.name, pos = read_string(data, pos)
-    self.is_internal, = _S4.unpack_from(data, pos)
-    pos += 1
-    n, pos = read_array_length(data, pos)
+    self.is_internal, n, self.topic_authorized_operations = _S5.unpack_from(data, pos)
     if n == 0:
+        # Partitions is empty: the fields after it came with the same unpack.
         self.partitions = []
+        pos += 9
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_MetadataResponsePartition_v7(data, pos)
-            append(item)
-        self.partitions = items
-    self.topic_authorized_operations, = _S0.unpack_from(data, pos)
-    pos += 4
+        pos += 1
+        n, pos = read_array_length(data, pos)
+        if n == 0:
+            self.partitions = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_MetadataResponsePartition_v7(data, pos)
+                append(item)
+            self.partitions = items
+        self.topic_authorized_operations, = _S0.unpack_from(data, pos)
+        pos += 4
     self.topic_id = _ZERO_UUID
     self._unknown_tagged_fields = ()
     return self, pos
@@ -845,24 +856,29 @@ def _decode_MetadataResponseTopic_v9(data, pos):
     self.error_code, = _S3.unpack_from(data, pos)
     pos += 2
     self.name, pos = read_compact_string(data, pos)
-    self.is_internal, = _S4.unpack_from(data, pos)
-    pos += 1
-    n = data[pos] - 1
-    if 0 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_array_length(data, pos)
-    if n == 0:
+    self.is_internal, n, self.topic_authorized_operations = _S6.unpack_from(data, pos)
+    if n == 1:
+        # Partitions is empty: the fields after it came with the same unpack.
         self.partitions = []
+        pos += 6
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_MetadataResponsePartition_v9(data, pos)
-            append(item)
-        self.partitions = items
-    self.topic_authorized_operations, = _S0.unpack_from(data, pos)
-    pos += 4
+        pos += 1
+        n = data[pos] - 1
+        if 0 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_array_length(data, pos)
+        if n == 0:
+            self.partitions = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_MetadataResponsePartition_v9(data, pos)
+                append(item)
+            self.partitions = items
+        self.topic_authorized_operations, = _S0.unpack_from(data, pos)
+        pos += 4
     self.topic_id = _ZERO_UUID
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -896,24 +912,29 @@ def _decode_MetadataResponseTopic_v10(data, pos):
     pos += 2
     self.name, pos = read_compact_string(data, pos)
     self.topic_id, pos = read_uuid(data, pos)
-    self.is_internal, = _S4.unpack_from(data, pos)
-    pos += 1
-    n = data[pos] - 1
-    if 0 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_array_length(data, pos)
-    if n == 0:
+    self.is_internal, n, self.topic_authorized_operations = _S6.unpack_from(data, pos)
+    if n == 1:
+        # Partitions is empty: the fields after it came with the same unpack.
         self.partitions = []
+        pos += 6
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_MetadataResponsePartition_v9(data, pos)
-            append(item)
-        self.partitions = items
-    self.topic_authorized_operations, = _S0.unpack_from(data, pos)
-    pos += 4
+        pos += 1
+        n = data[pos] - 1
+        if 0 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_array_length(data, pos)
+        if n == 0:
+            self.partitions = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_MetadataResponsePartition_v9(data, pos)
+                append(item)
+            self.partitions = items
+        self.topic_authorized_operations, = _S0.unpack_from(data, pos)
+        pos += 4
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -947,24 +968,29 @@ def _decode_MetadataResponseTopic_v12(data, pos):
     pos += 2
     self.name, pos = read_compact_nullable_string(data, pos)
     self.topic_id, pos = read_uuid(data, pos)
-    self.is_internal, = _S4.unpack_from(data, pos)
-    pos += 1
-    n = data[pos] - 1
-    if 0 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_array_length(data, pos)
-    if n == 0:
+    self.is_internal, n, self.topic_authorized_operations = _S6.unpack_from(data, pos)
+    if n == 1:
+        # Partitions is empty: the fields after it came with the same unpack.
         self.partitions = []
+        pos += 6
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_MetadataResponsePartition_v9(data, pos)
-            append(item)
-        self.partitions = items
-    self.topic_authorized_operations, = _S0.unpack_from(data, pos)
-    pos += 4
+        pos += 1
+        n = data[pos] - 1
+        if 0 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_array_length(data, pos)
+        if n == 0:
+            self.partitions = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_MetadataResponsePartition_v9(data, pos)
+                append(item)
+            self.partitions = items
+        self.topic_authorized_operations, = _S0.unpack_from(data, pos)
+        pos += 4
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -1040,18 +1066,24 @@ def _encode_MetadataResponse_v0(self, buf):
 
 def _decode_MetadataResponse_v1(data, pos):
     self = _new(MetadataResponse)
-    n, pos = read_array_length(data, pos)
+    n, self.controller_id = _S7.unpack_from(data, pos)
     if n == 0:
+        # Brokers is empty: the fields after it came with the same unpack.
         self.brokers = []
+        pos += 8
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_MetadataResponseBroker_v1(data, pos)
-            append(item)
-        self.brokers = items
-    self.controller_id, = _S0.unpack_from(data, pos)
-    pos += 4
+        n, pos = read_array_length(data, pos)
+        if n == 0:
+            self.brokers = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_MetadataResponseBroker_v1(data, pos)
+                append(item)
+            self.brokers = items
+        self.controller_id, = _S0.unpack_from(data, pos)
+        pos += 4
     n, pos = read_array_length(data, pos)
     if n == 0:
         self.topics = []
@@ -1339,20 +1371,25 @@ def _decode_MetadataResponse_v8(data, pos):
             append(item)
         self.brokers = items
     self.cluster_id, pos = read_nullable_string(data, pos)
-    self.controller_id, = _S0.unpack_from(data, pos)
-    pos += 4
-    n, pos = read_array_length(data, pos)
+    self.controller_id, n, self.cluster_authorized_operations = _S8.unpack_from(data, pos)
     if n == 0:
+        # Topics is empty: the fields after it came with the same unpack.
         self.topics = []
+        pos += 12
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_MetadataResponseTopic_v8(data, pos)
-            append(item)
-        self.topics = items
-    self.cluster_authorized_operations, = _S0.unpack_from(data, pos)
-    pos += 4
+        pos += 4
+        n, pos = read_array_length(data, pos)
+        if n == 0:
+            self.topics = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_MetadataResponseTopic_v8(data, pos)
+                append(item)
+            self.topics = items
+        self.cluster_authorized_operations, = _S0.unpack_from(data, pos)
+        pos += 4
     self.error_code = 0
     self._unknown_tagged_fields = ()
     return self, pos
@@ -1394,24 +1431,29 @@ def _decode_MetadataResponse_v9(data, pos):
             append(item)
         self.brokers = items
     self.cluster_id, pos = read_compact_nullable_string(data, pos)
-    self.controller_id, = _S0.unpack_from(data, pos)
-    pos += 4
-    n = data[pos] - 1
-    if 0 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_array_length(data, pos)
-    if n == 0:
+    self.controller_id, n, self.cluster_authorized_operations = _S9.unpack_from(data, pos)
+    if n == 1:
+        # Topics is empty: the fields after it came with the same unpack.
         self.topics = []
+        pos += 9
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_MetadataResponseTopic_v9(data, pos)
-            append(item)
-        self.topics = items
-    self.cluster_authorized_operations, = _S0.unpack_from(data, pos)
-    pos += 4
+        pos += 4
+        n = data[pos] - 1
+        if 0 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_array_length(data, pos)
+        if n == 0:
+            self.topics = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_MetadataResponseTopic_v9(data, pos)
+                append(item)
+            self.topics = items
+        self.cluster_authorized_operations, = _S0.unpack_from(data, pos)
+        pos += 4
     self.error_code = 0
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -1465,24 +1507,29 @@ def _decode_MetadataResponse_v10(data, pos):
             append(item)
         self.brokers = items
     self.cluster_id, pos = read_compact_nullable_string(data, pos)
-    self.controller_id, = _S0.unpack_from(data, pos)
-    pos += 4
-    n = data[pos] - 1
-    if 0 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_array_length(data, pos)
-    if n == 0:
+    self.controller_id, n, self.cluster_authorized_operations = _S9.unpack_from(data, pos)
+    if n == 1:
+        # Topics is empty: the fields after it came with the same unpack.
         self.topics = []
+        pos += 9
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_MetadataResponseTopic_v10(data, pos)
-            append(item)
-        self.topics = items
-    self.cluster_authorized_operations, = _S0.unpack_from(data, pos)
-    pos += 4
+        pos += 4
+        n = data[pos] - 1
+        if 0 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_array_length(data, pos)
+        if n == 0:
+            self.topics = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_MetadataResponseTopic_v10(data, pos)
+                append(item)
+            self.topics = items
+        self.cluster_authorized_operations, = _S0.unpack_from(data, pos)
+        pos += 4
     self.error_code = 0
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -1678,24 +1725,29 @@ def _decode_MetadataResponse_v13(data, pos):
             append(item)
         self.brokers = items
     self.cluster_id, pos = read_compact_nullable_string(data, pos)
-    self.controller_id, = _S0.unpack_from(data, pos)
-    pos += 4
-    n = data[pos] - 1
-    if 0 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_array_length(data, pos)
-    if n == 0:
+    self.controller_id, n, self.error_code = _S10.unpack_from(data, pos)
+    if n == 1:
+        # Topics is empty: the fields after it came with the same unpack.
         self.topics = []
+        pos += 7
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_MetadataResponseTopic_v12(data, pos)
-            append(item)
-        self.topics = items
-    self.error_code, = _S3.unpack_from(data, pos)
-    pos += 2
+        pos += 4
+        n = data[pos] - 1
+        if 0 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_array_length(data, pos)
+        if n == 0:
+            self.topics = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_MetadataResponseTopic_v12(data, pos)
+                append(item)
+            self.topics = items
+        self.error_code, = _S3.unpack_from(data, pos)
+        pos += 2
     self.cluster_authorized_operations = -2147483648
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -1742,564 +1794,565 @@ MetadataResponse._ENCODERS = {0: _encode_MetadataResponse_v0, 1: _encode_Metadat
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    187: 'NodeId',
-    189: 'Host',
-    190: 'Port',
-    198: 'NodeId',
-    199: 'Host',
-    200: 'Port',
-    202: 'tagged fields of MetadataResponseBroker',
-    207: 'NodeId',
-    209: 'Host',
-    210: 'Port',
-    212: 'Rack',
-    218: 'NodeId',
-    219: 'Host',
-    220: 'Port',
-    221: 'Rack',
-    223: 'tagged fields of MetadataResponseBroker',
-    227: 'NodeId',
-    228: 'Host',
-    229: 'Port',
-    230: 'Rack',
-    232: 'tagged fields of MetadataResponseBroker',
-    236: 'NodeId',
-    237: 'Host',
-    238: 'Port',
-    239: 'Rack',
-    241: 'tagged fields of MetadataResponseBroker',
-    245: 'NodeId',
-    246: 'Host',
-    247: 'Port',
-    248: 'Rack',
-    250: 'tagged fields of MetadataResponseBroker',
-    254: 'NodeId',
-    255: 'Host',
-    256: 'Port',
-    257: 'Rack',
-    259: 'tagged fields of MetadataResponseBroker',
-    263: 'NodeId',
-    264: 'Host',
-    265: 'Port',
-    266: 'Rack',
-    268: 'tagged fields of MetadataResponseBroker',
-    272: 'NodeId',
-    273: 'Host',
-    274: 'Port',
-    275: 'Rack',
-    277: 'tagged fields of MetadataResponseBroker',
-    281: 'NodeId',
-    282: 'Host',
-    283: 'Port',
-    284: 'Rack',
-    286: 'tagged fields of MetadataResponseBroker',
-    291: 'NodeId',
-    293: 'Host',
-    294: 'Port',
-    296: 'Rack',
-    297: 'tagged fields of MetadataResponseBroker',
-    298: 'tagged fields of MetadataResponseBroker',
-    306: 'NodeId',
-    307: 'Host',
-    308: 'Port',
-    309: 'Rack',
-    311: 'tagged fields of MetadataResponseBroker',
-    318: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
-    320: 'ReplicaNodes',
-    324: 'ReplicaNodes',
-    326: 'IsrNodes',
-    330: 'IsrNodes',
-    339: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
-    341: 'ReplicaNodes',
-    343: 'ReplicaNodes',
-    345: 'IsrNodes',
-    347: 'IsrNodes',
-    349: 'tagged fields of MetadataResponsePartition',
-    353: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
-    355: 'ReplicaNodes',
-    357: 'ReplicaNodes',
-    359: 'IsrNodes',
-    361: 'IsrNodes',
-    363: 'tagged fields of MetadataResponsePartition',
-    367: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
-    369: 'ReplicaNodes',
-    371: 'ReplicaNodes',
-    373: 'IsrNodes',
-    375: 'IsrNodes',
-    377: 'tagged fields of MetadataResponsePartition',
-    381: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
-    383: 'ReplicaNodes',
-    385: 'ReplicaNodes',
-    387: 'IsrNodes',
-    389: 'IsrNodes',
-    391: 'tagged fields of MetadataResponsePartition',
-    395: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
-    397: 'ReplicaNodes',
-    399: 'ReplicaNodes',
-    401: 'IsrNodes',
-    403: 'IsrNodes',
-    405: 'tagged fields of MetadataResponsePartition',
-    410: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
-    412: 'ReplicaNodes',
-    416: 'ReplicaNodes',
-    418: 'IsrNodes',
-    422: 'IsrNodes',
-    424: 'OfflineReplicas',
-    428: 'OfflineReplicas',
-    436: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
-    438: 'ReplicaNodes',
-    440: 'ReplicaNodes',
-    442: 'IsrNodes',
-    444: 'IsrNodes',
-    446: 'OfflineReplicas',
-    448: 'OfflineReplicas',
-    450: 'tagged fields of MetadataResponsePartition',
-    454: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
-    456: 'ReplicaNodes',
-    458: 'ReplicaNodes',
-    460: 'IsrNodes',
-    462: 'IsrNodes',
-    464: 'OfflineReplicas',
-    466: 'OfflineReplicas',
-    468: 'tagged fields of MetadataResponsePartition',
-    473: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    475: 'ReplicaNodes',
-    479: 'ReplicaNodes',
-    481: 'IsrNodes',
-    485: 'IsrNodes',
-    487: 'OfflineReplicas',
-    491: 'OfflineReplicas',
-    498: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    500: 'ReplicaNodes',
-    502: 'ReplicaNodes',
-    504: 'IsrNodes',
-    506: 'IsrNodes',
-    508: 'OfflineReplicas',
-    510: 'OfflineReplicas',
-    512: 'tagged fields of MetadataResponsePartition',
-    516: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    518: 'ReplicaNodes',
-    520: 'ReplicaNodes',
-    522: 'IsrNodes',
-    524: 'IsrNodes',
-    526: 'OfflineReplicas',
-    528: 'OfflineReplicas',
-    530: 'tagged fields of MetadataResponsePartition',
-    535: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    537: 'ReplicaNodes',
-    541: 'ReplicaNodes',
-    545: 'ReplicaNodes',
-    547: 'IsrNodes',
-    551: 'IsrNodes',
-    555: 'IsrNodes',
-    557: 'OfflineReplicas',
-    561: 'OfflineReplicas',
-    565: 'OfflineReplicas',
-    567: 'tagged fields of MetadataResponsePartition',
-    568: 'tagged fields of MetadataResponsePartition',
-    576: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    578: 'ReplicaNodes',
-    581: 'ReplicaNodes',
-    583: 'ReplicaNodes',
-    585: 'IsrNodes',
-    588: 'IsrNodes',
-    590: 'IsrNodes',
-    592: 'OfflineReplicas',
-    595: 'OfflineReplicas',
-    597: 'OfflineReplicas',
-    599: 'tagged fields of MetadataResponsePartition',
-    606: 'ErrorCode',
-    608: 'Name',
-    609: 'Partitions',
-    616: 'Partitions',
-    627: 'TopicAuthorizedOperations',
-    628: 'TopicAuthorizedOperations',
-    629: 'ErrorCode',
-    630: 'Name',
-    632: 'Partitions',
-    634: 'Partitions',
-    636: 'tagged fields of MetadataResponseTopic',
-    641: 'ErrorCode',
-    643: 'Name',
-    644: 'IsInternal',
-    646: 'Partitions',
-    653: 'Partitions',
-    663: 'TopicAuthorizedOperations',
-    664: 'TopicAuthorizedOperations',
-    665: 'ErrorCode',
-    666: 'Name',
-    667: 'IsInternal',
-    669: 'Partitions',
-    671: 'Partitions',
-    673: 'tagged fields of MetadataResponseTopic',
-    677: 'TopicAuthorizedOperations',
-    678: 'TopicAuthorizedOperations',
-    679: 'ErrorCode',
-    680: 'Name',
-    681: 'IsInternal',
-    683: 'Partitions',
-    685: 'Partitions',
-    687: 'tagged fields of MetadataResponseTopic',
-    691: 'TopicAuthorizedOperations',
-    692: 'TopicAuthorizedOperations',
-    693: 'ErrorCode',
-    694: 'Name',
-    695: 'IsInternal',
-    697: 'Partitions',
-    699: 'Partitions',
-    701: 'tagged fields of MetadataResponseTopic',
-    705: 'TopicAuthorizedOperations',
-    706: 'TopicAuthorizedOperations',
-    707: 'ErrorCode',
-    708: 'Name',
-    709: 'IsInternal',
-    711: 'Partitions',
-    713: 'Partitions',
-    715: 'tagged fields of MetadataResponseTopic',
-    720: 'ErrorCode',
-    722: 'Name',
-    723: 'IsInternal',
-    725: 'Partitions',
-    732: 'Partitions',
-    742: 'TopicAuthorizedOperations',
-    743: 'TopicAuthorizedOperations',
-    744: 'ErrorCode',
-    745: 'Name',
-    746: 'IsInternal',
-    748: 'Partitions',
-    750: 'Partitions',
-    752: 'tagged fields of MetadataResponseTopic',
-    756: 'TopicAuthorizedOperations',
-    757: 'TopicAuthorizedOperations',
-    758: 'ErrorCode',
-    759: 'Name',
-    760: 'IsInternal',
-    762: 'Partitions',
-    764: 'Partitions',
-    766: 'tagged fields of MetadataResponseTopic',
-    771: 'ErrorCode',
-    773: 'Name',
-    774: 'IsInternal',
-    776: 'Partitions',
-    783: 'Partitions',
-    793: 'TopicAuthorizedOperations',
-    794: 'TopicAuthorizedOperations',
-    795: 'ErrorCode',
-    796: 'Name',
-    797: 'IsInternal',
-    799: 'Partitions',
-    801: 'Partitions',
-    803: 'tagged fields of MetadataResponseTopic',
-    808: 'ErrorCode',
-    810: 'Name',
-    811: 'IsInternal',
-    813: 'Partitions',
-    820: 'Partitions',
-    823: 'TopicAuthorizedOperations',
-    831: 'ErrorCode',
-    832: 'Name',
-    833: 'IsInternal',
-    835: 'Partitions',
-    837: 'Partitions',
-    838: 'TopicAuthorizedOperations',
-    840: 'tagged fields of MetadataResponseTopic',
-    845: 'ErrorCode',
-    847: 'Name',
-    848: 'IsInternal',
-    850: 'Partitions',
-    854: 'Partitions',
-    861: 'Partitions',
-    864: 'TopicAuthorizedOperations',
-    867: 'tagged fields of MetadataResponseTopic',
-    868: 'tagged fields of MetadataResponseTopic',
-    876: 'ErrorCode',
-    877: 'Name',
-    878: 'IsInternal',
-    880: 'Partitions',
-    883: 'Partitions',
-    885: 'Partitions',
-    886: 'TopicAuthorizedOperations',
-    888: 'tagged fields of MetadataResponseTopic',
-    895: 'ErrorCode',
-    897: 'Name',
-    898: 'TopicId',
-    899: 'IsInternal',
+    193: 'NodeId',
+    195: 'Host',
+    196: 'Port',
+    204: 'NodeId',
+    205: 'Host',
+    206: 'Port',
+    208: 'tagged fields of MetadataResponseBroker',
+    213: 'NodeId',
+    215: 'Host',
+    216: 'Port',
+    218: 'Rack',
+    224: 'NodeId',
+    225: 'Host',
+    226: 'Port',
+    227: 'Rack',
+    229: 'tagged fields of MetadataResponseBroker',
+    233: 'NodeId',
+    234: 'Host',
+    235: 'Port',
+    236: 'Rack',
+    238: 'tagged fields of MetadataResponseBroker',
+    242: 'NodeId',
+    243: 'Host',
+    244: 'Port',
+    245: 'Rack',
+    247: 'tagged fields of MetadataResponseBroker',
+    251: 'NodeId',
+    252: 'Host',
+    253: 'Port',
+    254: 'Rack',
+    256: 'tagged fields of MetadataResponseBroker',
+    260: 'NodeId',
+    261: 'Host',
+    262: 'Port',
+    263: 'Rack',
+    265: 'tagged fields of MetadataResponseBroker',
+    269: 'NodeId',
+    270: 'Host',
+    271: 'Port',
+    272: 'Rack',
+    274: 'tagged fields of MetadataResponseBroker',
+    278: 'NodeId',
+    279: 'Host',
+    280: 'Port',
+    281: 'Rack',
+    283: 'tagged fields of MetadataResponseBroker',
+    287: 'NodeId',
+    288: 'Host',
+    289: 'Port',
+    290: 'Rack',
+    292: 'tagged fields of MetadataResponseBroker',
+    297: 'NodeId',
+    299: 'Host',
+    300: 'Port',
+    302: 'Rack',
+    303: 'tagged fields of MetadataResponseBroker',
+    304: 'tagged fields of MetadataResponseBroker',
+    312: 'NodeId',
+    313: 'Host',
+    314: 'Port',
+    315: 'Rack',
+    317: 'tagged fields of MetadataResponseBroker',
+    324: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    326: 'ReplicaNodes',
+    330: 'ReplicaNodes',
+    332: 'IsrNodes',
+    336: 'IsrNodes',
+    345: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    347: 'ReplicaNodes',
+    349: 'ReplicaNodes',
+    351: 'IsrNodes',
+    353: 'IsrNodes',
+    355: 'tagged fields of MetadataResponsePartition',
+    359: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    361: 'ReplicaNodes',
+    363: 'ReplicaNodes',
+    365: 'IsrNodes',
+    367: 'IsrNodes',
+    369: 'tagged fields of MetadataResponsePartition',
+    373: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    375: 'ReplicaNodes',
+    377: 'ReplicaNodes',
+    379: 'IsrNodes',
+    381: 'IsrNodes',
+    383: 'tagged fields of MetadataResponsePartition',
+    387: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    389: 'ReplicaNodes',
+    391: 'ReplicaNodes',
+    393: 'IsrNodes',
+    395: 'IsrNodes',
+    397: 'tagged fields of MetadataResponsePartition',
+    401: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    403: 'ReplicaNodes',
+    405: 'ReplicaNodes',
+    407: 'IsrNodes',
+    409: 'IsrNodes',
+    411: 'tagged fields of MetadataResponsePartition',
+    416: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    418: 'ReplicaNodes',
+    422: 'ReplicaNodes',
+    424: 'IsrNodes',
+    428: 'IsrNodes',
+    430: 'OfflineReplicas',
+    434: 'OfflineReplicas',
+    442: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    444: 'ReplicaNodes',
+    446: 'ReplicaNodes',
+    448: 'IsrNodes',
+    450: 'IsrNodes',
+    452: 'OfflineReplicas',
+    454: 'OfflineReplicas',
+    456: 'tagged fields of MetadataResponsePartition',
+    460: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i')),
+    462: 'ReplicaNodes',
+    464: 'ReplicaNodes',
+    466: 'IsrNodes',
+    468: 'IsrNodes',
+    470: 'OfflineReplicas',
+    472: 'OfflineReplicas',
+    474: 'tagged fields of MetadataResponsePartition',
+    479: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    481: 'ReplicaNodes',
+    485: 'ReplicaNodes',
+    487: 'IsrNodes',
+    491: 'IsrNodes',
+    493: 'OfflineReplicas',
+    497: 'OfflineReplicas',
+    504: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    506: 'ReplicaNodes',
+    508: 'ReplicaNodes',
+    510: 'IsrNodes',
+    512: 'IsrNodes',
+    514: 'OfflineReplicas',
+    516: 'OfflineReplicas',
+    518: 'tagged fields of MetadataResponsePartition',
+    522: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    524: 'ReplicaNodes',
+    526: 'ReplicaNodes',
+    528: 'IsrNodes',
+    530: 'IsrNodes',
+    532: 'OfflineReplicas',
+    534: 'OfflineReplicas',
+    536: 'tagged fields of MetadataResponsePartition',
+    541: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    543: 'ReplicaNodes',
+    547: 'ReplicaNodes',
+    551: 'ReplicaNodes',
+    553: 'IsrNodes',
+    557: 'IsrNodes',
+    561: 'IsrNodes',
+    563: 'OfflineReplicas',
+    567: 'OfflineReplicas',
+    571: 'OfflineReplicas',
+    573: 'tagged fields of MetadataResponsePartition',
+    574: 'tagged fields of MetadataResponsePartition',
+    582: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    584: 'ReplicaNodes',
+    587: 'ReplicaNodes',
+    589: 'ReplicaNodes',
+    591: 'IsrNodes',
+    594: 'IsrNodes',
+    596: 'IsrNodes',
+    598: 'OfflineReplicas',
+    601: 'OfflineReplicas',
+    603: 'OfflineReplicas',
+    605: 'tagged fields of MetadataResponsePartition',
+    612: 'ErrorCode',
+    614: 'Name',
+    615: 'Partitions',
+    622: 'Partitions',
+    633: 'TopicAuthorizedOperations',
+    634: 'TopicAuthorizedOperations',
+    635: 'ErrorCode',
+    636: 'Name',
+    638: 'Partitions',
+    640: 'Partitions',
+    642: 'tagged fields of MetadataResponseTopic',
+    647: 'ErrorCode',
+    649: 'Name',
+    650: 'IsInternal',
+    652: 'Partitions',
+    659: 'Partitions',
+    669: 'TopicAuthorizedOperations',
+    670: 'TopicAuthorizedOperations',
+    671: 'ErrorCode',
+    672: 'Name',
+    673: 'IsInternal',
+    675: 'Partitions',
+    677: 'Partitions',
+    679: 'tagged fields of MetadataResponseTopic',
+    683: 'TopicAuthorizedOperations',
+    684: 'TopicAuthorizedOperations',
+    685: 'ErrorCode',
+    686: 'Name',
+    687: 'IsInternal',
+    689: 'Partitions',
+    691: 'Partitions',
+    693: 'tagged fields of MetadataResponseTopic',
+    697: 'TopicAuthorizedOperations',
+    698: 'TopicAuthorizedOperations',
+    699: 'ErrorCode',
+    700: 'Name',
+    701: 'IsInternal',
+    703: 'Partitions',
+    705: 'Partitions',
+    707: 'tagged fields of MetadataResponseTopic',
+    711: 'TopicAuthorizedOperations',
+    712: 'TopicAuthorizedOperations',
+    713: 'ErrorCode',
+    714: 'Name',
+    715: 'IsInternal',
+    717: 'Partitions',
+    719: 'Partitions',
+    721: 'tagged fields of MetadataResponseTopic',
+    726: 'ErrorCode',
+    728: 'Name',
+    729: 'IsInternal',
+    731: 'Partitions',
+    738: 'Partitions',
+    748: 'TopicAuthorizedOperations',
+    749: 'TopicAuthorizedOperations',
+    750: 'ErrorCode',
+    751: 'Name',
+    752: 'IsInternal',
+    754: 'Partitions',
+    756: 'Partitions',
+    758: 'tagged fields of MetadataResponseTopic',
+    762: 'TopicAuthorizedOperations',
+    763: 'TopicAuthorizedOperations',
+    764: 'ErrorCode',
+    765: 'Name',
+    766: 'IsInternal',
+    768: 'Partitions',
+    770: 'Partitions',
+    772: 'tagged fields of MetadataResponseTopic',
+    777: 'ErrorCode',
+    779: 'Name',
+    780: 'IsInternal',
+    782: 'Partitions',
+    789: 'Partitions',
+    799: 'TopicAuthorizedOperations',
+    800: 'TopicAuthorizedOperations',
+    801: 'ErrorCode',
+    802: 'Name',
+    803: 'IsInternal',
+    805: 'Partitions',
+    807: 'Partitions',
+    809: 'tagged fields of MetadataResponseTopic',
+    814: 'ErrorCode',
+    816: 'Name',
+    817: (('IsInternal', 'is_internal', '?'), ('Partitions', None, 'i'), ('TopicAuthorizedOperations', 'topic_authorized_operations', 'i')),
+    824: 'Partitions',
+    831: 'Partitions',
+    834: 'TopicAuthorizedOperations',
+    842: 'ErrorCode',
+    843: 'Name',
+    844: 'IsInternal',
+    846: 'Partitions',
+    848: 'Partitions',
+    849: 'TopicAuthorizedOperations',
+    851: 'tagged fields of MetadataResponseTopic',
+    856: 'ErrorCode',
+    858: 'Name',
+    859: (('IsInternal', 'is_internal', '?'), ('Partitions', None, 'B'), ('TopicAuthorizedOperations', 'topic_authorized_operations', 'i')),
+    866: 'Partitions',
+    870: 'Partitions',
+    877: 'Partitions',
+    880: 'TopicAuthorizedOperations',
+    883: 'tagged fields of MetadataResponseTopic',
+    884: 'tagged fields of MetadataResponseTopic',
+    892: 'ErrorCode',
+    893: 'Name',
+    894: 'IsInternal',
+    896: 'Partitions',
+    899: 'Partitions',
     901: 'Partitions',
-    905: 'Partitions',
-    912: 'Partitions',
-    915: 'TopicAuthorizedOperations',
-    917: 'tagged fields of MetadataResponseTopic',
-    918: 'tagged fields of MetadataResponseTopic',
-    926: 'ErrorCode',
-    927: 'Name',
-    928: 'TopicId',
-    929: 'IsInternal',
-    931: 'Partitions',
-    934: 'Partitions',
-    936: 'Partitions',
-    937: 'TopicAuthorizedOperations',
+    902: 'TopicAuthorizedOperations',
+    904: 'tagged fields of MetadataResponseTopic',
+    911: 'ErrorCode',
+    913: 'Name',
+    914: 'TopicId',
+    915: (('IsInternal', 'is_internal', '?'), ('Partitions', None, 'B'), ('TopicAuthorizedOperations', 'topic_authorized_operations', 'i')),
+    922: 'Partitions',
+    926: 'Partitions',
+    933: 'Partitions',
+    936: 'TopicAuthorizedOperations',
+    938: 'tagged fields of MetadataResponseTopic',
     939: 'tagged fields of MetadataResponseTopic',
-    946: 'ErrorCode',
+    947: 'ErrorCode',
     948: 'Name',
     949: 'TopicId',
     950: 'IsInternal',
     952: 'Partitions',
-    956: 'Partitions',
-    963: 'Partitions',
-    966: 'TopicAuthorizedOperations',
-    968: 'tagged fields of MetadataResponseTopic',
-    969: 'tagged fields of MetadataResponseTopic',
-    977: 'ErrorCode',
-    978: 'Name',
-    979: 'TopicId',
-    980: 'IsInternal',
+    955: 'Partitions',
+    957: 'Partitions',
+    958: 'TopicAuthorizedOperations',
+    960: 'tagged fields of MetadataResponseTopic',
+    967: 'ErrorCode',
+    969: 'Name',
+    970: 'TopicId',
+    971: (('IsInternal', 'is_internal', '?'), ('Partitions', None, 'B'), ('TopicAuthorizedOperations', 'topic_authorized_operations', 'i')),
+    978: 'Partitions',
     982: 'Partitions',
-    985: 'Partitions',
-    987: 'Partitions',
-    988: 'TopicAuthorizedOperations',
-    990: 'tagged fields of MetadataResponseTopic',
-    997: 'Brokers',
-    1004: 'Brokers',
-    1007: 'Topics',
-    1014: 'Topics',
-    1027: 'ClusterAuthorizedOperations',
-    1028: 'ClusterAuthorizedOperations',
+    989: 'Partitions',
+    992: 'TopicAuthorizedOperations',
+    994: 'tagged fields of MetadataResponseTopic',
+    995: 'tagged fields of MetadataResponseTopic',
+    1003: 'ErrorCode',
+    1004: 'Name',
+    1005: 'TopicId',
+    1006: 'IsInternal',
+    1008: 'Partitions',
+    1011: 'Partitions',
+    1013: 'Partitions',
+    1014: 'TopicAuthorizedOperations',
+    1016: 'tagged fields of MetadataResponseTopic',
+    1023: 'Brokers',
     1030: 'Brokers',
-    1032: 'Brokers',
-    1034: 'Topics',
-    1036: 'Topics',
-    1038: 'tagged fields of MetadataResponse',
-    1043: 'Brokers',
-    1050: 'Brokers',
-    1053: 'ControllerId',
-    1055: 'Topics',
+    1033: 'Topics',
+    1040: 'Topics',
+    1053: 'ClusterAuthorizedOperations',
+    1054: 'ClusterAuthorizedOperations',
+    1056: 'Brokers',
+    1058: 'Brokers',
+    1060: 'Topics',
     1062: 'Topics',
-    1074: 'ClusterAuthorizedOperations',
-    1075: 'ClusterAuthorizedOperations',
-    1077: 'Brokers',
-    1079: 'Brokers',
-    1080: 'ControllerId',
-    1082: 'Topics',
-    1084: 'Topics',
-    1086: 'tagged fields of MetadataResponse',
-    1091: 'Brokers',
-    1098: 'Brokers',
-    1101: 'ClusterId',
-    1102: 'ControllerId',
-    1104: 'Topics',
-    1111: 'Topics',
-    1122: 'ClusterAuthorizedOperations',
-    1123: 'ClusterAuthorizedOperations',
-    1125: 'Brokers',
-    1127: 'Brokers',
-    1128: 'ClusterId',
-    1129: 'ControllerId',
-    1131: 'Topics',
-    1133: 'Topics',
-    1135: 'tagged fields of MetadataResponse',
-    1140: 'ThrottleTimeMs',
-    1142: 'Brokers',
-    1149: 'Brokers',
-    1152: 'ClusterId',
-    1153: 'ControllerId',
-    1155: 'Topics',
-    1162: 'Topics',
-    1172: 'ClusterAuthorizedOperations',
-    1173: 'ClusterAuthorizedOperations',
-    1174: 'ThrottleTimeMs',
-    1176: 'Brokers',
-    1178: 'Brokers',
-    1179: 'ClusterId',
-    1180: 'ControllerId',
-    1182: 'Topics',
-    1184: 'Topics',
-    1186: 'tagged fields of MetadataResponse',
-    1190: 'ClusterAuthorizedOperations',
-    1191: 'ClusterAuthorizedOperations',
-    1192: 'ThrottleTimeMs',
-    1194: 'Brokers',
-    1196: 'Brokers',
-    1197: 'ClusterId',
-    1198: 'ControllerId',
-    1200: 'Topics',
-    1202: 'Topics',
-    1204: 'tagged fields of MetadataResponse',
-    1209: 'ThrottleTimeMs',
-    1211: 'Brokers',
-    1218: 'Brokers',
-    1221: 'ClusterId',
-    1222: 'ControllerId',
-    1224: 'Topics',
-    1231: 'Topics',
-    1241: 'ClusterAuthorizedOperations',
-    1242: 'ClusterAuthorizedOperations',
-    1243: 'ThrottleTimeMs',
-    1245: 'Brokers',
-    1247: 'Brokers',
-    1248: 'ClusterId',
-    1249: 'ControllerId',
-    1251: 'Topics',
-    1253: 'Topics',
-    1255: 'tagged fields of MetadataResponse',
-    1259: 'ClusterAuthorizedOperations',
-    1260: 'ClusterAuthorizedOperations',
-    1261: 'ThrottleTimeMs',
-    1263: 'Brokers',
-    1265: 'Brokers',
-    1266: 'ClusterId',
-    1267: 'ControllerId',
-    1269: 'Topics',
-    1271: 'Topics',
-    1273: 'tagged fields of MetadataResponse',
-    1278: 'ThrottleTimeMs',
-    1280: 'Brokers',
-    1287: 'Brokers',
-    1290: 'ClusterId',
-    1291: 'ControllerId',
-    1293: 'Topics',
-    1300: 'Topics',
-    1310: 'ClusterAuthorizedOperations',
-    1311: 'ClusterAuthorizedOperations',
-    1312: 'ThrottleTimeMs',
-    1314: 'Brokers',
-    1316: 'Brokers',
-    1317: 'ClusterId',
-    1318: 'ControllerId',
-    1320: 'Topics',
-    1322: 'Topics',
-    1324: 'tagged fields of MetadataResponse',
-    1329: 'ThrottleTimeMs',
-    1331: 'Brokers',
-    1338: 'Brokers',
-    1341: 'ClusterId',
-    1342: 'ControllerId',
-    1344: 'Topics',
-    1351: 'Topics',
-    1354: 'ClusterAuthorizedOperations',
-    1362: 'ThrottleTimeMs',
-    1364: 'Brokers',
-    1366: 'Brokers',
-    1367: 'ClusterId',
-    1368: 'ControllerId',
-    1370: 'Topics',
-    1372: 'Topics',
-    1373: 'ClusterAuthorizedOperations',
-    1375: 'tagged fields of MetadataResponse',
-    1380: 'ThrottleTimeMs',
-    1382: 'Brokers',
-    1386: 'Brokers',
-    1393: 'Brokers',
-    1396: 'ClusterId',
-    1397: 'ControllerId',
-    1399: 'Topics',
-    1403: 'Topics',
-    1410: 'Topics',
-    1413: 'ClusterAuthorizedOperations',
-    1416: 'tagged fields of MetadataResponse',
-    1417: 'tagged fields of MetadataResponse',
-    1425: 'ThrottleTimeMs',
-    1427: 'Brokers',
+    1064: 'tagged fields of MetadataResponse',
+    1069: (('Brokers', None, 'i'), ('ControllerId', 'controller_id', 'i')),
+    1075: 'Brokers',
+    1082: 'Brokers',
+    1085: 'ControllerId',
+    1087: 'Topics',
+    1094: 'Topics',
+    1106: 'ClusterAuthorizedOperations',
+    1107: 'ClusterAuthorizedOperations',
+    1109: 'Brokers',
+    1111: 'Brokers',
+    1112: 'ControllerId',
+    1114: 'Topics',
+    1116: 'Topics',
+    1118: 'tagged fields of MetadataResponse',
+    1123: 'Brokers',
+    1130: 'Brokers',
+    1133: 'ClusterId',
+    1134: 'ControllerId',
+    1136: 'Topics',
+    1143: 'Topics',
+    1154: 'ClusterAuthorizedOperations',
+    1155: 'ClusterAuthorizedOperations',
+    1157: 'Brokers',
+    1159: 'Brokers',
+    1160: 'ClusterId',
+    1161: 'ControllerId',
+    1163: 'Topics',
+    1165: 'Topics',
+    1167: 'tagged fields of MetadataResponse',
+    1172: 'ThrottleTimeMs',
+    1174: 'Brokers',
+    1181: 'Brokers',
+    1184: 'ClusterId',
+    1185: 'ControllerId',
+    1187: 'Topics',
+    1194: 'Topics',
+    1204: 'ClusterAuthorizedOperations',
+    1205: 'ClusterAuthorizedOperations',
+    1206: 'ThrottleTimeMs',
+    1208: 'Brokers',
+    1210: 'Brokers',
+    1211: 'ClusterId',
+    1212: 'ControllerId',
+    1214: 'Topics',
+    1216: 'Topics',
+    1218: 'tagged fields of MetadataResponse',
+    1222: 'ClusterAuthorizedOperations',
+    1223: 'ClusterAuthorizedOperations',
+    1224: 'ThrottleTimeMs',
+    1226: 'Brokers',
+    1228: 'Brokers',
+    1229: 'ClusterId',
+    1230: 'ControllerId',
+    1232: 'Topics',
+    1234: 'Topics',
+    1236: 'tagged fields of MetadataResponse',
+    1241: 'ThrottleTimeMs',
+    1243: 'Brokers',
+    1250: 'Brokers',
+    1253: 'ClusterId',
+    1254: 'ControllerId',
+    1256: 'Topics',
+    1263: 'Topics',
+    1273: 'ClusterAuthorizedOperations',
+    1274: 'ClusterAuthorizedOperations',
+    1275: 'ThrottleTimeMs',
+    1277: 'Brokers',
+    1279: 'Brokers',
+    1280: 'ClusterId',
+    1281: 'ControllerId',
+    1283: 'Topics',
+    1285: 'Topics',
+    1287: 'tagged fields of MetadataResponse',
+    1291: 'ClusterAuthorizedOperations',
+    1292: 'ClusterAuthorizedOperations',
+    1293: 'ThrottleTimeMs',
+    1295: 'Brokers',
+    1297: 'Brokers',
+    1298: 'ClusterId',
+    1299: 'ControllerId',
+    1301: 'Topics',
+    1303: 'Topics',
+    1305: 'tagged fields of MetadataResponse',
+    1310: 'ThrottleTimeMs',
+    1312: 'Brokers',
+    1319: 'Brokers',
+    1322: 'ClusterId',
+    1323: 'ControllerId',
+    1325: 'Topics',
+    1332: 'Topics',
+    1342: 'ClusterAuthorizedOperations',
+    1343: 'ClusterAuthorizedOperations',
+    1344: 'ThrottleTimeMs',
+    1346: 'Brokers',
+    1348: 'Brokers',
+    1349: 'ClusterId',
+    1350: 'ControllerId',
+    1352: 'Topics',
+    1354: 'Topics',
+    1356: 'tagged fields of MetadataResponse',
+    1361: 'ThrottleTimeMs',
+    1363: 'Brokers',
+    1370: 'Brokers',
+    1373: 'ClusterId',
+    1374: (('ControllerId', 'controller_id', 'i'), ('Topics', None, 'i'), ('ClusterAuthorizedOperations', 'cluster_authorized_operations', 'i')),
+    1381: 'Topics',
+    1388: 'Topics',
+    1391: 'ClusterAuthorizedOperations',
+    1399: 'ThrottleTimeMs',
+    1401: 'Brokers',
+    1403: 'Brokers',
+    1404: 'ClusterId',
+    1405: 'ControllerId',
+    1407: 'Topics',
+    1409: 'Topics',
+    1410: 'ClusterAuthorizedOperations',
+    1412: 'tagged fields of MetadataResponse',
+    1417: 'ThrottleTimeMs',
+    1419: 'Brokers',
+    1423: 'Brokers',
     1430: 'Brokers',
-    1432: 'Brokers',
     1433: 'ClusterId',
-    1434: 'ControllerId',
-    1436: 'Topics',
-    1439: 'Topics',
+    1434: (('ControllerId', 'controller_id', 'i'), ('Topics', None, 'B'), ('ClusterAuthorizedOperations', 'cluster_authorized_operations', 'i')),
     1441: 'Topics',
-    1442: 'ClusterAuthorizedOperations',
-    1444: 'tagged fields of MetadataResponse',
-    1451: 'ThrottleTimeMs',
-    1453: 'Brokers',
-    1457: 'Brokers',
-    1464: 'Brokers',
-    1467: 'ClusterId',
-    1468: 'ControllerId',
-    1470: 'Topics',
-    1474: 'Topics',
+    1445: 'Topics',
+    1452: 'Topics',
+    1455: 'ClusterAuthorizedOperations',
+    1458: 'tagged fields of MetadataResponse',
+    1459: 'tagged fields of MetadataResponse',
+    1467: 'ThrottleTimeMs',
+    1469: 'Brokers',
+    1472: 'Brokers',
+    1474: 'Brokers',
+    1475: 'ClusterId',
+    1476: 'ControllerId',
+    1478: 'Topics',
     1481: 'Topics',
+    1483: 'Topics',
     1484: 'ClusterAuthorizedOperations',
-    1487: 'tagged fields of MetadataResponse',
-    1488: 'tagged fields of MetadataResponse',
-    1496: 'ThrottleTimeMs',
-    1498: 'Brokers',
-    1501: 'Brokers',
-    1503: 'Brokers',
-    1504: 'ClusterId',
-    1505: 'ControllerId',
-    1507: 'Topics',
-    1510: 'Topics',
-    1512: 'Topics',
-    1513: 'ClusterAuthorizedOperations',
-    1515: 'tagged fields of MetadataResponse',
-    1522: 'ThrottleTimeMs',
-    1524: 'Brokers',
-    1528: 'Brokers',
-    1535: 'Brokers',
-    1538: 'ClusterId',
-    1539: 'ControllerId',
-    1541: 'Topics',
-    1545: 'Topics',
-    1552: 'Topics',
-    1557: 'tagged fields of MetadataResponse',
-    1558: 'tagged fields of MetadataResponse',
-    1566: 'ClusterAuthorizedOperations',
-    1567: 'ClusterAuthorizedOperations',
-    1568: 'ThrottleTimeMs',
-    1570: 'Brokers',
-    1573: 'Brokers',
+    1486: 'tagged fields of MetadataResponse',
+    1493: 'ThrottleTimeMs',
+    1495: 'Brokers',
+    1499: 'Brokers',
+    1506: 'Brokers',
+    1509: 'ClusterId',
+    1510: (('ControllerId', 'controller_id', 'i'), ('Topics', None, 'B'), ('ClusterAuthorizedOperations', 'cluster_authorized_operations', 'i')),
+    1517: 'Topics',
+    1521: 'Topics',
+    1528: 'Topics',
+    1531: 'ClusterAuthorizedOperations',
+    1534: 'tagged fields of MetadataResponse',
+    1535: 'tagged fields of MetadataResponse',
+    1543: 'ThrottleTimeMs',
+    1545: 'Brokers',
+    1548: 'Brokers',
+    1550: 'Brokers',
+    1551: 'ClusterId',
+    1552: 'ControllerId',
+    1554: 'Topics',
+    1557: 'Topics',
+    1559: 'Topics',
+    1560: 'ClusterAuthorizedOperations',
+    1562: 'tagged fields of MetadataResponse',
+    1569: 'ThrottleTimeMs',
+    1571: 'Brokers',
     1575: 'Brokers',
-    1576: 'ClusterId',
-    1577: 'ControllerId',
-    1579: 'Topics',
-    1582: 'Topics',
-    1584: 'Topics',
-    1586: 'tagged fields of MetadataResponse',
-    1593: 'ThrottleTimeMs',
-    1595: 'Brokers',
-    1599: 'Brokers',
-    1606: 'Brokers',
-    1609: 'ClusterId',
-    1610: 'ControllerId',
-    1612: 'Topics',
-    1616: 'Topics',
-    1623: 'Topics',
-    1628: 'tagged fields of MetadataResponse',
-    1629: 'tagged fields of MetadataResponse',
-    1637: 'ClusterAuthorizedOperations',
-    1638: 'ClusterAuthorizedOperations',
-    1639: 'ThrottleTimeMs',
-    1641: 'Brokers',
-    1644: 'Brokers',
+    1582: 'Brokers',
+    1585: 'ClusterId',
+    1586: 'ControllerId',
+    1588: 'Topics',
+    1592: 'Topics',
+    1599: 'Topics',
+    1604: 'tagged fields of MetadataResponse',
+    1605: 'tagged fields of MetadataResponse',
+    1613: 'ClusterAuthorizedOperations',
+    1614: 'ClusterAuthorizedOperations',
+    1615: 'ThrottleTimeMs',
+    1617: 'Brokers',
+    1620: 'Brokers',
+    1622: 'Brokers',
+    1623: 'ClusterId',
+    1624: 'ControllerId',
+    1626: 'Topics',
+    1629: 'Topics',
+    1631: 'Topics',
+    1633: 'tagged fields of MetadataResponse',
+    1640: 'ThrottleTimeMs',
+    1642: 'Brokers',
     1646: 'Brokers',
-    1647: 'ClusterId',
-    1648: 'ControllerId',
-    1650: 'Topics',
-    1653: 'Topics',
-    1655: 'Topics',
-    1657: 'tagged fields of MetadataResponse',
-    1664: 'ThrottleTimeMs',
-    1666: 'Brokers',
-    1670: 'Brokers',
-    1677: 'Brokers',
-    1680: 'ClusterId',
-    1681: 'ControllerId',
-    1683: 'Topics',
-    1687: 'Topics',
-    1694: 'Topics',
-    1697: 'ErrorCode',
-    1700: 'tagged fields of MetadataResponse',
-    1701: 'tagged fields of MetadataResponse',
-    1709: 'ClusterAuthorizedOperations',
-    1710: 'ClusterAuthorizedOperations',
+    1653: 'Brokers',
+    1656: 'ClusterId',
+    1657: 'ControllerId',
+    1659: 'Topics',
+    1663: 'Topics',
+    1670: 'Topics',
+    1675: 'tagged fields of MetadataResponse',
+    1676: 'tagged fields of MetadataResponse',
+    1684: 'ClusterAuthorizedOperations',
+    1685: 'ClusterAuthorizedOperations',
+    1686: 'ThrottleTimeMs',
+    1688: 'Brokers',
+    1691: 'Brokers',
+    1693: 'Brokers',
+    1694: 'ClusterId',
+    1695: 'ControllerId',
+    1697: 'Topics',
+    1700: 'Topics',
+    1702: 'Topics',
+    1704: 'tagged fields of MetadataResponse',
     1711: 'ThrottleTimeMs',
     1713: 'Brokers',
-    1716: 'Brokers',
-    1718: 'Brokers',
-    1719: 'ClusterId',
-    1720: 'ControllerId',
-    1722: 'Topics',
-    1725: 'Topics',
-    1727: 'Topics',
-    1728: 'ErrorCode',
-    1730: 'tagged fields of MetadataResponse',
+    1717: 'Brokers',
+    1724: 'Brokers',
+    1727: 'ClusterId',
+    1728: (('ControllerId', 'controller_id', 'i'), ('Topics', None, 'B'), ('ErrorCode', 'error_code', 'h')),
+    1735: 'Topics',
+    1739: 'Topics',
+    1746: 'Topics',
+    1749: 'ErrorCode',
+    1752: 'tagged fields of MetadataResponse',
+    1753: 'tagged fields of MetadataResponse',
+    1761: 'ClusterAuthorizedOperations',
+    1762: 'ClusterAuthorizedOperations',
+    1763: 'ThrottleTimeMs',
+    1765: 'Brokers',
+    1768: 'Brokers',
+    1770: 'Brokers',
+    1771: 'ClusterId',
+    1772: 'ControllerId',
+    1774: 'Topics',
+    1777: 'Topics',
+    1779: 'Topics',
+    1780: 'ErrorCode',
+    1782: 'tagged fields of MetadataResponse',
 }

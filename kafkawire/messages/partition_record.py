@@ -13,8 +13,9 @@ from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
 _new = object.__new__
 
 _S0 = _Struct('>i')
-_S1 = _Struct('>iii')
-_S2 = _Struct('>b')
+_S1 = _Struct('>Biii')
+_S2 = _Struct('>iii')
+_S3 = _Struct('>b')
 _ARRAY_INT32 = array_structs('i')
 
 
@@ -94,7 +95,7 @@ def _decode_tags_PartitionRecord_v0(self, data, pos):
         tag, pos, end = read_tag_header(data, pos, last)
         last = tag
         if tag == 0:
-            self.leader_recovery_state, = _S2.unpack_from(data, pos)
+            self.leader_recovery_state, = _S3.unpack_from(data, pos)
             pos += 1
             if pos != end:
                 raise Malformed(f'tagged field LeaderRecoveryState (tag 0) ends at byte {end} but its value ended at byte {pos}')
@@ -142,18 +143,24 @@ def _decode_PartitionRecord_v0(data, pos):
     else:
         self.removing_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
         pos += 4 * n
-    n = data[pos] - 1
-    if 0 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_array_length(data, pos)
-    if n == 0:
+    n, self.leader, self.leader_epoch, self.partition_epoch = _S1.unpack_from(data, pos)
+    if n == 1:
+        # AddingReplicas is empty: the fields after it came with the same unpack.
         self.adding_replicas = []
+        pos += 13
     else:
-        self.adding_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-        pos += 4 * n
-    self.leader, self.leader_epoch, self.partition_epoch = _S1.unpack_from(data, pos)
-    pos += 12
+        n = data[pos] - 1
+        if 0 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_array_length(data, pos)
+        if n == 0:
+            self.adding_replicas = []
+        else:
+            self.adding_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+            pos += 4 * n
+        self.leader, self.leader_epoch, self.partition_epoch = _S2.unpack_from(data, pos)
+        pos += 12
     self.leader_recovery_state = 0
     self.directories = []
     self.eligible_leader_replicas = None
@@ -203,11 +210,11 @@ def _encode_PartitionRecord_v0(self, buf):
         write_compact_array_length(buf, items)
     if items:
         buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
-    buf += _S1.pack(self.leader, self.leader_epoch, self.partition_epoch)
+    buf += _S2.pack(self.leader, self.leader_epoch, self.partition_epoch)
     known = []
     if self.leader_recovery_state != 0:
         tag_buf = bytearray()
-        tag_buf += _S2.pack(self.leader_recovery_state)
+        tag_buf += _S3.pack(self.leader_recovery_state)
         known.append((0, tag_buf))
     if known or self._unknown_tagged_fields:
         write_tags(buf, known, self._unknown_tagged_fields)
@@ -250,18 +257,24 @@ def _decode_PartitionRecord_v1(data, pos):
     else:
         self.removing_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
         pos += 4 * n
-    n = data[pos] - 1
-    if 0 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_array_length(data, pos)
-    if n == 0:
+    n, self.leader, self.leader_epoch, self.partition_epoch = _S1.unpack_from(data, pos)
+    if n == 1:
+        # AddingReplicas is empty: the fields after it came with the same unpack.
         self.adding_replicas = []
+        pos += 13
     else:
-        self.adding_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-        pos += 4 * n
-    self.leader, self.leader_epoch, self.partition_epoch = _S1.unpack_from(data, pos)
-    pos += 12
+        n = data[pos] - 1
+        if 0 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_array_length(data, pos)
+        if n == 0:
+            self.adding_replicas = []
+        else:
+            self.adding_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+            pos += 4 * n
+        self.leader, self.leader_epoch, self.partition_epoch = _S2.unpack_from(data, pos)
+        pos += 12
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
@@ -322,7 +335,7 @@ def _encode_PartitionRecord_v1(self, buf):
         write_compact_array_length(buf, items)
     if items:
         buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
-    buf += _S1.pack(self.leader, self.leader_epoch, self.partition_epoch)
+    buf += _S2.pack(self.leader, self.leader_epoch, self.partition_epoch)
     items = self.directories
     if len(items) < 0x7F:
         buf.append(len(items) + 1)
@@ -332,7 +345,7 @@ def _encode_PartitionRecord_v1(self, buf):
     known = []
     if self.leader_recovery_state != 0:
         tag_buf = bytearray()
-        tag_buf += _S2.pack(self.leader_recovery_state)
+        tag_buf += _S3.pack(self.leader_recovery_state)
         known.append((0, tag_buf))
     if known or self._unknown_tagged_fields:
         write_tags(buf, known, self._unknown_tagged_fields)
@@ -350,7 +363,7 @@ def _decode_tags_PartitionRecord_v2(self, data, pos):
         tag, pos, end = read_tag_header(data, pos, last)
         last = tag
         if tag == 0:
-            self.leader_recovery_state, = _S2.unpack_from(data, pos)
+            self.leader_recovery_state, = _S3.unpack_from(data, pos)
             pos += 1
             if pos != end:
                 raise Malformed(f'tagged field LeaderRecoveryState (tag 0) ends at byte {end} but its value ended at byte {pos}')
@@ -428,18 +441,24 @@ def _decode_PartitionRecord_v2(data, pos):
     else:
         self.removing_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
         pos += 4 * n
-    n = data[pos] - 1
-    if 0 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_array_length(data, pos)
-    if n == 0:
+    n, self.leader, self.leader_epoch, self.partition_epoch = _S1.unpack_from(data, pos)
+    if n == 1:
+        # AddingReplicas is empty: the fields after it came with the same unpack.
         self.adding_replicas = []
+        pos += 13
     else:
-        self.adding_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
-        pos += 4 * n
-    self.leader, self.leader_epoch, self.partition_epoch = _S1.unpack_from(data, pos)
-    pos += 12
+        n = data[pos] - 1
+        if 0 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_array_length(data, pos)
+        if n == 0:
+            self.adding_replicas = []
+        else:
+            self.adding_replicas = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
+            pos += 4 * n
+        self.leader, self.leader_epoch, self.partition_epoch = _S2.unpack_from(data, pos)
+        pos += 12
     n = data[pos] - 1
     if 0 <= n < 0x7F:
         pos += 1
@@ -496,7 +515,7 @@ def _encode_PartitionRecord_v2(self, buf):
         write_compact_array_length(buf, items)
     if items:
         buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
-    buf += _S1.pack(self.leader, self.leader_epoch, self.partition_epoch)
+    buf += _S2.pack(self.leader, self.leader_epoch, self.partition_epoch)
     items = self.directories
     if len(items) < 0x7F:
         buf.append(len(items) + 1)
@@ -506,7 +525,7 @@ def _encode_PartitionRecord_v2(self, buf):
     known = []
     if self.leader_recovery_state != 0:
         tag_buf = bytearray()
-        tag_buf += _S2.pack(self.leader_recovery_state)
+        tag_buf += _S3.pack(self.leader_recovery_state)
         known.append((0, tag_buf))
     if self.eligible_leader_replicas is not None:
         tag_buf = bytearray()
@@ -534,153 +553,156 @@ PartitionRecord._ENCODERS = {0: _encode_PartitionRecord_v0, 1: _encode_Partition
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    88: 'tagged fields of PartitionRecord',
-    94: 'tagged fields of PartitionRecord',
-    97: 'LeaderRecoveryState',
-    100: 'LeaderRecoveryState',
-    112: 'PartitionId',
-    114: 'TopicId',
-    115: 'Replicas',
-    119: 'Replicas',
-    123: 'Replicas',
-    125: 'Isr',
-    129: 'Isr',
-    133: 'Isr',
-    135: 'RemovingReplicas',
-    139: 'RemovingReplicas',
-    143: 'RemovingReplicas',
-    145: 'AddingReplicas',
-    149: 'AddingReplicas',
-    153: 'AddingReplicas',
-    155: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
-    161: 'tagged fields of PartitionRecord',
-    162: 'tagged fields of PartitionRecord',
-    170: 'Directories',
-    171: 'Directories',
-    172: 'EligibleLeaderReplicas',
-    173: 'EligibleLeaderReplicas',
-    174: 'LastKnownElr',
-    175: 'LastKnownElr',
-    176: 'PartitionId',
-    177: 'TopicId',
-    179: 'Replicas',
-    182: 'Replicas',
-    184: 'Replicas',
-    186: 'Isr',
-    189: 'Isr',
-    191: 'Isr',
-    193: 'RemovingReplicas',
-    196: 'RemovingReplicas',
-    198: 'RemovingReplicas',
-    200: 'AddingReplicas',
-    203: 'AddingReplicas',
-    205: 'AddingReplicas',
-    206: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
-    208: 'LeaderRecoveryState',
-    210: 'LeaderRecoveryState',
-    213: 'tagged fields of PartitionRecord',
-    220: 'PartitionId',
-    222: 'TopicId',
-    223: 'Replicas',
-    227: 'Replicas',
-    231: 'Replicas',
-    233: 'Isr',
-    237: 'Isr',
-    241: 'Isr',
-    243: 'RemovingReplicas',
-    247: 'RemovingReplicas',
-    251: 'RemovingReplicas',
-    253: 'AddingReplicas',
-    257: 'AddingReplicas',
-    261: 'AddingReplicas',
-    263: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
-    265: 'Directories',
-    269: 'Directories',
-    276: 'Directories',
-    282: 'tagged fields of PartitionRecord',
-    283: 'tagged fields of PartitionRecord',
-    291: 'EligibleLeaderReplicas',
-    292: 'EligibleLeaderReplicas',
-    293: 'LastKnownElr',
-    294: 'LastKnownElr',
-    295: 'PartitionId',
-    296: 'TopicId',
-    298: 'Replicas',
-    301: 'Replicas',
-    303: 'Replicas',
-    305: 'Isr',
-    308: 'Isr',
-    310: 'Isr',
-    312: 'RemovingReplicas',
-    315: 'RemovingReplicas',
-    317: 'RemovingReplicas',
-    319: 'AddingReplicas',
-    322: 'AddingReplicas',
-    324: 'AddingReplicas',
-    325: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
-    327: 'Directories',
-    330: 'Directories',
-    331: 'Directories',
-    333: 'LeaderRecoveryState',
-    335: 'LeaderRecoveryState',
-    338: 'tagged fields of PartitionRecord',
-    344: 'tagged fields of PartitionRecord',
-    350: 'tagged fields of PartitionRecord',
-    353: 'LeaderRecoveryState',
-    356: 'LeaderRecoveryState',
-    358: 'EligibleLeaderReplicas',
-    362: 'EligibleLeaderReplicas',
-    366: 'EligibleLeaderReplicas',
+    89: 'tagged fields of PartitionRecord',
+    95: 'tagged fields of PartitionRecord',
+    98: 'LeaderRecoveryState',
+    101: 'LeaderRecoveryState',
+    113: 'PartitionId',
+    115: 'TopicId',
+    116: 'Replicas',
+    120: 'Replicas',
+    124: 'Replicas',
+    126: 'Isr',
+    130: 'Isr',
+    134: 'Isr',
+    136: 'RemovingReplicas',
+    140: 'RemovingReplicas',
+    144: 'RemovingReplicas',
+    146: (('AddingReplicas', None, 'B'), ('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
+    152: 'AddingReplicas',
+    156: 'AddingReplicas',
+    160: 'AddingReplicas',
+    162: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
+    168: 'tagged fields of PartitionRecord',
+    169: 'tagged fields of PartitionRecord',
+    177: 'Directories',
+    178: 'Directories',
+    179: 'EligibleLeaderReplicas',
+    180: 'EligibleLeaderReplicas',
+    181: 'LastKnownElr',
+    182: 'LastKnownElr',
+    183: 'PartitionId',
+    184: 'TopicId',
+    186: 'Replicas',
+    189: 'Replicas',
+    191: 'Replicas',
+    193: 'Isr',
+    196: 'Isr',
+    198: 'Isr',
+    200: 'RemovingReplicas',
+    203: 'RemovingReplicas',
+    205: 'RemovingReplicas',
+    207: 'AddingReplicas',
+    210: 'AddingReplicas',
+    212: 'AddingReplicas',
+    213: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
+    215: 'LeaderRecoveryState',
+    217: 'LeaderRecoveryState',
+    220: 'tagged fields of PartitionRecord',
+    227: 'PartitionId',
+    229: 'TopicId',
+    230: 'Replicas',
+    234: 'Replicas',
+    238: 'Replicas',
+    240: 'Isr',
+    244: 'Isr',
+    248: 'Isr',
+    250: 'RemovingReplicas',
+    254: 'RemovingReplicas',
+    258: 'RemovingReplicas',
+    260: (('AddingReplicas', None, 'B'), ('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
+    266: 'AddingReplicas',
+    270: 'AddingReplicas',
+    274: 'AddingReplicas',
+    276: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
+    278: 'Directories',
+    282: 'Directories',
+    289: 'Directories',
+    295: 'tagged fields of PartitionRecord',
+    296: 'tagged fields of PartitionRecord',
+    304: 'EligibleLeaderReplicas',
+    305: 'EligibleLeaderReplicas',
+    306: 'LastKnownElr',
+    307: 'LastKnownElr',
+    308: 'PartitionId',
+    309: 'TopicId',
+    311: 'Replicas',
+    314: 'Replicas',
+    316: 'Replicas',
+    318: 'Isr',
+    321: 'Isr',
+    323: 'Isr',
+    325: 'RemovingReplicas',
+    328: 'RemovingReplicas',
+    330: 'RemovingReplicas',
+    332: 'AddingReplicas',
+    335: 'AddingReplicas',
+    337: 'AddingReplicas',
+    338: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
+    340: 'Directories',
+    343: 'Directories',
+    344: 'Directories',
+    346: 'LeaderRecoveryState',
+    348: 'LeaderRecoveryState',
+    351: 'tagged fields of PartitionRecord',
+    357: 'tagged fields of PartitionRecord',
+    363: 'tagged fields of PartitionRecord',
+    366: 'LeaderRecoveryState',
+    369: 'LeaderRecoveryState',
     371: 'EligibleLeaderReplicas',
-    373: 'LastKnownElr',
-    377: 'LastKnownElr',
-    381: 'LastKnownElr',
+    375: 'EligibleLeaderReplicas',
+    379: 'EligibleLeaderReplicas',
+    384: 'EligibleLeaderReplicas',
     386: 'LastKnownElr',
-    398: 'PartitionId',
-    400: 'TopicId',
-    401: 'Replicas',
-    405: 'Replicas',
-    409: 'Replicas',
-    411: 'Isr',
-    415: 'Isr',
-    419: 'Isr',
-    421: 'RemovingReplicas',
-    425: 'RemovingReplicas',
-    429: 'RemovingReplicas',
-    431: 'AddingReplicas',
-    435: 'AddingReplicas',
-    439: 'AddingReplicas',
-    441: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
-    443: 'Directories',
-    447: 'Directories',
-    454: 'Directories',
-    460: 'tagged fields of PartitionRecord',
-    461: 'tagged fields of PartitionRecord',
-    469: 'PartitionId',
-    470: 'TopicId',
-    472: 'Replicas',
-    475: 'Replicas',
-    477: 'Replicas',
-    479: 'Isr',
-    482: 'Isr',
-    484: 'Isr',
-    486: 'RemovingReplicas',
-    489: 'RemovingReplicas',
-    491: 'RemovingReplicas',
-    493: 'AddingReplicas',
-    496: 'AddingReplicas',
-    498: 'AddingReplicas',
-    499: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
-    501: 'Directories',
-    504: 'Directories',
-    505: 'Directories',
-    507: 'LeaderRecoveryState',
-    509: 'LeaderRecoveryState',
-    511: 'EligibleLeaderReplicas',
-    514: 'EligibleLeaderReplicas',
-    517: 'EligibleLeaderReplicas',
-    519: 'LastKnownElr',
-    522: 'LastKnownElr',
-    525: 'LastKnownElr',
-    528: 'tagged fields of PartitionRecord',
+    390: 'LastKnownElr',
+    394: 'LastKnownElr',
+    399: 'LastKnownElr',
+    411: 'PartitionId',
+    413: 'TopicId',
+    414: 'Replicas',
+    418: 'Replicas',
+    422: 'Replicas',
+    424: 'Isr',
+    428: 'Isr',
+    432: 'Isr',
+    434: 'RemovingReplicas',
+    438: 'RemovingReplicas',
+    442: 'RemovingReplicas',
+    444: (('AddingReplicas', None, 'B'), ('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
+    450: 'AddingReplicas',
+    454: 'AddingReplicas',
+    458: 'AddingReplicas',
+    460: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
+    462: 'Directories',
+    466: 'Directories',
+    473: 'Directories',
+    479: 'tagged fields of PartitionRecord',
+    480: 'tagged fields of PartitionRecord',
+    488: 'PartitionId',
+    489: 'TopicId',
+    491: 'Replicas',
+    494: 'Replicas',
+    496: 'Replicas',
+    498: 'Isr',
+    501: 'Isr',
+    503: 'Isr',
+    505: 'RemovingReplicas',
+    508: 'RemovingReplicas',
+    510: 'RemovingReplicas',
+    512: 'AddingReplicas',
+    515: 'AddingReplicas',
+    517: 'AddingReplicas',
+    518: (('Leader', 'leader', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('PartitionEpoch', 'partition_epoch', 'i')),
+    520: 'Directories',
+    523: 'Directories',
+    524: 'Directories',
+    526: 'LeaderRecoveryState',
+    528: 'LeaderRecoveryState',
+    530: 'EligibleLeaderReplicas',
+    533: 'EligibleLeaderReplicas',
+    536: 'EligibleLeaderReplicas',
+    538: 'LastKnownElr',
+    541: 'LastKnownElr',
+    544: 'LastKnownElr',
+    547: 'tagged fields of PartitionRecord',
 }

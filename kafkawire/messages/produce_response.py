@@ -17,6 +17,7 @@ _S1 = _Struct('>ii')
 _S2 = _Struct('>ihq')
 _S3 = _Struct('>ihqq')
 _S4 = _Struct('>ihqqq')
+_S5 = _Struct('>Bi')
 
 
 class BatchIndexAndErrorMessage(_message.Struct):
@@ -880,18 +881,24 @@ def _encode_ProduceResponse_v0(self, buf):
 
 def _decode_ProduceResponse_v1(data, pos):
     self = _new(ProduceResponse)
-    n, pos = read_array_length(data, pos)
+    n, self.throttle_time_ms = _S1.unpack_from(data, pos)
     if n == 0:
+        # Responses is empty: the fields after it came with the same unpack.
         self.responses = []
+        pos += 8
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_TopicProduceResponse_v0(data, pos)
-            append(item)
-        self.responses = items
-    self.throttle_time_ms, = _S0.unpack_from(data, pos)
-    pos += 4
+        n, pos = read_array_length(data, pos)
+        if n == 0:
+            self.responses = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_TopicProduceResponse_v0(data, pos)
+                append(item)
+            self.responses = items
+        self.throttle_time_ms, = _S0.unpack_from(data, pos)
+        pos += 4
     self.node_endpoints = []
     self._unknown_tagged_fields = ()
     return self, pos
@@ -911,18 +918,24 @@ def _encode_ProduceResponse_v1(self, buf):
 
 def _decode_ProduceResponse_v2(data, pos):
     self = _new(ProduceResponse)
-    n, pos = read_array_length(data, pos)
+    n, self.throttle_time_ms = _S1.unpack_from(data, pos)
     if n == 0:
+        # Responses is empty: the fields after it came with the same unpack.
         self.responses = []
+        pos += 8
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_TopicProduceResponse_v2(data, pos)
-            append(item)
-        self.responses = items
-    self.throttle_time_ms, = _S0.unpack_from(data, pos)
-    pos += 4
+        n, pos = read_array_length(data, pos)
+        if n == 0:
+            self.responses = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_TopicProduceResponse_v2(data, pos)
+                append(item)
+            self.responses = items
+        self.throttle_time_ms, = _S0.unpack_from(data, pos)
+        pos += 4
     self.node_endpoints = []
     self._unknown_tagged_fields = ()
     return self, pos
@@ -966,18 +979,24 @@ def _encode_ProduceResponse_v4(self, buf):
 
 def _decode_ProduceResponse_v5(data, pos):
     self = _new(ProduceResponse)
-    n, pos = read_array_length(data, pos)
+    n, self.throttle_time_ms = _S1.unpack_from(data, pos)
     if n == 0:
+        # Responses is empty: the fields after it came with the same unpack.
         self.responses = []
+        pos += 8
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_TopicProduceResponse_v5(data, pos)
-            append(item)
-        self.responses = items
-    self.throttle_time_ms, = _S0.unpack_from(data, pos)
-    pos += 4
+        n, pos = read_array_length(data, pos)
+        if n == 0:
+            self.responses = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_TopicProduceResponse_v5(data, pos)
+                append(item)
+            self.responses = items
+        self.throttle_time_ms, = _S0.unpack_from(data, pos)
+        pos += 4
     self.node_endpoints = []
     self._unknown_tagged_fields = ()
     return self, pos
@@ -1021,18 +1040,24 @@ def _encode_ProduceResponse_v7(self, buf):
 
 def _decode_ProduceResponse_v8(data, pos):
     self = _new(ProduceResponse)
-    n, pos = read_array_length(data, pos)
+    n, self.throttle_time_ms = _S1.unpack_from(data, pos)
     if n == 0:
+        # Responses is empty: the fields after it came with the same unpack.
         self.responses = []
+        pos += 8
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_TopicProduceResponse_v8(data, pos)
-            append(item)
-        self.responses = items
-    self.throttle_time_ms, = _S0.unpack_from(data, pos)
-    pos += 4
+        n, pos = read_array_length(data, pos)
+        if n == 0:
+            self.responses = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_TopicProduceResponse_v8(data, pos)
+                append(item)
+            self.responses = items
+        self.throttle_time_ms, = _S0.unpack_from(data, pos)
+        pos += 4
     self.node_endpoints = []
     self._unknown_tagged_fields = ()
     return self, pos
@@ -1052,22 +1077,28 @@ def _encode_ProduceResponse_v8(self, buf):
 
 def _decode_ProduceResponse_v9(data, pos):
     self = _new(ProduceResponse)
-    n = data[pos] - 1
-    if 0 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_array_length(data, pos)
-    if n == 0:
+    n, self.throttle_time_ms = _S5.unpack_from(data, pos)
+    if n == 1:
+        # Responses is empty: the fields after it came with the same unpack.
         self.responses = []
+        pos += 5
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_TopicProduceResponse_v9(data, pos)
-            append(item)
-        self.responses = items
-    self.throttle_time_ms, = _S0.unpack_from(data, pos)
-    pos += 4
+        n = data[pos] - 1
+        if 0 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_array_length(data, pos)
+        if n == 0:
+            self.responses = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_TopicProduceResponse_v9(data, pos)
+                append(item)
+            self.responses = items
+        self.throttle_time_ms, = _S0.unpack_from(data, pos)
+        pos += 4
     self.node_endpoints = []
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
@@ -1131,22 +1162,28 @@ def _decode_tags_ProduceResponse_v10(self, data, pos):
 
 def _decode_ProduceResponse_v10(data, pos):
     self = _new(ProduceResponse)
-    n = data[pos] - 1
-    if 0 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_array_length(data, pos)
-    if n == 0:
+    n, self.throttle_time_ms = _S5.unpack_from(data, pos)
+    if n == 1:
+        # Responses is empty: the fields after it came with the same unpack.
         self.responses = []
+        pos += 5
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_TopicProduceResponse_v10(data, pos)
-            append(item)
-        self.responses = items
-    self.throttle_time_ms, = _S0.unpack_from(data, pos)
-    pos += 4
+        n = data[pos] - 1
+        if 0 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_array_length(data, pos)
+        if n == 0:
+            self.responses = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_TopicProduceResponse_v10(data, pos)
+                append(item)
+            self.responses = items
+        self.throttle_time_ms, = _S0.unpack_from(data, pos)
+        pos += 4
     self.node_endpoints = []
     if data[pos]:
         pos = _decode_tags_ProduceResponse_v10(self, data, pos)
@@ -1184,22 +1221,28 @@ def _encode_ProduceResponse_v10(self, buf):
 
 def _decode_ProduceResponse_v13(data, pos):
     self = _new(ProduceResponse)
-    n = data[pos] - 1
-    if 0 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_array_length(data, pos)
-    if n == 0:
+    n, self.throttle_time_ms = _S5.unpack_from(data, pos)
+    if n == 1:
+        # Responses is empty: the fields after it came with the same unpack.
         self.responses = []
+        pos += 5
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_TopicProduceResponse_v13(data, pos)
-            append(item)
-        self.responses = items
-    self.throttle_time_ms, = _S0.unpack_from(data, pos)
-    pos += 4
+        n = data[pos] - 1
+        if 0 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_array_length(data, pos)
+        if n == 0:
+            self.responses = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_TopicProduceResponse_v13(data, pos)
+                append(item)
+            self.responses = items
+        self.throttle_time_ms, = _S0.unpack_from(data, pos)
+        pos += 4
     self.node_endpoints = []
     if data[pos]:
         pos = _decode_tags_ProduceResponse_v10(self, data, pos)
@@ -1249,309 +1292,316 @@ ProduceResponse._ENCODERS = {0: _encode_ProduceResponse_v0, 1: _encode_ProduceRe
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    234: 'BatchIndex',
-    236: 'BatchIndexErrorMessage',
-    242: 'BatchIndex',
-    243: 'BatchIndexErrorMessage',
-    245: 'tagged fields of BatchIndexAndErrorMessage',
-    250: 'BatchIndex',
-    252: 'BatchIndexErrorMessage',
-    253: 'tagged fields of BatchIndexAndErrorMessage',
+    235: 'BatchIndex',
+    237: 'BatchIndexErrorMessage',
+    243: 'BatchIndex',
+    244: 'BatchIndexErrorMessage',
+    246: 'tagged fields of BatchIndexAndErrorMessage',
+    251: 'BatchIndex',
+    253: 'BatchIndexErrorMessage',
     254: 'tagged fields of BatchIndexAndErrorMessage',
-    262: 'BatchIndex',
-    263: 'BatchIndexErrorMessage',
-    265: 'tagged fields of BatchIndexAndErrorMessage',
-    272: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    274: 'tagged fields of LeaderIdAndEpoch',
+    255: 'tagged fields of BatchIndexAndErrorMessage',
+    263: 'BatchIndex',
+    264: 'BatchIndexErrorMessage',
+    266: 'tagged fields of BatchIndexAndErrorMessage',
+    273: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
     275: 'tagged fields of LeaderIdAndEpoch',
-    283: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    285: 'tagged fields of LeaderIdAndEpoch',
-    292: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q')),
-    304: 'CurrentLeader',
+    276: 'tagged fields of LeaderIdAndEpoch',
+    284: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    286: 'tagged fields of LeaderIdAndEpoch',
+    293: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q')),
     305: 'CurrentLeader',
-    306: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q')),
-    308: 'tagged fields of PartitionProduceResponse',
-    312: 'CurrentLeader',
+    306: 'CurrentLeader',
+    307: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q')),
+    309: 'tagged fields of PartitionProduceResponse',
     313: 'CurrentLeader',
-    314: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q')),
-    316: 'tagged fields of PartitionProduceResponse',
-    321: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q')),
-    332: 'CurrentLeader',
+    314: 'CurrentLeader',
+    315: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q')),
+    317: 'tagged fields of PartitionProduceResponse',
+    322: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q')),
     333: 'CurrentLeader',
-    334: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q')),
-    336: 'tagged fields of PartitionProduceResponse',
-    340: 'CurrentLeader',
+    334: 'CurrentLeader',
+    335: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q')),
+    337: 'tagged fields of PartitionProduceResponse',
     341: 'CurrentLeader',
-    342: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q')),
-    344: 'tagged fields of PartitionProduceResponse',
-    348: 'CurrentLeader',
+    342: 'CurrentLeader',
+    343: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q')),
+    345: 'tagged fields of PartitionProduceResponse',
     349: 'CurrentLeader',
-    350: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q')),
-    352: 'tagged fields of PartitionProduceResponse',
-    357: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    367: 'CurrentLeader',
+    350: 'CurrentLeader',
+    351: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q')),
+    353: 'tagged fields of PartitionProduceResponse',
+    358: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
     368: 'CurrentLeader',
-    369: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    371: 'tagged fields of PartitionProduceResponse',
-    375: 'CurrentLeader',
+    369: 'CurrentLeader',
+    370: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    372: 'tagged fields of PartitionProduceResponse',
     376: 'CurrentLeader',
-    377: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    379: 'tagged fields of PartitionProduceResponse',
-    383: 'CurrentLeader',
+    377: 'CurrentLeader',
+    378: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    380: 'tagged fields of PartitionProduceResponse',
     384: 'CurrentLeader',
-    385: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    387: 'tagged fields of PartitionProduceResponse',
-    392: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    394: 'RecordErrors',
-    401: 'RecordErrors',
-    404: 'ErrorMessage',
-    411: 'CurrentLeader',
+    385: 'CurrentLeader',
+    386: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    388: 'tagged fields of PartitionProduceResponse',
+    393: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    395: 'RecordErrors',
+    402: 'RecordErrors',
+    405: 'ErrorMessage',
     412: 'CurrentLeader',
-    413: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    415: 'RecordErrors',
-    417: 'RecordErrors',
-    418: 'ErrorMessage',
-    420: 'tagged fields of PartitionProduceResponse',
-    425: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    427: 'RecordErrors',
-    431: 'RecordErrors',
-    438: 'RecordErrors',
-    441: 'ErrorMessage',
-    443: 'tagged fields of PartitionProduceResponse',
+    413: 'CurrentLeader',
+    414: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    416: 'RecordErrors',
+    418: 'RecordErrors',
+    419: 'ErrorMessage',
+    421: 'tagged fields of PartitionProduceResponse',
+    426: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    428: 'RecordErrors',
+    432: 'RecordErrors',
+    439: 'RecordErrors',
+    442: 'ErrorMessage',
     444: 'tagged fields of PartitionProduceResponse',
-    452: 'CurrentLeader',
+    445: 'tagged fields of PartitionProduceResponse',
     453: 'CurrentLeader',
-    454: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    456: 'RecordErrors',
-    459: 'RecordErrors',
-    461: 'RecordErrors',
-    462: 'ErrorMessage',
-    464: 'tagged fields of PartitionProduceResponse',
-    470: 'tagged fields of PartitionProduceResponse',
-    476: 'tagged fields of PartitionProduceResponse',
-    479: 'CurrentLeader',
-    481: 'CurrentLeader',
-    493: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    495: 'RecordErrors',
-    499: 'RecordErrors',
-    506: 'RecordErrors',
-    509: 'ErrorMessage',
-    511: 'tagged fields of PartitionProduceResponse',
+    454: 'CurrentLeader',
+    455: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    457: 'RecordErrors',
+    460: 'RecordErrors',
+    462: 'RecordErrors',
+    463: 'ErrorMessage',
+    465: 'tagged fields of PartitionProduceResponse',
+    471: 'tagged fields of PartitionProduceResponse',
+    477: 'tagged fields of PartitionProduceResponse',
+    480: 'CurrentLeader',
+    482: 'CurrentLeader',
+    494: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    496: 'RecordErrors',
+    500: 'RecordErrors',
+    507: 'RecordErrors',
+    510: 'ErrorMessage',
     512: 'tagged fields of PartitionProduceResponse',
-    520: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
-    522: 'RecordErrors',
-    525: 'RecordErrors',
-    527: 'RecordErrors',
-    528: 'ErrorMessage',
-    530: 'CurrentLeader',
-    532: 'CurrentLeader',
-    535: 'tagged fields of PartitionProduceResponse',
-    542: 'Name',
-    543: 'PartitionResponses',
-    550: 'PartitionResponses',
-    559: 'Name',
-    561: 'PartitionResponses',
-    563: 'PartitionResponses',
-    565: 'tagged fields of TopicProduceResponse',
-    569: 'Name',
-    571: 'PartitionResponses',
-    573: 'PartitionResponses',
-    575: 'tagged fields of TopicProduceResponse',
-    580: 'Name',
-    581: 'PartitionResponses',
-    588: 'PartitionResponses',
-    597: 'Name',
-    599: 'PartitionResponses',
-    601: 'PartitionResponses',
-    603: 'tagged fields of TopicProduceResponse',
-    607: 'Name',
-    609: 'PartitionResponses',
-    611: 'PartitionResponses',
-    613: 'tagged fields of TopicProduceResponse',
-    617: 'Name',
-    619: 'PartitionResponses',
-    621: 'PartitionResponses',
-    623: 'tagged fields of TopicProduceResponse',
-    628: 'Name',
-    629: 'PartitionResponses',
-    636: 'PartitionResponses',
-    645: 'Name',
-    647: 'PartitionResponses',
-    649: 'PartitionResponses',
-    651: 'tagged fields of TopicProduceResponse',
-    655: 'Name',
-    657: 'PartitionResponses',
-    659: 'PartitionResponses',
-    661: 'tagged fields of TopicProduceResponse',
-    665: 'Name',
-    667: 'PartitionResponses',
-    669: 'PartitionResponses',
-    671: 'tagged fields of TopicProduceResponse',
-    676: 'Name',
-    677: 'PartitionResponses',
-    684: 'PartitionResponses',
-    693: 'Name',
-    695: 'PartitionResponses',
-    697: 'PartitionResponses',
-    699: 'tagged fields of TopicProduceResponse',
-    704: 'Name',
-    705: 'PartitionResponses',
-    709: 'PartitionResponses',
-    716: 'PartitionResponses',
-    720: 'tagged fields of TopicProduceResponse',
+    513: 'tagged fields of PartitionProduceResponse',
+    521: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h'), ('BaseOffset', 'base_offset', 'q'), ('LogAppendTimeMs', 'log_append_time_ms', 'q'), ('LogStartOffset', 'log_start_offset', 'q')),
+    523: 'RecordErrors',
+    526: 'RecordErrors',
+    528: 'RecordErrors',
+    529: 'ErrorMessage',
+    531: 'CurrentLeader',
+    533: 'CurrentLeader',
+    536: 'tagged fields of PartitionProduceResponse',
+    543: 'Name',
+    544: 'PartitionResponses',
+    551: 'PartitionResponses',
+    560: 'Name',
+    562: 'PartitionResponses',
+    564: 'PartitionResponses',
+    566: 'tagged fields of TopicProduceResponse',
+    570: 'Name',
+    572: 'PartitionResponses',
+    574: 'PartitionResponses',
+    576: 'tagged fields of TopicProduceResponse',
+    581: 'Name',
+    582: 'PartitionResponses',
+    589: 'PartitionResponses',
+    598: 'Name',
+    600: 'PartitionResponses',
+    602: 'PartitionResponses',
+    604: 'tagged fields of TopicProduceResponse',
+    608: 'Name',
+    610: 'PartitionResponses',
+    612: 'PartitionResponses',
+    614: 'tagged fields of TopicProduceResponse',
+    618: 'Name',
+    620: 'PartitionResponses',
+    622: 'PartitionResponses',
+    624: 'tagged fields of TopicProduceResponse',
+    629: 'Name',
+    630: 'PartitionResponses',
+    637: 'PartitionResponses',
+    646: 'Name',
+    648: 'PartitionResponses',
+    650: 'PartitionResponses',
+    652: 'tagged fields of TopicProduceResponse',
+    656: 'Name',
+    658: 'PartitionResponses',
+    660: 'PartitionResponses',
+    662: 'tagged fields of TopicProduceResponse',
+    666: 'Name',
+    668: 'PartitionResponses',
+    670: 'PartitionResponses',
+    672: 'tagged fields of TopicProduceResponse',
+    677: 'Name',
+    678: 'PartitionResponses',
+    685: 'PartitionResponses',
+    694: 'Name',
+    696: 'PartitionResponses',
+    698: 'PartitionResponses',
+    700: 'tagged fields of TopicProduceResponse',
+    705: 'Name',
+    706: 'PartitionResponses',
+    710: 'PartitionResponses',
+    717: 'PartitionResponses',
     721: 'tagged fields of TopicProduceResponse',
-    729: 'Name',
-    731: 'PartitionResponses',
-    734: 'PartitionResponses',
-    736: 'PartitionResponses',
-    738: 'tagged fields of TopicProduceResponse',
-    745: 'Name',
-    746: 'PartitionResponses',
-    750: 'PartitionResponses',
-    757: 'PartitionResponses',
-    761: 'tagged fields of TopicProduceResponse',
+    722: 'tagged fields of TopicProduceResponse',
+    730: 'Name',
+    732: 'PartitionResponses',
+    735: 'PartitionResponses',
+    737: 'PartitionResponses',
+    739: 'tagged fields of TopicProduceResponse',
+    746: 'Name',
+    747: 'PartitionResponses',
+    751: 'PartitionResponses',
+    758: 'PartitionResponses',
     762: 'tagged fields of TopicProduceResponse',
-    770: 'Name',
-    772: 'PartitionResponses',
-    775: 'PartitionResponses',
-    777: 'PartitionResponses',
-    779: 'tagged fields of TopicProduceResponse',
-    786: 'TopicId',
-    787: 'PartitionResponses',
-    791: 'PartitionResponses',
-    798: 'PartitionResponses',
-    802: 'tagged fields of TopicProduceResponse',
+    763: 'tagged fields of TopicProduceResponse',
+    771: 'Name',
+    773: 'PartitionResponses',
+    776: 'PartitionResponses',
+    778: 'PartitionResponses',
+    780: 'tagged fields of TopicProduceResponse',
+    787: 'TopicId',
+    788: 'PartitionResponses',
+    792: 'PartitionResponses',
+    799: 'PartitionResponses',
     803: 'tagged fields of TopicProduceResponse',
-    811: 'TopicId',
-    813: 'PartitionResponses',
-    816: 'PartitionResponses',
-    818: 'PartitionResponses',
-    820: 'tagged fields of TopicProduceResponse',
-    827: 'NodeId',
-    829: 'Host',
-    830: 'Port',
-    832: 'Rack',
-    833: 'tagged fields of NodeEndpoint',
+    804: 'tagged fields of TopicProduceResponse',
+    812: 'TopicId',
+    814: 'PartitionResponses',
+    817: 'PartitionResponses',
+    819: 'PartitionResponses',
+    821: 'tagged fields of TopicProduceResponse',
+    828: 'NodeId',
+    830: 'Host',
+    831: 'Port',
+    833: 'Rack',
     834: 'tagged fields of NodeEndpoint',
-    842: 'NodeId',
-    843: 'Host',
-    844: 'Port',
-    845: 'Rack',
-    847: 'tagged fields of NodeEndpoint',
-    854: 'Responses',
-    861: 'Responses',
-    871: 'NodeEndpoints',
+    835: 'tagged fields of NodeEndpoint',
+    843: 'NodeId',
+    844: 'Host',
+    845: 'Port',
+    846: 'Rack',
+    848: 'tagged fields of NodeEndpoint',
+    855: 'Responses',
+    862: 'Responses',
     872: 'NodeEndpoints',
-    874: 'Responses',
-    876: 'Responses',
-    878: 'tagged fields of ProduceResponse',
-    883: 'Responses',
+    873: 'NodeEndpoints',
+    875: 'Responses',
+    877: 'Responses',
+    879: 'tagged fields of ProduceResponse',
+    884: (('Responses', None, 'i'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
     890: 'Responses',
-    893: 'ThrottleTimeMs',
-    901: 'NodeEndpoints',
-    902: 'NodeEndpoints',
-    904: 'Responses',
-    906: 'Responses',
-    907: 'ThrottleTimeMs',
-    909: 'tagged fields of ProduceResponse',
-    914: 'Responses',
-    921: 'Responses',
-    924: 'ThrottleTimeMs',
-    932: 'NodeEndpoints',
-    933: 'NodeEndpoints',
-    935: 'Responses',
-    937: 'Responses',
-    938: 'ThrottleTimeMs',
-    940: 'tagged fields of ProduceResponse',
-    944: 'NodeEndpoints',
+    897: 'Responses',
+    900: 'ThrottleTimeMs',
+    908: 'NodeEndpoints',
+    909: 'NodeEndpoints',
+    911: 'Responses',
+    913: 'Responses',
+    914: 'ThrottleTimeMs',
+    916: 'tagged fields of ProduceResponse',
+    921: (('Responses', None, 'i'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
+    927: 'Responses',
+    934: 'Responses',
+    937: 'ThrottleTimeMs',
     945: 'NodeEndpoints',
-    947: 'Responses',
-    949: 'Responses',
-    950: 'ThrottleTimeMs',
-    952: 'tagged fields of ProduceResponse',
-    956: 'NodeEndpoints',
+    946: 'NodeEndpoints',
+    948: 'Responses',
+    950: 'Responses',
+    951: 'ThrottleTimeMs',
+    953: 'tagged fields of ProduceResponse',
     957: 'NodeEndpoints',
-    959: 'Responses',
-    961: 'Responses',
-    962: 'ThrottleTimeMs',
-    964: 'tagged fields of ProduceResponse',
-    969: 'Responses',
-    976: 'Responses',
-    979: 'ThrottleTimeMs',
-    987: 'NodeEndpoints',
-    988: 'NodeEndpoints',
-    990: 'Responses',
-    992: 'Responses',
-    993: 'ThrottleTimeMs',
-    995: 'tagged fields of ProduceResponse',
-    999: 'NodeEndpoints',
-    1000: 'NodeEndpoints',
-    1002: 'Responses',
-    1004: 'Responses',
-    1005: 'ThrottleTimeMs',
-    1007: 'tagged fields of ProduceResponse',
-    1011: 'NodeEndpoints',
-    1012: 'NodeEndpoints',
-    1014: 'Responses',
-    1016: 'Responses',
-    1017: 'ThrottleTimeMs',
-    1019: 'tagged fields of ProduceResponse',
-    1024: 'Responses',
-    1031: 'Responses',
-    1034: 'ThrottleTimeMs',
-    1042: 'NodeEndpoints',
-    1043: 'NodeEndpoints',
-    1045: 'Responses',
-    1047: 'Responses',
-    1048: 'ThrottleTimeMs',
-    1050: 'tagged fields of ProduceResponse',
-    1055: 'Responses',
-    1059: 'Responses',
-    1066: 'Responses',
-    1069: 'ThrottleTimeMs',
-    1072: 'tagged fields of ProduceResponse',
-    1073: 'tagged fields of ProduceResponse',
-    1081: 'NodeEndpoints',
-    1082: 'NodeEndpoints',
-    1084: 'Responses',
-    1087: 'Responses',
-    1089: 'Responses',
-    1090: 'ThrottleTimeMs',
-    1092: 'tagged fields of ProduceResponse',
-    1098: 'tagged fields of ProduceResponse',
+    958: 'NodeEndpoints',
+    960: 'Responses',
+    962: 'Responses',
+    963: 'ThrottleTimeMs',
+    965: 'tagged fields of ProduceResponse',
+    969: 'NodeEndpoints',
+    970: 'NodeEndpoints',
+    972: 'Responses',
+    974: 'Responses',
+    975: 'ThrottleTimeMs',
+    977: 'tagged fields of ProduceResponse',
+    982: (('Responses', None, 'i'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
+    988: 'Responses',
+    995: 'Responses',
+    998: 'ThrottleTimeMs',
+    1006: 'NodeEndpoints',
+    1007: 'NodeEndpoints',
+    1009: 'Responses',
+    1011: 'Responses',
+    1012: 'ThrottleTimeMs',
+    1014: 'tagged fields of ProduceResponse',
+    1018: 'NodeEndpoints',
+    1019: 'NodeEndpoints',
+    1021: 'Responses',
+    1023: 'Responses',
+    1024: 'ThrottleTimeMs',
+    1026: 'tagged fields of ProduceResponse',
+    1030: 'NodeEndpoints',
+    1031: 'NodeEndpoints',
+    1033: 'Responses',
+    1035: 'Responses',
+    1036: 'ThrottleTimeMs',
+    1038: 'tagged fields of ProduceResponse',
+    1043: (('Responses', None, 'i'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
+    1049: 'Responses',
+    1056: 'Responses',
+    1059: 'ThrottleTimeMs',
+    1067: 'NodeEndpoints',
+    1068: 'NodeEndpoints',
+    1070: 'Responses',
+    1072: 'Responses',
+    1073: 'ThrottleTimeMs',
+    1075: 'tagged fields of ProduceResponse',
+    1080: (('Responses', None, 'B'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
+    1086: 'Responses',
+    1090: 'Responses',
+    1097: 'Responses',
+    1100: 'ThrottleTimeMs',
+    1103: 'tagged fields of ProduceResponse',
     1104: 'tagged fields of ProduceResponse',
-    1107: 'NodeEndpoints',
-    1111: 'NodeEndpoints',
-    1118: 'NodeEndpoints',
-    1122: 'NodeEndpoints',
-    1134: 'Responses',
-    1138: 'Responses',
-    1145: 'Responses',
-    1148: 'ThrottleTimeMs',
-    1151: 'tagged fields of ProduceResponse',
-    1152: 'tagged fields of ProduceResponse',
-    1161: 'Responses',
-    1164: 'Responses',
-    1166: 'Responses',
-    1167: 'ThrottleTimeMs',
-    1169: 'NodeEndpoints',
-    1172: 'NodeEndpoints',
-    1175: 'NodeEndpoints',
-    1177: 'NodeEndpoints',
-    1180: 'tagged fields of ProduceResponse',
-    1187: 'Responses',
-    1191: 'Responses',
+    1112: 'NodeEndpoints',
+    1113: 'NodeEndpoints',
+    1115: 'Responses',
+    1118: 'Responses',
+    1120: 'Responses',
+    1121: 'ThrottleTimeMs',
+    1123: 'tagged fields of ProduceResponse',
+    1129: 'tagged fields of ProduceResponse',
+    1135: 'tagged fields of ProduceResponse',
+    1138: 'NodeEndpoints',
+    1142: 'NodeEndpoints',
+    1149: 'NodeEndpoints',
+    1153: 'NodeEndpoints',
+    1165: (('Responses', None, 'B'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
+    1171: 'Responses',
+    1175: 'Responses',
+    1182: 'Responses',
+    1185: 'ThrottleTimeMs',
+    1188: 'tagged fields of ProduceResponse',
+    1189: 'tagged fields of ProduceResponse',
     1198: 'Responses',
-    1201: 'ThrottleTimeMs',
-    1204: 'tagged fields of ProduceResponse',
-    1205: 'tagged fields of ProduceResponse',
-    1214: 'Responses',
-    1217: 'Responses',
-    1219: 'Responses',
-    1220: 'ThrottleTimeMs',
-    1222: 'NodeEndpoints',
-    1225: 'NodeEndpoints',
-    1228: 'NodeEndpoints',
-    1230: 'NodeEndpoints',
-    1233: 'tagged fields of ProduceResponse',
+    1201: 'Responses',
+    1203: 'Responses',
+    1204: 'ThrottleTimeMs',
+    1206: 'NodeEndpoints',
+    1209: 'NodeEndpoints',
+    1212: 'NodeEndpoints',
+    1214: 'NodeEndpoints',
+    1217: 'tagged fields of ProduceResponse',
+    1224: (('Responses', None, 'B'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
+    1230: 'Responses',
+    1234: 'Responses',
+    1241: 'Responses',
+    1244: 'ThrottleTimeMs',
+    1247: 'tagged fields of ProduceResponse',
+    1248: 'tagged fields of ProduceResponse',
+    1257: 'Responses',
+    1260: 'Responses',
+    1262: 'Responses',
+    1263: 'ThrottleTimeMs',
+    1265: 'NodeEndpoints',
+    1268: 'NodeEndpoints',
+    1271: 'NodeEndpoints',
+    1273: 'NodeEndpoints',
+    1276: 'tagged fields of ProduceResponse',
 }

@@ -15,7 +15,8 @@ _new = object.__new__
 _S0 = _Struct('>h?')
 _S1 = _Struct('>hb')
 _S2 = _Struct('>i')
-_S3 = _Struct('>?')
+_S3 = _Struct('>iB?')
+_S4 = _Struct('>?')
 
 
 class FeatureUpdateKey(_message.Struct):
@@ -194,24 +195,29 @@ def _encode_UpdateFeaturesRequest_v0(self, buf):
 
 def _decode_UpdateFeaturesRequest_v1(data, pos):
     self = _new(UpdateFeaturesRequest)
-    self.timeout_ms, = _S2.unpack_from(data, pos)
-    pos += 4
-    n = data[pos] - 1
-    if 0 <= n < 0x7F:
-        pos += 1
-    else:
-        n, pos = read_compact_array_length(data, pos)
-    if n == 0:
+    self.timeout_ms, n, self.validate_only = _S3.unpack_from(data, pos)
+    if n == 1:
+        # FeatureUpdates is empty: the fields after it came with the same unpack.
         self.feature_updates = []
+        pos += 6
     else:
-        items = []
-        append = items.append
-        for _ in range(n):
-            item, pos = _decode_FeatureUpdateKey_v1(data, pos)
-            append(item)
-        self.feature_updates = items
-    self.validate_only, = _S3.unpack_from(data, pos)
-    pos += 1
+        pos += 4
+        n = data[pos] - 1
+        if 0 <= n < 0x7F:
+            pos += 1
+        else:
+            n, pos = read_compact_array_length(data, pos)
+        if n == 0:
+            self.feature_updates = []
+        else:
+            items = []
+            append = items.append
+            for _ in range(n):
+                item, pos = _decode_FeatureUpdateKey_v1(data, pos)
+                append(item)
+            self.feature_updates = items
+        self.validate_only, = _S4.unpack_from(data, pos)
+        pos += 1
     if data[pos]:
         self._unknown_tagged_fields, pos = read_unknown_tags(data, pos)
     else:
@@ -229,7 +235,7 @@ def _encode_UpdateFeaturesRequest_v1(self, buf):
         write_compact_array_length(buf, items)
     for item in items:
         _encode_FeatureUpdateKey_v1(item, buf)
-    buf += _S3.pack(self.validate_only)
+    buf += _S4.pack(self.validate_only)
     if self._unknown_tagged_fields:
         write_tags(buf, (), self._unknown_tagged_fields)
     else:
@@ -245,7 +251,7 @@ def _encode_UpdateFeaturesRequest_v2(self, buf):
         write_compact_array_length(buf, items)
     for item in items:
         _encode_FeatureUpdateKey_v2(item, buf)
-    buf += _S3.pack(self.validate_only)
+    buf += _S4.pack(self.validate_only)
     if self._unknown_tagged_fields:
         write_tags(buf, (), self._unknown_tagged_fields)
     else:
@@ -258,59 +264,59 @@ UpdateFeaturesRequest._ENCODERS = {0: _encode_UpdateFeaturesRequest_v0, 1: _enco
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    92: 'Feature',
-    93: (('MaxVersionLevel', 'max_version_level', 'h'), ('AllowDowngrade', 'allow_downgrade', '?')),
-    96: 'tagged fields of FeatureUpdateKey',
+    93: 'Feature',
+    94: (('MaxVersionLevel', 'max_version_level', 'h'), ('AllowDowngrade', 'allow_downgrade', '?')),
     97: 'tagged fields of FeatureUpdateKey',
-    105: 'UpgradeType',
+    98: 'tagged fields of FeatureUpdateKey',
     106: 'UpgradeType',
-    107: 'Feature',
-    108: (('MaxVersionLevel', 'max_version_level', 'h'), ('AllowDowngrade', 'allow_downgrade', '?')),
-    110: 'tagged fields of FeatureUpdateKey',
-    117: 'Feature',
-    118: (('MaxVersionLevel', 'max_version_level', 'h'), ('UpgradeType', 'upgrade_type', 'b')),
-    121: 'tagged fields of FeatureUpdateKey',
+    107: 'UpgradeType',
+    108: 'Feature',
+    109: (('MaxVersionLevel', 'max_version_level', 'h'), ('AllowDowngrade', 'allow_downgrade', '?')),
+    111: 'tagged fields of FeatureUpdateKey',
+    118: 'Feature',
+    119: (('MaxVersionLevel', 'max_version_level', 'h'), ('UpgradeType', 'upgrade_type', 'b')),
     122: 'tagged fields of FeatureUpdateKey',
-    130: 'AllowDowngrade',
+    123: 'tagged fields of FeatureUpdateKey',
     131: 'AllowDowngrade',
-    132: 'Feature',
-    133: (('MaxVersionLevel', 'max_version_level', 'h'), ('UpgradeType', 'upgrade_type', 'b')),
-    135: 'tagged fields of FeatureUpdateKey',
-    141: 'AllowDowngrade',
+    132: 'AllowDowngrade',
+    133: 'Feature',
+    134: (('MaxVersionLevel', 'max_version_level', 'h'), ('UpgradeType', 'upgrade_type', 'b')),
+    136: 'tagged fields of FeatureUpdateKey',
     142: 'AllowDowngrade',
-    143: 'Feature',
-    144: (('MaxVersionLevel', 'max_version_level', 'h'), ('UpgradeType', 'upgrade_type', 'b')),
-    146: 'tagged fields of FeatureUpdateKey',
-    153: 'timeoutMs',
-    155: 'FeatureUpdates',
-    159: 'FeatureUpdates',
-    166: 'FeatureUpdates',
-    170: 'tagged fields of UpdateFeaturesRequest',
+    143: 'AllowDowngrade',
+    144: 'Feature',
+    145: (('MaxVersionLevel', 'max_version_level', 'h'), ('UpgradeType', 'upgrade_type', 'b')),
+    147: 'tagged fields of FeatureUpdateKey',
+    154: 'timeoutMs',
+    156: 'FeatureUpdates',
+    160: 'FeatureUpdates',
+    167: 'FeatureUpdates',
     171: 'tagged fields of UpdateFeaturesRequest',
-    179: 'ValidateOnly',
+    172: 'tagged fields of UpdateFeaturesRequest',
     180: 'ValidateOnly',
-    181: 'timeoutMs',
-    183: 'FeatureUpdates',
-    186: 'FeatureUpdates',
-    188: 'FeatureUpdates',
-    190: 'tagged fields of UpdateFeaturesRequest',
-    197: 'timeoutMs',
-    199: 'FeatureUpdates',
-    203: 'FeatureUpdates',
-    210: 'FeatureUpdates',
-    213: 'ValidateOnly',
-    215: 'tagged fields of UpdateFeaturesRequest',
-    216: 'tagged fields of UpdateFeaturesRequest',
-    224: 'timeoutMs',
-    226: 'FeatureUpdates',
-    229: 'FeatureUpdates',
-    231: 'FeatureUpdates',
-    232: 'ValidateOnly',
-    234: 'tagged fields of UpdateFeaturesRequest',
-    240: 'timeoutMs',
-    242: 'FeatureUpdates',
-    245: 'FeatureUpdates',
-    247: 'FeatureUpdates',
-    248: 'ValidateOnly',
-    250: 'tagged fields of UpdateFeaturesRequest',
+    181: 'ValidateOnly',
+    182: 'timeoutMs',
+    184: 'FeatureUpdates',
+    187: 'FeatureUpdates',
+    189: 'FeatureUpdates',
+    191: 'tagged fields of UpdateFeaturesRequest',
+    198: (('timeoutMs', 'timeout_ms', 'i'), ('FeatureUpdates', None, 'B'), ('ValidateOnly', 'validate_only', '?')),
+    205: 'FeatureUpdates',
+    209: 'FeatureUpdates',
+    216: 'FeatureUpdates',
+    219: 'ValidateOnly',
+    221: 'tagged fields of UpdateFeaturesRequest',
+    222: 'tagged fields of UpdateFeaturesRequest',
+    230: 'timeoutMs',
+    232: 'FeatureUpdates',
+    235: 'FeatureUpdates',
+    237: 'FeatureUpdates',
+    238: 'ValidateOnly',
+    240: 'tagged fields of UpdateFeaturesRequest',
+    246: 'timeoutMs',
+    248: 'FeatureUpdates',
+    251: 'FeatureUpdates',
+    253: 'FeatureUpdates',
+    254: 'ValidateOnly',
+    256: 'tagged fields of UpdateFeaturesRequest',
 }

@@ -64,7 +64,7 @@ def locate(tb, data_len: int | None = None) -> tuple[str | None, int | None]:
             offset = locals_["pos"]
         if isinstance(label, tuple):
             if data_len is not None and offset is not None:
-                label, offset = _field_past_end(label, offset, data_len)
+                label, offset = _field_past_end(label, offset, data_len, locals_.get("data"))
             else:
                 label = _field_not_fitting(label, locals_.get("self"))
         if label:
@@ -72,11 +72,17 @@ def locate(tb, data_len: int | None = None) -> tuple[str | None, int | None]:
     return (".".join(names) or None), offset
 
 
-def _field_past_end(run, offset, data_len):
-    for name, _, code in run:
+def _field_past_end(run, offset, data_len, data=None):
+    for name, attribute, code in run:
         size = struct.calcsize(">" + code)
         if offset + size > data_len:
             return name, offset
+        if attribute is None and data is not None:
+            # The length of an array read within the run (codegen's _decode_array_in_run): if the
+            # array is not empty or null, the data ran out inside it, not in the fields after it.
+            (length,) = struct.unpack_from(">" + code, data, offset)
+            if length not in ((0, 1) if code == "B" else (0, -1)):
+                return name, offset + size
         offset += size
     return run[-1][0], offset
 

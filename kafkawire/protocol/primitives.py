@@ -25,7 +25,6 @@ __all__ = [
 ]
 
 _new = object.__new__
-_setattr = object.__setattr__
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _unpack_int16 = _INT16.unpack_from
@@ -385,15 +384,19 @@ def array_structs(code: str) -> tuple:
 
 # --- uuid -------------------------------------------------------------------------------------
 
-def uuid_from_bytes(raw: bytes) -> UUID:
-    # UUID(bytes=...) validates its argument at length; 16 bytes sliced from the wire need none of it.
-    u = _new(UUID)
-    _setattr(u, "int", int.from_bytes(raw, "big"))
-    _setattr(u, "is_safe", SafeUUID.unknown)
-    return u
-
-
+# UUID(bytes=...) validates its argument at length; 16 bytes sliced from the wire need none of it.
+# UUID is immutable through __setattr__, so its two slots are filled through their descriptors.
+_set_uuid_int = UUID.__dict__["int"].__set__
+_set_uuid_safety = UUID.__dict__["is_safe"].__set__
+_int_from_bytes = int.from_bytes      # big-endian by default
 _UNKNOWN_SAFETY = SafeUUID.unknown
+
+
+def uuid_from_bytes(raw: bytes) -> UUID:
+    u = _new(UUID)
+    _set_uuid_int(u, _int_from_bytes(raw))
+    _set_uuid_safety(u, _UNKNOWN_SAFETY)
+    return u
 
 
 def read_uuid(data, pos):
@@ -401,8 +404,8 @@ def read_uuid(data, pos):
     if end > len(data):
         raise Malformed(f"uuid at byte {pos} runs past the end of the data")
     u = _new(UUID)
-    _setattr(u, "int", int.from_bytes(data[pos:end], "big"))
-    _setattr(u, "is_safe", _UNKNOWN_SAFETY)
+    _set_uuid_int(u, _int_from_bytes(data[pos:end]))
+    _set_uuid_safety(u, _UNKNOWN_SAFETY)
     return u, end
 
 
