@@ -28,10 +28,11 @@ KafkaApis):
 * A request that does not decode closes the connection, logged with the peer and the reason
   (RequestContext.parseRequest's InvalidRequestException). Responses to requests received
   before it are written first, since Kafka would not have read it before answering them.
-* A handler that raises gets its request answered with UNKNOWN_SERVER_ERROR: through the
-  handler's ``error_response`` if it has one, else in the response's top-level error code when
-  the version has one; otherwise the connection is closed (Kafka closes when getErrorResponse
-  has nothing to say). Logged with the traceback.
+* A handler that raises, or returns a response that does not encode in the request's version,
+  gets its request answered with UNKNOWN_SERVER_ERROR: through the handler's
+  ``error_response`` if it has one, else in the response's top-level error code when the
+  version has one; otherwise the connection is closed (Kafka closes when getErrorResponse has
+  nothing to say). Logged with the traceback.
 * A connection with nothing in flight and no bytes either way for connections.max.idle.ms is
   closed (Selector's idle expiry).
 * ``close()`` stops accepting, stops reading, lets in-flight handlers finish and their
@@ -143,7 +144,8 @@ class KafkaServer:
     def __init__(self, handlers: dict, *, host: str = "127.0.0.1", port: int = 0,
                  listener_name: str = "PLAINTEXT", max_request_bytes: int = DEFAULT_MAX_FRAME,
                  connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS,
-                 max_in_flight_per_connection: int = DEFAULT_MAX_IN_FLIGHT):
+                 max_in_flight_per_connection: int = DEFAULT_MAX_IN_FLIGHT,
+                 api_versions_max_version: int = _API_VERSIONS_MAX):
         if max_in_flight_per_connection < 1:
             raise ValueError("max_in_flight_per_connection must be at least 1")
         self._registry = _register(handlers)
@@ -152,6 +154,7 @@ class KafkaServer:
         self.max_request_bytes = max_request_bytes
         self.connections_max_idle_ms = connections_max_idle_ms
         self.max_in_flight = max_in_flight_per_connection
+        self.api_versions_max_version = min(api_versions_max_version, _API_VERSIONS_MAX)
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[_Connection] = set()
         self._next_connection = 0
@@ -163,7 +166,7 @@ class KafkaServer:
         """(api_key, min_version, max_version) of every API this server answers, ApiVersions included."""
         apis = {r.key: (r.key, r.low, r.high) for r in self._registry.values()}
         av = api_table()[API_VERSIONS]
-        apis[API_VERSIONS] = (API_VERSIONS, av.min_version, min(av.max_version, _API_VERSIONS_MAX))
+        apis[API_VERSIONS] = (API_VERSIONS, av.min_version, min(av.max_version, self.api_versions_max_version))
         return [apis[k] for k in sorted(apis)]
 
     def register(self, key: int, handler) -> None:
@@ -367,8 +370,7 @@ class _Connection:
                         self.id, *self.peer, api_key, api_version, exc)
             return False
         ctx = self._context(request)
-        task = asyncio.create_task(self._handle(registered, ctx, request.body))
-        await self._enqueue(ctx, task, api_version)
+        await self._enqueue(ctx, asyncio.create_task(self._handle(registered, ctx, request.body)))
         return True
 
     def _context(self, request) -> RequestContext:
@@ -376,9 +378,10 @@ class _Connection:
         return RequestContext(request.api_key, request.api_version, request.correlation_id,
                               header.client_id or "", self.peer, self.server.listener_name, self.id, header)
 
-    async def _enqueue(self, ctx, task, response_version) -> None:
+    async def _enqueue(self, ctx, task) -> None:
+        """Queue a task that yields the response frame (or NO_RESPONSE), in request order."""
         self._in_flight += 1
-        await self._queue.put((ctx, task, response_version))
+        await self._queue.put((ctx, task))
 
     async def _api_versions(self, payload, api_version, correlation_id) -> bool:
         from kafkawire.messages.api_versions_response import ApiVersion, ApiVersionsResponse
@@ -394,7 +397,7 @@ class _Connection:
                                  self.server.listener_name, self.id)
             log.info("connection %s from %s:%s: ApiVersions v%d is not supported; answering with v0",
                      self.id, *self.peer, api_version)
-            await self._enqueue(ctx, _done(response), 0)
+            await self._enqueue(ctx, _done(encode_response(response, 0, correlation_id)))
             return True
         try:
             request = decode_request(payload)
@@ -409,22 +412,31 @@ class _Connection:
         else:
             response = ApiVersionsResponse(api_keys=[ApiVersion(api_key=k, min_version=lo, max_version=hi)
                                                      for k, lo, hi in apis])
-        await self._enqueue(self._context(request), _done(response), api_version)
+        await self._enqueue(self._context(request), _done(encode_response(response, api_version, correlation_id)))
         return True
 
     async def _handle(self, registered: _Registered, ctx: RequestContext, request):
+        """Run the handler and encode its answer: the response frame, or NO_RESPONSE."""
         try:
-            return await registered.handler.handle(ctx, request)
+            response = await registered.handler.handle(ctx, request)
+            if response is NO_RESPONSE:
+                return response
+            return encode_response(response, ctx.api_version, ctx.correlation_id)
         except (CloseConnection, asyncio.CancelledError):
             raise
-        except Exception:
-            log.exception("handler for api key %d v%d (correlation id %d) from %s:%s raised",
-                          ctx.api_key, ctx.api_version, ctx.correlation_id, *ctx.peer)
-            response = self._error_response(registered, ctx, request)
-            if response is None:
-                raise CloseConnection(f"the {registered.response_cls.NAME} v{ctx.api_version} schema has no "
-                                      f"top-level error code to carry UNKNOWN_SERVER_ERROR") from None
-            return response
+        except Exception as exc:
+            what = "does not encode" if isinstance(exc, EncodeError) else "raised"
+            log.exception("the handler for api key %d v%d (correlation id %d) from %s:%s %s",
+                          ctx.api_key, ctx.api_version, ctx.correlation_id, *ctx.peer, what)
+        response = self._error_response(registered, ctx, request)
+        if response is not None:
+            try:
+                return encode_response(response, ctx.api_version, ctx.correlation_id)
+            except EncodeError:
+                log.exception("the error response to api key %d v%d does not encode either", ctx.api_key,
+                              ctx.api_version)
+        raise CloseConnection(f"no error response can carry UNKNOWN_SERVER_ERROR for {registered.response_cls.NAME} "
+                              f"v{ctx.api_version}")
 
     @staticmethod
     def _error_response(registered, ctx, request):
@@ -444,9 +456,9 @@ class _Connection:
             item = await self._queue.get()
             if item is _END:
                 return
-            ctx, task, version = item
+            ctx, task = item
             try:
-                response = await task
+                frame = await task
             except CloseConnection as exc:
                 log.warning("closing connection %s from %s:%s at correlation id %d: %s",
                             self.id, *self.peer, ctx.correlation_id, exc)
@@ -457,14 +469,8 @@ class _Connection:
                 return          # the handler was cancelled (peer gone, or forced shutdown)
             finally:
                 self._in_flight -= 1
-            if response is NO_RESPONSE:
+            if frame is NO_RESPONSE:
                 continue
-            try:
-                frame = encode_response(response, version, ctx.correlation_id)
-            except EncodeError as exc:
-                log.error("closing connection %s: the response to api key %d v%d (correlation id %d) does not "
-                          "encode: %s", self.id, ctx.api_key, version, ctx.correlation_id, exc)
-                return
             try:
                 self.writer.write(frame)
                 await self.writer.drain()
