@@ -69,9 +69,10 @@ class PushedFilters:
     def _take(self, f) -> bool:
         """Record a filter if we can apply it exactly; False hands it back to Spark."""
         kind = type(f).__name__
-        if len(f.attribute) != 1:
+        attribute = getattr(f, "attribute", None)   # NOT wraps a child and has none
+        if attribute is None or len(attribute) != 1:
             return False
-        column = f.attribute[0]
+        column = attribute[0]
         value = getattr(f, "value", None)
         if column == "topic":
             if kind == "EqualTo" and isinstance(value, str):

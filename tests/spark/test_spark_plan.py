@@ -371,3 +371,23 @@ def test_a_transaction_ending_past_the_read_is_resolved_by_looking_ahead(tmp_pat
     assert len(list_segments(str(path))) > 3
     rows = read_direct(path, includeAborted="false", endingOffsets='{"t": {"0": 2}}')
     assert [r["value"] for r in rows] == [b"a", b"b"]
+
+
+# --- pushed filters -----------------------------------------------------------------------
+
+def test_filters_we_can_apply_are_taken_and_the_rest_handed_back():
+    ds = pytest.importorskip("pyspark.sql.datasource", reason="pyspark's Filter classes are needed")
+    import datetime as dt
+    from kafkawire.spark.filters import push_filters
+    at = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    taken = [ds.EqualTo(("topic",), "orders"), ds.In(("partition",), (1, 2)),
+             ds.GreaterThan(("offset",), 10), ds.LessThanOrEqual(("offset",), 20),
+             ds.GreaterThanOrEqual(("timestamp",), at), ds.EqualTo(("offset",), 15)]
+    handed_back = [ds.Not(ds.EqualTo(("offset",), 12)), ds.IsNotNull(("offset",)),
+                   ds.EqualTo(("key",), b"k"), ds.StringStartsWith(("topic",), "or"),
+                   ds.GreaterThan(("timestamp",), at.replace(tzinfo=None)), ds.EqualTo(("a", "b"), 1)]
+    pushed, rejected = push_filters(taken + handed_back)
+    assert rejected == handed_back
+    assert pushed.topics == {"orders"} and pushed.keeps_partition("orders", 2) and not pushed.keeps_partition("orders", 3)
+    assert (pushed.offset_min, pushed.offset_end) == (15, 16)
+    assert pushed.timestamp_lower_us == 1_704_067_200_000_000
