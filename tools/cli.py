@@ -16,6 +16,7 @@ SUBCOMMANDS = (
     "tools.api_versions",
     "tools.dump_log",
     "tools.metadata_shell",
+    "tools.storage",
 )
 
 

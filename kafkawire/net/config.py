@@ -337,20 +337,16 @@ def parse_server_config(text: str) -> ServerConfig:
         # Kafka's AbstractConfig.logUnused wording; kafkawire reads only the keys in KNOWN_KEYS.
         log.warning("These configurations '%s' were supplied but are not used by kafkawire.", list(unknown))
 
-    raw = {}
-    for key in _KEYS:
+    raw, values = {}, {}
+    for key in _KEYS:        # in table order, so the first bad key is the one reported
         if key.name in props:
             raw[key.name] = props[key.name]
         elif key.default is REQUIRED:
             raise ConfigError(key.name, None, "is required (no default) in KRaft mode")
         else:
             raw[key.name] = key.default
-
-    values = {}
-    for key in _KEYS:
-        if key.parse is None or raw[key.name] is None:
-            continue
-        values[key.name] = key.parse(key.name, raw[key.name])
+        if key.parse is not None and raw[key.name] is not None:
+            values[key.name] = key.parse(key.name, raw[key.name])
 
     controller_names = values["controller.listener.names"]
     explicit_map = "listener.security.protocol.map" in values

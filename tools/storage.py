@@ -1,0 +1,453 @@
+"""`kafkawire storage`: Kafka's kafka-storage tool (StorageTool and Formatter of Kafka 4.2).
+
+    kafkawire storage random-uuid
+    kafkawire storage format --cluster-id ID --config server.properties [--standalone |
+        --initial-controllers ID@HOST:PORT:DIRID,... | --no-initial-controllers]
+        [--release-version V] [--ignore-formatted]
+    kafkawire storage info --config server.properties
+
+``format`` writes what Kafka's Formatter writes, in every directory of log.dirs plus
+metadata.log.dir (sorted):
+
+* ``meta.properties``: version 1, node.id, cluster.id, and a directory.id (random, except in
+  the metadata directory of a voter named by --initial-controllers/--standalone, which gets
+  the directory id given there);
+* ``bootstrap.checkpoint`` (BootstrapDirectory.writeBinaryFile / BatchFileWriter): a
+  SnapshotHeader control batch (lastContainedLogTimestamp 0), one batch of FeatureLevelRecords
+  (metadata.version first, then each feature whose level for the release version is above 0,
+  by name; kraft.version never: BootstrapMetadata.fromVersions), a SnapshotFooter batch; every
+  batch with partition leader epoch 0;
+* with --standalone or --initial-controllers, in the metadata directory,
+  ``__cluster_metadata-0/00000000000000000000-0000000000.checkpoint``
+  (Formatter.writeDynamicQuorumSnapshot): one control batch with SnapshotHeader
+  (lastContainedLogTimestamp now), KRaftVersionRecord (kraft.version 1) and VotersRecord (each
+  voter's id, directory id, endpoint on the first controller listener, supported kraft.version
+  0..1, in Java HashMap order as VoterSet keeps them), then the SnapshotFooter batch.
+
+A directory that already has meta.properties stops the format with Kafka's message unless
+--ignore-formatted; one formatted for another cluster or node stops it in any case.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import uuid
+from dataclasses import dataclass
+
+COMMAND = "storage"
+HELP = "format KRaft log directories and print uuids, as Kafka's kafka-storage tool does"
+
+# MetadataVersion (server-common, Kafka 4.2): (version string, feature level) from MINIMUM_VERSION
+# to LATEST_PRODUCTION. Later levels exist on Kafka's trunk; this tool does not know their features.
+METADATA_VERSIONS = (
+    ("3.3-IV3", 7), ("3.4-IV0", 8), ("3.5-IV0", 9), ("3.5-IV1", 10), ("3.5-IV2", 11), ("3.6-IV0", 12),
+    ("3.6-IV1", 13), ("3.6-IV2", 14), ("3.7-IV0", 15), ("3.7-IV1", 16), ("3.7-IV2", 17), ("3.7-IV3", 18),
+    ("3.7-IV4", 19), ("3.8-IV0", 20), ("3.9-IV0", 21), ("4.0-IV0", 22), ("4.0-IV1", 23), ("4.0-IV2", 24),
+    ("4.0-IV3", 25), ("4.1-IV0", 26), ("4.1-IV1", 27), ("4.2-IV0", 28), ("4.2-IV1", 29),
+)
+LATEST_PRODUCTION = "4.2-IV1"
+# Feature.PRODUCTION_FEATURES other than metadata.version and kraft.version: each level with the
+# metadata.version level from which it is the default (its FeatureVersion's bootstrapMetadataVersion).
+FEATURE_LEVELS = {
+    "eligible.leader.replicas.version": ((1, 26),),      # ELRV_1: IBP_4_1_IV0
+    "group.version": ((1, 22),),                         # GV_1: IBP_4_0_IV0
+    "share.version": ((1, 28),),                         # SV_1: IBP_4_2_IV0
+    "streams.version": ((1, 29),),                       # SV_1: IBP_4_2_IV1
+    "transaction.version": ((1, 24), (2, 24)),           # TV_1, TV_2: IBP_4_0_IV2
+}
+CLUSTER_METADATA_DIR = "__cluster_metadata-0"
+META_PROPERTIES = "meta.properties"
+
+
+class StorageError(Exception):
+    """A refusal of the storage tool; the message is what the user sees."""
+
+
+# --- uuids ------------------------------------------------------------------------------------
+
+def random_uuid() -> uuid.UUID:
+    """Kafka's Uuid.randomUuid: a random (version 4) uuid whose base64url form does not start
+    with '-' (it would read as a command-line option) and that is not reserved."""
+    from kafkawire.storage.state_files import uuid_to_kafka
+    while True:
+        u = uuid.uuid4()
+        if u.int > 100 and not uuid_to_kafka(u).startswith("-"):     # DirectoryId reserves msb 0, lsb < 100
+            return u
+
+
+# --- release versions and bootstrap records --------------------------------------------------
+
+def metadata_version(text: str) -> tuple[str, int]:
+    """MetadataVersion.fromVersionString: "4.1" means its latest IV, "4.1.0" means "4.1"."""
+    key = ".".join(text.split(".")[:2]) if text.count(".") >= 2 else text
+    versions = dict(METADATA_VERSIONS)
+    if key not in versions:
+        latest_of_release = {}
+        for name, level in METADATA_VERSIONS:
+            latest_of_release[name.split("-")[0]] = (name, level)
+        if key in latest_of_release:
+            return latest_of_release[key]
+        raise StorageError(f"Unknown metadata.version '{text}'. Supported metadata.version are: "
+                           + ", ".join(name for name, _ in METADATA_VERSIONS))
+    return key, versions[key]
+
+
+def default_feature_levels(mv_level: int) -> dict[str, int]:
+    """Feature.defaultLevel(releaseVersion) of every production feature but metadata.version and kraft.version."""
+    levels = {}
+    for name, steps in FEATURE_LEVELS.items():
+        levels[name] = max([lvl for lvl, since in steps if since <= mv_level], default=0)
+    return levels
+
+
+def bootstrap_records(mv_level: int) -> list:
+    """BootstrapMetadata.fromVersions: FeatureLevelRecords, metadata.version first, then by name, level > 0."""
+    from kafkawire import messages
+    FeatureLevel = messages.by_name("FeatureLevelRecord")
+    records = [FeatureLevel(name="metadata.version", feature_level=mv_level)]
+    for name, level in sorted(default_feature_levels(mv_level).items()):
+        if level > 0:
+            records.append(FeatureLevel(name=name, feature_level=level))
+    return records
+
+
+def write_bootstrap_checkpoint(directory, mv_level: int, *, time_ms=None) -> str:
+    """``bootstrap.checkpoint`` as BatchFileWriter writes it; ``time_ms`` gives the batch timestamps."""
+    from kafkawire.metadata import encode_metadata_record
+    from kafkawire.storage.snapshot import BOOTSTRAP_FILE_NAME, BOOTSTRAP_SNAPSHOT_ID, SnapshotWriter
+    _remove_stale_part(os.path.join(directory, BOOTSTRAP_FILE_NAME))
+    writer = SnapshotWriter(directory, BOOTSTRAP_SNAPSHOT_ID, last_contained_log_timestamp=0,
+                            file_name=BOOTSTRAP_FILE_NAME, time_ms=time_ms)
+    with writer:
+        writer.append([encode_metadata_record(r, 0) for r in bootstrap_records(mv_level)])
+    return writer.path
+
+
+# --- dynamic voters ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DynamicVoter:
+    node_id: int
+    host: str
+    port: int
+    directory_id: uuid.UUID
+
+
+def parse_dynamic_voter(text: str) -> DynamicVoter:
+    """DynamicVoter.parse: ``id@host:port:directoryId`` (host may be [ipv6])."""
+    from kafkawire.storage.state_files import uuid_from_kafka
+    text = text.strip()
+    at = text.find("@")
+    if at < 0:
+        raise StorageError("No @ found in dynamic voter string.")
+    if at == 0:
+        raise StorageError("Invalid @ at beginning of dynamic voter string.")
+    try:
+        node_id = int(text[:at])
+    except ValueError:
+        raise StorageError("Failed to parse node id in dynamic voter string.") from None
+    if node_id < 0:
+        raise StorageError(f"Invalid negative node id {node_id} in dynamic voter string.")
+    rest = text[at + 1:]
+    if not rest:
+        raise StorageError("No hostname found after node id.")
+    if rest.startswith("["):
+        end = rest.find("]")
+        if end < 0:
+            raise StorageError("Hostname began with left bracket, but no right bracket was found.")
+        host, rest = rest[1:end], rest[end + 1:]
+    else:
+        colon = rest.find(":")
+        if colon < 0:
+            raise StorageError("No colon following hostname could be found.")
+        host, rest = rest[:colon], rest[colon:]
+    if not rest.startswith(":"):
+        raise StorageError("Port section must start with a colon.")
+    rest = rest[1:]
+    colon = rest.find(":")
+    if colon < 0:
+        raise StorageError("No colon following port could be found.")
+    try:
+        port = int(rest[:colon])
+    except ValueError:
+        raise StorageError("Failed to parse port in dynamic voter string.") from None
+    if not 0 <= port <= 65535:
+        raise StorageError(f"Invalid port {port} in dynamic voter string.")
+    try:
+        directory_id = uuid_from_kafka(rest[colon + 1:])
+    except ValueError as exc:
+        raise StorageError(f"Failed to parse directory ID in dynamic voter string: {exc}") from None
+    return DynamicVoter(node_id, host, port, directory_id)
+
+
+def parse_dynamic_voters(text: str) -> dict[int, DynamicVoter]:
+    """DynamicVoters.parse: comma-separated voters, each node id once; by node id."""
+    voters: dict[int, DynamicVoter] = {}
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        voter = parse_dynamic_voter(part)
+        if voter.node_id in voters:
+            raise StorageError(f"Node id {voter.node_id} was specified more than once.")
+        voters[voter.node_id] = voter
+    if not voters:
+        raise StorageError("No voters given.")
+    return dict(sorted(voters.items()))
+
+
+def java_hashmap_order(keys_in_insertion_order: list[int]) -> list[int]:
+    """The iteration order of ``new HashMap<>(m)`` where ``m`` is a ``new HashMap<>()`` filled in the
+    given order (DynamicVoters.toVoterSet, then VoterSet.fromMap): by bucket (Integer.hashCode
+    spread, masked by the table size), then insertion order within a bucket."""
+    n = len(keys_in_insertion_order)
+
+    def bucket(key, capacity):
+        h = key & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    capacity = 16
+    while n > capacity * 3 // 4:
+        capacity *= 2
+    first = sorted(keys_in_insertion_order, key=lambda k: bucket(k, capacity))      # sorted() is stable
+    wanted = int(n / 0.75 + 1.0)
+    copy_capacity = 1
+    while copy_capacity < wanted:
+        copy_capacity *= 2
+    return sorted(first, key=lambda k: bucket(k, copy_capacity))
+
+
+def voters_record(voters: dict[int, DynamicVoter], listener_name: str):
+    """VoterSet.toVotersRecord(0) of DynamicVoters.toVoterSet(listener_name)."""
+    from kafkawire.messages.voters_record import Endpoint, KRaftVersionFeature, Voter, VotersRecord
+    return VotersRecord(version=0, voters=[
+        Voter(voter_id=v.node_id, voter_directory_id=v.directory_id,
+              endpoints=[Endpoint(name=listener_name.upper(), host=v.host, port=v.port)],
+              k_raft_version_feature=KRaftVersionFeature(min_supported_version=0, max_supported_version=1))
+        for v in (voters[k] for k in java_hashmap_order(list(voters)))])
+
+
+def write_dynamic_quorum_snapshot(metadata_dir, voters: dict[int, DynamicVoter], listener_name: str, *,
+                                  time_ms=None) -> str:
+    """The bootstrap snapshot 00000000000000000000-0000000000.checkpoint with kraft.version 1 and the voters."""
+    import time
+    from kafkawire.messages.k_raft_version_record import KRaftVersionRecord
+    from kafkawire.records.control import ControlRecordType
+    from kafkawire.storage.snapshot import BOOTSTRAP_SNAPSHOT_ID, SnapshotWriter, snapshot_file_name
+    directory = os.path.join(metadata_dir, CLUSTER_METADATA_DIR)
+    os.makedirs(directory, exist_ok=True)
+    _remove_stale_part(os.path.join(directory, snapshot_file_name(BOOTSTRAP_SNAPSHOT_ID)))
+    clock = time_ms or (lambda: int(time.time() * 1000))
+    control = [(ControlRecordType.KRAFT_VERSION, KRaftVersionRecord(version=0, k_raft_version=1).encode(0)),
+               (ControlRecordType.KRAFT_VOTERS, voters_record(voters, listener_name).encode(0))]
+    writer = SnapshotWriter(directory, BOOTSTRAP_SNAPSHOT_ID, last_contained_log_timestamp=clock(),
+                            control_records=control, time_ms=clock)
+    return writer.freeze()
+
+
+def _remove_stale_part(final_path: str) -> None:
+    """A temporary file left by an interrupted format is ours to replace (Kafka deletes its .tmp too)."""
+    part = final_path + ".part"
+    if os.path.exists(part):
+        os.remove(part)
+
+
+# --- format -----------------------------------------------------------------------------------
+
+_DESCRIPTIONS = {
+    "log": "data directory",
+    "static": "metadata directory",
+    "dynamic": "dynamic metadata directory",
+    "voter": "dynamic metadata voter directory",
+}
+
+
+def _load_meta(directory):
+    """(MetaProperties | None, error | None) of a directory (MetaPropertiesEnsemble.Loader)."""
+    from kafkawire.storage.state_files import StateFileError, read_meta_properties
+    path = os.path.join(directory, META_PROPERTIES)
+    if not os.path.exists(path):
+        return None, None
+    try:
+        return read_meta_properties(path), None
+    except (StateFileError, OSError, UnicodeDecodeError) as exc:
+        return None, exc
+
+
+def format_storage(config, cluster_id: str, *, mode: str | None, initial_controllers: str | None = None,
+                   release_version: str | None = None, ignore_formatted: bool = False, out=None,
+                   time_ms=None) -> None:
+    """Kafka's StorageTool.runFormatCommand + Formatter.run. ``mode`` is "standalone",
+    "initial-controllers", "no-initial-controllers" or None."""
+    from kafkawire.storage.state_files import MetaProperties, write_meta_properties
+    out = out or sys.stdout
+    static_voters = bool(config.controller_quorum_voters)
+    if static_voters and mode in ("standalone", "initial-controllers"):
+        raise StorageError("You cannot specify controller.quorum.voters and format the node with "
+                           "--initial-controllers or --standalone. If you want to use dynamic quorum, please "
+                           "remove controller.quorum.voters and specify controller.quorum.bootstrap.servers instead.")
+    voters = None
+    if mode == "initial-controllers":
+        voters = parse_dynamic_voters(initial_controllers)
+    elif mode == "standalone":
+        if not config.is_controller:
+            raise StorageError("You can only use --standalone on a controller.")
+        if not config.controller_endpoints:
+            raise StorageError("No controller listeners found.")
+        endpoint = config.controller_endpoints[0]
+        voters = {config.node_id: DynamicVoter(config.node_id, endpoint.host or "localhost", endpoint.port,
+                                               random_uuid())}
+    if mode is None and config.is_controller and not static_voters:
+        raise StorageError("Because controller.quorum.voters is not set on this controller, you must specify one "
+                           "of the following: --standalone, --initial-controllers, or --no-initial-controllers.")
+    if not cluster_id:
+        raise StorageError("You must specify the cluster id.")
+    mv_name, mv_level = metadata_version(release_version or LATEST_PRODUCTION)
+    listener = config.controller_listener_names[0]
+    directories = list(config.all_log_dirs)
+    metadata_dir = config.metadata_log_dir
+
+    formatted, empty, errors, seen_ids = {}, [], [], {}
+    for directory in directories:
+        meta, error = _load_meta(directory)
+        if error is not None:
+            errors.append(directory)
+            print(f"I/O error trying to read log directory {directory}. Ignoring... ({error})", file=out)
+        elif meta is None:
+            empty.append(directory)
+        else:
+            formatted[directory] = meta
+    for directory, meta in formatted.items():     # MetaPropertiesEnsemble.verify
+        path = os.path.join(directory, META_PROPERTIES)
+        if meta.cluster_id != cluster_id:
+            raise StorageError(f"Invalid cluster.id in: {path}. Expected {cluster_id}, but read {meta.cluster_id}")
+        if meta.node_id != config.node_id:
+            raise StorageError(f"Stored node id {meta.node_id} doesn't match previous node id {config.node_id} in "
+                               f"{path}. If you moved your data, make sure your configured node id matches. If you "
+                               f"intend to create a new node, you should remove all data in your data directories.")
+        if meta.directory_id is not None:
+            if meta.directory_id in seen_ids:
+                raise StorageError(f"Duplicate directory ID {meta.directory_id} found. It was the directory ID of "
+                                   f"{seen_ids[meta.directory_id]}, and also of {directory}")
+            seen_ids[meta.directory_id] = directory
+    if formatted and not ignore_formatted:
+        first = sorted(formatted)[0]
+        raise StorageError(f"Log directory {first} is already formatted. Use --ignore-formatted to ignore this "
+                           f"directory and format the others.")
+    if errors and not empty and not formatted:
+        raise StorageError("No available log directories to format.")
+    if not empty:
+        print("All of the log directories are already formatted.", file=out)
+        return
+
+    for directory in empty:
+        if directory != metadata_dir:
+            kind = "log"
+        elif voters is None:
+            kind = "static"
+        else:
+            kind = "voter" if config.node_id in voters else "dynamic"
+        if kind == "voter":
+            directory_id = voters[config.node_id].directory_id
+        else:
+            directory_id = random_uuid()
+            while directory_id in seen_ids:
+                directory_id = random_uuid()
+        seen_ids[directory_id] = directory
+        print(f"Formatting {_DESCRIPTIONS[kind]} {directory} with metadata.version {mv_name}.", file=out)
+        try:
+            os.makedirs(directory, exist_ok=True)
+            write_bootstrap_checkpoint(directory, mv_level, time_ms=time_ms)
+            if kind in ("voter", "dynamic"):
+                write_dynamic_quorum_snapshot(directory, voters, listener, time_ms=time_ms)
+            write_meta_properties(os.path.join(directory, META_PROPERTIES),
+                                  MetaProperties(1, cluster_id, config.node_id, directory_id))
+        except OSError as exc:
+            raise StorageError(f"Error while writing meta.properties file {directory}: {exc}") from None
+
+
+# --- info -------------------------------------------------------------------------------------
+
+def storage_info(config, out=None) -> int:
+    """StorageTool.infoCommand: the directories, their metadata, and any problems."""
+    out = out or sys.stdout
+    problems, found, previous = [], [], None
+    for directory in sorted(config.all_log_dirs):
+        if not os.path.isdir(directory):
+            problems.append(f"{directory} {'is not a directory' if os.path.exists(directory) else 'does not exist'}")
+            continue
+        found.append(directory)
+        meta, error = _load_meta(directory)
+        if error is not None:
+            problems.append(f"Error loading {os.path.join(directory, META_PROPERTIES)}: {error}")
+        elif meta is None:
+            problems.append(f"{directory} is not formatted.")
+        elif previous is None:
+            previous = meta
+        elif previous.cluster_id != meta.cluster_id:
+            problems.append("Mismatched cluster IDs between storage directories.")
+        elif previous.node_id != meta.node_id:
+            problems.append("Mismatched node IDs between storage directories.")
+    if previous is not None and previous.version == 0:
+        problems.append("The kafka configuration file appears to be for a cluster in KRaft mode, but the "
+                        "directories are formatted for legacy mode.")
+    if found:
+        print("Found log directory:" if len(found) == 1 else "Found log directories:", file=out)
+        for d in found:
+            print(f"  {d}", file=out)
+        print("", file=out)
+    if previous is not None:
+        items = dict(sorted(previous.to_properties().items.items()))
+        print("Found metadata: {" + ", ".join(f"{k}={v}" for k, v in items.items()) + "}", file=out)
+        print("", file=out)
+    if problems:
+        print("Found problem:" if len(problems) == 1 else "Found problems:", file=out)
+        for p in problems:
+            print(f"  {p}", file=out)
+        print("", file=out)
+        return 1
+    return 0
+
+
+# --- the command ------------------------------------------------------------------------------
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="storage_command", required=True, metavar="{format,random-uuid,info}")
+    fmt = sub.add_parser("format", help="Format the Kafka log directories on this node.")
+    fmt.add_argument("--config", "-c", required=True, help="The Kafka configuration file to use.")
+    fmt.add_argument("--cluster-id", "-t", required=True, help="The cluster ID to use.")
+    fmt.add_argument("--ignore-formatted", "-g", action="store_true",
+                     help="Format the directories that are not formatted yet and leave the others.")
+    fmt.add_argument("--release-version", "-r",
+                     help=f"The release version to use for the initial feature settings. The minimum is "
+                          f"{METADATA_VERSIONS[0][0]}; the default is {LATEST_PRODUCTION}.")
+    quorum = fmt.add_mutually_exclusive_group()
+    quorum.add_argument("--standalone", "-s", action="store_true",
+                        help="Initialize a controller as a single-node dynamic quorum.")
+    quorum.add_argument("--no-initial-controllers", "-N", action="store_true",
+                        help="Initialize a server without specifying a dynamic quorum.")
+    quorum.add_argument("--initial-controllers", "-I", metavar="ID@HOST:PORT:DIRID,...",
+                        help="Initialize a server with the specified dynamic quorum (the same value on every node).")
+    sub.add_parser("random-uuid", help="Print a random UUID.")
+    info = sub.add_parser("info", help="Get information about the Kafka log directories on this node.")
+    info.add_argument("--config", "-c", required=True, help="The Kafka configuration file to use.")
+
+
+def run(args: argparse.Namespace) -> int:
+    from kafkawire.net.config import ConfigError, load_server_config
+    from kafkawire.storage.state_files import uuid_to_kafka
+    if args.storage_command == "random-uuid":
+        print(uuid_to_kafka(random_uuid()))
+        return 0
+    try:
+        config = load_server_config(args.config)
+        if args.storage_command == "info":
+            return storage_info(config)
+        mode = ("standalone" if args.standalone else "no-initial-controllers" if args.no_initial_controllers
+                else "initial-controllers" if args.initial_controllers is not None else None)
+        format_storage(config, args.cluster_id, mode=mode, initial_controllers=args.initial_controllers,
+                       release_version=args.release_version, ignore_formatted=args.ignore_formatted)
+        return 0
+    except (StorageError, ConfigError) as exc:
+        print(exc, file=sys.stderr)
+        return 1
