@@ -31,9 +31,9 @@ What each API answers, and why:
   request names last_fetched_epoch, Kafka's diverging-epoch answer. Fetch sessions: none are
   created, which is what a broker whose session cache is full does: a full fetch (epoch 0 or
   -1) is answered with session id 0 and every partition, and an incremental fetch (any other
-  epoch) with FETCH_SESSION_ID_NOT_FOUND, after which clients fall back to full fetches. The
-  Java client, kafka-python and aiokafka all handle session id 0 that way; librdkafka never
-  asks for sessions.
+  epoch) with FETCH_SESSION_ID_NOT_FOUND, after which clients fall back to full fetches.
+  Measured: kafka-python 3.0 asks for a new session (epoch 0) on every fetch and carries on
+  with session id 0; aiokafka 0.14, librdkafka 2.x (confluent-kafka) and kcat send epoch -1.
 * Produce: the topic is read-only. Each partition gets INVALID_TOPIC_EXCEPTION "Cannot append
   to internal topic __cluster_metadata", Kafka's answer to a client producing to an internal
   topic (ReplicaManager.appendToLocalLog); it is not retriable, so producers fail at once

@@ -206,3 +206,16 @@ def test_peer_closing_the_connection_fails_pending_requests():
                 await client.send(peer, DescribeClusterRequest())
 
     run(main())
+
+
+def test_a_peer_that_never_answers_api_versions_times_out_and_backs_off():
+    async def main():
+        silent = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)     # accepts, never answers
+        async with silent, NetworkClient(connect_timeout_ms=200, rng=random.Random(3)) as client:
+            peer = ("127.0.0.1", silent.sockets[0].getsockname()[1])
+            with pytest.raises(RequestTimedOut, match="ApiVersionsRequest"):
+                await client.send(peer, DescribeClusterRequest(), timeout_ms=5000)
+            with pytest.raises(NodeBackingOff):
+                await client.send(peer, DescribeClusterRequest())
+
+    run(main())
