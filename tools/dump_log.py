@@ -147,13 +147,12 @@ def _header_key(key: str) -> str:
 
 # --- outputs --------------------------------------------------------------------------------
 
-class TextOutput:
-    """Kafka's text, buffered (a 100 MB log is millions of lines)."""
+class _BufferedLines:
+    """Lines gathered and written in blocks (a 100 MB log is millions of lines)."""
 
     def __init__(self, stream):
         self._stream = stream
         self._lines: list[str] = []
-        self.add = self._lines.append
 
     def flush(self):
         if self._lines:
@@ -165,28 +164,26 @@ class TextOutput:
     def maybe_flush(self):
         if len(self._lines) > 4096:
             self.flush()
+
+
+class TextOutput(_BufferedLines):
+    """Kafka's text; ``line`` ignores the JSON object."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self.add = self._lines.append
 
     def line(self, text: str, obj=None):
         self.add(text)
 
 
-class JsonOutput:
+class JsonOutput(_BufferedLines):
+    """One JSON object per line; ``line`` ignores Kafka's text, ``raw`` takes ready JSON."""
+
     def __init__(self, stream):
-        self._stream = stream
-        self._lines: list[str] = []
+        super().__init__(stream)
         self.raw = self._lines.append
         self._dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-
-    def flush(self):
-        if self._lines:
-            self._lines.append("")
-            self._stream.write("\n".join(self._lines))
-            self._lines.clear()
-        self._stream.flush()
-
-    def maybe_flush(self):
-        if len(self._lines) > 4096:
-            self.flush()
 
     def line(self, text: str, obj=None):
         if obj is not None:
@@ -391,12 +388,6 @@ class Dumper:
         else:
             self._dump_records_text(batch, name, position, last_offset)
 
-    def _track_offset(self, name: str, last_offset: list, offset: int) -> None:
-        previous = last_offset[0]
-        if previous is not None and offset != previous + 1:
-            self.non_consecutive.setdefault(os.path.abspath(name), {})[previous] = offset
-        last_offset[0] = offset
-
     def _dump_records_text(self, batch: RecordBatch, name: str, position: int, last_offset: list) -> None:
         """The hot loop: one ``| offset: ...`` line per record, written without detours."""
         add = self.out.add
@@ -406,13 +397,9 @@ class Dumper:
         print_data = self.opts.print_data
         metadata = self.opts.cluster_metadata
         decode = self.decode_payload
-        previous = last_offset[0]
         prefix = "| " if skip_metadata else " "
-        for r in _records(self, batch, name, position):
+        for r in _records(self, batch, name, position, last_offset):
             offset = r.offset
-            if previous is not None and offset != previous + 1:
-                self.non_consecutive.setdefault(os.path.abspath(name), {})[previous] = offset
-            previous = offset
             key, value, headers = r.key, r.value, r.headers
             if skip_metadata:
                 line = ""
@@ -437,7 +424,6 @@ class Dumper:
                     if value is not None:
                         line = f"{line}{sep}payload: {_utf8(value)}"
             add(line)
-        last_offset[0] = previous
 
     def _payload_error(self, name, position, offset, message):
         self.error(name, position, f"the record at offset {offset} (in the batch at this position) is not "
@@ -458,12 +444,8 @@ class Dumper:
         print_data = self.opts.print_data
         metadata = self.opts.cluster_metadata
         decode = self.decode_payload
-        previous = last_offset[0]
-        for r in _records(self, batch, name, position):
+        for r in _records(self, batch, name, position, last_offset):
             offset = r.offset
-            if previous is not None and offset != previous + 1:
-                self.non_consecutive.setdefault(os.path.abspath(name), {})[previous] = offset
-            previous = offset
             key, value, headers = r.key, r.value, r.headers
             text = (f'{{"type":"record","offset":{offset},"timestampType":"{ts_name}","timestamp":{r.timestamp},'
                     f'"keySize":{-1 if key is None else len(key)},"valueSize":{-1 if value is None else len(value)},'
@@ -484,7 +466,6 @@ class Dumper:
                 if headers:
                     text = f'{text},"headers":[{",".join(_json_header(k, v) for k, v in headers)}]'
             raw(text + "}")
-        last_offset[0] = previous
 
     def _add_contents(self, obj, r, name, position):
         if self.opts.cluster_metadata:
@@ -505,8 +486,7 @@ class Dumper:
 
     def _dump_control_records(self, batch: RecordBatch, name: str, position: int, last_offset: list) -> None:
         ts_name = TIMESTAMP_TYPE_NAMES[1 if batch.attributes & TIMESTAMP_TYPE_MASK else 0]
-        for r in _records(self, batch, name, position):
-            self._track_offset(name, last_offset, r.offset)
+        for r in _records(self, batch, name, position, last_offset):
             if self.opts.skip_record_metadata:
                 # Kafka prints neither the metadata nor the contents of control records then.
                 self.out.line("", None)
@@ -553,8 +533,7 @@ class Dumper:
             return
         ts_name = TIMESTAMP_TYPE_NAMES[batch.timestamp_type]
         compressed = batch.compression_type != 0
-        for r in _records(self, batch, name, position):
-            self._track_offset(name, last_offset, r.offset)
+        for r in _records(self, batch, name, position, last_offset):
             if compressed:
                 record_valid, crc = _legacy_inner_valid(r), r.crc
             else:
@@ -777,10 +756,18 @@ class Dumper:
                 self.out.flush()
 
 
-def _records(dumper: Dumper, batch, name: str, position: int):
-    """The records of a batch; a record that does not decode is reported and ends the batch."""
+def _records(dumper: Dumper, batch, name: str, position: int, last_offset: list):
+    """The records of a batch, noting offsets that do not follow the previous record's (Kafka's
+    "Non-consecutive offsets" report); a record that does not decode is reported and ends the
+    batch."""
+    previous = last_offset[0]
     try:
-        yield from batch
+        for record in batch:
+            offset = record.offset
+            if previous is not None and offset != previous + 1:
+                dumper.non_consecutive.setdefault(os.path.abspath(name), {})[previous] = offset
+            previous = last_offset[0] = offset
+            yield record
     except CorruptRecordError as exc:
         dumper.error(name, exc.position if exc.position is not None else position,
                      f"{exc.reason} (while reading the records of the batch at byte {position})")

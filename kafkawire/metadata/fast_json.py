@@ -61,17 +61,13 @@ _HELPERS = {"_string_text": _string_text, "_uuid_text": _uuid_text, "_double_tex
 
 
 class _Compiler:
-    """Builds the source of one text function and one dict function per (struct, version)."""
+    """Builds the source of one function per (form, struct, version); ``form`` is "text"
+    (Jackson's text) or "obj" (the dict ``to_json`` returns)."""
 
     def __init__(self):
         self.namespace = dict(_HELPERS)
-        self.text_names: dict = {}
-        self.obj_names: dict = {}
+        self.names: dict = {}
         self.counter = 0
-
-    def _name(self, kind, cls, version):
-        self.counter += 1
-        return f"_{kind}_{cls.__name__}_{version}_{self.counter}"
 
     # -- one value as text / as a JSON-ready Python value ------------------------------------
 
@@ -89,7 +85,7 @@ class _Compiler:
         if kind in ("bytes", "records"):
             return f"('\"' + _b64({var}) + '\"')"
         if kind == "struct":
-            return f"{self.text_function(struct, version)}({var})"
+            return f"{self.function('text', struct, version)}({var})"
         if kind == "array":
             if element in _INTS:
                 return f"('[' + ','.join(map(str, {var})) + ']')"
@@ -108,7 +104,7 @@ class _Compiler:
         if kind in ("bytes", "records"):
             return f"_b64({var})"
         if kind == "struct":
-            return f"{self.obj_function(struct, version)}({var})"
+            return f"{self.function('obj', struct, version)}({var})"
         if kind == "array":
             if element in _INTS or element in ("bool", "float64", "string"):
                 return f"list({var})"
@@ -118,55 +114,32 @@ class _Compiler:
 
     # -- whole structs ----------------------------------------------------------------------
 
-    def _fields(self, cls, version):
+    def function(self, form: str, cls, version: int) -> str:
+        key = (form, cls, version)
+        name = self.names.get(key)
+        if name is not None:
+            return name
+        self.counter += 1
+        name = self.names[key] = f"_{form}_{cls.__name__}_{version}_{self.counter}"
+        text = form == "text"
+        lines = [f"def {name}(m):"] + (["    parts = []", "    add = parts.append"] if text else ["    out = {}"])
         for i, f in enumerate(cls._FIELDS):
-            if _in(f.versions, version):
-                yield i, f
-
-    def text_function(self, cls, version):
-        key = (cls, version)
-        name = self.text_names.get(key)
-        if name is not None:
-            return name
-        name = self.text_names[key] = self._name("text", cls, version)
-        lines = [f"def {name}(m):", "    parts = []", "    add = parts.append"]
-        for i, f in self._fields(cls, version):
+            if not _in(f.versions, version):
+                continue
             self.namespace[f"_F_{name}_{i}"] = f
-            tagged = _in(f.tagged_versions, version)
-            key_text = encode_basestring(f.json_name)
-            value = self._text_expr(f.kind, f.element, f.struct, "v", version)
-            lines.append(f"    v = m.{f.py_name}")
-            indent = "    "
-            if tagged:
-                lines.append(f"    if not _is_default(_F_{name}_{i}, v):")
-                indent = "        "
-            lines.append(f"{indent}add({key_text!r} + ':' + ('null' if v is None else {value}))")
-        lines.append("    return '{' + ','.join(parts) + '}'")
-        self._define("\n".join(lines))
-        return name
-
-    def obj_function(self, cls, version):
-        key = (cls, version)
-        name = self.obj_names.get(key)
-        if name is not None:
-            return name
-        name = self.obj_names[key] = self._name("obj", cls, version)
-        lines = [f"def {name}(m):", "    out = {}"]
-        for i, f in self._fields(cls, version):
-            self.namespace[f"_F_{name}_{i}"] = f
-            value = self._obj_expr(f.kind, f.element, f.struct, "v", version)
+            expr = (self._text_expr if text else self._obj_expr)(f.kind, f.element, f.struct, "v", version)
             lines.append(f"    v = m.{f.py_name}")
             indent = "    "
             if _in(f.tagged_versions, version):
                 lines.append(f"    if not _is_default(_F_{name}_{i}, v):")
                 indent = "        "
-            lines.append(f"{indent}out[{f.json_name!r}] = None if v is None else {value}")
-        lines.append("    return out")
-        self._define("\n".join(lines))
+            if text:
+                lines.append(f"{indent}add({encode_basestring(f.json_name) + ':'!r} + ('null' if v is None else {expr}))")
+            else:
+                lines.append(f"{indent}out[{f.json_name!r}] = None if v is None else {expr}")
+        lines.append("    return '{' + ','.join(parts) + '}'" if text else "    return out")
+        exec(compile("\n".join(lines), "<kafkawire.metadata.fast_json>", "exec"), self.namespace)
         return name
-
-    def _define(self, source: str) -> None:
-        exec(compile(source, "<kafkawire.metadata.fast_json>", "exec"), self.namespace)
 
 
 _COMPILER = _Compiler()
@@ -179,7 +152,7 @@ def json_text(message, version: int) -> str:
     key = (type(message), version)
     fn = _TEXT.get(key)
     if fn is None:
-        fn = _TEXT[key] = _COMPILER.namespace[_COMPILER.text_function(type(message), version)]
+        fn = _TEXT[key] = _COMPILER.namespace[_COMPILER.function("text", type(message), version)]
     return fn(message)
 
 
@@ -188,5 +161,5 @@ def json_object(message, version: int) -> dict:
     key = (type(message), version)
     fn = _OBJ.get(key)
     if fn is None:
-        fn = _OBJ[key] = _COMPILER.namespace[_COMPILER.obj_function(type(message), version)]
+        fn = _OBJ[key] = _COMPILER.namespace[_COMPILER.function("obj", type(message), version)]
     return fn(message)

@@ -173,6 +173,7 @@ class Shell:
         self.interactive = interactive
         self.screen_width = screen_width
         self.history: list[str] = []
+        self._failed = False
 
     # -- path resolution --
 
@@ -238,64 +239,62 @@ class Shell:
         """CommandUtils.getEffectivePaths: empty strings dropped, the working directory if none."""
         return [p for p in paths if p] or ["."]
 
-    def _cmd_ls(self, args) -> CommandResult:
-        files, directories, out, error = [], [], [], False
-        for target in self._effective(args):
+    def _resolve(self, command: str, targets, missing: str, out: list):
+        """Yield (target, path, node) for every match of every target, in order; a target that
+        matches nothing adds Kafka's ``<command>: <target>: <missing>`` line to ``out`` where
+        Kafka prints it, and sets ``self._failed``."""
+        for target in targets:
             matches = self.visit(target)
             if not matches:
-                out.append(f"ls: {target}: no such file or directory.")
-                error = True
+                out.append(f"{command}: {target}: {missing}\n")
+                self._failed = True
             for path, node in matches:
-                name = path[-1] if path else "/"
-                if node.is_directory:
-                    directories.append((name, _sorted(node.child_names())))
-                else:
-                    files.append(name)
-        out += _print_targets(self.screen_width if self.interactive else None, files, directories)
-        return CommandResult("".join(line + "\n" for line in out), error=error)
+                yield target, path, node
+
+    def _cmd_ls(self, args) -> CommandResult:
+        out: list[str] = []
+        files, directories = [], []
+        self._failed = False
+        for _, path, node in self._resolve("ls", self._effective(args), "no such file or directory.", out):
+            name = path[-1] if path else "/"
+            if node.is_directory:
+                directories.append((name, _sorted(node.child_names())))
+            else:
+                files.append(name)
+        out += [line + "\n" for line in _print_targets(self.screen_width if self.interactive else None,
+                                                        files, directories)]
+        return CommandResult("".join(out), error=self._failed)
 
     def _cmd_cat(self, args) -> CommandResult:
         problem = self._expect(args, 1, None)
         if problem:
             return problem
-        out, error = [], False
-        for target in args:
-            matches = self.visit(target)
-            if not matches:
-                out.append(f"cat: {target}: No such file or directory.\n")
-                error = True
-            for _, node in matches:
-                if node.is_directory:
-                    out.append(f"cat: {target}: Is a directory\n")
-                    error = True
-                else:
-                    out.append(node.text + "\n")
-        return CommandResult("".join(out), error=error)
+        out: list[str] = []
+        self._failed = False
+        for target, _, node in self._resolve("cat", args, "No such file or directory.", out):
+            if node.is_directory:
+                out.append(f"cat: {target}: Is a directory\n")
+                self._failed = True
+            else:
+                out.append(node.text + "\n")
+        return CommandResult("".join(out), error=self._failed)
 
     def _cmd_tree(self, args) -> CommandResult:
         problem = self._expect(args, 1, None)
         if problem:
             return problem
-        out, error = [], False
-        for target in args:
-            matches = self.visit(target)
-            if not matches:
-                out.append(f"tree: {target}: No such file or directory.\n")
-                error = True
-            for _, node in matches:
-                _print_node(node, 0, out)
-        return CommandResult("".join(out), error=error)
+        out: list[str] = []
+        self._failed = False
+        for _, _, node in self._resolve("tree", args, "No such file or directory.", out):
+            _print_node(node, 0, out)
+        return CommandResult("".join(out), error=self._failed)
 
     def _cmd_find(self, args) -> CommandResult:
-        out, error = [], False
-        for path in self._effective(args):
-            matches = self.visit(path)
-            if not matches:
-                out.append(f"find: {path}: no such file or directory.\n")
-                error = True
-            for _, node in matches:
-                _find(path, node, out)
-        return CommandResult("".join(out), error=error)
+        out: list[str] = []
+        self._failed = False
+        for target, _, node in self._resolve("find", self._effective(args), "no such file or directory.", out):
+            _find(target, node, out)
+        return CommandResult("".join(out), error=self._failed)
 
     def _cmd_cd(self, args) -> CommandResult:
         problem = self._expect(args, 0, 1)

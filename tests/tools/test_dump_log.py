@@ -387,3 +387,11 @@ def test_max_bytes_stops_quietly_inside_a_batch(tmp_path, capsys):
     status, out, err = dump(capsys, "--max-bytes", limit, "--files", path)
     assert status == 0, err
     assert out.count("baseOffset:") == 1 and "invalid bytes" not in out   # Kafka prints that only without a limit
+
+
+def test_non_consecutive_offsets_are_reported_as_kafka_does(tmp_path, capsys):
+    data = metadata_batch(0, [metadata_value("NoOpRecord")]) + metadata_batch(5, [metadata_value("NoOpRecord")])
+    path = write_log(tmp_path, data)
+    status, _, err = dump(capsys, "--deep-iteration", "--files", path)
+    assert status == 0     # a gap is what compaction leaves; Kafka reports it, it is not corruption
+    assert err == f"Non-consecutive offsets in {path.resolve()}\n  0 is followed by 5\n"
