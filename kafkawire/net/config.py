@@ -238,6 +238,9 @@ _KEYS = (
     _Key("connections.max.idle.ms", _long, str(10 * 60 * 1000), "SocketServerConfigs"),
 )
 KNOWN_KEYS = {k.name: k for k in _KEYS}
+# Keys that ServerConfig holds in another form (resolved against other keys).
+_DERIVED = {"listeners", "advertised.listeners", "listener.security.protocol.map", "inter.broker.listener.name",
+            "metadata.log.dir", "log.dirs", "log.dir"}
 
 
 def _roles(key, raw):
@@ -362,33 +365,16 @@ def parse_server_config(text: str) -> ServerConfig:
                   if raw["advertised.listeners"] is not None else listeners)
     log_dirs = values.get("log.dirs") or values["log.dir"]
 
+    # Keys whose parsed value is the field as is: the field is the key with dots as underscores.
+    plain = {key.name.replace(".", "_"): values[key.name] for key in _KEYS if key.name not in _DERIVED}
     config = ServerConfig(
-        node_id=values["node.id"],
-        process_roles=values["process.roles"],
-        controller_quorum_voters=values["controller.quorum.voters"],
-        controller_quorum_bootstrap_servers=values["controller.quorum.bootstrap.servers"],
-        controller_quorum_auto_join_enable=values["controller.quorum.auto.join.enable"],
-        controller_quorum_election_timeout_ms=values["controller.quorum.election.timeout.ms"],
-        controller_quorum_fetch_timeout_ms=values["controller.quorum.fetch.timeout.ms"],
-        controller_quorum_election_backoff_max_ms=values["controller.quorum.election.backoff.max.ms"],
-        controller_quorum_request_timeout_ms=values["controller.quorum.request.timeout.ms"],
-        controller_quorum_retry_backoff_ms=values["controller.quorum.retry.backoff.ms"],
-        controller_quorum_append_linger_ms=values["controller.quorum.append.linger.ms"],
+        **plain,
         listeners=listeners,
         advertised_listeners=advertised,
-        controller_listener_names=controller_names,
         listener_security_protocol_map=tuple(protocols.items()),
         inter_broker_listener_name=values.get("inter.broker.listener.name"),
         metadata_log_dir=values.get("metadata.log.dir") or log_dirs[0],
         log_dirs=log_dirs,
-        metadata_log_segment_bytes=values["metadata.log.segment.bytes"],
-        metadata_log_segment_ms=values["metadata.log.segment.ms"],
-        metadata_max_retention_bytes=values["metadata.max.retention.bytes"],
-        metadata_max_retention_ms=values["metadata.max.retention.ms"],
-        metadata_log_max_record_bytes_between_snapshots=values["metadata.log.max.record.bytes.between.snapshots"],
-        metadata_log_max_snapshot_interval_ms=values["metadata.log.max.snapshot.interval.ms"],
-        socket_request_max_bytes=values["socket.request.max.bytes"],
-        connections_max_idle_ms=values["connections.max.idle.ms"],
         unknown_keys=unknown,
     )
     _validate(config, raw)
