@@ -40,13 +40,13 @@ def mv_release_names() -> dict[int, str]:
     return {int(level): name for level, name in re.findall(r"(\d+)=(\d+\.\d+-IV\d+)", paragraph)}
 
 
-def source_mv_levels(path) -> set[int]:
-    """The metadata.version levels SOURCE.md lists for one file."""
+def source_features(path) -> set[tuple[str, int]]:
+    """The (feature, level) pairs SOURCE.md lists for one file."""
     sample = next(p for p in path.parents if p.parent == KRAFT_DATA)
     rel = str(path.relative_to(sample))
     for line in (sample / "SOURCE.md").read_text().splitlines():
         if line.startswith(f"| {rel} |"):
-            return {int(x) for x in re.findall(r"metadata\.version level=(\d+)", line)}
+            return {(name, int(level)) for name, level in re.findall(r'"([a-z.]+) level=(\d+)"', line)}
     return set()
 
 
@@ -57,6 +57,8 @@ class Scan:
         self.topics: dict = {}
         self.brokers: set[int] = set()
         self.mv: int | None = None
+        self.features: dict[str, int] = {}
+        self.zk_migration = False
         self.aborts = 0
 
     def feed(self, path, start_offset: int = 0) -> None:
@@ -81,6 +83,12 @@ class Scan:
                     self.brokers.discard(m.broker_id)
                 elif kind == "FeatureLevelRecord" and m.name == "metadata.version":
                     self.mv = m.feature_level
+                elif kind == "FeatureLevelRecord":
+                    self.features[m.name] = m.feature_level
+                    if m.feature_level == 0:
+                        del self.features[m.name]
+                elif kind == "ZkMigrationStateRecord":
+                    self.zk_migration = True
                 elif kind == "AbortTransactionRecord":
                     self.aborts += 1
 
@@ -102,20 +110,35 @@ def _id(p):
     return str(p.relative_to(KRAFT_DATA)) if p else "absent"
 
 
+def session(capsys, source_args, commands: list[str]):
+    """Run commands in one interactive session (one replay); returns (status, outputs, stderr)."""
+    status, out, err = shell(capsys, *source_args, stdin="".join(c + "\n" for c in commands))
+    blocks = out.split(">> ")
+    assert blocks[0] == "[ Kafka Metadata Shell ]\n" and blocks[-1] == "\n"
+    return status, blocks[1:-1], err
+
+
 def check_shell_shows(capsys, scan: Scan, files, *source_args):
     assert scan.aborts == 0   # the samples hold only committed transactions, so the scan needs none
-    status, out, err = shell(capsys, *source_args, "ls", "/image/topics/byName")
+    commands = ["ls /image/topics/byName", "ls /image/cluster/brokers", "cat /image/features/metadataVersion",
+                "ls /image/features"] + [f"cat /image/features/finalized_{name}" for name in scan.features]
+    status, outputs, err = session(capsys, source_args, commands)
     pre_release = any("apache__kafka" in f.parts for f in files)
     assert status == 0 or (pre_release and "PartitionRecord v1, field Directories" in err), err
-    assert out.splitlines() == sorted(scan.topics.values())
-    _, out, _ = shell(capsys, *source_args, "ls", "/image/cluster/brokers")
-    assert out.splitlines() == sorted(str(b) for b in scan.brokers)
-    _, out, _ = shell(capsys, *source_args, "cat", "/image/features/metadataVersion")
+    topics, brokers, mv, features, *levels = outputs
+    assert topics.splitlines() == sorted(scan.topics.values())
+    assert brokers.splitlines() == sorted(str(b) for b in scan.brokers)
+    listed = set().union(*(source_features(f) for f in files))
     if scan.mv is None:
-        assert out == "none\n"
+        assert mv == "none\n"
     else:
-        assert out == mv_release_names()[scan.mv] + "\n"
-        assert scan.mv in set().union(*(source_mv_levels(f) for f in files))
+        assert mv == mv_release_names()[scan.mv] + "\n"
+        assert ("metadata.version", scan.mv) in listed
+    expected = ["metadataVersion"] + [f"finalized_{name}" for name in scan.features]
+    assert features.splitlines() == sorted(expected + (["zkMigrationState"] if scan.zk_migration else []))
+    for (name, level), shown in zip(scan.features.items(), levels):
+        assert (name, level) in listed
+        assert shown == f"{level}\n"
 
 
 @pytest.mark.parametrize("directory", metadata_dirs() or [None], ids=_id)
@@ -142,7 +165,7 @@ def test_every_sample_snapshot(path, capsys):
     scan = Scan()
     scan.feed(path)
     check_shell_shows(capsys, scan, [path], "--snapshot", path)
-    status, out, _ = shell(capsys, "--snapshot", path, "cat", "/image/provenance")
+    _, out, _ = shell(capsys, "--snapshot", path, "cat", "/image/provenance")
     parsed = parse_snapshot_file_name(path.name)
     end, epoch = (parsed[0].end_offset, parsed[0].epoch) if parsed else (0, 0)
     assert out.startswith(f"offset {end - 1}, epoch {epoch}, time ")
