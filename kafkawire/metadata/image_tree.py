@@ -18,7 +18,7 @@ shell/node/*.java):
 
 Kafka's names throughout. Additions, none of which Kafka has: ``/image/features/zkMigrationState``
 (only when a ZkMigrationStateRecord was read; Kafka 3.x showed it), and under ``/local`` what the
-replay knows beyond the image: ``lastReadOffset``, ``sources``, ``problems``,
+replay knows beyond the image: ``lastReadOffset``, ``lastReadEpoch``, ``sources``, ``problems``,
 ``pendingTransaction`` and ``raft/`` (leaderId, leaderEpoch, kraftVersion, leaderChange,
 voters/<id>) from the control records.
 
@@ -202,6 +202,7 @@ def _local(replay) -> Directory:
         "version": lambda: Leaf(_kafkawire_version()),
         "commitId": lambda: Leaf("unknown"),
         "lastReadOffset": lambda: Leaf(str(replay.last_offset)),
+        "lastReadEpoch": lambda: Leaf(str(replay.last_epoch)),
         "sources": lambda: Leaf("\n".join(replay.sources) or "none"),
         "problems": lambda: Leaf("\n".join(map(str, replay.problems)) or "none"),
         "raft": lambda: _raft(replay),

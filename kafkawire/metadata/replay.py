@@ -84,6 +84,7 @@ class Replay:
     sources: list[str] = field(default_factory=list)
     records_applied: int = 0
     last_offset: int = -1          # the last offset read, whether or not it was published
+    last_epoch: int = -1           # the epoch of the batch (or snapshot) that offset is in
     transaction: PendingTransaction | None = None
     aborted_transactions: int = 0
 
@@ -108,6 +109,7 @@ class Replay:
             self.image.provenance = Provenance(snapshot_id.end_offset - 1, snapshot_id.epoch,
                                                -1 if header_time is None else header_time)
             self.last_offset = snapshot_id.end_offset - 1
+            self.last_epoch = snapshot_id.epoch
 
     def load_log(self, path, start_offset: int = 0) -> None:
         """Replay a log segment, skipping records below ``start_offset``."""
@@ -135,7 +137,8 @@ class Replay:
                     if self.transaction is None:
                         self.image.provenance = Provenance(batch.last_offset, batch.partition_leader_epoch,
                                                            batch.max_timestamp)
-                    self.last_offset = max(self.last_offset, batch.last_offset)
+                    if batch.last_offset > self.last_offset:
+                        self.last_offset, self.last_epoch = batch.last_offset, batch.partition_leader_epoch
         except CorruptRecordError as exc:
             self.problems.append(Problem(path, exc.position, None, f"{exc.reason}; the rest of the file is not read"))
         if batches.tail is not None:

@@ -253,7 +253,8 @@ def test_interactive_session_on_stdin(tmp_path, capsys):
 def test_local_node(tmp_path, capsys):
     log = small_log(tmp_path)
     _, out, _ = shell(capsys, "--snapshot", log, "ls", "/local")
-    assert out.splitlines() == ["commitId", "lastReadOffset", "problems", "raft", "sources", "version"]
-    _, out, _ = shell(capsys, "--snapshot", log, "cat", "/local/lastReadOffset", "/local/problems",
-                      "/local/raft/kraftVersion")
-    assert out == "4\nnone\n0\n"
+    assert out.splitlines() == ["commitId", "lastReadEpoch", "lastReadOffset", "problems", "raft", "sources",
+                                "version"]
+    _, out, _ = shell(capsys, "--snapshot", log, "cat", "/local/lastReadOffset", "/local/lastReadEpoch",
+                      "/local/problems", "/local/raft/kraftVersion")
+    assert out == "4\n3\nnone\n0\n"
