@@ -14,15 +14,18 @@ that all three encode it to identical bytes, so every decoder parses the same in
   factor 3 (replicas == isr), leaders spread over the 20 brokers (N=10: 46 KB).
 * FetchResponse v12: 10 topics x 10 partitions, each partition's ``records`` holding the same
   uncompressed v2 record batch (100 records, 10 B keys, 110 B values, one header: 14,633 B;
-  1.46 MB in all). The batch is opaque bytes to all three codecs; each decoder copies it out
-  as ``bytes``. kafka-python's encode returns a bytearray, the others bytes.
+  1.46 MB in all). The batch is opaque bytes to all three codecs. kafka-python and kio copy
+  each batch out as ``bytes``; kafkawire hands back a memoryview slice of the input, as Kafka's
+  Java reader wraps a slice of its buffer. kafka-python's encode returns a bytearray, the
+  others bytes.
 
 "encode" turns the already-built message object into bytes; "decode" turns bytes into the
 message object (kafka-python and kafkawire in pure Python, kio's reader is its Rust
 extension, its writer pure Python). Each figure is ops/s: the median of ``--runs`` rounds,
 each round a loop sized to take about ``--seconds``; rounds are interleaved across libraries
 and the garbage collector is disabled while timing; min-max of the rounds is shown next to
-it. Ratios are kafkawire / other, from the medians.
+it. Ratios are kafkawire / other, from the medians. ``--repeat K`` measures everything K times
+and ends with the median and range of each ratio over the K measurements.
 """
 
 from __future__ import annotations
@@ -380,6 +383,31 @@ def run(args):
         print("!! encodings differ: the comparison below is not apples to apples")
     print()
 
+    all_ratios = []
+    for repetition in range(args.repeat):
+        if args.repeat > 1:
+            print(f"--- measurement {repetition + 1} of {args.repeat}, load average "
+                  f"{os.getloadavg()[0]:.2f}")
+        all_ratios.append(measure_all(workloads, args))
+    if args.repeat > 1:
+        print(f"=== ratios over the {args.repeat} measurements: median (min-max)")
+        print(RATIO_HEADER)
+        print("-" * len(RATIO_HEADER))
+        for label in all_ratios[0]:
+            cells = []
+            for i in range(len(RATIO_COLUMNS)):
+                values = [ratios[label][i] for ratios in all_ratios]
+                cells.append(f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})")
+            print(f"{label:<24} " + " ".join(f"{c:>20}" for c in cells))
+
+
+RATIO_COLUMNS = [("kafka-python", 0), ("kafka-python", 1), ("kio", 0), ("kio", 1)]
+RATIO_HEADER = (f"{'workload':<24} {'kw/kafka-python enc':>20} {'kw/kafka-python dec':>20} "
+                f"{'kw/kio enc':>20} {'kw/kio dec':>20}")
+
+
+def measure_all(workloads, args):
+    """Time every workload once; print the rates and ratios; return {label: ratios}."""
     header = (f"{'workload':<24} {'library':<13} {'encode ops/s (min-max)':>32} "
               f"{'decode ops/s (min-max)':>32}")
     print(header)
@@ -400,16 +428,14 @@ def run(args):
         summary.append((label, results))
     print()
 
-    header = (f"{'workload':<24} {'kw/kafka-python enc':>20} {'kw/kafka-python dec':>20} "
-              f"{'kw/kio enc':>11} {'kw/kio dec':>11}")
-    print(header)
-    print("-" * len(header))
+    print(RATIO_HEADER)
+    print("-" * len(RATIO_HEADER))
+    ratios = {}
     for label, results in summary:
-        kw_enc, kw_dec = results["kafkawire"][0][0], results["kafkawire"][1][0]
-        kp_enc, kp_dec = results["kafka-python"][0][0], results["kafka-python"][1][0]
-        kio_enc, kio_dec = results["kio"][0][0], results["kio"][1][0]
-        print(f"{label:<24} {kw_enc / kp_enc:>19.2f}x {kw_dec / kp_dec:>19.2f}x "
-              f"{kw_enc / kio_enc:>10.2f}x {kw_dec / kio_dec:>10.2f}x")
+        ratios[label] = [results["kafkawire"][what][0] / results[peer][what][0] for peer, what in RATIO_COLUMNS]
+        print(f"{label:<24} " + " ".join(f"{r:>19.2f}x" for r in ratios[label]))
+    print()
+    return ratios
 
 
 def _version(dist):
@@ -452,6 +478,8 @@ def main():
                     help="also run MetadataResponse with 100 topics x N partitions (RF 3)")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--seconds", type=float, default=0.3)
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="measure everything this many times and summarise the ratios")
     ap.add_argument("--profile", action="store_true",
                     help="instead of timing, cProfile kafkawire's encode and decode")
     args = ap.parse_args()
