@@ -3,6 +3,7 @@ kafka-python, aiokafka, confluent-kafka (librdkafka), kcat; tshark's Kafka disse
 traffic."""
 import asyncio
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -299,7 +300,8 @@ def test_tshark_dissects_a_loopback_capture_without_errors(metadata_log, tmp_pat
         proc = subprocess.Popen([dumpcap, "-i", "lo", "-f", f"tcp port {served.port}", "-w", str(capture)],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
-            started = proc.stderr.readline()
+            ready, _, _ = select.select([proc.stderr], [], [], 15)
+            started = proc.stderr.readline() if ready else "(dumpcap said nothing for 15 s)"
             if "Capturing on" not in started:
                 proc.kill()
                 pytest.skip(f"dumpcap cannot capture on lo here: {started.strip() or proc.stderr.read()[:200]}")
