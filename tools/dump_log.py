@@ -581,7 +581,7 @@ class Dumper:
         return int(stem), data
 
     def _first_batch_at(self, name: str, data: bytes, position: int, limit: int):
-        """(last offset, end) of the batch at ``position``, or None if none fits in ``limit``."""
+        """The batch at ``position``, or None if no whole batch of at most ``limit`` bytes starts there."""
         end = min(len(data), position + limit)
         if position < 0 or end - position <= HEADER_SIZE_UP_TO_MAGIC:
             return None
