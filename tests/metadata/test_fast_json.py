@@ -3,10 +3,12 @@ Jackson's text, on every metadata record of the reference samples and on tricky 
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from kafkawire import messages
 from kafkawire.metadata import decode_metadata_record, encode_metadata_record
@@ -103,3 +105,16 @@ def test_payload_decoder_cache_and_errors():
     assert "unknown metadata record type 99" in decode_payload(bytes([1, 99, 0])).error
     long_value = value + b"\x00"     # a byte left over after the record
     assert decode_payload(long_value).error is not None
+
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+@settings(max_examples=500)
+def test_java_double_round_trips_in_java_grammar(value):
+    text = java_double(value)
+    assert float(text) == value
+    magnitude = abs(value)
+    if value == 0 or 1e-3 <= magnitude < 1e7:
+        assert re.fullmatch(r"-?\d+\.\d+", text), text          # plain decimal, a digit after the point
+    else:
+        assert re.fullmatch(r"-?\d\.\d+E-?\d+", text), text     # d.ddddE±n

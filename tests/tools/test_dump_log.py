@@ -6,6 +6,7 @@ import struct
 import uuid
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from dumplog_testlib import dump, data_files, is_metadata_file, KRAFT_DATA
 from kafkawire import messages
@@ -414,3 +415,14 @@ def test_producer_state_snapshots(tmp_path, capsys):
     path.write_bytes(bytes(broken))
     status, out, err = dump(capsys, "--files", path)
     assert status == 1 and f"{path} at byte 2: Snapshot is corrupt (CRC is no longer valid)" in err
+
+
+@given(st.binary(max_size=400), st.integers(min_value=0, max_value=3))
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_arbitrary_bytes_are_reported_never_crash(tmp_path, capsys, junk, where):
+    base = b"".join(three_batches())
+    cut = [0, len(three_batches()[0]), len(base) // 2, len(base)][where]
+    path = write_log(tmp_path, base[:cut] + junk)
+    status, out, err = dump(capsys, "--cluster-metadata-decoder", "--files", path)
+    assert status in (0, 1)
+    assert status == 0 or f"Error: {path}" in err
