@@ -189,7 +189,7 @@ def _merge(start, end, pushed: PushedFilters):
     return start, end
 
 
-def _plan_partition(topic, partition, segments, opts, pushed, *, complete=False) -> list[ReadTask]:
+def _plan_partition(topic, partition, segments, opts, pushed, split_bytes, *, complete=False) -> list[ReadTask]:
     if not segments:
         return []
     key = (topic, partition)
@@ -204,22 +204,33 @@ def _plan_partition(topic, partition, segments, opts, pushed, *, complete=False)
     if start is not None and end is not None and start >= end:
         return []
     low_us = pushed.timestamp_lower_us
-    return tasks_for_range(topic, partition, segments, start, end, split_bytes=opts.split_bytes,
+    return tasks_for_range(topic, partition, segments, start, end, split_bytes=split_bytes,
                            timestamp_low_ms=None if low_us is None else -(-low_us // 1000),
                            with_following=not opts.include_aborted, complete=complete)
+
+
+def spread_split_bytes(total_bytes: int, split_bytes: int) -> int:
+    """The split size for a read of ``total_bytes``: ``maxPartitionBytes``, but smaller for
+    a smaller read, so that it still spreads over about PACK_SPREAD tasks (Spark's file
+    sources shrink their splits the same way, by the default parallelism)."""
+    return max(1, min(split_bytes, max(OPEN_COST_BYTES, -(-total_bytes // PACK_SPREAD))))
 
 
 def plan_batch(opts: ReadOptions, pushed: PushedFilters) -> list[ReadTask]:
     """Every task of a batch read."""
     layout = discover(opts.paths)
-    tasks = []
+    logs = []   # (topic, partition, segments, complete)
     for snap in layout.snapshots:
         if opts.selects(snap.topic, snap.partition) and pushed.keeps_partition(snap.topic, snap.partition):
-            segment = Segment(0, snap.path, os.path.getsize(snap.path))
-            tasks += _plan_partition(snap.topic, snap.partition, [segment], opts, pushed, complete=True)
+            logs.append((snap.topic, snap.partition, [Segment(0, snap.path, os.path.getsize(snap.path))], True))
     for part in layout.partitions:
         if opts.selects(part.topic, part.partition) and pushed.keeps_partition(part.topic, part.partition):
-            tasks += _plan_partition(part.topic, part.partition, part.segments(), opts, pushed)
+            logs.append((part.topic, part.partition, part.segments(), False))
+    split_bytes = spread_split_bytes(sum(s.size for *_, segments, _ in logs for s in segments),
+                                     opts.split_bytes)
+    tasks = []
+    for topic, partition, segments, complete in logs:
+        tasks += _plan_partition(topic, partition, segments, opts, pushed, split_bytes, complete=complete)
     return tasks
 
 

@@ -5,6 +5,7 @@ alike; nothing here imports pyspark, so it is tested and benchmarked on its own.
 """
 from __future__ import annotations
 
+import gc
 import os
 from dataclasses import dataclass
 
@@ -117,7 +118,23 @@ def _outcomes(task: ReadTask) -> TransactionOutcomes:
 
 
 def read_task(task: ReadTask, settings: ReadSettings):
-    """Yield the task's rows as pyarrow RecordBatches (see columns.py for the columns)."""
+    """Yield the task's rows as pyarrow RecordBatches (see columns.py for the columns).
+
+    Python's cyclic garbage collector is paused while the task reads: decoding creates a
+    record object per row and holds a batch's worth alive, which sets the collector off
+    over and over (about a fifth of the CPU time, measured), and nothing here makes
+    reference cycles for it to find; reference counting frees everything as usual.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield from _read_task(task, settings)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _read_task(task: ReadTask, settings: ReadSettings):
     fail = settings.fail_on_corruption
     row_filter = RowFilter(task.offset_min, task.offset_end, settings.offset_in,
                            settings.timestamp_bounds)

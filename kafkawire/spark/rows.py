@@ -1,8 +1,8 @@
 """Kafka record batches in, Arrow record batches (the columns of ``columns.py``) out.
 
 Why it is shaped like this: everything per record is done by C loops where CPython has
-them. Records come out of the batch decoder once; ``map(attrgetter)`` pulls each field
-into a list; a binary column is one ``bytes.join`` of the (zero-copy) slices plus offsets
+them. Records come out of the batch decoder once; ``map(attrgetter)`` pulls each wanted
+field into a list; a binary column is one ``bytes.join`` of the (zero-copy) slices plus offsets
 from ``accumulate``, handed to Arrow as buffers; values every record of a batch shares
 (epoch, producer, flags) are stored once per batch and expanded by Arrow's run-end decoding.
 Filters on offset and timestamp are applied to the finished columns by Arrow compute.
@@ -28,7 +28,9 @@ from .columns import HEADERS_TYPE, arrow_schema
 
 __all__ = ["RowsBuilder", "RowFilter", "MetadataDecoder"]
 
-_RECORD_FIELDS = attrgetter("key", "value", "offset", "timestamp", "headers")
+# One C-level pass per column over the records (measured: five single-field passes cost
+# a seventh of one five-field attrgetter pass followed by zip(*...)).
+_KEY, _VALUE, _OFFSET, _TIMESTAMP, _HEADERS = map(attrgetter, ("key", "value", "offset", "timestamp", "headers"))
 _HEADER_STRUCT = HEADERS_TYPE.value_type
 _TS_TYPE = pa.timestamp("us", tz="UTC")
 _MAX_MS = (2 ** 63 - 1) // 1000   # the largest millisecond count whose microseconds fit a long
@@ -201,7 +203,7 @@ class RowsBuilder:
         self._reset()
 
     def _reset(self):
-        self._keys, self._values, self._offsets, self._timestamps, self._headers = [], [], [], [], []
+        self._records = []        # every record added, fields pulled out per column at take()
         self._run_ends = array("i")
         self._run_values = {name: [] for name in _RUN_FIELDS}
         self._control = []        # (row, type name) for control records
@@ -218,12 +220,7 @@ class RowsBuilder:
             return
         control = _control_types(batch, records) if batch.is_control else None
         first = self.rows
-        keys, values, offsets, timestamps, headers = zip(*map(_RECORD_FIELDS, records))
-        self._keys += keys
-        self._values += values
-        self._offsets += offsets
-        self._timestamps += timestamps
-        self._headers += headers
+        self._records += records
         self.rows += n
         self.bytes += batch.size_in_bytes
         self._run_ends.append(self.rows)
@@ -258,20 +255,22 @@ class RowsBuilder:
         if not self.rows:
             return None
         want = self._want
-        offsets = pa.array(self._offsets, pa.int64())
+        records = self._records
+        offsets = pa.array(list(map(_OFFSET, records)), pa.int64())
+        timestamps = list(map(_TIMESTAMP, records))
         try:
-            ts_us = pc.multiply_checked(pa.array(self._timestamps, pa.int64()), 1000)
+            ts_us = pc.multiply_checked(pa.array(timestamps, pa.int64()), 1000)
         except pa.ArrowInvalid:
-            bad = next(o for o, t in zip(self._offsets, self._timestamps) if abs(t) > _MAX_MS)
+            bad = next(r.offset for r in records if abs(r.timestamp) > _MAX_MS)
             raise CorruptRecordError(f"timestamp out of range at offset {bad} of "
                                      f"{self.topic}-{self.partition}") from None
         columns = {"offset": offsets, "timestamp": ts_us.cast(_TS_TYPE)}
         if "key" in want:
-            columns["key"] = _binary_array(self._keys)
+            columns["key"] = _binary_array(list(map(_KEY, records)))
         if "value" in want:
-            columns["value"] = _binary_array(self._values)
+            columns["value"] = _binary_array(list(map(_VALUE, records)))
         if "headers" in want:
-            columns["headers"] = _headers_array(self._headers)
+            columns["headers"] = _headers_array(list(map(_HEADERS, records)))
         if "topic" in want:
             columns["topic"] = pa.repeat(pa.scalar(self.topic, pa.string()), self.rows)
         if "partition" in want:

@@ -1,0 +1,294 @@
+"""Spark reading Kafka segments through kafkawire.spark, against Spark reading the same
+records from Parquet, in one run; and where kafkawire's time goes.
+
+Run by hand (not part of the tests; needs Java 17 and the dev extra):
+
+    PYTHONPATH=. .venv/bin/python benchmarks/spark_read.py [--gb 1.0] [--runs 3] [--cores 2]
+
+Workload: ``--gb`` of v2 segments written by our Log writer into one partition each,
+uncompressed and lz4 (the same records): batches of 100 records, 16-byte keys, 100-byte
+values (half random hex, half repeated text, so lz4 has something to do), no headers, one
+segment of up to 1 GiB with Kafka's default 4 KiB index interval. The Parquet copy holds
+exactly the rows (all columns) kafkawire produces for the uncompressed log, written by
+Spark with its default snappy codec.
+
+Each read materialises every column of every row (``df.write.format("noop")``), in a
+local[--cores] session, ``--runs`` times after a warm-up run; printed are the medians of
+the wall time (rows/s) and of the CPU time the JVM and its Python workers used (rows per
+CPU-second: the per-core rate, which other load on a shared machine does not distort),
+each with its ratio to Parquet. Then, in this process
+on one core (CPU time, so other load on the machine counts less), the Python read path is
+taken apart on the first 64 MiB of each log: framing and CRC, lz4, record decoding, Arrow
+columns. What Spark itself costs to take Arrow batches from a Python data source is
+measured by a probe source that yields one prebuilt batch of the same columns over and
+over (the same row count and task count, no reading at all).
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kafkawire.records import LZ4, NONE, RecordBatchBuilder  # noqa: E402
+from kafkawire.storage.log import Log  # noqa: E402
+
+RECORDS_PER_BATCH = 100
+T0 = 1_700_000_000_000
+SAMPLE_BYTES = 64 * 1024 * 1024
+
+
+def _values(n: int) -> list[bytes]:
+    filler = b"order-status=SHIPPED;warehouse=EU-WEST;" * 2
+    return [os.urandom(25).hex().encode() + filler[:50] for _ in range(n)]
+
+
+def generate(path: Path, target_bytes: int, compression: int) -> int:
+    """Write about target_bytes of uncompressed records into partition dir ``path``;
+    returns the record count."""
+    if path.exists():
+        shutil.rmtree(path)
+    values = _values(1024)
+    log = Log(path)
+    n = 0
+    written = 0
+    try:
+        while written < target_bytes:
+            b = RecordBatchBuilder(compression_type=compression, partition_leader_epoch=1)
+            for _ in range(RECORDS_PER_BATCH):
+                b.append(b"key-%012d" % n, values[n & 1023], (), T0 + n)
+                n += 1
+            data = b.build()
+            log.append(data, assign_offsets=True)
+            written += 16 * RECORDS_PER_BATCH + 100 * RECORDS_PER_BATCH + 61
+        log.flush()
+    finally:
+        log.close()
+    return n
+
+
+def _dir_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def spark_session(cores: int):
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    from pyspark.sql import SparkSession
+    spark = (SparkSession.builder.master(f"local[{cores}]").appName("kafkawire-bench")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.memory", "2g").config("spark.sql.shuffle.partitions", str(cores))
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    from kafkawire.spark import register
+    register(spark)
+    return spark
+
+
+def register_handover_probe(spark, sample_log: Path, arrow_file: Path):
+    """A data source that yields one prebuilt Arrow batch of kafkawire's columns (32768 rows
+    of the log, read once here and saved as an Arrow IPC file) over and over: what Spark
+    costs to take Arrow batches from a Python data source, with no reading at all."""
+    import pyarrow as pa
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+    from kafkawire.spark.columns import column_names
+    from kafkawire.spark.rows import RowsBuilder
+    from kafkawire.spark.scan import scan_batches
+
+    builder = RowsBuilder(column_names(), "bench", 0)
+    for _, batch in scan_batches(str(sorted(sample_log.glob("*.log"))[0])):
+        builder.add(batch, list(batch))
+        if builder.rows >= 32768:
+            break
+    sample = builder.take()
+    with pa.OSFile(str(arrow_file), "wb") as sink, pa.ipc.new_file(sink, sample.schema) as writer:
+        writer.write_batch(sample)
+
+    class HandoverReader(DataSourceReader):
+        def __init__(self, options):
+            self.rows, self.parts = int(options["rows"]), int(options["partitions"])
+
+        def partitions(self):
+            return [InputPartition(i) for i in range(self.parts)]
+
+        def read(self, partition):
+            import pyarrow as pa
+            arrow = pa.ipc.open_file(pa.memory_map(str(arrow_file))).get_batch(0)
+            left = self.rows // self.parts
+            while left > 0:
+                yield arrow.slice(0, min(left, arrow.num_rows))
+                left -= arrow.num_rows
+
+    class HandoverProbe(DataSource):
+        @classmethod
+        def name(cls):
+            return "handover_probe"
+
+        def schema(self):
+            from kafkawire.spark.columns import ddl
+            return ddl(column_names())
+
+        def reader(self, schema):
+            return HandoverReader(self.options)
+
+    spark.dataSource.register(HandoverProbe)
+
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """CPU seconds used so far by ``root`` and every process below it (the JVM and Spark's
+    Python workers, which Spark reuses across tasks, so none of their time is lost)."""
+    parents, cpu = {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / _TICK
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += cpu.get(pid, 0.0)
+        todo += [child for child, parent in parents.items() if parent == pid]
+    return total
+
+
+def timed_reads(make_df, runs: int) -> tuple[list[float], list[float]]:
+    """(wall seconds, CPU seconds of the whole Spark process tree) of each run."""
+    make_df().write.format("noop").mode("overwrite").save()   # warm-up: workers, page cache
+    walls, cpus = [], []
+    for _ in range(runs):
+        c, t = tree_cpu_seconds(os.getpid()), time.perf_counter()
+        make_df().write.format("noop").mode("overwrite").save()
+        walls.append(time.perf_counter() - t)
+        cpus.append(tree_cpu_seconds(os.getpid()) - c)
+    return walls, cpus
+
+
+def stages(path: Path) -> dict:
+    """CPU seconds per row of each stage of the Python read path, on one core."""
+    from kafkawire.spark.columns import column_names
+    from kafkawire.spark.rows import RowsBuilder
+    from kafkawire.spark.scan import scan_batches
+    segment = sorted(path.glob("*.log"))[0]
+    limit = min(os.path.getsize(segment), SAMPLE_BYTES)
+
+    def run(decompress, decode, arrow):
+        rows = 0
+        builder = RowsBuilder(column_names(), "bench", 0)
+        t = time.process_time()
+        for _, batch in scan_batches(str(segment), 0, limit, limit):
+            rows += batch.records_count
+            if decompress:
+                batch.decompressed_records()
+            if decode:
+                records = list(batch)
+                if arrow:
+                    builder.add(batch, records)
+                    if builder.rows >= 32768:
+                        builder.take()
+        if arrow:
+            builder.take()
+        return (time.process_time() - t) / rows
+
+    gc.disable()   # as read_task does while it reads
+    best = {}
+    for name, args in (("read, frame, CRC", (False, False, False)), ("+ decompress", (True, False, False)),
+                       ("+ decode records", (True, True, False)), ("+ Arrow columns", (True, True, True))):
+        best[name] = min(run(*args) for _ in range(3))
+    gc.enable()
+    return best
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--gb", type=float, default=1.0, help="uncompressed record bytes per log")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--dir", default="/tmp/kafkawire-spark-bench")
+    args = ap.parse_args()
+    root = Path(args.dir)
+    root.mkdir(parents=True, exist_ok=True)
+    target = int(args.gb * (1 << 30))
+
+    print(f"generating {args.gb} GB of records per log in {root} ...", flush=True)
+    logs = {}
+    for name, codec in (("uncompressed", NONE), ("lz4", LZ4)):
+        path = root / f"bench-{name}-0"
+        t = time.perf_counter()
+        n = generate(path, target, codec)
+        logs[name] = path
+        print(f"  {name:12} {n:,} records, {_dir_bytes(path) / 1e6:,.0f} MB on disk "
+              f"({time.perf_counter() - t:.0f} s to write)", flush=True)
+
+    spark = spark_session(args.cores)
+    parquet = root / "parquet"
+    spark.read.format("kafkawire").load(str(logs["uncompressed"])).write.mode("overwrite").parquet(str(parquet))
+    print(f"  parquet      {_dir_bytes(parquet) / 1e6:,.0f} MB on disk (snappy)", flush=True)
+    rows = spark.read.parquet(str(parquet)).count()
+
+    tasks = spark.read.format("kafkawire").load(str(logs["uncompressed"])).rdd.getNumPartitions()
+    register_handover_probe(spark, logs["uncompressed"], root / "sample.arrow")
+    readers = {
+        "kafkawire uncompressed": lambda: spark.read.format("kafkawire").load(str(logs["uncompressed"])),
+        "kafkawire lz4": lambda: spark.read.format("kafkawire").load(str(logs["lz4"])),
+        "Spark Parquet (same rows)": lambda: spark.read.parquet(str(parquet)),
+        "hand-over only (no reading)": lambda: spark.read.format("handover_probe").option("rows", rows)
+        .option("partitions", tasks).load(),
+    }
+    print(f"\nSpark local[{args.cores}], {rows:,} rows, all {len(spark.read.parquet(str(parquet)).columns)} "
+          f"columns materialised (noop sink); kafkawire plans {tasks} input partitions per log; "
+          f"median of {args.runs} runs\n")
+    results, cpu = {}, {}
+    for name, make in readers.items():
+        walls, cpus = timed_reads(make, args.runs)
+        results[name], cpu[name] = statistics.median(walls), statistics.median(cpus)
+    base_wall = rows / results["Spark Parquet (same rows)"]
+    base_cpu = rows / cpu["Spark Parquet (same rows)"]
+    print(f"{'reader':28} {'wall s':>7} {'rows/s':>11} {'CPU s':>7} {'rows/CPU-s':>11} "
+          f"{'vs Parquet (wall, CPU)':>23}")
+    for name in readers:
+        wall_rate, cpu_rate = rows / results[name], rows / cpu[name]
+        print(f"{name:28} {results[name]:7.2f} {wall_rate:11,.0f} {cpu[name]:7.2f} {cpu_rate:11,.0f} "
+              f"{wall_rate / base_wall:11.3f} {cpu_rate / base_cpu:11.3f}")
+    print("rows/CPU-s is the per-core rate: rows per second of CPU used by the JVM and its Python "
+          "workers together (robust to other load on the machine, which the wall times are not)")
+    spark.stop()
+
+    handover = cpu["hand-over only (no reading)"] / rows
+    print(f"\nwhere kafkawire's CPU time goes, per row: the Python read path taken apart in this "
+          f"process (first {SAMPLE_BYTES >> 20} MiB of each log), Spark's own cost from the hand-over "
+          f"probe, against the CPU the Spark read used per row")
+    for name, path in logs.items():
+        parts = stages(path)
+        total = parts["+ Arrow columns"]
+        spark_per_row = cpu[f"kafkawire {name}"] / rows
+        print(f"  {name}:")
+        previous = 0.0
+        for stage, cumulative in parts.items():
+            step = cumulative - previous
+            previous = cumulative
+            print(f"    {stage:22} {step * 1e6:6.2f} us/row  {step / spark_per_row:6.1%}")
+        print(f"    {'Python read path':22} {total * 1e6:6.2f} us/row  = {1 / total:,.0f} rows/s on one core")
+        print(f"    {'Spark hand-over':22} {handover * 1e6:6.2f} us/row  {handover / spark_per_row:6.1%} "
+              f"(the no-reading probe: Arrow to the JVM, rows, tasks, noop sink)")
+        rest = spark_per_row - total - handover
+        print(f"    {'residual':22} {rest * 1e6:6.2f} us/row  {rest / spark_per_row:6.1%} "
+              f"(planning, index lookups, the worker's own GC and caches; +/- measurement)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
