@@ -31,7 +31,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["OptionError", "ReadOptions", "EARLIEST", "LATEST", "parse_options"]
+__all__ = ["OptionError", "ReadOptions", "EARLIEST", "LATEST", "parse_options", "column_options"]
 
 EARLIEST = -2
 LATEST = -1
@@ -187,6 +187,18 @@ def _timestamps(opts, single: str, by_partition: str) -> TimestampSpec | None:
     return TimestampSpec(None, per)
 
 
+def column_options(options) -> dict:
+    """Just the options that decide the columns (a source's schema is asked for before
+    Spark says whether the read is a batch or a stream)."""
+    opts = _lower(options)
+    decode = str(opts.get("decode", "none")).strip().lower()
+    if decode not in ("none", "metadata"):
+        raise OptionError(f"option decode={decode!r}: expected none or metadata")
+    return {"include_headers": _bool(opts, "includeHeaders", True),
+            "decode_metadata": decode == "metadata",
+            "fail_on_corruption": _bool(opts, "failOnCorruption", True)}
+
+
 def parse_options(options, *, streaming: bool) -> ReadOptions:
     opts = _lower(options)
     for name in opts:
@@ -212,9 +224,7 @@ def parse_options(options, *, streaming: bool) -> ReadOptions:
     if include_aborted and isolation == "read_committed":
         raise OptionError("includeAborted=true contradicts kafka.isolation.level=read_committed")
 
-    decode = str(opts.get("decode", "none")).strip().lower()
-    if decode not in ("none", "metadata"):
-        raise OptionError(f"option decode={decode!r}: expected none or metadata")
+    shape = column_options(opts)
 
     topics = pattern = assigned = None
     chosen = [n for n in ("subscribe", "subscribepattern", "assign") if opts.get(n) is not None]
@@ -243,11 +253,11 @@ def parse_options(options, *, streaming: bool) -> ReadOptions:
         topics=topics,
         topic_pattern=pattern,
         assigned=assigned,
-        include_headers=_bool(opts, "includeHeaders", True),
+        include_headers=shape["include_headers"],
         include_control=_bool(opts, "includeControl", False),
         include_aborted=include_aborted,
-        decode_metadata=decode == "metadata",
-        fail_on_corruption=_bool(opts, "failOnCorruption", True),
+        decode_metadata=shape["decode_metadata"],
+        fail_on_corruption=shape["fail_on_corruption"],
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
         split_bytes=_int(opts, "maxPartitionBytes", _DEFAULT_SPLIT_BYTES, minimum=1),
         max_offsets_per_trigger=_int(opts, "maxOffsetsPerTrigger", None, minimum=1),

@@ -15,13 +15,13 @@ from .columns import column_names
 from .filters import PushedFilters
 from .indexes import SegmentIndexes
 from .layout import Segment
-from .options import ReadOptions
+from .options import ReadOptions, column_options
 from .plan import ReadTask
 from .rows import MetadataDecoder, RowFilter, RowsBuilder
 from .scan import Skipped, scan_batches
 from .transactions import TransactionOutcomes
 
-__all__ = ["ReadSettings", "read_task", "settings_for", "default_names"]
+__all__ = ["ReadSettings", "read_task", "settings_for", "default_names", "names_for_options"]
 
 # An Arrow batch handed to Spark holds about this many rows or record-batch bytes.
 ROWS_PER_ARROW_BATCH = 32768
@@ -46,6 +46,13 @@ def default_names(opts: ReadOptions) -> list[str]:
     """The columns a read has when the user gives no schema."""
     return column_names(include_headers=opts.include_headers, decode_metadata=opts.decode_metadata,
                         corruption=not opts.fail_on_corruption)
+
+
+def names_for_options(options) -> list[str]:
+    """The same, from the raw options (before knowing whether the read is a stream)."""
+    shape = column_options(options)
+    return column_names(include_headers=shape["include_headers"], decode_metadata=shape["decode_metadata"],
+                        corruption=not shape["fail_on_corruption"])
 
 
 def settings_for(names, opts: ReadOptions, pushed: PushedFilters) -> ReadSettings:

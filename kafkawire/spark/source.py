@@ -18,7 +18,7 @@ from .filters import PushedFilters, push_filters
 from .layout import LayoutError, discover
 from .options import OptionError, ReadOptions, parse_options
 from .plan import PlanError, pack_tasks, partition_key, plan_batch, start_offset, tasks_for_range
-from .reader import ReadSettings, default_names, read_task, settings_for
+from .reader import ReadSettings, default_names, names_for_options, read_task, settings_for
 from .tail import LogTail
 
 __all__ = ["KafkaWireDataSource"]
@@ -69,7 +69,7 @@ class KafkaWireDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> str:
-        return ddl(default_names(parse_options(self.options, streaming=False)))
+        return ddl(names_for_options(self.options))
 
     def reader(self, schema) -> DataSourceReader:
         cls = KafkaWirePushdownReader if _planning_for_pushdown() else KafkaWireBatchReader

@@ -182,3 +182,11 @@ def test_stream_offsets_limits_and_data_loss(tmp_path):
     lenient = _stream_reader(path, failOnDataLoss="false")
     end = lenient.latestOffset(start, ReadAllAvailable())
     assert _offsets_read(lenient, start, end)[0] > 0 and end == {"s": {"0": 33}}
+
+
+def test_a_stream_may_start_at_latest(tmp_path):
+    from kafkawire.spark.source import KafkaWireDataSource
+    path = write_partition(tmp_path / "s-0", numbered_batches(2, 3))
+    source = KafkaWireDataSource({"path": str(path), "startingOffsets": "latest", "decode": "metadata"})
+    assert "`recordType` string" in source.schema()       # asked before Spark says it is a stream
+    assert _stream_reader(path, startingOffsets="latest").initialOffset() == {"s": {"0": 6}}
