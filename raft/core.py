@@ -207,7 +207,8 @@ class RaftCore:
         if snapshot is not None:
             self._apply_snapshot_control(snapshot, self.log.store.read_snapshot(
                 snapshot, 0, self.log.store.snapshot_size(snapshot)))
-        offset = self.log.start_offset
+        # The log before the snapshot's end is summarised by the snapshot's records.
+        offset = max(self.log.start_offset, snapshot.offset if snapshot is not None else 0)
         while offset < self.log.end_offset:
             data = self.log.store.read(offset, self.config.fetch_max_bytes)
             if not data:
@@ -499,7 +500,7 @@ class RaftCore:
         reply(granted=granted)
 
     def _can_grant_vote(self, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
-        return can_grant_vote(self.quorum.state, candidate, log_up_to_date, pre_vote)
+        return can_grant_vote(self.quorum.state, candidate, log_up_to_date, pre_vote, self.now_ms)
 
     def _record_vote(self, epoch: int, candidate: ReplicaKey) -> None:
         """Persisted (Ready.election) before the response leaves: one vote per epoch."""
@@ -602,9 +603,10 @@ class RaftCore:
             else:
                 successors = [ReplicaKey(i) for i in partition.preferred_successors]
             backoff = self._end_epoch_election_backoff_ms(successors)
-            state.fetch_deadline_ms = self.now_ms + backoff
+            state.fetch_deadline_ms = min(state.fetch_deadline_ms, self.now_ms + backoff)
             # The leader is leaving: the "my leader is alive" reason to refuse pre-votes is gone.
             state.has_fetched_from_leader = False
+            state.leader_resigned = True
         reply()
 
     def _end_epoch_election_backoff_ms(self, successors: list[ReplicaKey]) -> int:
@@ -727,8 +729,8 @@ class RaftCore:
             return True   # an observer's bootstrap fetch that taught us nothing new
         if partition.error_code != NONE:
             return self._handle_unexpected_error(partition.error_code)
-        if state.leader_id != event.destination:
-            return True   # a bootstrap server's answer: the leader is known now, fetch from it
+        # Only the leader of our epoch answers a fetch without an error, whichever address
+        # (a bootstrap server, for an observer) the request went to.
         if partition.diverging_epoch.epoch >= 0:
             self._truncate_to_diverging(OffsetAndEpoch(partition.diverging_epoch.epoch,
                                                        partition.diverging_epoch.end_offset))
@@ -742,9 +744,13 @@ class RaftCore:
             if records is not None and len(records) > 0:
                 self._append_as_follower(bytes(records))
             self._update_follower_high_watermark(state, partition.high_watermark)
-        state.has_fetched_from_leader = True
-        state.fetch_deadline_ms = self.now_ms + self.config.fetch_timeout_ms
+        self._on_successful_fetch(state)
         return True
+
+    def _on_successful_fetch(self, state: Follower) -> None:
+        if not state.leader_resigned:
+            state.has_fetched_from_leader = True
+            state.fetch_deadline_ms = self.now_ms + self.config.fetch_timeout_ms
 
     def _truncate_to_diverging(self, diverging: OffsetAndEpoch) -> None:
         """Truncate to where our log agrees with the leader's (Kafka's truncateToEndOffset)."""
@@ -855,8 +861,7 @@ class RaftCore:
         self.log.write_snapshot_chunk(fetch.snapshot_id, fetch.position, data)
         fetch.data += data
         fetch.position += len(data)
-        state.has_fetched_from_leader = True
-        state.fetch_deadline_ms = self.now_ms + self.config.fetch_timeout_ms
+        self._on_successful_fetch(state)
         if fetch.position == fetch.size:
             self._install_fetched_snapshot(state, fetch)
         return True
@@ -1128,6 +1133,10 @@ class RaftCore:
             return
         address = state.leader_endpoints.address(self.config.listener)
         if address is None:
+            return
+        # UpdateRaftVoter and auto-join requests take the place of a fetch when they are due,
+        # as in Kafka (one request in flight to the leader at a time).
+        if self.reconfig.maybe_send_to_leader(state, address):
             return
         if state.fetching_snapshot is not None:
             fetch = state.fetching_snapshot

@@ -393,12 +393,15 @@ class Reconfig:
                 elif core.now_ms >= change.deadline_ms:
                     self._finish(change, int(Errors.REQUEST_TIMED_OUT), "timed out waiting for the change to commit")
             return
-        state = core.quorum.state
-        if isinstance(state, Follower):
-            if core.quorum.is_voter():
-                self._maybe_send_update_voter(state)
-            elif core.config.auto_join:
-                self._maybe_auto_join(state)
+
+    def maybe_send_to_leader(self, state: Follower, address) -> bool:
+        """Called by a follower whose connection to the leader is free: whether it sent an
+        UpdateRaftVoter or auto-join request instead of its next fetch."""
+        if self.core.quorum.is_voter():
+            return self._maybe_send_update_voter(state, address)
+        if self.core.config.auto_join:
+            return self._maybe_auto_join(state, address)
+        return False
 
     def deadlines(self) -> list[int]:
         leader = self._leader
@@ -410,21 +413,18 @@ class Reconfig:
         return out
 
     # --- replica side --------------------------------------------------------------------------------------
-    def _maybe_send_update_voter(self, state: Follower) -> None:
+    def _maybe_send_update_voter(self, state: Follower, address) -> bool:
         core = self.core
         if self.update_acked_epoch == state.epoch or self.update_sent_epoch == state.epoch:
-            return
-        if not state.has_fetched_from_leader or not core.requests.is_ready(state.leader_id, core.now_ms):
-            return
+            return False
+        if not state.has_fetched_from_leader:
+            return False
         node = core.voters().node(core.quorum.local_id)
         local = VoterNode(core.quorum.local_key, core.config.endpoints, core.config.kraft_version_min,
                           core.config.kraft_version_max)
         if core.control.last_kraft_version() >= 1 and node == local:
             self.update_acked_epoch = state.epoch   # the voter set already says what we would
-            return
-        address = state.leader_endpoints.address(core.config.listener)
-        if address is None:
-            return
+            return False
         self.update_sent_epoch = state.epoch
         core._send(state.leader_id, address, up_req.UpdateRaftVoterRequest(
             cluster_id=core.config.cluster_id, current_leader_epoch=state.epoch, voter_id=core.quorum.local_id,
@@ -433,6 +433,7 @@ class Reconfig:
             k_raft_version_feature=up_req.KRaftVersionFeature(min_supported_version=core.config.kraft_version_min,
                                                               max_supported_version=core.config.kraft_version_max)),
             "UpdateRaftVoter")
+        return True
 
     def _handle_update_voter_response(self, event) -> bool:
         body = event.body
@@ -443,16 +444,13 @@ class Reconfig:
         self.update_sent_epoch = None   # try again (after the request backoff)
         return body.error_code in (int(Errors.NOT_LEADER_OR_FOLLOWER), int(Errors.FENCED_LEADER_EPOCH))
 
-    def _maybe_auto_join(self, state: Follower) -> None:
+    def _maybe_auto_join(self, state: Follower, address) -> bool:
         """An observer with auto-join on: drop a stale voter entry of our id, then add ourselves."""
         core = self.core
         if core.control.last_kraft_version() < 1 or core.now_ms < self.auto_join_next_ms:
-            return
-        if not state.has_fetched_from_leader or not core.requests.is_ready(state.leader_id, core.now_ms):
-            return
-        address = state.leader_endpoints.address(core.config.listener)
-        if address is None or core.quorum.local_key.directory_id is None:
-            return
+            return False
+        if not state.has_fetched_from_leader or core.quorum.local_key.directory_id is None:
+            return False
         self.auto_join_next_ms = core.now_ms + AUTO_JOIN_RETRY_MS
         stale = core.voters().node(core.quorum.local_id)
         if stale is not None:
@@ -465,6 +463,7 @@ class Reconfig:
                 voter_directory_id=core.quorum.local_key.wire_directory_id,
                 listeners=[add_req.Listener(name=n, host=h, port=p) for n, h, p in core.config.endpoints.listeners]),
                 "AddRaftVoter")
+        return True
 
     def _handle_auto_join_response(self, event) -> bool:
         return event.body.error_code == NONE

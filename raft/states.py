@@ -98,9 +98,9 @@ class Follower:
     high_watermark: int | None = None
     # While a snapshot is being fetched: its id and the bytes received so far.
     fetching_snapshot: object | None = None
-    # UpdateRaftVoter: whether the leader of this epoch acknowledged our endpoints.
-    update_voter_acked: bool = False
-    update_voter_deadline_ms: int = 0
+    # The leader said it is stepping down (EndQuorumEpoch): answers it sent before that must
+    # not make us believe it alive again, nor push back the election it asked for.
+    leader_resigned: bool = False
 
     def election(self) -> ElectionState:
         return ElectionState.elected(self.epoch, self.leader_id, self.voted_key)
@@ -149,7 +149,8 @@ def voted_key_of(state: EpochState) -> ReplicaKey | None:
     return None
 
 
-def can_grant_vote(state: EpochState, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool) -> bool:
+def can_grant_vote(state: EpochState, candidate: ReplicaKey, log_up_to_date: bool, pre_vote: bool,
+                   now_ms: int = 0) -> bool:
     """Whether this replica grants a (pre-)vote in its current epoch: the rules of Kafka's
     EpochState.canGrantVote (KIP-595, KIP-996), in one place.
 
@@ -160,8 +161,12 @@ def can_grant_vote(state: EpochState, candidate: ReplicaKey, log_up_to_date: boo
     - Candidate: grants pre-votes with an up-to-date log (it knows no leader either), never a
       standard vote: it voted for itself.
     - Follower: grants a pre-vote only before it has fetched successfully from its leader
-      (a leader it can reach is alive, so the prospective is the partitioned one), never a
-      standard vote in an epoch that has a leader.
+      (a leader it can reach is alive, so the prospective is the partitioned one), or once
+      its fetch timer has run out; never a standard vote in an epoch that has a leader.
+      The timer clause goes beyond Kafka's FollowerState: a voter times out into Prospective
+      anyway, but a voter that has not yet fetched the VotersRecord naming it stays a
+      Follower (an observer in its own eyes) and, without the clause, would refuse every
+      pre-vote forever once its leader is gone, leaving the quorum without a majority.
     - Leader and Resigned: never.
     """
     if isinstance(state, (Unattached, Prospective)):
@@ -176,7 +181,8 @@ def can_grant_vote(state: EpochState, candidate: ReplicaKey, log_up_to_date: boo
     if isinstance(state, Candidate):
         return pre_vote and log_up_to_date
     if isinstance(state, Follower):
-        return pre_vote and not state.has_fetched_from_leader and log_up_to_date
+        leader_silent = not state.has_fetched_from_leader or now_ms >= state.fetch_deadline_ms
+        return pre_vote and leader_silent and log_up_to_date
     if isinstance(state, (Leader, Resigned)):
         return False
     raise TypeError(f"unknown epoch state {state!r}")

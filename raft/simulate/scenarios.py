@@ -1,9 +1,18 @@
-"""Named scenarios from the seeds (KIP-595, KIP-853), and the random settings of a seed."""
+"""Named scenarios from the seeds (KIP-595, KIP-853), and the random settings of a seed.
+
+Each scenario drives a simulation with the faults it is about (the random fault injection is
+off), checks every invariant after every event as the random runs do, and then checks the
+outcome the KIP describes. ``python -m raft.simulate --scenario NAME --first-seed S``.
+"""
 from __future__ import annotations
 
 import random
 
-from .world import SimSettings
+from raft.io import Shutdown
+from raft.states import Follower, Leader, Resigned
+
+from .invariants import InvariantViolation
+from .world import SimSettings, Simulation
 
 
 def settings_for_seed(seed: int) -> SimSettings:
@@ -25,4 +34,191 @@ def settings_for_seed(seed: int) -> SimSettings:
     )
 
 
-SCENARIOS: dict = {}
+def expect(condition: bool, what: str, sim: Simulation) -> None:
+    if not condition:
+        raise InvariantViolation("scenario", f"{what}\n{sim.describe()}")
+
+
+def _quiet(seed: int, **settings) -> Simulation:
+    sim = Simulation(seed, SimSettings(drop_rate=0.0, duplicate_rate=0.0, **settings))
+    sim.faults_enabled = False
+    sim.start()
+    return sim
+
+
+def _run_until(sim: Simulation, ms: int, predicate, what: str) -> None:
+    expect(sim.run_until(sim.now + ms, predicate), f"{what} within {ms} ms", sim)
+
+
+def _leader(sim: Simulation):
+    leaders = [n for n in sim.leaders()]
+    return max(leaders, key=lambda n: n.core.epoch) if leaders else None
+
+
+def _voter_ids(node) -> set[int]:
+    return set(node.core.voters().ids)
+
+
+def _commit_one(sim: Simulation, what: str, ms: int = 10_000) -> None:
+    state = {}
+
+    def done():
+        token = state.get("token")
+        if token is None or token in sim.failed_tokens:
+            state["token"] = sim.propose()
+            return False
+        return token in sim.committed_tokens
+    _run_until(sim, ms, done, what)
+
+
+def standalone_then_two_auto_joins(seed: int) -> Simulation:
+    """`kafka-storage format --standalone` on node 1, empty disks on nodes 2 and 3 with
+    controller.quorum.auto.join.enable: node 1 leads alone, then 2 and 3 join as voters."""
+    sim = _quiet(seed, voters=1, observers=2, auto_join_observers=True, format_observers=False)
+    _run_until(sim, 5000, lambda: _leader(sim) is not None, "node 1 leads alone")
+    _commit_one(sim, "a standalone leader commits")
+    _run_until(sim, 30_000, lambda: all(_voter_ids(n) == {1, 2, 3} for n in sim.nodes.values()),
+               "nodes 2 and 3 auto-join and every node sees voters {1, 2, 3}")
+    leader = _leader(sim)
+    for node in sim.nodes.values():
+        expect(node.core.quorum.is_voter(), f"node {node.node_id} is a voter with its own directory id", sim)
+    _commit_one(sim, "the three-voter quorum commits")
+    expect(leader is not None, "a leader", sim)
+    return sim
+
+
+def disk_failure_recovery(seed: int) -> Simulation:
+    """A voter's disk is replaced (same node id, new directory id): with auto-join it removes
+    its stale entry and adds itself back (KIP-853's disk failure recovery)."""
+    sim = _quiet(seed, voters=3)
+    _run_until(sim, 5000, lambda: _leader(sim) is not None, "a first leader")
+    _commit_one(sim, "a commit before the failure")
+    victim = next(n for n in sim.nodes.values() if not isinstance(n.core.state, Leader))
+    old_directory = victim.config.directory_id
+    sim.replace_disk(victim)
+    new_directory = victim.config.directory_id
+
+    def recovered():
+        leader = _leader(sim)
+        if leader is None or not victim.alive:
+            return False
+        node = leader.core.voters().node(victim.node_id)
+        return node is not None and node.key.directory_id == new_directory and \
+            (leader.core.high_watermark() or 0) > (leader.core.control.last_voter_set_offset() or 0)
+    _run_until(sim, 30_000, recovered, f"node {victim.node_id} back in the voter set with its new directory")
+    expect(old_directory != new_directory, "the directory id changed", sim)
+    _commit_one(sim, "commits after the recovery")
+    return sim
+
+
+def node_replacement(seed: int) -> Simulation:
+    """A voter dies for good: the operator removes it and adds a new node (an observer that
+    caught up) in its place, one change at a time."""
+    sim = _quiet(seed, voters=3, observers=1)
+    _run_until(sim, 5000, lambda: _leader(sim) is not None, "a first leader")
+    _commit_one(sim, "a commit before the failure")
+    leader = _leader(sim)
+    dead = next(n for n in sim.nodes.values() if n.node_id in _voter_ids(leader) and n is not leader)
+    dead.crash()
+    sim.admin_change("remove", dead.node_id)
+    _run_until(sim, 20_000, lambda: _leader(sim) is not None and dead.node_id not in _voter_ids(_leader(sim))
+               and (_leader(sim).core.high_watermark() or 0) > (_leader(sim).core.control.last_voter_set_offset() or 0),
+               f"node {dead.node_id} removed and the removal committed")
+    spare = sim.nodes[4]
+    _run_until(sim, 20_000, lambda: _try_add(sim, spare.node_id), "node 4 added as a voter")
+    _commit_one(sim, "commits with the new voter set")
+    expect(_voter_ids(_leader(sim)) == ({1, 2, 3, 4} - {dead.node_id}), "the voter set is the old one with the spare "
+           "in place of the dead node", sim)
+    return sim
+
+
+def _try_add(sim: Simulation, node_id: int) -> bool:
+    leader = _leader(sim)
+    if leader is None:
+        return False
+    if node_id in _voter_ids(leader):
+        return (leader.core.high_watermark() or 0) > (leader.core.control.last_voter_set_offset() or 0)
+    if leader.core.reconfig.pending is None and sim.now >= getattr(sim, "_next_add_ms", 0):
+        sim._next_add_ms = sim.now + 1000
+        sim.admin_change("add", node_id)
+    return False
+
+
+def remove_leader(seed: int) -> Simulation:
+    """RemoveRaftVoter of the leader itself: it keeps leading, not counting itself, until the
+    new voter set commits, then resigns; the remaining voters elect a leader among them."""
+    sim = _quiet(seed, voters=3)
+    _run_until(sim, 5000, lambda: _leader(sim) is not None, "a first leader")
+    _commit_one(sim, "a commit before the removal")
+    old = _leader(sim)
+    sim.admin_change("remove", old.node_id)
+    _run_until(sim, 20_000, lambda: isinstance(old.core.state, Resigned) or not isinstance(old.core.state, Leader),
+               "the removed leader resigns once the removal commits")
+    _run_until(sim, 20_000, lambda: _leader(sim) is not None and _leader(sim) is not old, "a new leader")
+    expect(old.node_id not in _voter_ids(_leader(sim)), "the old leader is out of the voter set", sim)
+    _commit_one(sim, "commits without the old leader")
+    expect(not old.core.quorum.is_voter(), "the old leader knows it is an observer now", sim)
+    return sim
+
+
+def graceful_shutdown(seed: int) -> Simulation:
+    """A leader shutting down sends EndQuorumEpoch; its first preferred successor runs at
+    once, so a new leader is elected well before a fetch timeout (2 s) would notice."""
+    sim = _quiet(seed, voters=3)
+    _run_until(sim, 5000, lambda: _leader(sim) is not None, "a first leader")
+    _commit_one(sim, "a commit before the shutdown")
+    old = _leader(sim)
+    start = sim.now
+    sim._step(old, Shutdown(sim.now, 5000))
+    _run_until(sim, 5000, lambda: _leader(sim) is not None and _leader(sim) is not old, "a new leader")
+    elapsed = sim.now - start
+    expect(elapsed < sim.settings.fetch_timeout_ms, f"a new leader {elapsed} ms after the shutdown, before a fetch "
+           f"timeout ({sim.settings.fetch_timeout_ms} ms) would have started an election", sim)
+    expect(not old.alive or isinstance(old.core.state, Resigned), "the old leader resigned", sim)
+    return sim
+
+
+def observer_catches_up_through_snapshot(seed: int) -> Simulation:
+    """An observer that was down while the voters snapshotted and deleted their logs catches
+    up by FetchSnapshot and ends with the same state machine."""
+    sim = _quiet(seed, voters=3, observers=1, snapshot_every=20)
+    _run_until(sim, 5000, lambda: _leader(sim) is not None, "a first leader")
+    observer = sim.nodes[4]
+    observer.crash()
+    target = sim.now + 8000
+    sim.run_until(target)
+    leader = _leader(sim)
+    expect(leader is not None and leader.core.log.start_offset > 0, "the leader deleted log behind a snapshot", sim)
+    sim._boot(observer)
+    _run_until(sim, 10_000, lambda: observer.core.counters["snapshot_installs"] >= 1
+               and observer.machine.applied_offset >= leader.core.log.start_offset,
+               "the observer installed a snapshot and applied it")
+    return sim
+
+
+def zombie_leader_after_partition(seed: int) -> Simulation:
+    """A leader cut off from the majority takes client writes that never commit; the
+    majority elects a new leader; the zombie resigns by check-quorum; when the partition
+    heals it truncates its uncommitted records and follows."""
+    sim = _quiet(seed, voters=3)
+    _run_until(sim, 5000, lambda: _leader(sim) is not None, "a first leader")
+    _commit_one(sim, "a commit before the partition")
+    zombie = _leader(sim)
+    others = [n for n in sim.nodes if n != zombie.node_id]
+    sim.blocked = {(zombie.node_id, o) for o in others} | {(o, zombie.node_id) for o in others}
+    for _ in range(3):
+        sim.propose()   # may land on the zombie: never committed
+    _run_until(sim, 10_000, lambda: any(isinstance(sim.nodes[o].core.state, Leader) for o in others),
+               "the majority elects a new leader")
+    _run_until(sim, 10_000, lambda: not isinstance(zombie.core.state, Leader), "the zombie resigns by check-quorum")
+    sim.blocked.clear()
+    new = _leader(sim)
+    _run_until(sim, 10_000, lambda: isinstance(zombie.core.state, Follower) and zombie.core.state.leader_id == new.node_id
+               and zombie.core.log.end_offset == new.core.log.end_offset, "the zombie follows the new leader")
+    _commit_one(sim, "commits after the heal")
+    return sim
+
+
+SCENARIOS = {f.__name__: f for f in (standalone_then_two_auto_joins, disk_failure_recovery, node_replacement,
+                                      remove_leader, graceful_shutdown, observer_catches_up_through_snapshot,
+                                      zombie_leader_after_partition)}

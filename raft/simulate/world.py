@@ -66,6 +66,7 @@ class SimSettings:
     old_vote_version_nodes: int = 0   # nodes that speak Vote only up to v1 (no PreVote)
     auto_join_observers: bool = False # observers run with controller.quorum.auto.join.enable
     admin_every_ms: int = 0           # mean time between membership changes (0: none)
+    format_observers: bool = True     # False: observers start with empty disks (--no-initial-controllers)
 
 
 @dataclass(order=True)
@@ -125,7 +126,8 @@ class Simulation:
         if s.kraft_version >= 1:
             voters = VoterSet.of(VoterNode(ReplicaKey(i, directory[i]), endpoints[i], 0, 1) for i in voter_ids)
             for node in self.nodes.values():
-                self.format_bootstrap_snapshot(node, voters, s.kraft_version)
+                if s.format_observers or node.node_id in voter_ids:
+                    self.format_bootstrap_snapshot(node, voters, s.kraft_version)
 
     @staticmethod
     def format_bootstrap_snapshot(node: SimNode, voters: VoterSet, kraft_version: int) -> None:

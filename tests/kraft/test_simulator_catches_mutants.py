@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from kafkawire.protocol.error_codes import Errors
 from raft.core import RaftCore
+from raft.reconfig import Reconfig
 from raft.leader import LeaderBookkeeping
 from raft.log import ValidOffsetAndEpoch
 from raft.simulate import Invariants, InvariantViolation, SimSettings, run_seed
@@ -162,3 +164,23 @@ def test_the_real_core_passes_the_same_seeds():
     """The control group: every invariant enabled, the same seeds and settings, no violation."""
     for seed in list(SEEDS)[:10]:
         run_seed(seed, 3000, SimSettings(voters=5, fault_every_ms=1500))
+
+
+class _ConcurrentChanges(Reconfig):
+    def _precheck(self):
+        error, message = super()._precheck()
+        if error == int(Errors.REQUEST_TIMED_OUT):
+            return int(Errors.NONE), None   # ignore a pending or uncommitted change
+        return error, message
+
+
+class AllowsConcurrentVoterChanges(RaftCore):
+    """The leader starts a voter change while another is still uncommitted."""
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.reconfig = _ConcurrentChanges(self)
+
+
+def test_voter_change_invariant_catches_concurrent_changes():
+    settings = SimSettings(voters=5, observers=2, admin_every_ms=300, fault_every_ms=2000, drop_rate=0.05)
+    catches(AllowsConcurrentVoterChanges, Invariants.ONE_VOTER_CHANGE, settings)
