@@ -17,6 +17,7 @@ SUBCOMMANDS = (
     "tools.dump_log",
     "tools.metadata_shell",
     "tools.storage",
+    "tools.server_start",
 )
 
 

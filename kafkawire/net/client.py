@@ -226,6 +226,16 @@ class NetworkClient:
                                         f"(max {self.max_in_flight})")
         return await self._round_trip(conn, request, version, deadline)
 
+    async def connect(self, peer, timeout_ms: int | None = None) -> dict[int, tuple[int, int]]:
+        """Connect (or reuse the connection) and return the peer's ApiVersions ranges, so a caller
+        can shape a request for the version it will be sent at."""
+        if self._closed:
+            raise Disconnected(tuple(peer), "the client is closed")
+        peer = (peer[0], int(peer[1]))
+        timeout = (self.request_timeout_ms if timeout_ms is None else timeout_ms) / 1000
+        conn = await self._ready(peer, time.monotonic() + timeout)
+        return dict(conn.versions)
+
     def peer_versions(self, peer) -> dict[int, tuple[int, int]] | None:
         """The peer's ApiVersions ranges, if connected."""
         state = self._peers.get((peer[0], int(peer[1])))

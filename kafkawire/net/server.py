@@ -159,6 +159,8 @@ class KafkaServer:
         self._connections: set[_Connection] = set()
         self._next_connection = 0
         self._closing = False
+        # Fills supported/finalized features into ApiVersions answers (a KRaft node's kraft.version).
+        self.api_versions_features: Callable[[Any], None] | None = None
 
     # -- registry --
 
@@ -395,7 +397,7 @@ class _Connection:
                                                                 max_version=own[2])])
             ctx = RequestContext(API_VERSIONS, api_version, correlation_id, "", self.peer,
                                  self.server.listener_name, self.id)
-            log.info("connection %s from %s:%s: ApiVersions v%d is not supported; answering with v0",
+            log.debug("connection %s from %s:%s: ApiVersions v%d is not supported; answering with v0",
                      self.id, *self.peer, api_version)
             await self._enqueue(ctx, _done(encode_response(response, 0, correlation_id)))
             return True
@@ -412,6 +414,8 @@ class _Connection:
         else:
             response = ApiVersionsResponse(api_keys=[ApiVersion(api_key=k, min_version=lo, max_version=hi)
                                                      for k, lo, hi in apis])
+            if self.server.api_versions_features is not None:
+                self.server.api_versions_features(response)
         await self._enqueue(self._context(request), _done(encode_response(response, api_version, correlation_id)))
         return True
 

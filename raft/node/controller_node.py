@@ -1,0 +1,226 @@
+"""One KRaft controller process: a ServerConfig turned into a running node.
+
+    node = ControllerNode(load_server_config("controller.properties"))
+    await node.start()          # listening, raft running
+    ...
+    await node.stop()           # graceful: a leader resigns first (EndQuorumEpoch)
+
+What it assembles: the `__cluster_metadata-0` directory under metadata.log.dir as a
+DiskLogStore, the RaftDriver over a RaftCore configured from the controller.quorum.* keys,
+a NetworkClient for the raft RPCs it sends, a KafkaServer on each controller listener
+answering the raft RPCs, the admin RPCs (DescribeQuorum, Add/Remove/UpdateRaftVoter,
+UpdateFeatures) and, for ordinary Kafka clients, the metadata log as the read-only topic
+`__cluster_metadata`; and the metadata controller on top, when one is given.
+
+As Kafka does, the node refuses to start on a directory that `storage format` did not
+prepare (no meta.properties, or one for another node), naming the file.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+
+from kafkawire.net.client import NetworkClient
+from kafkawire.net.config import ConfigError, ServerConfig
+from kafkawire.net.metadata_topic import MetadataTopic, NodeEndpoint
+from kafkawire.net.server import ApiHandler, KafkaServer
+from kafkawire.storage.state_files import StateFileError, read_meta_properties
+from raft.config import RaftConfig
+from raft.reconfig import KRAFT_VERSION_FEATURE
+from raft.types import Endpoints
+from raft.voters import VoterSet
+
+from .disk_store import DiskLogStore
+from .driver import RaftDriver
+
+log = logging.getLogger("kafkawire.node")
+
+METADATA_PARTITION_DIR = "__cluster_metadata-0"
+METRICS_FILE = "kafkawire-raft-metrics.json"
+# The RPCs the raft core answers itself (Fetch is shared with consumers, see _fetch).
+RAFT_APIS = {52: "Vote", 53: "BeginQuorumEpoch", 54: "EndQuorumEpoch", 55: "DescribeQuorum",
+             57: "UpdateFeatures", 59: "FetchSnapshot", 80: "AddRaftVoter", 81: "RemoveRaftVoter",
+             82: "UpdateRaftVoter"}
+FETCH = 1
+
+
+class NodeStartError(RuntimeError):
+    """The node cannot start: the reason names the file or key."""
+
+
+def raft_config_from(server: ServerConfig, directory_id, cluster_id: str) -> RaftConfig:
+    listener = server.controller_listener_names[0]
+    endpoints = Endpoints(tuple((e.listener_name, e.host or "localhost", e.port)
+                                for e in server.controller_endpoints))
+    static = None
+    if server.controller_quorum_voters:
+        static = VoterSet.static({v.node_id: Endpoints(((listener, v.host, v.port),))
+                                  for v in server.controller_quorum_voters})
+    return RaftConfig(
+        node_id=server.node_id, directory_id=directory_id, cluster_id=cluster_id, listener=listener,
+        endpoints=endpoints, static_voters=static,
+        bootstrap_servers=tuple(server.controller_quorum_bootstrap_servers),
+        election_timeout_ms=server.controller_quorum_election_timeout_ms,
+        election_backoff_max_ms=server.controller_quorum_election_backoff_max_ms,
+        fetch_timeout_ms=server.controller_quorum_fetch_timeout_ms,
+        request_timeout_ms=server.controller_quorum_request_timeout_ms,
+        retry_backoff_ms=server.controller_quorum_retry_backoff_ms,
+        append_linger_ms=server.controller_quorum_append_linger_ms,
+        auto_join=server.controller_quorum_auto_join_enable)
+
+
+class ControllerNode:
+    def __init__(self, config: ServerConfig, *, state_machine_factory=None, fsync: bool = True,
+                 metrics_interval_ms: int = 1000):
+        if not config.is_controller:
+            raise NodeStartError(f"process.roles={','.join(config.process_roles)}: kafkawire runs controllers "
+                                 "only (process.roles=controller)")
+        self.config = config
+        self.state_machine_factory = state_machine_factory
+        self.fsync = fsync
+        self.metrics_interval_ms = metrics_interval_ms
+        self.driver: RaftDriver | None = None
+        self.servers: list[KafkaServer] = []
+        self.state_machine = None
+        self.topic: MetadataTopic | None = None
+        self._tasks: list[asyncio.Task] = []
+        self.meta = None
+
+    # --- start ---------------------------------------------------------------------------------------
+    def _read_meta(self):
+        path = os.path.join(self.config.metadata_log_dir, "meta.properties")
+        if not os.path.exists(path):
+            raise NodeStartError(f"no meta.properties in {self.config.metadata_log_dir}: format the directory first "
+                                 f"(kafkawire storage format --config ... --cluster-id ...)")
+        try:
+            meta = read_meta_properties(path)
+        except (StateFileError, OSError) as exc:
+            raise NodeStartError(f"{path}: {exc}") from None
+        if meta.version != 1:
+            raise NodeStartError(f"{path}: version {meta.version}; a KRaft node needs version 1")
+        if meta.node_id != self.config.node_id:
+            raise NodeStartError(f"{path}: node.id {meta.node_id} does not match node.id {self.config.node_id} "
+                                 "in the configuration")
+        return meta
+
+    async def start(self) -> None:
+        c = self.config
+        self.meta = self._read_meta()
+        raft_config = raft_config_from(c, self.meta.directory_id, self.meta.cluster_id)
+        store = DiskLogStore(os.path.join(c.metadata_log_dir, METADATA_PARTITION_DIR),
+                             segment_bytes=c.metadata_log_segment_bytes, fsync=self.fsync)
+        client = NetworkClient(client_id=f"raft-client-{c.node_id}",
+                               request_timeout_ms=c.controller_quorum_request_timeout_ms,
+                               reconnect_backoff_ms=max(c.controller_quorum_retry_backoff_ms, 1),
+                               max_response_bytes=max(c.socket_request_max_bytes, 8 * 1024 * 1024 + 1024))
+        self.driver = driver = RaftDriver(
+            raft_config, store, client,
+            snapshot_min_bytes=c.metadata_log_max_record_bytes_between_snapshots,
+            snapshot_interval_ms=c.metadata_log_max_snapshot_interval_ms)
+        if self.state_machine_factory is not None:
+            self.state_machine = self.state_machine_factory(driver, c, self.meta)
+            driver.state_machine = self.state_machine
+        advertised = raft_config.endpoints.address(raft_config.listener) or ("127.0.0.1", 0)
+        self.topic = MetadataTopic(store.log, cluster_id=self.meta.cluster_id,
+                                   node=NodeEndpoint(c.node_id, advertised[0], advertised[1]),
+                                   high_watermark=driver.high_watermark,
+                                   leader_epoch=lambda: max(driver.core.epoch, 0))
+        driver.hw_listeners.append(self.topic.high_watermark_advanced)
+        for name in c.controller_listener_names:
+            endpoint = c.listener(name)
+            if endpoint is None:
+                raise NodeStartError(f"controller.listener.names has {name}, which is not in listeners")
+            server = KafkaServer({}, host=endpoint.host or "0.0.0.0", port=endpoint.port, listener_name=name,
+                                 max_request_bytes=c.socket_request_max_bytes,
+                                 connections_max_idle_ms=c.connections_max_idle_ms)
+            self._register(server)
+            try:
+                await server.bind()
+            except OSError as exc:
+                raise NodeStartError(f"listener {endpoint}: cannot bind: {exc.strerror or exc}") from None
+            self.servers.append(server)
+        driver.start()
+        for server in self.servers:
+            await server.start()
+        if self.state_machine is not None and hasattr(self.state_machine, "run"):
+            self._tasks.append(asyncio.ensure_future(self.state_machine.run()))
+        self._tasks.append(asyncio.ensure_future(self._publish_metrics()))
+        log.info("node %d (cluster %s, directory %s) listening on %s", c.node_id, self.meta.cluster_id,
+                 self.meta.directory_id, ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
+
+    def _register(self, server: KafkaServer) -> None:
+        driver = self.driver
+        raft = ApiHandler(driver.handle_request)
+        for key in RAFT_APIS:
+            server.register(key, raft)
+        for key, handler in self.topic.handlers().items():
+            server.register(key, handler)
+        if self.state_machine is not None and hasattr(self.state_machine, "handlers"):
+            for key, handler in self.state_machine.handlers().items():
+                server.register(key, handler)
+        consumer_fetch = self.topic.handlers()[FETCH]
+
+        async def fetch(ctx, request):
+            # A replica sets its id (ReplicaState from v15, ReplicaId before); a consumer sends -1.
+            replica = request.replica_state.replica_id if ctx.api_version >= 15 else request.replica_id
+            if replica >= 0:
+                return await driver.handle_request(ctx, request)
+            return await consumer_fetch.handle(ctx, request)
+
+        server.register(FETCH, ApiHandler(fetch, min_version=consumer_fetch.min_version,
+                                          error_response=consumer_fetch.error_response))
+        server.api_versions_features = self._api_versions_features
+
+    def _api_versions_features(self, response) -> None:
+        """Supported kraft.version range, and the finalized level once the log says (KIP-853)."""
+        from kafkawire.messages import api_versions_response as av
+        config = self.driver.config
+        response.supported_features = [av.SupportedFeatureKey(name=KRAFT_VERSION_FEATURE,
+                                                              min_version=config.kraft_version_min,
+                                                              max_version=config.kraft_version_max)]
+        core = self.driver.core
+        if core is not None:
+            level = core.kraft_version()
+            response.finalized_features_epoch = max(self.driver.high_watermark() - 1, -1)
+            response.finalized_features = ([av.FinalizedFeatureKey(name=KRAFT_VERSION_FEATURE, max_version_level=level,
+                                                                   min_version_level=level)] if level > 0 else [])
+
+    # --- running -----------------------------------------------------------------------------------------
+    async def _publish_metrics(self) -> None:
+        path = os.path.join(self.config.metadata_log_dir, METRICS_FILE)
+        while True:
+            await asyncio.sleep(self.metrics_interval_ms / 1000)
+            try:
+                self.driver.metrics.write(path)
+            except OSError as exc:
+                log.warning("cannot write %s: %s", path, exc)
+
+    @property
+    def port(self) -> int:
+        return self.servers[0].port
+
+    async def stop(self, *, graceful: bool = True, timeout_ms: int = 5000) -> None:
+        driver = self.driver
+        if driver is not None and graceful and driver.failure is None and driver.core is not None:
+            driver.begin_shutdown(timeout_ms)
+            try:
+                await asyncio.wait_for(driver.shutdown_complete.wait(), timeout_ms / 1000 + 1)
+            except asyncio.TimeoutError:
+                log.warning("node %d: graceful shutdown did not finish in %d ms", self.config.node_id, timeout_ms)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for server in self.servers:
+            await server.close(timeout_ms=1000)
+        if driver is not None:
+            await driver.client.close()
+            await driver.close()
+            try:
+                driver.metrics.write(os.path.join(self.config.metadata_log_dir, METRICS_FILE))
+            except OSError:
+                pass
+        log.info("node %d stopped", self.config.node_id)
+
+
+__all__ = ["ControllerNode", "NodeStartError", "raft_config_from", "ConfigError"]

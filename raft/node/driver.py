@@ -1,0 +1,356 @@
+"""The production driver of the raft core: one asyncio task owns a RaftCore and applies its
+Readys to the disk and the network, in the order raft/io.py prescribes.
+
+Inputs reach the core from four places, all on the event loop and all through ``_step``:
+the KafkaServer handlers (a request becomes RequestReceived; the handler awaits the core's
+OutboundResponse), the tasks sending our requests (ResponseReceived / RequestFailed), the
+timer (Tick at the Ready's wake_at_ms) and the local clients (Propose, SnapshotFrozen,
+Shutdown). ``_step`` never awaits, so one Ready is applied completely before the next input:
+the core's synchronous contract. The price is that an fsync blocks the loop for its duration,
+which is also what makes "acknowledged only once durable" easy to see.
+
+Time given to the core is wall-clock milliseconds (DescribeQuorum reports fetch timestamps
+as Kafka does, in epoch ms), held monotonic: a clock step backwards is absorbed.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import random
+import time
+
+from kafkawire.net.client import NetworkClient, RequestTimedOut, TransportError, UnsupportedVersion
+from kafkawire.protocol.apis import api_table
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.protocol.errors import EncodeError
+from kafkawire.records import ControlRecordType, iter_batches
+from kafkawire.records.kraft_control import encode_value
+from kafkawire.storage.snapshot import SnapshotId, SnapshotReader, SnapshotWriter
+from raft.config import RaftConfig
+from raft.core import RaftCore
+from raft.io import (OutboundRequest, Propose, Ready, RequestFailed, RequestReceived, ResponseReceived, Shutdown,
+                     SnapshotFrozen, Tick)
+from raft.rpc import adapt_request_for_version
+from raft.states import Leader
+from raft.types import LeaderAndEpoch, OffsetAndEpoch
+
+from .disk_store import DiskLogStore
+from .errors import NoLeader, NodeFailed, NotLeader
+from .metrics import RaftMetrics
+
+log = logging.getLogger("kafkawire.raft")
+
+SNAPSHOT_BATCH_RECORDS = 500
+
+
+class WallClock:
+    """Epoch milliseconds that never go backwards."""
+
+    def __init__(self):
+        self._last = 0
+
+    def __call__(self) -> int:
+        self._last = max(self._last, int(time.time() * 1000))
+        return self._last
+
+
+class RaftDriver:
+    def __init__(self, config: RaftConfig, store: DiskLogStore, client: NetworkClient, *,
+                 state_machine=None, seed: int | None = None, clock=None,
+                 snapshot_min_bytes: int = 20 * 1024 * 1024, snapshot_interval_ms: int = 3_600_000):
+        self.config = config
+        self.store = store
+        self.client = client
+        self.state_machine = state_machine
+        self.clock = clock or WallClock()
+        self.seed = random.SystemRandom().getrandbits(32) if seed is None else seed
+        self.snapshot_min_bytes = snapshot_min_bytes
+        self.snapshot_interval_ms = snapshot_interval_ms
+        self.core: RaftCore | None = None
+        self.metrics = RaftMetrics(config.node_id)
+        self.applied_offset = 0                 # next offset the state machine needs
+        self._bytes_since_snapshot = 0
+        self._last_snapshot_ms = 0
+        self._waiting_responses: dict[int, asyncio.Future] = {}
+        self._request_ids = itertools.count()
+        self._appends: dict[int, tuple[asyncio.Future, int]] = {}   # token -> (future, proposed at ms)
+        self._tokens = itertools.count()
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: int | None = None
+        self._send_tasks: set[asyncio.Task] = set()
+        self.leader_change = asyncio.Event()    # set (and replaced) on every leader change
+        self.hw_listeners: list = []           # called when the high watermark moves
+        self.shutdown_complete = asyncio.Event()
+        self.failure: BaseException | None = None
+        self.failed = asyncio.Event()
+
+    # --- life cycle ----------------------------------------------------------------------------
+    def start(self) -> None:
+        now = self.clock()
+        self._load_latest_snapshot()
+        self._last_snapshot_ms = now
+        self.core = RaftCore(self.config, self.store, self.store.read_election(), now_ms=now, seed=self.seed)
+        self._apply(self.core.start())
+        log.info("node %d started: %s, log %d..%d, epoch %d", self.config.node_id, type(self.core.state).__name__,
+                 self.store.start_offset(), self.store.end_offset(), self.core.epoch)
+
+    def _load_latest_snapshot(self) -> None:
+        snapshots = self.store.snapshot_ids()
+        if not snapshots:
+            return
+        latest = snapshots[-1]
+        self._load_snapshot(latest)
+
+    def _load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
+        reader = SnapshotReader(self.store.snapshot_path(snapshot_id))
+        values = [bytes(r.value) for r in reader.records()]
+        if self.state_machine is not None:
+            self.state_machine.on_snapshot_loaded(snapshot_id, values)
+        self.applied_offset = snapshot_id.offset
+        log.info("loaded snapshot %s (%d records)", snapshot_id, len(values))
+
+    def begin_shutdown(self, timeout_ms: int = 5000) -> None:
+        """Graceful stop: a leader resigns (EndQuorumEpoch); ``shutdown_complete`` is set when done."""
+        if self.core is not None and not self.shutdown_complete.is_set():
+            self._step(Shutdown(self.clock(), timeout_ms))
+
+    async def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        for task in list(self._send_tasks):
+            task.cancel()
+        for fut in self._waiting_responses.values():
+            if not fut.done():
+                fut.cancel()
+        for fut, _ in self._appends.values():
+            if not fut.done():
+                fut.set_exception(NotLeader("the node is shutting down", int(Errors.NOT_LEADER_OR_FOLLOWER)))
+        self._appends.clear()
+        await asyncio.sleep(0)
+        self.store.close()
+
+    # --- stepping the core ------------------------------------------------------------------------
+    def _step(self, event) -> None:
+        if self.failure is not None:
+            return
+        try:
+            ready = self.core.step(event)
+            self._apply(ready)
+        except Exception as exc:     # the core or the disk broke a rule: stop, as Kafka halts
+            self.failure = exc
+            log.critical("node %d stopping: %s", self.config.node_id, exc, exc_info=True)
+            self.failed.set()
+
+    def _apply(self, ready: Ready) -> None:
+        core = self.core
+        # 1-2: durable before anything leaves.
+        if ready.election is not None:
+            self.store.write_election(ready.election, core.kraft_version())
+        for op in ready.log_ops:
+            self.store.apply(op)
+        if ready.flush:
+            self.store.flush()
+        for before, after in core.transition_log:
+            log.info("node %d: %s -> %s", self.config.node_id, before, after)
+        core.transition_log.clear()
+        # 3: messages.
+        for request in ready.send:
+            task = asyncio.ensure_future(self._send(request))
+            self._send_tasks.add(task)
+            task.add_done_callback(self._send_tasks.discard)
+        for response in ready.respond:
+            fut = self._waiting_responses.pop(response.request_id, None)
+            if fut is not None and not fut.done():
+                fut.set_result(response.body)
+        # 4: the state machine and the local clients.
+        now = core.now_ms
+        if ready.leader_change is not None:
+            self._on_leader_change(ready.leader_change, now)
+        if ready.load_snapshot is not None:
+            self._load_snapshot(ready.load_snapshot)
+        if ready.committed_through is not None:
+            self._apply_committed(ready.committed_through)
+            self.metrics.high_watermark = ready.committed_through
+            for listener in self.hw_listeners:
+                listener()
+        for token, offset in ready.appends_committed:
+            entry = self._appends.pop(token, None)
+            if entry is not None:
+                fut, proposed_ms = entry
+                self.metrics.commit_latency.record(now - proposed_ms)
+                if not fut.done():
+                    fut.set_result(offset)
+        for token, error in ready.appends_failed:
+            entry = self._appends.pop(token, None)
+            if entry is not None and not entry[0].done():
+                entry[0].set_exception(NotLeader(f"append failed: {Errors.for_code(error).name}", error))
+        if ready.shutdown_complete:
+            self.shutdown_complete.set()
+        self.metrics.update_from(core, self.store)
+        # 5: the next tick.
+        self._schedule(ready.wake_at_ms)
+        if ready.committed_through is not None:
+            self._maybe_snapshot(now)
+
+    def _schedule(self, wake_at_ms: int) -> None:
+        if self._timer is not None and self._timer_at == wake_at_ms:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        delay = max(wake_at_ms - self.clock(), 0) / 1000
+        self._timer_at = wake_at_ms
+        self._timer = asyncio.get_running_loop().call_later(delay, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_at = None
+        self._step(Tick(self.clock()))
+
+    # --- the state machine ------------------------------------------------------------------------
+    def _on_leader_change(self, leader: LeaderAndEpoch, now: int) -> None:
+        self.metrics.on_leader_change(leader, now)
+        log.info("node %d: leader is now %s in epoch %d", self.config.node_id,
+                 "unknown" if leader.leader_id is None else leader.leader_id, leader.epoch)
+        if self.state_machine is not None:
+            self.state_machine.on_leader_change(leader.leader_id, leader.epoch)
+        self.leader_change.set()
+        self.leader_change = asyncio.Event()
+
+    def _apply_committed(self, through: int) -> None:
+        if through <= self.applied_offset:
+            return
+        for batch in self.store.data_batches(self.applied_offset, through):
+            if batch.last_offset >= through:
+                break      # a batch is committed whole or not at all
+            self._bytes_since_snapshot += batch.size_in_bytes
+            if not batch.is_control and self.state_machine is not None:
+                values = [bytes(r.value) for r in batch]
+                self.state_machine.on_committed(batch.base_offset, batch.partition_leader_epoch,
+                                                batch.max_timestamp, values)
+            self.applied_offset = batch.last_offset + 1
+
+    def _maybe_snapshot(self, now: int) -> None:
+        """Kafka's SnapshotGenerator: after enough bytes or enough time since the last one."""
+        if self.state_machine is None or self.applied_offset <= self.store.start_offset():
+            return
+        if self._bytes_since_snapshot < self.snapshot_min_bytes and now - self._last_snapshot_ms < self.snapshot_interval_ms:
+            return
+        snapshots = self.store.snapshot_ids()
+        if snapshots and snapshots[-1].offset >= self.applied_offset:
+            return
+        self.write_snapshot(now)
+
+    def write_snapshot(self, now: int | None = None) -> OffsetAndEpoch | None:
+        """Snapshot the state machine at the applied offset; returns its id."""
+        now = self.clock() if now is None else now
+        snapshot_id = self.core.snapshot_id_for(self.applied_offset)
+        if snapshot_id in self.store.snapshot_ids():
+            return None
+        version, voters = self.core.snapshot_control_records(snapshot_id)
+        control = []
+        if version > 0:
+            from kafkawire.messages.k_raft_version_record import KRaftVersionRecord
+            control.append((ControlRecordType.KRAFT_VERSION,
+                            encode_value(KRaftVersionRecord(version=0, k_raft_version=version))))
+            control.append((ControlRecordType.KRAFT_VOTERS, encode_value(voters)))
+        values = self.state_machine.snapshot_records()
+        with SnapshotWriter(self.store.directory, SnapshotId(snapshot_id.offset, snapshot_id.epoch),
+                            last_contained_log_timestamp=now, control_records=control,
+                            time_ms=lambda: now) as writer:
+            for i in range(0, len(values), SNAPSHOT_BATCH_RECORDS):
+                writer.append(values[i:i + SNAPSHOT_BATCH_RECORDS], timestamp=now)
+        self.store.add_snapshot(snapshot_id)
+        self._bytes_since_snapshot = 0
+        self._last_snapshot_ms = now
+        log.info("node %d: wrote snapshot %s (%d records)", self.config.node_id, snapshot_id, len(values))
+        self._step(SnapshotFrozen(self.clock(), snapshot_id))
+        return snapshot_id
+
+    # --- inbound requests (KafkaServer handlers) ------------------------------------------------
+    async def handle_request(self, ctx, request):
+        """A raft RPC from a peer or an admin client: the core answers, maybe later (long poll)."""
+        if self.failure is not None:
+            raise NodeFailed(str(self.failure))
+        request_id = next(self._request_ids)
+        fut = asyncio.get_running_loop().create_future()
+        self._waiting_responses[request_id] = fut
+        self._step(RequestReceived(self.clock(), request_id, ctx.api_version, request,
+                                   f"{ctx.peer[0]}:{ctx.peer[1]}"))
+        try:
+            return await fut
+        finally:
+            self._waiting_responses.pop(request_id, None)
+
+    # --- outbound requests ----------------------------------------------------------------------
+    async def _send(self, request: OutboundRequest) -> None:
+        address = request.address or self._address_of(request.destination)
+        if address is None:
+            self._step(RequestFailed(self.clock(), request.correlation_id, request.destination,
+                                     int(Errors.BROKER_NOT_AVAILABLE)))
+            return
+        body = request.body
+        api = api_table()[body.API_KEY]
+        try:
+            versions = await self.client.connect(address, self.config.request_timeout_ms)
+            theirs = versions.get(body.API_KEY)
+            high = api.max_version - (1 if api.request.LATEST_VERSION_UNSTABLE else 0)
+            if theirs is None or max(theirs[0], api.min_version) > min(theirs[1], high):
+                raise UnsupportedVersion(address, f"no common {api.name} version")
+            version = min(theirs[1], high)
+            body = adapt_request_for_version(body, version)
+            response = await self.client.send(address, body, api_version=version,
+                                              timeout_ms=self.config.request_timeout_ms + 1000)
+        except asyncio.CancelledError:
+            raise
+        except (UnsupportedVersion, EncodeError) as exc:
+            log.debug("%s to node %d at %s: %s", api.name, request.destination, address, exc)
+            self._step(RequestFailed(self.clock(), request.correlation_id, request.destination,
+                                     int(Errors.UNSUPPORTED_VERSION)))
+            return
+        except (TransportError, RequestTimedOut) as exc:
+            log.debug("%s to node %d at %s failed: %s", api.name, request.destination, address, exc)
+            self._step(RequestFailed(self.clock(), request.correlation_id, request.destination,
+                                     int(Errors.BROKER_NOT_AVAILABLE)))
+            return
+        self._step(ResponseReceived(self.clock(), request.correlation_id, request.destination, response))
+
+    def _address_of(self, node_id: int):
+        if self.core is None:
+            return None
+        return self.core.voters().endpoints(node_id).address(self.config.listener) if node_id >= 0 else None
+
+    # --- the local client's API (RaftHandle for the metadata controller) ---------------------------
+    @property
+    def node_id(self) -> int:
+        return self.config.node_id
+
+    def leader(self) -> LeaderAndEpoch:
+        return self.core.leader_and_epoch()
+
+    def is_leader(self) -> bool:
+        return isinstance(self.core.state, Leader)
+
+    def high_watermark(self) -> int:
+        hw = self.core.high_watermark() if self.core is not None else None
+        return 0 if hw is None else hw
+
+    async def append(self, records: list[bytes]) -> int:
+        """Append as the leader; resolves with the last offset once committed."""
+        if self.failure is not None:
+            raise NodeFailed(str(self.failure))
+        token = next(self._tokens)
+        fut = asyncio.get_running_loop().create_future()
+        now = self.clock()
+        self._appends[token] = (fut, now)
+        self._step(Propose(now, token, tuple(records)))
+        return await fut
+
+    async def send_to_leader(self, request, timeout_ms: int = 5000):
+        leader = self.leader()
+        if leader.leader_id is None:
+            raise NoLeader(f"no leader is known in epoch {leader.epoch}")
+        address = self._address_of(leader.leader_id)
+        if address is None:
+            raise NoLeader(f"the leader {leader.leader_id} has no {self.config.listener} endpoint we know")
+        return await self.client.send(address, request, timeout_ms=timeout_ms)

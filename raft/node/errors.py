@@ -1,0 +1,18 @@
+"""What the node's clients (the metadata controller, the tools' handlers) may be told."""
+from __future__ import annotations
+
+
+class NotLeader(Exception):
+    """This node is not the leader, or lost leadership before the append committed."""
+
+    def __init__(self, message: str, error_code: int | None = None):
+        super().__init__(message)
+        self.error_code = error_code
+
+
+class NoLeader(Exception):
+    """No leader is known yet, or its endpoint on our listener is not known."""
+
+
+class NodeFailed(RuntimeError):
+    """The raft core or the disk failed; the node must stop (Kafka halts the process)."""

@@ -1,0 +1,112 @@
+"""`kafkawire server-start CONFIG`: run one KRaft controller, as kafka-server-start does
+with process.roles=controller.
+
+    kafkawire server-start config/controller.properties [--override key=value ...]
+
+The configuration is a Kafka server.properties file; ``--override`` replaces or adds a key
+(kafka-server-start's flag). Unknown keys are warned about; a wrong value stops the start
+with the key named. Logs go to stderr in Kafka's layout ("[date] LEVEL message (logger)").
+SIGTERM and SIGINT stop the node gracefully (a leader resigns first); a second signal stops
+it at once. Exit status 0 after a clean stop, 1 when the node could not start or failed.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+COMMAND = "server-start"
+HELP = "run a KRaft controller from a Kafka server.properties file (kafka-server-start)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", help="the server.properties file")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="a property that replaces the file's value (repeatable)")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARN", "ERROR"],
+                        help="what to log to stderr (default INFO)")
+
+
+class _KafkaLayout(logging.Formatter):
+    """log4j's "[%d] %p %m (%c)%n", the layout of Kafka's default log4j2 configuration."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        when = self.formatTime(record, "%Y-%m-%d %H:%M:%S") + f",{int(record.msecs):03d}"
+        level = {"WARNING": "WARN", "CRITICAL": "FATAL"}.get(record.levelname, record.levelname)
+        text = f"[{when}] {level} {record.getMessage()} ({record.name})"
+        if record.exc_info:
+            text += "\n" + self.formatException(record.exc_info)
+        return text
+
+
+def load_config(path: str, overrides: list[str]):
+    from kafkawire.net.config import ConfigError, parse_server_config
+    try:
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8")
+    except OSError as exc:
+        raise ConfigError("config file", path, f"cannot be read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError("config file", path, f"is not UTF-8 (byte {exc.start})") from None
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError("--override", item, "is not KEY=VALUE")
+        text += "\n" + item
+    return parse_server_config(text)
+
+
+async def serve(config) -> int:
+    from raft.node.controller_node import ControllerNode, NodeStartError
+    from raft.node.state_machine import default_state_machine_factory
+    log = logging.getLogger("kafkawire.server")
+    node = ControllerNode(config, state_machine_factory=default_state_machine_factory())
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    signals = 0
+
+    def on_signal():
+        nonlocal signals
+        signals += 1
+        if signals > 1:
+            log.warning("second signal: stopping now")
+            sys.exit(1)
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
+    try:
+        await node.start()
+    except NodeStartError as exc:
+        log.error("cannot start: %s", exc)
+        await node.stop(graceful=False)
+        return 1
+    print(f"node {config.node_id} started on {', '.join(f'{s.host}:{s.port}' for s in node.servers)}",
+          file=sys.stderr, flush=True)
+    failed = asyncio.ensure_future(node.driver.failed.wait())
+    stopping = asyncio.ensure_future(stop.wait())
+    await asyncio.wait([failed, stopping], return_when=asyncio.FIRST_COMPLETED)
+    failed.cancel()
+    stopping.cancel()
+    crashed = node.driver.failure is not None
+    await node.stop(graceful=not crashed)
+    return 1 if crashed else 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from kafkawire.net.config import ConfigError
+    from kafkawire.net.loop import run as run_loop
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_KafkaLayout())
+    logging.basicConfig(level=getattr(logging, {"WARN": "WARNING"}.get(args.log_level, args.log_level)),
+                        handlers=[handler], force=True)
+    try:
+        config = load_config(args.config, args.override)
+    except ConfigError as exc:
+        print(f"server-start: {args.config}: {exc}", file=sys.stderr)
+        return 1
+    for key in config.unknown_keys:
+        logging.getLogger("kafkawire.server").warning("The configuration '%s' was supplied but isn't a known config.",
+                                                      key)
+    return run_loop(serve(config))
