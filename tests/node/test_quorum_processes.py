@@ -1,0 +1,83 @@
+"""Real `kafkawire server-start` processes on 127.0.0.1: election, kill -9, restart, graceful stop.
+
+Every wait is bounded (LocalQuorum raises with the node's log tail on timeout or early exit).
+"""
+import os
+
+import pytest
+
+from kafkawire.records import iter_batches
+from raft.node.local_quorum import LocalQuorum
+
+
+def batches_below(directory: str, end: int) -> list[bytes]:
+    """The raw bytes of every batch of the node's segments whose offsets are all below ``end``,
+    read straight from the files (no recovery, nothing written)."""
+    out = []
+    for name in sorted(os.listdir(directory)):
+        if not name.endswith(".log"):
+            continue
+        with open(os.path.join(directory, name), "rb") as f:
+            data = f.read()
+        it = iter_batches(data)
+        for batch in it:
+            if batch.last_offset < end:
+                out.append(bytes(batch.raw))
+    return out
+
+
+@pytest.fixture
+def quorum(tmp_path):
+    q = LocalQuorum(tmp_path, voters=3)
+    q.format()
+    q.start_all()
+    yield q
+    q.stop_all()
+    for i in q.node_ids:
+        q.kill(i)
+
+
+def test_kill_9_of_the_leader_elects_another_and_loses_nothing_committed(quorum):
+    first = quorum.wait_for_leader(30)
+    old = first.leader_id
+    committed = first.high_watermark
+    assert committed > 0, "the leader's start-of-epoch records commit"
+    before = batches_below(quorum.metadata_partition_dir(old), committed)
+    assert before
+
+    quorum.kill(old)
+    second = quorum.wait_for_leader(30, exclude=(old,), min_epoch=first.leader_epoch + 1)
+    assert second.leader_id != old and second.leader_epoch > first.leader_epoch
+    assert second.high_watermark >= committed
+    assert batches_below(quorum.metadata_partition_dir(second.leader_id), committed) == before
+
+    quorum.start(old)
+
+    def caught_up():
+        view = quorum.describe(second.leader_id)
+        ends = {r.replica_id: r.log_end_offset for r in view.voters}
+        return view if ends[old] >= view.high_watermark > committed else None
+
+    view = quorum.wait_until(caught_up, 30, f"node {old} to catch up after its restart")
+    leader_log = batches_below(quorum.metadata_partition_dir(view.leader_id), view.high_watermark)
+    assert batches_below(quorum.metadata_partition_dir(old), view.high_watermark) == leader_log
+    assert leader_log[:len(before)] == before
+
+
+def test_sigterm_of_the_leader_resigns_and_a_new_leader_follows(quorum):
+    first = quorum.wait_for_leader(30)
+    old = first.leader_id
+    assert quorum.stop(old) == 0
+    with open(quorum.log_path(old)) as f:
+        log = f.read()
+    assert f"node {old}: Leader(e={first.leader_epoch}) -> Resigned(e={first.leader_epoch})" in log
+    second = quorum.wait_for_leader(30, exclude=(old,), min_epoch=first.leader_epoch + 1)
+    assert second.leader_id != old
+
+
+def test_a_node_refuses_an_unformatted_directory(tmp_path):
+    q = LocalQuorum(tmp_path, voters=1)
+    q.write_config(1)
+    proc = q.start(1)
+    assert proc.wait(timeout=60) == 1
+    assert "no meta.properties in" in q.log_tail(1)
