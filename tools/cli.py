@@ -18,6 +18,7 @@ SUBCOMMANDS = (
     "tools.metadata_shell",
     "tools.storage",
     "tools.server_start",
+    "tools.test_raft_server",
 )
 
 

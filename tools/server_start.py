@@ -57,11 +57,19 @@ def load_config(path: str, overrides: list[str]):
     return parse_server_config(text)
 
 
-async def serve(config) -> int:
+def setup_logging(level: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_KafkaLayout())
+    logging.basicConfig(level=getattr(logging, {"WARN": "WARNING"}.get(level, level)), handlers=[handler], force=True)
+
+
+async def serve(config, state_machine_factory=None) -> int:
     from raft.node.controller_node import ControllerNode, NodeStartError
     from raft.node.state_machine import default_state_machine_factory
     log = logging.getLogger("kafkawire.server")
-    node = ControllerNode(config, state_machine_factory=default_state_machine_factory())
+    for key in config.unknown_keys:
+        log.warning("The configuration '%s' was supplied but isn't a known config.", key)
+    node = ControllerNode(config, state_machine_factory=state_machine_factory or default_state_machine_factory())
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     signals = 0
@@ -97,16 +105,10 @@ async def serve(config) -> int:
 def run(args: argparse.Namespace) -> int:
     from kafkawire.net.config import ConfigError
     from kafkawire.net.loop import run as run_loop
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_KafkaLayout())
-    logging.basicConfig(level=getattr(logging, {"WARN": "WARNING"}.get(args.log_level, args.log_level)),
-                        handlers=[handler], force=True)
+    setup_logging(args.log_level)
     try:
         config = load_config(args.config, args.override)
     except ConfigError as exc:
         print(f"server-start: {args.config}: {exc}", file=sys.stderr)
         return 1
-    for key in config.unknown_keys:
-        logging.getLogger("kafkawire.server").warning("The configuration '%s' was supplied but isn't a known config.",
-                                                      key)
     return run_loop(serve(config))

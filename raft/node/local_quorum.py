@@ -78,7 +78,7 @@ async def describe_quorum(address: tuple[str, int], timeout_ms: int = 2000) -> Q
 
 class LocalQuorum:
     def __init__(self, base_dir, voters: int = 3, *, extra_nodes: int = 0, python: str | None = None,
-                 properties: dict | None = None, cluster_id: str | None = None):
+                 properties: dict | None = None, cluster_id: str | None = None, server_args=None):
         self.base_dir = os.fspath(base_dir)
         self.voter_ids = list(range(1, voters + 1))
         self.node_ids = list(range(1, voters + extra_nodes + 1))
@@ -88,6 +88,8 @@ class LocalQuorum:
         self.cluster_id = cluster_id or uuid_to_kafka(uuid.uuid4())
         self.properties = dict(properties or {})
         self.processes: dict[int, subprocess.Popen] = {}
+        # The kafkawire arguments that run one node from its config file.
+        self.server_args = server_args or (lambda config: ["server-start", config])
         os.makedirs(self.base_dir, exist_ok=True)
 
     # --- files -------------------------------------------------------------------------------------
@@ -156,7 +158,7 @@ class LocalQuorum:
             raise QuorumError(f"node {node_id} is already running")
         log = open(self.log_path(node_id), "a")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        proc = subprocess.Popen([self.python, "-m", "tools.cli", "server-start", self.config_path(node_id),
+        proc = subprocess.Popen([self.python, "-m", "tools.cli", *self.server_args(self.config_path(node_id)),
                                  *extra_args], stdout=log, stderr=subprocess.STDOUT, env=env,
                                 cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
         log.close()

@@ -23,7 +23,7 @@ _STATE_NAMES = {Leader: "leader", Follower: "follower", Candidate: "candidate", 
 
 
 class LatencyWindow:
-    def __init__(self, size: int = 1024):
+    def __init__(self, size: int = 16384):
         self.samples: deque[float] = deque(maxlen=size)
 
     def record(self, ms: float) -> None:
@@ -93,6 +93,10 @@ class RaftMetrics:
         out.update({
             "commit-latency-avg": self.commit_latency.avg(),
             "commit-latency-max": self.commit_latency.max(),
+            # kafkawire's additions (Kafka's metric has avg and max only), for benchmarks/quorum.py
+            "commit-latency-p50": self.commit_latency.percentile(50),
+            "commit-latency-p99": self.commit_latency.percentile(99),
+            "commit-latency-samples": len(self.commit_latency.samples),
             "election-latency-avg": self.election_latency.avg(),
             "election-latency-max": self.election_latency.max(),
             "append-records-rate": (appended - appended_then) / elapsed,
