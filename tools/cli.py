@@ -19,6 +19,8 @@ SUBCOMMANDS = (
     "tools.storage",
     "tools.server_start",
     "tools.test_raft_server",
+    "tools.metadata_quorum",
+    "tools.features",
 )
 
 
