@@ -43,7 +43,7 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.errors import UnsupportedVersionError
 
 __all__ = ["ToolError", "KafkaApiError", "AdminConfig", "Admin", "exception_class_name", "load_properties",
-           "parse_bootstrap", "run_sync"]
+           "parse_bootstrap", "run_sync", "admin_config", "add_connection_arguments", "connection_options"]
 
 ENDPOINT_TYPE_BROKER = 1
 ENDPOINT_TYPE_CONTROLLER = 2
@@ -350,6 +350,39 @@ class Admin:
         if last_error is not None:
             message += f" (last error: {last_error})"
         return KafkaApiError(Errors.REQUEST_TIMED_OUT, message, retriable=False)
+
+
+def admin_config(bootstrap: str, *, controllers: bool = True, properties: dict | None = None,
+                 timeout_ms: int | None = None) -> AdminConfig:
+    """The tools' API form: ``bootstrap`` is --bootstrap-controller's value when ``controllers``,
+    else --bootstrap-server's."""
+    return AdminConfig.create(bootstrap_controller=bootstrap if controllers else None,
+                              bootstrap_server=None if controllers else bootstrap,
+                              properties=properties, timeout_ms=timeout_ms)
+
+
+def add_connection_arguments(parser, *, controllers_are: str, command_config_help: str) -> None:
+    """The flags every admin tool has: --bootstrap-server | --bootstrap-controller (one required),
+    --command-config, and kafkawire's --timeout."""
+    connection = parser.add_mutually_exclusive_group(required=True)
+    connection.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]",
+                            help="A comma-separated list of host:port pairs to use for establishing the connection "
+                                 "to the Kafka cluster.")
+    connection.add_argument("--bootstrap-controller", metavar="HOST:PORT[,...]",
+                            help="A comma-separated list of host:port pairs to use for establishing the connection "
+                                 f"to the {controllers_are}.")
+    parser.add_argument("--command-config", metavar="FILE", help=command_config_help)
+    parser.add_argument("--timeout", type=int, metavar="MS",
+                        help="kafkawire: give up after this many milliseconds (default: the command config's "
+                             "default.api.timeout.ms, 60000)")
+
+
+def connection_options(args, *, with_properties: bool = True) -> tuple[str, dict]:
+    """(bootstrap, options for admin_config) from the parsed flags."""
+    options = dict(controllers=args.bootstrap_controller is not None, timeout_ms=args.timeout)
+    if with_properties:
+        options["properties"] = load_properties(args.command_config) if args.command_config else None
+    return args.bootstrap_controller or args.bootstrap_server, options
 
 
 def run_sync(coro):

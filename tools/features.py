@@ -32,7 +32,8 @@ import sys
 from dataclasses import dataclass
 
 from kafkawire.protocol.error_codes import Errors
-from tools.admin_client import Admin, AdminConfig, KafkaApiError, ToolError, load_properties, run_sync
+from tools.admin_client import (Admin, KafkaApiError, ToolError, add_connection_arguments, admin_config,
+                                connection_options, run_sync)
 
 COMMAND = "features"
 HELP = "describe and change the cluster's feature levels, as kafka-features does"
@@ -289,28 +290,11 @@ def update_features(bootstrap: str, op: str, **options) -> UpdateOutcome:
     return run_sync(update_features_async(bootstrap, op, **options))
 
 
-def admin_config(bootstrap: str, *, controllers: bool = True, properties: dict | None = None,
-                 timeout_ms: int | None = None) -> AdminConfig:
-    return AdminConfig.create(bootstrap_controller=bootstrap if controllers else None,
-                              bootstrap_server=None if controllers else bootstrap,
-                              properties=properties, timeout_ms=timeout_ms)
-
-
 # --- command line ------------------------------------------------------------------------------------
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    bootstrap = parser.add_mutually_exclusive_group(required=True)
-    bootstrap.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]",
-                           help="A comma-separated list of host:port pairs to use for establishing the connection "
-                                "to the Kafka cluster.")
-    bootstrap.add_argument("--bootstrap-controller", metavar="HOST:PORT[,...]",
-                           help="A comma-separated list of host:port pairs to use for establishing the connection "
-                                "to the KRaft quorum.")
-    parser.add_argument("--command-config", metavar="FILE",
-                        help="Property file containing configs to be passed to Admin Client.")
-    parser.add_argument("--timeout", type=int, metavar="MS",
-                        help="kafkawire: give up after this many milliseconds (default: the command config's "
-                             "default.api.timeout.ms, 60000)")
+    add_connection_arguments(parser, controllers_are="KRaft quorum",
+                             command_config_help="Property file containing configs to be passed to Admin Client.")
     sub = parser.add_subparsers(dest="features_command", required=True, metavar="COMMAND")
     sub.add_parser("describe", help="Describes the current active feature flags.")
     for op in ("upgrade", "downgrade"):
@@ -335,9 +319,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        options = dict(controllers=args.bootstrap_controller is not None, timeout_ms=args.timeout,
-                       properties=load_properties(args.command_config) if args.command_config else None)
-        bootstrap = args.bootstrap_controller or args.bootstrap_server
+        bootstrap, options = connection_options(args)
         if args.features_command == "describe":
             for feature in describe_features(bootstrap, **options):
                 print(feature)

@@ -51,8 +51,8 @@ import uuid
 from dataclasses import dataclass, field
 
 from kafkawire.protocol.error_codes import Errors
-from tools.admin_client import (Admin, AdminConfig, KafkaApiError, ToolError, load_properties, not_controller_check,
-                                run_sync)
+from tools.admin_client import (Admin, KafkaApiError, ToolError, add_connection_arguments, admin_config,
+                                connection_options, load_properties, not_controller_check, run_sync)
 
 COMMAND = "metadata-quorum"
 HELP = "describe the KRaft metadata quorum, add and remove controllers, as kafka-metadata-quorum does"
@@ -301,9 +301,8 @@ def controller_endpoints(props: dict) -> tuple[VoterEndpoint, ...]:
     return tuple(results)
 
 
-def controller_registration(config_path) -> ControllerRegistration:
-    """What add-controller sends, from the controller's configuration file, in Kafka's order of checks."""
-    props = load_properties(config_path)
+def controller_registration(props: dict) -> ControllerRegistration:
+    """What add-controller sends, from the controller's configuration, in Kafka's order of checks."""
     node_id = controller_id(props)
     directory_id = metadata_directory_id(metadata_directory(props))
     return ControllerRegistration(node_id, directory_id, controller_endpoints(props))
@@ -346,14 +345,6 @@ def parse_directory_id(text: str) -> uuid.UUID:
 
 # --- the API: async, and sync for callers without an event loop --------------------------------------
 
-def admin_config(bootstrap: str, *, controllers: bool = True, properties: dict | None = None,
-                 timeout_ms: int | None = None) -> AdminConfig:
-    """``bootstrap`` is --bootstrap-controller's value when ``controllers``, else --bootstrap-server's."""
-    return AdminConfig.create(bootstrap_controller=bootstrap if controllers else None,
-                              bootstrap_server=None if controllers else bootstrap,
-                              properties=properties, timeout_ms=timeout_ms)
-
-
 async def describe_quorum_async(bootstrap: str, **options) -> QuorumInfo:
     async with Admin(admin_config(bootstrap, **options)) as admin:
         return await describe_metadata_quorum(admin)
@@ -380,7 +371,7 @@ async def add_controller_async(bootstrap: str, config_path, *, dry_run: bool = F
     configuration, as in Kafka. Returns the line printed."""
     properties = load_properties(config_path)
     config = admin_config(bootstrap, controllers=controllers, properties=properties, timeout_ms=timeout_ms)
-    registration = controller_registration(config_path)
+    registration = controller_registration(properties)
     if not dry_run:
         async with Admin(config) as admin:
             await admin.call("addRaftVoter", lambda timeout: add_controller_request(registration, timeout),
@@ -505,19 +496,10 @@ def _java_split(text: str, sep: str) -> list[str]:
 # --- command line ------------------------------------------------------------------------------------
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    connection = parser.add_mutually_exclusive_group(required=True)
-    connection.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]",
-                            help="A comma-separated list of host:port pairs to use for establishing the connection "
-                                 "to the Kafka cluster.")
-    connection.add_argument("--bootstrap-controller", metavar="HOST:PORT[,...]",
-                            help="A comma-separated list of host:port pairs to use for establishing the connection "
-                                 "to the Kafka controllers.")
-    parser.add_argument("--command-config", metavar="FILE",
-                        help="Property file containing configs to be passed to Admin Client. For add-controller, "
-                             "the file is used to specify the controller properties as well.")
-    parser.add_argument("--timeout", type=int, metavar="MS",
-                        help="kafkawire: give up after this many milliseconds (default: the command config's "
-                             "default.api.timeout.ms, 60000)")
+    add_connection_arguments(parser, controllers_are="Kafka controllers",
+                             command_config_help="Property file containing configs to be passed to Admin Client. For "
+                                                 "add-controller, the file is used to specify the controller "
+                                                 "properties as well.")
     sub = parser.add_subparsers(dest="quorum_command", required=True, metavar="COMMAND")
     describe = sub.add_parser("describe", help="Describe the metadata quorum info")
     describe.add_argument("--status", action="store_true",
@@ -545,8 +527,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _execute(args) -> str:
-    bootstrap = args.bootstrap_controller or args.bootstrap_server
-    options = dict(controllers=args.bootstrap_controller is not None, timeout_ms=args.timeout)
+    bootstrap, options = connection_options(args, with_properties=False)
     if args.quorum_command == "add-controller":
         if args.command_config is None:
             raise ToolError("You must supply the configuration file of the controller you are adding when using "
