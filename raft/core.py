@@ -362,9 +362,13 @@ class RaftCore:
             state.backoff_until_ms = self.now_ms + self._binary_exponential_backoff_ms(state.retries)
 
     def _binary_exponential_backoff_ms(self, retries: int) -> int:
-        # Kafka: min(RETRY_BACKOFF_BASE_MS * random(2 << min(20, retries - 1)), election.backoff.max.ms)
-        return min(RETRY_BACKOFF_BASE_MS * self.rng.randrange(2 << min(20, retries - 1)),
-                   self.config.election_backoff_max_ms)
+        # Kafka draws base * random(2 << (retries - 1)) and then caps the value at
+        # election.backoff.max.ms: after a few retries almost every draw is the cap, and two
+        # candidates that collided once keep colliding (the simulator found such a livelock when
+        # a voter without pre-vote made both skip it). Capping the range instead keeps the draw
+        # uniform in [0, cap]: the same distribution while the cap is not reached.
+        cap = min(RETRY_BACKOFF_BASE_MS * (2 << min(20, retries - 1)), self.config.election_backoff_max_ms)
+        return self.rng.randrange(cap + 1) if cap > 0 else 0
 
     def _maybe_transition(self, leader_id: int | None, epoch: int, endpoints: Endpoints) -> None:
         """React to the (leader, epoch) another replica told us about (Kafka's maybeTransition)."""
@@ -518,7 +522,9 @@ class RaftCore:
         endpoints = rpc.endpoints_from_response(body.node_endpoints, leader_id, self.config.listener)
         handled = self._maybe_handle_common_response(partition.error_code, leader_id, partition.leader_epoch, endpoints)
         if handled is not None:
-            return handled
+            # An answer from a voter still in an older epoch (a pre-vote's usual case) counts
+            # neither way; asking it again at once would spin, so it waits out the backoff.
+            return handled and partition.leader_epoch >= self.quorum.epoch
         if partition.error_code != NONE:
             return self._handle_unexpected_error(partition.error_code)
         state = self.quorum.state
@@ -721,12 +727,18 @@ class RaftCore:
         leader = partition.current_leader
         leader_id = leader.leader_id if leader.leader_id >= 0 else None
         endpoints = rpc.endpoints_from_response(body.node_endpoints, leader_id, self.config.listener)
+        before = self.quorum.leader_and_epoch()
         handled = self._maybe_handle_common_response(partition.error_code, leader_id, leader.leader_epoch, endpoints)
         if handled is not None:
+            if handled and partition.error_code != NONE and self.quorum.leader_and_epoch() == before:
+                # A replica that is not the leader (an unattached voter, a resigned leader)
+                # answers at once; asking again at once would spin until an election ends.
+                # Nothing was learnt, so the next fetch waits out the retry backoff.
+                return False
             return handled
         state = self.quorum.state
         if not isinstance(state, Follower):
-            return True   # an observer's bootstrap fetch that taught us nothing new
+            return False   # a bootstrap fetch that taught us nothing new: back off likewise
         if partition.error_code != NONE:
             return self._handle_unexpected_error(partition.error_code)
         # Only the leader of our epoch answers a fetch without an error, whichever address
@@ -1204,6 +1216,7 @@ class RaftCore:
         times = [now + 60_000]
         for conn in self.requests.connections.values():
             times.append(conn.timeout_at_ms if conn.correlation_id is not None else conn.backoff_until_ms)
+        times.append(self.requests.bootstrap_backoff_until_ms)
         if self.shutdown_deadline_ms is not None:
             times.append(self.shutdown_deadline_ms)
         if isinstance(state, Leader):

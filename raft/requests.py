@@ -27,6 +27,9 @@ class RequestManager:
         self.bootstrap = dict(bootstrap or {})   # pseudo node id (-2, -3, ...) -> address
         self.connections: dict[int, _Connection] = {}
         self._next_correlation_id = 1
+        # After a bootstrap server's answer taught nothing, every bootstrap server waits: the
+        # others would answer the same while no leader is elected.
+        self.bootstrap_backoff_until_ms = 0
 
     def next_correlation_id(self) -> int:
         cid = self._next_correlation_id
@@ -81,6 +84,8 @@ class RequestManager:
         conn.correlation_id = None
         conn.api = None
         conn.backoff_until_ms = now_ms if success else now_ms + self.retry_backoff_ms
+        if not success and node in self.bootstrap:
+            self.bootstrap_backoff_until_ms = now_ms + self.retry_backoff_ms
 
     def reset(self, node: int) -> None:
         self.connections.pop(node, None)
@@ -90,6 +95,8 @@ class RequestManager:
         self.connections.clear()
 
     def ready_bootstrap_server(self, now_ms: int) -> int | None:
+        if now_ms < self.bootstrap_backoff_until_ms:
+            return None
         ready = [node for node in sorted(self.bootstrap) if self.is_ready(node, now_ms)]
         return self.rng.choice(ready) if ready else None
 
@@ -97,4 +104,5 @@ class RequestManager:
         return any(self.in_flight(node) for node in self.bootstrap)
 
     def earliest_bootstrap_ready_ms(self, now_ms: int) -> int:
-        return min((self.next_ready_ms(node, now_ms) for node in self.bootstrap), default=now_ms)
+        earliest = min((self.next_ready_ms(node, now_ms) for node in self.bootstrap), default=now_ms)
+        return max(earliest, self.bootstrap_backoff_until_ms)

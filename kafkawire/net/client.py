@@ -54,6 +54,7 @@ DEFAULT_RECONNECT_BACKOFF_MS = 50
 DEFAULT_RECONNECT_BACKOFF_MAX_MS = 1000
 DEFAULT_MAX_IN_FLIGHT = 5
 _JITTER = 0.2       # ClusterConnectionStates' ExponentialBackoff jitter
+FIRST_API_VERSIONS_VERSION = 4
 _CLIENT_SOFTWARE = "kafkawire"
 _CLIENT_SOFTWARE_VERSION = "0.1.0"
 
@@ -323,7 +324,9 @@ class NetworkClient:
     async def _probe_versions(self, conn: _Connection) -> dict[int, tuple[int, int]]:
         from kafkawire.messages.api_versions_request import ApiVersionsRequest
         ours = api_table()[API_VERSIONS]
-        version = ours.max_version
+        # v4 first: every Kafka since 3.7 and our own server answer it, and a first attempt at
+        # a version the peer lacks costs a round trip and an error response in the capture.
+        version = min(ours.max_version, FIRST_API_VERSIONS_VERSION)
         deadline = time.monotonic() + self.connect_timeout_ms / 1000
         for _ in range(2):
             request = ApiVersionsRequest(client_software_name=_CLIENT_SOFTWARE,

@@ -43,6 +43,8 @@ RAFT_APIS = {52: "Vote", 53: "BeginQuorumEpoch", 54: "EndQuorumEpoch", 55: "Desc
              57: "UpdateFeatures", 59: "FetchSnapshot", 80: "AddRaftVoter", 81: "RemoveRaftVoter",
              82: "UpdateRaftVoter"}
 FETCH = 1
+DESCRIBE_CLUSTER = 60
+CONTROLLER_ENDPOINT_TYPE = 2     # DescribeClusterRequest.EndpointType: 1 brokers, 2 controllers (KIP-919)
 
 
 class NodeStartError(RuntimeError):
@@ -170,7 +172,31 @@ class ControllerNode:
 
         server.register(FETCH, ApiHandler(fetch, min_version=consumer_fetch.min_version,
                                           error_response=consumer_fetch.error_response))
+        broker_view = self.topic.handlers()[DESCRIBE_CLUSTER]
+
+        async def describe_cluster(ctx, request):
+            if request.endpoint_type != CONTROLLER_ENDPOINT_TYPE:
+                return await broker_view.handle(ctx, request)
+            return self._describe_controllers(request)
+
+        server.register(DESCRIBE_CLUSTER, describe_cluster)
         server.api_versions_features = self._api_versions_features
+
+    def _describe_controllers(self, request):
+        """KIP-919: an admin client bootstrapping from controllers learns every voter's endpoint on
+        this listener and which one is active (ControllerApis.handleDescribeCluster)."""
+        from kafkawire.messages.describe_cluster_response import DescribeClusterBroker, DescribeClusterResponse
+        driver = self.driver
+        listener = driver.config.listener
+        controllers = []
+        for voter in sorted(driver.core.voters(), key=lambda v: v.key.id):
+            address = voter.endpoints.address(listener)
+            if address is not None:
+                controllers.append(DescribeClusterBroker(broker_id=voter.key.id, host=address[0], port=address[1]))
+        leader = driver.leader().leader_id
+        return DescribeClusterResponse(endpoint_type=CONTROLLER_ENDPOINT_TYPE, cluster_id=self.meta.cluster_id,
+                                       controller_id=-1 if leader is None else leader, brokers=controllers,
+                                       cluster_authorized_operations=-2147483648)
 
     def _api_versions_features(self, response) -> None:
         """Supported kraft.version range, and the finalized level once the log says (KIP-853)."""

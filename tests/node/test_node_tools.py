@@ -1,0 +1,85 @@
+"""The Kafka-style tools against real nodes on 127.0.0.1: membership changes through
+`kafkawire metadata-quorum` (standalone bootstrap, add-controller twice, remove-controller),
+`describe --status/--replication` and `features describe`, each a separate process as a user
+would run them."""
+import subprocess
+import sys
+
+import pytest
+
+from kafkawire.storage.state_files import read_meta_properties, uuid_to_kafka
+from raft.node.local_quorum import LocalQuorum
+
+TOOL_TIMEOUT_S = 90
+
+
+def kafkawire(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tools.cli", *args], capture_output=True, text=True,
+                          timeout=TOOL_TIMEOUT_S)
+
+
+def status(quorum, bootstrap) -> dict:
+    result = kafkawire("metadata-quorum", "--bootstrap-controller", bootstrap, "--timeout", "10000",
+                       "describe", "--status")
+    assert result.returncode == 0, result.stderr
+    return dict(line.split(":", 1) for line in result.stdout.splitlines() if ":" in line)
+
+
+def voter_ids(quorum, bootstrap) -> list[int]:
+    import json
+    return sorted(v["id"] for v in json.loads(status(quorum, bootstrap)["CurrentVoters"]))
+
+
+@pytest.fixture
+def standalone(tmp_path):
+    q = LocalQuorum(tmp_path, voters=1, extra_nodes=2)
+    q.format(mode="standalone")
+    q.start_all()
+    yield q
+    q.stop_all()
+    for i in q.node_ids:
+        q.kill(i)
+
+
+def test_standalone_then_add_two_controllers_then_remove_one(standalone):
+    q = standalone
+    q.wait_for_leader(30)
+    bootstrap = q.bootstrap_servers([1])
+    assert voter_ids(q, bootstrap) == [1]
+    # The two others are observers until they are added.
+    q.wait_until(lambda: len(q.describe(1).observers) == 2, 30, "nodes 2 and 3 to fetch as observers")
+
+    for node in (2, 3):
+        added = kafkawire("metadata-quorum", "--bootstrap-controller", bootstrap, "--timeout", "30000",
+                          "--command-config", q.config_path(node), "add-controller")
+        assert added.returncode == 0, added.stderr
+        assert f"Added controller {node} with directory id" in added.stdout
+    assert voter_ids(q, bootstrap) == [1, 2, 3]
+
+    replication = kafkawire("metadata-quorum", "--bootstrap-controller", bootstrap, "--timeout", "10000",
+                            "describe", "--replication")
+    assert replication.returncode == 0, replication.stderr
+    rows = [line.split() for line in replication.stdout.splitlines()[1:]]
+    assert sorted((int(r[0]), r[-1]) for r in rows) == [(1, "Leader"), (2, "Follower"), (3, "Follower")]
+
+    directory = uuid_to_kafka(read_meta_properties(f"{q.data_dir(2)}/meta.properties").directory_id)
+    removed = kafkawire("metadata-quorum", "--bootstrap-controller", bootstrap, "--timeout", "30000",
+                        "remove-controller", "--controller-id", "2", "--controller-directory-id", directory)
+    assert removed.returncode == 0, removed.stderr
+    assert voter_ids(q, bootstrap) == [1, 3]
+
+    # Removing it again is an error Kafka's tool reports with the broker's message.
+    again = kafkawire("metadata-quorum", "--bootstrap-controller", bootstrap, "--timeout", "30000",
+                      "remove-controller", "--controller-id", "2", "--controller-directory-id", directory)
+    assert again.returncode == 1
+    assert "VoterNotFoundException" in again.stderr
+
+
+def test_features_describe_reports_the_finalized_kraft_version(standalone):
+    q = standalone
+    q.wait_for_leader(30)
+    result = kafkawire("features", "--bootstrap-controller", q.bootstrap_servers([1]), "describe")
+    assert result.returncode == 0, result.stderr
+    line = next(l for l in result.stdout.splitlines() if l.startswith("Feature: kraft.version\t"))
+    # --standalone formats with kraft.version 1 (KIP-853's dynamic quorum).
+    assert "\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1\t" in line
