@@ -27,6 +27,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a property that replaces the file's value (repeatable)")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARN", "ERROR"],
                         help="what to log to stderr (default INFO)")
+    add_max_api_versions(parser)
+
+
+def add_max_api_versions(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-api-versions", type=parse_max_api_versions, default={}, metavar="KEY:VERSION,...",
+                        help="kafkawire's own: advertise at most these versions (e.g. 3:9,1:11 for a packet "
+                             "dissector that knows only older ones)")
+
+
+def parse_max_api_versions(text: str) -> dict[int, int]:
+    out = {}
+    for item in filter(None, text.split(",")):
+        key, sep, version = item.partition(":")
+        if not sep or not key.strip().isdigit() or not version.strip().isdigit():
+            raise argparse.ArgumentTypeError(f"{item!r} is not API_KEY:MAX_VERSION")
+        out[int(key)] = int(version)
+    return out
 
 
 class _KafkaLayout(logging.Formatter):
@@ -63,13 +80,14 @@ def setup_logging(level: str) -> None:
     logging.basicConfig(level=getattr(logging, {"WARN": "WARNING"}.get(level, level)), handlers=[handler], force=True)
 
 
-async def serve(config, state_machine_factory=None) -> int:
+async def serve(config, state_machine_factory=None, max_versions=None) -> int:
     from raft.node.controller_node import ControllerNode, NodeStartError
     from raft.node.state_machine import default_state_machine_factory
     log = logging.getLogger("kafkawire.server")
     for key in config.unknown_keys:
         log.warning("The configuration '%s' was supplied but isn't a known config.", key)
-    node = ControllerNode(config, state_machine_factory=state_machine_factory or default_state_machine_factory())
+    node = ControllerNode(config, state_machine_factory=state_machine_factory or default_state_machine_factory(),
+                          max_versions=max_versions)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     signals = 0
@@ -111,4 +129,4 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"server-start: {args.config}: {exc}", file=sys.stderr)
         return 1
-    return run_loop(serve(config))
+    return run_loop(serve(config, max_versions=args.max_api_versions))

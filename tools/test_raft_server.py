@@ -23,6 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--record-size", type=int, default=256, help="bytes per record (default 256)")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARN", "ERROR"])
+    from .server_start import add_max_api_versions
+    add_max_api_versions(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,4 +48,4 @@ def run(args: argparse.Namespace) -> int:
 
     logging.getLogger("kafkawire.server").info("workload: %d records/s of %d bytes while leading",
                                                args.throughput, args.record_size)
-    return run_loop(serve(config, factory))
+    return run_loop(serve(config, factory, max_versions=args.max_api_versions))

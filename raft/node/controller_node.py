@@ -18,6 +18,7 @@ prepare (no meta.properties, or one for another node), naming the file.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 
@@ -74,7 +75,7 @@ def raft_config_from(server: ServerConfig, directory_id, cluster_id: str) -> Raf
 
 class ControllerNode:
     def __init__(self, config: ServerConfig, *, state_machine_factory=None, fsync: bool = True,
-                 metrics_interval_ms: int = 1000):
+                 metrics_interval_ms: int = 1000, max_versions: dict[int, int] | None = None):
         if not config.is_controller:
             raise NodeStartError(f"process.roles={','.join(config.process_roles)}: kafkawire runs controllers "
                                  "only (process.roles=controller)")
@@ -82,6 +83,8 @@ class ControllerNode:
         self.state_machine_factory = state_machine_factory
         self.fsync = fsync
         self.metrics_interval_ms = metrics_interval_ms
+        # API key -> highest version to advertise (for peers that know only older versions).
+        self.max_versions = dict(max_versions or {})
         self.driver: RaftDriver | None = None
         self.servers: list[KafkaServer] = []
         self.state_machine = None
@@ -180,6 +183,10 @@ class ControllerNode:
             return self._describe_controllers(request)
 
         server.register(DESCRIBE_CLUSTER, describe_cluster)
+        for key, high in self.max_versions.items():
+            registered = server._registry.get(key)
+            if registered is not None:
+                server.register(key, dataclasses.replace(registered.handler, max_version=high))
         server.api_versions_features = self._api_versions_features
 
     def _describe_controllers(self, request):

@@ -21,7 +21,6 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from dataclasses import dataclass
 
 from kafkawire.messages.describe_quorum_request import DescribeQuorumRequest, PartitionData, TopicData
@@ -84,8 +83,9 @@ class LocalQuorum:
         self.node_ids = list(range(1, voters + extra_nodes + 1))
         self.python = python or sys.executable
         self.ports = dict(zip(self.node_ids, free_ports(len(self.node_ids))))
-        self.directory_ids = {i: uuid.uuid4() for i in self.node_ids}
-        self.cluster_id = cluster_id or uuid_to_kafka(uuid.uuid4())
+        from tools.storage import random_uuid     # Kafka's Uuid.randomUuid: never starts with "-"
+        self.directory_ids = {i: random_uuid() for i in self.node_ids}
+        self.cluster_id = cluster_id or uuid_to_kafka(random_uuid())
         self.properties = dict(properties or {})
         self.processes: dict[int, subprocess.Popen] = {}
         # The kafkawire arguments that run one node from its config file.
@@ -143,7 +143,7 @@ class LocalQuorum:
                            for i in self.voter_ids)
         for i in self.node_ids:
             config = self.write_config(i)
-            args = ["storage", "format", "--cluster-id", self.cluster_id, "--config", config]
+            args = ["storage", "format", f"--cluster-id={self.cluster_id}", "--config", config]
             if mode == "standalone" and i == self.voter_ids[0]:
                 args.append("--standalone")
             elif mode == "initial-controllers" and i in self.voter_ids:
