@@ -327,7 +327,9 @@ def _lz4_frame_decompress(data, max_size: int, *, check_header: bool) -> bytes:
             chunk = block
         else:
             try:
-                produced = cramjam.lz4.decompress_block_into(block, scratch)
+                # output_len is what says "no size prefix": without it cramjam reads the
+                # block's first 4 bytes as one when they fit the buffer, and decodes garbage.
+                produced = cramjam.lz4.decompress_block_into(block, scratch, output_len=block_max)
             except _DecompressionError as e:
                 raise CorruptRecordError(f"LZ4 block is corrupt: {e}") from None
             chunk = memoryview(scratch)[:produced]

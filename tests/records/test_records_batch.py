@@ -6,7 +6,7 @@ import struct
 
 import pytest
 from crc32c import crc32c
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kafkawire.records import (
@@ -211,6 +211,11 @@ def test_bad_control_keys_and_markers_are_corrupt():
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fields=batch_fields(), specs=record_specs())
+# lz4: the compressed block starts with bytes that read as a small length (cramjam took them
+# for a size prefix and decoded garbage).
+@example(fields=dict(base_offset=0, partition_leader_epoch=0, compression_type=LZ4, timestamp_type=0,
+                     is_transactional=False, producer_id=0, producer_epoch=0, base_sequence=0),
+         specs=[(None, None, [], 0, 8)] + [(None, None, [], 0, od) for od in range(296, 301)])
 def test_round_trip(fields, specs):
     raw = build(fields, specs)
     b = RecordBatch.from_buffer(raw)

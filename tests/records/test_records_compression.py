@@ -106,6 +106,20 @@ def test_lz4_frame_is_what_kafka_lz4_block_output_stream_writes():
     assert z[6] == hc
 
 
+def test_lz4_block_starting_like_a_size_prefix_is_read_as_a_plain_block():
+    # The records of six empty records (batch offset deltas 8, 296..300): their compressed
+    # block begins c2 0c 00 00, which reads as a 4-byte little-endian length of 3266. An LZ4
+    # frame block has no such prefix; taking one decoded 45 bytes of garbage.
+    data = bytes.fromhex("0c0000100101000e0000d0040101000e0000d2040101000e0000d4040101000e0000d6"
+                         "040101000e0000d804010100")
+    z = compress(LZ4, data)
+    (size,) = struct.unpack_from("<I", z, 7)
+    assert not size & 0x80000000, "the block must be compressed for this test to mean anything"
+    assert struct.unpack_from("<I", z, 11)[0] < 64 * 1024, "its first 4 bytes must look like a length"
+    assert decompress(LZ4, z) == data
+    assert kp_codec.lz4_decode(z) == data
+
+
 def test_lz4_incompressible_blocks_are_stored_raw():
     data = os.urandom(1000)
     z = compress(LZ4, data)
