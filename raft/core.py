@@ -749,6 +749,10 @@ class RaftCore:
         elif partition.snapshot_id.epoch >= 0 or partition.snapshot_id.end_offset >= 0:
             if partition.snapshot_id.epoch < 0 or partition.snapshot_id.end_offset < 0:
                 return self._handle_unexpected_error(int(Errors.INVALID_REQUEST))
+            if partition.snapshot_id.end_offset <= self.log.start_offset:
+                # The answer to a fetch sent before we installed this snapshot (or a later one):
+                # an observer can have a bootstrap fetch and a leader fetch in flight at once.
+                return True
             state.fetching_snapshot = SnapshotFetch(OffsetAndEpoch(partition.snapshot_id.epoch,
                                                                    partition.snapshot_id.end_offset))
         else:
