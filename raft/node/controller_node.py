@@ -213,11 +213,26 @@ class ControllerNode:
                                                               min_version=config.kraft_version_min,
                                                               max_version=config.kraft_version_max)]
         core = self.driver.core
-        if core is not None:
-            level = core.kraft_version()
-            response.finalized_features_epoch = max(self.driver.high_watermark() - 1, -1)
-            response.finalized_features = ([av.FinalizedFeatureKey(name=KRAFT_VERSION_FEATURE, max_version_level=level,
-                                                                   min_version_level=level)] if level > 0 else [])
+        if core is None:
+            return
+        finalized = {}
+        level = core.kraft_version()
+        if level > 0:
+            finalized[KRAFT_VERSION_FEATURE] = level
+        image = getattr(self.state_machine, "image", None)
+        if image is not None:
+            # The controller's committed metadata: metadata.version and the other features.
+            for name, (low, high) in sorted(getattr(self.state_machine, "supported_features", {}).items()):
+                if name != KRAFT_VERSION_FEATURE:
+                    response.supported_features.append(av.SupportedFeatureKey(name=name, min_version=low,
+                                                                              max_version=high))
+            if image.metadata_version is not None:
+                finalized["metadata.version"] = image.metadata_version
+            finalized.update(image.finalized_features)
+        response.finalized_features_epoch = max(self.driver.high_watermark() - 1, -1)
+        response.finalized_features = [av.FinalizedFeatureKey(name=name, max_version_level=level,
+                                                               min_version_level=level)
+                                       for name, level in sorted(finalized.items())]
 
     # --- running -----------------------------------------------------------------------------------------
     async def _publish_metrics(self) -> None:

@@ -331,6 +331,10 @@ class RaftDriver:
     def is_leader(self) -> bool:
         return isinstance(self.core.state, Leader)
 
+    def next_offset(self) -> int:
+        """The offset the next proposed record will get (the log end plus what is batching)."""
+        return self.core.log.end_offset + sum(len(records) for _, records in self.core.accumulator)
+
     def high_watermark(self) -> int:
         hw = self.core.high_watermark() if self.core is not None else None
         return 0 if hw is None else hw

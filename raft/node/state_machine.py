@@ -3,5 +3,6 @@ from __future__ import annotations
 
 
 def default_state_machine_factory():
-    """``factory(driver, server_config, meta_properties) -> state machine``, or None for none."""
-    return None
+    """``factory(driver, server_config, meta_properties) -> state machine``: the metadata controller."""
+    from .metadata_controller import controller_factory
+    return controller_factory
