@@ -45,6 +45,10 @@ def read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
         b = data[pos]
         result |= (b & 0x7F) << shift
         if b < 0x80:
+            if result > 0xFFFFFFFF:
+                # Only 4 bits of a fifth byte fit. Java's ByteUtils drops the rest silently, but no
+                # Kafka writer sets them, and what we read must be writable again.
+                raise Malformed(f"unsigned varint at byte {start} does not fit in 32 bits")
             return result, pos + 1
         shift += 7
         if shift > 28:

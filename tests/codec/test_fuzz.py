@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from kafkawire import messages
 from kafkawire.protocol.errors import DecodeError
+from kafkawire.protocol.primitives import Malformed, read_uvarint, write_uvarint
 from tests.codec.strategies import instances
 
 TARGETS = ["MetadataResponse", "FetchRequest", "FetchResponse", "ProduceRequest", "VoteRequest",
@@ -49,3 +50,27 @@ def test_mutated_valid_bytes(name, data):
     else:
         # Whatever decodes must encode again (the mutation happened to be valid).
         decoded.encode(version)
+
+
+@given(st.binary(min_size=1, max_size=6))
+@example(b"\x80\x80\x80\x80\x10")   # 2**32: a fifth byte with more than 4 bits
+@example(b"\xff\xff\xff\xff\x0f")   # 2**32 - 1, the largest there is
+def test_an_unsigned_varint_read_is_one_that_can_be_written(raw):
+    try:
+        value, end = read_uvarint(raw, 0)
+    except (Malformed, IndexError):
+        return
+    buf = bytearray()
+    write_uvarint(buf, value)
+    assert value <= 0xFFFFFFFF and read_uvarint(bytes(buf), 0) == (value, len(buf))
+
+
+def test_a_tag_beyond_32_bits_is_a_decode_error():
+    # The case test_mutated_valid_bytes found: RegisterBrokerRecord v4 whose last unknown tag
+    # reads as 2**32. It decoded, and then could not be encoded again.
+    cls = messages.by_name("RegisterBrokerRecord")
+    good = bytes.fromhex("0000000000e3e70682c2094cac629f6fbed82c07cd0000000000000000010101010002020200801000")
+    assert cls.decode(good, 4).unknown_tagged_fields[-1] == (16, b"")
+    with pytest.raises(DecodeError, match="does not fit in 32 bits") as info:
+        cls.decode(good[:-2] + b"\x80\x80\x80\x80\x10\x00", 4)
+    assert info.value.message == "RegisterBrokerRecord" and info.value.version == 4
