@@ -81,3 +81,26 @@ def test_a_node_refuses_an_unformatted_directory(tmp_path):
     proc = q.start(1)
     assert proc.wait(timeout=60) == 1
     assert "no meta.properties in" in q.log_tail(1)
+
+
+def test_snapshots_are_written_and_a_restart_loads_the_latest(tmp_path):
+    q = LocalQuorum(tmp_path, voters=1, properties={"metadata.log.max.record.bytes.between.snapshots": "1024"})
+    q.format(mode="standalone")
+    q.start_all()
+    try:
+        q.wait_for_leader(30)
+        directory = q.metadata_partition_dir(1)
+
+        def snapshots():
+            return sorted(n for n in os.listdir(directory) if n.endswith(".checkpoint") and not n.startswith("0" * 20 + "-"))
+        written = q.wait_until(snapshots, 30, "a snapshot after 1 KiB of records")
+        assert q.stop(1) == 0
+        from kafkawire.metadata.replay import replay_snapshot
+        image = replay_snapshot(os.path.join(directory, written[-1])).image
+        assert image.metadata_version is not None and 1 in image.controllers
+        q.start(1)
+        q.wait_for_leader(30)
+        q.wait_until(lambda: "loaded snapshot" in q.log_tail(1, 200) and
+                     written[-1].split("-")[0].lstrip("0") in q.log_tail(1, 200), 30, "the restart to load it")
+    finally:
+        q.stop_all()
