@@ -3,9 +3,7 @@ kafka-python, aiokafka, confluent-kafka (librdkafka), kcat; tshark's Kafka disse
 traffic."""
 import asyncio
 import os
-import select
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -18,6 +16,7 @@ from .metadata_log import CLUSTER_ID, NODE_ID, write_metadata_log
 from .pcap import Recorder, write_pcap
 from .served import ServedLog
 from tests.conftest import REFERENCE, require
+from tests.peers import kcat, loopback_capture
 
 TOPIC = "__cluster_metadata"
 CLIENT_TIMEOUT_S = 20
@@ -197,11 +196,6 @@ def test_confluent_kafka_consumer_reads_every_record(metadata_log):
 
 # --- kcat --------------------------------------------------------------------------------------
 
-def kcat():
-    path = shutil.which("kcat")
-    if path is None:
-        pytest.skip("kcat is not installed (Debian package kcat: apt-get install -y kcat)")
-    return path
 
 
 def test_kcat_lists_metadata_and_consumes_every_record(metadata_log):
@@ -291,26 +285,12 @@ def test_tshark_dissects_a_recorded_session_without_errors(metadata_log, tmp_pat
 
 def test_tshark_dissects_a_loopback_capture_without_errors(metadata_log, tmp_path):
     """A real capture on lo with dumpcap and a port filter, when this machine allows capturing."""
-    dumpcap = shutil.which("dumpcap")
-    if shutil.which("tshark") is None or dumpcap is None:
-        pytest.skip("tshark/dumpcap are not installed (Debian package tshark)")
     log_dir, written = metadata_log
     capture = tmp_path / "loopback.pcapng"
     with ServedLog(log_dir, max_versions=WIRESHARK_4_0_VERSIONS) as served:
-        proc = subprocess.Popen([dumpcap, "-i", "lo", "-f", f"tcp port {served.port}", "-w", str(capture)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        try:
-            ready, _, _ = select.select([proc.stderr], [], [], 15)
-            started = proc.stderr.readline() if ready else "(dumpcap said nothing for 15 s)"
-            if "Capturing on" not in started:
-                proc.kill()
-                pytest.skip(f"dumpcap cannot capture on lo here: {started.strip() or proc.stderr.read()[:200]}")
+        with loopback_capture(served.port, capture):
             consume_with_kafka_python(served, written)
             time.sleep(0.5)                         # let the last packets reach the capture file
-        finally:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-                proc.wait(timeout=15)
     problems, fields = tshark_problems(capture, served.port)
     assert problems == ""
     assert {"18", "3", "2", "1"} <= set(fields)

@@ -7,9 +7,6 @@ the high watermark the node reported, read straight from disk.
 """
 import asyncio
 import os
-import select
-import shutil
-import signal
 import subprocess
 import time
 
@@ -17,6 +14,7 @@ import pytest
 
 from kafkawire.records import iter_batches
 from raft.node.local_quorum import LocalQuorum
+from tests.peers import kcat, loopback_capture
 
 TOPIC = "__cluster_metadata"
 CLIENT_TIMEOUT_S = 30
@@ -91,11 +89,6 @@ def test_kafka_python_consumer_reads_the_committed_records(node):
     assert got[:len(expected)] == expected
 
 
-def kcat():
-    path = shutil.which("kcat")
-    if path is None:
-        pytest.skip("kcat is not installed (Debian package kcat)")
-    return path
 
 
 def test_kcat_lists_the_topic_and_consumes_it(node):
@@ -136,26 +129,12 @@ def test_aiokafka_and_confluent_kafka_connect_and_see_the_topic(node):
 
 
 def test_tshark_reads_the_clients_traffic_without_malformed_packets(node, tmp_path):
-    dumpcap = shutil.which("dumpcap")
-    if shutil.which("tshark") is None or dumpcap is None:
-        pytest.skip("tshark/dumpcap are not installed (Debian package tshark)")
     port = node.ports[1]
     capture = tmp_path / "clients.pcapng"
-    proc = subprocess.Popen([dumpcap, "-i", "lo", "-f", f"tcp port {port}", "-w", str(capture)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        ready, _, _ = select.select([proc.stderr], [], [], 15)
-        started = proc.stderr.readline() if ready else "(dumpcap said nothing for 15 s)"
-        if "Capturing on" not in started:
-            proc.kill()
-            pytest.skip(f"dumpcap cannot capture on lo here: {started.strip()}")
+    with loopback_capture(port, capture):
         subprocess.run([kcat(), "-b", f"127.0.0.1:{port}", "-L"], capture_output=True, timeout=CLIENT_TIMEOUT_S)
         test_kafka_python_admin_describes_the_quorum(node)
         time.sleep(0.5)
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            proc.wait(timeout=15)
     base = ["tshark", "-r", str(capture), "-d", f"tcp.port=={port},kafka"]
 
     def fields(display_filter, *names):
