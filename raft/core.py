@@ -29,7 +29,7 @@ from kafkawire.records.kraft_control import encode_value
 from . import rpc
 from .config import RaftConfig
 from .control import ControlState
-from .io import (Input, OutboundRequest, OutboundResponse, Propose, Ready, ReplicaProgress, RequestFailed,
+from .io import (CleanLog, Input, OutboundRequest, OutboundResponse, Propose, Ready, ReplicaProgress, RequestFailed,
                  RequestReceived, Resign, ResponseReceived, Shutdown, SnapshotFrozen, Tick)
 from .leader import LeaderBookkeeping
 from .log import LogStore, RaftLog
@@ -132,6 +132,8 @@ class RaftCore:
         elif isinstance(event, Shutdown):
             if self.shutdown_deadline_ms is None:
                 self.shutdown_deadline_ms = self.now_ms + event.timeout_ms
+        elif isinstance(event, CleanLog):
+            self._clean_log()
         elif isinstance(event, Resign):
             if isinstance(self.quorum.state, Leader) and self.quorum.epoch == event.epoch:
                 self._resign(self._leader().book.preferred_successors())
@@ -1041,10 +1043,16 @@ class RaftCore:
     def _handle_snapshot_frozen(self, snapshot_id: OffsetAndEpoch) -> None:
         self.log.snapshot_frozen(snapshot_id)
         if self.config.clean_log_on_snapshot:
-            hw = self.quorum.high_watermark()
-            if hw is not None and snapshot_id.offset <= hw:
-                self.log.delete_before(snapshot_id.offset)
-                self.control.prune_before(snapshot_id.offset)
+            self._clean_log()
+
+    def _clean_log(self) -> None:
+        """Drop the log below the latest snapshot that is committed (records a lagging replica
+        then gets through FetchSnapshot)."""
+        hw = self.quorum.high_watermark()
+        snapshot = self.log.latest_snapshot()
+        if hw is not None and snapshot is not None and snapshot.offset <= hw:
+            self.log.delete_before(snapshot.offset)
+            self.control.prune_before(snapshot.offset)
 
     # ==========================================================================================
     # polling: timers and what each state must send

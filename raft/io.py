@@ -96,7 +96,15 @@ class Resign:
     epoch: int
 
 
-Input = Tick | RequestReceived | ResponseReceived | RequestFailed | Propose | SnapshotFrozen | Shutdown | Resign
+@dataclass(frozen=True, slots=True)
+class CleanLog:
+    """The driver's retention policy (metadata.max.retention.bytes/ms) says the log may shed
+    what the latest committed snapshot covers (Kafka's KafkaMetadataLog.maybeClean)."""
+    now_ms: int
+
+
+Input = (Tick | RequestReceived | ResponseReceived | RequestFailed | Propose | SnapshotFrozen | Shutdown | Resign
+         | CleanLog)
 
 # --- outputs -------------------------------------------------------------------------------
 

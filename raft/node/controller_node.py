@@ -122,7 +122,8 @@ class ControllerNode:
         self.driver = driver = RaftDriver(
             raft_config, store, client,
             snapshot_min_bytes=c.metadata_log_max_record_bytes_between_snapshots,
-            snapshot_interval_ms=c.metadata_log_max_snapshot_interval_ms)
+            snapshot_interval_ms=c.metadata_log_max_snapshot_interval_ms,
+            retention_bytes=c.metadata_max_retention_bytes, retention_ms=c.metadata_max_retention_ms)
         if self.state_machine_factory is not None:
             self.state_machine = self.state_machine_factory(driver, c, self.meta)
             driver.state_machine = self.state_machine

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import logging
 import random
 import time
@@ -29,7 +30,7 @@ from kafkawire.records.kraft_control import encode_value
 from kafkawire.storage.snapshot import SnapshotId, SnapshotReader, SnapshotWriter
 from raft.config import RaftConfig
 from raft.core import RaftCore
-from raft.io import (OutboundRequest, Propose, Ready, RequestFailed, RequestReceived, ResponseReceived, Shutdown,
+from raft.io import (CleanLog, OutboundRequest, Propose, Ready, RequestFailed, RequestReceived, ResponseReceived, Shutdown,
                      SnapshotFrozen, Tick)
 from raft.rpc import adapt_request_for_version
 from raft.states import Leader
@@ -58,7 +59,8 @@ class WallClock:
 class RaftDriver:
     def __init__(self, config: RaftConfig, store: DiskLogStore, client: NetworkClient, *,
                  state_machine=None, seed: int | None = None, clock=None,
-                 snapshot_min_bytes: int = 20 * 1024 * 1024, snapshot_interval_ms: int = 3_600_000):
+                 snapshot_min_bytes: int = 20 * 1024 * 1024, snapshot_interval_ms: int = 3_600_000,
+                 retention_bytes: int = 100 * 1024 * 1024, retention_ms: int = 7 * 24 * 3_600_000):
         self.config = config
         self.store = store
         self.client = client
@@ -67,6 +69,8 @@ class RaftDriver:
         self.seed = random.SystemRandom().getrandbits(32) if seed is None else seed
         self.snapshot_min_bytes = snapshot_min_bytes
         self.snapshot_interval_ms = snapshot_interval_ms
+        self.retention_bytes = retention_bytes      # metadata.max.retention.bytes (-1: no limit)
+        self.retention_ms = retention_ms            # metadata.max.retention.ms (-1: no limit)
         self.core: RaftCore | None = None
         self.metrics = RaftMetrics(config.node_id)
         self.applied_offset = 0                 # next offset the state machine needs
@@ -168,6 +172,8 @@ class RaftDriver:
         if ready.leader_change is not None:
             self._on_leader_change(ready.leader_change, now)
         if ready.load_snapshot is not None:
+            log.info("node %d: installed snapshot %s fetched from the leader", self.config.node_id,
+                     ready.load_snapshot)
             self._load_snapshot(ready.load_snapshot)
         if ready.committed_through is not None:
             self._apply_committed(ready.committed_through)
@@ -265,7 +271,26 @@ class RaftDriver:
         self._last_snapshot_ms = now
         log.info("node %d: wrote snapshot %s (%d records)", self.config.node_id, snapshot_id, len(values))
         self._step(SnapshotFrozen(self.clock(), snapshot_id))
+        self._maybe_clean()
         return snapshot_id
+
+    def _maybe_clean(self) -> None:
+        """Kafka's metadata log retention: once the log is over metadata.max.retention.bytes, or
+        its oldest segment over metadata.max.retention.ms, what the latest snapshot covers goes."""
+        log_ = self.store.log
+        over_size = self.retention_bytes >= 0 and log_.size > self.retention_bytes
+        oldest = log_.segments[0]
+        try:
+            age_ms = (time.time() - os.path.getmtime(oldest.log_path)) * 1000
+        except OSError:
+            age_ms = 0
+        over_age = self.retention_ms >= 0 and age_ms > self.retention_ms and len(log_.segments) > 1
+        if over_size or over_age:
+            before = self.store.start_offset()
+            self._step(CleanLog(self.clock()))
+            if self.store.start_offset() != before:
+                log.info("node %d: log start moved from %d to %d (retention: %d bytes, oldest segment %d ms)",
+                         self.config.node_id, before, self.store.start_offset(), log_.size, age_ms)
 
     # --- inbound requests (KafkaServer handlers) ------------------------------------------------
     async def handle_request(self, ctx, request):

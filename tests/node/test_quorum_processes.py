@@ -104,3 +104,37 @@ def test_snapshots_are_written_and_a_restart_loads_the_latest(tmp_path):
                      written[-1].split("-")[0].lstrip("0") in q.log_tail(1, 200), 30, "the restart to load it")
     finally:
         q.stop_all()
+
+
+def test_a_follower_behind_the_retained_log_catches_up_through_fetch_snapshot(tmp_path):
+    """Retention (metadata.max.retention.bytes) deletes the segments a snapshot covers; a
+    follower that was down meanwhile must install the leader's snapshot (FetchSnapshot)."""
+    q = LocalQuorum(tmp_path, voters=3, properties={
+        "metadata.log.segment.bytes": str(8 * 1024 * 1024),            # Kafka's minimum
+        "metadata.log.max.record.bytes.between.snapshots": str(1024 * 1024),
+        "metadata.max.retention.bytes": "1"},
+        server_args=lambda c: ["test-raft-server", "--config", c, "--throughput", "8000", "--record-size", "1000",
+                               "--log-level", "INFO"])
+    q.format()
+    q.start_all()
+    try:
+        leader = q.wait_for_leader(30).leader_id
+        behind = next(i for i in q.node_ids if i != leader)
+        q.kill(behind)
+        first_segment = os.path.join(q.metadata_partition_dir(leader), "0" * 20 + ".log")
+        q.wait_until(lambda: not os.path.exists(first_segment), 90,
+                     "the leader to delete its first segment after a snapshot")
+
+        q.start(behind)
+
+        def caught_up():
+            view = q.describe(leader)
+            ends = {r.replica_id: r.log_end_offset for r in view.voters}
+            installed = f"node {behind}: installed snapshot" in q.log_tail(behind, 400)
+            return installed and ends[behind] >= view.high_watermark - 2000
+        q.wait_until(caught_up, 90, f"node {behind} to install a snapshot and catch up")
+        snapshots = [n for n in os.listdir(q.metadata_partition_dir(behind))
+                     if n.endswith(".checkpoint") and not n.startswith("0" * 20 + "-")]
+        assert snapshots, "the follower holds the snapshot it fetched"
+    finally:
+        q.stop_all()
