@@ -15,6 +15,7 @@ as Kafka does, in epoch ms), held monotonic: a clock step backwards is absorbed.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import os
 import logging
@@ -150,7 +151,11 @@ class RaftDriver:
         core = self.core
         # 1-2: durable before anything leaves.
         if ready.election is not None:
-            self.store.write_election(ready.election, core.kraft_version())
+            election = ready.election
+            if core.kraft_version() == 0 and not election.voters:
+                # Data version 0 lists the voters (Kafka writes the static voter ids).
+                election = dataclasses.replace(election, voters=frozenset(core.voters().ids))
+            self.store.write_election(election, core.kraft_version())
         for op in ready.log_ops:
             self.store.apply(op)
         if ready.flush:

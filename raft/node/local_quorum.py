@@ -138,13 +138,21 @@ class LocalQuorum:
 
     def format(self, *, mode: str = "initial-controllers") -> None:
         """Format every node: the voters with --initial-controllers (or the first with
-        --standalone), the others as observers (--no-initial-controllers)."""
+        --standalone), the others as observers (--no-initial-controllers); or, with mode
+        "static", every node for controller.quorum.voters (kraft.version 0)."""
         initial = ",".join(f"{i}@127.0.0.1:{self.ports[i]}:{uuid_to_kafka(self.directory_ids[i])}"
                            for i in self.voter_ids)
         for i in self.node_ids:
+            if mode == "static":
+                # kraft.version 0: the voters are configured (controller.quorum.voters), not formatted.
+                self.properties["controller.quorum.voters"] = ",".join(f"{v}@127.0.0.1:{self.ports[v]}"
+                                                                       for v in self.voter_ids)
+                self.properties["controller.quorum.bootstrap.servers"] = ""
             config = self.write_config(i)
             args = ["storage", "format", f"--cluster-id={self.cluster_id}", "--config", config]
-            if mode == "standalone" and i == self.voter_ids[0]:
+            if mode == "static":
+                pass
+            elif mode == "standalone" and i == self.voter_ids[0]:
                 args.append("--standalone")
             elif mode == "initial-controllers" and i in self.voter_ids:
                 args += ["--initial-controllers", initial]

@@ -83,3 +83,34 @@ def test_features_describe_reports_the_finalized_kraft_version(standalone):
     line = next(l for l in result.stdout.splitlines() if l.startswith("Feature: kraft.version\t"))
     # --standalone formats with kraft.version 1 (KIP-853's dynamic quorum).
     assert "\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1\t" in line
+
+
+def test_a_static_quorum_upgrades_kraft_version_with_the_features_tool(tmp_path):
+    """controller.quorum.voters (kraft.version 0), then `features upgrade --feature
+    kraft.version=1`: the voters' directory ids become known (UpdateRaftVoter, KIP-853)."""
+    import json
+    q = LocalQuorum(tmp_path, voters=3)
+    q.format(mode="static")
+    q.start_all()
+    try:
+        q.wait_for_leader(30)
+        bootstrap = q.bootstrap_servers()
+        quorum_state = json.loads(open(f"{q.metadata_partition_dir(1)}/quorum-state").read())
+        assert quorum_state["data_version"] == 0
+        assert [v["voterId"] for v in quorum_state["currentVoters"]] == [1, 2, 3]
+        voters = json.loads(status(q, bootstrap)["CurrentVoters"])
+        assert all("directoryId" not in v for v in voters)
+
+        upgraded = kafkawire("features", "--bootstrap-controller", bootstrap, "upgrade", "--feature", "kraft.version=1")
+        assert upgraded.returncode == 0, upgraded.stderr
+        assert upgraded.stdout.strip() == "kraft.version was upgraded to 1."
+
+        def directory_ids_known():
+            voters = json.loads(status(q, bootstrap)["CurrentVoters"])
+            return all("directoryId" in v for v in voters) and len(voters) == 3
+        q.wait_until(directory_ids_known, 30, "the voters' directory ids after the upgrade")
+        described = kafkawire("features", "--bootstrap-controller", bootstrap, "describe")
+        assert "Feature: kraft.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1\t" \
+            in described.stdout
+    finally:
+        q.stop_all()
