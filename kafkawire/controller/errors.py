@@ -1,0 +1,25 @@
+"""Refusals the controller answers with: a Kafka error code and, where Kafka gives one, its message."""
+from __future__ import annotations
+
+from kafkawire.protocol.error_codes import Errors
+
+
+class ApiError(Exception):
+    """Kafka's ApiError: ``error`` goes into the response's error code, ``message`` (None when
+    Kafka sends none) into its error message."""
+
+    def __init__(self, error: Errors, message: str | None = None):
+        super().__init__(message or error.name)
+        self.error = error
+        self.message = message
+
+    @property
+    def code(self) -> int:
+        return int(self.error)
+
+
+def not_controller(leader_id: int | None) -> ApiError:
+    """QuorumController.newNotControllerException."""
+    if leader_id is None:
+        return ApiError(Errors.NOT_CONTROLLER, "No controller appears to be active.")
+    return ApiError(Errors.NOT_CONTROLLER, f"The active controller appears to be node {leader_id}.")

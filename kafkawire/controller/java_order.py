@@ -1,0 +1,94 @@
+"""The iteration orders of the Java maps Kafka's metadata image keeps, so records written from
+the image come out in the order Kafka writes them.
+
+* java.util.HashMap: by bucket (the key's hashCode spread as HashMap.hash does, masked by the
+  table size), then insertion order within a bucket (a resize keeps that order). The table
+  size depends on how the map was built; ``grown_capacity`` and ``copied_capacity`` give it.
+* pcollections' HashTreePMap (Kafka's ImmutableMap, e.g. TopicsImage.topicsById): by hashCode
+  as a signed int, ascending.
+"""
+from __future__ import annotations
+
+import math
+import uuid
+
+DEFAULT_CAPACITY = 16
+LOAD_FACTOR = 0.75
+
+
+def string_hash(text: str) -> int:
+    """String.hashCode over UTF-16 code units, as an unsigned 32-bit value."""
+    data = text.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h
+
+
+def int_hash(value: int) -> int:
+    return value & 0xFFFFFFFF
+
+
+def uuid_hash(value: uuid.UUID) -> int:
+    """org.apache.kafka.common.Uuid.hashCode: the two halves xor-ed, folded to 32 bits."""
+    h = (value.int >> 64) ^ (value.int & 0xFFFFFFFFFFFFFFFF)
+    return ((h >> 32) ^ h) & 0xFFFFFFFF
+
+
+def signed(h: int) -> int:
+    return h - (1 << 32) if h >> 31 else h
+
+
+def grown_capacity(size: int, initial: int = DEFAULT_CAPACITY) -> int:
+    """The table size after ``size`` puts into ``new HashMap<>(n)`` whose first table is ``initial``
+    (16 for ``new HashMap<>()``, 1 for ``new HashMap<>(0)``): it doubles whenever the size passes
+    capacity * 0.75."""
+    capacity = initial
+    while size > int(capacity * LOAD_FACTOR):
+        capacity *= 2
+    return capacity
+
+
+def sized_capacity(size: int) -> int:
+    """The table size of ``new HashMap<>(size)`` after ``size`` puts (tableSizeFor, then growth)."""
+    capacity = 1
+    while capacity < size:
+        capacity *= 2
+    return grown_capacity(size, capacity)
+
+
+def copied_capacity(size: int, jdk: int = 21) -> int:
+    """The table size of ``new HashMap<>(map)`` for a map of ``size`` entries. It changed in
+    JDK 19 (JDK-8281631): before, tableSizeFor((int)(size / 0.75 + 1)); since, tableSizeFor(
+    ceil(size / 0.75)). So the same Kafka orders some maps differently on Java 17 and Java 21
+    (6 supported features: 16 buckets on 17, 8 on 21; both occur in the reference snapshots)."""
+    if size == 0:
+        return DEFAULT_CAPACITY
+    wanted = int(size / LOAD_FACTOR + 1.0) if jdk < 19 else math.ceil(size / LOAD_FACTOR)
+    capacity = 1
+    while capacity < wanted:
+        capacity *= 2
+    return capacity
+
+
+def hashmap_order(keys, hash_of, capacity: int) -> list:
+    """``keys`` (in insertion order) as a HashMap of that capacity iterates them."""
+    def bucket(key):
+        h = hash_of(key)
+        return (h ^ (h >> 16)) & (capacity - 1)
+    return sorted(keys, key=bucket)          # sorted() is stable: insertion order within a bucket
+
+
+def string_hashmap_order(keys, capacity: int | None = None) -> list:
+    keys = list(keys)
+    return hashmap_order(keys, string_hash, capacity or grown_capacity(len(keys)))
+
+
+def int_hashmap_order(keys, capacity: int | None = None) -> list:
+    keys = list(keys)
+    return hashmap_order(keys, int_hash, capacity or grown_capacity(len(keys)))
+
+
+def uuid_tree_order(keys) -> list:
+    """HashTreePMap<Uuid, ?> iteration: ascending signed Uuid.hashCode."""
+    return sorted(keys, key=lambda k: signed(uuid_hash(k)))

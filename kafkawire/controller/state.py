@@ -1,0 +1,173 @@
+"""The controller's view of committed metadata: record frames replayed, in log order, into
+kafkawire.metadata's MetadataImage.
+
+Beyond the image it keeps what Kafka's controller keeps beside its managers:
+
+* metadata transactions (KIP-868): records after a BeginTransactionRecord wait until their
+  EndTransactionRecord and are dropped on AbortTransactionRecord, as MetadataBatchLoader
+  does; ``transaction_start_offset`` is Kafka's OffsetControlManager.transactionStartOffset
+  (-1 when none is open), which activation needs to abort a transaction left open;
+* the offset of each broker's RegisterBrokerRecord (ClusterControlManager.
+  registerBrokerRecordOffsets: a heartbeat unfences a broker once it has read that far);
+* the order in which finalized features entered the image, because Kafka's FeaturesImage
+  is a HashMap whose iteration order a snapshot preserves.
+
+A record that cannot be decoded or applied is logged and kept in ``problems`` (offset and
+reason); replay goes on, as kafka-metadata-shell's replay does, so one bad record does not
+stop the node.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from kafkawire.metadata.frame import MetadataRecordError, decode_metadata_record
+from kafkawire.metadata.image import ImageError, MetadataImage, Provenance
+
+from .java_order import grown_capacity, string_hashmap_order
+from .versions import METADATA_VERSION
+
+log = logging.getLogger("kafkawire.controller")
+
+_TRANSACTION_MARKERS = ("BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord")
+
+
+@dataclass(frozen=True)
+class Problem:
+    offset: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"offset {self.offset}: {self.message}"
+
+
+@dataclass
+class _Transaction:
+    name: str
+    start_offset: int
+    records: list = field(default_factory=list)      # (message, offset)
+
+
+class ControllerState:
+    def __init__(self):
+        self.image = MetadataImage()
+        self.next_offset = 0                  # one past the last data record replayed
+        self.register_broker_offsets: dict[int, int] = {}
+        self.feature_order: list[str] = []    # finalized features (not metadata.version), as inserted
+        self.problems: list[Problem] = []
+        self._transaction: _Transaction | None = None
+
+    # --- queries ------------------------------------------------------------------------------
+    @property
+    def metadata_version(self) -> int | None:
+        return self.image.metadata_version
+
+    @property
+    def transaction_start_offset(self) -> int:
+        return -1 if self._transaction is None else self._transaction.start_offset
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._transaction is not None
+
+    def finalized_features(self) -> dict[str, int]:
+        """Every finalized feature with its level, metadata.version included."""
+        levels = dict(self.image.finalized_features)
+        if self.image.metadata_version is not None:
+            levels[METADATA_VERSION] = self.image.metadata_version
+        return levels
+
+    # --- replay -------------------------------------------------------------------------------
+    def apply_batch(self, base_offset: int, epoch: int, append_time_ms: int, values: list[bytes]) -> None:
+        """One committed batch: every record in order; the batch is one delta for the feature order."""
+        new_features: list[str] = []
+        for i, value in enumerate(values):
+            offset = base_offset + i
+            message = self._decode(value, offset)
+            if message is not None:
+                self._replay(message, offset, new_features)
+        self._note_new_features(new_features)
+        if values:
+            self.next_offset = base_offset + len(values)
+            if self._transaction is None:
+                self.image.provenance = Provenance(self.next_offset - 1, epoch, append_time_ms)
+
+    def load_snapshot(self, end_offset: int, epoch: int, values: list[bytes]) -> None:
+        """Replace everything with a snapshot's records; what it describes ends before ``end_offset``."""
+        self.__init__()
+        new_features: list[str] = []
+        for value in values:
+            message = self._decode(value, end_offset - 1)
+            if message is None:
+                continue
+            if type(message).NAME in _TRANSACTION_MARKERS:
+                self._problem(end_offset - 1, f"{type(message).NAME} in a snapshot is ignored")
+                continue
+            # Kafka replays a snapshot's records with the snapshot's last contained offset.
+            self._apply(message, end_offset - 1, new_features)
+        self._note_new_features(new_features)
+        self.next_offset = end_offset
+        self.image.provenance = Provenance(end_offset - 1, epoch, -1)
+
+    def _decode(self, value, offset: int):
+        try:
+            return decode_metadata_record(value).message
+        except MetadataRecordError as exc:
+            self._problem(offset, str(exc))
+            return None
+
+    def _replay(self, message, offset: int, new_features: list[str]) -> None:
+        name = type(message).NAME
+        txn = self._transaction
+        if name == "BeginTransactionRecord":
+            if txn is not None:
+                self._problem(offset, f"BeginTransactionRecord while the transaction begun at offset "
+                                      f"{txn.start_offset} is open; ignored")
+                return
+            self._transaction = _Transaction(message.name, offset)
+        elif name in ("EndTransactionRecord", "AbortTransactionRecord"):
+            if txn is None:
+                self._problem(offset, f"{name} without a BeginTransactionRecord; ignored")
+                return
+            self._transaction = None
+            if name == "EndTransactionRecord":
+                for pending, pending_offset in txn.records:
+                    self._apply(pending, pending_offset, new_features)
+            else:
+                log.info("metadata transaction %r begun at offset %d aborted at offset %d (%d records dropped)",
+                         txn.name, txn.start_offset, offset, len(txn.records))
+        elif txn is not None:
+            txn.records.append((message, offset))
+        else:
+            self._apply(message, offset, new_features)
+
+    def _apply(self, message, offset: int, new_features: list[str]) -> None:
+        name = type(message).NAME
+        try:
+            self.image.apply(message)
+        except ImageError as exc:
+            self._problem(offset, f"{name}: {exc}")
+            return
+        if name == "RegisterBrokerRecord":
+            self.register_broker_offsets[message.broker_id] = offset
+        elif name == "UnregisterBrokerRecord":
+            self.register_broker_offsets.pop(message.broker_id, None)
+        elif name == "FeatureLevelRecord" and message.name != METADATA_VERSION:
+            if message.feature_level == 0:
+                if message.name in self.feature_order:
+                    self.feature_order.remove(message.name)
+                if message.name in new_features:
+                    new_features.remove(message.name)
+            elif message.name not in self.feature_order and message.name not in new_features:
+                new_features.append(message.name)
+
+    def _note_new_features(self, new_features: list[str]) -> None:
+        # FeaturesDelta.apply copies the old image's features, then adds the new ones in the
+        # order of its `changes` HashMap.
+        if new_features:
+            self.feature_order += string_hashmap_order(new_features, grown_capacity(len(new_features)))
+
+    def _problem(self, offset: int, message: str) -> None:
+        problem = Problem(offset, message)
+        self.problems.append(problem)
+        log.error("metadata record at %s", problem)
