@@ -117,6 +117,8 @@ class RaftCore:
             raise ValueError(f"time went backwards: {event.now_ms} < {self.now_ms}")
         self.now_ms = event.now_ms
         if self.shutdown_done:
+            if isinstance(event, Propose):
+                self._out.appends_failed.append((event.token, int(Errors.NOT_LEADER_OR_FOLLOWER)))
             return self._collect()
         self.requests.expire(self.now_ms)
         if isinstance(event, RequestReceived):

@@ -65,7 +65,8 @@ class RaftDriver:
         self.config = config
         self.store = store
         self.client = client
-        self.state_machine = state_machine
+        self.state_machine = state_machine     # the listener that also makes snapshots
+        self.listeners: list = []               # more listeners (Kafka's RaftClient.register)
         self.clock = clock or WallClock()
         self.seed = random.SystemRandom().getrandbits(32) if seed is None else seed
         self.snapshot_min_bytes = snapshot_min_bytes
@@ -110,8 +111,8 @@ class RaftDriver:
     def _load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
         reader = SnapshotReader(self.store.snapshot_path(snapshot_id))
         values = [bytes(r.value) for r in reader.records()]
-        if self.state_machine is not None:
-            self.state_machine.on_snapshot_loaded(snapshot_id, values)
+        for listener in self._all_listeners():
+            listener.on_snapshot_loaded(snapshot_id, values)
         self.applied_offset = snapshot_id.offset
         log.info("loaded snapshot %s (%d records)", snapshot_id, len(values))
 
@@ -223,8 +224,8 @@ class RaftDriver:
         self.metrics.on_leader_change(leader, now)
         log.info("node %d: leader is now %s in epoch %d", self.config.node_id,
                  "unknown" if leader.leader_id is None else leader.leader_id, leader.epoch)
-        if self.state_machine is not None:
-            self.state_machine.on_leader_change(leader.leader_id, leader.epoch)
+        for listener in self._all_listeners():
+            listener.on_leader_change(leader.leader_id, leader.epoch)
         self.leader_change.set()
         self.leader_change = asyncio.Event()
 
@@ -235,11 +236,39 @@ class RaftDriver:
             if batch.last_offset >= through:
                 break      # a batch is committed whole or not at all
             self._bytes_since_snapshot += batch.size_in_bytes
-            if not batch.is_control and self.state_machine is not None:
+            if not batch.is_control:
                 values = [bytes(r.value) for r in batch]
-                self.state_machine.on_committed(batch.base_offset, batch.partition_leader_epoch,
-                                                batch.max_timestamp, values)
+                for listener in self._all_listeners():
+                    listener.on_committed(batch.base_offset, batch.partition_leader_epoch, batch.max_timestamp,
+                                          values)
             self.applied_offset = batch.last_offset + 1
+
+    def _all_listeners(self) -> list:
+        return ([self.state_machine] if self.state_machine is not None else []) + self.listeners
+
+    def register(self, listener) -> None:
+        """Kafka's RaftClient.register: the listener first gets the latest snapshot (when the log
+        starts there) and the committed records up to now, then every commit, snapshot load
+        and leader change, in order. It has on_committed, on_snapshot_loaded, on_leader_change."""
+        start = self.store.start_offset()
+        snapshots = [s for s in self.store.snapshot_ids() if s.offset >= start]
+        if snapshots:
+            reader = SnapshotReader(self.store.snapshot_path(snapshots[-1]))
+            listener.on_snapshot_loaded(snapshots[-1], [bytes(r.value) for r in reader.records()])
+        for batch in self.read_committed(start):
+            listener.on_committed(batch.base_offset, batch.partition_leader_epoch, batch.max_timestamp,
+                                  [bytes(r.value) for r in batch])
+        if self.core is not None:
+            leader = self.leader()
+            listener.on_leader_change(leader.leader_id, leader.epoch)
+        self.listeners.append(listener)
+
+    def read_committed(self, from_offset: int):
+        """The committed data batches from the one holding ``from_offset`` (control batches
+        skipped): what a reader of the metadata log may see."""
+        for batch in self.store.data_batches(from_offset, self.applied_offset):
+            if not batch.is_control:
+                yield batch
 
     def _maybe_snapshot(self, now: int) -> None:
         """Kafka's SnapshotGenerator: after enough bytes or enough time since the last one."""
