@@ -85,7 +85,7 @@ def test_kafka_python_consumer_reads_the_committed_records(node):
     finally:
         consumer.close()
     expected = records_on_disk(node, end)
-    assert len(expected) >= 40
+    assert len(expected) >= 30       # the fixture waited for 40 committed offsets, control records included
     assert got[:len(expected)] == expected
 
 
