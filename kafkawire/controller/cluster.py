@@ -1,0 +1,177 @@
+"""Controller and broker registrations and broker heartbeats: the record-generating half of
+Kafka's ClusterControlManager and ReplicationControlManager.processBrokerHeartbeat.
+
+Each function reads the committed state and returns the records to append (and the answer);
+it raises ApiError with Kafka's error and message for a request Kafka refuses.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kafkawire.metadata.registrations import kafka_uuid
+from kafkawire.protocol.error_codes import Errors
+
+from .errors import ApiError
+from .frames import frame, struct
+from .heartbeats import BrokerHeartbeatManager, BrokerState, current_state
+from .replication import has_leaderships, is_active, updates_adding, updates_removing
+from .state import ControllerState
+from .versions import (METADATA_VERSION, MINIMUM_LEVEL, controller_registration_supported,
+                       directory_assignment_supported, migration_supported, register_broker_record_version)
+
+FENCE, UNFENCE = 1, -1                  # BrokerRegistrationFencingChange
+IN_CONTROLLED_SHUTDOWN = 1              # BrokerRegistrationInControlledShutdownChange
+
+
+def _reserved(directory) -> bool:
+    """DirectoryId.reserved: the first 100 ids with a zero high half."""
+    return directory.int >> 64 == 0 and (directory.int & 0xFFFFFFFFFFFFFFFF) < 100
+
+
+def controller_registration_records(state: ControllerState, request) -> list[bytes]:
+    """ClusterControlManager.registerController."""
+    if not controller_registration_supported(state.metadata_version or 0):
+        raise ApiError(Errors.UNSUPPORTED_VERSION, "The current MetadataVersion is too old to support "
+                                                   "controller registrations.")
+    Endpoint = struct("RegisterControllerRecord", "ControllerEndpoint")
+    Feature = struct("RegisterControllerRecord", "ControllerFeature")
+    return [frame("RegisterControllerRecord", 0, controller_id=request.controller_id,
+                  incarnation_id=request.incarnation_id, zk_migration_ready=request.zk_migration_ready,
+                  end_points=[Endpoint(name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol)
+                              for e in request.listeners],
+                  features=[Feature(name=f.name, min_supported_version=f.min_supported_version,
+                                    max_supported_version=f.max_supported_version) for f in request.features])]
+
+
+def _checked_feature(finalized: dict[str, int], name: str, low: int, high: int) -> None:
+    """processRegistrationFeature: a finalized feature must be in the broker's range."""
+    level = finalized.get(name)
+    if level is not None and not low <= level <= high:
+        raise ApiError(Errors.UNSUPPORTED_VERSION,
+                       f"Unable to register because the broker does not support version {level} of {name}. "
+                       f"It wants a version between {low} and {high}, inclusive.")
+
+
+def broker_registration_records(state: ControllerState, request, *, cluster_id: str, broker_epoch: int,
+                                sessions: BrokerHeartbeatManager, now_ms: int) -> list[bytes]:
+    """ClusterControlManager.registerBroker: one RegisterBrokerRecord, fenced, whose broker epoch
+    is the offset it will be written at."""
+    if request.cluster_id != cluster_id:
+        raise ApiError(Errors.INCONSISTENT_CLUSTER_ID,
+                       f"Expected cluster ID {cluster_id}, but got cluster ID {request.cluster_id}")
+    image = state.image
+    mv = image.metadata_version or 0
+    existing = image.brokers.get(request.broker_id)
+    if (existing is not None and existing.incarnation_id != request.incarnation_id
+            and sessions.has_valid_session(request.broker_id, existing.fenced, now_ms)):
+        raise ApiError(Errors.DUPLICATE_BROKER_REGISTRATION, "Another broker is registered with that broker id.")
+    if getattr(request, "is_migrating_zk_broker", False):
+        raise ApiError(Errors.BROKER_ID_NOT_REGISTERED, "Controller does not support registering ZK brokers.")
+
+    finalized = state.finalized_features()
+    Feature = struct("RegisterBrokerRecord", "BrokerFeature")
+    features = []
+    for f in request.features:
+        _checked_feature(finalized, f.name, f.min_supported_version, f.max_supported_version)
+        features.append(Feature(name=f.name, min_supported_version=f.min_supported_version,
+                                max_supported_version=f.max_supported_version))
+    if not any(f.name == METADATA_VERSION for f in request.features):
+        # A broker that sends no metadata.version range supports only the first KRaft one.
+        _checked_feature(finalized, METADATA_VERSION, MINIMUM_LEVEL, MINIMUM_LEVEL)
+        features.append(Feature(name=METADATA_VERSION, min_supported_version=MINIMUM_LEVEL,
+                                max_supported_version=MINIMUM_LEVEL))
+
+    version = register_broker_record_version(mv)
+    Endpoint = struct("RegisterBrokerRecord", "BrokerEndpoint")
+    fields = dict(broker_id=request.broker_id, incarnation_id=request.incarnation_id, broker_epoch=broker_epoch,
+                  end_points=[Endpoint(name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol)
+                              for e in request.listeners],
+                  features=features, rack=request.rack, fenced=True)
+    if migration_supported(mv):
+        fields["is_migrating_zk_broker"] = False
+    if directory_assignment_supported(mv):
+        log_dirs = list(getattr(request, "log_dirs", None) or [])
+        if not log_dirs:
+            raise ApiError(Errors.INVALID_REGISTRATION, "No directories specified in request")
+        if any(_reserved(d) for d in log_dirs):
+            raise ApiError(Errors.INVALID_REGISTRATION, "Reserved directory ID in request")
+        if len(set(log_dirs)) != len(log_dirs):
+            raise ApiError(Errors.INVALID_REGISTRATION, "Duplicate directory ID in request")
+        for other in image.brokers.values():
+            if other.id != request.broker_id:
+                for directory in log_dirs:
+                    if directory in other.directories:
+                        raise ApiError(Errors.INVALID_REGISTRATION, f"Broker {other.id} is already registered "
+                                                                    f"with directory {kafka_uuid(directory)}")
+        fields["log_dirs"] = log_dirs
+    return [frame("RegisterBrokerRecord", version, **fields)]
+
+
+def fence_records(state: ControllerState, broker_id: int, static_min_isr: int) -> list[bytes]:
+    """handleBrokerFenced: partitions lose the broker first, then the fence record."""
+    broker = state.image.brokers[broker_id]
+    records = updates_removing(state.image, broker_id, static_min_isr)
+    records.append(frame("BrokerRegistrationChangeRecord", 0, broker_id=broker_id, broker_epoch=broker.epoch,
+                         fenced=FENCE))
+    return records
+
+
+def unfence_records(state: ControllerState, broker_id: int, broker_epoch: int, static_min_isr: int) -> list[bytes]:
+    """handleBrokerUnfenced: the unfence record, then leaders for partitions that have none."""
+    records = [frame("BrokerRegistrationChangeRecord", 0, broker_id=broker_id, broker_epoch=broker_epoch,
+                     fenced=UNFENCE)]
+    return records + updates_adding(state.image, broker_id, static_min_isr)
+
+
+def controlled_shutdown_records(state: ControllerState, broker_id: int, broker_epoch: int,
+                                static_min_isr: int) -> list[bytes]:
+    """handleBrokerInControlledShutdown: mark it (once), then move its partitions away."""
+    records = []
+    if not state.image.brokers[broker_id].in_controlled_shutdown:
+        records.append(frame("BrokerRegistrationChangeRecord", 1, broker_id=broker_id, broker_epoch=broker_epoch,
+                             in_controlled_shutdown=IN_CONTROLLED_SHUTDOWN))
+    return records + updates_removing(state.image, broker_id, static_min_isr)
+
+
+@dataclass(frozen=True)
+class HeartbeatReply:
+    is_caught_up: bool
+    is_fenced: bool
+    in_controlled_shutdown: bool
+    should_shut_down: bool
+
+
+def heartbeat(state: ControllerState, request, *, sessions: BrokerHeartbeatManager, now_ms: int,
+              static_min_isr: int) -> tuple[list[bytes], HeartbeatReply]:
+    """QuorumController.processBrokerHeartbeat + ReplicationControlManager.processBrokerHeartbeat."""
+    broker_id = request.broker_id
+    register_offset = state.register_broker_offsets.get(broker_id)
+    if register_offset is None:
+        raise ApiError(Errors.STALE_BROKER_EPOCH, f"Receive a heartbeat from broker {broker_id} before registration")
+    broker = state.image.brokers.get(broker_id)
+    if broker is None:
+        raise ApiError(Errors.STALE_BROKER_EPOCH, f"No broker registration found for broker id {broker_id}")
+    if broker.epoch != request.broker_epoch:
+        raise ApiError(Errors.STALE_BROKER_EPOCH, f"Expected broker epoch {broker.epoch}, but got broker epoch "
+                                                  f"{request.broker_epoch}")
+    image = state.image
+    current = current_state(broker)
+    active = [b for b in image.brokers if b != broker_id and is_active(image, b)]
+    next_state = sessions.next_state(broker_id, current, want_fence=request.want_fence,
+                                     want_shut_down=request.want_shut_down,
+                                     metadata_offset=request.current_metadata_offset, register_offset=register_offset,
+                                     has_leaderships=has_leaderships(image, broker_id),
+                                     lowest_active_offset=sessions.lowest_active_offset(active))
+    records: list[bytes] = []
+    if next_state is not current:
+        if next_state in (BrokerState.FENCED, BrokerState.SHUTDOWN_NOW):
+            records = fence_records(state, broker_id, static_min_isr)
+        elif next_state is BrokerState.UNFENCED:
+            records = unfence_records(state, broker_id, broker.epoch, static_min_isr)
+        elif next_state is BrokerState.CONTROLLED_SHUTDOWN:
+            records = controlled_shutdown_records(state, broker_id, broker.epoch, static_min_isr)
+    sessions.touch(broker_id, now_ms, request.current_metadata_offset)
+    reply = HeartbeatReply(is_caught_up=request.current_metadata_offset >= register_offset,
+                           is_fenced=next_state.fenced, in_controlled_shutdown=next_state.in_controlled_shutdown,
+                           should_shut_down=next_state.should_shut_down)
+    return records, reply

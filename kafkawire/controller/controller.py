@@ -1,0 +1,349 @@
+"""MetadataController: the state machine a KRaft controller node runs on raft (the controller
+side of NODE-CONTRACT.md), behaving as Kafka's QuorumController does for a controller-only
+quorum.
+
+Every node replays committed records into a ControllerState (the MetadataImage plus what the
+controller keeps beside it) and registers itself with the active controller
+(registration.py). The leader becomes the active controller once it has applied everything
+committed before its epoch began (Kafka's rule for handleLeaderChange): it appends the
+activation records (activation.py), then serves ControllerRegistration, BrokerRegistration,
+BrokerHeartbeat and CreateTopics, appends a NoOpRecord every metadata.max.idle.interval.ms,
+and fences brokers whose session expired. Every other node answers those requests with
+NOT_CONTROLLER, naming the active controller when it knows it.
+
+Writes are serialized: each computes its records from the committed state, appends them as
+one batch and waits until they are committed and applied before the next one starts. Kafka's
+controller instead applies its own records ahead of the commit; waiting gives the same
+records, one round trip at a time, without a second copy of the state to roll back.
+
+The raft handle is the contract's RaftHandle. Two optional methods make the controller
+exact: ``next_offset()`` (the offset the next appended record gets: Kafka's broker epochs are
+the offset of the RegisterBrokerRecord) and ``leader_caught_up()`` (the leader has applied
+everything before its epoch start). Without them the controller uses its own view: one past
+the last data record it applied, and "caught up" at once.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+import uuid
+
+from kafkawire.messages.broker_heartbeat_response import BrokerHeartbeatResponse
+from kafkawire.messages.broker_registration_response import BrokerRegistrationResponse
+from kafkawire.messages.controller_registration_response import ControllerRegistrationResponse
+from kafkawire.messages.create_topics_response import CreatableTopicResult, CreateTopicsResponse
+from kafkawire.net.server import ApiHandler
+from kafkawire.protocol.error_codes import Errors
+from raft.node.errors import NotLeader
+
+from . import cluster
+from .activation import BootstrapError, activation_records
+from .errors import ApiError, not_controller
+from .frames import frame
+from .heartbeats import SESSION_TIMEOUT_MS, BrokerHeartbeatManager
+from .registration import ControllerRegistrationManager
+from .snapshot import image_records
+from .state import ControllerState
+from .topics import TopicDefaults, create_topics
+from .versions import SUPPORTED_FEATURES
+
+log = logging.getLogger("kafkawire.controller")
+
+MAX_IDLE_INTERVAL_MS = 500           # metadata.max.idle.interval.ms
+ACTIVATION_WAIT_MS = 5000            # how long a request waits for a new leader to finish activating
+CONTROLLER_REGISTRATION, BROKER_REGISTRATION, BROKER_HEARTBEAT, CREATE_TOPICS = 70, 62, 63, 19
+CREATE_TOPICS_MIN_VERSION = 2        # Kafka 4.x serves CreateTopics v2-v7
+
+
+def _monotonic_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+async def _wait(event: asyncio.Event, seconds: float | None) -> None:
+    """Wait for ``event`` at most ``seconds``. (asyncio.timeout, not wait_for: on 3.11 wait_for
+    can swallow a cancellation that arrives as the event fires, and a loop would never stop.)"""
+    try:
+        async with asyncio.timeout(seconds):
+            await event.wait()
+    except TimeoutError:
+        pass
+
+
+class MetadataController:
+    def __init__(self, raft, *, cluster_id: str, bootstrap_records: list[bytes],
+                 bootstrap_source: str = "the bootstrap records", listeners=(),
+                 supported_features: dict[str, tuple[int, int]] | None = None, incarnation_id: uuid.UUID | None = None,
+                 max_idle_interval_ms: int = MAX_IDLE_INTERVAL_MS, session_timeout_ms: int = SESSION_TIMEOUT_MS,
+                 static_min_insync_replicas: int = 1, topic_defaults: TopicDefaults = TopicDefaults(),
+                 registration_backoff_ms: int = 100, clock=_monotonic_ms, rng: random.Random | None = None):
+        """``listeners``: this node's controller listeners as (name, host, port, security protocol),
+        which it registers; ``bootstrap_records``: the metadata record frames of bootstrap.checkpoint
+        (factory.load_bootstrap_records); ``clock``: monotonic milliseconds."""
+        self.raft = raft
+        self.node_id = raft.node_id
+        self.cluster_id = cluster_id
+        self.bootstrap_records = list(bootstrap_records)
+        self.bootstrap_source = bootstrap_source
+        self.supported_features = dict(supported_features or SUPPORTED_FEATURES)
+        self.incarnation_id = incarnation_id or uuid.uuid4()
+        self.max_idle_interval_ms = max_idle_interval_ms
+        self.static_min_insync_replicas = static_min_insync_replicas
+        self.topic_defaults = topic_defaults
+        self.clock = clock
+        self.rng = rng or random.Random()
+        self.state = ControllerState()
+        self.sessions = BrokerHeartbeatManager(session_timeout_ms)
+        self.registration = ControllerRegistrationManager(
+            raft, self.state, incarnation_id=self.incarnation_id, listeners=listeners,
+            supported_features=self.supported_features, backoff_initial_ms=registration_backoff_ms, rng=self.rng)
+        self.activation_error: str | None = None
+        self._claimed_epoch: int | None = None      # the epoch we lead, from on_leader_change
+        self._active_epoch: int | None = None       # the epoch whose activation records committed
+        self._next_noop_ms = 0
+        self._write_lock = asyncio.Lock()
+        self._wake = asyncio.Event()
+        self._applied = asyncio.Event()             # set (and replaced) whenever a batch is applied
+        self._activated = asyncio.Event()           # set (and replaced) whenever activation completes
+
+    # --- what other parts of the node read ------------------------------------------------------
+    @property
+    def image(self):
+        return self.state.image
+
+    @property
+    def applied_offset(self) -> int:
+        """The offset of the last data record applied (-1 before any)."""
+        return self.state.next_offset - 1
+
+    @property
+    def in_transaction(self) -> bool:
+        """A metadata transaction is open: a snapshot now would miss its records (see snapshot_records)."""
+        return self.state.in_transaction
+
+    def is_active(self) -> bool:
+        return (self._active_epoch is not None and self._active_epoch == self._claimed_epoch
+                and self.raft.is_leader())
+
+    # --- the raft side (NODE-CONTRACT.md) --------------------------------------------------------
+    def on_committed(self, base_offset: int, epoch: int, append_time_ms: int, records: list[bytes]) -> None:
+        self.state.apply_batch(base_offset, epoch, append_time_ms, records)
+        self._applied.set()
+        self._applied = asyncio.Event()
+        self.poke()
+
+    def on_snapshot_loaded(self, snapshot_id, records: list[bytes]) -> None:
+        self.state.load_snapshot(snapshot_id.offset, snapshot_id.epoch, records)
+        self._applied.set()
+        self._applied = asyncio.Event()
+        self.poke()
+
+    def on_leader_change(self, leader_id: int | None, epoch: int) -> None:
+        self._claimed_epoch = epoch if leader_id == self.node_id else None
+        self._active_epoch = None
+        self.poke()
+
+    def snapshot_records(self) -> list[bytes]:
+        """The committed image as records, in Kafka's snapshot order. Records of a metadata
+        transaction still open are not in the image, so not here either (``in_transaction``)."""
+        return image_records(self.state.image, self.state.feature_order)
+
+    def poke(self) -> None:
+        """Wake the background work (the driver also calls this when the high watermark moves)."""
+        self._wake.set()
+        self.registration.poke()
+
+    def handlers(self) -> dict:
+        return {
+            CONTROLLER_REGISTRATION: ApiHandler(self._controller_registration),
+            BROKER_REGISTRATION: ApiHandler(self._broker_registration),
+            BROKER_HEARTBEAT: ApiHandler(self._broker_heartbeat),
+            CREATE_TOPICS: ApiHandler(self._create_topics, min_version=CREATE_TOPICS_MIN_VERSION),
+        }
+
+    async def run(self) -> None:
+        await asyncio.gather(self._lead(), self.registration.run())
+
+    # --- being the active controller -------------------------------------------------------------
+    def _caught_up(self) -> bool:
+        check = getattr(self.raft, "leader_caught_up", None)
+        return True if check is None else bool(check())
+
+    def _next_offset(self) -> int:
+        probe = getattr(self.raft, "next_offset", None)
+        return self.state.next_offset if probe is None else probe()
+
+    async def _lead(self) -> None:
+        while True:
+            await _wait(self._wake, self._seconds_to_next_duty())
+            self._wake.clear()
+            epoch = self._claimed_epoch
+            if epoch is not None and self._active_epoch != epoch and self._caught_up() and self.raft.is_leader():
+                await self._activate(epoch)
+            if self.is_active():
+                await self._periodic_duties()
+
+    def _seconds_to_next_duty(self) -> float | None:
+        if not self.is_active():
+            return None
+        now = self.clock()
+        due = [self._next_noop_ms]
+        expiry = self.sessions.next_expiry_ms(self._unfenced_brokers())
+        if expiry is not None:
+            due.append(expiry)
+        return max(min(due) - now, 0) / 1000
+
+    def _unfenced_brokers(self) -> list[int]:
+        return [b.id for b in self.state.image.brokers.values() if not b.fenced]
+
+    async def _activate(self, epoch: int) -> None:
+        async with self._write_lock:
+            if self._claimed_epoch != epoch or not self.raft.is_leader():
+                return
+            try:
+                activation = activation_records(
+                    metadata_version=self.state.metadata_version,
+                    transaction_start_offset=self.state.transaction_start_offset,
+                    bootstrap_records=self.bootstrap_records, bootstrap_source=self.bootstrap_source,
+                    static_min_insync_replicas=self.static_min_insync_replicas)
+            except BootstrapError as exc:
+                # Kafka's controller halts here; this one stays a non-active voter and says why.
+                if self.activation_error != str(exc):
+                    log.critical("controller %d cannot activate: %s", self.node_id, exc)
+                self.activation_error = str(exc)
+                return
+            log.info("controller %d: %s", self.node_id, activation.message)
+            if activation.records:
+                try:
+                    await self._append(activation.records)
+                except NotLeader as exc:
+                    log.info("controller %d: lost leadership while activating: %s", self.node_id, exc)
+                    return
+            if self._claimed_epoch != epoch:
+                return
+            self.activation_error = None
+            self._active_epoch = epoch
+            now = self.clock()
+            self.sessions.activate(self.state.image.brokers, now)
+            self._next_noop_ms = now + self.max_idle_interval_ms
+            self._activated.set()
+            self._activated = asyncio.Event()
+            log.info("controller %d is the active controller in epoch %d", self.node_id, epoch)
+
+    async def _periodic_duties(self) -> None:
+        now = self.clock()
+        if now >= self._next_noop_ms:
+            # Kafka writes one every metadata.max.idle.interval.ms while active, busy or not.
+            self._next_noop_ms = now + self.max_idle_interval_ms
+            try:
+                await self._write(lambda: ([frame("NoOpRecord")], None))
+            except ApiError:
+                return
+        stale = self.sessions.stale_broker(self._unfenced_brokers(), self.clock())
+        if stale is not None:
+            log.info("controller %d: fencing broker %d, whose session expired", self.node_id, stale)
+            try:
+                await self._write(lambda: (cluster.fence_records(self.state, stale, self.static_min_insync_replicas),
+                                           None))
+            except ApiError:
+                return
+
+    async def _append(self, records: list[bytes]) -> int:
+        """Append one batch and wait until this node has applied it."""
+        last = await self.raft.append(records)
+        while self.state.next_offset <= last:
+            await self._applied.wait()
+        return last
+
+    async def _await_active(self, timeout_ms: int = ACTIVATION_WAIT_MS) -> None:
+        """Requests reaching a leader that is still activating wait for it, as they queue
+        behind the activation event in Kafka; anyone else is told NOT_CONTROLLER."""
+        deadline = self.clock() + timeout_ms
+        while not self.is_active():
+            if self._claimed_epoch is None or not self.raft.is_leader():
+                raise not_controller(self._known_leader())
+            remaining = deadline - self.clock()
+            if remaining <= 0:
+                raise not_controller(self._known_leader())
+            await _wait(self._activated, remaining / 1000)
+
+    def _known_leader(self) -> int | None:
+        leader = self.raft.leader().leader_id
+        return None if leader == self.node_id and not self.is_active() else leader
+
+    async def _write(self, generate, timeout_ms: int = ACTIVATION_WAIT_MS):
+        """Run ``generate() -> (records, result)`` against the committed state as the active
+        controller, append its records as one batch, and return (result, the batch's last
+        offset or None) once committed."""
+        await self._await_active(timeout_ms)
+        async with self._write_lock:
+            if not self.is_active():
+                raise not_controller(self._known_leader())
+            records, result = generate()
+            last = None
+            if records:
+                try:
+                    last = await self._append(records)
+                except NotLeader:
+                    raise not_controller(self._known_leader()) from None
+            return result, last
+
+    # --- request handlers -----------------------------------------------------------------------
+    async def _controller_registration(self, ctx, request):
+        try:
+            await self._write(lambda: (cluster.controller_registration_records(self.state, request), None))
+        except ApiError as exc:
+            return ControllerRegistrationResponse(error_code=exc.code, error_message=exc.message)
+        log.info("controller %d: registered controller %d (incarnation %s)", self.node_id, request.controller_id,
+                 request.incarnation_id)
+        return ControllerRegistrationResponse()
+
+    async def _broker_registration(self, ctx, request):
+        def generate():
+            epoch = self._next_offset()
+            records = cluster.broker_registration_records(self.state, request, cluster_id=self.cluster_id,
+                                                          broker_epoch=epoch, sessions=self.sessions,
+                                                          now_ms=self.clock())
+            return records, epoch
+        try:
+            epoch, _ = await self._write(generate)
+        except ApiError as exc:
+            return BrokerRegistrationResponse(error_code=exc.code)
+        self.sessions.new_registration(request.broker_id, self.clock())
+        log.info("controller %d: registered broker %d with epoch %d", self.node_id, request.broker_id, epoch)
+        return BrokerRegistrationResponse(broker_epoch=epoch)
+
+    async def _broker_heartbeat(self, ctx, request):
+        def generate():
+            return cluster.heartbeat(self.state, request, sessions=self.sessions, now_ms=self.clock(),
+                                     static_min_isr=self.static_min_insync_replicas)
+        try:
+            reply, last_offset = await self._write(generate)
+        except ApiError as exc:
+            return BrokerHeartbeatResponse(error_code=exc.code)
+        if reply.in_controlled_shutdown and last_offset is not None:
+            self.sessions.note_controlled_shutdown(request.broker_id, last_offset)
+        return BrokerHeartbeatResponse(is_caught_up=reply.is_caught_up, is_fenced=reply.is_fenced,
+                                       should_shut_down=reply.should_shut_down)
+
+    async def _create_topics(self, ctx, request):
+        timeout_ms = max(request.timeout_ms, 0)
+        try:
+            async with asyncio.timeout(timeout_ms / 1000):
+                results, _ = await self._write(
+                    lambda: create_topics(self.state, request, defaults=self.topic_defaults, rng=self.rng),
+                    timeout_ms=timeout_ms)
+        except ApiError as exc:
+            return _create_topics_error(request, exc.error, exc.message)
+        except TimeoutError:
+            return _create_topics_error(request, Errors.REQUEST_TIMED_OUT,
+                                        f"The controller did not finish creating the topics within "
+                                        f"{request.timeout_ms} ms.")
+        return CreateTopicsResponse(topics=results)
+
+
+def _create_topics_error(request, error: Errors, message: str | None):
+    """CreateTopicsRequest.getErrorResponse: every topic gets the error."""
+    return CreateTopicsResponse(topics=[CreatableTopicResult(name=t.name, error_code=int(error), error_message=message)
+                                        for t in request.topics])

@@ -1,0 +1,102 @@
+"""Partition leadership when brokers come and go: ReplicationControlManager.
+generateLeaderAndIsrUpdates and the lookups it needs, over the committed image.
+
+Partitions are visited topic by topic in the image's order and by partition id. (Kafka walks
+its BrokersToIsrs index, a TimelineHashMap whose order depends on its history; the records are
+the same, their order within a batch may differ.)
+"""
+from __future__ import annotations
+
+from kafkawire.metadata.image import TOPIC_RESOURCE, MetadataImage
+from kafkawire.metadata.registrations import NO_LEADER
+
+from .activation import BROKER_RESOURCE, MIN_INSYNC_REPLICAS
+from .frames import frame
+from .java_order import uuid_tree_order
+from .partition_change import build_change
+from .versions import elr_enabled, partition_record_version
+
+UNCLEAN_LEADER_ELECTION = "unclean.leader.election.enable"
+
+
+def is_active(image: MetadataImage, broker_id: int) -> bool:
+    """ClusterControlManager.isActive: registered, unfenced and not shutting down."""
+    broker = image.brokers.get(broker_id)
+    return broker is not None and not broker.fenced and not broker.in_controlled_shutdown
+
+
+def _config(image: MetadataImage, topic_name: str, key: str) -> str | None:
+    """A topic config, else the cluster-level default (the BROKER resource named "")."""
+    for resource in ((TOPIC_RESOURCE, topic_name), (BROKER_RESOURCE, "")):
+        value = image.configs.get(resource, {}).get(key)
+        if value is not None:
+            return value
+    return None
+
+
+def effective_min_isr(image: MetadataImage, topic, static_min_isr: int) -> int:
+    """getTopicEffectiveMinIsr: min.insync.replicas, at most the replication factor."""
+    value = _config(image, topic.name, MIN_INSYNC_REPLICAS)
+    try:
+        min_isr = int(value) if value is not None else static_min_isr
+    except ValueError:
+        min_isr = static_min_isr
+    replication_factor = min((len(p.replicas) for p in topic.partitions.values()), default=min_isr)
+    return min(min_isr, replication_factor) if replication_factor > 0 else min_isr
+
+
+def unclean_election_enabled(image: MetadataImage, topic) -> bool:
+    value = _config(image, topic.name, UNCLEAN_LEADER_ELECTION)
+    return value is not None and value.strip().lower() == "true"
+
+
+def partitions(image: MetadataImage, wanted):
+    """(topic, partition id, registration) for each partition where ``wanted(registration)``."""
+    for topic_id in uuid_tree_order(image.topics_by_id):
+        topic = image.topics_by_id[topic_id]
+        for pid in sorted(topic.partitions):
+            if wanted(topic.partitions[pid]):
+                yield topic, pid, topic.partitions[pid]
+
+
+def has_leaderships(image: MetadataImage, broker_id: int) -> bool:
+    return any(True for _ in partitions(image, lambda p: p.leader == broker_id))
+
+
+def leader_and_isr_updates(image: MetadataImage, *, broker_to_remove: int, broker_to_add: int, chosen,
+                           static_min_isr: int) -> list[bytes]:
+    """PartitionChangeRecords for the ``chosen`` partitions (from ``partitions``) with
+    ``broker_to_remove`` taken out of the ISR and ``broker_to_add`` an acceptable leader even
+    while still fenced (NO_LEADER for neither)."""
+    mv = image.metadata_version or 0
+    elr = elr_enabled(image.metadata_version, image.finalized_features)
+
+    def acceptable(replica: int) -> bool:
+        return replica != broker_to_remove and (replica == broker_to_add or is_active(image, replica))
+
+    out = []
+    for topic, pid, partition in chosen:
+        change = build_change(partition, target_isr=[r for r in partition.isr if r != broker_to_remove],
+                              acceptable_leader=acceptable, min_isr=effective_min_isr(image, topic, static_min_isr),
+                              elr_enabled=elr, unclean=unclean_election_enabled(image, topic), metadata_version=mv)
+        if change is not None:
+            out.append(frame("PartitionChangeRecord", partition_record_version(mv), partition_id=pid,
+                             topic_id=topic.id, leader=change.leader, isr=change.isr,
+                             eligible_leader_replicas=change.eligible_leader_replicas,
+                             last_known_elr=change.last_known_elr,
+                             leader_recovery_state=change.leader_recovery_state))
+    return out
+
+
+def updates_removing(image: MetadataImage, broker_id: int, static_min_isr: int) -> list[bytes]:
+    """Every partition with ``broker_id`` in its ISR loses it (fencing, controlled shutdown)."""
+    return leader_and_isr_updates(image, broker_to_remove=broker_id, broker_to_add=NO_LEADER,
+                                  chosen=list(partitions(image, lambda p: broker_id in p.isr)),
+                                  static_min_isr=static_min_isr)
+
+
+def updates_adding(image: MetadataImage, broker_id: int, static_min_isr: int) -> list[bytes]:
+    """Partitions without a leader try an election with ``broker_id`` now acceptable (unfencing)."""
+    return leader_and_isr_updates(image, broker_to_remove=NO_LEADER, broker_to_add=broker_id,
+                                  chosen=list(partitions(image, lambda p: p.leader == NO_LEADER)),
+                                  static_min_isr=static_min_isr)
