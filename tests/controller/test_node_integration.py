@@ -1,0 +1,83 @@
+"""The controller inside a real single-voter node on 127.0.0.1 (in process): it activates, registers
+itself over its own listener, serves a broker and CreateTopics, and what it wrote is a Kafka
+metadata log; a restart replays it without a second bootstrap."""
+import asyncio
+import io
+import socket
+import uuid
+
+from kafkawire.controller.factory import controller_factory
+from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
+from kafkawire.metadata.replay import replay_directory
+from kafkawire.net.client import NetworkClient
+from kafkawire.net.config import parse_server_config
+from raft.node.controller_node import ControllerNode
+from tools.storage import format_storage
+
+from .harness import CLUSTER_ID, broker_request, heartbeat
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def config_for(tmp_path, port):
+    return parse_server_config(f"""
+node.id=1
+process.roles=controller
+controller.quorum.voters=1@127.0.0.1:{port}
+listeners=CONTROLLER://127.0.0.1:{port}
+controller.listener.names=CONTROLLER
+log.dirs={tmp_path}/data
+controller.quorum.election.timeout.ms=200
+""")
+
+
+async def wait_for(predicate, what, seconds=15):
+    for _ in range(int(seconds * 100)):
+        if predicate():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"gave up waiting: {what}")
+
+
+def test_a_node_runs_the_controller(tmp_path):
+    port = free_port()
+    config = config_for(tmp_path, port)
+    format_storage(config, CLUSTER_ID, mode=None, out=io.StringIO())
+
+    async def life(first: bool):
+        node = ControllerNode(config, state_machine_factory=controller_factory, fsync=False)
+        await node.start()
+        try:
+            controller = node.state_machine
+            await wait_for(lambda: controller.is_active() and controller.registration.registered(),
+                           "activation and the controller's own registration")
+            if not first:
+                return controller.incarnation_id
+            async with NetworkClient(request_timeout_ms=5000) as client:
+                address = ("127.0.0.1", port)
+                reply = await client.send(address, broker_request(7, log_dirs=[uuid.uuid4()]))
+                assert reply.error_code == 0
+                beat = await client.send(address, heartbeat(7, reply.broker_epoch, controller.applied_offset + 1))
+                assert beat.error_code == 0 and not beat.is_fenced
+                created = await client.send(address, CreateTopicsRequest(
+                    topics=[CreatableTopic(name="events", num_partitions=2, replication_factor=1)], timeout_ms=5000))
+                assert created.topics[0].error_code == 0, created.topics[0].error_message
+                assert reply.broker_epoch == controller.state.register_broker_offsets[7]
+            return controller.incarnation_id
+        finally:
+            await node.stop()
+
+    first = asyncio.run(life(True))
+    second = asyncio.run(life(False))
+    replay = replay_directory(tmp_path / "data" / "__cluster_metadata-0")
+    assert replay.problems == []
+    image = replay.image
+    assert image.metadata_version == 29
+    assert image.brokers[7].fenced is False
+    assert [p.leader for p in image.topics_by_name["events"].partitions.values()] == [7, 7]
+    assert image.controllers[1].incarnation_id == second != first
+    assert image.controllers[1].listeners["CONTROLLER"].port == port
