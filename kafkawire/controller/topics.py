@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 import uuid
 from dataclasses import dataclass
 
@@ -208,7 +209,8 @@ def create_topics(state: ControllerState, request, *, defaults: TopicDefaults = 
     """The records to append and the CreatableTopicResults, in Kafka's answer order."""
     rng = rng or random.Random()
     names = [t.name for t in request.topics]
-    duplicates = {n for n in names if names.count(n) > 1}
+    counts = Counter(names)
+    duplicates = {n for n, count in counts.items() if count > 1}
     topics = [t for t in request.topics if t.name not in duplicates and t.name != METADATA_TOPIC]
 
     errors: dict[str, ApiError] = {}
@@ -253,7 +255,7 @@ def create_topics(state: ControllerState, request, *, defaults: TopicDefaults = 
             answer.append(CreatableTopicResult(name=topic.name, error_code=e.code, error_message=e.message))
         else:
             answer.append(results[topic.name])
-    for name in sorted(duplicates, key=names.index):
+    for name in dict.fromkeys(n for n in names if n in duplicates):     # first-seen order
         answer.append(CreatableTopicResult(name=name, error_code=int(Errors.INVALID_REQUEST),
                                            error_message="Duplicate topic name."))
     if METADATA_TOPIC in names and METADATA_TOPIC not in duplicates:

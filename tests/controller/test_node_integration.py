@@ -6,6 +6,8 @@ import io
 import socket
 import uuid
 
+import pytest
+
 from kafkawire.controller.factory import controller_factory
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
 from kafkawire.metadata.replay import replay_directory
@@ -81,3 +83,36 @@ def test_a_node_runs_the_controller(tmp_path):
     assert [p.leader for p in image.topics_by_name["events"].partitions.values()] == [7, 7]
     assert image.controllers[1].incarnation_id == second != first
     assert image.controllers[1].listeners["CONTROLLER"].port == port
+
+
+def test_kafka_pythons_admin_creates_topics_through_the_node(tmp_path):
+    kafka_admin = pytest.importorskip("kafka.admin", reason="kafka-python is not installed")
+    from kafka.errors import TopicAlreadyExistsError
+    port = free_port()
+    config = config_for(tmp_path, port)
+    format_storage(config, CLUSTER_ID, mode=None, out=io.StringIO())
+
+    def admin_session():
+        admin = kafka_admin.KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{port}", request_timeout_ms=5000)
+        try:
+            admin.create_topics([kafka_admin.NewTopic("clicks", 3, 1)])
+            with pytest.raises(TopicAlreadyExistsError, match="Topic 'clicks' already exists."):
+                admin.create_topics([kafka_admin.NewTopic("clicks", 3, 1)])
+        finally:
+            admin.close()
+
+    async def go():
+        node = ControllerNode(config, state_machine_factory=controller_factory, fsync=False)
+        await node.start()
+        try:
+            controller = node.state_machine
+            await wait_for(lambda: controller.is_active() and controller.registration.registered(), "activation")
+            async with NetworkClient(request_timeout_ms=5000) as client:
+                reply = await client.send(("127.0.0.1", port), broker_request(1, log_dirs=[uuid.uuid4()]))
+                await client.send(("127.0.0.1", port), heartbeat(1, reply.broker_epoch, controller.applied_offset + 1))
+            await asyncio.get_running_loop().run_in_executor(None, admin_session)
+            return controller.image
+        finally:
+            await node.stop()
+    image = asyncio.run(go())
+    assert len(image.topics_by_name["clicks"].partitions) == 3
