@@ -6,8 +6,8 @@ the current state is polled (``_poll_<state>``: timers and the requests it must 
 the writes, messages and notices of the step are collected into a Ready.
 
 Which transitions are legal lives in quorum_state.py; when to take them lives here. Leader
-bookkeeping is in leader.py, membership changes in reconfig.py, snapshot fetching in
-snapshot_fetch.py.
+bookkeeping is in leader.py, membership changes in reconfig.py; snapshot fetching is the
+FetchSnapshot handlers below.
 """
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ import select
 import shutil
 import signal
 import subprocess
+import time
 from contextlib import contextmanager
 
 import pytest
@@ -33,6 +34,9 @@ def loopback_capture(port: int, capture_path):
         if "Capturing on" not in started:
             proc.kill()
             pytest.skip(f"dumpcap cannot capture on lo here: {started.strip() or proc.stderr.read()[:200]}")
+        # "Capturing on" comes before the capture filter is in place on a loaded machine; the
+        # first packets could otherwise be missed.
+        time.sleep(0.5)
         yield
     finally:
         if proc.poll() is None:

@@ -45,3 +45,23 @@ async def register_broker(address, cluster_id: str, broker_id: int, *, host: str
                 raise BrokerRegistrationFailed(f"BrokerHeartbeat: {Errors.for_code(beat.error_code).name}, "
                                                f"fenced={beat.is_fenced}")
             await asyncio.sleep(0.2)
+
+
+async def create_topic(address, name: str, partitions: int, replication_factor: int = 1, *,
+                       timeout_s: float = 20) -> object:
+    """CreateTopics to the active controller (what a broker forwards for an admin client);
+    returns the topic's result (its id, partitions and replication factor)."""
+    from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    async with NetworkClient(client_id="kafkawire-admin", request_timeout_ms=5000) as client:
+        while True:
+            response = await client.send(address, CreateTopicsRequest(
+                topics=[CreatableTopic(name=name, num_partitions=partitions, replication_factor=replication_factor)],
+                timeout_ms=int(timeout_s * 1000)))
+            result = response.topics[0]
+            if result.error_code == Errors.NONE:
+                return result
+            if not Errors.for_code(result.error_code).retriable or asyncio.get_running_loop().time() > deadline:
+                raise BrokerRegistrationFailed(f"CreateTopics {name}: {Errors.for_code(result.error_code).name}: "
+                                               f"{result.error_message}")
+            await asyncio.sleep(0.2)

@@ -43,6 +43,7 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     events = 0
     totals = Counter()
+    recoveries = []
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         settings = settings_for_seed(seed)
         sim_holder = {}
@@ -66,11 +67,16 @@ def main(argv=None) -> int:
             return 1
         events += sim.events_run
         totals.update(sim.final_stats())
+        recoveries.append(sim.recovery_ms)
         if not args.quiet and (seed - args.first_seed + 1) % 100 == 0:
             print(f"{seed - args.first_seed + 1} seeds ok ({events} events, {time.perf_counter() - started:.1f} s)")
     elapsed = time.perf_counter() - started
     print(f"{args.seeds} seeds ok: {events} events, every invariant checked after each, liveness within "
           f"{args.liveness_ms} ms virtual; {elapsed:.1f} s")
+    recoveries.sort()
+    print(f"after the faults stopped, an append committed within: median {recoveries[len(recoveries) // 2]} ms, "
+          f"p99 {recoveries[min(len(recoveries) - 1, len(recoveries) * 99 // 100)]} ms, max {recoveries[-1]} ms "
+          f"(virtual)")
     print("what the runs exercised: " + ", ".join(f"{k}={v}" for k, v in sorted(totals.items())))
     return 0
 

@@ -568,8 +568,10 @@ def run_seed(seed: int, events: int, settings: SimSettings | None = None, *, liv
         if token in sim.failed_tokens or not sim.leaders():
             token_holder.pop("token")
         return False
+    quiet_since = sim.now
     if not sim.run_until(deadline, committed):
         raise InvariantViolation("liveness", f"no append committed within {liveness_ms} ms of a quiet network "
                                              f"with every node up\n{sim.describe()}")
+    sim.recovery_ms = sim.now - quiet_since      # how long the quiet cluster took to commit again
     sim.check_all()
     return sim
