@@ -7,7 +7,7 @@ from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopic
 from kafkawire.metadata import decode_metadata_record
 from kafkawire.protocol.error_codes import Errors
 
-from .harness import (CLUSTER_ID, Ctx, FakeClock, FakeQuorum, Running, add_controller, broker_request, heartbeat,
+from .harness import (Ctx, FakeClock, FakeQuorum, Running, add_controller, broker_request, heartbeat,
                       run, until)
 
 
