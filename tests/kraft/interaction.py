@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import uuid
 
+from kafkawire.messages import (add_raft_voter_request as add_req, remove_raft_voter_request as rm_req,
+                                update_raft_voter_request as up_req)
 from kafkawire.protocol import framing
 from kafkawire.protocol.apis import api_table
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.errors import UnsupportedVersionError
 from raft.config import RaftConfig
-from raft.io import Propose, RequestFailed, RequestReceived, ResponseReceived, Shutdown, Tick
+from raft.io import OutboundResponse, Propose, RequestFailed, RequestReceived, ResponseReceived, Shutdown, Tick
+from raft.reconfig import api_versions_response
 from raft.rpc import adapt_request_for_version
 from raft.simulate.node import SimNode
 from raft.simulate.world import LISTENER, Simulation, address_of
 from raft.states import Leader, describe
-from raft.types import Endpoints, ReplicaKey
+from raft.types import NO_DIRECTORY_ID, Endpoints, OffsetAndEpoch, ReplicaKey
 from raft.voters import VoterNode, VoterSet
 
 from .datadriven import Case, tuple_arg
@@ -80,7 +83,108 @@ def describe_message(body) -> str:
         p = body.topics[0].partitions[0]
         return (f"FetchSnapshotResponse{_err(p.error_code)} snapshot=({p.snapshot_id.epoch},{p.snapshot_id.end_offset}) "
                 f"position={p.position} bytes={len(p.unaligned_records or b'')} size={p.size}")
-    return name
+    return _describe_admin_message(name, body) or name
+
+
+def _dir(directory_id) -> str:
+    """The interaction clusters use uuid.UUID(int=node id) as directory ids: print that id."""
+    if directory_id is None or directory_id.int == 0:
+        return "-"
+    return str(directory_id.int) if directory_id.int < 1 << 16 else str(directory_id)[:8]
+
+
+def _listeners(listeners) -> str:
+    return ",".join(f"{l.name}://{l.host}:{l.port}" for l in listeners) or "-"
+
+
+def _describe_admin_message(name: str, body) -> str | None:
+    """The reconfiguration RPCs (KIP-853), UpdateFeatures and ApiVersions."""
+    if name == "AddRaftVoterRequest":
+        return f"AddRaftVoter voter={body.voter_id} dir={_dir(body.voter_directory_id)} listeners={_listeners(body.listeners)}"
+    if name == "RemoveRaftVoterRequest":
+        return f"RemoveRaftVoter voter={body.voter_id} dir={_dir(body.voter_directory_id)}"
+    if name == "UpdateRaftVoterRequest":
+        f = body.k_raft_version_feature
+        return (f"UpdateRaftVoter epoch={body.current_leader_epoch} voter={body.voter_id} dir={_dir(body.voter_directory_id)} "
+                f"listeners={_listeners(body.listeners)} kraft=({f.min_supported_version},{f.max_supported_version})")
+    if name == "UpdateRaftVoterResponse":
+        leader = body.current_leader
+        return (f"UpdateRaftVoterResponse{_err(body.error_code)} leader={leader.leader_id if leader.leader_id >= 0 else '-'} "
+                f"epoch={leader.leader_epoch}")
+    if name in ("AddRaftVoterResponse", "RemoveRaftVoterResponse"):
+        return f"{name}{_err(body.error_code)}"
+    if name == "UpdateFeaturesRequest":
+        updates = ",".join(f"{u.feature}={u.max_version_level}" for u in body.feature_updates)
+        return f"UpdateFeatures {updates} type={','.join(str(u.upgrade_type) for u in body.feature_updates)} " \
+               f"validate-only={str(bool(body.validate_only)).lower()}"
+    if name == "UpdateFeaturesResponse":
+        return f"UpdateFeaturesResponse{_err(body.error_code)}"
+    if name == "ApiVersionsRequest":
+        return "ApiVersions"
+    if name == "ApiVersionsResponse":
+        kraft = next((f for f in body.supported_features if f.name == "kraft.version"), None)
+        return f"ApiVersionsResponse{_err(body.error_code)} kraft.version=" + \
+            (f"({kraft.min_version},{kraft.max_version})" if kraft else "-")
+    return None
+
+
+# The correlation id of injected requests: a later answer to one (delivered by ``stabilize``)
+# matches no request the receiving core sent, so the core ignores it.
+INJECTED = -1
+
+
+def _injected_body(kind: str, to: int, src: int, kw: dict[str, str]):
+    """A hand-made request (see InteractionEnv.cmd_inject)."""
+    from raft import rpc
+    cluster = {"none": None}.get(kw.get("cluster", "cluster"), kw.get("cluster", "cluster"))
+    endpoints = Endpoints(((LISTENER, *address_of(src)),))
+    if kind == "vote":
+        last = tuple(int(v) for v in tuple_arg(kw.get("last", "(0,0)")))
+        return rpc.vote_request(cluster, int(kw["epoch"]), ReplicaKey(src, None), ReplicaKey(int(kw.get("voter", to)), None),
+                                last[0], last[1], kw.get("pre", "false") == "true")
+    if kind == "fetch":
+        return rpc.fetch_request(cluster, ReplicaKey(src, None), int(kw["epoch"]), int(kw["offset"]),
+                                 int(kw["last-epoch"]), 0, 1 << 20)
+    if kind == "begin-epoch":
+        return rpc.begin_quorum_epoch_request(cluster, int(kw["epoch"]), src, ReplicaKey(to, None), endpoints)
+    if kind == "end-epoch":
+        successors = tuple(ReplicaKey(int(i), None) for i in tuple_arg(kw.get("successors", "()")))
+        return rpc.end_quorum_epoch_request(cluster, int(kw["epoch"]), src, successors, endpoints)
+    if kind == "fetch-snapshot":
+        epoch, offset = (int(v) for v in tuple_arg(kw["snapshot"]))
+        return rpc.fetch_snapshot_request(cluster, ReplicaKey(src, None), int(kw["epoch"]), OffsetAndEpoch(epoch, offset),
+                                          int(kw.get("position", "0")), 1 << 20)
+    if kind in ("add-voter", "remove-voter", "update-voter"):
+        voter = int(kw.get("voter", src))
+        directory = _directory_arg(kw.get("dir"), voter)
+        host, port = kw.get("host", address_of(voter)[0]), int(kw.get("port", address_of(voter)[1]))
+        listener = kw.get("listener", LISTENER)
+        if kind == "add-voter":
+            return add_req.AddRaftVoterRequest(cluster_id=cluster, timeout_ms=int(kw.get("timeout", "10000")),
+                                               voter_id=voter, voter_directory_id=directory,
+                                               listeners=[add_req.Listener(name=listener, host=host, port=port)])
+        if kind == "remove-voter":
+            return rm_req.RemoveRaftVoterRequest(cluster_id=cluster, voter_id=voter, voter_directory_id=directory)
+        low, high = (int(v) for v in tuple_arg(kw.get("kraft", "(0,1)")))
+        return up_req.UpdateRaftVoterRequest(
+            cluster_id=cluster, current_leader_epoch=int(kw["epoch"]), voter_id=voter, voter_directory_id=directory,
+            listeners=[up_req.Listener(name=listener, host=host, port=port)],
+            k_raft_version_feature=up_req.KRaftVersionFeature(min_supported_version=low, max_supported_version=high))
+    if kind == "update-features":
+        # What `kafka-features upgrade|downgrade --feature NAME=LEVEL [--dry-run]` sends.
+        from tools.features import SAFE_DOWNGRADE, UPGRADE, update_features_request
+        upgrade_type = {"upgrade": UPGRADE, "downgrade": SAFE_DOWNGRADE}[kw.get("type", "upgrade")]
+        return update_features_request({kw.get("feature", "kraft.version"): (int(kw["level"]), upgrade_type)},
+                                       dry_run=kw.get("validate-only", "false") == "true",
+                                       timeout_ms=int(kw.get("timeout", "10000")))
+    raise ValueError(f"unknown message kind {kind!r}")
+
+
+def _directory_arg(value: str | None, voter: int) -> uuid.UUID:
+    """dir=N -> uuid(int=N); dir=none -> the zero uuid (no directory id); default: the voter's own."""
+    if value == "none":
+        return NO_DIRECTORY_ID
+    return uuid.UUID(int=int(value) if value is not None else voter)
 
 
 class InteractionEnv:
@@ -153,10 +257,22 @@ class InteractionEnv:
 
     def _deliver(self, item, out: list[str]) -> None:
         kind, src, dst, incarnation, message = item
+        if kind == "response" and dst not in self.nodes and (src, dst) not in self.blocked:
+            out.append(f"{src}->{dst} {describe_message(message.body)}")   # an admin client's answer
+            return
         if (src, dst) in self.blocked or dst not in self.nodes:
             out.append(f"{src}->{dst} {describe_message(message.body)} (dropped)")
             return
         node = self.nodes[dst]
+        if kind == "request" and message.body.API_KEY == 18:
+            # ApiVersions is the network layer's business, not the raft core's (as in the simulator).
+            out.append(f"{src}->{dst} {describe_message(message.body)}")
+            if node.alive:
+                body = api_versions_response(node.config.kraft_version_min, node.config.kraft_version_max)
+                version = self._version(src, dst, 18)
+                self.queue.append(("response", dst, src, None,
+                                   OutboundResponse((dst, message.destination, message.correlation_id), version, body)))
+            return
         if kind == "request":
             version = self._version(src, dst, message.body.API_KEY)
             body = adapt_request_for_version(message.body, version)
@@ -190,7 +306,10 @@ class InteractionEnv:
 
     # --- commands ------------------------------------------------------------------------------------
     def cmd_cluster(self, case: Case) -> list[str]:
-        """cluster voters=(1,2,3) [observers=(4)] [kraft-version=1] [pre-vote=false] [vote-v1=(3)]"""
+        """cluster voters=(1,2,3) [observers=(4)] [kraft-version=1] [pre-vote=false] [vote-v1=(3)]
+
+        Node i's directory id is uuid(int=i), also at kraft.version 0 (meta.properties always
+        has one); at kraft.version 0 the voters are controller.quorum.voters (no directory ids)."""
         voters = [int(v) for v in tuple_arg(case.kwargs.get("voters", "(1,2,3)"))]
         observers = [int(v) for v in tuple_arg(case.kwargs.get("observers", "()"))]
         kraft = int(case.kwargs.get("kraft-version", "1"))
@@ -201,7 +320,7 @@ class InteractionEnv:
         endpoints = {i: Endpoints(((LISTENER, *address_of(i)),)) for i in ids}
         static = VoterSet.static({i: endpoints[i] for i in voters}) if kraft == 0 else None
         for i in ids:
-            config = RaftConfig(node_id=i, directory_id=directory[i] if kraft else None, cluster_id="cluster",
+            config = RaftConfig(node_id=i, directory_id=directory[i], cluster_id="cluster",
                                 listener=LISTENER, endpoints=endpoints[i], static_voters=static,
                                 bootstrap_servers=tuple(address_of(v) for v in voters) if i in observers else (),
                                 pre_vote=pre_vote, clean_log_on_snapshot=snapshot_clean,
@@ -378,33 +497,40 @@ class InteractionEnv:
         return [f"{q[1]}->{q[2]} {describe_message(q[4].body)}" for q in self.queue] or ["(empty)"]
 
     def cmd_inject(self, case: Case) -> list[str]:
-        """inject <to> <message> key=value...: deliver a hand-made request from node ``from``."""
-        from raft import rpc
+        """inject <to> <message> key=value...: deliver a hand-made request from node ``from``
+        (9 by default: an admin client, or a replica that is not in the cluster) and print the
+        answers given at once; later answers to a client come out of ``stabilize``.
+
+        Messages: vote, fetch, begin-epoch, end-epoch, fetch-snapshot, add-voter, remove-voter,
+        update-voter, update-features (see ``_injected_body``). ``cluster=other`` sends another
+        cluster id, ``cluster=none`` none (Kafka does not check a missing one)."""
         target = self.nodes[int(case.args[0])]
-        kind = case.args[1]
-        kw = case.kwargs
-        src = int(kw.get("from", "9"))
-        if kind == "vote":
-            last = tuple(int(v) for v in tuple_arg(kw.get("last", "(0,0)")))
-            body = rpc.vote_request(kw.get("cluster", "cluster"), int(kw["epoch"]), ReplicaKey(src, None),
-                                    ReplicaKey(int(kw.get("voter", case.args[0])), None), last[0], last[1],
-                                    kw.get("pre", "false") == "true")
-        elif kind == "fetch":
-            body = rpc.fetch_request(kw.get("cluster", "cluster"), ReplicaKey(src, None), int(kw["epoch"]),
-                                     int(kw["offset"]), int(kw["last-epoch"]), 0, 1 << 20)
-        elif kind == "begin-epoch":
-            body = rpc.begin_quorum_epoch_request(kw.get("cluster", "cluster"), int(kw["epoch"]), src,
-                                                  ReplicaKey(int(case.args[0]), None),
-                                                  Endpoints(((LISTENER, *address_of(src)),)))
-        else:
-            raise ValueError(f"unknown message kind {kind!r}")
-        version = int(kw.get("version", api_table()[body.API_KEY].max_version))
+        src = int(case.kwargs.get("from", "9"))
+        body = _injected_body(case.args[1], int(case.args[0]), src, case.kwargs)
+        version = int(case.kwargs.get("version", api_table()[body.API_KEY].max_version))
         out = [f"{src}->{case.args[0]} {describe_message(body)}"]
-        ready = target.core.step(RequestReceived(self.now, (src, target.node_id, 0), version, body))
+        handle = (src, target.node_id, INJECTED)
+        ready = target.core.step(RequestReceived(self.now, handle, version, body))
         self._apply(target, ready, out)
-        responses = [q for q in self.queue if q[0] == "response" and q[2] == src]
-        self.queue = [q for q in self.queue if not (q[0] == "response" and q[2] == src)]
-        out += [f"{q[1]}->{src} {describe_message(q[4].body)}" for q in responses]
+        # The answer to this request only: other messages to ``src`` (say, the answer to a
+        # fetch node ``src`` really sent) stay queued for delivery.
+        answers = [q for q in self.queue if q[0] == "response" and q[4].request_id == handle]
+        self.queue = [q for q in self.queue if not (q[0] == "response" and q[4].request_id == handle)]
+        out += [f"{q[1]}->{src} {describe_message(q[4].body)}" for q in answers]
+        return out
+
+    def cmd_voters(self, case: Case) -> list[str]:
+        """voters [<id>...]: kraft.version and the voter set (committed or not) each node counts."""
+        ids = [int(a) for a in case.args] or list(self.nodes)
+        out = []
+        for i in ids:
+            node = self.nodes[i]
+            if not node.alive:
+                out.append(f"{i}: down")
+                continue
+            voters = " ".join(f"{n.key.id}/{_dir(n.key.directory_id)}@{n.endpoints}({n.min_kraft_version},"
+                              f"{n.max_kraft_version})" for n in sorted(node.core.voters(), key=lambda n: n.key.id))
+            out.append(f"{i}: kraft.version={node.core.kraft_version()} voters: {voters}")
         return out
 
     def cmd_leader(self, case: Case) -> list[str]:
