@@ -27,6 +27,9 @@ failures and timeouts one line on stderr and exit status 1. ``--timeout MS`` is 
 """
 from __future__ import annotations
 
+from kafkawire.controller.java_order import string_hash as java_string_hash  # noqa: F401 (String.hashCode)
+from kafkawire.controller.java_order import string_hashmap_order as java_hashmap_order
+
 import argparse
 import sys
 from dataclasses import dataclass
@@ -183,29 +186,6 @@ def planned_updates(upgrade_type: int, *, features=None, release_version=None, m
         exc.printed_before = notices        # Kafka's tool has printed the notice by then
         raise
     return updates, notices
-
-
-def java_string_hash(text: str) -> int:
-    """String.hashCode over UTF-16 code units, in Java int arithmetic (as an unsigned 32-bit value)."""
-    data = text.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    return h
-
-
-def java_hashmap_order(keys: list[str]) -> list[str]:
-    """Iteration order of a java.util.HashMap<String, ?> filled in the order of ``keys``: by
-    bucket (the hash spread as HashMap.hash does, masked by the table size), insertion order
-    within a bucket (a resize keeps it)."""
-    capacity = 16
-    while len(keys) > capacity * 3 // 4:
-        capacity *= 2
-
-    def bucket(key):
-        h = java_string_hash(key)
-        return (h ^ (h >> 16)) & (capacity - 1)
-    return sorted(keys, key=bucket)        # sorted() is stable
 
 
 def update_features_request(updates: dict[str, tuple[int, int]], *, dry_run: bool, timeout_ms: int):

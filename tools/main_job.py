@@ -6,7 +6,8 @@
    fresh data directory (a new temporary one unless --data-dir names an empty or absent one);
 2. starts them (`kafkawire server-start`), each a separate process;
 3. lets the metadata controller append records (the bootstrap features, the controllers'
-   registrations, NoOpRecords) and registers a broker (BrokerRegistration, BrokerHeartbeat);
+   registrations, NoOpRecords), registers a broker (BrokerRegistration, BrokerHeartbeat) and
+   creates a topic (CreateTopics);
 4. prints `kafkawire metadata-quorum describe --status` and `--replication`;
 5. stops the leader (SIGTERM: it resigns), shows the new leader with `describe --status`;
 6. dumps the new leader's log with `kafkawire dump-log --cluster-metadata-decoder`.
@@ -59,17 +60,25 @@ def _repo_root() -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _append_records(quorum, leader_id: int) -> int:
-    """A broker registers with the active controller and is unfenced: the records a Kafka
-    controller writes for the same requests (RegisterBrokerRecord, UnfenceBrokerRecord)."""
+def _append_records(quorum, leader_id: int):
+    """A broker registers with the active controller and is unfenced, then a topic is created:
+    the records a Kafka controller writes for the same requests (RegisterBrokerRecord,
+    UnfenceBrokerRecord, TopicRecord, PartitionRecord)."""
     import asyncio
-    from raft.node.demo_client import register_broker
+    from raft.node.demo_client import create_topic, register_broker
     from tools.storage import LATEST_PRODUCTION, metadata_version
-    return asyncio.run(register_broker(quorum.address(leader_id), quorum.cluster_id, broker_id=100,
-                                       metadata_version=metadata_version(LATEST_PRODUCTION)[1]))
+
+    async def go():
+        address = quorum.address(leader_id)
+        epoch = await register_broker(address, quorum.cluster_id, broker_id=100,
+                                      metadata_version=metadata_version(LATEST_PRODUCTION)[1])
+        topic = await create_topic(address, "demo-events", partitions=3)
+        return epoch, topic
+    return asyncio.run(go())
 
 
 def run(args: argparse.Namespace) -> int:
+    from kafkawire.storage.state_files import uuid_to_kafka
     from raft.node.local_quorum import LocalQuorum, QuorumError
 
     if args.data_dir:
@@ -96,9 +105,10 @@ def run(args: argparse.Namespace) -> int:
         bootstrap = quorum.bootstrap_servers()
 
         _say("appending records: the active controller writes the bootstrap features and registers the "
-             "controllers; a broker registers and is unfenced")
-        epoch = _append_records(quorum, view.leader_id)
-        print(f"broker 100 registered with broker epoch {epoch} and unfenced")
+             "controllers; a broker registers and is unfenced; CreateTopics creates demo-events")
+        epoch, topic = _append_records(quorum, view.leader_id)
+        print(f"broker 100 registered with broker epoch {epoch} and unfenced; topic demo-events created "
+              f"with id {uuid_to_kafka(topic.topic_id)}, 3 partitions")
         time.sleep(1.0)     # a NoOpRecord or two, and the followers' fetches
 
         _say("the quorum")

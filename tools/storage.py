@@ -198,23 +198,10 @@ def parse_dynamic_voters(text: str) -> dict[int, DynamicVoter]:
 
 def java_hashmap_order(keys_in_insertion_order: list[int]) -> list[int]:
     """The iteration order of ``new HashMap<>(m)`` where ``m`` is a ``new HashMap<>()`` filled in the
-    given order (DynamicVoters.toVoterSet, then VoterSet.fromMap): by bucket (Integer.hashCode
-    spread, masked by the table size), then insertion order within a bucket."""
-    n = len(keys_in_insertion_order)
-
-    def bucket(key, capacity):
-        h = key & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1)
-
-    capacity = 16
-    while n > capacity * 3 // 4:
-        capacity *= 2
-    first = sorted(keys_in_insertion_order, key=lambda k: bucket(k, capacity))      # sorted() is stable
-    wanted = int(n / 0.75 + 1.0)
-    copy_capacity = 1
-    while copy_capacity < wanted:
-        copy_capacity *= 2
-    return sorted(first, key=lambda k: bucket(k, copy_capacity))
+    given order (DynamicVoters.toVoterSet, then VoterSet.fromMap), as Java 17 sizes the copy."""
+    from kafkawire.controller.java_order import copied_capacity, int_hashmap_order
+    first = int_hashmap_order(keys_in_insertion_order)
+    return int_hashmap_order(first, copied_capacity(len(first), jdk=17))
 
 
 def voters_record(voters: dict[int, DynamicVoter], listener_name: str):

@@ -66,10 +66,7 @@ class DriverHandle:
     def leader_caught_up(self) -> bool:
         """Kafka fires handleLeaderChange for a new leader only once its listener has read up
         to the epoch start offset; before that the committed state may still miss records."""
-        driver = self.driver
-        if driver.core is None or not driver.is_leader():
-            return False
-        return driver.applied_offset >= driver.core.state.epoch_start_offset
+        return self.driver.leader_caught_up()
 
 
 def controller_listeners(server_config) -> list[tuple[str, str, int, str]]:

@@ -85,6 +85,7 @@ class RaftDriver:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: int | None = None
         self._send_tasks: set[asyncio.Task] = set()
+        self._control_client: NetworkClient | None = None
         self.leader_change = asyncio.Event()    # set (and replaced) on every leader change
         self.hw_listeners: list = []           # called when the high watermark moves
         self.shutdown_complete = asyncio.Event()
@@ -133,6 +134,8 @@ class RaftDriver:
             if not fut.done():
                 fut.set_exception(NotLeader("the node is shutting down", int(Errors.NOT_LEADER_OR_FOLLOWER)))
         self._appends.clear()
+        if self._control_client is not None:
+            await self._control_client.close()
         await asyncio.sleep(0)
         self.store.close()
 
@@ -274,6 +277,8 @@ class RaftDriver:
         """Kafka's SnapshotGenerator: after enough bytes or enough time since the last one."""
         if self.state_machine is None or self.applied_offset <= self.store.start_offset():
             return
+        if getattr(self.state_machine, "in_transaction", False):
+            return      # an open metadata transaction is not in the image yet: snapshot after it
         if self._bytes_since_snapshot < self.snapshot_min_bytes and now - self._last_snapshot_ms < self.snapshot_interval_ms:
             return
         snapshots = self.store.snapshot_ids()
@@ -390,6 +395,13 @@ class RaftDriver:
     def is_leader(self) -> bool:
         return isinstance(self.core.state, Leader)
 
+    def leader_caught_up(self) -> bool:
+        """This node leads and has applied every record committed before its epoch started:
+        Kafka tells its listener of the new leadership only then."""
+        if self.core is None or not self.is_leader():
+            return False
+        return self.applied_offset >= self.core.state.epoch_start_offset
+
     def next_offset(self) -> int:
         """The offset the next proposed record will get (the log end plus what is batching)."""
         return self.core.log.end_offset + sum(len(records) for _, records in self.core.accumulator)
@@ -416,4 +428,10 @@ class RaftDriver:
         address = self._address_of(leader.leader_id)
         if address is None:
             raise NoLeader(f"the leader {leader.leader_id} has no {self.config.listener} endpoint we know")
-        return await self.client.send(address, request, timeout_ms=timeout_ms)
+        # Not on the raft connection: the server answers each connection's requests in order, so
+        # a request waiting for a commit (ControllerRegistration) would hold back the fetch
+        # answers that the commit needs. Kafka's controller channel is a separate client too.
+        if self._control_client is None:
+            self._control_client = NetworkClient(client_id=f"controller-{self.node_id}-to-active-controller",
+                                                 request_timeout_ms=max(timeout_ms, 1000))
+        return await self._control_client.send(address, request, timeout_ms=timeout_ms)

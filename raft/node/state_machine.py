@@ -3,6 +3,7 @@ from __future__ import annotations
 
 
 def default_state_machine_factory():
-    """``factory(driver, server_config, meta_properties) -> state machine``: the metadata controller."""
-    from .metadata_controller import controller_factory
+    """``factory(driver, server_config, meta_properties) -> state machine``: the metadata
+    controller (kafkawire.controller)."""
+    from kafkawire.controller.factory import controller_factory
     return controller_factory

@@ -3,7 +3,7 @@ clear errors for a missing or damaged one, and the RaftHandle over the driver.""
 import pytest
 
 from kafkawire.controller.activation import BootstrapError
-from kafkawire.controller.factory import DriverHandle, controller_listeners, load_bootstrap_records
+from kafkawire.controller.factory import controller_listeners, load_bootstrap_records
 from kafkawire.net.config import parse_server_config
 from tools.storage import write_bootstrap_checkpoint
 
@@ -39,21 +39,3 @@ def test_controller_listeners_are_advertised_with_a_host():
     (name, host, port, protocol), other = controller_listeners(config)
     assert (name, port, protocol) == ("CONTROLLER", 9093, "PLAINTEXT") and host        # wildcard -> a name
     assert other == ("OTHER", "127.0.0.1", 9094, "SSL")
-
-
-class StubDriver:
-    def __init__(self, leader, applied, epoch_start):
-        from types import SimpleNamespace
-        self.node_id = 1
-        self._leader = leader
-        self.applied_offset = applied
-        self.core = SimpleNamespace(state=SimpleNamespace(epoch_start_offset=epoch_start))
-
-    def is_leader(self):
-        return self._leader
-
-
-def test_a_new_leader_is_caught_up_once_it_applied_everything_before_its_epoch():
-    assert not DriverHandle(StubDriver(True, applied=10, epoch_start=12)).leader_caught_up()
-    assert DriverHandle(StubDriver(True, applied=12, epoch_start=12)).leader_caught_up()
-    assert not DriverHandle(StubDriver(False, applied=20, epoch_start=12)).leader_caught_up()

@@ -80,3 +80,17 @@ def test_an_append_after_shutdown_fails_with_not_leader(tmp_path):
         return None
 
     assert asyncio.run(single_voter(tmp_path / "p", 3, work)) == 6      # NOT_LEADER_OR_FOLLOWER
+
+
+def test_a_new_leader_is_caught_up_once_it_applied_everything_before_its_epoch(tmp_path):
+    """Kafka's rule for telling the state machine it leads (the controller activates then)."""
+    from types import SimpleNamespace
+    driver = RaftDriver(config(), DiskLogStore(tmp_path / "p"), client=None)
+    driver.is_leader = lambda: True
+    driver.core = SimpleNamespace(state=SimpleNamespace(epoch_start_offset=12))
+    driver.applied_offset = 10
+    assert not driver.leader_caught_up()
+    driver.applied_offset = 12
+    assert driver.leader_caught_up()
+    driver.is_leader = lambda: False
+    assert not driver.leader_caught_up()
