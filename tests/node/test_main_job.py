@@ -17,9 +17,10 @@ def test_the_main_job_runs_a_quorum_fails_over_and_dumps_the_log(tmp_path):
     assert f"node {first} exited with 0" in out
     rows = [line.split("\t") for line in out.splitlines() if re.match(r"^\d\s+\t", line)]
     assert sorted(r[6].strip() for r in rows) == ["Follower", "Follower", "Leader"]
-    # The dump of the new leader's log shows what the controller wrote.
+    # The dump of the new leader's log shows what the controller wrote (an unfenced broker is a
+    # BrokerRegistrationChangeRecord at this metadata.version, as Kafka writes it).
     for record in ("FEATURE_LEVEL_RECORD", "REGISTER_CONTROLLER_RECORD", "REGISTER_BROKER_RECORD",
-                   "UNFENCE_BROKER_RECORD", "TOPIC_RECORD", "PARTITION_RECORD", "NO_OP_RECORD"):
+                   "BROKER_REGISTRATION_CHANGE_RECORD", "TOPIC_RECORD", "PARTITION_RECORD", "NO_OP_RECORD"):
         assert f'"type":"{record}"' in out, record
     assert "LeaderChange:" in out
     assert (data / "node-1" / "meta.properties").exists()
