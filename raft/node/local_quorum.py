@@ -15,6 +15,7 @@ construction. Every wait is bounded; a node that dies early has its log tail in 
 from __future__ import annotations
 
 import asyncio
+from contextlib import contextmanager
 import os
 import signal
 import socket
@@ -256,6 +257,18 @@ class LocalQuorum:
                 return value
             time.sleep(interval_s)
         raise QuorumError(f"timed out after {timeout_s} s waiting for {what}")
+
+    @contextmanager
+    def started(self, mode: str = "initial-controllers"):
+        """Format, start every node, and on the way out stop them (SIGTERM, then SIGKILL)."""
+        self.format(mode=mode)
+        self.start_all()
+        try:
+            yield self
+        finally:
+            self.stop_all()
+            for i in self.node_ids:
+                self.kill(i)
 
     def __enter__(self):
         return self

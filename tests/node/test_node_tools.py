@@ -32,13 +32,8 @@ def voter_ids(quorum, bootstrap) -> list[int]:
 
 @pytest.fixture
 def standalone(tmp_path):
-    q = LocalQuorum(tmp_path, voters=1, extra_nodes=2)
-    q.format(mode="standalone")
-    q.start_all()
-    yield q
-    q.stop_all()
-    for i in q.node_ids:
-        q.kill(i)
+    with LocalQuorum(tmp_path, voters=1, extra_nodes=2).started("standalone") as q:
+        yield q
 
 
 def test_standalone_then_add_two_controllers_then_remove_one(standalone):

@@ -28,13 +28,8 @@ def batches_below(directory: str, end: int) -> list[bytes]:
 
 @pytest.fixture
 def quorum(tmp_path):
-    q = LocalQuorum(tmp_path, voters=3)
-    q.format()
-    q.start_all()
-    yield q
-    q.stop_all()
-    for i in q.node_ids:
-        q.kill(i)
+    with LocalQuorum(tmp_path, voters=3).started("initial-controllers") as q:
+        yield q
 
 
 def test_kill_9_of_the_leader_elects_another_and_loses_nothing_committed(quorum):
