@@ -74,6 +74,10 @@ class RaftMetrics:
             "log-end-offset": store.end_offset(),
             "log-end-epoch": core.log.last_fetched_epoch,
             "number-of-voters": len(voters),
+            # Kafka: voters whose connection information is not known (no endpoint on our listener).
+            "number-unknown-voter-connections": sum(
+                1 for v in voters if v.key.id != core.config.node_id
+                and v.endpoints.address(core.config.listener) is None),
             "uncommitted-voter-change": int(core.reconfig.pending is not None) if isinstance(state, Leader) else 0,
         })
         if isinstance(state, Leader):

@@ -94,3 +94,20 @@ def test_a_new_leader_is_caught_up_once_it_applied_everything_before_its_epoch(t
     assert driver.leader_caught_up()
     driver.is_leader = lambda: False
     assert not driver.leader_caught_up()
+
+
+def test_the_metrics_file_has_kafkas_raft_metric_names(tmp_path):
+    import json
+
+    async def work(driver, recorder):
+        await driver.append([b"x"])
+        driver.metrics.write(str(tmp_path / "m.json"))
+        return json.loads((tmp_path / "m.json").read_text())
+
+    doc = asyncio.run(single_voter(tmp_path / "p", 4, work))
+    m = doc["metrics"]
+    assert doc["group"] == "raft-metrics" and doc["node-id"] == 1
+    assert (m["current-leader"], m["current-state"], m["number-of-voters"]) == (1, "leader", 1)
+    assert m["number-unknown-voter-connections"] == 0
+    assert m["high-watermark"] == m["log-end-offset"] >= 2
+    assert m["commit-latency-max"] >= m["commit-latency-avg"] >= 0
