@@ -28,6 +28,8 @@ def main(argv=None) -> int:
                         help="virtual time a quiet cluster has to elect a leader and commit")
     parser.add_argument("--trace", type=int, default=60, help="trace lines printed on a violation")
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--keep-going", action="store_true",
+                        help="run every seed even after a failure; list the failed seeds at the end (exit 1)")
     args = parser.parse_args(argv)
 
     if args.scenario:
@@ -44,41 +46,54 @@ def main(argv=None) -> int:
     events = 0
     totals = Counter()
     recoveries = []
+    failed: list[tuple[int, str]] = []
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         settings = settings_for_seed(seed)
         sim_holder = {}
         try:
             sim = run_seed(seed, args.events, settings, liveness_ms=args.liveness_ms, keep=sim_holder)
         except (InvariantViolation, Exception) as exc:
-            sim = sim_holder.get("sim")
-            kind = "VIOLATION" if isinstance(exc, InvariantViolation) else f"CRASH ({type(exc).__name__})"
-            print(f"seed {seed}: {kind}: {exc}", file=sys.stderr)
-            print(f"settings: {settings}", file=sys.stderr)
-            if sim is not None:
-                print(f"last {args.trace} events:", file=sys.stderr)
-                for line in list(sim.trace)[-args.trace:]:
-                    print("  " + line, file=sys.stderr)
-                print(sim.describe(), file=sys.stderr)
-            if not isinstance(exc, InvariantViolation):
-                import traceback
-                traceback.print_exc()
-            print(f"replay: python -m raft.simulate --first-seed {seed} --seeds 1 --events {args.events}",
-                  file=sys.stderr)
-            return 1
+            _report_failure(seed, exc, settings, sim_holder.get("sim"), args)
+            if not args.keep_going:
+                return 1
+            rule = exc.rule if isinstance(exc, InvariantViolation) else f"CRASH ({type(exc).__name__})"
+            failed.append((seed, rule))
+            continue
         events += sim.events_run
         totals.update(sim.final_stats())
         recoveries.append(sim.recovery_ms)
         if not args.quiet and (seed - args.first_seed + 1) % 100 == 0:
             print(f"{seed - args.first_seed + 1} seeds ok ({events} events, {time.perf_counter() - started:.1f} s)")
     elapsed = time.perf_counter() - started
-    print(f"{args.seeds} seeds ok: {events} events, every invariant checked after each, liveness within "
-          f"{args.liveness_ms} ms virtual; {elapsed:.1f} s")
+    print(f"{args.seeds - len(failed)} seeds ok: {events} events, every invariant checked after each, liveness "
+          f"within {args.liveness_ms} ms virtual; {elapsed:.1f} s")
     recoveries.sort()
-    print(f"after the faults stopped, an append committed within: median {recoveries[len(recoveries) // 2]} ms, "
-          f"p99 {recoveries[min(len(recoveries) - 1, len(recoveries) * 99 // 100)]} ms, max {recoveries[-1]} ms "
-          f"(virtual)")
+    if recoveries:
+        print(f"after the faults stopped, an append committed within: median {recoveries[len(recoveries) // 2]} ms, "
+              f"p99 {recoveries[min(len(recoveries) - 1, len(recoveries) * 99 // 100)]} ms, max {recoveries[-1]} ms "
+              f"(virtual)")
     print("what the runs exercised: " + ", ".join(f"{k}={v}" for k, v in sorted(totals.items())))
+    if failed:
+        print(f"{len(failed)} seeds FAILED (not counted above): "
+              + ", ".join(f"{seed} ({rule})" for seed, rule in failed))
+        return 1
     return 0
+
+
+def _report_failure(seed: int, exc: BaseException, settings, sim, args) -> None:
+    """To stderr: the seed, the rule, the settings, the last events, each node, the replay."""
+    kind = "VIOLATION" if isinstance(exc, InvariantViolation) else f"CRASH ({type(exc).__name__})"
+    print(f"seed {seed}: {kind}: {exc}", file=sys.stderr)
+    print(f"settings: {settings}", file=sys.stderr)
+    if sim is not None:
+        print(f"last {args.trace} events:", file=sys.stderr)
+        for line in list(sim.trace)[-args.trace:]:
+            print("  " + line, file=sys.stderr)
+        print(sim.describe(), file=sys.stderr)
+    if not isinstance(exc, InvariantViolation):
+        import traceback
+        traceback.print_exception(exc)
+    print(f"replay: python -m raft.simulate --first-seed {seed} --seeds 1 --events {args.events}", file=sys.stderr)
 
 
 if __name__ == "__main__":

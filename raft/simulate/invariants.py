@@ -39,9 +39,10 @@ class Invariants:
     SAME_APPLIED_PREFIX = "all state machines apply the same committed records"
     ACKED_NEVER_LOST = "an append acknowledged as committed is never lost"
     ONE_VOTER_CHANGE = "at most one uncommitted voter change, and each changes one voter"
+    TRUNCATED_VOTERS_REVERTED = "a truncated VotersRecord stops counting: the voter set before it is back"
 
     ALL_RULES = (ONE_LEADER_PER_EPOCH, ONE_VOTE_PER_EPOCH, LOG_MATCHING, COMMITTED_NEVER_LOST, LEADER_COMPLETENESS,
-                 HW_MONOTONIC, SAME_APPLIED_PREFIX, ACKED_NEVER_LOST, ONE_VOTER_CHANGE)
+                 HW_MONOTONIC, SAME_APPLIED_PREFIX, ACKED_NEVER_LOST, ONE_VOTER_CHANGE, TRUNCATED_VOTERS_REVERTED)
 
     def __init__(self, enabled=None):
         # The mutant tests enable one rule at a time, to show each catches a bug on its own.
@@ -138,6 +139,24 @@ class Invariants:
                 self._violate(self.ACKED_NEVER_LOST,
                               f"append {token} acknowledged at offset {offset}, but {known!r} was applied there")
 
+    def on_voters_records_truncated(self, node, cut: int, removed: list[int]) -> None:
+        """``node`` truncated its log to ``cut``, which removed the VotersRecords at
+        ``removed``: none may still be in force, and the voter set must be the one the log
+        (or the snapshot, or controller.quorum.voters) holds below ``cut``."""
+        control = node.core.control
+        kept = [o for o in control.voters.offsets if o >= cut]
+        if kept:
+            self._violate(self.TRUNCATED_VOTERS_REVERTED,
+                          f"node {node.node_id} truncated to {cut}, removing VotersRecords at {removed}, but its "
+                          f"control state still holds VotersRecords at {kept}")
+            return
+        in_log = _last_voters_below(node.store.batches, cut)
+        current = frozenset(node.core.voters().ids)
+        if in_log is not None and in_log[1] != current:
+            self._violate(self.TRUNCATED_VOTERS_REVERTED,
+                          f"node {node.node_id} truncated to {cut}: its log's last VotersRecord (offset {in_log[0]}) "
+                          f"names voters {sorted(in_log[1])}, but the node counts {sorted(current)}")
+
     # --- whole-cluster checks --------------------------------------------------------------------
     def check_log_matching(self, nodes) -> None:
         logs = []
@@ -164,14 +183,7 @@ class Invariants:
     def check_voter_changes(self, node) -> None:
         """In this node's log: each VotersRecord changes at most one voter from the previous,
         and at most one VotersRecord lies above the node's high watermark."""
-        sets = []
-        for stored in node.store.batches:
-            if not _is_control(stored.data):
-                continue
-            for batch in iter_batches(stored.data):
-                for record in batch:
-                    if record.control_type == ControlRecordType.KRAFT_VOTERS:
-                        sets.append((record.offset, frozenset(v.voter_id for v in record.control_value.voters)))
+        sets = list(_voters_records(node.store.batches))
         for (o1, s1), (o2, s2) in zip(sets, sets[1:]):
             if len(s1 ^ s2) > 1:
                 self._violate(self.ONE_VOTER_CHANGE,
@@ -184,6 +196,25 @@ class Invariants:
             if len(pending) > 1:
                 self._violate(self.ONE_VOTER_CHANGE,
                               f"leader {node.node_id} has {len(pending)} uncommitted voter changes at {pending}")
+
+
+def _voters_records(batches):
+    """(offset, voter ids) of every VotersRecord in stored batches, in log order."""
+    for stored in batches:
+        if not _is_control(stored.data):
+            continue
+        for batch in iter_batches(stored.data):
+            for record in batch:
+                if record.control_type == ControlRecordType.KRAFT_VOTERS:
+                    yield record.offset, frozenset(v.voter_id for v in record.control_value.voters)
+
+
+def _last_voters_below(batches, offset: int):
+    last = None
+    for entry in _voters_records(batches):
+        if entry[0] < offset:
+            last = entry
+    return last
 
 
 def _is_control(data: bytes) -> bool:

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import random
 
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.records import ControlRecordType, iter_batches
 from raft.io import Shutdown
 from raft.states import Follower, Leader, Resigned
+from raft.types import ReplicaKey
 
 from .invariants import InvariantViolation
-from .world import SimSettings, Simulation
+from .world import LISTENER, SimSettings, Simulation, address_of, kraft_version_upgrade_request
 
 
 def settings_for_seed(seed: int) -> SimSettings:
@@ -219,6 +222,94 @@ def zombie_leader_after_partition(seed: int) -> Simulation:
     return sim
 
 
+def upgrade_kraft_version(seed: int) -> Simulation:
+    """A static quorum (controller.quorum.voters, kraft.version 0) is upgraded with
+    `kafka-features upgrade --feature kraft.version=1`: the leader writes kraft.version 1 and
+    the voter set, with the directory ids its voters reported by UpdateRaftVoter, in one
+    control batch; every node then counts the voters from the log, and a voter change (the
+    observer added as a voter), refused with UNSUPPORTED_VERSION before, succeeds."""
+    sim = _quiet(seed, voters=3, observers=1, kraft_version=0)
+    _run_until(sim, 5000, lambda: _leader(sim) is not None, "a first leader")
+    # At once, before any voter told the new leader its kraft.version range: refused.
+    early = sim.admin_request(_leader(sim), kraft_version_upgrade_request(), "kraft.version=1")
+    _expect_answer(sim, early, Errors.INVALID_UPDATE_VERSION, "UpdateFeatures before the voters reported")
+    _commit_one(sim, "a commit at kraft.version 0")
+    refused = sim.admin_request(_leader(sim), _add_voter_request(sim.nodes[4]), "4")
+    _expect_answer(sim, refused, Errors.UNSUPPORTED_VERSION, "AddRaftVoter at kraft.version 0")
+    expect(all(n.core.voters().node(i).key.directory_id is None for n in sim.nodes.values() for i in (1, 2, 3)),
+           "before the upgrade, the voter set (controller.quorum.voters) has no directory ids", sim)
+
+    answered = {}
+
+    def upgraded():
+        # The operator runs the tool until it succeeds (a voter that has not told this leader
+        # its kraft.version range yet makes the leader refuse with INVALID_UPDATE_VERSION).
+        last = answered.get("request")
+        if last is not None and last in sim.admin_answers:
+            if sim.admin_answers[last].error_code == Errors.NONE:
+                return True
+            answered.setdefault("refusals", []).append(_error_name(sim.admin_answers[last]))
+            answered.pop("request")
+        if "request" not in answered and sim.now >= answered.get("next_ms", 0) and _leader(sim) is not None:
+            answered["request"] = sim.admin_request(_leader(sim), kraft_version_upgrade_request(), "kraft.version=1")
+            answered["next_ms"] = sim.now + 500
+        return False
+    _run_until(sim, 20_000, upgraded, "UpdateFeatures kraft.version=1 answered NONE")
+    expect(set(answered.get("refusals", [])) <= {"INVALID_UPDATE_VERSION"},
+           f"the upgrade was refused only while voters had not reported: {answered.get('refusals')}", sim)
+    leader = _leader(sim)
+    _expect_one_upgrade_batch(sim, leader)
+
+    def everyone_upgraded():
+        return all(n.core.kraft_version() == 1 and (n.core.high_watermark() or 0) > _upgrade_offset(n)
+                   and all(n.core.voters().node(i).key == ReplicaKey(i, sim.nodes[i].config.directory_id)
+                           for i in (1, 2, 3))
+                   for n in sim.nodes.values())
+    _run_until(sim, 10_000, everyone_upgraded, "every node (the observer too) at kraft.version 1, committed, "
+               "with the voters' directory ids")
+    _run_until(sim, 20_000, lambda: _try_add(sim, 4), "node 4 added as a voter after the upgrade")
+    _commit_one(sim, "commits with voters {1, 2, 3, 4}")
+    expect(all(_voter_ids(n) == {1, 2, 3, 4} for n in sim.nodes.values()), "every node sees voters {1, 2, 3, 4}",
+           sim)
+    return sim
+
+
+def _add_voter_request(node):
+    from kafkawire.messages import add_raft_voter_request as add_req
+    host, port = address_of(node.node_id)
+    return add_req.AddRaftVoterRequest(cluster_id="simcluster", timeout_ms=10_000, voter_id=node.node_id,
+                                       voter_directory_id=node.config.directory_id,
+                                       listeners=[add_req.Listener(name=LISTENER, host=host, port=port)])
+
+
+def _expect_answer(sim: Simulation, request: int, error: Errors, what: str) -> None:
+    _run_until(sim, 5000, lambda: request in sim.admin_answers, f"an answer to {what}")
+    got = sim.admin_answers[request]
+    expect(got.error_code == error, f"{what} answered {_error_name(got)}, not {error.name}", sim)
+
+
+def _error_name(body) -> str:
+    return Errors.for_code(body.error_code).name
+
+
+def _upgrade_offset(node) -> int:
+    """Where kraft.version 1 was written in this node's log (-1: not there)."""
+    history = node.core.control.kraft_versions
+    return next((o for o, v in zip(history.offsets, history.values) if v >= 1), -1)
+
+
+def _expect_one_upgrade_batch(sim: Simulation, leader) -> None:
+    """KIP-853: the upgrade is one control batch holding KRaftVersion then VotersRecord."""
+    offset = _upgrade_offset(leader)
+    for stored in leader.store.batches:
+        if stored.base <= offset <= stored.last:
+            kinds = [r.control_type for b in iter_batches(stored.data) for r in b]
+            expect(kinds == [ControlRecordType.KRAFT_VERSION, ControlRecordType.KRAFT_VOTERS],
+                   f"the upgrade batch at {stored.base} holds {kinds}, not KRaftVersion then VotersRecord", sim)
+            return
+    expect(False, f"no batch holds the kraft.version 1 record at {offset}", sim)
+
+
 SCENARIOS = {f.__name__: f for f in (standalone_then_two_auto_joins, disk_failure_recovery, node_replacement,
                                       remove_leader, graceful_shutdown, observer_catches_up_through_snapshot,
-                                      zombie_leader_after_partition)}
+                                      zombie_leader_after_partition, upgrade_kraft_version)}

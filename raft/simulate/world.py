@@ -26,7 +26,8 @@ from kafkawire.records import ControlRecordType
 from kafkawire.records.kraft_control import encode_value
 from kafkawire.storage.snapshot import SnapshotBuilder, SnapshotId
 from raft.config import RaftConfig
-from raft.io import Propose, RequestFailed, RequestReceived, ResponseReceived, Shutdown, SnapshotFrozen, Tick
+from raft.io import (Propose, RequestFailed, RequestReceived, ResponseReceived, Shutdown, SnapshotFrozen, Tick,
+                     TruncateTo)
 from raft.rpc import adapt_request_for_version
 from raft.states import Leader, describe
 from raft.types import Endpoints, OffsetAndEpoch, ReplicaKey
@@ -97,7 +98,10 @@ class Simulation:
         self.faults_enabled = True
         self.core_factory = core_factory
         self._next_tick: dict[int, int] = {}
-        self.stats: Counter = Counter()
+        # Counters printed even when zero: what the kraft.version upgrade and the voter-set
+        # truncations (KIP-853's uncommitted voter sets) did in the run.
+        self.stats: Counter = Counter({"truncations_removing_voters_record": 0, "voters_records_truncated": 0})
+        self.admin_answers: dict[int, object] = {}     # admin request number -> response body
         self.nodes: dict[int, SimNode] = {}
         self._build_cluster()
 
@@ -112,7 +116,9 @@ class Simulation:
         bootstrap = tuple(address_of(i) for i in voter_ids)
         for i in voter_ids + observer_ids:
             config = RaftConfig(
-                node_id=i, directory_id=directory[i] if s.kraft_version >= 1 else None, cluster_id="simcluster",
+                # Every node has a directory id (meta.properties' directory.id), also at
+                # kraft.version 0: the kraft.version upgrade writes them into the voter set.
+                node_id=i, directory_id=directory[i], cluster_id="simcluster",
                 listener=LISTENER, endpoints=endpoints[i], static_voters=static,
                 bootstrap_servers=bootstrap if i in observer_ids else (),
                 election_timeout_ms=s.election_timeout_ms, fetch_timeout_ms=s.fetch_timeout_ms,
@@ -250,11 +256,29 @@ class Simulation:
     def _step(self, node: SimNode, event) -> None:
         if not node.alive:
             return
+        voter_records_before = tuple(node.core.control.voters.offsets)
         ready = node.core.step(event)
+        self._count_reverted_voter_changes(node, ready, voter_records_before)
         crash_point = None
         if self.faults_enabled and (ready.log_ops or ready.election) and self.rng.random() < 0.002:
             crash_point = self.rng.choice(["election", "ops"])
         self._apply_ready(node, ready, crash_point)
+
+    def _count_reverted_voter_changes(self, node: SimNode, ready, offsets_before: tuple[int, ...]) -> None:
+        """Truncations that removed a VotersRecord (KIP-853 applies voter sets uncommitted, so
+        the node must fall back to the set in force before it), counted from the node's control
+        state before the step; the invariants check the state after it."""
+        truncations = [op.offset for op in ready.log_ops if isinstance(op, TruncateTo)]
+        if not truncations:
+            return
+        cut = min(truncations)
+        removed = [o for o in offsets_before if o >= cut]
+        if not removed:
+            return
+        self.stats["truncations_removing_voters_record"] += 1
+        self.stats["voters_records_truncated"] += len(removed)
+        self.log(f"{node.node_id}: truncation to {cut} removed the VotersRecord at {removed}")
+        self.invariants.on_voters_records_truncated(node, cut, removed)
 
     def _schedule_tick(self, node: SimNode, wake_at: int) -> None:
         wake_at = max(wake_at, self.now)
@@ -344,6 +368,7 @@ class Simulation:
             error = Errors.for_code(response.body.error_code).name
             self.log(f"admin {response.request_id[1]}: {type(response.body).__name__} {error}")
             self.stats[f"admin_{type(response.body).__name__}_{error}"] += 1
+            self.admin_answers[response.request_id[1]] = response.body
             return
         src, src_incarnation, dest_as_named, correlation_id, api_key = response.request_id
         frame = framing.encode_response(response.body, response.api_version, correlation_id)
@@ -427,14 +452,21 @@ class Simulation:
 
     def admin_change(self, kind: str | None = None, node_id: int | None = None) -> None:
         """Ask a leader to add an observer as a voter, remove a voter, or replace a node's
-        disk (same id, new directory id: an auto-joining replica must evict its old self)."""
+        disk (same id, new directory id: an auto-joining replica must evict its old self); on
+        a cluster still at kraft.version 0, mostly to upgrade it to 1 (`kafka-features upgrade
+        --feature kraft.version=1`)."""
         leaders = self.leaders()
         if not leaders:
             return
         leader = self.rng.choice(leaders)
         voters = leader.core.voters()
-        kind = kind or self.rng.choice(["add", "remove", "replace_disk"])
+        kinds = ["add", "remove", "replace_disk"]
+        if leader.core.kraft_version() < 1:
+            kinds += ["upgrade"] * 3
+        kind = kind or self.rng.choice(kinds)
         from kafkawire.messages import add_raft_voter_request as add_req, remove_raft_voter_request as rm_req
+        if kind == "upgrade":
+            return self.admin_request(leader, kraft_version_upgrade_request(), "kraft.version=1")
         if kind == "add":
             candidates = [n for n in self.nodes.values() if n.alive and voters.node(n.node_id) is None
                           and n.config.directory_id is not None]
@@ -465,15 +497,42 @@ class Simulation:
             body = rm_req.RemoveRaftVoterRequest(cluster_id="simcluster", voter_id=victim.key.id,
                                                  voter_directory_id=victim.key.wire_directory_id)
         else:
+            if self.settings.kraft_version == 0 and not self._upgrade_reached_every_static_voter():
+                return
             node = self.rng.choice(list(self.nodes.values())) if node_id is None else self.nodes[node_id]
             if voters.node(node.node_id) is not None and not self._keeps_majority(voters, lost=node.node_id):
                 return
             self.replace_disk(node)
             return
+        self.admin_request(leader, body, str(body.voter_id))
+
+    def admin_request(self, leader: SimNode, body, what: str) -> int:
+        """Hand an admin client's request to ``leader`` at the highest version; the answer is
+        counted by type and error (``admin_<Response>_<ERROR>``) and kept in
+        ``admin_answers`` under the returned sequence number."""
         self._admin_seq = getattr(self, "_admin_seq", 0) + 1
-        self.log(f"admin {self._admin_seq}: {type(body).__name__} {body.voter_id} to leader {leader.node_id}")
+        self.log(f"admin {self._admin_seq}: {type(body).__name__} {what} to leader {leader.node_id}")
         version = api_table()[body.API_KEY].max_version
         self._step(leader, RequestReceived(self.now, ("admin", self._admin_seq), version, body, "admin"))
+        return self._admin_seq
+
+    def _upgrade_reached_every_static_voter(self) -> bool:
+        """When a disk may be replaced in a cluster formatted with controller.quorum.voters.
+
+        A voter with a new disk has forgotten its log and its votes; only the directory ids of
+        kraft.version 1 let the others tell it from its old self (a Vote for the old directory
+        id gets INVALID_VOTER_KEY). A replica still counting the static voters (no directory
+        ids) would ask it for a vote and could win with a log that lacks committed records. So
+        the operator waits until every node configured with controller.quorum.voters is up and
+        has committed the upgrade (as `kafka-metadata-quorum describe --replication` shows)."""
+        static = [n for n in self.nodes.values()
+                  if n.config.static_voters is not None and n.node_id in n.config.static_voters.ids]
+        return all(n.alive and self._committed_kraft_version(n) >= 1 for n in static)
+
+    @staticmethod
+    def _committed_kraft_version(node: SimNode) -> int:
+        hw = node.core.high_watermark()
+        return node.core.control.kraft_version_at((hw or 0) - 1)
 
     def _keeps_majority(self, voters, lost: int | None = None) -> bool:
         """Whether the voters whose disks are intact (their directory id is the node's current
@@ -494,7 +553,9 @@ class Simulation:
             node.crash()
         new_directory = uuid.UUID(int=self.rng.getrandbits(128))
         voters = [n.node_id for n in self.nodes.values()]
-        node.config = dataclasses.replace(node.config, directory_id=new_directory, auto_join=True,
+        # The new disk is formatted for a dynamic quorum (no controller.quorum.voters): the
+        # node learns the voters from the log, as an observer until it joins.
+        node.config = dataclasses.replace(node.config, directory_id=new_directory, auto_join=True, static_voters=None,
                                           bootstrap_servers=tuple(address_of(i) for i in voters if i != node.node_id))
         node.store = MemoryLogStore()
         self.stats["disk_replacements"] += 1
@@ -528,6 +589,10 @@ class Simulation:
         out["events"] = self.events_run
         out["epochs_with_leader"] = len(self.invariants.leaders)
         out["acknowledged_appends"] = len(self.committed_tokens)
+        out["kraft_version_upgrades"] += 0
+        if self.settings.kraft_version == 0 and any(
+                n.alive and n.core is not None and self._committed_kraft_version(n) >= 1 for n in self.nodes.values()):
+            out["kraft_version_upgrades"] += 1   # the run began at kraft.version 0 and committed 1
         return out
 
     def describe(self) -> str:
@@ -540,6 +605,13 @@ class Simulation:
             else:
                 lines.append(f"  node {node.node_id}: down")
         return "\n".join(lines)
+
+
+def kraft_version_upgrade_request():
+    """What `kafka-features upgrade --feature kraft.version=1` sends (built by tools/features.py)."""
+    from tools.features import UPGRADE, planned_updates, update_features_request
+    updates, _ = planned_updates(UPGRADE, features=["kraft.version=1"])
+    return update_features_request(updates, dry_run=False, timeout_ms=10_000)
 
 
 def run_seed(seed: int, events: int, settings: SimSettings | None = None, *, liveness_ms: int = 20_000,

@@ -14,6 +14,13 @@ CHUNKS = 20
 SEEDS_PER_CHUNK = 100
 EVENTS = 800
 
+# Seeds (at EVENTS events) that fail on a known bug of the core: after the kraft.version
+# upgrade, a voter whose log lags still reports with UpdateRaftVoter and resends it after
+# every refusal instead of fetching, while the leader waits for that voter's fetch to commit
+# a voter change (see test_reconfig_findings.py::test_a_voter_refused_on_update_raft_voter_
+# keeps_fetching). Strict xfail: once the core is fixed they pass, and this list must go.
+SEEDS_FAILING_ON_A_KNOWN_CORE_BUG = (882, 1440)
+
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -26,11 +33,26 @@ def test_random_seeds(chunk):
     """Seeds chunk*100+1 .. (chunk+1)*100, each with random faults, then the liveness check."""
     first = chunk * SEEDS_PER_CHUNK + 1
     for seed in range(first, first + SEEDS_PER_CHUNK):
+        if seed in SEEDS_FAILING_ON_A_KNOWN_CORE_BUG:
+            continue
         try:
             run_seed(seed, EVENTS, settings_for_seed(seed))
         except InvariantViolation as exc:
             pytest.fail(f"seed {seed}: {exc}\nreplay: python -m raft.simulate --first-seed {seed} --seeds 1 "
                         f"--events {EVENTS}")
+
+
+@pytest.mark.xfail(strict=True, raises=InvariantViolation, reason=(
+    "a voter resends UpdateRaftVoter instead of fetching while the leader needs its fetch to commit a voter "
+    "change: no append commits in the quiet period (liveness)"))
+@pytest.mark.parametrize("seed", SEEDS_FAILING_ON_A_KNOWN_CORE_BUG)
+def test_seed_failing_on_a_known_core_bug(seed):
+    try:
+        run_seed(seed, EVENTS, settings_for_seed(seed))
+    except InvariantViolation as exc:
+        # Another rule broken here would be a new problem: a plain assertion error, not the xfail.
+        assert exc.rule == "liveness", f"seed {seed} now breaks {exc.rule!r}: {exc}"
+        raise
 
 
 def test_a_seed_replays_exactly():

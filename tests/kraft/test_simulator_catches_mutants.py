@@ -184,3 +184,17 @@ class AllowsConcurrentVoterChanges(RaftCore):
 def test_voter_change_invariant_catches_concurrent_changes():
     settings = SimSettings(voters=5, observers=2, admin_every_ms=300, fault_every_ms=2000, drop_rate=0.05)
     catches(AllowsConcurrentVoterChanges, Invariants.ONE_VOTER_CHANGE, settings)
+
+
+class KeepsTruncatedVoterSets(RaftCore):
+    """A follower truncates its log but keeps the voter sets it read from the removed part."""
+    def _truncate_to_diverging(self, diverging):
+        history = self.control.voters
+        kept = (list(history.offsets), list(history.values))
+        super()._truncate_to_diverging(diverging)
+        history.offsets[:], history.values[:] = kept
+
+
+def test_truncated_voter_sets_invariant_catches_a_core_that_keeps_them():
+    settings = SimSettings(voters=5, observers=2, admin_every_ms=300, fault_every_ms=2000, drop_rate=0.05)
+    catches(KeepsTruncatedVoterSets, Invariants.TRUNCATED_VOTERS_REVERTED, settings)
