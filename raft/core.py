@@ -999,7 +999,7 @@ class RaftCore:
         for parsed in iter_batches(batch):
             self.control.apply_batch(parsed)
             if parsed.is_control:
-                leader.book.update_voters(self.voters())
+                leader.book.update_voters(self.voters(), self.now_ms)
         self.counters["append_records"] += count
         if leader.book.update_local_end(self.log.end_offset, self.now_ms):
             self._on_leader_high_watermark_update()

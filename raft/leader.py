@@ -67,8 +67,9 @@ class LeaderBookkeeping:
         self.begin_epoch_deadline_ms = now_ms
 
     # --- membership -----------------------------------------------------------------------------
-    def update_voters(self, voters: VoterSet) -> None:
+    def update_voters(self, voters: VoterSet, now_ms: int | None = None) -> None:
         """Re-sort replicas into voters and observers under a new voter set, keeping progress."""
+        was_alone = set(self.voter_states) == {self.local_key.id}
         old = dict(self.voter_states)
         self.voter_states = {}
         for key in voters.keys:
@@ -88,6 +89,9 @@ class LeaderBookkeeping:
             if state.key.id != self.local_key.id:
                 self.observer_states[state.key] = state
         self.fetched_voters &= set(self.voter_states)
+        if was_alone and now_ms is not None and len(self.voter_states) > 1:
+            # The first voter added to a sole leader gets a whole check-quorum period to fetch.
+            self.check_quorum_deadline_ms = now_ms + self.check_quorum_timeout_ms
 
     def is_voter(self, key: ReplicaKey) -> bool:
         state = self.voter_states.get(key.id)
@@ -134,6 +138,10 @@ class LeaderBookkeeping:
 
     def check_quorum_expired(self, now_ms: int) -> bool:
         if len(self.voter_states) == 1 and self.local_key.id in self.voter_states:
+            # Kafka's timeUntilCheckQuorumExpires: a sole voter keeps resetting the timer, so
+            # that voters added later get a whole period to fetch (a stale deadline made the
+            # leader of a standalone quorum resign as its first added voter joined).
+            self.check_quorum_deadline_ms = now_ms + self.check_quorum_timeout_ms
             return False
         return now_ms >= self.check_quorum_deadline_ms
 

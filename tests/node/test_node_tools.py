@@ -109,3 +109,15 @@ def test_a_static_quorum_upgrades_kraft_version_with_the_features_tool(tmp_path)
             in described.stdout
     finally:
         q.stop_all()
+
+
+def test_auto_join_makes_formatted_observers_voters(tmp_path):
+    """controller.quorum.auto.join.enable: nodes formatted with --no-initial-controllers add
+    themselves (AddRaftVoter) to a standalone quorum."""
+    q = LocalQuorum(tmp_path, voters=1, extra_nodes=2, properties={"controller.quorum.auto.join.enable": "true"})
+    with q.started("standalone"):
+        q.wait_for_leader(30)
+        view = q.wait_until(lambda: (lambda v: v if len(v.voters) == 3 else None)(q.wait_for_leader(30)), 60,
+                            "nodes 2 and 3 to join as voters")
+        assert sorted(r.replica_id for r in view.voters) == [1, 2, 3]
+        assert view.observers == []
