@@ -78,6 +78,10 @@ class Reconfig:
         # Replica side: when to send the next UpdateRaftVoter / auto-join request.
         self.update_sent_epoch: int | None = None
         self.update_acked_epoch: int | None = None
+        # After a refused UpdateRaftVoter, fetch for a whole update-voter period before asking
+        # again (Kafka's FollowerState update-voter timer: the fetch timeout); resending at the
+        # retry backoff starved the fetches a pending voter change needed to commit.
+        self.update_retry_at_ms = 0
         self.auto_join_next_ms = 0
         # kraft.version 0: what voters reported with UpdateRaftVoter, kept in memory until the
         # upgrade writes it to the log.
@@ -375,6 +379,7 @@ class Reconfig:
             self._finish(self.pending, int(Errors.NOT_LEADER_OR_FOLLOWER), "leadership changed")
         if self.update_acked_epoch != self.core.quorum.epoch:
             self.update_sent_epoch = None
+            self.update_retry_at_ms = 0
 
     def on_request_failed(self, event, api) -> None:
         change = self.pending
@@ -417,6 +422,8 @@ class Reconfig:
         core = self.core
         if self.update_acked_epoch == state.epoch or self.update_sent_epoch == state.epoch:
             return False
+        if core.now_ms < self.update_retry_at_ms:
+            return False
         if not state.has_fetched_from_leader:
             return False
         node = core.voters().node(core.quorum.local_id)
@@ -441,7 +448,8 @@ class Reconfig:
         if body.error_code == NONE and isinstance(state, Follower):
             self.update_acked_epoch = state.epoch
             return True
-        self.update_sent_epoch = None   # try again (after the request backoff)
+        self.update_sent_epoch = None   # try again after an update-voter period of fetching
+        self.update_retry_at_ms = self.core.now_ms + self.core.config.fetch_timeout_ms
         return body.error_code in (int(Errors.NOT_LEADER_OR_FOLLOWER), int(Errors.FENCED_LEADER_EPOCH))
 
     def _maybe_auto_join(self, state: Follower, address) -> bool:

@@ -20,28 +20,30 @@ def drive(env: InteractionEnv, *lines: str) -> str:
     return out
 
 
+def elected(cluster: str = "cluster voters=(1,2,3)") -> InteractionEnv:
+    """A cluster whose node 1 was elected and whose messages were all delivered."""
+    env = InteractionEnv()
+    drive(env, cluster, "elect 1", "stabilize")
+    return env
+
+
 def static_quorum_upgraded_while_voter_3_was_down() -> InteractionEnv:
     """Three static voters; 3 is down while 1 and 2 upgrade to kraft.version 1 and 1 snapshots
     past the upgrade and drops its log; then 1 removes voter 2, a change that needs 3's fetch
     to commit (new voters {1, 3}); then 3 restarts: its log ends before the upgrade, so it
     still counts the static voters and must catch up through FetchSnapshot."""
-    env = InteractionEnv()
-    drive(env, "cluster voters=(1,2,3) kraft-version=0 clean-log-on-snapshot=true", "elect 1", "stabilize",
-          "crash 3", "inject 1 update-features level=1", "stabilize", "propose 1 count=2", "stabilize",
+    env = elected("cluster voters=(1,2,3) kraft-version=0 clean-log-on-snapshot=true")
+    drive(env, "crash 3", "inject 1 update-features level=1", "stabilize", "propose 1 count=2", "stabilize",
           "run ms=100", "snapshot 1")
     assert "append 5..5" in drive(env, "inject 1 remove-voter voter=2")
     drive(env, "restart 3")
     return env
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "liveness bug: after an error answer to UpdateRaftVoter a voter resends it at the retry backoff "
-    "(reconfig._handle_update_voter_response resets update_sent_epoch) instead of fetching, and the leader "
-    "answers REQUEST_TIMED_OUT while a voter change is uncommitted, which only that voter's fetch can commit: "
-    "nothing commits again (of simulator seeds 1-3000 at 800 events, 882, 1440, 2304 and 2829 fail liveness this way). Kafka "
-    "sends UpdateVoter once per update-voter period (FollowerState.hasUpdateVoterPeriodExpired) and fetches "
-    "in between"))
 def test_a_voter_refused_on_update_raft_voter_keeps_fetching():
+    """Kafka sends UpdateVoter once per update-voter period and fetches in between; resending at
+    the retry backoff starved the fetch a pending voter change needed (simulator seeds 882, 1440,
+    2304 and 2829 at 800 events failed liveness that way before the fix)."""
     env = static_quorum_upgraded_while_voter_3_was_down()
     out = drive(env, "run ms=3000")
     assert "3: install snapshot (1,5)" in out
@@ -54,8 +56,7 @@ def test_a_voter_refused_on_update_raft_voter_keeps_fetching():
     "Kafka's UpdateVoterHandler replies right after appending it ('Reply immediately and don't wait for the "
     "change to commit'), so the voter, which waits for the answer, can fetch and help commit it"))
 def test_update_raft_voter_is_answered_as_soon_as_the_record_is_appended():
-    env = InteractionEnv()
-    drive(env, "cluster voters=(1,2,3)", "elect 1", "stabilize")
+    env = elected()
     out = drive(env, "inject 1 update-voter from=2 epoch=1 host=node2-new").split("\n")
     assert out[1:] == ["1: append 3..3 epoch=1", "1->2 UpdateRaftVoterResponse leader=1 epoch=1"]
 
@@ -65,8 +66,8 @@ def test_update_raft_voter_is_answered_as_soon_as_the_record_is_appended():
     "leader -1, epoch -1 on the wire; Kafka's RaftUtil.updateVoterResponse always names the leader, its epoch "
     "and its endpoint"))
 def test_every_update_raft_voter_answer_names_the_leader():
-    env = InteractionEnv()
-    drive(env, "cluster voters=(1,2,3)", "elect 1", "stabilize", "inject 1 update-voter from=2 epoch=1 host=node2-new")
+    env = elected()
+    drive(env, "inject 1 update-voter from=2 epoch=1 host=node2-new")
     answers = [line for line in drive(env, "stabilize").split("\n") if "UpdateRaftVoterResponse" in line]
     assert answers == ["1->2 UpdateRaftVoterResponse leader=1 epoch=1"]
 
@@ -77,8 +78,7 @@ def test_every_update_raft_voter_answer_names_the_leader():
     "KafkaRaftClient.handle{Remove,Update,Add}VoterRequest refuse a missing directory id or listener with "
     "INVALID_REQUEST before any voter-set check"))
 def test_a_voter_key_without_directory_id_or_listener_is_an_invalid_request():
-    env = InteractionEnv()
-    drive(env, "cluster voters=(1,2,3)", "elect 1", "stabilize")
+    env = elected()
     assert drive(env, "inject 1 remove-voter voter=2 dir=none").endswith("RemoveRaftVoterResponse err=INVALID_REQUEST")
     assert drive(env, "inject 1 update-voter from=2 epoch=1 dir=none").endswith(
         "UpdateRaftVoterResponse err=INVALID_REQUEST leader=1 epoch=1")
@@ -92,8 +92,7 @@ def test_a_voter_key_without_directory_id_or_listener_is_an_invalid_request():
     "Kafka refuses such an UpdateRaftVoter with INVALID_REQUEST (KafkaRaftClient.handleUpdateVoterRequest), and "
     "one whose kraft.version range leaves out the finalized 0 also with INVALID_REQUEST (UpdateVoterHandler)"))
 def test_a_static_quorum_only_learns_valid_voter_updates():
-    env = InteractionEnv()
-    drive(env, "cluster voters=(1,2,3) kraft-version=0", "elect 1", "stabilize")
+    env = elected("cluster voters=(1,2,3) kraft-version=0")
     assert drive(env, "inject 1 update-voter from=2 epoch=1 kraft=(1,1)").endswith(
         "UpdateRaftVoterResponse err=INVALID_REQUEST leader=1 epoch=1")
     assert drive(env, "inject 1 update-voter from=2 epoch=1 dir=none").endswith(
@@ -106,8 +105,7 @@ def test_a_static_quorum_only_learns_valid_voter_updates():
     "removing the only voter is answered INVALID_REQUEST here; Kafka's VoterSet.removeVoter refuses to leave "
     "no voter and RemoveVoterHandler answers VOTER_NOT_FOUND"))
 def test_removing_the_last_voter_is_voter_not_found():
-    env = InteractionEnv()
-    drive(env, "cluster voters=(1)", "elect 1", "stabilize")
+    env = elected("cluster voters=(1)")
     assert drive(env, "inject 1 remove-voter voter=1").endswith("RemoveRaftVoterResponse err=VOTER_NOT_FOUND")
 
 
@@ -116,8 +114,7 @@ def test_removing_the_last_voter_is_voter_not_found():
     "(Reconfig.on_state_change); the code for 'not the active controller' in UpdateFeatures is NOT_CONTROLLER, "
     "which Kafka's controller returns and the admin client retries (kafka-features then finds the new leader)"))
 def test_an_upgrade_cut_short_by_a_leader_change_is_answered_not_controller():
-    env = InteractionEnv()
-    drive(env, "cluster voters=(1,2,3) kraft-version=0", "elect 1", "stabilize", "partition (1) (2,3)",
-          "inject 1 update-features level=1")
+    env = elected("cluster voters=(1,2,3) kraft-version=0")
+    drive(env, "partition (1) (2,3)", "inject 1 update-features level=1")
     answers = [line for line in drive(env, "run ms=4000").split("\n") if line.startswith("1->9 ")]
     assert answers == ["1->9 UpdateFeaturesResponse err=NOT_CONTROLLER"]

@@ -14,12 +14,6 @@ CHUNKS = 20
 SEEDS_PER_CHUNK = 100
 EVENTS = 800
 
-# Seeds (at EVENTS events) that fail on a known bug of the core: after the kraft.version
-# upgrade, a voter whose log lags still reports with UpdateRaftVoter and resends it after
-# every refusal instead of fetching, while the leader waits for that voter's fetch to commit
-# a voter change (see test_reconfig_findings.py::test_a_voter_refused_on_update_raft_voter_
-# keeps_fetching). Strict xfail: once the core is fixed they pass, and this list must go.
-SEEDS_FAILING_ON_A_KNOWN_CORE_BUG = (882, 1440)
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
@@ -33,8 +27,6 @@ def test_random_seeds(chunk):
     """Seeds chunk*100+1 .. (chunk+1)*100, each with random faults, then the liveness check."""
     first = chunk * SEEDS_PER_CHUNK + 1
     for seed in range(first, first + SEEDS_PER_CHUNK):
-        if seed in SEEDS_FAILING_ON_A_KNOWN_CORE_BUG:
-            continue
         try:
             run_seed(seed, EVENTS, settings_for_seed(seed))
         except InvariantViolation as exc:
@@ -42,17 +34,11 @@ def test_random_seeds(chunk):
                         f"--events {EVENTS}")
 
 
-@pytest.mark.xfail(strict=True, raises=InvariantViolation, reason=(
-    "a voter resends UpdateRaftVoter instead of fetching while the leader needs its fetch to commit a voter "
-    "change: no append commits in the quiet period (liveness)"))
-@pytest.mark.parametrize("seed", SEEDS_FAILING_ON_A_KNOWN_CORE_BUG)
-def test_seed_failing_on_a_known_core_bug(seed):
-    try:
-        run_seed(seed, EVENTS, settings_for_seed(seed))
-    except InvariantViolation as exc:
-        # Another rule broken here would be a new problem: a plain assertion error, not the xfail.
-        assert exc.rule == "liveness", f"seed {seed} now breaks {exc.rule!r}: {exc}"
-        raise
+@pytest.mark.parametrize("seed", [882, 1440, 2304, 2829])
+def test_seeds_that_once_starved_a_voter_change(seed):
+    """These seeds failed liveness while a refused voter resent UpdateRaftVoter instead of
+    fetching (the fetch a pending voter change needed); they must pass now."""
+    run_seed(seed, EVENTS, settings_for_seed(seed))
 
 
 def test_a_seed_replays_exactly():
