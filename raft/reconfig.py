@@ -230,7 +230,8 @@ class Reconfig:
         if node is None or node.key.directory_id != key.directory_id:
             return reply(int(Errors.VOTER_NOT_FOUND), f"{key} is not a voter")
         if len(voters) == 1:
-            return reply(int(Errors.INVALID_REQUEST), "the last voter cannot be removed")
+            # Kafka's VoterSet.removeVoter refuses to leave no voter; RemoveVoterHandler says VOTER_NOT_FOUND.
+            return reply(int(Errors.VOTER_NOT_FOUND), "the last voter cannot be removed")
         change = PendingChange("remove", request, voters.remove(node.key), core.now_ms + core.config.request_timeout_ms,
                                voter_key=node.key)
         self._start(change)
@@ -376,7 +377,12 @@ class Reconfig:
         about ourselves again."""
         state = self.core.quorum.state
         if not isinstance(state, Leader) and self.pending is not None:
-            self._finish(self.pending, int(Errors.NOT_LEADER_OR_FOLLOWER), "leadership changed")
+            # UpdateFeatures says "not the active controller" with NOT_CONTROLLER (the admin client
+            # then finds the new one); the raft RPCs say NOT_LEADER_OR_FOLLOWER.
+            upgrade = self.pending.request is not None and isinstance(self.pending.request.body,
+                                                                     uf_req.UpdateFeaturesRequest)
+            error = Errors.NOT_CONTROLLER if upgrade else Errors.NOT_LEADER_OR_FOLLOWER
+            self._finish(self.pending, int(error), "leadership changed")
         if self.update_acked_epoch != self.core.quorum.epoch:
             self.update_sent_epoch = None
             self.update_retry_at_ms = 0

@@ -101,18 +101,11 @@ def test_a_static_quorum_only_learns_valid_voter_updates():
     assert "2/-" not in drive(env, "voters 1")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "removing the only voter is answered INVALID_REQUEST here; Kafka's VoterSet.removeVoter refuses to leave "
-    "no voter and RemoveVoterHandler answers VOTER_NOT_FOUND"))
 def test_removing_the_last_voter_is_voter_not_found():
     env = elected("cluster voters=(1)")
     assert drive(env, "inject 1 remove-voter voter=1").endswith("RemoveRaftVoterResponse err=VOTER_NOT_FOUND")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "an UpdateFeatures still waiting when its leader loses leadership is answered NOT_LEADER_OR_FOLLOWER "
-    "(Reconfig.on_state_change); the code for 'not the active controller' in UpdateFeatures is NOT_CONTROLLER, "
-    "which Kafka's controller returns and the admin client retries (kafka-features then finds the new leader)"))
 def test_an_upgrade_cut_short_by_a_leader_change_is_answered_not_controller():
     env = elected("cluster voters=(1,2,3) kraft-version=0")
     drive(env, "partition (1) (2,3)", "inject 1 update-features level=1")
