@@ -1,0 +1,92 @@
+"""Fixtures for the tests against real Apache Kafka 4.3.1 (marked ``kafka``).
+
+Every test below tests/interop is marked ``kafka``: ``pytest -m kafka`` runs just these,
+``pytest -m "not kafka"`` everything else. The jars come from Maven Central through
+``tests.interop.kafka_dist``; without Java or Maven these tests skip, saying why, except under
+CI, where that fails the run.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.interop import kafka_dist
+from tests.interop.kafka_procs import KafkaNode, run_kafka_tool
+
+
+def pytest_collection_modifyitems(config, items):
+    here = os.path.dirname(__file__)
+    for item in items:
+        if str(item.fspath).startswith(here):
+            item.add_marker(pytest.mark.kafka)
+
+
+@pytest.fixture(scope="session")
+def kafka_libs():
+    try:
+        return kafka_dist.ensure()
+    except kafka_dist.KafkaDistUnavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI needs Apache Kafka {kafka_dist.KAFKA_VERSION}: {exc}")
+        pytest.skip(f"Apache Kafka {kafka_dist.KAFKA_VERSION} is not available: {exc}")
+
+
+@pytest.fixture
+def kafka_tool(kafka_libs):
+    """kafka_tool(main_class, *args, timeout=..., input=..., check=...) -> CompletedProcess."""
+    return run_kafka_tool
+
+
+@pytest.fixture
+def kafka_node_factory(kafka_libs, tmp_path, request):
+    """Make KafkaNodes under tmp_path; every one is killed at teardown, and a failed test
+    prints the tail of each node's log."""
+    nodes: list[KafkaNode] = []
+
+    def make(node_id: int, roles: str = "controller", **kwargs) -> KafkaNode:
+        node = KafkaNode(tmp_path / f"kafka-{roles.replace(',', '-')}-{node_id}", node_id, roles, **kwargs)
+        nodes.append(node)
+        return node
+
+    yield make
+    failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
+    for node in nodes:
+        node.kill()
+        if failed:
+            print(f"\n--- Kafka node {node.node_id} ({node.roles}) log tail: {node.log_path}\n{node.log_tail(60)}")
+
+
+@pytest.fixture
+def kafka_controller(kafka_node_factory):
+    """kafka_controller(node_id, cluster_id, *format_args, **kwargs): format with Kafka's
+    StorageTool, start, wait until Kafka says it started, return the KafkaNode."""
+    def start(node_id: int, cluster_id: str, *format_args: str, **kwargs) -> KafkaNode:
+        node = kafka_node_factory(node_id, "controller", **kwargs)
+        node.format(cluster_id, *format_args)
+        node.start()
+        node.wait_ready()
+        return node
+    return start
+
+
+@pytest.fixture
+def kafka_broker(kafka_node_factory):
+    """kafka_broker(node_id, cluster_id, bootstrap_controllers, **kwargs): a broker on a
+    controller quorum (ours or Kafka's)."""
+    def start(node_id: int, cluster_id: str, bootstrap_controllers: str, **kwargs) -> KafkaNode:
+        props = dict(kwargs.pop("properties", {}) or {})
+        props.setdefault("controller.quorum.bootstrap.servers", bootstrap_controllers)
+        node = kafka_node_factory(node_id, "broker", properties=props, **kwargs)
+        node.format(cluster_id, "--no-initial-controllers")
+        node.start()
+        node.wait_ready()
+        return node
+    return start
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, "rep_" + report.when, report)

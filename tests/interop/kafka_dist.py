@@ -1,0 +1,100 @@
+"""Apache Kafka 4.3.1 from Maven Central, as a distribution's libs/ folder, for the tests.
+
+    python -m tests.interop.kafka_dist          # materialise (idempotent) and print the classpath
+
+``tests/interop/kafka/pom.xml`` names what a Kafka distribution's ``libs/`` holds for our
+purposes; ``mvn dependency:copy-dependencies`` copies it into a git-ignored cache folder
+(``.kafka-dist/`` beside the repo's README, or ``$KAFKAWIRE_KAFKA_DIST``). A stamp file holds the
+pom's sha256, so a warm cache costs one file read. Without Java or Maven the tests that need
+Kafka skip, saying why, except under CI (``CI=true``), where that is an error.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+KAFKA_VERSION = "4.3.1"
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+POM = HERE / "kafka" / "pom.xml"
+LOG4J_SERVER = HERE / "kafka" / "log4j2-server.properties"
+LOG4J_TOOLS = HERE / "kafka" / "log4j2-tools.properties"
+
+
+class KafkaDistUnavailable(RuntimeError):
+    """Java or Maven is missing, or Maven could not bring the jars."""
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("KAFKAWIRE_KAFKA_DIST") or REPO / ".kafka-dist")
+
+
+def libs_dir() -> Path:
+    return cache_dir() / "libs"
+
+
+def _pom_stamp() -> str:
+    return hashlib.sha256(POM.read_bytes()).hexdigest()
+
+
+def missing_tools() -> list[str]:
+    return [tool for tool in ("java", "mvn") if shutil.which(tool) is None]
+
+
+def is_warm() -> bool:
+    stamp = cache_dir() / "stamp"
+    return stamp.exists() and stamp.read_text().strip() == _pom_stamp() and any(libs_dir().glob("kafka_2.13-*.jar"))
+
+
+def ensure(quiet: bool = True) -> Path:
+    """Copy the jars into the cache unless it is already warm for this pom; return libs/."""
+    if is_warm():
+        return libs_dir()
+    missing = missing_tools()
+    if missing:
+        raise KafkaDistUnavailable(f"Apache Kafka {KAFKA_VERSION} needs {' and '.join(missing)} on PATH "
+                                   f"(Java 17 and Maven bring its jars from Maven Central)")
+    libs = libs_dir()
+    if libs.exists():
+        shutil.rmtree(libs)
+    libs.mkdir(parents=True)
+    command = ["mvn", "-B", "-f", str(POM), "dependency:copy-dependencies",
+               f"-DoutputDirectory={libs}", "-DincludeScope=runtime"]
+    if quiet:
+        command.insert(1, "-q")
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    if result.returncode != 0:
+        raise KafkaDistUnavailable(f"mvn dependency:copy-dependencies failed ({result.returncode}):\n"
+                                   f"{(result.stdout + result.stderr)[-3000:]}")
+    (cache_dir() / "stamp").write_text(_pom_stamp() + "\n")
+    return libs
+
+
+def classpath() -> str:
+    return str(libs_dir() / "*")
+
+
+def java_command(main_class: str, *args: str, heap: str = "256m", log4j: Path = LOG4J_TOOLS,
+                 system_properties: dict | None = None) -> list[str]:
+    """The command line that runs one of Kafka's main classes, as its bin/ scripts would."""
+    props = {"log4j2.configurationFile": str(log4j), **(system_properties or {})}
+    return ["java", f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
+            *(f"-D{k}={v}" for k, v in props.items()), "-cp", classpath(), main_class, *args]
+
+
+def main(argv=None) -> int:
+    try:
+        ensure(quiet="--verbose" not in (argv or sys.argv[1:]))
+    except KafkaDistUnavailable as exc:
+        print(f"kafka_dist: {exc}", file=sys.stderr)
+        return 1
+    print(classpath())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,21 @@
+"""The fixtures themselves: Kafka's storage tool, a Kafka controller, and a Kafka tool against it."""
+import re
+
+from tests.interop.kafka_procs import METADATA_QUORUM, STORAGE_TOOL
+
+
+def test_random_uuid_is_a_kafka_uuid(kafka_tool):
+    result = kafka_tool(STORAGE_TOOL, "random-uuid", check=True)
+    assert re.fullmatch(r"[A-Za-z0-9_-]{22}\n", result.stdout), result.stdout
+
+
+def test_standalone_kafka_controller_leads_and_describes_itself(kafka_controller, kafka_tool):
+    node = kafka_controller(1, "MkU3OEVBNTcwNTJENDM2Qg", "--standalone")
+    status = kafka_tool(METADATA_QUORUM, "--bootstrap-controller", node.controller_address,
+                        "describe", "--status", check=True, timeout=60).stdout
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    assert fields["ClusterId"].strip() == "MkU3OEVBNTcwNTJENDM2Qg"
+    assert fields["LeaderId"].strip() == "1"
+    assert int(fields["HighWatermark"]) > 0
+    node.kill()
+    assert not node.alive()
