@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kafkawire.metadata.kafka_names import SECURITY_PROTOCOLS
 from kafkawire.metadata.registrations import kafka_uuid
 from kafkawire.protocol.error_codes import Errors
 
@@ -28,6 +29,26 @@ def _reserved(directory) -> bool:
     return directory.int >> 64 == 0 and (directory.int & 0xFFFFFFFFFFFFFFFF) < 100
 
 
+def checked_listeners(listeners, endpoint_struct) -> list:
+    """ListenerInfo.fromControllerRegistrationRequest / fromBrokerRegistrationRequest: every
+    listener's security protocol must be one Kafka knows, and a repeated listener name replaces
+    the earlier one in its place (a LinkedHashMap keyed by name).
+
+    Kafka throws a plain RuntimeException here, which its controller answers as
+    UNKNOWN_SERVER_ERROR and treats as a fault that fails the controller over. We answer the same
+    error with the same text but do not fail over: a request anyone can send must not move
+    leadership. What matters most is that no record is written that replay would refuse."""
+    by_name: dict[str, object] = {}
+    for listener in listeners:
+        if listener.security_protocol not in SECURITY_PROTOCOLS:
+            raise ApiError(Errors.UNKNOWN_SERVER_ERROR,
+                           f"java.lang.RuntimeException: Unknown security protocol {listener.security_protocol} "
+                           f"in listener {listener.name}")
+        by_name[listener.name] = endpoint_struct(name=listener.name, host=listener.host, port=listener.port,
+                                                 security_protocol=listener.security_protocol)
+    return list(by_name.values())
+
+
 def controller_registration_records(state: ControllerState, request) -> list[bytes]:
     """ClusterControlManager.registerController."""
     if not controller_registration_supported(state.metadata_version or 0):
@@ -36,9 +57,8 @@ def controller_registration_records(state: ControllerState, request) -> list[byt
     Endpoint = struct("RegisterControllerRecord", "ControllerEndpoint")
     Feature = struct("RegisterControllerRecord", "ControllerFeature")
     return [frame("RegisterControllerRecord", 0, controller_id=request.controller_id,
-                  incarnation_id=request.incarnation_id, zk_migration_ready=request.zk_migration_ready,
-                  end_points=[Endpoint(name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol)
-                              for e in request.listeners],
+                  incarnation_id=request.incarnation_id, zk_migration_ready=False,
+                  end_points=checked_listeners(request.listeners, Endpoint),
                   features=[Feature(name=f.name, min_supported_version=f.min_supported_version,
                                     max_supported_version=f.max_supported_version) for f in request.features])]
 
@@ -68,6 +88,8 @@ def broker_registration_records(state: ControllerState, request, *, cluster_id: 
     if getattr(request, "is_migrating_zk_broker", False):
         raise ApiError(Errors.BROKER_ID_NOT_REGISTERED, "Controller does not support registering ZK brokers.")
 
+    Endpoint = struct("RegisterBrokerRecord", "BrokerEndpoint")
+    end_points = checked_listeners(request.listeners, Endpoint)
     finalized = state.finalized_features()
     Feature = struct("RegisterBrokerRecord", "BrokerFeature")
     features = []
@@ -82,10 +104,8 @@ def broker_registration_records(state: ControllerState, request, *, cluster_id: 
                                 max_supported_version=MINIMUM_LEVEL))
 
     version = register_broker_record_version(mv)
-    Endpoint = struct("RegisterBrokerRecord", "BrokerEndpoint")
     fields = dict(broker_id=request.broker_id, incarnation_id=request.incarnation_id, broker_epoch=broker_epoch,
-                  end_points=[Endpoint(name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol)
-                              for e in request.listeners],
+                  end_points=end_points,
                   features=features, rack=request.rack, fenced=True)
     if migration_supported(mv):
         fields["is_migrating_zk_broker"] = False
