@@ -188,11 +188,11 @@ class MetadataController:
         if not self.is_active():
             return None
         now = self.clock()
-        due = [self._next_noop_ms]
+        due = [self._next_noop_ms] if self.max_idle_interval_ms > 0 else []
         expiry = self.sessions.next_expiry_ms(self._unfenced_brokers())
         if expiry is not None:
             due.append(expiry)
-        return max(min(due) - now, 0) / 1000
+        return max(min(due) - now, 0) / 1000 if due else None
 
     def _unfenced_brokers(self) -> list[int]:
         return [b.id for b in self.state.image.brokers.values() if not b.fenced]
@@ -233,7 +233,7 @@ class MetadataController:
 
     async def _periodic_duties(self) -> None:
         now = self.clock()
-        if now >= self._next_noop_ms:
+        if self.max_idle_interval_ms > 0 and now >= self._next_noop_ms:
             # Kafka writes one every metadata.max.idle.interval.ms while active, busy or not.
             self._next_noop_ms = now + self.max_idle_interval_ms
             try:

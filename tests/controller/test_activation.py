@@ -145,3 +145,25 @@ def test_the_active_controller_appends_a_noop_each_idle_interval_and_stops_when_
     assert len(noops) == 3
     # The new leader found a metadata.version in the log: no second bootstrap.
     assert quorum.names().count("BeginTransactionRecord") == 1
+
+
+def test_an_idle_interval_of_zero_writes_no_noop_records():
+    """metadata.max.idle.interval.ms=0 turns NoOpRecords off, as in Kafka (the log then stays
+    still, which the interop tests comparing offsets need)."""
+    quorum = FakeQuorum()
+    clock = FakeClock()
+    leader = add_controller(quorum, 1, clock=clock, max_idle_interval_ms=0)
+
+    async def go():
+        async with Running(leader):
+            quorum.elect(1)
+            await until(leader.is_active, "activation")
+            assert leader._seconds_to_next_duty() is None
+            for _ in range(3):
+                clock.now += 10_000
+                leader.poke()
+                for _ in range(5):
+                    await until(lambda: True, "a turn of the loop")
+    run(go())
+    assert quorum.names().count("NoOpRecord") == 0
+    assert quorum.names()[0] == "BeginTransactionRecord"        # it did activate

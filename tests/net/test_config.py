@@ -41,6 +41,7 @@ def test_defaults_are_kafkas():
     assert c.metadata_max_retention_ms == 7 * 24 * 3600 * 1000
     assert c.metadata_log_max_record_bytes_between_snapshots == 20 * 1024 * 1024
     assert c.metadata_log_max_snapshot_interval_ms == 3600 * 1000
+    assert c.metadata_max_idle_interval_ms == 500
     assert c.socket_request_max_bytes == 100 * 1024 * 1024
     assert c.connections_max_idle_ms == 600_000
     assert c.log_dirs == ("/tmp/kafka-logs",)
@@ -125,6 +126,7 @@ def test_unknown_keys_are_warned_not_refused(caplog):
     (dict(metadata_log_max_record_bytes_between_snapshots="0"), "metadata.log.max.record.bytes.between.snapshots",
      "at least 1"),
     (dict(metadata_log_max_snapshot_interval_ms="-1"), "metadata.log.max.snapshot.interval.ms", "at least 0"),
+    (dict(metadata_max_idle_interval_ms="-1"), "metadata.max.idle.interval.ms", "at least 0"),
     (dict(socket_request_max_bytes="0"), "socket.request.max.bytes", "at least 1"),
     (dict(connections_max_idle_ms="ten"), "connections.max.idle.ms", "not a number of type LONG"),
 ])
