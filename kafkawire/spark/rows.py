@@ -280,7 +280,9 @@ class RowsBuilder:
                 columns[name] = _runs(self._run_ends, self._run_values[name], _RUN_COLUMNS[name])
         if "controlType" in want:
             columns["controlType"] = self._sparse(self._control, 1, pa.string())
-        if self.decode_metadata:
+        if "recordType" in want:
+            # Only the metadata log's records are decoded (self._meta stays empty on any
+            # other partition), but the schema has these columns for every row: null there.
             columns["recordType"] = self._sparse(self._meta, 1, pa.string())
             columns["recordVersion"] = self._sparse(self._meta, 2, pa.int32())
             columns["record"] = self._sparse(self._meta, 3, pa.string())
