@@ -131,7 +131,11 @@ def _partition_of(directory: str, what: str) -> tuple[str, int]:
 
 
 def _snapshot(path: str) -> SnapshotFile:
-    # Snapshots only exist for the metadata log; bootstrap.checkpoint sits in the log dir root.
+    # Snapshots only exist for the metadata log. bootstrap.checkpoint sits in the log dir
+    # root, whose name says nothing of its records even when it reads as <topic>-<partition>
+    # (kafka-logs-1): it is always __cluster_metadata-0's.
+    if os.path.basename(path) == _BOOTSTRAP:
+        return SnapshotFile(os.path.abspath(path), METADATA_TOPIC, 0)
     parent = os.path.basename(os.path.dirname(os.path.abspath(path)))
     parsed = parse_partition_dir_name(parent)
     topic, partition = parsed if parsed else (METADATA_TOPIC, 0)
