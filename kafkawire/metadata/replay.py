@@ -44,7 +44,7 @@ _SEGMENT_SUFFIX = ".log"
 @dataclass(frozen=True)
 class Problem:
     file: str
-    position: int | None      # byte position of the batch (or of the bad bytes) in the file
+    position: int | None      # byte position of the batch in the file
     offset: int | None        # offset of the record, when one is concerned
     message: str
 
@@ -125,9 +125,15 @@ class Replay:
             return None
         header_time = None
         batches = iter_batches(data, file=path)
+        # A batch that fails (CRC, size, magic, or its records) is reported at its start, as
+        # dump-log does: the error's own position is that of the bad field (the CRC's is 17
+        # bytes in). The iterator's position is the next batch's start until it yields it.
+        batch_start = batches.position
         try:
             for batch in batches:
+                batch_start = batch.position
                 if start_offset is not None and batch.last_offset < start_offset:
+                    batch_start = batches.position
                     continue
                 if batch.is_control:
                     header_time = self._control_batch(batch, path) if header_time is None else header_time
@@ -139,8 +145,9 @@ class Replay:
                                                            batch.max_timestamp)
                     if batch.last_offset > self.last_offset:
                         self.last_offset, self.last_epoch = batch.last_offset, batch.partition_leader_epoch
+                batch_start = batches.position
         except CorruptRecordError as exc:
-            self.problems.append(Problem(path, exc.position, None, f"{exc.reason}; the rest of the file is not read"))
+            self.problems.append(Problem(path, batch_start, None, f"{exc.reason}; the rest of the file is not read"))
         if batches.tail is not None:
             tail = batches.tail
             self.problems.append(Problem(path, tail.position, None,

@@ -2,7 +2,7 @@
 raft state from control records, and problems reported with file, batch position and offset."""
 from __future__ import annotations
 
-from kafkawire.metadata.replay import replay_directory, replay_files, replay_snapshot
+from kafkawire.metadata.replay import Replay, replay_directory, replay_files, replay_snapshot
 from kafkawire.storage import SnapshotId, SnapshotWriter
 
 from .image_testlib import TOPIC_A, TOPIC_B, TS, LogWriter, record, value
@@ -96,7 +96,16 @@ def test_corrupt_and_torn_batches(tmp_path):
     path.write_bytes(bytes(data))
     replay = replay_files(logs=[path])
     assert sorted(replay.image.topics_by_name) == ["a"]
-    assert replay.problems[0].position == second + 17 and "CRC" in replay.problems[0].message
+    # The batch's own position (as dump-log reports it), not its CRC field's (second + 17).
+    assert replay.problems[0].position == second and "CRC" in replay.problems[0].message
+    assert f"batch at byte {second}:" in str(replay.problems[0])
+    third = second + len(log.parts[1])
+    data[second + 17] ^= 0xFF          # batch 2 whole again, batch 3's CRC flipped, read from
+    data[third + 17] ^= 0xFF           # offset 2 on: batches 1 and 2 are skipped, 3 is reported
+    path.write_bytes(bytes(data))
+    skipping = Replay()
+    skipping.load_log(path, start_offset=2)
+    assert [p.position for p in skipping.problems] == [third] and "CRC" in skipping.problems[0].message
     path.write_bytes(log.bytes()[:-5])
     replay = replay_files(logs=[path])
     assert sorted(replay.image.topics_by_name) == ["a", "b"]
