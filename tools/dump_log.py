@@ -38,7 +38,7 @@ from json.encoder import encode_basestring as _json_str
 
 from crc32c import crc32c
 
-from kafkawire.metadata.java_text import jackson_json
+from kafkawire.metadata.java_text import jackson_json, java_utf8
 from kafkawire.metadata.record_json import PayloadDecoder
 from kafkawire.records import CorruptRecordError
 from kafkawire.records.batch import (CONTROL_FLAG_MASK, DELETE_HORIZON_FLAG_MASK, RECORD_BATCH_OVERHEAD,
@@ -126,8 +126,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _utf8(data) -> str:
-    """Java's ``new String(bytes, UTF_8)``: invalid sequences become U+FFFD."""
-    return bytes(data).decode("utf-8", "replace")
+    """Java's ``new String(bytes, UTF_8)``: ill-formed sequences become U+FFFD by Java's rule."""
+    return java_utf8(data)
 
 
 def _json_b64(data) -> str:
@@ -142,7 +142,7 @@ def _header_key(key: str) -> str:
     # The reader keeps invalid UTF-8 in header keys as surrogate escapes; Java shows U+FFFD.
     if key.isascii():
         return key
-    return key.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return java_utf8(key.encode("utf-8", "surrogateescape"))
 
 
 # --- outputs --------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Text as Kafka's Java code prints it: ``Double.toString``, ``Arrays.toString``,
-``Optional.toString``, ``DateTimeFormatter.ISO_ZONED_DATE_TIME`` in UTC, and Jackson's compact
-JSON (``JsonNode.toString``), which kafka-dump-log uses for every payload it decodes.
+``Optional.toString``, ``DateTimeFormatter.ISO_ZONED_DATE_TIME`` in UTC, ``new String(bytes,
+UTF_8)`` and Jackson's compact JSON (``JsonNode.toString``), which kafka-dump-log uses for
+every payload it decodes.
 
 Why not ``json.dumps`` and ``repr`` alone: Jackson writes doubles with ``Double.toString``
 (``1.0E7``, not ``10000000.0``), NaN and infinities as quoted strings, and ``\\u001F`` with
@@ -10,6 +11,7 @@ and control characters, non-ASCII left as is) is the same, so the C-accelerated
 """
 from __future__ import annotations
 
+import codecs
 import datetime
 import json
 import math
@@ -17,7 +19,7 @@ import re
 from decimal import Decimal
 
 __all__ = ["java_double", "java_list", "java_optional", "iso_zoned_utc", "jackson_json",
-           "java_string_key"]
+           "java_string_key", "java_utf8"]
 
 
 def java_double(value: float) -> str:
@@ -70,6 +72,72 @@ def java_string_key(text: str) -> bytes:
     """A sort key giving ``String.compareTo``'s order (UTF-16 code units), which differs from
     Python's code-point order only for characters above U+FFFF."""
     return text.encode("utf-16-be", "surrogatepass")
+
+
+# --- Java's UTF-8 decoder -------------------------------------------------------------------
+
+def java_utf8(data) -> str:
+    """``new String(bytes, UTF_8)`` (what kafka-dump-log prints keys, values and header keys
+    with): well-formed UTF-8 decodes as in Python; ill-formed bytes become U+FFFD by Java's
+    rule, not Python's. The two differ on UTF-8-encoded surrogates: Java replaces
+    ``ED A0..BF xx`` by one U+FFFD (two when ``xx`` is no continuation byte, then ``xx``)
+    and ``ED A0..BF`` cut off by the end of the data by one; Python replaces every byte.
+    tests/metadata/test_java_utf8.py checks this against cases taken from Java's own output."""
+    return bytes(data).decode("utf-8", "kafkawire-java-utf8")
+
+
+def _is_continuation(byte: int) -> bool:
+    return byte & 0xC0 == 0x80
+
+
+def _java_malformed(data: bytes, i: int) -> tuple[int, bool]:
+    """At an ill-formed sequence starting at ``data[i]``: how many bytes Java replaces with
+    one U+FFFD, and whether that U+FFFD takes the rest of the data (a sequence the end cuts
+    off: Java stops decoding there)."""
+    lead, rest = data[i], len(data) - i - 1
+    if 0xE0 <= lead <= 0xEF:
+        if rest >= 2:
+            second, third = data[i + 1], data[i + 2]
+            if (lead == 0xE0 and second < 0xA0) or not _is_continuation(second):
+                return 1, False
+            # a well-framed surrogate (ED A0..BF xx) is one replacement for all three bytes
+            return (2 if not _is_continuation(third) else 3), False
+        if rest == 1:
+            second = data[i + 1]
+            if (lead == 0xE0 and second < 0xA0) or not _is_continuation(second):
+                return 1, False
+        return 1, True
+    if 0xF0 <= lead <= 0xF4:
+        return _java_malformed4(data, i, lead, rest)
+    return 1, False          # a stray continuation byte, C0, C1, F5-FF, or C2-DF without its pair
+
+
+def _bad_second_of_four(lead: int, second: int) -> bool:
+    return ((lead == 0xF0 and not 0x90 <= second <= 0xBF) or (lead == 0xF4 and second & 0xF0 != 0x80)
+            or not _is_continuation(second))
+
+
+def _java_malformed4(data: bytes, i: int, lead: int, rest: int) -> tuple[int, bool]:
+    if rest >= 3:
+        second, third = data[i + 1], data[i + 2]
+        if _bad_second_of_four(lead, second):
+            return 1, False
+        return (2 if not _is_continuation(third) else 3), False
+    if rest >= 1 and _bad_second_of_four(lead, data[i + 1]):
+        return 1, False
+    if rest >= 2 and not _is_continuation(data[i + 2]):
+        return 2, False
+    return 1, True
+
+
+def _java_replace(exc: UnicodeDecodeError):
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    length, stop = _java_malformed(exc.object, exc.start)
+    return "\ufffd", len(exc.object) if stop else exc.start + length
+
+
+codecs.register_error("kafkawire-java-utf8", _java_replace)
 
 
 # --- Jackson --------------------------------------------------------------------------------
