@@ -394,10 +394,12 @@ class RaftCore:
             else:
                 self._transition_to_unattached(epoch, leader_id)
         elif epoch == self.quorum.epoch and leader_id is not None and endpoints:
-            state = self.quorum.state
-            if current is None and not isinstance(state, (Leader, Resigned)):
-                self._transition_to_follower(epoch, leader_id, endpoints)
-            elif isinstance(state, Follower) and len(endpoints) > len(state.leader_endpoints):
+            # As Kafka: follow the leader of this epoch when it was unknown, or when we learn
+            # more of its endpoints. The latter includes knowing its id without any endpoint
+            # (an Unattached restarted with a leader missing from its voter set), which must
+            # follow once an answer says where the leader is, not stay Unattached forever.
+            if not isinstance(self.quorum.state, (Leader, Resigned)) and (
+                    current is None or len(endpoints) > len(self.quorum.leader_endpoints())):
                 self._transition_to_follower(epoch, leader_id, endpoints)
 
     def _maybe_handle_common_response(self, error: int, leader_id: int | None, epoch: int,
@@ -411,7 +413,7 @@ class RaftCore:
         if epoch > self.quorum.epoch or error in (Errors.FENCED_LEADER_EPOCH, Errors.NOT_LEADER_OR_FOLLOWER):
             self._maybe_transition(leader_id, epoch, endpoints)
             return True
-        if epoch == self.quorum.epoch and leader_id is not None and self.quorum.leader_id() is None \
+        if epoch == self.quorum.epoch and leader_id is not None and self._leader_to_discover(leader_id) \
                 and leader_id != self.quorum.local_id and not isinstance(self.quorum.state, (Leader, Resigned)):
             if not endpoints:
                 endpoints = self.voters().endpoints(leader_id)
@@ -419,6 +421,16 @@ class RaftCore:
                 self._transition_to_follower(epoch, leader_id, endpoints)
                 return None if error == NONE else True
         return None
+
+    def _leader_to_discover(self, leader_id: int) -> bool:
+        """Whether an answer naming ``leader_id`` in our epoch teaches us whom to follow: the
+        leader is unknown (Kafka's rule), or, beyond Kafka, we are Unattached knowing its id
+        but not its endpoints. Kafka's handler then expects a Follower and throws when the
+        leader itself answers such a replica's bootstrap fetch; here it follows and takes
+        the records in the same response (see the README, raft)."""
+        known = self.quorum.leader_id()
+        return known is None or (known == leader_id and isinstance(self.quorum.state, Unattached)
+                                 and not self.quorum.leader_endpoints())
 
     # ==========================================================================================
     # requests

@@ -11,7 +11,7 @@ import random
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.records import ControlRecordType, iter_batches
 from raft.io import Shutdown
-from raft.states import Follower, Leader, Resigned
+from raft.states import Follower, Leader, Resigned, Unattached
 from raft.types import ReplicaKey
 
 from .invariants import InvariantViolation
@@ -111,6 +111,68 @@ def disk_failure_recovery(seed: int) -> Simulation:
     _run_until(sim, 30_000, recovered, f"node {victim.node_id} back in the voter set with its new directory")
     expect(old_directory != new_directory, "the directory id changed", sim)
     _commit_one(sim, "commits after the recovery")
+    return sim
+
+
+def leader_known_without_endpoints(seed: int) -> Simulation:
+    """Seed 1050488: a replica whose disk was replaced learns the leader, persists it in
+    quorum-state and crashes before its fetched log (with the voter set) is flushed. It
+    restarts Unattached knowing the leader's id but not its endpoints (Kafka's
+    QuorumState.initialize) and must follow the leader again once a bootstrap fetch's answer
+    says where it is, rather than stay Unattached and fetch from non-leaders forever."""
+    sim = _quiet(seed, voters=3)
+    _run_until(sim, 5000, lambda: _leader(sim) is not None, "a first leader")
+    _commit_one(sim, "a commit before the disk replacement")
+    leader = _leader(sim)
+    victim = next(n for n in sim.nodes.values() if n is not leader)
+    sim.replace_disk(victim)
+    _run_until(sim, 5000, lambda: victim.alive and isinstance(victim.core.state, Follower),
+               f"node {victim.node_id} with its new disk follows the leader")
+    sim._crash(victim, 500)   # observers do not flush what they fetch: the log goes, quorum-state stays
+    _run_until(sim, 2000, lambda: victim.alive, f"node {victim.node_id} restarts")
+    expect(isinstance(victim.core.state, Unattached) and victim.core.state.leader_id == leader.node_id
+           and not victim.core.voters().endpoints(leader.node_id),
+           f"node {victim.node_id} restarts Unattached knowing leader {leader.node_id} but not its endpoints", sim)
+
+    def caught_up():
+        state = victim.core.state
+        return isinstance(state, Follower) and state.leader_id == leader.node_id \
+            and victim.core.log.end_offset >= (leader.core.high_watermark() or 0) > 0
+    _run_until(sim, 5000, caught_up, f"node {victim.node_id} follows leader {leader.node_id} again and catches up")
+    _commit_one(sim, "commits after the restart")
+    return sim
+
+
+def disk_replaced_while_voter_change_uncommitted(seed: int) -> Simulation:
+    """Seed 1018021: the operator must not replace a voter's disk when the voter set in force
+    at the high watermark would lose its intact majority, even if the newer, uncommitted set
+    would keep one. Voters {1, 2, 3} lose one voter; adding a node back stays uncommitted (the
+    remaining follower is cut off); replacing the leader's disk now would leave the committed
+    two-voter set with one intact voter, a quorum lost for good (in Kafka as well)."""
+    sim = _quiet(seed, voters=3, observers=1)
+    _run_until(sim, 5000, lambda: _leader(sim) is not None, "a first leader")
+    _commit_one(sim, "a commit before the voter changes")
+    leader = _leader(sim)
+    removed = next(n for n in sim.nodes.values() if n is not leader and n.node_id in _voter_ids(leader))
+    sim.admin_change("remove", removed.node_id)
+    _run_until(sim, 10_000, lambda: removed.node_id not in _voter_ids(leader) and (leader.core.high_watermark() or 0)
+               > (leader.core.control.last_voter_set_offset() or 0), f"node {removed.node_id} removed, committed")
+    follower = next(sim.nodes[i] for i in _voter_ids(leader) if i != leader.node_id)
+    sim.blocked = {(leader.node_id, follower.node_id), (follower.node_id, leader.node_id)}
+    observer = sim.nodes[4]
+    sim.admin_change("add", observer.node_id)
+    _run_until(sim, 2000, lambda: observer.node_id in _voter_ids(leader), "the AddRaftVoter appended (uncommitted)")
+    expect(leader.core.control.has_uncommitted_voter_change(leader.core.high_watermark()),
+           "the added voter is not committed while the only other voter is cut off", sim)
+    directory = leader.config.directory_id
+    sim.admin_change("replace_disk", leader.node_id)
+    expect(leader.config.directory_id == directory and leader.alive,
+           f"the disk of leader {leader.node_id} is not replaced: the committed voter set "
+           f"{sorted(_voter_ids(follower))} would keep one intact voter", sim)
+    sim.blocked.clear()
+    _run_until(sim, 10_000, lambda: _leader(sim) is not None and not _leader(sim).core.control.has_uncommitted_voter_change(
+        _leader(sim).core.high_watermark()), "the voter change commits once the network heals")
+    _commit_one(sim, "commits after the heal")
     return sim
 
 
@@ -312,4 +374,5 @@ def _expect_one_upgrade_batch(sim: Simulation, leader) -> None:
 
 SCENARIOS = {f.__name__: f for f in (standalone_then_two_auto_joins, disk_failure_recovery, node_replacement,
                                       remove_leader, graceful_shutdown, observer_catches_up_through_snapshot,
-                                      zombie_leader_after_partition, upgrade_kraft_version)}
+                                      zombie_leader_after_partition, upgrade_kraft_version,
+                                      leader_known_without_endpoints, disk_replaced_while_voter_change_uncommitted)}

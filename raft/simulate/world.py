@@ -500,7 +500,13 @@ class Simulation:
             if self.settings.kraft_version == 0 and not self._upgrade_reached_every_static_voter():
                 return
             node = self.rng.choice(list(self.nodes.values())) if node_id is None else self.nodes[node_id]
-            if voters.node(node.node_id) is not None and not self._keeps_majority(voters, lost=node.node_id):
+            # The latest voter set may be uncommitted, and lost with the leader's log: the voter
+            # set in force at the high watermark must keep an intact majority too. (Seed 1018021
+            # replaced the leader's disk while its AddRaftVoter was uncommitted: the committed
+            # {1, 3} was left with voter 3 alone, a quorum lost for good, in Kafka too.)
+            committed = leader.core.control.voter_set_at((leader.core.high_watermark() or 0) - 1)
+            if any(s.node(node.node_id) is not None and not self._keeps_majority(s, lost=node.node_id)
+                   for s in (voters, committed)):
                 return
             self.replace_disk(node)
             return

@@ -307,9 +307,12 @@ class InteractionEnv:
     # --- commands ------------------------------------------------------------------------------------
     def cmd_cluster(self, case: Case) -> list[str]:
         """cluster voters=(1,2,3) [observers=(4)] [kraft-version=1] [pre-vote=false] [vote-v1=(3)]
+        [unformatted=(4)]
 
         Node i's directory id is uuid(int=i), also at kraft.version 0 (meta.properties always
-        has one); at kraft.version 0 the voters are controller.quorum.voters (no directory ids)."""
+        has one); at kraft.version 0 the voters are controller.quorum.voters (no directory ids).
+        Observers listed in ``unformatted`` get no bootstrap snapshot (`kafka-storage format
+        --no-initial-controllers`): they know no voter set until they fetch one."""
         voters = [int(v) for v in tuple_arg(case.kwargs.get("voters", "(1,2,3)"))]
         observers = [int(v) for v in tuple_arg(case.kwargs.get("observers", "()"))]
         kraft = int(case.kwargs.get("kraft-version", "1"))
@@ -330,10 +333,15 @@ class InteractionEnv:
             self.nodes[i] = node
         for i in tuple_arg(case.kwargs.get("vote-v1", "()")):
             self.max_versions.setdefault(int(i), {})[52] = 1
+        unformatted = {int(v) for v in tuple_arg(case.kwargs.get("unformatted", "()"))}
+        if not unformatted <= set(observers) or (unformatted and not kraft):
+            raise ValueError(f"line {case.line}: unformatted={sorted(unformatted)} must name observers of a "
+                             f"kraft.version 1 cluster")
         if kraft:
             voter_set = VoterSet.of(VoterNode(ReplicaKey(i, directory[i]), endpoints[i], 0, 1) for i in voters)
             for node in self.nodes.values():
-                Simulation.format_bootstrap_snapshot(node, voter_set, kraft)
+                if node.node_id not in unformatted:
+                    Simulation.format_bootstrap_snapshot(node, voter_set, kraft)
         for node in self.nodes.values():
             self._apply(node, node.boot(self.now), [])
         return [f"{n.node_id}: {describe(n.core.state)}" for n in self.nodes.values()]

@@ -41,6 +41,22 @@ def test_seeds_that_once_starved_a_voter_change(seed):
     run_seed(seed, EVENTS, settings_for_seed(seed))
 
 
+@pytest.mark.parametrize("seed", [
+    # Issue 12: two replicas restarted Unattached knowing leader 3 but not its endpoints and
+    # never followed it (scenario leader_known_without_endpoints; at the commit before the
+    # fix this replay fails, and it passes with the raft fix alone).
+    1050488,
+    # Issue 19: the fault injector replaced the leader's disk while an AddRaftVoter was
+    # uncommitted, leaving the committed voter set {1, 3} one intact voter (scenario
+    # disk_replaced_while_voter_change_uncommitted).
+    1018021,
+])
+def test_fresh_seeds_that_once_lost_liveness(seed):
+    """Replays of the fresh seeds (``--events 3000``) that ended with no commit for 20 s."""
+    sim = run_seed(seed, 3000, settings_for_seed(seed))
+    assert sim.recovery_ms <= 20_000
+
+
 def test_a_seed_replays_exactly():
     """Determinism: the same seed gives the same trace, counters and state, event for event."""
     from raft.simulate.scenarios import settings_for_seed
