@@ -7,9 +7,11 @@
     kafkawire features --bootstrap-controller H:P disable --feature group.version [--unsafe] [--dry-run]
 
 * ``describe`` sends ApiVersions (the Admin's describeFeatures) and prints, for each supported
-  feature by name, ``Feature: kraft.version\\tSupportedMinVersion: 0\\tSupportedMaxVersion: 1\\t
-  FinalizedVersionLevel: 1\\tEpoch: 5`` (metadata.version levels as their names, ``3.9-IV0``, or
-  ``UNKNOWN 99``; a feature not finalized at level 0; Epoch ``-`` when the node names none).
+  feature by name, Kafka 4.3's columns: ``Feature: `` and the name padded to 40, then two spaces
+  and ``SupportedMinVersion: 0``, ``SupportedMaxVersion: 1``, ``FinalizedVersionLevel: 1`` with
+  each level padded to 15, then ``Epoch: 5`` (metadata.version levels as their names,
+  ``3.9-IV0``, or ``UNKNOWN 99``; a feature not finalized at level 0; Epoch ``-`` when the node
+  names none).
 * ``upgrade``, ``downgrade`` and ``disable`` send UpdateFeatures (57) with Kafka's upgrade types
   (1 upgrade, 2 safe downgrade, 3 unsafe downgrade with ``--unsafe``; ``--dry-run`` is
   ValidateOnly), the updates in the order of the Java HashMap the tool builds, and print one line
@@ -34,6 +36,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 
+from kafkawire import feature_versions as fv
 from kafkawire.protocol.error_codes import Errors
 from tools.admin_client import (Admin, KafkaApiError, ToolError, add_connection_arguments, admin_config,
                                 connection_options, run_sync)
@@ -43,11 +46,7 @@ HELP = "describe and change the cluster's feature levels, as kafka-features does
 
 METADATA_VERSION = "metadata.version"
 KRAFT_VERSION = "kraft.version"
-KRAFT_VERSION_1_SINCE = 21              # KRaftVersion.KRAFT_VERSION_1's bootstrap metadata version: 3.9-IV0
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3     # FeatureUpdate.UpgradeType codes
-# Feature.PRODUCTION_FEATURES in the enum's order (Kafka 4.2): the order --release-version adds them.
-PRODUCTION_FEATURES = (KRAFT_VERSION, "transaction.version", "group.version", "eligible.leader.replicas.version",
-                       "share.version", "streams.version")
 
 
 # --- describe ------------------------------------------------------------------------------------
@@ -61,18 +60,20 @@ class FeatureDescription:
     epoch: int | None           # finalized features epoch; None when the node gives none (-1)
 
     def __str__(self):
-        level = lambda v: level_to_string(self.name, v)      # noqa: E731
-        return (f"Feature: {self.name}\tSupportedMinVersion: {level(self.supported_min)}\t"
-                f"SupportedMaxVersion: {level(self.supported_max)}\tFinalizedVersionLevel: "
-                f"{level(self.finalized_level)}\tEpoch: {'-' if self.epoch is None else self.epoch}")
+        # Kafka 4.3's columns: the name left-justified in 40, each level in 15, two spaces between.
+        level = lambda v: level_to_string(self.name, v).ljust(15)      # noqa: E731
+        return (f"Feature: {self.name:<40}  SupportedMinVersion: {level(self.supported_min)}  "
+                f"SupportedMaxVersion: {level(self.supported_max)}  FinalizedVersionLevel: "
+                f"{level(self.finalized_level)}  Epoch: {'-' if self.epoch is None else self.epoch}")
 
 
 def level_to_string(feature: str, level: int) -> str:
     """FeatureCommand.levelToString: metadata.version levels by name."""
     if feature == METADATA_VERSION:
-        from tools.storage import METADATA_VERSIONS
-        names = {lvl: name for name, lvl in METADATA_VERSIONS}
-        return names.get(level, f"UNKNOWN {level}")
+        try:
+            return fv.metadata_version(level).name
+        except ValueError:
+            return f"UNKNOWN {level}"
     return str(level)
 
 
@@ -100,28 +101,18 @@ def describe_features(bootstrap: str, **options) -> list[FeatureDescription]:
 
 # --- upgrade, downgrade, disable: what to send --------------------------------------------------------
 
-def metadata_versions_text() -> str:
-    """metadataVersionsToString(MINIMUM_BOOTSTRAP_VERSION, latestProduction())."""
-    from tools.storage import LATEST_PRODUCTION, METADATA_VERSIONS
-    names = [name for name, _ in METADATA_VERSIONS]
-    return ", ".join(names[:names.index(LATEST_PRODUCTION) + 1])
-
-
 def metadata_version_level(text: str) -> int:
-    """MetadataVersion.fromVersionString(text).featureLevel(), with FeatureCommand's refusal."""
-    from tools.storage import StorageError, metadata_version
+    """MetadataVersion.fromVersionString(text, true).featureLevel(): FeatureCommand allows the
+    versions that are not production yet; its refusal is fromVersionString's message."""
     try:
-        return metadata_version(text)[1]
-    except StorageError:
-        raise ToolError(f"Unknown metadata.version {text}. Supported metadata.version are "
-                        f"{metadata_versions_text()}") from None
+        return fv.from_version_string(text, unstable_allowed=True).level
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
 
 
 def default_levels(mv_level: int) -> dict[str, int]:
-    """Feature.defaultLevel(releaseVersion) of every production feature (Feature.PRODUCTION_FEATURES)."""
-    from tools.storage import default_feature_levels
-    levels = dict(default_feature_levels(mv_level), **{KRAFT_VERSION: 1 if mv_level >= KRAFT_VERSION_1_SINCE else 0})
-    return {name: levels[name] for name in PRODUCTION_FEATURES}
+    """Feature.defaultLevel(releaseVersion) of every production feature, in Feature.PRODUCTION_FEATURES' order."""
+    return fv.default_levels(mv_level)
 
 
 def parse_name_and_level(text: str) -> tuple[str, int]:

@@ -60,11 +60,15 @@ def test_describe(capsys):
     with controller(features=fill) as node:
         rc, out, err = kafkawire(capsys, "features", "--bootstrap-controller", node.address, "describe")
     assert (rc, err) == (0, "")
+    # Kafka 4.3's printf: "Feature: %-40s  SupportedMinVersion: %-15s  SupportedMaxVersion: %-15s
+    # FinalizedVersionLevel: %-15s  Epoch: %s" (two spaces between the columns).
     assert out == (
-        "Feature: group.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 0\tEpoch: 5\n"
-        "Feature: kraft.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\tFinalizedVersionLevel: 1\tEpoch: 5\n"
-        "Feature: metadata.version\tSupportedMinVersion: 3.3-IV3\tSupportedMaxVersion: 4.2-IV1\t"
-        "FinalizedVersionLevel: 3.9-IV0\tEpoch: 5\n")
+        "Feature: group.version                             SupportedMinVersion: 0                "
+        "SupportedMaxVersion: 1                FinalizedVersionLevel: 0                Epoch: 5\n"
+        "Feature: kraft.version                             SupportedMinVersion: 0                "
+        "SupportedMaxVersion: 1                FinalizedVersionLevel: 1                Epoch: 5\n"
+        "Feature: metadata.version                          SupportedMinVersion: 3.3-IV3          "
+        "SupportedMaxVersion: 4.2-IV1          FinalizedVersionLevel: 3.9-IV0          Epoch: 5\n")
 
 
 def test_describe_without_epoch_and_unknown_metadata_level(capsys):
@@ -72,8 +76,8 @@ def test_describe_without_epoch_and_unknown_metadata_level(capsys):
     with controller(features=fill) as node:
         rc, out, err = kafkawire(capsys, "features", "--bootstrap-server", node.address, "describe")
     assert (rc, err) == (0, "")
-    assert out == ("Feature: metadata.version\tSupportedMinVersion: UNKNOWN 1\tSupportedMaxVersion: UNKNOWN 99\t"
-                   "FinalizedVersionLevel: UNKNOWN 0\tEpoch: -\n")
+    assert out == ("Feature: metadata.version                          SupportedMinVersion: UNKNOWN 1        "
+                   "SupportedMaxVersion: UNKNOWN 99       FinalizedVersionLevel: UNKNOWN 0        Epoch: -\n")
 
 
 def test_describe_api():
