@@ -38,6 +38,7 @@ from .requests import RequestManager
 from .states import (NEVER, Candidate, Follower, Leader, Prospective, Resigned, Unattached, can_grant_vote,
                      describe)
 from .types import ElectionState, Endpoints, LeaderAndEpoch, OffsetAndEpoch, ReplicaKey
+from .bounds import can_start_election, epoch_jump_refusal
 
 NONE = int(Errors.NONE)
 # Kafka's KafkaRaftClient.RETRY_BACKOFF_BASE_MS: the unit of the randomised election backoff.
@@ -260,6 +261,17 @@ class RaftCore:
         if self._reported_hw is not None and hw < self._reported_hw:
             raise RaftInvariantError(f"high watermark went back from {self._reported_hw} to {hw}")
 
+    def _warn(self, message: str) -> None:
+        self._out.warnings.append(message)
+
+    def _is_known_voter(self, key: ReplicaKey) -> bool:
+        """A voter of the latest voter set or of the committed one (a replica that is behind
+        may not have the record that added a voter yet, or may have the removal uncommitted)."""
+        if self.voters().is_voter(key):
+            return True
+        hw = self.quorum.high_watermark()
+        return hw is not None and self.control.voter_set_at(hw - 1).is_voter(key)
+
     def _send(self, destination: int, address: tuple[str, int] | None, body, api: str) -> None:
         cid = self.requests.next_correlation_id()
         self.requests.on_sent(destination, cid, api, self.now_ms)
@@ -313,6 +325,9 @@ class RaftCore:
         self._after_transition()
 
     def _transition_to_prospective(self) -> None:
+        if not can_start_election(self.quorum.epoch):
+            self._postpone_impossible_election()
+            return
         self.quorum.transition_to_prospective(self.now_ms)
         self.counters["elections"] += 1
         self._after_transition()
@@ -322,6 +337,20 @@ class RaftCore:
         self.quorum.transition_to_candidate(self.now_ms)
         self._after_transition()
         self._maybe_transition_forward()
+
+    def _postpone_impossible_election(self) -> None:
+        """At epoch INT32_MAX there is no next epoch to campaign in: the replica keeps its
+        state, says so, and looks again after an election timeout (it still follows a leader
+        that announces itself in this epoch)."""
+        state = self.quorum.state
+        self._warn(f"epoch {state.epoch} is the last int32 epoch: no election can start; waiting for a leader")
+        later = self.now_ms + max(1, self.quorum.random_election_timeout_ms())
+        if isinstance(state, Follower):
+            state.fetch_deadline_ms = later
+        elif isinstance(state, Candidate) and state.backoff_until_ms is not None:
+            state.backoff_until_ms = later
+        else:
+            state.election_deadline_ms = later
 
     def _maybe_transition_forward(self) -> None:
         """A nominee whose election is already won moves on (a single voter wins alone)."""
@@ -460,9 +489,32 @@ class RaftCore:
             return int(Errors.FENCED_LEADER_EPOCH)
         if remote_id < 0:
             return int(Errors.INVALID_REQUEST)
+        refusal = epoch_jump_refusal(request_epoch, self.quorum.epoch)
+        if refusal is not None:
+            self._warn(f"refused a request from replica {remote_id}: {refusal}")
+            return int(Errors.INVALID_REQUEST)
         if self.shutdown_deadline_ms is not None:
             return int(Errors.BROKER_NOT_AVAILABLE)
         return NONE
+
+    def _validate_leader_claim(self, api: str, leader_id: int, epoch: int) -> int:
+        """Deliberately stricter than Kafka (README): a BeginQuorumEpoch or EndQuorumEpoch
+        must name a leader we can believe, else INVALID_REQUEST and no state changes. The
+        leader we already follow in this epoch is believed even when a committed removal took
+        it out of the voter set (a removed leader resigns with EndQuorumEpoch)."""
+        known = self.quorum.leader_id()
+        if epoch == self.quorum.epoch and known == leader_id:
+            return NONE
+        if epoch == self.quorum.epoch and known is not None:
+            reason = f"epoch {epoch} already has leader {known}"
+        elif leader_id == self.quorum.local_id:
+            reason = f"it names us leader of epoch {epoch}, which we did not lead"
+        elif not self._is_known_voter(ReplicaKey(leader_id)):
+            reason = f"leader {leader_id} is not a voter"
+        else:
+            return NONE
+        self._warn(f"refused {api} for leader {leader_id} at epoch {epoch}: {reason}")
+        return int(Errors.INVALID_REQUEST)
 
     def _validate_leader_only_request(self, request_epoch: int) -> int:
         if request_epoch < self.quorum.epoch:
@@ -507,11 +559,20 @@ class RaftCore:
         error = self._validate_voter_only_request(partition.replica_id, partition.replica_epoch)
         if error != NONE:
             return reply(error=error)
+        candidate = ReplicaKey.of(partition.replica_id, partition.replica_directory_id)
+        # Deliberately unlike Kafka (README): a candidate no voter set we know names, or one
+        # claiming our own id, neither moves our epoch nor gets our vote.
+        if candidate.id == self.quorum.local_id:
+            self._warn(f"refused a Vote at epoch {partition.replica_epoch} claiming our own id {candidate.id}")
+            return reply(error=int(Errors.INVALID_REQUEST))
+        if not self._is_known_voter(candidate):
+            self._warn(f"rejected a Vote at epoch {partition.replica_epoch} from {candidate}, not a voter")
+            self.counters["votes_rejected"] += 1
+            return reply(granted=False)
         if partition.replica_epoch > self.quorum.epoch and not pre_vote:
             self._transition_to_unattached(partition.replica_epoch)
         if not self._voter_key_matches(body.voter_id, partition.voter_directory_id):
             return reply(error=int(Errors.INVALID_VOTER_KEY))
-        candidate = ReplicaKey.of(partition.replica_id, partition.replica_directory_id)
         up_to_date = OffsetAndEpoch(last_epoch, last_offset) >= self.log.end_offset_and_epoch()
         granted = self._can_grant_vote(candidate, up_to_date, pre_vote)
         self.counters["votes_granted" if granted else "votes_rejected"] += 1
@@ -571,6 +632,8 @@ class RaftCore:
         if partition is None:
             return reply(top=int(Errors.INVALID_REQUEST))
         error = self._validate_voter_only_request(partition.leader_id, partition.leader_epoch)
+        if error == NONE:
+            error = self._validate_leader_claim("BeginQuorumEpoch", partition.leader_id, partition.leader_epoch)
         if error != NONE:
             return reply(error=error)
         if not self._voter_key_matches(body.voter_id, partition.voter_directory_id):
@@ -613,6 +676,8 @@ class RaftCore:
         if partition is None:
             return reply(top=int(Errors.INVALID_REQUEST))
         error = self._validate_voter_only_request(partition.leader_id, partition.leader_epoch)
+        if error == NONE:
+            error = self._validate_leader_claim("EndQuorumEpoch", partition.leader_id, partition.leader_epoch)
         if error != NONE:
             return reply(error=error)
         endpoints = rpc.endpoints_from_leader_field(body.leader_endpoints)
@@ -1219,8 +1284,10 @@ class RaftCore:
 
     def _poll_resigned(self, state: Resigned) -> None:
         if self.now_ms >= state.election_deadline_ms and self.shutdown_deadline_ms is None:
-            self._transition_to_unattached(state.epoch + 1)
-            return
+            if can_start_election(state.epoch):
+                self._transition_to_unattached(state.epoch + 1)
+                return
+            self._postpone_impossible_election()
         for node_id in sorted(state.unacknowledged):
             if not self.requests.is_ready(node_id, self.now_ms):
                 continue

@@ -187,6 +187,9 @@ class Ready:
     appended: list = field(default_factory=list)           # (token, last offset): accepted, not committed yet
     shutdown_complete: bool = False
     wake_at_ms: int = 0
+    # Requests refused as hostile or impossible, and elections the epoch space no longer
+    # allows: the driver logs each as a warning (they change no state).
+    warnings: list = field(default_factory=list)
 
     def is_empty(self) -> bool:
         return not (self.election or self.log_ops or self.send or self.respond

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import random
 
+from .bounds import INT32_MAX
 from .control import ControlState
 from .election import EpochElection
 from .states import (NEVER, Candidate, EpochState, Follower, Leader, Prospective, Resigned,
@@ -120,6 +121,8 @@ class QuorumState:
             raise IllegalTransition(self.state, new_type.__name__, rule_if_missing)
 
     def _durable(self, new: EpochState) -> None:
+        if not 0 <= new.epoch <= INT32_MAX:
+            raise IllegalTransition(self.state, describe(new), f"an epoch is an int32 (0..{INT32_MAX}): never persisted beyond")
         self.pending_election = new.election()
         self._memory(new)
 

@@ -91,6 +91,7 @@ NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
 
 _INT32_MAX = 0x7FFFFFFF
+_INT64_MAX = 0x7FFFFFFFFFFFFFFF
 _EMPTY = ()
 
 
@@ -662,6 +663,9 @@ class RecordBatchBuilder:
         if base_timestamp is not None and base_timestamp < 0 and base_timestamp != NO_TIMESTAMP \
                 and not has_delete_horizon:
             raise ValueError(f"invalid base timestamp {base_timestamp}")
+        _check_header_widths(base_offset=(base_offset, 64), partition_leader_epoch=(partition_leader_epoch, 32),
+                             producer_id=(producer_id, 64), producer_epoch=(producer_epoch, 16),
+                             base_sequence=(base_sequence, 32))
         self.base_offset = base_offset
         self.partition_leader_epoch = partition_leader_epoch
         self.compression_type = compression_type
@@ -814,12 +818,23 @@ class RecordBatchBuilder:
         max_ts = self.max_timestamp
         if max_ts is None:
             max_ts = self._max_record_timestamp if count else NO_TIMESTAMP
+        if self.base_offset + last_offset_delta > _INT64_MAX:
+            raise ValueError(f"a batch at base offset {self.base_offset} cannot hold {last_offset_delta + 1} "
+                             f"offsets: its last offset would pass {_INT64_MAX}")
         post = _POST_CRC.pack(self._attributes(), last_offset_delta, base_ts, max_ts,
                               self.producer_id, self.producer_epoch, self.base_sequence, count)
         crc = crc32c(payload, crc32c(post))
         pre = _PRE_CRC.pack(self.base_offset, RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(payload),
                             self.partition_leader_epoch, MAGIC, crc)
         return b"".join((pre, post, payload))
+
+
+def _check_header_widths(**fields: tuple[int, int]) -> None:
+    """ValueError naming the first header field whose value does not fit its signed width."""
+    for name, (value, bits) in fields.items():
+        bound = 1 << (bits - 1)
+        if not -bound <= value < bound:
+            raise ValueError(f"batch header field {name} = {value} does not fit an int{bits}")
 
 
 def build_batch(records: Iterable, **fields) -> bytes:

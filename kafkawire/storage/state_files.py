@@ -187,12 +187,20 @@ def parse_quorum_state(text: str, *, file=None):
     if not isinstance(version, int) or not cls.VALID_VERSIONS[0] <= version <= cls.VALID_VERSIONS[-1]:
         raise StateFileError(f"unsupported quorum-state data_version {version!r}", file)
     try:
-        return cls.from_json(obj, version), version
+        state = cls.from_json(obj, version)
+        # JSON numbers have no width: the binary encoder checks every field's int32/int64
+        # range, as Kafka's JSON reader refuses an epoch or id that does not fit.
+        state.encode(version)
     except Exception as e:
         raise StateFileError(f"bad quorum-state: {e}", file) from None
+    return state, version
 
 
 def format_quorum_state(state, version: int) -> str:
+    try:
+        state.encode(version)
+    except Exception as e:
+        raise ValueError(f"refusing to write a quorum-state Kafka could not read: {e}") from None
     obj = state.to_json(version)
     obj["data_version"] = version
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)

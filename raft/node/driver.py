@@ -167,6 +167,8 @@ class RaftDriver:
         for before, after in core.transition_log:
             log.info("node %d: %s -> %s", self.config.node_id, before, after)
         core.transition_log.clear()
+        for warning in ready.warnings:
+            log.warning("node %d: %s", self.config.node_id, warning)
         # 3: messages.
         for request in ready.send:
             task = asyncio.ensure_future(self._send(request))

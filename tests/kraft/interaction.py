@@ -458,6 +458,18 @@ class InteractionEnv:
             out.insert(0, f"{arg}: restarted as {describe(node.core.state)}")
         return out
 
+    def cmd_set_epoch(self, case: Case) -> list[str]:
+        """set-epoch <id> epoch=N: crash the node, leave epoch N in its quorum-state (as an older
+        version or a hand edit would) with no leader or vote, and restart it."""
+        from raft.types import ElectionState
+        node = self.nodes[int(case.args[0])]
+        node.crash()
+        self.queue = [q for q in self.queue if q[1] != node.node_id]
+        node.store.election = ElectionState.unknown(int(case.kwargs["epoch"]))
+        out: list[str] = []
+        self._apply(node, node.boot(self.now), out)
+        return [f"{node.node_id}: restarted as {describe(node.core.state)}"] + out
+
     def cmd_shutdown(self, case: Case) -> list[str]:
         node = self.nodes[int(case.args[0])]
         out: list[str] = []
