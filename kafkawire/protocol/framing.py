@@ -105,11 +105,18 @@ def decode_request(payload: bytes) -> Request:
 
 
 def decode_response(payload: bytes, api_key: int, api_version: int):
-    """Decode a response frame's payload: (correlation_id, body)."""
+    """Decode a response frame's payload: (correlation_id, body).
+
+    ``api_key`` and ``api_version`` are those of the request it answers (a response does
+    not carry them); an API without a schema here is a DecodeError, as for a request."""
     messages = _messages()
+    try:
+        response_cls = messages.by_api_key(api_key, "response")
+    except KeyError:
+        raise DecodeError("ResponseHeader", None, "api_key", None,
+                          f"unknown API key {api_key}: no response schema for it") from None
     header_cls = messages.by_name("ResponseHeader")
     header, pos = header_cls.decode(payload, response_header_version(api_key, api_version), partial=True)
-    response_cls = messages.by_api_key(api_key, "response")
     try:
         body = response_cls.decode(memoryview(payload)[pos:], api_version)
     except DecodeError:
