@@ -17,6 +17,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 
+from kafkawire.net.admission import parse_per_ip_overrides
 from kafkawire.storage.state_files import JavaProperties
 
 __all__ = ["ConfigError", "Endpoint", "QuorumVoter", "ServerConfig", "parse_server_config",
@@ -105,6 +106,13 @@ def _list(raw) -> tuple[str, ...]:
 
 def _string(raw):
     return raw.strip()
+
+
+def _per_ip_overrides(key, raw):
+    try:
+        return tuple(parse_per_ip_overrides(raw).items())
+    except ValueError as e:
+        raise ConfigError(key, raw, f"is not a list of host:count: {e}") from None
 
 
 # --- structured values ------------------------------------------------------------------------
@@ -238,6 +246,11 @@ _KEYS = (
     # SocketServerConfigs: INT 100 MiB atLeast(1); LONG 10 minutes
     _Key("socket.request.max.bytes", lambda k, v: _int(k, v, 1), str(100 * 1024 * 1024), "SocketServerConfigs"),
     _Key("connections.max.idle.ms", _long, str(10 * 60 * 1000), "SocketServerConfigs"),
+    # SocketServerConfigs: LONG -1 (no limit); INT Int.MaxValue atLeast(0) twice; STRING ""
+    _Key("queued.max.request.bytes", _long, "-1", "SocketServerConfigs"),
+    _Key("max.connections", lambda k, v: _int(k, v, 0), str(INT_MAX), "SocketServerConfigs"),
+    _Key("max.connections.per.ip", lambda k, v: _int(k, v, 0), str(INT_MAX), "SocketServerConfigs"),
+    _Key("max.connections.per.ip.overrides", lambda k, v: _per_ip_overrides(k, v), "", "SocketServerConfigs"),
 )
 KNOWN_KEYS = {k.name: k for k in _KEYS}
 # Keys that ServerConfig holds in another form (resolved against other keys).
@@ -295,6 +308,10 @@ class ServerConfig:
     metadata_max_idle_interval_ms: int
     socket_request_max_bytes: int
     connections_max_idle_ms: int
+    queued_max_request_bytes: int
+    max_connections: int
+    max_connections_per_ip: int
+    max_connections_per_ip_overrides: tuple[tuple[str, int], ...]
     unknown_keys: tuple[str, ...] = field(default=())
 
     @property

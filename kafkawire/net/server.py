@@ -16,10 +16,12 @@ KafkaApis):
 
 * Frames are size-prefixed; a size outside 0..socket.request.max.bytes closes the connection
   (Kafka's InvalidReceiveException), logged with the peer.
-* Requests pipelined on one connection run concurrently (at most ``max_in_flight_per_connection``
-  of them: the reader stops reading the socket while that many are pending), and responses are
-  written strictly in request order. Kafka mutes the channel per request and so never has more
-  than one; the order clients see is the same.
+* One request at a time per connection, as Kafka mutes a channel from a request's read to its
+  response's send: the reader stops reading the socket while ``max_in_flight_per_connection``
+  (default 1) requests are pending. With a higher setting, pipelined requests run concurrently;
+  responses are always written strictly in request order.
+* Kafka's admission rules (``kafkawire.net.admission``): max.connections, max.connections.per.ip
+  and its overrides, queued.max.request.bytes.
 * An API key with no handler, or a version outside the handler's range, closes the connection,
   as Kafka's parseRequestHeader throwing InvalidRequestException does ("... which is not
   enabled"). The exception is ApiVersions: a version we do not know gets an ApiVersionsResponse
@@ -47,6 +49,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
+from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas, RequestMemoryPool
 from kafkawire.protocol.apis import api_table
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.errors import DecodeError, EncodeError
@@ -60,7 +63,7 @@ log = logging.getLogger(__name__)
 
 API_VERSIONS = 18
 DEFAULT_CONNECTIONS_MAX_IDLE_MS = 10 * 60 * 1000       # SocketServerConfigs.CONNECTIONS_MAX_IDLE_MS_DEFAULT
-DEFAULT_MAX_IN_FLIGHT = 64
+DEFAULT_MAX_IN_FLIGHT = 1             # Kafka mutes a channel until its request is answered
 # ApiVersionsRequest.isValid (KIP-511): client software name and version, v3+.
 _SOFTWARE_RE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 # ApiVersions v5 adds ClusterId/NodeId checks (KIP-1242) that this server does not make.
@@ -145,7 +148,7 @@ class KafkaServer:
                  listener_name: str = "PLAINTEXT", max_request_bytes: int = DEFAULT_MAX_FRAME,
                  connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS,
                  max_in_flight_per_connection: int = DEFAULT_MAX_IN_FLIGHT,
-                 api_versions_max_version: int = _API_VERSIONS_MAX):
+                 api_versions_max_version: int = _API_VERSIONS_MAX, admission: AdmissionLimits | None = None):
         if max_in_flight_per_connection < 1:
             raise ValueError("max_in_flight_per_connection must be at least 1")
         self._registry = _register(handlers)
@@ -155,6 +158,9 @@ class KafkaServer:
         self.connections_max_idle_ms = connections_max_idle_ms
         self.max_in_flight = max_in_flight_per_connection
         self.api_versions_max_version = min(api_versions_max_version, _API_VERSIONS_MAX)
+        self.admission = admission or AdmissionLimits()
+        self._quotas: ConnectionQuotas | None = None         # made on the loop that serves
+        self.memory_pool: RequestMemoryPool | None = None
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[_Connection] = set()
         self._next_connection = 0
@@ -179,6 +185,8 @@ class KafkaServer:
 
     async def bind(self) -> None:
         if self._server is None:
+            self._quotas = ConnectionQuotas(self.admission)
+            self.memory_pool = RequestMemoryPool(self.admission.queued_max_request_bytes)
             self._server = await asyncio.start_server(self._accept, self.host, self._port, start_serving=False)
 
     async def start(self) -> None:
@@ -220,14 +228,25 @@ class KafkaServer:
         if self._closing:
             writer.close()
             return
-        conn = _Connection(self, reader, writer, self._next_connection)
-        self._next_connection += 1
-        self._connections.add(conn)
-        conn.task = asyncio.current_task()
+        host = (writer.get_extra_info("peername") or ("?",))[0]
+        if not await self._quotas.admit(host):
+            writer.transport.abort()
+            return
         try:
-            await conn.run()
+            if self._closing:
+                writer.close()
+                return
+            conn = _Connection(self, reader, writer, self._next_connection)
+            self._next_connection += 1
+            self._connections.add(conn)
+            conn.task = asyncio.current_task()
+            try:
+                await conn.run()
+            finally:
+                self._connections.discard(conn)
+                conn.give_back_memory()
         finally:
-            self._connections.discard(conn)
+            await self._quotas.release(host)
 
 
 class _Frames(FrameReader):
@@ -242,6 +261,13 @@ class _Frames(FrameReader):
         except DecodeError as exc:
             good = FrameReader(self.max_frame).feed(bytes(self._buffer[:exc.offset]))
             return good, exc
+
+    def partial_frame_bytes(self) -> int:
+        """What the frame being read will take in memory once whole: its declared size (checked
+        when fed) plus the size field, or the bytes of a size field not yet whole."""
+        if len(self._buffer) < 4:
+            return len(self._buffer)
+        return int.from_bytes(self._buffer[:4], "big", signed=True) + 4
 
 
 _END = object()
@@ -258,6 +284,12 @@ class _Connection:
         self.task: asyncio.Task | None = None
         self._queue: asyncio.Queue = asyncio.Queue(maxsize=server.max_in_flight)
         self._in_flight = 0
+        self._slot_free = asyncio.Event()       # set while fewer than max_in_flight are pending
+        self._slot_free.set()
+        self._held_bytes = 0                    # taken from the server's memory pool
+        self._unanswered_bytes = 0              # frames of the requests read and not yet answered
+        self._answering: asyncio.Future | None = None   # the handler whose answer the writer awaits
+        self._frames = _Frames(server.max_request_bytes)
         self._reading_done = False
         self._read_task: asyncio.Task | None = None
         self._last_activity = time.monotonic()
@@ -302,10 +334,28 @@ class _Connection:
             log.debug("closed connection %s", self.id)
 
     def _cancel_pending(self) -> None:
+        """Cancel every handler still running for this connection, the one whose answer the
+        writer awaits included (a long-poll fetch of a client that went away ends now)."""
+        if self._answering is not None:
+            self._answering.cancel()
         while not self._queue.empty():
             item = self._queue.get_nowait()
             if item is not _END:
                 item[1].cancel()
+
+    def _account_memory(self) -> None:
+        """Hold in the server's pool the unanswered requests plus the whole of the frame being
+        read, as Kafka allocates a frame's buffer when it has read its size."""
+        target = self._unanswered_bytes + self._frames.partial_frame_bytes()
+        delta, self._held_bytes = target - self._held_bytes, target
+        if delta > 0:
+            self.server.memory_pool.take(delta)
+        elif delta < 0:
+            self.server.memory_pool.give_back(-delta)
+
+    def give_back_memory(self) -> None:
+        self.server.memory_pool.give_back(self._held_bytes)
+        self._held_bytes = self._unanswered_bytes = 0
 
     def _finish_reading(self) -> None:
         self._reading_done = True
@@ -315,10 +365,13 @@ class _Connection:
             pass        # the writer sees _reading_done once it has drained the queue
 
     async def _read_loop(self) -> None:
-        frames = _Frames(self.server.max_request_bytes)
+        frames = self._frames
         idle = self.server.connections_max_idle_ms / 1000
         try:
             while True:
+                if frames.pending == 0:
+                    # queued.max.request.bytes: a new frame waits for room; one being read goes on.
+                    await self.server.memory_pool.wait_for_room()
                 wait = max(self._last_activity + idle - time.monotonic(), 0)
                 try:
                     data = await asyncio.wait_for(self.reader.read(65536), timeout=wait)
@@ -336,6 +389,8 @@ class _Connection:
                     return
                 self._last_activity = time.monotonic()
                 good, error = frames.feed_until_error(data)
+                self._unanswered_bytes += sum(len(p) + 4 for p in good)
+                self._account_memory()
                 for payload in good:
                     if not await self._dispatch(payload):
                         return
@@ -343,7 +398,7 @@ class _Connection:
                     log.warning("closing connection %s from %s:%s: invalid receive: %s",
                                 self.id, *self.peer, error.reason)
                     return
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, _PeerClosed):
             return
         finally:
             self._finish_reading()
@@ -372,7 +427,7 @@ class _Connection:
                         self.id, *self.peer, api_key, api_version, exc)
             return False
         ctx = self._context(request)
-        await self._enqueue(ctx, asyncio.create_task(self._handle(registered, ctx, request.body)))
+        await self._enqueue(ctx, asyncio.create_task(self._handle(registered, ctx, request.body)), len(payload) + 4)
         return True
 
     def _context(self, request) -> RequestContext:
@@ -380,10 +435,23 @@ class _Connection:
         return RequestContext(request.api_key, request.api_version, request.correlation_id,
                               header.client_id or "", self.peer, self.server.listener_name, self.id, header)
 
-    async def _enqueue(self, ctx, task) -> None:
-        """Queue a task that yields the response frame (or NO_RESPONSE), in request order."""
+    async def _enqueue(self, ctx, task, size: int) -> None:
+        """Queue a task that yields the response frame (or NO_RESPONSE), in request order; then
+        wait (not reading the socket) until fewer than max_in_flight requests are pending.
+        ``size`` is the request's frame, given back to the memory pool once it is answered."""
         self._in_flight += 1
-        await self._queue.put((ctx, task))
+        if self._in_flight >= self.server.max_in_flight:
+            self._slot_free.clear()
+        await self._queue.put((ctx, task, size))
+        while not self._slot_free.is_set():
+            # Muted, as Kafka's channel is; but a peer that closes is noticed, and what it was
+            # waiting for (a long-poll fetch) is cancelled instead of running to its timeout.
+            try:
+                await asyncio.wait_for(self._slot_free.wait(), _MUTED_EOF_POLL_S)
+            except asyncio.TimeoutError:
+                if _peer_closed(self.reader):
+                    self._cancel_pending()
+                    raise _PeerClosed() from None
 
     async def _api_versions(self, payload, api_version, correlation_id) -> bool:
         from kafkawire.messages.api_versions_response import ApiVersion, ApiVersionsResponse
@@ -399,7 +467,7 @@ class _Connection:
                                  self.server.listener_name, self.id)
             log.debug("connection %s from %s:%s: ApiVersions v%d is not supported; answering with v0",
                      self.id, *self.peer, api_version)
-            await self._enqueue(ctx, _done(encode_response(response, 0, correlation_id)))
+            await self._enqueue(ctx, _done(encode_response(response, 0, correlation_id)), len(payload) + 4)
             return True
         try:
             request = decode_request(payload)
@@ -416,7 +484,8 @@ class _Connection:
                                                      for k, lo, hi in apis])
             if self.server.api_versions_features is not None:
                 self.server.api_versions_features(response)
-        await self._enqueue(self._context(request), _done(encode_response(response, api_version, correlation_id)))
+        await self._enqueue(self._context(request), _done(encode_response(response, api_version, correlation_id)),
+                            len(payload) + 4)
         return True
 
     async def _handle(self, registered: _Registered, ctx: RequestContext, request):
@@ -460,7 +529,8 @@ class _Connection:
             item = await self._queue.get()
             if item is _END:
                 return
-            ctx, task = item
+            ctx, task, size = item
+            self._answering = task
             try:
                 frame = await task
             except CloseConnection as exc:
@@ -472,7 +542,12 @@ class _Connection:
                     raise
                 return          # the handler was cancelled (peer gone, or forced shutdown)
             finally:
+                self._answering = None
                 self._in_flight -= 1
+                self._unanswered_bytes -= size
+                self._account_memory()
+                if self._in_flight < self.server.max_in_flight:
+                    self._slot_free.set()
             if frame is NO_RESPONSE:
                 continue
             try:
@@ -482,6 +557,19 @@ class _Connection:
                 log.info("connection %s from %s:%s failed while writing: %s", self.id, *self.peer, exc)
                 return
             self._last_activity = time.monotonic()
+
+
+_MUTED_EOF_POLL_S = 0.25
+
+
+class _PeerClosed(Exception):
+    """The peer closed its side while the connection was muted."""
+
+
+def _peer_closed(reader: asyncio.StreamReader) -> bool:
+    """Whether the peer has closed its side. A muted connection reads nothing, so this looks at
+    what the transport already saw (StreamReader's EOF flag, set by feed_eof)."""
+    return bool(getattr(reader, "_eof", False)) or reader.exception() is not None
 
 
 def _done(result) -> asyncio.Future:

@@ -22,6 +22,7 @@ import dataclasses
 import logging
 import os
 
+from kafkawire.net.admission import AdmissionLimits
 from kafkawire.net.client import NetworkClient
 from kafkawire.net.config import ConfigError, ServerConfig
 from kafkawire.net.metadata_topic import MetadataTopic, NodeEndpoint
@@ -139,7 +140,12 @@ class ControllerNode:
                 raise NodeStartError(f"controller.listener.names has {name}, which is not in listeners")
             server = KafkaServer({}, host=endpoint.host or "0.0.0.0", port=endpoint.port, listener_name=name,
                                  max_request_bytes=c.socket_request_max_bytes,
-                                 connections_max_idle_ms=c.connections_max_idle_ms)
+                                 connections_max_idle_ms=c.connections_max_idle_ms,
+                                 admission=AdmissionLimits(
+                                     max_connections=c.max_connections,
+                                     max_connections_per_ip=c.max_connections_per_ip,
+                                     max_connections_per_ip_overrides=dict(c.max_connections_per_ip_overrides),
+                                     queued_max_request_bytes=c.queued_max_request_bytes))
             self._register(server)
             try:
                 await server.bind()

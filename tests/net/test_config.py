@@ -44,6 +44,9 @@ def test_defaults_are_kafkas():
     assert c.metadata_max_idle_interval_ms == 500
     assert c.socket_request_max_bytes == 100 * 1024 * 1024
     assert c.connections_max_idle_ms == 600_000
+    assert c.queued_max_request_bytes == -1
+    assert c.max_connections == c.max_connections_per_ip == 2**31 - 1
+    assert c.max_connections_per_ip_overrides == ()
     assert c.log_dirs == ("/tmp/kafka-logs",)
     assert c.metadata_log_dir == "/tmp/kafka-logs"      # first log dir when metadata.log.dir is unset
     assert c.inter_broker_listener_name is None
@@ -129,6 +132,10 @@ def test_unknown_keys_are_warned_not_refused(caplog):
     (dict(metadata_max_idle_interval_ms="-1"), "metadata.max.idle.interval.ms", "at least 0"),
     (dict(socket_request_max_bytes="0"), "socket.request.max.bytes", "at least 1"),
     (dict(connections_max_idle_ms="ten"), "connections.max.idle.ms", "not a number of type LONG"),
+    (dict(max_connections="-1"), "max.connections", "at least 0"),
+    (dict(max_connections_per_ip="many"), "max.connections.per.ip", "not a number of type INT"),
+    (dict(max_connections_per_ip_overrides="127.0.0.1"), "max.connections.per.ip.overrides", "not host:count"),
+    (dict(queued_max_request_bytes="1MB"), "queued.max.request.bytes", "not a number of type LONG"),
 ])
 def test_bad_values_are_refused_naming_key_value_and_rule(overrides, key, fragment):
     with pytest.raises(ConfigError) as info:

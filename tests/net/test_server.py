@@ -34,7 +34,7 @@ def names(response):
     return [t.name for t in response.topics]
 
 
-def test_pipelined_requests_run_concurrently_and_are_answered_in_order():
+def test_with_more_in_flight_allowed_pipelined_requests_run_concurrently_and_are_answered_in_order():
     # Request i waits until request i+1 has started: a server that handled them one at a time
     # would never finish (the test's timeout fails it); the answers must still come in order.
     count = 6
@@ -48,7 +48,7 @@ def test_pipelined_requests_run_concurrently_and_are_answered_in_order():
         return await echo_metadata(ctx, request)
 
     async def main():
-        async with KafkaServer({METADATA: handler}) as server:
+        async with KafkaServer({METADATA: handler}, max_in_flight_per_connection=count) as server:
             conn = await RawConnection.open(server.port)
             frames = b"".join(encode_request(metadata_request(str(i)), 9, 100 + i) for i in range(count))
             await conn.write(frames)
@@ -59,6 +59,33 @@ def test_pipelined_requests_run_concurrently_and_are_answered_in_order():
     got = run(main())
     assert [cid for cid, _ in got] == [100 + i for i in range(count)]
     assert [names(body) for _, body in got] == [[str(i)] for i in range(count)]
+
+
+def test_by_default_a_connection_has_one_request_at_a_time_as_kafka_mutes_the_channel():
+    running, peak, order = 0, 0, []
+
+    async def handler(ctx, request):
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        order.append(("start", request.topics[0].name))
+        await asyncio.sleep(0.05)
+        order.append(("end", request.topics[0].name))
+        running -= 1
+        return await echo_metadata(ctx, request)
+
+    async def main():
+        async with KafkaServer({METADATA: handler}) as server:
+            conn = await RawConnection.open(server.port)
+            await conn.write(b"".join(encode_request(metadata_request(str(i)), 9, i) for i in range(4)))
+            got = [await conn.read_response(METADATA, 9) for _ in range(4)]
+            conn.close()
+        return got
+
+    got = run(main())
+    assert [cid for cid, _ in got] == [0, 1, 2, 3]
+    assert peak == 1
+    assert order == [(edge, str(i)) for i in range(4) for edge in ("start", "end")]
 
 
 def test_bytes_delivered_one_at_a_time_make_whole_requests():

@@ -1,0 +1,133 @@
+"""Kafka's admission rules for a listener: how many connections, from whom, and how many request
+bytes may wait in memory (SocketServer's Acceptor and ConnectionQuotas, and the MemoryPool behind
+``queued.max.request.bytes``).
+
+Settings, with Kafka's names, defaults and meaning:
+
+* ``max.connections`` (default Int.MaxValue): connections open on the listener at once. Kafka's
+  Acceptor stops accepting when the limit is reached; here a connection over the limit is held
+  unread until another closes (the client sees the same thing: a connect that succeeds and a
+  request that waits).
+* ``max.connections.per.ip`` (default Int.MaxValue) and ``max.connections.per.ip.overrides``
+  (``host:count,...``, default empty): a connection over its address's limit is closed at once
+  and logged, as Kafka's TooManyConnectionsException is.
+* ``queued.max.request.bytes`` (default -1, no limit): the request bytes held in memory across
+  all connections, read but not yet answered. As Kafka's pool, a frame is held whole from the
+  moment its size is read, and the pool is not strict: a frame starts while anything is left, so
+  one frame may take it past the limit. While it is spent, no connection starts reading a new
+  frame until an answer (or a closed connection) gives bytes back.
+
+One request at a time per connection: Kafka mutes a channel from the moment a request is read
+until its response is sent, so pipelined requests wait unread in the socket. ``KafkaServer``'s
+``max_in_flight_per_connection`` defaults to 1 for the same reason: a client that pipelines
+long-poll fetches cannot hold more than one handler (and its memory) per connection.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+
+log = logging.getLogger("kafkawire.net.server")
+
+INT_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class AdmissionLimits:
+    max_connections: int = INT_MAX
+    max_connections_per_ip: int = INT_MAX
+    max_connections_per_ip_overrides: dict = field(default_factory=dict)   # host -> count
+    queued_max_request_bytes: int = -1                                      # -1: no limit
+
+    def limit_for(self, host: str) -> int:
+        return self.max_connections_per_ip_overrides.get(host, self.max_connections_per_ip)
+
+
+class ConnectionQuotas:
+    """Counts a listener's connections, per address and in all."""
+
+    def __init__(self, limits: AdmissionLimits):
+        self.limits = limits
+        self.per_ip: Counter = Counter()
+        self.total = 0
+        self._freed = asyncio.Condition()
+
+    def over_ip_limit(self, host: str) -> bool:
+        return self.per_ip[host] >= self.limits.limit_for(host)
+
+    async def admit(self, host: str) -> bool:
+        """Count a new connection from ``host``; False if its address is at its limit (close it).
+        Waits while the listener is at max.connections."""
+        if self.over_ip_limit(host):
+            log.info("Rejected connection from %s, address already has the configured maximum of %d connections.",
+                     host, self.limits.limit_for(host))
+            return False
+        async with self._freed:
+            if self.total >= self.limits.max_connections:
+                log.info("the listener has max.connections=%d connections; a new one from %s waits",
+                         self.limits.max_connections, host)
+            await self._freed.wait_for(lambda: self.total < self.limits.max_connections)
+            if self.over_ip_limit(host):     # others from the same address got in while it waited
+                return False
+            self.per_ip[host] += 1
+            self.total += 1
+        return True
+
+    async def release(self, host: str) -> None:
+        async with self._freed:
+            self.per_ip[host] -= 1
+            if self.per_ip[host] <= 0:
+                del self.per_ip[host]
+            self.total -= 1
+            self._freed.notify_all()
+
+
+class RequestMemoryPool:
+    """queued.max.request.bytes as Kafka's non-strict SimpleMemoryPool: bytes are taken as they
+    are read and given back when the request they belong to is answered (or its connection
+    closes). ``wait_for_room`` blocks a reader while nothing is left."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.used = 0
+        self._room = asyncio.Event()
+        self._room.set()
+
+    @property
+    def bounded(self) -> bool:
+        return self.limit > 0
+
+    async def wait_for_room(self) -> None:
+        if self.bounded:
+            await self._room.wait()
+
+    def take(self, n: int) -> None:
+        self.used += n
+        if self.bounded and self.used >= self.limit:
+            self._room.clear()
+
+    def give_back(self, n: int) -> None:
+        self.used -= n
+        if self.used < self.limit or not self.bounded:
+            self._room.set()
+
+
+def parse_per_ip_overrides(text: str) -> dict[str, int]:
+    """``max.connections.per.ip.overrides``: ``host:count`` pairs, comma separated. Raises
+    ValueError naming the broken entry."""
+    overrides = {}
+    for entry in (e.strip() for e in (text or "").split(",")):
+        if not entry:
+            continue
+        host, sep, count = entry.rpartition(":")
+        if not sep or not host:
+            raise ValueError(f"entry {entry!r} is not host:count")
+        try:
+            overrides[host] = int(count)
+        except ValueError:
+            raise ValueError(f"entry {entry!r}: {count!r} is not a number") from None
+        if overrides[host] < 0:
+            raise ValueError(f"entry {entry!r}: the count must be at least 0")
+    return overrides
