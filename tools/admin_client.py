@@ -240,10 +240,11 @@ class Admin:
         ``handle_response(response)``; retry what is retriable until the deadline."""
         deadline = time.monotonic() + self.config.default_api_timeout_ms / 1000
         tries, last_error = 0, None
+        next_allowed_try_ms = 0         # Kafka's Call.nextAllowedTryMs: the last failure plus its backoff
         while True:
             remaining_ms = int((deadline - time.monotonic()) * 1000)
             if remaining_ms <= 0:
-                raise self._timed_out(name, tries, last_error, deadline)
+                raise self._timed_out(name, tries, last_error, deadline, next_allowed_try_ms)
             try:
                 node = await self._node(deadline)
                 request = make_request(remaining_ms)
@@ -266,7 +267,9 @@ class Admin:
                     raise
                 last_error = exc
                 self._active = None          # look the active controller up again
-            await self._sleep(self._backoff_ms(tries), deadline)
+            backoff_ms = self._backoff_ms(tries)
+            next_allowed_try_ms = int(time.time() * 1000 + backoff_ms)
+            await self._sleep(backoff_ms, deadline)
 
     async def describe_cluster(self):
         """Admin.describeCluster: DescribeCluster for the bootstrap kind (brokers or controllers)."""
@@ -278,7 +281,8 @@ class Admin:
             if response.error_code != Errors.NONE:
                 raise KafkaApiError(response.error_code, response.error_message, retriable=False)
             return response
-        return await self.call("describeCluster", lambda _: DescribeClusterRequest(endpoint_type=endpoint_type), handle)
+        # KafkaAdminClient.describeCluster names its call "listNodes", which its timeouts print.
+        return await self.call("listNodes", lambda _: DescribeClusterRequest(endpoint_type=endpoint_type), handle)
 
     # -- routing --
 
@@ -338,15 +342,15 @@ class Admin:
     async def _sleep(ms: float, deadline) -> None:
         await asyncio.sleep(max(min(ms / 1000, deadline - time.monotonic()), 0))
 
-    def _timed_out(self, name, tries, last_error, deadline) -> KafkaApiError:
+    def _timed_out(self, name, tries, last_error, deadline, next_allowed_try_ms: int = 0) -> KafkaApiError:
         # Kafka's two TimeoutException messages: no node ever usable, or a call that ran out of time.
         if not self._answered:
             message = f"Timed out waiting for a node assignment. Call: {name}"
         else:
             now_ms = int(time.time() * 1000)
             deadline_ms = now_ms - int((time.monotonic() - deadline) * 1000)
-            message = f"Call(callName={name}, deadlineMs={deadline_ms}, tries={tries}) timed out at {now_ms} " \
-                      f"after {tries} attempt(s)"
+            message = f"Call(callName={name}, deadlineMs={deadline_ms}, tries={tries}, " \
+                      f"nextAllowedTryMs={next_allowed_try_ms}) timed out at {now_ms} after {tries} attempt(s)"
         if last_error is not None:
             message += f" (last error: {last_error})"
         return KafkaApiError(Errors.REQUEST_TIMED_OUT, message, retriable=False)
@@ -361,10 +365,12 @@ def admin_config(bootstrap: str, *, controllers: bool = True, properties: dict |
                               properties=properties, timeout_ms=timeout_ms)
 
 
-def add_connection_arguments(parser, *, controllers_are: str, command_config_help: str) -> None:
-    """The flags every admin tool has: --bootstrap-server | --bootstrap-controller (one required),
+def add_connection_arguments(parser, *, controllers_are: str, command_config_help: str,
+                             required: bool = True) -> None:
+    """The flags every admin tool has: --bootstrap-server | --bootstrap-controller (one required,
+    unless ``required`` is False: a tool with commands that ask no server checks it itself),
     --command-config, and kafkawire's --timeout."""
-    connection = parser.add_mutually_exclusive_group(required=True)
+    connection = parser.add_mutually_exclusive_group(required=required)
     connection.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]",
                             help="A comma-separated list of host:port pairs to use for establishing the connection "
                                  "to the Kafka cluster.")

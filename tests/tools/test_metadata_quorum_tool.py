@@ -202,7 +202,9 @@ def test_retriable_partition_error_until_the_timeout(capsys):
                                  "600", "describe", "--replication")
     assert (rc, out) == (1, "")
     assert err.count("\n") == 1
-    assert err.startswith("org.apache.kafka.common.errors.TimeoutException: Call(callName=describeMetadataQuorum, ")
+    # Kafka's Call.toString, then handleTimeoutFailure's " timed out at NOW after N attempt(s)".
+    assert re.match(r"org\.apache\.kafka\.common\.errors\.TimeoutException: Call\(callName=describeMetadataQuorum, "
+                    r"deadlineMs=\d+, tries=(\d+), nextAllowedTryMs=\d+\) timed out at \d+ after \1 attempt\(s\)", err), err
     assert err.rstrip().endswith("(last error: org.apache.kafka.common.errors.NotLeaderOrFollowerException: "
                                  "node 1 is not the leader)")
     assert len(node.requests(DESCRIBE_QUORUM)) >= 2
@@ -450,7 +452,7 @@ def test_refused_connection_is_one_line_after_the_timeout(capsys):
     assert (rc, out) == (1, "")
     assert err.count("\n") == 1
     assert err.startswith("org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a node assignment. "
-                          "Call: describeCluster (last error: ")
+                          "Call: listNodes (last error: ")
     assert f"127.0.0.1:{port}" in err and "refused" in err
 
 
