@@ -331,8 +331,15 @@ class MetadataTopic:
             return FetchResponse(error_code=Errors.FETCH_SESSION_ID_NOT_FOUND, session_id=0, responses=[])
         wait = min(max(request.max_wait_ms, 0), self.max_wait_cap_ms) / 1000
         deadline = time.monotonic() + wait
+        read_at = None
         while True:
-            responses, total, errors = self._fetch_once(request, v)
+            # A waiting fetch reads the log again only when what it may see has changed (the
+            # high watermark, the log start, the leader epoch), as Kafka's DelayedFetch compares
+            # positions instead of reading: an idle long poll costs no reads.
+            view = (self.high_watermark(), self.log.log_start_offset, self._leader_epoch())
+            if view != read_at:
+                responses, total, errors = self._fetch_once(request, v)
+                read_at = view
             remaining = deadline - time.monotonic()
             if total >= request.min_bytes or errors or remaining <= 0:
                 return FetchResponse(error_code=Errors.NONE, session_id=0, responses=responses)

@@ -329,6 +329,29 @@ def test_a_long_poll_is_woken_when_the_high_watermark_advances(metadata_log):
     assert cid == 99 and p.high_watermark == end and offsets_in(p.records)[0] == 5
 
 
+def test_a_waiting_fetch_reads_the_log_again_only_when_the_high_watermark_moves(metadata_log):
+    log_dir, written = metadata_log
+    end = written[-1].offset + 1
+
+    async def main():
+        async with Harness(log_dir, hw=end, max_wait_cap_ms=60_000, poll_interval_ms=10) as h:
+            reads = 0
+            real_read = h.log.read
+
+            def counting_read(*args, **kwargs):
+                nonlocal reads
+                reads += 1
+                return real_read(*args, **kwargs)
+            h.log.read = counting_read
+            # At the high watermark with min_bytes 1: nothing to send; it waits 0.5 s, polling
+            # every 10 ms, and must not read the log while nothing changes.
+            await h.conn.send(fetch_request(12, written[0].offset, max_wait_ms=500, min_bytes=10**8), 12, 1)
+            await h.conn.read_response(1, 12)
+            return reads
+
+    assert run(main()) == 1
+
+
 # --- what a read-only topic refuses ------------------------------------------------------------
 
 def test_produce_is_refused_and_acks0_closes_the_connection(metadata_log):
