@@ -38,6 +38,8 @@ from json.encoder import encode_basestring as _json_str
 
 from crc32c import crc32c
 
+from kafkawire.controller.java_order import string_hashmap_order
+from kafkawire.metadata.frame import kafka_read_error
 from kafkawire.metadata.java_text import jackson_json, java_utf8
 from kafkawire.metadata.record_json import PayloadDecoder
 from kafkawire.records import CorruptRecordError
@@ -128,6 +130,11 @@ def run(args: argparse.Namespace) -> int:
 def _utf8(data) -> str:
     """Java's ``new String(bytes, UTF_8)``: ill-formed sequences become U+FFFD by Java's rule."""
     return java_utf8(data)
+
+
+def _kafka_payload_error(offset: int, value) -> str:
+    # Kafka's own words (the class of failure); ours, with field and byte, go to stderr
+    return f"Error at {offset}, skipping. {kafka_read_error(value)}"
 
 
 def _json_b64(data) -> str:
@@ -296,7 +303,7 @@ class Dumper:
         end = len(data)
         pos = 0
         valid_bytes = 0
-        last_offset = [None]
+        last_offset = [-1]      # as Kafka's: a segment starting past 0 is "-1 is followed by <base>"
         out = self.out
         while True:
             if end - pos <= HEADER_SIZE_UP_TO_MAGIC:
@@ -414,8 +421,7 @@ class Dumper:
                     if payload.error is None:
                         line = f"{line}{prefix}payload: {payload.text}"
                     else:
-                        line = f"{line}{prefix}payload: Error at {offset}, skipping. {payload.error}"
-                        self._payload_error(name, position, offset, payload.error)
+                        line = f"{line}{prefix}payload: {self._payload_failure(name, position, offset, value, payload)}"
                 else:
                     sep = prefix
                     if key is not None:
@@ -425,9 +431,12 @@ class Dumper:
                         line = f"{line}{sep}payload: {_utf8(value)}"
             add(line)
 
-    def _payload_error(self, name, position, offset, message):
+    def _payload_failure(self, name, position, offset, value, payload) -> str:
+        """Report a value the metadata decoder cannot read (on stderr, with our reason) and
+        return the payload text Kafka prints for it."""
         self.error(name, position, f"the record at offset {offset} (in the batch at this position) is not "
-                                   f"a metadata record: {message}")
+                                   f"a metadata record: {payload.error}")
+        return _kafka_payload_error(offset, value)
 
     def _record_obj(self, batch, r, ts_name):
         key, value = r.key, r.value
@@ -457,8 +466,7 @@ class Dumper:
                     if payload.error is None:
                         text = f'{text},"payload":{payload.text}'
                     else:
-                        text = f'{text},"payload":{_json_str(f"Error at {offset}, skipping. {payload.error}")}'
-                        self._payload_error(name, position, offset, payload.error)
+                        text = f'{text},"payload":{_json_str(self._payload_failure(name, position, offset, value, payload))}'
                 else:
                     text = (f'{text},"key":{"null" if key is None else _json_str(_utf8(key))},'
                             f'"payload":{"null" if value is None else _json_str(_utf8(value))}')
@@ -473,8 +481,7 @@ class Dumper:
             if payload.error is None:
                 obj["payload"] = payload.obj
             else:
-                obj["payload"] = f"Error at {r.offset}, skipping. {payload.error}"
-                self._payload_error(name, position, r.offset, payload.error)
+                obj["payload"] = self._payload_failure(name, position, r.offset, r.value, payload)
         else:
             obj["key"] = None if r.key is None else _utf8(r.key)
             obj["payload"] = None if r.value is None else _utf8(r.value)
@@ -557,7 +564,7 @@ class Dumper:
                 if self.opts.cluster_metadata:
                     payload = self.decode_payload(r.value)
                     parts.append(f"{prefix}payload: " + (payload.text if payload.error is None else
-                                                         f"Error at {r.offset}, skipping. {payload.error}"))
+                                                         _kafka_payload_error(r.offset, r.value)))
                 else:
                     if r.key is not None:
                         parts.append(f"{prefix}key: {_utf8(r.key)}")
@@ -729,24 +736,24 @@ class Dumper:
         self.out.flush()
         err = self.err
         findings = []
-        for path, pairs in self.index_mismatches.items():
+        for path, pairs in _in_hashmap_order(self.index_mismatches):
             self.failed = True
             findings.append(f"Mismatches in :{path}")
             for index_offset in sorted(pairs, reverse=True):
                 findings.append(f"  Index offset: {index_offset}, log offset: {pairs[index_offset]}")
-        for path, pairs in self.time_index_mismatches.items():
+        for path, pairs in _in_hashmap_order(self.time_index_mismatches):
             self.failed = True
             findings.append(f"Found timestamp mismatch in :{path}")
             findings += [f"  Index timestamp: {a}, log timestamp: {b}" for a, b in pairs]
-        for path, pairs in self.time_index_out_of_order.items():
+        for path, pairs in _in_hashmap_order(self.time_index_out_of_order):
             self.failed = True
             findings.append(f"Found out of order timestamp in :{path}")
             findings += [f"  Index timestamp: {a}, Previously indexed timestamp: {b}" for a, b in pairs]
-        for path, pairs in self.time_index_not_found.items():
+        for path, pairs in _in_hashmap_order(self.time_index_not_found):
             self.failed = True
-            findings.append("The following indexed offsets are not found in the log.")
+            findings.append(f"The following indexed offsets are not found in :{path}")
             findings += [f"Indexed offset: {a}, found log offset: {b}" for a, b in pairs]
-        for path, pairs in self.non_consecutive.items():
+        for path, pairs in _in_hashmap_order(self.non_consecutive):
             findings.append(f"Non-consecutive offsets in {path}")
             findings += [f"  {a} is followed by {pairs[a]}" for a in sorted(pairs)]
         if findings:
@@ -754,6 +761,11 @@ class Dumper:
             if self.json:
                 self.out.line("", {"type": "findings", "lines": findings})
                 self.out.flush()
+
+
+def _in_hashmap_order(by_path: dict):
+    """Kafka keeps each report in a HashMap keyed by the file's absolute path."""
+    return [(path, by_path[path]) for path in string_hashmap_order(by_path)]
 
 
 def _records(dumper: Dumper, batch, name: str, position: int, last_offset: list):
@@ -764,7 +776,7 @@ def _records(dumper: Dumper, batch, name: str, position: int, last_offset: list)
     try:
         for record in batch:
             offset = record.offset
-            if previous is not None and offset != previous + 1:
+            if offset != previous + 1:
                 dumper.non_consecutive.setdefault(os.path.abspath(name), {})[previous] = offset
             previous = last_offset[0] = offset
             yield record

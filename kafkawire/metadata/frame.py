@@ -59,3 +59,59 @@ def encode_metadata_record(message, version: int) -> bytes:
     write_uvarint(buf, version)
     message.encode_into(buf, version)
     return bytes(buf)
+
+
+# --- Kafka's words for a value it cannot read ------------------------------------------------
+
+def _java_unsigned_varint(data: bytes, pos: int) -> tuple[int, int]:
+    """ByteUtils.readUnsignedVarint: up to five bytes, the bits past 32 dropped, as a Java int;
+    IndexError past the end, ValueError for a sixth byte."""
+    value = 0
+    for i in range(5):
+        byte = data[pos + i]
+        value |= (byte & 0x7F) << (7 * i)
+        if byte < 0x80:
+            value &= 0xFFFFFFFF
+            return (value - (1 << 32) if value >> 31 else value), pos + i + 1
+    raise ValueError("varint too long")
+
+
+def _frame_short(data: bytes, pos: int, entity: str) -> tuple[int, int]:
+    try:
+        value, pos = _java_unsigned_varint(data, pos)
+    except (IndexError, ValueError):
+        raise MetadataRecordError(f"Error while reading {entity}") from None
+    if value > 0x7FFF:
+        raise MetadataRecordError(f"Value for {entity} was too large.")
+    return ((value & 0xFFFF) ^ 0x8000) - 0x8000, pos      # Java's (short) cast
+
+
+def kafka_read_error(value) -> str:
+    """The message of the exception Kafka's MetadataRecordSerde.read throws for a value that
+    does not decode (kafka-dump-log prints it after ``Error at <offset>, skipping.``). It names
+    a class of failure, not the place: ours, with field and byte, is in MetadataRecordError."""
+    from kafkawire import messages
+    data = b"" if value is None else bytes(value)
+    try:
+        frame_version, pos = _frame_short(data, 0, "frame version")
+        if frame_version == 0:
+            return ("Could not deserialize metadata record with frame version 0. Note that upgrades from the "
+                    "preview release of KRaft in 2.8 to newer versions are not supported.")
+        if frame_version != FRAME_VERSION:
+            return (f"Could not deserialize metadata record due to unknown frame version {frame_version}"
+                    f"(only frame version {FRAME_VERSION} is supported)")
+        api_key, pos = _frame_short(data, pos, "type")
+        version, pos = _frame_short(data, pos, "version")
+    except MetadataRecordError as exc:
+        return str(exc)
+    try:
+        cls = messages.metadata_record(api_key)
+    except KeyError:
+        return f"org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id {api_key}"
+    try:
+        _, end = cls.decode(memoryview(data)[pos:], version, partial=True)
+    except DecodeError:
+        return f"Failed to deserialize record with type {api_key}"
+    if pos + end < len(data):
+        return f"Found {len(data) - pos - end} byte(s) of garbage after {api_key}"
+    return f"Failed to deserialize record with type {api_key}"

@@ -59,3 +59,19 @@ def test_frame_errors_are_clear():
     assert framed[:3] == b"\x01\x02\x00" and decode_metadata_record(framed).message == topic
     with pytest.raises(MetadataRecordError, match="TopicRecord v0"):
         decode_metadata_record(framed[:-2])
+
+
+def test_kafka_read_error_names_the_failure_as_kafkas_serde_does():
+    # the texts tests/interop/test_dump_log_vs_kafka.py compares with Kafka's DumpLogSegments
+    from kafkawire.metadata.frame import kafka_read_error
+    assert kafka_read_error(b"") == kafka_read_error(None) == "Error while reading frame version"
+    assert kafka_read_error(b"\x00").startswith("Could not deserialize metadata record with frame version 0.")
+    assert kafka_read_error(b"\x02\x00\x00") == ("Could not deserialize metadata record due to unknown frame "
+                                                 "version 2(only frame version 1 is supported)")
+    assert kafka_read_error(b"\x01\xff\xff\x03") == "Value for type was too large."
+    assert kafka_read_error(b"\x01\x02") == "Error while reading version"
+    assert kafka_read_error(b"\x01\x63\x00") == ("org.apache.kafka.common.errors.UnsupportedVersionException: "
+                                                 "Unknown metadata id 99")
+    assert kafka_read_error(b"\x01\x02\x00\x02") == "Failed to deserialize record with type 2"
+    assert kafka_read_error(encode_metadata_record(messages.by_name("NoOpRecord")(), 0) + b"\x00\x00") == \
+        "Found 2 byte(s) of garbage after 20"

@@ -217,7 +217,9 @@ def test_unknown_metadata_record_type(tmp_path, capsys):
     path = write_log(tmp_path, metadata_batch(0, [good, unknown]))
     status, out, err = dump(capsys, "--cluster-metadata-decoder", "--files", path)
     assert status == 1
-    assert "payload: Error at 1, skipping. unknown metadata record type 99" in out
+    # stdout has Kafka's words, stderr ours
+    assert ("payload: Error at 1, skipping. org.apache.kafka.common.errors.UnsupportedVersionException: "
+            "Unknown metadata id 99") in out
     assert f"{path} at byte 0: the record at offset 1" in err and "unknown metadata record type 99" in err
 
 
@@ -227,7 +229,8 @@ def test_unknown_metadata_version(tmp_path, capsys):
     path = write_log(tmp_path, metadata_batch(0, [bytes(value)]))
     status, out, err = dump(capsys, "--cluster-metadata-decoder", "--files", path)
     assert status == 1
-    assert "TopicRecord version 9 is not one we know" in out and str(path) in err
+    assert "payload: Error at 0, skipping. Failed to deserialize record with type 2" in out
+    assert "TopicRecord version 9 is not one we know" in err and str(path) in err
 
 
 def test_missing_and_unknown_files(tmp_path, capsys):

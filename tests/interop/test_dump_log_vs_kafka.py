@@ -1,0 +1,267 @@
+"""kafkawire dump-log against Kafka's own DumpLogSegments, text for text.
+
+Both tools dump the same files with the same flags: every segment, snapshot, bootstrap
+checkpoint and producer snapshot of ../shared/reference/kraft-data (written by real Kafka),
+the segment, indexes and snapshots a kafkawire node writes, and files our writer makes to
+reach what the samples lack (offset and time indexes with many entries, keys, values and
+header keys that are not UTF-8, compressed and transactional batches, metadata values Kafka
+cannot read). Outputs are compared per ``Dumping <file>`` section; stderr is compared after
+dropping Kafka's log lines and our ``Error:`` lines (the README lists that difference). One
+JVM per flag set dumps all files of a group (a JVM costs ~1.5 s to start).
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from kafkawire import messages
+from kafkawire.metadata import encode_metadata_record
+from kafkawire.records import RecordBatchBuilder, build_batch, build_end_txn_marker_batch
+from kafkawire.records.compression import GZIP, LZ4, SNAPPY, ZSTD
+from kafkawire.storage import LogSegment
+from tests.conftest import require
+from tests.interop.kafka_procs import DUMP_LOG_SEGMENTS
+
+REPO = Path(__file__).resolve().parents[2]
+REFERENCE = REPO.parent / "shared" / "reference" / "kraft-data"
+
+LOG_LIKE = (".log", ".index", ".timeindex", ".snapshot", ".txnindex", ".checkpoint", ".checkpoint.deleted")
+TS = 1_700_000_000_000
+KAFKA_LOG_LINE = re.compile(r"^\[\d{4}-\d\d-\d\d ")
+
+GENERAL_FLAGS = [(), ("--print-data-log",), ("--deep-iteration",)]
+METADATA_FLAGS = [("--cluster-metadata-decoder",)]
+INDEX_FLAGS = [("--verify-index-only",), ("--index-sanity-check",)]
+
+
+def dumpable(root: Path) -> list[Path]:
+    """The files DumpLogSegments reads (and a renamed snapshot it must ignore), sorted."""
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.name.endswith(LOG_LIKE))
+
+
+def is_metadata(path: Path) -> bool:
+    return path.parent.name == "__cluster_metadata-0" or path.name == "bootstrap.checkpoint"
+
+
+def is_index(path: Path) -> bool:
+    return path.suffix in (".index", ".timeindex")
+
+
+# --- running both and comparing ----------------------------------------------------------------
+
+def sections(stdout: str) -> dict[str, list[str]]:
+    """The output split at each ``Dumping <file>`` line, keyed by that file."""
+    result: dict[str, list[str]] = {}
+    current = None
+    for line in stdout.splitlines():
+        if line.startswith("Dumping "):
+            current = line[len("Dumping "):]
+            result[current] = []
+        result.setdefault(current, []).append(line)
+    return result
+
+
+def kafka_stderr(text: str) -> list[str]:
+    return [line for line in text.splitlines() if not KAFKA_LOG_LINE.match(line)]
+
+
+def our_stderr(text: str) -> list[str]:
+    # our reports of bad bytes (Error: <file> at byte <n>: ...) are the documented difference
+    return [line for line in text.splitlines() if not line.startswith("Error: ")]
+
+
+@dataclass
+class Comparison:
+    files: int = 0
+    lines: int = 0
+    identical: int = 0
+    differences: list[str] = field(default_factory=list)
+
+    def add(self, other: "Comparison") -> None:
+        self.files += other.files
+        self.lines += other.lines
+        self.identical += other.identical
+        self.differences += other.differences
+
+
+def first_difference(name, theirs: list[str], ours: list[str]) -> str:
+    for number, (a, b) in enumerate(zip(theirs, ours)):
+        if a != b:
+            return f"{name} line {number}:\n  Kafka: {a[:400]}\n  ours:  {b[:400]}"
+    longer, who = (theirs, "Kafka") if len(theirs) > len(ours) else (ours, "ours")
+    return f"{name}: only {who} has {len(longer) - min(len(theirs), len(ours))} more lines, from " \
+           f"{longer[min(len(theirs), len(ours))][:400]!r}"
+
+
+def compare(kafka: subprocess.CompletedProcess, ours: subprocess.CompletedProcess, files) -> Comparison:
+    result = Comparison()
+    theirs_by_file, ours_by_file = sections(kafka.stdout), sections(ours.stdout)
+    for path in [None, *map(str, files)]:
+        theirs, mine = theirs_by_file.get(path, []), ours_by_file.get(path, [])
+        if path is None and not theirs and not mine:
+            continue
+        result.files += path is not None
+        result.lines += len(theirs)
+        if theirs == mine:
+            result.identical += 1
+        else:
+            result.differences.append(first_difference(path, theirs, mine))
+    theirs_err, mine_err = kafka_stderr(kafka.stderr), our_stderr(ours.stderr)
+    if theirs_err != mine_err:
+        result.differences.append(first_difference("stderr", theirs_err, mine_err))
+    return result
+
+
+def run_ours(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tools.cli", "dump-log", *map(str, args)], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+
+
+def dump_with_both(kafka_tool, flags, files) -> Comparison:
+    listing = ",".join(map(str, files))
+    kafka = kafka_tool(DUMP_LOG_SEGMENTS, *flags, "--files", listing, timeout=300)
+    assert kafka.returncode == 0, f"DumpLogSegments {flags} failed:\n{kafka.stderr[-3000:]}"
+    return compare(kafka, run_ours(*flags, "--files", listing), files)
+
+
+def check_groups(kafka_tool, groups, title: str) -> None:
+    total = Comparison()
+    for flags, files in groups:
+        if not files:
+            continue
+        result = dump_with_both(kafka_tool, flags, files)
+        print(f"\n{title} {' '.join(flags) or '(no flags)'}: {result.files} files, {result.lines} lines, "
+              f"{result.identical} sections identical")
+        total.add(result)
+    print(f"{title} in all: {total.files} file dumps, {total.lines} lines, {total.identical} sections identical, "
+          f"{len(total.differences)} differences")
+    assert total.files > 0
+    assert not total.differences, "\n".join(total.differences[:15])
+
+
+def groups_for(files: list[Path]):
+    metadata = [p for p in files if is_metadata(p)]
+    indexes = [p for p in files if is_index(p)]
+    return ([(flags, files) for flags in GENERAL_FLAGS] + [(flags, metadata) for flags in METADATA_FLAGS]
+            + [(flags, indexes) for flags in INDEX_FLAGS])
+
+
+# --- the tests ---------------------------------------------------------------------------------
+
+def test_reference_files_dump_as_kafka_dumps_them(kafka_tool):
+    files = dumpable(require(REFERENCE))
+    assert files, f"no segment or snapshot under {REFERENCE}"
+    check_groups(kafka_tool, groups_for(files), "reference kraft-data")
+
+
+def test_files_our_node_and_writer_make_dump_as_kafka_dumps_them(kafka_tool, node_files, writer_files):
+    files = node_files + writer_files
+    assert any(p.suffix == ".index" and p.stat().st_size > 0 for p in files)
+    check_groups(kafka_tool, groups_for(files), "kafkawire-written")
+
+
+def test_a_record_version_newer_than_kafkas_is_the_documented_difference(kafka_tool, tmp_path):
+    """Kafka reads a metadata record of a version it does not know with its newest layout and
+    prints it; we say it cannot be read (README, dump-log): a newer layout is a guess."""
+    topic = _metadata_value("TopicRecord", name="t", topic_id=uuid.UUID(int=7))
+    builder = RecordBatchBuilder(base_offset=0, partition_leader_epoch=1)
+    builder.append(None, b"\x01\x02\x09" + topic[3:], (), TS)        # TopicRecord "version 9"
+    _write_segment(tmp_path / "__cluster_metadata-0", 0, [builder.build()])
+    path = tmp_path / "__cluster_metadata-0" / "00000000000000000000.log"
+    kafka = kafka_tool(DUMP_LOG_SEGMENTS, "--cluster-metadata-decoder", "--files", path, check=True)
+    ours = run_ours("--cluster-metadata-decoder", "--files", path)
+    assert 'payload: {"type":"TOPIC_RECORD","version":9,"data":{"name":"t",' in kafka.stdout
+    assert "payload: Error at 0, skipping. Failed to deserialize record with type 2" in ours.stdout
+    assert "TopicRecord version 9 is not one we know" in ours.stderr and ours.returncode == 1
+    assert kafka.stdout.splitlines()[:3] == ours.stdout.splitlines()[:3]      # up to that record
+
+
+# --- files we write ----------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def node_files(tmp_path_factory) -> list[Path]:
+    """A single-voter kafkawire node's metadata segment, indexes, snapshots and bootstrap file,
+    after it took a snapshot past offset 0 and stopped."""
+    from raft.node.local_quorum import LocalQuorum
+    quorum = LocalQuorum(tmp_path_factory.mktemp("kafkawire-node"), voters=1, properties={
+        "metadata.log.max.snapshot.interval.ms": "500", "metadata.log.max.record.bytes.between.snapshots": "1"})
+    with quorum.started("standalone"):
+        quorum.wait_for_leader(timeout_s=30)
+        directory = Path(quorum.metadata_partition_dir(1))
+        quorum.wait_until(lambda: any(p.name.endswith(".checkpoint") and not p.name.startswith("0" * 20)
+                                      for p in directory.iterdir()), 30, "a snapshot past offset 0")
+    return dumpable(Path(quorum.data_dir(1)))
+
+
+def _odd_text(text: str) -> str:
+    """A header key holding bytes that are not UTF-8 (the reader's surrogate escapes)."""
+    return (text.encode() + b"\xed\xa0\x80\xff").decode("utf-8", "surrogateescape")
+
+
+# keys and values Java and Python decode differently, or that are plainly binary
+ODD_BYTES = [b"\xed\xa0\x80", b"a\xed\xbf\xbfb", b"\xed\xa0", b"\xf0\x90\x80", b"\xc0\xaf", b"\xf5\x80\x80\x80",
+             b"\xe0\x80\x80z", bytes(range(256)), "h\u00e9llo \U0001F600".encode()]
+
+
+def _topic_batches() -> list[bytes]:
+    batches, offset = [], 0
+    for i, odd in enumerate(ODD_BYTES):
+        batches.append(build_batch([(odd, odd[::-1], [(_odd_text(f"h{i}"), odd), ("plain", None)], TS + i)],
+                                   base_offset=offset))
+        offset += 1
+    for codec in (GZIP, SNAPPY, LZ4, ZSTD):
+        batches.append(build_batch([(b"k%d" % n, b"v" * n, [], TS + 100 + n) for n in range(5)],
+                                   base_offset=offset, compression_type=codec))
+        offset += 5
+    batches.append(build_batch([(None, b"txn-%d" % n, [], TS + 200) for n in range(3)], base_offset=offset,
+                               producer_id=4000, producer_epoch=1, base_sequence=0, is_transactional=True))
+    offset += 3
+    for commit in (True, False):
+        batches.append(build_end_txn_marker_batch(commit, producer_id=4000, producer_epoch=1, coordinator_epoch=7,
+                                                  timestamp=TS + 300, base_offset=offset))
+        offset += 1
+    return batches
+
+
+def _write_segment(directory: Path, base_offset: int, batches) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    segment = LogSegment(directory, base_offset, index_interval_bytes=1, create=True)
+    for batch in batches:
+        segment.append(batch)
+    segment.flush()
+    segment.close()
+
+
+def _metadata_value(record_name: str, version: int = 0, **fields) -> bytes:
+    return encode_metadata_record(messages.by_name(record_name)(**fields), version)
+
+
+def _unreadable_metadata_values() -> list[bytes]:
+    """One value for each way Kafka's MetadataRecordSerde fails, between readable ones."""
+    topic = _metadata_value("TopicRecord", name="t", topic_id=uuid.UUID(int=7))
+    return [
+        _metadata_value("NoOpRecord"), b"", b"\x00\x02\x00", b"\x02\x02\x00", b"\x01\xff\xff\x03\x00",
+        b"\x01\x63\x00", topic + b"\x00\x00", topic[:-4], b"\x01\x02",
+        b"\x01\x80", _metadata_value("FeatureLevelRecord", name="metadata.version", feature_level=27),
+    ]
+
+
+@pytest.fixture(scope="module")
+def writer_files(tmp_path_factory) -> list[Path]:
+    root = tmp_path_factory.mktemp("kafkawire-writer")
+    _write_segment(root / "odd-topic-0", 0, _topic_batches())
+    # a segment that does not start at 0 (Kafka reports "-1 is followed by <base>")
+    _write_segment(root / "later-topic-0", 100, [build_batch([(b"k", b"v", [], TS)], base_offset=100 + n)
+                                                  for n in range(4)])
+    builder = RecordBatchBuilder(base_offset=0, partition_leader_epoch=1)
+    for value in _unreadable_metadata_values():
+        builder.append(None, value, (), TS)
+    _write_segment(root / "__cluster_metadata-0", 0, [builder.build()])
+    return dumpable(root)
