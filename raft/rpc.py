@@ -14,7 +14,7 @@ from kafkawire.messages import (begin_quorum_epoch_request as bqe_req, begin_quo
                                 vote_response as v_resp)
 from kafkawire.protocol.error_codes import Errors
 
-from .types import METADATA_PARTITION, METADATA_TOPIC, METADATA_TOPIC_ID, Endpoints, ReplicaKey
+from .types import METADATA_PARTITION, METADATA_TOPIC, METADATA_TOPIC_ID, NO_DIRECTORY_ID, Endpoints, ReplicaKey
 
 NONE = int(Errors.NONE)
 
@@ -201,15 +201,20 @@ def fetch_response(top_error: int, *, error: int = NONE, high_watermark: int = -
     partition = f_resp.PartitionData(
         partition_index=METADATA_PARTITION, error_code=error, high_watermark=high_watermark,
         log_start_offset=log_start_offset, records=records if records is not None else b"")
-    partition.current_leader = f_resp.LeaderIdAndEpoch(leader_id=-1 if leader_id is None else leader_id,
-                                                       leader_epoch=epoch)
-    if diverging is not None:
-        partition.diverging_epoch = f_resp.EpochEndOffset(epoch=diverging.epoch, end_offset=diverging.offset)
-    if snapshot_id is not None:
-        partition.snapshot_id = f_resp.SnapshotId(end_offset=snapshot_id.offset, epoch=snapshot_id.epoch)
+    # CurrentLeader, DivergingEpoch and SnapshotId are tagged fields of v12+: an older fetch (which
+    # cannot carry LastFetchedEpoch either, so it is INVALID_REQUEST) gets the fields it has.
+    if api_version >= 12:
+        partition.current_leader = f_resp.LeaderIdAndEpoch(leader_id=-1 if leader_id is None else leader_id,
+                                                           leader_epoch=epoch)
+        if diverging is not None:
+            partition.diverging_epoch = f_resp.EpochEndOffset(epoch=diverging.epoch, end_offset=diverging.offset)
+        if snapshot_id is not None:
+            partition.snapshot_id = f_resp.SnapshotId(end_offset=snapshot_id.offset, epoch=snapshot_id.epoch)
     response.responses = [f_resp.FetchableTopicResponse(topic=METADATA_TOPIC, topic_id=METADATA_TOPIC_ID,
                                                         partitions=[partition])]
-    if api_version >= 16:
+    # Kafka's RaftUtil.singletonFetchResponse names the leader's endpoint from v17 (the version
+    # with ReplicaDirectoryId), though the field exists from v16.
+    if api_version >= 17:
         response.node_endpoints = node_endpoints_for(f_resp, leader_id, endpoints, listener, with_rack=True)
     return response
 
@@ -254,7 +259,9 @@ def describe_quorum_response(top_error: int, *, error: int = NONE, error_message
         return response
 
     def replica(p):
-        return dq_resp.ReplicaState(replica_id=p.key.id, replica_directory_id=p.key.wire_directory_id,
+        # ReplicaDirectoryId is a v2 field (Kafka's RaftUtil.toReplicaState sets it only there).
+        return dq_resp.ReplicaState(replica_id=p.key.id,
+                                    replica_directory_id=p.key.wire_directory_id if api_version >= 2 else NO_DIRECTORY_ID,
                                     log_end_offset=p.log_end_offset, last_fetch_timestamp=p.last_fetch_ms,
                                     last_caught_up_timestamp=p.last_caught_up_ms)
     partition = dq_resp.PartitionData(partition_index=METADATA_PARTITION, error_code=error,
