@@ -222,6 +222,7 @@ class Admin:
         self._rng = rng or random.Random()
         self._bootstrap_index = 0
         self._active: tuple[str, int] | None = None
+        self._broker_metadata = False    # bootstrap servers: a broker answered Metadata
         self._answered = False           # some node answered: a timeout is no longer "waiting for a node"
         self.cluster_id: str | None = None
         self.controllers: dict[int, tuple[str, int]] = {}
@@ -288,6 +289,8 @@ class Admin:
 
     async def _node(self, deadline) -> tuple[str, int]:
         if not self.config.use_controllers:
+            if not self._broker_metadata:
+                await self._fetch_broker_metadata(deadline)
             return self.config.bootstrap[self._bootstrap_index]
         if self._active is None:
             await self._find_active_controller(deadline)
@@ -309,6 +312,22 @@ class Admin:
                                 f"{peer[0]}:{peer[1]} knows no active controller (DescribeCluster ControllerId "
                                 f"{response.controller_id})", retriable=True)
         self._active = active
+
+    async def _fetch_broker_metadata(self, deadline) -> None:
+        """AdminMetadataManager with bootstrap servers: the cluster is first learned with a
+        Metadata request (no topics). A node without Metadata (a controller listener of Kafka's)
+        is a fatal metadata error that fails every call, as in Kafka."""
+        from kafkawire.messages.metadata_request import MetadataRequest
+        peer = self.config.bootstrap[self._bootstrap_index]
+        try:
+            await self._send(peer, MetadataRequest(topics=[], allow_auto_topic_creation=True), deadline)
+        except KafkaApiError as exc:
+            if exc.error == Errors.UNSUPPORTED_VERSION and self._client.peer_versions(peer) is not None \
+                    and 3 not in self._client.peer_versions(peer):
+                raise KafkaApiError(Errors.UNSUPPORTED_VERSION, "The node does not support METADATA",
+                                    retriable=False) from None
+            raise
+        self._broker_metadata = True
 
     def _node_failed(self, peer) -> None:
         if self.config.use_controllers and peer == self._active:

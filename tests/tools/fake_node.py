@@ -70,6 +70,19 @@ class FakeNode:
         return [r for r in self.received if r.api_key == api_key]
 
 
+METADATA = 3
+
+
+def answers_metadata(node: FakeNode, node_id: int = 1) -> FakeNode:
+    """Let ``node`` answer Metadata as a broker does (it names itself as the only broker): an
+    admin client bootstrapping from servers asks that first."""
+    from kafkawire.messages.metadata_response import MetadataResponse, MetadataResponseBroker
+    node.handlers[METADATA] = lambda request, version: MetadataResponse(
+        brokers=[MetadataResponseBroker(node_id=node_id, host="127.0.0.1", port=node.port)],
+        cluster_id="MkU3OEVBNTcwNTJENDM2Qk", controller_id=node_id, topics=[])
+    return node
+
+
 def closed_port() -> int:
     """A port on 127.0.0.1 that nothing listens on (connections are refused)."""
     with socket.socket() as s:

@@ -9,7 +9,7 @@ from kafkawire.messages import api_versions_response as av
 from kafkawire.messages.describe_cluster_response import DescribeClusterBroker, DescribeClusterResponse
 from kafkawire.messages.update_features_response import UpdatableFeatureResult, UpdateFeaturesResponse
 from kafkawire.protocol.error_codes import Errors
-from fake_node import FakeNode, closed_port
+from fake_node import FakeNode, answers_metadata, closed_port
 from tools import features
 from tools.cli import main
 
@@ -73,7 +73,7 @@ def test_describe(capsys):
 
 def test_describe_without_epoch_and_unknown_metadata_level(capsys):
     fill = with_features({"metadata.version": (1, 99)}, {}, -1)
-    with controller(features=fill) as node:
+    with answers_metadata(controller(features=fill)) as node:
         rc, out, err = kafkawire(capsys, "features", "--bootstrap-server", node.address, "describe")
     assert (rc, err) == (0, "")
     assert out == ("Feature: metadata.version                          SupportedMinVersion: UNKNOWN 1        "
@@ -205,7 +205,7 @@ def test_not_controller_is_retried(capsys):
 
 
 def test_metadata_flag_is_deprecated(capsys):
-    with controller() as node:
+    with answers_metadata(controller()) as node:
         rc, out, err = kafkawire(capsys, "features", "--bootstrap-server", node.address, "upgrade",
                                  "--metadata", "3.9-IV0")
     assert (rc, err) == (0, "")
@@ -213,8 +213,10 @@ def test_metadata_flag_is_deprecated(capsys):
                   "metadata.version was upgraded to 21.\n"
 
 
+# Kafka 4.3.1's FeatureCommand parses release versions allowing unstable ones: the list ends at 4.4-IV0.
 SUPPORTED = ("3.3-IV3, 3.4-IV0, 3.5-IV0, 3.5-IV1, 3.5-IV2, 3.6-IV0, 3.6-IV1, 3.6-IV2, 3.7-IV0, 3.7-IV1, 3.7-IV2, "
-             "3.7-IV3, 3.7-IV4, 3.8-IV0, 3.9-IV0, 4.0-IV0, 4.0-IV1, 4.0-IV2, 4.0-IV3, 4.1-IV0, 4.1-IV1, 4.2-IV0, 4.2-IV1")
+             "3.7-IV3, 3.7-IV4, 3.8-IV0, 3.9-IV0, 4.0-IV0, 4.0-IV1, 4.0-IV2, 4.0-IV3, 4.1-IV0, 4.1-IV1, 4.2-IV0, 4.2-IV1, "
+             "4.3-IV0, 4.4-IV0")
 
 
 @pytest.mark.parametrize("argv, out, message", [
@@ -227,9 +229,9 @@ SUPPORTED = ("3.3-IV3, 3.4-IV0, 3.5-IV0, 3.5-IV1, 3.5-IV2, 3.6-IV0, 3.6-IV1, 3.6
      "Feature kraft.version was specified more than once."),
     (["upgrade", "--release-version", "4.0", "--feature", "kraft.version=1"], "",
      "Can not specify `release-version` with other feature flags."),
-    (["upgrade", "--release-version", "3.2-IV0"], "", f"Unknown metadata.version 3.2-IV0. Supported metadata.version are {SUPPORTED}"),
+    (["upgrade", "--release-version", "3.2-IV0"], "", f"Unknown metadata.version '3.2-IV0'. Supported metadata.version are: {SUPPORTED}"),
     (["upgrade", "--metadata", "9.9"], " `metadata` flag is deprecated and may be removed in a future release.\n",
-     f"Unknown metadata.version 9.9. Supported metadata.version are {SUPPORTED}"),
+     f"Unknown metadata.version '9.9'. Supported metadata.version are: {SUPPORTED}"),
     (["upgrade", "--feature", "kraft.version=0"], "", "The upgradeType flag should be set to SAFE_DOWNGRADE or "
                                                       "UNSAFE_DOWNGRADE when the provided maxVersionLevel:0 is < 1."),
     (["downgrade", "--feature", "kraft.version=-1"], "", "Cannot specify a negative version level."),

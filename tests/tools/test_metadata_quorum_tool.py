@@ -17,7 +17,7 @@ from kafkawire.messages.describe_quorum_response import (DescribeQuorumResponse,
 from kafkawire.messages.remove_raft_voter_response import RemoveRaftVoterResponse
 from kafkawire.protocol.error_codes import Errors
 from conftest import REFERENCE, require
-from fake_node import FakeNode, SilentPeer, closed_port
+from fake_node import FakeNode, SilentPeer, answers_metadata, closed_port
 from tools import metadata_quorum
 from tools.admin_client import KafkaApiError, exception_class_name
 from tools.cli import main
@@ -108,12 +108,24 @@ def test_describe_status_via_controller(capsys):
 
 
 def test_describe_status_via_broker(capsys):
-    with controller() as node:
+    with answers_metadata(controller()) as node:
         rc, out, err = kafkawire(capsys, "metadata-quorum", "--bootstrap-server", node.address, "describe", "--status")
     assert (rc, out, err) == (0, STATUS, "")
-    # A broker is asked directly: no controller lookup, DescribeCluster for brokers.
+    # A broker is asked directly: the admin's Metadata, then no controller lookup, DescribeCluster for brokers.
     assert [(r.api_key, r.request.endpoint_type if r.api_key == 60 else None) for r in node.received] == \
-        [(60, 1), (55, None)]
+        [(3, None), (60, 1), (55, None)]
+    assert node.requests(3)[0].request.topics == []
+
+
+def test_bootstrap_server_without_metadata_is_kafkas_fatal_metadata_error(capsys):
+    """A Kafka controller's listener has no Metadata API: Kafka's Admin fails every call with
+    "The node does not support METADATA" (no retries until the timeout)."""
+    with controller() as node:
+        rc, out, err = kafkawire(capsys, "metadata-quorum", "--bootstrap-server", node.address, "--timeout", "20000",
+                                 "describe", "--status")
+    assert (rc, out) == (1, "")
+    assert err == "org.apache.kafka.common.errors.UnsupportedVersionException: The node does not support METADATA\n"
+    assert node.received == []
 
 
 def test_describe_replication(capsys):
