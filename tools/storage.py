@@ -1,12 +1,16 @@
-"""`kafkawire storage`: Kafka's kafka-storage tool (StorageTool and Formatter of Kafka 4.2).
+"""`kafkawire storage`: Kafka's kafka-storage tool (StorageTool and Formatter of Kafka 4.3.1).
 
     kafkawire storage random-uuid
     kafkawire storage format --cluster-id ID --config server.properties [--standalone |
         --initial-controllers ID@HOST:PORT:DIRID,... | --no-initial-controllers]
-        [--release-version V] [--ignore-formatted]
+        [--release-version V] [--feature NAME=LEVEL ...] [--ignore-formatted]
     kafkawire storage info --config server.properties
+    kafkawire storage version-mapping [--release-version V]
+    kafkawire storage feature-dependencies --feature NAME=LEVEL [--feature ...]
 
-``format`` writes what Kafka's Formatter writes, in every directory of log.dirs plus
+The release versions and feature levels are kafkawire.feature_versions' (Kafka 4.3.1's); the
+default release version is 4.3-IV0. ``format`` prints ``Bootstrap metadata: ...`` as Kafka's
+Formatter does, then writes what it writes, in every directory of log.dirs plus
 metadata.log.dir (sorted):
 
 * ``meta.properties``: version 1, node.id, cluster.id, and a directory.id (random, except in
@@ -14,9 +18,12 @@ metadata.log.dir (sorted):
   the directory id given there);
 * ``bootstrap.checkpoint`` (BootstrapDirectory.writeBinaryFile / BatchFileWriter): a
   SnapshotHeader control batch (lastContainedLogTimestamp 0), one batch of FeatureLevelRecords
-  (metadata.version first, then each feature whose level for the release version is above 0,
-  by name; kraft.version never: BootstrapMetadata.fromVersions), a SnapshotFooter batch; every
-  batch with partition leader epoch 0;
+  (metadata.version first, then each other feature whose effective level is above 0, by name:
+  the --feature levels, else the release version's defaults; kraft.version never:
+  BootstrapMetadata.fromVersions), a SnapshotFooter batch; every batch with partition leader
+  epoch 0. kraft.version is 1 for a dynamic quorum (no controller.quorum.voters), else 0; a
+  --feature kraft.version that disagrees is refused, as are unknown features, levels that are
+  not production and unmet dependencies (Formatter.calculateEffectiveFeatureLevels);
 * with --standalone or --initial-controllers, in the metadata directory,
   ``__cluster_metadata-0/00000000000000000000-0000000000.checkpoint``
   (Formatter.writeDynamicQuorumSnapshot): one control batch with SnapshotHeader
@@ -26,6 +33,7 @@ metadata.log.dir (sorted):
 
 A directory that already has meta.properties stops the format with Kafka's message unless
 --ignore-formatted; one formatted for another cluster or node stops it in any case.
+``version-mapping`` and ``feature-dependencies`` are tools/version_mapping.py's.
 """
 from __future__ import annotations
 
@@ -35,27 +43,15 @@ import sys
 import uuid
 from dataclasses import dataclass
 
+from kafkawire import feature_versions as fv
+
 COMMAND = "storage"
 HELP = "format KRaft log directories and print uuids, as Kafka's kafka-storage tool does"
 
-# MetadataVersion (server-common, Kafka 4.2): (version string, feature level) from MINIMUM_VERSION
-# to LATEST_PRODUCTION. Later levels exist on Kafka's trunk; this tool does not know their features.
-METADATA_VERSIONS = (
-    ("3.3-IV3", 7), ("3.4-IV0", 8), ("3.5-IV0", 9), ("3.5-IV1", 10), ("3.5-IV2", 11), ("3.6-IV0", 12),
-    ("3.6-IV1", 13), ("3.6-IV2", 14), ("3.7-IV0", 15), ("3.7-IV1", 16), ("3.7-IV2", 17), ("3.7-IV3", 18),
-    ("3.7-IV4", 19), ("3.8-IV0", 20), ("3.9-IV0", 21), ("4.0-IV0", 22), ("4.0-IV1", 23), ("4.0-IV2", 24),
-    ("4.0-IV3", 25), ("4.1-IV0", 26), ("4.1-IV1", 27), ("4.2-IV0", 28), ("4.2-IV1", 29),
-)
-LATEST_PRODUCTION = "4.2-IV1"
-# Feature.PRODUCTION_FEATURES other than metadata.version and kraft.version: each level with the
-# metadata.version level from which it is the default (its FeatureVersion's bootstrapMetadataVersion).
-FEATURE_LEVELS = {
-    "eligible.leader.replicas.version": ((1, 26),),      # ELRV_1: IBP_4_1_IV0
-    "group.version": ((1, 22),),                         # GV_1: IBP_4_0_IV0
-    "share.version": ((1, 28),),                         # SV_1: IBP_4_2_IV0
-    "streams.version": ((1, 29),),                       # SV_1: IBP_4_2_IV1
-    "transaction.version": ((1, 24), (2, 24)),           # TV_1, TV_2: IBP_4_0_IV2
-}
+# The release versions and feature levels are Kafka 4.3.1's, from kafkawire.feature_versions.
+LATEST_PRODUCTION = fv.metadata_version(fv.LATEST_PRODUCTION_LEVEL).name
+# (name, level) of each production release version, for callers that list them.
+METADATA_VERSIONS = tuple((mv.name, mv.level) for mv in fv.METADATA_VERSIONS if fv.is_production(mv.level))
 CLUSTER_METADATA_DIR = "__cluster_metadata-0"
 META_PROPERTIES = "meta.properties"
 
@@ -79,48 +75,107 @@ def random_uuid() -> uuid.UUID:
 # --- release versions and bootstrap records --------------------------------------------------
 
 def metadata_version(text: str) -> tuple[str, int]:
-    """MetadataVersion.fromVersionString: "4.1" means its latest IV, "4.1.0" means "4.1"."""
-    key = ".".join(text.split(".")[:2]) if text.count(".") >= 2 else text
-    versions = dict(METADATA_VERSIONS)
-    if key not in versions:
-        latest_of_release = {}
-        for name, level in METADATA_VERSIONS:
-            latest_of_release[name.split("-")[0]] = (name, level)
-        if key in latest_of_release:
-            return latest_of_release[key]
-        raise StorageError(f"Unknown metadata.version '{text}'. Supported metadata.version are: "
-                           + ", ".join(name for name, _ in METADATA_VERSIONS))
-    return key, versions[key]
+    """MetadataVersion.fromVersionString (production versions): "4.3" means its latest IV, "4.3.1" means "4.3"."""
+    try:
+        mv = fv.from_version_string(text)
+    except ValueError as exc:
+        raise StorageError(str(exc)) from None
+    return mv.name, mv.level
+
+
+def release_version_level(release_version: str | None, requested: dict[str, int]) -> int:
+    """Formatter.calculateEffectiveReleaseVersion: --release-version or --feature metadata.version=L
+    (not both), else the latest production version."""
+    if fv.METADATA_VERSION in requested:
+        if release_version is not None:
+            raise StorageError(f"Use --release-version instead of --feature {fv.METADATA_VERSION}=X to avoid ambiguity.")
+        try:
+            mv = fv.metadata_version(requested[fv.METADATA_VERSION])
+        except ValueError as exc:
+            raise StorageError(str(exc)) from None
+        if not fv.is_production(mv.level):
+            raise StorageError(f"{fv.METADATA_VERSION} {mv.name} is not yet stable.")
+        return mv.level
+    return metadata_version(release_version or LATEST_PRODUCTION)[1]
+
+
+def _kraft_version_level(requested: int | None, dynamic_quorum: bool) -> int:
+    """Formatter.effectiveKRaftFeatureLevel: 1 for a dynamic quorum, 0 for static voters; a
+    requested level must agree."""
+    if requested is None:
+        return 1 if dynamic_quorum else 0
+    if requested == 0 and dynamic_quorum:
+        raise StorageError("Cannot set kraft.version to 0 if controller.quorum.voters is empty and one of the flags "
+                           "--standalone, --initial-controllers, or --no-initial-controllers is used. For dynamic "
+                           "controllers support, try removing the --feature flag for kraft.version.")
+    if requested != 0 and not dynamic_quorum:
+        raise StorageError(f"Cannot set kraft.version to {requested} unless controller.quorum.voters is empty and one "
+                           f"of the flags --standalone, --initial-controllers, or --no-initial-controllers is used. "
+                           f"For dynamic controllers support, try using one of --standalone, --initial-controllers, "
+                           f"or --no-initial-controllers and removing controller.quorum.voters.")
+    return requested
+
+
+def effective_feature_levels(mv_level: int, requested: dict[str, int], *, dynamic_quorum: bool) -> dict[str, int]:
+    """Formatter.calculateEffectiveFeatureLevels: the requested levels (every name a production
+    feature), metadata.version, the defaults for the rest, each level checked (it exists and
+    is production, its dependencies are met), by name."""
+    for name in sorted(requested):
+        if name != fv.METADATA_VERSION and name not in fv.FEATURES_BY_NAME:
+            raise StorageError(f"Unsupported feature: {name}. Supported features are: "
+                               + ", ".join(sorted(fv.FEATURES_BY_NAME)))
+    levels = dict(requested, **{fv.METADATA_VERSION: mv_level})
+    for feature in fv.FEATURES:
+        if feature.name == fv.KRAFT_VERSION:
+            levels[feature.name] = _kraft_version_level(levels.get(feature.name), dynamic_quorum)
+        elif feature.name not in levels:
+            levels[feature.name] = feature.default_level(mv_level)
+    for name in sorted(levels):
+        if name == fv.METADATA_VERSION:
+            continue
+        try:
+            fv.feature(name).version(levels[name], unstable_allowed=False)
+            fv.validate_version(name, levels[name], levels)
+        except ValueError as exc:
+            raise StorageError(str(exc)) from None
+    return dict(sorted(levels.items()))
 
 
 def default_feature_levels(mv_level: int) -> dict[str, int]:
-    """Feature.defaultLevel(releaseVersion) of every production feature but metadata.version and kraft.version."""
-    levels = {}
-    for name, steps in FEATURE_LEVELS.items():
-        levels[name] = max([lvl for lvl, since in steps if since <= mv_level], default=0)
-    return levels
+    """Feature.defaultLevel(releaseVersion) of every production feature but kraft.version."""
+    return {name: level for name, level in fv.default_levels(mv_level).items() if name != fv.KRAFT_VERSION}
 
 
-def bootstrap_records(mv_level: int) -> list:
-    """BootstrapMetadata.fromVersions: FeatureLevelRecords, metadata.version first, then by name, level > 0."""
+def bootstrap_records(mv_level: int, levels: dict[str, int] | None = None) -> list:
+    """BootstrapMetadata.fromVersions: FeatureLevelRecords, metadata.version first, then by name,
+    level > 0, never kraft.version. ``levels`` defaults to the release version's defaults."""
     from kafkawire import messages
     FeatureLevel = messages.by_name("FeatureLevelRecord")
-    records = [FeatureLevel(name="metadata.version", feature_level=mv_level)]
-    for name, level in sorted(default_feature_levels(mv_level).items()):
-        if level > 0:
+    levels = default_feature_levels(mv_level) if levels is None else levels
+    records = [FeatureLevel(name=fv.METADATA_VERSION, feature_level=mv_level)]
+    for name, level in sorted(levels.items()):
+        if name not in (fv.METADATA_VERSION, fv.KRAFT_VERSION) and level > 0:
             records.append(FeatureLevel(name=name, feature_level=level))
     return records
 
 
-def write_bootstrap_checkpoint(directory, mv_level: int, *, time_ms=None) -> str:
-    """``bootstrap.checkpoint`` as BatchFileWriter writes it; ``time_ms`` gives the batch timestamps."""
+def bootstrap_metadata_text(records: list, mv_level: int) -> str:
+    """BootstrapMetadata.toString, as the format command prints it after "Bootstrap metadata: "."""
+    items = ", ".join(f"ApiMessageAndVersion(FeatureLevelRecord(name='{r.name}', featureLevel={r.feature_level}) "
+                      f"at version 0)" for r in records)
+    return f"BootstrapMetadata(records=[{items}], metadataVersionLevel={mv_level}, source=format command)"
+
+
+def write_bootstrap_checkpoint(directory, mv_level: int, *, time_ms=None, records=None) -> str:
+    """``bootstrap.checkpoint`` as BatchFileWriter writes it (``records``: the FeatureLevelRecords,
+    by default the release version's); ``time_ms`` gives the batch timestamps."""
     from kafkawire.metadata import encode_metadata_record
     from kafkawire.storage.snapshot import BOOTSTRAP_FILE_NAME, BOOTSTRAP_SNAPSHOT_ID, SnapshotWriter
     _remove_stale_part(os.path.join(directory, BOOTSTRAP_FILE_NAME))
     writer = SnapshotWriter(directory, BOOTSTRAP_SNAPSHOT_ID, last_contained_log_timestamp=0,
                             file_name=BOOTSTRAP_FILE_NAME, time_ms=time_ms)
     with writer:
-        writer.append([encode_metadata_record(r, 0) for r in bootstrap_records(mv_level)])
+        writer.append([encode_metadata_record(r, 0) for r in (records or bootstrap_records(mv_level))])
     return writer.path
 
 
@@ -261,13 +316,8 @@ def _load_meta(directory):
         return None, exc
 
 
-def format_storage(config, cluster_id: str, *, mode: str | None, initial_controllers: str | None = None,
-                   release_version: str | None = None, ignore_formatted: bool = False, out=None,
-                   time_ms=None) -> None:
-    """Kafka's StorageTool.runFormatCommand + Formatter.run. ``mode`` is "standalone",
-    "initial-controllers", "no-initial-controllers" or None."""
-    from kafkawire.storage.state_files import MetaProperties, write_meta_properties
-    out = out or sys.stdout
+def _initial_voters(config, mode: str | None, initial_controllers: str | None) -> dict[int, DynamicVoter] | None:
+    """StorageTool.runFormatCommand's quorum checks: the dynamic voters to format with, or None."""
     static_voters = bool(config.controller_quorum_voters)
     if static_voters and mode in ("standalone", "initial-controllers"):
         raise StorageError("You cannot specify controller.quorum.voters and format the node with "
@@ -287,15 +337,14 @@ def format_storage(config, cluster_id: str, *, mode: str | None, initial_control
     if mode is None and config.is_controller and not static_voters:
         raise StorageError("Because controller.quorum.voters is not set on this controller, you must specify one "
                            "of the following: --standalone, --initial-controllers, or --no-initial-controllers.")
-    if not cluster_id:
-        raise StorageError("You must specify the cluster id.")
-    mv_name, mv_level = metadata_version(release_version or LATEST_PRODUCTION)
-    listener = config.controller_listener_names[0]
-    directories = list(config.all_log_dirs)
-    metadata_dir = config.metadata_log_dir
+    return voters
 
+
+def _directories_to_format(config, cluster_id: str, ignore_formatted: bool, out) -> tuple[list, dict]:
+    """MetaPropertiesEnsemble.Loader + verify and the Formatter's checks: the directories still
+    to format and the directory ids already in use (id -> directory)."""
     formatted, empty, errors, seen_ids = {}, [], [], {}
-    for directory in directories:
+    for directory in config.all_log_dirs:
         meta, error = _load_meta(directory)
         if error is not None:
             errors.append(directory)
@@ -323,12 +372,32 @@ def format_storage(config, cluster_id: str, *, mode: str | None, initial_control
                            f"directory and format the others.")
     if errors and not empty and not formatted:
         raise StorageError("No available log directories to format.")
+    return empty, seen_ids
+
+
+def format_storage(config, cluster_id: str, *, mode: str | None, initial_controllers: str | None = None,
+                   release_version: str | None = None, features: dict[str, int] | None = None,
+                   ignore_formatted: bool = False, out=None, time_ms=None) -> None:
+    """Kafka's StorageTool.runFormatCommand + Formatter.run. ``mode`` is "standalone",
+    "initial-controllers", "no-initial-controllers" or None; ``features``: the --feature levels."""
+    from kafkawire.storage.state_files import MetaProperties, write_meta_properties
+    out = out or sys.stdout
+    if release_version is not None:
+        metadata_version(release_version)        # StorageTool refuses an unknown one before anything else
+    voters = _initial_voters(config, mode, initial_controllers)
+    if not cluster_id:
+        raise StorageError("You must specify the cluster id.")
+    requested = dict(features or {})
+    mv_level = release_version_level(release_version, requested)
+    levels = effective_feature_levels(mv_level, requested, dynamic_quorum=not config.controller_quorum_voters)
+    records = bootstrap_records(mv_level, levels)
+    empty, seen_ids = _directories_to_format(config, cluster_id, ignore_formatted, out)
     if not empty:
         print("All of the log directories are already formatted.", file=out)
         return
-
+    print(f"Bootstrap metadata: {bootstrap_metadata_text(records, mv_level)}", file=out)
     for directory in empty:
-        if directory != metadata_dir:
+        if directory != config.metadata_log_dir:
             kind = "log"
         elif voters is None:
             kind = "static"
@@ -341,12 +410,13 @@ def format_storage(config, cluster_id: str, *, mode: str | None, initial_control
             while directory_id in seen_ids:
                 directory_id = random_uuid()
         seen_ids[directory_id] = directory
-        print(f"Formatting {_DESCRIPTIONS[kind]} {directory} with metadata.version {mv_name}.", file=out)
+        print(f"Formatting {_DESCRIPTIONS[kind]} {directory} with metadata.version "
+              f"{fv.metadata_version(mv_level).name}.", file=out)
         try:
             os.makedirs(directory, exist_ok=True)
-            write_bootstrap_checkpoint(directory, mv_level, time_ms=time_ms)
+            write_bootstrap_checkpoint(directory, mv_level, time_ms=time_ms, records=records)
             if kind in ("voter", "dynamic"):
-                write_dynamic_quorum_snapshot(directory, voters, listener, time_ms=time_ms)
+                write_dynamic_quorum_snapshot(directory, voters, config.controller_listener_names[0], time_ms=time_ms)
             write_meta_properties(os.path.join(directory, META_PROPERTIES),
                                   MetaProperties(1, cluster_id, config.node_id, directory_id))
         except OSError as exc:
@@ -398,8 +468,26 @@ def storage_info(config, out=None) -> int:
 
 # --- the command ------------------------------------------------------------------------------
 
+def parse_feature_flags(texts: list[str] | None) -> dict[str, int]:
+    """StorageTool.featureNamesAndLevels: ``name=level`` each, trimmed, the level a Java short;
+    a name given twice keeps its last level."""
+    from tools.version_mapping import FEATURES as FEATURE_COMMAND_WORDING, VersionLookupError, parse_name_and_level
+    levels: dict[str, int] = {}
+    for text in texts or ():
+        try:
+            # format's --feature is parsed as FeatureCommand parses it (feature-dependencies' is not)
+            name, level = parse_name_and_level(text, FEATURE_COMMAND_WORDING)
+        except VersionLookupError as exc:
+            raise StorageError(str(exc)) from None
+        levels[name] = level
+    return levels
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="storage_command", required=True, metavar="{format,random-uuid,info}")
+    sub = parser.add_subparsers(dest="storage_command", required=True,
+                                metavar="{info,format,version-mapping,feature-dependencies,random-uuid}")
+    info = sub.add_parser("info", help="Get information about the Kafka log directories on this node.")
+    info.add_argument("--config", "-c", required=True, help="The Kafka configuration file to use.")
     fmt = sub.add_parser("format", help="Format the Kafka log directories on this node.")
     fmt.add_argument("--config", "-c", required=True, help="The Kafka configuration file to use.")
     fmt.add_argument("--cluster-id", "-t", required=True, help="The cluster ID to use.")
@@ -407,7 +495,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="Format the directories that are not formatted yet and leave the others.")
     fmt.add_argument("--release-version", "-r",
                      help=f"The release version to use for the initial feature settings. The minimum is "
-                          f"{METADATA_VERSIONS[0][0]}; the default is {LATEST_PRODUCTION}.")
+                          f"{fv.metadata_version(fv.MINIMUM_LEVEL)}; the default is {LATEST_PRODUCTION}.")
+    fmt.add_argument("--feature", "-f", action="append", metavar="FEATURE=LEVEL",
+                     help="The setting to use for a specific feature, in feature=level format. For example: "
+                          "`kraft.version=1`.")
     quorum = fmt.add_mutually_exclusive_group()
     quorum.add_argument("--standalone", "-s", action="store_true",
                         help="Initialize a controller as a single-node dynamic quorum.")
@@ -415,25 +506,52 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Initialize a server without specifying a dynamic quorum.")
     quorum.add_argument("--initial-controllers", "-I", metavar="ID@HOST:PORT:DIRID,...",
                         help="Initialize a server with the specified dynamic quorum (the same value on every node).")
+    mapping = sub.add_parser("version-mapping", help="Look up the corresponding features for a given metadata "
+                                                     "version (by default the latest stable one).")
+    mapping.add_argument("--release-version", "-r",
+                         help=f"The release version to use for the corresponding feature mapping. The minimum is "
+                              f"{fv.metadata_version(fv.MINIMUM_LEVEL)}; the default is {LATEST_PRODUCTION}.")
+    dependencies = sub.add_parser("feature-dependencies", help="Look up dependencies for a given feature version.")
+    dependencies.add_argument("--feature", "-f", action="append", required=True, metavar="FEATURE=VERSION",
+                              help="The features and their versions to look up dependencies for, in "
+                                   "feature=version format. For example: `metadata.version=5`.")
     sub.add_parser("random-uuid", help="Print a random UUID.")
-    info = sub.add_parser("info", help="Get information about the Kafka log directories on this node.")
-    info.add_argument("--config", "-c", required=True, help="The Kafka configuration file to use.")
+
+
+def _print_lookup(lines) -> int:
+    """Print a version-mapping / feature-dependencies answer line by line; a refusal ends it."""
+    from tools.version_mapping import VersionLookupError
+    try:
+        for line in lines:
+            print(line)
+    except VersionLookupError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
     from kafkawire.net.config import ConfigError, load_server_config
     from kafkawire.storage.state_files import uuid_to_kafka
+    from tools import version_mapping
     if args.storage_command == "random-uuid":
         print(uuid_to_kafka(random_uuid()))
         return 0
+    if args.storage_command == "version-mapping":
+        return _print_lookup(version_mapping.version_mapping(args.release_version))
+    if args.storage_command == "feature-dependencies":
+        return _print_lookup(version_mapping.feature_dependencies(args.feature, version_mapping.STORAGE))
     try:
         config = load_server_config(args.config)
         if args.storage_command == "info":
             return storage_info(config)
         mode = ("standalone" if args.standalone else "no-initial-controllers" if args.no_initial_controllers
                 else "initial-controllers" if args.initial_controllers is not None else None)
+        if args.release_version is not None:
+            metadata_version(args.release_version)     # refused before --feature is read, as StorageTool does
         format_storage(config, args.cluster_id, mode=mode, initial_controllers=args.initial_controllers,
-                       release_version=args.release_version, ignore_formatted=args.ignore_formatted)
+                       release_version=args.release_version, features=parse_feature_flags(args.feature),
+                       ignore_formatted=args.ignore_formatted)
         return 0
     except (StorageError, ConfigError) as exc:
         print(exc, file=sys.stderr)

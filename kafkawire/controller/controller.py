@@ -93,7 +93,7 @@ class MetadataController:
         self.topic_defaults = topic_defaults
         self.clock = clock
         self.rng = rng or random.Random()
-        self.state = ControllerState()
+        self.state = ControllerState(self.supported_features)
         self.sessions = BrokerHeartbeatManager(session_timeout_ms)
         self.registration = ControllerRegistrationManager(
             raft, self.state, incarnation_id=self.incarnation_id, listeners=listeners,

@@ -14,7 +14,10 @@ Beyond the image it keeps what Kafka's controller keeps beside its managers:
 
 A record that cannot be decoded or applied is logged and kept in ``problems`` (offset and
 reason); replay goes on, as kafka-metadata-shell's replay does, so one bad record does not
-stop the node.
+stop the node. The exception is a FeatureLevelRecord for a level outside what the node
+supports (``supported_features``): as in Kafka's FeatureControlManager.replay, whose failure
+is fatal to the controller, replay raises UnsupportedFeatureLevel and the node stops rather
+than run on metadata it may not understand.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from dataclasses import dataclass, field
 
 from kafkawire.metadata.frame import MetadataRecordError, decode_metadata_record
 from kafkawire.metadata.image import ImageError, MetadataImage, Provenance
+from raft.node.errors import StateMachineFatal
 
 from .java_order import grown_capacity, string_hashmap_order
 from .versions import METADATA_VERSION
@@ -48,8 +52,19 @@ class _Transaction:
     records: list = field(default_factory=list)      # (message, offset)
 
 
+class UnsupportedFeatureLevel(StateMachineFatal):
+    """A committed feature level this node does not support; the message is Kafka's."""
+
+
+def _version_range_text(low: int, high: int) -> str:
+    """VersionRange.toString."""
+    return str(low) if low == high else f"{low}+" if high == 0x7FFF else f"{low}-{high}"
+
+
 class ControllerState:
-    def __init__(self):
+    def __init__(self, supported_features: dict[str, tuple[int, int]] | None = None):
+        """``supported_features``: name -> (min, max) level this node supports; None accepts any level."""
+        self.supported_features = supported_features
         self.image = MetadataImage()
         self.next_offset = 0                  # one past the last data record replayed
         self.register_broker_offsets: dict[int, int] = {}
@@ -94,7 +109,7 @@ class ControllerState:
 
     def load_snapshot(self, end_offset: int, epoch: int, values: list[bytes]) -> None:
         """Replace everything with a snapshot's records; what it describes ends before ``end_offset``."""
-        self.__init__()
+        self.__init__(self.supported_features)
         new_features: list[str] = []
         for value in values:
             message = self._decode(value, end_offset - 1)
@@ -141,8 +156,19 @@ class ControllerState:
         else:
             self._apply(message, offset, new_features)
 
+    def _check_supported(self, record, offset: int) -> None:
+        """FeatureControlManager.replay's check: a feature this node does not know supports level 0 only."""
+        low, high = self.supported_features.get(record.name, (0, 0))
+        if not low <= record.feature_level <= high:
+            raise UnsupportedFeatureLevel(
+                f"Unable to apply FeatureLevelRecord record at offset {offset}: Tried to apply FeatureLevelRecord "
+                f"FeatureLevelRecord(name='{record.name}', featureLevel={record.feature_level}), but this controller "
+                f"only supports versions {_version_range_text(low, high)}")
+
     def _apply(self, message, offset: int, new_features: list[str]) -> None:
         name = type(message).NAME
+        if name == "FeatureLevelRecord" and self.supported_features is not None:
+            self._check_supported(message, offset)
         try:
             self.image.apply(message)
         except ImageError as exc:

@@ -2,29 +2,17 @@
 
 Kafka's MetadataVersion (server-common) decides which records and record versions the
 controller and the snapshot writer use; these are its predicates, by feature level
-(7 = 3.3-IV3, ... 29 = 4.2-IV1). Supported feature ranges are those of Kafka 4.2's controller
-(QuorumFeatures.defaultSupportedFeatureMap with production features only), which is also what
-`kafkawire storage format` formats for (LATEST_PRODUCTION 4.2-IV1).
+(7 = 3.3-IV3, ... 30 = 4.3-IV0). The supported feature ranges are those of Kafka 4.3.1's
+controller (QuorumFeatures.defaultSupportedFeatureMap, production features only), from the
+one table in kafkawire.feature_versions.
 """
 from __future__ import annotations
 
-METADATA_VERSION = "metadata.version"
-KRAFT_VERSION = "kraft.version"
-ELR_VERSION = "eligible.leader.replicas.version"
+from kafkawire.feature_versions import (ELR_VERSION, KRAFT_VERSION, LATEST_PRODUCTION_LEVEL,  # noqa: F401
+                                        METADATA_VERSION, MINIMUM_LEVEL, supported_feature_ranges)
 
-MINIMUM_LEVEL = 7            # IBP_3_3_IV3, MetadataVersion.MINIMUM_VERSION
-LATEST_PRODUCTION_LEVEL = 29 # IBP_4_2_IV1
-
-# Feature name -> (min, max) supported level, as Kafka 4.2 registers them.
-SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
-    METADATA_VERSION: (MINIMUM_LEVEL, LATEST_PRODUCTION_LEVEL),
-    KRAFT_VERSION: (0, 1),
-    "group.version": (0, 1),
-    "transaction.version": (0, 2),
-    ELR_VERSION: (0, 1),
-    "share.version": (0, 1),
-    "streams.version": (0, 1),
-}
+# Feature name -> (min, max) supported level, as Kafka 4.3.1 registers them.
+SUPPORTED_FEATURES: dict[str, tuple[int, int]] = supported_feature_ranges()
 
 
 def migration_supported(level: int) -> bool:

@@ -1,7 +1,7 @@
 """The Java enum names the metadata image prints: Kafka shows ids stored in metadata records
 by the names of its enums (``toString`` of the constant), so the image does the same.
 
-Sources: server-common MetadataVersion (feature levels 1-34), clients SecurityProtocol,
+Sources: server-common MetadataVersion (kafkawire.feature_versions), clients SecurityProtocol,
 ConfigResource.Type, ResourceType, PatternType, AclOperation, AclPermissionType,
 ScramMechanism, metadata LeaderRecoveryState and ZkMigrationState. An id a table lacks is
 shown as Kafka's fallback for it (``UNKNOWN``, ``null``) or, where Kafka would throw, as
@@ -9,14 +9,13 @@ shown as Kafka's fallback for it (``UNKNOWN``, ``null``) or, where Kafka would t
 """
 from __future__ import annotations
 
-# MetadataVersion: feature level -> the constant's toString (its "release-IVn" version).
-METADATA_VERSIONS = {
-    1: "3.0-IV1", 2: "3.1-IV0", 3: "3.2-IV0", 4: "3.3-IV0", 5: "3.3-IV1", 6: "3.3-IV2", 7: "3.3-IV3",
-    8: "3.4-IV0", 9: "3.5-IV0", 10: "3.5-IV1", 11: "3.5-IV2", 12: "3.6-IV0", 13: "3.6-IV1", 14: "3.6-IV2",
-    15: "3.7-IV0", 16: "3.7-IV1", 17: "3.7-IV2", 18: "3.7-IV3", 19: "3.7-IV4", 20: "3.8-IV0", 21: "3.9-IV0",
-    22: "4.0-IV0", 23: "4.0-IV1", 24: "4.0-IV2", 25: "4.0-IV3", 26: "4.1-IV0", 27: "4.1-IV1", 28: "4.2-IV0",
-    29: "4.2-IV1", 30: "4.3-IV0", 31: "4.4-IV0", 32: "4.4-IV1", 33: "4.4-IV2", 34: "4.5-IV0",
-}
+from kafkawire import feature_versions as _feature_versions
+
+# MetadataVersion: feature level -> the constant's toString (its "release-IVn" version), from the
+# one table of Kafka 4.3.1's levels (7-31), plus the names levels 1-6 had before Kafka 4.0
+# dropped them (old logs and snapshots still carry them).
+_PRE_4_0_METADATA_VERSIONS = {1: "3.0-IV1", 2: "3.1-IV0", 3: "3.2-IV0", 4: "3.3-IV0", 5: "3.3-IV1", 6: "3.3-IV2"}
+METADATA_VERSIONS = {**_PRE_4_0_METADATA_VERSIONS, **{mv.level: mv.name for mv in _feature_versions.METADATA_VERSIONS}}
 METADATA_VERSION_FEATURE = "metadata.version"
 
 

@@ -35,6 +35,7 @@ from raft.voters import VoterSet
 
 from .disk_store import DiskLogStore
 from .driver import RaftDriver
+from .errors import StateMachineFatal
 
 log = logging.getLogger("kafkawire.node")
 
@@ -152,7 +153,10 @@ class ControllerNode:
             except OSError as exc:
                 raise NodeStartError(f"listener {endpoint}: cannot bind: {exc.strerror or exc}") from None
             self.servers.append(server)
-        driver.start()
+        try:
+            driver.start()
+        except StateMachineFatal as exc:       # the latest snapshot holds what the state machine refuses
+            raise NodeStartError(str(exc)) from None
         for server in self.servers:
             await server.start()
         if self.state_machine is not None and hasattr(self.state_machine, "run"):

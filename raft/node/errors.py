@@ -16,3 +16,8 @@ class NoLeader(Exception):
 
 class NodeFailed(RuntimeError):
     """The raft core or the disk failed; the node must stop (Kafka halts the process)."""
+
+
+class StateMachineFatal(RuntimeError):
+    """The state machine met committed data it must not run on (a feature level it does not
+    support); the node stops, as Kafka's fatal fault handler halts the controller."""

@@ -40,7 +40,7 @@ def test_every_controller_registers_once_with_its_listeners_and_features():
             ("CONTROLLER", f"controller{record.controller_id}", 9093, 0)]
         assert [f.name for f in record.features] == KAFKA_FEATURE_ORDER
         assert {f.name: (f.min_supported_version, f.max_supported_version) for f in record.features}[
-            "metadata.version"] == (7, 29)
+            "metadata.version"] == (7, 30)     # Kafka 4.3.1: 3.3-IV3 to 4.3-IV0
     assert all(c.registration.attempts == 1 for c in controllers)
 
 

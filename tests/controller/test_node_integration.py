@@ -78,7 +78,7 @@ def test_a_node_runs_the_controller(tmp_path):
     replay = replay_directory(tmp_path / "data" / "__cluster_metadata-0")
     assert replay.problems == []
     image = replay.image
-    assert image.metadata_version == 29
+    assert image.metadata_version == 30          # storage format's default, 4.3-IV0
     assert image.brokers[7].fenced is False
     assert [p.leader for p in image.topics_by_name["events"].partitions.values()] == [7, 7]
     assert image.controllers[1].incarnation_id == second != first

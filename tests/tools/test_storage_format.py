@@ -50,6 +50,13 @@ def write_config(tmp_path, *, roles="controller", voters=None, log_dirs=("logs-a
     return path
 
 
+def formatting_lines(out: str) -> list[str]:
+    """format's output after its first line, which must be the "Bootstrap metadata: " line."""
+    lines = out.splitlines()
+    assert lines and lines[0].startswith("Bootstrap metadata: BootstrapMetadata(records=[ApiMessageAndVersion("), out
+    return lines[1:]
+
+
 # --- bootstrap.checkpoint, byte for byte against Kafka's ------------------------------------------
 
 @pytest.mark.parametrize("reference", reference_bootstraps(), ids=lambda p: str(p.relative_to(KRAFT_DATA)))
@@ -88,8 +95,13 @@ def test_release_versions_as_kafka_parses_them():
         ("metadata.version", 29), ("eligible.leader.replicas.version", 1), ("group.version", 1),
         ("share.version", 1), ("streams.version", 1), ("transaction.version", 2)]
     with pytest.raises(StorageError, match=r"^Unknown metadata.version '3.2'. Supported metadata.version are: "
-                                           r"3.3-IV3, 3.4-IV0, .*, 4.2-IV1$"):
+                                           r"3.3-IV3, 3.4-IV0, .*, 4.2-IV1, 4.3-IV0$"):
         metadata_version("3.2")
+    # 4.4-IV0 is known to Kafka 4.3.1 but not production: refused, and "4.4" names no production IV.
+    for unstable in ("4.4-IV0", "4.4"):
+        with pytest.raises(StorageError, match=rf"^Unknown metadata.version '{unstable}'. .* 4.2-IV1, 4.3-IV0$"):
+            metadata_version(unstable)
+    assert metadata_version("4.3") == metadata_version("4.3.1") == ("4.3-IV0", 30)
 
 
 # --- format ---------------------------------------------------------------------------------------
@@ -107,9 +119,10 @@ def test_format_standalone_writes_meta_properties_bootstrap_and_the_voters_snaps
     status, out, err = storage(capsys, "format", "--cluster-id", CLUSTER, "--config", config, "--standalone")
     assert (status, err) == (0, "")
     dirs = sorted(str(tmp_path / d) for d in ("logs-a", "logs-b", "meta"))
-    assert out.splitlines() == [f"Formatting data directory {dirs[0]} with metadata.version 4.2-IV1.",
-                                f"Formatting data directory {dirs[1]} with metadata.version 4.2-IV1.",
-                                f"Formatting dynamic metadata voter directory {dirs[2]} with metadata.version 4.2-IV1."]
+    assert formatting_lines(out) == [f"Formatting data directory {dirs[0]} with metadata.version 4.3-IV0.",
+                                    f"Formatting data directory {dirs[1]} with metadata.version 4.3-IV0.",
+                                    f"Formatting dynamic metadata voter directory {dirs[2]} with metadata.version "
+                                    f"4.3-IV0."]
     ids = set()
     for d in dirs:
         meta = read_meta_properties(Path(d) / "meta.properties")
@@ -122,7 +135,7 @@ def test_format_standalone_writes_meta_properties_bootstrap_and_the_voters_snaps
         bootstrap = SnapshotReader(Path(d) / "bootstrap.checkpoint")
         assert bootstrap.header.last_contained_log_timestamp == 0
         assert [(m.name, m.feature_level) for m in (decode_metadata_record(r.value).message for r in bootstrap.records())] \
-            == [(r.name, r.feature_level) for r in bootstrap_records(29)]
+            == [(r.name, r.feature_level) for r in bootstrap_records(30)]
         assert all(b.partition_leader_epoch == 0 for b in bootstrap.batches)
     assert len(ids) == 3 and uuid.UUID(int=0) not in ids
     for d in dirs[:2]:
@@ -151,7 +164,8 @@ def test_format_with_initial_controllers(tmp_path, capsys):
                                "--release-version", "3.9")
     assert status == 0, err
     data_dir = tmp_path / "logs-a"
-    assert out == f"Formatting dynamic metadata voter directory {data_dir} with metadata.version 3.9-IV0.\n"
+    assert formatting_lines(out) == [f"Formatting dynamic metadata voter directory {data_dir} with metadata.version "
+                                     f"3.9-IV0."]
     assert read_meta_properties(data_dir / "meta.properties").directory_id == ids[1]     # node 1's
     _, kraft, record = read_snapshot(data_dir / "__cluster_metadata-0" / SNAPSHOT)
     assert [(v.voter_id, v.voter_directory_id, v.endpoints[0].host, v.endpoints[0].port) for v in record.voters] == \
@@ -164,7 +178,7 @@ def test_format_as_a_non_voter_of_the_initial_controllers(tmp_path, capsys):
     config = write_config(tmp_path)
     voters = f"2@h:1:{uuid_to_kafka(random_uuid())}"
     status, out, _ = storage(capsys, "format", "-t", CLUSTER, "-c", config, "-I", voters)
-    assert status == 0 and out.startswith("Formatting dynamic metadata directory ")
+    assert status == 0 and formatting_lines(out)[0].startswith("Formatting dynamic metadata directory ")
     _, _, record = read_snapshot(tmp_path / "logs-a" / "__cluster_metadata-0" / SNAPSHOT)
     assert [v.voter_id for v in record.voters] == [2]
 
@@ -178,7 +192,7 @@ def test_format_with_no_initial_controllers_and_with_static_voters_writes_no_sna
     static.mkdir()
     config = write_config(static, voters="1@localhost:9093")
     status, out, _ = storage(capsys, "format", "-t", CLUSTER, "-c", config)
-    assert status == 0 and out.startswith("Formatting metadata directory ")
+    assert status == 0 and formatting_lines(out)[0].startswith("Formatting metadata directory ")
     assert not (static / "logs-a" / "__cluster_metadata-0").exists()
 
 
@@ -215,7 +229,8 @@ def test_an_already_formatted_directory_is_refused_unless_ignored(tmp_path, caps
     # A new directory joins: only it is formatted, the others are left as they were.
     config = write_config(tmp_path, log_dirs=("logs-a", "logs-b", "logs-c"))
     status, out, _ = storage(capsys, "format", "-t", CLUSTER, "-c", config, "-N", "-g")
-    assert (status, out) == (0, f"Formatting data directory {tmp_path / 'logs-c'} with metadata.version 4.2-IV1.\n")
+    assert status == 0
+    assert formatting_lines(out) == [f"Formatting data directory {tmp_path / 'logs-c'} with metadata.version 4.3-IV0."]
     assert (tmp_path / "logs-a" / "meta.properties").read_bytes() == before
 
 
@@ -343,4 +358,4 @@ def test_format_storage_is_usable_without_the_cli(tmp_path):
 
     format_storage(config, CLUSTER, mode="standalone", out=Out())
     assert os.path.exists(tmp_path / "logs-a" / "__cluster_metadata-0" / SNAPSHOT)
-    assert "".join(lines).startswith("Formatting dynamic metadata voter directory")
+    assert formatting_lines("".join(lines))[0].startswith("Formatting dynamic metadata voter directory")
