@@ -253,6 +253,30 @@ def _unreadable_metadata_values() -> list[bytes]:
     ]
 
 
+def _write_damaged_files(root: Path) -> None:
+    """A flipped record byte (CRC mismatch), a torn last batch, and an offset index and a time
+    index whose second entries point at the wrong batch and the wrong time."""
+    batches = [build_batch([(b"k%d" % n, b"value %d" % n, [], TS + n)], base_offset=n) for n in range(4)]
+    for name in ("crc-topic-0", "torn-topic-0", "index-topic-0"):
+        _write_segment(root / name, 0, batches)
+    crc = root / "crc-topic-0" / "00000000000000000000.log"
+    data = bytearray(crc.read_bytes())
+    data[len(batches[0]) + len(batches[1]) - 3] ^= 0x20
+    crc.write_bytes(bytes(data))
+    torn = root / "torn-topic-0" / "00000000000000000000.log"
+    torn.write_bytes(torn.read_bytes()[:-len(batches[-1]) // 2])
+    for stale in ("00000000000000000000.index", "00000000000000000000.timeindex"):
+        (root / "torn-topic-0" / stale).unlink()   # Kafka's tool dies on an entry past the end
+    index = root / "index-topic-0" / "00000000000000000000.index"
+    entries = bytearray(index.read_bytes())
+    entries[12:16] = entries[20:24]            # entry 1 (offset 1) gets entry 2's position
+    index.write_bytes(bytes(entries))
+    time_index = root / "index-topic-0" / "00000000000000000000.timeindex"
+    entries = bytearray(time_index.read_bytes())
+    entries[12:20] = (TS + 77).to_bytes(8, "big")      # entry 1's timestamp
+    time_index.write_bytes(bytes(entries))
+
+
 @pytest.fixture(scope="module")
 def writer_files(tmp_path_factory) -> list[Path]:
     root = tmp_path_factory.mktemp("kafkawire-writer")
@@ -260,6 +284,7 @@ def writer_files(tmp_path_factory) -> list[Path]:
     # a segment that does not start at 0 (Kafka reports "-1 is followed by <base>")
     _write_segment(root / "later-topic-0", 100, [build_batch([(b"k", b"v", [], TS)], base_offset=100 + n)
                                                   for n in range(4)])
+    _write_damaged_files(root)
     builder = RecordBatchBuilder(base_offset=0, partition_leader_epoch=1)
     for value in _unreadable_metadata_values():
         builder.append(None, value, (), TS)
