@@ -47,6 +47,7 @@ from kafkawire.records.batch import (CONTROL_FLAG_MASK, DELETE_HORIZON_FLAG_MASK
                                      TIMESTAMP_TYPE_MASK, RecordBatch)
 from kafkawire.records.compression import CODEC_NAMES
 from kafkawire.records.control import ControlRecordType, control_type_name, decode_control_value, parse_control_key
+from kafkawire.records.kraft_control import value_json
 from kafkawire.records.legacy import LegacyRecordBatch
 from kafkawire.storage.snapshot import BOOTSTRAP_FILE_NAME, parse_snapshot_file_name
 
@@ -523,7 +524,7 @@ class Dumper:
                 # Kafka's ControlRecordType.fromTypeId maps unknown ids to UNKNOWN.
                 return (f" controlType: UNKNOWN({type_id})", {"type": "UNKNOWN", "typeId": type_id})
             message = decode_control_value(type_id, record.value)
-            data = message.to_json(message.version)
+            data = value_json(message)
             return f"{label}{jackson_json(data)}", {"type": control_type_name(type_id), "data": data}
         except CorruptRecordError as exc:
             self.error(name, position, f"control record at offset {record.offset} (in the batch at this "

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from importlib import metadata as _package_metadata
 
+from kafkawire.records.kraft_control import json_version, value_json
+
 from .image import MetadataImage
 from .java_text import iso_zoned_utc, jackson_json, java_double
 from .kafka_names import SCRAM_MECHANISMS, ZK_MIGRATION_STATES, config_resource_type, metadata_version_name
@@ -185,14 +187,14 @@ def _raft(replay) -> Directory:
     }
     if raft.leader_change is not None:
         lc = raft.leader_change
-        children["leaderChange"] = lambda: Leaf(jackson_json(lc.to_json(lc.version)))
+        children["leaderChange"] = lambda: Leaf(jackson_json(value_json(lc)))
     voters = {}
     if raft.voters is not None:
         for voter in raft.voters.voters:
-            voters[str(voter.voter_id)] = (lambda v=voter: Leaf(jackson_json(v.to_json(raft.voters.version))))
+            voters[str(voter.voter_id)] = (lambda v=voter: Leaf(jackson_json(v.to_json(json_version(raft.voters)))))
     elif raft.leader_change is not None:
         for voter in raft.leader_change.voters:
-            voters[str(voter.voter_id)] = (lambda v=voter: Leaf(jackson_json(v.to_json(raft.leader_change.version))))
+            voters[str(voter.voter_id)] = (lambda v=voter: Leaf(jackson_json(v.to_json(json_version(raft.leader_change)))))
     children["voters"] = lambda: Directory(voters)
     return Directory(children)
 

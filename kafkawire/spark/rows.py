@@ -23,6 +23,7 @@ from kafkawire.metadata.record_json import PayloadDecoder, record_type_name
 from kafkawire.records import CorruptRecordError
 from kafkawire.records.control import (ControlRecordType, control_type_name, decode_control_value,
                                        parse_control_key)
+from kafkawire.records.kraft_control import value_json
 
 from .columns import HEADERS_TYPE, arrow_schema
 
@@ -153,7 +154,7 @@ def _control_json(type_id: int, value) -> tuple:
     if type_id in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
         return decoded.version, jackson_json({"coordinatorEpoch": decoded.coordinator_epoch})
     if hasattr(decoded, "to_json"):
-        return decoded.version, jackson_json(decoded.to_json(decoded.version))
+        return decoded.version, jackson_json(value_json(decoded))
     return None, None   # a control type nobody knows: its raw value is in the value column
 
 

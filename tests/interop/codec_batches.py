@@ -80,7 +80,8 @@ def batch_specs(draw, kind):
     else:
         cls = messages.by_name(VALUE_MESSAGES[ControlRecordType[control_type]])
         message = without_unknown_tags(draw(instances(cls, CONTROL_VALUE_VERSION)))
-        message.version = CONTROL_VALUE_VERSION     # the value says the version it is written in
+        # The Version field is data: Kafka writes and reads the value at 0 whatever it says.
+        message.version = draw(st.one_of(st.just(CONTROL_VALUE_VERSION), st.integers(-2**15, 2**15 - 1)))
         control["json"] = message.to_json(CONTROL_VALUE_VERSION)
         if control_type == "LEADER_CHANGE":      # Kafka refuses a leader change without an epoch
             spec["partitionLeaderEpoch"] = draw(st.integers(0, INT32_MAX))
