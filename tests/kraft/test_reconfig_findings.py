@@ -1,8 +1,8 @@
 """Where the raft core's reconfiguration answers disagree with Kafka's (found while writing
-the datadriven files; see the issue note). Each test states Kafka's behaviour, with the
-class and rule it comes from, and is marked xfail(strict=True) with what this core does
-instead: once the core is fixed the test passes, strict xfail turns that into a failure, and
-the marker must go.
+the datadriven files; see the issue note). Each test checks one of Kafka's behaviours, and is
+marked by ``finding``: a strict xfail that only an AssertionError satisfies, saying what this
+core does now and what Kafka 4.3.1 does (the class and method, read in its sources). Once the
+core is fixed the test passes, strict xfail turns that into a failure, and the marker must go.
 """
 from __future__ import annotations
 
@@ -51,20 +51,29 @@ def test_a_voter_refused_on_update_raft_voter_keeps_fetching():
     assert out.count("3->1 UpdateRaftVoter") <= 2
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "this core answers UpdateRaftVoter only once the new VotersRecord commits (PendingChange.ack_when_committed); "
-    "Kafka's UpdateVoterHandler replies right after appending it ('Reply immediately and don't wait for the "
-    "change to commit'), so the voter, which waits for the answer, can fetch and help commit it"))
+def finding(ours: str, kafka: str):
+    """A strict xfail for one disagreement with Kafka 4.3.1: ``ours`` is what this core does
+    now (the assertion that fails), ``kafka`` what Kafka does and where. Only an
+    AssertionError counts as the expected failure, so a broken command or a crash in the
+    test itself is reported as an error, not silently taken for the finding."""
+    return pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"ours: {ours}; Kafka: {kafka}")
+
+
+@finding(ours="UpdateRaftVoter (kraft.version 1) is answered only once the new VotersRecord commits "
+              "(PendingChange.ack_when_committed): right after '1: append 3..3 epoch=1' there is no answer",
+         kafka="UpdateVoterHandler.storeUpdatedVoters returns its completed response right after "
+               "LeaderState.appendVotersRecord, without waiting for the commit, so the voter (which waits for "
+               "that answer) goes back to fetching and helps commit the record")
 def test_update_raft_voter_is_answered_as_soon_as_the_record_is_appended():
     env = elected()
     out = drive(env, "inject 1 update-voter from=2 epoch=1 host=node2-new").split("\n")
     assert out[1:] == ["1: append 3..3 epoch=1", "1->2 UpdateRaftVoterResponse leader=1 epoch=1"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the UpdateRaftVoterResponse answered on commit (reconfig._finish) has no CurrentLeader, so it reads "
-    "leader -1, epoch -1 on the wire; Kafka's RaftUtil.updateVoterResponse always names the leader, its epoch "
-    "and its endpoint"))
+@finding(ours="the UpdateRaftVoterResponse sent on commit (reconfig._finish) leaves CurrentLeader unset: "
+              "'1->2 UpdateRaftVoterResponse leader=- epoch=-1'",
+         kafka="every UpdateRaftVoterResponse is built by RaftUtil.updateVoterResponse, which sets CurrentLeader "
+               "to the leader id and epoch (and its host and port on the request's listener)")
 def test_every_update_raft_voter_answer_names_the_leader():
     env = elected()
     drive(env, "inject 1 update-voter from=2 epoch=1 host=node2-new")
@@ -72,33 +81,63 @@ def test_every_update_raft_voter_answer_names_the_leader():
     assert answers == ["1->2 UpdateRaftVoterResponse leader=1 epoch=1"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "this core answers RemoveRaftVoter and UpdateRaftVoter without a directory id with VOTER_NOT_FOUND, and an "
-    "AddRaftVoter of a voter id without an endpoint on the quorum's listener with DUPLICATE_VOTER; Kafka's "
-    "KafkaRaftClient.handle{Remove,Update,Add}VoterRequest refuse a missing directory id or listener with "
-    "INVALID_REQUEST before any voter-set check"))
-def test_a_voter_key_without_directory_id_or_listener_is_an_invalid_request():
+@finding(ours="RemoveRaftVoter voter=2 without a directory id: VOTER_NOT_FOUND",
+         kafka="KafkaRaftClient.handleRemoveVoterRequest answers INVALID_REQUEST when the voter key has no "
+               "directory id, before the voter set is looked at")
+def test_remove_raft_voter_without_directory_id_is_an_invalid_request():
     env = elected()
     assert drive(env, "inject 1 remove-voter voter=2 dir=none").endswith("RemoveRaftVoterResponse err=INVALID_REQUEST")
+
+
+@finding(ours="UpdateRaftVoter from voter 2 without a directory id at kraft.version 1: VOTER_NOT_FOUND",
+         kafka="KafkaRaftClient.handleUpdateVoterRequest answers INVALID_REQUEST (with the leader named) when "
+               "the voter key has no directory id, before UpdateVoterHandler looks at the voter set")
+def test_update_raft_voter_without_directory_id_is_an_invalid_request():
+    env = elected()
     assert drive(env, "inject 1 update-voter from=2 epoch=1 dir=none").endswith(
         "UpdateRaftVoterResponse err=INVALID_REQUEST leader=1 epoch=1")
+
+
+@finding(ours="AddRaftVoter for voter 2 (directory 2, already a voter) listing only listener OTHER: "
+              "DUPLICATE_VOTER (the voter set is checked before the listener; a new voter without the "
+              "listener already gets INVALID_REQUEST)",
+         kafka="KafkaRaftClient.handleAddVoterRequest answers INVALID_REQUEST when the endpoints lack the "
+               "quorum's listener, before AddVoterHandler looks at the voter set")
+def test_add_raft_voter_without_the_quorum_listener_is_an_invalid_request_even_for_a_voter():
+    env = elected()
     assert drive(env, "inject 1 add-voter voter=2 listener=OTHER").endswith("AddRaftVoterResponse err=INVALID_REQUEST")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "at kraft.version 0 this core keeps any UpdateRaftVoter for the upgrade (Reconfig.learned) without checks: "
-    "a voter without a directory id ends up in the upgraded voter set with none, which Kafka's "
-    "LeaderState.maybeAppendUpgradedKRaftVersion refuses ('Directory id must be known for all of the voters'); "
-    "Kafka refuses such an UpdateRaftVoter with INVALID_REQUEST (KafkaRaftClient.handleUpdateVoterRequest), and "
-    "one whose kraft.version range leaves out the finalized 0 also with INVALID_REQUEST (UpdateVoterHandler)"))
-def test_a_static_quorum_only_learns_valid_voter_updates():
+@finding(ours="at kraft.version 0 an UpdateRaftVoter whose kraft.version range is (1,1) is accepted (no error) "
+              "and kept for the upgrade (Reconfig.learned)",
+         kafka="UpdateVoterHandler.validVersionRange refuses a range that leaves out the finalized kraft.version "
+               "(0 here) with INVALID_REQUEST")
+def test_a_static_quorum_refuses_a_voter_update_whose_range_leaves_out_the_finalized_version():
     env = elected("cluster voters=(1,2,3) kraft-version=0")
     assert drive(env, "inject 1 update-voter from=2 epoch=1 kraft=(1,1)").endswith(
         "UpdateRaftVoterResponse err=INVALID_REQUEST leader=1 epoch=1")
+
+
+@finding(ours="at kraft.version 0 an UpdateRaftVoter without a directory id is accepted (no error) and kept "
+              "(Reconfig.learned)",
+         kafka="KafkaRaftClient.handleUpdateVoterRequest answers INVALID_REQUEST when the voter key has no "
+               "directory id, whatever the kraft.version")
+def test_a_static_quorum_refuses_a_voter_update_without_directory_id():
+    env = elected("cluster voters=(1,2,3) kraft-version=0")
     assert drive(env, "inject 1 update-voter from=2 epoch=1 dir=none").endswith(
         "UpdateRaftVoterResponse err=INVALID_REQUEST leader=1 epoch=1")
-    drive(env, "inject 1 update-features level=1", "stabilize")
-    assert "2/-" not in drive(env, "voters 1")
+
+
+@finding(ours="after a directory-less UpdateRaftVoter from voter 2 was kept, the kraft.version 1 upgrade "
+              "writes voter 2 with no directory id ('2/-@CONTROLLER://node2:9093' in the VotersRecord)",
+         kafka="the update is refused (INVALID_REQUEST, above), so voter 2 keeps the directory id of its earlier "
+               "update; and LeaderState.maybeAppendUpgradedKRaftVersion never writes a voter without one (it "
+               "throws 'Directory id must be known for all of the voters')")
+def test_an_upgrade_never_writes_a_voter_without_directory_id():
+    env = elected("cluster voters=(1,2,3) kraft-version=0")
+    drive(env, "inject 1 update-voter from=2 epoch=1 dir=none", "inject 1 update-features level=1", "stabilize")
+    voters = drive(env, "voters 1")
+    assert "kraft.version=1" in voters and "2/2@" in voters and "2/-" not in voters
 
 
 def test_removing_the_last_voter_is_voter_not_found():
