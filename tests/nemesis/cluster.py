@@ -1,0 +1,141 @@
+"""A three-voter kafkawire quorum wired through cuttable links, and the faults the nemesis
+injects into it.
+
+The quorum is static (controller.quorum.voters, kraft.version 0), and each node's config names
+its peers at the ports of its own LinkProxies: node i reaches node j only through link (i, j), so
+cutting every link into and out of a node isolates it as a network partition would, while
+clients still reach every node directly (a partitioned leader can be asked to write, and must
+not acknowledge anything it cannot commit).
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+from collections import Counter
+from contextlib import asynccontextmanager
+
+from raft.node.local_quorum import LocalQuorum
+
+from .hostile import fetch_flood
+from .proxy import LinkProxy
+
+
+class NemesisCluster:
+    def __init__(self, base_dir, *, voters: int = 3, properties: dict | None = None, rng: random.Random):
+        self.quorum = LocalQuorum(base_dir, voters=voters, properties=properties)
+        self.rng = rng
+        self.links: dict[tuple[int, int], LinkProxy] = {}
+        self.faults = Counter()
+        self.stopped: set[int] = set()          # SIGSTOPped
+        self.down: set[int] = set()             # killed, not yet restarted
+
+    @property
+    def ids(self) -> list[int]:
+        return self.quorum.voter_ids
+
+    def addresses(self) -> dict[int, tuple[str, int]]:
+        return {i: self.quorum.address(i) for i in self.ids}
+
+    async def start(self) -> None:
+        q = self.quorum
+        for i in self.ids:
+            for j in self.ids:
+                if i != j:
+                    link = LinkProxy(q.ports[j])
+                    await link.start()
+                    self.links[(i, j)] = link
+        q.format(mode="static")
+        for i in self.ids:
+            voters = ",".join(f"{j}@127.0.0.1:{q.ports[j] if j == i else self.links[(i, j)].port}"
+                              for j in self.ids)
+            q.write_config(i, controller_quorum_voters=voters)
+        q.start_all()
+
+    async def stop(self) -> None:
+        for i in list(self.stopped):
+            self._signal(i, signal.SIGCONT)
+        self.quorum.stop_all()
+        for i in self.ids:
+            self.quorum.kill(i)
+        for link in self.links.values():
+            await link.close()
+
+    def _signal(self, node_id: int, sig) -> None:
+        proc = self.quorum.processes.get(node_id)
+        if proc is not None and proc.poll() is None:
+            os.kill(proc.pid, sig)
+
+    # --- faults: each one held for a while, then healed -------------------------------------------
+    async def kill_and_restart(self, node_id: int, down_s: float) -> None:
+        self.faults["kill -9"] += 1
+        self.quorum.kill(node_id)
+        self.down.add(node_id)
+        await asyncio.sleep(down_s)
+        self.quorum.start(node_id)
+        self.down.discard(node_id)
+
+    async def torn_tail_and_restart(self, node_id: int, down_s: float) -> None:
+        """kill -9, then leave a torn write at the end of its newest segment: the first bytes of
+        a batch that never finished (what a crash in the middle of a write leaves)."""
+        self.faults["torn tail"] += 1
+        self.quorum.kill(node_id)
+        self.down.add(node_id)
+        directory = self.quorum.metadata_partition_dir(node_id)
+        segments = sorted(n for n in os.listdir(directory) if n.endswith(".log"))
+        if segments:
+            with open(os.path.join(directory, segments[-1]), "ab") as f:
+                f.write(os.urandom(self.rng.randint(1, 120)))
+        await asyncio.sleep(down_s)
+        self.quorum.start(node_id)
+        self.down.discard(node_id)
+
+    async def pause(self, node_id: int, paused_s: float) -> None:
+        self.faults["SIGSTOP"] += 1
+        self._signal(node_id, signal.SIGSTOP)
+        self.stopped.add(node_id)
+        await asyncio.sleep(paused_s)
+        self._signal(node_id, signal.SIGCONT)
+        self.stopped.discard(node_id)
+
+    async def partition(self, node_id: int, cut_s: float) -> None:
+        self.faults["partition"] += 1
+        mine = [link for (a, b), link in self.links.items() if node_id in (a, b)]
+        for link in mine:
+            link.set_cut(True)
+        await asyncio.sleep(cut_s)
+        for link in mine:
+            link.set_cut(False)
+
+    async def flood(self, node_id: int, flood_s: float, connections: int = 20, pipelined: int = 16) -> None:
+        """Hostile clients: pipelined long-poll fetches of __cluster_metadata at one node."""
+        self.faults["fetch flood"] += 1
+        await fetch_flood(self.quorum.address(node_id), flood_s, connections, pipelined)
+
+    async def one_fault(self, leader: int | None) -> str:
+        """Pick a fault (aimed at the leader half the time), inject it, hold it, heal it."""
+        target = leader if leader is not None and self.rng.random() < 0.5 else self.rng.choice(self.ids)
+        kind = self.rng.choice(["kill", "torn", "pause", "partition", "flood"])
+        hold = self.rng.uniform(1.0, 5.0)
+        if kind == "kill":
+            await self.kill_and_restart(target, hold)
+        elif kind == "torn":
+            await self.torn_tail_and_restart(target, hold)
+        elif kind == "pause":
+            await self.pause(target, hold)
+        elif kind == "partition":
+            await self.partition(target, hold)
+        else:
+            await self.flood(target, hold)
+        return f"{kind} node {target} for {hold:.1f} s"
+
+
+@asynccontextmanager
+async def nemesis_cluster(base_dir, *, seed: int, properties: dict | None = None):
+    cluster = NemesisCluster(base_dir, properties=properties, rng=random.Random(seed))
+    await cluster.start()
+    try:
+        yield cluster
+    finally:
+        await cluster.stop()

@@ -1,0 +1,127 @@
+"""The nemesis run: a three-voter kafkawire quorum on 127.0.0.1, clients creating topics,
+and faults one after another (kill -9, a torn segment tail, SIGSTOP, a network partition through
+the links, a flood of long-poll fetches), each held 1-5 s and healed; then everything heals, a
+leader must appear within a bound, the voters must catch up, and the checks of checks.py run.
+
+    python -m tests.nemesis.run --duration 3600 [--seed N] [--dir DIR]
+
+It prints the figures (appends acknowledged, faults by kind, lost, duplicated, reordered,
+leaderless time) and exits 1 if a check fails. tests/nemesis/test_nemesis.py runs it briefly.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+
+from kafkawire.net.client import TransportError
+from raft.node.local_quorum import QuorumError, describe_quorum
+
+from .checks import Verdict, check
+from .cluster import nemesis_cluster
+from .workload import Outcomes, QuorumClient, create_topics, keep_a_broker, monitor_leadership
+
+LEADER_BOUND_S = 30          # after the last fault heals, a leader within this
+CATCH_UP_BOUND_S = 60        # and every voter's log end at the leader's high watermark within this
+
+
+@dataclass
+class Report:
+    duration_s: float
+    acked: int
+    maybe: int
+    refused: int
+    faults: dict
+    leaderless_s: float
+    leader_after_heal_s: float
+    verdict: Verdict
+
+    def lines(self) -> str:
+        v = self.verdict
+        return "\n".join([
+            f"nemesis: {self.duration_s:.0f} s of faults: {sum(self.faults.values())} faults "
+            f"({', '.join(f'{k} {n}' for k, n in sorted(self.faults.items()))})",
+            f"nemesis: topics created: {self.acked} acknowledged, {self.maybe} indeterminate, {self.refused} refused",
+            f"nemesis: lost {len(v.lost)}, duplicated {len(v.duplicated)}, reordered {len(v.reordered)}, "
+            f"unknown {len(v.unknown_names)}; voters agree: {v.voters_agree} ({v.committed_batches} batches, "
+            f"{v.topics_in_log} topics below the high watermark)",
+            f"nemesis: leaderless {self.leaderless_s:.1f} s in all; a leader {self.leader_after_heal_s:.1f} s "
+            f"after the last heal",
+        ])
+
+
+async def _wait_for_leader(qc: QuorumClient, bound_s: float) -> float:
+    started = time.monotonic()
+    while time.monotonic() - started < bound_s:
+        if await qc.leader() is not None:
+            return time.monotonic() - started
+        await asyncio.sleep(0.1)
+    raise QuorumError(f"no leader within {bound_s} s of the last heal")
+
+
+async def _caught_up(cluster, leader_id: int, bound_s: float):
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        try:
+            view = await describe_quorum(cluster.quorum.address(leader_id), timeout_ms=2000)
+        except (QuorumError, TransportError, OSError):
+            await asyncio.sleep(0.2)
+            continue
+        ends = {r.replica_id: r.log_end_offset for r in view.voters}
+        if view.leader_id == leader_id and all(ends.get(i, -1) >= view.high_watermark for i in cluster.ids):
+            return view
+        await asyncio.sleep(0.2)
+    raise QuorumError(f"the voters did not reach the leader's high watermark within {bound_s} s")
+
+
+async def run(base_dir: str, duration_s: float, seed: int, log=print) -> Report:
+    props = {"metadata.log.max.record.bytes.between.snapshots": str(1 << 40)}
+    async with nemesis_cluster(base_dir, seed=seed, properties=props) as cluster:
+        qc = QuorumClient(cluster.addresses())
+        outcomes, stop = Outcomes(), asyncio.Event()
+        await _wait_for_leader(qc, LEADER_BOUND_S)
+        clients = [asyncio.create_task(keep_a_broker(qc, cluster.quorum.cluster_id, 99, stop)),
+                   asyncio.create_task(create_topics(qc, outcomes, stop)),
+                   asyncio.create_task(monitor_leadership(qc, outcomes, stop))]
+        started = time.monotonic()
+        while time.monotonic() - started < duration_s:
+            log(f"nemesis: {await cluster.one_fault(await qc.leader())}")
+            await asyncio.sleep(cluster.rng.uniform(0.5, 2.0))
+        faults_s = time.monotonic() - started
+        leader_after = await _wait_for_leader(qc, LEADER_BOUND_S)
+        await asyncio.sleep(2)                     # the writer goes on a little on the healed quorum
+        stop.set()
+        await asyncio.gather(*clients, return_exceptions=True)
+        leader = await qc.leader()
+        view = await _caught_up(cluster, leader, CATCH_UP_BOUND_S)
+        await qc.close()
+        cluster.quorum.stop_all()
+        dirs = {i: cluster.quorum.metadata_partition_dir(i) for i in cluster.ids}
+        sent = set(outcomes.acked) | set(outcomes.maybe) | set(outcomes.refused)
+        verdict = check(dirs, view.high_watermark, outcomes.acked, sent)
+        return Report(faults_s, len(outcomes.acked), len(outcomes.maybe), len(outcomes.refused),
+                      dict(cluster.faults), outcomes.leaderless_seconds(), leader_after, verdict)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.nemesis.run", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--duration", type=float, default=60, help="seconds of faults (default 60)")
+    parser.add_argument("--seed", type=int, default=int(time.time()), help="the fault schedule's seed")
+    parser.add_argument("--dir", help="where the nodes live (default: a fresh temporary directory)")
+    parser.add_argument("--json", action="store_true", help="also print the report as JSON")
+    args = parser.parse_args(argv)
+    print(f"nemesis: seed {args.seed}")
+    with tempfile.TemporaryDirectory(prefix="kafkawire-nemesis-") as tmp:
+        report = asyncio.run(run(args.dir or tmp, args.duration, args.seed))
+    print(report.lines())
+    if args.json:
+        print(json.dumps(asdict(report), default=str))
+    return 0 if report.verdict.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""What clients do to a controller quorum while the nemesis works: a broker that registers and
+keeps heartbeating (so that topics can be placed), a writer that creates topics one after
+another and records each outcome, and a monitor that asks who leads every 200 ms.
+
+Outcomes of a CreateTopics: ``acked`` (error NONE: the controller answers only once the records
+are committed, so the topic must survive every fault), ``refused`` (an error the controller
+gives before writing anything) and ``maybe`` (a timeout, a lost connection, or NOT_CONTROLLER
+from a leader that lost its quorum mid-request: the records may or may not have committed).
+Names are never reused, so a name can appear in the log at most once.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from kafkawire.messages.broker_heartbeat_request import BrokerHeartbeatRequest
+from kafkawire.messages.broker_registration_request import BrokerRegistrationRequest, Feature, Listener
+from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
+from kafkawire.net.client import NetworkClient, TransportError
+from kafkawire.protocol.error_codes import Errors
+from raft.node.local_quorum import QuorumError, describe_quorum
+
+BROKER_ID = 100
+# Answers given before anything is written: the topic certainly does not exist.
+DEFINITE_REFUSALS = {Errors.INVALID_REPLICATION_FACTOR, Errors.INVALID_TOPIC_EXCEPTION,
+                     Errors.TOPIC_ALREADY_EXISTS, Errors.INVALID_PARTITIONS}
+
+
+@dataclass
+class Outcomes:
+    acked: list[str] = field(default_factory=list)        # in the order their answers came
+    refused: list[str] = field(default_factory=list)
+    maybe: list[str] = field(default_factory=list)
+    leader_samples: list[tuple[float, int | None]] = field(default_factory=list)   # (time, leader id)
+
+    def leaderless_seconds(self) -> float:
+        """Time between samples that began with no leader (each sample takes as long as it takes)."""
+        samples = self.leader_samples
+        return sum(later[0] - earlier[0] for earlier, later in zip(samples, samples[1:]) if earlier[1] is None)
+
+
+class QuorumClient:
+    """Finds the active controller among the nodes' real addresses and talks to it."""
+
+    def __init__(self, addresses: dict[int, tuple[str, int]], timeout_ms: int = 3000):
+        self.addresses = addresses
+        self.timeout_ms = timeout_ms
+        self.client = NetworkClient(client_id="nemesis", request_timeout_ms=timeout_ms,
+                                    connect_timeout_ms=timeout_ms)
+
+    async def leader(self) -> int | None:
+        """A node that says it leads (asked directly, so a partitioned old leader may still say so)."""
+        for node_id, address in self.addresses.items():
+            try:
+                view = await asyncio.wait_for(describe_quorum(address, timeout_ms=1000), 2)
+            except (TransportError, QuorumError, OSError, asyncio.TimeoutError):
+                continue
+            if view.leader_id == node_id:
+                return node_id
+        return None
+
+    async def send_to_leader(self, request):
+        leader = await self.leader()
+        if leader is None:
+            raise TransportError(("?", 0), "no leader")
+        return await asyncio.wait_for(self.client.send(self.addresses[leader], request),
+                                      self.timeout_ms / 1000 + 2)
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
+async def keep_a_broker(qc: QuorumClient, cluster_id: str, metadata_version: int, stop: asyncio.Event) -> None:
+    """Register broker 100 and heartbeat it every 500 ms to whoever leads, re-registering when
+    the controller no longer knows its epoch."""
+    epoch = None
+    while not stop.is_set():
+        try:
+            if epoch is None:
+                reply = await qc.send_to_leader(BrokerRegistrationRequest(
+                    broker_id=BROKER_ID, cluster_id=cluster_id, incarnation_id=uuid.uuid4(),
+                    listeners=[Listener(name="PLAINTEXT", host="127.0.0.1", port=9092, security_protocol=0)],
+                    features=[Feature(name="metadata.version", min_supported_version=7,
+                                      max_supported_version=metadata_version)],
+                    log_dirs=[uuid.uuid4()]))
+                if reply.error_code == Errors.NONE:
+                    epoch = reply.broker_epoch
+            else:
+                reply = await qc.send_to_leader(BrokerHeartbeatRequest(
+                    broker_id=BROKER_ID, broker_epoch=epoch, current_metadata_offset=2**62, want_fence=False))
+                if reply.error_code == Errors.STALE_BROKER_EPOCH:
+                    epoch = None
+        except (TransportError, asyncio.TimeoutError, OSError):
+            pass
+        await asyncio.sleep(0.5)
+
+
+async def create_topics(qc: QuorumClient, outcomes: Outcomes, stop: asyncio.Event, prefix: str = "nemesis") -> None:
+    n = 0
+    while not stop.is_set():
+        name = f"{prefix}-{n:07d}"
+        n += 1
+        request = CreateTopicsRequest(topics=[CreatableTopic(name=name, num_partitions=1, replication_factor=1)],
+                                      timeout_ms=qc.timeout_ms)
+        try:
+            reply = await qc.send_to_leader(request)
+        except TransportError as exc:
+            if "no leader" in str(exc):
+                outcomes.refused.append(name)      # nothing was sent
+                await asyncio.sleep(0.2)
+            else:
+                outcomes.maybe.append(name)
+            continue
+        except (asyncio.TimeoutError, OSError):
+            outcomes.maybe.append(name)
+            continue
+        code = Errors.for_code(reply.topics[0].error_code)
+        if code == Errors.NONE:
+            outcomes.acked.append(name)
+        elif code in DEFINITE_REFUSALS:
+            outcomes.refused.append(name)
+            await asyncio.sleep(0.2)
+        else:
+            outcomes.maybe.append(name)
+            await asyncio.sleep(0.05)
+
+
+async def monitor_leadership(qc: QuorumClient, outcomes: Outcomes, stop: asyncio.Event,
+                             interval: float = 0.2) -> None:
+    while not stop.is_set():
+        outcomes.leader_samples.append((time.monotonic(), await qc.leader()))
+        await asyncio.sleep(interval)
