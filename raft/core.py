@@ -32,7 +32,7 @@ from .control import ControlState
 from .io import (CleanLog, Input, OutboundRequest, OutboundResponse, Propose, Ready, ReplicaProgress, RequestFailed,
                  RequestReceived, Resign, ResponseReceived, Shutdown, SnapshotFrozen, Tick)
 from .leader import LeaderBookkeeping
-from .log import LogStore, RaftLog
+from .log import LogStore, RaftLog, check_fetched_batches
 from .quorum_state import QuorumState
 from .requests import RequestManager
 from .states import (NEVER, Candidate, Follower, Leader, Prospective, Resigned, Unattached, can_grant_vote,
@@ -838,8 +838,8 @@ class RaftCore:
                                                                    partition.snapshot_id.end_offset))
         else:
             records = partition.records
-            if records is not None and len(records) > 0:
-                self._append_as_follower(bytes(records))
+            if records is not None and len(records) > 0 and not self._append_as_follower(bytes(records)):
+                return False   # refused: nothing appended, no progress; fetch again after a backoff
             self._update_follower_high_watermark(state, partition.high_watermark)
         self._on_successful_fetch(state)
         return True
@@ -869,21 +869,24 @@ class RaftCore:
         if hw is not None and offset < hw:
             raise RaftInvariantError(f"truncation to {offset} would cut committed records (high watermark {hw})")
 
-    def _append_as_follower(self, data: bytes) -> None:
+    def _append_as_follower(self, data: bytes) -> bool:
+        """Append a fetched response's batches; False (and nothing appended) if it breaks the
+        log's rules: a leader's corrupt or hostile answer must not stop a follower."""
+        batches, problem = check_fetched_batches(data, self.log.end_offset, self.log.last_fetched_epoch,
+                                                 self.quorum.epoch)
+        if problem is not None:
+            self.counters["fetch_responses_refused"] = self.counters.get("fetch_responses_refused", 0) + 1
+            self._warn(f"refused the records fetched from leader {self.quorum.leader_id()} in epoch "
+                       f"{self.quorum.epoch}: {problem}; the log end offset stays {self.log.end_offset}")
+            return False
         appended = 0
-        for batch in iter_batches(data):
-            if batch.base_offset < self.log.end_offset:
-                if batch.last_offset < self.log.end_offset:
-                    continue
-                raise RaftInvariantError(f"fetched batch {batch.base_offset}..{batch.last_offset} overlaps the log end "
-                                         f"{self.log.end_offset}")
-            if batch.base_offset != self.log.end_offset:
-                raise RaftInvariantError(f"fetched batch at {batch.base_offset} leaves a gap after {self.log.end_offset}")
+        for batch in batches:
             self.log.append(bytes(batch.raw), batch.base_offset, batch.last_offset, batch.partition_leader_epoch,
                             flush=self.quorum.is_voter())
             self.control.apply_batch(batch)
             appended += batch.last_offset - batch.base_offset + 1
         self.counters["fetch_records"] += appended
+        return True
 
     def _update_follower_high_watermark(self, state: Follower, leader_hw: int) -> None:
         if leader_hw < 0:

@@ -262,3 +262,30 @@ class RaftLog:
         self.epochs.truncate_from_start(keep.offset)
         self.snapshots = [s for s in self.snapshots if s.offset >= keep.offset]
         self.pending.append(DeleteBefore(keep.offset, keep))
+
+
+def check_fetched_batches(data: bytes, end_offset: int, last_epoch: int, current_epoch: int):
+    """The batches of a fetched response to append, or why the response breaks the log's rules:
+    bytes that do not decode or fail their CRC, a batch that does not start at the log end
+    offset (a gap or an overlap: the base offset is outside the CRC), or a leader epoch that
+    goes back or is newer than the epoch being followed. Returns ``(batches, problem)``; nothing
+    of a refused response is appended (Kafka's follower likewise keeps its log end offset)."""
+    from kafkawire.records import iter_batches
+    from kafkawire.records.errors import CorruptRecordError
+    out = []
+    expected, epoch = end_offset, last_epoch
+    try:
+        for batch in iter_batches(data):
+            if not out and batch.last_offset < end_offset:
+                continue   # already held (an answer to a fetch sent before the last append)
+            where = f"batch {batch.base_offset}..{batch.last_offset}"
+            if batch.base_offset != expected:
+                return [], f"{where} does not start at the log end offset {expected}"
+            if not epoch <= batch.partition_leader_epoch <= current_epoch:
+                return [], (f"{where} has leader epoch {batch.partition_leader_epoch}, outside "
+                            f"[{epoch}, {current_epoch}]")
+            out.append(batch)
+            expected, epoch = batch.next_offset, batch.partition_leader_epoch
+    except CorruptRecordError as e:
+        return [], f"corrupt records: {e}"
+    return out, None

@@ -59,8 +59,11 @@ def fsync_dir(path) -> None:
 class Log:
     def __init__(self, directory, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
                  index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
-                 log_start_offset: int | None = None, recover_all: bool = False):
+                 log_start_offset: int | None = None, recover_all: bool = False,
+                 contiguous_offsets: bool = False):
         self.directory = os.fspath(directory)
+        # A log that is never compacted (KRaft's) has no gaps: recovery cuts at the first one.
+        self.contiguous_offsets = contiguous_offsets
         self.segment_bytes = segment_bytes
         self.index_interval_bytes = index_interval_bytes
         self.recovery_reports: list[RecoveryReport] = []
@@ -93,7 +96,7 @@ class Log:
             seg = LogSegment(self.directory, base, **kwargs, load_indexes=False)
             needs_rebuild = True
         if needs_rebuild:
-            report = seg.recover()
+            report = seg.recover(contiguous=self.contiguous_offsets)
             self.recovery_reports.append(report)
             if report.truncated:
                 self._dirty.add(base)

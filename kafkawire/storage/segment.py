@@ -42,6 +42,19 @@ def _max_ts(batch) -> int:
     return NO_TIMESTAMP if ts is None else ts
 
 
+def _offsets_out_of_order(batch, position: int, next_offset: int | None, segment_base: int,
+                          contiguous: bool) -> str | None:
+    """Why ``batch`` cannot follow the batches before it in a segment, or None."""
+    expected = segment_base if next_offset is None else next_offset
+    if batch.base_offset < expected or batch.last_offset < batch.base_offset:
+        return (f"offsets go back: the batch at byte {position} holds [{batch.base_offset}, {batch.last_offset}] "
+                f"after offset {expected - 1}")
+    if contiguous and batch.base_offset != expected:
+        return (f"offsets do not follow: the batch at byte {position} starts at {batch.base_offset}, "
+                f"expected {expected}")
+    return None
+
+
 def log_file_name(base_offset: int) -> str:
     return f"{base_offset:020d}{LOG_SUFFIX}"
 
@@ -274,8 +287,12 @@ class LogSegment:
             if _max_ts(batch) > self._max_timestamp:
                 self._max_timestamp, self._offset_of_max_timestamp = _max_ts(batch), batch.last_offset
 
-    def recover(self) -> RecoveryReport:
-        """Rebuild the indexes from the batches and cut a torn or corrupt tail."""
+    def recover(self, *, contiguous: bool = False) -> RecoveryReport:
+        """Rebuild the indexes from the batches and cut a torn or corrupt tail.
+
+        The base offset is outside the CRC, so a flipped bit there passes the CRC check: a
+        batch whose offsets go back (or, with ``contiguous``, as in a KRaft log that is never
+        compacted, do not follow the previous batch exactly) is corrupt too, and cut."""
         self.offset_index.reset()
         self.time_index.reset()
         self._max_timestamp, self._offset_of_max_timestamp = NO_TIMESTAMP, self.base_offset
@@ -291,6 +308,9 @@ class LogSegment:
                 if not 0 <= batch.last_offset - self.base_offset <= 0x7FFFFFFF:
                     reason = (f"batch offsets [{batch.base_offset}, {batch.last_offset}] do not "
                               f"fit segment base offset {self.base_offset}")
+                    break
+                reason = _offsets_out_of_order(batch, valid, next_offset, self.base_offset, contiguous)
+                if reason is not None:
                     break
                 if _max_ts(batch) > self._max_timestamp:
                     self._max_timestamp, self._offset_of_max_timestamp = _max_ts(batch), batch.last_offset

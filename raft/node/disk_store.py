@@ -59,7 +59,7 @@ class DiskLogStore:
         self._remove_partial_snapshots()
         self._snapshots = sorted((_to_id(s) for s in list_snapshots(self.directory)),
                                  key=lambda s: (s.offset, s.epoch))
-        self.log = Log(self.directory, segment_bytes=segment_bytes)
+        self.log = Log(self.directory, segment_bytes=segment_bytes, contiguous_offsets=True)
         for report in self.log.recovery_reports:
             if report.truncated:
                 log.warning("log recovery cut %d bytes of %s: %s", report.truncated_bytes, report.file,
@@ -79,15 +79,32 @@ class DiskLogStore:
                 os.remove(os.path.join(self.directory, name))
 
     def _scan_epochs(self) -> list[tuple[int, int]]:
+        """The epoch cache from the batches. The base offset and the leader epoch are outside
+        the CRC: a batch whose offset does not follow the one before, or whose epoch goes back,
+        is corrupt (also in a segment recovery did not scan), and the log is cut there, as for
+        a bad CRC, with a warning."""
         entries: list[tuple[int, int]] = []
         start = self.log.log_start_offset
+        expected = None
         for batch in self.log.batches():
             epoch = batch.partition_leader_epoch
+            if expected is not None and batch.base_offset != expected:
+                return self._cut_corrupt_tail(entries, expected, f"a batch starts at offset {batch.base_offset}, "
+                                                                  f"not at the next offset {expected}")
+            if entries and epoch < entries[-1][0]:
+                return self._cut_corrupt_tail(entries, batch.base_offset, f"the batch at offset {batch.base_offset} "
+                                              f"has leader epoch {epoch}, below the epoch {entries[-1][0]} before it")
             if not entries or entries[-1][0] != epoch:
-                if entries and epoch < entries[-1][0]:
-                    raise StoreError(f"{self.directory}: the batch at offset {batch.base_offset} has leader epoch "
-                                     f"{epoch}, below the epoch {entries[-1][0]} of an earlier batch")
                 entries.append((epoch, max(batch.base_offset, start)))
+            expected = batch.next_offset
+        return entries
+
+    def _cut_corrupt_tail(self, entries: list[tuple[int, int]], offset: int, reason: str) -> list[tuple[int, int]]:
+        log.warning("log recovery cut %s at offset %d (log end offset was %d): %s", self.directory, offset,
+                    self.log.log_end_offset, reason)
+        self.log.truncate_to(offset)
+        if self.fsync:
+            self.log.flush()
         return entries
 
     # --- LogStore ------------------------------------------------------------------------------

@@ -235,10 +235,18 @@ class RaftDriver:
         self.leader_change = asyncio.Event()
 
     def _apply_committed(self, through: int) -> None:
+        """Hand the newly committed batches to the listeners, in order and without a gap. A
+        gap (a log the recovery and the fetch checks should have kept out) stops the node with
+        the offsets named, as Kafka halts, rather than leaving the state machine silently behind."""
         if through <= self.applied_offset:
             return
+        straddles = False
         for batch in self.store.data_batches(self.applied_offset, through):
+            if batch.base_offset != self.applied_offset:
+                raise NodeFailed(f"the committed log has a gap: the batch after offset {self.applied_offset - 1} "
+                                 f"starts at {batch.base_offset}; records up to {through - 1} cannot be applied")
             if batch.last_offset >= through:
+                straddles = True
                 break      # a batch is committed whole or not at all
             self._bytes_since_snapshot += batch.size_in_bytes
             if not batch.is_control:
@@ -247,6 +255,9 @@ class RaftDriver:
                     listener.on_committed(batch.base_offset, batch.partition_leader_epoch, batch.max_timestamp,
                                           values)
             self.applied_offset = batch.last_offset + 1
+        if self.applied_offset < through and not straddles:
+            raise NodeFailed(f"the log holds no batch at offset {self.applied_offset}, below the high watermark "
+                             f"{through}: the committed records cannot be applied")
 
     def _all_listeners(self) -> list:
         return ([self.state_machine] if self.state_machine is not None else []) + self.listeners

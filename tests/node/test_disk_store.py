@@ -99,14 +99,45 @@ def test_truncate_fully_and_delete_before(tmp_path):
     assert (store.start_offset(), store.end_offset(), store.epoch_entries()) == (40, 40, [])
 
 
-def test_out_of_order_epochs_on_disk_are_reported(tmp_path):
+def test_out_of_order_epochs_on_disk_are_cut_and_reported(tmp_path, caplog):
     store = DiskLogStore(tmp_path / "p")
     store.apply(batch(0, 1, 5))
     store.log.append(batch(1, 1, 2).batch)      # bypass the store's check: what a bad disk holds
     store.flush()
     store.close()
-    with pytest.raises(StoreError, match="offset 1 has leader epoch 2, below the epoch 5"):
-        DiskLogStore(tmp_path / "p")
+    again = DiskLogStore(tmp_path / "p")
+    assert again.end_offset() == 1 and again.epoch_entries() == [(5, 0)]
+    assert "offset 1 has leader epoch 2, below the epoch 5" in caplog.text and "cut" in caplog.text
+
+
+@pytest.mark.parametrize("active", [True, False])
+def test_a_flipped_base_offset_is_cut_and_reported(tmp_path, caplog, active):
+    """One bit of a batch's base offset (outside the CRC) flipped on a stopped voter's disk,
+    19 -> 65555, in the active segment (recovered on open) or an older one (not recovered:
+    the epoch scan finds it). The log keeps what is before it, and says so."""
+    directory = tmp_path / "__cluster_metadata-0"
+    store = DiskLogStore(directory, segment_bytes=1 << 20 if active else 300)
+    for base in range(0, 40, 3):
+        store.apply(batch(base, 3, 1 + base // 20))
+    store.flush()
+    segments = sorted(n for n in os.listdir(directory) if n.endswith(".log"))
+    store.close()
+    assert active or len(segments) > 2
+    target = None
+    for name in segments:
+        data = bytearray((directory / name).read_bytes())
+        for b in iter_batches(bytes(data)):
+            if b.base_offset == 18:
+                target, position = name, b.position
+    assert active == (target == segments[-1])
+    data = bytearray((directory / target).read_bytes())
+    data[position + 5] ^= 0x01            # base offset 18 -> 18 + 65536
+    (directory / target).write_bytes(data)
+    again = DiskLogStore(directory, segment_bytes=1 << 20 if active else 300)
+    assert again.end_offset() == 18
+    assert [r.offset for b in again.data_batches(0, 18) for r in b] == list(range(18))
+    assert again.epoch_entries() == [(1, 0)]
+    assert "log recovery cut" in caplog.text and ("65554" in caplog.text or "do not follow" in caplog.text)
 
 
 # --- quorum-state -----------------------------------------------------------------------------------------
@@ -166,3 +197,33 @@ def test_every_real_kafka_quorum_state_round_trips_byte_for_byte():
         if version == 0 and data.cluster_id:
             continue    # Kafka 3.x before 3.4 wrote the cluster id; ElectionState drops it
         assert format_quorum_state(again, again_version) == text, path
+
+
+# --- the driver never stops applying silently ----------------------------------------------------------
+
+class _Applier:
+    """The parts of RaftDriver that _apply_committed uses, over a real store."""
+
+    def __init__(self, store):
+        self.store, self.applied_offset, self._bytes_since_snapshot, self.seen = store, 0, 0, []
+        self.state_machine, self.listeners = None, [self]
+
+    def _all_listeners(self):
+        return self.listeners
+
+    def on_committed(self, base_offset, epoch, max_timestamp, values):
+        self.seen.append(base_offset)
+
+
+def test_a_gap_in_the_committed_log_stops_the_driver_with_the_offsets_named(tmp_path):
+    from raft.node.driver import RaftDriver
+    from raft.node.errors import NodeFailed
+    store = DiskLogStore(tmp_path / "p")
+    store.apply(batch(0, 3, 1))
+    store.log.append(batch(10, 2, 1).batch)     # bypass the store's check: what a bad disk holds
+    applier = _Applier(store)
+    RaftDriver._apply_committed(applier, 3)
+    assert applier.seen == [0] and applier.applied_offset == 3
+    with pytest.raises(NodeFailed, match="the batch after offset 2 starts at 10"):
+        RaftDriver._apply_committed(applier, 12)
+    assert applier.applied_offset == 3

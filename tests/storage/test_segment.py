@@ -100,6 +100,33 @@ def test_recover_cuts_from_corrupt_crc_in_the_middle(tmp_path):
     assert seg.read_next_offset() == 9
 
 
+def _flip_base_offset(path, position: int, bit: int) -> None:
+    """Flip one bit of the base offset (bytes 0-7 of the batch, outside the CRC)."""
+    data = bytearray(path.read_bytes())
+    data[position + 7 - bit // 8] ^= 1 << (bit % 8)
+    path.write_bytes(data)
+
+
+@pytest.mark.parametrize("bit, contiguous, cut_batch, reason, next_offset", [
+    (16, True, 3, "do not follow", 9),       # 9 -> 65545: where offsets must follow exactly, a gap is cut
+    (3, False, 3, "go back", 9),             # 9 -> 1: offsets go back, cut in any log
+    # A compacted Kafka log may have gaps: a raised base offset is kept, and the batch after it,
+    # whose offsets then go back, is cut.
+    (16, False, 4, "go back", 65548),
+])
+def test_recover_cuts_where_a_flipped_base_offset_breaks_the_order(tmp_path, bit, contiguous, cut_batch, reason,
+                                                                   next_offset):
+    seg = LogSegment(tmp_path, 0, create=True)
+    written = fill(seg, 6)
+    seg.close()
+    _flip_base_offset(tmp_path / "00000000000000000000.log", written[3][1], bit)
+    seg = LogSegment(tmp_path, 0)
+    report = seg.recover(contiguous=contiguous)
+    cut_at = written[cut_batch][1]
+    assert report.truncated_at == cut_at and reason in report.reason and f"byte {cut_at}" in report.reason, report
+    assert seg.read_next_offset() == next_offset
+
+
 def test_flush_fsyncs_log_and_indexes(tmp_path, monkeypatch):
     seg = LogSegment(tmp_path, 0, create=True)
     fill(seg, 3)
