@@ -71,7 +71,27 @@ def load_config(path: str, overrides: list[str]):
         if "=" not in item:
             raise ConfigError("--override", item, "is not KEY=VALUE")
         text += "\n" + item
+    refuse_broker_roles(text)
     return parse_server_config(text)
+
+
+def refuse_broker_roles(text: str) -> None:
+    """kafkawire has no broker role yet: a Kafka broker or combined-mode server.properties is
+    refused in one line that says what to run instead, before any listener check can give a
+    less helpful reason (and instead of running only the controller half of a combined node)."""
+    from kafkawire.net.config import ConfigError
+    from kafkawire.storage.state_files import JavaProperties
+    try:
+        raw = JavaProperties.parse(text).items.get("process.roles", "")
+    except ValueError:
+        return                               # parse_server_config reports the syntax error
+    roles = [r.strip() for r in raw.split(",")]
+    if "broker" in roles:
+        raise ConfigError("process.roles", raw,
+                          "kafkawire runs KRaft controllers only (process.roles=controller): it has no broker "
+                          "role yet. Run brokers with Apache Kafka (kafka.Kafka with process.roles=broker and "
+                          "controller.quorum.bootstrap.servers naming these controllers), and give this node "
+                          "process.roles=controller with only its controller listeners")
 
 
 def setup_logging(level: str) -> None:
@@ -84,8 +104,6 @@ async def serve(config, state_machine_factory=None, max_versions=None) -> int:
     from raft.node.controller_node import ControllerNode, NodeStartError
     from raft.node.state_machine import default_state_machine_factory
     log = logging.getLogger("kafkawire.server")
-    for key in config.unknown_keys:
-        log.warning("The configuration '%s' was supplied but isn't a known config.", key)
     node = ControllerNode(config, state_machine_factory=state_machine_factory or default_state_machine_factory(),
                           max_versions=max_versions)
     stop = asyncio.Event()

@@ -13,6 +13,7 @@ Cross-key rules are the KRaft subset of KafkaConfig.validateValues.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from dataclasses import dataclass, field
@@ -313,6 +314,10 @@ class ServerConfig:
     max_connections_per_ip: int
     max_connections_per_ip_overrides: tuple[tuple[str, int], ...]
     unknown_keys: tuple[str, ...] = field(default=())
+    # Listener security (kafkawire.net.security): listener name -> ListenerSecurity, and the raft
+    # client's ClientSecurity towards the first controller listener. Resolved and checked at load.
+    listener_security: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+    controller_client_security: object = field(default=None, compare=False, hash=False, repr=False)
 
     @property
     def is_controller(self) -> bool:
@@ -355,10 +360,12 @@ def parse_server_config(text: str) -> ServerConfig:
         props = JavaProperties.parse(text).items
     except ValueError as e:
         raise ConfigError("config file", None, f"is not valid Java properties syntax: {e}") from None
-    unknown = tuple(k for k in props if k not in KNOWN_KEYS)
+    from kafkawire.net import security      # it raises this module's ConfigError
+    unknown = tuple(k for k in props if k not in KNOWN_KEYS and not security.is_security_key(k))
     if unknown:
-        # Kafka's AbstractConfig.logUnused wording; kafkawire reads only the keys in KNOWN_KEYS.
-        log.warning("These configurations '%s' were supplied but are not used by kafkawire.", list(unknown))
+        # Kafka's AbstractConfig.logUnused wording, one line a key; kafkawire reads only KNOWN_KEYS.
+        for key in unknown:
+            log.warning("The configuration '%s' was supplied but isn't a known config.", key)
 
     raw, values = {}, {}
     for key in _KEYS:        # in table order, so the first bad key is the one reported
@@ -396,8 +403,15 @@ def parse_server_config(text: str) -> ServerConfig:
         metadata_log_dir=values.get("metadata.log.dir") or log_dirs[0],
         log_dirs=log_dirs,
         unknown_keys=unknown,
+        listener_security={e.listener_name: security.resolve_listener_security(props, e.listener_name,
+                                                                                e.security_protocol)
+                           for e in listeners},
     )
     _validate(config, raw)
+    if controller_names:
+        name = controller_names[0]
+        config = dataclasses.replace(config, controller_client_security=security.controller_client_security(
+            props, name, protocols.get(name, "PLAINTEXT")))
     return config
 
 
