@@ -160,8 +160,17 @@ def disk_replaced_while_voter_change_uncommitted(seed: int) -> Simulation:
     follower = next(sim.nodes[i] for i in _voter_ids(leader) if i != leader.node_id)
     sim.blocked = {(leader.node_id, follower.node_id), (follower.node_id, leader.node_id)}
     observer = sim.nodes[4]
-    sim.admin_change("add", observer.node_id)
-    _run_until(sim, 2000, lambda: observer.node_id in _voter_ids(leader), "the AddRaftVoter appended (uncommitted)")
+    retry = {"at": 0}
+
+    def add_appended():
+        # The operator retries while the leader answers that the observer has not caught up.
+        if observer.node_id in _voter_ids(leader):
+            return True
+        if leader.core.reconfig.pending is None and sim.now >= retry["at"]:
+            retry["at"] = sim.now + 500
+            sim.admin_change("add", observer.node_id)
+        return False
+    _run_until(sim, 5000, add_appended, f"the AddRaftVoter of node {observer.node_id} appended (uncommitted)")
     expect(leader.core.control.has_uncommitted_voter_change(leader.core.high_watermark()),
            "the added voter is not committed while the only other voter is cut off", sim)
     directory = leader.config.directory_id
