@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafkawire.protocol.errors import DecodeError
+from kafkawire.protocol.errors import BadBytesError, DecodeError
 from kafkawire.protocol.primitives import read_uvarint, write_uvarint
 
 FRAME_VERSION = 1
 
 
-class MetadataRecordError(ValueError):
+class MetadataRecordError(BadBytesError):
     """A metadata record value that cannot be decoded, with where and why."""
 
 

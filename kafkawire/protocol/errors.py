@@ -10,11 +10,23 @@ from __future__ import annotations
 import struct
 
 
+class BadBytesError(ValueError):
+    """The one base of every error kafkawire raises for input it cannot read, so that a caller
+    catches "bad bytes" once: a message (DecodeError), its JSON form (JsonError), a record batch
+    or message set (kafkawire.records.CorruptRecordError), a metadata record frame
+    (kafkawire.metadata.frame.MetadataRecordError), an index file
+    (kafkawire.storage.index.CorruptIndexError), a snapshot file
+    (kafkawire.storage.snapshot.SnapshotFormatError) and a state file such as quorum-state or
+    meta.properties (kafkawire.storage.state_files.StateFileError). A ValueError, because the
+    input, not the program, is at fault. Errors of the program or of the caller's arguments
+    (EncodeError, an offset out of range) are not BadBytesErrors."""
+
+
 class Malformed(ValueError):
     """Raised by the primitives; turned into a DecodeError with the context filled in."""
 
 
-class DecodeError(ValueError):
+class DecodeError(BadBytesError):
     def __init__(self, message: str, version: int | None, field: str | None, offset: int | None, reason: str):
         self.message, self.version, self.field, self.offset, self.reason = message, version, field, offset, reason
         where = message if version is None else f"{message} v{version}"
@@ -38,7 +50,7 @@ class UnsupportedVersionError(EncodeError):
     """A version the message does not have, or a field set that the version cannot carry."""
 
 
-class JsonError(ValueError):
+class JsonError(BadBytesError):
     pass
 
 

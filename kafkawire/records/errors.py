@@ -2,13 +2,15 @@
 
 Callers (log recovery, the fetch path, tools) need a single type to catch and a message
 that says what is wrong and where, so a human can find the byte in a hex dump. It is a
-ValueError because the input, not the program, is at fault.
+BadBytesError (a ValueError): the input, not the program, is at fault.
 """
 
 from __future__ import annotations
 
+from kafkawire.protocol.errors import BadBytesError
 
-class CorruptRecordError(ValueError):
+
+class CorruptRecordError(BadBytesError):
     """Bytes that are not a valid Kafka record batch / message set.
 
     ``reason`` says what is wrong, ``position`` is the byte offset in the caller's buffer

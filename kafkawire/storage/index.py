@@ -42,6 +42,8 @@ import os
 import struct
 from array import array
 
+from kafkawire.protocol.errors import BadBytesError
+
 __all__ = ["CorruptIndexError", "InvalidOffsetError", "OffsetIndex", "TimeIndex",
            "OffsetPosition", "TimestampOffset"]
 
@@ -56,7 +58,7 @@ def _all_zero(data, start: int) -> bool:
     return data.count(0, start) == len(data) - start
 
 
-class CorruptIndexError(ValueError):
+class CorruptIndexError(BadBytesError):
     """An index file Kafka would reject (CorruptIndexException in Java)."""
 
     def __init__(self, reason: str, position: int | None = None, file: str | None = None):

@@ -26,6 +26,7 @@ import re
 import time
 from dataclasses import dataclass
 
+from kafkawire.protocol.errors import BadBytesError
 from kafkawire.records import ControlRecordType, RecordBatchBuilder, iter_batches
 from kafkawire.records.control import encode_control_key, parse_control_key
 
@@ -83,7 +84,7 @@ def list_snapshots(directory) -> list[SnapshotId]:
     return sorted(out)
 
 
-class SnapshotFormatError(ValueError):
+class SnapshotFormatError(BadBytesError):
     def __init__(self, reason: str, position: int | None = None, file=None):
         self.reason, self.position, self.file = reason, position, file
         where = []

@@ -24,6 +24,8 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from kafkawire.protocol.errors import BadBytesError
+
 __all__ = [
     "atomic_write", "StateFileError",
     "read_checkpoint", "write_checkpoint", "format_checkpoint", "parse_checkpoint",
@@ -36,7 +38,7 @@ __all__ = [
 ]
 
 
-class StateFileError(ValueError):
+class StateFileError(BadBytesError):
     def __init__(self, reason: str, file=None, line: int | None = None):
         self.reason, self.file, self.line = reason, file, line
         where = []
