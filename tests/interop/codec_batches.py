@@ -26,7 +26,8 @@ from tests.interop.codec_oracle import ask, expect, hex_diff
 
 CODECS = {name: codec for codec, name in CODEC_NAMES.items()}
 KRAFT_CONTROL_TYPES = [t.name for t in VALUE_MESSAGES]
-BATCH_KINDS = [*CODECS] + [f"control {name}" for name in (*KRAFT_CONTROL_TYPES, "COMMIT", "ABORT")]
+DELETE_HORIZON = "none, with a delete horizon"      # as the log cleaner rewrites a batch
+BATCH_KINDS = [*CODECS, DELETE_HORIZON] + [f"control {name}" for name in (*KRAFT_CONTROL_TYPES, "COMMIT", "ABORT")]
 # ControlRecordUtils' *_CURRENT_VERSION: MemoryRecordsBuilder writes every KRaft control value at 0.
 CONTROL_VALUE_VERSION = 0
 INT32_MAX = 2**31 - 1
@@ -66,10 +67,12 @@ def batch_specs(draw, kind):
     spec = {"baseOffset": draw(st.integers(0, 2**50)),
             "partitionLeaderEpoch": draw(st.one_of(st.just(-1), st.integers(0, INT32_MAX))),
             "compression": "none", "timestampType": "create", "logAppendTime": -1}
-    if kind in CODECS:
-        spec.update(draw(_producer()), compression=kind, control=False,
+    if kind in CODECS or kind == DELETE_HORIZON:
+        spec.update(draw(_producer()), compression=kind if kind in CODECS else "none", control=False,
                     records=draw(_records(spec["baseOffset"])))
-        if draw(st.booleans()):
+        if kind == DELETE_HORIZON:
+            spec["deleteHorizonMs"] = draw(st.integers(0, 2**41))
+        elif draw(st.booleans()):
             spec.update(timestampType="log_append", logAppendTime=draw(st.integers(0, 2**41)))
         return spec
     control_type = kind.split()[1]
@@ -106,7 +109,8 @@ def build_ours(spec) -> bytes:
         **fields, compression_type=CODECS[spec["compression"]],
         timestamp_type=LOG_APPEND_TIME if log_append else CREATE_TIME, is_transactional=spec["transactional"],
         producer_id=spec["producerId"], producer_epoch=spec["producerEpoch"], base_sequence=spec["baseSequence"],
-        max_timestamp=spec["logAppendTime"] if log_append else None)
+        max_timestamp=spec["logAppendTime"] if log_append else None,
+        has_delete_horizon="deleteHorizonMs" in spec, base_timestamp=spec.get("deleteHorizonMs"))
     for record in spec["records"]:
         builder.append(_unhex(record["key"]), _unhex(record["value"]),
                        [(k, _unhex(v)) for k, v in record["headers"]], record["timestamp"],
@@ -151,6 +155,7 @@ def python_view(data: bytes) -> list[dict]:
             "maxTimestamp": batch.max_timestamp, "producerId": batch.producer_id,
             "producerEpoch": batch.producer_epoch, "baseSequence": batch.base_sequence,
             "transactional": batch.is_transactional, "control": batch.is_control,
+            "deleteHorizonMs": batch.delete_horizon_ms,
             "sizeInBytes": batch.size_in_bytes, "records": records})
     expect(iterator.tail is None, lambda: f"a torn batch at the end: {iterator.tail}")
     return batches

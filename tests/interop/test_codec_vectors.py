@@ -30,7 +30,7 @@ JSON normalisation (the only place the two JSON forms may differ):
 Numbers need no normalisation: both JSON texts are parsed, so 1.0E10 and 1e10, or 7 and 7.0,
 are the same float; Infinity is written bare by both sides.
 
-KAFKAWIRE_KAFKA_VECTORS=N sets the examples per (message, version) (default 8); hypothesis is
+KAFKAWIRE_KAFKA_VECTORS=N sets the examples per (message, version) (default 10); hypothesis is
 derandomized, so a run is reproducible.
 """
 from __future__ import annotations
@@ -52,7 +52,7 @@ from tests.interop.codec_batches import BATCH_KINDS, batch_specs, check_batch_ex
 from tests.interop.codec_oracle import (KafkaCodecOracle, Mismatch, OracleError, ask, compile_sources, expect,
                                        hex_diff)
 
-EXAMPLES = int(os.environ.get("KAFKAWIRE_KAFKA_VECTORS", "8"))
+EXAMPLES = int(os.environ.get("KAFKAWIRE_KAFKA_VECTORS", "10"))
 
 MESSAGE_CATEGORIES = ("requests and responses", "metadata records", "QuorumStateData", "control records")
 

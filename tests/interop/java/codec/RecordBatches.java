@@ -25,13 +25,14 @@ import org.apache.kafka.common.record.internal.MemoryRecordsBuilder;
 import org.apache.kafka.common.record.internal.MutableRecordBatch;
 import org.apache.kafka.common.record.internal.Record;
 import org.apache.kafka.common.record.internal.RecordBatch;
+import org.apache.kafka.common.utils.ByteBufferOutputStream;
 
 /**
  * Record batches through Kafka's MemoryRecordsBuilder and MemoryRecords.
  *
  * build_batch request: baseOffset, partitionLeaderEpoch, producerId, producerEpoch, baseSequence,
  * transactional, control, compression (none/gzip/snappy/lz4/zstd), timestampType (create or
- * log_append), logAppendTime, and either records [{offset, timestamp, key, value, headers: [[key,
+ * log_append), logAppendTime, deleteHorizonMs (the log cleaner's), and either records [{offset, timestamp, key, value, headers: [[key,
  * value]]}] (keys and values hex or null) or controls [{timestamp, type, json | coordinatorEpoch}]
  * appended with the builder's own typed control appenders (appendLeaderChangeMessage, ...,
  * appendEndTxnMarker).
@@ -46,7 +47,7 @@ final class RecordBatches {
         TimestampType timestampType = "log_append".equals(spec.path("timestampType").asText("create"))
             ? TimestampType.LOG_APPEND_TIME : TimestampType.CREATE_TIME;
         MemoryRecordsBuilder builder = new MemoryRecordsBuilder(
-            ByteBuffer.allocate(1024), RecordBatch.MAGIC_VALUE_V2, compression, timestampType,
+            new ByteBufferOutputStream(1024), RecordBatch.MAGIC_VALUE_V2, compression, timestampType,
             spec.path("baseOffset").asLong(0),
             spec.path("logAppendTime").asLong(RecordBatch.NO_TIMESTAMP),
             spec.path("producerId").asLong(RecordBatch.NO_PRODUCER_ID),
@@ -55,7 +56,8 @@ final class RecordBatches {
             spec.path("transactional").asBoolean(false),
             spec.path("control").asBoolean(false),
             spec.path("partitionLeaderEpoch").asInt(RecordBatch.NO_PARTITION_LEADER_EPOCH),
-            Integer.MAX_VALUE);
+            Integer.MAX_VALUE,
+            spec.path("deleteHorizonMs").asLong(RecordBatch.NO_TIMESTAMP));
         for (JsonNode record : spec.path("records")) {
             builder.appendWithOffset(record.path("offset").asLong(), record.path("timestamp").asLong(),
                 bytes(record.get("key")), bytes(record.get("value")), headers(record.path("headers")));
@@ -150,6 +152,11 @@ final class RecordBatches {
             out.put("baseSequence", batch.baseSequence());
             out.put("transactional", batch.isTransactional());
             out.put("control", batch.isControlBatch());
+            if (batch.deleteHorizonMs().isPresent()) {
+                out.put("deleteHorizonMs", batch.deleteHorizonMs().getAsLong());
+            } else {
+                out.putNull("deleteHorizonMs");
+            }
             out.put("sizeInBytes", batch.sizeInBytes());
             ArrayNode records = out.putArray("records");
             for (Record record : batch) {
