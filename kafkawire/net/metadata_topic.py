@@ -146,7 +146,10 @@ class _EpochCache:
 class MetadataTopic:
     def __init__(self, log_: Log, *, cluster_id: str, node: NodeEndpoint, high_watermark: Callable[[], int],
                  leader_epoch: Callable[[], int] | None = None, topic_id: uuid.UUID | None = None,
-                 max_wait_cap_ms: int = 30_000, poll_interval_ms: int = 100):
+                 max_wait_cap_ms: int = 30_000, poll_interval_ms: int = 100,
+                 active_controller: Callable[[], NodeEndpoint | None] | None = None):
+        """``active_controller``: who leads the quorum (None while nobody is known to), named as
+        the controller in Metadata and DescribeCluster; by default this node itself."""
         self.log = log_
         self.cluster_id = cluster_id
         self.node = node
@@ -157,6 +160,7 @@ class MetadataTopic:
         self.max_wait_cap_ms = max_wait_cap_ms
         self.poll_interval_ms = poll_interval_ms
         self._advanced: asyncio.Event | None = None
+        self._active_controller = active_controller or (lambda: self.node)
 
     # -- state --
 
@@ -224,21 +228,31 @@ class MetadataTopic:
                     else Errors.INVALID_TOPIC_EXCEPTION
                 topics.append(MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id or uuid.UUID(int=0),
                                                     partitions=[]))
-        node = self.node
+        controller_id, nodes = self._nodes()
         return MetadataResponse(
-            brokers=[MetadataResponseBroker(node_id=node.node_id, host=node.host, port=node.port, rack=node.rack)],
-            cluster_id=self.cluster_id, controller_id=node.node_id, topics=topics,
+            brokers=[MetadataResponseBroker(node_id=n.node_id, host=n.host, port=n.port, rack=n.rack) for n in nodes],
+            cluster_id=self.cluster_id, controller_id=controller_id, topics=topics,
             cluster_authorized_operations=_CLUSTER_OPERATIONS if getattr(
                 request, "include_cluster_authorized_operations", False) and 8 <= v <= 10 else INT32_MIN)
+
+    def _nodes(self) -> tuple[int, list[NodeEndpoint]]:
+        """The controller id to name and the nodes to list: this node (which serves its copy of
+        the log) and the active controller, so that a client can reach the one it is told leads
+        (kafka-python's admin sends its controller requests there)."""
+        active = self._active_controller()
+        nodes = [self.node]
+        if active is not None and active.node_id != self.node.node_id:
+            nodes.append(active)
+        return (-1 if active is None else active.node_id), nodes
 
     # -- DescribeCluster --
 
     async def describe_cluster(self, ctx, request):
         from kafkawire.messages.describe_cluster_response import DescribeClusterBroker, DescribeClusterResponse
-        node = self.node
+        controller_id, nodes = self._nodes()
         return DescribeClusterResponse(
-            endpoint_type=request.endpoint_type, cluster_id=self.cluster_id, controller_id=node.node_id,
-            brokers=[DescribeClusterBroker(broker_id=node.node_id, host=node.host, port=node.port, rack=node.rack)],
+            endpoint_type=request.endpoint_type, cluster_id=self.cluster_id, controller_id=controller_id,
+            brokers=[DescribeClusterBroker(broker_id=n.node_id, host=n.host, port=n.port, rack=n.rack) for n in nodes],
             cluster_authorized_operations=_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
             else INT32_MIN)
 

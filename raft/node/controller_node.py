@@ -26,6 +26,8 @@ from kafkawire.net.admission import AdmissionLimits
 from kafkawire.net.client import NetworkClient
 from kafkawire.net.config import ConfigError, ServerConfig
 from kafkawire.net.metadata_topic import MetadataTopic, NodeEndpoint
+from kafkawire.net.sasl import SCRAM_MECHANISM_TYPES, SaslClient
+from kafkawire.net.security import client_ssl_context
 from kafkawire.net.server import ApiHandler, KafkaServer
 from kafkawire.storage.state_files import StateFileError, read_meta_properties
 from raft.config import RaftConfig
@@ -75,6 +77,21 @@ def raft_config_from(server: ServerConfig, directory_id, cluster_id: str) -> Raf
         auto_join=server.controller_quorum_auto_join_enable)
 
 
+def controller_client_options(config: ServerConfig) -> dict:
+    """NetworkClient options for the node's connections to controllers: TLS and SASL as the first
+    controller listener's security protocol and sasl.mechanism.controller.protocol say."""
+    security = config.controller_client_security
+    if security is None or security.protocol == "PLAINTEXT":
+        return {}
+    options = {}
+    if security.ssl is not None:
+        options["ssl_context"] = client_ssl_context(security.ssl)
+    if security.mechanism is not None:
+        mechanism, username, password = security.mechanism, security.username, security.password
+        options["sasl"] = lambda: SaslClient(mechanism, username, password)
+    return options
+
+
 class ControllerNode:
     def __init__(self, config: ServerConfig, *, state_machine_factory=None, fsync: bool = True,
                  metrics_interval_ms: int = 1000, max_versions: dict[int, int] | None = None):
@@ -120,7 +137,8 @@ class ControllerNode:
         client = NetworkClient(client_id=f"raft-client-{c.node_id}",
                                request_timeout_ms=c.controller_quorum_request_timeout_ms,
                                reconnect_backoff_ms=max(c.controller_quorum_retry_backoff_ms, 1),
-                               max_response_bytes=max(c.socket_request_max_bytes, 8 * 1024 * 1024 + 1024))
+                               max_response_bytes=max(c.socket_request_max_bytes, 8 * 1024 * 1024 + 1024),
+                               **controller_client_options(c))
         self.driver = driver = RaftDriver(
             raft_config, store, client,
             snapshot_min_bytes=c.metadata_log_max_record_bytes_between_snapshots,
@@ -133,13 +151,15 @@ class ControllerNode:
         self.topic = MetadataTopic(store.log, cluster_id=self.meta.cluster_id,
                                    node=NodeEndpoint(c.node_id, advertised[0], advertised[1]),
                                    high_watermark=driver.high_watermark,
-                                   leader_epoch=lambda: max(driver.core.epoch, 0))
+                                   leader_epoch=lambda: max(driver.core.epoch, 0),
+                                   active_controller=self._active_controller)
         driver.hw_listeners.append(self.topic.high_watermark_advanced)
         for name in c.controller_listener_names:
             endpoint = c.listener(name)
             if endpoint is None:
                 raise NodeStartError(f"controller.listener.names has {name}, which is not in listeners")
             server = KafkaServer({}, host=endpoint.host or "0.0.0.0", port=endpoint.port, listener_name=name,
+                                 security=c.listener_security.get(name), scram_lookup=self._scram_credential,
                                  max_request_bytes=c.socket_request_max_bytes,
                                  connections_max_idle_ms=c.connections_max_idle_ms,
                                  admission=AdmissionLimits(
@@ -199,6 +219,31 @@ class ControllerNode:
             if registered is not None:
                 server.register(key, dataclasses.replace(registered.handler, max_version=high))
         server.api_versions_features = self._api_versions_features
+
+    def _active_controller(self) -> NodeEndpoint | None:
+        """The leader as clients of this listener reach it; None while no leader is known (or
+        its endpoint on this listener is not)."""
+        driver = self.driver
+        leader = driver.leader().leader_id
+        if leader is None:
+            return None
+        if leader == self.config.node_id:
+            return self.topic.node
+        voter = next((v for v in driver.core.voters() if v.key.id == leader), None)
+        address = None if voter is None else voter.endpoints.address(driver.config.listener)
+        return None if address is None else NodeEndpoint(leader, address[0], address[1])
+
+    def _scram_credential(self, mechanism: str, user: str):
+        """The committed SCRAM credential of ``user`` (UserScramCredentialRecord), for SASL/SCRAM."""
+        image = getattr(self.state_machine, "image", None)
+        mechanism_type = SCRAM_MECHANISM_TYPES.get(mechanism)
+        if image is None or mechanism_type is None:
+            return None
+        credential = image.scram.get(mechanism_type, {}).get(user)
+        if credential is None:
+            return None
+        return bytes(credential.salt), bytes(credential.stored_key), bytes(credential.server_key), \
+            credential.iterations
 
     def _describe_controllers(self, request):
         """KIP-919: an admin client bootstrapping from controllers learns every voter's endpoint on

@@ -154,3 +154,34 @@ def test_tshark_reads_the_clients_traffic_without_malformed_packets(node, tmp_pa
     assert unknown_key, "the DescribeQuorum exchange was captured"
     keys = set(request_keys.values())
     assert {"18", "3"} <= keys      # ApiVersions and Metadata were decoded
+
+
+def test_asked_on_a_follower_clients_are_told_which_node_is_the_active_controller(tmp_path):
+    """To ordinary clients every node named itself the controller, so kafka-python's admin calls
+    went to followers; Metadata and DescribeCluster now name the raft leader and list it."""
+    from kafka import KafkaAdminClient
+    from kafkawire.messages.metadata_request import MetadataRequest
+    from raft.node.local_quorum import LocalQuorum
+    from tests.net.netlib import RawConnection, run
+
+    with LocalQuorum(tmp_path, voters=3).started("initial-controllers") as q:
+        leader = q.wait_for_leader(30).leader_id
+        follower = next(i for i in q.voter_ids if i != leader)
+        admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{q.ports[follower]}", request_timeout_ms=10000)
+        try:
+            cluster = admin.describe_cluster()
+            quorum = admin.describe_metadata_quorum()       # sent to the controller it was told of
+        finally:
+            admin.close()
+
+        async def metadata():
+            conn = await RawConnection.open(q.ports[follower])
+            await conn.send(MetadataRequest(topics=None), 12, 1)
+            _, body = await conn.read_response(3, 12)
+            conn.close()
+            return body
+        response = run(metadata())
+    assert cluster["controller_id"] == leader
+    assert quorum["topics"][0]["partitions"][0]["leader_id"] == leader
+    assert response.controller_id == leader
+    assert {(b.node_id, b.port) for b in response.brokers} == {(follower, q.ports[follower]), (leader, q.ports[leader])}
