@@ -340,9 +340,9 @@ def _initial_voters(config, mode: str | None, initial_controllers: str | None) -
     return voters
 
 
-def _directories_to_format(config, cluster_id: str, ignore_formatted: bool, out) -> tuple[list, dict]:
+def _directories_to_format(config, cluster_id: str, ignore_formatted: bool, out) -> tuple[list, list, dict]:
     """MetaPropertiesEnsemble.Loader + verify and the Formatter's checks: the directories still
-    to format and the directory ids already in use (id -> directory)."""
+    to format, those formatted already and the directory ids in use (id -> directory)."""
     formatted, empty, errors, seen_ids = {}, [], [], {}
     for directory in config.all_log_dirs:
         meta, error = _load_meta(directory)
@@ -372,7 +372,18 @@ def _directories_to_format(config, cluster_id: str, ignore_formatted: bool, out)
                            f"directory and format the others.")
     if errors and not empty and not formatted:
         raise StorageError("No available log directories to format.")
-    return empty, seen_ids
+    return empty, list(formatted), seen_ids
+
+
+def _kafka_write_order(formatted, empty) -> list[str]:
+    """The order MetaPropertiesEnsemble.Copier.writeLogDirChanges formats directories in: its
+    logDirProps HashMap (a copy of the formatted ones, then the empty ones put in name order),
+    whose new entries go through a second HashMap, newOrChanged, that it iterates."""
+    from kafkawire.controller.java_order import copied_capacity, grown_capacity, string_hashmap_order
+    formatted = sorted(formatted)
+    initial = copied_capacity(len(formatted)) if formatted else 16
+    copier = string_hashmap_order(formatted + sorted(empty), grown_capacity(len(formatted) + len(empty), initial))
+    return string_hashmap_order([d for d in copier if d in set(empty)])
 
 
 def format_storage(config, cluster_id: str, *, mode: str | None, initial_controllers: str | None = None,
@@ -391,12 +402,12 @@ def format_storage(config, cluster_id: str, *, mode: str | None, initial_control
     mv_level = release_version_level(release_version, requested)
     levels = effective_feature_levels(mv_level, requested, dynamic_quorum=not config.controller_quorum_voters)
     records = bootstrap_records(mv_level, levels)
-    empty, seen_ids = _directories_to_format(config, cluster_id, ignore_formatted, out)
+    empty, formatted, seen_ids = _directories_to_format(config, cluster_id, ignore_formatted, out)
     if not empty:
         print("All of the log directories are already formatted.", file=out)
         return
     print(f"Bootstrap metadata: {bootstrap_metadata_text(records, mv_level)}", file=out)
-    for directory in empty:
+    for directory in _kafka_write_order(formatted, empty):
         if directory != config.metadata_log_dir:
             kind = "log"
         elif voters is None:

@@ -119,7 +119,8 @@ def test_format_standalone_writes_meta_properties_bootstrap_and_the_voters_snaps
     status, out, err = storage(capsys, "format", "--cluster-id", CLUSTER, "--config", config, "--standalone")
     assert (status, err) == (0, "")
     dirs = sorted(str(tmp_path / d) for d in ("logs-a", "logs-b", "meta"))
-    assert formatting_lines(out) == [f"Formatting data directory {dirs[0]} with metadata.version 4.3-IV0.",
+    # (formatted in the order of Kafka's HashMap of the paths: tests/interop/test_storage_vs_kafka.py checks it)
+    assert sorted(formatting_lines(out)) == [f"Formatting data directory {dirs[0]} with metadata.version 4.3-IV0.",
                                     f"Formatting data directory {dirs[1]} with metadata.version 4.3-IV0.",
                                     f"Formatting dynamic metadata voter directory {dirs[2]} with metadata.version "
                                     f"4.3-IV0."]
