@@ -37,10 +37,15 @@ def compile_sources(out_dir: Path) -> Path:
 
 
 class KafkaCodecOracle:
-    """One JVM running CodecVectors; ``ask({"op": ...})`` returns its answer as a dict."""
+    """One JVM running CodecVectors; ``ask({"op": ...})`` returns its answer as a dict.
 
-    def __init__(self, classes_dir: Path, log_path: Path):
+    Every request and its answer (the test vectors: our hex and JSON, Kafka's) are written, a
+    line each, to ``transcript_path``."""
+
+    def __init__(self, classes_dir: Path, log_path: Path, transcript_path: Path):
         self.log_path = log_path
+        self.transcript_path = transcript_path
+        self._transcript = open(transcript_path, "w", encoding="utf-8")
         self._log = open(log_path, "wb")
         command = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                    f"-Dlog4j2.configurationFile={kafka_dist.LOG4J_TOOLS}",
@@ -74,15 +79,19 @@ class KafkaCodecOracle:
 
     def ask(self, request: dict) -> dict:
         self.requests += 1
-        self.process.stdin.write(json.dumps(request) + "\n")
+        line = json.dumps(request)
+        self.process.stdin.write(line + "\n")
         self.process.stdin.flush()
-        return json.loads(self._next_line())
+        answer = self._next_line()
+        self._transcript.write(f"{line}\n{answer.rstrip()}\n")
+        return json.loads(answer)
 
     def close(self):
         if self.process.poll() is None:
             self.process.kill()           # by its own pid: Popen.kill signals exactly this process
         self.process.wait(timeout=10)
         self._log.close()
+        self._transcript.close()
 
 
 class Mismatch(AssertionError):

@@ -76,11 +76,22 @@ def oracle(kafka_libs, tmp_path_factory):
     work = tmp_path_factory.mktemp("codec-oracle")
     try:
         classes = compile_sources(work / "classes")
-        jvm = KafkaCodecOracle(classes, work / "codec-vectors.stderr")
+        jvm = KafkaCodecOracle(classes, work / "codec-vectors.stderr", work / "vectors.jsonl")
     except OracleError as exc:
         pytest.fail(f"Kafka's codec oracle did not start: {exc}")
     yield jvm
     jvm.close()
+
+
+@pytest.fixture(scope="module")
+def tally(request):
+    """[pairs, identical] over every category the module ran, printed when the module ends."""
+    counts = [0, 0]
+    yield counts
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if capture is not None and counts[0]:
+        with capture.global_and_fixture_disabled():
+            print(f"\n[kafka codec vectors] all categories: {counts[0]} pairs, {counts[1]} identical")
 
 
 @pytest.fixture(scope="module")
@@ -249,13 +260,16 @@ def check_message_pair(oracle, cls, version) -> str | None:
     return run_examples(vectors(cls, version), lambda ours: check_message_example(oracle, cls, version, ours))
 
 
-def summarise(capsys, category, results: dict, known: dict, skipped: int = 0):
+def summarise(oracle, capsys, tally, category, results: dict, known: dict, skipped: int = 0):
     identical = sum(1 for problem in results.values() if problem is None)
+    tally[0] += len(results)
+    tally[1] += identical
     line = f"{category}: {len(results)} pairs, {identical} identical"
     if skipped:
         line += f" ({skipped} versions of our union that Kafka 4.3.1 does not define skipped)"
     with capsys.disabled():
-        print(f"\n[kafka codec vectors] {line}")
+        print(f"\n[kafka codec vectors] {line}\n  (every vector so far, request and Kafka's answer a line each: "
+              f"{oracle.transcript_path}, {oracle.requests} requests)")
         for pair, problem in results.items():
             if problem is not None:
                 print(f"  {pair}: {'KNOWN: ' + known[pair] if pair in known else 'MISMATCH'}\n    {problem}")
@@ -267,18 +281,18 @@ def summarise(capsys, category, results: dict, known: dict, skipped: int = 0):
 
 
 @pytest.mark.parametrize("category", MESSAGE_CATEGORIES)
-def test_messages_match_kafka(oracle, message_pairs, category, capsys):
+def test_messages_match_kafka(oracle, message_pairs, category, capsys, tally):
     pairs, skipped = message_pairs
     assert pairs[category], f"no {category} pairs found: the enumeration is broken"
     started = time.monotonic()
     results = {(cls.NAME, version): check_message_pair(oracle, cls, version) for cls, version in pairs[category]}
-    summarise(capsys, category, results, KNOWN_DIFFERENCES, skipped[category])
+    summarise(oracle, capsys, tally, category, results, KNOWN_DIFFERENCES, skipped[category])
     with capsys.disabled():
         print(f"  ({time.monotonic() - started:.1f} s, {EXAMPLES} examples per pair)")
 
 
-def test_batches_match_kafka(oracle, capsys):
+def test_batches_match_kafka(oracle, capsys, tally):
     results = {}
     for kind in BATCH_KINDS:
         results[kind] = run_examples(batch_specs(kind), lambda spec, kind=kind: check_batch_example(oracle, kind, spec))
-    summarise(capsys, "record batches", results, {})
+    summarise(oracle, capsys, tally, "record batches", results, {})
