@@ -105,6 +105,11 @@ class _Pending:
     future: asyncio.Future
 
 
+def _retrieve_exception(future: asyncio.Future) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
 class _Connection:
     """One TCP connection: writes requests, reads responses in order, fails what is pending on close."""
 
@@ -126,6 +131,10 @@ class _Connection:
         self.next_correlation_id = (self.next_correlation_id + 1) & 0x7FFFFFFF
         frame = encode_request(body, api_version, correlation_id, client_id=self.client_id)
         pending = _Pending(correlation_id, body.API_KEY, api_version, asyncio.get_running_loop().create_future())
+        # A caller cancelled while waiting (a node shutting down cancels its sends) leaves the
+        # future behind; the Disconnected that closing the connection sets on it later is then
+        # retrieved here, not logged by asyncio as "Future exception was never retrieved".
+        pending.future.add_done_callback(_retrieve_exception)
         self.pending.append(pending)
         self.writer.write(frame)
         return pending

@@ -219,3 +219,30 @@ def test_a_peer_that_never_answers_api_versions_times_out_and_backs_off():
                 await client.send(peer, DescribeClusterRequest())
 
     run(main())
+
+
+def test_a_cancelled_send_leaves_no_unretrieved_exception_when_the_client_closes(caplog):
+    """A node shutting down cancels the tasks waiting on its sends, then closes the client: the
+    Disconnected set on the abandoned futures must not be logged by asyncio as "Future exception
+    was never retrieved" (an ERROR line at every graceful stop, issue 18)."""
+    import gc
+    recorder = Recorder()
+    recorder.hold["never"] = asyncio.Event()
+
+    async def main():
+        async with KafkaServer({METADATA: recorder}) as server:
+            client = NetworkClient()
+            peer = ("127.0.0.1", server.port)
+            waiting = asyncio.create_task(client.send(peer, metadata_request("never"), timeout_ms=10_000))
+            await asyncio.sleep(0.1)
+            waiting.cancel()
+            await asyncio.gather(waiting, return_exceptions=True)
+            await client.close()
+            recorder.hold["never"].set()
+        gc.collect()
+        await asyncio.sleep(0)
+
+    with caplog.at_level("ERROR", logger="asyncio"):
+        run(main())
+        gc.collect()
+    assert "never retrieved" not in caplog.text, caplog.text
