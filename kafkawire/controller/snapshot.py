@@ -99,6 +99,9 @@ def broker_record(broker, level: int, jdk: int = JDK) -> bytes:
         fields["is_migrating_zk_broker"] = broker.is_migrating_zk_broker
     if version >= 3:
         fields["log_dirs"] = list(broker.directories)
+    if version >= 4:       # 4.3-IV0: null until the broker reports its cordoned directories
+        cordoned = getattr(broker, "cordoned_directories", None)
+        fields["cordoned_log_dirs"] = None if cordoned is None else list(cordoned)
     return frame("RegisterBrokerRecord", version, **fields)
 
 

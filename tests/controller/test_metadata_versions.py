@@ -1,8 +1,11 @@
-"""A node refuses to run on a finalized feature level it does not support, as Kafka's controller
-does (FeatureControlManager.replay throws and the fatal fault handler stops the process): in
-the log, in a snapshot, and in the bootstrap records a new quorum would commit."""
+"""Kafka 4.3.1's metadata versions in the controller. A node refuses to run on a finalized
+feature level it does not support, as Kafka's controller does (FeatureControlManager.replay
+throws and the fatal fault handler stops the process): in the log, in a snapshot, and in the
+bootstrap records a new quorum would commit. At 4.3-IV0 a snapshot keeps the brokers'
+cordoned log directories (RegisterBrokerRecord v4)."""
 import asyncio
 import io
+import uuid
 
 import pytest
 
@@ -79,3 +82,22 @@ def test_a_node_bootstrapped_at_an_unsupported_level_stops(tmp_path, caplog):
     failure = asyncio.run(life())
     assert "FeatureLevelRecord(name='metadata.version', featureLevel=31), but this controller only supports " \
            "versions 7-30" in failure
+
+
+@pytest.mark.parametrize("cordoned", [None, [], [uuid.UUID(int=0x71 << 64 | 5), uuid.UUID(int=0x12 << 64 | 9)]])
+def test_a_snapshot_at_4_3_iv0_keeps_the_cordoned_directories(cordoned):
+    """RegisterBrokerRecord v4 (metadata.version 4.3-IV0) carries CordonedLogDirs, null until the
+    broker reports them; BrokerRegistration.toRecord writes back what the image holds, in order."""
+    from kafkawire.controller.snapshot import broker_record
+    from kafkawire.metadata import decode_metadata_record
+    log_dirs = [uuid.UUID(int=0x71 << 64 | 5), uuid.UUID(int=0x12 << 64 | 9), uuid.UUID(int=0x33 << 64 | 1)]
+    state = ControllerState(SUPPORTED_FEATURES)
+    state.apply_batch(0, 1, 0, [
+        feature_frame("metadata.version", 30),
+        frame("RegisterBrokerRecord", 4, broker_id=4, incarnation_id=uuid.UUID(int=77), broker_epoch=1,
+              end_points=[], features=[], rack=None, fenced=True, in_controlled_shutdown=False,
+              is_migrating_zk_broker=False, log_dirs=log_dirs, cordoned_log_dirs=cordoned)])
+    written = decode_metadata_record(broker_record(state.image.brokers[4], 30))
+    assert written.version == 4
+    assert written.message.cordoned_log_dirs == cordoned
+    assert decode_metadata_record(broker_record(state.image.brokers[4], 29)).version == 3
