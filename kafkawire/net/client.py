@@ -23,6 +23,14 @@
   version asked for is outside the peer's range.
 * ProtocolError: the peer answered with bytes that do not decode or a correlation id out of
   order; the connection is closed.
+* AuthenticationFailed: the TLS handshake or the SASL exchange failed (a certificate the trust
+  store does not accept, UNSUPPORTED_SASL_MECHANISM, SASL_AUTHENTICATION_FAILED); the peer backs
+  off as after a failed connect.
+
+``ssl_context`` (an ``ssl.SSLContext``, see ``kafkawire.net.security.client_ssl_context``) makes
+every connection TLS; ``sasl`` (a ``kafkawire.net.sasl.SaslClient`` factory) authenticates each
+one after ApiVersions with SaslHandshake v1 and SaslAuthenticate, as Kafka's
+SaslClientAuthenticator does.
 
 On connect the client sends ApiVersions (our highest version, then the version the peer's
 UNSUPPORTED_VERSION answer names, as the Java client does) and keeps the peer's ranges; a
@@ -33,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import ssl
 import time
 from dataclasses import dataclass
 
@@ -42,7 +51,7 @@ from kafkawire.protocol.errors import DecodeError
 from kafkawire.protocol.framing import DEFAULT_MAX_FRAME, FrameReader, decode_response, encode_request
 
 __all__ = ["NetworkClient", "TransportError", "ConnectFailed", "NodeBackingOff", "RequestTimedOut",
-           "Disconnected", "TooManyInFlight", "UnsupportedVersion", "ProtocolError"]
+           "Disconnected", "TooManyInFlight", "UnsupportedVersion", "ProtocolError", "AuthenticationFailed"]
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +103,10 @@ class UnsupportedVersion(TransportError):
 
 
 class ProtocolError(TransportError):
+    pass
+
+
+class AuthenticationFailed(TransportError):
     pass
 
 
@@ -205,7 +218,8 @@ class NetworkClient:
                  reconnect_backoff_ms: int = DEFAULT_RECONNECT_BACKOFF_MS,
                  reconnect_backoff_max_ms: int = DEFAULT_RECONNECT_BACKOFF_MAX_MS,
                  max_in_flight_per_connection: int = DEFAULT_MAX_IN_FLIGHT,
-                 max_response_bytes: int = DEFAULT_MAX_FRAME, rng: random.Random | None = None):
+                 max_response_bytes: int = DEFAULT_MAX_FRAME, rng: random.Random | None = None,
+                 ssl_context=None, sasl=None):
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
         self.connect_timeout_ms = connect_timeout_ms
@@ -214,6 +228,8 @@ class NetworkClient:
         self.max_in_flight = max_in_flight_per_connection
         self.max_response_bytes = max_response_bytes
         self._rng = rng or random.Random()
+        self.ssl_context = ssl_context
+        self.sasl = sasl              # () -> SaslClient, one per connection
         self._peers: dict[tuple, _PeerState] = {}
         self._closed = False
 
@@ -305,11 +321,20 @@ class NetworkClient:
 
     async def _connect(self, peer, state: _PeerState) -> _Connection:
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(peer[0], peer[1]),
+            tls = {} if self.ssl_context is None else {
+                "ssl": self.ssl_context, "server_hostname": peer[0],
+                "ssl_handshake_timeout": self.connect_timeout_ms / 1000}
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(peer[0], peer[1], **tls),
                                                     self.connect_timeout_ms / 1000)
         except asyncio.TimeoutError:
             self._failed(state)
             raise ConnectFailed(peer, f"connection setup timed out after {self.connect_timeout_ms} ms") from None
+        except ssl.SSLError as exc:
+            self._failed(state)
+            raise AuthenticationFailed(peer, f"SSL handshake failed: {exc.reason or exc}") from None
+        except ssl.CertificateError as exc:
+            self._failed(state)
+            raise AuthenticationFailed(peer, f"SSL handshake failed: {exc}") from None
         except OSError as exc:
             self._failed(state)
             raise ConnectFailed(peer, f"connection failed: {exc.strerror or exc}") from None
@@ -322,8 +347,11 @@ class NetworkClient:
         conn = _Connection(peer, reader, writer, self.max_response_bytes, self.client_id, on_close)
         try:
             conn.versions = await self._probe_versions(conn)
-        except TransportError:
-            conn.close(Disconnected(peer, "ApiVersions failed"))
+            if self.sasl is not None:
+                await self._authenticate(conn)
+        except TransportError as exc:
+            conn.close(Disconnected(peer, "ApiVersions failed" if not isinstance(exc, AuthenticationFailed)
+                                    else "authentication failed"))
             raise
         state.connection = conn
         state.failures = 0
@@ -351,6 +379,29 @@ class NetworkClient:
                 raise ProtocolError(conn.peer, f"ApiVersions failed with {Errors.for_code(response.error_code).name}")
             return {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
         raise UnsupportedVersion(conn.peer, "ApiVersions negotiation did not settle")
+
+    async def _authenticate(self, conn: _Connection) -> None:
+        """SaslHandshake v1, then SaslAuthenticate until the mechanism completes."""
+        from kafkawire.messages.sasl_authenticate_request import SaslAuthenticateRequest
+        from kafkawire.messages.sasl_handshake_request import SaslHandshakeRequest
+        client = self.sasl()
+        deadline = time.monotonic() + self.connect_timeout_ms / 1000
+        handshake = await self._round_trip(conn, SaslHandshakeRequest(mechanism=client.mechanism), 1, deadline)
+        if handshake.error_code != Errors.NONE:
+            raise AuthenticationFailed(conn.peer, f"{Errors.for_code(handshake.error_code).name}: the peer "
+                                                  f"enables {', '.join(handshake.mechanisms)}, not {client.mechanism}")
+        version = self._choose_version(conn, 36, None)
+        token = client.first_token()
+        while token is not None:
+            answer = await self._round_trip(conn, SaslAuthenticateRequest(auth_bytes=token), version, deadline)
+            if answer.error_code != Errors.NONE:
+                raise AuthenticationFailed(conn.peer, f"{Errors.for_code(answer.error_code).name}: "
+                                                      f"{answer.error_message}")
+            try:
+                token = client.next_token(bytes(answer.auth_bytes))
+            except Exception as exc:         # scramp: the server's proof does not verify
+                raise AuthenticationFailed(conn.peer, f"{client.mechanism}: the server's answer does not "
+                                                      f"verify: {exc}") from None
 
     def _choose_version(self, conn: _Connection, api_key: int, wanted: int | None) -> int:
         ours = api_table().get(api_key)

@@ -39,6 +39,11 @@ KafkaApis):
   closed (Selector's idle expiry).
 * ``close()`` stops accepting, stops reading, lets in-flight handlers finish and their
   responses go out (up to a timeout), then closes every connection.
+* Listener security (``kafkawire.net.security``): an SSL or SASL_SSL listener runs the TLS
+  handshake once the connection is admitted (a failed one is logged as Kafka's "Failed
+  authentication ... (SSL handshake failed)" and closed); a SASL listener authenticates each
+  connection before anything but ApiVersions and SaslHandshake/SaslAuthenticate is read
+  (``kafkawire.net.authentication``). ``RequestContext.principal`` says who is asking.
 """
 from __future__ import annotations
 
@@ -92,6 +97,8 @@ class RequestContext:
     listener_name: str
     connection_id: str     # "local_host:port-peer_host:port-n", as Kafka names connections
     header: Any = None     # the decoded RequestHeader
+    principal: str = "User:ANONYMOUS"      # KafkaPrincipal: User:<SASL name> or User:<TLS subject DN>
+    security_protocol: str = "PLAINTEXT"
 
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]
@@ -148,9 +155,13 @@ class KafkaServer:
                  listener_name: str = "PLAINTEXT", max_request_bytes: int = DEFAULT_MAX_FRAME,
                  connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS,
                  max_in_flight_per_connection: int = DEFAULT_MAX_IN_FLIGHT,
-                 api_versions_max_version: int = _API_VERSIONS_MAX, admission: AdmissionLimits | None = None):
+                 api_versions_max_version: int = _API_VERSIONS_MAX, admission: AdmissionLimits | None = None,
+                 security=None, scram_lookup=None, tls_handshake_timeout_ms: int = 10_000):
         if max_in_flight_per_connection < 1:
             raise ValueError("max_in_flight_per_connection must be at least 1")
+        if security is not None and security.uses_sasl:
+            from kafkawire.net.authentication import sasl_handlers
+            handlers = {**sasl_handlers(), **handlers}      # advertised in ApiVersions
         self._registry = _register(handlers)
         self.host, self._port = host, port
         self.listener_name = listener_name
@@ -159,6 +170,15 @@ class KafkaServer:
         self.max_in_flight = max_in_flight_per_connection
         self.api_versions_max_version = min(api_versions_max_version, _API_VERSIONS_MAX)
         self.admission = admission or AdmissionLimits()
+        # kafkawire.net.security.ListenerSecurity (None: PLAINTEXT); the TLS context is built
+        # here so that a bad key store fails at construction, naming its key.
+        self.security = security
+        self.ssl_context = None
+        if security is not None and security.uses_ssl:
+            from kafkawire.net.security import server_ssl_context
+            self.ssl_context = server_ssl_context(security)
+        self.scram_lookup = scram_lookup         # (mechanism, user) -> stored SCRAM credential or None
+        self.tls_handshake_timeout_ms = tls_handshake_timeout_ms
         self._quotas: ConnectionQuotas | None = None         # made on the loop that serves
         self.memory_pool: RequestMemoryPool | None = None
         self._server: asyncio.base_events.Server | None = None
@@ -236,6 +256,8 @@ class KafkaServer:
             if self._closing:
                 writer.close()
                 return
+            if self.ssl_context is not None and not await self._tls_handshake(writer, host):
+                return
             conn = _Connection(self, reader, writer, self._next_connection)
             self._next_connection += 1
             self._connections.add(conn)
@@ -247,6 +269,18 @@ class KafkaServer:
                 conn.give_back_memory()
         finally:
             await self._quotas.release(host)
+
+
+    async def _tls_handshake(self, writer, host: str) -> bool:
+        try:
+            await writer.start_tls(self.ssl_context, ssl_handshake_timeout=self.tls_handshake_timeout_ms / 1000)
+            return True
+        except (OSError, asyncio.TimeoutError, ConnectionError) as exc:
+            # Kafka's Selector logs a failed handshake as an authentication failure at INFO.
+            log.info("[SocketServer listenerType=CONTROLLER, nodeId=?] Failed authentication with /%s "
+                     "(listener %s: SSL handshake failed: %s)", host, self.listener_name, exc)
+            writer.transport.abort()
+            return False
 
 
 class _Frames(FrameReader):
@@ -293,6 +327,10 @@ class _Connection:
         self._reading_done = False
         self._read_task: asyncio.Task | None = None
         self._last_activity = time.monotonic()
+        from kafkawire.net.authentication import connection_principal, sasl_session
+        self.sasl = sasl_session(server)                 # None unless the listener is SASL_*
+        self.principal = connection_principal(writer)     # TLS client certificate, else ANONYMOUS
+        self.security_protocol = server.security.protocol if server.security is not None else "PLAINTEXT"
 
     # -- control --
 
@@ -406,6 +444,9 @@ class _Connection:
     async def _dispatch(self, payload: bytes) -> bool:
         """Start handling one request; False means close the connection after earlier responses."""
         server = self.server
+        if self.sasl is not None and not self.sasl.complete:
+            from kafkawire.net.authentication import sasl_dispatch
+            return await sasl_dispatch(self, payload)
         try:
             api_key, api_version, correlation_id = peek_request_api(payload)
         except DecodeError as exc:
@@ -433,7 +474,8 @@ class _Connection:
     def _context(self, request) -> RequestContext:
         header = request.header
         return RequestContext(request.api_key, request.api_version, request.correlation_id,
-                              header.client_id or "", self.peer, self.server.listener_name, self.id, header)
+                              header.client_id or "", self.peer, self.server.listener_name, self.id, header,
+                              self.principal, self.security_protocol)
 
     async def _enqueue(self, ctx, task, size: int) -> None:
         """Queue a task that yields the response frame (or NO_RESPONSE), in request order; then

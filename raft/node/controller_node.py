@@ -23,6 +23,7 @@ import logging
 import os
 
 from kafkawire.net.admission import AdmissionLimits
+from kafkawire.net.authentication import sasl_handlers
 from kafkawire.net.client import NetworkClient
 from kafkawire.net.config import ConfigError, ServerConfig
 from kafkawire.net.metadata_topic import MetadataTopic, NodeEndpoint
@@ -190,6 +191,8 @@ class ControllerNode:
         raft = ApiHandler(driver.handle_request)
         for key in RAFT_APIS:
             server.register(key, raft)
+        for key, handler in sasl_handlers().items():       # Kafka's controller advertises them everywhere
+            server.register(key, handler)
         for key, handler in self.topic.handlers().items():
             server.register(key, handler)
         if self.state_machine is not None and hasattr(self.state_machine, "handlers"):

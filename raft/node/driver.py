@@ -446,5 +446,7 @@ class RaftDriver:
         # answers that the commit needs. Kafka's controller channel is a separate client too.
         if self._control_client is None:
             self._control_client = NetworkClient(client_id=f"controller-{self.node_id}-to-active-controller",
-                                                 request_timeout_ms=max(timeout_ms, 1000))
+                                                 request_timeout_ms=max(timeout_ms, 1000),
+                                                 ssl_context=getattr(self.client, "ssl_context", None),
+                                                 sasl=getattr(self.client, "sasl", None))
         return await self._control_client.send(address, request, timeout_ms=timeout_ms)

@@ -59,9 +59,10 @@ class QuorumView:
     nodes: list
 
 
-async def describe_quorum(address: tuple[str, int], timeout_ms: int = 2000) -> QuorumView:
+async def describe_quorum(address: tuple[str, int], timeout_ms: int = 2000, **client_options) -> QuorumView:
+    """``client_options``: NetworkClient's ssl_context and sasl, for a secured listener."""
     async with NetworkClient(client_id="kafkawire-local-quorum", request_timeout_ms=timeout_ms,
-                             connect_timeout_ms=timeout_ms) as client:
+                             connect_timeout_ms=timeout_ms, **client_options) as client:
         request = DescribeQuorumRequest(topics=[TopicData(topic_name=METADATA_TOPIC,
                                                           partitions=[PartitionData(partition_index=0)])])
         response = await client.send(address, request)
@@ -78,7 +79,8 @@ async def describe_quorum(address: tuple[str, int], timeout_ms: int = 2000) -> Q
 
 class LocalQuorum:
     def __init__(self, base_dir, voters: int = 3, *, extra_nodes: int = 0, python: str | None = None,
-                 properties: dict | None = None, cluster_id: str | None = None, server_args=None):
+                 properties: dict | None = None, cluster_id: str | None = None, server_args=None,
+                 client_options: dict | None = None):
         self.base_dir = os.fspath(base_dir)
         self.voter_ids = list(range(1, voters + 1))
         self.node_ids = list(range(1, voters + extra_nodes + 1))
@@ -99,6 +101,8 @@ class LocalQuorum:
 
     def config_path(self, node_id: int) -> str:
         return os.path.join(self.base_dir, f"controller-{node_id}.properties")
+        # NetworkClient options (ssl_context, sasl) for asking a quorum with secured listeners.
+        self.client_options = dict(client_options or {})
 
     def log_path(self, node_id: int) -> str:
         return os.path.join(self.base_dir, f"node-{node_id}.log")
@@ -228,7 +232,7 @@ class LocalQuorum:
 
     # --- asking the quorum -----------------------------------------------------------------------------
     def describe(self, node_id: int, timeout_ms: int = 2000) -> QuorumView:
-        return asyncio.run(describe_quorum(self.address(node_id), timeout_ms))
+        return asyncio.run(describe_quorum(self.address(node_id), timeout_ms, **self.client_options))
 
     def wait_for_leader(self, timeout_s: float = 30, *, among=None, exclude=(), min_epoch: int = 0) -> QuorumView:
         """Poll DescribeQuorum on the running nodes until one answers as the leader."""

@@ -1,0 +1,214 @@
+"""Who is on a server connection: the TLS client certificate's subject, or the SASL exchange that
+has to complete before the connection's requests are served (Kafka's SaslServerAuthenticator
+in front of KafkaApis; the rules are in ``kafkawire.net.sasl``).
+
+``sasl_dispatch(conn, payload)`` takes each frame of a SASL connection until authentication
+completes; it answers through the connection's ordered response queue, so a refusal's answer goes
+out before the connection closes, as Kafka sends its failure response and then closes.
+"""
+from __future__ import annotations
+
+import logging
+
+from kafkawire.net.sasl import SaslFailure, SaslServerSession
+from kafkawire.protocol.errors import DecodeError
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.protocol.framing import decode_request, encode_response, peek_request_api
+
+__all__ = ["sasl_session", "connection_principal", "sasl_dispatch"]
+
+log = logging.getLogger("kafkawire.net.server")
+
+API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
+
+
+def sasl_session(server) -> SaslServerSession | None:
+    security = server.security
+    if security is None or not security.uses_sasl:
+        return None
+    plain = security.jaas["PLAIN"].users() if "PLAIN" in security.jaas else {}
+    return SaslServerSession(security.mechanisms, plain, server.scram_lookup)
+
+
+def connection_principal(writer) -> str:
+    """User:<subject DN> of a verified TLS client certificate (Kafka's DefaultKafkaPrincipalBuilder
+    with the DEFAULT mapping rule: the RFC 2253 name), else User:ANONYMOUS."""
+    peercert = writer.get_extra_info("peercert")
+    if not peercert or "subject" not in peercert:
+        return "User:ANONYMOUS"
+    # getpeercert() lists the RDNs in certificate order; RFC 2253 writes them last first.
+    parts = []
+    for rdn in reversed(peercert["subject"]):
+        parts.append("+".join(f"{_SHORT.get(k, k)}={_escape(v)}" for k, v in rdn))
+    return "User:" + ",".join(parts)
+
+
+_SHORT = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU", "countryName": "C",
+          "stateOrProvinceName": "ST", "localityName": "L", "streetAddress": "STREET", "domainComponent": "DC",
+          "userId": "UID"}
+
+
+def _escape(value: str) -> str:
+    out = "".join("\\" + c if c in ',+"\\<>;' else c for c in value)
+    if out.startswith((" ", "#")):
+        out = "\\" + out
+    if out.endswith(" ") and not out.endswith("\\ "):
+        out = out[:-1] + "\\ "
+    return out
+
+
+async def sasl_dispatch(conn, payload: bytes) -> bool:
+    """One frame of a connection that has not authenticated; False closes the connection (after
+    the answers queued before)."""
+    session: SaslServerSession = conn.sasl
+    if session.raw_tokens:
+        return await _raw_token(conn, session, payload)
+    try:
+        api_key, api_version, correlation_id = peek_request_api(payload)
+    except DecodeError as exc:
+        log.warning("closing connection %s from %s:%s: malformed request header during SASL authentication: "
+                    "%s", conn.id, *conn.peer, exc)
+        return False
+    if session.state in ("INITIAL", "HANDSHAKE"):
+        if api_key == API_VERSIONS and session.api_versions_allowed():
+            return await _api_versions(conn, session, payload, api_version)
+        if api_key == SASL_HANDSHAKE:
+            return await _handshake(conn, session, payload, api_version)
+        log.info("closing connection %s from %s:%s: Unexpected Kafka request of type %s during SASL "
+                 "handshake.", conn.id, *conn.peer, _api_name(api_key))
+        return False
+    if api_key != SASL_AUTHENTICATE:
+        # Kafka answers with the request's ILLEGAL_SASL_STATE error response, then closes.
+        await _refuse_with_error(conn, payload, api_key, api_version, correlation_id)
+        log.info("closing connection %s from %s:%s: Unexpected Kafka request of type %s during SASL "
+                 "authentication.", conn.id, *conn.peer, _api_name(api_key))
+        return False
+    return await _authenticate(conn, session, payload, api_version)
+
+
+def _api_name(api_key: int) -> str:
+    from kafkawire.protocol.apis import api_table
+    api = api_table().get(api_key)
+    return api.name if api is not None else f"api key {api_key}"
+
+
+async def _api_versions(conn, session, payload, api_version) -> bool:
+    low, high = next((lo, hi) for key, lo, hi in conn.server.api_versions() if key == API_VERSIONS)
+    keep_open = await conn._api_versions(payload, api_version, peek_request_api(payload)[2])
+    if low <= api_version <= high:
+        session.api_versions_answered()      # an UNSUPPORTED_VERSION answer lets the client retry
+    return keep_open
+
+
+def _decode(conn, payload, what):
+    try:
+        return decode_request(payload)
+    except DecodeError as exc:
+        log.warning("closing connection %s from %s:%s: %s does not decode: %s", conn.id, *conn.peer, what, exc)
+        return None
+
+
+async def _answer(conn, request, response, payload: bytes) -> None:
+    from kafkawire.net.server import _done
+    frame = encode_response(response, request.api_version, request.correlation_id)
+    await conn._enqueue(conn._context(request), _done(frame), len(payload) + 4)
+
+
+async def _handshake(conn, session, payload, api_version) -> bool:
+    from kafkawire.messages.sasl_handshake_response import SaslHandshakeResponse
+    request = _decode(conn, payload, "SaslHandshake")
+    if request is None:
+        return False
+    mechanism = request.body.mechanism
+    code = session.handshake(mechanism, api_version)
+    await _answer(conn, request, SaslHandshakeResponse(error_code=code, mechanisms=list(session.mechanisms)), payload)
+    if code != Errors.NONE:
+        log.info("Failed authentication with /%s (listener %s: Unsupported SASL mechanism %s)",
+                 conn.peer[0], conn.server.listener_name, mechanism)
+        return False
+    return True
+
+
+async def _authenticate(conn, session, payload, api_version) -> bool:
+    from kafkawire.messages.sasl_authenticate_response import SaslAuthenticateResponse
+    request = _decode(conn, payload, "SaslAuthenticate")
+    if request is None:
+        return False
+    try:
+        token = session.evaluate(bytes(request.body.auth_bytes))
+    except SaslFailure as failure:
+        await _answer(conn, request, SaslAuthenticateResponse(error_code=int(Errors.SASL_AUTHENTICATION_FAILED),
+                                                              error_message=failure.message, auth_bytes=b""), payload)
+        _log_failure(conn, failure)
+        return False
+    # SessionLifetimeMs 0: connections.max.reauth.ms is 0 (no re-authentication), Kafka's default.
+    await _answer(conn, request, SaslAuthenticateResponse(error_code=0, error_message=None, auth_bytes=token,
+                                                          session_lifetime_ms=0), payload)
+    _authenticated(conn, session)
+    return True
+
+
+async def _raw_token(conn, session, payload) -> bool:
+    """SaslHandshake v0: a bare token in, a bare size-prefixed token out; a failure just closes."""
+    from kafkawire.net.server import _done
+    try:
+        token = session.evaluate(payload)
+    except SaslFailure as failure:
+        _log_failure(conn, failure)
+        return False
+    await conn._enqueue(_raw_context(conn), _done(len(token).to_bytes(4, "big") + token), len(payload) + 4)
+    _authenticated(conn, session)
+    return True
+
+
+def _raw_context(conn):
+    from kafkawire.net.server import RequestContext
+    return RequestContext(-1, 0, -1, "", conn.peer, conn.server.listener_name, conn.id)
+
+
+def _authenticated(conn, session) -> None:
+    if session.complete:
+        conn.principal = session.principal
+        log.debug("connection %s from %s:%s authenticated as %s with %s", conn.id, *conn.peer, conn.principal,
+                  session.mechanism)
+
+
+def _log_failure(conn, failure: SaslFailure) -> None:
+    log.info("Failed authentication with /%s (listener %s: %s)", conn.peer[0], conn.server.listener_name,
+             failure.log_reason)
+
+
+async def _refuse_with_error(conn, payload, api_key, api_version, correlation_id) -> None:
+    from kafkawire.net.server import top_level_error_response
+    from kafkawire.protocol.apis import api_table
+    api = api_table().get(api_key)
+    if api is None or not api.min_version <= api_version <= api.max_version:
+        return
+    response = top_level_error_response(api.response, api_version, int(Errors.ILLEGAL_SASL_STATE))
+    if response is None:
+        return
+    try:
+        frame = encode_response(response, api_version, correlation_id)
+    except Exception:          # a response shape that needs more than an error code: close unanswered
+        return
+    from kafkawire.net.server import RequestContext, _done
+    await conn._enqueue(RequestContext(api_key, api_version, correlation_id, "", conn.peer,
+                                       conn.server.listener_name, conn.id), _done(frame), len(payload) + 4)
+
+
+async def _handshake_after_authentication(ctx, request):
+    from kafkawire.messages.sasl_handshake_response import SaslHandshakeResponse
+    return SaslHandshakeResponse(error_code=int(Errors.ILLEGAL_SASL_STATE), mechanisms=[])
+
+
+async def _authenticate_after_authentication(ctx, request):
+    from kafkawire.messages.sasl_authenticate_response import SaslAuthenticateResponse
+    return SaslAuthenticateResponse(error_code=int(Errors.ILLEGAL_SASL_STATE), auth_bytes=b"",
+                                    error_message="SaslAuthenticate request received after successful authentication")
+
+
+def sasl_handlers() -> dict:
+    """SaslHandshake and SaslAuthenticate once a connection is past authentication (or on a
+    listener without SASL): ILLEGAL_SASL_STATE, as Kafka's ControllerApis answers them. Kafka's
+    controller advertises both on every listener."""
+    return {SASL_HANDSHAKE: _handshake_after_authentication, SASL_AUTHENTICATE: _authenticate_after_authentication}

@@ -1,0 +1,217 @@
+"""SASL on a Kafka connection: the server's per-connection state (Kafka's SaslServerAuthenticator)
+and the mechanisms PLAIN (RFC 4616) and SCRAM-SHA-256/512 (RFC 5802/7677, through ``scramp``),
+server and client side.
+
+The server's rules, as Kafka's:
+
+* Before authentication completes only ApiVersions (once), SaslHandshake (once) and then the
+  SASL tokens are accepted. Any other request closes the connection unanswered ("Unexpected Kafka
+  request of type X during SASL handshake."); in the token phase a request other than
+  SaslAuthenticate is answered with ILLEGAL_SASL_STATE and the connection closed.
+* SaslHandshake v0 is followed by raw size-prefixed tokens; v1 by SaslAuthenticate requests.
+* A mechanism the listener does not enable is answered UNSUPPORTED_SASL_MECHANISM (with the
+  enabled ones) and the connection closed.
+* A failed authentication is answered SASL_AUTHENTICATION_FAILED with Kafka's message (for
+  SCRAM the generic "... due to invalid credentials with SASL mechanism X", which does not tell
+  whether the user exists) and the connection closed.
+
+PLAIN checks ``user_<name>=<password>`` options of the listener's PlainLoginModule JAAS entry;
+SCRAM checks the credentials of the metadata image (UserScramCredentialRecord), through a lookup
+the node supplies.
+"""
+from __future__ import annotations
+
+import hmac
+import logging
+from typing import Callable
+
+import scramp
+
+from kafkawire.protocol.error_codes import Errors
+
+__all__ = ["SaslServerSession", "SaslFailure", "SaslClient", "ScramLookup", "SCRAM_MECHANISM_TYPES",
+           "scram_credential"]
+
+log = logging.getLogger("kafkawire.net.server")
+
+# ScramMechanism's type ids, as UserScramCredentialRecord stores them.
+SCRAM_MECHANISM_TYPES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
+# ScramMechanism.minIterations: Kafka refuses stored credentials below it.
+SCRAM_MIN_ITERATIONS = 4096
+# (mechanism, user) -> (salt, stored_key, server_key, iterations), or None for an unknown user.
+ScramLookup = Callable[[str, str], "tuple[bytes, bytes, bytes, int] | None"]
+
+
+class SaslFailure(Exception):
+    """Authentication failed: ``message`` is what Kafka sends in SaslAuthenticateResponse."""
+
+    def __init__(self, message: str, log_reason: str | None = None):
+        self.message = message
+        self.log_reason = log_reason or message
+        super().__init__(message)
+
+
+class _PlainServer:
+    def __init__(self, users: dict[str, str]):
+        self.users = users
+        self.complete = False
+        self.username = None
+
+    def evaluate(self, token: bytes) -> bytes:
+        # PlainSaslServer.evaluateResponse: authzid NUL authcid NUL password, UTF-8.
+        parts = token.decode("utf-8", "replace").split("\x00")
+        if len(parts) != 3:
+            raise SaslFailure(f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(parts)}")
+        authzid, username, password = parts
+        if not username:
+            raise SaslFailure("Authentication failed: username not specified")
+        if not password:
+            raise SaslFailure("Authentication failed: password not specified")
+        expected = self.users.get(username)
+        if expected is None or not hmac.compare_digest(expected.encode(), password.encode()):
+            raise SaslFailure("Authentication failed: Invalid username or password",
+                              f"PLAIN: invalid username or password for user {username!r}")
+        if authzid and authzid != username:
+            raise SaslFailure("Authentication failed: Client requested an authorization id that is different "
+                              "from username")
+        self.username, self.complete = username, True
+        return b""
+
+
+class _ScramServer:
+    def __init__(self, mechanism: str, lookup: ScramLookup):
+        self.mechanism = mechanism
+        self.complete = False
+        self.username = None
+        self._step = 0
+
+        def auth_fn(username):
+            found = lookup(mechanism, username)
+            if found is None:
+                raise _UnknownUser(username)
+            if found[3] < SCRAM_MIN_ITERATIONS:
+                raise _UnknownUser(username, f"iterations {found[3]} is less than the minimum "
+                                             f"{SCRAM_MIN_ITERATIONS} for {mechanism}")
+            self.username = username
+            return found
+
+        self._server = scramp.ScramMechanism(mechanism).make_server(auth_fn)
+
+    def evaluate(self, token: bytes) -> bytes:
+        generic = f"Authentication failed during authentication due to invalid credentials with SASL " \
+                  f"mechanism {self.mechanism}"
+        try:
+            text = token.decode("utf-8")
+            if self._step == 0:
+                self._server.set_client_first(text)
+                self._step = 1
+                return self._server.get_server_first().encode()
+            if self._step == 1:
+                self._server.set_client_final(text)
+                self._step, self.complete = 2, True
+                return self._server.get_server_final().encode()
+        except _UnknownUser as exc:
+            raise SaslFailure(generic, f"{self.mechanism}: {exc.reason}") from None
+        except (scramp.ScramException, UnicodeDecodeError, ValueError) as exc:
+            raise SaslFailure(generic, f"{self.mechanism} for user {self.username!r}: {exc}") from None
+        raise SaslFailure(generic, f"{self.mechanism}: a token after the exchange completed")
+
+
+class _UnknownUser(scramp.ScramException):
+    def __init__(self, username, reason=None):
+        self.reason = reason or f"no credentials for user {username!r}"
+        super().__init__(self.reason)
+
+
+class SaslServerSession:
+    """One connection's SASL state. ``state``: INITIAL -> (ApiVersions) HANDSHAKE ->
+    (SaslHandshake) AUTHENTICATE -> COMPLETE."""
+
+    def __init__(self, mechanisms: tuple[str, ...], plain_users: dict[str, str] | None,
+                 scram_lookup: ScramLookup | None):
+        self.mechanisms = list(mechanisms)
+        self.plain_users = plain_users or {}
+        self.scram_lookup = scram_lookup
+        self.state = "INITIAL"
+        self.mechanism: str | None = None
+        self.raw_tokens = False         # SaslHandshake v0: tokens without Kafka headers follow
+        self._server = None
+
+    @property
+    def complete(self) -> bool:
+        return self.state == "COMPLETE"
+
+    @property
+    def principal(self) -> str | None:
+        return None if self._server is None or not self._server.complete else f"User:{self._server.username}"
+
+    def api_versions_allowed(self) -> bool:
+        return self.state == "INITIAL"
+
+    def api_versions_answered(self) -> None:
+        self.state = "HANDSHAKE"
+
+    def handshake(self, mechanism: str, version: int) -> int:
+        """The SaslHandshake answer's error code; NONE moves to the token phase."""
+        if mechanism not in self.mechanisms:
+            self.state = "FAILED"
+            return int(Errors.UNSUPPORTED_SASL_MECHANISM)
+        self.mechanism, self.raw_tokens = mechanism, version == 0
+        if mechanism == "PLAIN":
+            self._server = _PlainServer(self.plain_users)
+        else:
+            lookup = self.scram_lookup or (lambda mech, user: None)
+            self._server = _ScramServer(mechanism, lookup)
+        self.state = "AUTHENTICATE"
+        return int(Errors.NONE)
+
+    def evaluate(self, token: bytes) -> bytes:
+        """The server's token for the client's; raises SaslFailure."""
+        try:
+            response = self._server.evaluate(token)
+        except SaslFailure:
+            self.state = "FAILED"
+            raise
+        if self._server.complete:
+            self.state = "COMPLETE"
+        return response
+
+
+class SaslClient:
+    """The client side of PLAIN or SCRAM for the node's own connections."""
+
+    def __init__(self, mechanism: str, username: str, password: str):
+        self.mechanism = mechanism
+        self.username, self.password = username, password
+        self._scram = None if mechanism == "PLAIN" else scramp.ScramClient([mechanism], username, password)
+        self._step = 0
+
+    @property
+    def complete(self) -> bool:
+        return self._step == 3 or (self.mechanism == "PLAIN" and self._step == 1)
+
+    def first_token(self) -> bytes:
+        self._step = 1
+        if self.mechanism == "PLAIN":
+            return b"\x00" + self.username.encode() + b"\x00" + self.password.encode()
+        return self._scram.get_client_first().encode()
+
+    def next_token(self, server_token: bytes) -> bytes | None:
+        """The answer to the server's token, or None once the exchange is complete. Raises
+        scramp.ScramException if the server's proof is wrong."""
+        if self.mechanism == "PLAIN":
+            return None
+        if self._step == 1:
+            self._scram.set_server_first(server_token.decode())
+            self._step = 2
+            return self._scram.get_client_final().encode()
+        self._scram.set_server_final(server_token.decode())
+        self._step = 3
+        return None
+
+
+def scram_credential(mechanism: str, password: str, salt: bytes, iterations: int) -> tuple[bytes, bytes, bytes, int]:
+    """(salt, stored_key, server_key, iterations) as Kafka's ScramFormatter computes them."""
+    salt_out, stored_key, server_key, i = scramp.ScramMechanism(mechanism).make_auth_info(
+        password, iteration_count=iterations, salt=salt)
+    return salt_out, stored_key, server_key, i

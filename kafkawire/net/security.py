@@ -1,0 +1,425 @@
+"""Listener security as Kafka configures it: the ssl.* and sasl.* keys of server.properties,
+resolved per listener, and the TLS contexts built from them.
+
+Resolution follows Kafka's ``KafkaConfig.valuesWithPrefixOverride(listenerName.configPrefix())``:
+``listener.name.<listener, lower case>.<key>`` wins over ``<key>``. JAAS configuration is looked
+up as Kafka's ``JaasContext.loadServerContext`` does, per mechanism:
+``listener.name.<listener>.<mechanism, lower case>.sasl.jaas.config``. The controller's own
+outbound raft client uses the first controller listener's settings and JAAS entry (Kafka builds it
+with ``JaasContext.Type.SERVER`` too) and ``sasl.mechanism.controller.protocol``.
+
+Supported keystore and truststore types: PEM (files at ``ssl.keystore.location`` /
+``ssl.truststore.location``, or the PEM text in ``ssl.keystore.certificate.chain`` +
+``ssl.keystore.key`` / ``ssl.truststore.certificates``) and PKCS12. JKS, Kafka's default type, is
+refused naming the key: it is a Java-only format (convert it with ``keytool -importkeystore
+-deststoretype PKCS12``).
+"""
+from __future__ import annotations
+
+import os
+import re
+import ssl
+import tempfile
+from dataclasses import dataclass, field
+
+from kafkawire.net.config import ConfigError
+
+__all__ = ["SslSettings", "ListenerSecurity", "JaasEntry", "resolve_listener_security",
+           "controller_client_security", "parse_jaas_config", "server_ssl_context", "client_ssl_context",
+           "is_security_key", "SUPPORTED_MECHANISMS", "ClientSecurity"]
+
+SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SUPPORTED_STORE_TYPES = ("PEM", "PKCS12")
+CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
+_TLS_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
+
+# SslConfigs / BrokerSecurityConfigs / SaslConfigs defaults (Kafka 4.x).
+SSL_DEFAULTS = {
+    "ssl.protocol": "TLSv1.3",
+    "ssl.enabled.protocols": "TLSv1.2,TLSv1.3",
+    "ssl.cipher.suites": "",
+    "ssl.keystore.type": "JKS",
+    "ssl.keystore.location": None,
+    "ssl.keystore.password": None,
+    "ssl.key.password": None,
+    "ssl.keystore.certificate.chain": None,
+    "ssl.keystore.key": None,
+    "ssl.truststore.type": "JKS",
+    "ssl.truststore.location": None,
+    "ssl.truststore.password": None,
+    "ssl.truststore.certificates": None,
+    "ssl.client.auth": "none",
+    "ssl.endpoint.identification.algorithm": "https",
+}
+SASL_DEFAULTS = {
+    "sasl.enabled.mechanisms": "GSSAPI",
+    "sasl.mechanism.controller.protocol": "GSSAPI",
+}
+# Keys Kafka defines that kafkawire reads no further than accepting (their defaults are what we do).
+_ACCEPTED = {"ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.secure.random.implementation",
+             "ssl.principal.mapping.rules", "sasl.mechanism.inter.broker.protocol", "super.users",
+             "authorizer.class.name", "allow.everyone.if.no.acl.found"}
+_LISTENER_PREFIX = re.compile(r"^listener\.name\.([^.]+)\.(.+)$")
+
+
+def is_security_key(key: str) -> bool:
+    """Whether ``key`` is one of the security keys this module reads (listener-prefixed or not)."""
+    m = _LISTENER_PREFIX.match(key)
+    rest = m.group(2) if m else key
+    if rest in SSL_DEFAULTS or rest in SASL_DEFAULTS or rest in _ACCEPTED:
+        return True
+    return m is not None and rest.endswith(".sasl.jaas.config")
+
+
+@dataclass(frozen=True)
+class JaasEntry:
+    """One login module of a ``sasl.jaas.config`` value."""
+    key: str                      # the property it came from, for error messages
+    module: str
+    flag: str
+    options: dict = field(default_factory=dict)
+
+    def users(self) -> dict[str, str]:
+        """PlainLoginModule's ``user_<name>=<password>`` options: the PLAIN server's credentials."""
+        return {k[len("user_"):]: v for k, v in self.options.items() if k.startswith("user_")}
+
+
+@dataclass(frozen=True)
+class SslSettings:
+    values: dict            # ssl.* key -> resolved raw value (None when unset)
+    keys: dict              # ssl.* key set in the file -> the property it came from (prefixed or not)
+
+    def get(self, key: str):
+        return self.values.get(key)
+
+    def where(self, key: str) -> str:
+        return self.keys.get(key, key)
+
+
+@dataclass(frozen=True)
+class ListenerSecurity:
+    listener_name: str
+    protocol: str                                   # PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
+    ssl: SslSettings | None = None                  # for SSL and SASL_SSL
+    client_auth: str = "none"
+    mechanisms: tuple[str, ...] = ()                # sasl.enabled.mechanisms, for SASL_*
+    jaas: dict = field(default_factory=dict)        # mechanism -> JaasEntry
+
+    @property
+    def uses_ssl(self) -> bool:
+        return self.protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+
+
+@dataclass(frozen=True)
+class ClientSecurity:
+    """How the node's outbound raft client connects to a controller listener."""
+    protocol: str
+    ssl: SslSettings | None = None
+    mechanism: str | None = None
+    username: str | None = None
+    password: str | None = None
+
+
+def _lookup(props: dict, listener: str, key: str, default):
+    """(value, source key): the listener-prefixed key, else the plain key, else the default."""
+    prefixed = f"listener.name.{listener.lower()}.{key}"
+    if prefixed in props:
+        return props[prefixed], prefixed
+    if key in props:
+        return props[key], key
+    return default, key
+
+
+def ssl_settings(props: dict, listener: str) -> SslSettings:
+    values, keys = {}, {}
+    for key, default in SSL_DEFAULTS.items():
+        raw, source = _lookup(props, listener, key, default)
+        secret = key in ("ssl.keystore.password", "ssl.key.password", "ssl.truststore.password")
+        values[key] = raw.strip() if isinstance(raw, str) and not secret else raw
+        if source in props:
+            keys[key] = source
+    return SslSettings(values, keys)
+
+
+def resolve_listener_security(props: dict, listener: str, protocol: str) -> ListenerSecurity:
+    """The security of one listener from server.properties ``props``; ConfigError names the key."""
+    if protocol == "PLAINTEXT":
+        return ListenerSecurity(listener, protocol)
+    settings = ssl_settings(props, listener) if protocol in ("SSL", "SASL_SSL") else None
+    client_auth = "none"
+    if settings is not None:
+        prefixed = f"listener.name.{listener.lower()}.ssl.client.auth"
+        # ChannelBuilders: on a SASL_SSL listener only the listener-prefixed ssl.client.auth counts.
+        if protocol == "SSL" or prefixed in props:
+            client_auth = settings.get("ssl.client.auth").lower()
+            if client_auth not in CLIENT_AUTH:
+                raise ConfigError(settings.where("ssl.client.auth"), settings.get("ssl.client.auth"),
+                                  "must be one of none, requested, required")
+        _check_ssl(settings)
+        if settings.get("ssl.keystore.location") is None and settings.get("ssl.keystore.certificate.chain") is None:
+            raise ConfigError(f"listener.name.{listener.lower()}.ssl.keystore.location", None,
+                              f"is required: listener {listener} is {protocol} and needs a key and certificate "
+                              "(ssl.keystore.location, or ssl.keystore.certificate.chain and ssl.keystore.key)")
+    mechanisms, jaas = (), {}
+    if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+        raw, source = _lookup(props, listener, "sasl.enabled.mechanisms", SASL_DEFAULTS["sasl.enabled.mechanisms"])
+        mechanisms = tuple(m.strip() for m in raw.split(",") if m.strip())
+        if not mechanisms:
+            raise ConfigError(source, raw, f"must enable at least one SASL mechanism for listener {listener}")
+        for mechanism in mechanisms:
+            if mechanism not in SUPPORTED_MECHANISMS:
+                raise ConfigError(source, raw, f"enables {mechanism}, which kafkawire does not support "
+                                               f"(supported: {', '.join(SUPPORTED_MECHANISMS)})")
+            jaas[mechanism] = _jaas_for(props, listener, mechanism)
+            if mechanism == "PLAIN" and not jaas[mechanism].users():
+                raise ConfigError(jaas[mechanism].key, "(hidden)", "has no user_<name>=<password> option: "
+                                                                   "no client could authenticate with PLAIN")
+    return ListenerSecurity(listener, protocol, settings, client_auth, mechanisms, jaas)
+
+
+def _jaas_for(props: dict, listener: str, mechanism: str) -> JaasEntry:
+    key = f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
+    if key not in props:
+        raise ConfigError(key, None, f"is required: listener {listener} enables SASL mechanism {mechanism} "
+                                     "(kafkawire reads no static JAAS file)")
+    return parse_jaas_config(key, props[key])
+
+
+def controller_client_security(props: dict, listener: str, protocol: str) -> ClientSecurity:
+    """The raft client's security towards controllers on ``listener`` (the first controller listener)."""
+    if protocol == "PLAINTEXT":
+        return ClientSecurity(protocol)
+    settings = ssl_settings(props, listener) if protocol in ("SSL", "SASL_SSL") else None
+    if settings is not None:
+        _check_ssl(settings)
+    if protocol == "SSL":
+        return ClientSecurity(protocol, settings)
+    raw = props.get("sasl.mechanism.controller.protocol", SASL_DEFAULTS["sasl.mechanism.controller.protocol"]).strip()
+    if raw not in SUPPORTED_MECHANISMS:
+        raise ConfigError("sasl.mechanism.controller.protocol", raw,
+                          f"is not supported by kafkawire (supported: {', '.join(SUPPORTED_MECHANISMS)})")
+    entry = _jaas_for(props, listener, raw)
+    username, password = entry.options.get("username"), entry.options.get("password")
+    if username is None or password is None:
+        raise ConfigError(entry.key, "(hidden)", f"needs username and password options: the controller "
+                                                 f"authenticates to other controllers with {raw}")
+    return ClientSecurity(protocol, settings, raw, username, password)
+
+
+def _check_ssl(s: SslSettings) -> None:
+    for key in ("ssl.keystore.type", "ssl.truststore.type"):
+        kind = s.get(key).upper()
+        location = "ssl.keystore.location" if key == "ssl.keystore.type" else "ssl.truststore.location"
+        inline = "ssl.keystore.certificate.chain" if key == "ssl.keystore.type" else "ssl.truststore.certificates"
+        in_use = s.get(location) is not None or s.get(inline) is not None
+        if in_use and kind not in SUPPORTED_STORE_TYPES:
+            why = " (Kafka's default type)" if key not in s.keys else ""
+            raise ConfigError(s.where(key), s.get(key), f"is not supported{why}: kafkawire reads PEM and PKCS12 "
+                                                        "stores only; convert a JKS store with keytool "
+                                                        "-importkeystore -deststoretype PKCS12")
+        if s.get(inline) is not None and kind != "PEM":
+            raise ConfigError(s.where(inline), "(value)", f"is only valid with {key}=PEM")
+    protocols = [p.strip() for p in s.get("ssl.enabled.protocols").split(",") if p.strip()]
+    for p in protocols:
+        if p not in _TLS_VERSIONS:
+            raise ConfigError(s.where("ssl.enabled.protocols"), s.get("ssl.enabled.protocols"),
+                              f"names {p}; kafkawire supports TLSv1.2 and TLSv1.3")
+    if not protocols:
+        raise ConfigError(s.where("ssl.enabled.protocols"), s.get("ssl.enabled.protocols"), "must not be empty")
+    algorithm = s.get("ssl.endpoint.identification.algorithm")
+    if algorithm not in ("https", ""):
+        raise ConfigError(s.where("ssl.endpoint.identification.algorithm"), algorithm,
+                          "must be https or empty (no host name check)")
+
+
+# --- JAAS ---------------------------------------------------------------------------------------
+
+_JAAS_TOKEN = re.compile(r'\s*(?:"((?:[^"\\]|\\.)*)"|([^\s=;"]+)|(=)|(;))')
+
+
+def parse_jaas_config(key: str, text: str) -> JaasEntry:
+    """``<LoginModule class> <flag> [name=value ...];`` as Kafka's JaasConfig reads a sasl.jaas.config
+    value (values may be double-quoted). Exactly one login module, as Kafka requires."""
+    tokens, pos = [], 0
+    text = text.strip()
+    while pos < len(text):
+        m = _JAAS_TOKEN.match(text, pos)
+        if not m or m.end() == pos:
+            raise ConfigError(key, "(hidden)", f"is not a JAAS login module configuration (at character {pos})")
+        quoted, word, eq, semi = m.groups()
+        if quoted is not None:
+            tokens.append(("value", re.sub(r"\\(.)", r"\1", quoted)))
+        elif word is not None:
+            tokens.append(("word", word))
+        else:
+            tokens.append(("=", "=") if eq else (";", ";"))
+        pos = m.end()
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+    modules = _jaas_modules(key, tokens)
+    if len(modules) != 1:
+        raise ConfigError(key, "(hidden)", f"contains {len(modules)} login modules, should be 1 module")
+    return modules[0]
+
+
+def _jaas_modules(key: str, tokens: list) -> list[JaasEntry]:
+    modules, i = [], 0
+    while i < len(tokens):
+        if i + 1 >= len(tokens) or tokens[i][0] != "word" or tokens[i + 1][0] != "word":
+            raise ConfigError(key, "(hidden)", "must start with a login module class and a control flag")
+        module, flag = tokens[i][1], tokens[i + 1][1].lower()
+        if flag not in ("required", "requisite", "sufficient", "optional"):
+            raise ConfigError(key, "(hidden)", f"has control flag {flag!r}; expected required, requisite, "
+                                               "sufficient or optional")
+        i += 2
+        options = {}
+        while i < len(tokens) and tokens[i][0] != ";":
+            if i + 2 >= len(tokens) or tokens[i][0] != "word" or tokens[i + 1][0] != "=" \
+                    or tokens[i + 2][0] not in ("word", "value"):
+                raise ConfigError(key, "(hidden)", f"has a malformed option in login module {module} "
+                                                   "(expected name=value)")
+            options[tokens[i][1]] = tokens[i + 2][1]
+            i += 3
+        if i >= len(tokens):
+            raise ConfigError(key, "(hidden)", f"login module {module} does not end with ';'")
+        i += 1
+        modules.append(JaasEntry(key, module, flag, options))
+    return modules
+
+
+# --- TLS contexts -------------------------------------------------------------------------------
+
+def _tls_range(context: ssl.SSLContext, s: SslSettings) -> None:
+    versions = sorted(_TLS_VERSIONS[p.strip()] for p in s.get("ssl.enabled.protocols").split(",") if p.strip())
+    context.minimum_version, context.maximum_version = versions[0], versions[-1]
+    ciphers = s.get("ssl.cipher.suites")
+    if ciphers:
+        try:
+            context.set_ciphers(":".join(c.strip() for c in ciphers.split(",") if c.strip()))
+        except ssl.SSLError:
+            raise ConfigError(s.where("ssl.cipher.suites"), ciphers, "names no cipher suite OpenSSL knows") from None
+
+
+def _read(s: SslSettings, key: str) -> bytes:
+    path = s.get(key)
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        raise ConfigError(s.where(key), path, f"cannot be read: {exc.strerror or exc}") from None
+
+
+def _password(s: SslSettings, key: str) -> bytes | None:
+    value = s.get(key)
+    return None if value is None else value.encode("utf-8")
+
+
+def _load_keystore(context: ssl.SSLContext, s: SslSettings) -> None:
+    kind = s.get("ssl.keystore.type").upper()
+    if kind == "PEM":
+        if s.get("ssl.keystore.password") is not None:
+            raise ConfigError(s.where("ssl.keystore.password"), "(hidden)", "cannot be given for a PEM key store: "
+                                                                            "only ssl.key.password may be")
+        if s.get("ssl.keystore.certificate.chain") is not None:
+            if s.get("ssl.keystore.key") is None:
+                raise ConfigError(s.where("ssl.keystore.key"), None,
+                                  "is required with ssl.keystore.certificate.chain")
+            _load_pem_chain(context, s, s.get("ssl.keystore.certificate.chain").encode(),
+                            s.get("ssl.keystore.key").encode(), _password(s, "ssl.key.password"),
+                            s.where("ssl.keystore.certificate.chain"))
+            return
+        data = _read(s, "ssl.keystore.location")
+        _load_pem_chain(context, s, data, data, _password(s, "ssl.key.password"), s.where("ssl.keystore.location"))
+        return
+    from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat, pkcs12
+    data = _read(s, "ssl.keystore.location")
+    try:
+        key, cert, extra = pkcs12.load_key_and_certificates(data, _password(s, "ssl.keystore.password"))
+    except ValueError as exc:
+        raise ConfigError(s.where("ssl.keystore.location"), s.get("ssl.keystore.location"),
+                          f"is not a PKCS12 key store this password opens ({exc})") from None
+    if key is None or cert is None:
+        raise ConfigError(s.where("ssl.keystore.location"), s.get("ssl.keystore.location"),
+                          "holds no private key with its certificate")
+    chain = b"".join(c.public_bytes(Encoding.PEM) for c in [cert, *extra])
+    pem_key = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
+    _load_pem_chain(context, s, chain, pem_key, None, s.where("ssl.keystore.location"))
+
+
+def _load_pem_chain(context, s, chain: bytes, key: bytes, password, where: str) -> None:
+    """load_cert_chain reads files only: the PEM goes through a private temporary directory."""
+    with tempfile.TemporaryDirectory(prefix="kafkawire-tls-") as tmp:
+        cert_path, key_path = os.path.join(tmp, "chain.pem"), os.path.join(tmp, "key.pem")
+        for path, data in ((cert_path, chain), (key_path, key)):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        try:
+            context.load_cert_chain(cert_path, key_path, password=password)
+        except ssl.SSLError as exc:
+            raise ConfigError(where, "(key store)", f"does not hold a certificate chain and its private key "
+                                                    f"(wrong ssl.key.password?): {exc.reason or exc}") from None
+
+
+def _load_truststore(context: ssl.SSLContext, s: SslSettings) -> None:
+    if s.get("ssl.truststore.location") is None and s.get("ssl.truststore.certificates") is None:
+        context.load_default_certs()          # Java falls back to the JVM's cacerts the same way
+        return
+    kind = s.get("ssl.truststore.type").upper()
+    if kind == "PEM":
+        if s.get("ssl.truststore.password") is not None:
+            raise ConfigError(s.where("ssl.truststore.password"), "(hidden)",
+                              "cannot be given for a PEM trust store")
+        text = s.get("ssl.truststore.certificates")
+        where = s.where("ssl.truststore.certificates")
+        if text is None:
+            text, where = _read(s, "ssl.truststore.location").decode("ascii", "replace"), \
+                s.where("ssl.truststore.location")
+        _load_cadata(context, text, where)
+        return
+    from cryptography.hazmat.primitives.serialization import Encoding, pkcs12
+    data = _read(s, "ssl.truststore.location")
+    try:
+        store = pkcs12.load_pkcs12(data, _password(s, "ssl.truststore.password"))
+    except ValueError as exc:
+        raise ConfigError(s.where("ssl.truststore.location"), s.get("ssl.truststore.location"),
+                          f"is not a PKCS12 trust store this password opens ({exc})") from None
+    certs = ([store.cert] if store.cert else []) + list(store.additional_certs)
+    _load_cadata(context, "".join(c.certificate.public_bytes(Encoding.PEM).decode() for c in certs),
+                 s.where("ssl.truststore.location"))
+
+
+def _load_cadata(context, text: str, where: str) -> None:
+    if "-----BEGIN CERTIFICATE-----" not in text:
+        raise ConfigError(where, "(trust store)", "holds no certificate")
+    try:
+        context.load_verify_locations(cadata=text)
+    except ssl.SSLError as exc:
+        raise ConfigError(where, "(trust store)", f"holds a certificate that does not load: {exc.reason or exc}") \
+            from None
+
+
+def server_ssl_context(security: ListenerSecurity) -> ssl.SSLContext:
+    s = security.ssl
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    _tls_range(context, s)
+    _load_keystore(context, s)
+    context.verify_mode = CLIENT_AUTH[security.client_auth]
+    if context.verify_mode != ssl.CERT_NONE:
+        _load_truststore(context, s)
+    return context
+
+
+def client_ssl_context(s: SslSettings) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    _tls_range(context, s)
+    context.check_hostname = s.get("ssl.endpoint.identification.algorithm") == "https"
+    context.verify_mode = ssl.CERT_REQUIRED
+    _load_truststore(context, s)
+    if s.get("ssl.keystore.location") is not None or s.get("ssl.keystore.certificate.chain") is not None:
+        _load_keystore(context, s)            # for listeners with ssl.client.auth=required
+    return context
