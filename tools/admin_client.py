@@ -32,6 +32,7 @@ does not know.
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import socket
 import time
@@ -41,6 +42,8 @@ from kafkawire.net.client import (NetworkClient, NodeBackingOff, ProtocolError, 
                                   UnsupportedVersion)
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.errors import UnsupportedVersionError
+
+log = logging.getLogger("kafkawire.admin")
 
 __all__ = ["ToolError", "KafkaApiError", "AdminConfig", "Admin", "exception_class_name", "load_properties",
            "parse_bootstrap", "run_sync", "admin_config", "add_connection_arguments", "connection_options"]
@@ -270,6 +273,8 @@ class Admin:
                 self._active = None          # look the active controller up again
             backoff_ms = self._backoff_ms(tries)
             next_allowed_try_ms = int(time.time() * 1000 + backoff_ms)
+            # Say what the call waits for instead of a silent wait until its deadline.
+            log.warning("%s failed: %s; retrying in %d ms", name, last_error, backoff_ms)
             await self._sleep(backoff_ms, deadline)
 
     async def describe_cluster(self):
@@ -308,6 +313,9 @@ class Admin:
         self.controllers = {b.broker_id: (b.host, b.port) for b in response.brokers}
         active = self.controllers.get(response.controller_id)
         if active is None:
+            # Ask the next bootstrap controller next time: this one may stay leaderless (an
+            # Unattached voter cut off from the quorum) while the others know the leader.
+            self._bootstrap_index = (self._bootstrap_index + 1) % len(self.config.bootstrap)
             raise KafkaApiError(Errors.NOT_CONTROLLER,
                                 f"{peer[0]}:{peer[1]} knows no active controller (DescribeCluster ControllerId "
                                 f"{response.controller_id})", retriable=True)

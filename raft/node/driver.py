@@ -23,6 +23,7 @@ import random
 import time
 
 from kafkawire.net.client import NetworkClient, RequestTimedOut, TransportError, UnsupportedVersion
+from kafkawire.net.server import CloseConnection
 from kafkawire.protocol.apis import api_table
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.errors import EncodeError
@@ -349,6 +350,10 @@ class RaftDriver:
         """A raft RPC from a peer or an admin client: the core answers, maybe later (long poll)."""
         if self.failure is not None:
             raise NodeFailed(str(self.failure))
+        if self.shutdown_complete.is_set():
+            # A core that finished its shutdown answers nothing: close the connection now rather
+            # than leave the request waiting until the listener's close cancels it.
+            raise CloseConnection("the node is shutting down")
         request_id = next(self._request_ids)
         fut = asyncio.get_running_loop().create_future()
         self._waiting_responses[request_id] = fut

@@ -1,0 +1,33 @@
+"""`metadata-quorum describe --status` whose first bootstrap controller is alive but knows no
+leader (issue 18, item 7): the tool asks the next one, says each failed attempt on stderr, and
+answers well inside its timeout (it used to ask the first one until the timeout, silently)."""
+import subprocess
+import sys
+import time
+
+from raft.node.local_quorum import LocalQuorum
+
+
+def test_a_leaderless_first_bootstrap_controller_is_passed_over(tmp_path):
+    with LocalQuorum(tmp_path, voters=3, extra_nodes=1) as quorum:
+        quorum.format()
+        for node_id in (1, 2, 3):
+            quorum.start(node_id)
+        # Node 4, an observer formatted without voters, is pointed at nowhere: it stays alive
+        # and answers DescribeCluster, knowing no active controller.
+        quorum.start(4, "--override", "controller.quorum.bootstrap.servers=127.0.0.1:1")
+        try:
+            leader = quorum.wait_for_leader(30, among=(1, 2, 3))
+            bootstrap = f"127.0.0.1:{quorum.ports[4]},127.0.0.1:{quorum.ports[leader.leader_id]}"
+            started = time.monotonic()
+            result = subprocess.run([sys.executable, "-m", "tools.cli", "metadata-quorum", "--bootstrap-controller",
+                                     bootstrap, "--timeout", "30000", "describe", "--status"],
+                                    capture_output=True, text=True, timeout=60)
+            took = time.monotonic() - started
+            assert result.returncode == 0, result.stderr
+            assert f"LeaderId:               {leader.leader_id}" in result.stdout, result.stdout
+            assert took < 15, took
+            assert f"127.0.0.1:{quorum.ports[4]} knows no active controller" in result.stderr, result.stderr
+            assert "listNodes failed: " in result.stderr and "retrying in" in result.stderr
+        finally:
+            quorum.stop_all()
