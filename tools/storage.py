@@ -146,6 +146,9 @@ def default_feature_levels(mv_level: int) -> dict[str, int]:
     return {name: level for name, level in fv.default_levels(mv_level).items() if name != fv.KRAFT_VERSION}
 
 
+SCRAM_METADATA_VERSION_LEVEL = 11       # MetadataVersion.IBP_3_5_IV2.isScramSupported
+
+
 def bootstrap_records(mv_level: int, levels: dict[str, int] | None = None) -> list:
     """BootstrapMetadata.fromVersions: FeatureLevelRecords, metadata.version first, then by name,
     level > 0, never kraft.version. ``levels`` defaults to the release version's defaults."""
@@ -161,7 +164,9 @@ def bootstrap_records(mv_level: int, levels: dict[str, int] | None = None) -> li
 
 def bootstrap_metadata_text(records: list, mv_level: int) -> str:
     """BootstrapMetadata.toString, as the format command prints it after "Bootstrap metadata: "."""
-    items = ", ".join(f"ApiMessageAndVersion(FeatureLevelRecord(name='{r.name}', featureLevel={r.feature_level}) "
+    from tools.scram_args import scram_record_text
+    items = ", ".join(f"ApiMessageAndVersion({scram_record_text(r)} at version 0)" if hasattr(r, "stored_key") else
+                      f"ApiMessageAndVersion(FeatureLevelRecord(name='{r.name}', featureLevel={r.feature_level}) "
                       f"at version 0)" for r in records)
     return f"BootstrapMetadata(records=[{items}], metadataVersionLevel={mv_level}, source=format command)"
 
@@ -388,7 +393,7 @@ def _kafka_write_order(formatted, empty) -> list[str]:
 
 def format_storage(config, cluster_id: str, *, mode: str | None, initial_controllers: str | None = None,
                    release_version: str | None = None, features: dict[str, int] | None = None,
-                   ignore_formatted: bool = False, out=None, time_ms=None) -> None:
+                   ignore_formatted: bool = False, out=None, time_ms=None, add_scram: list[str] | None = None) -> None:
     """Kafka's StorageTool.runFormatCommand + Formatter.run. ``mode`` is "standalone",
     "initial-controllers", "no-initial-controllers" or None; ``features``: the --feature levels."""
     from kafkawire.storage.state_files import MetaProperties, write_meta_properties
@@ -402,6 +407,15 @@ def format_storage(config, cluster_id: str, *, mode: str | None, initial_control
     mv_level = release_version_level(release_version, requested)
     levels = effective_feature_levels(mv_level, requested, dynamic_quorum=not config.controller_quorum_voters)
     records = bootstrap_records(mv_level, levels)
+    if add_scram:
+        # Formatter.calculateBootstrapMetadata: after the feature levels, from 3.5-IV2 on.
+        from tools.scram_args import ScramArgumentError, parse_scram_arguments
+        if mv_level < SCRAM_METADATA_VERSION_LEVEL:
+            raise StorageError("SCRAM is only supported in metadata.version 3.5-IV2 or later.")
+        try:
+            records = records + parse_scram_arguments(add_scram)
+        except ScramArgumentError as exc:
+            raise StorageError(str(exc)) from None
     empty, formatted, seen_ids = _directories_to_format(config, cluster_id, ignore_formatted, out)
     if not empty:
         print("All of the log directories are already formatted.", file=out)
@@ -510,6 +524,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fmt.add_argument("--feature", "-f", action="append", metavar="FEATURE=LEVEL",
                      help="The setting to use for a specific feature, in feature=level format. For example: "
                           "`kraft.version=1`.")
+    fmt.add_argument("--add-scram", "-S", action="append", metavar="SCRAM_CREDENTIAL",
+                     help="A SCRAM_CREDENTIAL to add to the __cluster_metadata log e.g. "
+                          "'SCRAM-SHA-256=[name=alice,password=alice-secret]' "
+                          "'SCRAM-SHA-512=[name=alice,iterations=8192,salt=\"N3E=\",saltedpassword=\"YCE=\"]'")
     quorum = fmt.add_mutually_exclusive_group()
     quorum.add_argument("--standalone", "-s", action="store_true",
                         help="Initialize a controller as a single-node dynamic quorum.")
@@ -562,7 +580,7 @@ def run(args: argparse.Namespace) -> int:
             metadata_version(args.release_version)     # refused before --feature is read, as StorageTool does
         format_storage(config, args.cluster_id, mode=mode, initial_controllers=args.initial_controllers,
                        release_version=args.release_version, features=parse_feature_flags(args.feature),
-                       ignore_formatted=args.ignore_formatted)
+                       ignore_formatted=args.ignore_formatted, add_scram=args.add_scram)
         return 0
     except (StorageError, ConfigError) as exc:
         print(exc, file=sys.stderr)

@@ -155,6 +155,28 @@ FORMAT_CASES = [
     ("no-mode", {}, []),
     ("standalone-static", {"static_voters": True}, ["--standalone"]),
     ("bad-voters", {}, ["--initial-controllers", "1@127.0.0.1:9093"]),
+    # --add-scram: UserScramCredentialRecords after the feature levels (salts given, so the bytes compare)
+    ("scram", {}, ["--standalone", "--add-scram", 'SCRAM-SHA-256=[name=alice,salt="c2FsdHk=",password=alice-secret]',
+                   "--add-scram", 'SCRAM-SHA-512=[name=bob,iterations=8192,salt="N3E=",saltedpassword="YCE="]',
+                   "--add-scram", 'SCRAM-SHA-512=[name="al ice",salt="c2FsdHk=",password="p w=d"]']),
+    ("scram-comma", {}, ["--standalone", "--add-scram", 'SCRAM-SHA-512=[name="al,ice",password=x]']),
+    ("scram-static", {"static_voters": True}, ["-S", 'SCRAM-SHA-256=[name=admin,password=admin-secret,salt="YWJj",'
+                                                    'iterations=16384]']),
+    ("scram-no-name", {}, ["--standalone", "--add-scram", "SCRAM-SHA-256=[password=x]"]),
+    ("scram-mechanism", {}, ["--standalone", "--add-scram", "SCRAM-SHA-1=[name=a,password=b]"]),
+    ("scram-no-equals", {}, ["--standalone", "--add-scram", "SCRAM-SHA-256"]),
+    ("scram-brackets", {}, ["--standalone", "--add-scram", "SCRAM-SHA-256=name=a,password=b"]),
+    ("scram-close", {}, ["--standalone", "--add-scram", "SCRAM-SHA-256=[name=a,password=b"]),
+    ("scram-component", {}, ["--standalone", "--add-scram", "SCRAM-SHA-256=[name=a,password]"]),
+    ("scram-unknown", {}, ["--standalone", "--add-scram", "SCRAM-SHA-256=[name=a,password=b,pepper=c]"]),
+    ("scram-low", {}, ["--standalone", "--add-scram", "SCRAM-SHA-256=[name=a,password=b,iterations=4095]"]),
+    ("scram-high", {}, ["--standalone", "--add-scram", "SCRAM-SHA-512=[name=a,password=b,iterations=16385]"]),
+    ("scram-iterations", {}, ["--standalone", "--add-scram", "SCRAM-SHA-256=[name=a,password=b,iterations=x]"]),
+    ("scram-salt", {}, ["--standalone", "--add-scram", "SCRAM-SHA-256=[name=a,password=b,salt=***]"]),
+    ("scram-salted-no-salt", {}, ["--standalone", "--add-scram", "SCRAM-SHA-256=[name=a,saltedpassword=YCE=]"]),
+    ("scram-no-password", {}, ["--standalone", "--add-scram", "SCRAM-SHA-256=[name=a]"]),
+    ("scram-old-mv", {}, ["--standalone", "--release-version", "3.5-IV1", "--add-scram",
+                          "SCRAM-SHA-256=[name=a,password=b]"]),
 ]
 
 
@@ -377,3 +399,17 @@ def test_a_kafka_controller_runs_on_a_directory_we_formatted(kafka_node_factory)
     assert re.search(r"Feature: metadata\.version\s+SupportedMinVersion: 3\.3-IV3\s+SupportedMaxVersion: 4\.3-IV0\s+"
                      r"FinalizedVersionLevel: 4\.3-IV0\s", described.stdout), described.stdout
     assert "ERROR" not in node.log_text()
+
+
+@pytest.mark.parametrize("case_id", ["scram", "scram-static"])
+def test_add_scram_writes_kafkas_credential_records(formatted, case_id):
+    """The --add-scram cases above compare equal only if both sides wrote the records: check
+    that they did (and that the checkpoint holds them after the feature levels)."""
+    from kafkawire.metadata import decode_metadata_record
+    kafka_base, our_base, theirs, ours = formatted[case_id]
+    assert theirs.status == ours.status == 0 and "UserScramCredentialRecord(name=" in theirs.out
+    checkpoint = next(our_base.rglob("bootstrap.checkpoint"))
+    names = [decode_metadata_record(bytes(r.value)).type_name
+             for batch in iter_batches(checkpoint.read_bytes()) if not batch.is_control for r in batch]
+    scram = names.count("UserScramCredentialRecord")
+    assert scram == (3 if case_id == "scram" else 1) and names[-scram:] == ["UserScramCredentialRecord"] * scram
