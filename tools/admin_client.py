@@ -226,7 +226,9 @@ class Admin:
         self._bootstrap_index = 0
         self._active: tuple[str, int] | None = None
         self._broker_metadata = False    # bootstrap servers: a broker answered Metadata
+        self.brokers: dict[int, tuple[str, int]] = {}      # what that Metadata named
         self._answered = False           # some node answered: a timeout is no longer "waiting for a node"
+        self._waiting_for_node = False   # ... unless the call's own node never appeared in the metadata
         self.cluster_id: str | None = None
         self.controllers: dict[int, tuple[str, int]] = {}
 
@@ -239,9 +241,10 @@ class Admin:
     async def close(self) -> None:
         await self._client.close()
 
-    async def call(self, name: str, make_request, handle_response):
-        """Send ``make_request(timeout_ms)`` where Kafka's Admin would, and return
-        ``handle_response(response)``; retry what is retriable until the deadline."""
+    async def call(self, name: str, make_request, handle_response, *, node_id: int | None = None):
+        """Send ``make_request(timeout_ms)`` where Kafka's Admin would (to node ``node_id``, a
+        controller or a broker by the bootstrap kind, when given: ConstantNodeIdProvider), and
+        return ``handle_response(response)``; retry what is retriable until the deadline."""
         deadline = time.monotonic() + self.config.default_api_timeout_ms / 1000
         tries, last_error = 0, None
         next_allowed_try_ms = 0         # Kafka's Call.nextAllowedTryMs: the last failure plus its backoff
@@ -250,7 +253,10 @@ class Admin:
             if remaining_ms <= 0:
                 raise self._timed_out(name, tries, last_error, deadline, next_allowed_try_ms)
             try:
-                node = await self._node(deadline)
+                node = await self._node(deadline) if node_id is None else await self._node_by_id(node_id, deadline)
+                if node is None:        # not in the metadata (yet): the call waits for a node
+                    await self._sleep(self._backoff_ms(1), deadline)
+                    continue
                 request = make_request(remaining_ms)
                 tries += 1
                 try:
@@ -273,8 +279,9 @@ class Admin:
                 self._active = None          # look the active controller up again
             backoff_ms = self._backoff_ms(tries)
             next_allowed_try_ms = int(time.time() * 1000 + backoff_ms)
-            # Say what the call waits for instead of a silent wait until its deadline.
-            log.warning("%s failed: %s; retrying in %d ms", name, last_error, backoff_ms)
+            # What the call waits for, for a caller that shows INFO (the tools show WARN and up,
+            # as Kafka's tools-log4j: their stderr stays what Kafka's tools print).
+            log.info("%s failed: %s; retrying in %d ms", name, last_error, backoff_ms)
             await self._sleep(backoff_ms, deadline)
 
     async def describe_cluster(self):
@@ -301,6 +308,24 @@ class Admin:
             await self._find_active_controller(deadline)
         return self._active
 
+    async def _node_by_id(self, node_id: int, deadline) -> tuple[str, int] | None:
+        """The node with this id in the admin's metadata, which is looked up again when it does
+        not name it (Kafka's Admin waits for it to appear until the call's deadline)."""
+        if self.config.use_controllers:
+            if not self.controllers:
+                await self._find_active_controller(deadline)
+            address = self.controllers.get(node_id)
+            if address is None:
+                self.controllers = {}
+        else:
+            if not self._broker_metadata:
+                await self._fetch_broker_metadata(deadline)
+            address = self.brokers.get(node_id)
+            if address is None:
+                self._broker_metadata = False
+        self._waiting_for_node = address is None
+        return address
+
     async def _find_active_controller(self, deadline) -> None:
         """AdminMetadataManager with bootstrap controllers: DescribeCluster (EndpointType 2) to a
         bootstrap controller names the controllers and the active one."""
@@ -316,6 +341,9 @@ class Admin:
             # Ask the next bootstrap controller next time: this one may stay leaderless (an
             # Unattached voter cut off from the quorum) while the others know the leader.
             self._bootstrap_index = (self._bootstrap_index + 1) % len(self.config.bootstrap)
+            following = self.config.bootstrap[self._bootstrap_index]
+            log.warning("bootstrap controller %s:%s knows no active controller; asking %s:%s next",
+                        *peer, *following)
             raise KafkaApiError(Errors.NOT_CONTROLLER,
                                 f"{peer[0]}:{peer[1]} knows no active controller (DescribeCluster ControllerId "
                                 f"{response.controller_id})", retriable=True)
@@ -328,13 +356,14 @@ class Admin:
         from kafkawire.messages.metadata_request import MetadataRequest
         peer = self.config.bootstrap[self._bootstrap_index]
         try:
-            await self._send(peer, MetadataRequest(topics=[], allow_auto_topic_creation=True), deadline)
+            response = await self._send(peer, MetadataRequest(topics=[], allow_auto_topic_creation=True), deadline)
         except KafkaApiError as exc:
             if exc.error == Errors.UNSUPPORTED_VERSION and self._client.peer_versions(peer) is not None \
                     and 3 not in self._client.peer_versions(peer):
                 raise KafkaApiError(Errors.UNSUPPORTED_VERSION, "The node does not support METADATA",
                                     retriable=False) from None
             raise
+        self.brokers = {b.node_id: (b.host, b.port) for b in response.brokers}
         self._broker_metadata = True
 
     def _node_failed(self, peer) -> None:
@@ -371,7 +400,7 @@ class Admin:
 
     def _timed_out(self, name, tries, last_error, deadline, next_allowed_try_ms: int = 0) -> KafkaApiError:
         # Kafka's two TimeoutException messages: no node ever usable, or a call that ran out of time.
-        if not self._answered:
+        if not self._answered or self._waiting_for_node:
             message = f"Timed out waiting for a node assignment. Call: {name}"
         else:
             now_ms = int(time.time() * 1000)

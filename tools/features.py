@@ -1,6 +1,6 @@
 """`kafkawire features`: Kafka's kafka-features (FeatureCommand, Kafka 4.x).
 
-    kafkawire features --bootstrap-controller H:P describe
+    kafkawire features --bootstrap-controller H:P describe [--node-id N]
     kafkawire features --bootstrap-server H:P upgrade --feature kraft.version=1 [--dry-run]
     kafkawire features --bootstrap-controller H:P upgrade --release-version 3.9-IV0
     kafkawire features --bootstrap-controller H:P downgrade --feature kraft.version=0 [--unsafe] [--dry-run]
@@ -88,11 +88,17 @@ def features_from_api_versions(response) -> list[FeatureDescription]:
             for name, (low, high) in sorted(supported.items())]
 
 
-async def describe_features_async(bootstrap: str, **options) -> list[FeatureDescription]:
+async def describe_features_async(bootstrap: str, *, node_id: int | None = None,
+                                  **options) -> list[FeatureDescription]:
+    """``node_id``: ask that node (a controller or a broker, by the bootstrap kind), as
+    ``describe --node-id`` does; else the active controller or the bootstrap broker."""
     from kafkawire.messages.api_versions_request import ApiVersionsRequest
-    async with Admin(admin_config(bootstrap, **options)) as admin:
+    config = admin_config(bootstrap, **options)         # Kafka's Admin is created before the check
+    if node_id is not None and node_id < 0:
+        raise ToolError(f"Invalid node id {node_id}: must be non-negative.")
+    async with Admin(config) as admin:
         request = ApiVersionsRequest(client_software_name="kafkawire", client_software_version="0.1.0")
-        return await admin.call("describeFeatures", lambda _: request, features_from_api_versions)
+        return await admin.call("describeFeatures", lambda _: request, features_from_api_versions, node_id=node_id)
 
 
 def describe_features(bootstrap: str, **options) -> list[FeatureDescription]:
@@ -267,7 +273,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_connection_arguments(parser, controllers_are="KRaft quorum",
                              command_config_help="Property file containing configs to be passed to Admin Client.")
     sub = parser.add_subparsers(dest="features_command", required=True, metavar="COMMAND")
-    sub.add_parser("describe", help="Describes the current active feature flags.")
+    describe = sub.add_parser("describe", help="Describes the current active feature flags.")
+    describe.add_argument("--node-id", type=int, help="The node id to which the requests should be sent. If not "
+                                                      "specified, the requests will be sent to an arbitrary "
+                                                      "controller/broker.")
     for op in ("upgrade", "downgrade"):
         p = sub.add_parser(op, help=f"{op.capitalize()} one or more feature flags.")
         p.add_argument("--metadata", help=f"DEPRECATED -- The level to which we should {op} the metadata. "
@@ -292,7 +301,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         bootstrap, options = connection_options(args)
         if args.features_command == "describe":
-            for feature in describe_features(bootstrap, **options):
+            for feature in describe_features(bootstrap, node_id=args.node_id, **options):
                 print(feature)
             return 0
         outcome = update_features(bootstrap, args.features_command, features=args.feature,

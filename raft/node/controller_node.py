@@ -214,7 +214,7 @@ class ControllerNode:
         async def describe_cluster(ctx, request):
             if request.endpoint_type != CONTROLLER_ENDPOINT_TYPE:
                 return await broker_view.handle(ctx, request)
-            return self._describe_controllers(request)
+            return self._describe_controllers(request, ctx.listener_name)
 
         server.register(DESCRIBE_CLUSTER, describe_cluster)
         for key, high in self.max_versions.items():
@@ -248,17 +248,25 @@ class ControllerNode:
         return bytes(credential.salt), bytes(credential.stored_key), bytes(credential.server_key), \
             credential.iterations
 
-    def _describe_controllers(self, request):
-        """KIP-919: an admin client bootstrapping from controllers learns every voter's endpoint on
-        this listener and which one is active (ControllerApis.handleDescribeCluster)."""
+    def _describe_controllers(self, request, listener_name: str):
+        """KIP-919: an admin client bootstrapping from controllers learns the controllers' endpoints
+        on this listener and which one is active (ControllerApis.handleDescribeCluster). As in
+        Kafka these are the registered controllers (ControllerRegistrationRecords: observers
+        too, a voter not yet registered not); without the metadata state machine, the voters."""
         from kafkawire.messages.describe_cluster_response import DescribeClusterBroker, DescribeClusterResponse
         driver = self.driver
-        listener = driver.config.listener
-        controllers = []
-        for voter in sorted(driver.core.voters(), key=lambda v: v.key.id):
-            address = voter.endpoints.address(listener)
-            if address is not None:
-                controllers.append(DescribeClusterBroker(broker_id=voter.key.id, host=address[0], port=address[1]))
+        image = getattr(self.state_machine, "image", None)
+        if image is not None:
+            endpoints = {i: image.controllers[i].listeners.get(listener_name) for i in sorted(image.controllers)}
+            controllers = [DescribeClusterBroker(broker_id=i, host=e.host, port=e.port)
+                           for i, e in endpoints.items() if e is not None]
+        else:
+            controllers = []
+            for voter in sorted(driver.core.voters(), key=lambda v: v.key.id):
+                address = voter.endpoints.address(driver.config.listener)
+                if address is not None:
+                    controllers.append(DescribeClusterBroker(broker_id=voter.key.id, host=address[0],
+                                                             port=address[1]))
         leader = driver.leader().leader_id
         return DescribeClusterResponse(endpoint_type=CONTROLLER_ENDPOINT_TYPE, cluster_id=self.meta.cluster_id,
                                        controller_id=-1 if leader is None else leader, brokers=controllers,

@@ -238,6 +238,14 @@ def test_on_kafkawire_quorum_via_the_observer(runner, kafkawire_quorum):
                          ("metadata-quorum", "describe", "--status"))
 
 
+@pytest.mark.parametrize("node_id", [2, 4])
+def test_on_kafkawire_quorum_features_of_one_node(runner, kafkawire_quorum, node_id):
+    """``describe --node-id``: the node is found in DescribeCluster's controllers, which are the
+    registered ones (so the observer, node 4, too)."""
+    assert_same_describe(runner, "--bootstrap-controller", kafkawire_quorum.bootstrap_servers(),
+                         ("features", "describe", "--node-id", str(node_id)))
+
+
 @pytest.mark.parametrize("args", [DESCRIBES[0], DESCRIBES[1], DESCRIBES[3]], ids=_id)
 def test_on_kafkawire_quorum_via_bootstrap_server(runner, kafkawire_quorum, args):
     """Our controller also answers Metadata (the read-only __cluster_metadata topic, itself as the
@@ -255,7 +263,7 @@ def test_on_kafka_standalone_controller(runner, kafka_standalone, args):
     assert_same_describe(runner, "--bootstrap-controller", kafka_standalone, args)
 
 
-@pytest.mark.parametrize("args", DESCRIBES, ids=_id)
+@pytest.mark.parametrize("args", DESCRIBES + [("features", "describe", "--node-id", "2")], ids=_id)
 def test_on_three_kafka_controllers(runner, kafka_three_voters, args):
     assert_same_describe(runner, "--bootstrap-controller", kafka_three_voters, args)
 
@@ -289,3 +297,11 @@ def test_no_controller_reachable(runner, flag, args):
     assert first_error_line(ours.stderr).startswith(
         "org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a node assignment. Call: ")
     assert dead in ours.stderr and "refused" in ours.stderr       # our suffix says why
+
+
+def test_unknown_node_id(runner, kafkawire_quorum):
+    """No controller 9: Kafka's Admin waits for it to appear in the metadata until the deadline."""
+    kafka, ours = assert_same_failure(runner, "features", "--bootstrap-controller", kafkawire_quorum.bootstrap_servers(),
+                                      "--command-config", runner.short_timeouts, "describe", "--node-id", "9")
+    assert ours.stderr == "org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a node " \
+                          "assignment. Call: describeFeatures\n"

@@ -123,3 +123,15 @@ def test_auto_join_makes_formatted_observers_voters(tmp_path):
                             "nodes 2 and 3 to join as voters")
         assert sorted(r.replica_id for r in view.voters) == [1, 2, 3]
         assert view.observers == []
+
+
+def test_features_describe_of_an_observer_by_node_id(standalone):
+    """DescribeCluster to a controller names the registered controllers (Kafka's
+    ControllerRegistrationsPublisher), observers too: `describe --node-id 2` reaches node 2."""
+    q = standalone
+    q.wait_for_leader(30)
+    q.wait_until(lambda: len(q.describe(1).observers) == 2, 30, "nodes 2 and 3 to fetch as observers")
+    result = kafkawire("features", "--bootstrap-controller", q.bootstrap_servers([1]), "--timeout", "20000",
+                       "describe", "--node-id", "2")
+    assert result.returncode == 0, result.stderr
+    assert any(line.startswith("Feature: kraft.version ") for line in result.stdout.splitlines()), result.stdout

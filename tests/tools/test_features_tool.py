@@ -279,3 +279,47 @@ def test_bad_flags(capsys):
 def test_java_hashmap_order(keys, java_order):
     assert features.java_hashmap_order(keys) == java_order
     assert features.java_string_hash("kraft.version") == -868769006 & 0xFFFFFFFF       # "kraft.version".hashCode()
+
+
+# --- describe --node-id (Kafka 4.3) ------------------------------------------------------------------
+
+def test_describe_node_id_asks_that_controller(capsys):
+    """DescribeCluster names controllers 1 (active) and 2; --node-id 2 asks node 2's ApiVersions."""
+    active = controller(features=with_features({"kraft.version": (0, 1)}, {"kraft.version": 1}, 5))
+    other = FakeNode({}, features=with_features({"kraft.version": (0, 1)}, {"kraft.version": 1}, 4))
+    active.handlers[DESCRIBE_CLUSTER] = lambda request, version: DescribeClusterResponse(
+        endpoint_type=request.endpoint_type, cluster_id="MkU3OEVBNTcwNTJENDM2Qk", controller_id=1,
+        brokers=[DescribeClusterBroker(broker_id=1, host="127.0.0.1", port=active.port),
+                 DescribeClusterBroker(broker_id=2, host="127.0.0.1", port=other.port)])
+    with active, other:
+        results = [kafkawire(capsys, "features", "--bootstrap-controller", active.address, "describe", *flags)
+                   for flags in ([], ["--node-id", "2"], ["--node-id", "1"])]
+    assert [(rc, err) for rc, _, err in results] == [(0, "")] * 3
+    assert [out.rstrip("\n").rsplit("Epoch: ", 1)[1] for _, out, _ in results] == ["5", "4", "5"]
+
+
+def test_describe_node_id_of_a_broker(capsys):
+    fill = with_features({"kraft.version": (0, 1)}, {"kraft.version": 1}, 7)
+    with answers_metadata(controller(features=fill), node_id=3) as node:
+        rc, out, err = kafkawire(capsys, "features", "--bootstrap-server", node.address, "describe", "--node-id", "3")
+    assert (rc, err) == (0, "")
+    assert out.rstrip("\n").endswith("Epoch: 7")
+
+
+def test_describe_node_id_unknown_waits_for_a_node_until_the_timeout(capsys):
+    with controller() as node:
+        rc, out, err = kafkawire(capsys, "features", "--bootstrap-controller", node.address, "--timeout", "600",
+                                 "describe", "--node-id", "9")
+    assert (rc, out) == (1, "")
+    # Kafka's Admin keeps the call pending (ConstantNodeIdProvider finds no node 9) until its deadline.
+    assert err == "org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a node assignment. " \
+                  "Call: describeFeatures\n"
+    assert len(node.requests(DESCRIBE_CLUSTER)) >= 2          # the metadata was asked again
+
+
+def test_describe_negative_node_id(capsys):
+    with controller() as node:
+        rc, out, err = kafkawire(capsys, "features", "--bootstrap-controller", node.address, "describe",
+                                 "--node-id", "-1")
+    assert (rc, out, err) == (1, "", "Invalid node id -1: must be non-negative.\n")
+    assert node.received == []
