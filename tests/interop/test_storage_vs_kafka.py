@@ -413,3 +413,55 @@ def test_add_scram_writes_kafkas_credential_records(formatted, case_id):
              for batch in iter_batches(checkpoint.read_bytes()) if not batch.is_control for r in batch]
     scram = names.count("UserScramCredentialRecord")
     assert scram == (3 if case_id == "scram" else 1) and names[-scram:] == ["UserScramCredentialRecord"] * scram
+
+
+def start_kafkawire(config: Path, log_path: Path) -> subprocess.Popen:
+    with open(log_path, "w") as log:
+        return subprocess.Popen([sys.executable, "-m", "tools.cli", "server-start", str(config)], stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def observer_of(kafka_node, base: Path) -> tuple[subprocess.Popen, Path]:
+    """A kafkawire controller (node 2) formatted --no-initial-controllers that follows a Kafka quorum."""
+    config = write_config(base, port=free_port(), node_id=2)
+    config.write_text(config.read_text().replace(
+        "controller.quorum.bootstrap.servers=", f"controller.quorum.bootstrap.servers={kafka_node.controller_address},"))
+    formatted = run_ours("storage", "format", "--config", str(config), "--cluster-id", CLUSTER,
+                         "--no-initial-controllers")
+    assert formatted.status == 0, formatted
+    log_path = base / "node.log"
+    return start_kafkawire(config, log_path), log_path
+
+
+@pytest.mark.parametrize("release, unstable, supported", [("4.3-IV0", False, True), ("4.4-IV0", True, False)])
+def test_a_kafkawire_observer_of_a_kafka_quorum_refuses_a_metadata_version_it_does_not_support(
+        kafka_controller, tmp_path, release, unstable, supported):
+    """Issue 20: an observer replayed a level it did not know without a word. At 4.3-IV0 (which we
+    support) it follows Kafka's leader; at 4.4-IV0 (Kafka 4.3.1's unstable level, allowed there with
+    unstable.feature.versions.enable) it stops with Kafka's message, as Kafka's controller would."""
+    properties = {"unstable.feature.versions.enable": "true"} if unstable else {}
+    kafka = kafka_controller(1, CLUSTER, "--standalone", "--release-version", release, properties=properties)
+    process, log_path = observer_of(kafka, tmp_path / "observer")
+    try:
+        if supported:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                status = run_kafka_tool(METADATA_QUORUM, "--bootstrap-controller", kafka.controller_address,
+                                        "describe", "--replication", check=True)
+                if re.search(r"^2\s.*\sObserver\s*$", status.stdout, re.M):
+                    break
+                assert process.poll() is None, log_path.read_text()[-3000:]
+                time.sleep(1)
+            else:
+                pytest.fail(f"node 2 never showed as an observer:\n{status.stdout}\n{log_path.read_text()[-3000:]}")
+            assert process.poll() is None, log_path.read_text()[-3000:]
+        else:
+            try:
+                assert process.wait(timeout=60) == 1
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"the observer kept running on metadata.version 4.4-IV0:\n{log_path.read_text()[-3000:]}")
+            assert ("Tried to apply FeatureLevelRecord FeatureLevelRecord(name='metadata.version', featureLevel=31), "
+                    "but this controller only supports versions 7-30") in log_path.read_text()
+    finally:
+        process.kill()
+        process.wait(timeout=20)
