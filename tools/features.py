@@ -5,6 +5,8 @@
     kafkawire features --bootstrap-controller H:P upgrade --release-version 3.9-IV0
     kafkawire features --bootstrap-controller H:P downgrade --feature kraft.version=0 [--unsafe] [--dry-run]
     kafkawire features --bootstrap-controller H:P disable --feature group.version [--unsafe] [--dry-run]
+    kafkawire features version-mapping [--release-version V]
+    kafkawire features feature-dependencies --feature NAME=LEVEL [--feature ...]
 
 * ``describe`` sends ApiVersions (the Admin's describeFeatures) and prints, for each supported
   feature by name, Kafka 4.3's columns: ``Feature: `` and the name padded to 40, then two spaces
@@ -20,11 +22,13 @@
   ``1 out of 1 operation(s) failed.`` on stderr with exit status 1 if any failed.
   ``--release-version V`` (and the deprecated ``--metadata V``) set metadata.version to V's level
   and, with --release-version, every production feature to its default for V (features at
-  level 0 are left out of an upgrade), from the tables of ``tools/storage.py`` (Kafka 4.2's
-  MetadataVersion and features) plus kraft.version (1 from 3.9-IV0).
+  level 0 are left out of an upgrade), from kafkawire.feature_versions (Kafka 4.3.1's
+  MetadataVersion and features; versions that are not production yet, 4.4-IV0, are allowed).
+* ``version-mapping`` and ``feature-dependencies`` answer from the same table without asking a
+  server (tools/version_mapping.py), so they need no --bootstrap flag.
 
 Bad input gets Kafka's messages (``Can't parse feature=level string x: equals sign not found.``,
-``Unknown metadata.version 9.9. Supported metadata.version are 3.3-IV3, ...``); connection
+``Unknown metadata.version '9.9'. Supported metadata.version are: 3.3-IV3, ...``); connection
 failures and timeouts one line on stderr and exit status 1. ``--timeout MS`` is kafkawire's.
 """
 from __future__ import annotations
@@ -270,7 +274,7 @@ def update_features(bootstrap: str, op: str, **options) -> UpdateOutcome:
 # --- command line ------------------------------------------------------------------------------------
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_connection_arguments(parser, controllers_are="KRaft quorum",
+    add_connection_arguments(parser, controllers_are="KRaft quorum", required=False,   # not for the look-ups
                              command_config_help="Property file containing configs to be passed to Admin Client.")
     sub = parser.add_subparsers(dest="features_command", required=True, metavar="COMMAND")
     describe = sub.add_parser("describe", help="Describes the current active feature flags.")
@@ -295,9 +299,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     disable.add_argument("--unsafe", action="store_true",
                          help="Disable this feature flag even if it may irreversibly destroy metadata.")
     disable.add_argument("--dry-run", action="store_true", help="Perform a dry-run of this disable operation.")
+    mapping = sub.add_parser("version-mapping", help="Look up the corresponding features for a given metadata "
+                                                     "version (by default the latest stable one).")
+    mapping.add_argument("--release-version",
+                         help=f"The release version to use for the corresponding feature mapping. The minimum is "
+                              f"{fv.metadata_version(fv.MINIMUM_LEVEL)}; the default is "
+                              f"{fv.metadata_version(fv.LATEST_PRODUCTION_LEVEL)}")
+    dependencies = sub.add_parser("feature-dependencies", help="Look up dependencies for a given feature version.")
+    dependencies.add_argument("--feature", action="append", required=True,
+                              help="The feature and version to look up dependencies for, in feature=version format. "
+                                   "For example: `metadata.version=5`.")
+
+
+def run_lookup(args: argparse.Namespace) -> int:
+    """version-mapping and feature-dependencies: answered from the table, no server asked."""
+    from tools import version_mapping
+    lines = (version_mapping.version_mapping(args.release_version) if args.features_command == "version-mapping"
+             else version_mapping.feature_dependencies(args.feature, version_mapping.FEATURES))
+    try:
+        for line in lines:
+            print(line)
+    except version_mapping.VersionLookupError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.features_command in ("version-mapping", "feature-dependencies"):
+        return run_lookup(args)
+    if args.bootstrap_server is None and args.bootstrap_controller is None:
+        # FeatureCommand: initializeBootstrapProperties' refusal, as an argument error
+        print("Command line error: You must specify either --bootstrap-controller or --bootstrap-server.. "
+              "Type --help for help.", file=sys.stderr, end="")    # Kafka's printf ends no line
+        return 1
     try:
         bootstrap, options = connection_options(args)
         if args.features_command == "describe":
