@@ -102,6 +102,11 @@ def test_feature_dependencies_matches_kafka(kafka_runs):
     assert differences == []
 
 
+def test_features_commands_that_need_a_server_refuse_to_run_without_a_bootstrap_flag(kafka_runs):
+    invocations = [("features", "describe"), ("features", "upgrade", "--feature", "group.version=1")]
+    assert compare_all(kafka_runs, invocations) == []
+
+
 # --- format ---------------------------------------------------------------------------------------------
 
 def write_config(base: Path, *, port: int, node_id: int = 1, static_voters: bool = False, roles="controller",
