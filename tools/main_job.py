@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import shlex
 import subprocess
 import sys
@@ -77,6 +78,10 @@ def _append_records(quorum, leader_id: int):
     return asyncio.run(go())
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def run(args: argparse.Namespace) -> int:
     from kafkawire.storage.state_files import uuid_to_kafka
     from raft.node.local_quorum import LocalQuorum, QuorumError
@@ -92,6 +97,9 @@ def run(args: argparse.Namespace) -> int:
         print("kafkawire main: --voters must be at least 1", file=sys.stderr)
         return 2
     quorum = LocalQuorum(base, voters=args.voters)
+    # SIGTERM and SIGHUP end the job as Ctrl-C does: the nodes are stopped on the way out.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
     try:
         _say(f"formatting {args.voters} controllers in {base}")
         quorum.format()
@@ -144,6 +152,11 @@ def run(args: argparse.Namespace) -> int:
         quorum.stop_all()
         print(f"done; the data stays in {base}")
         return 0
+    except KeyboardInterrupt:
+        _say("interrupted: stopping every node")
+        quorum.stop_all()
+        print(f"the data stays in {base}")
+        return 130
     except (QuorumError, RuntimeError, subprocess.TimeoutExpired) as exc:
         print(f"kafkawire main: {exc}", file=sys.stderr)
         for i in quorum.node_ids:

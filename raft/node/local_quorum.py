@@ -15,6 +15,7 @@ construction. Every wait is bounded; a node that dies early has its log tail in 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 from contextlib import contextmanager
 import os
 import signal
@@ -33,6 +34,16 @@ METADATA_TOPIC = "__cluster_metadata"
 
 class QuorumError(RuntimeError):
     pass
+
+
+def _terminate_with_parent() -> None:
+    """In the child before exec: SIGTERM it when the process that started it dies, so that no
+    node outlives a killed parent (Linux's PR_SET_PDEATHSIG; elsewhere nothing is done)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)       # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass
 
 
 def free_ports(n: int) -> list[int]:
@@ -90,6 +101,8 @@ class LocalQuorum:
         self.directory_ids = {i: random_uuid() for i in self.node_ids}
         self.cluster_id = cluster_id or uuid_to_kafka(random_uuid())
         self.properties = dict(properties or {})
+        # NetworkClient options (ssl_context, sasl) for asking a quorum with secured listeners.
+        self.client_options = dict(client_options or {})
         self.processes: dict[int, subprocess.Popen] = {}
         # The kafkawire arguments that run one node from its config file.
         self.server_args = server_args or (lambda config: ["server-start", config])
@@ -101,8 +114,6 @@ class LocalQuorum:
 
     def config_path(self, node_id: int) -> str:
         return os.path.join(self.base_dir, f"controller-{node_id}.properties")
-        # NetworkClient options (ssl_context, sasl) for asking a quorum with secured listeners.
-        self.client_options = dict(client_options or {})
 
     def log_path(self, node_id: int) -> str:
         return os.path.join(self.base_dir, f"node-{node_id}.log")
@@ -141,10 +152,11 @@ class LocalQuorum:
                               f"{result.stderr.strip() or result.stdout.strip()}")
         return result
 
-    def format(self, *, mode: str = "initial-controllers") -> None:
+    def format(self, *, mode: str = "initial-controllers", extra_args=()) -> None:
         """Format every node: the voters with --initial-controllers (or the first with
         --standalone), the others as observers (--no-initial-controllers); or, with mode
-        "static", every node for controller.quorum.voters (kraft.version 0)."""
+        "static", every node for controller.quorum.voters (kraft.version 0). ``extra_args`` go to
+        every format command (``--add-scram ...``)."""
         initial = ",".join(f"{i}@127.0.0.1:{self.ports[i]}:{uuid_to_kafka(self.directory_ids[i])}"
                            for i in self.voter_ids)
         for i in self.node_ids:
@@ -154,7 +166,7 @@ class LocalQuorum:
                                                                        for v in self.voter_ids)
                 self.properties["controller.quorum.bootstrap.servers"] = ""
             config = self.write_config(i)
-            args = ["storage", "format", f"--cluster-id={self.cluster_id}", "--config", config]
+            args = ["storage", "format", f"--cluster-id={self.cluster_id}", "--config", config, *extra_args]
             if mode == "static":
                 pass
             elif mode == "standalone" and i == self.voter_ids[0]:
@@ -173,6 +185,7 @@ class LocalQuorum:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         proc = subprocess.Popen([self.python, "-m", "tools.cli", *self.server_args(self.config_path(node_id)),
                                  *extra_args], stdout=log, stderr=subprocess.STDOUT, env=env,
+                                preexec_fn=_terminate_with_parent,
                                 cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
         log.close()
         self.processes[node_id] = proc

@@ -24,3 +24,52 @@ def test_the_main_job_runs_a_quorum_fails_over_and_dumps_the_log(tmp_path):
         assert f'"type":"{record}"' in out, record
     assert "LeaderChange:" in out
     assert (data / "node-1" / "meta.properties").exists()
+
+
+def _node_pids(data) -> set[int]:
+    """The server-start processes whose command line names a config file under ``data``."""
+    found = subprocess.run(["pgrep", "-f", f"server-start {data}"], capture_output=True, text=True)
+    return {int(p) for p in found.stdout.split()}
+
+
+def _wait_until(predicate, timeout_s: float) -> bool:
+    import time
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _foreground_job(data):
+    proc = subprocess.Popen([sys.executable, "-m", "tools.cli", "main", "--data-dir", str(data), "--foreground"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    for line in proc.stdout:              # bounded by the job's own 60 s waits
+        lines.append(line)
+        if "running in the foreground" in line:
+            break
+    assert _wait_until(lambda: _node_pids(data), 30), "".join(lines)
+    return proc
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGKILL"])     # SIGHUP takes SIGTERM's path
+def test_no_node_outlives_the_foreground_job(tmp_path, signame):
+    import signal
+    data = tmp_path / "demo"
+    proc = _foreground_job(data)
+    try:
+        proc.send_signal(getattr(signal, signame))
+        proc.wait(timeout=60)
+        # SIGTERM and SIGHUP stop the nodes on the way out; after SIGKILL the nodes are told by
+        # the kernel (PR_SET_PDEATHSIG) and stop by themselves.
+        assert _wait_until(lambda: not _node_pids(data), 30), f"nodes still running: {_node_pids(data)}"
+    finally:
+        for pid in _node_pids(data):
+            subprocess.run(["kill", "-9", str(pid)])
+        if proc.poll() is None:
+            proc.kill()
