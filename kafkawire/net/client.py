@@ -329,12 +329,11 @@ class NetworkClient:
         except asyncio.TimeoutError:
             self._failed(state)
             raise ConnectFailed(peer, f"connection setup timed out after {self.connect_timeout_ms} ms") from None
-        except ssl.SSLError as exc:
+        except (ssl.SSLError, ssl.CertificateError) as exc:
             self._failed(state)
-            raise AuthenticationFailed(peer, f"SSL handshake failed: {exc.reason or exc}") from None
-        except ssl.CertificateError as exc:
-            self._failed(state)
-            raise AuthenticationFailed(peer, f"SSL handshake failed: {exc}") from None
+            error = AuthenticationFailed(peer, f"SSL handshake failed: {getattr(exc, 'reason', None) or exc}")
+            log.error("[%s] Connection to %s:%s failed authentication due to: %s", self.client_id, *peer, error)
+            raise error from None
         except OSError as exc:
             self._failed(state)
             raise ConnectFailed(peer, f"connection failed: {exc.strerror or exc}") from None
@@ -350,6 +349,9 @@ class NetworkClient:
             if self.sasl is not None:
                 await self._authenticate(conn)
         except TransportError as exc:
+            if isinstance(exc, AuthenticationFailed):
+                # NetworkClient.processAuthenticationFailure logs each failed attempt at ERROR.
+                log.error("[%s] Connection to %s:%s failed authentication due to: %s", self.client_id, *peer, exc)
             conn.close(Disconnected(peer, "ApiVersions failed" if not isinstance(exc, AuthenticationFailed)
                                     else "authentication failed"))
             raise

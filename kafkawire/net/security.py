@@ -403,9 +403,30 @@ def _load_cadata(context, text: str, where: str) -> None:
             from None
 
 
+def _logging_sslobject(listener: str):
+    """An SSLObject class whose failed handshake is logged as Kafka's Selector logs it. The event
+    loop's TLS (asyncio's or uvloop's, through SSLContext.wrap_bio) logs such failures only in
+    debug mode; the peer's address is not known at that level."""
+    import logging
+    log = logging.getLogger("kafkawire.net.server")
+
+    class LoggingSSLObject(ssl.SSLObject):
+        def do_handshake(self):
+            try:
+                return super().do_handshake()
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                raise
+            except (ssl.SSLError, ssl.CertificateError) as exc:
+                log.info("Failed authentication on listener %s (SSL handshake failed: %s)", listener,
+                         getattr(exc, "reason", None) or exc)
+                raise
+    return LoggingSSLObject
+
+
 def server_ssl_context(security: ListenerSecurity) -> ssl.SSLContext:
     s = security.ssl
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.sslobject_class = _logging_sslobject(security.listener_name)
     _tls_range(context, s)
     _load_keystore(context, s)
     context.verify_mode = CLIENT_AUTH[security.client_auth]

@@ -40,8 +40,8 @@ KafkaApis):
 * ``close()`` stops accepting, stops reading, lets in-flight handlers finish and their
   responses go out (up to a timeout), then closes every connection.
 * Listener security (``kafkawire.net.security``): an SSL or SASL_SSL listener runs the TLS
-  handshake once the connection is admitted (a failed one is logged as Kafka's "Failed
-  authentication ... (SSL handshake failed)" and closed); a SASL listener authenticates each
+  handshake before the connection is admitted (the event loop's TLS; a failed one is logged as
+  Kafka's "Failed authentication ... (SSL handshake failed)" and closed); a SASL listener authenticates each
   connection before anything but ApiVersions and SaslHandshake/SaslAuthenticate is read
   (``kafkawire.net.authentication``). ``RequestContext.principal`` says who is asking.
 """
@@ -207,7 +207,9 @@ class KafkaServer:
         if self._server is None:
             self._quotas = ConnectionQuotas(self.admission)
             self.memory_pool = RequestMemoryPool(self.admission.queued_max_request_bytes)
-            self._server = await asyncio.start_server(self._accept, self.host, self._port, start_serving=False)
+            tls = {} if self.ssl_context is None else {
+                "ssl": self.ssl_context, "ssl_handshake_timeout": self.tls_handshake_timeout_ms / 1000}
+            self._server = await asyncio.start_server(self._accept, self.host, self._port, start_serving=False, **tls)
 
     async def start(self) -> None:
         await self.bind()
@@ -256,8 +258,6 @@ class KafkaServer:
             if self._closing:
                 writer.close()
                 return
-            if self.ssl_context is not None and not await self._tls_handshake(writer, host):
-                return
             conn = _Connection(self, reader, writer, self._next_connection)
             self._next_connection += 1
             self._connections.add(conn)
@@ -269,18 +269,6 @@ class KafkaServer:
                 conn.give_back_memory()
         finally:
             await self._quotas.release(host)
-
-
-    async def _tls_handshake(self, writer, host: str) -> bool:
-        try:
-            await writer.start_tls(self.ssl_context, ssl_handshake_timeout=self.tls_handshake_timeout_ms / 1000)
-            return True
-        except (OSError, asyncio.TimeoutError, ConnectionError) as exc:
-            # Kafka's Selector logs a failed handshake as an authentication failure at INFO.
-            log.info("[SocketServer listenerType=CONTROLLER, nodeId=?] Failed authentication with /%s "
-                     "(listener %s: SSL handshake failed: %s)", host, self.listener_name, exc)
-            writer.transport.abort()
-            return False
 
 
 class _Frames(FrameReader):
