@@ -59,7 +59,7 @@ class Runner:
             "rootLogger.level = WARN\nrootLogger.appenderRef.file.ref = FILE\n")
         # The no-controller cases: a short Admin deadline on both sides, in Kafka's own keys.
         self.short_timeouts = work_dir / "short-timeouts.properties"
-        self.short_timeouts.write_text("default.api.timeout.ms=2500\nrequest.timeout.ms=2500\n")
+        self.short_timeouts.write_text("default.api.timeout.ms=1500\nrequest.timeout.ms=1500\n")
 
     def kafka(self, tool: str, *args: str) -> subprocess.CompletedProcess:
         command = kafka_dist.java_command(KAFKA_CLASS[tool], *map(str, args), log4j=self.log4j)
@@ -305,3 +305,11 @@ def test_unknown_node_id(runner, kafkawire_quorum):
                                       "--command-config", runner.short_timeouts, "describe", "--node-id", "9")
     assert ours.stderr == "org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a node " \
                           "assignment. Call: describeFeatures\n"
+
+
+@pytest.mark.parametrize("flags", [(), ("--status", "--replication"), ("--status", "--human-readable")], ids=str)
+def test_describe_refusals(runner, kafkawire_quorum, flags):
+    """The describe flags Kafka's tool refuses (TerseException: the message alone on stderr)."""
+    kafka, ours = assert_same_failure(runner, "metadata-quorum", "--bootstrap-controller",
+                                      kafkawire_quorum.bootstrap_servers(), "describe", *flags)
+    assert ours.stderr == kafka.stderr
