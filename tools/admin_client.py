@@ -11,8 +11,12 @@ What it copies from Kafka's KafkaAdminClient (and AdminMetadataManager, ClientUt
   bootstrap urls given in bootstrap.servers``.
 * With bootstrap controllers (KIP-919) the cluster is learned with DescribeCluster v1+
   (EndpointType 2): its nodes are the controllers, its ControllerId the active one, and every
-  call goes to the active controller. With bootstrap servers a call goes to a bootstrap broker
-  (a broker forwards what is the controller's to the controller).
+  call goes to the active controller. With bootstrap servers the cluster is first learned with
+  Metadata (no topics; a node without the Metadata API, a Kafka controller's listener, fails
+  every call with "The node does not support METADATA"), then a call goes to a bootstrap broker
+  (a broker forwards what is the controller's to the controller). A call for one node id
+  (``node_id``) goes to that controller or broker, waiting until the deadline for the metadata
+  to name it.
 * A call has a deadline (``default.api.timeout.ms``, 60 s) and each request a timeout
   (``request.timeout.ms``, 30 s); a request's own TimeoutMs field is the time left. A failed
   connection, a request that times out and a retriable error (NOT_CONTROLLER, which also makes
