@@ -38,6 +38,7 @@ A directory that already has meta.properties stops the format with Kafka's messa
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import uuid
@@ -46,6 +47,7 @@ from dataclasses import dataclass
 from kafkawire import feature_versions as fv
 
 COMMAND = "storage"
+log = logging.getLogger("kafkawire.storage")
 HELP = "format KRaft log directories and print uuids, as Kafka's kafka-storage tool does"
 
 # The release versions and feature levels are Kafka 4.3.1's, from kafkawire.feature_versions.
@@ -353,7 +355,8 @@ def _directories_to_format(config, cluster_id: str, ignore_formatted: bool, out)
         meta, error = _load_meta(directory)
         if error is not None:
             errors.append(directory)
-            print(f"I/O error trying to read log directory {directory}. Ignoring... ({error})", file=out)
+            log.error("Error while reading meta.properties file %s: %s", os.path.join(directory, META_PROPERTIES),
+                      error)        # the Loader logs it; the Formatter reports the directory below
         elif meta is None:
             empty.append(directory)
         else:
@@ -375,6 +378,9 @@ def _directories_to_format(config, cluster_id: str, ignore_formatted: bool, out)
         first = sorted(formatted)[0]
         raise StorageError(f"Log directory {first} is already formatted. Use --ignore-formatted to ignore this "
                            f"directory and format the others.")
+    from kafkawire.controller.java_order import string_hashmap_order
+    for directory in string_hashmap_order(sorted(errors)):      # the Copier's HashSet of them
+        print(f"I/O error trying to read log directory {directory}. Ignoring...", file=out)
     if errors and not empty and not formatted:
         raise StorageError("No available log directories to format.")
     return empty, list(formatted), seen_ids

@@ -360,3 +360,21 @@ def test_format_storage_is_usable_without_the_cli(tmp_path):
     format_storage(config, CLUSTER, mode="standalone", out=Out())
     assert os.path.exists(tmp_path / "logs-a" / "__cluster_metadata-0" / SNAPSHOT)
     assert formatting_lines("".join(lines))[0].startswith("Formatting dynamic metadata voter directory")
+
+
+def test_an_unreadable_directory_is_reported_and_left_alone(tmp_path, capsys, caplog):
+    config = write_config(tmp_path, log_dirs=("logs-a", "logs-b"))
+    (tmp_path / "logs-b").mkdir()
+    (tmp_path / "logs-b" / "meta.properties").write_text("version=x\n")
+    status, out, err = storage(capsys, "format", "-t", CLUSTER, "-c", config, "-N")
+    assert (status, err) == (0, "")
+    lines = out.splitlines()
+    # Kafka's Formatter: the unreadable directory (its Loader logs why), then the bootstrap line
+    assert lines[0] == f"I/O error trying to read log directory {tmp_path / 'logs-b'}. Ignoring..."
+    assert formatting_lines("\n".join(lines[1:])) == [
+        f"Formatting metadata directory {tmp_path / 'logs-a'} with metadata.version 4.3-IV0."]
+    assert "Error while reading meta.properties file" in caplog.text and "bad version 'x'" in caplog.text
+    assert (tmp_path / "logs-b" / "meta.properties").read_text() == "version=x\n"
+    config = write_config(tmp_path, log_dirs=("logs-b",))
+    status, out, err = storage(capsys, "format", "-t", CLUSTER, "-c", config, "-N")
+    assert (status, err.strip()) == (1, "No available log directories to format.")
