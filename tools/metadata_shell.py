@@ -3,7 +3,8 @@
     kafkawire metadata-shell --snapshot FILE [COMMAND ...]
     kafkawire metadata-shell --directory __cluster_metadata-0 [COMMAND ...]
 
-``--snapshot`` reads one file: a ``.checkpoint`` as a snapshot, a ``.log`` segment as a log.
+``--snapshot`` reads one file (snapshot, bootstrap.checkpoint or segment) as Kafka's shell does:
+batch by batch, so /image/provenance is the last metadata batch's, in the file's own offsets.
 ``--directory`` replays the latest snapshot of a ``__cluster_metadata-0`` directory and the log
 after it. With a COMMAND (ls, cat, tree, find) it runs it and exits; without one it reads
 commands from standard input with Kafka's ``>> `` prompt (readline editing on a terminal), and
@@ -36,8 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load(args):
-    from kafkawire.metadata.replay import replay_directory, replay_snapshot
-    return replay_directory(args.directory) if args.directory else replay_snapshot(args.snapshot)
+    from kafkawire.metadata.replay import replay_as_metadata_shell, replay_directory
+    return replay_directory(args.directory) if args.directory else replay_as_metadata_shell(args.snapshot)
 
 
 def report_problems(replay, err) -> None:
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     interactive = sys.stdin.isatty()
     width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
     shell = Shell(root_node(replay), interactive=True, screen_width=width)
-    print("[ Kafka Metadata Shell ]", flush=True)
+    print("Loading...\nStarting...\n[ Kafka Metadata Shell ]", flush=True)
     if interactive:
         try:
             import readline  # noqa: F401 - line editing and history for input()

@@ -20,6 +20,43 @@ from .registrations import (BrokerRegistration, ControllerRegistration, Delegati
 __all__ = ["MetadataImage", "TopicImage", "Provenance", "ImageError", "TOPIC_RESOURCE"]
 
 TOPIC_RESOURCE = 2   # ConfigResource.Type.TOPIC
+BROKER_RESOURCE = 4
+CLIENT_METRICS_RESOURCE = 16
+GROUP_RESOURCE = 32
+
+# The configs Kafka 4.3's DefaultSupportedConfigChecker lets into the image, by resource type
+# (LogConfig.configNames(), ClientMetricsConfigs and GroupConfig's ConfigDef names; any broker
+# config; nothing for other types). Older logs hold configs Kafka has since removed (e.g.
+# message.timestamp.difference.max.ms): Kafka's loader skips them, and so does this image.
+# tests/interop/test_metadata_shell_vs_kafka.py asks Kafka for these names.
+SUPPORTED_CONFIGS = {
+    TOPIC_RESOURCE: frozenset((
+        "cleanup.policy", "compression.gzip.level", "compression.lz4.level", "compression.type",
+        "compression.zstd.level", "delete.retention.ms", "file.delete.delay.ms", "flush.messages", "flush.ms",
+        "follower.replication.throttled.replicas", "index.interval.bytes", "internal.segment.bytes",
+        "leader.replication.throttled.replicas", "local.retention.bytes", "local.retention.ms",
+        "max.compaction.lag.ms", "max.message.bytes", "message.timestamp.after.max.ms",
+        "message.timestamp.before.max.ms", "message.timestamp.type", "min.cleanable.dirty.ratio",
+        "min.compaction.lag.ms", "min.insync.replicas", "preallocate", "remote.log.copy.disable",
+        "remote.log.delete.on.disable", "remote.storage.enable", "retention.bytes", "retention.ms",
+        "segment.bytes", "segment.index.bytes", "segment.jitter.ms", "segment.ms",
+        "unclean.leader.election.enable")),
+    CLIENT_METRICS_RESOURCE: frozenset(("interval.ms", "match", "metrics")),
+    GROUP_RESOURCE: frozenset((
+        "consumer.assignment.interval.ms", "consumer.heartbeat.interval.ms", "consumer.session.timeout.ms",
+        "share.assignment.interval.ms", "share.auto.offset.reset", "share.delivery.count.limit",
+        "share.heartbeat.interval.ms", "share.isolation.level", "share.partition.max.record.locks",
+        "share.record.lock.duration.ms", "share.renew.acknowledge.enable", "share.session.timeout.ms",
+        "streams.assignment.interval.ms", "streams.heartbeat.interval.ms", "streams.initial.rebalance.delay.ms",
+        "streams.num.standby.replicas", "streams.session.timeout.ms")),
+}
+
+
+def _supported_config(resource_type: int, name: str) -> bool:
+    if resource_type == BROKER_RESOURCE:
+        return True
+    names = SUPPORTED_CONFIGS.get(resource_type)
+    return names is not None and name in names
 
 
 @dataclass
@@ -113,7 +150,8 @@ class MetadataImage:
         log_dirs = getattr(r, "log_dirs", None)
         self.brokers[r.broker_id] = broker.clone_with(fenced=fencing[r.fenced],
                                                       in_controlled_shutdown=shutdown[in_shutdown],
-                                                      directories=log_dirs or None)
+                                                      directories=log_dirs or None,
+                                                      cordoned_directories=getattr(r, "cordoned_log_dirs", None))
 
     def _register_controller(self, r):
         self.controllers[r.controller_id] = ControllerRegistration.from_record(r)
@@ -172,6 +210,8 @@ class MetadataImage:
     # configs, quotas, producer ids
 
     def _config(self, r):
+        if not _supported_config(r.resource_type, r.name):
+            return      # as Kafka's MetadataLoader: a config removed from Kafka is not in the image
         key = (r.resource_type, r.resource_name)
         if r.value is None:
             data = self.configs.get(key)

@@ -3,7 +3,7 @@ shell/node/*.java):
 
     /local/version, /local/commitId
     /image/provenance                              offset N, epoch E, time <ISO UTC>
-    /image/features/metadataVersion                e.g. 3.7-IV4
+    /image/features/metadataVersion                e.g. Optional[3.7-IV4] (Kafka 4.3 prints the Optional)
     /image/features/finalized_<feature>            level
     /image/cluster/brokers/<id>                    BrokerRegistration(...)
     /image/cluster/controllers/<id>                ControllerRegistration(...)
@@ -12,15 +12,15 @@ shell/node/*.java):
     /image/configs/<TYPE>[:<name>]/<key>           value
     /image/clientQuotas/<entity>/<key>             Double.toString of the value
     /image/producerIds/nextProducerId
-    /image/acls/<id>                               StandardAcl(...)
+    /image/acls/byId/<id>                          StandardAcl(...)
     /image/scram/<SCRAM-SHA-256|SCRAM-SHA-512>/<user>   ScramCredentialData(...)
     /image/delegationToken/<tokenId>               DelegationTokenData...
 
-Kafka's names throughout. Additions, none of which Kafka has: ``/image/features/zkMigrationState``
-(only when a ZkMigrationStateRecord was read; Kafka 3.x showed it), and under ``/local`` what the
+Kafka's names throughout. Additions, none of which Kafka has, all under ``/local``: what the
 replay knows beyond the image: ``lastReadOffset``, ``lastReadEpoch``, ``sources``, ``problems``,
-``pendingTransaction`` and ``raft/`` (leaderId, leaderEpoch, kraftVersion, leaderChange,
-voters/<id>) from the control records.
+``pendingTransaction``, ``zkMigrationState`` (only when a ZkMigrationStateRecord was read; Kafka
+3.x showed it in /image/features) and ``raft/`` (leaderId, leaderEpoch, kraftVersion,
+leaderChange, voters/<id>) from the control records.
 
 A node is a directory (``child_names``/``child``) or a leaf (``text``); children are built on
 demand, so a large image costs nothing until it is looked at.
@@ -32,7 +32,7 @@ from importlib import metadata as _package_metadata
 from kafkawire.records.kraft_control import json_version, value_json
 
 from .image import MetadataImage
-from .java_text import iso_zoned_utc, jackson_json, java_double
+from .java_text import iso_zoned_utc, jackson_json, java_double, java_optional
 from .kafka_names import SCRAM_MECHANISMS, ZK_MIGRATION_STATES, config_resource_type, metadata_version_name
 from .registrations import kafka_uuid
 
@@ -85,11 +85,9 @@ def _provenance(image: MetadataImage) -> Leaf:
 
 
 def _features(image: MetadataImage) -> Directory:
-    children = {"metadataVersion": lambda: Leaf("none" if image.metadata_version is None
-                                                 else metadata_version_name(image.metadata_version))}
-    if image.zk_migration_state is not None:
-        children["zkMigrationState"] = lambda: Leaf(ZK_MIGRATION_STATES.get(image.zk_migration_state,
-                                                                            str(image.zk_migration_state)))
+    version = image.metadata_version
+    children = {"metadataVersion": lambda: Leaf(java_optional(None if version is None
+                                                              else metadata_version_name(version)))}
     for name, level in image.finalized_features.items():
         children[f"finalized_{name}"] = (lambda level=level: Leaf(str(level)))
     return Directory(children)
@@ -168,8 +166,8 @@ def image_node(image: MetadataImage) -> Directory:
         "configs": lambda: _configs(image),
         "clientQuotas": lambda: _client_quotas(image),
         "producerIds": lambda: Directory({"nextProducerId": lambda: Leaf(str(image.next_producer_id))}),
-        "acls": lambda: Directory({kafka_uuid(acl_id): (lambda a=acl: Leaf(str(a)))
-                                   for acl_id, acl in image.acls.items()}),
+        "acls": lambda: Directory({"byId": lambda: Directory({kafka_uuid(acl_id): (lambda a=acl: Leaf(str(a)))
+                                                              for acl_id, acl in image.acls.items()})}),
         "scram": lambda: _scram(image),
         "delegationToken": lambda: _mapping(image.delegation_tokens, str),
     })
@@ -209,6 +207,9 @@ def _local(replay) -> Directory:
         "problems": lambda: Leaf("\n".join(map(str, replay.problems)) or "none"),
         "raft": lambda: _raft(replay),
     }
+    state = replay.image.zk_migration_state
+    if state is not None:
+        children["zkMigrationState"] = lambda: Leaf(ZK_MIGRATION_STATES.get(state, str(state)))
     if replay.transaction is not None:
         txn = replay.transaction
         children["pendingTransaction"] = lambda: Leaf(f"{txn.name!r} begun at offset {txn.offset} in {txn.file}, "

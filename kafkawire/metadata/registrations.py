@@ -196,6 +196,8 @@ class BrokerRegistration:
     in_controlled_shutdown: bool
     is_migrating_zk_broker: bool
     directories: tuple
+    # null until the broker reports them (RegisterBrokerRecord v4+, BrokerRegistrationChangeRecord v3+)
+    cordoned_directories: tuple | None = None
 
     @classmethod
     def from_record(cls, record) -> BrokerRegistration:
@@ -203,13 +205,16 @@ class BrokerRegistration:
                    listeners=_endpoints(record), supported_features=_features(record), rack=record.rack,
                    fenced=record.fenced, in_controlled_shutdown=getattr(record, "in_controlled_shutdown", False),
                    is_migrating_zk_broker=getattr(record, "is_migrating_zk_broker", False),
-                   directories=tuple(sorted(getattr(record, "log_dirs", None) or (), key=uuid_sort_key)))
+                   directories=tuple(sorted(getattr(record, "log_dirs", None) or (), key=uuid_sort_key)),
+                   cordoned_directories=_optional_tuple(getattr(record, "cordoned_log_dirs", None)))
 
     def clone_with(self, fenced: bool | None = None, in_controlled_shutdown: bool | None = None,
-                   directories=None) -> BrokerRegistration:
+                   directories=None, cordoned_directories=None) -> BrokerRegistration:
         """``cloneWith``: each argument left None keeps the current value."""
         return replace(
             self,
+            cordoned_directories=self.cordoned_directories if cordoned_directories is None
+            else tuple(cordoned_directories),
             fenced=self.fenced if fenced is None else fenced,
             in_controlled_shutdown=self.in_controlled_shutdown if in_controlled_shutdown is None
             else in_controlled_shutdown,
@@ -221,7 +226,12 @@ class BrokerRegistration:
                 f"rack={java_optional(self.rack)}, fenced={str(self.fenced).lower()}, "
                 f"inControlledShutdown={str(self.in_controlled_shutdown).lower()}, "
                 f"isMigratingZkBroker={str(self.is_migrating_zk_broker).lower()}, "
-                f"directories={_uuids(self.directories)})")
+                f"directories={_uuids(self.directories)}, "
+                f"cordonedDirectories={'null' if self.cordoned_directories is None else _uuids(self.cordoned_directories)})")
+
+
+def _optional_tuple(values) -> tuple | None:
+    return None if values is None else tuple(values)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from .frame import MetadataRecordError, decode_metadata_record
 from .image import ImageError, MetadataImage, Provenance
 
 __all__ = ["Problem", "RaftState", "Replay", "replay_files", "replay_snapshot", "replay_directory",
+           "replay_as_metadata_shell",
            "PendingTransaction"]
 
 _SEGMENT_SUFFIX = ".log"
@@ -87,6 +88,8 @@ class Replay:
     last_epoch: int = -1           # the epoch of the batch (or snapshot) that offset is in
     transaction: PendingTransaction | None = None
     aborted_transactions: int = 0
+    # False: only metadata batches move the provenance (Kafka's MetadataShell reading a file)
+    control_batches_publish: bool = True
 
     @property
     def pending_transaction(self) -> PendingTransaction | None:
@@ -140,7 +143,7 @@ class Replay:
                 else:
                     self._data_batch(batch, path, start_offset)
                 if not snapshot:
-                    if self.transaction is None:
+                    if self.transaction is None and (self.control_batches_publish or not batch.is_control):
                         self.image.provenance = Provenance(batch.last_offset, batch.partition_leader_epoch,
                                                            batch.max_timestamp)
                     if batch.last_offset > self.last_offset:
@@ -255,6 +258,16 @@ def replay_snapshot(path) -> Replay:
     if name.endswith(".checkpoint"):
         return replay_files(snapshot=path)
     return replay_files(logs=[path])
+
+
+def replay_as_metadata_shell(path) -> Replay:
+    """What Kafka's ``kafka-metadata-shell --snapshot FILE`` shows for any file (snapshot,
+    bootstrap.checkpoint or segment): its SnapshotFileReader reads the batches as a log and
+    only logs the control ones, so the image's provenance is the last metadata batch's offset
+    (the file's own: a snapshot's count from 0), epoch and max timestamp."""
+    replay = Replay(control_batches_publish=False)
+    replay.load_log(os.fspath(path))
+    return replay.finish()
 
 
 def replay_directory(directory) -> Replay:

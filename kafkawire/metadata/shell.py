@@ -13,6 +13,7 @@ import shlex
 from dataclasses import dataclass
 
 from .java_text import java_string_key
+from .shell_args import command_line, split_options, usage_help
 
 __all__ = ["Shell", "CommandResult", "COMMANDS", "glob_to_regex", "split_path"]
 
@@ -22,20 +23,19 @@ class CommandSpec:
     name: str
     description: str
     shell_only: bool
-    usage: str
 
 
 COMMANDS = {c.name: c for c in (
-    CommandSpec("cat", "Show the contents of metadata files.", False, "cat targets [targets ...]"),
-    CommandSpec("cd", "Set the current working directory.", True, "cd [target]"),
-    CommandSpec("exit", "Exit the metadata shell.", True, "exit"),
-    CommandSpec("find", "Search for nodes in the directory hierarchy.", False, "find [paths ...]"),
-    CommandSpec("help", "Display this help message.", True, "help"),
-    CommandSpec("history", "Print command history.", True, "history [numEntriesToShow]"),
-    CommandSpec("ls", "List metadata nodes.", False, "ls [targets ...]"),
-    CommandSpec("man", "Show the help text for a specific command.", True, "man cmd"),
-    CommandSpec("pwd", "Print the current working directory.", True, "pwd"),
-    CommandSpec("tree", "Show the contents of metadata nodes in a tree structure.", False, "tree targets [targets ...]"),
+    CommandSpec("cat", "Show the contents of metadata files.", False),
+    CommandSpec("cd", "Set the current working directory.", True),
+    CommandSpec("exit", "Exit the metadata shell.", True),
+    CommandSpec("find", "Search for nodes in the directory hierarchy.", False),
+    CommandSpec("help", "Display this help message.", True),
+    CommandSpec("history", "Print command history.", True),
+    CommandSpec("ls", "List metadata nodes.", False),
+    CommandSpec("man", "Show the help text for a specific command.", True),
+    CommandSpec("pwd", "Print the current working directory.", True),
+    CommandSpec("tree", "Show the contents of metadata nodes in a tree structure.", False),
 )}
 
 
@@ -225,7 +225,12 @@ class Shell:
                 return CommandResult(f"invalid choice: '{name}': did you mean '{candidates[0]}'?\n", error=True)
             choices = ", ".join(f"'{n}'" for n in available)
             return CommandResult(f"invalid choice: '{name}' (choose from {choices})\n", error=True)
-        return getattr(self, f"_cmd_{name}")(args)
+        positionals, instead = split_options(args)
+        if instead == "help":
+            return CommandResult(usage_help(name, with_help_option=True))
+        if instead is not None:
+            return CommandResult(instead, error=True)
+        return getattr(self, f"_cmd_{name}")(positionals)
 
     def _expect(self, args, least: int, most: int | None):
         if len(args) < least:
@@ -323,7 +328,7 @@ class Shell:
         lines = ["Welcome to the Apache Kafka metadata shell.", "",
                  f"usage:  {{{','.join(names)}}} ...", "", "positional arguments:",
                  f"  {{{','.join(names)}}}"]
-        lines += [f"    {name:<20} {COMMANDS[name].description}" for name in names]
+        lines += [command_line(name, COMMANDS[name].description) for name in names]
         return self._expect(args, 0, 0) or CommandResult("\n".join(lines) + "\n")
 
     def _cmd_man(self, args) -> CommandResult:
@@ -334,7 +339,7 @@ class Shell:
         if spec is None:
             return CommandResult(f"man: unknown command {args[0]}. Type help to get a list of commands.\n",
                                  error=True)
-        return CommandResult(f"{spec.name}: {spec.description}\n\nusage: {spec.usage}\n")
+        return CommandResult(f"{spec.name}: {spec.description}\n\n{usage_help(spec.name, with_help_option=False)}")
 
     def _cmd_history(self, args) -> CommandResult:
         problem = self._expect(args, 0, 1)

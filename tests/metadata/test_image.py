@@ -189,7 +189,14 @@ def test_broker_registration_string():
         "Endpoint(listenerName='PLAINTEXT', securityProtocol=PLAINTEXT, host='b1', port=9092)], "
         "supportedFeatures={metadata.version: 1-19}, rack=Optional.empty, fenced=true, "
         "inControlledShutdown=false, isMigratingZkBroker=false, "
-        "directories=[AAAAAAAAAKEAAAAAAAAAsQ, AAAAAAAAAKIAAAAAAAAAsg])")
+        "directories=[AAAAAAAAAKEAAAAAAAAAsQ, AAAAAAAAAKIAAAAAAAAAsg], cordonedDirectories=null)")
+    # cordoned directories: null until reported, then kept in the order given
+    image.apply(record("BrokerRegistrationChangeRecord", broker_id=1, broker_epoch=10,
+                       cordoned_log_dirs=[DIR_2, DIR_1]))
+    assert leaf(image, "cluster", "brokers", "1").endswith(
+        "cordonedDirectories=[AAAAAAAAAKIAAAAAAAAAsg, AAAAAAAAAKEAAAAAAAAAsQ])")
+    image.apply(record("BrokerRegistrationChangeRecord", broker_id=1, broker_epoch=10))     # null: no change
+    assert leaf(image, "cluster", "brokers", "1").endswith("AAAAAAAAAKEAAAAAAAAAsQ])")
 
 
 def test_fence_unfence_and_registration_change():
@@ -240,7 +247,7 @@ def test_features():
     features = image_node(image).child("features")
     assert sorted(features.child_names()) == ["finalized_group.version", "finalized_kraft.version",
                                               "metadataVersion"]
-    assert features.child("metadataVersion").text == "3.7-IV4"
+    assert features.child("metadataVersion").text == "Optional[3.7-IV4]"      # Kafka 4.3's text
     image.apply(record("FeatureLevelRecord", name="group.version", feature_level=0))   # 0 removes
     assert "finalized_group.version" not in image_node(image).child("features").child_names()
 
@@ -248,10 +255,20 @@ def test_features():
 def test_configs():
     image = image_with(record("ConfigRecord", resource_type=4, resource_name="", name="a", value="1"),
                        record("ConfigRecord", resource_type=4, resource_name="2", name="b", value="2"),
-                       record("ConfigRecord", resource_type=2, resource_name="t", name="c", value="3"),
-                       record("ConfigRecord", resource_type=4, resource_name="2", name="b", value=None))
-    assert sorted(image_node(image).child("configs").child_names()) == ["BROKER", "TOPIC:t"]
+                       record("ConfigRecord", resource_type=2, resource_name="t", name="retention.ms", value="3"),
+                       record("ConfigRecord", resource_type=4, resource_name="2", name="b", value=None),
+                       # removed from Kafka (4.0) or unknown to it: its loader skips them, as we do
+                       record("ConfigRecord", resource_type=2, resource_name="t",
+                              name="message.timestamp.difference.max.ms", value="9"),
+                       record("ConfigRecord", resource_type=2, resource_name="u", name="c", value="3"),
+                       record("ConfigRecord", resource_type=32, resource_name="g", name="consumer.session.timeout.ms",
+                              value="45000"),
+                       record("ConfigRecord", resource_type=32, resource_name="g", name="x", value="1"),
+                       record("ConfigRecord", resource_type=0, resource_name="z", name="a", value="1"))
+    assert sorted(image_node(image).child("configs").child_names()) == ["BROKER", "GROUP:g", "TOPIC:t"]
     assert leaf(image, "configs", "BROKER", "a") == "1"
+    assert image_node(image).child("configs").child("TOPIC:t").child_names() == ["retention.ms"]
+    assert image_node(image).child("configs").child("GROUP:g").child_names() == ["consumer.session.timeout.ms"]
     assert config_node_name(8, "x") == "BROKER_LOGGER:x" and config_node_name(16, "") == "CLIENT_METRICS"
 
 
@@ -287,12 +304,13 @@ def test_acls():
     acl_id = uuid.UUID(int=42)
     image = image_with(record("AccessControlEntryRecord", id=acl_id, resource_type=2, resource_name="foo",
                               pattern_type=3, principal="User:alice", host="*", operation=3, permission_type=3))
-    # StandardAcl.toString; /image/acls lists ACLs by id (MetadataImageNode maps "acls" to the byId node)
-    assert leaf(image, "acls", "AAAAAAAAAAAAAAAAAAAAKg") == (
+    # StandardAcl.toString; /image/acls/byId lists ACLs by id (AclsImageNode's one child, byId)
+    assert image_node(image).child("acls").child_names() == ["byId"]
+    assert leaf(image, "acls", "byId", "AAAAAAAAAAAAAAAAAAAAKg") == (
         "StandardAcl(resourceType=TOPIC, resourceName=foo, patternType=LITERAL, principal=User:alice, host=*, "
         "operation=READ, permissionType=ALLOW)")
     image.apply(record("RemoveAccessControlEntryRecord", id=acl_id))
-    assert image_node(image).child("acls").child_names() == []
+    assert image_node(image).child("acls").child("byId").child_names() == []
 
 
 def test_scram():
