@@ -348,15 +348,32 @@ def test_info_matches_kafka_on_both_sides_directories(kafka_runs, formatted, tmp
             checked += 1
         assert re.sub(r"directory\.id=[\w-]{22}", "", kafka[0].out.replace(str(kafka_base), "<BASE>")) == \
             re.sub(r"directory\.id=[\w-]{22}", "", kafka[1].out.replace(str(our_base), "<BASE>"))
-    # not formatted, missing, and one formatted directory beside an empty one
+    # not formatted and missing; formatted for two clusters, two nodes; legacy; a file for a directory
     bare = write_config(tmp_path / "bare", port=PORT, log_dirs=("a", "b"), metadata_dir="a")
     (tmp_path / "bare" / "a").mkdir()
     configs = [bare]
+    for name, texts in INFO_TREES.items():
+        base = tmp_path / name
+        configs.append(write_config(base, port=PORT, log_dirs=tuple(texts), metadata_dir=next(iter(texts))))
+        for directory, text in texts.items():
+            if text is None:
+                (base / directory).write_text("not a directory\n")
+            else:
+                (base / directory).mkdir()
+                (base / directory / "meta.properties").write_text(text)
     kafka = kafka_runs.run([("storage", "info", "--config", str(c)) for c in configs])
     for config, theirs in zip(configs, kafka):
         assert run_ours("storage", "info", "--config", str(config)) == theirs
         checked += 1
     print(f"info: {checked} outputs identical")
+
+
+INFO_TREES = {       # directory -> its meta.properties (None: a file where the directory should be)
+    "two-clusters": {"a": FORMATTED_B, "b": FORMATTED_B.replace(CLUSTER, "OtherClusterIdAAAAAAAA")},
+    "two-nodes": {"a": FORMATTED_B, "b": FORMATTED_B.replace("node.id=1", "node.id=2")},
+    "legacy": {"a": "version=0\nbroker.id=1\ncluster.id=x\n"},
+    "not-a-directory": {"a": FORMATTED_B, "b": None},
+}
 
 
 UUID_TEXT = re.compile(r"^[A-Za-z0-9_-]{22}\n$")
