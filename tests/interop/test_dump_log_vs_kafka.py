@@ -28,6 +28,7 @@ from kafkawire.records.compression import GZIP, LZ4, SNAPPY, ZSTD
 from kafkawire.storage import LogSegment
 from tests.conftest import require
 from tests.interop.kafka_procs import DUMP_LOG_SEGMENTS
+from tests.interop.kafkawire_written import run_node_until_snapshot
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = REPO.parent / "shared" / "reference" / "kraft-data"
@@ -188,15 +189,8 @@ def test_a_record_version_newer_than_kafkas_is_the_documented_difference(kafka_t
 @pytest.fixture(scope="module")
 def node_files(tmp_path_factory) -> list[Path]:
     """A single-voter kafkawire node's metadata segment, indexes, snapshots and bootstrap file,
-    after it took a snapshot past offset 0 and stopped."""
-    from raft.node.local_quorum import LocalQuorum
-    quorum = LocalQuorum(tmp_path_factory.mktemp("kafkawire-node"), voters=1, properties={
-        "metadata.log.max.snapshot.interval.ms": "500", "metadata.log.max.record.bytes.between.snapshots": "1"})
-    with quorum.started("standalone"):
-        quorum.wait_for_leader(timeout_s=30)
-        directory = Path(quorum.metadata_partition_dir(1))
-        quorum.wait_until(lambda: any(p.name.endswith(".checkpoint") and not p.name.startswith("0" * 20)
-                                      for p in directory.iterdir()), 30, "a snapshot past offset 0")
+    with a broker registered and a topic created, after a snapshot holding them."""
+    quorum = run_node_until_snapshot(tmp_path_factory.mktemp("kafkawire-node"))
     return dumpable(Path(quorum.data_dir(1)))
 
 

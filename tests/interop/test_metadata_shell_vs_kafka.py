@@ -133,3 +133,40 @@ def test_one_shot_commands(kafka_tool, node_snapshot, command):
     assert theirs.returncode == 0 and ours.returncode == 0, ours.stderr
     assert theirs.stdout.strip(), theirs.stderr[-2000:]
     assert normalise(ours.stdout) == normalise(theirs.stdout)
+
+
+KAFKA_CONFIG_NAMES = """
+import java.util.TreeSet;
+
+public class ConfigNames {
+    public static void main(String[] args) {
+        System.out.println("TOPIC " + String.join(",",
+            new TreeSet<>(org.apache.kafka.storage.internals.log.LogConfig.configNames())));
+        System.out.println("GROUP " + String.join(",",
+            new TreeSet<>(org.apache.kafka.coordinator.group.GroupConfig.CONFIG_DEF.names())));
+        System.out.println("CLIENT_METRICS " + String.join(",",
+            new TreeSet<>(org.apache.kafka.server.metrics.ClientMetricsConfigs.configDef().names())));
+    }
+}
+"""
+
+
+def test_the_config_names_the_image_keeps_are_kafkas(kafka_libs, tmp_path):
+    """The names DefaultSupportedConfigChecker lets into Kafka's image, asked of Kafka's classes."""
+    import shutil
+    from tests.interop import kafka_dist
+    from kafkawire.metadata.image import (CLIENT_METRICS_RESOURCE, GROUP_RESOURCE, SUPPORTED_CONFIGS,
+                                          TOPIC_RESOURCE)
+    if not shutil.which("javac"):
+        pytest.skip("javac is needed to ask Kafka's classes")
+    (tmp_path / "ConfigNames.java").write_text(KAFKA_CONFIG_NAMES)
+    subprocess.run(["javac", "-cp", kafka_dist.classpath(), "-d", str(tmp_path), str(tmp_path / "ConfigNames.java")],
+                   check=True, capture_output=True, timeout=120)
+    result = subprocess.run(["java", "-Xmx256m", "-cp", f"{tmp_path}:{kafka_dist.classpath()}", "ConfigNames"],
+                            capture_output=True, text=True, timeout=120)
+    kafka = dict(line.split(" ", 1) for line in result.stdout.splitlines() if line.count(" ") == 1)
+    assert set(kafka) == {"TOPIC", "GROUP", "CLIENT_METRICS"}, result.stdout + result.stderr[-2000:]
+    ours = {"TOPIC": SUPPORTED_CONFIGS[TOPIC_RESOURCE], "GROUP": SUPPORTED_CONFIGS[GROUP_RESOURCE],
+            "CLIENT_METRICS": SUPPORTED_CONFIGS[CLIENT_METRICS_RESOURCE]}
+    for kind, names in kafka.items():
+        assert set(names.split(",")) == set(ours[kind]), kind
