@@ -512,3 +512,40 @@ def test_a_kafkawire_observer_of_a_kafka_quorum_refuses_a_metadata_version_it_do
     finally:
         process.kill()
         process.wait(timeout=20)
+
+
+def test_a_quorum_of_a_kafka_and_a_kafkawire_voter_each_formatted_by_its_own_tool(kafka_node_factory, tmp_path):
+    """Both formatted with the same --initial-controllers, each by its own tool: the two bootstrap
+    snapshots agree, so the voters elect a leader together and both follow the same log."""
+    kafka_port, our_port = free_port(), free_port()
+    voters = (f"1@127.0.0.1:{kafka_port}:{DIR_IDS[0]},2@127.0.0.1:{our_port}:{DIR_IDS[1]}")
+    bootstrap = f"127.0.0.1:{kafka_port},127.0.0.1:{our_port}"
+    kafka = kafka_node_factory(1, "controller", controller_port=kafka_port,
+                               properties={"controller.quorum.bootstrap.servers": bootstrap})
+    kafka.format(CLUSTER, "--initial-controllers", voters)
+    config = write_config(tmp_path / "ours", port=our_port, node_id=2)
+    config.write_text(config.read_text().replace(f"controller.quorum.bootstrap.servers=127.0.0.1:{our_port}",
+                                                 f"controller.quorum.bootstrap.servers={bootstrap}"))
+    formatted = run_ours("storage", "format", "--config", str(config), "--cluster-id", CLUSTER,
+                         "--initial-controllers", voters)
+    assert formatted.status == 0, formatted
+    process = start_kafkawire(config, tmp_path / "node.log")
+    try:
+        kafka.start()
+        view = wait_for_leader(("127.0.0.1", our_port), process, tmp_path / "node.log", timeout_s=90)
+        assert view.leader_id in (1, 2)
+        deadline = time.monotonic() + 60
+        while True:
+            status = run_kafka_tool(METADATA_QUORUM, "--bootstrap-controller", kafka.controller_address,
+                                    "describe", "--replication", check=True)
+            rows = {int(line.split()[0]): line.split() for line in status.stdout.splitlines()[1:] if line.strip()}
+            if sorted(rows) == [1, 2] and rows[1][2] == rows[2][2] and \
+                    {rows[1][-1], rows[2][-1]} == {"Leader", "Follower"}:
+                break                   # two voters, one log end offset
+            assert time.monotonic() < deadline, status.stdout
+            assert process.poll() is None, (tmp_path / "node.log").read_text()[-3000:]
+            time.sleep(1)
+        assert [rows[1][1], rows[2][1]] == [DIR_IDS[0], DIR_IDS[1]]
+    finally:
+        process.kill()
+        process.wait(timeout=20)
