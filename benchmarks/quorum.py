@@ -2,7 +2,7 @@
 appends, and the time to elect a new leader after kill -9, next to the floor one fsync plus
 one loopback round trip sets, all measured in the same run.
 
-    .venv/bin/python benchmarks/quorum.py [--rates 500,2000,5000] [--seconds 8] [--kills 5]
+    .venv/bin/python benchmarks/quorum.py [--rates 500,2000,5000] [--lingers 25,0] [--seconds 8] [--kills 5]
 
 How each number is obtained:
 
@@ -14,7 +14,13 @@ How each number is obtained:
   node; the leader appends 256-byte records at the target rate and times each append from
   Propose to commit (the driver's commit-latency window, the last 16384 appends). Medians and
   p99 come from the leader's metrics file at the end of the measuring window.
-* throughput: the high watermark's growth over the window (DescribeQuorum before and after).
+* throughput: the high watermark's growth over the window (DescribeQuorum before and after,
+  asked of whichever node leads then).
+* responsiveness, sampled every 250 ms during the window: how long the leader takes to answer
+  DescribeQuorum (same event loop as the fetches), and the age of each follower's last fetch as
+  the leader saw it (a follower that hears nothing for controller.quorum.fetch.timeout.ms
+  starts an election); "new epochs" counts elections won during the window (0 when the
+  leader kept its leadership). A leader change is a figure here, not a failure.
 * controller.quorum.append.linger.ms is Kafka's default 25 ms, and 0 in a second pass: the
   linger is a deliberate wait that batches appends.
 * election after kill -9: SIGKILL the leader, poll DescribeQuorum on the others every 20 ms
@@ -37,6 +43,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from kafkawire.net.client import TransportError  # noqa: E402
 from raft.node.local_quorum import LocalQuorum, QuorumError  # noqa: E402
 
 
@@ -88,6 +95,44 @@ def loopback_rtt_ms(rounds: int = 2000) -> float:
     return statistics.median(samples)
 
 
+class Window:
+    """What the leader answers while the load runs, sampled with DescribeQuorum every 250 ms:
+    how long it took to answer, how long ago each follower's last fetch reached it (a leader
+    that stops answering fetches shows here first), and whether leadership moved."""
+
+    def __init__(self, q: LocalQuorum):
+        self.q = q
+        self.describe_ms: list[float] = []
+        self.fetch_age_ms: list[float] = []
+        self.failed_describes = 0
+
+    def leader(self, timeout_s: float = 10):
+        """The leader's view, or None if no node answers as leader within timeout_s."""
+        try:
+            return self.q.wait_for_leader(timeout_s)
+        except QuorumError:
+            return None
+
+    def sample(self, view, seconds: float):
+        """Sample until ``seconds`` have passed; returns the last view (None: no leader)."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end and view is not None:
+            t = time.monotonic()
+            try:
+                fresh = self.q.describe(view.leader_id, timeout_ms=3000)
+            except (QuorumError, TransportError, OSError):
+                self.failed_describes += 1        # not the leader any more, or too slow to answer
+                view = self.leader(max(end - time.monotonic(), 1))
+                continue
+            now_ms = time.time() * 1000
+            self.describe_ms.append((time.monotonic() - t) * 1000)
+            self.fetch_age_ms += [now_ms - r.last_fetch_timestamp for r in fresh.voters
+                                  if r.replica_id != fresh.leader_id and r.last_fetch_timestamp > 0]
+            view = fresh
+            time.sleep(max(0.25 - (time.monotonic() - t), 0))
+        return view
+
+
 def load_run(base: str, rate: int, seconds: float, linger_ms: int) -> dict:
     q = LocalQuorum(os.path.join(base, f"rate-{rate}-linger-{linger_ms}"), 3,
                     properties={"controller.quorum.append.linger.ms": str(linger_ms)},
@@ -96,18 +141,38 @@ def load_run(base: str, rate: int, seconds: float, linger_ms: int) -> dict:
     with q:
         q.format()
         q.start_all()
-        view = q.wait_for_leader(30)
-        time.sleep(2)       # warm up: connections, first batches
-        h0, t0 = q.describe(view.leader_id).high_watermark, time.monotonic()
-        time.sleep(seconds)
-        h1, t1 = q.describe(view.leader_id).high_watermark, time.monotonic()
-        time.sleep(1.5)     # the metrics file is written every second
-        with open(os.path.join(q.data_dir(view.leader_id), "kafkawire-raft-metrics.json")) as f:
-            metrics = json.load(f)["metrics"]
+        window = Window(q)
+        first = window.leader(30)
+        if first is not None:
+            time.sleep(2)       # warm up: connections, first batches
+            first = window.leader()
+        t0 = time.monotonic()
+        last = window.sample(first, seconds)
+        last = last or (window.leader() if first is not None else None)
+        t1 = time.monotonic()
+        metrics = {}
+        if last is not None:
+            time.sleep(1.5)     # the metrics file is written every second
+            with open(os.path.join(q.data_dir(last.leader_id), "kafkawire-raft-metrics.json")) as f:
+                metrics = json.load(f)["metrics"]
         q.stop_all()
-    return {"rate": rate, "linger": linger_ms, "committed_per_s": (h1 - h0) / (t1 - t0),
-            "p50": metrics["commit-latency-p50"], "p99": metrics["commit-latency-p99"],
-            "avg": metrics["commit-latency-avg"]}
+    committed = None if first is None or last is None else (last.high_watermark - first.high_watermark) / (t1 - t0)
+    # A new epoch is an election won: leadership moved (or the leader was elected again).
+    epochs = None if first is None or last is None else last.leader_epoch - first.leader_epoch
+    return {"rate": rate, "linger": linger_ms, "committed_per_s": committed, "new_epochs": epochs,
+            "leader": None if first is None else first.leader_id,
+            "p50": metrics.get("commit-latency-p50"), "p99": metrics.get("commit-latency-p99"),
+            "refused": metrics.get("appends-refused", 0),
+            "describe_p50": _median(window.describe_ms), "describe_max": max(window.describe_ms, default=None),
+            "fetch_age_max": max(window.fetch_age_ms, default=None), "failed_describes": window.failed_describes}
+
+
+def _median(values):
+    return statistics.median(values) if values else None
+
+
+def _num(value, width: int, digits: int = 0) -> str:
+    return f"{'-':>{width}}" if value is None else f"{value:>{width}.{digits}f}"
 
 
 def election_runs(base: str, kills: int) -> list[float]:
@@ -154,20 +219,32 @@ def election_runs(base: str, kills: int) -> list[float]:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rates", default="500,2000,5000")
+    p.add_argument("--lingers", default="25,0", help="controller.quorum.append.linger.ms values (default 25,0)")
     p.add_argument("--seconds", type=float, default=8)
-    p.add_argument("--kills", type=int, default=5)
+    p.add_argument("--kills", type=int, default=5, help="leader kills for the election times (0: none)")
     args = p.parse_args()
     base = tempfile.mkdtemp(prefix="kafkawire-quorum-bench-")
     fs, rtt = fsync_ms(base), loopback_rtt_ms()
     floor = fs + rtt
     print(f"floor: fsync {fs:.3f} ms (median of 200), loopback round trip {rtt:.3f} ms (median of 2000): "
           f"{floor:.3f} ms")
-    print(f"{'linger':>6} {'target/s':>9} {'committed/s':>12} {'p50 ms':>7} {'p99 ms':>7} {'p50/floor':>10}")
-    for linger in (25, 0):
+    print(f"{'linger':>6} {'target/s':>9} {'committed/s':>12} {'p50 ms':>7} {'p99 ms':>7} {'p50/floor':>10} "
+          f"{'new epochs':>10} {'describe p50/max ms':>20} {'fetch age max ms':>17}")
+    for linger in [int(v) for v in args.lingers.split(",")]:
         for rate in [int(r) for r in args.rates.split(",")]:
             r = load_run(base, rate, args.seconds, linger)
-            print(f"{linger:>6} {rate:>9} {r['committed_per_s']:>12.0f} {r['p50']:>7.1f} {r['p99']:>7.1f} "
-                  f"{r['p50'] / floor:>10.1f}", flush=True)
+            ratio = None if r["p50"] is None else r["p50"] / floor
+            describe = f"{_num(r['describe_p50'], 9, 1)}/{_num(r['describe_max'], 0, 0)}"
+            print(f"{linger:>6} {rate:>9} {_num(r['committed_per_s'], 12)} {_num(r['p50'], 7, 1)} "
+                  f"{_num(r['p99'], 7, 1)} {_num(ratio, 10, 1)} {_num(r['new_epochs'], 10)} {describe:>20} "
+                  f"{_num(r['fetch_age_max'], 17)}" + (f"  ({r['failed_describes']} describes failed)"
+                                                       if r["failed_describes"] else "")
+                  + ("  (no node answered as leader within 30 s)" if r["leader"] is None else "")
+                  + (f"  ({r['refused']} appends refused: queue full)" if r["refused"] else "")
+                  + ("  (no leader at the end)" if r["leader"] is not None and r["committed_per_s"] is None
+                     else ""), flush=True)
+    if args.kills <= 0:
+        return 0
     times = election_runs(base, args.kills)
     print(f"election after kill -9: median {statistics.median(times):.0f} ms over {len(times)} kills "
           f"(min {min(times):.0f}, max {max(times):.0f}); controller.quorum.fetch.timeout.ms=2000, "
