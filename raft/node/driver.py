@@ -15,6 +15,7 @@ as Kafka does, in epoch ms), held monotonic: a clock step backwards is absorbed.
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import itertools
 import os
@@ -39,12 +40,23 @@ from raft.states import Leader
 from raft.types import LeaderAndEpoch, OffsetAndEpoch
 
 from .disk_store import DiskLogStore
-from .errors import NoLeader, NodeFailed, NotLeader
+from .errors import AppendQueueFull, NoLeader, NodeFailed, NotLeader
 from .metrics import RaftMetrics
 
 log = logging.getLogger("kafkawire.raft")
 
 SNAPSHOT_BATCH_RECORDS = 500
+# Appends waiting for the core, in batches of max_batch_records: past this many an append is
+# refused (AppendQueueFull), as Kafka's BatchAccumulator refuses one past its ten completed
+# batches or when its memory pool has no buffer left (BufferAllocationException).
+APPEND_QUEUE_BATCHES = 10
+
+
+@dataclasses.dataclass
+class _QueuedAppend:
+    records: tuple
+    future: asyncio.Future
+    proposed_ms: int
 
 
 class WallClock:
@@ -81,7 +93,16 @@ class RaftDriver:
         self._last_snapshot_ms = 0
         self._waiting_responses: dict[int, asyncio.Future] = {}
         self._request_ids = itertools.count()
-        self._appends: dict[int, tuple[asyncio.Future, int]] = {}   # token -> (future, proposed at ms)
+        # Appends wait in _append_queue until one call per event-loop turn (_drain_appends)
+        # hands them to the core together, up to a batch: one Propose, one log write and one
+        # fsync for all that arrived meanwhile (Kafka's raft thread drains its accumulator on
+        # each poll likewise). One Propose per append cost an fsync each at linger 0 and held
+        # the loop for seconds under load: fetches went unanswered and leadership moved.
+        self._append_queue: collections.deque[_QueuedAppend] = collections.deque()
+        self._queued_records = 0
+        self._drain_scheduled = False
+        self.append_queue_limit = config.max_batch_records * APPEND_QUEUE_BATCHES
+        self._appends: dict[int, list[_QueuedAppend]] = {}   # token -> the appends of that Propose
         self._tokens = itertools.count()
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: int | None = None
@@ -131,10 +152,11 @@ class RaftDriver:
         for fut in self._waiting_responses.values():
             if not fut.done():
                 fut.cancel()
-        for fut, _ in self._appends.values():
-            if not fut.done():
-                fut.set_exception(NotLeader("the node is shutting down", int(Errors.NOT_LEADER_OR_FOLLOWER)))
+        for group in [*self._appends.values(), list(self._append_queue)]:
+            self._fail_appends(group, NotLeader("the node is shutting down", int(Errors.NOT_LEADER_OR_FOLLOWER)))
         self._appends.clear()
+        self._append_queue.clear()
+        self._queued_records = 0
         if self._control_client is not None:
             await self._control_client.close()
         await asyncio.sleep(0)
@@ -193,16 +215,10 @@ class RaftDriver:
             for listener in self.hw_listeners:
                 listener()
         for token, offset in ready.appends_committed:
-            entry = self._appends.pop(token, None)
-            if entry is not None:
-                fut, proposed_ms = entry
-                self.metrics.commit_latency.record(now - proposed_ms)
-                if not fut.done():
-                    fut.set_result(offset)
+            self._complete_appends(self._appends.pop(token, ()), offset, now)
         for token, error in ready.appends_failed:
-            entry = self._appends.pop(token, None)
-            if entry is not None and not entry[0].done():
-                entry[0].set_exception(NotLeader(f"append failed: {Errors.for_code(error).name}", error))
+            self._fail_appends(self._appends.pop(token, ()),
+                               NotLeader(f"append failed: {Errors.for_code(error).name}", error))
         if ready.shutdown_complete:
             self.shutdown_complete.set()
         self.metrics.update_from(core, self.store)
@@ -421,23 +437,75 @@ class RaftDriver:
         return self.applied_offset >= self.core.state.epoch_start_offset
 
     def next_offset(self) -> int:
-        """The offset the next proposed record will get (the log end plus what is batching)."""
-        return self.core.log.end_offset + sum(len(records) for _, records in self.core.accumulator)
+        """The offset the next proposed record will get (the log end plus what is batching
+        in the core and waiting in the append queue)."""
+        return (self.core.log.end_offset + sum(len(records) for _, records in self.core.accumulator)
+                + self._queued_records)
 
     def high_watermark(self) -> int:
         hw = self.core.high_watermark() if self.core is not None else None
         return 0 if hw is None else hw
 
     async def append(self, records: list[bytes]) -> int:
-        """Append as the leader; resolves with the last offset once committed."""
+        """Append as the leader; resolves with the last offset once committed. The records
+        stay together in one batch. Raises AppendQueueFull at once when appends already wait
+        for append_queue_limit records' room (an overloaded leader pushes back rather than
+        let its queue, and the wait for its answers, grow without bound)."""
         if self.failure is not None:
             raise NodeFailed(str(self.failure))
+        if self._queued_records >= self.append_queue_limit:
+            self.metrics.appends_refused += 1
+            raise AppendQueueFull(f"node {self.node_id}: {self._queued_records} records wait to be appended "
+                                  f"(limit {self.append_queue_limit}): appends arrive faster than the log "
+                                  f"takes them; retry later")
+        loop = asyncio.get_running_loop()
+        entry = _QueuedAppend(tuple(records), loop.create_future(), self.clock())
+        self._append_queue.append(entry)
+        self._queued_records += len(entry.records)
+        if not self._drain_scheduled:
+            self._drain_scheduled = True
+            loop.call_soon(self._drain_appends)
+        return await entry.future
+
+    def _drain_appends(self) -> None:
+        """Hand the queued appends to the core as one Propose of at most max_batch_records
+        records (an append bigger than that goes alone); the rest wait for the next loop turn,
+        so requests that arrived meanwhile are answered in between."""
+        self._drain_scheduled = False
+        if not self._append_queue:
+            return
+        if self.failure is not None:
+            self._fail_appends(list(self._append_queue), NodeFailed(str(self.failure)))
+            self._append_queue.clear()
+            self._queued_records = 0
+            return
+        group = [self._append_queue.popleft()]
+        count = len(group[0].records)
+        limit = self.config.max_batch_records
+        while self._append_queue and count + len(self._append_queue[0].records) <= limit:
+            group.append(self._append_queue.popleft())
+            count += len(group[-1].records)
+        self._queued_records -= count
         token = next(self._tokens)
-        fut = asyncio.get_running_loop().create_future()
-        now = self.clock()
-        self._appends[token] = (fut, now)
-        self._step(Propose(now, token, tuple(records)))
-        return await fut
+        self._appends[token] = group
+        self._step(Propose(self.clock(), token, tuple(r for entry in group for r in entry.records)))
+        if self._append_queue:
+            self._drain_scheduled = True
+            asyncio.get_running_loop().call_soon(self._drain_appends)
+
+    def _complete_appends(self, group, last_offset: int, now: int) -> None:
+        """The appends of one committed Propose, in order: each resolves with its own last offset."""
+        for entry in reversed(group):
+            self.metrics.commit_latency.record(now - entry.proposed_ms)
+            if not entry.future.done():
+                entry.future.set_result(last_offset)
+            last_offset -= len(entry.records)
+
+    @staticmethod
+    def _fail_appends(group, error: Exception) -> None:
+        for entry in group:
+            if not entry.future.done():
+                entry.future.set_exception(error)
 
     async def send_to_leader(self, request, timeout_ms: int = 5000):
         leader = self.leader()
@@ -450,6 +518,7 @@ class RaftDriver:
         # a request waiting for a commit (ControllerRegistration) would hold back the fetch
         # answers that the commit needs. Kafka's controller channel is a separate client too.
         if self._control_client is None:
+            # The raft client's TLS and SASL settings: the same controller listener.
             self._control_client = NetworkClient(client_id=f"controller-{self.node_id}-to-active-controller",
                                                  request_timeout_ms=max(timeout_ms, 1000),
                                                  ssl_context=getattr(self.client, "ssl_context", None),

@@ -10,6 +10,12 @@ class NotLeader(Exception):
         self.error_code = error_code
 
 
+class AppendQueueFull(Exception):
+    """The leader's append queue is full: appends arrive faster than its log takes them.
+    Nothing was appended; retry later (Kafka's BatchAccumulator refuses likewise when it has
+    no buffer left: BufferAllocationException)."""
+
+
 class NoLeader(Exception):
     """No leader is known yet, or its endpoint on our listener is not known."""
 

@@ -13,7 +13,7 @@ import logging
 import os
 import time
 
-from .errors import NotLeader
+from .errors import AppendQueueFull, NotLeader
 
 log = logging.getLogger("kafkawire.raft.load")
 
@@ -56,6 +56,8 @@ class LoadGenerator:
             await self.driver.append([payload])
         except NotLeader:
             pass
+        except AppendQueueFull:
+            pass    # the leader pushed back: load it could not take (its appends-refused metric)
         finally:
             self.outstanding -= 1
 

@@ -49,6 +49,7 @@ class RaftMetrics:
         self.high_watermark = -1
         self.commit_latency = LatencyWindow()
         self.election_latency = LatencyWindow()
+        self.appends_refused = 0          # AppendQueueFull answers (kafkawire's addition)
         self._leaderless_since: int | None = None
         self._counts_at = (time.monotonic(), 0, 0)
 
@@ -107,6 +108,7 @@ class RaftMetrics:
             "fetch-records-rate": (fetched - fetched_then) / elapsed,
             "elections": counters.get("elections", 0),
             "leaderships": counters.get("leaderships", 0),
+            "appends-refused": self.appends_refused,
         })
         return out
 

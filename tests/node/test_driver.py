@@ -111,3 +111,25 @@ def test_the_metrics_file_has_kafkas_raft_metric_names(tmp_path):
     assert m["number-unknown-voter-connections"] == 0
     assert m["high-watermark"] == m["log-end-offset"] >= 2
     assert m["commit-latency-max"] >= m["commit-latency-avg"] >= 0
+
+
+def test_an_overloaded_leader_refuses_appends_past_its_queue_and_keeps_the_others(tmp_path):
+    """Appends made in one event-loop turn wait in the driver's queue and reach the core as one
+    Propose; past append_queue_limit records an append is refused at once with
+    AppendQueueFull (nothing appended), as Kafka's BatchAccumulator refuses one it has no
+    room for. The accepted ones commit, each with its own offset, in one batch."""
+    from raft.node.errors import AppendQueueFull
+
+    async def work(driver, recorder):
+        driver.append_queue_limit = 6
+        base = driver.next_offset()
+        results = await asyncio.gather(*(driver.append([b"a%d" % i, b"b%d" % i]) for i in range(5)),
+                                       return_exceptions=True)
+        batches = [(b.base_offset, b.last_offset) for b in driver.read_committed(base)]
+        return base, results, batches, driver.metrics.snapshot()["appends-refused"]
+
+    base, results, batches, refused = asyncio.run(single_voter(tmp_path / "p", 5, work))
+    accepted = [r for r in results if not isinstance(r, BaseException)]
+    assert accepted == [base + 1, base + 3, base + 5]          # 3 appends of 2 records: 6 queued
+    assert all(isinstance(r, AppendQueueFull) and "limit 6" in str(r) for r in results[3:]) and refused == 2
+    assert batches == [(base, base + 5)]                      # one Propose, one batch
