@@ -90,12 +90,12 @@ def run(args: argparse.Namespace) -> int:
         base = os.path.abspath(args.data_dir)
         if os.path.exists(base) and os.listdir(base):
             print(f"kafkawire main: {base} is not empty; give an empty or absent --data-dir", file=sys.stderr)
-            return 2
+            return 1
     else:
         base = tempfile.mkdtemp(prefix="kafkawire-main-")
     if args.voters < 1:
         print("kafkawire main: --voters must be at least 1", file=sys.stderr)
-        return 2
+        return 1
     quorum = LocalQuorum(base, voters=args.voters)
     # SIGTERM and SIGHUP end the job as Ctrl-C does: the nodes are stopped on the way out.
     for sig in (signal.SIGTERM, signal.SIGHUP):
