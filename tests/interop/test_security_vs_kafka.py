@@ -1,0 +1,125 @@
+"""Kafka 4.3.1's own tools against a secured kafkawire node (issue 18, item 4):
+MetadataQuorumCommand with ``--command-config`` over SASL_SSL (SCRAM-SHA-256 from
+``storage format --add-scram``, and PLAIN), SASL_PLAINTEXT, and SSL with a client certificate
+(mutual TLS); wrong credentials and an untrusted certificate are refused with Kafka's errors."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from kafkawire.net.sasl import SaslClient
+from kafkawire.net.security import client_ssl_context, ssl_settings
+from kafkawire.storage.state_files import JavaProperties
+from raft.node.local_quorum import LocalQuorum
+from tests.interop.kafka_procs import METADATA_QUORUM, run_kafka_tool
+from tests.net.tls_certs import make_pki
+
+PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+              'password="admin-secret" user_admin="admin-secret";')
+SCRAM_SERVER_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+
+
+def node_properties(pki, protocol: str) -> dict:
+    props = {"listener.security.protocol.map": f"CONTROLLER:{protocol}"}
+    if protocol.startswith("SASL"):
+        props.update({"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256", "sasl.mechanism.controller.protocol": "PLAIN",
+                      "listener.name.controller.plain.sasl.jaas.config": PLAIN_JAAS,
+                      "listener.name.controller.scram-sha-256.sasl.jaas.config": SCRAM_SERVER_JAAS})
+    if protocol.endswith("SSL"):
+        props.update({"ssl.keystore.type": "PEM", "ssl.keystore.location": str(pki.server_pem),
+                      "ssl.truststore.type": "PEM", "ssl.truststore.location": str(pki.ca_pem)})
+    if protocol == "SSL":
+        props["ssl.client.auth"] = "required"
+    return props
+
+
+def client_options(pki, protocol: str) -> dict:
+    options = {}
+    if protocol.endswith("SSL"):
+        settings = JavaProperties.parse(f"ssl.truststore.type=PEM\nssl.truststore.location={pki.ca_pem}\n"
+                                        + (f"ssl.keystore.type=PEM\nssl.keystore.location={pki.client_pem}\n"
+                                           if protocol == "SSL" else "")).items
+        options["ssl_context"] = client_ssl_context(ssl_settings(settings, "CONTROLLER"))
+    if protocol.startswith("SASL"):
+        options["sasl"] = lambda: SaslClient("PLAIN", "admin", "admin-secret")
+    return options
+
+
+@pytest.fixture(scope="module", params=["SASL_SSL", "SASL_PLAINTEXT", "SSL"])
+def secured(request, tmp_path_factory, kafka_libs):
+    protocol = request.param
+    base = tmp_path_factory.mktemp(protocol.lower())
+    pki = make_pki(base / "pki")
+    q = LocalQuorum(base, voters=1, properties=node_properties(pki, protocol),
+                    client_options=client_options(pki, protocol))
+    q.format(mode="standalone", extra_args=["--add-scram", "SCRAM-SHA-256=[name=alice,password=alice-secret]"])
+    q.start_all()
+    try:
+        q.wait_for_leader(60)
+        # the bootstrap records (alice's credential among them) committed: hw past them
+        q.wait_until(lambda: q.describe(1).high_watermark >= 8, 30, "the bootstrap records committed")
+        yield q, pki, protocol, base
+    finally:
+        q.stop_all()
+        q.kill(1)
+
+
+def command_config(path, pki, protocol, *, mechanism="SCRAM-SHA-256", user="alice", password="alice-secret",
+                   client_cert=True, truststore=None):
+    lines = [f"security.protocol={protocol}", "request.timeout.ms=5000", "default.api.timeout.ms=15000"]
+    if protocol.startswith("SASL"):
+        module = ("org.apache.kafka.common.security.scram.ScramLoginModule" if mechanism.startswith("SCRAM")
+                  else "org.apache.kafka.common.security.plain.PlainLoginModule")
+        lines += [f"sasl.mechanism={mechanism}",
+                  f'sasl.jaas.config={module} required username="{user}" password="{password}";']
+    if protocol.endswith("SSL"):
+        lines += ["ssl.truststore.type=PEM", f"ssl.truststore.location={truststore or pki.ca_pem}"]
+    if protocol == "SSL" and client_cert:
+        lines += ["ssl.keystore.type=PEM", f"ssl.keystore.location={pki.client_pem}"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def describe_status(q, config):
+    return run_kafka_tool(METADATA_QUORUM, "--bootstrap-controller", f"127.0.0.1:{q.ports[1]}", "--command-config",
+                          str(config), "describe", "--status", check=False, timeout=90)
+
+
+def test_kafka_metadata_quorum_describes_a_secured_node(secured):
+    q, pki, protocol, base = secured
+    configs = [command_config(base / "client.properties", pki, protocol)]
+    if protocol.startswith("SASL"):
+        configs.append(command_config(base / "client-plain.properties", pki, protocol, mechanism="PLAIN",
+                                      user="admin", password="admin-secret"))
+    for config in configs:
+        result = describe_status(q, config)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert re.search(r"^ClusterId:\s+" + re.escape(q.cluster_id) + "$", result.stdout, re.M), result.stdout
+        assert re.search(r"^LeaderId:\s+1$", result.stdout, re.M), result.stdout
+        assert re.search(r"^CurrentVoters:\s+\[\{\"id\": 1,", result.stdout, re.M), result.stdout
+
+
+def test_kafka_metadata_quorum_is_refused_with_wrong_credentials(secured):
+    q, pki, protocol, base = secured
+    if protocol.startswith("SASL"):
+        config = command_config(base / "wrong.properties", pki, protocol, password="not-alice")
+        expected = "SaslAuthenticationException: Authentication failed during authentication due to invalid " \
+                   "credentials with SASL mechanism SCRAM-SHA-256"
+    else:
+        # ssl.client.auth=required and no certificate: refused. Kafka's server flushes its TLS alert and
+        # the client names SslAuthenticationException; the event loop's TLS closes without flushing
+        # it, so Kafka's client sees the connection end (README, differences).
+        config = command_config(base / "no-cert.properties", pki, protocol, client_cert=False)
+        expected = "terminated during authentication"
+    result = describe_status(q, config)
+    assert result.returncode != 0 and "LeaderId" not in result.stdout
+    assert expected in result.stdout + result.stderr, (result.stdout + result.stderr)[-3000:]
+    if protocol.endswith("SSL"):
+        # a trust store without our CA: the node's certificate is refused by Kafka's client
+        rogue = base / "rogue-ca.pem"
+        rogue.write_text(pki.rogue_pem.read_text().split("-----END PRIVATE KEY-----\n", 1)[1])
+        config = command_config(base / "untrusting.properties", pki, protocol, truststore=rogue,
+                                mechanism="PLAIN", user="admin", password="admin-secret")
+        result = describe_status(q, config)
+        assert result.returncode != 0 and "SslAuthenticationException" in result.stdout + result.stderr
