@@ -184,6 +184,64 @@ def test_a_record_version_newer_than_kafkas_is_the_documented_difference(kafka_t
     assert kafka.stdout.splitlines()[:3] == ours.stdout.splitlines()[:3]      # up to that record
 
 
+def test_files_kafka_writes_dump_as_kafka_dumps_them(kafka_tool, kafka_written_files):
+    """Topic data a real Kafka broker wrote (indexes with an entry per batch, compressed and
+    transactional batches, COMMIT and ABORT markers, the aborted-transaction index, producer
+    snapshots), its metadata log and snapshots."""
+    files = kafka_written_files
+    assert any(p.suffix == ".txnindex" and p.stat().st_size > 0 for p in files)
+    assert any(p.suffix == ".index" and p.stat().st_size > 0 for p in files)
+    check_groups(kafka_tool, groups_for(files), "Kafka-written")
+
+
+@pytest.fixture(scope="module")
+def kafka_written_files(kafka_libs, tmp_path_factory) -> list[Path]:
+    from tests.interop.kafka_procs import KafkaNode
+    node = KafkaNode(tmp_path_factory.mktemp("kafka-node"), 1, "broker,controller", properties={
+        "log.index.interval.bytes": "1", "offsets.topic.num.partitions": "1",
+        "transaction.state.log.num.partitions": "1", "producer.id.expiration.check.interval.ms": "600000"})
+    try:
+        node.format("MkU3OEVBNTcwNTJENDM2Qg", "--standalone")
+        node.start()
+        node.wait_ready()
+        _produce_to_kafka(node.broker_address)
+        assert node.stop(timeout_s=60) is not None, f"Kafka did not stop; log tail:\n{node.log_tail()}"
+    finally:
+        node.kill()
+    return [p for p in dumpable(node.data_dir) if "__transaction_state" not in p.parent.name]
+
+
+def _produce_to_kafka(bootstrap: str) -> None:
+    """Plain, gzip and transactional (one committed, one aborted) batches with kafka-python."""
+    from kafka import KafkaProducer
+    common = dict(bootstrap_servers=bootstrap, request_timeout_ms=20000, max_block_ms=30000, linger_ms=0)
+    plain = KafkaProducer(acks="all", **common)
+    gzip = KafkaProducer(acks="all", compression_type="gzip", batch_size=16384, linger_ms=50,
+                         **{k: v for k, v in common.items() if k != "linger_ms"})
+    try:
+        for i, odd in enumerate(ODD_BYTES):
+            plain.send("kw-data", key=odd, value=odd[::-1], headers=[(f"h{i}", odd), ("plain", b"")],
+                       timestamp_ms=TS + i).get(timeout=30)
+        futures = [gzip.send("kw-data", key=b"k%d" % n, value=b"v" * n, timestamp_ms=TS + 100 + n) for n in range(5)]
+        gzip.flush(timeout=30)
+        for future in futures:
+            future.get(timeout=30)
+    finally:
+        plain.close(timeout=10)
+        gzip.close(timeout=10)
+    transactional = KafkaProducer(transactional_id="kw-tx", **common)
+    try:
+        transactional.init_transactions()
+        for commit in (True, False):
+            transactional.begin_transaction()
+            for n in range(3):
+                transactional.send("kw-data", value=b"txn-%d" % n, timestamp_ms=TS + 200 + n)
+            transactional.flush(timeout=30)
+            transactional.commit_transaction() if commit else transactional.abort_transaction()
+    finally:
+        transactional.close(timeout=10)
+
+
 # --- files we write ----------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
