@@ -24,6 +24,7 @@ import re
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -196,28 +197,39 @@ def kafka_standalone(kafka_libs, tmp_path_factory):
         node.kill()
 
 
+@dataclass(frozen=True)
+class KafkaCluster:
+    controllers: str            # the three controllers' addresses
+    broker: str                 # the broker's (node 4, an observer of the quorum)
+
+
 @pytest.fixture(scope="module")
-def kafka_three_voters(kafka_libs, tmp_path_factory):
-    """Three Kafka 4.3.1 controllers formatted with --initial-controllers; their addresses."""
+def kafka_three_voters(kafka_libs, tmp_path_factory) -> KafkaCluster:
+    """Three Kafka 4.3.1 controllers formatted with --initial-controllers, and a broker (node 4)."""
     from tools.storage import random_uuid
     base = tmp_path_factory.mktemp("kafka-three")
     ports = free_ports(3)
     bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports)
-    nodes = [KafkaNode(base / f"c{i}", i, "controller", controller_port=ports[i - 1],
-                       properties=dict(IDLE, **{"controller.quorum.bootstrap.servers": bootstrap}))
+    quorum_props = dict(IDLE, **{"controller.quorum.bootstrap.servers": bootstrap})
+    nodes = [KafkaNode(base / f"c{i}", i, "controller", controller_port=ports[i - 1], properties=quorum_props)
              for i in (1, 2, 3)]
     initial = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}:{uuid_to_kafka(random_uuid())}" for n in nodes)
+    # A broker-only node still needs its controllers' listener in the protocol map.
+    broker = KafkaNode(base / "b4", 4, "broker", properties=dict(
+        quorum_props, **{"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"}))
     try:
         for node in nodes:
             node.format(CLUSTER_ID, "--initial-controllers", initial)
-        for node in nodes:
+        broker.format(CLUSTER_ID, "--no-initial-controllers")
+        for node in nodes + [broker]:
             node.start()
-        for node in nodes:
+        for node in nodes + [broker]:
             node.wait_ready()
-        wait_idle(lambda: describe_with_our_tool(bootstrap), "the three Kafka controllers")
-        yield bootstrap
+        wait_idle(lambda: describe_with_our_tool(bootstrap), "the three Kafka controllers and the broker",
+                  observers=1)
+        yield KafkaCluster(bootstrap, broker.broker_address)
     finally:
-        for node in nodes:
+        for node in nodes + [broker]:
             node.kill()
 
 
@@ -265,7 +277,16 @@ def test_on_kafka_standalone_controller(runner, kafka_standalone, args):
 
 @pytest.mark.parametrize("args", DESCRIBES + [("features", "describe", "--node-id", "2")], ids=_id)
 def test_on_three_kafka_controllers(runner, kafka_three_voters, args):
-    assert_same_describe(runner, "--bootstrap-controller", kafka_three_voters, args)
+    """The broker is the quorum's observer in --status and --replication."""
+    assert_same_describe(runner, "--bootstrap-controller", kafka_three_voters.controllers, args)
+
+
+@pytest.mark.parametrize("args", [DESCRIBES[0], DESCRIBES[1], DESCRIBES[3], ("features", "describe", "--node-id", "4")],
+                         ids=_id)
+def test_on_kafka_broker_via_bootstrap_server(runner, kafka_three_voters, args):
+    """Through a Kafka broker: Metadata, DescribeCluster for brokers, DescribeQuorum forwarded to
+    the active controller, the broker's own ApiVersions features."""
+    assert_same_describe(runner, "--bootstrap-server", kafka_three_voters.broker, args)
 
 
 # --- errors a user meets ---------------------------------------------------------------------------------------
