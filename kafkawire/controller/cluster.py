@@ -18,7 +18,8 @@ from .heartbeats import BrokerHeartbeatManager, BrokerState, current_state
 from .replication import has_leaderships, is_active, updates_adding, updates_removing
 from .state import ControllerState
 from .versions import (METADATA_VERSION, MINIMUM_LEVEL, controller_registration_supported,
-                       directory_assignment_supported, migration_supported, register_broker_record_version)
+                       cordoned_log_dirs_supported, directory_assignment_supported, migration_supported,
+                       register_broker_record_version)
 
 FENCE, UNFENCE = 1, -1                  # BrokerRegistrationFencingChange
 IN_CONTROLLED_SHUTDOWN = 1              # BrokerRegistrationInControlledShutdownChange
@@ -153,6 +154,26 @@ def controlled_shutdown_records(state: ControllerState, broker_id: int, broker_e
     return records + updates_removing(state.image, broker_id, static_min_isr)
 
 
+def cordoned_dirs_records(broker, broker_epoch: int, cordoned) -> list[bytes]:
+    """handleDirectoriesCordoned (metadata.version 4.3-IV0 on): a BrokerRegistrationChangeRecord v3
+    when the heartbeat's CordonedLogDirs (null until the broker has caught up: ignored) is not the
+    set the registration holds (BrokerRegistration.cordonedDirChanged: always, while that is null)."""
+    if cordoned is None:
+        return []
+    known = broker.cordoned_directories
+    if known is not None and set(known) == set(cordoned):
+        return []
+    return [frame("BrokerRegistrationChangeRecord", 3, broker_id=broker.id, broker_epoch=broker_epoch,
+                  cordoned_log_dirs=list(cordoned))]
+
+
+def has_uncordoned_dirs(broker) -> bool:
+    """BrokerRegistration.hasUncordonedDirs: a broker whose every directory is cordoned gets no new replicas."""
+    if not broker.directories or broker.cordoned_directories is None:
+        return True
+    return bool(set(broker.directories) - set(broker.cordoned_directories))
+
+
 @dataclass(frozen=True)
 class HeartbeatReply:
     is_caught_up: bool
@@ -191,6 +212,8 @@ def heartbeat(state: ControllerState, request, *, sessions: BrokerHeartbeatManag
         elif next_state is BrokerState.CONTROLLED_SHUTDOWN:
             records = controlled_shutdown_records(state, broker_id, broker.epoch, static_min_isr)
     sessions.touch(broker_id, now_ms, request.current_metadata_offset)
+    if cordoned_log_dirs_supported(image.metadata_version or 0):
+        records = records + cordoned_dirs_records(broker, broker.epoch, getattr(request, "cordoned_log_dirs", None))
     reply = HeartbeatReply(is_caught_up=request.current_metadata_offset >= register_offset,
                            is_fenced=next_state.fenced, in_controlled_shutdown=next_state.in_controlled_shutdown,
                            should_shut_down=next_state.should_shut_down)

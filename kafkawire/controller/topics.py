@@ -24,6 +24,7 @@ from kafkawire.metadata.image import TOPIC_RESOURCE
 from kafkawire.metadata.registrations import MIGRATING, UNASSIGNED
 from kafkawire.protocol.error_codes import Errors
 
+from .cluster import has_uncordoned_dirs
 from .errors import ApiError
 from .frames import frame
 from .java_order import int_hashmap_order, string_hashmap_order
@@ -162,7 +163,8 @@ def _placed_assignment(state: ControllerState, topic, defaults: TopicDefaults, r
         raise ApiError(Errors.INVALID_PARTITIONS, f"{num_partitions} partitions is more than the "
                                                   f"{MAX_RECORDS_PER_USER_OP} records one request may write")
     image = state.image
-    usable = [b for b in image.brokers.values() if not b.in_controlled_shutdown]
+    # BrokerHeartbeatManager.usableBrokers: not shutting down, and some directory not cordoned
+    usable = [b for b in image.brokers.values() if not b.in_controlled_shutdown and has_uncordoned_dirs(b)]
     try:
         placements = place(num_partitions, replication_factor, [b.id for b in usable if not b.fenced],
                            [b.id for b in usable if b.fenced], rng)

@@ -18,7 +18,7 @@ from raft.node.controller_node import ControllerNode
 from tools.storage import write_bootstrap_checkpoint
 
 from kafkawire.controller.frames import frame
-from .harness import CLUSTER_ID
+from .harness import CLUSTER_ID, heartbeat, run
 from .test_node_integration import config_for, free_port, wait_for
 
 
@@ -101,3 +101,57 @@ def test_a_snapshot_at_4_3_iv0_keeps_the_cordoned_directories(cordoned):
     assert written.version == 4
     assert written.message.cordoned_log_dirs == cordoned
     assert decode_metadata_record(broker_record(state.image.brokers[4], 29)).version == 3
+
+
+def test_heartbeats_report_cordoned_directories_from_4_3_iv0_and_placement_skips_fully_cordoned_brokers():
+    """ReplicationControlManager.processBrokerHeartbeat at 4.3-IV0: handleDirectoriesCordoned writes a
+    BrokerRegistrationChangeRecord v3 when the reported set changes (null reports are ignored);
+    CreateTopics then places no replica on a broker whose every directory is cordoned."""
+    from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
+    from .test_brokers import call, new_records, register_unfenced, start
+    dirs = {5: [uuid.UUID(int=(5 << 64) | 1), uuid.UUID(int=(5 << 64) | 2)], 6: [uuid.UUID(int=(6 << 64) | 1)]}
+
+    async def go():
+        quorum, leader, running = await start(mv=30)
+        async with running:
+            epochs = {b: await register_unfenced(quorum, leader, b, log_dirs=dirs[b]) for b in (5, 6)}
+            registrations = [r for _, r in new_records(quorum, 0) if r.type_name == "RegisterBrokerRecord"]
+            assert [(r.version, r.message.cordoned_log_dirs) for r in registrations] == [(4, None), (4, None)]
+
+            async def beat(broker, cordoned):
+                since = quorum.end_offset
+                request = heartbeat(broker, epochs[broker], quorum.end_offset)
+                request.cordoned_log_dirs = cordoned
+                assert (await call(leader, 63, request)).error_code == 0
+                return [(r.version, r.message.broker_id, r.message.cordoned_log_dirs) for _, r in
+                        new_records(quorum, since) if r.type_name == "BrokerRegistrationChangeRecord"]
+            assert await beat(5, None) == []                                   # not caught up yet: unknown
+            assert await beat(5, []) == [(3, 5, [])]                           # null -> known: recorded
+            assert await beat(5, []) == []
+            assert await beat(5, [dirs[5][1]]) == [(3, 5, [dirs[5][1]])]
+            assert await beat(5, [dirs[5][1]]) == []
+            assert await beat(6, dirs[6]) == [(3, 6, dirs[6])]                 # all of broker 6's
+            assert leader.image.brokers[6].cordoned_directories == tuple(dirs[6])
+            reply = await call(leader, 19, CreateTopicsRequest(
+                topics=[CreatableTopic(name=f"t{i}", num_partitions=3, replication_factor=1) for i in range(4)],
+                timeout_ms=5000))
+            assert all(t.error_code == 0 for t in reply.topics)
+            replicas = {b for t in leader.image.topics_by_name.values() for p in t.partitions.values()
+                        for b in p.replicas}
+            assert replicas == {5}
+    run(go())
+
+
+def test_heartbeats_before_4_3_iv0_write_no_cordoned_directories():
+    from .test_brokers import call, new_records, register_unfenced, start
+
+    async def go():
+        quorum, leader, running = await start(mv=29)
+        async with running:
+            epoch = await register_unfenced(quorum, leader, 5, log_dirs=[uuid.UUID(int=(5 << 64) | 1)])
+            since = quorum.end_offset
+            request = heartbeat(5, epoch, quorum.end_offset)
+            request.cordoned_log_dirs = [uuid.UUID(int=(5 << 64) | 1)]
+            assert (await call(leader, 63, request)).error_code == 0
+            assert [r for _, r in new_records(quorum, since) if r.type_name == "BrokerRegistrationChangeRecord"] == []
+    run(go())
