@@ -28,10 +28,11 @@ What it copies from Kafka's KafkaAdminClient (and AdminMetadataManager, ClientUt
   <message>``, where the message is the response's ErrorMessage or, when that is null, the
   error's default message (Errors.exception(null)).
 
-``--command-config`` files are read for the keys above plus ``client.id`` and
-``socket.connection.setup.timeout.ms``; ``security.protocol`` other than PLAINTEXT is refused
-(kafkawire speaks PLAINTEXT only). Other keys are ignored, as an Admin client ignores keys it
-does not know.
+``--command-config`` files are read for the keys above plus ``client.id``,
+``socket.connection.setup.timeout.ms`` and the security keys (``security.protocol``,
+``sasl.mechanism`` PLAIN or SCRAM-SHA-256/512, ``sasl.jaas.config``, ``ssl.truststore.*``,
+``ssl.keystore.*``, ``ssl.endpoint.identification.algorithm``; see kafkawire.net.security).
+Other keys are ignored, as an Admin client ignores keys it does not know.
 """
 from __future__ import annotations
 
@@ -40,9 +41,9 @@ import logging
 import random
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from kafkawire.net.client import (NetworkClient, NodeBackingOff, ProtocolError, TransportError,
+from kafkawire.net.client import (AuthenticationFailed, NetworkClient, NodeBackingOff, ProtocolError, TransportError,
                                   UnsupportedVersion)
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.errors import UnsupportedVersionError
@@ -183,6 +184,7 @@ class AdminConfig:
     retry_backoff_ms: int = 100
     retry_backoff_max_ms: int = 1000
     client_id: str = "kafkawire-admin"
+    client_options: dict = field(default_factory=dict, compare=False, hash=False)   # ssl_context, sasl
 
     @classmethod
     def create(cls, *, bootstrap_server: str | None = None, bootstrap_controller: str | None = None,
@@ -192,10 +194,12 @@ class AdminConfig:
         if (bootstrap_server is None) == (bootstrap_controller is None):
             raise ToolError("Exactly one of --bootstrap-server and --bootstrap-controller must be given.")
         props = properties or {}
-        protocol = props.get("security.protocol", "PLAINTEXT").strip()
-        if protocol.upper() != "PLAINTEXT":
-            raise ToolError(f"security.protocol={protocol} is not supported: kafkawire's admin tools connect with "
-                            f"PLAINTEXT only")
+        from kafkawire.net.config import ConfigError
+        from kafkawire.net.security import client_options_from_properties
+        try:
+            client_options = client_options_from_properties(props)
+        except ConfigError as exc:
+            raise ToolError(f"--command-config: {exc}") from None
         key = "bootstrap.controllers" if bootstrap_controller is not None else "bootstrap.servers"
         bootstrap = parse_bootstrap(bootstrap_controller if bootstrap_controller is not None else bootstrap_server, key)
         request_timeout = _config_int(props, "request.timeout.ms", 30_000)
@@ -213,7 +217,7 @@ class AdminConfig:
                    connect_timeout_ms=connect_timeout,
                    retry_backoff_ms=_config_int(props, "retry.backoff.ms", 100, "LONG"),
                    retry_backoff_max_ms=_config_int(props, "retry.backoff.max.ms", 1000, "LONG"),
-                   client_id=props.get("client.id", "").strip() or "kafkawire-admin")
+                   client_id=props.get("client.id", "").strip() or "kafkawire-admin", client_options=client_options)
 
 
 # --- the client -----------------------------------------------------------------------------------
@@ -225,7 +229,7 @@ class Admin:
     def __init__(self, config: AdminConfig, *, rng: random.Random | None = None):
         self.config = config
         self._client = NetworkClient(client_id=config.client_id, request_timeout_ms=config.request_timeout_ms,
-                                     connect_timeout_ms=config.connect_timeout_ms)
+                                     connect_timeout_ms=config.connect_timeout_ms, **config.client_options)
         self._rng = rng or random.Random()
         self._bootstrap_index = 0
         self._active: tuple[str, int] | None = None
@@ -383,6 +387,11 @@ class Admin:
                                                timeout_ms=min(self.config.request_timeout_ms, remaining_ms))
         except UnsupportedVersion as exc:
             raise KafkaApiError(Errors.UNSUPPORTED_VERSION, str(exc)) from None
+        except AuthenticationFailed as exc:
+            # Kafka's Admin fails the call at once on an authentication error (not retriable).
+            if exc.error_code is None:
+                raise ToolError(f"{_ERRORS_PACKAGE}.SslAuthenticationException: SSL handshake failed") from None
+            raise KafkaApiError(exc.error_code, exc.server_message, retriable=False) from None
         except ProtocolError as exc:
             raise ToolError(f"bad response from {exc}") from None
         except UnsupportedVersionError as exc:       # a field the negotiated version cannot carry

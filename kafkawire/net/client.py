@@ -107,7 +107,12 @@ class ProtocolError(TransportError):
 
 
 class AuthenticationFailed(TransportError):
-    pass
+    """``error_code``: the server's (UNSUPPORTED_SASL_MECHANISM, SASL_AUTHENTICATION_FAILED), None
+    for a failed TLS handshake; ``server_message``: its ErrorMessage."""
+
+    def __init__(self, peer, message: str, error_code: int | None = None, server_message: str | None = None):
+        self.error_code, self.server_message = error_code, server_message
+        super().__init__(peer, message)
 
 
 @dataclass
@@ -391,14 +396,17 @@ class NetworkClient:
         handshake = await self._round_trip(conn, SaslHandshakeRequest(mechanism=client.mechanism), 1, deadline)
         if handshake.error_code != Errors.NONE:
             raise AuthenticationFailed(conn.peer, f"{Errors.for_code(handshake.error_code).name}: the peer "
-                                                  f"enables {', '.join(handshake.mechanisms)}, not {client.mechanism}")
+                                                  f"enables {', '.join(handshake.mechanisms)}, not {client.mechanism}",
+                                       handshake.error_code,
+                                       f"Client SASL mechanism '{client.mechanism}' not enabled in the server, "
+                                       f"enabled mechanisms are [{', '.join(handshake.mechanisms)}]")
         version = self._choose_version(conn, 36, None)
         token = client.first_token()
         while token is not None:
             answer = await self._round_trip(conn, SaslAuthenticateRequest(auth_bytes=token), version, deadline)
             if answer.error_code != Errors.NONE:
                 raise AuthenticationFailed(conn.peer, f"{Errors.for_code(answer.error_code).name}: "
-                                                      f"{answer.error_message}")
+                                                      f"{answer.error_message}", answer.error_code, answer.error_message)
             try:
                 token = client.next_token(bytes(answer.auth_bytes))
             except Exception as exc:         # scramp: the server's proof does not verify

@@ -444,3 +444,33 @@ def client_ssl_context(s: SslSettings) -> ssl.SSLContext:
     if s.get("ssl.keystore.location") is not None or s.get("ssl.keystore.certificate.chain") is not None:
         _load_keystore(context, s)            # for listeners with ssl.client.auth=required
     return context
+
+
+def client_options_from_properties(props: dict) -> dict:
+    """NetworkClient options (ssl_context, sasl) from a Kafka client's properties, as an admin
+    tool's ``--command-config`` gives them: ``security.protocol``, ``sasl.mechanism`` (Kafka's
+    default GSSAPI is refused), ``sasl.jaas.config`` with username and password, and the
+    unprefixed ssl.* keys. ConfigError names the key."""
+    from kafkawire.net.sasl import SaslClient
+    protocol = props.get("security.protocol", "PLAINTEXT").strip().upper()
+    if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+        raise ConfigError("security.protocol", props.get("security.protocol"),
+                          "is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL")
+    options = {}
+    if protocol in ("SSL", "SASL_SSL"):
+        settings = ssl_settings(props, "client")
+        _check_ssl(settings)
+        options["ssl_context"] = client_ssl_context(settings)
+    if protocol.startswith("SASL"):
+        mechanism = props.get("sasl.mechanism", "GSSAPI").strip()
+        if mechanism not in SUPPORTED_MECHANISMS:
+            raise ConfigError("sasl.mechanism", mechanism,
+                              f"is not supported by kafkawire (supported: {', '.join(SUPPORTED_MECHANISMS)})")
+        if "sasl.jaas.config" not in props:
+            raise ConfigError("sasl.jaas.config", None, f"is required with security.protocol={protocol}")
+        entry = parse_jaas_config("sasl.jaas.config", props["sasl.jaas.config"])
+        username, password = entry.options.get("username"), entry.options.get("password")
+        if username is None or password is None:
+            raise ConfigError("sasl.jaas.config", "(hidden)", "needs username and password options")
+        options["sasl"] = lambda: SaslClient(mechanism, username, password)
+    return options

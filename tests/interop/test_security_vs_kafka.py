@@ -123,3 +123,31 @@ def test_kafka_metadata_quorum_is_refused_with_wrong_credentials(secured):
                                 mechanism="PLAIN", user="admin", password="admin-secret")
         result = describe_status(q, config)
         assert result.returncode != 0 and "SslAuthenticationException" in result.stdout + result.stderr
+
+
+def run_our_tool(q, config):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "tools.cli", "metadata-quorum", "--bootstrap-controller",
+                           f"127.0.0.1:{q.ports[1]}", "--command-config", str(config), "describe", "--status"],
+                          capture_output=True, text=True, timeout=90)
+
+
+def stable_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.split(":")[0] in ("ClusterId", "LeaderId", "CurrentVoters")]
+
+
+def test_our_metadata_quorum_tool_reads_the_same_command_config(secured):
+    q, pki, protocol, base = secured
+    config = command_config(base / "ours.properties", pki, protocol)
+    theirs, ours = describe_status(q, config), run_our_tool(q, config)
+    assert ours.returncode == theirs.returncode == 0, ours.stderr
+    assert stable_lines(ours.stdout) == stable_lines(theirs.stdout) and len(stable_lines(ours.stdout)) == 3
+    if protocol.startswith("SASL"):
+        wrong = command_config(base / "ours-wrong.properties", pki, protocol, password="not-alice")
+        theirs, ours = describe_status(q, wrong), run_our_tool(q, wrong)
+        assert ours.returncode == 1 and theirs.returncode != 0
+        ours_line = ours.stderr.strip().splitlines()[-1]
+        assert ours_line == ("org.apache.kafka.common.errors.SaslAuthenticationException: Authentication failed "
+                             "during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256")
+        assert ours_line in theirs.stdout + theirs.stderr
