@@ -31,6 +31,11 @@ class RaftConfig:
     kraft_version_max: int = 1
     pre_vote: bool = True                            # KIP-996 (Vote v2)
     auto_join: bool = False                          # controller.quorum.auto.join.enable
+    # process.roles holds "controller" (every kafkawire node): an observer may become a voter,
+    # and a leader counts a fetch of a replica it just added before that replica knows it, so
+    # a follower fsyncs what it fetches even as an observer (Kafka's canBecomeVoter). A pure
+    # broker (False) fsyncs only as a voter, which it never becomes.
+    can_become_voter: bool = True
     # Delete the log behind a new snapshot at once (metadata.max.retention.* set to minimum);
     # the simulator uses it so that lagging replicas must catch up through FetchSnapshot.
     clean_log_on_snapshot: bool = False

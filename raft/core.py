@@ -882,7 +882,7 @@ class RaftCore:
         appended = 0
         for batch in batches:
             self.log.append(bytes(batch.raw), batch.base_offset, batch.last_offset, batch.partition_leader_epoch,
-                            flush=self.quorum.is_voter())
+                            flush=self.quorum.is_voter() or self.config.can_become_voter)
             self.control.apply_batch(batch)
             appended += batch.last_offset - batch.base_offset + 1
         self.counters["fetch_records"] += appended

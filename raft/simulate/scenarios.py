@@ -21,7 +21,7 @@ from .world import LISTENER, SimSettings, Simulation, address_of, kraft_version_
 def settings_for_seed(seed: int) -> SimSettings:
     """Vary the cluster and the network per seed, reproducibly."""
     rng = random.Random(seed * 7919)
-    return SimSettings(
+    settings = SimSettings(
         voters=rng.choice([1, 3, 3, 3, 5, 5]),
         observers=rng.choice([0, 0, 1, 2]),
         kraft_version=rng.choice([0, 1, 1]),
@@ -35,6 +35,9 @@ def settings_for_seed(seed: int) -> SimSettings:
         auto_join_observers=rng.random() < 0.5,
         admin_every_ms=rng.choice([0, 0, 3000, 8000]),
     )
+    # Drawn last, so that the fields above stay what they were for every seed.
+    settings.broker_observers = min(settings.observers, rng.choice([0, 0, 1]))
+    return settings
 
 
 def expect(condition: bool, what: str, sim: Simulation) -> None:
@@ -115,30 +118,32 @@ def disk_failure_recovery(seed: int) -> Simulation:
 
 
 def leader_known_without_endpoints(seed: int) -> Simulation:
-    """Seed 1050488: a replica whose disk was replaced learns the leader, persists it in
-    quorum-state and crashes before its fetched log (with the voter set) is flushed. It
-    restarts Unattached knowing the leader's id but not its endpoints (Kafka's
-    QuorumState.initialize) and must follow the leader again once a bootstrap fetch's answer
-    says where it is, rather than stay Unattached and fetch from non-leaders forever."""
-    sim = _quiet(seed, voters=3)
+    """Seed 1050488: a replica that knows no voter set of its own (a broker, formatted without
+    one) learns the leader, persists it in quorum-state and crashes before what it fetched
+    (the voter set with it) is on disk: brokers do not fsync what they fetch. It restarts
+    Unattached knowing the leader's id but not its endpoints (Kafka's QuorumState.initialize)
+    and must follow the leader again once a bootstrap fetch's answer says where it is, rather
+    than stay Unattached and fetch from non-leaders forever. (In the seed the replicas were
+    voters with replaced disks, which did not fsync as observers either; now, as Kafka's
+    controllers, they do.)"""
+    sim = _quiet(seed, voters=3, observers=1, broker_observers=1, format_observers=False)
     _run_until(sim, 5000, lambda: _leader(sim) is not None, "a first leader")
-    _commit_one(sim, "a commit before the disk replacement")
+    _commit_one(sim, "a commit before the broker's crash")
     leader = _leader(sim)
-    victim = next(n for n in sim.nodes.values() if n is not leader)
-    sim.replace_disk(victim)
-    _run_until(sim, 5000, lambda: victim.alive and isinstance(victim.core.state, Follower),
-               f"node {victim.node_id} with its new disk follows the leader")
-    sim._crash(victim, 500)   # observers do not flush what they fetch: the log goes, quorum-state stays
-    _run_until(sim, 2000, lambda: victim.alive, f"node {victim.node_id} restarts")
-    expect(isinstance(victim.core.state, Unattached) and victim.core.state.leader_id == leader.node_id
-           and not victim.core.voters().endpoints(leader.node_id),
-           f"node {victim.node_id} restarts Unattached knowing leader {leader.node_id} but not its endpoints", sim)
+    broker = sim.nodes[4]
+    _run_until(sim, 5000, lambda: isinstance(broker.core.state, Follower) and broker.core.voters().endpoints(
+        leader.node_id), f"broker {broker.node_id} follows the leader and fetched the voter set")
+    sim._crash(broker, 500)   # what it fetched is lost, its quorum-state is not
+    _run_until(sim, 2000, lambda: broker.alive, f"broker {broker.node_id} restarts")
+    expect(isinstance(broker.core.state, Unattached) and broker.core.state.leader_id == leader.node_id
+           and not broker.core.voters().endpoints(leader.node_id),
+           f"broker {broker.node_id} restarts Unattached knowing leader {leader.node_id} but not its endpoints", sim)
 
     def caught_up():
-        state = victim.core.state
+        state = broker.core.state
         return isinstance(state, Follower) and state.leader_id == leader.node_id \
-            and victim.core.log.end_offset >= (leader.core.high_watermark() or 0) > 0
-    _run_until(sim, 5000, caught_up, f"node {victim.node_id} follows leader {leader.node_id} again and catches up")
+            and broker.core.log.end_offset >= (leader.core.high_watermark() or 0) > 0
+    _run_until(sim, 5000, caught_up, f"broker {broker.node_id} follows leader {leader.node_id} again and catches up")
     _commit_one(sim, "commits after the restart")
     return sim
 
@@ -181,6 +186,45 @@ def disk_replaced_while_voter_change_uncommitted(seed: int) -> Simulation:
     sim.blocked.clear()
     _run_until(sim, 10_000, lambda: _leader(sim) is not None and not _leader(sim).core.control.has_uncommitted_voter_change(
         _leader(sim).core.high_watermark()), "the voter change commits once the network heals")
+    _commit_one(sim, "commits after the heal")
+    return sim
+
+
+def voter_being_added_keeps_what_it_acknowledged(seed: int) -> Simulation:
+    """Seed 2001061: a leader counts a new voter's fetches toward the high watermark as soon as
+    it appends the VotersRecord that adds it, before the new voter has fetched that record
+    and knows it is one. What the new voter fetched as an observer must be on its disk by
+    then, or a crash loses records that counted for a commit (in the seed, a voter restarted
+    with an empty log and no voter set and refused every vote). Kafka's controllers fsync
+    what they fetch even as observers (canBecomeVoter); so does every kafkawire node."""
+    sim = _quiet(seed, voters=3, observers=1)
+    _run_until(sim, 5000, lambda: _leader(sim) is not None, "a first leader")
+    _commit_one(sim, "a commit before the voter change")
+    leader = _leader(sim)
+    cut = next(sim.nodes[i] for i in sorted(_voter_ids(leader)) if i != leader.node_id)
+    # With one of the three voters cut off, voters {1, 2, 3, 4} commit only with node 4.
+    sim.blocked = {(leader.node_id, cut.node_id), (cut.node_id, leader.node_id)}
+    new_voter = sim.nodes[4]
+    retry = {"at": 0}
+
+    def add_appended():
+        if new_voter.node_id in _voter_ids(leader):
+            return True
+        if leader.core.reconfig.pending is None and sim.now >= retry["at"]:
+            retry["at"] = sim.now + 500
+            sim.admin_change("add", new_voter.node_id)
+        return False
+    _run_until(sim, 5000, add_appended, f"the AddRaftVoter of node {new_voter.node_id} appended")
+    record = leader.core.control.last_voter_set_offset()
+    _run_until(sim, 5000, lambda: (leader.core.high_watermark() or 0) > record,
+               f"the VotersRecord at {record} commits, counting node {new_voter.node_id}'s fetch")
+    acknowledged = leader.core.high_watermark()
+    sim._crash(new_voter, 200)
+    _run_until(sim, 1000, lambda: new_voter.alive, f"node {new_voter.node_id} restarts")
+    expect(new_voter.core.log.end_offset >= acknowledged,
+           f"node {new_voter.node_id} restarted with log end {new_voter.core.log.end_offset}: it lost records "
+           f"below {acknowledged}, which its fetch counted for the commit", sim)
+    sim.blocked.clear()
     _commit_one(sim, "commits after the heal")
     return sim
 
@@ -384,4 +428,5 @@ def _expect_one_upgrade_batch(sim: Simulation, leader) -> None:
 SCENARIOS = {f.__name__: f for f in (standalone_then_two_auto_joins, disk_failure_recovery, node_replacement,
                                       remove_leader, graceful_shutdown, observer_catches_up_through_snapshot,
                                       zombie_leader_after_partition, upgrade_kraft_version,
-                                      leader_known_without_endpoints, disk_replaced_while_voter_change_uncommitted)}
+                                      leader_known_without_endpoints, disk_replaced_while_voter_change_uncommitted,
+                                      voter_being_added_keeps_what_it_acknowledged)}

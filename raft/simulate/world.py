@@ -68,6 +68,8 @@ class SimSettings:
     auto_join_observers: bool = False # observers run with controller.quorum.auto.join.enable
     admin_every_ms: int = 0           # mean time between membership changes (0: none)
     format_observers: bool = True     # False: observers start with empty disks (--no-initial-controllers)
+    broker_observers: int = 0         # the last N observers are brokers: never voters, no voter set
+                                      # until fetched, no fsync of what they fetch (Kafka's brokers)
 
 
 @dataclass(order=True)
@@ -114,6 +116,7 @@ class Simulation:
         endpoints = {i: Endpoints(((LISTENER, *address_of(i)),)) for i in voter_ids + observer_ids}
         static = VoterSet.static({i: endpoints[i] for i in voter_ids}) if s.kraft_version == 0 else None
         bootstrap = tuple(address_of(i) for i in voter_ids)
+        brokers = set(observer_ids[len(observer_ids) - s.broker_observers:]) if s.broker_observers else set()
         for i in voter_ids + observer_ids:
             config = RaftConfig(
                 # Every node has a directory id (meta.properties' directory.id), also at
@@ -124,7 +127,8 @@ class Simulation:
                 election_timeout_ms=s.election_timeout_ms, fetch_timeout_ms=s.fetch_timeout_ms,
                 request_timeout_ms=s.request_timeout_ms, election_backoff_max_ms=s.election_backoff_max_ms,
                 pre_vote=s.pre_vote, clean_log_on_snapshot=s.clean_log_on_snapshot,
-                auto_join=s.auto_join_observers and i in observer_ids)
+                auto_join=s.auto_join_observers and i in observer_ids and i not in brokers,
+                can_become_voter=i not in brokers)
             node = SimNode(config, self.seed)
             if i in voter_ids[:s.old_vote_version_nodes]:
                 node.max_versions[52] = 1
@@ -132,7 +136,7 @@ class Simulation:
         if s.kraft_version >= 1:
             voters = VoterSet.of(VoterNode(ReplicaKey(i, directory[i]), endpoints[i], 0, 1) for i in voter_ids)
             for node in self.nodes.values():
-                if s.format_observers or node.node_id in voter_ids:
+                if (s.format_observers and node.node_id not in brokers) or node.node_id in voter_ids:
                     self.format_bootstrap_snapshot(node, voters, s.kraft_version)
 
     @staticmethod
@@ -196,9 +200,9 @@ class Simulation:
         self.stats["unflushed_batches_lost"] += lost
         if node.core is not None:
             self.stats.update({k: v for k, v in node.core.counters.items() if v})
-        if node.core is not None and node.core.quorum.is_observer():
-            # Observers do not fsync what they fetch (as Kafka's brokers): after a crash their
-            # log, and so their high watermark, may restart lower. Voters must never go back.
+        if node.core is not None and node.core.quorum.is_observer() and not node.config.can_become_voter:
+            # Brokers do not fsync what they fetch (as Kafka's): after a crash their log, and so
+            # their high watermark, may restart lower. Controllers (voters or not) never go back.
             self.invariants.forget_high_watermark(node.core.quorum.local_key)
         node.crash()
         self.log(f"{node.node_id}: crash (loses {lost} unflushed batches); restart in {restart_after_ms} ms")
@@ -469,7 +473,7 @@ class Simulation:
             return self.admin_request(leader, kraft_version_upgrade_request(), "kraft.version=1")
         if kind == "add":
             candidates = [n for n in self.nodes.values() if n.alive and voters.node(n.node_id) is None
-                          and n.config.directory_id is not None]
+                          and n.config.directory_id is not None and n.config.can_become_voter]
             if not candidates:
                 return
             node = self.rng.choice(candidates) if node_id is None else self.nodes[node_id]
@@ -561,7 +565,8 @@ class Simulation:
         voters = [n.node_id for n in self.nodes.values()]
         # The new disk is formatted for a dynamic quorum (no controller.quorum.voters): the
         # node learns the voters from the log, as an observer until it joins.
-        node.config = dataclasses.replace(node.config, directory_id=new_directory, auto_join=True, static_voters=None,
+        node.config = dataclasses.replace(node.config, directory_id=new_directory, static_voters=None,
+                                          auto_join=node.config.can_become_voter,
                                           bootstrap_servers=tuple(address_of(i) for i in voters if i != node.node_id))
         node.store = MemoryLogStore()
         self.stats["disk_replacements"] += 1

@@ -307,12 +307,12 @@ class InteractionEnv:
     # --- commands ------------------------------------------------------------------------------------
     def cmd_cluster(self, case: Case) -> list[str]:
         """cluster voters=(1,2,3) [observers=(4)] [kraft-version=1] [pre-vote=false] [vote-v1=(3)]
-        [unformatted=(4)]
+        [brokers=(4)]
 
         Node i's directory id is uuid(int=i), also at kraft.version 0 (meta.properties always
         has one); at kraft.version 0 the voters are controller.quorum.voters (no directory ids).
-        Observers listed in ``unformatted`` get no bootstrap snapshot (`kafka-storage format
-        --no-initial-controllers`): they know no voter set until they fetch one."""
+        Observers listed in ``brokers`` are brokers (process.roles=broker): formatted without a
+        voter set, they know none until they fetch one, and they do not fsync what they fetch."""
         voters = [int(v) for v in tuple_arg(case.kwargs.get("voters", "(1,2,3)"))]
         observers = [int(v) for v in tuple_arg(case.kwargs.get("observers", "()"))]
         kraft = int(case.kwargs.get("kraft-version", "1"))
@@ -322,25 +322,26 @@ class InteractionEnv:
         directory = {i: uuid.UUID(int=i) for i in ids}
         endpoints = {i: Endpoints(((LISTENER, *address_of(i)),)) for i in ids}
         static = VoterSet.static({i: endpoints[i] for i in voters}) if kraft == 0 else None
+        brokers = {int(v) for v in tuple_arg(case.kwargs.get("brokers", "()"))}
+        if not brokers <= set(observers) or (brokers and not kraft):
+            raise ValueError(f"line {case.line}: brokers={sorted(brokers)} must name observers of a "
+                             f"kraft.version 1 cluster")
         for i in ids:
             config = RaftConfig(node_id=i, directory_id=directory[i], cluster_id="cluster",
                                 listener=LISTENER, endpoints=endpoints[i], static_voters=static,
                                 bootstrap_servers=tuple(address_of(v) for v in voters) if i in observers else (),
                                 pre_vote=pre_vote, clean_log_on_snapshot=snapshot_clean,
-                                election_timeout_ms=1000, fetch_timeout_ms=2000, request_timeout_ms=1000)
+                                election_timeout_ms=1000, fetch_timeout_ms=2000, request_timeout_ms=1000,
+                                can_become_voter=i not in brokers)
             node = SimNode(config, seed=i)
             node.wake_at = 0
             self.nodes[i] = node
         for i in tuple_arg(case.kwargs.get("vote-v1", "()")):
             self.max_versions.setdefault(int(i), {})[52] = 1
-        unformatted = {int(v) for v in tuple_arg(case.kwargs.get("unformatted", "()"))}
-        if not unformatted <= set(observers) or (unformatted and not kraft):
-            raise ValueError(f"line {case.line}: unformatted={sorted(unformatted)} must name observers of a "
-                             f"kraft.version 1 cluster")
         if kraft:
             voter_set = VoterSet.of(VoterNode(ReplicaKey(i, directory[i]), endpoints[i], 0, 1) for i in voters)
             for node in self.nodes.values():
-                if node.node_id not in unformatted:
+                if node.node_id not in brokers:
                     Simulation.format_bootstrap_snapshot(node, voter_set, kraft)
         for node in self.nodes.values():
             self._apply(node, node.boot(self.now), [])

@@ -43,16 +43,21 @@ def test_seeds_that_once_starved_a_voter_change(seed):
 
 @pytest.mark.parametrize("seed", [
     # Issue 12: two replicas restarted Unattached knowing leader 3 but not its endpoints and
-    # never followed it (scenario leader_known_without_endpoints; at the commit before the
-    # fix this replay fails, and it passes with the raft fix alone).
+    # never followed it (scenario leader_known_without_endpoints).
     1050488,
     # Issue 19: the fault injector replaced the leader's disk while an AddRaftVoter was
     # uncommitted, leaving the committed voter set {1, 3} one intact voter (scenario
     # disk_replaced_while_voter_change_uncommitted).
     1018021,
+    # The soak after those fixes: new voters had not fsynced what they fetched as observers,
+    # lost it in a crash with their voter set, and refused every Vote from then on (scenario
+    # voter_being_added_keeps_what_it_acknowledged).
+    2001061, 2002158,
 ])
 def test_fresh_seeds_that_once_lost_liveness(seed):
-    """Replays of the fresh seeds (``--events 3000``) that ended with no commit for 20 s."""
+    """Replays of fresh seeds (``--events 3000``) that ended with no commit for 20 s. Each
+    failed on the code before its fix; the fixes change the runs' paths, so the named
+    scenarios above are what pins each defect down."""
     sim = run_seed(seed, 3000, settings_for_seed(seed))
     assert sim.recovery_ms <= 20_000
 
