@@ -18,7 +18,9 @@ kafkawire (set PYSPARK_PYTHON to this environment's python).
 """
 from __future__ import annotations
 
-__all__ = ["register", "FORMAT", "KafkaWireDataSource"]
+import os
+
+__all__ = ["register", "load", "FORMAT", "KafkaWireDataSource"]
 
 FORMAT = "kafkawire"
 _PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
@@ -35,6 +37,18 @@ def register(spark, *, filter_pushdown: bool = True) -> None:
     spark.dataSource.register(KafkaWireDataSource)
     if filter_pushdown:
         spark.conf.set(_PUSHDOWN_CONF, "true")
+
+
+def load(spark, path: str, **options):
+    """``spark.read.format("kafkawire").options(**options).load(path)``, after checking in the
+    driver that ``path`` exists: a wrong path is then one FileNotFoundError naming it, not a
+    failure inside Spark's Python worker surfacing as a Py4J stack trace."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"kafkawire: no such file or directory: {path}")
+    reader = spark.read.format(FORMAT)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load(path)
 
 
 def __getattr__(name):

@@ -9,6 +9,7 @@ import pytest
 from raft.node.demo_client import create_topic, register_broker
 from raft.node.local_quorum import LocalQuorum
 from tests.spark.logdata import dump_log_json, dump_log_metadata, segment_files
+from tools.storage import LATEST_PRODUCTION, metadata_version
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +19,8 @@ def stopped_quorum(tmp_path_factory):
         leader = q.wait_for_leader(60).leader_id
 
         async def work():
-            await register_broker(q.address(leader), q.cluster_id, broker_id=7, metadata_version=29)
+            await register_broker(q.address(leader), q.cluster_id, broker_id=7,
+                                  metadata_version=metadata_version(LATEST_PRODUCTION)[1])
             await create_topic(q.address(leader), "spark-orders", partitions=4)
         asyncio.run(work())
         hw = q.wait_for_leader(30).high_watermark
@@ -54,3 +56,24 @@ def test_every_voter_holds_the_same_records(spark, stopped_quorum):
     shortest = min(len(rows) for rows in per_node)
     assert shortest > 10
     assert per_node[0][:shortest] == per_node[1][:shortest] == per_node[2][:shortest]
+
+
+def test_the_readmes_spark_example_runs_on_a_nodes_data_directory(spark, stopped_quorum):
+    """examples/spark_metadata.py, which the README shows, on what a quorum left (as after
+    `kafkawire main --data-dir demo`); a wrong path is one line naming it."""
+    import importlib.util
+    import os
+    from kafkawire.spark import load
+    spec = importlib.util.spec_from_file_location("spark_metadata", os.path.join(
+        os.path.dirname(__file__), "..", "..", "examples", "spark_metadata.py"))
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    counts, leaders = example.report(spark, stopped_quorum.data_dir(1))
+    by_type = {r["recordType"]: r["count"] for r in counts.collect()}
+    assert by_type["TOPIC_RECORD"] == 1 and by_type["PARTITION_RECORD"] == 4
+    assert by_type["LEADER_CHANGE"] >= 1 and by_type["REGISTER_BROKER_RECORD"] == 1
+    rows = leaders.collect()
+    assert rows and all(r["leaderId"] in stopped_quorum.voter_ids for r in rows)
+    with pytest.raises(FileNotFoundError, match="no such file or directory: /no/such/dir"):
+        load(spark, "/no/such/dir")
+    assert example.main("/no/such/dir") == 1
