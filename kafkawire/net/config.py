@@ -318,6 +318,7 @@ class ServerConfig:
     # client's ClientSecurity towards the first controller listener. Resolved and checked at load.
     listener_security: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     controller_client_security: object = field(default=None, compare=False, hash=False, repr=False)
+    authorizer: object = field(default=None, compare=False, hash=False, repr=False)   # AuthorizerSettings or None
 
     @property
     def is_controller(self) -> bool:
@@ -406,6 +407,7 @@ def parse_server_config(text: str) -> ServerConfig:
         listener_security={e.listener_name: security.resolve_listener_security(props, e.listener_name,
                                                                                 e.security_protocol)
                            for e in listeners},
+        authorizer=security.authorizer_settings(props),
     )
     _validate(config, raw)
     if controller_names:

@@ -474,3 +474,26 @@ def client_options_from_properties(props: dict) -> dict:
             raise ConfigError("sasl.jaas.config", "(hidden)", "needs username and password options")
         options["sasl"] = lambda: SaslClient(mechanism, username, password)
     return options
+
+
+def authorizer_settings(props: dict):
+    """``authorizer.class.name`` (Kafka's StandardAuthorizer, or unset for none), ``super.users``
+    (``User:a;User:b``) and ``allow.everyone.if.no.acl.found``; None when no authorizer is set."""
+    from kafkawire.net.authorizer import STANDARD_AUTHORIZER, AuthorizerSettings
+    name = props.get("authorizer.class.name", "").strip()
+    if not name:
+        return None
+    if name != STANDARD_AUTHORIZER:
+        raise ConfigError("authorizer.class.name", name, f"is not supported: kafkawire implements "
+                                                         f"{STANDARD_AUTHORIZER} only")
+    super_users = frozenset(u.strip() for u in props.get("super.users", "").split(";") if u.strip())
+    for user in super_users:
+        kind, sep, rest = user.partition(":")
+        if not sep or not kind or not rest:
+            raise ConfigError("super.users", props["super.users"], f"has {user!r}, which is not a principal "
+                                                                   "(TYPE:NAME, e.g. User:admin)")
+    allow = props.get("allow.everyone.if.no.acl.found", "false").strip().lower()
+    if allow not in ("true", "false"):
+        raise ConfigError("allow.everyone.if.no.acl.found", props["allow.everyone.if.no.acl.found"],
+                          "is not a BOOLEAN: expected value to be either true or false")
+    return AuthorizerSettings(super_users, allow == "true")

@@ -24,6 +24,8 @@ import os
 
 from kafkawire.net.admission import AdmissionLimits
 from kafkawire.net.authentication import sasl_handlers
+from kafkawire.net.authorizer import (CONTROLLER_API_OPERATIONS, StandardAuthorizer, authorizing_create_topics,
+                                     authorizing_handler, authorizing_list_offsets, authorizing_metadata)
 from kafkawire.net.client import NetworkClient
 from kafkawire.net.config import ConfigError, ServerConfig
 from kafkawire.net.metadata_topic import MetadataTopic, NodeEndpoint
@@ -50,6 +52,8 @@ RAFT_APIS = {52: "Vote", 53: "BeginQuorumEpoch", 54: "EndQuorumEpoch", 55: "Desc
              82: "UpdateRaftVoter"}
 FETCH = 1
 DESCRIBE_CLUSTER = 60
+CREATE_TOPICS = 19
+METADATA, LIST_OFFSETS = 3, 2
 CONTROLLER_ENDPOINT_TYPE = 2     # DescribeClusterRequest.EndpointType: 1 brokers, 2 controllers (KIP-919)
 
 
@@ -111,6 +115,9 @@ class ControllerNode:
         self.topic: MetadataTopic | None = None
         self._tasks: list[asyncio.Task] = []
         self.meta = None
+        self._loaded = False
+        self.authorizer = None if config.authorizer is None else StandardAuthorizer(
+            config.authorizer, self._acls, self._metadata_loaded)
 
     # --- start ---------------------------------------------------------------------------------------
     def _read_meta(self):
@@ -221,7 +228,37 @@ class ControllerNode:
             registered = server._registry.get(key)
             if registered is not None:
                 server.register(key, dataclasses.replace(registered.handler, max_version=high))
+        if self.authorizer is not None:
+            self._authorize_handlers(server)
         server.api_versions_features = self._api_versions_features
+
+    def _authorize_handlers(self, server: KafkaServer) -> None:
+        """Put Kafka's ControllerApis checks in front of the handlers (authorizer.class.name)."""
+        for key, operation in CONTROLLER_API_OPERATIONS.items():
+            registered = server._registry.get(key)
+            if registered is not None:
+                server.register(key, authorizing_handler(key, registered.handler, self.authorizer, operation))
+        create_topics = server._registry.get(CREATE_TOPICS)
+        if create_topics is not None:
+            server.register(CREATE_TOPICS, authorizing_create_topics(create_topics.handler, self.authorizer))
+        # The read-only __cluster_metadata topic, beyond Kafka's controller: a broker's topic rules.
+        for key, wrap in ((METADATA, authorizing_metadata), (LIST_OFFSETS, authorizing_list_offsets)):
+            registered = server._registry.get(key)
+            if registered is not None:
+                server.register(key, wrap(registered.handler, self.authorizer))
+
+    def _acls(self):
+        image = getattr(self.state_machine, "image", None)
+        return () if image is None else tuple(image.acls.values())
+
+    def _metadata_loaded(self) -> bool:
+        """Whether the committed metadata has been applied once up to the high watermark (Kafka's
+        authorizer completes its initial load then; until then only super users are served)."""
+        if not self._loaded:
+            driver = self.driver
+            high_watermark = driver.high_watermark()
+            self._loaded = high_watermark > 0 and driver.applied_offset >= high_watermark
+        return self._loaded
 
     def _active_controller(self) -> NodeEndpoint | None:
         """The leader as clients of this listener reach it; None while no leader is known (or

@@ -1,8 +1,9 @@
 """A 3-voter kafkawire quorum whose controller listener is SASL_SSL (issue 18, item 4): the
 voters authenticate to each other with PLAIN over TLS (sasl.mechanism.controller.protocol), elect
-a leader and commit; clients authenticate with PLAIN or with SCRAM-SHA-256 against credentials
-`storage format --add-scram` put in the metadata log; kafka-python and confluent-kafka talk to it;
-a node and clients with wrong credentials are refused."""
+a leader and commit under Kafka's StandardAuthorizer (the controllers and admin are super users);
+clients authenticate with PLAIN or with SCRAM-SHA-256 against credentials `storage format
+--add-scram` put in the metadata log, and alice, who has no ACL, is refused what needs one;
+kafka-python and confluent-kafka talk to it; a node and clients with wrong credentials are refused."""
 import asyncio
 import time
 
@@ -12,6 +13,7 @@ from kafkawire.messages.describe_quorum_request import DescribeQuorumRequest, Pa
 from kafkawire.net.client import AuthenticationFailed, NetworkClient
 from kafkawire.net.sasl import SaslClient
 from kafkawire.net.security import client_ssl_context, ssl_settings
+from kafkawire.protocol.error_codes import Errors
 from kafkawire.storage.state_files import JavaProperties
 from raft.node.local_quorum import LocalQuorum
 from tests.net.tls_certs import make_pki
@@ -31,6 +33,8 @@ def secured_properties(pki, password="controller-secret") -> dict:
         "listener.name.controller.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
         "ssl.keystore.type": "PEM", "ssl.keystore.location": str(pki.server_pem),
         "ssl.truststore.type": "PEM", "ssl.truststore.location": str(pki.ca_pem),
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:controller;User:admin",
     }
 
 
@@ -89,7 +93,8 @@ def test_scram_credentials_from_add_scram_authenticate_once_committed(quorum):
         except AuthenticationFailed:
             return None          # the bootstrap records are not committed yet
     response = quorum.wait_until(scram_works, 60, "SCRAM-SHA-256 as alice")
-    assert response.topics[0].partitions[0].leader_id == leader.leader_id
+    # authenticated, and then refused by the authorizer: alice has no DESCRIBE on the cluster
+    assert response.error_code == Errors.CLUSTER_AUTHORIZATION_FAILED
     with pytest.raises(AuthenticationFailed, match="SASL_AUTHENTICATION_FAILED: Authentication failed during "
                                                    "authentication due to invalid credentials with SASL mechanism "
                                                    "SCRAM-SHA-256"):
@@ -116,21 +121,27 @@ def test_a_node_with_wrong_credentials_is_refused(quorum):
 
 def test_kafka_python_admin_over_sasl_ssl_with_scram_and_plain(quorum):
     from kafka import KafkaAdminClient
-    from kafka.errors import KafkaError
+    from kafka.errors import ClusterAuthorizationFailedError, KafkaError
     leader = quorum.wait_for_leader(60, among=quorum.voter_ids)
     common = dict(bootstrap_servers=f"127.0.0.1:{quorum.ports[leader.leader_id]}", request_timeout_ms=10000,
                   security_protocol="SASL_SSL", ssl_cafile=str(quorum.pki.ca_pem), ssl_check_hostname=True)
-    for mechanism, user, password in (("SCRAM-SHA-256", "alice", "alice-secret"), ("PLAIN", "admin", "admin-secret")):
-        quorum.wait_until(lambda: _scram_ready(quorum, leader), 60, "SCRAM credentials committed")
-        admin = KafkaAdminClient(sasl_mechanism=mechanism, sasl_plain_username=user, sasl_plain_password=password,
-                                 **common)
-        try:
-            described = admin.describe_metadata_quorum()
-        finally:
-            admin.close()
-        partition = described["topics"][0]["partitions"][0]
-        assert partition["leader_id"] == leader.leader_id
-        assert sorted(v["replica_id"] for v in partition["current_voters"]) == [1, 2, 3]
+    quorum.wait_until(lambda: _scram_ready(quorum, leader), 60, "SCRAM credentials committed")
+    admin = KafkaAdminClient(sasl_mechanism="PLAIN", sasl_plain_username="admin", sasl_plain_password="admin-secret",
+                             **common)
+    try:
+        described = admin.describe_metadata_quorum()
+    finally:
+        admin.close()
+    partition = described["topics"][0]["partitions"][0]
+    assert partition["leader_id"] == leader.leader_id
+    assert sorted(v["replica_id"] for v in partition["current_voters"]) == [1, 2, 3]
+    admin = KafkaAdminClient(sasl_mechanism="SCRAM-SHA-256", sasl_plain_username="alice",
+                             sasl_plain_password="alice-secret", **common)
+    try:
+        with pytest.raises(ClusterAuthorizationFailedError):
+            admin.describe_metadata_quorum()
+    finally:
+        admin.close()
     with pytest.raises(KafkaError):
         KafkaAdminClient(sasl_mechanism="SCRAM-SHA-256", sasl_plain_username="alice", sasl_plain_password="nope",
                          **common).close()
@@ -153,8 +164,10 @@ def test_confluent_kafka_over_sasl_ssl(quorum):
               "ssl.ca.location": str(quorum.pki.ca_pem), "sasl.mechanism": "SCRAM-SHA-256",
               "sasl.username": "alice", "sasl.password": "alice-secret", "socket.timeout.ms": 10000}
     metadata = AdminClient(config).list_topics(timeout=20)
-    assert "__cluster_metadata" in metadata.topics
+    assert "__cluster_metadata" not in metadata.topics        # alice may not DESCRIBE it
     assert metadata.cluster_id == quorum.cluster_id
+    admin = {**config, "sasl.mechanism": "PLAIN", "sasl.username": "admin", "sasl.password": "admin-secret"}
+    assert "__cluster_metadata" in AdminClient(admin).list_topics(timeout=20).topics
     bad = AdminClient({**config, "sasl.password": "nope"})
     with pytest.raises(confluent_kafka.KafkaException):
         bad.list_topics(timeout=8)

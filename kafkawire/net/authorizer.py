@@ -1,0 +1,278 @@
+"""Kafka's StandardAuthorizer for what a controller serves: ACLs from the metadata log
+(AccessControlEntryRecord), ``super.users``, ``allow.everyone.if.no.acl.found``, and the
+operation each controller API needs, as Kafka's ControllerApis asks for it.
+
+Enabled by ``authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer``
+(no authorizer is Kafka's default: everything is allowed). The decision is StandardAuthorizerData's:
+
+* a principal in ``super.users`` (``User:a;User:b``) is allowed everything, also before the
+  metadata is loaded; anyone else is refused until it is (AuthorizerNotReadyException, which
+  Kafka answers as UNKNOWN_SERVER_ERROR);
+* the ACLs of the resource are those of its type whose pattern matches its name: LITERAL with
+  the same name or ``*``, PREFIXED with a prefix of it; a matching ACL also names the principal
+  (or ``User:*``), the client's address (or ``*``) and the operation (or ALL; an ALLOW of READ,
+  WRITE, DELETE or ALTER implies DESCRIBE, one of ALTER_CONFIGS implies DESCRIBE_CONFIGS);
+* DENY wins over ALLOW; with no matching ACL the answer is DENIED, unless the resource has no
+  ACLs at all, in which case it is ``allow.everyone.if.no.acl.found`` (default false).
+
+A refused cluster operation is answered with the request's error response carrying
+CLUSTER_AUTHORIZATION_FAILED, as each request's getErrorResponse builds it
+(``error_response_for``).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from kafkawire.protocol.error_codes import Errors
+
+__all__ = ["AuthorizerSettings", "StandardAuthorizer", "AuthorizerNotReady", "CONTROLLER_API_OPERATIONS",
+           "CLUSTER_NAME", "Op", "authorizing_handler"]
+
+log = logging.getLogger("kafkawire.authorizer")
+
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+CLUSTER_NAME = "kafka-cluster"
+WILDCARD = "*"
+WILDCARD_PRINCIPAL = "User:*"
+
+
+class Op:
+    """AclOperation codes."""
+    ALL, READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, CLUSTER_ACTION = 2, 3, 4, 5, 6, 7, 8, 9
+    DESCRIBE_CONFIGS, ALTER_CONFIGS = 10, 11
+    NAMES = {2: "ALL", 3: "READ", 4: "WRITE", 5: "CREATE", 6: "DELETE", 7: "ALTER", 8: "DESCRIBE",
+             9: "CLUSTER_ACTION", 10: "DESCRIBE_CONFIGS", 11: "ALTER_CONFIGS"}
+
+
+RESOURCE_TOPIC, RESOURCE_CLUSTER = 2, 4
+PATTERN_LITERAL, PATTERN_PREFIXED = 3, 4
+PERMISSION_DENY, PERMISSION_ALLOW = 2, 3
+_IMPLIES_DESCRIBE = {Op.DESCRIBE, Op.READ, Op.WRITE, Op.DELETE, Op.ALTER}
+_IMPLIES_DESCRIBE_CONFIGS = {Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS}
+
+# ControllerApis: the operation on the cluster each API needs (CreateTopics is per topic, below).
+CONTROLLER_API_OPERATIONS = {
+    1: Op.CLUSTER_ACTION,      # Fetch (the controller serves replica fetches)
+    52: Op.CLUSTER_ACTION,     # Vote
+    53: Op.CLUSTER_ACTION,     # BeginQuorumEpoch
+    54: Op.CLUSTER_ACTION,     # EndQuorumEpoch
+    55: Op.DESCRIBE,           # DescribeQuorum
+    57: Op.ALTER,              # UpdateFeatures
+    59: Op.CLUSTER_ACTION,     # FetchSnapshot
+    60: Op.ALTER,              # DescribeCluster: "unlike on the broker ... ALTER on CLUSTER"
+    62: Op.CLUSTER_ACTION,     # BrokerRegistration
+    63: Op.CLUSTER_ACTION,     # BrokerHeartbeat
+    70: Op.CLUSTER_ACTION,     # ControllerRegistration
+    80: Op.ALTER,              # AddRaftVoter
+    81: Op.ALTER,              # RemoveRaftVoter
+    82: Op.CLUSTER_ACTION,     # UpdateRaftVoter
+}
+
+
+class AuthorizerNotReady(Exception):
+    """StandardAuthorizerData: a non-super user before the ACLs are loaded."""
+
+
+@dataclass(frozen=True)
+class AuthorizerSettings:
+    super_users: frozenset = field(default_factory=frozenset)
+    allow_everyone_if_no_acl_found: bool = False
+
+
+class StandardAuthorizer:
+    def __init__(self, settings: AuthorizerSettings, acls: Callable[[], Iterable], loaded: Callable[[], bool]):
+        self.settings = settings
+        self._acls = acls            # the image's StandardAcls
+        self._loaded = loaded        # whether the committed metadata has been loaded once
+
+    def authorize(self, principal: str, host: str, operation: int, resource_type: int, resource_name: str) -> bool:
+        if principal in self.settings.super_users:
+            return True
+        if not self._loaded():
+            raise AuthorizerNotReady()
+        allowed, has_resource_acls = False, False
+        for acl in self._acls():
+            if acl.resource_type != resource_type or not _pattern_matches(acl, resource_name):
+                continue
+            has_resource_acls = True
+            result = _acl_result(acl, principal, host, operation)
+            if result is False:
+                return False            # DENY wins
+            allowed = allowed or result is True
+        if allowed:
+            return True
+        return self.settings.allow_everyone_if_no_acl_found if not has_resource_acls else False
+
+
+def _pattern_matches(acl, name: str) -> bool:
+    if acl.pattern_type == PATTERN_LITERAL:
+        return acl.resource_name == name or acl.resource_name == WILDCARD
+    if acl.pattern_type == PATTERN_PREFIXED:
+        return name.startswith(acl.resource_name)
+    return False
+
+
+def _acl_result(acl, principal: str, host: str, operation: int):
+    """True (allows), False (denies) or None (does not apply): StandardAuthorizerData.findResult."""
+    if acl.principal not in (principal, WILDCARD_PRINCIPAL):
+        return None
+    if acl.host != WILDCARD and acl.host != host:
+        return None
+    if acl.operation != Op.ALL:
+        if acl.permission_type == PERMISSION_ALLOW:
+            if operation == Op.DESCRIBE:
+                if acl.operation not in _IMPLIES_DESCRIBE:
+                    return None
+            elif operation == Op.DESCRIBE_CONFIGS:
+                if acl.operation not in _IMPLIES_DESCRIBE_CONFIGS:
+                    return None
+            elif operation != acl.operation:
+                return None
+        elif operation != acl.operation:
+            return None
+    if acl.permission_type == PERMISSION_ALLOW:
+        return True
+    return False if acl.permission_type == PERMISSION_DENY else None
+
+
+# --- refusing a request -------------------------------------------------------------------------
+
+def _request_text(ctx) -> str:
+    """RequestChannel.Request.toString as ClusterAuthorizationException's message shows it."""
+    return (f"Request(processor=0, connectionId={ctx.connection_id}, session=Session({ctx.principal},/{ctx.peer[0]}), "
+            f"listenerName=ListenerName({ctx.listener_name}), securityProtocol={ctx.security_protocol}, "
+            f"buffer=null, envelope=None)")
+
+
+def error_response_for(api_key: int, ctx, request, error: int, message: str | None):
+    """The request's getErrorResponse for ``error`` (Kafka's shape per API)."""
+    from kafkawire.protocol.apis import api_table
+    response = api_table()[api_key].response()
+    fields = {f.py_name for f in type(response)._FIELDS if f.present(ctx.api_version)}
+    if "error_code" in fields:
+        response.error_code = error
+    if api_key == 1 and ctx.api_version < 13:          # FetchRequest.getErrorResponse: every partition too
+        from kafkawire.messages import fetch_response as fr
+        response.session_id = getattr(request, "session_id", 0)
+        response.responses = [fr.FetchableTopicResponse(
+            topic=t.topic, topic_id=t.topic_id,
+            partitions=[fr.PartitionData(partition_index=p.partition, error_code=error) for p in t.partitions])
+            for t in request.topics]
+    elif api_key == 1:
+        response.session_id = getattr(request, "session_id", 0)
+    if "error_message" in fields:
+        if api_key in (60, 57):               # ApiError.fromThrowable: the exception's message
+            response.error_message = message
+        elif api_key in (70, 80, 81):         # Errors.message(): the default text
+            response.error_message = Errors.for_code(error).message
+    return response
+
+
+def authorizing_handler(api_key: int, handler, authorizer: StandardAuthorizer, operation: int):
+    """``handler`` (an ApiHandler) behind the check ControllerApis makes for ``api_key``."""
+    import dataclasses
+
+    async def handle(ctx, request):
+        try:
+            allowed = authorizer.authorize(ctx.principal, ctx.peer[0], operation, RESOURCE_CLUSTER, CLUSTER_NAME)
+        except AuthorizerNotReady:
+            log.info("refusing api key %d from %s at %s: the authorizer has not loaded the metadata yet",
+                     api_key, ctx.principal, ctx.peer[0])
+            return error_response_for(api_key, ctx, request, int(Errors.UNKNOWN_SERVER_ERROR), None)
+        if allowed:
+            return await handler.handle(ctx, request)
+        log.info("Principal = %s is Denied operation = %s from host = %s on resource = Cluster:LITERAL:%s for "
+                 "request = %s", ctx.principal, Op.NAMES[operation], ctx.peer[0], CLUSTER_NAME,
+                 _api_name(api_key))
+        message = f"Request {_request_text(ctx)} needs {Op.NAMES[operation]} permission."
+        return error_response_for(api_key, ctx, request, int(Errors.CLUSTER_AUTHORIZATION_FAILED), message)
+
+    return dataclasses.replace(handler, handle=handle)
+
+
+def _api_name(api_key: int) -> str:
+    from kafkawire.protocol.apis import api_table
+    return api_table()[api_key].name
+
+
+def authorizing_create_topics(handler, authorizer: StandardAuthorizer):
+    """CreateTopics as ControllerApis.createTopics filters it: CREATE on the cluster allows every
+    topic; otherwise each topic needs CREATE on itself, and the others are answered
+    TOPIC_AUTHORIZATION_FAILED ("Authorization failed.") after the controller's results."""
+    import copy
+    import dataclasses
+    from kafkawire.messages.create_topics_response import CreatableTopicResult
+
+    def may(ctx, resource_type, name):
+        try:
+            return authorizer.authorize(ctx.principal, ctx.peer[0], Op.CREATE, resource_type, name)
+        except AuthorizerNotReady:
+            return False
+
+    async def handle(ctx, request):
+        if may(ctx, RESOURCE_CLUSTER, CLUSTER_NAME):
+            return await handler.handle(ctx, request)
+        names = [t.name for t in request.topics]
+        refused = [n for n in dict.fromkeys(names) if names.count(n) == 1 and n != "__cluster_metadata"
+                   and not may(ctx, RESOURCE_TOPIC, n)]
+        effective = copy.copy(request)
+        effective.topics = [t for t in request.topics if t.name not in refused]
+        response = await handler.handle(ctx, effective)
+        for name in refused:
+            response.topics.append(CreatableTopicResult(name=name, error_code=int(Errors.TOPIC_AUTHORIZATION_FAILED),
+                                                        error_message="Authorization failed."))
+        return response
+
+    return dataclasses.replace(handler, handle=handle)
+
+
+# --- the read-only __cluster_metadata topic (a broker's rules; Kafka's controllers do not serve it) ---
+
+def _may_describe_topic(authorizer, ctx, name: str) -> bool:
+    try:
+        return authorizer.authorize(ctx.principal, ctx.peer[0], Op.DESCRIBE, RESOURCE_TOPIC, name)
+    except AuthorizerNotReady:
+        return False
+
+
+def authorizing_metadata(handler, authorizer: StandardAuthorizer):
+    """Metadata as KafkaApis.handleTopicMetadataRequest filters it: a topic the principal may not
+    DESCRIBE is left out of an all-topics answer and answered TOPIC_AUTHORIZATION_FAILED when named."""
+    import dataclasses
+    import uuid
+    from kafkawire.messages.metadata_response import MetadataResponseTopic
+
+    async def handle(ctx, request):
+        response = await handler.handle(ctx, request)
+        every_topic = request.topics is None or (ctx.api_version == 0 and not request.topics)
+        topics = []
+        for topic in response.topics:
+            if topic.error_code or topic.name is None or _may_describe_topic(authorizer, ctx, topic.name):
+                topics.append(topic)
+            elif not every_topic:
+                topics.append(MetadataResponseTopic(error_code=int(Errors.TOPIC_AUTHORIZATION_FAILED), name=topic.name,
+                                                    topic_id=uuid.UUID(int=0), is_internal=False, partitions=[]))
+        response.topics = topics
+        return response
+
+    return dataclasses.replace(handler, handle=handle)
+
+
+def authorizing_list_offsets(handler, authorizer: StandardAuthorizer):
+    """ListOffsets: the partitions of a topic the principal may not DESCRIBE are answered
+    TOPIC_AUTHORIZATION_FAILED (offset and timestamp -1), as KafkaApis.handleListOffsetRequest does."""
+    import dataclasses
+    from kafkawire.messages.list_offsets_response import ListOffsetsPartitionResponse
+
+    async def handle(ctx, request):
+        response = await handler.handle(ctx, request)
+        for topic in response.topics:
+            if not _may_describe_topic(authorizer, ctx, topic.name):
+                topic.partitions = [ListOffsetsPartitionResponse(partition_index=p.partition_index,
+                                                                 error_code=int(Errors.TOPIC_AUTHORIZATION_FAILED))
+                                    for p in topic.partitions]
+        return response
+
+    return dataclasses.replace(handler, handle=handle)

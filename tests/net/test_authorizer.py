@@ -1,0 +1,98 @@
+"""StandardAuthorizer's decision (Kafka's StandardAuthorizerData) on ACLs as the metadata image
+holds them, and the authorizer settings of server.properties."""
+import pytest
+
+from kafkawire.metadata.registrations import StandardAcl
+from kafkawire.net.authorizer import (CLUSTER_NAME, AuthorizerNotReady, AuthorizerSettings, Op, StandardAuthorizer)
+from kafkawire.net.config import ConfigError, parse_server_config
+
+TOPIC, CLUSTER = 2, 4
+LITERAL, PREFIXED = 3, 4
+DENY, ALLOW = 2, 3
+
+
+def acl(principal, operation, permission=ALLOW, resource_type=CLUSTER, name=CLUSTER_NAME, pattern=LITERAL, host="*"):
+    return StandardAcl(resource_type, name, pattern, principal, host, operation, permission)
+
+
+def authorizer(*acls, super_users=(), allow_if_none=False, loaded=True):
+    return StandardAuthorizer(AuthorizerSettings(frozenset(super_users), allow_if_none), lambda: acls, lambda: loaded)
+
+
+def allowed(a, principal, operation, resource_type=CLUSTER, name=CLUSTER_NAME, host="127.0.0.1"):
+    return a.authorize(principal, host, operation, resource_type, name)
+
+
+def test_super_users_are_allowed_everything_even_before_loading():
+    a = authorizer(acl("User:admin", Op.ALL, DENY), super_users={"User:admin"}, loaded=False)
+    assert allowed(a, "User:admin", Op.CLUSTER_ACTION)
+    with pytest.raises(AuthorizerNotReady):
+        allowed(a, "User:alice", Op.DESCRIBE)
+
+
+def test_no_acls_for_the_resource_follow_allow_everyone_if_no_acl_found():
+    assert not allowed(authorizer(), "User:alice", Op.CLUSTER_ACTION)
+    assert allowed(authorizer(allow_if_none=True), "User:alice", Op.CLUSTER_ACTION)
+    # an ACL for someone else on the same resource: the resource has ACLs, so DENIED
+    assert not allowed(authorizer(acl("User:bob", Op.ALL), allow_if_none=True), "User:alice", Op.DESCRIBE)
+    # an ACL on another resource type does not count
+    assert allowed(authorizer(acl("User:bob", Op.ALL, resource_type=TOPIC, name="t"), allow_if_none=True),
+                   "User:alice", Op.DESCRIBE)
+
+
+def test_operations_and_implied_describe():
+    a = authorizer(acl("User:alice", Op.ALTER), acl("User:bob", Op.CLUSTER_ACTION), acl("User:carol", Op.ALL),
+                   acl("User:dave", Op.ALTER_CONFIGS))
+    assert allowed(a, "User:alice", Op.ALTER) and allowed(a, "User:alice", Op.DESCRIBE)
+    assert not allowed(a, "User:alice", Op.CLUSTER_ACTION)
+    assert allowed(a, "User:bob", Op.CLUSTER_ACTION) and not allowed(a, "User:bob", Op.DESCRIBE)
+    assert all(allowed(a, "User:carol", op) for op in (Op.ALTER, Op.DESCRIBE, Op.CLUSTER_ACTION, Op.CREATE))
+    assert allowed(a, "User:dave", Op.DESCRIBE_CONFIGS) and not allowed(a, "User:dave", Op.DESCRIBE)
+
+
+def test_deny_wins_and_a_deny_implies_nothing():
+    a = authorizer(acl("User:alice", Op.ALL), acl("User:alice", Op.DESCRIBE, DENY),
+                   acl("User:bob", Op.ALL), acl("User:bob", Op.ALTER, DENY))
+    assert not allowed(a, "User:alice", Op.DESCRIBE) and allowed(a, "User:alice", Op.ALTER)
+    assert not allowed(a, "User:bob", Op.ALTER)
+    assert allowed(a, "User:bob", Op.DESCRIBE)          # a DENY of ALTER does not deny DESCRIBE
+
+
+def test_wildcards_prefixes_and_hosts():
+    a = authorizer(acl("User:*", Op.DESCRIBE, resource_type=TOPIC, name="__cluster", pattern=PREFIXED),
+                   acl("User:alice", Op.CREATE, resource_type=TOPIC, name="*"),
+                   acl("User:bob", Op.CLUSTER_ACTION, host="10.0.0.1"),
+                   acl("User:eve", Op.DESCRIBE, resource_type=TOPIC, name="__cluster", pattern=LITERAL))
+    assert allowed(a, "User:anyone", Op.DESCRIBE, TOPIC, "__cluster_metadata")
+    assert allowed(a, "User:alice", Op.CREATE, TOPIC, "whatever")
+    assert not allowed(a, "User:alice", Op.DELETE, TOPIC, "whatever")
+    assert not allowed(a, "User:bob", Op.CLUSTER_ACTION)                     # from 127.0.0.1
+    assert allowed(a, "User:bob", Op.CLUSTER_ACTION, host="10.0.0.1")
+    # a LITERAL ACL whose name is only a prefix does not apply
+    assert not allowed(a, "User:eve", Op.CREATE, TOPIC, "__cluster_metadata")
+
+
+BASE = ("process.roles=controller\nnode.id=1\ncontroller.quorum.voters=1@127.0.0.1:9093\n"
+        "listeners=CONTROLLER://127.0.0.1:9093\ncontroller.listener.names=CONTROLLER\n")
+
+
+def test_settings_from_server_properties():
+    assert parse_server_config(BASE).authorizer is None
+    config = parse_server_config(BASE + "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
+                                        "super.users=User:admin; User:controller\n"
+                                        "allow.everyone.if.no.acl.found=TRUE\n")
+    assert config.authorizer == AuthorizerSettings(frozenset({"User:admin", "User:controller"}), True)
+    assert config.unknown_keys == ()
+
+
+@pytest.mark.parametrize("extra, key", [
+    ("authorizer.class.name=kafka.security.authorizer.AclAuthorizer\n", "authorizer.class.name"),
+    ("authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\nsuper.users=admin\n",
+     "super.users"),
+    ("authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
+     "allow.everyone.if.no.acl.found=yes\n", "allow.everyone.if.no.acl.found"),
+])
+def test_bad_settings_are_refused_naming_the_key(extra, key):
+    with pytest.raises(ConfigError) as info:
+        parse_server_config(BASE + extra)
+    assert info.value.key == key

@@ -1,0 +1,161 @@
+"""The StandardAuthorizer in a running node (in process, one voter, SASL_PLAINTEXT with PLAIN):
+ControllerApis' operations per API, super.users, ACL records committed to the metadata log, and
+Kafka's CLUSTER_AUTHORIZATION_FAILED / TOPIC_AUTHORIZATION_FAILED answers (issue 18, item 4)."""
+import asyncio
+import io
+import socket
+import uuid
+
+from kafkawire import messages
+from kafkawire.controller.factory import controller_factory
+from kafkawire.messages.add_raft_voter_request import AddRaftVoterRequest
+from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
+from kafkawire.messages.describe_cluster_request import DescribeClusterRequest
+from kafkawire.messages.describe_quorum_request import DescribeQuorumRequest, PartitionData, TopicData
+from kafkawire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
+from kafkawire.messages.vote_request import VoteRequest
+from kafkawire.metadata import encode_metadata_record
+from kafkawire.net.authorizer import CLUSTER_NAME, Op
+from kafkawire.net.client import NetworkClient
+from kafkawire.net.config import parse_server_config
+from kafkawire.net.sasl import SaslClient
+from kafkawire.protocol.error_codes import Errors
+from raft.node.controller_node import ControllerNode
+from tools.storage import format_storage
+
+CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
+JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="controller" '
+        'password="c-secret" user_controller="c-secret" user_alice="a-secret" user_bob="b-secret";')
+TOPIC, CLUSTER = 2, 4
+LITERAL, PREFIXED = 3, 4
+DENY, ALLOW = 2, 3
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def config_for(tmp_path, port):
+    return parse_server_config(f"""
+node.id=1
+process.roles=controller
+controller.quorum.voters=1@127.0.0.1:{port}
+listeners=CONTROLLER://127.0.0.1:{port}
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:SASL_PLAINTEXT
+sasl.enabled.mechanisms=PLAIN
+sasl.mechanism.controller.protocol=PLAIN
+listener.name.controller.plain.sasl.jaas.config={JAAS}
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+super.users=User:controller
+log.dirs={tmp_path}/data
+controller.quorum.election.timeout.ms=200
+""")
+
+
+def acl_record(principal, operation, permission=ALLOW, resource_type=CLUSTER, name=CLUSTER_NAME, pattern=LITERAL):
+    record = messages.by_name("AccessControlEntryRecord")(
+        id=uuid.uuid4(), resource_type=resource_type, resource_name=name, pattern_type=pattern,
+        principal=principal, host="*", operation=operation, permission_type=permission)
+    return encode_metadata_record(record, 0)
+
+
+DESCRIBE_QUORUM = DescribeQuorumRequest(topics=[TopicData(topic_name="__cluster_metadata",
+                                                          partitions=[PartitionData(partition_index=0)])])
+
+
+async def as_user(port, user, password, request, **kwargs):
+    async with NetworkClient(request_timeout_ms=5000, sasl=lambda: SaslClient("PLAIN", user, password)) as client:
+        return await client.send(("127.0.0.1", port), request, **kwargs)
+
+
+def create(*names):
+    return CreateTopicsRequest(topics=[CreatableTopic(name=n, num_partitions=1, replication_factor=1) for n in names],
+                               timeout_ms=5000)
+
+
+async def wait_for(predicate, what, seconds=20):
+    for _ in range(seconds * 100):
+        if predicate():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"gave up waiting: {what}")
+
+
+def test_the_authorizer_in_a_node(tmp_path):
+    port = free_port()
+    config = config_for(tmp_path, port)
+    format_storage(config, CLUSTER_ID, mode=None, out=io.StringIO())
+
+    async def life():
+        node = ControllerNode(config, state_machine_factory=controller_factory, fsync=False)
+        await node.start()
+        try:
+            controller = node.state_machine
+            # the node's own registration goes through as the super user "controller"
+            await wait_for(lambda: controller.is_active() and controller.registration.registered(),
+                           "activation and the controller's registration")
+            return await checks(node, port)
+        finally:
+            await node.stop()
+
+    asyncio.run(life())
+
+
+async def checks(node, port):
+    # no ACLs: alice is refused every cluster operation, in each API's error shape
+    quorum = await as_user(port, "alice", "a-secret", DESCRIBE_QUORUM)
+    assert quorum.error_code == Errors.CLUSTER_AUTHORIZATION_FAILED and quorum.topics == []
+    vote = await as_user(port, "alice", "a-secret", VoteRequest(cluster_id=CLUSTER_ID, topics=[]))
+    assert vote.error_code == Errors.CLUSTER_AUTHORIZATION_FAILED
+    add = await as_user(port, "alice", "a-secret", AddRaftVoterRequest(cluster_id=CLUSTER_ID, voter_id=9,
+                                                                        voter_directory_id=uuid.uuid4(),
+                                                                        listeners=[]))
+    assert (add.error_code, add.error_message) == (Errors.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
+    cluster = await as_user(port, "alice", "a-secret", DescribeClusterRequest(endpoint_type=2))
+    assert cluster.error_code == Errors.CLUSTER_AUTHORIZATION_FAILED
+    assert cluster.error_message.startswith("Request Request(processor=0, connectionId=")
+    assert "session=Session(User:alice,/127.0.0.1), listenerName=ListenerName(CONTROLLER), " \
+           "securityProtocol=SASL_PLAINTEXT" in cluster.error_message
+    assert cluster.error_message.endswith(" needs ALTER permission.")
+    created = await as_user(port, "alice", "a-secret", create("alice-1"))
+    assert [(t.name, t.error_code, t.error_message) for t in created.topics] == \
+           [("alice-1", Errors.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")]
+    metadata = await as_user(port, "alice", "a-secret", MetadataRequest(topics=None), api_version=12)
+    assert metadata.topics == []                       # __cluster_metadata left out: no DESCRIBE on it
+    named = await as_user(port, "alice", "a-secret",
+                          MetadataRequest(topics=[MetadataRequestTopic(name="__cluster_metadata")]), api_version=12)
+    assert [(t.name, t.error_code) for t in named.topics] == [("__cluster_metadata", Errors.TOPIC_AUTHORIZATION_FAILED)]
+    offsets = await as_user(port, "alice", "a-secret", ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsTopic(
+        name="__cluster_metadata", partitions=[ListOffsetsPartition(partition_index=0, timestamp=-1)])]))
+    assert [(p.error_code, p.offset) for p in offsets.topics[0].partitions] == [(Errors.TOPIC_AUTHORIZATION_FAILED, -1)]
+    # the super user is served
+    assert (await as_user(port, "controller", "c-secret", DESCRIBE_QUORUM)).error_code == 0
+
+    # ACL records committed to the metadata log
+    await node.driver.append([
+        acl_record("User:alice", Op.DESCRIBE),                                      # implies nothing more
+        acl_record("User:alice", Op.CREATE, resource_type=TOPIC, name="alice-", pattern=PREFIXED),
+        acl_record("User:*", Op.READ, resource_type=TOPIC, name="__cluster_metadata"),   # implies DESCRIBE
+        acl_record("User:bob", Op.ALL),
+        acl_record("User:bob", Op.DESCRIBE, DENY),
+    ])
+    await wait_for(lambda: len(node.state_machine.image.acls) == 5, "the ACLs replayed")
+    assert (await as_user(port, "alice", "a-secret", DESCRIBE_QUORUM)).error_code == 0
+    assert (await as_user(port, "alice", "a-secret", DescribeClusterRequest(endpoint_type=2))).error_code == \
+        Errors.CLUSTER_AUTHORIZATION_FAILED
+    created = await as_user(port, "alice", "a-secret", create("alice-2", "other"))
+    # alice-2 reaches the controller (which has no broker to place it on), "other" does not
+    assert sorted((t.name, t.error_code) for t in created.topics) == \
+        [("alice-2", Errors.INVALID_REPLICATION_FACTOR), ("other", Errors.TOPIC_AUTHORIZATION_FAILED)]
+    named = await as_user(port, "alice", "a-secret",
+                          MetadataRequest(topics=[MetadataRequestTopic(name="__cluster_metadata")]), api_version=12)
+    assert [(t.name, t.error_code) for t in named.topics] == [("__cluster_metadata", 0)]
+    # bob: ALL on the cluster but a DENY of DESCRIBE, which wins for DescribeQuorum only
+    assert (await as_user(port, "bob", "b-secret", DescribeClusterRequest(endpoint_type=2))).error_code == 0
+    assert (await as_user(port, "bob", "b-secret", DESCRIBE_QUORUM)).error_code == Errors.CLUSTER_AUTHORIZATION_FAILED
+    created = await as_user(port, "bob", "b-secret", create("bobs"))
+    assert [(t.name, t.error_code) for t in created.topics] == [("bobs", Errors.INVALID_REPLICATION_FACTOR)]
