@@ -93,6 +93,29 @@ class ControlState:
         offset = self.last_voter_set_offset()
         return offset is not None and (high_watermark is None or offset >= high_watermark)
 
+    def problem_with(self, batches) -> str | None:
+        """Why appending ``batches`` (fetched, not yet in the log) would break a KIP-853 rule
+        that ``apply_batch`` enforces, or None. Nothing changes: a follower refuses such a
+        response instead of stopping in the middle of appending it."""
+        last = self.voters.last()
+        batch = None
+        try:
+            for batch in batches:
+                if not batch.is_control:
+                    continue
+                for record in batch:
+                    if record.control_type == ControlRecordType.KRAFT_VOTERS:
+                        new = VoterSet.from_voters_record(record.control_value)
+                        if last is not None and last[0] < record.offset and not last[1].differs_by_at_most_one(new):
+                            return (f"the VotersRecord at offset {record.offset} changes more than one voter: "
+                                    f"{last[1]} -> {new}")
+                        last = (record.offset, new)
+                    elif record.control_type == ControlRecordType.KRAFT_VERSION:
+                        record.control_value   # decodes, or raises
+        except ValueError as e:      # bytes that do not decode (BadBytesError), a voter id twice
+            return f"the control batch at offset {batch.base_offset}: {e}"
+        return None
+
     # --- updates --------------------------------------------------------------------------------
     def apply_control_record(self, offset: int, control_type: int, value) -> None:
         """Apply a decoded KRaft control value found at ``offset`` (log or snapshot)."""

@@ -874,6 +874,8 @@ class RaftCore:
         log's rules: a leader's corrupt or hostile answer must not stop a follower."""
         batches, problem = check_fetched_batches(data, self.log.end_offset, self.log.last_fetched_epoch,
                                                  self.quorum.epoch)
+        if problem is None:
+            problem = self.control.problem_with(batches)
         if problem is not None:
             self.counters["fetch_responses_refused"] = self.counters.get("fetch_responses_refused", 0) + 1
             self._warn(f"refused the records fetched from leader {self.quorum.leader_id()} in epoch "

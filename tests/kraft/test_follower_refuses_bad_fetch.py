@@ -74,3 +74,38 @@ def test_the_refusal_is_a_warning_of_the_ready():
     assert any("refused the records fetched from leader 1 in epoch 1: batch 65539..65541 does not start at "
                "the log end offset 3; the log end offset stays 3" in w for w in ready.warnings), ready.warnings
     assert not ready.log_ops
+
+
+def _control_batch(base: int, epoch: int, value: bytes) -> bytes:
+    from kafkawire.records import ControlRecordType, RecordBatchBuilder
+    from kafkawire.records.control import encode_control_key
+    builder = RecordBatchBuilder(base_offset=base, partition_leader_epoch=epoch, is_control=True)
+    builder.append(encode_control_key(ControlRecordType.KRAFT_VOTERS), value, (), 0)
+    return builder.build()
+
+
+def _voters_record_of(*ids: int) -> bytes:
+    import uuid
+    from kafkawire.records.kraft_control import encode_value
+    from raft.types import Endpoints, ReplicaKey
+    from raft.voters import VoterNode, VoterSet
+    voters = VoterSet.of(VoterNode(ReplicaKey(i, uuid.UUID(int=i)), Endpoints((("CONTROLLER", f"node{i}", 9093),)), 0, 1)
+                         for i in ids)
+    return encode_value(voters.to_voters_record())
+
+
+@pytest.mark.parametrize("value, said", [
+    (_voters_record_of(1), "changes more than one voter"),     # removes 2 and 3 at once
+    (b"\x00\x00\xff\xff\xff", "the control batch at offset 3"),  # a VotersRecord that does not decode
+])
+def test_a_fetched_control_record_breaking_kip_853_is_refused(value, said):
+    env = _env_with_a_fetch_answer_to_2()
+    answer = next(q for q in env.queue if q[0] == "response" and q[2] == 2)
+    env.queue.remove(answer)
+    answer[4].body.responses[0].partitions[0].records = _control_batch(3, 1, value)
+    follower = env.nodes[2]
+    voters_before = follower.core.voters()
+    _, destination, correlation_id = answer[4].request_id
+    ready = follower.core.step(ResponseReceived(env.now, correlation_id, destination, answer[4].body))
+    assert not ready.log_ops and follower.core.log.end_offset == 3 and follower.core.voters() == voters_before
+    assert any(said in w for w in ready.warnings), ready.warnings
