@@ -21,7 +21,12 @@ SCRAM_SERVER_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule req
 
 
 def node_properties(pki, protocol: str) -> dict:
+    with_acls = protocol.endswith("+ACL")
+    protocol = protocol.removesuffix("+ACL")
     props = {"listener.security.protocol.map": f"CONTROLLER:{protocol}"}
+    if with_acls:
+        props.update({"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                      "super.users": "User:admin"})
     if protocol.startswith("SASL"):
         props.update({"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256", "sasl.mechanism.controller.protocol": "PLAIN",
                       "listener.name.controller.plain.sasl.jaas.config": PLAIN_JAAS,
@@ -35,6 +40,7 @@ def node_properties(pki, protocol: str) -> dict:
 
 
 def client_options(pki, protocol: str) -> dict:
+    protocol = protocol.removesuffix("+ACL")
     options = {}
     if protocol.endswith("SSL"):
         settings = JavaProperties.parse(f"ssl.truststore.type=PEM\nssl.truststore.location={pki.ca_pem}\n"
@@ -48,8 +54,11 @@ def client_options(pki, protocol: str) -> dict:
 
 @pytest.fixture(scope="module", params=["SASL_SSL", "SASL_PLAINTEXT", "SSL"])
 def secured(request, tmp_path_factory, kafka_libs):
-    protocol = request.param
-    base = tmp_path_factory.mktemp(protocol.lower())
+    yield from secured_node(request.param, tmp_path_factory)
+
+
+def secured_node(protocol, tmp_path_factory):
+    base = tmp_path_factory.mktemp(protocol.lower().replace("+", "-"))
     pki = make_pki(base / "pki")
     q = LocalQuorum(base, voters=1, properties=node_properties(pki, protocol),
                     client_options=client_options(pki, protocol))
@@ -59,7 +68,7 @@ def secured(request, tmp_path_factory, kafka_libs):
         q.wait_for_leader(60)
         # the bootstrap records (alice's credential among them) committed: hw past them
         q.wait_until(lambda: q.describe(1).high_watermark >= 8, 30, "the bootstrap records committed")
-        yield q, pki, protocol, base
+        yield q, pki, protocol.removesuffix("+ACL"), base
     finally:
         q.stop_all()
         q.kill(1)
@@ -151,3 +160,28 @@ def test_our_metadata_quorum_tool_reads_the_same_command_config(secured):
         assert ours_line == ("org.apache.kafka.common.errors.SaslAuthenticationException: Authentication failed "
                              "during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256")
         assert ours_line in theirs.stdout + theirs.stderr
+
+
+@pytest.fixture(scope="module")
+def with_authorizer(tmp_path_factory, kafka_libs):
+    yield from secured_node("SASL_SSL+ACL", tmp_path_factory)
+
+
+def test_kafka_tools_see_the_authorizers_refusal(with_authorizer):
+    """StandardAuthorizer with super.users=User:admin and no ACLs: Kafka's MetadataQuorumCommand as
+    admin describes the quorum; as alice it is refused with ClusterAuthorizationException (the
+    controller's DescribeCluster needs ALTER on the cluster), and ours prints the same exception."""
+    q, pki, protocol, base = with_authorizer
+    admin = command_config(base / "admin.properties", pki, protocol, mechanism="PLAIN", user="admin",
+                           password="admin-secret")
+    result = describe_status(q, admin)
+    assert result.returncode == 0 and re.search(r"^LeaderId:\s+1$", result.stdout, re.M), result.stderr[-3000:]
+    alice = command_config(base / "alice.properties", pki, protocol)
+    theirs, ours = describe_status(q, alice), run_our_tool(q, alice)
+    assert theirs.returncode != 0 and ours.returncode == 1
+    refusal = re.compile(r"org\.apache\.kafka\.common\.errors\.ClusterAuthorizationException: Request "
+                         r"Request\(processor=\d+, connectionId=[^,]+, session=Session\(User:alice,/127\.0\.0\.1\), "
+                         r"listenerName=ListenerName\(CONTROLLER\), securityProtocol=SASL_SSL, buffer=null, "
+                         r"envelope=None\) needs ALTER permission\.")
+    assert refusal.search(theirs.stdout + theirs.stderr), (theirs.stdout + theirs.stderr)[-3000:]
+    assert refusal.search(ours.stderr), ours.stderr[-3000:]
