@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import socket
 import statistics
 import sys
@@ -223,6 +224,9 @@ def main() -> int:
     p.add_argument("--seconds", type=float, default=8)
     p.add_argument("--kills", type=int, default=5, help="leader kills for the election times (0: none)")
     args = p.parse_args()
+    # A SIGTERM (timeout, Ctrl-C's sibling) unwinds through LocalQuorum's exit, which stops the
+    # nodes; without this they would outlive the benchmark.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     base = tempfile.mkdtemp(prefix="kafkawire-quorum-bench-")
     fs, rtt = fsync_ms(base), loopback_rtt_ms()
     floor = fs + rtt
