@@ -1,0 +1,146 @@
+"""A KRaft quorum of Apache Kafka 4.3.1 controllers and kafkawire controllers on 127.0.0.1.
+
+    quorum = MixedQuorum(tmp_path, kinds={1: "kafka", 2: "kafkawire", 3: "kafkawire"})
+    quorum.format_static()            # each side with its own storage tool, one cluster id
+    quorum.start_all()
+    view = quorum.wait_for_leader()   # (leader id, epoch, high watermark), asked over DescribeQuorum
+    quorum.kill(view.leader_id)       # kill -9, whichever implementation it is
+
+Kafka's nodes are tests.interop.kafka_procs.KafkaNode processes, ours LocalQuorum processes; the
+ports are LocalQuorum's, so both sides name each other alike. Every wait is bounded, and a
+failure carries the tail of every node's log.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass
+
+from kafkawire.net.client import TransportError
+from kafkawire.records import iter_batches
+from raft.node.local_quorum import LocalQuorum, QuorumError, describe_quorum
+
+from .kafka_procs import KafkaNode
+
+KAFKA, OURS = "kafka", "kafkawire"
+
+
+@dataclass(frozen=True)
+class LeaderView:
+    leader_id: int
+    epoch: int
+    high_watermark: int
+    log_end_offsets: dict
+
+
+class MixedQuorum:
+    def __init__(self, base_dir, kinds: dict[int, str]):
+        self.kinds = dict(kinds)
+        self.ours = LocalQuorum(os.path.join(base_dir, "kafkawire"), voters=len(kinds))
+        assert sorted(kinds) == self.ours.voter_ids, "node ids are 1..n"
+        self.kafka: dict[int, KafkaNode] = {}
+        self.base_dir = base_dir
+
+    @property
+    def ids(self) -> list[int]:
+        return sorted(self.kinds)
+
+    def static_voters(self) -> str:
+        return ",".join(f"{i}@127.0.0.1:{self.ours.ports[i]}" for i in self.ids)
+
+    # --- format and processes -------------------------------------------------------------------
+    def format_static(self) -> None:
+        """kraft.version 0: controller.quorum.voters names everyone; kafkawire's nodes are
+        formatted by `kafkawire storage format`, Kafka's by its StorageTool, with one cluster id."""
+        self.ours.format(mode="static")
+        for i in self.ids:
+            if self.kinds[i] == KAFKA:
+                node = KafkaNode(os.path.join(self.base_dir, f"kafka-{i}"), i, "controller",
+                                 controller_port=self.ours.ports[i],
+                                 properties={"controller.quorum.voters": self.static_voters(),
+                                             "controller.quorum.bootstrap.servers": None})
+                node.format(self.ours.cluster_id)
+                self.kafka[i] = node
+
+    def start(self, node_id: int) -> None:
+        if self.kinds[node_id] == KAFKA:
+            self.kafka[node_id].start()
+        else:
+            self.ours.start(node_id)
+
+    def start_all(self) -> None:
+        for i in self.ids:
+            self.start(i)
+
+    def kill(self, node_id: int) -> None:
+        if self.kinds[node_id] == KAFKA:
+            self.kafka[node_id].kill()
+        else:
+            self.ours.kill(node_id)
+
+    def alive(self, node_id: int) -> bool:
+        if self.kinds[node_id] == KAFKA:
+            return self.kafka[node_id].alive()
+        proc = self.ours.processes.get(node_id)
+        return proc is not None and proc.poll() is None
+
+    def kill_all(self) -> None:
+        for i in self.ids:
+            self.kill(i)
+
+    def partition_dir(self, node_id: int) -> str:
+        if self.kinds[node_id] == KAFKA:
+            return str(self.kafka[node_id].metadata_dir)
+        return self.ours.metadata_partition_dir(node_id)
+
+    def log_tails(self, lines: int = 25) -> str:
+        out = []
+        for i in self.ids:
+            tail = self.kafka[i].log_tail(lines) if self.kinds[i] == KAFKA else self.ours.log_tail(i, lines)
+            out.append(f"--- node {i} ({self.kinds[i]}) ---\n{tail}")
+        return "\n".join(out)
+
+    # --- asking the quorum -----------------------------------------------------------------------
+    def describe(self, node_id: int):
+        return asyncio.run(describe_quorum(self.ours.address(node_id), timeout_ms=2000))
+
+    def wait_for_leader(self, timeout_s: float = 60, *, min_epoch: int = 0, exclude=()) -> LeaderView:
+        """A node that says over DescribeQuorum that it leads, in an epoch of at least ``min_epoch``."""
+        deadline = time.monotonic() + timeout_s
+        last = None
+        while time.monotonic() < deadline:
+            for i in self.ids:
+                if i in exclude or not self.alive(i):
+                    continue
+                try:
+                    view = self.describe(i)
+                except (TransportError, QuorumError, OSError) as exc:
+                    last = exc
+                    continue
+                if view.leader_id == i and view.leader_epoch >= min_epoch and view.high_watermark > 0:
+                    return LeaderView(i, view.leader_epoch, view.high_watermark,
+                                      {r.replica_id: r.log_end_offset for r in view.voters})
+            time.sleep(0.2)
+        raise QuorumError(f"no leader of epoch >= {min_epoch} within {timeout_s} s (last error: {last})\n"
+                          f"{self.log_tails()}")
+
+    def wait_for_catch_up(self, timeout_s: float = 60) -> LeaderView:
+        """Every voter's log end offset at or past the leader's high watermark."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            view = self.wait_for_leader(timeout_s=max(deadline - time.monotonic(), 1))
+            if all(view.log_end_offsets.get(i, -1) >= view.high_watermark for i in self.ids):
+                return view
+            time.sleep(0.2)
+        raise QuorumError(f"the voters did not catch up within {timeout_s} s\n{self.log_tails()}")
+
+
+def batches_below(directory: str, end: int) -> list[bytes]:
+    """The raw bytes of every batch whose offsets are all below ``end``, from the segment files."""
+    out = []
+    for name in sorted(os.listdir(directory)):
+        if name.endswith(".log"):
+            with open(os.path.join(directory, name), "rb") as f:
+                out.extend(bytes(b.raw) for b in iter_batches(f.read()) if b.last_offset < end)
+    return out
