@@ -185,3 +185,49 @@ def test_kafka_tools_see_the_authorizers_refusal(with_authorizer):
                          r"envelope=None\) needs ALTER permission\.")
     assert refusal.search(theirs.stdout + theirs.stderr), (theirs.stdout + theirs.stderr)[-3000:]
     assert refusal.search(ours.stderr), ours.stderr[-3000:]
+
+
+def test_a_kafka_controller_follows_a_secured_kafkawire_quorum(kafka_node_factory, tmp_path):
+    """A Kafka 4.3.1 controller joins a kafkawire quorum whose controller listener is SASL_SSL under
+    the StandardAuthorizer, as an observer: Kafka's raft client does TLS, SaslHandshake and
+    SaslAuthenticate (PLAIN as the super user "controller") against our listener, fetches the log,
+    and registers with our active controller; the wrong password is refused."""
+    pki = make_pki(tmp_path / "pki")
+    jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="controller" '
+            'password="{password}" user_controller="c-secret";')
+    secured = {"listener.security.protocol.map": "CONTROLLER:SASL_SSL", "sasl.enabled.mechanisms": "PLAIN",
+               "sasl.mechanism.controller.protocol": "PLAIN",
+               "listener.name.controller.plain.sasl.jaas.config": jaas.format(password="c-secret"),
+               "ssl.keystore.type": "PEM", "ssl.keystore.location": str(pki.server_pem),
+               "ssl.truststore.type": "PEM", "ssl.truststore.location": str(pki.ca_pem),
+               "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+               "super.users": "User:controller"}
+    options = client_options(pki, "SASL_SSL")
+    options["sasl"] = lambda: SaslClient("PLAIN", "controller", "c-secret")
+    q = LocalQuorum(tmp_path / "ours", voters=1, properties=secured, client_options=options)
+    q.format(mode="standalone")
+    q.start_all()
+    try:
+        q.wait_for_leader(60)
+        bootstrap = {"controller.quorum.bootstrap.servers": f"127.0.0.1:{q.ports[1]}"}
+        kafka = kafka_node_factory(2, "controller", properties={**secured, **bootstrap})
+        kafka.format(q.cluster_id, "--no-initial-controllers")
+        kafka.start()
+        view = q.wait_until(lambda: (v := q.describe(1)) and 2 in [o.replica_id for o in v.observers] and v, 120,
+                            "Kafka's controller to fetch as an observer")
+        observer = next(o for o in view.observers if o.replica_id == 2)
+        q.wait_until(lambda: next(o for o in q.describe(1).observers if o.replica_id == 2).log_end_offset
+                     >= view.high_watermark, 60, "Kafka's controller to catch up")
+        assert observer.log_end_offset >= 0
+        assert "ERROR" not in open(q.log_path(1)).read()
+        # the same controller with a wrong password is refused
+        kafka.kill()
+        wrong = kafka_node_factory(3, "controller", properties={
+            **secured, **bootstrap, "listener.name.controller.plain.sasl.jaas.config": jaas.format(password="nope")})
+        wrong.format(q.cluster_id, "--no-initial-controllers")
+        wrong.start()
+        wrong.wait_for_log(r"SaslAuthenticationException: Authentication failed: Invalid username or password", 90)
+        assert 3 not in [o.replica_id for o in q.describe(1).observers]
+    finally:
+        q.stop_all()
+        q.kill(1)
