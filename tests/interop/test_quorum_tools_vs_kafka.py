@@ -24,6 +24,7 @@ import re
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from tests.interop import kafka_dist
 from tests.interop.kafka_procs import FEATURES, METADATA_QUORUM, KafkaNode
 
 TOOL_TIMEOUT_S = 90
+READY_TIMEOUT_S = 180          # a JVM start on a busy 2-core machine
 IDLE = {"metadata.max.idle.interval.ms": "0"}            # no NoOpRecords: the log stands still
 CLUSTER_ID = "TLzTcTRqQLWMRmt0hKa_Gw"
 KAFKA_CLASS = {"metadata-quorum": METADATA_QUORUM, "features": FEATURES}
@@ -147,7 +149,7 @@ def runner(kafka_libs, tmp_path_factory) -> Runner:
     return Runner(tmp_path_factory.mktemp("quorum-tools"))
 
 
-def wait_idle(describe, what: str, *, observers: int = 0, timeout_s: float = 60):
+def wait_idle(describe, what: str, *, observers: int = 0, timeout_s: float = 120):
     """Until every replica's log end offset is the high watermark and ``observers`` observers
     fetch, the same twice in a row 0.5 s apart: registrations and catch-up are over.
     ``describe()`` returns what DescribeQuorum says (voters and observers with log_end_offset)."""
@@ -178,6 +180,16 @@ def kafkawire_quorum(tmp_path_factory):
         yield quorum
 
 
+@contextmanager
+def kafka_logs_on_failure(nodes):
+    """A quorum that does not settle says so with the tail of each Kafka node's log."""
+    try:
+        yield
+    except AssertionError as exc:
+        tails = "".join(f"\n--- Kafka node {n.node_id} ({n.roles}): {n.log_path}\n{n.log_tail(30)}" for n in nodes)
+        raise AssertionError(f"{exc}{tails}") from None
+
+
 def describe_with_our_tool(bootstrap: str):
     from tools.metadata_quorum import describe_quorum
     return describe_quorum(bootstrap, timeout_ms=3000)
@@ -190,8 +202,9 @@ def kafka_standalone(kafka_libs, tmp_path_factory):
     try:
         node.format(CLUSTER_ID, "--standalone")
         node.start()
-        node.wait_ready()
-        wait_idle(lambda: describe_with_our_tool(node.controller_address), "the Kafka controller")
+        node.wait_ready(READY_TIMEOUT_S)
+        with kafka_logs_on_failure([node]):
+            wait_idle(lambda: describe_with_our_tool(node.controller_address), "the Kafka controller")
         yield node.controller_address
     finally:
         node.kill()
@@ -224,9 +237,10 @@ def kafka_three_voters(kafka_libs, tmp_path_factory) -> KafkaCluster:
         for node in nodes + [broker]:
             node.start()
         for node in nodes + [broker]:
-            node.wait_ready()
-        wait_idle(lambda: describe_with_our_tool(bootstrap), "the three Kafka controllers and the broker",
-                  observers=1)
+            node.wait_ready(READY_TIMEOUT_S)
+        with kafka_logs_on_failure(nodes + [broker]):
+            wait_idle(lambda: describe_with_our_tool(bootstrap), "the three Kafka controllers and the broker",
+                      observers=1)
         yield KafkaCluster(bootstrap, broker.broker_address)
     finally:
         for node in nodes + [broker]:
