@@ -52,7 +52,8 @@ SUPPORTED_CONFIGS = {
 }
 
 
-def _supported_config(resource_type: int, name: str) -> bool:
+def supported_config(resource_type: int, name: str) -> bool:
+    """Whether Kafka 4.3 keeps this config in its image (and its controller in its state)."""
     if resource_type == BROKER_RESOURCE:
         return True
     names = SUPPORTED_CONFIGS.get(resource_type)
@@ -210,7 +211,7 @@ class MetadataImage:
     # configs, quotas, producer ids
 
     def _config(self, r):
-        if not _supported_config(r.resource_type, r.name):
+        if not supported_config(r.resource_type, r.name):
             return      # as Kafka's MetadataLoader: a config removed from Kafka is not in the image
         key = (r.resource_type, r.resource_name)
         if r.value is None:

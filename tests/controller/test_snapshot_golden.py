@@ -39,10 +39,25 @@ def test_a_kafka_snapshot_is_written_back_byte_for_byte(path):
     state = ControllerState()
     state.load_snapshot(snapshot_id.end_offset, snapshot_id.epoch, values)
     assert state.problems == []
+    # Kafka 4.3 drops configs it no longer knows (message.timestamp.difference.max.ms, ...) when
+    # it replays them (DefaultSupportedConfigChecker), so its next snapshot lacks them too, and
+    # the resource's smaller HashMap may order the rest differently than this older file does:
+    # there the records are compared, not their order.
+    kept = [v for v in values if _kept_by_kafka_4_3(v)]
     # Kafka sizes a copied HashMap differently on Java 17 and on Java 19+ (JDK-8281631); each
     # snapshot must match one of them, whole.
     written = {jdk: image_records(state.image, state.feature_order, jdk=jdk) for jdk in (17, 21)}
-    assert values in written.values(), _first_difference(values, written[21])
+    if len(kept) < len(values):
+        assert sorted(kept) in [sorted(w) for w in written.values()]
+    else:
+        assert values in written.values(), _first_difference(values, written[21])
+
+
+def _kept_by_kafka_4_3(value: bytes) -> bool:
+    from kafkawire.metadata import decode_metadata_record
+    from kafkawire.metadata.image import supported_config
+    message = decode_metadata_record(value).message
+    return message.NAME != "ConfigRecord" or supported_config(message.resource_type, message.name)
 
 
 def _first_difference(expected, actual) -> str:
