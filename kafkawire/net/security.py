@@ -160,10 +160,6 @@ def resolve_listener_security(props: dict, listener: str, protocol: str) -> List
                 raise ConfigError(settings.where("ssl.client.auth"), settings.get("ssl.client.auth"),
                                   "must be one of none, requested, required")
         _check_ssl(settings)
-        if settings.get("ssl.keystore.location") is None and settings.get("ssl.keystore.certificate.chain") is None:
-            raise ConfigError(f"listener.name.{listener.lower()}.ssl.keystore.location", None,
-                              f"is required: listener {listener} is {protocol} and needs a key and certificate "
-                              "(ssl.keystore.location, or ssl.keystore.certificate.chain and ssl.keystore.key)")
     mechanisms, jaas = (), {}
     if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
         raw, source = _lookup(props, listener, "sasl.enabled.mechanisms", SASL_DEFAULTS["sasl.enabled.mechanisms"])
@@ -424,7 +420,14 @@ def _logging_sslobject(listener: str):
 
 
 def server_ssl_context(security: ListenerSecurity) -> ssl.SSLContext:
+    """The listener's TLS context; ConfigError names the key of a missing or unreadable store
+    (checked when the listener starts, as Kafka's SslFactory does, not when the file is loaded)."""
     s = security.ssl
+    if s.get("ssl.keystore.location") is None and s.get("ssl.keystore.certificate.chain") is None:
+        raise ConfigError(f"listener.name.{security.listener_name.lower()}.ssl.keystore.location", None,
+                          f"is required: listener {security.listener_name} is {security.protocol} and needs a "
+                          "key and certificate (ssl.keystore.location, or ssl.keystore.certificate.chain and "
+                          "ssl.keystore.key)")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.sslobject_class = _logging_sslobject(security.listener_name)
     _tls_range(context, s)

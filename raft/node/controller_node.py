@@ -142,11 +142,15 @@ class ControllerNode:
         raft_config = raft_config_from(c, self.meta.directory_id, self.meta.cluster_id)
         store = DiskLogStore(os.path.join(c.metadata_log_dir, METADATA_PARTITION_DIR),
                              segment_bytes=c.metadata_log_segment_bytes, fsync=self.fsync)
+        try:
+            client_options = controller_client_options(c)
+        except ConfigError as exc:
+            raise NodeStartError(f"the raft client's security: {exc}") from None
         client = NetworkClient(client_id=f"raft-client-{c.node_id}",
                                request_timeout_ms=c.controller_quorum_request_timeout_ms,
                                reconnect_backoff_ms=max(c.controller_quorum_retry_backoff_ms, 1),
                                max_response_bytes=max(c.socket_request_max_bytes, 8 * 1024 * 1024 + 1024),
-                               **controller_client_options(c))
+                               **client_options)
         self.driver = driver = RaftDriver(
             raft_config, store, client,
             snapshot_min_bytes=c.metadata_log_max_record_bytes_between_snapshots,
@@ -166,15 +170,10 @@ class ControllerNode:
             endpoint = c.listener(name)
             if endpoint is None:
                 raise NodeStartError(f"controller.listener.names has {name}, which is not in listeners")
-            server = KafkaServer({}, host=endpoint.host or "0.0.0.0", port=endpoint.port, listener_name=name,
-                                 security=c.listener_security.get(name), scram_lookup=self._scram_credential,
-                                 max_request_bytes=c.socket_request_max_bytes,
-                                 connections_max_idle_ms=c.connections_max_idle_ms,
-                                 admission=AdmissionLimits(
-                                     max_connections=c.max_connections,
-                                     max_connections_per_ip=c.max_connections_per_ip,
-                                     max_connections_per_ip_overrides=dict(c.max_connections_per_ip_overrides),
-                                     queued_max_request_bytes=c.queued_max_request_bytes))
+            try:
+                server = self._make_server(endpoint, name)
+            except ConfigError as exc:
+                raise NodeStartError(f"listener {endpoint}: {exc}") from None
             self._register(server)
             try:
                 await server.bind()
@@ -192,6 +191,18 @@ class ControllerNode:
         self._tasks.append(asyncio.ensure_future(self._publish_metrics()))
         log.info("node %d (cluster %s, directory %s) listening on %s", c.node_id, self.meta.cluster_id,
                  self.meta.directory_id, ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
+
+    def _make_server(self, endpoint, name: str) -> KafkaServer:
+        c = self.config
+        return KafkaServer({}, host=endpoint.host or "0.0.0.0", port=endpoint.port, listener_name=name,
+                           security=c.listener_security.get(name), scram_lookup=self._scram_credential,
+                           max_request_bytes=c.socket_request_max_bytes,
+                           connections_max_idle_ms=c.connections_max_idle_ms,
+                           admission=AdmissionLimits(
+                               max_connections=c.max_connections,
+                               max_connections_per_ip=c.max_connections_per_ip,
+                               max_connections_per_ip_overrides=dict(c.max_connections_per_ip_overrides),
+                               queued_max_request_bytes=c.queued_max_request_bytes))
 
     def _register(self, server: KafkaServer) -> None:
         driver = self.driver

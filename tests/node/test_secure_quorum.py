@@ -171,3 +171,18 @@ def test_confluent_kafka_over_sasl_ssl(quorum):
     bad = AdminClient({**config, "sasl.password": "nope"})
     with pytest.raises(confluent_kafka.KafkaException):
         bad.list_topics(timeout=8)
+
+
+def test_server_start_refuses_an_unreadable_key_store_in_one_line(tmp_path):
+    import subprocess
+    import sys
+    q = LocalQuorum(tmp_path, voters=1, properties={"listener.security.protocol.map": "CONTROLLER:SSL",
+                                                   "ssl.keystore.type": "PEM",
+                                                   "ssl.keystore.location": str(tmp_path / "missing.pem")})
+    q.format(mode="standalone")          # storage format does not open the key store, as Kafka's
+    result = subprocess.run([sys.executable, "-m", "tools.cli", "server-start", q.config_path(1)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert f"ssl.keystore.location: '{tmp_path / 'missing.pem'}' cannot be read: No such file or directory" \
+        in result.stderr
+    assert "Traceback" not in result.stderr
