@@ -103,7 +103,8 @@ class KafkaNode:
             protocols.append("PLAINTEXT:PLAINTEXT")
         if self.controller_port:
             listeners.append(f"CONTROLLER://127.0.0.1:{self.controller_port}")
-            protocols.append("CONTROLLER:PLAINTEXT")
+        # A broker too must map controller.listener.names to a protocol (it connects to them).
+        protocols.append("CONTROLLER:PLAINTEXT")
         props = {
             "process.roles": self.roles,
             "node.id": str(self.node_id),

@@ -63,6 +63,42 @@ class MixedQuorum:
                 node.format(self.ours.cluster_id)
                 self.kafka[i] = node
 
+    def format_dynamic(self, standalone: int) -> None:
+        """kraft.version 1: node ``standalone`` formatted --standalone, every other node
+        --no-initial-controllers (an observer until it is added); each side by its own tool."""
+        for i in self.ids:
+            mode = "--standalone" if i == standalone else "--no-initial-controllers"
+            if self.kinds[i] == KAFKA:
+                node = KafkaNode(os.path.join(self.base_dir, f"kafka-{i}"), i, "controller",
+                                 controller_port=self.ours.ports[i],
+                                 properties={"controller.quorum.bootstrap.servers": self.ours.bootstrap_servers()})
+                node.format(self.ours.cluster_id, mode)
+                self.kafka[i] = node
+            else:
+                config = self.ours.write_config(i)
+                self.ours._kafkawire("storage", "format", f"--cluster-id={self.ours.cluster_id}", "--config",
+                                     config, mode)
+
+    def config_path(self, node_id: int) -> str:
+        return str(self.kafka[node_id].config_path) if self.kinds[node_id] == KAFKA else \
+            self.ours.config_path(node_id)
+
+    def address(self, node_id: int) -> str:
+        return f"127.0.0.1:{self.ours.ports[node_id]}"
+
+    def voter_ids(self, asked: int) -> list[int]:
+        return sorted(r.replica_id for r in self.describe(asked).voters)
+
+    def wait_for_voters(self, expected: list[int], timeout_s: float = 60) -> LeaderView:
+        """Until the leader reports exactly ``expected`` as its voters."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            view = self.wait_for_leader(timeout_s=max(deadline - time.monotonic(), 1))
+            if sorted(view.log_end_offsets) == sorted(expected):
+                return view
+            time.sleep(0.2)
+        raise QuorumError(f"the voters did not become {expected} within {timeout_s} s\n{self.log_tails()}")
+
     def start(self, node_id: int) -> None:
         if self.kinds[node_id] == KAFKA:
             self.kafka[node_id].start()

@@ -19,3 +19,12 @@ def test_standalone_kafka_controller_leads_and_describes_itself(kafka_controller
     assert int(fields["HighWatermark"]) > 0
     node.kill()
     assert not node.alive()
+
+
+def test_a_kafka_broker_joins_a_kafka_controller(kafka_controller, kafka_broker, kafka_tool):
+    controller = kafka_controller(1, "MkU3OEVBNTcwNTJENDM2Qg", "--standalone")
+    broker = kafka_broker(2, "MkU3OEVBNTcwNTJENDM2Qg", controller.controller_address)
+    status = kafka_tool(METADATA_QUORUM, "--bootstrap-controller", controller.controller_address,
+                        "describe", "--replication", check=True, timeout=60).stdout
+    assert any(line.split()[0] == "2" and line.split()[-1] == "Observer" for line in status.splitlines()[1:]), status
+    assert broker.alive()

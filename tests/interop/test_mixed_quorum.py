@@ -64,3 +64,62 @@ def test_a_static_mixed_quorum_elects_fails_over_and_replicates_byte_for_byte(mi
         history.append((view.leader_id, q.kinds[view.leader_id], view.epoch))
         compared = assert_logs_agree(q, view)
     print(f"leadership over {kills} kills -9: {history}; {compared} batches identical on every voter")
+
+
+def _ours(*args):
+    """`kafkawire ARGS` as a user runs it."""
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "tools.cli", *map(str, args)], capture_output=True, text=True,
+                          timeout=120)
+
+
+def _directory_id(q: MixedQuorum, asked: int, node_id: int) -> str:
+    from kafkawire.storage.state_files import uuid_to_kafka
+    voter = next(r for r in q.describe(asked).voters if r.replica_id == node_id)
+    return uuid_to_kafka(voter.replica_directory_id)
+
+
+@pytest.mark.parametrize("standalone_kind", [KAFKA, OURS])
+def test_a_dynamic_mixed_quorum_grows_and_shrinks_with_either_sides_tools(mixed, kafka_tool, standalone_kind):
+    """kraft.version 1: node 1 formatted --standalone; nodes 2 and 3, of the other implementation,
+    formatted --no-initial-controllers, are added, node 2 by Kafka's kafka-metadata-quorum and node
+    3 by ours; then Kafka's tool removes a kafkawire controller and ours a Kafka controller."""
+    from tests.interop.kafka_procs import METADATA_QUORUM
+    other = OURS if standalone_kind == KAFKA else KAFKA
+    q = mixed({1: standalone_kind, 2: other, 3: other})
+    q.format_dynamic(standalone=1)
+    q.start_all()
+    q.wait_for_voters([1], 60)
+    bootstrap = q.address(1)
+
+    added = kafka_tool(METADATA_QUORUM, "--bootstrap-controller", bootstrap, "--command-config", q.config_path(2),
+                       "add-controller", timeout=120)
+    assert added.returncode == 0, added.stderr[-2000:]
+    assert added.stdout.startswith("Added controller 2 with directory id "), added.stdout
+    q.wait_for_voters([1, 2], 60)
+
+    ours = _ours("metadata-quorum", "--bootstrap-controller", bootstrap, "--command-config", q.config_path(3),
+                 "add-controller")
+    assert ours.returncode == 0, ours.stderr[-2000:]
+    assert ours.stdout.startswith("Added controller 3 with directory id "), ours.stdout
+    view = q.wait_for_voters([1, 2, 3], 60)
+    view = q.wait_for_catch_up(90)
+    assert_logs_agree(q, view)
+
+    # Kafka's tool removes a kafkawire controller, ours a Kafka controller (whichever they are).
+    kafka_node = next(i for i in q.ids if q.kinds[i] == KAFKA)
+    our_node = next(i for i in q.ids if q.kinds[i] == OURS)
+    removed = kafka_tool(METADATA_QUORUM, "--bootstrap-controller", bootstrap, "remove-controller",
+                         "--controller-id", our_node, "--controller-directory-id", _directory_id(q, 1, our_node),
+                         timeout=120)
+    assert removed.returncode == 0, removed.stderr[-2000:]
+    remaining = [i for i in q.ids if i != our_node]
+    q.wait_for_voters(remaining, 60)
+    removed = _ours("metadata-quorum", "--bootstrap-controller", q.address(remaining[0]), "remove-controller",
+                    "--controller-id", kafka_node, "--controller-directory-id",
+                    _directory_id(q, remaining[0], kafka_node))
+    assert removed.returncode == 0, removed.stderr[-2000:]
+    last = [i for i in remaining if i != kafka_node]
+    view = q.wait_for_voters(last, 60)
+    assert view.leader_id == last[0]
