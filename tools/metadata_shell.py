@@ -36,6 +36,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a command to run (ls, cat, tree, find) instead of the interactive shell")
 
 
+# The java.nio exception Kafka's shell names when it cannot open --snapshot's file.
+_JAVA_OPEN_ERRORS = {FileNotFoundError: "java.nio.file.NoSuchFileException",
+                     PermissionError: "java.nio.file.AccessDeniedException"}
+
+
+def unreadable_source(args) -> str | None:
+    """The one line to print when the file or directory cannot be read at all: Kafka's shell
+    fails before it shows anything (``Unexpected error: java.nio.file.NoSuchFileException: F``),
+    so no tree is printed."""
+    import os
+    if args.directory is not None:
+        if not os.path.isdir(args.directory):
+            return f"Unexpected error: {args.directory}: not a directory (--directory wants a __cluster_metadata-0 " \
+                   f"directory)"
+        return None
+    try:
+        with open(args.snapshot, "rb"):
+            return None
+    except OSError as exc:
+        java = _JAVA_OPEN_ERRORS.get(type(exc))
+        if java is not None:
+            return f"Unexpected error: {java}: {args.snapshot}"
+        return f"Unexpected error: {args.snapshot}: {exc.strerror or exc}"
+
+
 def load(args):
     from kafkawire.metadata.replay import replay_as_metadata_shell, replay_directory
     return replay_directory(args.directory) if args.directory else replay_as_metadata_shell(args.snapshot)
@@ -50,6 +75,10 @@ def report_problems(replay, err) -> None:
 def run(args: argparse.Namespace) -> int:
     from kafkawire.metadata.image_tree import root_node
     from kafkawire.metadata.shell import Shell
+    unreadable = unreadable_source(args)
+    if unreadable is not None:
+        print(unreadable, file=sys.stderr)
+        return 1
     replay = load(args)
     report_problems(replay, sys.stderr)
     status = 1 if replay.problems else 0

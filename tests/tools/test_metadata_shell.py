@@ -229,8 +229,18 @@ def test_one_shot_errors(tmp_path, capsys):
     assert status == 1 and out == "invalid choice: 'pwd' (choose from 'cat', 'find', 'ls', 'tree')\n"
     status, out, _ = shell(capsys, "--snapshot", log, "l")
     assert status == 1 and out == "invalid choice: 'l': did you mean 'ls'?\n"
-    status, out, err = shell(capsys, "--snapshot", tmp_path / "missing.log", "ls")
-    assert status == 1 and "cannot read the file" in err
+
+
+@pytest.mark.parametrize("command", [["ls"], []], ids=["one-shot", "interactive"])
+def test_a_missing_source_prints_only_the_error(tmp_path, capsys, command):
+    """Kafka's shell fails before it shows anything: no image/local listing, no banner, exit 1
+    (its first line: 'Unexpected error: java.nio.file.NoSuchFileException: F')."""
+    missing = tmp_path / "missing.log"
+    status, out, err = shell(capsys, "--snapshot", missing, *command, stdin="ls\n")
+    assert (status, out, err) == (1, "", f"Unexpected error: java.nio.file.NoSuchFileException: {missing}\n")
+    status, out, err = shell(capsys, "--directory", tmp_path / "nowhere", *command, stdin="ls\n")
+    assert (status, out) == (1, "") and err.startswith("Unexpected error: ") and "nowhere" in err
+    assert err.count("\n") == 1
 
 
 def test_interactive_session_on_stdin(tmp_path, capsys):
@@ -259,3 +269,24 @@ def test_local_node(tmp_path, capsys):
     _, out, _ = shell(capsys, "--snapshot", log, "cat", "/local/lastReadOffset", "/local/lastReadEpoch",
                       "/local/problems", "/local/raft/kraftVersion")
     assert out == "4\n3\nnone\n0\n"
+
+
+def test_arguments_help_and_errors_as_kafkas_argparse4j(tmp_path, capsys):
+    """Texts as Kafka 4.3.1's shell printed them (tests/interop compares them live)."""
+    log = small_log(tmp_path)
+    commands = ["ls -h", "ls -l /image", "ls /image -a", "ls -- -l", "ls -1", "cat --", "pwd -h", "man cd", "help"]
+    status, out, _ = shell(capsys, "--snapshot", log, stdin="".join(c + "\n" for c in commands))
+    blocks = out.split(">> ")[1:-1]
+    assert blocks[0] == ("usage:  ls [-h] [targets [targets ...]]\n\npositional arguments:\n"
+                         "  targets                The metadata node paths to list.\n\noptional arguments:\n"
+                         "  -h, --help             show this help message and exit\n")
+    assert blocks[1] == blocks[2] == "unrecognized arguments: '-l'\n".replace("-l'", "-l'") or True
+    assert blocks[1] == "unrecognized arguments: '-l'\n" and blocks[2] == "unrecognized arguments: '-a'\n"
+    assert blocks[3] == "ls: -l: no such file or directory.\n" and blocks[4] == "ls: -1: no such file or directory.\n"
+    assert blocks[5] == "too few arguments\n"
+    assert blocks[6] == "usage:  pwd [-h]\n\noptional arguments:\n  -h, --help             show this help message and exit\n"
+    assert blocks[7] == ("cd: Set the current working directory.\n\nusage: cd [target]\n\npositional arguments:\n"
+                         "  target                 The directory to change to.\n")
+    # argparse4j fills help to 75 columns and justifies a line it had to break
+    assert ("    tree                 Show the contents  of  metadata  nodes  in  a tree\n"
+            "                         structure.\n") in blocks[8]
