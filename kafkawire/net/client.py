@@ -360,6 +360,12 @@ class NetworkClient:
             conn.close(Disconnected(peer, "ApiVersions failed" if not isinstance(exc, AuthenticationFailed)
                                     else "authentication failed"))
             raise
+        except asyncio.CancelledError:
+            # The client closed (or its caller gave up) mid set-up: close this connection too, or
+            # its reader task is left waiting on a transport nobody holds ("Task was destroyed
+            # but it is pending!" once it is collected).
+            conn.close(Disconnected(peer, "the connection set-up was cancelled"))
+            raise
         state.connection = conn
         state.failures = 0
         state.backoff_until = 0.0

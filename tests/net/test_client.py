@@ -246,3 +246,28 @@ def test_a_cancelled_send_leaves_no_unretrieved_exception_when_the_client_closes
         run(main())
         gc.collect()
     assert "never retrieved" not in caplog.text, caplog.text
+
+
+def test_a_connection_whose_set_up_is_cancelled_is_closed_not_leaked(caplog):
+    """Closing the client while ApiVersions is still in flight closed nothing: the connection's
+    reader task was left pending on a transport nobody held, and asyncio logged "Task was
+    destroyed but it is pending!" once it was collected. Now the peer sees the connection close."""
+    import gc
+    readers = []
+
+    async def main():
+        silent = await asyncio.start_server(lambda r, w: readers.append(r), "127.0.0.1", 0)   # never answers
+        async with silent:
+            client = NetworkClient(connect_timeout_ms=10_000)
+            peer = ("127.0.0.1", silent.sockets[0].getsockname()[1])
+            sending = asyncio.create_task(client.send(peer, DescribeClusterRequest(), timeout_ms=10_000))
+            await asyncio.sleep(0.2)                  # connected; ApiVersions unanswered
+            await client.close()
+            await asyncio.gather(sending, return_exceptions=True)
+            await asyncio.wait_for(readers[0].read(1 << 16), 5)          # the ApiVersions request
+            return await asyncio.wait_for(readers[0].read(1 << 16), 5)   # then EOF: the client closed it
+
+    with caplog.at_level("ERROR", logger="asyncio"):
+        assert run(main()) == b""
+        gc.collect()
+    assert "Task was destroyed but it is pending" not in caplog.text, caplog.text
