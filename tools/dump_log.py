@@ -648,16 +648,21 @@ class Dumper:
         if found is None or raw is None:
             return
         base_offset, log = found
+        index_name = name[: -len(".timeindex")] + ".index"
+        if not os.path.exists(index_name):
+            # Kafka's tool opens the offset index first in every mode, and a missing one kills it
+            # (IllegalArgumentException: Invalid max index size: -1), so nothing is checked.
+            self.error(name, None, f"its offset index {os.path.basename(index_name)} does not exist, so the time "
+                                   f"index cannot be checked (Kafka's DumpLogSegments dies here: "
+                                   f"java.lang.IllegalArgumentException: Invalid max index size: -1)")
+            return
         entries = [(ts, base_offset + rel) for ts, rel in _TIME_INDEX_ENTRY.iter_unpack(raw[:len(raw) - len(raw) % 12])]
         if self.opts.index_sanity_only:
             self._time_index_sanity(name, raw, entries, base_offset)
             return
-        index_name = name[: -len(".timeindex")] + ".index"
-        offset_entries = []
-        if os.path.exists(index_name):
-            index_raw = self._read(index_name) or b""
-            offset_entries = [(base_offset + rel, pos) for rel, pos in
-                              _INDEX_ENTRY.iter_unpack(index_raw[:len(index_raw) - len(index_raw) % 8])]
+        index_raw = self._read(index_name) or b""
+        offset_entries = [(base_offset + rel, pos) for rel, pos in
+                          _INDEX_ENTRY.iter_unpack(index_raw[:len(index_raw) - len(index_raw) % 8])]
         key = os.path.abspath(name)
         previous_ts = -1
         for i, (timestamp, offset) in enumerate(entries):

@@ -429,3 +429,23 @@ def test_arbitrary_bytes_are_reported_never_crash(tmp_path, capsys, junk, where)
     status, out, err = dump(capsys, "--cluster-metadata-decoder", "--files", path)
     assert status in (0, 1)
     assert status == 0 or f"Error: {path}" in err
+
+
+@pytest.mark.parametrize("flags", [("--index-sanity-check",), ("--verify-index-only",), ()], ids=str)
+def test_time_index_without_its_offset_index_fails(tmp_path, capsys, flags):
+    """Kafka's DumpLogSegments dies on a .timeindex whose .index is missing, in every mode
+    (it opens the offset index first); ours said "passed sanity check." (issue 20, item 9)."""
+    segment = LogSegment(tmp_path, 0, index_interval_bytes=1, create=True)
+    for batch in three_batches():
+        segment.append(batch)
+    segment.flush()
+    segment.close()
+    (tmp_path / "00000000000000000000.index").unlink()
+    time_index = tmp_path / "00000000000000000000.timeindex"
+    assert time_index.stat().st_size > 0
+    status, out, err = dump(capsys, *flags, "--files", time_index)
+    assert (status, out) == (1, f"Dumping {time_index}\n")
+    assert err == f"Error: {time_index}: its offset index 00000000000000000000.index does not exist, so the time " \
+                  f"index cannot be checked (Kafka's DumpLogSegments dies here: java.lang.IllegalArgumentException: " \
+                  f"Invalid max index size: -1)\n"
+    assert not (tmp_path / "00000000000000000000.index").exists()      # nothing written, unlike Kafka's tool
