@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafkawire.metadata.fast_json import json_text
-from kafkawire.metadata.java_text import jackson_json
+from kafkawire.metadata.java_text import jackson_json, java_utf8
 from kafkawire.metadata.record_json import PayloadDecoder, record_type_name
 from kafkawire.records import CorruptRecordError
 from kafkawire.records.control import (ControlRecordType, control_type_name, decode_control_value,
@@ -113,12 +113,12 @@ def _binary_array(items: list) -> pa.Array:
 
 def _header_key(key: str) -> str:
     # Keys are decoded with surrogateescape so bad UTF-8 round-trips; Arrow strings must be
-    # valid UTF-8, and Java's new String(bytes, UTF_8) shows bad bytes as U+FFFD.
+    # valid UTF-8, and Java's new String(bytes, UTF_8) shows bad bytes as U+FFFD (by its rule).
     try:
         key.encode("utf-8")
         return key
     except UnicodeEncodeError:
-        return key.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        return java_utf8(key.encode("utf-8", "surrogateescape"))
 
 
 def _headers_array(headers: list) -> pa.Array:

@@ -286,11 +286,14 @@ def test_log_tail_counts_whole_batches_and_follows_rolls(tmp_path):
 # --- columns ------------------------------------------------------------------------------
 
 def test_headers_keys_values_and_compression(tmp_path):
-    records = [(b"k1", b"v1", [("h", b"x"), ("\udcff-bad", None)]), (None, None, []), (b"", b"", [("e", b"")])]
+    records = [(b"k1", b"v1", [("h", b"x"), ("\udcff-bad", None), ("\udced\udca0\udc80s", None)]), (None, None, []),
+               (b"", b"", [("e", b"")])]
     path = write_partition(tmp_path / "h-0", [records], compression_type=LZ4)
     rows = read_direct(path)
     assert [(r["key"], r["value"]) for r in rows] == [(b"k1", b"v1"), (None, None), (b"", b"")]
-    assert rows[0]["headers"] == [{"key": "h", "value": b"x"}, {"key": "\ufffd-bad", "value": None}]
+    # bad UTF-8 as Java's decoder shows it: a UTF-8-encoded surrogate (ED A0 80) is one U+FFFD
+    assert rows[0]["headers"] == [{"key": "h", "value": b"x"}, {"key": "\ufffd-bad", "value": None},
+                                  {"key": "\ufffds", "value": None}]
     assert rows[1]["headers"] is None                       # no headers: null, as Spark's source
     assert rows[2]["headers"] == [{"key": "e", "value": b""}]
 
