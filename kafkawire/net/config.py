@@ -314,11 +314,25 @@ class ServerConfig:
     max_connections_per_ip: int
     max_connections_per_ip_overrides: tuple[tuple[str, int], ...]
     unknown_keys: tuple[str, ...] = field(default=())
-    # Listener security (kafkawire.net.security): listener name -> ListenerSecurity, and the raft
-    # client's ClientSecurity towards the first controller listener. Resolved and checked at load.
+    # Listener security (kafkawire.net.security): listener name -> ListenerSecurity, the raft
+    # client's ClientSecurity towards the first controller listener, the AuthorizerSettings (None:
+    # no authorizer). Resolved at load; a ConfigError found then is kept and raised by the
+    # accessors below when the node starts, as Kafka checks these when it builds its listeners.
     listener_security: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     controller_client_security: object = field(default=None, compare=False, hash=False, repr=False)
-    authorizer: object = field(default=None, compare=False, hash=False, repr=False)   # AuthorizerSettings or None
+    authorizer: object = field(default=None, compare=False, hash=False, repr=False)
+
+    def security_of(self, listener: str):
+        """The listener's ListenerSecurity (None if it is not a listener); raises its ConfigError."""
+        return _raise_deferred(self.listener_security.get(listener.upper()))
+
+    def raft_client_security(self):
+        """The ClientSecurity of the node's connections to controllers; raises its ConfigError."""
+        return _raise_deferred(self.controller_client_security)
+
+    def authorizer_settings(self):
+        """AuthorizerSettings, or None without authorizer.class.name; raises its ConfigError."""
+        return _raise_deferred(self.authorizer)
 
     @property
     def is_controller(self) -> bool:
@@ -404,17 +418,31 @@ def parse_server_config(text: str) -> ServerConfig:
         metadata_log_dir=values.get("metadata.log.dir") or log_dirs[0],
         log_dirs=log_dirs,
         unknown_keys=unknown,
-        listener_security={e.listener_name: security.resolve_listener_security(props, e.listener_name,
-                                                                                e.security_protocol)
+        listener_security={e.listener_name: _deferred(security.resolve_listener_security, props, e.listener_name,
+                                                      e.security_protocol)
                            for e in listeners},
-        authorizer=security.authorizer_settings(props),
+        authorizer=_deferred(security.authorizer_settings, props),
     )
     _validate(config, raw)
     if controller_names:
         name = controller_names[0]
-        config = dataclasses.replace(config, controller_client_security=security.controller_client_security(
-            props, name, protocols.get(name, "PLAINTEXT")))
+        config = dataclasses.replace(config, controller_client_security=_deferred(
+            security.controller_client_security, props, name, protocols.get(name, "PLAINTEXT")))
     return config
+
+
+def _deferred(resolve, *args):
+    """``resolve(*args)``, or the ConfigError it raised (kept for when the node starts)."""
+    try:
+        return resolve(*args)
+    except ConfigError as exc:
+        return exc
+
+
+def _raise_deferred(value):
+    if isinstance(value, ConfigError):
+        raise value
+    return value
 
 
 def _validate(c: ServerConfig, raw: dict) -> None:

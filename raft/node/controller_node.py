@@ -85,7 +85,7 @@ def raft_config_from(server: ServerConfig, directory_id, cluster_id: str) -> Raf
 def controller_client_options(config: ServerConfig) -> dict:
     """NetworkClient options for the node's connections to controllers: TLS and SASL as the first
     controller listener's security protocol and sasl.mechanism.controller.protocol say."""
-    security = config.controller_client_security
+    security = config.raft_client_security()
     if security is None or security.protocol == "PLAINTEXT":
         return {}
     options = {}
@@ -116,8 +116,7 @@ class ControllerNode:
         self._tasks: list[asyncio.Task] = []
         self.meta = None
         self._loaded = False
-        self.authorizer = None if config.authorizer is None else StandardAuthorizer(
-            config.authorizer, self._acls, self._metadata_loaded)
+        self.authorizer = None           # StandardAuthorizer, made at start (authorizer.class.name)
 
     # --- start ---------------------------------------------------------------------------------------
     def _read_meta(self):
@@ -144,8 +143,11 @@ class ControllerNode:
                              segment_bytes=c.metadata_log_segment_bytes, fsync=self.fsync)
         try:
             client_options = controller_client_options(c)
+            settings = c.authorizer_settings()
         except ConfigError as exc:
-            raise NodeStartError(f"the raft client's security: {exc}") from None
+            raise NodeStartError(str(exc)) from None
+        if settings is not None:
+            self.authorizer = StandardAuthorizer(settings, self._acls, self._metadata_loaded)
         client = NetworkClient(client_id=f"raft-client-{c.node_id}",
                                request_timeout_ms=c.controller_quorum_request_timeout_ms,
                                reconnect_backoff_ms=max(c.controller_quorum_retry_backoff_ms, 1),
@@ -195,7 +197,7 @@ class ControllerNode:
     def _make_server(self, endpoint, name: str) -> KafkaServer:
         c = self.config
         return KafkaServer({}, host=endpoint.host or "0.0.0.0", port=endpoint.port, listener_name=name,
-                           security=c.listener_security.get(name), scram_lookup=self._scram_credential,
+                           security=c.security_of(name), scram_lookup=self._scram_credential,
                            max_request_bytes=c.socket_request_max_bytes,
                            connections_max_idle_ms=c.connections_max_idle_ms,
                            admission=AdmissionLimits(

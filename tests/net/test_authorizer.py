@@ -77,11 +77,11 @@ BASE = ("process.roles=controller\nnode.id=1\ncontroller.quorum.voters=1@127.0.0
 
 
 def test_settings_from_server_properties():
-    assert parse_server_config(BASE).authorizer is None
+    assert parse_server_config(BASE).authorizer_settings() is None
     config = parse_server_config(BASE + "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
                                         "super.users=User:admin; User:controller\n"
                                         "allow.everyone.if.no.acl.found=TRUE\n")
-    assert config.authorizer == AuthorizerSettings(frozenset({"User:admin", "User:controller"}), True)
+    assert config.authorizer_settings() == AuthorizerSettings(frozenset({"User:admin", "User:controller"}), True)
     assert config.unknown_keys == ()
 
 
@@ -93,6 +93,7 @@ def test_settings_from_server_properties():
      "allow.everyone.if.no.acl.found=yes\n", "allow.everyone.if.no.acl.found"),
 ])
 def test_bad_settings_are_refused_naming_the_key(extra, key):
+    config = parse_server_config(BASE + extra)       # checked when the node starts, as Kafka's
     with pytest.raises(ConfigError) as info:
-        parse_server_config(BASE + extra)
+        config.authorizer_settings()
     assert info.value.key == key

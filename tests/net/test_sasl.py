@@ -60,7 +60,7 @@ async def authenticate(config, mechanism, user, password, ssl_context=None):
         seen.append(ctx.principal)
         return MetadataResponse()
 
-    async with KafkaServer({METADATA: handler}, security=config.listener_security["CONTROLLER"],
+    async with KafkaServer({METADATA: handler}, security=config.security_of("CONTROLLER"),
                            scram_lookup=lookup) as server:
         async with NetworkClient(request_timeout_ms=5000, ssl_context=ssl_context,
                                  sasl=lambda: SaslClient(mechanism, user, password)) as client:
@@ -100,7 +100,7 @@ def test_sasl_ssl_authenticates_over_tls(tmp_path):
 
 async def raw_exchange(config, steps):
     """Send each (request, version) on one raw connection; the answers (None: connection closed)."""
-    async with KafkaServer({METADATA: empty_metadata}, security=config.listener_security["CONTROLLER"],
+    async with KafkaServer({METADATA: empty_metadata}, security=config.security_of("CONTROLLER"),
                            scram_lookup=lookup) as server:
         conn = await RawConnection.open(server.port)
         answers = []
@@ -161,7 +161,7 @@ def test_handshake_v0_takes_raw_tokens():
     async def main():
         config = node_config()
         async with KafkaServer({METADATA: empty_metadata},
-                               security=config.listener_security["CONTROLLER"]) as server:
+                               security=config.security_of("CONTROLLER")) as server:
             conn = await RawConnection.open(server.port)
             await conn.send(SaslHandshakeRequest(mechanism="PLAIN"), 0, 1)
             await conn.read_frame(timeout=5)
@@ -181,10 +181,10 @@ def test_handshake_v0_takes_raw_tokens():
 ])
 def test_config_accepts_the_documented_example(extra, key, words):
     config = node_config(extra=extra)
-    security = config.listener_security["CONTROLLER"]
+    security = config.security_of("CONTROLLER")
     assert security.mechanisms == ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
     assert security.jaas["PLAIN"].users() == {"admin": "admin-secret", "alice": "alice-secret"}
-    client = config.controller_client_security
+    client = config.raft_client_security()
     assert (client.mechanism, client.username, client.password) == ("PLAIN", "admin", "admin-secret")
 
 
@@ -198,8 +198,9 @@ def test_sasl_configuration_refusals_name_the_key(text, key, words):
     base = ("process.roles=controller\nnode.id=1\ncontroller.quorum.voters=1@127.0.0.1:9093\n"
             "listeners=CONTROLLER://127.0.0.1:0\ncontroller.listener.names=CONTROLLER\n"
             "listener.security.protocol.map=CONTROLLER:SASL_PLAINTEXT\n")
+    config = parse_server_config(base + text)
     with pytest.raises(ConfigError) as info:
-        parse_server_config(base + text)
+        config.security_of("CONTROLLER")
     assert info.value.key == key and words in str(info.value)
 
 
@@ -208,10 +209,10 @@ def test_missing_jaas_and_unsupported_controller_mechanism_are_refused():
             "listeners=CONTROLLER://127.0.0.1:0\ncontroller.listener.names=CONTROLLER\n"
             "listener.security.protocol.map=CONTROLLER:SASL_PLAINTEXT\nsasl.enabled.mechanisms=PLAIN\n")
     with pytest.raises(ConfigError, match="listener.name.controller.plain.sasl.jaas.config: \\(unset\\) is required"):
-        parse_server_config(base)
+        parse_server_config(base).security_of("CONTROLLER")
     with_jaas = base + f"listener.name.controller.plain.sasl.jaas.config={PLAIN_JAAS}\n"
     with pytest.raises(ConfigError, match="sasl.mechanism.controller.protocol: 'GSSAPI' is not supported"):
-        parse_server_config(with_jaas)       # Kafka's default controller mechanism is GSSAPI
+        parse_server_config(with_jaas).raft_client_security()    # Kafka's default controller mechanism is GSSAPI
 
 
 def test_jaas_parser_reads_kafkas_syntax():

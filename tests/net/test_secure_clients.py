@@ -39,7 +39,7 @@ def security(protocol, pki):
                  f"listener.name.controller.plain.sasl.jaas.config={JAAS}\n"
                  "listener.name.controller.scram-sha-512.sasl.jaas.config="
                  "org.apache.kafka.common.security.scram.ScramLoginModule required;\n")
-    return parse_server_config(text).listener_security["CONTROLLER"]
+    return parse_server_config(text).security_of("CONTROLLER")
 
 
 def serve(log_dir, protocol, pki):

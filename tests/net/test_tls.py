@@ -55,7 +55,7 @@ async def principal_seen(server_config, client_config, **client_kwargs):
         seen.append(ctx.principal)
         return MetadataResponse()
 
-    security = server_config.listener_security["CONTROLLER"]
+    security = server_config.security_of("CONTROLLER")
     async with KafkaServer({METADATA: handler}, security=security) as server:
         ssl_context = client_ssl_context(client_config)
         async with NetworkClient(ssl_context=ssl_context, request_timeout_ms=5000, **client_kwargs) as client:
@@ -132,7 +132,7 @@ def test_hostname_check_follows_endpoint_identification(pki):
     async def connect(client_config):
         server_config = node_config(f"ssl.keystore.type=PEM\nssl.keystore.location={pki.elsewhere_pem}\n")
         async with KafkaServer({METADATA: empty_metadata},
-                               security=server_config.listener_security["CONTROLLER"]) as server:
+                               security=server_config.security_of("CONTROLLER")) as server:
             ctx = client_ssl_context(client_config)
             async with NetworkClient(ssl_context=ctx, request_timeout_ms=5000) as client:
                 return await client.connect(("127.0.0.1", server.port))
@@ -153,14 +153,15 @@ def test_hostname_check_follows_endpoint_identification(pki):
      "ssl.enabled.protocols", "TLSv1.2 and TLSv1.3"),
 ])
 def test_configuration_refusals_name_the_key(extra, key, words):
+    config = node_config(extra)          # read as Kafka reads it; refused when the listener starts
     with pytest.raises(ConfigError) as info:
-        node_config(extra)
+        config.security_of("CONTROLLER")
     assert info.value.key == key and words in str(info.value)
 
 
 def test_a_tls_listener_without_a_key_store_is_refused_when_it_starts():
     # As Kafka's SslFactory, at the listener's start (storage format reads the same file without it).
-    security = node_config("").listener_security["CONTROLLER"]
+    security = node_config("").security_of("CONTROLLER")
     with pytest.raises(ConfigError) as info:
         KafkaServer({}, security=security)
     assert info.value.key == "listener.name.controller.ssl.keystore.location"
@@ -170,16 +171,16 @@ def test_a_tls_listener_without_a_key_store_is_refused_when_it_starts():
 def test_unreadable_or_wrong_stores_are_refused_naming_the_key(pki, tmp_path):
     with pytest.raises(ConfigError, match="ssl.keystore.location: '/nonexistent.pem' cannot be read"):
         KafkaServer({}, security=node_config("ssl.keystore.type=PEM\nssl.keystore.location=/nonexistent.pem\n")
-                    .listener_security["CONTROLLER"])
+                    .security_of("CONTROLLER"))
     wrong = node_config(f"ssl.keystore.type=PKCS12\nssl.keystore.location={pki.server_p12}\n"
                         "ssl.keystore.password=wrong\n")
     with pytest.raises(ConfigError, match="is not a PKCS12 key store this password opens"):
-        KafkaServer({}, security=wrong.listener_security["CONTROLLER"])
+        KafkaServer({}, security=wrong.security_of("CONTROLLER"))
     not_a_key = tmp_path / "empty.pem"
     not_a_key.write_text("nothing here\n")
     with pytest.raises(ConfigError, match="does not hold a certificate chain and its private key"):
         KafkaServer({}, security=node_config(f"ssl.keystore.type=PEM\nssl.keystore.location={not_a_key}\n")
-                    .listener_security["CONTROLLER"])
+                    .security_of("CONTROLLER"))
 
 
 def test_security_keys_are_not_reported_unknown(pki, caplog):

@@ -173,16 +173,24 @@ def test_confluent_kafka_over_sasl_ssl(quorum):
         bad.list_topics(timeout=8)
 
 
-def test_server_start_refuses_an_unreadable_key_store_in_one_line(tmp_path):
+@pytest.mark.parametrize("properties, message", [
+    ({"listener.security.protocol.map": "CONTROLLER:SSL", "ssl.keystore.type": "PEM",
+      "ssl.keystore.location": "{tmp}/missing.pem"},
+     "ssl.keystore.location: '{tmp}/missing.pem' cannot be read: No such file or directory"),
+    ({"listener.security.protocol.map": "CONTROLLER:SASL_PLAINTEXT"},       # Kafka's default mechanism
+     "sasl.mechanism.controller.protocol: 'GSSAPI' is not supported by kafkawire"),
+    ({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"},
+     "authorizer.class.name: 'kafka.security.authorizer.AclAuthorizer' is not supported"),
+])
+def test_server_start_refuses_bad_security_in_one_line(tmp_path, properties, message):
+    """storage format reads the file as Kafka's does (these are checked when listeners are built);
+    server-start refuses it in one line naming the key."""
     import subprocess
     import sys
-    q = LocalQuorum(tmp_path, voters=1, properties={"listener.security.protocol.map": "CONTROLLER:SSL",
-                                                   "ssl.keystore.type": "PEM",
-                                                   "ssl.keystore.location": str(tmp_path / "missing.pem")})
-    q.format(mode="standalone")          # storage format does not open the key store, as Kafka's
+    q = LocalQuorum(tmp_path, voters=1, properties={k: v.format(tmp=tmp_path) for k, v in properties.items()})
+    q.format(mode="standalone")
     result = subprocess.run([sys.executable, "-m", "tools.cli", "server-start", q.config_path(1)],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
-    assert f"ssl.keystore.location: '{tmp_path / 'missing.pem'}' cannot be read: No such file or directory" \
-        in result.stderr
+    assert message.format(tmp=tmp_path) in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
