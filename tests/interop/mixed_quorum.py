@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import time
 from dataclasses import dataclass
 
@@ -35,9 +36,12 @@ class LeaderView:
 
 
 class MixedQuorum:
-    def __init__(self, base_dir, kinds: dict[int, str]):
+    def __init__(self, base_dir, kinds: dict[int, str], properties: dict | None = None):
         self.kinds = dict(kinds)
-        self.ours = LocalQuorum(os.path.join(base_dir, "kafkawire"), voters=len(kinds))
+        # Settings both implementations read alike (snapshot intervals, auto-join, ...).
+        self.properties = dict(properties or {})
+        self.ours = LocalQuorum(os.path.join(base_dir, "kafkawire"), voters=len(kinds),
+                                properties=self.properties)
         assert sorted(kinds) == self.ours.voter_ids, "node ids are 1..n"
         self.kafka: dict[int, KafkaNode] = {}
         self.base_dir = base_dir
@@ -58,7 +62,7 @@ class MixedQuorum:
             if self.kinds[i] == KAFKA:
                 node = KafkaNode(os.path.join(self.base_dir, f"kafka-{i}"), i, "controller",
                                  controller_port=self.ours.ports[i],
-                                 properties={"controller.quorum.voters": self.static_voters(),
+                                 properties={**self.properties, "controller.quorum.voters": self.static_voters(),
                                              "controller.quorum.bootstrap.servers": None})
                 node.format(self.ours.cluster_id)
                 self.kafka[i] = node
@@ -71,7 +75,8 @@ class MixedQuorum:
             if self.kinds[i] == KAFKA:
                 node = KafkaNode(os.path.join(self.base_dir, f"kafka-{i}"), i, "controller",
                                  controller_port=self.ours.ports[i],
-                                 properties={"controller.quorum.bootstrap.servers": self.ours.bootstrap_servers()})
+                                 properties={**self.properties,
+                                             "controller.quorum.bootstrap.servers": self.ours.bootstrap_servers()})
                 node.format(self.ours.cluster_id, mode)
                 self.kafka[i] = node
             else:
@@ -121,8 +126,20 @@ class MixedQuorum:
         proc = self.ours.processes.get(node_id)
         return proc is not None and proc.poll() is None
 
+    def pid(self, node_id: int) -> int:
+        return self.kafka[node_id].process.pid if self.kinds[node_id] == KAFKA else self.ours.processes[node_id].pid
+
+    def pause(self, node_id: int) -> None:
+        """SIGSTOP: the process keeps its sockets but answers nothing and its timers stop."""
+        os.kill(self.pid(node_id), signal.SIGSTOP)
+
+    def resume(self, node_id: int) -> None:
+        os.kill(self.pid(node_id), signal.SIGCONT)
+
     def kill_all(self) -> None:
         for i in self.ids:
+            if self.alive(i):
+                self.resume(i)          # a paused JVM would not die of its session's SIGKILL otherwise
             self.kill(i)
 
     def partition_dir(self, node_id: int) -> str:
