@@ -15,7 +15,10 @@ field outside the CRC, as Kafka's LogValidator does for uncompressed v2 batches)
 at the log end offset. The active segment is rolled when the append would take it past
 ``segment_bytes`` (Kafka's ``segment.bytes``; ``metadata.log.segment.bytes`` for
 __cluster_metadata), when its offset index is full, or when the offsets would not fit
-an int32 relative to its base offset. An append bigger than ``segment_bytes`` is refused
+an int32 relative to its base offset, or (with ``segment_ms``, Kafka's ``segment.ms``;
+``metadata.log.segment.ms`` for __cluster_metadata) when the new data's largest timestamp is
+more than ``segment_ms`` past the largest timestamp of the active segment's first batch (Kafka's
+LogSegment.shouldRoll with no jitter). An append bigger than ``segment_bytes`` is refused
 (RecordBatchTooLargeException in Kafka).
 
 Durability: appends reach the page cache; ``flush()`` fsyncs every segment written since
@@ -29,6 +32,7 @@ import bisect
 import os
 import re
 import struct
+import time
 
 from kafkawire.records import iter_batches
 
@@ -42,6 +46,9 @@ DEFAULT_SEGMENT_BYTES = 1 << 30
 _SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
+# v2 batch header: baseOffset 8, length 4, leader epoch 4, magic 1, crc 4, attributes 2,
+# lastOffsetDelta 4, baseTimestamp 8, then maxTimestamp.
+_MAX_TIMESTAMP_POSITION = 35
 
 
 class OffsetOutOfRangeError(ValueError):
@@ -60,8 +67,10 @@ class Log:
     def __init__(self, directory, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
                  index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
                  log_start_offset: int | None = None, recover_all: bool = False,
-                 contiguous_offsets: bool = False):
+                 contiguous_offsets: bool = False, segment_ms: int | None = None):
         self.directory = os.fspath(directory)
+        self.segment_ms = segment_ms
+        self._opened_ms: dict[int, float] = {}
         # A log that is never compacted (KRaft's) has no gaps: recovery cuts at the first one.
         self.contiguous_offsets = contiguous_offsets
         self.segment_bytes = segment_bytes
@@ -86,6 +95,7 @@ class Log:
     # -- segments --
 
     def _open_segment(self, base: int, *, recover: bool) -> LogSegment:
+        self._opened_ms[base] = time.time() * 1000
         kwargs = dict(index_interval_bytes=self.index_interval_bytes)
         stem = os.path.join(self.directory, f"{base:020d}")
         needs_rebuild = recover or not (os.path.exists(stem + ".index")
@@ -103,6 +113,7 @@ class Log:
         return seg
 
     def _new_segment(self, base: int) -> LogSegment:
+        self._opened_ms[base] = time.time() * 1000
         seg = LogSegment(self.directory, base, index_interval_bytes=self.index_interval_bytes,
                          create=True)
         self._dir_dirty = True
@@ -145,6 +156,20 @@ class Log:
         self._segments[new_base] = seg
         self._bases.append(new_base)
         return seg
+
+    def _reached_roll_ms(self, active: LogSegment, new_max_ts: int) -> bool:
+        """segment.ms: measured from the active segment's first batch's max timestamp to the
+        new data's; without timestamps, from when this process opened or made the segment (as
+        Kafka's LogSegment 'created' time)."""
+        if self.segment_ms is None or active.size == 0:
+            return False
+        with open(active.log_path, "rb") as f:
+            header = f.read(_MAX_TIMESTAMP_POSITION + 8)
+        first_ts = _INT64.unpack_from(header, _MAX_TIMESTAMP_POSITION)[0] if len(header) == 43 else -1
+        if first_ts >= 0:
+            return new_max_ts - first_ts > self.segment_ms
+        opened_ms = self._opened_ms.get(active.base_offset, time.time() * 1000)
+        return time.time() * 1000 - opened_ms > self.segment_ms
 
     # -- append --
 
@@ -191,6 +216,7 @@ class Log:
             raise ValueError(f"append data ends inside a batch at byte {it.tail.position}")
         active = self.active_segment
         if (active.size > 0 and active.size > self.segment_bytes - len(data)) \
+                or self._reached_roll_ms(active, max_ts) \
                 or active.offset_index.is_full or active.time_index.is_full \
                 or last_offset - active.base_offset > 0x7FFFFFFF:
             active = self.roll(first_offset)

@@ -140,7 +140,8 @@ class ControllerNode:
         self.meta = self._read_meta()
         raft_config = raft_config_from(c, self.meta.directory_id, self.meta.cluster_id)
         store = DiskLogStore(os.path.join(c.metadata_log_dir, METADATA_PARTITION_DIR),
-                             segment_bytes=c.metadata_log_segment_bytes, fsync=self.fsync)
+                             segment_bytes=c.metadata_log_segment_bytes, fsync=self.fsync,
+                             segment_ms=c.metadata_log_segment_ms)
         try:
             client_options = controller_client_options(c)
             settings = c.authorizer_settings()

@@ -52,14 +52,16 @@ def _to_file_id(snapshot_id: OffsetAndEpoch) -> SnapshotId:
 
 
 class DiskLogStore:
-    def __init__(self, directory, *, segment_bytes: int = 1 << 30, fsync: bool = True):
+    def __init__(self, directory, *, segment_bytes: int = 1 << 30, fsync: bool = True,
+                 segment_ms: int | None = None):
         self.directory = os.fspath(directory)
         self.fsync = fsync
         os.makedirs(self.directory, exist_ok=True)
         self._remove_partial_snapshots()
         self._snapshots = sorted((_to_id(s) for s in list_snapshots(self.directory)),
                                  key=lambda s: (s.offset, s.epoch))
-        self.log = Log(self.directory, segment_bytes=segment_bytes, contiguous_offsets=True)
+        self.log = Log(self.directory, segment_bytes=segment_bytes, contiguous_offsets=True,
+                       segment_ms=segment_ms)
         for report in self.log.recovery_reports:
             if report.truncated:
                 log.warning("log recovery cut %d bytes of %s: %s", report.truncated_bytes, report.file,

@@ -126,3 +126,19 @@ def test_too_large_append_is_refused(tmp_path):
     log = Log(tmp_path, segment_bytes=300)
     with pytest.raises(ValueError, match="larger than the segment size"):
         log.append(batch(size=400))
+
+
+def test_segment_ms_rolls_when_new_data_is_that_much_newer_than_the_first_batch(tmp_path):
+    """Kafka's segment.ms (metadata.log.segment.ms): the gap between the active segment's first
+    batch's max timestamp and the new batch's, not its size, rolls the segment."""
+    log = Log(tmp_path, segment_ms=1000)
+    log.append(batch(ts=10_000), assign_offsets=True)          # max timestamp 10_001
+    log.append(batch(ts=10_900), assign_offsets=True)          # 10_901 - 10_001 = 900: stays
+    log.append(batch(ts=11_000), assign_offsets=True)          # 1000: not more than segment.ms
+    assert len(log.segments) == 1
+    log.append(batch(ts=11_001), assign_offsets=True)          # 11_002 - 10_001 = 1001: rolls
+    assert [s.base_offset for s in log.segments] == [0, 6]
+    log.append(batch(ts=11_500), assign_offsets=True)          # measured from the new segment's first
+    assert len(log.segments) == 2
+    log.close()
+    assert len(Log(tmp_path).segments) == 2                     # without segment_ms: size only
