@@ -70,6 +70,15 @@ class WallClock:
         return self._last
 
 
+def snapshot_due(bytes_since: int, max_bytes: int, ms_since: int, max_interval_ms: int) -> bool:
+    """Kafka's SnapshotGenerator: metadata.log.max.record.bytes.between.snapshots replayed, or
+    metadata.log.max.snapshot.interval.ms elapsed, where an interval of 0 turns the time rule
+    off (it used to mean a snapshot on every tick here)."""
+    if bytes_since >= max_bytes:
+        return True
+    return max_interval_ms != 0 and ms_since >= max_interval_ms
+
+
 class RaftDriver:
     def __init__(self, config: RaftConfig, store: DiskLogStore, client: NetworkClient, *,
                  state_machine=None, seed: int | None = None, clock=None,
@@ -309,7 +318,8 @@ class RaftDriver:
             return
         if getattr(self.state_machine, "in_transaction", False):
             return      # an open metadata transaction is not in the image yet: snapshot after it
-        if self._bytes_since_snapshot < self.snapshot_min_bytes and now - self._last_snapshot_ms < self.snapshot_interval_ms:
+        if not snapshot_due(self._bytes_since_snapshot, self.snapshot_min_bytes,
+                            now - self._last_snapshot_ms, self.snapshot_interval_ms):
             return
         snapshots = self.store.snapshot_ids()
         if snapshots and snapshots[-1].offset >= self.applied_offset:
