@@ -175,6 +175,14 @@ class RaftDriver:
     def _step(self, event) -> None:
         if self.failure is not None:
             return
+        if self._append_queue and not isinstance(event, Propose):
+            # Appends queued before this input reach the core before it, as when every append
+            # stepped the core at once: nothing the input makes the core append (a VotersRecord,
+            # a LeaderChange) can come between, so an offset next_offset() gave stays true.
+            while self._append_queue and self.failure is None:
+                self._propose_queued_batch(event.now_ms)    # the input's time: the core's clock only goes on
+            if self.failure is not None:
+                return
         try:
             ready = self.core.step(event)
             self._apply(ready)
@@ -182,6 +190,12 @@ class RaftDriver:
             self.failure = exc
             log.critical("node %d stopping: %s", self.config.node_id, exc, exc_info=True)
             self.failed.set()
+            stopped = NodeFailed(str(exc))
+            for group in [*self._appends.values(), list(self._append_queue)]:
+                self._fail_appends(group, stopped)
+            self._appends.clear()
+            self._append_queue.clear()
+            self._queued_records = 0
 
     def _apply(self, ready: Ready) -> None:
         core = self.core
@@ -478,17 +492,19 @@ class RaftDriver:
         return await entry.future
 
     def _drain_appends(self) -> None:
-        """Hand the queued appends to the core as one Propose of at most max_batch_records
-        records (an append bigger than that goes alone); the rest wait for the next loop turn,
+        """Once per loop turn: one Propose of queued appends; the rest wait for the next turn,
         so requests that arrived meanwhile are answered in between."""
         self._drain_scheduled = False
-        if not self._append_queue:
+        if not self._append_queue or self.failure is not None:
             return
-        if self.failure is not None:
-            self._fail_appends(list(self._append_queue), NodeFailed(str(self.failure)))
-            self._append_queue.clear()
-            self._queued_records = 0
-            return
+        self._propose_queued_batch(self.clock())
+        if self._append_queue:
+            self._drain_scheduled = True
+            asyncio.get_running_loop().call_soon(self._drain_appends)
+
+    def _propose_queued_batch(self, now_ms: int) -> None:
+        """Hand the oldest queued appends to the core as one Propose of at most
+        max_batch_records records (an append bigger than that goes alone)."""
         group = [self._append_queue.popleft()]
         count = len(group[0].records)
         limit = self.config.max_batch_records
@@ -498,10 +514,7 @@ class RaftDriver:
         self._queued_records -= count
         token = next(self._tokens)
         self._appends[token] = group
-        self._step(Propose(self.clock(), token, tuple(r for entry in group for r in entry.records)))
-        if self._append_queue:
-            self._drain_scheduled = True
-            asyncio.get_running_loop().call_soon(self._drain_appends)
+        self._step(Propose(now_ms, token, tuple(r for entry in group for r in entry.records)))
 
     def _complete_appends(self, group, last_offset: int, now: int) -> None:
         """The appends of one committed Propose, in order: each resolves with its own last offset."""

@@ -133,3 +133,25 @@ def test_an_overloaded_leader_refuses_appends_past_its_queue_and_keeps_the_other
     assert accepted == [base + 1, base + 3, base + 5]          # 3 appends of 2 records: 6 queued
     assert all(isinstance(r, AppendQueueFull) and "limit 6" in str(r) for r in results[3:]) and refused == 2
     assert batches == [(base, base + 5)]                      # one Propose, one batch
+
+
+def test_queued_appends_reach_the_core_before_any_later_input(tmp_path):
+    """An append waits in the queue until the next loop turn, but any other input (here a
+    timer tick; a voter change would append a VotersRecord) first hands the queue to the
+    core: nothing comes between, so the offset next_offset() gave before the append holds."""
+    from raft.io import Tick
+
+    async def work(driver, recorder):
+        expected = driver.next_offset()
+        append = asyncio.ensure_future(driver.append([b"x", b"y"]))
+        await asyncio.sleep(0)                  # the append is queued; its drain has not run
+        queued_before_tick = driver.next_offset() - driver.core.log.end_offset - sum(
+            len(r) for _, r in driver.core.accumulator)
+        driver._step(Tick(driver.clock()))      # an input arrives first
+        proposed = driver.next_offset() - driver.core.log.end_offset - sum(
+            len(r) for _, r in driver.core.accumulator)
+        return expected, queued_before_tick, proposed, await asyncio.wait_for(append, 10)
+
+    expected, queued_before_tick, proposed, last = asyncio.run(single_voter(tmp_path / "p", 6, work))
+    assert (queued_before_tick, proposed) == (2, 0)     # in the driver's queue, then in the core
+    assert last == expected + 1
