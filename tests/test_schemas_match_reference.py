@@ -52,13 +52,39 @@ REQUIRED = (
     + [f"metadata/{name}" for name in _METADATA_RECORDS]
 )
 
+# Every request and response either reference ships, and the coordinator records of current Kafka.
+def _reference_names(folder: str, kinds: tuple[str, ...]) -> set[str]:
+    names = set()
+    for root in (TRUNK, KAFKA_39):
+        for path in (root / folder).glob("*.json") if (root / folder).is_dir() else []:
+            data = load_schema(path)
+            if data.get("type") in kinds and parse_versions(data.get("validVersions")):
+                names.add(SCHEMA_RENAMED_TO.get(path.stem, path.stem))
+    return names
+
+
 # Fields Kafka renamed without touching the wire format, as (schema, dotted path in 3.9) -> trunk name.
 # VoteRequest: KIP-996 (v2) renamed Candidate* to Replica*; v0-v1 bytes are unchanged.
+# ListConfigResources (KIP-1142) was ListClientMetricsResources in 3.9, with the same v0 bytes.
 RENAMED_SINCE_39 = {
     ("VoteRequest", "Topics.Partitions.CandidateEpoch"): "ReplicaEpoch",
     ("VoteRequest", "Topics.Partitions.CandidateId"): "ReplicaId",
     ("VoteRequest", "Topics.Partitions.CandidateDirectoryId"): "ReplicaDirectoryId",
+    ("ListConfigResourcesResponse", "ClientMetricsResources"): "ConfigResources",
+    ("ListConfigResourcesResponse", "ClientMetricsResources.Name"): "ResourceName",
+    ("TxnOffsetCommitRequest", "GenerationId"): "GenerationIdOrMemberEpoch",
 }
+# Struct types renamed with their field: (schema, dotted path in 3.9) -> trunk type.
+RETYPED_SINCE_39 = {("ListConfigResourcesResponse", "ClientMetricsResources"): "[]ConfigResource"}
+# Whole schemas renamed since 3.9: 3.9 name -> trunk name (the name check is then made on trunk only).
+SCHEMA_RENAMED_TO = {
+    "ListClientMetricsResourcesRequest": "ListConfigResourcesRequest",
+    "ListClientMetricsResourcesResponse": "ListConfigResourcesResponse",
+}
+SCHEMA_RENAMED_FROM = {new: old for old, new in SCHEMA_RENAMED_TO.items()}
+# Kafka 3.9 declares coordinator records as "data" whose version is the record type (the same
+# bytes as trunk's coordinator-key apiKey); they are compared with current Kafka only.
+COORDINATOR_FOLDERS = ("group-coordinator", "share-coordinator", "transaction-coordinator")
 
 MAX_VERSION = 1000
 
@@ -185,13 +211,14 @@ def is_struct_type(ftype: str) -> bool:
 
 
 class Schema:
-    def __init__(self, path: Path, renames: dict[str, str] | None = None):
+    def __init__(self, path: Path, renames: dict[str, str] | None = None, retypes: dict[str, str] | None = None):
         self.path = path
         self.data = load_schema(path)
         self.name = self.data.get("name", path.stem)
         self.valid = parse_versions(self.data.get("validVersions"))
         self.flexible = parse_versions(self.data.get("flexibleVersions", "none"))
         self.renames = renames or {}
+        self.retypes = retypes or {}
         self.common = {cs["name"]: cs for cs in self.data.get("commonStructs", [])}
 
     # -- per-version layout -------------------------------------------------------------------
@@ -216,7 +243,7 @@ class Schema:
             name = self.renames.get(f"{path}{f['name']}", f["name"])
             if v not in self.field_versions(f):
                 continue
-            ftype = f["type"]
+            ftype = self.retypes.get(f"{path}{f['name']}", f["type"])
             field_flex = parse_versions(f["flexibleVersions"]) if "flexibleVersions" in f else self.flexible
             sub = self.nested_fields(f)
             entry = {
@@ -246,7 +273,7 @@ class Schema:
         out = {}
         for f in self.data.get("fields", []) if fields is None else fields:
             name = self.renames.get(f"{path}{f['name']}", f["name"])
-            out[f"{key_path}{name}"] = normalize_default(f["type"], f)
+            out[f"{key_path}{name}"] = normalize_default(self.retypes.get(f"{path}{f['name']}", f["type"]), f)
             sub = self.nested_fields(f)
             if sub is not None:
                 out.update(self.all_defaults(sub, f"{path}{f['name']}.", f"{key_path}{name}."))
@@ -305,6 +332,20 @@ def renames_for(schema_name: str) -> dict[str, str]:
     return {path: new for (name, path), new in RENAMED_SINCE_39.items() if name == schema_name}
 
 
+def unstable_39_version(schema_name: str) -> int | None:
+    """The latest 3.9 version of an API whose 3.9 request marks it unstable (early access)."""
+    api = schema_name.removesuffix("Request").removesuffix("Response")
+    request = find_reference(KAFKA_39, SCHEMA_RENAMED_FROM.get(api + "Request", api + "Request"))
+    if request is None:
+        return None
+    data = load_schema(request)
+    return max(parse_versions(data["validVersions"])) if data.get("latestVersionUnstable") else None
+
+
+def retypes_for(schema_name: str) -> dict[str, str]:
+    return {path: new for (name, path), new in RETYPED_SINCE_39.items() if name == schema_name}
+
+
 @pytest.fixture(scope="module")
 def reference() -> Path:
     for p in (REFERENCE, TRUNK, KAFKA_39):
@@ -328,6 +369,21 @@ def test_every_reference_metadata_record_is_present(reference):
     assert not names - ours, f"metadata records missing from schemas/metadata: {sorted(names - ours)}"
 
 
+def test_every_reference_request_and_response_is_present(reference):
+    names = _reference_names("clients", ("request", "response"))
+    ours = {p.stem for p in (SCHEMAS / "clients").glob("*.json")}
+    assert len(names) >= 180, f"expected every API's request and response, found {len(names)}"
+    assert not names - ours, f"requests/responses missing from schemas/clients: {sorted(names - ours)}"
+
+
+@pytest.mark.parametrize("folder", COORDINATOR_FOLDERS)
+def test_every_coordinator_record_is_present(reference, folder):
+    names = {p.stem for p in (TRUNK / folder).glob("*.json")}
+    ours = {p.stem for p in (SCHEMAS / "coordinators" / folder).glob("*.json")}
+    assert names, f"no reference schemas in {TRUNK / folder}"
+    assert not names - ours, f"records missing from schemas/coordinators/{folder}: {sorted(names - ours)}"
+
+
 def _ids(paths):
     return [str(p.relative_to(SCHEMAS)) for p in paths]
 
@@ -349,16 +405,25 @@ def test_schema_matches_reference(reference, path: Path):
     name = path.stem
     refs = []
     trunk_path = find_reference(TRUNK, name)
-    old_path = find_reference(KAFKA_39, name)
-    if trunk_path:
+    coordinator = "coordinators" in path.relative_to(SCHEMAS).parts
+    old_path = None if coordinator else find_reference(KAFKA_39, SCHEMA_RENAMED_FROM.get(name, name))
+    if trunk_path and parse_versions(load_schema(trunk_path).get("validVersions")):
         refs.append(("Kafka trunk", Schema(trunk_path)))
+    else:
+        trunk_path = None       # absent, or a stub of an API Kafka 4.0 removed ("validVersions": "none")
     if old_path:
-        refs.append(("Kafka 3.9", Schema(old_path, renames_for(name))))
+        old = Schema(old_path, renames_for(name), retypes_for(name))
+        unstable = unstable_39_version(name)
+        if trunk_path and unstable in refs[0][1].valid:
+            old.valid = old.valid - {unstable}      # never shipped: current Kafka's layout counts
+        refs.append(("Kafka 3.9", old))
     assert refs, f"{path.name}: no reference schema named {name} under {TRUNK} or {KAFKA_39}"
 
     problems = []
     for label, ref in refs:
         for key in ("apiKey", "type", "name"):
+            if key == "name" and ref.name != name and SCHEMA_RENAMED_FROM.get(name) == ref.name:
+                continue
             if ours.data.get(key) != ref.data.get(key):
                 problems.append(f"{key} is {ours.data.get(key)!r}, {label} has {ref.data.get(key)!r}")
         if ours.flexible != ref.flexible:

@@ -124,7 +124,7 @@ def test_the_corpus_of_real_frames_is_there():
     assert len(REAL_FRAMES) >= 60 and {r for r, *_ in REAL_FRAMES} == {"request", "response"}
 
 
-@pytest.mark.parametrize("api_key", [8, 27, 99, 1000, -1, 32767])
+@pytest.mark.parametrize("api_key", [95, 99, 1000, -1, 32767])
 def test_a_response_to_an_api_without_a_schema_is_a_decode_error(api_key):
     with pytest.raises(KeyError):
         messages.by_api_key(api_key, "response")      # the premise: no schema for this key
