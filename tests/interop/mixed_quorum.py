@@ -36,10 +36,13 @@ class LeaderView:
 
 
 class MixedQuorum:
-    def __init__(self, base_dir, kinds: dict[int, str], properties: dict | None = None):
+    def __init__(self, base_dir, kinds: dict[int, str], properties: dict | None = None,
+                 node_properties: dict[int, dict] | None = None):
         self.kinds = dict(kinds)
-        # Settings both implementations read alike (snapshot intervals, auto-join, ...).
+        # Settings both implementations read alike (snapshot intervals, auto-join, ...), and
+        # per node on top of them.
         self.properties = dict(properties or {})
+        self.node_properties = {i: dict(p) for i, p in (node_properties or {}).items()}
         self.ours = LocalQuorum(os.path.join(base_dir, "kafkawire"), voters=len(kinds),
                                 properties=self.properties)
         assert sorted(kinds) == self.ours.voter_ids, "node ids are 1..n"
@@ -62,10 +65,13 @@ class MixedQuorum:
             if self.kinds[i] == KAFKA:
                 node = KafkaNode(os.path.join(self.base_dir, f"kafka-{i}"), i, "controller",
                                  controller_port=self.ours.ports[i],
-                                 properties={**self.properties, "controller.quorum.voters": self.static_voters(),
+                                 properties={**self.properties, **self.node_properties.get(i, {}),
+                                             "controller.quorum.voters": self.static_voters(),
                                              "controller.quorum.bootstrap.servers": None})
                 node.format(self.ours.cluster_id)
                 self.kafka[i] = node
+            elif i in self.node_properties:
+                self.ours.write_config(i, **self.node_properties[i])
 
     def format_dynamic(self, standalone: int) -> None:
         """kraft.version 1: node ``standalone`` formatted --standalone, every other node
@@ -75,12 +81,12 @@ class MixedQuorum:
             if self.kinds[i] == KAFKA:
                 node = KafkaNode(os.path.join(self.base_dir, f"kafka-{i}"), i, "controller",
                                  controller_port=self.ours.ports[i],
-                                 properties={**self.properties,
+                                 properties={**self.properties, **self.node_properties.get(i, {}),
                                              "controller.quorum.bootstrap.servers": self.ours.bootstrap_servers()})
                 node.format(self.ours.cluster_id, mode)
                 self.kafka[i] = node
             else:
-                config = self.ours.write_config(i)
+                config = self.ours.write_config(i, **self.node_properties.get(i, {}))
                 self.ours._kafkawire("storage", "format", f"--cluster-id={self.ours.cluster_id}", "--config",
                                      config, mode)
 

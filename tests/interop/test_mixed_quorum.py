@@ -16,8 +16,8 @@ MAX_KILLS = 16
 def mixed(request, tmp_path, kafka_libs):
     quorums = []
 
-    def make(kinds):
-        q = MixedQuorum(str(tmp_path), kinds)
+    def make(kinds, **kwargs):
+        q = MixedQuorum(str(tmp_path), kinds, **kwargs)
         quorums.append(q)
         return q
     yield make

@@ -1,0 +1,91 @@
+"""Mixed quorums of Apache Kafka 4.3.1 and kafkawire controllers: KIP-853 across implementations.
+
+Auto-join: a standalone controller of one kind, and controllers of the other kind formatted
+--no-initial-controllers with controller.quorum.auto.join.enable=true, which add themselves
+(AddRaftVoter) without any tool. The kraft.version 0 -> 1 upgrade of a mixed static quorum by
+Kafka's FeatureCommand; afterwards both tools' `describe --status` name every voter's directory
+id, and a later add-controller works."""
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.interop.kafka_procs import FEATURES, METADATA_QUORUM
+from tests.interop.mixed_quorum import KAFKA, OURS
+from tests.interop.test_mixed_quorum import assert_logs_agree, mixed  # noqa: F401 (fixture)
+
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
+
+
+def ours(*args) -> subprocess.CompletedProcess:
+    """`kafkawire ARGS` as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "tools.cli", *map(str, args)], capture_output=True, text=True,
+                          timeout=120)
+
+
+def describe_status(kafka_tool, bootstrap: str) -> dict[str, str]:
+    """Kafka's and our `metadata-quorum describe --status`, each as {field: value}; they must agree
+    on every field that does not move with time."""
+    kafka = kafka_tool(METADATA_QUORUM, "--bootstrap-controller", bootstrap, "describe", "--status", timeout=120)
+    mine = ours("metadata-quorum", "--bootstrap-controller", bootstrap, "describe", "--status")
+    assert kafka.returncode == 0, kafka.stderr[-2000:]
+    assert mine.returncode == 0, mine.stderr[-2000:]
+    parsed = {}
+    for name, result in (("kafka", kafka), ("kafkawire", mine)):
+        parsed[name] = dict(line.split(":", 1) for line in result.stdout.splitlines() if ":" in line)
+        parsed[name] = {k.strip(): v.strip() for k, v in parsed[name].items()}
+    steady = ("ClusterId", "LeaderId", "LeaderEpoch", "CurrentVoters", "CurrentObservers")
+    for field in steady:
+        assert parsed["kafka"].get(field) == parsed["kafkawire"].get(field), \
+            f"{field}: Kafka {parsed['kafka'].get(field)!r} vs ours {parsed['kafkawire'].get(field)!r}"
+    return parsed["kafka"]
+
+
+def voter_directory_ids(status: dict[str, str]) -> dict[int, str | None]:
+    return {v["id"]: v.get("directoryId") for v in json.loads(status["CurrentVoters"])}
+
+
+@pytest.mark.parametrize("standalone_kind", [KAFKA, OURS])
+def test_controllers_of_the_other_kind_auto_join_a_standalone_controller(mixed, kafka_tool,  # noqa: F811
+                                                                         standalone_kind):
+    other = OURS if standalone_kind == KAFKA else KAFKA
+    q = mixed({1: standalone_kind, 2: other, 3: other},
+              properties={"controller.quorum.auto.join.enable": "true"})
+    q.format_dynamic(standalone=1)
+    q.start_all()
+    q.wait_for_voters([1, 2, 3], 90)
+    view = q.wait_for_catch_up(90)
+    assert_logs_agree(q, view)
+    status = describe_status(kafka_tool, q.address(view.leader_id))
+    ids = voter_directory_ids(status)
+    assert sorted(ids) == [1, 2, 3] and all(d and d != ZERO_UUID for d in ids.values()), status
+    assert json.loads(status["CurrentObservers"]) == [], status
+
+
+def test_kafkas_feature_command_upgrades_kraft_version_of_a_mixed_static_quorum(mixed, kafka_tool):  # noqa: F811
+    q = mixed({1: KAFKA, 2: OURS, 3: KAFKA})
+    q.format_static()
+    q.start_all()
+    view = q.wait_for_catch_up(90)
+    before = describe_status(kafka_tool, q.address(view.leader_id))
+    assert set(voter_directory_ids(before).values()) <= {None, ZERO_UUID}, before
+
+    upgraded = kafka_tool(FEATURES, "--bootstrap-controller", q.address(view.leader_id), "upgrade",
+                          "--feature", "kraft.version=1", timeout=120)
+    assert upgraded.returncode == 0, upgraded.stderr[-2000:] + upgraded.stdout
+    assert upgraded.stdout.strip() == "kraft.version was upgraded to 1.", upgraded.stdout
+    described = kafka_tool(FEATURES, "--bootstrap-controller", q.address(view.leader_id), "describe", timeout=120)
+    assert re.search(r"Feature: kraft.version\s+SupportedMinVersion: 0\s+SupportedMaxVersion: 1\s+"
+                     r"FinalizedVersionLevel: 1\s", described.stdout), described.stdout
+
+    view = q.wait_for_catch_up(60)
+    after = describe_status(kafka_tool, q.address(view.leader_id))
+    ids = voter_directory_ids(after)
+    assert sorted(ids) == [1, 2, 3] and all(d and d != ZERO_UUID for d in ids.values()), after
+    # Each voter's id is the one its own storage tool wrote in meta.properties.
+    for i in q.ids:
+        meta = open(f"{q.partition_dir(i)}/../meta.properties").read()
+        assert f"directory.id={ids[i]}" in meta, (i, ids[i], meta)
+    assert_logs_agree(q, view)

@@ -1,0 +1,154 @@
+"""Mixed quorums of Apache Kafka 4.3.1 and kafkawire controllers: snapshots across implementations.
+
+Node 1 (one kind) leads alone, then two controllers of the other kind auto-join. Every node
+snapshots every second and keeps little log (segments roll each second, retention of a second),
+except node 2, which makes no snapshot of its own. Node 2 is killed -9; once the leader's log
+starts past node 2's log end, node 2 comes back and can only catch up by FetchSnapshot: the
+snapshot it installs is the leader's file byte for byte (and reads alike in Kafka's
+DumpLogSegments and our dump-log), and node 2, restarted once more, loads it and follows."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from kafkawire.records import iter_batches
+from raft.node.local_quorum import QuorumError
+from tests.interop.kafka_procs import DUMP_LOG_SEGMENTS
+from tests.interop.mixed_quorum import KAFKA, OURS, MixedQuorum
+from tests.interop.test_mixed_quorum import assert_logs_agree, mixed  # noqa: F401 (fixture)
+
+SNAPSHOTTING = {
+    "controller.quorum.auto.join.enable": "true",
+    "metadata.log.max.record.bytes.between.snapshots": "4096",
+    "metadata.log.max.snapshot.interval.ms": "1000",
+    "metadata.log.segment.ms": "1000",          # metadata.log.segment.bytes cannot go below 8 MiB
+    "metadata.max.retention.ms": "1000",
+    "metadata.max.retention.bytes": "1024",
+}
+# Node 2 snapshots nothing itself (interval 0 turns the time rule off): every snapshot it holds
+# after its restart was fetched.
+NO_SNAPSHOTS = {"metadata.log.max.snapshot.interval.ms": "0",
+                "metadata.log.max.record.bytes.between.snapshots": str(1 << 40)}
+CHECKPOINT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def checkpoints(directory: str) -> dict[str, int]:
+    """{file name: snapshot end offset} of the finished snapshots in a partition directory."""
+    out = {}
+    for name in os.listdir(directory):
+        m = CHECKPOINT.match(name)
+        if m:
+            out[name] = int(m.group(1))
+    return out
+
+
+def log_start(directory: str) -> int:
+    return min(int(n[:20]) for n in os.listdir(directory) if n.endswith(".log"))
+
+
+def log_end(directory: str) -> int:
+    end = 0
+    for name in os.listdir(directory):
+        if name.endswith(".log"):
+            with open(os.path.join(directory, name), "rb") as f:
+                for batch in iter_batches(f.read()):
+                    end = max(end, batch.last_offset + 1)
+    return end
+
+
+class SnapshotStash:
+    """Copies every finished snapshot of a directory as it appears, since retention deletes
+    them within seconds (Kafka renames them .deleted, kafkawire removes them)."""
+
+    def __init__(self, source: str, target: str):
+        self.source, self.target = source, target
+        os.makedirs(target, exist_ok=True)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            for name in checkpoints(self.source):
+                if not os.path.exists(os.path.join(self.target, name)):
+                    try:
+                        shutil.copyfile(os.path.join(self.source, name), os.path.join(self.target, name))
+                    except OSError:
+                        pass        # deleted between the listing and the copy
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+def wait_until(predicate, timeout_s: float, what: str, q: MixedQuorum):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise QuorumError(f"{what} within {timeout_s} s\n{q.log_tails()}")
+
+
+def dumps(kafka_tool, path: str) -> tuple[str, str]:
+    """Kafka's DumpLogSegments and our dump-log of one snapshot file, without the path line."""
+    kafka = kafka_tool(DUMP_LOG_SEGMENTS, "--cluster-metadata-decoder", "--files", path, check=True)
+    ours = subprocess.run([sys.executable, "-m", "tools.cli", "dump-log", "--cluster-metadata-decoder", "--files",
+                           path], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert ours.returncode == 0, ours.stderr[-2000:]
+    drop_path = lambda text: "\n".join(line for line in text.splitlines() if not line.startswith("Dumping "))  # noqa
+    return drop_path(kafka.stdout), drop_path(ours.stdout)
+
+
+@pytest.mark.parametrize("leader_kind", [KAFKA, OURS])
+def test_a_follower_of_the_other_kind_catches_up_by_fetch_snapshot(mixed, kafka_tool, leader_kind):  # noqa: F811
+    other = OURS if leader_kind == KAFKA else KAFKA
+    q = mixed({1: leader_kind, 2: other, 3: other}, properties=SNAPSHOTTING, node_properties={2: NO_SNAPSHOTS})
+    q.format_dynamic(standalone=1)
+    q.start_all()
+    q.wait_for_voters([1, 2, 3], 90)
+    q.wait_for_catch_up(90)
+    leader_dir, follower_dir = q.partition_dir(1), q.partition_dir(2)
+    stash = SnapshotStash(leader_dir, os.path.join(q.base_dir, "leader-snapshots"))
+    try:
+        q.kill(2)
+        behind = log_end(follower_dir)
+        wait_until(lambda: log_start(leader_dir) > behind, 60,
+                   f"the {leader_kind} leader's log did not start past node 2's end {behind}", q)
+        q.start(2)
+        installed = wait_until(lambda: {n: o for n, o in checkpoints(follower_dir).items() if o > behind}, 60,
+                               f"node 2 ({other}) installed no snapshot past {behind}", q)
+        view = q.wait_for_catch_up(60)
+    finally:
+        stash.stop()
+    name = min(installed, key=installed.get)
+    with open(os.path.join(follower_dir, name), "rb") as f:
+        fetched = f.read()
+    with open(os.path.join(stash.target, name), "rb") as f:
+        assert fetched == f.read(), f"node 2's {name} differs from the leader's"
+    kafka_on_leader, ours_on_leader = dumps(kafka_tool, os.path.join(stash.target, name))
+    kafka_on_follower, ours_on_follower = dumps(kafka_tool, os.path.join(follower_dir, name))
+    assert kafka_on_leader == kafka_on_follower and ours_on_leader == ours_on_follower
+    assert "KRaftVoters" in kafka_on_leader and "FEATURE_LEVEL_RECORD" in kafka_on_leader, kafka_on_leader[:2000]
+    assert log_start(follower_dir) >= installed[name]
+
+    # Restarted, node 2 loads the other implementation's snapshot and follows again.
+    q.kill(2)
+    q.start(2)
+    time.sleep(2)
+    view = q.wait_for_catch_up(90)
+    assert q.alive(2)
+    assert view.log_end_offsets[2] >= view.high_watermark
+    if other == KAFKA:
+        errors = [line for line in q.kafka[2].log_text().splitlines() if " ERROR " in line or "FaultHandler" in line]
+        assert not errors, "\n".join(errors[:20])
+    print(f"{leader_kind} leader: node 2 ({other}) was at {behind}, installed {name} "
+          f"({len(fetched)} bytes, identical), {len(kafka_on_leader.splitlines())} lines of DumpLogSegments; "
+          f"after a restart it followed to {view.log_end_offsets[2]}")
