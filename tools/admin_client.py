@@ -51,7 +51,8 @@ from kafkawire.protocol.errors import UnsupportedVersionError
 log = logging.getLogger("kafkawire.admin")
 
 __all__ = ["ToolError", "KafkaApiError", "AdminConfig", "Admin", "exception_class_name", "load_properties",
-           "parse_bootstrap", "run_sync", "admin_config", "add_connection_arguments", "connection_options"]
+           "parse_bootstrap", "run_sync", "admin_config", "add_connection_arguments", "connection_options",
+           "show_warnings"]
 
 ENDPOINT_TYPE_BROKER = 1
 ENDPOINT_TYPE_CONTROLLER = 2
@@ -255,6 +256,7 @@ class Admin:
         return ``handle_response(response)``; retry what is retriable until the deadline."""
         deadline = time.monotonic() + self.config.default_api_timeout_ms / 1000
         tries, last_error = 0, None
+        failed_attempts = 0             # what the WARN lines count: connections too, not only requests sent
         next_allowed_try_ms = 0         # Kafka's Call.nextAllowedTryMs: the last failure plus its backoff
         while True:
             remaining_ms = int((deadline - time.monotonic()) * 1000)
@@ -287,9 +289,15 @@ class Admin:
                 self._active = None          # look the active controller up again
             backoff_ms = self._backoff_ms(tries)
             next_allowed_try_ms = int(time.time() * 1000 + backoff_ms)
-            # What the call waits for, for a caller that shows INFO (the tools show WARN and up,
-            # as Kafka's tools-log4j: their stderr stays what Kafka's tools print).
-            log.info("%s failed: %s; retrying in %d ms", name, last_error, backoff_ms)
+            if not getattr(last_error, "warned", False):
+                # A node that cannot be reached is one WARN line per failed attempt, as Kafka's
+                # NetworkClient logs "Connection to node -1 ... could not be established", with
+                # what bounds the wait; an error answer retried (NOT_CONTROLLER) is INFO, as
+                # Kafka's Admin keeps its retries to DEBUG.
+                level = logging.WARNING if isinstance(last_error, TransportError) else logging.INFO
+                failed_attempts += 1
+                log.log(level, "%s: attempt %d failed: %s; %s", name, failed_attempts, last_error,
+                        self._what_next(backoff_ms, deadline))
             await self._sleep(backoff_ms, deadline)
 
     async def describe_cluster(self):
@@ -350,11 +358,13 @@ class Admin:
             # Unattached voter cut off from the quorum) while the others know the leader.
             self._bootstrap_index = (self._bootstrap_index + 1) % len(self.config.bootstrap)
             following = self.config.bootstrap[self._bootstrap_index]
-            log.warning("bootstrap controller %s:%s knows no active controller; asking %s:%s next",
-                        *peer, *following)
-            raise KafkaApiError(Errors.NOT_CONTROLLER,
-                                f"{peer[0]}:{peer[1]} knows no active controller (DescribeCluster ControllerId "
-                                f"{response.controller_id})", retriable=True)
+            log.warning("bootstrap controller %s:%s knows no active controller; asking %s:%s next (the call "
+                        "gives up after %d ms: --timeout MS)", *peer, *following, self.config.default_api_timeout_ms)
+            error = KafkaApiError(Errors.NOT_CONTROLLER,
+                                  f"{peer[0]}:{peer[1]} knows no active controller (DescribeCluster ControllerId "
+                                  f"{response.controller_id})", retriable=True)
+            error.warned = True         # said above: the retry loop does not say it again
+            raise error
         self._active = active
 
     async def _fetch_broker_metadata(self, deadline) -> None:
@@ -401,6 +411,14 @@ class Admin:
         return response
 
     # -- timing --
+
+    def _what_next(self, backoff_ms: float, deadline) -> str:
+        left_ms = int((deadline - time.monotonic()) * 1000)
+        how = (f"the call's timeout is {self.config.default_api_timeout_ms} ms: change it with --timeout MS or "
+               f"default.api.timeout.ms in --command-config")
+        if left_ms <= backoff_ms:
+            return f"giving up; {how}"
+        return f"trying again in {int(backoff_ms)} ms, giving up in {left_ms} ms; {how}"
 
     def _backoff_ms(self, tries: int) -> float:
         """ExponentialBackoff(retry.backoff.ms, 2, retry.backoff.max.ms, 0.2)."""
@@ -458,6 +476,44 @@ def connection_options(args, *, with_properties: bool = True) -> tuple[str, dict
     if with_properties:
         options["properties"] = load_properties(args.command_config) if args.command_config else None
     return args.bootstrap_controller or args.bootstrap_server, options
+
+
+class _CurrentStderrHandler(logging.StreamHandler):
+    """Writes to whatever sys.stderr is when a record comes (a test may swap it)."""
+
+    def __init__(self):
+        super().__init__()
+
+    @property
+    def stream(self):
+        import sys
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value):
+        pass
+
+
+class _KafkaToolsFormatter(logging.Formatter):
+    def format(self, record):
+        record.kafka_level = "WARN" if record.levelno == logging.WARNING else record.levelname   # log4j's name
+        return super().format(record)
+
+
+def show_warnings() -> None:
+    """Show WARN and above on stderr in the layout of Kafka's tools-log4j (``[2026-01-01
+    12:00:00,000] WARN <message> (<logger>)``): what a tool is trying while it waits. Called by
+    the network tools' run(); idempotent."""
+    root = logging.getLogger()
+    if any(getattr(h, "kafkawire_tool_warnings", False) for h in root.handlers):
+        return
+    handler = _CurrentStderrHandler()
+    handler.setFormatter(_KafkaToolsFormatter("[%(asctime)s] %(kafka_level)s %(message)s (%(name)s)"))
+    handler.setLevel(logging.WARNING)
+    handler.kafkawire_tool_warnings = True
+    root.addHandler(handler)
+    if root.level == logging.NOTSET or root.level > logging.WARNING:
+        root.setLevel(logging.WARNING)
 
 
 def run_sync(coro):

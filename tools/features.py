@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from kafkawire import feature_versions as fv
 from kafkawire.protocol.error_codes import Errors
 from tools.admin_client import (Admin, KafkaApiError, ToolError, add_connection_arguments, admin_config,
-                                connection_options, run_sync)
+                                connection_options, run_sync, show_warnings)
 
 COMMAND = "features"
 HELP = "describe and change the cluster's feature levels, as kafka-features does"
@@ -333,6 +333,7 @@ def run(args: argparse.Namespace) -> int:
         print("Command line error: You must specify either --bootstrap-controller or --bootstrap-server.. "
               "Type --help for help.", file=sys.stderr, end="")    # Kafka's printf ends no line
         return 1
+    show_warnings()             # each failed attempt while waiting, as Kafka's client logs it
     try:
         bootstrap, options = connection_options(args)
         if args.features_command == "describe":

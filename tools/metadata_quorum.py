@@ -52,7 +52,8 @@ from dataclasses import dataclass, field
 
 from kafkawire.protocol.error_codes import Errors
 from tools.admin_client import (Admin, KafkaApiError, ToolError, add_connection_arguments, admin_config,
-                                connection_options, load_properties, not_controller_check, run_sync)
+                                connection_options, load_properties, not_controller_check, run_sync,
+                                show_warnings)
 
 COMMAND = "metadata-quorum"
 HELP = "describe the KRaft metadata quorum, add and remove controllers, as kafka-metadata-quorum does"
@@ -518,6 +519,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    show_warnings()             # each failed attempt while waiting, as Kafka's client logs it
     try:
         print(_execute(args))
         return 0

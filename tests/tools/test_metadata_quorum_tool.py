@@ -457,15 +457,27 @@ def test_kafka_uuid_from_string(text, outcome):
 
 # --- connections, timeouts, flags -----------------------------------------------------------------
 
-def test_refused_connection_is_one_line_after_the_timeout(capsys):
+def _attempt_warnings(err: str) -> list[str]:
+    """The WARN lines of failed attempts (issue 20, item 6), in Kafka's tools-log4j layout."""
+    lines = err.splitlines()[:-1]
+    assert lines and all(re.fullmatch(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] WARN .* \(kafkawire\.admin\)", line)
+                         for line in lines), err
+    assert all("--timeout MS" in line for line in lines), err
+    return lines
+
+
+def test_refused_connection_says_each_attempt_then_one_error_line(capsys):
     port = closed_port()
     rc, out, err = kafkawire(capsys, "metadata-quorum", "--bootstrap-controller", f"127.0.0.1:{port}",
                              "--timeout", "300", "describe", "--status")
     assert (rc, out) == (1, "")
-    assert err.count("\n") == 1
-    assert err.startswith("org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a node assignment. "
-                          "Call: listNodes (last error: ")
-    assert f"127.0.0.1:{port}" in err and "refused" in err
+    warnings = _attempt_warnings(err)
+    assert all(f"127.0.0.1:{port}" in line and "refused" in line for line in warnings)
+    assert "listNodes: attempt 1 failed: " in warnings[0]
+    last = err.splitlines()[-1]
+    assert last.startswith("org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a node assignment. "
+                           "Call: listNodes (last error: ")
+    assert f"127.0.0.1:{port}" in last and "refused" in last
 
 
 def test_silent_peer_times_out(capsys):
@@ -473,9 +485,9 @@ def test_silent_peer_times_out(capsys):
         rc, out, err = kafkawire(capsys, "metadata-quorum", "--bootstrap-server", peer.address, "--timeout", "400",
                                  "describe", "--replication")
     assert (rc, out) == (1, "")
-    assert err.count("\n") == 1
-    assert err.startswith("org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a node assignment. "
-                          "Call: describeMetadataQuorum")
+    assert "giving up; the call's timeout is 400 ms" in _attempt_warnings(err)[-1]
+    assert err.splitlines()[-1].startswith("org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a "
+                                           "node assignment. Call: describeMetadataQuorum")
 
 
 @pytest.mark.parametrize("bootstrap, message", [
