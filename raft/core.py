@@ -272,6 +272,13 @@ class RaftCore:
         hw = self.quorum.high_watermark()
         return hw is not None and self.control.voter_set_at(hw - 1).is_voter(key)
 
+    def _log_ends_before(self, last_epoch: int, last_offset: int) -> bool:
+        """Whether a candidate's log ends beyond ours. Then it may hold the VotersRecord adding
+        it that we have not fetched yet, and our not knowing it as a voter proves nothing: the
+        vote goes on as in Kafka, which never asks. (Seeds 2002899 and 2002953: a lagging voter
+        refused the only replica that could lead, and the quorum stayed leaderless.)"""
+        return OffsetAndEpoch(last_epoch, last_offset) > self.log.end_offset_and_epoch()
+
     def _send(self, destination: int, address: tuple[str, int] | None, body, api: str) -> None:
         cid = self.requests.next_correlation_id()
         self.requests.on_sent(destination, cid, api, self.now_ms)
@@ -505,8 +512,14 @@ class RaftCore:
         known = self.quorum.leader_id()
         if epoch == self.quorum.epoch and known == leader_id:
             return NONE
+        voted = self.quorum.voted_key()
         if epoch == self.quorum.epoch and known is not None:
             reason = f"epoch {epoch} already has leader {known}"
+        elif epoch == self.quorum.epoch and voted is not None and voted.id == leader_id:
+            # The candidate we voted for in this epoch won. A voter that lags may not know it
+            # as a voter yet (its VotersRecord unfetched) and still granted the vote, its log
+            # being ahead; refusing its BeginQuorumEpoch left such a voter leaderless.
+            return NONE
         elif leader_id == self.quorum.local_id:
             reason = f"it names us leader of epoch {epoch}, which we did not lead"
         elif not self._is_known_voter(ReplicaKey(leader_id)):
@@ -565,7 +578,7 @@ class RaftCore:
         if candidate.id == self.quorum.local_id:
             self._warn(f"refused a Vote at epoch {partition.replica_epoch} claiming our own id {candidate.id}")
             return reply(error=int(Errors.INVALID_REQUEST))
-        if not self._is_known_voter(candidate):
+        if not self._is_known_voter(candidate) and not self._log_ends_before(last_epoch, last_offset):
             self._warn(f"rejected a Vote at epoch {partition.replica_epoch} from {candidate}, not a voter")
             self.counters["votes_rejected"] += 1
             return reply(granted=False)

@@ -229,6 +229,46 @@ def voter_being_added_keeps_what_it_acknowledged(seed: int) -> Simulation:
     return sim
 
 
+def lagging_voter_votes_for_a_voter_it_does_not_know(seed: int) -> Simulation:
+    """Seeds 2002899 and 2002953: a voter that has not fetched the VotersRecord adding a new
+    voter must still vote for it when its log is ahead (Kafka's Vote handler does not ask
+    whether it knows the candidate). Voters {L, F} (one removed), F cut off while node 4 is
+    added, then L goes down: only node 4 can lead {L, F, 4}, and only with F's vote."""
+    sim = _quiet(seed, voters=3, observers=1)
+    _run_until(sim, 5000, lambda: _leader(sim) is not None, "a first leader")
+    _commit_one(sim, "a commit before the voter changes")
+    leader = _leader(sim)
+
+    def committed_change():
+        return (leader.core.high_watermark() or 0) > (leader.core.control.last_voter_set_offset() or 0)
+    removed = next(sim.nodes[i] for i in sorted(_voter_ids(leader)) if i != leader.node_id)
+    sim.admin_change("remove", removed.node_id)
+    _run_until(sim, 10_000, lambda: removed.node_id not in _voter_ids(leader) and committed_change(),
+               f"node {removed.node_id} removed, committed")
+    lagging = next(sim.nodes[i] for i in sorted(_voter_ids(leader)) if i != leader.node_id)
+    sim.blocked = {(leader.node_id, lagging.node_id), (lagging.node_id, leader.node_id)}
+    new_voter = sim.nodes[4]
+    retry = {"at": 0}
+
+    def added():
+        if new_voter.node_id in _voter_ids(leader):
+            return committed_change()
+        if leader.core.reconfig.pending is None and sim.now >= retry["at"]:
+            retry["at"] = sim.now + 500
+            sim.admin_change("add", new_voter.node_id)
+        return False
+    _run_until(sim, 10_000, added, f"node {new_voter.node_id} added while node {lagging.node_id} is cut off")
+    expect(new_voter.node_id not in _voter_ids(lagging), f"node {lagging.node_id} has not seen node "
+           f"{new_voter.node_id} added", sim)
+    sim._crash(leader, 60_000)
+    sim.blocked.clear()
+    _run_until(sim, 10_000, lambda: any(n.alive and isinstance(n.core.state, Leader) and n is not leader
+                                          for n in sim.nodes.values()),
+               f"node {new_voter.node_id} or {lagging.node_id} leads while node {leader.node_id} is down")
+    _commit_one(sim, "commits without the old leader")
+    return sim
+
+
 def node_replacement(seed: int) -> Simulation:
     """A voter dies for good: the operator removes it and adds a new node (an observer that
     caught up) in its place, one change at a time."""
@@ -429,4 +469,5 @@ SCENARIOS = {f.__name__: f for f in (standalone_then_two_auto_joins, disk_failur
                                       remove_leader, graceful_shutdown, observer_catches_up_through_snapshot,
                                       zombie_leader_after_partition, upgrade_kraft_version,
                                       leader_known_without_endpoints, disk_replaced_while_voter_change_uncommitted,
-                                      voter_being_added_keeps_what_it_acknowledged)}
+                                      voter_being_added_keeps_what_it_acknowledged,
+                                      lagging_voter_votes_for_a_voter_it_does_not_know)}
