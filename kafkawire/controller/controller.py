@@ -289,6 +289,10 @@ class MetadataController:
                     raise not_controller(self._known_leader()) from None
             return result, last
 
+    async def write(self, generate, timeout_ms: int = ACTIVATION_WAIT_MS):
+        """``_write`` for the node's handlers of other APIs (CreateAcls, DeleteAcls)."""
+        return await self._write(generate, timeout_ms)
+
     # --- request handlers -----------------------------------------------------------------------
     async def _controller_registration(self, ctx, request):
         try:

@@ -55,6 +55,9 @@ _IMPLIES_DESCRIBE_CONFIGS = {Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS}
 # ControllerApis: the operation on the cluster each API needs (CreateTopics is per topic, below).
 CONTROLLER_API_OPERATIONS = {
     1: Op.CLUSTER_ACTION,      # Fetch (the controller serves replica fetches)
+    29: Op.DESCRIBE,           # DescribeAcls (AclApis)
+    30: Op.ALTER,              # CreateAcls
+    31: Op.ALTER,              # DeleteAcls
     52: Op.CLUSTER_ACTION,     # Vote
     53: Op.CLUSTER_ACTION,     # BeginQuorumEpoch
     54: Op.CLUSTER_ACTION,     # EndQuorumEpoch
@@ -162,8 +165,15 @@ def error_response_for(api_key: int, ctx, request, error: int, message: str | No
             for t in request.topics]
     elif api_key == 1:
         response.session_id = getattr(request, "session_id", 0)
+    if api_key == 30:                         # CreateAclsRequest.getErrorResponse: every creation
+        from kafkawire.messages.create_acls_response import AclCreationResult
+        response.results = [AclCreationResult(error_code=error, error_message=message) for _ in request.creations]
+    elif api_key == 31:                       # DeleteAclsRequest.getErrorResponse: every filter
+        from kafkawire.messages.delete_acls_response import DeleteAclsFilterResult
+        response.filter_results = [DeleteAclsFilterResult(error_code=error, error_message=message, matching_acls=[])
+                                   for _ in request.filters]
     if "error_message" in fields:
-        if api_key in (60, 57):               # ApiError.fromThrowable: the exception's message
+        if api_key in (60, 57, 29):           # ApiError.fromThrowable: the exception's message
             response.error_message = message
         elif api_key in (70, 80, 81):         # Errors.message(): the default text
             response.error_message = Errors.for_code(error).message

@@ -25,7 +25,8 @@ import os
 from kafkawire.net.admission import AdmissionLimits
 from kafkawire.net.authentication import sasl_handlers
 from kafkawire.net.authorizer import (CONTROLLER_API_OPERATIONS, StandardAuthorizer, authorizing_create_topics,
-                                     authorizing_handler, authorizing_list_offsets, authorizing_metadata)
+                                     authorizing_handler, authorizing_list_offsets, authorizing_metadata,
+                                     error_response_for)
 from kafkawire.net.client import NetworkClient
 from kafkawire.net.config import ConfigError, ServerConfig
 from kafkawire.net.metadata_topic import MetadataTopic, NodeEndpoint
@@ -242,6 +243,9 @@ class ControllerNode:
             registered = server._registry.get(key)
             if registered is not None:
                 server.register(key, dataclasses.replace(registered.handler, max_version=high))
+        if self.state_machine is not None and hasattr(self.state_machine, "write"):
+            for key, handler in self._acl_handlers().items():
+                server.register(key, handler)
         if self.authorizer is not None:
             self._authorize_handlers(server)
         server.api_versions_features = self._api_versions_features
@@ -260,6 +264,32 @@ class ControllerNode:
             registered = server._registry.get(key)
             if registered is not None:
                 server.register(key, wrap(registered.handler, self.authorizer))
+
+    def _acl_handlers(self) -> dict:
+        """CreateAcls, DescribeAcls, DeleteAcls (v1-3, as Kafka 4.x): SECURITY_DISABLED without an
+        authorizer, as Kafka's AclApis; otherwise the controller writes the ACL records."""
+        from kafkawire.controller import acls
+        from kafkawire.controller.errors import ApiError
+
+        async def change(ctx, request):
+            if self.authorizer is None:
+                return acls.security_disabled(ctx.api_key, request)
+            make = acls.create_acls if ctx.api_key == acls.CREATE_ACLS else acls.delete_acls
+            try:
+                response, _ = await self.state_machine.write(
+                    lambda: make(self.state_machine.image.acls, request), timeout_ms=30_000)
+            except ApiError as exc:
+                return error_response_for(ctx.api_key, ctx, request, exc.code, exc.message)
+            return response
+
+        async def describe(ctx, request):
+            if self.authorizer is None:
+                return acls.security_disabled(ctx.api_key, request)
+            return acls.describe_acls(self.state_machine.image.acls, request)
+
+        return {acls.DESCRIBE_ACLS: ApiHandler(describe, min_version=1),
+                acls.CREATE_ACLS: ApiHandler(change, min_version=1),
+                acls.DELETE_ACLS: ApiHandler(change, min_version=1)}
 
     def _acls(self):
         image = getattr(self.state_machine, "image", None)

@@ -231,3 +231,31 @@ def test_a_kafka_controller_follows_a_secured_kafkawire_quorum(kafka_node_factor
     finally:
         q.stop_all()
         q.kill(1)
+
+
+def test_kafka_acl_command_manages_acls_on_a_kafkawire_node(with_authorizer):
+    """Kafka 4.3.1's AclCommand (kafka-acls) --bootstrap-controller against a kafkawire node under
+    the StandardAuthorizer: --add writes ACL records through our CreateAcls, --list reads them
+    through DescribeAcls, alice can then describe the quorum with Kafka's MetadataQuorumCommand, and
+    --remove takes the grant away again through DeleteAcls."""
+    q, pki, protocol, base = with_authorizer
+    admin = command_config(base / "acl-admin.properties", pki, protocol, mechanism="PLAIN", user="admin",
+                           password="admin-secret")
+    alice = command_config(base / "acl-alice.properties", pki, protocol)
+    acl = ["org.apache.kafka.tools.AclCommand", "--bootstrap-controller", f"127.0.0.1:{q.ports[1]}",
+           "--command-config", str(admin)]
+    grant = ["--allow-principal", "User:alice", "--operation", "Alter", "--operation", "Describe", "--cluster"]
+    added = run_kafka_tool(*acl, "--add", *grant, check=False, timeout=90)
+    assert added.returncode == 0, added.stderr[-3000:]
+    listed = run_kafka_tool(*acl, "--list", "--cluster", check=False, timeout=90)
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    assert "ResourcePattern(resourceType=CLUSTER, name=kafka-cluster, patternType=LITERAL)" in listed.stdout
+    for operation in ("ALTER", "DESCRIBE"):
+        assert f"(principal=User:alice, host=*, operation={operation}, permissionType=ALLOW)" in listed.stdout
+    result = describe_status(q, alice)
+    assert result.returncode == 0 and re.search(r"^LeaderId:\s+1$", result.stdout, re.M), result.stderr[-3000:]
+    removed = run_kafka_tool(*acl, "--remove", "--force", *grant, check=False, timeout=90)
+    assert removed.returncode == 0, removed.stderr[-3000:]
+    listed = run_kafka_tool(*acl, "--list", "--cluster", check=False, timeout=90)
+    assert "User:alice" not in listed.stdout
+    assert describe_status(q, alice).returncode != 0

@@ -9,7 +9,10 @@ import uuid
 from kafkawire import messages
 from kafkawire.controller.factory import controller_factory
 from kafkawire.messages.add_raft_voter_request import AddRaftVoterRequest
+from kafkawire.messages.create_acls_request import AclCreation, CreateAclsRequest
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
+from kafkawire.messages.delete_acls_request import DeleteAclsFilter, DeleteAclsRequest
+from kafkawire.messages.describe_acls_request import DescribeAclsRequest
 from kafkawire.messages.describe_cluster_request import DescribeClusterRequest
 from kafkawire.messages.describe_quorum_request import DescribeQuorumRequest, PartitionData, TopicData
 from kafkawire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
@@ -159,3 +162,71 @@ async def checks(node, port):
     assert (await as_user(port, "bob", "b-secret", DESCRIBE_QUORUM)).error_code == Errors.CLUSTER_AUTHORIZATION_FAILED
     created = await as_user(port, "bob", "b-secret", create("bobs"))
     assert [(t.name, t.error_code) for t in created.topics] == [("bobs", Errors.INVALID_REPLICATION_FACTOR)]
+
+    await acl_apis(node, port)
+
+
+def creation(principal, operation, permission=ALLOW, resource_type=CLUSTER, name=CLUSTER_NAME, pattern=LITERAL):
+    return AclCreation(resource_type=resource_type, resource_name=name, resource_pattern_type=pattern,
+                       principal=principal, host="*", operation=operation, permission_type=permission)
+
+
+async def acl_apis(node, port):
+    """CreateAcls, DescribeAcls and DeleteAcls: ALTER/DESCRIBE on the cluster, Kafka's validation,
+    the records written and what they change."""
+    refused = await as_user(port, "alice", "a-secret", CreateAclsRequest(creations=[creation("User:alice", Op.ALTER)]))
+    assert [r.error_code for r in refused.results] == [Errors.CLUSTER_AUTHORIZATION_FAILED]
+    assert refused.results[0].error_message.endswith(" needs ALTER permission.")
+    created = await as_user(port, "controller", "c-secret", CreateAclsRequest(creations=[
+        creation("User:alice", Op.ALTER), creation("User:alice", Op.ALTER, name="other-cluster"),
+        creation("User:alice", 1), creation("alice", Op.READ), creation("User:alice", Op.ALTER)]))
+    assert [(r.error_code, r.error_message) for r in created.results] == [
+        (0, None),
+        (Errors.INVALID_REQUEST, "The only valid name for the CLUSTER resource is kafka-cluster"),
+        (Errors.INVALID_REQUEST, "Invalid operation ANY"),
+        (Errors.INVALID_REQUEST, "Could not parse principal from `alice` (no colon is present separating the "
+                                 "principal type from the principal name)"),
+        (0, None)]                                         # the duplicate succeeds and writes nothing
+    await wait_for(lambda: len(node.state_machine.image.acls) == 6, "the new ACL replayed")
+    assert (await as_user(port, "alice", "a-secret", DescribeClusterRequest(endpoint_type=2))).error_code == 0
+    described = await as_user(port, "alice", "a-secret", DescribeAclsRequest(
+        resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1, principal_filter=None,
+        host_filter=None, operation=1, permission_type=1))
+    assert described.error_code == 0
+    assert sorted((r.resource_type, r.resource_name, len(r.acls)) for r in described.resources) == \
+        [(TOPIC, "__cluster_metadata", 1), (TOPIC, "alice-", 1), (CLUSTER, CLUSTER_NAME, 4)]
+    deleted = await as_user(port, "bob", "b-secret", DeleteAclsRequest(filters=[DeleteAclsFilter(
+        resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1, principal_filter="User:bob",
+        host_filter=None, operation=1, permission_type=1)]))
+    assert [sorted(m.operation for m in f.matching_acls) for f in deleted.filter_results] == [[Op.ALL, Op.DESCRIBE]]
+    await wait_for(lambda: len(node.state_machine.image.acls) == 4, "bob's ACLs removed")
+    # the cluster still has alice's ACLs, so bob now has none that allow him
+    assert (await as_user(port, "bob", "b-secret", DescribeClusterRequest(endpoint_type=2))).error_code == \
+        Errors.CLUSTER_AUTHORIZATION_FAILED
+
+
+def test_acl_apis_without_an_authorizer_are_security_disabled(tmp_path):
+    port = free_port()
+    config = parse_server_config(f"node.id=1\nprocess.roles=controller\ncontroller.quorum.voters=1@127.0.0.1:{port}\n"
+                                 f"listeners=CONTROLLER://127.0.0.1:{port}\ncontroller.listener.names=CONTROLLER\n"
+                                 f"log.dirs={tmp_path}/data\ncontroller.quorum.election.timeout.ms=200\n")
+    format_storage(config, CLUSTER_ID, mode=None, out=io.StringIO())
+
+    async def life():
+        node = ControllerNode(config, state_machine_factory=controller_factory, fsync=False)
+        await node.start()
+        try:
+            async with NetworkClient(request_timeout_ms=5000) as client:
+                address = ("127.0.0.1", port)
+                created = await client.send(address, CreateAclsRequest(creations=[creation("User:a", Op.READ)]))
+                described = await client.send(address, DescribeAclsRequest(
+                    resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1, principal_filter=None,
+                    host_filter=None, operation=1, permission_type=1))
+                return created, described
+        finally:
+            await node.stop()
+
+    created, described = asyncio.run(life())
+    assert [(r.error_code, r.error_message) for r in created.results] == \
+        [(Errors.SECURITY_DISABLED, "No Authorizer is configured.")]
+    assert (described.error_code, described.error_message) == (Errors.SECURITY_DISABLED, "No Authorizer is configured.")

@@ -1,0 +1,189 @@
+"""CreateAcls, DescribeAcls and DeleteAcls as Kafka's controller answers them (AclApis in front of
+AclControlManager): the records the active controller writes (AccessControlEntryRecord,
+RemoveAccessControlEntryRecord) and the answers.
+
+* CreateAcls: each creation is checked as AclApis and AclControlManager.validateNewAcl check it
+  (``The only valid name for the CLUSTER resource is kafka-cluster``, ``Invalid resourceType
+  ANY``, ...; INVALID_REQUEST with that message); a binding that exists already, or twice in
+  the request, writes nothing and still succeeds.
+* DescribeAcls: the bindings matching the filter (AclBindingFilter.matches: ANY matches every
+  type, operation and permission; a null name, principal or host matches all; pattern type MATCH
+  matches LITERAL of the same name, the LITERAL wildcard ``*`` and PREFIXED prefixes), grouped by
+  resource pattern.
+* DeleteAcls: per filter, the bindings it matches are removed and listed.
+
+Without an authorizer Kafka answers all three SECURITY_DISABLED, "No Authorizer is configured."
+"""
+from __future__ import annotations
+
+import uuid
+
+from kafkawire.metadata import encode_metadata_record
+from kafkawire.protocol.error_codes import Errors
+
+__all__ = ["create_acls", "describe_acls", "delete_acls", "security_disabled", "ACL_APIS"]
+
+DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
+ACL_APIS = (DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS)
+ANY = 1
+RESOURCE_TYPES = {0: "UNKNOWN", 1: "ANY", 2: "TOPIC", 3: "GROUP", 4: "CLUSTER", 5: "TRANSACTIONAL_ID",
+                  6: "DELEGATION_TOKEN", 7: "USER"}
+PATTERN_TYPES = {0: "UNKNOWN", 1: "ANY", 2: "MATCH", 3: "LITERAL", 4: "PREFIXED"}
+OPERATIONS = {0: "UNKNOWN", 1: "ANY", 2: "ALL", 3: "READ", 4: "WRITE", 5: "CREATE", 6: "DELETE", 7: "ALTER",
+              8: "DESCRIBE", 9: "CLUSTER_ACTION", 10: "DESCRIBE_CONFIGS", 11: "ALTER_CONFIGS", 12: "IDEMPOTENT_WRITE",
+              13: "CREATE_TOKENS", 14: "DESCRIBE_TOKENS", 15: "TWO_PHASE_COMMIT"}
+PERMISSIONS = {0: "UNKNOWN", 1: "ANY", 2: "DENY", 3: "ALLOW"}
+LITERAL, PREFIXED, MATCH = 3, 4, 2
+CLUSTER, CLUSTER_NAME, WILDCARD = 4, "kafka-cluster", "*"
+NO_AUTHORIZER = "No Authorizer is configured."
+
+
+class _Invalid(Exception):
+    pass
+
+
+def _binding(c) -> tuple:
+    """(resource type, name, pattern type, principal, host, operation, permission) of a creation."""
+    return (c.resource_type, c.resource_name, getattr(c, "resource_pattern_type", LITERAL), c.principal, c.host,
+            c.operation, c.permission_type)
+
+
+def _validate(b: tuple) -> None:
+    resource_type, name, pattern, principal, host, operation, permission = b
+    if resource_type == CLUSTER and name != CLUSTER_NAME:                       # AclApis
+        raise _Invalid(f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}")
+    if not name:
+        raise _Invalid("Invalid empty resource name")
+    if resource_type not in RESOURCE_TYPES or resource_type in (0, ANY):       # AclControlManager
+        raise _Invalid(f"Invalid resourceType {RESOURCE_TYPES.get(resource_type, 'UNKNOWN')}")
+    if pattern not in (LITERAL, PREFIXED):
+        raise _Invalid(f"Invalid patternType {PATTERN_TYPES.get(pattern, 'UNKNOWN')}")
+    if operation not in OPERATIONS or operation in (0, ANY):
+        raise _Invalid(f"Invalid operation {OPERATIONS.get(operation, 'UNKNOWN')}")
+    if permission not in (2, 3):
+        raise _Invalid(f"Invalid permissionType {PERMISSIONS.get(permission, 'UNKNOWN')}")
+    if ":" not in principal:
+        raise _Invalid(f"Could not parse principal from `{principal}` (no colon is present separating the "
+                       "principal type from the principal name)")
+
+
+def _as_tuple(acl) -> tuple:
+    return (acl.resource_type, acl.resource_name, acl.pattern_type, acl.principal, acl.host, acl.operation,
+            acl.permission_type)
+
+
+def create_acls(existing: dict, request) -> tuple[list[bytes], object]:
+    """The records and the CreateAclsResponse for ``request``; ``existing``: id -> StandardAcl."""
+    from kafkawire import messages
+    from kafkawire.messages.create_acls_response import AclCreationResult, CreateAclsResponse
+    record_cls = messages.by_name("AccessControlEntryRecord")
+    have = {_as_tuple(a) for a in existing.values()}
+    ids = set(existing)
+    records, results = [], []
+    for creation in request.creations:
+        binding = _binding(creation)
+        try:
+            _validate(binding)
+        except _Invalid as exc:
+            results.append(AclCreationResult(error_code=int(Errors.INVALID_REQUEST), error_message=str(exc)))
+            continue
+        if binding not in have:
+            have.add(binding)
+            acl_id = uuid.uuid4()
+            while acl_id in ids:
+                acl_id = uuid.uuid4()
+            ids.add(acl_id)
+            resource_type, name, pattern, principal, host, operation, permission = binding
+            records.append(encode_metadata_record(record_cls(
+                id=acl_id, resource_type=resource_type, resource_name=name, pattern_type=pattern,
+                principal=principal, host=host, operation=operation, permission_type=permission), 0))
+        results.append(AclCreationResult(error_code=0, error_message=None))
+    return records, CreateAclsResponse(results=results)
+
+
+def _matches(acl, f) -> bool:
+    """AclBindingFilter.matches(binding) for a DescribeAcls or DeleteAcls filter."""
+    if f.resource_type_filter != ANY and f.resource_type_filter != acl.resource_type:
+        return False
+    pattern = getattr(f, "pattern_type_filter", LITERAL)
+    name = f.resource_name_filter
+    if pattern == MATCH:
+        if name is not None and not (
+                (acl.pattern_type == LITERAL and acl.resource_name in (name, WILDCARD))
+                or (acl.pattern_type == PREFIXED and name.startswith(acl.resource_name))):
+            return False
+    else:
+        if pattern != ANY and pattern != acl.pattern_type:
+            return False
+        if name is not None and name != acl.resource_name:
+            return False
+    return ((f.principal_filter is None or f.principal_filter == acl.principal)
+            and (f.host_filter is None or f.host_filter == acl.host)
+            and (f.operation == ANY or f.operation == acl.operation)
+            and (f.permission_type == ANY or f.permission_type == acl.permission_type))
+
+
+def _filter_error(f) -> str | None:
+    """AclControlManager.validateFilter / the request's own checks."""
+    if getattr(f, "pattern_type_filter", LITERAL) not in PATTERN_TYPES or \
+            getattr(f, "pattern_type_filter", LITERAL) == 0:
+        return "Unknown patternFilter."
+    if f.operation in (0,) or f.operation not in OPERATIONS or f.permission_type in (0,) \
+            or f.permission_type not in PERMISSIONS or f.resource_type_filter in (0,):
+        return "Unknown entryFilter."
+    return None
+
+
+def describe_acls(acls: dict, request):
+    from kafkawire.messages.describe_acls_response import AclDescription, DescribeAclsResource, DescribeAclsResponse
+    error = _filter_error(request)
+    if error is not None:
+        return DescribeAclsResponse(error_code=int(Errors.INVALID_REQUEST), error_message=error, resources=[])
+    grouped: dict[tuple, list] = {}
+    for acl in acls.values():
+        if _matches(acl, request):
+            grouped.setdefault((acl.resource_type, acl.resource_name, acl.pattern_type), []).append(acl)
+    resources = [DescribeAclsResource(resource_type=t, resource_name=n, pattern_type=p, acls=[
+        AclDescription(principal=a.principal, host=a.host, operation=a.operation, permission_type=a.permission_type)
+        for a in found]) for (t, n, p), found in grouped.items()]
+    return DescribeAclsResponse(error_code=0, error_message=None, resources=resources)
+
+
+def delete_acls(acls: dict, request) -> tuple[list[bytes], object]:
+    from kafkawire import messages
+    from kafkawire.messages.delete_acls_response import (DeleteAclsFilterResult, DeleteAclsMatchingAcl,
+                                                         DeleteAclsResponse)
+    remove_cls = messages.by_name("RemoveAccessControlEntryRecord")
+    records, results, removed = [], [], set()
+    for f in request.filters:
+        error = _filter_error(f)
+        if error is not None:
+            results.append(DeleteAclsFilterResult(error_code=int(Errors.INVALID_REQUEST), error_message=error,
+                                                  matching_acls=[]))
+            continue
+        matching = []
+        for acl_id, acl in acls.items():
+            if acl_id not in removed and _matches(acl, f):
+                removed.add(acl_id)
+                records.append(encode_metadata_record(remove_cls(id=acl_id), 0))
+                matching.append(DeleteAclsMatchingAcl(
+                    error_code=0, error_message=None, resource_type=acl.resource_type,
+                    resource_name=acl.resource_name, pattern_type=acl.pattern_type, principal=acl.principal,
+                    host=acl.host, operation=acl.operation, permission_type=acl.permission_type))
+        results.append(DeleteAclsFilterResult(error_code=0, error_message=None, matching_acls=matching))
+    return records, DeleteAclsResponse(filter_results=results)
+
+
+def security_disabled(api_key: int, request):
+    """The request's getErrorResponse for SecurityDisabledException("No Authorizer is configured.")."""
+    code = int(Errors.SECURITY_DISABLED)
+    if api_key == CREATE_ACLS:
+        from kafkawire.messages.create_acls_response import AclCreationResult, CreateAclsResponse
+        return CreateAclsResponse(results=[AclCreationResult(error_code=code, error_message=NO_AUTHORIZER)
+                                           for _ in request.creations])
+    if api_key == DELETE_ACLS:
+        from kafkawire.messages.delete_acls_response import DeleteAclsFilterResult, DeleteAclsResponse
+        return DeleteAclsResponse(filter_results=[DeleteAclsFilterResult(error_code=code, error_message=NO_AUTHORIZER,
+                                                                         matching_acls=[]) for _ in request.filters])
+    from kafkawire.messages.describe_acls_response import DescribeAclsResponse
+    return DescribeAclsResponse(error_code=code, error_message=NO_AUTHORIZER, resources=[])
