@@ -284,24 +284,28 @@ def run(args: argparse.Namespace) -> int:
 
 def advertised_api_versions(include_unstable: bool = False) -> list[tuple[int, int, int]]:
     """(key, min, max) that a kafkawire controller node's listener puts in ApiVersions, without a
-    node: the handlers ControllerNode._register installs (raft, SASL, the metadata topic's, the
-    metadata controller's), put into a KafkaServer that is never bound, whose api_versions() is
-    what the node answers. The handler objects carry only version bounds here and are never
-    called. tests/tools/test_api_versions.py checks this against a running node."""
+    node: ControllerNode._register itself runs on a KafkaServer that is never bound, for a node
+    whose raft driver, metadata topic and metadata controller are bare objects (registering only
+    reads their handlers' version bounds; nothing is called). tests/tools/test_api_versions.py
+    checks the result against a running node."""
+    from types import SimpleNamespace
+
     from kafkawire.controller.controller import MetadataController
-    from kafkawire.net.authentication import sasl_handlers
     from kafkawire.net.metadata_topic import MetadataTopic
-    from kafkawire.net.server import ApiHandler, KafkaServer
+    from kafkawire.net.server import KafkaServer
     from kafkawire.protocol.apis import api_table
-    from raft.node.controller_node import RAFT_APIS
+    from raft.node.controller_node import ControllerNode
 
     async def never_called(ctx, request):
         raise AssertionError("advertised_api_versions' handlers only carry version bounds")
-    handlers = {key: ApiHandler(never_called) for key in RAFT_APIS}
-    handlers.update(sasl_handlers())
-    handlers.update(MetadataTopic.handlers(MetadataTopic.__new__(MetadataTopic)))
-    handlers.update(MetadataController.handlers(MetadataController.__new__(MetadataController)))
-    advertised = KafkaServer(handlers).api_versions()
+    node = ControllerNode.__new__(ControllerNode)
+    node.driver = SimpleNamespace(handle_request=never_called)
+    node.topic = MetadataTopic.__new__(MetadataTopic)
+    node.state_machine = MetadataController.__new__(MetadataController)
+    node.max_versions, node.authorizer = {}, None
+    server = KafkaServer({})
+    node._register(server)
+    advertised = server.api_versions()
     if include_unstable:
         table = api_table()
         advertised = [(key, low, high + 1 if table[key].request.LATEST_VERSION_UNSTABLE
