@@ -5,6 +5,8 @@ ElectionState) so that a reader of Kafka's code finds the same names here.
 """
 from __future__ import annotations
 
+import base64
+
 import uuid
 from dataclasses import dataclass, field
 
@@ -44,7 +46,9 @@ class ReplicaKey:
     def __str__(self) -> str:
         if self.directory_id is None:
             return str(self.id)
-        return f"{self.id}:{str(self.directory_id)[:8]}"
+        # Kafka's Uuid.toString (URL-safe base64, no padding), as the tools print directory ids.
+        directory = base64.urlsafe_b64encode(self.directory_id.bytes).decode("ascii").rstrip("=")
+        return f"{self.id}:{directory}"
 
 
 @dataclass(frozen=True, slots=True, order=True)

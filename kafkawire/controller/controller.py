@@ -36,6 +36,7 @@ from kafkawire.messages.controller_registration_response import ControllerRegist
 from kafkawire.messages.create_topics_response import CreatableTopicResult, CreateTopicsResponse
 from kafkawire.net.server import ApiHandler
 from kafkawire.protocol.error_codes import Errors
+from kafkawire.storage.state_files import uuid_to_kafka
 from raft.node.errors import NotLeader
 
 from . import cluster
@@ -300,7 +301,7 @@ class MetadataController:
         except ApiError as exc:
             return ControllerRegistrationResponse(error_code=exc.code, error_message=exc.message)
         log.info("controller %d: registered controller %d (incarnation %s)", self.node_id, request.controller_id,
-                 request.incarnation_id)
+                 uuid_to_kafka(request.incarnation_id))
         return ControllerRegistrationResponse()
 
     async def _broker_registration(self, ctx, request):

@@ -24,6 +24,7 @@ import uuid
 from kafkawire.messages.controller_registration_request import ControllerRegistrationRequest, Feature, Listener
 from kafkawire.net.client import TransportError
 from kafkawire.protocol.error_codes import Errors
+from kafkawire.storage.state_files import uuid_to_kafka
 from raft.node.errors import NoLeader, NotLeader
 
 from .java_order import string_hashmap_order
@@ -106,7 +107,7 @@ class ControllerRegistrationManager:
         self.acknowledged = True
         self.failures = 0
         log.info("controller %d: the active controller acknowledged our registration (incarnation %s)",
-                 self.raft.node_id, self.incarnation_id)
+                 self.raft.node_id, uuid_to_kafka(self.incarnation_id))
         return True
 
     def _failed(self, why: str) -> bool:

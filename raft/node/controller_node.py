@@ -33,7 +33,7 @@ from kafkawire.net.metadata_topic import MetadataTopic, NodeEndpoint
 from kafkawire.net.sasl import SCRAM_MECHANISM_TYPES, SaslClient
 from kafkawire.net.security import client_ssl_context
 from kafkawire.net.server import ApiHandler, KafkaServer
-from kafkawire.storage.state_files import StateFileError, read_meta_properties
+from kafkawire.storage.state_files import StateFileError, read_meta_properties, uuid_to_kafka
 from raft.config import RaftConfig
 from raft.reconfig import KRAFT_VERSION_FEATURE
 from raft.types import Endpoints
@@ -194,7 +194,7 @@ class ControllerNode:
             self._tasks.append(asyncio.ensure_future(self.state_machine.run()))
         self._tasks.append(asyncio.ensure_future(self._publish_metrics()))
         log.info("node %d (cluster %s, directory %s) listening on %s", c.node_id, self.meta.cluster_id,
-                 self.meta.directory_id, ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
+                 uuid_to_kafka(self.meta.directory_id), ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
 
     def _make_server(self, endpoint, name: str) -> KafkaServer:
         c = self.config
