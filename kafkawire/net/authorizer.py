@@ -58,6 +58,7 @@ CONTROLLER_API_OPERATIONS = {
     29: Op.DESCRIBE,           # DescribeAcls (AclApis)
     30: Op.ALTER,              # CreateAcls
     31: Op.ALTER,              # DeleteAcls
+    51: Op.ALTER,              # AlterUserScramCredentials
     52: Op.CLUSTER_ACTION,     # Vote
     53: Op.CLUSTER_ACTION,     # BeginQuorumEpoch
     54: Op.CLUSTER_ACTION,     # EndQuorumEpoch
@@ -172,6 +173,11 @@ def error_response_for(api_key: int, ctx, request, error: int, message: str | No
         from kafkawire.messages.delete_acls_response import DeleteAclsFilterResult
         response.filter_results = [DeleteAclsFilterResult(error_code=error, error_message=message, matching_acls=[])
                                    for _ in request.filters]
+    elif api_key == 51:                       # every user named, sorted
+        from kafkawire.messages.alter_user_scram_credentials_response import AlterUserScramCredentialsResult
+        users = sorted({d.name for d in request.deletions} | {u.name for u in request.upsertions})
+        response.results = [AlterUserScramCredentialsResult(user=u, error_code=error, error_message=message)
+                            for u in users]
     if "error_message" in fields:
         if api_key in (60, 57, 29):           # ApiError.fromThrowable: the exception's message
             response.error_message = message

@@ -34,6 +34,11 @@ __all__ = ["SaslServerSession", "SaslFailure", "SaslClient", "ScramLookup", "SCR
 
 log = logging.getLogger("kafkawire.net.server")
 
+# scramp refuses salts under 12 bytes (RFC 5802 gives no minimum); Kafka stores any salt it is
+# given (its StorageTool's own example is the 2 bytes of salt="N3E="), and those credentials must
+# authenticate here too. scramp reads the bound from this class attribute.
+scramp.core.Salt.MIN_LENGTH = 1
+
 # ScramMechanism's type ids, as UserScramCredentialRecord stores them.
 SCRAM_MECHANISM_TYPES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 # ScramMechanism.minIterations: Kafka refuses stored credentials below it.

@@ -55,6 +55,7 @@ FETCH = 1
 DESCRIBE_CLUSTER = 60
 CREATE_TOPICS = 19
 METADATA, LIST_OFFSETS = 3, 2
+ALTER_USER_SCRAM_CREDENTIALS = 51
 CONTROLLER_ENDPOINT_TYPE = 2     # DescribeClusterRequest.EndpointType: 1 brokers, 2 controllers (KIP-919)
 
 
@@ -267,7 +268,8 @@ class ControllerNode:
 
     def _acl_handlers(self) -> dict:
         """CreateAcls, DescribeAcls, DeleteAcls (v1-3, as Kafka 4.x): SECURITY_DISABLED without an
-        authorizer, as Kafka's AclApis; otherwise the controller writes the ACL records."""
+        authorizer, as Kafka's AclApis; otherwise the controller writes the ACL records. And
+        AlterUserScramCredentials, which the controller answers with or without an authorizer."""
         from kafkawire.controller import acls
         from kafkawire.controller.errors import ApiError
 
@@ -287,9 +289,21 @@ class ControllerNode:
                 return acls.security_disabled(ctx.api_key, request)
             return acls.describe_acls(self.state_machine.image.acls, request)
 
+        async def alter_scram(ctx, request):
+            from kafkawire.controller.scram import alter_user_scram_credentials
+            image = self.state_machine.image
+            try:
+                response, _ = await self.state_machine.write(
+                    lambda: alter_user_scram_credentials(request, image.scram, image.metadata_version),
+                    timeout_ms=30_000)
+            except ApiError as exc:
+                return error_response_for(ctx.api_key, ctx, request, exc.code, exc.message)
+            return response
+
         return {acls.DESCRIBE_ACLS: ApiHandler(describe, min_version=1),
                 acls.CREATE_ACLS: ApiHandler(change, min_version=1),
-                acls.DELETE_ACLS: ApiHandler(change, min_version=1)}
+                acls.DELETE_ACLS: ApiHandler(change, min_version=1),
+                ALTER_USER_SCRAM_CREDENTIALS: ApiHandler(alter_scram)}
 
     def _acls(self):
         image = getattr(self.state_machine, "image", None)

@@ -223,3 +223,14 @@ def test_jaas_parser_reads_kafkas_syntax():
     for bad in ('Module required username="a"', 'Module maybe;', 'A required; B required;', 'M required x;'):
         with pytest.raises(ConfigError):
             parse_jaas_config("k", bad)
+
+
+def test_a_short_salt_as_kafka_stores_it_authenticates():
+    # Kafka's StorageTool example: salt="N3E=" (2 bytes); scramp alone would refuse it.
+    import base64
+    short = scram_credential("SCRAM-SHA-256", "alice-secret", base64.b64decode("N3E="), 4096)
+    CREDENTIALS[("SCRAM-SHA-256", "short")] = short
+    try:
+        assert run(authenticate(node_config(), "SCRAM-SHA-256", "short", "alice-secret")) == ["User:short"]
+    finally:
+        del CREDENTIALS[("SCRAM-SHA-256", "short")]

@@ -49,9 +49,10 @@ controller.quorum.voters=1@127.0.0.1:{port}
 listeners=CONTROLLER://127.0.0.1:{port}
 controller.listener.names=CONTROLLER
 listener.security.protocol.map=CONTROLLER:SASL_PLAINTEXT
-sasl.enabled.mechanisms=PLAIN
+sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256
 sasl.mechanism.controller.protocol=PLAIN
 listener.name.controller.plain.sasl.jaas.config={JAAS}
+listener.name.controller.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 super.users=User:controller
 log.dirs={tmp_path}/data
@@ -164,6 +165,7 @@ async def checks(node, port):
     assert [(t.name, t.error_code) for t in created.topics] == [("bobs", Errors.INVALID_REPLICATION_FACTOR)]
 
     await acl_apis(node, port)
+    await scram_credentials(node, port)
 
 
 def creation(principal, operation, permission=ALLOW, resource_type=CLUSTER, name=CLUSTER_NAME, pattern=LITERAL):
@@ -230,3 +232,52 @@ def test_acl_apis_without_an_authorizer_are_security_disabled(tmp_path):
     assert [(r.error_code, r.error_message) for r in created.results] == \
         [(Errors.SECURITY_DISABLED, "No Authorizer is configured.")]
     assert (described.error_code, described.error_message) == (Errors.SECURITY_DISABLED, "No Authorizer is configured.")
+
+
+async def scram_credentials(node, port):
+    """AlterUserScramCredentials (ALTER on the cluster): Kafka's checks, then carol authenticates with
+    the credential it wrote, and not once it is deleted."""
+    import hashlib
+    from kafkawire.messages.alter_user_scram_credentials_request import (AlterUserScramCredentialsRequest,
+                                                                         ScramCredentialDeletion,
+                                                                         ScramCredentialUpsertion)
+    from kafkawire.net.client import AuthenticationFailed
+
+    def upsert(name, iterations=8192, mechanism=1):
+        salt = b"pepper"
+        salted = hashlib.pbkdf2_hmac("sha256", f"{name}-secret".encode(), salt, iterations)
+        return ScramCredentialUpsertion(name=name, mechanism=mechanism, iterations=iterations, salt=salt,
+                                        salted_password=salted)
+
+    request = AlterUserScramCredentialsRequest(
+        deletions=[ScramCredentialDeletion(name="nobody", mechanism=1)],
+        upsertions=[upsert("carol"), upsert("dave", iterations=100), upsert("erin", mechanism=9), upsert("")])
+    refused = await as_user(port, "bob", "b-secret", request)          # bob has no ACL left
+    assert sorted((r.user, r.error_code) for r in refused.results) == \
+        [(u, Errors.CLUSTER_AUTHORIZATION_FAILED) for u in ("", "carol", "dave", "erin", "nobody")]
+    altered = await as_user(port, "controller", "c-secret", request)
+    assert {r.user: (r.error_code, r.error_message) for r in altered.results} == {
+        "carol": (0, None),
+        "dave": (Errors.UNACCEPTABLE_CREDENTIAL, "Too few iterations"),
+        "erin": (Errors.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"),
+        "": (Errors.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"),
+        "nobody": (Errors.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist")}
+    assert altered.results[0].user == "carol"           # successes first, then errors
+    await wait_for(lambda: "carol" in node.state_machine.image.scram.get(1, {}), "carol's credential")
+
+    async def as_carol():
+        async with NetworkClient(request_timeout_ms=5000,
+                                 sasl=lambda: SaslClient("SCRAM-SHA-256", "carol", "carol-secret")) as client:
+            return await client.send(("127.0.0.1", port), DESCRIBE_QUORUM)
+    # authenticated; the authorizer then refuses (carol has no ACL)
+    assert (await as_carol()).error_code == Errors.CLUSTER_AUTHORIZATION_FAILED
+    deleted = await as_user(port, "controller", "c-secret", AlterUserScramCredentialsRequest(
+        deletions=[ScramCredentialDeletion(name="carol", mechanism=1)], upsertions=[]))
+    assert [(r.user, r.error_code) for r in deleted.results] == [("carol", 0)]
+    await wait_for(lambda: "carol" not in node.state_machine.image.scram.get(1, {}), "carol's credential removed")
+    try:
+        await as_carol()
+    except AuthenticationFailed as exc:
+        assert "SASL_AUTHENTICATION_FAILED" in str(exc)
+    else:
+        raise AssertionError("carol authenticated after her credential was deleted")
