@@ -25,6 +25,7 @@ SUBCOMMANDS = (
     "tools.test_raft_server",
     "tools.metadata_quorum",
     "tools.features",
+    "tools.pcap",
 )
 KAFKA_VERSION = "4.3.1"        # the Apache Kafka release whose wire format and tools we follow
 USAGE_ERROR = 1                # Kafka's CommandLineUtils.printUsageAndExit

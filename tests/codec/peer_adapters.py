@@ -52,10 +52,19 @@ def _ours_by_name():
     return {cls.NAME: cls for cls in messages.all_messages()}
 
 
+# Fields current Kafka renamed after a peer took its schemas, with the same wire layout
+# (KIP-1071: StreamsGroupHeartbeatResponse.AcceptableRecoveryLag became ...Legacy; KIP-1251:
+# TxnOffsetCommitRequest.GenerationId became GenerationIdOrMemberEpoch).
+_RENAMED_AFTER_PEER = {"acceptable_recovery_lag_legacy": "acceptable_recovery_lag",
+                       "generation_id_or_member_epoch": "generation_id"}
+_KAFKA_NAMES_AFTER_PEER = {"AcceptableRecoveryLagLegacy": "AcceptableRecoveryLag",
+                           "GenerationIdOrMemberEpoch": "GenerationId"}
+
+
 def _norm(name):
     """Names compared loosely: kio renames *_ms fields it types as timedelta/datetime and adds or
     drops a trailing underscore on Python keywords/builtins (type_, our version_)."""
-    name = name.rstrip("_")
+    name = _RENAMED_AFTER_PEER.get(name, name).rstrip("_")
     return name[:-3] if name.endswith("_ms") else name
 
 
@@ -373,7 +382,7 @@ class KafkaPython:
         ours = present(our_cls, version)
         theirs = self._fields(struct_field, version)
         names = [b._name if b._type_str != "bitfield" else "*AuthorizedOperations" for b in theirs]
-        if len(ours) != len(theirs) or any(n != f.name and not (n.startswith("*") and f.name.endswith(n[1:]))
+        if len(ours) != len(theirs) or any(n != _KAFKA_NAMES_AFTER_PEER.get(f.name, f.name) and not (n.startswith("*") and f.name.endswith(n[1:]))
                                            for f, n in zip(ours, names)):
             return [f"{path} v{version}: fields differ: ours {[f.name for f in ours]}, kafka-python {names}"]
         problems = []

@@ -1,0 +1,1 @@
+"""Reading Kafka traffic from packet captures (kafkawire pcap)."""
