@@ -397,7 +397,9 @@ class RaftCore:
             if state.leader_id is not None and state.leader_endpoints:
                 self._transition_to_follower(state.epoch, state.leader_id, state.leader_endpoints)
             else:
-                self._transition_to_unattached(state.epoch)
+                # Kafka keeps a leader known by id only (no endpoints) across the lost
+                # pre-vote (testProspectiveLosesElectionHasLeaderButMissingEndpoint).
+                self._transition_to_unattached(state.epoch, state.leader_id)
         elif isinstance(state, Candidate) and state.backoff_until_ms is None:
             state.backoff_until_ms = self.now_ms + self._binary_exponential_backoff_ms(state.retries)
 
@@ -500,8 +502,8 @@ class RaftCore:
         if refusal is not None:
             self._warn(f"refused a request from replica {remote_id}: {refusal}")
             return int(Errors.INVALID_REQUEST)
-        if self.shutdown_deadline_ms is not None:
-            return int(Errors.BROKER_NOT_AVAILABLE)
+        # No shutdown check, as Kafka's validateVoterOnlyRequest: a voter shutting down still
+        # votes (testGrantVotesWhenShuttingDown); its vote may be the one a successor needs.
         return NONE
 
     def _validate_leader_claim(self, api: str, leader_id: int, epoch: int) -> int:
@@ -582,7 +584,10 @@ class RaftCore:
             self._warn(f"rejected a Vote at epoch {partition.replica_epoch} from {candidate}, not a voter")
             self.counters["votes_rejected"] += 1
             return reply(granted=False)
-        if partition.replica_epoch > self.quorum.epoch and not pre_vote:
+        # As Kafka's handleVoteRequest, a pre-vote of a higher epoch moves us to that epoch
+        # too: the epoch is one some replica reached (a prospective does not bump it), and
+        # the refusal of a follower whose leader is alive still protects that leader.
+        if partition.replica_epoch > self.quorum.epoch:
             self._transition_to_unattached(partition.replica_epoch)
         if not self._voter_key_matches(body.voter_id, partition.voter_directory_id):
             return reply(error=int(Errors.INVALID_VOTER_KEY))
@@ -1176,16 +1181,24 @@ class RaftCore:
                 return
 
     def _poll_shutdown(self) -> bool:
+        """Kafka's maybeCompleteShutdown: a leader resigns; the shutdown completes once another
+        replica is known to lead (or we are an observer, or the only voter), or at the deadline.
+        Until then the replica starts no election but still answers (and grants) votes and
+        resends EndQuorumEpoch, so a successor can be elected with its vote."""
         state = self.quorum.state
         if isinstance(state, Leader):
             self._resign(state.book.preferred_successors())
             state = self.quorum.state
-        finished = (self.now_ms >= self.shutdown_deadline_ms
-                    or not isinstance(state, Resigned) or not state.unacknowledged)
+        leader_id = self.quorum.leader_id()
+        voters = self.voters()
+        only_voter = len(voters) == 1 and voters.node(self.quorum.local_id) is not None
+        finished = (self.now_ms >= self.shutdown_deadline_ms or self.quorum.is_observer() or only_voter
+                    or (leader_id is not None and leader_id != self.quorum.local_id))
         if finished:
             self.shutdown_done = True
             return True
-        self._poll_resigned(state)
+        if isinstance(state, Resigned):
+            self._poll_resigned(state)
         return True
 
     def _poll_leader(self, leader: Leader) -> None:

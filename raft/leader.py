@@ -128,6 +128,12 @@ class LeaderBookkeeping:
             return self.maybe_update_high_watermark()
         return False
 
+    def record_voter_contact(self, voter_id: int, now_ms: int) -> None:
+        """A request from a voter other than a fetch that proves it follows us (UpdateRaftVoter)."""
+        if voter_id in self.voter_states and voter_id != self.local_key.id:
+            self.fetched_voters.add(voter_id)
+            self._maybe_reset_check_quorum(now_ms)
+
     def _maybe_reset_check_quorum(self, now_ms: int) -> None:
         majority = len(self.voter_states) // 2 + 1
         if self.local_key.id in self.voter_states:

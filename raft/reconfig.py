@@ -278,6 +278,9 @@ class Reconfig:
             return reply(int(Errors.INVALID_REQUEST))
         # The directory id is set only where the voter set did not know it (KIP-853).
         new_key = node.key if node.key.directory_id is not None else key
+        # A voter's UpdateRaftVoter counts as hearing from it for check-quorum, as a fetch does
+        # (Kafka's UpdateVoterHandler: updateCheckQuorumForFollowingVoter).
+        self._leader.book.record_voter_contact(new_key.id, core.now_ms)
         updated = VoterNode(new_key, endpoints, feature.min_supported_version, feature.max_supported_version)
         if updated == node:
             return reply(NONE)
@@ -450,9 +453,23 @@ class Reconfig:
 
     def _handle_update_voter_response(self, event) -> bool:
         body = event.body
-        state = self.core.quorum.state
-        if body.error_code == NONE and isinstance(state, Follower):
-            self.update_acked_epoch = state.epoch
+        core = self.core
+        # As Kafka's handleUpdateVoterResponse: the answer's CurrentLeader goes through the
+        # epoch handling every response gets, so an answer naming a newer leader moves us
+        # to it (testUpdateVoterResponseCausesEpochChange).
+        leader = body.current_leader
+        leader_id = leader.leader_id if leader.leader_id >= 0 else None
+        endpoints = Endpoints(((core.config.listener, leader.host, leader.port),)) \
+            if leader_id is not None and leader.host else Endpoints(())
+        handled = core._maybe_handle_common_response(body.error_code, leader_id, leader.leader_epoch, endpoints)
+        if handled is not None:
+            return handled   # (a new epoch resets what we told whom: on_state_change)
+        state = core.quorum.state
+        if body.error_code in (NONE, int(Errors.UNSUPPORTED_VERSION)) and isinstance(state, Follower):
+            # Kafka treats the answer as contact with the leader, like a fetch.
+            if body.error_code == NONE:
+                self.update_acked_epoch = state.epoch
+            core._on_successful_fetch(state)
             return True
         self.update_sent_epoch = None   # try again after an update-voter period of fetching
         self.update_retry_at_ms = self.core.now_ms + self.core.config.fetch_timeout_ms

@@ -167,7 +167,9 @@ def can_grant_vote(state: EpochState, candidate: ReplicaKey, log_up_to_date: boo
       anyway, but a voter that has not yet fetched the VotersRecord naming it stays a
       Follower (an observer in its own eyes) and, without the clause, would refuse every
       pre-vote forever once its leader is gone, leaving the quorum without a majority.
-    - Leader and Resigned: never.
+    - Resigned: a pre-vote with an up-to-date log (it is stepping down and wants a
+      successor, as Kafka's ResignedState); never a standard vote.
+    - Leader: never.
     """
     if isinstance(state, (Unattached, Prospective)):
         if pre_vote:
@@ -183,7 +185,9 @@ def can_grant_vote(state: EpochState, candidate: ReplicaKey, log_up_to_date: boo
     if isinstance(state, Follower):
         leader_silent = not state.has_fetched_from_leader or now_ms >= state.fetch_deadline_ms
         return pre_vote and leader_silent and log_up_to_date
-    if isinstance(state, (Leader, Resigned)):
+    if isinstance(state, Resigned):
+        return pre_vote and log_up_to_date
+    if isinstance(state, Leader):
         return False
     raise TypeError(f"unknown epoch state {state!r}")
 

@@ -140,7 +140,9 @@ def _injected_body(kind: str, to: int, src: int, kw: dict[str, str]):
     endpoints = Endpoints(((LISTENER, *address_of(src)),))
     if kind == "vote":
         last = tuple(int(v) for v in tuple_arg(kw.get("last", "(0,0)")))
-        return rpc.vote_request(cluster, int(kw["epoch"]), ReplicaKey(src, None), ReplicaKey(int(kw.get("voter", to)), None),
+        voter_dir = _directory_arg(kw["voter-dir"], 0) if "voter-dir" in kw else None
+        return rpc.vote_request(cluster, int(kw["epoch"]), ReplicaKey(src, None),
+                                ReplicaKey(int(kw.get("voter", to)), voter_dir),
                                 last[0], last[1], kw.get("pre", "false") == "true")
     if kind == "fetch":
         return rpc.fetch_request(cluster, ReplicaKey(src, None), int(kw["epoch"]), int(kw["offset"]),
@@ -162,7 +164,8 @@ def _injected_body(kind: str, to: int, src: int, kw: dict[str, str]):
         if kind == "add-voter":
             return add_req.AddRaftVoterRequest(cluster_id=cluster, timeout_ms=int(kw.get("timeout", "10000")),
                                                voter_id=voter, voter_directory_id=directory,
-                                               listeners=[add_req.Listener(name=listener, host=host, port=port)])
+                                               listeners=[add_req.Listener(name=listener, host=host, port=port)],
+                                               ack_when_committed=kw.get("ack-when-committed", "true") == "true")
         if kind == "remove-voter":
             return rm_req.RemoveRaftVoterRequest(cluster_id=cluster, voter_id=voter, voter_directory_id=directory)
         low, high = (int(v) for v in tuple_arg(kw.get("kraft", "(0,1)")))
@@ -307,7 +310,9 @@ class InteractionEnv:
     # --- commands ------------------------------------------------------------------------------------
     def cmd_cluster(self, case: Case) -> list[str]:
         """cluster voters=(1,2,3) [observers=(4)] [kraft-version=1] [pre-vote=false] [vote-v1=(3)]
-        [brokers=(4)]
+        [brokers=(4)] [auto-join=(4)]
+
+        A second ``cluster`` in a file starts over: the nodes, the queue and the cuts go.
 
         Node i's directory id is uuid(int=i), also at kraft.version 0 (meta.properties always
         has one); at kraft.version 0 the voters are controller.quorum.voters (no directory ids).
@@ -319,6 +324,10 @@ class InteractionEnv:
         pre_vote = case.kwargs.get("pre-vote", "true") == "true"
         snapshot_clean = case.kwargs.get("clean-log-on-snapshot", "false") == "true"
         ids = voters + observers
+        self.nodes.clear()
+        self.queue.clear()
+        self.blocked.clear()
+        auto_join = {int(v) for v in tuple_arg(case.kwargs.get("auto-join", "()"))}
         directory = {i: uuid.UUID(int=i) for i in ids}
         endpoints = {i: Endpoints(((LISTENER, *address_of(i)),)) for i in ids}
         static = VoterSet.static({i: endpoints[i] for i in voters}) if kraft == 0 else None
@@ -332,7 +341,7 @@ class InteractionEnv:
                                 bootstrap_servers=tuple(address_of(v) for v in voters) if i in observers else (),
                                 pre_vote=pre_vote, clean_log_on_snapshot=snapshot_clean,
                                 election_timeout_ms=1000, fetch_timeout_ms=2000, request_timeout_ms=1000,
-                                can_become_voter=i not in brokers)
+                                can_become_voter=i not in brokers, auto_join=i in auto_join)
             node = SimNode(config, seed=i)
             node.wake_at = 0
             self.nodes[i] = node
