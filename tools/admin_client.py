@@ -256,7 +256,7 @@ class Admin:
         return ``handle_response(response)``; retry what is retriable until the deadline."""
         deadline = time.monotonic() + self.config.default_api_timeout_ms / 1000
         tries, last_error = 0, None
-        failed_attempts = 0             # what the WARN lines count: connections too, not only requests sent
+        failed_attempts = 0             # connections and look-ups too, not only requests sent: the backoff grows with it
         next_allowed_try_ms = 0         # Kafka's Call.nextAllowedTryMs: the last failure plus its backoff
         while True:
             remaining_ms = int((deadline - time.monotonic()) * 1000)
@@ -287,7 +287,8 @@ class Admin:
                     raise
                 last_error = exc
                 self._active = None          # look the active controller up again
-            backoff_ms = self._backoff_ms(tries)
+            failed_attempts += 1
+            backoff_ms = self._backoff_ms(failed_attempts)
             next_allowed_try_ms = int(time.time() * 1000 + backoff_ms)
             if not getattr(last_error, "warned", False):
                 # A node that cannot be reached is one WARN line per failed attempt, as Kafka's
@@ -295,7 +296,6 @@ class Admin:
                 # what bounds the wait; an error answer retried (NOT_CONTROLLER) is INFO, as
                 # Kafka's Admin keeps its retries to DEBUG.
                 level = logging.WARNING if isinstance(last_error, TransportError) else logging.INFO
-                failed_attempts += 1
                 log.log(level, "%s: attempt %d failed: %s; %s", name, failed_attempts, last_error,
                         self._what_next(backoff_ms, deadline))
             await self._sleep(backoff_ms, deadline)
