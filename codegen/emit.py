@@ -501,6 +501,14 @@ class ModuleEmitter:
             source = "view" if kind == "records" or f.zero_copy else "data"
             return [(f"{target}, pos = read_{reader}({source}, pos)", name)]
         if kind == "struct":
+            if nullable and f.tagged and version in f.tagged_versions:
+                # Inside a tagged field Kafka marks a nullable struct with an unsigned varint,
+                # 0 for null, not with the int8 -1 of the untagged form.
+                return [("marker, pos = read_uvarint(data, pos)", name),
+                        ("if marker == 0:", None),
+                        (f"    {target} = None", None),
+                        ("else:", None),
+                        (f"    {target}, pos = {self._struct_decode_call(f.struct, version)}", name)]
             if nullable:
                 return [("if data[pos] >= 128:", name),
                         (f"    {target} = None", None),
@@ -685,8 +693,9 @@ class ModuleEmitter:
         if kind == "struct":
             fn = self.canonical[("encode", f.struct.name, version)]
             if nullable:
+                null_marker = "0" if f.tagged and version in f.tagged_versions else "0xFF"   # see _decode_value
                 return [(f"if {value} is None:", None),
-                        (f"    {buf}.append(0xFF)", None),
+                        (f"    {buf}.append({null_marker})", None),
                         ("else:", None),
                         (f"    {buf}.append(1)", None),
                         (f"    {fn}({value}, {buf})", name)]

@@ -365,9 +365,10 @@ class _Parser:
         return field
 
     def default(self, raw: dict, field: FieldSpec, where: str) -> tuple[object, str]:
+        # A JSON null ("default": null, not the string "null") is no default at all, as in Kafka's
+        # FieldSpec (a null String becomes ""): the field's zero value, an empty array or a default
+        # struct, which Kafka 4.3.1's generated code writes and reads (tests/interop/test_codec_vectors.py).
         kind, text = field.type.kind, raw.get("default")
-        if text is None and "default" in raw:
-            text = "null"
         if isinstance(text, bool):
             text = "true" if text else "false"
         if isinstance(text, (int, float)):

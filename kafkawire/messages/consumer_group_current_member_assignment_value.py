@@ -23,10 +23,10 @@ class TopicPartitions(_message.Struct):
     MESSAGE = 'ConsumerGroupCurrentMemberAssignmentValue'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_id=_ZERO_UUID, partitions=_MISSING, assignment_epochs=None):
+    def __init__(self, *, topic_id=_ZERO_UUID, partitions=_MISSING, assignment_epochs=_MISSING):
         self.topic_id = topic_id
         self.partitions = [] if partitions is _MISSING else partitions
-        self.assignment_epochs = assignment_epochs
+        self.assignment_epochs = [] if assignment_epochs is _MISSING else assignment_epochs
         self._unknown_tagged_fields = ()
 
 
@@ -53,7 +53,7 @@ class ConsumerGroupCurrentMemberAssignmentValue(_message.Message):
 TopicPartitions._FIELDS = (
     _Field('TopicId', 'topic_id', 'topicId', 'uuid', None, None, (0, 32767), None, None, None, _ZERO_UUID, False, None),
     _Field('Partitions', 'partitions', 'partitions', 'array', 'int32', None, (0, 32767), None, None, None, (), False, None),
-    _Field('AssignmentEpochs', 'assignment_epochs', 'assignmentEpochs', 'array', 'int32', None, (0, 32767), (0, 32767), (0, 32767), 0, None, False, None),
+    _Field('AssignmentEpochs', 'assignment_epochs', 'assignmentEpochs', 'array', 'int32', None, (0, 32767), (0, 32767), (0, 32767), 0, (), False, None),
 )
 
 ConsumerGroupCurrentMemberAssignmentValue._FIELDS = (
@@ -69,7 +69,7 @@ def _fresh_TopicPartitions():
     self = _new(TopicPartitions)
     self.topic_id = _ZERO_UUID
     self.partitions = []
-    self.assignment_epochs = None
+    self.assignment_epochs = []
     self._unknown_tagged_fields = ()
     return self
 
@@ -134,7 +134,7 @@ def _decode_TopicPartitions_v0(data, pos):
     else:
         self.partitions = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
         pos += 4 * n
-    self.assignment_epochs = None
+    self.assignment_epochs = []
     if data[pos]:
         pos = _decode_tags_TopicPartitions_v0(self, data, pos)
     else:
@@ -153,7 +153,7 @@ def _encode_TopicPartitions_v0(self, buf):
     if items:
         buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     known = []
-    if self.assignment_epochs is not None:
+    if self.assignment_epochs is None or len(self.assignment_epochs) != 0:
         tag_buf = bytearray()
         items = self.assignment_epochs
         write_compact_nullable_array_length(tag_buf, items)

@@ -43,7 +43,7 @@ class ClassicMemberMetadata(_message.Struct):
 
 class ConsumerGroupMemberMetadataValue(_message.Message):
     """ConsumerGroupMemberMetadataValue (apiKey 5, coordinator-value, versions 0, flexible 0+)."""
-    __slots__ = ('instance_id', 'rack_id', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'rebalance_timeout_ms', 'server_assignor', 'classic_member_metadata', '_unknown_tagged_fields')
+    __slots__ = ('instance_id', 'rack_id', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'rebalance_timeout_ms', 'server_assignor', '_classic_member_metadata', '_unknown_tagged_fields')
     NAME = 'ConsumerGroupMemberMetadataValue'
     TYPE = 'coordinator-value'
     API_KEY = 5
@@ -53,7 +53,7 @@ class ConsumerGroupMemberMetadataValue(_message.Message):
     SCHEMA = 'schemas/coordinators/group-coordinator/ConsumerGroupMemberMetadataValue.json'
     _HAS_BYTES = True
 
-    def __init__(self, *, instance_id='', rack_id='', client_id='', client_host='', subscribed_topic_names=_MISSING, subscribed_topic_regex='', rebalance_timeout_ms=-1, server_assignor='', classic_member_metadata=None):
+    def __init__(self, *, instance_id='', rack_id='', client_id='', client_host='', subscribed_topic_names=_MISSING, subscribed_topic_regex='', rebalance_timeout_ms=-1, server_assignor='', classic_member_metadata=_MISSING):
         self.instance_id = instance_id
         self.rack_id = rack_id
         self.client_id = client_id
@@ -62,8 +62,20 @@ class ConsumerGroupMemberMetadataValue(_message.Message):
         self.subscribed_topic_regex = subscribed_topic_regex
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.server_assignor = server_assignor
-        self.classic_member_metadata = classic_member_metadata
+        self._classic_member_metadata = classic_member_metadata
         self._unknown_tagged_fields = ()
+
+    @property
+    def classic_member_metadata(self):
+        # _MISSING until first read, then this instance's own ClassicMemberMetadata.
+        value = self._classic_member_metadata
+        if value is _MISSING:
+            value = self._classic_member_metadata = ClassicMemberMetadata()
+        return value
+
+    @classic_member_metadata.setter
+    def classic_member_metadata(self, value):
+        self._classic_member_metadata = value
 
 
 ClassicProtocol._FIELDS = (
@@ -85,7 +97,7 @@ ConsumerGroupMemberMetadataValue._FIELDS = (
     _Field('SubscribedTopicRegex', 'subscribed_topic_regex', 'subscribedTopicRegex', 'string', None, None, (0, 32767), (0, 32767), None, None, '', False, None),
     _Field('RebalanceTimeoutMs', 'rebalance_timeout_ms', 'rebalanceTimeoutMs', 'int32', None, None, (0, 32767), None, None, None, -1, False, None),
     _Field('ServerAssignor', 'server_assignor', 'serverAssignor', 'string', None, None, (0, 32767), (0, 32767), None, None, '', False, None),
-    _Field('ClassicMemberMetadata', 'classic_member_metadata', 'classicMemberMetadata', 'struct', None, ClassicMemberMetadata, (0, 32767), (0, 32767), (0, 32767), 0, None, False, None),
+    _Field('ClassicMemberMetadata', 'classic_member_metadata', 'classicMemberMetadata', 'struct', None, ClassicMemberMetadata, (0, 32767), (0, 32767), (0, 32767), 0, _MISSING, False, None),
 )
 
 
@@ -115,7 +127,7 @@ def _fresh_ConsumerGroupMemberMetadataValue():
     self.subscribed_topic_regex = ''
     self.rebalance_timeout_ms = -1
     self.server_assignor = ''
-    self.classic_member_metadata = None
+    self._classic_member_metadata = _MISSING
     self._unknown_tagged_fields = ()
     return self
 
@@ -196,11 +208,11 @@ def _decode_tags_ConsumerGroupMemberMetadataValue_v0(self, data, pos):
         tag, pos, end = read_tag_header(data, pos, last)
         last = tag
         if tag == 0:
-            if data[pos] >= 128:
-                self.classic_member_metadata = None
-                pos += 1
+            marker, pos = read_uvarint(data, pos)
+            if marker == 0:
+                self._classic_member_metadata = None
             else:
-                self.classic_member_metadata, pos = _decode_ClassicMemberMetadata_v0(data, pos + 1)
+                self._classic_member_metadata, pos = _decode_ClassicMemberMetadata_v0(data, pos)
             if pos != end:
                 raise Malformed(f'tagged field ClassicMemberMetadata (tag 0) ends at byte {end} but its value ended at byte {pos}')
         else:
@@ -236,7 +248,7 @@ def _decode_ConsumerGroupMemberMetadataValue_v0(data, pos):
     self.rebalance_timeout_ms, = _S0.unpack_from(data, pos)
     pos += 4
     self.server_assignor, pos = read_compact_nullable_string(data, pos)
-    self.classic_member_metadata = None
+    self._classic_member_metadata = _MISSING
     if data[pos]:
         pos = _decode_tags_ConsumerGroupMemberMetadataValue_v0(self, data, pos)
     else:
@@ -261,13 +273,13 @@ def _encode_ConsumerGroupMemberMetadataValue_v0(self, buf):
     buf += _S0.pack(self.rebalance_timeout_ms)
     write_compact_nullable_string(buf, self.server_assignor)
     known = []
-    if self.classic_member_metadata is not None:
+    if self._classic_member_metadata is not _MISSING and (self._classic_member_metadata != _DEFAULT_ClassicMemberMetadata):
         tag_buf = bytearray()
-        if self.classic_member_metadata is None:
-            tag_buf.append(0xFF)
+        if self._classic_member_metadata is None:
+            tag_buf.append(0)
         else:
             tag_buf.append(1)
-            _encode_ClassicMemberMetadata_v0(self.classic_member_metadata, tag_buf)
+            _encode_ClassicMemberMetadata_v0(self._classic_member_metadata, tag_buf)
         known.append((0, tag_buf))
     if known or self._unknown_tagged_fields:
         write_tags(buf, known, self._unknown_tagged_fields)
@@ -283,52 +295,52 @@ ConsumerGroupMemberMetadataValue._ENCODERS = {0: _encode_ConsumerGroupMemberMeta
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    129: 'Name',
-    130: 'Metadata',
-    131: 'tagged fields of ClassicProtocol',
-    132: 'tagged fields of ClassicProtocol',
-    140: 'Name',
-    141: 'Metadata',
+    141: 'Name',
+    142: 'Metadata',
     143: 'tagged fields of ClassicProtocol',
-    150: 'SessionTimeoutMs',
-    152: 'SupportedProtocols',
-    156: 'SupportedProtocols',
-    163: 'SupportedProtocols',
-    166: 'tagged fields of ClassicMemberMetadata',
-    167: 'tagged fields of ClassicMemberMetadata',
-    175: 'SessionTimeoutMs',
-    177: 'SupportedProtocols',
-    180: 'SupportedProtocols',
-    182: 'SupportedProtocols',
-    184: 'tagged fields of ClassicMemberMetadata',
-    190: 'tagged fields of ConsumerGroupMemberMetadataValue',
-    196: 'tagged fields of ConsumerGroupMemberMetadataValue',
-    199: 'ClassicMemberMetadata',
-    203: 'ClassicMemberMetadata',
-    205: 'ClassicMemberMetadata',
-    217: 'InstanceId',
-    218: 'RackId',
-    219: 'ClientId',
-    220: 'ClientHost',
-    221: 'SubscribedTopicNames',
-    225: 'SubscribedTopicNames',
-    232: 'SubscribedTopicNames',
-    235: 'SubscribedTopicRegex',
-    236: 'RebalanceTimeoutMs',
-    238: 'ServerAssignor',
-    240: 'tagged fields of ConsumerGroupMemberMetadataValue',
-    241: 'tagged fields of ConsumerGroupMemberMetadataValue',
-    249: 'InstanceId',
-    250: 'RackId',
-    251: 'ClientId',
-    252: 'ClientHost',
-    254: 'SubscribedTopicNames',
-    257: 'SubscribedTopicNames',
-    259: 'SubscribedTopicNames',
-    260: 'SubscribedTopicRegex',
-    261: 'RebalanceTimeoutMs',
-    262: 'ServerAssignor',
-    264: 'ClassicMemberMetadata',
-    270: 'ClassicMemberMetadata',
-    273: 'tagged fields of ConsumerGroupMemberMetadataValue',
+    144: 'tagged fields of ClassicProtocol',
+    152: 'Name',
+    153: 'Metadata',
+    155: 'tagged fields of ClassicProtocol',
+    162: 'SessionTimeoutMs',
+    164: 'SupportedProtocols',
+    168: 'SupportedProtocols',
+    175: 'SupportedProtocols',
+    178: 'tagged fields of ClassicMemberMetadata',
+    179: 'tagged fields of ClassicMemberMetadata',
+    187: 'SessionTimeoutMs',
+    189: 'SupportedProtocols',
+    192: 'SupportedProtocols',
+    194: 'SupportedProtocols',
+    196: 'tagged fields of ClassicMemberMetadata',
+    202: 'tagged fields of ConsumerGroupMemberMetadataValue',
+    208: 'tagged fields of ConsumerGroupMemberMetadataValue',
+    211: 'ClassicMemberMetadata',
+    215: 'ClassicMemberMetadata',
+    217: 'ClassicMemberMetadata',
+    229: 'InstanceId',
+    230: 'RackId',
+    231: 'ClientId',
+    232: 'ClientHost',
+    233: 'SubscribedTopicNames',
+    237: 'SubscribedTopicNames',
+    244: 'SubscribedTopicNames',
+    247: 'SubscribedTopicRegex',
+    248: 'RebalanceTimeoutMs',
+    250: 'ServerAssignor',
+    252: 'tagged fields of ConsumerGroupMemberMetadataValue',
+    253: 'tagged fields of ConsumerGroupMemberMetadataValue',
+    261: 'InstanceId',
+    262: 'RackId',
+    263: 'ClientId',
+    264: 'ClientHost',
+    266: 'SubscribedTopicNames',
+    269: 'SubscribedTopicNames',
+    271: 'SubscribedTopicNames',
+    272: 'SubscribedTopicRegex',
+    273: 'RebalanceTimeoutMs',
+    274: 'ServerAssignor',
+    276: 'ClassicMemberMetadata',
+    282: 'ClassicMemberMetadata',
+    285: 'tagged fields of ConsumerGroupMemberMetadataValue',
 }

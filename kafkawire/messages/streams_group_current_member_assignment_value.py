@@ -23,10 +23,10 @@ class TaskIds(_message.Struct):
     MESSAGE = 'StreamsGroupCurrentMemberAssignmentValue'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, subtopology_id='', partitions=_MISSING, assignment_epochs=None):
+    def __init__(self, *, subtopology_id='', partitions=_MISSING, assignment_epochs=_MISSING):
         self.subtopology_id = subtopology_id
         self.partitions = [] if partitions is _MISSING else partitions
-        self.assignment_epochs = assignment_epochs
+        self.assignment_epochs = [] if assignment_epochs is _MISSING else assignment_epochs
         self._unknown_tagged_fields = ()
 
 
@@ -57,7 +57,7 @@ class StreamsGroupCurrentMemberAssignmentValue(_message.Message):
 TaskIds._FIELDS = (
     _Field('SubtopologyId', 'subtopology_id', 'subtopologyId', 'string', None, None, (0, 32767), None, None, None, '', False, None),
     _Field('Partitions', 'partitions', 'partitions', 'array', 'int32', None, (0, 32767), None, None, None, (), False, None),
-    _Field('AssignmentEpochs', 'assignment_epochs', 'assignmentEpochs', 'array', 'int32', None, (0, 32767), (0, 32767), (0, 32767), 0, None, False, None),
+    _Field('AssignmentEpochs', 'assignment_epochs', 'assignmentEpochs', 'array', 'int32', None, (0, 32767), (0, 32767), (0, 32767), 0, (), False, None),
 )
 
 StreamsGroupCurrentMemberAssignmentValue._FIELDS = (
@@ -77,7 +77,7 @@ def _fresh_TaskIds():
     self = _new(TaskIds)
     self.subtopology_id = ''
     self.partitions = []
-    self.assignment_epochs = None
+    self.assignment_epochs = []
     self._unknown_tagged_fields = ()
     return self
 
@@ -146,7 +146,7 @@ def _decode_TaskIds_v0(data, pos):
     else:
         self.partitions = list((_ARRAY_INT32[n] if n < 64 else array_struct('i', n)).unpack_from(data, pos))
         pos += 4 * n
-    self.assignment_epochs = None
+    self.assignment_epochs = []
     if data[pos]:
         pos = _decode_tags_TaskIds_v0(self, data, pos)
     else:
@@ -165,7 +165,7 @@ def _encode_TaskIds_v0(self, buf):
     if items:
         buf += (_ARRAY_INT32[len(items)] if len(items) < 64 else array_struct('i', len(items))).pack(*items)
     known = []
-    if self.assignment_epochs is not None:
+    if self.assignment_epochs is None or len(self.assignment_epochs) != 0:
         tag_buf = bytearray()
         items = self.assignment_epochs
         write_compact_nullable_array_length(tag_buf, items)

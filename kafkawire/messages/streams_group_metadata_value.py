@@ -40,11 +40,11 @@ class StreamsGroupMetadataValue(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/StreamsGroupMetadataValue.json'
 
-    def __init__(self, *, epoch=0, metadata_hash=0, validated_topology_epoch=-1, last_assignment_configs=None, stored_description_topology_epoch=-1, failed_description_topology_epoch=-1):
+    def __init__(self, *, epoch=0, metadata_hash=0, validated_topology_epoch=-1, last_assignment_configs=_MISSING, stored_description_topology_epoch=-1, failed_description_topology_epoch=-1):
         self.epoch = epoch
         self.metadata_hash = metadata_hash
         self.validated_topology_epoch = validated_topology_epoch
-        self.last_assignment_configs = last_assignment_configs
+        self.last_assignment_configs = [] if last_assignment_configs is _MISSING else last_assignment_configs
         self.stored_description_topology_epoch = stored_description_topology_epoch
         self.failed_description_topology_epoch = failed_description_topology_epoch
         self._unknown_tagged_fields = ()
@@ -59,7 +59,7 @@ StreamsGroupMetadataValue._FIELDS = (
     _Field('Epoch', 'epoch', 'epoch', 'int32', None, None, (0, 32767), None, None, None, 0, False, None),
     _Field('MetadataHash', 'metadata_hash', 'metadataHash', 'int64', None, None, (0, 32767), None, None, None, 0, False, None),
     _Field('ValidatedTopologyEpoch', 'validated_topology_epoch', 'validatedTopologyEpoch', 'int32', None, None, (0, 32767), None, (0, 32767), 0, -1, False, None),
-    _Field('LastAssignmentConfigs', 'last_assignment_configs', 'lastAssignmentConfigs', 'array', 'struct', LastAssignmentConfig, (0, 32767), (0, 32767), (0, 32767), 1, None, False, None),
+    _Field('LastAssignmentConfigs', 'last_assignment_configs', 'lastAssignmentConfigs', 'array', 'struct', LastAssignmentConfig, (0, 32767), (0, 32767), (0, 32767), 1, (), False, None),
     _Field('StoredDescriptionTopologyEpoch', 'stored_description_topology_epoch', 'storedDescriptionTopologyEpoch', 'int32', None, None, (0, 32767), None, (0, 32767), 2, -1, False, None),
     _Field('FailedDescriptionTopologyEpoch', 'failed_description_topology_epoch', 'failedDescriptionTopologyEpoch', 'int32', None, None, (0, 32767), None, (0, 32767), 3, -1, False, None),
 )
@@ -78,7 +78,7 @@ def _fresh_StreamsGroupMetadataValue():
     self.epoch = 0
     self.metadata_hash = 0
     self.validated_topology_epoch = -1
-    self.last_assignment_configs = None
+    self.last_assignment_configs = []
     self.stored_description_topology_epoch = -1
     self.failed_description_topology_epoch = -1
     self._unknown_tagged_fields = ()
@@ -166,7 +166,7 @@ def _decode_StreamsGroupMetadataValue_v0(data, pos):
     self.epoch, self.metadata_hash = _S0.unpack_from(data, pos)
     pos += 12
     self.validated_topology_epoch = -1
-    self.last_assignment_configs = None
+    self.last_assignment_configs = []
     self.stored_description_topology_epoch = -1
     self.failed_description_topology_epoch = -1
     if data[pos]:
@@ -184,7 +184,7 @@ def _encode_StreamsGroupMetadataValue_v0(self, buf):
         tag_buf = bytearray()
         tag_buf += _S1.pack(self.validated_topology_epoch)
         known.append((0, tag_buf))
-    if self.last_assignment_configs is not None:
+    if self.last_assignment_configs is None or len(self.last_assignment_configs) != 0:
         tag_buf = bytearray()
         items = self.last_assignment_configs
         write_compact_nullable_array_length(tag_buf, items)
