@@ -226,3 +226,32 @@ def test_same_frames_keys_versions_and_correlation_ids_as_tshark(capture):
              f.api_version if f.role == "request" else None) for f in frames}
     theirs = _tshark_frames(capture, ports)
     assert ours == theirs
+
+
+def test_decode_records_reads_cluster_metadata_and_consumer_offsets(tmp_path):
+    from kafkawire.messages.fetch_request import FetchRequest
+    from kafkawire.messages.fetch_response import FetchableTopicResponse, FetchResponse, PartitionData
+    from kafkawire.messages.offset_commit_key import OffsetCommitKey
+    from kafkawire.messages.offset_commit_value import OffsetCommitValue
+    from kafkawire.messages.topic_record import TopicRecord
+    from kafkawire.metadata.frame import encode_metadata_record
+    from kafkawire.records.batch import build_batch
+    import uuid
+    metadata = build_batch([(None, encode_metadata_record(TopicRecord(name="orders", topic_id=uuid.UUID(int=7)), 0))])
+    offsets = build_batch([(struct.pack(">h", 1) + OffsetCommitKey(group="g", topic="t", partition=0).encode(0),
+                            struct.pack(">h", 3) + OffsetCommitValue(offset=9, metadata="").encode(3))])
+    response = FetchResponse(responses=[
+        FetchableTopicResponse(topic=name, partitions=[PartitionData(partition_index=0, records=batch)])
+        for name, batch in (("__cluster_metadata", metadata), ("__consumer_offsets", offsets))])
+    target = write_capture(tmp_path / "fetch.pcap", [
+        _packet(40000, 9092, 1, framing.encode_request(FetchRequest(max_wait_ms=1), 12, 3)),
+        _packet(9092, 40000, 1, framing.encode_response(response, 12, 3))])
+    result = pcap("--json", "--decode-records", "--check", target)
+    no_traceback(result)
+    assert result.returncode == 0, result.stderr
+    frame = json.loads(result.stdout.splitlines()[1])
+    by_topic = {field["topic"]: field["batches"][0]["records"][0] for field in frame["records"]}
+    assert by_topic["__cluster_metadata"]["type"] == "TopicRecord"
+    assert by_topic["__cluster_metadata"]["data"]["name"] == "orders"
+    assert by_topic["__consumer_offsets"]["keyType"] == "OffsetCommitKey"
+    assert by_topic["__consumer_offsets"]["value"]["offset"] == 9
