@@ -21,7 +21,8 @@ from tools.pcap import analyse
 
 REPO = Path(__file__).resolve().parents[2]
 PCAPS = REFERENCE / "pcaps"
-CAPTURES = sorted(PCAPS.rglob("*.pcap*")) if PCAPS.exists() else []
+OURS = REPO / "tests" / "data" / "pcaps"      # real clients against a kafkawire node (make_captures.py)
+CAPTURES = (sorted(PCAPS.rglob("*.pcap*")) if PCAPS.exists() else []) + sorted(OURS.glob("*.pcapng"))
 
 
 def pcap(*args, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -71,7 +72,7 @@ def test_reference_capture_checks_clean(capture):
 
 def test_every_reference_frame_is_identical_except_responses_without_requests():
     require(PCAPS)
-    frames = [f for path in CAPTURES for f in analyse(path, DEFAULT_PORTS, True, True)[0]]
+    frames = [f for path in sorted(PCAPS.rglob("*.pcap*")) for f in analyse(path, DEFAULT_PORTS, True, True)[0]]
     identical = [f for f in frames if f.check == "identical"]
     unpaired = [f for f in frames if f.status == "unpaired"]
     assert len(frames) == 75 and len(identical) == 69 and len(unpaired) == 6
@@ -115,6 +116,15 @@ def test_a_flipped_length_is_reported_as_a_decode_failure_naming_the_field(tmp_p
     (finding,) = [line for line in result.stdout.splitlines() if line.startswith("  stream")]
     assert "ApiVersions v3" in finding and "ClientSoftwareName" in finding
     assert "ApiVersions v3 Response corr=7" in result.stdout      # the rest is still decoded
+
+
+def test_our_client_captures_are_all_identical():
+    captures = sorted(OURS.glob("*.pcapng"))
+    assert {p.stem for p in captures} == {"kafka-python", "confluent-kafka", "kcat", "aiokafka"}
+    for path in captures:
+        frames, problems = analyse(path, DEFAULT_PORTS, True, True)
+        assert frames and all(f.check == "identical" for f in frames) and not problems, path.name
+        assert {f.role for f in frames} == {"request", "response"}
 
 
 # --- bad input -----------------------------------------------------------------------------------
