@@ -6,7 +6,9 @@ One JVM (tests/interop/java/codec, see codec_oracle.py) answers for Kafka: its g
 
 For every (message, version) that both Kafka 4.3.1 and our schemas/ define (found by asking the
 JVM which of our message names it has, and their version ranges; versions of our union that
-Kafka 4.3.1 lacks are skipped, not counted), hypothesis draws instances of ours and:
+Kafka 4.3.1 lacks are skipped, not counted; requests and responses are found by API key, metadata
+records by record type, the rest by name; the coordinator records too, beyond the issue's list),
+hypothesis draws instances of ours and:
 
 1. ours -> Kafka: Kafka reads our bytes (every byte), its JsonConverter's JSON equals our
    ``to_json(version)``, and its ``write`` gives back our bytes (unknown tagged fields included);
@@ -27,10 +29,12 @@ JSON normalisation (the only place the two JSON forms may differ):
 - ``records`` fields: Kafka's JsonConverter writes a non-null records field as an empty binary
   (``""``; it prints sizes, not batches); ours writes the bytes in base64. A non-null records
   value of ours is compared as ``""``; the bytes themselves are compared on the wire.
+- keys our schemas name after current Kafka where 4.3.1 has another name for the same wire
+  field (KAFKA_4_3_JSON_KEYS) are renamed to 4.3.1's.
 Numbers need no normalisation: both JSON texts are parsed, so 1.0E10 and 1e10, or 7 and 7.0,
 are the same float; Infinity is written bare by both sides.
 
-KAFKAWIRE_KAFKA_VECTORS=N sets the examples per (message, version) (default 10); hypothesis is
+KAFKAWIRE_KAFKA_VECTORS=N sets the examples per (message, version) (default 5); hypothesis is
 derandomized, so a run is reproducible.
 """
 from __future__ import annotations
@@ -53,13 +57,34 @@ from tests.interop.codec_batches import BATCH_KINDS, batch_specs, check_batch_ex
 from tests.interop.codec_oracle import (KafkaCodecOracle, Mismatch, OracleError, ask, compile_sources, expect,
                                        hex_diff)
 
-EXAMPLES = int(os.environ.get("KAFKAWIRE_KAFKA_VECTORS", "10"))
+DEFAULT_EXAMPLES = 5
+EXAMPLES = int(os.environ.get("KAFKAWIRE_KAFKA_VECTORS", DEFAULT_EXAMPLES))
 
-MESSAGE_CATEGORIES = ("requests and responses", "metadata records", "QuorumStateData", "control records")
+MESSAGE_CATEGORIES = ("requests and responses", "metadata records", "QuorumStateData", "control records",
+                      "coordinator records")
+# The fewest pairs each category must find, a guard against an enumeration that silently finds
+# little (at the time of writing: 608, 37, 2, 8 and 58).
+MIN_PAIRS = {"requests and responses": 600, "metadata records": 37, "QuorumStateData": 2, "control records": 8,
+             "coordinator records": 50}
 
-# (message, version) -> why ours and Kafka 4.3.1 legitimately differ there. Empty: every pair
-# both define is identical.
-KNOWN_DIFFERENCES: dict[tuple[str, int], str] = {}
+# JSON keys our schemas name after current Kafka (trunk) where Kafka 4.3.1 has another name for
+# the same wire field: (struct, our key) -> Kafka 4.3.1's key. Our JSON is renamed to Kafka's
+# before it is compared or handed to Kafka; the bytes are the same. Each is in the README.
+KAFKA_4_3_JSON_KEYS = {
+    # Current Kafka names TxnOffsetCommit v3+'s GenerationId GenerationIdOrMemberEpoch (it carries
+    # the member epoch under the consumer group protocol).
+    ("TxnOffsetCommitRequest", "generationIdOrMemberEpoch"): "generationId",
+    # Current Kafka's StreamsGroupHeartbeat v1 adds an int64 AcceptableRecoveryLag, and v0's
+    # int32 field of that name became AcceptableRecoveryLagLegacy.
+    ("StreamsGroupHeartbeatResponse", "acceptableRecoveryLagLegacy"): "acceptableRecoveryLag",
+}
+
+# (message, version) -> why ours and Kafka 4.3.1 legitimately differ there (in the README too).
+KNOWN_DIFFERENCES: dict[tuple[str, int], str] = {
+    ("StreamsGroupMetadataValue", 0):
+        "tagged fields 2 and 3 (StoredDescriptionTopologyEpoch, FailedDescriptionTopologyEpoch) are "
+        "current Kafka's; 4.3.1 keeps them as unknown tagged fields, so its JSON and its instances lack them",
+}
 
 
 def category_of(cls) -> str:
@@ -67,6 +92,8 @@ def category_of(cls) -> str:
         return "requests and responses"
     if cls.TYPE == "metadata":
         return "metadata records"
+    if cls.TYPE.startswith("coordinator"):
+        return "coordinator records"
     if cls.NAME == "QuorumStateData":
         return "QuorumStateData"
     return "control records"
@@ -99,20 +126,25 @@ def tally(request):
 
 @pytest.fixture(scope="module")
 def message_pairs(oracle):
-    """{category: [(cls, version), ...]} for what both sides define, and the skipped count."""
+    """{category: [(cls, version), ...]} for what both sides define, the skipped count, and
+    {our name: Kafka's class name} where they differ."""
     ours = messages.all_messages()
-    answer = oracle.ask({"op": "versions", "names": [cls.NAME for cls in ours]})
+    answer = oracle.ask({"op": "versions", "messages": [
+        {"name": cls.NAME, "type": cls.TYPE, "apiKey": -1 if cls.API_KEY is None else cls.API_KEY} for cls in ours]})
     assert answer["ok"], answer
     pairs = {category: [] for category in MESSAGE_CATEGORIES}
     skipped = Counter()
+    renamed = {}
     for cls in ours:
-        kafka_range = answer["versions"][cls.NAME]
+        kafka = answer["versions"][cls.NAME]
+        if kafka is not None and kafka["kafkaClass"] not in (cls.NAME, cls.NAME + "Data"):
+            renamed[cls.NAME] = kafka["kafkaClass"]
         for version in cls.versions():
-            if kafka_range is not None and kafka_range[0] <= version <= kafka_range[1]:
+            if kafka is not None and kafka["lowest"] <= version <= kafka["highest"]:
                 pairs[category_of(cls)].append((cls, version))
             else:
                 skipped[category_of(cls)] += 1
-    return pairs, skipped
+    return pairs, skipped, renamed
 
 
 # --- JSON -----------------------------------------------------------------------------------
@@ -122,21 +154,30 @@ def plain(obj):
     return json.loads(json.dumps(obj))
 
 
-def kafka_form(cls, version, obj):
-    """Our JSON with each non-null records field as Kafka's converter writes it: ""."""
+def kafka_names(cls, version, obj, records_as_kafka_prints=False):
+    """Our JSON with Kafka 4.3.1's keys (KAFKA_4_3_JSON_KEYS), and with each non-null records
+    field as Kafka's converter prints it ("") if ``records_as_kafka_prints``."""
     if not isinstance(obj, dict):
         return obj
-    out = dict(obj)
+    out = {}
     for f in cls._FIELDS:
-        if f.json_name not in out or out[f.json_name] is None:
+        if f.json_name not in obj:
             continue
-        if f.kind == "records":
-            out[f.json_name] = ""
-        elif f.kind == "struct":
-            out[f.json_name] = kafka_form(f.struct, version, out[f.json_name])
-        elif f.kind == "array" and f.element == "struct":
-            out[f.json_name] = [kafka_form(f.struct, version, item) for item in out[f.json_name]]
+        value = obj[f.json_name]
+        if value is not None:
+            if f.kind == "records" and records_as_kafka_prints:
+                value = ""
+            elif f.kind == "struct":
+                value = kafka_names(f.struct, version, value, records_as_kafka_prints)
+            elif f.kind == "array" and f.element == "struct":
+                value = [kafka_names(f.struct, version, item, records_as_kafka_prints) for item in value]
+        out[KAFKA_4_3_JSON_KEYS.get((cls.NAME, f.json_name), f.json_name)] = value
     return out
+
+
+def kafka_form(cls, version, obj):
+    """Our JSON as Kafka 4.3.1's JsonConverter prints the same message."""
+    return kafka_names(cls, version, obj, records_as_kafka_prints=True)
 
 
 def json_diff(ours, theirs, path="$") -> str:
@@ -190,7 +231,7 @@ def check_kafka_bytes(cls, version, kafka_hex: str, kafka_json, source: str):
 def check_kafka_to_ours(oracle, cls, version, ours):
     """Kafka builds the instance from our JSON; we read its bytes back to the same message."""
     where = f"{cls.NAME} v{version}"
-    our_json = plain(ours.to_json(version))
+    our_json = kafka_names(cls, version, plain(ours.to_json(version)))
     answer = ask(oracle, {"op": "from_json", "name": cls.NAME, "version": version, "json": our_json},
                  f"build {where} from our JSON")
     theirs = check_kafka_bytes(cls, version, answer["hex"], answer["json"], "built from our JSON")
@@ -211,7 +252,7 @@ def check_frame(oracle, cls, version, ours):
     expect(answer["hex"] == framed.hex(), lambda: f"Kafka writes back our framed {where} differently: "
            + hex_diff(framed, bytes.fromhex(answer["hex"])))
     answer = ask(oracle, {"op": "frame_encode", "name": cls.NAME, "version": version,
-                          "json": plain(ours.to_json(version))}, f"frame {where}")
+                          "json": kafka_names(cls, version, plain(ours.to_json(version)))}, f"frame {where}")
     kafka_framed = bytes.fromhex(answer["hex"])
     record = decode_metadata_record(kafka_framed)
     expect((record.api_key, record.version, record.message) == (cls.API_KEY, version, without_unknown_tags(ours)),
@@ -277,7 +318,9 @@ def summarise(oracle, capsys, tally, category, results: dict, known: dict, skipp
             if problem is not None:
                 print(f"  {pair}: {'KNOWN: ' + known[pair] if pair in known else 'MISMATCH'}\n    {problem}")
     unexpected = {pair: problem for pair, problem in results.items() if problem is not None and pair not in known}
-    stale = [pair for pair in known if pair in results and results[pair] is None]
+    # With other than the default examples a listed difference may go unseen: only then is an
+    # identical listed pair not a stale entry.
+    stale = [pair for pair in known if pair in results and results[pair] is None and EXAMPLES == DEFAULT_EXAMPLES]
     assert not unexpected, f"{len(unexpected)} {category} pairs differ from Kafka 4.3.1:\n" + "\n".join(
         f"{pair}: {problem}" for pair, problem in unexpected.items())
     assert not stale, f"KNOWN_DIFFERENCES lists pairs that are now identical: {stale}"
@@ -285,8 +328,12 @@ def summarise(oracle, capsys, tally, category, results: dict, known: dict, skipp
 
 @pytest.mark.parametrize("category", MESSAGE_CATEGORIES)
 def test_messages_match_kafka(oracle, message_pairs, category, capsys, tally):
-    pairs, skipped = message_pairs
-    assert pairs[category], f"no {category} pairs found: the enumeration is broken"
+    pairs, skipped, renamed = message_pairs
+    assert len(pairs[category]) >= MIN_PAIRS[category], f"only {len(pairs[category])} {category} pairs found"
+    renamed_here = {ours: kafka for ours, kafka in renamed.items() if category_of(messages.by_name(ours)) == category}
+    if renamed_here:
+        with capsys.disabled():
+            print(f"\n[kafka codec vectors] {category} Kafka 4.3.1 names otherwise: {renamed_here}")
     started = time.monotonic()
     results = {(cls.NAME, version): check_message_pair(oracle, cls, version) for cls, version in pairs[category]}
     summarise(oracle, capsys, tally, category, results, KNOWN_DIFFERENCES, skipped[category])

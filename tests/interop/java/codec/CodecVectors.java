@@ -16,6 +16,9 @@ import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.Map;
 
+import org.apache.kafka.common.errors.UnsupportedVersionException;
+import org.apache.kafka.common.message.ApiMessageType;
+import org.apache.kafka.common.metadata.MetadataRecordType;
 import org.apache.kafka.common.protocol.ApiMessage;
 import org.apache.kafka.common.protocol.ByteBufferAccessor;
 import org.apache.kafka.common.protocol.Message;
@@ -33,7 +36,9 @@ import org.apache.kafka.server.common.ApiMessageAndVersion;
  * Kafka's generated packages, and converted with their generated *JsonConverter classes.
  *
  * Operations (fields of the request besides "op"):
- *   versions     names: [..]              -> versions: {name: [lowest, highest] | null}
+ *   versions     messages: [{name, type, apiKey}] -> versions: {name: {kafkaClass, lowest, highest} | null}
+ *                (requests and responses found by API key, metadata records by record type, so a
+ *                message Kafka 4.3.1 names otherwise is still found; the rest by name)
  *   decode       name, version, hex       -> json (Kafka's JsonConverter), hex (written back)
  *   from_json    name, version, json      -> hex (the object JsonConverter.read built), json
  *   default      name, version            -> hex and json of a default-constructed instance
@@ -55,6 +60,9 @@ public final class CodecVectors {
         {"org.apache.kafka.common.message.", ""},
         {"org.apache.kafka.common.metadata.", ""},
         {"org.apache.kafka.raft.generated.", ""},
+        {"org.apache.kafka.coordinator.group.generated.", ""},
+        {"org.apache.kafka.coordinator.share.generated.", ""},
+        {"org.apache.kafka.coordinator.transaction.generated.", ""},
     };
 
     private final Map<String, MessageCodec> codecs = new HashMap<>();
@@ -123,6 +131,29 @@ public final class CodecVectors {
         return buffer.array();
     }
 
+    /** Kafka's class for one of our messages (by API key or record type where it has one), or null. */
+    MessageCodec resolve(String name, String type, int apiKey) throws ReflectiveOperationException {
+        Class<?> found = null;
+        try {
+            if ("request".equals(type)) {
+                found = ApiMessageType.fromApiKey((short) apiKey).newRequest().getClass();
+            } else if ("response".equals(type)) {
+                found = ApiMessageType.fromApiKey((short) apiKey).newResponse().getClass();
+            } else if ("metadata".equals(type)) {
+                found = MetadataRecordType.fromId((short) apiKey).newMetadataRecord().getClass();
+            }
+        } catch (UnsupportedVersionException e) {
+            codecs.put(name, null);     // an API key or record type Kafka 4.3.1 does not have
+            return null;
+        }
+        if (found == null) {
+            return codec(name);
+        }
+        MessageCodec codec = new MessageCodec(found);
+        codecs.put(name, codec);
+        return codec;
+    }
+
     /** Kafka's class for one of our schema names, or null when Kafka 4.3.1 has none. */
     MessageCodec codec(String name) throws ReflectiveOperationException {
         if (codecs.containsKey(name)) {
@@ -158,12 +189,14 @@ public final class CodecVectors {
         switch (op) {
             case "versions": {
                 ObjectNode versions = answer.putObject("versions");
-                for (JsonNode name : request.path("names")) {
-                    MessageCodec codec = codec(name.asText());
+                for (JsonNode message : request.path("messages")) {
+                    String name = message.path("name").asText();
+                    MessageCodec codec = resolve(name, message.path("type").asText(), message.path("apiKey").asInt(-1));
                     if (codec == null) {
-                        versions.putNull(name.asText());
+                        versions.putNull(name);
                     } else {
-                        versions.putArray(name.asText()).add(codec.lowest).add(codec.highest);
+                        versions.putObject(name).put("kafkaClass", codec.type.getSimpleName())
+                            .put("lowest", codec.lowest).put("highest", codec.highest);
                     }
                 }
                 return answer;
