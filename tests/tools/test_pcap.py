@@ -265,3 +265,32 @@ def test_decode_records_reads_cluster_metadata_and_consumer_offsets(tmp_path):
     assert by_topic["__cluster_metadata"]["data"]["name"] == "orders"
     assert by_topic["__consumer_offsets"]["keyType"] == "OffsetCommitKey"
     assert by_topic["__consumer_offsets"]["value"]["offset"] == 9
+
+
+def test_mutated_captures_are_reported_never_raised(tmp_path):
+    """Flipped bits, cut and deleted bytes anywhere in a capture (file header, packet records, IP,
+    TCP, Kafka): the analysis reports what it can and never raises past CaptureError."""
+    import random
+    from kafkawire.capture.packets import CaptureError
+    from tools.pcap import frame_json, summary_line
+    require(PCAPS)
+    rng = random.Random(13)
+    for i in range(80):
+        data = bytearray(rng.choice(CAPTURES).read_bytes())
+        for _ in range(rng.randint(1, 4)):
+            at, op = rng.randrange(len(data)), rng.random()
+            if op < 0.7:
+                data[at] ^= 1 << rng.randrange(8)
+            elif op < 0.85:
+                del data[at:at + rng.randint(1, 50)]
+            else:
+                data = data[:at]
+        path = tmp_path / f"mutated-{i}.pcap"
+        path.write_bytes(bytes(data))
+        try:
+            frames, _ = analyse(path, DEFAULT_PORTS, True, True)
+        except CaptureError:
+            continue
+        for f in frames:
+            summary_line(f)
+            frame_json(f, True)
