@@ -43,8 +43,8 @@ import socket
 import time
 from dataclasses import dataclass, field
 
-from kafkawire.net.client import (AuthenticationFailed, NetworkClient, NodeBackingOff, ProtocolError, TransportError,
-                                  UnsupportedVersion)
+from kafkawire.net.client import (AuthenticationFailed, NetworkClient, NodeBackingOff, ProtocolError, RequestTimedOut,
+                                  TransportError, UnsupportedVersion)
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.errors import UnsupportedVersionError
 
@@ -280,6 +280,8 @@ class Admin:
                 await self._sleep(exc.retry_after_ms, deadline)
                 continue
             except TransportError as exc:
+                if isinstance(exc, RequestTimedOut) and time.monotonic() >= deadline:
+                    continue            # cut short by the call's own deadline: the call times out, no attempt failed
                 last_error = exc
                 self._node_failed(exc.peer)
             except KafkaApiError as exc:

@@ -480,12 +480,22 @@ def test_refused_connection_says_each_attempt_then_one_error_line(capsys):
     assert f"127.0.0.1:{port}" in last and "refused" in last
 
 
-def test_silent_peer_times_out(capsys):
+def test_silent_peer_times_out(capsys, tmp_path):
     with SilentPeer() as peer:
+        # the one request is cut by the call's deadline: no attempt failed, one line
         rc, out, err = kafkawire(capsys, "metadata-quorum", "--bootstrap-server", peer.address, "--timeout", "400",
                                  "describe", "--replication")
+        assert (rc, out) == (1, "")
+        assert err == "org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a node assignment. " \
+                      "Call: describeMetadataQuorum\n"
+        # requests that time out before the call does are failed attempts, each said (issue 20, item 6)
+        config = tmp_path / "short-requests.properties"
+        config.write_text("request.timeout.ms=250\n")
+        rc, out, err = kafkawire(capsys, "metadata-quorum", "--bootstrap-server", peer.address, "--command-config",
+                                 str(config), "--timeout", "1500", "describe", "--replication")
     assert (rc, out) == (1, "")
-    assert "giving up; the call's timeout is 400 ms" in _attempt_warnings(err)[-1]
+    warnings = _attempt_warnings(err)
+    assert len(warnings) >= 2 and all("timed out" in line for line in warnings), err
     assert err.splitlines()[-1].startswith("org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a "
                                            "node assignment. Call: describeMetadataQuorum")
 
