@@ -18,7 +18,7 @@ from contextlib import asynccontextmanager
 
 from raft.node.local_quorum import LocalQuorum
 
-from .hostile import fetch_flood
+from .hostile import fetch_flood, send_hostile_raft_requests
 from .proxy import LinkProxy
 
 
@@ -30,6 +30,8 @@ class NemesisCluster:
         self.faults = Counter()
         self.stopped: set[int] = set()          # SIGSTOPped
         self.down: set[int] = set()             # killed, not yet restarted
+        self._first_round: list[str] = []
+        self._first_round_left: list[str] = []
 
     @property
     def ids(self) -> list[int]:
@@ -113,10 +115,21 @@ class NemesisCluster:
         self.faults["fetch flood"] += 1
         await fetch_flood(self.quorum.address(node_id), flood_s, connections, pipelined)
 
+    async def hostile_raft(self, node_id: int, hold_s: float) -> None:
+        """Votes and BeginQuorumEpoch/EndQuorumEpoch from strangers and spoofers, at one node."""
+        self.faults["hostile raft requests"] += 1
+        await send_hostile_raft_requests(self.quorum.address(node_id), self.quorum.cluster_id, node_id, self.ids)
+        await asyncio.sleep(hold_s)
+
     async def one_fault(self, leader: int | None) -> str:
         """Pick a fault (aimed at the leader half the time), inject it, hold it, heal it."""
         target = leader if leader is not None and self.rng.random() < 0.5 else self.rng.choice(self.ids)
-        kind = self.rng.choice(["kill", "torn", "pause", "partition", "flood"])
+        kinds = ["kill", "torn", "pause", "partition", "flood", "hostile"]
+        # Every kind once first (in a random order), so that even a short run has each; then at random.
+        if not self._first_round:
+            self._first_round = self.rng.sample(kinds, len(kinds))
+            self._first_round_left = list(self._first_round)
+        kind = self._first_round_left.pop(0) if self._first_round_left else self.rng.choice(kinds)
         hold = self.rng.uniform(1.0, 5.0)
         if kind == "kill":
             await self.kill_and_restart(target, hold)
@@ -126,8 +139,10 @@ class NemesisCluster:
             await self.pause(target, hold)
         elif kind == "partition":
             await self.partition(target, hold)
-        else:
+        elif kind == "flood":
             await self.flood(target, hold)
+        else:
+            await self.hostile_raft(target, hold)
         return f"{kind} node {target} for {hold:.1f} s"
 
 

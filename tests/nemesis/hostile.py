@@ -1,11 +1,19 @@
-"""Hostile traffic a node must shrug off: pipelined long-poll fetches from many connections."""
+"""Hostile traffic a node must shrug off: pipelined long-poll fetches from many connections, and
+raft requests that would push the epoch to the end of the int32 space, name a leader that is
+not a voter, or claim the receiver's own id (issue 18, item 1)."""
 from __future__ import annotations
 
 import asyncio
 import contextlib
 
 from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic
+from kafkawire.net.client import NetworkClient, TransportError
 from kafkawire.protocol.framing import encode_request
+from raft import rpc
+from raft.bounds import INT32_MAX
+from raft.types import Endpoints, ReplicaKey
+
+STRANGER = 99
 
 
 def long_poll_fetch(offset: int = 0) -> FetchRequest:
@@ -33,3 +41,40 @@ async def fetch_flood(address, duration_s: float, connections: int, pipelined: i
             with contextlib.suppress(Exception):
                 writer.transport.abort()
     return len(writers)
+
+
+def hostile_requests(cluster_id: str, target: int, voter_ids: list[int]) -> list[tuple[str, object]]:
+    spoofed = next((v for v in voter_ids if v != target), target)
+    nowhere = Endpoints((("CONTROLLER", "127.0.0.1", 1),))
+    to = ReplicaKey(target, None)
+    return [
+        ("Vote from a stranger", rpc.vote_request(cluster_id, INT32_MAX - 1, ReplicaKey(STRANGER, None), to,
+                                                  0, 10**6, False)),
+        ("Vote from a stranger, small epoch", rpc.vote_request(cluster_id, 1000, ReplicaKey(STRANGER, None), to,
+                                                               0, 10**6, False)),
+        ("BeginQuorumEpoch of a stranger, small epoch", rpc.begin_quorum_epoch_request(
+            cluster_id, 1000, STRANGER, to, nowhere)),
+        ("EndQuorumEpoch of a stranger, small epoch", rpc.end_quorum_epoch_request(
+            cluster_id, 1000, STRANGER, (), nowhere)),
+        ("Vote claiming the receiver's id", rpc.vote_request(cluster_id, 1000, ReplicaKey(target, None), to,
+                                                              0, 10**6, False)),
+        ("Vote from a voter's id, jumping to the end", rpc.vote_request(
+            cluster_id, INT32_MAX, ReplicaKey(spoofed, None), to, 0, 10**6, False)),
+        ("BeginQuorumEpoch of a stranger", rpc.begin_quorum_epoch_request(cluster_id, INT32_MAX - 1, STRANGER, to,
+                                                                         nowhere)),
+        ("EndQuorumEpoch of a stranger", rpc.end_quorum_epoch_request(cluster_id, INT32_MAX - 1, STRANGER, (),
+                                                                     nowhere)),
+    ]
+
+
+async def send_hostile_raft_requests(address, cluster_id: str, target: int, voter_ids: list[int]) -> int:
+    """Send every hostile raft request to one node; returns how many were answered."""
+    answered = 0
+    async with NetworkClient(client_id="hostile", request_timeout_ms=2000, connect_timeout_ms=2000) as client:
+        for _, request in hostile_requests(cluster_id, target, voter_ids):
+            try:
+                await asyncio.wait_for(client.send(address, request), 4)
+                answered += 1
+            except (TransportError, asyncio.TimeoutError, OSError):
+                pass                       # the node is down or paused: nothing to attack
+    return answered

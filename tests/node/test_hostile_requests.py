@@ -12,34 +12,9 @@ from kafkawire.protocol.error_codes import Errors
 from raft import rpc
 from raft.bounds import INT32_MAX
 from raft.node.local_quorum import LocalQuorum
-from raft.types import Endpoints, ReplicaKey
+from tests.nemesis.hostile import STRANGER, hostile_requests
 
-STRANGER = 99
 INVALID = int(Errors.INVALID_REQUEST)
-
-
-def hostile_requests(cluster_id: str, target: int, voter_ids: list[int]) -> list[tuple[str, object]]:
-    spoofed = next((v for v in voter_ids if v != target), target)
-    nowhere = Endpoints((("CONTROLLER", "127.0.0.1", 1),))
-    to = ReplicaKey(target, None)
-    return [
-        ("Vote from a stranger", rpc.vote_request(cluster_id, INT32_MAX - 1, ReplicaKey(STRANGER, None), to,
-                                                  0, 10**6, False)),
-        ("Vote from a stranger, small epoch", rpc.vote_request(cluster_id, 1000, ReplicaKey(STRANGER, None), to,
-                                                               0, 10**6, False)),
-        ("BeginQuorumEpoch of a stranger, small epoch", rpc.begin_quorum_epoch_request(
-            cluster_id, 1000, STRANGER, to, nowhere)),
-        ("EndQuorumEpoch of a stranger, small epoch", rpc.end_quorum_epoch_request(
-            cluster_id, 1000, STRANGER, (), nowhere)),
-        ("Vote claiming the receiver's id", rpc.vote_request(cluster_id, 1000, ReplicaKey(target, None), to,
-                                                              0, 10**6, False)),
-        ("Vote from a voter's id, jumping to the end", rpc.vote_request(
-            cluster_id, INT32_MAX, ReplicaKey(spoofed, None), to, 0, 10**6, False)),
-        ("BeginQuorumEpoch of a stranger", rpc.begin_quorum_epoch_request(cluster_id, INT32_MAX - 1, STRANGER, to,
-                                                                         nowhere)),
-        ("EndQuorumEpoch of a stranger", rpc.end_quorum_epoch_request(cluster_id, INT32_MAX - 1, STRANGER, (),
-                                                                     nowhere)),
-    ]
 
 
 async def send_all(quorum: LocalQuorum) -> list[tuple[int, str, object]]:
