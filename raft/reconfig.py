@@ -112,12 +112,20 @@ class Reconfig:
         state = self.core.quorum.state
         return state if isinstance(state, Leader) else None
 
+    def _leader_error(self) -> tuple[int, str | None]:
+        """Kafka's KafkaRaftClient checks leadership, then the request's own fields (a directory
+        id, the quorum's listener: INVALID_REQUEST), and only then its handlers the rest."""
+        if self._leader is None or self.core.shutdown_deadline_ms is not None:
+            return int(Errors.NOT_LEADER_OR_FOLLOWER), "this replica is not the leader"
+        return NONE, None
+
     def _precheck(self) -> tuple[int, str | None]:
         """Rules 1-3 of the module docstring."""
         core = self.core
         leader = self._leader
-        if leader is None or core.shutdown_deadline_ms is not None:
-            return int(Errors.NOT_LEADER_OR_FOLLOWER), "this replica is not the leader"
+        error, message = self._leader_error()
+        if error != NONE:
+            return error, message
         if core.control.last_kraft_version() < 1:
             return int(Errors.UNSUPPORTED_VERSION), "the cluster's kraft.version is 0: its voters are static"
         if self.pending is not None:
@@ -154,20 +162,23 @@ class Reconfig:
             self._respond(request, add_resp.AddRaftVoterResponse(error_code=error, error_message=message))
         if not self._valid_cluster_id(body.cluster_id):
             return reply(int(Errors.INCONSISTENT_CLUSTER_ID), "the cluster id does not match")
-        error, message = self._precheck()
+        error, message = self._leader_error()
         if error != NONE:
             return reply(error, message)
         core = self.core
         key = ReplicaKey.of(body.voter_id, body.voter_directory_id)
         if key.directory_id is None:
             return reply(int(Errors.INVALID_REQUEST), "a new voter needs a directory id")
-        voters = core.voters()
-        if voters.node(key.id) is not None:
-            return reply(int(Errors.DUPLICATE_VOTER), f"node {key.id} is already a voter")
         endpoints = self._endpoints(body.listeners)
         address = endpoints.address(core.config.listener)
         if address is None:
             return reply(int(Errors.INVALID_REQUEST), f"the new voter has no endpoint for listener {core.config.listener}")
+        error, message = self._precheck()
+        if error != NONE:
+            return reply(error, message)
+        voters = core.voters()
+        if voters.node(key.id) is not None:
+            return reply(int(Errors.DUPLICATE_VOTER), f"node {key.id} is already a voter")
         timeout = body.timeout_ms if body.timeout_ms > 0 else core.config.request_timeout_ms
         change = PendingChange("add", request, None, core.now_ms + timeout, voter_key=key,
                                ack_when_committed=bool(getattr(body, "ack_when_committed", True)))
@@ -220,11 +231,16 @@ class Reconfig:
             self._respond(request, rm_resp.RemoveRaftVoterResponse(error_code=error, error_message=message))
         if not self._valid_cluster_id(body.cluster_id):
             return reply(int(Errors.INCONSISTENT_CLUSTER_ID), "the cluster id does not match")
-        error, message = self._precheck()
+        error, message = self._leader_error()
         if error != NONE:
             return reply(error, message)
         core = self.core
         key = ReplicaKey.of(body.voter_id, body.voter_directory_id)
+        if key.directory_id is None:
+            return reply(int(Errors.INVALID_REQUEST), "the voter to remove needs a directory id")
+        error, message = self._precheck()
+        if error != NONE:
+            return reply(error, message)
         voters = core.voters()
         node = voters.node(key.id)
         if node is None or node.key.directory_id != key.directory_id:
@@ -258,9 +274,14 @@ class Reconfig:
         endpoints = self._endpoints(body.listeners)
         feature = body.k_raft_version_feature
         key = ReplicaKey.of(body.voter_id, body.voter_directory_id)
+        if key.directory_id is None:
+            return reply(int(Errors.INVALID_REQUEST))      # whatever the kraft.version, as Kafka
         if endpoints.address(core.config.listener) is None:
             return reply(int(Errors.INVALID_REQUEST))
-        if core.control.last_kraft_version() < 1:
+        current = core.control.last_kraft_version()
+        if not feature.min_supported_version <= current <= feature.max_supported_version:
+            return reply(int(Errors.INVALID_REQUEST))      # UpdateVoterHandler.validVersionRange
+        if current < 1:
             # Static voters: remember what the voter supports for a later kraft.version upgrade.
             if core.voters().node(key.id) is None:
                 return reply(int(Errors.VOTER_NOT_FOUND))
@@ -273,9 +294,6 @@ class Reconfig:
         node = voters.node(key.id)
         if node is None or (node.key.directory_id is not None and node.key.directory_id != key.directory_id):
             return reply(int(Errors.VOTER_NOT_FOUND))
-        current = core.control.last_kraft_version()
-        if not feature.min_supported_version <= current <= feature.max_supported_version:
-            return reply(int(Errors.INVALID_REQUEST))
         # The directory id is set only where the voter set did not know it (KIP-853).
         new_key = node.key if node.key.directory_id is not None else key
         # A voter's UpdateRaftVoter counts as hearing from it for check-quorum, as a fetch does

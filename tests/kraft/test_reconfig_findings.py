@@ -81,58 +81,34 @@ def test_every_update_raft_voter_answer_names_the_leader():
     assert answers == ["1->2 UpdateRaftVoterResponse leader=1 epoch=1"]
 
 
-@finding(ours="RemoveRaftVoter voter=2 without a directory id: VOTER_NOT_FOUND",
-         kafka="KafkaRaftClient.handleRemoveVoterRequest answers INVALID_REQUEST when the voter key has no "
-               "directory id, before the voter set is looked at")
 def test_remove_raft_voter_without_directory_id_is_an_invalid_request():
     env = elected()
     assert drive(env, "inject 1 remove-voter voter=2 dir=none").endswith("RemoveRaftVoterResponse err=INVALID_REQUEST")
 
 
-@finding(ours="UpdateRaftVoter from voter 2 without a directory id at kraft.version 1: VOTER_NOT_FOUND",
-         kafka="KafkaRaftClient.handleUpdateVoterRequest answers INVALID_REQUEST (with the leader named) when "
-               "the voter key has no directory id, before UpdateVoterHandler looks at the voter set")
 def test_update_raft_voter_without_directory_id_is_an_invalid_request():
     env = elected()
     assert drive(env, "inject 1 update-voter from=2 epoch=1 dir=none").endswith(
         "UpdateRaftVoterResponse err=INVALID_REQUEST leader=1 epoch=1")
 
 
-@finding(ours="AddRaftVoter for voter 2 (directory 2, already a voter) listing only listener OTHER: "
-              "DUPLICATE_VOTER (the voter set is checked before the listener; a new voter without the "
-              "listener already gets INVALID_REQUEST)",
-         kafka="KafkaRaftClient.handleAddVoterRequest answers INVALID_REQUEST when the endpoints lack the "
-               "quorum's listener, before AddVoterHandler looks at the voter set")
 def test_add_raft_voter_without_the_quorum_listener_is_an_invalid_request_even_for_a_voter():
     env = elected()
     assert drive(env, "inject 1 add-voter voter=2 listener=OTHER").endswith("AddRaftVoterResponse err=INVALID_REQUEST")
 
 
-@finding(ours="at kraft.version 0 an UpdateRaftVoter whose kraft.version range is (1,1) is accepted (no error) "
-              "and kept for the upgrade (Reconfig.learned)",
-         kafka="UpdateVoterHandler.validVersionRange refuses a range that leaves out the finalized kraft.version "
-               "(0 here) with INVALID_REQUEST")
 def test_a_static_quorum_refuses_a_voter_update_whose_range_leaves_out_the_finalized_version():
     env = elected("cluster voters=(1,2,3) kraft-version=0")
     assert drive(env, "inject 1 update-voter from=2 epoch=1 kraft=(1,1)").endswith(
         "UpdateRaftVoterResponse err=INVALID_REQUEST leader=1 epoch=1")
 
 
-@finding(ours="at kraft.version 0 an UpdateRaftVoter without a directory id is accepted (no error) and kept "
-              "(Reconfig.learned)",
-         kafka="KafkaRaftClient.handleUpdateVoterRequest answers INVALID_REQUEST when the voter key has no "
-               "directory id, whatever the kraft.version")
 def test_a_static_quorum_refuses_a_voter_update_without_directory_id():
     env = elected("cluster voters=(1,2,3) kraft-version=0")
     assert drive(env, "inject 1 update-voter from=2 epoch=1 dir=none").endswith(
         "UpdateRaftVoterResponse err=INVALID_REQUEST leader=1 epoch=1")
 
 
-@finding(ours="after a directory-less UpdateRaftVoter from voter 2 was kept, the kraft.version 1 upgrade "
-              "writes voter 2 with no directory id ('2/-@CONTROLLER://node2:9093' in the VotersRecord)",
-         kafka="the update is refused (INVALID_REQUEST, above), so voter 2 keeps the directory id of its earlier "
-               "update; and LeaderState.maybeAppendUpgradedKRaftVersion never writes a voter without one (it "
-               "throws 'Directory id must be known for all of the voters')")
 def test_an_upgrade_never_writes_a_voter_without_directory_id():
     env = elected("cluster voters=(1,2,3) kraft-version=0")
     drive(env, "inject 1 update-voter from=2 epoch=1 dir=none", "inject 1 update-features level=1", "stabilize")
