@@ -17,7 +17,11 @@ from collections import Counter
 from raft.node.demo_client import create_topic
 from tests.interop.kafka_procs import METADATA_QUORUM
 from tests.interop.mixed_quorum import KAFKA, OURS, MixedQuorum
-from tests.interop.test_metadata_shell_vs_kafka import normalise, run_kafka_shell, run_ours
+from tests.interop.test_metadata_shell_vs_kafka import (
+    normalise,
+    run_kafka_shell,
+    run_ours,
+)
 from tests.interop.test_mixed_quorum import assert_logs_agree, mixed  # noqa: F401 (fixture)
 
 BROKER_ID = 100
