@@ -50,6 +50,7 @@ from kafkawire.records.control import ControlRecordType, control_type_name, deco
 from kafkawire.records.kraft_control import value_json
 from kafkawire.records.legacy import LegacyRecordBatch
 from kafkawire.storage.snapshot import BOOTSTRAP_FILE_NAME, parse_snapshot_file_name
+from tools.dump_log_coordinators import CoordinatorDecoder, MissingKeyError, add_decoder_arguments, chosen_folder
 
 COMMAND = "dump-log"
 HELP = "print the batches and records of log segments, snapshots and indexes, as kafka-dump-log does"
@@ -84,6 +85,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print every record, not only the batches (implied by --print-data-log)")
     parser.add_argument("--cluster-metadata-decoder", action="store_true",
                         help="decode the values as __cluster_metadata records")
+    add_decoder_arguments(parser)
     parser.add_argument("--skip-record-metadata", action="store_true",
                         help="leave out the per-record metadata (and the control records)")
     parser.add_argument("--verify-index-only", action="store_true",
@@ -104,8 +106,10 @@ class Options:
         while files and not files[-1]:
             files.pop()  # Java's String.split drops trailing empty strings
         self.files = files
-        self.cluster_metadata = args.cluster_metadata_decoder
-        self.print_data = args.print_data_log or self.cluster_metadata
+        # Kafka's precedence: offsets, transaction log, cluster metadata, share group state.
+        self.coordinator = chosen_folder(args)
+        self.cluster_metadata = args.cluster_metadata_decoder and self.coordinator is None
+        self.print_data = args.print_data_log or self.cluster_metadata or self.coordinator is not None
         self.deep = args.deep_iteration or self.print_data
         self.skip_record_metadata = args.skip_record_metadata
         self.verify_only = args.verify_index_only
@@ -208,6 +212,7 @@ class Dumper:
         self.failed = False
         self.errors_in_file = 0
         self.decode_payload = PayloadDecoder()
+        self.coordinator = CoordinatorDecoder(opts.coordinator) if opts.coordinator else None
         self.json = opts.json
         # Kafka's end-of-run reports, keyed by absolute path.
         self.non_consecutive: dict[str, dict[int, int]] = {}
@@ -423,6 +428,14 @@ class Dumper:
                         line = f"{line}{prefix}payload: {payload.text}"
                     else:
                         line = f"{line}{prefix}payload: {self._payload_failure(name, position, offset, value, payload)}"
+                elif self.coordinator is not None:
+                    key, value = self._coordinator_parse(name, position, offset, key, value)
+                    sep = prefix
+                    if key is not None:
+                        line = f"{line}{sep}key: {key}"
+                        sep = " "
+                    if value is not None:
+                        line = f"{line}{sep}payload: {value}"
                 else:
                     sep = prefix
                     if key is not None:
@@ -431,6 +444,18 @@ class Dumper:
                     if value is not None:
                         line = f"{line}{sep}payload: {_utf8(value)}"
             add(line)
+
+    def _coordinator_parse(self, name, position, offset, key, value):
+        """The key and payload texts Kafka's coordinator decoders print (None: not printed)."""
+        try:
+            parsed = self.coordinator.parse(offset, key, value)
+        except MissingKeyError as exc:
+            self.error(name, position, f"{exc} (Kafka's tool dies here; ours goes on)")
+            return None, None
+        if parsed.problem is not None:
+            self.error(name, position, f"the record at offset {offset} (in the batch at this position) does not "
+                                       f"decode: {parsed.problem}")
+        return parsed.key, parsed.payload
 
     def _payload_failure(self, name, position, offset, value, payload) -> str:
         """Report a value the metadata decoder cannot read (on stderr, with our reason) and
@@ -468,6 +493,10 @@ class Dumper:
                         text = f'{text},"payload":{payload.text}'
                     else:
                         text = f'{text},"payload":{_json_str(self._payload_failure(name, position, offset, value, payload))}'
+                elif self.coordinator is not None:
+                    shown_key, shown = self._coordinator_parse(name, position, offset, key, value)
+                    text = (f'{text},"key":{"null" if shown_key is None else _json_str(shown_key)},'
+                            f'"payload":{"null" if shown is None else _json_str(shown)}')
                 else:
                     text = (f'{text},"key":{"null" if key is None else _json_str(_utf8(key))},'
                             f'"payload":{"null" if value is None else _json_str(_utf8(value))}')
@@ -477,7 +506,9 @@ class Dumper:
             raw(text + "}")
 
     def _add_contents(self, obj, r, name, position):
-        if self.opts.cluster_metadata:
+        if self.coordinator is not None:
+            obj["key"], obj["payload"] = self._coordinator_parse(name, position, r.offset, r.key, r.value)
+        elif self.opts.cluster_metadata:
             payload = self.decode_payload(r.value)
             if payload.error is None:
                 obj["payload"] = payload.obj
@@ -562,7 +593,14 @@ class Dumper:
                 if self.opts.print_data:
                     self._add_contents(obj, r, name, position)
             elif self.opts.print_data:
-                if self.opts.cluster_metadata:
+                if self.coordinator is not None:
+                    key, value = self._coordinator_parse(name, position, r.offset, r.key, r.value)
+                    if key is not None:
+                        parts.append(f"{prefix}key: {key}")
+                        prefix = " "
+                    if value is not None:
+                        parts.append(f"{prefix}payload: {value}")
+                elif self.opts.cluster_metadata:
                     payload = self.decode_payload(r.value)
                     parts.append(f"{prefix}payload: " + (payload.text if payload.error is None else
                                                          _kafka_payload_error(r.offset, r.value)))
