@@ -41,8 +41,6 @@ from .types import ElectionState, Endpoints, LeaderAndEpoch, OffsetAndEpoch, Rep
 from .bounds import can_start_election, epoch_jump_refusal
 
 NONE = int(Errors.NONE)
-# Kafka's KafkaRaftClient.RETRY_BACKOFF_BASE_MS: the unit of the randomised election backoff.
-RETRY_BACKOFF_BASE_MS = 100
 
 
 class RaftInvariantError(RuntimeError):
@@ -354,8 +352,6 @@ class RaftCore:
         later = self.now_ms + max(1, self.quorum.random_election_timeout_ms())
         if isinstance(state, Follower):
             state.fetch_deadline_ms = later
-        elif isinstance(state, Candidate) and state.backoff_until_ms is not None:
-            state.backoff_until_ms = later
         else:
             state.election_deadline_ms = later
 
@@ -391,7 +387,8 @@ class RaftCore:
 
     def _handle_election_loss(self) -> None:
         """A lost pre-vote: back to following the known leader, or to Unattached; a lost vote:
-        back off, then pre-vote again (Kafka's maybeHandleElectionLoss)."""
+        the candidate waits out its election timeout, then pre-votes again (Kafka's
+        maybeHandleElectionLoss, testCandidateWaitsRestOfElectionTimeoutAfterElectionLoss)."""
         state = self.quorum.state
         if isinstance(state, Prospective):
             if state.leader_id is not None and state.leader_endpoints:
@@ -400,17 +397,6 @@ class RaftCore:
                 # Kafka keeps a leader known by id only (no endpoints) across the lost
                 # pre-vote (testProspectiveLosesElectionHasLeaderButMissingEndpoint).
                 self._transition_to_unattached(state.epoch, state.leader_id)
-        elif isinstance(state, Candidate) and state.backoff_until_ms is None:
-            state.backoff_until_ms = self.now_ms + self._binary_exponential_backoff_ms(state.retries)
-
-    def _binary_exponential_backoff_ms(self, retries: int) -> int:
-        # Kafka draws base * random(2 << (retries - 1)) and then caps the value at
-        # election.backoff.max.ms: after a few retries almost every draw is the cap, and two
-        # candidates that collided once keep colliding (the simulator found such a livelock when
-        # a voter without pre-vote made both skip it). Capping the range instead keeps the draw
-        # uniform in [0, cap]: the same distribution while the cap is not reached.
-        cap = min(RETRY_BACKOFF_BASE_MS * (2 << min(20, retries - 1)), self.config.election_backoff_max_ms)
-        return self.rng.randrange(cap + 1) if cap > 0 else 0
 
     def _maybe_transition(self, leader_id: int | None, epoch: int, endpoints: Endpoints) -> None:
         """React to the (leader, epoch) another replica told us about (Kafka's maybeTransition)."""
@@ -1238,10 +1224,6 @@ class RaftCore:
                                                           node.key, last.epoch, last.offset, pre_vote), "Vote")
 
     def _poll_candidate(self, state: Candidate) -> None:
-        if state.backoff_until_ms is not None:
-            if self.now_ms >= state.backoff_until_ms:
-                self._transition_to_prospective()
-            return
         if self.now_ms >= state.election_deadline_ms:
             self._transition_to_prospective()
             return
@@ -1349,7 +1331,7 @@ class RaftCore:
                 times.append(self.linger_deadline_ms)
             times += [p.deadline_ms for p in self.parked_fetches]
         elif isinstance(state, Candidate):
-            times.append(state.backoff_until_ms if state.backoff_until_ms is not None else state.election_deadline_ms)
+            times.append(state.election_deadline_ms)
         elif isinstance(state, (Prospective, Unattached, Resigned)):
             times.append(state.election_deadline_ms)
         elif isinstance(state, Follower):

@@ -65,7 +65,6 @@ class Candidate:
     vote_election: EpochElection
     retries: int
     election_deadline_ms: int
-    backoff_until_ms: int | None = None
     high_watermark: int | None = None
 
     def election(self) -> ElectionState:

@@ -129,7 +129,9 @@ class Simulation:
                 pre_vote=s.pre_vote, clean_log_on_snapshot=s.clean_log_on_snapshot,
                 auto_join=s.auto_join_observers and i in observer_ids and i not in brokers,
                 can_become_voter=i not in brokers)
-            node = SimNode(config, self.seed)
+            # Each node its own random stream: with the run's seed alone every node drew the
+            # same election timeouts and, once in step, three candidates split every vote.
+            node = SimNode(config, self.seed * 64 + i)
             if i in voter_ids[:s.old_vote_version_nodes]:
                 node.max_versions[52] = 1
             self.nodes[i] = node

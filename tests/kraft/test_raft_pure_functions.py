@@ -107,18 +107,3 @@ def test_the_core_does_no_io(module):
             imported.add(node.module.split(".")[0])
     assert not imported & FORBIDDEN, f"raft/{module} imports {sorted(imported & FORBIDDEN)}"
     assert "open(" not in (RAFT / module).read_text(), f"raft/{module} opens files"
-
-
-@given(st.integers(min_value=1, max_value=60), st.integers(min_value=0, max_value=5000), st.integers())
-def test_election_backoff_is_uniform_under_a_capped_range(retries, cap, seed):
-    import random
-    from types import SimpleNamespace
-    from raft.core import RETRY_BACKOFF_BASE_MS, RaftCore
-    fake = SimpleNamespace(rng=random.Random(seed), config=SimpleNamespace(election_backoff_max_ms=cap))
-    draws = [RaftCore._binary_exponential_backoff_ms(fake, retries) for _ in range(200)]
-    top = min(RETRY_BACKOFF_BASE_MS * (2 << min(20, retries - 1)), cap)
-    assert all(0 <= d <= top for d in draws)
-    if top >= 100:
-        # Capping the value (Kafka's formula) would put most draws at the cap after a few
-        # retries; a capped range spreads them, so colliding candidates separate.
-        assert sum(d == top for d in draws) < 20
