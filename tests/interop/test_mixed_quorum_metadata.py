@@ -32,18 +32,19 @@ IMAGE_COMMANDS = ["cat /image/provenance", "find /image", "cat /image/features/*
                   "cat /image/cluster/controllers/*", "cat /image/topics/byName/*/*", "cat /image/producerIds/*"]
 
 
-def kafka_faults(log_text: str) -> tuple[list[str], int]:
-    """The lines of a Kafka log that report an error or a fault, and how many were left out:
-    a controller that has just won an election sends its own ControllerRegistration to itself
-    before its QuorumController has become active, and logs the NotControllerException it gets
-    back ('The active controller appears to be node N') as an unexpected error; it retries."""
+def kafka_faults(log_text: str, node_id: int) -> tuple[list[str], int]:
+    """The lines of a Kafka controller's log that report an error or a fault, and how many were
+    left out: between winning a raft election and its QuorumController becoming active, Kafka
+    answers controller requests (its own ControllerRegistration, a broker's heartbeat) with
+    NotControllerException 'The active controller appears to be node <itself>' and logs each as
+    an unexpected error; the sender retries. That window is Kafka's own, whoever led before."""
     lines = log_text.splitlines()
+    itself = f"NotControllerException: The active controller appears to be node {node_id}."
     faults, benign = [], 0
     for at, line in enumerate(lines):
         if KAFKA_FAULTS.search(line):
             following = lines[at + 1] if at + 1 < len(lines) else ""
-            if "apiKey=CONTROLLER_REGISTRATION" in line and "NotControllerException: The active controller " \
-                    "appears to be node" in following:
+            if "Unexpected error handling request" in line and following.endswith(itself):
                 benign += 1
             else:
                 faults.append(line)
@@ -124,7 +125,7 @@ def test_both_implementations_replay_each_others_metadata_while_leadership_moves
     tolerated = 0
     for i in q.ids:
         if q.kinds[i] == KAFKA:
-            faults, benign = kafka_faults(q.kafka[i].log_text())
+            faults, benign = kafka_faults(q.kafka[i].log_text(), i)
             assert not faults, f"Kafka controller {i}:\n" + "\n".join(faults[:20])
             tolerated += benign
 
@@ -144,6 +145,6 @@ def test_both_implementations_replay_each_others_metadata_while_leadership_moves
     for name in topics:
         assert f"/image/topics/byName/{name}\n" in reference[0], (name, reference[0][:3000])
     assert f"/image/cluster/brokers/{BROKER_ID}\n" in reference[0]
-    print(f"leadership {history}; topics {topics}; {batches} batches identical; {tolerated} self-registration "
-          f"NotControllerException(s) in Kafka's logs; image of "
+    print(f"leadership {history}; topics {topics}; {batches} batches identical; {tolerated} "
+          f"NotControllerException(s) of a Kafka controller not yet active; image of "
           f"{len(reference[0].splitlines())} nodes alike in both shells on {len(q.ids)} controllers")
