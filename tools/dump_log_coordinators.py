@@ -20,6 +20,7 @@ and our field and byte go to stderr.
 from __future__ import annotations
 
 import base64
+import re
 import struct
 from typing import NamedTuple
 
@@ -130,8 +131,33 @@ def _read_message(cls, data: bytes, version_read: int, version: int, name: str):
         message, _ = cls.decode(data[2:], version, partial=True)
     except DecodeError as exc:
         raise _ReadFailure(f"Could not read record with version {version_read} from {name}'s buffer due to: "
-                           f"null.", f"{cls.NAME} v{version}: {exc}") from None
+                           f"{_java_reason(exc)}.", str(exc)) from None
     return message
+
+
+_NULL_NOT_ALLOWED = re.compile(r"(string|bytes|array) length -?\d+: null is not allowed here")
+_ARRAY_TOO_LONG = re.compile(r"array of (\d+) elements at byte \d+ cannot fit in the (\d+) bytes left")
+_RUNS_PAST_END = re.compile(r"\w+ of length (\d+) at byte \d+ runs past the end of the data \((\d+) bytes left\)")
+
+
+def _java_reason(exc: DecodeError) -> str:
+    """The message of the exception Kafka's generated reader throws for the failure our decoder
+    found (Java's ``null`` for running out of bytes: BufferUnderflowException has no message);
+    our own reason where we know no Java counterpart."""
+    reason = exc.reason
+    if reason.startswith("truncated"):
+        return "null"
+    if _NULL_NOT_ALLOWED.fullmatch(reason) and exc.field:
+        leaf = re.sub(r"\[\d+\]", "", exc.field).split(".")[-1]
+        return f"non-nullable field {leaf} was serialized as null"
+    match = _ARRAY_TOO_LONG.fullmatch(reason)
+    if match:
+        return (f"Tried to allocate a collection of size {match[1]}, but there are only {match[2]} "
+                f"bytes remaining.")
+    match = _RUNS_PAST_END.fullmatch(reason)
+    if match:
+        return f"Error reading byte array of {match[1]} byte(s): only {match[2]} byte(s) available"
+    return reason
 
 
 # --- ConsumerProtocolSubscription / ConsumerProtocolAssignment (classic consumer groups) ------
