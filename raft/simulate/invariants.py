@@ -40,9 +40,12 @@ class Invariants:
     ACKED_NEVER_LOST = "an append acknowledged as committed is never lost"
     ONE_VOTER_CHANGE = "at most one uncommitted voter change, and each changes one voter"
     TRUNCATED_VOTERS_REVERTED = "a truncated VotersRecord stops counting: the voter set before it is back"
+    MONOTONIC_EPOCH = "the epoch a replica persists never goes back, and its in-memory epoch is the persisted one"
+    MAJORITY_REACHED_HW = "when a leader's high watermark moves, a majority of its voters' logs reach it"
 
     ALL_RULES = (ONE_LEADER_PER_EPOCH, ONE_VOTE_PER_EPOCH, LOG_MATCHING, COMMITTED_NEVER_LOST, LEADER_COMPLETENESS,
-                 HW_MONOTONIC, SAME_APPLIED_PREFIX, ACKED_NEVER_LOST, ONE_VOTER_CHANGE, TRUNCATED_VOTERS_REVERTED)
+                 HW_MONOTONIC, SAME_APPLIED_PREFIX, ACKED_NEVER_LOST, ONE_VOTER_CHANGE, TRUNCATED_VOTERS_REVERTED,
+                 MONOTONIC_EPOCH, MAJORITY_REACHED_HW)
 
     def __init__(self, enabled=None):
         # The mutant tests enable one rule at a time, to show each catches a bug on its own.
@@ -55,6 +58,7 @@ class Invariants:
         self.reported_hw: dict[object, int] = {}           # replica key -> highest reported HW
         self.applied: dict[int, bytes] = {}                # offset -> value applied first
         self.acked: dict[object, int] = {}                 # token -> offset acknowledged
+        self.persisted_epoch: dict[object, int] = {}       # replica key -> highest epoch in its quorum-state
 
     def _violate(self, rule: str, detail: str) -> None:
         if rule in self.enabled:
@@ -62,7 +66,13 @@ class Invariants:
 
     # --- fed by the simulation -----------------------------------------------------------------
     def on_state(self, node) -> None:
+        """After a Ready is applied: Kafka's MonotonicEpoch compares the in-memory epoch with
+        the persisted one; then at most one leader per epoch."""
         state = node.core.state
+        persisted = node.store.election
+        if persisted is not None and persisted.epoch != state.epoch:
+            self._violate(self.MONOTONIC_EPOCH, f"node {node.node_id} is in epoch {state.epoch} "
+                                                f"but its quorum-state holds epoch {persisted.epoch}")
         if isinstance(state, Leader):
             other = self.leaders.setdefault(state.epoch, node.node_id)
             if other != node.node_id:
@@ -70,6 +80,12 @@ class Invariants:
                               f"nodes {other} and {node.node_id} both led epoch {state.epoch}")
 
     def on_election_persisted(self, node, election) -> None:
+        key = node.core.quorum.local_key
+        highest = self.persisted_epoch.get(key, -1)
+        if election.epoch < highest:
+            self._violate(self.MONOTONIC_EPOCH, f"replica {key} wrote epoch {election.epoch} to its "
+                                                f"quorum-state after epoch {highest} (restarts included)")
+        self.persisted_epoch[key] = max(highest, election.epoch)
         if election.voted_key is None:
             return
         key = (node.core.quorum.local_key, election.epoch)
@@ -99,6 +115,29 @@ class Invariants:
                               f"offset {offset} was committed as {known} and node {node.node_id} "
                               f"commits {identity}")
         self.committed_end = max(self.committed_end, hw)
+
+    def check_majority_reached(self, leader, hw: int, nodes: dict) -> None:
+        """Kafka's MajorityReachedHighWatermark, at the moment a leader's high watermark moves:
+        a majority of its voters hold offsets below ``hw``, stopped voters included (their
+        durable log). The voters are those the leader counts (its latest set) or those of the
+        offset before ``hw`` (a VotersRecord appended in the same step as the move counts only
+        for later offsets). Skipped while a voter's disk was replaced (its id now has another
+        directory id): Kafka skips the check in its data-loss runs too."""
+        seen = []
+        for voters in (list(leader.core.voters()), list(leader.core.control.voter_set_at(hw - 1))):
+            logs = []
+            for voter in voters:
+                node = nodes.get(voter.key.id)
+                if node is None or voter.key.directory_id not in (None, node.config.directory_id):
+                    return
+                logs.append(node.store.end_offset())
+            reached = sum(end >= hw for end in logs)
+            if reached > len(voters) // 2:
+                return
+            seen.append(f"{reached} of voters {sorted(v.key.id for v in voters)} (log ends {logs})")
+        self._violate(self.MAJORITY_REACHED_HW,
+                      f"leader {leader.node_id} moved its high watermark to {hw} but only " + " / ".join(seen)
+                      + " reach it")
 
     def forget_high_watermark(self, key) -> None:
         self.reported_hw.pop(key, None)

@@ -244,6 +244,8 @@ class Simulation:
             self.log(f"{node.node_id}: loaded snapshot {ready.load_snapshot}")
         if ready.committed_through is not None:
             self.invariants.on_high_watermark(node, ready.committed_through)
+            if isinstance(node.core.state, Leader):
+                self.invariants.check_majority_reached(node, ready.committed_through, self.nodes)
             applied = node.machine.apply_committed(node.store, ready.committed_through)
             self.invariants.on_applied(node, applied)
         for token, _ in ready.appends_failed:

@@ -135,6 +135,12 @@ class AppliesUncommitted(RaftCore):
         pass
 
 
+class ForgetsPersistedEpoch(RaftCore):
+    """A restarted replica ignores its quorum-state and starts from its log's last epoch."""
+    def __init__(self, config, store, election, **kwargs):
+        super().__init__(config, store, None, **kwargs)
+
+
 class NeverAsksForVotes(RaftCore):
     def _send_vote_requests(self, election, epoch, pre_vote):
         pass
@@ -149,6 +155,8 @@ class NeverAsksForVotes(RaftCore):
     (UnknownHighWatermarkIsZero, Invariants.HW_MONOTONIC),
     (AppliesUncommitted, Invariants.SAME_APPLIED_PREFIX),
     (AcksBeforeCommit, Invariants.ACKED_NEVER_LOST),
+    (ForgetsPersistedEpoch, Invariants.MONOTONIC_EPOCH),
+    (CommitsWithoutMajority, Invariants.MAJORITY_REACHED_HW),
 ], ids=lambda v: v.__name__ if isinstance(v, type) else "")
 def test_invariant_catches_mutant(mutant, rule):
     catches(mutant, rule)
