@@ -2,7 +2,8 @@
 metadata to ``__consumer_offsets`` (a classic consumer group with kafka-python, a KIP-848
 ``consumer`` group and a manually assigned one with confluent-kafka), transaction state to
 ``__transaction_state`` (a committed and an aborted transaction, and offsets sent to one),
-so that dump-log's coordinator decoders can be compared with Kafka's on real files.
+and share-group state to ``__share_group_state`` (Kafka's console share consumer in a share
+group, which also writes the share group's records to ``__consumer_offsets``), so that dump-log's coordinator decoders can be compared with Kafka's on real files.
 
 Every wait is bounded; the clients are closed before returning.
 """
@@ -86,8 +87,29 @@ def _transactions(bootstrap: str) -> None:
         group.close()
 
 
+def _share_group(bootstrap: str) -> None:
+    """Kafka's console share consumer reads the topic in share group ``share-group`` (no Python
+    client speaks the share protocol); the group starts from the earliest offset."""
+    from tests.interop.kafka_procs import run_kafka_tool
+    run_kafka_tool("kafka.admin.ConfigCommand", "--bootstrap-server", bootstrap, "--alter", "--entity-type",
+                   "groups", "--entity-name", "share-group", "--add-config", "share.auto.offset.reset=earliest",
+                   check=True, timeout=60)
+    consumed = run_kafka_tool("org.apache.kafka.tools.consumer.ConsoleShareConsumer", "--bootstrap-server",
+                              bootstrap, "--topic", TOPIC, "--group", "share-group", "--max-messages", str(MESSAGES),
+                              "--timeout-ms", "30000", check=True, timeout=90)
+    if len(consumed.stdout.splitlines()) != MESSAGES:
+        raise AssertionError(f"the share consumer printed {consumed.stdout!r}, not {MESSAGES} messages")
+
+
+# What a broker needs to host the share coordinator's topic on its own.
+SHARE_STATE_PROPERTIES = {"share.coordinator.state.topic.replication.factor": "1",
+                          "share.coordinator.state.topic.min.isr": "1",
+                          "share.coordinator.state.topic.num.partitions": "1"}
+
+
 def fill_coordinator_topics(bootstrap: str) -> None:
     _produce(bootstrap)
     _classic_group(bootstrap)
     _confluent_groups(bootstrap)
     _transactions(bootstrap)
+    _share_group(bootstrap)

@@ -1,7 +1,7 @@
 """dump-log's coordinator decoders (--offsets-decoder, --transaction-log-decoder) against
 Kafka 4.3.1's DumpLogSegments, text for text, on coordinator segments a real Kafka broker wrote
-(tests/interop/coordinator_traffic.py: classic, consumer-protocol and manual groups, a
-committed and an aborted transaction) and on the ``__consumer_offsets`` segments of
+(tests/interop/coordinator_traffic.py: classic, consumer-protocol, manual and share groups, a
+committed and an aborted transaction; --share-group-state-decoder too) and on the ``__consumer_offsets`` segments of
 ../shared/reference/kraft-data. Set KAFKAWIRE_KEEP_COORDINATOR_LOGS=<dir> to keep a copy of the
 broker's segments (how tests/data/dump_log_coordinators was captured).
 """
@@ -16,14 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.interop.coordinator_traffic import fill_coordinator_topics
+from tests.interop.coordinator_traffic import SHARE_STATE_PROPERTIES, fill_coordinator_topics
 from tests.interop.kafka_procs import DUMP_LOG_SEGMENTS
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = REPO.parent / "shared" / "reference" / "kraft-data"
 CLUSTER_ID = "Q29vcmRpbmF0b3JEdW1wMQ"
 FLAG_SETS = [(), ("--skip-record-metadata",)]
-DECODER_OF_TOPIC = {"__consumer_offsets": "--offsets-decoder", "__transaction_state": "--transaction-log-decoder"}
+DECODER_OF_TOPIC = {"__consumer_offsets": "--offsets-decoder", "__transaction_state": "--transaction-log-decoder",
+                    "__share_group_state": "--share-group-state-decoder"}
 
 
 def _segments(root: Path, topic: str) -> list[Path]:
@@ -72,7 +73,7 @@ def test_decoders_match_kafka_on_a_brokers_coordinator_topics(kafka_controller, 
     controller = kafka_controller(1, CLUSTER_ID, "--standalone")
     broker = kafka_broker(2, CLUSTER_ID, controller.controller_address,
                           properties={"offsets.topic.num.partitions": "1",
-                                      "transaction.state.log.num.partitions": "1"})
+                                      "transaction.state.log.num.partitions": "1", **SHARE_STATE_PROPERTIES})
     fill_coordinator_topics(broker.broker_address)
     _wait_until_transactions_complete(broker.data_dir)
     broker.kill()
@@ -91,14 +92,17 @@ def test_decoders_match_kafka_on_a_brokers_coordinator_topics(kafka_controller, 
         lines = _compare(kafka_tool, decoder, files)
         print(f"{topic}: {len(files)} file(s), {lines} lines identical")
     offsets_text = _ours("--offsets-decoder", "--files", ",".join(map(str, _segments(copy, "__consumer_offsets"))))
-    # the traffic reached the record kinds it was meant to: classic and KIP-848 groups, offsets,
+    # the traffic reached the record kinds it was meant to: classic, KIP-848 and share groups, offsets,
     # transactional offsets with their marker
-    for expected in ('"type":"1"', '"type":"2"', '"type":"3"', '"type":"5"', '"type":"8"',
+    for expected in ('"type":"1"', '"type":"2"', '"type":"3"', '"type":"5"', '"type":"8"', '"type":"11"', '"type":"15"',
                      '"protocolType":"consumer"', '"subscription":{"topics":', "endTxnMarker: COMMIT"):
         assert expected in offsets_text, expected
     txn_text = _ours("--transaction-log-decoder", "--files", ",".join(map(str, _segments(copy, "__transaction_state"))))
     for state in ('"transactionStatus":2', '"transactionStatus":4', '"transactionStatus":5'):
         assert state in txn_text, state
+    share_text = _ours("--share-group-state-decoder", "--files",
+                       ",".join(map(str, _segments(copy, "__share_group_state"))))
+    assert '"type":"0"' in share_text and '"deliveryState":2' in share_text, share_text
 
 
 def test_offsets_decoder_matches_kafka_on_the_reference_segments(kafka_tool):
@@ -106,3 +110,13 @@ def test_offsets_decoder_matches_kafka_on_the_reference_segments(kafka_tool):
     if not files:
         pytest.skip(f"no __consumer_offsets segment under {REFERENCE}")
     assert _compare(kafka_tool, "--offsets-decoder", files) > 0
+
+
+def test_the_checked_in_golden_text_is_still_kafkas(kafka_tool, monkeypatch):
+    """tests/tools/test_dump_log_decoders.py compares ours with these files without Java."""
+    from tests.data.dump_log_coordinators import make
+    monkeypatch.chdir(REPO)
+    runs = make.golden_runs(REPO)
+    assert len(runs) == 8
+    for args, golden in runs:
+        assert kafka_tool(DUMP_LOG_SEGMENTS, *args, check=True, timeout=120).stdout == golden.read_text(), golden

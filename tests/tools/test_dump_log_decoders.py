@@ -1,4 +1,5 @@
-"""dump-log's coordinator decoders (--offsets-decoder, --transaction-log-decoder) on checked-in
+"""dump-log's coordinator decoders (--offsets-decoder, --transaction-log-decoder,
+--share-group-state-decoder) on checked-in
 segments, without Java: our output must equal, text for text, what Kafka 4.3.1's DumpLogSegments
 printed for the same files (tests/data/dump_log_coordinators: records a Kafka broker wrote,
 re-written by our writer, and records Kafka's decoders cannot read; make.py says how)."""
@@ -19,7 +20,7 @@ RUNS = make.golden_runs(REPO)
 
 def test_the_segments_are_what_our_writer_makes_of_the_captured_records():
     captured = json.loads(make.RECORDS.read_text())
-    assert set(captured) == {"__consumer_offsets-0", "__transaction_state-0"}
+    assert set(captured) == {"__consumer_offsets-0", "__transaction_state-0", "__share_group_state-0"}
     for partition, batches in captured.items():
         assert (make.HERE / partition / make.SEGMENT).read_bytes() == make.build(batches), partition
     broken = make.HERE / "__consumer_offsets-broken" / make.SEGMENT
@@ -46,10 +47,15 @@ def test_the_golden_text_covers_the_record_kinds():
     offsets = (make.HERE / "__consumer_offsets-0" / "00000000000000000000.kafka.txt").read_text()
     for expected in ('key: {"type":"1","data":{"group":"classic-group"', '"subscription":{"topics":',
                      'key: {"type":"3"', 'key: {"type":"5"', 'key: {"type":"6"', 'key: {"type":"7"',
-                     'key: {"type":"8"', "payload: <DELETE>", "endTxnMarker: COMMIT"):
+                     'key: {"type":"8"', 'key: {"type":"10"', 'key: {"type":"11"', 'key: {"type":"12"',
+                     'key: {"type":"13"', 'key: {"type":"14"', 'key: {"type":"15"', "payload: <DELETE>",
+                     "endTxnMarker: COMMIT"):
         assert expected in offsets, expected
     txn = (make.HERE / "__transaction_state-0" / "00000000000000000000.kafka.txt").read_text()
     assert txn.count('key: {"type":"0","data":{"transactionalId":"txn-producer"}}') >= 6
+    share = (make.HERE / "__share_group_state-0" / "00000000000000000000.kafka.txt").read_text()
+    assert 'key: {"type":"0","data":{"groupId":"share-group"' in share
+    assert '"stateBatches":[{"firstOffset":0,"lastOffset":5,"deliveryState":2,"deliveryCount":1}' in share
 
 
 def test_json_carries_the_same_key_and_payload_texts(capsys, monkeypatch):

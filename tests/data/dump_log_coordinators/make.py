@@ -1,12 +1,13 @@
 """Build the coordinator segments of tests/data/dump_log_coordinators with our own writer.
 
 ``records.json`` holds, batch by batch, the header fields and records that a Kafka 4.3.1 broker
-wrote to ``__consumer_offsets`` and ``__transaction_state`` (captured from the segments that
+wrote to ``__consumer_offsets``, ``__transaction_state`` and ``__share_group_state`` (captured from the segments that
 tests/interop/test_dump_log_decoders_vs_kafka.py keeps with KAFKAWIRE_KEEP_COORDINATOR_LOGS=<dir>:
 ``python -m tests.data.dump_log_coordinators.make --capture <dir>``), plus records made here that
 Kafka's decoders cannot read (``broken_records``). ``python -m tests.data.dump_log_coordinators.make``
 writes the ``.log`` files from them; the ``*.kafka.txt`` files beside them are what Kafka 4.3.1's
-DumpLogSegments printed for those files (``--offsets-decoder`` / ``--transaction-log-decoder``,
+DumpLogSegments printed for those files (``--offsets-decoder`` / ``--transaction-log-decoder`` /
+``--share-group-state-decoder``,
 with and without ``--skip-record-metadata``; ``make --kafka-text`` runs it), the golden text of
 tests/tools/test_dump_log_decoders.py. The segments written from ``records.json`` are byte for
 byte the broker's.
@@ -122,7 +123,8 @@ def write_all() -> list[Path]:
     return written
 
 
-DECODERS = {"__consumer_offsets": "--offsets-decoder", "__transaction_state": "--transaction-log-decoder"}
+DECODERS = {"__consumer_offsets": "--offsets-decoder", "__transaction_state": "--transaction-log-decoder",
+            "__share_group_state": "--share-group-state-decoder"}
 FLAG_SETS = {"": (), "-skip-record-metadata": ("--skip-record-metadata",)}
 
 
