@@ -136,7 +136,7 @@ INJECTED = -1
 def _injected_body(kind: str, to: int, src: int, kw: dict[str, str]):
     """A hand-made request (see InteractionEnv.cmd_inject)."""
     from raft import rpc
-    cluster = {"none": None}.get(kw.get("cluster", "cluster"), kw.get("cluster", "cluster"))
+    cluster = {"none": None, "empty": ""}.get(kw.get("cluster", "cluster"), kw.get("cluster", "cluster"))
     endpoints = Endpoints(((LISTENER, *address_of(src)),))
     if kind == "vote":
         last = tuple(int(v) for v in tuple_arg(kw.get("last", "(0,0)")))
@@ -533,7 +533,8 @@ class InteractionEnv:
 
         Messages: vote, fetch, begin-epoch, end-epoch, fetch-snapshot, add-voter, remove-voter,
         update-voter, update-features (see ``_injected_body``). ``cluster=other`` sends another
-        cluster id, ``cluster=none`` none (Kafka does not check a missing one)."""
+        cluster id, ``cluster=none`` none (Kafka does not check a missing one), ``cluster=empty``
+        the empty string."""
         target = self.nodes[int(case.args[0])]
         src = int(case.kwargs.get("from", "9"))
         body = _injected_body(case.args[1], int(case.args[0]), src, case.kwargs)
