@@ -22,11 +22,15 @@ from __future__ import annotations
 import base64
 import re
 import struct
+import sys
+from functools import lru_cache
+from types import FunctionType
 from typing import NamedTuple
 
 from kafkawire.capture.records import coordinator_classes
 from kafkawire.metadata.java_text import jackson_json, java_utf8
-from kafkawire.protocol.errors import DecodeError
+from kafkawire.protocol.errors import DecodeError, Malformed, describe_failure
+from kafkawire.protocol.primitives import read_uvarint
 
 # dump-log flag -> the schemas/coordinators folder its records come from.
 DECODER_FOLDERS = {
@@ -128,16 +132,82 @@ def _read_message(cls, data: bytes, version_read: int, version: int, name: str):
     ignores them. ``version_read`` is the version Kafka names (a key is read 'with version' its
     record type, though every key has the one layout)."""
     try:
-        message, _ = cls.decode(data[2:], version, partial=True)
+        try:
+            message, _ = cls.decode(data[2:], version, partial=True)
+        except DecodeError as exc:
+            if not exc.reason.startswith("string is not valid UTF-8"):
+                raise
+            message = _decode_with_java_strings(cls, data[2:], version)
     except DecodeError as exc:
         raise _ReadFailure(f"Could not read record with version {version_read} from {name}'s buffer due to: "
                            f"{_java_reason(exc)}.", str(exc)) from None
     return message
 
 
+# --- strings as Java reads them -------------------------------------------------------------
+# Kafka's reader makes text of any bytes (``new String(bytes, UTF_8)``: ill-formed sequences
+# become U+FFFD) where our generated decoders refuse invalid UTF-8. Only for a message that
+# failed so, it is decoded again by copies of its module's decoders whose string readers are
+# Java's; the generated code itself stays strict (and fast) for everyone else.
+
+def _java_fixed_string(nullable: bool):
+    def read(data, pos):
+        (n,) = struct.unpack_from(">h", data, pos)
+        pos += 2
+        if n < 0:
+            if nullable and n == -1:
+                return None, pos
+            raise Malformed(f"string length {n}: null is not allowed here")
+        if pos + n > len(data):
+            raise Malformed(f"string of length {n} at byte {pos} runs past the end of the data "
+                            f"({len(data) - pos} bytes left)")
+        return java_utf8(data[pos:pos + n]), pos + n
+    return read
+
+
+def _java_compact_string(nullable: bool):
+    def read(data, pos):
+        n, pos = read_uvarint(data, pos)
+        n -= 1
+        if n < 0:
+            if nullable:
+                return None, pos
+            raise Malformed("compact string is null, which is not allowed here")
+        if pos + n > len(data):
+            raise Malformed(f"compact string of length {n} at byte {pos} runs past the end of the data "
+                            f"({len(data) - pos} bytes left)")
+        return java_utf8(data[pos:pos + n]), pos + n
+    return read
+
+
+_JAVA_STRING_READERS = {"read_string": _java_fixed_string(False), "read_nullable_string": _java_fixed_string(True),
+                        "read_compact_string": _java_compact_string(False),
+                        "read_compact_nullable_string": _java_compact_string(True)}
+
+
+@lru_cache(maxsize=None)
+def _java_string_module(module_name: str) -> dict:
+    """A copy of a generated module's globals whose functions read strings as Java does."""
+    original = vars(sys.modules[module_name])
+    copied = dict(original, **_JAVA_STRING_READERS)
+    for name, value in original.items():
+        if isinstance(value, FunctionType) and value.__globals__ is original:
+            copied[name] = FunctionType(value.__code__, copied, value.__name__, value.__defaults__, value.__closure__)
+    return copied
+
+
+def _decode_with_java_strings(cls, data: bytes, version: int):
+    decoder = _java_string_module(cls.__module__)[cls._DECODERS[version].__name__]
+    try:
+        message, _ = decoder(bytes(data), 0)
+    except Exception as exc:
+        raise DecodeError(cls.NAME, version, None, None, describe_failure(exc, len(data), None)) from None
+    return message
+
+
 _NULL_NOT_ALLOWED = re.compile(r"(string|bytes|array) length -?\d+: null is not allowed here")
 _ARRAY_TOO_LONG = re.compile(r"array of (\d+) elements at byte \d+ cannot fit in the (\d+) bytes left")
-_RUNS_PAST_END = re.compile(r"\w+ of length (\d+) at byte \d+ runs past the end of the data \((\d+) bytes left\)")
+_RUNS_PAST_END = re.compile(r"[\w ]+ of length (\d+) at byte \d+ runs past the end of the data \((\d+) bytes left\)")
 
 
 def _java_reason(exc: DecodeError) -> str:

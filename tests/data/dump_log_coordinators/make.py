@@ -101,6 +101,9 @@ def broken_records() -> list[tuple[bytes | None, bytes | None]]:
         (group_key, struct.pack(">h", 3) + b"\x00\x08consumer" + struct.pack(">i", 1) + b"\x00\x01r\x00\x01m"
          + struct.pack(">q", TS) + struct.pack(">i", 1) + struct.pack(">h", -1)),  # a member without its id
         (group_key, None),                                               # a tombstone
+        (_key(2) + b"\x00\x03a\xffb", None),                            # a group name that is not UTF-8
+        (_key(1, "g") + b"\x00\x02\xc3\x28" + struct.pack(">i", 0),       # ... a topic and metadata neither
+         struct.pack(">hq", 0, 1) + b"\x00\x01\xff" + struct.pack(">q", TS)),
     ]
 
 
