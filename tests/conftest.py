@@ -17,3 +17,17 @@ def require(path: Path) -> Path:
 def pytest_addoption(parser):
     parser.addoption("--rewrite", action="store_true",
                      help="rewrite the expected output of the datadriven files in tests/kraft/testdata")
+
+
+@pytest.fixture(autouse=True)
+def _no_tool_log_handler_leaks():
+    """A network tool run in-process installs its WARN-to-stderr handler on the root logger for
+    the rest of the process (tools.admin_client.show_warnings), as a CLI process wants; between
+    tests that would send later tests' log records to their stderr. Take it off after each test."""
+    import logging
+    root = logging.getLogger()
+    level = root.level
+    yield
+    for handler in [h for h in root.handlers if getattr(h, "kafkawire_tool_warnings", False)]:
+        root.removeHandler(handler)
+    root.setLevel(level)

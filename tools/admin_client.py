@@ -48,6 +48,7 @@ from kafkawire.net.client import (AuthenticationFailed, NetworkClient, NodeBacki
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.errors import UnsupportedVersionError
 
+_DEADLINE_MARGIN_S = 0.01          # asyncio fires a timer when it is within the clock resolution
 log = logging.getLogger("kafkawire.admin")
 
 __all__ = ["ToolError", "KafkaApiError", "AdminConfig", "Admin", "exception_class_name", "load_properties",
@@ -280,8 +281,10 @@ class Admin:
                 await self._sleep(exc.retry_after_ms, deadline)
                 continue
             except TransportError as exc:
-                if isinstance(exc, RequestTimedOut) and time.monotonic() >= deadline:
-                    continue            # cut short by the call's own deadline: the call times out, no attempt failed
+                # Cut short by the call's own deadline: the call times out, no attempt failed. The
+                # loop's timers may fire up to its clock resolution early, hence the margin.
+                if isinstance(exc, RequestTimedOut) and time.monotonic() >= deadline - _DEADLINE_MARGIN_S:
+                    continue
                 last_error = exc
                 self._node_failed(exc.peer)
             except KafkaApiError as exc:
