@@ -19,8 +19,9 @@ import time
 from dataclasses import dataclass
 
 from kafkawire.net.client import TransportError
-from kafkawire.records import iter_batches
 from raft.node.local_quorum import LocalQuorum, QuorumError, describe_quorum
+
+from tests.nemesis.checks import batches_below  # noqa: F401 - the tests take it from here
 
 from .kafka_procs import KafkaNode
 
@@ -193,13 +194,3 @@ class MixedQuorum:
                 return view
             time.sleep(0.2)
         raise QuorumError(f"the voters did not catch up within {timeout_s} s\n{self.log_tails()}")
-
-
-def batches_below(directory: str, end: int) -> list[bytes]:
-    """The raw bytes of every batch whose offsets are all below ``end``, from the segment files."""
-    out = []
-    for name in sorted(os.listdir(directory)):
-        if name.endswith(".log"):
-            with open(os.path.join(directory, name), "rb") as f:
-                out.extend(bytes(b.raw) for b in iter_batches(f.read()) if b.last_offset < end)
-    return out

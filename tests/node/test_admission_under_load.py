@@ -9,17 +9,11 @@ import time
 
 import pytest
 
-from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic
 from kafkawire.protocol.framing import encode_request
 from raft.node.local_quorum import LocalQuorum, describe_quorum
+from tests.nemesis.hostile import long_poll_fetch
 
 CONNECTIONS, PIPELINED = 100, 64
-
-
-def long_poll_fetch(offset: int) -> FetchRequest:
-    partition = FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=1 << 20)
-    return FetchRequest(replica_id=-1, max_wait_ms=60_000, min_bytes=100 * 1024 * 1024, max_bytes=1 << 24,
-                        topics=[FetchTopic(topic="__cluster_metadata", partitions=[partition])])
 
 
 async def flood_and_watch(address, offset: int, watch_s: float):
