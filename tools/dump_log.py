@@ -56,7 +56,7 @@ COMMAND = "dump-log"
 HELP = "print the batches and records of log segments, snapshots and indexes, as kafka-dump-log does"
 
 INT_MAX = 0x7FFFFFFF
-LOG_OVERHEAD = 12
+from kafkawire.records.layout import LOG_OVERHEAD  # noqa: E402
 HEADER_SIZE_UP_TO_MAGIC = 17
 MIN_MESSAGE_SIZE = 14          # LegacyRecord.RECORD_OVERHEAD_V0, Java's FileLogInputStream limit
 RECORD_INDENT = "|"

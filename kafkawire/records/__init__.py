@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 _OFFSET_AND_SIZE = struct.Struct(">qi")
-_LOG_OVERHEAD = 12
+from .layout import LOG_OVERHEAD as _LOG_OVERHEAD  # noqa: E402
 _HEADER_SIZE_UP_TO_MAGIC = 17
 # LegacyRecord.RECORD_OVERHEAD_V0: Java's FileLogInputStream calls any smaller size corrupt.
 _MIN_SIZE = 14

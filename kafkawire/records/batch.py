@@ -65,7 +65,7 @@ _PRE_CRC = struct.Struct(">qiibI")       # baseOffset..crc: not covered by the C
 _POST_CRC = struct.Struct(">hiqqqhii")   # attributes..recordsCount: covered by the CRC
 _INT32 = struct.Struct(">i")
 
-LOG_OVERHEAD = 12                     # baseOffset + batchLength
+from .layout import LOG_OVERHEAD  # noqa: E402 - baseOffset + batchLength, shared by every reader
 HEADER_SIZE_UP_TO_MAGIC = 17
 MAGIC_OFFSET = 16
 CRC_OFFSET = 17

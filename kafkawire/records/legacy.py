@@ -36,7 +36,7 @@ _V0_HEADER = struct.Struct(">IbB")   # crc, magic, attributes (after offset+size
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
 
-LOG_OVERHEAD = 12
+from .layout import LOG_OVERHEAD
 CRC_OFFSET = 12                      # within the entry, after offset+size
 MAGIC_OFFSET = 16
 RECORD_OVERHEAD_V0 = 14              # crc, magic, attributes, key length, value length

@@ -24,7 +24,7 @@ from kafkawire.records import CorruptRecordError, iter_batches
 __all__ = ["Skipped", "scan_batches", "DEFAULT_CHUNK_BYTES"]
 
 DEFAULT_CHUNK_BYTES = 8 * 1024 * 1024
-_LOG_OVERHEAD = 12
+from kafkawire.records.layout import LOG_OVERHEAD as _LOG_OVERHEAD  # noqa: E402
 _SIZE = struct.Struct(">i")
 _MIN_BATCH = 14 + _LOG_OVERHEAD   # LegacyRecord.RECORD_OVERHEAD_V0 plus offset and size
 
