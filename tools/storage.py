@@ -46,6 +46,7 @@ import uuid
 from dataclasses import dataclass
 
 from kafkawire import feature_versions as fv
+from kafkawire.storage.state_files import random_uuid  # noqa: F401 - also this module's, for its callers
 from tools.bootstrap_metadata import (LATEST_PRODUCTION, SCRAM_METADATA_VERSION_LEVEL,  # noqa: F401 (re-exported)
                                       StorageError, bootstrap_metadata_text, bootstrap_records,
                                       default_feature_levels, effective_feature_levels, metadata_version,
@@ -59,17 +60,7 @@ CLUSTER_METADATA_DIR = "__cluster_metadata-0"
 META_PROPERTIES = "meta.properties"
 
 
-# --- uuids ------------------------------------------------------------------------------------
-
-def random_uuid() -> uuid.UUID:
-    """Kafka's Uuid.randomUuid: a random (version 4) uuid whose base64url form does not start
-    with '-' (it would read as a command-line option) and that is not reserved."""
-    from kafkawire.storage.state_files import uuid_to_kafka
-    while True:
-        u = uuid.uuid4()
-        if u.int > 100 and not uuid_to_kafka(u).startswith("-"):     # DirectoryId reserves msb 0, lsb < 100
-            return u
-
+# --- uuids: random_uuid lives in kafkawire.storage.state_files (the node uses it too) -------------
 
 # --- dynamic voters ---------------------------------------------------------------------------
 

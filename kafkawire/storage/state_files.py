@@ -440,3 +440,12 @@ def read_partition_metadata(path) -> uuid.UUID:
 
 def write_partition_metadata(path, topic_id: uuid.UUID, *, fsync: bool = True) -> None:
     atomic_write(path, format_partition_metadata(topic_id), fsync=fsync)
+
+
+def random_uuid() -> uuid.UUID:
+    """Kafka's Uuid.randomUuid: a random (version 4) uuid whose base64url form does not start
+    with '-' (it would read as a command-line option) and that is not reserved."""
+    while True:
+        u = uuid.uuid4()
+        if u.int > 100 and not uuid_to_kafka(u).startswith("-"):     # DirectoryId reserves msb 0, lsb < 100
+            return u

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from kafkawire.messages.describe_quorum_request import DescribeQuorumRequest, PartitionData, TopicData
 from kafkawire.net.client import NetworkClient, TransportError
-from kafkawire.storage.state_files import uuid_to_kafka
+from kafkawire.storage.state_files import random_uuid, uuid_to_kafka
 
 METADATA_TOPIC = "__cluster_metadata"
 
@@ -97,7 +97,6 @@ class LocalQuorum:
         self.node_ids = list(range(1, voters + extra_nodes + 1))
         self.python = python or sys.executable
         self.ports = dict(zip(self.node_ids, free_ports(len(self.node_ids))))
-        from tools.storage import random_uuid     # Kafka's Uuid.randomUuid: never starts with "-"
         self.directory_ids = {i: random_uuid() for i in self.node_ids}
         self.cluster_id = cluster_id or uuid_to_kafka(random_uuid())
         self.properties = dict(properties or {})

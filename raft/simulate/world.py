@@ -22,6 +22,7 @@ from kafkawire.protocol.apis import api_table
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.errors import UnsupportedVersionError
 from kafkawire.messages.k_raft_version_record import KRaftVersionRecord
+from kafkawire.messages.update_features_request import FeatureUpdateKey, UpdateFeaturesRequest
 from kafkawire.records import ControlRecordType
 from kafkawire.records.kraft_control import encode_value
 from kafkawire.storage.snapshot import SnapshotBuilder, SnapshotId
@@ -622,11 +623,12 @@ class Simulation:
         return "\n".join(lines)
 
 
-def kraft_version_upgrade_request():
-    """What `kafka-features upgrade --feature kraft.version=1` sends (built by tools/features.py)."""
-    from tools.features import UPGRADE, planned_updates, update_features_request
-    updates, _ = planned_updates(UPGRADE, features=["kraft.version=1"])
-    return update_features_request(updates, dry_run=False, timeout_ms=10_000)
+def kraft_version_upgrade_request() -> UpdateFeaturesRequest:
+    """What `kafka-features upgrade --feature kraft.version=1` sends; built here so that the
+    simulator does not import the command line (tests/kraft checks it equals what
+    tools/features.py builds)."""
+    return UpdateFeaturesRequest(timeout_ms=10_000, validate_only=False, feature_updates=[
+        FeatureUpdateKey(feature="kraft.version", max_version_level=1, upgrade_type=1)])      # 1: UPGRADE
 
 
 def run_seed(seed: int, events: int, settings: SimSettings | None = None, *, liveness_ms: int = 20_000,

@@ -107,3 +107,25 @@ def test_the_core_does_no_io(module):
             imported.add(node.module.split(".")[0])
     assert not imported & FORBIDDEN, f"raft/{module} imports {sorted(imported & FORBIDDEN)}"
     assert "open(" not in (RAFT / module).read_text(), f"raft/{module} opens files"
+
+
+def test_the_simulators_kraft_version_upgrade_is_what_the_features_tool_sends():
+    """raft/simulate builds its UpdateFeatures itself (it does not import the command line);
+    it must stay what `kafkawire features upgrade --feature kraft.version=1` sends."""
+    from raft.simulate.world import kraft_version_upgrade_request
+    from tools.features import UPGRADE, planned_updates, update_features_request
+    updates, _ = planned_updates(UPGRADE, features=["kraft.version=1"])
+    assert kraft_version_upgrade_request() == update_features_request(updates, dry_run=False, timeout_ms=10_000)
+
+
+def test_the_node_and_the_simulator_do_not_import_the_command_line():
+    import ast
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2] / "raft"
+    offenders = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            offenders += [f"{path.relative_to(root.parent)}: {n}" for n in names if n.split(".")[0] == "tools"]
+    assert offenders == []
