@@ -69,10 +69,27 @@ def test_pairs_enumerated(peer_name):
         assert version in messages.by_name(name).versions()
 
 
-@pytest.mark.parametrize("peer_name,name,version,ref", CASES)
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+# One test function per peer: Hypothesis's pytest plugin wraps a parametrized test's settings
+# once per item, and past ~950 items of one function reading them recurses too deep (it did
+# with 1,105 cases in one function, under CI=true).
+_SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@pytest.mark.parametrize("peer_name,name,version,ref", [c for c in CASES if c.values[0] == "kio"])
+@_SETTINGS
 @given(data=st.data())
-def test_same_bytes_as_peer(peer_name, name, version, ref, data):
+def test_same_bytes_as_kio(peer_name, name, version, ref, data):
+    same_bytes_as_peer(peer_name, name, version, ref, data)
+
+
+@pytest.mark.parametrize("peer_name,name,version,ref", [c for c in CASES if c.values[0] != "kio"])
+@_SETTINGS
+@given(data=st.data())
+def test_same_bytes_as_kafka_python(peer_name, name, version, ref, data):
+    same_bytes_as_peer(peer_name, name, version, ref, data)
+
+
+def same_bytes_as_peer(peer_name, name, version, ref, data):
     peer = PEERS[peer_name]
     cls = messages.by_name(name)
     peer_cls = peer.peer_class(ref)
