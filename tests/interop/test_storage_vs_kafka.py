@@ -392,19 +392,23 @@ def test_random_uuid_is_drawn_as_kafka_draws_it(kafka_runs):
 
 # --- each side's node on the other's directory ---------------------------------------------------------
 
-def wait_for_leader(address: tuple[str, int], process: subprocess.Popen, log_path: Path, timeout_s: float = 60):
+def wait_for_leader(address: tuple[str, int], process: subprocess.Popen, log_path: Path, timeout_s: float = 60,
+                    *others: tuple[str, int]):
+    """A leader, asked over DescribeQuorum of ``address`` and ``others`` (only the leader
+    answers it, so every voter must be asked: the leader may be the Kafka node)."""
     import asyncio
     from raft.node.local_quorum import describe_quorum
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
             pytest.fail(f"the kafkawire node exited {process.returncode}:\n{log_path.read_text()[-3000:]}")
-        try:
-            view = asyncio.run(describe_quorum(address, timeout_ms=1000))
-            if view.leader_id >= 0:
-                return view
-        except Exception:        # not listening yet, or no leader: ask again
-            pass
+        for asked in (address, *others):
+            try:
+                view = asyncio.run(describe_quorum(asked, timeout_ms=1000))
+                if view.leader_id >= 0:
+                    return view
+            except Exception:        # not listening yet, or not the leader: ask again
+                pass
         time.sleep(0.3)
     pytest.fail(f"no leader within {timeout_s} s:\n{log_path.read_text()[-3000:]}")
 
@@ -532,7 +536,7 @@ def test_a_quorum_of_a_kafka_and_a_kafkawire_voter_each_formatted_by_its_own_too
     process = start_kafkawire(config, tmp_path / "node.log")
     try:
         kafka.start()
-        view = wait_for_leader(("127.0.0.1", our_port), process, tmp_path / "node.log", timeout_s=90)
+        view = wait_for_leader(("127.0.0.1", our_port), process, tmp_path / "node.log", 90, ("127.0.0.1", kafka_port))
         assert view.leader_id in (1, 2)
         deadline = time.monotonic() + 90
         while True:
