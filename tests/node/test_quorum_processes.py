@@ -6,24 +6,8 @@ import os
 
 import pytest
 
-from kafkawire.records import iter_batches
 from raft.node.local_quorum import LocalQuorum
-
-
-def batches_below(directory: str, end: int) -> list[bytes]:
-    """The raw bytes of every batch of the node's segments whose offsets are all below ``end``,
-    read straight from the files (no recovery, nothing written)."""
-    out = []
-    for name in sorted(os.listdir(directory)):
-        if not name.endswith(".log"):
-            continue
-        with open(os.path.join(directory, name), "rb") as f:
-            data = f.read()
-        it = iter_batches(data)
-        for batch in it:
-            if batch.last_offset < end:
-                out.append(bytes(batch.raw))
-    return out
+from tests.nemesis.checks import batches_below
 
 
 @pytest.fixture
