@@ -107,7 +107,7 @@ def main() -> None:
     parser.add_argument("--keep", help="write the generated log here and keep it")
     args = parser.parse_args()
 
-    from tools.cli import main as kafkawire
+    from kafkawire.tools.cli import main as kafkawire
 
     directory = tempfile.mkdtemp()
     path = args.keep or os.path.join(directory, "00000000000000000000.log")

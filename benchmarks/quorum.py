@@ -45,7 +45,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from kafkawire.net.client import TransportError  # noqa: E402
-from raft.node.local_quorum import LocalQuorum, QuorumError  # noqa: E402
+from kafkawire.raft.node.local_quorum import LocalQuorum, QuorumError  # noqa: E402
 
 
 def fsync_ms(directory: str, rounds: int = 200) -> float:

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-HAND_WRITTEN = ["raft", "kafkawire", "tools", "codegen", "tests", "pyspark_kafkawire", "benchmarks", "examples"]
+HAND_WRITTEN = ["kafkawire", "tests", "pyspark_kafkawire", "benchmarks", "examples"]
 TYPED = [
     "kafkawire/net/admission.py", "kafkawire/net/authentication.py", "kafkawire/net/authorizer.py",
     "kafkawire/net/client.py", "kafkawire/net/loop.py", "kafkawire/net/serve_log.py",
     "kafkawire/protocol/error_codes.py", "kafkawire/protocol/errors.py", "kafkawire/protocol/framing.py",
     "kafkawire/protocol/registry.py", "kafkawire/records/control.py", "kafkawire/records/errors.py",
     "kafkawire/records/kraft_control.py", "kafkawire/records/varint.py",
-    "raft/bounds.py", "raft/config.py", "raft/election.py", "raft/io.py", "raft/leader.py", "raft/quorum_state.py",
-    "raft/requests.py", "raft/rpc.py", "raft/states.py", "raft/types.py", "raft/voters.py",
+    "kafkawire/raft/bounds.py", "kafkawire/raft/config.py", "kafkawire/raft/election.py", "kafkawire/raft/io.py", "kafkawire/raft/leader.py", "kafkawire/raft/quorum_state.py",
+    "kafkawire/raft/requests.py", "kafkawire/raft/rpc.py", "kafkawire/raft/states.py", "kafkawire/raft/types.py", "kafkawire/raft/voters.py",
 ]
 
 

@@ -37,7 +37,7 @@ from kafkawire.messages.create_topics_response import CreatableTopicResult, Crea
 from kafkawire.net.server import ApiHandler
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.storage.state_files import uuid_to_kafka
-from raft.node.errors import NotLeader
+from kafkawire.raft.node.errors import NotLeader
 
 from . import cluster
 from .activation import BootstrapError, activation_records

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from codegen.model import SchemaError, parse_message
-from codegen.dialect import strip_comments
+from kafkawire.codegen.model import SchemaError, parse_message
+from kafkawire.codegen.dialect import strip_comments
 
 
 def message(fields, **top):
@@ -81,7 +81,7 @@ def test_bad_schema_is_refused(tmp_path, raw, field_name, rule):
 
 
 def test_cli_reports_bad_schema_without_traceback(tmp_path, capsys):
-    from codegen.cli import main
+    from kafkawire.codegen.cli import main
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "TestRequest.json").write_text(json.dumps(BAD[0][1]))
     assert main([str(tmp_path / "in"), "--out", str(tmp_path / "out")]) == 2

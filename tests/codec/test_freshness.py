@@ -1,6 +1,6 @@
 """The committed codecs in kafkawire/messages are exactly what codegen makes of schemas/."""
-from codegen.cli import DEFAULT_OUT, DEFAULT_SCHEMAS
-from codegen.generate import generate, stale_files
+from kafkawire.codegen.cli import DEFAULT_OUT, DEFAULT_SCHEMAS
+from kafkawire.codegen.generate import generate, stale_files
 
 
 def test_committed_codecs_are_fresh():

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from codegen.generate import write_package
+from kafkawire.codegen.generate import write_package
 from tests.conftest import REFERENCE, require
 from tests.codec.strategies import instances, without_unknown_tags
 
@@ -52,7 +52,7 @@ def test_reference_schemas_present():
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_round_trip_every_version(reference_packages, package, path, data):
-    from codegen import dialect
+    from kafkawire.codegen import dialect
     name = dialect.load(Path(path))["name"]
     cls = reference_packages[package].by_name(name)
     for version in cls.versions():
@@ -67,7 +67,7 @@ def test_round_trip_every_version(reference_packages, package, path, data):
 
 
 def test_cli_generates_from_kafkas_own_folder(tmp_path):
-    from tools.cli import main
+    from kafkawire.tools.cli import main
     clients = require(REFERENCE / "kafka-schemas" / "clients")
     assert main(["codegen", str(clients), "--out", str(tmp_path / "kafka_clients")]) == 0
     sys.path.insert(0, str(tmp_path))
@@ -106,7 +106,7 @@ def test_every_api_key_of_both_references_is_in_our_table():
     keys = set()
     for folder in ROOTS.values():
         for path in (require(REFERENCE / folder) / "clients").glob("*Request.json"):
-            from codegen import dialect
+            from kafkawire.codegen import dialect
             schema = dialect.load(path)
             if schema.get("type") == "request" and schema.get("validVersions") != "none":
                 keys.add(schema["apiKey"])

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from codegen import union
+from kafkawire.codegen import union
 from tests.conftest import REFERENCE, require
 
 
@@ -51,7 +51,7 @@ def test_an_unstable_3_9_version_gives_way_to_current_kafka():
 
 
 def test_written_text_is_kafka_dialect_with_our_header():
-    from codegen import dialect
+    from kafkawire.codegen import dialect
     merged = union.Merger("TestRequest", _schema("0-1", [_field("A", "0+")]), None).merge()
     text = union.schema_text(merged, ["Test request.", "Versions: 0-1."])
     assert text.startswith("// Test request.\n// Versions: 0-1.\n" + union.MARK)
@@ -64,4 +64,4 @@ def test_committed_union_schemas_are_what_the_tool_writes():
     assert len(texts) >= 190
     stale = sorted(str(p.relative_to(union.SCHEMAS)) for p, t in texts.items()
                    if not p.exists() or p.read_text(encoding="utf-8") != t)
-    assert not stale, f"run `python -m codegen.union` and commit: {stale}"
+    assert not stale, f"run `python -m kafkawire.codegen.union` and commit: {stale}"

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from kafkawire.controller.controller import MetadataController
 from kafkawire.metadata import decode_metadata_record
 from kafkawire.metadata.frame import encode_metadata_record
-from raft.node.errors import NoLeader, NotLeader
-from raft.types import LeaderAndEpoch
-from tools.storage import bootstrap_records
+from kafkawire.raft.node.errors import NoLeader, NotLeader
+from kafkawire.raft.types import LeaderAndEpoch
+from kafkawire.tools.storage import bootstrap_records
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
 

@@ -5,7 +5,7 @@ import pytest
 from kafkawire.controller.activation import BootstrapError
 from kafkawire.controller.factory import controller_listeners, load_bootstrap_records
 from kafkawire.net.config import parse_server_config
-from tools.storage import write_bootstrap_checkpoint
+from kafkawire.tools.storage import write_bootstrap_checkpoint
 
 from .harness import bootstrap
 

@@ -14,8 +14,8 @@ from kafkawire.controller.state import ControllerState, UnsupportedFeatureLevel
 from kafkawire.controller.versions import SUPPORTED_FEATURES
 from kafkawire.feature_versions import LATEST_PRODUCTION_LEVEL, LATEST_TESTING_LEVEL
 from kafkawire.storage.snapshot import BOOTSTRAP_FILE_NAME
-from raft.node.controller_node import ControllerNode
-from tools.storage import write_bootstrap_checkpoint
+from kafkawire.raft.node.controller_node import ControllerNode
+from kafkawire.tools.storage import write_bootstrap_checkpoint
 
 from kafkawire.controller.frames import frame
 from .harness import CLUSTER_ID, heartbeat, run
@@ -63,7 +63,7 @@ def test_a_node_bootstrapped_at_an_unsupported_level_stops(tmp_path, caplog):
     """A directory whose bootstrap.checkpoint says metadata.version 31 (Kafka's formatter writes
     that with unstable.feature.versions.enable): the leader commits the bootstrap records, its
     controller cannot apply them and the node stops with the reason."""
-    from tools.storage import format_storage
+    from kafkawire.tools.storage import format_storage
     port = free_port()
     config = config_for(tmp_path, port)
     format_storage(config, CLUSTER_ID, mode=None, out=io.StringIO())

@@ -13,8 +13,8 @@ from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopic
 from kafkawire.metadata.replay import replay_directory
 from kafkawire.net.client import NetworkClient
 from kafkawire.net.config import parse_server_config
-from raft.node.controller_node import ControllerNode
-from tools.storage import format_storage
+from kafkawire.raft.node.controller_node import ControllerNode
+from kafkawire.tools.storage import format_storage
 
 from .harness import CLUSTER_ID, broker_request, heartbeat
 

@@ -4,7 +4,7 @@ import uuid
 
 from kafkawire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
 from kafkawire.metadata import decode_metadata_record
-from raft.types import OffsetAndEpoch
+from kafkawire.raft.types import OffsetAndEpoch
 
 from .harness import Ctx, FakeQuorum, Running, add_controller, broker_request, heartbeat, run, until
 

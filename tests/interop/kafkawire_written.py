@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from raft.node.local_quorum import LocalQuorum
+from kafkawire.raft.node.local_quorum import LocalQuorum
 
 TOPIC = "kafkawire-topic"
 BROKER_ID = 100
@@ -20,8 +20,8 @@ def _snapshot_ends(directory: Path) -> list[int]:
 def run_node_until_snapshot(base_dir) -> LocalQuorum:
     """Start a node, register broker 100, create a 3-partition topic, wait (bounded) for a
     snapshot taken after that, stop the node; returns the stopped quorum (its data_dir(1))."""
-    from raft.node.demo_client import create_topic, register_broker
-    from tools.storage import LATEST_PRODUCTION, metadata_version
+    from kafkawire.raft.node.demo_client import create_topic, register_broker
+    from kafkawire.tools.storage import LATEST_PRODUCTION, metadata_version
     quorum = LocalQuorum(base_dir, voters=1, properties={
         "metadata.log.max.snapshot.interval.ms": "500", "metadata.log.max.record.bytes.between.snapshots": "1"})
     with quorum.started("standalone"):

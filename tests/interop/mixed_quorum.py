@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 
 from kafkawire.net.client import TransportError
-from raft.node.local_quorum import LocalQuorum, QuorumError, describe_quorum
+from kafkawire.raft.node.local_quorum import LocalQuorum, QuorumError, describe_quorum
 
 from tests.nemesis.checks import batches_below  # noqa: F401 - the tests take it from here
 

@@ -24,10 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from codegen.kafka_api_keys import kafka_apis, module_text
-from raft.node.local_quorum import LocalQuorum, free_ports
+from kafkawire.codegen.kafka_api_keys import kafka_apis, module_text
+from kafkawire.raft.node.local_quorum import LocalQuorum, free_ports
 from tests.interop import kafka_dist
-from tools.api_versions import ClientApi, kafka_client_apis
+from kafkawire.tools.api_versions import ClientApi, kafka_client_apis
 
 BROKER_API_VERSIONS = "org.apache.kafka.tools.BrokerApiVersionsCommand"
 REPO = Path(__file__).resolve().parents[2]
@@ -36,7 +36,7 @@ LOG_LINE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] (WARN|ERROR|IN
 
 
 def ours(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tools.cli", "api-versions", *args], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "kafkawire.tools.cli", "api-versions", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
 
 
@@ -136,7 +136,7 @@ def test_nobody_listening(kafka_tool):
 def test_client_api_keys_are_kafka_4_3_1s(kafka_libs):
     """What the tool takes for a Kafka 4.3.1 client's ApiKeys (our schemas, corrected by the
     generated kafkawire/protocol/kafka_api_keys.py) is, key for key, what the jar's schemas say.
-    If our schemas change, regenerate the module: python -m codegen.kafka_api_keys JAR."""
+    If our schemas change, regenerate the module: python -m kafkawire.codegen.kafka_api_keys JAR."""
     jar = kafka_dist.libs_dir() / f"kafka-clients-{kafka_dist.KAFKA_VERSION}.jar"
     kafkas = {key: ClientApi(key, *row) for key, row in kafka_apis(str(jar)).items()}
     assert kafka_client_apis() == kafkas, \

@@ -32,7 +32,7 @@ def _segments(root: Path, topic: str) -> list[Path]:
 
 
 def _ours(*args, check: bool = True) -> str:
-    result = subprocess.run([sys.executable, "-m", "tools.cli", "dump-log", *map(str, args)], cwd=REPO,
+    result = subprocess.run([sys.executable, "-m", "kafkawire.tools.cli", "dump-log", *map(str, args)], cwd=REPO,
                             capture_output=True, text=True, timeout=120)
     if not check:
         return result.stdout

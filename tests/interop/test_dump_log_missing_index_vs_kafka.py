@@ -45,7 +45,7 @@ def test_time_index_without_offset_index(kafka_tool, tmp_path, flags):
     shutil.copytree(made.parent, kafka_copy)
     shutil.copytree(made.parent, our_copy)
     kafka = kafka_tool(DUMP_LOG_SEGMENTS, *flags, "--files", kafka_copy / made.name, timeout=120)
-    ours = subprocess.run([sys.executable, "-m", "tools.cli", "dump-log", *flags, "--files", str(our_copy / made.name)],
+    ours = subprocess.run([sys.executable, "-m", "kafkawire.tools.cli", "dump-log", *flags, "--files", str(our_copy / made.name)],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert kafka.returncode == 1 and "java.lang.IllegalArgumentException: Invalid max index size: -1" in kafka.stderr, \
         kafka.stderr[-2000:]

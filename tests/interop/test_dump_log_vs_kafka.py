@@ -124,7 +124,7 @@ def compare(kafka: subprocess.CompletedProcess, ours: subprocess.CompletedProces
 
 
 def run_ours(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tools.cli", "dump-log", *map(str, args)], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "kafkawire.tools.cli", "dump-log", *map(str, args)], cwd=REPO,
                           capture_output=True, text=True, timeout=300)
 
 

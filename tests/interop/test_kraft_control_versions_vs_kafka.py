@@ -64,7 +64,7 @@ def test_control_values_with_any_version_field_dump_as_kafka_dumps_them(kafka_to
     path = _segment(tmp_path / "__cluster_metadata-0")
     for flags in (("--deep-iteration",), ("--cluster-metadata-decoder",)):
         kafka = kafka_tool(DUMP_LOG_SEGMENTS, *flags, "--files", path, check=True)
-        ours = subprocess.run([sys.executable, "-m", "tools.cli", "dump-log", *flags, "--files", str(path)],
+        ours = subprocess.run([sys.executable, "-m", "kafkawire.tools.cli", "dump-log", *flags, "--files", str(path)],
                               cwd=REPO, capture_output=True, text=True, timeout=120)
         theirs_lines = kafka.stdout.splitlines()
         records = [line for line in theirs_lines if "LeaderChange:" in line or "SnapshotHeader" in line

@@ -75,7 +75,7 @@ def normalise(text: str) -> str:
 
 
 def run_ours(*args, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tools.cli", "metadata-shell", *map(str, args)], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "kafkawire.tools.cli", "metadata-shell", *map(str, args)], cwd=REPO,
                           input=stdin, capture_output=True, text=True, timeout=120,
                           stdin=None if stdin is not None else subprocess.DEVNULL)
 

@@ -95,7 +95,7 @@ def test_a_kafka_broker_reports_cordoned_directories_to_our_controller_as_to_kaf
     config, metadata_dir = our_controller(tmp_path / "controller", port)
     log_path = tmp_path / "controller.log"
     with open(log_path, "w") as log:
-        process = subprocess.Popen([sys.executable, "-m", "tools.cli", "server-start", str(config)], stdout=log,
+        process = subprocess.Popen([sys.executable, "-m", "kafkawire.tools.cli", "server-start", str(config)], stdout=log,
                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
 
     def alive():

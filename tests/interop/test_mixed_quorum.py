@@ -77,7 +77,7 @@ def _ours(*args):
     """`kafkawire ARGS` as a user runs it."""
     import subprocess
     import sys
-    return subprocess.run([sys.executable, "-m", "tools.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "kafkawire.tools.cli", *map(str, args)], capture_output=True, text=True,
                           timeout=120)
 
 

@@ -14,7 +14,7 @@ import re
 import time
 from collections import Counter
 
-from raft.node.demo_client import create_topic
+from kafkawire.raft.node.demo_client import create_topic
 from tests.interop.kafka_procs import METADATA_QUORUM
 from tests.interop.mixed_quorum import KAFKA, OURS, MixedQuorum
 from tests.interop.test_metadata_shell_vs_kafka import (

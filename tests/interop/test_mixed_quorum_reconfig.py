@@ -18,7 +18,7 @@ ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
 def ours(*args) -> subprocess.CompletedProcess:
     """`kafkawire ARGS` as a user runs it."""
-    return subprocess.run([sys.executable, "-m", "tools.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "kafkawire.tools.cli", *map(str, args)], capture_output=True, text=True,
                           timeout=120, check=False)
 
 

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from kafkawire.records import iter_batches
-from raft.node.local_quorum import QuorumError
+from kafkawire.raft.node.local_quorum import QuorumError
 from tests.interop.kafka_procs import DUMP_LOG_SEGMENTS
 from tests.interop.mixed_quorum import KAFKA, OURS, MixedQuorum
 from tests.interop.test_mixed_quorum import mixed  # noqa: F401 (fixture)
@@ -103,7 +103,7 @@ def wait_until(predicate, timeout_s: float, what: str, q: MixedQuorum):
 def dumps(kafka_tool, path: str) -> tuple[str, str]:
     """Kafka's DumpLogSegments and our dump-log of one snapshot file, without the path line."""
     kafka = kafka_tool(DUMP_LOG_SEGMENTS, "--cluster-metadata-decoder", "--files", path, check=True)
-    ours = subprocess.run([sys.executable, "-m", "tools.cli", "dump-log", "--cluster-metadata-decoder", "--files",
+    ours = subprocess.run([sys.executable, "-m", "kafkawire.tools.cli", "dump-log", "--cluster-metadata-decoder", "--files",
                            path], capture_output=True, text=True, timeout=120, cwd=REPO, check=False)
     assert ours.returncode == 0, ours.stderr[-2000:]
     def drop_path(text: str) -> str:

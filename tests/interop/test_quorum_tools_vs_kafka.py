@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from kafkawire.storage.state_files import uuid_to_kafka
-from raft.node.local_quorum import LocalQuorum, free_ports
+from kafkawire.raft.node.local_quorum import LocalQuorum, free_ports
 from tests.interop import kafka_dist
 from tests.interop.kafka_procs import FEATURES, METADATA_QUORUM, KafkaNode
 
@@ -51,7 +51,7 @@ TIMESTAMP_COLUMNS = ("LastFetchTimestamp", "LastCaughtUpTimestamp")
 
 class Runner:
     """Runs a tool both ways: Kafka's main class in a JVM whose logging goes to a file, ours as
-    ``python -m tools.cli``; records how many comparisons were made and how many were identical."""
+    ``python -m kafkawire.tools.cli``; records how many comparisons were made and how many were identical."""
 
     def __init__(self, work_dir: Path):
         self.log4j = work_dir / "log4j2-quiet.properties"
@@ -70,7 +70,7 @@ class Runner:
                               stdin=subprocess.DEVNULL)
 
     def ours(self, tool: str, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "tools.cli", tool, *map(str, args)], capture_output=True,
+        return subprocess.run([sys.executable, "-m", "kafkawire.tools.cli", tool, *map(str, args)], capture_output=True,
                               text=True, timeout=TOOL_TIMEOUT_S, stdin=subprocess.DEVNULL)
 
 
@@ -193,7 +193,7 @@ def kafka_logs_on_failure(nodes):
 
 
 def describe_with_our_tool(bootstrap: str):
-    from tools.metadata_quorum import describe_quorum
+    from kafkawire.tools.metadata_quorum import describe_quorum
     return describe_quorum(bootstrap, timeout_ms=3000)
 
 
@@ -221,7 +221,7 @@ class KafkaCluster:
 @pytest.fixture(scope="module")
 def kafka_three_voters(kafka_libs, tmp_path_factory) -> KafkaCluster:
     """Three Kafka 4.3.1 controllers formatted with --initial-controllers, and a broker (node 4)."""
-    from tools.storage import random_uuid
+    from kafkawire.tools.storage import random_uuid
     base = tmp_path_factory.mktemp("kafka-three")
     ports = free_ports(3)
     bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports)

@@ -11,7 +11,7 @@ from kafkawire.messages import remove_raft_voter_request as rm_req
 from kafkawire.messages import update_raft_voter_request as up_req
 from kafkawire.net.client import NetworkClient
 from kafkawire.protocol.error_codes import Errors
-from raft.node.local_quorum import LocalQuorum, describe_quorum
+from kafkawire.raft.node.local_quorum import LocalQuorum, describe_quorum
 from tests.interop.kafka_procs import free_port
 
 ZERO = b"\0" * 16

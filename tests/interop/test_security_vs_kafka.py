@@ -11,7 +11,7 @@ import pytest
 from kafkawire.net.sasl import SaslClient
 from kafkawire.net.security import client_ssl_context, ssl_settings
 from kafkawire.storage.state_files import JavaProperties
-from raft.node.local_quorum import LocalQuorum
+from kafkawire.raft.node.local_quorum import LocalQuorum
 from tests.interop.kafka_procs import METADATA_QUORUM, run_kafka_tool
 from tests.net.tls_certs import make_pki
 
@@ -137,7 +137,7 @@ def test_kafka_metadata_quorum_is_refused_with_wrong_credentials(secured):
 def run_our_tool(q, config):
     import subprocess
     import sys
-    return subprocess.run([sys.executable, "-m", "tools.cli", "metadata-quorum", "--bootstrap-controller",
+    return subprocess.run([sys.executable, "-m", "kafkawire.tools.cli", "metadata-quorum", "--bootstrap-controller",
                            f"127.0.0.1:{q.ports[1]}", "--command-config", str(config), "describe", "--status"],
                           capture_output=True, text=True, timeout=90)
 

@@ -397,7 +397,7 @@ def wait_for_leader(address: tuple[str, int], process: subprocess.Popen, log_pat
     """A leader, asked over DescribeQuorum of ``address`` and ``others`` (only the leader
     answers it, so every voter must be asked: the leader may be the Kafka node)."""
     import asyncio
-    from raft.node.local_quorum import describe_quorum
+    from kafkawire.raft.node.local_quorum import describe_quorum
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -420,7 +420,7 @@ def test_a_kafkawire_node_runs_on_a_directory_kafka_formatted(kafka_runs, tmp_pa
     assert result.status == 0, result
     log_path = tmp_path / "node.log"
     with open(log_path, "w") as log:
-        process = subprocess.Popen([sys.executable, "-m", "tools.cli", "server-start", str(config)], stdout=log,
+        process = subprocess.Popen([sys.executable, "-m", "kafkawire.tools.cli", "server-start", str(config)], stdout=log,
                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         view = wait_for_leader(("127.0.0.1", port), process, log_path)
@@ -468,7 +468,7 @@ def test_add_scram_writes_kafkas_credential_records(formatted, case_id):
 
 def start_kafkawire(config: Path, log_path: Path) -> subprocess.Popen:
     with open(log_path, "w") as log:
-        return subprocess.Popen([sys.executable, "-m", "tools.cli", "server-start", str(config)], stdout=log,
+        return subprocess.Popen([sys.executable, "-m", "kafkawire.tools.cli", "server-start", str(config)], stdout=log,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
 
 

@@ -78,7 +78,7 @@ def _parse(data: bytes, expected: int) -> list[ToolResult]:
 
 def run_ours(tool: str, *args: str) -> ToolResult:
     """``kafkawire TOOL ARGS`` in this process: its exit status, stdout and stderr."""
-    from tools.cli import main
+    from kafkawire.tools.cli import main
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:

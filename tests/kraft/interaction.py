@@ -17,15 +17,15 @@ from kafkawire.protocol import framing
 from kafkawire.protocol.apis import api_table
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.errors import UnsupportedVersionError
-from raft.config import RaftConfig
-from raft.io import OutboundResponse, Propose, RequestFailed, RequestReceived, ResponseReceived, Shutdown, Tick
-from raft.reconfig import api_versions_response
-from raft.rpc import adapt_request_for_version
-from raft.simulate.node import SimNode
-from raft.simulate.world import LISTENER, Simulation, address_of
-from raft.states import Leader, describe
-from raft.types import NO_DIRECTORY_ID, Endpoints, OffsetAndEpoch, ReplicaKey
-from raft.voters import VoterNode, VoterSet
+from kafkawire.raft.config import RaftConfig
+from kafkawire.raft.io import OutboundResponse, Propose, RequestFailed, RequestReceived, ResponseReceived, Shutdown, Tick
+from kafkawire.raft.reconfig import api_versions_response
+from kafkawire.raft.rpc import adapt_request_for_version
+from kafkawire.raft.simulate.node import SimNode
+from kafkawire.raft.simulate.world import LISTENER, Simulation, address_of
+from kafkawire.raft.states import Leader, describe
+from kafkawire.raft.types import NO_DIRECTORY_ID, Endpoints, OffsetAndEpoch, ReplicaKey
+from kafkawire.raft.voters import VoterNode, VoterSet
 
 from .datadriven import Case, tuple_arg
 
@@ -135,7 +135,7 @@ INJECTED = -1
 
 def _injected_body(kind: str, to: int, src: int, kw: dict[str, str]):
     """A hand-made request (see InteractionEnv.cmd_inject)."""
-    from raft import rpc
+    from kafkawire.raft import rpc
     cluster = {"none": None, "empty": ""}.get(kw.get("cluster", "cluster"), kw.get("cluster", "cluster"))
     endpoints = Endpoints(((LISTENER, *address_of(src)),))
     if kind == "vote":
@@ -175,7 +175,7 @@ def _injected_body(kind: str, to: int, src: int, kw: dict[str, str]):
             k_raft_version_feature=up_req.KRaftVersionFeature(min_supported_version=low, max_supported_version=high))
     if kind == "update-features":
         # What `kafka-features upgrade|downgrade --feature NAME=LEVEL [--dry-run]` sends.
-        from tools.features import SAFE_DOWNGRADE, UPGRADE, update_features_request
+        from kafkawire.tools.features import SAFE_DOWNGRADE, UPGRADE, update_features_request
         upgrade_type = {"upgrade": UPGRADE, "downgrade": SAFE_DOWNGRADE}[kw.get("type", "upgrade")]
         return update_features_request({kw.get("feature", "kraft.version"): (int(kw["level"]), upgrade_type)},
                                        dry_run=kw.get("validate-only", "false") == "true",
@@ -471,7 +471,7 @@ class InteractionEnv:
     def cmd_set_epoch(self, case: Case) -> list[str]:
         """set-epoch <id> epoch=N: crash the node, leave epoch N in its quorum-state (as an older
         version or a hand edit would) with no leader or vote, and restart it."""
-        from raft.types import ElectionState
+        from kafkawire.raft.types import ElectionState
         node = self.nodes[int(case.args[0])]
         node.crash()
         self.queue = [q for q in self.queue if q[1] != node.node_id]
@@ -488,7 +488,7 @@ class InteractionEnv:
 
     def cmd_snapshot(self, case: Case) -> list[str]:
         """snapshot <id>: the node's state machine snapshots what it applied (SnapshotFrozen)."""
-        from raft.io import SnapshotFrozen
+        from kafkawire.raft.io import SnapshotFrozen
         node = self.nodes[int(case.args[0])]
         snapshot_id = node.maybe_snapshot(self.now, every=1)
         if snapshot_id is None:

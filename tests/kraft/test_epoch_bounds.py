@@ -6,8 +6,8 @@ import pytest
 from kafkawire.messages.quorum_state_data import QuorumStateData
 from kafkawire.records import RecordBatchBuilder
 from kafkawire.storage.state_files import StateFileError, format_quorum_state, parse_quorum_state
-from raft.bounds import INT32_MAX, MAX_JUMP_EPOCH, can_start_election, check_epoch, epoch_jump_refusal
-from raft.io import RequestReceived, Tick
+from kafkawire.raft.bounds import INT32_MAX, MAX_JUMP_EPOCH, can_start_election, check_epoch, epoch_jump_refusal
+from kafkawire.raft.io import RequestReceived, Tick
 
 from .datadriven import Case
 from .interaction import InteractionEnv, _injected_body

@@ -3,8 +3,8 @@ field, sent to a leader and to a follower (issue 18, item 1: arithmetic safe at 
 Every one is answered with a response that encodes in its version, nothing raises, and none of
 them moves an epoch: each is fenced, invalid, or too far a jump."""
 from kafkawire.protocol.apis import api_table
-from raft.io import RequestReceived
-from raft.states import Follower, Leader
+from kafkawire.raft.io import RequestReceived
+from kafkawire.raft.states import Follower, Leader
 
 from .datadriven import Case
 from .interaction import InteractionEnv, _injected_body

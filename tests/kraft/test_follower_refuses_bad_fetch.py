@@ -7,7 +7,7 @@ import struct
 import pytest
 
 from kafkawire.records import iter_batches
-from raft.io import ResponseReceived
+from kafkawire.raft.io import ResponseReceived
 
 from .datadriven import Case
 from .interaction import InteractionEnv
@@ -87,8 +87,8 @@ def _control_batch(base: int, epoch: int, value: bytes) -> bytes:
 def _voters_record_of(*ids: int) -> bytes:
     import uuid
     from kafkawire.records.kraft_control import encode_value
-    from raft.types import Endpoints, ReplicaKey
-    from raft.voters import VoterNode, VoterSet
+    from kafkawire.raft.types import Endpoints, ReplicaKey
+    from kafkawire.raft.voters import VoterNode, VoterSet
     voters = VoterSet.of(VoterNode(ReplicaKey(i, uuid.UUID(int=i)), Endpoints((("CONTROLLER", f"node{i}", 9093),)), 0, 1)
                          for i in ids)
     return encode_value(voters.to_voters_record())

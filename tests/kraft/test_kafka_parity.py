@@ -1,8 +1,8 @@
 """Cases of Kafka's KafkaRaftClient*Test that need a state the datadriven commands cannot build
 (see tests/kraft/KAFKA_PARITY.md for where every case of the audit is covered)."""
-from raft.io import Tick
-from raft.states import Prospective, Unattached
-from raft.types import ElectionState
+from kafkawire.raft.io import Tick
+from kafkawire.raft.states import Prospective, Unattached
+from kafkawire.raft.types import ElectionState
 
 from .datadriven import Case
 from .interaction import InteractionEnv
@@ -67,9 +67,9 @@ def test_update_voter_response_naming_a_new_leader_moves_the_follower():
     # answer naming leader 3 in epoch 2: it follows 3 in epoch 2, and its next Fetch goes to
     # 3 with epoch 2.
     from kafkawire.messages import update_raft_voter_response as up_resp
-    from raft.io import ResponseReceived
-    from raft.simulate.world import address_of
-    from raft.states import Follower
+    from kafkawire.raft.io import ResponseReceived
+    from kafkawire.raft.simulate.world import address_of
+    from kafkawire.raft.states import Follower
     env = _env("cluster voters=(1,2,3) kraft-version=0\nexpire 1")
     for _ in range(20):                                 # deliver round by round until it is sent
         if any(q[1] == 2 and type(q[4].body).__name__ == "UpdateRaftVoterRequest" for q in env.queue):
@@ -97,7 +97,7 @@ def test_update_voter_request_counts_as_contact_for_check_quorum():
     # the audit's testUpdateVoterResetsCheckQuorumTimer is not in Kafka 4.3.1's test sources.
     # Leader 1 hears no fetch for almost a check-quorum period; voter 2's UpdateRaftVoter
     # renews it, so the leader does not resign when the old period ends.
-    from raft.states import Leader
+    from kafkawire.raft.states import Leader
     # The followers' fetches parked at the leader complete (and count) within a tick; after
     # that, their next fetches are lost: nobody fetches from now on.
     env = _env("cluster voters=(1,2,3)\nelect 1\nstabilize\ntick ms=1000")

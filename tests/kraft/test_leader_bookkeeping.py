@@ -1,9 +1,9 @@
 """LeaderBookkeeping's check-quorum timer around voter-set changes (Kafka's LeaderState)."""
 import uuid
 
-from raft.leader import LeaderBookkeeping
-from raft.types import Endpoints, ReplicaKey
-from raft.voters import VoterNode, VoterSet
+from kafkawire.raft.leader import LeaderBookkeeping
+from kafkawire.raft.types import Endpoints, ReplicaKey
+from kafkawire.raft.voters import VoterNode, VoterSet
 
 ENDPOINTS = Endpoints((("CONTROLLER", "h", 1),))
 

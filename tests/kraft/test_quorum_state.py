@@ -6,13 +6,13 @@ import random
 
 import pytest
 
-from raft.control import ControlState
-from raft.election import EpochElection
-from raft.leader import LeaderBookkeeping
-from raft.quorum_state import ALLOWED, IllegalTransition, QuorumState
-from raft.states import Candidate, Follower, Leader, Prospective, Resigned, Unattached
-from raft.types import ElectionState, Endpoints, ReplicaKey
-from raft.voters import VoterSet
+from kafkawire.raft.control import ControlState
+from kafkawire.raft.election import EpochElection
+from kafkawire.raft.leader import LeaderBookkeeping
+from kafkawire.raft.quorum_state import ALLOWED, IllegalTransition, QuorumState
+from kafkawire.raft.states import Candidate, Follower, Leader, Prospective, Resigned, Unattached
+from kafkawire.raft.types import ElectionState, Endpoints, ReplicaKey
+from kafkawire.raft.voters import VoterSet
 
 LOCAL = ReplicaKey(1)
 ENDPOINTS = Endpoints((("CONTROLLER", "node2", 9093),))

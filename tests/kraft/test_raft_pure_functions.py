@@ -7,10 +7,10 @@ import pathlib
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from raft.log import UNDEFINED_EPOCH, UNDEFINED_OFFSET, EpochCache
-from raft.voters import majority_offset, majority_size
+from kafkawire.raft.log import UNDEFINED_EPOCH, UNDEFINED_OFFSET, EpochCache
+from kafkawire.raft.voters import majority_offset, majority_size
 
-RAFT = pathlib.Path(__file__).resolve().parents[2] / "raft"
+RAFT = pathlib.Path(__file__).resolve().parents[2] / "kafkawire" / "raft"
 
 
 @st.composite
@@ -82,8 +82,8 @@ def test_epoch_cache_refuses_going_back():
 def test_end_quorum_epoch_backoff(position, count, expected):
     from types import SimpleNamespace
 
-    from raft.core import RaftCore
-    from raft.types import ReplicaKey
+    from kafkawire.raft.core import RaftCore
+    from kafkawire.raft.types import ReplicaKey
     fake = SimpleNamespace(quorum=SimpleNamespace(local_id=9, local_key=ReplicaKey(9)),
                            config=SimpleNamespace(election_backoff_max_ms=1000))
     successors = [ReplicaKey(100 + i) for i in range(count)]
@@ -112,8 +112,8 @@ def test_the_core_does_no_io(module):
 def test_the_simulators_kraft_version_upgrade_is_what_the_features_tool_sends():
     """raft/simulate builds its UpdateFeatures itself (it does not import the command line);
     it must stay what `kafkawire features upgrade --feature kraft.version=1` sends."""
-    from raft.simulate.world import kraft_version_upgrade_request
-    from tools.features import UPGRADE, planned_updates, update_features_request
+    from kafkawire.raft.simulate.world import kraft_version_upgrade_request
+    from kafkawire.tools.features import UPGRADE, planned_updates, update_features_request
     updates, _ = planned_updates(UPGRADE, features=["kraft.version=1"])
     assert kraft_version_upgrade_request() == update_features_request(updates, dry_run=False, timeout_ms=10_000)
 
@@ -121,11 +121,11 @@ def test_the_simulators_kraft_version_upgrade_is_what_the_features_tool_sends():
 def test_the_node_and_the_simulator_do_not_import_the_command_line():
     import ast
     from pathlib import Path
-    root = Path(__file__).resolve().parents[2] / "raft"
+    root = Path(__file__).resolve().parents[2] / "kafkawire" / "raft"
     offenders = []
     for path in sorted(root.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-            offenders += [f"{path.relative_to(root.parent)}: {n}" for n in names if n.split(".")[0] == "tools"]
+            offenders += [f"{path.relative_to(root.parent)}: {n}" for n in names if n.startswith(("tools", "kafkawire.tools"))]
     assert offenders == []

@@ -8,9 +8,9 @@ import pytest
 from kafkawire.messages import (begin_quorum_epoch_response as bqe, describe_quorum_response as dq,
                                 end_quorum_epoch_response as eqe, fetch_response as f,
                                 fetch_snapshot_response as fs, vote_response as v)
-from raft import rpc
-from raft.io import ReplicaProgress
-from raft.types import Endpoints, OffsetAndEpoch, ReplicaKey
+from kafkawire.raft import rpc
+from kafkawire.raft.io import ReplicaProgress
+from kafkawire.raft.types import Endpoints, OffsetAndEpoch, ReplicaKey
 
 ENDPOINTS = Endpoints((("CONTROLLER", "127.0.0.1", 9093),))
 LEADER = dict(leader_id=1, epoch=7, endpoints=ENDPOINTS, listener="CONTROLLER")

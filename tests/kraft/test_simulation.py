@@ -1,14 +1,14 @@
 """The simulator in CI: the named scenarios, and a few thousand random seeds.
 
 A longer soak is the same thing from the command line:
-``python -m raft.simulate --seeds 20000 --events 3000``.
+``python -m kafkawire.raft.simulate --seeds 20000 --events 3000``.
 """
 from __future__ import annotations
 
 import pytest
 
-from raft.simulate import InvariantViolation, run_seed
-from raft.simulate.scenarios import SCENARIOS, settings_for_seed
+from kafkawire.raft.simulate import InvariantViolation, run_seed
+from kafkawire.raft.simulate.scenarios import SCENARIOS, settings_for_seed
 
 CHUNKS = 20
 SEEDS_PER_CHUNK = 100
@@ -30,7 +30,7 @@ def test_random_seeds(chunk):
         try:
             run_seed(seed, EVENTS, settings_for_seed(seed))
         except InvariantViolation as exc:
-            pytest.fail(f"seed {seed}: {exc}\nreplay: python -m raft.simulate --first-seed {seed} --seeds 1 "
+            pytest.fail(f"seed {seed}: {exc}\nreplay: python -m kafkawire.raft.simulate --first-seed {seed} --seeds 1 "
                         f"--events {EVENTS}")
 
 
@@ -70,8 +70,8 @@ def test_fresh_seeds_that_once_failed(seed):
 
 def test_a_seed_replays_exactly():
     """Determinism: the same seed gives the same trace, counters and state, event for event."""
-    from raft.simulate.scenarios import settings_for_seed
-    from raft.simulate.world import run_seed
+    from kafkawire.raft.simulate.scenarios import settings_for_seed
+    from kafkawire.raft.simulate.world import run_seed
     runs = [run_seed(77, 600, settings_for_seed(77)) for _ in range(2)]
     assert list(runs[0].trace) == list(runs[1].trace)
     assert runs[0].final_stats() == runs[1].final_stats()

@@ -9,13 +9,13 @@ from __future__ import annotations
 import pytest
 
 from kafkawire.protocol.error_codes import Errors
-from raft.core import RaftCore
-from raft.reconfig import Reconfig
-from raft.leader import LeaderBookkeeping
-from raft.log import ValidOffsetAndEpoch
-from raft.simulate import Invariants, InvariantViolation, SimSettings, run_seed
-from raft.states import Candidate, Prospective, Unattached
-from raft.types import OffsetAndEpoch
+from kafkawire.raft.core import RaftCore
+from kafkawire.raft.reconfig import Reconfig
+from kafkawire.raft.leader import LeaderBookkeeping
+from kafkawire.raft.log import ValidOffsetAndEpoch
+from kafkawire.raft.simulate import Invariants, InvariantViolation, SimSettings, run_seed
+from kafkawire.raft.states import Candidate, Prospective, Unattached
+from kafkawire.raft.types import OffsetAndEpoch
 
 SEEDS = range(1, 41)
 

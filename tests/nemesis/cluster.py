@@ -16,7 +16,7 @@ import signal
 from collections import Counter
 from contextlib import asynccontextmanager
 
-from raft.node.local_quorum import LocalQuorum
+from kafkawire.raft.node.local_quorum import LocalQuorum
 
 from .hostile import fetch_flood, send_hostile_raft_requests
 from .proxy import LinkProxy

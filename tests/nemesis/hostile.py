@@ -9,9 +9,9 @@ import contextlib
 from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic
 from kafkawire.net.client import NetworkClient, TransportError
 from kafkawire.protocol.framing import encode_request
-from raft import rpc
-from raft.bounds import INT32_MAX
-from raft.types import Endpoints, ReplicaKey
+from kafkawire.raft import rpc
+from kafkawire.raft.bounds import INT32_MAX
+from kafkawire.raft.types import Endpoints, ReplicaKey
 
 STRANGER = 99
 

@@ -19,7 +19,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from kafkawire.net.client import TransportError
-from raft.node.local_quorum import QuorumError, describe_quorum
+from kafkawire.raft.node.local_quorum import QuorumError, describe_quorum
 
 from .checks import Verdict, check
 from .cluster import nemesis_cluster

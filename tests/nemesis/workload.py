@@ -20,7 +20,7 @@ from kafkawire.messages.broker_registration_request import BrokerRegistrationReq
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
 from kafkawire.net.client import NetworkClient, TransportError
 from kafkawire.protocol.error_codes import Errors
-from raft.node.local_quorum import QuorumError, describe_quorum
+from kafkawire.raft.node.local_quorum import QuorumError, describe_quorum
 
 BROKER_ID = 100
 # Answers given before anything is written: the topic certainly does not exist.

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from kafkawire.protocol.framing import encode_request
-from raft.node.local_quorum import LocalQuorum, describe_quorum
+from kafkawire.raft.node.local_quorum import LocalQuorum, describe_quorum
 from tests.nemesis.hostile import long_poll_fetch
 
 CONNECTIONS, PIPELINED = 100, 64

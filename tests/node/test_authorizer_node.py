@@ -24,8 +24,8 @@ from kafkawire.net.client import NetworkClient
 from kafkawire.net.config import parse_server_config
 from kafkawire.net.sasl import SaslClient
 from kafkawire.protocol.error_codes import Errors
-from raft.node.controller_node import ControllerNode
-from tools.storage import format_storage
+from kafkawire.raft.node.controller_node import ControllerNode
+from kafkawire.tools.storage import format_storage
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="controller" '

@@ -1,7 +1,7 @@
 """A graceful SIGTERM logs no error (issue 18, item 7): every node of a 3-voter quorum, the
 leader first, stops with exit code 0 and its log holds no ERROR, CRITICAL or traceback line
 (it used to log `ERROR Future exception was never retrieved ... Disconnected`)."""
-from raft.node.local_quorum import LocalQuorum
+from kafkawire.raft.node.local_quorum import LocalQuorum
 
 BAD = (" ERROR ", " CRITICAL ", "Traceback", "never retrieved", "was destroyed but it is pending")
 

@@ -4,7 +4,7 @@ from the leader, and every voter ends up with the same batches. Real processes."
 import os
 
 from kafkawire.records import iter_batches
-from raft.node.local_quorum import LocalQuorum
+from kafkawire.raft.node.local_quorum import LocalQuorum
 
 from .test_quorum_processes import batches_below
 

@@ -8,10 +8,10 @@ import pytest
 from kafkawire.records import RecordBatchBuilder, iter_batches
 from kafkawire.storage.snapshot import SnapshotBuilder, SnapshotId
 from kafkawire.storage.state_files import format_quorum_state, parse_quorum_state
-from raft.io import Append, DeleteBefore, InstallSnapshot, TruncateFully, TruncateTo, WriteSnapshotChunk
-from raft.node.disk_store import DiskLogStore, StoreError
-from raft.node.quorum_state_file import election_from_quorum_state, election_to_quorum_state
-from raft.types import ElectionState, OffsetAndEpoch, ReplicaKey
+from kafkawire.raft.io import Append, DeleteBefore, InstallSnapshot, TruncateFully, TruncateTo, WriteSnapshotChunk
+from kafkawire.raft.node.disk_store import DiskLogStore, StoreError
+from kafkawire.raft.node.quorum_state_file import election_from_quorum_state, election_to_quorum_state
+from kafkawire.raft.types import ElectionState, OffsetAndEpoch, ReplicaKey
 
 
 def batch(base: int, count: int, epoch: int) -> Append:
@@ -216,8 +216,8 @@ class _Applier:
 
 
 def test_a_gap_in_the_committed_log_stops_the_driver_with_the_offsets_named(tmp_path):
-    from raft.node.driver import RaftDriver
-    from raft.node.errors import NodeFailed
+    from kafkawire.raft.node.driver import RaftDriver
+    from kafkawire.raft.node.errors import NodeFailed
     store = DiskLogStore(tmp_path / "p")
     store.apply(batch(0, 3, 1))
     store.log.append(batch(10, 2, 1).batch)     # bypass the store's check: what a bad disk holds

@@ -2,12 +2,12 @@
 itself, appends commit, listeners see committed records in order, and a restart replays them."""
 import asyncio
 
-from raft.config import RaftConfig
-from raft.node.disk_store import DiskLogStore
-from raft.node.driver import RaftDriver
-from raft.node.errors import NotLeader
-from raft.types import Endpoints
-from raft.voters import VoterSet
+from kafkawire.raft.config import RaftConfig
+from kafkawire.raft.node.disk_store import DiskLogStore
+from kafkawire.raft.node.driver import RaftDriver
+from kafkawire.raft.node.errors import NotLeader
+from kafkawire.raft.types import Endpoints
+from kafkawire.raft.voters import VoterSet
 
 
 class Recorder:
@@ -118,7 +118,7 @@ def test_an_overloaded_leader_refuses_appends_past_its_queue_and_keeps_the_other
     Propose; past append_queue_limit records an append is refused at once with
     AppendQueueFull (nothing appended), as Kafka's BatchAccumulator refuses one it has no
     room for. The accepted ones commit, each with its own offset, in one batch."""
-    from raft.node.errors import AppendQueueFull
+    from kafkawire.raft.node.errors import AppendQueueFull
 
     async def work(driver, recorder):
         driver.append_queue_limit = 6
@@ -139,7 +139,7 @@ def test_queued_appends_reach_the_core_before_any_later_input(tmp_path):
     """An append waits in the queue until the next loop turn, but any other input (here a
     timer tick; a voter change would append a VotersRecord) first hands the queue to the
     core: nothing comes between, so the offset next_offset() gave before the append holds."""
-    from raft.io import Tick
+    from kafkawire.raft.io import Tick
 
     async def work(driver, recorder):
         expected = driver.next_offset()

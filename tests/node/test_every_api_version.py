@@ -12,9 +12,9 @@ from kafkawire import messages
 from kafkawire.messages.describe_quorum_request import DescribeQuorumRequest, PartitionData, TopicData
 from kafkawire.net.client import NetworkClient
 from kafkawire.protocol.message import Struct
-from raft import rpc
-from raft.node.local_quorum import LocalQuorum
-from raft.types import Endpoints, OffsetAndEpoch, ReplicaKey
+from kafkawire.raft import rpc
+from kafkawire.raft.node.local_quorum import LocalQuorum
+from kafkawire.raft.types import Endpoints, OffsetAndEpoch, ReplicaKey
 
 UNKNOWN_SERVER_ERROR = -1
 STRANGER = ReplicaKey(7, uuid.UUID(int=7))

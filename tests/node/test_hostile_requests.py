@@ -9,9 +9,9 @@ import pytest
 
 from kafkawire.net.client import NetworkClient
 from kafkawire.protocol.error_codes import Errors
-from raft import rpc
-from raft.bounds import INT32_MAX
-from raft.node.local_quorum import LocalQuorum
+from kafkawire.raft import rpc
+from kafkawire.raft.bounds import INT32_MAX
+from kafkawire.raft.node.local_quorum import LocalQuorum
 from tests.nemesis.hostile import STRANGER, hostile_requests
 
 INVALID = int(Errors.INVALID_REQUEST)

@@ -7,7 +7,7 @@ well inside controller.quorum.fetch.timeout.ms, the epoch does not change and re
 followers timed out, and leadership moved from epoch to epoch without ever committing.)"""
 import time
 
-from raft.node.local_quorum import LocalQuorum
+from kafkawire.raft.node.local_quorum import LocalQuorum
 
 WATCH_S = 5
 RATE = 5000

@@ -5,7 +5,7 @@ import subprocess
 import sys
 import time
 
-from raft.node.local_quorum import LocalQuorum
+from kafkawire.raft.node.local_quorum import LocalQuorum
 
 
 def test_a_leaderless_first_bootstrap_controller_is_passed_over(tmp_path):
@@ -20,7 +20,7 @@ def test_a_leaderless_first_bootstrap_controller_is_passed_over(tmp_path):
             leader = quorum.wait_for_leader(30, among=(1, 2, 3))
             bootstrap = f"127.0.0.1:{quorum.ports[4]},127.0.0.1:{quorum.ports[leader.leader_id]}"
             started = time.monotonic()
-            result = subprocess.run([sys.executable, "-m", "tools.cli", "metadata-quorum", "--bootstrap-controller",
+            result = subprocess.run([sys.executable, "-m", "kafkawire.tools.cli", "metadata-quorum", "--bootstrap-controller",
                                      bootstrap, "--timeout", "30000", "describe", "--status"],
                                     capture_output=True, text=True, timeout=60)
             took = time.monotonic() - started

@@ -6,8 +6,8 @@ import re
 import uuid
 
 from kafkawire.storage.state_files import read_meta_properties, uuid_to_kafka
-from raft.node.local_quorum import LocalQuorum
-from raft.types import ReplicaKey
+from kafkawire.raft.node.local_quorum import LocalQuorum
+from kafkawire.raft.types import ReplicaKey
 
 HYPHENATED_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 

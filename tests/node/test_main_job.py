@@ -6,7 +6,7 @@ import sys
 
 def test_the_main_job_runs_a_quorum_fails_over_and_dumps_the_log(tmp_path):
     data = tmp_path / "demo"
-    result = subprocess.run([sys.executable, "-m", "tools.cli", "main", "--data-dir", str(data)],
+    result = subprocess.run([sys.executable, "-m", "kafkawire.tools.cli", "main", "--data-dir", str(data)],
                             capture_output=True, text=True, timeout=240)
     out = result.stdout
     assert result.returncode == 0, result.stderr[-3000:]
@@ -43,7 +43,7 @@ def _wait_until(predicate, timeout_s: float) -> bool:
 
 
 def _foreground_job(data):
-    proc = subprocess.Popen([sys.executable, "-m", "tools.cli", "main", "--data-dir", str(data), "--foreground"],
+    proc = subprocess.Popen([sys.executable, "-m", "kafkawire.tools.cli", "main", "--data-dir", str(data), "--foreground"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = []
     for line in proc.stdout:              # bounded by the job's own 60 s waits

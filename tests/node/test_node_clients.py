@@ -13,7 +13,7 @@ import time
 import pytest
 
 from kafkawire.records import iter_batches
-from raft.node.local_quorum import LocalQuorum
+from kafkawire.raft.node.local_quorum import LocalQuorum
 from tests.peers import kcat, loopback_capture
 
 TOPIC = "__cluster_metadata"
@@ -161,7 +161,7 @@ def test_asked_on_a_follower_clients_are_told_which_node_is_the_active_controlle
     went to followers; Metadata and DescribeCluster now name the raft leader and list it."""
     from kafka import KafkaAdminClient
     from kafkawire.messages.metadata_request import MetadataRequest
-    from raft.node.local_quorum import LocalQuorum
+    from kafkawire.raft.node.local_quorum import LocalQuorum
     from tests.net.netlib import RawConnection, run
 
     with LocalQuorum(tmp_path, voters=3).started("initial-controllers") as q:

@@ -8,13 +8,13 @@ import sys
 import pytest
 
 from kafkawire.storage.state_files import read_meta_properties, uuid_to_kafka
-from raft.node.local_quorum import LocalQuorum
+from kafkawire.raft.node.local_quorum import LocalQuorum
 
 TOOL_TIMEOUT_S = 90
 
 
 def kafkawire(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tools.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "kafkawire.tools.cli", *args], capture_output=True, text=True,
                           timeout=TOOL_TIMEOUT_S)
 
 

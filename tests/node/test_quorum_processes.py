@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from raft.node.local_quorum import LocalQuorum
+from kafkawire.raft.node.local_quorum import LocalQuorum
 from tests.nemesis.checks import batches_below
 
 

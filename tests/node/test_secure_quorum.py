@@ -15,7 +15,7 @@ from kafkawire.net.sasl import SaslClient
 from kafkawire.net.security import client_ssl_context, ssl_settings
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.storage.state_files import JavaProperties
-from raft.node.local_quorum import LocalQuorum
+from kafkawire.raft.node.local_quorum import LocalQuorum
 from tests.net.tls_certs import make_pki
 
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="controller" '
@@ -189,7 +189,7 @@ def test_server_start_refuses_bad_security_in_one_line(tmp_path, properties, mes
     import sys
     q = LocalQuorum(tmp_path, voters=1, properties={k: v.format(tmp=tmp_path) for k, v in properties.items()})
     q.format(mode="standalone")
-    result = subprocess.run([sys.executable, "-m", "tools.cli", "server-start", q.config_path(1)],
+    result = subprocess.run([sys.executable, "-m", "kafkawire.tools.cli", "server-start", q.config_path(1)],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
     assert message.format(tmp=tmp_path) in result.stderr, result.stderr

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from raft.node.local_quorum import LocalQuorum
+from kafkawire.raft.node.local_quorum import LocalQuorum
 
 REPO = Path(__file__).resolve().parents[2]
 WARN = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] WARN .* \(kafkawire\.admin\)$")
 
 
 def tool(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tools.cli", *args], cwd=REPO, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "kafkawire.tools.cli", *args], cwd=REPO, capture_output=True, text=True,
                           timeout=60, stdin=subprocess.DEVNULL)
 
 

@@ -76,7 +76,7 @@ def topic_partition_of(file: str) -> tuple[str, int]:
 def dump_log_json(files, *, metadata: bool = False, allow_errors: bool = False) -> list[dict]:
     """``kafkawire dump-log --json`` over ``files``, run in this process. ``allow_errors``:
     records it cannot decode are expected (they come back as payload error strings)."""
-    from tools.cli import main
+    from kafkawire.tools.cli import main
     args = ["dump-log", "--files", ",".join(map(str, files)), "--json", "--print-data-log"]
     if metadata:
         args.append("--cluster-metadata-decoder")

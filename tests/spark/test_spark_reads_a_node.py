@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from raft.node.demo_client import create_topic, register_broker
-from raft.node.local_quorum import LocalQuorum
+from kafkawire.raft.node.demo_client import create_topic, register_broker
+from kafkawire.raft.node.local_quorum import LocalQuorum
 from tests.spark.logdata import dump_log_json, dump_log_metadata, segment_files
-from tools.storage import LATEST_PRODUCTION, metadata_version
+from kafkawire.tools.storage import LATEST_PRODUCTION, metadata_version
 
 
 @pytest.fixture(scope="module")

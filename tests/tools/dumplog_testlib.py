@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tools.cli import main
+from kafkawire.tools.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 KRAFT_DATA = REPO.parent / "shared" / "reference" / "kraft-data"

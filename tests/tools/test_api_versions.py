@@ -12,8 +12,8 @@ import pytest
 
 from kafkawire.protocol import kafka_api_keys
 from kafkawire.protocol.apis import api_table
-from raft.node.local_quorum import LocalQuorum, free_ports
-from tools.api_versions import (advertised_api_versions, in_hashmap_order, kafka_client_apis, node_api_versions_text,
+from kafkawire.raft.node.local_quorum import LocalQuorum, free_ports
+from kafkawire.tools.api_versions import (advertised_api_versions, in_hashmap_order, kafka_client_apis, node_api_versions_text,
                                 node_hash, node_text)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,7 +21,7 @@ WARN_LINE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] WARN .* \(kaf
 
 
 def api_versions(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tools.cli", "api-versions", *args], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "kafkawire.tools.cli", "api-versions", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from tools.cli import SUBCOMMANDS, build_parser, main, version_line
+from kafkawire.tools.cli import SUBCOMMANDS, build_parser, main, version_line
 
 
 def run(*argv):

@@ -10,8 +10,8 @@ from kafkawire.messages.describe_cluster_response import DescribeClusterBroker, 
 from kafkawire.messages.update_features_response import UpdatableFeatureResult, UpdateFeaturesResponse
 from kafkawire.protocol.error_codes import Errors
 from fake_node import FakeNode, answers_metadata, closed_port
-from tools import features
-from tools.cli import main
+from kafkawire.tools import features
+from kafkawire.tools.cli import main
 
 UPDATE_FEATURES, DESCRIBE_CLUSTER = 57, 60
 

@@ -18,9 +18,9 @@ from kafkawire.messages.remove_raft_voter_response import RemoveRaftVoterRespons
 from kafkawire.protocol.error_codes import Errors
 from conftest import REFERENCE, require
 from fake_node import FakeNode, SilentPeer, answers_metadata, closed_port
-from tools import metadata_quorum
-from tools.admin_client import KafkaApiError, exception_class_name
-from tools.cli import main
+from kafkawire.tools import metadata_quorum
+from kafkawire.tools.admin_client import KafkaApiError, exception_class_name
+from kafkawire.tools.cli import main
 
 DESCRIBE_QUORUM, DESCRIBE_CLUSTER, ADD_VOTER, REMOVE_VOTER = 55, 60, 80, 81
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qk"

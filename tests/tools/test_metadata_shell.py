@@ -14,7 +14,7 @@ from dumplog_testlib import KRAFT_DATA
 from kafkawire.metadata import decode_metadata_record, encode_metadata_record
 from kafkawire.records import iter_batches
 from kafkawire.storage.snapshot import list_snapshots, snapshot_file_name
-from tools.cli import main
+from kafkawire.tools.cli import main
 
 
 def shell(capsys, *argv, stdin: str | None = None):

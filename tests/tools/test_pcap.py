@@ -17,7 +17,7 @@ import pytest
 from kafkawire.capture.kafka import DEFAULT_PORTS
 from kafkawire.protocol import framing
 from tests.conftest import REFERENCE, require
-from tools.pcap import analyse
+from kafkawire.tools.pcap import analyse
 
 REPO = Path(__file__).resolve().parents[2]
 PCAPS = REFERENCE / "pcaps"
@@ -26,7 +26,7 @@ CAPTURES = (sorted(PCAPS.rglob("*.pcap*")) if PCAPS.exists() else []) + sorted(O
 
 
 def pcap(*args, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tools.cli", "pcap", *map(str, args)], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "kafkawire.tools.cli", "pcap", *map(str, args)], cwd=REPO,
                           capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
@@ -272,7 +272,7 @@ def test_mutated_captures_are_reported_never_raised(tmp_path):
     TCP, Kafka): the analysis reports what it can and never raises past CaptureError."""
     import random
     from kafkawire.capture.packets import CaptureError
-    from tools.pcap import frame_json, summary_line
+    from kafkawire.tools.pcap import frame_json, summary_line
     require(PCAPS)
     rng = random.Random(13)
     for i in range(80):

@@ -6,7 +6,7 @@ import re
 import pytest
 import scramp
 
-from tools.scram_args import ScramArgumentError, parse_scram_arguments, scram_record_text
+from kafkawire.tools.scram_args import ScramArgumentError, parse_scram_arguments, scram_record_text
 
 
 def authenticates(record, mechanism, user, password) -> bool:

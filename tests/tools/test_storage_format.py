@@ -19,8 +19,8 @@ from kafkawire.records.control import ControlRecordType
 from kafkawire.storage.snapshot import SnapshotReader
 from kafkawire.storage.state_files import read_meta_properties, uuid_to_kafka
 from tests.conftest import REFERENCE
-from tools.cli import main
-from tools.storage import (StorageError, bootstrap_records, format_storage, java_hashmap_order, metadata_version,
+from kafkawire.tools.cli import main
+from kafkawire.tools.storage import (StorageError, bootstrap_records, format_storage, java_hashmap_order, metadata_version,
                            parse_dynamic_voter, random_uuid, write_bootstrap_checkpoint)
 
 KRAFT_DATA = REFERENCE / "kraft-data"

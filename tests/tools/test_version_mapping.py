@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kafkawire import feature_versions as fv
-from tools.cli import main
+from kafkawire.tools.cli import main
 
 
 def run(capsys, *argv) -> tuple[int, str, str]:

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from raft.node.local_quorum import LocalQuorum
+from kafkawire.raft.node.local_quorum import LocalQuorum
 from tests.peers import kcat, loopback_capture
 
 HERE = Path(__file__).resolve().parent

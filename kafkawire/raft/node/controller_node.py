@@ -1,0 +1,436 @@
+"""One KRaft controller process: a ServerConfig turned into a running node.
+
+    node = ControllerNode(load_server_config("controller.properties"))
+    await node.start()          # listening, raft running
+    ...
+    await node.stop()           # graceful: a leader resigns first (EndQuorumEpoch)
+
+What it assembles: the `__cluster_metadata-0` directory under metadata.log.dir as a
+DiskLogStore, the RaftDriver over a RaftCore configured from the controller.quorum.* keys,
+a NetworkClient for the raft RPCs it sends, a KafkaServer on each controller listener
+answering the raft RPCs, the admin RPCs (DescribeQuorum, Add/Remove/UpdateRaftVoter,
+UpdateFeatures) and, for ordinary Kafka clients, the metadata log as the read-only topic
+`__cluster_metadata`; and the metadata controller on top, when one is given.
+
+As Kafka does, the node refuses to start on a directory that `storage format` did not
+prepare (no meta.properties, or one for another node), naming the file.
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+
+from kafkawire.net.admission import AdmissionLimits
+from kafkawire.net.authentication import sasl_handlers
+from kafkawire.net.authorizer import (CONTROLLER_API_OPERATIONS, StandardAuthorizer, authorizing_create_topics,
+                                     authorizing_handler, authorizing_list_offsets, authorizing_metadata,
+                                     error_response_for)
+from kafkawire.net.client import NetworkClient
+from kafkawire.net.config import ConfigError, ServerConfig
+from kafkawire.net.metadata_topic import MetadataTopic, NodeEndpoint
+from kafkawire.net.sasl import SCRAM_MECHANISM_TYPES, SaslClient
+from kafkawire.net.security import client_ssl_context
+from kafkawire.net.server import ApiHandler, KafkaServer
+from kafkawire.storage.state_files import StateFileError, read_meta_properties, uuid_to_kafka
+from kafkawire.raft.config import RaftConfig
+from kafkawire.raft.reconfig import KRAFT_VERSION_FEATURE
+from kafkawire.raft.types import Endpoints
+from kafkawire.raft.voters import VoterSet
+
+from .disk_store import DiskLogStore
+from .driver import RaftDriver
+from .errors import StateMachineFatal
+
+log = logging.getLogger("kafkawire.node")
+
+METADATA_PARTITION_DIR = "__cluster_metadata-0"
+METRICS_FILE = "kafkawire-raft-metrics.json"
+# The RPCs the raft core answers itself (Fetch is shared with consumers, see _fetch).
+RAFT_APIS = {52: "Vote", 53: "BeginQuorumEpoch", 54: "EndQuorumEpoch", 55: "DescribeQuorum",
+             57: "UpdateFeatures", 59: "FetchSnapshot", 80: "AddRaftVoter", 81: "RemoveRaftVoter",
+             82: "UpdateRaftVoter"}
+FETCH = 1
+DESCRIBE_CLUSTER = 60
+CREATE_TOPICS = 19
+METADATA, LIST_OFFSETS = 3, 2
+ALTER_USER_SCRAM_CREDENTIALS = 51
+CONTROLLER_ENDPOINT_TYPE = 2     # DescribeClusterRequest.EndpointType: 1 brokers, 2 controllers (KIP-919)
+
+
+class NodeStartError(RuntimeError):
+    """The node cannot start: the reason names the file or key."""
+
+
+def raft_config_from(server: ServerConfig, directory_id, cluster_id: str) -> RaftConfig:
+    listener = server.controller_listener_names[0]
+    endpoints = Endpoints(tuple((e.listener_name, e.host or "localhost", e.port)
+                                for e in server.controller_endpoints))
+    static = None
+    if server.controller_quorum_voters:
+        static = VoterSet.static({v.node_id: Endpoints(((listener, v.host, v.port),))
+                                  for v in server.controller_quorum_voters})
+    return RaftConfig(
+        node_id=server.node_id, directory_id=directory_id, cluster_id=cluster_id, listener=listener,
+        endpoints=endpoints, static_voters=static,
+        bootstrap_servers=tuple(server.controller_quorum_bootstrap_servers),
+        election_timeout_ms=server.controller_quorum_election_timeout_ms,
+        election_backoff_max_ms=server.controller_quorum_election_backoff_max_ms,
+        fetch_timeout_ms=server.controller_quorum_fetch_timeout_ms,
+        request_timeout_ms=server.controller_quorum_request_timeout_ms,
+        retry_backoff_ms=server.controller_quorum_retry_backoff_ms,
+        append_linger_ms=server.controller_quorum_append_linger_ms,
+        auto_join=server.controller_quorum_auto_join_enable)
+
+
+def controller_client_options(config: ServerConfig) -> dict:
+    """NetworkClient options for the node's connections to controllers: TLS and SASL as the first
+    controller listener's security protocol and sasl.mechanism.controller.protocol say."""
+    security = config.raft_client_security()
+    if security is None or security.protocol == "PLAINTEXT":
+        return {}
+    options = {}
+    if security.ssl is not None:
+        options["ssl_context"] = client_ssl_context(security.ssl)
+    if security.mechanism is not None:
+        mechanism, username, password = security.mechanism, security.username, security.password
+        options["sasl"] = lambda: SaslClient(mechanism, username, password)
+    return options
+
+
+class ControllerNode:
+    def __init__(self, config: ServerConfig, *, state_machine_factory=None, fsync: bool = True,
+                 metrics_interval_ms: int = 1000, max_versions: dict[int, int] | None = None):
+        if not config.is_controller:
+            raise NodeStartError(f"process.roles={','.join(config.process_roles)}: kafkawire runs controllers "
+                                 "only (process.roles=controller)")
+        self.config = config
+        self.state_machine_factory = state_machine_factory
+        self.fsync = fsync
+        self.metrics_interval_ms = metrics_interval_ms
+        # API key -> highest version to advertise (for peers that know only older versions).
+        self.max_versions = dict(max_versions or {})
+        self.driver: RaftDriver | None = None
+        self.servers: list[KafkaServer] = []
+        self.state_machine = None
+        self.topic: MetadataTopic | None = None
+        self._tasks: list[asyncio.Task] = []
+        self.meta = None
+        self._loaded = False
+        self.authorizer = None           # StandardAuthorizer, made at start (authorizer.class.name)
+
+    # --- start ---------------------------------------------------------------------------------------
+    def _read_meta(self):
+        path = os.path.join(self.config.metadata_log_dir, "meta.properties")
+        if not os.path.exists(path):
+            raise NodeStartError(f"no meta.properties in {self.config.metadata_log_dir}: format the directory first "
+                                 f"(kafkawire storage format --config ... --cluster-id ...)")
+        try:
+            meta = read_meta_properties(path)
+        except (StateFileError, OSError) as exc:
+            raise NodeStartError(f"{path}: {exc}") from None
+        if meta.version != 1:
+            raise NodeStartError(f"{path}: version {meta.version}; a KRaft node needs version 1")
+        if meta.node_id != self.config.node_id:
+            raise NodeStartError(f"{path}: node.id {meta.node_id} does not match node.id {self.config.node_id} "
+                                 "in the configuration")
+        return meta
+
+    async def start(self) -> None:
+        c = self.config
+        self.meta = self._read_meta()
+        raft_config = raft_config_from(c, self.meta.directory_id, self.meta.cluster_id)
+        store = DiskLogStore(os.path.join(c.metadata_log_dir, METADATA_PARTITION_DIR),
+                             segment_bytes=c.metadata_log_segment_bytes, fsync=self.fsync,
+                             segment_ms=c.metadata_log_segment_ms)
+        try:
+            client_options = controller_client_options(c)
+            settings = c.authorizer_settings()
+        except ConfigError as exc:
+            raise NodeStartError(str(exc)) from None
+        if settings is not None:
+            self.authorizer = StandardAuthorizer(settings, self._acls, self._metadata_loaded)
+        client = NetworkClient(client_id=f"raft-client-{c.node_id}",
+                               request_timeout_ms=c.controller_quorum_request_timeout_ms,
+                               reconnect_backoff_ms=max(c.controller_quorum_retry_backoff_ms, 1),
+                               max_response_bytes=max(c.socket_request_max_bytes, 8 * 1024 * 1024 + 1024),
+                               **client_options)
+        self.driver = driver = RaftDriver(
+            raft_config, store, client,
+            snapshot_min_bytes=c.metadata_log_max_record_bytes_between_snapshots,
+            snapshot_interval_ms=c.metadata_log_max_snapshot_interval_ms,
+            retention_bytes=c.metadata_max_retention_bytes, retention_ms=c.metadata_max_retention_ms)
+        if self.state_machine_factory is not None:
+            self.state_machine = self.state_machine_factory(driver, c, self.meta)
+            driver.state_machine = self.state_machine
+        advertised = raft_config.endpoints.address(raft_config.listener) or ("127.0.0.1", 0)
+        self.topic = MetadataTopic(store.log, cluster_id=self.meta.cluster_id,
+                                   node=NodeEndpoint(c.node_id, advertised[0], advertised[1]),
+                                   high_watermark=driver.high_watermark,
+                                   leader_epoch=lambda: max(driver.core.epoch, 0),
+                                   active_controller=self._active_controller)
+        driver.hw_listeners.append(self.topic.high_watermark_advanced)
+        for name in c.controller_listener_names:
+            endpoint = c.listener(name)
+            if endpoint is None:
+                raise NodeStartError(f"controller.listener.names has {name}, which is not in listeners")
+            try:
+                server = self._make_server(endpoint, name)
+            except ConfigError as exc:
+                raise NodeStartError(f"listener {endpoint}: {exc}") from None
+            self._register(server)
+            try:
+                await server.bind()
+            except OSError as exc:
+                raise NodeStartError(f"listener {endpoint}: cannot bind: {exc.strerror or exc}") from None
+            self.servers.append(server)
+        try:
+            driver.start()
+        except StateMachineFatal as exc:       # the latest snapshot holds what the state machine refuses
+            raise NodeStartError(str(exc)) from None
+        for server in self.servers:
+            await server.start()
+        if self.state_machine is not None and hasattr(self.state_machine, "run"):
+            self._tasks.append(asyncio.ensure_future(self.state_machine.run()))
+        self._tasks.append(asyncio.ensure_future(self._publish_metrics()))
+        log.info("node %d (cluster %s, directory %s) listening on %s", c.node_id, self.meta.cluster_id,
+                 uuid_to_kafka(self.meta.directory_id), ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
+
+    def _make_server(self, endpoint, name: str) -> KafkaServer:
+        c = self.config
+        return KafkaServer({}, host=endpoint.host or "0.0.0.0", port=endpoint.port, listener_name=name,
+                           security=c.security_of(name), scram_lookup=self._scram_credential,
+                           max_request_bytes=c.socket_request_max_bytes,
+                           connections_max_idle_ms=c.connections_max_idle_ms,
+                           admission=AdmissionLimits(
+                               max_connections=c.max_connections,
+                               max_connections_per_ip=c.max_connections_per_ip,
+                               max_connections_per_ip_overrides=dict(c.max_connections_per_ip_overrides),
+                               queued_max_request_bytes=c.queued_max_request_bytes))
+
+    def _register(self, server: KafkaServer) -> None:
+        driver = self.driver
+        raft = ApiHandler(driver.handle_request)
+        for key in RAFT_APIS:
+            server.register(key, raft)
+        for key, handler in sasl_handlers().items():       # Kafka's controller advertises them everywhere
+            server.register(key, handler)
+        for key, handler in self.topic.handlers().items():
+            server.register(key, handler)
+        if self.state_machine is not None and hasattr(self.state_machine, "handlers"):
+            for key, handler in self.state_machine.handlers().items():
+                server.register(key, handler)
+        consumer_fetch = self.topic.handlers()[FETCH]
+
+        async def fetch(ctx, request):
+            # A replica sets its id (ReplicaState from v15, ReplicaId before); a consumer sends -1.
+            replica = request.replica_state.replica_id if ctx.api_version >= 15 else request.replica_id
+            if replica >= 0:
+                return await driver.handle_request(ctx, request)
+            return await consumer_fetch.handle(ctx, request)
+
+        server.register(FETCH, ApiHandler(fetch, min_version=consumer_fetch.min_version,
+                                          error_response=consumer_fetch.error_response))
+        broker_view = self.topic.handlers()[DESCRIBE_CLUSTER]
+
+        async def describe_cluster(ctx, request):
+            if request.endpoint_type != CONTROLLER_ENDPOINT_TYPE:
+                return await broker_view.handle(ctx, request)
+            return self._describe_controllers(request, ctx.listener_name)
+
+        server.register(DESCRIBE_CLUSTER, describe_cluster)
+        for key, high in self.max_versions.items():
+            registered = server._registry.get(key)
+            if registered is not None:
+                server.register(key, dataclasses.replace(registered.handler, max_version=high))
+        if self.state_machine is not None and hasattr(self.state_machine, "write"):
+            for key, handler in self._acl_handlers().items():
+                server.register(key, handler)
+        if self.authorizer is not None:
+            self._authorize_handlers(server)
+        server.api_versions_features = self._api_versions_features
+
+    def _authorize_handlers(self, server: KafkaServer) -> None:
+        """Put Kafka's ControllerApis checks in front of the handlers (authorizer.class.name)."""
+        for key, operation in CONTROLLER_API_OPERATIONS.items():
+            registered = server._registry.get(key)
+            if registered is not None:
+                server.register(key, authorizing_handler(key, registered.handler, self.authorizer, operation))
+        create_topics = server._registry.get(CREATE_TOPICS)
+        if create_topics is not None:
+            server.register(CREATE_TOPICS, authorizing_create_topics(create_topics.handler, self.authorizer))
+        # The read-only __cluster_metadata topic, beyond Kafka's controller: a broker's topic rules.
+        for key, wrap in ((METADATA, authorizing_metadata), (LIST_OFFSETS, authorizing_list_offsets)):
+            registered = server._registry.get(key)
+            if registered is not None:
+                server.register(key, wrap(registered.handler, self.authorizer))
+
+    def _acl_handlers(self) -> dict:
+        """CreateAcls, DescribeAcls, DeleteAcls (v1-3, as Kafka 4.x): SECURITY_DISABLED without an
+        authorizer, as Kafka's AclApis; otherwise the controller writes the ACL records. And
+        AlterUserScramCredentials, which the controller answers with or without an authorizer."""
+        from kafkawire.controller import acls
+        from kafkawire.controller.errors import ApiError
+
+        async def change(ctx, request):
+            if self.authorizer is None:
+                return acls.security_disabled(ctx.api_key, request)
+            make = acls.create_acls if ctx.api_key == acls.CREATE_ACLS else acls.delete_acls
+            try:
+                response, _ = await self.state_machine.write(
+                    lambda: make(self.state_machine.image.acls, request), timeout_ms=30_000)
+            except ApiError as exc:
+                return error_response_for(ctx.api_key, ctx, request, exc.code, exc.message)
+            return response
+
+        async def describe(ctx, request):
+            if self.authorizer is None:
+                return acls.security_disabled(ctx.api_key, request)
+            return acls.describe_acls(self.state_machine.image.acls, request)
+
+        async def alter_scram(ctx, request):
+            from kafkawire.controller.scram import alter_user_scram_credentials
+            image = self.state_machine.image
+            try:
+                response, _ = await self.state_machine.write(
+                    lambda: alter_user_scram_credentials(request, image.scram, image.metadata_version),
+                    timeout_ms=30_000)
+            except ApiError as exc:
+                return error_response_for(ctx.api_key, ctx, request, exc.code, exc.message)
+            return response
+
+        return {acls.DESCRIBE_ACLS: ApiHandler(describe, min_version=1),
+                acls.CREATE_ACLS: ApiHandler(change, min_version=1),
+                acls.DELETE_ACLS: ApiHandler(change, min_version=1),
+                ALTER_USER_SCRAM_CREDENTIALS: ApiHandler(alter_scram)}
+
+    def _acls(self):
+        image = getattr(self.state_machine, "image", None)
+        return () if image is None else tuple(image.acls.values())
+
+    def _metadata_loaded(self) -> bool:
+        """Whether the committed metadata has been applied once up to the high watermark (Kafka's
+        authorizer completes its initial load then; until then only super users are served)."""
+        if not self._loaded:
+            driver = self.driver
+            high_watermark = driver.high_watermark()
+            self._loaded = high_watermark > 0 and driver.applied_offset >= high_watermark
+        return self._loaded
+
+    def _active_controller(self) -> NodeEndpoint | None:
+        """The leader as clients of this listener reach it; None while no leader is known (or
+        its endpoint on this listener is not)."""
+        driver = self.driver
+        leader = driver.leader().leader_id
+        if leader is None:
+            return None
+        if leader == self.config.node_id:
+            return self.topic.node
+        voter = next((v for v in driver.core.voters() if v.key.id == leader), None)
+        address = None if voter is None else voter.endpoints.address(driver.config.listener)
+        return None if address is None else NodeEndpoint(leader, address[0], address[1])
+
+    def _scram_credential(self, mechanism: str, user: str):
+        """The committed SCRAM credential of ``user`` (UserScramCredentialRecord), for SASL/SCRAM."""
+        image = getattr(self.state_machine, "image", None)
+        mechanism_type = SCRAM_MECHANISM_TYPES.get(mechanism)
+        if image is None or mechanism_type is None:
+            return None
+        credential = image.scram.get(mechanism_type, {}).get(user)
+        if credential is None:
+            return None
+        return bytes(credential.salt), bytes(credential.stored_key), bytes(credential.server_key), \
+            credential.iterations
+
+    def _describe_controllers(self, request, listener_name: str):
+        """KIP-919: an admin client bootstrapping from controllers learns the controllers' endpoints
+        on this listener and which one is active (ControllerApis.handleDescribeCluster). As in
+        Kafka these are the registered controllers (ControllerRegistrationRecords: observers
+        too, a voter not yet registered not); without the metadata state machine, the voters."""
+        from kafkawire.messages.describe_cluster_response import DescribeClusterBroker, DescribeClusterResponse
+        driver = self.driver
+        image = getattr(self.state_machine, "image", None)
+        if image is not None:
+            endpoints = {i: image.controllers[i].listeners.get(listener_name) for i in sorted(image.controllers)}
+            controllers = [DescribeClusterBroker(broker_id=i, host=e.host, port=e.port)
+                           for i, e in endpoints.items() if e is not None]
+        else:
+            controllers = []
+            for voter in sorted(driver.core.voters(), key=lambda v: v.key.id):
+                address = voter.endpoints.address(driver.config.listener)
+                if address is not None:
+                    controllers.append(DescribeClusterBroker(broker_id=voter.key.id, host=address[0],
+                                                             port=address[1]))
+        leader = driver.leader().leader_id
+        return DescribeClusterResponse(endpoint_type=CONTROLLER_ENDPOINT_TYPE, cluster_id=self.meta.cluster_id,
+                                       controller_id=-1 if leader is None else leader, brokers=controllers,
+                                       cluster_authorized_operations=-2147483648)
+
+    def _api_versions_features(self, response) -> None:
+        """Supported kraft.version range, and the finalized level once the log says (KIP-853)."""
+        from kafkawire.messages import api_versions_response as av
+        config = self.driver.config
+        response.supported_features = [av.SupportedFeatureKey(name=KRAFT_VERSION_FEATURE,
+                                                              min_version=config.kraft_version_min,
+                                                              max_version=config.kraft_version_max)]
+        core = self.driver.core
+        if core is None:
+            return
+        finalized = {}
+        level = core.kraft_version()
+        if level > 0:
+            finalized[KRAFT_VERSION_FEATURE] = level
+        image = getattr(self.state_machine, "image", None)
+        if image is not None:
+            # The controller's committed metadata: metadata.version and the other features.
+            for name, (low, high) in sorted(getattr(self.state_machine, "supported_features", {}).items()):
+                if name != KRAFT_VERSION_FEATURE:
+                    response.supported_features.append(av.SupportedFeatureKey(name=name, min_version=low,
+                                                                              max_version=high))
+            if image.metadata_version is not None:
+                finalized["metadata.version"] = image.metadata_version
+            finalized.update(image.finalized_features)
+        response.finalized_features_epoch = max(self.driver.high_watermark() - 1, -1)
+        response.finalized_features = [av.FinalizedFeatureKey(name=name, max_version_level=level,
+                                                               min_version_level=level)
+                                       for name, level in sorted(finalized.items())]
+
+    # --- running -----------------------------------------------------------------------------------------
+    async def _publish_metrics(self) -> None:
+        path = os.path.join(self.config.metadata_log_dir, METRICS_FILE)
+        while True:
+            await asyncio.sleep(self.metrics_interval_ms / 1000)
+            try:
+                self.driver.metrics.write(path)
+            except OSError as exc:
+                log.warning("cannot write %s: %s", path, exc)
+
+    @property
+    def port(self) -> int:
+        return self.servers[0].port
+
+    async def stop(self, *, graceful: bool = True, timeout_ms: int = 5000) -> None:
+        driver = self.driver
+        if driver is not None and graceful and driver.failure is None and driver.core is not None:
+            driver.begin_shutdown(timeout_ms)
+            try:
+                await asyncio.wait_for(driver.shutdown_complete.wait(), timeout_ms / 1000 + 1)
+            except asyncio.TimeoutError:
+                log.warning("node %d: graceful shutdown did not finish in %d ms", self.config.node_id, timeout_ms)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for server in self.servers:
+            await server.close(timeout_ms=1000)
+        if driver is not None:
+            await driver.client.close()
+            await driver.close()
+            try:
+                driver.metrics.write(os.path.join(self.config.metadata_log_dir, METRICS_FILE))
+            except OSError:
+                pass
+        log.info("node %d stopped", self.config.node_id)
+
+
+__all__ = ["ControllerNode", "NodeStartError", "raft_config_from", "ConfigError"]

@@ -1,0 +1,254 @@
+"""The raft core's LogStore on disk: Kafka's `__cluster_metadata-0` directory.
+
+    store = DiskLogStore("/data/__cluster_metadata-0", segment_bytes=...)
+    core = RaftCore(config, store, store.read_election(), ...)
+    for op in ready.log_ops: store.apply(op)
+    if ready.flush: store.flush()
+
+The directory holds what Kafka's KafkaMetadataLog holds: segments (`%020d.log` with their
+indexes), `leader-epoch-checkpoint`, `partition.metadata`, snapshots
+(`%020d-%010d.checkpoint`, partial ones as `.checkpoint.part`) and `quorum-state`. Opening it
+runs the segment recovery of kafkawire.storage.log (a torn tail is cut and reported), drops
+partial snapshots a crash left behind, and rebuilds the epoch cache from the batches
+themselves: every batch carries its leader epoch, so the checkpoint file is written for
+Kafka's tools but never trusted over the log.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+
+from kafkawire.records import iter_batches
+from kafkawire.storage.log import Log, fsync_dir
+from kafkawire.storage.snapshot import (PART_SUFFIX, SnapshotId, list_snapshots, parse_snapshot_file_name,
+                                        snapshot_file_name)
+from kafkawire.storage.state_files import (StateFileError, read_quorum_state, write_leader_epoch_checkpoint,
+                                           write_partition_metadata, write_quorum_state)
+from kafkawire.raft.io import Append, DeleteBefore, InstallSnapshot, TruncateFully, TruncateTo, WriteSnapshotChunk
+from kafkawire.raft.types import ElectionState, OffsetAndEpoch
+
+from .quorum_state_file import election_from_quorum_state, election_to_quorum_state
+
+log = logging.getLogger(__name__)
+
+# Kafka's Topic.METADATA_TOPIC_ID (AAAAAAAAAAAAAAAAAAAAAQ).
+METADATA_TOPIC_ID = uuid.UUID(int=1)
+QUORUM_STATE_FILE = "quorum-state"
+EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
+PARTITION_METADATA_FILE = "partition.metadata"
+
+
+class StoreError(RuntimeError):
+    """The log directory is not in a state the node can run from."""
+
+
+def _to_id(snapshot_id: SnapshotId) -> OffsetAndEpoch:
+    return OffsetAndEpoch(snapshot_id.epoch, snapshot_id.end_offset)
+
+
+def _to_file_id(snapshot_id: OffsetAndEpoch) -> SnapshotId:
+    return SnapshotId(snapshot_id.offset, snapshot_id.epoch)
+
+
+class DiskLogStore:
+    def __init__(self, directory, *, segment_bytes: int = 1 << 30, fsync: bool = True,
+                 segment_ms: int | None = None):
+        self.directory = os.fspath(directory)
+        self.fsync = fsync
+        os.makedirs(self.directory, exist_ok=True)
+        self._remove_partial_snapshots()
+        self._snapshots = sorted((_to_id(s) for s in list_snapshots(self.directory)),
+                                 key=lambda s: (s.offset, s.epoch))
+        self.log = Log(self.directory, segment_bytes=segment_bytes, contiguous_offsets=True,
+                       segment_ms=segment_ms)
+        for report in self.log.recovery_reports:
+            if report.truncated:
+                log.warning("log recovery cut %d bytes of %s: %s", report.truncated_bytes, report.file,
+                            report.reason)
+        self._epochs = self._scan_epochs()
+        self._written_epochs = None
+        if not os.path.exists(os.path.join(self.directory, PARTITION_METADATA_FILE)):
+            write_partition_metadata(os.path.join(self.directory, PARTITION_METADATA_FILE), METADATA_TOPIC_ID,
+                                     fsync=fsync)
+        self._partial: dict[OffsetAndEpoch, object] = {}
+
+    def _remove_partial_snapshots(self) -> None:
+        for name in os.listdir(self.directory):
+            parsed = parse_snapshot_file_name(name)
+            if parsed is not None and parsed[1] in ("part", "deleted"):
+                log.info("removing %s left by an earlier run", name)
+                os.remove(os.path.join(self.directory, name))
+
+    def _scan_epochs(self) -> list[tuple[int, int]]:
+        """The epoch cache from the batches. The base offset and the leader epoch are outside
+        the CRC: a batch whose offset does not follow the one before, or whose epoch goes back,
+        is corrupt (also in a segment recovery did not scan), and the log is cut there, as for
+        a bad CRC, with a warning."""
+        entries: list[tuple[int, int]] = []
+        start = self.log.log_start_offset
+        expected = None
+        for batch in self.log.batches():
+            epoch = batch.partition_leader_epoch
+            if expected is not None and batch.base_offset != expected:
+                return self._cut_corrupt_tail(entries, expected, f"a batch starts at offset {batch.base_offset}, "
+                                                                  f"not at the next offset {expected}")
+            if entries and epoch < entries[-1][0]:
+                return self._cut_corrupt_tail(entries, batch.base_offset, f"the batch at offset {batch.base_offset} "
+                                              f"has leader epoch {epoch}, below the epoch {entries[-1][0]} before it")
+            if not entries or entries[-1][0] != epoch:
+                entries.append((epoch, max(batch.base_offset, start)))
+            expected = batch.next_offset
+        return entries
+
+    def _cut_corrupt_tail(self, entries: list[tuple[int, int]], offset: int, reason: str) -> list[tuple[int, int]]:
+        log.warning("log recovery cut %s at offset %d (log end offset was %d): %s", self.directory, offset,
+                    self.log.log_end_offset, reason)
+        self.log.truncate_to(offset)
+        if self.fsync:
+            self.log.flush()
+        return entries
+
+    # --- LogStore ------------------------------------------------------------------------------
+    def start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    def end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    def epoch_entries(self) -> list[tuple[int, int]]:
+        return list(self._epochs)
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        if offset >= self.log.log_end_offset:
+            return b""
+        return self.log.read(max(offset, self.log.log_start_offset), max_bytes).data
+
+    def snapshot_ids(self) -> list[OffsetAndEpoch]:
+        return list(self._snapshots)
+
+    def snapshot_path(self, snapshot_id: OffsetAndEpoch) -> str:
+        return os.path.join(self.directory, snapshot_file_name(_to_file_id(snapshot_id)))
+
+    def snapshot_size(self, snapshot_id: OffsetAndEpoch) -> int:
+        return os.path.getsize(self.snapshot_path(snapshot_id))
+
+    def read_snapshot(self, snapshot_id: OffsetAndEpoch, position: int, max_bytes: int) -> bytes:
+        with open(self.snapshot_path(snapshot_id), "rb") as f:
+            f.seek(position)
+            return f.read(max_bytes)
+
+    # --- quorum-state ------------------------------------------------------------------------------
+    def read_election(self) -> ElectionState | None:
+        path = os.path.join(self.directory, QUORUM_STATE_FILE)
+        if not os.path.exists(path):
+            return None
+        try:
+            data, _version = read_quorum_state(path)
+        except StateFileError as exc:
+            raise StoreError(str(exc)) from None
+        return election_from_quorum_state(data)
+
+    def write_election(self, election: ElectionState, kraft_version: int) -> None:
+        data, version = election_to_quorum_state(election, kraft_version)
+        write_quorum_state(os.path.join(self.directory, QUORUM_STATE_FILE), data, version, fsync=self.fsync)
+
+    # --- applying a Ready's log operations ------------------------------------------------------
+    def apply(self, op) -> None:
+        if isinstance(op, Append):
+            if op.base_offset != self.log.log_end_offset:
+                raise StoreError(f"append at offset {op.base_offset} but the log ends at {self.log.log_end_offset}")
+            self.log.append(op.batch)
+            if not self._epochs or self._epochs[-1][0] != op.epoch:
+                self._epochs.append((op.epoch, op.base_offset))
+        elif isinstance(op, TruncateTo):
+            self.log.truncate_to(op.offset)
+            self._epochs = [(e, s) for e, s in self._epochs if s < op.offset]
+        elif isinstance(op, WriteSnapshotChunk):
+            f = self._partial.get(op.snapshot_id)
+            if f is None:
+                path = self.snapshot_path(op.snapshot_id) + PART_SUFFIX
+                f = self._partial[op.snapshot_id] = open(path, "wb")
+            if f.tell() != op.position:
+                raise StoreError(f"snapshot {op.snapshot_id} chunk at byte {op.position}, "
+                                 f"but {f.tell()} bytes are written")
+            f.write(op.data)
+        elif isinstance(op, InstallSnapshot):
+            f = self._partial.pop(op.snapshot_id)
+            f.flush()
+            if self.fsync:
+                os.fsync(f.fileno())
+            f.close()
+            final = self.snapshot_path(op.snapshot_id)
+            os.replace(final + PART_SUFFIX, final)
+            self.add_snapshot(op.snapshot_id)
+            self._truncate_fully(op.snapshot_id.offset)
+        elif isinstance(op, TruncateFully):
+            self._truncate_fully(op.offset)
+        elif isinstance(op, DeleteBefore):
+            self.log.delete_segments_before(op.offset)
+            self._epochs = _epochs_from(self._epochs, op.offset)
+            self._delete_snapshots_before(op.keep_snapshot.offset)
+        else:
+            raise TypeError(f"unknown log operation {op!r}")
+
+    def _truncate_fully(self, offset: int) -> None:
+        self.log.truncate_fully_and_start_at(offset)
+        self._epochs = []
+        self._delete_snapshots_before(offset)
+        self.log.flush()
+        if self.fsync:
+            fsync_dir(self.directory)
+
+    def _delete_snapshots_before(self, offset: int) -> None:
+        for sid in [s for s in self._snapshots if s.offset < offset]:
+            self._snapshots.remove(sid)
+            try:
+                os.remove(self.snapshot_path(sid))
+            except FileNotFoundError:
+                pass
+
+    def add_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
+        """A snapshot file that is now complete and durable."""
+        if snapshot_id not in self._snapshots:
+            self._snapshots.append(snapshot_id)
+            self._snapshots.sort(key=lambda s: (s.offset, s.epoch))
+
+    def flush(self) -> None:
+        if self.fsync:
+            self.log.flush()
+        if self._epochs != self._written_epochs:
+            write_leader_epoch_checkpoint(os.path.join(self.directory, EPOCH_CHECKPOINT_FILE),
+                                          self._epochs, fsync=self.fsync)
+            self._written_epochs = list(self._epochs)
+
+    def close(self) -> None:
+        for f in self._partial.values():
+            f.close()
+        self._partial.clear()
+        self.log.close()
+
+    # --- for the state machine and the tools -------------------------------------------------
+    def data_batches(self, from_offset: int, to_offset: int):
+        """Committed batches holding offsets in [from_offset, to_offset), in order."""
+        offset = max(from_offset, self.log.log_start_offset)
+        while offset < to_offset:
+            data = self.read(offset, 1 << 20)
+            if not data:
+                return
+            for batch in iter_batches(data):
+                if batch.last_offset < offset:
+                    continue
+                if batch.base_offset >= to_offset:
+                    return
+                yield batch
+                offset = batch.last_offset + 1
+
+
+def _epochs_from(entries: list[tuple[int, int]], start: int) -> list[tuple[int, int]]:
+    """Kafka's truncateFromStart: epochs wholly before ``start`` go; the one holding it starts there."""
+    kept = [(e, s) for e, s in entries if s >= start]
+    before = [(e, s) for e, s in entries if s < start]
+    if before and (not kept or kept[0][1] > start):
+        kept.insert(0, (before[-1][0], start))
+    return kept

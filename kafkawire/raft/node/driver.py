@@ -1,0 +1,549 @@
+"""The production driver of the raft core: one asyncio task owns a RaftCore and applies its
+Readys to the disk and the network, in the order raft/io.py prescribes.
+
+Inputs reach the core from four places, all on the event loop and all through ``_step``:
+the KafkaServer handlers (a request becomes RequestReceived; the handler awaits the core's
+OutboundResponse), the tasks sending our requests (ResponseReceived / RequestFailed), the
+timer (Tick at the Ready's wake_at_ms) and the local clients (Propose, SnapshotFrozen,
+Shutdown). ``_step`` never awaits, so one Ready is applied completely before the next input:
+the core's synchronous contract. The price is that an fsync blocks the loop for its duration,
+which is also what makes "acknowledged only once durable" easy to see.
+
+Time given to the core is wall-clock milliseconds (DescribeQuorum reports fetch timestamps
+as Kafka does, in epoch ms), held monotonic: a clock step backwards is absorbed.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import dataclasses
+import itertools
+import os
+import logging
+import random
+import time
+
+from kafkawire.net.client import NetworkClient, RequestTimedOut, TransportError, UnsupportedVersion
+from kafkawire.net.server import CloseConnection
+from kafkawire.protocol.apis import api_table
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.protocol.errors import EncodeError
+from kafkawire.records import ControlRecordType, iter_batches
+from kafkawire.records.kraft_control import encode_value
+from kafkawire.storage.snapshot import SnapshotId, SnapshotReader, SnapshotWriter
+from kafkawire.raft.config import RaftConfig
+from kafkawire.raft.core import RaftCore
+from kafkawire.raft.io import (CleanLog, OutboundRequest, Propose, Ready, RequestFailed, RequestReceived, ResponseReceived, Shutdown,
+                     SnapshotFrozen, Tick)
+from kafkawire.raft.rpc import adapt_request_for_version
+from kafkawire.raft.states import Leader
+from kafkawire.raft.types import LeaderAndEpoch, OffsetAndEpoch
+
+from .disk_store import DiskLogStore
+from .errors import AppendQueueFull, NoLeader, NodeFailed, NotLeader
+from .metrics import RaftMetrics
+
+log = logging.getLogger("kafkawire.raft")
+
+SNAPSHOT_BATCH_RECORDS = 500
+# Appends waiting for the core, in batches of max_batch_records: past this many an append is
+# refused (AppendQueueFull), as Kafka's BatchAccumulator refuses one past its ten completed
+# batches or when its memory pool has no buffer left (BufferAllocationException).
+APPEND_QUEUE_BATCHES = 10
+
+
+@dataclasses.dataclass
+class _QueuedAppend:
+    records: tuple
+    future: asyncio.Future
+    proposed_ms: int
+
+
+class WallClock:
+    """Epoch milliseconds that never go backwards."""
+
+    def __init__(self):
+        self._last = 0
+
+    def __call__(self) -> int:
+        self._last = max(self._last, int(time.time() * 1000))
+        return self._last
+
+
+def snapshot_due(bytes_since: int, max_bytes: int, ms_since: int, max_interval_ms: int) -> bool:
+    """Kafka's SnapshotGenerator: metadata.log.max.record.bytes.between.snapshots replayed, or
+    metadata.log.max.snapshot.interval.ms elapsed, where an interval of 0 turns the time rule
+    off (it used to mean a snapshot on every tick here)."""
+    if bytes_since >= max_bytes:
+        return True
+    return max_interval_ms != 0 and ms_since >= max_interval_ms
+
+
+class RaftDriver:
+    def __init__(self, config: RaftConfig, store: DiskLogStore, client: NetworkClient, *,
+                 state_machine=None, seed: int | None = None, clock=None,
+                 snapshot_min_bytes: int = 20 * 1024 * 1024, snapshot_interval_ms: int = 3_600_000,
+                 retention_bytes: int = 100 * 1024 * 1024, retention_ms: int = 7 * 24 * 3_600_000):
+        self.config = config
+        self.store = store
+        self.client = client
+        self.state_machine = state_machine     # the listener that also makes snapshots
+        self.listeners: list = []               # more listeners (Kafka's RaftClient.register)
+        self.clock = clock or WallClock()
+        self.seed = random.SystemRandom().getrandbits(32) if seed is None else seed
+        self.snapshot_min_bytes = snapshot_min_bytes
+        self.snapshot_interval_ms = snapshot_interval_ms
+        self.retention_bytes = retention_bytes      # metadata.max.retention.bytes (-1: no limit)
+        self.retention_ms = retention_ms            # metadata.max.retention.ms (-1: no limit)
+        self.core: RaftCore | None = None
+        self.metrics = RaftMetrics(config.node_id)
+        self.applied_offset = 0                 # next offset the state machine needs
+        self._bytes_since_snapshot = 0
+        self._last_snapshot_ms = 0
+        self._waiting_responses: dict[int, asyncio.Future] = {}
+        self._request_ids = itertools.count()
+        # Appends wait in _append_queue until one call per event-loop turn (_drain_appends)
+        # hands them to the core together, up to a batch: one Propose, one log write and one
+        # fsync for all that arrived meanwhile (Kafka's raft thread drains its accumulator on
+        # each poll likewise). One Propose per append cost an fsync each at linger 0 and held
+        # the loop for seconds under load: fetches went unanswered and leadership moved.
+        self._append_queue: collections.deque[_QueuedAppend] = collections.deque()
+        self._queued_records = 0
+        self._drain_scheduled = False
+        self.append_queue_limit = config.max_batch_records * APPEND_QUEUE_BATCHES
+        self._appends: dict[int, list[_QueuedAppend]] = {}   # token -> the appends of that Propose
+        self._tokens = itertools.count()
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: int | None = None
+        self._send_tasks: set[asyncio.Task] = set()
+        self._control_client: NetworkClient | None = None
+        self.leader_change = asyncio.Event()    # set (and replaced) on every leader change
+        self.hw_listeners: list = []           # called when the high watermark moves
+        self.shutdown_complete = asyncio.Event()
+        self.failure: BaseException | None = None
+        self.failed = asyncio.Event()
+
+    # --- life cycle ----------------------------------------------------------------------------
+    def start(self) -> None:
+        now = self.clock()
+        self._load_latest_snapshot()
+        self._last_snapshot_ms = now
+        self.core = RaftCore(self.config, self.store, self.store.read_election(), now_ms=now, seed=self.seed)
+        self._apply(self.core.start())
+        log.info("node %d started: %s, log %d..%d, epoch %d", self.config.node_id, type(self.core.state).__name__,
+                 self.store.start_offset(), self.store.end_offset(), self.core.epoch)
+
+    def _load_latest_snapshot(self) -> None:
+        snapshots = self.store.snapshot_ids()
+        if not snapshots:
+            return
+        latest = snapshots[-1]
+        self._load_snapshot(latest)
+
+    def _load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
+        reader = SnapshotReader(self.store.snapshot_path(snapshot_id))
+        values = [bytes(r.value) for r in reader.records()]
+        for listener in self._all_listeners():
+            listener.on_snapshot_loaded(snapshot_id, values)
+        self.applied_offset = snapshot_id.offset
+        log.info("loaded snapshot %s (%d records)", snapshot_id, len(values))
+
+    def begin_shutdown(self, timeout_ms: int = 5000) -> None:
+        """Graceful stop: a leader resigns (EndQuorumEpoch); ``shutdown_complete`` is set when done."""
+        if self.core is not None and not self.shutdown_complete.is_set():
+            self._step(Shutdown(self.clock(), timeout_ms))
+
+    async def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        for task in list(self._send_tasks):
+            task.cancel()
+        for fut in self._waiting_responses.values():
+            if not fut.done():
+                fut.cancel()
+        for group in [*self._appends.values(), list(self._append_queue)]:
+            self._fail_appends(group, NotLeader("the node is shutting down", int(Errors.NOT_LEADER_OR_FOLLOWER)))
+        self._appends.clear()
+        self._append_queue.clear()
+        self._queued_records = 0
+        if self._control_client is not None:
+            await self._control_client.close()
+        await asyncio.sleep(0)
+        self.store.close()
+
+    # --- stepping the core ------------------------------------------------------------------------
+    def _step(self, event) -> None:
+        if self.failure is not None:
+            return
+        if self._append_queue and not isinstance(event, Propose):
+            # Appends queued before this input reach the core before it, as when every append
+            # stepped the core at once: nothing the input makes the core append (a VotersRecord,
+            # a LeaderChange) can come between, so an offset next_offset() gave stays true.
+            while self._append_queue and self.failure is None:
+                self._propose_queued_batch(event.now_ms)    # the input's time: the core's clock only goes on
+            if self.failure is not None:
+                return
+        try:
+            ready = self.core.step(event)
+            self._apply(ready)
+        except Exception as exc:     # the core or the disk broke a rule: stop, as Kafka halts
+            self.failure = exc
+            log.critical("node %d stopping: %s", self.config.node_id, exc, exc_info=True)
+            self.failed.set()
+            stopped = NodeFailed(str(exc))
+            for group in [*self._appends.values(), list(self._append_queue)]:
+                self._fail_appends(group, stopped)
+            self._appends.clear()
+            self._append_queue.clear()
+            self._queued_records = 0
+
+    def _apply(self, ready: Ready) -> None:
+        core = self.core
+        # 1-2: durable before anything leaves.
+        if ready.election is not None:
+            election = ready.election
+            if core.kraft_version() == 0 and not election.voters:
+                # Data version 0 lists the voters (Kafka writes the static voter ids).
+                election = dataclasses.replace(election, voters=frozenset(core.voters().ids))
+            self.store.write_election(election, core.kraft_version())
+        for op in ready.log_ops:
+            self.store.apply(op)
+        if ready.flush:
+            self.store.flush()
+        for before, after in core.transition_log:
+            log.info("node %d: %s -> %s", self.config.node_id, before, after)
+        core.transition_log.clear()
+        for warning in ready.warnings:
+            log.warning("node %d: %s", self.config.node_id, warning)
+        # 3: messages.
+        for request in ready.send:
+            task = asyncio.ensure_future(self._send(request))
+            self._send_tasks.add(task)
+            task.add_done_callback(self._send_tasks.discard)
+        for response in ready.respond:
+            fut = self._waiting_responses.pop(response.request_id, None)
+            if fut is not None and not fut.done():
+                fut.set_result(response.body)
+        # 4: the state machine and the local clients.
+        now = core.now_ms
+        if ready.leader_change is not None:
+            self._on_leader_change(ready.leader_change, now)
+        if ready.load_snapshot is not None:
+            log.info("node %d: installed snapshot %s fetched from the leader", self.config.node_id,
+                     ready.load_snapshot)
+            self._load_snapshot(ready.load_snapshot)
+        if ready.committed_through is not None:
+            self._apply_committed(ready.committed_through)
+            self.metrics.high_watermark = ready.committed_through
+            for listener in self.hw_listeners:
+                listener()
+        for token, offset in ready.appends_committed:
+            self._complete_appends(self._appends.pop(token, ()), offset, now)
+        for token, error in ready.appends_failed:
+            self._fail_appends(self._appends.pop(token, ()),
+                               NotLeader(f"append failed: {Errors.for_code(error).name}", error))
+        if ready.shutdown_complete:
+            self.shutdown_complete.set()
+        self.metrics.update_from(core, self.store)
+        # 5: the next tick.
+        self._schedule(ready.wake_at_ms)
+        if ready.committed_through is not None:
+            self._maybe_snapshot(now)
+
+    def _schedule(self, wake_at_ms: int) -> None:
+        if self._timer is not None and self._timer_at == wake_at_ms:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        delay = max(wake_at_ms - self.clock(), 0) / 1000
+        self._timer_at = wake_at_ms
+        self._timer = asyncio.get_running_loop().call_later(delay, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_at = None
+        self._step(Tick(self.clock()))
+
+    # --- the state machine ------------------------------------------------------------------------
+    def _on_leader_change(self, leader: LeaderAndEpoch, now: int) -> None:
+        self.metrics.on_leader_change(leader, now)
+        log.info("node %d: leader is now %s in epoch %d", self.config.node_id,
+                 "unknown" if leader.leader_id is None else leader.leader_id, leader.epoch)
+        for listener in self._all_listeners():
+            listener.on_leader_change(leader.leader_id, leader.epoch)
+        self.leader_change.set()
+        self.leader_change = asyncio.Event()
+
+    def _apply_committed(self, through: int) -> None:
+        """Hand the newly committed batches to the listeners, in order and without a gap. A
+        gap (a log the recovery and the fetch checks should have kept out) stops the node with
+        the offsets named, as Kafka halts, rather than leaving the state machine silently behind."""
+        if through <= self.applied_offset:
+            return
+        straddles = False
+        for batch in self.store.data_batches(self.applied_offset, through):
+            if batch.base_offset != self.applied_offset:
+                raise NodeFailed(f"the committed log has a gap: the batch after offset {self.applied_offset - 1} "
+                                 f"starts at {batch.base_offset}; records up to {through - 1} cannot be applied")
+            if batch.last_offset >= through:
+                straddles = True
+                break      # a batch is committed whole or not at all
+            self._bytes_since_snapshot += batch.size_in_bytes
+            if not batch.is_control:
+                values = [bytes(r.value) for r in batch]
+                for listener in self._all_listeners():
+                    listener.on_committed(batch.base_offset, batch.partition_leader_epoch, batch.max_timestamp,
+                                          values)
+            self.applied_offset = batch.last_offset + 1
+        if self.applied_offset < through and not straddles:
+            raise NodeFailed(f"the log holds no batch at offset {self.applied_offset}, below the high watermark "
+                             f"{through}: the committed records cannot be applied")
+
+    def _all_listeners(self) -> list:
+        return ([self.state_machine] if self.state_machine is not None else []) + self.listeners
+
+    def register(self, listener) -> None:
+        """Kafka's RaftClient.register: the listener first gets the latest snapshot (when the log
+        starts there) and the committed records up to now, then every commit, snapshot load
+        and leader change, in order. It has on_committed, on_snapshot_loaded, on_leader_change."""
+        start = self.store.start_offset()
+        snapshots = [s for s in self.store.snapshot_ids() if s.offset >= start]
+        if snapshots:
+            reader = SnapshotReader(self.store.snapshot_path(snapshots[-1]))
+            listener.on_snapshot_loaded(snapshots[-1], [bytes(r.value) for r in reader.records()])
+        for batch in self.read_committed(start):
+            listener.on_committed(batch.base_offset, batch.partition_leader_epoch, batch.max_timestamp,
+                                  [bytes(r.value) for r in batch])
+        if self.core is not None:
+            leader = self.leader()
+            listener.on_leader_change(leader.leader_id, leader.epoch)
+        self.listeners.append(listener)
+
+    def read_committed(self, from_offset: int):
+        """The committed data batches from the one holding ``from_offset`` (control batches
+        skipped): what a reader of the metadata log may see."""
+        for batch in self.store.data_batches(from_offset, self.applied_offset):
+            if not batch.is_control:
+                yield batch
+
+    def _maybe_snapshot(self, now: int) -> None:
+        """Kafka's SnapshotGenerator: after enough bytes or enough time since the last one."""
+        if self.state_machine is None or self.applied_offset <= self.store.start_offset():
+            return
+        if getattr(self.state_machine, "in_transaction", False):
+            return      # an open metadata transaction is not in the image yet: snapshot after it
+        if not snapshot_due(self._bytes_since_snapshot, self.snapshot_min_bytes,
+                            now - self._last_snapshot_ms, self.snapshot_interval_ms):
+            return
+        snapshots = self.store.snapshot_ids()
+        if snapshots and snapshots[-1].offset >= self.applied_offset:
+            return
+        self.write_snapshot(now)
+
+    def write_snapshot(self, now: int | None = None) -> OffsetAndEpoch | None:
+        """Snapshot the state machine at the applied offset; returns its id."""
+        now = self.clock() if now is None else now
+        snapshot_id = self.core.snapshot_id_for(self.applied_offset)
+        if snapshot_id in self.store.snapshot_ids():
+            return None
+        version, voters = self.core.snapshot_control_records(snapshot_id)
+        control = []
+        if version > 0:
+            from kafkawire.messages.k_raft_version_record import KRaftVersionRecord
+            control.append((ControlRecordType.KRAFT_VERSION,
+                            encode_value(KRaftVersionRecord(version=0, k_raft_version=version))))
+            control.append((ControlRecordType.KRAFT_VOTERS, encode_value(voters)))
+        values = self.state_machine.snapshot_records()
+        with SnapshotWriter(self.store.directory, SnapshotId(snapshot_id.offset, snapshot_id.epoch),
+                            last_contained_log_timestamp=now, control_records=control,
+                            time_ms=lambda: now) as writer:
+            for i in range(0, len(values), SNAPSHOT_BATCH_RECORDS):
+                writer.append(values[i:i + SNAPSHOT_BATCH_RECORDS], timestamp=now)
+        self.store.add_snapshot(snapshot_id)
+        self._bytes_since_snapshot = 0
+        self._last_snapshot_ms = now
+        log.info("node %d: wrote snapshot %s (%d records)", self.config.node_id, snapshot_id, len(values))
+        self._step(SnapshotFrozen(self.clock(), snapshot_id))
+        self._maybe_clean()
+        return snapshot_id
+
+    def _maybe_clean(self) -> None:
+        """Kafka's metadata log retention: once the log is over metadata.max.retention.bytes, or
+        its oldest segment over metadata.max.retention.ms, what the latest snapshot covers goes."""
+        log_ = self.store.log
+        over_size = self.retention_bytes >= 0 and log_.size > self.retention_bytes
+        oldest = log_.segments[0]
+        try:
+            age_ms = (time.time() - os.path.getmtime(oldest.log_path)) * 1000
+        except OSError:
+            age_ms = 0
+        over_age = self.retention_ms >= 0 and age_ms > self.retention_ms and len(log_.segments) > 1
+        if over_size or over_age:
+            before = self.store.start_offset()
+            self._step(CleanLog(self.clock()))
+            if self.store.start_offset() != before:
+                log.info("node %d: log start moved from %d to %d (retention: %d bytes, oldest segment %d ms)",
+                         self.config.node_id, before, self.store.start_offset(), log_.size, age_ms)
+
+    # --- inbound requests (KafkaServer handlers) ------------------------------------------------
+    async def handle_request(self, ctx, request):
+        """A raft RPC from a peer or an admin client: the core answers, maybe later (long poll)."""
+        if self.failure is not None:
+            raise NodeFailed(str(self.failure))
+        if self.shutdown_complete.is_set():
+            # A core that finished its shutdown answers nothing: close the connection now rather
+            # than leave the request waiting until the listener's close cancels it.
+            raise CloseConnection("the node is shutting down")
+        request_id = next(self._request_ids)
+        fut = asyncio.get_running_loop().create_future()
+        self._waiting_responses[request_id] = fut
+        self._step(RequestReceived(self.clock(), request_id, ctx.api_version, request,
+                                   f"{ctx.peer[0]}:{ctx.peer[1]}"))
+        try:
+            return await fut
+        finally:
+            self._waiting_responses.pop(request_id, None)
+
+    # --- outbound requests ----------------------------------------------------------------------
+    async def _send(self, request: OutboundRequest) -> None:
+        address = request.address or self._address_of(request.destination)
+        if address is None:
+            self._step(RequestFailed(self.clock(), request.correlation_id, request.destination,
+                                     int(Errors.BROKER_NOT_AVAILABLE)))
+            return
+        body = request.body
+        api = api_table()[body.API_KEY]
+        try:
+            versions = await self.client.connect(address, self.config.request_timeout_ms)
+            theirs = versions.get(body.API_KEY)
+            high = api.max_version - (1 if api.request.LATEST_VERSION_UNSTABLE else 0)
+            if theirs is None or max(theirs[0], api.min_version) > min(theirs[1], high):
+                raise UnsupportedVersion(address, f"no common {api.name} version")
+            version = min(theirs[1], high)
+            body = adapt_request_for_version(body, version)
+            response = await self.client.send(address, body, api_version=version,
+                                              timeout_ms=self.config.request_timeout_ms + 1000)
+        except asyncio.CancelledError:
+            raise
+        except (UnsupportedVersion, EncodeError) as exc:
+            log.debug("%s to node %d at %s: %s", api.name, request.destination, address, exc)
+            self._step(RequestFailed(self.clock(), request.correlation_id, request.destination,
+                                     int(Errors.UNSUPPORTED_VERSION)))
+            return
+        except (TransportError, RequestTimedOut) as exc:
+            log.debug("%s to node %d at %s failed: %s", api.name, request.destination, address, exc)
+            self._step(RequestFailed(self.clock(), request.correlation_id, request.destination,
+                                     int(Errors.BROKER_NOT_AVAILABLE)))
+            return
+        self._step(ResponseReceived(self.clock(), request.correlation_id, request.destination, response))
+
+    def _address_of(self, node_id: int):
+        if self.core is None:
+            return None
+        return self.core.voters().endpoints(node_id).address(self.config.listener) if node_id >= 0 else None
+
+    # --- the local client's API (RaftHandle for the metadata controller) ---------------------------
+    @property
+    def node_id(self) -> int:
+        return self.config.node_id
+
+    def leader(self) -> LeaderAndEpoch:
+        return self.core.leader_and_epoch()
+
+    def is_leader(self) -> bool:
+        return isinstance(self.core.state, Leader)
+
+    def leader_caught_up(self) -> bool:
+        """This node leads and has applied every record committed before its epoch started:
+        Kafka tells its listener of the new leadership only then."""
+        if self.core is None or not self.is_leader():
+            return False
+        return self.applied_offset >= self.core.state.epoch_start_offset
+
+    def next_offset(self) -> int:
+        """The offset the next proposed record will get (the log end plus what is batching
+        in the core and waiting in the append queue)."""
+        return (self.core.log.end_offset + sum(len(records) for _, records in self.core.accumulator)
+                + self._queued_records)
+
+    def high_watermark(self) -> int:
+        hw = self.core.high_watermark() if self.core is not None else None
+        return 0 if hw is None else hw
+
+    async def append(self, records: list[bytes]) -> int:
+        """Append as the leader; resolves with the last offset once committed. The records
+        stay together in one batch. Raises AppendQueueFull at once when appends already wait
+        for append_queue_limit records' room (an overloaded leader pushes back rather than
+        let its queue, and the wait for its answers, grow without bound)."""
+        if self.failure is not None:
+            raise NodeFailed(str(self.failure))
+        if self._queued_records >= self.append_queue_limit:
+            self.metrics.appends_refused += 1
+            raise AppendQueueFull(f"node {self.node_id}: {self._queued_records} records wait to be appended "
+                                  f"(limit {self.append_queue_limit}): appends arrive faster than the log "
+                                  f"takes them; retry later")
+        loop = asyncio.get_running_loop()
+        entry = _QueuedAppend(tuple(records), loop.create_future(), self.clock())
+        self._append_queue.append(entry)
+        self._queued_records += len(entry.records)
+        if not self._drain_scheduled:
+            self._drain_scheduled = True
+            loop.call_soon(self._drain_appends)
+        return await entry.future
+
+    def _drain_appends(self) -> None:
+        """Once per loop turn: one Propose of queued appends; the rest wait for the next turn,
+        so requests that arrived meanwhile are answered in between."""
+        self._drain_scheduled = False
+        if not self._append_queue or self.failure is not None:
+            return
+        self._propose_queued_batch(self.clock())
+        if self._append_queue:
+            self._drain_scheduled = True
+            asyncio.get_running_loop().call_soon(self._drain_appends)
+
+    def _propose_queued_batch(self, now_ms: int) -> None:
+        """Hand the oldest queued appends to the core as one Propose of at most
+        max_batch_records records (an append bigger than that goes alone)."""
+        group = [self._append_queue.popleft()]
+        count = len(group[0].records)
+        limit = self.config.max_batch_records
+        while self._append_queue and count + len(self._append_queue[0].records) <= limit:
+            group.append(self._append_queue.popleft())
+            count += len(group[-1].records)
+        self._queued_records -= count
+        token = next(self._tokens)
+        self._appends[token] = group
+        self._step(Propose(now_ms, token, tuple(r for entry in group for r in entry.records)))
+
+    def _complete_appends(self, group, last_offset: int, now: int) -> None:
+        """The appends of one committed Propose, in order: each resolves with its own last offset."""
+        for entry in reversed(group):
+            self.metrics.commit_latency.record(now - entry.proposed_ms)
+            if not entry.future.done():
+                entry.future.set_result(last_offset)
+            last_offset -= len(entry.records)
+
+    @staticmethod
+    def _fail_appends(group, error: Exception) -> None:
+        for entry in group:
+            if not entry.future.done():
+                entry.future.set_exception(error)
+
+    async def send_to_leader(self, request, timeout_ms: int = 5000):
+        leader = self.leader()
+        if leader.leader_id is None:
+            raise NoLeader(f"no leader is known in epoch {leader.epoch}")
+        address = self._address_of(leader.leader_id)
+        if address is None:
+            raise NoLeader(f"the leader {leader.leader_id} has no {self.config.listener} endpoint we know")
+        # Not on the raft connection: the server answers each connection's requests in order, so
+        # a request waiting for a commit (ControllerRegistration) would hold back the fetch
+        # answers that the commit needs. Kafka's controller channel is a separate client too.
+        if self._control_client is None:
+            # The raft client's TLS and SASL settings: the same controller listener.
+            self._control_client = NetworkClient(client_id=f"controller-{self.node_id}-to-active-controller",
+                                                 request_timeout_ms=max(timeout_ms, 1000),
+                                                 ssl_context=getattr(self.client, "ssl_context", None),
+                                                 sasl=getattr(self.client, "sasl", None))
+        return await self._control_client.send(address, request, timeout_ms=timeout_ms)

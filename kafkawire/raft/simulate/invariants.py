@@ -1,0 +1,267 @@
+"""Safety invariants, checked after every simulated event.
+
+Each check is fed by what the nodes did (Readys applied, states entered) and keeps the
+cluster-wide history it needs. A broken invariant raises InvariantViolation naming the rule,
+the nodes and the offsets or epochs involved.
+"""
+from __future__ import annotations
+
+import hashlib
+
+from kafkawire.records import ControlRecordType, iter_batches
+
+from kafkawire.raft.states import Leader
+
+
+class InvariantViolation(AssertionError):
+    def __init__(self, rule: str, detail: str):
+        super().__init__(f"{rule}: {detail}")
+        self.rule, self.detail = rule, detail
+
+
+def _record_identities(data: bytes):
+    """(offset, identity) of each record: its batch epoch, control flag, key and value."""
+    for batch in iter_batches(data):
+        for record in batch:
+            key = b"" if record.key is None else bytes(record.key)
+            value = b"" if record.value is None else bytes(record.value)
+            yield record.offset, (batch.partition_leader_epoch, batch.is_control,
+                                  hashlib.blake2b(key + b"\0" + value, digest_size=8).digest())
+
+
+class Invariants:
+    ONE_LEADER_PER_EPOCH = "at most one leader per epoch"
+    ONE_VOTE_PER_EPOCH = "at most one vote per replica per epoch"
+    LOG_MATCHING = "logs that agree on (offset, epoch) agree on everything before"
+    COMMITTED_NEVER_LOST = "every committed record stays committed, with the same content"
+    LEADER_COMPLETENESS = "every committed record is in the log of every leader of a later epoch"
+    HW_MONOTONIC = "the high watermark a node reports never decreases"
+    SAME_APPLIED_PREFIX = "all state machines apply the same committed records"
+    ACKED_NEVER_LOST = "an append acknowledged as committed is never lost"
+    ONE_VOTER_CHANGE = "at most one uncommitted voter change, and each changes one voter"
+    TRUNCATED_VOTERS_REVERTED = "a truncated VotersRecord stops counting: the voter set before it is back"
+    MONOTONIC_EPOCH = "the epoch a replica persists never goes back, and its in-memory epoch is the persisted one"
+    MAJORITY_REACHED_HW = "when a leader's high watermark moves, a majority of its voters' logs reach it"
+
+    ALL_RULES = (ONE_LEADER_PER_EPOCH, ONE_VOTE_PER_EPOCH, LOG_MATCHING, COMMITTED_NEVER_LOST, LEADER_COMPLETENESS,
+                 HW_MONOTONIC, SAME_APPLIED_PREFIX, ACKED_NEVER_LOST, ONE_VOTER_CHANGE, TRUNCATED_VOTERS_REVERTED,
+                 MONOTONIC_EPOCH, MAJORITY_REACHED_HW)
+
+    def __init__(self, enabled=None):
+        # The mutant tests enable one rule at a time, to show each catches a bug on its own.
+        self.enabled = frozenset(self.ALL_RULES if enabled is None else enabled)
+        self.leaders: dict[int, int] = {}                  # epoch -> leader id
+        self.votes: dict[tuple, object] = {}               # (replica key, epoch) -> voted key
+        self.committed: dict[int, tuple] = {}              # offset -> record identity
+        self.committed_in_epoch: dict[int, int] = {}       # offset -> epoch of the first node seeing it committed
+        self.committed_end = 0
+        self.reported_hw: dict[object, int] = {}           # replica key -> highest reported HW
+        self.applied: dict[int, bytes] = {}                # offset -> value applied first
+        self.acked: dict[object, int] = {}                 # token -> offset acknowledged
+        self.persisted_epoch: dict[object, int] = {}       # replica key -> highest epoch in its quorum-state
+
+    def _violate(self, rule: str, detail: str) -> None:
+        if rule in self.enabled:
+            raise InvariantViolation(rule, detail)
+
+    # --- fed by the simulation -----------------------------------------------------------------
+    def on_state(self, node) -> None:
+        """After a Ready is applied: Kafka's MonotonicEpoch compares the in-memory epoch with
+        the persisted one; then at most one leader per epoch."""
+        state = node.core.state
+        persisted = node.store.election
+        if persisted is not None and persisted.epoch != state.epoch:
+            self._violate(self.MONOTONIC_EPOCH, f"node {node.node_id} is in epoch {state.epoch} "
+                                                f"but its quorum-state holds epoch {persisted.epoch}")
+        if isinstance(state, Leader):
+            other = self.leaders.setdefault(state.epoch, node.node_id)
+            if other != node.node_id:
+                self._violate(self.ONE_LEADER_PER_EPOCH,
+                              f"nodes {other} and {node.node_id} both led epoch {state.epoch}")
+
+    def on_election_persisted(self, node, election) -> None:
+        key = node.core.quorum.local_key
+        highest = self.persisted_epoch.get(key, -1)
+        if election.epoch < highest:
+            self._violate(self.MONOTONIC_EPOCH, f"replica {key} wrote epoch {election.epoch} to its "
+                                                f"quorum-state after epoch {highest} (restarts included)")
+        self.persisted_epoch[key] = max(highest, election.epoch)
+        if election.voted_key is None:
+            return
+        key = (node.core.quorum.local_key, election.epoch)
+        previous = self.votes.setdefault(key, election.voted_key)
+        if previous.id != election.voted_key.id:
+            self._violate(self.ONE_VOTE_PER_EPOCH,
+                          f"replica {key[0]} voted for {previous} and {election.voted_key} "
+                          f"in epoch {election.epoch}")
+
+    def on_high_watermark(self, node, hw: int) -> None:
+        key = node.core.quorum.local_key
+        previous = self.reported_hw.get(key)
+        if previous is not None and hw < previous:
+            self._violate(self.HW_MONOTONIC, f"node {node.node_id} reported {hw} after {previous}")
+        self.reported_hw[key] = hw
+        start = max(node.store.start, previous or 0)
+        data = node.store.read(start, 1 << 30) if start < node.store.end_offset() else b""
+        for offset, identity in _record_identities(data):
+            if offset < start or offset >= hw:
+                continue
+            known = self.committed.get(offset)
+            if known is None:
+                self.committed[offset] = identity
+                self.committed_in_epoch[offset] = node.core.epoch
+            elif known != identity:
+                self._violate(self.COMMITTED_NEVER_LOST,
+                              f"offset {offset} was committed as {known} and node {node.node_id} "
+                              f"commits {identity}")
+        self.committed_end = max(self.committed_end, hw)
+
+    def check_majority_reached(self, leader, hw: int, nodes: dict) -> None:
+        """Kafka's MajorityReachedHighWatermark, at the moment a leader's high watermark moves:
+        a majority of its voters hold offsets below ``hw``, stopped voters included (their
+        durable log). The voters are those the leader counts (its latest set) or those of the
+        offset before ``hw`` (a VotersRecord appended in the same step as the move counts only
+        for later offsets). Skipped while a voter's disk was replaced (its id now has another
+        directory id): Kafka skips the check in its data-loss runs too."""
+        seen = []
+        for voters in (list(leader.core.voters()), list(leader.core.control.voter_set_at(hw - 1))):
+            logs = []
+            for voter in voters:
+                node = nodes.get(voter.key.id)
+                if node is None or voter.key.directory_id not in (None, node.config.directory_id):
+                    return
+                logs.append(node.store.end_offset())
+            reached = sum(end >= hw for end in logs)
+            if reached > len(voters) // 2:
+                return
+            seen.append(f"{reached} of voters {sorted(v.key.id for v in voters)} (log ends {logs})")
+        self._violate(self.MAJORITY_REACHED_HW,
+                      f"leader {leader.node_id} moved its high watermark to {hw} but only " + " / ".join(seen)
+                      + " reach it")
+
+    def forget_high_watermark(self, key) -> None:
+        self.reported_hw.pop(key, None)
+
+    def on_became_leader(self, node) -> None:
+        """A new leader's log holds every record committed in an earlier epoch (beyond its
+        snapshot): Raft's leader completeness. A candidate can still win an epoch older than
+        one that has committed, with votes cast before the voters moved on (seed 2002962: node
+        5 led epoch 1 after epoch 2 committed); such a leader commits nothing, since a majority
+        is past its epoch, which COMMITTED_NEVER_LOST checks."""
+        start = node.store.start
+        if self.committed_end <= start:
+            return
+        data = node.store.read(start, 1 << 30)
+        have = dict(_record_identities(data))
+        for offset in range(start, self.committed_end):
+            want = self.committed.get(offset)
+            if want is None or self.committed_in_epoch[offset] >= node.core.epoch:
+                continue
+            if have.get(offset) != want:
+                self._violate(self.LEADER_COMPLETENESS,
+                              f"node {node.node_id} leads epoch {node.core.epoch} without committed "
+                              f"offset {offset} (has {have.get(offset)}, committed {want})")
+
+    def on_applied(self, node, items) -> None:
+        for offset, value in items:
+            known = self.applied.setdefault(offset, value)
+            if known != value:
+                self._violate(self.SAME_APPLIED_PREFIX,
+                              f"node {node.node_id} applied {value!r} at offset {offset}, "
+                              f"another applied {known!r}")
+
+    def on_acked(self, node, token, offset: int, value: bytes) -> None:
+        self.acked[token] = offset
+        known = self.applied.get(offset)
+        if known is not None and known != value:
+            self._violate(self.ACKED_NEVER_LOST,
+                          f"append {token} was acknowledged at offset {offset} but {known!r} is there")
+
+    def check_acked(self, values: dict) -> None:
+        for token, offset in self.acked.items():
+            known = self.applied.get(offset)
+            if known is not None and known != values[token]:
+                self._violate(self.ACKED_NEVER_LOST,
+                              f"append {token} acknowledged at offset {offset}, but {known!r} was applied there")
+
+    def on_voters_records_truncated(self, node, cut: int, removed: list[int]) -> None:
+        """``node`` truncated its log to ``cut``, which removed the VotersRecords at
+        ``removed``: none may still be in force, and the voter set must be the one the log
+        (or the snapshot, or controller.quorum.voters) holds below ``cut``."""
+        control = node.core.control
+        kept = [o for o in control.voters.offsets if o >= cut]
+        if kept:
+            self._violate(self.TRUNCATED_VOTERS_REVERTED,
+                          f"node {node.node_id} truncated to {cut}, removing VotersRecords at {removed}, but its "
+                          f"control state still holds VotersRecords at {kept}")
+            return
+        in_log = _last_voters_below(node.store.batches, cut)
+        current = frozenset(node.core.voters().ids)
+        if in_log is not None and in_log[1] != current:
+            self._violate(self.TRUNCATED_VOTERS_REVERTED,
+                          f"node {node.node_id} truncated to {cut}: its log's last VotersRecord (offset {in_log[0]}) "
+                          f"names voters {sorted(in_log[1])}, but the node counts {sorted(current)}")
+
+    # --- whole-cluster checks --------------------------------------------------------------------
+    def check_log_matching(self, nodes) -> None:
+        logs = []
+        for n in nodes:
+            logs.append((n.node_id, {b.base: b for b in n.store.batches}))
+        for i in range(len(logs)):
+            for j in range(i + 1, len(logs)):
+                (ida, a), (idb, b) = logs[i], logs[j]
+                common = sorted(set(a) & set(b))
+                last_match = None
+                for base in common:
+                    if a[base].epoch == b[base].epoch:
+                        last_match = base
+                if last_match is None:
+                    continue
+                for base in common:
+                    if base > last_match:
+                        break
+                    if a[base].data != b[base].data:
+                        self._violate(self.LOG_MATCHING,
+                                      f"nodes {ida} and {idb} agree on the epoch at offset {last_match} but "
+                                      f"differ at offset {base} (epochs {a[base].epoch}/{b[base].epoch})")
+
+    def check_voter_changes(self, node) -> None:
+        """In this node's log: each VotersRecord changes at most one voter from the previous,
+        and at most one VotersRecord lies above the node's high watermark."""
+        sets = list(_voters_records(node.store.batches))
+        for (o1, s1), (o2, s2) in zip(sets, sets[1:]):
+            if len(s1 ^ s2) > 1:
+                self._violate(self.ONE_VOTER_CHANGE,
+                              f"node {node.node_id}: voters {sorted(s1)} at {o1} became {sorted(s2)} at {o2}")
+        if isinstance(node.core.state, Leader):
+            # Committed as far as anyone has reported: a new leader does not know its high
+            # watermark yet, but the changes its predecessors committed are not pending.
+            hw = max(node.core.high_watermark() or 0, self.committed_end)
+            pending = [o for o, _ in sets if o >= hw]
+            if len(pending) > 1:
+                self._violate(self.ONE_VOTER_CHANGE,
+                              f"leader {node.node_id} has {len(pending)} uncommitted voter changes at {pending}")
+
+
+def _voters_records(batches):
+    """(offset, voter ids) of every VotersRecord in stored batches, in log order."""
+    for stored in batches:
+        if not _is_control(stored.data):
+            continue
+        for batch in iter_batches(stored.data):
+            for record in batch:
+                if record.control_type == ControlRecordType.KRAFT_VOTERS:
+                    yield record.offset, frozenset(v.voter_id for v in record.control_value.voters)
+
+
+def _last_voters_below(batches, offset: int):
+    last = None
+    for entry in _voters_records(batches):
+        if entry[0] < offset:
+            last = entry
+    return last
+
+
+def _is_control(data: bytes) -> bool:
+    # attributes (int16) sit at byte 21; bit 5 is the control flag
+    return len(data) > 22 and bool(data[22] & 0x20)

@@ -1,0 +1,95 @@
+"""The `kafkawire` command: one entry point, with subcommands named like Kafka's own tools.
+
+Each subcommand is a module that defines ``COMMAND`` (its name), ``HELP``,
+``add_arguments(parser)`` and ``run(args) -> int``; they are listed in ``SUBCOMMANDS``.
+
+As Kafka's tools do, a usage error prints the error and the usage of the command it concerns
+and exits 1, and every command takes ``--version``.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from importlib import metadata
+
+# Modules, in the order `kafkawire --help` lists them. A new tool adds one line here.
+SUBCOMMANDS = (
+    "kafkawire.tools.main_job",
+    "kafkawire.codegen.cli",
+    "kafkawire.tools.api_versions",
+    "kafkawire.tools.dump_log",
+    "kafkawire.tools.metadata_shell",
+    "kafkawire.tools.storage",
+    "kafkawire.tools.server_start",
+    "kafkawire.tools.test_raft_server",
+    "kafkawire.tools.metadata_quorum",
+    "kafkawire.tools.features",
+    "kafkawire.tools.pcap",
+)
+KAFKA_VERSION = "4.3.1"        # the Apache Kafka release whose wire format and tools we follow
+USAGE_ERROR = 1                # Kafka's CommandLineUtils.printUsageAndExit
+
+
+def version_line() -> str:
+    try:
+        ours = metadata.version("kafkawire")
+    except metadata.PackageNotFoundError:
+        ours = "unknown"
+    return f"kafkawire {ours} (Apache Kafka {KAFKA_VERSION} protocol and tools)"
+
+
+class KafkaStyleParser(argparse.ArgumentParser):
+    """argparse, but a usage error exits 1 with this parser's own usage, as Kafka's tools do."""
+
+    def error(self, message: str):
+        self.print_usage(sys.stderr)
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    parser = KafkaStyleParser(prog="kafkawire", description="Kafka's wire protocol and KRaft, in Python.")
+    parser.add_argument("--version", action="version", version=version_line())
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=KafkaStyleParser)
+    commands = {}
+    for name in SUBCOMMANDS:
+        module = importlib.import_module(name)
+        p = sub.add_parser(module.COMMAND, help=module.HELP, description=module.HELP)
+        module.add_arguments(p)
+        if not any("--version" in action.option_strings for action in p._actions):
+            p.add_argument("--version", action="version", version=version_line())
+        p.set_defaults(run=module.run)
+        commands[module.COMMAND] = p
+    return parser, commands
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    parser, commands = build_parser()
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        # A flag the subcommand lacks is its error, told with its usage (argparse would print
+        # the top-level usage instead).
+        _chosen(commands[args.command], args).error(f"unrecognized arguments: {' '.join(extras)}")
+    return args
+
+
+def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The innermost parser that ``args`` went through (``storage format``, not ``storage``)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            choice = getattr(args, action.dest, None)
+            if choice in action.choices:
+                return _chosen(action.choices[choice], args)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    try:
+        return args.run(args)
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""`kafkawire test-raft-server`: a raft node with a synthetic workload, after Kafka's
+kafka.tools.TestRaftServer (--config, --throughput, --record-size).
+
+    kafkawire test-raft-server --config controller.properties --throughput 2000 --record-size 256
+
+The leader appends ``--throughput`` records per second of ``--record-size`` bytes; every node
+publishes its raft metrics (commit latency included) to kafkawire-raft-metrics.json in its
+metadata.log.dir. There is no metadata controller: the log holds raw records.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+COMMAND = "test-raft-server"
+HELP = "run a raft node that appends a synthetic workload while it leads (Kafka's TestRaftServer)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, help="the server.properties file")
+    parser.add_argument("--throughput", type=int, default=5000, help="records per second (default 5000)")
+    parser.add_argument("--record-size", type=int, default=256, help="bytes per record (default 256)")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARN", "ERROR"])
+    from .server_start import add_max_api_versions
+    add_max_api_versions(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kafkawire.net.config import ConfigError
+    from kafkawire.net.loop import run as run_loop
+    from kafkawire.raft.node.load_generator import LoadGenerator
+
+    from .server_start import load_config, serve, setup_logging
+    setup_logging(args.log_level)
+    if args.throughput <= 0 or args.record_size <= 0:
+        print("test-raft-server: --throughput and --record-size must be positive", file=sys.stderr)
+        return 1
+    try:
+        config = load_config(args.config, args.override)
+    except ConfigError as exc:
+        print(f"test-raft-server: {args.config}: {exc}", file=sys.stderr)
+        return 1
+
+    def factory(driver, server_config, meta):
+        return LoadGenerator(driver, throughput=args.throughput, record_size=args.record_size)
+
+    logging.getLogger("kafkawire.server").info("workload: %d records/s of %d bytes while leading",
+                                               args.throughput, args.record_size)
+    return run_loop(serve(config, factory, max_versions=args.max_api_versions))
