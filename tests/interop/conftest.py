@@ -90,3 +90,26 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     setattr(item, "rep_" + report.when, report)
+
+
+@pytest.fixture
+def kafka_on_kafkawire(kafka_libs, tmp_path, request):
+    """kafka_on_kafkawire(controllers=3, brokers=3, **kwargs) -> a started KafkaOnKafkawire:
+    kafkawire controllers with real Kafka brokers on them, every broker registered and unfenced.
+    Everything is killed at teardown; a failed test prints every process's log tail."""
+    from tests.interop.kafka_on_kafkawire import KafkaOnKafkawire
+    clusters = []
+
+    def make(controllers: int = 3, brokers: int = 3, *, start: bool = True, **kwargs) -> KafkaOnKafkawire:
+        cluster = KafkaOnKafkawire(tmp_path / f"cluster-{len(clusters) + 1}", controllers, brokers, **kwargs)
+        clusters.append(cluster)
+        if start:
+            cluster.start()
+        return cluster
+
+    yield make
+    failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
+    for cluster in clusters:
+        if failed:
+            print(f"\n{cluster.log_tails(60)}")
+        cluster.stop()
