@@ -15,9 +15,10 @@ from kafkawire.protocol.error_codes import Errors
 from .errors import ApiError
 from .frames import frame, struct
 from .heartbeats import BrokerHeartbeatManager, BrokerState, current_state
-from .replication import has_leaderships, is_active, updates_adding, updates_removing
+from .java_order import string_hashmap_order
+from .replication import has_leaderships, is_active, updates_adding, updates_for_shutdown, updates_removing
 from .state import ControllerState
-from .versions import (METADATA_VERSION, MINIMUM_LEVEL, controller_registration_supported,
+from .versions import (METADATA_VERSION, controller_registration_supported,
                        cordoned_log_dirs_supported, directory_assignment_supported, migration_supported,
                        register_broker_record_version)
 
@@ -73,10 +74,53 @@ def _checked_feature(finalized: dict[str, int], name: str, low: int, high: int) 
                        f"It wants a version between {low} and {high}, inclusive.")
 
 
+def _checked_features(state: ControllerState, request) -> list:
+    """registerBroker's feature checks: each finalized feature within the broker's range, a
+    metadata.version range present, and a finalized feature the broker does not name must be
+    at level 0 (a broker that names none supports only 0)."""
+    finalized = state.finalized_features()
+    Feature = struct("RegisterBrokerRecord", "BrokerFeature")
+    features = []
+    for f in request.features:
+        _checked_feature(finalized, f.name, f.min_supported_version, f.max_supported_version)
+        features.append(Feature(name=f.name, min_supported_version=f.min_supported_version,
+                                max_supported_version=f.max_supported_version))
+    named = {f.name for f in request.features}
+    if METADATA_VERSION not in named:
+        raise ApiError(Errors.INVALID_REGISTRATION, f"Request features do not contain '{METADATA_VERSION}'")
+    for name in string_hashmap_order(finalized):
+        if finalized[name] != 0 and name not in named:
+            _checked_feature(finalized, name, 0, 0)
+    return features
+
+
+def _checked_log_dirs(image, request) -> list:
+    log_dirs = list(getattr(request, "log_dirs", None) or [])
+    if not log_dirs:
+        raise ApiError(Errors.INVALID_REGISTRATION, "No directories specified in request")
+    if any(_reserved(d) for d in log_dirs):
+        raise ApiError(Errors.INVALID_REGISTRATION, "Reserved directory ID in request")
+    if len(set(log_dirs)) != len(log_dirs):
+        raise ApiError(Errors.INVALID_REGISTRATION, "Duplicate directory ID in request")
+    for other in image.brokers.values():
+        if other.id != request.broker_id:
+            for directory in log_dirs:
+                if directory in other.directories:
+                    raise ApiError(Errors.INVALID_REGISTRATION, f"Broker {other.id} is already registered "
+                                                                f"with directory {kafka_uuid(directory)}")
+    return log_dirs
+
+
 def broker_registration_records(state: ControllerState, request, *, cluster_id: str, broker_epoch: int,
-                                sessions: BrokerHeartbeatManager, now_ms: int) -> list[bytes]:
-    """ClusterControlManager.registerBroker: one RegisterBrokerRecord, fenced, whose broker epoch
-    is the offset it will be written at."""
+                                sessions: BrokerHeartbeatManager, now_ms: int, request_version: int = 0,
+                                static_min_isr: int = 1) -> tuple[list[bytes], int]:
+    """ClusterControlManager.registerBroker: the records and the broker epoch. A new incarnation
+    first leaves the ISRs (and, after an unclean shutdown with ELR on, the ELRs) its previous
+    one was in (handleBrokerShutdown; a shutdown is clean when the request, v3 and later, names
+    the epoch the controller has), then registers fenced with ``broker_epoch``, the offset the
+    batch starts at (nextWriteOffset: the RegisterBrokerRecord's own offset when nothing
+    precedes it); the same incarnation again amends its registration, keeping
+    its epoch, fencing and controlled shutdown."""
     if request.cluster_id != cluster_id:
         raise ApiError(Errors.INCONSISTENT_CLUSTER_ID,
                        f"Expected cluster ID {cluster_id}, but got cluster ID {request.cluster_id}")
@@ -85,47 +129,34 @@ def broker_registration_records(state: ControllerState, request, *, cluster_id: 
     existing = image.brokers.get(request.broker_id)
     if (existing is not None and existing.incarnation_id != request.incarnation_id
             and sessions.has_valid_session(request.broker_id, existing.fenced, now_ms)):
-        raise ApiError(Errors.DUPLICATE_BROKER_REGISTRATION, "Another broker is registered with that broker id.")
+        raise ApiError(Errors.DUPLICATE_BROKER_REGISTRATION,
+                       "Another broker is registered with that broker id. If the broker was recently restarted "
+                       "this should self-resolve once the heartbeat manager expires the broker's session.")
     if getattr(request, "is_migrating_zk_broker", False):
         raise ApiError(Errors.BROKER_ID_NOT_REGISTERED, "Controller does not support registering ZK brokers.")
+    log_dirs = _checked_log_dirs(image, request) if directory_assignment_supported(mv) else None
 
     Endpoint = struct("RegisterBrokerRecord", "BrokerEndpoint")
     end_points = checked_listeners(request.listeners, Endpoint)
-    finalized = state.finalized_features()
-    Feature = struct("RegisterBrokerRecord", "BrokerFeature")
-    features = []
-    for f in request.features:
-        _checked_feature(finalized, f.name, f.min_supported_version, f.max_supported_version)
-        features.append(Feature(name=f.name, min_supported_version=f.min_supported_version,
-                                max_supported_version=f.max_supported_version))
-    if not any(f.name == METADATA_VERSION for f in request.features):
-        # A broker that sends no metadata.version range supports only the first KRaft one.
-        _checked_feature(finalized, METADATA_VERSION, MINIMUM_LEVEL, MINIMUM_LEVEL)
-        features.append(Feature(name=METADATA_VERSION, min_supported_version=MINIMUM_LEVEL,
-                                max_supported_version=MINIMUM_LEVEL))
-
-    version = register_broker_record_version(mv)
-    fields = dict(broker_id=request.broker_id, incarnation_id=request.incarnation_id, broker_epoch=broker_epoch,
-                  end_points=end_points,
-                  features=features, rack=request.rack, fenced=True)
+    features = _checked_features(state, request)
+    fields = dict(broker_id=request.broker_id, incarnation_id=request.incarnation_id, end_points=end_points,
+                  features=features, rack=request.rack)
     if migration_supported(mv):
         fields["is_migrating_zk_broker"] = False
-    if directory_assignment_supported(mv):
-        log_dirs = list(getattr(request, "log_dirs", None) or [])
-        if not log_dirs:
-            raise ApiError(Errors.INVALID_REGISTRATION, "No directories specified in request")
-        if any(_reserved(d) for d in log_dirs):
-            raise ApiError(Errors.INVALID_REGISTRATION, "Reserved directory ID in request")
-        if len(set(log_dirs)) != len(log_dirs):
-            raise ApiError(Errors.INVALID_REGISTRATION, "Duplicate directory ID in request")
-        for other in image.brokers.values():
-            if other.id != request.broker_id:
-                for directory in log_dirs:
-                    if directory in other.directories:
-                        raise ApiError(Errors.INVALID_REGISTRATION, f"Broker {other.id} is already registered "
-                                                                    f"with directory {kafka_uuid(directory)}")
+    if log_dirs is not None:
         fields["log_dirs"] = log_dirs
-    return [frame("RegisterBrokerRecord", version, **fields)]
+    records: list[bytes] = []
+    if existing is None or existing.incarnation_id != request.incarnation_id:
+        stored_epoch = existing.epoch if existing is not None else -2
+        clean = request_version >= 3 and stored_epoch == getattr(request, "previous_broker_epoch", -1)
+        if existing is not None:
+            records = updates_for_shutdown(image, request.broker_id, clean, static_min_isr)
+        fields.update(broker_epoch=broker_epoch, fenced=True)     # the batch's first offset, as in Kafka
+    else:
+        fields.update(broker_epoch=existing.epoch, fenced=existing.fenced,
+                      in_controlled_shutdown=existing.in_controlled_shutdown)
+    records.append(frame("RegisterBrokerRecord", register_broker_record_version(mv), **fields))
+    return records, fields["broker_epoch"]
 
 
 def fence_records(state: ControllerState, broker_id: int, static_min_isr: int) -> list[bytes]:

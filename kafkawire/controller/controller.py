@@ -39,7 +39,7 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.storage.state_files import uuid_to_kafka
 from kafkawire.raft.node.errors import NotLeader
 
-from . import cluster
+from . import broker_apis, cluster
 from .activation import BootstrapError, activation_records
 from .errors import ApiError, not_controller
 from .frames import frame
@@ -161,6 +161,7 @@ class MetadataController:
             BROKER_REGISTRATION: ApiHandler(self._broker_registration),
             BROKER_HEARTBEAT: ApiHandler(self._broker_heartbeat),
             CREATE_TOPICS: ApiHandler(self._create_topics, min_version=CREATE_TOPICS_MIN_VERSION),
+            **broker_apis.handlers(self),
         }
 
     async def run(self) -> None:
@@ -306,11 +307,10 @@ class MetadataController:
 
     async def _broker_registration(self, ctx, request):
         def generate():
-            epoch = self._next_offset()
-            records = cluster.broker_registration_records(self.state, request, cluster_id=self.cluster_id,
-                                                          broker_epoch=epoch, sessions=self.sessions,
-                                                          now_ms=self.clock())
-            return records, epoch
+            return cluster.broker_registration_records(
+                self.state, request, cluster_id=self.cluster_id, broker_epoch=self._next_offset(),
+                sessions=self.sessions, now_ms=self.clock(), request_version=ctx.api_version,
+                static_min_isr=self.static_min_insync_replicas)
         try:
             epoch, _ = await self._write(generate)
         except ApiError as exc:

@@ -1,14 +1,16 @@
-"""Leader and ISR changes for one partition: Kafka's PartitionChangeBuilder (4.x), for what the
-controller here does with it: removing a broker from the ISR (fencing, controlled shutdown)
-and electing leaders for partitions without one (unfencing).
+"""Leader and ISR changes for one partition: Kafka 4.3.1's PartitionChangeBuilder, for what
+the controller does with it: removing a broker from the ISR (fencing, controlled shutdown, a
+new incarnation after an unclean shutdown), electing leaders for partitions without one
+(unfencing), and the ISR a partition leader asks for (AlterPartition).
 
 It follows Kafka's build(): the ELR bookkeeping of KIP-966 when eligible.leader.replicas is
-enabled (a shrinking ISR below min.insync.replicas moves members to the ELR; an empty ISR
-records the last leader in lastKnownElr; a leader elected from the ELR becomes the whole ISR),
-the KIP-841 rule without it (the last ISR member stays in the ISR of a leaderless partition),
-an online or unclean election, the leader epoch bump metadata.version < 3.6 needs on an ISR
-shrink, and no record when nothing changes. Reassignments and directory changes are not
-handled: the controller does not reassign.
+enabled (an ISR shrinking below min.insync.replicas moves members to the ELR, minus replicas
+that shut down uncleanly; a leaderless partition records its last leader in lastKnownElr and
+may elect it again once it is acceptable; a leader elected from the ELR becomes the whole
+ISR), the KIP-841 rule without it (the last ISR member stays in the ISR of a leaderless
+partition), an online or unclean election, the leader epoch bump metadata.version < 3.6 needs
+on an ISR shrink, the leader recovery state the request asks for, and no record when nothing
+changes. Reassignments (replicas, adding/removing, directories) are not built here.
 """
 from __future__ import annotations
 
@@ -16,7 +18,10 @@ from dataclasses import dataclass
 
 from kafkawire.metadata.registrations import NO_LEADER, NO_LEADER_CHANGE, PartitionRegistration
 
-RECOVERING = 1
+from .java_order import grown_capacity, int_hashmap_order
+
+RECOVERED, RECOVERING = 0, 1
+NO_RECOVERY_CHANGE = -1
 LEADER_EPOCH_BUMP_ON_SHRINK_BEFORE = 12      # IBP_3_6_IV0 (KAFKA-15021)
 
 
@@ -27,83 +32,119 @@ class PartitionChange:
     isr: list | None = None
     eligible_leader_replicas: list | None = None
     last_known_elr: list | None = None
-    leader_recovery_state: int = -1
+    leader_recovery_state: int = NO_RECOVERY_CHANGE
 
     def is_no_op(self) -> bool:
         return (self.leader == NO_LEADER_CHANGE and self.isr is None and self.eligible_leader_replicas is None
-                and self.last_known_elr is None and self.leader_recovery_state == -1)
+                and self.last_known_elr is None and self.leader_recovery_state == NO_RECOVERY_CHANGE)
 
 
 def _java_int_set(values) -> list[int]:
-    """A HashSet<Integer>'s iteration order for small non-negative ids: ascending."""
-    return sorted(set(values))
+    """A HashSet<Integer> built from ``values`` (in insertion order), as it iterates."""
+    unique = list(dict.fromkeys(values))
+    return int_hashmap_order(unique, grown_capacity(len(unique)))
+
+
+class _Builder:
+    """One build(): the targets start as the partition's and move as the rules apply."""
+
+    def __init__(self, partition: PartitionRegistration, target_isr, acceptable_leader, min_isr: int,
+                 elr_enabled: bool, unclean: bool, unclean_shutdown_replicas):
+        self.partition = partition
+        self.target_isr = list(target_isr)
+        self.target_elr = list(partition.elr)
+        self.acceptable = acceptable_leader
+        self.min_isr = min_isr
+        self.elr_enabled = elr_enabled
+        self.unclean = unclean
+        self.unclean_shutdown = set(unclean_shutdown_replicas)
+
+    def populate_target_elr(self) -> None:
+        """maybePopulateTargetElr. (Its target lastKnownElr is never written while the last
+        known leader is kept there, Kafka's default, so it is not computed.)"""
+        if not self.elr_enabled:
+            return
+        if len(self.target_isr) >= self.min_isr:
+            self.target_elr = []
+            return
+        candidates = _java_int_set(self.target_elr + list(self.partition.isr))
+        self.target_elr = [r for r in candidates if r not in self.target_isr and r not in self.unclean_shutdown]
+
+    def _valid_new_leader(self, replica: int) -> bool:
+        in_isr = replica in self.target_isr or (not self.target_isr and replica in self.target_elr)
+        return in_isr and self.acceptable(replica)
+
+    def _can_elect_last_known_leader(self) -> bool:
+        last_known = self.partition.last_known_elr
+        return (self.elr_enabled and not self.target_elr and not self.target_isr and len(last_known) == 1
+                and self.acceptable(last_known[0]))
+
+    def elect(self) -> tuple[int, bool]:
+        """electAnyLeader (Election.ONLINE, or UNCLEAN when the topic allows it): (node, unclean)."""
+        p = self.partition
+        if self._valid_new_leader(p.leader):
+            return p.leader, False
+        online = next((r for r in p.replicas if self._valid_new_leader(r)), None)
+        if online is not None:
+            return online, False
+        if self._can_elect_last_known_leader():
+            return p.last_known_elr[0], True
+        if self.unclean:
+            candidate = next((r for r in p.replicas if self.acceptable(r)), None)
+            if candidate is not None:
+                return candidate, True
+        return NO_LEADER, False
+
+    def try_election(self, record: PartitionChange) -> None:
+        node, unclean = self.elect()
+        if node == self.partition.leader:
+            return
+        if node in self.target_elr:
+            self.target_isr = [node]
+            self.target_elr = [r for r in self.target_elr if r != node]
+        record.leader = node
+        if unclean:
+            record.isr = [node]
+            if self.partition.leader_recovery_state != RECOVERING:
+                record.leader_recovery_state = RECOVERING
+
+    def update_record_elr(self, record: PartitionChange) -> None:
+        """maybeUpdateRecordElr (the lastKnownElr half is left to update_last_known_leader)."""
+        if record.isr is not None or not self.elr_enabled:
+            self.target_elr = []
+        if self.target_elr != list(self.partition.elr):
+            record.eligible_leader_replicas = self.target_elr
+
+    def update_last_known_leader(self, record: PartitionChange) -> None:
+        """maybeUpdateLastKnownLeader."""
+        if not self.elr_enabled:
+            return
+        if record.leader == NO_LEADER and not self.partition.last_known_elr:
+            record.last_known_elr = [self.partition.leader]     # the first time it becomes leaderless
+        elif record.leader >= 0 and self.partition.last_known_elr:
+            record.last_known_elr = []
 
 
 def build_change(partition: PartitionRegistration, *, target_isr: list[int], acceptable_leader, min_isr: int,
-                 elr_enabled: bool, unclean: bool, metadata_version: int) -> PartitionChange | None:
+                 elr_enabled: bool, unclean: bool, metadata_version: int, target_recovery_state: int | None = None,
+                 unclean_shutdown_replicas=()) -> PartitionChange | None:
     """PartitionChangeBuilder.build with ``target_isr`` set; ``acceptable_leader(broker)`` is
-    the LeaderAcceptor. Returns None when the record would change nothing."""
+    the LeaderAcceptor; ``target_recovery_state`` the leader recovery state asked for (None:
+    the partition's). Returns None when the record would change nothing."""
     record = PartitionChange()
-    target_isr = list(target_isr)
-    target_elr = list(partition.elr)
-
-    # maybePopulateTargetElr. (Kafka also computes a target lastKnownElr here, but with the last
-    # known leader kept in lastKnownElr, the default, only maybeUpdateLastKnownLeader sets it.)
-    if elr_enabled:
-        if len(target_isr) >= min_isr:
-            target_elr = []
-        else:
-            candidates = set(target_elr) | set(partition.isr)
-            target_elr = [r for r in _java_int_set(candidates) if r not in target_isr]
-
-    # tryElection (Election.ONLINE, or UNCLEAN when the topic allows it)
-    def valid_new_leader(replica: int) -> bool:
-        in_isr = replica in target_isr or (not target_isr and replica in target_elr)
-        return in_isr and acceptable_leader(replica)
-
-    node, was_unclean = NO_LEADER, False
-    if valid_new_leader(partition.leader):
-        node = partition.leader
-    else:
-        online = next((r for r in partition.replicas if valid_new_leader(r)), None)
-        if online is not None:
-            node = online
-        elif (elr_enabled and not target_elr and not target_isr and len(partition.last_known_elr) == 1):
-            node, was_unclean = partition.last_known_elr[0], True       # the last known leader
-        elif unclean:
-            candidate = next((r for r in partition.replicas if acceptable_leader(r)), None)
-            if candidate is not None:
-                node, was_unclean = candidate, True
-    if node != partition.leader:
-        if node in target_elr:
-            target_isr = [node]
-            target_elr = [r for r in target_elr if r != node]
-        record.leader = node
-        if was_unclean:
-            record.isr = [node]
-            if partition.leader_recovery_state != RECOVERING:
-                record.leader_recovery_state = RECOVERING
-
-    # maybeUpdateRecordElr
-    if record.isr is not None or not elr_enabled:
-        target_elr = []
-    if target_elr != list(partition.elr):
-        record.eligible_leader_replicas = target_elr
-
-    if record.isr is None and (target_isr or elr_enabled) and target_isr != list(partition.isr):
-        record.isr = target_isr
-
+    builder = _Builder(partition, target_isr, acceptable_leader, min_isr, elr_enabled, unclean,
+                       unclean_shutdown_replicas)
+    builder.populate_target_elr()
+    builder.try_election(record)
+    builder.update_record_elr(record)
+    isr = builder.target_isr
+    if record.isr is None and (isr or elr_enabled) and isr != list(partition.isr):
+        record.isr = isr
     # triggerLeaderEpochBumpForIsrShrinkIfNeeded
     if (metadata_version < LEADER_EPOCH_BUMP_ON_SHRINK_BEFORE and record.leader == NO_LEADER_CHANGE
             and record.isr is not None and not set(partition.isr) <= set(record.isr)):
         record.leader = partition.leader
-
-    # maybeUpdateLastKnownLeader
-    if elr_enabled:
-        if record.isr is not None and not record.isr and (len(partition.last_known_elr) != 1
-                                                          or partition.last_known_elr[0] != partition.leader):
-            record.last_known_elr = [partition.leader]
-        elif ((record.leader >= 0 or (partition.leader != NO_LEADER and record.leader != NO_LEADER))
-              and partition.last_known_elr):
-            record.last_known_elr = []
+    builder.update_last_known_leader(record)
+    if target_recovery_state is not None and target_recovery_state != partition.leader_recovery_state:
+        record.leader_recovery_state = target_recovery_state
     return None if record.is_no_op() else record
