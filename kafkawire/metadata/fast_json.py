@@ -18,9 +18,9 @@ import base64
 import math
 from json.encoder import encode_basestring
 
-from kafkawire.protocol.message import _is_default, _in, uuid_to_kafka_string
+from kafkawire.protocol.message import tagged_value_is_default, uuid_to_kafka_string, version_in
 
-from .java_text import _LOWER_HEX_ESCAPE, _upper_escape, java_double
+from .java_text import jackson_hex_escapes, java_double
 
 __all__ = ["json_text", "json_object"]
 
@@ -29,9 +29,7 @@ _INTS = ("int8", "int16", "uint16", "int32", "uint32", "int64")
 
 def _string_text(value: str) -> str:
     text = encode_basestring(value)
-    if "\\u" in text:
-        text = _LOWER_HEX_ESCAPE.sub(_upper_escape, text)
-    return text
+    return jackson_hex_escapes(text) if "\\u" in text else text
 
 
 _UUIDS: dict = {}
@@ -57,7 +55,7 @@ def _b64(value) -> str:
 
 
 _HELPERS = {"_string_text": _string_text, "_uuid_text": _uuid_text, "_double_text": _double_text,
-            "_b64": _b64, "_java_double": java_double, "_is_default": _is_default, "_isfinite": math.isfinite}
+            "_b64": _b64, "_java_double": java_double, "_is_default": tagged_value_is_default, "_isfinite": math.isfinite}
 
 
 class _Compiler:
@@ -124,13 +122,13 @@ class _Compiler:
         text = form == "text"
         lines = [f"def {name}(m):"] + (["    parts = []", "    add = parts.append"] if text else ["    out = {}"])
         for i, f in enumerate(cls._FIELDS):
-            if not _in(f.versions, version):
+            if not version_in(f.versions, version):
                 continue
             self.namespace[f"_F_{name}_{i}"] = f
             expr = (self._text_expr if text else self._obj_expr)(f.kind, f.element, f.struct, "v", version)
             lines.append(f"    v = m.{f.py_name}")
             indent = "    "
-            if _in(f.tagged_versions, version):
+            if version_in(f.tagged_versions, version):
                 lines.append(f"    if not _is_default(_F_{name}_{i}, v):")
                 indent = "        "
             if text:

@@ -149,6 +149,13 @@ def _upper_escape(match) -> str:
     return f"{match.group(1)}\\u{match.group(2).upper()}"
 
 
+def jackson_hex_escapes(text: str) -> str:
+    """JSON text from Python's encoder with its ``\\uXXXX`` escapes in Jackson's upper-case hex."""
+    if "\\u" in text:
+        text = _LOWER_HEX_ESCAPE.sub(_upper_escape, text)
+    return text
+
+
 def _with_java_doubles(value):
     """Replace floats by markers json.dumps writes verbatim (see jackson_json)."""
     if isinstance(value, float):

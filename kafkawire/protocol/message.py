@@ -30,9 +30,15 @@ class _Missing:
 MISSING = _Missing()
 
 
-def _in(rng, version):
-    """Whether a version lies in a (lowest, highest) range; None is the empty range."""
+def version_in(rng, version) -> bool:
+    """Whether a version lies in a (lowest, highest) range; None is the empty range.
+
+    Public: the compiled JSON writers (kafkawire.metadata.fast_json) test a field's
+    ``versions`` and ``tagged_versions`` by this rule, the one the interpreter uses."""
     return rng is not None and rng[0] <= version <= rng[1]
+
+
+_in = version_in
 
 
 class Field(NamedTuple):
@@ -194,7 +200,7 @@ class Message(Struct):
         return f"{cls.VALID_VERSIONS[0]}-{cls.VALID_VERSIONS[1]}"
 
 
-def _is_default(f: Field, value) -> bool:
+def tagged_value_is_default(f: Field, value) -> bool:
     """The rule Kafka uses to leave a tagged field out: equal to its (explicit or implicit) default.
 
     In _FIELDS an array's default is None (null) or () (empty); a struct's is None (null) or
@@ -205,6 +211,9 @@ def _is_default(f: Field, value) -> bool:
     if f.kind == "struct":
         return value is None if f.default is None else (value is not None and value == f.struct())
     return value == f.default
+
+
+_is_default = tagged_value_is_default
 
 
 def _value_to_json(f, kind, value, version, owner):
