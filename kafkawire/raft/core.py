@@ -640,10 +640,12 @@ class RaftCore:
             error = self._validate_leader_claim("BeginQuorumEpoch", partition.leader_id, partition.leader_epoch)
         if error != NONE:
             return reply(error=error)
-        if not self._voter_key_matches(body.voter_id, partition.voter_directory_id):
-            return reply(error=int(Errors.INVALID_VOTER_KEY))
         endpoints = rpc.endpoints_from_leader_field(body.leader_endpoints)
         self._maybe_transition(partition.leader_id, partition.leader_epoch, endpoints)
+        # As Kafka's handleBeginQuorumEpochRequest: the leader is learnt before the voter key
+        # is checked, so a request meant for another key still names the leader we now follow.
+        if not self._voter_key_matches(body.voter_id, partition.voter_directory_id):
+            return reply(error=int(Errors.INVALID_VOTER_KEY))
         reply()
 
     def _handle_begin_quorum_epoch_response(self, event: ResponseReceived) -> bool:

@@ -148,7 +148,12 @@ def _injected_body(kind: str, to: int, src: int, kw: dict[str, str]):
         return rpc.fetch_request(cluster, ReplicaKey(src, None), int(kw["epoch"]), int(kw["offset"]),
                                  int(kw["last-epoch"]), 0, 1 << 20)
     if kind == "begin-epoch":
-        return rpc.begin_quorum_epoch_request(cluster, int(kw["epoch"]), src, ReplicaKey(to, None), endpoints)
+        voter_dir = _directory_arg(kw["voter-dir"], 0) if "voter-dir" in kw else None
+        if "listeners" in kw:   # listeners=2: the leader names a second listener too
+            endpoints = Endpoints(tuple((f"{LISTENER}{i}" if i else LISTENER, address_of(src)[0], address_of(src)[1] + i)
+                                        for i in range(int(kw["listeners"]))))
+        return rpc.begin_quorum_epoch_request(cluster, int(kw["epoch"]), src, ReplicaKey(int(kw.get("voter", to)), voter_dir),
+                                              endpoints)
     if kind == "end-epoch":
         successors = tuple(ReplicaKey(int(i), None) for i in tuple_arg(kw.get("successors", "()")))
         return rpc.end_quorum_epoch_request(cluster, int(kw["epoch"]), src, successors, endpoints)
@@ -169,9 +174,12 @@ def _injected_body(kind: str, to: int, src: int, kw: dict[str, str]):
         if kind == "remove-voter":
             return rm_req.RemoveRaftVoterRequest(cluster_id=cluster, voter_id=voter, voter_directory_id=directory)
         low, high = (int(v) for v in tuple_arg(kw.get("kraft", "(0,1)")))
+        listeners = [up_req.Listener(name=listener, host=host, port=port)]
+        if "extra-listener" in kw:   # a second listener, as Kafka's tests' ANOTHER_LISTENER
+            listeners.append(up_req.Listener(name=kw["extra-listener"], host=host, port=port + 1000))
         return up_req.UpdateRaftVoterRequest(
             cluster_id=cluster, current_leader_epoch=int(kw["epoch"]), voter_id=voter, voter_directory_id=directory,
-            listeners=[up_req.Listener(name=listener, host=host, port=port)],
+            listeners=listeners,
             k_raft_version_feature=up_req.KRaftVersionFeature(min_supported_version=low, max_supported_version=high))
     if kind == "update-features":
         # What `kafka-features upgrade|downgrade --feature NAME=LEVEL [--dry-run]` sends.
@@ -198,6 +206,7 @@ class InteractionEnv:
         self.blocked: set[tuple[int, int]] = set()
         self.tokens = 0
         self.max_versions: dict[int, dict[int, int]] = {}
+        self.api_versions: dict[int, tuple[int, int, int]] = {}   # node -> its ApiVersions answer
 
     # --- plumbing -----------------------------------------------------------------------------
     def handle(self, case: Case) -> str:
@@ -271,7 +280,9 @@ class InteractionEnv:
             # ApiVersions is the network layer's business, not the raft core's (as in the simulator).
             out.append(f"{src}->{dst} {describe_message(message.body)}")
             if node.alive:
-                body = api_versions_response(node.config.kraft_version_min, node.config.kraft_version_max)
+                low, high, error = self.api_versions.get(dst, (node.config.kraft_version_min,
+                                                               node.config.kraft_version_max, 0))
+                body = api_versions_response(low, high, error)
                 version = self._version(src, dst, 18)
                 self.queue.append(("response", dst, src, None,
                                    OutboundResponse((dst, message.destination, message.correlation_id), version, body)))
@@ -327,6 +338,7 @@ class InteractionEnv:
         self.nodes.clear()
         self.queue.clear()
         self.blocked.clear()
+        self.api_versions.clear()
         auto_join = {int(v) for v in tuple_arg(case.kwargs.get("auto-join", "()"))}
         directory = {i: uuid.UUID(int=i) for i in ids}
         endpoints = {i: Endpoints(((LISTENER, *address_of(i)),)) for i in ids}
@@ -468,14 +480,37 @@ class InteractionEnv:
             out.insert(0, f"{arg}: restarted as {describe(node.core.state)}")
         return out
 
+    def cmd_api_versions(self, case: Case) -> list[str]:
+        """api-versions <id> [kraft=(0,0)] [error=INVALID_REQUEST]: what node <id>'s network
+        layer answers to ApiVersions from now on (Kafka's tests hand-make that answer)."""
+        node = self.nodes[int(case.args[0])]
+        low, high = (int(v) for v in tuple_arg(case.kwargs.get(
+            "kraft", f"({node.config.kraft_version_min},{node.config.kraft_version_max})")))
+        error = int(Errors[case.kwargs["error"]]) if "error" in case.kwargs else 0
+        self.api_versions[node.node_id] = (low, high, error)
+        return []
+
+    def cmd_resign(self, case: Case) -> list[str]:
+        """resign <id> [epoch=N]: the state machine asks the leader to step down (RaftClient.resign)."""
+        from kafkawire.raft.io import Resign
+        node = self.nodes[int(case.args[0])]
+        out: list[str] = []
+        self._step(node, Resign(self.now, int(case.kwargs.get("epoch", node.core.state.epoch))), out)
+        return out
+
     def cmd_set_epoch(self, case: Case) -> list[str]:
-        """set-epoch <id> epoch=N: crash the node, leave epoch N in its quorum-state (as an older
-        version or a hand edit would) with no leader or vote, and restart it."""
+        """set-epoch <id> epoch=N [leader=L] [voted=V]: crash the node, leave epoch N in its
+        quorum-state (as an older version or a hand edit would) with leader L and vote V if
+        given (none by default), and restart it: Kafka's tests build their states so
+        (withElectedLeader, withVotedCandidate, withUnknownLeader)."""
         from kafkawire.raft.types import ElectionState
         node = self.nodes[int(case.args[0])]
         node.crash()
         self.queue = [q for q in self.queue if q[1] != node.node_id]
-        node.store.election = ElectionState.unknown(int(case.kwargs["epoch"]))
+        leader = int(case.kwargs["leader"]) if "leader" in case.kwargs else None
+        voted = ReplicaKey(int(case.kwargs["voted"]), uuid.UUID(int=int(case.kwargs["voted"]))) \
+            if "voted" in case.kwargs else None
+        node.store.election = ElectionState(int(case.kwargs["epoch"]), leader, voted)
         out: list[str] = []
         self._apply(node, node.boot(self.now), out)
         return [f"{node.node_id}: restarted as {describe(node.core.state)}"] + out
@@ -522,6 +557,19 @@ class InteractionEnv:
                     values = ",".join(bytes(r.value).decode() for r in batch)
                     out.append(f"{batch.base_offset}..{batch.last_offset} epoch={batch.partition_leader_epoch} {values}")
         return out or ["(empty)"]
+
+    def cmd_timers(self, case: Case) -> list[str]:
+        """timers <id>...: how long until the node's election or fetch timer runs out (Kafka's
+        tests read remainingElectionTimeMs so)."""
+        out = []
+        for arg in case.args:
+            state = self.nodes[int(arg)].core.state
+            timers = [f"{attr.removesuffix('_deadline_ms')} in {getattr(state, attr) - self.now} ms"
+                      for attr in ("election_deadline_ms", "fetch_deadline_ms") if hasattr(state, attr)]
+            if hasattr(state, "book"):
+                timers.append(f"check-quorum in {state.book.check_quorum_deadline_ms - self.now} ms")
+            out.append(f"{arg}: {', '.join(timers) or 'no timer'}")
+        return out
 
     def cmd_queue(self, case: Case) -> list[str]:
         return [f"{q[1]}->{q[2]} {describe_message(q[4].body)}" for q in self.queue] or ["(empty)"]
