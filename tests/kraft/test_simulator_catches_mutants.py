@@ -13,19 +13,22 @@ from kafkawire.raft.core import RaftCore
 from kafkawire.raft.reconfig import Reconfig
 from kafkawire.raft.leader import LeaderBookkeeping
 from kafkawire.raft.log import ValidOffsetAndEpoch
+from kafkawire.raft.io import DeleteBefore
 from kafkawire.raft.simulate import Invariants, InvariantViolation, SimSettings, run_seed
+from kafkawire.raft.simulate.node import StateMachine
 from kafkawire.raft.states import Candidate, Prospective, Unattached
 from kafkawire.raft.types import OffsetAndEpoch
 
 SEEDS = range(1, 41)
 
 
-def catches(mutant, rule: str, settings: SimSettings | None = None, events: int = 3000) -> int:
-    """The first seed on which the simulator reports ``rule`` for ``mutant``."""
+def catches(mutant, rule: str, settings: SimSettings | None = None, events: int = 3000, machine=None) -> int:
+    """The first seed on which the simulator reports ``rule`` for ``mutant`` (a core, or with
+    ``machine`` a state machine)."""
     for seed in SEEDS:
         try:
             run_seed(seed, events, settings or SimSettings(voters=5, fault_every_ms=1500),
-                     core_factory=mutant, invariants=Invariants(enabled={rule}))
+                     core_factory=mutant, invariants=Invariants(enabled={rule}), machine_factory=machine)
         except InvariantViolation as exc:
             assert exc.rule == rule, f"seed {seed}: expected {rule!r}, got {exc}"
             return seed
@@ -141,6 +144,58 @@ class ForgetsPersistedEpoch(RaftCore):
         super().__init__(config, store, None, **kwargs)
 
 
+class CleanDeletesTheSnapshotAtLogStart(RaftCore):
+    """Log cleaning, off by one, also deletes the snapshot the log now starts at."""
+    def _clean_log(self):
+        start = self.log.start_offset
+        super()._clean_log()
+        if self.log.start_offset > start and self.log.pending and isinstance(self.log.pending[-1], DeleteBefore):
+            keep = self.log.pending[-1].keep_snapshot
+            self.log.pending[-1] = DeleteBefore(keep.offset, OffsetAndEpoch(keep.epoch, keep.offset + 1))
+            self.log.snapshots = [s for s in self.log.snapshots if s != keep]
+
+
+class LeaderReloadsItsSnapshot(RaftCore):
+    """A new leader hands its state machine its latest snapshot again."""
+    def _become_leader(self):
+        super()._become_leader()
+        self._pending_load_snapshot = self.log.latest_snapshot()
+
+
+class SnapshotDropsItsLastRecord(StateMachine):
+    """A state machine whose snapshots leave out the last record they should hold."""
+    def snapshot_bytes(self, snapshot_id, control_records, now_ms):
+        last = max((o for o in self.applied if o < snapshot_id.offset), default=None)
+        kept = self.applied.pop(last) if last is not None else None
+        try:
+            return super().snapshot_bytes(snapshot_id, control_records, now_ms)
+        finally:
+            if last is not None:
+                self.applied[last] = kept
+
+
+class InstallsSnapshotWithoutLoadingIt(RaftCore):
+    """A follower installs a fetched snapshot but does not hand it to its state machine."""
+    def _install_fetched_snapshot(self, state, fetch):
+        super()._install_fetched_snapshot(state, fetch)
+        self._pending_load_snapshot = None
+
+
+class KeepsHighWatermarkBelowInstalledSnapshot(RaftCore):
+    """A follower installs a fetched snapshot but keeps the high watermark it had."""
+    def _install_fetched_snapshot(self, state, fetch):
+        before = state.high_watermark
+        super()._install_fetched_snapshot(state, fetch)
+        state.high_watermark = before
+        self._reported_hw = before
+
+
+class StampsBatchesWithNextEpoch(RaftCore):
+    """A leader writes its batches with the epoch after its own."""
+    def _batch_epoch(self):
+        return super()._batch_epoch() + 1
+
+
 class NeverAsksForVotes(RaftCore):
     def _send_vote_requests(self, election, epoch, pre_vote):
         pass
@@ -157,9 +212,18 @@ class NeverAsksForVotes(RaftCore):
     (AcksBeforeCommit, Invariants.ACKED_NEVER_LOST),
     (ForgetsPersistedEpoch, Invariants.MONOTONIC_EPOCH),
     (CommitsWithoutMajority, Invariants.MAJORITY_REACHED_HW),
+    (CleanDeletesTheSnapshotAtLogStart, Invariants.SNAPSHOT_AT_LOG_START),
+    (LeaderReloadsItsSnapshot, Invariants.LEADER_NEVER_LOADS_SNAPSHOT),
+    (InstallsSnapshotWithoutLoadingIt, Invariants.GAP_FREE_COMMITS),
+    (KeepsHighWatermarkBelowInstalledSnapshot, Invariants.HW_WITHIN_LOG),
+    (StampsBatchesWithNextEpoch, Invariants.APPEND_EPOCH_BOUND),
 ], ids=lambda v: v.__name__ if isinstance(v, type) else "")
 def test_invariant_catches_mutant(mutant, rule):
     catches(mutant, rule)
+
+
+def test_consistent_snapshot_data_catches_a_snapshot_missing_a_record():
+    catches(None, Invariants.CONSISTENT_SNAPSHOT_DATA, machine=SnapshotDropsItsLastRecord)
 
 
 def test_liveness_check_catches_a_core_that_never_campaigns():

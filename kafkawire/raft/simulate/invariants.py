@@ -42,10 +42,17 @@ class Invariants:
     TRUNCATED_VOTERS_REVERTED = "a truncated VotersRecord stops counting: the voter set before it is back"
     MONOTONIC_EPOCH = "the epoch a replica persists never goes back, and its in-memory epoch is the persisted one"
     MAJORITY_REACHED_HW = "when a leader's high watermark moves, a majority of its voters' logs reach it"
+    SNAPSHOT_AT_LOG_START = "a log starts at its earliest snapshot, and its epoch cache agrees with that snapshot"
+    LEADER_NEVER_LOADS_SNAPSHOT = "a leader's state machine never loads a snapshot"
+    CONSISTENT_SNAPSHOT_DATA = "a snapshot a node loads holds exactly the committed data below its end offset"
+    GAP_FREE_COMMITS = "a node's state machine is handed every committed offset once, in order, without a gap"
+    HW_WITHIN_LOG = "a node's high watermark lies within its log: log start <= high watermark <= log end"
+    APPEND_EPOCH_BOUND = "no replica appends a batch above its epoch, and a leader appends only batches of its epoch"
 
     ALL_RULES = (ONE_LEADER_PER_EPOCH, ONE_VOTE_PER_EPOCH, LOG_MATCHING, COMMITTED_NEVER_LOST, LEADER_COMPLETENESS,
                  HW_MONOTONIC, SAME_APPLIED_PREFIX, ACKED_NEVER_LOST, ONE_VOTER_CHANGE, TRUNCATED_VOTERS_REVERTED,
-                 MONOTONIC_EPOCH, MAJORITY_REACHED_HW)
+                 MONOTONIC_EPOCH, MAJORITY_REACHED_HW, SNAPSHOT_AT_LOG_START, LEADER_NEVER_LOADS_SNAPSHOT,
+                 CONSISTENT_SNAPSHOT_DATA, GAP_FREE_COMMITS, HW_WITHIN_LOG, APPEND_EPOCH_BOUND)
 
     def __init__(self, enabled=None):
         # The mutant tests enable one rule at a time, to show each catches a bug on its own.
@@ -201,6 +208,87 @@ class Invariants:
             self._violate(self.TRUNCATED_VOTERS_REVERTED,
                           f"node {node.node_id} truncated to {cut}: its log's last VotersRecord (offset {in_log[0]}) "
                           f"names voters {sorted(in_log[1])}, but the node counts {sorted(current)}")
+
+    # --- Kafka's log and state machine checks (MockLog, ReplicatedCounter, SnapshotAtLogStart) ------
+    def check_log_start(self, node) -> None:
+        """Kafka's SnapshotAtLogStart: a log that starts past 0 starts exactly at its earliest
+        snapshot (never past it), and the epoch cache says that snapshot's (offset, epoch) is
+        valid; the core's idea of the log start is the store's."""
+        store, log = node.store, node.core.log
+        earliest = min(store.snapshots, key=lambda s: (s.offset, s.epoch), default=None)
+        where = f"node {node.node_id} (log [{store.start}, {store.end_offset()}))"
+        if log.start_offset != store.start:
+            return self._violate(self.SNAPSHOT_AT_LOG_START, f"{where}: the core says the log starts at "
+                                                             f"{log.start_offset}")
+        if earliest is None:
+            if store.start > 0:
+                self._violate(self.SNAPSHOT_AT_LOG_START, f"{where} starts past 0 with no snapshot")
+            return
+        if store.start > earliest.offset or (store.start > 0 and store.start != earliest.offset):
+            return self._violate(self.SNAPSHOT_AT_LOG_START, f"{where}: the earliest snapshot is {earliest}")
+        valid = log.validate_offset_and_epoch(earliest.offset, earliest.epoch)
+        if valid.kind != "valid":
+            self._violate(self.SNAPSHOT_AT_LOG_START, f"{where}: the epoch cache {log.epochs.entries()} finds the "
+                                                      f"earliest snapshot {earliest} {valid.kind} "
+                                                      f"({valid.offset_and_epoch})")
+
+    def check_high_watermark_within_log(self, node) -> None:
+        hw = node.core.high_watermark()
+        if hw is not None and not node.store.start <= hw <= node.store.end_offset():
+            self._violate(self.HW_WITHIN_LOG, f"node {node.node_id} has high watermark {hw} outside its log "
+                                              f"[{node.store.start}, {node.store.end_offset()})")
+
+    def check_appends(self, node, ops) -> None:
+        """Kafka's MockLog: a leader appends batches of exactly its epoch, a follower never one
+        above its own; the epoch recorded for a batch is the one in its header."""
+        from kafkawire.raft.io import Append
+        epoch = node.core.epoch
+        for op in ops:
+            if not isinstance(op, Append):
+                continue
+            header_epoch = int.from_bytes(op.batch[12:16], "big", signed=True)
+            if header_epoch != op.epoch or op.epoch > epoch or (isinstance(node.core.state, Leader)
+                                                                and op.epoch != epoch):
+                role = "leader" if isinstance(node.core.state, Leader) else "replica"
+                self._violate(self.APPEND_EPOCH_BOUND,
+                              f"{role} {node.node_id} in epoch {epoch} appended offsets {op.base_offset}.."
+                              f"{op.last_offset} as epoch {op.epoch} (batch header: epoch {header_epoch})")
+
+    def on_snapshot_loaded(self, node, snapshot_id) -> None:
+        """Kafka's ConsistentCommittedData for what a node loads (at boot or a fetched snapshot):
+        the snapshot is committed, and holds every committed data record below its end offset,
+        each with the committed value."""
+        if node.core is not None and isinstance(node.core.state, Leader):
+            self._violate(self.LEADER_NEVER_LOADS_SNAPSHOT,
+                          f"leader {node.node_id} of epoch {node.core.epoch} loaded snapshot {snapshot_id}")
+        loaded = node.machine.applied
+        if snapshot_id.offset > self.committed_end and snapshot_id.offset > 0:
+            self._violate(self.CONSISTENT_SNAPSHOT_DATA, f"node {node.node_id} loaded snapshot {snapshot_id}, "
+                                                         f"past everything committed ({self.committed_end})")
+        for offset, value in loaded.items():
+            if offset >= snapshot_id.offset:
+                self._violate(self.CONSISTENT_SNAPSHOT_DATA, f"node {node.node_id} loaded snapshot {snapshot_id} "
+                                                             f"holding offset {offset}, past its end")
+            known = self.applied.setdefault(offset, value)
+            if known != value:
+                self._violate(self.CONSISTENT_SNAPSHOT_DATA, f"node {node.node_id} loaded {value!r} at offset "
+                                                             f"{offset} from snapshot {snapshot_id}; {known!r} "
+                                                             f"was committed there")
+        missing = sorted(o for o in self.applied if o < snapshot_id.offset and o not in loaded)
+        if missing:
+            self._violate(self.CONSISTENT_SNAPSHOT_DATA, f"node {node.node_id} loaded snapshot {snapshot_id} "
+                                                         f"without the committed offsets {missing[:5]}")
+
+    def on_committed_stream(self, node, start: int, through: int, offsets: list[int]) -> None:
+        """Kafka's ReplicatedCounter.handleCommit: the state machine's position moved from
+        ``start`` to ``through`` and it was handed the records at ``offsets`` (data and
+        control): exactly each offset in between, in order."""
+        if offsets != list(range(start, through)):
+            have = set(offsets)
+            gaps = [o for o in range(start, through) if o not in have][:5]
+            self._violate(self.GAP_FREE_COMMITS,
+                          f"node {node.node_id} committed [{start}, {through}) but its state machine was handed "
+                          f"{len(offsets)} records (missing {gaps}, first {offsets[:3]})")
 
     # --- whole-cluster checks --------------------------------------------------------------------
     def check_log_matching(self, nodes) -> None:

@@ -25,20 +25,24 @@ class StateMachine:
     applied_offset: int = 0                                    # next offset to apply
     last_snapshot_offset: int = 0
 
+    handed: list[int] = field(default_factory=list)           # offsets of the last apply, control too
+
     def apply_committed(self, store: MemoryLogStore, through: int) -> list[tuple[int, bytes]]:
-        """Apply data records in [applied_offset, through); returns what was applied."""
+        """Apply data records in [applied_offset, through); returns what was applied. Every
+        record's offset in the range, control records too, lands in ``handed``, in order."""
         out = []
+        self.handed = []
         if through <= self.applied_offset:
             return out
         data = store.read(self.applied_offset, 1 << 30)
         for batch in iter_batches(data):
-            if batch.is_control:
-                continue
             for record in batch:
                 if self.applied_offset <= record.offset < through:
-                    value = bytes(record.value)
-                    self.applied[record.offset] = value
-                    out.append((record.offset, value))
+                    self.handed.append(record.offset)
+                    if not batch.is_control:
+                        value = bytes(record.value)
+                        self.applied[record.offset] = value
+                        out.append((record.offset, value))
         self.applied_offset = max(self.applied_offset, through)
         return out
 
@@ -71,14 +75,16 @@ class StateMachine:
 
 
 class SimNode:
-    def __init__(self, config: RaftConfig, seed: int):
+    def __init__(self, config: RaftConfig, seed: int, machine_factory=None):
         self.config = config
+        self.machine_factory = machine_factory or StateMachine
         self.seed = seed
         self.store = MemoryLogStore()
         self.alive = False
         self.incarnation = 0
         self.core: RaftCore | None = None
-        self.machine = StateMachine()
+        self.machine = self.machine_factory()
+        self.loaded_at_boot: OffsetAndEpoch | None = None
         self.max_versions: dict[int, int] = {}   # api key -> highest version this node speaks
         self.reported_hw: int | None = None
 
@@ -89,8 +95,9 @@ class SimNode:
     def boot(self, now_ms: int, core_factory=None) -> Ready:
         self.incarnation += 1
         self.alive = True
-        self.machine = StateMachine()
+        self.machine = self.machine_factory()
         latest = max(self.store.snapshots, key=lambda s: (s.offset, s.epoch), default=None)
+        self.loaded_at_boot = latest
         if latest is not None:
             self.machine.load_snapshot(self.store.snapshots[latest], latest)
         make = core_factory or RaftCore

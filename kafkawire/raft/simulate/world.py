@@ -83,7 +83,7 @@ class _Event:
 
 class Simulation:
     def __init__(self, seed: int, settings: SimSettings | None = None, *, trace_size: int = 20000, core_factory=None,
-                 invariants: Invariants | None = None):
+                 invariants: Invariants | None = None, machine_factory=None):
         self.seed = seed
         self.settings = settings or SimSettings()
         self.rng = random.Random(seed)
@@ -100,6 +100,7 @@ class Simulation:
         self.failed_tokens: set[object] = set()
         self.faults_enabled = True
         self.core_factory = core_factory
+        self.machine_factory = machine_factory
         self._next_tick: dict[int, int] = {}
         # Counters printed even when zero: what the kraft.version upgrade and the voter-set
         # truncations (KIP-853's uncommitted voter sets) did in the run.
@@ -132,7 +133,7 @@ class Simulation:
                 can_become_voter=i not in brokers)
             # Each node its own random stream: with the run's seed alone every node drew the
             # same election timeouts and, once in step, three candidates split every vote.
-            node = SimNode(config, self.seed * 64 + i)
+            node = SimNode(config, self.seed * 64 + i, self.machine_factory)
             if i in voter_ids[:s.old_vote_version_nodes]:
                 node.max_versions[52] = 1
             self.nodes[i] = node
@@ -195,6 +196,8 @@ class Simulation:
     def _boot(self, node: SimNode) -> None:
         ready = node.boot(self.now, self.core_factory)
         self.log(f"{node.node_id}: boot #{node.incarnation} as {describe(node.core.state)}")
+        if node.loaded_at_boot is not None:
+            self.invariants.on_snapshot_loaded(node, node.loaded_at_boot)
         self._apply_ready(node, ready)
 
     def _crash(self, node: SimNode, restart_after_ms: int) -> None:
@@ -226,6 +229,7 @@ class Simulation:
             self._crash(node, self.rng.randint(100, 3000))
             return
         node.persist(ready)
+        self.invariants.check_appends(node, ready.log_ops)
         for t in node.core.transition_log:
             self.log(f"{node.node_id}: {t[0]} -> {t[1]}")
         node.core.transition_log.clear()
@@ -233,7 +237,9 @@ class Simulation:
         if ready.leader_change is not None and ready.leader_change.leader_id == node.node_id \
                 and isinstance(node.core.state, Leader):
             self.invariants.on_became_leader(node)
+        self.invariants.check_high_watermark_within_log(node)
         if ready.log_ops:
+            self.invariants.check_log_start(node)
             self.invariants.check_log_matching(list(self.nodes.values()))
             self.invariants.check_voter_changes(node)
         for request in ready.send:
@@ -243,11 +249,15 @@ class Simulation:
         if ready.load_snapshot is not None:
             node.machine.load_snapshot(node.store.snapshots[ready.load_snapshot], ready.load_snapshot)
             self.log(f"{node.node_id}: loaded snapshot {ready.load_snapshot}")
+            self.invariants.on_snapshot_loaded(node, ready.load_snapshot)
         if ready.committed_through is not None:
             self.invariants.on_high_watermark(node, ready.committed_through)
             if isinstance(node.core.state, Leader):
                 self.invariants.check_majority_reached(node, ready.committed_through, self.nodes)
+            position = node.machine.applied_offset
             applied = node.machine.apply_committed(node.store, ready.committed_through)
+            if ready.committed_through > position:
+                self.invariants.on_committed_stream(node, position, ready.committed_through, node.machine.handed)
             self.invariants.on_applied(node, applied)
         for token, _ in ready.appends_failed:
             self.failed_tokens.add(token)
@@ -632,10 +642,11 @@ def kraft_version_upgrade_request() -> UpdateFeaturesRequest:
 
 
 def run_seed(seed: int, events: int, settings: SimSettings | None = None, *, liveness_ms: int = 20_000,
-             core_factory=None, keep: dict | None = None, invariants: Invariants | None = None) -> Simulation:
+             core_factory=None, keep: dict | None = None, invariants: Invariants | None = None,
+             machine_factory=None) -> Simulation:
     """One simulation: ``events`` events with faults, then a quiet period in which a leader
     must emerge and a new append must commit within ``liveness_ms`` of virtual time."""
-    sim = Simulation(seed, settings, core_factory=core_factory, invariants=invariants)
+    sim = Simulation(seed, settings, core_factory=core_factory, invariants=invariants, machine_factory=machine_factory)
     if keep is not None:
         keep["sim"] = sim
     sim.start()
