@@ -64,6 +64,7 @@ CONTROLLER_API_OPERATIONS = {
     54: Op.CLUSTER_ACTION,     # EndQuorumEpoch
     55: Op.DESCRIBE,           # DescribeQuorum
     57: Op.ALTER,              # UpdateFeatures
+    58: Op.CLUSTER_ACTION,     # Envelope (only brokers forward)
     59: Op.CLUSTER_ACTION,     # FetchSnapshot
     60: Op.ALTER,              # DescribeCluster: "unlike on the broker ... ALTER on CLUSTER"
     62: Op.CLUSTER_ACTION,     # BrokerRegistration

@@ -29,6 +29,7 @@ from kafkawire.net.authorizer import (CONTROLLER_API_OPERATIONS, StandardAuthori
                                      error_response_for)
 from kafkawire.net.client import NetworkClient
 from kafkawire.net.config import ConfigError, ServerConfig
+from kafkawire.net.envelope import ENVELOPE, envelope_handler
 from kafkawire.net.metadata_topic import MetadataTopic, NodeEndpoint
 from kafkawire.net.sasl import SCRAM_MECHANISM_TYPES, SaslClient
 from kafkawire.net.security import client_ssl_context
@@ -221,6 +222,9 @@ class ControllerNode:
         if self.state_machine is not None and hasattr(self.state_machine, "handlers"):
             for key, handler in self.state_machine.handlers().items():
                 server.register(key, handler)
+        if self.state_machine is not None and hasattr(self.state_machine, "handlers"):
+            # Forwarded admin requests, run through whatever is registered (and authorizes) then.
+            server.register(ENVELOPE, ApiHandler(envelope_handler(server._registry.get)))
         consumer_fetch = self.topic.handlers()[FETCH]
 
         async def fetch(ctx, request):
