@@ -13,6 +13,10 @@ Layout (big-endian; the records are varint-framed)::
             headerCount varint | headers: keyLength varint, key (UTF-8, not nullable),
                                           valueLength varint (-1 = null), value
 
+This module is the reader; the record objects are in ``record``, their decoding loop in
+``record_decoding``, the writer in ``builder`` and the layout constants in ``layout``; the
+names of all of them stay importable from here.
+
 The reader is lazy: ``RecordBatch.from_buffer`` parses the 61-byte header and checks the
 framing; the CRC is checked on request (``verify_crc`` / ``is_valid``), as the Java
 ``ensureValid`` is; records are decoded while iterating, with keys, values and header
@@ -30,23 +34,42 @@ took 200 ns vs 5,463 ns. construct is ~30x slower here, so the header is a preco
 from __future__ import annotations
 
 import struct
-import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from crc32c import crc32c
 
 from . import compression as _compression
+from .builder import RecordBatchBuilder, build_batch, build_control_batch, build_end_txn_marker_batch
 from .compression import DEFAULT_MAX_DECOMPRESSED_SIZE, NONE
-from .control import (
-    ControlRecordKey,
-    ControlRecordType,
-    decode_control_value,
-    encode_control_key,
-    encode_end_txn_marker,
-    parse_control_key,
-)
 from .errors import CorruptRecordError
-from .varint import read_unsigned_tail
+# The layout names are imported from here too (dump-log, tests): they stay importable.
+from .layout import (  # noqa: F401
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_CODEC_MASK,
+    CONTROL_FLAG_MASK,
+    CRC_OFFSET,
+    CREATE_TIME,
+    DELETE_HORIZON_FLAG_MASK,
+    HEADER,
+    HEADER_SIZE_UP_TO_MAGIC,
+    INT32_MAX,
+    LOG_APPEND_TIME,
+    LOG_OVERHEAD,
+    MAGIC,
+    MAGIC_OFFSET,
+    MIN_RECORD_SIZE,
+    NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    NO_TIMESTAMP,
+    RECORD_BATCH_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG_MASK,
+)
+from .record import ControlRecord, Record
+from .record_decoding import decode_records
 
 __all__ = [
     "RecordBatch",
@@ -58,342 +81,9 @@ __all__ = [
     "build_end_txn_marker_batch",
 ]
 
-# --- layout constants (names follow DefaultRecordBatch.java) --------------------------
-
-HEADER = struct.Struct(">qiibIhiqqqhii")
-_PRE_CRC = struct.Struct(">qiibI")       # baseOffset..crc: not covered by the CRC
-_POST_CRC = struct.Struct(">hiqqqhii")   # attributes..recordsCount: covered by the CRC
 _INT32 = struct.Struct(">i")
-
-from .layout import LOG_OVERHEAD  # noqa: E402 - baseOffset + batchLength, shared by every reader
-HEADER_SIZE_UP_TO_MAGIC = 17
-MAGIC_OFFSET = 16
-CRC_OFFSET = 17
-ATTRIBUTES_OFFSET = 21
-RECORD_BATCH_OVERHEAD = HEADER.size   # 61
-MAGIC = 2
-# Smallest record: one byte each for length, attributes, timestampDelta, offsetDelta,
-# keyLength, valueLength and headerCount.
-MIN_RECORD_SIZE = 7
-
-COMPRESSION_CODEC_MASK = 0x07
-TIMESTAMP_TYPE_MASK = 0x08
-TRANSACTIONAL_FLAG_MASK = 0x10
-CONTROL_FLAG_MASK = 0x20
-DELETE_HORIZON_FLAG_MASK = 0x40
-
-CREATE_TIME = 0
-LOG_APPEND_TIME = 1
-NO_TIMESTAMP = -1
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
-NO_SEQUENCE = -1
-NO_PARTITION_LEADER_EPOCH = -1
-
-_INT32_MAX = 0x7FFFFFFF
-_INT64_MAX = 0x7FFFFFFFFFFFFFFF
 _EMPTY = ()
 
-
-# --- records --------------------------------------------------------------------------
-
-class Record:
-    """One record of a v2 batch.
-
-    ``timestamp`` is what Java's ``Record.timestamp()`` returns (the batch max timestamp
-    for LOG_APPEND_TIME batches); ``timestamp_delta``, ``offset_delta`` and
-    ``attributes`` are the raw stored fields, kept so a batch can be re-encoded byte for
-    byte. ``key``/``value`` and header values are memoryviews or None; ``headers`` is a
-    tuple of ``(str, memoryview | None)``, keys decoded with ``surrogateescape`` so that
-    invalid UTF-8 still round-trips. ``sequence`` is the producer sequence (-1 for
-    non-idempotent batches). ``batch`` is the RecordBatch the record came from.
-    """
-
-    # The batch supplies what every record shares (base offset, base sequence), so the
-    # per-record object stays small: creating it is a large part of decoding cost.
-    __slots__ = ("offset", "timestamp", "key", "value", "headers", "attributes",
-                 "timestamp_delta", "batch")
-
-    def __init__(self, offset, timestamp, key, value, headers, attributes,
-                 timestamp_delta, batch):
-        self.offset = offset
-        self.timestamp = timestamp
-        self.key = key
-        self.value = value
-        self.headers = headers
-        self.attributes = attributes
-        self.timestamp_delta = timestamp_delta
-        self.batch = batch
-
-    is_control = False
-
-    @property
-    def offset_delta(self) -> int:
-        return self.offset - self.batch.base_offset
-
-    @property
-    def sequence(self) -> int:
-        """Producer sequence (DefaultRecord.sequence): -1 unless the batch is idempotent."""
-        base_sequence = self.batch.base_sequence
-        if base_sequence < 0:
-            return NO_SEQUENCE
-        return _increment_sequence(base_sequence, self.offset - self.batch.base_offset)
-
-    _FIELDS = ("offset", "timestamp", "key", "value", "headers", "attributes",
-               "timestamp_delta", "offset_delta", "sequence")
-
-    def _fields(self):
-        return tuple(getattr(self, name) for name in self._FIELDS)
-
-    def __eq__(self, other):
-        # memoryview == bytes compares contents, so records compare by value.
-        if not isinstance(other, Record):
-            return NotImplemented
-        return self._fields() == other._fields()
-
-    __hash__ = None
-
-    def __repr__(self):
-        key = None if self.key is None else bytes(self.key)
-        value = None if self.value is None else bytes(self.value)
-        if value is not None and len(value) > 64:
-            value = value[:64] + b"..."
-        return (f"{type(self).__name__}(offset={self.offset}, timestamp={self.timestamp}, "
-                f"key={key!r}, value={value!r}, headers={len(self.headers)})")
-
-
-class ControlRecord(Record):
-    """A record of a control batch: its key is a ControlRecordKey (version, type)."""
-
-    __slots__ = ()
-    is_control = True
-
-    @property
-    def control_key(self) -> ControlRecordKey:
-        return parse_control_key(self.key)
-
-    @property
-    def control_type(self) -> int:
-        return self.control_key.type
-
-    @property
-    def control_value(self):
-        """The value decoded by the hook in ``control.CONTROL_VALUE_DECODERS`` (raw
-        memoryview for types nobody registered yet)."""
-        return decode_control_value(self.control_key.type, self.value)
-
-
-def _increment_sequence(sequence: int, increment: int) -> int:
-    """DefaultRecordBatch.incrementSequence: producer sequences wrap from 2^31-1 to 0."""
-    sequence += increment
-    return sequence - 0x80000000 if sequence > _INT32_MAX else sequence
-
-
-# Zigzag decoding of every 1- and 2-byte varint payload (0..16383) by table lookup: a list
-# index is one specialised bytecode, cheaper than ``(v >> 1) ^ -(v & 1)``.
-_ZIGZAG = [(v >> 1) ^ -(v & 1) for v in range(1 << 14)]
-
-
-def _decode_records(data, pos, end, count, base_offset, base_timestamp, log_append_time,
-                    batch, record_cls, fail):
-    """Yield ``count`` records from ``data[pos:end]``.
-
-    This is the hot loop, written for CPython: everything is a local, varints of one and
-    two bytes (nearly all of them) are decoded inline through the ``_ZIGZAG`` table and
-    longer ones go to ``read_unsigned_tail``; the common single-header record skips the
-    header loop. ``fail(reason, pos)`` builds the CorruptRecordError for a byte position.
-    """
-    mv = memoryview(data)
-    # Slicing bytes/bytearray/mmap gives bytes, whose .decode beats str(memoryview).
-    text = None if isinstance(data, memoryview) else data
-    tail = read_unsigned_tail
-    zz = _ZIGZAG
-    empty = _EMPTY
-    new = object.__new__
-    for _ in range(count):
-        try:
-            # length: varint
-            b = data[pos]
-            if b < 0x80:
-                length = zz[b]
-                pos += 1
-            elif (b2 := data[pos + 1]) < 0x80:
-                length = zz[(b & 0x7F) | (b2 << 7)]
-                pos += 2
-            else:
-                v, pos = tail(data, pos + 2, (b & 0x7F) | ((data[pos + 1] & 0x7F) << 7), 14, 5)
-                length = (v >> 1) ^ -(v & 1)
-            if length < 0 or length > end - pos:
-                raise fail(f"invalid record size {length}: {end - pos} bytes of records left "
-                           f"(count says {count} records)", pos)
-            rec_end = pos + length
-            attributes = data[pos]
-            # timestampDelta: varlong
-            b = data[pos + 1]
-            if b < 0x80:
-                ts_delta = zz[b]
-                pos += 2
-            elif (b2 := data[pos + 2]) < 0x80:
-                ts_delta = zz[(b & 0x7F) | (b2 << 7)]
-                pos += 3
-            else:
-                v, pos = tail(data, pos + 3, (b & 0x7F) | ((data[pos + 2] & 0x7F) << 7), 14, 10)
-                ts_delta = (v >> 1) ^ -(v & 1)
-            # offsetDelta: varint
-            b = data[pos]
-            if b < 0x80:
-                off_delta = zz[b]
-                pos += 1
-            elif (b2 := data[pos + 1]) < 0x80:
-                off_delta = zz[(b & 0x7F) | (b2 << 7)]
-                pos += 2
-            else:
-                v, pos = tail(data, pos + 2, (b & 0x7F) | ((data[pos + 1] & 0x7F) << 7), 14, 5)
-                off_delta = (v >> 1) ^ -(v & 1)
-            # key: varint length (-1 = null), bytes
-            b = data[pos]
-            if b < 0x80:
-                n = zz[b]
-                pos += 1
-            elif (b2 := data[pos + 1]) < 0x80:
-                n = zz[(b & 0x7F) | (b2 << 7)]
-                pos += 2
-            else:
-                v, pos = tail(data, pos + 2, (b & 0x7F) | ((data[pos + 1] & 0x7F) << 7), 14, 5)
-                n = (v >> 1) ^ -(v & 1)
-            if 0 <= n <= rec_end - pos:
-                key = mv[pos:pos + n]
-                pos += n
-            elif n == -1:
-                key = None
-            else:
-                raise fail(f"invalid key length {n}: {rec_end - pos} bytes left in the record", pos)
-            # value: varint length (-1 = null), bytes
-            b = data[pos]
-            if b < 0x80:
-                n = zz[b]
-                pos += 1
-            elif (b2 := data[pos + 1]) < 0x80:
-                n = zz[(b & 0x7F) | (b2 << 7)]
-                pos += 2
-            else:
-                v, pos = tail(data, pos + 2, (b & 0x7F) | ((data[pos + 1] & 0x7F) << 7), 14, 5)
-                n = (v >> 1) ^ -(v & 1)
-            if 0 <= n <= rec_end - pos:
-                value = mv[pos:pos + n]
-                pos += n
-            elif n == -1:
-                value = None
-            else:
-                raise fail(f"invalid value length {n}: {rec_end - pos} bytes left in the record", pos)
-            # headers: varint count, then (key: varint length + UTF-8, value: like a value)
-            b = data[pos]
-            if b == 0:  # zigzag(0): no headers, the most common case
-                headers = empty
-                pos += 1
-            else:
-                if b == 2:  # zigzag(1): one header (its lengths are checked below)
-                    n = 1
-                    pos += 1
-                elif b < 0x80:
-                    n = zz[b]
-                    pos += 1
-                else:
-                    v, pos = tail(data, pos + 1, b & 0x7F, 7, 5)
-                    n = (v >> 1) ^ -(v & 1)
-                # One header is common enough to be worth its own copy of the loop body
-                # below (no list, no loop): about 10% of the decoding time.
-                if n == 1:
-                    b = data[pos]
-                    if b < 0x80:
-                        hn = zz[b]
-                        pos += 1
-                    else:
-                        v, pos = tail(data, pos + 1, b & 0x7F, 7, 5)
-                        hn = (v >> 1) ^ -(v & 1)
-                    if not 0 <= hn <= rec_end - pos:
-                        raise fail(f"invalid header key length {hn}: {rec_end - pos} bytes left "
-                                   f"in the record (header keys are not nullable)", pos)
-                    hkey = (text[pos:pos + hn] if text is not None else bytes(mv[pos:pos + hn])).decode(
-                        "utf-8", "surrogateescape")
-                    pos += hn
-                    b = data[pos]
-                    if b < 0x80:
-                        hn = zz[b]
-                        pos += 1
-                    else:
-                        v, pos = tail(data, pos + 1, b & 0x7F, 7, 5)
-                        hn = (v >> 1) ^ -(v & 1)
-                    if 0 <= hn <= rec_end - pos:
-                        hvalue = mv[pos:pos + hn]
-                        pos += hn
-                    elif hn == -1:
-                        hvalue = None
-                    else:
-                        raise fail(f"invalid header value length {hn}: {rec_end - pos} bytes left in the record", pos)
-                    headers = ((hkey, hvalue),)
-                else:
-                    if n < 0:
-                        raise fail(f"invalid number of record headers {n}", pos)
-                    if n > (rec_end - pos) >> 1:  # every header takes at least 2 bytes
-                        raise fail(f"{n} headers cannot fit in the {rec_end - pos} bytes left in the record", pos)
-                    hl = []
-                    for _h in range(n):
-                        b = data[pos]
-                        if b < 0x80:
-                            hn = zz[b]
-                            pos += 1
-                        else:
-                            v, pos = tail(data, pos + 1, b & 0x7F, 7, 5)
-                            hn = (v >> 1) ^ -(v & 1)
-                        if not 0 <= hn <= rec_end - pos:
-                            raise fail(f"invalid header key length {hn}: {rec_end - pos} bytes left "
-                                       f"in the record (header keys are not nullable)", pos)
-                        hkey = (text[pos:pos + hn] if text is not None else bytes(mv[pos:pos + hn])).decode(
-                            "utf-8", "surrogateescape")
-                        pos += hn
-                        b = data[pos]
-                        if b < 0x80:
-                            hn = zz[b]
-                            pos += 1
-                        else:
-                            v, pos = tail(data, pos + 1, b & 0x7F, 7, 5)
-                            hn = (v >> 1) ^ -(v & 1)
-                        if 0 <= hn <= rec_end - pos:
-                            hvalue = mv[pos:pos + hn]
-                            pos += hn
-                        elif hn == -1:
-                            hvalue = None
-                        else:
-                            raise fail(f"invalid header value length {hn}: "
-                                       f"{rec_end - pos} bytes left in the record", pos)
-                        hl.append((hkey, hvalue))
-                    headers = tuple(hl)
-            if pos != rec_end:
-                raise fail(f"invalid record size: expected to read {length} bytes in record "
-                           f"payload, but instead read {pos - rec_end + length}", rec_end - length)
-        except IndexError:
-            raise fail("record runs past the end of the buffer", pos) from None
-        except CorruptRecordError as e:  # from read_unsigned_tail, which lacks context
-            if e.position is None or not e.reason.startswith("varint"):
-                raise
-            raise fail(e.reason, e.position) from None
-        # object.__new__ plus slot stores beats calling Record.__init__ (no extra frame).
-        r = new(record_cls)
-        r.offset = base_offset + off_delta
-        r.timestamp = base_timestamp + ts_delta if log_append_time is None else log_append_time
-        r.key = key
-        r.value = value
-        r.headers = headers
-        r.attributes = attributes
-        r.timestamp_delta = ts_delta
-        r.batch = batch
-        yield r
-    if pos != end:
-        raise fail(f"incorrect declared batch size: {end - pos} bytes remain after the last record", pos)
-
-
-# --- the batch ------------------------------------------------------------------------
 
 def _as_bytes_buffer(buf):
     """Index-able as unsigned bytes: bytes, bytearray, mmap and 'B' memoryviews are."""
@@ -409,6 +99,24 @@ class RecordBatch:
                  "attributes", "last_offset_delta", "base_timestamp", "max_timestamp",
                  "producer_id", "producer_epoch", "base_sequence", "records_count",
                  "position", "file", "max_decompressed_size", "_buf", "_decompressed")
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+    position: int
+    file: str | None
+    max_decompressed_size: int
+    _buf: Any
+    _decompressed: bytes | None
 
     @classmethod
     def from_buffer(cls, buf, offset: int = 0, *,
@@ -493,7 +201,7 @@ class RecordBatch:
         if self.base_sequence == NO_SEQUENCE:
             return NO_SEQUENCE
         seq = self.base_sequence + self.last_offset_delta
-        return seq - 0x80000000 if seq > _INT32_MAX else seq
+        return seq - 0x80000000 if seq > INT32_MAX else seq
 
     @property
     def size_in_bytes(self) -> int:
@@ -575,7 +283,7 @@ class RecordBatch:
             raise CorruptRecordError(
                 f"record count {count} cannot fit in {end - start} bytes of records",
                 self.position + RECORD_BATCH_OVERHEAD - 4, self.file)
-        return _decode_records(
+        return decode_records(
             data, start, end, count, self.base_offset, self.base_timestamp,
             self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None,
             self, ControlRecord if self.is_control else Record,
@@ -612,264 +320,3 @@ class RecordBatch:
                 f"control={self.is_control}, transactional={self.is_transactional}, "
                 f"producer=({self.producer_id}, {self.producer_epoch}, {self.base_sequence}), "
                 f"size={self.size_in_bytes}, position={self.position})")
-
-
-# --- the writer -----------------------------------------------------------------------
-
-_BYTE = [bytes((i,)) for i in range(256)]
-
-
-def _uvarint(z: int) -> bytes:
-    """Unsigned varint of an already zigzagged value (the writer's slow path)."""
-    if z < 16384:
-        return _VARINT[z]
-    if z >> 64:
-        raise ValueError(f"value out of varlong range (zigzag {z})")
-    out = bytearray()
-    while z > 0x7F:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
-# Encoded varints for every zigzagged value below 2**14 (all 1- and 2-byte varints: record
-# lengths, value lengths and timestamp deltas of typical records). ~0.6 MB, built once.
-_VARINT = _BYTE[:128] + [bytes(((z & 0x7F) | 0x80, z >> 7)) for z in range(128, 16384)]
-
-
-class RecordBatchBuilder:
-    """Write one v2 batch, with every header field settable.
-
-    Defaults are what the Java producer writes for a plain (non-idempotent) batch:
-    partition leader epoch -1 (the broker or the raft leader fills it in), producer id
-    -1, producer epoch -1, base sequence -1, CREATE_TIME. Derived fields (last offset
-    delta, base/max timestamp, length, record count, CRC) are computed at ``build()``
-    unless given explicitly, which is how a stored batch is re-encoded exactly.
-    """
-
-    def __init__(self, *, base_offset: int = 0,
-                 partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
-                 compression_type: int = NONE, compression_level: int | None = None,
-                 timestamp_type: int = CREATE_TIME, is_transactional: bool = False,
-                 is_control: bool = False, has_delete_horizon: bool = False,
-                 producer_id: int = NO_PRODUCER_ID, producer_epoch: int = NO_PRODUCER_EPOCH,
-                 base_sequence: int = NO_SEQUENCE, base_timestamp: int | None = None,
-                 max_timestamp: int | None = None, last_offset_delta: int | None = None):
-        if compression_type not in _compression.CODEC_NAMES:
-            raise ValueError(f"unknown compression type {compression_type}")
-        if timestamp_type not in (CREATE_TIME, LOG_APPEND_TIME):
-            raise ValueError(f"timestamp type must be 0 (create) or 1 (log append), not {timestamp_type}")
-        if base_timestamp is not None and base_timestamp < 0 and base_timestamp != NO_TIMESTAMP \
-                and not has_delete_horizon:
-            raise ValueError(f"invalid base timestamp {base_timestamp}")
-        _check_header_widths(base_offset=(base_offset, 64), partition_leader_epoch=(partition_leader_epoch, 32),
-                             producer_id=(producer_id, 64), producer_epoch=(producer_epoch, 16),
-                             base_sequence=(base_sequence, 32))
-        self.base_offset = base_offset
-        self.partition_leader_epoch = partition_leader_epoch
-        self.compression_type = compression_type
-        self.compression_level = compression_level
-        self.timestamp_type = timestamp_type
-        self.is_transactional = is_transactional
-        self.is_control = is_control
-        self.has_delete_horizon = has_delete_horizon
-        self.producer_id = producer_id
-        self.producer_epoch = producer_epoch
-        self.base_sequence = base_sequence
-        self.base_timestamp = base_timestamp
-        self.max_timestamp = max_timestamp
-        self.last_offset_delta = last_offset_delta
-        self._records = bytearray()
-        self._count = 0
-        self._last_offset_delta = -1
-        self._max_record_timestamp = NO_TIMESTAMP
-
-    @classmethod
-    def from_batch(cls, batch: RecordBatch) -> RecordBatchBuilder:
-        """A builder holding ``batch``'s header fields and records: ``build()`` gives back
-        the same bytes for an uncompressed batch (the codec output of a compressed one
-        may differ from the original compressor's)."""
-        builder = cls(**batch.header_fields())
-        append = builder.append
-        for r in batch:
-            append(r.key, r.value, r.headers, timestamp_delta=r.timestamp_delta,
-                   offset_delta=r.offset_delta, attributes=r.attributes)
-        return builder
-
-    def __len__(self) -> int:
-        return self._count
-
-    def append(self, key, value, headers: Iterable = (), timestamp: int | None = None, *,
-               offset_delta: int | None = None, timestamp_delta: int | None = None,
-               attributes: int = 0) -> int:
-        """Add a record; returns its offset delta.
-
-        ``timestamp`` defaults to now (ms). The first record's timestamp becomes the
-        base timestamp unless one was given. ``offset_delta`` defaults to the previous
-        one plus one and must increase. ``timestamp_delta`` (raw, instead of timestamp)
-        and ``attributes`` exist for exact re-encoding.
-        """
-        if offset_delta is None:
-            offset_delta = self._last_offset_delta + 1
-        elif offset_delta <= self._last_offset_delta:
-            raise ValueError(f"offset delta {offset_delta} does not follow {self._last_offset_delta}")
-        if not 0 <= offset_delta <= _INT32_MAX:
-            raise ValueError(f"offset delta {offset_delta} out of range")
-        base_ts = self.base_timestamp
-        if timestamp_delta is None:
-            if timestamp is None:
-                timestamp = int(time.time() * 1000)
-            elif timestamp < 0 and timestamp != NO_TIMESTAMP:
-                raise ValueError(f"invalid negative timestamp {timestamp}")
-            if base_ts is None:
-                base_ts = self.base_timestamp = timestamp
-            timestamp_delta = timestamp - base_ts
-        else:
-            if timestamp is not None:
-                raise ValueError("give timestamp or timestamp_delta, not both")
-            if base_ts is None:
-                raise ValueError("timestamp_delta needs an explicit base_timestamp")
-            timestamp = base_ts + timestamp_delta
-        if timestamp > self._max_record_timestamp:
-            self._max_record_timestamp = timestamp
-
-        # Each record is a list of parts joined once; 1- and 2-byte varints (nearly all
-        # of them) come from a table instead of the general encoder.
-        byte = _BYTE
-        varint = _VARINT
-        z = (timestamp_delta << 1) ^ (timestamp_delta >> 63)  # zigzag
-        v = offset_delta << 1
-        parts = [byte[attributes & 0xFF], varint[z] if z < 16384 else _uvarint(z),
-                 varint[v] if v < 16384 else _uvarint(v)]
-        add = parts.append
-        if key is None:
-            add(b"\x01")  # zigzag(-1): null
-        else:
-            v = len(key) << 1
-            add(varint[v] if v < 16384 else _uvarint(v))
-            add(key)
-        if value is None:
-            add(b"\x01")
-        else:
-            v = len(value) << 1
-            add(varint[v] if v < 16384 else _uvarint(v))
-            add(value)
-        if headers:
-            if not isinstance(headers, (list, tuple)):
-                headers = list(headers)
-            v = len(headers) << 1
-            add(varint[v] if v < 16384 else _uvarint(v))
-            for hkey, hvalue in headers:
-                if type(hkey) is not str:
-                    if hkey is None:
-                        raise ValueError("record header keys cannot be null")
-                    hkey = bytes(hkey)
-                else:
-                    hkey = hkey.encode("utf-8", "surrogateescape")
-                v = len(hkey) << 1
-                add(varint[v] if v < 16384 else _uvarint(v))
-                add(hkey)
-                if hvalue is None:
-                    add(b"\x01")
-                else:
-                    v = len(hvalue) << 1
-                    add(varint[v] if v < 16384 else _uvarint(v))
-                    add(hvalue)
-        else:
-            add(b"\x00")
-        body = b"".join(parts)
-        v = len(body) << 1
-        records = self._records
-        records += varint[v] if v < 16384 else _uvarint(v)
-        records += body
-        self._count += 1
-        self._last_offset_delta = offset_delta
-        return offset_delta
-
-    def records_bytes(self) -> bytes:
-        """The uncompressed records section written so far."""
-        return bytes(self._records)
-
-    def _attributes(self) -> int:
-        attributes = self.compression_type
-        if self.timestamp_type == LOG_APPEND_TIME:
-            attributes |= TIMESTAMP_TYPE_MASK
-        if self.is_transactional:
-            attributes |= TRANSACTIONAL_FLAG_MASK
-        if self.is_control:
-            attributes |= CONTROL_FLAG_MASK
-        if self.has_delete_horizon:
-            attributes |= DELETE_HORIZON_FLAG_MASK
-        return attributes
-
-    def build(self) -> bytes:
-        """The complete batch bytes, CRC included."""
-        payload = self._records
-        if self.compression_type != NONE:
-            payload = _compression.compress(self.compression_type, payload, self.compression_level)
-        count = self._count
-        last_offset_delta = self.last_offset_delta
-        if last_offset_delta is None:
-            last_offset_delta = max(self._last_offset_delta, 0)
-        base_ts = self.base_timestamp
-        if base_ts is None:
-            base_ts = NO_TIMESTAMP
-        max_ts = self.max_timestamp
-        if max_ts is None:
-            max_ts = self._max_record_timestamp if count else NO_TIMESTAMP
-        if self.base_offset + last_offset_delta > _INT64_MAX:
-            raise ValueError(f"a batch at base offset {self.base_offset} cannot hold {last_offset_delta + 1} "
-                             f"offsets: its last offset would pass {_INT64_MAX}")
-        post = _POST_CRC.pack(self._attributes(), last_offset_delta, base_ts, max_ts,
-                              self.producer_id, self.producer_epoch, self.base_sequence, count)
-        crc = crc32c(payload, crc32c(post))
-        pre = _PRE_CRC.pack(self.base_offset, RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(payload),
-                            self.partition_leader_epoch, MAGIC, crc)
-        return b"".join((pre, post, payload))
-
-
-def _check_header_widths(**fields: tuple[int, int]) -> None:
-    """ValueError naming the first header field whose value does not fit its signed width."""
-    for name, (value, bits) in fields.items():
-        bound = 1 << (bits - 1)
-        if not -bound <= value < bound:
-            raise ValueError(f"batch header field {name} = {value} does not fit an int{bits}")
-
-
-def build_batch(records: Iterable, **fields) -> bytes:
-    """Build a batch from ``(key, value[, headers[, timestamp]])`` tuples.
-
-    ``fields`` are RecordBatchBuilder keyword arguments.
-    """
-    builder = RecordBatchBuilder(**fields)
-    append = builder.append
-    for rec in records:
-        append(*rec)
-    return builder.build()
-
-
-def build_control_batch(control_type: int, value, *, key_version: int = 0,
-                        timestamp: int | None = None, is_transactional: bool | None = None,
-                        **fields) -> bytes:
-    """A control batch with one record: key = (int16 version, int16 type), value as given.
-
-    Transaction markers (ABORT/COMMIT) are transactional batches; the KRaft control
-    records are not. ``fields`` are RecordBatchBuilder keyword arguments (base_offset,
-    partition_leader_epoch, producer_id, ...).
-    """
-    if is_transactional is None:
-        is_transactional = control_type in (ControlRecordType.ABORT, ControlRecordType.COMMIT)
-    builder = RecordBatchBuilder(is_control=True, is_transactional=is_transactional, **fields)
-    builder.append(encode_control_key(control_type, key_version), value, (), timestamp)
-    return builder.build()
-
-
-def build_end_txn_marker_batch(commit: bool, *, producer_id: int, producer_epoch: int,
-                               coordinator_epoch: int, timestamp: int | None = None,
-                               **fields) -> bytes:
-    """A COMMIT or ABORT marker, as the broker writes it for a transactional producer."""
-    return build_control_batch(
-        ControlRecordType.COMMIT if commit else ControlRecordType.ABORT,
-        encode_end_txn_marker(coordinator_epoch), timestamp=timestamp,
-        producer_id=producer_id, producer_epoch=producer_epoch, **fields)
