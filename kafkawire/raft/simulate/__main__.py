@@ -20,7 +20,7 @@ from .world import run_seed
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kafkawire.raft.simulate", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, default=100, help="how many seeds to run")
+    parser.add_argument("--seeds", type=int, help="how many seeds to run (100; a named scenario: 1)")
     parser.add_argument("--events", type=int, default=500, help="events per seed before the quiet period")
     parser.add_argument("--first-seed", type=int, default=1)
     parser.add_argument("--scenario", choices=sorted(SCENARIOS), help="run a named scenario instead of random runs")
@@ -33,15 +33,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     if args.scenario:
-        scenario = SCENARIOS[args.scenario]
-        try:
-            sim = scenario(args.first_seed)
-        except InvariantViolation as exc:
-            print(f"scenario {args.scenario} seed {args.first_seed}: VIOLATION {exc}", file=sys.stderr)
-            return 1
-        print(f"scenario {args.scenario} seed {args.first_seed}: ok ({sim.events_run} events, {sim.now} ms virtual)")
-        return 0
-
+        return _run_scenario(args)
+    if args.seeds is None:
+        args.seeds = 100
     started = time.perf_counter()
     events = 0
     totals = Counter()
@@ -78,6 +72,35 @@ def main(argv=None) -> int:
               + ", ".join(f"{seed} ({rule})" for seed, rule in failed))
         return 1
     return 0
+
+
+def _run_scenario(args) -> int:
+    """A named scenario on ``--seeds`` seeds from ``--first-seed``; with ``--keep-going``
+    every seed runs and the failed ones are listed at the end."""
+    scenario = SCENARIOS[args.scenario]
+    seeds = range(args.first_seed, args.first_seed + (args.seeds or 1))
+    started, failed, events = time.perf_counter(), [], 0
+    for seed in seeds:
+        try:
+            sim = scenario(seed)
+        except Exception as exc:
+            kind = "VIOLATION" if isinstance(exc, InvariantViolation) else f"CRASH ({type(exc).__name__})"
+            print(f"scenario {args.scenario} seed {seed}: {kind} {exc}", file=sys.stderr)
+            if not isinstance(exc, InvariantViolation):
+                import traceback
+                traceback.print_exception(exc)
+            failed.append(seed)
+            if not args.keep_going:
+                return 1
+            continue
+        events += sim.events_run
+        if len(seeds) == 1:
+            print(f"scenario {args.scenario} seed {seed}: ok ({sim.events_run} events, {sim.now} ms virtual)")
+    if len(seeds) > 1:
+        print(f"scenario {args.scenario}: {len(seeds) - len(failed)} of {len(seeds)} seeds ok from {args.first_seed} "
+              f"({events} events, {time.perf_counter() - started:.1f} s)"
+              + (f"; FAILED: {', '.join(map(str, failed))}" if failed else ""))
+    return 1 if failed else 0
 
 
 def _report_failure(seed: int, exc: BaseException, settings, sim, args) -> None:

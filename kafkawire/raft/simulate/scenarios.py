@@ -14,7 +14,8 @@ from kafkawire.raft.io import Shutdown
 from kafkawire.raft.states import Follower, Leader, Resigned, Unattached
 from kafkawire.raft.types import ReplicaKey
 
-from .invariants import InvariantViolation
+from .kafka_scenarios import KAFKA_SCENARIOS
+from .scenario_kit import _commit_one, _leader, _quiet, _run_until, _voter_ids, expect
 from .world import LISTENER, SimSettings, Simulation, address_of, kraft_version_upgrade_request
 
 
@@ -38,43 +39,6 @@ def settings_for_seed(seed: int) -> SimSettings:
     # Drawn last, so that the fields above stay what they were for every seed.
     settings.broker_observers = min(settings.observers, rng.choice([0, 0, 1]))
     return settings
-
-
-def expect(condition: bool, what: str, sim: Simulation) -> None:
-    if not condition:
-        raise InvariantViolation("scenario", f"{what}\n{sim.describe()}")
-
-
-def _quiet(seed: int, **settings) -> Simulation:
-    sim = Simulation(seed, SimSettings(drop_rate=0.0, duplicate_rate=0.0, **settings))
-    sim.faults_enabled = False
-    sim.start()
-    return sim
-
-
-def _run_until(sim: Simulation, ms: int, predicate, what: str) -> None:
-    expect(sim.run_until(sim.now + ms, predicate), f"{what} within {ms} ms", sim)
-
-
-def _leader(sim: Simulation):
-    leaders = [n for n in sim.leaders()]
-    return max(leaders, key=lambda n: n.core.epoch) if leaders else None
-
-
-def _voter_ids(node) -> set[int]:
-    return set(node.core.voters().ids)
-
-
-def _commit_one(sim: Simulation, what: str, ms: int = 10_000) -> None:
-    state = {}
-
-    def done():
-        token = state.get("token")
-        if token is None or token in sim.failed_tokens:
-            state["token"] = sim.propose()
-            return False
-        return token in sim.committed_tokens
-    _run_until(sim, ms, done, what)
 
 
 def standalone_then_two_auto_joins(seed: int) -> Simulation:
@@ -475,4 +439,4 @@ SCENARIOS = {f.__name__: f for f in (standalone_then_two_auto_joins, disk_failur
                                       zombie_leader_after_partition, upgrade_kraft_version,
                                       leader_known_without_endpoints, disk_replaced_while_voter_change_uncommitted,
                                       voter_being_added_keeps_what_it_acknowledged,
-                                      lagging_voter_votes_for_a_voter_it_does_not_know)}
+                                      lagging_voter_votes_for_a_voter_it_does_not_know)} | KAFKA_SCENARIOS
