@@ -81,7 +81,8 @@ def controller_factory(driver, server_config, meta_properties) -> MetadataContro
     controller = MetadataController(DriverHandle(driver), cluster_id=meta_properties.cluster_id,
                                     bootstrap_records=records, bootstrap_source=source,
                                     listeners=controller_listeners(server_config),
-                                    max_idle_interval_ms=server_config.metadata_max_idle_interval_ms)
+                                    max_idle_interval_ms=server_config.metadata_max_idle_interval_ms,
+                                    session_timeout_ms=server_config.broker_session_timeout_ms)
     # A commit of control records (a new leader's LeaderChange) moves the high watermark
     # without a data batch: the controller must look again at whether it can activate.
     driver.hw_listeners.append(controller.poke)

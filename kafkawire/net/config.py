@@ -244,6 +244,8 @@ _KEYS = (
          "MetadataLogConfig"),
     # QuorumControllerConfig (KRaftConfigs): INT 500 atLeast(0); 0 writes no NoOpRecords at all
     _Key("metadata.max.idle.interval.ms", lambda k, v: _int(k, v, 0), "500", "KRaftConfigs"),
+    # KRaftConfigs: INT 9000, no validator; the active controller fences a broker silent this long
+    _Key("broker.session.timeout.ms", lambda k, v: _int(k, v), "9000", "KRaftConfigs"),
     # SocketServerConfigs: INT 100 MiB atLeast(1); LONG 10 minutes
     _Key("socket.request.max.bytes", lambda k, v: _int(k, v, 1), str(100 * 1024 * 1024), "SocketServerConfigs"),
     _Key("connections.max.idle.ms", _long, str(10 * 60 * 1000), "SocketServerConfigs"),
@@ -307,6 +309,7 @@ class ServerConfig:
     metadata_log_max_record_bytes_between_snapshots: int
     metadata_log_max_snapshot_interval_ms: int
     metadata_max_idle_interval_ms: int
+    broker_session_timeout_ms: int
     socket_request_max_bytes: int
     connections_max_idle_ms: int
     queued_max_request_bytes: int

@@ -1,0 +1,337 @@
+"""Real clients on real Kafka 4.3.1 brokers whose controller quorum is three kafkawire
+controllers (issue 16, scenarios 2 and 3): kafka-python, confluent-kafka and kcat produce and
+consume, a consumer group commits offsets, a transactional producer commits and aborts and a
+read_committed consumer sees only what was committed; then failover: a broker leading
+partitions is killed (our controller fences it after the session timeout and moves leadership
+within the ISR; it restarts and rejoins the ISRs through AlterPartition), and the active
+controller is killed during steady produce.
+
+Every acknowledged record is counted and found exactly once; each test prints what it
+produced, consumed and lost, and the failover tests print the times they measured.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import shutil
+import subprocess
+import threading
+import time
+
+import pytest
+
+from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
+from kafkawire.net.client import NetworkClient, TransportError
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+kafka = pytest.importorskip("kafka")
+
+SESSION_TIMEOUT_MS = 3000            # broker.session.timeout.ms on our controllers
+BROKER_PROPERTIES = {
+    "offsets.topic.num.partitions": "3",
+    "transaction.state.log.num.partitions": "3",
+    "group.initial.rebalance.delay.ms": "0",
+    "broker.heartbeat.interval.ms": "500",       # at most half the session timeout, as Kafka requires
+}
+CONTROLLER_PROPERTIES = {"broker.session.timeout.ms": str(SESSION_TIMEOUT_MS)}
+
+
+def start_cluster(kafka_on_kafkawire):
+    return kafka_on_kafkawire(3, 3, controller_properties=CONTROLLER_PROPERTIES,
+                              broker_properties=BROKER_PROPERTIES)
+
+
+# --- asking a broker -------------------------------------------------------------------------------
+async def _metadata(address, topic: str, timeout_ms: int):
+    async with NetworkClient(client_id="kafka-clients-on-kafkawire", request_timeout_ms=timeout_ms,
+                             connect_timeout_ms=timeout_ms) as client:
+        response = await client.send(address, MetadataRequest(topics=[MetadataRequestTopic(name=topic)],
+                                                              allow_auto_topic_creation=False))
+    (t,) = response.topics
+    if t.error_code:
+        return None
+    return {p.partition_index: (p.leader_id, sorted(p.isr_nodes)) for p in t.partitions}
+
+
+def partitions(cluster, topic: str, asked: int | None = None):
+    """{partition: (leader, isr)} as a live broker sees ``topic``, or None if none answers."""
+    ids = [asked] if asked is not None else [b for b in cluster.broker_ids if cluster.brokers[b].alive()]
+    for b in ids:
+        try:
+            view = asyncio.run(_metadata(("127.0.0.1", cluster.brokers[b].broker_port), topic, 2000))
+        except (TransportError, OSError, ValueError):
+            continue
+        if view is not None:
+            return view
+    return None
+
+
+def isrs_all(cluster, topic: str, rule) -> bool:
+    """``rule(isr)`` holds for every partition of ``topic`` as a live broker sees it."""
+    view = partitions(cluster, topic)
+    return view is not None and all(rule(isr) for _, isr in view.values())
+
+
+def create_topic(cluster, name: str, partitions_: int, *configs: str) -> None:
+    args = ["--create", "--topic", name, "--partitions", partitions_, "--replication-factor", "3"]
+    for config in configs:
+        args += ["--config", config]
+    cluster.topics(*args)
+    cluster.wait_until(lambda: (lambda v: v is not None and len(v) == partitions_ and
+                                all(leader >= 0 and len(isr) == 3 for leader, isr in v.values()))(
+        partitions(cluster, name)), 60, f"{name}'s partitions led, ISR 3 (as every broker sees it)")
+
+
+# --- consuming ---------------------------------------------------------------------------------------
+def consume_values(cluster, topic: str, expected: int, *, isolation: str = "read_uncommitted",
+                   group: str | None = None, idle_s: float = 5, timeout_s: float = 90) -> list[bytes]:
+    """Every value of ``topic`` from the beginning (confluent-kafka), until ``expected`` were read
+    and nothing more came for ``idle_s``."""
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": cluster.bootstrap_servers([b for b in cluster.broker_ids if cluster.brokers[b].alive()]),
+        "group.id": group or f"reader-{topic}-{isolation}-{time.monotonic_ns()}",
+        "auto.offset.reset": "earliest", "enable.auto.commit": False, "isolation.level": isolation})
+    values: list[bytes] = []
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + timeout_s
+        last_new = time.monotonic()
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                if len(values) >= expected and time.monotonic() - last_new >= idle_s:
+                    break
+                continue
+            if message.error():
+                continue
+            values.append(message.value())
+            last_new = time.monotonic()
+        if group is not None and values:
+            consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+    return values
+
+
+def exactly_once_report(label: str, acked, consumed) -> tuple[int, int, int]:
+    """Print and return (lost, duplicated, unexpected) of ``acked`` values among ``consumed``."""
+    counts = collections.Counter(consumed)
+    acked = set(acked)
+    lost = sum(1 for v in acked if counts[v] == 0)
+    duplicated = sum(1 for v in acked if counts[v] > 1)
+    unexpected = sum(1 for v in counts if v not in acked)
+    print(f"\n[{label}] produced (acknowledged): {len(acked)}, consumed: {len(consumed)} "
+          f"({len(counts)} distinct), lost: {lost}, duplicated: {duplicated}, not acknowledged but read: {unexpected}")
+    return lost, duplicated, unexpected
+
+
+# --- producing steadily in the background ------------------------------------------------------------
+class SteadyProducer:
+    """confluent-kafka, acks=all with idempotence, one record every ``interval_s`` until stopped;
+    the time of every acknowledgement is kept."""
+
+    def __init__(self, cluster, topic: str, prefix: str, interval_s: float = 0.005):
+        self.producer = confluent_kafka.Producer({
+            "bootstrap.servers": cluster.bootstrap_servers(), "acks": "all", "enable.idempotence": True,
+            "message.timeout.ms": 120000, "linger.ms": 5})
+        self.topic, self.prefix, self.interval_s = topic, prefix, interval_s
+        self.acked: list[tuple[float, bytes]] = []
+        self.failed: list[tuple[bytes, str]] = []
+        self.sent = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _delivered(self, error, message):
+        if error is None:
+            self.acked.append((time.monotonic(), message.value()))
+        else:
+            self.failed.append((message.value(), str(error)))
+
+    def _run(self):
+        while not self._stop.is_set():
+            value = f"{self.prefix}-{self.sent}".encode()
+            try:
+                self.producer.produce(self.topic, value=value, key=value, on_delivery=self._delivered)
+                self.sent += 1
+            except BufferError:
+                pass
+            self.producer.poll(self.interval_s)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def stop(self, flush_s: float = 120) -> None:
+        if not self._stop.is_set():
+            self._stop.set()
+            self._thread.join(10)
+            remaining = self.producer.flush(flush_s)
+            assert remaining == 0, f"{remaining} records still unacknowledged after {flush_s} s"
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def acked_values(self) -> list[bytes]:
+        return [v for _, v in self.acked]
+
+    def longest_gap(self, since: float, until: float) -> float:
+        """The longest time without an acknowledgement within [since, until]."""
+        times = [since] + sorted(t for t, _ in self.acked if since <= t <= until) + [until]
+        return max(b - a for a, b in zip(times, times[1:]))
+
+    def wait_acked(self, cluster, count: int, timeout_s: float = 60) -> None:
+        cluster.wait_until(lambda: len(self.acked) >= count, timeout_s, f"{count} acknowledged records")
+
+
+# --- the scenarios -------------------------------------------------------------------------------------
+def test_clients_produce_and_consume_a_group_commits_and_transactions_commit_and_abort(kafka_on_kafkawire):
+    cluster = start_cluster(kafka_on_kafkawire)
+    create_topic(cluster, "orders", 6, "min.insync.replicas=2")
+    servers = cluster.bootstrap_servers()
+
+    # kafka-python, acks=all with idempotence (InitProducerId: the brokers allocate producer ids from us)
+    python_producer = kafka.KafkaProducer(bootstrap_servers=servers, acks="all", enable_idempotence=True)
+    futures = {f"kafka-python-{i}".encode(): python_producer.send("orders", key=str(i).encode(),
+                                                                   value=f"kafka-python-{i}".encode())
+               for i in range(300)}
+    python_producer.flush(60)
+    python_producer.close()
+    acked = [v for v, f in futures.items() if f.succeeded()]
+    assert len(acked) == 300, [f.exception for f in futures.values() if f.failed()][:3]
+
+    # confluent-kafka, acks=all with idempotence
+    delivered = []
+    producer = confluent_kafka.Producer({"bootstrap.servers": servers, "acks": "all", "enable.idempotence": True})
+    for i in range(300):
+        producer.produce("orders", key=str(i), value=f"confluent-{i}",
+                         on_delivery=lambda err, msg: delivered.append(msg.value()) if err is None else None)
+    assert producer.flush(60) == 0
+    assert len(delivered) == 300
+    acked += delivered
+
+    # kcat -P (acks=all); it exits non-zero if a record is not delivered
+    kcat = shutil.which("kcat")
+    if kcat:
+        lines = "".join(f"kcat-{i}\n" for i in range(200))
+        result = subprocess.run([kcat, "-P", "-b", servers, "-t", "orders", "-X", "acks=all"], input=lines,
+                                text=True, capture_output=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        acked += [f"kcat-{i}".encode() for i in range(200)]
+
+    # a consumer group reads everything and commits; the group's next member starts after it
+    consumed = consume_values(cluster, "orders", len(acked), group="audit")
+    lost, duplicated, unexpected = exactly_once_report("clients", acked, consumed)
+    assert (lost, duplicated, unexpected) == (0, 0, 0)
+    again = consume_values(cluster, "orders", 0, group="audit", idle_s=3, timeout_s=20)
+    assert again == [], f"the group re-read {len(again)} records after committing"
+    member = confluent_kafka.Consumer({"bootstrap.servers": servers, "group.id": "audit"})
+    committed = member.committed([confluent_kafka.TopicPartition("orders", p) for p in range(6)], timeout=30)
+    member.close()
+    assert sum(tp.offset for tp in committed) == len(acked)       # one offset per record, from 0
+
+    if kcat:     # kcat -C reads the same records back
+        result = subprocess.run([kcat, "-C", "-b", servers, "-t", "orders", "-o", "beginning", "-e", "-q",
+                                 "-f", "%s\n"], capture_output=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        read = result.stdout.split(b"\n")[:-1]
+        assert collections.Counter(read) == collections.Counter(acked)
+        print(f"[kcat -C] read {len(read)} records")
+
+    # transactions: commit 50, abort 50, commit 50 (__transaction_state created on demand)
+    create_topic(cluster, "ledger", 3, "min.insync.replicas=2")
+    transactional = confluent_kafka.Producer({"bootstrap.servers": servers, "transactional.id": "ledger-writer",
+                                              "acks": "all"})
+    transactional.init_transactions(60)
+    committed_values, aborted_values = [], []
+    for batch, outcome in enumerate(("commit", "abort", "commit")):
+        transactional.begin_transaction()
+        values = [f"tx{batch}-{i}".encode() for i in range(50)]
+        for value in values:
+            transactional.produce("ledger", value=value)
+        if outcome == "commit":
+            transactional.commit_transaction(60)
+            committed_values += values
+        else:
+            transactional.flush(60)
+            transactional.abort_transaction(60)
+            aborted_values += values
+    read_committed = consume_values(cluster, "ledger", len(committed_values), isolation="read_committed")
+    read_uncommitted = consume_values(cluster, "ledger", len(committed_values) + len(aborted_values))
+    assert exactly_once_report("read_committed", committed_values, read_committed) == (0, 0, 0)
+    assert collections.Counter(read_uncommitted) == collections.Counter(committed_values + aborted_values)
+    print(f"[transactions] committed: {len(committed_values)}, aborted: {len(aborted_values)}, "
+          f"read_committed saw {len(read_committed)}, read_uncommitted saw {len(read_uncommitted)}")
+    assert partitions(cluster, "__transaction_state") is not None
+    assert partitions(cluster, "__consumer_offsets") is not None
+
+
+def test_a_killed_broker_is_fenced_its_partitions_move_within_the_isr_and_it_rejoins(kafka_on_kafkawire):
+    cluster = start_cluster(kafka_on_kafkawire)
+    create_topic(cluster, "steady", 3, "min.insync.replicas=2")
+    before = partitions(cluster, "steady")
+    victim = before[0][0]
+    led = sorted(p for p, (leader, _) in before.items() if leader == victim)
+    survivors = [b for b in cluster.broker_ids if b != victim]
+    with SteadyProducer(cluster, "steady", "broker-failover") as producer:
+        producer.wait_acked(cluster, 200)
+        killed_at = time.monotonic()
+        cluster.kill_broker(victim)
+
+        def moved():
+            view = partitions(cluster, "steady")
+            return view is not None and all(view[p][0] not in (victim, -1) and view[p][0] in before[p][1]
+                                            for p in led) and view
+        after = cluster.wait_until(moved, 60, f"new leaders for the partitions broker {victim} led")
+        new_leader_s = time.monotonic() - killed_at
+        cluster.wait_until(lambda: isrs_all(cluster, "steady", lambda isr: victim not in isr),
+                           30, f"broker {victim} out of every ISR")
+        fenced = cluster.describe_cluster(survivors[0])
+        assert fenced.get(victim) is True, fenced
+        acked_at_move = len(producer.acked)
+        producer.wait_acked(cluster, acked_at_move + 200)     # producing goes on
+
+        restarted_at = time.monotonic()
+        cluster.start_broker(victim)
+        cluster.wait_for_unfenced([victim], timeout_s=90)
+        cluster.wait_until(lambda: isrs_all(cluster, "steady", lambda isr: victim in isr),
+                           90, f"broker {victim} back in every ISR (AlterPartition from the leaders)")
+        rejoin_s = time.monotonic() - restarted_at
+        producer.wait_acked(cluster, len(producer.acked) + 200)
+        producer.stop()
+    print(f"\n[broker failover] broker {victim} killed; new leaders {({p: after[p][0] for p in led})} "
+          f"{new_leader_s:.2f} s after the kill (broker.session.timeout.ms={SESSION_TIMEOUT_MS}); "
+          f"restarted broker back in every ISR {rejoin_s:.2f} s after its start; "
+          f"producer's longest gap without an acknowledgement: "
+          f"{producer.longest_gap(killed_at, killed_at + new_leader_s + 5):.2f} s")
+    assert new_leader_s < SESSION_TIMEOUT_MS / 1000 + 15
+    consumed = consume_values(cluster, "steady", len(producer.acked))
+    assert exactly_once_report("broker failover", producer.acked_values(), consumed) == (0, 0, 0)
+    assert producer.failed == []
+
+
+def test_the_active_controller_killed_during_steady_produce_loses_no_acknowledged_record(kafka_on_kafkawire):
+    cluster = start_cluster(kafka_on_kafkawire)
+    create_topic(cluster, "steady", 3, "min.insync.replicas=2")
+    with SteadyProducer(cluster, "steady", "controller-failover") as producer:
+        producer.wait_acked(cluster, 200)
+        old = cluster.quorum.wait_for_leader(10).leader_id
+        killed_at = time.monotonic()
+        cluster.quorum.kill(old)
+        new = cluster.quorum.wait_for_leader(30, exclude=[old])
+        elected_s = time.monotonic() - killed_at
+        # The brokers follow the new controller: still registered and unfenced after more than a
+        # session timeout, and a topic can be created through it.
+        time.sleep(SESSION_TIMEOUT_MS / 1000 + 2)
+        cluster.wait_for_unfenced(cluster.broker_ids, timeout_s=30)
+        create_topic(cluster, "after-failover", 3)
+        window_end = time.monotonic()
+        producer.wait_acked(cluster, len(producer.acked) + 200)
+        cluster.quorum.start(old)
+        producer.stop()
+    gap = producer.longest_gap(killed_at, window_end)
+    print(f"\n[controller failover] active controller {old} killed; controller {new.leader_id} leads "
+          f"(epoch {new.leader_epoch}) {elected_s:.2f} s later; the producer's longest gap without an "
+          f"acknowledgement from the kill until {window_end - killed_at:.1f} s after it: {gap:.3f} s")
+    consumed = consume_values(cluster, "steady", len(producer.acked))
+    assert exactly_once_report("controller failover", producer.acked_values(), consumed) == (0, 0, 0)
+    assert producer.failed == []
