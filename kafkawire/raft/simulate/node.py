@@ -18,6 +18,12 @@ from kafkawire.raft.types import OffsetAndEpoch
 
 from .store import MemoryLogStore
 
+LISTENER = "CONTROLLER"
+
+
+def address_of(node_id: int) -> tuple[str, int]:
+    return f"node{node_id}", 9093
+
 
 @dataclass
 class StateMachine:
