@@ -39,7 +39,7 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.storage.state_files import uuid_to_kafka
 from kafkawire.raft.node.errors import NotLeader
 
-from . import broker_apis, cluster
+from . import admin_apis, broker_apis, cluster
 from .activation import BootstrapError, activation_records
 from .errors import ApiError, not_controller
 from .frames import frame
@@ -162,6 +162,7 @@ class MetadataController:
             BROKER_HEARTBEAT: ApiHandler(self._broker_heartbeat),
             CREATE_TOPICS: ApiHandler(self._create_topics, min_version=CREATE_TOPICS_MIN_VERSION),
             **broker_apis.handlers(self),
+            **admin_apis.handlers(self),
         }
 
     async def run(self) -> None:

@@ -1,0 +1,98 @@
+"""The controller's handlers for the admin APIs brokers forward (in an Envelope) or clients send
+to a controller directly: DeleteTopics (20), AlterConfigs (33), CreatePartitions (37) and
+IncrementalAlterConfigs (44).
+
+Each computes its records from the committed state through the controller's serialized write
+path. A refusal of the whole request (not the active controller, the request's own timeout)
+goes to every topic or resource of the answer, as Kafka's getErrorResponse does.
+"""
+from __future__ import annotations
+
+import asyncio
+
+from kafkawire.messages.alter_configs_response import AlterConfigsResourceResponse as LegacyResult
+from kafkawire.messages.alter_configs_response import AlterConfigsResponse
+from kafkawire.messages.create_partitions_response import CreatePartitionsResponse, CreatePartitionsTopicResult
+from kafkawire.messages.delete_topics_response import DeletableTopicResult, DeleteTopicsResponse
+from kafkawire.messages.incremental_alter_configs_response import (AlterConfigsResourceResponse,
+                                                                    IncrementalAlterConfigsResponse)
+from kafkawire.net.server import ApiHandler
+from kafkawire.protocol.error_codes import Errors
+
+from .configs import alter_configs, incremental_alter_configs
+from .errors import ApiError
+from .partition_creation import create_partitions
+from .topic_deletion import NAMES_IN_TOPICS_VERSION, ZERO_UUID, delete_topics
+
+DELETE_TOPICS, ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS = 20, 33, 37, 44
+DELETE_TOPICS_MIN_VERSION = 1            # Kafka 4.x serves DeleteTopics v1-v6
+ALTER_CONFIGS_TIMEOUT_MS = 30_000        # the config APIs carry no timeout of their own
+
+
+def _timed_out(timeout_ms: int) -> ApiError:
+    return ApiError(Errors.REQUEST_TIMED_OUT, f"The controller did not finish the request within {timeout_ms} ms.")
+
+
+async def _write(controller, generate, timeout_ms: int):
+    timeout_ms = max(timeout_ms, 0)
+    try:
+        async with asyncio.timeout(timeout_ms / 1000):
+            result, _ = await controller.write(generate, timeout_ms=timeout_ms)
+    except TimeoutError:
+        raise _timed_out(timeout_ms) from None
+    return result
+
+
+def _delete_topics_error(request, api_version: int, exc: ApiError) -> DeleteTopicsResponse:
+    if api_version < NAMES_IN_TOPICS_VERSION:
+        entries = [(name, ZERO_UUID) for name in request.topic_names]
+    else:
+        entries = [(t.name, t.topic_id or ZERO_UUID) for t in request.topics]
+    return DeleteTopicsResponse(responses=[DeletableTopicResult(name=n, topic_id=i, error_code=exc.code,
+                                                                error_message=exc.message) for n, i in entries])
+
+
+def _configs_error(request, result_cls, response_cls, exc: ApiError):
+    return response_cls(responses=[result_cls(error_code=exc.code, error_message=exc.message,
+                                              resource_type=r.resource_type, resource_name=r.resource_name)
+                                   for r in request.resources])
+
+
+def handlers(controller) -> dict:
+    """ApiHandlers bound to ``controller`` (a MetadataController)."""
+
+    async def delete(ctx, request):
+        try:
+            return await _write(controller, lambda: delete_topics(controller.state, request, ctx.api_version),
+                                request.timeout_ms)
+        except ApiError as exc:
+            return _delete_topics_error(request, ctx.api_version, exc)
+
+    async def partitions(ctx, request):
+        try:
+            return await _write(controller, lambda: create_partitions(controller.state, request, controller.rng),
+                                request.timeout_ms)
+        except ApiError as exc:
+            return CreatePartitionsResponse(results=[CreatePartitionsTopicResult(
+                name=t.name, error_code=exc.code, error_message=exc.message) for t in request.topics])
+
+    async def incremental(ctx, request):
+        try:
+            return await _write(controller, lambda: incremental_alter_configs(controller.state, request),
+                                ALTER_CONFIGS_TIMEOUT_MS)
+        except ApiError as exc:
+            return _configs_error(request, AlterConfigsResourceResponse, IncrementalAlterConfigsResponse, exc)
+
+    async def legacy(ctx, request):
+        try:
+            return await _write(controller, lambda: alter_configs(controller.state, request),
+                                ALTER_CONFIGS_TIMEOUT_MS)
+        except ApiError as exc:
+            return _configs_error(request, LegacyResult, AlterConfigsResponse, exc)
+
+    return {
+        DELETE_TOPICS: ApiHandler(delete, min_version=DELETE_TOPICS_MIN_VERSION),
+        ALTER_CONFIGS: ApiHandler(legacy),
+        CREATE_PARTITIONS: ApiHandler(partitions),
+        INCREMENTAL_ALTER_CONFIGS: ApiHandler(incremental),
+    }

@@ -1,0 +1,242 @@
+"""IncrementalAlterConfigs and AlterConfigs on the active controller, for topics and brokers:
+ControllerApis' request handling (unknown resource types, duplicate resources) and
+ConfigurationControlManager's records and checks, with Kafka's errors and messages.
+
+Each resource gets one result; its changes are ConfigRecords (value null: the key is deleted),
+all of one request in one atomic batch, followed by a ClearElrRecord for every
+min.insync.replicas change while ELR is enabled. A broker's config gets a record even when the
+value does not change (KAFKA-14136: it makes brokers reload it); a topic's only when it does.
+AlterConfigs (the legacy API) replaces a resource's whole config: keys it does not name are
+deleted.
+
+Checked, in Kafka's order: the ELR min.insync.replicas rules, the value size (at most 32767
+characters), the resource name (a topic's as Topic.validate; a broker's a non-negative base-10
+id or "" for the cluster default), a topic's config names and values (topic_configs), and that
+the resource exists (the topic, or a registered broker or controller).
+
+Differences from Kafka, deliberate for now: results come in request order (Kafka's come in the
+order of a HashMap keyed by ConfigResource, whose hash depends on the JVM's identity hash of an
+enum, so no fixed order); APPEND and SUBTRACT on a broker config are allowed for the broker
+configs known to be lists below (Kafka asks KafkaConfig's whole ConfigDef); BROKER_LOGGER,
+CLIENT_METRICS and GROUP resources are refused with INVALID_REQUEST naming the type (Kafka's
+controller changes its own loggers and validates the other two); no AlterConfigPolicy.
+"""
+from __future__ import annotations
+
+from kafkawire.messages.alter_configs_response import AlterConfigsResourceResponse as LegacyResult
+from kafkawire.messages.alter_configs_response import AlterConfigsResponse
+from kafkawire.messages.incremental_alter_configs_response import (AlterConfigsResourceResponse,
+                                                                    IncrementalAlterConfigsResponse)
+from kafkawire.protocol.error_codes import Errors
+
+from .errors import ApiError
+from .frames import frame
+from .java_order import string_hashmap_order
+from .state import ControllerState
+from .topic_configs import ConfigValueError, default_value, is_list, validate_topic_configs
+from .topics import validate_topic_name
+from .versions import elr_enabled
+
+UNKNOWN_RESOURCE, TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 0, 2, 4, 8, 16, 32
+KNOWN_RESOURCE_TYPES = {TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP}
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
+MAX_VALUE_CHARS = 32767
+BROKER_LIST_CONFIGS = frozenset((
+    "listeners", "advertised.listeners", "log.dirs", "log.dir", "cordoned.log.dirs", "log.cleanup.policy",
+    "super.users", "sasl.enabled.mechanisms", "ssl.cipher.suites", "ssl.enabled.protocols", "metric.reporters",
+    "listener.security.protocol.map", "early.start.listeners", "controller.listener.names",
+))
+
+
+def _config_record(resource_type: int, resource_name: str, name: str, value: str | None) -> dict:
+    return dict(resource_type=resource_type, resource_name=resource_name, name=name, value=value)
+
+
+def _current(state: ControllerState, resource) -> dict[str, str]:
+    return dict(state.image.configs.get(resource, {}))
+
+
+def _check_records(state: ControllerState, resource, altered: list[dict], deleted: list[dict],
+                   newly_created: bool) -> None:
+    """ConfigurationControlManager.validateAlterConfig; raises ApiError."""
+    resource_type, name = resource
+    merged = _current(state, resource)
+    elr = elr_enabled(state.image.metadata_version, state.image.finalized_features)
+    for record in altered + deleted:
+        if elr and record["name"] == MIN_INSYNC_REPLICAS and resource_type == BROKER:
+            if name:
+                raise ApiError(Errors.INVALID_CONFIG,
+                               f"Broker-level {MIN_INSYNC_REPLICAS} cannot be altered while ELR is enabled.")
+            if record["value"] is None:
+                raise ApiError(Errors.INVALID_CONFIG,
+                               f"Cluster-level {MIN_INSYNC_REPLICAS} cannot be removed while ELR is enabled.")
+        if record in deleted or record["value"] is None:
+            merged.pop(record["name"], None)
+        elif len(record["value"]) > MAX_VALUE_CHARS:
+            raise ApiError(Errors.INVALID_CONFIG, "The configuration value cannot be added because it exceeds the "
+                                                  f"maximum value size of {MAX_VALUE_CHARS} bytes.")
+        else:
+            merged[record["name"]] = record["value"]
+    _validate_resource(resource_type, name, merged)
+    if not newly_created:
+        _check_exists(state, resource_type, name)
+
+
+def _validate_resource(resource_type: int, name: str, configs: dict[str, str]) -> None:
+    """ControllerConfigurationValidator.validate."""
+    if resource_type == TOPIC:
+        if not name:
+            raise ApiError(Errors.INVALID_REQUEST, "Default topic resources are not allowed.")
+        validate_topic_name(name)
+        try:
+            validate_topic_configs(configs)
+        except ConfigValueError as exc:
+            raise ApiError(Errors.INVALID_CONFIG, str(exc)) from None
+    elif resource_type == BROKER:
+        if name:
+            if not (name.isascii() and name.lstrip("-").isdigit()):
+                raise ApiError(Errors.INVALID_REQUEST, "Unable to parse broker name as a base 10 number.")
+            if int(name) < 0:
+                raise ApiError(Errors.INVALID_REQUEST, "Invalid negative broker ID.")
+    else:
+        raise ApiError(Errors.INVALID_REQUEST, f"Unknown resource type {_type_name(resource_type)}")
+
+
+def _check_exists(state: ControllerState, resource_type: int, name: str) -> None:
+    """QuorumController.ConfigResourceExistenceChecker."""
+    image = state.image
+    if resource_type == TOPIC and name not in image.topics_by_name:
+        raise ApiError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+    if resource_type == BROKER and name:
+        node_id = int(name)
+        if node_id not in image.brokers and node_id not in image.controllers:
+            raise ApiError(Errors.BROKER_ID_NOT_REGISTERED, f"No node with id {node_id} found.")
+
+
+def _type_name(resource_type: int) -> str:
+    return {TOPIC: "TOPIC", BROKER: "BROKER", BROKER_LOGGER: "BROKER_LOGGER", CLIENT_METRICS: "CLIENT_METRICS",
+            GROUP: "GROUP"}.get(resource_type, "UNKNOWN")
+
+
+def _splittable(resource_type: int, key: str) -> bool:
+    return is_list(key) if resource_type == TOPIC else key in BROKER_LIST_CONFIGS
+
+
+def _parts(resource_type: int, key: str, value: str | None) -> list[str]:
+    if value is None and resource_type == TOPIC:
+        value = default_value(key)
+    return [] if value is None else [p for p in value.split(",") if p]
+
+
+def incremental_records(state: ControllerState, resource, ops: dict[str, tuple[int, str | None]],
+                        newly_created: bool = False) -> list[dict]:
+    """ConfigurationControlManager.incrementalAlterConfigResource: the ConfigRecords' fields."""
+    resource_type, name = resource
+    current = _current(state, resource)
+    records = []
+    for key in string_hashmap_order(ops):
+        operation, operand = ops[key]
+        old = current.get(key)
+        if operation == SET:
+            new = operand
+        elif operation == DELETE:
+            new = None
+        elif operation in (APPEND, SUBTRACT):
+            if not _splittable(resource_type, key):
+                verb = "APPEND" if operation == APPEND else "SUBTRACT"
+                raise ApiError(Errors.INVALID_CONFIG, f"Can't {verb} to key {key} because its type is not LIST.")
+            parts = _parts(resource_type, key, old)
+            for value in (operand or "").split(","):
+                if operation == APPEND and value not in parts:
+                    parts.append(value)
+                elif operation == SUBTRACT and value in parts:
+                    parts.remove(value)
+            new = ",".join(parts)
+        else:
+            raise ApiError(Errors.INVALID_REQUEST, f"Unknown config operation {operation} for key {key}")
+        if new != old or resource_type == BROKER:
+            records.append(_config_record(resource_type, name, key, new))
+    _check_records(state, resource, records, [], newly_created)
+    return records
+
+
+def legacy_records(state: ControllerState, resource, configs: dict[str, str | None]) -> list[dict]:
+    """ConfigurationControlManager.legacyAlterConfigResource: set what is named, delete the rest."""
+    resource_type, name = resource
+    current = _current(state, resource)
+    altered = [_config_record(resource_type, name, key, configs[key]) for key in string_hashmap_order(configs)
+               if configs[key] != current.get(key) or resource_type == BROKER]
+    deleted = [_config_record(resource_type, name, key, None) for key in string_hashmap_order(current)
+               if key not in configs]
+    _check_records(state, resource, altered, deleted, False)
+    return altered + deleted
+
+
+def clear_elr_records(state: ControllerState, records: list[dict]) -> list[bytes]:
+    """createClearElrRecordsAsNeeded."""
+    if not elr_enabled(state.image.metadata_version, state.image.finalized_features):
+        return []
+    out = []
+    for record in records:
+        if record["name"] == MIN_INSYNC_REPLICAS:
+            topic = record["resource_name"] if record["resource_type"] == TOPIC else None
+            out.append(frame("ClearElrRecord", topic_name=topic) if topic else frame("ClearElrRecord"))
+    return out
+
+
+def _sorted_requests(resources, result_cls, read_changes):
+    """ControllerApis: unknown types and duplicates answered at once; the rest to the controller."""
+    early, changes, duplicates = [], {}, set()
+    for resource in resources:
+        key = (resource.resource_type, resource.resource_name)
+        if resource.resource_type not in KNOWN_RESOURCE_TYPES:
+            early.append(result_cls(error_code=int(Errors.UNSUPPORTED_VERSION),
+                                    error_message=f"Unknown resource type {resource.resource_type}.",
+                                    resource_type=resource.resource_type, resource_name=resource.resource_name))
+        elif key in duplicates:
+            continue
+        elif key in changes:
+            del changes[key]
+            duplicates.add(key)
+            early.append(result_cls(error_code=int(Errors.INVALID_REQUEST), error_message="Duplicate resource.",
+                                    resource_type=resource.resource_type, resource_name=resource.resource_name))
+        else:
+            changes[key] = read_changes(resource)
+    return early, changes
+
+
+def _alter(state: ControllerState, request, result_cls, read_changes, make_records):
+    early, changes = _sorted_requests(request.resources, result_cls, read_changes)
+    records, results = [], []
+    for resource, change in changes.items():
+        try:
+            fields = make_records(state, resource, change)
+        except ApiError as exc:
+            results.append(result_cls(error_code=exc.code, error_message=exc.message,
+                                      resource_type=resource[0], resource_name=resource[1]))
+            continue
+        records += fields
+        results.append(result_cls(error_code=0, error_message=None, resource_type=resource[0],
+                                  resource_name=resource[1]))
+    frames = [frame("ConfigRecord", **fields) for fields in records] + clear_elr_records(state, records)
+    return ([] if request.validate_only else frames), early + results
+
+
+def incremental_alter_configs(state: ControllerState, request):
+    """(records, IncrementalAlterConfigsResponse)."""
+    def read(resource):
+        ops = {}
+        for config in resource.configs:
+            ops[config.name] = (config.config_operation, config.value)
+        return ops
+    records, results = _alter(state, request, AlterConfigsResourceResponse, read, incremental_records)
+    return records, IncrementalAlterConfigsResponse(responses=results)
+
+
+def alter_configs(state: ControllerState, request):
+    """(records, AlterConfigsResponse): the legacy API."""
+    def read(resource):
+        return {config.name: config.value for config in resource.configs}
+    records, results = _alter(state, request, LegacyResult, read, legacy_records)
+    return records, AlterConfigsResponse(responses=results)

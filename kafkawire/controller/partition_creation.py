@@ -1,0 +1,134 @@
+"""CreatePartitions on the active controller: ControllerApis.createPartitions (duplicate names)
+and ReplicationControlManager.createPartitions (a PartitionRecord per new partition, placed
+like a new topic's or as the request assigns them), with Kafka's errors and messages. One
+request's records are one atomic batch; validate-only writes nothing.
+
+Duplicate names are answered first, then each topic in request order (Kafka walks a HashSet of
+the names there).
+"""
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+from kafkawire.messages.create_partitions_response import CreatePartitionsResponse, CreatePartitionsTopicResult
+from kafkawire.protocol.error_codes import Errors
+
+from .cluster import has_uncordoned_dirs
+from .errors import ApiError
+from .frames import frame
+from .placement import InvalidReplicationFactor, place
+from .replication import is_active
+from .state import ControllerState
+from .topics import _default_dir
+from .versions import directory_assignment_supported, partition_record_version
+
+
+def partition_record(state: ControllerState, topic_id, partition_id: int, replicas: list[int],
+                     isr: list[int]) -> bytes:
+    """PartitionRegistration.toRecord for a new partition led by its first in-sync replica."""
+    mv = state.image.metadata_version or 0
+    fields = dict(partition_id=partition_id, topic_id=topic_id, replicas=replicas, isr=isr, removing_replicas=[],
+                  adding_replicas=[], leader=isr[0], leader_recovery_state=0, leader_epoch=0, partition_epoch=0)
+    if directory_assignment_supported(mv):
+        fields["directories"] = [_default_dir(state.image, r) for r in replicas]
+    return frame("PartitionRecord", partition_record_version(mv), **fields)
+
+
+def _checked_assignment(state: ControllerState, replicas: list[int], replication_factor: int) -> None:
+    """validateManualPartitionAssignment."""
+    if not replicas:
+        raise ApiError(Errors.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty "
+                                                          "replica list.")
+    previous = None
+    for broker_id in sorted(replicas):
+        if broker_id not in state.image.brokers:
+            raise ApiError(Errors.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes broker "
+                                                              f"{broker_id}, but no such broker is registered.")
+        if broker_id == previous:
+            raise ApiError(Errors.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes the broker "
+                                                              f"{previous} more than once.")
+        previous = broker_id
+    if len(replicas) != replication_factor:
+        raise ApiError(Errors.INVALID_REPLICA_ASSIGNMENT,
+                       f"The manual partition assignment includes a partition with {len(replicas)} replica(s), but "
+                       f"this is not consistent with previous partitions, which have {replication_factor} "
+                       "replica(s).")
+
+
+def _new_assignments(state: ControllerState, topic, start: int, additional: int, replication_factor: int, rng):
+    """[(replicas, isr)] for the new partitions."""
+    image = state.image
+    if topic.assignments is not None:
+        out = []
+        for i, assignment in enumerate(topic.assignments):
+            replicas = list(assignment.broker_ids)
+            _checked_assignment(state, replicas, replication_factor)
+            isr = [r for r in replicas if is_active(image, r)]
+            if not isr:
+                raise ApiError(Errors.INVALID_REPLICA_ASSIGNMENT,
+                               f"All brokers specified in the manual partition assignment for partition "
+                               f"{start + i} are fenced or in controlled shutdown.")
+            out.append((replicas, isr))
+        return out
+    usable = [b for b in image.brokers.values() if not b.in_controlled_shutdown and has_uncordoned_dirs(b)]
+    try:
+        placements = place(additional, replication_factor, [b.id for b in usable if not b.fenced],
+                           [b.id for b in usable if b.fenced], rng)
+    except InvalidReplicationFactor as exc:
+        raise ApiError(Errors.INVALID_REPLICATION_FACTOR,
+                       f"Unable to replicate the partition {replication_factor} time(s): {exc}") from None
+    return [(replicas, list(replicas)) for replicas in placements]
+
+
+def _topic_records(state: ControllerState, topic, rng) -> list[bytes]:
+    image = state.image
+    existing = image.topics_by_name.get(topic.name)
+    if existing is None:
+        raise ApiError(Errors.UNKNOWN_TOPIC_OR_PARTITION)      # Kafka's exception has no message
+    count = len(existing.partitions)
+    if topic.count == count:
+        raise ApiError(Errors.INVALID_PARTITIONS, f"Topic already has {count} partition(s).")
+    if topic.count < count:
+        raise ApiError(Errors.INVALID_PARTITIONS, f"The topic {topic.name} currently has {count} partition(s); "
+                                                  f"{topic.count} would not be an increase.")
+    additional = topic.count - count
+    if topic.assignments is not None and len(topic.assignments) != additional:
+        raise ApiError(Errors.INVALID_REPLICA_ASSIGNMENT,
+                       f"Attempted to add {additional} additional partition(s), but only {len(topic.assignments)} "
+                       "assignment(s) were specified.")
+    if not existing.partitions:
+        raise ApiError(Errors.UNKNOWN_SERVER_ERROR)             # Kafka hides the message of this one
+    replication_factor = len(next(iter(existing.partitions.values())).replicas)
+    records = []
+    for offset, (replicas, isr) in enumerate(_new_assignments(state, topic, count, additional, replication_factor,
+                                                              rng)):
+        isr = [r for r in isr if is_active(image, r)]
+        if not isr:
+            raise ApiError(Errors.INVALID_REPLICATION_FACTOR,
+                           f"Unable to replicate the partition {replication_factor} time(s): All brokers are "
+                           "currently fenced or in controlled shutdown.")
+        records.append(partition_record(state, existing.id, count + offset, replicas, isr))
+    return records
+
+
+def create_partitions(state: ControllerState, request, rng: random.Random | None = None):
+    """(records, CreatePartitionsResponse)."""
+    rng = rng or random.Random()
+    counts = Counter(t.name for t in request.topics)
+    results = [CreatePartitionsTopicResult(name=name, error_code=int(Errors.INVALID_REQUEST),
+                                           error_message="Duplicate topic name.")
+               for name in dict.fromkeys(t.name for t in request.topics) if counts[name] > 1]
+    records = []
+    for topic in request.topics:
+        if counts[topic.name] > 1:
+            continue
+        try:
+            topic_records = _topic_records(state, topic, rng)
+        except ApiError as exc:
+            results.append(CreatePartitionsTopicResult(name=topic.name, error_code=exc.code,
+                                                       error_message=exc.message))
+            continue
+        records += topic_records
+        results.append(CreatePartitionsTopicResult(name=topic.name, error_code=0, error_message=None))
+    return ([] if request.validate_only else records), CreatePartitionsResponse(results=results)

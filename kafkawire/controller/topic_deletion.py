@@ -1,0 +1,94 @@
+"""DeleteTopics on the active controller: ControllerApis.deleteTopics (names or ids, duplicates,
+both given) and ReplicationControlManager.deleteTopics (a RemoveTopicRecord per topic; the
+image drops the topic's partitions and configs with it), with Kafka's errors and messages.
+
+Results come in Kafka's groups (refused entries, duplicate names, duplicate ids, unknown ids,
+unknown names, then the deletions) but within a group in request order: Kafka walks HashSets and
+HashMaps there. delete.topic.enable=false is not supported (the controller always deletes).
+"""
+from __future__ import annotations
+
+import uuid
+
+from kafkawire.messages.delete_topics_response import DeletableTopicResult, DeleteTopicsResponse
+from kafkawire.protocol.error_codes import Errors
+
+from .frames import frame
+from .state import ControllerState
+
+ZERO_UUID = uuid.UUID(int=0)
+NAMES_IN_TOPICS_VERSION = 6      # from v6 the request names topics as DeleteTopicState (name or id)
+
+
+def _result(name, topic_id, error: Errors, message: str | None = None) -> DeletableTopicResult:
+    if error != Errors.NONE and message is None:
+        message = error.message                    # ApiError(Errors): the error's default message
+    return DeletableTopicResult(name=name, topic_id=topic_id or ZERO_UUID, error_code=int(error),
+                                error_message=message)
+
+
+def _read_request(request, api_version: int, early: list):
+    """(names, ids, duplicate names, duplicate ids) as ControllerApis sorts them."""
+    names, ids, duplicate_names, duplicate_ids = [], [], [], []
+
+    def add_name(name):
+        if name in duplicate_names:
+            return
+        if name in names:
+            names.remove(name)
+            duplicate_names.append(name)
+        else:
+            names.append(name)
+
+    if api_version < NAMES_IN_TOPICS_VERSION:
+        for name in request.topic_names:
+            add_name(name)
+        return names, ids, duplicate_names, duplicate_ids
+    for topic in request.topics:
+        topic_id = topic.topic_id or ZERO_UUID
+        if topic.name is None:
+            if topic_id == ZERO_UUID:
+                early.append(_result(None, ZERO_UUID, Errors.INVALID_REQUEST,
+                                     "Neither topic name nor id were specified."))
+            elif topic_id in duplicate_ids:
+                continue
+            elif topic_id in ids:
+                ids.remove(topic_id)
+                duplicate_ids.append(topic_id)
+            else:
+                ids.append(topic_id)
+        elif topic_id == ZERO_UUID:
+            add_name(topic.name)
+        else:
+            early.append(_result(topic.name, topic_id, Errors.INVALID_REQUEST,
+                                 "You may not specify both topic name and topic id."))
+    return names, ids, duplicate_names, duplicate_ids
+
+
+def delete_topics(state: ControllerState, request, api_version: int):
+    """(records, DeleteTopicsResponse)."""
+    image = state.image
+    results: list[DeletableTopicResult] = []
+    names, ids, duplicate_names, duplicate_ids = _read_request(request, api_version, results)
+    results += [_result(n, ZERO_UUID, Errors.INVALID_REQUEST, "Duplicate topic name.") for n in duplicate_names]
+    results += [_result(None, i, Errors.INVALID_REQUEST, "Duplicate topic id.") for i in duplicate_ids]
+    to_delete: dict = {}                              # topic id -> name, in the order found
+    for topic_id in ids:
+        topic = image.topics_by_id.get(topic_id)
+        if topic is None:
+            results.append(_result(None, topic_id, Errors.UNKNOWN_TOPIC_ID))
+        else:
+            to_delete[topic_id] = topic.name
+    for name in names:
+        topic = image.topics_by_name.get(name)
+        if topic is None:
+            results.append(_result(name, ZERO_UUID, Errors.UNKNOWN_TOPIC_OR_PARTITION))
+        elif topic.id in to_delete:
+            del to_delete[topic.id]
+            results.append(_result(name, topic.id, Errors.INVALID_REQUEST,
+                                   "The provided topic name maps to an ID that was already supplied."))
+        else:
+            to_delete[topic.id] = name
+    records = [frame("RemoveTopicRecord", topic_id=topic_id) for topic_id in to_delete]
+    results += [_result(name, topic_id, Errors.NONE) for topic_id, name in to_delete.items()]
+    return records, DeleteTopicsResponse(responses=results)
