@@ -1,0 +1,130 @@
+"""Real Apache Kafka 4.3.1 brokers (process.roles=broker) on a quorum of three kafkawire
+controllers (issue 16, scenario 1): the brokers register and are unfenced; Kafka's own
+kafka-topics and kafka-configs, run against the brokers, create, describe, grow and delete a
+topic and alter topic and broker configs, the brokers forwarding the admin requests to our
+active controller in Envelopes. Each wait is bounded; the timings are printed."""
+from __future__ import annotations
+
+import re
+import time
+
+TOPIC = "orders"
+BROKERS = {4, 5, 6}
+PARTITION_LINE = re.compile(r"Topic: (\S+)\tPartition: (\d+)\tLeader: (-?\d+)\tReplicas: ([\d,]*)\tIsr: ([\d,]*)")
+
+
+def ids(text: str) -> list[int]:
+    return [int(i) for i in text.split(",") if i]
+
+
+def described(cluster, topic: str):
+    """(header line, {partition: (leader, replicas, isr)}) as kafka-topics --describe prints them."""
+    out = cluster.topics("--describe", "--topic", topic, check=False)
+    if out.returncode != 0:
+        return None, {}
+    header = next((line for line in out.stdout.splitlines() if line.startswith(f"Topic: {topic}\tTopicId")), None)
+    partitions = {}
+    for match in PARTITION_LINE.finditer(out.stdout):
+        partitions[int(match[2])] = (int(match[3]), ids(match[4]), ids(match[5]))
+    return header, partitions
+
+
+def wait_described(cluster, topic: str, count: int, timeout_s: float = 60):
+    """Until every broker's metadata has ``count`` partitions with a leader and a full ISR."""
+    def ready():
+        header, partitions = described(cluster, topic)
+        if len(partitions) == count and all(leader in BROKERS and sorted(isr) == sorted(replicas)
+                                            for leader, replicas, isr in partitions.values()):
+            return header, partitions
+        return None
+    return cluster.wait_until(ready, timeout_s, f"{topic} described with {count} led, fully in-sync partitions")
+
+
+def check_placement(partitions: dict, rf: int) -> None:
+    leaders = []
+    for leader, replicas, isr in partitions.values():
+        assert len(replicas) == rf and len(set(replicas)) == rf and set(replicas) <= BROKERS
+        assert leader == replicas[0] and isr == replicas            # a new partition: ISR = replicas, in order
+        leaders.append(leader)
+    per_broker = [leaders.count(b) for b in sorted(BROKERS)]
+    assert max(per_broker) - min(per_broker) <= 1, f"leaders not striped: {leaders}"
+
+
+def config_lines(out: str) -> dict[str, str]:
+    return dict(re.findall(r"^\s+([\w.]+)=(\S*) sensitive=", out, re.M))
+
+
+def image_topics(cluster, controller_id: int) -> set[str]:
+    """The topics in our controller's metadata image (kafkawire metadata-shell on its log)."""
+    out = cluster.kafkawire("metadata-shell", "--directory", cluster.quorum.metadata_partition_dir(controller_id),
+                            "ls", "/image/topics/byName")
+    return set(out.stdout.split())
+
+
+def test_kafka_topics_and_kafka_configs_through_brokers_on_kafkawire_controllers(kafka_on_kafkawire):
+    cluster = kafka_on_kafkawire(controllers=3, brokers=3)
+    assert cluster.describe_cluster() == {4: False, 5: False, 6: False}
+    print(f"\ncontroller leader after {cluster.timings['controller_leader_s']:.1f} s; brokers started (Kafka "
+          f"Server started) after {cluster.timings['brokers_started_s']:.1f} s, all unfenced after "
+          f"{cluster.timings['brokers_unfenced_s']:.1f} s")
+
+    began = time.monotonic()
+    out = cluster.topics("--create", "--topic", TOPIC, "--partitions", "6", "--replication-factor", "3")
+    created_s = time.monotonic() - began
+    assert f"Created topic {TOPIC}." in out.stdout
+    header, partitions = wait_described(cluster, TOPIC, 6)
+    print(f"kafka-topics --create took {created_s:.2f} s (JVM start included); described with leaders "
+          f"{time.monotonic() - began:.2f} s after it began")
+    assert "PartitionCount: 6\tReplicationFactor: 3" in header
+    assert sorted(partitions) == list(range(6))
+    check_placement(partitions, 3)
+    assert TOPIC in cluster.topics("--list").stdout.split()
+
+    again = cluster.topics("--create", "--topic", TOPIC, "--partitions", "1", "--replication-factor", "1", check=False)
+    assert again.returncode != 0 and f"Topic '{TOPIC}' already exists." in again.stdout + again.stderr
+
+    cluster.topics("--alter", "--topic", TOPIC, "--partitions", "12")
+    header, grown = wait_described(cluster, TOPIC, 12)
+    assert "PartitionCount: 12\tReplicationFactor: 3" in header
+    assert {p: grown[p] for p in range(6)} == partitions          # the old partitions are untouched
+    check_placement({p: grown[p] for p in range(6, 12)}, 3)
+    shrink = cluster.topics("--alter", "--topic", TOPIC, "--partitions", "3", check=False)
+    assert shrink.returncode != 0
+    assert f"The topic {TOPIC} currently has 12 partition(s); 3 would not be an increase." in shrink.stdout + shrink.stderr
+
+    out = cluster.configs("--alter", "--entity-type", "topics", "--entity-name", TOPIC, "--add-config",
+                          "retention.ms=3600000,cleanup.policy=compact")
+    assert f"Completed updating config for topic {TOPIC}." in out.stdout
+    cluster.wait_until(lambda: config_lines(cluster.configs("--describe", "--entity-type", "topics", "--entity-name",
+                                                            TOPIC).stdout).items() >= {
+        "retention.ms": "3600000", "cleanup.policy": "compact"}.items(), 30, "the topic configs read back")
+    assert "retention.ms=3600000" in described(cluster, TOPIC)[0]
+    bad = cluster.configs("--alter", "--entity-type", "topics", "--entity-name", TOPIC, "--add-config",
+                          "retention.ms=soon", check=False)
+    assert bad.returncode != 0
+    assert "Invalid value soon for configuration retention.ms: Not a number of type LONG" in bad.stdout + bad.stderr
+    cluster.configs("--alter", "--entity-type", "topics", "--entity-name", TOPIC, "--delete-config", "cleanup.policy")
+    cluster.wait_until(lambda: "cleanup.policy" not in config_lines(cluster.configs(
+        "--describe", "--entity-type", "topics", "--entity-name", TOPIC).stdout), 30, "cleanup.policy deleted")
+
+    out = cluster.configs("--alter", "--entity-type", "brokers", "--entity-name", "5", "--add-config",
+                          "log.cleaner.threads=2")
+    assert "Completed updating config for broker 5." in out.stdout
+    cluster.wait_until(lambda: config_lines(cluster.configs("--describe", "--entity-type", "brokers", "--entity-name",
+                                                            "5").stdout).get("log.cleaner.threads") == "2",
+                       30, "broker 5's log.cleaner.threads read back")
+    out = cluster.configs("--alter", "--entity-type", "brokers", "--entity-default", "--add-config",
+                          "log.retention.ms=7200000")
+    assert "Completed updating default config for brokers in the cluster." in out.stdout
+    cluster.wait_until(lambda: config_lines(cluster.configs("--describe", "--entity-type", "brokers",
+                                                            "--entity-default").stdout).get("log.retention.ms")
+                       == "7200000", 30, "the cluster default log.retention.ms read back")
+
+    assert TOPIC in image_topics(cluster, 1)
+    cluster.topics("--delete", "--topic", TOPIC)
+    cluster.wait_until(lambda: TOPIC not in cluster.topics("--list").stdout.split(), 30, f"{TOPIC} gone from --list")
+    cluster.wait_until(lambda: all(TOPIC not in image_topics(cluster, c) for c in cluster.controller_ids), 30,
+                       f"{TOPIC} gone from every controller's metadata image")
+    missing = cluster.topics("--delete", "--topic", TOPIC, check=False)
+    assert missing.returncode != 0
+    assert cluster.describe_cluster() == {4: False, 5: False, 6: False}
