@@ -22,6 +22,7 @@ import dataclasses
 import logging
 import os
 
+from kafkawire.net.admin_authorization import authorize_admin_apis
 from kafkawire.net.admission import AdmissionLimits
 from kafkawire.net.authentication import sasl_handlers
 from kafkawire.net.authorizer import (CONTROLLER_API_OPERATIONS, StandardAuthorizer, authorizing_create_topics,
@@ -264,6 +265,7 @@ class ControllerNode:
         create_topics = server._registry.get(CREATE_TOPICS)
         if create_topics is not None:
             server.register(CREATE_TOPICS, authorizing_create_topics(create_topics.handler, self.authorizer))
+        authorize_admin_apis(server, self.authorizer, lambda: self.state_machine.image)   # per topic or resource
         # The read-only __cluster_metadata topic, beyond Kafka's controller: a broker's topic rules.
         for key, wrap in ((METADATA, authorizing_metadata), (LIST_OFFSETS, authorizing_list_offsets)):
             registered = server._registry.get(key)

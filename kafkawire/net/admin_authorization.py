@@ -1,0 +1,160 @@
+"""The authorizer's checks in front of the controller's topic and config admin APIs, as
+ControllerApis makes them (used when authorizer.class.name is set):
+
+- DeleteTopics: DELETE on the cluster allows every topic; otherwise a topic needs DESCRIBE and
+  DELETE on itself, and is answered TOPIC_AUTHORIZATION_FAILED (a topic named by its id keeps
+  its name in the answer only when the principal may describe it);
+- CreatePartitions: ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED;
+- IncrementalAlterConfigs and AlterConfigs: ALTER_CONFIGS on the cluster for a broker or
+  client-metrics resource (else CLUSTER_AUTHORIZATION_FAILED), on the topic or group for those
+  (TOPIC_ / GROUP_AUTHORIZATION_FAILED).
+
+Refused entries leave the request before the controller sees it, and their answers come first in
+the response (Kafka puts them after the unknown-type and duplicate answers and before the
+controller's; a request with both kinds of early answer lists them in another order).
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import uuid
+
+from kafkawire.protocol.error_codes import Errors
+
+from .authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, RESOURCE_TOPIC, AuthorizerNotReady, Op
+
+RESOURCE_GROUP = 3
+CONFIG_TOPIC, CONFIG_BROKER, CONFIG_CLIENT_METRICS, CONFIG_GROUP = 2, 4, 16, 32
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def _may(authorizer, ctx, operation: int, resource_type: int, name: str) -> bool:
+    try:
+        return authorizer.authorize(ctx.principal, ctx.peer[0], operation, resource_type, name)
+    except AuthorizerNotReady:
+        return False
+
+
+def _error(error: Errors) -> tuple[int, str]:
+    return int(error), error.message           # ApiError(Errors): the default message
+
+
+def authorizing_alter_configs(handler, authorizer, result_cls):
+    """IncrementalAlterConfigs (44) or AlterConfigs (33): ``result_cls`` is its per-resource result."""
+    def refusal(ctx, resource):
+        kind, name = resource.resource_type, resource.resource_name
+        if kind in (CONFIG_BROKER, CONFIG_CLIENT_METRICS):
+            return None if _may(authorizer, ctx, Op.ALTER_CONFIGS, RESOURCE_CLUSTER, CLUSTER_NAME) else \
+                _error(Errors.CLUSTER_AUTHORIZATION_FAILED)
+        if kind == CONFIG_TOPIC:
+            return None if _may(authorizer, ctx, Op.ALTER_CONFIGS, RESOURCE_TOPIC, name) else \
+                _error(Errors.TOPIC_AUTHORIZATION_FAILED)
+        if kind == CONFIG_GROUP:
+            return None if _may(authorizer, ctx, Op.ALTER_CONFIGS, RESOURCE_GROUP, name) else \
+                _error(Errors.GROUP_AUTHORIZATION_FAILED)
+        return None                                # the controller answers the other types
+
+    async def handle(ctx, request):
+        keys = [(r.resource_type, r.resource_name) for r in request.resources]
+        refused, kept = [], []
+        for resource, key in zip(request.resources, keys):
+            answer = refusal(ctx, resource) if keys.count(key) == 1 else None
+            if answer is None:
+                kept.append(resource)
+            else:
+                refused.append(result_cls(error_code=answer[0], error_message=answer[1],
+                                          resource_type=resource.resource_type, resource_name=resource.resource_name))
+        if not refused:
+            return await handler.handle(ctx, request)
+        effective = copy.copy(request)
+        effective.resources = kept
+        response = await handler.handle(ctx, effective)
+        response.responses = refused + list(response.responses)
+        return response
+
+    return dataclasses.replace(handler, handle=handle)
+
+
+def authorizing_create_partitions(handler, authorizer):
+    from kafkawire.messages.create_partitions_response import CreatePartitionsTopicResult
+
+    async def handle(ctx, request):
+        names = [t.name for t in request.topics]
+        refused = [n for n in dict.fromkeys(names)
+                   if names.count(n) == 1 and not _may(authorizer, ctx, Op.ALTER, RESOURCE_TOPIC, n)]
+        if not refused:
+            return await handler.handle(ctx, request)
+        effective = copy.copy(request)
+        effective.topics = [t for t in request.topics if t.name not in refused]
+        response = await handler.handle(ctx, effective)
+        response.results = [CreatePartitionsTopicResult(name=n, error_code=int(Errors.TOPIC_AUTHORIZATION_FAILED),
+                                                        error_message=Errors.TOPIC_AUTHORIZATION_FAILED.message)
+                            for n in refused] + list(response.results)
+        return response
+
+    return dataclasses.replace(handler, handle=handle)
+
+
+def authorizing_delete_topics(handler, authorizer, topic_name_of):
+    """``topic_name_of(topic_id)``: the name of a topic in the committed image, or None."""
+    from kafkawire.messages.delete_topics_response import DeletableTopicResult
+
+    async def handle(ctx, request):
+        if _may(authorizer, ctx, Op.DELETE, RESOURCE_CLUSTER, CLUSTER_NAME):
+            return await handler.handle(ctx, request)
+        refused = []
+
+        def allowed(name, topic_id, by_id: bool):
+            if name is None or (_may(authorizer, ctx, Op.DESCRIBE, RESOURCE_TOPIC, name)
+                                and _may(authorizer, ctx, Op.DELETE, RESOURCE_TOPIC, name)):
+                return True
+            # a topic named by its id is named in the refusal only to whom may describe it
+            shown = name if not by_id or _may(authorizer, ctx, Op.DESCRIBE, RESOURCE_TOPIC, name) else None
+            refused.append(DeletableTopicResult(name=shown, topic_id=topic_id,
+                                                error_code=int(Errors.TOPIC_AUTHORIZATION_FAILED),
+                                                error_message=Errors.TOPIC_AUTHORIZATION_FAILED.message))
+            return False
+
+        effective = copy.copy(request)
+        if ctx.api_version < 6:
+            effective.topic_names = [n for n in request.topic_names if allowed(n, ZERO_UUID, False)]
+        else:
+            kept = []
+            for topic in request.topics:
+                topic_id = topic.topic_id or ZERO_UUID
+                if topic.name is None and topic_id != ZERO_UUID:
+                    keep = allowed(topic_name_of(topic_id), topic_id, True)
+                elif topic.name is not None and topic_id == ZERO_UUID:
+                    keep = allowed(topic.name, ZERO_UUID, False)
+                else:
+                    keep = True                     # malformed entries: the controller answers them
+                if keep:
+                    kept.append(topic)
+            effective.topics = kept
+        response = await handler.handle(ctx, effective)
+        response.responses = refused + list(response.responses)
+        return response
+
+    return dataclasses.replace(handler, handle=handle)
+
+
+def authorize_admin_apis(server, authorizer, image) -> None:
+    """Wrap ``server``'s DeleteTopics, CreatePartitions, AlterConfigs and IncrementalAlterConfigs
+    handlers, where registered; ``image()``: the committed metadata image (topic ids to names)."""
+    from kafkawire.messages.alter_configs_response import AlterConfigsResourceResponse as LegacyResult
+    from kafkawire.messages.incremental_alter_configs_response import AlterConfigsResourceResponse
+
+    def topic_name_of(topic_id):
+        topic = image().topics_by_id.get(topic_id)
+        return None if topic is None else topic.name
+
+    wrappers = {
+        20: lambda h: authorizing_delete_topics(h, authorizer, topic_name_of),
+        33: lambda h: authorizing_alter_configs(h, authorizer, LegacyResult),
+        37: lambda h: authorizing_create_partitions(h, authorizer),
+        44: lambda h: authorizing_alter_configs(h, authorizer, AlterConfigsResourceResponse),
+    }
+    for key, wrap in wrappers.items():
+        registered = server._registry.get(key)
+        if registered is not None:
+            server.register(key, wrap(registered.handler))

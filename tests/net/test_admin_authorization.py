@@ -1,0 +1,97 @@
+"""The authorizer in front of DeleteTopics, CreatePartitions, AlterConfigs and
+IncrementalAlterConfigs, as ControllerApis checks them: per topic or resource, refused entries
+answered without reaching the controller."""
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from kafkawire.messages.create_partitions_request import CreatePartitionsRequest, CreatePartitionsTopic
+from kafkawire.messages.create_partitions_response import CreatePartitionsResponse, CreatePartitionsTopicResult
+from kafkawire.messages.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
+from kafkawire.messages.delete_topics_response import DeletableTopicResult, DeleteTopicsResponse
+from kafkawire.messages.incremental_alter_configs_request import AlterConfigsResource, IncrementalAlterConfigsRequest
+from kafkawire.messages.incremental_alter_configs_response import (AlterConfigsResourceResponse,
+                                                                    IncrementalAlterConfigsResponse)
+from kafkawire.net.admin_authorization import (authorizing_alter_configs, authorizing_create_partitions,
+                                               authorizing_delete_topics)
+from kafkawire.net.authorizer import RESOURCE_CLUSTER, RESOURCE_TOPIC, Op
+from kafkawire.net.server import ApiHandler, RequestContext
+
+ALICE = RequestContext(44, 1, 1, "c", ("10.0.0.1", 0), "CONTROLLER", "conn", principal="User:alice")
+
+
+class Grants:
+    """An authorizer that allows exactly the (operation, resource type, name) it was given."""
+    def __init__(self, *grants):
+        self.grants = set(grants)
+
+    def authorize(self, principal, host, operation, resource_type, name):
+        return (operation, resource_type, name) in self.grants
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_alter_configs_needs_alter_configs_on_the_topic_or_the_cluster_for_brokers():
+    seen = []
+
+    async def controller(ctx, request):
+        seen.append([(r.resource_type, r.resource_name) for r in request.resources])
+        return IncrementalAlterConfigsResponse(responses=[AlterConfigsResourceResponse(
+            resource_type=r.resource_type, resource_name=r.resource_name, error_message=None)
+            for r in request.resources])
+
+    request = IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(resource_type=2, resource_name="mine"),
+                                                        AlterConfigsResource(resource_type=2, resource_name="theirs"),
+                                                        AlterConfigsResource(resource_type=4, resource_name="1")])
+    handler = authorizing_alter_configs(ApiHandler(controller), Grants((Op.ALTER_CONFIGS, RESOURCE_TOPIC, "mine")),
+                                        AlterConfigsResourceResponse)
+    response = run(handler.handle(ALICE, request))
+    assert seen == [[(2, "mine")]]
+    assert [(r.resource_type, r.resource_name, r.error_code, r.error_message) for r in response.responses] == [
+        (2, "theirs", 29, "Topic authorization failed."),
+        (4, "1", 31, "Cluster authorization failed."),
+        (2, "mine", 0, None)]
+    everything = Grants((Op.ALTER_CONFIGS, RESOURCE_TOPIC, "mine"), (Op.ALTER_CONFIGS, RESOURCE_TOPIC, "theirs"),
+                        (Op.ALTER_CONFIGS, RESOURCE_CLUSTER, "kafka-cluster"))
+    seen.clear()
+    run(authorizing_alter_configs(ApiHandler(controller), everything, AlterConfigsResourceResponse).handle(ALICE, request))
+    assert seen == [[(2, "mine"), (2, "theirs"), (4, "1")]]
+
+
+def test_create_partitions_needs_alter_on_each_topic():
+    async def controller(ctx, request):
+        return CreatePartitionsResponse(results=[CreatePartitionsTopicResult(name=t.name) for t in request.topics])
+
+    request = CreatePartitionsRequest(topics=[CreatePartitionsTopic(name="a", count=2),
+                                              CreatePartitionsTopic(name="b", count=2)])
+    response = run(authorizing_create_partitions(ApiHandler(controller), Grants((Op.ALTER, RESOURCE_TOPIC, "b")))
+                   .handle(ALICE, request))
+    assert [(r.name, r.error_code) for r in response.results] == [("a", 29), ("b", 0)]
+
+
+def test_delete_topics_needs_delete_on_the_cluster_or_describe_and_delete_on_each_topic():
+    hidden, visible = uuid.UUID(int=5), uuid.UUID(int=6)
+    names = {hidden: "hidden", visible: "visible"}
+    seen = []
+
+    async def controller(ctx, request):
+        seen.append([(t.name, t.topic_id) for t in request.topics])
+        return DeleteTopicsResponse(responses=[DeletableTopicResult(name=t.name, topic_id=t.topic_id)
+                                               for t in request.topics])
+
+    request = DeleteTopicsRequest(topics=[DeleteTopicState(name="ok"), DeleteTopicState(name="nope"),
+                                          DeleteTopicState(topic_id=hidden), DeleteTopicState(topic_id=visible)])
+    grants = Grants((Op.DESCRIBE, RESOURCE_TOPIC, "ok"), (Op.DELETE, RESOURCE_TOPIC, "ok"),
+                    (Op.DESCRIBE, RESOURCE_TOPIC, "visible"))
+    ctx = RequestContext(20, 6, 1, "c", ("10.0.0.1", 0), "CONTROLLER", "conn", principal="User:alice")
+    response = run(authorizing_delete_topics(ApiHandler(controller), grants, names.get).handle(ctx, request))
+    assert seen == [[("ok", uuid.UUID(int=0))]]
+    assert [(r.name, r.topic_id, r.error_code) for r in response.responses] == [
+        ("nope", uuid.UUID(int=0), 29), (None, hidden, 29), ("visible", visible, 29), ("ok", uuid.UUID(int=0), 0)]
+    seen.clear()
+    run(authorizing_delete_topics(ApiHandler(controller), Grants((Op.DELETE, RESOURCE_CLUSTER, "kafka-cluster")),
+                                  names.get).handle(ctx, request))
+    assert len(seen[0]) == 4
