@@ -335,3 +335,37 @@ def test_the_active_controller_killed_during_steady_produce_loses_no_acknowledge
     consumed = consume_values(cluster, "steady", len(producer.acked))
     assert exactly_once_report("controller failover", producer.acked_values(), consumed) == (0, 0, 0)
     assert producer.failed == []
+
+
+def test_sigterm_is_a_controlled_shutdown_leaders_move_before_the_broker_exits(kafka_on_kafkawire):
+    cluster = start_cluster(kafka_on_kafkawire)
+    create_topic(cluster, "steady", 3, "min.insync.replicas=2")
+    before = partitions(cluster, "steady")
+    leaving = before[1][0]
+    led = sorted(p for p, (leader, _) in before.items() if leader == leaving)
+    survivors = [b for b in cluster.broker_ids if b != leaving]
+    with SteadyProducer(cluster, "steady", "controlled-shutdown") as producer:
+        producer.wait_acked(cluster, 200)
+        asked_at = time.monotonic()
+        cluster.stop_broker(leaving, timeout_s=60)       # SIGTERM; returns once the JVM has exited
+        exited_s = time.monotonic() - asked_at
+        assert not cluster.brokers[leaving].alive(), f"broker {leaving} did not exit within 60 s of SIGTERM"
+        # BrokerHeartbeat(wantShutDown): our controller moved its leaderships and took it out of
+        # every ISR before telling it to shut down (SHUTDOWN_NOW fences it).
+        view = partitions(cluster, "steady", asked=survivors[0])
+        assert all(view[p][0] not in (leaving, -1) for p in led), view
+        assert all(leaving not in isr for _, isr in view.values()), view
+        assert cluster.describe_cluster(survivors[0]).get(leaving) is True
+        assert "controlled shutdown" in cluster.brokers[leaving].log_text().lower()
+        producer.wait_acked(cluster, len(producer.acked) + 200)
+        gap = producer.longest_gap(asked_at, asked_at + exited_s)
+        cluster.start_broker(leaving)
+        cluster.wait_for_unfenced([leaving], timeout_s=90)
+        cluster.wait_until(lambda: isrs_all(cluster, "steady", lambda isr: leaving in isr), 90,
+                           f"broker {leaving} back in every ISR")
+        producer.stop()
+    print(f"\n[controlled shutdown] broker {leaving} (leading {led}) exited {exited_s:.2f} s after SIGTERM; "
+          f"the producer's longest gap without an acknowledgement meanwhile: {gap:.3f} s")
+    consumed = consume_values(cluster, "steady", len(producer.acked))
+    assert exactly_once_report("controlled shutdown", producer.acked_values(), consumed) == (0, 0, 0)
+    assert producer.failed == []
