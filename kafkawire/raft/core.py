@@ -32,7 +32,7 @@ from .control import ControlState
 from .io import (CleanLog, Input, OutboundRequest, OutboundResponse, Propose, Ready, ReplicaProgress, RequestFailed,
                  RequestReceived, Resign, ResponseReceived, Shutdown, SnapshotFrozen, Tick)
 from .leader import LeaderBookkeeping
-from .log import LogStore, RaftLog, check_fetched_batches
+from .log import LogStore, RaftLog, check_fetched_batches, check_fetched_snapshot
 from .quorum_state import QuorumState
 from .requests import RequestManager
 from .states import (NEVER, Candidate, Follower, Leader, Prospective, Resigned, Unattached, can_grant_vote,
@@ -976,6 +976,15 @@ class RaftCore:
 
     def _install_fetched_snapshot(self, state: Follower, fetch: SnapshotFetch) -> None:
         snapshot_id = fetch.snapshot_id
+        problem = check_fetched_snapshot(bytes(fetch.data))
+        if problem is not None:
+            # A damaged or hostile answer must not replace the log (nor stop the node): the
+            # log stays as it was and the next fetch starts the snapshot over.
+            state.fetching_snapshot = None
+            self.counters["fetched_snapshots_refused"] = self.counters.get("fetched_snapshots_refused", 0) + 1
+            self._warn(f"refused snapshot {snapshot_id} fetched from leader {self.quorum.leader_id()}: {problem}; "
+                       f"the log stays [{self.log.start_offset}, {self.log.end_offset})")
+            return
         hw = state.high_watermark
         if hw is not None and snapshot_id.offset < hw:
             raise RaftInvariantError(f"snapshot {snapshot_id} ends before the high watermark {hw}")

@@ -169,6 +169,10 @@ class DiskLogStore:
             if f is None:
                 path = self.snapshot_path(op.snapshot_id) + PART_SUFFIX
                 f = self._partial[op.snapshot_id] = open(path, "wb")
+            elif op.position == 0:
+                # The core starts a snapshot over (it refused the copy it had fetched).
+                f.seek(0)
+                f.truncate()
             if f.tell() != op.position:
                 raise StoreError(f"snapshot {op.snapshot_id} chunk at byte {op.position}, "
                                  f"but {f.tell()} bytes are written")

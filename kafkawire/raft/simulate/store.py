@@ -81,6 +81,8 @@ class MemoryLogStore:
             if self.batches and self.batches[-1].last + 1 != op.offset and op.offset > self.start:
                 raise AssertionError(f"truncation to {op.offset} is not on a batch boundary")
         elif isinstance(op, WriteSnapshotChunk):
+            if op.position == 0:
+                self.partial[op.snapshot_id] = bytearray()   # the core starts the snapshot over
             part = self.partial.setdefault(op.snapshot_id, bytearray())
             if op.position != len(part):
                 raise AssertionError(f"snapshot chunk at {op.position} but {len(part)} bytes written")
