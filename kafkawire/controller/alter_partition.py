@@ -24,12 +24,11 @@ from kafkawire.metadata.image import MetadataImage
 from kafkawire.metadata.registrations import NO_LEADER_CHANGE
 from kafkawire.protocol.error_codes import Errors
 
-from .frames import frame
-from .partition_change import RECOVERED, RECOVERING, build_change
+from .partition_change import RECOVERED, RECOVERING, build_change, change_record
 from .producer_ids import check_broker_epoch
 from .replication import effective_min_isr, is_active, leader_acceptor, unclean_election_enabled
 from .state import ControllerState
-from .versions import elr_enabled, partition_record_version
+from .versions import elr_enabled
 
 log = logging.getLogger("kafkawire.controller")
 
@@ -129,11 +128,7 @@ def _one_partition(image, topic, data, request, request_version, records, *, mv,
                           unclean=unclean_election_enabled(image, topic), metadata_version=mv,
                           target_recovery_state=data.leader_recovery_state)
     if change is not None:
-        records.append(frame("PartitionChangeRecord", partition_record_version(mv), partition_id=pid,
-                             topic_id=topic.id, leader=change.leader, isr=change.isr,
-                             eligible_leader_replicas=change.eligible_leader_replicas,
-                             last_known_elr=change.last_known_elr,
-                             leader_recovery_state=change.leader_recovery_state))
+        records.append(change_record(topic.id, pid, change, mv))
         partition = partition.merge(_ChangeRecord(pid, change))
         if change.leader not in (request.broker_id, NO_LEADER_CHANGE):
             return PartitionData(partition_index=pid, error_code=int(Errors.NEW_LEADER_ELECTED))
@@ -147,7 +142,8 @@ class _ChangeRecord:
 
     def __init__(self, pid, change):
         self.partition_id = pid
-        self.replicas = self.removing_replicas = self.adding_replicas = self.directories = None
+        self.replicas = self.removing_replicas = self.adding_replicas = None
+        self.directories = change.directories
         self.leader = change.leader
         self.isr = change.isr
         self.leader_recovery_state = change.leader_recovery_state

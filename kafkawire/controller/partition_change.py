@@ -10,7 +10,8 @@ may elect it again once it is acceptable; a leader elected from the ELR becomes 
 ISR), the KIP-841 rule without it (the last ISR member stays in the ISR of a leaderless
 partition), an online or unclean election, the leader epoch bump metadata.version < 3.6 needs
 on an ISR shrink, the leader recovery state the request asks for, and no record when nothing
-changes. Reassignments (replicas, adding/removing, directories) are not built here.
+changes; a replica's new directory (AssignReplicasToDirs). Reassignments (replicas,
+adding/removing) are not built here.
 """
 from __future__ import annotations
 
@@ -18,11 +19,14 @@ from dataclasses import dataclass
 
 from kafkawire.metadata.registrations import NO_LEADER, NO_LEADER_CHANGE, PartitionRegistration
 
+from .frames import frame
 from .java_order import grown_capacity, int_hashmap_order
+from .versions import partition_record_version
 
 RECOVERED, RECOVERING = 0, 1
 NO_RECOVERY_CHANGE = -1
 LEADER_EPOCH_BUMP_ON_SHRINK_BEFORE = 12      # IBP_3_6_IV0 (KAFKA-15021)
+DIRECTORY_ASSIGNMENT_SINCE = 17              # IBP_3_7_IV2 (KIP-858)
 
 
 @dataclass
@@ -33,10 +37,12 @@ class PartitionChange:
     eligible_leader_replicas: list | None = None
     last_known_elr: list | None = None
     leader_recovery_state: int = NO_RECOVERY_CHANGE
+    directories: list | None = None
 
     def is_no_op(self) -> bool:
         return (self.leader == NO_LEADER_CHANGE and self.isr is None and self.eligible_leader_replicas is None
-                and self.last_known_elr is None and self.leader_recovery_state == NO_RECOVERY_CHANGE)
+                and self.last_known_elr is None and self.leader_recovery_state == NO_RECOVERY_CHANGE
+                and self.directories is None)
 
 
 def _java_int_set(values) -> list[int]:
@@ -127,10 +133,11 @@ class _Builder:
 
 def build_change(partition: PartitionRegistration, *, target_isr: list[int], acceptable_leader, min_isr: int,
                  elr_enabled: bool, unclean: bool, metadata_version: int, target_recovery_state: int | None = None,
-                 unclean_shutdown_replicas=()) -> PartitionChange | None:
+                 unclean_shutdown_replicas=(), target_directories: dict | None = None) -> PartitionChange | None:
     """PartitionChangeBuilder.build with ``target_isr`` set; ``acceptable_leader(broker)`` is
     the LeaderAcceptor; ``target_recovery_state`` the leader recovery state asked for (None:
-    the partition's). Returns None when the record would change nothing."""
+    the partition's); ``target_directories`` {replica: directory} moves (setDirectory; the
+    others keep theirs). Returns None when the record would change nothing."""
     record = PartitionChange()
     builder = _Builder(partition, target_isr, acceptable_leader, min_isr, elr_enabled, unclean,
                        unclean_shutdown_replicas)
@@ -145,6 +152,20 @@ def build_change(partition: PartitionRegistration, *, target_isr: list[int], acc
             and record.isr is not None and not set(partition.isr) <= set(record.isr)):
         record.leader = partition.leader
     builder.update_last_known_leader(record)
+    if target_directories and metadata_version >= DIRECTORY_ASSIGNMENT_SINCE:      # setAssignmentChanges
+        directories = [target_directories.get(r, d) for r, d in zip(partition.replicas, partition.directories)]
+        if directories != list(partition.directories):
+            record.directories = directories
     if target_recovery_state is not None and target_recovery_state != partition.leader_recovery_state:
         record.leader_recovery_state = target_recovery_state
     return None if record.is_no_op() else record
+
+
+def change_record(topic_id, partition_id: int, change: PartitionChange, metadata_version: int) -> bytes:
+    """The PartitionChangeRecord frame of ``change`` at the metadata version's record version."""
+    fields = dict(partition_id=partition_id, topic_id=topic_id, leader=change.leader, isr=change.isr,
+                  eligible_leader_replicas=change.eligible_leader_replicas, last_known_elr=change.last_known_elr,
+                  leader_recovery_state=change.leader_recovery_state)
+    if change.directories is not None:
+        fields["directories"] = change.directories
+    return frame("PartitionChangeRecord", partition_record_version(metadata_version), **fields)

@@ -13,7 +13,7 @@ from kafkawire.metadata.registrations import LOST, MIGRATING, NO_LEADER, UNASSIG
 from .activation import BROKER_RESOURCE, MIN_INSYNC_REPLICAS
 from .frames import frame
 from .java_order import uuid_tree_order
-from .partition_change import build_change
+from .partition_change import build_change, change_record
 from .versions import elr_enabled, partition_record_version
 
 UNCLEAN_LEADER_ELECTION = "unclean.leader.election.enable"
@@ -112,11 +112,7 @@ def leader_and_isr_updates(image: MetadataImage, *, broker_to_remove: int, broke
                               elr_enabled=elr, unclean=unclean_election_enabled(image, topic), metadata_version=mv,
                               unclean_shutdown_replicas=() if unclean_shutdown == NO_LEADER else (unclean_shutdown,))
         if change is not None:
-            out.append(frame("PartitionChangeRecord", partition_record_version(mv), partition_id=pid,
-                             topic_id=topic.id, leader=change.leader, isr=change.isr,
-                             eligible_leader_replicas=change.eligible_leader_replicas,
-                             last_known_elr=change.last_known_elr,
-                             leader_recovery_state=change.leader_recovery_state))
+            out.append(change_record(topic.id, pid, change, mv))
     return out
 
 
