@@ -338,7 +338,8 @@ class MetadataController:
         try:
             async with asyncio.timeout(timeout_ms / 1000):
                 results, _ = await self._write(
-                    lambda: create_topics(self.state, request, defaults=self.topic_defaults, rng=self.rng),
+                    lambda: create_topics(self.state, request, defaults=self.topic_defaults, rng=self.rng,
+                                          controller_id=self.node_id),
                     timeout_ms=timeout_ms)
         except ApiError as exc:
             return _create_topics_error(request, exc.error, exc.message)

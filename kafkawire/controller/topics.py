@@ -7,9 +7,10 @@ ConfigRecords (in the HashMap order Kafka builds them in), then a PartitionRecor
 partition. A validate-only request answers the same and writes nothing.
 
 Topic configs are checked by name against Kafka 4.x's topic configs (an unknown one is
-INVALID_CONFIG) but their values are not validated. Results carry the topic id (v7) but not the
-topic's effective configs: NumPartitions and ReplicationFactor stay -1, which Kafka's admin
-client reads as "configs not returned by this server".
+INVALID_CONFIG) but their values are not validated. Results carry the topic id (v7), the
+partition count, the replication factor and the topic's effective configs (v5+,
+effective_configs.py), as Kafka's controller answers a principal that may describe the topic's
+configs (with an authorizer Kafka leaves them out for the others; this controller does not yet).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from kafkawire.metadata.registrations import MIGRATING, UNASSIGNED
 from kafkawire.protocol.error_codes import Errors
 
 from .cluster import has_uncordoned_dirs
+from .effective_configs import effective_topic_configs
 from .errors import ApiError
 from .frames import frame
 from .java_order import int_hashmap_order, string_hashmap_order
@@ -43,7 +45,8 @@ _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 TOPIC_CONFIGS = frozenset((
     "cleanup.policy", "compression.type", "compression.gzip.level", "compression.lz4.level",
     "compression.zstd.level", "delete.retention.ms", "file.delete.delay.ms", "flush.messages", "flush.ms",
-    "follower.replication.throttled.replicas", "index.interval.bytes", "leader.replication.throttled.replicas",
+    "follower.replication.throttled.replicas", "index.interval.bytes", "internal.segment.bytes",
+    "leader.replication.throttled.replicas",
     "local.retention.bytes", "local.retention.ms", "max.compaction.lag.ms", "max.message.bytes",
     "message.timestamp.after.max.ms", "message.timestamp.before.max.ms", "message.timestamp.type",
     "min.cleanable.dirty.ratio", "min.compaction.lag.ms", "min.insync.replicas", "preallocate",
@@ -207,8 +210,10 @@ def _config_error(topic) -> ApiError | None:
 
 
 def create_topics(state: ControllerState, request, *, defaults: TopicDefaults = TopicDefaults(),
-                  rng: random.Random | None = None, new_topic_id=random_topic_id) -> tuple[list[bytes], list]:
-    """The records to append and the CreatableTopicResults, in Kafka's answer order."""
+                  rng: random.Random | None = None, new_topic_id=random_topic_id,
+                  controller_id: int = -1) -> tuple[list[bytes], list]:
+    """The records to append and the CreatableTopicResults, in Kafka's answer order;
+    ``controller_id``: whose dynamic broker configs count in the effective configs."""
     rng = rng or random.Random()
     names = [t.name for t in request.topics]
     counts = Counter(names)
@@ -248,8 +253,10 @@ def create_topics(state: ControllerState, request, *, defaults: TopicDefaults = 
             errors[topic.name] = exc
             continue
         records += topic_records
-        results[topic.name] = CreatableTopicResult(name=topic.name, topic_id=topic_id, error_code=0,
-                                                   error_message=None)
+        results[topic.name] = CreatableTopicResult(
+            name=topic.name, topic_id=topic_id, error_code=0, error_message=None, topic_config_error_code=0,
+            num_partitions=len(parts), replication_factor=len(next(iter(parts.values()))),
+            configs=effective_topic_configs(state.image, controller_id, {c.name: c.value for c in topic.configs}))
     answer = []
     for topic in topics:
         if topic.name in errors:
