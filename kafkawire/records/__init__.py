@@ -6,15 +6,17 @@
         for record in batch:
             record.offset, record.key, record.value, record.headers
 
-Modules: ``varint`` (zigzag varints), ``batch`` (v2 reader/writer), ``compression``
-(Java-framed codecs), ``control`` (control record keys/values), ``legacy`` (magic 0/1,
-read-only), ``errors`` (CorruptRecordError).
+Modules: ``varint`` (zigzag varints), ``batch`` (the v2 reader; ``record``, ``record_decoding``,
+``builder`` and ``layout`` are its parts), ``compression`` (Java-framed codecs), ``control``
+(control record keys/values), ``legacy`` (magic 0/1, read-only), ``scan`` (``scan_log``: every
+entry of a damaged buffer, for the tools that show one), ``errors`` (CorruptRecordError).
+
+``iter_batches`` is the strict reader (the first problem raises); ``scan_log`` the tolerant one.
 """
 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
 from .batch import (
     ControlRecord,
@@ -29,12 +31,18 @@ from .compression import DEFAULT_MAX_DECOMPRESSED_SIZE, GZIP, LZ4, NONE, SNAPPY,
 from .control import ControlRecordKey, ControlRecordType, EndTxnMarker
 from . import kraft_control  # noqa: F401 - registers the KRaft control value decoders
 from .errors import CorruptRecordError
+from .layout import HEADER_SIZE_UP_TO_MAGIC as _HEADER_SIZE_UP_TO_MAGIC
+from .layout import LOG_OVERHEAD as _LOG_OVERHEAD
 from .legacy import LegacyRecord, LegacyRecordBatch
+from .scan import MIN_ENTRY_SIZE as _MIN_SIZE
+from .scan import Corruption, TruncatedTail, scan_log
 
 __all__ = [
     "iter_batches",
     "BatchIterator",
     "TruncatedTail",
+    "scan_log",
+    "Corruption",
     "RecordBatch",
     "RecordBatchBuilder",
     "Record",
@@ -57,24 +65,6 @@ __all__ = [
 ]
 
 _OFFSET_AND_SIZE = struct.Struct(">qi")
-from .layout import LOG_OVERHEAD as _LOG_OVERHEAD  # noqa: E402
-_HEADER_SIZE_UP_TO_MAGIC = 17
-# LegacyRecord.RECORD_OVERHEAD_V0: Java's FileLogInputStream calls any smaller size corrupt.
-_MIN_SIZE = 14
-
-
-@dataclass(frozen=True)
-class TruncatedTail:
-    """The buffer ended inside a batch: the normal state of a log after a crash mid-write.
-
-    ``position`` is where the partial batch starts (where a recovering log truncates to),
-    ``available`` how many of its bytes are there, ``needed`` how many it declares (or the
-    17 bytes needed to read a header).
-    """
-
-    position: int
-    available: int
-    needed: int
 
 
 class BatchIterator:
@@ -82,6 +72,9 @@ class BatchIterator:
 
     After iteration, ``tail`` is a TruncatedTail if the buffer ended inside a batch and
     None if it ended on a batch boundary; ``position`` is the end of the last whole batch.
+
+    Unlike ``scan_log`` it reads the magic before it calls a batch torn, so that a log's
+    recovery treats a bad magic in a partial last batch as corruption, not as a torn write.
     """
 
     def __init__(self, buf, start, verify_crc, max_decompressed_size, file):

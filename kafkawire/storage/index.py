@@ -45,7 +45,7 @@ from array import array
 from kafkawire.protocol.errors import BadBytesError
 
 __all__ = ["CorruptIndexError", "InvalidOffsetError", "OffsetIndex", "TimeIndex",
-           "OffsetPosition", "TimestampOffset"]
+           "OffsetPosition", "TimestampOffset", "read_offset_index_entries", "read_time_index_entries"]
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
@@ -56,6 +56,21 @@ NO_TIMESTAMP = -1
 def _all_zero(data, start: int) -> bool:
     data = bytes(data)
     return data.count(0, start) == len(data) - start
+
+
+def read_offset_index_entries(data, base_offset: int) -> list[tuple[int, int]]:
+    """Every whole entry of an ``.index`` file's bytes as ``(offset, position)``, unchecked:
+    what Kafka's DumpLogSegments reads (preallocated zero entries included, a partial last
+    entry left out). ``OffsetIndex`` is the checked reader a log opens."""
+    usable = len(data) - len(data) % _OFFSET_ENTRY.size
+    return [(base_offset + rel, pos) for rel, pos in _OFFSET_ENTRY.iter_unpack(data[:usable])]
+
+
+def read_time_index_entries(data, base_offset: int) -> list[tuple[int, int]]:
+    """Every whole entry of a ``.timeindex`` file's bytes as ``(timestamp, offset)``, unchecked
+    (see read_offset_index_entries)."""
+    usable = len(data) - len(data) % _TIME_ENTRY.size
+    return [(ts, base_offset + rel) for ts, rel in _TIME_ENTRY.iter_unpack(data[:usable])]
 
 
 class CorruptIndexError(BadBytesError):
