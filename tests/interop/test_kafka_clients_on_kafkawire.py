@@ -369,3 +369,65 @@ def test_sigterm_is_a_controlled_shutdown_leaders_move_before_the_broker_exits(k
     consumed = consume_values(cluster, "steady", len(producer.acked))
     assert exactly_once_report("controlled shutdown", producer.acked_values(), consumed) == (0, 0, 0)
     assert producer.failed == []
+
+
+def directory_changes(metadata_dir) -> list:
+    """The PartitionChangeRecords with Directories in a controller's __cluster_metadata log."""
+    from pathlib import Path
+
+    from kafkawire.metadata import decode_metadata_record
+    from kafkawire.records import iter_batches
+    found = []
+    for segment in sorted(Path(metadata_dir).glob("*.log")):
+        for batch in iter_batches(segment.read_bytes()):
+            if batch.is_control:
+                continue
+            for record in batch.records():
+                message = decode_metadata_record(bytes(record.value)).message
+                if type(message).NAME == "PartitionChangeRecord" and message.directories is not None:
+                    found.append(message)
+    return found
+
+
+def test_brokers_with_two_log_directories_assign_their_replicas_through_our_controller(kafka_on_kafkawire):
+    from kafkawire.metadata.registrations import MIGRATING, UNASSIGNED
+    from kafkawire.metadata.replay import replay_directory
+
+    cluster = kafka_on_kafkawire(3, 3, start=False, controller_properties=CONTROLLER_PROPERTIES,
+                                 broker_properties=BROKER_PROPERTIES)
+    for node in cluster.brokers.values():          # JBOD: a second log directory on every broker
+        node.extra["log.dirs"] = f"{node.data_dir},{node.directory / 'data-2'}"
+    cluster.start()
+
+    def image():
+        return replay_directory(cluster.quorum.metadata_partition_dir(cluster.wait_for_controller_leader(10).leader_id)
+                                ).image
+
+    registered = image().brokers
+    assert all(len(registered[b].directories) == 2 for b in cluster.broker_ids)
+    cluster.topics("--create", "--topic", "jbod", "--partitions", "6", "--replication-factor", "3")
+
+    def assigned():
+        topic = image().topics_by_name.get("jbod")
+        if topic is None or len(topic.partitions) != 6:
+            return False
+        placed = [(r, d) for p in topic.partitions.values() for r, d in zip(p.replicas, p.directories)]
+        return all(d not in (UNASSIGNED, MIGRATING) and d in registered[r].directories for r, d in placed) and placed
+    placed = cluster.wait_until(assigned, 60, "every replica of jbod assigned to one of its broker's directories "
+                                              "(AssignReplicasToDirs)")
+    used = collections.Counter(d for _, d in placed)
+    moves = directory_changes(cluster.quorum.metadata_partition_dir(cluster.wait_for_controller_leader(10).leader_id))
+    assert moves, "no PartitionChangeRecord with Directories: the replicas were not assigned by the brokers"
+    print(f"\n[JBOD] 18 replicas placed over {len(used)} directories by AssignReplicasToDirs "
+          f"({len(moves)} PartitionChangeRecords with Directories)")
+
+    producer = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap_servers(), "acks": "all",
+                                         "enable.idempotence": True})
+    delivered = []
+    for i in range(200):
+        producer.produce("jbod", value=f"jbod-{i}",
+                         on_delivery=lambda err, msg: delivered.append(msg.value()) if err is None else None)
+    assert producer.flush(60) == 0
+    consumed = consume_values(cluster, "jbod", len(delivered))
+    assert len(delivered) == 200
+    assert exactly_once_report("JBOD", delivered, consumed) == (0, 0, 0)
