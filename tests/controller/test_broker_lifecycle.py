@@ -132,3 +132,23 @@ def test_controlled_shutdown_moves_every_leadership_to_another_isr_member_before
             second = await call(leader, 63, heartbeat(leaving, epoch, quorum.end_offset, want_shut_down=True))
             assert (second.is_fenced, second.should_shut_down) == (True, True)
     run(go())
+
+
+def test_a_registration_must_name_metadata_version_and_every_finalized_feature_it_omits_must_be_off():
+    from kafkawire.protocol.error_codes import Errors
+    from kafkawire.controller.versions import SUPPORTED_FEATURES
+
+    async def go():
+        quorum, leader, running = await start(30)
+        async with running:
+            without_mv = {n: r for n, r in SUPPORTED_FEATURES.items() if n != "metadata.version"}
+            refused = await call(leader, 62, broker_request(1, features=without_mv))
+            assert refused.error_code == Errors.INVALID_REGISTRATION
+            finalized = {n for n, level in leader.state.finalized_features().items() if level > 0}
+            omitted = sorted(finalized - {"metadata.version"})
+            assert omitted, "the 4.3-IV0 bootstrap finalizes features besides metadata.version"
+            partial = {n: r for n, r in SUPPORTED_FEATURES.items() if n != omitted[0]}
+            assert (await call(leader, 62, broker_request(1, features=partial))).error_code == \
+                Errors.UNSUPPORTED_VERSION
+            assert (await call(leader, 62, broker_request(1))).error_code == 0
+    run(go())
