@@ -21,11 +21,13 @@ def place(num_partitions: int, replication_factor: int, unfenced: list[int], fen
         raise InvalidReplicationFactor(f"Invalid replication factor {replication_factor}: the replication factor "
                                        "must be positive.")
     if not unfenced:
-        raise InvalidReplicationFactor("All brokers are currently fenced.")
+        raise InvalidReplicationFactor("All brokers are currently fenced, or have all their log directories "
+                                       "cordoned.")
     total = len(unfenced) + len(fenced)
     if replication_factor > total:
         raise InvalidReplicationFactor(f"The target replication factor of {replication_factor} cannot be reached "
-                                       f"because only {total} broker(s) are registered.")
+                                       f"because only {total} broker(s) are registered or some brokers have all their log "
+                                       "directories cordoned.")
     unfenced, fenced = sorted(unfenced), sorted(fenced)
     rng.shuffle(unfenced)
     rng.shuffle(fenced)

@@ -136,9 +136,9 @@ def _check(name: str, key: ConfigKey, parsed) -> None:
     elif key.type == "LIST" and key.throttled_replicas:
         ok = all(_is_replica_pair(p) for p in parsed) or "".join(parsed) == "*"
         if not ok:
-            raise _invalid(name, ",".join(parsed), f"{name} must be the literal '*' or a list of replicas in the "
-                                                   "following format: [partitionId]:[brokerId],[partitionId]:"
-                                                   "[brokerId],...")
+            shown = f"[{', '.join(parsed)}]"            # the value as Java's List.toString prints it
+            raise _invalid(name, shown, f"{name} must be the literal '*' or a list of replicas in the following "
+                                        "format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
     elif key.type == "LIST" and key.one_of:
         if len(set(parsed)) != len(parsed):
             raise ConfigValueError(f"Configuration '{name}' values must not be duplicated.")

@@ -6,8 +6,8 @@ The records of one request are one atomic batch: for each created topic a TopicR
 ConfigRecords (in the HashMap order Kafka builds them in), then a PartitionRecord per
 partition. A validate-only request answers the same and writes nothing.
 
-Topic configs are checked by name against Kafka 4.x's topic configs (an unknown one is
-INVALID_CONFIG) but their values are not validated. Results carry the topic id (v7), the
+Topic configs are checked by name and value against Kafka 4.3's topic configs
+(topic_configs.py; INVALID_CONFIG with LogConfig's message). Results carry the topic id (v7), the
 partition count, the replication factor and the topic's effective configs (v5+,
 effective_configs.py), as Kafka's controller answers a principal that may describe the topic's
 configs (with an authorizer Kafka leaves them out for the others; this controller does not yet).
@@ -33,7 +33,9 @@ from .java_order import int_hashmap_order, string_hashmap_order
 from .placement import InvalidReplicationFactor, place
 from .replication import is_active
 from .state import ControllerState
+from .topic_configs import ConfigValueError, validate_topic_configs
 from .versions import directory_assignment_supported, partition_record_version
+from kafkawire.protocol.message import uuid_to_kafka_string
 
 METADATA_TOPIC = "__cluster_metadata"
 MAX_NAME_LENGTH = 249
@@ -65,7 +67,6 @@ class TopicDefaults:
 def random_topic_id() -> uuid.UUID:
     """Uuid.randomUuid: random, but never the zero or metadata topic id, nor one whose base64
     form starts with '-' (it would read as a command-line option)."""
-    from kafkawire.protocol.message import uuid_to_kafka_string
     while True:
         candidate = uuid.uuid4()
         if candidate.int > 1 and not uuid_to_kafka_string(candidate).startswith("-"):
@@ -73,19 +74,18 @@ def random_topic_id() -> uuid.UUID:
 
 
 def validate_topic_name(name: str) -> None:
-    """Topic.validate, raising INVALID_TOPIC_EXCEPTION with Kafka's message."""
-    prefix = "Topic name"
+    """Topic.validate, raising INVALID_TOPIC_EXCEPTION with Kafka 4.3's message."""
     if not name:
-        message = f"{prefix} is illegal, it can't be empty"
+        reason = "the empty string is not allowed"
     elif name in (".", ".."):
-        message = f'{prefix} cannot be "." or ".."'
+        reason = f"'{name}' is not allowed"
     elif len(name) > MAX_NAME_LENGTH:
-        message = f"{prefix} is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, {prefix}: {name}"
+        reason = f"the length of '{name}' is longer than the max allowed length {MAX_NAME_LENGTH}"
     elif not _LEGAL_NAME.fullmatch(name):
-        message = (f'{prefix} "{name}" is illegal, it contains a character other than ASCII alphanumerics, '
-                   "'.', '_' and '-'")
+        reason = f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
     else:
         return
+    message = f"Topic name is invalid: {reason}"
     raise ApiError(Errors.INVALID_TOPIC_EXCEPTION, message)
 
 
@@ -201,11 +201,16 @@ def _topic_records(state: ControllerState, topic, parts: dict[int, list[int]], t
 
 
 def _config_error(topic) -> ApiError | None:
+    """The topic's configs as the controller validates them (names, then values, as LogConfig)."""
     for config in topic.configs:
         if config.value is None:
             return ApiError(Errors.INVALID_CONFIG, f"Null value not supported for topic configs: {config.name}")
         if config.name not in TOPIC_CONFIGS:
             return ApiError(Errors.INVALID_CONFIG, f"Unknown topic config name: {config.name}")
+    try:
+        validate_topic_configs({c.name: c.value for c in topic.configs})
+    except ConfigValueError as exc:
+        return ApiError(Errors.INVALID_CONFIG, str(exc))
     return None
 
 

@@ -90,14 +90,14 @@ def test_defaults_validate_only_duplicates_names_and_existing_topics():
     assert [r.type_name for r in records] == ["TopicRecord", "PartitionRecord"]     # only the first request wrote
     assert results(checked) == [
         ("exists", "TOPIC_ALREADY_EXISTS", "Topic 'exists' already exists."),
-        ("bad name", "INVALID_TOPIC_EXCEPTION", 'Topic name "bad name" is illegal, it contains a character other '
-                                               "than ASCII alphanumerics, '.', '_' and '-'"),
+        ("bad name", "INVALID_TOPIC_EXCEPTION", "Topic name is invalid: 'bad name' contains one or more characters "
+                                               "other than ASCII alphanumerics, '.', '_' and '-'"),
         ("a.b", "NONE", None),
         ("fine", "NONE", None),
-        ("", "INVALID_TOPIC_EXCEPTION", "Topic name is illegal, it can't be empty"),
-        ("x" * 250, "INVALID_TOPIC_EXCEPTION", "Topic name is illegal, it can't be longer than 249 characters, "
-                                               "Topic name: " + "x" * 250),
-        ("..", "INVALID_TOPIC_EXCEPTION", 'Topic name cannot be "." or ".."'),
+        ("", "INVALID_TOPIC_EXCEPTION", "Topic name is invalid: the empty string is not allowed"),
+        ("x" * 250, "INVALID_TOPIC_EXCEPTION", "Topic name is invalid: the length of '" + "x" * 250 + "' is longer "
+                                               "than the max allowed length 249"),
+        ("..", "INVALID_TOPIC_EXCEPTION", "Topic name is invalid: '..' is not allowed"),
         ("dup", "INVALID_REQUEST", "Duplicate topic name."),
         ("__cluster_metadata", "INVALID_REQUEST", "Creation of internal topic __cluster_metadata is prohibited."),
     ]
@@ -116,7 +116,8 @@ def test_replication_factor_and_partition_refusals():
     responses, records, _ = scenario(requests, brokers=(1,))
     assert [results(r)[0][1:] for r in responses] == [
         ("INVALID_REPLICATION_FACTOR", "Unable to replicate the partition 2 time(s): The target replication factor "
-                                       "of 2 cannot be reached because only 1 broker(s) are registered."),
+                                       "of 2 cannot be reached because only 1 broker(s) are registered or some "
+                                       "brokers have all their log directories cordoned."),
         ("INVALID_REPLICATION_FACTOR", "Replication factor must be larger than 0, or -1 to use the default value."),
         ("INVALID_PARTITIONS", "Number of partitions was set to an invalid non-positive value."),
     ]
@@ -128,7 +129,9 @@ def test_without_unfenced_brokers_nothing_can_be_placed():
     for brokers, fenced in (((), ()), ((1, 2), (1, 2))):
         (response,), records, _ = scenario([request], brokers=brokers, fenced=fenced)
         assert results(response) == [("t", "INVALID_REPLICATION_FACTOR", "Unable to replicate the partition 1 "
-                                                                         "time(s): All brokers are currently fenced.")]
+                                                                         "time(s): All brokers are currently fenced, "
+                                                                         "or have all their log directories "
+                                                                         "cordoned.")]
         assert records == []
 
 

@@ -128,3 +128,54 @@ def test_kafka_topics_and_kafka_configs_through_brokers_on_kafkawire_controllers
     missing = cluster.topics("--delete", "--topic", TOPIC, check=False)
     assert missing.returncode != 0
     assert cluster.describe_cluster() == {4: False, 5: False, 6: False}
+
+
+def _create_topics_answer(address, topics):
+    """CreateTopics v7 sent straight to a controller: each result's fields but the random topic id."""
+    import asyncio
+
+    from kafkawire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
+    from kafkawire.net.client import NetworkClient
+
+    request = CreateTopicsRequest(timeout_ms=30000, topics=[
+        CreatableTopic(name=name, num_partitions=partitions, replication_factor=rf,
+                       configs=[CreatableTopicConfig(name=k, value=v) for k, v in configs])
+        for name, partitions, rf, configs in topics])
+
+    async def send():
+        async with NetworkClient(client_id="compare", request_timeout_ms=30000) as client:
+            return await client.send(address, request, api_version=7)
+    response = asyncio.run(send())
+    return [(t.name, t.error_code, t.error_message, t.num_partitions, t.replication_factor, t.topic_config_error_code,
+             [(c.name, c.value, c.read_only, c.config_source, c.is_sensitive) for c in t.configs or []])
+            for t in response.topics]
+
+
+def test_create_topics_answers_are_a_kafka_controllers(kafka_on_kafkawire, kafka_controller, kafka_broker):
+    """The same CreateTopics to Kafka 4.3.1's controller and to ours, each with one real broker:
+    the same results, effective configs and refusals."""
+    ours = kafka_on_kafkawire(controllers=1, brokers=1)
+    controller = kafka_controller(1, ours.cluster_id, "--standalone")
+    kafka_broker(2, ours.cluster_id, controller.controller_address)
+    topics = [
+        ("plain", 2, 1, []),
+        ("configured", 1, 1, [("retention.ms", "1000"), ("cleanup.policy", "compact"), ("segment.bytes", "2097152")]),
+        ("bad-value", 1, 1, [("retention.ms", "soon")]),
+        ("too-small", 1, 1, [("segment.bytes", "1")]),
+        ("unknown-config", 1, 1, [("no.such.config", "1")]),
+        ("too-many-replicas", 1, 3, []),
+        ("bad name!", 1, 1, []),
+        ("..", 1, 1, []),
+        ("x" * 250, 1, 1, []),
+        ("a_b", 1, 1, []),
+        ("null-value", 1, 1, [("retention.ms", None)]),
+        ("list", 1, 1, [("cleanup.policy", "compact,bogus")]),
+        ("throttled", 1, 1, [("leader.replication.throttled.replicas", "0:1,x")]),
+    ]
+    theirs = _create_topics_answer(("127.0.0.1", controller.controller_port), topics)
+    mine = _create_topics_answer(ours.quorum.address(1), topics)
+    assert mine == theirs
+    # a name colliding in metric names with one created above
+    collision = [("a.b", 1, 1, [])]
+    assert _create_topics_answer(ours.quorum.address(1), collision) == \
+        _create_topics_answer(("127.0.0.1", controller.controller_port), collision)
