@@ -23,9 +23,9 @@ from a seeded ``random.Random`` owned by the core.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from .types import LeaderAndEpoch, OffsetAndEpoch, ReplicaKey
+from .types import ElectionState, LeaderAndEpoch, OffsetAndEpoch, ReplicaKey
 
 # --- inputs --------------------------------------------------------------------------------
 
@@ -172,24 +172,28 @@ class OutboundResponse:
     body: object
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Ready:
-    election: object | None = None                         # ElectionState to persist
-    log_ops: list = field(default_factory=list)
+    """What one step asks of the driver, in the order the module docstring gives."""
+    election: ElectionState | None = None                  # to persist before anything else
+    log_ops: tuple[LogOp, ...] = ()
     flush: bool = False
-    send: list = field(default_factory=list)
-    respond: list = field(default_factory=list)
+    send: tuple[OutboundRequest, ...] = ()
+    respond: tuple[OutboundResponse, ...] = ()
     committed_through: int | None = None                   # new high watermark
     load_snapshot: OffsetAndEpoch | None = None
     leader_change: LeaderAndEpoch | None = None
-    appends_committed: list = field(default_factory=list)  # (token, last offset)
-    appends_failed: list = field(default_factory=list)     # (token, error code)
-    appended: list = field(default_factory=list)           # (token, last offset): accepted, not committed yet
+    appends_committed: tuple[tuple[object, int], ...] = ()  # (token, last offset)
+    appends_failed: tuple[tuple[object, int], ...] = ()     # (token, error code)
+    appended: tuple[tuple[object, int], ...] = ()           # (token, last offset): accepted, not committed yet
     shutdown_complete: bool = False
     wake_at_ms: int = 0
     # Requests refused as hostile or impossible, and elections the epoch space no longer
     # allows: the driver logs each as a warning (they change no state).
-    warnings: list = field(default_factory=list)
+    warnings: tuple[str, ...] = ()
+    # The changes of epoch state in this step, (before, after) as states.describe says them,
+    # for the driver's log.
+    transitions: tuple[tuple[str, str], ...] = ()
 
     def is_empty(self) -> bool:
         return not (self.election or self.log_ops or self.send or self.respond
@@ -205,3 +209,32 @@ class ReplicaProgress:
     log_end_offset: int
     last_fetch_ms: int
     last_caught_up_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class RaftStatus:
+    """What the driver and its metrics may know of the core between steps (``RaftCore.status()``):
+    a copy, so that reading it never reaches into the core's state."""
+    role: str                              # "leader", "follower", "candidate", "prospective", "unattached", "resigned"
+    epoch: int
+    leader: LeaderAndEpoch
+    voted_id: int | None
+    high_watermark: int | None
+    log_start_offset: int
+    log_end_offset: int
+    last_fetched_epoch: int
+    epoch_start_offset: int | None         # the leader's: the first offset of its epoch
+    proposed_records: int                  # accepted by the leader, not in the log yet (its accumulator)
+    voters: int
+    unknown_voter_connections: int         # voters with no endpoint on our listener (Kafka's metric)
+    observers: int                         # the observers a leader tracks
+    uncommitted_voter_change: bool         # a leader's KIP-853 change in flight
+    kraft_version: int
+    counters: tuple[tuple[str, int], ...]  # (name, count), sorted by name
+
+    @property
+    def is_leader(self) -> bool:
+        return self.role == "leader"
+
+    def counter(self, name: str) -> int:
+        return dict(self.counters).get(name, 0)

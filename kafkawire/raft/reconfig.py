@@ -35,6 +35,11 @@ from kafkawire.messages.k_raft_version_record import KRaftVersionRecord
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.records import ControlRecordType
 
+from .config import RaftConfig
+from .control import ControlState
+from .effects import Effects
+from .quorum_state import QuorumState
+from .requests import RequestManager
 from .states import Follower, Leader
 from .types import Endpoints, ReplicaKey
 from .voters import VoterNode, VoterSet
@@ -73,8 +78,13 @@ def api_versions_response(kraft_version_min: int, kraft_version_max: int, error_
 
 
 class Reconfig:
-    def __init__(self, core):
-        self.core = core
+    def __init__(self, effects: Effects, config: RaftConfig, quorum: QuorumState, control: ControlState,
+                 requests: RequestManager):
+        self.effects = effects
+        self.config = config
+        self.quorum = quorum
+        self.control = control
+        self.requests = requests
         # Replica side: when to send the next UpdateRaftVoter / auto-join request.
         self.update_sent_epoch: int | None = None
         self.update_acked_epoch: int | None = None
@@ -109,48 +119,50 @@ class Reconfig:
     # --- shared checks ---------------------------------------------------------------------------
     @property
     def _leader(self) -> Leader | None:
-        state = self.core.quorum.state
+        state = self.quorum.state
         return state if isinstance(state, Leader) else None
 
     def _leader_error(self) -> tuple[int, str | None]:
         """Kafka's KafkaRaftClient checks leadership, then the request's own fields (a directory
         id, the quorum's listener: INVALID_REQUEST), and only then its handlers the rest."""
-        if self._leader is None or self.core.shutdown_deadline_ms is not None:
+        if self._leader is None or self.effects.shutting_down:
             return int(Errors.NOT_LEADER_OR_FOLLOWER), "this replica is not the leader"
         return NONE, None
 
     def _precheck(self) -> tuple[int, str | None]:
         """Rules 1-3 of the module docstring."""
-        core = self.core
         leader = self._leader
         error, message = self._leader_error()
         if error != NONE:
             return error, message
-        if core.control.last_kraft_version() < 1:
+        if self.control.last_kraft_version() < 1:
             return int(Errors.UNSUPPORTED_VERSION), "the cluster's kraft.version is 0: its voters are static"
         if self.pending is not None:
             return int(Errors.REQUEST_TIMED_OUT), "another voter change is in progress"
         hw = leader.high_watermark
         if hw is None or hw <= leader.epoch_start_offset:
             return int(Errors.REQUEST_TIMED_OUT), "the leader has not committed a record of its epoch yet"
-        if core.control.has_uncommitted_voter_change(hw):
+        if self.control.has_uncommitted_voter_change(hw):
             return int(Errors.REQUEST_TIMED_OUT), "the last voter change is not committed yet"
         return NONE, None
 
     def _valid_cluster_id(self, cluster_id) -> bool:
-        return self.core._valid_cluster_id(cluster_id)
+        return self.effects.valid_cluster_id(cluster_id)
 
     def _endpoints(self, listeners) -> Endpoints:
         return Endpoints(tuple((l.name, l.host, l.port) for l in listeners))
 
     def _respond(self, request, body) -> None:
-        self.core._respond(request, body)
+        self.effects.respond(request, body)
+
+    def _voters(self) -> VoterSet:
+        return self.control.last_voter_set()
 
     def _start(self, change: PendingChange) -> None:
         self.pending = change
 
     def _append_voters(self, change: PendingChange, records) -> None:
-        change.record_offset = self.core.append_control_records(records)
+        change.record_offset = self.effects.append_control_records(records)
         if not change.ack_when_committed:
             self._finish(change, NONE)
 
@@ -165,35 +177,29 @@ class Reconfig:
         error, message = self._leader_error()
         if error != NONE:
             return reply(error, message)
-        core = self.core
         key = ReplicaKey.of(body.voter_id, body.voter_directory_id)
         if key.directory_id is None:
             return reply(int(Errors.INVALID_REQUEST), "a new voter needs a directory id")
         endpoints = self._endpoints(body.listeners)
-        address = endpoints.address(core.config.listener)
+        address = endpoints.address(self.config.listener)
         if address is None:
-            return reply(int(Errors.INVALID_REQUEST), f"the new voter has no endpoint for listener {core.config.listener}")
+            return reply(int(Errors.INVALID_REQUEST), f"the new voter has no endpoint for listener {self.config.listener}")
         error, message = self._precheck()
         if error != NONE:
             return reply(error, message)
-        voters = core.voters()
+        voters = self._voters()
         if voters.node(key.id) is not None:
             return reply(int(Errors.DUPLICATE_VOTER), f"node {key.id} is already a voter")
-        timeout = body.timeout_ms if body.timeout_ms > 0 else core.config.request_timeout_ms
-        change = PendingChange("add", request, None, core.now_ms + timeout, voter_key=key,
+        timeout = body.timeout_ms if body.timeout_ms > 0 else self.config.request_timeout_ms
+        change = PendingChange("add", request, None, self.effects.now_ms + timeout, voter_key=key,
                                ack_when_committed=bool(getattr(body, "ack_when_committed", True)))
         change.new_voters = voters.add(VoterNode(key, endpoints, 0, 0))   # range filled in from ApiVersions
         self._start(change)
         # Ask the new voter what it supports before it counts toward any majority.
-        cid = core.requests.next_correlation_id()
-        core.requests.on_sent(key.id, cid, "ApiVersions", core.now_ms)
-        change.probe_correlation_id = cid
-        from .io import OutboundRequest
-        core._out.send.append(OutboundRequest(cid, key.id, address,
-                                              api_versions_request(core.quorum.local_id, core.config.cluster_id)))
+        change.probe_correlation_id = self.effects.send(
+            key.id, address, api_versions_request(self.quorum.local_id, self.config.cluster_id), "ApiVersions")
 
     def _handle_api_versions_response(self, event) -> bool:
-        core = self.core
         change = self.pending
         if change is None or change.kind != "add" or change.probe_correlation_id != event.correlation_id:
             return True
@@ -203,7 +209,7 @@ class Reconfig:
             return self._finish(change, int(Errors.REQUEST_TIMED_OUT),
                                 f"the new voter answered ApiVersions with {Errors.for_code(body.error_code).name}")
         feature = next((f for f in body.supported_features if f.name == KRAFT_VERSION_FEATURE), None)
-        current = core.control.last_kraft_version()
+        current = self.control.last_kraft_version()
         low, high = (feature.min_version, feature.max_version) if feature else (0, 0)
         if not low <= current <= high:
             return self._finish(change, int(Errors.INVALID_REQUEST),
@@ -221,7 +227,7 @@ class Reconfig:
         state = leader.book.observer_states.get(key)
         if state is None or state.end_offset is None:
             return False
-        return state.last_caught_up_ms >= self.core.now_ms - self.core.config.fetch_timeout_ms
+        return state.last_caught_up_ms >= self.effects.now_ms - self.config.fetch_timeout_ms
 
     # --- RemoveRaftVoter ------------------------------------------------------------------------------
     def _handle_remove_voter(self, request) -> None:
@@ -234,21 +240,20 @@ class Reconfig:
         error, message = self._leader_error()
         if error != NONE:
             return reply(error, message)
-        core = self.core
         key = ReplicaKey.of(body.voter_id, body.voter_directory_id)
         if key.directory_id is None:
             return reply(int(Errors.INVALID_REQUEST), "the voter to remove needs a directory id")
         error, message = self._precheck()
         if error != NONE:
             return reply(error, message)
-        voters = core.voters()
+        voters = self._voters()
         node = voters.node(key.id)
         if node is None or node.key.directory_id != key.directory_id:
             return reply(int(Errors.VOTER_NOT_FOUND), f"{key} is not a voter")
         if len(voters) == 1:
             # Kafka's VoterSet.removeVoter refuses to leave no voter; RemoveVoterHandler says VOTER_NOT_FOUND.
             return reply(int(Errors.VOTER_NOT_FOUND), "the last voter cannot be removed")
-        change = PendingChange("remove", request, voters.remove(node.key), core.now_ms + core.config.request_timeout_ms,
+        change = PendingChange("remove", request, voters.remove(node.key), self.effects.now_ms + self.config.request_timeout_ms,
                                voter_key=node.key)
         self._start(change)
         self._append_voters(change, [(ControlRecordType.KRAFT_VOTERS, change.new_voters.to_voters_record())])
@@ -256,19 +261,18 @@ class Reconfig:
     # --- UpdateRaftVoter -------------------------------------------------------------------------------
     def _handle_update_voter(self, request) -> None:
         body = request.body
-        core = self.core
 
         def reply(error):
             response = up_resp.UpdateRaftVoterResponse(error_code=error)
-            leader_id = core.quorum.leader_id()
+            leader_id = self.quorum.leader_id()
             if leader_id is not None:
-                address = core.quorum.leader_endpoints().address(core.config.listener) or ("", 0)
-                response.current_leader = up_resp.CurrentLeader(leader_id=leader_id, leader_epoch=core.quorum.epoch,
+                address = self.quorum.leader_endpoints().address(self.config.listener) or ("", 0)
+                response.current_leader = up_resp.CurrentLeader(leader_id=leader_id, leader_epoch=self.quorum.epoch,
                                                                 host=address[0], port=address[1])
             self._respond(request, response)
         if not self._valid_cluster_id(body.cluster_id):
             return reply(int(Errors.INCONSISTENT_CLUSTER_ID))
-        epoch_error = core._validate_leader_only_request(body.current_leader_epoch)
+        epoch_error = self.effects.validate_leader_only_request(body.current_leader_epoch)
         if epoch_error != NONE:
             return reply(epoch_error)
         endpoints = self._endpoints(body.listeners)
@@ -276,21 +280,21 @@ class Reconfig:
         key = ReplicaKey.of(body.voter_id, body.voter_directory_id)
         if key.directory_id is None:
             return reply(int(Errors.INVALID_REQUEST))      # whatever the kraft.version, as Kafka
-        if endpoints.address(core.config.listener) is None:
+        if endpoints.address(self.config.listener) is None:
             return reply(int(Errors.INVALID_REQUEST))
-        current = core.control.last_kraft_version()
+        current = self.control.last_kraft_version()
         if not feature.min_supported_version <= current <= feature.max_supported_version:
             return reply(int(Errors.INVALID_REQUEST))      # UpdateVoterHandler.validVersionRange
         if current < 1:
             # Static voters: remember what the voter supports for a later kraft.version upgrade.
-            if core.voters().node(key.id) is None:
+            if self._voters().node(key.id) is None:
                 return reply(int(Errors.VOTER_NOT_FOUND))
             self.learned[key.id] = VoterNode(key, endpoints, feature.min_supported_version, feature.max_supported_version)
             return reply(NONE)
         error, _ = self._precheck()
         if error != NONE:
             return reply(error)
-        voters = core.voters()
+        voters = self._voters()
         node = voters.node(key.id)
         if node is None or (node.key.directory_id is not None and node.key.directory_id != key.directory_id):
             return reply(int(Errors.VOTER_NOT_FOUND))
@@ -298,11 +302,11 @@ class Reconfig:
         new_key = node.key if node.key.directory_id is not None else key
         # A voter's UpdateRaftVoter counts as hearing from it for check-quorum, as a fetch does
         # (Kafka's UpdateVoterHandler: updateCheckQuorumForFollowingVoter).
-        self._leader.book.record_voter_contact(new_key.id, core.now_ms)
+        self._leader.book.record_voter_contact(new_key.id, self.effects.now_ms)
         updated = VoterNode(new_key, endpoints, feature.min_supported_version, feature.max_supported_version)
         if updated == node:
             return reply(NONE)
-        change = PendingChange("update", request, voters.update(updated), core.now_ms + core.config.request_timeout_ms,
+        change = PendingChange("update", request, voters.update(updated), self.effects.now_ms + self.config.request_timeout_ms,
                                voter_key=new_key)
         self._start(change)
         self._append_voters(change, [(ControlRecordType.KRAFT_VOTERS, change.new_voters.to_voters_record())])
@@ -310,7 +314,6 @@ class Reconfig:
     # --- UpdateFeatures: kraft.version ------------------------------------------------------------------
     def _handle_update_features(self, request) -> None:
         body = request.body
-        core = self.core
 
         def reply(error, message=None):
             response = uf_resp.UpdateFeaturesResponse(error_code=error, error_message=message)
@@ -326,21 +329,21 @@ class Reconfig:
         leader = self._leader
         if leader is None:
             return reply(int(Errors.NOT_CONTROLLER), "this replica is not the leader")
-        current = core.control.last_kraft_version()
+        current = self.control.last_kraft_version()
         if target < current:
             return reply(int(Errors.INVALID_UPDATE_VERSION), f"kraft.version cannot go down from {current} to {target}")
         if target == current:
             return reply(NONE)
-        if target > core.config.kraft_version_max:
+        if target > self.config.kraft_version_max:
             return reply(int(Errors.INVALID_UPDATE_VERSION), f"kraft.version {target} is not supported")
         if self.pending is not None:
             return reply(int(Errors.REQUEST_TIMED_OUT), "a voter change is in progress")
-        voters = core.voters()
+        voters = self._voters()
         new_nodes = []
         for node in voters:
-            if node.key.id == core.quorum.local_id:
-                new_nodes.append(VoterNode(core.quorum.local_key, core.config.endpoints,
-                                           core.config.kraft_version_min, core.config.kraft_version_max))
+            if node.key.id == self.quorum.local_id:
+                new_nodes.append(VoterNode(self.quorum.local_key, self.config.endpoints,
+                                           self.config.kraft_version_min, self.config.kraft_version_max))
                 continue
             learned = self.learned.get(node.key.id)
             if learned is None or not learned.supports_kraft_version(target):
@@ -350,7 +353,7 @@ class Reconfig:
         if getattr(body, "validate_only", False):
             return reply(NONE)
         new_voters = VoterSet.of(new_nodes)
-        change = PendingChange("kraft.version", request, new_voters, core.now_ms + max(body.timeout_ms, 1),
+        change = PendingChange("kraft.version", request, new_voters, self.effects.now_ms + max(body.timeout_ms, 1),
                                new_kraft_version=target)
         self._start(change)
         # The version and the voter set go together, in one control batch (atomically).
@@ -388,7 +391,7 @@ class Reconfig:
             return
         if leader.high_watermark is not None and leader.high_watermark > change.record_offset:
             self._finish(change, NONE)
-            if change.kind == "remove" and change.voter_key.id == self.core.quorum.local_id:
+            if change.kind == "remove" and change.voter_key.id == self.quorum.local_id:
                 leader.book.resign_requested = True   # KIP-853: a removed leader steps down once it is committed
             if change.kind == "kraft.version":
                 self.learned.clear()
@@ -396,7 +399,7 @@ class Reconfig:
     def on_state_change(self) -> None:
         """Leaving leadership answers the pending change; a new epoch means telling its leader
         about ourselves again."""
-        state = self.core.quorum.state
+        state = self.quorum.state
         if not isinstance(state, Leader) and self.pending is not None:
             # UpdateFeatures says "not the active controller" with NOT_CONTROLLER (the admin client
             # then finds the new one); the raft RPCs say NOT_LEADER_OR_FOLLOWER.
@@ -404,7 +407,7 @@ class Reconfig:
                                                                      uf_req.UpdateFeaturesRequest)
             error = Errors.NOT_CONTROLLER if upgrade else Errors.NOT_LEADER_OR_FOLLOWER
             self._finish(self.pending, int(error), "leadership changed")
-        if self.update_acked_epoch != self.core.quorum.epoch:
+        if self.update_acked_epoch != self.quorum.epoch:
             self.update_sent_epoch = None
             self.update_retry_at_ms = 0
 
@@ -415,23 +418,22 @@ class Reconfig:
 
     # --- polling ------------------------------------------------------------------------------------------
     def poll(self) -> None:
-        core = self.core
         leader = self._leader
         if leader is not None:
             change = self.pending
             if change is not None:
-                if change.probe_correlation_id is not None and core.requests.in_flight(change.voter_key.id) is None:
+                if change.probe_correlation_id is not None and self.requests.in_flight(change.voter_key.id) is None:
                     self._finish(change, int(Errors.REQUEST_TIMED_OUT), "the new voter did not answer ApiVersions")
-                elif core.now_ms >= change.deadline_ms:
+                elif self.effects.now_ms >= change.deadline_ms:
                     self._finish(change, int(Errors.REQUEST_TIMED_OUT), "timed out waiting for the change to commit")
             return
 
     def maybe_send_to_leader(self, state: Follower, address) -> bool:
         """Called by a follower whose connection to the leader is free: whether it sent an
         UpdateRaftVoter or auto-join request instead of its next fetch."""
-        if self.core.quorum.is_voter():
+        if self.quorum.is_voter():
             return self._maybe_send_update_voter(state, address)
-        if self.core.config.auto_join:
+        if self.config.auto_join:
             return self._maybe_auto_join(state, address)
         return False
 
@@ -440,77 +442,74 @@ class Reconfig:
         out = []
         if leader is not None and self.pending is not None:
             out.append(self.pending.deadline_ms)
-        elif isinstance(self.core.quorum.state, Follower) and self.core.config.auto_join and self.core.quorum.is_observer():
+        elif isinstance(self.quorum.state, Follower) and self.config.auto_join and self.quorum.is_observer():
             out.append(self.auto_join_next_ms)
         return out
 
     # --- replica side --------------------------------------------------------------------------------------
     def _maybe_send_update_voter(self, state: Follower, address) -> bool:
-        core = self.core
         if self.update_acked_epoch == state.epoch or self.update_sent_epoch == state.epoch:
             return False
-        if core.now_ms < self.update_retry_at_ms:
+        if self.effects.now_ms < self.update_retry_at_ms:
             return False
         if not state.has_fetched_from_leader:
             return False
-        node = core.voters().node(core.quorum.local_id)
-        local = VoterNode(core.quorum.local_key, core.config.endpoints, core.config.kraft_version_min,
-                          core.config.kraft_version_max)
-        if core.control.last_kraft_version() >= 1 and node == local:
+        node = self._voters().node(self.quorum.local_id)
+        local = VoterNode(self.quorum.local_key, self.config.endpoints, self.config.kraft_version_min,
+                          self.config.kraft_version_max)
+        if self.control.last_kraft_version() >= 1 and node == local:
             self.update_acked_epoch = state.epoch   # the voter set already says what we would
             return False
         self.update_sent_epoch = state.epoch
-        core._send(state.leader_id, address, up_req.UpdateRaftVoterRequest(
-            cluster_id=core.config.cluster_id, current_leader_epoch=state.epoch, voter_id=core.quorum.local_id,
-            voter_directory_id=core.quorum.local_key.wire_directory_id,
-            listeners=[up_req.Listener(name=n, host=h, port=p) for n, h, p in core.config.endpoints.listeners],
-            k_raft_version_feature=up_req.KRaftVersionFeature(min_supported_version=core.config.kraft_version_min,
-                                                              max_supported_version=core.config.kraft_version_max)),
+        self.effects.send(state.leader_id, address, up_req.UpdateRaftVoterRequest(
+            cluster_id=self.config.cluster_id, current_leader_epoch=state.epoch, voter_id=self.quorum.local_id,
+            voter_directory_id=self.quorum.local_key.wire_directory_id,
+            listeners=[up_req.Listener(name=n, host=h, port=p) for n, h, p in self.config.endpoints.listeners],
+            k_raft_version_feature=up_req.KRaftVersionFeature(min_supported_version=self.config.kraft_version_min,
+                                                              max_supported_version=self.config.kraft_version_max)),
             "UpdateRaftVoter")
         return True
 
     def _handle_update_voter_response(self, event) -> bool:
         body = event.body
-        core = self.core
         # As Kafka's handleUpdateVoterResponse: the answer's CurrentLeader goes through the
         # epoch handling every response gets, so an answer naming a newer leader moves us
         # to it (testUpdateVoterResponseCausesEpochChange).
         leader = body.current_leader
         leader_id = leader.leader_id if leader.leader_id >= 0 else None
-        endpoints = Endpoints(((core.config.listener, leader.host, leader.port),)) \
+        endpoints = Endpoints(((self.config.listener, leader.host, leader.port),)) \
             if leader_id is not None and leader.host else Endpoints(())
-        handled = core._maybe_handle_common_response(body.error_code, leader_id, leader.leader_epoch, endpoints)
+        handled = self.effects.handle_common_response(body.error_code, leader_id, leader.leader_epoch, endpoints)
         if handled is not None:
             return handled   # (a new epoch resets what we told whom: on_state_change)
-        state = core.quorum.state
+        state = self.quorum.state
         if body.error_code in (NONE, int(Errors.UNSUPPORTED_VERSION)) and isinstance(state, Follower):
             # Kafka treats the answer as contact with the leader, like a fetch.
             if body.error_code == NONE:
                 self.update_acked_epoch = state.epoch
-            core._on_successful_fetch(state)
+            self.effects.on_successful_fetch(state)
             return True
         self.update_sent_epoch = None   # try again after an update-voter period of fetching
-        self.update_retry_at_ms = self.core.now_ms + self.core.config.fetch_timeout_ms
+        self.update_retry_at_ms = self.effects.now_ms + self.config.fetch_timeout_ms
         return body.error_code in (int(Errors.NOT_LEADER_OR_FOLLOWER), int(Errors.FENCED_LEADER_EPOCH))
 
     def _maybe_auto_join(self, state: Follower, address) -> bool:
         """An observer with auto-join on: drop a stale voter entry of our id, then add ourselves."""
-        core = self.core
-        if core.control.last_kraft_version() < 1 or core.now_ms < self.auto_join_next_ms:
+        if self.control.last_kraft_version() < 1 or self.effects.now_ms < self.auto_join_next_ms:
             return False
-        if not state.has_fetched_from_leader or core.quorum.local_key.directory_id is None:
+        if not state.has_fetched_from_leader or self.quorum.local_key.directory_id is None:
             return False
-        self.auto_join_next_ms = core.now_ms + AUTO_JOIN_RETRY_MS
-        stale = core.voters().node(core.quorum.local_id)
+        self.auto_join_next_ms = self.effects.now_ms + AUTO_JOIN_RETRY_MS
+        stale = self._voters().node(self.quorum.local_id)
         if stale is not None:
-            core._send(state.leader_id, address, rm_req.RemoveRaftVoterRequest(
-                cluster_id=core.config.cluster_id, voter_id=stale.key.id,
+            self.effects.send(state.leader_id, address, rm_req.RemoveRaftVoterRequest(
+                cluster_id=self.config.cluster_id, voter_id=stale.key.id,
                 voter_directory_id=stale.key.wire_directory_id), "RemoveRaftVoter")
         else:
-            core._send(state.leader_id, address, add_req.AddRaftVoterRequest(
-                cluster_id=core.config.cluster_id, timeout_ms=30_000, voter_id=core.quorum.local_id,
-                voter_directory_id=core.quorum.local_key.wire_directory_id,
-                listeners=[add_req.Listener(name=n, host=h, port=p) for n, h, p in core.config.endpoints.listeners]),
+            self.effects.send(state.leader_id, address, add_req.AddRaftVoterRequest(
+                cluster_id=self.config.cluster_id, timeout_ms=30_000, voter_id=self.quorum.local_id,
+                voter_directory_id=self.quorum.local_key.wire_directory_id,
+                listeners=[add_req.Listener(name=n, host=h, port=p) for n, h, p in self.config.endpoints.listeners]),
                 "AddRaftVoter")
         return True
 

@@ -218,9 +218,8 @@ class InteractionEnv:
 
     def _apply(self, node: SimNode, ready, out: list[str]) -> None:
         node.persist(ready)
-        for old, new in node.core.transition_log:
+        for old, new in ready.transitions:
             out.append(f"{node.node_id}: {old} -> {new}")
-        node.core.transition_log.clear()
         for op in ready.log_ops:
             kind = type(op).__name__
             if kind == "Append":

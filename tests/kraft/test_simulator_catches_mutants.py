@@ -250,7 +250,7 @@ class AllowsConcurrentVoterChanges(RaftCore):
     """The leader starts a voter change while another is still uncommitted."""
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.reconfig = _ConcurrentChanges(self)
+        self.reconfig = _ConcurrentChanges(self.effects, self.config, self.quorum, self.control, self.requests)
 
 
 def test_voter_change_invariant_catches_concurrent_changes():

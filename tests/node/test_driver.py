@@ -87,7 +87,7 @@ def test_a_new_leader_is_caught_up_once_it_applied_everything_before_its_epoch(t
     from types import SimpleNamespace
     driver = RaftDriver(config(), DiskLogStore(tmp_path / "p"), client=None)
     driver.is_leader = lambda: True
-    driver.core = SimpleNamespace(state=SimpleNamespace(epoch_start_offset=12))
+    driver.core = SimpleNamespace(status=lambda: SimpleNamespace(epoch_start_offset=12))
     driver.applied_offset = 10
     assert not driver.leader_caught_up()
     driver.applied_offset = 12

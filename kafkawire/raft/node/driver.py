@@ -36,7 +36,6 @@ from kafkawire.raft.core import RaftCore
 from kafkawire.raft.io import (CleanLog, OutboundRequest, Propose, Ready, RequestFailed, RequestReceived, ResponseReceived, Shutdown,
                      SnapshotFrozen, Tick)
 from kafkawire.raft.rpc import adapt_request_for_version
-from kafkawire.raft.states import Leader
 from kafkawire.raft.types import LeaderAndEpoch, OffsetAndEpoch
 
 from .disk_store import DiskLogStore
@@ -210,9 +209,8 @@ class RaftDriver:
             self.store.apply(op)
         if ready.flush:
             self.store.flush()
-        for before, after in core.transition_log:
+        for before, after in ready.transitions:
             log.info("node %d: %s -> %s", self.config.node_id, before, after)
-        core.transition_log.clear()
         for warning in ready.warnings:
             log.warning("node %d: %s", self.config.node_id, warning)
         # 3: messages.
@@ -244,7 +242,7 @@ class RaftDriver:
                                NotLeader(f"append failed: {Errors.for_code(error).name}", error))
         if ready.shutdown_complete:
             self.shutdown_complete.set()
-        self.metrics.update_from(core, self.store)
+        self.metrics.update_from(core.status(), self.store)
         # 5: the next tick.
         self._schedule(ready.wake_at_ms)
         if ready.committed_through is not None:
@@ -451,20 +449,21 @@ class RaftDriver:
         return self.core.leader_and_epoch()
 
     def is_leader(self) -> bool:
-        return isinstance(self.core.state, Leader)
+        return self.core.status().is_leader
 
     def leader_caught_up(self) -> bool:
         """This node leads and has applied every record committed before its epoch started:
         Kafka tells its listener of the new leadership only then."""
         if self.core is None or not self.is_leader():
             return False
-        return self.applied_offset >= self.core.state.epoch_start_offset
+        epoch_start = self.core.status().epoch_start_offset
+        return epoch_start is not None and self.applied_offset >= epoch_start
 
     def next_offset(self) -> int:
         """The offset the next proposed record will get (the log end plus what is batching
         in the core and waiting in the append queue)."""
-        return (self.core.log.end_offset + sum(len(records) for _, records in self.core.accumulator)
-                + self._queued_records)
+        status = self.core.status()
+        return status.log_end_offset + status.proposed_records + self._queued_records
 
     def high_watermark(self) -> int:
         hw = self.core.high_watermark() if self.core is not None else None

@@ -16,10 +16,7 @@ import statistics
 import time
 from collections import deque
 
-from kafkawire.raft.states import Candidate, Follower, Leader, Prospective, Resigned, Unattached
-
-_STATE_NAMES = {Leader: "leader", Follower: "follower", Candidate: "candidate", Prospective: "prospective",
-                Unattached: "unattached", Resigned: "resigned"}
+from kafkawire.raft.io import RaftStatus
 
 
 class LatencyWindow:
@@ -61,31 +58,24 @@ class RaftMetrics:
             self.election_latency.record(now_ms - self._leaderless_since)
             self._leaderless_since = None
 
-    def update_from(self, core, store) -> None:
-        state = core.state
-        voted = getattr(state, "voted_key", None)
-        leader = core.leader_and_epoch()
-        voters = core.voters()
+    def update_from(self, status: RaftStatus, store) -> None:
+        """The gauges from the core's status after a Ready was applied (the log end as the
+        store has it on disk)."""
         self.values.update({
-            "current-leader": -1 if leader.leader_id is None else leader.leader_id,
-            "current-epoch": core.epoch,
-            "current-vote": -1 if voted is None else voted.id,
-            "current-state": _STATE_NAMES.get(type(state), type(state).__name__.lower()),
+            "current-leader": -1 if status.leader.leader_id is None else status.leader.leader_id,
+            "current-epoch": status.epoch,
+            "current-vote": -1 if status.voted_id is None else status.voted_id,
+            "current-state": status.role,
             "high-watermark": self.high_watermark,
             "log-end-offset": store.end_offset(),
-            "log-end-epoch": core.log.last_fetched_epoch,
-            "number-of-voters": len(voters),
+            "log-end-epoch": status.last_fetched_epoch,
+            "number-of-voters": status.voters,
             # Kafka: voters whose connection information is not known (no endpoint on our listener).
-            "number-unknown-voter-connections": sum(
-                1 for v in voters if v.key.id != core.config.node_id
-                and v.endpoints.address(core.config.listener) is None),
-            "uncommitted-voter-change": int(core.reconfig.pending is not None) if isinstance(state, Leader) else 0,
+            "number-unknown-voter-connections": status.unknown_voter_connections,
+            "uncommitted-voter-change": int(status.uncommitted_voter_change),
+            "number-of-observers": status.observers,
         })
-        if isinstance(state, Leader):
-            self.values["number-of-observers"] = len(state.book.observer_states)
-        else:
-            self.values["number-of-observers"] = 0
-        self._counters = dict(core.counters)
+        self._counters = dict(status.counters)
 
     def snapshot(self) -> dict:
         now = time.monotonic()

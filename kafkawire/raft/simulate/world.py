@@ -233,9 +233,8 @@ class Simulation(FaultInjection, MembershipChanges):
             return
         node.persist(ready)
         self.invariants.check_appends(node, ready.log_ops)
-        for t in node.core.transition_log:
+        for t in ready.transitions:
             self.log(f"{node.node_id}: {t[0]} -> {t[1]}")
-        node.core.transition_log.clear()
         self.invariants.on_state(node)
         if ready.leader_change is not None and ready.leader_change.leader_id == node.node_id \
                 and isinstance(node.core.state, Leader):

@@ -1,0 +1,97 @@
+"""The leader's appends: client records wait in the accumulator until a batch fills or the
+linger time passes (Kafka's BatchAccumulator), then go into the log as one batch of the
+leader's epoch; control records (LeaderChange, KIP-853's voters and kraft.version) go as
+one control batch. A part of RaftCore (see parts.py).
+"""
+from __future__ import annotations
+
+from kafkawire.messages.k_raft_version_record import KRaftVersionRecord
+from kafkawire.messages.leader_change_message import LeaderChangeMessage, Voter as LeaderChangeVoter
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.records import ControlRecordType, RecordBatchBuilder, iter_batches
+from kafkawire.records.control import encode_control_key
+from kafkawire.records.kraft_control import encode_value
+
+from .io import Propose
+from .parts import CoreParts
+from .states import Leader
+
+
+class LocalAppends(CoreParts):
+    def _handle_propose(self, event: Propose) -> None:
+        state = self.quorum.state
+        if not isinstance(state, Leader) or self.shutdown_deadline_ms is not None or state.book.resign_requested:
+            self._out.appends_failed.append((event.token, int(Errors.NOT_LEADER_OR_FOLLOWER)))
+            return
+        if not event.records:
+            self._out.appends_failed.append((event.token, int(Errors.INVALID_REQUEST)))
+            return
+        pending = sum(len(r) for _, r in self.accumulator)
+        last = self.log.end_offset + pending + len(event.records) - 1
+        self.accumulator.append((event.token, event.records))
+        self._out.appended.append((event.token, last))
+        if self.linger_deadline_ms is None:
+            self.linger_deadline_ms = self.now_ms + self.config.append_linger_ms
+
+    def _flush_accumulator(self) -> None:
+        leader = self._leader()
+        while self.accumulator:
+            builder = RecordBatchBuilder(base_offset=self.log.end_offset, partition_leader_epoch=self._batch_epoch())
+            tokens = []
+            while self.accumulator and len(builder) + len(self.accumulator[0][1]) <= self.config.max_batch_records \
+                    or self.accumulator and len(builder) == 0:
+                token, records = self.accumulator.pop(0)
+                for value in records:
+                    builder.append(None, value, (), self.now_ms)
+                tokens.append((token, self.log.end_offset + len(builder) - 1))
+            self._append_as_leader(builder.build(), len(builder))
+            for token, last in tokens:
+                leader.book.waiting_appends.append((last, token))
+        self.linger_deadline_ms = None
+
+    def _append_as_leader(self, batch: bytes, count: int) -> None:
+        leader = self._leader()
+        base = self.log.end_offset
+        self.log.append(batch, base, base + count - 1, self._batch_epoch(), flush=True)
+        for parsed in iter_batches(batch):
+            self.control.apply_batch(parsed)
+            if parsed.is_control:
+                leader.book.update_voters(self.voters(), self.now_ms)
+        self.counters["append_records"] += count
+        if leader.book.update_local_end(self.log.end_offset, self.now_ms):
+            self._on_leader_high_watermark_update()
+        self.parked.complete_ready()
+
+    def _batch_epoch(self) -> int:
+        """Every batch a leader writes carries its epoch (KIP-595: records are identified by
+        offset and epoch)."""
+        return self._leader().epoch
+
+    def append_control_records(self, records: list[tuple[int, object]]) -> int:
+        """Append one control batch holding ``records`` ((control type, message) pairs) as the
+        leader; returns the offset of its first record. Used for LeaderChange and KIP-853."""
+        self._leader()   # only a leader appends (it raises otherwise)
+        if self.accumulator:
+            self._flush_accumulator()
+        base = self.log.end_offset
+        builder = RecordBatchBuilder(base_offset=base, partition_leader_epoch=self._batch_epoch(), is_control=True)
+        for control_type, message in records:
+            builder.append(encode_control_key(control_type), encode_value(message), (), self.now_ms)
+        self._append_as_leader(builder.build(), len(records))
+        return base
+
+    def _append_start_of_epoch_records(self) -> None:
+        leader = self._leader()
+        voters = self.voters()
+        change = LeaderChangeMessage(
+            version=0, leader_id=self.quorum.local_id,
+            voters=[LeaderChangeVoter(voter_id=i) for i in sorted(voters.ids)],
+            granting_voters=[LeaderChangeVoter(voter_id=i) for i in sorted(leader.book.granting_voters)])
+        records: list[tuple[int, object]] = [(ControlRecordType.LEADER_CHANGE, change)]
+        kraft_version = self.control.last_kraft_version()
+        if kraft_version >= 1 and self.control.last_voter_set_offset() == -1:
+            # The voters came from the bootstrap snapshot only: the first leader writes them
+            # into the log, with kraft.version, in the same batch (as Kafka's LeaderState does).
+            records.append((ControlRecordType.KRAFT_VERSION, KRaftVersionRecord(version=0, k_raft_version=kraft_version)))
+            records.append((ControlRecordType.KRAFT_VOTERS, voters.to_voters_record()))
+        self.append_control_records(records)
