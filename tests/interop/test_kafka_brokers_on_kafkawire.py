@@ -179,3 +179,95 @@ def test_create_topics_answers_are_a_kafka_controllers(kafka_on_kafkawire, kafka
     collision = [("a.b", 1, 1, [])]
     assert _create_topics_answer(ours.quorum.address(1), collision) == \
         _create_topics_answer(("127.0.0.1", controller.controller_port), collision)
+
+
+def _answer(address, request, version):
+    import asyncio
+
+    from kafkawire.net.client import NetworkClient
+
+    async def send():
+        async with NetworkClient(client_id="compare", request_timeout_ms=30000) as client:
+            return await client.send(address, request, api_version=version)
+    return asyncio.run(send())
+
+
+def _fields(message):
+    """A response as nested tuples of its fields, topic ids left out (they are random)."""
+    if isinstance(message, list):
+        return [_fields(m) for m in message]
+    if not hasattr(type(message), "_FIELDS"):
+        return message
+    return tuple((f.py_name, _fields(getattr(message, f.py_name))) for f in type(message)._FIELDS
+                 if f.py_name != "topic_id")
+
+
+def test_config_partition_and_deletion_answers_are_a_kafka_controllers(kafka_on_kafkawire, kafka_controller,
+                                                                       kafka_broker):
+    """IncrementalAlterConfigs, AlterConfigs, CreatePartitions and DeleteTopics, accepted and
+    refused, sent straight to Kafka 4.3.1's controller and to ours: the same answers."""
+    from kafkawire.messages.alter_configs_request import AlterableConfig as LegacyConfig
+    from kafkawire.messages.alter_configs_request import AlterConfigsRequest
+    from kafkawire.messages.alter_configs_request import AlterConfigsResource as LegacyResource
+    from kafkawire.messages.create_partitions_request import (CreatePartitionsAssignment, CreatePartitionsRequest,
+                                                              CreatePartitionsTopic)
+    from kafkawire.messages.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
+    from kafkawire.messages.incremental_alter_configs_request import (AlterableConfig, AlterConfigsResource,
+                                                                      IncrementalAlterConfigsRequest)
+
+    ours = kafka_on_kafkawire(controllers=1, brokers=1)
+    controller = kafka_controller(1, ours.cluster_id, "--standalone")
+    kafka_broker(2, ours.cluster_id, controller.controller_address)
+    addresses = {"kafka": ("127.0.0.1", controller.controller_port), "kafkawire": ours.quorum.address(1)}
+    setup = [("t", 2, 1, [("segment.ms", "3600000")]), ("gone", 1, 1, [])]
+    for address in addresses.values():
+        assert all(r[1] == 0 for r in _create_topics_answer(address, setup))
+
+    def incremental(kind, name, *configs):
+        return (44, 1, IncrementalAlterConfigsRequest(resources=[AlterConfigsResource(
+            resource_type=kind, resource_name=name,
+            configs=[AlterableConfig(name=k, config_operation=op, value=v) for k, op, v in configs])]))
+
+    def legacy(kind, name, *configs):
+        return (33, 2, AlterConfigsRequest(resources=[LegacyResource(
+            resource_type=kind, resource_name=name, configs=[LegacyConfig(name=k, value=v) for k, v in configs])]))
+
+    def partitions(name, count, assignments=None):
+        return (37, 3, CreatePartitionsRequest(timeout_ms=30000, topics=[CreatePartitionsTopic(
+            name=name, count=count,
+            assignments=None if assignments is None else [CreatePartitionsAssignment(broker_ids=b)
+                                                          for b in assignments])]))
+
+    requests = [
+        incremental(2, "t", ("retention.ms", 0, "1000"), ("cleanup.policy", 2, "compact")),
+        incremental(2, "t", ("segment.ms", 1, None)),
+        incremental(2, "t", ("retention.ms", 0, "soon")),
+        incremental(2, "t", ("retention.ms", 2, "5")),
+        incremental(2, "t", ("no.such.config", 0, "1")),
+        incremental(2, "missing", ("retention.ms", 0, "1")),
+        incremental(2, "", ("retention.ms", 0, "1")),
+        incremental(4, "2", ("log.cleaner.threads", 0, "2")),
+        incremental(4, "", ("log.retention.ms", 0, "7200000")),
+        incremental(4, "9", ("log.cleaner.threads", 0, "2")),
+        incremental(4, "x", ("log.cleaner.threads", 0, "2")),
+        incremental(4, "-1", ("log.cleaner.threads", 0, "2")),
+        incremental(4, "2", ("min.insync.replicas", 0, "2")),
+        incremental(99, "t", ("retention.ms", 0, "1")),
+        legacy(2, "t", ("retention.ms", "5")),
+        legacy(2, "t", ("retention.ms", "-7")),
+        partitions("t", 4),
+        partitions("t", 4),
+        partitions("t", 3),
+        partitions("t", 6, [[2]]),
+        partitions("t", 5, [[9]]),
+        partitions("t", 5, [[2, 2]]),
+        partitions("missing", 5),
+        (20, 6, DeleteTopicsRequest(timeout_ms=30000, topics=[DeleteTopicState(name="gone")])),
+        (20, 6, DeleteTopicsRequest(timeout_ms=30000, topics=[DeleteTopicState(name="gone")])),
+        (20, 6, DeleteTopicsRequest(timeout_ms=30000, topics=[DeleteTopicState(name="a"), DeleteTopicState(name="a")])),
+        (20, 6, DeleteTopicsRequest(timeout_ms=30000, topics=[DeleteTopicState()])),
+        (20, 5, DeleteTopicsRequest(timeout_ms=30000, topic_names=["missing"])),
+    ]
+    for key, version, request in requests:
+        theirs, mine = (_fields(_answer(address, request, version)) for address in addresses.values())
+        assert mine == theirs, f"api key {key} v{version}: {_fields(request)}"
