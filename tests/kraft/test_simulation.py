@@ -77,3 +77,34 @@ def test_a_seed_replays_exactly():
     assert runs[0].final_stats() == runs[1].final_stats()
     assert runs[0].describe() == runs[1].describe()
     assert runs[0].recovery_ms == runs[1].recovery_ms
+
+
+def test_each_node_has_its_own_clock():
+    """clock_drift: every node's clock runs at its own rate from its own origin; a node's
+    timer set for local time t fires at the first simulated instant its clock reads t."""
+    from kafkawire.raft.simulate import SimSettings, Simulation
+    sim = Simulation(5, SimSettings(voters=3, observers=1, clock_drift=0.1))
+    rates = {rate for _, rate in sim.clocks.values()}
+    assert len(rates) == 4 and all(0.9 <= r <= 1.1 for r in rates)
+    for node_id in sim.nodes:
+        for local in (0, 1, 999, 123_456, 3_700_000):
+            at = sim._to_simulated(node_id, local)
+            sim.now = at
+            assert sim.local_time(node_id) >= local
+            if at > 0:
+                sim.now = at - 1
+                assert sim.local_time(node_id) < local
+    run_seed(5, 2000, SimSettings(voters=3, observers=1, clock_drift=0.1))
+
+
+def test_damaged_fetch_and_snapshot_payloads_are_refused():
+    """corrupt_rate: Fetch and FetchSnapshot answers arrive damaged; the followers refuse
+    them (the invariants hold, the run stays live) instead of stopping."""
+    from kafkawire.raft.simulate import SimSettings
+    totals = {}
+    for seed in (1, 2, 3):
+        sim = run_seed(seed, 3000, SimSettings(voters=3, observers=1, snapshot_every=20, corrupt_rate=0.1))
+        for key, value in sim.final_stats().items():
+            totals[key] = totals.get(key, 0) + value
+    assert totals["corrupt_fetch_payloads"] > 0 and totals["fetch_responses_refused"] > 0, totals
+    assert totals["corrupt_fetch_snapshot_payloads"] > 0 and totals["fetched_snapshots_refused"] > 0, totals

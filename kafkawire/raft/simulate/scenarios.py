@@ -38,6 +38,8 @@ def settings_for_seed(seed: int) -> SimSettings:
     )
     # Drawn last, so that the fields above stay what they were for every seed.
     settings.broker_observers = min(settings.observers, rng.choice([0, 0, 1]))
+    settings.corrupt_rate = rng.choice([0.0, 0.0, 0.01, 0.05])
+    settings.clock_drift = rng.choice([0.0, 0.0, 0.01, 0.1])
     return settings
 
 
