@@ -261,8 +261,15 @@ def test_clients_produce_and_consume_a_group_commits_and_transactions_commit_and
     assert collections.Counter(read_uncommitted) == collections.Counter(committed_values + aborted_values)
     print(f"[transactions] committed: {len(committed_values)}, aborted: {len(aborted_values)}, "
           f"read_committed saw {len(read_committed)}, read_uncommitted saw {len(read_uncommitted)}")
+    # The brokers asked for the internal topics themselves (FindCoordinator: a plain CreateTopics).
     assert partitions(cluster, "__transaction_state") is not None
     assert partitions(cluster, "__consumer_offsets") is not None
+
+    # A topic nobody created: the broker's auto-creation forwards CreateTopics in an Envelope.
+    auto = []
+    producer.produce("auto-created", value="first", on_delivery=lambda err, msg: auto.append(err))
+    assert producer.flush(60) == 0 and auto == [None], auto
+    assert consume_values(cluster, "auto-created", 1) == [b"first"]
 
 
 def test_a_killed_broker_is_fenced_its_partitions_move_within_the_isr_and_it_rejoins(kafka_on_kafkawire):
