@@ -165,3 +165,33 @@ def test_version_2_names_bare_broker_ids_and_a_shrink_below_min_isr_fills_the_el
             assert (record.message.isr, record.message.eligible_leader_replicas) == (list(p.isr), [])
     run(go())
 
+
+
+def test_a_leader_elected_uncleanly_reports_its_recovery_and_cannot_go_back():
+    from .test_broker_lifecycle import beat_all_but
+    from .harness import broker_request, heartbeat, until
+    clock = FakeClock()
+
+    async def go():
+        quorum, leader, running = await start(30, clock)
+        async with running:
+            await register_unfenced(quorum, leader, 1)
+            topic_id = await create(leader, "solo", partitions=1)
+            await beat_all_but(leader, quorum, clock, 1)
+            await until(lambda: leader.image.brokers[1].fenced, "the broker fenced")
+            dirs = list(leader.image.brokers[1].directories)
+            reply = await leader.handlers()[62].handle(Ctx(4), broker_request(1, log_dirs=dirs))   # unclean
+            await call(leader, 63, heartbeat(1, reply.broker_epoch, quorum.end_offset))
+            p = leader.image.topics_by_id[topic_id].partitions[0]
+            assert (p.leader, p.leader_recovery_state) == (1, 1)          # RECOVERING
+            still = await alter(leader, 1, topic_id, 0, [1], recovery=1)
+            assert still.topics[0].partitions[0].error_code == 0        # still recovering: nothing changes
+            mark = quorum.end_offset
+            done = await alter(leader, 1, topic_id, 0, [1], recovery=0)
+            (part,) = done.topics[0].partitions
+            assert (part.error_code, part.leader_recovery_state) == (0, 0)
+            (_, record), = new_records(quorum, mark)
+            assert (record.message.leader_recovery_state, record.message.isr, record.message.leader) == (0, None, -2)
+            back = await alter(leader, 1, topic_id, 0, [1], recovery=1)
+            assert back.topics[0].partitions[0].error_code == Errors.INVALID_REQUEST      # RECOVERED -> RECOVERING
+    run(go())
