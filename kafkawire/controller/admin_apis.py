@@ -1,6 +1,6 @@
 """The controller's handlers for the admin APIs brokers forward (in an Envelope) or clients send
-to a controller directly: DeleteTopics (20), AlterConfigs (33), CreatePartitions (37) and
-IncrementalAlterConfigs (44).
+to a controller directly: DeleteTopics (20), AlterConfigs (33), CreatePartitions (37),
+IncrementalAlterConfigs (44), AlterPartitionReassignments (45) and ListPartitionReassignments (46).
 
 Each computes its records from the committed state through the controller's serialized write
 path. A refusal of the whole request (not the active controller, the request's own timeout)
@@ -16,15 +16,21 @@ from kafkawire.messages.create_partitions_response import CreatePartitionsRespon
 from kafkawire.messages.delete_topics_response import DeletableTopicResult, DeleteTopicsResponse
 from kafkawire.messages.incremental_alter_configs_response import (AlterConfigsResourceResponse,
                                                                     IncrementalAlterConfigsResponse)
+from kafkawire.messages.alter_partition_reassignments_response import (AlterPartitionReassignmentsResponse,
+                                                                       ReassignablePartitionResponse,
+                                                                       ReassignableTopicResponse)
+from kafkawire.messages.list_partition_reassignments_response import ListPartitionReassignmentsResponse
 from kafkawire.net.server import ApiHandler
 from kafkawire.protocol.error_codes import Errors
 
 from .configs import alter_configs, incremental_alter_configs
 from .errors import ApiError
 from .partition_creation import create_partitions
+from .reassignment import alter_partition_reassignments, list_partition_reassignments
 from .topic_deletion import NAMES_IN_TOPICS_VERSION, ZERO_UUID, delete_topics
 
 DELETE_TOPICS, ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS = 20, 33, 37, 44
+ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 45, 46
 DELETE_TOPICS_MIN_VERSION = 1            # Kafka 4.x serves DeleteTopics v1-v6
 ALTER_CONFIGS_TIMEOUT_MS = 30_000        # the config APIs carry no timeout of their own
 
@@ -56,6 +62,13 @@ def _configs_error(request, result_cls, response_cls, exc: ApiError):
     return response_cls(responses=[result_cls(error_code=exc.code, error_message=exc.message,
                                               resource_type=r.resource_type, resource_name=r.resource_name)
                                    for r in request.resources])
+
+
+def _reassignments_error(request, exc: ApiError) -> AlterPartitionReassignmentsResponse:
+    return AlterPartitionReassignmentsResponse(error_code=exc.code, error_message=exc.message, responses=[
+        ReassignableTopicResponse(name=t.name, partitions=[ReassignablePartitionResponse(
+            partition_index=p.partition_index, error_code=exc.code, error_message=exc.message) for p in t.partitions])
+        for t in request.topics])
 
 
 def handlers(controller) -> dict:
@@ -90,8 +103,24 @@ def handlers(controller) -> dict:
         except ApiError as exc:
             return _configs_error(request, LegacyResult, AlterConfigsResponse, exc)
 
+    async def reassign(ctx, request):
+        try:
+            return await _write(controller, lambda: alter_partition_reassignments(
+                controller.state, request, controller.static_min_insync_replicas), request.timeout_ms)
+        except ApiError as exc:
+            return _reassignments_error(request, exc)
+
+    async def reassignments(ctx, request):
+        try:                # a read, but of the active controller's committed state
+            return await _write(controller, lambda: ([], list_partition_reassignments(controller.state, request)),
+                                request.timeout_ms)
+        except ApiError as exc:
+            return ListPartitionReassignmentsResponse(error_code=exc.code, error_message=exc.message)
+
     return {
         DELETE_TOPICS: ApiHandler(delete, min_version=DELETE_TOPICS_MIN_VERSION),
+        ALTER_PARTITION_REASSIGNMENTS: ApiHandler(reassign),
+        LIST_PARTITION_REASSIGNMENTS: ApiHandler(reassignments),
         ALTER_CONFIGS: ApiHandler(legacy),
         CREATE_PARTITIONS: ApiHandler(partitions),
         INCREMENTAL_ALTER_CONFIGS: ApiHandler(incremental),

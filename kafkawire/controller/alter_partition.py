@@ -142,7 +142,9 @@ class _ChangeRecord:
 
     def __init__(self, pid, change):
         self.partition_id = pid
-        self.replicas = self.removing_replicas = self.adding_replicas = None
+        self.replicas = change.replicas                    # a reassignment the new ISR completes
+        self.removing_replicas = change.removing_replicas
+        self.adding_replicas = change.adding_replicas
         self.directories = change.directories
         self.leader = change.leader
         self.isr = change.isr

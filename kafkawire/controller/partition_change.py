@@ -10,8 +10,10 @@ may elect it again once it is acceptable; a leader elected from the ELR becomes 
 ISR), the KIP-841 rule without it (the last ISR member stays in the ISR of a leaderless
 partition), an online or unclean election, the leader epoch bump metadata.version < 3.6 needs
 on an ISR shrink, the leader recovery state the request asks for, and no record when nothing
-changes; a replica's new directory (AssignReplicasToDirs). Reassignments (replicas,
-adding/removing) are not built here.
+changes; a replica's new directory (AssignReplicasToDirs); and reassignments: target
+replicas with adding and removing replicas (AlterPartitionReassignments), completed as soon as
+the ISR holds every adding replica (PartitionReassignmentReplicas.maybeCompleteReassignment),
+with the leader epoch bump a replica leaving the partition needs.
 """
 from __future__ import annotations
 
@@ -38,11 +40,15 @@ class PartitionChange:
     last_known_elr: list | None = None
     leader_recovery_state: int = NO_RECOVERY_CHANGE
     directories: list | None = None
+    replicas: list | None = None
+    removing_replicas: list | None = None
+    adding_replicas: list | None = None
 
     def is_no_op(self) -> bool:
         return (self.leader == NO_LEADER_CHANGE and self.isr is None and self.eligible_leader_replicas is None
                 and self.last_known_elr is None and self.leader_recovery_state == NO_RECOVERY_CHANGE
-                and self.directories is None)
+                and self.directories is None and self.replicas is None and self.removing_replicas is None
+                and self.adding_replicas is None)
 
 
 def _java_int_set(values) -> list[int]:
@@ -64,6 +70,28 @@ class _Builder:
         self.elr_enabled = elr_enabled
         self.unclean = unclean
         self.unclean_shutdown = set(unclean_shutdown_replicas)
+        self.target_replicas = list(partition.replicas)
+        self.target_removing = list(partition.removing_replicas)
+        self.target_adding = list(partition.adding_replicas)
+
+    def complete_reassignment(self) -> None:
+        """completeReassignmentIfNeeded: every adding replica in the ISR (and, when the
+        replication factor shrinks, every remaining replica too) ends the reassignment."""
+        removing, adding = self.target_removing, self.target_adding
+        if not removing and not adding:
+            return
+        isr, replicas = list(self.target_isr), self.target_replicas
+        if removing:
+            isr = [r for r in isr if r not in removing]
+            replicas = [r for r in replicas if r not in removing]
+            if not isr or not replicas:
+                return
+        if not set(adding) <= set(isr):
+            return
+        if len(adding) < len(removing) and not set(replicas) <= set(isr):
+            return
+        self.target_isr, self.target_replicas = isr, replicas
+        self.target_removing, self.target_adding = [], []
 
     def populate_target_elr(self) -> None:
         """maybePopulateTargetElr. (Its target lastKnownElr is never written while the last
@@ -90,13 +118,13 @@ class _Builder:
         p = self.partition
         if self._valid_new_leader(p.leader):
             return p.leader, False
-        online = next((r for r in p.replicas if self._valid_new_leader(r)), None)
+        online = next((r for r in self.target_replicas if self._valid_new_leader(r)), None)
         if online is not None:
             return online, False
         if self._can_elect_last_known_leader():
             return p.last_known_elr[0], True
         if self.unclean:
-            candidate = next((r for r in p.replicas if self.acceptable(r)), None)
+            candidate = next((r for r in self.target_replicas if self.acceptable(r)), None)
             if candidate is not None:
                 return candidate, True
         return NO_LEADER, False
@@ -133,16 +161,28 @@ class _Builder:
 
 def build_change(partition: PartitionRegistration, *, target_isr: list[int], acceptable_leader, min_isr: int,
                  elr_enabled: bool, unclean: bool, metadata_version: int, target_recovery_state: int | None = None,
-                 unclean_shutdown_replicas=(), target_directories: dict | None = None) -> PartitionChange | None:
+                 unclean_shutdown_replicas=(), target_directories: dict | None = None,
+                 reassignment: tuple | None = None, default_dir=None) -> PartitionChange | None:
     """PartitionChangeBuilder.build with ``target_isr`` set; ``acceptable_leader(broker)`` is
     the LeaderAcceptor; ``target_recovery_state`` the leader recovery state asked for (None:
     the partition's); ``target_directories`` {replica: directory} moves (setDirectory; the
-    others keep theirs). Returns None when the record would change nothing."""
+    others keep theirs); ``reassignment`` (replicas, removing, adding), None for each left as
+    the partition has it; ``default_dir(broker)`` the directory of a replica new to the
+    partition. Returns None when the record would change nothing."""
     record = PartitionChange()
     builder = _Builder(partition, target_isr, acceptable_leader, min_isr, elr_enabled, unclean,
                        unclean_shutdown_replicas)
+    if reassignment is not None:
+        replicas, removing, adding = reassignment
+        builder.target_replicas = builder.target_replicas if replicas is None else list(replicas)
+        builder.target_removing = builder.target_removing if removing is None else list(removing)
+        builder.target_adding = builder.target_adding if adding is None else list(adding)
+    builder.complete_reassignment()
     builder.populate_target_elr()
     builder.try_election(record)
+    # triggerLeaderEpochBumpForReplicaReassignmentIfNeeded
+    if record.leader == NO_LEADER_CHANGE and not set(partition.replicas) <= set(builder.target_replicas):
+        record.leader = partition.leader
     builder.update_record_elr(record)
     isr = builder.target_isr
     if record.isr is None and (isr or elr_enabled) and isr != list(partition.isr):
@@ -152,13 +192,32 @@ def build_change(partition: PartitionRegistration, *, target_isr: list[int], acc
             and record.isr is not None and not set(partition.isr) <= set(record.isr)):
         record.leader = partition.leader
     builder.update_last_known_leader(record)
-    if target_directories and metadata_version >= DIRECTORY_ASSIGNMENT_SINCE:      # setAssignmentChanges
-        directories = [target_directories.get(r, d) for r, d in zip(partition.replicas, partition.directories)]
-        if directories != list(partition.directories):
-            record.directories = directories
+    _assignment_changes(record, partition, builder, metadata_version, target_directories or {}, default_dir)
     if target_recovery_state is not None and target_recovery_state != partition.leader_recovery_state:
         record.leader_recovery_state = target_recovery_state
     return None if record.is_no_op() else record
+
+
+def _assignment_changes(record: PartitionChange, partition: PartitionRegistration, builder: _Builder,
+                        metadata_version: int, target_directories: dict, default_dir) -> None:
+    """setAssignmentChanges: directories for the target replicas (a moved one's new directory, a
+    kept one's own, a new one's default), the replicas, removing and adding when they change."""
+    replicas = builder.target_replicas
+    if replicas:
+        # (unchanged replicas and no moves: the directories cannot change either)
+        moved = bool(target_directories) or replicas != list(partition.replicas)
+        if moved and metadata_version >= DIRECTORY_ASSIGNMENT_SINCE:
+            current = dict(zip(partition.replicas, partition.directories))
+            directories = [target_directories[r] if r in target_directories else
+                           current[r] if r in current else default_dir(r) for r in replicas]
+            if directories != list(partition.directories):
+                record.directories = directories
+        if replicas != list(partition.replicas):
+            record.replicas = replicas
+    if builder.target_removing != list(partition.removing_replicas):
+        record.removing_replicas = builder.target_removing
+    if builder.target_adding != list(partition.adding_replicas):
+        record.adding_replicas = builder.target_adding
 
 
 def change_record(topic_id, partition_id: int, change: PartitionChange, metadata_version: int) -> bytes:
@@ -168,4 +227,7 @@ def change_record(topic_id, partition_id: int, change: PartitionChange, metadata
                   leader_recovery_state=change.leader_recovery_state)
     if change.directories is not None:
         fields["directories"] = change.directories
+    for name in ("replicas", "removing_replicas", "adding_replicas"):
+        if getattr(change, name) is not None:
+            fields[name] = getattr(change, name)
     return frame("PartitionChangeRecord", partition_record_version(metadata_version), **fields)

@@ -35,8 +35,8 @@ def partition_record(state: ControllerState, topic_id, partition_id: int, replic
     return frame("PartitionRecord", partition_record_version(mv), **fields)
 
 
-def _checked_assignment(state: ControllerState, replicas: list[int], replication_factor: int) -> None:
-    """validateManualPartitionAssignment."""
+def check_assignment(state: ControllerState, replicas: list[int], replication_factor: int | None) -> None:
+    """validateManualPartitionAssignment (``replication_factor`` None: any)."""
     if not replicas:
         raise ApiError(Errors.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty "
                                                           "replica list.")
@@ -49,7 +49,7 @@ def _checked_assignment(state: ControllerState, replicas: list[int], replication
             raise ApiError(Errors.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes the broker "
                                                               f"{previous} more than once.")
         previous = broker_id
-    if len(replicas) != replication_factor:
+    if replication_factor is not None and len(replicas) != replication_factor:
         raise ApiError(Errors.INVALID_REPLICA_ASSIGNMENT,
                        f"The manual partition assignment includes a partition with {len(replicas)} replica(s), but "
                        f"this is not consistent with previous partitions, which have {replication_factor} "
@@ -63,7 +63,7 @@ def _new_assignments(state: ControllerState, topic, start: int, additional: int,
         out = []
         for i, assignment in enumerate(topic.assignments):
             replicas = list(assignment.broker_ids)
-            _checked_assignment(state, replicas, replication_factor)
+            check_assignment(state, replicas, replication_factor)
             isr = [r for r in replicas if is_active(image, r)]
             if not isr:
                 raise ApiError(Errors.INVALID_REPLICA_ASSIGNMENT,

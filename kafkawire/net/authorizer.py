@@ -58,6 +58,8 @@ CONTROLLER_API_OPERATIONS = {
     29: Op.DESCRIBE,           # DescribeAcls (AclApis)
     30: Op.ALTER,              # CreateAcls
     31: Op.ALTER,              # DeleteAcls
+    45: Op.ALTER,              # AlterPartitionReassignments
+    46: Op.DESCRIBE,           # ListPartitionReassignments
     51: Op.ALTER,              # AlterUserScramCredentials
     52: Op.CLUSTER_ACTION,     # Vote
     53: Op.CLUSTER_ACTION,     # BeginQuorumEpoch

@@ -33,7 +33,7 @@ def wait_described(cluster, topic: str, count: int, timeout_s: float = 60):
     """Until every broker's metadata has ``count`` partitions with a leader and a full ISR."""
     def ready():
         header, partitions = described(cluster, topic)
-        if len(partitions) == count and all(leader in BROKERS and sorted(isr) == sorted(replicas)
+        if len(partitions) == count and all(leader in replicas and sorted(isr) == sorted(replicas)
                                             for leader, replicas, isr in partitions.values()):
             return header, partitions
         return None
@@ -271,3 +271,32 @@ def test_config_partition_and_deletion_answers_are_a_kafka_controllers(kafka_on_
     for key, version, request in requests:
         theirs, mine = (_fields(_answer(address, request, version)) for address in addresses.values())
         assert mine == theirs, f"api key {key} v{version}: {_fields(request)}"
+
+
+def test_kafka_reassign_partitions_moves_a_partition(kafka_on_kafkawire, tmp_path):
+    """Scenario 4: kafka-reassign-partitions moves a partition from brokers a,b to b,c; the new
+    replica catches up (the leader's AlterPartition completes the reassignment) and --verify
+    says it completed."""
+    import json
+
+    cluster = kafka_on_kafkawire(controllers=1, brokers=3)
+    a, b, c = cluster.broker_ids
+    cluster.topics("--create", "--topic", "moving", "--replica-assignment", f"{a}:{b}")
+    _, partitions = wait_described(cluster, "moving", 1)
+    assert partitions[0][1] == [a, b]
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": "moving", "partition": 0,
+                                                               "replicas": [b, c]}]}))
+    began = time.monotonic()
+    out = cluster.reassign("--reassignment-json-file", plan, "--execute")
+    assert "Successfully started partition reassignment for moving-0" in out.stdout
+
+    def completed():
+        verify = cluster.reassign("--reassignment-json-file", plan, "--verify", check=False)
+        return "Reassignment of partition moving-0 is completed." in verify.stdout and verify
+    cluster.wait_until(completed, 90, "the reassignment of moving-0 to complete")
+    print(f"\nreassignment of moving-0 completed (--verify) {time.monotonic() - began:.1f} s after --execute")
+    _, partitions = wait_described(cluster, "moving", 1)
+    leader, replicas, isr = partitions[0]
+    assert replicas == [b, c] and sorted(isr) == [b, c] and leader in (b, c)
+    assert "No partition reassignments found." in cluster.reassign("--list").stdout
