@@ -28,9 +28,7 @@ from kafkawire.net.server import CloseConnection
 from kafkawire.protocol.apis import api_table
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.errors import EncodeError
-from kafkawire.records import ControlRecordType, iter_batches
-from kafkawire.records.kraft_control import encode_value
-from kafkawire.storage.snapshot import SnapshotId, SnapshotReader, SnapshotWriter
+from kafkawire.storage.snapshot import SnapshotReader
 from kafkawire.raft.config import RaftConfig
 from kafkawire.raft.core import RaftCore
 from kafkawire.raft.io import (CleanLog, OutboundRequest, Propose, Ready, RequestFailed, RequestReceived, ResponseReceived, Shutdown,
@@ -41,10 +39,10 @@ from kafkawire.raft.types import LeaderAndEpoch, OffsetAndEpoch
 from .disk_store import DiskLogStore
 from .errors import AppendQueueFull, NoLeader, NodeFailed, NotLeader
 from .metrics import RaftMetrics
+from .snapshot_writer import FrozenImage, discard, freeze_image, write_image
 
 log = logging.getLogger("kafkawire.raft")
 
-SNAPSHOT_BATCH_RECORDS = 500
 # Appends waiting for the core, in batches of max_batch_records: past this many an append is
 # refused (AppendQueueFull), as Kafka's BatchAccumulator refuses one past its ten completed
 # batches or when its memory pool has no buffer left (BufferAllocationException).
@@ -99,6 +97,9 @@ class RaftDriver:
         self.applied_offset = 0                 # next offset the state machine needs
         self._bytes_since_snapshot = 0
         self._last_snapshot_ms = 0
+        self._snapshot_check_scheduled = False
+        self._snapshot_task: asyncio.Future | None = None     # a snapshot being written by a worker thread
+        self._closing = False
         self._waiting_responses: dict[int, asyncio.Future] = {}
         self._request_ids = itertools.count()
         # Appends wait in _append_queue until one call per event-loop turn (_drain_appends)
@@ -153,6 +154,7 @@ class RaftDriver:
             self._step(Shutdown(self.clock(), timeout_ms))
 
     async def close(self) -> None:
+        self._closing = True
         if self._timer is not None:
             self._timer.cancel()
         for task in list(self._send_tasks):
@@ -168,6 +170,10 @@ class RaftDriver:
         if self._control_client is not None:
             await self._control_client.close()
         await asyncio.sleep(0)
+        if self._snapshot_task is not None:
+            # The worker thread finishes its file (it cannot be interrupted); nothing is
+            # published after close, and a file it leaves is a complete, durable snapshot.
+            await asyncio.wait([self._snapshot_task])
         self.store.close()
 
     # --- stepping the core ------------------------------------------------------------------------
@@ -186,15 +192,18 @@ class RaftDriver:
             ready = self.core.step(event)
             self._apply(ready)
         except Exception as exc:     # the core or the disk broke a rule: stop, as Kafka halts
-            self.failure = exc
-            log.critical("node %d stopping: %s", self.config.node_id, exc, exc_info=True)
-            self.failed.set()
-            stopped = NodeFailed(str(exc))
-            for group in [*self._appends.values(), list(self._append_queue)]:
-                self._fail_appends(group, stopped)
-            self._appends.clear()
-            self._append_queue.clear()
-            self._queued_records = 0
+            self._stop_on_failure(exc)
+
+    def _stop_on_failure(self, exc: Exception) -> None:
+        self.failure = exc
+        log.critical("node %d stopping: %s", self.config.node_id, exc, exc_info=True)
+        self.failed.set()
+        stopped = NodeFailed(str(exc))
+        for group in [*self._appends.values(), list(self._append_queue)]:
+            self._fail_appends(group, stopped)
+        self._appends.clear()
+        self._append_queue.clear()
+        self._queued_records = 0
 
     def _apply(self, ready: Ready) -> None:
         core = self.core
@@ -246,7 +255,7 @@ class RaftDriver:
         # 5: the next tick.
         self._schedule(ready.wake_at_ms)
         if ready.committed_through is not None:
-            self._maybe_snapshot(now)
+            self._schedule_snapshot_check()
 
     def _schedule(self, wake_at_ms: int) -> None:
         if self._timer is not None and self._timer_at == wake_at_ms:
@@ -324,8 +333,20 @@ class RaftDriver:
             if not batch.is_control:
                 yield batch
 
-    def _maybe_snapshot(self, now: int) -> None:
+    def _schedule_snapshot_check(self) -> None:
+        """After a Ready that committed records: whether to snapshot is decided in a loop step
+        of its own, never inside _apply (writing one steps the core: SnapshotFrozen, CleanLog)."""
+        if self._snapshot_check_scheduled or self._snapshot_task is not None:
+            return
+        self._snapshot_check_scheduled = True
+        asyncio.get_running_loop().call_soon(self._maybe_snapshot)
+
+    def _maybe_snapshot(self) -> None:
         """Kafka's SnapshotGenerator: after enough bytes or enough time since the last one."""
+        self._snapshot_check_scheduled = False
+        if self.failure is not None or self._closing or self._snapshot_task is not None:
+            return
+        now = self.clock()
         if self.state_machine is None or self.applied_offset <= self.store.start_offset():
             return
         if getattr(self.state_machine, "in_transaction", False):
@@ -336,33 +357,42 @@ class RaftDriver:
         snapshots = self.store.snapshot_ids()
         if snapshots and snapshots[-1].offset >= self.applied_offset:
             return
-        self.write_snapshot(now)
+        self._snapshot_task = asyncio.ensure_future(self.write_snapshot(now))
 
-    def write_snapshot(self, now: int | None = None) -> OffsetAndEpoch | None:
-        """Snapshot the state machine at the applied offset; returns its id."""
+    async def write_snapshot(self, now: int | None = None) -> OffsetAndEpoch | None:
+        """Snapshot the state machine at the applied offset; returns its id once it is durable
+        and the core knows it. The image is frozen here, on the loop; a worker thread writes it."""
         now = self.clock() if now is None else now
-        snapshot_id = self.core.snapshot_id_for(self.applied_offset)
-        if snapshot_id in self.store.snapshot_ids():
+        try:
+            snapshot_id = self.core.snapshot_id_for(self.applied_offset)
+            if snapshot_id in self.store.snapshot_ids():
+                return None
+            version, voters = self.core.snapshot_control_records(snapshot_id)
+            image = freeze_image(snapshot_id, version, voters, self.state_machine.snapshot_records(), now)
+            self._bytes_since_snapshot = 0
+            self._last_snapshot_ms = now
+            path = await asyncio.get_running_loop().run_in_executor(None, write_image, self.store.directory, image)
+        except Exception as exc:     # the disk refused the snapshot: stop, as a failed write in a step did
+            self._stop_on_failure(exc)
             return None
-        version, voters = self.core.snapshot_control_records(snapshot_id)
-        control = []
-        if version > 0:
-            from kafkawire.messages.k_raft_version_record import KRaftVersionRecord
-            control.append((ControlRecordType.KRAFT_VERSION,
-                            encode_value(KRaftVersionRecord(version=0, k_raft_version=version))))
-            control.append((ControlRecordType.KRAFT_VOTERS, encode_value(voters)))
-        values = self.state_machine.snapshot_records()
-        with SnapshotWriter(self.store.directory, SnapshotId(snapshot_id.offset, snapshot_id.epoch),
-                            last_contained_log_timestamp=now, control_records=control,
-                            time_ms=lambda: now) as writer:
-            for i in range(0, len(values), SNAPSHOT_BATCH_RECORDS):
-                writer.append(values[i:i + SNAPSHOT_BATCH_RECORDS], timestamp=now)
+        finally:
+            self._snapshot_task = None
+        return self._publish_snapshot(image, path)
+
+    def _publish_snapshot(self, image: FrozenImage, path: str) -> OffsetAndEpoch | None:
+        """Back on the loop: the store and the core learn of the written snapshot, then
+        retention may clean the log below it."""
+        snapshot_id = image.snapshot_id
+        if self.failure is not None or self._closing:
+            return None
+        if snapshot_id.offset < self.store.start_offset():
+            discard(path)     # a newer snapshot was installed while this one was written
+            return None
         self.store.add_snapshot(snapshot_id)
-        self._bytes_since_snapshot = 0
-        self._last_snapshot_ms = now
-        log.info("node %d: wrote snapshot %s (%d records)", self.config.node_id, snapshot_id, len(values))
+        log.info("node %d: wrote snapshot %s (%d records)", self.config.node_id, snapshot_id, len(image.values))
         self._step(SnapshotFrozen(self.clock(), snapshot_id))
         self._maybe_clean()
+        self._schedule_snapshot_check()     # commits that came while it was written may call for the next
         return snapshot_id
 
     def _maybe_clean(self) -> None:
