@@ -209,6 +209,9 @@ def test_config_partition_and_deletion_answers_are_a_kafka_controllers(kafka_on_
     from kafkawire.messages.alter_configs_request import AlterableConfig as LegacyConfig
     from kafkawire.messages.alter_configs_request import AlterConfigsRequest
     from kafkawire.messages.alter_configs_request import AlterConfigsResource as LegacyResource
+    from kafkawire.messages.alter_partition_reassignments_request import (AlterPartitionReassignmentsRequest,
+                                                                          ReassignablePartition, ReassignableTopic)
+    from kafkawire.messages.list_partition_reassignments_request import ListPartitionReassignmentsRequest
     from kafkawire.messages.create_partitions_request import (CreatePartitionsAssignment, CreatePartitionsRequest,
                                                               CreatePartitionsTopic)
     from kafkawire.messages.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
@@ -237,6 +240,12 @@ def test_config_partition_and_deletion_answers_are_a_kafka_controllers(kafka_on_
             name=name, count=count,
             assignments=None if assignments is None else [CreatePartitionsAssignment(broker_ids=b)
                                                           for b in assignments])]))
+
+    def reassign(name, pid, replicas, allow_rf_change=True):
+        return (45, 1, AlterPartitionReassignmentsRequest(
+            timeout_ms=30000, allow_replication_factor_change=allow_rf_change,
+            topics=[ReassignableTopic(name=name, partitions=[ReassignablePartition(partition_index=pid,
+                                                                                   replicas=replicas)])]))
 
     requests = [
         incremental(2, "t", ("retention.ms", 0, "1000"), ("cleanup.policy", 2, "compact")),
@@ -267,6 +276,15 @@ def test_config_partition_and_deletion_answers_are_a_kafka_controllers(kafka_on_
         (20, 6, DeleteTopicsRequest(timeout_ms=30000, topics=[DeleteTopicState(name="a"), DeleteTopicState(name="a")])),
         (20, 6, DeleteTopicsRequest(timeout_ms=30000, topics=[DeleteTopicState()])),
         (20, 5, DeleteTopicsRequest(timeout_ms=30000, topic_names=["missing"])),
+        reassign("missing", 0, [2]),
+        reassign("t", 9, [2]),
+        reassign("t", 0, []),
+        reassign("t", 0, [2, 2]),
+        reassign("t", 0, [9]),
+        reassign("t", 0, [2, 3], allow_rf_change=False),
+        reassign("t", 0, None),
+        reassign("t", 0, [2]),
+        (46, 0, ListPartitionReassignmentsRequest(timeout_ms=30000, topics=None)),
     ]
     for key, version, request in requests:
         theirs, mine = (_fields(_answer(address, request, version)) for address in addresses.values())
