@@ -15,6 +15,7 @@ from kafkawire.records.kraft_control import encode_value
 from .io import Propose
 from .parts import CoreParts
 from .states import Leader
+from .voters import VoterNode
 
 
 class LocalAppends(CoreParts):
@@ -89,9 +90,21 @@ class LocalAppends(CoreParts):
             granting_voters=[LeaderChangeVoter(voter_id=i) for i in sorted(leader.book.granting_voters)])
         records: list[tuple[int, object]] = [(ControlRecordType.LEADER_CHANGE, change)]
         kraft_version = self.control.last_kraft_version()
-        if kraft_version >= 1 and self.control.last_voter_set_offset() == -1:
-            # The voters came from the bootstrap snapshot only: the first leader writes them
-            # into the log, with kraft.version, in the same batch (as Kafka's LeaderState does).
-            records.append((ControlRecordType.KRAFT_VERSION, KRaftVersionRecord(version=0, k_raft_version=kraft_version)))
-            records.append((ControlRecordType.KRAFT_VOTERS, voters.to_voters_record()))
+        if kraft_version >= 1:
+            # As Kafka's LeaderState.appendStartOfEpochControlRecords, in the same batch: the
+            # first leader writes the bootstrap snapshot's voters into the log, and a leader
+            # whose own listeners or kraft.version range differ from its entry writes the set
+            # with its entry updated (a voter tells a leader so with UpdateRaftVoter; the
+            # leader has nobody to tell).
+            local = VoterNode(self.quorum.local_key, self.config.endpoints, self.config.kraft_version_min,
+                              self.config.kraft_version_max)
+            entry = voters.node(local.key.id)
+            own_entry_stale = entry is not None and voters.is_voter(local.key) and entry != local
+            if own_entry_stale or self.control.last_voter_set_offset() == -1:
+                if own_entry_stale:
+                    voters = voters.update(VoterNode(entry.key if entry.key.directory_id is not None else local.key,
+                                                     local.endpoints, local.min_kraft_version, local.max_kraft_version))
+                records.append((ControlRecordType.KRAFT_VERSION,
+                                KRaftVersionRecord(version=0, k_raft_version=kraft_version)))
+                records.append((ControlRecordType.KRAFT_VOTERS, voters.to_voters_record()))
         self.append_control_records(records)

@@ -263,13 +263,7 @@ class Reconfig:
         body = request.body
 
         def reply(error):
-            response = up_resp.UpdateRaftVoterResponse(error_code=error)
-            leader_id = self.quorum.leader_id()
-            if leader_id is not None:
-                address = self.quorum.leader_endpoints().address(self.config.listener) or ("", 0)
-                response.current_leader = up_resp.CurrentLeader(leader_id=leader_id, leader_epoch=self.quorum.epoch,
-                                                                host=address[0], port=address[1])
-            self._respond(request, response)
+            self._respond(request, self._update_voter_response(error))
         if not self._valid_cluster_id(body.cluster_id):
             return reply(int(Errors.INCONSISTENT_CLUSTER_ID))
         epoch_error = self.effects.validate_leader_only_request(body.current_leader_epoch)
@@ -306,8 +300,11 @@ class Reconfig:
         updated = VoterNode(new_key, endpoints, feature.min_supported_version, feature.max_supported_version)
         if updated == node:
             return reply(NONE)
+        # Answered once the record is appended, as Kafka's UpdateVoterHandler (the voter waits
+        # for this answer before it fetches again, and its fetches help commit the record);
+        # other changes still wait for the commit.
         change = PendingChange("update", request, voters.update(updated), self.effects.now_ms + self.config.request_timeout_ms,
-                               voter_key=new_key)
+                               voter_key=new_key, ack_when_committed=False)
         self._start(change)
         self._append_voters(change, [(ControlRecordType.KRAFT_VOTERS, change.new_voters.to_voters_record())])
 
@@ -361,6 +358,17 @@ class Reconfig:
             (ControlRecordType.KRAFT_VERSION, KRaftVersionRecord(version=0, k_raft_version=target)),
             (ControlRecordType.KRAFT_VOTERS, new_voters.to_voters_record())])
 
+    def _update_voter_response(self, error: int):
+        """Every UpdateRaftVoter answer names the leader we know, with its address on our
+        listener (Kafka's RaftUtil.updateVoterResponse)."""
+        response = up_resp.UpdateRaftVoterResponse(error_code=error)
+        leader_id = self.quorum.leader_id()
+        if leader_id is not None:
+            address = self.quorum.leader_endpoints().address(self.config.listener) or ("", 0)
+            response.current_leader = up_resp.CurrentLeader(leader_id=leader_id, leader_epoch=self.quorum.epoch,
+                                                            host=address[0], port=address[1])
+        return response
+
     # --- finishing --------------------------------------------------------------------------------------
     def _finish(self, change: PendingChange, error: int, message: str | None = None) -> bool:
         if self.pending is change:
@@ -374,7 +382,7 @@ class Reconfig:
             elif isinstance(body, rm_req.RemoveRaftVoterRequest):
                 self._respond(request, rm_resp.RemoveRaftVoterResponse(error_code=error, error_message=message))
             elif isinstance(body, up_req.UpdateRaftVoterRequest):
-                self._respond(request, up_resp.UpdateRaftVoterResponse(error_code=error))
+                self._respond(request, self._update_voter_response(error))
             elif isinstance(body, uf_req.UpdateFeaturesRequest):
                 response = uf_resp.UpdateFeaturesResponse(error_code=error, error_message=message)
                 if request.api_version < 2:
@@ -507,9 +515,12 @@ class Reconfig:
                 voter_directory_id=stale.key.wire_directory_id), "RemoveRaftVoter")
         else:
             self.effects.send(state.leader_id, address, add_req.AddRaftVoterRequest(
-                cluster_id=self.config.cluster_id, timeout_ms=30_000, voter_id=self.quorum.local_id,
+                cluster_id=self.config.cluster_id, timeout_ms=self.config.request_timeout_ms, voter_id=self.quorum.local_id,
                 voter_directory_id=self.quorum.local_key.wire_directory_id,
-                listeners=[add_req.Listener(name=n, host=h, port=p) for n, h, p in self.config.endpoints.listeners]),
+                listeners=[add_req.Listener(name=n, host=h, port=p) for n, h, p in self.config.endpoints.listeners],
+                # As Kafka (KIP-1186): answered once appended, not committed: the new set's
+                # majority may need this replica's own fetch, which waits for this answer.
+                ack_when_committed=False),
                 "AddRaftVoter")
         return True
 

@@ -74,6 +74,16 @@ def describe_message(body) -> str:
         if p.snapshot_id.epoch >= 0:
             parts.append(f"snapshot=({p.snapshot_id.epoch},{p.snapshot_id.end_offset})")
         return " ".join(parts)
+    if name == "DescribeQuorumResponse":
+        if body.error_code:
+            return f"DescribeQuorumResponse{_err(body.error_code)}"
+        p = body.topics[0].partitions[0]
+        if p.error_code:
+            return f"DescribeQuorumResponse{_err(p.error_code)} epoch={p.leader_epoch} leader={p.leader_id}"
+        voters = ",".join(f"{r.replica_id}:{r.log_end_offset}" for r in p.current_voters)
+        observers = ",".join(f"{r.replica_id}:{r.log_end_offset}" for r in p.observers)
+        return (f"DescribeQuorumResponse epoch={p.leader_epoch} leader={p.leader_id} hw={p.high_watermark} "
+                f"voters(log end)={voters} observers={observers or '-'}")
     if name == "FetchSnapshotRequest":
         p = body.topics[0].partitions[0]
         return f"FetchSnapshot epoch={p.current_leader_epoch} snapshot=({p.snapshot_id.epoch},{p.snapshot_id.end_offset}) position={p.position}"
@@ -157,6 +167,10 @@ def _injected_body(kind: str, to: int, src: int, kw: dict[str, str]):
     if kind == "end-epoch":
         successors = tuple(ReplicaKey(int(i), None) for i in tuple_arg(kw.get("successors", "()")))
         return rpc.end_quorum_epoch_request(cluster, int(kw["epoch"]), src, successors, endpoints)
+    if kind == "describe-quorum":
+        from kafkawire.messages import describe_quorum_request as dq_req
+        return dq_req.DescribeQuorumRequest(topics=[dq_req.TopicData(
+            topic_name=rpc.METADATA_TOPIC, partitions=[dq_req.PartitionData(partition_index=rpc.METADATA_PARTITION)])])
     if kind == "fetch-snapshot":
         epoch, offset = (int(v) for v in tuple_arg(kw["snapshot"]))
         return rpc.fetch_snapshot_request(cluster, ReplicaKey(src, None), int(kw["epoch"]), OffsetAndEpoch(epoch, offset),
@@ -320,7 +334,7 @@ class InteractionEnv:
     # --- commands ------------------------------------------------------------------------------------
     def cmd_cluster(self, case: Case) -> list[str]:
         """cluster voters=(1,2,3) [observers=(4)] [kraft-version=1] [pre-vote=false] [vote-v1=(3)]
-        [brokers=(4)] [auto-join=(4)]
+        [brokers=(4)] [auto-join=(4)] [extra-listener=(1)] [static-voters=(1,2)]
 
         A second ``cluster`` in a file starts over: the nodes, the queue and the cuts go.
 
@@ -342,13 +356,20 @@ class InteractionEnv:
         directory = {i: uuid.UUID(int=i) for i in ids}
         endpoints = {i: Endpoints(((LISTENER, *address_of(i)),)) for i in ids}
         static = VoterSet.static({i: endpoints[i] for i in voters}) if kraft == 0 else None
+        if "static-voters" in case.kwargs:   # controller.quorum.voters beside a bootstrap snapshot
+            static = VoterSet.static({int(i): endpoints[int(i)] for i in tuple_arg(case.kwargs["static-voters"])})
         brokers = {int(v) for v in tuple_arg(case.kwargs.get("brokers", "()"))}
         if not brokers <= set(observers) or (brokers and not kraft):
             raise ValueError(f"line {case.line}: brokers={sorted(brokers)} must name observers of a "
                              f"kraft.version 1 cluster")
+        # Nodes in ``extra-listener`` listen on a second listener (ANOTHER) that the bootstrap
+        # voter set does not name (Kafka's tests: withLocalListeners).
+        extra = {int(v) for v in tuple_arg(case.kwargs.get("extra-listener", "()"))}
         for i in ids:
+            own = Endpoints(endpoints[i].listeners + (("ANOTHER", address_of(i)[0], address_of(i)[1] + 1000),)) \
+                if i in extra else endpoints[i]
             config = RaftConfig(node_id=i, directory_id=directory[i], cluster_id="cluster",
-                                listener=LISTENER, endpoints=endpoints[i], static_voters=static,
+                                listener=LISTENER, endpoints=own, static_voters=static,
                                 bootstrap_servers=tuple(address_of(v) for v in voters) if i in observers else (),
                                 pre_vote=pre_vote, clean_log_on_snapshot=snapshot_clean,
                                 election_timeout_ms=1000, fetch_timeout_ms=2000, request_timeout_ms=1000,
@@ -578,7 +599,7 @@ class InteractionEnv:
         (9 by default: an admin client, or a replica that is not in the cluster) and print the
         answers given at once; later answers to a client come out of ``stabilize``.
 
-        Messages: vote, fetch, begin-epoch, end-epoch, fetch-snapshot, add-voter, remove-voter,
+        Messages: vote, fetch, begin-epoch, end-epoch, fetch-snapshot, describe-quorum, add-voter, remove-voter,
         update-voter, update-features (see ``_injected_body``). ``cluster=other`` sends another
         cluster id, ``cluster=none`` none (Kafka does not check a missing one), ``cluster=empty``
         the empty string."""

@@ -113,3 +113,27 @@ def test_update_voter_request_counts_as_contact_for_check_quorum():
     env.now = old_deadline + 1
     env._apply(env.nodes[1], env.nodes[1].core.step(Tick(env.now)), [])
     assert isinstance(env.nodes[1].core.state, Leader)
+
+
+def test_follower_does_not_fetch_the_bootstrap_checkpoint():
+    # Kafka: KafkaRaftClientReconfigTest.testFollowerDoesNotRequestLeaderBootstrapSnapshot
+    # Follower 2 of leader 1 (epoch 1) fetches from offset 0. Were the answer to name the 0-0
+    # bootstrap checkpoint as the snapshot to load, 2 sends no FetchSnapshot: its next request
+    # is a Fetch from offset 0 again.
+    from kafkawire.protocol.error_codes import Errors
+    from kafkawire.raft import rpc
+    from kafkawire.raft.io import ResponseReceived
+    from kafkawire.raft.types import OffsetAndEpoch
+    env = _env("cluster voters=(1,2)\nset-epoch 2 epoch=1 leader=1")
+    fetch = _take_request(env, 2, "FetchRequest")
+    assert fetch.body.topics[0].partitions[0].fetch_offset == 0
+    answer = rpc.fetch_response(int(Errors.NONE), high_watermark=0, leader_id=1, epoch=1,
+                                snapshot_id=OffsetAndEpoch(0, 0))
+    node = env.nodes[2]
+    env._apply(node, node.core.step(ResponseReceived(env.now, fetch.correlation_id, fetch.destination, answer)), [])
+    env.now += 50
+    env._apply(node, node.core.step(Tick(env.now)), [])
+    sent = [type(q[4].body).__name__ for q in env.queue if q[0] == "request" and q[1] == 2]
+    assert "FetchSnapshotRequest" not in sent, sent
+    again = _take_request(env, 2, "FetchRequest")
+    assert again.body.topics[0].partitions[0].fetch_offset == 0

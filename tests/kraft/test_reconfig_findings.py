@@ -1,12 +1,8 @@
-"""Where the raft core's reconfiguration answers disagree with Kafka's (found while writing
-the datadriven files; see the issue note). Each test checks one of Kafka's behaviours, and is
-marked by ``finding``: a strict xfail that only an AssertionError satisfies, saying what this
-core does now and what Kafka 4.3.1 does (the class and method, read in its sources). Once the
-core is fixed the test passes, strict xfail turns that into a failure, and the marker must go.
+"""Where the raft core's reconfiguration answers disagreed with Kafka's (found while writing
+the datadriven files; see the issue note), each now checked to be Kafka 4.3.1's (the class and
+method named in each test, read in its sources).
 """
 from __future__ import annotations
-
-import pytest
 
 from .datadriven import Case, parse_command
 from .interaction import InteractionEnv
@@ -51,34 +47,29 @@ def test_a_voter_refused_on_update_raft_voter_keeps_fetching():
     assert out.count("3->1 UpdateRaftVoter") <= 2
 
 
-def finding(ours: str, kafka: str):
-    """A strict xfail for one disagreement with Kafka 4.3.1: ``ours`` is what this core does
-    now (the assertion that fails), ``kafka`` what Kafka does and where. Only an
-    AssertionError counts as the expected failure, so a broken command or a crash in the
-    test itself is reported as an error, not silently taken for the finding."""
-    return pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"ours: {ours}; Kafka: {kafka}")
-
-
-@finding(ours="UpdateRaftVoter (kraft.version 1) is answered only once the new VotersRecord commits "
-              "(PendingChange.ack_when_committed): right after '1: append 3..3 epoch=1' there is no answer",
-         kafka="UpdateVoterHandler.storeUpdatedVoters returns its completed response right after "
-               "LeaderState.appendVotersRecord, without waiting for the commit, so the voter (which waits for "
-               "that answer) goes back to fetching and helps commit the record")
 def test_update_raft_voter_is_answered_as_soon_as_the_record_is_appended():
+    # Kafka: KafkaRaftClientReconfigTest.testUpdateVoter
+    # Kafka's UpdateVoterHandler answers right after LeaderState.appendVotersRecord, without
+    # waiting for the commit (the voter waits for this answer before fetching again, and its
+    # fetches help commit the record); the answer names the leader. The voter stays a voter
+    # with its new listener once the record commits, and no other change starts meanwhile.
     env = elected()
     out = drive(env, "inject 1 update-voter from=2 epoch=1 host=node2-new").split("\n")
     assert out[1:] == ["1: append 3..3 epoch=1", "1->2 UpdateRaftVoterResponse leader=1 epoch=1"]
+    assert drive(env, "inject 1 remove-voter voter=3").endswith("RemoveRaftVoterResponse err=REQUEST_TIMED_OUT")
+    drive(env, "stabilize")
+    assert "2/2@CONTROLLER://node2-new:9093(0,1)" in drive(env, "voters 3")
 
 
-@finding(ours="the UpdateRaftVoterResponse sent on commit (reconfig._finish) leaves CurrentLeader unset: "
-              "'1->2 UpdateRaftVoterResponse leader=- epoch=-1'",
-         kafka="every UpdateRaftVoterResponse is built by RaftUtil.updateVoterResponse, which sets CurrentLeader "
-               "to the leader id and epoch (and its host and port on the request's listener)")
 def test_every_update_raft_voter_answer_names_the_leader():
+    # Kafka: RaftUtil.updateVoterResponse sets CurrentLeader (id, epoch, host and port) on
+    # every UpdateRaftVoterResponse: refused, unchanged or appended.
     env = elected()
-    drive(env, "inject 1 update-voter from=2 epoch=1 host=node2-new")
-    answers = [line for line in drive(env, "stabilize").split("\n") if "UpdateRaftVoterResponse" in line]
-    assert answers == ["1->2 UpdateRaftVoterResponse leader=1 epoch=1"]
+    assert drive(env, "inject 1 update-voter from=2 epoch=1 voter=7").endswith(
+        "UpdateRaftVoterResponse err=VOTER_NOT_FOUND leader=1 epoch=1")
+    assert drive(env, "inject 1 update-voter from=2 epoch=1").endswith("UpdateRaftVoterResponse leader=1 epoch=1")
+    assert drive(env, "inject 1 update-voter from=2 epoch=1 host=node2-new").endswith(
+        "UpdateRaftVoterResponse leader=1 epoch=1")
 
 
 def test_remove_raft_voter_without_directory_id_is_an_invalid_request():
