@@ -24,6 +24,7 @@ from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequest
 from kafkawire.net.client import NetworkClient, TransportError
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
+confluent_admin = pytest.importorskip("confluent_kafka.admin")
 kafka = pytest.importorskip("kafka")
 
 SESSION_TIMEOUT_MS = 3000            # broker.session.timeout.ms on our controllers
@@ -316,16 +317,35 @@ def test_a_killed_broker_is_fenced_its_partitions_move_within_the_isr_and_it_rej
     assert producer.failed == []
 
 
+def first_topic_created(admin, since: float, timeout_s: float) -> float:
+    """Seconds from ``since`` until a CreateTopics through the brokers (forwarded to the active
+    controller) succeeds, trying a new topic name each time."""
+    deadline = since + timeout_s
+    attempt = 0
+    while time.monotonic() < deadline:
+        attempt += 1
+        topic = confluent_admin.NewTopic(f"probe-{attempt}", num_partitions=1, replication_factor=3)
+        future = admin.create_topics([topic], request_timeout=2.0, operation_timeout=2.0)[topic.topic]
+        try:
+            future.result(timeout=5)
+            return time.monotonic() - since
+        except (confluent_kafka.KafkaException, TimeoutError, ValueError):
+            time.sleep(0.1)
+    raise AssertionError(f"no CreateTopics succeeded within {timeout_s} s of the controller's kill")
+
+
 def test_the_active_controller_killed_during_steady_produce_loses_no_acknowledged_record(kafka_on_kafkawire):
     cluster = start_cluster(kafka_on_kafkawire)
     create_topic(cluster, "steady", 3, "min.insync.replicas=2")
     with SteadyProducer(cluster, "steady", "controller-failover") as producer:
         producer.wait_acked(cluster, 200)
         old = cluster.quorum.wait_for_leader(10).leader_id
+        admin = confluent_admin.AdminClient({"bootstrap.servers": cluster.bootstrap_servers()})
         killed_at = time.monotonic()
         cluster.quorum.kill(old)
         new = cluster.quorum.wait_for_leader(30, exclude=[old])
         elected_s = time.monotonic() - killed_at
+        created_s = first_topic_created(admin, killed_at, timeout_s=60)
         # The brokers follow the new controller: still registered and unfenced after more than a
         # session timeout, and a topic can be created through it.
         time.sleep(SESSION_TIMEOUT_MS / 1000 + 2)
@@ -338,7 +358,8 @@ def test_the_active_controller_killed_during_steady_produce_loses_no_acknowledge
     gap = producer.longest_gap(killed_at, window_end)
     print(f"\n[controller failover] active controller {old} killed; controller {new.leader_id} leads "
           f"(epoch {new.leader_epoch}) {elected_s:.2f} s later; the producer's longest gap without an "
-          f"acknowledgement from the kill until {window_end - killed_at:.1f} s after it: {gap:.3f} s")
+          f"acknowledgement from the kill until {window_end - killed_at:.1f} s after it: {gap:.3f} s; "
+          f"the first CreateTopics through the brokers that succeeded after the kill: {created_s:.2f} s")
     consumed = consume_values(cluster, "steady", len(producer.acked))
     assert exactly_once_report("controller failover", producer.acked_values(), consumed) == (0, 0, 0)
     assert producer.failed == []
