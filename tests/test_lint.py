@@ -16,12 +16,13 @@ TYPED = [
     "kafkawire/net/admission.py", "kafkawire/net/authentication.py", "kafkawire/net/authorizer.py",
     "kafkawire/net/client.py", "kafkawire/net/loop.py", "kafkawire/net/serve_log.py",
     "kafkawire/protocol/error_codes.py", "kafkawire/protocol/errors.py", "kafkawire/protocol/framing.py",
-    "kafkawire/protocol/registry.py", "kafkawire/records/control.py", "kafkawire/records/errors.py",
+    "kafkawire/protocol/registry.py", "kafkawire/protocol/handler.py", "kafkawire/records/control.py", "kafkawire/records/errors.py",
     "kafkawire/records/kraft_control.py", "kafkawire/records/varint.py",
     "kafkawire/records/layout.py", "kafkawire/records/record.py", "kafkawire/records/record_decoding.py",
     "kafkawire/records/builder.py", "kafkawire/records/batch.py",
     "kafkawire/raft/bounds.py", "kafkawire/raft/config.py", "kafkawire/raft/election.py", "kafkawire/raft/io.py", "kafkawire/raft/leader.py", "kafkawire/raft/quorum_state.py",
     "kafkawire/raft/requests.py", "kafkawire/raft/rpc.py", "kafkawire/raft/states.py", "kafkawire/raft/types.py", "kafkawire/raft/voters.py",
+    "kafkawire/raft/contract.py", "kafkawire/raft/node/load_generator.py", "kafkawire/controller/acl_apis.py",
 ]
 
 

@@ -1,6 +1,6 @@
-"""MetadataController: the state machine a KRaft controller node runs on raft (the controller
-side of NODE-CONTRACT.md), behaving as Kafka's QuorumController does for a controller-only
-quorum.
+"""MetadataController: the state machine a KRaft controller node runs on raft (the
+StateMachine of kafkawire.raft.contract), behaving as Kafka's QuorumController does for a
+controller-only quorum.
 
 Every node replays committed records into a ControllerState (the MetadataImage plus what the
 controller keeps beside it) and registers itself with the active controller
@@ -16,11 +16,10 @@ one batch and waits until they are committed and applied before the next one sta
 controller instead applies its own records ahead of the commit; waiting gives the same
 records, one round trip at a time, without a second copy of the state to roll back.
 
-The raft handle is the contract's RaftHandle. Two optional methods make the controller
-exact: ``next_offset()`` (the offset the next appended record gets: Kafka's broker epochs are
-the offset of the RegisterBrokerRecord) and ``leader_caught_up()`` (the leader has applied
-everything before its epoch start). Without them the controller uses its own view: one past
-the last data record it applied, and "caught up" at once.
+The raft handle is the contract's RaftHandle: ``next_offset()`` gives the offset the next
+appended record gets (Kafka's broker epochs are the offset of the RegisterBrokerRecord), and
+``leader_caught_up()`` says the leader has applied everything before its epoch start. Besides
+its own APIs the controller answers the ACL APIs and AlterUserScramCredentials (acl_apis.py).
 """
 from __future__ import annotations
 
@@ -34,12 +33,13 @@ from kafkawire.messages.broker_heartbeat_response import BrokerHeartbeatResponse
 from kafkawire.messages.broker_registration_response import BrokerRegistrationResponse
 from kafkawire.messages.controller_registration_response import ControllerRegistrationResponse
 from kafkawire.messages.create_topics_response import CreatableTopicResult, CreateTopicsResponse
-from kafkawire.net.server import ApiHandler
 from kafkawire.protocol.error_codes import Errors
+from kafkawire.protocol.handler import ApiHandler
+from kafkawire.raft.contract import NotLeader, RaftHandle
 from kafkawire.storage.state_files import uuid_to_kafka
-from kafkawire.raft.node.errors import NotLeader
 
 from . import admin_apis, broker_apis, cluster
+from .acl_apis import acl_handlers
 from .activation import BootstrapError, activation_records
 from .errors import ApiError, not_controller
 from .frames import frame
@@ -73,16 +73,19 @@ async def _wait(event: asyncio.Event, seconds: float | None) -> None:
 
 
 class MetadataController:
-    def __init__(self, raft, *, cluster_id: str, bootstrap_records: list[bytes],
+    def __init__(self, raft: RaftHandle, *, cluster_id: str, bootstrap_records: list[bytes],
                  bootstrap_source: str = "the bootstrap records", listeners=(),
                  supported_features: dict[str, tuple[int, int]] | None = None, incarnation_id: uuid.UUID | None = None,
                  max_idle_interval_ms: int = MAX_IDLE_INTERVAL_MS, session_timeout_ms: int = SESSION_TIMEOUT_MS,
                  static_min_insync_replicas: int = 1, topic_defaults: TopicDefaults = TopicDefaults(),
-                 registration_backoff_ms: int = 100, clock=_monotonic_ms, rng: random.Random | None = None):
+                 registration_backoff_ms: int = 100, clock=_monotonic_ms, rng: random.Random | None = None,
+                 acls_enabled: bool = False):
         """``listeners``: this node's controller listeners as (name, host, port, security protocol),
         which it registers; ``bootstrap_records``: the metadata record frames of bootstrap.checkpoint
-        (factory.load_bootstrap_records); ``clock``: monotonic milliseconds."""
+        (factory.load_bootstrap_records); ``clock``: monotonic milliseconds; ``acls_enabled``: the
+        node has an authorizer (authorizer.class.name), so the ACL APIs write ACL records."""
         self.raft = raft
+        self.acls_enabled = acls_enabled
         self.node_id = raft.node_id
         self.cluster_id = cluster_id
         self.bootstrap_records = list(bootstrap_records)
@@ -127,7 +130,7 @@ class MetadataController:
         return (self._active_epoch is not None and self._active_epoch == self._claimed_epoch
                 and self.raft.is_leader())
 
-    # --- the raft side (NODE-CONTRACT.md) --------------------------------------------------------
+    # --- the raft side (kafkawire.raft.contract) --------------------------------------------------------
     def on_committed(self, base_offset: int, epoch: int, append_time_ms: int, records: list[bytes]) -> None:
         self.state.apply_batch(base_offset, epoch, append_time_ms, records)
         self._applied.set()
@@ -157,6 +160,7 @@ class MetadataController:
 
     def handlers(self) -> dict:
         return {
+            **acl_handlers(self),
             CONTROLLER_REGISTRATION: ApiHandler(self._controller_registration),
             BROKER_REGISTRATION: ApiHandler(self._broker_registration),
             BROKER_HEARTBEAT: ApiHandler(self._broker_heartbeat),
@@ -170,12 +174,10 @@ class MetadataController:
 
     # --- being the active controller -------------------------------------------------------------
     def _caught_up(self) -> bool:
-        check = getattr(self.raft, "leader_caught_up", None)
-        return True if check is None else bool(check())
+        return self.raft.leader_caught_up()
 
     def _next_offset(self) -> int:
-        probe = getattr(self.raft, "next_offset", None)
-        return self.state.next_offset if probe is None else probe()
+        return self.raft.next_offset()
 
     async def _lead(self) -> None:
         while True:
@@ -293,7 +295,7 @@ class MetadataController:
             return result, last
 
     async def write(self, generate, timeout_ms: int = ACTIVATION_WAIT_MS):
-        """``_write`` for the node's handlers of other APIs (CreateAcls, DeleteAcls)."""
+        """``_write`` for the handlers of other modules (acl_apis.py)."""
         return await self._write(generate, timeout_ms)
 
     # --- request handlers -----------------------------------------------------------------------

@@ -1,11 +1,11 @@
 """Building a MetadataController for a node: the bootstrap records from metadata.log.dir, the
-controller listeners from the ServerConfig, and a RaftHandle over the node's RaftDriver.
+controller listeners and the authorizer setting from the ServerConfig, over the node's raft.
 
     from kafkawire.controller.factory import controller_factory
     ControllerNode(config, state_machine_factory=controller_factory)
 
-``controller_factory(driver, server_config, meta_properties)`` is the state machine factory
-ControllerNode calls (raft/node/state_machine.py).
+``controller_factory(raft, server_config, meta_properties)`` is a StateMachineFactory of
+kafkawire.raft.contract; `kafkawire server-start` hands it to ControllerNode.
 """
 from __future__ import annotations
 
@@ -13,8 +13,11 @@ import os
 import socket
 
 from kafkawire.metadata.frame import MetadataRecordError, decode_metadata_record
+from kafkawire.net.config import ServerConfig
+from kafkawire.raft.contract import NodeRaft
 from kafkawire.records import CorruptRecordError
 from kafkawire.storage.snapshot import BOOTSTRAP_FILE_NAME, SnapshotFormatError, SnapshotReader
+from kafkawire.storage.state_files import MetaProperties
 
 from .activation import BootstrapError
 from .controller import MetadataController
@@ -40,50 +43,24 @@ def load_bootstrap_records(metadata_log_dir) -> tuple[list[bytes], str]:
     return values, f"the binary bootstrap metadata file: {path}"
 
 
-class DriverHandle:
-    """The RaftHandle of NODE-CONTRACT.md over raft/node's RaftDriver, plus the two optional
-    methods the controller uses to be exact (see controller.py)."""
-
-    def __init__(self, driver):
-        self.driver = driver
-        self.node_id = driver.node_id
-
-    def leader(self):
-        return self.driver.leader()
-
-    def is_leader(self) -> bool:
-        return self.driver.is_leader()
-
-    async def append(self, records: list[bytes]) -> int:
-        return await self.driver.append(records)
-
-    async def send_to_leader(self, request, timeout_ms: int = 5000):
-        return await self.driver.send_to_leader(request, timeout_ms)
-
-    def next_offset(self) -> int:
-        return self.driver.next_offset()
-
-    def leader_caught_up(self) -> bool:
-        """Kafka fires handleLeaderChange for a new leader only once its listener has read up
-        to the epoch start offset; before that the committed state may still miss records."""
-        return self.driver.leader_caught_up()
-
-
-def controller_listeners(server_config) -> list[tuple[str, str, int, str]]:
+def controller_listeners(server_config: ServerConfig) -> list[tuple[str, str, int, str]]:
     """(name, host, port, security protocol) of the controller listeners as advertised; a
     wildcard host is this machine's name, as Kafka resolves it for registrations."""
     return [(e.listener_name, e.host if e.host not in (None, "", "0.0.0.0", "::") else socket.getfqdn(),
              e.port, e.security_protocol) for e in server_config.controller_endpoints]
 
 
-def controller_factory(driver, server_config, meta_properties) -> MetadataController:
+def controller_factory(raft: NodeRaft, server_config: ServerConfig,
+                       meta_properties: MetaProperties) -> MetadataController:
     records, source = load_bootstrap_records(server_config.metadata_log_dir)
-    controller = MetadataController(DriverHandle(driver), cluster_id=meta_properties.cluster_id,
+    assert meta_properties.cluster_id is not None, "ControllerNode reads only version 1 meta.properties"
+    controller = MetadataController(raft, cluster_id=meta_properties.cluster_id,
                                     bootstrap_records=records, bootstrap_source=source,
                                     listeners=controller_listeners(server_config),
                                     max_idle_interval_ms=server_config.metadata_max_idle_interval_ms,
-                                    session_timeout_ms=server_config.broker_session_timeout_ms)
+                                    session_timeout_ms=server_config.broker_session_timeout_ms,
+                                    acls_enabled=server_config.authorizer_settings() is not None)
     # A commit of control records (a new leader's LeaderChange) moves the high watermark
     # without a data batch: the controller must look again at whether it can activate.
-    driver.hw_listeners.append(controller.poke)
+    raft.hw_listeners.append(controller.poke)
     return controller

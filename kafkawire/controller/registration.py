@@ -25,7 +25,7 @@ from kafkawire.messages.controller_registration_request import ControllerRegistr
 from kafkawire.net.client import TransportError
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.storage.state_files import uuid_to_kafka
-from kafkawire.raft.node.errors import NoLeader, NotLeader
+from kafkawire.raft.contract import NoLeader, NotLeader
 
 from .java_order import string_hashmap_order
 from .versions import controller_registration_supported

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from kafkawire.metadata.frame import MetadataRecordError, decode_metadata_record
 from kafkawire.metadata.image import ImageError, MetadataImage, Provenance
-from kafkawire.raft.node.errors import StateMachineFatal
+from kafkawire.raft.contract import StateMachineFatal
 
 from .java_order import grown_capacity, string_hashmap_order
 from .versions import METADATA_VERSION

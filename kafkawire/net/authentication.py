@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import logging
 
+from kafkawire.messages.sasl_authenticate_response import SaslAuthenticateResponse
+from kafkawire.messages.sasl_handshake_response import SaslHandshakeResponse
 from kafkawire.net.sasl import SaslFailure, SaslServerSession
+from kafkawire.protocol.apis import api_table
 from kafkawire.protocol.errors import DecodeError
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.framing import decode_request, encode_response, peek_request_api
+from kafkawire.protocol.handler import RequestContext, top_level_error_response
 
 __all__ = ["sasl_session", "connection_principal", "sasl_dispatch"]
 
@@ -87,14 +91,13 @@ async def sasl_dispatch(conn, payload: bytes) -> bool:
 
 
 def _api_name(api_key: int) -> str:
-    from kafkawire.protocol.apis import api_table
     api = api_table().get(api_key)
     return api.name if api is not None else f"api key {api_key}"
 
 
 async def _api_versions(conn, session, payload, api_version) -> bool:
     low, high = next((lo, hi) for key, lo, hi in conn.server.api_versions() if key == API_VERSIONS)
-    keep_open = await conn._api_versions(payload, api_version, peek_request_api(payload)[2])
+    keep_open = await conn.api_versions(payload, api_version, peek_request_api(payload)[2])
     if low <= api_version <= high:
         session.api_versions_answered()      # an UNSUPPORTED_VERSION answer lets the client retry
     return keep_open
@@ -109,13 +112,11 @@ def _decode(conn, payload, what):
 
 
 async def _answer(conn, request, response, payload: bytes) -> None:
-    from kafkawire.net.server import _done
     frame = encode_response(response, request.api_version, request.correlation_id)
-    await conn._enqueue(conn._context(request), _done(frame), len(payload) + 4)
+    await conn.answer(conn.context(request), frame, len(payload) + 4)
 
 
 async def _handshake(conn, session, payload, api_version) -> bool:
-    from kafkawire.messages.sasl_handshake_response import SaslHandshakeResponse
     request = _decode(conn, payload, "SaslHandshake")
     if request is None:
         return False
@@ -130,7 +131,6 @@ async def _handshake(conn, session, payload, api_version) -> bool:
 
 
 async def _authenticate(conn, session, payload, api_version) -> bool:
-    from kafkawire.messages.sasl_authenticate_response import SaslAuthenticateResponse
     request = _decode(conn, payload, "SaslAuthenticate")
     if request is None:
         return False
@@ -150,19 +150,17 @@ async def _authenticate(conn, session, payload, api_version) -> bool:
 
 async def _raw_token(conn, session, payload) -> bool:
     """SaslHandshake v0: a bare token in, a bare size-prefixed token out; a failure just closes."""
-    from kafkawire.net.server import _done
     try:
         token = session.evaluate(payload)
     except SaslFailure as failure:
         _log_failure(conn, failure)
         return False
-    await conn._enqueue(_raw_context(conn), _done(len(token).to_bytes(4, "big") + token), len(payload) + 4)
+    await conn.answer(_raw_context(conn), len(token).to_bytes(4, "big") + token, len(payload) + 4)
     _authenticated(conn, session)
     return True
 
 
 def _raw_context(conn):
-    from kafkawire.net.server import RequestContext
     return RequestContext(-1, 0, -1, "", conn.peer, conn.server.listener_name, conn.id)
 
 
@@ -179,8 +177,6 @@ def _log_failure(conn, failure: SaslFailure) -> None:
 
 
 async def _refuse_with_error(conn, payload, api_key, api_version, correlation_id) -> None:
-    from kafkawire.net.server import top_level_error_response
-    from kafkawire.protocol.apis import api_table
     api = api_table().get(api_key)
     if api is None or not api.min_version <= api_version <= api.max_version:
         return
@@ -191,18 +187,15 @@ async def _refuse_with_error(conn, payload, api_key, api_version, correlation_id
         frame = encode_response(response, api_version, correlation_id)
     except Exception:          # a response shape that needs more than an error code: close unanswered
         return
-    from kafkawire.net.server import RequestContext, _done
-    await conn._enqueue(RequestContext(api_key, api_version, correlation_id, "", conn.peer,
-                                       conn.server.listener_name, conn.id), _done(frame), len(payload) + 4)
+    await conn.answer(RequestContext(api_key, api_version, correlation_id, "", conn.peer, conn.server.listener_name,
+                                     conn.id), frame, len(payload) + 4)
 
 
 async def _handshake_after_authentication(ctx, request):
-    from kafkawire.messages.sasl_handshake_response import SaslHandshakeResponse
     return SaslHandshakeResponse(error_code=int(Errors.ILLEGAL_SASL_STATE), mechanisms=[])
 
 
 async def _authenticate_after_authentication(ctx, request):
-    from kafkawire.messages.sasl_authenticate_response import SaslAuthenticateResponse
     return SaslAuthenticateResponse(error_code=int(Errors.ILLEGAL_SASL_STATE), auth_bytes=b"",
                                     error_message="SaslAuthenticate request received after successful authentication")
 

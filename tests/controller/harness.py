@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from kafkawire.controller.controller import MetadataController
 from kafkawire.metadata import decode_metadata_record
 from kafkawire.metadata.frame import encode_metadata_record
-from kafkawire.raft.node.errors import NoLeader, NotLeader
+from kafkawire.raft.contract import NoLeader, NotLeader
 from kafkawire.raft.types import LeaderAndEpoch
 from kafkawire.tools.storage import bootstrap_records
 
@@ -87,6 +87,10 @@ class FakeHandle:
 
     def next_offset(self) -> int:
         return self.quorum.end_offset
+
+    def leader_caught_up(self) -> bool:
+        """Appends commit at once here, so a leader has always applied what came before its epoch."""
+        return self.is_leader()
 
     async def append(self, records: list[bytes]) -> int:
         if not self.is_leader():

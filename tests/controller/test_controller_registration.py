@@ -7,7 +7,7 @@ from kafkawire.messages.controller_registration_response import ControllerRegist
 from kafkawire.net.client import TransportError
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.controller.registration import exponential_backoff
-from kafkawire.raft.node.errors import NoLeader
+from kafkawire.raft.contract import NoLeader
 from kafkawire.raft.types import OffsetAndEpoch
 
 from .harness import Ctx, FakeQuorum, Running, add_controller, run, until

@@ -217,7 +217,7 @@ class _Applier:
 
 def test_a_gap_in_the_committed_log_stops_the_driver_with_the_offsets_named(tmp_path):
     from kafkawire.raft.node.driver import RaftDriver
-    from kafkawire.raft.node.errors import NodeFailed
+    from kafkawire.raft.contract import NodeFailed
     store = DiskLogStore(tmp_path / "p")
     store.apply(batch(0, 3, 1))
     store.log.append(batch(10, 2, 1).batch)     # bypass the store's check: what a bad disk holds

@@ -5,7 +5,7 @@ import asyncio
 from kafkawire.raft.config import RaftConfig
 from kafkawire.raft.node.disk_store import DiskLogStore
 from kafkawire.raft.node.driver import RaftDriver
-from kafkawire.raft.node.errors import NotLeader
+from kafkawire.raft.contract import NotLeader
 from kafkawire.raft.types import Endpoints
 from kafkawire.raft.voters import VoterSet
 
@@ -118,7 +118,7 @@ def test_an_overloaded_leader_refuses_appends_past_its_queue_and_keeps_the_other
     Propose; past append_queue_limit records an append is refused at once with
     AppendQueueFull (nothing appended), as Kafka's BatchAccumulator refuses one it has no
     room for. The accepted ones commit, each with its own offset, in one batch."""
-    from kafkawire.raft.node.errors import AppendQueueFull
+    from kafkawire.raft.contract import AppendQueueFull
 
     async def work(driver, recorder):
         driver.append_queue_limit = 6

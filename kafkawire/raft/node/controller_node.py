@@ -10,7 +10,9 @@ DiskLogStore, the RaftDriver over a RaftCore configured from the controller.quor
 a NetworkClient for the raft RPCs it sends, a KafkaServer on each controller listener
 answering the raft RPCs, the admin RPCs (DescribeQuorum, Add/Remove/UpdateRaftVoter,
 UpdateFeatures) and, for ordinary Kafka clients, the metadata log as the read-only topic
-`__cluster_metadata`; and the metadata controller on top, when one is given.
+`__cluster_metadata`; and the state machine on top, when a factory is given (the
+StateMachine of kafkawire.raft.contract: `kafkawire server-start` gives the metadata
+controller's, test-raft-server a workload; the node imports neither).
 
 As Kafka does, the node refuses to start on a directory that `storage format` did not
 prepare (no meta.properties, or one for another node), naming the file.
@@ -22,28 +24,31 @@ import dataclasses
 import logging
 import os
 
+from kafkawire import feature_versions
+from kafkawire.messages import api_versions_response as av
+from kafkawire.messages.describe_cluster_response import DescribeClusterBroker, DescribeClusterResponse
+from kafkawire.metadata.image import MetadataImage
 from kafkawire.net.admin_authorization import authorize_admin_apis
 from kafkawire.net.admission import AdmissionLimits
 from kafkawire.net.authentication import sasl_handlers
 from kafkawire.net.authorizer import (CONTROLLER_API_OPERATIONS, StandardAuthorizer, authorizing_create_topics,
-                                     authorizing_handler, authorizing_list_offsets, authorizing_metadata,
-                                     error_response_for)
+                                     authorizing_handler, authorizing_list_offsets, authorizing_metadata)
 from kafkawire.net.client import NetworkClient
 from kafkawire.net.config import ConfigError, ServerConfig
 from kafkawire.net.envelope import ENVELOPE, envelope_handler
 from kafkawire.net.metadata_topic import MetadataTopic, NodeEndpoint
 from kafkawire.net.sasl import SCRAM_MECHANISM_TYPES, SaslClient
 from kafkawire.net.security import client_ssl_context
-from kafkawire.net.server import ApiHandler, KafkaServer
+from kafkawire.net.server import KafkaServer
+from kafkawire.protocol.handler import ApiHandler
 from kafkawire.storage.state_files import StateFileError, read_meta_properties, uuid_to_kafka
 from kafkawire.raft.config import RaftConfig
-from kafkawire.raft.reconfig import KRAFT_VERSION_FEATURE
+from kafkawire.raft.contract import StateMachine, StateMachineFactory, StateMachineFatal
 from kafkawire.raft.types import Endpoints
 from kafkawire.raft.voters import VoterSet
 
 from .disk_store import DiskLogStore
 from .driver import RaftDriver
-from .errors import StateMachineFatal
 
 log = logging.getLogger("kafkawire.node")
 
@@ -57,7 +62,6 @@ FETCH = 1
 DESCRIBE_CLUSTER = 60
 CREATE_TOPICS = 19
 METADATA, LIST_OFFSETS = 3, 2
-ALTER_USER_SCRAM_CREDENTIALS = 51
 CONTROLLER_ENDPOINT_TYPE = 2     # DescribeClusterRequest.EndpointType: 1 brokers, 2 controllers (KIP-919)
 
 
@@ -102,7 +106,8 @@ def controller_client_options(config: ServerConfig) -> dict:
 
 
 class ControllerNode:
-    def __init__(self, config: ServerConfig, *, state_machine_factory=None, fsync: bool = True,
+    def __init__(self, config: ServerConfig, *, state_machine_factory: StateMachineFactory | None = None,
+                 fsync: bool = True,
                  metrics_interval_ms: int = 1000, max_versions: dict[int, int] | None = None):
         if not config.is_controller:
             raise NodeStartError(f"process.roles={','.join(config.process_roles)}: kafkawire runs controllers "
@@ -115,7 +120,7 @@ class ControllerNode:
         self.max_versions = dict(max_versions or {})
         self.driver: RaftDriver | None = None
         self.servers: list[KafkaServer] = []
-        self.state_machine = None
+        self.state_machine: StateMachine | None = None
         self.topic: MetadataTopic | None = None
         self._tasks: list[asyncio.Task] = []
         self.meta = None
@@ -193,7 +198,7 @@ class ControllerNode:
             raise NodeStartError(str(exc)) from None
         for server in self.servers:
             await server.start()
-        if self.state_machine is not None and hasattr(self.state_machine, "run"):
+        if self.state_machine is not None:
             self._tasks.append(asyncio.ensure_future(self.state_machine.run()))
         self._tasks.append(asyncio.ensure_future(self._publish_metrics()))
         log.info("node %d (cluster %s, directory %s) listening on %s", c.node_id, self.meta.cluster_id,
@@ -220,10 +225,10 @@ class ControllerNode:
             server.register(key, handler)
         for key, handler in self.topic.handlers().items():
             server.register(key, handler)
-        if self.state_machine is not None and hasattr(self.state_machine, "handlers"):
+        if self.state_machine is not None:
             for key, handler in self.state_machine.handlers().items():
                 server.register(key, handler)
-        if self.state_machine is not None and hasattr(self.state_machine, "handlers"):
+        if self.state_machine is not None:
             # Forwarded admin requests, run through whatever is registered (and authorizes) then.
             server.register(ENVELOPE, ApiHandler(envelope_handler(server._registry.get)))
         consumer_fetch = self.topic.handlers()[FETCH]
@@ -249,9 +254,6 @@ class ControllerNode:
             registered = server._registry.get(key)
             if registered is not None:
                 server.register(key, dataclasses.replace(registered.handler, max_version=high))
-        if self.state_machine is not None and hasattr(self.state_machine, "write"):
-            for key, handler in self._acl_handlers().items():
-                server.register(key, handler)
         if self.authorizer is not None:
             self._authorize_handlers(server)
         server.api_versions_features = self._api_versions_features
@@ -272,47 +274,12 @@ class ControllerNode:
             if registered is not None:
                 server.register(key, wrap(registered.handler, self.authorizer))
 
-    def _acl_handlers(self) -> dict:
-        """CreateAcls, DescribeAcls, DeleteAcls (v1-3, as Kafka 4.x): SECURITY_DISABLED without an
-        authorizer, as Kafka's AclApis; otherwise the controller writes the ACL records. And
-        AlterUserScramCredentials, which the controller answers with or without an authorizer."""
-        from kafkawire.controller import acls
-        from kafkawire.controller.errors import ApiError
-
-        async def change(ctx, request):
-            if self.authorizer is None:
-                return acls.security_disabled(ctx.api_key, request)
-            make = acls.create_acls if ctx.api_key == acls.CREATE_ACLS else acls.delete_acls
-            try:
-                response, _ = await self.state_machine.write(
-                    lambda: make(self.state_machine.image.acls, request), timeout_ms=30_000)
-            except ApiError as exc:
-                return error_response_for(ctx.api_key, ctx, request, exc.code, exc.message)
-            return response
-
-        async def describe(ctx, request):
-            if self.authorizer is None:
-                return acls.security_disabled(ctx.api_key, request)
-            return acls.describe_acls(self.state_machine.image.acls, request)
-
-        async def alter_scram(ctx, request):
-            from kafkawire.controller.scram import alter_user_scram_credentials
-            image = self.state_machine.image
-            try:
-                response, _ = await self.state_machine.write(
-                    lambda: alter_user_scram_credentials(request, image.scram, image.metadata_version),
-                    timeout_ms=30_000)
-            except ApiError as exc:
-                return error_response_for(ctx.api_key, ctx, request, exc.code, exc.message)
-            return response
-
-        return {acls.DESCRIBE_ACLS: ApiHandler(describe, min_version=1),
-                acls.CREATE_ACLS: ApiHandler(change, min_version=1),
-                acls.DELETE_ACLS: ApiHandler(change, min_version=1),
-                ALTER_USER_SCRAM_CREDENTIALS: ApiHandler(alter_scram)}
+    def _image(self) -> MetadataImage | None:
+        """The state machine's committed metadata, if it keeps any."""
+        return None if self.state_machine is None else self.state_machine.image
 
     def _acls(self):
-        image = getattr(self.state_machine, "image", None)
+        image = self._image()
         return () if image is None else tuple(image.acls.values())
 
     def _metadata_loaded(self) -> bool:
@@ -339,7 +306,7 @@ class ControllerNode:
 
     def _scram_credential(self, mechanism: str, user: str):
         """The committed SCRAM credential of ``user`` (UserScramCredentialRecord), for SASL/SCRAM."""
-        image = getattr(self.state_machine, "image", None)
+        image = self._image()
         mechanism_type = SCRAM_MECHANISM_TYPES.get(mechanism)
         if image is None or mechanism_type is None:
             return None
@@ -354,9 +321,8 @@ class ControllerNode:
         on this listener and which one is active (ControllerApis.handleDescribeCluster). As in
         Kafka these are the registered controllers (ControllerRegistrationRecords: observers
         too, a voter not yet registered not); without the metadata state machine, the voters."""
-        from kafkawire.messages.describe_cluster_response import DescribeClusterBroker, DescribeClusterResponse
         driver = self.driver
-        image = getattr(self.state_machine, "image", None)
+        image = self._image()
         if image is not None:
             endpoints = {i: image.controllers[i].listeners.get(listener_name) for i in sorted(image.controllers)}
             controllers = [DescribeClusterBroker(broker_id=i, host=e.host, port=e.port)
@@ -375,9 +341,8 @@ class ControllerNode:
 
     def _api_versions_features(self, response) -> None:
         """Supported kraft.version range, and the finalized level once the log says (KIP-853)."""
-        from kafkawire.messages import api_versions_response as av
         config = self.driver.config
-        response.supported_features = [av.SupportedFeatureKey(name=KRAFT_VERSION_FEATURE,
+        response.supported_features = [av.SupportedFeatureKey(name=feature_versions.KRAFT_VERSION,
                                                               min_version=config.kraft_version_min,
                                                               max_version=config.kraft_version_max)]
         core = self.driver.core
@@ -386,12 +351,12 @@ class ControllerNode:
         finalized = {}
         level = core.kraft_version()
         if level > 0:
-            finalized[KRAFT_VERSION_FEATURE] = level
-        image = getattr(self.state_machine, "image", None)
-        if image is not None:
+            finalized[feature_versions.KRAFT_VERSION] = level
+        image = self._image()
+        if image is not None and self.state_machine is not None:
             # The controller's committed metadata: metadata.version and the other features.
-            for name, (low, high) in sorted(getattr(self.state_machine, "supported_features", {}).items()):
-                if name != KRAFT_VERSION_FEATURE:
+            for name, (low, high) in sorted(self.state_machine.supported_features.items()):
+                if name != feature_versions.KRAFT_VERSION:
                     response.supported_features.append(av.SupportedFeatureKey(name=name, min_version=low,
                                                                               max_version=high))
             if image.metadata_version is not None:

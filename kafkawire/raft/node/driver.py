@@ -24,12 +24,13 @@ import random
 import time
 
 from kafkawire.net.client import NetworkClient, RequestTimedOut, TransportError, UnsupportedVersion
-from kafkawire.net.server import CloseConnection
 from kafkawire.protocol.apis import api_table
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.errors import EncodeError
+from kafkawire.protocol.handler import CloseConnection
 from kafkawire.storage.snapshot import SnapshotReader
 from kafkawire.raft.config import RaftConfig
+from kafkawire.raft.contract import AppendQueueFull, NodeFailed, NoLeader, NotLeader, RaftListener, StateMachine
 from kafkawire.raft.core import RaftCore
 from kafkawire.raft.io import (CleanLog, OutboundRequest, Propose, Ready, RequestFailed, RequestReceived, ResponseReceived, Shutdown,
                      SnapshotFrozen, Tick)
@@ -37,7 +38,6 @@ from kafkawire.raft.rpc import adapt_request_for_version
 from kafkawire.raft.types import LeaderAndEpoch, OffsetAndEpoch
 
 from .disk_store import DiskLogStore
-from .errors import AppendQueueFull, NoLeader, NodeFailed, NotLeader
 from .metrics import RaftMetrics
 from .snapshot_writer import FrozenImage, discard, freeze_image, write_image
 
@@ -78,14 +78,14 @@ def snapshot_due(bytes_since: int, max_bytes: int, ms_since: int, max_interval_m
 
 class RaftDriver:
     def __init__(self, config: RaftConfig, store: DiskLogStore, client: NetworkClient, *,
-                 state_machine=None, seed: int | None = None, clock=None,
+                 state_machine: StateMachine | None = None, seed: int | None = None, clock=None,
                  snapshot_min_bytes: int = 20 * 1024 * 1024, snapshot_interval_ms: int = 3_600_000,
                  retention_bytes: int = 100 * 1024 * 1024, retention_ms: int = 7 * 24 * 3_600_000):
         self.config = config
         self.store = store
         self.client = client
         self.state_machine = state_machine     # the listener that also makes snapshots
-        self.listeners: list = []               # more listeners (Kafka's RaftClient.register)
+        self.listeners: list[RaftListener] = []  # more listeners (Kafka's RaftClient.register)
         self.clock = clock or WallClock()
         self.seed = random.SystemRandom().getrandbits(32) if seed is None else seed
         self.snapshot_min_bytes = snapshot_min_bytes
@@ -309,7 +309,7 @@ class RaftDriver:
     def _all_listeners(self) -> list:
         return ([self.state_machine] if self.state_machine is not None else []) + self.listeners
 
-    def register(self, listener) -> None:
+    def register(self, listener: RaftListener) -> None:
         """Kafka's RaftClient.register: the listener first gets the latest snapshot (when the log
         starts there) and the committed records up to now, then every commit, snapshot load
         and leader change, in order. It has on_committed, on_snapshot_loaded, on_leader_change."""
@@ -349,7 +349,7 @@ class RaftDriver:
         now = self.clock()
         if self.state_machine is None or self.applied_offset <= self.store.start_offset():
             return
-        if getattr(self.state_machine, "in_transaction", False):
+        if self.state_machine.in_transaction:
             return      # an open metadata transaction is not in the image yet: snapshot after it
         if not snapshot_due(self._bytes_since_snapshot, self.snapshot_min_bytes,
                             now - self._last_snapshot_ms, self.snapshot_interval_ms):
@@ -573,6 +573,5 @@ class RaftDriver:
             # The raft client's TLS and SASL settings: the same controller listener.
             self._control_client = NetworkClient(client_id=f"controller-{self.node_id}-to-active-controller",
                                                  request_timeout_ms=max(timeout_ms, 1000),
-                                                 ssl_context=getattr(self.client, "ssl_context", None),
-                                                 sasl=getattr(self.client, "sasl", None))
+                                                 ssl_context=self.client.ssl_context, sasl=self.client.sasl)
         return await self._control_client.send(address, request, timeout_ms=timeout_ms)

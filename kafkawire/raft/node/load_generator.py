@@ -13,12 +13,18 @@ import logging
 import os
 import time
 
-from .errors import AppendQueueFull, NotLeader
+from kafkawire.raft.contract import AppendQueueFull, NotLeader
 
 log = logging.getLogger("kafkawire.raft.load")
 
 
 class LoadGenerator:
+    """A StateMachine of kafkawire.raft.contract that keeps no state: no metadata image, no
+    features, no transactions, no APIs of its own."""
+    in_transaction = False
+    image = None
+    supported_features: dict[str, tuple[int, int]] = {}
+
     def __init__(self, driver, *, throughput: int, record_size: int, max_outstanding: int = 1000):
         if throughput <= 0 or record_size <= 0:
             raise ValueError("throughput and record size must be positive")

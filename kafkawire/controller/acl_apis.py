@@ -1,0 +1,54 @@
+"""CreateAcls, DescribeAcls, DeleteAcls (v1-3, as Kafka 4.x) and AlterUserScramCredentials, as
+the metadata controller answers them. Without an authorizer (authorizer.class.name) the ACL APIs
+answer SECURITY_DISABLED, as Kafka's AclApis; with one the controller writes the ACL records.
+AlterUserScramCredentials is answered with or without an authorizer. The node puts its
+authorizer's checks in front of all four."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kafkawire.net.authorizer import error_response_for
+from kafkawire.protocol.handler import ApiHandler
+
+from . import acls
+from .errors import ApiError
+from .scram import alter_user_scram_credentials
+
+if TYPE_CHECKING:       # controller.py imports this module to build its handlers
+    from .controller import MetadataController
+
+ALTER_USER_SCRAM_CREDENTIALS = 51
+WRITE_TIMEOUT_MS = 30_000
+
+
+def acl_handlers(controller: MetadataController) -> dict[int, ApiHandler]:
+    async def change(ctx, request):
+        if not controller.acls_enabled:
+            return acls.security_disabled(ctx.api_key, request)
+        make = acls.create_acls if ctx.api_key == acls.CREATE_ACLS else acls.delete_acls
+        try:
+            response, _ = await controller.write(lambda: make(controller.image.acls, request),
+                                                 timeout_ms=WRITE_TIMEOUT_MS)
+        except ApiError as exc:
+            return error_response_for(ctx.api_key, ctx, request, exc.code, exc.message)
+        return response
+
+    async def describe(ctx, request):
+        if not controller.acls_enabled:
+            return acls.security_disabled(ctx.api_key, request)
+        return acls.describe_acls(controller.image.acls, request)
+
+    async def alter_scram(ctx, request):
+        image = controller.image
+        try:
+            response, _ = await controller.write(
+                lambda: alter_user_scram_credentials(request, image.scram, image.metadata_version),
+                timeout_ms=WRITE_TIMEOUT_MS)
+        except ApiError as exc:
+            return error_response_for(ctx.api_key, ctx, request, exc.code, exc.message)
+        return response
+
+    return {acls.DESCRIBE_ACLS: ApiHandler(describe, min_version=1),
+            acls.CREATE_ACLS: ApiHandler(change, min_version=1),
+            acls.DELETE_ACLS: ApiHandler(change, min_version=1),
+            ALTER_USER_SCRAM_CREDENTIALS: ApiHandler(alter_scram)}

@@ -1,0 +1,377 @@
+"""One connection of a KafkaServer (kafkawire.net.server, whose docstring lists the Kafka
+behaviour copied): a reader task that splits frames and starts each request's handler, a writer
+task that sends the answers strictly in request order, and between them the in-flight gate:
+while ``max_in_flight_per_connection`` requests (one by default, as Kafka mutes a channel) are
+unanswered, the reader reads nothing more from the socket. ApiVersions is answered here, from
+the server's registry; a SASL listener's connection goes through kafkawire.net.authentication
+until it has authenticated.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from typing import TYPE_CHECKING
+
+from kafkawire.messages.api_versions_request import ApiVersionsRequest
+from kafkawire.messages.api_versions_response import ApiVersion, ApiVersionsResponse
+from kafkawire.net.authentication import connection_principal, sasl_dispatch, sasl_session
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.protocol.errors import DecodeError, EncodeError
+from kafkawire.protocol.framing import FrameReader, decode_request, encode_response, peek_request_api
+from kafkawire.protocol.handler import NO_RESPONSE, ApiHandler, CloseConnection, RequestContext, top_level_error_response
+
+if TYPE_CHECKING:       # the server imports this module to make its connections
+    from kafkawire.net.server import KafkaServer
+
+log = logging.getLogger("kafkawire.net.server")
+
+API_VERSIONS = 18
+# ApiVersions v5 adds ClusterId/NodeId checks (KIP-1242) that this server does not make.
+API_VERSIONS_MAX = 4
+# ApiVersionsRequest.isValid (KIP-511): client software name and version, v3+.
+_SOFTWARE_RE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
+
+
+class Registered:
+    """A handler as the server registered it: its API key, its version range, its response class."""
+    __slots__ = ("key", "handler", "low", "high", "response_cls")
+
+    def __init__(self, key, handler: ApiHandler, low, high, response_cls):
+        self.key, self.handler, self.low, self.high, self.response_cls = key, handler, low, high, response_cls
+
+
+class _Frames(FrameReader):
+    def feed_until_error(self, data: bytes):
+        """The whole frames in ``data`` and, if a bad size follows them, the error.
+
+        FrameReader raises at a bad size and keeps the bytes unconsumed; the frames before it
+        are still to be answered, as Kafka answers them before it reads the bad size.
+        """
+        try:
+            return self.feed(data), None
+        except DecodeError as exc:
+            good = FrameReader(self.max_frame).feed(bytes(self._buffer[:exc.offset]))
+            return good, exc
+
+    def partial_frame_bytes(self) -> int:
+        """What the frame being read will take in memory once whole: its declared size (checked
+        when fed) plus the size field, or the bytes of a size field not yet whole."""
+        if len(self._buffer) < 4:
+            return len(self._buffer)
+        return int.from_bytes(self._buffer[:4], "big", signed=True) + 4
+
+
+_END = object()
+
+
+class Connection:
+    """One client connection of a KafkaServer (``server``): its reader, its ordered writer and the
+    in-flight gate between them."""
+
+    def __init__(self, server: KafkaServer, reader, writer, index: int):
+        self.server = server
+        self.reader, self.writer = reader, writer
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        local = writer.get_extra_info("sockname") or ("?", 0)
+        self.peer = (peer[0], peer[1])
+        self.id = f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-{index}"
+        self.task: asyncio.Task | None = None
+        # Requests in order, each (ctx, task yielding its answer, frame size), then _END. Unbounded:
+        # the in-flight gate in _enqueue (max_in_flight pending, one by default) is what bounds it.
+        self._queue: asyncio.Queue = asyncio.Queue()
+        self._in_flight = 0
+        self._slot_free = asyncio.Event()       # set while fewer than max_in_flight are pending
+        self._slot_free.set()
+        self._held_bytes = 0                    # taken from the server's memory pool
+        self._unanswered_bytes = 0              # frames of the requests read and not yet answered
+        self._answering: asyncio.Future | None = None   # the handler whose answer the writer awaits
+        self._frames = _Frames(server.max_request_bytes)
+        self._read_task: asyncio.Task | None = None
+        self._last_activity = time.monotonic()
+        self.sasl = sasl_session(server)                 # None unless the listener is SASL_*
+        self.principal = connection_principal(writer)     # TLS client certificate, else ANONYMOUS
+        self.security_protocol = server.security.protocol if server.security is not None else "PLAINTEXT"
+
+    # -- control --
+
+    def stop_reading(self) -> None:
+        if self._read_task is not None and not self._read_task.done():
+            self._read_task.cancel()
+
+    def abort(self) -> None:
+        self.stop_reading()
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+        self.writer.transport.abort()
+
+    # -- main --
+
+    async def run(self) -> None:
+        log.debug("accepted connection %s", self.id)
+        self._read_task = asyncio.create_task(self._read_loop())
+        write_task = asyncio.create_task(self._write_loop())
+        try:
+            await asyncio.wait({self._read_task, write_task}, return_when=asyncio.FIRST_COMPLETED)
+            if write_task.done():
+                # The writer stopped (a handler asked to close, the peer went away, or a write
+                # failed): nothing more will be answered, so stop reading.
+                self.stop_reading()
+            await asyncio.gather(self._read_task, return_exceptions=True)
+            await write_task
+        except asyncio.CancelledError:
+            self._read_task.cancel()
+            write_task.cancel()
+            raise
+        finally:
+            self._cancel_pending()
+            self.writer.close()
+            try:
+                await asyncio.wait_for(self.writer.wait_closed(), 1)
+            except (asyncio.TimeoutError, ConnectionError, OSError):
+                pass
+            log.debug("closed connection %s", self.id)
+
+    def _cancel_pending(self) -> None:
+        """Cancel every handler still running for this connection, the one whose answer the
+        writer awaits included (a long-poll fetch of a client that went away ends now)."""
+        if self._answering is not None:
+            self._answering.cancel()
+        while not self._queue.empty():
+            item = self._queue.get_nowait()
+            if item is not _END:
+                item[1].cancel()
+
+    def _account_memory(self) -> None:
+        """Hold in the server's pool the unanswered requests plus the whole of the frame being
+        read, as Kafka allocates a frame's buffer when it has read its size."""
+        target = self._unanswered_bytes + self._frames.partial_frame_bytes()
+        delta, self._held_bytes = target - self._held_bytes, target
+        if delta > 0:
+            self.server.memory_pool.take(delta)
+        elif delta < 0:
+            self.server.memory_pool.give_back(-delta)
+
+    def give_back_memory(self) -> None:
+        self.server.memory_pool.give_back(self._held_bytes)
+        self._held_bytes = self._unanswered_bytes = 0
+
+    def _finish_reading(self) -> None:
+        self._queue.put_nowait(_END)
+
+    async def _read_loop(self) -> None:
+        frames = self._frames
+        idle = self.server.connections_max_idle_ms / 1000
+        try:
+            while True:
+                if frames.pending == 0:
+                    # queued.max.request.bytes: a new frame waits for room; one being read goes on.
+                    await self.server.memory_pool.wait_for_room()
+                wait = max(self._last_activity + idle - time.monotonic(), 0)
+                try:
+                    data = await asyncio.wait_for(self.reader.read(65536), timeout=wait)
+                except asyncio.TimeoutError:
+                    if self._in_flight == 0 and time.monotonic() - self._last_activity >= idle:
+                        log.info("closing idle connection %s from %s:%s (connections.max.idle.ms=%d)",
+                                 self.id, *self.peer, self.server.connections_max_idle_ms)
+                        return
+                    continue
+                except (ConnectionError, OSError) as exc:
+                    log.info("connection %s from %s:%s failed: %s", self.id, *self.peer, exc)
+                    return
+                if not data:
+                    self._cancel_pending()      # the peer is gone: nobody to answer (Kafka closes on EOF)
+                    return
+                self._last_activity = time.monotonic()
+                good, error = frames.feed_until_error(data)
+                self._unanswered_bytes += sum(len(p) + 4 for p in good)
+                self._account_memory()
+                for payload in good:
+                    if not await self._dispatch(payload):
+                        return
+                if error is not None:
+                    log.warning("closing connection %s from %s:%s: invalid receive: %s",
+                                self.id, *self.peer, error.reason)
+                    return
+        except (asyncio.CancelledError, _PeerClosed):
+            return
+        finally:
+            self._finish_reading()
+
+    async def _dispatch(self, payload: bytes) -> bool:
+        """Start handling one request; False means close the connection after earlier responses."""
+        server = self.server
+        if self.sasl is not None and not self.sasl.complete:
+            return await sasl_dispatch(self, payload)
+        try:
+            api_key, api_version, correlation_id = peek_request_api(payload)
+        except DecodeError as exc:
+            log.warning("closing connection %s from %s:%s: malformed request header: %s", self.id, *self.peer, exc)
+            return False
+        if api_key == API_VERSIONS:
+            return await self.api_versions(payload, api_version, correlation_id)
+        registered = server._registry.get(api_key)
+        if registered is None or not registered.low <= api_version <= registered.high:
+            what = "is not enabled" if registered is None else \
+                f"which is not enabled (versions {registered.low} to {registered.high} are)"
+            log.warning("closing connection %s from %s:%s: received request api key %d with version %d %s",
+                        self.id, *self.peer, api_key, api_version, what)
+            return False
+        try:
+            request = decode_request(payload)
+        except DecodeError as exc:
+            log.warning("closing connection %s from %s:%s: error getting request for api key %d version %d: %s",
+                        self.id, *self.peer, api_key, api_version, exc)
+            return False
+        ctx = self.context(request)
+        await self._enqueue(ctx, asyncio.create_task(self._handle(registered, ctx, request.body)), len(payload) + 4)
+        return True
+
+    def context(self, request) -> RequestContext:
+        header = request.header
+        return RequestContext(request.api_key, request.api_version, request.correlation_id,
+                              header.client_id or "", self.peer, self.server.listener_name, self.id, header,
+                              self.principal, self.security_protocol)
+
+    async def _enqueue(self, ctx, task, size: int) -> None:
+        """Queue a task that yields the response frame (or NO_RESPONSE), in request order; then
+        wait (not reading the socket) until fewer than max_in_flight requests are pending.
+        ``size`` is the request's frame, given back to the memory pool once it is answered."""
+        self._in_flight += 1
+        if self._in_flight >= self.server.max_in_flight:
+            self._slot_free.clear()
+        self._queue.put_nowait((ctx, task, size))
+        while not self._slot_free.is_set():
+            # Muted, as Kafka's channel is; but a peer that closes is noticed, and what it was
+            # waiting for (a long-poll fetch) is cancelled instead of running to its timeout.
+            try:
+                await asyncio.wait_for(self._slot_free.wait(), _MUTED_EOF_POLL_S)
+            except asyncio.TimeoutError:
+                if _peer_closed(self.reader):
+                    self._cancel_pending()
+                    raise _PeerClosed() from None
+
+    async def answer(self, ctx: RequestContext, frame: bytes, size: int) -> None:
+        """Queue an answer already encoded (``size``: its request's frame, as for _enqueue)."""
+        await self._enqueue(ctx, _done(frame), size)
+
+    async def api_versions(self, payload, api_version, correlation_id) -> bool:
+        apis = self.server.api_versions()
+        own = next(a for a in apis if a[0] == API_VERSIONS)
+        if not own[1] <= api_version <= own[2]:
+            # RequestContext.isUnsupportedApiVersionsRequest: not parsed, answered in v0.
+            response = ApiVersionsResponse(error_code=Errors.UNSUPPORTED_VERSION,
+                                           api_keys=[ApiVersion(api_key=API_VERSIONS, min_version=own[1],
+                                                                max_version=own[2])])
+            ctx = RequestContext(API_VERSIONS, api_version, correlation_id, "", self.peer,
+                                 self.server.listener_name, self.id)
+            log.debug("connection %s from %s:%s: ApiVersions v%d is not supported; answering with v0",
+                     self.id, *self.peer, api_version)
+            await self._enqueue(ctx, _done(encode_response(response, 0, correlation_id)), len(payload) + 4)
+            return True
+        try:
+            request = decode_request(payload)
+        except DecodeError as exc:
+            log.warning("closing connection %s from %s:%s: error getting request for api key 18 version %d: %s",
+                        self.id, *self.peer, api_version, exc)
+            return False
+        body: ApiVersionsRequest = request.body
+        if api_version >= 3 and not (_SOFTWARE_RE.match(body.client_software_name)
+                                     and _SOFTWARE_RE.match(body.client_software_version)):
+            response = ApiVersionsResponse(error_code=Errors.INVALID_REQUEST)
+        else:
+            response = ApiVersionsResponse(api_keys=[ApiVersion(api_key=k, min_version=lo, max_version=hi)
+                                                     for k, lo, hi in apis])
+            if self.server.api_versions_features is not None:
+                self.server.api_versions_features(response)
+        await self._enqueue(self.context(request), _done(encode_response(response, api_version, correlation_id)),
+                            len(payload) + 4)
+        return True
+
+    async def _handle(self, registered: Registered, ctx: RequestContext, request):
+        """Run the handler and encode its answer: the response frame, or NO_RESPONSE."""
+        try:
+            response = await registered.handler.handle(ctx, request)
+            if response is NO_RESPONSE:
+                return response
+            return encode_response(response, ctx.api_version, ctx.correlation_id)
+        except (CloseConnection, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            what = "does not encode" if isinstance(exc, EncodeError) else "raised"
+            log.exception("the handler for api key %d v%d (correlation id %d) from %s:%s %s",
+                          ctx.api_key, ctx.api_version, ctx.correlation_id, *ctx.peer, what)
+        response = self._error_response(registered, ctx, request)
+        if response is not None:
+            try:
+                return encode_response(response, ctx.api_version, ctx.correlation_id)
+            except EncodeError:
+                log.exception("the error response to api key %d v%d does not encode either", ctx.api_key,
+                              ctx.api_version)
+        raise CloseConnection(f"no error response can carry UNKNOWN_SERVER_ERROR for {registered.response_cls.NAME} "
+                              f"v{ctx.api_version}")
+
+    @staticmethod
+    def _error_response(registered, ctx, request):
+        code = int(Errors.UNKNOWN_SERVER_ERROR)
+        if registered.handler.error_response is not None:
+            try:
+                return registered.handler.error_response(ctx, request, code)
+            except Exception:
+                log.exception("error_response for api key %d failed too", ctx.api_key)
+                return None
+        return top_level_error_response(registered.response_cls, ctx.api_version, code)
+
+    async def _write_loop(self) -> None:
+        while True:
+            item = await self._queue.get()
+            if item is _END:
+                return
+            ctx, task, size = item
+            self._answering = task
+            try:
+                frame = await task
+            except CloseConnection as exc:
+                log.warning("closing connection %s from %s:%s at correlation id %d: %s",
+                            self.id, *self.peer, ctx.correlation_id, exc)
+                return
+            except asyncio.CancelledError:
+                if asyncio.current_task().cancelling():
+                    raise
+                return          # the handler was cancelled (peer gone, or forced shutdown)
+            finally:
+                self._answering = None
+                self._in_flight -= 1
+                self._unanswered_bytes -= size
+                self._account_memory()
+                if self._in_flight < self.server.max_in_flight:
+                    self._slot_free.set()
+            if frame is NO_RESPONSE:
+                continue
+            try:
+                self.writer.write(frame)
+                await self.writer.drain()
+            except (ConnectionError, OSError) as exc:
+                log.info("connection %s from %s:%s failed while writing: %s", self.id, *self.peer, exc)
+                return
+            self._last_activity = time.monotonic()
+
+
+_MUTED_EOF_POLL_S = 0.25
+
+
+class _PeerClosed(Exception):
+    """The peer closed its side while the connection was muted."""
+
+
+def _peer_closed(reader: asyncio.StreamReader) -> bool:
+    """Whether the peer has closed its side. A muted connection reads nothing, so this looks at
+    what the transport already saw (StreamReader's EOF flag, set by feed_eof)."""
+    return bool(getattr(reader, "_eof", False)) or reader.exception() is not None
+
+
+def _done(result) -> asyncio.Future:
+    future = asyncio.get_running_loop().create_future()
+    future.set_result(result)
+    return future

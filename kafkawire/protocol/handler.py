@@ -1,0 +1,64 @@
+"""What a request handler is: the type shared by the server that calls handlers
+(kafkawire.net.server) and everything that provides them (the raft node, the metadata
+controller, the read-only metadata topic), kept below ``net`` so that providers need not
+import the server.
+
+A handler is ``async handler(ctx, request) -> response`` (``ctx`` a RequestContext), or an
+ApiHandler wrapping one with a version range and an error-response builder. It may return
+NO_RESPONSE (Produce with acks=0) or raise CloseConnection (what Kafka does when an acks=0
+produce fails).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
+
+__all__ = ["RequestContext", "Handler", "ApiHandler", "NO_RESPONSE", "CloseConnection", "top_level_error_response"]
+
+
+class _NoResponse:
+    def __repr__(self) -> str:
+        return "NO_RESPONSE"
+
+
+NO_RESPONSE = _NoResponse()
+
+
+class CloseConnection(Exception):
+    """Raised by a handler to close the connection instead of answering (after earlier responses)."""
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str
+    peer: tuple            # (host, port) of the client
+    listener_name: str
+    connection_id: str     # "local_host:port-peer_host:port-n", as Kafka names connections
+    header: Any = None     # the decoded RequestHeader
+    principal: str = "User:ANONYMOUS"      # KafkaPrincipal: User:<SASL name> or User:<TLS subject DN>
+    security_protocol: str = "PLAINTEXT"
+
+
+Handler = Callable[[RequestContext, Any], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class ApiHandler:
+    handle: Handler
+    min_version: int | None = None       # default: the lowest version we have a schema for
+    max_version: int | None = None       # default: the highest stable version we have a schema for
+    error_response: Callable[[RequestContext, Any, int], Any] | None = None   # (ctx, request, error code)
+
+
+def top_level_error_response(response_cls: Any, version: int, error_code: int) -> Any:
+    """A default response carrying ``error_code`` in its top-level ErrorCode, or None if the
+    version has no top-level error code."""
+    for f in response_cls._FIELDS:
+        if f.py_name == "error_code" and f.present(version):
+            response = response_cls()
+            response.error_code = error_code
+            return response
+    return None
