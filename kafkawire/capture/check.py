@@ -6,6 +6,7 @@ from kafkawire.protocol import framing
 from kafkawire.protocol.errors import DecodeError
 
 from .kafka import Frame
+from kafkawire.records import iter_batches
 
 
 def check_frame(f: Frame) -> None:
@@ -66,7 +67,6 @@ def _records_fields(obj, version: int, path: str):
 def first_bad_batch(body, version: int, name: str) -> str | None:
     """Re-encoding cannot see inside a records field (it is bytes to the message), so each batch
     in it is read whole, CRC checked: the first one that is not sound, with where it is."""
-    from kafkawire.records import iter_batches
     for path, data in _records_fields(body, version, name):
         data = bytes(data)
         try:

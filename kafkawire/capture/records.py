@@ -8,6 +8,7 @@ from functools import lru_cache
 
 from kafkawire import messages
 from kafkawire.records import iter_batches
+from kafkawire.metadata.frame import decode_metadata_record
 
 # Internal topic -> the folder of schemas/coordinators its records come from.
 COORDINATOR_TOPICS = {
@@ -58,7 +59,6 @@ def _record_json(topic: str | None, record) -> dict:
             out.update(decode_coordinator_record(topic, record.key, record.value))
             return out
         if topic == METADATA_TOPIC and record.value is not None and not record.batch.is_control:
-            from kafkawire.metadata.frame import decode_metadata_record
             decoded = decode_metadata_record(record.value)
             out.update(type=decoded.type_name, version=decoded.version,
                        data=decoded.message.to_json(decoded.version))

@@ -20,6 +20,10 @@ import uuid
 
 from kafkawire.metadata import encode_metadata_record
 from kafkawire.protocol.error_codes import Errors
+from kafkawire import messages
+from kafkawire.messages.create_acls_response import AclCreationResult, CreateAclsResponse
+from kafkawire.messages.delete_acls_response import DeleteAclsFilterResult, DeleteAclsMatchingAcl, DeleteAclsResponse
+from kafkawire.messages.describe_acls_response import AclDescription, DescribeAclsResource, DescribeAclsResponse
 
 __all__ = ["create_acls", "describe_acls", "delete_acls", "security_disabled", "ACL_APIS"]
 
@@ -74,8 +78,6 @@ def _as_tuple(acl) -> tuple:
 
 def create_acls(existing: dict, request) -> tuple[list[bytes], object]:
     """The records and the CreateAclsResponse for ``request``; ``existing``: id -> StandardAcl."""
-    from kafkawire import messages
-    from kafkawire.messages.create_acls_response import AclCreationResult, CreateAclsResponse
     record_cls = messages.by_name("AccessControlEntryRecord")
     have = {_as_tuple(a) for a in existing.values()}
     ids = set(existing)
@@ -135,7 +137,6 @@ def _filter_error(f) -> str | None:
 
 
 def describe_acls(acls: dict, request):
-    from kafkawire.messages.describe_acls_response import AclDescription, DescribeAclsResource, DescribeAclsResponse
     error = _filter_error(request)
     if error is not None:
         return DescribeAclsResponse(error_code=int(Errors.INVALID_REQUEST), error_message=error, resources=[])
@@ -150,9 +151,6 @@ def describe_acls(acls: dict, request):
 
 
 def delete_acls(acls: dict, request) -> tuple[list[bytes], object]:
-    from kafkawire import messages
-    from kafkawire.messages.delete_acls_response import (DeleteAclsFilterResult, DeleteAclsMatchingAcl,
-                                                         DeleteAclsResponse)
     remove_cls = messages.by_name("RemoveAccessControlEntryRecord")
     records, results, removed = [], [], set()
     for f in request.filters:
@@ -178,12 +176,9 @@ def security_disabled(api_key: int, request):
     """The request's getErrorResponse for SecurityDisabledException("No Authorizer is configured.")."""
     code = int(Errors.SECURITY_DISABLED)
     if api_key == CREATE_ACLS:
-        from kafkawire.messages.create_acls_response import AclCreationResult, CreateAclsResponse
         return CreateAclsResponse(results=[AclCreationResult(error_code=code, error_message=NO_AUTHORIZER)
                                            for _ in request.creations])
     if api_key == DELETE_ACLS:
-        from kafkawire.messages.delete_acls_response import DeleteAclsFilterResult, DeleteAclsResponse
         return DeleteAclsResponse(filter_results=[DeleteAclsFilterResult(error_code=code, error_message=NO_AUTHORIZER,
                                                                          matching_acls=[]) for _ in request.filters])
-    from kafkawire.messages.describe_acls_response import DescribeAclsResponse
     return DescribeAclsResponse(error_code=code, error_message=NO_AUTHORIZER, resources=[])

@@ -20,6 +20,9 @@ import hmac
 from kafkawire.controller.java_order import string_hashmap_order
 from kafkawire.metadata import encode_metadata_record
 from kafkawire.protocol.error_codes import Errors
+from kafkawire import messages
+from kafkawire.messages.alter_user_scram_credentials_response import (AlterUserScramCredentialsResponse,
+                                                                      AlterUserScramCredentialsResult)
 
 __all__ = ["alter_user_scram_credentials", "ALTER_USER_SCRAM_CREDENTIALS"]
 
@@ -91,9 +94,6 @@ def _sort(request, scram: dict, metadata_version: int):
 
 def alter_user_scram_credentials(request, scram: dict, metadata_version: int | None):
     """(records, AlterUserScramCredentialsResponse); ``scram``: the image's mechanism -> user -> credential."""
-    from kafkawire import messages
-    from kafkawire.messages.alter_user_scram_credentials_response import (AlterUserScramCredentialsResponse,
-                                                                          AlterUserScramCredentialsResult)
     deletions, upsertions, errors = _sort(request, scram, metadata_version)
     records, results = [], []
     remove_cls, upsert_cls = (messages.by_name("RemoveUserScramCredentialRecord"),

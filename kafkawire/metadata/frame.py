@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from kafkawire.protocol.errors import BadBytesError, DecodeError
 from kafkawire.protocol.primitives import read_uvarint, write_uvarint
+from kafkawire import messages
 
 FRAME_VERSION = 1
 
@@ -29,7 +30,6 @@ class MetadataRecord:
 
 
 def decode_metadata_record(value) -> MetadataRecord:
-    from kafkawire import messages
     data = bytes(value)
     try:
         frame_version, pos = read_uvarint(data, 0)
@@ -90,7 +90,6 @@ def kafka_read_error(value) -> str:
     """The message of the exception Kafka's MetadataRecordSerde.read throws for a value that
     does not decode (kafka-dump-log prints it after ``Error at <offset>, skipping.``). It names
     a class of failure, not the place: ours, with field and byte, is in MetadataRecordError."""
-    from kafkawire import messages
     data = b"" if value is None else bytes(value)
     try:
         frame_version, pos = _frame_short(data, 0, "frame version")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .fast_json import json_object, json_text
 from .frame import FRAME_VERSION, MetadataRecord, MetadataRecordError, decode_metadata_record
+from kafkawire import messages
 
 __all__ = ["record_type_name", "MetadataPayload", "decode_payload", "PayloadDecoder"]
 
@@ -76,7 +77,6 @@ _CLASSES: dict[int, type | None] = {}
 def _record_class(api_key: int):
     cls = _CLASSES.get(api_key, False)
     if cls is False:
-        from kafkawire import messages
         try:
             cls = messages.metadata_record(api_key)
         except KeyError:

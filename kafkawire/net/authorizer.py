@@ -26,6 +26,14 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from kafkawire.protocol.error_codes import Errors
+from kafkawire.messages import fetch_response as fr
+from kafkawire.messages.alter_user_scram_credentials_response import AlterUserScramCredentialsResult
+from kafkawire.messages.create_acls_response import AclCreationResult
+from kafkawire.messages.create_topics_response import CreatableTopicResult
+from kafkawire.messages.delete_acls_response import DeleteAclsFilterResult
+from kafkawire.messages.list_offsets_response import ListOffsetsPartitionResponse
+from kafkawire.messages.metadata_response import MetadataResponseTopic
+from kafkawire.protocol.apis import api_table
 
 __all__ = ["AuthorizerSettings", "StandardAuthorizer", "AuthorizerNotReady", "CONTROLLER_API_OPERATIONS",
            "CLUSTER_NAME", "Op", "authorizing_handler"]
@@ -155,13 +163,11 @@ def _request_text(ctx) -> str:
 
 def error_response_for(api_key: int, ctx, request, error: int, message: str | None):
     """The request's getErrorResponse for ``error`` (Kafka's shape per API)."""
-    from kafkawire.protocol.apis import api_table
     response = api_table()[api_key].response()
     fields = {f.py_name for f in type(response)._FIELDS if f.present(ctx.api_version)}
     if "error_code" in fields:
         response.error_code = error
     if api_key == 1 and ctx.api_version < 13:          # FetchRequest.getErrorResponse: every partition too
-        from kafkawire.messages import fetch_response as fr
         response.session_id = getattr(request, "session_id", 0)
         response.responses = [fr.FetchableTopicResponse(
             topic=t.topic, topic_id=t.topic_id,
@@ -170,14 +176,11 @@ def error_response_for(api_key: int, ctx, request, error: int, message: str | No
     elif api_key == 1:
         response.session_id = getattr(request, "session_id", 0)
     if api_key == 30:                         # CreateAclsRequest.getErrorResponse: every creation
-        from kafkawire.messages.create_acls_response import AclCreationResult
         response.results = [AclCreationResult(error_code=error, error_message=message) for _ in request.creations]
     elif api_key == 31:                       # DeleteAclsRequest.getErrorResponse: every filter
-        from kafkawire.messages.delete_acls_response import DeleteAclsFilterResult
         response.filter_results = [DeleteAclsFilterResult(error_code=error, error_message=message, matching_acls=[])
                                    for _ in request.filters]
     elif api_key == 51:                       # every user named, sorted
-        from kafkawire.messages.alter_user_scram_credentials_response import AlterUserScramCredentialsResult
         users = sorted({d.name for d in request.deletions} | {u.name for u in request.upsertions})
         response.results = [AlterUserScramCredentialsResult(user=u, error_code=error, error_message=message)
                             for u in users]
@@ -212,7 +215,6 @@ def authorizing_handler(api_key: int, handler, authorizer: StandardAuthorizer, o
 
 
 def _api_name(api_key: int) -> str:
-    from kafkawire.protocol.apis import api_table
     return api_table()[api_key].name
 
 
@@ -222,7 +224,6 @@ def authorizing_create_topics(handler, authorizer: StandardAuthorizer):
     TOPIC_AUTHORIZATION_FAILED ("Authorization failed.") after the controller's results."""
     import copy
     import dataclasses
-    from kafkawire.messages.create_topics_response import CreatableTopicResult
 
     def may(ctx, resource_type, name):
         try:
@@ -261,7 +262,6 @@ def authorizing_metadata(handler, authorizer: StandardAuthorizer):
     DESCRIBE is left out of an all-topics answer and answered TOPIC_AUTHORIZATION_FAILED when named."""
     import dataclasses
     import uuid
-    from kafkawire.messages.metadata_response import MetadataResponseTopic
 
     async def handle(ctx, request):
         response = await handler.handle(ctx, request)
@@ -283,7 +283,6 @@ def authorizing_list_offsets(handler, authorizer: StandardAuthorizer):
     """ListOffsets: the partitions of a topic the principal may not DESCRIBE are answered
     TOPIC_AUTHORIZATION_FAILED (offset and timestamp -1), as KafkaApis.handleListOffsetRequest does."""
     import dataclasses
-    from kafkawire.messages.list_offsets_response import ListOffsetsPartitionResponse
 
     async def handle(ctx, request):
         response = await handler.handle(ctx, request)

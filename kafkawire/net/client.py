@@ -49,6 +49,9 @@ from kafkawire.protocol.apis import api_table
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.errors import DecodeError
 from kafkawire.protocol.framing import DEFAULT_MAX_FRAME, FrameReader, decode_response, encode_request
+from kafkawire.messages.api_versions_request import ApiVersionsRequest
+from kafkawire.messages.sasl_authenticate_request import SaslAuthenticateRequest
+from kafkawire.messages.sasl_handshake_request import SaslHandshakeRequest
 
 __all__ = ["NetworkClient", "TransportError", "ConnectFailed", "NodeBackingOff", "RequestTimedOut",
            "Disconnected", "TooManyInFlight", "UnsupportedVersion", "ProtocolError", "AuthenticationFailed"]
@@ -372,7 +375,6 @@ class NetworkClient:
         return conn
 
     async def _probe_versions(self, conn: _Connection) -> dict[int, tuple[int, int]]:
-        from kafkawire.messages.api_versions_request import ApiVersionsRequest
         ours = api_table()[API_VERSIONS]
         # v4 first: every Kafka since 3.7 and our own server answer it, and a first attempt at
         # a version the peer lacks costs a round trip and an error response in the capture.
@@ -395,8 +397,6 @@ class NetworkClient:
 
     async def _authenticate(self, conn: _Connection) -> None:
         """SaslHandshake v1, then SaslAuthenticate until the mechanism completes."""
-        from kafkawire.messages.sasl_authenticate_request import SaslAuthenticateRequest
-        from kafkawire.messages.sasl_handshake_request import SaslHandshakeRequest
         client = self.sasl()
         deadline = time.monotonic() + self.connect_timeout_ms / 1000
         handshake = await self._round_trip(conn, SaslHandshakeRequest(mechanism=client.mechanism), 1, deadline)

@@ -66,7 +66,16 @@ from kafkawire.records import iter_batches
 from kafkawire.storage.log import Log, OffsetOutOfRangeError
 from kafkawire.storage.state_files import StateFileError, read_partition_metadata
 
-from .server import ApiHandler, CloseConnection, NO_RESPONSE
+from kafkawire.protocol.handler import NO_RESPONSE, ApiHandler, CloseConnection
+from kafkawire.messages.describe_cluster_response import DescribeClusterBroker, DescribeClusterResponse
+from kafkawire.messages.fetch_response import EpochEndOffset, FetchResponse, FetchableTopicResponse, PartitionData
+from kafkawire.messages.find_coordinator_response import Coordinator, FindCoordinatorResponse
+from kafkawire.messages.init_producer_id_response import InitProducerIdResponse
+from kafkawire.messages.list_offsets_response import (ListOffsetsPartitionResponse, ListOffsetsResponse,
+                                                      ListOffsetsTopicResponse)
+from kafkawire.messages.metadata_response import (MetadataResponse, MetadataResponseBroker, MetadataResponsePartition,
+                                                  MetadataResponseTopic)
+from kafkawire.messages.produce_response import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
 
 __all__ = ["MetadataTopic", "NodeEndpoint", "METADATA_TOPIC", "METADATA_TOPIC_ID"]
 
@@ -200,8 +209,6 @@ class MetadataTopic:
     # -- Metadata --
 
     async def metadata(self, ctx, request):
-        from kafkawire.messages.metadata_response import (MetadataResponse, MetadataResponseBroker,
-                                                          MetadataResponsePartition, MetadataResponseTopic)
         v = ctx.api_version
         wanted = request.topics
         if wanted is None or (v == 0 and not wanted):            # v0: an empty list means every topic
@@ -248,7 +255,6 @@ class MetadataTopic:
     # -- DescribeCluster --
 
     async def describe_cluster(self, ctx, request):
-        from kafkawire.messages.describe_cluster_response import DescribeClusterBroker, DescribeClusterResponse
         controller_id, nodes = self._nodes()
         return DescribeClusterResponse(
             endpoint_type=request.endpoint_type, cluster_id=self.cluster_id, controller_id=controller_id,
@@ -259,8 +265,6 @@ class MetadataTopic:
     # -- ListOffsets --
 
     async def list_offsets(self, ctx, request):
-        from kafkawire.messages.list_offsets_response import (ListOffsetsPartitionResponse, ListOffsetsResponse,
-                                                              ListOffsetsTopicResponse)
         topics = []
         for t in request.topics:
             partitions = []
@@ -318,8 +322,6 @@ class MetadataTopic:
         return (best[0], best[1], self._epochs.epoch_of(best[1]))
 
     def _list_offsets_error(self, ctx, request, code):
-        from kafkawire.messages.list_offsets_response import (ListOffsetsPartitionResponse, ListOffsetsResponse,
-                                                              ListOffsetsTopicResponse)
         return ListOffsetsResponse(topics=[ListOffsetsTopicResponse(name=t.name, partitions=[
             ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=code) for p in t.partitions])
             for t in request.topics])
@@ -338,7 +340,6 @@ class MetadataTopic:
     # -- Fetch --
 
     async def fetch(self, ctx, request):
-        from kafkawire.messages.fetch_response import FetchResponse
         v = ctx.api_version
         if v >= 7 and not (request.session_epoch in (0, -1)):
             # No session was ever created here (FetchManager.newContext's SessionErrorContext).
@@ -360,7 +361,6 @@ class MetadataTopic:
             await self._wait_for_data(min(remaining, self.poll_interval_ms / 1000))
 
     def _fetch_once(self, request, version):
-        from kafkawire.messages.fetch_response import FetchableTopicResponse, PartitionData
         by_id = version >= 13
         budget = request.max_bytes if version >= 3 else 1 << 31
         total, errors = 0, False
@@ -387,7 +387,6 @@ class MetadataTopic:
         return responses, total, errors
 
     def _fetch_partition(self, request, version, p, budget: int, min_one: bool):
-        from kafkawire.messages.fetch_response import EpochEndOffset, PartitionData
         data = PartitionData(partition_index=p.partition, high_watermark=-1, records=b"")
         code = self._epoch_error(getattr(p, "current_leader_epoch", -1))
         if code:
@@ -426,7 +425,6 @@ class MetadataTopic:
 
     def _fetch_error(self, ctx, request, code):
         """Every partition with ``code`` (FetchRequest.getErrorResponse); v7+ also at the top."""
-        from kafkawire.messages.fetch_response import FetchableTopicResponse, FetchResponse, PartitionData
         return FetchResponse(error_code=code if ctx.api_version >= 7 else 0, session_id=0, responses=[
             FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id, partitions=[
                 PartitionData(partition_index=p.partition, error_code=code, high_watermark=-1, records=b"")
@@ -435,8 +433,6 @@ class MetadataTopic:
     # -- what a read-only node refuses --
 
     async def produce(self, ctx, request):
-        from kafkawire.messages.produce_response import (PartitionProduceResponse, ProduceResponse,
-                                                         TopicProduceResponse)
         by_id = ctx.api_version >= 13
         responses = []
         for t in request.topic_data:
@@ -461,13 +457,11 @@ class MetadataTopic:
         return ProduceResponse(responses=responses)
 
     async def init_producer_id(self, ctx, request):
-        from kafkawire.messages.init_producer_id_response import InitProducerIdResponse
         code = Errors.CLUSTER_AUTHORIZATION_FAILED if request.transactional_id is None \
             else Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         return InitProducerIdResponse(error_code=code, producer_id=-1, producer_epoch=-1)
 
     async def find_coordinator(self, ctx, request):
-        from kafkawire.messages.find_coordinator_response import Coordinator, FindCoordinatorResponse
         message = "The coordinator is not available."
         if ctx.api_version >= 4:
             return FindCoordinatorResponse(coordinators=[

@@ -23,6 +23,8 @@ import tempfile
 from dataclasses import dataclass, field
 
 from kafkawire.net.config import ConfigError
+from kafkawire.net.authorizer import AuthorizerSettings, STANDARD_AUTHORIZER
+from kafkawire.net.sasl import SaslClient
 
 __all__ = ["SslSettings", "ListenerSecurity", "JaasEntry", "resolve_listener_security",
            "controller_client_security", "parse_jaas_config", "server_ssl_context", "client_ssl_context",
@@ -454,7 +456,6 @@ def client_options_from_properties(props: dict) -> dict:
     tool's ``--command-config`` gives them: ``security.protocol``, ``sasl.mechanism`` (Kafka's
     default GSSAPI is refused), ``sasl.jaas.config`` with username and password, and the
     unprefixed ssl.* keys. ConfigError names the key."""
-    from kafkawire.net.sasl import SaslClient
     protocol = props.get("security.protocol", "PLAINTEXT").strip().upper()
     if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
         raise ConfigError("security.protocol", props.get("security.protocol"),
@@ -482,7 +483,6 @@ def client_options_from_properties(props: dict) -> dict:
 def authorizer_settings(props: dict):
     """``authorizer.class.name`` (Kafka's StandardAuthorizer, or unset for none), ``super.users``
     (``User:a;User:b``) and ``allow.everyone.if.no.acl.found``; None when no authorizer is set."""
-    from kafkawire.net.authorizer import STANDARD_AUTHORIZER, AuthorizerSettings
     name = props.get("authorizer.class.name", "").strip()
     if not name:
         return None

@@ -18,6 +18,8 @@ from typing import Protocol
 
 from .io import Append, DeleteBefore, InstallSnapshot, TruncateFully, TruncateTo, WriteSnapshotChunk
 from .types import OffsetAndEpoch
+from kafkawire.records import ControlRecordType, iter_batches
+from kafkawire.records.errors import CorruptRecordError
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1
@@ -270,8 +272,6 @@ def check_fetched_batches(data: bytes, end_offset: int, last_epoch: int, current
     offset (a gap or an overlap: the base offset is outside the CRC), or a leader epoch that
     goes back or is newer than the epoch being followed. Returns ``(batches, problem)``; nothing
     of a refused response is appended (Kafka's follower likewise keeps its log end offset)."""
-    from kafkawire.records import iter_batches
-    from kafkawire.records.errors import CorruptRecordError
     out = []
     expected, epoch = end_offset, last_epoch
     try:
@@ -296,8 +296,6 @@ def check_fetched_snapshot(data: bytes) -> str | None:
     batches that do not decode or fail their CRC, bytes left after the last whole batch, or
     no SnapshotHeader first and SnapshotFooter last. A follower refuses such a snapshot and
     fetches it again rather than replace its log with it."""
-    from kafkawire.records import ControlRecordType, iter_batches
-    from kafkawire.records.errors import CorruptRecordError
     try:
         it = iter_batches(data)
         batches = list(it)

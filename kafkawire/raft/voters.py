@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .types import EMPTY_ENDPOINTS, Endpoints, ReplicaKey
+from kafkawire.messages.voters_record import Endpoint, KRaftVersionFeature, Voter, VotersRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +111,6 @@ class VoterSet:
         return cls.of(nodes)
 
     def to_voters_record(self):
-        from kafkawire.messages.voters_record import Endpoint, KRaftVersionFeature, Voter, VotersRecord
         return VotersRecord(version=0, voters=[
             Voter(voter_id=n.key.id, voter_directory_id=n.key.wire_directory_id,
                   endpoints=[Endpoint(name=name, host=host, port=port) for name, host, port in n.endpoints.listeners],

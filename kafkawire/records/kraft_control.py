@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from .control import ControlRecordType, register_control_value_decoder
 from .errors import CorruptRecordError
+from kafkawire import messages
+from kafkawire.protocol.errors import DecodeError
 
 VALUE_MESSAGES = {
     ControlRecordType.LEADER_CHANGE: "LeaderChangeMessage",
@@ -27,8 +29,6 @@ LAYOUT_VERSION = 0
 
 def decoder_for(name: str):
     def decode(value):
-        from kafkawire import messages
-        from kafkawire.protocol.errors import DecodeError
         cls = messages.by_name(name)
         try:
             return cls.decode(b"" if value is None else value, LAYOUT_VERSION)

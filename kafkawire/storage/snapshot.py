@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from kafkawire.protocol.errors import BadBytesError
 from kafkawire.records import ControlRecordType, RecordBatchBuilder, iter_batches
 from kafkawire.records.control import encode_control_key, parse_control_key
+from kafkawire import messages
 
 __all__ = ["SnapshotId", "SnapshotBuilder", "SnapshotWriter", "SnapshotReader", "SnapshotFormatError",
            "snapshot_file_name", "parse_snapshot_file_name", "list_snapshots",
@@ -96,7 +97,6 @@ class SnapshotFormatError(BadBytesError):
 
 
 def _msg(name):
-    from kafkawire import messages
     return messages.by_name(name)
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from kafkawire.protocol.errors import BadBytesError
+from kafkawire import messages
 
 __all__ = [
     "atomic_write", "StateFileError",
@@ -172,7 +173,6 @@ def write_offset_checkpoint(path, offsets: dict, *, fsync: bool = True) -> None:
 # --- quorum-state ----------------------------------------------------------------------
 
 def _quorum_cls():
-    from kafkawire import messages
     return messages.by_name("QuorumStateData")
 
 

@@ -11,6 +11,7 @@ from kafkawire.messages.broker_heartbeat_request import BrokerHeartbeatRequest
 from kafkawire.messages.broker_registration_request import BrokerRegistrationRequest, Feature, Listener
 from kafkawire.net.client import NetworkClient
 from kafkawire.protocol.error_codes import Errors
+from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
 
 
 class BrokerRegistrationFailed(RuntimeError):
@@ -51,7 +52,6 @@ async def create_topic(address, name: str, partitions: int, replication_factor: 
                        timeout_s: float = 20) -> object:
     """CreateTopics to the active controller (what a broker forwards for an admin client);
     returns the topic's result (its id, partitions and replication factor)."""
-    from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
     deadline = asyncio.get_running_loop().time() + timeout_s
     async with NetworkClient(client_id="kafkawire-admin", request_timeout_ms=5000) as client:
         while True:
