@@ -16,17 +16,15 @@ from __future__ import annotations
 
 import bisect
 import os
-import struct
 from dataclasses import dataclass
 
 from kafkawire.records import CorruptRecordError, iter_batches
+from kafkawire.records.layout import HEADER_SIZE_UP_TO_MAGIC
+from kafkawire.records.scan import believable_length
 
 __all__ = ["Skipped", "scan_batches", "DEFAULT_CHUNK_BYTES"]
 
 DEFAULT_CHUNK_BYTES = 8 * 1024 * 1024
-from kafkawire.records.layout import LOG_OVERHEAD as _LOG_OVERHEAD  # noqa: E402
-_SIZE = struct.Struct(">i")
-_MIN_BATCH = 14 + _LOG_OVERHEAD   # LegacyRecord.RECORD_OVERHEAD_V0 plus offset and size
 
 
 @dataclass(frozen=True)
@@ -44,14 +42,7 @@ class Skipped:
 
 def _believable_length(fd, position: int, limit: int) -> int | None:
     """The batch size at ``position`` if it is sane and inside the file, else None."""
-    head = os.pread(fd, 17, position)
-    if len(head) < 17:
-        return None
-    (size,) = _SIZE.unpack_from(head, 8)
-    total = size + _LOG_OVERHEAD
-    if total < _MIN_BATCH or position + total > limit or head[16] > 2:
-        return None
-    return total
+    return believable_length(os.pread(fd, HEADER_SIZE_UP_TO_MAGIC, position), limit - position)
 
 
 def scan_batches(path: str, start: int = 0, stop: int | None = None, limit: int | None = None, *,
