@@ -1,6 +1,7 @@
 """The controller's handlers for the admin APIs brokers forward (in an Envelope) or clients send
 to a controller directly: DeleteTopics (20), AlterConfigs (33), CreatePartitions (37),
-IncrementalAlterConfigs (44), AlterPartitionReassignments (45) and ListPartitionReassignments (46).
+ElectLeaders (43), IncrementalAlterConfigs (44), AlterPartitionReassignments (45) and
+ListPartitionReassignments (46).
 
 Each computes its records from the committed state through the controller's serialized write
 path. A refusal of the whole request (not the active controller, the request's own timeout)
@@ -19,18 +20,20 @@ from kafkawire.messages.incremental_alter_configs_response import (AlterConfigsR
 from kafkawire.messages.alter_partition_reassignments_response import (AlterPartitionReassignmentsResponse,
                                                                        ReassignablePartitionResponse,
                                                                        ReassignableTopicResponse)
+from kafkawire.messages.elect_leaders_response import ElectLeadersResponse, PartitionResult, ReplicaElectionResult
 from kafkawire.messages.list_partition_reassignments_response import ListPartitionReassignmentsResponse
 from kafkawire.net.server import ApiHandler
 from kafkawire.protocol.error_codes import Errors
 
 from .configs import alter_configs, incremental_alter_configs
 from .errors import ApiError
+from .leader_election import elect_leaders
 from .partition_creation import create_partitions
 from .reassignment import alter_partition_reassignments, list_partition_reassignments
 from .topic_deletion import NAMES_IN_TOPICS_VERSION, ZERO_UUID, delete_topics
 
 DELETE_TOPICS, ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS = 20, 33, 37, 44
-ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 45, 46
+ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS, ELECT_LEADERS = 45, 46, 43
 DELETE_TOPICS_MIN_VERSION = 1            # Kafka 4.x serves DeleteTopics v1-v6
 ALTER_CONFIGS_TIMEOUT_MS = 30_000        # the config APIs carry no timeout of their own
 
@@ -69,6 +72,14 @@ def _reassignments_error(request, exc: ApiError) -> AlterPartitionReassignmentsR
         ReassignableTopicResponse(name=t.name, partitions=[ReassignablePartitionResponse(
             partition_index=p.partition_index, error_code=exc.code, error_message=exc.message) for p in t.partitions])
         for t in request.topics])
+
+
+def _elect_leaders_error(request, exc: ApiError) -> ElectLeadersResponse:
+    """ElectLeadersRequest.getErrorResponse: the error at the top and for every partition named."""
+    return ElectLeadersResponse(error_code=exc.code, replica_election_results=[
+        ReplicaElectionResult(topic=t.topic, partition_result=[PartitionResult(
+            partition_id=p, error_code=exc.code, error_message=exc.message) for p in t.partitions])
+        for t in request.topic_partitions or []])
 
 
 def handlers(controller) -> dict:
@@ -117,8 +128,16 @@ def handlers(controller) -> dict:
         except ApiError as exc:
             return ListPartitionReassignmentsResponse(error_code=exc.code, error_message=exc.message)
 
+    async def elect(ctx, request):
+        try:
+            return await _write(controller, lambda: elect_leaders(
+                controller.state, request, ctx.api_version, controller.static_min_insync_replicas), request.timeout_ms)
+        except ApiError as exc:
+            return _elect_leaders_error(request, exc)
+
     return {
         DELETE_TOPICS: ApiHandler(delete, min_version=DELETE_TOPICS_MIN_VERSION),
+        ELECT_LEADERS: ApiHandler(elect),
         ALTER_PARTITION_REASSIGNMENTS: ApiHandler(reassign),
         LIST_PARTITION_REASSIGNMENTS: ApiHandler(reassignments),
         ALTER_CONFIGS: ApiHandler(legacy),

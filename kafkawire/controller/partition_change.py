@@ -113,6 +113,21 @@ class _Builder:
         return (self.elr_enabled and not self.target_elr and not self.target_isr and len(last_known) == 1
                 and self.acceptable(last_known[0]))
 
+    def elect_preferred(self) -> tuple[int, bool]:
+        """electPreferredLeader (Election.PREFERRED): the first target replica if it may lead, else
+        the current leader if it still may, else the next valid replica: (node, unclean)."""
+        p = self.partition
+        if self.target_replicas and self._valid_new_leader(self.target_replicas[0]):
+            return self.target_replicas[0], False
+        if self._valid_new_leader(p.leader):
+            return p.leader, False
+        online = next((r for r in self.target_replicas[1:] if self._valid_new_leader(r)), None)
+        if online is not None:
+            return online, False
+        if self._can_elect_last_known_leader():
+            return p.last_known_elr[0], True
+        return NO_LEADER, False
+
     def elect(self) -> tuple[int, bool]:
         """electAnyLeader (Election.ONLINE, or UNCLEAN when the topic allows it): (node, unclean)."""
         p = self.partition
@@ -129,8 +144,8 @@ class _Builder:
                 return candidate, True
         return NO_LEADER, False
 
-    def try_election(self, record: PartitionChange) -> None:
-        node, unclean = self.elect()
+    def try_election(self, record: PartitionChange, preferred: bool = False) -> None:
+        node, unclean = self.elect_preferred() if preferred else self.elect()
         if node == self.partition.leader:
             return
         if node in self.target_elr:
@@ -162,13 +177,15 @@ class _Builder:
 def build_change(partition: PartitionRegistration, *, target_isr: list[int], acceptable_leader, min_isr: int,
                  elr_enabled: bool, unclean: bool, metadata_version: int, target_recovery_state: int | None = None,
                  unclean_shutdown_replicas=(), target_directories: dict | None = None,
-                 reassignment: tuple | None = None, default_dir=None) -> PartitionChange | None:
+                 reassignment: tuple | None = None, default_dir=None,
+                 preferred: bool = False) -> PartitionChange | None:
     """PartitionChangeBuilder.build with ``target_isr`` set; ``acceptable_leader(broker)`` is
     the LeaderAcceptor; ``target_recovery_state`` the leader recovery state asked for (None:
     the partition's); ``target_directories`` {replica: directory} moves (setDirectory; the
     others keep theirs); ``reassignment`` (replicas, removing, adding), None for each left as
     the partition has it; ``default_dir(broker)`` the directory of a replica new to the
-    partition. Returns None when the record would change nothing."""
+    partition; ``preferred``: Election.PREFERRED (ElectLeaders). Returns None when the record
+    would change nothing."""
     record = PartitionChange()
     builder = _Builder(partition, target_isr, acceptable_leader, min_isr, elr_enabled, unclean,
                        unclean_shutdown_replicas)
@@ -179,7 +196,7 @@ def build_change(partition: PartitionRegistration, *, target_isr: list[int], acc
         builder.target_adding = builder.target_adding if adding is None else list(adding)
     builder.complete_reassignment()
     builder.populate_target_elr()
-    builder.try_election(record)
+    builder.try_election(record, preferred)
     # triggerLeaderEpochBumpForReplicaReassignmentIfNeeded
     if record.leader == NO_LEADER_CHANGE and not set(partition.replicas) <= set(builder.target_replicas):
         record.leader = partition.leader

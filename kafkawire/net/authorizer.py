@@ -66,6 +66,7 @@ CONTROLLER_API_OPERATIONS = {
     29: Op.DESCRIBE,           # DescribeAcls (AclApis)
     30: Op.ALTER,              # CreateAcls
     31: Op.ALTER,              # DeleteAcls
+    43: Op.ALTER,              # ElectLeaders
     45: Op.ALTER,              # AlterPartitionReassignments
     46: Op.DESCRIBE,           # ListPartitionReassignments
     51: Op.ALTER,              # AlterUserScramCredentials

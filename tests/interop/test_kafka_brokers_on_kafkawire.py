@@ -10,6 +10,7 @@ import time
 
 TOPIC = "orders"
 BROKERS = {4, 5, 6}
+ELECTION = "org.apache.kafka.tools.LeaderElectionCommand"
 PARTITION_LINE = re.compile(r"Topic: (\S+)\tPartition: (\d+)\tLeader: (-?\d+)\tReplicas: ([\d,]*)\tIsr: ([\d,]*)")
 
 
@@ -211,6 +212,7 @@ def test_config_partition_and_deletion_answers_are_a_kafka_controllers(kafka_on_
     from kafkawire.messages.alter_configs_request import AlterConfigsResource as LegacyResource
     from kafkawire.messages.alter_partition_reassignments_request import (AlterPartitionReassignmentsRequest,
                                                                           ReassignablePartition, ReassignableTopic)
+    from kafkawire.messages.elect_leaders_request import ElectLeadersRequest, TopicPartitions
     from kafkawire.messages.list_partition_reassignments_request import ListPartitionReassignmentsRequest
     from kafkawire.messages.create_partitions_request import (CreatePartitionsAssignment, CreatePartitionsRequest,
                                                               CreatePartitionsTopic)
@@ -285,6 +287,13 @@ def test_config_partition_and_deletion_answers_are_a_kafka_controllers(kafka_on_
         reassign("t", 0, None),
         reassign("t", 0, [2]),
         (46, 0, ListPartitionReassignmentsRequest(timeout_ms=30000, topics=None)),
+        (43, 2, ElectLeadersRequest(election_type=0, timeout_ms=30000, topic_partitions=[
+            TopicPartitions(topic="t", partitions=[0, 9]), TopicPartitions(topic="missing", partitions=[0])])),
+        (43, 2, ElectLeadersRequest(election_type=1, timeout_ms=30000, topic_partitions=[
+            TopicPartitions(topic="t", partitions=[1])])),
+        (43, 2, ElectLeadersRequest(election_type=0, timeout_ms=30000, topic_partitions=None)),
+        (43, 2, ElectLeadersRequest(election_type=5, timeout_ms=30000, topic_partitions=[
+            TopicPartitions(topic="t", partitions=[0])])),
     ]
     for key, version, request in requests:
         theirs, mine = (_fields(_answer(address, request, version)) for address in addresses.values())
@@ -318,3 +327,17 @@ def test_kafka_reassign_partitions_moves_a_partition(kafka_on_kafkawire, tmp_pat
     leader, replicas, isr = partitions[0]
     assert replicas == [b, c] and sorted(isr) == [b, c] and leader in (b, c)
     assert "No partition reassignments found." in cluster.reassign("--list").stdout
+
+    # Reordering the in-sync replicas completes at once and leaves the leader; a preferred
+    # election (kafka-leader-election) then hands leadership to the new first replica.
+    follower = c if leader == b else b
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": "moving", "partition": 0,
+                                                               "replicas": [follower, leader]}]}))
+    cluster.reassign("--reassignment-json-file", plan, "--execute")
+    cluster.wait_until(lambda: described(cluster, "moving")[1].get(0, (None, []))[1] == [follower, leader], 30,
+                       "the reordered replicas")
+    out = cluster.tool(ELECTION, "--bootstrap-server", cluster.bootstrap_servers(), "--election-type", "preferred",
+                       "--topic", "moving", "--partition", "0")
+    assert "Successfully completed leader election (PREFERRED) for partitions moving-0" in out.stdout
+    cluster.wait_until(lambda: described(cluster, "moving")[1].get(0, (None,))[0] == follower, 30,
+                       "the preferred replica leading")

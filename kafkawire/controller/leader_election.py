@@ -1,0 +1,74 @@
+"""ElectLeaders on the active controller: ReplicationControlManager.electLeaders, preferred or
+unclean, for the partitions named or (none named) every partition that needs one, with Kafka's
+errors and messages.
+
+A preferred election makes the first replica the leader when it may lead (in the ISR, unfenced,
+its directory online); an unclean one elects any acceptable replica of a leaderless partition.
+ELECTION_NOT_NEEDED when the preferred replica already leads (or, unclean, a leader exists),
+PREFERRED_LEADER_NOT_AVAILABLE / ELIGIBLE_LEADERS_NOT_AVAILABLE when the election changes
+nothing. Asked for every partition, the answer leaves out those that needed no election; topics
+come in the image's order (Kafka's follow a TimelineHashMap). The records are not one atomic
+batch in Kafka (ControllerResult.of); here they are appended as one batch all the same.
+"""
+from __future__ import annotations
+
+from kafkawire.messages.elect_leaders_response import ElectLeadersResponse, PartitionResult, ReplicaElectionResult
+from kafkawire.metadata.registrations import NO_LEADER
+from kafkawire.protocol.error_codes import Errors
+
+from .errors import ApiError
+from .partition_change import build_change, change_record
+from .replication import effective_min_isr, is_active, leader_acceptor
+from .state import ControllerState
+from .topics import _default_dir
+from .versions import elr_enabled
+
+PREFERRED, UNCLEAN = 0, 1
+
+
+def _elect(state: ControllerState, name: str, partition_id: int, election: int, static_min_isr: int, records):
+    image = state.image
+    topic = image.topics_by_name.get(name)
+    if topic is None:
+        return ApiError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {name}")
+    partition = topic.partitions.get(partition_id)
+    if partition is None:
+        return ApiError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"No such partition as {name}-{partition_id}")
+    preferred_replica = partition.replicas[0] if partition.replicas else NO_LEADER
+    if (election == PREFERRED and partition.leader == preferred_replica) or \
+            (election == UNCLEAN and partition.leader != NO_LEADER):
+        return ApiError(Errors.ELECTION_NOT_NEEDED, Errors.ELECTION_NOT_NEEDED.message)
+    mv = image.metadata_version or 0
+    change = build_change(partition, target_isr=list(partition.isr),
+                          acceptable_leader=leader_acceptor(image, partition, lambda r: is_active(image, r)),
+                          min_isr=effective_min_isr(image, topic, static_min_isr),
+                          elr_enabled=elr_enabled(image.metadata_version, image.finalized_features),
+                          unclean=election == UNCLEAN, metadata_version=mv,
+                          default_dir=lambda r: _default_dir(image, r), preferred=election == PREFERRED)
+    if change is None:
+        error = Errors.PREFERRED_LEADER_NOT_AVAILABLE if election == PREFERRED else Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE
+        return ApiError(error, error.message)
+    records.append(change_record(topic.id, partition_id, change, mv))
+    return None
+
+
+def elect_leaders(state: ControllerState, request, api_version: int, static_min_isr: int):
+    """(records, ElectLeadersResponse)."""
+    election = request.election_type if api_version >= 1 else PREFERRED
+    if election not in (PREFERRED, UNCLEAN):
+        raise ApiError(Errors.INVALID_REQUEST, f"Unknown election type {election}")
+    records, results = [], []
+    if request.topic_partitions is None:
+        wanted = [(topic.name, sorted(topic.partitions), False) for topic in state.image.topics_by_name.values()]
+    else:
+        wanted = [(t.topic, list(t.partitions), True) for t in request.topic_partitions]
+    for name, partition_ids, named in wanted:
+        partition_results = []
+        for pid in partition_ids:
+            error = _elect(state, name, pid, election, static_min_isr, records)
+            if error is not None and error.error == Errors.ELECTION_NOT_NEEDED and not named:
+                continue
+            partition_results.append(PartitionResult(partition_id=pid, error_code=0 if error is None else error.code,
+                                                     error_message=None if error is None else error.message))
+        results.append(ReplicaElectionResult(topic=name, partition_result=partition_results))
+    return records, ElectLeadersResponse(error_code=0, replica_election_results=results)
