@@ -10,7 +10,8 @@ Topic configs are checked by name and value against Kafka 4.3's topic configs
 (topic_configs.py; INVALID_CONFIG with LogConfig's message). Results carry the topic id (v7), the
 partition count, the replication factor and the topic's effective configs (v5+,
 effective_configs.py), as Kafka's controller answers a principal that may describe the topic's
-configs (with an authorizer Kafka leaves them out for the others; this controller does not yet).
+configs (with an authorizer the others get TOPIC_AUTHORIZATION_FAILED instead:
+kafkawire.net.admin_authorization).
 """
 from __future__ import annotations
 

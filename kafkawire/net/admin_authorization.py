@@ -7,7 +7,10 @@ ControllerApis makes them (used when authorizer.class.name is set):
 - CreatePartitions: ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED;
 - IncrementalAlterConfigs and AlterConfigs: ALTER_CONFIGS on the cluster for a broker or
   client-metrics resource (else CLUSTER_AUTHORIZATION_FAILED), on the topic or group for those
-  (TOPIC_ / GROUP_AUTHORIZATION_FAILED).
+  (TOPIC_ / GROUP_AUTHORIZATION_FAILED);
+- CreateTopics' answer (after authorizer.authorizing_create_topics' CREATE check): a created
+  topic's effective configs, partition count and replication factor only for a principal with
+  DESCRIBE_CONFIGS on it; otherwise TopicConfigErrorCode TOPIC_AUTHORIZATION_FAILED.
 
 Refused entries leave the request before the controller sees it, and their answers come first in
 the response (Kafka puts them after the unknown-type and duplicate answers and before the
@@ -22,6 +25,10 @@ import uuid
 from kafkawire.protocol.error_codes import Errors
 
 from .authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, RESOURCE_TOPIC, AuthorizerNotReady, Op
+from kafkawire.messages.alter_configs_response import AlterConfigsResourceResponse as LegacyResult
+from kafkawire.messages.create_partitions_response import CreatePartitionsTopicResult
+from kafkawire.messages.delete_topics_response import DeletableTopicResult
+from kafkawire.messages.incremental_alter_configs_response import AlterConfigsResourceResponse
 
 RESOURCE_GROUP = 3
 CONFIG_TOPIC, CONFIG_BROKER, CONFIG_CLIENT_METRICS, CONFIG_GROUP = 2, 4, 16, 32
@@ -76,7 +83,6 @@ def authorizing_alter_configs(handler, authorizer, result_cls):
 
 
 def authorizing_create_partitions(handler, authorizer):
-    from kafkawire.messages.create_partitions_response import CreatePartitionsTopicResult
 
     async def handle(ctx, request):
         names = [t.name for t in request.topics]
@@ -97,7 +103,6 @@ def authorizing_create_partitions(handler, authorizer):
 
 def authorizing_delete_topics(handler, authorizer, topic_name_of):
     """``topic_name_of(topic_id)``: the name of a topic in the committed image, or None."""
-    from kafkawire.messages.delete_topics_response import DeletableTopicResult
 
     async def handle(ctx, request):
         if _may(authorizer, ctx, Op.DELETE, RESOURCE_CLUSTER, CLUSTER_NAME):
@@ -138,17 +143,29 @@ def authorizing_delete_topics(handler, authorizer, topic_name_of):
     return dataclasses.replace(handler, handle=handle)
 
 
+def authorizing_create_topics_configs(handler, authorizer):
+    async def handle(ctx, request):
+        response = await handler.handle(ctx, request)
+        for result in response.topics:
+            if result.error_code == 0 and not _may(authorizer, ctx, Op.DESCRIBE_CONFIGS, RESOURCE_TOPIC, result.name):
+                result.configs, result.num_partitions, result.replication_factor = [], -1, -1
+                result.topic_config_error_code = int(Errors.TOPIC_AUTHORIZATION_FAILED)
+        return response
+
+    return dataclasses.replace(handler, handle=handle)
+
+
 def authorize_admin_apis(server, authorizer, image) -> None:
     """Wrap ``server``'s DeleteTopics, CreatePartitions, AlterConfigs and IncrementalAlterConfigs
-    handlers, where registered; ``image()``: the committed metadata image (topic ids to names)."""
-    from kafkawire.messages.alter_configs_response import AlterConfigsResourceResponse as LegacyResult
-    from kafkawire.messages.incremental_alter_configs_response import AlterConfigsResourceResponse
+    handlers, and CreateTopics' answer, where registered; ``image()``: the committed metadata
+    image (topic ids to names)."""
 
     def topic_name_of(topic_id):
         topic = image().topics_by_id.get(topic_id)
         return None if topic is None else topic.name
 
     wrappers = {
+        19: lambda h: authorizing_create_topics_configs(h, authorizer),
         20: lambda h: authorizing_delete_topics(h, authorizer, topic_name_of),
         33: lambda h: authorizing_alter_configs(h, authorizer, LegacyResult),
         37: lambda h: authorizing_create_partitions(h, authorizer),

@@ -95,3 +95,22 @@ def test_delete_topics_needs_delete_on_the_cluster_or_describe_and_delete_on_eac
     run(authorizing_delete_topics(ApiHandler(controller), Grants((Op.DELETE, RESOURCE_CLUSTER, "kafka-cluster")),
                                   names.get).handle(ctx, request))
     assert len(seen[0]) == 4
+
+
+def test_created_topics_show_their_configs_only_to_whom_may_describe_them():
+    from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
+    from kafkawire.messages.create_topics_response import (CreatableTopicConfigs, CreatableTopicResult,
+                                                           CreateTopicsResponse)
+    from kafkawire.net.admin_authorization import authorizing_create_topics_configs
+
+    async def controller(ctx, request):
+        return CreateTopicsResponse(topics=[CreatableTopicResult(
+            name=t.name, error_code=0, num_partitions=1, replication_factor=1, topic_config_error_code=0,
+            configs=[CreatableTopicConfigs(name="retention.ms", value="1")]) for t in request.topics])
+
+    request = CreateTopicsRequest(topics=[CreatableTopic(name="seen"), CreatableTopic(name="hidden")])
+    handler = authorizing_create_topics_configs(ApiHandler(controller),
+                                                Grants((Op.DESCRIBE_CONFIGS, RESOURCE_TOPIC, "seen")))
+    response = run(handler.handle(ALICE, request))
+    assert [(t.name, t.num_partitions, t.replication_factor, t.topic_config_error_code, len(t.configs))
+            for t in response.topics] == [("seen", 1, 1, 0, 1), ("hidden", -1, -1, 29, 0)]
