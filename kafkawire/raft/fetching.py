@@ -74,7 +74,7 @@ class ParkedFetches:
         else:
             self.parked.append(parked)
 
-    def try_complete(self, fetch: ParkedFetch) -> Any:
+    def try_complete(self, fetch: ParkedFetch, *, counts_as_fetch: bool = True) -> Any:
         error = self.effects.validate_leader_only_request(fetch.current_leader_epoch)
         fields = dict(api_version=fetch.api_version, **self.effects.leader_fields())
         if error != NONE:
@@ -86,7 +86,7 @@ class ParkedFetches:
         records, diverging, snapshot_id = b"", None, None
         if valid.kind == "valid":
             records = self.log.read(fetch.fetch_offset, self.config.fetch_max_bytes)
-            if fetch.replica.id >= 0 and fetch.replica.id != self.quorum.local_id:
+            if counts_as_fetch and fetch.replica.id >= 0 and fetch.replica.id != self.quorum.local_id:
                 if leader.book.update_replica(fetch.replica, fetch.fetch_offset, self.log.end_offset,
                                             self.effects.now_ms):
                     self.effects.on_leader_high_watermark_update()
@@ -115,8 +115,13 @@ class ParkedFetches:
         new high watermark."""
         keep = []
         for parked in self.parked:
-            if all_of_them or self.effects.now_ms >= parked.deadline_ms or self.log.end_offset > parked.fetch_offset:
+            new_records = self.log.end_offset > parked.fetch_offset
+            if all_of_them or new_records:
                 self.complete(parked)
+            elif self.effects.now_ms >= parked.deadline_ms:
+                # As Kafka's FetchPurgatory: a fetch whose wait ran out is answered as it was
+                # when it arrived; it counted then (check-quorum, DescribeQuorum), not again.
+                self.effects.respond(parked, self.try_complete(parked, counts_as_fetch=False))
             else:
                 keep.append(parked)
         self.parked = keep
