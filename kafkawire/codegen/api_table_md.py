@@ -16,7 +16,8 @@ def _history(schema_path: str) -> str:
     match = re.search(r"^// Versions: (.*?)\.?$", text, re.M)
     if match:
         return match.group(1)
-    # A hand-written schema that does not say: the same words, from the two references.
+    # A hand-written schema that does not say: the same words, from the two references (union
+    # reads them; imported only when a schema needs it).
     from . import dialect, union
     name = Path(schema_path).stem
     trunk, old = union.TRUNK / "clients" / f"{name}.json", union.KAFKA_39 / "clients" / f"{name}.json"
@@ -26,6 +27,9 @@ def _history(schema_path: str) -> str:
 
 
 def markdown() -> str:
+    # Here, not at the top: codegen must import even when the generated package does not (it
+    # is what regenerates it). Importing kafkawire.messages installs the registry api_table reads.
+    import kafkawire.messages  # noqa: F401
     from kafkawire.protocol.apis import api_table
     lines = ["| key | API | versions | where they come from |", "|---:|---|---|---|"]
     for key, api in sorted(api_table().items()):

@@ -54,7 +54,7 @@ def _index_module(index) -> str:
         GENERATED_MARKER,
         f"# The index of {len(index)} messages (sha256 {digest}): change the schemas and run `kafkawire codegen`.",
         '"""Generated message classes: look them up by name, by API key, or by metadata record type."""',
-        "from kafkawire.protocol.registry import Registry",
+        "from kafkawire.protocol.registry import Registry, install",
         "",
         "REGISTRY = Registry(__name__, [",
     ]
@@ -66,6 +66,10 @@ def _index_module(index) -> str:
         "by_api_key = REGISTRY.by_api_key",
         "metadata_record = REGISTRY.metadata_record",
         "all_messages = REGISTRY.all_messages",
+        "# kafkawire's own codecs are those the runtime frames with (kafkawire.protocol.registry); a",
+        "# package generated elsewhere (Kafka's reference schemas, in tests) does not take their place.",
+        'if __name__ == "kafkawire.messages":',
+        "    install(REGISTRY)",
         "",
     ]
     return "\n".join(lines)

@@ -43,6 +43,9 @@ def kafka_apis(jar_path: str) -> dict[int, tuple[str, int, int, bool]]:
 
 
 def module_text(jar_path: str) -> str:
+    # Here, not at the top: codegen must import even when the generated package does not (it
+    # is what regenerates it). Importing kafkawire.messages installs the registry api_table reads.
+    import kafkawire.messages  # noqa: F401
     from kafkawire.protocol.apis import api_table
     ours = api_table()
     apis = kafka_apis(jar_path)

@@ -1,12 +1,18 @@
 """The API table: every API key we have a request and a response for, with its versions.
 
 It is derived from the generated messages, so it cannot drift from what we can encode; it is
-what an ApiVersions response advertises.
+what an ApiVersions response advertises. The messages are those of the installed registry
+(kafkawire.protocol.registry); this module never imports generated code.
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from functools import lru_cache
+
+from .registry import installed
+
+API_VERSIONS_KEY = 18
 
 
 @dataclass(frozen=True)
@@ -23,9 +29,9 @@ class Api:
 
 
 @lru_cache(maxsize=None)
-def api_table(package: str = "kafkawire.messages") -> dict[int, Api]:
-    import importlib
-    registry = importlib.import_module(package).REGISTRY
+def api_table(package: str | None = None) -> dict[int, Api]:
+    """The table of the installed registry, or of the generated package named ``package``."""
+    registry = installed() if package is None else importlib.import_module(package).REGISTRY
     requests, responses = {}, {}
     for name, _, kind, key in registry.index:
         if kind == "request":
@@ -46,11 +52,12 @@ def api_table(package: str = "kafkawire.messages") -> dict[int, Api]:
 
 def api_versions_response(error_code: int = 0, *, throttle_time_ms: int = 0, include_unstable: bool = True):
     """An ApiVersionsResponse advertising every API in the table."""
-    from kafkawire.messages.api_versions_response import ApiVersion, ApiVersionsResponse
+    response_cls = api_table()[API_VERSIONS_KEY].response
+    entry_cls = next(f.struct for f in response_cls._FIELDS if f.py_name == "api_keys")
     keys = []
     for api in api_table().values():
         high = api.max_version
         if not include_unstable and api.request.LATEST_VERSION_UNSTABLE:
             high -= 1
-        keys.append(ApiVersion(api_key=api.key, min_version=api.min_version, max_version=high))
-    return ApiVersionsResponse(error_code=error_code, api_keys=keys, throttle_time_ms=throttle_time_ms)
+        keys.append(entry_cls(api_key=api.key, min_version=api.min_version, max_version=high))
+    return response_cls(error_code=error_code, api_keys=keys, throttle_time_ms=throttle_time_ms)

@@ -4,6 +4,9 @@ Which header version goes with which API version follows Kafka's ApiKeys: reques
 and response header v1 exactly where the API version is flexible, request header v1 otherwise
 (v0 only for ControlledShutdown v0), and response header v0 for every ApiVersions response,
 because a client reads it before it knows which versions the server speaks.
+
+Headers and bodies are looked up in the installed message registry (kafkawire.protocol.registry:
+kafkawire.messages installs its own when imported); this module never imports generated code.
 """
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from dataclasses import dataclass
 
 from .errors import DecodeError
 from .primitives import EncodeBuffer
+from .registry import installed
 
 API_VERSIONS_KEY = 18
 CONTROLLED_SHUTDOWN_KEY = 7
@@ -21,13 +25,8 @@ _REQUEST_PREFIX = struct.Struct(">hhi")
 DEFAULT_MAX_FRAME = 100 * 1024 * 1024   # Kafka's socket.request.max.bytes default
 
 
-def _messages():
-    import kafkawire.messages as messages
-    return messages
-
-
 def request_header_version(api_key: int, api_version: int) -> int:
-    request = _messages().by_api_key(api_key, "request")
+    request = installed().by_api_key(api_key, "request")
     if request.is_flexible(api_version):
         return 2
     if api_key == CONTROLLED_SHUTDOWN_KEY and api_version == 0:
@@ -38,7 +37,7 @@ def request_header_version(api_key: int, api_version: int) -> int:
 def response_header_version(api_key: int, api_version: int) -> int:
     if api_key == API_VERSIONS_KEY:
         return 0
-    response = _messages().by_api_key(api_key, "response")
+    response = installed().by_api_key(api_key, "response")
     return 1 if response.is_flexible(api_version) else 0
 
 
@@ -55,7 +54,7 @@ class Request:
 def encode_request(body, api_version: int, correlation_id: int, client_id: str | None = "kafkawire",
                    header_tagged_fields=()) -> bytes:
     """A whole frame: size, request header, request body."""
-    messages = _messages()
+    messages = installed()
     header_cls = messages.by_name("RequestHeader")
     header = header_cls(request_api_key=body.API_KEY, request_api_version=api_version,
                         correlation_id=correlation_id, client_id=client_id)
@@ -68,7 +67,7 @@ def encode_request(body, api_version: int, correlation_id: int, client_id: str |
 
 
 def encode_response(body, api_version: int, correlation_id: int) -> bytes:
-    messages = _messages()
+    messages = installed()
     header = messages.by_name("ResponseHeader")(correlation_id=correlation_id)
     buf = EncodeBuffer()
     header.encode_into(buf, response_header_version(body.API_KEY, api_version))
@@ -89,7 +88,7 @@ def peek_request_api(payload: bytes) -> tuple[int, int, int]:
 
 def decode_request(payload: bytes) -> Request:
     """Decode a request frame's payload (without the size prefix)."""
-    messages = _messages()
+    messages = installed()
     api_key, api_version, correlation_id = peek_request_api(payload)
     try:
         request_cls = messages.by_api_key(api_key, "request")
@@ -109,7 +108,7 @@ def decode_response(payload: bytes, api_key: int, api_version: int):
 
     ``api_key`` and ``api_version`` are those of the request it answers (a response does
     not carry them); an API without a schema here is a DecodeError, as for a request."""
-    messages = _messages()
+    messages = installed()
     try:
         response_cls = messages.by_api_key(api_key, "response")
     except KeyError:

@@ -33,3 +33,22 @@ class Registry:
 
     def all_messages(self):
         return [self.by_name(name) for name, _, _, _ in self.index]
+
+
+# The registry the runtime frames with: kafkawire.messages installs its own when imported. The
+# runtime (this package) never imports the generated code; whoever has a message to frame has
+# imported it, and so installed the registry.
+_installed: Registry | None = None
+
+
+def install(registry: Registry) -> None:
+    global _installed
+    _installed = registry
+
+
+def installed() -> Registry:
+    """The installed registry; a LookupError naming the fix when there is none."""
+    if _installed is None:
+        raise LookupError("no message registry is installed: import kafkawire.messages (it installs the "
+                          "registry of the generated codecs; kafkawire.protocol never imports them)")
+    return _installed
