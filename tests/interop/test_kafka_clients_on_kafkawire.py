@@ -167,6 +167,7 @@ class SteadyProducer:
             self._stop.set()
             self._thread.join(10)
             remaining = self.producer.flush(flush_s)
+            self.producer.close()         # librdkafka's threads would go on reconnecting after the test
             assert remaining == 0, f"{remaining} records still unacknowledged after {flush_s} s"
 
     def __exit__(self, *exc):
@@ -260,6 +261,7 @@ def test_clients_produce_and_consume_a_group_commits_and_transactions_commit_and
     read_uncommitted = consume_values(cluster, "ledger", len(committed_values) + len(aborted_values))
     assert exactly_once_report("read_committed", committed_values, read_committed) == (0, 0, 0)
     assert collections.Counter(read_uncommitted) == collections.Counter(committed_values + aborted_values)
+    transactional.close()
     print(f"[transactions] committed: {len(committed_values)}, aborted: {len(aborted_values)}, "
           f"read_committed saw {len(read_committed)}, read_uncommitted saw {len(read_uncommitted)}")
     # The brokers asked for the internal topics themselves (FindCoordinator: a plain CreateTopics).
@@ -270,6 +272,7 @@ def test_clients_produce_and_consume_a_group_commits_and_transactions_commit_and
     auto = []
     producer.produce("auto-created", value="first", on_delivery=lambda err, msg: auto.append(err))
     assert producer.flush(60) == 0 and auto == [None], auto
+    producer.close()
     assert consume_values(cluster, "auto-created", 1) == [b"first"]
 
 
@@ -346,6 +349,7 @@ def test_the_active_controller_killed_during_steady_produce_loses_no_acknowledge
         new = cluster.quorum.wait_for_leader(30, exclude=[old])
         elected_s = time.monotonic() - killed_at
         created_s = first_topic_created(admin, killed_at, timeout_s=60)
+        del admin                         # no close(); its threads end with the last reference
         # The brokers follow the new controller: still registered and unfenced after more than a
         # session timeout, and a topic can be created through it.
         time.sleep(SESSION_TIMEOUT_MS / 1000 + 2)
@@ -399,22 +403,24 @@ def test_sigterm_is_a_controlled_shutdown_leaders_move_before_the_broker_exits(k
     assert producer.failed == []
 
 
-def directory_changes(metadata_dir) -> list:
-    """The PartitionChangeRecords with Directories in a controller's __cluster_metadata log."""
+def metadata_batches(metadata_dir) -> list[list]:
+    """The metadata records of a controller's __cluster_metadata log, batch by batch."""
     from pathlib import Path
 
     from kafkawire.metadata import decode_metadata_record
     from kafkawire.records import iter_batches
-    found = []
+    batches = []
     for segment in sorted(Path(metadata_dir).glob("*.log")):
         for batch in iter_batches(segment.read_bytes()):
-            if batch.is_control:
-                continue
-            for record in batch.records():
-                message = decode_metadata_record(bytes(record.value)).message
-                if type(message).NAME == "PartitionChangeRecord" and message.directories is not None:
-                    found.append(message)
-    return found
+            if not batch.is_control:
+                batches.append([decode_metadata_record(bytes(r.value)).message for r in batch.records()])
+    return batches
+
+
+def directory_changes(metadata_dir) -> list:
+    """The PartitionChangeRecords with Directories in a controller's __cluster_metadata log."""
+    return [m for batch in metadata_batches(metadata_dir) for m in batch
+            if type(m).NAME == "PartitionChangeRecord" and m.directories is not None]
 
 
 def test_brokers_with_two_log_directories_assign_their_replicas_through_our_controller(kafka_on_kafkawire):
@@ -456,6 +462,66 @@ def test_brokers_with_two_log_directories_assign_their_replicas_through_our_cont
         producer.produce("jbod", value=f"jbod-{i}",
                          on_delivery=lambda err, msg: delivered.append(msg.value()) if err is None else None)
     assert producer.flush(60) == 0
+    producer.close()
     consumed = consume_values(cluster, "jbod", len(delivered))
     assert len(delivered) == 200
     assert exactly_once_report("JBOD", delivered, consumed) == (0, 0, 0)
+
+
+def test_a_killed_follower_below_min_insync_replicas_becomes_an_eligible_leader_replica(kafka_on_kafkawire):
+    """KIP-966 with real brokers (ELR is on at 4.3-IV0): with min.insync.replicas=3, a killed
+    follower leaves the ISR for the ELR; Kafka's own tools show the ELR our controller wrote. Its
+    restart after kill -9 is an unclean shutdown, which takes it out of the ELR in the registration's
+    batch; the leader takes it back into the ISR, which empties the ELR."""
+    from kafkawire.metadata.replay import replay_directory
+
+    cluster = start_cluster(kafka_on_kafkawire)
+    create_topic(cluster, "strict", 1, "min.insync.replicas=3")
+    leader, isr = partitions(cluster, "strict")[0]
+    victim = next(b for b in isr if b != leader)
+
+    def controller_partition():
+        active = cluster.wait_for_controller_leader(10).leader_id
+        return replay_directory(cluster.quorum.metadata_partition_dir(active)).image.topics_by_name["strict"].partitions[0]
+
+    def described_elr() -> str:
+        out = cluster.topics("--describe", "--topic", "strict").stdout
+        return out.split("Elr:")[1].split()[0] if "Elr:" in out else ""
+
+    producer = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap_servers(), "acks": "all",
+                                         "enable.idempotence": True, "message.timeout.ms": 60000})
+    acked = []
+
+    def produce(prefix, count):
+        for i in range(count):
+            producer.produce("strict", value=f"{prefix}-{i}",
+                             on_delivery=lambda err, msg: acked.append(msg.value()) if err is None else None)
+        assert producer.flush(90) == 0
+
+    produce("before", 50)
+    cluster.kill_broker(victim)
+    cluster.wait_until(lambda: isrs_all(cluster, "strict", lambda isr: victim not in isr), 30,
+                       f"broker {victim} out of the ISR")
+    fenced = controller_partition()
+    assert (fenced.leader, victim in fenced.isr, fenced.elr) == (leader, False, (victim,)), fenced
+    assert described_elr() == str(victim)            # the brokers replayed our ELR
+
+    cluster.start_broker(victim)
+    cluster.wait_for_unfenced([victim], timeout_s=90)
+    cluster.wait_until(lambda: isrs_all(cluster, "strict", lambda isr: victim in isr), 90,
+                       f"broker {victim} back in the ISR")
+    back = controller_partition()
+    assert (back.leader, sorted(back.isr), back.elr, back.last_known_elr) == (leader, sorted(isr), (), ()), back
+    registrations = [batch for batch in metadata_batches(cluster.quorum.metadata_partition_dir(
+        cluster.wait_for_controller_leader(10).leader_id))
+        if any(type(m).NAME == "RegisterBrokerRecord" and m.broker_id == victim for m in batch)]
+    assert len(registrations) == 2, "one registration per incarnation"
+    assert [(type(m).NAME, getattr(m, "eligible_leader_replicas", None)) for m in registrations[1]] == [
+        ("PartitionChangeRecord", []), ("RegisterBrokerRecord", None)]     # unclean: out of the ELR first
+    produce("after", 50)                              # acks=all needs all three again
+    producer.close()
+    consumed = consume_values(cluster, "strict", len(acked))
+    print(f"\n[ELR] broker {victim} killed: ELR {list(fenced.elr)} with ISR {list(fenced.isr)}; "
+          f"after its restart ISR {list(back.isr)}, ELR {list(back.elr)}")
+    assert len(acked) == 100
+    assert exactly_once_report("ELR", acked, consumed) == (0, 0, 0)
