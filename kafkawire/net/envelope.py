@@ -13,8 +13,8 @@ envelope's own error code and no inner response:
 - an inner header that does not parse: UNSUPPORTED_VERSION;
 - an inner API that is not forwardable (ApiKeys.forwardable): INVALID_REQUEST;
 - an inner body that does not parse, or a version we do not serve: UNSUPPORTED_VERSION;
-- an inner response carrying NOT_CONTROLLER: NOT_CONTROLLER, so that the broker looks for the
-  active controller again.
+- an inner response carrying NOT_CONTROLLER (for DescribeQuorum: NOT_LEADER_OR_FOLLOWER):
+  NOT_CONTROLLER, so that the broker looks for the active controller again.
 Who may send an Envelope at all (CLUSTER_ACTION on the cluster) is the authorizer's check, in
 front of this handler like every other controller API's.
 """
@@ -35,6 +35,7 @@ from .server import NO_RESPONSE, RequestContext, top_level_error_response
 log = logging.getLogger("kafkawire.net.envelope")
 
 ENVELOPE = 58
+DESCRIBE_QUORUM = 55
 # ApiKeys whose forwardable flag is set in Kafka 4.3.1.
 FORWARDABLE_APIS = frozenset({
     19,   # CreateTopics
@@ -125,7 +126,8 @@ def envelope_handler(lookup):
         response = await _run(registered, inner_ctx, inner)
         if response is NO_RESPONSE or response is None:
             return EnvelopeResponse(error_code=int(Errors.UNKNOWN_SERVER_ERROR))
-        if carries_error(response, int(Errors.NOT_CONTROLLER)):
+        not_controller = Errors.NOT_LEADER_OR_FOLLOWER if inner_ctx.api_key == DESCRIBE_QUORUM else Errors.NOT_CONTROLLER
+        if carries_error(response, int(not_controller)):
             return EnvelopeResponse(error_code=int(Errors.NOT_CONTROLLER))
         payload = encode_response(response, inner_ctx.api_version, inner_ctx.correlation_id)[4:]
         return EnvelopeResponse(response_data=payload)

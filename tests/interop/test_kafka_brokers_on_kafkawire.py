@@ -11,6 +11,7 @@ import time
 TOPIC = "orders"
 BROKERS = {4, 5, 6}
 ELECTION = "org.apache.kafka.tools.LeaderElectionCommand"
+METADATA_QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"
 PARTITION_LINE = re.compile(r"Topic: (\S+)\tPartition: (\d+)\tLeader: (-?\d+)\tReplicas: ([\d,]*)\tIsr: ([\d,]*)")
 
 
@@ -65,6 +66,10 @@ def image_topics(cluster, controller_id: int) -> set[str]:
 def test_kafka_topics_and_kafka_configs_through_brokers_on_kafkawire_controllers(kafka_on_kafkawire):
     cluster = kafka_on_kafkawire(controllers=3, brokers=3)
     assert cluster.describe_cluster() == {4: False, 5: False, 6: False}
+    # DescribeQuorum through the brokers (they forward it to the active controller in an Envelope)
+    status = cluster.tool(METADATA_QUORUM, "--bootstrap-server", cluster.bootstrap_servers(), "describe", "--status")
+    leader_id = int(re.search(r"LeaderId:\s+(\d+)", status.stdout)[1])
+    assert leader_id in cluster.controller_ids and "CurrentVoters:" in status.stdout
     print(f"\ncontroller leader after {cluster.timings['controller_leader_s']:.1f} s; brokers started (Kafka "
           f"Server started) after {cluster.timings['brokers_started_s']:.1f} s, all unfenced after "
           f"{cluster.timings['brokers_unfenced_s']:.1f} s")

@@ -134,3 +134,16 @@ def test_an_inner_handler_that_raises_answers_unknown_server_error_inside_the_en
     assert response.error_code == 0
     _, body = decode_response(response.response_data, CREATE_TOPICS, 7)
     assert [(t.name, t.error_code) for t in body.topics] == [("a", Errors.UNKNOWN_SERVER_ERROR)]
+
+
+def test_a_forwarded_describe_quorum_to_a_non_leader_is_not_controller():
+    from kafkawire.messages.describe_quorum_request import DescribeQuorumRequest
+    from kafkawire.messages.describe_quorum_response import DescribeQuorumResponse, PartitionData, TopicData
+
+    async def handle(ctx, request):
+        return DescribeQuorumResponse(topics=[TopicData(topic_name="__cluster_metadata", partitions=[
+            PartitionData(partition_index=0, error_code=int(Errors.NOT_LEADER_OR_FOLLOWER))])])
+
+    table = _register({55: ApiHandler(handle)})
+    response = run(envelope_handler(table.get)(BROKER_CTX, envelope(forwarded(DescribeQuorumRequest(), version=2))))
+    assert response.error_code == Errors.NOT_CONTROLLER and not response.response_data
