@@ -354,10 +354,13 @@ class RaftCore(VoteHandling, FollowerFetching, LocalAppends, SnapshotHandling, P
         state = self.quorum.state
         self._warn(f"epoch {state.epoch} is the last int32 epoch: no election can start; waiting for a leader")
         later = self.now_ms + max(1, self.quorum.random_election_timeout_ms())
-        if isinstance(state, Follower):
-            state.fetch_deadline_ms = later
-        else:
-            state.election_deadline_ms = later
+        match state:
+            case Follower():
+                state.fetch_deadline_ms = later
+            case Leader():
+                raise RaftInvariantError("a leader does not campaign")
+            case _:
+                state.election_deadline_ms = later
 
     def _maybe_transition_forward(self) -> None:
         """A nominee whose election is already won moves on (a single voter wins alone)."""
@@ -369,6 +372,8 @@ class RaftCore(VoteHandling, FollowerFetching, LocalAppends, SnapshotHandling, P
 
     def _become_leader(self) -> None:
         candidate = self.quorum.state
+        if not isinstance(candidate, Candidate):
+            raise RaftInvariantError(f"only a candidate becomes leader, not {describe(candidate)}")
         epoch_start = self.log.end_offset
         book = self._new_leader_bookkeeping(candidate.epoch, epoch_start, frozenset(candidate.vote_election.granted))
         self.quorum.transition_to_leader(epoch_start, book)

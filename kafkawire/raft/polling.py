@@ -16,7 +16,7 @@ class Polling(CoreParts):
     def _poll(self) -> None:
         for _ in range(8):   # a poll may transition; the new state is polled too (bounded)
             state = self.quorum.state
-            if self.shutdown_deadline_ms is not None and self._poll_shutdown():
+            if self.shutdown_deadline_ms is not None and self._poll_shutdown(self.shutdown_deadline_ms):
                 return
             match state:
                 case Leader():
@@ -37,7 +37,7 @@ class Polling(CoreParts):
             if self.quorum.state is state:
                 return
 
-    def _poll_shutdown(self) -> bool:
+    def _poll_shutdown(self, deadline_ms: int) -> bool:
         """Kafka's maybeCompleteShutdown: a leader resigns; the shutdown completes once another
         replica is known to lead (or we are an observer, or the only voter), or at the deadline.
         Until then the replica starts no election but still answers (and grants) votes and
@@ -49,7 +49,7 @@ class Polling(CoreParts):
         leader_id = self.quorum.leader_id()
         voters = self.voters()
         only_voter = len(voters) == 1 and voters.node(self.quorum.local_id) is not None
-        finished = (self.now_ms >= self.shutdown_deadline_ms or self.quorum.is_observer() or only_voter
+        finished = (self.now_ms >= deadline_ms or self.quorum.is_observer() or only_voter
                     or (leader_id is not None and leader_id != self.quorum.local_id))
         if finished:
             self.shutdown_done = True

@@ -5,6 +5,8 @@ parts.py); the FetchSnapshot exchange itself is snapshot_fetch.py.
 """
 from __future__ import annotations
 
+from typing import cast
+
 from kafkawire.records import ControlRecordType, iter_batches
 
 from . import rpc
@@ -30,7 +32,7 @@ class SnapshotHandling(CoreParts):
                 raise ValueError(f"cannot snapshot at {committed_offset}: before the log start {self.log.start_offset}")
             return snapshot
         epoch = self.log.epochs.epoch_for_offset(committed_offset - 1)
-        return OffsetAndEpoch(epoch, committed_offset)
+        return OffsetAndEpoch(cast(int, epoch), committed_offset)   # committed, so its epoch is known
 
     def snapshot_control_records(self, snapshot_id: OffsetAndEpoch) -> tuple[int, object | None]:
         """(kraft.version, VotersRecord or None) in force at the end of a snapshot: what a

@@ -27,6 +27,7 @@ from .types import EMPTY_ENDPOINTS, ElectionState, Endpoints, ReplicaKey
 
 if TYPE_CHECKING:
     from .leader import LeaderBookkeeping
+    from .snapshot_fetch import SnapshotFetch
 
 NEVER = 2 ** 62   # a deadline that does not expire (observers' election timer)
 
@@ -96,7 +97,7 @@ class Follower:
     has_fetched_from_leader: bool = False
     high_watermark: int | None = None
     # While a snapshot is being fetched: its id and the bytes received so far.
-    fetching_snapshot: object | None = None
+    fetching_snapshot: SnapshotFetch | None = None
     # The leader said it is stepping down (EndQuorumEpoch): answers it sent before that must
     # not make us believe it alive again, nor push back the election it asked for.
     leader_resigned: bool = False

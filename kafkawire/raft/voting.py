@@ -145,7 +145,7 @@ class VoteHandling(CoreParts):
         state = self.quorum.state
         if isinstance(state, (Prospective, Candidate)):
             strict = isinstance(state, Candidate)
-            election = state.vote_election if strict else state.pre_election
+            election = state.vote_election if isinstance(state, Candidate) else state.pre_election
             if event.destination not in election.voters:
                 return True
             if partition.vote_granted:

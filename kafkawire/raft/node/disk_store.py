@@ -25,7 +25,8 @@ from kafkawire.storage.snapshot import (PART_SUFFIX, SnapshotId, list_snapshots,
                                         snapshot_file_name)
 from kafkawire.storage.state_files import (StateFileError, read_quorum_state, write_leader_epoch_checkpoint,
                                            write_partition_metadata, write_quorum_state)
-from kafkawire.raft.io import Append, DeleteBefore, InstallSnapshot, TruncateFully, TruncateTo, WriteSnapshotChunk
+from kafkawire.raft.io import (Append, DeleteBefore, InstallSnapshot, LogOp, TruncateFully, TruncateTo, WriteSnapshotChunk,
+                              unknown_log_op)
 from kafkawire.raft.types import ElectionState, OffsetAndEpoch
 
 from .quorum_state_file import election_from_quorum_state, election_to_quorum_state
@@ -154,47 +155,49 @@ class DiskLogStore:
         write_quorum_state(os.path.join(self.directory, QUORUM_STATE_FILE), data, version, fsync=self.fsync)
 
     # --- applying a Ready's log operations ------------------------------------------------------
-    def apply(self, op) -> None:
-        if isinstance(op, Append):
-            if op.base_offset != self.log.log_end_offset:
-                raise StoreError(f"append at offset {op.base_offset} but the log ends at {self.log.log_end_offset}")
-            self.log.append(op.batch)
-            if not self._epochs or self._epochs[-1][0] != op.epoch:
-                self._epochs.append((op.epoch, op.base_offset))
-        elif isinstance(op, TruncateTo):
-            self.log.truncate_to(op.offset)
-            self._epochs = [(e, s) for e, s in self._epochs if s < op.offset]
-        elif isinstance(op, WriteSnapshotChunk):
-            f = self._partial.get(op.snapshot_id)
-            if f is None:
-                path = self.snapshot_path(op.snapshot_id) + PART_SUFFIX
-                f = self._partial[op.snapshot_id] = open(path, "wb")
-            elif op.position == 0:
-                # The core starts a snapshot over (it refused the copy it had fetched).
-                f.seek(0)
-                f.truncate()
-            if f.tell() != op.position:
-                raise StoreError(f"snapshot {op.snapshot_id} chunk at byte {op.position}, "
-                                 f"but {f.tell()} bytes are written")
-            f.write(op.data)
-        elif isinstance(op, InstallSnapshot):
-            f = self._partial.pop(op.snapshot_id)
-            f.flush()
-            if self.fsync:
-                os.fsync(f.fileno())
-            f.close()
-            final = self.snapshot_path(op.snapshot_id)
-            os.replace(final + PART_SUFFIX, final)
-            self.add_snapshot(op.snapshot_id)
-            self._truncate_fully(op.snapshot_id.offset)
-        elif isinstance(op, TruncateFully):
-            self._truncate_fully(op.offset)
-        elif isinstance(op, DeleteBefore):
-            self.log.delete_segments_before(op.offset)
-            self._epochs = _epochs_from(self._epochs, op.offset)
-            self._delete_snapshots_before(op.keep_snapshot.offset)
-        else:
-            raise TypeError(f"unknown log operation {op!r}")
+    def apply(self, op: LogOp) -> None:
+        match op:
+            case Append():
+                if op.base_offset != self.log.log_end_offset:
+                    raise StoreError(f"append at offset {op.base_offset} but the log ends at "
+                                     f"{self.log.log_end_offset}")
+                self.log.append(op.batch)
+                if not self._epochs or self._epochs[-1][0] != op.epoch:
+                    self._epochs.append((op.epoch, op.base_offset))
+            case TruncateTo():
+                self.log.truncate_to(op.offset)
+                self._epochs = [(e, s) for e, s in self._epochs if s < op.offset]
+            case WriteSnapshotChunk():
+                f = self._partial.get(op.snapshot_id)
+                if f is None:
+                    path = self.snapshot_path(op.snapshot_id) + PART_SUFFIX
+                    f = self._partial[op.snapshot_id] = open(path, "wb")
+                elif op.position == 0:
+                    # The core starts a snapshot over (it refused the copy it had fetched).
+                    f.seek(0)
+                    f.truncate()
+                if f.tell() != op.position:
+                    raise StoreError(f"snapshot {op.snapshot_id} chunk at byte {op.position}, "
+                                     f"but {f.tell()} bytes are written")
+                f.write(op.data)
+            case InstallSnapshot():
+                f = self._partial.pop(op.snapshot_id)
+                f.flush()
+                if self.fsync:
+                    os.fsync(f.fileno())
+                f.close()
+                final = self.snapshot_path(op.snapshot_id)
+                os.replace(final + PART_SUFFIX, final)
+                self.add_snapshot(op.snapshot_id)
+                self._truncate_fully(op.snapshot_id.offset)
+            case TruncateFully():
+                self._truncate_fully(op.offset)
+            case DeleteBefore():
+                self.log.delete_segments_before(op.offset)
+                self._epochs = _epochs_from(self._epochs, op.offset)
+                self._delete_snapshots_before(op.keep_snapshot.offset)
+            case _:
+                unknown_log_op(op)
 
     def _truncate_fully(self, offset: int) -> None:
         self.log.truncate_fully_and_start_at(offset)
