@@ -36,9 +36,9 @@ no argument whenever the high watermark moves (also when only control records co
 
 The state machine: what the node drives (``StateMachine``)
 ---------------------------------------------------------
-Called by the driver (kafkawire.raft.node.driver) in log order, synchronously from inside
-its step: they must not await, block, or call back into the driver's step (``append`` only
-queues, so a task it starts is fine).
+Called by the driver (kafkawire.raft.node.driver). The three ``on_*`` come in log order,
+synchronously from inside its step: they must not await, block, or call back into the
+driver's step (``append`` only queues, so a task it starts is fine).
 
 * ``on_snapshot_loaded(snapshot_id, records)``: the state is now exactly the snapshot's
   records (encoded values) at ``snapshot_id`` (OffsetAndEpoch); at start (the latest snapshot)
@@ -49,9 +49,11 @@ queues, so a task it starts is fine).
   the node stops, as Kafka's fatal fault handler halts it.
 * ``on_leader_change(leader_id, epoch)``: a new epoch, or its leader became known
   (``leader_id`` None: unknown).
-* ``snapshot_records() -> list[bytes]``: the committed state as records, for the snapshot the
-  driver writes at the applied offset. Not called while ``in_transaction`` is true (a
-  metadata transaction still open is not in the state yet).
+* ``snapshot_records() -> list[bytes]``: the committed state as records at the applied
+  offset. Called on the loop too, but in an event-loop step of its own after a commit (not
+  inside the step that applied it); the driver freezes what it returns and a worker thread
+  writes the file. Not called while ``in_transaction`` is true (a metadata transaction still
+  open is not in the state yet).
 * ``in_transaction``: see above.
 
 Called by ControllerNode (kafkawire.raft.node.controller_node):
