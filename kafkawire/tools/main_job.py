@@ -1,6 +1,7 @@
 """The README's first command: a three-voter KRaft quorum on 127.0.0.1, shown working.
 
     kafkawire main [--data-dir DIR] [--foreground]
+    kafkawire main --with-kafka-brokers N [--kafka-dist DIR]    (real Kafka brokers: kafka_brokers.py)
 
 1. formats three controllers with `kafkawire storage format --initial-controllers ...` in a
    fresh data directory (a new temporary one unless --data-dir names an empty or absent one);
@@ -36,6 +37,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--foreground", action="store_true",
                         help="keep the quorum running until Ctrl-C after the demonstration")
     parser.add_argument("--voters", type=int, default=3, help="how many voters (default 3)")
+    parser.add_argument("--with-kafka-brokers", type=int, default=0, metavar="N",
+                        help="instead: start N real Apache Kafka 4.3.1 brokers on the kafkawire controllers, create "
+                             "a topic through them, produce and consume with kafka-python, stop everything (needs "
+                             "Java and Kafka's jars; downloads nothing)")
+    parser.add_argument("--kafka-dist", metavar="DIR",
+                        help="with --with-kafka-brokers: the Kafka distribution (its libs/ folder of jars); "
+                             "default $KAFKAWIRE_KAFKA_DIST or the repository's .kafka-dist/")
 
 
 def _say(text: str) -> None:
@@ -96,6 +104,12 @@ def run(args: argparse.Namespace) -> int:
     if args.voters < 1:
         print("kafkawire main: --voters must be at least 1", file=sys.stderr)
         return 1
+    if args.with_kafka_brokers < 0:
+        print("kafkawire main: --with-kafka-brokers must be at least 1", file=sys.stderr)
+        return 1
+    if args.with_kafka_brokers:
+        from kafkawire.tools.kafka_brokers import run_with_brokers
+        return run_with_brokers(base, args.voters, args.with_kafka_brokers, args.kafka_dist)
     quorum = LocalQuorum(base, voters=args.voters)
     # SIGTERM and SIGHUP end the job as Ctrl-C does: the nodes are stopped on the way out.
     for sig in (signal.SIGTERM, signal.SIGHUP):

@@ -1,0 +1,64 @@
+"""`kafkawire main --with-kafka-brokers N`: real Kafka 4.3.1 brokers on the main job's kafkawire
+controllers (issue 16). The fixtures' distribution (.kafka-dist) is what the job runs."""
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+import time
+
+
+def _pids_under(data) -> set[int]:
+    """Processes (controllers and broker JVMs) whose command line names a file under ``data``."""
+    found = subprocess.run(["pgrep", "-f", str(data)], capture_output=True, text=True)
+    return {int(p) for p in found.stdout.split()}
+
+
+def _job(data, brokers: int):
+    return [sys.executable, "-m", "kafkawire.tools.cli", "main", "--with-kafka-brokers", str(brokers),
+            "--data-dir", str(data)]
+
+
+def test_two_kafka_brokers_on_the_main_jobs_controllers_carry_records(kafka_libs, tmp_path):
+    data = tmp_path / "demo"
+    began = time.monotonic()
+    result = subprocess.run(_job(data, 2), capture_output=True, text=True, timeout=300)
+    took = time.monotonic() - began
+    out = result.stdout
+    assert result.returncode == 0, out[-3000:] + result.stderr[-3000:]
+    assert re.search(r"^brokers \[4, 5\] registered and unfenced", out, re.M), out
+    acknowledged = re.findall(r"^  demo-orders-(\d) offset (\d+): order-(\d+)$", out, re.M)
+    assert sorted(int(v) for _, _, v in acknowledged) == list(range(10))
+    assert len({(p, o) for p, o, _ in acknowledged}) == 10
+    assert "produced 10, consumed 10" in out
+    assert re.findall(r"^broker (\d) exited with (-?\d+|None)$", out, re.M) == [("4", "143"), ("5", "143")]
+    assert (data / "broker-4" / "data" / "demo-orders-0").is_dir()
+    assert not _pids_under(data), "a controller or broker outlived the job"
+    print(f"\n[main --with-kafka-brokers 2] {took:.1f} s end to end")
+
+
+def test_sigterm_stops_the_brokers_and_the_controllers(kafka_libs, tmp_path):
+    data = tmp_path / "demo"
+    proc = subprocess.Popen(_job(data, 1), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    try:
+        for line in proc.stdout:                 # bounded by the job's own waits (60 s + 120 s)
+            lines.append(line)
+            if "registered and unfenced" in line:
+                break
+        assert _pids_under(data), "".join(lines)
+        proc.send_signal(signal.SIGTERM)
+        rest, _ = proc.communicate(timeout=90)
+        assert proc.returncode == 130, "".join(lines) + rest
+        assert "interrupted: stopping the brokers and the controllers" in rest
+        deadline = time.monotonic() + 30
+        while _pids_under(data) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _pids_under(data), f"still running after SIGTERM: {_pids_under(data)}"
+    finally:
+        for pid in _pids_under(data):
+            subprocess.run(["kill", "-9", str(pid)])
+        if proc.poll() is None:
+            proc.kill()
+

@@ -1,0 +1,51 @@
+"""`kafkawire main --with-kafka-brokers N` without Java or without Kafka's jars: one clear
+error naming what is missing and how to get it, and nothing started (no Java needed here)."""
+import os
+import subprocess
+import sys
+
+
+def _run(tmp_path, env, *extra):
+    data = tmp_path / "demo"
+    result = subprocess.run([sys.executable, "-m", "kafkawire.tools.cli", "main", "--with-kafka-brokers", "2",
+                             "--data-dir", str(data), *extra], capture_output=True, text=True, timeout=60, env=env)
+    return result, data
+
+
+def _env(path: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "KAFKAWIRE_KAFKA_DIST")}
+    env["PATH"] = path
+    return env
+
+
+def test_without_java_the_job_says_so_and_starts_nothing(tmp_path):
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    result, data = _run(tmp_path, _env(str(empty)))
+    assert result.returncode == 1
+    assert "no Java runtime" in result.stderr and "JAVA_HOME" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    assert not data.exists() or not any(data.iterdir())
+
+
+def test_without_the_kafka_jars_the_job_names_where_it_looked_and_how_to_get_them(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    java = bin_dir / "java"                     # a java that is never run: the jars are checked first
+    java.write_text("#!/bin/sh\nexit 99\n")
+    java.chmod(0o755)
+    nowhere = tmp_path / "no-kafka-here"
+    nowhere.mkdir()
+    result, data = _run(tmp_path, _env(str(bin_dir)), "--kafka-dist", str(nowhere))
+    assert result.returncode == 1
+    assert f"no Kafka jars (kafka_2.13-*.jar) in {nowhere}" in result.stderr, result.stderr
+    assert "python -m tests.interop.kafka_dist" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not data.exists() or not any(data.iterdir())
+
+
+def test_a_negative_broker_count_is_refused(tmp_path):
+    data = tmp_path / "demo"
+    result = subprocess.run([sys.executable, "-m", "kafkawire.tools.cli", "main", "--with-kafka-brokers", "-1",
+                             "--data-dir", str(data)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and "--with-kafka-brokers must be at least 1" in result.stderr
