@@ -378,7 +378,7 @@ def parse_server_config(text: str) -> ServerConfig:
         props = JavaProperties.parse(text).items
     except ValueError as e:
         raise ConfigError("config file", None, f"is not valid Java properties syntax: {e}") from None
-    from kafkawire.net import security      # it raises this module's ConfigError
+    from kafkawire.net import security      # lazy: a cycle (security raises this module's ConfigError)
     unknown = tuple(k for k in props if k not in KNOWN_KEYS and not security.is_security_key(k))
     if unknown:
         # Kafka's AbstractConfig.logUnused wording, one line a key; kafkawire reads only KNOWN_KEYS.

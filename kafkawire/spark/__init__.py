@@ -33,7 +33,7 @@ def register(spark, *, filter_pushdown: bool = True) -> None:
     pushdown (off by default in Spark), so filters on partition, offset and timestamp are
     served from the indexes instead of by reading everything.
     """
-    from .source import KafkaWireDataSource
+    from .source import KafkaWireDataSource       # lazy: it needs pyspark, an optional dependency
     spark.dataSource.register(KafkaWireDataSource)
     if filter_pushdown:
         spark.conf.set(_PUSHDOWN_CONF, "true")

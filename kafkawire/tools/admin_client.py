@@ -47,6 +47,7 @@ from kafkawire.net.client import (AuthenticationFailed, NetworkClient, NodeBacki
                                   TransportError, UnsupportedVersion)
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.errors import UnsupportedVersionError
+from kafkawire.storage.state_files import JavaProperties
 
 _DEADLINE_MARGIN_S = 0.01          # asyncio fires a timer when it is within the clock resolution
 log = logging.getLogger("kafkawire.admin")
@@ -121,7 +122,6 @@ def not_controller_check(*codes: int) -> None:
 
 def load_properties(path) -> dict[str, str]:
     """A ``--command-config`` file: Java properties (MetadataQuorumCommand.getProperties' refusal)."""
-    from kafkawire.storage.state_files import JavaProperties
     try:
         with open(path, "rb") as f:
             raw = f.read()
@@ -196,6 +196,7 @@ class AdminConfig:
         if (bootstrap_server is None) == (bootstrap_controller is None):
             raise ToolError("Exactly one of --bootstrap-server and --bootstrap-controller must be given.")
         props = properties or {}
+        # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
         from kafkawire.net.config import ConfigError
         from kafkawire.net.security import client_options_from_properties
         try:
@@ -307,6 +308,7 @@ class Admin:
 
     async def describe_cluster(self):
         """Admin.describeCluster: DescribeCluster for the bootstrap kind (brokers or controllers)."""
+        # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
         from kafkawire.messages.describe_cluster_request import DescribeClusterRequest
         endpoint_type = ENDPOINT_TYPE_CONTROLLER if self.config.use_controllers else ENDPOINT_TYPE_BROKER
 
@@ -350,6 +352,7 @@ class Admin:
     async def _find_active_controller(self, deadline) -> None:
         """AdminMetadataManager with bootstrap controllers: DescribeCluster (EndpointType 2) to a
         bootstrap controller names the controllers and the active one."""
+        # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
         from kafkawire.messages.describe_cluster_request import DescribeClusterRequest
         peer = self.config.bootstrap[self._bootstrap_index]
         response = await self._send(peer, DescribeClusterRequest(endpoint_type=ENDPOINT_TYPE_CONTROLLER), deadline)
@@ -376,6 +379,7 @@ class Admin:
         """AdminMetadataManager with bootstrap servers: the cluster is first learned with a
         Metadata request (no topics). A node without Metadata (a controller listener of Kafka's)
         is a fatal metadata error that fails every call, as in Kafka."""
+        # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
         from kafkawire.messages.metadata_request import MetadataRequest
         peer = self.config.bootstrap[self._bootstrap_index]
         try:
@@ -523,5 +527,6 @@ def show_warnings() -> None:
 
 def run_sync(coro):
     """Run a tool coroutine to completion from synchronous code (the CLI and the sync API)."""
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.net.loop import run
     return run(coro)

@@ -35,6 +35,11 @@ from dataclasses import dataclass
 
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.tools.admin_client import KafkaApiError, ToolError, load_properties, parse_bootstrap, run_sync, show_warnings
+from kafkawire.controller.java_order import grown_capacity, hashmap_order, string_hash
+from kafkawire.messages.api_versions_request import ApiVersionsRequest
+from kafkawire.net.client import NetworkClient, RequestTimedOut, TransportError
+from kafkawire.protocol.apis import api_table
+from kafkawire.tools.admin_client import _config_int
 
 COMMAND = "api-versions"
 HELP = "ask a server which APIs and versions it supports, as kafka-broker-api-versions does"
@@ -57,8 +62,8 @@ class ClientApi:
 def kafka_client_apis() -> dict[int, ClientApi]:
     """Kafka 4.3.1's ApiKeys: our schemas' names and ranges, corrected where 4.3.1 differs, and the
     APIs we have no schema for."""
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.protocol import kafka_api_keys as k
-    from kafkawire.protocol.apis import api_table
     apis = {}
     for key, api in api_table().items():
         if key not in k.KEYS_IN_4_3_1:
@@ -107,7 +112,6 @@ def _java_int(value: int) -> int:
 
 def node_hash(node_id: int, host: str, port: int, rack: str | None = None) -> int:
     """Node.hashCode, so brokers print in the order of the tool's HashMap<Node, ...>."""
-    from kafkawire.controller.java_order import string_hash
     h = 31 + string_hash(host)
     h = 31 * _java_int(h) + node_id
     h = 31 * _java_int(h) + port
@@ -116,7 +120,6 @@ def node_hash(node_id: int, host: str, port: int, rack: str | None = None) -> in
 
 
 def in_hashmap_order(brokers: list[tuple[int, str, int, str | None]]) -> list:
-    from kafkawire.controller.java_order import grown_capacity, hashmap_order
     return hashmap_order(brokers, lambda b: node_hash(*b), grown_capacity(len(brokers)))
 
 
@@ -133,9 +136,9 @@ class Options:
 
 def options_from(bootstrap: str, properties: dict | None = None, timeout_ms: int | None = None) -> Options:
     """The tool's flags and its --command-config keys (request.timeout.ms, the security keys)."""
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.net.config import ConfigError
     from kafkawire.net.security import client_options_from_properties
-    from kafkawire.tools.admin_client import _config_int
     props = properties or {}
     try:
         client_options = client_options_from_properties(props)
@@ -158,8 +161,8 @@ def _bootstrap_nodes(options: Options) -> list[str]:
 
 async def _metadata_brokers(client, options: Options) -> list[tuple[int, str, int, str | None]]:
     """sendAnyNode(Metadata for all topics): the bootstrap servers in turn; each failure is a WARN."""
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.messages.metadata_request import MetadataRequest
-    from kafkawire.net.client import TransportError
     nodes = _bootstrap_nodes(options)
     for i, peer in enumerate(options.bootstrap):
         try:
@@ -199,8 +202,6 @@ async def _await_brokers(client, options: Options) -> list:
 
 async def _node_api_versions(client, host: str, port: int) -> str:
     """getNodeApiVersions: the node's ApiVersions as NodeApiVersions prints them, or ``ERROR: ...``."""
-    from kafkawire.messages.api_versions_request import ApiVersionsRequest
-    from kafkawire.net.client import RequestTimedOut, TransportError
     try:
         response = await client.send((host, port), ApiVersionsRequest(client_software_name="kafkawire",
                                                                       client_software_version="0.1.0"))
@@ -217,7 +218,6 @@ async def _node_api_versions(client, host: str, port: int) -> str:
 
 async def broker_api_versions_async(options: Options) -> list[str]:
     """The lines Kafka's tool prints: one ``node -> (...)`` or ``node -> ERROR: ...`` per broker."""
-    from kafkawire.net.client import NetworkClient
     client = NetworkClient(client_id="admin-1", request_timeout_ms=options.request_timeout_ms,
                            connect_timeout_ms=options.connect_timeout_ms, **(options.client_options or {}))
     try:
@@ -290,10 +290,10 @@ def advertised_api_versions(include_unstable: bool = False) -> list[tuple[int, i
     checks the result against a running node."""
     from types import SimpleNamespace
 
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.controller.controller import MetadataController
     from kafkawire.net.metadata_topic import MetadataTopic
     from kafkawire.net.server import KafkaServer
-    from kafkawire.protocol.apis import api_table
     from kafkawire.raft.node.controller_node import ControllerNode
 
     async def never_called(ctx, request):

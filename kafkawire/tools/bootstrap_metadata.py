@@ -8,6 +8,9 @@ from __future__ import annotations
 import os
 
 from kafkawire import feature_versions as fv
+from kafkawire import messages
+from kafkawire.metadata import encode_metadata_record
+from kafkawire.storage.snapshot import BOOTSTRAP_FILE_NAME, BOOTSTRAP_SNAPSHOT_ID, SnapshotWriter
 
 # The release versions and feature levels are Kafka 4.3.1's, from kafkawire.feature_versions.
 LATEST_PRODUCTION = fv.metadata_version(fv.LATEST_PRODUCTION_LEVEL).name
@@ -97,7 +100,6 @@ SCRAM_METADATA_VERSION_LEVEL = 11       # MetadataVersion.IBP_3_5_IV2.isScramSup
 def bootstrap_records(mv_level: int, levels: dict[str, int] | None = None) -> list:
     """BootstrapMetadata.fromVersions: FeatureLevelRecords, metadata.version first, then by name,
     level > 0, never kraft.version. ``levels`` defaults to the release version's defaults."""
-    from kafkawire import messages
     FeatureLevel = messages.by_name("FeatureLevelRecord")
     levels = default_feature_levels(mv_level) if levels is None else levels
     records = [FeatureLevel(name=fv.METADATA_VERSION, feature_level=mv_level)]
@@ -109,6 +111,7 @@ def bootstrap_records(mv_level: int, levels: dict[str, int] | None = None) -> li
 
 def bootstrap_metadata_text(records: list, mv_level: int) -> str:
     """BootstrapMetadata.toString, as the format command prints it after "Bootstrap metadata: "."""
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.tools.scram_args import scram_record_text
     items = ", ".join(f"ApiMessageAndVersion({scram_record_text(r)} at version 0)" if hasattr(r, "stored_key") else
                       f"ApiMessageAndVersion(FeatureLevelRecord(name='{r.name}', featureLevel={r.feature_level}) "
@@ -119,8 +122,6 @@ def bootstrap_metadata_text(records: list, mv_level: int) -> str:
 def write_bootstrap_checkpoint(directory, mv_level: int, *, time_ms=None, records=None) -> str:
     """``bootstrap.checkpoint`` as BatchFileWriter writes it (``records``: the FeatureLevelRecords,
     by default the release version's); ``time_ms`` gives the batch timestamps."""
-    from kafkawire.metadata import encode_metadata_record
-    from kafkawire.storage.snapshot import BOOTSTRAP_FILE_NAME, BOOTSTRAP_SNAPSHOT_ID, SnapshotWriter
     remove_stale_part(os.path.join(directory, BOOTSTRAP_FILE_NAME))
     writer = SnapshotWriter(directory, BOOTSTRAP_SNAPSHOT_ID, last_contained_log_timestamp=0,
                             file_name=BOOTSTRAP_FILE_NAME, time_ms=time_ms)

@@ -44,6 +44,7 @@ from kafkawire import feature_versions as fv
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.tools.admin_client import (Admin, KafkaApiError, ToolError, add_connection_arguments, admin_config,
                                 connection_options, run_sync, show_warnings)
+from kafkawire.messages.api_versions_request import ApiVersionsRequest
 
 COMMAND = "features"
 HELP = "describe and change the cluster's feature levels, as kafka-features does"
@@ -96,7 +97,6 @@ async def describe_features_async(bootstrap: str, *, node_id: int | None = None,
                                   **options) -> list[FeatureDescription]:
     """``node_id``: ask that node (a controller or a broker, by the bootstrap kind), as
     ``describe --node-id`` does; else the active controller or the bootstrap broker."""
-    from kafkawire.messages.api_versions_request import ApiVersionsRequest
     config = admin_config(bootstrap, **options)         # Kafka's Admin is created before the check
     if node_id is not None and node_id < 0:
         raise ToolError(f"Invalid node id {node_id}: must be non-negative.")
@@ -190,6 +190,7 @@ def planned_updates(upgrade_type: int, *, features=None, release_version=None, m
 
 
 def update_features_request(updates: dict[str, tuple[int, int]], *, dry_run: bool, timeout_ms: int):
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.messages.update_features_request import FeatureUpdateKey, UpdateFeaturesRequest
     return UpdateFeaturesRequest(
         timeout_ms=timeout_ms, validate_only=dry_run,
@@ -313,6 +314,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_lookup(args: argparse.Namespace) -> int:
     """version-mapping and feature-dependencies: answered from the table, no server asked."""
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.tools import version_mapping
     lines = (version_mapping.version_mapping(args.release_version) if args.features_command == "version-mapping"
              else version_mapping.feature_dependencies(args.feature, version_mapping.FEATURES))

@@ -26,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from kafkawire.storage.state_files import uuid_to_kafka
+from kafkawire.tools.storage import LATEST_PRODUCTION, metadata_version
 
 COMMAND = "main"
 HELP = "the main job: start a local three-voter KRaft quorum, append records, describe it, fail over, dump the log"
@@ -74,8 +76,8 @@ def _append_records(quorum, leader_id: int):
     the records a Kafka controller writes for the same requests (RegisterBrokerRecord,
     UnfenceBrokerRecord, TopicRecord, PartitionRecord)."""
     import asyncio
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.raft.node.demo_client import create_topic, register_broker
-    from kafkawire.tools.storage import LATEST_PRODUCTION, metadata_version
 
     async def go():
         address = quorum.address(leader_id)
@@ -91,7 +93,7 @@ def _interrupt(signum, frame):
 
 
 def run(args: argparse.Namespace) -> int:
-    from kafkawire.storage.state_files import uuid_to_kafka
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.raft.node.local_quorum import LocalQuorum, QuorumError
 
     if args.data_dir:

@@ -54,6 +54,7 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.tools.admin_client import (Admin, KafkaApiError, ToolError, add_connection_arguments, admin_config,
                                 connection_options, load_properties, not_controller_check, run_sync,
                                 show_warnings)
+from kafkawire.storage.state_files import StateFileError, read_meta_properties, uuid_to_kafka
 
 COMMAND = "metadata-quorum"
 HELP = "describe the KRaft metadata quorum, add and remove controllers, as kafka-metadata-quorum does"
@@ -147,6 +148,7 @@ def quorum_info_from_response(response) -> QuorumInfo:
 
 
 def describe_quorum_request():
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.messages.describe_quorum_request import DescribeQuorumRequest, PartitionData, TopicData
     return DescribeQuorumRequest(topics=[TopicData(topic_name=METADATA_TOPIC,
                                                    partitions=[PartitionData(partition_index=METADATA_PARTITION)])])
@@ -267,7 +269,6 @@ def metadata_directory(props: dict) -> str:
 def metadata_directory_id(directory: str) -> uuid.UUID:
     """The directory.id in the directory's meta.properties (MetaPropertiesEnsemble.Loader)."""
     import os
-    from kafkawire.storage.state_files import StateFileError, read_meta_properties
     try:
         meta = read_meta_properties(os.path.join(directory, "meta.properties"))
     except FileNotFoundError:
@@ -282,6 +283,7 @@ def metadata_directory_id(directory: str) -> uuid.UUID:
 def controller_endpoints(props: dict) -> tuple[VoterEndpoint, ...]:
     """MetadataQuorumCommand.getControllerAdvertisedListeners: each controller listener's
     endpoint, advertised.listeners over listeners, in controller.listener.names order."""
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.net.config import ConfigError, parse_listeners
     listeners = {}
     try:
@@ -310,6 +312,7 @@ def controller_registration(props: dict) -> ControllerRegistration:
 
 
 def add_controller_request(registration: ControllerRegistration, timeout_ms: int):
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.messages.add_raft_voter_request import AddRaftVoterRequest, Listener
     return AddRaftVoterRequest(cluster_id=None, timeout_ms=timeout_ms, voter_id=registration.node_id,
                                voter_directory_id=registration.directory_id,
@@ -384,6 +387,7 @@ async def remove_controller_async(bootstrap: str, controller_id: int, directory_
                                   controllers: bool = True, properties: dict | None = None,
                                   timeout_ms: int | None = None) -> str:
     """``remove-controller``; ``directory_id`` as given on the command line. Returns the line printed."""
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.messages.remove_raft_voter_request import RemoveRaftVoterRequest
     config = admin_config(bootstrap, controllers=controllers, properties=properties, timeout_ms=timeout_ms)
     if controller_id < 0:
@@ -421,7 +425,6 @@ def remove_controller(bootstrap: str, controller_id: int, directory_id: str, **o
 # --- Java's text ------------------------------------------------------------------------------------
 
 def _kafka_uuid(u: uuid.UUID) -> str:
-    from kafkawire.storage.state_files import uuid_to_kafka
     return uuid_to_kafka(u)
 
 

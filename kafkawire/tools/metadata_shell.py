@@ -62,6 +62,7 @@ def unreadable_source(args) -> str | None:
 
 
 def load(args):
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.metadata.replay import replay_as_metadata_shell, replay_directory
     return replay_directory(args.directory) if args.directory else replay_as_metadata_shell(args.snapshot)
 
@@ -73,6 +74,7 @@ def report_problems(replay, err) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.metadata.image_tree import root_node
     from kafkawire.metadata.shell import Shell
     unreadable = unreadable_source(args)

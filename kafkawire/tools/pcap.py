@@ -12,6 +12,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from kafkawire.capture.records import records_of
+from kafkawire.protocol import framing
+from kafkawire.protocol.apis import api_table
 
 COMMAND = "pcap"
 HELP = "decode Kafka traffic in a pcap/pcapng capture; --check for byte-exact conformance"
@@ -32,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _ports(text: str | None) -> tuple[tuple[int, ...], bool]:
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.capture.kafka import DEFAULT_PORTS
     if text is None:
         return DEFAULT_PORTS, True
@@ -47,7 +51,6 @@ def _ports(text: str | None) -> tuple[tuple[int, ...], bool]:
 def _api_filter(text: str | None) -> set[int] | None:
     if text is None:
         return None
-    from kafkawire.protocol.apis import api_table
     by_name = {api.name.lower(): key for key, api in api_table().items()}
     keys = set()
     for item in (part.strip() for part in text.split(",") if part.strip()):
@@ -62,6 +65,7 @@ def _api_filter(text: str | None) -> set[int] | None:
 
 def analyse(path: Path, ports, any_port: bool, check: bool):
     """(frames, problems) of a capture; raises CaptureError if it is not a capture at all."""
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.capture.check import check_frame
     from kafkawire.capture.kafka import Report, decode_frames, kafka_frames
     from kafkawire.capture.packets import read_segments
@@ -78,6 +82,7 @@ def analyse(path: Path, ports, any_port: bool, check: bool):
 
 
 def summary_line(f) -> str:
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.capture.kafka import _endpoint
     from kafkawire.capture.check import error_codes
     kind = "Request" if f.role == "request" else "Response"
@@ -99,8 +104,8 @@ def summary_line(f) -> str:
 
 
 def frame_json(f, decode_records: bool) -> dict:
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.capture.check import error_codes
-    from kafkawire.protocol import framing
     out = {"packet": f.packet, "time": round(f.time, 6), "stream": f.stream, "src": list(f.src), "dst": list(f.dst),
            "role": f.role, "apiKey": f.api_key, "apiName": f.api_name if f.api_key is not None else None,
            "apiVersion": f.api_version, "correlationId": f.correlation_id, "clientId": f.client_id,
@@ -118,7 +123,6 @@ def frame_json(f, decode_records: bool) -> dict:
         out["body"] = f.body.to_json(f.api_version)
         out["errorCodes"] = sorted(set(error_codes(out["body"])))
         if decode_records:
-            from kafkawire.capture.records import records_of
             out["records"] = records_of(f.body, f.api_version)
     return out
 
@@ -136,6 +140,7 @@ def check_summary(frames) -> tuple[str, bool]:
 
 
 def run(args: argparse.Namespace) -> int:
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.capture.packets import CaptureError
     try:
         ports, any_port = _ports(args.port)

@@ -17,6 +17,7 @@ import binascii
 import hashlib
 import hmac
 import os
+from kafkawire import messages
 
 __all__ = ["parse_scram_arguments", "scram_record_text", "ScramArgumentError"]
 
@@ -87,7 +88,6 @@ def credential(mechanism: str, *, salt: bytes, iterations: int, password: str | 
 
 
 def _record(mechanism: str, config: str):
-    from kafkawire import messages
     parts = _components(config)
     name = parts.pop("name", None)
     if name is None:

@@ -23,6 +23,7 @@ import logging
 import signal
 import sys
 from typing import TYPE_CHECKING
+from kafkawire.storage.state_files import JavaProperties
 
 if TYPE_CHECKING:
     from kafkawire.net.config import ServerConfig
@@ -91,7 +92,6 @@ def refuse_broker_roles(text: str) -> None:
     refused in one line that says what to run instead, before any listener check can give a
     less helpful reason (and instead of running only the controller half of a combined node)."""
     from kafkawire.net.config import ConfigError              # lazy: CLI start-up (see above)
-    from kafkawire.storage.state_files import JavaProperties
     try:
         raw = JavaProperties.parse(text).items.get("process.roles", "")
     except ValueError:

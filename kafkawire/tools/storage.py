@@ -51,6 +51,11 @@ from kafkawire.tools.bootstrap_metadata import (LATEST_PRODUCTION, SCRAM_METADAT
                                       StorageError, bootstrap_metadata_text, bootstrap_records,
                                       default_feature_levels, effective_feature_levels, metadata_version,
                                       release_version_level, remove_stale_part, write_bootstrap_checkpoint)
+from kafkawire.controller.java_order import copied_capacity, grown_capacity, int_hashmap_order, string_hashmap_order
+from kafkawire.records.control import ControlRecordType
+from kafkawire.storage.snapshot import BOOTSTRAP_SNAPSHOT_ID, SnapshotWriter, snapshot_file_name
+from kafkawire.storage.state_files import (MetaProperties, StateFileError, read_meta_properties, uuid_from_kafka,
+                                           uuid_to_kafka, write_meta_properties)
 
 COMMAND = "storage"
 log = logging.getLogger("kafkawire.storage")
@@ -74,7 +79,6 @@ class DynamicVoter:
 
 def parse_dynamic_voter(text: str) -> DynamicVoter:
     """DynamicVoter.parse: ``id@host:port:directoryId`` (host may be [ipv6])."""
-    from kafkawire.storage.state_files import uuid_from_kafka
     text = text.strip()
     at = text.find("@")
     if at < 0:
@@ -137,13 +141,13 @@ def parse_dynamic_voters(text: str) -> dict[int, DynamicVoter]:
 def java_hashmap_order(keys_in_insertion_order: list[int]) -> list[int]:
     """The iteration order of ``new HashMap<>(m)`` where ``m`` is a ``new HashMap<>()`` filled in the
     given order (DynamicVoters.toVoterSet, then VoterSet.fromMap), as Java 17 sizes the copy."""
-    from kafkawire.controller.java_order import copied_capacity, int_hashmap_order
     first = int_hashmap_order(keys_in_insertion_order)
     return int_hashmap_order(first, copied_capacity(len(first), jdk=17))
 
 
 def voters_record(voters: dict[int, DynamicVoter], listener_name: str):
     """VoterSet.toVotersRecord(0) of DynamicVoters.toVoterSet(listener_name)."""
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.messages.voters_record import Endpoint, KRaftVersionFeature, Voter, VotersRecord
     return VotersRecord(version=0, voters=[
         Voter(voter_id=v.node_id, voter_directory_id=v.directory_id,
@@ -156,9 +160,8 @@ def write_dynamic_quorum_snapshot(metadata_dir, voters: dict[int, DynamicVoter],
                                   time_ms=None) -> str:
     """The bootstrap snapshot 00000000000000000000-0000000000.checkpoint with kraft.version 1 and the voters."""
     import time
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.messages.k_raft_version_record import KRaftVersionRecord
-    from kafkawire.records.control import ControlRecordType
-    from kafkawire.storage.snapshot import BOOTSTRAP_SNAPSHOT_ID, SnapshotWriter, snapshot_file_name
     directory = os.path.join(metadata_dir, CLUSTER_METADATA_DIR)
     os.makedirs(directory, exist_ok=True)
     remove_stale_part(os.path.join(directory, snapshot_file_name(BOOTSTRAP_SNAPSHOT_ID)))
@@ -182,7 +185,6 @@ _DESCRIPTIONS = {
 
 def _load_meta(directory):
     """(MetaProperties | None, error | None) of a directory (MetaPropertiesEnsemble.Loader)."""
-    from kafkawire.storage.state_files import StateFileError, read_meta_properties
     path = os.path.join(directory, META_PROPERTIES)
     if not os.path.exists(path):
         return None, None
@@ -247,7 +249,6 @@ def _directories_to_format(config, cluster_id: str, ignore_formatted: bool, out)
         first = sorted(formatted)[0]
         raise StorageError(f"Log directory {first} is already formatted. Use --ignore-formatted to ignore this "
                            f"directory and format the others.")
-    from kafkawire.controller.java_order import string_hashmap_order
     for directory in string_hashmap_order(sorted(errors)):      # the Copier's HashSet of them
         print(f"I/O error trying to read log directory {directory}. Ignoring...", file=out)
     if errors and not empty and not formatted:
@@ -259,7 +260,6 @@ def _kafka_write_order(formatted, empty) -> list[str]:
     """The order MetaPropertiesEnsemble.Copier.writeLogDirChanges formats directories in: its
     logDirProps HashMap (a copy of the formatted ones, then the empty ones put in name order),
     whose new entries go through a second HashMap, newOrChanged, that it iterates."""
-    from kafkawire.controller.java_order import copied_capacity, grown_capacity, string_hashmap_order
     formatted = sorted(formatted)
     initial = copied_capacity(len(formatted)) if formatted else 16
     copier = string_hashmap_order(formatted + sorted(empty), grown_capacity(len(formatted) + len(empty), initial))
@@ -271,7 +271,6 @@ def format_storage(config, cluster_id: str, *, mode: str | None, initial_control
                    ignore_formatted: bool = False, out=None, time_ms=None, add_scram: list[str] | None = None) -> None:
     """Kafka's StorageTool.runFormatCommand + Formatter.run. ``mode`` is "standalone",
     "initial-controllers", "no-initial-controllers" or None; ``features``: the --feature levels."""
-    from kafkawire.storage.state_files import MetaProperties, write_meta_properties
     out = out or sys.stdout
     if release_version is not None:
         metadata_version(release_version)        # StorageTool refuses an unknown one before anything else
@@ -371,6 +370,7 @@ def storage_info(config, out=None) -> int:
 def parse_feature_flags(texts: list[str] | None) -> dict[str, int]:
     """StorageTool.featureNamesAndLevels: ``name=level`` each, trimmed, the level a Java short;
     a name given twice keeps its last level."""
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.tools.version_mapping import FEATURES as FEATURE_COMMAND_WORDING, VersionLookupError, parse_name_and_level
     levels: dict[str, int] = {}
     for text in texts or ():
@@ -424,6 +424,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _print_lookup(lines) -> int:
     """Print a version-mapping / feature-dependencies answer line by line; a refusal ends it."""
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.tools.version_mapping import VersionLookupError
     try:
         for line in lines:
@@ -435,8 +436,8 @@ def _print_lookup(lines) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.net.config import ConfigError, load_server_config
-    from kafkawire.storage.state_files import uuid_to_kafka
     from kafkawire.tools import version_mapping
     if args.storage_command == "random-uuid":
         print(uuid_to_kafka(random_uuid()))

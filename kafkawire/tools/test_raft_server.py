@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from .server_start import add_max_api_versions, load_config, serve, setup_logging
 
 COMMAND = "test-raft-server"
 HELP = "run a raft node that appends a synthetic workload while it leads (Kafka's TestRaftServer)"
@@ -23,16 +24,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--record-size", type=int, default=256, help="bytes per record (default 256)")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARN", "ERROR"])
-    from .server_start import add_max_api_versions
     add_max_api_versions(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.net.config import ConfigError
     from kafkawire.net.loop import run as run_loop
     from kafkawire.raft.node.load_generator import LoadGenerator
 
-    from .server_start import load_config, serve, setup_logging
     setup_logging(args.log_level)
     if args.throughput <= 0 or args.record_size <= 0:
         print("test-raft-server: --throughput and --record-size must be positive", file=sys.stderr)
