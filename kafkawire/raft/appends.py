@@ -101,7 +101,7 @@ class LocalAppends(CoreParts):
             entry = voters.node(local.key.id)
             own_entry_stale = entry is not None and voters.is_voter(local.key) and entry != local
             if own_entry_stale or self.control.last_voter_set_offset() == -1:
-                if own_entry_stale:
+                if own_entry_stale and entry is not None:
                     voters = voters.update(VoterNode(entry.key if entry.key.directory_id is not None else local.key,
                                                      local.endpoints, local.min_kraft_version, local.max_kraft_version))
                 records.append((ControlRecordType.KRAFT_VERSION,
