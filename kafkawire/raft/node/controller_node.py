@@ -105,6 +105,22 @@ def controller_client_options(config: ServerConfig) -> dict:
     return options
 
 
+# KafkaRaftManager builds its NetworkClient with these fixed reconnect backoffs, whatever the
+# configuration says: a peer that starts late is retried at least every 0.5 s (+20% jitter).
+RAFT_RECONNECT_BACKOFF_MS = 50
+RAFT_RECONNECT_BACKOFF_MAX_MS = 500
+
+
+def raft_network_client(config: ServerConfig, client_options: dict) -> NetworkClient:
+    """The client for the raft RPCs this node sends, set up as Kafka's raft client is."""
+    return NetworkClient(client_id=f"raft-client-{config.node_id}",
+                         request_timeout_ms=config.controller_quorum_request_timeout_ms,
+                         reconnect_backoff_ms=RAFT_RECONNECT_BACKOFF_MS,
+                         reconnect_backoff_max_ms=RAFT_RECONNECT_BACKOFF_MAX_MS,
+                         max_response_bytes=max(config.socket_request_max_bytes, 8 * 1024 * 1024 + 1024),
+                         **client_options)
+
+
 class ControllerNode:
     def __init__(self, config: ServerConfig, *, state_machine_factory: StateMachineFactory | None = None,
                  fsync: bool = True,
@@ -158,11 +174,7 @@ class ControllerNode:
             raise NodeStartError(str(exc)) from None
         if settings is not None:
             self.authorizer = StandardAuthorizer(settings, self._acls, self._metadata_loaded)
-        client = NetworkClient(client_id=f"raft-client-{c.node_id}",
-                               request_timeout_ms=c.controller_quorum_request_timeout_ms,
-                               reconnect_backoff_ms=max(c.controller_quorum_retry_backoff_ms, 1),
-                               max_response_bytes=max(c.socket_request_max_bytes, 8 * 1024 * 1024 + 1024),
-                               **client_options)
+        client = raft_network_client(c, client_options)
         self.driver = driver = RaftDriver(
             raft_config, store, client,
             snapshot_min_bytes=c.metadata_log_max_record_bytes_between_snapshots,
