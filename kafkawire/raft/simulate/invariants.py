@@ -11,6 +11,7 @@ import hashlib
 from kafkawire.records import ControlRecordType, iter_batches
 
 from kafkawire.raft.states import Leader
+from kafkawire.raft.io import Append
 
 
 class InvariantViolation(AssertionError):
@@ -241,7 +242,6 @@ class Invariants:
     def check_appends(self, node, ops) -> None:
         """Kafka's MockLog: a leader appends batches of exactly its epoch, a follower never one
         above its own; the epoch recorded for a batch is the one in its header."""
-        from kafkawire.raft.io import Append
         epoch = node.core.epoch
         for op in ops:
             if not isinstance(op, Append):

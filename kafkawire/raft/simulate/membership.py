@@ -15,6 +15,7 @@ from kafkawire.raft.io import RequestReceived
 
 from .node import LISTENER, SimNode, address_of
 from .store import MemoryLogStore
+from kafkawire.messages import add_raft_voter_request as add_req, remove_raft_voter_request as rm_req
 
 
 class MembershipChanges:
@@ -37,7 +38,6 @@ class MembershipChanges:
         if leader.core.kraft_version() < 1:
             kinds += ["upgrade"] * 3
         kind = kind or self.rng.choice(kinds)
-        from kafkawire.messages import add_raft_voter_request as add_req, remove_raft_voter_request as rm_req
         if kind == "upgrade":
             return self.admin_request(leader, kraft_version_upgrade_request(), "kraft.version=1")
         if kind == "add":

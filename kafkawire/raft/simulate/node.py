@@ -17,6 +17,8 @@ from kafkawire.raft.io import Ready
 from kafkawire.raft.types import OffsetAndEpoch
 
 from .store import MemoryLogStore
+from kafkawire.messages.k_raft_version_record import KRaftVersionRecord
+from kafkawire.records import RecordBatchBuilder
 
 LISTENER = "CONTROLLER"
 
@@ -68,7 +70,6 @@ class StateMachine:
                                   last_contained_log_timestamp=now_ms, control_records=control_records,
                                   time_ms=lambda: now_ms)
         items = sorted((o, v) for o, v in self.applied.items() if o < snapshot_id.offset)
-        from kafkawire.records import RecordBatchBuilder
         # Each record's key is the log offset it was applied from, so a reloaded state machine
         # can be compared offset by offset with the others.
         for i in range(0, len(items), 500):
@@ -145,7 +146,6 @@ class SimNode:
         version, voters = core.snapshot_control_records(snapshot_id)
         control = []
         if version > 0:
-            from kafkawire.messages.k_raft_version_record import KRaftVersionRecord
             control.append((ControlRecordType.KRAFT_VERSION, encode_value(KRaftVersionRecord(version=0, k_raft_version=version))))
             control.append((ControlRecordType.KRAFT_VOTERS, encode_value(voters)))
         self.store.add_snapshot(snapshot_id, self.machine.snapshot_bytes(snapshot_id, control, now_ms))

@@ -17,6 +17,7 @@ from kafkawire.raft.types import ReplicaKey
 from .kafka_scenarios import KAFKA_SCENARIOS
 from .scenario_kit import _commit_one, _leader, _quiet, _run_until, _voter_ids, expect
 from .world import LISTENER, SimSettings, Simulation, address_of, kraft_version_upgrade_request
+from kafkawire.messages import add_raft_voter_request as add_req
 
 
 def settings_for_seed(seed: int) -> SimSettings:
@@ -401,7 +402,6 @@ def upgrade_kraft_version(seed: int) -> Simulation:
 
 
 def _add_voter_request(node):
-    from kafkawire.messages import add_raft_voter_request as add_req
     host, port = address_of(node.node_id)
     return add_req.AddRaftVoterRequest(cluster_id="simcluster", timeout_ms=10_000, voter_id=node.node_id,
                                        voter_directory_id=node.config.directory_id,

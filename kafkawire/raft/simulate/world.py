@@ -39,6 +39,8 @@ from .faults import FaultInjection
 from .invariants import Invariants, InvariantViolation
 from .membership import MembershipChanges, kraft_version_upgrade_request
 from .node import LISTENER, SimNode, address_of
+from kafkawire.raft.io import OutboundResponse
+from kafkawire.raft.reconfig import api_versions_response
 
 # Where the scenarios and tests/kraft have always found them.
 __all__ = ["LISTENER", "address_of", "kraft_version_upgrade_request", "SimSettings", "Simulation", "run_seed"]
@@ -377,8 +379,6 @@ class Simulation(FaultInjection, MembershipChanges):
         self.log(f"{src}->{target} {type(decoded.body).__name__} v{decoded.api_version} #{decoded.correlation_id}")
         if decoded.api_key == 18:
             # ApiVersions is the network layer's business, not the raft core's.
-            from kafkawire.raft.io import OutboundResponse
-            from kafkawire.raft.reconfig import api_versions_response
             body = api_versions_response(receiver.config.kraft_version_min, receiver.config.kraft_version_max)
             self._send_response(receiver, OutboundResponse(handle, decoded.api_version, body))
             return
