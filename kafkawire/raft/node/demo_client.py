@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+from kafkawire import feature_versions
 from kafkawire.messages.broker_heartbeat_request import BrokerHeartbeatRequest
 from kafkawire.messages.broker_registration_request import BrokerRegistrationRequest, Feature, Listener
 from kafkawire.net.client import NetworkClient
@@ -26,7 +27,12 @@ async def register_broker(address, cluster_id: str, broker_id: int, *, host: str
         request = BrokerRegistrationRequest(
             broker_id=broker_id, cluster_id=cluster_id, incarnation_id=uuid.uuid4(),
             listeners=[Listener(name="PLAINTEXT", host=host, port=port, security_protocol=0)],
-            features=[Feature(name="metadata.version", min_supported_version=7, max_supported_version=metadata_version)],
+            # As a real broker: every production feature it supports, up to its default level at
+            # this metadata.version (the controller refuses a registration that leaves out a
+            # feature finalized above 0).
+            features=[Feature(name="metadata.version", min_supported_version=7, max_supported_version=metadata_version),
+                      *(Feature(name=name, min_supported_version=0, max_supported_version=level)
+                        for name, level in feature_versions.default_levels(metadata_version).items())],
             log_dirs=[uuid.uuid4()])
         while True:
             response = await client.send(address, request)
