@@ -22,10 +22,16 @@ files sees), but a stopped cluster gives one fixed answer to compare.
   replica itself; deduplicating is the query's, and it is honest only because the copies are
   checked identical;
 * read_uncommitted over the same directories adds exactly the aborted records.
+
+A stream (``spark.readStream``, read_committed, from the earliest offsets) over one broker's log
+directory is started before the clients produce; once they are done it has seen each committed
+record exactly once and no aborted one. (A stream reads one replica: the reader refuses a
+topic-partition found in two directories, since its offsets are per topic-partition.)
 """
 from __future__ import annotations
 
 import collections
+import threading
 import time
 
 import pytest
@@ -131,14 +137,63 @@ def spark_records(spark, paths, isolation: str) -> list[tuple]:
              r.ms, r.timestampType) for r in rows]
 
 
+class StreamCollector:
+    """foreachBatch target: (topic, partition, offset, value) by micro-batch id (a re-run batch
+    replaces itself)."""
+
+    def __init__(self):
+        self.batches: dict = {}
+        self.lock = threading.Lock()
+
+    def __call__(self, frame, batch_id):
+        rows = [(r.topic, r.partition, r.offset, bytes(r.value))
+                for r in frame.select("topic", "partition", "offset", "value").collect()]
+        with self.lock:
+            self.batches[batch_id] = rows
+
+    def rows(self) -> list[tuple]:
+        with self.lock:
+            return [r for rows in self.batches.values() for r in rows]
+
+
+def start_stream(spark, log_dir: str, checkpoint, collector):
+    return (spark.readStream.format("kafkawire").option("subscribe", "events,ledger")
+            .option("startingOffsets", "earliest").option("kafka.isolation.level", "read_committed")
+            .load(log_dir).writeStream.foreachBatch(collector).option("checkpointLocation", str(checkpoint))
+            .trigger(processingTime="500 milliseconds").start())
+
+
+def stream_rows(cluster, query, collector, count: int, settle_s: float = 5, timeout_s: float = 120) -> list:
+    """The stream's rows once ``count`` arrived and ``settle_s`` more passed (time for a
+    duplicate or an aborted record to show up)."""
+    def arrived():
+        if query.exception() is not None:
+            raise AssertionError(f"the streaming query failed: {query.exception()}")
+        return len(collector.rows()) >= count
+    cluster.wait_until(arrived, timeout_s, f"{count} rows from the stream", interval_s=0.5)
+    time.sleep(settle_s)
+    return collector.rows()
+
+
 def test_spark_reads_the_brokers_log_dirs_as_the_read_committed_consumer_read_them(kafka_on_kafkawire,
                                                                                      spark_session):  # noqa: F811
     cluster = start_cluster(kafka_on_kafkawire)
     create_topic(cluster, "events", 3, "min.insync.replicas=2")
     create_topic(cluster, "ledger", 2, "min.insync.replicas=2")
-    plain, committed, aborted = produce(cluster)
-    expected = plain + len(committed)
-    consumed = consume_records(cluster, ("events", "ledger"), expected)
+    streamed_dir = cluster.brokers[cluster.broker_ids[0]].data_dir
+    cluster.wait_until(lambda: all((streamed_dir / f"{t}-{p}").is_dir() for t, n in (("events", 3), ("ledger", 2))
+                                   for p in range(n)), 30, f"every partition's directory in {streamed_dir}")
+    collector = StreamCollector()
+    query = start_stream(spark_session, str(streamed_dir), cluster.base_dir / "stream-checkpoint", collector)
+    try:
+        plain, committed, aborted = produce(cluster)
+        expected = plain + len(committed)
+        consumed = consume_records(cluster, ("events", "ledger"), expected)
+        streamed = stream_rows(cluster, query, collector, expected)
+    finally:
+        query.stop()
+    assert collections.Counter(streamed) == collections.Counter(r[:3] + (r[4],) for r in consumed), \
+        f"the stream saw {len(streamed)} rows ({len(set(streamed))} distinct); the consumer read {len(consumed)}"
     assert len(consumed) == expected and len({r[:3] for r in consumed}) == expected, \
         f"the consumer read {len(consumed)} records, expected {expected} distinct"
     assert not {r[4] for r in consumed} & set(aborted), "read_committed consumer saw aborted records"
@@ -171,6 +226,8 @@ def test_spark_reads_the_brokers_log_dirs_as_the_read_committed_consumer_read_th
     assert extra == sorted(aborted), f"read_uncommitted added {len(extra)} records, {len(aborted)} were aborted"
     spark_s = time.monotonic() - began
 
+    print(f"\n[spark stream] started before producing, over broker {cluster.broker_ids[0]}'s log dir: "
+          f"{len(streamed)} rows, each committed record once, no aborted one")
     print(f"\n[spark on kafka brokers] produced: {plain} non-transactional + {len(committed)} committed + "
           f"{len(aborted)} aborted; consumer (read_committed) read {len(consumed)}; Spark read_committed: "
           f"{len(want)} per broker log dir, {len(together)} over the three ({len(copies)} distinct, "
