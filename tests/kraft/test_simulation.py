@@ -59,6 +59,10 @@ def test_seeds_that_once_starved_a_voter_change(seed):
     # Not a defect of the core: the leader-completeness invariant also judged a leader of an
     # epoch older than the commit (node 5 won epoch 1 after epoch 2 committed).
     2002962,
+    # Issue 19's soak (clock drift 10 %): the simulated operator replaced an auto-joining
+    # observer's disk while its AddRaftVoter was in flight; the lone voter then added the dead
+    # directory id and {1, 2} could never elect again (the operator now refuses that).
+    3300082,
 ])
 def test_fresh_seeds_that_once_failed(seed):
     """Replays of fresh seeds (``--events 3000``) that failed: no commit for 20 s, or an

@@ -81,6 +81,13 @@ class MembershipChanges:
             if any(s.node(node.node_id) is not None and not self._keeps_majority(s, lost=node.node_id)
                    for s in (voters, committed)):
                 return
+            # An auto-joining observer's AddRaftVoter, with the directory id it has now, may be
+            # in flight: once the leader appends it, the new set must keep an intact majority
+            # too. (Seed 3300082 replaced observer 2's disk while its AddRaftVoter to the lone
+            # voter 1 travelled; {1, 2} with the dead directory id could never elect again.)
+            if node.config.auto_join and voters.node(node.node_id) is None \
+                    and not self._keeps_majority_with(voters, node.node_id):
+                return
             self.replace_disk(node)
             return
         self.admin_request(leader, body, str(body.voter_id))
@@ -120,6 +127,12 @@ class MembershipChanges:
         intact = sum(1 for v in voters if v.key.id != lost and v.key.id in self.nodes
                      and v.key.directory_id in (None, self.nodes[v.key.id].config.directory_id))
         return intact >= voters.majority_size()
+
+    def _keeps_majority_with(self, voters, joining: int) -> bool:
+        """Whether ``voters`` plus ``joining`` would keep an intact majority without it."""
+        intact = sum(1 for v in voters if v.key.id != joining and v.key.id in self.nodes
+                     and v.key.directory_id in (None, self.nodes[v.key.id].config.directory_id))
+        return intact >= (len(voters) + 1) // 2 + 1
 
     def replace_disk(self, node: SimNode) -> None:
         """The node's disk died: same node id, an empty new directory (new directory id), and
