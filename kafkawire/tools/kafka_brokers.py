@@ -13,6 +13,7 @@ the jars the job stops before starting anything, saying which is missing and how
 """
 from __future__ import annotations
 
+import ctypes
 import glob
 import os
 import shutil
@@ -43,6 +44,18 @@ logger.requestlogger.level = WARN
 _HOW_TO_GET = ("materialise it with `python -m tests.interop.kafka_dist` in a kafkawire checkout (Java 17 and "
                "Maven bring Apache Kafka 4.3.1's jars from Maven Central into .kafka-dist/), or give "
                "--kafka-dist DIR naming a Kafka distribution (its libs/ folder)")
+
+
+
+def _killed_with_parent() -> None:
+    """In the broker JVM's child before exec: SIGKILL it when the job that started it dies (a
+    `kill -9` of the job leaves no broker behind; Linux's PR_SET_PDEATHSIG, elsewhere nothing).
+    SIGKILL, not SIGTERM: a broker's controlled shutdown would wait for controllers that die
+    with the same job."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)     # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass
 
 
 class KafkaDistributionMissing(RuntimeError):
@@ -126,7 +139,7 @@ class KafkaBroker:
         with open(self.log_path, "a") as log:
             self.process = subprocess.Popen(self._java(KAFKA_SERVER, str(self.config_path)), stdout=log,
                                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                            start_new_session=True)
+                                            start_new_session=True, preexec_fn=_killed_with_parent)
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None

@@ -62,3 +62,27 @@ def test_sigterm_stops_the_brokers_and_the_controllers(kafka_libs, tmp_path):
         if proc.poll() is None:
             proc.kill()
 
+
+
+def test_kill_9_of_the_job_leaves_no_broker_or_controller_behind(kafka_libs, tmp_path):
+    """The job cannot clean up after SIGKILL: its children die with it (PR_SET_PDEATHSIG)."""
+    data = tmp_path / "demo"
+    proc = subprocess.Popen(_job(data, 1), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    try:
+        for line in proc.stdout:                 # bounded by the job's own waits (60 s + 120 s)
+            lines.append(line)
+            if "registered and unfenced" in line:
+                break
+        assert _pids_under(data), "".join(lines)
+        proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while _pids_under(data) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _pids_under(data), f"still running after kill -9 of the job: {_pids_under(data)}"
+    finally:
+        for pid in _pids_under(data):
+            subprocess.run(["kill", "-9", str(pid)])
+        if proc.poll() is None:
+            proc.kill()
