@@ -74,9 +74,10 @@ def _reassignments_error(request, exc: ApiError) -> AlterPartitionReassignmentsR
         for t in request.topics])
 
 
-def _elect_leaders_error(request, exc: ApiError) -> ElectLeadersResponse:
-    """ElectLeadersRequest.getErrorResponse: the error at the top and for every partition named."""
-    return ElectLeadersResponse(error_code=exc.code, replica_election_results=[
+def _elect_leaders_error(request, exc: ApiError, api_version: int) -> ElectLeadersResponse:
+    """ElectLeadersRequest.getErrorResponse: the error for every partition named, and at the top
+    from v1 (v0 has no top-level ErrorCode; ElectLeadersResponse sets it for version >= 1 only)."""
+    return ElectLeadersResponse(error_code=exc.code if api_version >= 1 else 0, replica_election_results=[
         ReplicaElectionResult(topic=t.topic, partition_result=[PartitionResult(
             partition_id=p, error_code=exc.code, error_message=exc.message) for p in t.partitions])
         for t in request.topic_partitions or []])
@@ -133,7 +134,7 @@ def handlers(controller) -> dict:
             return await _write(controller, lambda: elect_leaders(
                 controller.state, request, ctx.api_version, controller.static_min_insync_replicas), request.timeout_ms)
         except ApiError as exc:
-            return _elect_leaders_error(request, exc)
+            return _elect_leaders_error(request, exc, ctx.api_version)
 
     return {
         DELETE_TOPICS: ApiHandler(delete, min_version=DELETE_TOPICS_MIN_VERSION),

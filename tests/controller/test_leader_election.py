@@ -40,3 +40,19 @@ def test_a_preferred_election_makes_the_first_replica_the_leader():
             assert (unknown.error_code, results(unknown)) == (
                 Errors.INVALID_REQUEST, [("t", 0, "INVALID_REQUEST", "Unknown election type 5")])
     run(go())
+
+
+def test_a_refusal_encodes_at_every_version_with_the_top_level_error_from_v1():
+    """ElectLeadersRequest.getErrorResponse: v0 has no top-level ErrorCode, so a follower's
+    NOT_CONTROLLER is said per partition only (a top-level one would not encode at v0 and the
+    connection was closed: tests/node/test_every_api_version.py found it)."""
+    from kafkawire.controller.admin_apis import _elect_leaders_error
+    from kafkawire.controller.errors import not_controller
+    from kafkawire.messages.elect_leaders_response import ElectLeadersResponse
+    request = ElectLeadersRequest(topic_partitions=[TopicPartitions(topic="t", partitions=[0, 1])])
+    for version in (0, 1, 2):
+        response = _elect_leaders_error(request, not_controller(2), version)
+        decoded = ElectLeadersResponse.decode(response.encode(version), version)
+        assert decoded.error_code == (int(Errors.NOT_CONTROLLER) if version >= 1 else 0)
+        assert results(decoded) == [("t", p, "NOT_CONTROLLER", "The active controller appears to be node 2.")
+                                    for p in (0, 1)]
