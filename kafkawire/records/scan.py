@@ -26,13 +26,13 @@ from .batch import RecordBatch
 from .compression import DEFAULT_MAX_DECOMPRESSED_SIZE
 from .errors import CorruptRecordError
 from .layout import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC_OFFSET
-from .legacy import LegacyRecordBatch
+from .legacy import RECORD_OVERHEAD_V0, LegacyRecordBatch
 
 __all__ = ["scan_log", "believable_length", "Corruption", "TruncatedTail", "MIN_ENTRY_SIZE",
            "SIZE_BELOW_MINIMUM", "UNKNOWN_MAGIC", "UNREADABLE_BATCH"]
 
-# LegacyRecord.RECORD_OVERHEAD_V0: Java's FileLogInputStream calls any smaller size corrupt.
-MIN_ENTRY_SIZE = 14
+# Java's FileLogInputStream calls any size below the smallest (magic 0) message corrupt.
+MIN_ENTRY_SIZE = RECORD_OVERHEAD_V0
 _OFFSET_AND_SIZE = struct.Struct(">qi")
 
 # The kinds of Corruption.
