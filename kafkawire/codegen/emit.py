@@ -12,8 +12,8 @@ import uuid as uuid_module
 
 from .emit_decode import DecoderEmitter
 from .emit_encode import EncoderEmitter
-from .emit_support import (ARRAY_NAMES, GENERATED_MARKER, Writer, lazy_default, module_name, range_literal,
-                           slot_name)
+from .emit_support import (ARRAY_NAMES, GENERATED_MARKER, Writer, annotation, lazy_default, module_name,
+                           range_literal, slot_name)
 from .model import FieldSpec, MessageSpec, StructSpec
 from .versions import OPEN_END
 
@@ -108,6 +108,8 @@ class ModuleEmitter(DecoderEmitter, EncoderEmitter):
         w.add(f"# From {self.source_name} (sha256 {self.digest}):")
         w.add("# change the schema and run `kafkawire codegen`.")
         w.add(f'"""{spec.name}: {self._summary()}."""')
+        w.add("from __future__ import annotations")
+        w.add("")
         w.add("from struct import Struct as _Struct")
         w.add("from uuid import UUID as _UUID")
         w.add("")
@@ -258,8 +260,9 @@ class ModuleEmitter(DecoderEmitter, EncoderEmitter):
             params = []
             for f in struct.fields:
                 mutable = f.default is not None and f.type.kind in ("array", "struct")
-                params.append(f"{f.py_name}={'_MISSING' if mutable else self.default_expr(f)}")
-            w.add("    def __init__(self, *, " + ", ".join(params) + "):")
+                default = "_MISSING" if mutable else self.default_expr(f)
+                params.append(f"{f.py_name}: {annotation(f)} = {default}")
+            w.add("    def __init__(self, *, " + ", ".join(params) + ") -> None:")
             for f in struct.fields:
                 mutable = f.default is not None and f.type.kind in ("array", "struct")
                 if lazy_default(f):
@@ -269,7 +272,7 @@ class ModuleEmitter(DecoderEmitter, EncoderEmitter):
                 else:
                     w.add(f"        self.{f.py_name} = {f.py_name}")
         else:
-            w.add("    def __init__(self):")
+            w.add("    def __init__(self) -> None:")
         w.add("        self._unknown_tagged_fields = ()")
         for f in struct.fields:
             if lazy_default(f):

@@ -15,6 +15,30 @@ ARRAY_NAMES = {"?": "BOOL", "b": "INT8", "h": "INT16", "H": "UINT16", "i": "INT3
 FIXED_SIZES = {"?": 1, "b": 1, "B": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "d": 8}
 
 
+# The Python type a decoder gives each primitive; a generated constructor's annotations say it.
+PRIMITIVE_ANNOTATIONS = {"bool": "bool", "int8": "int", "int16": "int", "uint16": "int", "int32": "int",
+                         "uint32": "int", "int64": "int", "float64": "float", "uuid": "_UUID", "string": "str",
+                         "bytes": "bytes", "records": "bytes | memoryview"}
+
+
+def annotation(f: FieldSpec) -> str:
+    """The type of a field's value, as a constructor parameter's annotation. A records or
+    zeroCopy bytes field decodes to a slice of the input's memoryview, not to a copy."""
+    kind = f.type.kind
+    if kind == "array":
+        element = f.type.element
+        assert element is not None
+        inner = element.name if element.kind == "struct" else PRIMITIVE_ANNOTATIONS[element.kind]
+        text = f"list[{inner}]"
+    elif kind == "struct":
+        text = f.type.name
+    elif kind == "bytes" and f.zero_copy:
+        text = "bytes | memoryview"
+    else:
+        text = PRIMITIVE_ANNOTATIONS[kind]
+    return text if f.nullable_versions.empty else f"{text} | None"
+
+
 def module_name(spec: MessageSpec) -> str:
     return snake_case(spec.name)
 

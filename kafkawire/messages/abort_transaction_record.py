@@ -2,6 +2,8 @@
 # From schemas/metadata/AbortTransactionRecord.json (sha256 34ae8bb02167fd70f18b6714514c23cf078c4ba18e5a415f41c23d379f9be2dd):
 # change the schema and run `kafkawire codegen`.
 """AbortTransactionRecord: apiKey 25, metadata, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class AbortTransactionRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/metadata/AbortTransactionRecord.json'
 
-    def __init__(self, *, reason=None):
+    def __init__(self, *, reason: str | None = None) -> None:
         self.reason = reason
         self._unknown_tagged_fields = ()
 
@@ -93,13 +95,13 @@ AbortTransactionRecord._ENCODERS = {0: _encode_AbortTransactionRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    48: 'tagged fields of AbortTransactionRecord',
-    54: 'tagged fields of AbortTransactionRecord',
-    57: 'Reason',
+    50: 'tagged fields of AbortTransactionRecord',
+    56: 'tagged fields of AbortTransactionRecord',
     59: 'Reason',
-    72: 'tagged fields of AbortTransactionRecord',
-    73: 'tagged fields of AbortTransactionRecord',
-    82: 'Reason',
+    61: 'Reason',
+    74: 'tagged fields of AbortTransactionRecord',
+    75: 'tagged fields of AbortTransactionRecord',
     84: 'Reason',
-    87: 'tagged fields of AbortTransactionRecord',
+    86: 'Reason',
+    89: 'tagged fields of AbortTransactionRecord',
 }

@@ -2,6 +2,8 @@
 # From schemas/metadata/AccessControlEntryRecord.json (sha256 0c8d6c8e5f324ad79dc02747fcdd15632e44f397baf6101ccf2d421e9bc9bcee):
 # change the schema and run `kafkawire codegen`.
 """AccessControlEntryRecord: apiKey 18, metadata, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -27,7 +29,7 @@ class AccessControlEntryRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/metadata/AccessControlEntryRecord.json'
 
-    def __init__(self, *, id=_ZERO_UUID, resource_type=0, resource_name='', pattern_type=0, principal='', host='', operation=0, permission_type=0):
+    def __init__(self, *, id: _UUID = _ZERO_UUID, resource_type: int = 0, resource_name: str = '', pattern_type: int = 0, principal: str = '', host: str = '', operation: int = 0, permission_type: int = 0) -> None:
         self.id = id
         self.resource_type = resource_type
         self.resource_name = resource_name
@@ -105,21 +107,21 @@ AccessControlEntryRecord._ENCODERS = {0: _encode_AccessControlEntryRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    72: 'Id',
-    73: 'ResourceType',
-    75: 'ResourceName',
-    76: 'PatternType',
-    78: 'Principal',
-    79: 'Host',
-    80: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
-    82: 'tagged fields of AccessControlEntryRecord',
-    83: 'tagged fields of AccessControlEntryRecord',
-    91: 'Id',
-    92: 'ResourceType',
-    93: 'ResourceName',
-    94: 'PatternType',
-    95: 'Principal',
-    96: 'Host',
-    97: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
-    99: 'tagged fields of AccessControlEntryRecord',
+    74: 'Id',
+    75: 'ResourceType',
+    77: 'ResourceName',
+    78: 'PatternType',
+    80: 'Principal',
+    81: 'Host',
+    82: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
+    84: 'tagged fields of AccessControlEntryRecord',
+    85: 'tagged fields of AccessControlEntryRecord',
+    93: 'Id',
+    94: 'ResourceType',
+    95: 'ResourceName',
+    96: 'PatternType',
+    97: 'Principal',
+    98: 'Host',
+    99: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
+    101: 'tagged fields of AccessControlEntryRecord',
 }

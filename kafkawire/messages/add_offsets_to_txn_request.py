@@ -2,6 +2,8 @@
 # From schemas/clients/AddOffsetsToTxnRequest.json (sha256 a929325b2acc8979bdc172337080e9669d7fa40708695d0b867c658ac98bd5d9):
 # change the schema and run `kafkawire codegen`.
 """AddOffsetsToTxnRequest: apiKey 25, request, versions 0-4, flexible 3+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class AddOffsetsToTxnRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/AddOffsetsToTxnRequest.json'
 
-    def __init__(self, *, transactional_id='', producer_id=0, producer_epoch=0, group_id=''):
+    def __init__(self, *, transactional_id: str = '', producer_id: int = 0, producer_epoch: int = 0, group_id: str = '') -> None:
         self.transactional_id = transactional_id
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
@@ -116,28 +118,28 @@ AddOffsetsToTxnRequest._ENCODERS = {0: _encode_AddOffsetsToTxnRequest_v0, 1: _en
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    59: 'TransactionalId',
-    60: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
-    62: 'GroupId',
-    68: 'TransactionalId',
-    69: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
-    70: 'GroupId',
-    72: 'tagged fields of AddOffsetsToTxnRequest',
-    76: 'TransactionalId',
-    77: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
-    78: 'GroupId',
-    80: 'tagged fields of AddOffsetsToTxnRequest',
-    84: 'TransactionalId',
-    85: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
-    86: 'GroupId',
-    88: 'tagged fields of AddOffsetsToTxnRequest',
-    93: 'TransactionalId',
-    94: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
-    96: 'GroupId',
-    97: 'tagged fields of AddOffsetsToTxnRequest',
-    98: 'tagged fields of AddOffsetsToTxnRequest',
-    106: 'TransactionalId',
-    107: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
-    108: 'GroupId',
-    110: 'tagged fields of AddOffsetsToTxnRequest',
+    61: 'TransactionalId',
+    62: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
+    64: 'GroupId',
+    70: 'TransactionalId',
+    71: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
+    72: 'GroupId',
+    74: 'tagged fields of AddOffsetsToTxnRequest',
+    78: 'TransactionalId',
+    79: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
+    80: 'GroupId',
+    82: 'tagged fields of AddOffsetsToTxnRequest',
+    86: 'TransactionalId',
+    87: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
+    88: 'GroupId',
+    90: 'tagged fields of AddOffsetsToTxnRequest',
+    95: 'TransactionalId',
+    96: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
+    98: 'GroupId',
+    99: 'tagged fields of AddOffsetsToTxnRequest',
+    100: 'tagged fields of AddOffsetsToTxnRequest',
+    108: 'TransactionalId',
+    109: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
+    110: 'GroupId',
+    112: 'tagged fields of AddOffsetsToTxnRequest',
 }

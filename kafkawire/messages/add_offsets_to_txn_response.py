@@ -2,6 +2,8 @@
 # From schemas/clients/AddOffsetsToTxnResponse.json (sha256 2fbd8939a24bf30b6308e7894dd9a938411bdd094b7074887541dc8f58439624):
 # change the schema and run `kafkawire codegen`.
 """AddOffsetsToTxnResponse: apiKey 25, response, versions 0-4, flexible 3+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class AddOffsetsToTxnResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/AddOffsetsToTxnResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self._unknown_tagged_fields = ()
@@ -98,16 +100,16 @@ AddOffsetsToTxnResponse._ENCODERS = {0: _encode_AddOffsetsToTxnResponse_v0, 1: _
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    53: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    60: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    62: 'tagged fields of AddOffsetsToTxnResponse',
-    66: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    68: 'tagged fields of AddOffsetsToTxnResponse',
-    72: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    74: 'tagged fields of AddOffsetsToTxnResponse',
-    79: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    81: 'tagged fields of AddOffsetsToTxnResponse',
-    82: 'tagged fields of AddOffsetsToTxnResponse',
-    90: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    92: 'tagged fields of AddOffsetsToTxnResponse',
+    55: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    62: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    64: 'tagged fields of AddOffsetsToTxnResponse',
+    68: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    70: 'tagged fields of AddOffsetsToTxnResponse',
+    74: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    76: 'tagged fields of AddOffsetsToTxnResponse',
+    81: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    83: 'tagged fields of AddOffsetsToTxnResponse',
+    84: 'tagged fields of AddOffsetsToTxnResponse',
+    92: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    94: 'tagged fields of AddOffsetsToTxnResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/AddPartitionsToTxnResponse.json (sha256 4a676b72ca23baa2f7715c2f0bb2d2b2da8a52359aa7a3b124c9c51e13e44620):
 # change the schema and run `kafkawire codegen`.
 """AddPartitionsToTxnResponse: apiKey 24, response, versions 0-5, flexible 3+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class AddPartitionsToTxnPartitionResult(_message.Struct):
     MESSAGE = 'AddPartitionsToTxnResponse'
     FLEXIBLE_VERSIONS = (3, 32767)
 
-    def __init__(self, *, partition_index=0, partition_error_code=0):
+    def __init__(self, *, partition_index: int = 0, partition_error_code: int = 0) -> None:
         self.partition_index = partition_index
         self.partition_error_code = partition_error_code
         self._unknown_tagged_fields = ()
@@ -36,7 +38,7 @@ class AddPartitionsToTxnTopicResult(_message.Struct):
     MESSAGE = 'AddPartitionsToTxnResponse'
     FLEXIBLE_VERSIONS = (3, 32767)
 
-    def __init__(self, *, name='', results_by_partition=_MISSING):
+    def __init__(self, *, name: str = '', results_by_partition: list[AddPartitionsToTxnPartitionResult] = _MISSING) -> None:
         self.name = name
         self.results_by_partition = [] if results_by_partition is _MISSING else results_by_partition
         self._unknown_tagged_fields = ()
@@ -49,7 +51,7 @@ class AddPartitionsToTxnResult(_message.Struct):
     MESSAGE = 'AddPartitionsToTxnResponse'
     FLEXIBLE_VERSIONS = (3, 32767)
 
-    def __init__(self, *, transactional_id='', topic_results=_MISSING):
+    def __init__(self, *, transactional_id: str = '', topic_results: list[AddPartitionsToTxnTopicResult] = _MISSING) -> None:
         self.transactional_id = transactional_id
         self.topic_results = [] if topic_results is _MISSING else topic_results
         self._unknown_tagged_fields = ()
@@ -66,7 +68,7 @@ class AddPartitionsToTxnResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/AddPartitionsToTxnResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, results_by_transaction=_MISSING, results_by_topic_v3_and_below=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, results_by_transaction: list[AddPartitionsToTxnResult] = _MISSING, results_by_topic_v3_and_below: list[AddPartitionsToTxnTopicResult] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.results_by_transaction = [] if results_by_transaction is _MISSING else results_by_transaction
@@ -481,107 +483,107 @@ AddPartitionsToTxnResponse._ENCODERS = {0: _encode_AddPartitionsToTxnResponse_v0
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    141: (('PartitionIndex', 'partition_index', 'i'), ('PartitionErrorCode', 'partition_error_code', 'h')),
-    148: (('PartitionIndex', 'partition_index', 'i'), ('PartitionErrorCode', 'partition_error_code', 'h')),
-    150: 'tagged fields of AddPartitionsToTxnPartitionResult',
-    154: (('PartitionIndex', 'partition_index', 'i'), ('PartitionErrorCode', 'partition_error_code', 'h')),
-    156: 'tagged fields of AddPartitionsToTxnPartitionResult',
-    160: (('PartitionIndex', 'partition_index', 'i'), ('PartitionErrorCode', 'partition_error_code', 'h')),
-    162: 'tagged fields of AddPartitionsToTxnPartitionResult',
-    167: (('PartitionIndex', 'partition_index', 'i'), ('PartitionErrorCode', 'partition_error_code', 'h')),
-    169: 'tagged fields of AddPartitionsToTxnPartitionResult',
-    170: 'tagged fields of AddPartitionsToTxnPartitionResult',
-    178: (('PartitionIndex', 'partition_index', 'i'), ('PartitionErrorCode', 'partition_error_code', 'h')),
-    180: 'tagged fields of AddPartitionsToTxnPartitionResult',
-    187: 'Name',
-    188: 'ResultsByPartition',
-    195: 'ResultsByPartition',
-    203: 'Name',
-    205: 'ResultsByPartition',
+    143: (('PartitionIndex', 'partition_index', 'i'), ('PartitionErrorCode', 'partition_error_code', 'h')),
+    150: (('PartitionIndex', 'partition_index', 'i'), ('PartitionErrorCode', 'partition_error_code', 'h')),
+    152: 'tagged fields of AddPartitionsToTxnPartitionResult',
+    156: (('PartitionIndex', 'partition_index', 'i'), ('PartitionErrorCode', 'partition_error_code', 'h')),
+    158: 'tagged fields of AddPartitionsToTxnPartitionResult',
+    162: (('PartitionIndex', 'partition_index', 'i'), ('PartitionErrorCode', 'partition_error_code', 'h')),
+    164: 'tagged fields of AddPartitionsToTxnPartitionResult',
+    169: (('PartitionIndex', 'partition_index', 'i'), ('PartitionErrorCode', 'partition_error_code', 'h')),
+    171: 'tagged fields of AddPartitionsToTxnPartitionResult',
+    172: 'tagged fields of AddPartitionsToTxnPartitionResult',
+    180: (('PartitionIndex', 'partition_index', 'i'), ('PartitionErrorCode', 'partition_error_code', 'h')),
+    182: 'tagged fields of AddPartitionsToTxnPartitionResult',
+    189: 'Name',
+    190: 'ResultsByPartition',
+    197: 'ResultsByPartition',
+    205: 'Name',
     207: 'ResultsByPartition',
-    209: 'tagged fields of AddPartitionsToTxnTopicResult',
-    213: 'Name',
-    215: 'ResultsByPartition',
+    209: 'ResultsByPartition',
+    211: 'tagged fields of AddPartitionsToTxnTopicResult',
+    215: 'Name',
     217: 'ResultsByPartition',
-    219: 'tagged fields of AddPartitionsToTxnTopicResult',
-    223: 'Name',
-    225: 'ResultsByPartition',
+    219: 'ResultsByPartition',
+    221: 'tagged fields of AddPartitionsToTxnTopicResult',
+    225: 'Name',
     227: 'ResultsByPartition',
-    229: 'tagged fields of AddPartitionsToTxnTopicResult',
-    234: 'Name',
-    235: 'ResultsByPartition',
-    239: 'ResultsByPartition',
-    246: 'ResultsByPartition',
-    249: 'tagged fields of AddPartitionsToTxnTopicResult',
-    250: 'tagged fields of AddPartitionsToTxnTopicResult',
-    258: 'Name',
-    260: 'ResultsByPartition',
-    263: 'ResultsByPartition',
+    229: 'ResultsByPartition',
+    231: 'tagged fields of AddPartitionsToTxnTopicResult',
+    236: 'Name',
+    237: 'ResultsByPartition',
+    241: 'ResultsByPartition',
+    248: 'ResultsByPartition',
+    251: 'tagged fields of AddPartitionsToTxnTopicResult',
+    252: 'tagged fields of AddPartitionsToTxnTopicResult',
+    260: 'Name',
+    262: 'ResultsByPartition',
     265: 'ResultsByPartition',
-    267: 'tagged fields of AddPartitionsToTxnTopicResult',
-    274: 'TransactionalId',
-    275: 'TopicResults',
-    279: 'TopicResults',
-    286: 'TopicResults',
-    289: 'tagged fields of AddPartitionsToTxnResult',
-    290: 'tagged fields of AddPartitionsToTxnResult',
-    298: 'TransactionalId',
-    300: 'TopicResults',
-    303: 'TopicResults',
+    267: 'ResultsByPartition',
+    269: 'tagged fields of AddPartitionsToTxnTopicResult',
+    276: 'TransactionalId',
+    277: 'TopicResults',
+    281: 'TopicResults',
+    288: 'TopicResults',
+    291: 'tagged fields of AddPartitionsToTxnResult',
+    292: 'tagged fields of AddPartitionsToTxnResult',
+    300: 'TransactionalId',
+    302: 'TopicResults',
     305: 'TopicResults',
-    307: 'tagged fields of AddPartitionsToTxnResult',
-    314: 'ThrottleTimeMs',
-    316: 'ResultsByTopicV3AndBelow',
-    323: 'ResultsByTopicV3AndBelow',
-    333: 'ResultsByTransaction',
-    334: 'ResultsByTransaction',
-    335: 'ThrottleTimeMs',
-    337: 'ResultsByTopicV3AndBelow',
+    307: 'TopicResults',
+    309: 'tagged fields of AddPartitionsToTxnResult',
+    316: 'ThrottleTimeMs',
+    318: 'ResultsByTopicV3AndBelow',
+    325: 'ResultsByTopicV3AndBelow',
+    335: 'ResultsByTransaction',
+    336: 'ResultsByTransaction',
+    337: 'ThrottleTimeMs',
     339: 'ResultsByTopicV3AndBelow',
-    341: 'tagged fields of AddPartitionsToTxnResponse',
-    345: 'ResultsByTransaction',
-    346: 'ResultsByTransaction',
-    347: 'ThrottleTimeMs',
-    349: 'ResultsByTopicV3AndBelow',
+    341: 'ResultsByTopicV3AndBelow',
+    343: 'tagged fields of AddPartitionsToTxnResponse',
+    347: 'ResultsByTransaction',
+    348: 'ResultsByTransaction',
+    349: 'ThrottleTimeMs',
     351: 'ResultsByTopicV3AndBelow',
-    353: 'tagged fields of AddPartitionsToTxnResponse',
-    357: 'ResultsByTransaction',
-    358: 'ResultsByTransaction',
-    359: 'ThrottleTimeMs',
-    361: 'ResultsByTopicV3AndBelow',
+    353: 'ResultsByTopicV3AndBelow',
+    355: 'tagged fields of AddPartitionsToTxnResponse',
+    359: 'ResultsByTransaction',
+    360: 'ResultsByTransaction',
+    361: 'ThrottleTimeMs',
     363: 'ResultsByTopicV3AndBelow',
-    365: 'tagged fields of AddPartitionsToTxnResponse',
-    370: 'ThrottleTimeMs',
-    372: 'ResultsByTopicV3AndBelow',
-    376: 'ResultsByTopicV3AndBelow',
-    383: 'ResultsByTopicV3AndBelow',
-    388: 'tagged fields of AddPartitionsToTxnResponse',
-    389: 'tagged fields of AddPartitionsToTxnResponse',
-    397: 'ResultsByTransaction',
-    398: 'ResultsByTransaction',
-    399: 'ThrottleTimeMs',
-    401: 'ResultsByTopicV3AndBelow',
-    404: 'ResultsByTopicV3AndBelow',
+    365: 'ResultsByTopicV3AndBelow',
+    367: 'tagged fields of AddPartitionsToTxnResponse',
+    372: 'ThrottleTimeMs',
+    374: 'ResultsByTopicV3AndBelow',
+    378: 'ResultsByTopicV3AndBelow',
+    385: 'ResultsByTopicV3AndBelow',
+    390: 'tagged fields of AddPartitionsToTxnResponse',
+    391: 'tagged fields of AddPartitionsToTxnResponse',
+    399: 'ResultsByTransaction',
+    400: 'ResultsByTransaction',
+    401: 'ThrottleTimeMs',
+    403: 'ResultsByTopicV3AndBelow',
     406: 'ResultsByTopicV3AndBelow',
-    408: 'tagged fields of AddPartitionsToTxnResponse',
-    415: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    417: 'ResultsByTransaction',
-    421: 'ResultsByTransaction',
-    428: 'ResultsByTransaction',
-    432: 'tagged fields of AddPartitionsToTxnResponse',
-    433: 'tagged fields of AddPartitionsToTxnResponse',
-    441: 'ResultsByTopicV3AndBelow',
-    442: 'ResultsByTopicV3AndBelow',
-    443: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    445: 'ResultsByTransaction',
-    448: 'ResultsByTransaction',
+    408: 'ResultsByTopicV3AndBelow',
+    410: 'tagged fields of AddPartitionsToTxnResponse',
+    417: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    419: 'ResultsByTransaction',
+    423: 'ResultsByTransaction',
+    430: 'ResultsByTransaction',
+    434: 'tagged fields of AddPartitionsToTxnResponse',
+    435: 'tagged fields of AddPartitionsToTxnResponse',
+    443: 'ResultsByTopicV3AndBelow',
+    444: 'ResultsByTopicV3AndBelow',
+    445: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    447: 'ResultsByTransaction',
     450: 'ResultsByTransaction',
-    452: 'tagged fields of AddPartitionsToTxnResponse',
-    458: 'ResultsByTopicV3AndBelow',
-    459: 'ResultsByTopicV3AndBelow',
-    460: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    462: 'ResultsByTransaction',
-    465: 'ResultsByTransaction',
+    452: 'ResultsByTransaction',
+    454: 'tagged fields of AddPartitionsToTxnResponse',
+    460: 'ResultsByTopicV3AndBelow',
+    461: 'ResultsByTopicV3AndBelow',
+    462: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    464: 'ResultsByTransaction',
     467: 'ResultsByTransaction',
-    469: 'tagged fields of AddPartitionsToTxnResponse',
+    469: 'ResultsByTransaction',
+    471: 'tagged fields of AddPartitionsToTxnResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/AddRaftVoterRequest.json (sha256 ce8206c6e2c6ad23e28881faa10f4aa988976658d0d65c548bdfef95e9cd6122):
 # change the schema and run `kafkawire codegen`.
 """AddRaftVoterRequest: apiKey 80, request, versions 0-1, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class Listener(_message.Struct):
     MESSAGE = 'AddRaftVoterRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, name='', host='', port=0):
+    def __init__(self, *, name: str = '', host: str = '', port: int = 0) -> None:
         self.name = name
         self.host = host
         self.port = port
@@ -43,7 +45,7 @@ class AddRaftVoterRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/AddRaftVoterRequest.json'
 
-    def __init__(self, *, cluster_id='', timeout_ms=0, voter_id=0, voter_directory_id=_ZERO_UUID, listeners=_MISSING, ack_when_committed=True):
+    def __init__(self, *, cluster_id: str | None = '', timeout_ms: int = 0, voter_id: int = 0, voter_directory_id: _UUID = _ZERO_UUID, listeners: list[Listener] = _MISSING, ack_when_committed: bool = True) -> None:
         self.cluster_id = cluster_id
         self.timeout_ms = timeout_ms
         self.voter_id = voter_id
@@ -225,48 +227,48 @@ AddRaftVoterRequest._ENCODERS = {0: _encode_AddRaftVoterRequest_v0, 1: _encode_A
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    98: 'Name',
-    99: 'Host',
-    100: 'Port',
-    102: 'tagged fields of Listener',
-    103: 'tagged fields of Listener',
-    111: 'Name',
-    112: 'Host',
-    113: 'Port',
-    115: 'tagged fields of Listener',
-    122: 'ClusterId',
-    123: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
-    125: 'VoterDirectoryId',
-    126: 'Listeners',
-    130: 'Listeners',
-    137: 'Listeners',
-    141: 'tagged fields of AddRaftVoterRequest',
-    142: 'tagged fields of AddRaftVoterRequest',
-    150: 'AckWhenCommitted',
-    151: 'AckWhenCommitted',
-    152: 'ClusterId',
-    153: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
-    154: 'VoterDirectoryId',
-    156: 'Listeners',
-    159: 'Listeners',
+    100: 'Name',
+    101: 'Host',
+    102: 'Port',
+    104: 'tagged fields of Listener',
+    105: 'tagged fields of Listener',
+    113: 'Name',
+    114: 'Host',
+    115: 'Port',
+    117: 'tagged fields of Listener',
+    124: 'ClusterId',
+    125: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
+    127: 'VoterDirectoryId',
+    128: 'Listeners',
+    132: 'Listeners',
+    139: 'Listeners',
+    143: 'tagged fields of AddRaftVoterRequest',
+    144: 'tagged fields of AddRaftVoterRequest',
+    152: 'AckWhenCommitted',
+    153: 'AckWhenCommitted',
+    154: 'ClusterId',
+    155: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
+    156: 'VoterDirectoryId',
+    158: 'Listeners',
     161: 'Listeners',
-    163: 'tagged fields of AddRaftVoterRequest',
-    170: 'ClusterId',
-    171: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
-    173: 'VoterDirectoryId',
-    174: (('Listeners', None, 'B'), ('AckWhenCommitted', 'ack_when_committed', '?')),
-    180: 'Listeners',
-    184: 'Listeners',
-    191: 'Listeners',
-    194: 'AckWhenCommitted',
-    196: 'tagged fields of AddRaftVoterRequest',
-    197: 'tagged fields of AddRaftVoterRequest',
-    205: 'ClusterId',
-    206: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
-    207: 'VoterDirectoryId',
-    209: 'Listeners',
-    212: 'Listeners',
+    163: 'Listeners',
+    165: 'tagged fields of AddRaftVoterRequest',
+    172: 'ClusterId',
+    173: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
+    175: 'VoterDirectoryId',
+    176: (('Listeners', None, 'B'), ('AckWhenCommitted', 'ack_when_committed', '?')),
+    182: 'Listeners',
+    186: 'Listeners',
+    193: 'Listeners',
+    196: 'AckWhenCommitted',
+    198: 'tagged fields of AddRaftVoterRequest',
+    199: 'tagged fields of AddRaftVoterRequest',
+    207: 'ClusterId',
+    208: (('TimeoutMs', 'timeout_ms', 'i'), ('VoterId', 'voter_id', 'i')),
+    209: 'VoterDirectoryId',
+    211: 'Listeners',
     214: 'Listeners',
-    215: 'AckWhenCommitted',
-    217: 'tagged fields of AddRaftVoterRequest',
+    216: 'Listeners',
+    217: 'AckWhenCommitted',
+    219: 'tagged fields of AddRaftVoterRequest',
 }

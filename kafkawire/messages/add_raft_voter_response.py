@@ -2,6 +2,8 @@
 # From schemas/clients/AddRaftVoterResponse.json (sha256 441d9abcfc2ecf78e207f371facdf73d243fab34f3acc8aabe24f762df2c0dc3):
 # change the schema and run `kafkawire codegen`.
 """AddRaftVoterResponse: apiKey 80, response, versions 0-1, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class AddRaftVoterResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/AddRaftVoterResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message=''):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '') -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -77,11 +79,11 @@ AddRaftVoterResponse._ENCODERS = {0: _encode_AddRaftVoterResponse_v0, 1: _encode
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    56: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    58: 'ErrorMessage',
-    59: 'tagged fields of AddRaftVoterResponse',
-    60: 'tagged fields of AddRaftVoterResponse',
-    68: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    69: 'ErrorMessage',
-    71: 'tagged fields of AddRaftVoterResponse',
+    58: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    60: 'ErrorMessage',
+    61: 'tagged fields of AddRaftVoterResponse',
+    62: 'tagged fields of AddRaftVoterResponse',
+    70: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    71: 'ErrorMessage',
+    73: 'tagged fields of AddRaftVoterResponse',
 }

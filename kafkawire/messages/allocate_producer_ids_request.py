@@ -2,6 +2,8 @@
 # From schemas/clients/AllocateProducerIdsRequest.json (sha256 419ca5b92e098af0a04abef78ed59e774ff186f4e092a2a22a9456c187fddeaa):
 # change the schema and run `kafkawire codegen`.
 """AllocateProducerIdsRequest: apiKey 67, request, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class AllocateProducerIdsRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/AllocateProducerIdsRequest.json'
 
-    def __init__(self, *, broker_id=0, broker_epoch=-1):
+    def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self._unknown_tagged_fields = ()
@@ -72,9 +74,9 @@ AllocateProducerIdsRequest._ENCODERS = {0: _encode_AllocateProducerIdsRequest_v0
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    53: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    55: 'tagged fields of AllocateProducerIdsRequest',
-    56: 'tagged fields of AllocateProducerIdsRequest',
-    64: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    66: 'tagged fields of AllocateProducerIdsRequest',
+    55: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    57: 'tagged fields of AllocateProducerIdsRequest',
+    58: 'tagged fields of AllocateProducerIdsRequest',
+    66: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    68: 'tagged fields of AllocateProducerIdsRequest',
 }

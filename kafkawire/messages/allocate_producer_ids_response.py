@@ -2,6 +2,8 @@
 # From schemas/clients/AllocateProducerIdsResponse.json (sha256 3d2bf2702586a5264be82bd6e981e6a745e772a2a2065d11fad27b309288cace):
 # change the schema and run `kafkawire codegen`.
 """AllocateProducerIdsResponse: apiKey 67, response, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class AllocateProducerIdsResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/AllocateProducerIdsResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, producer_id_start=0, producer_id_len=0):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, producer_id_start: int = 0, producer_id_len: int = 0) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.producer_id_start = producer_id_start
@@ -78,9 +80,9 @@ AllocateProducerIdsResponse._ENCODERS = {0: _encode_AllocateProducerIdsResponse_
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    59: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerIdStart', 'producer_id_start', 'q'), ('ProducerIdLen', 'producer_id_len', 'i')),
-    61: 'tagged fields of AllocateProducerIdsResponse',
-    62: 'tagged fields of AllocateProducerIdsResponse',
-    70: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerIdStart', 'producer_id_start', 'q'), ('ProducerIdLen', 'producer_id_len', 'i')),
-    72: 'tagged fields of AllocateProducerIdsResponse',
+    61: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerIdStart', 'producer_id_start', 'q'), ('ProducerIdLen', 'producer_id_len', 'i')),
+    63: 'tagged fields of AllocateProducerIdsResponse',
+    64: 'tagged fields of AllocateProducerIdsResponse',
+    72: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerIdStart', 'producer_id_start', 'q'), ('ProducerIdLen', 'producer_id_len', 'i')),
+    74: 'tagged fields of AllocateProducerIdsResponse',
 }

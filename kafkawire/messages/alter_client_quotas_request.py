@@ -2,6 +2,8 @@
 # From schemas/clients/AlterClientQuotasRequest.json (sha256 63cdb0a3413d4278382139df143ea6f36551b4961d1a50a663f8681f85f6a5fd):
 # change the schema and run `kafkawire codegen`.
 """AlterClientQuotasRequest: apiKey 49, request, versions 0-1, flexible 1+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class EntityData(_message.Struct):
     MESSAGE = 'AlterClientQuotasRequest'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, entity_type='', entity_name=''):
+    def __init__(self, *, entity_type: str = '', entity_name: str | None = '') -> None:
         self.entity_type = entity_type
         self.entity_name = entity_name
         self._unknown_tagged_fields = ()
@@ -38,7 +40,7 @@ class OpData(_message.Struct):
     MESSAGE = 'AlterClientQuotasRequest'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, key='', value=0.0, remove=False):
+    def __init__(self, *, key: str = '', value: float = 0.0, remove: bool = False) -> None:
         self.key = key
         self.value = value
         self.remove = remove
@@ -52,7 +54,7 @@ class EntryData(_message.Struct):
     MESSAGE = 'AlterClientQuotasRequest'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, entity=_MISSING, ops=_MISSING):
+    def __init__(self, *, entity: list[EntityData] = _MISSING, ops: list[OpData] = _MISSING) -> None:
         self.entity = [] if entity is _MISSING else entity
         self.ops = [] if ops is _MISSING else ops
         self._unknown_tagged_fields = ()
@@ -69,7 +71,7 @@ class AlterClientQuotasRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/AlterClientQuotasRequest.json'
 
-    def __init__(self, *, entries=_MISSING, validate_only=False):
+    def __init__(self, *, entries: list[EntryData] = _MISSING, validate_only: bool = False) -> None:
         self.entries = [] if entries is _MISSING else entries
         self.validate_only = validate_only
         self._unknown_tagged_fields = ()
@@ -398,72 +400,72 @@ AlterClientQuotasRequest._ENCODERS = {0: _encode_AlterClientQuotasRequest_v0, 1:
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    140: 'EntityType',
-    141: 'EntityName',
-    147: 'EntityType',
-    148: 'EntityName',
-    150: 'tagged fields of EntityData',
-    155: 'EntityType',
-    156: 'EntityName',
-    157: 'tagged fields of EntityData',
-    158: 'tagged fields of EntityData',
-    166: 'EntityType',
-    167: 'EntityName',
-    169: 'tagged fields of EntityData',
-    176: 'Key',
-    177: (('Value', 'value', 'd'), ('Remove', 'remove', '?')),
-    184: 'Key',
-    185: (('Value', 'value', 'd'), ('Remove', 'remove', '?')),
-    187: 'tagged fields of OpData',
-    192: 'Key',
-    193: (('Value', 'value', 'd'), ('Remove', 'remove', '?')),
-    195: 'tagged fields of OpData',
-    196: 'tagged fields of OpData',
-    204: 'Key',
-    205: (('Value', 'value', 'd'), ('Remove', 'remove', '?')),
-    207: 'tagged fields of OpData',
-    214: 'Entity',
-    221: 'Entity',
-    224: 'Ops',
-    231: 'Ops',
-    240: 'Entity',
+    142: 'EntityType',
+    143: 'EntityName',
+    149: 'EntityType',
+    150: 'EntityName',
+    152: 'tagged fields of EntityData',
+    157: 'EntityType',
+    158: 'EntityName',
+    159: 'tagged fields of EntityData',
+    160: 'tagged fields of EntityData',
+    168: 'EntityType',
+    169: 'EntityName',
+    171: 'tagged fields of EntityData',
+    178: 'Key',
+    179: (('Value', 'value', 'd'), ('Remove', 'remove', '?')),
+    186: 'Key',
+    187: (('Value', 'value', 'd'), ('Remove', 'remove', '?')),
+    189: 'tagged fields of OpData',
+    194: 'Key',
+    195: (('Value', 'value', 'd'), ('Remove', 'remove', '?')),
+    197: 'tagged fields of OpData',
+    198: 'tagged fields of OpData',
+    206: 'Key',
+    207: (('Value', 'value', 'd'), ('Remove', 'remove', '?')),
+    209: 'tagged fields of OpData',
+    216: 'Entity',
+    223: 'Entity',
+    226: 'Ops',
+    233: 'Ops',
     242: 'Entity',
-    244: 'Ops',
+    244: 'Entity',
     246: 'Ops',
-    248: 'tagged fields of EntryData',
-    253: 'Entity',
-    257: 'Entity',
-    264: 'Entity',
-    267: 'Ops',
-    271: 'Ops',
-    278: 'Ops',
-    281: 'tagged fields of EntryData',
-    282: 'tagged fields of EntryData',
-    291: 'Entity',
-    294: 'Entity',
+    248: 'Ops',
+    250: 'tagged fields of EntryData',
+    255: 'Entity',
+    259: 'Entity',
+    266: 'Entity',
+    269: 'Ops',
+    273: 'Ops',
+    280: 'Ops',
+    283: 'tagged fields of EntryData',
+    284: 'tagged fields of EntryData',
+    293: 'Entity',
     296: 'Entity',
-    298: 'Ops',
-    301: 'Ops',
+    298: 'Entity',
+    300: 'Ops',
     303: 'Ops',
-    305: 'tagged fields of EntryData',
-    312: (('Entries', None, 'i'), ('ValidateOnly', 'validate_only', '?')),
-    318: 'Entries',
-    325: 'Entries',
-    328: 'ValidateOnly',
-    336: 'Entries',
+    305: 'Ops',
+    307: 'tagged fields of EntryData',
+    314: (('Entries', None, 'i'), ('ValidateOnly', 'validate_only', '?')),
+    320: 'Entries',
+    327: 'Entries',
+    330: 'ValidateOnly',
     338: 'Entries',
-    339: 'ValidateOnly',
-    341: 'tagged fields of AlterClientQuotasRequest',
-    346: (('Entries', None, 'B'), ('ValidateOnly', 'validate_only', '?')),
-    352: 'Entries',
-    356: 'Entries',
-    363: 'Entries',
-    366: 'ValidateOnly',
-    368: 'tagged fields of AlterClientQuotasRequest',
-    369: 'tagged fields of AlterClientQuotasRequest',
-    378: 'Entries',
-    381: 'Entries',
+    340: 'Entries',
+    341: 'ValidateOnly',
+    343: 'tagged fields of AlterClientQuotasRequest',
+    348: (('Entries', None, 'B'), ('ValidateOnly', 'validate_only', '?')),
+    354: 'Entries',
+    358: 'Entries',
+    365: 'Entries',
+    368: 'ValidateOnly',
+    370: 'tagged fields of AlterClientQuotasRequest',
+    371: 'tagged fields of AlterClientQuotasRequest',
+    380: 'Entries',
     383: 'Entries',
-    384: 'ValidateOnly',
-    386: 'tagged fields of AlterClientQuotasRequest',
+    385: 'Entries',
+    386: 'ValidateOnly',
+    388: 'tagged fields of AlterClientQuotasRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/AlterClientQuotasResponse.json (sha256 11a4f60f5b6f4d84d49017d80f3dce8a08fe55215126a1a61cbe02a42e79eb4a):
 # change the schema and run `kafkawire codegen`.
 """AlterClientQuotasResponse: apiKey 49, response, versions 0-1, flexible 1+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class EntityData(_message.Struct):
     MESSAGE = 'AlterClientQuotasResponse'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, entity_type='', entity_name=''):
+    def __init__(self, *, entity_type: str = '', entity_name: str | None = '') -> None:
         self.entity_type = entity_type
         self.entity_name = entity_name
         self._unknown_tagged_fields = ()
@@ -36,7 +38,7 @@ class EntryData(_message.Struct):
     MESSAGE = 'AlterClientQuotasResponse'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, error_code=0, error_message='', entity=_MISSING):
+    def __init__(self, *, error_code: int = 0, error_message: str | None = '', entity: list[EntityData] = _MISSING) -> None:
         self.error_code = error_code
         self.error_message = error_message
         self.entity = [] if entity is _MISSING else entity
@@ -54,7 +56,7 @@ class AlterClientQuotasResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/AlterClientQuotasResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, entries=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, entries: list[EntryData] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.entries = [] if entries is _MISSING else entries
         self._unknown_tagged_fields = ()
@@ -292,56 +294,56 @@ AlterClientQuotasResponse._ENCODERS = {0: _encode_AlterClientQuotasResponse_v0, 
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    111: 'EntityType',
-    112: 'EntityName',
-    118: 'EntityType',
-    119: 'EntityName',
-    121: 'tagged fields of EntityData',
-    126: 'EntityType',
-    127: 'EntityName',
-    128: 'tagged fields of EntityData',
-    129: 'tagged fields of EntityData',
-    137: 'EntityType',
-    138: 'EntityName',
-    140: 'tagged fields of EntityData',
-    147: 'ErrorCode',
-    149: 'ErrorMessage',
-    150: 'Entity',
-    157: 'Entity',
-    165: 'ErrorCode',
-    166: 'ErrorMessage',
-    168: 'Entity',
+    113: 'EntityType',
+    114: 'EntityName',
+    120: 'EntityType',
+    121: 'EntityName',
+    123: 'tagged fields of EntityData',
+    128: 'EntityType',
+    129: 'EntityName',
+    130: 'tagged fields of EntityData',
+    131: 'tagged fields of EntityData',
+    139: 'EntityType',
+    140: 'EntityName',
+    142: 'tagged fields of EntityData',
+    149: 'ErrorCode',
+    151: 'ErrorMessage',
+    152: 'Entity',
+    159: 'Entity',
+    167: 'ErrorCode',
+    168: 'ErrorMessage',
     170: 'Entity',
-    172: 'tagged fields of EntryData',
-    177: 'ErrorCode',
-    179: 'ErrorMessage',
-    180: 'Entity',
-    184: 'Entity',
-    191: 'Entity',
-    194: 'tagged fields of EntryData',
-    195: 'tagged fields of EntryData',
-    203: 'ErrorCode',
-    204: 'ErrorMessage',
-    206: 'Entity',
-    209: 'Entity',
+    172: 'Entity',
+    174: 'tagged fields of EntryData',
+    179: 'ErrorCode',
+    181: 'ErrorMessage',
+    182: 'Entity',
+    186: 'Entity',
+    193: 'Entity',
+    196: 'tagged fields of EntryData',
+    197: 'tagged fields of EntryData',
+    205: 'ErrorCode',
+    206: 'ErrorMessage',
+    208: 'Entity',
     211: 'Entity',
-    213: 'tagged fields of EntryData',
-    220: 'ThrottleTimeMs',
-    222: 'Entries',
-    229: 'Entries',
-    237: 'ThrottleTimeMs',
-    239: 'Entries',
+    213: 'Entity',
+    215: 'tagged fields of EntryData',
+    222: 'ThrottleTimeMs',
+    224: 'Entries',
+    231: 'Entries',
+    239: 'ThrottleTimeMs',
     241: 'Entries',
-    243: 'tagged fields of AlterClientQuotasResponse',
-    248: 'ThrottleTimeMs',
-    250: 'Entries',
-    254: 'Entries',
-    261: 'Entries',
-    264: 'tagged fields of AlterClientQuotasResponse',
-    265: 'tagged fields of AlterClientQuotasResponse',
-    273: 'ThrottleTimeMs',
-    275: 'Entries',
-    278: 'Entries',
+    243: 'Entries',
+    245: 'tagged fields of AlterClientQuotasResponse',
+    250: 'ThrottleTimeMs',
+    252: 'Entries',
+    256: 'Entries',
+    263: 'Entries',
+    266: 'tagged fields of AlterClientQuotasResponse',
+    267: 'tagged fields of AlterClientQuotasResponse',
+    275: 'ThrottleTimeMs',
+    277: 'Entries',
     280: 'Entries',
-    282: 'tagged fields of AlterClientQuotasResponse',
+    282: 'Entries',
+    284: 'tagged fields of AlterClientQuotasResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/AlterConfigsRequest.json (sha256 08242f9391455eac28417534cb092c4b6dbf12ce703a0f33ceee5dd9b43aa44d):
 # change the schema and run `kafkawire codegen`.
 """AlterConfigsRequest: apiKey 33, request, versions 0-2, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class AlterableConfig(_message.Struct):
     MESSAGE = 'AlterConfigsRequest'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, name='', value=''):
+    def __init__(self, *, name: str = '', value: str | None = '') -> None:
         self.name = name
         self.value = value
         self._unknown_tagged_fields = ()
@@ -38,7 +40,7 @@ class AlterConfigsResource(_message.Struct):
     MESSAGE = 'AlterConfigsRequest'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, resource_type=0, resource_name='', configs=_MISSING):
+    def __init__(self, *, resource_type: int = 0, resource_name: str = '', configs: list[AlterableConfig] = _MISSING) -> None:
         self.resource_type = resource_type
         self.resource_name = resource_name
         self.configs = [] if configs is _MISSING else configs
@@ -56,7 +58,7 @@ class AlterConfigsRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/AlterConfigsRequest.json'
 
-    def __init__(self, *, resources=_MISSING, validate_only=False):
+    def __init__(self, *, resources: list[AlterConfigsResource] = _MISSING, validate_only: bool = False) -> None:
         self.resources = [] if resources is _MISSING else resources
         self.validate_only = validate_only
         self._unknown_tagged_fields = ()
@@ -334,70 +336,70 @@ AlterConfigsRequest._ENCODERS = {0: _encode_AlterConfigsRequest_v0, 1: _encode_A
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    113: 'Name',
-    114: 'Value',
-    120: 'Name',
-    121: 'Value',
-    123: 'tagged fields of AlterableConfig',
-    127: 'Name',
-    128: 'Value',
-    130: 'tagged fields of AlterableConfig',
-    135: 'Name',
-    136: 'Value',
-    137: 'tagged fields of AlterableConfig',
-    138: 'tagged fields of AlterableConfig',
-    146: 'Name',
-    147: 'Value',
-    149: 'tagged fields of AlterableConfig',
-    156: 'ResourceType',
-    158: 'ResourceName',
-    159: 'Configs',
-    166: 'Configs',
-    174: 'ResourceType',
-    175: 'ResourceName',
-    177: 'Configs',
+    115: 'Name',
+    116: 'Value',
+    122: 'Name',
+    123: 'Value',
+    125: 'tagged fields of AlterableConfig',
+    129: 'Name',
+    130: 'Value',
+    132: 'tagged fields of AlterableConfig',
+    137: 'Name',
+    138: 'Value',
+    139: 'tagged fields of AlterableConfig',
+    140: 'tagged fields of AlterableConfig',
+    148: 'Name',
+    149: 'Value',
+    151: 'tagged fields of AlterableConfig',
+    158: 'ResourceType',
+    160: 'ResourceName',
+    161: 'Configs',
+    168: 'Configs',
+    176: 'ResourceType',
+    177: 'ResourceName',
     179: 'Configs',
-    181: 'tagged fields of AlterConfigsResource',
-    185: 'ResourceType',
-    186: 'ResourceName',
-    188: 'Configs',
+    181: 'Configs',
+    183: 'tagged fields of AlterConfigsResource',
+    187: 'ResourceType',
+    188: 'ResourceName',
     190: 'Configs',
-    192: 'tagged fields of AlterConfigsResource',
-    197: 'ResourceType',
-    199: 'ResourceName',
-    200: 'Configs',
-    204: 'Configs',
-    211: 'Configs',
-    214: 'tagged fields of AlterConfigsResource',
-    215: 'tagged fields of AlterConfigsResource',
-    223: 'ResourceType',
-    224: 'ResourceName',
-    226: 'Configs',
-    229: 'Configs',
+    192: 'Configs',
+    194: 'tagged fields of AlterConfigsResource',
+    199: 'ResourceType',
+    201: 'ResourceName',
+    202: 'Configs',
+    206: 'Configs',
+    213: 'Configs',
+    216: 'tagged fields of AlterConfigsResource',
+    217: 'tagged fields of AlterConfigsResource',
+    225: 'ResourceType',
+    226: 'ResourceName',
+    228: 'Configs',
     231: 'Configs',
-    233: 'tagged fields of AlterConfigsResource',
-    240: (('Resources', None, 'i'), ('ValidateOnly', 'validate_only', '?')),
-    246: 'Resources',
-    253: 'Resources',
-    256: 'ValidateOnly',
-    264: 'Resources',
+    233: 'Configs',
+    235: 'tagged fields of AlterConfigsResource',
+    242: (('Resources', None, 'i'), ('ValidateOnly', 'validate_only', '?')),
+    248: 'Resources',
+    255: 'Resources',
+    258: 'ValidateOnly',
     266: 'Resources',
-    267: 'ValidateOnly',
-    269: 'tagged fields of AlterConfigsRequest',
-    274: 'Resources',
+    268: 'Resources',
+    269: 'ValidateOnly',
+    271: 'tagged fields of AlterConfigsRequest',
     276: 'Resources',
-    277: 'ValidateOnly',
-    279: 'tagged fields of AlterConfigsRequest',
-    284: (('Resources', None, 'B'), ('ValidateOnly', 'validate_only', '?')),
-    290: 'Resources',
-    294: 'Resources',
-    301: 'Resources',
-    304: 'ValidateOnly',
-    306: 'tagged fields of AlterConfigsRequest',
-    307: 'tagged fields of AlterConfigsRequest',
-    316: 'Resources',
-    319: 'Resources',
+    278: 'Resources',
+    279: 'ValidateOnly',
+    281: 'tagged fields of AlterConfigsRequest',
+    286: (('Resources', None, 'B'), ('ValidateOnly', 'validate_only', '?')),
+    292: 'Resources',
+    296: 'Resources',
+    303: 'Resources',
+    306: 'ValidateOnly',
+    308: 'tagged fields of AlterConfigsRequest',
+    309: 'tagged fields of AlterConfigsRequest',
+    318: 'Resources',
     321: 'Resources',
-    322: 'ValidateOnly',
-    324: 'tagged fields of AlterConfigsRequest',
+    323: 'Resources',
+    324: 'ValidateOnly',
+    326: 'tagged fields of AlterConfigsRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/AlterConfigsResponse.json (sha256 120ed8490875c9d3613bf53aac78ceffb09df41963274552e375072c717a0f6a):
 # change the schema and run `kafkawire codegen`.
 """AlterConfigsResponse: apiKey 33, response, versions 0-2, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -24,7 +26,7 @@ class AlterConfigsResourceResponse(_message.Struct):
     MESSAGE = 'AlterConfigsResponse'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, error_code=0, error_message='', resource_type=0, resource_name=''):
+    def __init__(self, *, error_code: int = 0, error_message: str | None = '', resource_type: int = 0, resource_name: str = '') -> None:
         self.error_code = error_code
         self.error_message = error_message
         self.resource_type = resource_type
@@ -43,7 +45,7 @@ class AlterConfigsResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/AlterConfigsResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, responses=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, responses: list[AlterConfigsResourceResponse] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.responses = [] if responses is _MISSING else responses
         self._unknown_tagged_fields = ()
@@ -225,51 +227,51 @@ AlterConfigsResponse._ENCODERS = {0: _encode_AlterConfigsResponse_v0, 1: _encode
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    88: 'ErrorCode',
-    90: 'ErrorMessage',
-    91: 'ResourceType',
-    93: 'ResourceName',
-    99: 'ErrorCode',
-    100: 'ErrorMessage',
-    101: 'ResourceType',
-    102: 'ResourceName',
-    104: 'tagged fields of AlterConfigsResourceResponse',
-    108: 'ErrorCode',
-    109: 'ErrorMessage',
-    110: 'ResourceType',
-    111: 'ResourceName',
-    113: 'tagged fields of AlterConfigsResourceResponse',
-    118: 'ErrorCode',
-    120: 'ErrorMessage',
-    121: 'ResourceType',
-    123: 'ResourceName',
-    124: 'tagged fields of AlterConfigsResourceResponse',
-    125: 'tagged fields of AlterConfigsResourceResponse',
-    133: 'ErrorCode',
-    134: 'ErrorMessage',
-    135: 'ResourceType',
-    136: 'ResourceName',
-    138: 'tagged fields of AlterConfigsResourceResponse',
-    145: 'ThrottleTimeMs',
-    147: 'Responses',
-    154: 'Responses',
-    162: 'ThrottleTimeMs',
-    164: 'Responses',
+    90: 'ErrorCode',
+    92: 'ErrorMessage',
+    93: 'ResourceType',
+    95: 'ResourceName',
+    101: 'ErrorCode',
+    102: 'ErrorMessage',
+    103: 'ResourceType',
+    104: 'ResourceName',
+    106: 'tagged fields of AlterConfigsResourceResponse',
+    110: 'ErrorCode',
+    111: 'ErrorMessage',
+    112: 'ResourceType',
+    113: 'ResourceName',
+    115: 'tagged fields of AlterConfigsResourceResponse',
+    120: 'ErrorCode',
+    122: 'ErrorMessage',
+    123: 'ResourceType',
+    125: 'ResourceName',
+    126: 'tagged fields of AlterConfigsResourceResponse',
+    127: 'tagged fields of AlterConfigsResourceResponse',
+    135: 'ErrorCode',
+    136: 'ErrorMessage',
+    137: 'ResourceType',
+    138: 'ResourceName',
+    140: 'tagged fields of AlterConfigsResourceResponse',
+    147: 'ThrottleTimeMs',
+    149: 'Responses',
+    156: 'Responses',
+    164: 'ThrottleTimeMs',
     166: 'Responses',
-    168: 'tagged fields of AlterConfigsResponse',
-    172: 'ThrottleTimeMs',
-    174: 'Responses',
+    168: 'Responses',
+    170: 'tagged fields of AlterConfigsResponse',
+    174: 'ThrottleTimeMs',
     176: 'Responses',
-    178: 'tagged fields of AlterConfigsResponse',
-    183: 'ThrottleTimeMs',
-    185: 'Responses',
-    189: 'Responses',
-    196: 'Responses',
-    199: 'tagged fields of AlterConfigsResponse',
-    200: 'tagged fields of AlterConfigsResponse',
-    208: 'ThrottleTimeMs',
-    210: 'Responses',
-    213: 'Responses',
+    178: 'Responses',
+    180: 'tagged fields of AlterConfigsResponse',
+    185: 'ThrottleTimeMs',
+    187: 'Responses',
+    191: 'Responses',
+    198: 'Responses',
+    201: 'tagged fields of AlterConfigsResponse',
+    202: 'tagged fields of AlterConfigsResponse',
+    210: 'ThrottleTimeMs',
+    212: 'Responses',
     215: 'Responses',
-    217: 'tagged fields of AlterConfigsResponse',
+    217: 'Responses',
+    219: 'tagged fields of AlterConfigsResponse',
 }

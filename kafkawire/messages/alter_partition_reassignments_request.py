@@ -2,6 +2,8 @@
 # From schemas/clients/AlterPartitionReassignmentsRequest.json (sha256 29d08796bee1d42e97e86bef7436cf6867e2a3c04de85d54d20bb146c75a9b07):
 # change the schema and run `kafkawire codegen`.
 """AlterPartitionReassignmentsRequest: apiKey 45, request, versions 0-1, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -24,7 +26,7 @@ class ReassignablePartition(_message.Struct):
     MESSAGE = 'AlterPartitionReassignmentsRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, partition_index=0, replicas=None):
+    def __init__(self, *, partition_index: int = 0, replicas: list[int] | None = None) -> None:
         self.partition_index = partition_index
         self.replicas = replicas
         self._unknown_tagged_fields = ()
@@ -37,7 +39,7 @@ class ReassignableTopic(_message.Struct):
     MESSAGE = 'AlterPartitionReassignmentsRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, name='', partitions=_MISSING):
+    def __init__(self, *, name: str = '', partitions: list[ReassignablePartition] = _MISSING) -> None:
         self.name = name
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -54,7 +56,7 @@ class AlterPartitionReassignmentsRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/AlterPartitionReassignmentsRequest.json'
 
-    def __init__(self, *, timeout_ms=60000, allow_replication_factor_change=True, topics=_MISSING):
+    def __init__(self, *, timeout_ms: int = 60000, allow_replication_factor_change: bool = True, topics: list[ReassignableTopic] = _MISSING) -> None:
         self.timeout_ms = timeout_ms
         self.allow_replication_factor_change = allow_replication_factor_change
         self.topics = [] if topics is _MISSING else topics
@@ -277,49 +279,49 @@ AlterPartitionReassignmentsRequest._ENCODERS = {0: _encode_AlterPartitionReassig
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    112: 'PartitionIndex',
-    114: 'Replicas',
-    118: 'Replicas',
-    122: 'Replicas',
-    126: 'tagged fields of ReassignablePartition',
-    127: 'tagged fields of ReassignablePartition',
-    135: 'PartitionIndex',
-    137: 'Replicas',
-    140: 'Replicas',
-    142: 'tagged fields of ReassignablePartition',
-    149: 'Name',
-    150: 'Partitions',
-    154: 'Partitions',
-    161: 'Partitions',
-    164: 'tagged fields of ReassignableTopic',
-    165: 'tagged fields of ReassignableTopic',
-    173: 'Name',
-    175: 'Partitions',
-    178: 'Partitions',
+    114: 'PartitionIndex',
+    116: 'Replicas',
+    120: 'Replicas',
+    124: 'Replicas',
+    128: 'tagged fields of ReassignablePartition',
+    129: 'tagged fields of ReassignablePartition',
+    137: 'PartitionIndex',
+    139: 'Replicas',
+    142: 'Replicas',
+    144: 'tagged fields of ReassignablePartition',
+    151: 'Name',
+    152: 'Partitions',
+    156: 'Partitions',
+    163: 'Partitions',
+    166: 'tagged fields of ReassignableTopic',
+    167: 'tagged fields of ReassignableTopic',
+    175: 'Name',
+    177: 'Partitions',
     180: 'Partitions',
-    182: 'tagged fields of ReassignableTopic',
-    189: 'TimeoutMs',
-    191: 'Topics',
-    195: 'Topics',
-    202: 'Topics',
-    206: 'tagged fields of AlterPartitionReassignmentsRequest',
-    207: 'tagged fields of AlterPartitionReassignmentsRequest',
-    215: 'AllowReplicationFactorChange',
-    216: 'AllowReplicationFactorChange',
-    217: 'TimeoutMs',
-    219: 'Topics',
-    222: 'Topics',
+    182: 'Partitions',
+    184: 'tagged fields of ReassignableTopic',
+    191: 'TimeoutMs',
+    193: 'Topics',
+    197: 'Topics',
+    204: 'Topics',
+    208: 'tagged fields of AlterPartitionReassignmentsRequest',
+    209: 'tagged fields of AlterPartitionReassignmentsRequest',
+    217: 'AllowReplicationFactorChange',
+    218: 'AllowReplicationFactorChange',
+    219: 'TimeoutMs',
+    221: 'Topics',
     224: 'Topics',
-    226: 'tagged fields of AlterPartitionReassignmentsRequest',
-    233: (('TimeoutMs', 'timeout_ms', 'i'), ('AllowReplicationFactorChange', 'allow_replication_factor_change', '?')),
-    235: 'Topics',
-    239: 'Topics',
-    246: 'Topics',
-    249: 'tagged fields of AlterPartitionReassignmentsRequest',
-    250: 'tagged fields of AlterPartitionReassignmentsRequest',
-    258: (('TimeoutMs', 'timeout_ms', 'i'), ('AllowReplicationFactorChange', 'allow_replication_factor_change', '?')),
-    260: 'Topics',
-    263: 'Topics',
+    226: 'Topics',
+    228: 'tagged fields of AlterPartitionReassignmentsRequest',
+    235: (('TimeoutMs', 'timeout_ms', 'i'), ('AllowReplicationFactorChange', 'allow_replication_factor_change', '?')),
+    237: 'Topics',
+    241: 'Topics',
+    248: 'Topics',
+    251: 'tagged fields of AlterPartitionReassignmentsRequest',
+    252: 'tagged fields of AlterPartitionReassignmentsRequest',
+    260: (('TimeoutMs', 'timeout_ms', 'i'), ('AllowReplicationFactorChange', 'allow_replication_factor_change', '?')),
+    262: 'Topics',
     265: 'Topics',
-    267: 'tagged fields of AlterPartitionReassignmentsRequest',
+    267: 'Topics',
+    269: 'tagged fields of AlterPartitionReassignmentsRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/AlterPartitionReassignmentsResponse.json (sha256 c65cc0aa37e712b8c2b5978b36bd270cb1df5025addd0211d0ff21f17d1746c4):
 # change the schema and run `kafkawire codegen`.
 """AlterPartitionReassignmentsResponse: apiKey 45, response, versions 0-1, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class ReassignablePartitionResponse(_message.Struct):
     MESSAGE = 'AlterPartitionReassignmentsResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, partition_index=0, error_code=0, error_message=''):
+    def __init__(self, *, partition_index: int = 0, error_code: int = 0, error_message: str | None = '') -> None:
         self.partition_index = partition_index
         self.error_code = error_code
         self.error_message = error_message
@@ -37,7 +39,7 @@ class ReassignableTopicResponse(_message.Struct):
     MESSAGE = 'AlterPartitionReassignmentsResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, name='', partitions=_MISSING):
+    def __init__(self, *, name: str = '', partitions: list[ReassignablePartitionResponse] = _MISSING) -> None:
         self.name = name
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -54,7 +56,7 @@ class AlterPartitionReassignmentsResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/AlterPartitionReassignmentsResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, allow_replication_factor_change=True, error_code=0, error_message='', responses=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, allow_replication_factor_change: bool = True, error_code: int = 0, error_message: str | None = '', responses: list[ReassignableTopicResponse] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.allow_replication_factor_change = allow_replication_factor_change
         self.error_code = error_code
@@ -272,48 +274,48 @@ AlterPartitionReassignmentsResponse._ENCODERS = {0: _encode_AlterPartitionReassi
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    120: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    122: 'ErrorMessage',
-    123: 'tagged fields of ReassignablePartitionResponse',
-    124: 'tagged fields of ReassignablePartitionResponse',
-    132: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    133: 'ErrorMessage',
-    135: 'tagged fields of ReassignablePartitionResponse',
-    142: 'Name',
-    143: 'Partitions',
-    147: 'Partitions',
-    154: 'Partitions',
-    157: 'tagged fields of ReassignableTopicResponse',
-    158: 'tagged fields of ReassignableTopicResponse',
-    166: 'Name',
-    168: 'Partitions',
-    171: 'Partitions',
+    122: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    124: 'ErrorMessage',
+    125: 'tagged fields of ReassignablePartitionResponse',
+    126: 'tagged fields of ReassignablePartitionResponse',
+    134: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    135: 'ErrorMessage',
+    137: 'tagged fields of ReassignablePartitionResponse',
+    144: 'Name',
+    145: 'Partitions',
+    149: 'Partitions',
+    156: 'Partitions',
+    159: 'tagged fields of ReassignableTopicResponse',
+    160: 'tagged fields of ReassignableTopicResponse',
+    168: 'Name',
+    170: 'Partitions',
     173: 'Partitions',
-    175: 'tagged fields of ReassignableTopicResponse',
-    182: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    184: 'ErrorMessage',
-    185: 'Responses',
-    189: 'Responses',
-    196: 'Responses',
-    200: 'tagged fields of AlterPartitionReassignmentsResponse',
-    201: 'tagged fields of AlterPartitionReassignmentsResponse',
-    209: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    210: 'ErrorMessage',
-    212: 'Responses',
-    215: 'Responses',
+    175: 'Partitions',
+    177: 'tagged fields of ReassignableTopicResponse',
+    184: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    186: 'ErrorMessage',
+    187: 'Responses',
+    191: 'Responses',
+    198: 'Responses',
+    202: 'tagged fields of AlterPartitionReassignmentsResponse',
+    203: 'tagged fields of AlterPartitionReassignmentsResponse',
+    211: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    212: 'ErrorMessage',
+    214: 'Responses',
     217: 'Responses',
-    219: 'tagged fields of AlterPartitionReassignmentsResponse',
-    226: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('AllowReplicationFactorChange', 'allow_replication_factor_change', '?'), ('ErrorCode', 'error_code', 'h')),
-    228: 'ErrorMessage',
-    229: 'Responses',
-    233: 'Responses',
-    240: 'Responses',
-    243: 'tagged fields of AlterPartitionReassignmentsResponse',
-    244: 'tagged fields of AlterPartitionReassignmentsResponse',
-    252: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('AllowReplicationFactorChange', 'allow_replication_factor_change', '?'), ('ErrorCode', 'error_code', 'h')),
-    253: 'ErrorMessage',
-    255: 'Responses',
-    258: 'Responses',
+    219: 'Responses',
+    221: 'tagged fields of AlterPartitionReassignmentsResponse',
+    228: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('AllowReplicationFactorChange', 'allow_replication_factor_change', '?'), ('ErrorCode', 'error_code', 'h')),
+    230: 'ErrorMessage',
+    231: 'Responses',
+    235: 'Responses',
+    242: 'Responses',
+    245: 'tagged fields of AlterPartitionReassignmentsResponse',
+    246: 'tagged fields of AlterPartitionReassignmentsResponse',
+    254: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('AllowReplicationFactorChange', 'allow_replication_factor_change', '?'), ('ErrorCode', 'error_code', 'h')),
+    255: 'ErrorMessage',
+    257: 'Responses',
     260: 'Responses',
-    262: 'tagged fields of AlterPartitionReassignmentsResponse',
+    262: 'Responses',
+    264: 'tagged fields of AlterPartitionReassignmentsResponse',
 }

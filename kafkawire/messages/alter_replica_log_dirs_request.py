@@ -2,6 +2,8 @@
 # From schemas/clients/AlterReplicaLogDirsRequest.json (sha256 e73ca48e02099cadd1908ba911fd4a1e064e859a591f5e19c4b333deef348417):
 # change the schema and run `kafkawire codegen`.
 """AlterReplicaLogDirsRequest: apiKey 34, request, versions 0-2, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -22,7 +24,7 @@ class AlterReplicaLogDirTopic(_message.Struct):
     MESSAGE = 'AlterReplicaLogDirsRequest'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, name='', partitions=_MISSING):
+    def __init__(self, *, name: str = '', partitions: list[int] = _MISSING) -> None:
         self.name = name
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -35,7 +37,7 @@ class AlterReplicaLogDir(_message.Struct):
     MESSAGE = 'AlterReplicaLogDirsRequest'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, path='', topics=_MISSING):
+    def __init__(self, *, path: str = '', topics: list[AlterReplicaLogDirTopic] = _MISSING) -> None:
         self.path = path
         self.topics = [] if topics is _MISSING else topics
         self._unknown_tagged_fields = ()
@@ -52,7 +54,7 @@ class AlterReplicaLogDirsRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/AlterReplicaLogDirsRequest.json'
 
-    def __init__(self, *, dirs=_MISSING):
+    def __init__(self, *, dirs: list[AlterReplicaLogDir] = _MISSING) -> None:
         self.dirs = [] if dirs is _MISSING else dirs
         self._unknown_tagged_fields = ()
 
@@ -325,65 +327,65 @@ AlterReplicaLogDirsRequest._ENCODERS = {0: _encode_AlterReplicaLogDirsRequest_v0
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    104: 'Name',
-    105: 'Partitions',
-    109: 'Partitions',
-    116: 'Name',
-    118: 'Partitions',
+    106: 'Name',
+    107: 'Partitions',
+    111: 'Partitions',
+    118: 'Name',
     120: 'Partitions',
-    122: 'tagged fields of AlterReplicaLogDirTopic',
-    126: 'Name',
-    128: 'Partitions',
+    122: 'Partitions',
+    124: 'tagged fields of AlterReplicaLogDirTopic',
+    128: 'Name',
     130: 'Partitions',
-    132: 'tagged fields of AlterReplicaLogDirTopic',
-    137: 'Name',
-    138: 'Partitions',
-    142: 'Partitions',
-    146: 'Partitions',
-    148: 'tagged fields of AlterReplicaLogDirTopic',
-    149: 'tagged fields of AlterReplicaLogDirTopic',
-    157: 'Name',
-    159: 'Partitions',
-    162: 'Partitions',
+    132: 'Partitions',
+    134: 'tagged fields of AlterReplicaLogDirTopic',
+    139: 'Name',
+    140: 'Partitions',
+    144: 'Partitions',
+    148: 'Partitions',
+    150: 'tagged fields of AlterReplicaLogDirTopic',
+    151: 'tagged fields of AlterReplicaLogDirTopic',
+    159: 'Name',
+    161: 'Partitions',
     164: 'Partitions',
-    166: 'tagged fields of AlterReplicaLogDirTopic',
-    173: 'Path',
-    174: 'Topics',
-    181: 'Topics',
-    189: 'Path',
-    191: 'Topics',
+    166: 'Partitions',
+    168: 'tagged fields of AlterReplicaLogDirTopic',
+    175: 'Path',
+    176: 'Topics',
+    183: 'Topics',
+    191: 'Path',
     193: 'Topics',
-    195: 'tagged fields of AlterReplicaLogDir',
-    199: 'Path',
-    201: 'Topics',
+    195: 'Topics',
+    197: 'tagged fields of AlterReplicaLogDir',
+    201: 'Path',
     203: 'Topics',
-    205: 'tagged fields of AlterReplicaLogDir',
-    210: 'Path',
-    211: 'Topics',
-    215: 'Topics',
-    222: 'Topics',
-    225: 'tagged fields of AlterReplicaLogDir',
-    226: 'tagged fields of AlterReplicaLogDir',
-    234: 'Path',
-    236: 'Topics',
-    239: 'Topics',
+    205: 'Topics',
+    207: 'tagged fields of AlterReplicaLogDir',
+    212: 'Path',
+    213: 'Topics',
+    217: 'Topics',
+    224: 'Topics',
+    227: 'tagged fields of AlterReplicaLogDir',
+    228: 'tagged fields of AlterReplicaLogDir',
+    236: 'Path',
+    238: 'Topics',
     241: 'Topics',
-    243: 'tagged fields of AlterReplicaLogDir',
-    250: 'Dirs',
-    257: 'Dirs',
-    266: 'Dirs',
+    243: 'Topics',
+    245: 'tagged fields of AlterReplicaLogDir',
+    252: 'Dirs',
+    259: 'Dirs',
     268: 'Dirs',
-    270: 'tagged fields of AlterReplicaLogDirsRequest',
-    275: 'Dirs',
+    270: 'Dirs',
+    272: 'tagged fields of AlterReplicaLogDirsRequest',
     277: 'Dirs',
-    279: 'tagged fields of AlterReplicaLogDirsRequest',
-    284: 'Dirs',
-    288: 'Dirs',
-    295: 'Dirs',
-    298: 'tagged fields of AlterReplicaLogDirsRequest',
-    299: 'tagged fields of AlterReplicaLogDirsRequest',
-    308: 'Dirs',
-    311: 'Dirs',
+    279: 'Dirs',
+    281: 'tagged fields of AlterReplicaLogDirsRequest',
+    286: 'Dirs',
+    290: 'Dirs',
+    297: 'Dirs',
+    300: 'tagged fields of AlterReplicaLogDirsRequest',
+    301: 'tagged fields of AlterReplicaLogDirsRequest',
+    310: 'Dirs',
     313: 'Dirs',
-    315: 'tagged fields of AlterReplicaLogDirsRequest',
+    315: 'Dirs',
+    317: 'tagged fields of AlterReplicaLogDirsRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/AlterReplicaLogDirsResponse.json (sha256 f4f6bf83f21c61da0713c89aed564b0e276dba7ea3b2e0b1b0eb714e67d6bdb7):
 # change the schema and run `kafkawire codegen`.
 """AlterReplicaLogDirsResponse: apiKey 34, response, versions 0-2, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class AlterReplicaLogDirPartitionResult(_message.Struct):
     MESSAGE = 'AlterReplicaLogDirsResponse'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, partition_index=0, error_code=0):
+    def __init__(self, *, partition_index: int = 0, error_code: int = 0) -> None:
         self.partition_index = partition_index
         self.error_code = error_code
         self._unknown_tagged_fields = ()
@@ -36,7 +38,7 @@ class AlterReplicaLogDirTopicResult(_message.Struct):
     MESSAGE = 'AlterReplicaLogDirsResponse'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, topic_name='', partitions=_MISSING):
+    def __init__(self, *, topic_name: str = '', partitions: list[AlterReplicaLogDirPartitionResult] = _MISSING) -> None:
         self.topic_name = topic_name
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -53,7 +55,7 @@ class AlterReplicaLogDirsResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/AlterReplicaLogDirsResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, results=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, results: list[AlterReplicaLogDirTopicResult] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is _MISSING else results
         self._unknown_tagged_fields = ()
@@ -307,58 +309,58 @@ AlterReplicaLogDirsResponse._ENCODERS = {0: _encode_AlterReplicaLogDirsResponse_
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    108: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    115: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    117: 'tagged fields of AlterReplicaLogDirPartitionResult',
-    121: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    123: 'tagged fields of AlterReplicaLogDirPartitionResult',
-    128: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    130: 'tagged fields of AlterReplicaLogDirPartitionResult',
-    131: 'tagged fields of AlterReplicaLogDirPartitionResult',
-    139: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    141: 'tagged fields of AlterReplicaLogDirPartitionResult',
-    148: 'TopicName',
-    149: 'Partitions',
-    156: 'Partitions',
-    164: 'TopicName',
-    166: 'Partitions',
+    110: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    117: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    119: 'tagged fields of AlterReplicaLogDirPartitionResult',
+    123: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    125: 'tagged fields of AlterReplicaLogDirPartitionResult',
+    130: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    132: 'tagged fields of AlterReplicaLogDirPartitionResult',
+    133: 'tagged fields of AlterReplicaLogDirPartitionResult',
+    141: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    143: 'tagged fields of AlterReplicaLogDirPartitionResult',
+    150: 'TopicName',
+    151: 'Partitions',
+    158: 'Partitions',
+    166: 'TopicName',
     168: 'Partitions',
-    170: 'tagged fields of AlterReplicaLogDirTopicResult',
-    174: 'TopicName',
-    176: 'Partitions',
+    170: 'Partitions',
+    172: 'tagged fields of AlterReplicaLogDirTopicResult',
+    176: 'TopicName',
     178: 'Partitions',
-    180: 'tagged fields of AlterReplicaLogDirTopicResult',
-    185: 'TopicName',
-    186: 'Partitions',
-    190: 'Partitions',
-    197: 'Partitions',
-    200: 'tagged fields of AlterReplicaLogDirTopicResult',
-    201: 'tagged fields of AlterReplicaLogDirTopicResult',
-    209: 'TopicName',
-    211: 'Partitions',
-    214: 'Partitions',
+    180: 'Partitions',
+    182: 'tagged fields of AlterReplicaLogDirTopicResult',
+    187: 'TopicName',
+    188: 'Partitions',
+    192: 'Partitions',
+    199: 'Partitions',
+    202: 'tagged fields of AlterReplicaLogDirTopicResult',
+    203: 'tagged fields of AlterReplicaLogDirTopicResult',
+    211: 'TopicName',
+    213: 'Partitions',
     216: 'Partitions',
-    218: 'tagged fields of AlterReplicaLogDirTopicResult',
-    225: 'ThrottleTimeMs',
-    227: 'Results',
-    234: 'Results',
-    242: 'ThrottleTimeMs',
-    244: 'Results',
+    218: 'Partitions',
+    220: 'tagged fields of AlterReplicaLogDirTopicResult',
+    227: 'ThrottleTimeMs',
+    229: 'Results',
+    236: 'Results',
+    244: 'ThrottleTimeMs',
     246: 'Results',
-    248: 'tagged fields of AlterReplicaLogDirsResponse',
-    252: 'ThrottleTimeMs',
-    254: 'Results',
+    248: 'Results',
+    250: 'tagged fields of AlterReplicaLogDirsResponse',
+    254: 'ThrottleTimeMs',
     256: 'Results',
-    258: 'tagged fields of AlterReplicaLogDirsResponse',
-    263: 'ThrottleTimeMs',
-    265: 'Results',
-    269: 'Results',
-    276: 'Results',
-    279: 'tagged fields of AlterReplicaLogDirsResponse',
-    280: 'tagged fields of AlterReplicaLogDirsResponse',
-    288: 'ThrottleTimeMs',
-    290: 'Results',
-    293: 'Results',
+    258: 'Results',
+    260: 'tagged fields of AlterReplicaLogDirsResponse',
+    265: 'ThrottleTimeMs',
+    267: 'Results',
+    271: 'Results',
+    278: 'Results',
+    281: 'tagged fields of AlterReplicaLogDirsResponse',
+    282: 'tagged fields of AlterReplicaLogDirsResponse',
+    290: 'ThrottleTimeMs',
+    292: 'Results',
     295: 'Results',
-    297: 'tagged fields of AlterReplicaLogDirsResponse',
+    297: 'Results',
+    299: 'tagged fields of AlterReplicaLogDirsResponse',
 }

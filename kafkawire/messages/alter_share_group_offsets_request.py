@@ -2,6 +2,8 @@
 # From schemas/clients/AlterShareGroupOffsetsRequest.json (sha256 f7fca9bbce6b816c501e7c359e0f3dd10127b8ff7f867cdb7fe956919d0abad5):
 # change the schema and run `kafkawire codegen`.
 """AlterShareGroupOffsetsRequest: apiKey 91, request, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -22,7 +24,7 @@ class AlterShareGroupOffsetsRequestPartition(_message.Struct):
     MESSAGE = 'AlterShareGroupOffsetsRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, partition_index=0, start_offset=0):
+    def __init__(self, *, partition_index: int = 0, start_offset: int = 0) -> None:
         self.partition_index = partition_index
         self.start_offset = start_offset
         self._unknown_tagged_fields = ()
@@ -35,7 +37,7 @@ class AlterShareGroupOffsetsRequestTopic(_message.Struct):
     MESSAGE = 'AlterShareGroupOffsetsRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_name='', partitions=_MISSING):
+    def __init__(self, *, topic_name: str = '', partitions: list[AlterShareGroupOffsetsRequestPartition] = _MISSING) -> None:
         self.topic_name = topic_name
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -52,7 +54,7 @@ class AlterShareGroupOffsetsRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/AlterShareGroupOffsetsRequest.json'
 
-    def __init__(self, *, group_id='', topics=_MISSING):
+    def __init__(self, *, group_id: str = '', topics: list[AlterShareGroupOffsetsRequestTopic] = _MISSING) -> None:
         self.group_id = group_id
         self.topics = [] if topics is _MISSING else topics
         self._unknown_tagged_fields = ()
@@ -210,31 +212,31 @@ AlterShareGroupOffsetsRequest._ENCODERS = {0: _encode_AlterShareGroupOffsetsRequ
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    107: (('PartitionIndex', 'partition_index', 'i'), ('StartOffset', 'start_offset', 'q')),
-    109: 'tagged fields of AlterShareGroupOffsetsRequestPartition',
-    110: 'tagged fields of AlterShareGroupOffsetsRequestPartition',
-    118: (('PartitionIndex', 'partition_index', 'i'), ('StartOffset', 'start_offset', 'q')),
-    120: 'tagged fields of AlterShareGroupOffsetsRequestPartition',
-    127: 'TopicName',
-    128: 'Partitions',
-    132: 'Partitions',
-    139: 'Partitions',
-    142: 'tagged fields of AlterShareGroupOffsetsRequestTopic',
-    143: 'tagged fields of AlterShareGroupOffsetsRequestTopic',
-    151: 'TopicName',
-    153: 'Partitions',
-    156: 'Partitions',
+    109: (('PartitionIndex', 'partition_index', 'i'), ('StartOffset', 'start_offset', 'q')),
+    111: 'tagged fields of AlterShareGroupOffsetsRequestPartition',
+    112: 'tagged fields of AlterShareGroupOffsetsRequestPartition',
+    120: (('PartitionIndex', 'partition_index', 'i'), ('StartOffset', 'start_offset', 'q')),
+    122: 'tagged fields of AlterShareGroupOffsetsRequestPartition',
+    129: 'TopicName',
+    130: 'Partitions',
+    134: 'Partitions',
+    141: 'Partitions',
+    144: 'tagged fields of AlterShareGroupOffsetsRequestTopic',
+    145: 'tagged fields of AlterShareGroupOffsetsRequestTopic',
+    153: 'TopicName',
+    155: 'Partitions',
     158: 'Partitions',
-    160: 'tagged fields of AlterShareGroupOffsetsRequestTopic',
-    167: 'GroupId',
-    168: 'Topics',
-    172: 'Topics',
-    179: 'Topics',
-    182: 'tagged fields of AlterShareGroupOffsetsRequest',
-    183: 'tagged fields of AlterShareGroupOffsetsRequest',
-    191: 'GroupId',
-    193: 'Topics',
-    196: 'Topics',
+    160: 'Partitions',
+    162: 'tagged fields of AlterShareGroupOffsetsRequestTopic',
+    169: 'GroupId',
+    170: 'Topics',
+    174: 'Topics',
+    181: 'Topics',
+    184: 'tagged fields of AlterShareGroupOffsetsRequest',
+    185: 'tagged fields of AlterShareGroupOffsetsRequest',
+    193: 'GroupId',
+    195: 'Topics',
     198: 'Topics',
-    200: 'tagged fields of AlterShareGroupOffsetsRequest',
+    200: 'Topics',
+    202: 'tagged fields of AlterShareGroupOffsetsRequest',
 }

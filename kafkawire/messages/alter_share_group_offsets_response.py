@@ -2,6 +2,8 @@
 # From schemas/clients/AlterShareGroupOffsetsResponse.json (sha256 9675349627d7633a045f31b60b3940f0880a195604c32a847dcbcea12b685647):
 # change the schema and run `kafkawire codegen`.
 """AlterShareGroupOffsetsResponse: apiKey 91, response, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -22,7 +24,7 @@ class AlterShareGroupOffsetsResponsePartition(_message.Struct):
     MESSAGE = 'AlterShareGroupOffsetsResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, partition_index=0, error_code=0, error_message=None):
+    def __init__(self, *, partition_index: int = 0, error_code: int = 0, error_message: str | None = None) -> None:
         self.partition_index = partition_index
         self.error_code = error_code
         self.error_message = error_message
@@ -36,7 +38,7 @@ class AlterShareGroupOffsetsResponseTopic(_message.Struct):
     MESSAGE = 'AlterShareGroupOffsetsResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_name='', topic_id=_ZERO_UUID, partitions=_MISSING):
+    def __init__(self, *, topic_name: str = '', topic_id: _UUID = _ZERO_UUID, partitions: list[AlterShareGroupOffsetsResponsePartition] = _MISSING) -> None:
         self.topic_name = topic_name
         self.topic_id = topic_id
         self.partitions = [] if partitions is _MISSING else partitions
@@ -54,7 +56,7 @@ class AlterShareGroupOffsetsResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/AlterShareGroupOffsetsResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message=None, responses=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, responses: list[AlterShareGroupOffsetsResponseTopic] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -229,37 +231,37 @@ AlterShareGroupOffsetsResponse._ENCODERS = {0: _encode_AlterShareGroupOffsetsRes
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    119: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    121: 'ErrorMessage',
-    122: 'tagged fields of AlterShareGroupOffsetsResponsePartition',
-    123: 'tagged fields of AlterShareGroupOffsetsResponsePartition',
-    131: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    132: 'ErrorMessage',
-    134: 'tagged fields of AlterShareGroupOffsetsResponsePartition',
-    141: 'TopicName',
-    142: 'TopicId',
-    143: 'Partitions',
-    147: 'Partitions',
-    154: 'Partitions',
-    157: 'tagged fields of AlterShareGroupOffsetsResponseTopic',
-    158: 'tagged fields of AlterShareGroupOffsetsResponseTopic',
-    166: 'TopicName',
-    167: 'TopicId',
-    169: 'Partitions',
-    172: 'Partitions',
+    121: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    123: 'ErrorMessage',
+    124: 'tagged fields of AlterShareGroupOffsetsResponsePartition',
+    125: 'tagged fields of AlterShareGroupOffsetsResponsePartition',
+    133: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    134: 'ErrorMessage',
+    136: 'tagged fields of AlterShareGroupOffsetsResponsePartition',
+    143: 'TopicName',
+    144: 'TopicId',
+    145: 'Partitions',
+    149: 'Partitions',
+    156: 'Partitions',
+    159: 'tagged fields of AlterShareGroupOffsetsResponseTopic',
+    160: 'tagged fields of AlterShareGroupOffsetsResponseTopic',
+    168: 'TopicName',
+    169: 'TopicId',
+    171: 'Partitions',
     174: 'Partitions',
-    176: 'tagged fields of AlterShareGroupOffsetsResponseTopic',
-    183: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    185: 'ErrorMessage',
-    186: 'Responses',
-    190: 'Responses',
-    197: 'Responses',
-    200: 'tagged fields of AlterShareGroupOffsetsResponse',
-    201: 'tagged fields of AlterShareGroupOffsetsResponse',
-    209: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    210: 'ErrorMessage',
-    212: 'Responses',
-    215: 'Responses',
+    176: 'Partitions',
+    178: 'tagged fields of AlterShareGroupOffsetsResponseTopic',
+    185: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    187: 'ErrorMessage',
+    188: 'Responses',
+    192: 'Responses',
+    199: 'Responses',
+    202: 'tagged fields of AlterShareGroupOffsetsResponse',
+    203: 'tagged fields of AlterShareGroupOffsetsResponse',
+    211: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    212: 'ErrorMessage',
+    214: 'Responses',
     217: 'Responses',
-    219: 'tagged fields of AlterShareGroupOffsetsResponse',
+    219: 'Responses',
+    221: 'tagged fields of AlterShareGroupOffsetsResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/AlterUserScramCredentialsRequest.json (sha256 5283c7062937871eabf0a02d073a81a024b2c3de107296f3a579304309227013):
 # change the schema and run `kafkawire codegen`.
 """AlterUserScramCredentialsRequest: apiKey 51, request, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class ScramCredentialDeletion(_message.Struct):
     MESSAGE = 'AlterUserScramCredentialsRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, name='', mechanism=0):
+    def __init__(self, *, name: str = '', mechanism: int = 0) -> None:
         self.name = name
         self.mechanism = mechanism
         self._unknown_tagged_fields = ()
@@ -36,7 +38,7 @@ class ScramCredentialUpsertion(_message.Struct):
     MESSAGE = 'AlterUserScramCredentialsRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, name='', mechanism=0, iterations=0, salt=b'', salted_password=b''):
+    def __init__(self, *, name: str = '', mechanism: int = 0, iterations: int = 0, salt: bytes = b'', salted_password: bytes = b'') -> None:
         self.name = name
         self.mechanism = mechanism
         self.iterations = iterations
@@ -57,7 +59,7 @@ class AlterUserScramCredentialsRequest(_message.Message):
     SCHEMA = 'schemas/clients/AlterUserScramCredentialsRequest.json'
     _HAS_BYTES = True
 
-    def __init__(self, *, deletions=_MISSING, upsertions=_MISSING):
+    def __init__(self, *, deletions: list[ScramCredentialDeletion] = _MISSING, upsertions: list[ScramCredentialUpsertion] = _MISSING) -> None:
         self.deletions = [] if deletions is _MISSING else deletions
         self.upsertions = [] if upsertions is _MISSING else upsertions
         self._unknown_tagged_fields = ()
@@ -228,37 +230,37 @@ AlterUserScramCredentialsRequest._ENCODERS = {0: _encode_AlterUserScramCredentia
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    118: 'Name',
-    119: 'Mechanism',
-    121: 'tagged fields of ScramCredentialDeletion',
-    122: 'tagged fields of ScramCredentialDeletion',
-    130: 'Name',
-    131: 'Mechanism',
-    133: 'tagged fields of ScramCredentialDeletion',
-    140: 'Name',
-    141: (('Mechanism', 'mechanism', 'b'), ('Iterations', 'iterations', 'i')),
-    143: 'Salt',
-    144: 'SaltedPassword',
-    145: 'tagged fields of ScramCredentialUpsertion',
-    146: 'tagged fields of ScramCredentialUpsertion',
-    154: 'Name',
-    155: (('Mechanism', 'mechanism', 'b'), ('Iterations', 'iterations', 'i')),
-    156: 'Salt',
-    157: 'SaltedPassword',
-    159: 'tagged fields of ScramCredentialUpsertion',
-    166: 'Deletions',
-    170: 'Deletions',
-    177: 'Deletions',
-    180: 'Upsertions',
-    184: 'Upsertions',
-    191: 'Upsertions',
-    194: 'tagged fields of AlterUserScramCredentialsRequest',
-    195: 'tagged fields of AlterUserScramCredentialsRequest',
-    204: 'Deletions',
-    207: 'Deletions',
+    120: 'Name',
+    121: 'Mechanism',
+    123: 'tagged fields of ScramCredentialDeletion',
+    124: 'tagged fields of ScramCredentialDeletion',
+    132: 'Name',
+    133: 'Mechanism',
+    135: 'tagged fields of ScramCredentialDeletion',
+    142: 'Name',
+    143: (('Mechanism', 'mechanism', 'b'), ('Iterations', 'iterations', 'i')),
+    145: 'Salt',
+    146: 'SaltedPassword',
+    147: 'tagged fields of ScramCredentialUpsertion',
+    148: 'tagged fields of ScramCredentialUpsertion',
+    156: 'Name',
+    157: (('Mechanism', 'mechanism', 'b'), ('Iterations', 'iterations', 'i')),
+    158: 'Salt',
+    159: 'SaltedPassword',
+    161: 'tagged fields of ScramCredentialUpsertion',
+    168: 'Deletions',
+    172: 'Deletions',
+    179: 'Deletions',
+    182: 'Upsertions',
+    186: 'Upsertions',
+    193: 'Upsertions',
+    196: 'tagged fields of AlterUserScramCredentialsRequest',
+    197: 'tagged fields of AlterUserScramCredentialsRequest',
+    206: 'Deletions',
     209: 'Deletions',
-    211: 'Upsertions',
-    214: 'Upsertions',
+    211: 'Deletions',
+    213: 'Upsertions',
     216: 'Upsertions',
-    218: 'tagged fields of AlterUserScramCredentialsRequest',
+    218: 'Upsertions',
+    220: 'tagged fields of AlterUserScramCredentialsRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/AlterUserScramCredentialsResponse.json (sha256 d53c40121f4f3d686f707e4ea89de4932a2ca5e9dc26174f0f17e61771ea2809):
 # change the schema and run `kafkawire codegen`.
 """AlterUserScramCredentialsResponse: apiKey 51, response, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class AlterUserScramCredentialsResult(_message.Struct):
     MESSAGE = 'AlterUserScramCredentialsResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, user='', error_code=0, error_message=''):
+    def __init__(self, *, user: str = '', error_code: int = 0, error_message: str | None = '') -> None:
         self.user = user
         self.error_code = error_code
         self.error_message = error_message
@@ -41,7 +43,7 @@ class AlterUserScramCredentialsResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/AlterUserScramCredentialsResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, results=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, results: list[AlterUserScramCredentialsResult] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is _MISSING else results
         self._unknown_tagged_fields = ()
@@ -150,24 +152,24 @@ AlterUserScramCredentialsResponse._ENCODERS = {0: _encode_AlterUserScramCredenti
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    84: 'User',
-    85: 'ErrorCode',
-    87: 'ErrorMessage',
-    88: 'tagged fields of AlterUserScramCredentialsResult',
-    89: 'tagged fields of AlterUserScramCredentialsResult',
-    97: 'User',
-    98: 'ErrorCode',
-    99: 'ErrorMessage',
-    101: 'tagged fields of AlterUserScramCredentialsResult',
-    108: 'ThrottleTimeMs',
-    110: 'Results',
-    114: 'Results',
-    121: 'Results',
-    124: 'tagged fields of AlterUserScramCredentialsResponse',
-    125: 'tagged fields of AlterUserScramCredentialsResponse',
-    133: 'ThrottleTimeMs',
-    135: 'Results',
-    138: 'Results',
+    86: 'User',
+    87: 'ErrorCode',
+    89: 'ErrorMessage',
+    90: 'tagged fields of AlterUserScramCredentialsResult',
+    91: 'tagged fields of AlterUserScramCredentialsResult',
+    99: 'User',
+    100: 'ErrorCode',
+    101: 'ErrorMessage',
+    103: 'tagged fields of AlterUserScramCredentialsResult',
+    110: 'ThrottleTimeMs',
+    112: 'Results',
+    116: 'Results',
+    123: 'Results',
+    126: 'tagged fields of AlterUserScramCredentialsResponse',
+    127: 'tagged fields of AlterUserScramCredentialsResponse',
+    135: 'ThrottleTimeMs',
+    137: 'Results',
     140: 'Results',
-    142: 'tagged fields of AlterUserScramCredentialsResponse',
+    142: 'Results',
+    144: 'tagged fields of AlterUserScramCredentialsResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/ApiVersionsRequest.json (sha256 8859b5af194e1299b73a46e81ecbadfc3b548a0de7ed9a8144c162315410c1e2):
 # change the schema and run `kafkawire codegen`.
 """ApiVersionsRequest: apiKey 18, request, versions 0-5, flexible 3+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class ApiVersionsRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ApiVersionsRequest.json'
 
-    def __init__(self, *, client_software_name='', client_software_version='', cluster_id=None, node_id=-1):
+    def __init__(self, *, client_software_name: str = '', client_software_version: str = '', cluster_id: str | None = None, node_id: int = -1) -> None:
         self.client_software_name = client_software_name
         self.client_software_version = client_software_version
         self.cluster_id = cluster_id
@@ -132,25 +134,25 @@ ApiVersionsRequest._ENCODERS = {0: _encode_ApiVersionsRequest_v0, 1: _encode_Api
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    69: 'tagged fields of ApiVersionsRequest',
-    74: 'tagged fields of ApiVersionsRequest',
-    79: 'tagged fields of ApiVersionsRequest',
-    84: 'ClientSoftwareName',
-    85: 'ClientSoftwareVersion',
-    88: 'tagged fields of ApiVersionsRequest',
-    89: 'tagged fields of ApiVersionsRequest',
-    97: 'ClientSoftwareName',
-    98: 'ClientSoftwareVersion',
-    100: 'tagged fields of ApiVersionsRequest',
-    107: 'ClientSoftwareName',
-    108: 'ClientSoftwareVersion',
-    109: 'ClusterId',
-    110: 'NodeId',
-    112: 'tagged fields of ApiVersionsRequest',
-    113: 'tagged fields of ApiVersionsRequest',
-    121: 'ClientSoftwareName',
-    122: 'ClientSoftwareVersion',
-    123: 'ClusterId',
-    124: 'NodeId',
-    126: 'tagged fields of ApiVersionsRequest',
+    71: 'tagged fields of ApiVersionsRequest',
+    76: 'tagged fields of ApiVersionsRequest',
+    81: 'tagged fields of ApiVersionsRequest',
+    86: 'ClientSoftwareName',
+    87: 'ClientSoftwareVersion',
+    90: 'tagged fields of ApiVersionsRequest',
+    91: 'tagged fields of ApiVersionsRequest',
+    99: 'ClientSoftwareName',
+    100: 'ClientSoftwareVersion',
+    102: 'tagged fields of ApiVersionsRequest',
+    109: 'ClientSoftwareName',
+    110: 'ClientSoftwareVersion',
+    111: 'ClusterId',
+    112: 'NodeId',
+    114: 'tagged fields of ApiVersionsRequest',
+    115: 'tagged fields of ApiVersionsRequest',
+    123: 'ClientSoftwareName',
+    124: 'ClientSoftwareVersion',
+    125: 'ClusterId',
+    126: 'NodeId',
+    128: 'tagged fields of ApiVersionsRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/ApiVersionsResponse.json (sha256 18352c3d1bb9d080e7fda35b335a3ad173d75651c069e355db4121b6024f8edd):
 # change the schema and run `kafkawire codegen`.
 """ApiVersionsResponse: apiKey 18, response, versions 0-5, flexible 3+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -29,7 +31,7 @@ class ApiVersion(_message.Struct):
     MESSAGE = 'ApiVersionsResponse'
     FLEXIBLE_VERSIONS = (3, 32767)
 
-    def __init__(self, *, api_key=0, min_version=0, max_version=0):
+    def __init__(self, *, api_key: int = 0, min_version: int = 0, max_version: int = 0) -> None:
         self.api_key = api_key
         self.min_version = min_version
         self.max_version = max_version
@@ -43,7 +45,7 @@ class SupportedFeatureKey(_message.Struct):
     MESSAGE = 'ApiVersionsResponse'
     FLEXIBLE_VERSIONS = (3, 32767)
 
-    def __init__(self, *, name='', min_version=0, max_version=0):
+    def __init__(self, *, name: str = '', min_version: int = 0, max_version: int = 0) -> None:
         self.name = name
         self.min_version = min_version
         self.max_version = max_version
@@ -57,7 +59,7 @@ class FinalizedFeatureKey(_message.Struct):
     MESSAGE = 'ApiVersionsResponse'
     FLEXIBLE_VERSIONS = (3, 32767)
 
-    def __init__(self, *, name='', max_version_level=0, min_version_level=0):
+    def __init__(self, *, name: str = '', max_version_level: int = 0, min_version_level: int = 0) -> None:
         self.name = name
         self.max_version_level = max_version_level
         self.min_version_level = min_version_level
@@ -75,7 +77,7 @@ class ApiVersionsResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ApiVersionsResponse.json'
 
-    def __init__(self, *, error_code=0, api_keys=_MISSING, throttle_time_ms=0, supported_features=_MISSING, finalized_features_epoch=-1, finalized_features=_MISSING, zk_migration_ready=False):
+    def __init__(self, *, error_code: int = 0, api_keys: list[ApiVersion] = _MISSING, throttle_time_ms: int = 0, supported_features: list[SupportedFeatureKey] = _MISSING, finalized_features_epoch: int = -1, finalized_features: list[FinalizedFeatureKey] = _MISSING, zk_migration_ready: bool = False) -> None:
         self.error_code = error_code
         self.api_keys = [] if api_keys is _MISSING else api_keys
         self.throttle_time_ms = throttle_time_ms
@@ -488,90 +490,90 @@ ApiVersionsResponse._ENCODERS = {0: _encode_ApiVersionsResponse_v0, 1: _encode_A
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    165: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
-    172: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
-    174: 'tagged fields of ApiVersion',
-    178: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
-    180: 'tagged fields of ApiVersion',
-    184: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
-    186: 'tagged fields of ApiVersion',
-    191: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
-    193: 'tagged fields of ApiVersion',
-    194: 'tagged fields of ApiVersion',
-    202: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
-    204: 'tagged fields of ApiVersion',
-    211: 'Name',
-    212: (('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
-    214: 'tagged fields of SupportedFeatureKey',
-    215: 'tagged fields of SupportedFeatureKey',
-    223: 'Name',
-    224: (('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
-    226: 'tagged fields of SupportedFeatureKey',
-    233: 'Name',
-    234: (('MaxVersionLevel', 'max_version_level', 'h'), ('MinVersionLevel', 'min_version_level', 'h')),
-    236: 'tagged fields of FinalizedFeatureKey',
-    237: 'tagged fields of FinalizedFeatureKey',
-    245: 'Name',
-    246: (('MaxVersionLevel', 'max_version_level', 'h'), ('MinVersionLevel', 'min_version_level', 'h')),
-    248: 'tagged fields of FinalizedFeatureKey',
-    255: 'ErrorCode',
-    257: 'ApiKeys',
-    264: 'ApiKeys',
-    277: 'ErrorCode',
-    279: 'ApiKeys',
+    167: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
+    174: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
+    176: 'tagged fields of ApiVersion',
+    180: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
+    182: 'tagged fields of ApiVersion',
+    186: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
+    188: 'tagged fields of ApiVersion',
+    193: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
+    195: 'tagged fields of ApiVersion',
+    196: 'tagged fields of ApiVersion',
+    204: (('ApiKey', 'api_key', 'h'), ('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
+    206: 'tagged fields of ApiVersion',
+    213: 'Name',
+    214: (('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
+    216: 'tagged fields of SupportedFeatureKey',
+    217: 'tagged fields of SupportedFeatureKey',
+    225: 'Name',
+    226: (('MinVersion', 'min_version', 'h'), ('MaxVersion', 'max_version', 'h')),
+    228: 'tagged fields of SupportedFeatureKey',
+    235: 'Name',
+    236: (('MaxVersionLevel', 'max_version_level', 'h'), ('MinVersionLevel', 'min_version_level', 'h')),
+    238: 'tagged fields of FinalizedFeatureKey',
+    239: 'tagged fields of FinalizedFeatureKey',
+    247: 'Name',
+    248: (('MaxVersionLevel', 'max_version_level', 'h'), ('MinVersionLevel', 'min_version_level', 'h')),
+    250: 'tagged fields of FinalizedFeatureKey',
+    257: 'ErrorCode',
+    259: 'ApiKeys',
+    266: 'ApiKeys',
+    279: 'ErrorCode',
     281: 'ApiKeys',
-    283: 'tagged fields of ApiVersionsResponse',
-    288: (('ErrorCode', 'error_code', 'h'), ('ApiKeys', None, 'i'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
-    295: 'ApiKeys',
-    302: 'ApiKeys',
-    305: 'ThrottleTimeMs',
-    316: 'ErrorCode',
-    318: 'ApiKeys',
+    283: 'ApiKeys',
+    285: 'tagged fields of ApiVersionsResponse',
+    290: (('ErrorCode', 'error_code', 'h'), ('ApiKeys', None, 'i'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
+    297: 'ApiKeys',
+    304: 'ApiKeys',
+    307: 'ThrottleTimeMs',
+    318: 'ErrorCode',
     320: 'ApiKeys',
-    321: 'ThrottleTimeMs',
-    323: 'tagged fields of ApiVersionsResponse',
-    327: 'ErrorCode',
-    329: 'ApiKeys',
+    322: 'ApiKeys',
+    323: 'ThrottleTimeMs',
+    325: 'tagged fields of ApiVersionsResponse',
+    329: 'ErrorCode',
     331: 'ApiKeys',
-    332: 'ThrottleTimeMs',
-    334: 'tagged fields of ApiVersionsResponse',
-    338: 'tagged fields of ApiVersionsResponse',
-    344: 'tagged fields of ApiVersionsResponse',
-    347: 'SupportedFeatures',
-    351: 'SupportedFeatures',
-    358: 'SupportedFeatures',
-    362: 'SupportedFeatures',
-    364: 'FinalizedFeaturesEpoch',
-    367: 'FinalizedFeaturesEpoch',
-    369: 'FinalizedFeatures',
-    373: 'FinalizedFeatures',
-    380: 'FinalizedFeatures',
-    384: 'FinalizedFeatures',
-    386: 'ZkMigrationReady',
-    389: 'ZkMigrationReady',
-    401: (('ErrorCode', 'error_code', 'h'), ('ApiKeys', None, 'B'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
-    408: 'ApiKeys',
-    412: 'ApiKeys',
-    419: 'ApiKeys',
-    422: 'ThrottleTimeMs',
-    428: 'tagged fields of ApiVersionsResponse',
-    429: 'tagged fields of ApiVersionsResponse',
-    437: 'ErrorCode',
-    439: 'ApiKeys',
-    442: 'ApiKeys',
+    333: 'ApiKeys',
+    334: 'ThrottleTimeMs',
+    336: 'tagged fields of ApiVersionsResponse',
+    340: 'tagged fields of ApiVersionsResponse',
+    346: 'tagged fields of ApiVersionsResponse',
+    349: 'SupportedFeatures',
+    353: 'SupportedFeatures',
+    360: 'SupportedFeatures',
+    364: 'SupportedFeatures',
+    366: 'FinalizedFeaturesEpoch',
+    369: 'FinalizedFeaturesEpoch',
+    371: 'FinalizedFeatures',
+    375: 'FinalizedFeatures',
+    382: 'FinalizedFeatures',
+    386: 'FinalizedFeatures',
+    388: 'ZkMigrationReady',
+    391: 'ZkMigrationReady',
+    403: (('ErrorCode', 'error_code', 'h'), ('ApiKeys', None, 'B'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
+    410: 'ApiKeys',
+    414: 'ApiKeys',
+    421: 'ApiKeys',
+    424: 'ThrottleTimeMs',
+    430: 'tagged fields of ApiVersionsResponse',
+    431: 'tagged fields of ApiVersionsResponse',
+    439: 'ErrorCode',
+    441: 'ApiKeys',
     444: 'ApiKeys',
-    445: 'ThrottleTimeMs',
-    447: 'SupportedFeatures',
-    450: 'SupportedFeatures',
-    453: 'SupportedFeatures',
+    446: 'ApiKeys',
+    447: 'ThrottleTimeMs',
+    449: 'SupportedFeatures',
+    452: 'SupportedFeatures',
     455: 'SupportedFeatures',
-    457: 'FinalizedFeaturesEpoch',
+    457: 'SupportedFeatures',
     459: 'FinalizedFeaturesEpoch',
-    461: 'FinalizedFeatures',
-    464: 'FinalizedFeatures',
-    467: 'FinalizedFeatures',
+    461: 'FinalizedFeaturesEpoch',
+    463: 'FinalizedFeatures',
+    466: 'FinalizedFeatures',
     469: 'FinalizedFeatures',
-    471: 'ZkMigrationReady',
+    471: 'FinalizedFeatures',
     473: 'ZkMigrationReady',
-    476: 'tagged fields of ApiVersionsResponse',
+    475: 'ZkMigrationReady',
+    478: 'tagged fields of ApiVersionsResponse',
 }

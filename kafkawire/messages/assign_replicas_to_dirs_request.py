@@ -2,6 +2,8 @@
 # From schemas/clients/AssignReplicasToDirsRequest.json (sha256 327c7a0273158a5c26a52e48532a6f2a07335f4752a027c4e7ea1bd418e9d364):
 # change the schema and run `kafkawire codegen`.
 """AssignReplicasToDirsRequest: apiKey 73, request, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class PartitionData(_message.Struct):
     MESSAGE = 'AssignReplicasToDirsRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, partition_index=0):
+    def __init__(self, *, partition_index: int = 0) -> None:
         self.partition_index = partition_index
         self._unknown_tagged_fields = ()
 
@@ -35,7 +37,7 @@ class TopicData(_message.Struct):
     MESSAGE = 'AssignReplicasToDirsRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_id=_ZERO_UUID, partitions=_MISSING):
+    def __init__(self, *, topic_id: _UUID = _ZERO_UUID, partitions: list[PartitionData] = _MISSING) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -48,7 +50,7 @@ class DirectoryData(_message.Struct):
     MESSAGE = 'AssignReplicasToDirsRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, id=_ZERO_UUID, topics=_MISSING):
+    def __init__(self, *, id: _UUID = _ZERO_UUID, topics: list[TopicData] = _MISSING) -> None:
         self.id = id
         self.topics = [] if topics is _MISSING else topics
         self._unknown_tagged_fields = ()
@@ -65,7 +67,7 @@ class AssignReplicasToDirsRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/AssignReplicasToDirsRequest.json'
 
-    def __init__(self, *, broker_id=0, broker_epoch=-1, directories=_MISSING):
+    def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1, directories: list[DirectoryData] = _MISSING) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self.directories = [] if directories is _MISSING else directories
@@ -281,42 +283,42 @@ AssignReplicasToDirsRequest._ENCODERS = {0: _encode_AssignReplicasToDirsRequest_
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    135: 'PartitionIndex',
-    137: 'tagged fields of PartitionData',
-    138: 'tagged fields of PartitionData',
-    146: 'PartitionIndex',
-    148: 'tagged fields of PartitionData',
-    155: 'TopicId',
-    156: 'Partitions',
-    160: 'Partitions',
-    167: 'Partitions',
-    170: 'tagged fields of TopicData',
-    171: 'tagged fields of TopicData',
-    179: 'TopicId',
-    181: 'Partitions',
-    184: 'Partitions',
+    137: 'PartitionIndex',
+    139: 'tagged fields of PartitionData',
+    140: 'tagged fields of PartitionData',
+    148: 'PartitionIndex',
+    150: 'tagged fields of PartitionData',
+    157: 'TopicId',
+    158: 'Partitions',
+    162: 'Partitions',
+    169: 'Partitions',
+    172: 'tagged fields of TopicData',
+    173: 'tagged fields of TopicData',
+    181: 'TopicId',
+    183: 'Partitions',
     186: 'Partitions',
-    188: 'tagged fields of TopicData',
-    195: 'Id',
-    196: 'Topics',
-    200: 'Topics',
-    207: 'Topics',
-    210: 'tagged fields of DirectoryData',
-    211: 'tagged fields of DirectoryData',
-    219: 'Id',
-    221: 'Topics',
-    224: 'Topics',
+    188: 'Partitions',
+    190: 'tagged fields of TopicData',
+    197: 'Id',
+    198: 'Topics',
+    202: 'Topics',
+    209: 'Topics',
+    212: 'tagged fields of DirectoryData',
+    213: 'tagged fields of DirectoryData',
+    221: 'Id',
+    223: 'Topics',
     226: 'Topics',
-    228: 'tagged fields of DirectoryData',
-    235: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    237: 'Directories',
-    241: 'Directories',
-    248: 'Directories',
-    251: 'tagged fields of AssignReplicasToDirsRequest',
-    252: 'tagged fields of AssignReplicasToDirsRequest',
-    260: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    262: 'Directories',
-    265: 'Directories',
+    228: 'Topics',
+    230: 'tagged fields of DirectoryData',
+    237: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    239: 'Directories',
+    243: 'Directories',
+    250: 'Directories',
+    253: 'tagged fields of AssignReplicasToDirsRequest',
+    254: 'tagged fields of AssignReplicasToDirsRequest',
+    262: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    264: 'Directories',
     267: 'Directories',
-    269: 'tagged fields of AssignReplicasToDirsRequest',
+    269: 'Directories',
+    271: 'tagged fields of AssignReplicasToDirsRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/AssignReplicasToDirsResponse.json (sha256 edcddf9fd81f62c5a93268c53a03bee8dfedde7380a6fe82322e9e322f4345f6):
 # change the schema and run `kafkawire codegen`.
 """AssignReplicasToDirsResponse: apiKey 73, response, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -22,7 +24,7 @@ class PartitionData(_message.Struct):
     MESSAGE = 'AssignReplicasToDirsResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, partition_index=0, error_code=0):
+    def __init__(self, *, partition_index: int = 0, error_code: int = 0) -> None:
         self.partition_index = partition_index
         self.error_code = error_code
         self._unknown_tagged_fields = ()
@@ -35,7 +37,7 @@ class TopicData(_message.Struct):
     MESSAGE = 'AssignReplicasToDirsResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_id=_ZERO_UUID, partitions=_MISSING):
+    def __init__(self, *, topic_id: _UUID = _ZERO_UUID, partitions: list[PartitionData] = _MISSING) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -48,7 +50,7 @@ class DirectoryData(_message.Struct):
     MESSAGE = 'AssignReplicasToDirsResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, id=_ZERO_UUID, topics=_MISSING):
+    def __init__(self, *, id: _UUID = _ZERO_UUID, topics: list[TopicData] = _MISSING) -> None:
         self.id = id
         self.topics = [] if topics is _MISSING else topics
         self._unknown_tagged_fields = ()
@@ -65,7 +67,7 @@ class AssignReplicasToDirsResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/AssignReplicasToDirsResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, directories=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, directories: list[DirectoryData] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.directories = [] if directories is _MISSING else directories
@@ -283,42 +285,42 @@ AssignReplicasToDirsResponse._ENCODERS = {0: _encode_AssignReplicasToDirsRespons
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    137: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    139: 'tagged fields of PartitionData',
-    140: 'tagged fields of PartitionData',
-    148: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    150: 'tagged fields of PartitionData',
-    157: 'TopicId',
-    158: 'Partitions',
-    162: 'Partitions',
-    169: 'Partitions',
-    172: 'tagged fields of TopicData',
-    173: 'tagged fields of TopicData',
-    181: 'TopicId',
-    183: 'Partitions',
-    186: 'Partitions',
+    139: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    141: 'tagged fields of PartitionData',
+    142: 'tagged fields of PartitionData',
+    150: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    152: 'tagged fields of PartitionData',
+    159: 'TopicId',
+    160: 'Partitions',
+    164: 'Partitions',
+    171: 'Partitions',
+    174: 'tagged fields of TopicData',
+    175: 'tagged fields of TopicData',
+    183: 'TopicId',
+    185: 'Partitions',
     188: 'Partitions',
-    190: 'tagged fields of TopicData',
-    197: 'Id',
-    198: 'Topics',
-    202: 'Topics',
-    209: 'Topics',
-    212: 'tagged fields of DirectoryData',
-    213: 'tagged fields of DirectoryData',
-    221: 'Id',
-    223: 'Topics',
-    226: 'Topics',
+    190: 'Partitions',
+    192: 'tagged fields of TopicData',
+    199: 'Id',
+    200: 'Topics',
+    204: 'Topics',
+    211: 'Topics',
+    214: 'tagged fields of DirectoryData',
+    215: 'tagged fields of DirectoryData',
+    223: 'Id',
+    225: 'Topics',
     228: 'Topics',
-    230: 'tagged fields of DirectoryData',
-    237: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    239: 'Directories',
-    243: 'Directories',
-    250: 'Directories',
-    253: 'tagged fields of AssignReplicasToDirsResponse',
-    254: 'tagged fields of AssignReplicasToDirsResponse',
-    262: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    264: 'Directories',
-    267: 'Directories',
+    230: 'Topics',
+    232: 'tagged fields of DirectoryData',
+    239: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    241: 'Directories',
+    245: 'Directories',
+    252: 'Directories',
+    255: 'tagged fields of AssignReplicasToDirsResponse',
+    256: 'tagged fields of AssignReplicasToDirsResponse',
+    264: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    266: 'Directories',
     269: 'Directories',
-    271: 'tagged fields of AssignReplicasToDirsResponse',
+    271: 'Directories',
+    273: 'tagged fields of AssignReplicasToDirsResponse',
 }

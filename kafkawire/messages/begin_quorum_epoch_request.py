@@ -2,6 +2,8 @@
 # From schemas/clients/BeginQuorumEpochRequest.json (sha256 2a4c17b632099808a250624c0f8098c6ad31312ff8e100fae881fc48f16983a1):
 # change the schema and run `kafkawire codegen`.
 """BeginQuorumEpochRequest: apiKey 53, request, versions 0-1, flexible 1+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class PartitionData(_message.Struct):
     MESSAGE = 'BeginQuorumEpochRequest'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, partition_index=0, voter_directory_id=_ZERO_UUID, leader_id=0, leader_epoch=0):
+    def __init__(self, *, partition_index: int = 0, voter_directory_id: _UUID = _ZERO_UUID, leader_id: int = 0, leader_epoch: int = 0) -> None:
         self.partition_index = partition_index
         self.voter_directory_id = voter_directory_id
         self.leader_id = leader_id
@@ -40,7 +42,7 @@ class TopicData(_message.Struct):
     MESSAGE = 'BeginQuorumEpochRequest'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, topic_name='', partitions=_MISSING):
+    def __init__(self, *, topic_name: str = '', partitions: list[PartitionData] = _MISSING) -> None:
         self.topic_name = topic_name
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -53,7 +55,7 @@ class LeaderEndpoint(_message.Struct):
     MESSAGE = 'BeginQuorumEpochRequest'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, name='', host='', port=0):
+    def __init__(self, *, name: str = '', host: str = '', port: int = 0) -> None:
         self.name = name
         self.host = host
         self.port = port
@@ -71,7 +73,7 @@ class BeginQuorumEpochRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/BeginQuorumEpochRequest.json'
 
-    def __init__(self, *, cluster_id=None, voter_id=-1, topics=_MISSING, leader_endpoints=_MISSING):
+    def __init__(self, *, cluster_id: str | None = None, voter_id: int = -1, topics: list[TopicData] = _MISSING, leader_endpoints: list[LeaderEndpoint] = _MISSING) -> None:
         self.cluster_id = cluster_id
         self.voter_id = voter_id
         self.topics = [] if topics is _MISSING else topics
@@ -381,69 +383,69 @@ BeginQuorumEpochRequest._ENCODERS = {0: _encode_BeginQuorumEpochRequest_v0, 1: _
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    152: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    160: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    162: 'tagged fields of PartitionData',
-    167: 'PartitionIndex',
-    169: 'VoterDirectoryId',
-    170: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    172: 'tagged fields of PartitionData',
-    173: 'tagged fields of PartitionData',
-    181: 'PartitionIndex',
-    182: 'VoterDirectoryId',
-    183: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    185: 'tagged fields of PartitionData',
-    192: 'TopicName',
-    193: 'Partitions',
-    200: 'Partitions',
-    208: 'TopicName',
-    210: 'Partitions',
+    154: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    162: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    164: 'tagged fields of PartitionData',
+    169: 'PartitionIndex',
+    171: 'VoterDirectoryId',
+    172: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    174: 'tagged fields of PartitionData',
+    175: 'tagged fields of PartitionData',
+    183: 'PartitionIndex',
+    184: 'VoterDirectoryId',
+    185: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    187: 'tagged fields of PartitionData',
+    194: 'TopicName',
+    195: 'Partitions',
+    202: 'Partitions',
+    210: 'TopicName',
     212: 'Partitions',
-    214: 'tagged fields of TopicData',
-    219: 'TopicName',
-    220: 'Partitions',
-    224: 'Partitions',
-    231: 'Partitions',
-    234: 'tagged fields of TopicData',
-    235: 'tagged fields of TopicData',
-    243: 'TopicName',
-    245: 'Partitions',
-    248: 'Partitions',
+    214: 'Partitions',
+    216: 'tagged fields of TopicData',
+    221: 'TopicName',
+    222: 'Partitions',
+    226: 'Partitions',
+    233: 'Partitions',
+    236: 'tagged fields of TopicData',
+    237: 'tagged fields of TopicData',
+    245: 'TopicName',
+    247: 'Partitions',
     250: 'Partitions',
-    252: 'tagged fields of TopicData',
-    259: 'Name',
-    260: 'Host',
-    261: 'Port',
-    263: 'tagged fields of LeaderEndpoint',
-    264: 'tagged fields of LeaderEndpoint',
-    272: 'Name',
-    273: 'Host',
-    274: 'Port',
-    276: 'tagged fields of LeaderEndpoint',
-    283: 'ClusterId',
-    284: 'Topics',
-    291: 'Topics',
-    301: 'ClusterId',
-    303: 'Topics',
+    252: 'Partitions',
+    254: 'tagged fields of TopicData',
+    261: 'Name',
+    262: 'Host',
+    263: 'Port',
+    265: 'tagged fields of LeaderEndpoint',
+    266: 'tagged fields of LeaderEndpoint',
+    274: 'Name',
+    275: 'Host',
+    276: 'Port',
+    278: 'tagged fields of LeaderEndpoint',
+    285: 'ClusterId',
+    286: 'Topics',
+    293: 'Topics',
+    303: 'ClusterId',
     305: 'Topics',
-    307: 'tagged fields of BeginQuorumEpochRequest',
-    312: 'ClusterId',
-    313: 'VoterId',
-    315: 'Topics',
-    319: 'Topics',
-    326: 'Topics',
-    329: 'LeaderEndpoints',
-    333: 'LeaderEndpoints',
-    340: 'LeaderEndpoints',
-    343: 'tagged fields of BeginQuorumEpochRequest',
-    344: 'tagged fields of BeginQuorumEpochRequest',
-    352: 'ClusterId',
-    353: 'VoterId',
-    355: 'Topics',
-    358: 'Topics',
+    307: 'Topics',
+    309: 'tagged fields of BeginQuorumEpochRequest',
+    314: 'ClusterId',
+    315: 'VoterId',
+    317: 'Topics',
+    321: 'Topics',
+    328: 'Topics',
+    331: 'LeaderEndpoints',
+    335: 'LeaderEndpoints',
+    342: 'LeaderEndpoints',
+    345: 'tagged fields of BeginQuorumEpochRequest',
+    346: 'tagged fields of BeginQuorumEpochRequest',
+    354: 'ClusterId',
+    355: 'VoterId',
+    357: 'Topics',
     360: 'Topics',
-    362: 'LeaderEndpoints',
-    365: 'LeaderEndpoints',
+    362: 'Topics',
+    364: 'LeaderEndpoints',
     367: 'LeaderEndpoints',
-    369: 'tagged fields of BeginQuorumEpochRequest',
+    369: 'LeaderEndpoints',
+    371: 'tagged fields of BeginQuorumEpochRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/BeginQuorumEpochResponse.json (sha256 203028ee536923ac8576ad124d76da1d80f198af4477500087ce4584ac4827e1):
 # change the schema and run `kafkawire codegen`.
 """BeginQuorumEpochResponse: apiKey 53, response, versions 0-1, flexible 1+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class PartitionData(_message.Struct):
     MESSAGE = 'BeginQuorumEpochResponse'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, partition_index=0, error_code=0, leader_id=0, leader_epoch=0):
+    def __init__(self, *, partition_index: int = 0, error_code: int = 0, leader_id: int = 0, leader_epoch: int = 0) -> None:
         self.partition_index = partition_index
         self.error_code = error_code
         self.leader_id = leader_id
@@ -40,7 +42,7 @@ class TopicData(_message.Struct):
     MESSAGE = 'BeginQuorumEpochResponse'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, topic_name='', partitions=_MISSING):
+    def __init__(self, *, topic_name: str = '', partitions: list[PartitionData] = _MISSING) -> None:
         self.topic_name = topic_name
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -53,7 +55,7 @@ class NodeEndpoint(_message.Struct):
     MESSAGE = 'BeginQuorumEpochResponse'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, node_id=0, host='', port=0):
+    def __init__(self, *, node_id: int = 0, host: str = '', port: int = 0) -> None:
         self.node_id = node_id
         self.host = host
         self.port = port
@@ -71,7 +73,7 @@ class BeginQuorumEpochResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/BeginQuorumEpochResponse.json'
 
-    def __init__(self, *, error_code=0, topics=_MISSING, node_endpoints=_MISSING):
+    def __init__(self, *, error_code: int = 0, topics: list[TopicData] = _MISSING, node_endpoints: list[NodeEndpoint] = _MISSING) -> None:
         self.error_code = error_code
         self.topics = [] if topics is _MISSING else topics
         self.node_endpoints = [] if node_endpoints is _MISSING else node_endpoints
@@ -399,69 +401,69 @@ BeginQuorumEpochResponse._ENCODERS = {0: _encode_BeginQuorumEpochResponse_v0, 1:
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    149: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    156: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    158: 'tagged fields of PartitionData',
-    163: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    165: 'tagged fields of PartitionData',
-    166: 'tagged fields of PartitionData',
-    174: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    176: 'tagged fields of PartitionData',
-    183: 'TopicName',
-    184: 'Partitions',
-    191: 'Partitions',
-    199: 'TopicName',
-    201: 'Partitions',
+    151: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    158: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    160: 'tagged fields of PartitionData',
+    165: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    167: 'tagged fields of PartitionData',
+    168: 'tagged fields of PartitionData',
+    176: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    178: 'tagged fields of PartitionData',
+    185: 'TopicName',
+    186: 'Partitions',
+    193: 'Partitions',
+    201: 'TopicName',
     203: 'Partitions',
-    205: 'tagged fields of TopicData',
-    210: 'TopicName',
-    211: 'Partitions',
-    215: 'Partitions',
-    222: 'Partitions',
-    225: 'tagged fields of TopicData',
-    226: 'tagged fields of TopicData',
-    234: 'TopicName',
-    236: 'Partitions',
-    239: 'Partitions',
+    205: 'Partitions',
+    207: 'tagged fields of TopicData',
+    212: 'TopicName',
+    213: 'Partitions',
+    217: 'Partitions',
+    224: 'Partitions',
+    227: 'tagged fields of TopicData',
+    228: 'tagged fields of TopicData',
+    236: 'TopicName',
+    238: 'Partitions',
     241: 'Partitions',
-    243: 'tagged fields of TopicData',
-    250: 'NodeId',
-    252: 'Host',
-    253: 'Port',
-    255: 'tagged fields of NodeEndpoint',
-    256: 'tagged fields of NodeEndpoint',
-    264: 'NodeId',
-    265: 'Host',
-    266: 'Port',
-    268: 'tagged fields of NodeEndpoint',
-    275: 'ErrorCode',
-    277: 'Topics',
-    284: 'Topics',
-    293: 'NodeEndpoints',
-    294: 'NodeEndpoints',
-    295: 'ErrorCode',
-    297: 'Topics',
+    243: 'Partitions',
+    245: 'tagged fields of TopicData',
+    252: 'NodeId',
+    254: 'Host',
+    255: 'Port',
+    257: 'tagged fields of NodeEndpoint',
+    258: 'tagged fields of NodeEndpoint',
+    266: 'NodeId',
+    267: 'Host',
+    268: 'Port',
+    270: 'tagged fields of NodeEndpoint',
+    277: 'ErrorCode',
+    279: 'Topics',
+    286: 'Topics',
+    295: 'NodeEndpoints',
+    296: 'NodeEndpoints',
+    297: 'ErrorCode',
     299: 'Topics',
-    301: 'tagged fields of BeginQuorumEpochResponse',
-    305: 'tagged fields of BeginQuorumEpochResponse',
-    311: 'tagged fields of BeginQuorumEpochResponse',
-    314: 'NodeEndpoints',
-    318: 'NodeEndpoints',
-    325: 'NodeEndpoints',
-    329: 'NodeEndpoints',
-    341: 'ErrorCode',
-    343: 'Topics',
-    347: 'Topics',
-    354: 'Topics',
-    358: 'tagged fields of BeginQuorumEpochResponse',
-    359: 'tagged fields of BeginQuorumEpochResponse',
-    367: 'ErrorCode',
-    369: 'Topics',
-    372: 'Topics',
+    301: 'Topics',
+    303: 'tagged fields of BeginQuorumEpochResponse',
+    307: 'tagged fields of BeginQuorumEpochResponse',
+    313: 'tagged fields of BeginQuorumEpochResponse',
+    316: 'NodeEndpoints',
+    320: 'NodeEndpoints',
+    327: 'NodeEndpoints',
+    331: 'NodeEndpoints',
+    343: 'ErrorCode',
+    345: 'Topics',
+    349: 'Topics',
+    356: 'Topics',
+    360: 'tagged fields of BeginQuorumEpochResponse',
+    361: 'tagged fields of BeginQuorumEpochResponse',
+    369: 'ErrorCode',
+    371: 'Topics',
     374: 'Topics',
-    376: 'NodeEndpoints',
-    379: 'NodeEndpoints',
-    382: 'NodeEndpoints',
+    376: 'Topics',
+    378: 'NodeEndpoints',
+    381: 'NodeEndpoints',
     384: 'NodeEndpoints',
-    387: 'tagged fields of BeginQuorumEpochResponse',
+    386: 'NodeEndpoints',
+    389: 'tagged fields of BeginQuorumEpochResponse',
 }

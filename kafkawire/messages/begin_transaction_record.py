@@ -2,6 +2,8 @@
 # From schemas/metadata/BeginTransactionRecord.json (sha256 2a9c0adba3bdc5ddcbf399e4116ef6f3359bfec2397732463411461b0b100578):
 # change the schema and run `kafkawire codegen`.
 """BeginTransactionRecord: apiKey 23, metadata, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class BeginTransactionRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/metadata/BeginTransactionRecord.json'
 
-    def __init__(self, *, name=None):
+    def __init__(self, *, name: str | None = None) -> None:
         self.name = name
         self._unknown_tagged_fields = ()
 
@@ -93,13 +95,13 @@ BeginTransactionRecord._ENCODERS = {0: _encode_BeginTransactionRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    48: 'tagged fields of BeginTransactionRecord',
-    54: 'tagged fields of BeginTransactionRecord',
-    57: 'Name',
+    50: 'tagged fields of BeginTransactionRecord',
+    56: 'tagged fields of BeginTransactionRecord',
     59: 'Name',
-    72: 'tagged fields of BeginTransactionRecord',
-    73: 'tagged fields of BeginTransactionRecord',
-    82: 'Name',
+    61: 'Name',
+    74: 'tagged fields of BeginTransactionRecord',
+    75: 'tagged fields of BeginTransactionRecord',
     84: 'Name',
-    87: 'tagged fields of BeginTransactionRecord',
+    86: 'Name',
+    89: 'tagged fields of BeginTransactionRecord',
 }

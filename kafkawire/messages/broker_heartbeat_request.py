@@ -2,6 +2,8 @@
 # From schemas/clients/BrokerHeartbeatRequest.json (sha256 2a62dde783f42353839214c52cad8d8871307d20065f7c91d29cdc8fc522fde2):
 # change the schema and run `kafkawire codegen`.
 """BrokerHeartbeatRequest: apiKey 63, request, versions 0-2, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class BrokerHeartbeatRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/BrokerHeartbeatRequest.json'
 
-    def __init__(self, *, broker_id=0, broker_epoch=-1, current_metadata_offset=0, want_fence=False, want_shut_down=False, offline_log_dirs=_MISSING, cordoned_log_dirs=None):
+    def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1, current_metadata_offset: int = 0, want_fence: bool = False, want_shut_down: bool = False, offline_log_dirs: list[_UUID] = _MISSING, cordoned_log_dirs: list[_UUID] | None = None) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self.current_metadata_offset = current_metadata_offset
@@ -255,52 +257,52 @@ BrokerHeartbeatRequest._ENCODERS = {0: _encode_BrokerHeartbeatRequest_v0, 1: _en
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    68: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
-    72: 'tagged fields of BrokerHeartbeatRequest',
-    73: 'tagged fields of BrokerHeartbeatRequest',
-    81: 'OfflineLogDirs',
-    82: 'OfflineLogDirs',
-    83: 'CordonedLogDirs',
-    84: 'CordonedLogDirs',
-    85: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
-    87: 'tagged fields of BrokerHeartbeatRequest',
-    93: 'tagged fields of BrokerHeartbeatRequest',
-    99: 'tagged fields of BrokerHeartbeatRequest',
-    102: 'OfflineLogDirs',
-    106: 'OfflineLogDirs',
-    113: 'OfflineLogDirs',
-    117: 'OfflineLogDirs',
-    129: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
-    133: 'tagged fields of BrokerHeartbeatRequest',
-    134: 'tagged fields of BrokerHeartbeatRequest',
-    142: 'CordonedLogDirs',
-    143: 'CordonedLogDirs',
-    144: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
-    146: 'OfflineLogDirs',
-    149: 'OfflineLogDirs',
-    152: 'OfflineLogDirs',
-    153: 'OfflineLogDirs',
-    156: 'tagged fields of BrokerHeartbeatRequest',
-    162: 'tagged fields of BrokerHeartbeatRequest',
-    168: 'tagged fields of BrokerHeartbeatRequest',
-    171: 'OfflineLogDirs',
-    175: 'OfflineLogDirs',
-    182: 'OfflineLogDirs',
-    186: 'OfflineLogDirs',
-    188: 'CordonedLogDirs',
-    192: 'CordonedLogDirs',
-    199: 'CordonedLogDirs',
-    205: 'CordonedLogDirs',
-    217: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
-    221: 'tagged fields of BrokerHeartbeatRequest',
-    222: 'tagged fields of BrokerHeartbeatRequest',
-    230: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
-    232: 'OfflineLogDirs',
-    235: 'OfflineLogDirs',
-    238: 'OfflineLogDirs',
-    239: 'OfflineLogDirs',
-    241: 'CordonedLogDirs',
-    244: 'CordonedLogDirs',
+    70: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
+    74: 'tagged fields of BrokerHeartbeatRequest',
+    75: 'tagged fields of BrokerHeartbeatRequest',
+    83: 'OfflineLogDirs',
+    84: 'OfflineLogDirs',
+    85: 'CordonedLogDirs',
+    86: 'CordonedLogDirs',
+    87: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
+    89: 'tagged fields of BrokerHeartbeatRequest',
+    95: 'tagged fields of BrokerHeartbeatRequest',
+    101: 'tagged fields of BrokerHeartbeatRequest',
+    104: 'OfflineLogDirs',
+    108: 'OfflineLogDirs',
+    115: 'OfflineLogDirs',
+    119: 'OfflineLogDirs',
+    131: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
+    135: 'tagged fields of BrokerHeartbeatRequest',
+    136: 'tagged fields of BrokerHeartbeatRequest',
+    144: 'CordonedLogDirs',
+    145: 'CordonedLogDirs',
+    146: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
+    148: 'OfflineLogDirs',
+    151: 'OfflineLogDirs',
+    154: 'OfflineLogDirs',
+    155: 'OfflineLogDirs',
+    158: 'tagged fields of BrokerHeartbeatRequest',
+    164: 'tagged fields of BrokerHeartbeatRequest',
+    170: 'tagged fields of BrokerHeartbeatRequest',
+    173: 'OfflineLogDirs',
+    177: 'OfflineLogDirs',
+    184: 'OfflineLogDirs',
+    188: 'OfflineLogDirs',
+    190: 'CordonedLogDirs',
+    194: 'CordonedLogDirs',
+    201: 'CordonedLogDirs',
+    207: 'CordonedLogDirs',
+    219: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
+    223: 'tagged fields of BrokerHeartbeatRequest',
+    224: 'tagged fields of BrokerHeartbeatRequest',
+    232: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('CurrentMetadataOffset', 'current_metadata_offset', 'q'), ('WantFence', 'want_fence', '?'), ('WantShutDown', 'want_shut_down', '?')),
+    234: 'OfflineLogDirs',
+    237: 'OfflineLogDirs',
+    240: 'OfflineLogDirs',
+    241: 'OfflineLogDirs',
+    243: 'CordonedLogDirs',
     246: 'CordonedLogDirs',
-    249: 'tagged fields of BrokerHeartbeatRequest',
+    248: 'CordonedLogDirs',
+    251: 'tagged fields of BrokerHeartbeatRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/BrokerHeartbeatResponse.json (sha256 0f4f15df77b0599fc2417109f2ba3f298958216b9ab6ddff1ab3ccdc2e0e7fd0):
 # change the schema and run `kafkawire codegen`.
 """BrokerHeartbeatResponse: apiKey 63, response, versions 0-2, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class BrokerHeartbeatResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/BrokerHeartbeatResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, is_caught_up=False, is_fenced=True, should_shut_down=False):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, is_caught_up: bool = False, is_fenced: bool = True, should_shut_down: bool = False) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.is_caught_up = is_caught_up
@@ -81,9 +83,9 @@ BrokerHeartbeatResponse._ENCODERS = {0: _encode_BrokerHeartbeatResponse_v0, 1: _
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    62: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('IsCaughtUp', 'is_caught_up', '?'), ('IsFenced', 'is_fenced', '?'), ('ShouldShutDown', 'should_shut_down', '?')),
-    64: 'tagged fields of BrokerHeartbeatResponse',
-    65: 'tagged fields of BrokerHeartbeatResponse',
-    73: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('IsCaughtUp', 'is_caught_up', '?'), ('IsFenced', 'is_fenced', '?'), ('ShouldShutDown', 'should_shut_down', '?')),
-    75: 'tagged fields of BrokerHeartbeatResponse',
+    64: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('IsCaughtUp', 'is_caught_up', '?'), ('IsFenced', 'is_fenced', '?'), ('ShouldShutDown', 'should_shut_down', '?')),
+    66: 'tagged fields of BrokerHeartbeatResponse',
+    67: 'tagged fields of BrokerHeartbeatResponse',
+    75: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('IsCaughtUp', 'is_caught_up', '?'), ('IsFenced', 'is_fenced', '?'), ('ShouldShutDown', 'should_shut_down', '?')),
+    77: 'tagged fields of BrokerHeartbeatResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/BrokerRegistrationResponse.json (sha256 7ae718572503c8fdf11ed512f39075c5d36b7637216575982d175381cc41ff6b):
 # change the schema and run `kafkawire codegen`.
 """BrokerRegistrationResponse: apiKey 62, response, versions 0-4, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class BrokerRegistrationResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/BrokerRegistrationResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, broker_epoch=-1):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, broker_epoch: int = -1) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.broker_epoch = broker_epoch
@@ -75,9 +77,9 @@ BrokerRegistrationResponse._ENCODERS = {0: _encode_BrokerRegistrationResponse_v0
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    56: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    58: 'tagged fields of BrokerRegistrationResponse',
-    59: 'tagged fields of BrokerRegistrationResponse',
-    67: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    69: 'tagged fields of BrokerRegistrationResponse',
+    58: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    60: 'tagged fields of BrokerRegistrationResponse',
+    61: 'tagged fields of BrokerRegistrationResponse',
+    69: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    71: 'tagged fields of BrokerRegistrationResponse',
 }

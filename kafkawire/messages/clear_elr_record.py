@@ -2,6 +2,8 @@
 # From schemas/metadata/ClearElrRecord.json (sha256 1b71bdbe305ab5148b0e2158e99e2d5068bb00ea3422b6b1ec113db1388714a2):
 # change the schema and run `kafkawire codegen`.
 """ClearElrRecord: apiKey 28, metadata, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class ClearElrRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/metadata/ClearElrRecord.json'
 
-    def __init__(self, *, topic_name=''):
+    def __init__(self, *, topic_name: str = '') -> None:
         self.topic_name = topic_name
         self._unknown_tagged_fields = ()
 
@@ -67,9 +69,9 @@ ClearElrRecord._ENCODERS = {0: _encode_ClearElrRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    49: 'TopicName',
-    50: 'tagged fields of ClearElrRecord',
-    51: 'tagged fields of ClearElrRecord',
-    59: 'TopicName',
-    61: 'tagged fields of ClearElrRecord',
+    51: 'TopicName',
+    52: 'tagged fields of ClearElrRecord',
+    53: 'tagged fields of ClearElrRecord',
+    61: 'TopicName',
+    63: 'tagged fields of ClearElrRecord',
 }

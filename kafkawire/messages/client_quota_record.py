@@ -2,6 +2,8 @@
 # From schemas/metadata/ClientQuotaRecord.json (sha256 65a385d616a5e58e4840cdc4d527cddccb707f21d6b10b701b8e0db8faf66e8c):
 # change the schema and run `kafkawire codegen`.
 """ClientQuotaRecord: apiKey 14, metadata, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -22,7 +24,7 @@ class EntityData(_message.Struct):
     MESSAGE = 'ClientQuotaRecord'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, entity_type='', entity_name=''):
+    def __init__(self, *, entity_type: str = '', entity_name: str | None = '') -> None:
         self.entity_type = entity_type
         self.entity_name = entity_name
         self._unknown_tagged_fields = ()
@@ -39,7 +41,7 @@ class ClientQuotaRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/metadata/ClientQuotaRecord.json'
 
-    def __init__(self, *, entity=_MISSING, key='', value=0.0, remove=False):
+    def __init__(self, *, entity: list[EntityData] = _MISSING, key: str = '', value: float = 0.0, remove: bool = False) -> None:
         self.entity = [] if entity is _MISSING else entity
         self.key = key
         self.value = value
@@ -151,24 +153,24 @@ ClientQuotaRecord._ENCODERS = {0: _encode_ClientQuotaRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    86: 'EntityType',
-    87: 'EntityName',
-    88: 'tagged fields of EntityData',
-    89: 'tagged fields of EntityData',
-    97: 'EntityType',
-    98: 'EntityName',
-    100: 'tagged fields of EntityData',
-    107: 'Entity',
-    111: 'Entity',
-    118: 'Entity',
-    121: 'Key',
-    122: (('Value', 'value', 'd'), ('Remove', 'remove', '?')),
-    124: 'tagged fields of ClientQuotaRecord',
-    125: 'tagged fields of ClientQuotaRecord',
-    134: 'Entity',
-    137: 'Entity',
+    88: 'EntityType',
+    89: 'EntityName',
+    90: 'tagged fields of EntityData',
+    91: 'tagged fields of EntityData',
+    99: 'EntityType',
+    100: 'EntityName',
+    102: 'tagged fields of EntityData',
+    109: 'Entity',
+    113: 'Entity',
+    120: 'Entity',
+    123: 'Key',
+    124: (('Value', 'value', 'd'), ('Remove', 'remove', '?')),
+    126: 'tagged fields of ClientQuotaRecord',
+    127: 'tagged fields of ClientQuotaRecord',
+    136: 'Entity',
     139: 'Entity',
-    140: 'Key',
-    141: (('Value', 'value', 'd'), ('Remove', 'remove', '?')),
-    143: 'tagged fields of ClientQuotaRecord',
+    141: 'Entity',
+    142: 'Key',
+    143: (('Value', 'value', 'd'), ('Remove', 'remove', '?')),
+    145: 'tagged fields of ClientQuotaRecord',
 }

@@ -2,6 +2,8 @@
 # From schemas/metadata/ConfigRecord.json (sha256 5cf36d1ce786914a1993c56e6b5ce10de1ab327f3ac6981fa43da2f223d6ed09):
 # change the schema and run `kafkawire codegen`.
 """ConfigRecord: apiKey 4, metadata, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class ConfigRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/metadata/ConfigRecord.json'
 
-    def __init__(self, *, resource_type=0, resource_name='', name='', value=''):
+    def __init__(self, *, resource_type: int = 0, resource_name: str = '', name: str = '', value: str | None = '') -> None:
         self.resource_type = resource_type
         self.resource_name = resource_name
         self.name = name
@@ -84,15 +86,15 @@ ConfigRecord._ENCODERS = {0: _encode_ConfigRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    59: 'ResourceType',
-    61: 'ResourceName',
-    62: 'Name',
-    63: 'Value',
-    64: 'tagged fields of ConfigRecord',
-    65: 'tagged fields of ConfigRecord',
-    73: 'ResourceType',
-    74: 'ResourceName',
-    75: 'Name',
-    76: 'Value',
-    78: 'tagged fields of ConfigRecord',
+    61: 'ResourceType',
+    63: 'ResourceName',
+    64: 'Name',
+    65: 'Value',
+    66: 'tagged fields of ConfigRecord',
+    67: 'tagged fields of ConfigRecord',
+    75: 'ResourceType',
+    76: 'ResourceName',
+    77: 'Name',
+    78: 'Value',
+    80: 'tagged fields of ConfigRecord',
 }

@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/ConsumerGroupCurrentMemberAssignmentKey.json (sha256 72d48178bb5727eea452f24ed450a2731c5b1963a2a42fcf78ad269c367f73f2):
 # change the schema and run `kafkawire codegen`.
 """ConsumerGroupCurrentMemberAssignmentKey: apiKey 8, coordinator-key, versions 0, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class ConsumerGroupCurrentMemberAssignmentKey(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/ConsumerGroupCurrentMemberAssignmentKey.json'
 
-    def __init__(self, *, group_id='', member_id=''):
+    def __init__(self, *, group_id: str = '', member_id: str = '') -> None:
         self.group_id = group_id
         self.member_id = member_id
         self._unknown_tagged_fields = ()
@@ -66,9 +68,9 @@ ConsumerGroupCurrentMemberAssignmentKey._ENCODERS = {0: _encode_ConsumerGroupCur
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    52: 'GroupId',
-    53: 'MemberId',
-    59: 'GroupId',
-    60: 'MemberId',
-    62: 'tagged fields of ConsumerGroupCurrentMemberAssignmentKey',
+    54: 'GroupId',
+    55: 'MemberId',
+    61: 'GroupId',
+    62: 'MemberId',
+    64: 'tagged fields of ConsumerGroupCurrentMemberAssignmentKey',
 }

@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/ConsumerGroupCurrentMemberAssignmentValue.json (sha256 442509def8111ddc0f003999020c3ef69fb765a6589bd71468ff9b8278a2ec69):
 # change the schema and run `kafkawire codegen`.
 """ConsumerGroupCurrentMemberAssignmentValue: apiKey 8, coordinator-value, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class TopicPartitions(_message.Struct):
     MESSAGE = 'ConsumerGroupCurrentMemberAssignmentValue'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_id=_ZERO_UUID, partitions=_MISSING, assignment_epochs=_MISSING):
+    def __init__(self, *, topic_id: _UUID = _ZERO_UUID, partitions: list[int] = _MISSING, assignment_epochs: list[int] | None = _MISSING) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is _MISSING else partitions
         self.assignment_epochs = [] if assignment_epochs is _MISSING else assignment_epochs
@@ -41,7 +43,7 @@ class ConsumerGroupCurrentMemberAssignmentValue(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/ConsumerGroupCurrentMemberAssignmentValue.json'
 
-    def __init__(self, *, member_epoch=0, previous_member_epoch=0, state=0, assigned_partitions=_MISSING, partitions_pending_revocation=_MISSING):
+    def __init__(self, *, member_epoch: int = 0, previous_member_epoch: int = 0, state: int = 0, assigned_partitions: list[TopicPartitions] = _MISSING, partitions_pending_revocation: list[TopicPartitions] = _MISSING) -> None:
         self.member_epoch = member_epoch
         self.previous_member_epoch = previous_member_epoch
         self.state = state
@@ -235,41 +237,41 @@ ConsumerGroupCurrentMemberAssignmentValue._ENCODERS = {0: _encode_ConsumerGroupC
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    92: 'tagged fields of TopicPartitions',
-    98: 'tagged fields of TopicPartitions',
-    101: 'AssignmentEpochs',
-    105: 'AssignmentEpochs',
-    109: 'AssignmentEpochs',
-    114: 'AssignmentEpochs',
-    126: 'TopicId',
-    127: 'Partitions',
-    131: 'Partitions',
-    135: 'Partitions',
-    138: 'tagged fields of TopicPartitions',
-    139: 'tagged fields of TopicPartitions',
-    147: 'TopicId',
-    149: 'Partitions',
-    152: 'Partitions',
+    94: 'tagged fields of TopicPartitions',
+    100: 'tagged fields of TopicPartitions',
+    103: 'AssignmentEpochs',
+    107: 'AssignmentEpochs',
+    111: 'AssignmentEpochs',
+    116: 'AssignmentEpochs',
+    128: 'TopicId',
+    129: 'Partitions',
+    133: 'Partitions',
+    137: 'Partitions',
+    140: 'tagged fields of TopicPartitions',
+    141: 'tagged fields of TopicPartitions',
+    149: 'TopicId',
+    151: 'Partitions',
     154: 'Partitions',
-    156: 'AssignmentEpochs',
-    159: 'AssignmentEpochs',
-    162: 'AssignmentEpochs',
-    165: 'tagged fields of TopicPartitions',
-    172: (('MemberEpoch', 'member_epoch', 'i'), ('PreviousMemberEpoch', 'previous_member_epoch', 'i'), ('State', 'state', 'b')),
-    174: 'AssignedPartitions',
-    178: 'AssignedPartitions',
-    185: 'AssignedPartitions',
-    188: 'PartitionsPendingRevocation',
-    192: 'PartitionsPendingRevocation',
-    199: 'PartitionsPendingRevocation',
-    202: 'tagged fields of ConsumerGroupCurrentMemberAssignmentValue',
-    203: 'tagged fields of ConsumerGroupCurrentMemberAssignmentValue',
-    211: (('MemberEpoch', 'member_epoch', 'i'), ('PreviousMemberEpoch', 'previous_member_epoch', 'i'), ('State', 'state', 'b')),
-    213: 'AssignedPartitions',
-    216: 'AssignedPartitions',
+    156: 'Partitions',
+    158: 'AssignmentEpochs',
+    161: 'AssignmentEpochs',
+    164: 'AssignmentEpochs',
+    167: 'tagged fields of TopicPartitions',
+    174: (('MemberEpoch', 'member_epoch', 'i'), ('PreviousMemberEpoch', 'previous_member_epoch', 'i'), ('State', 'state', 'b')),
+    176: 'AssignedPartitions',
+    180: 'AssignedPartitions',
+    187: 'AssignedPartitions',
+    190: 'PartitionsPendingRevocation',
+    194: 'PartitionsPendingRevocation',
+    201: 'PartitionsPendingRevocation',
+    204: 'tagged fields of ConsumerGroupCurrentMemberAssignmentValue',
+    205: 'tagged fields of ConsumerGroupCurrentMemberAssignmentValue',
+    213: (('MemberEpoch', 'member_epoch', 'i'), ('PreviousMemberEpoch', 'previous_member_epoch', 'i'), ('State', 'state', 'b')),
+    215: 'AssignedPartitions',
     218: 'AssignedPartitions',
-    220: 'PartitionsPendingRevocation',
-    223: 'PartitionsPendingRevocation',
+    220: 'AssignedPartitions',
+    222: 'PartitionsPendingRevocation',
     225: 'PartitionsPendingRevocation',
-    227: 'tagged fields of ConsumerGroupCurrentMemberAssignmentValue',
+    227: 'PartitionsPendingRevocation',
+    229: 'tagged fields of ConsumerGroupCurrentMemberAssignmentValue',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/ConsumerGroupDescribeRequest.json (sha256 64e6fd70558cadbd1b89cb2adb7f169b06c3b706899935c1613180a5ab37e029):
 # change the schema and run `kafkawire codegen`.
 """ConsumerGroupDescribeRequest: apiKey 69, request, versions 0-1, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -27,7 +29,7 @@ class ConsumerGroupDescribeRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ConsumerGroupDescribeRequest.json'
 
-    def __init__(self, *, group_ids=_MISSING, include_authorized_operations=False):
+    def __init__(self, *, group_ids: list[str] = _MISSING, include_authorized_operations: bool = False) -> None:
         self.group_ids = [] if group_ids is _MISSING else group_ids
         self.include_authorized_operations = include_authorized_operations
         self._unknown_tagged_fields = ()
@@ -100,16 +102,16 @@ ConsumerGroupDescribeRequest._ENCODERS = {0: _encode_ConsumerGroupDescribeReques
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    54: (('GroupIds', None, 'B'), ('IncludeAuthorizedOperations', 'include_authorized_operations', '?')),
-    60: 'GroupIds',
-    64: 'GroupIds',
-    71: 'GroupIds',
-    74: 'IncludeAuthorizedOperations',
-    76: 'tagged fields of ConsumerGroupDescribeRequest',
-    77: 'tagged fields of ConsumerGroupDescribeRequest',
-    86: 'GroupIds',
-    89: 'GroupIds',
+    56: (('GroupIds', None, 'B'), ('IncludeAuthorizedOperations', 'include_authorized_operations', '?')),
+    62: 'GroupIds',
+    66: 'GroupIds',
+    73: 'GroupIds',
+    76: 'IncludeAuthorizedOperations',
+    78: 'tagged fields of ConsumerGroupDescribeRequest',
+    79: 'tagged fields of ConsumerGroupDescribeRequest',
+    88: 'GroupIds',
     91: 'GroupIds',
-    92: 'IncludeAuthorizedOperations',
-    94: 'tagged fields of ConsumerGroupDescribeRequest',
+    93: 'GroupIds',
+    94: 'IncludeAuthorizedOperations',
+    96: 'tagged fields of ConsumerGroupDescribeRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/ConsumerGroupHeartbeatResponse.json (sha256 780fbc10d31d58be0e1c91850680da7c71f1b2387567cc20cdc4b1eaf20335f3):
 # change the schema and run `kafkawire codegen`.
 """ConsumerGroupHeartbeatResponse: apiKey 68, response, versions 0-1, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -24,7 +26,7 @@ class TopicPartitions(_message.Struct):
     MESSAGE = 'ConsumerGroupHeartbeatResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_id=_ZERO_UUID, partitions=_MISSING):
+    def __init__(self, *, topic_id: _UUID = _ZERO_UUID, partitions: list[int] = _MISSING) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -37,7 +39,7 @@ class Assignment(_message.Struct):
     MESSAGE = 'ConsumerGroupHeartbeatResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_partitions=_MISSING):
+    def __init__(self, *, topic_partitions: list[TopicPartitions] = _MISSING) -> None:
         self.topic_partitions = [] if topic_partitions is _MISSING else topic_partitions
         self._unknown_tagged_fields = ()
 
@@ -53,7 +55,7 @@ class ConsumerGroupHeartbeatResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ConsumerGroupHeartbeatResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message=None, member_id=None, member_epoch=0, heartbeat_interval_ms=0, assignment=None):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, member_id: str | None = None, member_epoch: int = 0, heartbeat_interval_ms: int = 0, assignment: Assignment | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -235,38 +237,38 @@ ConsumerGroupHeartbeatResponse._ENCODERS = {0: _encode_ConsumerGroupHeartbeatRes
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    121: 'TopicId',
-    122: 'Partitions',
-    126: 'Partitions',
-    130: 'Partitions',
-    132: 'tagged fields of TopicPartitions',
-    133: 'tagged fields of TopicPartitions',
-    141: 'TopicId',
-    143: 'Partitions',
-    146: 'Partitions',
+    123: 'TopicId',
+    124: 'Partitions',
+    128: 'Partitions',
+    132: 'Partitions',
+    134: 'tagged fields of TopicPartitions',
+    135: 'tagged fields of TopicPartitions',
+    143: 'TopicId',
+    145: 'Partitions',
     148: 'Partitions',
-    150: 'tagged fields of TopicPartitions',
-    157: 'TopicPartitions',
-    161: 'TopicPartitions',
-    168: 'TopicPartitions',
-    171: 'tagged fields of Assignment',
-    172: 'tagged fields of Assignment',
-    181: 'TopicPartitions',
-    184: 'TopicPartitions',
+    150: 'Partitions',
+    152: 'tagged fields of TopicPartitions',
+    159: 'TopicPartitions',
+    163: 'TopicPartitions',
+    170: 'TopicPartitions',
+    173: 'tagged fields of Assignment',
+    174: 'tagged fields of Assignment',
+    183: 'TopicPartitions',
     186: 'TopicPartitions',
-    188: 'tagged fields of Assignment',
-    195: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    197: 'ErrorMessage',
-    198: 'MemberId',
-    199: (('MemberEpoch', 'member_epoch', 'i'), ('HeartbeatIntervalMs', 'heartbeat_interval_ms', 'i')),
-    201: 'Assignment',
-    205: 'Assignment',
-    206: 'tagged fields of ConsumerGroupHeartbeatResponse',
-    207: 'tagged fields of ConsumerGroupHeartbeatResponse',
-    215: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    216: 'ErrorMessage',
-    217: 'MemberId',
-    218: (('MemberEpoch', 'member_epoch', 'i'), ('HeartbeatIntervalMs', 'heartbeat_interval_ms', 'i')),
-    223: 'Assignment',
-    225: 'tagged fields of ConsumerGroupHeartbeatResponse',
+    188: 'TopicPartitions',
+    190: 'tagged fields of Assignment',
+    197: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    199: 'ErrorMessage',
+    200: 'MemberId',
+    201: (('MemberEpoch', 'member_epoch', 'i'), ('HeartbeatIntervalMs', 'heartbeat_interval_ms', 'i')),
+    203: 'Assignment',
+    207: 'Assignment',
+    208: 'tagged fields of ConsumerGroupHeartbeatResponse',
+    209: 'tagged fields of ConsumerGroupHeartbeatResponse',
+    217: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    218: 'ErrorMessage',
+    219: 'MemberId',
+    220: (('MemberEpoch', 'member_epoch', 'i'), ('HeartbeatIntervalMs', 'heartbeat_interval_ms', 'i')),
+    225: 'Assignment',
+    227: 'tagged fields of ConsumerGroupHeartbeatResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/ConsumerGroupMemberMetadataValue.json (sha256 616fa06eaf7b01584a8847aeac73fc4856a98c484e698328003a17356aa2502f):
 # change the schema and run `kafkawire codegen`.
 """ConsumerGroupMemberMetadataValue: apiKey 5, coordinator-value, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -22,7 +24,7 @@ class ClassicProtocol(_message.Struct):
     MESSAGE = 'ConsumerGroupMemberMetadataValue'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, name='', metadata=b''):
+    def __init__(self, *, name: str = '', metadata: bytes = b'') -> None:
         self.name = name
         self.metadata = metadata
         self._unknown_tagged_fields = ()
@@ -35,7 +37,7 @@ class ClassicMemberMetadata(_message.Struct):
     MESSAGE = 'ConsumerGroupMemberMetadataValue'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, session_timeout_ms=0, supported_protocols=_MISSING):
+    def __init__(self, *, session_timeout_ms: int = 0, supported_protocols: list[ClassicProtocol] = _MISSING) -> None:
         self.session_timeout_ms = session_timeout_ms
         self.supported_protocols = [] if supported_protocols is _MISSING else supported_protocols
         self._unknown_tagged_fields = ()
@@ -53,7 +55,7 @@ class ConsumerGroupMemberMetadataValue(_message.Message):
     SCHEMA = 'schemas/coordinators/group-coordinator/ConsumerGroupMemberMetadataValue.json'
     _HAS_BYTES = True
 
-    def __init__(self, *, instance_id='', rack_id='', client_id='', client_host='', subscribed_topic_names=_MISSING, subscribed_topic_regex='', rebalance_timeout_ms=-1, server_assignor='', classic_member_metadata=_MISSING):
+    def __init__(self, *, instance_id: str | None = '', rack_id: str | None = '', client_id: str = '', client_host: str = '', subscribed_topic_names: list[str] = _MISSING, subscribed_topic_regex: str | None = '', rebalance_timeout_ms: int = -1, server_assignor: str | None = '', classic_member_metadata: ClassicMemberMetadata | None = _MISSING) -> None:
         self.instance_id = instance_id
         self.rack_id = rack_id
         self.client_id = client_id
@@ -295,52 +297,52 @@ ConsumerGroupMemberMetadataValue._ENCODERS = {0: _encode_ConsumerGroupMemberMeta
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    141: 'Name',
-    142: 'Metadata',
-    143: 'tagged fields of ClassicProtocol',
-    144: 'tagged fields of ClassicProtocol',
-    152: 'Name',
-    153: 'Metadata',
-    155: 'tagged fields of ClassicProtocol',
-    162: 'SessionTimeoutMs',
-    164: 'SupportedProtocols',
-    168: 'SupportedProtocols',
-    175: 'SupportedProtocols',
-    178: 'tagged fields of ClassicMemberMetadata',
-    179: 'tagged fields of ClassicMemberMetadata',
-    187: 'SessionTimeoutMs',
-    189: 'SupportedProtocols',
-    192: 'SupportedProtocols',
+    143: 'Name',
+    144: 'Metadata',
+    145: 'tagged fields of ClassicProtocol',
+    146: 'tagged fields of ClassicProtocol',
+    154: 'Name',
+    155: 'Metadata',
+    157: 'tagged fields of ClassicProtocol',
+    164: 'SessionTimeoutMs',
+    166: 'SupportedProtocols',
+    170: 'SupportedProtocols',
+    177: 'SupportedProtocols',
+    180: 'tagged fields of ClassicMemberMetadata',
+    181: 'tagged fields of ClassicMemberMetadata',
+    189: 'SessionTimeoutMs',
+    191: 'SupportedProtocols',
     194: 'SupportedProtocols',
-    196: 'tagged fields of ClassicMemberMetadata',
-    202: 'tagged fields of ConsumerGroupMemberMetadataValue',
-    208: 'tagged fields of ConsumerGroupMemberMetadataValue',
-    211: 'ClassicMemberMetadata',
-    215: 'ClassicMemberMetadata',
+    196: 'SupportedProtocols',
+    198: 'tagged fields of ClassicMemberMetadata',
+    204: 'tagged fields of ConsumerGroupMemberMetadataValue',
+    210: 'tagged fields of ConsumerGroupMemberMetadataValue',
+    213: 'ClassicMemberMetadata',
     217: 'ClassicMemberMetadata',
-    229: 'InstanceId',
-    230: 'RackId',
-    231: 'ClientId',
-    232: 'ClientHost',
-    233: 'SubscribedTopicNames',
-    237: 'SubscribedTopicNames',
-    244: 'SubscribedTopicNames',
-    247: 'SubscribedTopicRegex',
-    248: 'RebalanceTimeoutMs',
-    250: 'ServerAssignor',
-    252: 'tagged fields of ConsumerGroupMemberMetadataValue',
-    253: 'tagged fields of ConsumerGroupMemberMetadataValue',
-    261: 'InstanceId',
-    262: 'RackId',
-    263: 'ClientId',
-    264: 'ClientHost',
-    266: 'SubscribedTopicNames',
-    269: 'SubscribedTopicNames',
+    219: 'ClassicMemberMetadata',
+    231: 'InstanceId',
+    232: 'RackId',
+    233: 'ClientId',
+    234: 'ClientHost',
+    235: 'SubscribedTopicNames',
+    239: 'SubscribedTopicNames',
+    246: 'SubscribedTopicNames',
+    249: 'SubscribedTopicRegex',
+    250: 'RebalanceTimeoutMs',
+    252: 'ServerAssignor',
+    254: 'tagged fields of ConsumerGroupMemberMetadataValue',
+    255: 'tagged fields of ConsumerGroupMemberMetadataValue',
+    263: 'InstanceId',
+    264: 'RackId',
+    265: 'ClientId',
+    266: 'ClientHost',
+    268: 'SubscribedTopicNames',
     271: 'SubscribedTopicNames',
-    272: 'SubscribedTopicRegex',
-    273: 'RebalanceTimeoutMs',
-    274: 'ServerAssignor',
-    276: 'ClassicMemberMetadata',
-    282: 'ClassicMemberMetadata',
-    285: 'tagged fields of ConsumerGroupMemberMetadataValue',
+    273: 'SubscribedTopicNames',
+    274: 'SubscribedTopicRegex',
+    275: 'RebalanceTimeoutMs',
+    276: 'ServerAssignor',
+    278: 'ClassicMemberMetadata',
+    284: 'ClassicMemberMetadata',
+    287: 'tagged fields of ConsumerGroupMemberMetadataValue',
 }

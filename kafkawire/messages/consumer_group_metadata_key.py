@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/ConsumerGroupMetadataKey.json (sha256 3b935c46bd2d774b3bcd99e0d9e64cb0eb0f498f0bb7da10c1085928dbd71c6d):
 # change the schema and run `kafkawire codegen`.
 """ConsumerGroupMetadataKey: apiKey 3, coordinator-key, versions 0, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class ConsumerGroupMetadataKey(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/ConsumerGroupMetadataKey.json'
 
-    def __init__(self, *, group_id=''):
+    def __init__(self, *, group_id: str = '') -> None:
         self.group_id = group_id
         self._unknown_tagged_fields = ()
 
@@ -61,7 +63,7 @@ ConsumerGroupMetadataKey._ENCODERS = {0: _encode_ConsumerGroupMetadataKey_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    49: 'GroupId',
-    55: 'GroupId',
-    57: 'tagged fields of ConsumerGroupMetadataKey',
+    51: 'GroupId',
+    57: 'GroupId',
+    59: 'tagged fields of ConsumerGroupMetadataKey',
 }

@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/ConsumerGroupMetadataValue.json (sha256 b46447a9bc3d79d80b28d8569530caa900a614defa48cfd9078e1c7f157992a3):
 # change the schema and run `kafkawire codegen`.
 """ConsumerGroupMetadataValue: apiKey 3, coordinator-value, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -27,7 +29,7 @@ class ConsumerGroupMetadataValue(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/ConsumerGroupMetadataValue.json'
 
-    def __init__(self, *, epoch=0, metadata_hash=0):
+    def __init__(self, *, epoch: int = 0, metadata_hash: int = 0) -> None:
         self.epoch = epoch
         self.metadata_hash = metadata_hash
         self._unknown_tagged_fields = ()
@@ -102,15 +104,15 @@ ConsumerGroupMetadataValue._ENCODERS = {0: _encode_ConsumerGroupMetadataValue_v0
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    53: 'tagged fields of ConsumerGroupMetadataValue',
-    59: 'tagged fields of ConsumerGroupMetadataValue',
-    62: 'MetadataHash',
-    65: 'MetadataHash',
-    77: 'Epoch',
-    80: 'tagged fields of ConsumerGroupMetadataValue',
-    81: 'tagged fields of ConsumerGroupMetadataValue',
-    89: 'Epoch',
-    91: 'MetadataHash',
+    55: 'tagged fields of ConsumerGroupMetadataValue',
+    61: 'tagged fields of ConsumerGroupMetadataValue',
+    64: 'MetadataHash',
+    67: 'MetadataHash',
+    79: 'Epoch',
+    82: 'tagged fields of ConsumerGroupMetadataValue',
+    83: 'tagged fields of ConsumerGroupMetadataValue',
+    91: 'Epoch',
     93: 'MetadataHash',
-    96: 'tagged fields of ConsumerGroupMetadataValue',
+    95: 'MetadataHash',
+    98: 'tagged fields of ConsumerGroupMetadataValue',
 }

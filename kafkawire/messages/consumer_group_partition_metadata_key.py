@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/ConsumerGroupPartitionMetadataKey.json (sha256 91e47cb456ce0bebe7e59987971e25fbe387bd25d78f6d3ba4d33d9642b61c86):
 # change the schema and run `kafkawire codegen`.
 """ConsumerGroupPartitionMetadataKey: apiKey 4, coordinator-key, versions 0, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class ConsumerGroupPartitionMetadataKey(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/ConsumerGroupPartitionMetadataKey.json'
 
-    def __init__(self, *, group_id=''):
+    def __init__(self, *, group_id: str = '') -> None:
         self.group_id = group_id
         self._unknown_tagged_fields = ()
 
@@ -61,7 +63,7 @@ ConsumerGroupPartitionMetadataKey._ENCODERS = {0: _encode_ConsumerGroupPartition
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    49: 'GroupId',
-    55: 'GroupId',
-    57: 'tagged fields of ConsumerGroupPartitionMetadataKey',
+    51: 'GroupId',
+    57: 'GroupId',
+    59: 'tagged fields of ConsumerGroupPartitionMetadataKey',
 }

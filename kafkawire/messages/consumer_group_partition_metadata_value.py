@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/ConsumerGroupPartitionMetadataValue.json (sha256 7ecb618f8cc87439c73671ecf6c38f1542af4d44ecbdbe038ba31bae734b3046):
 # change the schema and run `kafkawire codegen`.
 """ConsumerGroupPartitionMetadataValue: apiKey 4, coordinator-value, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -22,7 +24,7 @@ class PartitionMetadata(_message.Struct):
     MESSAGE = 'ConsumerGroupPartitionMetadataValue'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, partition=0, racks=_MISSING):
+    def __init__(self, *, partition: int = 0, racks: list[str] = _MISSING) -> None:
         self.partition = partition
         self.racks = [] if racks is _MISSING else racks
         self._unknown_tagged_fields = ()
@@ -35,7 +37,7 @@ class TopicMetadata(_message.Struct):
     MESSAGE = 'ConsumerGroupPartitionMetadataValue'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_id=_ZERO_UUID, topic_name='', num_partitions=0, partition_metadata=_MISSING):
+    def __init__(self, *, topic_id: _UUID = _ZERO_UUID, topic_name: str = '', num_partitions: int = 0, partition_metadata: list[PartitionMetadata] = _MISSING) -> None:
         self.topic_id = topic_id
         self.topic_name = topic_name
         self.num_partitions = num_partitions
@@ -54,7 +56,7 @@ class ConsumerGroupPartitionMetadataValue(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/ConsumerGroupPartitionMetadataValue.json'
 
-    def __init__(self, *, topics=_MISSING):
+    def __init__(self, *, topics: list[TopicMetadata] = _MISSING) -> None:
         self.topics = [] if topics is _MISSING else topics
         self._unknown_tagged_fields = ()
 
@@ -237,39 +239,39 @@ ConsumerGroupPartitionMetadataValue._ENCODERS = {0: _encode_ConsumerGroupPartiti
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    110: 'Partition',
-    112: 'Racks',
-    116: 'Racks',
-    123: 'Racks',
-    126: 'tagged fields of PartitionMetadata',
-    127: 'tagged fields of PartitionMetadata',
-    135: 'Partition',
-    137: 'Racks',
-    140: 'Racks',
+    112: 'Partition',
+    114: 'Racks',
+    118: 'Racks',
+    125: 'Racks',
+    128: 'tagged fields of PartitionMetadata',
+    129: 'tagged fields of PartitionMetadata',
+    137: 'Partition',
+    139: 'Racks',
     142: 'Racks',
-    144: 'tagged fields of PartitionMetadata',
-    151: 'TopicId',
-    152: 'TopicName',
-    153: 'NumPartitions',
-    155: 'PartitionMetadata',
-    159: 'PartitionMetadata',
-    166: 'PartitionMetadata',
-    169: 'tagged fields of TopicMetadata',
-    170: 'tagged fields of TopicMetadata',
-    178: 'TopicId',
-    179: 'TopicName',
-    180: 'NumPartitions',
-    182: 'PartitionMetadata',
-    185: 'PartitionMetadata',
+    144: 'Racks',
+    146: 'tagged fields of PartitionMetadata',
+    153: 'TopicId',
+    154: 'TopicName',
+    155: 'NumPartitions',
+    157: 'PartitionMetadata',
+    161: 'PartitionMetadata',
+    168: 'PartitionMetadata',
+    171: 'tagged fields of TopicMetadata',
+    172: 'tagged fields of TopicMetadata',
+    180: 'TopicId',
+    181: 'TopicName',
+    182: 'NumPartitions',
+    184: 'PartitionMetadata',
     187: 'PartitionMetadata',
-    189: 'tagged fields of TopicMetadata',
-    196: 'Topics',
-    200: 'Topics',
-    207: 'Topics',
-    210: 'tagged fields of ConsumerGroupPartitionMetadataValue',
-    211: 'tagged fields of ConsumerGroupPartitionMetadataValue',
-    220: 'Topics',
-    223: 'Topics',
+    189: 'PartitionMetadata',
+    191: 'tagged fields of TopicMetadata',
+    198: 'Topics',
+    202: 'Topics',
+    209: 'Topics',
+    212: 'tagged fields of ConsumerGroupPartitionMetadataValue',
+    213: 'tagged fields of ConsumerGroupPartitionMetadataValue',
+    222: 'Topics',
     225: 'Topics',
-    227: 'tagged fields of ConsumerGroupPartitionMetadataValue',
+    227: 'Topics',
+    229: 'tagged fields of ConsumerGroupPartitionMetadataValue',
 }

@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/ConsumerGroupRegularExpressionKey.json (sha256 21d2e71d566b85acf4cdb464e2c5831cecdb538b3be21c31683c74e6203faade):
 # change the schema and run `kafkawire codegen`.
 """ConsumerGroupRegularExpressionKey: apiKey 16, coordinator-key, versions 0, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class ConsumerGroupRegularExpressionKey(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/ConsumerGroupRegularExpressionKey.json'
 
-    def __init__(self, *, group_id='', regular_expression=''):
+    def __init__(self, *, group_id: str = '', regular_expression: str = '') -> None:
         self.group_id = group_id
         self.regular_expression = regular_expression
         self._unknown_tagged_fields = ()
@@ -66,9 +68,9 @@ ConsumerGroupRegularExpressionKey._ENCODERS = {0: _encode_ConsumerGroupRegularEx
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    52: 'GroupId',
-    53: 'RegularExpression',
-    59: 'GroupId',
-    60: 'RegularExpression',
-    62: 'tagged fields of ConsumerGroupRegularExpressionKey',
+    54: 'GroupId',
+    55: 'RegularExpression',
+    61: 'GroupId',
+    62: 'RegularExpression',
+    64: 'tagged fields of ConsumerGroupRegularExpressionKey',
 }

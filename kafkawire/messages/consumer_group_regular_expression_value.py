@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/ConsumerGroupRegularExpressionValue.json (sha256 a5ca90e70550bf26510b076ad9fc8bf72c2055fdd23442a336f255c52e80141d):
 # change the schema and run `kafkawire codegen`.
 """ConsumerGroupRegularExpressionValue: apiKey 16, coordinator-value, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -27,7 +29,7 @@ class ConsumerGroupRegularExpressionValue(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/ConsumerGroupRegularExpressionValue.json'
 
-    def __init__(self, *, topics=_MISSING, version=0, timestamp=0):
+    def __init__(self, *, topics: list[str] = _MISSING, version: int = 0, timestamp: int = 0) -> None:
         self.topics = [] if topics is _MISSING else topics
         self.version = version
         self.timestamp = timestamp
@@ -103,16 +105,16 @@ ConsumerGroupRegularExpressionValue._ENCODERS = {0: _encode_ConsumerGroupRegular
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    57: (('Topics', None, 'B'), ('Version', 'version', 'q'), ('Timestamp', 'timestamp', 'q')),
-    63: 'Topics',
-    67: 'Topics',
-    74: 'Topics',
-    77: (('Version', 'version', 'q'), ('Timestamp', 'timestamp', 'q')),
-    79: 'tagged fields of ConsumerGroupRegularExpressionValue',
-    80: 'tagged fields of ConsumerGroupRegularExpressionValue',
-    89: 'Topics',
-    92: 'Topics',
+    59: (('Topics', None, 'B'), ('Version', 'version', 'q'), ('Timestamp', 'timestamp', 'q')),
+    65: 'Topics',
+    69: 'Topics',
+    76: 'Topics',
+    79: (('Version', 'version', 'q'), ('Timestamp', 'timestamp', 'q')),
+    81: 'tagged fields of ConsumerGroupRegularExpressionValue',
+    82: 'tagged fields of ConsumerGroupRegularExpressionValue',
+    91: 'Topics',
     94: 'Topics',
-    95: (('Version', 'version', 'q'), ('Timestamp', 'timestamp', 'q')),
-    97: 'tagged fields of ConsumerGroupRegularExpressionValue',
+    96: 'Topics',
+    97: (('Version', 'version', 'q'), ('Timestamp', 'timestamp', 'q')),
+    99: 'tagged fields of ConsumerGroupRegularExpressionValue',
 }

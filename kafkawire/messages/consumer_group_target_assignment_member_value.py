@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/ConsumerGroupTargetAssignmentMemberValue.json (sha256 45b170b4139f787cfda4a767dd1db9709a87f1e011bc7eb23ba416d5bd5b7b63):
 # change the schema and run `kafkawire codegen`.
 """ConsumerGroupTargetAssignmentMemberValue: apiKey 7, coordinator-value, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -22,7 +24,7 @@ class TopicPartition(_message.Struct):
     MESSAGE = 'ConsumerGroupTargetAssignmentMemberValue'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_id=_ZERO_UUID, partitions=_MISSING):
+    def __init__(self, *, topic_id: _UUID = _ZERO_UUID, partitions: list[int] = _MISSING) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -39,7 +41,7 @@ class ConsumerGroupTargetAssignmentMemberValue(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/ConsumerGroupTargetAssignmentMemberValue.json'
 
-    def __init__(self, *, topic_partitions=_MISSING):
+    def __init__(self, *, topic_partitions: list[TopicPartition] = _MISSING) -> None:
         self.topic_partitions = [] if topic_partitions is _MISSING else topic_partitions
         self._unknown_tagged_fields = ()
 
@@ -152,24 +154,24 @@ ConsumerGroupTargetAssignmentMemberValue._ENCODERS = {0: _encode_ConsumerGroupTa
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    77: 'TopicId',
-    78: 'Partitions',
-    82: 'Partitions',
-    86: 'Partitions',
-    88: 'tagged fields of TopicPartition',
-    89: 'tagged fields of TopicPartition',
-    97: 'TopicId',
-    99: 'Partitions',
-    102: 'Partitions',
+    79: 'TopicId',
+    80: 'Partitions',
+    84: 'Partitions',
+    88: 'Partitions',
+    90: 'tagged fields of TopicPartition',
+    91: 'tagged fields of TopicPartition',
+    99: 'TopicId',
+    101: 'Partitions',
     104: 'Partitions',
-    106: 'tagged fields of TopicPartition',
-    113: 'TopicPartitions',
-    117: 'TopicPartitions',
-    124: 'TopicPartitions',
-    127: 'tagged fields of ConsumerGroupTargetAssignmentMemberValue',
-    128: 'tagged fields of ConsumerGroupTargetAssignmentMemberValue',
-    137: 'TopicPartitions',
-    140: 'TopicPartitions',
+    106: 'Partitions',
+    108: 'tagged fields of TopicPartition',
+    115: 'TopicPartitions',
+    119: 'TopicPartitions',
+    126: 'TopicPartitions',
+    129: 'tagged fields of ConsumerGroupTargetAssignmentMemberValue',
+    130: 'tagged fields of ConsumerGroupTargetAssignmentMemberValue',
+    139: 'TopicPartitions',
     142: 'TopicPartitions',
-    144: 'tagged fields of ConsumerGroupTargetAssignmentMemberValue',
+    144: 'TopicPartitions',
+    146: 'tagged fields of ConsumerGroupTargetAssignmentMemberValue',
 }

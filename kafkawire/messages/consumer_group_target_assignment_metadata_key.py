@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/ConsumerGroupTargetAssignmentMetadataKey.json (sha256 22fc3d3d41f80234112194bef6e871c065d2bce0981dd57169543cf1f216f16a):
 # change the schema and run `kafkawire codegen`.
 """ConsumerGroupTargetAssignmentMetadataKey: apiKey 6, coordinator-key, versions 0, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class ConsumerGroupTargetAssignmentMetadataKey(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/ConsumerGroupTargetAssignmentMetadataKey.json'
 
-    def __init__(self, *, group_id=''):
+    def __init__(self, *, group_id: str = '') -> None:
         self.group_id = group_id
         self._unknown_tagged_fields = ()
 
@@ -61,7 +63,7 @@ ConsumerGroupTargetAssignmentMetadataKey._ENCODERS = {0: _encode_ConsumerGroupTa
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    49: 'GroupId',
-    55: 'GroupId',
-    57: 'tagged fields of ConsumerGroupTargetAssignmentMetadataKey',
+    51: 'GroupId',
+    57: 'GroupId',
+    59: 'tagged fields of ConsumerGroupTargetAssignmentMetadataKey',
 }

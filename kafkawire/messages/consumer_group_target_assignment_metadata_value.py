@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/ConsumerGroupTargetAssignmentMetadataValue.json (sha256 3c887a9841317bad3c047a38a095e6df86247ddd6ef0f4d85b5517f3e156962a):
 # change the schema and run `kafkawire codegen`.
 """ConsumerGroupTargetAssignmentMetadataValue: apiKey 6, coordinator-value, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -27,7 +29,7 @@ class ConsumerGroupTargetAssignmentMetadataValue(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/ConsumerGroupTargetAssignmentMetadataValue.json'
 
-    def __init__(self, *, assignment_epoch=0, assignment_timestamp=0):
+    def __init__(self, *, assignment_epoch: int = 0, assignment_timestamp: int = 0) -> None:
         self.assignment_epoch = assignment_epoch
         self.assignment_timestamp = assignment_timestamp
         self._unknown_tagged_fields = ()
@@ -102,15 +104,15 @@ ConsumerGroupTargetAssignmentMetadataValue._ENCODERS = {0: _encode_ConsumerGroup
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    53: 'tagged fields of ConsumerGroupTargetAssignmentMetadataValue',
-    59: 'tagged fields of ConsumerGroupTargetAssignmentMetadataValue',
-    62: 'AssignmentTimestamp',
-    65: 'AssignmentTimestamp',
-    77: 'AssignmentEpoch',
-    80: 'tagged fields of ConsumerGroupTargetAssignmentMetadataValue',
-    81: 'tagged fields of ConsumerGroupTargetAssignmentMetadataValue',
-    89: 'AssignmentEpoch',
-    91: 'AssignmentTimestamp',
+    55: 'tagged fields of ConsumerGroupTargetAssignmentMetadataValue',
+    61: 'tagged fields of ConsumerGroupTargetAssignmentMetadataValue',
+    64: 'AssignmentTimestamp',
+    67: 'AssignmentTimestamp',
+    79: 'AssignmentEpoch',
+    82: 'tagged fields of ConsumerGroupTargetAssignmentMetadataValue',
+    83: 'tagged fields of ConsumerGroupTargetAssignmentMetadataValue',
+    91: 'AssignmentEpoch',
     93: 'AssignmentTimestamp',
-    96: 'tagged fields of ConsumerGroupTargetAssignmentMetadataValue',
+    95: 'AssignmentTimestamp',
+    98: 'tagged fields of ConsumerGroupTargetAssignmentMetadataValue',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/ControlRecordTypeSchema.json (sha256 2be1d6f437808fe1e9a4d59e5bc73de4da49c05f26af04b5c661fec4a234559b):
 # change the schema and run `kafkawire codegen`.
 """ControlRecordTypeSchema: data, versions 0, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class ControlRecordTypeSchema(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ControlRecordTypeSchema.json'
 
-    def __init__(self, *, type=0):
+    def __init__(self, *, type: int = 0) -> None:
         self.type = type
         self._unknown_tagged_fields = ()
 
@@ -63,7 +65,7 @@ ControlRecordTypeSchema._ENCODERS = {0: _encode_ControlRecordTypeSchema_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    50: 'Type',
-    57: 'Type',
-    59: 'tagged fields of ControlRecordTypeSchema',
+    52: 'Type',
+    59: 'Type',
+    61: 'tagged fields of ControlRecordTypeSchema',
 }

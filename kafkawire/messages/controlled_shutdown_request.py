@@ -2,6 +2,8 @@
 # From schemas/clients/ControlledShutdownRequest.json (sha256 e98393d3384a97509951bce7b28b63aaf206de92613ac0f4d5190b2f69644905):
 # change the schema and run `kafkawire codegen`.
 """ControlledShutdownRequest: apiKey 7, request, versions 0-3, flexible 3+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -27,7 +29,7 @@ class ControlledShutdownRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ControlledShutdownRequest.json'
 
-    def __init__(self, *, broker_id=0, broker_epoch=-1):
+    def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self._unknown_tagged_fields = ()
@@ -108,17 +110,17 @@ ControlledShutdownRequest._ENCODERS = {0: _encode_ControlledShutdownRequest_v0, 
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    54: 'BrokerId',
-    62: 'BrokerId',
-    64: 'tagged fields of ControlledShutdownRequest',
-    68: 'BrokerId',
-    70: 'tagged fields of ControlledShutdownRequest',
-    75: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    82: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    84: 'tagged fields of ControlledShutdownRequest',
-    89: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    91: 'tagged fields of ControlledShutdownRequest',
-    92: 'tagged fields of ControlledShutdownRequest',
-    100: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    102: 'tagged fields of ControlledShutdownRequest',
+    56: 'BrokerId',
+    64: 'BrokerId',
+    66: 'tagged fields of ControlledShutdownRequest',
+    70: 'BrokerId',
+    72: 'tagged fields of ControlledShutdownRequest',
+    77: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    84: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    86: 'tagged fields of ControlledShutdownRequest',
+    91: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    93: 'tagged fields of ControlledShutdownRequest',
+    94: 'tagged fields of ControlledShutdownRequest',
+    102: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    104: 'tagged fields of ControlledShutdownRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/ControlledShutdownResponse.json (sha256 62e1b3722fc48fd448ae0e362c3fa6c3fe8d938315af18765b5699d15e4ee8ad):
 # change the schema and run `kafkawire codegen`.
 """ControlledShutdownResponse: apiKey 7, response, versions 0-3, flexible 3+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class RemainingPartition(_message.Struct):
     MESSAGE = 'ControlledShutdownResponse'
     FLEXIBLE_VERSIONS = (3, 32767)
 
-    def __init__(self, *, topic_name='', partition_index=0):
+    def __init__(self, *, topic_name: str = '', partition_index: int = 0) -> None:
         self.topic_name = topic_name
         self.partition_index = partition_index
         self._unknown_tagged_fields = ()
@@ -40,7 +42,7 @@ class ControlledShutdownResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ControlledShutdownResponse.json'
 
-    def __init__(self, *, error_code=0, remaining_partitions=_MISSING):
+    def __init__(self, *, error_code: int = 0, remaining_partitions: list[RemainingPartition] = _MISSING) -> None:
         self.error_code = error_code
         self.remaining_partitions = [] if remaining_partitions is _MISSING else remaining_partitions
         self._unknown_tagged_fields = ()
@@ -223,48 +225,48 @@ ControlledShutdownResponse._ENCODERS = {0: _encode_ControlledShutdownResponse_v0
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    81: 'TopicName',
-    82: 'PartitionIndex',
-    89: 'TopicName',
-    90: 'PartitionIndex',
-    92: 'tagged fields of RemainingPartition',
-    96: 'TopicName',
-    97: 'PartitionIndex',
-    99: 'tagged fields of RemainingPartition',
-    103: 'TopicName',
-    104: 'PartitionIndex',
-    106: 'tagged fields of RemainingPartition',
-    111: 'TopicName',
-    112: 'PartitionIndex',
-    114: 'tagged fields of RemainingPartition',
-    115: 'tagged fields of RemainingPartition',
-    123: 'TopicName',
-    124: 'PartitionIndex',
-    126: 'tagged fields of RemainingPartition',
-    133: 'ErrorCode',
-    135: 'RemainingPartitions',
-    142: 'RemainingPartitions',
-    150: 'ErrorCode',
-    152: 'RemainingPartitions',
+    83: 'TopicName',
+    84: 'PartitionIndex',
+    91: 'TopicName',
+    92: 'PartitionIndex',
+    94: 'tagged fields of RemainingPartition',
+    98: 'TopicName',
+    99: 'PartitionIndex',
+    101: 'tagged fields of RemainingPartition',
+    105: 'TopicName',
+    106: 'PartitionIndex',
+    108: 'tagged fields of RemainingPartition',
+    113: 'TopicName',
+    114: 'PartitionIndex',
+    116: 'tagged fields of RemainingPartition',
+    117: 'tagged fields of RemainingPartition',
+    125: 'TopicName',
+    126: 'PartitionIndex',
+    128: 'tagged fields of RemainingPartition',
+    135: 'ErrorCode',
+    137: 'RemainingPartitions',
+    144: 'RemainingPartitions',
+    152: 'ErrorCode',
     154: 'RemainingPartitions',
-    156: 'tagged fields of ControlledShutdownResponse',
-    160: 'ErrorCode',
-    162: 'RemainingPartitions',
+    156: 'RemainingPartitions',
+    158: 'tagged fields of ControlledShutdownResponse',
+    162: 'ErrorCode',
     164: 'RemainingPartitions',
-    166: 'tagged fields of ControlledShutdownResponse',
-    170: 'ErrorCode',
-    172: 'RemainingPartitions',
+    166: 'RemainingPartitions',
+    168: 'tagged fields of ControlledShutdownResponse',
+    172: 'ErrorCode',
     174: 'RemainingPartitions',
-    176: 'tagged fields of ControlledShutdownResponse',
-    181: 'ErrorCode',
-    183: 'RemainingPartitions',
-    187: 'RemainingPartitions',
-    194: 'RemainingPartitions',
-    197: 'tagged fields of ControlledShutdownResponse',
-    198: 'tagged fields of ControlledShutdownResponse',
-    206: 'ErrorCode',
-    208: 'RemainingPartitions',
-    211: 'RemainingPartitions',
+    176: 'RemainingPartitions',
+    178: 'tagged fields of ControlledShutdownResponse',
+    183: 'ErrorCode',
+    185: 'RemainingPartitions',
+    189: 'RemainingPartitions',
+    196: 'RemainingPartitions',
+    199: 'tagged fields of ControlledShutdownResponse',
+    200: 'tagged fields of ControlledShutdownResponse',
+    208: 'ErrorCode',
+    210: 'RemainingPartitions',
     213: 'RemainingPartitions',
-    215: 'tagged fields of ControlledShutdownResponse',
+    215: 'RemainingPartitions',
+    217: 'tagged fields of ControlledShutdownResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/ControllerRegistrationRequest.json (sha256 e1e31ec7418fa71e9012e3e8da038bb768ae883d32bc14836120226990dc209a):
 # change the schema and run `kafkawire codegen`.
 """ControllerRegistrationRequest: apiKey 70, request, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class Listener(_message.Struct):
     MESSAGE = 'ControllerRegistrationRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, name='', host='', port=0, security_protocol=0):
+    def __init__(self, *, name: str = '', host: str = '', port: int = 0, security_protocol: int = 0) -> None:
         self.name = name
         self.host = host
         self.port = port
@@ -40,7 +42,7 @@ class Feature(_message.Struct):
     MESSAGE = 'ControllerRegistrationRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, name='', min_supported_version=0, max_supported_version=0):
+    def __init__(self, *, name: str = '', min_supported_version: int = 0, max_supported_version: int = 0) -> None:
         self.name = name
         self.min_supported_version = min_supported_version
         self.max_supported_version = max_supported_version
@@ -58,7 +60,7 @@ class ControllerRegistrationRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ControllerRegistrationRequest.json'
 
-    def __init__(self, *, controller_id=0, incarnation_id=_ZERO_UUID, zk_migration_ready=False, listeners=_MISSING, features=_MISSING):
+    def __init__(self, *, controller_id: int = 0, incarnation_id: _UUID = _ZERO_UUID, zk_migration_ready: bool = False, listeners: list[Listener] = _MISSING, features: list[Feature] = _MISSING) -> None:
         self.controller_id = controller_id
         self.incarnation_id = incarnation_id
         self.zk_migration_ready = zk_migration_ready
@@ -244,41 +246,41 @@ ControllerRegistrationRequest._ENCODERS = {0: _encode_ControllerRegistrationRequ
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    128: 'Name',
-    129: 'Host',
-    130: (('Port', 'port', 'H'), ('SecurityProtocol', 'security_protocol', 'h')),
-    132: 'tagged fields of Listener',
-    133: 'tagged fields of Listener',
-    141: 'Name',
-    142: 'Host',
-    143: (('Port', 'port', 'H'), ('SecurityProtocol', 'security_protocol', 'h')),
-    145: 'tagged fields of Listener',
-    152: 'Name',
-    153: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
-    155: 'tagged fields of Feature',
-    156: 'tagged fields of Feature',
-    164: 'Name',
-    165: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
-    167: 'tagged fields of Feature',
-    174: 'ControllerId',
-    176: 'IncarnationId',
-    177: 'ZkMigrationReady',
-    179: 'Listeners',
-    183: 'Listeners',
-    190: 'Listeners',
-    193: 'Features',
-    197: 'Features',
-    204: 'Features',
-    207: 'tagged fields of ControllerRegistrationRequest',
-    208: 'tagged fields of ControllerRegistrationRequest',
-    216: 'ControllerId',
-    217: 'IncarnationId',
-    218: 'ZkMigrationReady',
-    220: 'Listeners',
-    223: 'Listeners',
+    130: 'Name',
+    131: 'Host',
+    132: (('Port', 'port', 'H'), ('SecurityProtocol', 'security_protocol', 'h')),
+    134: 'tagged fields of Listener',
+    135: 'tagged fields of Listener',
+    143: 'Name',
+    144: 'Host',
+    145: (('Port', 'port', 'H'), ('SecurityProtocol', 'security_protocol', 'h')),
+    147: 'tagged fields of Listener',
+    154: 'Name',
+    155: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
+    157: 'tagged fields of Feature',
+    158: 'tagged fields of Feature',
+    166: 'Name',
+    167: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
+    169: 'tagged fields of Feature',
+    176: 'ControllerId',
+    178: 'IncarnationId',
+    179: 'ZkMigrationReady',
+    181: 'Listeners',
+    185: 'Listeners',
+    192: 'Listeners',
+    195: 'Features',
+    199: 'Features',
+    206: 'Features',
+    209: 'tagged fields of ControllerRegistrationRequest',
+    210: 'tagged fields of ControllerRegistrationRequest',
+    218: 'ControllerId',
+    219: 'IncarnationId',
+    220: 'ZkMigrationReady',
+    222: 'Listeners',
     225: 'Listeners',
-    227: 'Features',
-    230: 'Features',
+    227: 'Listeners',
+    229: 'Features',
     232: 'Features',
-    234: 'tagged fields of ControllerRegistrationRequest',
+    234: 'Features',
+    236: 'tagged fields of ControllerRegistrationRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/ControllerRegistrationResponse.json (sha256 1b853f87aad76955293fcf1465f9668541b088e7c2f0418befd19b5925d5b460):
 # change the schema and run `kafkawire codegen`.
 """ControllerRegistrationResponse: apiKey 70, response, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class ControllerRegistrationResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ControllerRegistrationResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message=''):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '') -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -77,11 +79,11 @@ ControllerRegistrationResponse._ENCODERS = {0: _encode_ControllerRegistrationRes
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    56: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    58: 'ErrorMessage',
-    59: 'tagged fields of ControllerRegistrationResponse',
-    60: 'tagged fields of ControllerRegistrationResponse',
-    68: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    69: 'ErrorMessage',
-    71: 'tagged fields of ControllerRegistrationResponse',
+    58: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    60: 'ErrorMessage',
+    61: 'tagged fields of ControllerRegistrationResponse',
+    62: 'tagged fields of ControllerRegistrationResponse',
+    70: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    71: 'ErrorMessage',
+    73: 'tagged fields of ControllerRegistrationResponse',
 }

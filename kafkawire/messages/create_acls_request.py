@@ -2,6 +2,8 @@
 # From schemas/clients/CreateAclsRequest.json (sha256 de7ac2a05fca9b22288ac3a9d7042694a2107b9ef554d966f58877d2a7c2a762):
 # change the schema and run `kafkawire codegen`.
 """CreateAclsRequest: apiKey 30, request, versions 0-3, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class AclCreation(_message.Struct):
     MESSAGE = 'CreateAclsRequest'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, resource_type=0, resource_name='', resource_pattern_type=3, principal='', host='', operation=0, permission_type=0):
+    def __init__(self, *, resource_type: int = 0, resource_name: str = '', resource_pattern_type: int = 3, principal: str = '', host: str = '', operation: int = 0, permission_type: int = 0) -> None:
         self.resource_type = resource_type
         self.resource_name = resource_name
         self.resource_pattern_type = resource_pattern_type
@@ -45,7 +47,7 @@ class CreateAclsRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/CreateAclsRequest.json'
 
-    def __init__(self, *, creations=_MISSING):
+    def __init__(self, *, creations: list[AclCreation] = _MISSING) -> None:
         self.creations = [] if creations is _MISSING else creations
         self._unknown_tagged_fields = ()
 
@@ -266,64 +268,64 @@ CreateAclsRequest._ENCODERS = {0: _encode_CreateAclsRequest_v0, 1: _encode_Creat
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    93: 'ResourceType',
-    95: 'ResourceName',
-    96: 'Principal',
-    97: 'Host',
-    98: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
-    106: 'ResourcePatternType',
-    107: 'ResourcePatternType',
-    108: 'ResourceType',
-    109: 'ResourceName',
-    110: 'Principal',
-    111: 'Host',
-    112: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
-    114: 'tagged fields of AclCreation',
-    119: 'ResourceType',
-    121: 'ResourceName',
-    122: 'ResourcePatternType',
-    124: 'Principal',
-    125: 'Host',
-    126: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
-    133: 'ResourceType',
-    134: 'ResourceName',
-    135: 'ResourcePatternType',
-    136: 'Principal',
-    137: 'Host',
-    138: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
-    140: 'tagged fields of AclCreation',
-    145: 'ResourceType',
-    147: 'ResourceName',
-    148: 'ResourcePatternType',
-    150: 'Principal',
-    151: 'Host',
-    152: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
-    154: 'tagged fields of AclCreation',
-    155: 'tagged fields of AclCreation',
-    163: 'ResourceType',
-    164: 'ResourceName',
-    165: 'ResourcePatternType',
-    166: 'Principal',
-    167: 'Host',
-    168: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
-    170: 'tagged fields of AclCreation',
-    177: 'Creations',
-    184: 'Creations',
-    193: 'Creations',
+    95: 'ResourceType',
+    97: 'ResourceName',
+    98: 'Principal',
+    99: 'Host',
+    100: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
+    108: 'ResourcePatternType',
+    109: 'ResourcePatternType',
+    110: 'ResourceType',
+    111: 'ResourceName',
+    112: 'Principal',
+    113: 'Host',
+    114: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
+    116: 'tagged fields of AclCreation',
+    121: 'ResourceType',
+    123: 'ResourceName',
+    124: 'ResourcePatternType',
+    126: 'Principal',
+    127: 'Host',
+    128: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
+    135: 'ResourceType',
+    136: 'ResourceName',
+    137: 'ResourcePatternType',
+    138: 'Principal',
+    139: 'Host',
+    140: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
+    142: 'tagged fields of AclCreation',
+    147: 'ResourceType',
+    149: 'ResourceName',
+    150: 'ResourcePatternType',
+    152: 'Principal',
+    153: 'Host',
+    154: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
+    156: 'tagged fields of AclCreation',
+    157: 'tagged fields of AclCreation',
+    165: 'ResourceType',
+    166: 'ResourceName',
+    167: 'ResourcePatternType',
+    168: 'Principal',
+    169: 'Host',
+    170: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
+    172: 'tagged fields of AclCreation',
+    179: 'Creations',
+    186: 'Creations',
     195: 'Creations',
-    197: 'tagged fields of CreateAclsRequest',
-    202: 'Creations',
-    209: 'Creations',
-    218: 'Creations',
+    197: 'Creations',
+    199: 'tagged fields of CreateAclsRequest',
+    204: 'Creations',
+    211: 'Creations',
     220: 'Creations',
-    222: 'tagged fields of CreateAclsRequest',
-    227: 'Creations',
-    231: 'Creations',
-    238: 'Creations',
-    241: 'tagged fields of CreateAclsRequest',
-    242: 'tagged fields of CreateAclsRequest',
-    251: 'Creations',
-    254: 'Creations',
+    222: 'Creations',
+    224: 'tagged fields of CreateAclsRequest',
+    229: 'Creations',
+    233: 'Creations',
+    240: 'Creations',
+    243: 'tagged fields of CreateAclsRequest',
+    244: 'tagged fields of CreateAclsRequest',
+    253: 'Creations',
     256: 'Creations',
-    258: 'tagged fields of CreateAclsRequest',
+    258: 'Creations',
+    260: 'tagged fields of CreateAclsRequest',
 }

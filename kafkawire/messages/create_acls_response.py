@@ -2,6 +2,8 @@
 # From schemas/clients/CreateAclsResponse.json (sha256 a7268f1e4e908b772cf70bd89efc737d64a21bdf9f7934f1f8bef45233387366):
 # change the schema and run `kafkawire codegen`.
 """CreateAclsResponse: apiKey 30, response, versions 0-3, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class AclCreationResult(_message.Struct):
     MESSAGE = 'CreateAclsResponse'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, error_code=0, error_message=''):
+    def __init__(self, *, error_code: int = 0, error_message: str | None = '') -> None:
         self.error_code = error_code
         self.error_message = error_message
         self._unknown_tagged_fields = ()
@@ -40,7 +42,7 @@ class CreateAclsResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/CreateAclsResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, results=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, results: list[AclCreationResult] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is _MISSING else results
         self._unknown_tagged_fields = ()
@@ -206,41 +208,41 @@ CreateAclsResponse._ENCODERS = {0: _encode_CreateAclsResponse_v0, 1: _encode_Cre
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    81: 'ErrorCode',
-    83: 'ErrorMessage',
-    89: 'ErrorCode',
-    90: 'ErrorMessage',
-    92: 'tagged fields of AclCreationResult',
-    96: 'ErrorCode',
-    97: 'ErrorMessage',
-    99: 'tagged fields of AclCreationResult',
-    104: 'ErrorCode',
-    106: 'ErrorMessage',
-    107: 'tagged fields of AclCreationResult',
-    108: 'tagged fields of AclCreationResult',
-    116: 'ErrorCode',
-    117: 'ErrorMessage',
-    119: 'tagged fields of AclCreationResult',
-    126: 'ThrottleTimeMs',
-    128: 'Results',
-    135: 'Results',
-    143: 'ThrottleTimeMs',
-    145: 'Results',
+    83: 'ErrorCode',
+    85: 'ErrorMessage',
+    91: 'ErrorCode',
+    92: 'ErrorMessage',
+    94: 'tagged fields of AclCreationResult',
+    98: 'ErrorCode',
+    99: 'ErrorMessage',
+    101: 'tagged fields of AclCreationResult',
+    106: 'ErrorCode',
+    108: 'ErrorMessage',
+    109: 'tagged fields of AclCreationResult',
+    110: 'tagged fields of AclCreationResult',
+    118: 'ErrorCode',
+    119: 'ErrorMessage',
+    121: 'tagged fields of AclCreationResult',
+    128: 'ThrottleTimeMs',
+    130: 'Results',
+    137: 'Results',
+    145: 'ThrottleTimeMs',
     147: 'Results',
-    149: 'tagged fields of CreateAclsResponse',
-    153: 'ThrottleTimeMs',
-    155: 'Results',
+    149: 'Results',
+    151: 'tagged fields of CreateAclsResponse',
+    155: 'ThrottleTimeMs',
     157: 'Results',
-    159: 'tagged fields of CreateAclsResponse',
-    164: 'ThrottleTimeMs',
-    166: 'Results',
-    170: 'Results',
-    177: 'Results',
-    180: 'tagged fields of CreateAclsResponse',
-    181: 'tagged fields of CreateAclsResponse',
-    189: 'ThrottleTimeMs',
-    191: 'Results',
-    194: 'Results',
+    159: 'Results',
+    161: 'tagged fields of CreateAclsResponse',
+    166: 'ThrottleTimeMs',
+    168: 'Results',
+    172: 'Results',
+    179: 'Results',
+    182: 'tagged fields of CreateAclsResponse',
+    183: 'tagged fields of CreateAclsResponse',
+    191: 'ThrottleTimeMs',
+    193: 'Results',
     196: 'Results',
-    198: 'tagged fields of CreateAclsResponse',
+    198: 'Results',
+    200: 'tagged fields of CreateAclsResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/CreateDelegationTokenRequest.json (sha256 187a7b4cf0520b10ffa4266a0721d11dbb15fd55acd84feae4b4682ada544ce8):
 # change the schema and run `kafkawire codegen`.
 """CreateDelegationTokenRequest: apiKey 38, request, versions 0-3, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -24,7 +26,7 @@ class CreatableRenewers(_message.Struct):
     MESSAGE = 'CreateDelegationTokenRequest'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, principal_type='', principal_name=''):
+    def __init__(self, *, principal_type: str = '', principal_name: str = '') -> None:
         self.principal_type = principal_type
         self.principal_name = principal_name
         self._unknown_tagged_fields = ()
@@ -41,7 +43,7 @@ class CreateDelegationTokenRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/CreateDelegationTokenRequest.json'
 
-    def __init__(self, *, owner_principal_type='', owner_principal_name='', renewers=_MISSING, max_lifetime_ms=0):
+    def __init__(self, *, owner_principal_type: str | None = '', owner_principal_name: str | None = '', renewers: list[CreatableRenewers] = _MISSING, max_lifetime_ms: int = 0) -> None:
         self.owner_principal_type = owner_principal_type
         self.owner_principal_name = owner_principal_name
         self.renewers = [] if renewers is _MISSING else renewers
@@ -290,71 +292,71 @@ CreateDelegationTokenRequest._ENCODERS = {0: _encode_CreateDelegationTokenReques
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    88: 'PrincipalType',
-    89: 'PrincipalName',
-    95: 'PrincipalType',
-    96: 'PrincipalName',
-    98: 'tagged fields of CreatableRenewers',
-    102: 'PrincipalType',
-    103: 'PrincipalName',
-    105: 'tagged fields of CreatableRenewers',
-    110: 'PrincipalType',
-    111: 'PrincipalName',
-    112: 'tagged fields of CreatableRenewers',
-    113: 'tagged fields of CreatableRenewers',
-    121: 'PrincipalType',
-    122: 'PrincipalName',
-    124: 'tagged fields of CreatableRenewers',
-    131: (('Renewers', None, 'i'), ('MaxLifetimeMs', 'max_lifetime_ms', 'q')),
-    137: 'Renewers',
-    144: 'Renewers',
-    147: 'MaxLifetimeMs',
-    156: 'OwnerPrincipalType',
-    157: 'OwnerPrincipalType',
-    158: 'OwnerPrincipalName',
-    159: 'OwnerPrincipalName',
-    161: 'Renewers',
+    90: 'PrincipalType',
+    91: 'PrincipalName',
+    97: 'PrincipalType',
+    98: 'PrincipalName',
+    100: 'tagged fields of CreatableRenewers',
+    104: 'PrincipalType',
+    105: 'PrincipalName',
+    107: 'tagged fields of CreatableRenewers',
+    112: 'PrincipalType',
+    113: 'PrincipalName',
+    114: 'tagged fields of CreatableRenewers',
+    115: 'tagged fields of CreatableRenewers',
+    123: 'PrincipalType',
+    124: 'PrincipalName',
+    126: 'tagged fields of CreatableRenewers',
+    133: (('Renewers', None, 'i'), ('MaxLifetimeMs', 'max_lifetime_ms', 'q')),
+    139: 'Renewers',
+    146: 'Renewers',
+    149: 'MaxLifetimeMs',
+    158: 'OwnerPrincipalType',
+    159: 'OwnerPrincipalType',
+    160: 'OwnerPrincipalName',
+    161: 'OwnerPrincipalName',
     163: 'Renewers',
-    164: 'MaxLifetimeMs',
-    166: 'tagged fields of CreateDelegationTokenRequest',
-    170: 'OwnerPrincipalType',
-    171: 'OwnerPrincipalType',
-    172: 'OwnerPrincipalName',
-    173: 'OwnerPrincipalName',
-    175: 'Renewers',
+    165: 'Renewers',
+    166: 'MaxLifetimeMs',
+    168: 'tagged fields of CreateDelegationTokenRequest',
+    172: 'OwnerPrincipalType',
+    173: 'OwnerPrincipalType',
+    174: 'OwnerPrincipalName',
+    175: 'OwnerPrincipalName',
     177: 'Renewers',
-    178: 'MaxLifetimeMs',
-    180: 'tagged fields of CreateDelegationTokenRequest',
-    185: (('Renewers', None, 'B'), ('MaxLifetimeMs', 'max_lifetime_ms', 'q')),
-    191: 'Renewers',
-    195: 'Renewers',
-    202: 'Renewers',
-    205: 'MaxLifetimeMs',
-    209: 'tagged fields of CreateDelegationTokenRequest',
-    210: 'tagged fields of CreateDelegationTokenRequest',
-    218: 'OwnerPrincipalType',
-    219: 'OwnerPrincipalType',
-    220: 'OwnerPrincipalName',
-    221: 'OwnerPrincipalName',
-    223: 'Renewers',
-    226: 'Renewers',
+    179: 'Renewers',
+    180: 'MaxLifetimeMs',
+    182: 'tagged fields of CreateDelegationTokenRequest',
+    187: (('Renewers', None, 'B'), ('MaxLifetimeMs', 'max_lifetime_ms', 'q')),
+    193: 'Renewers',
+    197: 'Renewers',
+    204: 'Renewers',
+    207: 'MaxLifetimeMs',
+    211: 'tagged fields of CreateDelegationTokenRequest',
+    212: 'tagged fields of CreateDelegationTokenRequest',
+    220: 'OwnerPrincipalType',
+    221: 'OwnerPrincipalType',
+    222: 'OwnerPrincipalName',
+    223: 'OwnerPrincipalName',
+    225: 'Renewers',
     228: 'Renewers',
-    229: 'MaxLifetimeMs',
-    231: 'tagged fields of CreateDelegationTokenRequest',
-    238: 'OwnerPrincipalType',
-    239: 'OwnerPrincipalName',
-    240: (('Renewers', None, 'B'), ('MaxLifetimeMs', 'max_lifetime_ms', 'q')),
-    246: 'Renewers',
-    250: 'Renewers',
-    257: 'Renewers',
-    260: 'MaxLifetimeMs',
-    262: 'tagged fields of CreateDelegationTokenRequest',
-    263: 'tagged fields of CreateDelegationTokenRequest',
-    271: 'OwnerPrincipalType',
-    272: 'OwnerPrincipalName',
-    274: 'Renewers',
-    277: 'Renewers',
+    230: 'Renewers',
+    231: 'MaxLifetimeMs',
+    233: 'tagged fields of CreateDelegationTokenRequest',
+    240: 'OwnerPrincipalType',
+    241: 'OwnerPrincipalName',
+    242: (('Renewers', None, 'B'), ('MaxLifetimeMs', 'max_lifetime_ms', 'q')),
+    248: 'Renewers',
+    252: 'Renewers',
+    259: 'Renewers',
+    262: 'MaxLifetimeMs',
+    264: 'tagged fields of CreateDelegationTokenRequest',
+    265: 'tagged fields of CreateDelegationTokenRequest',
+    273: 'OwnerPrincipalType',
+    274: 'OwnerPrincipalName',
+    276: 'Renewers',
     279: 'Renewers',
-    280: 'MaxLifetimeMs',
-    282: 'tagged fields of CreateDelegationTokenRequest',
+    281: 'Renewers',
+    282: 'MaxLifetimeMs',
+    284: 'tagged fields of CreateDelegationTokenRequest',
 }

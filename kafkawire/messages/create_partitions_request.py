@@ -2,6 +2,8 @@
 # From schemas/clients/CreatePartitionsRequest.json (sha256 e492f40909303ebe3a3b391627a269f22b16f5ac3bb81869595ec6c885fcab2d):
 # change the schema and run `kafkawire codegen`.
 """CreatePartitionsRequest: apiKey 37, request, versions 0-3, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class CreatePartitionsAssignment(_message.Struct):
     MESSAGE = 'CreatePartitionsRequest'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, broker_ids=_MISSING):
+    def __init__(self, *, broker_ids: list[int] = _MISSING) -> None:
         self.broker_ids = [] if broker_ids is _MISSING else broker_ids
         self._unknown_tagged_fields = ()
 
@@ -38,7 +40,7 @@ class CreatePartitionsTopic(_message.Struct):
     MESSAGE = 'CreatePartitionsRequest'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, name='', count=0, assignments=_MISSING):
+    def __init__(self, *, name: str = '', count: int = 0, assignments: list[CreatePartitionsAssignment] | None = _MISSING) -> None:
         self.name = name
         self.count = count
         self.assignments = [] if assignments is _MISSING else assignments
@@ -56,7 +58,7 @@ class CreatePartitionsRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/CreatePartitionsRequest.json'
 
-    def __init__(self, *, topics=_MISSING, timeout_ms=0, validate_only=False):
+    def __init__(self, *, topics: list[CreatePartitionsTopic] = _MISSING, timeout_ms: int = 0, validate_only: bool = False) -> None:
         self.topics = [] if topics is _MISSING else topics
         self.timeout_ms = timeout_ms
         self.validate_only = validate_only
@@ -360,71 +362,71 @@ CreatePartitionsRequest._ENCODERS = {0: _encode_CreatePartitionsRequest_v0, 1: _
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    114: 'BrokerIds',
-    118: 'BrokerIds',
-    126: 'BrokerIds',
+    116: 'BrokerIds',
+    120: 'BrokerIds',
     128: 'BrokerIds',
-    130: 'tagged fields of CreatePartitionsAssignment',
-    135: 'BrokerIds',
+    130: 'BrokerIds',
+    132: 'tagged fields of CreatePartitionsAssignment',
     137: 'BrokerIds',
-    139: 'tagged fields of CreatePartitionsAssignment',
-    144: 'BrokerIds',
-    148: 'BrokerIds',
-    152: 'BrokerIds',
-    154: 'tagged fields of CreatePartitionsAssignment',
-    155: 'tagged fields of CreatePartitionsAssignment',
-    164: 'BrokerIds',
-    167: 'BrokerIds',
+    139: 'BrokerIds',
+    141: 'tagged fields of CreatePartitionsAssignment',
+    146: 'BrokerIds',
+    150: 'BrokerIds',
+    154: 'BrokerIds',
+    156: 'tagged fields of CreatePartitionsAssignment',
+    157: 'tagged fields of CreatePartitionsAssignment',
+    166: 'BrokerIds',
     169: 'BrokerIds',
-    171: 'tagged fields of CreatePartitionsAssignment',
-    178: 'Name',
-    179: 'Count',
-    181: 'Assignments',
-    188: 'Assignments',
-    198: 'Name',
-    199: 'Count',
-    201: 'Assignments',
-    204: 'Assignments',
-    206: 'tagged fields of CreatePartitionsTopic',
-    210: 'Name',
-    211: 'Count',
-    213: 'Assignments',
-    216: 'Assignments',
-    218: 'tagged fields of CreatePartitionsTopic',
-    223: 'Name',
-    224: 'Count',
-    226: 'Assignments',
-    230: 'Assignments',
-    237: 'Assignments',
-    242: 'tagged fields of CreatePartitionsTopic',
-    243: 'tagged fields of CreatePartitionsTopic',
-    251: 'Name',
-    252: 'Count',
-    254: 'Assignments',
-    257: 'Assignments',
-    259: 'tagged fields of CreatePartitionsTopic',
-    266: (('Topics', None, 'i'), ('TimeoutMs', 'timeout_ms', 'i'), ('ValidateOnly', 'validate_only', '?')),
-    272: 'Topics',
-    279: 'Topics',
-    282: (('TimeoutMs', 'timeout_ms', 'i'), ('ValidateOnly', 'validate_only', '?')),
-    290: 'Topics',
+    171: 'BrokerIds',
+    173: 'tagged fields of CreatePartitionsAssignment',
+    180: 'Name',
+    181: 'Count',
+    183: 'Assignments',
+    190: 'Assignments',
+    200: 'Name',
+    201: 'Count',
+    203: 'Assignments',
+    206: 'Assignments',
+    208: 'tagged fields of CreatePartitionsTopic',
+    212: 'Name',
+    213: 'Count',
+    215: 'Assignments',
+    218: 'Assignments',
+    220: 'tagged fields of CreatePartitionsTopic',
+    225: 'Name',
+    226: 'Count',
+    228: 'Assignments',
+    232: 'Assignments',
+    239: 'Assignments',
+    244: 'tagged fields of CreatePartitionsTopic',
+    245: 'tagged fields of CreatePartitionsTopic',
+    253: 'Name',
+    254: 'Count',
+    256: 'Assignments',
+    259: 'Assignments',
+    261: 'tagged fields of CreatePartitionsTopic',
+    268: (('Topics', None, 'i'), ('TimeoutMs', 'timeout_ms', 'i'), ('ValidateOnly', 'validate_only', '?')),
+    274: 'Topics',
+    281: 'Topics',
+    284: (('TimeoutMs', 'timeout_ms', 'i'), ('ValidateOnly', 'validate_only', '?')),
     292: 'Topics',
-    293: (('TimeoutMs', 'timeout_ms', 'i'), ('ValidateOnly', 'validate_only', '?')),
-    295: 'tagged fields of CreatePartitionsRequest',
-    300: 'Topics',
+    294: 'Topics',
+    295: (('TimeoutMs', 'timeout_ms', 'i'), ('ValidateOnly', 'validate_only', '?')),
+    297: 'tagged fields of CreatePartitionsRequest',
     302: 'Topics',
-    303: (('TimeoutMs', 'timeout_ms', 'i'), ('ValidateOnly', 'validate_only', '?')),
-    305: 'tagged fields of CreatePartitionsRequest',
-    310: (('Topics', None, 'B'), ('TimeoutMs', 'timeout_ms', 'i'), ('ValidateOnly', 'validate_only', '?')),
-    316: 'Topics',
-    320: 'Topics',
-    327: 'Topics',
-    330: (('TimeoutMs', 'timeout_ms', 'i'), ('ValidateOnly', 'validate_only', '?')),
-    332: 'tagged fields of CreatePartitionsRequest',
-    333: 'tagged fields of CreatePartitionsRequest',
-    342: 'Topics',
-    345: 'Topics',
+    304: 'Topics',
+    305: (('TimeoutMs', 'timeout_ms', 'i'), ('ValidateOnly', 'validate_only', '?')),
+    307: 'tagged fields of CreatePartitionsRequest',
+    312: (('Topics', None, 'B'), ('TimeoutMs', 'timeout_ms', 'i'), ('ValidateOnly', 'validate_only', '?')),
+    318: 'Topics',
+    322: 'Topics',
+    329: 'Topics',
+    332: (('TimeoutMs', 'timeout_ms', 'i'), ('ValidateOnly', 'validate_only', '?')),
+    334: 'tagged fields of CreatePartitionsRequest',
+    335: 'tagged fields of CreatePartitionsRequest',
+    344: 'Topics',
     347: 'Topics',
-    348: (('TimeoutMs', 'timeout_ms', 'i'), ('ValidateOnly', 'validate_only', '?')),
-    350: 'tagged fields of CreatePartitionsRequest',
+    349: 'Topics',
+    350: (('TimeoutMs', 'timeout_ms', 'i'), ('ValidateOnly', 'validate_only', '?')),
+    352: 'tagged fields of CreatePartitionsRequest',
 }

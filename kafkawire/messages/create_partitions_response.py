@@ -2,6 +2,8 @@
 # From schemas/clients/CreatePartitionsResponse.json (sha256 b85adb3bbaa109c78ceb13f3014fe0a9ad13a8e30209ef2243ef783e8544fe6d):
 # change the schema and run `kafkawire codegen`.
 """CreatePartitionsResponse: apiKey 37, response, versions 0-3, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class CreatePartitionsTopicResult(_message.Struct):
     MESSAGE = 'CreatePartitionsResponse'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, name='', error_code=0, error_message=None):
+    def __init__(self, *, name: str = '', error_code: int = 0, error_message: str | None = None) -> None:
         self.name = name
         self.error_code = error_code
         self.error_message = error_message
@@ -41,7 +43,7 @@ class CreatePartitionsResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/CreatePartitionsResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, results=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, results: list[CreatePartitionsTopicResult] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is _MISSING else results
         self._unknown_tagged_fields = ()
@@ -214,46 +216,46 @@ CreatePartitionsResponse._ENCODERS = {0: _encode_CreatePartitionsResponse_v0, 1:
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    84: 'Name',
-    85: 'ErrorCode',
-    87: 'ErrorMessage',
-    93: 'Name',
-    94: 'ErrorCode',
-    95: 'ErrorMessage',
-    97: 'tagged fields of CreatePartitionsTopicResult',
-    101: 'Name',
-    102: 'ErrorCode',
-    103: 'ErrorMessage',
-    105: 'tagged fields of CreatePartitionsTopicResult',
-    110: 'Name',
-    111: 'ErrorCode',
-    113: 'ErrorMessage',
-    114: 'tagged fields of CreatePartitionsTopicResult',
-    115: 'tagged fields of CreatePartitionsTopicResult',
-    123: 'Name',
-    124: 'ErrorCode',
-    125: 'ErrorMessage',
-    127: 'tagged fields of CreatePartitionsTopicResult',
-    134: 'ThrottleTimeMs',
-    136: 'Results',
-    143: 'Results',
-    151: 'ThrottleTimeMs',
-    153: 'Results',
+    86: 'Name',
+    87: 'ErrorCode',
+    89: 'ErrorMessage',
+    95: 'Name',
+    96: 'ErrorCode',
+    97: 'ErrorMessage',
+    99: 'tagged fields of CreatePartitionsTopicResult',
+    103: 'Name',
+    104: 'ErrorCode',
+    105: 'ErrorMessage',
+    107: 'tagged fields of CreatePartitionsTopicResult',
+    112: 'Name',
+    113: 'ErrorCode',
+    115: 'ErrorMessage',
+    116: 'tagged fields of CreatePartitionsTopicResult',
+    117: 'tagged fields of CreatePartitionsTopicResult',
+    125: 'Name',
+    126: 'ErrorCode',
+    127: 'ErrorMessage',
+    129: 'tagged fields of CreatePartitionsTopicResult',
+    136: 'ThrottleTimeMs',
+    138: 'Results',
+    145: 'Results',
+    153: 'ThrottleTimeMs',
     155: 'Results',
-    157: 'tagged fields of CreatePartitionsResponse',
-    161: 'ThrottleTimeMs',
-    163: 'Results',
+    157: 'Results',
+    159: 'tagged fields of CreatePartitionsResponse',
+    163: 'ThrottleTimeMs',
     165: 'Results',
-    167: 'tagged fields of CreatePartitionsResponse',
-    172: 'ThrottleTimeMs',
-    174: 'Results',
-    178: 'Results',
-    185: 'Results',
-    188: 'tagged fields of CreatePartitionsResponse',
-    189: 'tagged fields of CreatePartitionsResponse',
-    197: 'ThrottleTimeMs',
-    199: 'Results',
-    202: 'Results',
+    167: 'Results',
+    169: 'tagged fields of CreatePartitionsResponse',
+    174: 'ThrottleTimeMs',
+    176: 'Results',
+    180: 'Results',
+    187: 'Results',
+    190: 'tagged fields of CreatePartitionsResponse',
+    191: 'tagged fields of CreatePartitionsResponse',
+    199: 'ThrottleTimeMs',
+    201: 'Results',
     204: 'Results',
-    206: 'tagged fields of CreatePartitionsResponse',
+    206: 'Results',
+    208: 'tagged fields of CreatePartitionsResponse',
 }

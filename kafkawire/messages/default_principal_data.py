@@ -2,6 +2,8 @@
 # From schemas/clients/DefaultPrincipalData.json (sha256 6927c9746cbda91176e3e14624d0efa14b5c87ed9757bddc2a9f08e3ebfd99ee):
 # change the schema and run `kafkawire codegen`.
 """DefaultPrincipalData: data, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class DefaultPrincipalData(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DefaultPrincipalData.json'
 
-    def __init__(self, *, type='', name='', token_authenticated=False):
+    def __init__(self, *, type: str = '', name: str = '', token_authenticated: bool = False) -> None:
         self.type = type
         self.name = name
         self.token_authenticated = token_authenticated
@@ -79,13 +81,13 @@ DefaultPrincipalData._ENCODERS = {0: _encode_DefaultPrincipalData_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    56: 'Type',
-    57: 'Name',
-    58: 'TokenAuthenticated',
-    60: 'tagged fields of DefaultPrincipalData',
-    61: 'tagged fields of DefaultPrincipalData',
-    69: 'Type',
-    70: 'Name',
-    71: 'TokenAuthenticated',
-    73: 'tagged fields of DefaultPrincipalData',
+    58: 'Type',
+    59: 'Name',
+    60: 'TokenAuthenticated',
+    62: 'tagged fields of DefaultPrincipalData',
+    63: 'tagged fields of DefaultPrincipalData',
+    71: 'Type',
+    72: 'Name',
+    73: 'TokenAuthenticated',
+    75: 'tagged fields of DefaultPrincipalData',
 }

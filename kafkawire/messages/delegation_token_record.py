@@ -2,6 +2,8 @@
 # From schemas/metadata/DelegationTokenRecord.json (sha256 16254ba18d0bf9f0caf465d5d3a1b0d896af52f4b70c36c572345e6e03ccfc9c):
 # change the schema and run `kafkawire codegen`.
 """DelegationTokenRecord: apiKey 10, metadata, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -27,7 +29,7 @@ class DelegationTokenRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/metadata/DelegationTokenRecord.json'
 
-    def __init__(self, *, owner='', requester='', renewers=_MISSING, issue_timestamp=0, max_timestamp=0, expiration_timestamp=0, token_id=''):
+    def __init__(self, *, owner: str = '', requester: str = '', renewers: list[str] = _MISSING, issue_timestamp: int = 0, max_timestamp: int = 0, expiration_timestamp: int = 0, token_id: str = '') -> None:
         self.owner = owner
         self.requester = requester
         self.renewers = [] if renewers is _MISSING else renewers
@@ -121,22 +123,22 @@ DelegationTokenRecord._ENCODERS = {0: _encode_DelegationTokenRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    69: 'Owner',
-    70: 'Requester',
-    71: (('Renewers', None, 'B'), ('IssueTimestamp', 'issue_timestamp', 'q'), ('MaxTimestamp', 'max_timestamp', 'q'), ('ExpirationTimestamp', 'expiration_timestamp', 'q')),
-    77: 'Renewers',
-    81: 'Renewers',
-    88: 'Renewers',
-    91: (('IssueTimestamp', 'issue_timestamp', 'q'), ('MaxTimestamp', 'max_timestamp', 'q'), ('ExpirationTimestamp', 'expiration_timestamp', 'q')),
-    93: 'TokenId',
-    94: 'tagged fields of DelegationTokenRecord',
-    95: 'tagged fields of DelegationTokenRecord',
-    103: 'Owner',
-    104: 'Requester',
-    106: 'Renewers',
-    109: 'Renewers',
+    71: 'Owner',
+    72: 'Requester',
+    73: (('Renewers', None, 'B'), ('IssueTimestamp', 'issue_timestamp', 'q'), ('MaxTimestamp', 'max_timestamp', 'q'), ('ExpirationTimestamp', 'expiration_timestamp', 'q')),
+    79: 'Renewers',
+    83: 'Renewers',
+    90: 'Renewers',
+    93: (('IssueTimestamp', 'issue_timestamp', 'q'), ('MaxTimestamp', 'max_timestamp', 'q'), ('ExpirationTimestamp', 'expiration_timestamp', 'q')),
+    95: 'TokenId',
+    96: 'tagged fields of DelegationTokenRecord',
+    97: 'tagged fields of DelegationTokenRecord',
+    105: 'Owner',
+    106: 'Requester',
+    108: 'Renewers',
     111: 'Renewers',
-    112: (('IssueTimestamp', 'issue_timestamp', 'q'), ('MaxTimestamp', 'max_timestamp', 'q'), ('ExpirationTimestamp', 'expiration_timestamp', 'q')),
-    113: 'TokenId',
-    115: 'tagged fields of DelegationTokenRecord',
+    113: 'Renewers',
+    114: (('IssueTimestamp', 'issue_timestamp', 'q'), ('MaxTimestamp', 'max_timestamp', 'q'), ('ExpirationTimestamp', 'expiration_timestamp', 'q')),
+    115: 'TokenId',
+    117: 'tagged fields of DelegationTokenRecord',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/DeleteAclsRequest.json (sha256 16ad8b3f1cc0af73420bbccf4ecd1041ed8f470b44c3369315c7e6e8ba086f54):
 # change the schema and run `kafkawire codegen`.
 """DeleteAclsRequest: apiKey 31, request, versions 0-3, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class DeleteAclsFilter(_message.Struct):
     MESSAGE = 'DeleteAclsRequest'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, resource_type_filter=0, resource_name_filter='', pattern_type_filter=3, principal_filter='', host_filter='', operation=0, permission_type=0):
+    def __init__(self, *, resource_type_filter: int = 0, resource_name_filter: str | None = '', pattern_type_filter: int = 3, principal_filter: str | None = '', host_filter: str | None = '', operation: int = 0, permission_type: int = 0) -> None:
         self.resource_type_filter = resource_type_filter
         self.resource_name_filter = resource_name_filter
         self.pattern_type_filter = pattern_type_filter
@@ -45,7 +47,7 @@ class DeleteAclsRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DeleteAclsRequest.json'
 
-    def __init__(self, *, filters=_MISSING):
+    def __init__(self, *, filters: list[DeleteAclsFilter] = _MISSING) -> None:
         self.filters = [] if filters is _MISSING else filters
         self._unknown_tagged_fields = ()
 
@@ -266,64 +268,64 @@ DeleteAclsRequest._ENCODERS = {0: _encode_DeleteAclsRequest_v0, 1: _encode_Delet
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    93: 'ResourceTypeFilter',
-    95: 'ResourceNameFilter',
-    96: 'PrincipalFilter',
-    97: 'HostFilter',
-    98: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
-    106: 'PatternTypeFilter',
-    107: 'PatternTypeFilter',
-    108: 'ResourceTypeFilter',
-    109: 'ResourceNameFilter',
-    110: 'PrincipalFilter',
-    111: 'HostFilter',
-    112: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
-    114: 'tagged fields of DeleteAclsFilter',
-    119: 'ResourceTypeFilter',
-    121: 'ResourceNameFilter',
-    122: 'PatternTypeFilter',
-    124: 'PrincipalFilter',
-    125: 'HostFilter',
-    126: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
-    133: 'ResourceTypeFilter',
-    134: 'ResourceNameFilter',
-    135: 'PatternTypeFilter',
-    136: 'PrincipalFilter',
-    137: 'HostFilter',
-    138: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
-    140: 'tagged fields of DeleteAclsFilter',
-    145: 'ResourceTypeFilter',
-    147: 'ResourceNameFilter',
-    148: 'PatternTypeFilter',
-    150: 'PrincipalFilter',
-    151: 'HostFilter',
-    152: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
-    154: 'tagged fields of DeleteAclsFilter',
-    155: 'tagged fields of DeleteAclsFilter',
-    163: 'ResourceTypeFilter',
-    164: 'ResourceNameFilter',
-    165: 'PatternTypeFilter',
-    166: 'PrincipalFilter',
-    167: 'HostFilter',
-    168: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
-    170: 'tagged fields of DeleteAclsFilter',
-    177: 'Filters',
-    184: 'Filters',
-    193: 'Filters',
+    95: 'ResourceTypeFilter',
+    97: 'ResourceNameFilter',
+    98: 'PrincipalFilter',
+    99: 'HostFilter',
+    100: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
+    108: 'PatternTypeFilter',
+    109: 'PatternTypeFilter',
+    110: 'ResourceTypeFilter',
+    111: 'ResourceNameFilter',
+    112: 'PrincipalFilter',
+    113: 'HostFilter',
+    114: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
+    116: 'tagged fields of DeleteAclsFilter',
+    121: 'ResourceTypeFilter',
+    123: 'ResourceNameFilter',
+    124: 'PatternTypeFilter',
+    126: 'PrincipalFilter',
+    127: 'HostFilter',
+    128: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
+    135: 'ResourceTypeFilter',
+    136: 'ResourceNameFilter',
+    137: 'PatternTypeFilter',
+    138: 'PrincipalFilter',
+    139: 'HostFilter',
+    140: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
+    142: 'tagged fields of DeleteAclsFilter',
+    147: 'ResourceTypeFilter',
+    149: 'ResourceNameFilter',
+    150: 'PatternTypeFilter',
+    152: 'PrincipalFilter',
+    153: 'HostFilter',
+    154: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
+    156: 'tagged fields of DeleteAclsFilter',
+    157: 'tagged fields of DeleteAclsFilter',
+    165: 'ResourceTypeFilter',
+    166: 'ResourceNameFilter',
+    167: 'PatternTypeFilter',
+    168: 'PrincipalFilter',
+    169: 'HostFilter',
+    170: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
+    172: 'tagged fields of DeleteAclsFilter',
+    179: 'Filters',
+    186: 'Filters',
     195: 'Filters',
-    197: 'tagged fields of DeleteAclsRequest',
-    202: 'Filters',
-    209: 'Filters',
-    218: 'Filters',
+    197: 'Filters',
+    199: 'tagged fields of DeleteAclsRequest',
+    204: 'Filters',
+    211: 'Filters',
     220: 'Filters',
-    222: 'tagged fields of DeleteAclsRequest',
-    227: 'Filters',
-    231: 'Filters',
-    238: 'Filters',
-    241: 'tagged fields of DeleteAclsRequest',
-    242: 'tagged fields of DeleteAclsRequest',
-    251: 'Filters',
-    254: 'Filters',
+    222: 'Filters',
+    224: 'tagged fields of DeleteAclsRequest',
+    229: 'Filters',
+    233: 'Filters',
+    240: 'Filters',
+    243: 'tagged fields of DeleteAclsRequest',
+    244: 'tagged fields of DeleteAclsRequest',
+    253: 'Filters',
     256: 'Filters',
-    258: 'tagged fields of DeleteAclsRequest',
+    258: 'Filters',
+    260: 'tagged fields of DeleteAclsRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/DeleteGroupsRequest.json (sha256 7e2e3fee85cc97e64fbdb69ea788aa879e4697bdf23eea3ee5bf62ab160c9a5c):
 # change the schema and run `kafkawire codegen`.
 """DeleteGroupsRequest: apiKey 42, request, versions 0-3, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class DeleteGroupsRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DeleteGroupsRequest.json'
 
-    def __init__(self, *, groups_names=_MISSING):
+    def __init__(self, *, groups_names: list[str] = _MISSING) -> None:
         self.groups_names = [] if groups_names is _MISSING else groups_names
         self._unknown_tagged_fields = ()
 
@@ -120,21 +122,21 @@ DeleteGroupsRequest._ENCODERS = {0: _encode_DeleteGroupsRequest_v0, 1: _encode_D
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    49: 'GroupsNames',
-    56: 'GroupsNames',
-    65: 'GroupsNames',
+    51: 'GroupsNames',
+    58: 'GroupsNames',
     67: 'GroupsNames',
-    69: 'tagged fields of DeleteGroupsRequest',
-    74: 'GroupsNames',
+    69: 'GroupsNames',
+    71: 'tagged fields of DeleteGroupsRequest',
     76: 'GroupsNames',
-    78: 'tagged fields of DeleteGroupsRequest',
-    83: 'GroupsNames',
-    87: 'GroupsNames',
-    94: 'GroupsNames',
-    97: 'tagged fields of DeleteGroupsRequest',
-    98: 'tagged fields of DeleteGroupsRequest',
-    107: 'GroupsNames',
-    110: 'GroupsNames',
+    78: 'GroupsNames',
+    80: 'tagged fields of DeleteGroupsRequest',
+    85: 'GroupsNames',
+    89: 'GroupsNames',
+    96: 'GroupsNames',
+    99: 'tagged fields of DeleteGroupsRequest',
+    100: 'tagged fields of DeleteGroupsRequest',
+    109: 'GroupsNames',
     112: 'GroupsNames',
-    114: 'tagged fields of DeleteGroupsRequest',
+    114: 'GroupsNames',
+    116: 'tagged fields of DeleteGroupsRequest',
 }

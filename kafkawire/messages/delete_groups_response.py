@@ -2,6 +2,8 @@
 # From schemas/clients/DeleteGroupsResponse.json (sha256 ee47b926e2611fc4d6afd39ba66fbb49124db571dec9179c0f8ee27e931e0080):
 # change the schema and run `kafkawire codegen`.
 """DeleteGroupsResponse: apiKey 42, response, versions 0-3, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class DeletableGroupResult(_message.Struct):
     MESSAGE = 'DeleteGroupsResponse'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, group_id='', error_code=0, error_message=None):
+    def __init__(self, *, group_id: str = '', error_code: int = 0, error_message: str | None = None) -> None:
         self.group_id = group_id
         self.error_code = error_code
         self.error_message = error_message
@@ -41,7 +43,7 @@ class DeleteGroupsResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DeleteGroupsResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, results=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, results: list[DeletableGroupResult] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.results = [] if results is _MISSING else results
         self._unknown_tagged_fields = ()
@@ -276,61 +278,61 @@ DeleteGroupsResponse._ENCODERS = {0: _encode_DeleteGroupsResponse_v0, 1: _encode
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    84: 'GroupId',
-    85: 'ErrorCode',
-    93: 'GroupId',
-    94: 'ErrorCode',
-    96: 'tagged fields of DeletableGroupResult',
-    100: 'GroupId',
-    101: 'ErrorCode',
-    103: 'tagged fields of DeletableGroupResult',
-    108: 'GroupId',
-    109: 'ErrorCode',
-    112: 'tagged fields of DeletableGroupResult',
-    113: 'tagged fields of DeletableGroupResult',
-    121: 'GroupId',
-    122: 'ErrorCode',
-    124: 'tagged fields of DeletableGroupResult',
-    131: 'GroupId',
-    132: 'ErrorCode',
-    134: 'ErrorMessage',
-    135: 'tagged fields of DeletableGroupResult',
-    136: 'tagged fields of DeletableGroupResult',
-    144: 'GroupId',
-    145: 'ErrorCode',
-    146: 'ErrorMessage',
-    148: 'tagged fields of DeletableGroupResult',
-    155: 'ThrottleTimeMs',
-    157: 'Results',
-    164: 'Results',
-    172: 'ThrottleTimeMs',
-    174: 'Results',
+    86: 'GroupId',
+    87: 'ErrorCode',
+    95: 'GroupId',
+    96: 'ErrorCode',
+    98: 'tagged fields of DeletableGroupResult',
+    102: 'GroupId',
+    103: 'ErrorCode',
+    105: 'tagged fields of DeletableGroupResult',
+    110: 'GroupId',
+    111: 'ErrorCode',
+    114: 'tagged fields of DeletableGroupResult',
+    115: 'tagged fields of DeletableGroupResult',
+    123: 'GroupId',
+    124: 'ErrorCode',
+    126: 'tagged fields of DeletableGroupResult',
+    133: 'GroupId',
+    134: 'ErrorCode',
+    136: 'ErrorMessage',
+    137: 'tagged fields of DeletableGroupResult',
+    138: 'tagged fields of DeletableGroupResult',
+    146: 'GroupId',
+    147: 'ErrorCode',
+    148: 'ErrorMessage',
+    150: 'tagged fields of DeletableGroupResult',
+    157: 'ThrottleTimeMs',
+    159: 'Results',
+    166: 'Results',
+    174: 'ThrottleTimeMs',
     176: 'Results',
-    178: 'tagged fields of DeleteGroupsResponse',
-    182: 'ThrottleTimeMs',
-    184: 'Results',
+    178: 'Results',
+    180: 'tagged fields of DeleteGroupsResponse',
+    184: 'ThrottleTimeMs',
     186: 'Results',
-    188: 'tagged fields of DeleteGroupsResponse',
-    193: 'ThrottleTimeMs',
-    195: 'Results',
-    199: 'Results',
-    206: 'Results',
-    209: 'tagged fields of DeleteGroupsResponse',
-    210: 'tagged fields of DeleteGroupsResponse',
-    218: 'ThrottleTimeMs',
-    220: 'Results',
-    223: 'Results',
+    188: 'Results',
+    190: 'tagged fields of DeleteGroupsResponse',
+    195: 'ThrottleTimeMs',
+    197: 'Results',
+    201: 'Results',
+    208: 'Results',
+    211: 'tagged fields of DeleteGroupsResponse',
+    212: 'tagged fields of DeleteGroupsResponse',
+    220: 'ThrottleTimeMs',
+    222: 'Results',
     225: 'Results',
-    227: 'tagged fields of DeleteGroupsResponse',
-    234: 'ThrottleTimeMs',
-    236: 'Results',
-    240: 'Results',
-    247: 'Results',
-    250: 'tagged fields of DeleteGroupsResponse',
-    251: 'tagged fields of DeleteGroupsResponse',
-    259: 'ThrottleTimeMs',
-    261: 'Results',
-    264: 'Results',
+    227: 'Results',
+    229: 'tagged fields of DeleteGroupsResponse',
+    236: 'ThrottleTimeMs',
+    238: 'Results',
+    242: 'Results',
+    249: 'Results',
+    252: 'tagged fields of DeleteGroupsResponse',
+    253: 'tagged fields of DeleteGroupsResponse',
+    261: 'ThrottleTimeMs',
+    263: 'Results',
     266: 'Results',
-    268: 'tagged fields of DeleteGroupsResponse',
+    268: 'Results',
+    270: 'tagged fields of DeleteGroupsResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/DeleteRecordsRequest.json (sha256 74d984ca026d1d80a723986402cf5c0d524ee9fccc21bace687ffe64300642b0):
 # change the schema and run `kafkawire codegen`.
 """DeleteRecordsRequest: apiKey 21, request, versions 0-2, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class DeleteRecordsPartition(_message.Struct):
     MESSAGE = 'DeleteRecordsRequest'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, partition_index=0, offset=0):
+    def __init__(self, *, partition_index: int = 0, offset: int = 0) -> None:
         self.partition_index = partition_index
         self.offset = offset
         self._unknown_tagged_fields = ()
@@ -38,7 +40,7 @@ class DeleteRecordsTopic(_message.Struct):
     MESSAGE = 'DeleteRecordsRequest'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, name='', partitions=_MISSING):
+    def __init__(self, *, name: str = '', partitions: list[DeleteRecordsPartition] = _MISSING) -> None:
         self.name = name
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -55,7 +57,7 @@ class DeleteRecordsRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DeleteRecordsRequest.json'
 
-    def __init__(self, *, topics=_MISSING, timeout_ms=0):
+    def __init__(self, *, topics: list[DeleteRecordsTopic] = _MISSING, timeout_ms: int = 0) -> None:
         self.topics = [] if topics is _MISSING else topics
         self.timeout_ms = timeout_ms
         self._unknown_tagged_fields = ()
@@ -321,60 +323,60 @@ DeleteRecordsRequest._ENCODERS = {0: _encode_DeleteRecordsRequest_v0, 1: _encode
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    110: (('PartitionIndex', 'partition_index', 'i'), ('Offset', 'offset', 'q')),
-    117: (('PartitionIndex', 'partition_index', 'i'), ('Offset', 'offset', 'q')),
-    119: 'tagged fields of DeleteRecordsPartition',
-    123: (('PartitionIndex', 'partition_index', 'i'), ('Offset', 'offset', 'q')),
-    125: 'tagged fields of DeleteRecordsPartition',
-    130: (('PartitionIndex', 'partition_index', 'i'), ('Offset', 'offset', 'q')),
-    132: 'tagged fields of DeleteRecordsPartition',
-    133: 'tagged fields of DeleteRecordsPartition',
-    141: (('PartitionIndex', 'partition_index', 'i'), ('Offset', 'offset', 'q')),
-    143: 'tagged fields of DeleteRecordsPartition',
-    150: 'Name',
-    151: 'Partitions',
-    158: 'Partitions',
-    166: 'Name',
-    168: 'Partitions',
+    112: (('PartitionIndex', 'partition_index', 'i'), ('Offset', 'offset', 'q')),
+    119: (('PartitionIndex', 'partition_index', 'i'), ('Offset', 'offset', 'q')),
+    121: 'tagged fields of DeleteRecordsPartition',
+    125: (('PartitionIndex', 'partition_index', 'i'), ('Offset', 'offset', 'q')),
+    127: 'tagged fields of DeleteRecordsPartition',
+    132: (('PartitionIndex', 'partition_index', 'i'), ('Offset', 'offset', 'q')),
+    134: 'tagged fields of DeleteRecordsPartition',
+    135: 'tagged fields of DeleteRecordsPartition',
+    143: (('PartitionIndex', 'partition_index', 'i'), ('Offset', 'offset', 'q')),
+    145: 'tagged fields of DeleteRecordsPartition',
+    152: 'Name',
+    153: 'Partitions',
+    160: 'Partitions',
+    168: 'Name',
     170: 'Partitions',
-    172: 'tagged fields of DeleteRecordsTopic',
-    176: 'Name',
-    178: 'Partitions',
+    172: 'Partitions',
+    174: 'tagged fields of DeleteRecordsTopic',
+    178: 'Name',
     180: 'Partitions',
-    182: 'tagged fields of DeleteRecordsTopic',
-    187: 'Name',
-    188: 'Partitions',
-    192: 'Partitions',
-    199: 'Partitions',
-    202: 'tagged fields of DeleteRecordsTopic',
-    203: 'tagged fields of DeleteRecordsTopic',
-    211: 'Name',
-    213: 'Partitions',
-    216: 'Partitions',
+    182: 'Partitions',
+    184: 'tagged fields of DeleteRecordsTopic',
+    189: 'Name',
+    190: 'Partitions',
+    194: 'Partitions',
+    201: 'Partitions',
+    204: 'tagged fields of DeleteRecordsTopic',
+    205: 'tagged fields of DeleteRecordsTopic',
+    213: 'Name',
+    215: 'Partitions',
     218: 'Partitions',
-    220: 'tagged fields of DeleteRecordsTopic',
-    227: (('Topics', None, 'i'), ('TimeoutMs', 'timeout_ms', 'i')),
-    233: 'Topics',
-    240: 'Topics',
-    243: 'TimeoutMs',
-    251: 'Topics',
+    220: 'Partitions',
+    222: 'tagged fields of DeleteRecordsTopic',
+    229: (('Topics', None, 'i'), ('TimeoutMs', 'timeout_ms', 'i')),
+    235: 'Topics',
+    242: 'Topics',
+    245: 'TimeoutMs',
     253: 'Topics',
-    254: 'TimeoutMs',
-    256: 'tagged fields of DeleteRecordsRequest',
-    261: 'Topics',
+    255: 'Topics',
+    256: 'TimeoutMs',
+    258: 'tagged fields of DeleteRecordsRequest',
     263: 'Topics',
-    264: 'TimeoutMs',
-    266: 'tagged fields of DeleteRecordsRequest',
-    271: (('Topics', None, 'B'), ('TimeoutMs', 'timeout_ms', 'i')),
-    277: 'Topics',
-    281: 'Topics',
-    288: 'Topics',
-    291: 'TimeoutMs',
-    293: 'tagged fields of DeleteRecordsRequest',
-    294: 'tagged fields of DeleteRecordsRequest',
-    303: 'Topics',
-    306: 'Topics',
+    265: 'Topics',
+    266: 'TimeoutMs',
+    268: 'tagged fields of DeleteRecordsRequest',
+    273: (('Topics', None, 'B'), ('TimeoutMs', 'timeout_ms', 'i')),
+    279: 'Topics',
+    283: 'Topics',
+    290: 'Topics',
+    293: 'TimeoutMs',
+    295: 'tagged fields of DeleteRecordsRequest',
+    296: 'tagged fields of DeleteRecordsRequest',
+    305: 'Topics',
     308: 'Topics',
-    309: 'TimeoutMs',
-    311: 'tagged fields of DeleteRecordsRequest',
+    310: 'Topics',
+    311: 'TimeoutMs',
+    313: 'tagged fields of DeleteRecordsRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/DeleteRecordsResponse.json (sha256 ca9fd6a23f3e35f4ef37bf53373f74c08dfa5e6d2675ecb019b0471bf2bc3222):
 # change the schema and run `kafkawire codegen`.
 """DeleteRecordsResponse: apiKey 21, response, versions 0-2, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class DeleteRecordsPartitionResult(_message.Struct):
     MESSAGE = 'DeleteRecordsResponse'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, partition_index=0, low_watermark=0, error_code=0):
+    def __init__(self, *, partition_index: int = 0, low_watermark: int = 0, error_code: int = 0) -> None:
         self.partition_index = partition_index
         self.low_watermark = low_watermark
         self.error_code = error_code
@@ -37,7 +39,7 @@ class DeleteRecordsTopicResult(_message.Struct):
     MESSAGE = 'DeleteRecordsResponse'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, name='', partitions=_MISSING):
+    def __init__(self, *, name: str = '', partitions: list[DeleteRecordsPartitionResult] = _MISSING) -> None:
         self.name = name
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -54,7 +56,7 @@ class DeleteRecordsResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DeleteRecordsResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, topics=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, topics: list[DeleteRecordsTopicResult] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is _MISSING else topics
         self._unknown_tagged_fields = ()
@@ -310,58 +312,58 @@ DeleteRecordsResponse._ENCODERS = {0: _encode_DeleteRecordsResponse_v0, 1: _enco
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    111: (('PartitionIndex', 'partition_index', 'i'), ('LowWatermark', 'low_watermark', 'q'), ('ErrorCode', 'error_code', 'h')),
-    118: (('PartitionIndex', 'partition_index', 'i'), ('LowWatermark', 'low_watermark', 'q'), ('ErrorCode', 'error_code', 'h')),
-    120: 'tagged fields of DeleteRecordsPartitionResult',
-    124: (('PartitionIndex', 'partition_index', 'i'), ('LowWatermark', 'low_watermark', 'q'), ('ErrorCode', 'error_code', 'h')),
-    126: 'tagged fields of DeleteRecordsPartitionResult',
-    131: (('PartitionIndex', 'partition_index', 'i'), ('LowWatermark', 'low_watermark', 'q'), ('ErrorCode', 'error_code', 'h')),
-    133: 'tagged fields of DeleteRecordsPartitionResult',
-    134: 'tagged fields of DeleteRecordsPartitionResult',
-    142: (('PartitionIndex', 'partition_index', 'i'), ('LowWatermark', 'low_watermark', 'q'), ('ErrorCode', 'error_code', 'h')),
-    144: 'tagged fields of DeleteRecordsPartitionResult',
-    151: 'Name',
-    152: 'Partitions',
-    159: 'Partitions',
-    167: 'Name',
-    169: 'Partitions',
+    113: (('PartitionIndex', 'partition_index', 'i'), ('LowWatermark', 'low_watermark', 'q'), ('ErrorCode', 'error_code', 'h')),
+    120: (('PartitionIndex', 'partition_index', 'i'), ('LowWatermark', 'low_watermark', 'q'), ('ErrorCode', 'error_code', 'h')),
+    122: 'tagged fields of DeleteRecordsPartitionResult',
+    126: (('PartitionIndex', 'partition_index', 'i'), ('LowWatermark', 'low_watermark', 'q'), ('ErrorCode', 'error_code', 'h')),
+    128: 'tagged fields of DeleteRecordsPartitionResult',
+    133: (('PartitionIndex', 'partition_index', 'i'), ('LowWatermark', 'low_watermark', 'q'), ('ErrorCode', 'error_code', 'h')),
+    135: 'tagged fields of DeleteRecordsPartitionResult',
+    136: 'tagged fields of DeleteRecordsPartitionResult',
+    144: (('PartitionIndex', 'partition_index', 'i'), ('LowWatermark', 'low_watermark', 'q'), ('ErrorCode', 'error_code', 'h')),
+    146: 'tagged fields of DeleteRecordsPartitionResult',
+    153: 'Name',
+    154: 'Partitions',
+    161: 'Partitions',
+    169: 'Name',
     171: 'Partitions',
-    173: 'tagged fields of DeleteRecordsTopicResult',
-    177: 'Name',
-    179: 'Partitions',
+    173: 'Partitions',
+    175: 'tagged fields of DeleteRecordsTopicResult',
+    179: 'Name',
     181: 'Partitions',
-    183: 'tagged fields of DeleteRecordsTopicResult',
-    188: 'Name',
-    189: 'Partitions',
-    193: 'Partitions',
-    200: 'Partitions',
-    203: 'tagged fields of DeleteRecordsTopicResult',
-    204: 'tagged fields of DeleteRecordsTopicResult',
-    212: 'Name',
-    214: 'Partitions',
-    217: 'Partitions',
+    183: 'Partitions',
+    185: 'tagged fields of DeleteRecordsTopicResult',
+    190: 'Name',
+    191: 'Partitions',
+    195: 'Partitions',
+    202: 'Partitions',
+    205: 'tagged fields of DeleteRecordsTopicResult',
+    206: 'tagged fields of DeleteRecordsTopicResult',
+    214: 'Name',
+    216: 'Partitions',
     219: 'Partitions',
-    221: 'tagged fields of DeleteRecordsTopicResult',
-    228: 'ThrottleTimeMs',
-    230: 'Topics',
-    237: 'Topics',
-    245: 'ThrottleTimeMs',
-    247: 'Topics',
+    221: 'Partitions',
+    223: 'tagged fields of DeleteRecordsTopicResult',
+    230: 'ThrottleTimeMs',
+    232: 'Topics',
+    239: 'Topics',
+    247: 'ThrottleTimeMs',
     249: 'Topics',
-    251: 'tagged fields of DeleteRecordsResponse',
-    255: 'ThrottleTimeMs',
-    257: 'Topics',
+    251: 'Topics',
+    253: 'tagged fields of DeleteRecordsResponse',
+    257: 'ThrottleTimeMs',
     259: 'Topics',
-    261: 'tagged fields of DeleteRecordsResponse',
-    266: 'ThrottleTimeMs',
-    268: 'Topics',
-    272: 'Topics',
-    279: 'Topics',
-    282: 'tagged fields of DeleteRecordsResponse',
-    283: 'tagged fields of DeleteRecordsResponse',
-    291: 'ThrottleTimeMs',
-    293: 'Topics',
-    296: 'Topics',
+    261: 'Topics',
+    263: 'tagged fields of DeleteRecordsResponse',
+    268: 'ThrottleTimeMs',
+    270: 'Topics',
+    274: 'Topics',
+    281: 'Topics',
+    284: 'tagged fields of DeleteRecordsResponse',
+    285: 'tagged fields of DeleteRecordsResponse',
+    293: 'ThrottleTimeMs',
+    295: 'Topics',
     298: 'Topics',
-    300: 'tagged fields of DeleteRecordsResponse',
+    300: 'Topics',
+    302: 'tagged fields of DeleteRecordsResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/DeleteShareGroupOffsetsRequest.json (sha256 0eb2e08f00f8a9a6082fce56b6695c16811ee3f426ce55d5941f4641d6811003):
 # change the schema and run `kafkawire codegen`.
 """DeleteShareGroupOffsetsRequest: apiKey 92, request, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -21,7 +23,7 @@ class DeleteShareGroupOffsetsRequestTopic(_message.Struct):
     MESSAGE = 'DeleteShareGroupOffsetsRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_name=''):
+    def __init__(self, *, topic_name: str = '') -> None:
         self.topic_name = topic_name
         self._unknown_tagged_fields = ()
 
@@ -37,7 +39,7 @@ class DeleteShareGroupOffsetsRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DeleteShareGroupOffsetsRequest.json'
 
-    def __init__(self, *, group_id='', topics=_MISSING):
+    def __init__(self, *, group_id: str = '', topics: list[DeleteShareGroupOffsetsRequestTopic] = _MISSING) -> None:
         self.group_id = group_id
         self.topics = [] if topics is _MISSING else topics
         self._unknown_tagged_fields = ()
@@ -136,20 +138,20 @@ DeleteShareGroupOffsetsRequest._ENCODERS = {0: _encode_DeleteShareGroupOffsetsRe
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    76: 'TopicName',
-    77: 'tagged fields of DeleteShareGroupOffsetsRequestTopic',
-    78: 'tagged fields of DeleteShareGroupOffsetsRequestTopic',
-    86: 'TopicName',
-    88: 'tagged fields of DeleteShareGroupOffsetsRequestTopic',
-    95: 'GroupId',
-    96: 'Topics',
-    100: 'Topics',
-    107: 'Topics',
-    110: 'tagged fields of DeleteShareGroupOffsetsRequest',
-    111: 'tagged fields of DeleteShareGroupOffsetsRequest',
-    119: 'GroupId',
-    121: 'Topics',
-    124: 'Topics',
+    78: 'TopicName',
+    79: 'tagged fields of DeleteShareGroupOffsetsRequestTopic',
+    80: 'tagged fields of DeleteShareGroupOffsetsRequestTopic',
+    88: 'TopicName',
+    90: 'tagged fields of DeleteShareGroupOffsetsRequestTopic',
+    97: 'GroupId',
+    98: 'Topics',
+    102: 'Topics',
+    109: 'Topics',
+    112: 'tagged fields of DeleteShareGroupOffsetsRequest',
+    113: 'tagged fields of DeleteShareGroupOffsetsRequest',
+    121: 'GroupId',
+    123: 'Topics',
     126: 'Topics',
-    128: 'tagged fields of DeleteShareGroupOffsetsRequest',
+    128: 'Topics',
+    130: 'tagged fields of DeleteShareGroupOffsetsRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/DeleteShareGroupOffsetsResponse.json (sha256 28f1350556d972f9773cd759cdc5a857c51f5135a28ed14d3fa90a26713be393):
 # change the schema and run `kafkawire codegen`.
 """DeleteShareGroupOffsetsResponse: apiKey 92, response, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class DeleteShareGroupOffsetsResponseTopic(_message.Struct):
     MESSAGE = 'DeleteShareGroupOffsetsResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_name='', topic_id=_ZERO_UUID, error_code=0, error_message=None):
+    def __init__(self, *, topic_name: str = '', topic_id: _UUID = _ZERO_UUID, error_code: int = 0, error_message: str | None = None) -> None:
         self.topic_name = topic_name
         self.topic_id = topic_id
         self.error_code = error_code
@@ -42,7 +44,7 @@ class DeleteShareGroupOffsetsResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DeleteShareGroupOffsetsResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message=None, responses=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, responses: list[DeleteShareGroupOffsetsResponseTopic] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -163,28 +165,28 @@ DeleteShareGroupOffsetsResponse._ENCODERS = {0: _encode_DeleteShareGroupOffsetsR
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    93: 'TopicName',
-    94: 'TopicId',
-    95: 'ErrorCode',
-    97: 'ErrorMessage',
-    98: 'tagged fields of DeleteShareGroupOffsetsResponseTopic',
-    99: 'tagged fields of DeleteShareGroupOffsetsResponseTopic',
-    107: 'TopicName',
-    108: 'TopicId',
-    109: 'ErrorCode',
-    110: 'ErrorMessage',
-    112: 'tagged fields of DeleteShareGroupOffsetsResponseTopic',
-    119: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    121: 'ErrorMessage',
-    122: 'Responses',
-    126: 'Responses',
-    133: 'Responses',
-    136: 'tagged fields of DeleteShareGroupOffsetsResponse',
-    137: 'tagged fields of DeleteShareGroupOffsetsResponse',
-    145: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    146: 'ErrorMessage',
-    148: 'Responses',
-    151: 'Responses',
+    95: 'TopicName',
+    96: 'TopicId',
+    97: 'ErrorCode',
+    99: 'ErrorMessage',
+    100: 'tagged fields of DeleteShareGroupOffsetsResponseTopic',
+    101: 'tagged fields of DeleteShareGroupOffsetsResponseTopic',
+    109: 'TopicName',
+    110: 'TopicId',
+    111: 'ErrorCode',
+    112: 'ErrorMessage',
+    114: 'tagged fields of DeleteShareGroupOffsetsResponseTopic',
+    121: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    123: 'ErrorMessage',
+    124: 'Responses',
+    128: 'Responses',
+    135: 'Responses',
+    138: 'tagged fields of DeleteShareGroupOffsetsResponse',
+    139: 'tagged fields of DeleteShareGroupOffsetsResponse',
+    147: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    148: 'ErrorMessage',
+    150: 'Responses',
     153: 'Responses',
-    155: 'tagged fields of DeleteShareGroupOffsetsResponse',
+    155: 'Responses',
+    157: 'tagged fields of DeleteShareGroupOffsetsResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/DeleteShareGroupStateRequest.json (sha256 79a86e56d79a7bcb9e8432e1d65648a2eb3e96842b44ffb9002c98ddc9c56b63):
 # change the schema and run `kafkawire codegen`.
 """DeleteShareGroupStateRequest: apiKey 86, request, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -22,7 +24,7 @@ class PartitionData(_message.Struct):
     MESSAGE = 'DeleteShareGroupStateRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, partition=0):
+    def __init__(self, *, partition: int = 0) -> None:
         self.partition = partition
         self._unknown_tagged_fields = ()
 
@@ -34,7 +36,7 @@ class DeleteStateData(_message.Struct):
     MESSAGE = 'DeleteShareGroupStateRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_id=_ZERO_UUID, partitions=_MISSING):
+    def __init__(self, *, topic_id: _UUID = _ZERO_UUID, partitions: list[PartitionData] = _MISSING) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -51,7 +53,7 @@ class DeleteShareGroupStateRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DeleteShareGroupStateRequest.json'
 
-    def __init__(self, *, group_id='', topics=_MISSING):
+    def __init__(self, *, group_id: str = '', topics: list[DeleteStateData] = _MISSING) -> None:
         self.group_id = group_id
         self.topics = [] if topics is _MISSING else topics
         self._unknown_tagged_fields = ()
@@ -207,31 +209,31 @@ DeleteShareGroupStateRequest._ENCODERS = {0: _encode_DeleteShareGroupStateReques
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    104: 'Partition',
-    106: 'tagged fields of PartitionData',
-    107: 'tagged fields of PartitionData',
-    115: 'Partition',
-    117: 'tagged fields of PartitionData',
-    124: 'TopicId',
-    125: 'Partitions',
-    129: 'Partitions',
-    136: 'Partitions',
-    139: 'tagged fields of DeleteStateData',
-    140: 'tagged fields of DeleteStateData',
-    148: 'TopicId',
-    150: 'Partitions',
-    153: 'Partitions',
+    106: 'Partition',
+    108: 'tagged fields of PartitionData',
+    109: 'tagged fields of PartitionData',
+    117: 'Partition',
+    119: 'tagged fields of PartitionData',
+    126: 'TopicId',
+    127: 'Partitions',
+    131: 'Partitions',
+    138: 'Partitions',
+    141: 'tagged fields of DeleteStateData',
+    142: 'tagged fields of DeleteStateData',
+    150: 'TopicId',
+    152: 'Partitions',
     155: 'Partitions',
-    157: 'tagged fields of DeleteStateData',
-    164: 'GroupId',
-    165: 'Topics',
-    169: 'Topics',
-    176: 'Topics',
-    179: 'tagged fields of DeleteShareGroupStateRequest',
-    180: 'tagged fields of DeleteShareGroupStateRequest',
-    188: 'GroupId',
-    190: 'Topics',
-    193: 'Topics',
+    157: 'Partitions',
+    159: 'tagged fields of DeleteStateData',
+    166: 'GroupId',
+    167: 'Topics',
+    171: 'Topics',
+    178: 'Topics',
+    181: 'tagged fields of DeleteShareGroupStateRequest',
+    182: 'tagged fields of DeleteShareGroupStateRequest',
+    190: 'GroupId',
+    192: 'Topics',
     195: 'Topics',
-    197: 'tagged fields of DeleteShareGroupStateRequest',
+    197: 'Topics',
+    199: 'tagged fields of DeleteShareGroupStateRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/DeleteTopicsRequest.json (sha256 4fa2f9563b7f9aad64665e7846581a5b5d5bbbb000d79cfc50a230b8829fb037):
 # change the schema and run `kafkawire codegen`.
 """DeleteTopicsRequest: apiKey 20, request, versions 0-6, flexible 4+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -24,7 +26,7 @@ class DeleteTopicState(_message.Struct):
     MESSAGE = 'DeleteTopicsRequest'
     FLEXIBLE_VERSIONS = (4, 32767)
 
-    def __init__(self, *, name=None, topic_id=_ZERO_UUID):
+    def __init__(self, *, name: str | None = None, topic_id: _UUID = _ZERO_UUID) -> None:
         self.name = name
         self.topic_id = topic_id
         self._unknown_tagged_fields = ()
@@ -41,7 +43,7 @@ class DeleteTopicsRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DeleteTopicsRequest.json'
 
-    def __init__(self, *, topics=_MISSING, topic_names=_MISSING, timeout_ms=0):
+    def __init__(self, *, topics: list[DeleteTopicState] = _MISSING, topic_names: list[str] = _MISSING, timeout_ms: int = 0) -> None:
         self.topics = [] if topics is _MISSING else topics
         self.topic_names = [] if topic_names is _MISSING else topic_names
         self.timeout_ms = timeout_ms
@@ -295,72 +297,72 @@ DeleteTopicsRequest._ENCODERS = {0: _encode_DeleteTopicsRequest_v0, 1: _encode_D
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    85: 'Name',
-    86: 'TopicId',
-    87: 'tagged fields of DeleteTopicState',
-    88: 'tagged fields of DeleteTopicState',
-    96: 'Name',
-    97: 'TopicId',
-    99: 'tagged fields of DeleteTopicState',
-    106: (('TopicNames', None, 'i'), ('TimeoutMs', 'timeout_ms', 'i')),
-    112: 'TopicNames',
-    119: 'TopicNames',
-    122: 'TimeoutMs',
-    130: 'Topics',
-    131: 'Topics',
-    133: 'TopicNames',
+    87: 'Name',
+    88: 'TopicId',
+    89: 'tagged fields of DeleteTopicState',
+    90: 'tagged fields of DeleteTopicState',
+    98: 'Name',
+    99: 'TopicId',
+    101: 'tagged fields of DeleteTopicState',
+    108: (('TopicNames', None, 'i'), ('TimeoutMs', 'timeout_ms', 'i')),
+    114: 'TopicNames',
+    121: 'TopicNames',
+    124: 'TimeoutMs',
+    132: 'Topics',
+    133: 'Topics',
     135: 'TopicNames',
-    136: 'TimeoutMs',
-    138: 'tagged fields of DeleteTopicsRequest',
-    142: 'Topics',
-    143: 'Topics',
-    145: 'TopicNames',
+    137: 'TopicNames',
+    138: 'TimeoutMs',
+    140: 'tagged fields of DeleteTopicsRequest',
+    144: 'Topics',
+    145: 'Topics',
     147: 'TopicNames',
-    148: 'TimeoutMs',
-    150: 'tagged fields of DeleteTopicsRequest',
-    154: 'Topics',
-    155: 'Topics',
-    157: 'TopicNames',
+    149: 'TopicNames',
+    150: 'TimeoutMs',
+    152: 'tagged fields of DeleteTopicsRequest',
+    156: 'Topics',
+    157: 'Topics',
     159: 'TopicNames',
-    160: 'TimeoutMs',
-    162: 'tagged fields of DeleteTopicsRequest',
-    166: 'Topics',
-    167: 'Topics',
-    169: 'TopicNames',
+    161: 'TopicNames',
+    162: 'TimeoutMs',
+    164: 'tagged fields of DeleteTopicsRequest',
+    168: 'Topics',
+    169: 'Topics',
     171: 'TopicNames',
-    172: 'TimeoutMs',
-    174: 'tagged fields of DeleteTopicsRequest',
-    179: (('TopicNames', None, 'B'), ('TimeoutMs', 'timeout_ms', 'i')),
-    185: 'TopicNames',
-    189: 'TopicNames',
-    196: 'TopicNames',
-    199: 'TimeoutMs',
-    202: 'tagged fields of DeleteTopicsRequest',
-    203: 'tagged fields of DeleteTopicsRequest',
-    211: 'Topics',
-    212: 'Topics',
-    214: 'TopicNames',
-    217: 'TopicNames',
+    173: 'TopicNames',
+    174: 'TimeoutMs',
+    176: 'tagged fields of DeleteTopicsRequest',
+    181: (('TopicNames', None, 'B'), ('TimeoutMs', 'timeout_ms', 'i')),
+    187: 'TopicNames',
+    191: 'TopicNames',
+    198: 'TopicNames',
+    201: 'TimeoutMs',
+    204: 'tagged fields of DeleteTopicsRequest',
+    205: 'tagged fields of DeleteTopicsRequest',
+    213: 'Topics',
+    214: 'Topics',
+    216: 'TopicNames',
     219: 'TopicNames',
-    220: 'TimeoutMs',
-    222: 'tagged fields of DeleteTopicsRequest',
-    228: 'Topics',
-    229: 'Topics',
-    231: 'TopicNames',
-    234: 'TopicNames',
+    221: 'TopicNames',
+    222: 'TimeoutMs',
+    224: 'tagged fields of DeleteTopicsRequest',
+    230: 'Topics',
+    231: 'Topics',
+    233: 'TopicNames',
     236: 'TopicNames',
-    237: 'TimeoutMs',
-    239: 'tagged fields of DeleteTopicsRequest',
-    246: (('Topics', None, 'B'), ('TimeoutMs', 'timeout_ms', 'i')),
-    252: 'Topics',
-    256: 'Topics',
-    263: 'Topics',
-    266: 'TimeoutMs',
-    269: 'tagged fields of DeleteTopicsRequest',
-    270: 'tagged fields of DeleteTopicsRequest',
-    279: 'Topics',
-    282: 'Topics',
+    238: 'TopicNames',
+    239: 'TimeoutMs',
+    241: 'tagged fields of DeleteTopicsRequest',
+    248: (('Topics', None, 'B'), ('TimeoutMs', 'timeout_ms', 'i')),
+    254: 'Topics',
+    258: 'Topics',
+    265: 'Topics',
+    268: 'TimeoutMs',
+    271: 'tagged fields of DeleteTopicsRequest',
+    272: 'tagged fields of DeleteTopicsRequest',
+    281: 'Topics',
     284: 'Topics',
-    285: 'TimeoutMs',
-    287: 'tagged fields of DeleteTopicsRequest',
+    286: 'Topics',
+    287: 'TimeoutMs',
+    289: 'tagged fields of DeleteTopicsRequest',
 }

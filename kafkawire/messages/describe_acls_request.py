@@ -2,6 +2,8 @@
 # From schemas/clients/DescribeAclsRequest.json (sha256 bc431fb4d20dadb0a36606a85c1bb805498aff888b0c9b80d5c1d66a3036eb1a):
 # change the schema and run `kafkawire codegen`.
 """DescribeAclsRequest: apiKey 29, request, versions 0-3, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -27,7 +29,7 @@ class DescribeAclsRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DescribeAclsRequest.json'
 
-    def __init__(self, *, resource_type_filter=0, resource_name_filter='', pattern_type_filter=3, principal_filter='', host_filter='', operation=0, permission_type=0):
+    def __init__(self, *, resource_type_filter: int = 0, resource_name_filter: str | None = '', pattern_type_filter: int = 3, principal_filter: str | None = '', host_filter: str | None = '', operation: int = 0, permission_type: int = 0) -> None:
         self.resource_type_filter = resource_type_filter
         self.resource_name_filter = resource_name_filter
         self.pattern_type_filter = pattern_type_filter
@@ -152,45 +154,45 @@ DescribeAclsRequest._ENCODERS = {0: _encode_DescribeAclsRequest_v0, 1: _encode_D
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    69: 'ResourceTypeFilter',
-    71: 'ResourceNameFilter',
-    72: 'PrincipalFilter',
-    73: 'HostFilter',
-    74: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
-    82: 'PatternTypeFilter',
-    83: 'PatternTypeFilter',
-    84: 'ResourceTypeFilter',
-    85: 'ResourceNameFilter',
-    86: 'PrincipalFilter',
-    87: 'HostFilter',
-    88: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
-    90: 'tagged fields of DescribeAclsRequest',
-    95: 'ResourceTypeFilter',
-    97: 'ResourceNameFilter',
-    98: 'PatternTypeFilter',
-    100: 'PrincipalFilter',
-    101: 'HostFilter',
-    102: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
-    109: 'ResourceTypeFilter',
-    110: 'ResourceNameFilter',
-    111: 'PatternTypeFilter',
-    112: 'PrincipalFilter',
-    113: 'HostFilter',
-    114: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
-    116: 'tagged fields of DescribeAclsRequest',
-    121: 'ResourceTypeFilter',
-    123: 'ResourceNameFilter',
-    124: 'PatternTypeFilter',
-    126: 'PrincipalFilter',
-    127: 'HostFilter',
-    128: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
-    130: 'tagged fields of DescribeAclsRequest',
-    131: 'tagged fields of DescribeAclsRequest',
-    139: 'ResourceTypeFilter',
-    140: 'ResourceNameFilter',
-    141: 'PatternTypeFilter',
-    142: 'PrincipalFilter',
-    143: 'HostFilter',
-    144: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
-    146: 'tagged fields of DescribeAclsRequest',
+    71: 'ResourceTypeFilter',
+    73: 'ResourceNameFilter',
+    74: 'PrincipalFilter',
+    75: 'HostFilter',
+    76: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
+    84: 'PatternTypeFilter',
+    85: 'PatternTypeFilter',
+    86: 'ResourceTypeFilter',
+    87: 'ResourceNameFilter',
+    88: 'PrincipalFilter',
+    89: 'HostFilter',
+    90: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
+    92: 'tagged fields of DescribeAclsRequest',
+    97: 'ResourceTypeFilter',
+    99: 'ResourceNameFilter',
+    100: 'PatternTypeFilter',
+    102: 'PrincipalFilter',
+    103: 'HostFilter',
+    104: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
+    111: 'ResourceTypeFilter',
+    112: 'ResourceNameFilter',
+    113: 'PatternTypeFilter',
+    114: 'PrincipalFilter',
+    115: 'HostFilter',
+    116: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
+    118: 'tagged fields of DescribeAclsRequest',
+    123: 'ResourceTypeFilter',
+    125: 'ResourceNameFilter',
+    126: 'PatternTypeFilter',
+    128: 'PrincipalFilter',
+    129: 'HostFilter',
+    130: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
+    132: 'tagged fields of DescribeAclsRequest',
+    133: 'tagged fields of DescribeAclsRequest',
+    141: 'ResourceTypeFilter',
+    142: 'ResourceNameFilter',
+    143: 'PatternTypeFilter',
+    144: 'PrincipalFilter',
+    145: 'HostFilter',
+    146: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
+    148: 'tagged fields of DescribeAclsRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/DescribeClientQuotasRequest.json (sha256 24c41d77008b4cb11515655798cf4edd3064063e5b6352d0a35f320827e52d41):
 # change the schema and run `kafkawire codegen`.
 """DescribeClientQuotasRequest: apiKey 48, request, versions 0-1, flexible 1+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class ComponentData(_message.Struct):
     MESSAGE = 'DescribeClientQuotasRequest'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, entity_type='', match_type=0, match=''):
+    def __init__(self, *, entity_type: str = '', match_type: int = 0, match: str | None = '') -> None:
         self.entity_type = entity_type
         self.match_type = match_type
         self.match = match
@@ -43,7 +45,7 @@ class DescribeClientQuotasRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DescribeClientQuotasRequest.json'
 
-    def __init__(self, *, components=_MISSING, strict=False):
+    def __init__(self, *, components: list[ComponentData] = _MISSING, strict: bool = False) -> None:
         self.components = [] if components is _MISSING else components
         self.strict = strict
         self._unknown_tagged_fields = ()
@@ -210,40 +212,40 @@ DescribeClientQuotasRequest._ENCODERS = {0: _encode_DescribeClientQuotasRequest_
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    86: 'EntityType',
-    87: 'MatchType',
-    89: 'Match',
-    95: 'EntityType',
-    96: 'MatchType',
-    97: 'Match',
-    99: 'tagged fields of ComponentData',
-    104: 'EntityType',
-    105: 'MatchType',
-    107: 'Match',
-    108: 'tagged fields of ComponentData',
-    109: 'tagged fields of ComponentData',
-    117: 'EntityType',
-    118: 'MatchType',
-    119: 'Match',
-    121: 'tagged fields of ComponentData',
-    128: (('Components', None, 'i'), ('Strict', 'strict', '?')),
-    134: 'Components',
-    141: 'Components',
-    144: 'Strict',
-    152: 'Components',
+    88: 'EntityType',
+    89: 'MatchType',
+    91: 'Match',
+    97: 'EntityType',
+    98: 'MatchType',
+    99: 'Match',
+    101: 'tagged fields of ComponentData',
+    106: 'EntityType',
+    107: 'MatchType',
+    109: 'Match',
+    110: 'tagged fields of ComponentData',
+    111: 'tagged fields of ComponentData',
+    119: 'EntityType',
+    120: 'MatchType',
+    121: 'Match',
+    123: 'tagged fields of ComponentData',
+    130: (('Components', None, 'i'), ('Strict', 'strict', '?')),
+    136: 'Components',
+    143: 'Components',
+    146: 'Strict',
     154: 'Components',
-    155: 'Strict',
-    157: 'tagged fields of DescribeClientQuotasRequest',
-    162: (('Components', None, 'B'), ('Strict', 'strict', '?')),
-    168: 'Components',
-    172: 'Components',
-    179: 'Components',
-    182: 'Strict',
-    184: 'tagged fields of DescribeClientQuotasRequest',
-    185: 'tagged fields of DescribeClientQuotasRequest',
-    194: 'Components',
-    197: 'Components',
+    156: 'Components',
+    157: 'Strict',
+    159: 'tagged fields of DescribeClientQuotasRequest',
+    164: (('Components', None, 'B'), ('Strict', 'strict', '?')),
+    170: 'Components',
+    174: 'Components',
+    181: 'Components',
+    184: 'Strict',
+    186: 'tagged fields of DescribeClientQuotasRequest',
+    187: 'tagged fields of DescribeClientQuotasRequest',
+    196: 'Components',
     199: 'Components',
-    200: 'Strict',
-    202: 'tagged fields of DescribeClientQuotasRequest',
+    201: 'Components',
+    202: 'Strict',
+    204: 'tagged fields of DescribeClientQuotasRequest',
 }

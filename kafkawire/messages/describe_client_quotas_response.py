@@ -2,6 +2,8 @@
 # From schemas/clients/DescribeClientQuotasResponse.json (sha256 26a71484a9c65bfd6e84112ad5d8e8c5711afe395fb2ea656f9a8c360773643c):
 # change the schema and run `kafkawire codegen`.
 """DescribeClientQuotasResponse: apiKey 48, response, versions 0-1, flexible 1+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class EntityData(_message.Struct):
     MESSAGE = 'DescribeClientQuotasResponse'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, entity_type='', entity_name=''):
+    def __init__(self, *, entity_type: str = '', entity_name: str | None = '') -> None:
         self.entity_type = entity_type
         self.entity_name = entity_name
         self._unknown_tagged_fields = ()
@@ -36,7 +38,7 @@ class ValueData(_message.Struct):
     MESSAGE = 'DescribeClientQuotasResponse'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, key='', value=0.0):
+    def __init__(self, *, key: str = '', value: float = 0.0) -> None:
         self.key = key
         self.value = value
         self._unknown_tagged_fields = ()
@@ -49,7 +51,7 @@ class EntryData(_message.Struct):
     MESSAGE = 'DescribeClientQuotasResponse'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, entity=_MISSING, values=_MISSING):
+    def __init__(self, *, entity: list[EntityData] = _MISSING, values: list[ValueData] = _MISSING) -> None:
         self.entity = [] if entity is _MISSING else entity
         self.values = [] if values is _MISSING else values
         self._unknown_tagged_fields = ()
@@ -66,7 +68,7 @@ class DescribeClientQuotasResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DescribeClientQuotasResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message='', entries=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', entries: list[EntryData] | None = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -394,73 +396,73 @@ DescribeClientQuotasResponse._ENCODERS = {0: _encode_DescribeClientQuotasRespons
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    141: 'EntityType',
-    142: 'EntityName',
-    148: 'EntityType',
-    149: 'EntityName',
-    151: 'tagged fields of EntityData',
-    156: 'EntityType',
-    157: 'EntityName',
-    158: 'tagged fields of EntityData',
-    159: 'tagged fields of EntityData',
-    167: 'EntityType',
-    168: 'EntityName',
-    170: 'tagged fields of EntityData',
-    177: 'Key',
-    178: 'Value',
-    185: 'Key',
-    186: 'Value',
-    188: 'tagged fields of ValueData',
-    193: 'Key',
-    194: 'Value',
-    196: 'tagged fields of ValueData',
-    197: 'tagged fields of ValueData',
-    205: 'Key',
-    206: 'Value',
-    208: 'tagged fields of ValueData',
-    215: 'Entity',
-    222: 'Entity',
-    225: 'Values',
-    232: 'Values',
-    241: 'Entity',
+    143: 'EntityType',
+    144: 'EntityName',
+    150: 'EntityType',
+    151: 'EntityName',
+    153: 'tagged fields of EntityData',
+    158: 'EntityType',
+    159: 'EntityName',
+    160: 'tagged fields of EntityData',
+    161: 'tagged fields of EntityData',
+    169: 'EntityType',
+    170: 'EntityName',
+    172: 'tagged fields of EntityData',
+    179: 'Key',
+    180: 'Value',
+    187: 'Key',
+    188: 'Value',
+    190: 'tagged fields of ValueData',
+    195: 'Key',
+    196: 'Value',
+    198: 'tagged fields of ValueData',
+    199: 'tagged fields of ValueData',
+    207: 'Key',
+    208: 'Value',
+    210: 'tagged fields of ValueData',
+    217: 'Entity',
+    224: 'Entity',
+    227: 'Values',
+    234: 'Values',
     243: 'Entity',
-    245: 'Values',
+    245: 'Entity',
     247: 'Values',
-    249: 'tagged fields of EntryData',
-    254: 'Entity',
-    258: 'Entity',
-    265: 'Entity',
-    268: 'Values',
-    272: 'Values',
-    279: 'Values',
-    282: 'tagged fields of EntryData',
-    283: 'tagged fields of EntryData',
-    292: 'Entity',
-    295: 'Entity',
+    249: 'Values',
+    251: 'tagged fields of EntryData',
+    256: 'Entity',
+    260: 'Entity',
+    267: 'Entity',
+    270: 'Values',
+    274: 'Values',
+    281: 'Values',
+    284: 'tagged fields of EntryData',
+    285: 'tagged fields of EntryData',
+    294: 'Entity',
     297: 'Entity',
-    299: 'Values',
-    302: 'Values',
+    299: 'Entity',
+    301: 'Values',
     304: 'Values',
-    306: 'tagged fields of EntryData',
-    313: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    315: 'ErrorMessage',
-    316: 'Entries',
-    323: 'Entries',
-    333: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    334: 'ErrorMessage',
-    336: 'Entries',
-    339: 'Entries',
-    341: 'tagged fields of DescribeClientQuotasResponse',
-    346: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    348: 'ErrorMessage',
-    349: 'Entries',
-    353: 'Entries',
-    360: 'Entries',
-    365: 'tagged fields of DescribeClientQuotasResponse',
-    366: 'tagged fields of DescribeClientQuotasResponse',
-    374: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    375: 'ErrorMessage',
-    377: 'Entries',
-    380: 'Entries',
-    382: 'tagged fields of DescribeClientQuotasResponse',
+    306: 'Values',
+    308: 'tagged fields of EntryData',
+    315: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    317: 'ErrorMessage',
+    318: 'Entries',
+    325: 'Entries',
+    335: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    336: 'ErrorMessage',
+    338: 'Entries',
+    341: 'Entries',
+    343: 'tagged fields of DescribeClientQuotasResponse',
+    348: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    350: 'ErrorMessage',
+    351: 'Entries',
+    355: 'Entries',
+    362: 'Entries',
+    367: 'tagged fields of DescribeClientQuotasResponse',
+    368: 'tagged fields of DescribeClientQuotasResponse',
+    376: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    377: 'ErrorMessage',
+    379: 'Entries',
+    382: 'Entries',
+    384: 'tagged fields of DescribeClientQuotasResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/DescribeClusterRequest.json (sha256 b384520169db56f08b88711e643b54f1c93c58ebc9259e57885695a60f08a56c):
 # change the schema and run `kafkawire codegen`.
 """DescribeClusterRequest: apiKey 60, request, versions 0-2, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -28,7 +30,7 @@ class DescribeClusterRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DescribeClusterRequest.json'
 
-    def __init__(self, *, include_cluster_authorized_operations=False, endpoint_type=1, include_fenced_brokers=False):
+    def __init__(self, *, include_cluster_authorized_operations: bool = False, endpoint_type: int = 1, include_fenced_brokers: bool = False) -> None:
         self.include_cluster_authorized_operations = include_cluster_authorized_operations
         self.endpoint_type = endpoint_type
         self.include_fenced_brokers = include_fenced_brokers
@@ -126,25 +128,25 @@ DescribeClusterRequest._ENCODERS = {0: _encode_DescribeClusterRequest_v0, 1: _en
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    58: 'IncludeClusterAuthorizedOperations',
-    62: 'tagged fields of DescribeClusterRequest',
-    63: 'tagged fields of DescribeClusterRequest',
-    71: 'EndpointType',
-    72: 'EndpointType',
-    73: 'IncludeFencedBrokers',
-    74: 'IncludeFencedBrokers',
-    75: 'IncludeClusterAuthorizedOperations',
-    77: 'tagged fields of DescribeClusterRequest',
-    84: (('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('EndpointType', 'endpoint_type', 'b')),
-    87: 'tagged fields of DescribeClusterRequest',
-    88: 'tagged fields of DescribeClusterRequest',
-    96: 'IncludeFencedBrokers',
-    97: 'IncludeFencedBrokers',
-    98: (('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('EndpointType', 'endpoint_type', 'b')),
-    100: 'tagged fields of DescribeClusterRequest',
-    107: (('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('EndpointType', 'endpoint_type', 'b'), ('IncludeFencedBrokers', 'include_fenced_brokers', '?')),
-    109: 'tagged fields of DescribeClusterRequest',
-    110: 'tagged fields of DescribeClusterRequest',
-    118: (('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('EndpointType', 'endpoint_type', 'b'), ('IncludeFencedBrokers', 'include_fenced_brokers', '?')),
-    120: 'tagged fields of DescribeClusterRequest',
+    60: 'IncludeClusterAuthorizedOperations',
+    64: 'tagged fields of DescribeClusterRequest',
+    65: 'tagged fields of DescribeClusterRequest',
+    73: 'EndpointType',
+    74: 'EndpointType',
+    75: 'IncludeFencedBrokers',
+    76: 'IncludeFencedBrokers',
+    77: 'IncludeClusterAuthorizedOperations',
+    79: 'tagged fields of DescribeClusterRequest',
+    86: (('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('EndpointType', 'endpoint_type', 'b')),
+    89: 'tagged fields of DescribeClusterRequest',
+    90: 'tagged fields of DescribeClusterRequest',
+    98: 'IncludeFencedBrokers',
+    99: 'IncludeFencedBrokers',
+    100: (('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('EndpointType', 'endpoint_type', 'b')),
+    102: 'tagged fields of DescribeClusterRequest',
+    109: (('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('EndpointType', 'endpoint_type', 'b'), ('IncludeFencedBrokers', 'include_fenced_brokers', '?')),
+    111: 'tagged fields of DescribeClusterRequest',
+    112: 'tagged fields of DescribeClusterRequest',
+    120: (('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('EndpointType', 'endpoint_type', 'b'), ('IncludeFencedBrokers', 'include_fenced_brokers', '?')),
+    122: 'tagged fields of DescribeClusterRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/DescribeDelegationTokenRequest.json (sha256 bb996c9bc98b502238e12cf930e198d88beb031302524e75523ffe0b8791e77b):
 # change the schema and run `kafkawire codegen`.
 """DescribeDelegationTokenRequest: apiKey 41, request, versions 0-3, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -21,7 +23,7 @@ class DescribeDelegationTokenOwner(_message.Struct):
     MESSAGE = 'DescribeDelegationTokenRequest'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, principal_type='', principal_name=''):
+    def __init__(self, *, principal_type: str = '', principal_name: str = '') -> None:
         self.principal_type = principal_type
         self.principal_name = principal_name
         self._unknown_tagged_fields = ()
@@ -38,7 +40,7 @@ class DescribeDelegationTokenRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DescribeDelegationTokenRequest.json'
 
-    def __init__(self, *, owners=_MISSING):
+    def __init__(self, *, owners: list[DescribeDelegationTokenOwner] | None = _MISSING) -> None:
         self.owners = [] if owners is _MISSING else owners
         self._unknown_tagged_fields = ()
 
@@ -196,35 +198,35 @@ DescribeDelegationTokenRequest._ENCODERS = {0: _encode_DescribeDelegationTokenRe
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    76: 'PrincipalType',
-    77: 'PrincipalName',
-    83: 'PrincipalType',
-    84: 'PrincipalName',
-    86: 'tagged fields of DescribeDelegationTokenOwner',
-    90: 'PrincipalType',
-    91: 'PrincipalName',
-    93: 'tagged fields of DescribeDelegationTokenOwner',
-    98: 'PrincipalType',
-    99: 'PrincipalName',
-    100: 'tagged fields of DescribeDelegationTokenOwner',
-    101: 'tagged fields of DescribeDelegationTokenOwner',
-    109: 'PrincipalType',
-    110: 'PrincipalName',
-    112: 'tagged fields of DescribeDelegationTokenOwner',
-    119: 'Owners',
-    126: 'Owners',
-    137: 'Owners',
-    140: 'Owners',
-    142: 'tagged fields of DescribeDelegationTokenRequest',
-    147: 'Owners',
-    150: 'Owners',
-    152: 'tagged fields of DescribeDelegationTokenRequest',
-    157: 'Owners',
-    161: 'Owners',
-    168: 'Owners',
-    173: 'tagged fields of DescribeDelegationTokenRequest',
-    174: 'tagged fields of DescribeDelegationTokenRequest',
-    183: 'Owners',
-    186: 'Owners',
-    188: 'tagged fields of DescribeDelegationTokenRequest',
+    78: 'PrincipalType',
+    79: 'PrincipalName',
+    85: 'PrincipalType',
+    86: 'PrincipalName',
+    88: 'tagged fields of DescribeDelegationTokenOwner',
+    92: 'PrincipalType',
+    93: 'PrincipalName',
+    95: 'tagged fields of DescribeDelegationTokenOwner',
+    100: 'PrincipalType',
+    101: 'PrincipalName',
+    102: 'tagged fields of DescribeDelegationTokenOwner',
+    103: 'tagged fields of DescribeDelegationTokenOwner',
+    111: 'PrincipalType',
+    112: 'PrincipalName',
+    114: 'tagged fields of DescribeDelegationTokenOwner',
+    121: 'Owners',
+    128: 'Owners',
+    139: 'Owners',
+    142: 'Owners',
+    144: 'tagged fields of DescribeDelegationTokenRequest',
+    149: 'Owners',
+    152: 'Owners',
+    154: 'tagged fields of DescribeDelegationTokenRequest',
+    159: 'Owners',
+    163: 'Owners',
+    170: 'Owners',
+    175: 'tagged fields of DescribeDelegationTokenRequest',
+    176: 'tagged fields of DescribeDelegationTokenRequest',
+    185: 'Owners',
+    188: 'Owners',
+    190: 'tagged fields of DescribeDelegationTokenRequest',
 }

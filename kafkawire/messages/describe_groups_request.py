@@ -2,6 +2,8 @@
 # From schemas/clients/DescribeGroupsRequest.json (sha256 f6a1f156e62baf19f28b33fe7d54955b2e4b9017e3a6f59e87657e016617e5f9):
 # change the schema and run `kafkawire codegen`.
 """DescribeGroupsRequest: apiKey 15, request, versions 0-6, flexible 5+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -28,7 +30,7 @@ class DescribeGroupsRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DescribeGroupsRequest.json'
 
-    def __init__(self, *, groups=_MISSING, include_authorized_operations=False):
+    def __init__(self, *, groups: list[str] = _MISSING, include_authorized_operations: bool = False) -> None:
         self.groups = [] if groups is _MISSING else groups
         self.include_authorized_operations = include_authorized_operations
         self._unknown_tagged_fields = ()
@@ -195,45 +197,45 @@ DescribeGroupsRequest._ENCODERS = {0: _encode_DescribeGroupsRequest_v0, 1: _enco
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    55: 'Groups',
-    62: 'Groups',
-    71: 'IncludeAuthorizedOperations',
-    72: 'IncludeAuthorizedOperations',
-    74: 'Groups',
+    57: 'Groups',
+    64: 'Groups',
+    73: 'IncludeAuthorizedOperations',
+    74: 'IncludeAuthorizedOperations',
     76: 'Groups',
-    78: 'tagged fields of DescribeGroupsRequest',
-    82: 'IncludeAuthorizedOperations',
-    83: 'IncludeAuthorizedOperations',
-    85: 'Groups',
+    78: 'Groups',
+    80: 'tagged fields of DescribeGroupsRequest',
+    84: 'IncludeAuthorizedOperations',
+    85: 'IncludeAuthorizedOperations',
     87: 'Groups',
-    89: 'tagged fields of DescribeGroupsRequest',
-    93: 'IncludeAuthorizedOperations',
-    94: 'IncludeAuthorizedOperations',
-    96: 'Groups',
+    89: 'Groups',
+    91: 'tagged fields of DescribeGroupsRequest',
+    95: 'IncludeAuthorizedOperations',
+    96: 'IncludeAuthorizedOperations',
     98: 'Groups',
-    100: 'tagged fields of DescribeGroupsRequest',
-    105: (('Groups', None, 'i'), ('IncludeAuthorizedOperations', 'include_authorized_operations', '?')),
-    111: 'Groups',
-    118: 'Groups',
-    121: 'IncludeAuthorizedOperations',
-    129: 'Groups',
+    100: 'Groups',
+    102: 'tagged fields of DescribeGroupsRequest',
+    107: (('Groups', None, 'i'), ('IncludeAuthorizedOperations', 'include_authorized_operations', '?')),
+    113: 'Groups',
+    120: 'Groups',
+    123: 'IncludeAuthorizedOperations',
     131: 'Groups',
-    132: 'IncludeAuthorizedOperations',
-    134: 'tagged fields of DescribeGroupsRequest',
-    139: 'Groups',
+    133: 'Groups',
+    134: 'IncludeAuthorizedOperations',
+    136: 'tagged fields of DescribeGroupsRequest',
     141: 'Groups',
-    142: 'IncludeAuthorizedOperations',
-    144: 'tagged fields of DescribeGroupsRequest',
-    149: (('Groups', None, 'B'), ('IncludeAuthorizedOperations', 'include_authorized_operations', '?')),
-    155: 'Groups',
-    159: 'Groups',
-    166: 'Groups',
-    169: 'IncludeAuthorizedOperations',
-    171: 'tagged fields of DescribeGroupsRequest',
-    172: 'tagged fields of DescribeGroupsRequest',
-    181: 'Groups',
-    184: 'Groups',
+    143: 'Groups',
+    144: 'IncludeAuthorizedOperations',
+    146: 'tagged fields of DescribeGroupsRequest',
+    151: (('Groups', None, 'B'), ('IncludeAuthorizedOperations', 'include_authorized_operations', '?')),
+    157: 'Groups',
+    161: 'Groups',
+    168: 'Groups',
+    171: 'IncludeAuthorizedOperations',
+    173: 'tagged fields of DescribeGroupsRequest',
+    174: 'tagged fields of DescribeGroupsRequest',
+    183: 'Groups',
     186: 'Groups',
-    187: 'IncludeAuthorizedOperations',
-    189: 'tagged fields of DescribeGroupsRequest',
+    188: 'Groups',
+    189: 'IncludeAuthorizedOperations',
+    191: 'tagged fields of DescribeGroupsRequest',
 }

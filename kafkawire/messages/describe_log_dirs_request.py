@@ -2,6 +2,8 @@
 # From schemas/clients/DescribeLogDirsRequest.json (sha256 d44f84cd7675274a4a0748bd40b1ea95651da9408a5d464189712e54ed70888f):
 # change the schema and run `kafkawire codegen`.
 """DescribeLogDirsRequest: apiKey 35, request, versions 0-5, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -22,7 +24,7 @@ class DescribableLogDirTopic(_message.Struct):
     MESSAGE = 'DescribeLogDirsRequest'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, topic='', partitions=_MISSING):
+    def __init__(self, *, topic: str = '', partitions: list[int] = _MISSING) -> None:
         self.topic = topic
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -39,7 +41,7 @@ class DescribeLogDirsRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DescribeLogDirsRequest.json'
 
-    def __init__(self, *, topics=_MISSING):
+    def __init__(self, *, topics: list[DescribableLogDirTopic] | None = _MISSING) -> None:
         self.topics = [] if topics is _MISSING else topics
         self._unknown_tagged_fields = ()
 
@@ -223,42 +225,42 @@ DescribeLogDirsRequest._ENCODERS = {0: _encode_DescribeLogDirsRequest_v0, 1: _en
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    77: 'Topic',
-    78: 'Partitions',
-    82: 'Partitions',
-    89: 'Topic',
-    91: 'Partitions',
+    79: 'Topic',
+    80: 'Partitions',
+    84: 'Partitions',
+    91: 'Topic',
     93: 'Partitions',
-    95: 'tagged fields of DescribableLogDirTopic',
-    99: 'Topic',
-    101: 'Partitions',
+    95: 'Partitions',
+    97: 'tagged fields of DescribableLogDirTopic',
+    101: 'Topic',
     103: 'Partitions',
-    105: 'tagged fields of DescribableLogDirTopic',
-    110: 'Topic',
-    111: 'Partitions',
-    115: 'Partitions',
-    119: 'Partitions',
-    121: 'tagged fields of DescribableLogDirTopic',
-    122: 'tagged fields of DescribableLogDirTopic',
-    130: 'Topic',
-    132: 'Partitions',
-    135: 'Partitions',
+    105: 'Partitions',
+    107: 'tagged fields of DescribableLogDirTopic',
+    112: 'Topic',
+    113: 'Partitions',
+    117: 'Partitions',
+    121: 'Partitions',
+    123: 'tagged fields of DescribableLogDirTopic',
+    124: 'tagged fields of DescribableLogDirTopic',
+    132: 'Topic',
+    134: 'Partitions',
     137: 'Partitions',
-    139: 'tagged fields of DescribableLogDirTopic',
-    146: 'Topics',
-    153: 'Topics',
-    164: 'Topics',
-    167: 'Topics',
-    169: 'tagged fields of DescribeLogDirsRequest',
-    174: 'Topics',
-    177: 'Topics',
-    179: 'tagged fields of DescribeLogDirsRequest',
-    184: 'Topics',
-    188: 'Topics',
-    195: 'Topics',
-    200: 'tagged fields of DescribeLogDirsRequest',
-    201: 'tagged fields of DescribeLogDirsRequest',
-    210: 'Topics',
-    213: 'Topics',
-    215: 'tagged fields of DescribeLogDirsRequest',
+    139: 'Partitions',
+    141: 'tagged fields of DescribableLogDirTopic',
+    148: 'Topics',
+    155: 'Topics',
+    166: 'Topics',
+    169: 'Topics',
+    171: 'tagged fields of DescribeLogDirsRequest',
+    176: 'Topics',
+    179: 'Topics',
+    181: 'tagged fields of DescribeLogDirsRequest',
+    186: 'Topics',
+    190: 'Topics',
+    197: 'Topics',
+    202: 'tagged fields of DescribeLogDirsRequest',
+    203: 'tagged fields of DescribeLogDirsRequest',
+    212: 'Topics',
+    215: 'Topics',
+    217: 'tagged fields of DescribeLogDirsRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/DescribeProducersRequest.json (sha256 2ed01b7551c521c95f17482197d40a413c718331c1bf6ccff868d2e09d40ae52):
 # change the schema and run `kafkawire codegen`.
 """DescribeProducersRequest: apiKey 61, request, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -22,7 +24,7 @@ class TopicRequest(_message.Struct):
     MESSAGE = 'DescribeProducersRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, name='', partition_indexes=_MISSING):
+    def __init__(self, *, name: str = '', partition_indexes: list[int] = _MISSING) -> None:
         self.name = name
         self.partition_indexes = [] if partition_indexes is _MISSING else partition_indexes
         self._unknown_tagged_fields = ()
@@ -39,7 +41,7 @@ class DescribeProducersRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DescribeProducersRequest.json'
 
-    def __init__(self, *, topics=_MISSING):
+    def __init__(self, *, topics: list[TopicRequest] = _MISSING) -> None:
         self.topics = [] if topics is _MISSING else topics
         self._unknown_tagged_fields = ()
 
@@ -152,24 +154,24 @@ DescribeProducersRequest._ENCODERS = {0: _encode_DescribeProducersRequest_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    77: 'Name',
-    78: 'PartitionIndexes',
-    82: 'PartitionIndexes',
-    86: 'PartitionIndexes',
-    88: 'tagged fields of TopicRequest',
-    89: 'tagged fields of TopicRequest',
-    97: 'Name',
-    99: 'PartitionIndexes',
-    102: 'PartitionIndexes',
+    79: 'Name',
+    80: 'PartitionIndexes',
+    84: 'PartitionIndexes',
+    88: 'PartitionIndexes',
+    90: 'tagged fields of TopicRequest',
+    91: 'tagged fields of TopicRequest',
+    99: 'Name',
+    101: 'PartitionIndexes',
     104: 'PartitionIndexes',
-    106: 'tagged fields of TopicRequest',
-    113: 'Topics',
-    117: 'Topics',
-    124: 'Topics',
-    127: 'tagged fields of DescribeProducersRequest',
-    128: 'tagged fields of DescribeProducersRequest',
-    137: 'Topics',
-    140: 'Topics',
+    106: 'PartitionIndexes',
+    108: 'tagged fields of TopicRequest',
+    115: 'Topics',
+    119: 'Topics',
+    126: 'Topics',
+    129: 'tagged fields of DescribeProducersRequest',
+    130: 'tagged fields of DescribeProducersRequest',
+    139: 'Topics',
     142: 'Topics',
-    144: 'tagged fields of DescribeProducersRequest',
+    144: 'Topics',
+    146: 'tagged fields of DescribeProducersRequest',
 }

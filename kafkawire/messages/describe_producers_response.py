@@ -2,6 +2,8 @@
 # From schemas/clients/DescribeProducersResponse.json (sha256 7e91489d9b783942a0b48cd5b4f9a512aaadf2ba0bc2f5408e6ab288a518eae8):
 # change the schema and run `kafkawire codegen`.
 """DescribeProducersResponse: apiKey 61, response, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -24,7 +26,7 @@ class ProducerState(_message.Struct):
     MESSAGE = 'DescribeProducersResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, producer_id=0, producer_epoch=0, last_sequence=-1, last_timestamp=-1, coordinator_epoch=0, current_txn_start_offset=-1):
+    def __init__(self, *, producer_id: int = 0, producer_epoch: int = 0, last_sequence: int = -1, last_timestamp: int = -1, coordinator_epoch: int = 0, current_txn_start_offset: int = -1) -> None:
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.last_sequence = last_sequence
@@ -41,7 +43,7 @@ class PartitionResponse(_message.Struct):
     MESSAGE = 'DescribeProducersResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, partition_index=0, error_code=0, error_message=None, active_producers=_MISSING):
+    def __init__(self, *, partition_index: int = 0, error_code: int = 0, error_message: str | None = None, active_producers: list[ProducerState] = _MISSING) -> None:
         self.partition_index = partition_index
         self.error_code = error_code
         self.error_message = error_message
@@ -56,7 +58,7 @@ class TopicResponse(_message.Struct):
     MESSAGE = 'DescribeProducersResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, name='', partitions=_MISSING):
+    def __init__(self, *, name: str = '', partitions: list[PartitionResponse] = _MISSING) -> None:
         self.name = name
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -73,7 +75,7 @@ class DescribeProducersResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DescribeProducersResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, topics=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, topics: list[TopicResponse] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is _MISSING else topics
         self._unknown_tagged_fields = ()
@@ -303,44 +305,44 @@ DescribeProducersResponse._ENCODERS = {0: _encode_DescribeProducersResponse_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    154: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'i'), ('LastSequence', 'last_sequence', 'i'), ('LastTimestamp', 'last_timestamp', 'q'), ('CoordinatorEpoch', 'coordinator_epoch', 'i'), ('CurrentTxnStartOffset', 'current_txn_start_offset', 'q')),
-    156: 'tagged fields of ProducerState',
-    157: 'tagged fields of ProducerState',
-    165: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'i'), ('LastSequence', 'last_sequence', 'i'), ('LastTimestamp', 'last_timestamp', 'q'), ('CoordinatorEpoch', 'coordinator_epoch', 'i'), ('CurrentTxnStartOffset', 'current_txn_start_offset', 'q')),
-    167: 'tagged fields of ProducerState',
-    174: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    176: 'ErrorMessage',
-    177: 'ActiveProducers',
-    181: 'ActiveProducers',
-    188: 'ActiveProducers',
-    191: 'tagged fields of PartitionResponse',
-    192: 'tagged fields of PartitionResponse',
-    200: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    201: 'ErrorMessage',
-    203: 'ActiveProducers',
-    206: 'ActiveProducers',
+    156: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'i'), ('LastSequence', 'last_sequence', 'i'), ('LastTimestamp', 'last_timestamp', 'q'), ('CoordinatorEpoch', 'coordinator_epoch', 'i'), ('CurrentTxnStartOffset', 'current_txn_start_offset', 'q')),
+    158: 'tagged fields of ProducerState',
+    159: 'tagged fields of ProducerState',
+    167: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'i'), ('LastSequence', 'last_sequence', 'i'), ('LastTimestamp', 'last_timestamp', 'q'), ('CoordinatorEpoch', 'coordinator_epoch', 'i'), ('CurrentTxnStartOffset', 'current_txn_start_offset', 'q')),
+    169: 'tagged fields of ProducerState',
+    176: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    178: 'ErrorMessage',
+    179: 'ActiveProducers',
+    183: 'ActiveProducers',
+    190: 'ActiveProducers',
+    193: 'tagged fields of PartitionResponse',
+    194: 'tagged fields of PartitionResponse',
+    202: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    203: 'ErrorMessage',
+    205: 'ActiveProducers',
     208: 'ActiveProducers',
-    210: 'tagged fields of PartitionResponse',
-    217: 'Name',
-    218: 'Partitions',
-    222: 'Partitions',
-    229: 'Partitions',
-    232: 'tagged fields of TopicResponse',
-    233: 'tagged fields of TopicResponse',
-    241: 'Name',
-    243: 'Partitions',
-    246: 'Partitions',
+    210: 'ActiveProducers',
+    212: 'tagged fields of PartitionResponse',
+    219: 'Name',
+    220: 'Partitions',
+    224: 'Partitions',
+    231: 'Partitions',
+    234: 'tagged fields of TopicResponse',
+    235: 'tagged fields of TopicResponse',
+    243: 'Name',
+    245: 'Partitions',
     248: 'Partitions',
-    250: 'tagged fields of TopicResponse',
-    257: 'ThrottleTimeMs',
-    259: 'Topics',
-    263: 'Topics',
-    270: 'Topics',
-    273: 'tagged fields of DescribeProducersResponse',
-    274: 'tagged fields of DescribeProducersResponse',
-    282: 'ThrottleTimeMs',
-    284: 'Topics',
-    287: 'Topics',
+    250: 'Partitions',
+    252: 'tagged fields of TopicResponse',
+    259: 'ThrottleTimeMs',
+    261: 'Topics',
+    265: 'Topics',
+    272: 'Topics',
+    275: 'tagged fields of DescribeProducersResponse',
+    276: 'tagged fields of DescribeProducersResponse',
+    284: 'ThrottleTimeMs',
+    286: 'Topics',
     289: 'Topics',
-    291: 'tagged fields of DescribeProducersResponse',
+    291: 'Topics',
+    293: 'tagged fields of DescribeProducersResponse',
 }

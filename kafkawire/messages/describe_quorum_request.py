@@ -2,6 +2,8 @@
 # From schemas/clients/DescribeQuorumRequest.json (sha256 ac3d708dc03d2b2c4cd2da62c91b06e550108788dbe2689d2f15d82f837161f6):
 # change the schema and run `kafkawire codegen`.
 """DescribeQuorumRequest: apiKey 55, request, versions 0-2, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -22,7 +24,7 @@ class PartitionData(_message.Struct):
     MESSAGE = 'DescribeQuorumRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, partition_index=0):
+    def __init__(self, *, partition_index: int = 0) -> None:
         self.partition_index = partition_index
         self._unknown_tagged_fields = ()
 
@@ -34,7 +36,7 @@ class TopicData(_message.Struct):
     MESSAGE = 'DescribeQuorumRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_name='', partitions=_MISSING):
+    def __init__(self, *, topic_name: str = '', partitions: list[PartitionData] = _MISSING) -> None:
         self.topic_name = topic_name
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -51,7 +53,7 @@ class DescribeQuorumRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DescribeQuorumRequest.json'
 
-    def __init__(self, *, topics=_MISSING):
+    def __init__(self, *, topics: list[TopicData] = _MISSING) -> None:
         self.topics = [] if topics is _MISSING else topics
         self._unknown_tagged_fields = ()
 
@@ -202,29 +204,29 @@ DescribeQuorumRequest._ENCODERS = {0: _encode_DescribeQuorumRequest_v0, 1: _enco
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    101: 'PartitionIndex',
-    103: 'tagged fields of PartitionData',
-    104: 'tagged fields of PartitionData',
-    112: 'PartitionIndex',
-    114: 'tagged fields of PartitionData',
-    121: 'TopicName',
-    122: 'Partitions',
-    126: 'Partitions',
-    133: 'Partitions',
-    136: 'tagged fields of TopicData',
-    137: 'tagged fields of TopicData',
-    145: 'TopicName',
-    147: 'Partitions',
-    150: 'Partitions',
+    103: 'PartitionIndex',
+    105: 'tagged fields of PartitionData',
+    106: 'tagged fields of PartitionData',
+    114: 'PartitionIndex',
+    116: 'tagged fields of PartitionData',
+    123: 'TopicName',
+    124: 'Partitions',
+    128: 'Partitions',
+    135: 'Partitions',
+    138: 'tagged fields of TopicData',
+    139: 'tagged fields of TopicData',
+    147: 'TopicName',
+    149: 'Partitions',
     152: 'Partitions',
-    154: 'tagged fields of TopicData',
-    161: 'Topics',
-    165: 'Topics',
-    172: 'Topics',
-    175: 'tagged fields of DescribeQuorumRequest',
-    176: 'tagged fields of DescribeQuorumRequest',
-    185: 'Topics',
-    188: 'Topics',
+    154: 'Partitions',
+    156: 'tagged fields of TopicData',
+    163: 'Topics',
+    167: 'Topics',
+    174: 'Topics',
+    177: 'tagged fields of DescribeQuorumRequest',
+    178: 'tagged fields of DescribeQuorumRequest',
+    187: 'Topics',
     190: 'Topics',
-    192: 'tagged fields of DescribeQuorumRequest',
+    192: 'Topics',
+    194: 'tagged fields of DescribeQuorumRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/DescribeShareGroupOffsetsRequest.json (sha256 2dd9571f35a0bfc5fe73f9c817d8f9a45168799e2ada931aa0502a64c004d84c):
 # change the schema and run `kafkawire codegen`.
 """DescribeShareGroupOffsetsRequest: apiKey 90, request, versions 0-1, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -22,7 +24,7 @@ class DescribeShareGroupOffsetsRequestTopic(_message.Struct):
     MESSAGE = 'DescribeShareGroupOffsetsRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_name='', partitions=_MISSING):
+    def __init__(self, *, topic_name: str = '', partitions: list[int] = _MISSING) -> None:
         self.topic_name = topic_name
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -35,7 +37,7 @@ class DescribeShareGroupOffsetsRequestGroup(_message.Struct):
     MESSAGE = 'DescribeShareGroupOffsetsRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, group_id='', topics=_MISSING):
+    def __init__(self, *, group_id: str = '', topics: list[DescribeShareGroupOffsetsRequestTopic] | None = _MISSING) -> None:
         self.group_id = group_id
         self.topics = [] if topics is _MISSING else topics
         self._unknown_tagged_fields = ()
@@ -52,7 +54,7 @@ class DescribeShareGroupOffsetsRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DescribeShareGroupOffsetsRequest.json'
 
-    def __init__(self, *, groups=_MISSING):
+    def __init__(self, *, groups: list[DescribeShareGroupOffsetsRequestGroup] = _MISSING) -> None:
         self.groups = [] if groups is _MISSING else groups
         self._unknown_tagged_fields = ()
 
@@ -221,34 +223,34 @@ DescribeShareGroupOffsetsRequest._ENCODERS = {0: _encode_DescribeShareGroupOffse
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    104: 'TopicName',
-    105: 'Partitions',
-    109: 'Partitions',
-    113: 'Partitions',
-    115: 'tagged fields of DescribeShareGroupOffsetsRequestTopic',
-    116: 'tagged fields of DescribeShareGroupOffsetsRequestTopic',
-    124: 'TopicName',
-    126: 'Partitions',
-    129: 'Partitions',
+    106: 'TopicName',
+    107: 'Partitions',
+    111: 'Partitions',
+    115: 'Partitions',
+    117: 'tagged fields of DescribeShareGroupOffsetsRequestTopic',
+    118: 'tagged fields of DescribeShareGroupOffsetsRequestTopic',
+    126: 'TopicName',
+    128: 'Partitions',
     131: 'Partitions',
-    133: 'tagged fields of DescribeShareGroupOffsetsRequestTopic',
-    140: 'GroupId',
-    141: 'Topics',
-    145: 'Topics',
-    152: 'Topics',
-    157: 'tagged fields of DescribeShareGroupOffsetsRequestGroup',
-    158: 'tagged fields of DescribeShareGroupOffsetsRequestGroup',
-    166: 'GroupId',
-    168: 'Topics',
-    171: 'Topics',
-    173: 'tagged fields of DescribeShareGroupOffsetsRequestGroup',
-    180: 'Groups',
-    184: 'Groups',
-    191: 'Groups',
-    194: 'tagged fields of DescribeShareGroupOffsetsRequest',
-    195: 'tagged fields of DescribeShareGroupOffsetsRequest',
-    204: 'Groups',
-    207: 'Groups',
+    133: 'Partitions',
+    135: 'tagged fields of DescribeShareGroupOffsetsRequestTopic',
+    142: 'GroupId',
+    143: 'Topics',
+    147: 'Topics',
+    154: 'Topics',
+    159: 'tagged fields of DescribeShareGroupOffsetsRequestGroup',
+    160: 'tagged fields of DescribeShareGroupOffsetsRequestGroup',
+    168: 'GroupId',
+    170: 'Topics',
+    173: 'Topics',
+    175: 'tagged fields of DescribeShareGroupOffsetsRequestGroup',
+    182: 'Groups',
+    186: 'Groups',
+    193: 'Groups',
+    196: 'tagged fields of DescribeShareGroupOffsetsRequest',
+    197: 'tagged fields of DescribeShareGroupOffsetsRequest',
+    206: 'Groups',
     209: 'Groups',
-    211: 'tagged fields of DescribeShareGroupOffsetsRequest',
+    211: 'Groups',
+    213: 'tagged fields of DescribeShareGroupOffsetsRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/DescribeShareGroupOffsetsResponse.json (sha256 6f989332ede9c9517618c30b0bba4b28e5a78b965d0a4b94c01527e6ed47fed0):
 # change the schema and run `kafkawire codegen`.
 """DescribeShareGroupOffsetsResponse: apiKey 90, response, versions 0-1, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class DescribeShareGroupOffsetsResponsePartition(_message.Struct):
     MESSAGE = 'DescribeShareGroupOffsetsResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, partition_index=0, start_offset=0, leader_epoch=0, lag=-1, error_code=0, error_message=None):
+    def __init__(self, *, partition_index: int = 0, start_offset: int = 0, leader_epoch: int = 0, lag: int = -1, error_code: int = 0, error_message: str | None = None) -> None:
         self.partition_index = partition_index
         self.start_offset = start_offset
         self.leader_epoch = leader_epoch
@@ -43,7 +45,7 @@ class DescribeShareGroupOffsetsResponseTopic(_message.Struct):
     MESSAGE = 'DescribeShareGroupOffsetsResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_name='', topic_id=_ZERO_UUID, partitions=_MISSING):
+    def __init__(self, *, topic_name: str = '', topic_id: _UUID = _ZERO_UUID, partitions: list[DescribeShareGroupOffsetsResponsePartition] = _MISSING) -> None:
         self.topic_name = topic_name
         self.topic_id = topic_id
         self.partitions = [] if partitions is _MISSING else partitions
@@ -57,7 +59,7 @@ class DescribeShareGroupOffsetsResponseGroup(_message.Struct):
     MESSAGE = 'DescribeShareGroupOffsetsResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, group_id='', topics=_MISSING, error_code=0, error_message=None):
+    def __init__(self, *, group_id: str = '', topics: list[DescribeShareGroupOffsetsResponseTopic] = _MISSING, error_code: int = 0, error_message: str | None = None) -> None:
         self.group_id = group_id
         self.topics = [] if topics is _MISSING else topics
         self.error_code = error_code
@@ -76,7 +78,7 @@ class DescribeShareGroupOffsetsResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DescribeShareGroupOffsetsResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, groups=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, groups: list[DescribeShareGroupOffsetsResponseGroup] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.groups = [] if groups is _MISSING else groups
         self._unknown_tagged_fields = ()
@@ -477,98 +479,98 @@ DescribeShareGroupOffsetsResponse._ENCODERS = {0: _encode_DescribeShareGroupOffs
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    159: (('PartitionIndex', 'partition_index', 'i'), ('StartOffset', 'start_offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i'), ('ErrorCode', 'error_code', 'h')),
-    161: 'ErrorMessage',
-    163: 'tagged fields of DescribeShareGroupOffsetsResponsePartition',
-    164: 'tagged fields of DescribeShareGroupOffsetsResponsePartition',
-    172: (('PartitionIndex', 'partition_index', 'i'), ('StartOffset', 'start_offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i'), ('ErrorCode', 'error_code', 'h')),
-    173: 'ErrorMessage',
-    175: 'tagged fields of DescribeShareGroupOffsetsResponsePartition',
-    182: (('PartitionIndex', 'partition_index', 'i'), ('StartOffset', 'start_offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i'), ('Lag', 'lag', 'q'), ('ErrorCode', 'error_code', 'h')),
-    184: 'ErrorMessage',
-    185: 'tagged fields of DescribeShareGroupOffsetsResponsePartition',
-    186: 'tagged fields of DescribeShareGroupOffsetsResponsePartition',
-    194: (('PartitionIndex', 'partition_index', 'i'), ('StartOffset', 'start_offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i'), ('Lag', 'lag', 'q'), ('ErrorCode', 'error_code', 'h')),
-    195: 'ErrorMessage',
-    197: 'tagged fields of DescribeShareGroupOffsetsResponsePartition',
-    204: 'TopicName',
-    205: 'TopicId',
-    206: 'Partitions',
-    210: 'Partitions',
-    217: 'Partitions',
-    220: 'tagged fields of DescribeShareGroupOffsetsResponseTopic',
-    221: 'tagged fields of DescribeShareGroupOffsetsResponseTopic',
-    229: 'TopicName',
-    230: 'TopicId',
-    232: 'Partitions',
-    235: 'Partitions',
+    161: (('PartitionIndex', 'partition_index', 'i'), ('StartOffset', 'start_offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i'), ('ErrorCode', 'error_code', 'h')),
+    163: 'ErrorMessage',
+    165: 'tagged fields of DescribeShareGroupOffsetsResponsePartition',
+    166: 'tagged fields of DescribeShareGroupOffsetsResponsePartition',
+    174: (('PartitionIndex', 'partition_index', 'i'), ('StartOffset', 'start_offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i'), ('ErrorCode', 'error_code', 'h')),
+    175: 'ErrorMessage',
+    177: 'tagged fields of DescribeShareGroupOffsetsResponsePartition',
+    184: (('PartitionIndex', 'partition_index', 'i'), ('StartOffset', 'start_offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i'), ('Lag', 'lag', 'q'), ('ErrorCode', 'error_code', 'h')),
+    186: 'ErrorMessage',
+    187: 'tagged fields of DescribeShareGroupOffsetsResponsePartition',
+    188: 'tagged fields of DescribeShareGroupOffsetsResponsePartition',
+    196: (('PartitionIndex', 'partition_index', 'i'), ('StartOffset', 'start_offset', 'q'), ('LeaderEpoch', 'leader_epoch', 'i'), ('Lag', 'lag', 'q'), ('ErrorCode', 'error_code', 'h')),
+    197: 'ErrorMessage',
+    199: 'tagged fields of DescribeShareGroupOffsetsResponsePartition',
+    206: 'TopicName',
+    207: 'TopicId',
+    208: 'Partitions',
+    212: 'Partitions',
+    219: 'Partitions',
+    222: 'tagged fields of DescribeShareGroupOffsetsResponseTopic',
+    223: 'tagged fields of DescribeShareGroupOffsetsResponseTopic',
+    231: 'TopicName',
+    232: 'TopicId',
+    234: 'Partitions',
     237: 'Partitions',
-    239: 'tagged fields of DescribeShareGroupOffsetsResponseTopic',
-    246: 'TopicName',
-    247: 'TopicId',
-    248: 'Partitions',
-    252: 'Partitions',
-    259: 'Partitions',
-    262: 'tagged fields of DescribeShareGroupOffsetsResponseTopic',
-    263: 'tagged fields of DescribeShareGroupOffsetsResponseTopic',
-    271: 'TopicName',
-    272: 'TopicId',
-    274: 'Partitions',
-    277: 'Partitions',
+    239: 'Partitions',
+    241: 'tagged fields of DescribeShareGroupOffsetsResponseTopic',
+    248: 'TopicName',
+    249: 'TopicId',
+    250: 'Partitions',
+    254: 'Partitions',
+    261: 'Partitions',
+    264: 'tagged fields of DescribeShareGroupOffsetsResponseTopic',
+    265: 'tagged fields of DescribeShareGroupOffsetsResponseTopic',
+    273: 'TopicName',
+    274: 'TopicId',
+    276: 'Partitions',
     279: 'Partitions',
-    281: 'tagged fields of DescribeShareGroupOffsetsResponseTopic',
-    288: 'GroupId',
-    289: (('Topics', None, 'B'), ('ErrorCode', 'error_code', 'h')),
-    295: 'Topics',
-    299: 'Topics',
-    306: 'Topics',
-    309: 'ErrorCode',
-    311: 'ErrorMessage',
-    312: 'tagged fields of DescribeShareGroupOffsetsResponseGroup',
-    313: 'tagged fields of DescribeShareGroupOffsetsResponseGroup',
-    321: 'GroupId',
-    323: 'Topics',
-    326: 'Topics',
+    281: 'Partitions',
+    283: 'tagged fields of DescribeShareGroupOffsetsResponseTopic',
+    290: 'GroupId',
+    291: (('Topics', None, 'B'), ('ErrorCode', 'error_code', 'h')),
+    297: 'Topics',
+    301: 'Topics',
+    308: 'Topics',
+    311: 'ErrorCode',
+    313: 'ErrorMessage',
+    314: 'tagged fields of DescribeShareGroupOffsetsResponseGroup',
+    315: 'tagged fields of DescribeShareGroupOffsetsResponseGroup',
+    323: 'GroupId',
+    325: 'Topics',
     328: 'Topics',
-    329: 'ErrorCode',
-    330: 'ErrorMessage',
-    332: 'tagged fields of DescribeShareGroupOffsetsResponseGroup',
-    339: 'GroupId',
-    340: (('Topics', None, 'B'), ('ErrorCode', 'error_code', 'h')),
-    346: 'Topics',
-    350: 'Topics',
-    357: 'Topics',
-    360: 'ErrorCode',
-    362: 'ErrorMessage',
-    363: 'tagged fields of DescribeShareGroupOffsetsResponseGroup',
-    364: 'tagged fields of DescribeShareGroupOffsetsResponseGroup',
-    372: 'GroupId',
-    374: 'Topics',
-    377: 'Topics',
+    330: 'Topics',
+    331: 'ErrorCode',
+    332: 'ErrorMessage',
+    334: 'tagged fields of DescribeShareGroupOffsetsResponseGroup',
+    341: 'GroupId',
+    342: (('Topics', None, 'B'), ('ErrorCode', 'error_code', 'h')),
+    348: 'Topics',
+    352: 'Topics',
+    359: 'Topics',
+    362: 'ErrorCode',
+    364: 'ErrorMessage',
+    365: 'tagged fields of DescribeShareGroupOffsetsResponseGroup',
+    366: 'tagged fields of DescribeShareGroupOffsetsResponseGroup',
+    374: 'GroupId',
+    376: 'Topics',
     379: 'Topics',
-    380: 'ErrorCode',
-    381: 'ErrorMessage',
-    383: 'tagged fields of DescribeShareGroupOffsetsResponseGroup',
-    390: 'ThrottleTimeMs',
-    392: 'Groups',
-    396: 'Groups',
-    403: 'Groups',
-    406: 'tagged fields of DescribeShareGroupOffsetsResponse',
-    407: 'tagged fields of DescribeShareGroupOffsetsResponse',
-    415: 'ThrottleTimeMs',
-    417: 'Groups',
-    420: 'Groups',
+    381: 'Topics',
+    382: 'ErrorCode',
+    383: 'ErrorMessage',
+    385: 'tagged fields of DescribeShareGroupOffsetsResponseGroup',
+    392: 'ThrottleTimeMs',
+    394: 'Groups',
+    398: 'Groups',
+    405: 'Groups',
+    408: 'tagged fields of DescribeShareGroupOffsetsResponse',
+    409: 'tagged fields of DescribeShareGroupOffsetsResponse',
+    417: 'ThrottleTimeMs',
+    419: 'Groups',
     422: 'Groups',
-    424: 'tagged fields of DescribeShareGroupOffsetsResponse',
-    431: 'ThrottleTimeMs',
-    433: 'Groups',
-    437: 'Groups',
-    444: 'Groups',
-    447: 'tagged fields of DescribeShareGroupOffsetsResponse',
-    448: 'tagged fields of DescribeShareGroupOffsetsResponse',
-    456: 'ThrottleTimeMs',
-    458: 'Groups',
-    461: 'Groups',
+    424: 'Groups',
+    426: 'tagged fields of DescribeShareGroupOffsetsResponse',
+    433: 'ThrottleTimeMs',
+    435: 'Groups',
+    439: 'Groups',
+    446: 'Groups',
+    449: 'tagged fields of DescribeShareGroupOffsetsResponse',
+    450: 'tagged fields of DescribeShareGroupOffsetsResponse',
+    458: 'ThrottleTimeMs',
+    460: 'Groups',
     463: 'Groups',
-    465: 'tagged fields of DescribeShareGroupOffsetsResponse',
+    465: 'Groups',
+    467: 'tagged fields of DescribeShareGroupOffsetsResponse',
 }

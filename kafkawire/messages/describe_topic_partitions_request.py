@@ -2,6 +2,8 @@
 # From schemas/clients/DescribeTopicPartitionsRequest.json (sha256 dc910c51819b7a6abe92bfc6084022154f8580acbb4086372605ed5b3b4f4445):
 # change the schema and run `kafkawire codegen`.
 """DescribeTopicPartitionsRequest: apiKey 75, request, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class TopicRequest(_message.Struct):
     MESSAGE = 'DescribeTopicPartitionsRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, name=''):
+    def __init__(self, *, name: str = '') -> None:
         self.name = name
         self._unknown_tagged_fields = ()
 
@@ -35,7 +37,7 @@ class Cursor(_message.Struct):
     MESSAGE = 'DescribeTopicPartitionsRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_name='', partition_index=0):
+    def __init__(self, *, topic_name: str = '', partition_index: int = 0) -> None:
         self.topic_name = topic_name
         self.partition_index = partition_index
         self._unknown_tagged_fields = ()
@@ -52,7 +54,7 @@ class DescribeTopicPartitionsRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DescribeTopicPartitionsRequest.json'
 
-    def __init__(self, *, topics=_MISSING, response_partition_limit=2000, cursor=None):
+    def __init__(self, *, topics: list[TopicRequest] = _MISSING, response_partition_limit: int = 2000, cursor: Cursor | None = None) -> None:
         self.topics = [] if topics is _MISSING else topics
         self.response_partition_limit = response_partition_limit
         self.cursor = cursor
@@ -209,31 +211,31 @@ DescribeTopicPartitionsRequest._ENCODERS = {0: _encode_DescribeTopicPartitionsRe
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    108: 'Name',
-    109: 'tagged fields of TopicRequest',
-    110: 'tagged fields of TopicRequest',
-    118: 'Name',
-    120: 'tagged fields of TopicRequest',
-    127: 'TopicName',
-    128: 'PartitionIndex',
-    130: 'tagged fields of Cursor',
-    131: 'tagged fields of Cursor',
-    139: 'TopicName',
-    140: 'PartitionIndex',
-    142: 'tagged fields of Cursor',
-    149: (('Topics', None, 'B'), ('ResponsePartitionLimit', 'response_partition_limit', 'i')),
-    155: 'Topics',
-    159: 'Topics',
-    166: 'Topics',
-    169: 'ResponsePartitionLimit',
-    171: 'Cursor',
-    175: 'Cursor',
-    176: 'tagged fields of DescribeTopicPartitionsRequest',
-    177: 'tagged fields of DescribeTopicPartitionsRequest',
-    186: 'Topics',
-    189: 'Topics',
+    110: 'Name',
+    111: 'tagged fields of TopicRequest',
+    112: 'tagged fields of TopicRequest',
+    120: 'Name',
+    122: 'tagged fields of TopicRequest',
+    129: 'TopicName',
+    130: 'PartitionIndex',
+    132: 'tagged fields of Cursor',
+    133: 'tagged fields of Cursor',
+    141: 'TopicName',
+    142: 'PartitionIndex',
+    144: 'tagged fields of Cursor',
+    151: (('Topics', None, 'B'), ('ResponsePartitionLimit', 'response_partition_limit', 'i')),
+    157: 'Topics',
+    161: 'Topics',
+    168: 'Topics',
+    171: 'ResponsePartitionLimit',
+    173: 'Cursor',
+    177: 'Cursor',
+    178: 'tagged fields of DescribeTopicPartitionsRequest',
+    179: 'tagged fields of DescribeTopicPartitionsRequest',
+    188: 'Topics',
     191: 'Topics',
-    192: 'ResponsePartitionLimit',
-    197: 'Cursor',
-    199: 'tagged fields of DescribeTopicPartitionsRequest',
+    193: 'Topics',
+    194: 'ResponsePartitionLimit',
+    199: 'Cursor',
+    201: 'tagged fields of DescribeTopicPartitionsRequest',
 }

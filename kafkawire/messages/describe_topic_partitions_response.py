@@ -2,6 +2,8 @@
 # From schemas/clients/DescribeTopicPartitionsResponse.json (sha256 ded39acafa52062dcefb9fef7868e4916064e726d4b478ff71aaf8fdf8d148ea):
 # change the schema and run `kafkawire codegen`.
 """DescribeTopicPartitionsResponse: apiKey 75, response, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -27,7 +29,7 @@ class DescribeTopicPartitionsResponsePartition(_message.Struct):
     MESSAGE = 'DescribeTopicPartitionsResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, error_code=0, partition_index=0, leader_id=0, leader_epoch=-1, replica_nodes=_MISSING, isr_nodes=_MISSING, eligible_leader_replicas=None, last_known_elr=None, offline_replicas=_MISSING):
+    def __init__(self, *, error_code: int = 0, partition_index: int = 0, leader_id: int = 0, leader_epoch: int = -1, replica_nodes: list[int] = _MISSING, isr_nodes: list[int] = _MISSING, eligible_leader_replicas: list[int] | None = None, last_known_elr: list[int] | None = None, offline_replicas: list[int] = _MISSING) -> None:
         self.error_code = error_code
         self.partition_index = partition_index
         self.leader_id = leader_id
@@ -47,7 +49,7 @@ class DescribeTopicPartitionsResponseTopic(_message.Struct):
     MESSAGE = 'DescribeTopicPartitionsResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, error_code=0, name='', topic_id=_ZERO_UUID, is_internal=False, partitions=_MISSING, topic_authorized_operations=-2147483648):
+    def __init__(self, *, error_code: int = 0, name: str | None = '', topic_id: _UUID = _ZERO_UUID, is_internal: bool = False, partitions: list[DescribeTopicPartitionsResponsePartition] = _MISSING, topic_authorized_operations: int = -2147483648) -> None:
         self.error_code = error_code
         self.name = name
         self.topic_id = topic_id
@@ -64,7 +66,7 @@ class Cursor(_message.Struct):
     MESSAGE = 'DescribeTopicPartitionsResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_name='', partition_index=0):
+    def __init__(self, *, topic_name: str = '', partition_index: int = 0) -> None:
         self.topic_name = topic_name
         self.partition_index = partition_index
         self._unknown_tagged_fields = ()
@@ -81,7 +83,7 @@ class DescribeTopicPartitionsResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DescribeTopicPartitionsResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, topics=_MISSING, next_cursor=None):
+    def __init__(self, *, throttle_time_ms: int = 0, topics: list[DescribeTopicPartitionsResponseTopic] = _MISSING, next_cursor: Cursor | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is _MISSING else topics
         self.next_cursor = next_cursor
@@ -414,77 +416,77 @@ DescribeTopicPartitionsResponse._ENCODERS = {0: _encode_DescribeTopicPartitionsR
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    175: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    177: 'ReplicaNodes',
-    181: 'ReplicaNodes',
-    185: 'ReplicaNodes',
-    187: 'IsrNodes',
-    191: 'IsrNodes',
-    195: 'IsrNodes',
-    197: 'EligibleLeaderReplicas',
-    201: 'EligibleLeaderReplicas',
-    205: 'EligibleLeaderReplicas',
-    209: 'LastKnownElr',
-    213: 'LastKnownElr',
-    217: 'LastKnownElr',
-    221: 'OfflineReplicas',
-    225: 'OfflineReplicas',
-    229: 'OfflineReplicas',
-    231: 'tagged fields of DescribeTopicPartitionsResponsePartition',
-    232: 'tagged fields of DescribeTopicPartitionsResponsePartition',
-    240: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    242: 'ReplicaNodes',
-    245: 'ReplicaNodes',
+    177: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    179: 'ReplicaNodes',
+    183: 'ReplicaNodes',
+    187: 'ReplicaNodes',
+    189: 'IsrNodes',
+    193: 'IsrNodes',
+    197: 'IsrNodes',
+    199: 'EligibleLeaderReplicas',
+    203: 'EligibleLeaderReplicas',
+    207: 'EligibleLeaderReplicas',
+    211: 'LastKnownElr',
+    215: 'LastKnownElr',
+    219: 'LastKnownElr',
+    223: 'OfflineReplicas',
+    227: 'OfflineReplicas',
+    231: 'OfflineReplicas',
+    233: 'tagged fields of DescribeTopicPartitionsResponsePartition',
+    234: 'tagged fields of DescribeTopicPartitionsResponsePartition',
+    242: (('ErrorCode', 'error_code', 'h'), ('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    244: 'ReplicaNodes',
     247: 'ReplicaNodes',
-    249: 'IsrNodes',
-    252: 'IsrNodes',
+    249: 'ReplicaNodes',
+    251: 'IsrNodes',
     254: 'IsrNodes',
-    256: 'EligibleLeaderReplicas',
-    259: 'EligibleLeaderReplicas',
-    261: 'LastKnownElr',
-    264: 'LastKnownElr',
-    266: 'OfflineReplicas',
-    269: 'OfflineReplicas',
+    256: 'IsrNodes',
+    258: 'EligibleLeaderReplicas',
+    261: 'EligibleLeaderReplicas',
+    263: 'LastKnownElr',
+    266: 'LastKnownElr',
+    268: 'OfflineReplicas',
     271: 'OfflineReplicas',
-    273: 'tagged fields of DescribeTopicPartitionsResponsePartition',
-    280: 'ErrorCode',
-    282: 'Name',
-    283: 'TopicId',
-    284: (('IsInternal', 'is_internal', '?'), ('Partitions', None, 'B'), ('TopicAuthorizedOperations', 'topic_authorized_operations', 'i')),
-    291: 'Partitions',
-    295: 'Partitions',
-    302: 'Partitions',
-    305: 'TopicAuthorizedOperations',
-    307: 'tagged fields of DescribeTopicPartitionsResponseTopic',
-    308: 'tagged fields of DescribeTopicPartitionsResponseTopic',
-    316: 'ErrorCode',
-    317: 'Name',
-    318: 'TopicId',
-    319: 'IsInternal',
-    321: 'Partitions',
-    324: 'Partitions',
+    273: 'OfflineReplicas',
+    275: 'tagged fields of DescribeTopicPartitionsResponsePartition',
+    282: 'ErrorCode',
+    284: 'Name',
+    285: 'TopicId',
+    286: (('IsInternal', 'is_internal', '?'), ('Partitions', None, 'B'), ('TopicAuthorizedOperations', 'topic_authorized_operations', 'i')),
+    293: 'Partitions',
+    297: 'Partitions',
+    304: 'Partitions',
+    307: 'TopicAuthorizedOperations',
+    309: 'tagged fields of DescribeTopicPartitionsResponseTopic',
+    310: 'tagged fields of DescribeTopicPartitionsResponseTopic',
+    318: 'ErrorCode',
+    319: 'Name',
+    320: 'TopicId',
+    321: 'IsInternal',
+    323: 'Partitions',
     326: 'Partitions',
-    327: 'TopicAuthorizedOperations',
-    329: 'tagged fields of DescribeTopicPartitionsResponseTopic',
-    336: 'TopicName',
-    337: 'PartitionIndex',
-    339: 'tagged fields of Cursor',
-    340: 'tagged fields of Cursor',
-    348: 'TopicName',
-    349: 'PartitionIndex',
-    351: 'tagged fields of Cursor',
-    358: 'ThrottleTimeMs',
-    360: 'Topics',
-    364: 'Topics',
-    371: 'Topics',
-    374: 'NextCursor',
-    378: 'NextCursor',
-    379: 'tagged fields of DescribeTopicPartitionsResponse',
-    380: 'tagged fields of DescribeTopicPartitionsResponse',
-    388: 'ThrottleTimeMs',
-    390: 'Topics',
-    393: 'Topics',
+    328: 'Partitions',
+    329: 'TopicAuthorizedOperations',
+    331: 'tagged fields of DescribeTopicPartitionsResponseTopic',
+    338: 'TopicName',
+    339: 'PartitionIndex',
+    341: 'tagged fields of Cursor',
+    342: 'tagged fields of Cursor',
+    350: 'TopicName',
+    351: 'PartitionIndex',
+    353: 'tagged fields of Cursor',
+    360: 'ThrottleTimeMs',
+    362: 'Topics',
+    366: 'Topics',
+    373: 'Topics',
+    376: 'NextCursor',
+    380: 'NextCursor',
+    381: 'tagged fields of DescribeTopicPartitionsResponse',
+    382: 'tagged fields of DescribeTopicPartitionsResponse',
+    390: 'ThrottleTimeMs',
+    392: 'Topics',
     395: 'Topics',
-    400: 'NextCursor',
-    402: 'tagged fields of DescribeTopicPartitionsResponse',
+    397: 'Topics',
+    402: 'NextCursor',
+    404: 'tagged fields of DescribeTopicPartitionsResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/DescribeTransactionsRequest.json (sha256 6f54b4b97648eca3001d43b63e908b4482063838f0e3d576deab7435f85647bb):
 # change the schema and run `kafkawire codegen`.
 """DescribeTransactionsRequest: apiKey 65, request, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class DescribeTransactionsRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DescribeTransactionsRequest.json'
 
-    def __init__(self, *, transactional_ids=_MISSING):
+    def __init__(self, *, transactional_ids: list[str] = _MISSING) -> None:
         self.transactional_ids = [] if transactional_ids is _MISSING else transactional_ids
         self._unknown_tagged_fields = ()
 
@@ -86,13 +88,13 @@ DescribeTransactionsRequest._ENCODERS = {0: _encode_DescribeTransactionsRequest_
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    49: 'TransactionalIds',
-    53: 'TransactionalIds',
-    60: 'TransactionalIds',
-    63: 'tagged fields of DescribeTransactionsRequest',
-    64: 'tagged fields of DescribeTransactionsRequest',
-    73: 'TransactionalIds',
-    76: 'TransactionalIds',
+    51: 'TransactionalIds',
+    55: 'TransactionalIds',
+    62: 'TransactionalIds',
+    65: 'tagged fields of DescribeTransactionsRequest',
+    66: 'tagged fields of DescribeTransactionsRequest',
+    75: 'TransactionalIds',
     78: 'TransactionalIds',
-    80: 'tagged fields of DescribeTransactionsRequest',
+    80: 'TransactionalIds',
+    82: 'tagged fields of DescribeTransactionsRequest',
 }

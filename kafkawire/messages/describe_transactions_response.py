@@ -2,6 +2,8 @@
 # From schemas/clients/DescribeTransactionsResponse.json (sha256 a8442c593177cc3bb15234da8e15b54ca277f12b1881b0e939fc155f35b75f9d):
 # change the schema and run `kafkawire codegen`.
 """DescribeTransactionsResponse: apiKey 65, response, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class TopicData(_message.Struct):
     MESSAGE = 'DescribeTransactionsResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic='', partitions=_MISSING):
+    def __init__(self, *, topic: str = '', partitions: list[int] = _MISSING) -> None:
         self.topic = topic
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -38,7 +40,7 @@ class TransactionState(_message.Struct):
     MESSAGE = 'DescribeTransactionsResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, error_code=0, transactional_id='', transaction_state='', transaction_timeout_ms=0, transaction_start_time_ms=0, producer_id=0, producer_epoch=0, topics=_MISSING):
+    def __init__(self, *, error_code: int = 0, transactional_id: str = '', transaction_state: str = '', transaction_timeout_ms: int = 0, transaction_start_time_ms: int = 0, producer_id: int = 0, producer_epoch: int = 0, topics: list[TopicData] = _MISSING) -> None:
         self.error_code = error_code
         self.transactional_id = transactional_id
         self.transaction_state = transaction_state
@@ -61,7 +63,7 @@ class DescribeTransactionsResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DescribeTransactionsResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, transaction_states=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, transaction_states: list[TransactionState] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.transaction_states = [] if transaction_states is _MISSING else transaction_states
         self._unknown_tagged_fields = ()
@@ -256,43 +258,43 @@ DescribeTransactionsResponse._ENCODERS = {0: _encode_DescribeTransactionsRespons
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    128: 'Topic',
-    129: 'Partitions',
-    133: 'Partitions',
-    137: 'Partitions',
-    139: 'tagged fields of TopicData',
-    140: 'tagged fields of TopicData',
-    148: 'Topic',
-    150: 'Partitions',
-    153: 'Partitions',
+    130: 'Topic',
+    131: 'Partitions',
+    135: 'Partitions',
+    139: 'Partitions',
+    141: 'tagged fields of TopicData',
+    142: 'tagged fields of TopicData',
+    150: 'Topic',
+    152: 'Partitions',
     155: 'Partitions',
-    157: 'tagged fields of TopicData',
-    164: 'ErrorCode',
-    166: 'TransactionalId',
-    167: 'TransactionState',
-    168: (('TransactionTimeoutMs', 'transaction_timeout_ms', 'i'), ('TransactionStartTimeMs', 'transaction_start_time_ms', 'q'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
-    170: 'Topics',
-    174: 'Topics',
-    181: 'Topics',
-    184: 'tagged fields of TransactionState',
-    185: 'tagged fields of TransactionState',
-    193: 'ErrorCode',
-    194: 'TransactionalId',
-    195: 'TransactionState',
-    196: (('TransactionTimeoutMs', 'transaction_timeout_ms', 'i'), ('TransactionStartTimeMs', 'transaction_start_time_ms', 'q'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
-    198: 'Topics',
-    201: 'Topics',
+    157: 'Partitions',
+    159: 'tagged fields of TopicData',
+    166: 'ErrorCode',
+    168: 'TransactionalId',
+    169: 'TransactionState',
+    170: (('TransactionTimeoutMs', 'transaction_timeout_ms', 'i'), ('TransactionStartTimeMs', 'transaction_start_time_ms', 'q'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
+    172: 'Topics',
+    176: 'Topics',
+    183: 'Topics',
+    186: 'tagged fields of TransactionState',
+    187: 'tagged fields of TransactionState',
+    195: 'ErrorCode',
+    196: 'TransactionalId',
+    197: 'TransactionState',
+    198: (('TransactionTimeoutMs', 'transaction_timeout_ms', 'i'), ('TransactionStartTimeMs', 'transaction_start_time_ms', 'q'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
+    200: 'Topics',
     203: 'Topics',
-    205: 'tagged fields of TransactionState',
-    212: 'ThrottleTimeMs',
-    214: 'TransactionStates',
-    218: 'TransactionStates',
-    225: 'TransactionStates',
-    228: 'tagged fields of DescribeTransactionsResponse',
-    229: 'tagged fields of DescribeTransactionsResponse',
-    237: 'ThrottleTimeMs',
-    239: 'TransactionStates',
-    242: 'TransactionStates',
+    205: 'Topics',
+    207: 'tagged fields of TransactionState',
+    214: 'ThrottleTimeMs',
+    216: 'TransactionStates',
+    220: 'TransactionStates',
+    227: 'TransactionStates',
+    230: 'tagged fields of DescribeTransactionsResponse',
+    231: 'tagged fields of DescribeTransactionsResponse',
+    239: 'ThrottleTimeMs',
+    241: 'TransactionStates',
     244: 'TransactionStates',
-    246: 'tagged fields of DescribeTransactionsResponse',
+    246: 'TransactionStates',
+    248: 'tagged fields of DescribeTransactionsResponse',
 }

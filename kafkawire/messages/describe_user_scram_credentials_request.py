@@ -2,6 +2,8 @@
 # From schemas/clients/DescribeUserScramCredentialsRequest.json (sha256 4f952d0e632b09132db161b9986559df065db8d66cde61e0884486b8c02b5114):
 # change the schema and run `kafkawire codegen`.
 """DescribeUserScramCredentialsRequest: apiKey 50, request, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -21,7 +23,7 @@ class UserName(_message.Struct):
     MESSAGE = 'DescribeUserScramCredentialsRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, name=''):
+    def __init__(self, *, name: str = '') -> None:
         self.name = name
         self._unknown_tagged_fields = ()
 
@@ -37,7 +39,7 @@ class DescribeUserScramCredentialsRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DescribeUserScramCredentialsRequest.json'
 
-    def __init__(self, *, users=_MISSING):
+    def __init__(self, *, users: list[UserName] | None = _MISSING) -> None:
         self.users = [] if users is _MISSING else users
         self._unknown_tagged_fields = ()
 
@@ -131,17 +133,17 @@ DescribeUserScramCredentialsRequest._ENCODERS = {0: _encode_DescribeUserScramCre
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    73: 'Name',
-    74: 'tagged fields of UserName',
-    75: 'tagged fields of UserName',
-    83: 'Name',
-    85: 'tagged fields of UserName',
-    92: 'Users',
-    96: 'Users',
-    103: 'Users',
-    108: 'tagged fields of DescribeUserScramCredentialsRequest',
-    109: 'tagged fields of DescribeUserScramCredentialsRequest',
-    118: 'Users',
-    121: 'Users',
-    123: 'tagged fields of DescribeUserScramCredentialsRequest',
+    75: 'Name',
+    76: 'tagged fields of UserName',
+    77: 'tagged fields of UserName',
+    85: 'Name',
+    87: 'tagged fields of UserName',
+    94: 'Users',
+    98: 'Users',
+    105: 'Users',
+    110: 'tagged fields of DescribeUserScramCredentialsRequest',
+    111: 'tagged fields of DescribeUserScramCredentialsRequest',
+    120: 'Users',
+    123: 'Users',
+    125: 'tagged fields of DescribeUserScramCredentialsRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/DescribeUserScramCredentialsResponse.json (sha256 235030da0fa5a2f0f66c4a8c4246906503013f8dc33505d560d600623696fcee):
 # change the schema and run `kafkawire codegen`.
 """DescribeUserScramCredentialsResponse: apiKey 50, response, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -24,7 +26,7 @@ class CredentialInfo(_message.Struct):
     MESSAGE = 'DescribeUserScramCredentialsResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, mechanism=0, iterations=0):
+    def __init__(self, *, mechanism: int = 0, iterations: int = 0) -> None:
         self.mechanism = mechanism
         self.iterations = iterations
         self._unknown_tagged_fields = ()
@@ -37,7 +39,7 @@ class DescribeUserScramCredentialsResult(_message.Struct):
     MESSAGE = 'DescribeUserScramCredentialsResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, user='', error_code=0, error_message='', credential_infos=_MISSING):
+    def __init__(self, *, user: str = '', error_code: int = 0, error_message: str | None = '', credential_infos: list[CredentialInfo] = _MISSING) -> None:
         self.user = user
         self.error_code = error_code
         self.error_message = error_message
@@ -56,7 +58,7 @@ class DescribeUserScramCredentialsResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/DescribeUserScramCredentialsResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message='', results=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', results: list[DescribeUserScramCredentialsResult] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -232,37 +234,37 @@ DescribeUserScramCredentialsResponse._ENCODERS = {0: _encode_DescribeUserScramCr
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    121: (('Mechanism', 'mechanism', 'b'), ('Iterations', 'iterations', 'i')),
-    123: 'tagged fields of CredentialInfo',
-    124: 'tagged fields of CredentialInfo',
-    132: (('Mechanism', 'mechanism', 'b'), ('Iterations', 'iterations', 'i')),
-    134: 'tagged fields of CredentialInfo',
-    141: 'User',
-    142: 'ErrorCode',
-    144: 'ErrorMessage',
-    145: 'CredentialInfos',
-    149: 'CredentialInfos',
-    156: 'CredentialInfos',
-    159: 'tagged fields of DescribeUserScramCredentialsResult',
-    160: 'tagged fields of DescribeUserScramCredentialsResult',
-    168: 'User',
-    169: 'ErrorCode',
-    170: 'ErrorMessage',
-    172: 'CredentialInfos',
-    175: 'CredentialInfos',
+    123: (('Mechanism', 'mechanism', 'b'), ('Iterations', 'iterations', 'i')),
+    125: 'tagged fields of CredentialInfo',
+    126: 'tagged fields of CredentialInfo',
+    134: (('Mechanism', 'mechanism', 'b'), ('Iterations', 'iterations', 'i')),
+    136: 'tagged fields of CredentialInfo',
+    143: 'User',
+    144: 'ErrorCode',
+    146: 'ErrorMessage',
+    147: 'CredentialInfos',
+    151: 'CredentialInfos',
+    158: 'CredentialInfos',
+    161: 'tagged fields of DescribeUserScramCredentialsResult',
+    162: 'tagged fields of DescribeUserScramCredentialsResult',
+    170: 'User',
+    171: 'ErrorCode',
+    172: 'ErrorMessage',
+    174: 'CredentialInfos',
     177: 'CredentialInfos',
-    179: 'tagged fields of DescribeUserScramCredentialsResult',
-    186: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    188: 'ErrorMessage',
-    189: 'Results',
-    193: 'Results',
-    200: 'Results',
-    203: 'tagged fields of DescribeUserScramCredentialsResponse',
-    204: 'tagged fields of DescribeUserScramCredentialsResponse',
-    212: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    213: 'ErrorMessage',
-    215: 'Results',
-    218: 'Results',
+    179: 'CredentialInfos',
+    181: 'tagged fields of DescribeUserScramCredentialsResult',
+    188: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    190: 'ErrorMessage',
+    191: 'Results',
+    195: 'Results',
+    202: 'Results',
+    205: 'tagged fields of DescribeUserScramCredentialsResponse',
+    206: 'tagged fields of DescribeUserScramCredentialsResponse',
+    214: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    215: 'ErrorMessage',
+    217: 'Results',
     220: 'Results',
-    222: 'tagged fields of DescribeUserScramCredentialsResponse',
+    222: 'Results',
+    224: 'tagged fields of DescribeUserScramCredentialsResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/ElectLeadersRequest.json (sha256 10516a4a740fedb04dff47a83bc8feb640ffa80f8c52b30472d4f88567a5afad):
 # change the schema and run `kafkawire codegen`.
 """ElectLeadersRequest: apiKey 43, request, versions 0-2, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -27,7 +29,7 @@ class TopicPartitions(_message.Struct):
     MESSAGE = 'ElectLeadersRequest'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, topic='', partitions=_MISSING):
+    def __init__(self, *, topic: str = '', partitions: list[int] = _MISSING) -> None:
         self.topic = topic
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -44,7 +46,7 @@ class ElectLeadersRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ElectLeadersRequest.json'
 
-    def __init__(self, *, election_type=0, topic_partitions=_MISSING, timeout_ms=60000):
+    def __init__(self, *, election_type: int = 0, topic_partitions: list[TopicPartitions] | None = _MISSING, timeout_ms: int = 60000) -> None:
         self.election_type = election_type
         self.topic_partitions = [] if topic_partitions is _MISSING else topic_partitions
         self.timeout_ms = timeout_ms
@@ -295,57 +297,57 @@ ElectLeadersRequest._ENCODERS = {0: _encode_ElectLeadersRequest_v0, 1: _encode_E
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    88: 'Topic',
-    89: 'Partitions',
-    93: 'Partitions',
-    100: 'Topic',
-    102: 'Partitions',
+    90: 'Topic',
+    91: 'Partitions',
+    95: 'Partitions',
+    102: 'Topic',
     104: 'Partitions',
-    106: 'tagged fields of TopicPartitions',
-    110: 'Topic',
-    112: 'Partitions',
+    106: 'Partitions',
+    108: 'tagged fields of TopicPartitions',
+    112: 'Topic',
     114: 'Partitions',
-    116: 'tagged fields of TopicPartitions',
-    121: 'Topic',
-    122: 'Partitions',
-    126: 'Partitions',
-    130: 'Partitions',
-    132: 'tagged fields of TopicPartitions',
-    133: 'tagged fields of TopicPartitions',
-    141: 'Topic',
-    143: 'Partitions',
-    146: 'Partitions',
+    116: 'Partitions',
+    118: 'tagged fields of TopicPartitions',
+    123: 'Topic',
+    124: 'Partitions',
+    128: 'Partitions',
+    132: 'Partitions',
+    134: 'tagged fields of TopicPartitions',
+    135: 'tagged fields of TopicPartitions',
+    143: 'Topic',
+    145: 'Partitions',
     148: 'Partitions',
-    150: 'tagged fields of TopicPartitions',
-    157: (('TopicPartitions', None, 'i'), ('TimeoutMs', 'timeout_ms', 'i')),
-    166: 'TopicPartitions',
-    173: 'TopicPartitions',
-    178: 'TimeoutMs',
-    186: 'ElectionType',
-    187: 'ElectionType',
-    189: 'TopicPartitions',
-    192: 'TopicPartitions',
-    193: 'TimeoutMs',
-    195: 'tagged fields of ElectLeadersRequest',
-    200: (('ElectionType', 'election_type', 'b'), ('TopicPartitions', None, 'i'), ('TimeoutMs', 'timeout_ms', 'i')),
-    210: 'TopicPartitions',
-    217: 'TopicPartitions',
-    222: 'TimeoutMs',
-    229: 'ElectionType',
-    231: 'TopicPartitions',
-    234: 'TopicPartitions',
-    235: 'TimeoutMs',
-    237: 'tagged fields of ElectLeadersRequest',
-    242: (('ElectionType', 'election_type', 'b'), ('TopicPartitions', None, 'B'), ('TimeoutMs', 'timeout_ms', 'i')),
-    252: 'TopicPartitions',
-    256: 'TopicPartitions',
-    263: 'TopicPartitions',
-    268: 'TimeoutMs',
-    270: 'tagged fields of ElectLeadersRequest',
-    271: 'tagged fields of ElectLeadersRequest',
-    279: 'ElectionType',
-    281: 'TopicPartitions',
-    284: 'TopicPartitions',
-    285: 'TimeoutMs',
-    287: 'tagged fields of ElectLeadersRequest',
+    150: 'Partitions',
+    152: 'tagged fields of TopicPartitions',
+    159: (('TopicPartitions', None, 'i'), ('TimeoutMs', 'timeout_ms', 'i')),
+    168: 'TopicPartitions',
+    175: 'TopicPartitions',
+    180: 'TimeoutMs',
+    188: 'ElectionType',
+    189: 'ElectionType',
+    191: 'TopicPartitions',
+    194: 'TopicPartitions',
+    195: 'TimeoutMs',
+    197: 'tagged fields of ElectLeadersRequest',
+    202: (('ElectionType', 'election_type', 'b'), ('TopicPartitions', None, 'i'), ('TimeoutMs', 'timeout_ms', 'i')),
+    212: 'TopicPartitions',
+    219: 'TopicPartitions',
+    224: 'TimeoutMs',
+    231: 'ElectionType',
+    233: 'TopicPartitions',
+    236: 'TopicPartitions',
+    237: 'TimeoutMs',
+    239: 'tagged fields of ElectLeadersRequest',
+    244: (('ElectionType', 'election_type', 'b'), ('TopicPartitions', None, 'B'), ('TimeoutMs', 'timeout_ms', 'i')),
+    254: 'TopicPartitions',
+    258: 'TopicPartitions',
+    265: 'TopicPartitions',
+    270: 'TimeoutMs',
+    272: 'tagged fields of ElectLeadersRequest',
+    273: 'tagged fields of ElectLeadersRequest',
+    281: 'ElectionType',
+    283: 'TopicPartitions',
+    286: 'TopicPartitions',
+    287: 'TimeoutMs',
+    289: 'tagged fields of ElectLeadersRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/ElectLeadersResponse.json (sha256 d42b093afdd4372f0f858df0a67efe8a8a8f657ccadb73b0432dfbfa9173476a):
 # change the schema and run `kafkawire codegen`.
 """ElectLeadersResponse: apiKey 43, response, versions 0-2, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class PartitionResult(_message.Struct):
     MESSAGE = 'ElectLeadersResponse'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, partition_id=0, error_code=0, error_message=''):
+    def __init__(self, *, partition_id: int = 0, error_code: int = 0, error_message: str | None = '') -> None:
         self.partition_id = partition_id
         self.error_code = error_code
         self.error_message = error_message
@@ -37,7 +39,7 @@ class ReplicaElectionResult(_message.Struct):
     MESSAGE = 'ElectLeadersResponse'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, topic='', partition_result=_MISSING):
+    def __init__(self, *, topic: str = '', partition_result: list[PartitionResult] = _MISSING) -> None:
         self.topic = topic
         self.partition_result = [] if partition_result is _MISSING else partition_result
         self._unknown_tagged_fields = ()
@@ -54,7 +56,7 @@ class ElectLeadersResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ElectLeadersResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, replica_election_results=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, replica_election_results: list[ReplicaElectionResult] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.replica_election_results = [] if replica_election_results is _MISSING else replica_election_results
@@ -339,68 +341,68 @@ ElectLeadersResponse._ENCODERS = {0: _encode_ElectLeadersResponse_v0, 1: _encode
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    114: (('PartitionId', 'partition_id', 'i'), ('ErrorCode', 'error_code', 'h')),
-    116: 'ErrorMessage',
-    122: (('PartitionId', 'partition_id', 'i'), ('ErrorCode', 'error_code', 'h')),
-    123: 'ErrorMessage',
-    125: 'tagged fields of PartitionResult',
-    129: (('PartitionId', 'partition_id', 'i'), ('ErrorCode', 'error_code', 'h')),
-    130: 'ErrorMessage',
-    132: 'tagged fields of PartitionResult',
-    137: (('PartitionId', 'partition_id', 'i'), ('ErrorCode', 'error_code', 'h')),
-    139: 'ErrorMessage',
-    140: 'tagged fields of PartitionResult',
-    141: 'tagged fields of PartitionResult',
-    149: (('PartitionId', 'partition_id', 'i'), ('ErrorCode', 'error_code', 'h')),
-    150: 'ErrorMessage',
-    152: 'tagged fields of PartitionResult',
-    159: 'Topic',
-    160: 'PartitionResult',
-    167: 'PartitionResult',
-    175: 'Topic',
-    177: 'PartitionResult',
+    116: (('PartitionId', 'partition_id', 'i'), ('ErrorCode', 'error_code', 'h')),
+    118: 'ErrorMessage',
+    124: (('PartitionId', 'partition_id', 'i'), ('ErrorCode', 'error_code', 'h')),
+    125: 'ErrorMessage',
+    127: 'tagged fields of PartitionResult',
+    131: (('PartitionId', 'partition_id', 'i'), ('ErrorCode', 'error_code', 'h')),
+    132: 'ErrorMessage',
+    134: 'tagged fields of PartitionResult',
+    139: (('PartitionId', 'partition_id', 'i'), ('ErrorCode', 'error_code', 'h')),
+    141: 'ErrorMessage',
+    142: 'tagged fields of PartitionResult',
+    143: 'tagged fields of PartitionResult',
+    151: (('PartitionId', 'partition_id', 'i'), ('ErrorCode', 'error_code', 'h')),
+    152: 'ErrorMessage',
+    154: 'tagged fields of PartitionResult',
+    161: 'Topic',
+    162: 'PartitionResult',
+    169: 'PartitionResult',
+    177: 'Topic',
     179: 'PartitionResult',
-    181: 'tagged fields of ReplicaElectionResult',
-    185: 'Topic',
-    187: 'PartitionResult',
+    181: 'PartitionResult',
+    183: 'tagged fields of ReplicaElectionResult',
+    187: 'Topic',
     189: 'PartitionResult',
-    191: 'tagged fields of ReplicaElectionResult',
-    196: 'Topic',
-    197: 'PartitionResult',
-    201: 'PartitionResult',
-    208: 'PartitionResult',
-    211: 'tagged fields of ReplicaElectionResult',
-    212: 'tagged fields of ReplicaElectionResult',
-    220: 'Topic',
-    222: 'PartitionResult',
-    225: 'PartitionResult',
+    191: 'PartitionResult',
+    193: 'tagged fields of ReplicaElectionResult',
+    198: 'Topic',
+    199: 'PartitionResult',
+    203: 'PartitionResult',
+    210: 'PartitionResult',
+    213: 'tagged fields of ReplicaElectionResult',
+    214: 'tagged fields of ReplicaElectionResult',
+    222: 'Topic',
+    224: 'PartitionResult',
     227: 'PartitionResult',
-    229: 'tagged fields of ReplicaElectionResult',
-    236: 'ThrottleTimeMs',
-    238: 'ReplicaElectionResults',
-    245: 'ReplicaElectionResults',
-    254: 'ErrorCode',
-    255: 'ErrorCode',
-    256: 'ThrottleTimeMs',
-    258: 'ReplicaElectionResults',
+    229: 'PartitionResult',
+    231: 'tagged fields of ReplicaElectionResult',
+    238: 'ThrottleTimeMs',
+    240: 'ReplicaElectionResults',
+    247: 'ReplicaElectionResults',
+    256: 'ErrorCode',
+    257: 'ErrorCode',
+    258: 'ThrottleTimeMs',
     260: 'ReplicaElectionResults',
-    262: 'tagged fields of ElectLeadersResponse',
-    267: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    269: 'ReplicaElectionResults',
-    276: 'ReplicaElectionResults',
-    284: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    286: 'ReplicaElectionResults',
+    262: 'ReplicaElectionResults',
+    264: 'tagged fields of ElectLeadersResponse',
+    269: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    271: 'ReplicaElectionResults',
+    278: 'ReplicaElectionResults',
+    286: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
     288: 'ReplicaElectionResults',
-    290: 'tagged fields of ElectLeadersResponse',
-    295: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    297: 'ReplicaElectionResults',
-    301: 'ReplicaElectionResults',
-    308: 'ReplicaElectionResults',
-    311: 'tagged fields of ElectLeadersResponse',
-    312: 'tagged fields of ElectLeadersResponse',
-    320: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    322: 'ReplicaElectionResults',
-    325: 'ReplicaElectionResults',
+    290: 'ReplicaElectionResults',
+    292: 'tagged fields of ElectLeadersResponse',
+    297: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    299: 'ReplicaElectionResults',
+    303: 'ReplicaElectionResults',
+    310: 'ReplicaElectionResults',
+    313: 'tagged fields of ElectLeadersResponse',
+    314: 'tagged fields of ElectLeadersResponse',
+    322: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    324: 'ReplicaElectionResults',
     327: 'ReplicaElectionResults',
-    329: 'tagged fields of ElectLeadersResponse',
+    329: 'ReplicaElectionResults',
+    331: 'tagged fields of ElectLeadersResponse',
 }

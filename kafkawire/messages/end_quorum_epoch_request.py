@@ -2,6 +2,8 @@
 # From schemas/clients/EndQuorumEpochRequest.json (sha256 11f5d27e541284b08a32e1b58900375f6815c6cb2bdcea36024a62c3cc699f09):
 # change the schema and run `kafkawire codegen`.
 """EndQuorumEpochRequest: apiKey 54, request, versions 0-1, flexible 1+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class ReplicaInfo(_message.Struct):
     MESSAGE = 'EndQuorumEpochRequest'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, candidate_id=0, candidate_directory_id=_ZERO_UUID):
+    def __init__(self, *, candidate_id: int = 0, candidate_directory_id: _UUID = _ZERO_UUID) -> None:
         self.candidate_id = candidate_id
         self.candidate_directory_id = candidate_directory_id
         self._unknown_tagged_fields = ()
@@ -38,7 +40,7 @@ class PartitionData(_message.Struct):
     MESSAGE = 'EndQuorumEpochRequest'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, partition_index=0, leader_id=0, leader_epoch=0, preferred_successors=_MISSING, preferred_candidates=_MISSING):
+    def __init__(self, *, partition_index: int = 0, leader_id: int = 0, leader_epoch: int = 0, preferred_successors: list[int] = _MISSING, preferred_candidates: list[ReplicaInfo] = _MISSING) -> None:
         self.partition_index = partition_index
         self.leader_id = leader_id
         self.leader_epoch = leader_epoch
@@ -54,7 +56,7 @@ class TopicData(_message.Struct):
     MESSAGE = 'EndQuorumEpochRequest'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, topic_name='', partitions=_MISSING):
+    def __init__(self, *, topic_name: str = '', partitions: list[PartitionData] = _MISSING) -> None:
         self.topic_name = topic_name
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -67,7 +69,7 @@ class LeaderEndpoint(_message.Struct):
     MESSAGE = 'EndQuorumEpochRequest'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, name='', host='', port=0):
+    def __init__(self, *, name: str = '', host: str = '', port: int = 0) -> None:
         self.name = name
         self.host = host
         self.port = port
@@ -85,7 +87,7 @@ class EndQuorumEpochRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/EndQuorumEpochRequest.json'
 
-    def __init__(self, *, cluster_id=None, topics=_MISSING, leader_endpoints=_MISSING):
+    def __init__(self, *, cluster_id: str | None = None, topics: list[TopicData] = _MISSING, leader_endpoints: list[LeaderEndpoint] = _MISSING) -> None:
         self.cluster_id = cluster_id
         self.topics = [] if topics is _MISSING else topics
         self.leader_endpoints = [] if leader_endpoints is _MISSING else leader_endpoints
@@ -455,80 +457,80 @@ EndQuorumEpochRequest._ENCODERS = {0: _encode_EndQuorumEpochRequest_v0, 1: _enco
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    179: 'CandidateId',
-    181: 'CandidateDirectoryId',
-    182: 'tagged fields of ReplicaInfo',
-    183: 'tagged fields of ReplicaInfo',
-    191: 'CandidateId',
-    192: 'CandidateDirectoryId',
-    194: 'tagged fields of ReplicaInfo',
-    201: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    203: 'PreferredSuccessors',
-    207: 'PreferredSuccessors',
-    215: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    217: 'PreferredSuccessors',
+    181: 'CandidateId',
+    183: 'CandidateDirectoryId',
+    184: 'tagged fields of ReplicaInfo',
+    185: 'tagged fields of ReplicaInfo',
+    193: 'CandidateId',
+    194: 'CandidateDirectoryId',
+    196: 'tagged fields of ReplicaInfo',
+    203: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    205: 'PreferredSuccessors',
+    209: 'PreferredSuccessors',
+    217: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
     219: 'PreferredSuccessors',
-    221: 'tagged fields of PartitionData',
-    226: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    228: 'PreferredCandidates',
-    232: 'PreferredCandidates',
-    239: 'PreferredCandidates',
-    243: 'tagged fields of PartitionData',
-    244: 'tagged fields of PartitionData',
-    252: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    254: 'PreferredCandidates',
-    257: 'PreferredCandidates',
+    221: 'PreferredSuccessors',
+    223: 'tagged fields of PartitionData',
+    228: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    230: 'PreferredCandidates',
+    234: 'PreferredCandidates',
+    241: 'PreferredCandidates',
+    245: 'tagged fields of PartitionData',
+    246: 'tagged fields of PartitionData',
+    254: (('PartitionIndex', 'partition_index', 'i'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    256: 'PreferredCandidates',
     259: 'PreferredCandidates',
-    261: 'tagged fields of PartitionData',
-    268: 'TopicName',
-    269: 'Partitions',
-    276: 'Partitions',
-    284: 'TopicName',
-    286: 'Partitions',
+    261: 'PreferredCandidates',
+    263: 'tagged fields of PartitionData',
+    270: 'TopicName',
+    271: 'Partitions',
+    278: 'Partitions',
+    286: 'TopicName',
     288: 'Partitions',
-    290: 'tagged fields of TopicData',
-    295: 'TopicName',
-    296: 'Partitions',
-    300: 'Partitions',
-    307: 'Partitions',
-    310: 'tagged fields of TopicData',
-    311: 'tagged fields of TopicData',
-    319: 'TopicName',
-    321: 'Partitions',
-    324: 'Partitions',
+    290: 'Partitions',
+    292: 'tagged fields of TopicData',
+    297: 'TopicName',
+    298: 'Partitions',
+    302: 'Partitions',
+    309: 'Partitions',
+    312: 'tagged fields of TopicData',
+    313: 'tagged fields of TopicData',
+    321: 'TopicName',
+    323: 'Partitions',
     326: 'Partitions',
-    328: 'tagged fields of TopicData',
-    335: 'Name',
-    336: 'Host',
-    337: 'Port',
-    339: 'tagged fields of LeaderEndpoint',
-    340: 'tagged fields of LeaderEndpoint',
-    348: 'Name',
-    349: 'Host',
-    350: 'Port',
-    352: 'tagged fields of LeaderEndpoint',
-    359: 'ClusterId',
-    360: 'Topics',
-    367: 'Topics',
-    376: 'ClusterId',
-    378: 'Topics',
+    328: 'Partitions',
+    330: 'tagged fields of TopicData',
+    337: 'Name',
+    338: 'Host',
+    339: 'Port',
+    341: 'tagged fields of LeaderEndpoint',
+    342: 'tagged fields of LeaderEndpoint',
+    350: 'Name',
+    351: 'Host',
+    352: 'Port',
+    354: 'tagged fields of LeaderEndpoint',
+    361: 'ClusterId',
+    362: 'Topics',
+    369: 'Topics',
+    378: 'ClusterId',
     380: 'Topics',
-    382: 'tagged fields of EndQuorumEpochRequest',
-    387: 'ClusterId',
-    388: 'Topics',
-    392: 'Topics',
-    399: 'Topics',
-    402: 'LeaderEndpoints',
-    406: 'LeaderEndpoints',
-    413: 'LeaderEndpoints',
-    416: 'tagged fields of EndQuorumEpochRequest',
-    417: 'tagged fields of EndQuorumEpochRequest',
-    425: 'ClusterId',
-    427: 'Topics',
-    430: 'Topics',
+    382: 'Topics',
+    384: 'tagged fields of EndQuorumEpochRequest',
+    389: 'ClusterId',
+    390: 'Topics',
+    394: 'Topics',
+    401: 'Topics',
+    404: 'LeaderEndpoints',
+    408: 'LeaderEndpoints',
+    415: 'LeaderEndpoints',
+    418: 'tagged fields of EndQuorumEpochRequest',
+    419: 'tagged fields of EndQuorumEpochRequest',
+    427: 'ClusterId',
+    429: 'Topics',
     432: 'Topics',
-    434: 'LeaderEndpoints',
-    437: 'LeaderEndpoints',
+    434: 'Topics',
+    436: 'LeaderEndpoints',
     439: 'LeaderEndpoints',
-    441: 'tagged fields of EndQuorumEpochRequest',
+    441: 'LeaderEndpoints',
+    443: 'tagged fields of EndQuorumEpochRequest',
 }

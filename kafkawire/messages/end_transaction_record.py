@@ -2,6 +2,8 @@
 # From schemas/metadata/EndTransactionRecord.json (sha256 a94720488741c1771e4bd579aaf15097fe71e3e0ea7b38b1828b050127d39e2f):
 # change the schema and run `kafkawire codegen`.
 """EndTransactionRecord: apiKey 24, metadata, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class EndTransactionRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/metadata/EndTransactionRecord.json'
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._unknown_tagged_fields = ()
 
 
@@ -62,7 +64,7 @@ EndTransactionRecord._ENCODERS = {0: _encode_EndTransactionRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    46: 'tagged fields of EndTransactionRecord',
-    47: 'tagged fields of EndTransactionRecord',
-    56: 'tagged fields of EndTransactionRecord',
+    48: 'tagged fields of EndTransactionRecord',
+    49: 'tagged fields of EndTransactionRecord',
+    58: 'tagged fields of EndTransactionRecord',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/EndTxnMarker.json (sha256 87173b7f97f1cc21b406d2efa81616233ca53eff3179c19d8948337b01df581d):
 # change the schema and run `kafkawire codegen`.
 """EndTxnMarker: data, versions 0, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class EndTxnMarker(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/EndTxnMarker.json'
 
-    def __init__(self, *, coordinator_epoch=0):
+    def __init__(self, *, coordinator_epoch: int = 0) -> None:
         self.coordinator_epoch = coordinator_epoch
         self._unknown_tagged_fields = ()
 
@@ -63,7 +65,7 @@ EndTxnMarker._ENCODERS = {0: _encode_EndTxnMarker_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    50: 'CoordinatorEpoch',
-    57: 'CoordinatorEpoch',
-    59: 'tagged fields of EndTxnMarker',
+    52: 'CoordinatorEpoch',
+    59: 'CoordinatorEpoch',
+    61: 'tagged fields of EndTxnMarker',
 }

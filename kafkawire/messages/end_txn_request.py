@@ -2,6 +2,8 @@
 # From schemas/clients/EndTxnRequest.json (sha256 ff57d8e6369705f2d6d85a85680973ac9c3977e94204e763097f77c2b9c2d69d):
 # change the schema and run `kafkawire codegen`.
 """EndTxnRequest: apiKey 26, request, versions 0-5, flexible 3+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class EndTxnRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/EndTxnRequest.json'
 
-    def __init__(self, *, transactional_id='', producer_id=0, producer_epoch=0, committed=False):
+    def __init__(self, *, transactional_id: str = '', producer_id: int = 0, producer_epoch: int = 0, committed: bool = False) -> None:
         self.transactional_id = transactional_id
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
@@ -110,22 +112,22 @@ EndTxnRequest._ENCODERS = {0: _encode_EndTxnRequest_v0, 1: _encode_EndTxnRequest
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    59: 'TransactionalId',
-    60: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('Committed', 'committed', '?')),
-    67: 'TransactionalId',
-    68: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('Committed', 'committed', '?')),
-    70: 'tagged fields of EndTxnRequest',
-    74: 'TransactionalId',
-    75: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('Committed', 'committed', '?')),
-    77: 'tagged fields of EndTxnRequest',
-    81: 'TransactionalId',
-    82: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('Committed', 'committed', '?')),
-    84: 'tagged fields of EndTxnRequest',
-    89: 'TransactionalId',
-    90: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('Committed', 'committed', '?')),
-    92: 'tagged fields of EndTxnRequest',
-    93: 'tagged fields of EndTxnRequest',
-    101: 'TransactionalId',
-    102: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('Committed', 'committed', '?')),
-    104: 'tagged fields of EndTxnRequest',
+    61: 'TransactionalId',
+    62: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('Committed', 'committed', '?')),
+    69: 'TransactionalId',
+    70: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('Committed', 'committed', '?')),
+    72: 'tagged fields of EndTxnRequest',
+    76: 'TransactionalId',
+    77: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('Committed', 'committed', '?')),
+    79: 'tagged fields of EndTxnRequest',
+    83: 'TransactionalId',
+    84: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('Committed', 'committed', '?')),
+    86: 'tagged fields of EndTxnRequest',
+    91: 'TransactionalId',
+    92: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('Committed', 'committed', '?')),
+    94: 'tagged fields of EndTxnRequest',
+    95: 'tagged fields of EndTxnRequest',
+    103: 'TransactionalId',
+    104: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('Committed', 'committed', '?')),
+    106: 'tagged fields of EndTxnRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/EndTxnResponse.json (sha256 be0a0d5fde0bfd7747bc9783879fcb0ab4098250cb0d6ee419a81ede3884f332):
 # change the schema and run `kafkawire codegen`.
 """EndTxnResponse: apiKey 26, response, versions 0-5, flexible 3+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -27,7 +29,7 @@ class EndTxnResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/EndTxnResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, producer_id=-1, producer_epoch=-1):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, producer_id: int = -1, producer_epoch: int = -1) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.producer_id = producer_id
@@ -129,21 +131,21 @@ EndTxnResponse._ENCODERS = {0: _encode_EndTxnResponse_v0, 1: _encode_EndTxnRespo
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    60: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    69: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    71: 'tagged fields of EndTxnResponse',
-    75: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    77: 'tagged fields of EndTxnResponse',
-    81: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    83: 'tagged fields of EndTxnResponse',
-    88: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    92: 'tagged fields of EndTxnResponse',
-    93: 'tagged fields of EndTxnResponse',
-    101: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    103: 'tagged fields of EndTxnResponse',
-    110: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
-    112: 'tagged fields of EndTxnResponse',
-    113: 'tagged fields of EndTxnResponse',
-    121: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
-    123: 'tagged fields of EndTxnResponse',
+    62: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    71: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    73: 'tagged fields of EndTxnResponse',
+    77: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    79: 'tagged fields of EndTxnResponse',
+    83: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    85: 'tagged fields of EndTxnResponse',
+    90: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    94: 'tagged fields of EndTxnResponse',
+    95: 'tagged fields of EndTxnResponse',
+    103: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    105: 'tagged fields of EndTxnResponse',
+    112: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
+    114: 'tagged fields of EndTxnResponse',
+    115: 'tagged fields of EndTxnResponse',
+    123: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
+    125: 'tagged fields of EndTxnResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/EnvelopeRequest.json (sha256 90a99c42e497f4e70a9c3491e94f0bbd1e74c6ccd3d3f458932c68babcb99585):
 # change the schema and run `kafkawire codegen`.
 """EnvelopeRequest: apiKey 58, request, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class EnvelopeRequest(_message.Message):
     SCHEMA = 'schemas/clients/EnvelopeRequest.json'
     _HAS_BYTES = True
 
-    def __init__(self, *, request_data=b'', request_principal=b'', client_host_address=b''):
+    def __init__(self, *, request_data: bytes | memoryview = b'', request_principal: bytes | None = b'', client_host_address: bytes = b'') -> None:
         self.request_data = request_data
         self.request_principal = request_principal
         self.client_host_address = client_host_address
@@ -79,13 +81,13 @@ EnvelopeRequest._ENCODERS = {0: _encode_EnvelopeRequest_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    57: 'RequestData',
-    58: 'RequestPrincipal',
-    59: 'ClientHostAddress',
-    60: 'tagged fields of EnvelopeRequest',
-    61: 'tagged fields of EnvelopeRequest',
-    69: 'RequestData',
-    70: 'RequestPrincipal',
-    71: 'ClientHostAddress',
-    73: 'tagged fields of EnvelopeRequest',
+    59: 'RequestData',
+    60: 'RequestPrincipal',
+    61: 'ClientHostAddress',
+    62: 'tagged fields of EnvelopeRequest',
+    63: 'tagged fields of EnvelopeRequest',
+    71: 'RequestData',
+    72: 'RequestPrincipal',
+    73: 'ClientHostAddress',
+    75: 'tagged fields of EnvelopeRequest',
 }

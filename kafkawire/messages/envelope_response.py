@@ -2,6 +2,8 @@
 # From schemas/clients/EnvelopeResponse.json (sha256 113c7b26406e9cddf732827bb7f173f19b468202e487d33e6717320665a35818):
 # change the schema and run `kafkawire codegen`.
 """EnvelopeResponse: apiKey 58, response, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -27,7 +29,7 @@ class EnvelopeResponse(_message.Message):
     SCHEMA = 'schemas/clients/EnvelopeResponse.json'
     _HAS_BYTES = True
 
-    def __init__(self, *, response_data=None, error_code=0):
+    def __init__(self, *, response_data: bytes | memoryview | None = None, error_code: int = 0) -> None:
         self.response_data = response_data
         self.error_code = error_code
         self._unknown_tagged_fields = ()
@@ -76,11 +78,11 @@ EnvelopeResponse._ENCODERS = {0: _encode_EnvelopeResponse_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    55: 'ResponseData',
-    56: 'ErrorCode',
-    58: 'tagged fields of EnvelopeResponse',
-    59: 'tagged fields of EnvelopeResponse',
-    67: 'ResponseData',
-    68: 'ErrorCode',
-    70: 'tagged fields of EnvelopeResponse',
+    57: 'ResponseData',
+    58: 'ErrorCode',
+    60: 'tagged fields of EnvelopeResponse',
+    61: 'tagged fields of EnvelopeResponse',
+    69: 'ResponseData',
+    70: 'ErrorCode',
+    72: 'tagged fields of EnvelopeResponse',
 }

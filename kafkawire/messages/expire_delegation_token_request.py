@@ -2,6 +2,8 @@
 # From schemas/clients/ExpireDelegationTokenRequest.json (sha256 970638fcbf0d6de3ec0f7d834293c79cf0bb62b0d88d0a6eba0eb95e7efc43f0):
 # change the schema and run `kafkawire codegen`.
 """ExpireDelegationTokenRequest: apiKey 40, request, versions 0-2, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -27,7 +29,7 @@ class ExpireDelegationTokenRequest(_message.Message):
     SCHEMA = 'schemas/clients/ExpireDelegationTokenRequest.json'
     _HAS_BYTES = True
 
-    def __init__(self, *, hmac=b'', expiry_time_period_ms=0):
+    def __init__(self, *, hmac: bytes = b'', expiry_time_period_ms: int = 0) -> None:
         self.hmac = hmac
         self.expiry_time_period_ms = expiry_time_period_ms
         self._unknown_tagged_fields = ()
@@ -98,19 +100,19 @@ ExpireDelegationTokenRequest._ENCODERS = {0: _encode_ExpireDelegationTokenReques
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    54: 'Hmac',
-    55: 'ExpiryTimePeriodMs',
-    62: 'Hmac',
-    63: 'ExpiryTimePeriodMs',
-    65: 'tagged fields of ExpireDelegationTokenRequest',
-    69: 'Hmac',
-    70: 'ExpiryTimePeriodMs',
-    72: 'tagged fields of ExpireDelegationTokenRequest',
-    77: 'Hmac',
-    78: 'ExpiryTimePeriodMs',
-    80: 'tagged fields of ExpireDelegationTokenRequest',
-    81: 'tagged fields of ExpireDelegationTokenRequest',
-    89: 'Hmac',
-    90: 'ExpiryTimePeriodMs',
-    92: 'tagged fields of ExpireDelegationTokenRequest',
+    56: 'Hmac',
+    57: 'ExpiryTimePeriodMs',
+    64: 'Hmac',
+    65: 'ExpiryTimePeriodMs',
+    67: 'tagged fields of ExpireDelegationTokenRequest',
+    71: 'Hmac',
+    72: 'ExpiryTimePeriodMs',
+    74: 'tagged fields of ExpireDelegationTokenRequest',
+    79: 'Hmac',
+    80: 'ExpiryTimePeriodMs',
+    82: 'tagged fields of ExpireDelegationTokenRequest',
+    83: 'tagged fields of ExpireDelegationTokenRequest',
+    91: 'Hmac',
+    92: 'ExpiryTimePeriodMs',
+    94: 'tagged fields of ExpireDelegationTokenRequest',
 }

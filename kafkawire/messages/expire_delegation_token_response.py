@@ -2,6 +2,8 @@
 # From schemas/clients/ExpireDelegationTokenResponse.json (sha256 0f1acffc8f8d3a8e7f8adeef97b4cc6f0f29fda8b1ae542bbad954d4eed8c9d4):
 # change the schema and run `kafkawire codegen`.
 """ExpireDelegationTokenResponse: apiKey 40, response, versions 0-2, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class ExpireDelegationTokenResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ExpireDelegationTokenResponse.json'
 
-    def __init__(self, *, error_code=0, expiry_timestamp_ms=0, throttle_time_ms=0):
+    def __init__(self, *, error_code: int = 0, expiry_timestamp_ms: int = 0, throttle_time_ms: int = 0) -> None:
         self.error_code = error_code
         self.expiry_timestamp_ms = expiry_timestamp_ms
         self.throttle_time_ms = throttle_time_ms
@@ -95,14 +97,14 @@ ExpireDelegationTokenResponse._ENCODERS = {0: _encode_ExpireDelegationTokenRespo
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    56: (('ErrorCode', 'error_code', 'h'), ('ExpiryTimestampMs', 'expiry_timestamp_ms', 'q'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
-    63: (('ErrorCode', 'error_code', 'h'), ('ExpiryTimestampMs', 'expiry_timestamp_ms', 'q'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
-    65: 'tagged fields of ExpireDelegationTokenResponse',
-    69: (('ErrorCode', 'error_code', 'h'), ('ExpiryTimestampMs', 'expiry_timestamp_ms', 'q'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
-    71: 'tagged fields of ExpireDelegationTokenResponse',
-    76: (('ErrorCode', 'error_code', 'h'), ('ExpiryTimestampMs', 'expiry_timestamp_ms', 'q'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
-    78: 'tagged fields of ExpireDelegationTokenResponse',
-    79: 'tagged fields of ExpireDelegationTokenResponse',
-    87: (('ErrorCode', 'error_code', 'h'), ('ExpiryTimestampMs', 'expiry_timestamp_ms', 'q'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
-    89: 'tagged fields of ExpireDelegationTokenResponse',
+    58: (('ErrorCode', 'error_code', 'h'), ('ExpiryTimestampMs', 'expiry_timestamp_ms', 'q'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
+    65: (('ErrorCode', 'error_code', 'h'), ('ExpiryTimestampMs', 'expiry_timestamp_ms', 'q'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
+    67: 'tagged fields of ExpireDelegationTokenResponse',
+    71: (('ErrorCode', 'error_code', 'h'), ('ExpiryTimestampMs', 'expiry_timestamp_ms', 'q'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
+    73: 'tagged fields of ExpireDelegationTokenResponse',
+    78: (('ErrorCode', 'error_code', 'h'), ('ExpiryTimestampMs', 'expiry_timestamp_ms', 'q'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
+    80: 'tagged fields of ExpireDelegationTokenResponse',
+    81: 'tagged fields of ExpireDelegationTokenResponse',
+    89: (('ErrorCode', 'error_code', 'h'), ('ExpiryTimestampMs', 'expiry_timestamp_ms', 'q'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
+    91: 'tagged fields of ExpireDelegationTokenResponse',
 }

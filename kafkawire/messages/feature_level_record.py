@@ -2,6 +2,8 @@
 # From schemas/metadata/FeatureLevelRecord.json (sha256 4538d0cd3727b856b2261fa72749a94865d551a5f4944468247fe4958e2bf20a):
 # change the schema and run `kafkawire codegen`.
 """FeatureLevelRecord: apiKey 12, metadata, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class FeatureLevelRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/metadata/FeatureLevelRecord.json'
 
-    def __init__(self, *, name='', feature_level=0):
+    def __init__(self, *, name: str = '', feature_level: int = 0) -> None:
         self.name = name
         self.feature_level = feature_level
         self._unknown_tagged_fields = ()
@@ -74,11 +76,11 @@ FeatureLevelRecord._ENCODERS = {0: _encode_FeatureLevelRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    53: 'Name',
-    54: 'FeatureLevel',
-    56: 'tagged fields of FeatureLevelRecord',
-    57: 'tagged fields of FeatureLevelRecord',
-    65: 'Name',
-    66: 'FeatureLevel',
-    68: 'tagged fields of FeatureLevelRecord',
+    55: 'Name',
+    56: 'FeatureLevel',
+    58: 'tagged fields of FeatureLevelRecord',
+    59: 'tagged fields of FeatureLevelRecord',
+    67: 'Name',
+    68: 'FeatureLevel',
+    70: 'tagged fields of FeatureLevelRecord',
 }

@@ -2,6 +2,8 @@
 # From schemas/metadata/FenceBrokerRecord.json (sha256 44a769dd2d30424ca9f65b5427e67c81277906c765e50bea7bb90bddc3f8ecfa):
 # change the schema and run `kafkawire codegen`.
 """FenceBrokerRecord: apiKey 7, metadata, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class FenceBrokerRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/metadata/FenceBrokerRecord.json'
 
-    def __init__(self, *, id=0, epoch=0):
+    def __init__(self, *, id: int = 0, epoch: int = 0) -> None:
         self.id = id
         self.epoch = epoch
         self._unknown_tagged_fields = ()
@@ -72,9 +74,9 @@ FenceBrokerRecord._ENCODERS = {0: _encode_FenceBrokerRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    53: (('Id', 'id', 'i'), ('Epoch', 'epoch', 'q')),
-    55: 'tagged fields of FenceBrokerRecord',
-    56: 'tagged fields of FenceBrokerRecord',
-    64: (('Id', 'id', 'i'), ('Epoch', 'epoch', 'q')),
-    66: 'tagged fields of FenceBrokerRecord',
+    55: (('Id', 'id', 'i'), ('Epoch', 'epoch', 'q')),
+    57: 'tagged fields of FenceBrokerRecord',
+    58: 'tagged fields of FenceBrokerRecord',
+    66: (('Id', 'id', 'i'), ('Epoch', 'epoch', 'q')),
+    68: 'tagged fields of FenceBrokerRecord',
 }

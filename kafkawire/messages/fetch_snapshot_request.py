@@ -2,6 +2,8 @@
 # From schemas/clients/FetchSnapshotRequest.json (sha256 b4f4bcf844d1e51e5c9c0bb6b92976b0c001cdd17ca728cf4310cf0133876c08):
 # change the schema and run `kafkawire codegen`.
 """FetchSnapshotRequest: apiKey 59, request, versions 0-1, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -24,7 +26,7 @@ class SnapshotId(_message.Struct):
     MESSAGE = 'FetchSnapshotRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, end_offset=0, epoch=0):
+    def __init__(self, *, end_offset: int = 0, epoch: int = 0) -> None:
         self.end_offset = end_offset
         self.epoch = epoch
         self._unknown_tagged_fields = ()
@@ -37,7 +39,7 @@ class PartitionSnapshot(_message.Struct):
     MESSAGE = 'FetchSnapshotRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, partition=0, current_leader_epoch=0, snapshot_id=_MISSING, position=0, replica_directory_id=_ZERO_UUID):
+    def __init__(self, *, partition: int = 0, current_leader_epoch: int = 0, snapshot_id: SnapshotId = _MISSING, position: int = 0, replica_directory_id: _UUID = _ZERO_UUID) -> None:
         self.partition = partition
         self.current_leader_epoch = current_leader_epoch
         self.snapshot_id = SnapshotId() if snapshot_id is _MISSING else snapshot_id
@@ -53,7 +55,7 @@ class TopicSnapshot(_message.Struct):
     MESSAGE = 'FetchSnapshotRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, name='', partitions=_MISSING):
+    def __init__(self, *, name: str = '', partitions: list[PartitionSnapshot] = _MISSING) -> None:
         self.name = name
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -70,7 +72,7 @@ class FetchSnapshotRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/FetchSnapshotRequest.json'
 
-    def __init__(self, *, cluster_id=None, replica_id=-1, max_bytes=2147483647, topics=_MISSING):
+    def __init__(self, *, cluster_id: str | None = None, replica_id: int = -1, max_bytes: int = 2147483647, topics: list[TopicSnapshot] = _MISSING) -> None:
         self.cluster_id = cluster_id
         self.replica_id = replica_id
         self.max_bytes = max_bytes
@@ -451,85 +453,85 @@ FetchSnapshotRequest._ENCODERS = {0: _encode_FetchSnapshotRequest_v0, 1: _encode
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    151: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
-    153: 'tagged fields of SnapshotId',
-    154: 'tagged fields of SnapshotId',
-    162: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
-    164: 'tagged fields of SnapshotId',
-    171: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i')),
-    173: 'SnapshotId',
-    174: 'Position',
-    177: 'tagged fields of PartitionSnapshot',
-    178: 'tagged fields of PartitionSnapshot',
-    186: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i')),
-    187: 'SnapshotId',
-    188: 'Position',
-    190: 'tagged fields of PartitionSnapshot',
-    196: 'tagged fields of PartitionSnapshot',
-    202: 'tagged fields of PartitionSnapshot',
-    205: 'ReplicaDirectoryId',
+    153: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
+    155: 'tagged fields of SnapshotId',
+    156: 'tagged fields of SnapshotId',
+    164: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
+    166: 'tagged fields of SnapshotId',
+    173: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i')),
+    175: 'SnapshotId',
+    176: 'Position',
+    179: 'tagged fields of PartitionSnapshot',
+    180: 'tagged fields of PartitionSnapshot',
+    188: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i')),
+    189: 'SnapshotId',
+    190: 'Position',
+    192: 'tagged fields of PartitionSnapshot',
+    198: 'tagged fields of PartitionSnapshot',
+    204: 'tagged fields of PartitionSnapshot',
     207: 'ReplicaDirectoryId',
-    219: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i')),
-    221: 'SnapshotId',
-    222: 'Position',
-    225: 'tagged fields of PartitionSnapshot',
-    226: 'tagged fields of PartitionSnapshot',
-    234: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i')),
-    235: 'SnapshotId',
-    236: 'Position',
-    238: 'ReplicaDirectoryId',
+    209: 'ReplicaDirectoryId',
+    221: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i')),
+    223: 'SnapshotId',
+    224: 'Position',
+    227: 'tagged fields of PartitionSnapshot',
+    228: 'tagged fields of PartitionSnapshot',
+    236: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i')),
+    237: 'SnapshotId',
+    238: 'Position',
     240: 'ReplicaDirectoryId',
-    243: 'tagged fields of PartitionSnapshot',
-    250: 'Name',
-    251: 'Partitions',
-    255: 'Partitions',
-    262: 'Partitions',
-    265: 'tagged fields of TopicSnapshot',
-    266: 'tagged fields of TopicSnapshot',
-    274: 'Name',
-    276: 'Partitions',
-    279: 'Partitions',
+    242: 'ReplicaDirectoryId',
+    245: 'tagged fields of PartitionSnapshot',
+    252: 'Name',
+    253: 'Partitions',
+    257: 'Partitions',
+    264: 'Partitions',
+    267: 'tagged fields of TopicSnapshot',
+    268: 'tagged fields of TopicSnapshot',
+    276: 'Name',
+    278: 'Partitions',
     281: 'Partitions',
-    283: 'tagged fields of TopicSnapshot',
-    290: 'Name',
-    291: 'Partitions',
-    295: 'Partitions',
-    302: 'Partitions',
-    305: 'tagged fields of TopicSnapshot',
-    306: 'tagged fields of TopicSnapshot',
-    314: 'Name',
-    316: 'Partitions',
-    319: 'Partitions',
+    283: 'Partitions',
+    285: 'tagged fields of TopicSnapshot',
+    292: 'Name',
+    293: 'Partitions',
+    297: 'Partitions',
+    304: 'Partitions',
+    307: 'tagged fields of TopicSnapshot',
+    308: 'tagged fields of TopicSnapshot',
+    316: 'Name',
+    318: 'Partitions',
     321: 'Partitions',
-    323: 'tagged fields of TopicSnapshot',
-    329: 'tagged fields of FetchSnapshotRequest',
-    335: 'tagged fields of FetchSnapshotRequest',
-    338: 'ClusterId',
+    323: 'Partitions',
+    325: 'tagged fields of TopicSnapshot',
+    331: 'tagged fields of FetchSnapshotRequest',
+    337: 'tagged fields of FetchSnapshotRequest',
     340: 'ClusterId',
-    352: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
-    354: 'Topics',
-    358: 'Topics',
-    365: 'Topics',
-    369: 'tagged fields of FetchSnapshotRequest',
-    370: 'tagged fields of FetchSnapshotRequest',
-    378: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
-    380: 'Topics',
-    383: 'Topics',
+    342: 'ClusterId',
+    354: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
+    356: 'Topics',
+    360: 'Topics',
+    367: 'Topics',
+    371: 'tagged fields of FetchSnapshotRequest',
+    372: 'tagged fields of FetchSnapshotRequest',
+    380: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
+    382: 'Topics',
     385: 'Topics',
-    387: 'ClusterId',
+    387: 'Topics',
     389: 'ClusterId',
-    392: 'tagged fields of FetchSnapshotRequest',
-    399: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
-    401: 'Topics',
-    405: 'Topics',
-    412: 'Topics',
-    416: 'tagged fields of FetchSnapshotRequest',
-    417: 'tagged fields of FetchSnapshotRequest',
-    425: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
-    427: 'Topics',
-    430: 'Topics',
+    391: 'ClusterId',
+    394: 'tagged fields of FetchSnapshotRequest',
+    401: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
+    403: 'Topics',
+    407: 'Topics',
+    414: 'Topics',
+    418: 'tagged fields of FetchSnapshotRequest',
+    419: 'tagged fields of FetchSnapshotRequest',
+    427: (('ReplicaId', 'replica_id', 'i'), ('MaxBytes', 'max_bytes', 'i')),
+    429: 'Topics',
     432: 'Topics',
-    434: 'ClusterId',
+    434: 'Topics',
     436: 'ClusterId',
-    439: 'tagged fields of FetchSnapshotRequest',
+    438: 'ClusterId',
+    441: 'tagged fields of FetchSnapshotRequest',
 }

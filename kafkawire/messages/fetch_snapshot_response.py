@@ -2,6 +2,8 @@
 # From schemas/clients/FetchSnapshotResponse.json (sha256 03ffa6604b3175e011ba74aab6e96afcdc0efe0bd22cea8fcd290371d455889d):
 # change the schema and run `kafkawire codegen`.
 """FetchSnapshotResponse: apiKey 59, response, versions 0-1, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -27,7 +29,7 @@ class SnapshotId(_message.Struct):
     MESSAGE = 'FetchSnapshotResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, end_offset=0, epoch=0):
+    def __init__(self, *, end_offset: int = 0, epoch: int = 0) -> None:
         self.end_offset = end_offset
         self.epoch = epoch
         self._unknown_tagged_fields = ()
@@ -40,7 +42,7 @@ class LeaderIdAndEpoch(_message.Struct):
     MESSAGE = 'FetchSnapshotResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, leader_id=0, leader_epoch=0):
+    def __init__(self, *, leader_id: int = 0, leader_epoch: int = 0) -> None:
         self.leader_id = leader_id
         self.leader_epoch = leader_epoch
         self._unknown_tagged_fields = ()
@@ -53,7 +55,7 @@ class PartitionSnapshot(_message.Struct):
     MESSAGE = 'FetchSnapshotResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, index=0, error_code=0, snapshot_id=_MISSING, current_leader=_MISSING, size=0, position=0, unaligned_records=b''):
+    def __init__(self, *, index: int = 0, error_code: int = 0, snapshot_id: SnapshotId = _MISSING, current_leader: LeaderIdAndEpoch = _MISSING, size: int = 0, position: int = 0, unaligned_records: bytes | memoryview = b'') -> None:
         self.index = index
         self.error_code = error_code
         self.snapshot_id = SnapshotId() if snapshot_id is _MISSING else snapshot_id
@@ -83,7 +85,7 @@ class TopicSnapshot(_message.Struct):
     MESSAGE = 'FetchSnapshotResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, name='', partitions=_MISSING):
+    def __init__(self, *, name: str = '', partitions: list[PartitionSnapshot] = _MISSING) -> None:
         self.name = name
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -96,7 +98,7 @@ class NodeEndpoint(_message.Struct):
     MESSAGE = 'FetchSnapshotResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, node_id=0, host='', port=0):
+    def __init__(self, *, node_id: int = 0, host: str = '', port: int = 0) -> None:
         self.node_id = node_id
         self.host = host
         self.port = port
@@ -115,7 +117,7 @@ class FetchSnapshotResponse(_message.Message):
     SCHEMA = 'schemas/clients/FetchSnapshotResponse.json'
     _HAS_BYTES = True
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, topics=_MISSING, node_endpoints=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, topics: list[TopicSnapshot] = _MISSING, node_endpoints: list[NodeEndpoint] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.topics = [] if topics is _MISSING else topics
@@ -548,89 +550,89 @@ FetchSnapshotResponse._ENCODERS = {0: _encode_FetchSnapshotResponse_v0, 1: _enco
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    230: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
-    232: 'tagged fields of SnapshotId',
-    233: 'tagged fields of SnapshotId',
-    241: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
-    243: 'tagged fields of SnapshotId',
-    250: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    252: 'tagged fields of LeaderIdAndEpoch',
-    253: 'tagged fields of LeaderIdAndEpoch',
-    261: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    263: 'tagged fields of LeaderIdAndEpoch',
-    269: 'tagged fields of PartitionSnapshot',
-    275: 'tagged fields of PartitionSnapshot',
-    278: 'CurrentLeader',
+    232: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
+    234: 'tagged fields of SnapshotId',
+    235: 'tagged fields of SnapshotId',
+    243: (('EndOffset', 'end_offset', 'q'), ('Epoch', 'epoch', 'i')),
+    245: 'tagged fields of SnapshotId',
+    252: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    254: 'tagged fields of LeaderIdAndEpoch',
+    255: 'tagged fields of LeaderIdAndEpoch',
+    263: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    265: 'tagged fields of LeaderIdAndEpoch',
+    271: 'tagged fields of PartitionSnapshot',
+    277: 'tagged fields of PartitionSnapshot',
     280: 'CurrentLeader',
-    292: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    294: 'SnapshotId',
-    295: (('Size', 'size', 'q'), ('Position', 'position', 'q')),
-    297: 'UnalignedRecords',
-    300: 'UnalignedRecords',
-    304: 'UnalignedRecords',
-    308: 'UnalignedRecords',
-    312: 'UnalignedRecords',
-    314: 'tagged fields of PartitionSnapshot',
-    315: 'tagged fields of PartitionSnapshot',
-    323: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    324: 'SnapshotId',
-    325: (('Size', 'size', 'q'), ('Position', 'position', 'q')),
-    326: 'UnalignedRecords',
-    328: 'CurrentLeader',
+    282: 'CurrentLeader',
+    294: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    296: 'SnapshotId',
+    297: (('Size', 'size', 'q'), ('Position', 'position', 'q')),
+    299: 'UnalignedRecords',
+    302: 'UnalignedRecords',
+    306: 'UnalignedRecords',
+    310: 'UnalignedRecords',
+    314: 'UnalignedRecords',
+    316: 'tagged fields of PartitionSnapshot',
+    317: 'tagged fields of PartitionSnapshot',
+    325: (('Index', 'index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    326: 'SnapshotId',
+    327: (('Size', 'size', 'q'), ('Position', 'position', 'q')),
+    328: 'UnalignedRecords',
     330: 'CurrentLeader',
-    333: 'tagged fields of PartitionSnapshot',
-    340: 'Name',
-    341: 'Partitions',
-    345: 'Partitions',
-    352: 'Partitions',
-    355: 'tagged fields of TopicSnapshot',
-    356: 'tagged fields of TopicSnapshot',
-    364: 'Name',
-    366: 'Partitions',
-    369: 'Partitions',
+    332: 'CurrentLeader',
+    335: 'tagged fields of PartitionSnapshot',
+    342: 'Name',
+    343: 'Partitions',
+    347: 'Partitions',
+    354: 'Partitions',
+    357: 'tagged fields of TopicSnapshot',
+    358: 'tagged fields of TopicSnapshot',
+    366: 'Name',
+    368: 'Partitions',
     371: 'Partitions',
-    373: 'tagged fields of TopicSnapshot',
-    380: 'NodeId',
-    382: 'Host',
-    383: 'Port',
-    385: 'tagged fields of NodeEndpoint',
-    386: 'tagged fields of NodeEndpoint',
-    394: 'NodeId',
-    395: 'Host',
-    396: 'Port',
-    398: 'tagged fields of NodeEndpoint',
-    406: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    408: 'Topics',
-    412: 'Topics',
-    419: 'Topics',
-    423: 'tagged fields of FetchSnapshotResponse',
-    424: 'tagged fields of FetchSnapshotResponse',
-    432: 'NodeEndpoints',
-    433: 'NodeEndpoints',
-    434: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    436: 'Topics',
-    439: 'Topics',
+    373: 'Partitions',
+    375: 'tagged fields of TopicSnapshot',
+    382: 'NodeId',
+    384: 'Host',
+    385: 'Port',
+    387: 'tagged fields of NodeEndpoint',
+    388: 'tagged fields of NodeEndpoint',
+    396: 'NodeId',
+    397: 'Host',
+    398: 'Port',
+    400: 'tagged fields of NodeEndpoint',
+    408: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    410: 'Topics',
+    414: 'Topics',
+    421: 'Topics',
+    425: 'tagged fields of FetchSnapshotResponse',
+    426: 'tagged fields of FetchSnapshotResponse',
+    434: 'NodeEndpoints',
+    435: 'NodeEndpoints',
+    436: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    438: 'Topics',
     441: 'Topics',
-    443: 'tagged fields of FetchSnapshotResponse',
-    449: 'tagged fields of FetchSnapshotResponse',
-    455: 'tagged fields of FetchSnapshotResponse',
-    458: 'NodeEndpoints',
-    462: 'NodeEndpoints',
-    469: 'NodeEndpoints',
-    473: 'NodeEndpoints',
-    486: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    488: 'Topics',
-    492: 'Topics',
-    499: 'Topics',
-    503: 'tagged fields of FetchSnapshotResponse',
-    504: 'tagged fields of FetchSnapshotResponse',
-    512: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    514: 'Topics',
-    517: 'Topics',
+    443: 'Topics',
+    445: 'tagged fields of FetchSnapshotResponse',
+    451: 'tagged fields of FetchSnapshotResponse',
+    457: 'tagged fields of FetchSnapshotResponse',
+    460: 'NodeEndpoints',
+    464: 'NodeEndpoints',
+    471: 'NodeEndpoints',
+    475: 'NodeEndpoints',
+    488: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    490: 'Topics',
+    494: 'Topics',
+    501: 'Topics',
+    505: 'tagged fields of FetchSnapshotResponse',
+    506: 'tagged fields of FetchSnapshotResponse',
+    514: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    516: 'Topics',
     519: 'Topics',
-    521: 'NodeEndpoints',
-    524: 'NodeEndpoints',
-    527: 'NodeEndpoints',
+    521: 'Topics',
+    523: 'NodeEndpoints',
+    526: 'NodeEndpoints',
     529: 'NodeEndpoints',
-    532: 'tagged fields of FetchSnapshotResponse',
+    531: 'NodeEndpoints',
+    534: 'tagged fields of FetchSnapshotResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/GetTelemetrySubscriptionsRequest.json (sha256 4752f6370a2d6af3d54ccb3c5455284e9e4623f0c8edc1d839cc938d6565b938):
 # change the schema and run `kafkawire codegen`.
 """GetTelemetrySubscriptionsRequest: apiKey 71, request, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class GetTelemetrySubscriptionsRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/GetTelemetrySubscriptionsRequest.json'
 
-    def __init__(self, *, client_instance_id=_ZERO_UUID):
+    def __init__(self, *, client_instance_id: _UUID = _ZERO_UUID) -> None:
         self.client_instance_id = client_instance_id
         self._unknown_tagged_fields = ()
 
@@ -67,9 +69,9 @@ GetTelemetrySubscriptionsRequest._ENCODERS = {0: _encode_GetTelemetrySubscriptio
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    49: 'ClientInstanceId',
-    50: 'tagged fields of GetTelemetrySubscriptionsRequest',
-    51: 'tagged fields of GetTelemetrySubscriptionsRequest',
-    59: 'ClientInstanceId',
-    61: 'tagged fields of GetTelemetrySubscriptionsRequest',
+    51: 'ClientInstanceId',
+    52: 'tagged fields of GetTelemetrySubscriptionsRequest',
+    53: 'tagged fields of GetTelemetrySubscriptionsRequest',
+    61: 'ClientInstanceId',
+    63: 'tagged fields of GetTelemetrySubscriptionsRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/GetTelemetrySubscriptionsResponse.json (sha256 5409de702efb74ba3bfdf4f123082a4e8eb211989d0cfaed0fed9d27b56617c5):
 # change the schema and run `kafkawire codegen`.
 """GetTelemetrySubscriptionsResponse: apiKey 71, response, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -30,7 +32,7 @@ class GetTelemetrySubscriptionsResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/GetTelemetrySubscriptionsResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, client_instance_id=_ZERO_UUID, subscription_id=0, accepted_compression_types=_MISSING, push_interval_ms=0, telemetry_max_bytes=0, delta_temporality=False, requested_metrics=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, client_instance_id: _UUID = _ZERO_UUID, subscription_id: int = 0, accepted_compression_types: list[int] = _MISSING, push_interval_ms: int = 0, telemetry_max_bytes: int = 0, delta_temporality: bool = False, requested_metrics: list[str] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.client_instance_id = client_instance_id
@@ -148,27 +150,27 @@ GetTelemetrySubscriptionsResponse._ENCODERS = {0: _encode_GetTelemetrySubscripti
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    78: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    80: 'ClientInstanceId',
-    81: (('SubscriptionId', 'subscription_id', 'i'), ('AcceptedCompressionTypes', None, 'B'), ('PushIntervalMs', 'push_interval_ms', 'i'), ('TelemetryMaxBytes', 'telemetry_max_bytes', 'i'), ('DeltaTemporality', 'delta_temporality', '?')),
-    88: 'AcceptedCompressionTypes',
-    92: 'AcceptedCompressionTypes',
-    96: 'AcceptedCompressionTypes',
-    98: (('PushIntervalMs', 'push_interval_ms', 'i'), ('TelemetryMaxBytes', 'telemetry_max_bytes', 'i'), ('DeltaTemporality', 'delta_temporality', '?')),
-    100: 'RequestedMetrics',
-    104: 'RequestedMetrics',
-    111: 'RequestedMetrics',
-    114: 'tagged fields of GetTelemetrySubscriptionsResponse',
-    115: 'tagged fields of GetTelemetrySubscriptionsResponse',
-    123: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    124: 'ClientInstanceId',
-    125: 'SubscriptionId',
-    127: 'AcceptedCompressionTypes',
-    130: 'AcceptedCompressionTypes',
+    80: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    82: 'ClientInstanceId',
+    83: (('SubscriptionId', 'subscription_id', 'i'), ('AcceptedCompressionTypes', None, 'B'), ('PushIntervalMs', 'push_interval_ms', 'i'), ('TelemetryMaxBytes', 'telemetry_max_bytes', 'i'), ('DeltaTemporality', 'delta_temporality', '?')),
+    90: 'AcceptedCompressionTypes',
+    94: 'AcceptedCompressionTypes',
+    98: 'AcceptedCompressionTypes',
+    100: (('PushIntervalMs', 'push_interval_ms', 'i'), ('TelemetryMaxBytes', 'telemetry_max_bytes', 'i'), ('DeltaTemporality', 'delta_temporality', '?')),
+    102: 'RequestedMetrics',
+    106: 'RequestedMetrics',
+    113: 'RequestedMetrics',
+    116: 'tagged fields of GetTelemetrySubscriptionsResponse',
+    117: 'tagged fields of GetTelemetrySubscriptionsResponse',
+    125: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    126: 'ClientInstanceId',
+    127: 'SubscriptionId',
+    129: 'AcceptedCompressionTypes',
     132: 'AcceptedCompressionTypes',
-    133: (('PushIntervalMs', 'push_interval_ms', 'i'), ('TelemetryMaxBytes', 'telemetry_max_bytes', 'i'), ('DeltaTemporality', 'delta_temporality', '?')),
-    135: 'RequestedMetrics',
-    138: 'RequestedMetrics',
+    134: 'AcceptedCompressionTypes',
+    135: (('PushIntervalMs', 'push_interval_ms', 'i'), ('TelemetryMaxBytes', 'telemetry_max_bytes', 'i'), ('DeltaTemporality', 'delta_temporality', '?')),
+    137: 'RequestedMetrics',
     140: 'RequestedMetrics',
-    142: 'tagged fields of GetTelemetrySubscriptionsResponse',
+    142: 'RequestedMetrics',
+    144: 'tagged fields of GetTelemetrySubscriptionsResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/GroupMetadataKey.json (sha256 c8a982942e3ebe1528c5f07a1439832d351a7b0cdc74bf633a0e8f7bedd3f64c):
 # change the schema and run `kafkawire codegen`.
 """GroupMetadataKey: apiKey 2, coordinator-key, versions 0, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class GroupMetadataKey(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/GroupMetadataKey.json'
 
-    def __init__(self, *, group=''):
+    def __init__(self, *, group: str = '') -> None:
         self.group = group
         self._unknown_tagged_fields = ()
 
@@ -61,7 +63,7 @@ GroupMetadataKey._ENCODERS = {0: _encode_GroupMetadataKey_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    49: 'group',
-    55: 'group',
-    57: 'tagged fields of GroupMetadataKey',
+    51: 'group',
+    57: 'group',
+    59: 'tagged fields of GroupMetadataKey',
 }

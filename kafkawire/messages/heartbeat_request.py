@@ -2,6 +2,8 @@
 # From schemas/clients/HeartbeatRequest.json (sha256 46fee4fca5a511ec5b1af6488a2f51b25dc69a70b35d4521e46f19f73fb66c62):
 # change the schema and run `kafkawire codegen`.
 """HeartbeatRequest: apiKey 12, request, versions 0-4, flexible 4+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class HeartbeatRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/HeartbeatRequest.json'
 
-    def __init__(self, *, group_id='', generation_id=0, member_id='', group_instance_id=None):
+    def __init__(self, *, group_id: str = '', generation_id: int = 0, member_id: str = '', group_instance_id: str | None = None) -> None:
         self.group_id = group_id
         self.generation_id = generation_id
         self.member_id = member_id
@@ -145,45 +147,45 @@ HeartbeatRequest._ENCODERS = {0: _encode_HeartbeatRequest_v0, 1: _encode_Heartbe
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    59: 'GroupId',
-    60: 'GenerationId',
-    62: 'MemberId',
-    69: 'GroupInstanceId',
-    70: 'GroupInstanceId',
-    71: 'GroupId',
-    72: 'GenerationId',
-    73: 'MemberId',
-    75: 'tagged fields of HeartbeatRequest',
-    79: 'GroupInstanceId',
-    80: 'GroupInstanceId',
-    81: 'GroupId',
-    82: 'GenerationId',
-    83: 'MemberId',
-    85: 'tagged fields of HeartbeatRequest',
-    89: 'GroupInstanceId',
-    90: 'GroupInstanceId',
-    91: 'GroupId',
-    92: 'GenerationId',
-    93: 'MemberId',
-    95: 'tagged fields of HeartbeatRequest',
-    100: 'GroupId',
-    101: 'GenerationId',
-    103: 'MemberId',
-    104: 'GroupInstanceId',
-    110: 'GroupId',
-    111: 'GenerationId',
-    112: 'MemberId',
-    113: 'GroupInstanceId',
-    115: 'tagged fields of HeartbeatRequest',
-    120: 'GroupId',
-    121: 'GenerationId',
-    123: 'MemberId',
-    124: 'GroupInstanceId',
-    125: 'tagged fields of HeartbeatRequest',
-    126: 'tagged fields of HeartbeatRequest',
-    134: 'GroupId',
-    135: 'GenerationId',
-    136: 'MemberId',
-    137: 'GroupInstanceId',
-    139: 'tagged fields of HeartbeatRequest',
+    61: 'GroupId',
+    62: 'GenerationId',
+    64: 'MemberId',
+    71: 'GroupInstanceId',
+    72: 'GroupInstanceId',
+    73: 'GroupId',
+    74: 'GenerationId',
+    75: 'MemberId',
+    77: 'tagged fields of HeartbeatRequest',
+    81: 'GroupInstanceId',
+    82: 'GroupInstanceId',
+    83: 'GroupId',
+    84: 'GenerationId',
+    85: 'MemberId',
+    87: 'tagged fields of HeartbeatRequest',
+    91: 'GroupInstanceId',
+    92: 'GroupInstanceId',
+    93: 'GroupId',
+    94: 'GenerationId',
+    95: 'MemberId',
+    97: 'tagged fields of HeartbeatRequest',
+    102: 'GroupId',
+    103: 'GenerationId',
+    105: 'MemberId',
+    106: 'GroupInstanceId',
+    112: 'GroupId',
+    113: 'GenerationId',
+    114: 'MemberId',
+    115: 'GroupInstanceId',
+    117: 'tagged fields of HeartbeatRequest',
+    122: 'GroupId',
+    123: 'GenerationId',
+    125: 'MemberId',
+    126: 'GroupInstanceId',
+    127: 'tagged fields of HeartbeatRequest',
+    128: 'tagged fields of HeartbeatRequest',
+    136: 'GroupId',
+    137: 'GenerationId',
+    138: 'MemberId',
+    139: 'GroupInstanceId',
+    141: 'tagged fields of HeartbeatRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/HeartbeatResponse.json (sha256 da42027e8906b6d6664e4d4fe9154c265fe062d68135b5333e8a14a218366eb7):
 # change the schema and run `kafkawire codegen`.
 """HeartbeatResponse: apiKey 12, response, versions 0-4, flexible 4+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -27,7 +29,7 @@ class HeartbeatResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/HeartbeatResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self._unknown_tagged_fields = ()
@@ -114,19 +116,19 @@ HeartbeatResponse._ENCODERS = {0: _encode_HeartbeatResponse_v0, 1: _encode_Heart
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    54: 'ErrorCode',
-    62: 'ErrorCode',
-    64: 'tagged fields of HeartbeatResponse',
-    69: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    76: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    78: 'tagged fields of HeartbeatResponse',
-    82: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    84: 'tagged fields of HeartbeatResponse',
-    88: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    90: 'tagged fields of HeartbeatResponse',
-    95: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    97: 'tagged fields of HeartbeatResponse',
-    98: 'tagged fields of HeartbeatResponse',
-    106: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    108: 'tagged fields of HeartbeatResponse',
+    56: 'ErrorCode',
+    64: 'ErrorCode',
+    66: 'tagged fields of HeartbeatResponse',
+    71: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    78: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    80: 'tagged fields of HeartbeatResponse',
+    84: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    86: 'tagged fields of HeartbeatResponse',
+    90: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    92: 'tagged fields of HeartbeatResponse',
+    97: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    99: 'tagged fields of HeartbeatResponse',
+    100: 'tagged fields of HeartbeatResponse',
+    108: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    110: 'tagged fields of HeartbeatResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/IncrementalAlterConfigsRequest.json (sha256 ccc6912ef6f2e606475d451e102232a8bd60c242ed339efdcea85b6b9beb7664):
 # change the schema and run `kafkawire codegen`.
 """IncrementalAlterConfigsRequest: apiKey 44, request, versions 0-1, flexible 1+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class AlterableConfig(_message.Struct):
     MESSAGE = 'IncrementalAlterConfigsRequest'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, name='', config_operation=0, value=''):
+    def __init__(self, *, name: str = '', config_operation: int = 0, value: str | None = '') -> None:
         self.name = name
         self.config_operation = config_operation
         self.value = value
@@ -39,7 +41,7 @@ class AlterConfigsResource(_message.Struct):
     MESSAGE = 'IncrementalAlterConfigsRequest'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, resource_type=0, resource_name='', configs=_MISSING):
+    def __init__(self, *, resource_type: int = 0, resource_name: str = '', configs: list[AlterableConfig] = _MISSING) -> None:
         self.resource_type = resource_type
         self.resource_name = resource_name
         self.configs = [] if configs is _MISSING else configs
@@ -57,7 +59,7 @@ class IncrementalAlterConfigsRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/IncrementalAlterConfigsRequest.json'
 
-    def __init__(self, *, resources=_MISSING, validate_only=False):
+    def __init__(self, *, resources: list[AlterConfigsResource] = _MISSING, validate_only: bool = False) -> None:
         self.resources = [] if resources is _MISSING else resources
         self.validate_only = validate_only
         self._unknown_tagged_fields = ()
@@ -315,62 +317,62 @@ IncrementalAlterConfigsRequest._ENCODERS = {0: _encode_IncrementalAlterConfigsRe
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    116: 'Name',
-    117: 'ConfigOperation',
-    119: 'Value',
-    125: 'Name',
-    126: 'ConfigOperation',
-    127: 'Value',
-    129: 'tagged fields of AlterableConfig',
-    134: 'Name',
-    135: 'ConfigOperation',
-    137: 'Value',
-    138: 'tagged fields of AlterableConfig',
-    139: 'tagged fields of AlterableConfig',
-    147: 'Name',
-    148: 'ConfigOperation',
-    149: 'Value',
-    151: 'tagged fields of AlterableConfig',
-    158: 'ResourceType',
-    160: 'ResourceName',
-    161: 'Configs',
-    168: 'Configs',
-    176: 'ResourceType',
-    177: 'ResourceName',
-    179: 'Configs',
+    118: 'Name',
+    119: 'ConfigOperation',
+    121: 'Value',
+    127: 'Name',
+    128: 'ConfigOperation',
+    129: 'Value',
+    131: 'tagged fields of AlterableConfig',
+    136: 'Name',
+    137: 'ConfigOperation',
+    139: 'Value',
+    140: 'tagged fields of AlterableConfig',
+    141: 'tagged fields of AlterableConfig',
+    149: 'Name',
+    150: 'ConfigOperation',
+    151: 'Value',
+    153: 'tagged fields of AlterableConfig',
+    160: 'ResourceType',
+    162: 'ResourceName',
+    163: 'Configs',
+    170: 'Configs',
+    178: 'ResourceType',
+    179: 'ResourceName',
     181: 'Configs',
-    183: 'tagged fields of AlterConfigsResource',
-    188: 'ResourceType',
-    190: 'ResourceName',
-    191: 'Configs',
-    195: 'Configs',
-    202: 'Configs',
-    205: 'tagged fields of AlterConfigsResource',
-    206: 'tagged fields of AlterConfigsResource',
-    214: 'ResourceType',
-    215: 'ResourceName',
-    217: 'Configs',
-    220: 'Configs',
+    183: 'Configs',
+    185: 'tagged fields of AlterConfigsResource',
+    190: 'ResourceType',
+    192: 'ResourceName',
+    193: 'Configs',
+    197: 'Configs',
+    204: 'Configs',
+    207: 'tagged fields of AlterConfigsResource',
+    208: 'tagged fields of AlterConfigsResource',
+    216: 'ResourceType',
+    217: 'ResourceName',
+    219: 'Configs',
     222: 'Configs',
-    224: 'tagged fields of AlterConfigsResource',
-    231: (('Resources', None, 'i'), ('ValidateOnly', 'validate_only', '?')),
-    237: 'Resources',
-    244: 'Resources',
-    247: 'ValidateOnly',
-    255: 'Resources',
+    224: 'Configs',
+    226: 'tagged fields of AlterConfigsResource',
+    233: (('Resources', None, 'i'), ('ValidateOnly', 'validate_only', '?')),
+    239: 'Resources',
+    246: 'Resources',
+    249: 'ValidateOnly',
     257: 'Resources',
-    258: 'ValidateOnly',
-    260: 'tagged fields of IncrementalAlterConfigsRequest',
-    265: (('Resources', None, 'B'), ('ValidateOnly', 'validate_only', '?')),
-    271: 'Resources',
-    275: 'Resources',
-    282: 'Resources',
-    285: 'ValidateOnly',
-    287: 'tagged fields of IncrementalAlterConfigsRequest',
-    288: 'tagged fields of IncrementalAlterConfigsRequest',
-    297: 'Resources',
-    300: 'Resources',
+    259: 'Resources',
+    260: 'ValidateOnly',
+    262: 'tagged fields of IncrementalAlterConfigsRequest',
+    267: (('Resources', None, 'B'), ('ValidateOnly', 'validate_only', '?')),
+    273: 'Resources',
+    277: 'Resources',
+    284: 'Resources',
+    287: 'ValidateOnly',
+    289: 'tagged fields of IncrementalAlterConfigsRequest',
+    290: 'tagged fields of IncrementalAlterConfigsRequest',
+    299: 'Resources',
     302: 'Resources',
-    303: 'ValidateOnly',
-    305: 'tagged fields of IncrementalAlterConfigsRequest',
+    304: 'Resources',
+    305: 'ValidateOnly',
+    307: 'tagged fields of IncrementalAlterConfigsRequest',
 }

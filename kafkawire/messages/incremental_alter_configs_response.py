@@ -2,6 +2,8 @@
 # From schemas/clients/IncrementalAlterConfigsResponse.json (sha256 18a9bdf9790dd8d51571f21b4c4d13843c03f70737e2d98c66fbbb4505cf65f5):
 # change the schema and run `kafkawire codegen`.
 """IncrementalAlterConfigsResponse: apiKey 44, response, versions 0-1, flexible 1+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -24,7 +26,7 @@ class AlterConfigsResourceResponse(_message.Struct):
     MESSAGE = 'IncrementalAlterConfigsResponse'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, error_code=0, error_message='', resource_type=0, resource_name=''):
+    def __init__(self, *, error_code: int = 0, error_message: str | None = '', resource_type: int = 0, resource_name: str = '') -> None:
         self.error_code = error_code
         self.error_message = error_message
         self.resource_type = resource_type
@@ -43,7 +45,7 @@ class IncrementalAlterConfigsResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/IncrementalAlterConfigsResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, responses=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, responses: list[AlterConfigsResourceResponse] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.responses = [] if responses is _MISSING else responses
         self._unknown_tagged_fields = ()
@@ -206,42 +208,42 @@ IncrementalAlterConfigsResponse._ENCODERS = {0: _encode_IncrementalAlterConfigsR
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    88: 'ErrorCode',
-    90: 'ErrorMessage',
-    91: 'ResourceType',
-    93: 'ResourceName',
-    99: 'ErrorCode',
-    100: 'ErrorMessage',
-    101: 'ResourceType',
-    102: 'ResourceName',
-    104: 'tagged fields of AlterConfigsResourceResponse',
-    109: 'ErrorCode',
-    111: 'ErrorMessage',
-    112: 'ResourceType',
-    114: 'ResourceName',
-    115: 'tagged fields of AlterConfigsResourceResponse',
-    116: 'tagged fields of AlterConfigsResourceResponse',
-    124: 'ErrorCode',
-    125: 'ErrorMessage',
-    126: 'ResourceType',
-    127: 'ResourceName',
-    129: 'tagged fields of AlterConfigsResourceResponse',
-    136: 'ThrottleTimeMs',
-    138: 'Responses',
-    145: 'Responses',
-    153: 'ThrottleTimeMs',
-    155: 'Responses',
+    90: 'ErrorCode',
+    92: 'ErrorMessage',
+    93: 'ResourceType',
+    95: 'ResourceName',
+    101: 'ErrorCode',
+    102: 'ErrorMessage',
+    103: 'ResourceType',
+    104: 'ResourceName',
+    106: 'tagged fields of AlterConfigsResourceResponse',
+    111: 'ErrorCode',
+    113: 'ErrorMessage',
+    114: 'ResourceType',
+    116: 'ResourceName',
+    117: 'tagged fields of AlterConfigsResourceResponse',
+    118: 'tagged fields of AlterConfigsResourceResponse',
+    126: 'ErrorCode',
+    127: 'ErrorMessage',
+    128: 'ResourceType',
+    129: 'ResourceName',
+    131: 'tagged fields of AlterConfigsResourceResponse',
+    138: 'ThrottleTimeMs',
+    140: 'Responses',
+    147: 'Responses',
+    155: 'ThrottleTimeMs',
     157: 'Responses',
-    159: 'tagged fields of IncrementalAlterConfigsResponse',
-    164: 'ThrottleTimeMs',
-    166: 'Responses',
-    170: 'Responses',
-    177: 'Responses',
-    180: 'tagged fields of IncrementalAlterConfigsResponse',
-    181: 'tagged fields of IncrementalAlterConfigsResponse',
-    189: 'ThrottleTimeMs',
-    191: 'Responses',
-    194: 'Responses',
+    159: 'Responses',
+    161: 'tagged fields of IncrementalAlterConfigsResponse',
+    166: 'ThrottleTimeMs',
+    168: 'Responses',
+    172: 'Responses',
+    179: 'Responses',
+    182: 'tagged fields of IncrementalAlterConfigsResponse',
+    183: 'tagged fields of IncrementalAlterConfigsResponse',
+    191: 'ThrottleTimeMs',
+    193: 'Responses',
     196: 'Responses',
-    198: 'tagged fields of IncrementalAlterConfigsResponse',
+    198: 'Responses',
+    200: 'tagged fields of IncrementalAlterConfigsResponse',
 }

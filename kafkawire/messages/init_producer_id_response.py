@@ -2,6 +2,8 @@
 # From schemas/clients/InitProducerIdResponse.json (sha256 94e77afef19d17df83a5a59525caaa4a93c21f8666778e8cc2969f4703299fc1):
 # change the schema and run `kafkawire codegen`.
 """InitProducerIdResponse: apiKey 22, response, versions 0-6, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -27,7 +29,7 @@ class InitProducerIdResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/InitProducerIdResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, producer_id=-1, producer_epoch=0, ongoing_txn_producer_id=-1, ongoing_txn_producer_epoch=-1):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, producer_id: int = -1, producer_epoch: int = 0, ongoing_txn_producer_id: int = -1, ongoing_txn_producer_epoch: int = -1) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.producer_id = producer_id
@@ -177,49 +179,49 @@ InitProducerIdResponse._ENCODERS = {0: _encode_InitProducerIdResponse_v0, 1: _en
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    66: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
-    75: 'OngoingTxnProducerId',
-    76: 'OngoingTxnProducerId',
-    77: 'OngoingTxnProducerEpoch',
-    78: 'OngoingTxnProducerEpoch',
-    79: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
-    81: 'tagged fields of InitProducerIdResponse',
-    85: 'OngoingTxnProducerId',
-    86: 'OngoingTxnProducerId',
-    87: 'OngoingTxnProducerEpoch',
-    88: 'OngoingTxnProducerEpoch',
-    89: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
-    91: 'tagged fields of InitProducerIdResponse',
-    96: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
-    100: 'tagged fields of InitProducerIdResponse',
-    101: 'tagged fields of InitProducerIdResponse',
-    109: 'OngoingTxnProducerId',
-    110: 'OngoingTxnProducerId',
-    111: 'OngoingTxnProducerEpoch',
-    112: 'OngoingTxnProducerEpoch',
-    113: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
-    115: 'tagged fields of InitProducerIdResponse',
-    121: 'OngoingTxnProducerId',
-    122: 'OngoingTxnProducerId',
-    123: 'OngoingTxnProducerEpoch',
-    124: 'OngoingTxnProducerEpoch',
-    125: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
-    127: 'tagged fields of InitProducerIdResponse',
-    133: 'OngoingTxnProducerId',
-    134: 'OngoingTxnProducerId',
-    135: 'OngoingTxnProducerEpoch',
-    136: 'OngoingTxnProducerEpoch',
-    137: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
-    139: 'tagged fields of InitProducerIdResponse',
-    145: 'OngoingTxnProducerId',
-    146: 'OngoingTxnProducerId',
-    147: 'OngoingTxnProducerEpoch',
-    148: 'OngoingTxnProducerEpoch',
-    149: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
-    151: 'tagged fields of InitProducerIdResponse',
-    158: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('OngoingTxnProducerId', 'ongoing_txn_producer_id', 'q'), ('OngoingTxnProducerEpoch', 'ongoing_txn_producer_epoch', 'h')),
-    160: 'tagged fields of InitProducerIdResponse',
-    161: 'tagged fields of InitProducerIdResponse',
-    169: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('OngoingTxnProducerId', 'ongoing_txn_producer_id', 'q'), ('OngoingTxnProducerEpoch', 'ongoing_txn_producer_epoch', 'h')),
-    171: 'tagged fields of InitProducerIdResponse',
+    68: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
+    77: 'OngoingTxnProducerId',
+    78: 'OngoingTxnProducerId',
+    79: 'OngoingTxnProducerEpoch',
+    80: 'OngoingTxnProducerEpoch',
+    81: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
+    83: 'tagged fields of InitProducerIdResponse',
+    87: 'OngoingTxnProducerId',
+    88: 'OngoingTxnProducerId',
+    89: 'OngoingTxnProducerEpoch',
+    90: 'OngoingTxnProducerEpoch',
+    91: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
+    93: 'tagged fields of InitProducerIdResponse',
+    98: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
+    102: 'tagged fields of InitProducerIdResponse',
+    103: 'tagged fields of InitProducerIdResponse',
+    111: 'OngoingTxnProducerId',
+    112: 'OngoingTxnProducerId',
+    113: 'OngoingTxnProducerEpoch',
+    114: 'OngoingTxnProducerEpoch',
+    115: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
+    117: 'tagged fields of InitProducerIdResponse',
+    123: 'OngoingTxnProducerId',
+    124: 'OngoingTxnProducerId',
+    125: 'OngoingTxnProducerEpoch',
+    126: 'OngoingTxnProducerEpoch',
+    127: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
+    129: 'tagged fields of InitProducerIdResponse',
+    135: 'OngoingTxnProducerId',
+    136: 'OngoingTxnProducerId',
+    137: 'OngoingTxnProducerEpoch',
+    138: 'OngoingTxnProducerEpoch',
+    139: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
+    141: 'tagged fields of InitProducerIdResponse',
+    147: 'OngoingTxnProducerId',
+    148: 'OngoingTxnProducerId',
+    149: 'OngoingTxnProducerEpoch',
+    150: 'OngoingTxnProducerEpoch',
+    151: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
+    153: 'tagged fields of InitProducerIdResponse',
+    160: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('OngoingTxnProducerId', 'ongoing_txn_producer_id', 'q'), ('OngoingTxnProducerEpoch', 'ongoing_txn_producer_epoch', 'h')),
+    162: 'tagged fields of InitProducerIdResponse',
+    163: 'tagged fields of InitProducerIdResponse',
+    171: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('OngoingTxnProducerId', 'ongoing_txn_producer_id', 'q'), ('OngoingTxnProducerEpoch', 'ongoing_txn_producer_epoch', 'h')),
+    173: 'tagged fields of InitProducerIdResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/InitializeShareGroupStateRequest.json (sha256 05e32036b8762778f37da4b6e91edaff06cb9a2b4aede47e2613981f101f2254):
 # change the schema and run `kafkawire codegen`.
 """InitializeShareGroupStateRequest: apiKey 83, request, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -22,7 +24,7 @@ class PartitionData(_message.Struct):
     MESSAGE = 'InitializeShareGroupStateRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, partition=0, state_epoch=0, start_offset=0):
+    def __init__(self, *, partition: int = 0, state_epoch: int = 0, start_offset: int = 0) -> None:
         self.partition = partition
         self.state_epoch = state_epoch
         self.start_offset = start_offset
@@ -36,7 +38,7 @@ class InitializeStateData(_message.Struct):
     MESSAGE = 'InitializeShareGroupStateRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_id=_ZERO_UUID, partitions=_MISSING):
+    def __init__(self, *, topic_id: _UUID = _ZERO_UUID, partitions: list[PartitionData] = _MISSING) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -53,7 +55,7 @@ class InitializeShareGroupStateRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/InitializeShareGroupStateRequest.json'
 
-    def __init__(self, *, group_id='', topics=_MISSING):
+    def __init__(self, *, group_id: str = '', topics: list[InitializeStateData] = _MISSING) -> None:
         self.group_id = group_id
         self.topics = [] if topics is _MISSING else topics
         self._unknown_tagged_fields = ()
@@ -213,31 +215,31 @@ InitializeShareGroupStateRequest._ENCODERS = {0: _encode_InitializeShareGroupSta
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    110: (('Partition', 'partition', 'i'), ('StateEpoch', 'state_epoch', 'i'), ('StartOffset', 'start_offset', 'q')),
-    112: 'tagged fields of PartitionData',
-    113: 'tagged fields of PartitionData',
-    121: (('Partition', 'partition', 'i'), ('StateEpoch', 'state_epoch', 'i'), ('StartOffset', 'start_offset', 'q')),
-    123: 'tagged fields of PartitionData',
-    130: 'TopicId',
-    131: 'Partitions',
-    135: 'Partitions',
-    142: 'Partitions',
-    145: 'tagged fields of InitializeStateData',
-    146: 'tagged fields of InitializeStateData',
-    154: 'TopicId',
-    156: 'Partitions',
-    159: 'Partitions',
+    112: (('Partition', 'partition', 'i'), ('StateEpoch', 'state_epoch', 'i'), ('StartOffset', 'start_offset', 'q')),
+    114: 'tagged fields of PartitionData',
+    115: 'tagged fields of PartitionData',
+    123: (('Partition', 'partition', 'i'), ('StateEpoch', 'state_epoch', 'i'), ('StartOffset', 'start_offset', 'q')),
+    125: 'tagged fields of PartitionData',
+    132: 'TopicId',
+    133: 'Partitions',
+    137: 'Partitions',
+    144: 'Partitions',
+    147: 'tagged fields of InitializeStateData',
+    148: 'tagged fields of InitializeStateData',
+    156: 'TopicId',
+    158: 'Partitions',
     161: 'Partitions',
-    163: 'tagged fields of InitializeStateData',
-    170: 'GroupId',
-    171: 'Topics',
-    175: 'Topics',
-    182: 'Topics',
-    185: 'tagged fields of InitializeShareGroupStateRequest',
-    186: 'tagged fields of InitializeShareGroupStateRequest',
-    194: 'GroupId',
-    196: 'Topics',
-    199: 'Topics',
+    163: 'Partitions',
+    165: 'tagged fields of InitializeStateData',
+    172: 'GroupId',
+    173: 'Topics',
+    177: 'Topics',
+    184: 'Topics',
+    187: 'tagged fields of InitializeShareGroupStateRequest',
+    188: 'tagged fields of InitializeShareGroupStateRequest',
+    196: 'GroupId',
+    198: 'Topics',
     201: 'Topics',
-    203: 'tagged fields of InitializeShareGroupStateRequest',
+    203: 'Topics',
+    205: 'tagged fields of InitializeShareGroupStateRequest',
 }

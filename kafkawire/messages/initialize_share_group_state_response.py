@@ -2,6 +2,8 @@
 # From schemas/clients/InitializeShareGroupStateResponse.json (sha256 f25e9f76f87ad80935e44d03132bdc42c73301e7fb234d143e909e5107ebb9a8):
 # change the schema and run `kafkawire codegen`.
 """InitializeShareGroupStateResponse: apiKey 83, response, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -22,7 +24,7 @@ class PartitionResult(_message.Struct):
     MESSAGE = 'InitializeShareGroupStateResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, partition=0, error_code=0, error_message=None):
+    def __init__(self, *, partition: int = 0, error_code: int = 0, error_message: str | None = None) -> None:
         self.partition = partition
         self.error_code = error_code
         self.error_message = error_message
@@ -36,7 +38,7 @@ class InitializeStateResult(_message.Struct):
     MESSAGE = 'InitializeShareGroupStateResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_id=_ZERO_UUID, partitions=_MISSING):
+    def __init__(self, *, topic_id: _UUID = _ZERO_UUID, partitions: list[PartitionResult] = _MISSING) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -53,7 +55,7 @@ class InitializeShareGroupStateResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/InitializeShareGroupStateResponse.json'
 
-    def __init__(self, *, results=_MISSING):
+    def __init__(self, *, results: list[InitializeStateResult] = _MISSING) -> None:
         self.results = [] if results is _MISSING else results
         self._unknown_tagged_fields = ()
 
@@ -210,31 +212,31 @@ InitializeShareGroupStateResponse._ENCODERS = {0: _encode_InitializeShareGroupSt
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    107: (('Partition', 'partition', 'i'), ('ErrorCode', 'error_code', 'h')),
-    109: 'ErrorMessage',
-    110: 'tagged fields of PartitionResult',
-    111: 'tagged fields of PartitionResult',
-    119: (('Partition', 'partition', 'i'), ('ErrorCode', 'error_code', 'h')),
-    120: 'ErrorMessage',
-    122: 'tagged fields of PartitionResult',
-    129: 'TopicId',
-    130: 'Partitions',
-    134: 'Partitions',
-    141: 'Partitions',
-    144: 'tagged fields of InitializeStateResult',
-    145: 'tagged fields of InitializeStateResult',
-    153: 'TopicId',
-    155: 'Partitions',
-    158: 'Partitions',
+    109: (('Partition', 'partition', 'i'), ('ErrorCode', 'error_code', 'h')),
+    111: 'ErrorMessage',
+    112: 'tagged fields of PartitionResult',
+    113: 'tagged fields of PartitionResult',
+    121: (('Partition', 'partition', 'i'), ('ErrorCode', 'error_code', 'h')),
+    122: 'ErrorMessage',
+    124: 'tagged fields of PartitionResult',
+    131: 'TopicId',
+    132: 'Partitions',
+    136: 'Partitions',
+    143: 'Partitions',
+    146: 'tagged fields of InitializeStateResult',
+    147: 'tagged fields of InitializeStateResult',
+    155: 'TopicId',
+    157: 'Partitions',
     160: 'Partitions',
-    162: 'tagged fields of InitializeStateResult',
-    169: 'Results',
-    173: 'Results',
-    180: 'Results',
-    183: 'tagged fields of InitializeShareGroupStateResponse',
-    184: 'tagged fields of InitializeShareGroupStateResponse',
-    193: 'Results',
-    196: 'Results',
+    162: 'Partitions',
+    164: 'tagged fields of InitializeStateResult',
+    171: 'Results',
+    175: 'Results',
+    182: 'Results',
+    185: 'tagged fields of InitializeShareGroupStateResponse',
+    186: 'tagged fields of InitializeShareGroupStateResponse',
+    195: 'Results',
     198: 'Results',
-    200: 'tagged fields of InitializeShareGroupStateResponse',
+    200: 'Results',
+    202: 'tagged fields of InitializeShareGroupStateResponse',
 }

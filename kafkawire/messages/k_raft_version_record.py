@@ -2,6 +2,8 @@
 # From schemas/clients/KRaftVersionRecord.json (sha256 5f7a1f9f272df00763cdc0f067f824adb458fc93287069183ab790da73d58872):
 # change the schema and run `kafkawire codegen`.
 """KRaftVersionRecord: data, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class KRaftVersionRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/KRaftVersionRecord.json'
 
-    def __init__(self, *, version=0, k_raft_version=0):
+    def __init__(self, *, version: int = 0, k_raft_version: int = 0) -> None:
         self.version = version
         self.k_raft_version = k_raft_version
         self._unknown_tagged_fields = ()
@@ -72,9 +74,9 @@ KRaftVersionRecord._ENCODERS = {0: _encode_KRaftVersionRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    53: (('Version', 'version', 'h'), ('KRaftVersion', 'k_raft_version', 'h')),
-    55: 'tagged fields of KRaftVersionRecord',
-    56: 'tagged fields of KRaftVersionRecord',
-    64: (('Version', 'version', 'h'), ('KRaftVersion', 'k_raft_version', 'h')),
-    66: 'tagged fields of KRaftVersionRecord',
+    55: (('Version', 'version', 'h'), ('KRaftVersion', 'k_raft_version', 'h')),
+    57: 'tagged fields of KRaftVersionRecord',
+    58: 'tagged fields of KRaftVersionRecord',
+    66: (('Version', 'version', 'h'), ('KRaftVersion', 'k_raft_version', 'h')),
+    68: 'tagged fields of KRaftVersionRecord',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/LeaderChangeMessage.json (sha256 b06cf75321b3ca5bf1c6f3a71b3dda0b77a3169de76105d05813d0391c3a67eb):
 # change the schema and run `kafkawire codegen`.
 """LeaderChangeMessage: data, versions 0-1, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class Voter(_message.Struct):
     MESSAGE = 'LeaderChangeMessage'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, voter_id=0, voter_directory_id=_ZERO_UUID):
+    def __init__(self, *, voter_id: int = 0, voter_directory_id: _UUID = _ZERO_UUID) -> None:
         self.voter_id = voter_id
         self.voter_directory_id = voter_directory_id
         self._unknown_tagged_fields = ()
@@ -40,7 +42,7 @@ class LeaderChangeMessage(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/LeaderChangeMessage.json'
 
-    def __init__(self, *, version=0, leader_id=0, voters=_MISSING, granting_voters=_MISSING):
+    def __init__(self, *, version: int = 0, leader_id: int = 0, voters: list[Voter] = _MISSING, granting_voters: list[Voter] = _MISSING) -> None:
         self.version = version
         self.leader_id = leader_id
         self.voters = [] if voters is _MISSING else voters
@@ -257,52 +259,52 @@ LeaderChangeMessage._ENCODERS = {0: _encode_LeaderChangeMessage_v0, 1: _encode_L
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    87: 'VoterId',
-    90: 'tagged fields of Voter',
-    91: 'tagged fields of Voter',
-    99: 'VoterDirectoryId',
-    100: 'VoterDirectoryId',
-    101: 'VoterId',
-    103: 'tagged fields of Voter',
-    110: 'VoterId',
-    112: 'VoterDirectoryId',
-    113: 'tagged fields of Voter',
-    114: 'tagged fields of Voter',
-    122: 'VoterId',
-    123: 'VoterDirectoryId',
-    125: 'tagged fields of Voter',
-    132: (('Version', 'version', 'h'), ('LeaderId', 'leader_id', 'i')),
-    134: 'Voters',
-    138: 'Voters',
-    145: 'Voters',
-    148: 'GrantingVoters',
-    152: 'GrantingVoters',
-    159: 'GrantingVoters',
-    162: 'tagged fields of LeaderChangeMessage',
-    163: 'tagged fields of LeaderChangeMessage',
-    171: (('Version', 'version', 'h'), ('LeaderId', 'leader_id', 'i')),
-    173: 'Voters',
-    176: 'Voters',
+    89: 'VoterId',
+    92: 'tagged fields of Voter',
+    93: 'tagged fields of Voter',
+    101: 'VoterDirectoryId',
+    102: 'VoterDirectoryId',
+    103: 'VoterId',
+    105: 'tagged fields of Voter',
+    112: 'VoterId',
+    114: 'VoterDirectoryId',
+    115: 'tagged fields of Voter',
+    116: 'tagged fields of Voter',
+    124: 'VoterId',
+    125: 'VoterDirectoryId',
+    127: 'tagged fields of Voter',
+    134: (('Version', 'version', 'h'), ('LeaderId', 'leader_id', 'i')),
+    136: 'Voters',
+    140: 'Voters',
+    147: 'Voters',
+    150: 'GrantingVoters',
+    154: 'GrantingVoters',
+    161: 'GrantingVoters',
+    164: 'tagged fields of LeaderChangeMessage',
+    165: 'tagged fields of LeaderChangeMessage',
+    173: (('Version', 'version', 'h'), ('LeaderId', 'leader_id', 'i')),
+    175: 'Voters',
     178: 'Voters',
-    180: 'GrantingVoters',
-    183: 'GrantingVoters',
+    180: 'Voters',
+    182: 'GrantingVoters',
     185: 'GrantingVoters',
-    187: 'tagged fields of LeaderChangeMessage',
-    194: (('Version', 'version', 'h'), ('LeaderId', 'leader_id', 'i')),
-    196: 'Voters',
-    200: 'Voters',
-    207: 'Voters',
-    210: 'GrantingVoters',
-    214: 'GrantingVoters',
-    221: 'GrantingVoters',
-    224: 'tagged fields of LeaderChangeMessage',
-    225: 'tagged fields of LeaderChangeMessage',
-    233: (('Version', 'version', 'h'), ('LeaderId', 'leader_id', 'i')),
-    235: 'Voters',
-    238: 'Voters',
+    187: 'GrantingVoters',
+    189: 'tagged fields of LeaderChangeMessage',
+    196: (('Version', 'version', 'h'), ('LeaderId', 'leader_id', 'i')),
+    198: 'Voters',
+    202: 'Voters',
+    209: 'Voters',
+    212: 'GrantingVoters',
+    216: 'GrantingVoters',
+    223: 'GrantingVoters',
+    226: 'tagged fields of LeaderChangeMessage',
+    227: 'tagged fields of LeaderChangeMessage',
+    235: (('Version', 'version', 'h'), ('LeaderId', 'leader_id', 'i')),
+    237: 'Voters',
     240: 'Voters',
-    242: 'GrantingVoters',
-    245: 'GrantingVoters',
+    242: 'Voters',
+    244: 'GrantingVoters',
     247: 'GrantingVoters',
-    249: 'tagged fields of LeaderChangeMessage',
+    249: 'GrantingVoters',
+    251: 'tagged fields of LeaderChangeMessage',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/LeaveGroupResponse.json (sha256 4f868e751c0689bc6d05eaf61c6ff19fc4cbd64dcc12306023a278ae9a8d8636):
 # change the schema and run `kafkawire codegen`.
 """LeaveGroupResponse: apiKey 13, response, versions 0-5, flexible 4+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class MemberResponse(_message.Struct):
     MESSAGE = 'LeaveGroupResponse'
     FLEXIBLE_VERSIONS = (4, 32767)
 
-    def __init__(self, *, member_id='', group_instance_id='', error_code=0):
+    def __init__(self, *, member_id: str = '', group_instance_id: str | None = '', error_code: int = 0) -> None:
         self.member_id = member_id
         self.group_instance_id = group_instance_id
         self.error_code = error_code
@@ -41,7 +43,7 @@ class LeaveGroupResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/LeaveGroupResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, members=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, members: list[MemberResponse] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.members = [] if members is _MISSING else members
@@ -242,52 +244,52 @@ LeaveGroupResponse._ENCODERS = {0: _encode_LeaveGroupResponse_v0, 1: _encode_Lea
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    87: 'MemberId',
-    88: 'GroupInstanceId',
-    89: 'ErrorCode',
-    96: 'MemberId',
-    97: 'GroupInstanceId',
-    98: 'ErrorCode',
-    100: 'tagged fields of MemberResponse',
-    105: 'MemberId',
-    106: 'GroupInstanceId',
-    107: 'ErrorCode',
-    109: 'tagged fields of MemberResponse',
-    110: 'tagged fields of MemberResponse',
-    118: 'MemberId',
-    119: 'GroupInstanceId',
-    120: 'ErrorCode',
-    122: 'tagged fields of MemberResponse',
-    129: 'ErrorCode',
-    138: 'Members',
-    139: 'Members',
-    140: 'ErrorCode',
-    142: 'tagged fields of LeaveGroupResponse',
-    147: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    155: 'Members',
-    156: 'Members',
-    157: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    159: 'tagged fields of LeaveGroupResponse',
-    163: 'Members',
-    164: 'Members',
-    165: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    167: 'tagged fields of LeaveGroupResponse',
-    172: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    174: 'Members',
-    181: 'Members',
-    189: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    191: 'Members',
+    89: 'MemberId',
+    90: 'GroupInstanceId',
+    91: 'ErrorCode',
+    98: 'MemberId',
+    99: 'GroupInstanceId',
+    100: 'ErrorCode',
+    102: 'tagged fields of MemberResponse',
+    107: 'MemberId',
+    108: 'GroupInstanceId',
+    109: 'ErrorCode',
+    111: 'tagged fields of MemberResponse',
+    112: 'tagged fields of MemberResponse',
+    120: 'MemberId',
+    121: 'GroupInstanceId',
+    122: 'ErrorCode',
+    124: 'tagged fields of MemberResponse',
+    131: 'ErrorCode',
+    140: 'Members',
+    141: 'Members',
+    142: 'ErrorCode',
+    144: 'tagged fields of LeaveGroupResponse',
+    149: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    157: 'Members',
+    158: 'Members',
+    159: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    161: 'tagged fields of LeaveGroupResponse',
+    165: 'Members',
+    166: 'Members',
+    167: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    169: 'tagged fields of LeaveGroupResponse',
+    174: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    176: 'Members',
+    183: 'Members',
+    191: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
     193: 'Members',
-    195: 'tagged fields of LeaveGroupResponse',
-    200: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    202: 'Members',
-    206: 'Members',
-    213: 'Members',
-    216: 'tagged fields of LeaveGroupResponse',
-    217: 'tagged fields of LeaveGroupResponse',
-    225: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    227: 'Members',
-    230: 'Members',
+    195: 'Members',
+    197: 'tagged fields of LeaveGroupResponse',
+    202: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    204: 'Members',
+    208: 'Members',
+    215: 'Members',
+    218: 'tagged fields of LeaveGroupResponse',
+    219: 'tagged fields of LeaveGroupResponse',
+    227: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    229: 'Members',
     232: 'Members',
-    234: 'tagged fields of LeaveGroupResponse',
+    234: 'Members',
+    236: 'tagged fields of LeaveGroupResponse',
 }

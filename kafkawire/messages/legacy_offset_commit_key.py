@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/LegacyOffsetCommitKey.json (sha256 058a94f852024b60bb71cf950e34c79f299ee284eeb6c6ce163664c1c2d36da2):
 # change the schema and run `kafkawire codegen`.
 """LegacyOffsetCommitKey: apiKey 0, coordinator-key, versions 0, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class LegacyOffsetCommitKey(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/LegacyOffsetCommitKey.json'
 
-    def __init__(self, *, group='', topic='', partition=0):
+    def __init__(self, *, group: str = '', topic: str = '', partition: int = 0) -> None:
         self.group = group
         self.topic = topic
         self.partition = partition
@@ -73,11 +75,11 @@ LegacyOffsetCommitKey._ENCODERS = {0: _encode_LegacyOffsetCommitKey_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    56: 'group',
-    57: 'topic',
-    58: 'partition',
-    65: 'group',
-    66: 'topic',
-    67: 'partition',
-    69: 'tagged fields of LegacyOffsetCommitKey',
+    58: 'group',
+    59: 'topic',
+    60: 'partition',
+    67: 'group',
+    68: 'topic',
+    69: 'partition',
+    71: 'tagged fields of LegacyOffsetCommitKey',
 }

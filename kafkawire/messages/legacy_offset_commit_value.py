@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/LegacyOffsetCommitValue.json (sha256 2395ed8d39e9bf9ed0f8c43fc2728c63ce1a065194503b5e4b50c9a5e61f6ccd):
 # change the schema and run `kafkawire codegen`.
 """LegacyOffsetCommitValue: apiKey 0, coordinator-value, versions 0, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class LegacyOffsetCommitValue(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/LegacyOffsetCommitValue.json'
 
-    def __init__(self, *, offset=0, metadata='', commit_timestamp=0):
+    def __init__(self, *, offset: int = 0, metadata: str = '', commit_timestamp: int = 0) -> None:
         self.offset = offset
         self.metadata = metadata
         self.commit_timestamp = commit_timestamp
@@ -74,11 +76,11 @@ LegacyOffsetCommitValue._ENCODERS = {0: _encode_LegacyOffsetCommitValue_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    56: 'offset',
-    58: 'metadata',
-    59: 'commitTimestamp',
-    66: 'offset',
-    67: 'metadata',
-    68: 'commitTimestamp',
-    70: 'tagged fields of LegacyOffsetCommitValue',
+    58: 'offset',
+    60: 'metadata',
+    61: 'commitTimestamp',
+    68: 'offset',
+    69: 'metadata',
+    70: 'commitTimestamp',
+    72: 'tagged fields of LegacyOffsetCommitValue',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/ListConfigResourcesRequest.json (sha256 4fcae7f7130c170279db90e62b7f1f416254628c9b3a160c5d2329e3e65f5475):
 # change the schema and run `kafkawire codegen`.
 """ListConfigResourcesRequest: apiKey 74, request, versions 0-1, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class ListConfigResourcesRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ListConfigResourcesRequest.json'
 
-    def __init__(self, *, resource_types=_MISSING):
+    def __init__(self, *, resource_types: list[int] = _MISSING) -> None:
         self.resource_types = [] if resource_types is _MISSING else resource_types
         self._unknown_tagged_fields = ()
 
@@ -103,18 +105,18 @@ ListConfigResourcesRequest._ENCODERS = {0: _encode_ListConfigResourcesRequest_v0
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    51: 'tagged fields of ListConfigResourcesRequest',
-    52: 'tagged fields of ListConfigResourcesRequest',
-    60: 'ResourceTypes',
-    61: 'ResourceTypes',
-    63: 'tagged fields of ListConfigResourcesRequest',
-    70: 'ResourceTypes',
-    74: 'ResourceTypes',
-    78: 'ResourceTypes',
-    80: 'tagged fields of ListConfigResourcesRequest',
-    81: 'tagged fields of ListConfigResourcesRequest',
-    90: 'ResourceTypes',
-    93: 'ResourceTypes',
+    53: 'tagged fields of ListConfigResourcesRequest',
+    54: 'tagged fields of ListConfigResourcesRequest',
+    62: 'ResourceTypes',
+    63: 'ResourceTypes',
+    65: 'tagged fields of ListConfigResourcesRequest',
+    72: 'ResourceTypes',
+    76: 'ResourceTypes',
+    80: 'ResourceTypes',
+    82: 'tagged fields of ListConfigResourcesRequest',
+    83: 'tagged fields of ListConfigResourcesRequest',
+    92: 'ResourceTypes',
     95: 'ResourceTypes',
-    97: 'tagged fields of ListConfigResourcesRequest',
+    97: 'ResourceTypes',
+    99: 'tagged fields of ListConfigResourcesRequest',
 }

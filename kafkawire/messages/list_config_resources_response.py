@@ -2,6 +2,8 @@
 # From schemas/clients/ListConfigResourcesResponse.json (sha256 a581102c92f986bee575678864c8ce85ae0b8ad1f014e2dbeded97548b86a38e):
 # change the schema and run `kafkawire codegen`.
 """ListConfigResourcesResponse: apiKey 74, response, versions 0-1, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class ConfigResource(_message.Struct):
     MESSAGE = 'ListConfigResourcesResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, resource_name='', resource_type=16):
+    def __init__(self, *, resource_name: str = '', resource_type: int = 16) -> None:
         self.resource_name = resource_name
         self.resource_type = resource_type
         self._unknown_tagged_fields = ()
@@ -40,7 +42,7 @@ class ListConfigResourcesResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ListConfigResourcesResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, config_resources=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, config_resources: list[ConfigResource] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.config_resources = [] if config_resources is _MISSING else config_resources
@@ -209,38 +211,38 @@ ListConfigResourcesResponse._ENCODERS = {0: _encode_ListConfigResourcesResponse_
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    84: 'ResourceName',
-    86: 'tagged fields of ConfigResource',
-    87: 'tagged fields of ConfigResource',
-    95: 'ResourceName',
-    97: 'tagged fields of ConfigResource',
-    104: 'ResourceName',
-    105: 'ResourceType',
-    107: 'tagged fields of ConfigResource',
-    108: 'tagged fields of ConfigResource',
-    116: 'ResourceName',
-    117: 'ResourceType',
-    119: 'tagged fields of ConfigResource',
-    126: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    128: 'ConfigResources',
-    132: 'ConfigResources',
-    139: 'ConfigResources',
-    142: 'tagged fields of ListConfigResourcesResponse',
-    143: 'tagged fields of ListConfigResourcesResponse',
-    151: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    153: 'ConfigResources',
-    156: 'ConfigResources',
+    86: 'ResourceName',
+    88: 'tagged fields of ConfigResource',
+    89: 'tagged fields of ConfigResource',
+    97: 'ResourceName',
+    99: 'tagged fields of ConfigResource',
+    106: 'ResourceName',
+    107: 'ResourceType',
+    109: 'tagged fields of ConfigResource',
+    110: 'tagged fields of ConfigResource',
+    118: 'ResourceName',
+    119: 'ResourceType',
+    121: 'tagged fields of ConfigResource',
+    128: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    130: 'ConfigResources',
+    134: 'ConfigResources',
+    141: 'ConfigResources',
+    144: 'tagged fields of ListConfigResourcesResponse',
+    145: 'tagged fields of ListConfigResourcesResponse',
+    153: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    155: 'ConfigResources',
     158: 'ConfigResources',
-    160: 'tagged fields of ListConfigResourcesResponse',
-    167: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    169: 'ConfigResources',
-    173: 'ConfigResources',
-    180: 'ConfigResources',
-    183: 'tagged fields of ListConfigResourcesResponse',
-    184: 'tagged fields of ListConfigResourcesResponse',
-    192: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    194: 'ConfigResources',
-    197: 'ConfigResources',
+    160: 'ConfigResources',
+    162: 'tagged fields of ListConfigResourcesResponse',
+    169: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    171: 'ConfigResources',
+    175: 'ConfigResources',
+    182: 'ConfigResources',
+    185: 'tagged fields of ListConfigResourcesResponse',
+    186: 'tagged fields of ListConfigResourcesResponse',
+    194: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    196: 'ConfigResources',
     199: 'ConfigResources',
-    201: 'tagged fields of ListConfigResourcesResponse',
+    201: 'ConfigResources',
+    203: 'tagged fields of ListConfigResourcesResponse',
 }

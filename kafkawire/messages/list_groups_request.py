@@ -2,6 +2,8 @@
 # From schemas/clients/ListGroupsRequest.json (sha256 34525f7c85f469830ca1db306ef2f5702cf51214860ced827c009ccdb9bf01f5):
 # change the schema and run `kafkawire codegen`.
 """ListGroupsRequest: apiKey 16, request, versions 0-5, flexible 3+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class ListGroupsRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ListGroupsRequest.json'
 
-    def __init__(self, *, states_filter=_MISSING, types_filter=_MISSING):
+    def __init__(self, *, states_filter: list[str] = _MISSING, types_filter: list[str] = _MISSING) -> None:
         self.states_filter = [] if states_filter is _MISSING else states_filter
         self.types_filter = [] if types_filter is _MISSING else types_filter
         self._unknown_tagged_fields = ()
@@ -209,52 +211,52 @@ ListGroupsRequest._ENCODERS = {0: _encode_ListGroupsRequest_v0, 1: _encode_ListG
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    59: 'StatesFilter',
-    60: 'StatesFilter',
-    61: 'TypesFilter',
-    62: 'TypesFilter',
-    64: 'tagged fields of ListGroupsRequest',
-    68: 'StatesFilter',
-    69: 'StatesFilter',
-    70: 'TypesFilter',
-    71: 'TypesFilter',
-    73: 'tagged fields of ListGroupsRequest',
-    77: 'StatesFilter',
-    78: 'StatesFilter',
-    79: 'TypesFilter',
-    80: 'TypesFilter',
-    82: 'tagged fields of ListGroupsRequest',
-    89: 'tagged fields of ListGroupsRequest',
-    90: 'tagged fields of ListGroupsRequest',
-    98: 'StatesFilter',
-    99: 'StatesFilter',
-    100: 'TypesFilter',
-    101: 'TypesFilter',
-    103: 'tagged fields of ListGroupsRequest',
-    110: 'StatesFilter',
-    114: 'StatesFilter',
-    121: 'StatesFilter',
-    125: 'tagged fields of ListGroupsRequest',
-    126: 'tagged fields of ListGroupsRequest',
-    134: 'TypesFilter',
-    135: 'TypesFilter',
-    137: 'StatesFilter',
-    140: 'StatesFilter',
+    61: 'StatesFilter',
+    62: 'StatesFilter',
+    63: 'TypesFilter',
+    64: 'TypesFilter',
+    66: 'tagged fields of ListGroupsRequest',
+    70: 'StatesFilter',
+    71: 'StatesFilter',
+    72: 'TypesFilter',
+    73: 'TypesFilter',
+    75: 'tagged fields of ListGroupsRequest',
+    79: 'StatesFilter',
+    80: 'StatesFilter',
+    81: 'TypesFilter',
+    82: 'TypesFilter',
+    84: 'tagged fields of ListGroupsRequest',
+    91: 'tagged fields of ListGroupsRequest',
+    92: 'tagged fields of ListGroupsRequest',
+    100: 'StatesFilter',
+    101: 'StatesFilter',
+    102: 'TypesFilter',
+    103: 'TypesFilter',
+    105: 'tagged fields of ListGroupsRequest',
+    112: 'StatesFilter',
+    116: 'StatesFilter',
+    123: 'StatesFilter',
+    127: 'tagged fields of ListGroupsRequest',
+    128: 'tagged fields of ListGroupsRequest',
+    136: 'TypesFilter',
+    137: 'TypesFilter',
+    139: 'StatesFilter',
     142: 'StatesFilter',
-    144: 'tagged fields of ListGroupsRequest',
-    151: 'StatesFilter',
-    155: 'StatesFilter',
-    162: 'StatesFilter',
-    165: 'TypesFilter',
-    169: 'TypesFilter',
-    176: 'TypesFilter',
-    179: 'tagged fields of ListGroupsRequest',
-    180: 'tagged fields of ListGroupsRequest',
-    189: 'StatesFilter',
-    192: 'StatesFilter',
+    144: 'StatesFilter',
+    146: 'tagged fields of ListGroupsRequest',
+    153: 'StatesFilter',
+    157: 'StatesFilter',
+    164: 'StatesFilter',
+    167: 'TypesFilter',
+    171: 'TypesFilter',
+    178: 'TypesFilter',
+    181: 'tagged fields of ListGroupsRequest',
+    182: 'tagged fields of ListGroupsRequest',
+    191: 'StatesFilter',
     194: 'StatesFilter',
-    196: 'TypesFilter',
-    199: 'TypesFilter',
+    196: 'StatesFilter',
+    198: 'TypesFilter',
     201: 'TypesFilter',
-    203: 'tagged fields of ListGroupsRequest',
+    203: 'TypesFilter',
+    205: 'tagged fields of ListGroupsRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/ListPartitionReassignmentsRequest.json (sha256 101de34c54e52b9d52422a4066aec869c3eed0f821f90923d62a09a3fbcc75cf):
 # change the schema and run `kafkawire codegen`.
 """ListPartitionReassignmentsRequest: apiKey 46, request, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class ListPartitionReassignmentsTopics(_message.Struct):
     MESSAGE = 'ListPartitionReassignmentsRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, name='', partition_indexes=_MISSING):
+    def __init__(self, *, name: str = '', partition_indexes: list[int] = _MISSING) -> None:
         self.name = name
         self.partition_indexes = [] if partition_indexes is _MISSING else partition_indexes
         self._unknown_tagged_fields = ()
@@ -40,7 +42,7 @@ class ListPartitionReassignmentsRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ListPartitionReassignmentsRequest.json'
 
-    def __init__(self, *, timeout_ms=60000, topics=None):
+    def __init__(self, *, timeout_ms: int = 60000, topics: list[ListPartitionReassignmentsTopics] | None = None) -> None:
         self.timeout_ms = timeout_ms
         self.topics = topics
         self._unknown_tagged_fields = ()
@@ -159,25 +161,25 @@ ListPartitionReassignmentsRequest._ENCODERS = {0: _encode_ListPartitionReassignm
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    81: 'Name',
-    82: 'PartitionIndexes',
-    86: 'PartitionIndexes',
-    90: 'PartitionIndexes',
-    92: 'tagged fields of ListPartitionReassignmentsTopics',
-    93: 'tagged fields of ListPartitionReassignmentsTopics',
-    101: 'Name',
-    103: 'PartitionIndexes',
-    106: 'PartitionIndexes',
+    83: 'Name',
+    84: 'PartitionIndexes',
+    88: 'PartitionIndexes',
+    92: 'PartitionIndexes',
+    94: 'tagged fields of ListPartitionReassignmentsTopics',
+    95: 'tagged fields of ListPartitionReassignmentsTopics',
+    103: 'Name',
+    105: 'PartitionIndexes',
     108: 'PartitionIndexes',
-    110: 'tagged fields of ListPartitionReassignmentsTopics',
-    117: 'TimeoutMs',
-    119: 'Topics',
-    123: 'Topics',
-    130: 'Topics',
-    135: 'tagged fields of ListPartitionReassignmentsRequest',
-    136: 'tagged fields of ListPartitionReassignmentsRequest',
-    144: 'TimeoutMs',
-    146: 'Topics',
-    149: 'Topics',
-    151: 'tagged fields of ListPartitionReassignmentsRequest',
+    110: 'PartitionIndexes',
+    112: 'tagged fields of ListPartitionReassignmentsTopics',
+    119: 'TimeoutMs',
+    121: 'Topics',
+    125: 'Topics',
+    132: 'Topics',
+    137: 'tagged fields of ListPartitionReassignmentsRequest',
+    138: 'tagged fields of ListPartitionReassignmentsRequest',
+    146: 'TimeoutMs',
+    148: 'Topics',
+    151: 'Topics',
+    153: 'tagged fields of ListPartitionReassignmentsRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/ListPartitionReassignmentsResponse.json (sha256 6a2806a657a3bb5fa5fa4269ffd6d97ca4faba7acc55e831eac0233f307b6e8b):
 # change the schema and run `kafkawire codegen`.
 """ListPartitionReassignmentsResponse: apiKey 46, response, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -24,7 +26,7 @@ class OngoingPartitionReassignment(_message.Struct):
     MESSAGE = 'ListPartitionReassignmentsResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, partition_index=0, replicas=_MISSING, adding_replicas=_MISSING, removing_replicas=_MISSING):
+    def __init__(self, *, partition_index: int = 0, replicas: list[int] = _MISSING, adding_replicas: list[int] = _MISSING, removing_replicas: list[int] = _MISSING) -> None:
         self.partition_index = partition_index
         self.replicas = [] if replicas is _MISSING else replicas
         self.adding_replicas = [] if adding_replicas is _MISSING else adding_replicas
@@ -39,7 +41,7 @@ class OngoingTopicReassignment(_message.Struct):
     MESSAGE = 'ListPartitionReassignmentsResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, name='', partitions=_MISSING):
+    def __init__(self, *, name: str = '', partitions: list[OngoingPartitionReassignment] = _MISSING) -> None:
         self.name = name
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -56,7 +58,7 @@ class ListPartitionReassignmentsResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ListPartitionReassignmentsResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message='', topics=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', topics: list[OngoingTopicReassignment] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -278,51 +280,51 @@ ListPartitionReassignmentsResponse._ENCODERS = {0: _encode_ListPartitionReassign
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    121: 'PartitionIndex',
-    123: 'Replicas',
-    127: 'Replicas',
-    131: 'Replicas',
-    133: 'AddingReplicas',
-    137: 'AddingReplicas',
-    141: 'AddingReplicas',
-    143: 'RemovingReplicas',
-    147: 'RemovingReplicas',
-    151: 'RemovingReplicas',
-    153: 'tagged fields of OngoingPartitionReassignment',
-    154: 'tagged fields of OngoingPartitionReassignment',
-    162: 'PartitionIndex',
-    164: 'Replicas',
-    167: 'Replicas',
+    123: 'PartitionIndex',
+    125: 'Replicas',
+    129: 'Replicas',
+    133: 'Replicas',
+    135: 'AddingReplicas',
+    139: 'AddingReplicas',
+    143: 'AddingReplicas',
+    145: 'RemovingReplicas',
+    149: 'RemovingReplicas',
+    153: 'RemovingReplicas',
+    155: 'tagged fields of OngoingPartitionReassignment',
+    156: 'tagged fields of OngoingPartitionReassignment',
+    164: 'PartitionIndex',
+    166: 'Replicas',
     169: 'Replicas',
-    171: 'AddingReplicas',
-    174: 'AddingReplicas',
+    171: 'Replicas',
+    173: 'AddingReplicas',
     176: 'AddingReplicas',
-    178: 'RemovingReplicas',
-    181: 'RemovingReplicas',
+    178: 'AddingReplicas',
+    180: 'RemovingReplicas',
     183: 'RemovingReplicas',
-    185: 'tagged fields of OngoingPartitionReassignment',
-    192: 'Name',
-    193: 'Partitions',
-    197: 'Partitions',
-    204: 'Partitions',
-    207: 'tagged fields of OngoingTopicReassignment',
-    208: 'tagged fields of OngoingTopicReassignment',
-    216: 'Name',
-    218: 'Partitions',
-    221: 'Partitions',
+    185: 'RemovingReplicas',
+    187: 'tagged fields of OngoingPartitionReassignment',
+    194: 'Name',
+    195: 'Partitions',
+    199: 'Partitions',
+    206: 'Partitions',
+    209: 'tagged fields of OngoingTopicReassignment',
+    210: 'tagged fields of OngoingTopicReassignment',
+    218: 'Name',
+    220: 'Partitions',
     223: 'Partitions',
-    225: 'tagged fields of OngoingTopicReassignment',
-    232: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    234: 'ErrorMessage',
-    235: 'Topics',
-    239: 'Topics',
-    246: 'Topics',
-    249: 'tagged fields of ListPartitionReassignmentsResponse',
-    250: 'tagged fields of ListPartitionReassignmentsResponse',
-    258: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    259: 'ErrorMessage',
-    261: 'Topics',
-    264: 'Topics',
+    225: 'Partitions',
+    227: 'tagged fields of OngoingTopicReassignment',
+    234: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    236: 'ErrorMessage',
+    237: 'Topics',
+    241: 'Topics',
+    248: 'Topics',
+    251: 'tagged fields of ListPartitionReassignmentsResponse',
+    252: 'tagged fields of ListPartitionReassignmentsResponse',
+    260: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    261: 'ErrorMessage',
+    263: 'Topics',
     266: 'Topics',
-    268: 'tagged fields of ListPartitionReassignmentsResponse',
+    268: 'Topics',
+    270: 'tagged fields of ListPartitionReassignmentsResponse',
 }

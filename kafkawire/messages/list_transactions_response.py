@@ -2,6 +2,8 @@
 # From schemas/clients/ListTransactionsResponse.json (sha256 bc7b995f2692b94e5062c1e8e7a904145247ec387cb8785ebf2e502a73ee82b5):
 # change the schema and run `kafkawire codegen`.
 """ListTransactionsResponse: apiKey 66, response, versions 0-2, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class TransactionState(_message.Struct):
     MESSAGE = 'ListTransactionsResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, transactional_id='', producer_id=0, transaction_state=''):
+    def __init__(self, *, transactional_id: str = '', producer_id: int = 0, transaction_state: str = '') -> None:
         self.transactional_id = transactional_id
         self.producer_id = producer_id
         self.transaction_state = transaction_state
@@ -41,7 +43,7 @@ class ListTransactionsResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ListTransactionsResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, unknown_state_filters=_MISSING, transaction_states=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, unknown_state_filters: list[str] = _MISSING, transaction_states: list[TransactionState] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.unknown_state_filters = [] if unknown_state_filters is _MISSING else unknown_state_filters
@@ -177,30 +179,30 @@ ListTransactionsResponse._ENCODERS = {0: _encode_ListTransactionsResponse_v0, 1:
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    90: 'TransactionalId',
-    91: 'ProducerId',
-    93: 'TransactionState',
-    94: 'tagged fields of TransactionState',
-    95: 'tagged fields of TransactionState',
-    103: 'TransactionalId',
-    104: 'ProducerId',
-    105: 'TransactionState',
-    107: 'tagged fields of TransactionState',
-    114: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    116: 'UnknownStateFilters',
-    120: 'UnknownStateFilters',
-    127: 'UnknownStateFilters',
-    130: 'TransactionStates',
-    134: 'TransactionStates',
-    141: 'TransactionStates',
-    144: 'tagged fields of ListTransactionsResponse',
-    145: 'tagged fields of ListTransactionsResponse',
-    153: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    155: 'UnknownStateFilters',
-    158: 'UnknownStateFilters',
+    92: 'TransactionalId',
+    93: 'ProducerId',
+    95: 'TransactionState',
+    96: 'tagged fields of TransactionState',
+    97: 'tagged fields of TransactionState',
+    105: 'TransactionalId',
+    106: 'ProducerId',
+    107: 'TransactionState',
+    109: 'tagged fields of TransactionState',
+    116: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    118: 'UnknownStateFilters',
+    122: 'UnknownStateFilters',
+    129: 'UnknownStateFilters',
+    132: 'TransactionStates',
+    136: 'TransactionStates',
+    143: 'TransactionStates',
+    146: 'tagged fields of ListTransactionsResponse',
+    147: 'tagged fields of ListTransactionsResponse',
+    155: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    157: 'UnknownStateFilters',
     160: 'UnknownStateFilters',
-    162: 'TransactionStates',
-    165: 'TransactionStates',
+    162: 'UnknownStateFilters',
+    164: 'TransactionStates',
     167: 'TransactionStates',
-    169: 'tagged fields of ListTransactionsResponse',
+    169: 'TransactionStates',
+    171: 'tagged fields of ListTransactionsResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/metadata/NoOpRecord.json (sha256 97a1869407b210d46cdda62d883f2812bbc6796636112dd328aa6e37875da756):
 # change the schema and run `kafkawire codegen`.
 """NoOpRecord: apiKey 20, metadata, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class NoOpRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/metadata/NoOpRecord.json'
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._unknown_tagged_fields = ()
 
 
@@ -62,7 +64,7 @@ NoOpRecord._ENCODERS = {0: _encode_NoOpRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    46: 'tagged fields of NoOpRecord',
-    47: 'tagged fields of NoOpRecord',
-    56: 'tagged fields of NoOpRecord',
+    48: 'tagged fields of NoOpRecord',
+    49: 'tagged fields of NoOpRecord',
+    58: 'tagged fields of NoOpRecord',
 }

@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/OffsetCommitValue.json (sha256 6a0fb0baef3cb39d1e61d3a22d6a8a9baa8d8be90ca6bc79856b7bf61744fae8):
 # change the schema and run `kafkawire codegen`.
 """OffsetCommitValue: apiKey 1, coordinator-value, versions 0-4, flexible 4+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -28,7 +30,7 @@ class OffsetCommitValue(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/OffsetCommitValue.json'
 
-    def __init__(self, *, offset=0, leader_epoch=-1, metadata='', commit_timestamp=0, expire_timestamp=-1, topic_id=_ZERO_UUID):
+    def __init__(self, *, offset: int = 0, leader_epoch: int = -1, metadata: str = '', commit_timestamp: int = 0, expire_timestamp: int = -1, topic_id: _UUID = _ZERO_UUID) -> None:
         self.offset = offset
         self.leader_epoch = leader_epoch
         self.metadata = metadata
@@ -192,44 +194,44 @@ OffsetCommitValue._ENCODERS = {0: _encode_OffsetCommitValue_v0, 1: _encode_Offse
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    67: 'offset',
-    69: 'metadata',
-    70: 'commitTimestamp',
-    80: 'offset',
-    81: 'metadata',
-    82: 'commitTimestamp',
-    84: 'tagged fields of OffsetCommitValue',
-    89: 'offset',
-    91: 'metadata',
-    92: (('commitTimestamp', 'commit_timestamp', 'q'), ('expireTimestamp', 'expire_timestamp', 'q')),
-    101: 'offset',
-    102: 'metadata',
-    103: (('commitTimestamp', 'commit_timestamp', 'q'), ('expireTimestamp', 'expire_timestamp', 'q')),
-    105: 'tagged fields of OffsetCommitValue',
-    109: 'offset',
-    110: 'metadata',
-    111: 'commitTimestamp',
-    113: 'tagged fields of OffsetCommitValue',
-    118: (('offset', 'offset', 'q'), ('leaderEpoch', 'leader_epoch', 'i')),
-    120: 'metadata',
-    121: 'commitTimestamp',
-    130: (('offset', 'offset', 'q'), ('leaderEpoch', 'leader_epoch', 'i')),
-    131: 'metadata',
-    132: 'commitTimestamp',
-    134: 'tagged fields of OffsetCommitValue',
-    138: 'tagged fields of OffsetCommitValue',
-    144: 'tagged fields of OffsetCommitValue',
-    147: 'topicId',
+    69: 'offset',
+    71: 'metadata',
+    72: 'commitTimestamp',
+    82: 'offset',
+    83: 'metadata',
+    84: 'commitTimestamp',
+    86: 'tagged fields of OffsetCommitValue',
+    91: 'offset',
+    93: 'metadata',
+    94: (('commitTimestamp', 'commit_timestamp', 'q'), ('expireTimestamp', 'expire_timestamp', 'q')),
+    103: 'offset',
+    104: 'metadata',
+    105: (('commitTimestamp', 'commit_timestamp', 'q'), ('expireTimestamp', 'expire_timestamp', 'q')),
+    107: 'tagged fields of OffsetCommitValue',
+    111: 'offset',
+    112: 'metadata',
+    113: 'commitTimestamp',
+    115: 'tagged fields of OffsetCommitValue',
+    120: (('offset', 'offset', 'q'), ('leaderEpoch', 'leader_epoch', 'i')),
+    122: 'metadata',
+    123: 'commitTimestamp',
+    132: (('offset', 'offset', 'q'), ('leaderEpoch', 'leader_epoch', 'i')),
+    133: 'metadata',
+    134: 'commitTimestamp',
+    136: 'tagged fields of OffsetCommitValue',
+    140: 'tagged fields of OffsetCommitValue',
+    146: 'tagged fields of OffsetCommitValue',
     149: 'topicId',
-    161: (('offset', 'offset', 'q'), ('leaderEpoch', 'leader_epoch', 'i')),
-    163: 'metadata',
-    164: 'commitTimestamp',
-    168: 'tagged fields of OffsetCommitValue',
-    169: 'tagged fields of OffsetCommitValue',
-    177: (('offset', 'offset', 'q'), ('leaderEpoch', 'leader_epoch', 'i')),
-    178: 'metadata',
-    179: 'commitTimestamp',
-    181: 'topicId',
+    151: 'topicId',
+    163: (('offset', 'offset', 'q'), ('leaderEpoch', 'leader_epoch', 'i')),
+    165: 'metadata',
+    166: 'commitTimestamp',
+    170: 'tagged fields of OffsetCommitValue',
+    171: 'tagged fields of OffsetCommitValue',
+    179: (('offset', 'offset', 'q'), ('leaderEpoch', 'leader_epoch', 'i')),
+    180: 'metadata',
+    181: 'commitTimestamp',
     183: 'topicId',
-    186: 'tagged fields of OffsetCommitValue',
+    185: 'topicId',
+    188: 'tagged fields of OffsetCommitValue',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/OffsetDeleteRequest.json (sha256 b5affdd879578173469fc40233485fe90f6e5067149b0ae33015058c787f2e62):
 # change the schema and run `kafkawire codegen`.
 """OffsetDeleteRequest: apiKey 47, request, versions 0, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -22,7 +24,7 @@ class OffsetDeleteRequestPartition(_message.Struct):
     MESSAGE = 'OffsetDeleteRequest'
     FLEXIBLE_VERSIONS = None
 
-    def __init__(self, *, partition_index=0):
+    def __init__(self, *, partition_index: int = 0) -> None:
         self.partition_index = partition_index
         self._unknown_tagged_fields = ()
 
@@ -34,7 +36,7 @@ class OffsetDeleteRequestTopic(_message.Struct):
     MESSAGE = 'OffsetDeleteRequest'
     FLEXIBLE_VERSIONS = None
 
-    def __init__(self, *, name='', partitions=_MISSING):
+    def __init__(self, *, name: str = '', partitions: list[OffsetDeleteRequestPartition] = _MISSING) -> None:
         self.name = name
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -51,7 +53,7 @@ class OffsetDeleteRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/OffsetDeleteRequest.json'
 
-    def __init__(self, *, group_id='', topics=_MISSING):
+    def __init__(self, *, group_id: str = '', topics: list[OffsetDeleteRequestTopic] = _MISSING) -> None:
         self.group_id = group_id
         self.topics = [] if topics is _MISSING else topics
         self._unknown_tagged_fields = ()
@@ -175,21 +177,21 @@ OffsetDeleteRequest._ENCODERS = {0: _encode_OffsetDeleteRequest_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    104: 'PartitionIndex',
-    111: 'PartitionIndex',
-    113: 'tagged fields of OffsetDeleteRequestPartition',
-    118: 'Name',
-    119: 'Partitions',
-    126: 'Partitions',
-    134: 'Name',
-    136: 'Partitions',
+    106: 'PartitionIndex',
+    113: 'PartitionIndex',
+    115: 'tagged fields of OffsetDeleteRequestPartition',
+    120: 'Name',
+    121: 'Partitions',
+    128: 'Partitions',
+    136: 'Name',
     138: 'Partitions',
-    140: 'tagged fields of OffsetDeleteRequestTopic',
-    145: 'GroupId',
-    146: 'Topics',
-    153: 'Topics',
-    161: 'GroupId',
-    163: 'Topics',
+    140: 'Partitions',
+    142: 'tagged fields of OffsetDeleteRequestTopic',
+    147: 'GroupId',
+    148: 'Topics',
+    155: 'Topics',
+    163: 'GroupId',
     165: 'Topics',
-    167: 'tagged fields of OffsetDeleteRequest',
+    167: 'Topics',
+    169: 'tagged fields of OffsetDeleteRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/OffsetDeleteResponse.json (sha256 9f9f5cb850dabb1555cd10ba57bef195067f760015013d49a65bb13ec5d2afb1):
 # change the schema and run `kafkawire codegen`.
 """OffsetDeleteResponse: apiKey 47, response, versions 0, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class OffsetDeleteResponsePartition(_message.Struct):
     MESSAGE = 'OffsetDeleteResponse'
     FLEXIBLE_VERSIONS = None
 
-    def __init__(self, *, partition_index=0, error_code=0):
+    def __init__(self, *, partition_index: int = 0, error_code: int = 0) -> None:
         self.partition_index = partition_index
         self.error_code = error_code
         self._unknown_tagged_fields = ()
@@ -36,7 +38,7 @@ class OffsetDeleteResponseTopic(_message.Struct):
     MESSAGE = 'OffsetDeleteResponse'
     FLEXIBLE_VERSIONS = None
 
-    def __init__(self, *, name='', partitions=_MISSING):
+    def __init__(self, *, name: str = '', partitions: list[OffsetDeleteResponsePartition] = _MISSING) -> None:
         self.name = name
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -53,7 +55,7 @@ class OffsetDeleteResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/OffsetDeleteResponse.json'
 
-    def __init__(self, *, error_code=0, throttle_time_ms=0, topics=_MISSING):
+    def __init__(self, *, error_code: int = 0, throttle_time_ms: int = 0, topics: list[OffsetDeleteResponseTopic] = _MISSING) -> None:
         self.error_code = error_code
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is _MISSING else topics
@@ -183,21 +185,21 @@ OffsetDeleteResponse._ENCODERS = {0: _encode_OffsetDeleteResponse_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    111: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    118: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    120: 'tagged fields of OffsetDeleteResponsePartition',
-    125: 'Name',
-    126: 'Partitions',
-    133: 'Partitions',
-    141: 'Name',
-    143: 'Partitions',
+    113: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    120: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    122: 'tagged fields of OffsetDeleteResponsePartition',
+    127: 'Name',
+    128: 'Partitions',
+    135: 'Partitions',
+    143: 'Name',
     145: 'Partitions',
-    147: 'tagged fields of OffsetDeleteResponseTopic',
-    152: (('ErrorCode', 'error_code', 'h'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
-    154: 'Topics',
-    161: 'Topics',
-    169: (('ErrorCode', 'error_code', 'h'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
-    171: 'Topics',
+    147: 'Partitions',
+    149: 'tagged fields of OffsetDeleteResponseTopic',
+    154: (('ErrorCode', 'error_code', 'h'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
+    156: 'Topics',
+    163: 'Topics',
+    171: (('ErrorCode', 'error_code', 'h'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
     173: 'Topics',
-    175: 'tagged fields of OffsetDeleteResponse',
+    175: 'Topics',
+    177: 'tagged fields of OffsetDeleteResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/OffsetForLeaderEpochRequest.json (sha256 fbd647be4dc8c1653f74e642a93070f696ffc774a5e944b68f9c94f0d2411285):
 # change the schema and run `kafkawire codegen`.
 """OffsetForLeaderEpochRequest: apiKey 23, request, versions 0-4, flexible 4+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -24,7 +26,7 @@ class OffsetForLeaderPartition(_message.Struct):
     MESSAGE = 'OffsetForLeaderEpochRequest'
     FLEXIBLE_VERSIONS = (4, 32767)
 
-    def __init__(self, *, partition=0, current_leader_epoch=-1, leader_epoch=0):
+    def __init__(self, *, partition: int = 0, current_leader_epoch: int = -1, leader_epoch: int = 0) -> None:
         self.partition = partition
         self.current_leader_epoch = current_leader_epoch
         self.leader_epoch = leader_epoch
@@ -38,7 +40,7 @@ class OffsetForLeaderTopic(_message.Struct):
     MESSAGE = 'OffsetForLeaderEpochRequest'
     FLEXIBLE_VERSIONS = (4, 32767)
 
-    def __init__(self, *, topic='', partitions=_MISSING):
+    def __init__(self, *, topic: str = '', partitions: list[OffsetForLeaderPartition] = _MISSING) -> None:
         self.topic = topic
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -55,7 +57,7 @@ class OffsetForLeaderEpochRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/OffsetForLeaderEpochRequest.json'
 
-    def __init__(self, *, replica_id=-2, topics=_MISSING):
+    def __init__(self, *, replica_id: int = -2, topics: list[OffsetForLeaderTopic] = _MISSING) -> None:
         self.replica_id = replica_id
         self.topics = [] if topics is _MISSING else topics
         self._unknown_tagged_fields = ()
@@ -420,83 +422,83 @@ OffsetForLeaderEpochRequest._ENCODERS = {0: _encode_OffsetForLeaderEpochRequest_
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    112: (('Partition', 'partition', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    120: (('Partition', 'partition', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    122: 'tagged fields of OffsetForLeaderPartition',
-    126: (('Partition', 'partition', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    128: 'tagged fields of OffsetForLeaderPartition',
-    133: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    140: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    142: 'tagged fields of OffsetForLeaderPartition',
-    146: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    148: 'tagged fields of OffsetForLeaderPartition',
-    153: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    155: 'tagged fields of OffsetForLeaderPartition',
-    156: 'tagged fields of OffsetForLeaderPartition',
-    164: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    166: 'tagged fields of OffsetForLeaderPartition',
-    173: 'Topic',
-    174: 'Partitions',
-    181: 'Partitions',
-    189: 'Topic',
-    191: 'Partitions',
+    114: (('Partition', 'partition', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    122: (('Partition', 'partition', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    124: 'tagged fields of OffsetForLeaderPartition',
+    128: (('Partition', 'partition', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    130: 'tagged fields of OffsetForLeaderPartition',
+    135: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    142: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    144: 'tagged fields of OffsetForLeaderPartition',
+    148: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    150: 'tagged fields of OffsetForLeaderPartition',
+    155: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    157: 'tagged fields of OffsetForLeaderPartition',
+    158: 'tagged fields of OffsetForLeaderPartition',
+    166: (('Partition', 'partition', 'i'), ('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    168: 'tagged fields of OffsetForLeaderPartition',
+    175: 'Topic',
+    176: 'Partitions',
+    183: 'Partitions',
+    191: 'Topic',
     193: 'Partitions',
-    195: 'tagged fields of OffsetForLeaderTopic',
-    199: 'Topic',
-    201: 'Partitions',
+    195: 'Partitions',
+    197: 'tagged fields of OffsetForLeaderTopic',
+    201: 'Topic',
     203: 'Partitions',
-    205: 'tagged fields of OffsetForLeaderTopic',
-    210: 'Topic',
-    211: 'Partitions',
-    218: 'Partitions',
-    226: 'Topic',
-    228: 'Partitions',
+    205: 'Partitions',
+    207: 'tagged fields of OffsetForLeaderTopic',
+    212: 'Topic',
+    213: 'Partitions',
+    220: 'Partitions',
+    228: 'Topic',
     230: 'Partitions',
-    232: 'tagged fields of OffsetForLeaderTopic',
-    236: 'Topic',
-    238: 'Partitions',
+    232: 'Partitions',
+    234: 'tagged fields of OffsetForLeaderTopic',
+    238: 'Topic',
     240: 'Partitions',
-    242: 'tagged fields of OffsetForLeaderTopic',
-    247: 'Topic',
-    248: 'Partitions',
-    252: 'Partitions',
-    259: 'Partitions',
-    262: 'tagged fields of OffsetForLeaderTopic',
-    263: 'tagged fields of OffsetForLeaderTopic',
-    271: 'Topic',
-    273: 'Partitions',
-    276: 'Partitions',
+    242: 'Partitions',
+    244: 'tagged fields of OffsetForLeaderTopic',
+    249: 'Topic',
+    250: 'Partitions',
+    254: 'Partitions',
+    261: 'Partitions',
+    264: 'tagged fields of OffsetForLeaderTopic',
+    265: 'tagged fields of OffsetForLeaderTopic',
+    273: 'Topic',
+    275: 'Partitions',
     278: 'Partitions',
-    280: 'tagged fields of OffsetForLeaderTopic',
-    287: 'Topics',
-    294: 'Topics',
-    304: 'Topics',
+    280: 'Partitions',
+    282: 'tagged fields of OffsetForLeaderTopic',
+    289: 'Topics',
+    296: 'Topics',
     306: 'Topics',
-    308: 'tagged fields of OffsetForLeaderEpochRequest',
-    313: 'Topics',
+    308: 'Topics',
+    310: 'tagged fields of OffsetForLeaderEpochRequest',
     315: 'Topics',
-    317: 'tagged fields of OffsetForLeaderEpochRequest',
-    322: 'Topics',
-    329: 'Topics',
-    339: 'Topics',
+    317: 'Topics',
+    319: 'tagged fields of OffsetForLeaderEpochRequest',
+    324: 'Topics',
+    331: 'Topics',
     341: 'Topics',
-    343: 'tagged fields of OffsetForLeaderEpochRequest',
-    348: 'ReplicaId',
-    350: 'Topics',
-    357: 'Topics',
-    365: 'ReplicaId',
-    367: 'Topics',
+    343: 'Topics',
+    345: 'tagged fields of OffsetForLeaderEpochRequest',
+    350: 'ReplicaId',
+    352: 'Topics',
+    359: 'Topics',
+    367: 'ReplicaId',
     369: 'Topics',
-    371: 'tagged fields of OffsetForLeaderEpochRequest',
-    376: 'ReplicaId',
-    378: 'Topics',
-    382: 'Topics',
-    389: 'Topics',
-    392: 'tagged fields of OffsetForLeaderEpochRequest',
-    393: 'tagged fields of OffsetForLeaderEpochRequest',
-    401: 'ReplicaId',
-    403: 'Topics',
-    406: 'Topics',
+    371: 'Topics',
+    373: 'tagged fields of OffsetForLeaderEpochRequest',
+    378: 'ReplicaId',
+    380: 'Topics',
+    384: 'Topics',
+    391: 'Topics',
+    394: 'tagged fields of OffsetForLeaderEpochRequest',
+    395: 'tagged fields of OffsetForLeaderEpochRequest',
+    403: 'ReplicaId',
+    405: 'Topics',
     408: 'Topics',
-    410: 'tagged fields of OffsetForLeaderEpochRequest',
+    410: 'Topics',
+    412: 'tagged fields of OffsetForLeaderEpochRequest',
 }

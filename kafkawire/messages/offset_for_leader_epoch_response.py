@@ -2,6 +2,8 @@
 # From schemas/clients/OffsetForLeaderEpochResponse.json (sha256 c94a8222cf72b8228328bb43cfc1206b03fb59f603d42106793a97b6ab9ce5f5):
 # change the schema and run `kafkawire codegen`.
 """OffsetForLeaderEpochResponse: apiKey 23, response, versions 0-4, flexible 4+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -24,7 +26,7 @@ class EpochEndOffset(_message.Struct):
     MESSAGE = 'OffsetForLeaderEpochResponse'
     FLEXIBLE_VERSIONS = (4, 32767)
 
-    def __init__(self, *, error_code=0, partition=0, leader_epoch=-1, end_offset=-1):
+    def __init__(self, *, error_code: int = 0, partition: int = 0, leader_epoch: int = -1, end_offset: int = -1) -> None:
         self.error_code = error_code
         self.partition = partition
         self.leader_epoch = leader_epoch
@@ -39,7 +41,7 @@ class OffsetForLeaderTopicResult(_message.Struct):
     MESSAGE = 'OffsetForLeaderEpochResponse'
     FLEXIBLE_VERSIONS = (4, 32767)
 
-    def __init__(self, *, topic='', partitions=_MISSING):
+    def __init__(self, *, topic: str = '', partitions: list[EpochEndOffset] = _MISSING) -> None:
         self.topic = topic
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -56,7 +58,7 @@ class OffsetForLeaderEpochResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/OffsetForLeaderEpochResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, topics=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, topics: list[OffsetForLeaderTopicResult] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is _MISSING else topics
         self._unknown_tagged_fields = ()
@@ -424,84 +426,84 @@ OffsetForLeaderEpochResponse._ENCODERS = {0: _encode_OffsetForLeaderEpochRespons
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    115: (('ErrorCode', 'error_code', 'h'), ('Partition', 'partition', 'i'), ('EndOffset', 'end_offset', 'q')),
-    123: (('ErrorCode', 'error_code', 'h'), ('Partition', 'partition', 'i'), ('EndOffset', 'end_offset', 'q')),
-    125: 'tagged fields of EpochEndOffset',
-    130: (('ErrorCode', 'error_code', 'h'), ('Partition', 'partition', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('EndOffset', 'end_offset', 'q')),
-    137: (('ErrorCode', 'error_code', 'h'), ('Partition', 'partition', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('EndOffset', 'end_offset', 'q')),
-    139: 'tagged fields of EpochEndOffset',
-    143: (('ErrorCode', 'error_code', 'h'), ('Partition', 'partition', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('EndOffset', 'end_offset', 'q')),
-    145: 'tagged fields of EpochEndOffset',
-    149: (('ErrorCode', 'error_code', 'h'), ('Partition', 'partition', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('EndOffset', 'end_offset', 'q')),
-    151: 'tagged fields of EpochEndOffset',
-    156: (('ErrorCode', 'error_code', 'h'), ('Partition', 'partition', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('EndOffset', 'end_offset', 'q')),
-    158: 'tagged fields of EpochEndOffset',
-    159: 'tagged fields of EpochEndOffset',
-    167: (('ErrorCode', 'error_code', 'h'), ('Partition', 'partition', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('EndOffset', 'end_offset', 'q')),
-    169: 'tagged fields of EpochEndOffset',
-    176: 'Topic',
-    177: 'Partitions',
-    184: 'Partitions',
-    192: 'Topic',
-    194: 'Partitions',
+    117: (('ErrorCode', 'error_code', 'h'), ('Partition', 'partition', 'i'), ('EndOffset', 'end_offset', 'q')),
+    125: (('ErrorCode', 'error_code', 'h'), ('Partition', 'partition', 'i'), ('EndOffset', 'end_offset', 'q')),
+    127: 'tagged fields of EpochEndOffset',
+    132: (('ErrorCode', 'error_code', 'h'), ('Partition', 'partition', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('EndOffset', 'end_offset', 'q')),
+    139: (('ErrorCode', 'error_code', 'h'), ('Partition', 'partition', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('EndOffset', 'end_offset', 'q')),
+    141: 'tagged fields of EpochEndOffset',
+    145: (('ErrorCode', 'error_code', 'h'), ('Partition', 'partition', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('EndOffset', 'end_offset', 'q')),
+    147: 'tagged fields of EpochEndOffset',
+    151: (('ErrorCode', 'error_code', 'h'), ('Partition', 'partition', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('EndOffset', 'end_offset', 'q')),
+    153: 'tagged fields of EpochEndOffset',
+    158: (('ErrorCode', 'error_code', 'h'), ('Partition', 'partition', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('EndOffset', 'end_offset', 'q')),
+    160: 'tagged fields of EpochEndOffset',
+    161: 'tagged fields of EpochEndOffset',
+    169: (('ErrorCode', 'error_code', 'h'), ('Partition', 'partition', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('EndOffset', 'end_offset', 'q')),
+    171: 'tagged fields of EpochEndOffset',
+    178: 'Topic',
+    179: 'Partitions',
+    186: 'Partitions',
+    194: 'Topic',
     196: 'Partitions',
-    198: 'tagged fields of OffsetForLeaderTopicResult',
-    203: 'Topic',
-    204: 'Partitions',
-    211: 'Partitions',
-    219: 'Topic',
-    221: 'Partitions',
+    198: 'Partitions',
+    200: 'tagged fields of OffsetForLeaderTopicResult',
+    205: 'Topic',
+    206: 'Partitions',
+    213: 'Partitions',
+    221: 'Topic',
     223: 'Partitions',
-    225: 'tagged fields of OffsetForLeaderTopicResult',
-    229: 'Topic',
-    231: 'Partitions',
+    225: 'Partitions',
+    227: 'tagged fields of OffsetForLeaderTopicResult',
+    231: 'Topic',
     233: 'Partitions',
-    235: 'tagged fields of OffsetForLeaderTopicResult',
-    239: 'Topic',
-    241: 'Partitions',
+    235: 'Partitions',
+    237: 'tagged fields of OffsetForLeaderTopicResult',
+    241: 'Topic',
     243: 'Partitions',
-    245: 'tagged fields of OffsetForLeaderTopicResult',
-    250: 'Topic',
-    251: 'Partitions',
-    255: 'Partitions',
-    262: 'Partitions',
-    265: 'tagged fields of OffsetForLeaderTopicResult',
-    266: 'tagged fields of OffsetForLeaderTopicResult',
-    274: 'Topic',
-    276: 'Partitions',
-    279: 'Partitions',
+    245: 'Partitions',
+    247: 'tagged fields of OffsetForLeaderTopicResult',
+    252: 'Topic',
+    253: 'Partitions',
+    257: 'Partitions',
+    264: 'Partitions',
+    267: 'tagged fields of OffsetForLeaderTopicResult',
+    268: 'tagged fields of OffsetForLeaderTopicResult',
+    276: 'Topic',
+    278: 'Partitions',
     281: 'Partitions',
-    283: 'tagged fields of OffsetForLeaderTopicResult',
-    290: 'Topics',
-    297: 'Topics',
-    307: 'Topics',
+    283: 'Partitions',
+    285: 'tagged fields of OffsetForLeaderTopicResult',
+    292: 'Topics',
+    299: 'Topics',
     309: 'Topics',
-    311: 'tagged fields of OffsetForLeaderEpochResponse',
-    316: 'Topics',
-    323: 'Topics',
-    333: 'Topics',
+    311: 'Topics',
+    313: 'tagged fields of OffsetForLeaderEpochResponse',
+    318: 'Topics',
+    325: 'Topics',
     335: 'Topics',
-    337: 'tagged fields of OffsetForLeaderEpochResponse',
-    342: 'ThrottleTimeMs',
-    344: 'Topics',
-    351: 'Topics',
-    359: 'ThrottleTimeMs',
-    361: 'Topics',
+    337: 'Topics',
+    339: 'tagged fields of OffsetForLeaderEpochResponse',
+    344: 'ThrottleTimeMs',
+    346: 'Topics',
+    353: 'Topics',
+    361: 'ThrottleTimeMs',
     363: 'Topics',
-    365: 'tagged fields of OffsetForLeaderEpochResponse',
-    369: 'ThrottleTimeMs',
-    371: 'Topics',
+    365: 'Topics',
+    367: 'tagged fields of OffsetForLeaderEpochResponse',
+    371: 'ThrottleTimeMs',
     373: 'Topics',
-    375: 'tagged fields of OffsetForLeaderEpochResponse',
-    380: 'ThrottleTimeMs',
-    382: 'Topics',
-    386: 'Topics',
-    393: 'Topics',
-    396: 'tagged fields of OffsetForLeaderEpochResponse',
-    397: 'tagged fields of OffsetForLeaderEpochResponse',
-    405: 'ThrottleTimeMs',
-    407: 'Topics',
-    410: 'Topics',
+    375: 'Topics',
+    377: 'tagged fields of OffsetForLeaderEpochResponse',
+    382: 'ThrottleTimeMs',
+    384: 'Topics',
+    388: 'Topics',
+    395: 'Topics',
+    398: 'tagged fields of OffsetForLeaderEpochResponse',
+    399: 'tagged fields of OffsetForLeaderEpochResponse',
+    407: 'ThrottleTimeMs',
+    409: 'Topics',
     412: 'Topics',
-    414: 'tagged fields of OffsetForLeaderEpochResponse',
+    414: 'Topics',
+    416: 'tagged fields of OffsetForLeaderEpochResponse',
 }

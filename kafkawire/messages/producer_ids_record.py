@@ -2,6 +2,8 @@
 # From schemas/metadata/ProducerIdsRecord.json (sha256 0e3ec10ea6a552e4079863f094baa5462eaa323636b7d7bf5001996a7b1fc25e):
 # change the schema and run `kafkawire codegen`.
 """ProducerIdsRecord: apiKey 15, metadata, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class ProducerIdsRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/metadata/ProducerIdsRecord.json'
 
-    def __init__(self, *, broker_id=0, broker_epoch=-1, next_producer_id=0):
+    def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1, next_producer_id: int = 0) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self.next_producer_id = next_producer_id
@@ -75,9 +77,9 @@ ProducerIdsRecord._ENCODERS = {0: _encode_ProducerIdsRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    56: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('NextProducerId', 'next_producer_id', 'q')),
-    58: 'tagged fields of ProducerIdsRecord',
-    59: 'tagged fields of ProducerIdsRecord',
-    67: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('NextProducerId', 'next_producer_id', 'q')),
-    69: 'tagged fields of ProducerIdsRecord',
+    58: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('NextProducerId', 'next_producer_id', 'q')),
+    60: 'tagged fields of ProducerIdsRecord',
+    61: 'tagged fields of ProducerIdsRecord',
+    69: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('NextProducerId', 'next_producer_id', 'q')),
+    71: 'tagged fields of ProducerIdsRecord',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/PushTelemetryRequest.json (sha256 d731346d9da25c5d8f0c14afd6e7c768890986a82fea065cb5501deaae61aa6e):
 # change the schema and run `kafkawire codegen`.
 """PushTelemetryRequest: apiKey 72, request, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -27,7 +29,7 @@ class PushTelemetryRequest(_message.Message):
     SCHEMA = 'schemas/clients/PushTelemetryRequest.json'
     _HAS_BYTES = True
 
-    def __init__(self, *, client_instance_id=_ZERO_UUID, subscription_id=0, terminating=False, compression_type=0, metrics=b''):
+    def __init__(self, *, client_instance_id: _UUID = _ZERO_UUID, subscription_id: int = 0, terminating: bool = False, compression_type: int = 0, metrics: bytes | memoryview = b'') -> None:
         self.client_instance_id = client_instance_id
         self.subscription_id = subscription_id
         self.terminating = terminating
@@ -87,13 +89,13 @@ PushTelemetryRequest._ENCODERS = {0: _encode_PushTelemetryRequest_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    64: 'ClientInstanceId',
-    65: (('SubscriptionId', 'subscription_id', 'i'), ('Terminating', 'terminating', '?'), ('CompressionType', 'compression_type', 'b')),
-    67: 'Metrics',
-    68: 'tagged fields of PushTelemetryRequest',
-    69: 'tagged fields of PushTelemetryRequest',
-    77: 'ClientInstanceId',
-    78: (('SubscriptionId', 'subscription_id', 'i'), ('Terminating', 'terminating', '?'), ('CompressionType', 'compression_type', 'b')),
-    79: 'Metrics',
-    81: 'tagged fields of PushTelemetryRequest',
+    66: 'ClientInstanceId',
+    67: (('SubscriptionId', 'subscription_id', 'i'), ('Terminating', 'terminating', '?'), ('CompressionType', 'compression_type', 'b')),
+    69: 'Metrics',
+    70: 'tagged fields of PushTelemetryRequest',
+    71: 'tagged fields of PushTelemetryRequest',
+    79: 'ClientInstanceId',
+    80: (('SubscriptionId', 'subscription_id', 'i'), ('Terminating', 'terminating', '?'), ('CompressionType', 'compression_type', 'b')),
+    81: 'Metrics',
+    83: 'tagged fields of PushTelemetryRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/PushTelemetryResponse.json (sha256 fe26f451c9fa7899c6938fa45bcad5e28acf785b32beba192b2a020c7fe22813):
 # change the schema and run `kafkawire codegen`.
 """PushTelemetryResponse: apiKey 72, response, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class PushTelemetryResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/PushTelemetryResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self._unknown_tagged_fields = ()
@@ -72,9 +74,9 @@ PushTelemetryResponse._ENCODERS = {0: _encode_PushTelemetryResponse_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    53: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    55: 'tagged fields of PushTelemetryResponse',
-    56: 'tagged fields of PushTelemetryResponse',
-    64: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    66: 'tagged fields of PushTelemetryResponse',
+    55: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    57: 'tagged fields of PushTelemetryResponse',
+    58: 'tagged fields of PushTelemetryResponse',
+    66: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    68: 'tagged fields of PushTelemetryResponse',
 }

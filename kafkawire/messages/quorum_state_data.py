@@ -2,6 +2,8 @@
 # From schemas/raft/QuorumStateData.json (sha256 37231fc2e68e9a2d1a86f37bf4939e717c3ca1334a26bb5d9a617311c0ac49b6):
 # change the schema and run `kafkawire codegen`.
 """QuorumStateData: data, versions 0-1, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -24,7 +26,7 @@ class Voter(_message.Struct):
     MESSAGE = 'QuorumStateData'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, voter_id=0):
+    def __init__(self, *, voter_id: int = 0) -> None:
         self.voter_id = voter_id
         self._unknown_tagged_fields = ()
 
@@ -40,7 +42,7 @@ class QuorumStateData(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/raft/QuorumStateData.json'
 
-    def __init__(self, *, cluster_id='', leader_id=-1, leader_epoch=-1, voted_id=-1, voted_directory_id=_ZERO_UUID, applied_offset=0, current_voters=_MISSING):
+    def __init__(self, *, cluster_id: str = '', leader_id: int = -1, leader_epoch: int = -1, voted_id: int = -1, voted_directory_id: _UUID = _ZERO_UUID, applied_offset: int = 0, current_voters: list[Voter] | None = _MISSING) -> None:
         self.cluster_id = cluster_id
         self.leader_id = leader_id
         self.leader_epoch = leader_epoch
@@ -192,36 +194,36 @@ QuorumStateData._ENCODERS = {0: _encode_QuorumStateData_v0, 1: _encode_QuorumSta
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    94: 'VoterId',
-    96: 'tagged fields of Voter',
-    97: 'tagged fields of Voter',
-    105: 'VoterId',
-    107: 'tagged fields of Voter',
-    114: 'ClusterId',
-    115: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i'), ('AppliedOffset', 'applied_offset', 'q')),
-    117: 'CurrentVoters',
-    121: 'CurrentVoters',
-    128: 'CurrentVoters',
-    134: 'tagged fields of QuorumStateData',
-    135: 'tagged fields of QuorumStateData',
-    143: 'VotedDirectoryId',
-    144: 'VotedDirectoryId',
-    145: 'ClusterId',
-    146: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i'), ('AppliedOffset', 'applied_offset', 'q')),
-    148: 'CurrentVoters',
-    151: 'CurrentVoters',
-    153: 'tagged fields of QuorumStateData',
-    160: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i')),
-    162: 'VotedDirectoryId',
-    166: 'tagged fields of QuorumStateData',
-    167: 'tagged fields of QuorumStateData',
-    175: 'ClusterId',
-    176: 'ClusterId',
-    177: 'AppliedOffset',
-    178: 'AppliedOffset',
-    179: 'CurrentVoters',
-    180: 'CurrentVoters',
-    181: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i')),
-    182: 'VotedDirectoryId',
-    184: 'tagged fields of QuorumStateData',
+    96: 'VoterId',
+    98: 'tagged fields of Voter',
+    99: 'tagged fields of Voter',
+    107: 'VoterId',
+    109: 'tagged fields of Voter',
+    116: 'ClusterId',
+    117: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i'), ('AppliedOffset', 'applied_offset', 'q')),
+    119: 'CurrentVoters',
+    123: 'CurrentVoters',
+    130: 'CurrentVoters',
+    136: 'tagged fields of QuorumStateData',
+    137: 'tagged fields of QuorumStateData',
+    145: 'VotedDirectoryId',
+    146: 'VotedDirectoryId',
+    147: 'ClusterId',
+    148: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i'), ('AppliedOffset', 'applied_offset', 'q')),
+    150: 'CurrentVoters',
+    153: 'CurrentVoters',
+    155: 'tagged fields of QuorumStateData',
+    162: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i')),
+    164: 'VotedDirectoryId',
+    168: 'tagged fields of QuorumStateData',
+    169: 'tagged fields of QuorumStateData',
+    177: 'ClusterId',
+    178: 'ClusterId',
+    179: 'AppliedOffset',
+    180: 'AppliedOffset',
+    181: 'CurrentVoters',
+    182: 'CurrentVoters',
+    183: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VotedId', 'voted_id', 'i')),
+    184: 'VotedDirectoryId',
+    186: 'tagged fields of QuorumStateData',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/ReadShareGroupStateResponse.json (sha256 7dc9a671594e2f22d6053752d2817761821da37206957b6afc35a9ac7db052f2):
 # change the schema and run `kafkawire codegen`.
 """ReadShareGroupStateResponse: apiKey 84, response, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -24,7 +26,7 @@ class StateBatch(_message.Struct):
     MESSAGE = 'ReadShareGroupStateResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, first_offset=0, last_offset=0, delivery_state=0, delivery_count=0):
+    def __init__(self, *, first_offset: int = 0, last_offset: int = 0, delivery_state: int = 0, delivery_count: int = 0) -> None:
         self.first_offset = first_offset
         self.last_offset = last_offset
         self.delivery_state = delivery_state
@@ -39,7 +41,7 @@ class PartitionResult(_message.Struct):
     MESSAGE = 'ReadShareGroupStateResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, partition=0, error_code=0, error_message=None, state_epoch=0, start_offset=0, state_batches=_MISSING):
+    def __init__(self, *, partition: int = 0, error_code: int = 0, error_message: str | None = None, state_epoch: int = 0, start_offset: int = 0, state_batches: list[StateBatch] = _MISSING) -> None:
         self.partition = partition
         self.error_code = error_code
         self.error_message = error_message
@@ -56,7 +58,7 @@ class ReadStateResult(_message.Struct):
     MESSAGE = 'ReadShareGroupStateResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_id=_ZERO_UUID, partitions=_MISSING):
+    def __init__(self, *, topic_id: _UUID = _ZERO_UUID, partitions: list[PartitionResult] = _MISSING) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -73,7 +75,7 @@ class ReadShareGroupStateResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ReadShareGroupStateResponse.json'
 
-    def __init__(self, *, results=_MISSING):
+    def __init__(self, *, results: list[ReadStateResult] = _MISSING) -> None:
         self.results = [] if results is _MISSING else results
         self._unknown_tagged_fields = ()
 
@@ -300,44 +302,44 @@ ReadShareGroupStateResponse._ENCODERS = {0: _encode_ReadShareGroupStateResponse_
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    151: (('FirstOffset', 'first_offset', 'q'), ('LastOffset', 'last_offset', 'q'), ('DeliveryState', 'delivery_state', 'b'), ('DeliveryCount', 'delivery_count', 'h')),
-    153: 'tagged fields of StateBatch',
-    154: 'tagged fields of StateBatch',
-    162: (('FirstOffset', 'first_offset', 'q'), ('LastOffset', 'last_offset', 'q'), ('DeliveryState', 'delivery_state', 'b'), ('DeliveryCount', 'delivery_count', 'h')),
-    164: 'tagged fields of StateBatch',
-    171: (('Partition', 'partition', 'i'), ('ErrorCode', 'error_code', 'h')),
-    173: 'ErrorMessage',
-    174: (('StateEpoch', 'state_epoch', 'i'), ('StartOffset', 'start_offset', 'q')),
-    176: 'StateBatches',
-    180: 'StateBatches',
-    187: 'StateBatches',
-    190: 'tagged fields of PartitionResult',
-    191: 'tagged fields of PartitionResult',
-    199: (('Partition', 'partition', 'i'), ('ErrorCode', 'error_code', 'h')),
-    200: 'ErrorMessage',
-    201: (('StateEpoch', 'state_epoch', 'i'), ('StartOffset', 'start_offset', 'q')),
-    203: 'StateBatches',
-    206: 'StateBatches',
+    153: (('FirstOffset', 'first_offset', 'q'), ('LastOffset', 'last_offset', 'q'), ('DeliveryState', 'delivery_state', 'b'), ('DeliveryCount', 'delivery_count', 'h')),
+    155: 'tagged fields of StateBatch',
+    156: 'tagged fields of StateBatch',
+    164: (('FirstOffset', 'first_offset', 'q'), ('LastOffset', 'last_offset', 'q'), ('DeliveryState', 'delivery_state', 'b'), ('DeliveryCount', 'delivery_count', 'h')),
+    166: 'tagged fields of StateBatch',
+    173: (('Partition', 'partition', 'i'), ('ErrorCode', 'error_code', 'h')),
+    175: 'ErrorMessage',
+    176: (('StateEpoch', 'state_epoch', 'i'), ('StartOffset', 'start_offset', 'q')),
+    178: 'StateBatches',
+    182: 'StateBatches',
+    189: 'StateBatches',
+    192: 'tagged fields of PartitionResult',
+    193: 'tagged fields of PartitionResult',
+    201: (('Partition', 'partition', 'i'), ('ErrorCode', 'error_code', 'h')),
+    202: 'ErrorMessage',
+    203: (('StateEpoch', 'state_epoch', 'i'), ('StartOffset', 'start_offset', 'q')),
+    205: 'StateBatches',
     208: 'StateBatches',
-    210: 'tagged fields of PartitionResult',
-    217: 'TopicId',
-    218: 'Partitions',
-    222: 'Partitions',
-    229: 'Partitions',
-    232: 'tagged fields of ReadStateResult',
-    233: 'tagged fields of ReadStateResult',
-    241: 'TopicId',
-    243: 'Partitions',
-    246: 'Partitions',
+    210: 'StateBatches',
+    212: 'tagged fields of PartitionResult',
+    219: 'TopicId',
+    220: 'Partitions',
+    224: 'Partitions',
+    231: 'Partitions',
+    234: 'tagged fields of ReadStateResult',
+    235: 'tagged fields of ReadStateResult',
+    243: 'TopicId',
+    245: 'Partitions',
     248: 'Partitions',
-    250: 'tagged fields of ReadStateResult',
-    257: 'Results',
-    261: 'Results',
-    268: 'Results',
-    271: 'tagged fields of ReadShareGroupStateResponse',
-    272: 'tagged fields of ReadShareGroupStateResponse',
-    281: 'Results',
-    284: 'Results',
+    250: 'Partitions',
+    252: 'tagged fields of ReadStateResult',
+    259: 'Results',
+    263: 'Results',
+    270: 'Results',
+    273: 'tagged fields of ReadShareGroupStateResponse',
+    274: 'tagged fields of ReadShareGroupStateResponse',
+    283: 'Results',
     286: 'Results',
-    288: 'tagged fields of ReadShareGroupStateResponse',
+    288: 'Results',
+    290: 'tagged fields of ReadShareGroupStateResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/ReadShareGroupStateSummaryRequest.json (sha256 ab7d703f5fb6f60d97a0cf8eddda017ccb4a60b0b1c64a90055fa822edcdaebf):
 # change the schema and run `kafkawire codegen`.
 """ReadShareGroupStateSummaryRequest: apiKey 87, request, versions 0-1, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -22,7 +24,7 @@ class PartitionData(_message.Struct):
     MESSAGE = 'ReadShareGroupStateSummaryRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, partition=0, leader_epoch=0):
+    def __init__(self, *, partition: int = 0, leader_epoch: int = 0) -> None:
         self.partition = partition
         self.leader_epoch = leader_epoch
         self._unknown_tagged_fields = ()
@@ -35,7 +37,7 @@ class ReadStateSummaryData(_message.Struct):
     MESSAGE = 'ReadShareGroupStateSummaryRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_id=_ZERO_UUID, partitions=_MISSING):
+    def __init__(self, *, topic_id: _UUID = _ZERO_UUID, partitions: list[PartitionData] = _MISSING) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -52,7 +54,7 @@ class ReadShareGroupStateSummaryRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ReadShareGroupStateSummaryRequest.json'
 
-    def __init__(self, *, group_id='', topics=_MISSING):
+    def __init__(self, *, group_id: str = '', topics: list[ReadStateSummaryData] = _MISSING) -> None:
         self.group_id = group_id
         self.topics = [] if topics is _MISSING else topics
         self._unknown_tagged_fields = ()
@@ -210,31 +212,31 @@ ReadShareGroupStateSummaryRequest._ENCODERS = {0: _encode_ReadShareGroupStateSum
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    107: (('Partition', 'partition', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    109: 'tagged fields of PartitionData',
-    110: 'tagged fields of PartitionData',
-    118: (('Partition', 'partition', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    120: 'tagged fields of PartitionData',
-    127: 'TopicId',
-    128: 'Partitions',
-    132: 'Partitions',
-    139: 'Partitions',
-    142: 'tagged fields of ReadStateSummaryData',
-    143: 'tagged fields of ReadStateSummaryData',
-    151: 'TopicId',
-    153: 'Partitions',
-    156: 'Partitions',
+    109: (('Partition', 'partition', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    111: 'tagged fields of PartitionData',
+    112: 'tagged fields of PartitionData',
+    120: (('Partition', 'partition', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    122: 'tagged fields of PartitionData',
+    129: 'TopicId',
+    130: 'Partitions',
+    134: 'Partitions',
+    141: 'Partitions',
+    144: 'tagged fields of ReadStateSummaryData',
+    145: 'tagged fields of ReadStateSummaryData',
+    153: 'TopicId',
+    155: 'Partitions',
     158: 'Partitions',
-    160: 'tagged fields of ReadStateSummaryData',
-    167: 'GroupId',
-    168: 'Topics',
-    172: 'Topics',
-    179: 'Topics',
-    182: 'tagged fields of ReadShareGroupStateSummaryRequest',
-    183: 'tagged fields of ReadShareGroupStateSummaryRequest',
-    191: 'GroupId',
-    193: 'Topics',
-    196: 'Topics',
+    160: 'Partitions',
+    162: 'tagged fields of ReadStateSummaryData',
+    169: 'GroupId',
+    170: 'Topics',
+    174: 'Topics',
+    181: 'Topics',
+    184: 'tagged fields of ReadShareGroupStateSummaryRequest',
+    185: 'tagged fields of ReadShareGroupStateSummaryRequest',
+    193: 'GroupId',
+    195: 'Topics',
     198: 'Topics',
-    200: 'tagged fields of ReadShareGroupStateSummaryRequest',
+    200: 'Topics',
+    202: 'tagged fields of ReadShareGroupStateSummaryRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/ReadShareGroupStateSummaryResponse.json (sha256 11aa15d9a07852ec69b33f4c3deee03b92d1e4e09910d687a6bbad17e357aaf0):
 # change the schema and run `kafkawire codegen`.
 """ReadShareGroupStateSummaryResponse: apiKey 87, response, versions 0-1, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -24,7 +26,7 @@ class PartitionResult(_message.Struct):
     MESSAGE = 'ReadShareGroupStateSummaryResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, partition=0, error_code=0, error_message=None, state_epoch=0, leader_epoch=0, start_offset=0, delivery_complete_count=-1):
+    def __init__(self, *, partition: int = 0, error_code: int = 0, error_message: str | None = None, state_epoch: int = 0, leader_epoch: int = 0, start_offset: int = 0, delivery_complete_count: int = -1) -> None:
         self.partition = partition
         self.error_code = error_code
         self.error_message = error_message
@@ -42,7 +44,7 @@ class ReadStateSummaryResult(_message.Struct):
     MESSAGE = 'ReadShareGroupStateSummaryResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_id=_ZERO_UUID, partitions=_MISSING):
+    def __init__(self, *, topic_id: _UUID = _ZERO_UUID, partitions: list[PartitionResult] = _MISSING) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -59,7 +61,7 @@ class ReadShareGroupStateSummaryResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ReadShareGroupStateSummaryResponse.json'
 
-    def __init__(self, *, results=_MISSING):
+    def __init__(self, *, results: list[ReadStateSummaryResult] = _MISSING) -> None:
         self.results = [] if results is _MISSING else results
         self._unknown_tagged_fields = ()
 
@@ -331,62 +333,62 @@ ReadShareGroupStateSummaryResponse._ENCODERS = {0: _encode_ReadShareGroupStateSu
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    121: (('Partition', 'partition', 'i'), ('ErrorCode', 'error_code', 'h')),
-    123: 'ErrorMessage',
-    124: (('StateEpoch', 'state_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('StartOffset', 'start_offset', 'q')),
-    127: 'tagged fields of PartitionResult',
-    128: 'tagged fields of PartitionResult',
-    136: (('Partition', 'partition', 'i'), ('ErrorCode', 'error_code', 'h')),
-    137: 'ErrorMessage',
-    138: (('StateEpoch', 'state_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('StartOffset', 'start_offset', 'q')),
-    140: 'tagged fields of PartitionResult',
-    147: (('Partition', 'partition', 'i'), ('ErrorCode', 'error_code', 'h')),
-    149: 'ErrorMessage',
-    150: (('StateEpoch', 'state_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('StartOffset', 'start_offset', 'q'), ('DeliveryCompleteCount', 'delivery_complete_count', 'i')),
-    152: 'tagged fields of PartitionResult',
-    153: 'tagged fields of PartitionResult',
-    161: (('Partition', 'partition', 'i'), ('ErrorCode', 'error_code', 'h')),
-    162: 'ErrorMessage',
-    163: (('StateEpoch', 'state_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('StartOffset', 'start_offset', 'q'), ('DeliveryCompleteCount', 'delivery_complete_count', 'i')),
-    165: 'tagged fields of PartitionResult',
-    172: 'TopicId',
-    173: 'Partitions',
-    177: 'Partitions',
-    184: 'Partitions',
-    187: 'tagged fields of ReadStateSummaryResult',
-    188: 'tagged fields of ReadStateSummaryResult',
-    196: 'TopicId',
-    198: 'Partitions',
-    201: 'Partitions',
+    123: (('Partition', 'partition', 'i'), ('ErrorCode', 'error_code', 'h')),
+    125: 'ErrorMessage',
+    126: (('StateEpoch', 'state_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('StartOffset', 'start_offset', 'q')),
+    129: 'tagged fields of PartitionResult',
+    130: 'tagged fields of PartitionResult',
+    138: (('Partition', 'partition', 'i'), ('ErrorCode', 'error_code', 'h')),
+    139: 'ErrorMessage',
+    140: (('StateEpoch', 'state_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('StartOffset', 'start_offset', 'q')),
+    142: 'tagged fields of PartitionResult',
+    149: (('Partition', 'partition', 'i'), ('ErrorCode', 'error_code', 'h')),
+    151: 'ErrorMessage',
+    152: (('StateEpoch', 'state_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('StartOffset', 'start_offset', 'q'), ('DeliveryCompleteCount', 'delivery_complete_count', 'i')),
+    154: 'tagged fields of PartitionResult',
+    155: 'tagged fields of PartitionResult',
+    163: (('Partition', 'partition', 'i'), ('ErrorCode', 'error_code', 'h')),
+    164: 'ErrorMessage',
+    165: (('StateEpoch', 'state_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('StartOffset', 'start_offset', 'q'), ('DeliveryCompleteCount', 'delivery_complete_count', 'i')),
+    167: 'tagged fields of PartitionResult',
+    174: 'TopicId',
+    175: 'Partitions',
+    179: 'Partitions',
+    186: 'Partitions',
+    189: 'tagged fields of ReadStateSummaryResult',
+    190: 'tagged fields of ReadStateSummaryResult',
+    198: 'TopicId',
+    200: 'Partitions',
     203: 'Partitions',
-    205: 'tagged fields of ReadStateSummaryResult',
-    212: 'TopicId',
-    213: 'Partitions',
-    217: 'Partitions',
-    224: 'Partitions',
-    227: 'tagged fields of ReadStateSummaryResult',
-    228: 'tagged fields of ReadStateSummaryResult',
-    236: 'TopicId',
-    238: 'Partitions',
-    241: 'Partitions',
+    205: 'Partitions',
+    207: 'tagged fields of ReadStateSummaryResult',
+    214: 'TopicId',
+    215: 'Partitions',
+    219: 'Partitions',
+    226: 'Partitions',
+    229: 'tagged fields of ReadStateSummaryResult',
+    230: 'tagged fields of ReadStateSummaryResult',
+    238: 'TopicId',
+    240: 'Partitions',
     243: 'Partitions',
-    245: 'tagged fields of ReadStateSummaryResult',
-    252: 'Results',
-    256: 'Results',
-    263: 'Results',
-    266: 'tagged fields of ReadShareGroupStateSummaryResponse',
-    267: 'tagged fields of ReadShareGroupStateSummaryResponse',
-    276: 'Results',
-    279: 'Results',
+    245: 'Partitions',
+    247: 'tagged fields of ReadStateSummaryResult',
+    254: 'Results',
+    258: 'Results',
+    265: 'Results',
+    268: 'tagged fields of ReadShareGroupStateSummaryResponse',
+    269: 'tagged fields of ReadShareGroupStateSummaryResponse',
+    278: 'Results',
     281: 'Results',
-    283: 'tagged fields of ReadShareGroupStateSummaryResponse',
-    290: 'Results',
-    294: 'Results',
-    301: 'Results',
-    304: 'tagged fields of ReadShareGroupStateSummaryResponse',
-    305: 'tagged fields of ReadShareGroupStateSummaryResponse',
-    314: 'Results',
-    317: 'Results',
+    283: 'Results',
+    285: 'tagged fields of ReadShareGroupStateSummaryResponse',
+    292: 'Results',
+    296: 'Results',
+    303: 'Results',
+    306: 'tagged fields of ReadShareGroupStateSummaryResponse',
+    307: 'tagged fields of ReadShareGroupStateSummaryResponse',
+    316: 'Results',
     319: 'Results',
-    321: 'tagged fields of ReadShareGroupStateSummaryResponse',
+    321: 'Results',
+    323: 'tagged fields of ReadShareGroupStateSummaryResponse',
 }

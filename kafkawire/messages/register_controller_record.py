@@ -2,6 +2,8 @@
 # From schemas/metadata/RegisterControllerRecord.json (sha256 e402d61f7e94d6ac14528a46702803a38667253f84fde937338473877946e436):
 # change the schema and run `kafkawire codegen`.
 """RegisterControllerRecord: apiKey 27, metadata, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class ControllerEndpoint(_message.Struct):
     MESSAGE = 'RegisterControllerRecord'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, name='', host='', port=0, security_protocol=0):
+    def __init__(self, *, name: str = '', host: str = '', port: int = 0, security_protocol: int = 0) -> None:
         self.name = name
         self.host = host
         self.port = port
@@ -40,7 +42,7 @@ class ControllerFeature(_message.Struct):
     MESSAGE = 'RegisterControllerRecord'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, name='', min_supported_version=0, max_supported_version=0):
+    def __init__(self, *, name: str = '', min_supported_version: int = 0, max_supported_version: int = 0) -> None:
         self.name = name
         self.min_supported_version = min_supported_version
         self.max_supported_version = max_supported_version
@@ -58,7 +60,7 @@ class RegisterControllerRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/metadata/RegisterControllerRecord.json'
 
-    def __init__(self, *, controller_id=0, incarnation_id=_ZERO_UUID, zk_migration_ready=False, end_points=_MISSING, features=_MISSING):
+    def __init__(self, *, controller_id: int = 0, incarnation_id: _UUID = _ZERO_UUID, zk_migration_ready: bool = False, end_points: list[ControllerEndpoint] = _MISSING, features: list[ControllerFeature] = _MISSING) -> None:
         self.controller_id = controller_id
         self.incarnation_id = incarnation_id
         self.zk_migration_ready = zk_migration_ready
@@ -244,41 +246,41 @@ RegisterControllerRecord._ENCODERS = {0: _encode_RegisterControllerRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    128: 'Name',
-    129: 'Host',
-    130: (('Port', 'port', 'H'), ('SecurityProtocol', 'security_protocol', 'h')),
-    132: 'tagged fields of ControllerEndpoint',
-    133: 'tagged fields of ControllerEndpoint',
-    141: 'Name',
-    142: 'Host',
-    143: (('Port', 'port', 'H'), ('SecurityProtocol', 'security_protocol', 'h')),
-    145: 'tagged fields of ControllerEndpoint',
-    152: 'Name',
-    153: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
-    155: 'tagged fields of ControllerFeature',
-    156: 'tagged fields of ControllerFeature',
-    164: 'Name',
-    165: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
-    167: 'tagged fields of ControllerFeature',
-    174: 'ControllerId',
-    176: 'IncarnationId',
-    177: 'ZkMigrationReady',
-    179: 'EndPoints',
-    183: 'EndPoints',
-    190: 'EndPoints',
-    193: 'Features',
-    197: 'Features',
-    204: 'Features',
-    207: 'tagged fields of RegisterControllerRecord',
-    208: 'tagged fields of RegisterControllerRecord',
-    216: 'ControllerId',
-    217: 'IncarnationId',
-    218: 'ZkMigrationReady',
-    220: 'EndPoints',
-    223: 'EndPoints',
+    130: 'Name',
+    131: 'Host',
+    132: (('Port', 'port', 'H'), ('SecurityProtocol', 'security_protocol', 'h')),
+    134: 'tagged fields of ControllerEndpoint',
+    135: 'tagged fields of ControllerEndpoint',
+    143: 'Name',
+    144: 'Host',
+    145: (('Port', 'port', 'H'), ('SecurityProtocol', 'security_protocol', 'h')),
+    147: 'tagged fields of ControllerEndpoint',
+    154: 'Name',
+    155: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
+    157: 'tagged fields of ControllerFeature',
+    158: 'tagged fields of ControllerFeature',
+    166: 'Name',
+    167: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
+    169: 'tagged fields of ControllerFeature',
+    176: 'ControllerId',
+    178: 'IncarnationId',
+    179: 'ZkMigrationReady',
+    181: 'EndPoints',
+    185: 'EndPoints',
+    192: 'EndPoints',
+    195: 'Features',
+    199: 'Features',
+    206: 'Features',
+    209: 'tagged fields of RegisterControllerRecord',
+    210: 'tagged fields of RegisterControllerRecord',
+    218: 'ControllerId',
+    219: 'IncarnationId',
+    220: 'ZkMigrationReady',
+    222: 'EndPoints',
     225: 'EndPoints',
-    227: 'Features',
-    230: 'Features',
+    227: 'EndPoints',
+    229: 'Features',
     232: 'Features',
-    234: 'tagged fields of RegisterControllerRecord',
+    234: 'Features',
+    236: 'tagged fields of RegisterControllerRecord',
 }

@@ -2,6 +2,8 @@
 # From schemas/metadata/RemoveAccessControlEntryRecord.json (sha256 ad8b3816c298aa53f28412e24911389a19d5187dd2db4d3549b019847d29fd18):
 # change the schema and run `kafkawire codegen`.
 """RemoveAccessControlEntryRecord: apiKey 19, metadata, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class RemoveAccessControlEntryRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/metadata/RemoveAccessControlEntryRecord.json'
 
-    def __init__(self, *, id=_ZERO_UUID):
+    def __init__(self, *, id: _UUID = _ZERO_UUID) -> None:
         self.id = id
         self._unknown_tagged_fields = ()
 
@@ -67,9 +69,9 @@ RemoveAccessControlEntryRecord._ENCODERS = {0: _encode_RemoveAccessControlEntryR
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    49: 'Id',
-    50: 'tagged fields of RemoveAccessControlEntryRecord',
-    51: 'tagged fields of RemoveAccessControlEntryRecord',
-    59: 'Id',
-    61: 'tagged fields of RemoveAccessControlEntryRecord',
+    51: 'Id',
+    52: 'tagged fields of RemoveAccessControlEntryRecord',
+    53: 'tagged fields of RemoveAccessControlEntryRecord',
+    61: 'Id',
+    63: 'tagged fields of RemoveAccessControlEntryRecord',
 }

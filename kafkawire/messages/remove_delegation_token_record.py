@@ -2,6 +2,8 @@
 # From schemas/metadata/RemoveDelegationTokenRecord.json (sha256 5a99e89cd42d992f21a0947edc602575c46fb1b6f304335453fd3acbecdf64a7):
 # change the schema and run `kafkawire codegen`.
 """RemoveDelegationTokenRecord: apiKey 26, metadata, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class RemoveDelegationTokenRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/metadata/RemoveDelegationTokenRecord.json'
 
-    def __init__(self, *, token_id=''):
+    def __init__(self, *, token_id: str = '') -> None:
         self.token_id = token_id
         self._unknown_tagged_fields = ()
 
@@ -67,9 +69,9 @@ RemoveDelegationTokenRecord._ENCODERS = {0: _encode_RemoveDelegationTokenRecord_
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    49: 'TokenId',
-    50: 'tagged fields of RemoveDelegationTokenRecord',
-    51: 'tagged fields of RemoveDelegationTokenRecord',
-    59: 'TokenId',
-    61: 'tagged fields of RemoveDelegationTokenRecord',
+    51: 'TokenId',
+    52: 'tagged fields of RemoveDelegationTokenRecord',
+    53: 'tagged fields of RemoveDelegationTokenRecord',
+    61: 'TokenId',
+    63: 'tagged fields of RemoveDelegationTokenRecord',
 }

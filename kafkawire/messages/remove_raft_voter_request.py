@@ -2,6 +2,8 @@
 # From schemas/clients/RemoveRaftVoterRequest.json (sha256 6646a0eb31136b3e2eb65e890fef64d8744a9399a897b7c037df3acb085fdec0):
 # change the schema and run `kafkawire codegen`.
 """RemoveRaftVoterRequest: apiKey 81, request, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class RemoveRaftVoterRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/RemoveRaftVoterRequest.json'
 
-    def __init__(self, *, cluster_id='', voter_id=0, voter_directory_id=_ZERO_UUID):
+    def __init__(self, *, cluster_id: str | None = '', voter_id: int = 0, voter_directory_id: _UUID = _ZERO_UUID) -> None:
         self.cluster_id = cluster_id
         self.voter_id = voter_id
         self.voter_directory_id = voter_directory_id
@@ -79,13 +81,13 @@ RemoveRaftVoterRequest._ENCODERS = {0: _encode_RemoveRaftVoterRequest_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    56: 'ClusterId',
-    57: 'VoterId',
-    59: 'VoterDirectoryId',
-    60: 'tagged fields of RemoveRaftVoterRequest',
-    61: 'tagged fields of RemoveRaftVoterRequest',
-    69: 'ClusterId',
-    70: 'VoterId',
-    71: 'VoterDirectoryId',
-    73: 'tagged fields of RemoveRaftVoterRequest',
+    58: 'ClusterId',
+    59: 'VoterId',
+    61: 'VoterDirectoryId',
+    62: 'tagged fields of RemoveRaftVoterRequest',
+    63: 'tagged fields of RemoveRaftVoterRequest',
+    71: 'ClusterId',
+    72: 'VoterId',
+    73: 'VoterDirectoryId',
+    75: 'tagged fields of RemoveRaftVoterRequest',
 }

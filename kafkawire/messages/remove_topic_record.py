@@ -2,6 +2,8 @@
 # From schemas/metadata/RemoveTopicRecord.json (sha256 2fcf12550a15007952df310b60fa98c91754b9471544f103155774b468e77313):
 # change the schema and run `kafkawire codegen`.
 """RemoveTopicRecord: apiKey 9, metadata, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class RemoveTopicRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/metadata/RemoveTopicRecord.json'
 
-    def __init__(self, *, topic_id=_ZERO_UUID):
+    def __init__(self, *, topic_id: _UUID = _ZERO_UUID) -> None:
         self.topic_id = topic_id
         self._unknown_tagged_fields = ()
 
@@ -67,9 +69,9 @@ RemoveTopicRecord._ENCODERS = {0: _encode_RemoveTopicRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    49: 'TopicId',
-    50: 'tagged fields of RemoveTopicRecord',
-    51: 'tagged fields of RemoveTopicRecord',
-    59: 'TopicId',
-    61: 'tagged fields of RemoveTopicRecord',
+    51: 'TopicId',
+    52: 'tagged fields of RemoveTopicRecord',
+    53: 'tagged fields of RemoveTopicRecord',
+    61: 'TopicId',
+    63: 'tagged fields of RemoveTopicRecord',
 }

@@ -2,6 +2,8 @@
 # From schemas/metadata/RemoveUserScramCredentialRecord.json (sha256 d88eada219739e352aef257e02b90b690eb778a2d967a34a2a2d3c574b5e740b):
 # change the schema and run `kafkawire codegen`.
 """RemoveUserScramCredentialRecord: apiKey 22, metadata, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class RemoveUserScramCredentialRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/metadata/RemoveUserScramCredentialRecord.json'
 
-    def __init__(self, *, name='', mechanism=0):
+    def __init__(self, *, name: str = '', mechanism: int = 0) -> None:
         self.name = name
         self.mechanism = mechanism
         self._unknown_tagged_fields = ()
@@ -74,11 +76,11 @@ RemoveUserScramCredentialRecord._ENCODERS = {0: _encode_RemoveUserScramCredentia
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    53: 'Name',
-    54: 'Mechanism',
-    56: 'tagged fields of RemoveUserScramCredentialRecord',
-    57: 'tagged fields of RemoveUserScramCredentialRecord',
-    65: 'Name',
-    66: 'Mechanism',
-    68: 'tagged fields of RemoveUserScramCredentialRecord',
+    55: 'Name',
+    56: 'Mechanism',
+    58: 'tagged fields of RemoveUserScramCredentialRecord',
+    59: 'tagged fields of RemoveUserScramCredentialRecord',
+    67: 'Name',
+    68: 'Mechanism',
+    70: 'tagged fields of RemoveUserScramCredentialRecord',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/RenewDelegationTokenRequest.json (sha256 5d183ef3e51a9413e18850ff6cf2ae7ba5e74752ec2381cd3ae00f2c8cd81296):
 # change the schema and run `kafkawire codegen`.
 """RenewDelegationTokenRequest: apiKey 39, request, versions 0-2, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -27,7 +29,7 @@ class RenewDelegationTokenRequest(_message.Message):
     SCHEMA = 'schemas/clients/RenewDelegationTokenRequest.json'
     _HAS_BYTES = True
 
-    def __init__(self, *, hmac=b'', renew_period_ms=0):
+    def __init__(self, *, hmac: bytes = b'', renew_period_ms: int = 0) -> None:
         self.hmac = hmac
         self.renew_period_ms = renew_period_ms
         self._unknown_tagged_fields = ()
@@ -98,19 +100,19 @@ RenewDelegationTokenRequest._ENCODERS = {0: _encode_RenewDelegationTokenRequest_
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    54: 'Hmac',
-    55: 'RenewPeriodMs',
-    62: 'Hmac',
-    63: 'RenewPeriodMs',
-    65: 'tagged fields of RenewDelegationTokenRequest',
-    69: 'Hmac',
-    70: 'RenewPeriodMs',
-    72: 'tagged fields of RenewDelegationTokenRequest',
-    77: 'Hmac',
-    78: 'RenewPeriodMs',
-    80: 'tagged fields of RenewDelegationTokenRequest',
-    81: 'tagged fields of RenewDelegationTokenRequest',
-    89: 'Hmac',
-    90: 'RenewPeriodMs',
-    92: 'tagged fields of RenewDelegationTokenRequest',
+    56: 'Hmac',
+    57: 'RenewPeriodMs',
+    64: 'Hmac',
+    65: 'RenewPeriodMs',
+    67: 'tagged fields of RenewDelegationTokenRequest',
+    71: 'Hmac',
+    72: 'RenewPeriodMs',
+    74: 'tagged fields of RenewDelegationTokenRequest',
+    79: 'Hmac',
+    80: 'RenewPeriodMs',
+    82: 'tagged fields of RenewDelegationTokenRequest',
+    83: 'tagged fields of RenewDelegationTokenRequest',
+    91: 'Hmac',
+    92: 'RenewPeriodMs',
+    94: 'tagged fields of RenewDelegationTokenRequest',
 }

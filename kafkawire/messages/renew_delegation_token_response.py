@@ -2,6 +2,8 @@
 # From schemas/clients/RenewDelegationTokenResponse.json (sha256 564eebdfa5b2be41286a6df3d50c29955d34e3aab33df357af6ced548188e461):
 # change the schema and run `kafkawire codegen`.
 """RenewDelegationTokenResponse: apiKey 39, response, versions 0-2, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class RenewDelegationTokenResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/RenewDelegationTokenResponse.json'
 
-    def __init__(self, *, error_code=0, expiry_timestamp_ms=0, throttle_time_ms=0):
+    def __init__(self, *, error_code: int = 0, expiry_timestamp_ms: int = 0, throttle_time_ms: int = 0) -> None:
         self.error_code = error_code
         self.expiry_timestamp_ms = expiry_timestamp_ms
         self.throttle_time_ms = throttle_time_ms
@@ -95,14 +97,14 @@ RenewDelegationTokenResponse._ENCODERS = {0: _encode_RenewDelegationTokenRespons
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    56: (('ErrorCode', 'error_code', 'h'), ('ExpiryTimestampMs', 'expiry_timestamp_ms', 'q'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
-    63: (('ErrorCode', 'error_code', 'h'), ('ExpiryTimestampMs', 'expiry_timestamp_ms', 'q'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
-    65: 'tagged fields of RenewDelegationTokenResponse',
-    69: (('ErrorCode', 'error_code', 'h'), ('ExpiryTimestampMs', 'expiry_timestamp_ms', 'q'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
-    71: 'tagged fields of RenewDelegationTokenResponse',
-    76: (('ErrorCode', 'error_code', 'h'), ('ExpiryTimestampMs', 'expiry_timestamp_ms', 'q'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
-    78: 'tagged fields of RenewDelegationTokenResponse',
-    79: 'tagged fields of RenewDelegationTokenResponse',
-    87: (('ErrorCode', 'error_code', 'h'), ('ExpiryTimestampMs', 'expiry_timestamp_ms', 'q'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
-    89: 'tagged fields of RenewDelegationTokenResponse',
+    58: (('ErrorCode', 'error_code', 'h'), ('ExpiryTimestampMs', 'expiry_timestamp_ms', 'q'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
+    65: (('ErrorCode', 'error_code', 'h'), ('ExpiryTimestampMs', 'expiry_timestamp_ms', 'q'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
+    67: 'tagged fields of RenewDelegationTokenResponse',
+    71: (('ErrorCode', 'error_code', 'h'), ('ExpiryTimestampMs', 'expiry_timestamp_ms', 'q'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
+    73: 'tagged fields of RenewDelegationTokenResponse',
+    78: (('ErrorCode', 'error_code', 'h'), ('ExpiryTimestampMs', 'expiry_timestamp_ms', 'q'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
+    80: 'tagged fields of RenewDelegationTokenResponse',
+    81: 'tagged fields of RenewDelegationTokenResponse',
+    89: (('ErrorCode', 'error_code', 'h'), ('ExpiryTimestampMs', 'expiry_timestamp_ms', 'q'), ('ThrottleTimeMs', 'throttle_time_ms', 'i')),
+    91: 'tagged fields of RenewDelegationTokenResponse',
 }

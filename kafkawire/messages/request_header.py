@@ -2,6 +2,8 @@
 # From schemas/clients/RequestHeader.json (sha256 72fc1aecf0909afe6e0cd7cbb516351ff0305f846e20f33e1ae8525851a23e7d):
 # change the schema and run `kafkawire codegen`.
 """RequestHeader: header, versions 0-2, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class RequestHeader(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/RequestHeader.json'
 
-    def __init__(self, *, request_api_key=0, request_api_version=0, correlation_id=0, client_id=''):
+    def __init__(self, *, request_api_key: int = 0, request_api_version: int = 0, correlation_id: int = 0, client_id: str | None = '') -> None:
         self.request_api_key = request_api_key
         self.request_api_version = request_api_version
         self.correlation_id = correlation_id
@@ -111,19 +113,19 @@ RequestHeader._ENCODERS = {0: _encode_RequestHeader_v0, 1: _encode_RequestHeader
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    59: (('RequestApiKey', 'request_api_key', 'h'), ('RequestApiVersion', 'request_api_version', 'h'), ('CorrelationId', 'correlation_id', 'i')),
-    67: (('RequestApiKey', 'request_api_key', 'h'), ('RequestApiVersion', 'request_api_version', 'h'), ('CorrelationId', 'correlation_id', 'i')),
-    69: 'tagged fields of RequestHeader',
-    74: (('RequestApiKey', 'request_api_key', 'h'), ('RequestApiVersion', 'request_api_version', 'h'), ('CorrelationId', 'correlation_id', 'i')),
-    76: 'ClientId',
-    82: (('RequestApiKey', 'request_api_key', 'h'), ('RequestApiVersion', 'request_api_version', 'h'), ('CorrelationId', 'correlation_id', 'i')),
-    83: 'ClientId',
-    85: 'tagged fields of RequestHeader',
-    90: (('RequestApiKey', 'request_api_key', 'h'), ('RequestApiVersion', 'request_api_version', 'h'), ('CorrelationId', 'correlation_id', 'i')),
-    92: 'ClientId',
-    93: 'tagged fields of RequestHeader',
-    94: 'tagged fields of RequestHeader',
-    102: (('RequestApiKey', 'request_api_key', 'h'), ('RequestApiVersion', 'request_api_version', 'h'), ('CorrelationId', 'correlation_id', 'i')),
-    103: 'ClientId',
-    105: 'tagged fields of RequestHeader',
+    61: (('RequestApiKey', 'request_api_key', 'h'), ('RequestApiVersion', 'request_api_version', 'h'), ('CorrelationId', 'correlation_id', 'i')),
+    69: (('RequestApiKey', 'request_api_key', 'h'), ('RequestApiVersion', 'request_api_version', 'h'), ('CorrelationId', 'correlation_id', 'i')),
+    71: 'tagged fields of RequestHeader',
+    76: (('RequestApiKey', 'request_api_key', 'h'), ('RequestApiVersion', 'request_api_version', 'h'), ('CorrelationId', 'correlation_id', 'i')),
+    78: 'ClientId',
+    84: (('RequestApiKey', 'request_api_key', 'h'), ('RequestApiVersion', 'request_api_version', 'h'), ('CorrelationId', 'correlation_id', 'i')),
+    85: 'ClientId',
+    87: 'tagged fields of RequestHeader',
+    92: (('RequestApiKey', 'request_api_key', 'h'), ('RequestApiVersion', 'request_api_version', 'h'), ('CorrelationId', 'correlation_id', 'i')),
+    94: 'ClientId',
+    95: 'tagged fields of RequestHeader',
+    96: 'tagged fields of RequestHeader',
+    104: (('RequestApiKey', 'request_api_key', 'h'), ('RequestApiVersion', 'request_api_version', 'h'), ('CorrelationId', 'correlation_id', 'i')),
+    105: 'ClientId',
+    107: 'tagged fields of RequestHeader',
 }

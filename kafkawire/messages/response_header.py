@@ -2,6 +2,8 @@
 # From schemas/clients/ResponseHeader.json (sha256 657c6a409969fc9d5b5adafa36f026656cece5b10269e743d2b74b6b4a370609):
 # change the schema and run `kafkawire codegen`.
 """ResponseHeader: header, versions 0-1, flexible 1+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class ResponseHeader(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ResponseHeader.json'
 
-    def __init__(self, *, correlation_id=0):
+    def __init__(self, *, correlation_id: int = 0) -> None:
         self.correlation_id = correlation_id
         self._unknown_tagged_fields = ()
 
@@ -83,12 +85,12 @@ ResponseHeader._ENCODERS = {0: _encode_ResponseHeader_v0, 1: _encode_ResponseHea
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    50: 'CorrelationId',
-    57: 'CorrelationId',
-    59: 'tagged fields of ResponseHeader',
-    64: 'CorrelationId',
-    66: 'tagged fields of ResponseHeader',
-    67: 'tagged fields of ResponseHeader',
-    75: 'CorrelationId',
-    77: 'tagged fields of ResponseHeader',
+    52: 'CorrelationId',
+    59: 'CorrelationId',
+    61: 'tagged fields of ResponseHeader',
+    66: 'CorrelationId',
+    68: 'tagged fields of ResponseHeader',
+    69: 'tagged fields of ResponseHeader',
+    77: 'CorrelationId',
+    79: 'tagged fields of ResponseHeader',
 }

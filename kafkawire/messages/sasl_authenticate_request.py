@@ -2,6 +2,8 @@
 # From schemas/clients/SaslAuthenticateRequest.json (sha256 40a605b9c616ed43dfb424588e24bcd4eab5ca049cdef567c5870e6f28bca3b7):
 # change the schema and run `kafkawire codegen`.
 """SaslAuthenticateRequest: apiKey 36, request, versions 0-2, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class SaslAuthenticateRequest(_message.Message):
     SCHEMA = 'schemas/clients/SaslAuthenticateRequest.json'
     _HAS_BYTES = True
 
-    def __init__(self, *, auth_bytes=b''):
+    def __init__(self, *, auth_bytes: bytes = b'') -> None:
         self.auth_bytes = auth_bytes
         self._unknown_tagged_fields = ()
 
@@ -87,14 +89,14 @@ SaslAuthenticateRequest._ENCODERS = {0: _encode_SaslAuthenticateRequest_v0, 1: _
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    50: 'AuthBytes',
-    56: 'AuthBytes',
-    58: 'tagged fields of SaslAuthenticateRequest',
-    62: 'AuthBytes',
-    64: 'tagged fields of SaslAuthenticateRequest',
-    69: 'AuthBytes',
-    70: 'tagged fields of SaslAuthenticateRequest',
-    71: 'tagged fields of SaslAuthenticateRequest',
-    79: 'AuthBytes',
-    81: 'tagged fields of SaslAuthenticateRequest',
+    52: 'AuthBytes',
+    58: 'AuthBytes',
+    60: 'tagged fields of SaslAuthenticateRequest',
+    64: 'AuthBytes',
+    66: 'tagged fields of SaslAuthenticateRequest',
+    71: 'AuthBytes',
+    72: 'tagged fields of SaslAuthenticateRequest',
+    73: 'tagged fields of SaslAuthenticateRequest',
+    81: 'AuthBytes',
+    83: 'tagged fields of SaslAuthenticateRequest',
 }

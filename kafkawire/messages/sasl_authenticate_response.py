@@ -2,6 +2,8 @@
 # From schemas/clients/SaslAuthenticateResponse.json (sha256 11f33e7e98fd82b44e6ff61b604d2be0bc7d192af4fd26edc8df47052231fce5):
 # change the schema and run `kafkawire codegen`.
 """SaslAuthenticateResponse: apiKey 36, response, versions 0-2, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -28,7 +30,7 @@ class SaslAuthenticateResponse(_message.Message):
     SCHEMA = 'schemas/clients/SaslAuthenticateResponse.json'
     _HAS_BYTES = True
 
-    def __init__(self, *, error_code=0, error_message='', auth_bytes=b'', session_lifetime_ms=0):
+    def __init__(self, *, error_code: int = 0, error_message: str | None = '', auth_bytes: bytes = b'', session_lifetime_ms: int = 0) -> None:
         self.error_code = error_code
         self.error_message = error_message
         self.auth_bytes = auth_bytes
@@ -127,31 +129,31 @@ SaslAuthenticateResponse._ENCODERS = {0: _encode_SaslAuthenticateResponse_v0, 1:
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    61: 'ErrorCode',
-    63: 'ErrorMessage',
-    64: 'AuthBytes',
-    71: 'ErrorCode',
-    72: 'ErrorMessage',
-    73: 'AuthBytes',
-    75: 'tagged fields of SaslAuthenticateResponse',
-    80: 'ErrorCode',
-    82: 'ErrorMessage',
-    83: 'AuthBytes',
-    84: 'SessionLifetimeMs',
-    91: 'ErrorCode',
-    92: 'ErrorMessage',
-    93: 'AuthBytes',
-    94: 'SessionLifetimeMs',
-    96: 'tagged fields of SaslAuthenticateResponse',
-    101: 'ErrorCode',
-    103: 'ErrorMessage',
-    104: 'AuthBytes',
-    105: 'SessionLifetimeMs',
-    107: 'tagged fields of SaslAuthenticateResponse',
-    108: 'tagged fields of SaslAuthenticateResponse',
-    116: 'ErrorCode',
-    117: 'ErrorMessage',
-    118: 'AuthBytes',
-    119: 'SessionLifetimeMs',
-    121: 'tagged fields of SaslAuthenticateResponse',
+    63: 'ErrorCode',
+    65: 'ErrorMessage',
+    66: 'AuthBytes',
+    73: 'ErrorCode',
+    74: 'ErrorMessage',
+    75: 'AuthBytes',
+    77: 'tagged fields of SaslAuthenticateResponse',
+    82: 'ErrorCode',
+    84: 'ErrorMessage',
+    85: 'AuthBytes',
+    86: 'SessionLifetimeMs',
+    93: 'ErrorCode',
+    94: 'ErrorMessage',
+    95: 'AuthBytes',
+    96: 'SessionLifetimeMs',
+    98: 'tagged fields of SaslAuthenticateResponse',
+    103: 'ErrorCode',
+    105: 'ErrorMessage',
+    106: 'AuthBytes',
+    107: 'SessionLifetimeMs',
+    109: 'tagged fields of SaslAuthenticateResponse',
+    110: 'tagged fields of SaslAuthenticateResponse',
+    118: 'ErrorCode',
+    119: 'ErrorMessage',
+    120: 'AuthBytes',
+    121: 'SessionLifetimeMs',
+    123: 'tagged fields of SaslAuthenticateResponse',
 }

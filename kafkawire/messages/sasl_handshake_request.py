@@ -2,6 +2,8 @@
 # From schemas/clients/SaslHandshakeRequest.json (sha256 c835c4415c9b1af87c94dd8507eb7f8f1a25e047a55ea686a0921cbdfa92ed9a):
 # change the schema and run `kafkawire codegen`.
 """SaslHandshakeRequest: apiKey 17, request, versions 0-1, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class SaslHandshakeRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/SaslHandshakeRequest.json'
 
-    def __init__(self, *, mechanism=''):
+    def __init__(self, *, mechanism: str = '') -> None:
         self.mechanism = mechanism
         self._unknown_tagged_fields = ()
 
@@ -67,9 +69,9 @@ SaslHandshakeRequest._ENCODERS = {0: _encode_SaslHandshakeRequest_v0, 1: _encode
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    49: 'Mechanism',
-    55: 'Mechanism',
-    57: 'tagged fields of SaslHandshakeRequest',
-    61: 'Mechanism',
-    63: 'tagged fields of SaslHandshakeRequest',
+    51: 'Mechanism',
+    57: 'Mechanism',
+    59: 'tagged fields of SaslHandshakeRequest',
+    63: 'Mechanism',
+    65: 'tagged fields of SaslHandshakeRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/SaslHandshakeResponse.json (sha256 23de069c3d502840dfda0e8027d05bbfe08ca03f35de4906e6af9e05acb5867a):
 # change the schema and run `kafkawire codegen`.
 """SaslHandshakeResponse: apiKey 17, response, versions 0-1, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class SaslHandshakeResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/SaslHandshakeResponse.json'
 
-    def __init__(self, *, error_code=0, mechanisms=_MISSING):
+    def __init__(self, *, error_code: int = 0, mechanisms: list[str] = _MISSING) -> None:
         self.error_code = error_code
         self.mechanisms = [] if mechanisms is _MISSING else mechanisms
         self._unknown_tagged_fields = ()
@@ -90,15 +92,15 @@ SaslHandshakeResponse._ENCODERS = {0: _encode_SaslHandshakeResponse_v0, 1: _enco
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    53: 'ErrorCode',
-    55: 'Mechanisms',
-    62: 'Mechanisms',
-    70: 'ErrorCode',
-    72: 'Mechanisms',
+    55: 'ErrorCode',
+    57: 'Mechanisms',
+    64: 'Mechanisms',
+    72: 'ErrorCode',
     74: 'Mechanisms',
-    76: 'tagged fields of SaslHandshakeResponse',
-    80: 'ErrorCode',
-    82: 'Mechanisms',
+    76: 'Mechanisms',
+    78: 'tagged fields of SaslHandshakeResponse',
+    82: 'ErrorCode',
     84: 'Mechanisms',
-    86: 'tagged fields of SaslHandshakeResponse',
+    86: 'Mechanisms',
+    88: 'tagged fields of SaslHandshakeResponse',
 }

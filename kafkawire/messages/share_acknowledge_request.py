@@ -2,6 +2,8 @@
 # From schemas/clients/ShareAcknowledgeRequest.json (sha256 5cde5200f46dded65c3b0b981b40ad6028642ca26641808d5cbe880065933ff0):
 # change the schema and run `kafkawire codegen`.
 """ShareAcknowledgeRequest: apiKey 79, request, versions 0-2, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class AcknowledgementBatch(_message.Struct):
     MESSAGE = 'ShareAcknowledgeRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, first_offset=0, last_offset=0, acknowledge_types=_MISSING):
+    def __init__(self, *, first_offset: int = 0, last_offset: int = 0, acknowledge_types: list[int] = _MISSING) -> None:
         self.first_offset = first_offset
         self.last_offset = last_offset
         self.acknowledge_types = [] if acknowledge_types is _MISSING else acknowledge_types
@@ -39,7 +41,7 @@ class AcknowledgePartition(_message.Struct):
     MESSAGE = 'ShareAcknowledgeRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, partition_index=0, acknowledgement_batches=_MISSING):
+    def __init__(self, *, partition_index: int = 0, acknowledgement_batches: list[AcknowledgementBatch] = _MISSING) -> None:
         self.partition_index = partition_index
         self.acknowledgement_batches = [] if acknowledgement_batches is _MISSING else acknowledgement_batches
         self._unknown_tagged_fields = ()
@@ -52,7 +54,7 @@ class AcknowledgeTopic(_message.Struct):
     MESSAGE = 'ShareAcknowledgeRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_id=_ZERO_UUID, partitions=_MISSING):
+    def __init__(self, *, topic_id: _UUID = _ZERO_UUID, partitions: list[AcknowledgePartition] = _MISSING) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -69,7 +71,7 @@ class ShareAcknowledgeRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ShareAcknowledgeRequest.json'
 
-    def __init__(self, *, group_id=None, member_id='', share_session_epoch=0, is_renew_ack=False, topics=_MISSING):
+    def __init__(self, *, group_id: str | None = None, member_id: str | None = '', share_session_epoch: int = 0, is_renew_ack: bool = False, topics: list[AcknowledgeTopic] = _MISSING) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.share_session_epoch = share_session_epoch
@@ -384,78 +386,78 @@ ShareAcknowledgeRequest._ENCODERS = {0: _encode_ShareAcknowledgeRequest_v0, 1: _
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    149: (('FirstOffset', 'first_offset', 'q'), ('LastOffset', 'last_offset', 'q')),
-    151: 'AcknowledgeTypes',
-    155: 'AcknowledgeTypes',
-    159: 'AcknowledgeTypes',
-    161: 'tagged fields of AcknowledgementBatch',
-    162: 'tagged fields of AcknowledgementBatch',
-    170: (('FirstOffset', 'first_offset', 'q'), ('LastOffset', 'last_offset', 'q')),
-    172: 'AcknowledgeTypes',
-    175: 'AcknowledgeTypes',
+    151: (('FirstOffset', 'first_offset', 'q'), ('LastOffset', 'last_offset', 'q')),
+    153: 'AcknowledgeTypes',
+    157: 'AcknowledgeTypes',
+    161: 'AcknowledgeTypes',
+    163: 'tagged fields of AcknowledgementBatch',
+    164: 'tagged fields of AcknowledgementBatch',
+    172: (('FirstOffset', 'first_offset', 'q'), ('LastOffset', 'last_offset', 'q')),
+    174: 'AcknowledgeTypes',
     177: 'AcknowledgeTypes',
-    179: 'tagged fields of AcknowledgementBatch',
-    186: 'PartitionIndex',
-    188: 'AcknowledgementBatches',
-    192: 'AcknowledgementBatches',
-    199: 'AcknowledgementBatches',
-    202: 'tagged fields of AcknowledgePartition',
-    203: 'tagged fields of AcknowledgePartition',
-    211: 'PartitionIndex',
-    213: 'AcknowledgementBatches',
-    216: 'AcknowledgementBatches',
+    179: 'AcknowledgeTypes',
+    181: 'tagged fields of AcknowledgementBatch',
+    188: 'PartitionIndex',
+    190: 'AcknowledgementBatches',
+    194: 'AcknowledgementBatches',
+    201: 'AcknowledgementBatches',
+    204: 'tagged fields of AcknowledgePartition',
+    205: 'tagged fields of AcknowledgePartition',
+    213: 'PartitionIndex',
+    215: 'AcknowledgementBatches',
     218: 'AcknowledgementBatches',
-    220: 'tagged fields of AcknowledgePartition',
-    227: 'TopicId',
-    228: 'Partitions',
-    232: 'Partitions',
-    239: 'Partitions',
-    242: 'tagged fields of AcknowledgeTopic',
-    243: 'tagged fields of AcknowledgeTopic',
-    251: 'TopicId',
-    253: 'Partitions',
-    256: 'Partitions',
+    220: 'AcknowledgementBatches',
+    222: 'tagged fields of AcknowledgePartition',
+    229: 'TopicId',
+    230: 'Partitions',
+    234: 'Partitions',
+    241: 'Partitions',
+    244: 'tagged fields of AcknowledgeTopic',
+    245: 'tagged fields of AcknowledgeTopic',
+    253: 'TopicId',
+    255: 'Partitions',
     258: 'Partitions',
-    260: 'tagged fields of AcknowledgeTopic',
-    267: 'GroupId',
-    268: 'MemberId',
-    269: 'ShareSessionEpoch',
-    271: 'Topics',
-    275: 'Topics',
-    282: 'Topics',
-    286: 'tagged fields of ShareAcknowledgeRequest',
-    287: 'tagged fields of ShareAcknowledgeRequest',
-    295: 'IsRenewAck',
-    296: 'IsRenewAck',
-    297: 'GroupId',
-    298: 'MemberId',
-    299: 'ShareSessionEpoch',
-    301: 'Topics',
-    304: 'Topics',
+    260: 'Partitions',
+    262: 'tagged fields of AcknowledgeTopic',
+    269: 'GroupId',
+    270: 'MemberId',
+    271: 'ShareSessionEpoch',
+    273: 'Topics',
+    277: 'Topics',
+    284: 'Topics',
+    288: 'tagged fields of ShareAcknowledgeRequest',
+    289: 'tagged fields of ShareAcknowledgeRequest',
+    297: 'IsRenewAck',
+    298: 'IsRenewAck',
+    299: 'GroupId',
+    300: 'MemberId',
+    301: 'ShareSessionEpoch',
+    303: 'Topics',
     306: 'Topics',
-    308: 'tagged fields of ShareAcknowledgeRequest',
-    314: 'IsRenewAck',
-    315: 'IsRenewAck',
-    316: 'GroupId',
-    317: 'MemberId',
-    318: 'ShareSessionEpoch',
-    320: 'Topics',
-    323: 'Topics',
+    308: 'Topics',
+    310: 'tagged fields of ShareAcknowledgeRequest',
+    316: 'IsRenewAck',
+    317: 'IsRenewAck',
+    318: 'GroupId',
+    319: 'MemberId',
+    320: 'ShareSessionEpoch',
+    322: 'Topics',
     325: 'Topics',
-    327: 'tagged fields of ShareAcknowledgeRequest',
-    334: 'GroupId',
-    335: 'MemberId',
-    336: (('ShareSessionEpoch', 'share_session_epoch', 'i'), ('IsRenewAck', 'is_renew_ack', '?')),
-    338: 'Topics',
-    342: 'Topics',
-    349: 'Topics',
-    352: 'tagged fields of ShareAcknowledgeRequest',
-    353: 'tagged fields of ShareAcknowledgeRequest',
-    361: 'GroupId',
-    362: 'MemberId',
-    363: (('ShareSessionEpoch', 'share_session_epoch', 'i'), ('IsRenewAck', 'is_renew_ack', '?')),
-    365: 'Topics',
-    368: 'Topics',
+    327: 'Topics',
+    329: 'tagged fields of ShareAcknowledgeRequest',
+    336: 'GroupId',
+    337: 'MemberId',
+    338: (('ShareSessionEpoch', 'share_session_epoch', 'i'), ('IsRenewAck', 'is_renew_ack', '?')),
+    340: 'Topics',
+    344: 'Topics',
+    351: 'Topics',
+    354: 'tagged fields of ShareAcknowledgeRequest',
+    355: 'tagged fields of ShareAcknowledgeRequest',
+    363: 'GroupId',
+    364: 'MemberId',
+    365: (('ShareSessionEpoch', 'share_session_epoch', 'i'), ('IsRenewAck', 'is_renew_ack', '?')),
+    367: 'Topics',
     370: 'Topics',
-    372: 'tagged fields of ShareAcknowledgeRequest',
+    372: 'Topics',
+    374: 'tagged fields of ShareAcknowledgeRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/ShareAcknowledgeResponse.json (sha256 d2b4546db8affb5548d984211168acb302a01ae3fecffc4bb998941dd2cc4f23):
 # change the schema and run `kafkawire codegen`.
 """ShareAcknowledgeResponse: apiKey 79, response, versions 0-2, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -24,7 +26,7 @@ class LeaderIdAndEpoch(_message.Struct):
     MESSAGE = 'ShareAcknowledgeResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, leader_id=0, leader_epoch=0):
+    def __init__(self, *, leader_id: int = 0, leader_epoch: int = 0) -> None:
         self.leader_id = leader_id
         self.leader_epoch = leader_epoch
         self._unknown_tagged_fields = ()
@@ -37,7 +39,7 @@ class PartitionData(_message.Struct):
     MESSAGE = 'ShareAcknowledgeResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, partition_index=0, error_code=0, error_message=None, current_leader=_MISSING):
+    def __init__(self, *, partition_index: int = 0, error_code: int = 0, error_message: str | None = None, current_leader: LeaderIdAndEpoch = _MISSING) -> None:
         self.partition_index = partition_index
         self.error_code = error_code
         self.error_message = error_message
@@ -52,7 +54,7 @@ class ShareAcknowledgeTopicResponse(_message.Struct):
     MESSAGE = 'ShareAcknowledgeResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_id=_ZERO_UUID, partitions=_MISSING):
+    def __init__(self, *, topic_id: _UUID = _ZERO_UUID, partitions: list[PartitionData] = _MISSING) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -65,7 +67,7 @@ class NodeEndpoint(_message.Struct):
     MESSAGE = 'ShareAcknowledgeResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, node_id=0, host='', port=0, rack=None):
+    def __init__(self, *, node_id: int = 0, host: str = '', port: int = 0, rack: str | None = None) -> None:
         self.node_id = node_id
         self.host = host
         self.port = port
@@ -84,7 +86,7 @@ class ShareAcknowledgeResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ShareAcknowledgeResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message=None, acquisition_lock_timeout_ms=0, responses=_MISSING, node_endpoints=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, acquisition_lock_timeout_ms: int = 0, responses: list[ShareAcknowledgeTopicResponse] = _MISSING, node_endpoints: list[NodeEndpoint] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -437,80 +439,80 @@ ShareAcknowledgeResponse._ENCODERS = {0: _encode_ShareAcknowledgeResponse_v0, 1:
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    187: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    189: 'tagged fields of LeaderIdAndEpoch',
-    190: 'tagged fields of LeaderIdAndEpoch',
-    198: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    200: 'tagged fields of LeaderIdAndEpoch',
-    207: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    209: 'ErrorMessage',
-    210: 'CurrentLeader',
-    211: 'tagged fields of PartitionData',
-    212: 'tagged fields of PartitionData',
-    220: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    221: 'ErrorMessage',
-    222: 'CurrentLeader',
-    224: 'tagged fields of PartitionData',
-    231: 'TopicId',
-    232: 'Partitions',
-    236: 'Partitions',
-    243: 'Partitions',
-    246: 'tagged fields of ShareAcknowledgeTopicResponse',
-    247: 'tagged fields of ShareAcknowledgeTopicResponse',
-    255: 'TopicId',
-    257: 'Partitions',
-    260: 'Partitions',
+    189: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    191: 'tagged fields of LeaderIdAndEpoch',
+    192: 'tagged fields of LeaderIdAndEpoch',
+    200: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    202: 'tagged fields of LeaderIdAndEpoch',
+    209: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    211: 'ErrorMessage',
+    212: 'CurrentLeader',
+    213: 'tagged fields of PartitionData',
+    214: 'tagged fields of PartitionData',
+    222: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    223: 'ErrorMessage',
+    224: 'CurrentLeader',
+    226: 'tagged fields of PartitionData',
+    233: 'TopicId',
+    234: 'Partitions',
+    238: 'Partitions',
+    245: 'Partitions',
+    248: 'tagged fields of ShareAcknowledgeTopicResponse',
+    249: 'tagged fields of ShareAcknowledgeTopicResponse',
+    257: 'TopicId',
+    259: 'Partitions',
     262: 'Partitions',
-    264: 'tagged fields of ShareAcknowledgeTopicResponse',
-    271: 'NodeId',
-    273: 'Host',
-    274: 'Port',
-    276: 'Rack',
-    277: 'tagged fields of NodeEndpoint',
-    278: 'tagged fields of NodeEndpoint',
-    286: 'NodeId',
-    287: 'Host',
-    288: 'Port',
-    289: 'Rack',
-    291: 'tagged fields of NodeEndpoint',
-    298: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    300: 'ErrorMessage',
-    301: 'Responses',
-    305: 'Responses',
-    312: 'Responses',
-    315: 'NodeEndpoints',
-    319: 'NodeEndpoints',
-    326: 'NodeEndpoints',
-    330: 'tagged fields of ShareAcknowledgeResponse',
-    331: 'tagged fields of ShareAcknowledgeResponse',
-    339: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    340: 'ErrorMessage',
-    342: 'Responses',
-    345: 'Responses',
+    264: 'Partitions',
+    266: 'tagged fields of ShareAcknowledgeTopicResponse',
+    273: 'NodeId',
+    275: 'Host',
+    276: 'Port',
+    278: 'Rack',
+    279: 'tagged fields of NodeEndpoint',
+    280: 'tagged fields of NodeEndpoint',
+    288: 'NodeId',
+    289: 'Host',
+    290: 'Port',
+    291: 'Rack',
+    293: 'tagged fields of NodeEndpoint',
+    300: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    302: 'ErrorMessage',
+    303: 'Responses',
+    307: 'Responses',
+    314: 'Responses',
+    317: 'NodeEndpoints',
+    321: 'NodeEndpoints',
+    328: 'NodeEndpoints',
+    332: 'tagged fields of ShareAcknowledgeResponse',
+    333: 'tagged fields of ShareAcknowledgeResponse',
+    341: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    342: 'ErrorMessage',
+    344: 'Responses',
     347: 'Responses',
-    349: 'NodeEndpoints',
-    352: 'NodeEndpoints',
+    349: 'Responses',
+    351: 'NodeEndpoints',
     354: 'NodeEndpoints',
-    356: 'tagged fields of ShareAcknowledgeResponse',
-    363: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    365: 'ErrorMessage',
-    366: 'AcquisitionLockTimeoutMs',
-    368: 'Responses',
-    372: 'Responses',
-    379: 'Responses',
-    382: 'NodeEndpoints',
-    386: 'NodeEndpoints',
-    393: 'NodeEndpoints',
-    396: 'tagged fields of ShareAcknowledgeResponse',
-    397: 'tagged fields of ShareAcknowledgeResponse',
-    405: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    406: 'ErrorMessage',
-    407: 'AcquisitionLockTimeoutMs',
-    409: 'Responses',
-    412: 'Responses',
+    356: 'NodeEndpoints',
+    358: 'tagged fields of ShareAcknowledgeResponse',
+    365: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    367: 'ErrorMessage',
+    368: 'AcquisitionLockTimeoutMs',
+    370: 'Responses',
+    374: 'Responses',
+    381: 'Responses',
+    384: 'NodeEndpoints',
+    388: 'NodeEndpoints',
+    395: 'NodeEndpoints',
+    398: 'tagged fields of ShareAcknowledgeResponse',
+    399: 'tagged fields of ShareAcknowledgeResponse',
+    407: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    408: 'ErrorMessage',
+    409: 'AcquisitionLockTimeoutMs',
+    411: 'Responses',
     414: 'Responses',
-    416: 'NodeEndpoints',
-    419: 'NodeEndpoints',
+    416: 'Responses',
+    418: 'NodeEndpoints',
     421: 'NodeEndpoints',
-    423: 'tagged fields of ShareAcknowledgeResponse',
+    423: 'NodeEndpoints',
+    425: 'tagged fields of ShareAcknowledgeResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/ShareFetchResponse.json (sha256 9b64141812cedde64dc7b61e6eacae6720754924b409fe83126bf28d35b1c93a):
 # change the schema and run `kafkawire codegen`.
 """ShareFetchResponse: apiKey 78, response, versions 0-2, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class LeaderIdAndEpoch(_message.Struct):
     MESSAGE = 'ShareFetchResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, leader_id=0, leader_epoch=0):
+    def __init__(self, *, leader_id: int = 0, leader_epoch: int = 0) -> None:
         self.leader_id = leader_id
         self.leader_epoch = leader_epoch
         self._unknown_tagged_fields = ()
@@ -39,7 +41,7 @@ class AcquiredRecords(_message.Struct):
     MESSAGE = 'ShareFetchResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, first_offset=0, last_offset=0, delivery_count=0):
+    def __init__(self, *, first_offset: int = 0, last_offset: int = 0, delivery_count: int = 0) -> None:
         self.first_offset = first_offset
         self.last_offset = last_offset
         self.delivery_count = delivery_count
@@ -53,7 +55,7 @@ class PartitionData(_message.Struct):
     MESSAGE = 'ShareFetchResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, partition_index=0, error_code=0, error_message=None, acknowledge_error_code=0, acknowledge_error_message=None, current_leader=_MISSING, records=None, acquired_records=_MISSING):
+    def __init__(self, *, partition_index: int = 0, error_code: int = 0, error_message: str | None = None, acknowledge_error_code: int = 0, acknowledge_error_message: str | None = None, current_leader: LeaderIdAndEpoch = _MISSING, records: bytes | memoryview | None = None, acquired_records: list[AcquiredRecords] = _MISSING) -> None:
         self.partition_index = partition_index
         self.error_code = error_code
         self.error_message = error_message
@@ -72,7 +74,7 @@ class ShareFetchableTopicResponse(_message.Struct):
     MESSAGE = 'ShareFetchResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_id=_ZERO_UUID, partitions=_MISSING):
+    def __init__(self, *, topic_id: _UUID = _ZERO_UUID, partitions: list[PartitionData] = _MISSING) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -85,7 +87,7 @@ class NodeEndpoint(_message.Struct):
     MESSAGE = 'ShareFetchResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, node_id=0, host='', port=0, rack=None):
+    def __init__(self, *, node_id: int = 0, host: str = '', port: int = 0, rack: str | None = None) -> None:
         self.node_id = node_id
         self.host = host
         self.port = port
@@ -105,7 +107,7 @@ class ShareFetchResponse(_message.Message):
     SCHEMA = 'schemas/clients/ShareFetchResponse.json'
     _HAS_BYTES = True
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message=None, acquisition_lock_timeout_ms=0, responses=_MISSING, node_endpoints=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, acquisition_lock_timeout_ms: int = 0, responses: list[ShareFetchableTopicResponse] = _MISSING, node_endpoints: list[NodeEndpoint] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -658,138 +660,138 @@ ShareFetchResponse._ENCODERS = {0: _encode_ShareFetchResponse_v0, 1: _encode_Sha
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    232: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    234: 'tagged fields of LeaderIdAndEpoch',
-    235: 'tagged fields of LeaderIdAndEpoch',
-    243: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    245: 'tagged fields of LeaderIdAndEpoch',
-    252: (('FirstOffset', 'first_offset', 'q'), ('LastOffset', 'last_offset', 'q'), ('DeliveryCount', 'delivery_count', 'h')),
-    254: 'tagged fields of AcquiredRecords',
-    255: 'tagged fields of AcquiredRecords',
-    263: (('FirstOffset', 'first_offset', 'q'), ('LastOffset', 'last_offset', 'q'), ('DeliveryCount', 'delivery_count', 'h')),
-    265: 'tagged fields of AcquiredRecords',
-    272: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    274: 'ErrorMessage',
-    275: 'AcknowledgeErrorCode',
-    277: 'AcknowledgeErrorMessage',
-    278: 'CurrentLeader',
-    279: 'Records',
-    282: 'Records',
-    286: 'Records',
-    290: 'Records',
-    295: 'AcquiredRecords',
-    299: 'AcquiredRecords',
-    306: 'AcquiredRecords',
-    309: 'tagged fields of PartitionData',
-    310: 'tagged fields of PartitionData',
-    318: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    319: 'ErrorMessage',
-    320: 'AcknowledgeErrorCode',
-    321: 'AcknowledgeErrorMessage',
-    322: 'CurrentLeader',
-    323: 'Records',
-    325: 'AcquiredRecords',
-    328: 'AcquiredRecords',
+    234: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    236: 'tagged fields of LeaderIdAndEpoch',
+    237: 'tagged fields of LeaderIdAndEpoch',
+    245: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    247: 'tagged fields of LeaderIdAndEpoch',
+    254: (('FirstOffset', 'first_offset', 'q'), ('LastOffset', 'last_offset', 'q'), ('DeliveryCount', 'delivery_count', 'h')),
+    256: 'tagged fields of AcquiredRecords',
+    257: 'tagged fields of AcquiredRecords',
+    265: (('FirstOffset', 'first_offset', 'q'), ('LastOffset', 'last_offset', 'q'), ('DeliveryCount', 'delivery_count', 'h')),
+    267: 'tagged fields of AcquiredRecords',
+    274: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    276: 'ErrorMessage',
+    277: 'AcknowledgeErrorCode',
+    279: 'AcknowledgeErrorMessage',
+    280: 'CurrentLeader',
+    281: 'Records',
+    284: 'Records',
+    288: 'Records',
+    292: 'Records',
+    297: 'AcquiredRecords',
+    301: 'AcquiredRecords',
+    308: 'AcquiredRecords',
+    311: 'tagged fields of PartitionData',
+    312: 'tagged fields of PartitionData',
+    320: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    321: 'ErrorMessage',
+    322: 'AcknowledgeErrorCode',
+    323: 'AcknowledgeErrorMessage',
+    324: 'CurrentLeader',
+    325: 'Records',
+    327: 'AcquiredRecords',
     330: 'AcquiredRecords',
-    332: 'tagged fields of PartitionData',
-    339: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    341: 'ErrorMessage',
-    342: 'AcknowledgeErrorCode',
-    344: 'AcknowledgeErrorMessage',
-    345: 'CurrentLeader',
-    346: 'Records',
-    349: 'Records',
-    353: 'Records',
-    357: 'Records',
-    361: 'Records',
-    362: 'AcquiredRecords',
-    366: 'AcquiredRecords',
-    373: 'AcquiredRecords',
-    376: 'tagged fields of PartitionData',
-    377: 'tagged fields of PartitionData',
-    385: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    386: 'ErrorMessage',
-    387: 'AcknowledgeErrorCode',
-    388: 'AcknowledgeErrorMessage',
-    389: 'CurrentLeader',
-    390: 'Records',
-    392: 'AcquiredRecords',
-    395: 'AcquiredRecords',
+    332: 'AcquiredRecords',
+    334: 'tagged fields of PartitionData',
+    341: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    343: 'ErrorMessage',
+    344: 'AcknowledgeErrorCode',
+    346: 'AcknowledgeErrorMessage',
+    347: 'CurrentLeader',
+    348: 'Records',
+    351: 'Records',
+    355: 'Records',
+    359: 'Records',
+    363: 'Records',
+    364: 'AcquiredRecords',
+    368: 'AcquiredRecords',
+    375: 'AcquiredRecords',
+    378: 'tagged fields of PartitionData',
+    379: 'tagged fields of PartitionData',
+    387: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    388: 'ErrorMessage',
+    389: 'AcknowledgeErrorCode',
+    390: 'AcknowledgeErrorMessage',
+    391: 'CurrentLeader',
+    392: 'Records',
+    394: 'AcquiredRecords',
     397: 'AcquiredRecords',
-    399: 'tagged fields of PartitionData',
-    406: 'TopicId',
-    407: 'Partitions',
-    411: 'Partitions',
-    418: 'Partitions',
-    421: 'tagged fields of ShareFetchableTopicResponse',
-    422: 'tagged fields of ShareFetchableTopicResponse',
-    430: 'TopicId',
-    432: 'Partitions',
-    435: 'Partitions',
+    399: 'AcquiredRecords',
+    401: 'tagged fields of PartitionData',
+    408: 'TopicId',
+    409: 'Partitions',
+    413: 'Partitions',
+    420: 'Partitions',
+    423: 'tagged fields of ShareFetchableTopicResponse',
+    424: 'tagged fields of ShareFetchableTopicResponse',
+    432: 'TopicId',
+    434: 'Partitions',
     437: 'Partitions',
-    439: 'tagged fields of ShareFetchableTopicResponse',
-    446: 'TopicId',
-    447: 'Partitions',
-    451: 'Partitions',
-    458: 'Partitions',
-    461: 'tagged fields of ShareFetchableTopicResponse',
-    462: 'tagged fields of ShareFetchableTopicResponse',
-    470: 'TopicId',
-    472: 'Partitions',
-    475: 'Partitions',
+    439: 'Partitions',
+    441: 'tagged fields of ShareFetchableTopicResponse',
+    448: 'TopicId',
+    449: 'Partitions',
+    453: 'Partitions',
+    460: 'Partitions',
+    463: 'tagged fields of ShareFetchableTopicResponse',
+    464: 'tagged fields of ShareFetchableTopicResponse',
+    472: 'TopicId',
+    474: 'Partitions',
     477: 'Partitions',
-    479: 'tagged fields of ShareFetchableTopicResponse',
-    486: 'NodeId',
-    488: 'Host',
-    489: 'Port',
-    491: 'Rack',
-    492: 'tagged fields of NodeEndpoint',
-    493: 'tagged fields of NodeEndpoint',
-    501: 'NodeId',
-    502: 'Host',
-    503: 'Port',
-    504: 'Rack',
-    506: 'tagged fields of NodeEndpoint',
-    514: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    516: 'ErrorMessage',
-    517: 'Responses',
-    521: 'Responses',
-    528: 'Responses',
-    531: 'NodeEndpoints',
-    535: 'NodeEndpoints',
-    542: 'NodeEndpoints',
-    546: 'tagged fields of ShareFetchResponse',
-    547: 'tagged fields of ShareFetchResponse',
-    555: 'AcquisitionLockTimeoutMs',
-    556: 'AcquisitionLockTimeoutMs',
-    557: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    558: 'ErrorMessage',
-    560: 'Responses',
-    563: 'Responses',
+    479: 'Partitions',
+    481: 'tagged fields of ShareFetchableTopicResponse',
+    488: 'NodeId',
+    490: 'Host',
+    491: 'Port',
+    493: 'Rack',
+    494: 'tagged fields of NodeEndpoint',
+    495: 'tagged fields of NodeEndpoint',
+    503: 'NodeId',
+    504: 'Host',
+    505: 'Port',
+    506: 'Rack',
+    508: 'tagged fields of NodeEndpoint',
+    516: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    518: 'ErrorMessage',
+    519: 'Responses',
+    523: 'Responses',
+    530: 'Responses',
+    533: 'NodeEndpoints',
+    537: 'NodeEndpoints',
+    544: 'NodeEndpoints',
+    548: 'tagged fields of ShareFetchResponse',
+    549: 'tagged fields of ShareFetchResponse',
+    557: 'AcquisitionLockTimeoutMs',
+    558: 'AcquisitionLockTimeoutMs',
+    559: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    560: 'ErrorMessage',
+    562: 'Responses',
     565: 'Responses',
-    567: 'NodeEndpoints',
-    570: 'NodeEndpoints',
+    567: 'Responses',
+    569: 'NodeEndpoints',
     572: 'NodeEndpoints',
-    574: 'tagged fields of ShareFetchResponse',
-    582: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    584: 'ErrorMessage',
-    585: 'AcquisitionLockTimeoutMs',
-    587: 'Responses',
-    591: 'Responses',
-    598: 'Responses',
-    601: 'NodeEndpoints',
-    605: 'NodeEndpoints',
-    612: 'NodeEndpoints',
-    615: 'tagged fields of ShareFetchResponse',
-    616: 'tagged fields of ShareFetchResponse',
-    624: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    625: 'ErrorMessage',
-    626: 'AcquisitionLockTimeoutMs',
-    628: 'Responses',
-    631: 'Responses',
+    574: 'NodeEndpoints',
+    576: 'tagged fields of ShareFetchResponse',
+    584: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    586: 'ErrorMessage',
+    587: 'AcquisitionLockTimeoutMs',
+    589: 'Responses',
+    593: 'Responses',
+    600: 'Responses',
+    603: 'NodeEndpoints',
+    607: 'NodeEndpoints',
+    614: 'NodeEndpoints',
+    617: 'tagged fields of ShareFetchResponse',
+    618: 'tagged fields of ShareFetchResponse',
+    626: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    627: 'ErrorMessage',
+    628: 'AcquisitionLockTimeoutMs',
+    630: 'Responses',
     633: 'Responses',
-    635: 'NodeEndpoints',
-    638: 'NodeEndpoints',
+    635: 'Responses',
+    637: 'NodeEndpoints',
     640: 'NodeEndpoints',
-    642: 'tagged fields of ShareFetchResponse',
+    642: 'NodeEndpoints',
+    644: 'tagged fields of ShareFetchResponse',
 }

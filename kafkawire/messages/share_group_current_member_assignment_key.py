@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/ShareGroupCurrentMemberAssignmentKey.json (sha256 a64a4e56c6da35b0fb101a54f3b9e0cce759cbf6db69340a747a303873b6354d):
 # change the schema and run `kafkawire codegen`.
 """ShareGroupCurrentMemberAssignmentKey: apiKey 14, coordinator-key, versions 0, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class ShareGroupCurrentMemberAssignmentKey(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/ShareGroupCurrentMemberAssignmentKey.json'
 
-    def __init__(self, *, group_id='', member_id=''):
+    def __init__(self, *, group_id: str = '', member_id: str = '') -> None:
         self.group_id = group_id
         self.member_id = member_id
         self._unknown_tagged_fields = ()
@@ -66,9 +68,9 @@ ShareGroupCurrentMemberAssignmentKey._ENCODERS = {0: _encode_ShareGroupCurrentMe
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    52: 'GroupId',
-    53: 'MemberId',
-    59: 'GroupId',
-    60: 'MemberId',
-    62: 'tagged fields of ShareGroupCurrentMemberAssignmentKey',
+    54: 'GroupId',
+    55: 'MemberId',
+    61: 'GroupId',
+    62: 'MemberId',
+    64: 'tagged fields of ShareGroupCurrentMemberAssignmentKey',
 }

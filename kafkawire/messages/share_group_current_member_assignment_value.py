@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/ShareGroupCurrentMemberAssignmentValue.json (sha256 9f3f4245cf7e66664d7aad3145b0f3d5a5f5805201d71eef7be811cf647e64a4):
 # change the schema and run `kafkawire codegen`.
 """ShareGroupCurrentMemberAssignmentValue: apiKey 14, coordinator-value, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class TopicPartitions(_message.Struct):
     MESSAGE = 'ShareGroupCurrentMemberAssignmentValue'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_id=_ZERO_UUID, partitions=_MISSING):
+    def __init__(self, *, topic_id: _UUID = _ZERO_UUID, partitions: list[int] = _MISSING) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -40,7 +42,7 @@ class ShareGroupCurrentMemberAssignmentValue(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/ShareGroupCurrentMemberAssignmentValue.json'
 
-    def __init__(self, *, member_epoch=0, previous_member_epoch=0, state=0, assigned_partitions=_MISSING):
+    def __init__(self, *, member_epoch: int = 0, previous_member_epoch: int = 0, state: int = 0, assigned_partitions: list[TopicPartitions] = _MISSING) -> None:
         self.member_epoch = member_epoch
         self.previous_member_epoch = previous_member_epoch
         self.state = state
@@ -165,26 +167,26 @@ ShareGroupCurrentMemberAssignmentValue._ENCODERS = {0: _encode_ShareGroupCurrent
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    87: 'TopicId',
-    88: 'Partitions',
-    92: 'Partitions',
-    96: 'Partitions',
-    98: 'tagged fields of TopicPartitions',
-    99: 'tagged fields of TopicPartitions',
-    107: 'TopicId',
-    109: 'Partitions',
-    112: 'Partitions',
+    89: 'TopicId',
+    90: 'Partitions',
+    94: 'Partitions',
+    98: 'Partitions',
+    100: 'tagged fields of TopicPartitions',
+    101: 'tagged fields of TopicPartitions',
+    109: 'TopicId',
+    111: 'Partitions',
     114: 'Partitions',
-    116: 'tagged fields of TopicPartitions',
-    123: (('MemberEpoch', 'member_epoch', 'i'), ('PreviousMemberEpoch', 'previous_member_epoch', 'i'), ('State', 'state', 'b')),
-    125: 'AssignedPartitions',
-    129: 'AssignedPartitions',
-    136: 'AssignedPartitions',
-    139: 'tagged fields of ShareGroupCurrentMemberAssignmentValue',
-    140: 'tagged fields of ShareGroupCurrentMemberAssignmentValue',
-    148: (('MemberEpoch', 'member_epoch', 'i'), ('PreviousMemberEpoch', 'previous_member_epoch', 'i'), ('State', 'state', 'b')),
-    150: 'AssignedPartitions',
-    153: 'AssignedPartitions',
+    116: 'Partitions',
+    118: 'tagged fields of TopicPartitions',
+    125: (('MemberEpoch', 'member_epoch', 'i'), ('PreviousMemberEpoch', 'previous_member_epoch', 'i'), ('State', 'state', 'b')),
+    127: 'AssignedPartitions',
+    131: 'AssignedPartitions',
+    138: 'AssignedPartitions',
+    141: 'tagged fields of ShareGroupCurrentMemberAssignmentValue',
+    142: 'tagged fields of ShareGroupCurrentMemberAssignmentValue',
+    150: (('MemberEpoch', 'member_epoch', 'i'), ('PreviousMemberEpoch', 'previous_member_epoch', 'i'), ('State', 'state', 'b')),
+    152: 'AssignedPartitions',
     155: 'AssignedPartitions',
-    157: 'tagged fields of ShareGroupCurrentMemberAssignmentValue',
+    157: 'AssignedPartitions',
+    159: 'tagged fields of ShareGroupCurrentMemberAssignmentValue',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/ShareGroupDescribeRequest.json (sha256 3c6e324824ab75d3e239aa53b887d66b7e29e30686f05832ce11fa750347c455):
 # change the schema and run `kafkawire codegen`.
 """ShareGroupDescribeRequest: apiKey 77, request, versions 0-1, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -27,7 +29,7 @@ class ShareGroupDescribeRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ShareGroupDescribeRequest.json'
 
-    def __init__(self, *, group_ids=_MISSING, include_authorized_operations=False):
+    def __init__(self, *, group_ids: list[str] = _MISSING, include_authorized_operations: bool = False) -> None:
         self.group_ids = [] if group_ids is _MISSING else group_ids
         self.include_authorized_operations = include_authorized_operations
         self._unknown_tagged_fields = ()
@@ -100,16 +102,16 @@ ShareGroupDescribeRequest._ENCODERS = {0: _encode_ShareGroupDescribeRequest_v0, 
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    54: (('GroupIds', None, 'B'), ('IncludeAuthorizedOperations', 'include_authorized_operations', '?')),
-    60: 'GroupIds',
-    64: 'GroupIds',
-    71: 'GroupIds',
-    74: 'IncludeAuthorizedOperations',
-    76: 'tagged fields of ShareGroupDescribeRequest',
-    77: 'tagged fields of ShareGroupDescribeRequest',
-    86: 'GroupIds',
-    89: 'GroupIds',
+    56: (('GroupIds', None, 'B'), ('IncludeAuthorizedOperations', 'include_authorized_operations', '?')),
+    62: 'GroupIds',
+    66: 'GroupIds',
+    73: 'GroupIds',
+    76: 'IncludeAuthorizedOperations',
+    78: 'tagged fields of ShareGroupDescribeRequest',
+    79: 'tagged fields of ShareGroupDescribeRequest',
+    88: 'GroupIds',
     91: 'GroupIds',
-    92: 'IncludeAuthorizedOperations',
-    94: 'tagged fields of ShareGroupDescribeRequest',
+    93: 'GroupIds',
+    94: 'IncludeAuthorizedOperations',
+    96: 'tagged fields of ShareGroupDescribeRequest',
 }

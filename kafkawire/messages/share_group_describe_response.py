@@ -2,6 +2,8 @@
 # From schemas/clients/ShareGroupDescribeResponse.json (sha256 16df5a46b121e69769a25ae1ecf1afe9edd3e89abda1c7a4b0f062f76d56f55c):
 # change the schema and run `kafkawire codegen`.
 """ShareGroupDescribeResponse: apiKey 77, response, versions 0-1, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class TopicPartitions(_message.Struct):
     MESSAGE = 'ShareGroupDescribeResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_id=_ZERO_UUID, topic_name='', partitions=_MISSING):
+    def __init__(self, *, topic_id: _UUID = _ZERO_UUID, topic_name: str = '', partitions: list[int] = _MISSING) -> None:
         self.topic_id = topic_id
         self.topic_name = topic_name
         self.partitions = [] if partitions is _MISSING else partitions
@@ -40,7 +42,7 @@ class Assignment(_message.Struct):
     MESSAGE = 'ShareGroupDescribeResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_partitions=_MISSING):
+    def __init__(self, *, topic_partitions: list[TopicPartitions] = _MISSING) -> None:
         self.topic_partitions = [] if topic_partitions is _MISSING else topic_partitions
         self._unknown_tagged_fields = ()
 
@@ -52,7 +54,7 @@ class Member(_message.Struct):
     MESSAGE = 'ShareGroupDescribeResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, member_id='', rack_id=None, member_epoch=0, client_id='', client_host='', subscribed_topic_names=_MISSING, assignment=_MISSING):
+    def __init__(self, *, member_id: str = '', rack_id: str | None = None, member_epoch: int = 0, client_id: str = '', client_host: str = '', subscribed_topic_names: list[str] = _MISSING, assignment: Assignment = _MISSING) -> None:
         self.member_id = member_id
         self.rack_id = rack_id
         self.member_epoch = member_epoch
@@ -70,7 +72,7 @@ class DescribedGroup(_message.Struct):
     MESSAGE = 'ShareGroupDescribeResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, error_code=0, error_message=None, group_id='', group_state='', group_epoch=0, assignment_epoch=0, assignor_name='', members=_MISSING, authorized_operations=-2147483648):
+    def __init__(self, *, error_code: int = 0, error_message: str | None = None, group_id: str = '', group_state: str = '', group_epoch: int = 0, assignment_epoch: int = 0, assignor_name: str = '', members: list[Member] = _MISSING, authorized_operations: int = -2147483648) -> None:
         self.error_code = error_code
         self.error_message = error_message
         self.group_id = group_id
@@ -94,7 +96,7 @@ class ShareGroupDescribeResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ShareGroupDescribeResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, groups=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, groups: list[DescribedGroup] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.groups = [] if groups is _MISSING else groups
         self._unknown_tagged_fields = ()
@@ -437,82 +439,82 @@ ShareGroupDescribeResponse._ENCODERS = {0: _encode_ShareGroupDescribeResponse_v0
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    201: 'TopicId',
-    202: 'TopicName',
-    203: 'Partitions',
-    207: 'Partitions',
-    211: 'Partitions',
-    213: 'tagged fields of TopicPartitions',
-    214: 'tagged fields of TopicPartitions',
-    222: 'TopicId',
-    223: 'TopicName',
-    225: 'Partitions',
-    228: 'Partitions',
+    203: 'TopicId',
+    204: 'TopicName',
+    205: 'Partitions',
+    209: 'Partitions',
+    213: 'Partitions',
+    215: 'tagged fields of TopicPartitions',
+    216: 'tagged fields of TopicPartitions',
+    224: 'TopicId',
+    225: 'TopicName',
+    227: 'Partitions',
     230: 'Partitions',
-    232: 'tagged fields of TopicPartitions',
-    239: 'TopicPartitions',
-    243: 'TopicPartitions',
-    250: 'TopicPartitions',
-    253: 'tagged fields of Assignment',
-    254: 'tagged fields of Assignment',
-    263: 'TopicPartitions',
-    266: 'TopicPartitions',
+    232: 'Partitions',
+    234: 'tagged fields of TopicPartitions',
+    241: 'TopicPartitions',
+    245: 'TopicPartitions',
+    252: 'TopicPartitions',
+    255: 'tagged fields of Assignment',
+    256: 'tagged fields of Assignment',
+    265: 'TopicPartitions',
     268: 'TopicPartitions',
-    270: 'tagged fields of Assignment',
-    277: 'MemberId',
-    278: 'RackId',
-    279: 'MemberEpoch',
-    281: 'ClientId',
-    282: 'ClientHost',
-    283: 'SubscribedTopicNames',
-    287: 'SubscribedTopicNames',
-    294: 'SubscribedTopicNames',
-    297: 'Assignment',
-    298: 'tagged fields of Member',
-    299: 'tagged fields of Member',
-    307: 'MemberId',
-    308: 'RackId',
-    309: 'MemberEpoch',
-    310: 'ClientId',
-    311: 'ClientHost',
-    313: 'SubscribedTopicNames',
-    316: 'SubscribedTopicNames',
+    270: 'TopicPartitions',
+    272: 'tagged fields of Assignment',
+    279: 'MemberId',
+    280: 'RackId',
+    281: 'MemberEpoch',
+    283: 'ClientId',
+    284: 'ClientHost',
+    285: 'SubscribedTopicNames',
+    289: 'SubscribedTopicNames',
+    296: 'SubscribedTopicNames',
+    299: 'Assignment',
+    300: 'tagged fields of Member',
+    301: 'tagged fields of Member',
+    309: 'MemberId',
+    310: 'RackId',
+    311: 'MemberEpoch',
+    312: 'ClientId',
+    313: 'ClientHost',
+    315: 'SubscribedTopicNames',
     318: 'SubscribedTopicNames',
-    319: 'Assignment',
-    321: 'tagged fields of Member',
-    328: 'ErrorCode',
-    330: 'ErrorMessage',
-    331: 'GroupId',
-    332: 'GroupState',
-    333: (('GroupEpoch', 'group_epoch', 'i'), ('AssignmentEpoch', 'assignment_epoch', 'i')),
-    335: 'AssignorName',
-    336: (('Members', None, 'B'), ('AuthorizedOperations', 'authorized_operations', 'i')),
-    342: 'Members',
-    346: 'Members',
-    353: 'Members',
-    356: 'AuthorizedOperations',
-    358: 'tagged fields of DescribedGroup',
-    359: 'tagged fields of DescribedGroup',
-    367: 'ErrorCode',
-    368: 'ErrorMessage',
-    369: 'GroupId',
-    370: 'GroupState',
-    371: (('GroupEpoch', 'group_epoch', 'i'), ('AssignmentEpoch', 'assignment_epoch', 'i')),
-    372: 'AssignorName',
-    374: 'Members',
-    377: 'Members',
+    320: 'SubscribedTopicNames',
+    321: 'Assignment',
+    323: 'tagged fields of Member',
+    330: 'ErrorCode',
+    332: 'ErrorMessage',
+    333: 'GroupId',
+    334: 'GroupState',
+    335: (('GroupEpoch', 'group_epoch', 'i'), ('AssignmentEpoch', 'assignment_epoch', 'i')),
+    337: 'AssignorName',
+    338: (('Members', None, 'B'), ('AuthorizedOperations', 'authorized_operations', 'i')),
+    344: 'Members',
+    348: 'Members',
+    355: 'Members',
+    358: 'AuthorizedOperations',
+    360: 'tagged fields of DescribedGroup',
+    361: 'tagged fields of DescribedGroup',
+    369: 'ErrorCode',
+    370: 'ErrorMessage',
+    371: 'GroupId',
+    372: 'GroupState',
+    373: (('GroupEpoch', 'group_epoch', 'i'), ('AssignmentEpoch', 'assignment_epoch', 'i')),
+    374: 'AssignorName',
+    376: 'Members',
     379: 'Members',
-    380: 'AuthorizedOperations',
-    382: 'tagged fields of DescribedGroup',
-    389: 'ThrottleTimeMs',
-    391: 'Groups',
-    395: 'Groups',
-    402: 'Groups',
-    405: 'tagged fields of ShareGroupDescribeResponse',
-    406: 'tagged fields of ShareGroupDescribeResponse',
-    414: 'ThrottleTimeMs',
-    416: 'Groups',
-    419: 'Groups',
+    381: 'Members',
+    382: 'AuthorizedOperations',
+    384: 'tagged fields of DescribedGroup',
+    391: 'ThrottleTimeMs',
+    393: 'Groups',
+    397: 'Groups',
+    404: 'Groups',
+    407: 'tagged fields of ShareGroupDescribeResponse',
+    408: 'tagged fields of ShareGroupDescribeResponse',
+    416: 'ThrottleTimeMs',
+    418: 'Groups',
     421: 'Groups',
-    423: 'tagged fields of ShareGroupDescribeResponse',
+    423: 'Groups',
+    425: 'tagged fields of ShareGroupDescribeResponse',
 }

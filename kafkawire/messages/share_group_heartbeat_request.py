@@ -2,6 +2,8 @@
 # From schemas/clients/ShareGroupHeartbeatRequest.json (sha256 359aac3a599b1106fa3aad6ff08342ca42755b66db1701517761d8cfa388a92d):
 # change the schema and run `kafkawire codegen`.
 """ShareGroupHeartbeatRequest: apiKey 76, request, versions 0-1, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class ShareGroupHeartbeatRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/ShareGroupHeartbeatRequest.json'
 
-    def __init__(self, *, group_id='', member_id='', member_epoch=0, rack_id=None, subscribed_topic_names=None):
+    def __init__(self, *, group_id: str = '', member_id: str = '', member_epoch: int = 0, rack_id: str | None = None, subscribed_topic_names: list[str] | None = None) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.member_epoch = member_epoch
@@ -108,20 +110,20 @@ ShareGroupHeartbeatRequest._ENCODERS = {0: _encode_ShareGroupHeartbeatRequest_v0
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    62: 'GroupId',
-    63: 'MemberId',
-    64: 'MemberEpoch',
-    66: 'RackId',
-    67: 'SubscribedTopicNames',
-    71: 'SubscribedTopicNames',
-    78: 'SubscribedTopicNames',
-    83: 'tagged fields of ShareGroupHeartbeatRequest',
-    84: 'tagged fields of ShareGroupHeartbeatRequest',
-    92: 'GroupId',
-    93: 'MemberId',
-    94: 'MemberEpoch',
-    95: 'RackId',
-    97: 'SubscribedTopicNames',
-    100: 'SubscribedTopicNames',
-    102: 'tagged fields of ShareGroupHeartbeatRequest',
+    64: 'GroupId',
+    65: 'MemberId',
+    66: 'MemberEpoch',
+    68: 'RackId',
+    69: 'SubscribedTopicNames',
+    73: 'SubscribedTopicNames',
+    80: 'SubscribedTopicNames',
+    85: 'tagged fields of ShareGroupHeartbeatRequest',
+    86: 'tagged fields of ShareGroupHeartbeatRequest',
+    94: 'GroupId',
+    95: 'MemberId',
+    96: 'MemberEpoch',
+    97: 'RackId',
+    99: 'SubscribedTopicNames',
+    102: 'SubscribedTopicNames',
+    104: 'tagged fields of ShareGroupHeartbeatRequest',
 }

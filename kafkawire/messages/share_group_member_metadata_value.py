@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/ShareGroupMemberMetadataValue.json (sha256 b19cbd34377da957ec06093ec643fa335789a8ec15d2343df7c540599725ed04):
 # change the schema and run `kafkawire codegen`.
 """ShareGroupMemberMetadataValue: apiKey 10, coordinator-value, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class ShareGroupMemberMetadataValue(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/ShareGroupMemberMetadataValue.json'
 
-    def __init__(self, *, rack_id='', client_id='', client_host='', subscribed_topic_names=_MISSING):
+    def __init__(self, *, rack_id: str | None = '', client_id: str = '', client_host: str = '', subscribed_topic_names: list[str] = _MISSING) -> None:
         self.rack_id = rack_id
         self.client_id = client_id
         self.client_host = client_host
@@ -101,19 +103,19 @@ ShareGroupMemberMetadataValue._ENCODERS = {0: _encode_ShareGroupMemberMetadataVa
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    58: 'RackId',
-    59: 'ClientId',
-    60: 'ClientHost',
-    61: 'SubscribedTopicNames',
-    65: 'SubscribedTopicNames',
-    72: 'SubscribedTopicNames',
-    75: 'tagged fields of ShareGroupMemberMetadataValue',
-    76: 'tagged fields of ShareGroupMemberMetadataValue',
-    84: 'RackId',
-    85: 'ClientId',
-    86: 'ClientHost',
-    88: 'SubscribedTopicNames',
-    91: 'SubscribedTopicNames',
+    60: 'RackId',
+    61: 'ClientId',
+    62: 'ClientHost',
+    63: 'SubscribedTopicNames',
+    67: 'SubscribedTopicNames',
+    74: 'SubscribedTopicNames',
+    77: 'tagged fields of ShareGroupMemberMetadataValue',
+    78: 'tagged fields of ShareGroupMemberMetadataValue',
+    86: 'RackId',
+    87: 'ClientId',
+    88: 'ClientHost',
+    90: 'SubscribedTopicNames',
     93: 'SubscribedTopicNames',
-    95: 'tagged fields of ShareGroupMemberMetadataValue',
+    95: 'SubscribedTopicNames',
+    97: 'tagged fields of ShareGroupMemberMetadataValue',
 }

@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/ShareGroupMetadataKey.json (sha256 e3a80826156ea93ecfcc111b1cd3d0435cba25db578d297287bc1cb048eaeee2):
 # change the schema and run `kafkawire codegen`.
 """ShareGroupMetadataKey: apiKey 11, coordinator-key, versions 0, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class ShareGroupMetadataKey(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/ShareGroupMetadataKey.json'
 
-    def __init__(self, *, group_id=''):
+    def __init__(self, *, group_id: str = '') -> None:
         self.group_id = group_id
         self._unknown_tagged_fields = ()
 
@@ -61,7 +63,7 @@ ShareGroupMetadataKey._ENCODERS = {0: _encode_ShareGroupMetadataKey_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    49: 'GroupId',
-    55: 'GroupId',
-    57: 'tagged fields of ShareGroupMetadataKey',
+    51: 'GroupId',
+    57: 'GroupId',
+    59: 'tagged fields of ShareGroupMetadataKey',
 }

@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/ShareGroupMetadataValue.json (sha256 922ddd67d02d15281475aaf3c0d506e2160b53009134301265857b294a20ee0e):
 # change the schema and run `kafkawire codegen`.
 """ShareGroupMetadataValue: apiKey 11, coordinator-value, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class ShareGroupMetadataValue(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/ShareGroupMetadataValue.json'
 
-    def __init__(self, *, epoch=0, metadata_hash=0):
+    def __init__(self, *, epoch: int = 0, metadata_hash: int = 0) -> None:
         self.epoch = epoch
         self.metadata_hash = metadata_hash
         self._unknown_tagged_fields = ()
@@ -72,9 +74,9 @@ ShareGroupMetadataValue._ENCODERS = {0: _encode_ShareGroupMetadataValue_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    53: (('Epoch', 'epoch', 'i'), ('MetadataHash', 'metadata_hash', 'q')),
-    55: 'tagged fields of ShareGroupMetadataValue',
-    56: 'tagged fields of ShareGroupMetadataValue',
-    64: (('Epoch', 'epoch', 'i'), ('MetadataHash', 'metadata_hash', 'q')),
-    66: 'tagged fields of ShareGroupMetadataValue',
+    55: (('Epoch', 'epoch', 'i'), ('MetadataHash', 'metadata_hash', 'q')),
+    57: 'tagged fields of ShareGroupMetadataValue',
+    58: 'tagged fields of ShareGroupMetadataValue',
+    66: (('Epoch', 'epoch', 'i'), ('MetadataHash', 'metadata_hash', 'q')),
+    68: 'tagged fields of ShareGroupMetadataValue',
 }

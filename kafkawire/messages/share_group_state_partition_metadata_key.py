@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/ShareGroupStatePartitionMetadataKey.json (sha256 3c24f958aee1310d367941e80c2b464e122b3c16888b4bb95ae692225954b3c1):
 # change the schema and run `kafkawire codegen`.
 """ShareGroupStatePartitionMetadataKey: apiKey 15, coordinator-key, versions 0, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class ShareGroupStatePartitionMetadataKey(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/ShareGroupStatePartitionMetadataKey.json'
 
-    def __init__(self, *, group_id=''):
+    def __init__(self, *, group_id: str = '') -> None:
         self.group_id = group_id
         self._unknown_tagged_fields = ()
 
@@ -61,7 +63,7 @@ ShareGroupStatePartitionMetadataKey._ENCODERS = {0: _encode_ShareGroupStateParti
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    49: 'GroupId',
-    55: 'GroupId',
-    57: 'tagged fields of ShareGroupStatePartitionMetadataKey',
+    51: 'GroupId',
+    57: 'GroupId',
+    59: 'tagged fields of ShareGroupStatePartitionMetadataKey',
 }

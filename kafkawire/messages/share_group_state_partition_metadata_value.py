@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/ShareGroupStatePartitionMetadataValue.json (sha256 ec9e644136038b809e16de58bb012dc83e97870771504c045f40ad41a0a649e9):
 # change the schema and run `kafkawire codegen`.
 """ShareGroupStatePartitionMetadataValue: apiKey 15, coordinator-value, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -22,7 +24,7 @@ class TopicPartitionsInfo(_message.Struct):
     MESSAGE = 'ShareGroupStatePartitionMetadataValue'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_id=_ZERO_UUID, topic_name='', partitions=_MISSING):
+    def __init__(self, *, topic_id: _UUID = _ZERO_UUID, topic_name: str = '', partitions: list[int] = _MISSING) -> None:
         self.topic_id = topic_id
         self.topic_name = topic_name
         self.partitions = [] if partitions is _MISSING else partitions
@@ -36,7 +38,7 @@ class TopicInfo(_message.Struct):
     MESSAGE = 'ShareGroupStatePartitionMetadataValue'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_id=_ZERO_UUID, topic_name=''):
+    def __init__(self, *, topic_id: _UUID = _ZERO_UUID, topic_name: str = '') -> None:
         self.topic_id = topic_id
         self.topic_name = topic_name
         self._unknown_tagged_fields = ()
@@ -53,7 +55,7 @@ class ShareGroupStatePartitionMetadataValue(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/ShareGroupStatePartitionMetadataValue.json'
 
-    def __init__(self, *, initializing_topics=_MISSING, initialized_topics=_MISSING, deleting_topics=_MISSING):
+    def __init__(self, *, initializing_topics: list[TopicPartitionsInfo] = _MISSING, initialized_topics: list[TopicPartitionsInfo] = _MISSING, deleting_topics: list[TopicInfo] = _MISSING) -> None:
         self.initializing_topics = [] if initializing_topics is _MISSING else initializing_topics
         self.initialized_topics = [] if initialized_topics is _MISSING else initialized_topics
         self.deleting_topics = [] if deleting_topics is _MISSING else deleting_topics
@@ -255,45 +257,45 @@ ShareGroupStatePartitionMetadataValue._ENCODERS = {0: _encode_ShareGroupStatePar
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    113: 'TopicId',
-    114: 'TopicName',
-    115: 'Partitions',
-    119: 'Partitions',
-    123: 'Partitions',
-    125: 'tagged fields of TopicPartitionsInfo',
-    126: 'tagged fields of TopicPartitionsInfo',
-    134: 'TopicId',
-    135: 'TopicName',
-    137: 'Partitions',
-    140: 'Partitions',
+    115: 'TopicId',
+    116: 'TopicName',
+    117: 'Partitions',
+    121: 'Partitions',
+    125: 'Partitions',
+    127: 'tagged fields of TopicPartitionsInfo',
+    128: 'tagged fields of TopicPartitionsInfo',
+    136: 'TopicId',
+    137: 'TopicName',
+    139: 'Partitions',
     142: 'Partitions',
-    144: 'tagged fields of TopicPartitionsInfo',
-    151: 'TopicId',
-    152: 'TopicName',
-    153: 'tagged fields of TopicInfo',
-    154: 'tagged fields of TopicInfo',
-    162: 'TopicId',
-    163: 'TopicName',
-    165: 'tagged fields of TopicInfo',
-    172: 'InitializingTopics',
-    176: 'InitializingTopics',
-    183: 'InitializingTopics',
-    186: 'InitializedTopics',
-    190: 'InitializedTopics',
-    197: 'InitializedTopics',
-    200: 'DeletingTopics',
-    204: 'DeletingTopics',
-    211: 'DeletingTopics',
-    214: 'tagged fields of ShareGroupStatePartitionMetadataValue',
-    215: 'tagged fields of ShareGroupStatePartitionMetadataValue',
-    224: 'InitializingTopics',
-    227: 'InitializingTopics',
+    144: 'Partitions',
+    146: 'tagged fields of TopicPartitionsInfo',
+    153: 'TopicId',
+    154: 'TopicName',
+    155: 'tagged fields of TopicInfo',
+    156: 'tagged fields of TopicInfo',
+    164: 'TopicId',
+    165: 'TopicName',
+    167: 'tagged fields of TopicInfo',
+    174: 'InitializingTopics',
+    178: 'InitializingTopics',
+    185: 'InitializingTopics',
+    188: 'InitializedTopics',
+    192: 'InitializedTopics',
+    199: 'InitializedTopics',
+    202: 'DeletingTopics',
+    206: 'DeletingTopics',
+    213: 'DeletingTopics',
+    216: 'tagged fields of ShareGroupStatePartitionMetadataValue',
+    217: 'tagged fields of ShareGroupStatePartitionMetadataValue',
+    226: 'InitializingTopics',
     229: 'InitializingTopics',
-    231: 'InitializedTopics',
-    234: 'InitializedTopics',
+    231: 'InitializingTopics',
+    233: 'InitializedTopics',
     236: 'InitializedTopics',
-    238: 'DeletingTopics',
-    241: 'DeletingTopics',
+    238: 'InitializedTopics',
+    240: 'DeletingTopics',
     243: 'DeletingTopics',
-    245: 'tagged fields of ShareGroupStatePartitionMetadataValue',
+    245: 'DeletingTopics',
+    247: 'tagged fields of ShareGroupStatePartitionMetadataValue',
 }

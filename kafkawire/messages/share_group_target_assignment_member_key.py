@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/ShareGroupTargetAssignmentMemberKey.json (sha256 a0db02784a9860ac8a818e1914d2365fe10113e0e20d8d8ad85e650dc2ad4232):
 # change the schema and run `kafkawire codegen`.
 """ShareGroupTargetAssignmentMemberKey: apiKey 13, coordinator-key, versions 0, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class ShareGroupTargetAssignmentMemberKey(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/ShareGroupTargetAssignmentMemberKey.json'
 
-    def __init__(self, *, group_id='', member_id=''):
+    def __init__(self, *, group_id: str = '', member_id: str = '') -> None:
         self.group_id = group_id
         self.member_id = member_id
         self._unknown_tagged_fields = ()
@@ -66,9 +68,9 @@ ShareGroupTargetAssignmentMemberKey._ENCODERS = {0: _encode_ShareGroupTargetAssi
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    52: 'GroupId',
-    53: 'MemberId',
-    59: 'GroupId',
-    60: 'MemberId',
-    62: 'tagged fields of ShareGroupTargetAssignmentMemberKey',
+    54: 'GroupId',
+    55: 'MemberId',
+    61: 'GroupId',
+    62: 'MemberId',
+    64: 'tagged fields of ShareGroupTargetAssignmentMemberKey',
 }

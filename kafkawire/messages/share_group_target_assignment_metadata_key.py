@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/ShareGroupTargetAssignmentMetadataKey.json (sha256 864c08b42d4fdabbf7fc4284ed3f5a8627d27341e19c72b398782a1aa543acc3):
 # change the schema and run `kafkawire codegen`.
 """ShareGroupTargetAssignmentMetadataKey: apiKey 12, coordinator-key, versions 0, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class ShareGroupTargetAssignmentMetadataKey(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/ShareGroupTargetAssignmentMetadataKey.json'
 
-    def __init__(self, *, group_id=''):
+    def __init__(self, *, group_id: str = '') -> None:
         self.group_id = group_id
         self._unknown_tagged_fields = ()
 
@@ -61,7 +63,7 @@ ShareGroupTargetAssignmentMetadataKey._ENCODERS = {0: _encode_ShareGroupTargetAs
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    49: 'GroupId',
-    55: 'GroupId',
-    57: 'tagged fields of ShareGroupTargetAssignmentMetadataKey',
+    51: 'GroupId',
+    57: 'GroupId',
+    59: 'tagged fields of ShareGroupTargetAssignmentMetadataKey',
 }

@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/ShareGroupTargetAssignmentMetadataValue.json (sha256 743ba77db8b36b897560fb3381832e8df50df096c36a94176bdbd1b253c0b005):
 # change the schema and run `kafkawire codegen`.
 """ShareGroupTargetAssignmentMetadataValue: apiKey 12, coordinator-value, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -27,7 +29,7 @@ class ShareGroupTargetAssignmentMetadataValue(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/ShareGroupTargetAssignmentMetadataValue.json'
 
-    def __init__(self, *, assignment_epoch=0, assignment_timestamp=0):
+    def __init__(self, *, assignment_epoch: int = 0, assignment_timestamp: int = 0) -> None:
         self.assignment_epoch = assignment_epoch
         self.assignment_timestamp = assignment_timestamp
         self._unknown_tagged_fields = ()
@@ -102,15 +104,15 @@ ShareGroupTargetAssignmentMetadataValue._ENCODERS = {0: _encode_ShareGroupTarget
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    53: 'tagged fields of ShareGroupTargetAssignmentMetadataValue',
-    59: 'tagged fields of ShareGroupTargetAssignmentMetadataValue',
-    62: 'AssignmentTimestamp',
-    65: 'AssignmentTimestamp',
-    77: 'AssignmentEpoch',
-    80: 'tagged fields of ShareGroupTargetAssignmentMetadataValue',
-    81: 'tagged fields of ShareGroupTargetAssignmentMetadataValue',
-    89: 'AssignmentEpoch',
-    91: 'AssignmentTimestamp',
+    55: 'tagged fields of ShareGroupTargetAssignmentMetadataValue',
+    61: 'tagged fields of ShareGroupTargetAssignmentMetadataValue',
+    64: 'AssignmentTimestamp',
+    67: 'AssignmentTimestamp',
+    79: 'AssignmentEpoch',
+    82: 'tagged fields of ShareGroupTargetAssignmentMetadataValue',
+    83: 'tagged fields of ShareGroupTargetAssignmentMetadataValue',
+    91: 'AssignmentEpoch',
     93: 'AssignmentTimestamp',
-    96: 'tagged fields of ShareGroupTargetAssignmentMetadataValue',
+    95: 'AssignmentTimestamp',
+    98: 'tagged fields of ShareGroupTargetAssignmentMetadataValue',
 }

@@ -2,6 +2,8 @@
 # From schemas/coordinators/share-coordinator/ShareSnapshotValue.json (sha256 44884ed87ce7e8cf77b0a588797d5c7bce454ae98d6dac66879ac41287eee545):
 # change the schema and run `kafkawire codegen`.
 """ShareSnapshotValue: apiKey 0, coordinator-value, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -24,7 +26,7 @@ class StateBatch(_message.Struct):
     MESSAGE = 'ShareSnapshotValue'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, first_offset=0, last_offset=0, delivery_state=0, delivery_count=0):
+    def __init__(self, *, first_offset: int = 0, last_offset: int = 0, delivery_state: int = 0, delivery_count: int = 0) -> None:
         self.first_offset = first_offset
         self.last_offset = last_offset
         self.delivery_state = delivery_state
@@ -43,7 +45,7 @@ class ShareSnapshotValue(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/share-coordinator/ShareSnapshotValue.json'
 
-    def __init__(self, *, snapshot_epoch=0, state_epoch=0, leader_epoch=0, start_offset=0, delivery_complete_count=-1, create_timestamp=0, write_timestamp=0, state_batches=_MISSING):
+    def __init__(self, *, snapshot_epoch: int = 0, state_epoch: int = 0, leader_epoch: int = 0, start_offset: int = 0, delivery_complete_count: int = -1, create_timestamp: int = 0, write_timestamp: int = 0, state_batches: list[StateBatch] = _MISSING) -> None:
         self.snapshot_epoch = snapshot_epoch
         self.state_epoch = state_epoch
         self.leader_epoch = leader_epoch
@@ -197,26 +199,26 @@ ShareSnapshotValue._ENCODERS = {0: _encode_ShareSnapshotValue_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    106: (('FirstOffset', 'first_offset', 'q'), ('LastOffset', 'last_offset', 'q'), ('DeliveryState', 'delivery_state', 'b'), ('DeliveryCount', 'delivery_count', 'h')),
-    108: 'tagged fields of StateBatch',
-    109: 'tagged fields of StateBatch',
-    117: (('FirstOffset', 'first_offset', 'q'), ('LastOffset', 'last_offset', 'q'), ('DeliveryState', 'delivery_state', 'b'), ('DeliveryCount', 'delivery_count', 'h')),
-    119: 'tagged fields of StateBatch',
-    125: 'tagged fields of ShareSnapshotValue',
-    131: 'tagged fields of ShareSnapshotValue',
-    134: 'DeliveryCompleteCount',
-    137: 'DeliveryCompleteCount',
-    149: (('SnapshotEpoch', 'snapshot_epoch', 'i'), ('StateEpoch', 'state_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('StartOffset', 'start_offset', 'q'), ('CreateTimestamp', 'create_timestamp', 'q'), ('WriteTimestamp', 'write_timestamp', 'q')),
-    151: 'StateBatches',
-    155: 'StateBatches',
-    162: 'StateBatches',
-    166: 'tagged fields of ShareSnapshotValue',
-    167: 'tagged fields of ShareSnapshotValue',
-    175: (('SnapshotEpoch', 'snapshot_epoch', 'i'), ('StateEpoch', 'state_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('StartOffset', 'start_offset', 'q'), ('CreateTimestamp', 'create_timestamp', 'q'), ('WriteTimestamp', 'write_timestamp', 'q')),
-    177: 'StateBatches',
-    180: 'StateBatches',
+    108: (('FirstOffset', 'first_offset', 'q'), ('LastOffset', 'last_offset', 'q'), ('DeliveryState', 'delivery_state', 'b'), ('DeliveryCount', 'delivery_count', 'h')),
+    110: 'tagged fields of StateBatch',
+    111: 'tagged fields of StateBatch',
+    119: (('FirstOffset', 'first_offset', 'q'), ('LastOffset', 'last_offset', 'q'), ('DeliveryState', 'delivery_state', 'b'), ('DeliveryCount', 'delivery_count', 'h')),
+    121: 'tagged fields of StateBatch',
+    127: 'tagged fields of ShareSnapshotValue',
+    133: 'tagged fields of ShareSnapshotValue',
+    136: 'DeliveryCompleteCount',
+    139: 'DeliveryCompleteCount',
+    151: (('SnapshotEpoch', 'snapshot_epoch', 'i'), ('StateEpoch', 'state_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('StartOffset', 'start_offset', 'q'), ('CreateTimestamp', 'create_timestamp', 'q'), ('WriteTimestamp', 'write_timestamp', 'q')),
+    153: 'StateBatches',
+    157: 'StateBatches',
+    164: 'StateBatches',
+    168: 'tagged fields of ShareSnapshotValue',
+    169: 'tagged fields of ShareSnapshotValue',
+    177: (('SnapshotEpoch', 'snapshot_epoch', 'i'), ('StateEpoch', 'state_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('StartOffset', 'start_offset', 'q'), ('CreateTimestamp', 'create_timestamp', 'q'), ('WriteTimestamp', 'write_timestamp', 'q')),
+    179: 'StateBatches',
     182: 'StateBatches',
-    184: 'DeliveryCompleteCount',
+    184: 'StateBatches',
     186: 'DeliveryCompleteCount',
-    189: 'tagged fields of ShareSnapshotValue',
+    188: 'DeliveryCompleteCount',
+    191: 'tagged fields of ShareSnapshotValue',
 }

@@ -2,6 +2,8 @@
 # From schemas/coordinators/share-coordinator/ShareUpdateKey.json (sha256 2ee50c95ebc3c037b3943d61894e86aaa41a2e38ee1d3e84445b3a9946e1bfbb):
 # change the schema and run `kafkawire codegen`.
 """ShareUpdateKey: apiKey 1, coordinator-key, versions 0, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class ShareUpdateKey(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/share-coordinator/ShareUpdateKey.json'
 
-    def __init__(self, *, group_id='', topic_id=_ZERO_UUID, partition=0):
+    def __init__(self, *, group_id: str = '', topic_id: _UUID = _ZERO_UUID, partition: int = 0) -> None:
         self.group_id = group_id
         self.topic_id = topic_id
         self.partition = partition
@@ -73,11 +75,11 @@ ShareUpdateKey._ENCODERS = {0: _encode_ShareUpdateKey_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    56: 'GroupId',
-    57: 'TopicId',
-    58: 'Partition',
-    65: 'GroupId',
-    66: 'TopicId',
-    67: 'Partition',
-    69: 'tagged fields of ShareUpdateKey',
+    58: 'GroupId',
+    59: 'TopicId',
+    60: 'Partition',
+    67: 'GroupId',
+    68: 'TopicId',
+    69: 'Partition',
+    71: 'tagged fields of ShareUpdateKey',
 }

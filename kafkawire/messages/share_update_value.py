@@ -2,6 +2,8 @@
 # From schemas/coordinators/share-coordinator/ShareUpdateValue.json (sha256 3cd4eaccadeb680ebe01f7c513f79901b5f0c35268d3bc475bdc3f101027f030):
 # change the schema and run `kafkawire codegen`.
 """ShareUpdateValue: apiKey 1, coordinator-value, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -24,7 +26,7 @@ class StateBatch(_message.Struct):
     MESSAGE = 'ShareUpdateValue'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, first_offset=0, last_offset=0, delivery_state=0, delivery_count=0):
+    def __init__(self, *, first_offset: int = 0, last_offset: int = 0, delivery_state: int = 0, delivery_count: int = 0) -> None:
         self.first_offset = first_offset
         self.last_offset = last_offset
         self.delivery_state = delivery_state
@@ -43,7 +45,7 @@ class ShareUpdateValue(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/share-coordinator/ShareUpdateValue.json'
 
-    def __init__(self, *, snapshot_epoch=0, leader_epoch=0, start_offset=0, delivery_complete_count=-1, state_batches=_MISSING):
+    def __init__(self, *, snapshot_epoch: int = 0, leader_epoch: int = 0, start_offset: int = 0, delivery_complete_count: int = -1, state_batches: list[StateBatch] = _MISSING) -> None:
         self.snapshot_epoch = snapshot_epoch
         self.leader_epoch = leader_epoch
         self.start_offset = start_offset
@@ -188,26 +190,26 @@ ShareUpdateValue._ENCODERS = {0: _encode_ShareUpdateValue_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    97: (('FirstOffset', 'first_offset', 'q'), ('LastOffset', 'last_offset', 'q'), ('DeliveryState', 'delivery_state', 'b'), ('DeliveryCount', 'delivery_count', 'h')),
-    99: 'tagged fields of StateBatch',
-    100: 'tagged fields of StateBatch',
-    108: (('FirstOffset', 'first_offset', 'q'), ('LastOffset', 'last_offset', 'q'), ('DeliveryState', 'delivery_state', 'b'), ('DeliveryCount', 'delivery_count', 'h')),
-    110: 'tagged fields of StateBatch',
-    116: 'tagged fields of ShareUpdateValue',
-    122: 'tagged fields of ShareUpdateValue',
-    125: 'DeliveryCompleteCount',
-    128: 'DeliveryCompleteCount',
-    140: (('SnapshotEpoch', 'snapshot_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('StartOffset', 'start_offset', 'q')),
-    142: 'StateBatches',
-    146: 'StateBatches',
-    153: 'StateBatches',
-    157: 'tagged fields of ShareUpdateValue',
-    158: 'tagged fields of ShareUpdateValue',
-    166: (('SnapshotEpoch', 'snapshot_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('StartOffset', 'start_offset', 'q')),
-    168: 'StateBatches',
-    171: 'StateBatches',
+    99: (('FirstOffset', 'first_offset', 'q'), ('LastOffset', 'last_offset', 'q'), ('DeliveryState', 'delivery_state', 'b'), ('DeliveryCount', 'delivery_count', 'h')),
+    101: 'tagged fields of StateBatch',
+    102: 'tagged fields of StateBatch',
+    110: (('FirstOffset', 'first_offset', 'q'), ('LastOffset', 'last_offset', 'q'), ('DeliveryState', 'delivery_state', 'b'), ('DeliveryCount', 'delivery_count', 'h')),
+    112: 'tagged fields of StateBatch',
+    118: 'tagged fields of ShareUpdateValue',
+    124: 'tagged fields of ShareUpdateValue',
+    127: 'DeliveryCompleteCount',
+    130: 'DeliveryCompleteCount',
+    142: (('SnapshotEpoch', 'snapshot_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('StartOffset', 'start_offset', 'q')),
+    144: 'StateBatches',
+    148: 'StateBatches',
+    155: 'StateBatches',
+    159: 'tagged fields of ShareUpdateValue',
+    160: 'tagged fields of ShareUpdateValue',
+    168: (('SnapshotEpoch', 'snapshot_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('StartOffset', 'start_offset', 'q')),
+    170: 'StateBatches',
     173: 'StateBatches',
-    175: 'DeliveryCompleteCount',
+    175: 'StateBatches',
     177: 'DeliveryCompleteCount',
-    180: 'tagged fields of ShareUpdateValue',
+    179: 'DeliveryCompleteCount',
+    182: 'tagged fields of ShareUpdateValue',
 }

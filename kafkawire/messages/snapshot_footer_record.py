@@ -2,6 +2,8 @@
 # From schemas/clients/SnapshotFooterRecord.json (sha256 afa9fc4d41cc08bd662d7494ebfca97e70f600293946433b633d4c6a4f409b90):
 # change the schema and run `kafkawire codegen`.
 """SnapshotFooterRecord: data, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class SnapshotFooterRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/SnapshotFooterRecord.json'
 
-    def __init__(self, *, version=0):
+    def __init__(self, *, version: int = 0) -> None:
         self.version = version
         self._unknown_tagged_fields = ()
 
@@ -69,9 +71,9 @@ SnapshotFooterRecord._ENCODERS = {0: _encode_SnapshotFooterRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    50: 'Version',
-    52: 'tagged fields of SnapshotFooterRecord',
-    53: 'tagged fields of SnapshotFooterRecord',
-    61: 'Version',
-    63: 'tagged fields of SnapshotFooterRecord',
+    52: 'Version',
+    54: 'tagged fields of SnapshotFooterRecord',
+    55: 'tagged fields of SnapshotFooterRecord',
+    63: 'Version',
+    65: 'tagged fields of SnapshotFooterRecord',
 }

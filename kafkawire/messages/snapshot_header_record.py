@@ -2,6 +2,8 @@
 # From schemas/clients/SnapshotHeaderRecord.json (sha256 570e92b595846a3e8e8a6523b3c11e88462c5f55021174f39a5f0143f87c3b20):
 # change the schema and run `kafkawire codegen`.
 """SnapshotHeaderRecord: data, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class SnapshotHeaderRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/SnapshotHeaderRecord.json'
 
-    def __init__(self, *, version=0, last_contained_log_timestamp=0):
+    def __init__(self, *, version: int = 0, last_contained_log_timestamp: int = 0) -> None:
         self.version = version
         self.last_contained_log_timestamp = last_contained_log_timestamp
         self._unknown_tagged_fields = ()
@@ -72,9 +74,9 @@ SnapshotHeaderRecord._ENCODERS = {0: _encode_SnapshotHeaderRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    53: (('Version', 'version', 'h'), ('LastContainedLogTimestamp', 'last_contained_log_timestamp', 'q')),
-    55: 'tagged fields of SnapshotHeaderRecord',
-    56: 'tagged fields of SnapshotHeaderRecord',
-    64: (('Version', 'version', 'h'), ('LastContainedLogTimestamp', 'last_contained_log_timestamp', 'q')),
-    66: 'tagged fields of SnapshotHeaderRecord',
+    55: (('Version', 'version', 'h'), ('LastContainedLogTimestamp', 'last_contained_log_timestamp', 'q')),
+    57: 'tagged fields of SnapshotHeaderRecord',
+    58: 'tagged fields of SnapshotHeaderRecord',
+    66: (('Version', 'version', 'h'), ('LastContainedLogTimestamp', 'last_contained_log_timestamp', 'q')),
+    68: 'tagged fields of SnapshotHeaderRecord',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/StopReplicaRequest.json (sha256 32c7d51dc5c91c33b98f9d9ef3a63e937e76468f2b7f55669f1835ab16f1496b):
 # change the schema and run `kafkawire codegen`.
 """StopReplicaRequest: apiKey 5, request, versions 0-4, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -27,7 +29,7 @@ class StopReplicaPartitionV0(_message.Struct):
     MESSAGE = 'StopReplicaRequest'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, topic_name='', partition_index=0):
+    def __init__(self, *, topic_name: str = '', partition_index: int = 0) -> None:
         self.topic_name = topic_name
         self.partition_index = partition_index
         self._unknown_tagged_fields = ()
@@ -40,7 +42,7 @@ class StopReplicaTopicV1(_message.Struct):
     MESSAGE = 'StopReplicaRequest'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, name='', partition_indexes=_MISSING):
+    def __init__(self, *, name: str = '', partition_indexes: list[int] = _MISSING) -> None:
         self.name = name
         self.partition_indexes = [] if partition_indexes is _MISSING else partition_indexes
         self._unknown_tagged_fields = ()
@@ -53,7 +55,7 @@ class StopReplicaPartitionState(_message.Struct):
     MESSAGE = 'StopReplicaRequest'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, partition_index=0, leader_epoch=-1, delete_partition=False):
+    def __init__(self, *, partition_index: int = 0, leader_epoch: int = -1, delete_partition: bool = False) -> None:
         self.partition_index = partition_index
         self.leader_epoch = leader_epoch
         self.delete_partition = delete_partition
@@ -67,7 +69,7 @@ class StopReplicaTopicState(_message.Struct):
     MESSAGE = 'StopReplicaRequest'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, topic_name='', partition_states=_MISSING):
+    def __init__(self, *, topic_name: str = '', partition_states: list[StopReplicaPartitionState] = _MISSING) -> None:
         self.topic_name = topic_name
         self.partition_states = [] if partition_states is _MISSING else partition_states
         self._unknown_tagged_fields = ()
@@ -84,7 +86,7 @@ class StopReplicaRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/StopReplicaRequest.json'
 
-    def __init__(self, *, controller_id=0, is_k_raft_controller=False, controller_epoch=0, broker_epoch=-1, delete_partitions=False, ungrouped_partitions=_MISSING, topics=_MISSING, topic_states=_MISSING):
+    def __init__(self, *, controller_id: int = 0, is_k_raft_controller: bool = False, controller_epoch: int = 0, broker_epoch: int = -1, delete_partitions: bool = False, ungrouped_partitions: list[StopReplicaPartitionV0] = _MISSING, topics: list[StopReplicaTopicV1] = _MISSING, topic_states: list[StopReplicaTopicState] = _MISSING) -> None:
         self.controller_id = controller_id
         self.is_k_raft_controller = is_k_raft_controller
         self.controller_epoch = controller_epoch
@@ -557,122 +559,122 @@ StopReplicaRequest._ENCODERS = {0: _encode_StopReplicaRequest_v0, 1: _encode_Sto
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    187: 'TopicName',
-    188: 'PartitionIndex',
-    195: 'TopicName',
-    196: 'PartitionIndex',
-    198: 'tagged fields of StopReplicaPartitionV0',
-    203: 'Name',
-    204: 'PartitionIndexes',
-    208: 'PartitionIndexes',
-    215: 'Name',
-    217: 'PartitionIndexes',
+    189: 'TopicName',
+    190: 'PartitionIndex',
+    197: 'TopicName',
+    198: 'PartitionIndex',
+    200: 'tagged fields of StopReplicaPartitionV0',
+    205: 'Name',
+    206: 'PartitionIndexes',
+    210: 'PartitionIndexes',
+    217: 'Name',
     219: 'PartitionIndexes',
-    221: 'tagged fields of StopReplicaTopicV1',
-    226: 'Name',
-    227: 'PartitionIndexes',
-    231: 'PartitionIndexes',
-    235: 'PartitionIndexes',
-    237: 'tagged fields of StopReplicaTopicV1',
-    238: 'tagged fields of StopReplicaTopicV1',
-    246: 'Name',
-    248: 'PartitionIndexes',
-    251: 'PartitionIndexes',
+    221: 'PartitionIndexes',
+    223: 'tagged fields of StopReplicaTopicV1',
+    228: 'Name',
+    229: 'PartitionIndexes',
+    233: 'PartitionIndexes',
+    237: 'PartitionIndexes',
+    239: 'tagged fields of StopReplicaTopicV1',
+    240: 'tagged fields of StopReplicaTopicV1',
+    248: 'Name',
+    250: 'PartitionIndexes',
     253: 'PartitionIndexes',
-    255: 'tagged fields of StopReplicaTopicV1',
-    262: (('PartitionIndex', 'partition_index', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('DeletePartition', 'delete_partition', '?')),
-    264: 'tagged fields of StopReplicaPartitionState',
-    265: 'tagged fields of StopReplicaPartitionState',
-    273: (('PartitionIndex', 'partition_index', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('DeletePartition', 'delete_partition', '?')),
-    275: 'tagged fields of StopReplicaPartitionState',
-    282: 'TopicName',
-    283: 'PartitionStates',
-    287: 'PartitionStates',
-    294: 'PartitionStates',
-    297: 'tagged fields of StopReplicaTopicState',
-    298: 'tagged fields of StopReplicaTopicState',
-    306: 'TopicName',
-    308: 'PartitionStates',
-    311: 'PartitionStates',
+    255: 'PartitionIndexes',
+    257: 'tagged fields of StopReplicaTopicV1',
+    264: (('PartitionIndex', 'partition_index', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('DeletePartition', 'delete_partition', '?')),
+    266: 'tagged fields of StopReplicaPartitionState',
+    267: 'tagged fields of StopReplicaPartitionState',
+    275: (('PartitionIndex', 'partition_index', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('DeletePartition', 'delete_partition', '?')),
+    277: 'tagged fields of StopReplicaPartitionState',
+    284: 'TopicName',
+    285: 'PartitionStates',
+    289: 'PartitionStates',
+    296: 'PartitionStates',
+    299: 'tagged fields of StopReplicaTopicState',
+    300: 'tagged fields of StopReplicaTopicState',
+    308: 'TopicName',
+    310: 'PartitionStates',
     313: 'PartitionStates',
-    315: 'tagged fields of StopReplicaTopicState',
-    322: (('ControllerId', 'controller_id', 'i'), ('ControllerEpoch', 'controller_epoch', 'i'), ('DeletePartitions', 'delete_partitions', '?')),
-    324: 'UngroupedPartitions',
-    331: 'UngroupedPartitions',
-    343: 'isKRaftController',
-    344: 'isKRaftController',
-    345: 'Topics',
-    346: 'Topics',
-    347: 'TopicStates',
-    348: 'TopicStates',
-    349: (('ControllerId', 'controller_id', 'i'), ('ControllerEpoch', 'controller_epoch', 'i'), ('DeletePartitions', 'delete_partitions', '?')),
-    351: 'UngroupedPartitions',
+    315: 'PartitionStates',
+    317: 'tagged fields of StopReplicaTopicState',
+    324: (('ControllerId', 'controller_id', 'i'), ('ControllerEpoch', 'controller_epoch', 'i'), ('DeletePartitions', 'delete_partitions', '?')),
+    326: 'UngroupedPartitions',
+    333: 'UngroupedPartitions',
+    345: 'isKRaftController',
+    346: 'isKRaftController',
+    347: 'Topics',
+    348: 'Topics',
+    349: 'TopicStates',
+    350: 'TopicStates',
+    351: (('ControllerId', 'controller_id', 'i'), ('ControllerEpoch', 'controller_epoch', 'i'), ('DeletePartitions', 'delete_partitions', '?')),
     353: 'UngroupedPartitions',
-    355: 'tagged fields of StopReplicaRequest',
-    360: (('ControllerId', 'controller_id', 'i'), ('ControllerEpoch', 'controller_epoch', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('DeletePartitions', 'delete_partitions', '?')),
-    362: 'Topics',
-    369: 'Topics',
-    380: 'isKRaftController',
-    381: 'isKRaftController',
-    382: 'UngroupedPartitions',
-    383: 'UngroupedPartitions',
-    384: 'TopicStates',
-    385: 'TopicStates',
-    386: (('ControllerId', 'controller_id', 'i'), ('ControllerEpoch', 'controller_epoch', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('DeletePartitions', 'delete_partitions', '?')),
-    388: 'Topics',
+    355: 'UngroupedPartitions',
+    357: 'tagged fields of StopReplicaRequest',
+    362: (('ControllerId', 'controller_id', 'i'), ('ControllerEpoch', 'controller_epoch', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('DeletePartitions', 'delete_partitions', '?')),
+    364: 'Topics',
+    371: 'Topics',
+    382: 'isKRaftController',
+    383: 'isKRaftController',
+    384: 'UngroupedPartitions',
+    385: 'UngroupedPartitions',
+    386: 'TopicStates',
+    387: 'TopicStates',
+    388: (('ControllerId', 'controller_id', 'i'), ('ControllerEpoch', 'controller_epoch', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('DeletePartitions', 'delete_partitions', '?')),
     390: 'Topics',
-    392: 'tagged fields of StopReplicaRequest',
-    397: (('ControllerId', 'controller_id', 'i'), ('ControllerEpoch', 'controller_epoch', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('DeletePartitions', 'delete_partitions', '?')),
-    399: 'Topics',
-    403: 'Topics',
-    410: 'Topics',
-    416: 'tagged fields of StopReplicaRequest',
-    417: 'tagged fields of StopReplicaRequest',
-    425: 'isKRaftController',
-    426: 'isKRaftController',
-    427: 'UngroupedPartitions',
-    428: 'UngroupedPartitions',
-    429: 'TopicStates',
-    430: 'TopicStates',
-    431: (('ControllerId', 'controller_id', 'i'), ('ControllerEpoch', 'controller_epoch', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('DeletePartitions', 'delete_partitions', '?')),
-    433: 'Topics',
-    436: 'Topics',
+    392: 'Topics',
+    394: 'tagged fields of StopReplicaRequest',
+    399: (('ControllerId', 'controller_id', 'i'), ('ControllerEpoch', 'controller_epoch', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('DeletePartitions', 'delete_partitions', '?')),
+    401: 'Topics',
+    405: 'Topics',
+    412: 'Topics',
+    418: 'tagged fields of StopReplicaRequest',
+    419: 'tagged fields of StopReplicaRequest',
+    427: 'isKRaftController',
+    428: 'isKRaftController',
+    429: 'UngroupedPartitions',
+    430: 'UngroupedPartitions',
+    431: 'TopicStates',
+    432: 'TopicStates',
+    433: (('ControllerId', 'controller_id', 'i'), ('ControllerEpoch', 'controller_epoch', 'i'), ('BrokerEpoch', 'broker_epoch', 'q'), ('DeletePartitions', 'delete_partitions', '?')),
+    435: 'Topics',
     438: 'Topics',
-    440: 'tagged fields of StopReplicaRequest',
-    447: (('ControllerId', 'controller_id', 'i'), ('ControllerEpoch', 'controller_epoch', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    449: 'TopicStates',
-    453: 'TopicStates',
-    460: 'TopicStates',
-    467: 'tagged fields of StopReplicaRequest',
-    468: 'tagged fields of StopReplicaRequest',
-    476: 'isKRaftController',
-    477: 'isKRaftController',
-    478: 'DeletePartitions',
-    479: 'DeletePartitions',
-    480: 'UngroupedPartitions',
-    481: 'UngroupedPartitions',
-    482: 'Topics',
-    483: 'Topics',
-    484: (('ControllerId', 'controller_id', 'i'), ('ControllerEpoch', 'controller_epoch', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    486: 'TopicStates',
-    489: 'TopicStates',
+    440: 'Topics',
+    442: 'tagged fields of StopReplicaRequest',
+    449: (('ControllerId', 'controller_id', 'i'), ('ControllerEpoch', 'controller_epoch', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    451: 'TopicStates',
+    455: 'TopicStates',
+    462: 'TopicStates',
+    469: 'tagged fields of StopReplicaRequest',
+    470: 'tagged fields of StopReplicaRequest',
+    478: 'isKRaftController',
+    479: 'isKRaftController',
+    480: 'DeletePartitions',
+    481: 'DeletePartitions',
+    482: 'UngroupedPartitions',
+    483: 'UngroupedPartitions',
+    484: 'Topics',
+    485: 'Topics',
+    486: (('ControllerId', 'controller_id', 'i'), ('ControllerEpoch', 'controller_epoch', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    488: 'TopicStates',
     491: 'TopicStates',
-    493: 'tagged fields of StopReplicaRequest',
-    500: (('ControllerId', 'controller_id', 'i'), ('isKRaftController', 'is_k_raft_controller', '?'), ('ControllerEpoch', 'controller_epoch', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    502: 'TopicStates',
-    506: 'TopicStates',
-    513: 'TopicStates',
-    519: 'tagged fields of StopReplicaRequest',
-    520: 'tagged fields of StopReplicaRequest',
-    528: 'DeletePartitions',
-    529: 'DeletePartitions',
-    530: 'UngroupedPartitions',
-    531: 'UngroupedPartitions',
-    532: 'Topics',
-    533: 'Topics',
-    534: (('ControllerId', 'controller_id', 'i'), ('isKRaftController', 'is_k_raft_controller', '?'), ('ControllerEpoch', 'controller_epoch', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    536: 'TopicStates',
-    539: 'TopicStates',
+    493: 'TopicStates',
+    495: 'tagged fields of StopReplicaRequest',
+    502: (('ControllerId', 'controller_id', 'i'), ('isKRaftController', 'is_k_raft_controller', '?'), ('ControllerEpoch', 'controller_epoch', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    504: 'TopicStates',
+    508: 'TopicStates',
+    515: 'TopicStates',
+    521: 'tagged fields of StopReplicaRequest',
+    522: 'tagged fields of StopReplicaRequest',
+    530: 'DeletePartitions',
+    531: 'DeletePartitions',
+    532: 'UngroupedPartitions',
+    533: 'UngroupedPartitions',
+    534: 'Topics',
+    535: 'Topics',
+    536: (('ControllerId', 'controller_id', 'i'), ('isKRaftController', 'is_k_raft_controller', '?'), ('ControllerEpoch', 'controller_epoch', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    538: 'TopicStates',
     541: 'TopicStates',
-    543: 'tagged fields of StopReplicaRequest',
+    543: 'TopicStates',
+    545: 'tagged fields of StopReplicaRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/StopReplicaResponse.json (sha256 36710629bc50d09c1647cff9ba812f1bda7e06f85d7cef7ed3688a722cba8908):
 # change the schema and run `kafkawire codegen`.
 """StopReplicaResponse: apiKey 5, response, versions 0-4, flexible 2+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class StopReplicaPartitionError(_message.Struct):
     MESSAGE = 'StopReplicaResponse'
     FLEXIBLE_VERSIONS = (2, 32767)
 
-    def __init__(self, *, topic_name='', partition_index=0, error_code=0):
+    def __init__(self, *, topic_name: str = '', partition_index: int = 0, error_code: int = 0) -> None:
         self.topic_name = topic_name
         self.partition_index = partition_index
         self.error_code = error_code
@@ -41,7 +43,7 @@ class StopReplicaResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/StopReplicaResponse.json'
 
-    def __init__(self, *, error_code=0, partition_errors=_MISSING):
+    def __init__(self, *, error_code: int = 0, partition_errors: list[StopReplicaPartitionError] = _MISSING) -> None:
         self.error_code = error_code
         self.partition_errors = [] if partition_errors is _MISSING else partition_errors
         self._unknown_tagged_fields = ()
@@ -209,41 +211,41 @@ StopReplicaResponse._ENCODERS = {0: _encode_StopReplicaResponse_v0, 1: _encode_S
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    84: 'TopicName',
-    85: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    92: 'TopicName',
-    93: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    95: 'tagged fields of StopReplicaPartitionError',
-    99: 'TopicName',
-    100: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    102: 'tagged fields of StopReplicaPartitionError',
-    107: 'TopicName',
-    108: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    110: 'tagged fields of StopReplicaPartitionError',
-    111: 'tagged fields of StopReplicaPartitionError',
-    119: 'TopicName',
-    120: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    122: 'tagged fields of StopReplicaPartitionError',
-    129: 'ErrorCode',
-    131: 'PartitionErrors',
-    138: 'PartitionErrors',
-    146: 'ErrorCode',
-    148: 'PartitionErrors',
+    86: 'TopicName',
+    87: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    94: 'TopicName',
+    95: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    97: 'tagged fields of StopReplicaPartitionError',
+    101: 'TopicName',
+    102: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    104: 'tagged fields of StopReplicaPartitionError',
+    109: 'TopicName',
+    110: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    112: 'tagged fields of StopReplicaPartitionError',
+    113: 'tagged fields of StopReplicaPartitionError',
+    121: 'TopicName',
+    122: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    124: 'tagged fields of StopReplicaPartitionError',
+    131: 'ErrorCode',
+    133: 'PartitionErrors',
+    140: 'PartitionErrors',
+    148: 'ErrorCode',
     150: 'PartitionErrors',
-    152: 'tagged fields of StopReplicaResponse',
-    156: 'ErrorCode',
-    158: 'PartitionErrors',
+    152: 'PartitionErrors',
+    154: 'tagged fields of StopReplicaResponse',
+    158: 'ErrorCode',
     160: 'PartitionErrors',
-    162: 'tagged fields of StopReplicaResponse',
-    167: 'ErrorCode',
-    169: 'PartitionErrors',
-    173: 'PartitionErrors',
-    180: 'PartitionErrors',
-    183: 'tagged fields of StopReplicaResponse',
-    184: 'tagged fields of StopReplicaResponse',
-    192: 'ErrorCode',
-    194: 'PartitionErrors',
-    197: 'PartitionErrors',
+    162: 'PartitionErrors',
+    164: 'tagged fields of StopReplicaResponse',
+    169: 'ErrorCode',
+    171: 'PartitionErrors',
+    175: 'PartitionErrors',
+    182: 'PartitionErrors',
+    185: 'tagged fields of StopReplicaResponse',
+    186: 'tagged fields of StopReplicaResponse',
+    194: 'ErrorCode',
+    196: 'PartitionErrors',
     199: 'PartitionErrors',
-    201: 'tagged fields of StopReplicaResponse',
+    201: 'PartitionErrors',
+    203: 'tagged fields of StopReplicaResponse',
 }

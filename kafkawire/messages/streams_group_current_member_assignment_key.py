@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/StreamsGroupCurrentMemberAssignmentKey.json (sha256 76e6acf6c3b005721c5ea58eb9a9081f1cbc3f11b874fa60b0f11117131268bc):
 # change the schema and run `kafkawire codegen`.
 """StreamsGroupCurrentMemberAssignmentKey: apiKey 22, coordinator-key, versions 0, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class StreamsGroupCurrentMemberAssignmentKey(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/StreamsGroupCurrentMemberAssignmentKey.json'
 
-    def __init__(self, *, group_id='', member_id=''):
+    def __init__(self, *, group_id: str = '', member_id: str = '') -> None:
         self.group_id = group_id
         self.member_id = member_id
         self._unknown_tagged_fields = ()
@@ -66,9 +68,9 @@ StreamsGroupCurrentMemberAssignmentKey._ENCODERS = {0: _encode_StreamsGroupCurre
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    52: 'GroupId',
-    53: 'MemberId',
-    59: 'GroupId',
-    60: 'MemberId',
-    62: 'tagged fields of StreamsGroupCurrentMemberAssignmentKey',
+    54: 'GroupId',
+    55: 'MemberId',
+    61: 'GroupId',
+    62: 'MemberId',
+    64: 'tagged fields of StreamsGroupCurrentMemberAssignmentKey',
 }

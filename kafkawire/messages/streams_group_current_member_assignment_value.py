@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/StreamsGroupCurrentMemberAssignmentValue.json (sha256 70533af43417960940a2f884c7ae1e8d206daf184a8bc043384f1231273b5c78):
 # change the schema and run `kafkawire codegen`.
 """StreamsGroupCurrentMemberAssignmentValue: apiKey 22, coordinator-value, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class TaskIds(_message.Struct):
     MESSAGE = 'StreamsGroupCurrentMemberAssignmentValue'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, subtopology_id='', partitions=_MISSING, assignment_epochs=_MISSING):
+    def __init__(self, *, subtopology_id: str = '', partitions: list[int] = _MISSING, assignment_epochs: list[int] | None = _MISSING) -> None:
         self.subtopology_id = subtopology_id
         self.partitions = [] if partitions is _MISSING else partitions
         self.assignment_epochs = [] if assignment_epochs is _MISSING else assignment_epochs
@@ -41,7 +43,7 @@ class StreamsGroupCurrentMemberAssignmentValue(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/StreamsGroupCurrentMemberAssignmentValue.json'
 
-    def __init__(self, *, member_epoch=0, previous_member_epoch=0, state=0, active_tasks=_MISSING, standby_tasks=_MISSING, warmup_tasks=_MISSING, active_tasks_pending_revocation=_MISSING, standby_tasks_pending_revocation=_MISSING, warmup_tasks_pending_revocation=_MISSING):
+    def __init__(self, *, member_epoch: int = 0, previous_member_epoch: int = 0, state: int = 0, active_tasks: list[TaskIds] = _MISSING, standby_tasks: list[TaskIds] = _MISSING, warmup_tasks: list[TaskIds] = _MISSING, active_tasks_pending_revocation: list[TaskIds] = _MISSING, standby_tasks_pending_revocation: list[TaskIds] = _MISSING, warmup_tasks_pending_revocation: list[TaskIds] = _MISSING) -> None:
         self.member_epoch = member_epoch
         self.previous_member_epoch = previous_member_epoch
         self.state = state
@@ -331,65 +333,65 @@ StreamsGroupCurrentMemberAssignmentValue._ENCODERS = {0: _encode_StreamsGroupCur
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    104: 'tagged fields of TaskIds',
-    110: 'tagged fields of TaskIds',
-    113: 'AssignmentEpochs',
-    117: 'AssignmentEpochs',
-    121: 'AssignmentEpochs',
-    126: 'AssignmentEpochs',
-    138: 'SubtopologyId',
-    139: 'Partitions',
-    143: 'Partitions',
-    147: 'Partitions',
-    150: 'tagged fields of TaskIds',
-    151: 'tagged fields of TaskIds',
-    159: 'SubtopologyId',
-    161: 'Partitions',
-    164: 'Partitions',
+    106: 'tagged fields of TaskIds',
+    112: 'tagged fields of TaskIds',
+    115: 'AssignmentEpochs',
+    119: 'AssignmentEpochs',
+    123: 'AssignmentEpochs',
+    128: 'AssignmentEpochs',
+    140: 'SubtopologyId',
+    141: 'Partitions',
+    145: 'Partitions',
+    149: 'Partitions',
+    152: 'tagged fields of TaskIds',
+    153: 'tagged fields of TaskIds',
+    161: 'SubtopologyId',
+    163: 'Partitions',
     166: 'Partitions',
-    168: 'AssignmentEpochs',
-    171: 'AssignmentEpochs',
-    174: 'AssignmentEpochs',
-    177: 'tagged fields of TaskIds',
-    184: (('MemberEpoch', 'member_epoch', 'i'), ('PreviousMemberEpoch', 'previous_member_epoch', 'i'), ('State', 'state', 'b')),
-    186: 'ActiveTasks',
-    190: 'ActiveTasks',
-    197: 'ActiveTasks',
-    200: 'StandbyTasks',
-    204: 'StandbyTasks',
-    211: 'StandbyTasks',
-    214: 'WarmupTasks',
-    218: 'WarmupTasks',
-    225: 'WarmupTasks',
-    228: 'ActiveTasksPendingRevocation',
-    232: 'ActiveTasksPendingRevocation',
-    239: 'ActiveTasksPendingRevocation',
-    242: 'StandbyTasksPendingRevocation',
-    246: 'StandbyTasksPendingRevocation',
-    253: 'StandbyTasksPendingRevocation',
-    256: 'WarmupTasksPendingRevocation',
-    260: 'WarmupTasksPendingRevocation',
-    267: 'WarmupTasksPendingRevocation',
-    270: 'tagged fields of StreamsGroupCurrentMemberAssignmentValue',
-    271: 'tagged fields of StreamsGroupCurrentMemberAssignmentValue',
-    279: (('MemberEpoch', 'member_epoch', 'i'), ('PreviousMemberEpoch', 'previous_member_epoch', 'i'), ('State', 'state', 'b')),
-    281: 'ActiveTasks',
-    284: 'ActiveTasks',
+    168: 'Partitions',
+    170: 'AssignmentEpochs',
+    173: 'AssignmentEpochs',
+    176: 'AssignmentEpochs',
+    179: 'tagged fields of TaskIds',
+    186: (('MemberEpoch', 'member_epoch', 'i'), ('PreviousMemberEpoch', 'previous_member_epoch', 'i'), ('State', 'state', 'b')),
+    188: 'ActiveTasks',
+    192: 'ActiveTasks',
+    199: 'ActiveTasks',
+    202: 'StandbyTasks',
+    206: 'StandbyTasks',
+    213: 'StandbyTasks',
+    216: 'WarmupTasks',
+    220: 'WarmupTasks',
+    227: 'WarmupTasks',
+    230: 'ActiveTasksPendingRevocation',
+    234: 'ActiveTasksPendingRevocation',
+    241: 'ActiveTasksPendingRevocation',
+    244: 'StandbyTasksPendingRevocation',
+    248: 'StandbyTasksPendingRevocation',
+    255: 'StandbyTasksPendingRevocation',
+    258: 'WarmupTasksPendingRevocation',
+    262: 'WarmupTasksPendingRevocation',
+    269: 'WarmupTasksPendingRevocation',
+    272: 'tagged fields of StreamsGroupCurrentMemberAssignmentValue',
+    273: 'tagged fields of StreamsGroupCurrentMemberAssignmentValue',
+    281: (('MemberEpoch', 'member_epoch', 'i'), ('PreviousMemberEpoch', 'previous_member_epoch', 'i'), ('State', 'state', 'b')),
+    283: 'ActiveTasks',
     286: 'ActiveTasks',
-    288: 'StandbyTasks',
-    291: 'StandbyTasks',
+    288: 'ActiveTasks',
+    290: 'StandbyTasks',
     293: 'StandbyTasks',
-    295: 'WarmupTasks',
-    298: 'WarmupTasks',
+    295: 'StandbyTasks',
+    297: 'WarmupTasks',
     300: 'WarmupTasks',
-    302: 'ActiveTasksPendingRevocation',
-    305: 'ActiveTasksPendingRevocation',
+    302: 'WarmupTasks',
+    304: 'ActiveTasksPendingRevocation',
     307: 'ActiveTasksPendingRevocation',
-    309: 'StandbyTasksPendingRevocation',
-    312: 'StandbyTasksPendingRevocation',
+    309: 'ActiveTasksPendingRevocation',
+    311: 'StandbyTasksPendingRevocation',
     314: 'StandbyTasksPendingRevocation',
-    316: 'WarmupTasksPendingRevocation',
-    319: 'WarmupTasksPendingRevocation',
+    316: 'StandbyTasksPendingRevocation',
+    318: 'WarmupTasksPendingRevocation',
     321: 'WarmupTasksPendingRevocation',
-    323: 'tagged fields of StreamsGroupCurrentMemberAssignmentValue',
+    323: 'WarmupTasksPendingRevocation',
+    325: 'tagged fields of StreamsGroupCurrentMemberAssignmentValue',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/StreamsGroupDescribeRequest.json (sha256 fc3847a08cc48f83d8a912fd8d83251713564d02a1498343a4cb19e7ea6be7ae):
 # change the schema and run `kafkawire codegen`.
 """StreamsGroupDescribeRequest: apiKey 89, request, versions 0-1, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -29,7 +31,7 @@ class StreamsGroupDescribeRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/StreamsGroupDescribeRequest.json'
 
-    def __init__(self, *, group_ids=_MISSING, include_authorized_operations=False, include_topology_description=False):
+    def __init__(self, *, group_ids: list[str] = _MISSING, include_authorized_operations: bool = False, include_topology_description: bool = False) -> None:
         self.group_ids = [] if group_ids is _MISSING else group_ids
         self.include_authorized_operations = include_authorized_operations
         self.include_topology_description = include_topology_description
@@ -155,30 +157,30 @@ StreamsGroupDescribeRequest._ENCODERS = {0: _encode_StreamsGroupDescribeRequest_
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    59: (('GroupIds', None, 'B'), ('IncludeAuthorizedOperations', 'include_authorized_operations', '?')),
-    65: 'GroupIds',
-    69: 'GroupIds',
-    76: 'GroupIds',
-    79: 'IncludeAuthorizedOperations',
-    82: 'tagged fields of StreamsGroupDescribeRequest',
-    83: 'tagged fields of StreamsGroupDescribeRequest',
-    91: 'IncludeTopologyDescription',
-    92: 'IncludeTopologyDescription',
-    94: 'GroupIds',
-    97: 'GroupIds',
+    61: (('GroupIds', None, 'B'), ('IncludeAuthorizedOperations', 'include_authorized_operations', '?')),
+    67: 'GroupIds',
+    71: 'GroupIds',
+    78: 'GroupIds',
+    81: 'IncludeAuthorizedOperations',
+    84: 'tagged fields of StreamsGroupDescribeRequest',
+    85: 'tagged fields of StreamsGroupDescribeRequest',
+    93: 'IncludeTopologyDescription',
+    94: 'IncludeTopologyDescription',
+    96: 'GroupIds',
     99: 'GroupIds',
-    100: 'IncludeAuthorizedOperations',
-    102: 'tagged fields of StreamsGroupDescribeRequest',
-    109: (('GroupIds', None, 'B'), ('IncludeAuthorizedOperations', 'include_authorized_operations', '?'), ('IncludeTopologyDescription', 'include_topology_description', '?')),
-    115: 'GroupIds',
-    119: 'GroupIds',
-    126: 'GroupIds',
-    129: (('IncludeAuthorizedOperations', 'include_authorized_operations', '?'), ('IncludeTopologyDescription', 'include_topology_description', '?')),
-    131: 'tagged fields of StreamsGroupDescribeRequest',
-    132: 'tagged fields of StreamsGroupDescribeRequest',
-    141: 'GroupIds',
-    144: 'GroupIds',
+    101: 'GroupIds',
+    102: 'IncludeAuthorizedOperations',
+    104: 'tagged fields of StreamsGroupDescribeRequest',
+    111: (('GroupIds', None, 'B'), ('IncludeAuthorizedOperations', 'include_authorized_operations', '?'), ('IncludeTopologyDescription', 'include_topology_description', '?')),
+    117: 'GroupIds',
+    121: 'GroupIds',
+    128: 'GroupIds',
+    131: (('IncludeAuthorizedOperations', 'include_authorized_operations', '?'), ('IncludeTopologyDescription', 'include_topology_description', '?')),
+    133: 'tagged fields of StreamsGroupDescribeRequest',
+    134: 'tagged fields of StreamsGroupDescribeRequest',
+    143: 'GroupIds',
     146: 'GroupIds',
-    147: (('IncludeAuthorizedOperations', 'include_authorized_operations', '?'), ('IncludeTopologyDescription', 'include_topology_description', '?')),
-    149: 'tagged fields of StreamsGroupDescribeRequest',
+    148: 'GroupIds',
+    149: (('IncludeAuthorizedOperations', 'include_authorized_operations', '?'), ('IncludeTopologyDescription', 'include_topology_description', '?')),
+    151: 'tagged fields of StreamsGroupDescribeRequest',
 }

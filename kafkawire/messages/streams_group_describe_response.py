@@ -2,6 +2,8 @@
 # From schemas/clients/StreamsGroupDescribeResponse.json (sha256 bd03a6ad0c822a22051350885ab1972cf8d3c34797e96c28a6ff6ec1a7eb620d):
 # change the schema and run `kafkawire codegen`.
 """StreamsGroupDescribeResponse: apiKey 89, response, versions 0-1, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -31,7 +33,7 @@ class Endpoint(_message.Struct):
     MESSAGE = 'StreamsGroupDescribeResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, host='', port=0):
+    def __init__(self, *, host: str = '', port: int = 0) -> None:
         self.host = host
         self.port = port
         self._unknown_tagged_fields = ()
@@ -44,7 +46,7 @@ class TaskOffset(_message.Struct):
     MESSAGE = 'StreamsGroupDescribeResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, subtopology_id='', partition=0, offset=0):
+    def __init__(self, *, subtopology_id: str = '', partition: int = 0, offset: int = 0) -> None:
         self.subtopology_id = subtopology_id
         self.partition = partition
         self.offset = offset
@@ -58,7 +60,7 @@ class TaskIds(_message.Struct):
     MESSAGE = 'StreamsGroupDescribeResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, subtopology_id='', partitions=_MISSING):
+    def __init__(self, *, subtopology_id: str = '', partitions: list[int] = _MISSING) -> None:
         self.subtopology_id = subtopology_id
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -71,7 +73,7 @@ class Assignment(_message.Struct):
     MESSAGE = 'StreamsGroupDescribeResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, active_tasks=_MISSING, standby_tasks=_MISSING, warmup_tasks=_MISSING):
+    def __init__(self, *, active_tasks: list[TaskIds] = _MISSING, standby_tasks: list[TaskIds] = _MISSING, warmup_tasks: list[TaskIds] = _MISSING) -> None:
         self.active_tasks = [] if active_tasks is _MISSING else active_tasks
         self.standby_tasks = [] if standby_tasks is _MISSING else standby_tasks
         self.warmup_tasks = [] if warmup_tasks is _MISSING else warmup_tasks
@@ -85,7 +87,7 @@ class KeyValue(_message.Struct):
     MESSAGE = 'StreamsGroupDescribeResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, key='', value=''):
+    def __init__(self, *, key: str = '', value: str = '') -> None:
         self.key = key
         self.value = value
         self._unknown_tagged_fields = ()
@@ -98,7 +100,7 @@ class TopicInfo(_message.Struct):
     MESSAGE = 'StreamsGroupDescribeResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, name='', partitions=0, replication_factor=0, topic_configs=_MISSING):
+    def __init__(self, *, name: str = '', partitions: int = 0, replication_factor: int = 0, topic_configs: list[KeyValue] = _MISSING) -> None:
         self.name = name
         self.partitions = partitions
         self.replication_factor = replication_factor
@@ -113,7 +115,7 @@ class TopologyDescriptionNode(_message.Struct):
     MESSAGE = 'StreamsGroupDescribeResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, name='', node_type=0, source_topics=_MISSING, sink_topic=None, stores=_MISSING, successors=_MISSING):
+    def __init__(self, *, name: str = '', node_type: int = 0, source_topics: list[str] = _MISSING, sink_topic: str | None = None, stores: list[str] = _MISSING, successors: list[str] = _MISSING) -> None:
         self.name = name
         self.node_type = node_type
         self.source_topics = [] if source_topics is _MISSING else source_topics
@@ -130,7 +132,7 @@ class TopologyDescriptionSubtopology(_message.Struct):
     MESSAGE = 'StreamsGroupDescribeResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, subtopology_id='', nodes=_MISSING):
+    def __init__(self, *, subtopology_id: str = '', nodes: list[TopologyDescriptionNode] = _MISSING) -> None:
         self.subtopology_id = subtopology_id
         self.nodes = [] if nodes is _MISSING else nodes
         self._unknown_tagged_fields = ()
@@ -143,7 +145,7 @@ class TopologyDescriptionGlobalStore(_message.Struct):
     MESSAGE = 'StreamsGroupDescribeResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, source=_MISSING, processor=_MISSING):
+    def __init__(self, *, source: TopologyDescriptionNode = _MISSING, processor: TopologyDescriptionNode = _MISSING) -> None:
         self.source = TopologyDescriptionNode() if source is _MISSING else source
         self.processor = TopologyDescriptionNode() if processor is _MISSING else processor
         self._unknown_tagged_fields = ()
@@ -156,7 +158,7 @@ class TopologyDescription(_message.Struct):
     MESSAGE = 'StreamsGroupDescribeResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, subtopologies=_MISSING, global_stores=_MISSING):
+    def __init__(self, *, subtopologies: list[TopologyDescriptionSubtopology] = _MISSING, global_stores: list[TopologyDescriptionGlobalStore] = _MISSING) -> None:
         self.subtopologies = [] if subtopologies is _MISSING else subtopologies
         self.global_stores = [] if global_stores is _MISSING else global_stores
         self._unknown_tagged_fields = ()
@@ -169,7 +171,7 @@ class Subtopology(_message.Struct):
     MESSAGE = 'StreamsGroupDescribeResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, subtopology_id='', source_topics=_MISSING, repartition_sink_topics=_MISSING, state_changelog_topics=_MISSING, repartition_source_topics=_MISSING):
+    def __init__(self, *, subtopology_id: str = '', source_topics: list[str] = _MISSING, repartition_sink_topics: list[str] = _MISSING, state_changelog_topics: list[TopicInfo] = _MISSING, repartition_source_topics: list[TopicInfo] = _MISSING) -> None:
         self.subtopology_id = subtopology_id
         self.source_topics = [] if source_topics is _MISSING else source_topics
         self.repartition_sink_topics = [] if repartition_sink_topics is _MISSING else repartition_sink_topics
@@ -185,7 +187,7 @@ class Topology(_message.Struct):
     MESSAGE = 'StreamsGroupDescribeResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, epoch=0, subtopologies=None):
+    def __init__(self, *, epoch: int = 0, subtopologies: list[Subtopology] | None = None) -> None:
         self.epoch = epoch
         self.subtopologies = subtopologies
         self._unknown_tagged_fields = ()
@@ -198,7 +200,7 @@ class Member(_message.Struct):
     MESSAGE = 'StreamsGroupDescribeResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, member_id='', member_epoch=0, instance_id=None, rack_id=None, client_id='', client_host='', topology_epoch=0, process_id='', user_endpoint=None, client_tags=_MISSING, task_offsets=_MISSING, task_end_offsets=_MISSING, assignment=_MISSING, target_assignment=_MISSING, is_classic=False):
+    def __init__(self, *, member_id: str = '', member_epoch: int = 0, instance_id: str | None = None, rack_id: str | None = None, client_id: str = '', client_host: str = '', topology_epoch: int = 0, process_id: str = '', user_endpoint: Endpoint | None = None, client_tags: list[KeyValue] = _MISSING, task_offsets: list[TaskOffset] = _MISSING, task_end_offsets: list[TaskOffset] = _MISSING, assignment: Assignment = _MISSING, target_assignment: Assignment = _MISSING, is_classic: bool = False) -> None:
         self.member_id = member_id
         self.member_epoch = member_epoch
         self.instance_id = instance_id
@@ -224,7 +226,7 @@ class DescribedGroup(_message.Struct):
     MESSAGE = 'StreamsGroupDescribeResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, error_code=0, error_message=None, group_id='', group_state='', group_epoch=0, assignment_epoch=0, topology=None, members=_MISSING, authorized_operations=-2147483648, topology_description=None, topology_description_status=0, assignor_name=None):
+    def __init__(self, *, error_code: int = 0, error_message: str | None = None, group_id: str = '', group_state: str = '', group_epoch: int = 0, assignment_epoch: int = 0, topology: Topology | None = None, members: list[Member] = _MISSING, authorized_operations: int = -2147483648, topology_description: TopologyDescription | None = None, topology_description_status: int = 0, assignor_name: str | None = None) -> None:
         self.error_code = error_code
         self.error_message = error_message
         self.group_id = group_id
@@ -251,7 +253,7 @@ class StreamsGroupDescribeResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/StreamsGroupDescribeResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, groups=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, groups: list[DescribedGroup] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.groups = [] if groups is _MISSING else groups
         self._unknown_tagged_fields = ()
@@ -1501,298 +1503,298 @@ StreamsGroupDescribeResponse._ENCODERS = {0: _encode_StreamsGroupDescribeRespons
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    542: 'Host',
-    543: 'Port',
-    545: 'tagged fields of Endpoint',
-    546: 'tagged fields of Endpoint',
-    554: 'Host',
-    555: 'Port',
-    557: 'tagged fields of Endpoint',
-    564: 'SubtopologyId',
-    565: (('Partition', 'partition', 'i'), ('Offset', 'offset', 'q')),
-    567: 'tagged fields of TaskOffset',
-    568: 'tagged fields of TaskOffset',
-    576: 'SubtopologyId',
-    577: (('Partition', 'partition', 'i'), ('Offset', 'offset', 'q')),
-    579: 'tagged fields of TaskOffset',
-    586: 'SubtopologyId',
-    587: 'Partitions',
-    591: 'Partitions',
-    595: 'Partitions',
-    597: 'tagged fields of TaskIds',
-    598: 'tagged fields of TaskIds',
-    606: 'SubtopologyId',
-    608: 'Partitions',
-    611: 'Partitions',
+    544: 'Host',
+    545: 'Port',
+    547: 'tagged fields of Endpoint',
+    548: 'tagged fields of Endpoint',
+    556: 'Host',
+    557: 'Port',
+    559: 'tagged fields of Endpoint',
+    566: 'SubtopologyId',
+    567: (('Partition', 'partition', 'i'), ('Offset', 'offset', 'q')),
+    569: 'tagged fields of TaskOffset',
+    570: 'tagged fields of TaskOffset',
+    578: 'SubtopologyId',
+    579: (('Partition', 'partition', 'i'), ('Offset', 'offset', 'q')),
+    581: 'tagged fields of TaskOffset',
+    588: 'SubtopologyId',
+    589: 'Partitions',
+    593: 'Partitions',
+    597: 'Partitions',
+    599: 'tagged fields of TaskIds',
+    600: 'tagged fields of TaskIds',
+    608: 'SubtopologyId',
+    610: 'Partitions',
     613: 'Partitions',
-    615: 'tagged fields of TaskIds',
-    622: 'ActiveTasks',
-    626: 'ActiveTasks',
-    633: 'ActiveTasks',
-    636: 'StandbyTasks',
-    640: 'StandbyTasks',
-    647: 'StandbyTasks',
-    650: 'WarmupTasks',
-    654: 'WarmupTasks',
-    661: 'WarmupTasks',
-    664: 'tagged fields of Assignment',
-    665: 'tagged fields of Assignment',
-    674: 'ActiveTasks',
-    677: 'ActiveTasks',
+    615: 'Partitions',
+    617: 'tagged fields of TaskIds',
+    624: 'ActiveTasks',
+    628: 'ActiveTasks',
+    635: 'ActiveTasks',
+    638: 'StandbyTasks',
+    642: 'StandbyTasks',
+    649: 'StandbyTasks',
+    652: 'WarmupTasks',
+    656: 'WarmupTasks',
+    663: 'WarmupTasks',
+    666: 'tagged fields of Assignment',
+    667: 'tagged fields of Assignment',
+    676: 'ActiveTasks',
     679: 'ActiveTasks',
-    681: 'StandbyTasks',
-    684: 'StandbyTasks',
+    681: 'ActiveTasks',
+    683: 'StandbyTasks',
     686: 'StandbyTasks',
-    688: 'WarmupTasks',
-    691: 'WarmupTasks',
+    688: 'StandbyTasks',
+    690: 'WarmupTasks',
     693: 'WarmupTasks',
-    695: 'tagged fields of Assignment',
-    702: 'Key',
-    703: 'Value',
-    704: 'tagged fields of KeyValue',
-    705: 'tagged fields of KeyValue',
-    713: 'Key',
-    714: 'Value',
-    716: 'tagged fields of KeyValue',
-    723: 'Name',
-    724: (('Partitions', 'partitions', 'i'), ('ReplicationFactor', 'replication_factor', 'h')),
-    726: 'TopicConfigs',
-    730: 'TopicConfigs',
-    737: 'TopicConfigs',
-    740: 'tagged fields of TopicInfo',
-    741: 'tagged fields of TopicInfo',
-    749: 'Name',
-    750: (('Partitions', 'partitions', 'i'), ('ReplicationFactor', 'replication_factor', 'h')),
-    752: 'TopicConfigs',
-    755: 'TopicConfigs',
+    695: 'WarmupTasks',
+    697: 'tagged fields of Assignment',
+    704: 'Key',
+    705: 'Value',
+    706: 'tagged fields of KeyValue',
+    707: 'tagged fields of KeyValue',
+    715: 'Key',
+    716: 'Value',
+    718: 'tagged fields of KeyValue',
+    725: 'Name',
+    726: (('Partitions', 'partitions', 'i'), ('ReplicationFactor', 'replication_factor', 'h')),
+    728: 'TopicConfigs',
+    732: 'TopicConfigs',
+    739: 'TopicConfigs',
+    742: 'tagged fields of TopicInfo',
+    743: 'tagged fields of TopicInfo',
+    751: 'Name',
+    752: (('Partitions', 'partitions', 'i'), ('ReplicationFactor', 'replication_factor', 'h')),
+    754: 'TopicConfigs',
     757: 'TopicConfigs',
-    759: 'tagged fields of TopicInfo',
-    766: 'Name',
-    767: 'NodeType',
-    769: 'SourceTopics',
-    773: 'SourceTopics',
-    780: 'SourceTopics',
-    783: 'SinkTopic',
-    784: 'Stores',
-    788: 'Stores',
-    795: 'Stores',
-    798: 'Successors',
-    802: 'Successors',
-    809: 'Successors',
-    812: 'tagged fields of TopologyDescriptionNode',
-    813: 'tagged fields of TopologyDescriptionNode',
-    821: 'Name',
-    822: 'NodeType',
-    824: 'SourceTopics',
-    827: 'SourceTopics',
+    759: 'TopicConfigs',
+    761: 'tagged fields of TopicInfo',
+    768: 'Name',
+    769: 'NodeType',
+    771: 'SourceTopics',
+    775: 'SourceTopics',
+    782: 'SourceTopics',
+    785: 'SinkTopic',
+    786: 'Stores',
+    790: 'Stores',
+    797: 'Stores',
+    800: 'Successors',
+    804: 'Successors',
+    811: 'Successors',
+    814: 'tagged fields of TopologyDescriptionNode',
+    815: 'tagged fields of TopologyDescriptionNode',
+    823: 'Name',
+    824: 'NodeType',
+    826: 'SourceTopics',
     829: 'SourceTopics',
-    830: 'SinkTopic',
-    832: 'Stores',
-    835: 'Stores',
+    831: 'SourceTopics',
+    832: 'SinkTopic',
+    834: 'Stores',
     837: 'Stores',
-    839: 'Successors',
-    842: 'Successors',
+    839: 'Stores',
+    841: 'Successors',
     844: 'Successors',
-    846: 'tagged fields of TopologyDescriptionNode',
-    853: 'SubtopologyId',
-    854: 'Nodes',
-    858: 'Nodes',
-    865: 'Nodes',
-    868: 'tagged fields of TopologyDescriptionSubtopology',
-    869: 'tagged fields of TopologyDescriptionSubtopology',
-    877: 'SubtopologyId',
-    879: 'Nodes',
-    882: 'Nodes',
+    846: 'Successors',
+    848: 'tagged fields of TopologyDescriptionNode',
+    855: 'SubtopologyId',
+    856: 'Nodes',
+    860: 'Nodes',
+    867: 'Nodes',
+    870: 'tagged fields of TopologyDescriptionSubtopology',
+    871: 'tagged fields of TopologyDescriptionSubtopology',
+    879: 'SubtopologyId',
+    881: 'Nodes',
     884: 'Nodes',
-    886: 'tagged fields of TopologyDescriptionSubtopology',
-    893: 'Source',
-    894: 'Processor',
-    895: 'tagged fields of TopologyDescriptionGlobalStore',
-    896: 'tagged fields of TopologyDescriptionGlobalStore',
-    904: 'Source',
-    905: 'Processor',
-    907: 'tagged fields of TopologyDescriptionGlobalStore',
-    914: 'Subtopologies',
-    918: 'Subtopologies',
-    925: 'Subtopologies',
-    928: 'GlobalStores',
-    932: 'GlobalStores',
-    939: 'GlobalStores',
-    942: 'tagged fields of TopologyDescription',
-    943: 'tagged fields of TopologyDescription',
-    952: 'Subtopologies',
-    955: 'Subtopologies',
+    886: 'Nodes',
+    888: 'tagged fields of TopologyDescriptionSubtopology',
+    895: 'Source',
+    896: 'Processor',
+    897: 'tagged fields of TopologyDescriptionGlobalStore',
+    898: 'tagged fields of TopologyDescriptionGlobalStore',
+    906: 'Source',
+    907: 'Processor',
+    909: 'tagged fields of TopologyDescriptionGlobalStore',
+    916: 'Subtopologies',
+    920: 'Subtopologies',
+    927: 'Subtopologies',
+    930: 'GlobalStores',
+    934: 'GlobalStores',
+    941: 'GlobalStores',
+    944: 'tagged fields of TopologyDescription',
+    945: 'tagged fields of TopologyDescription',
+    954: 'Subtopologies',
     957: 'Subtopologies',
-    959: 'GlobalStores',
-    962: 'GlobalStores',
+    959: 'Subtopologies',
+    961: 'GlobalStores',
     964: 'GlobalStores',
-    966: 'tagged fields of TopologyDescription',
-    973: 'SubtopologyId',
-    974: 'SourceTopics',
-    978: 'SourceTopics',
-    985: 'SourceTopics',
-    988: 'RepartitionSinkTopics',
-    992: 'RepartitionSinkTopics',
-    999: 'RepartitionSinkTopics',
-    1002: 'StateChangelogTopics',
-    1006: 'StateChangelogTopics',
-    1013: 'StateChangelogTopics',
-    1016: 'RepartitionSourceTopics',
-    1020: 'RepartitionSourceTopics',
-    1027: 'RepartitionSourceTopics',
-    1030: 'tagged fields of Subtopology',
-    1031: 'tagged fields of Subtopology',
-    1039: 'SubtopologyId',
-    1041: 'SourceTopics',
-    1044: 'SourceTopics',
+    966: 'GlobalStores',
+    968: 'tagged fields of TopologyDescription',
+    975: 'SubtopologyId',
+    976: 'SourceTopics',
+    980: 'SourceTopics',
+    987: 'SourceTopics',
+    990: 'RepartitionSinkTopics',
+    994: 'RepartitionSinkTopics',
+    1001: 'RepartitionSinkTopics',
+    1004: 'StateChangelogTopics',
+    1008: 'StateChangelogTopics',
+    1015: 'StateChangelogTopics',
+    1018: 'RepartitionSourceTopics',
+    1022: 'RepartitionSourceTopics',
+    1029: 'RepartitionSourceTopics',
+    1032: 'tagged fields of Subtopology',
+    1033: 'tagged fields of Subtopology',
+    1041: 'SubtopologyId',
+    1043: 'SourceTopics',
     1046: 'SourceTopics',
-    1048: 'RepartitionSinkTopics',
-    1051: 'RepartitionSinkTopics',
+    1048: 'SourceTopics',
+    1050: 'RepartitionSinkTopics',
     1053: 'RepartitionSinkTopics',
-    1055: 'StateChangelogTopics',
-    1058: 'StateChangelogTopics',
+    1055: 'RepartitionSinkTopics',
+    1057: 'StateChangelogTopics',
     1060: 'StateChangelogTopics',
-    1062: 'RepartitionSourceTopics',
-    1065: 'RepartitionSourceTopics',
+    1062: 'StateChangelogTopics',
+    1064: 'RepartitionSourceTopics',
     1067: 'RepartitionSourceTopics',
-    1069: 'tagged fields of Subtopology',
-    1076: 'Epoch',
-    1078: 'Subtopologies',
-    1082: 'Subtopologies',
-    1089: 'Subtopologies',
-    1094: 'tagged fields of Topology',
-    1095: 'tagged fields of Topology',
-    1103: 'Epoch',
-    1105: 'Subtopologies',
-    1108: 'Subtopologies',
-    1110: 'tagged fields of Topology',
-    1117: 'MemberId',
-    1118: 'MemberEpoch',
-    1120: 'InstanceId',
-    1121: 'RackId',
-    1122: 'ClientId',
-    1123: 'ClientHost',
-    1124: 'TopologyEpoch',
-    1126: 'ProcessId',
-    1127: 'UserEndpoint',
-    1131: 'UserEndpoint',
-    1132: 'ClientTags',
-    1136: 'ClientTags',
-    1143: 'ClientTags',
-    1146: 'TaskOffsets',
-    1150: 'TaskOffsets',
-    1157: 'TaskOffsets',
-    1160: 'TaskEndOffsets',
-    1164: 'TaskEndOffsets',
-    1171: 'TaskEndOffsets',
-    1174: 'Assignment',
-    1175: 'TargetAssignment',
-    1176: 'IsClassic',
-    1178: 'tagged fields of Member',
-    1179: 'tagged fields of Member',
-    1187: 'MemberId',
-    1188: 'MemberEpoch',
-    1189: 'InstanceId',
-    1190: 'RackId',
-    1191: 'ClientId',
-    1192: 'ClientHost',
-    1193: 'TopologyEpoch',
-    1194: 'ProcessId',
-    1199: 'UserEndpoint',
-    1201: 'ClientTags',
-    1204: 'ClientTags',
+    1069: 'RepartitionSourceTopics',
+    1071: 'tagged fields of Subtopology',
+    1078: 'Epoch',
+    1080: 'Subtopologies',
+    1084: 'Subtopologies',
+    1091: 'Subtopologies',
+    1096: 'tagged fields of Topology',
+    1097: 'tagged fields of Topology',
+    1105: 'Epoch',
+    1107: 'Subtopologies',
+    1110: 'Subtopologies',
+    1112: 'tagged fields of Topology',
+    1119: 'MemberId',
+    1120: 'MemberEpoch',
+    1122: 'InstanceId',
+    1123: 'RackId',
+    1124: 'ClientId',
+    1125: 'ClientHost',
+    1126: 'TopologyEpoch',
+    1128: 'ProcessId',
+    1129: 'UserEndpoint',
+    1133: 'UserEndpoint',
+    1134: 'ClientTags',
+    1138: 'ClientTags',
+    1145: 'ClientTags',
+    1148: 'TaskOffsets',
+    1152: 'TaskOffsets',
+    1159: 'TaskOffsets',
+    1162: 'TaskEndOffsets',
+    1166: 'TaskEndOffsets',
+    1173: 'TaskEndOffsets',
+    1176: 'Assignment',
+    1177: 'TargetAssignment',
+    1178: 'IsClassic',
+    1180: 'tagged fields of Member',
+    1181: 'tagged fields of Member',
+    1189: 'MemberId',
+    1190: 'MemberEpoch',
+    1191: 'InstanceId',
+    1192: 'RackId',
+    1193: 'ClientId',
+    1194: 'ClientHost',
+    1195: 'TopologyEpoch',
+    1196: 'ProcessId',
+    1201: 'UserEndpoint',
+    1203: 'ClientTags',
     1206: 'ClientTags',
-    1208: 'TaskOffsets',
-    1211: 'TaskOffsets',
+    1208: 'ClientTags',
+    1210: 'TaskOffsets',
     1213: 'TaskOffsets',
-    1215: 'TaskEndOffsets',
-    1218: 'TaskEndOffsets',
+    1215: 'TaskOffsets',
+    1217: 'TaskEndOffsets',
     1220: 'TaskEndOffsets',
-    1221: 'Assignment',
-    1222: 'TargetAssignment',
-    1223: 'IsClassic',
-    1225: 'tagged fields of Member',
-    1232: 'ErrorCode',
-    1234: 'ErrorMessage',
-    1235: 'GroupId',
-    1236: 'GroupState',
-    1237: (('GroupEpoch', 'group_epoch', 'i'), ('AssignmentEpoch', 'assignment_epoch', 'i')),
-    1239: 'Topology',
-    1243: 'Topology',
-    1244: (('Members', None, 'B'), ('AuthorizedOperations', 'authorized_operations', 'i')),
-    1250: 'Members',
-    1254: 'Members',
-    1261: 'Members',
-    1264: 'AuthorizedOperations',
-    1269: 'tagged fields of DescribedGroup',
-    1270: 'tagged fields of DescribedGroup',
-    1278: 'TopologyDescription',
-    1279: 'TopologyDescription',
-    1280: 'TopologyDescriptionStatus',
-    1281: 'TopologyDescriptionStatus',
-    1282: 'ErrorCode',
-    1283: 'ErrorMessage',
-    1284: 'GroupId',
-    1285: 'GroupState',
-    1286: (('GroupEpoch', 'group_epoch', 'i'), ('AssignmentEpoch', 'assignment_epoch', 'i')),
-    1291: 'Topology',
-    1293: 'Members',
-    1296: 'Members',
+    1222: 'TaskEndOffsets',
+    1223: 'Assignment',
+    1224: 'TargetAssignment',
+    1225: 'IsClassic',
+    1227: 'tagged fields of Member',
+    1234: 'ErrorCode',
+    1236: 'ErrorMessage',
+    1237: 'GroupId',
+    1238: 'GroupState',
+    1239: (('GroupEpoch', 'group_epoch', 'i'), ('AssignmentEpoch', 'assignment_epoch', 'i')),
+    1241: 'Topology',
+    1245: 'Topology',
+    1246: (('Members', None, 'B'), ('AuthorizedOperations', 'authorized_operations', 'i')),
+    1252: 'Members',
+    1256: 'Members',
+    1263: 'Members',
+    1266: 'AuthorizedOperations',
+    1271: 'tagged fields of DescribedGroup',
+    1272: 'tagged fields of DescribedGroup',
+    1280: 'TopologyDescription',
+    1281: 'TopologyDescription',
+    1282: 'TopologyDescriptionStatus',
+    1283: 'TopologyDescriptionStatus',
+    1284: 'ErrorCode',
+    1285: 'ErrorMessage',
+    1286: 'GroupId',
+    1287: 'GroupState',
+    1288: (('GroupEpoch', 'group_epoch', 'i'), ('AssignmentEpoch', 'assignment_epoch', 'i')),
+    1293: 'Topology',
+    1295: 'Members',
     1298: 'Members',
-    1299: 'AuthorizedOperations',
-    1301: 'tagged fields of DescribedGroup',
-    1308: 'ErrorCode',
-    1310: 'ErrorMessage',
-    1311: 'GroupId',
-    1312: 'GroupState',
-    1313: (('GroupEpoch', 'group_epoch', 'i'), ('AssignmentEpoch', 'assignment_epoch', 'i')),
-    1315: 'Topology',
-    1319: 'Topology',
-    1320: (('Members', None, 'B'), ('AuthorizedOperations', 'authorized_operations', 'i')),
-    1326: 'Members',
-    1330: 'Members',
-    1337: 'Members',
-    1340: 'AuthorizedOperations',
-    1342: 'TopologyDescription',
-    1346: 'TopologyDescription',
-    1347: 'TopologyDescriptionStatus',
-    1349: 'AssignorName',
-    1350: 'tagged fields of DescribedGroup',
-    1351: 'tagged fields of DescribedGroup',
-    1359: 'ErrorCode',
-    1360: 'ErrorMessage',
-    1361: 'GroupId',
-    1362: 'GroupState',
-    1363: (('GroupEpoch', 'group_epoch', 'i'), ('AssignmentEpoch', 'assignment_epoch', 'i')),
-    1368: 'Topology',
-    1370: 'Members',
-    1373: 'Members',
+    1300: 'Members',
+    1301: 'AuthorizedOperations',
+    1303: 'tagged fields of DescribedGroup',
+    1310: 'ErrorCode',
+    1312: 'ErrorMessage',
+    1313: 'GroupId',
+    1314: 'GroupState',
+    1315: (('GroupEpoch', 'group_epoch', 'i'), ('AssignmentEpoch', 'assignment_epoch', 'i')),
+    1317: 'Topology',
+    1321: 'Topology',
+    1322: (('Members', None, 'B'), ('AuthorizedOperations', 'authorized_operations', 'i')),
+    1328: 'Members',
+    1332: 'Members',
+    1339: 'Members',
+    1342: 'AuthorizedOperations',
+    1344: 'TopologyDescription',
+    1348: 'TopologyDescription',
+    1349: 'TopologyDescriptionStatus',
+    1351: 'AssignorName',
+    1352: 'tagged fields of DescribedGroup',
+    1353: 'tagged fields of DescribedGroup',
+    1361: 'ErrorCode',
+    1362: 'ErrorMessage',
+    1363: 'GroupId',
+    1364: 'GroupState',
+    1365: (('GroupEpoch', 'group_epoch', 'i'), ('AssignmentEpoch', 'assignment_epoch', 'i')),
+    1370: 'Topology',
+    1372: 'Members',
     1375: 'Members',
-    1376: 'AuthorizedOperations',
-    1381: 'TopologyDescription',
-    1382: 'TopologyDescriptionStatus',
-    1383: 'AssignorName',
-    1385: 'tagged fields of DescribedGroup',
-    1392: 'ThrottleTimeMs',
-    1394: 'Groups',
-    1398: 'Groups',
-    1405: 'Groups',
-    1408: 'tagged fields of StreamsGroupDescribeResponse',
-    1409: 'tagged fields of StreamsGroupDescribeResponse',
-    1417: 'ThrottleTimeMs',
-    1419: 'Groups',
-    1422: 'Groups',
+    1377: 'Members',
+    1378: 'AuthorizedOperations',
+    1383: 'TopologyDescription',
+    1384: 'TopologyDescriptionStatus',
+    1385: 'AssignorName',
+    1387: 'tagged fields of DescribedGroup',
+    1394: 'ThrottleTimeMs',
+    1396: 'Groups',
+    1400: 'Groups',
+    1407: 'Groups',
+    1410: 'tagged fields of StreamsGroupDescribeResponse',
+    1411: 'tagged fields of StreamsGroupDescribeResponse',
+    1419: 'ThrottleTimeMs',
+    1421: 'Groups',
     1424: 'Groups',
-    1426: 'tagged fields of StreamsGroupDescribeResponse',
-    1433: 'ThrottleTimeMs',
-    1435: 'Groups',
-    1439: 'Groups',
-    1446: 'Groups',
-    1449: 'tagged fields of StreamsGroupDescribeResponse',
-    1450: 'tagged fields of StreamsGroupDescribeResponse',
-    1458: 'ThrottleTimeMs',
-    1460: 'Groups',
-    1463: 'Groups',
+    1426: 'Groups',
+    1428: 'tagged fields of StreamsGroupDescribeResponse',
+    1435: 'ThrottleTimeMs',
+    1437: 'Groups',
+    1441: 'Groups',
+    1448: 'Groups',
+    1451: 'tagged fields of StreamsGroupDescribeResponse',
+    1452: 'tagged fields of StreamsGroupDescribeResponse',
+    1460: 'ThrottleTimeMs',
+    1462: 'Groups',
     1465: 'Groups',
-    1467: 'tagged fields of StreamsGroupDescribeResponse',
+    1467: 'Groups',
+    1469: 'tagged fields of StreamsGroupDescribeResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/StreamsGroupHeartbeatRequest.json (sha256 7a6ba91c5a959a2ccd06613ba242aa600e7b6e1dde7abe821b9d5bb4dff4e4b9):
 # change the schema and run `kafkawire codegen`.
 """StreamsGroupHeartbeatRequest: apiKey 88, request, versions 0-1, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -30,7 +32,7 @@ class KeyValue(_message.Struct):
     MESSAGE = 'StreamsGroupHeartbeatRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, key='', value=''):
+    def __init__(self, *, key: str = '', value: str = '') -> None:
         self.key = key
         self.value = value
         self._unknown_tagged_fields = ()
@@ -43,7 +45,7 @@ class TopicInfo(_message.Struct):
     MESSAGE = 'StreamsGroupHeartbeatRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, name='', partitions=0, replication_factor=0, topic_configs=_MISSING):
+    def __init__(self, *, name: str = '', partitions: int = 0, replication_factor: int = 0, topic_configs: list[KeyValue] = _MISSING) -> None:
         self.name = name
         self.partitions = partitions
         self.replication_factor = replication_factor
@@ -58,7 +60,7 @@ class Endpoint(_message.Struct):
     MESSAGE = 'StreamsGroupHeartbeatRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, host='', port=0):
+    def __init__(self, *, host: str = '', port: int = 0) -> None:
         self.host = host
         self.port = port
         self._unknown_tagged_fields = ()
@@ -71,7 +73,7 @@ class TaskOffset(_message.Struct):
     MESSAGE = 'StreamsGroupHeartbeatRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, subtopology_id='', partition=0, offset=0):
+    def __init__(self, *, subtopology_id: str = '', partition: int = 0, offset: int = 0) -> None:
         self.subtopology_id = subtopology_id
         self.partition = partition
         self.offset = offset
@@ -85,7 +87,7 @@ class TaskIds(_message.Struct):
     MESSAGE = 'StreamsGroupHeartbeatRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, subtopology_id='', partitions=_MISSING):
+    def __init__(self, *, subtopology_id: str = '', partitions: list[int] = _MISSING) -> None:
         self.subtopology_id = subtopology_id
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -98,7 +100,7 @@ class CopartitionGroup(_message.Struct):
     MESSAGE = 'StreamsGroupHeartbeatRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, source_topics=_MISSING, source_topic_regex=_MISSING, repartition_source_topics=_MISSING):
+    def __init__(self, *, source_topics: list[int] = _MISSING, source_topic_regex: list[int] = _MISSING, repartition_source_topics: list[int] = _MISSING) -> None:
         self.source_topics = [] if source_topics is _MISSING else source_topics
         self.source_topic_regex = [] if source_topic_regex is _MISSING else source_topic_regex
         self.repartition_source_topics = [] if repartition_source_topics is _MISSING else repartition_source_topics
@@ -112,7 +114,7 @@ class Subtopology(_message.Struct):
     MESSAGE = 'StreamsGroupHeartbeatRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, subtopology_id='', source_topics=_MISSING, source_topic_regex=_MISSING, state_changelog_topics=_MISSING, repartition_sink_topics=_MISSING, repartition_source_topics=_MISSING, copartition_groups=_MISSING):
+    def __init__(self, *, subtopology_id: str = '', source_topics: list[str] = _MISSING, source_topic_regex: list[str] = _MISSING, state_changelog_topics: list[TopicInfo] = _MISSING, repartition_sink_topics: list[str] = _MISSING, repartition_source_topics: list[TopicInfo] = _MISSING, copartition_groups: list[CopartitionGroup] = _MISSING) -> None:
         self.subtopology_id = subtopology_id
         self.source_topics = [] if source_topics is _MISSING else source_topics
         self.source_topic_regex = [] if source_topic_regex is _MISSING else source_topic_regex
@@ -130,7 +132,7 @@ class Topology(_message.Struct):
     MESSAGE = 'StreamsGroupHeartbeatRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, epoch=0, subtopologies=_MISSING):
+    def __init__(self, *, epoch: int = 0, subtopologies: list[Subtopology] = _MISSING) -> None:
         self.epoch = epoch
         self.subtopologies = [] if subtopologies is _MISSING else subtopologies
         self._unknown_tagged_fields = ()
@@ -147,7 +149,7 @@ class StreamsGroupHeartbeatRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/StreamsGroupHeartbeatRequest.json'
 
-    def __init__(self, *, group_id='', member_id='', member_epoch=0, endpoint_information_epoch=0, instance_id=None, rack_id=None, rebalance_timeout_ms=-1, topology=None, active_tasks=None, standby_tasks=None, warmup_tasks=None, process_id=None, user_endpoint=None, client_tags=None, task_offsets=None, task_end_offsets=None, shutdown_application=False):
+    def __init__(self, *, group_id: str = '', member_id: str = '', member_epoch: int = 0, endpoint_information_epoch: int = 0, instance_id: str | None = None, rack_id: str | None = None, rebalance_timeout_ms: int = -1, topology: Topology | None = None, active_tasks: list[TaskIds] | None = None, standby_tasks: list[TaskIds] | None = None, warmup_tasks: list[TaskIds] | None = None, process_id: str | None = None, user_endpoint: Endpoint | None = None, client_tags: list[KeyValue] | None = None, task_offsets: list[TaskOffset] | None = None, task_end_offsets: list[TaskOffset] | None = None, shutdown_application: bool = False) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.member_epoch = member_epoch
@@ -953,178 +955,178 @@ StreamsGroupHeartbeatRequest._ENCODERS = {0: _encode_StreamsGroupHeartbeatReques
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    349: 'Key',
-    350: 'Value',
-    351: 'tagged fields of KeyValue',
-    352: 'tagged fields of KeyValue',
-    360: 'Key',
-    361: 'Value',
-    363: 'tagged fields of KeyValue',
-    370: 'Name',
-    371: (('Partitions', 'partitions', 'i'), ('ReplicationFactor', 'replication_factor', 'h')),
-    373: 'TopicConfigs',
-    377: 'TopicConfigs',
-    384: 'TopicConfigs',
-    387: 'tagged fields of TopicInfo',
-    388: 'tagged fields of TopicInfo',
-    396: 'Name',
-    397: (('Partitions', 'partitions', 'i'), ('ReplicationFactor', 'replication_factor', 'h')),
-    399: 'TopicConfigs',
-    402: 'TopicConfigs',
+    351: 'Key',
+    352: 'Value',
+    353: 'tagged fields of KeyValue',
+    354: 'tagged fields of KeyValue',
+    362: 'Key',
+    363: 'Value',
+    365: 'tagged fields of KeyValue',
+    372: 'Name',
+    373: (('Partitions', 'partitions', 'i'), ('ReplicationFactor', 'replication_factor', 'h')),
+    375: 'TopicConfigs',
+    379: 'TopicConfigs',
+    386: 'TopicConfigs',
+    389: 'tagged fields of TopicInfo',
+    390: 'tagged fields of TopicInfo',
+    398: 'Name',
+    399: (('Partitions', 'partitions', 'i'), ('ReplicationFactor', 'replication_factor', 'h')),
+    401: 'TopicConfigs',
     404: 'TopicConfigs',
-    406: 'tagged fields of TopicInfo',
-    413: 'Host',
-    414: 'Port',
-    416: 'tagged fields of Endpoint',
-    417: 'tagged fields of Endpoint',
-    425: 'Host',
-    426: 'Port',
-    428: 'tagged fields of Endpoint',
-    435: 'SubtopologyId',
-    436: (('Partition', 'partition', 'i'), ('Offset', 'offset', 'q')),
-    438: 'tagged fields of TaskOffset',
-    439: 'tagged fields of TaskOffset',
-    447: 'SubtopologyId',
-    448: (('Partition', 'partition', 'i'), ('Offset', 'offset', 'q')),
-    450: 'tagged fields of TaskOffset',
-    457: 'SubtopologyId',
-    458: 'Partitions',
-    462: 'Partitions',
-    466: 'Partitions',
-    468: 'tagged fields of TaskIds',
-    469: 'tagged fields of TaskIds',
-    477: 'SubtopologyId',
-    479: 'Partitions',
-    482: 'Partitions',
+    406: 'TopicConfigs',
+    408: 'tagged fields of TopicInfo',
+    415: 'Host',
+    416: 'Port',
+    418: 'tagged fields of Endpoint',
+    419: 'tagged fields of Endpoint',
+    427: 'Host',
+    428: 'Port',
+    430: 'tagged fields of Endpoint',
+    437: 'SubtopologyId',
+    438: (('Partition', 'partition', 'i'), ('Offset', 'offset', 'q')),
+    440: 'tagged fields of TaskOffset',
+    441: 'tagged fields of TaskOffset',
+    449: 'SubtopologyId',
+    450: (('Partition', 'partition', 'i'), ('Offset', 'offset', 'q')),
+    452: 'tagged fields of TaskOffset',
+    459: 'SubtopologyId',
+    460: 'Partitions',
+    464: 'Partitions',
+    468: 'Partitions',
+    470: 'tagged fields of TaskIds',
+    471: 'tagged fields of TaskIds',
+    479: 'SubtopologyId',
+    481: 'Partitions',
     484: 'Partitions',
-    486: 'tagged fields of TaskIds',
-    493: 'SourceTopics',
-    497: 'SourceTopics',
-    501: 'SourceTopics',
-    503: 'SourceTopicRegex',
-    507: 'SourceTopicRegex',
-    511: 'SourceTopicRegex',
-    513: 'RepartitionSourceTopics',
-    517: 'RepartitionSourceTopics',
-    521: 'RepartitionSourceTopics',
-    523: 'tagged fields of CopartitionGroup',
-    524: 'tagged fields of CopartitionGroup',
-    533: 'SourceTopics',
-    536: 'SourceTopics',
+    486: 'Partitions',
+    488: 'tagged fields of TaskIds',
+    495: 'SourceTopics',
+    499: 'SourceTopics',
+    503: 'SourceTopics',
+    505: 'SourceTopicRegex',
+    509: 'SourceTopicRegex',
+    513: 'SourceTopicRegex',
+    515: 'RepartitionSourceTopics',
+    519: 'RepartitionSourceTopics',
+    523: 'RepartitionSourceTopics',
+    525: 'tagged fields of CopartitionGroup',
+    526: 'tagged fields of CopartitionGroup',
+    535: 'SourceTopics',
     538: 'SourceTopics',
-    540: 'SourceTopicRegex',
-    543: 'SourceTopicRegex',
+    540: 'SourceTopics',
+    542: 'SourceTopicRegex',
     545: 'SourceTopicRegex',
-    547: 'RepartitionSourceTopics',
-    550: 'RepartitionSourceTopics',
+    547: 'SourceTopicRegex',
+    549: 'RepartitionSourceTopics',
     552: 'RepartitionSourceTopics',
-    554: 'tagged fields of CopartitionGroup',
-    561: 'SubtopologyId',
-    562: 'SourceTopics',
-    566: 'SourceTopics',
-    573: 'SourceTopics',
-    576: 'SourceTopicRegex',
-    580: 'SourceTopicRegex',
-    587: 'SourceTopicRegex',
-    590: 'StateChangelogTopics',
-    594: 'StateChangelogTopics',
-    601: 'StateChangelogTopics',
-    604: 'RepartitionSinkTopics',
-    608: 'RepartitionSinkTopics',
-    615: 'RepartitionSinkTopics',
-    618: 'RepartitionSourceTopics',
-    622: 'RepartitionSourceTopics',
-    629: 'RepartitionSourceTopics',
-    632: 'CopartitionGroups',
-    636: 'CopartitionGroups',
-    643: 'CopartitionGroups',
-    646: 'tagged fields of Subtopology',
-    647: 'tagged fields of Subtopology',
-    655: 'SubtopologyId',
-    657: 'SourceTopics',
-    660: 'SourceTopics',
+    554: 'RepartitionSourceTopics',
+    556: 'tagged fields of CopartitionGroup',
+    563: 'SubtopologyId',
+    564: 'SourceTopics',
+    568: 'SourceTopics',
+    575: 'SourceTopics',
+    578: 'SourceTopicRegex',
+    582: 'SourceTopicRegex',
+    589: 'SourceTopicRegex',
+    592: 'StateChangelogTopics',
+    596: 'StateChangelogTopics',
+    603: 'StateChangelogTopics',
+    606: 'RepartitionSinkTopics',
+    610: 'RepartitionSinkTopics',
+    617: 'RepartitionSinkTopics',
+    620: 'RepartitionSourceTopics',
+    624: 'RepartitionSourceTopics',
+    631: 'RepartitionSourceTopics',
+    634: 'CopartitionGroups',
+    638: 'CopartitionGroups',
+    645: 'CopartitionGroups',
+    648: 'tagged fields of Subtopology',
+    649: 'tagged fields of Subtopology',
+    657: 'SubtopologyId',
+    659: 'SourceTopics',
     662: 'SourceTopics',
-    664: 'SourceTopicRegex',
-    667: 'SourceTopicRegex',
+    664: 'SourceTopics',
+    666: 'SourceTopicRegex',
     669: 'SourceTopicRegex',
-    671: 'StateChangelogTopics',
-    674: 'StateChangelogTopics',
+    671: 'SourceTopicRegex',
+    673: 'StateChangelogTopics',
     676: 'StateChangelogTopics',
-    678: 'RepartitionSinkTopics',
-    681: 'RepartitionSinkTopics',
+    678: 'StateChangelogTopics',
+    680: 'RepartitionSinkTopics',
     683: 'RepartitionSinkTopics',
-    685: 'RepartitionSourceTopics',
-    688: 'RepartitionSourceTopics',
+    685: 'RepartitionSinkTopics',
+    687: 'RepartitionSourceTopics',
     690: 'RepartitionSourceTopics',
-    692: 'CopartitionGroups',
-    695: 'CopartitionGroups',
+    692: 'RepartitionSourceTopics',
+    694: 'CopartitionGroups',
     697: 'CopartitionGroups',
-    699: 'tagged fields of Subtopology',
-    706: 'Epoch',
-    708: 'Subtopologies',
-    712: 'Subtopologies',
-    719: 'Subtopologies',
-    722: 'tagged fields of Topology',
-    723: 'tagged fields of Topology',
-    731: 'Epoch',
-    733: 'Subtopologies',
-    736: 'Subtopologies',
+    699: 'CopartitionGroups',
+    701: 'tagged fields of Subtopology',
+    708: 'Epoch',
+    710: 'Subtopologies',
+    714: 'Subtopologies',
+    721: 'Subtopologies',
+    724: 'tagged fields of Topology',
+    725: 'tagged fields of Topology',
+    733: 'Epoch',
+    735: 'Subtopologies',
     738: 'Subtopologies',
-    740: 'tagged fields of Topology',
-    747: 'GroupId',
-    748: 'MemberId',
-    749: (('MemberEpoch', 'member_epoch', 'i'), ('EndpointInformationEpoch', 'endpoint_information_epoch', 'i')),
-    751: 'InstanceId',
-    752: 'RackId',
-    753: 'RebalanceTimeoutMs',
-    755: 'Topology',
-    759: 'Topology',
-    760: 'ActiveTasks',
-    764: 'ActiveTasks',
-    771: 'ActiveTasks',
-    776: 'StandbyTasks',
-    780: 'StandbyTasks',
-    787: 'StandbyTasks',
-    792: 'WarmupTasks',
-    796: 'WarmupTasks',
-    803: 'WarmupTasks',
-    808: 'ProcessId',
-    809: 'UserEndpoint',
-    813: 'UserEndpoint',
-    814: 'ClientTags',
-    818: 'ClientTags',
-    825: 'ClientTags',
-    830: 'TaskOffsets',
-    834: 'TaskOffsets',
-    841: 'TaskOffsets',
-    846: (('TaskEndOffsets', None, 'B'), ('ShutdownApplication', 'shutdown_application', '?')),
-    855: 'TaskEndOffsets',
-    859: 'TaskEndOffsets',
-    866: 'TaskEndOffsets',
-    871: 'ShutdownApplication',
-    873: 'tagged fields of StreamsGroupHeartbeatRequest',
-    874: 'tagged fields of StreamsGroupHeartbeatRequest',
-    882: 'GroupId',
-    883: 'MemberId',
-    884: (('MemberEpoch', 'member_epoch', 'i'), ('EndpointInformationEpoch', 'endpoint_information_epoch', 'i')),
-    885: 'InstanceId',
-    886: 'RackId',
-    887: 'RebalanceTimeoutMs',
-    892: 'Topology',
-    894: 'ActiveTasks',
-    897: 'ActiveTasks',
-    899: 'StandbyTasks',
-    902: 'StandbyTasks',
-    904: 'WarmupTasks',
-    907: 'WarmupTasks',
-    908: 'ProcessId',
-    913: 'UserEndpoint',
-    915: 'ClientTags',
-    918: 'ClientTags',
-    920: 'TaskOffsets',
-    923: 'TaskOffsets',
-    925: 'TaskEndOffsets',
-    928: 'TaskEndOffsets',
-    929: 'ShutdownApplication',
-    931: 'tagged fields of StreamsGroupHeartbeatRequest',
+    740: 'Subtopologies',
+    742: 'tagged fields of Topology',
+    749: 'GroupId',
+    750: 'MemberId',
+    751: (('MemberEpoch', 'member_epoch', 'i'), ('EndpointInformationEpoch', 'endpoint_information_epoch', 'i')),
+    753: 'InstanceId',
+    754: 'RackId',
+    755: 'RebalanceTimeoutMs',
+    757: 'Topology',
+    761: 'Topology',
+    762: 'ActiveTasks',
+    766: 'ActiveTasks',
+    773: 'ActiveTasks',
+    778: 'StandbyTasks',
+    782: 'StandbyTasks',
+    789: 'StandbyTasks',
+    794: 'WarmupTasks',
+    798: 'WarmupTasks',
+    805: 'WarmupTasks',
+    810: 'ProcessId',
+    811: 'UserEndpoint',
+    815: 'UserEndpoint',
+    816: 'ClientTags',
+    820: 'ClientTags',
+    827: 'ClientTags',
+    832: 'TaskOffsets',
+    836: 'TaskOffsets',
+    843: 'TaskOffsets',
+    848: (('TaskEndOffsets', None, 'B'), ('ShutdownApplication', 'shutdown_application', '?')),
+    857: 'TaskEndOffsets',
+    861: 'TaskEndOffsets',
+    868: 'TaskEndOffsets',
+    873: 'ShutdownApplication',
+    875: 'tagged fields of StreamsGroupHeartbeatRequest',
+    876: 'tagged fields of StreamsGroupHeartbeatRequest',
+    884: 'GroupId',
+    885: 'MemberId',
+    886: (('MemberEpoch', 'member_epoch', 'i'), ('EndpointInformationEpoch', 'endpoint_information_epoch', 'i')),
+    887: 'InstanceId',
+    888: 'RackId',
+    889: 'RebalanceTimeoutMs',
+    894: 'Topology',
+    896: 'ActiveTasks',
+    899: 'ActiveTasks',
+    901: 'StandbyTasks',
+    904: 'StandbyTasks',
+    906: 'WarmupTasks',
+    909: 'WarmupTasks',
+    910: 'ProcessId',
+    915: 'UserEndpoint',
+    917: 'ClientTags',
+    920: 'ClientTags',
+    922: 'TaskOffsets',
+    925: 'TaskOffsets',
+    927: 'TaskEndOffsets',
+    930: 'TaskEndOffsets',
+    931: 'ShutdownApplication',
+    933: 'tagged fields of StreamsGroupHeartbeatRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/StreamsGroupHeartbeatResponse.json (sha256 26673d6dcb79d8b5362528a0271855fd25584e793cb0e9b6978289c5086e3be8):
 # change the schema and run `kafkawire codegen`.
 """StreamsGroupHeartbeatResponse: apiKey 88, response, versions 0-1, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -31,7 +33,7 @@ class Status(_message.Struct):
     MESSAGE = 'StreamsGroupHeartbeatResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, status_code=0, status_detail=''):
+    def __init__(self, *, status_code: int = 0, status_detail: str = '') -> None:
         self.status_code = status_code
         self.status_detail = status_detail
         self._unknown_tagged_fields = ()
@@ -44,7 +46,7 @@ class TopicPartition(_message.Struct):
     MESSAGE = 'StreamsGroupHeartbeatResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic='', partitions=_MISSING):
+    def __init__(self, *, topic: str = '', partitions: list[int] = _MISSING) -> None:
         self.topic = topic
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -57,7 +59,7 @@ class TaskIds(_message.Struct):
     MESSAGE = 'StreamsGroupHeartbeatResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, subtopology_id='', partitions=_MISSING):
+    def __init__(self, *, subtopology_id: str = '', partitions: list[int] = _MISSING) -> None:
         self.subtopology_id = subtopology_id
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -70,7 +72,7 @@ class Endpoint(_message.Struct):
     MESSAGE = 'StreamsGroupHeartbeatResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, host='', port=0):
+    def __init__(self, *, host: str = '', port: int = 0) -> None:
         self.host = host
         self.port = port
         self._unknown_tagged_fields = ()
@@ -83,7 +85,7 @@ class EndpointToPartitions(_message.Struct):
     MESSAGE = 'StreamsGroupHeartbeatResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, user_endpoint=_MISSING, active_partitions=_MISSING, standby_partitions=_MISSING):
+    def __init__(self, *, user_endpoint: Endpoint = _MISSING, active_partitions: list[TopicPartition] = _MISSING, standby_partitions: list[TopicPartition] = _MISSING) -> None:
         self.user_endpoint = Endpoint() if user_endpoint is _MISSING else user_endpoint
         self.active_partitions = [] if active_partitions is _MISSING else active_partitions
         self.standby_partitions = [] if standby_partitions is _MISSING else standby_partitions
@@ -101,7 +103,7 @@ class StreamsGroupHeartbeatResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/StreamsGroupHeartbeatResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message=None, member_id='', member_epoch=0, heartbeat_interval_ms=0, acceptable_recovery_lag_legacy=0, task_offset_interval_ms=0, acceptable_recovery_lag=-1, status=_MISSING, active_tasks=None, standby_tasks=None, warmup_tasks=None, topology_description_required=False, endpoint_information_epoch=0, partitions_by_user_endpoint=None):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, member_id: str = '', member_epoch: int = 0, heartbeat_interval_ms: int = 0, acceptable_recovery_lag_legacy: int = 0, task_offset_interval_ms: int = 0, acceptable_recovery_lag: int = -1, status: list[Status] | None = _MISSING, active_tasks: list[TaskIds] | None = None, standby_tasks: list[TaskIds] | None = None, warmup_tasks: list[TaskIds] | None = None, topology_description_required: bool = False, endpoint_information_epoch: int = 0, partitions_by_user_endpoint: list[EndpointToPartitions] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -723,139 +725,139 @@ StreamsGroupHeartbeatResponse._ENCODERS = {0: _encode_StreamsGroupHeartbeatRespo
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    242: 'StatusCode',
-    244: 'StatusDetail',
-    245: 'tagged fields of Status',
-    246: 'tagged fields of Status',
-    254: 'StatusCode',
-    255: 'StatusDetail',
-    257: 'tagged fields of Status',
-    264: 'Topic',
-    265: 'Partitions',
-    269: 'Partitions',
-    273: 'Partitions',
-    275: 'tagged fields of TopicPartition',
-    276: 'tagged fields of TopicPartition',
-    284: 'Topic',
-    286: 'Partitions',
-    289: 'Partitions',
+    244: 'StatusCode',
+    246: 'StatusDetail',
+    247: 'tagged fields of Status',
+    248: 'tagged fields of Status',
+    256: 'StatusCode',
+    257: 'StatusDetail',
+    259: 'tagged fields of Status',
+    266: 'Topic',
+    267: 'Partitions',
+    271: 'Partitions',
+    275: 'Partitions',
+    277: 'tagged fields of TopicPartition',
+    278: 'tagged fields of TopicPartition',
+    286: 'Topic',
+    288: 'Partitions',
     291: 'Partitions',
-    293: 'tagged fields of TopicPartition',
-    300: 'SubtopologyId',
-    301: 'Partitions',
-    305: 'Partitions',
-    309: 'Partitions',
-    311: 'tagged fields of TaskIds',
-    312: 'tagged fields of TaskIds',
-    320: 'SubtopologyId',
-    322: 'Partitions',
-    325: 'Partitions',
+    293: 'Partitions',
+    295: 'tagged fields of TopicPartition',
+    302: 'SubtopologyId',
+    303: 'Partitions',
+    307: 'Partitions',
+    311: 'Partitions',
+    313: 'tagged fields of TaskIds',
+    314: 'tagged fields of TaskIds',
+    322: 'SubtopologyId',
+    324: 'Partitions',
     327: 'Partitions',
-    329: 'tagged fields of TaskIds',
-    336: 'Host',
-    337: 'Port',
-    339: 'tagged fields of Endpoint',
-    340: 'tagged fields of Endpoint',
-    348: 'Host',
-    349: 'Port',
-    351: 'tagged fields of Endpoint',
-    358: 'UserEndpoint',
-    359: 'ActivePartitions',
-    363: 'ActivePartitions',
-    370: 'ActivePartitions',
-    373: 'StandbyPartitions',
-    377: 'StandbyPartitions',
-    384: 'StandbyPartitions',
-    387: 'tagged fields of EndpointToPartitions',
-    388: 'tagged fields of EndpointToPartitions',
-    396: 'UserEndpoint',
-    398: 'ActivePartitions',
-    401: 'ActivePartitions',
+    329: 'Partitions',
+    331: 'tagged fields of TaskIds',
+    338: 'Host',
+    339: 'Port',
+    341: 'tagged fields of Endpoint',
+    342: 'tagged fields of Endpoint',
+    350: 'Host',
+    351: 'Port',
+    353: 'tagged fields of Endpoint',
+    360: 'UserEndpoint',
+    361: 'ActivePartitions',
+    365: 'ActivePartitions',
+    372: 'ActivePartitions',
+    375: 'StandbyPartitions',
+    379: 'StandbyPartitions',
+    386: 'StandbyPartitions',
+    389: 'tagged fields of EndpointToPartitions',
+    390: 'tagged fields of EndpointToPartitions',
+    398: 'UserEndpoint',
+    400: 'ActivePartitions',
     403: 'ActivePartitions',
-    405: 'StandbyPartitions',
-    408: 'StandbyPartitions',
+    405: 'ActivePartitions',
+    407: 'StandbyPartitions',
     410: 'StandbyPartitions',
-    412: 'tagged fields of EndpointToPartitions',
-    419: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    421: 'ErrorMessage',
-    422: 'MemberId',
-    423: (('MemberEpoch', 'member_epoch', 'i'), ('HeartbeatIntervalMs', 'heartbeat_interval_ms', 'i'), ('AcceptableRecoveryLagLegacy', 'acceptable_recovery_lag_legacy', 'i'), ('TaskOffsetIntervalMs', 'task_offset_interval_ms', 'i')),
-    425: 'Status',
-    429: 'Status',
-    436: 'Status',
-    441: 'ActiveTasks',
-    445: 'ActiveTasks',
-    452: 'ActiveTasks',
-    457: 'StandbyTasks',
-    461: 'StandbyTasks',
-    468: 'StandbyTasks',
-    473: (('WarmupTasks', None, 'B'), ('EndpointInformationEpoch', 'endpoint_information_epoch', 'i')),
-    482: 'WarmupTasks',
-    486: 'WarmupTasks',
-    493: 'WarmupTasks',
-    498: 'EndpointInformationEpoch',
-    500: 'PartitionsByUserEndpoint',
-    504: 'PartitionsByUserEndpoint',
-    511: 'PartitionsByUserEndpoint',
-    518: 'tagged fields of StreamsGroupHeartbeatResponse',
-    519: 'tagged fields of StreamsGroupHeartbeatResponse',
-    527: 'TopologyDescriptionRequired',
-    528: 'TopologyDescriptionRequired',
-    529: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    530: 'ErrorMessage',
-    531: 'MemberId',
-    532: (('MemberEpoch', 'member_epoch', 'i'), ('HeartbeatIntervalMs', 'heartbeat_interval_ms', 'i'), ('AcceptableRecoveryLagLegacy', 'acceptable_recovery_lag_legacy', 'i'), ('TaskOffsetIntervalMs', 'task_offset_interval_ms', 'i')),
-    534: 'Status',
-    537: 'Status',
-    539: 'ActiveTasks',
-    542: 'ActiveTasks',
-    544: 'StandbyTasks',
-    547: 'StandbyTasks',
-    549: 'WarmupTasks',
-    552: 'WarmupTasks',
-    553: 'EndpointInformationEpoch',
-    555: 'PartitionsByUserEndpoint',
-    558: 'PartitionsByUserEndpoint',
-    560: 'tagged fields of StreamsGroupHeartbeatResponse',
-    567: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    569: 'ErrorMessage',
-    570: 'MemberId',
-    571: (('MemberEpoch', 'member_epoch', 'i'), ('HeartbeatIntervalMs', 'heartbeat_interval_ms', 'i'), ('TaskOffsetIntervalMs', 'task_offset_interval_ms', 'i'), ('AcceptableRecoveryLag', 'acceptable_recovery_lag', 'q')),
-    573: 'Status',
-    577: 'Status',
-    584: 'Status',
-    589: 'ActiveTasks',
-    593: 'ActiveTasks',
-    600: 'ActiveTasks',
-    605: 'StandbyTasks',
-    609: 'StandbyTasks',
-    616: 'StandbyTasks',
-    621: (('WarmupTasks', None, 'B'), ('TopologyDescriptionRequired', 'topology_description_required', '?'), ('EndpointInformationEpoch', 'endpoint_information_epoch', 'i')),
-    630: 'WarmupTasks',
-    634: 'WarmupTasks',
-    641: 'WarmupTasks',
-    646: (('TopologyDescriptionRequired', 'topology_description_required', '?'), ('EndpointInformationEpoch', 'endpoint_information_epoch', 'i')),
-    648: 'PartitionsByUserEndpoint',
-    652: 'PartitionsByUserEndpoint',
-    659: 'PartitionsByUserEndpoint',
-    665: 'tagged fields of StreamsGroupHeartbeatResponse',
-    666: 'tagged fields of StreamsGroupHeartbeatResponse',
-    674: 'AcceptableRecoveryLagLegacy',
-    675: 'AcceptableRecoveryLagLegacy',
-    676: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    677: 'ErrorMessage',
-    678: 'MemberId',
-    679: (('MemberEpoch', 'member_epoch', 'i'), ('HeartbeatIntervalMs', 'heartbeat_interval_ms', 'i'), ('TaskOffsetIntervalMs', 'task_offset_interval_ms', 'i'), ('AcceptableRecoveryLag', 'acceptable_recovery_lag', 'q')),
-    681: 'Status',
-    684: 'Status',
-    686: 'ActiveTasks',
-    689: 'ActiveTasks',
-    691: 'StandbyTasks',
-    694: 'StandbyTasks',
-    696: 'WarmupTasks',
-    699: 'WarmupTasks',
-    700: (('TopologyDescriptionRequired', 'topology_description_required', '?'), ('EndpointInformationEpoch', 'endpoint_information_epoch', 'i')),
-    702: 'PartitionsByUserEndpoint',
-    705: 'PartitionsByUserEndpoint',
-    707: 'tagged fields of StreamsGroupHeartbeatResponse',
+    412: 'StandbyPartitions',
+    414: 'tagged fields of EndpointToPartitions',
+    421: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    423: 'ErrorMessage',
+    424: 'MemberId',
+    425: (('MemberEpoch', 'member_epoch', 'i'), ('HeartbeatIntervalMs', 'heartbeat_interval_ms', 'i'), ('AcceptableRecoveryLagLegacy', 'acceptable_recovery_lag_legacy', 'i'), ('TaskOffsetIntervalMs', 'task_offset_interval_ms', 'i')),
+    427: 'Status',
+    431: 'Status',
+    438: 'Status',
+    443: 'ActiveTasks',
+    447: 'ActiveTasks',
+    454: 'ActiveTasks',
+    459: 'StandbyTasks',
+    463: 'StandbyTasks',
+    470: 'StandbyTasks',
+    475: (('WarmupTasks', None, 'B'), ('EndpointInformationEpoch', 'endpoint_information_epoch', 'i')),
+    484: 'WarmupTasks',
+    488: 'WarmupTasks',
+    495: 'WarmupTasks',
+    500: 'EndpointInformationEpoch',
+    502: 'PartitionsByUserEndpoint',
+    506: 'PartitionsByUserEndpoint',
+    513: 'PartitionsByUserEndpoint',
+    520: 'tagged fields of StreamsGroupHeartbeatResponse',
+    521: 'tagged fields of StreamsGroupHeartbeatResponse',
+    529: 'TopologyDescriptionRequired',
+    530: 'TopologyDescriptionRequired',
+    531: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    532: 'ErrorMessage',
+    533: 'MemberId',
+    534: (('MemberEpoch', 'member_epoch', 'i'), ('HeartbeatIntervalMs', 'heartbeat_interval_ms', 'i'), ('AcceptableRecoveryLagLegacy', 'acceptable_recovery_lag_legacy', 'i'), ('TaskOffsetIntervalMs', 'task_offset_interval_ms', 'i')),
+    536: 'Status',
+    539: 'Status',
+    541: 'ActiveTasks',
+    544: 'ActiveTasks',
+    546: 'StandbyTasks',
+    549: 'StandbyTasks',
+    551: 'WarmupTasks',
+    554: 'WarmupTasks',
+    555: 'EndpointInformationEpoch',
+    557: 'PartitionsByUserEndpoint',
+    560: 'PartitionsByUserEndpoint',
+    562: 'tagged fields of StreamsGroupHeartbeatResponse',
+    569: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    571: 'ErrorMessage',
+    572: 'MemberId',
+    573: (('MemberEpoch', 'member_epoch', 'i'), ('HeartbeatIntervalMs', 'heartbeat_interval_ms', 'i'), ('TaskOffsetIntervalMs', 'task_offset_interval_ms', 'i'), ('AcceptableRecoveryLag', 'acceptable_recovery_lag', 'q')),
+    575: 'Status',
+    579: 'Status',
+    586: 'Status',
+    591: 'ActiveTasks',
+    595: 'ActiveTasks',
+    602: 'ActiveTasks',
+    607: 'StandbyTasks',
+    611: 'StandbyTasks',
+    618: 'StandbyTasks',
+    623: (('WarmupTasks', None, 'B'), ('TopologyDescriptionRequired', 'topology_description_required', '?'), ('EndpointInformationEpoch', 'endpoint_information_epoch', 'i')),
+    632: 'WarmupTasks',
+    636: 'WarmupTasks',
+    643: 'WarmupTasks',
+    648: (('TopologyDescriptionRequired', 'topology_description_required', '?'), ('EndpointInformationEpoch', 'endpoint_information_epoch', 'i')),
+    650: 'PartitionsByUserEndpoint',
+    654: 'PartitionsByUserEndpoint',
+    661: 'PartitionsByUserEndpoint',
+    667: 'tagged fields of StreamsGroupHeartbeatResponse',
+    668: 'tagged fields of StreamsGroupHeartbeatResponse',
+    676: 'AcceptableRecoveryLagLegacy',
+    677: 'AcceptableRecoveryLagLegacy',
+    678: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    679: 'ErrorMessage',
+    680: 'MemberId',
+    681: (('MemberEpoch', 'member_epoch', 'i'), ('HeartbeatIntervalMs', 'heartbeat_interval_ms', 'i'), ('TaskOffsetIntervalMs', 'task_offset_interval_ms', 'i'), ('AcceptableRecoveryLag', 'acceptable_recovery_lag', 'q')),
+    683: 'Status',
+    686: 'Status',
+    688: 'ActiveTasks',
+    691: 'ActiveTasks',
+    693: 'StandbyTasks',
+    696: 'StandbyTasks',
+    698: 'WarmupTasks',
+    701: 'WarmupTasks',
+    702: (('TopologyDescriptionRequired', 'topology_description_required', '?'), ('EndpointInformationEpoch', 'endpoint_information_epoch', 'i')),
+    704: 'PartitionsByUserEndpoint',
+    707: 'PartitionsByUserEndpoint',
+    709: 'tagged fields of StreamsGroupHeartbeatResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/StreamsGroupMemberMetadataKey.json (sha256 ff6bf464918c872cc0caf5c064e20bb9534f0952f0ad2afd2f575ca7d67f6ba4):
 # change the schema and run `kafkawire codegen`.
 """StreamsGroupMemberMetadataKey: apiKey 19, coordinator-key, versions 0, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class StreamsGroupMemberMetadataKey(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/StreamsGroupMemberMetadataKey.json'
 
-    def __init__(self, *, group_id='', member_id=''):
+    def __init__(self, *, group_id: str = '', member_id: str = '') -> None:
         self.group_id = group_id
         self.member_id = member_id
         self._unknown_tagged_fields = ()
@@ -66,9 +68,9 @@ StreamsGroupMemberMetadataKey._ENCODERS = {0: _encode_StreamsGroupMemberMetadata
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    52: 'GroupId',
-    53: 'MemberId',
-    59: 'GroupId',
-    60: 'MemberId',
-    62: 'tagged fields of StreamsGroupMemberMetadataKey',
+    54: 'GroupId',
+    55: 'MemberId',
+    61: 'GroupId',
+    62: 'MemberId',
+    64: 'tagged fields of StreamsGroupMemberMetadataKey',
 }

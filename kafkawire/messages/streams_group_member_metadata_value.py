@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/StreamsGroupMemberMetadataValue.json (sha256 063c68b82b65349463e574a64672e9f516df78cb3306ca03bd00d57b788acaa2):
 # change the schema and run `kafkawire codegen`.
 """StreamsGroupMemberMetadataValue: apiKey 19, coordinator-value, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class Endpoint(_message.Struct):
     MESSAGE = 'StreamsGroupMemberMetadataValue'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, host='', port=0):
+    def __init__(self, *, host: str = '', port: int = 0) -> None:
         self.host = host
         self.port = port
         self._unknown_tagged_fields = ()
@@ -36,7 +38,7 @@ class KeyValue(_message.Struct):
     MESSAGE = 'StreamsGroupMemberMetadataValue'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, key='', value=''):
+    def __init__(self, *, key: str = '', value: str = '') -> None:
         self.key = key
         self.value = value
         self._unknown_tagged_fields = ()
@@ -53,7 +55,7 @@ class StreamsGroupMemberMetadataValue(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/StreamsGroupMemberMetadataValue.json'
 
-    def __init__(self, *, instance_id='', rack_id='', client_id='', client_host='', rebalance_timeout_ms=-1, topology_epoch=0, process_id='', user_endpoint=None, client_tags=_MISSING):
+    def __init__(self, *, instance_id: str | None = '', rack_id: str | None = '', client_id: str = '', client_host: str = '', rebalance_timeout_ms: int = -1, topology_epoch: int = 0, process_id: str = '', user_endpoint: Endpoint | None = None, client_tags: list[KeyValue] = _MISSING) -> None:
         self.instance_id = instance_id
         self.rack_id = rack_id
         self.client_id = client_id
@@ -236,42 +238,42 @@ StreamsGroupMemberMetadataValue._ENCODERS = {0: _encode_StreamsGroupMemberMetada
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    129: 'Host',
-    130: 'Port',
-    132: 'tagged fields of Endpoint',
-    133: 'tagged fields of Endpoint',
-    141: 'Host',
-    142: 'Port',
-    144: 'tagged fields of Endpoint',
-    151: 'Key',
-    152: 'Value',
-    153: 'tagged fields of KeyValue',
-    154: 'tagged fields of KeyValue',
-    162: 'Key',
-    163: 'Value',
-    165: 'tagged fields of KeyValue',
-    172: 'InstanceId',
-    173: 'RackId',
-    174: 'ClientId',
-    175: 'ClientHost',
-    176: (('RebalanceTimeoutMs', 'rebalance_timeout_ms', 'i'), ('TopologyEpoch', 'topology_epoch', 'i')),
-    178: 'ProcessId',
-    179: 'UserEndpoint',
-    183: 'UserEndpoint',
-    184: 'ClientTags',
-    188: 'ClientTags',
-    195: 'ClientTags',
-    198: 'tagged fields of StreamsGroupMemberMetadataValue',
-    199: 'tagged fields of StreamsGroupMemberMetadataValue',
-    207: 'InstanceId',
-    208: 'RackId',
-    209: 'ClientId',
-    210: 'ClientHost',
-    211: (('RebalanceTimeoutMs', 'rebalance_timeout_ms', 'i'), ('TopologyEpoch', 'topology_epoch', 'i')),
-    212: 'ProcessId',
-    217: 'UserEndpoint',
-    219: 'ClientTags',
-    222: 'ClientTags',
+    131: 'Host',
+    132: 'Port',
+    134: 'tagged fields of Endpoint',
+    135: 'tagged fields of Endpoint',
+    143: 'Host',
+    144: 'Port',
+    146: 'tagged fields of Endpoint',
+    153: 'Key',
+    154: 'Value',
+    155: 'tagged fields of KeyValue',
+    156: 'tagged fields of KeyValue',
+    164: 'Key',
+    165: 'Value',
+    167: 'tagged fields of KeyValue',
+    174: 'InstanceId',
+    175: 'RackId',
+    176: 'ClientId',
+    177: 'ClientHost',
+    178: (('RebalanceTimeoutMs', 'rebalance_timeout_ms', 'i'), ('TopologyEpoch', 'topology_epoch', 'i')),
+    180: 'ProcessId',
+    181: 'UserEndpoint',
+    185: 'UserEndpoint',
+    186: 'ClientTags',
+    190: 'ClientTags',
+    197: 'ClientTags',
+    200: 'tagged fields of StreamsGroupMemberMetadataValue',
+    201: 'tagged fields of StreamsGroupMemberMetadataValue',
+    209: 'InstanceId',
+    210: 'RackId',
+    211: 'ClientId',
+    212: 'ClientHost',
+    213: (('RebalanceTimeoutMs', 'rebalance_timeout_ms', 'i'), ('TopologyEpoch', 'topology_epoch', 'i')),
+    214: 'ProcessId',
+    219: 'UserEndpoint',
+    221: 'ClientTags',
     224: 'ClientTags',
-    226: 'tagged fields of StreamsGroupMemberMetadataValue',
+    226: 'ClientTags',
+    228: 'tagged fields of StreamsGroupMemberMetadataValue',
 }

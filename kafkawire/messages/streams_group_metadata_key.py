@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/StreamsGroupMetadataKey.json (sha256 55edf4983e09e61063ad316e2113a60dc0738675887d534d837e728bbae767a3):
 # change the schema and run `kafkawire codegen`.
 """StreamsGroupMetadataKey: apiKey 17, coordinator-key, versions 0, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class StreamsGroupMetadataKey(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/StreamsGroupMetadataKey.json'
 
-    def __init__(self, *, group_id=''):
+    def __init__(self, *, group_id: str = '') -> None:
         self.group_id = group_id
         self._unknown_tagged_fields = ()
 
@@ -61,7 +63,7 @@ StreamsGroupMetadataKey._ENCODERS = {0: _encode_StreamsGroupMetadataKey_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    49: 'GroupId',
-    55: 'GroupId',
-    57: 'tagged fields of StreamsGroupMetadataKey',
+    51: 'GroupId',
+    57: 'GroupId',
+    59: 'tagged fields of StreamsGroupMetadataKey',
 }

@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/StreamsGroupMetadataValue.json (sha256 5dc007a63bc3f85500d407a988a0cb8fdef60817a3d1486be06563bc70e1d445):
 # change the schema and run `kafkawire codegen`.
 """StreamsGroupMetadataValue: apiKey 17, coordinator-value, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class LastAssignmentConfig(_message.Struct):
     MESSAGE = 'StreamsGroupMetadataValue'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, key='', value=''):
+    def __init__(self, *, key: str = '', value: str = '') -> None:
         self.key = key
         self.value = value
         self._unknown_tagged_fields = ()
@@ -40,7 +42,7 @@ class StreamsGroupMetadataValue(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/StreamsGroupMetadataValue.json'
 
-    def __init__(self, *, epoch=0, metadata_hash=0, validated_topology_epoch=-1, last_assignment_configs=_MISSING, stored_description_topology_epoch=-1, failed_description_topology_epoch=-1):
+    def __init__(self, *, epoch: int = 0, metadata_hash: int = 0, validated_topology_epoch: int = -1, last_assignment_configs: list[LastAssignmentConfig] | None = _MISSING, stored_description_topology_epoch: int = -1, failed_description_topology_epoch: int = -1) -> None:
         self.epoch = epoch
         self.metadata_hash = metadata_hash
         self.validated_topology_epoch = validated_topology_epoch
@@ -212,37 +214,37 @@ StreamsGroupMetadataValue._ENCODERS = {0: _encode_StreamsGroupMetadataValue_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    93: 'Key',
-    94: 'Value',
-    95: 'tagged fields of LastAssignmentConfig',
-    96: 'tagged fields of LastAssignmentConfig',
-    104: 'Key',
-    105: 'Value',
-    107: 'tagged fields of LastAssignmentConfig',
-    113: 'tagged fields of StreamsGroupMetadataValue',
-    119: 'tagged fields of StreamsGroupMetadataValue',
-    122: 'ValidatedTopologyEpoch',
-    125: 'ValidatedTopologyEpoch',
-    127: 'LastAssignmentConfigs',
-    131: 'LastAssignmentConfigs',
-    138: 'LastAssignmentConfigs',
-    144: 'LastAssignmentConfigs',
-    146: 'StoredDescriptionTopologyEpoch',
-    149: 'StoredDescriptionTopologyEpoch',
-    151: 'FailedDescriptionTopologyEpoch',
-    154: 'FailedDescriptionTopologyEpoch',
-    166: (('Epoch', 'epoch', 'i'), ('MetadataHash', 'metadata_hash', 'q')),
-    172: 'tagged fields of StreamsGroupMetadataValue',
-    173: 'tagged fields of StreamsGroupMetadataValue',
-    181: (('Epoch', 'epoch', 'i'), ('MetadataHash', 'metadata_hash', 'q')),
-    183: 'ValidatedTopologyEpoch',
+    95: 'Key',
+    96: 'Value',
+    97: 'tagged fields of LastAssignmentConfig',
+    98: 'tagged fields of LastAssignmentConfig',
+    106: 'Key',
+    107: 'Value',
+    109: 'tagged fields of LastAssignmentConfig',
+    115: 'tagged fields of StreamsGroupMetadataValue',
+    121: 'tagged fields of StreamsGroupMetadataValue',
+    124: 'ValidatedTopologyEpoch',
+    127: 'ValidatedTopologyEpoch',
+    129: 'LastAssignmentConfigs',
+    133: 'LastAssignmentConfigs',
+    140: 'LastAssignmentConfigs',
+    146: 'LastAssignmentConfigs',
+    148: 'StoredDescriptionTopologyEpoch',
+    151: 'StoredDescriptionTopologyEpoch',
+    153: 'FailedDescriptionTopologyEpoch',
+    156: 'FailedDescriptionTopologyEpoch',
+    168: (('Epoch', 'epoch', 'i'), ('MetadataHash', 'metadata_hash', 'q')),
+    174: 'tagged fields of StreamsGroupMetadataValue',
+    175: 'tagged fields of StreamsGroupMetadataValue',
+    183: (('Epoch', 'epoch', 'i'), ('MetadataHash', 'metadata_hash', 'q')),
     185: 'ValidatedTopologyEpoch',
-    187: 'LastAssignmentConfigs',
-    190: 'LastAssignmentConfigs',
-    193: 'LastAssignmentConfigs',
-    195: 'StoredDescriptionTopologyEpoch',
+    187: 'ValidatedTopologyEpoch',
+    189: 'LastAssignmentConfigs',
+    192: 'LastAssignmentConfigs',
+    195: 'LastAssignmentConfigs',
     197: 'StoredDescriptionTopologyEpoch',
-    199: 'FailedDescriptionTopologyEpoch',
+    199: 'StoredDescriptionTopologyEpoch',
     201: 'FailedDescriptionTopologyEpoch',
-    204: 'tagged fields of StreamsGroupMetadataValue',
+    203: 'FailedDescriptionTopologyEpoch',
+    206: 'tagged fields of StreamsGroupMetadataValue',
 }

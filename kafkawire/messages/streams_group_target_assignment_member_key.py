@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/StreamsGroupTargetAssignmentMemberKey.json (sha256 180f4ba704ccf9fc56d27c937c9be533a9aa5f7b85a689ea07a04664d7744ebd):
 # change the schema and run `kafkawire codegen`.
 """StreamsGroupTargetAssignmentMemberKey: apiKey 21, coordinator-key, versions 0, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class StreamsGroupTargetAssignmentMemberKey(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/StreamsGroupTargetAssignmentMemberKey.json'
 
-    def __init__(self, *, group_id='', member_id=''):
+    def __init__(self, *, group_id: str = '', member_id: str = '') -> None:
         self.group_id = group_id
         self.member_id = member_id
         self._unknown_tagged_fields = ()
@@ -66,9 +68,9 @@ StreamsGroupTargetAssignmentMemberKey._ENCODERS = {0: _encode_StreamsGroupTarget
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    52: 'GroupId',
-    53: 'MemberId',
-    59: 'GroupId',
-    60: 'MemberId',
-    62: 'tagged fields of StreamsGroupTargetAssignmentMemberKey',
+    54: 'GroupId',
+    55: 'MemberId',
+    61: 'GroupId',
+    62: 'MemberId',
+    64: 'tagged fields of StreamsGroupTargetAssignmentMemberKey',
 }

@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/StreamsGroupTargetAssignmentMemberValue.json (sha256 d1bae15baa109a32d49097cfa5e9017f8e770f5074e4e11154fc895e4c57cf76):
 # change the schema and run `kafkawire codegen`.
 """StreamsGroupTargetAssignmentMemberValue: apiKey 21, coordinator-value, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -22,7 +24,7 @@ class TaskIds(_message.Struct):
     MESSAGE = 'StreamsGroupTargetAssignmentMemberValue'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, subtopology_id='', partitions=_MISSING):
+    def __init__(self, *, subtopology_id: str = '', partitions: list[int] = _MISSING) -> None:
         self.subtopology_id = subtopology_id
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -39,7 +41,7 @@ class StreamsGroupTargetAssignmentMemberValue(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/StreamsGroupTargetAssignmentMemberValue.json'
 
-    def __init__(self, *, active_tasks=_MISSING, standby_tasks=_MISSING, warmup_tasks=_MISSING):
+    def __init__(self, *, active_tasks: list[TaskIds] = _MISSING, standby_tasks: list[TaskIds] = _MISSING, warmup_tasks: list[TaskIds] = _MISSING) -> None:
         self.active_tasks = [] if active_tasks is _MISSING else active_tasks
         self.standby_tasks = [] if standby_tasks is _MISSING else standby_tasks
         self.warmup_tasks = [] if warmup_tasks is _MISSING else warmup_tasks
@@ -200,36 +202,36 @@ StreamsGroupTargetAssignmentMemberValue._ENCODERS = {0: _encode_StreamsGroupTarg
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    83: 'SubtopologyId',
-    84: 'Partitions',
-    88: 'Partitions',
-    92: 'Partitions',
-    94: 'tagged fields of TaskIds',
-    95: 'tagged fields of TaskIds',
-    103: 'SubtopologyId',
-    105: 'Partitions',
-    108: 'Partitions',
+    85: 'SubtopologyId',
+    86: 'Partitions',
+    90: 'Partitions',
+    94: 'Partitions',
+    96: 'tagged fields of TaskIds',
+    97: 'tagged fields of TaskIds',
+    105: 'SubtopologyId',
+    107: 'Partitions',
     110: 'Partitions',
-    112: 'tagged fields of TaskIds',
-    119: 'ActiveTasks',
-    123: 'ActiveTasks',
-    130: 'ActiveTasks',
-    133: 'StandbyTasks',
-    137: 'StandbyTasks',
-    144: 'StandbyTasks',
-    147: 'WarmupTasks',
-    151: 'WarmupTasks',
-    158: 'WarmupTasks',
-    161: 'tagged fields of StreamsGroupTargetAssignmentMemberValue',
-    162: 'tagged fields of StreamsGroupTargetAssignmentMemberValue',
-    171: 'ActiveTasks',
-    174: 'ActiveTasks',
+    112: 'Partitions',
+    114: 'tagged fields of TaskIds',
+    121: 'ActiveTasks',
+    125: 'ActiveTasks',
+    132: 'ActiveTasks',
+    135: 'StandbyTasks',
+    139: 'StandbyTasks',
+    146: 'StandbyTasks',
+    149: 'WarmupTasks',
+    153: 'WarmupTasks',
+    160: 'WarmupTasks',
+    163: 'tagged fields of StreamsGroupTargetAssignmentMemberValue',
+    164: 'tagged fields of StreamsGroupTargetAssignmentMemberValue',
+    173: 'ActiveTasks',
     176: 'ActiveTasks',
-    178: 'StandbyTasks',
-    181: 'StandbyTasks',
+    178: 'ActiveTasks',
+    180: 'StandbyTasks',
     183: 'StandbyTasks',
-    185: 'WarmupTasks',
-    188: 'WarmupTasks',
+    185: 'StandbyTasks',
+    187: 'WarmupTasks',
     190: 'WarmupTasks',
-    192: 'tagged fields of StreamsGroupTargetAssignmentMemberValue',
+    192: 'WarmupTasks',
+    194: 'tagged fields of StreamsGroupTargetAssignmentMemberValue',
 }

@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/StreamsGroupTargetAssignmentMetadataKey.json (sha256 0c9cd442f6d7f1181ece0db40176d9cb263fe1965297475b4a9ab36e0cc34cd8):
 # change the schema and run `kafkawire codegen`.
 """StreamsGroupTargetAssignmentMetadataKey: apiKey 20, coordinator-key, versions 0, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class StreamsGroupTargetAssignmentMetadataKey(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/StreamsGroupTargetAssignmentMetadataKey.json'
 
-    def __init__(self, *, group_id=''):
+    def __init__(self, *, group_id: str = '') -> None:
         self.group_id = group_id
         self._unknown_tagged_fields = ()
 
@@ -61,7 +63,7 @@ StreamsGroupTargetAssignmentMetadataKey._ENCODERS = {0: _encode_StreamsGroupTarg
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    49: 'GroupId',
-    55: 'GroupId',
-    57: 'tagged fields of StreamsGroupTargetAssignmentMetadataKey',
+    51: 'GroupId',
+    57: 'GroupId',
+    59: 'tagged fields of StreamsGroupTargetAssignmentMetadataKey',
 }

@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/StreamsGroupTargetAssignmentMetadataValue.json (sha256 11e402f50bd5a93ce23feeaf72ea12389cf8b4f88df678a5d21e7eaec7b806bc):
 # change the schema and run `kafkawire codegen`.
 """StreamsGroupTargetAssignmentMetadataValue: apiKey 20, coordinator-value, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -27,7 +29,7 @@ class StreamsGroupTargetAssignmentMetadataValue(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/StreamsGroupTargetAssignmentMetadataValue.json'
 
-    def __init__(self, *, assignment_epoch=0, assignment_timestamp=0):
+    def __init__(self, *, assignment_epoch: int = 0, assignment_timestamp: int = 0) -> None:
         self.assignment_epoch = assignment_epoch
         self.assignment_timestamp = assignment_timestamp
         self._unknown_tagged_fields = ()
@@ -102,15 +104,15 @@ StreamsGroupTargetAssignmentMetadataValue._ENCODERS = {0: _encode_StreamsGroupTa
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    53: 'tagged fields of StreamsGroupTargetAssignmentMetadataValue',
-    59: 'tagged fields of StreamsGroupTargetAssignmentMetadataValue',
-    62: 'AssignmentTimestamp',
-    65: 'AssignmentTimestamp',
-    77: 'AssignmentEpoch',
-    80: 'tagged fields of StreamsGroupTargetAssignmentMetadataValue',
-    81: 'tagged fields of StreamsGroupTargetAssignmentMetadataValue',
-    89: 'AssignmentEpoch',
-    91: 'AssignmentTimestamp',
+    55: 'tagged fields of StreamsGroupTargetAssignmentMetadataValue',
+    61: 'tagged fields of StreamsGroupTargetAssignmentMetadataValue',
+    64: 'AssignmentTimestamp',
+    67: 'AssignmentTimestamp',
+    79: 'AssignmentEpoch',
+    82: 'tagged fields of StreamsGroupTargetAssignmentMetadataValue',
+    83: 'tagged fields of StreamsGroupTargetAssignmentMetadataValue',
+    91: 'AssignmentEpoch',
     93: 'AssignmentTimestamp',
-    96: 'tagged fields of StreamsGroupTargetAssignmentMetadataValue',
+    95: 'AssignmentTimestamp',
+    98: 'tagged fields of StreamsGroupTargetAssignmentMetadataValue',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/StreamsGroupTopologyDescriptionUpdateRequest.json (sha256 4a42a6b9fab5724b689b6ae0c962f76fef9e63ca27eb1fcfdc84fbada1739505):
 # change the schema and run `kafkawire codegen`.
 """StreamsGroupTopologyDescriptionUpdateRequest: apiKey 93, request, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class TopologyDescriptionNode(_message.Struct):
     MESSAGE = 'StreamsGroupTopologyDescriptionUpdateRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, name='', node_type=0, source_topics=_MISSING, sink_topic=None, stores=_MISSING, successors=_MISSING):
+    def __init__(self, *, name: str = '', node_type: int = 0, source_topics: list[str] = _MISSING, sink_topic: str | None = None, stores: list[str] = _MISSING, successors: list[str] = _MISSING) -> None:
         self.name = name
         self.node_type = node_type
         self.source_topics = [] if source_topics is _MISSING else source_topics
@@ -40,7 +42,7 @@ class TopologyDescriptionSubtopology(_message.Struct):
     MESSAGE = 'StreamsGroupTopologyDescriptionUpdateRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, subtopology_id='', nodes=_MISSING):
+    def __init__(self, *, subtopology_id: str = '', nodes: list[TopologyDescriptionNode] = _MISSING) -> None:
         self.subtopology_id = subtopology_id
         self.nodes = [] if nodes is _MISSING else nodes
         self._unknown_tagged_fields = ()
@@ -53,7 +55,7 @@ class TopologyDescriptionGlobalStore(_message.Struct):
     MESSAGE = 'StreamsGroupTopologyDescriptionUpdateRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, source=_MISSING, processor=_MISSING):
+    def __init__(self, *, source: TopologyDescriptionNode = _MISSING, processor: TopologyDescriptionNode = _MISSING) -> None:
         self.source = TopologyDescriptionNode() if source is _MISSING else source
         self.processor = TopologyDescriptionNode() if processor is _MISSING else processor
         self._unknown_tagged_fields = ()
@@ -66,7 +68,7 @@ class TopologyDescription(_message.Struct):
     MESSAGE = 'StreamsGroupTopologyDescriptionUpdateRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, subtopologies=_MISSING, global_stores=_MISSING):
+    def __init__(self, *, subtopologies: list[TopologyDescriptionSubtopology] = _MISSING, global_stores: list[TopologyDescriptionGlobalStore] = _MISSING) -> None:
         self.subtopologies = [] if subtopologies is _MISSING else subtopologies
         self.global_stores = [] if global_stores is _MISSING else global_stores
         self._unknown_tagged_fields = ()
@@ -83,7 +85,7 @@ class StreamsGroupTopologyDescriptionUpdateRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/StreamsGroupTopologyDescriptionUpdateRequest.json'
 
-    def __init__(self, *, group_id='', member_id='', topology_epoch=0, topology_description=_MISSING):
+    def __init__(self, *, group_id: str = '', member_id: str = '', topology_epoch: int = 0, topology_description: TopologyDescription = _MISSING) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.topology_epoch = topology_epoch
@@ -420,75 +422,75 @@ StreamsGroupTopologyDescriptionUpdateRequest._ENCODERS = {0: _encode_StreamsGrou
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    180: 'Name',
-    181: 'NodeType',
-    183: 'SourceTopics',
-    187: 'SourceTopics',
-    194: 'SourceTopics',
-    197: 'SinkTopic',
-    198: 'Stores',
-    202: 'Stores',
-    209: 'Stores',
-    212: 'Successors',
-    216: 'Successors',
-    223: 'Successors',
-    226: 'tagged fields of TopologyDescriptionNode',
-    227: 'tagged fields of TopologyDescriptionNode',
-    235: 'Name',
-    236: 'NodeType',
-    238: 'SourceTopics',
-    241: 'SourceTopics',
+    182: 'Name',
+    183: 'NodeType',
+    185: 'SourceTopics',
+    189: 'SourceTopics',
+    196: 'SourceTopics',
+    199: 'SinkTopic',
+    200: 'Stores',
+    204: 'Stores',
+    211: 'Stores',
+    214: 'Successors',
+    218: 'Successors',
+    225: 'Successors',
+    228: 'tagged fields of TopologyDescriptionNode',
+    229: 'tagged fields of TopologyDescriptionNode',
+    237: 'Name',
+    238: 'NodeType',
+    240: 'SourceTopics',
     243: 'SourceTopics',
-    244: 'SinkTopic',
-    246: 'Stores',
-    249: 'Stores',
+    245: 'SourceTopics',
+    246: 'SinkTopic',
+    248: 'Stores',
     251: 'Stores',
-    253: 'Successors',
-    256: 'Successors',
+    253: 'Stores',
+    255: 'Successors',
     258: 'Successors',
-    260: 'tagged fields of TopologyDescriptionNode',
-    267: 'SubtopologyId',
-    268: 'Nodes',
-    272: 'Nodes',
-    279: 'Nodes',
-    282: 'tagged fields of TopologyDescriptionSubtopology',
-    283: 'tagged fields of TopologyDescriptionSubtopology',
-    291: 'SubtopologyId',
-    293: 'Nodes',
-    296: 'Nodes',
+    260: 'Successors',
+    262: 'tagged fields of TopologyDescriptionNode',
+    269: 'SubtopologyId',
+    270: 'Nodes',
+    274: 'Nodes',
+    281: 'Nodes',
+    284: 'tagged fields of TopologyDescriptionSubtopology',
+    285: 'tagged fields of TopologyDescriptionSubtopology',
+    293: 'SubtopologyId',
+    295: 'Nodes',
     298: 'Nodes',
-    300: 'tagged fields of TopologyDescriptionSubtopology',
-    307: 'Source',
-    308: 'Processor',
-    309: 'tagged fields of TopologyDescriptionGlobalStore',
-    310: 'tagged fields of TopologyDescriptionGlobalStore',
-    318: 'Source',
-    319: 'Processor',
-    321: 'tagged fields of TopologyDescriptionGlobalStore',
-    328: 'Subtopologies',
-    332: 'Subtopologies',
-    339: 'Subtopologies',
-    342: 'GlobalStores',
-    346: 'GlobalStores',
-    353: 'GlobalStores',
-    356: 'tagged fields of TopologyDescription',
-    357: 'tagged fields of TopologyDescription',
-    366: 'Subtopologies',
-    369: 'Subtopologies',
+    300: 'Nodes',
+    302: 'tagged fields of TopologyDescriptionSubtopology',
+    309: 'Source',
+    310: 'Processor',
+    311: 'tagged fields of TopologyDescriptionGlobalStore',
+    312: 'tagged fields of TopologyDescriptionGlobalStore',
+    320: 'Source',
+    321: 'Processor',
+    323: 'tagged fields of TopologyDescriptionGlobalStore',
+    330: 'Subtopologies',
+    334: 'Subtopologies',
+    341: 'Subtopologies',
+    344: 'GlobalStores',
+    348: 'GlobalStores',
+    355: 'GlobalStores',
+    358: 'tagged fields of TopologyDescription',
+    359: 'tagged fields of TopologyDescription',
+    368: 'Subtopologies',
     371: 'Subtopologies',
-    373: 'GlobalStores',
-    376: 'GlobalStores',
+    373: 'Subtopologies',
+    375: 'GlobalStores',
     378: 'GlobalStores',
-    380: 'tagged fields of TopologyDescription',
-    387: 'GroupId',
-    388: 'MemberId',
-    389: 'TopologyEpoch',
-    391: 'TopologyDescription',
-    392: 'tagged fields of StreamsGroupTopologyDescriptionUpdateRequest',
-    393: 'tagged fields of StreamsGroupTopologyDescriptionUpdateRequest',
-    401: 'GroupId',
-    402: 'MemberId',
-    403: 'TopologyEpoch',
-    404: 'TopologyDescription',
-    406: 'tagged fields of StreamsGroupTopologyDescriptionUpdateRequest',
+    380: 'GlobalStores',
+    382: 'tagged fields of TopologyDescription',
+    389: 'GroupId',
+    390: 'MemberId',
+    391: 'TopologyEpoch',
+    393: 'TopologyDescription',
+    394: 'tagged fields of StreamsGroupTopologyDescriptionUpdateRequest',
+    395: 'tagged fields of StreamsGroupTopologyDescriptionUpdateRequest',
+    403: 'GroupId',
+    404: 'MemberId',
+    405: 'TopologyEpoch',
+    406: 'TopologyDescription',
+    408: 'tagged fields of StreamsGroupTopologyDescriptionUpdateRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/StreamsGroupTopologyDescriptionUpdateResponse.json (sha256 c4c1e2566cb7abc2780a774f61f0648551f78ee2e743a7ecdebaa7b6b0a19f49):
 # change the schema and run `kafkawire codegen`.
 """StreamsGroupTopologyDescriptionUpdateResponse: apiKey 93, response, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class StreamsGroupTopologyDescriptionUpdateResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/StreamsGroupTopologyDescriptionUpdateResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message=None):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -77,11 +79,11 @@ StreamsGroupTopologyDescriptionUpdateResponse._ENCODERS = {0: _encode_StreamsGro
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    56: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    58: 'ErrorMessage',
-    59: 'tagged fields of StreamsGroupTopologyDescriptionUpdateResponse',
-    60: 'tagged fields of StreamsGroupTopologyDescriptionUpdateResponse',
-    68: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    69: 'ErrorMessage',
-    71: 'tagged fields of StreamsGroupTopologyDescriptionUpdateResponse',
+    58: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    60: 'ErrorMessage',
+    61: 'tagged fields of StreamsGroupTopologyDescriptionUpdateResponse',
+    62: 'tagged fields of StreamsGroupTopologyDescriptionUpdateResponse',
+    70: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    71: 'ErrorMessage',
+    73: 'tagged fields of StreamsGroupTopologyDescriptionUpdateResponse',
 }

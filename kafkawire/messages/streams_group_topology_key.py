@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/StreamsGroupTopologyKey.json (sha256 1775a8bd74ce3bc616f67d855e01190f0177102174312846df3afeabc1e7ff64):
 # change the schema and run `kafkawire codegen`.
 """StreamsGroupTopologyKey: apiKey 23, coordinator-key, versions 0, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class StreamsGroupTopologyKey(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/StreamsGroupTopologyKey.json'
 
-    def __init__(self, *, group_id=''):
+    def __init__(self, *, group_id: str = '') -> None:
         self.group_id = group_id
         self._unknown_tagged_fields = ()
 
@@ -61,7 +63,7 @@ StreamsGroupTopologyKey._ENCODERS = {0: _encode_StreamsGroupTopologyKey_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    49: 'GroupId',
-    55: 'GroupId',
-    57: 'tagged fields of StreamsGroupTopologyKey',
+    51: 'GroupId',
+    57: 'GroupId',
+    59: 'tagged fields of StreamsGroupTopologyKey',
 }

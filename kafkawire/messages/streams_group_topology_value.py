@@ -2,6 +2,8 @@
 # From schemas/coordinators/group-coordinator/StreamsGroupTopologyValue.json (sha256 02720a83b76d14e4b8b886377a7ca137241178c3293a233ccab7e8b30106d962):
 # change the schema and run `kafkawire codegen`.
 """StreamsGroupTopologyValue: apiKey 23, coordinator-value, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -24,7 +26,7 @@ class TopicConfig(_message.Struct):
     MESSAGE = 'StreamsGroupTopologyValue'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, key='', value=''):
+    def __init__(self, *, key: str = '', value: str = '') -> None:
         self.key = key
         self.value = value
         self._unknown_tagged_fields = ()
@@ -37,7 +39,7 @@ class TopicInfo(_message.Struct):
     MESSAGE = 'StreamsGroupTopologyValue'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, name='', partitions=0, replication_factor=0, topic_configs=_MISSING):
+    def __init__(self, *, name: str = '', partitions: int = 0, replication_factor: int = 0, topic_configs: list[TopicConfig] = _MISSING) -> None:
         self.name = name
         self.partitions = partitions
         self.replication_factor = replication_factor
@@ -52,7 +54,7 @@ class CopartitionGroup(_message.Struct):
     MESSAGE = 'StreamsGroupTopologyValue'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, source_topics=_MISSING, source_topic_regex=_MISSING, repartition_source_topics=_MISSING):
+    def __init__(self, *, source_topics: list[int] = _MISSING, source_topic_regex: list[int] = _MISSING, repartition_source_topics: list[int] = _MISSING) -> None:
         self.source_topics = [] if source_topics is _MISSING else source_topics
         self.source_topic_regex = [] if source_topic_regex is _MISSING else source_topic_regex
         self.repartition_source_topics = [] if repartition_source_topics is _MISSING else repartition_source_topics
@@ -66,7 +68,7 @@ class Subtopology(_message.Struct):
     MESSAGE = 'StreamsGroupTopologyValue'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, subtopology_id='', source_topics=_MISSING, source_topic_regex=_MISSING, state_changelog_topics=_MISSING, repartition_sink_topics=_MISSING, repartition_source_topics=_MISSING, copartition_groups=_MISSING):
+    def __init__(self, *, subtopology_id: str = '', source_topics: list[str] = _MISSING, source_topic_regex: list[str] = _MISSING, state_changelog_topics: list[TopicInfo] = _MISSING, repartition_sink_topics: list[str] = _MISSING, repartition_source_topics: list[TopicInfo] = _MISSING, copartition_groups: list[CopartitionGroup] = _MISSING) -> None:
         self.subtopology_id = subtopology_id
         self.source_topics = [] if source_topics is _MISSING else source_topics
         self.source_topic_regex = [] if source_topic_regex is _MISSING else source_topic_regex
@@ -88,7 +90,7 @@ class StreamsGroupTopologyValue(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/group-coordinator/StreamsGroupTopologyValue.json'
 
-    def __init__(self, *, epoch=0, subtopologies=_MISSING):
+    def __init__(self, *, epoch: int = 0, subtopologies: list[Subtopology] = _MISSING) -> None:
         self.epoch = epoch
         self.subtopologies = [] if subtopologies is _MISSING else subtopologies
         self._unknown_tagged_fields = ()
@@ -512,97 +514,97 @@ StreamsGroupTopologyValue._ENCODERS = {0: _encode_StreamsGroupTopologyValue_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    187: 'key',
-    188: 'value',
-    189: 'tagged fields of TopicConfig',
-    190: 'tagged fields of TopicConfig',
-    198: 'key',
-    199: 'value',
-    201: 'tagged fields of TopicConfig',
-    208: 'Name',
-    209: (('Partitions', 'partitions', 'i'), ('ReplicationFactor', 'replication_factor', 'h')),
-    211: 'TopicConfigs',
-    215: 'TopicConfigs',
-    222: 'TopicConfigs',
-    225: 'tagged fields of TopicInfo',
-    226: 'tagged fields of TopicInfo',
-    234: 'Name',
-    235: (('Partitions', 'partitions', 'i'), ('ReplicationFactor', 'replication_factor', 'h')),
-    237: 'TopicConfigs',
-    240: 'TopicConfigs',
+    189: 'key',
+    190: 'value',
+    191: 'tagged fields of TopicConfig',
+    192: 'tagged fields of TopicConfig',
+    200: 'key',
+    201: 'value',
+    203: 'tagged fields of TopicConfig',
+    210: 'Name',
+    211: (('Partitions', 'partitions', 'i'), ('ReplicationFactor', 'replication_factor', 'h')),
+    213: 'TopicConfigs',
+    217: 'TopicConfigs',
+    224: 'TopicConfigs',
+    227: 'tagged fields of TopicInfo',
+    228: 'tagged fields of TopicInfo',
+    236: 'Name',
+    237: (('Partitions', 'partitions', 'i'), ('ReplicationFactor', 'replication_factor', 'h')),
+    239: 'TopicConfigs',
     242: 'TopicConfigs',
-    244: 'tagged fields of TopicInfo',
-    251: 'SourceTopics',
-    255: 'SourceTopics',
-    259: 'SourceTopics',
-    261: 'SourceTopicRegex',
-    265: 'SourceTopicRegex',
-    269: 'SourceTopicRegex',
-    271: 'RepartitionSourceTopics',
-    275: 'RepartitionSourceTopics',
-    279: 'RepartitionSourceTopics',
-    281: 'tagged fields of CopartitionGroup',
-    282: 'tagged fields of CopartitionGroup',
-    291: 'SourceTopics',
-    294: 'SourceTopics',
+    244: 'TopicConfigs',
+    246: 'tagged fields of TopicInfo',
+    253: 'SourceTopics',
+    257: 'SourceTopics',
+    261: 'SourceTopics',
+    263: 'SourceTopicRegex',
+    267: 'SourceTopicRegex',
+    271: 'SourceTopicRegex',
+    273: 'RepartitionSourceTopics',
+    277: 'RepartitionSourceTopics',
+    281: 'RepartitionSourceTopics',
+    283: 'tagged fields of CopartitionGroup',
+    284: 'tagged fields of CopartitionGroup',
+    293: 'SourceTopics',
     296: 'SourceTopics',
-    298: 'SourceTopicRegex',
-    301: 'SourceTopicRegex',
+    298: 'SourceTopics',
+    300: 'SourceTopicRegex',
     303: 'SourceTopicRegex',
-    305: 'RepartitionSourceTopics',
-    308: 'RepartitionSourceTopics',
+    305: 'SourceTopicRegex',
+    307: 'RepartitionSourceTopics',
     310: 'RepartitionSourceTopics',
-    312: 'tagged fields of CopartitionGroup',
-    319: 'SubtopologyId',
-    320: 'SourceTopics',
-    324: 'SourceTopics',
-    331: 'SourceTopics',
-    334: 'SourceTopicRegex',
-    338: 'SourceTopicRegex',
-    345: 'SourceTopicRegex',
-    348: 'StateChangelogTopics',
-    352: 'StateChangelogTopics',
-    359: 'StateChangelogTopics',
-    362: 'RepartitionSinkTopics',
-    366: 'RepartitionSinkTopics',
-    373: 'RepartitionSinkTopics',
-    376: 'RepartitionSourceTopics',
-    380: 'RepartitionSourceTopics',
-    387: 'RepartitionSourceTopics',
-    390: 'CopartitionGroups',
-    394: 'CopartitionGroups',
-    401: 'CopartitionGroups',
-    404: 'tagged fields of Subtopology',
-    405: 'tagged fields of Subtopology',
-    413: 'SubtopologyId',
-    415: 'SourceTopics',
-    418: 'SourceTopics',
+    312: 'RepartitionSourceTopics',
+    314: 'tagged fields of CopartitionGroup',
+    321: 'SubtopologyId',
+    322: 'SourceTopics',
+    326: 'SourceTopics',
+    333: 'SourceTopics',
+    336: 'SourceTopicRegex',
+    340: 'SourceTopicRegex',
+    347: 'SourceTopicRegex',
+    350: 'StateChangelogTopics',
+    354: 'StateChangelogTopics',
+    361: 'StateChangelogTopics',
+    364: 'RepartitionSinkTopics',
+    368: 'RepartitionSinkTopics',
+    375: 'RepartitionSinkTopics',
+    378: 'RepartitionSourceTopics',
+    382: 'RepartitionSourceTopics',
+    389: 'RepartitionSourceTopics',
+    392: 'CopartitionGroups',
+    396: 'CopartitionGroups',
+    403: 'CopartitionGroups',
+    406: 'tagged fields of Subtopology',
+    407: 'tagged fields of Subtopology',
+    415: 'SubtopologyId',
+    417: 'SourceTopics',
     420: 'SourceTopics',
-    422: 'SourceTopicRegex',
-    425: 'SourceTopicRegex',
+    422: 'SourceTopics',
+    424: 'SourceTopicRegex',
     427: 'SourceTopicRegex',
-    429: 'StateChangelogTopics',
-    432: 'StateChangelogTopics',
+    429: 'SourceTopicRegex',
+    431: 'StateChangelogTopics',
     434: 'StateChangelogTopics',
-    436: 'RepartitionSinkTopics',
-    439: 'RepartitionSinkTopics',
+    436: 'StateChangelogTopics',
+    438: 'RepartitionSinkTopics',
     441: 'RepartitionSinkTopics',
-    443: 'RepartitionSourceTopics',
-    446: 'RepartitionSourceTopics',
+    443: 'RepartitionSinkTopics',
+    445: 'RepartitionSourceTopics',
     448: 'RepartitionSourceTopics',
-    450: 'CopartitionGroups',
-    453: 'CopartitionGroups',
+    450: 'RepartitionSourceTopics',
+    452: 'CopartitionGroups',
     455: 'CopartitionGroups',
-    457: 'tagged fields of Subtopology',
-    464: 'Epoch',
-    466: 'Subtopologies',
-    470: 'Subtopologies',
-    477: 'Subtopologies',
-    480: 'tagged fields of StreamsGroupTopologyValue',
-    481: 'tagged fields of StreamsGroupTopologyValue',
-    489: 'Epoch',
-    491: 'Subtopologies',
-    494: 'Subtopologies',
+    457: 'CopartitionGroups',
+    459: 'tagged fields of Subtopology',
+    466: 'Epoch',
+    468: 'Subtopologies',
+    472: 'Subtopologies',
+    479: 'Subtopologies',
+    482: 'tagged fields of StreamsGroupTopologyValue',
+    483: 'tagged fields of StreamsGroupTopologyValue',
+    491: 'Epoch',
+    493: 'Subtopologies',
     496: 'Subtopologies',
-    498: 'tagged fields of StreamsGroupTopologyValue',
+    498: 'Subtopologies',
+    500: 'tagged fields of StreamsGroupTopologyValue',
 }

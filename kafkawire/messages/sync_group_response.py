@@ -2,6 +2,8 @@
 # From schemas/clients/SyncGroupResponse.json (sha256 6b56389118db34562bee6c18672ba38b27ead951f2f73f57c9149a1ec5d33849):
 # change the schema and run `kafkawire codegen`.
 """SyncGroupResponse: apiKey 14, response, versions 0-5, flexible 4+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -28,7 +30,7 @@ class SyncGroupResponse(_message.Message):
     SCHEMA = 'schemas/clients/SyncGroupResponse.json'
     _HAS_BYTES = True
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, protocol_type=None, protocol_name=None, assignment=b''):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, protocol_type: str | None = None, protocol_name: str | None = None, assignment: bytes = b'') -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.protocol_type = protocol_type
@@ -164,38 +166,38 @@ SyncGroupResponse._ENCODERS = {0: _encode_SyncGroupResponse_v0, 1: _encode_SyncG
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    64: 'ErrorCode',
-    66: 'Assignment',
-    75: 'ErrorCode',
-    76: 'Assignment',
-    78: 'tagged fields of SyncGroupResponse',
-    83: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    85: 'Assignment',
-    93: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    94: 'Assignment',
-    96: 'tagged fields of SyncGroupResponse',
-    100: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    101: 'Assignment',
-    103: 'tagged fields of SyncGroupResponse',
-    107: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    108: 'Assignment',
-    110: 'tagged fields of SyncGroupResponse',
-    115: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    117: 'Assignment',
-    120: 'tagged fields of SyncGroupResponse',
-    121: 'tagged fields of SyncGroupResponse',
-    129: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    130: 'Assignment',
-    132: 'tagged fields of SyncGroupResponse',
-    139: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    141: 'ProtocolType',
-    142: 'ProtocolName',
-    143: 'Assignment',
-    144: 'tagged fields of SyncGroupResponse',
-    145: 'tagged fields of SyncGroupResponse',
-    153: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    154: 'ProtocolType',
-    155: 'ProtocolName',
-    156: 'Assignment',
-    158: 'tagged fields of SyncGroupResponse',
+    66: 'ErrorCode',
+    68: 'Assignment',
+    77: 'ErrorCode',
+    78: 'Assignment',
+    80: 'tagged fields of SyncGroupResponse',
+    85: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    87: 'Assignment',
+    95: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    96: 'Assignment',
+    98: 'tagged fields of SyncGroupResponse',
+    102: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    103: 'Assignment',
+    105: 'tagged fields of SyncGroupResponse',
+    109: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    110: 'Assignment',
+    112: 'tagged fields of SyncGroupResponse',
+    117: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    119: 'Assignment',
+    122: 'tagged fields of SyncGroupResponse',
+    123: 'tagged fields of SyncGroupResponse',
+    131: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    132: 'Assignment',
+    134: 'tagged fields of SyncGroupResponse',
+    141: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    143: 'ProtocolType',
+    144: 'ProtocolName',
+    145: 'Assignment',
+    146: 'tagged fields of SyncGroupResponse',
+    147: 'tagged fields of SyncGroupResponse',
+    155: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    156: 'ProtocolType',
+    157: 'ProtocolName',
+    158: 'Assignment',
+    160: 'tagged fields of SyncGroupResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/metadata/TopicRecord.json (sha256 9fd30d8b759183b192b7c25157d3f5fe870e2758a18d0a7ae1acad25360ba715):
 # change the schema and run `kafkawire codegen`.
 """TopicRecord: apiKey 2, metadata, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class TopicRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/metadata/TopicRecord.json'
 
-    def __init__(self, *, name='', topic_id=_ZERO_UUID):
+    def __init__(self, *, name: str = '', topic_id: _UUID = _ZERO_UUID) -> None:
         self.name = name
         self.topic_id = topic_id
         self._unknown_tagged_fields = ()
@@ -72,11 +74,11 @@ TopicRecord._ENCODERS = {0: _encode_TopicRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    52: 'Name',
-    53: 'TopicId',
-    54: 'tagged fields of TopicRecord',
-    55: 'tagged fields of TopicRecord',
-    63: 'Name',
-    64: 'TopicId',
-    66: 'tagged fields of TopicRecord',
+    54: 'Name',
+    55: 'TopicId',
+    56: 'tagged fields of TopicRecord',
+    57: 'tagged fields of TopicRecord',
+    65: 'Name',
+    66: 'TopicId',
+    68: 'tagged fields of TopicRecord',
 }

@@ -2,6 +2,8 @@
 # From schemas/coordinators/transaction-coordinator/TransactionLogKey.json (sha256 1f5f8dc4b8f44137454648757d1e4e0d8f98d3904a887b663ed19505d68343be):
 # change the schema and run `kafkawire codegen`.
 """TransactionLogKey: apiKey 0, coordinator-key, versions 0, flexible none."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class TransactionLogKey(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/transaction-coordinator/TransactionLogKey.json'
 
-    def __init__(self, *, transactional_id=''):
+    def __init__(self, *, transactional_id: str = '') -> None:
         self.transactional_id = transactional_id
         self._unknown_tagged_fields = ()
 
@@ -61,7 +63,7 @@ TransactionLogKey._ENCODERS = {0: _encode_TransactionLogKey_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    49: 'TransactionalId',
-    55: 'TransactionalId',
-    57: 'tagged fields of TransactionLogKey',
+    51: 'TransactionalId',
+    57: 'TransactionalId',
+    59: 'tagged fields of TransactionLogKey',
 }

@@ -2,6 +2,8 @@
 # From schemas/coordinators/transaction-coordinator/TransactionLogValue.json (sha256 5ecf8caf7379b46abee7db67962c4f12c35f85456606719941508a34d4440d7f):
 # change the schema and run `kafkawire codegen`.
 """TransactionLogValue: apiKey 0, coordinator-value, versions 0-1, flexible 1+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -28,7 +30,7 @@ class PartitionsSchema(_message.Struct):
     MESSAGE = 'TransactionLogValue'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, topic='', partition_ids=_MISSING):
+    def __init__(self, *, topic: str = '', partition_ids: list[int] = _MISSING) -> None:
         self.topic = topic
         self.partition_ids = [] if partition_ids is _MISSING else partition_ids
         self._unknown_tagged_fields = ()
@@ -45,7 +47,7 @@ class TransactionLogValue(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/coordinators/transaction-coordinator/TransactionLogValue.json'
 
-    def __init__(self, *, producer_id=0, previous_producer_id=-1, next_producer_id=-1, producer_epoch=0, next_producer_epoch=-1, transaction_timeout_ms=0, transaction_status=0, transaction_partitions=_MISSING, transaction_last_update_timestamp_ms=0, transaction_start_timestamp_ms=0, client_transaction_version=0):
+    def __init__(self, *, producer_id: int = 0, previous_producer_id: int = -1, next_producer_id: int = -1, producer_epoch: int = 0, next_producer_epoch: int = -1, transaction_timeout_ms: int = 0, transaction_status: int = 0, transaction_partitions: list[PartitionsSchema] | None = _MISSING, transaction_last_update_timestamp_ms: int = 0, transaction_start_timestamp_ms: int = 0, client_transaction_version: int = 0) -> None:
         self.producer_id = producer_id
         self.previous_producer_id = previous_producer_id
         self.next_producer_id = next_producer_id
@@ -338,69 +340,69 @@ TransactionLogValue._ENCODERS = {0: _encode_TransactionLogValue_v0, 1: _encode_T
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    113: 'Topic',
-    114: 'PartitionIds',
-    118: 'PartitionIds',
-    125: 'Topic',
-    127: 'PartitionIds',
+    115: 'Topic',
+    116: 'PartitionIds',
+    120: 'PartitionIds',
+    127: 'Topic',
     129: 'PartitionIds',
-    131: 'tagged fields of PartitionsSchema',
-    136: 'Topic',
-    137: 'PartitionIds',
-    141: 'PartitionIds',
-    145: 'PartitionIds',
-    147: 'tagged fields of PartitionsSchema',
-    148: 'tagged fields of PartitionsSchema',
-    156: 'Topic',
-    158: 'PartitionIds',
-    161: 'PartitionIds',
+    131: 'PartitionIds',
+    133: 'tagged fields of PartitionsSchema',
+    138: 'Topic',
+    139: 'PartitionIds',
+    143: 'PartitionIds',
+    147: 'PartitionIds',
+    149: 'tagged fields of PartitionsSchema',
+    150: 'tagged fields of PartitionsSchema',
+    158: 'Topic',
+    160: 'PartitionIds',
     163: 'PartitionIds',
-    165: 'tagged fields of PartitionsSchema',
-    172: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('TransactionTimeoutMs', 'transaction_timeout_ms', 'i'), ('TransactionStatus', 'transaction_status', 'b'), ('TransactionPartitions', None, 'i'), ('TransactionLastUpdateTimestampMs', 'transaction_last_update_timestamp_ms', 'q'), ('TransactionStartTimestampMs', 'transaction_start_timestamp_ms', 'q')),
-    182: 'TransactionPartitions',
-    189: 'TransactionPartitions',
-    194: (('TransactionLastUpdateTimestampMs', 'transaction_last_update_timestamp_ms', 'q'), ('TransactionStartTimestampMs', 'transaction_start_timestamp_ms', 'q')),
-    205: 'PreviousProducerId',
-    206: 'PreviousProducerId',
-    207: 'NextProducerId',
-    208: 'NextProducerId',
-    209: 'NextProducerEpoch',
-    210: 'NextProducerEpoch',
-    211: 'ClientTransactionVersion',
-    212: 'ClientTransactionVersion',
-    213: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('TransactionTimeoutMs', 'transaction_timeout_ms', 'i'), ('TransactionStatus', 'transaction_status', 'b')),
-    215: 'TransactionPartitions',
-    218: 'TransactionPartitions',
-    219: (('TransactionLastUpdateTimestampMs', 'transaction_last_update_timestamp_ms', 'q'), ('TransactionStartTimestampMs', 'transaction_start_timestamp_ms', 'q')),
-    221: 'tagged fields of TransactionLogValue',
-    225: 'tagged fields of TransactionLogValue',
-    231: 'tagged fields of TransactionLogValue',
-    234: 'PreviousProducerId',
-    237: 'PreviousProducerId',
-    239: 'NextProducerId',
-    242: 'NextProducerId',
-    244: 'ClientTransactionVersion',
-    247: 'ClientTransactionVersion',
-    249: 'NextProducerEpoch',
-    252: 'NextProducerEpoch',
-    264: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('TransactionTimeoutMs', 'transaction_timeout_ms', 'i'), ('TransactionStatus', 'transaction_status', 'b'), ('TransactionPartitions', None, 'B'), ('TransactionLastUpdateTimestampMs', 'transaction_last_update_timestamp_ms', 'q'), ('TransactionStartTimestampMs', 'transaction_start_timestamp_ms', 'q')),
-    274: 'TransactionPartitions',
-    278: 'TransactionPartitions',
-    285: 'TransactionPartitions',
-    290: (('TransactionLastUpdateTimestampMs', 'transaction_last_update_timestamp_ms', 'q'), ('TransactionStartTimestampMs', 'transaction_start_timestamp_ms', 'q')),
-    296: 'tagged fields of TransactionLogValue',
-    297: 'tagged fields of TransactionLogValue',
-    305: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('TransactionTimeoutMs', 'transaction_timeout_ms', 'i'), ('TransactionStatus', 'transaction_status', 'b')),
-    307: 'TransactionPartitions',
-    310: 'TransactionPartitions',
-    311: (('TransactionLastUpdateTimestampMs', 'transaction_last_update_timestamp_ms', 'q'), ('TransactionStartTimestampMs', 'transaction_start_timestamp_ms', 'q')),
-    313: 'PreviousProducerId',
+    165: 'PartitionIds',
+    167: 'tagged fields of PartitionsSchema',
+    174: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('TransactionTimeoutMs', 'transaction_timeout_ms', 'i'), ('TransactionStatus', 'transaction_status', 'b'), ('TransactionPartitions', None, 'i'), ('TransactionLastUpdateTimestampMs', 'transaction_last_update_timestamp_ms', 'q'), ('TransactionStartTimestampMs', 'transaction_start_timestamp_ms', 'q')),
+    184: 'TransactionPartitions',
+    191: 'TransactionPartitions',
+    196: (('TransactionLastUpdateTimestampMs', 'transaction_last_update_timestamp_ms', 'q'), ('TransactionStartTimestampMs', 'transaction_start_timestamp_ms', 'q')),
+    207: 'PreviousProducerId',
+    208: 'PreviousProducerId',
+    209: 'NextProducerId',
+    210: 'NextProducerId',
+    211: 'NextProducerEpoch',
+    212: 'NextProducerEpoch',
+    213: 'ClientTransactionVersion',
+    214: 'ClientTransactionVersion',
+    215: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('TransactionTimeoutMs', 'transaction_timeout_ms', 'i'), ('TransactionStatus', 'transaction_status', 'b')),
+    217: 'TransactionPartitions',
+    220: 'TransactionPartitions',
+    221: (('TransactionLastUpdateTimestampMs', 'transaction_last_update_timestamp_ms', 'q'), ('TransactionStartTimestampMs', 'transaction_start_timestamp_ms', 'q')),
+    223: 'tagged fields of TransactionLogValue',
+    227: 'tagged fields of TransactionLogValue',
+    233: 'tagged fields of TransactionLogValue',
+    236: 'PreviousProducerId',
+    239: 'PreviousProducerId',
+    241: 'NextProducerId',
+    244: 'NextProducerId',
+    246: 'ClientTransactionVersion',
+    249: 'ClientTransactionVersion',
+    251: 'NextProducerEpoch',
+    254: 'NextProducerEpoch',
+    266: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('TransactionTimeoutMs', 'transaction_timeout_ms', 'i'), ('TransactionStatus', 'transaction_status', 'b'), ('TransactionPartitions', None, 'B'), ('TransactionLastUpdateTimestampMs', 'transaction_last_update_timestamp_ms', 'q'), ('TransactionStartTimestampMs', 'transaction_start_timestamp_ms', 'q')),
+    276: 'TransactionPartitions',
+    280: 'TransactionPartitions',
+    287: 'TransactionPartitions',
+    292: (('TransactionLastUpdateTimestampMs', 'transaction_last_update_timestamp_ms', 'q'), ('TransactionStartTimestampMs', 'transaction_start_timestamp_ms', 'q')),
+    298: 'tagged fields of TransactionLogValue',
+    299: 'tagged fields of TransactionLogValue',
+    307: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('TransactionTimeoutMs', 'transaction_timeout_ms', 'i'), ('TransactionStatus', 'transaction_status', 'b')),
+    309: 'TransactionPartitions',
+    312: 'TransactionPartitions',
+    313: (('TransactionLastUpdateTimestampMs', 'transaction_last_update_timestamp_ms', 'q'), ('TransactionStartTimestampMs', 'transaction_start_timestamp_ms', 'q')),
     315: 'PreviousProducerId',
-    317: 'NextProducerId',
+    317: 'PreviousProducerId',
     319: 'NextProducerId',
-    321: 'ClientTransactionVersion',
+    321: 'NextProducerId',
     323: 'ClientTransactionVersion',
-    325: 'NextProducerEpoch',
+    325: 'ClientTransactionVersion',
     327: 'NextProducerEpoch',
-    330: 'tagged fields of TransactionLogValue',
+    329: 'NextProducerEpoch',
+    332: 'tagged fields of TransactionLogValue',
 }

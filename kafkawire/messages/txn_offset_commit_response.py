@@ -2,6 +2,8 @@
 # From schemas/clients/TxnOffsetCommitResponse.json (sha256 238ef78f17d15e7df825524037f02c4fb491a829e2b3ce416d1a54df65ee926a):
 # change the schema and run `kafkawire codegen`.
 """TxnOffsetCommitResponse: apiKey 28, response, versions 0-6, flexible 3+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class TxnOffsetCommitResponsePartition(_message.Struct):
     MESSAGE = 'TxnOffsetCommitResponse'
     FLEXIBLE_VERSIONS = (3, 32767)
 
-    def __init__(self, *, partition_index=0, error_code=0):
+    def __init__(self, *, partition_index: int = 0, error_code: int = 0) -> None:
         self.partition_index = partition_index
         self.error_code = error_code
         self._unknown_tagged_fields = ()
@@ -36,7 +38,7 @@ class TxnOffsetCommitResponseTopic(_message.Struct):
     MESSAGE = 'TxnOffsetCommitResponse'
     FLEXIBLE_VERSIONS = (3, 32767)
 
-    def __init__(self, *, name='', topic_id=_ZERO_UUID, partitions=_MISSING):
+    def __init__(self, *, name: str = '', topic_id: _UUID = _ZERO_UUID, partitions: list[TxnOffsetCommitResponsePartition] = _MISSING) -> None:
         self.name = name
         self.topic_id = topic_id
         self.partitions = [] if partitions is _MISSING else partitions
@@ -54,7 +56,7 @@ class TxnOffsetCommitResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/TxnOffsetCommitResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, topics=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, topics: list[TxnOffsetCommitResponseTopic] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.topics = [] if topics is _MISSING else topics
         self._unknown_tagged_fields = ()
@@ -420,90 +422,90 @@ TxnOffsetCommitResponse._ENCODERS = {0: _encode_TxnOffsetCommitResponse_v0, 1: _
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    111: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    118: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    120: 'tagged fields of TxnOffsetCommitResponsePartition',
-    124: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    126: 'tagged fields of TxnOffsetCommitResponsePartition',
-    130: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    132: 'tagged fields of TxnOffsetCommitResponsePartition',
-    137: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    139: 'tagged fields of TxnOffsetCommitResponsePartition',
-    140: 'tagged fields of TxnOffsetCommitResponsePartition',
-    148: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    150: 'tagged fields of TxnOffsetCommitResponsePartition',
-    157: 'Name',
-    158: 'Partitions',
-    165: 'Partitions',
-    174: 'Name',
-    176: 'Partitions',
+    113: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    120: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    122: 'tagged fields of TxnOffsetCommitResponsePartition',
+    126: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    128: 'tagged fields of TxnOffsetCommitResponsePartition',
+    132: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    134: 'tagged fields of TxnOffsetCommitResponsePartition',
+    139: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    141: 'tagged fields of TxnOffsetCommitResponsePartition',
+    142: 'tagged fields of TxnOffsetCommitResponsePartition',
+    150: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    152: 'tagged fields of TxnOffsetCommitResponsePartition',
+    159: 'Name',
+    160: 'Partitions',
+    167: 'Partitions',
+    176: 'Name',
     178: 'Partitions',
-    180: 'tagged fields of TxnOffsetCommitResponseTopic',
-    184: 'Name',
-    186: 'Partitions',
+    180: 'Partitions',
+    182: 'tagged fields of TxnOffsetCommitResponseTopic',
+    186: 'Name',
     188: 'Partitions',
-    190: 'tagged fields of TxnOffsetCommitResponseTopic',
-    194: 'Name',
-    196: 'Partitions',
+    190: 'Partitions',
+    192: 'tagged fields of TxnOffsetCommitResponseTopic',
+    196: 'Name',
     198: 'Partitions',
-    200: 'tagged fields of TxnOffsetCommitResponseTopic',
-    205: 'Name',
-    206: 'Partitions',
-    210: 'Partitions',
-    217: 'Partitions',
-    221: 'tagged fields of TxnOffsetCommitResponseTopic',
-    222: 'tagged fields of TxnOffsetCommitResponseTopic',
-    230: 'Name',
-    232: 'Partitions',
-    235: 'Partitions',
+    200: 'Partitions',
+    202: 'tagged fields of TxnOffsetCommitResponseTopic',
+    207: 'Name',
+    208: 'Partitions',
+    212: 'Partitions',
+    219: 'Partitions',
+    223: 'tagged fields of TxnOffsetCommitResponseTopic',
+    224: 'tagged fields of TxnOffsetCommitResponseTopic',
+    232: 'Name',
+    234: 'Partitions',
     237: 'Partitions',
-    239: 'tagged fields of TxnOffsetCommitResponseTopic',
-    246: 'TopicId',
-    247: 'Partitions',
-    251: 'Partitions',
-    258: 'Partitions',
-    262: 'tagged fields of TxnOffsetCommitResponseTopic',
-    263: 'tagged fields of TxnOffsetCommitResponseTopic',
-    271: 'TopicId',
-    273: 'Partitions',
-    276: 'Partitions',
+    239: 'Partitions',
+    241: 'tagged fields of TxnOffsetCommitResponseTopic',
+    248: 'TopicId',
+    249: 'Partitions',
+    253: 'Partitions',
+    260: 'Partitions',
+    264: 'tagged fields of TxnOffsetCommitResponseTopic',
+    265: 'tagged fields of TxnOffsetCommitResponseTopic',
+    273: 'TopicId',
+    275: 'Partitions',
     278: 'Partitions',
-    280: 'tagged fields of TxnOffsetCommitResponseTopic',
-    287: 'ThrottleTimeMs',
-    289: 'Topics',
-    296: 'Topics',
-    304: 'ThrottleTimeMs',
-    306: 'Topics',
+    280: 'Partitions',
+    282: 'tagged fields of TxnOffsetCommitResponseTopic',
+    289: 'ThrottleTimeMs',
+    291: 'Topics',
+    298: 'Topics',
+    306: 'ThrottleTimeMs',
     308: 'Topics',
-    310: 'tagged fields of TxnOffsetCommitResponse',
-    314: 'ThrottleTimeMs',
-    316: 'Topics',
+    310: 'Topics',
+    312: 'tagged fields of TxnOffsetCommitResponse',
+    316: 'ThrottleTimeMs',
     318: 'Topics',
-    320: 'tagged fields of TxnOffsetCommitResponse',
-    324: 'ThrottleTimeMs',
-    326: 'Topics',
+    320: 'Topics',
+    322: 'tagged fields of TxnOffsetCommitResponse',
+    326: 'ThrottleTimeMs',
     328: 'Topics',
-    330: 'tagged fields of TxnOffsetCommitResponse',
-    335: 'ThrottleTimeMs',
-    337: 'Topics',
-    341: 'Topics',
-    348: 'Topics',
-    351: 'tagged fields of TxnOffsetCommitResponse',
-    352: 'tagged fields of TxnOffsetCommitResponse',
-    360: 'ThrottleTimeMs',
-    362: 'Topics',
-    365: 'Topics',
+    330: 'Topics',
+    332: 'tagged fields of TxnOffsetCommitResponse',
+    337: 'ThrottleTimeMs',
+    339: 'Topics',
+    343: 'Topics',
+    350: 'Topics',
+    353: 'tagged fields of TxnOffsetCommitResponse',
+    354: 'tagged fields of TxnOffsetCommitResponse',
+    362: 'ThrottleTimeMs',
+    364: 'Topics',
     367: 'Topics',
-    369: 'tagged fields of TxnOffsetCommitResponse',
-    376: 'ThrottleTimeMs',
-    378: 'Topics',
-    382: 'Topics',
-    389: 'Topics',
-    392: 'tagged fields of TxnOffsetCommitResponse',
-    393: 'tagged fields of TxnOffsetCommitResponse',
-    401: 'ThrottleTimeMs',
-    403: 'Topics',
-    406: 'Topics',
+    369: 'Topics',
+    371: 'tagged fields of TxnOffsetCommitResponse',
+    378: 'ThrottleTimeMs',
+    380: 'Topics',
+    384: 'Topics',
+    391: 'Topics',
+    394: 'tagged fields of TxnOffsetCommitResponse',
+    395: 'tagged fields of TxnOffsetCommitResponse',
+    403: 'ThrottleTimeMs',
+    405: 'Topics',
     408: 'Topics',
-    410: 'tagged fields of TxnOffsetCommitResponse',
+    410: 'Topics',
+    412: 'tagged fields of TxnOffsetCommitResponse',
 }

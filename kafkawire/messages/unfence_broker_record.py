@@ -2,6 +2,8 @@
 # From schemas/metadata/UnfenceBrokerRecord.json (sha256 0b34b9434a3ea0e78967d3e9ffa3f30c9ce891f0e4a2d3642f71295ac168ecef):
 # change the schema and run `kafkawire codegen`.
 """UnfenceBrokerRecord: apiKey 8, metadata, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class UnfenceBrokerRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/metadata/UnfenceBrokerRecord.json'
 
-    def __init__(self, *, id=0, epoch=0):
+    def __init__(self, *, id: int = 0, epoch: int = 0) -> None:
         self.id = id
         self.epoch = epoch
         self._unknown_tagged_fields = ()
@@ -72,9 +74,9 @@ UnfenceBrokerRecord._ENCODERS = {0: _encode_UnfenceBrokerRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    53: (('Id', 'id', 'i'), ('Epoch', 'epoch', 'q')),
-    55: 'tagged fields of UnfenceBrokerRecord',
-    56: 'tagged fields of UnfenceBrokerRecord',
-    64: (('Id', 'id', 'i'), ('Epoch', 'epoch', 'q')),
-    66: 'tagged fields of UnfenceBrokerRecord',
+    55: (('Id', 'id', 'i'), ('Epoch', 'epoch', 'q')),
+    57: 'tagged fields of UnfenceBrokerRecord',
+    58: 'tagged fields of UnfenceBrokerRecord',
+    66: (('Id', 'id', 'i'), ('Epoch', 'epoch', 'q')),
+    68: 'tagged fields of UnfenceBrokerRecord',
 }

@@ -2,6 +2,8 @@
 # From schemas/metadata/UnregisterBrokerRecord.json (sha256 96d4fcc0341c452de1f547238373a5b982ee42cfa914c9e3999a03bbf72b02ec):
 # change the schema and run `kafkawire codegen`.
 """UnregisterBrokerRecord: apiKey 1, metadata, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class UnregisterBrokerRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/metadata/UnregisterBrokerRecord.json'
 
-    def __init__(self, *, broker_id=0, broker_epoch=0):
+    def __init__(self, *, broker_id: int = 0, broker_epoch: int = 0) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self._unknown_tagged_fields = ()
@@ -72,9 +74,9 @@ UnregisterBrokerRecord._ENCODERS = {0: _encode_UnregisterBrokerRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    53: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    55: 'tagged fields of UnregisterBrokerRecord',
-    56: 'tagged fields of UnregisterBrokerRecord',
-    64: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
-    66: 'tagged fields of UnregisterBrokerRecord',
+    55: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    57: 'tagged fields of UnregisterBrokerRecord',
+    58: 'tagged fields of UnregisterBrokerRecord',
+    66: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
+    68: 'tagged fields of UnregisterBrokerRecord',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/UnregisterBrokerRequest.json (sha256 3105b344782c06c66632c730cf0f93b17c3a1f1358efcc55054d6ee44558d858):
 # change the schema and run `kafkawire codegen`.
 """UnregisterBrokerRequest: apiKey 64, request, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class UnregisterBrokerRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/UnregisterBrokerRequest.json'
 
-    def __init__(self, *, broker_id=0):
+    def __init__(self, *, broker_id: int = 0) -> None:
         self.broker_id = broker_id
         self._unknown_tagged_fields = ()
 
@@ -69,9 +71,9 @@ UnregisterBrokerRequest._ENCODERS = {0: _encode_UnregisterBrokerRequest_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    50: 'BrokerId',
-    52: 'tagged fields of UnregisterBrokerRequest',
-    53: 'tagged fields of UnregisterBrokerRequest',
-    61: 'BrokerId',
-    63: 'tagged fields of UnregisterBrokerRequest',
+    52: 'BrokerId',
+    54: 'tagged fields of UnregisterBrokerRequest',
+    55: 'tagged fields of UnregisterBrokerRequest',
+    63: 'BrokerId',
+    65: 'tagged fields of UnregisterBrokerRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/UnregisterBrokerResponse.json (sha256 18ffec8320c8868098109522fe3ce418cc48a22006df430dd53ae04ffd0f196c):
 # change the schema and run `kafkawire codegen`.
 """UnregisterBrokerResponse: apiKey 64, response, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class UnregisterBrokerResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/UnregisterBrokerResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message=''):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '') -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -77,11 +79,11 @@ UnregisterBrokerResponse._ENCODERS = {0: _encode_UnregisterBrokerResponse_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    56: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    58: 'ErrorMessage',
-    59: 'tagged fields of UnregisterBrokerResponse',
-    60: 'tagged fields of UnregisterBrokerResponse',
-    68: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    69: 'ErrorMessage',
-    71: 'tagged fields of UnregisterBrokerResponse',
+    58: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    60: 'ErrorMessage',
+    61: 'tagged fields of UnregisterBrokerResponse',
+    62: 'tagged fields of UnregisterBrokerResponse',
+    70: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    71: 'ErrorMessage',
+    73: 'tagged fields of UnregisterBrokerResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/metadata/UnregisterControllerRecord.json (sha256 51a0037e27955e30bf402b4878f6aa8841f162fb014702e7116c1b14eb15d4d1):
 # change the schema and run `kafkawire codegen`.
 """UnregisterControllerRecord: apiKey 29, metadata, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class UnregisterControllerRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/metadata/UnregisterControllerRecord.json'
 
-    def __init__(self, *, controller_id=0):
+    def __init__(self, *, controller_id: int = 0) -> None:
         self.controller_id = controller_id
         self._unknown_tagged_fields = ()
 
@@ -69,9 +71,9 @@ UnregisterControllerRecord._ENCODERS = {0: _encode_UnregisterControllerRecord_v0
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    50: 'ControllerId',
-    52: 'tagged fields of UnregisterControllerRecord',
-    53: 'tagged fields of UnregisterControllerRecord',
-    61: 'ControllerId',
-    63: 'tagged fields of UnregisterControllerRecord',
+    52: 'ControllerId',
+    54: 'tagged fields of UnregisterControllerRecord',
+    55: 'tagged fields of UnregisterControllerRecord',
+    63: 'ControllerId',
+    65: 'tagged fields of UnregisterControllerRecord',
 }

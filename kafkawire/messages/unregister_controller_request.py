@@ -2,6 +2,8 @@
 # From schemas/clients/UnregisterControllerRequest.json (sha256 d49e78a2838bd69c9e2850d9df72950d3baf423ee7a5dd33781765ffbc4edda4):
 # change the schema and run `kafkawire codegen`.
 """UnregisterControllerRequest: apiKey 94, request, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class UnregisterControllerRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/UnregisterControllerRequest.json'
 
-    def __init__(self, *, controller_id=0):
+    def __init__(self, *, controller_id: int = 0) -> None:
         self.controller_id = controller_id
         self._unknown_tagged_fields = ()
 
@@ -69,9 +71,9 @@ UnregisterControllerRequest._ENCODERS = {0: _encode_UnregisterControllerRequest_
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    50: 'ControllerId',
-    52: 'tagged fields of UnregisterControllerRequest',
-    53: 'tagged fields of UnregisterControllerRequest',
-    61: 'ControllerId',
-    63: 'tagged fields of UnregisterControllerRequest',
+    52: 'ControllerId',
+    54: 'tagged fields of UnregisterControllerRequest',
+    55: 'tagged fields of UnregisterControllerRequest',
+    63: 'ControllerId',
+    65: 'tagged fields of UnregisterControllerRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/UnregisterControllerResponse.json (sha256 87b655e6623c83c166e7a530c55c160270732bb611392b5f4d04efca696e1325):
 # change the schema and run `kafkawire codegen`.
 """UnregisterControllerResponse: apiKey 94, response, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class UnregisterControllerResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/UnregisterControllerResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message=''):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '') -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -77,11 +79,11 @@ UnregisterControllerResponse._ENCODERS = {0: _encode_UnregisterControllerRespons
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    56: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    58: 'ErrorMessage',
-    59: 'tagged fields of UnregisterControllerResponse',
-    60: 'tagged fields of UnregisterControllerResponse',
-    68: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    69: 'ErrorMessage',
-    71: 'tagged fields of UnregisterControllerResponse',
+    58: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    60: 'ErrorMessage',
+    61: 'tagged fields of UnregisterControllerResponse',
+    62: 'tagged fields of UnregisterControllerResponse',
+    70: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    71: 'ErrorMessage',
+    73: 'tagged fields of UnregisterControllerResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/UpdateFeaturesRequest.json (sha256 a35d8a86fd814e4cee37f2ca576f17bd1ae15529ea344965f103d8a38970f396):
 # change the schema and run `kafkawire codegen`.
 """UpdateFeaturesRequest: apiKey 57, request, versions 0-2, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class FeatureUpdateKey(_message.Struct):
     MESSAGE = 'UpdateFeaturesRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, feature='', max_version_level=0, allow_downgrade=False, upgrade_type=1):
+    def __init__(self, *, feature: str = '', max_version_level: int = 0, allow_downgrade: bool = False, upgrade_type: int = 1) -> None:
         self.feature = feature
         self.max_version_level = max_version_level
         self.allow_downgrade = allow_downgrade
@@ -45,7 +47,7 @@ class UpdateFeaturesRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/UpdateFeaturesRequest.json'
 
-    def __init__(self, *, timeout_ms=60000, feature_updates=_MISSING, validate_only=False):
+    def __init__(self, *, timeout_ms: int = 60000, feature_updates: list[FeatureUpdateKey] = _MISSING, validate_only: bool = False) -> None:
         self.timeout_ms = timeout_ms
         self.feature_updates = [] if feature_updates is _MISSING else feature_updates
         self.validate_only = validate_only
@@ -264,59 +266,59 @@ UpdateFeaturesRequest._ENCODERS = {0: _encode_UpdateFeaturesRequest_v0, 1: _enco
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    93: 'Feature',
-    94: (('MaxVersionLevel', 'max_version_level', 'h'), ('AllowDowngrade', 'allow_downgrade', '?')),
-    97: 'tagged fields of FeatureUpdateKey',
-    98: 'tagged fields of FeatureUpdateKey',
-    106: 'UpgradeType',
-    107: 'UpgradeType',
-    108: 'Feature',
-    109: (('MaxVersionLevel', 'max_version_level', 'h'), ('AllowDowngrade', 'allow_downgrade', '?')),
-    111: 'tagged fields of FeatureUpdateKey',
-    118: 'Feature',
-    119: (('MaxVersionLevel', 'max_version_level', 'h'), ('UpgradeType', 'upgrade_type', 'b')),
-    122: 'tagged fields of FeatureUpdateKey',
-    123: 'tagged fields of FeatureUpdateKey',
-    131: 'AllowDowngrade',
-    132: 'AllowDowngrade',
-    133: 'Feature',
-    134: (('MaxVersionLevel', 'max_version_level', 'h'), ('UpgradeType', 'upgrade_type', 'b')),
-    136: 'tagged fields of FeatureUpdateKey',
-    142: 'AllowDowngrade',
-    143: 'AllowDowngrade',
-    144: 'Feature',
-    145: (('MaxVersionLevel', 'max_version_level', 'h'), ('UpgradeType', 'upgrade_type', 'b')),
-    147: 'tagged fields of FeatureUpdateKey',
-    154: 'timeoutMs',
-    156: 'FeatureUpdates',
-    160: 'FeatureUpdates',
-    167: 'FeatureUpdates',
-    171: 'tagged fields of UpdateFeaturesRequest',
-    172: 'tagged fields of UpdateFeaturesRequest',
-    180: 'ValidateOnly',
-    181: 'ValidateOnly',
-    182: 'timeoutMs',
-    184: 'FeatureUpdates',
-    187: 'FeatureUpdates',
+    95: 'Feature',
+    96: (('MaxVersionLevel', 'max_version_level', 'h'), ('AllowDowngrade', 'allow_downgrade', '?')),
+    99: 'tagged fields of FeatureUpdateKey',
+    100: 'tagged fields of FeatureUpdateKey',
+    108: 'UpgradeType',
+    109: 'UpgradeType',
+    110: 'Feature',
+    111: (('MaxVersionLevel', 'max_version_level', 'h'), ('AllowDowngrade', 'allow_downgrade', '?')),
+    113: 'tagged fields of FeatureUpdateKey',
+    120: 'Feature',
+    121: (('MaxVersionLevel', 'max_version_level', 'h'), ('UpgradeType', 'upgrade_type', 'b')),
+    124: 'tagged fields of FeatureUpdateKey',
+    125: 'tagged fields of FeatureUpdateKey',
+    133: 'AllowDowngrade',
+    134: 'AllowDowngrade',
+    135: 'Feature',
+    136: (('MaxVersionLevel', 'max_version_level', 'h'), ('UpgradeType', 'upgrade_type', 'b')),
+    138: 'tagged fields of FeatureUpdateKey',
+    144: 'AllowDowngrade',
+    145: 'AllowDowngrade',
+    146: 'Feature',
+    147: (('MaxVersionLevel', 'max_version_level', 'h'), ('UpgradeType', 'upgrade_type', 'b')),
+    149: 'tagged fields of FeatureUpdateKey',
+    156: 'timeoutMs',
+    158: 'FeatureUpdates',
+    162: 'FeatureUpdates',
+    169: 'FeatureUpdates',
+    173: 'tagged fields of UpdateFeaturesRequest',
+    174: 'tagged fields of UpdateFeaturesRequest',
+    182: 'ValidateOnly',
+    183: 'ValidateOnly',
+    184: 'timeoutMs',
+    186: 'FeatureUpdates',
     189: 'FeatureUpdates',
-    191: 'tagged fields of UpdateFeaturesRequest',
-    198: (('timeoutMs', 'timeout_ms', 'i'), ('FeatureUpdates', None, 'B'), ('ValidateOnly', 'validate_only', '?')),
-    205: 'FeatureUpdates',
-    209: 'FeatureUpdates',
-    216: 'FeatureUpdates',
-    219: 'ValidateOnly',
-    221: 'tagged fields of UpdateFeaturesRequest',
-    222: 'tagged fields of UpdateFeaturesRequest',
-    230: 'timeoutMs',
-    232: 'FeatureUpdates',
-    235: 'FeatureUpdates',
+    191: 'FeatureUpdates',
+    193: 'tagged fields of UpdateFeaturesRequest',
+    200: (('timeoutMs', 'timeout_ms', 'i'), ('FeatureUpdates', None, 'B'), ('ValidateOnly', 'validate_only', '?')),
+    207: 'FeatureUpdates',
+    211: 'FeatureUpdates',
+    218: 'FeatureUpdates',
+    221: 'ValidateOnly',
+    223: 'tagged fields of UpdateFeaturesRequest',
+    224: 'tagged fields of UpdateFeaturesRequest',
+    232: 'timeoutMs',
+    234: 'FeatureUpdates',
     237: 'FeatureUpdates',
-    238: 'ValidateOnly',
-    240: 'tagged fields of UpdateFeaturesRequest',
-    246: 'timeoutMs',
-    248: 'FeatureUpdates',
-    251: 'FeatureUpdates',
+    239: 'FeatureUpdates',
+    240: 'ValidateOnly',
+    242: 'tagged fields of UpdateFeaturesRequest',
+    248: 'timeoutMs',
+    250: 'FeatureUpdates',
     253: 'FeatureUpdates',
-    254: 'ValidateOnly',
-    256: 'tagged fields of UpdateFeaturesRequest',
+    255: 'FeatureUpdates',
+    256: 'ValidateOnly',
+    258: 'tagged fields of UpdateFeaturesRequest',
 }

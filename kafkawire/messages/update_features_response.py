@@ -2,6 +2,8 @@
 # From schemas/clients/UpdateFeaturesResponse.json (sha256 245cd1fa416bbf0d43c2bb8ad0e1d941dea8f3129996082abe630598109f0102):
 # change the schema and run `kafkawire codegen`.
 """UpdateFeaturesResponse: apiKey 57, response, versions 0-2, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class UpdatableFeatureResult(_message.Struct):
     MESSAGE = 'UpdateFeaturesResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, feature='', error_code=0, error_message=''):
+    def __init__(self, *, feature: str = '', error_code: int = 0, error_message: str | None = '') -> None:
         self.feature = feature
         self.error_code = error_code
         self.error_message = error_message
@@ -41,7 +43,7 @@ class UpdateFeaturesResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/UpdateFeaturesResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, error_message='', results=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', results: list[UpdatableFeatureResult] = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -181,33 +183,33 @@ UpdateFeaturesResponse._ENCODERS = {0: _encode_UpdateFeaturesResponse_v0, 1: _en
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    90: 'Feature',
-    91: 'ErrorCode',
-    93: 'ErrorMessage',
-    94: 'tagged fields of UpdatableFeatureResult',
-    95: 'tagged fields of UpdatableFeatureResult',
-    103: 'Feature',
-    104: 'ErrorCode',
-    105: 'ErrorMessage',
-    107: 'tagged fields of UpdatableFeatureResult',
-    114: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    116: 'ErrorMessage',
-    117: 'Results',
-    121: 'Results',
-    128: 'Results',
-    131: 'tagged fields of UpdateFeaturesResponse',
-    132: 'tagged fields of UpdateFeaturesResponse',
-    140: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    141: 'ErrorMessage',
-    143: 'Results',
-    146: 'Results',
+    92: 'Feature',
+    93: 'ErrorCode',
+    95: 'ErrorMessage',
+    96: 'tagged fields of UpdatableFeatureResult',
+    97: 'tagged fields of UpdatableFeatureResult',
+    105: 'Feature',
+    106: 'ErrorCode',
+    107: 'ErrorMessage',
+    109: 'tagged fields of UpdatableFeatureResult',
+    116: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    118: 'ErrorMessage',
+    119: 'Results',
+    123: 'Results',
+    130: 'Results',
+    133: 'tagged fields of UpdateFeaturesResponse',
+    134: 'tagged fields of UpdateFeaturesResponse',
+    142: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    143: 'ErrorMessage',
+    145: 'Results',
     148: 'Results',
-    150: 'tagged fields of UpdateFeaturesResponse',
-    157: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    159: 'ErrorMessage',
-    161: 'tagged fields of UpdateFeaturesResponse',
-    162: 'tagged fields of UpdateFeaturesResponse',
-    170: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    171: 'ErrorMessage',
-    173: 'tagged fields of UpdateFeaturesResponse',
+    150: 'Results',
+    152: 'tagged fields of UpdateFeaturesResponse',
+    159: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    161: 'ErrorMessage',
+    163: 'tagged fields of UpdateFeaturesResponse',
+    164: 'tagged fields of UpdateFeaturesResponse',
+    172: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    173: 'ErrorMessage',
+    175: 'tagged fields of UpdateFeaturesResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/UpdateMetadataResponse.json (sha256 c0272c474ba72bdb264722106bba6c3e10c1da0efcc457e060a9e662ad4038a5):
 # change the schema and run `kafkawire codegen`.
 """UpdateMetadataResponse: apiKey 6, response, versions 0-8, flexible 6+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class UpdateMetadataResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/UpdateMetadataResponse.json'
 
-    def __init__(self, *, error_code=0):
+    def __init__(self, *, error_code: int = 0) -> None:
         self.error_code = error_code
         self._unknown_tagged_fields = ()
 
@@ -113,22 +115,22 @@ UpdateMetadataResponse._ENCODERS = {0: _encode_UpdateMetadataResponse_v0, 1: _en
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    50: 'ErrorCode',
-    57: 'ErrorCode',
-    59: 'tagged fields of UpdateMetadataResponse',
-    63: 'ErrorCode',
-    65: 'tagged fields of UpdateMetadataResponse',
-    69: 'ErrorCode',
-    71: 'tagged fields of UpdateMetadataResponse',
-    75: 'ErrorCode',
-    77: 'tagged fields of UpdateMetadataResponse',
-    81: 'ErrorCode',
-    83: 'tagged fields of UpdateMetadataResponse',
-    87: 'ErrorCode',
-    89: 'tagged fields of UpdateMetadataResponse',
-    94: 'ErrorCode',
-    96: 'tagged fields of UpdateMetadataResponse',
-    97: 'tagged fields of UpdateMetadataResponse',
-    105: 'ErrorCode',
-    107: 'tagged fields of UpdateMetadataResponse',
+    52: 'ErrorCode',
+    59: 'ErrorCode',
+    61: 'tagged fields of UpdateMetadataResponse',
+    65: 'ErrorCode',
+    67: 'tagged fields of UpdateMetadataResponse',
+    71: 'ErrorCode',
+    73: 'tagged fields of UpdateMetadataResponse',
+    77: 'ErrorCode',
+    79: 'tagged fields of UpdateMetadataResponse',
+    83: 'ErrorCode',
+    85: 'tagged fields of UpdateMetadataResponse',
+    89: 'ErrorCode',
+    91: 'tagged fields of UpdateMetadataResponse',
+    96: 'ErrorCode',
+    98: 'tagged fields of UpdateMetadataResponse',
+    99: 'tagged fields of UpdateMetadataResponse',
+    107: 'ErrorCode',
+    109: 'tagged fields of UpdateMetadataResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/UpdateRaftVoterRequest.json (sha256 a6528b908f1eceb8effcba0d2d7b78a8eadc4d50e549a7daa80dbee83d85b916):
 # change the schema and run `kafkawire codegen`.
 """UpdateRaftVoterRequest: apiKey 82, request, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -24,7 +26,7 @@ class Listener(_message.Struct):
     MESSAGE = 'UpdateRaftVoterRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, name='', host='', port=0):
+    def __init__(self, *, name: str = '', host: str = '', port: int = 0) -> None:
         self.name = name
         self.host = host
         self.port = port
@@ -38,7 +40,7 @@ class KRaftVersionFeature(_message.Struct):
     MESSAGE = 'UpdateRaftVoterRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, min_supported_version=0, max_supported_version=0):
+    def __init__(self, *, min_supported_version: int = 0, max_supported_version: int = 0) -> None:
         self.min_supported_version = min_supported_version
         self.max_supported_version = max_supported_version
         self._unknown_tagged_fields = ()
@@ -55,7 +57,7 @@ class UpdateRaftVoterRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/UpdateRaftVoterRequest.json'
 
-    def __init__(self, *, cluster_id='', current_leader_epoch=0, voter_id=0, voter_directory_id=_ZERO_UUID, listeners=_MISSING, k_raft_version_feature=_MISSING):
+    def __init__(self, *, cluster_id: str | None = '', current_leader_epoch: int = 0, voter_id: int = 0, voter_directory_id: _UUID = _ZERO_UUID, listeners: list[Listener] = _MISSING, k_raft_version_feature: KRaftVersionFeature = _MISSING) -> None:
         self.cluster_id = cluster_id
         self.current_leader_epoch = current_leader_epoch
         self.voter_id = voter_id
@@ -218,35 +220,35 @@ UpdateRaftVoterRequest._ENCODERS = {0: _encode_UpdateRaftVoterRequest_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    124: 'Name',
-    125: 'Host',
-    126: 'Port',
-    128: 'tagged fields of Listener',
-    129: 'tagged fields of Listener',
-    137: 'Name',
-    138: 'Host',
-    139: 'Port',
-    141: 'tagged fields of Listener',
-    148: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
-    150: 'tagged fields of KRaftVersionFeature',
-    151: 'tagged fields of KRaftVersionFeature',
-    159: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
-    161: 'tagged fields of KRaftVersionFeature',
-    168: 'ClusterId',
-    169: (('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('VoterId', 'voter_id', 'i')),
-    171: 'VoterDirectoryId',
-    172: 'Listeners',
-    176: 'Listeners',
-    183: 'Listeners',
-    186: 'KRaftVersionFeature',
-    187: 'tagged fields of UpdateRaftVoterRequest',
-    188: 'tagged fields of UpdateRaftVoterRequest',
-    196: 'ClusterId',
-    197: (('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('VoterId', 'voter_id', 'i')),
-    198: 'VoterDirectoryId',
-    200: 'Listeners',
-    203: 'Listeners',
+    126: 'Name',
+    127: 'Host',
+    128: 'Port',
+    130: 'tagged fields of Listener',
+    131: 'tagged fields of Listener',
+    139: 'Name',
+    140: 'Host',
+    141: 'Port',
+    143: 'tagged fields of Listener',
+    150: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
+    152: 'tagged fields of KRaftVersionFeature',
+    153: 'tagged fields of KRaftVersionFeature',
+    161: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
+    163: 'tagged fields of KRaftVersionFeature',
+    170: 'ClusterId',
+    171: (('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('VoterId', 'voter_id', 'i')),
+    173: 'VoterDirectoryId',
+    174: 'Listeners',
+    178: 'Listeners',
+    185: 'Listeners',
+    188: 'KRaftVersionFeature',
+    189: 'tagged fields of UpdateRaftVoterRequest',
+    190: 'tagged fields of UpdateRaftVoterRequest',
+    198: 'ClusterId',
+    199: (('CurrentLeaderEpoch', 'current_leader_epoch', 'i'), ('VoterId', 'voter_id', 'i')),
+    200: 'VoterDirectoryId',
+    202: 'Listeners',
     205: 'Listeners',
-    206: 'KRaftVersionFeature',
-    208: 'tagged fields of UpdateRaftVoterRequest',
+    207: 'Listeners',
+    208: 'KRaftVersionFeature',
+    210: 'tagged fields of UpdateRaftVoterRequest',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/UpdateRaftVoterResponse.json (sha256 0847a9815b66a96d7f858f5d667449c1564151828f587cd199a81a002e43d817):
 # change the schema and run `kafkawire codegen`.
 """UpdateRaftVoterResponse: apiKey 82, response, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -24,7 +26,7 @@ class CurrentLeader(_message.Struct):
     MESSAGE = 'UpdateRaftVoterResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, leader_id=-1, leader_epoch=-1, host='', port=0):
+    def __init__(self, *, leader_id: int = -1, leader_epoch: int = -1, host: str = '', port: int = 0) -> None:
         self.leader_id = leader_id
         self.leader_epoch = leader_epoch
         self.host = host
@@ -43,7 +45,7 @@ class UpdateRaftVoterResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/UpdateRaftVoterResponse.json'
 
-    def __init__(self, *, throttle_time_ms=0, error_code=0, current_leader=_MISSING):
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, current_leader: CurrentLeader = _MISSING) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self._current_leader = current_leader
@@ -177,24 +179,24 @@ UpdateRaftVoterResponse._ENCODERS = {0: _encode_UpdateRaftVoterResponse_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    103: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    105: 'Host',
-    106: 'Port',
-    108: 'tagged fields of CurrentLeader',
-    109: 'tagged fields of CurrentLeader',
-    117: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
-    118: 'Host',
-    119: 'Port',
-    121: 'tagged fields of CurrentLeader',
-    127: 'tagged fields of UpdateRaftVoterResponse',
-    133: 'tagged fields of UpdateRaftVoterResponse',
-    136: 'CurrentLeader',
+    105: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    107: 'Host',
+    108: 'Port',
+    110: 'tagged fields of CurrentLeader',
+    111: 'tagged fields of CurrentLeader',
+    119: (('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i')),
+    120: 'Host',
+    121: 'Port',
+    123: 'tagged fields of CurrentLeader',
+    129: 'tagged fields of UpdateRaftVoterResponse',
+    135: 'tagged fields of UpdateRaftVoterResponse',
     138: 'CurrentLeader',
-    150: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    153: 'tagged fields of UpdateRaftVoterResponse',
-    154: 'tagged fields of UpdateRaftVoterResponse',
-    162: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
-    164: 'CurrentLeader',
+    140: 'CurrentLeader',
+    152: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
+    155: 'tagged fields of UpdateRaftVoterResponse',
+    156: 'tagged fields of UpdateRaftVoterResponse',
+    164: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h')),
     166: 'CurrentLeader',
-    169: 'tagged fields of UpdateRaftVoterResponse',
+    168: 'CurrentLeader',
+    171: 'tagged fields of UpdateRaftVoterResponse',
 }

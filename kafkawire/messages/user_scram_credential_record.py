@@ -2,6 +2,8 @@
 # From schemas/metadata/UserScramCredentialRecord.json (sha256 d212eba4e159da29b1dbadb74f3e0a2978374dd522289090e2058e1c8fd492c4):
 # change the schema and run `kafkawire codegen`.
 """UserScramCredentialRecord: apiKey 11, metadata, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -28,7 +30,7 @@ class UserScramCredentialRecord(_message.Message):
     SCHEMA = 'schemas/metadata/UserScramCredentialRecord.json'
     _HAS_BYTES = True
 
-    def __init__(self, *, name='', mechanism=0, salt=b'', stored_key=b'', server_key=b'', iterations=0):
+    def __init__(self, *, name: str = '', mechanism: int = 0, salt: bytes = b'', stored_key: bytes = b'', server_key: bytes = b'', iterations: int = 0) -> None:
         self.name = name
         self.mechanism = mechanism
         self.salt = salt
@@ -97,19 +99,19 @@ UserScramCredentialRecord._ENCODERS = {0: _encode_UserScramCredentialRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    67: 'Name',
-    68: 'Mechanism',
-    70: 'Salt',
-    71: 'StoredKey',
-    72: 'ServerKey',
-    73: 'Iterations',
-    75: 'tagged fields of UserScramCredentialRecord',
-    76: 'tagged fields of UserScramCredentialRecord',
-    84: 'Name',
-    85: 'Mechanism',
-    86: 'Salt',
-    87: 'StoredKey',
-    88: 'ServerKey',
-    89: 'Iterations',
-    91: 'tagged fields of UserScramCredentialRecord',
+    69: 'Name',
+    70: 'Mechanism',
+    72: 'Salt',
+    73: 'StoredKey',
+    74: 'ServerKey',
+    75: 'Iterations',
+    77: 'tagged fields of UserScramCredentialRecord',
+    78: 'tagged fields of UserScramCredentialRecord',
+    86: 'Name',
+    87: 'Mechanism',
+    88: 'Salt',
+    89: 'StoredKey',
+    90: 'ServerKey',
+    91: 'Iterations',
+    93: 'tagged fields of UserScramCredentialRecord',
 }

@@ -2,6 +2,8 @@
 # From schemas/clients/VoteResponse.json (sha256 cb200bf56a1a8dd06335d7283ce46b8e019987b161aff9d50dc1f7d8958d9375):
 # change the schema and run `kafkawire codegen`.
 """VoteResponse: apiKey 52, response, versions 0-2, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class PartitionData(_message.Struct):
     MESSAGE = 'VoteResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, partition_index=0, error_code=0, leader_id=0, leader_epoch=0, vote_granted=False):
+    def __init__(self, *, partition_index: int = 0, error_code: int = 0, leader_id: int = 0, leader_epoch: int = 0, vote_granted: bool = False) -> None:
         self.partition_index = partition_index
         self.error_code = error_code
         self.leader_id = leader_id
@@ -41,7 +43,7 @@ class TopicData(_message.Struct):
     MESSAGE = 'VoteResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_name='', partitions=_MISSING):
+    def __init__(self, *, topic_name: str = '', partitions: list[PartitionData] = _MISSING) -> None:
         self.topic_name = topic_name
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -54,7 +56,7 @@ class NodeEndpoint(_message.Struct):
     MESSAGE = 'VoteResponse'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, node_id=0, host='', port=0):
+    def __init__(self, *, node_id: int = 0, host: str = '', port: int = 0) -> None:
         self.node_id = node_id
         self.host = host
         self.port = port
@@ -72,7 +74,7 @@ class VoteResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/VoteResponse.json'
 
-    def __init__(self, *, error_code=0, topics=_MISSING, node_endpoints=_MISSING):
+    def __init__(self, *, error_code: int = 0, topics: list[TopicData] = _MISSING, node_endpoints: list[NodeEndpoint] = _MISSING) -> None:
         self.error_code = error_code
         self.topics = [] if topics is _MISSING else topics
         self.node_endpoints = [] if node_endpoints is _MISSING else node_endpoints
@@ -374,63 +376,63 @@ VoteResponse._ENCODERS = {0: _encode_VoteResponse_v0, 1: _encode_VoteResponse_v1
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    152: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VoteGranted', 'vote_granted', '?')),
-    154: 'tagged fields of PartitionData',
-    155: 'tagged fields of PartitionData',
-    163: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VoteGranted', 'vote_granted', '?')),
-    165: 'tagged fields of PartitionData',
-    172: 'TopicName',
-    173: 'Partitions',
-    177: 'Partitions',
-    184: 'Partitions',
-    187: 'tagged fields of TopicData',
-    188: 'tagged fields of TopicData',
-    196: 'TopicName',
-    198: 'Partitions',
-    201: 'Partitions',
+    154: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VoteGranted', 'vote_granted', '?')),
+    156: 'tagged fields of PartitionData',
+    157: 'tagged fields of PartitionData',
+    165: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h'), ('LeaderId', 'leader_id', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('VoteGranted', 'vote_granted', '?')),
+    167: 'tagged fields of PartitionData',
+    174: 'TopicName',
+    175: 'Partitions',
+    179: 'Partitions',
+    186: 'Partitions',
+    189: 'tagged fields of TopicData',
+    190: 'tagged fields of TopicData',
+    198: 'TopicName',
+    200: 'Partitions',
     203: 'Partitions',
-    205: 'tagged fields of TopicData',
-    212: 'NodeId',
-    214: 'Host',
-    215: 'Port',
-    217: 'tagged fields of NodeEndpoint',
-    218: 'tagged fields of NodeEndpoint',
-    226: 'NodeId',
-    227: 'Host',
-    228: 'Port',
-    230: 'tagged fields of NodeEndpoint',
-    237: 'ErrorCode',
-    239: 'Topics',
-    243: 'Topics',
-    250: 'Topics',
-    254: 'tagged fields of VoteResponse',
-    255: 'tagged fields of VoteResponse',
-    263: 'NodeEndpoints',
-    264: 'NodeEndpoints',
-    265: 'ErrorCode',
-    267: 'Topics',
-    270: 'Topics',
+    205: 'Partitions',
+    207: 'tagged fields of TopicData',
+    214: 'NodeId',
+    216: 'Host',
+    217: 'Port',
+    219: 'tagged fields of NodeEndpoint',
+    220: 'tagged fields of NodeEndpoint',
+    228: 'NodeId',
+    229: 'Host',
+    230: 'Port',
+    232: 'tagged fields of NodeEndpoint',
+    239: 'ErrorCode',
+    241: 'Topics',
+    245: 'Topics',
+    252: 'Topics',
+    256: 'tagged fields of VoteResponse',
+    257: 'tagged fields of VoteResponse',
+    265: 'NodeEndpoints',
+    266: 'NodeEndpoints',
+    267: 'ErrorCode',
+    269: 'Topics',
     272: 'Topics',
-    274: 'tagged fields of VoteResponse',
-    280: 'tagged fields of VoteResponse',
-    286: 'tagged fields of VoteResponse',
-    289: 'NodeEndpoints',
-    293: 'NodeEndpoints',
-    300: 'NodeEndpoints',
-    304: 'NodeEndpoints',
-    316: 'ErrorCode',
-    318: 'Topics',
-    322: 'Topics',
-    329: 'Topics',
-    333: 'tagged fields of VoteResponse',
-    334: 'tagged fields of VoteResponse',
-    342: 'ErrorCode',
-    344: 'Topics',
-    347: 'Topics',
+    274: 'Topics',
+    276: 'tagged fields of VoteResponse',
+    282: 'tagged fields of VoteResponse',
+    288: 'tagged fields of VoteResponse',
+    291: 'NodeEndpoints',
+    295: 'NodeEndpoints',
+    302: 'NodeEndpoints',
+    306: 'NodeEndpoints',
+    318: 'ErrorCode',
+    320: 'Topics',
+    324: 'Topics',
+    331: 'Topics',
+    335: 'tagged fields of VoteResponse',
+    336: 'tagged fields of VoteResponse',
+    344: 'ErrorCode',
+    346: 'Topics',
     349: 'Topics',
-    351: 'NodeEndpoints',
-    354: 'NodeEndpoints',
-    357: 'NodeEndpoints',
+    351: 'Topics',
+    353: 'NodeEndpoints',
+    356: 'NodeEndpoints',
     359: 'NodeEndpoints',
-    362: 'tagged fields of VoteResponse',
+    361: 'NodeEndpoints',
+    364: 'tagged fields of VoteResponse',
 }

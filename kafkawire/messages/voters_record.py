@@ -2,6 +2,8 @@
 # From schemas/clients/VotersRecord.json (sha256 66dfd1efe1e837b05e4b67218fadd581d2c53580957f1a149e30c6c9cafee603):
 # change the schema and run `kafkawire codegen`.
 """VotersRecord: data, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -25,7 +27,7 @@ class Endpoint(_message.Struct):
     MESSAGE = 'VotersRecord'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, name='', host='', port=0):
+    def __init__(self, *, name: str = '', host: str = '', port: int = 0) -> None:
         self.name = name
         self.host = host
         self.port = port
@@ -39,7 +41,7 @@ class KRaftVersionFeature(_message.Struct):
     MESSAGE = 'VotersRecord'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, min_supported_version=0, max_supported_version=0):
+    def __init__(self, *, min_supported_version: int = 0, max_supported_version: int = 0) -> None:
         self.min_supported_version = min_supported_version
         self.max_supported_version = max_supported_version
         self._unknown_tagged_fields = ()
@@ -52,7 +54,7 @@ class Voter(_message.Struct):
     MESSAGE = 'VotersRecord'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, voter_id=0, voter_directory_id=_ZERO_UUID, endpoints=_MISSING, k_raft_version_feature=_MISSING):
+    def __init__(self, *, voter_id: int = 0, voter_directory_id: _UUID = _ZERO_UUID, endpoints: list[Endpoint] = _MISSING, k_raft_version_feature: KRaftVersionFeature = _MISSING) -> None:
         self.voter_id = voter_id
         self.voter_directory_id = voter_directory_id
         self.endpoints = [] if endpoints is _MISSING else endpoints
@@ -71,7 +73,7 @@ class VotersRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/VotersRecord.json'
 
-    def __init__(self, *, version=0, voters=_MISSING):
+    def __init__(self, *, version: int = 0, voters: list[Voter] = _MISSING) -> None:
         self.version = version
         self.voters = [] if voters is _MISSING else voters
         self._unknown_tagged_fields = ()
@@ -281,44 +283,44 @@ VotersRecord._ENCODERS = {0: _encode_VotersRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    146: 'Name',
-    147: 'Host',
-    148: 'Port',
-    150: 'tagged fields of Endpoint',
-    151: 'tagged fields of Endpoint',
-    159: 'Name',
-    160: 'Host',
-    161: 'Port',
-    163: 'tagged fields of Endpoint',
-    170: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
-    172: 'tagged fields of KRaftVersionFeature',
-    173: 'tagged fields of KRaftVersionFeature',
-    181: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
-    183: 'tagged fields of KRaftVersionFeature',
-    190: 'VoterId',
-    192: 'VoterDirectoryId',
-    193: 'Endpoints',
-    197: 'Endpoints',
-    204: 'Endpoints',
-    207: 'KRaftVersionFeature',
-    208: 'tagged fields of Voter',
-    209: 'tagged fields of Voter',
-    217: 'VoterId',
-    218: 'VoterDirectoryId',
-    220: 'Endpoints',
-    223: 'Endpoints',
+    148: 'Name',
+    149: 'Host',
+    150: 'Port',
+    152: 'tagged fields of Endpoint',
+    153: 'tagged fields of Endpoint',
+    161: 'Name',
+    162: 'Host',
+    163: 'Port',
+    165: 'tagged fields of Endpoint',
+    172: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
+    174: 'tagged fields of KRaftVersionFeature',
+    175: 'tagged fields of KRaftVersionFeature',
+    183: (('MinSupportedVersion', 'min_supported_version', 'h'), ('MaxSupportedVersion', 'max_supported_version', 'h')),
+    185: 'tagged fields of KRaftVersionFeature',
+    192: 'VoterId',
+    194: 'VoterDirectoryId',
+    195: 'Endpoints',
+    199: 'Endpoints',
+    206: 'Endpoints',
+    209: 'KRaftVersionFeature',
+    210: 'tagged fields of Voter',
+    211: 'tagged fields of Voter',
+    219: 'VoterId',
+    220: 'VoterDirectoryId',
+    222: 'Endpoints',
     225: 'Endpoints',
-    226: 'KRaftVersionFeature',
-    228: 'tagged fields of Voter',
-    235: 'Version',
-    237: 'Voters',
-    241: 'Voters',
-    248: 'Voters',
-    251: 'tagged fields of VotersRecord',
-    252: 'tagged fields of VotersRecord',
-    260: 'Version',
-    262: 'Voters',
-    265: 'Voters',
+    227: 'Endpoints',
+    228: 'KRaftVersionFeature',
+    230: 'tagged fields of Voter',
+    237: 'Version',
+    239: 'Voters',
+    243: 'Voters',
+    250: 'Voters',
+    253: 'tagged fields of VotersRecord',
+    254: 'tagged fields of VotersRecord',
+    262: 'Version',
+    264: 'Voters',
     267: 'Voters',
-    269: 'tagged fields of VotersRecord',
+    269: 'Voters',
+    271: 'tagged fields of VotersRecord',
 }

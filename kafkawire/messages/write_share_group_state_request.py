@@ -2,6 +2,8 @@
 # From schemas/clients/WriteShareGroupStateRequest.json (sha256 047bc46017bef9722b7348d60a51e937e17f51f1971a4dd4164994ba3f4a39c1):
 # change the schema and run `kafkawire codegen`.
 """WriteShareGroupStateRequest: apiKey 85, request, versions 0-1, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -24,7 +26,7 @@ class StateBatch(_message.Struct):
     MESSAGE = 'WriteShareGroupStateRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, first_offset=0, last_offset=0, delivery_state=0, delivery_count=0):
+    def __init__(self, *, first_offset: int = 0, last_offset: int = 0, delivery_state: int = 0, delivery_count: int = 0) -> None:
         self.first_offset = first_offset
         self.last_offset = last_offset
         self.delivery_state = delivery_state
@@ -39,7 +41,7 @@ class PartitionData(_message.Struct):
     MESSAGE = 'WriteShareGroupStateRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, partition=0, state_epoch=0, leader_epoch=0, start_offset=0, delivery_complete_count=-1, state_batches=_MISSING):
+    def __init__(self, *, partition: int = 0, state_epoch: int = 0, leader_epoch: int = 0, start_offset: int = 0, delivery_complete_count: int = -1, state_batches: list[StateBatch] = _MISSING) -> None:
         self.partition = partition
         self.state_epoch = state_epoch
         self.leader_epoch = leader_epoch
@@ -56,7 +58,7 @@ class WriteStateData(_message.Struct):
     MESSAGE = 'WriteShareGroupStateRequest'
     FLEXIBLE_VERSIONS = (0, 32767)
 
-    def __init__(self, *, topic_id=_ZERO_UUID, partitions=_MISSING):
+    def __init__(self, *, topic_id: _UUID = _ZERO_UUID, partitions: list[PartitionData] = _MISSING) -> None:
         self.topic_id = topic_id
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -73,7 +75,7 @@ class WriteShareGroupStateRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/WriteShareGroupStateRequest.json'
 
-    def __init__(self, *, group_id='', topics=_MISSING):
+    def __init__(self, *, group_id: str = '', topics: list[WriteStateData] = _MISSING) -> None:
         self.group_id = group_id
         self.topics = [] if topics is _MISSING else topics
         self._unknown_tagged_fields = ()
@@ -422,75 +424,75 @@ WriteShareGroupStateRequest._ENCODERS = {0: _encode_WriteShareGroupStateRequest_
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    154: (('FirstOffset', 'first_offset', 'q'), ('LastOffset', 'last_offset', 'q'), ('DeliveryState', 'delivery_state', 'b'), ('DeliveryCount', 'delivery_count', 'h')),
-    156: 'tagged fields of StateBatch',
-    157: 'tagged fields of StateBatch',
-    165: (('FirstOffset', 'first_offset', 'q'), ('LastOffset', 'last_offset', 'q'), ('DeliveryState', 'delivery_state', 'b'), ('DeliveryCount', 'delivery_count', 'h')),
-    167: 'tagged fields of StateBatch',
-    174: (('Partition', 'partition', 'i'), ('StateEpoch', 'state_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('StartOffset', 'start_offset', 'q')),
-    176: 'StateBatches',
-    180: 'StateBatches',
-    187: 'StateBatches',
-    191: 'tagged fields of PartitionData',
-    192: 'tagged fields of PartitionData',
-    200: (('Partition', 'partition', 'i'), ('StateEpoch', 'state_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('StartOffset', 'start_offset', 'q')),
-    202: 'StateBatches',
-    205: 'StateBatches',
+    156: (('FirstOffset', 'first_offset', 'q'), ('LastOffset', 'last_offset', 'q'), ('DeliveryState', 'delivery_state', 'b'), ('DeliveryCount', 'delivery_count', 'h')),
+    158: 'tagged fields of StateBatch',
+    159: 'tagged fields of StateBatch',
+    167: (('FirstOffset', 'first_offset', 'q'), ('LastOffset', 'last_offset', 'q'), ('DeliveryState', 'delivery_state', 'b'), ('DeliveryCount', 'delivery_count', 'h')),
+    169: 'tagged fields of StateBatch',
+    176: (('Partition', 'partition', 'i'), ('StateEpoch', 'state_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('StartOffset', 'start_offset', 'q')),
+    178: 'StateBatches',
+    182: 'StateBatches',
+    189: 'StateBatches',
+    193: 'tagged fields of PartitionData',
+    194: 'tagged fields of PartitionData',
+    202: (('Partition', 'partition', 'i'), ('StateEpoch', 'state_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('StartOffset', 'start_offset', 'q')),
+    204: 'StateBatches',
     207: 'StateBatches',
-    209: 'tagged fields of PartitionData',
-    216: (('Partition', 'partition', 'i'), ('StateEpoch', 'state_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('StartOffset', 'start_offset', 'q'), ('DeliveryCompleteCount', 'delivery_complete_count', 'i')),
-    218: 'StateBatches',
-    222: 'StateBatches',
-    229: 'StateBatches',
-    232: 'tagged fields of PartitionData',
-    233: 'tagged fields of PartitionData',
-    241: (('Partition', 'partition', 'i'), ('StateEpoch', 'state_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('StartOffset', 'start_offset', 'q'), ('DeliveryCompleteCount', 'delivery_complete_count', 'i')),
-    243: 'StateBatches',
-    246: 'StateBatches',
+    209: 'StateBatches',
+    211: 'tagged fields of PartitionData',
+    218: (('Partition', 'partition', 'i'), ('StateEpoch', 'state_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('StartOffset', 'start_offset', 'q'), ('DeliveryCompleteCount', 'delivery_complete_count', 'i')),
+    220: 'StateBatches',
+    224: 'StateBatches',
+    231: 'StateBatches',
+    234: 'tagged fields of PartitionData',
+    235: 'tagged fields of PartitionData',
+    243: (('Partition', 'partition', 'i'), ('StateEpoch', 'state_epoch', 'i'), ('LeaderEpoch', 'leader_epoch', 'i'), ('StartOffset', 'start_offset', 'q'), ('DeliveryCompleteCount', 'delivery_complete_count', 'i')),
+    245: 'StateBatches',
     248: 'StateBatches',
-    250: 'tagged fields of PartitionData',
-    257: 'TopicId',
-    258: 'Partitions',
-    262: 'Partitions',
-    269: 'Partitions',
-    272: 'tagged fields of WriteStateData',
-    273: 'tagged fields of WriteStateData',
-    281: 'TopicId',
-    283: 'Partitions',
-    286: 'Partitions',
+    250: 'StateBatches',
+    252: 'tagged fields of PartitionData',
+    259: 'TopicId',
+    260: 'Partitions',
+    264: 'Partitions',
+    271: 'Partitions',
+    274: 'tagged fields of WriteStateData',
+    275: 'tagged fields of WriteStateData',
+    283: 'TopicId',
+    285: 'Partitions',
     288: 'Partitions',
-    290: 'tagged fields of WriteStateData',
-    297: 'TopicId',
-    298: 'Partitions',
-    302: 'Partitions',
-    309: 'Partitions',
-    312: 'tagged fields of WriteStateData',
-    313: 'tagged fields of WriteStateData',
-    321: 'TopicId',
-    323: 'Partitions',
-    326: 'Partitions',
+    290: 'Partitions',
+    292: 'tagged fields of WriteStateData',
+    299: 'TopicId',
+    300: 'Partitions',
+    304: 'Partitions',
+    311: 'Partitions',
+    314: 'tagged fields of WriteStateData',
+    315: 'tagged fields of WriteStateData',
+    323: 'TopicId',
+    325: 'Partitions',
     328: 'Partitions',
-    330: 'tagged fields of WriteStateData',
-    337: 'GroupId',
-    338: 'Topics',
-    342: 'Topics',
-    349: 'Topics',
-    352: 'tagged fields of WriteShareGroupStateRequest',
-    353: 'tagged fields of WriteShareGroupStateRequest',
-    361: 'GroupId',
-    363: 'Topics',
-    366: 'Topics',
+    330: 'Partitions',
+    332: 'tagged fields of WriteStateData',
+    339: 'GroupId',
+    340: 'Topics',
+    344: 'Topics',
+    351: 'Topics',
+    354: 'tagged fields of WriteShareGroupStateRequest',
+    355: 'tagged fields of WriteShareGroupStateRequest',
+    363: 'GroupId',
+    365: 'Topics',
     368: 'Topics',
-    370: 'tagged fields of WriteShareGroupStateRequest',
-    377: 'GroupId',
-    378: 'Topics',
-    382: 'Topics',
-    389: 'Topics',
-    392: 'tagged fields of WriteShareGroupStateRequest',
-    393: 'tagged fields of WriteShareGroupStateRequest',
-    401: 'GroupId',
-    403: 'Topics',
-    406: 'Topics',
+    370: 'Topics',
+    372: 'tagged fields of WriteShareGroupStateRequest',
+    379: 'GroupId',
+    380: 'Topics',
+    384: 'Topics',
+    391: 'Topics',
+    394: 'tagged fields of WriteShareGroupStateRequest',
+    395: 'tagged fields of WriteShareGroupStateRequest',
+    403: 'GroupId',
+    405: 'Topics',
     408: 'Topics',
-    410: 'tagged fields of WriteShareGroupStateRequest',
+    410: 'Topics',
+    412: 'tagged fields of WriteShareGroupStateRequest',
 }

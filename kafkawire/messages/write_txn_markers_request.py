@@ -2,6 +2,8 @@
 # From schemas/clients/WriteTxnMarkersRequest.json (sha256 e38a4cf26f38659de316bb4bf6b3d338ef0a03011b8dcdaf915424741ea7cc55):
 # change the schema and run `kafkawire codegen`.
 """WriteTxnMarkersRequest: apiKey 27, request, versions 0-2, flexible 1+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -28,7 +30,7 @@ class WritableTxnMarkerTopic(_message.Struct):
     MESSAGE = 'WriteTxnMarkersRequest'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, name='', partition_indexes=_MISSING):
+    def __init__(self, *, name: str = '', partition_indexes: list[int] = _MISSING) -> None:
         self.name = name
         self.partition_indexes = [] if partition_indexes is _MISSING else partition_indexes
         self._unknown_tagged_fields = ()
@@ -41,7 +43,7 @@ class WritableTxnMarker(_message.Struct):
     MESSAGE = 'WriteTxnMarkersRequest'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, producer_id=0, producer_epoch=0, transaction_result=False, topics=_MISSING, coordinator_epoch=0, transaction_version=0):
+    def __init__(self, *, producer_id: int = 0, producer_epoch: int = 0, transaction_result: bool = False, topics: list[WritableTxnMarkerTopic] = _MISSING, coordinator_epoch: int = 0, transaction_version: int = 0) -> None:
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.transaction_result = transaction_result
@@ -62,7 +64,7 @@ class WriteTxnMarkersRequest(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/WriteTxnMarkersRequest.json'
 
-    def __init__(self, *, markers=_MISSING):
+    def __init__(self, *, markers: list[WritableTxnMarker] = _MISSING) -> None:
         self.markers = [] if markers is _MISSING else markers
         self._unknown_tagged_fields = ()
 
@@ -421,80 +423,80 @@ WriteTxnMarkersRequest._ENCODERS = {0: _encode_WriteTxnMarkersRequest_v0, 1: _en
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    122: 'Name',
-    123: 'PartitionIndexes',
-    127: 'PartitionIndexes',
-    134: 'Name',
-    136: 'PartitionIndexes',
+    124: 'Name',
+    125: 'PartitionIndexes',
+    129: 'PartitionIndexes',
+    136: 'Name',
     138: 'PartitionIndexes',
-    140: 'tagged fields of WritableTxnMarkerTopic',
-    145: 'Name',
-    146: 'PartitionIndexes',
-    150: 'PartitionIndexes',
-    154: 'PartitionIndexes',
-    156: 'tagged fields of WritableTxnMarkerTopic',
-    157: 'tagged fields of WritableTxnMarkerTopic',
-    165: 'Name',
-    167: 'PartitionIndexes',
-    170: 'PartitionIndexes',
+    140: 'PartitionIndexes',
+    142: 'tagged fields of WritableTxnMarkerTopic',
+    147: 'Name',
+    148: 'PartitionIndexes',
+    152: 'PartitionIndexes',
+    156: 'PartitionIndexes',
+    158: 'tagged fields of WritableTxnMarkerTopic',
+    159: 'tagged fields of WritableTxnMarkerTopic',
+    167: 'Name',
+    169: 'PartitionIndexes',
     172: 'PartitionIndexes',
-    174: 'tagged fields of WritableTxnMarkerTopic',
-    181: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('TransactionResult', 'transaction_result', '?'), ('Topics', None, 'i'), ('CoordinatorEpoch', 'coordinator_epoch', 'i')),
-    188: 'Topics',
-    195: 'Topics',
-    198: 'CoordinatorEpoch',
-    206: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('TransactionResult', 'transaction_result', '?')),
-    208: 'Topics',
+    174: 'PartitionIndexes',
+    176: 'tagged fields of WritableTxnMarkerTopic',
+    183: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('TransactionResult', 'transaction_result', '?'), ('Topics', None, 'i'), ('CoordinatorEpoch', 'coordinator_epoch', 'i')),
+    190: 'Topics',
+    197: 'Topics',
+    200: 'CoordinatorEpoch',
+    208: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('TransactionResult', 'transaction_result', '?')),
     210: 'Topics',
-    211: 'CoordinatorEpoch',
-    213: 'tagged fields of WritableTxnMarker',
-    218: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('TransactionResult', 'transaction_result', '?'), ('Topics', None, 'B'), ('CoordinatorEpoch', 'coordinator_epoch', 'i')),
-    225: 'Topics',
-    229: 'Topics',
-    236: 'Topics',
-    239: 'CoordinatorEpoch',
-    242: 'tagged fields of WritableTxnMarker',
-    243: 'tagged fields of WritableTxnMarker',
-    251: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('TransactionResult', 'transaction_result', '?')),
-    253: 'Topics',
-    256: 'Topics',
+    212: 'Topics',
+    213: 'CoordinatorEpoch',
+    215: 'tagged fields of WritableTxnMarker',
+    220: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('TransactionResult', 'transaction_result', '?'), ('Topics', None, 'B'), ('CoordinatorEpoch', 'coordinator_epoch', 'i')),
+    227: 'Topics',
+    231: 'Topics',
+    238: 'Topics',
+    241: 'CoordinatorEpoch',
+    244: 'tagged fields of WritableTxnMarker',
+    245: 'tagged fields of WritableTxnMarker',
+    253: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('TransactionResult', 'transaction_result', '?')),
+    255: 'Topics',
     258: 'Topics',
-    259: 'CoordinatorEpoch',
-    261: 'tagged fields of WritableTxnMarker',
-    268: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('TransactionResult', 'transaction_result', '?'), ('Topics', None, 'B'), ('CoordinatorEpoch', 'coordinator_epoch', 'i'), ('TransactionVersion', 'transaction_version', 'b')),
-    275: 'Topics',
-    279: 'Topics',
-    286: 'Topics',
-    289: (('CoordinatorEpoch', 'coordinator_epoch', 'i'), ('TransactionVersion', 'transaction_version', 'b')),
-    291: 'tagged fields of WritableTxnMarker',
-    292: 'tagged fields of WritableTxnMarker',
-    300: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('TransactionResult', 'transaction_result', '?')),
-    302: 'Topics',
-    305: 'Topics',
+    260: 'Topics',
+    261: 'CoordinatorEpoch',
+    263: 'tagged fields of WritableTxnMarker',
+    270: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('TransactionResult', 'transaction_result', '?'), ('Topics', None, 'B'), ('CoordinatorEpoch', 'coordinator_epoch', 'i'), ('TransactionVersion', 'transaction_version', 'b')),
+    277: 'Topics',
+    281: 'Topics',
+    288: 'Topics',
+    291: (('CoordinatorEpoch', 'coordinator_epoch', 'i'), ('TransactionVersion', 'transaction_version', 'b')),
+    293: 'tagged fields of WritableTxnMarker',
+    294: 'tagged fields of WritableTxnMarker',
+    302: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('TransactionResult', 'transaction_result', '?')),
+    304: 'Topics',
     307: 'Topics',
-    308: (('CoordinatorEpoch', 'coordinator_epoch', 'i'), ('TransactionVersion', 'transaction_version', 'b')),
-    310: 'tagged fields of WritableTxnMarker',
-    317: 'Markers',
-    324: 'Markers',
-    333: 'Markers',
+    309: 'Topics',
+    310: (('CoordinatorEpoch', 'coordinator_epoch', 'i'), ('TransactionVersion', 'transaction_version', 'b')),
+    312: 'tagged fields of WritableTxnMarker',
+    319: 'Markers',
+    326: 'Markers',
     335: 'Markers',
-    337: 'tagged fields of WriteTxnMarkersRequest',
-    342: 'Markers',
-    346: 'Markers',
-    353: 'Markers',
-    356: 'tagged fields of WriteTxnMarkersRequest',
-    357: 'tagged fields of WriteTxnMarkersRequest',
-    366: 'Markers',
-    369: 'Markers',
+    337: 'Markers',
+    339: 'tagged fields of WriteTxnMarkersRequest',
+    344: 'Markers',
+    348: 'Markers',
+    355: 'Markers',
+    358: 'tagged fields of WriteTxnMarkersRequest',
+    359: 'tagged fields of WriteTxnMarkersRequest',
+    368: 'Markers',
     371: 'Markers',
-    373: 'tagged fields of WriteTxnMarkersRequest',
-    380: 'Markers',
-    384: 'Markers',
-    391: 'Markers',
-    394: 'tagged fields of WriteTxnMarkersRequest',
-    395: 'tagged fields of WriteTxnMarkersRequest',
-    404: 'Markers',
-    407: 'Markers',
+    373: 'Markers',
+    375: 'tagged fields of WriteTxnMarkersRequest',
+    382: 'Markers',
+    386: 'Markers',
+    393: 'Markers',
+    396: 'tagged fields of WriteTxnMarkersRequest',
+    397: 'tagged fields of WriteTxnMarkersRequest',
+    406: 'Markers',
     409: 'Markers',
-    411: 'tagged fields of WriteTxnMarkersRequest',
+    411: 'Markers',
+    413: 'tagged fields of WriteTxnMarkersRequest',
 }

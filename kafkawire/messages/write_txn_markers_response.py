@@ -2,6 +2,8 @@
 # From schemas/clients/WriteTxnMarkersResponse.json (sha256 9f5eaf8e1724bd9fa449e3c833c1d2377f1a61e90afbef93f4467aad849082e7):
 # change the schema and run `kafkawire codegen`.
 """WriteTxnMarkersResponse: apiKey 27, response, versions 0-2, flexible 1+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -23,7 +25,7 @@ class WritableTxnMarkerPartitionResult(_message.Struct):
     MESSAGE = 'WriteTxnMarkersResponse'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, partition_index=0, error_code=0):
+    def __init__(self, *, partition_index: int = 0, error_code: int = 0) -> None:
         self.partition_index = partition_index
         self.error_code = error_code
         self._unknown_tagged_fields = ()
@@ -36,7 +38,7 @@ class WritableTxnMarkerTopicResult(_message.Struct):
     MESSAGE = 'WriteTxnMarkersResponse'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, name='', partitions=_MISSING):
+    def __init__(self, *, name: str = '', partitions: list[WritableTxnMarkerPartitionResult] = _MISSING) -> None:
         self.name = name
         self.partitions = [] if partitions is _MISSING else partitions
         self._unknown_tagged_fields = ()
@@ -49,7 +51,7 @@ class WritableTxnMarkerResult(_message.Struct):
     MESSAGE = 'WriteTxnMarkersResponse'
     FLEXIBLE_VERSIONS = (1, 32767)
 
-    def __init__(self, *, producer_id=0, topics=_MISSING):
+    def __init__(self, *, producer_id: int = 0, topics: list[WritableTxnMarkerTopicResult] = _MISSING) -> None:
         self.producer_id = producer_id
         self.topics = [] if topics is _MISSING else topics
         self._unknown_tagged_fields = ()
@@ -66,7 +68,7 @@ class WriteTxnMarkersResponse(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/clients/WriteTxnMarkersResponse.json'
 
-    def __init__(self, *, markers=_MISSING):
+    def __init__(self, *, markers: list[WritableTxnMarkerResult] = _MISSING) -> None:
         self.markers = [] if markers is _MISSING else markers
         self._unknown_tagged_fields = ()
 
@@ -370,62 +372,62 @@ WriteTxnMarkersResponse._ENCODERS = {0: _encode_WriteTxnMarkersResponse_v0, 1: _
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    132: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    139: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    141: 'tagged fields of WritableTxnMarkerPartitionResult',
-    146: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    148: 'tagged fields of WritableTxnMarkerPartitionResult',
-    149: 'tagged fields of WritableTxnMarkerPartitionResult',
-    157: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
-    159: 'tagged fields of WritableTxnMarkerPartitionResult',
-    166: 'Name',
-    167: 'Partitions',
-    174: 'Partitions',
-    182: 'Name',
-    184: 'Partitions',
+    134: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    141: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    143: 'tagged fields of WritableTxnMarkerPartitionResult',
+    148: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    150: 'tagged fields of WritableTxnMarkerPartitionResult',
+    151: 'tagged fields of WritableTxnMarkerPartitionResult',
+    159: (('PartitionIndex', 'partition_index', 'i'), ('ErrorCode', 'error_code', 'h')),
+    161: 'tagged fields of WritableTxnMarkerPartitionResult',
+    168: 'Name',
+    169: 'Partitions',
+    176: 'Partitions',
+    184: 'Name',
     186: 'Partitions',
-    188: 'tagged fields of WritableTxnMarkerTopicResult',
-    193: 'Name',
-    194: 'Partitions',
-    198: 'Partitions',
-    205: 'Partitions',
-    208: 'tagged fields of WritableTxnMarkerTopicResult',
-    209: 'tagged fields of WritableTxnMarkerTopicResult',
-    217: 'Name',
-    219: 'Partitions',
-    222: 'Partitions',
+    188: 'Partitions',
+    190: 'tagged fields of WritableTxnMarkerTopicResult',
+    195: 'Name',
+    196: 'Partitions',
+    200: 'Partitions',
+    207: 'Partitions',
+    210: 'tagged fields of WritableTxnMarkerTopicResult',
+    211: 'tagged fields of WritableTxnMarkerTopicResult',
+    219: 'Name',
+    221: 'Partitions',
     224: 'Partitions',
-    226: 'tagged fields of WritableTxnMarkerTopicResult',
-    233: 'ProducerId',
-    235: 'Topics',
-    242: 'Topics',
-    250: 'ProducerId',
-    252: 'Topics',
+    226: 'Partitions',
+    228: 'tagged fields of WritableTxnMarkerTopicResult',
+    235: 'ProducerId',
+    237: 'Topics',
+    244: 'Topics',
+    252: 'ProducerId',
     254: 'Topics',
-    256: 'tagged fields of WritableTxnMarkerResult',
-    261: 'ProducerId',
-    263: 'Topics',
-    267: 'Topics',
-    274: 'Topics',
-    277: 'tagged fields of WritableTxnMarkerResult',
-    278: 'tagged fields of WritableTxnMarkerResult',
-    286: 'ProducerId',
-    288: 'Topics',
-    291: 'Topics',
+    256: 'Topics',
+    258: 'tagged fields of WritableTxnMarkerResult',
+    263: 'ProducerId',
+    265: 'Topics',
+    269: 'Topics',
+    276: 'Topics',
+    279: 'tagged fields of WritableTxnMarkerResult',
+    280: 'tagged fields of WritableTxnMarkerResult',
+    288: 'ProducerId',
+    290: 'Topics',
     293: 'Topics',
-    295: 'tagged fields of WritableTxnMarkerResult',
-    302: 'Markers',
-    309: 'Markers',
-    318: 'Markers',
+    295: 'Topics',
+    297: 'tagged fields of WritableTxnMarkerResult',
+    304: 'Markers',
+    311: 'Markers',
     320: 'Markers',
-    322: 'tagged fields of WriteTxnMarkersResponse',
-    327: 'Markers',
-    331: 'Markers',
-    338: 'Markers',
-    341: 'tagged fields of WriteTxnMarkersResponse',
-    342: 'tagged fields of WriteTxnMarkersResponse',
-    351: 'Markers',
-    354: 'Markers',
+    322: 'Markers',
+    324: 'tagged fields of WriteTxnMarkersResponse',
+    329: 'Markers',
+    333: 'Markers',
+    340: 'Markers',
+    343: 'tagged fields of WriteTxnMarkersResponse',
+    344: 'tagged fields of WriteTxnMarkersResponse',
+    353: 'Markers',
     356: 'Markers',
-    358: 'tagged fields of WriteTxnMarkersResponse',
+    358: 'Markers',
+    360: 'tagged fields of WriteTxnMarkersResponse',
 }

@@ -2,6 +2,8 @@
 # From schemas/metadata/ZkMigrationRecord.json (sha256 e33ccd247308304914d3c72651dc55d7b514cb138a52980a2486456ab41c11da):
 # change the schema and run `kafkawire codegen`.
 """ZkMigrationStateRecord: apiKey 21, metadata, versions 0, flexible 0+."""
+from __future__ import annotations
+
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
@@ -26,7 +28,7 @@ class ZkMigrationStateRecord(_message.Message):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = 'schemas/metadata/ZkMigrationRecord.json'
 
-    def __init__(self, *, zk_migration_state=0):
+    def __init__(self, *, zk_migration_state: int = 0) -> None:
         self.zk_migration_state = zk_migration_state
         self._unknown_tagged_fields = ()
 
@@ -69,9 +71,9 @@ ZkMigrationStateRecord._ENCODERS = {0: _encode_ZkMigrationStateRecord_v0}
 
 # Which field each decoding or encoding line handles, for error messages.
 _LINE_FIELDS = {
-    50: 'ZkMigrationState',
-    52: 'tagged fields of ZkMigrationStateRecord',
-    53: 'tagged fields of ZkMigrationStateRecord',
-    61: 'ZkMigrationState',
-    63: 'tagged fields of ZkMigrationStateRecord',
+    52: 'ZkMigrationState',
+    54: 'tagged fields of ZkMigrationStateRecord',
+    55: 'tagged fields of ZkMigrationStateRecord',
+    63: 'ZkMigrationState',
+    65: 'tagged fields of ZkMigrationStateRecord',
 }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import sys
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from uuid import UUID
 
 from .errors import (DecodeError, EncodeError, JsonError, UnsupportedVersionError, describe_failure, locate)
@@ -27,7 +27,8 @@ class _Missing:
         return "MISSING"     # a global of this module: copied and unpickled as the same object
 
 
-MISSING = _Missing()
+# Typed Any: it stands in, as a keyword default, for a value of whatever type the field has.
+MISSING: Any = _Missing()
 
 
 def version_in(rng, version) -> bool:
@@ -136,9 +137,9 @@ class Message(Struct):
     __slots__ = ()
     NAME = "Message"
     TYPE = ""
-    API_KEY = None
-    VALID_VERSIONS = None
-    FLEXIBLE_VERSIONS = None
+    API_KEY: int | None = None
+    VALID_VERSIONS: tuple[int, int] | None = None       # None: the empty range
+    FLEXIBLE_VERSIONS: tuple[int, int] | None = None
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = ""
     _HAS_BYTES = False     # whether a bytes or records field may carry a value worth setting aside
