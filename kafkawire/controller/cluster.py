@@ -15,10 +15,11 @@ from kafkawire.protocol.error_codes import Errors
 from .errors import ApiError
 from .frames import frame, struct
 from .heartbeats import BrokerHeartbeatManager, BrokerState, current_state
-from .java_order import string_hashmap_order
+from .java_order import copied_capacity, grown_capacity, string_hashmap_order
 from .replication import has_leaderships, is_active, updates_adding, updates_for_shutdown, updates_removing
+from .snapshot import JDK
 from .state import ControllerState
-from .versions import (METADATA_VERSION, controller_registration_supported,
+from .versions import (KRAFT_VERSION, METADATA_VERSION, controller_registration_supported,
                        cordoned_log_dirs_supported, directory_assignment_supported, migration_supported,
                        register_broker_record_version)
 
@@ -66,19 +67,43 @@ def controller_registration_records(state: ControllerState, request) -> list[byt
 
 
 def _checked_feature(finalized: dict[str, int], name: str, low: int, high: int) -> None:
-    """processRegistrationFeature: a finalized feature must be in the broker's range."""
-    level = finalized.get(name)
-    if level is not None and not low <= level <= high:
+    """processRegistrationFeature: the finalized level (0 for a feature not finalized) must be
+    in the broker's range."""
+    level = finalized.get(name, 0)
+    if not low <= level <= high:
         raise ApiError(Errors.UNSUPPORTED_VERSION,
-                       f"Unable to register because the broker does not support version {level} of {name}. "
-                       f"It wants a version between {low} and {high}, inclusive.")
+                       f"Unable to register because the broker does not support finalized version {level} of "
+                       f"{name}. The broker wants a version between {low} and {high}, inclusive.")
 
 
-def _checked_features(state: ControllerState, request) -> list:
-    """registerBroker's feature checks: each finalized feature within the broker's range, a
-    metadata.version range present, and a finalized feature the broker does not name must be
-    at level 0 (a broker that names none supports only 0)."""
+def _features_to_check(state: ControllerState, kraft_version: int) -> dict[str, int]:
+    """QuorumController.registerBroker's map: FeatureControlManager.finalizedFeatures
+    (metadata.version put first into a default HashMap, then the others; it never holds
+    kraft.version), copied, with the raft client's kraft.version put last."""
     finalized = state.finalized_features()
+    finalized.pop(KRAFT_VERSION, None)
+    names = sorted(finalized, key=lambda n: n != METADATA_VERSION)       # stable: metadata.version first
+    first = string_hashmap_order(names, grown_capacity(len(names)))
+    levels = {name: finalized[name] for name in first}
+    levels[KRAFT_VERSION] = kraft_version
+    return levels
+
+
+def _unverified_order(levels: dict[str, int]) -> list[str]:
+    """The iteration order of registerBroker's unverifiedFeatures: the map above copied into
+    QuorumController's map (kraft.version put into it last), that copied again; each copy
+    sized as Java 21 sizes one."""
+    names = list(levels)
+    quorum_map = grown_capacity(len(names), copied_capacity(len(names) - 1, JDK))
+    return string_hashmap_order(string_hashmap_order(names, quorum_map), copied_capacity(len(names), JDK))
+
+
+def _checked_features(state: ControllerState, request, kraft_version: int) -> list:
+    """registerBroker's feature checks, in Kafka's order: each feature the broker names, in
+    request order; then a metadata.version range present; then each finalized feature (the
+    quorum's kraft.version among them) the broker does not name must be at level 0 (a broker
+    that names none supports only 0), in the order of Kafka's HashMap."""
+    finalized = _features_to_check(state, kraft_version)
     Feature = struct("RegisterBrokerRecord", "BrokerFeature")
     features = []
     for f in request.features:
@@ -88,7 +113,7 @@ def _checked_features(state: ControllerState, request) -> list:
     named = {f.name for f in request.features}
     if METADATA_VERSION not in named:
         raise ApiError(Errors.INVALID_REGISTRATION, f"Request features do not contain '{METADATA_VERSION}'")
-    for name in string_hashmap_order(finalized):
+    for name in _unverified_order(finalized):
         if finalized[name] != 0 and name not in named:
             _checked_feature(finalized, name, 0, 0)
     return features
@@ -112,15 +137,16 @@ def _checked_log_dirs(image, request) -> list:
 
 
 def broker_registration_records(state: ControllerState, request, *, cluster_id: str, broker_epoch: int,
-                                sessions: BrokerHeartbeatManager, now_ms: int, request_version: int = 0,
-                                static_min_isr: int = 1) -> tuple[list[bytes], int]:
+                                sessions: BrokerHeartbeatManager, now_ms: int, kraft_version: int,
+                                request_version: int = 0, static_min_isr: int = 1) -> tuple[list[bytes], int]:
     """ClusterControlManager.registerBroker: the records and the broker epoch. A new incarnation
     first leaves the ISRs (and, after an unclean shutdown with ELR on, the ELRs) its previous
     one was in (handleBrokerShutdown; a shutdown is clean when the request, v3 and later, names
     the epoch the controller has), then registers fenced with ``broker_epoch``, the offset the
     batch starts at (nextWriteOffset: the RegisterBrokerRecord's own offset when nothing
     precedes it); the same incarnation again amends its registration, keeping
-    its epoch, fencing and controlled shutdown."""
+    its epoch, fencing and controlled shutdown. ``kraft_version`` is the raft client's, checked
+    against the broker's range as a finalized feature."""
     if request.cluster_id != cluster_id:
         raise ApiError(Errors.INCONSISTENT_CLUSTER_ID,
                        f"Expected cluster ID {cluster_id}, but got cluster ID {request.cluster_id}")
@@ -138,7 +164,7 @@ def broker_registration_records(state: ControllerState, request, *, cluster_id: 
 
     Endpoint = struct("RegisterBrokerRecord", "BrokerEndpoint")
     end_points = checked_listeners(request.listeners, Endpoint)
-    features = _checked_features(state, request)
+    features = _checked_features(state, request, kraft_version)
     fields = dict(broker_id=request.broker_id, incarnation_id=request.incarnation_id, end_points=end_points,
                   features=features, rack=request.rack)
     if migration_supported(mv):

@@ -310,15 +310,21 @@ class MetadataController:
 
     async def _broker_registration(self, ctx, request):
         def generate():
-            return cluster.broker_registration_records(
+            previous = self.state.image.brokers.get(request.broker_id)
+            generated = cluster.broker_registration_records(
                 self.state, request, cluster_id=self.cluster_id, broker_epoch=self._next_offset(),
-                sessions=self.sessions, now_ms=self.clock(), request_version=ctx.api_version,
-                static_min_isr=self.static_min_insync_replicas)
+                sessions=self.sessions, now_ms=self.clock(), kraft_version=self.raft.kraft_version(),
+                request_version=ctx.api_version, static_min_isr=self.static_min_insync_replicas)
+            # As Kafka's registerBroker, the session changes with the records, before they commit.
+            if previous is not None and previous.incarnation_id == request.incarnation_id:
+                self.sessions.amended_registration(request.broker_id, previous.fenced)
+            else:
+                self.sessions.new_registration(request.broker_id, self.clock())
+            return generated
         try:
             epoch, _ = await self._write(generate)
         except ApiError as exc:
             return BrokerRegistrationResponse(error_code=exc.code)
-        self.sessions.new_registration(request.broker_id, self.clock())
         log.info("controller %d: registered broker %d with epoch %d", self.node_id, request.broker_id, epoch)
         return BrokerRegistrationResponse(broker_epoch=epoch)
 

@@ -62,8 +62,22 @@ class BrokerHeartbeatManager:
             session.metadata_offset = metadata_offset
 
     def new_registration(self, broker_id: int, now_ms: int) -> None:
-        """A (re-)registered broker starts a fresh session, with no controlled shutdown pending."""
+        """A new incarnation: the old one's session goes (BrokerHeartbeatManager.remove) and a
+        fresh one starts, fenced, with no offsets."""
         self._sessions[broker_id] = _Session(now_ms)
+
+    def amended_registration(self, broker_id: int, fenced: bool) -> None:
+        """BrokerHeartbeatManager.register for the same incarnation again: the session stays,
+        its last contact untouched (Kafka keeps contact times by broker epoch, which an
+        amendment keeps). An amendment keeps the broker's fencing, so the session forgets its
+        metadata offset (Kafka carries it only across a fencing change) and, when fenced, any
+        controlled shutdown offset."""
+        session = self._sessions.get(broker_id)
+        if session is None:
+            return
+        session.metadata_offset = -1
+        if fenced:
+            session.controlled_shutdown_offset = -1
 
     def has_valid_session(self, broker_id: int, fenced: bool, now_ms: int) -> bool:
         session = self._sessions.get(broker_id)

@@ -48,6 +48,7 @@ class FakeQuorum:
         self.controllers: dict[int, MetadataController] = {}
         self.send_failures: dict[int, list] = {}              # node id -> queued failures
         self.sent: list[tuple[int, object]] = []
+        self.kraft_version = 0                                # what every handle's kraft_version() says
 
     def elect(self, node_id: int | None) -> None:
         self.epoch += 1
@@ -87,6 +88,9 @@ class FakeHandle:
 
     def next_offset(self) -> int:
         return self.quorum.end_offset
+
+    def kraft_version(self) -> int:
+        return self.quorum.kraft_version
 
     def leader_caught_up(self) -> bool:
         """Appends commit at once here, so a leader has always applied what came before its epoch."""

@@ -495,6 +495,10 @@ class RaftDriver:
         status = self.core.status()
         return status.log_end_offset + status.proposed_records + self._queued_records
 
+    def kraft_version(self) -> int:
+        """The latest kraft.version in the log, uncommitted included (KafkaRaftClient.kraftVersion)."""
+        return self.core.kraft_version()
+
     def high_watermark(self) -> int:
         hw = self.core.high_watermark() if self.core is not None else None
         return 0 if hw is None else hw
