@@ -170,12 +170,11 @@ class VoteHandling(CoreParts):
                                                           node.key, last.epoch, last.offset, pre_vote), "Vote")
 
     # --- BeginQuorumEpoch -------------------------------------------------------------------------
-    def _handle_begin_quorum_epoch_request(self, request: RequestReceived) -> None:
+    def _accept_leader_announcement(self, request: RequestReceived, api: str, reply):
+        """The checks BeginQuorumEpoch and EndQuorumEpoch share (cluster id, one partition, a
+        voter-only request, a believable leader claim), then the leader they name is learnt.
+        Returns the partition, or None once ``reply`` has answered the refusal."""
         body = request.body
-
-        def reply(top=NONE, error=NONE):
-            self._respond(request, rpc.begin_quorum_epoch_response(top, error, api_version=request.api_version,
-                                                                   **self._leader_fields()))
         if not self._valid_cluster_id(body.cluster_id):
             return reply(top=int(Errors.INCONSISTENT_CLUSTER_ID))
         partition = rpc.single_partition(body.topics)
@@ -183,11 +182,22 @@ class VoteHandling(CoreParts):
             return reply(top=int(Errors.INVALID_REQUEST))
         error = self._validate_voter_only_request(partition.leader_id, partition.leader_epoch)
         if error == NONE:
-            error = self._validate_leader_claim("BeginQuorumEpoch", partition.leader_id, partition.leader_epoch)
+            error = self._validate_leader_claim(api, partition.leader_id, partition.leader_epoch)
         if error != NONE:
             return reply(error=error)
         endpoints = rpc.endpoints_from_leader_field(body.leader_endpoints)
         self._maybe_transition(partition.leader_id, partition.leader_epoch, endpoints)
+        return partition
+
+    def _handle_begin_quorum_epoch_request(self, request: RequestReceived) -> None:
+        body = request.body
+
+        def reply(top=NONE, error=NONE):
+            self._respond(request, rpc.begin_quorum_epoch_response(top, error, api_version=request.api_version,
+                                                                   **self._leader_fields()))
+        partition = self._accept_leader_announcement(request, "BeginQuorumEpoch", reply)
+        if partition is None:
+            return
         # As Kafka's handleBeginQuorumEpochRequest: the leader is learnt before the voter key
         # is checked, so a request meant for another key still names the leader we now follow.
         if not self._voter_key_matches(body.voter_id, partition.voter_directory_id):
@@ -210,23 +220,12 @@ class VoteHandling(CoreParts):
 
     # --- EndQuorumEpoch ---------------------------------------------------------------------------
     def _handle_end_quorum_epoch_request(self, request: RequestReceived) -> None:
-        body = request.body
-
         def reply(top=NONE, error=NONE):
             self._respond(request, rpc.end_quorum_epoch_response(top, error, api_version=request.api_version,
                                                                  **self._leader_fields()))
-        if not self._valid_cluster_id(body.cluster_id):
-            return reply(top=int(Errors.INCONSISTENT_CLUSTER_ID))
-        partition = rpc.single_partition(body.topics)
+        partition = self._accept_leader_announcement(request, "EndQuorumEpoch", reply)
         if partition is None:
-            return reply(top=int(Errors.INVALID_REQUEST))
-        error = self._validate_voter_only_request(partition.leader_id, partition.leader_epoch)
-        if error == NONE:
-            error = self._validate_leader_claim("EndQuorumEpoch", partition.leader_id, partition.leader_epoch)
-        if error != NONE:
-            return reply(error=error)
-        endpoints = rpc.endpoints_from_leader_field(body.leader_endpoints)
-        self._maybe_transition(partition.leader_id, partition.leader_epoch, endpoints)
+            return
         state = self.quorum.state
         if isinstance(state, Follower) and state.leader_id == partition.leader_id:
             if request.api_version >= 1:
