@@ -59,7 +59,7 @@ def module_text(jar_path: str) -> str:
              "# Run `python -m kafkawire.codegen.kafka_api_keys JAR` again when schemas/ change.",
              '"""Kafka 4.3.1\'s ApiKeys where kafkawire\'s schemas cannot say it."""', "",
              "# API key: (name, oldest version, latest version) of the 4.3.1 APIs kafkawire has no schema for.",
-             "NOT_IN_OUR_SCHEMAS = {"]
+             "NOT_IN_OUR_SCHEMAS: dict[int, tuple[str, int, int]] = {"]
     lines += [f"    {key}: ({name!r}, {low}, {high})," for key, (name, low, high, _) in missing.items()]
     lines[-1] += "}" if not missing else ""
     lines += ([] if not missing else ["}"]) + ["",

@@ -9,7 +9,9 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
+from .message import Message
 from .registry import installed
 
 API_VERSIONS_KEY = 18
@@ -21,8 +23,9 @@ class Api:
     name: str                 # "Fetch", as Kafka's ApiKeys names it
     min_version: int
     max_version: int
-    request: type
-    response: type
+    # Generated Message subclasses; type[Any], as each has its own fields, unknown to mypy here.
+    request: type[Any]
+    response: type[Any]
 
     def __str__(self) -> str:
         return f"{self.name}({self.key}): {self.min_version} to {self.max_version}"
@@ -32,8 +35,11 @@ class Api:
 def api_table(package: str | None = None) -> dict[int, Api]:
     """The table of the installed registry, or of the generated package named ``package``."""
     registry = installed() if package is None else importlib.import_module(package).REGISTRY
-    requests, responses = {}, {}
+    requests: dict[int, type[Message]] = {}
+    responses: dict[int, type[Message]] = {}
     for name, _, kind, key in registry.index:
+        if key is None:       # a data or metadata-record schema without an API key
+            continue
         if kind == "request":
             requests[key] = registry.by_name(name)
         elif kind == "response":

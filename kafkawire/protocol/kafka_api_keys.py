@@ -3,7 +3,7 @@
 """Kafka 4.3.1's ApiKeys where kafkawire's schemas cannot say it."""
 
 # API key: (name, oldest version, latest version) of the 4.3.1 APIs kafkawire has no schema for.
-NOT_IN_OUR_SCHEMAS = {}
+NOT_IN_OUR_SCHEMAS: dict[int, tuple[str, int, int]] = {}
 
 # API key: (oldest, latest) in 4.3.1, where our schemas (the union of Kafka 3.9's and 4.x's versions, later ones included) differ.
 RANGE_IN_4_3_1 = {

@@ -82,7 +82,8 @@ class Struct:
                 return False
         return list(self._unknown_tagged_fields) == list(other._unknown_tagged_fields)
 
-    __hash__ = None
+    # No __hash__: a class that defines __eq__ alone gets __hash__ = None from Python, so
+    # instances (mutable) are unhashable, as they were with an explicit None.
 
     def __repr__(self):
         parts = [f"{f.py_name}={getattr(self, f.py_name)!r}" for f in self._FIELDS]
@@ -171,9 +172,9 @@ class Message(Struct):
             buf = EncodeBuffer()
             self.encode_into(buf, version)
             return buf.getvalue()
-        buf = bytearray()      # cheaper to make and to fill than an EncodeBuffer, for the many small messages
-        self.encode_into(buf, version)
-        return bytes(buf)
+        small = bytearray()    # cheaper to make and to fill than an EncodeBuffer, for the many small messages
+        self.encode_into(small, version)
+        return bytes(small)
 
     @classmethod
     def decode(cls, data, version: int, *, partial: bool = False):
@@ -210,7 +211,11 @@ def tagged_value_is_default(f: Field, value) -> bool:
     if f.kind == "array":
         return value is None if f.default is None else (value is not None and len(value) == 0)
     if f.kind == "struct":
-        return value is None if f.default is None else (value is not None and value == f.struct())
+        if f.default is None:
+            return value is None
+        struct = f.struct
+        assert struct is not None, f"struct field {f.name} has no struct class"
+        return value is not None and value == struct()
     return value == f.default
 
 

@@ -275,15 +275,16 @@ class EncodeBuffer(bytearray):
     """
     # No __slots__ and no __init__: a small message's whole encoding costs about as much as a
     # Python __init__ call. An instance gets its own list on the first set_aside.
-    parts = ()
+    parts: tuple[()] | list[bytes | memoryview] = ()
 
     def set_aside(self, value) -> None:
-        if not self.parts:
-            self.parts = []
+        parts = self.parts
+        if not parts:
+            parts = self.parts = []
         view = memoryview(value)     # a value that is not bytes-like fails here, in its field's writer
-        self.parts.append(bytes(self))
+        parts.append(bytes(self))
         self.clear()
-        self.parts.append(view)
+        parts.append(view)
 
     def size(self) -> int:
         return sum(map(len, self.parts)) + len(self)
