@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from typing import Any
 
 import cramjam
 
@@ -115,7 +116,7 @@ def _gzip_compress(data, level: int) -> bytes:
 
 def _gzip_decompress(data, max_size: int) -> bytes:
     out = bytearray()
-    rest = memoryview(data)
+    rest: memoryview | bytes = memoryview(data)
     while True:
         inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)  # gzip wrapper, checks CRC/ISIZE
         try:
@@ -151,7 +152,7 @@ def _xerial_snappy_compress(data) -> bytes:
     return bytes(out)
 
 
-def _raw_snappy(block, max_left: int) -> bytes:
+def _raw_snappy(block, max_left: int) -> cramjam.Buffer:
     try:
         # The raw format starts with the uncompressed length; check it before inflating.
         if cramjam.snappy.decompress_raw_len(block) > max_left:
@@ -253,7 +254,7 @@ def _lz4_frame_compress(data, level: int | None) -> bytes:
     mv = memoryview(data)
     # Lz4BlockOutputStream: fast compressor at the default level, HC otherwise.
     if level is None or level == _LZ4_DEFAULT_LEVEL:
-        kwargs = {}
+        kwargs: dict[str, Any] = {}
     else:
         kwargs = {"mode": "high_compression", "compression": level}
     out = bytearray(_LZ4_HEADER)
