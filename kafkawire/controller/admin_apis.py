@@ -1,7 +1,8 @@
 """The controller's handlers for the admin APIs brokers forward (in an Envelope) or clients send
 to a controller directly: DeleteTopics (20), AlterConfigs (33), CreatePartitions (37),
-ElectLeaders (43), IncrementalAlterConfigs (44), AlterPartitionReassignments (45) and
-ListPartitionReassignments (46).
+ElectLeaders (43), IncrementalAlterConfigs (44), AlterPartitionReassignments (45),
+ListPartitionReassignments (46), and DescribeConfigs (32), which any controller answers from its
+own image.
 
 Each computes its records from the committed state through the controller's serialized write
 path. A refusal of the whole request (not the active controller, the request's own timeout)
@@ -26,6 +27,7 @@ from kafkawire.net.server import ApiHandler
 from kafkawire.protocol.error_codes import Errors
 
 from .configs import alter_configs, incremental_alter_configs
+from .describe_configs import describe_configs
 from .errors import ApiError
 from .leader_election import elect_leaders
 from .partition_creation import create_partitions
@@ -34,6 +36,8 @@ from .topic_deletion import NAMES_IN_TOPICS_VERSION, ZERO_UUID, delete_topics
 
 DELETE_TOPICS, ALTER_CONFIGS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS = 20, 33, 37, 44
 ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS, ELECT_LEADERS = 45, 46, 43
+DESCRIBE_CONFIGS = 32
+DESCRIBE_CONFIGS_MIN_VERSION = 1         # Kafka 4.x serves DescribeConfigs v1-v4
 DELETE_TOPICS_MIN_VERSION = 1            # Kafka 4.x serves DeleteTopics v1-v6
 ALTER_CONFIGS_TIMEOUT_MS = 30_000        # the config APIs carry no timeout of their own
 
@@ -136,7 +140,11 @@ def handlers(controller) -> dict:
         except ApiError as exc:
             return _elect_leaders_error(request, exc, ctx.api_version)
 
+    async def describe(ctx, request):     # any controller answers from its own image, as Kafka's
+        return describe_configs(controller.node_id, controller.state.image, request)
+
     return {
+        DESCRIBE_CONFIGS: ApiHandler(describe, min_version=DESCRIBE_CONFIGS_MIN_VERSION),
         DELETE_TOPICS: ApiHandler(delete, min_version=DELETE_TOPICS_MIN_VERSION),
         ELECT_LEADERS: ApiHandler(elect),
         ALTER_PARTITION_REASSIGNMENTS: ApiHandler(reassign),

@@ -1,0 +1,216 @@
+"""DescribeConfigs (32) on a controller, as Kafka 4.3.1's ControllerApis answers it through
+ConfigHelper: a read of this node's committed metadata image, no raft write.
+
+TOPIC: every topic config of LogConfig (in the order of the HashMap AbstractConfig.nonInternalValues
+builds, after any set internal config), its value resolved as in effective_configs, its source the
+first of its synonyms: the topic's own config (TOPIC_CONFIG), then the first broker synonym's
+names (ServerTopicConfigSynonyms, DynamicBrokerConfig.brokerConfigSynonyms) in this node's dynamic
+config, the cluster default, its static config and KafkaConfig's defaults, the list cut before the
+first entry named as the first broker synonym (ConfigHelper.configSynonyms's dropWhile: a value
+set only under log.retention.hours gives no synonym, so DEFAULT_CONFIG). An unknown topic is
+UNKNOWN_TOPIC_OR_PARTITION with no message.
+
+BROKER "" (the cluster default): the dynamic default configs; BROKER <this node's id>: see README
+("Running Kafka brokers on kafkawire controllers") for what this node lists; another id,
+BROKER_LOGGER, CLIENT_METRICS, GROUP: INVALID_REQUEST, the messages Kafka's controller gives
+where known.
+"""
+from __future__ import annotations
+
+from kafkawire.messages.describe_configs_response import (DescribeConfigsResourceResult, DescribeConfigsResponse,
+                                                          DescribeConfigsResult, DescribeConfigsSynonym)
+from kafkawire.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
+from kafkawire.protocol.error_codes import Errors
+
+from .configs import BROKER_LIST_CONFIGS
+from .effective_configs import INTERNAL_CONFIGS, SYNONYMS, _resolve
+from .errors import ApiError
+from .java_order import string_hashmap_order
+from .topic_configs import TOPIC_CONFIG_KEYS
+from .topics import validate_topic_name
+
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
+TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
+UNKNOWN_TYPE = 0
+CONFIG_TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7,
+                "CLASS": 8, "PASSWORD": 9}
+# DynamicBrokerConfig.brokerConfigSynonyms: the groups whose members stand for one another.
+_BROKER_SYNONYM_GROUPS = (("log.roll.ms", "log.roll.hours"), ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+                          ("log.retention.ms", "log.retention.minutes", "log.retention.hours"))
+_FLUSH_GROUP = ("log.flush.interval.ms", "log.flush.scheduler.interval.ms")
+# KafkaConfig's defaults of the broker synonyms whose default is not the topic config's: none for
+# the first of a group, these for the others.
+_NO_BROKER_DEFAULT = frozenset({"log.roll.ms", "log.roll.jitter.ms", "log.flush.interval.ms", "log.retention.ms",
+                                "log.retention.minutes"})
+_OTHER_BROKER_DEFAULTS = {"log.roll.hours": "168", "log.roll.jitter.hours": "0", "log.retention.hours": "168",
+                          "log.flush.scheduler.interval.ms": str((1 << 63) - 1)}
+
+
+# A dynamic broker config the image holds under a name that is not dynamic (DynamicBrokerConfig
+# drops it): only the first broker synonym of a topic config is reconfigurable.
+NOT_DYNAMIC = frozenset(synonym for synonyms in SYNONYMS.values() for synonym, _ in synonyms[1:])
+
+
+def dynamic_broker_configs(image, name: str) -> dict[str, str]:
+    """What Kafka's DynamicBrokerConfig keeps of a broker resource's configs in the image."""
+    return {k: v for k, v in image.configs.get((BROKER_RESOURCE, name), {}).items() if k not in NOT_DYNAMIC}
+
+
+def broker_synonyms(name: str) -> list[str]:
+    if name == _FLUSH_GROUP[0]:
+        return list(_FLUSH_GROUP)
+    for group in _BROKER_SYNONYM_GROUPS:
+        if name in group:
+            return list(group)
+    return [name]
+
+
+def _static_defaults(topic_config: str, first: str) -> dict[str, str | None]:
+    """KafkaConfig.defaultValues of the broker synonyms of ``first``."""
+    defaults = {name: _OTHER_BROKER_DEFAULTS.get(name) for name in broker_synonyms(first)}
+    if first not in _NO_BROKER_DEFAULT:
+        defaults[first] = TOPIC_CONFIG_KEYS[topic_config].default
+    return defaults
+
+
+def broker_default(name: str) -> str | None:
+    """KafkaConfig's default of a broker synonym of a topic config (None for the others)."""
+    for topic_config, synonyms in SYNONYMS.items():
+        if name in (synonym for synonym, _ in synonyms):
+            return _static_defaults(topic_config, synonyms[0][0]).get(name)
+    return None
+
+
+def _config_synonyms(name: str, layers) -> list[DescribeConfigsSynonym]:
+    """ConfigHelper.configSynonyms: ``layers`` is [(configs, source)], highest priority first."""
+    found = [DescribeConfigsSynonym(name=synonym, value=configs[synonym], source=source)
+             for configs, source in layers for synonym in broker_synonyms(name) if configs.get(synonym) is not None]
+    while found and found[0].name != name:
+        found.pop(0)
+    return found
+
+
+def _java_string(value: str, kind: str) -> str:
+    """ConfigDef.convertToString of the parsed value."""
+    match kind:
+        case "LIST":
+            return ",".join(part.strip() for part in value.split(",") if part.strip())
+        case "BOOLEAN":
+            return value.strip().lower()
+        case "INT" | "LONG":
+            return str(int(value.strip()))
+        case "DOUBLE":
+            return repr(float(value.strip()))
+    return value
+
+
+def _topic_entry(name: str, topic: dict, node: dict, cluster: dict, include_synonyms: bool):
+    key = TOPIC_CONFIG_KEYS[name]
+    value, _ = _resolve(name, topic, node, cluster, {})
+    value = None if value is None else _java_string(value, key.type)
+    synonyms = []
+    if name in SYNONYMS:
+        first = SYNONYMS[name][0][0]
+        synonyms = _config_synonyms(first, [(node, DYNAMIC_BROKER_CONFIG), (cluster, DYNAMIC_DEFAULT_BROKER_CONFIG),
+                                            (_static_defaults(name, first), DEFAULT_CONFIG)])
+    if name in topic:
+        synonyms.insert(0, DescribeConfigsSynonym(name=name, value=value, source=TOPIC_CONFIG))
+    return DescribeConfigsResourceResult(
+        name=name, value=value, read_only=False, config_source=synonyms[0].source if synonyms else DEFAULT_CONFIG,
+        is_sensitive=False, synonyms=synonyms if include_synonyms else [], config_type=CONFIG_TYPES[key.type],
+        documentation=None)
+
+
+def _topic_result(image, resource, node: dict, cluster: dict, include_synonyms: bool) -> DescribeConfigsResult:
+    validate_topic_name(resource.resource_name)
+    if resource.resource_name not in image.topics_by_name:
+        return DescribeConfigsResult(error_code=int(Errors.UNKNOWN_TOPIC_OR_PARTITION))
+    topic = image.configs.get((TOPIC_RESOURCE, resource.resource_name), {})
+    internal = [name for name in sorted(INTERNAL_CONFIGS) if name in topic]
+    public = string_hashmap_order(name for name in TOPIC_CONFIG_KEYS if name not in INTERNAL_CONFIGS)
+    return DescribeConfigsResult(configs=[
+        _topic_entry(name, topic, node, cluster, include_synonyms) for name in internal + public
+        if _requested(resource, name)])
+
+
+def _requested(resource, name: str) -> bool:
+    return not resource.configuration_keys or name in resource.configuration_keys
+
+
+def broker_config_type(name: str) -> int:
+    """KafkaConfig.configType, known here only for the broker synonyms of topic configs and the
+    list configs; UNKNOWN (0) for the rest."""
+    for topic_config, synonyms in SYNONYMS.items():
+        for position, (synonym, _) in enumerate(synonyms):
+            if synonym == name:
+                if name.endswith((".hours", ".minutes")):
+                    return CONFIG_TYPES["INT"]
+                return CONFIG_TYPES["LONG" if position else TOPIC_CONFIG_KEYS[topic_config].type]
+    return CONFIG_TYPES["LIST"] if name in BROKER_LIST_CONFIGS else UNKNOWN_TYPE
+
+
+def _broker_entry(name: str, value: str, layers, include_synonyms: bool):
+    synonyms = _config_synonyms(name, layers)
+    return DescribeConfigsResourceResult(
+        name=name, value=value, read_only=False, is_sensitive=False,
+        config_source=synonyms[0].source if synonyms else DEFAULT_CONFIG,
+        synonyms=synonyms if include_synonyms else [], config_type=broker_config_type(name), documentation=None)
+
+
+def _broker_result(node_id: int, image, resource, include_synonyms: bool) -> DescribeConfigsResult:
+    name = resource.resource_name
+    cluster = dynamic_broker_configs(image, "")
+    if not name:
+        layers, current = [(cluster, DYNAMIC_DEFAULT_BROKER_CONFIG)], dict(cluster)
+    else:
+        _broker_id(name, f"Unexpected broker id, expected {node_id} or empty string, but received {name}", node_id)
+        node = dynamic_broker_configs(image, name)
+        current = {**cluster, **node}
+        defaults = {synonym: broker_default(synonym) for key in current for synonym in broker_synonyms(key)}
+        layers = [(node, DYNAMIC_BROKER_CONFIG), (cluster, DYNAMIC_DEFAULT_BROKER_CONFIG), (defaults, DEFAULT_CONFIG)]
+    return DescribeConfigsResult(configs=[
+        _broker_entry(key, current[key], layers, include_synonyms) for key in sorted(current)
+        if _requested(resource, key)])
+
+
+def _broker_id(name: str, mismatch: str, node_id: int) -> None:
+    try:
+        broker_id = int(name)
+    except ValueError:
+        raise ApiError(Errors.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}") from None
+    if broker_id != node_id:
+        raise ApiError(Errors.INVALID_REQUEST, mismatch)
+
+
+def _one(node_id: int, image, resource, include_synonyms: bool) -> DescribeConfigsResult:
+    match resource.resource_type:
+        case 2:     # TOPIC
+            result = _topic_result(image, resource, dynamic_broker_configs(image, str(node_id)),
+                                   dynamic_broker_configs(image, ""), include_synonyms)
+        case 4:     # BROKER
+            result = _broker_result(node_id, image, resource, include_synonyms)
+        case _:     # BROKER_LOGGER, CLIENT_METRICS, GROUP
+            raise ApiError(Errors.INVALID_REQUEST, f"This controller does not describe resource type "
+                                                   f"{resource.resource_type} yet")
+    result.resource_type, result.resource_name = resource.resource_type, resource.resource_name
+    return result
+
+
+def describe_configs(node_id: int, image, request) -> DescribeConfigsResponse:
+    if any(r.resource_type not in (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP) for r in request.resources):
+        # ConfigHelper's authorization step throws before any resource is described: the whole
+        # request fails, with the error's default message (DescribeConfigsRequest.getErrorResponse)
+        failed = Errors.INVALID_REQUEST
+        return DescribeConfigsResponse(results=[DescribeConfigsResult(
+            error_code=int(failed), error_message=failed.message, resource_type=r.resource_type,
+            resource_name=r.resource_name) for r in request.resources])
+    results = []
+    for resource in request.resources:
+        try:
+            results.append(_one(node_id, image, resource, bool(request.include_synonyms)))
+        except ApiError as exc:
+            results.append(DescribeConfigsResult(error_code=exc.code, error_message=exc.message,
+                                                 resource_type=resource.resource_type,
+                                                 resource_name=resource.resource_name))
+    return DescribeConfigsResponse(results=results)
