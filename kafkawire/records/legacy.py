@@ -21,6 +21,7 @@ only), which only matters for reading historic fixtures.
 
 from __future__ import annotations
 
+import mmap
 import struct
 import zlib
 from collections.abc import Iterator
@@ -78,6 +79,19 @@ class LegacyRecordBatch:
 
     __slots__ = ("offset", "size", "crc", "magic", "attributes", "timestamp", "key", "value",
                  "position", "file", "max_decompressed_size", "_buf", "_inner")
+    offset: int
+    size: int
+    crc: int
+    magic: int
+    attributes: int
+    timestamp: int
+    key: memoryview | None                   # slices of the buffer, not copies
+    value: memoryview | None
+    position: int
+    file: str | None
+    max_decompressed_size: int
+    _buf: bytes | bytearray | memoryview | mmap.mmap
+    _inner: list[LegacyRecord] | None        # a wrapper's records, once read
 
     @classmethod
     def from_buffer(cls, buf, offset: int = 0, *,
@@ -259,7 +273,7 @@ def _parse_message(buf, pos: int, end: int, fail):
     else:
         timestamp = NO_TIMESTAMP
     mv = memoryview(buf)
-    fields = []
+    fields: list[memoryview | None] = []
     for what in ("key", "value"):
         if msg_end - p < 4:
             raise fail(f"message ends before its {what} length", p)
