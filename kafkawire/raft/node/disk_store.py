@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import uuid
+from typing import BinaryIO
 
 from kafkawire.records import iter_batches
 from kafkawire.storage.log import Log, fsync_dir
@@ -68,11 +69,11 @@ class DiskLogStore:
                 log.warning("log recovery cut %d bytes of %s: %s", report.truncated_bytes, report.file,
                             report.reason)
         self._epochs = self._scan_epochs()
-        self._written_epochs = None
+        self._written_epochs: list[tuple[int, int]] | None = None   # None: not written since the store opened
         if not os.path.exists(os.path.join(self.directory, PARTITION_METADATA_FILE)):
             write_partition_metadata(os.path.join(self.directory, PARTITION_METADATA_FILE), METADATA_TOPIC_ID,
                                      fsync=fsync)
-        self._partial: dict[OffsetAndEpoch, object] = {}
+        self._partial: dict[OffsetAndEpoch, BinaryIO] = {}
 
     def _remove_partial_snapshots(self) -> None:
         for name in os.listdir(self.directory):
