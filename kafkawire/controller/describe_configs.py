@@ -150,12 +150,25 @@ def broker_config_type(name: str) -> int:
     return CONFIG_TYPES["LIST"] if name in BROKER_LIST_CONFIGS else UNKNOWN_TYPE
 
 
+# KafkaConfig's PASSWORD configs (listener-prefixed or not): their values never leave the node.
+_PASSWORD_CONFIGS = ("password", "sasl.jaas.config", "ssl.keystore.key", "ssl.keystore.certificate.chain",
+                     "ssl.truststore.certificates")
+
+
+def is_sensitive(name: str) -> bool:
+    return name.endswith(_PASSWORD_CONFIGS)
+
+
 def _broker_entry(name: str, value: str, layers, include_synonyms: bool):
+    sensitive = is_sensitive(name)
     synonyms = _config_synonyms(name, layers)
+    if sensitive:
+        for synonym in synonyms:
+            synonym.value = None
     return DescribeConfigsResourceResult(
-        name=name, value=value, read_only=False, is_sensitive=False,
-        config_source=synonyms[0].source if synonyms else DEFAULT_CONFIG,
-        synonyms=synonyms if include_synonyms else [], config_type=broker_config_type(name), documentation=None)
+        name=name, value=None if sensitive else value, read_only=False, is_sensitive=sensitive,
+        config_source=synonyms[0].source if synonyms else DEFAULT_CONFIG, synonyms=synonyms if include_synonyms else [],
+        config_type=CONFIG_TYPES["PASSWORD"] if sensitive else broker_config_type(name), documentation=None)
 
 
 def _broker_result(node_id: int, image, resource, include_synonyms: bool) -> DescribeConfigsResult:

@@ -8,6 +8,9 @@ ControllerApis makes them (used when authorizer.class.name is set):
 - IncrementalAlterConfigs and AlterConfigs: ALTER_CONFIGS on the cluster for a broker or
   client-metrics resource (else CLUSTER_AUTHORIZATION_FAILED), on the topic or group for those
   (TOPIC_ / GROUP_AUTHORIZATION_FAILED);
+- DescribeConfigs: DESCRIBE_CONFIGS on the cluster for a broker, broker-logger or client-metrics
+  resource (else CLUSTER_AUTHORIZATION_FAILED), on the topic or group for those; refused
+  resources come after the described ones, with the error's default message (ConfigHelper);
 - CreateTopics' answer (after authorizer.authorizing_create_topics' CREATE check): a created
   topic's effective configs, partition count and replication factor only for a principal with
   DESCRIBE_CONFIGS on it; otherwise TopicConfigErrorCode TOPIC_AUTHORIZATION_FAILED.
@@ -28,10 +31,11 @@ from .authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, RESOURCE_TOPIC, Authoriz
 from kafkawire.messages.alter_configs_response import AlterConfigsResourceResponse as LegacyResult
 from kafkawire.messages.create_partitions_response import CreatePartitionsTopicResult
 from kafkawire.messages.delete_topics_response import DeletableTopicResult
+from kafkawire.messages.describe_configs_response import DescribeConfigsResult
 from kafkawire.messages.incremental_alter_configs_response import AlterConfigsResourceResponse
 
 RESOURCE_GROUP = 3
-CONFIG_TOPIC, CONFIG_BROKER, CONFIG_CLIENT_METRICS, CONFIG_GROUP = 2, 4, 16, 32
+CONFIG_TOPIC, CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_CLIENT_METRICS, CONFIG_GROUP = 2, 4, 8, 16, 32
 ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -77,6 +81,38 @@ def authorizing_alter_configs(handler, authorizer, result_cls):
         effective.resources = kept
         response = await handler.handle(ctx, effective)
         response.responses = refused + list(response.responses)
+        return response
+
+    return dataclasses.replace(handler, handle=handle)
+
+
+def authorizing_describe_configs(handler, authorizer):
+    """DescribeConfigs (32); a request naming an unknown resource type goes to the controller
+    whole (ConfigHelper fails all of it before any check)."""
+    checks = {CONFIG_BROKER: (RESOURCE_CLUSTER, Errors.CLUSTER_AUTHORIZATION_FAILED),
+              CONFIG_BROKER_LOGGER: (RESOURCE_CLUSTER, Errors.CLUSTER_AUTHORIZATION_FAILED),
+              CONFIG_CLIENT_METRICS: (RESOURCE_CLUSTER, Errors.CLUSTER_AUTHORIZATION_FAILED),
+              CONFIG_TOPIC: (RESOURCE_TOPIC, Errors.TOPIC_AUTHORIZATION_FAILED),
+              CONFIG_GROUP: (RESOURCE_GROUP, Errors.GROUP_AUTHORIZATION_FAILED)}
+
+    def allowed(ctx, resource) -> bool:
+        acl_resource, _ = checks[resource.resource_type]
+        name = CLUSTER_NAME if acl_resource == RESOURCE_CLUSTER else resource.resource_name
+        return _may(authorizer, ctx, Op.DESCRIBE_CONFIGS, acl_resource, name)
+
+    async def handle(ctx, request):
+        if any(r.resource_type not in checks for r in request.resources):
+            return await handler.handle(ctx, request)
+        kept = [r for r in request.resources if allowed(ctx, r)]
+        refused = [r for r in request.resources if r not in kept]
+        if not refused:
+            return await handler.handle(ctx, request)
+        effective = copy.copy(request)
+        effective.resources = kept
+        response = await handler.handle(ctx, effective)
+        response.results = list(response.results) + [DescribeConfigsResult(
+            error_code=_error(checks[r.resource_type][1])[0], error_message=_error(checks[r.resource_type][1])[1],
+            resource_type=r.resource_type, resource_name=r.resource_name) for r in refused]
         return response
 
     return dataclasses.replace(handler, handle=handle)
@@ -156,8 +192,8 @@ def authorizing_create_topics_configs(handler, authorizer):
 
 
 def authorize_admin_apis(server, authorizer, image) -> None:
-    """Wrap ``server``'s DeleteTopics, CreatePartitions, AlterConfigs and IncrementalAlterConfigs
-    handlers, and CreateTopics' answer, where registered; ``image()``: the committed metadata
+    """Wrap ``server``'s DeleteTopics, DescribeConfigs, CreatePartitions, AlterConfigs and
+    IncrementalAlterConfigs handlers, and CreateTopics' answer, where registered; ``image()``: the committed metadata
     image (topic ids to names)."""
 
     def topic_name_of(topic_id):
@@ -167,6 +203,7 @@ def authorize_admin_apis(server, authorizer, image) -> None:
     wrappers = {
         19: lambda h: authorizing_create_topics_configs(h, authorizer),
         20: lambda h: authorizing_delete_topics(h, authorizer, topic_name_of),
+        32: lambda h: authorizing_describe_configs(h, authorizer),
         33: lambda h: authorizing_alter_configs(h, authorizer, LegacyResult),
         37: lambda h: authorizing_create_partitions(h, authorizer),
         44: lambda h: authorizing_alter_configs(h, authorizer, AlterConfigsResourceResponse),

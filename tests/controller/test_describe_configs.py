@@ -109,3 +109,20 @@ def test_refusals_name_the_resource():
     assert [(r.error_code, r.resource_type, r.configs) for r in unknown_type.results] == [
         (INVALID_REQUEST, TOPIC, []), (INVALID_REQUEST, 99, [])]
     assert unknown_type.results[0].error_message.startswith("This most likely occurs because of a request")
+
+
+def test_a_password_is_never_sent():
+    quorum = FakeQuorum()
+    leader = add_controller(quorum, 1, mv=29)
+
+    async def go():
+        async with Running(leader):
+            quorum.elect(1)
+            await until(lambda: leader.is_active() and leader.registration.registered(), "activation")
+            change = alter(BROKER, "1", ("listener.name.external.ssl.key.password", "secret"))
+            assert (await leader.handlers()[44].handle(Ctx(1), change)).responses[0].error_code == 0
+            return await leader.handlers()[32].handle(Ctx(4), DescribeConfigsRequest(
+                include_synonyms=True, resources=[resource(BROKER, "1")]))
+    configs = by_name(run(go()).results[0])
+    assert configs["listener.name.external.ssl.key.password"] == (
+        None, DYNAMIC_BROKER, [("listener.name.external.ssl.key.password", None, DYNAMIC_BROKER)], 9)

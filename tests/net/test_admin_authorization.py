@@ -114,3 +114,29 @@ def test_created_topics_show_their_configs_only_to_whom_may_describe_them():
     response = run(handler.handle(ALICE, request))
     assert [(t.name, t.num_partitions, t.replication_factor, t.topic_config_error_code, len(t.configs))
             for t in response.topics] == [("seen", 1, 1, 0, 1), ("hidden", -1, -1, 29, 0)]
+
+
+def test_describe_configs_needs_describe_configs_and_lists_refusals_last():
+    from kafkawire.messages.describe_configs_request import DescribeConfigsRequest, DescribeConfigsResource
+    from kafkawire.messages.describe_configs_response import DescribeConfigsResponse, DescribeConfigsResult
+    from kafkawire.net.admin_authorization import authorizing_describe_configs
+    seen = []
+
+    async def controller(ctx, request):
+        seen.append([(r.resource_type, r.resource_name) for r in request.resources])
+        return DescribeConfigsResponse(results=[DescribeConfigsResult(
+            resource_type=r.resource_type, resource_name=r.resource_name) for r in request.resources])
+
+    def request(*resources):
+        return DescribeConfigsRequest(resources=[DescribeConfigsResource(resource_type=t, resource_name=n)
+                                                 for t, n in resources])
+
+    handler = authorizing_describe_configs(ApiHandler(controller), Grants((Op.DESCRIBE_CONFIGS, RESOURCE_TOPIC, "mine")))
+    response = run(handler.handle(ALICE, request((2, "theirs"), (4, "1"), (2, "mine"))))
+    assert seen == [[(2, "mine")]]
+    assert [(r.resource_type, r.resource_name, r.error_code, r.error_message) for r in response.results] == [
+        (2, "mine", 0, ""), (2, "theirs", 29, "Topic authorization failed."),
+        (4, "1", 31, "Cluster authorization failed.")]
+    seen.clear()                   # an unknown type: the controller fails the whole request itself
+    run(handler.handle(ALICE, request((2, "theirs"), (99, "x"))))
+    assert seen == [[(2, "theirs"), (99, "x")]]
