@@ -92,7 +92,15 @@ def _config_synonyms(name: str, layers) -> list[DescribeConfigsSynonym]:
 
 
 def _java_string(value: str, kind: str) -> str:
-    """ConfigDef.convertToString of the parsed value."""
+    """ConfigDef.convertToString of the parsed value (a value that does not parse, which only a
+    record written around the config checks can hold, is sent as stored)."""
+    try:
+        return _converted(value, kind)
+    except ValueError:
+        return value
+
+
+def _converted(value: str, kind: str) -> str:
     match kind:
         case "LIST":
             return ",".join(part.strip() for part in value.split(",") if part.strip())

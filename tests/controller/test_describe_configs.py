@@ -126,3 +126,10 @@ def test_a_password_is_never_sent():
     configs = by_name(run(go()).results[0])
     assert configs["listener.name.external.ssl.key.password"] == (
         None, DYNAMIC_BROKER, [("listener.name.external.ssl.key.password", None, DYNAMIC_BROKER)], 9)
+
+
+def test_values_are_sent_as_java_prints_them_and_a_stored_value_that_does_not_parse_as_stored():
+    from kafkawire.controller.describe_configs import _java_string
+    assert [_java_string(v, k) for v, k in [(" 7 ", "LONG"), ("1", "DOUBLE"), ("compact, delete", "LIST"),
+                                            ("TRUE", "BOOLEAN"), ("abc", "INT")]] == \
+        ["7", "1.0", "compact,delete", "true", "abc"]
