@@ -220,6 +220,15 @@ def test_clients_produce_and_consume_a_group_commits_and_transactions_commit_and
         assert result.returncode == 0, result.stderr
         acked += [f"kcat-{i}".encode() for i in range(200)]
 
+    # Kafka's own Java producer (ConsoleProducer: idempotent, acks=all), its producer id allocated
+    # by the brokers from our controller; it flushes before it exits, and a record it failed to
+    # send would be missing below (every one of them is looked for)
+    lines = "".join(f"console-{i}\n" for i in range(200))
+    result = cluster.tool("org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", servers, "--topic",
+                          "orders", "--command-property", "acks=all", input=lines, timeout=120)
+    assert "ERROR" not in result.stderr and "Exception" not in result.stderr, result.stderr[-3000:]
+    acked += [f"console-{i}".encode() for i in range(200)]
+
     # a consumer group reads everything and commits; the group's next member starts after it
     consumed = consume_values(cluster, "orders", len(acked), group="audit")
     lost, duplicated, unexpected = exactly_once_report("clients", acked, consumed)
@@ -238,6 +247,14 @@ def test_clients_produce_and_consume_a_group_commits_and_transactions_commit_and
         read = result.stdout.split(b"\n")[:-1]
         assert collections.Counter(read) == collections.Counter(acked)
         print(f"[kcat -C] read {len(read)} records")
+
+    # Kafka's ConsoleConsumer reads the same records back
+    result = cluster.tool("org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", servers,
+                          "--topic", "orders", "--from-beginning", "--max-messages", str(len(acked)),
+                          "--timeout-ms", "30000", timeout=120)
+    read = [line.encode() for line in result.stdout.splitlines()]
+    assert collections.Counter(read) == collections.Counter(acked), (len(read), len(acked))
+    print(f"[ConsoleConsumer] read {len(read)} records")
 
     # transactions: commit 50, abort 50, commit 50 (__transaction_state created on demand)
     create_topic(cluster, "ledger", 3, "min.insync.replicas=2")
