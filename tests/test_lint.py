@@ -29,6 +29,10 @@ TYPED = [
     "kafkawire/raft/fetching.py", "kafkawire/raft/polling.py", "kafkawire/raft/snapshot_fetch.py", "kafkawire/raft/snapshots.py",
     "kafkawire/raft/node/snapshot_writer.py", "kafkawire/raft/appends.py",
     "kafkawire/raft/contract.py", "kafkawire/raft/node/load_generator.py", "kafkawire/controller/acl_apis.py",
+    "kafkawire/records/__init__.py", "kafkawire/records/compression.py", "kafkawire/records/legacy.py",
+    "kafkawire/raft/__init__.py", "kafkawire/raft/log.py", "kafkawire/raft/control.py", "kafkawire/raft/reconfig.py",
+    "kafkawire/raft/node/__init__.py", "kafkawire/raft/node/demo_client.py", "kafkawire/raft/node/local_quorum.py",
+    "kafkawire/raft/node/metrics.py", "kafkawire/raft/node/quorum_state_file.py", "kafkawire/raft/node/disk_store.py",
 ]
 
 

@@ -98,11 +98,10 @@ class ControlState:
         that ``apply_batch`` enforces, or None. Nothing changes: a follower refuses such a
         response instead of stopping in the middle of appending it."""
         last = self.voters.last()
-        batch = None
-        try:
-            for batch in batches:
-                if not batch.is_control:
-                    continue
+        for batch in batches:
+            if not batch.is_control:
+                continue
+            try:
                 for record in batch:
                     if record.control_type == ControlRecordType.KRAFT_VOTERS:
                         new = VoterSet.from_voters_record(record.control_value)
@@ -112,8 +111,8 @@ class ControlState:
                         last = (record.offset, new)
                     elif record.control_type == ControlRecordType.KRAFT_VERSION:
                         record.control_value   # decodes, or raises
-        except ValueError as e:      # bytes that do not decode (BadBytesError), a voter id twice
-            return f"the control batch at offset {batch.base_offset}: {e}"
+            except ValueError as e:      # bytes that do not decode (BadBytesError), a voter id twice
+                return f"the control batch at offset {batch.base_offset}: {e}"
         return None
 
     # --- updates --------------------------------------------------------------------------------

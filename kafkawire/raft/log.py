@@ -18,7 +18,7 @@ from typing import Protocol
 
 from .io import Append, DeleteBefore, InstallSnapshot, TruncateFully, TruncateTo, WriteSnapshotChunk
 from .types import OffsetAndEpoch
-from kafkawire.records import ControlRecordType, iter_batches
+from kafkawire.records import ControlRecordType, LegacyRecordBatch, RecordBatch, iter_batches
 from kafkawire.records.errors import CorruptRecordError
 
 UNDEFINED_EPOCH = -1
@@ -190,7 +190,9 @@ class RaftLog:
         if earliest is not None and (offset < self.start_offset
                                      or (offset == self.start_offset and epoch != earliest.epoch)
                                      or epoch < earliest.epoch):
-            return ValidOffsetAndEpoch("snapshot", self.latest_snapshot())
+            latest = self.latest_snapshot()
+            assert latest is not None     # there is an earliest snapshot, so there is a latest
+            return ValidOffsetAndEpoch("snapshot", latest)
         end = self.end_offset_for_epoch(epoch)
         if end.epoch != epoch or end.offset < offset:
             return ValidOffsetAndEpoch("diverging", end)
@@ -204,7 +206,8 @@ class RaftLog:
             data = self.store.read(offset, max_bytes)
             if data:
                 return data
-        out, size = [], 0
+        out: list[bytes] = []
+        size = 0
         for op in self._unstable:
             if op.last_offset >= offset:
                 if out and size + len(op.batch) > max_bytes:
@@ -272,7 +275,7 @@ def check_fetched_batches(data: bytes, end_offset: int, last_epoch: int, current
     offset (a gap or an overlap: the base offset is outside the CRC), or a leader epoch that
     goes back or is newer than the epoch being followed. Returns ``(batches, problem)``; nothing
     of a refused response is appended (Kafka's follower likewise keeps its log end offset)."""
-    out = []
+    out: list[RecordBatch | LegacyRecordBatch] = []
     expected, epoch = end_offset, last_epoch
     try:
         for batch in iter_batches(data):

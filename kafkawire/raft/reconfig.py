@@ -38,6 +38,7 @@ from kafkawire.records import ControlRecordType
 from .config import RaftConfig
 from .control import ControlState
 from .effects import Effects
+from .io import RequestReceived
 from .quorum_state import QuorumState
 from .requests import RequestManager
 from .states import Follower, Leader
@@ -52,7 +53,7 @@ AUTO_JOIN_RETRY_MS = 1000
 @dataclass(slots=True)
 class PendingChange:
     kind: str                      # "add" | "remove" | "update" | "kraft.version"
-    request: object                # the RequestReceived to answer (None for none)
+    request: RequestReceived | None   # the request to answer (None for none)
     new_voters: VoterSet | None
     deadline_ms: int
     voter_key: ReplicaKey | None = None
@@ -122,6 +123,13 @@ class Reconfig:
         state = self.quorum.state
         return state if isinstance(state, Leader) else None
 
+    def _sure_leader(self) -> Leader:
+        """The leader state, where a check before (_leader_error, or a pending change, which
+        leaving leadership answers) has established that this node leads."""
+        leader = self._leader
+        assert leader is not None, "a leader-only step while not leading"
+        return leader
+
     def _leader_error(self) -> tuple[int, str | None]:
         """Kafka's KafkaRaftClient checks leadership, then the request's own fields (a directory
         id, the quorum's listener: INVALID_REQUEST), and only then its handlers the rest."""
@@ -131,10 +139,10 @@ class Reconfig:
 
     def _precheck(self) -> tuple[int, str | None]:
         """Rules 1-3 of the module docstring."""
-        leader = self._leader
         error, message = self._leader_error()
         if error != NONE:
             return error, message
+        leader = self._sure_leader()
         if self.control.last_kraft_version() < 1:
             return int(Errors.UNSUPPORTED_VERSION), "the cluster's kraft.version is 0: its voters are static"
         if self.pending is not None:
@@ -214,16 +222,19 @@ class Reconfig:
         if not low <= current <= high:
             return self._finish(change, int(Errors.INVALID_REQUEST),
                                 f"the new voter supports kraft.version {low}..{high}, the cluster is at {current}")
-        if not self._caught_up(change.voter_key):
+        key, voters = change.voter_key, change.new_voters
+        assert key is not None and voters is not None, "an add names its voter and the voter set it makes"
+        if not self._caught_up(key):
             return self._finish(change, int(Errors.REQUEST_TIMED_OUT),
-                                f"the new voter {change.voter_key} has not caught up with the leader")
-        node = change.new_voters.node(change.voter_key.id)
-        change.new_voters = change.new_voters.update(VoterNode(node.key, node.endpoints, low, high))
-        self._append_voters(change, [(ControlRecordType.KRAFT_VOTERS, change.new_voters.to_voters_record())])
+                                f"the new voter {key} has not caught up with the leader")
+        node = voters.node(key.id)
+        assert node is not None, "an add's voter set holds the new voter"
+        change.new_voters = voters = voters.update(VoterNode(node.key, node.endpoints, low, high))
+        self._append_voters(change, [(ControlRecordType.KRAFT_VOTERS, voters.to_voters_record())])
         return True
 
     def _caught_up(self, key: ReplicaKey) -> bool:
-        leader = self._leader
+        leader = self._sure_leader()
         state = leader.book.observer_states.get(key)
         if state is None or state.end_offset is None:
             return False
@@ -253,10 +264,11 @@ class Reconfig:
         if len(voters) == 1:
             # Kafka's VoterSet.removeVoter refuses to leave no voter; RemoveVoterHandler says VOTER_NOT_FOUND.
             return reply(int(Errors.VOTER_NOT_FOUND), "the last voter cannot be removed")
-        change = PendingChange("remove", request, voters.remove(node.key), self.effects.now_ms + self.config.request_timeout_ms,
+        new_voters = voters.remove(node.key)
+        change = PendingChange("remove", request, new_voters, self.effects.now_ms + self.config.request_timeout_ms,
                                voter_key=node.key)
         self._start(change)
-        self._append_voters(change, [(ControlRecordType.KRAFT_VOTERS, change.new_voters.to_voters_record())])
+        self._append_voters(change, [(ControlRecordType.KRAFT_VOTERS, new_voters.to_voters_record())])
 
     # --- UpdateRaftVoter -------------------------------------------------------------------------------
     def _handle_update_voter(self, request) -> None:
@@ -296,17 +308,18 @@ class Reconfig:
         new_key = node.key if node.key.directory_id is not None else key
         # A voter's UpdateRaftVoter counts as hearing from it for check-quorum, as a fetch does
         # (Kafka's UpdateVoterHandler: updateCheckQuorumForFollowingVoter).
-        self._leader.book.record_voter_contact(new_key.id, self.effects.now_ms)
+        self._sure_leader().book.record_voter_contact(new_key.id, self.effects.now_ms)
         updated = VoterNode(new_key, endpoints, feature.min_supported_version, feature.max_supported_version)
         if updated == node:
             return reply(NONE)
         # Answered once the record is appended, as Kafka's UpdateVoterHandler (the voter waits
         # for this answer before it fetches again, and its fetches help commit the record);
         # other changes still wait for the commit.
-        change = PendingChange("update", request, voters.update(updated), self.effects.now_ms + self.config.request_timeout_ms,
+        new_voters = voters.update(updated)
+        change = PendingChange("update", request, new_voters, self.effects.now_ms + self.config.request_timeout_ms,
                                voter_key=new_key, ack_when_committed=False)
         self._start(change)
-        self._append_voters(change, [(ControlRecordType.KRAFT_VOTERS, change.new_voters.to_voters_record())])
+        self._append_voters(change, [(ControlRecordType.KRAFT_VOTERS, new_voters.to_voters_record())])
 
     # --- UpdateFeatures: kraft.version ------------------------------------------------------------------
     def _handle_update_features(self, request) -> None:
@@ -399,7 +412,8 @@ class Reconfig:
             return
         if leader.high_watermark is not None and leader.high_watermark > change.record_offset:
             self._finish(change, NONE)
-            if change.kind == "remove" and change.voter_key.id == self.quorum.local_id:
+            removed = change.voter_key if change.kind == "remove" else None
+            if removed is not None and removed.id == self.quorum.local_id:
                 leader.book.resign_requested = True   # KIP-853: a removed leader steps down once it is committed
             if change.kind == "kraft.version":
                 self.learned.clear()
@@ -430,7 +444,8 @@ class Reconfig:
         if leader is not None:
             change = self.pending
             if change is not None:
-                if change.probe_correlation_id is not None and self.requests.in_flight(change.voter_key.id) is None:
+                probed = change.voter_key if change.probe_correlation_id is not None else None
+                if probed is not None and self.requests.in_flight(probed.id) is None:
                     self._finish(change, int(Errors.REQUEST_TIMED_OUT), "the new voter did not answer ApiVersions")
                 elif self.effects.now_ms >= change.deadline_ms:
                     self._finish(change, int(Errors.REQUEST_TIMED_OUT), "timed out waiting for the change to commit")
