@@ -33,6 +33,8 @@ TYPED = [
     "kafkawire/raft/__init__.py", "kafkawire/raft/log.py", "kafkawire/raft/control.py", "kafkawire/raft/reconfig.py",
     "kafkawire/raft/node/__init__.py", "kafkawire/raft/node/demo_client.py", "kafkawire/raft/node/local_quorum.py",
     "kafkawire/raft/node/metrics.py", "kafkawire/raft/node/quorum_state_file.py", "kafkawire/raft/node/disk_store.py",
+    # Two generated modules, for the codegen's annotations (records, nullable, struct, list, lazy defaults):
+    "kafkawire/messages/fetch_response.py", "kafkawire/messages/create_topics_request.py",
 ]
 
 
