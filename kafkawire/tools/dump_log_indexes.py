@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import os
 
-from kafkawire.records import LegacyRecordBatch, RecordBatch, TruncatedTail, scan_log
+from kafkawire.records import CorruptRecordError, LegacyRecordBatch, RecordBatch, TruncatedTail, scan_log
 from kafkawire.records.scan import SIZE_BELOW_MINIMUM, UNKNOWN_MAGIC, Corruption
 from kafkawire.storage.index import read_offset_index_entries, read_time_index_entries
 from kafkawire.storage.producer_snapshot import ProducerSnapshotError, read_producer_snapshot
 from kafkawire.storage.txn_index import ENTRY_SIZE as TXN_ENTRY_SIZE
 from kafkawire.storage.txn_index import read_txn_index
+
+TIME_INDEX_ENTRY_SIZE = 12
+JAVA_INT_MAX = 0x7FFFFFFF
 
 
 def first_batch_at(data: bytes, position: int, limit: int, name: str):
@@ -38,6 +41,17 @@ def find_batch(log: bytes, position: int, offset: int, name: str):
             return None
         if entry.last_offset >= offset:
             return entry
+    return None
+
+
+def kafka_slice_refusal(log_path: str, log_size: int, position: int) -> str | None:
+    """The IllegalArgumentException message of Kafka's FileRecords.slice(position, ...) on a log
+    opened whole, or None when the position is one it accepts."""
+    records = f"FileRecords(size={log_size}, file={log_path}, start=0, end={JAVA_INT_MAX})"
+    if position < 0:
+        return f"Invalid position: {position} in read from {records}"
+    if position > log_size:
+        return f"Slice from position {position} exceeds end position of {records}"
     return None
 
 
@@ -75,7 +89,7 @@ def producer_state_json(e) -> dict:
 class IndexDumper:
     """The index, transaction index and producer snapshot dumps (see the module docstring)."""
 
-    def _log_for_index(self, name: str) -> tuple[int, bytes] | None:
+    def _log_for_index(self, name: str) -> tuple[int, str, bytes] | None:
         base = os.path.basename(name)
         stem = base.split(".")[0]
         if not stem.isdigit():
@@ -85,14 +99,14 @@ class IndexDumper:
         data = self._read(log_name)
         if data is None:
             return None
-        return int(stem), data
+        return int(stem), log_name, data
 
     def dump_index(self, name: str) -> None:
         found = self._log_for_index(name)
         raw = self._read(name)
         if found is None or raw is None:
             return
-        base_offset, log = found
+        base_offset, _, log = found
         entries = read_offset_index_entries(raw, base_offset)
         if not entries:
             self.out.line(f"{name} is empty.", {"type": "indexEmpty", "file": name})
@@ -139,7 +153,7 @@ class IndexDumper:
         raw = self._read(name)
         if found is None or raw is None:
             return
-        base_offset, log = found
+        base_offset, log_name, log = found
         index_name = name[: -len(".timeindex")] + ".index"
         if not os.path.exists(index_name):
             # Kafka's tool opens the offset index first in every mode, and a missing one kills it
@@ -157,25 +171,48 @@ class IndexDumper:
         for i, (timestamp, offset) in enumerate(entries):
             if offset == base_offset and i > 0:
                 break
-            self._check_time_index_entry(name, log, offset_entries, base_offset, timestamp, offset, previous_ts)
+            fatal = self._check_time_index_entry(name, log_name, log, offset_entries, base_offset, timestamp,
+                                                 offset, previous_ts)
+            if fatal is not None:
+                # Kafka's tool dies on this entry before printing it; its output ends here, and so
+                # does ours for this file.
+                self.error(name, i * TIME_INDEX_ENTRY_SIZE, f"time index entry {i} (timestamp {timestamp}, offset "
+                                                            f"{offset}): {fatal}; the entries after it are not "
+                                                            f"checked or printed")
+                return
             if not self.opts.verify_only:
                 self.out.line(f"timestamp: {timestamp} offset: {offset}",
                               {"type": "timeIndexEntry", "timestamp": timestamp, "offset": offset})
             previous_ts = timestamp
 
-    def _check_time_index_entry(self, name, log, offset_entries, base_offset, timestamp, offset, previous_ts):
+    def _check_time_index_entry(self, name, log_name, log, offset_entries, base_offset, timestamp, offset,
+                                previous_ts) -> str | None:
+        """Records what Kafka reports at the end of the run; returns why the entry cannot be checked
+        at all (where Kafka's tool dies with an exception), else None."""
         key = os.path.abspath(name)
-        batch = find_batch(log, index_lookup(offset_entries, offset, base_offset), offset, name)
+        position = index_lookup(offset_entries, offset, base_offset)
+        refusal = kafka_slice_refusal(log_name, len(log), position)
+        if refusal is not None:
+            where = "negative" if position < 0 else f"past the end of the {len(log)}-byte log"
+            return (f"its offset index gives position {position} for it, which is {where} (Kafka's DumpLogSegments "
+                    f"dies here: java.lang.IllegalArgumentException: {refusal})")
+        batch = find_batch(log, position, offset, log_name)
         if batch is None:
             self.time_index_not_found.setdefault(key, []).append((offset, -1))
         elif batch.last_offset != offset:
             self.time_index_not_found.setdefault(key, []).append((offset, batch.last_offset))
         else:
-            max_ts = max((r.timestamp for r in batch), default=-1)
+            try:
+                max_ts = max((r.timestamp for r in batch), default=-1)
+            except CorruptRecordError as exc:
+                at = exc.position if exc.position is not None else batch.position
+                return (f"the records of its batch (at byte {batch.position} of {log_name}) do not decode, at byte "
+                        f"{at}: {exc.reason} (Kafka's DumpLogSegments dies here with an exception)")
             if max_ts != timestamp:
                 self.time_index_mismatches.setdefault(key, []).append((timestamp, max_ts))
             if previous_ts >= timestamp:
                 self.time_index_out_of_order.setdefault(key, []).append((timestamp, previous_ts))
+        return None
 
     def _time_index_sanity(self, name, raw, entries, base_offset):
         path = os.path.abspath(name)
