@@ -55,6 +55,26 @@ def kafka_slice_refusal(log_path: str, log_size: int, position: int) -> str | No
     return None
 
 
+def unframeable_from(log: bytes, position: int, name: str, memo: dict) -> Corruption | None:
+    """The first entry at or after ``position`` whose size is below the minimum, if any: Kafka's
+    tool reads every batch from the looked-up position to the end of the log and dies on it.
+    ``memo`` maps batch positions already walked to their answer, so a file is walked once."""
+    walked, found = [], None
+    for entry in scan_log(log, position, file=name):
+        if isinstance(entry, TruncatedTail):
+            break
+        if entry.position in memo:
+            found = memo[entry.position]
+            break
+        walked.append(entry.position)
+        if isinstance(entry, Corruption) and entry.kind == SIZE_BELOW_MINIMUM:
+            found = entry
+            break
+    for at in walked:
+        memo[at] = found
+    return found
+
+
 def index_lookup(entries, offset: int, base_offset: int) -> int:
     """OffsetIndex.lookup: the position of the largest entry offset <= ``offset``, else 0."""
     position = 0
@@ -168,6 +188,7 @@ class IndexDumper:
             return
         offset_entries = read_offset_index_entries(self._read(index_name) or b"", base_offset)
         previous_ts = -1
+        self._framing_walked: dict = {}
         for i, (timestamp, offset) in enumerate(entries):
             if offset == base_offset and i > 0:
                 break
@@ -196,6 +217,12 @@ class IndexDumper:
             where = "negative" if position < 0 else f"past the end of the {len(log)}-byte log"
             return (f"its offset index gives position {position} for it, which is {where} (Kafka's DumpLogSegments "
                     f"dies here: java.lang.IllegalArgumentException: {refusal})")
+        unframeable = unframeable_from(log, position, log_name, self._framing_walked)
+        if unframeable is not None:
+            return (f"the log from byte {position} cannot be framed: the size at byte {unframeable.position} is "
+                    f"{unframeable.size} (Kafka's DumpLogSegments reads every batch from there to the end of the "
+                    f"log and dies here: org.apache.kafka.common.errors.CorruptRecordException: Found record size "
+                    f"{unframeable.size} smaller than minimum record overhead (14) in file {log_name}.)")
         batch = find_batch(log, position, offset, log_name)
         if batch is None:
             self.time_index_not_found.setdefault(key, []).append((offset, -1))

@@ -115,3 +115,23 @@ def test_json_reports_the_error_and_goes_on_to_the_next_file(tmp_path, capsys):
     assert "time index entry 2" in objs[3]["message"]
     assert objs[4] == {"type": "file", "file": str(index)}
     assert [(o["offset"], o["position"]) for o in objs[5:]] == entries
+
+
+@pytest.mark.parametrize("flags", MODES, ids=str)
+def test_log_that_cannot_be_framed_after_the_entry(tmp_path, capsys, flags):
+    """Kafka's tool reads every batch from the looked-up position to the end of the log; a size
+    below the minimum anywhere after it kills the tool on the first entry."""
+    _, time_entries = make_segment(tmp_path)
+    log = tmp_path / f"{SEGMENT}.log"
+    end = log.stat().st_size
+    log.write_bytes(log.read_bytes() + bytes(20))          # a zero size after the last batch
+    time_index = tmp_path / f"{SEGMENT}.timeindex"
+    status, out, err = dump(capsys, *flags, "--files", time_index)
+    assert (status, out) == (1, f"Dumping {time_index}\n"), err
+    assert "Traceback" not in err and err.count("\n") == 1
+    timestamp, offset = time_entries[0]
+    assert err.startswith(f"Error: {time_index} at byte 0: time index entry 0 (timestamp {timestamp}, "
+                          f"offset {offset}): ")
+    assert f"the size at byte {end} is 0" in err
+    assert f"CorruptRecordException: Found record size 0 smaller than minimum record overhead (14) in file {log}.)" \
+        in err
