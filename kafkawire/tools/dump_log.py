@@ -305,8 +305,3 @@ class Dumper(RecordPrinter, IndexDumper):
 def _in_hashmap_order(by_path: dict):
     """Kafka keeps each report in a HashMap keyed by the file's absolute path."""
     return [(path, by_path[path]) for path in string_hashmap_order(by_path)]
-
-
-def _in_hashmap_order(by_path: dict):
-    """Kafka keeps each report in a HashMap keyed by the file's absolute path."""
-    return [(path, by_path[path]) for path in string_hashmap_order(by_path)]
