@@ -33,6 +33,10 @@ TYPED = [
     "kafkawire/raft/__init__.py", "kafkawire/raft/log.py", "kafkawire/raft/control.py", "kafkawire/raft/reconfig.py",
     "kafkawire/raft/node/__init__.py", "kafkawire/raft/node/demo_client.py", "kafkawire/raft/node/local_quorum.py",
     "kafkawire/raft/node/metrics.py", "kafkawire/raft/node/quorum_state_file.py", "kafkawire/raft/node/disk_store.py",
+    "kafkawire/raft/simulate/__init__.py", "kafkawire/raft/simulate/__main__.py", "kafkawire/raft/simulate/faults.py",
+    "kafkawire/raft/simulate/invariants.py", "kafkawire/raft/simulate/kafka_scenarios.py",
+    "kafkawire/raft/simulate/membership.py", "kafkawire/raft/simulate/node.py", "kafkawire/raft/simulate/scenario_kit.py",
+    "kafkawire/raft/simulate/scenarios.py", "kafkawire/raft/simulate/store.py", "kafkawire/raft/simulate/world.py",
     # Two generated modules, for the codegen's annotations (records, nullable, struct, list, lazy defaults):
     "kafkawire/messages/fetch_response.py", "kafkawire/messages/create_topics_request.py",
 ]

@@ -14,7 +14,7 @@ from collections import Counter
 
 from .invariants import InvariantViolation
 from .scenarios import SCENARIOS, settings_for_seed
-from .world import run_seed
+from .world import Simulation, run_seed
 
 
 def main(argv=None) -> int:
@@ -38,12 +38,12 @@ def main(argv=None) -> int:
         args.seeds = 100
     started = time.perf_counter()
     events = 0
-    totals = Counter()
-    recoveries = []
+    totals: Counter[str] = Counter()
+    recoveries: list[int] = []
     failed: list[tuple[int, str]] = []
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         settings = settings_for_seed(seed)
-        sim_holder = {}
+        sim_holder: dict[str, Simulation] = {}
         try:
             sim = run_seed(seed, args.events, settings, liveness_ms=args.liveness_ms, keep=sim_holder)
         except (InvariantViolation, Exception) as exc:
@@ -55,7 +55,8 @@ def main(argv=None) -> int:
             continue
         events += sim.events_run
         totals.update(sim.final_stats())
-        recoveries.append(sim.recovery_ms)
+        if sim.recovery_ms is not None:
+            recoveries.append(sim.recovery_ms)
         if not args.quiet and (seed - args.first_seed + 1) % 100 == 0:
             print(f"{seed - args.first_seed + 1} seeds ok ({events} events, {time.perf_counter() - started:.1f} s)")
     elapsed = time.perf_counter() - started

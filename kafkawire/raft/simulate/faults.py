@@ -9,13 +9,34 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
+from collections import Counter
+from typing import TYPE_CHECKING
 
 from kafkawire.protocol import framing
+
+if TYPE_CHECKING:
+    from .node import SimNode
+    from .world import SimSettings
 
 FETCH, FETCH_SNAPSHOT = 1, 59
 
 
 class FaultInjection:
+    # What the mixin uses of Simulation, the class it is mixed into:
+    seed: int
+    settings: SimSettings
+    rng: random.Random
+    now: int
+    nodes: dict[int, SimNode]
+    blocked: set[tuple[int, int]]
+    stats: Counter
+    faults_enabled: bool
+
+    if TYPE_CHECKING:
+        def log(self, line: str) -> None: ...
+        def _push(self, time: int, kind: str, *data: object) -> None: ...
+        def _crash(self, node: SimNode, restart_after_ms: int) -> None: ...
+
     # --- crashes and partitions -------------------------------------------------------------------
     def _next_fault_delay(self) -> int:
         return max(1, int(self.rng.expovariate(1.0 / self.settings.fault_every_ms)))

@@ -12,6 +12,7 @@ from kafkawire.records import ControlRecordType, iter_batches
 
 from kafkawire.raft.states import Leader
 from kafkawire.raft.io import Append
+from kafkawire.raft.types import ReplicaKey
 
 
 class InvariantViolation(AssertionError):
@@ -59,7 +60,7 @@ class Invariants:
         # The mutant tests enable one rule at a time, to show each catches a bug on its own.
         self.enabled = frozenset(self.ALL_RULES if enabled is None else enabled)
         self.leaders: dict[int, int] = {}                  # epoch -> leader id
-        self.votes: dict[tuple, object] = {}               # (replica key, epoch) -> voted key
+        self.votes: dict[tuple, ReplicaKey] = {}               # (replica key, epoch) -> voted key
         self.committed: dict[int, tuple] = {}              # offset -> record identity
         self.committed_in_epoch: dict[int, int] = {}       # offset -> epoch of the first node seeing it committed
         self.committed_end = 0

@@ -74,7 +74,7 @@ def minority_cut_off_keeps_committing(seed: int) -> Simulation:
     _first_leader(sim)
     minority, majority = {1, 2}, {3, 4, 5}
     sim.blocked = {(a, b) for a in minority for b in majority} | {(b, a) for a in minority for b in majority}
-    goal = 2 * max(n.core.log.end_offset for n in sim.nodes.values())
+    goal = 2 * max(n.running.log.end_offset for n in sim.nodes.values())
     _run_until(sim, 20_000, lambda: any(_hw(sim.nodes[i]) > goal for i in majority),
                f"the majority side {sorted(majority)} commits past {goal} while cut off from {sorted(minority)}")
     majority_hw = max(_hw(sim.nodes[i]) for i in majority)
@@ -82,7 +82,7 @@ def minority_cut_off_keeps_committing(seed: int) -> Simulation:
     expect(majority_hw > minority_hw, f"the majority's high watermark {majority_hw} is past the minority's "
            f"{minority_hw}", sim)
     sim.blocked.clear()
-    goal = 2 * max(n.core.log.end_offset for n in sim.nodes.values())
+    goal = 2 * max(n.running.log.end_offset for n in sim.nodes.values())
     _run_until(sim, 20_000, lambda: _all_reach(sim, goal, sim.nodes), f"every node reaches {goal} after the heal")
     return sim
 
@@ -94,9 +94,9 @@ def back_to_back_leader_failures(seed: int) -> Simulation:
     sim = _quiet(seed, voters=_voter_count(seed, 3), observers=random.Random(seed).randint(0, 2))
     first = _first_leader(sim)
     _isolate(sim, first.node_id)
-    _run_until(sim, 15_000, lambda: any(n.alive and isinstance(n.core.state, Leader) and n is not first
+    _run_until(sim, 15_000, lambda: any(n.alive and isinstance(n.running.state, Leader) and n is not first
                                           for n in sim.nodes.values()), f"a leader other than {first.node_id}")
-    second = next(n for n in sim.nodes.values() if isinstance(n.core.state, Leader) and n is not first)
+    second = next(n for n in sim.nodes.values() if isinstance(n.running.state, Leader) and n is not first)
     _isolate(sim, second.node_id)
     goal = _max_hw(sim) + 10
     rest = [i for i in sim.nodes if i != second.node_id]
@@ -139,7 +139,8 @@ class StableLeadership:
     quorum-state names no leader or that same (epoch, leader)."""
 
     def __init__(self, sim: Simulation):
-        self.sim, self.first = sim, None
+        self.sim = sim
+        self.first: tuple[int, int] | None = None
 
     def holds(self) -> bool:
         for node in self.sim.nodes.values():
@@ -149,8 +150,9 @@ class StableLeadership:
             named = (election.epoch, election.leader_id)
             if self.first is None:
                 self.first = named
+            first = self.first
             expect(named == self.first, f"node {node.node_id} persisted leader {named[1]} of epoch {named[0]} "
-                   f"after leader {self.first[1]} of epoch {self.first[0]}: leadership changed", self.sim)
+                   f"after leader {first[1]} of epoch {first[0]}: leadership changed", self.sim)
         return True
 
 

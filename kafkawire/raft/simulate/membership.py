@@ -7,7 +7,10 @@ A mixin of Simulation: it uses the simulation's clock, random stream, nodes and 
 from __future__ import annotations
 
 import dataclasses
+import random
 import uuid
+from collections import Counter
+from typing import TYPE_CHECKING
 
 from kafkawire.messages.update_features_request import FeatureUpdateKey, UpdateFeaturesRequest
 from kafkawire.protocol.apis import api_table
@@ -17,8 +20,25 @@ from .node import LISTENER, SimNode, address_of
 from .store import MemoryLogStore
 from kafkawire.messages import add_raft_voter_request as add_req, remove_raft_voter_request as rm_req
 
+if TYPE_CHECKING:
+    from .world import SimSettings
+
 
 class MembershipChanges:
+    # What the mixin uses of Simulation, the class it is mixed into:
+    settings: SimSettings
+    rng: random.Random
+    now: int
+    nodes: dict[int, SimNode]
+    stats: Counter
+    faults_enabled: bool
+
+    if TYPE_CHECKING:
+        def log(self, line: str) -> None: ...
+        def _push(self, time: int, kind: str, *data: object) -> None: ...
+        def _step(self, node: SimNode, event: object) -> None: ...
+        def leaders(self) -> list[SimNode]: ...
+
     def _on_admin(self) -> None:
         if self.faults_enabled:
             self.admin_change()
@@ -33,20 +53,23 @@ class MembershipChanges:
         if not leaders:
             return
         leader = self.rng.choice(leaders)
-        voters = leader.core.voters()
+        voters = leader.running.voters()
         kinds = ["add", "remove", "replace_disk"]
-        if leader.core.kraft_version() < 1:
+        if leader.running.kraft_version() < 1:
             kinds += ["upgrade"] * 3
         kind = kind or self.rng.choice(kinds)
         if kind == "upgrade":
-            return self.admin_request(leader, kraft_version_upgrade_request(), "kraft.version=1")
+            self.admin_request(leader, kraft_version_upgrade_request(), "kraft.version=1")
+            return
         if kind == "add":
             candidates = [n for n in self.nodes.values() if n.alive and voters.node(n.node_id) is None
                           and n.config.directory_id is not None and n.config.can_become_voter]
             if not candidates:
                 return
             node = self.rng.choice(candidates) if node_id is None else self.nodes[node_id]
-            body = add_req.AddRaftVoterRequest(
+            if node.config.directory_id is None:
+                raise ValueError(f"node {node.node_id} has no directory id: AddRaftVoter names one (KIP-853)")
+            body: add_req.AddRaftVoterRequest | rm_req.RemoveRaftVoterRequest = add_req.AddRaftVoterRequest(
                 cluster_id="simcluster", timeout_ms=10_000, voter_id=node.node_id,
                 voter_directory_id=node.config.directory_id,
                 listeners=[add_req.Listener(name=LISTENER, host=address_of(node.node_id)[0],
@@ -77,7 +100,7 @@ class MembershipChanges:
             # set in force at the high watermark must keep an intact majority too. (Seed 1018021
             # replaced the leader's disk while its AddRaftVoter was uncommitted: the committed
             # {1, 3} was left with voter 3 alone, a quorum lost for good, in Kafka too.)
-            committed = leader.core.control.voter_set_at((leader.core.high_watermark() or 0) - 1)
+            committed = leader.running.control.voter_set_at((leader.running.high_watermark() or 0) - 1)
             if any(s.node(node.node_id) is not None and not self._keeps_majority(s, lost=node.node_id)
                    for s in (voters, committed)):
                 return
@@ -117,8 +140,8 @@ class MembershipChanges:
 
     @staticmethod
     def _committed_kraft_version(node: SimNode) -> int:
-        hw = node.core.high_watermark()
-        return node.core.control.kraft_version_at((hw or 0) - 1)
+        hw = node.running.high_watermark()
+        return node.running.control.kraft_version_at((hw or 0) - 1)
 
     def _keeps_majority(self, voters, lost: int | None = None) -> bool:
         """Whether the voters whose disks are intact (their directory id is the node's current

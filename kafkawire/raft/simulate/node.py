@@ -38,7 +38,7 @@ class StateMachine:
     def apply_committed(self, store: MemoryLogStore, through: int) -> list[tuple[int, bytes]]:
         """Apply data records in [applied_offset, through); returns what was applied. Every
         record's offset in the range, control records too, lands in ``handed``, in order."""
-        out = []
+        out: list[tuple[int, bytes]] = []
         self.handed = []
         if through <= self.applied_offset:
             return out
@@ -99,6 +99,13 @@ class SimNode:
     def node_id(self) -> int:
         return self.config.node_id
 
+    @property
+    def running(self) -> RaftCore:
+        """The core of a booted node; a crashed (or never booted) node has none."""
+        if self.core is None:
+            raise RuntimeError(f"node {self.node_id} is not running (crashed or never booted)")
+        return self.core
+
     def boot(self, now_ms: int, core_factory=None) -> Ready:
         self.incarnation += 1
         self.alive = True
@@ -108,9 +115,10 @@ class SimNode:
         if latest is not None:
             self.machine.load_snapshot(self.store.snapshots[latest], latest)
         make = core_factory or RaftCore
-        self.core = make(self.config, self.store, self.store.election, now_ms=now_ms,
-                         seed=self.seed * 1000 + self.incarnation)
-        return self.core.start()
+        core = make(self.config, self.store, self.store.election, now_ms=now_ms,
+                    seed=self.seed * 1000 + self.incarnation)
+        self.core = core
+        return core.start()
 
     def crash(self) -> None:
         self.alive = False
@@ -133,7 +141,7 @@ class SimNode:
 
     def maybe_snapshot(self, now_ms: int, every: int):
         """Take a state machine snapshot when enough was applied since the last one."""
-        core = self.core
+        core = self.running
         hw = core.high_watermark()
         if hw is None or self.machine.applied_offset - self.machine.last_snapshot_offset < every:
             return None

@@ -24,7 +24,7 @@ def _run_until(sim: Simulation, ms: int, predicate, what: str) -> None:
 
 def _leader(sim: Simulation):
     leaders = [n for n in sim.leaders()]
-    return max(leaders, key=lambda n: n.core.epoch) if leaders else None
+    return max(leaders, key=lambda n: n.running.epoch) if leaders else None
 
 
 def _voter_ids(node) -> set[int]:
@@ -32,7 +32,7 @@ def _voter_ids(node) -> set[int]:
 
 
 def _commit_one(sim: Simulation, what: str, ms: int = 10_000) -> None:
-    state = {}
+    state: dict[str, object] = {}
 
     def done():
         token = state.get("token")

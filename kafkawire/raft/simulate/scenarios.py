@@ -7,6 +7,7 @@ outcome the KIP describes. ``python -m kafkawire.raft.simulate --scenario NAME -
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.records import ControlRecordType, iter_batches
@@ -54,7 +55,7 @@ def standalone_then_two_auto_joins(seed: int) -> Simulation:
                "nodes 2 and 3 auto-join and every node sees voters {1, 2, 3}")
     leader = _leader(sim)
     for node in sim.nodes.values():
-        expect(node.core.quorum.is_voter(), f"node {node.node_id} is a voter with its own directory id", sim)
+        expect(node.running.quorum.is_voter(), f"node {node.node_id} is a voter with its own directory id", sim)
     _commit_one(sim, "the three-voter quorum commits")
     expect(leader is not None, "a leader", sim)
     return sim
@@ -66,7 +67,7 @@ def disk_failure_recovery(seed: int) -> Simulation:
     sim = _quiet(seed, voters=3)
     _run_until(sim, 5000, lambda: _leader(sim) is not None, "a first leader")
     _commit_one(sim, "a commit before the failure")
-    victim = next(n for n in sim.nodes.values() if not isinstance(n.core.state, Leader))
+    victim = next(n for n in sim.nodes.values() if not isinstance(n.running.state, Leader))
     old_directory = victim.config.directory_id
     sim.replace_disk(victim)
     new_directory = victim.config.directory_id
@@ -98,12 +99,12 @@ def leader_known_without_endpoints(seed: int) -> Simulation:
     _commit_one(sim, "a commit before the broker's crash")
     leader = _leader(sim)
     broker = sim.nodes[4]
-    _run_until(sim, 5000, lambda: isinstance(broker.core.state, Follower) and broker.core.voters().endpoints(
+    _run_until(sim, 5000, lambda: isinstance(broker.running.state, Follower) and broker.running.voters().endpoints(
         leader.node_id), f"broker {broker.node_id} follows the leader and fetched the voter set")
     sim._crash(broker, 500)   # what it fetched is lost, its quorum-state is not
     _run_until(sim, 2000, lambda: broker.alive, f"broker {broker.node_id} restarts")
-    expect(isinstance(broker.core.state, Unattached) and broker.core.state.leader_id == leader.node_id
-           and not broker.core.voters().endpoints(leader.node_id),
+    expect(isinstance(broker.running.state, Unattached) and broker.running.state.leader_id == leader.node_id
+           and not broker.running.voters().endpoints(leader.node_id),
            f"broker {broker.node_id} restarts Unattached knowing leader {leader.node_id} but not its endpoints", sim)
 
     def caught_up():
@@ -188,8 +189,8 @@ def voter_being_added_keeps_what_it_acknowledged(seed: int) -> Simulation:
     acknowledged = leader.core.high_watermark()
     sim._crash(new_voter, 200)
     _run_until(sim, 1000, lambda: new_voter.alive, f"node {new_voter.node_id} restarts")
-    expect(new_voter.core.log.end_offset >= acknowledged,
-           f"node {new_voter.node_id} restarted with log end {new_voter.core.log.end_offset}: it lost records "
+    expect(new_voter.running.log.end_offset >= acknowledged,
+           f"node {new_voter.node_id} restarted with log end {new_voter.running.log.end_offset}: it lost records "
            f"below {acknowledged}, which its fetch counted for the commit", sim)
     sim.blocked.clear()
     _commit_one(sim, "commits after the heal")
@@ -229,7 +230,7 @@ def lagging_voter_votes_for_a_voter_it_does_not_know(seed: int) -> Simulation:
            f"{new_voter.node_id} added", sim)
     sim._crash(leader, 60_000)
     sim.blocked.clear()
-    _run_until(sim, 10_000, lambda: any(n.alive and isinstance(n.core.state, Leader) and n is not leader
+    _run_until(sim, 10_000, lambda: any(n.alive and isinstance(n.running.state, Leader) and n is not leader
                                           for n in sim.nodes.values()),
                f"node {new_voter.node_id} or {lagging.node_id} leads while node {leader.node_id} is down")
     _commit_one(sim, "commits without the old leader")
@@ -250,21 +251,22 @@ def node_replacement(seed: int) -> Simulation:
                and (_leader(sim).core.high_watermark() or 0) > (_leader(sim).core.control.last_voter_set_offset() or 0),
                f"node {dead.node_id} removed and the removal committed")
     spare = sim.nodes[4]
-    _run_until(sim, 20_000, lambda: _try_add(sim, spare.node_id), "node 4 added as a voter")
+    pace: dict[str, int] = {}
+    _run_until(sim, 20_000, lambda: _try_add(sim, spare.node_id, pace), "node 4 added as a voter")
     _commit_one(sim, "commits with the new voter set")
     expect(_voter_ids(_leader(sim)) == ({1, 2, 3, 4} - {dead.node_id}), "the voter set is the old one with the spare "
            "in place of the dead node", sim)
     return sim
 
 
-def _try_add(sim: Simulation, node_id: int) -> bool:
+def _try_add(sim: Simulation, node_id: int, pace: dict[str, int]) -> bool:
     leader = _leader(sim)
     if leader is None:
         return False
     if node_id in _voter_ids(leader):
         return (leader.core.high_watermark() or 0) > (leader.core.control.last_voter_set_offset() or 0)
-    if leader.core.reconfig.pending is None and sim.now >= getattr(sim, "_next_add_ms", 0):
-        sim._next_add_ms = sim.now + 1000
+    if leader.core.reconfig.pending is None and sim.now >= pace.get("next_add_ms", 0):
+        pace["next_add_ms"] = sim.now + 1000
         sim.admin_change("add", node_id)
     return False
 
@@ -320,7 +322,7 @@ def observer_catches_up_through_snapshot(seed: int) -> Simulation:
     leader = _leader(sim)
     expect(leader is not None and leader.core.log.start_offset > 0, "the leader deleted log behind a snapshot", sim)
     sim._boot(observer)
-    _run_until(sim, 10_000, lambda: observer.core.counters["snapshot_installs"] >= 1
+    _run_until(sim, 10_000, lambda: observer.running.counters["snapshot_installs"] >= 1
                and observer.machine.applied_offset >= leader.core.log.start_offset,
                "the observer installed a snapshot and applied it")
     return sim
@@ -338,7 +340,7 @@ def zombie_leader_after_partition(seed: int) -> Simulation:
     sim.blocked = {(zombie.node_id, o) for o in others} | {(o, zombie.node_id) for o in others}
     for _ in range(3):
         sim.propose()   # may land on the zombie: never committed
-    _run_until(sim, 10_000, lambda: any(isinstance(sim.nodes[o].core.state, Leader) for o in others),
+    _run_until(sim, 10_000, lambda: any(isinstance(sim.nodes[o].running.state, Leader) for o in others),
                "the majority elects a new leader")
     _run_until(sim, 10_000, lambda: not isinstance(zombie.core.state, Leader), "the zombie resigns by check-quorum")
     sim.blocked.clear()
@@ -363,10 +365,10 @@ def upgrade_kraft_version(seed: int) -> Simulation:
     _commit_one(sim, "a commit at kraft.version 0")
     refused = sim.admin_request(_leader(sim), _add_voter_request(sim.nodes[4]), "4")
     _expect_answer(sim, refused, Errors.UNSUPPORTED_VERSION, "AddRaftVoter at kraft.version 0")
-    expect(all(n.core.voters().node(i).key.directory_id is None for n in sim.nodes.values() for i in (1, 2, 3)),
+    expect(all(n.running.voters().node(i).key.directory_id is None for n in sim.nodes.values() for i in (1, 2, 3)),
            "before the upgrade, the voter set (controller.quorum.voters) has no directory ids", sim)
 
-    answered = {}
+    answered: dict[str, Any] = {}
 
     def upgraded():
         # The operator runs the tool until it succeeds (a voter that has not told this leader
@@ -394,7 +396,8 @@ def upgrade_kraft_version(seed: int) -> Simulation:
                    for n in sim.nodes.values())
     _run_until(sim, 10_000, everyone_upgraded, "every node (the observer too) at kraft.version 1, committed, "
                "with the voters' directory ids")
-    _run_until(sim, 20_000, lambda: _try_add(sim, 4), "node 4 added as a voter after the upgrade")
+    pace: dict[str, int] = {}
+    _run_until(sim, 20_000, lambda: _try_add(sim, 4, pace), "node 4 added as a voter after the upgrade")
     _commit_one(sim, "commits with voters {1, 2, 3, 4}")
     expect(all(_voter_ids(n) == {1, 2, 3, 4} for n in sim.nodes.values()), "every node sees voters {1, 2, 3, 4}",
            sim)

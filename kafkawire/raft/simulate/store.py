@@ -51,7 +51,8 @@ class MemoryLogStore:
 
     def read(self, offset: int, max_bytes: int) -> bytes:
         i = self._index(offset)
-        out, size = [], 0
+        out: list[bytes] = []
+        size = 0
         while i < len(self.batches):
             data = self.batches[i].data
             if out and size + len(data) > max_bytes:

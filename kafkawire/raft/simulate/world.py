@@ -16,6 +16,7 @@ from __future__ import annotations
 import heapq
 import random
 import uuid
+from typing import Protocol
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
@@ -44,6 +45,11 @@ from kafkawire.raft.reconfig import api_versions_response
 
 # Where the scenarios and tests/kraft have always found them.
 __all__ = ["LISTENER", "address_of", "kraft_version_upgrade_request", "SimSettings", "Simulation", "run_seed"]
+
+
+class AdminAnswer(Protocol):
+    """What the simulation reads of an admin response (AddRaftVoter, RemoveRaftVoter, UpdateFeatures)."""
+    error_code: int
 
 
 @dataclass
@@ -109,8 +115,9 @@ class Simulation(FaultInjection, MembershipChanges):
         # Counters printed even when zero: what the kraft.version upgrade and the voter-set
         # truncations (KIP-853's uncommitted voter sets) did in the run.
         self.stats: Counter = Counter({"truncations_removing_voters_record": 0, "voters_records_truncated": 0})
-        self.admin_answers: dict[int, object] = {}     # admin request number -> response body
+        self.admin_answers: dict[int, AdminAnswer] = {}     # admin request number -> response body
         self.nodes: dict[int, SimNode] = {}
+        self.recovery_ms: int | None = None          # set by run_seed once the quiet cluster commits again
         self._build_cluster()
         self._set_up_clocks()
 
@@ -200,7 +207,7 @@ class Simulation(FaultInjection, MembershipChanges):
     # --- node lifecycle ---------------------------------------------------------------------------
     def _boot(self, node: SimNode) -> None:
         ready = node.boot(self.local_time(node.node_id), self.core_factory)
-        self.log(f"{node.node_id}: boot #{node.incarnation} as {describe(node.core.state)}")
+        self.log(f"{node.node_id}: boot #{node.incarnation} as {describe(node.running.state)}")
         if node.loaded_at_boot is not None:
             self.invariants.on_snapshot_loaded(node, node.loaded_at_boot)
         self._apply_ready(node, ready)
@@ -239,7 +246,7 @@ class Simulation(FaultInjection, MembershipChanges):
             self.log(f"{node.node_id}: {t[0]} -> {t[1]}")
         self.invariants.on_state(node)
         if ready.leader_change is not None and ready.leader_change.leader_id == node.node_id \
-                and isinstance(node.core.state, Leader):
+                and isinstance(node.running.state, Leader):
             self.invariants.on_became_leader(node)
         self.invariants.check_high_watermark_within_log(node)
         if ready.log_ops:
@@ -256,7 +263,7 @@ class Simulation(FaultInjection, MembershipChanges):
             self.invariants.on_snapshot_loaded(node, ready.load_snapshot)
         if ready.committed_through is not None:
             self.invariants.on_high_watermark(node, ready.committed_through)
-            if isinstance(node.core.state, Leader):
+            if isinstance(node.running.state, Leader):
                 self.invariants.check_majority_reached(node, ready.committed_through, self.nodes)
             position = node.machine.applied_offset
             applied = node.machine.apply_committed(node.store, ready.committed_through)
@@ -279,8 +286,9 @@ class Simulation(FaultInjection, MembershipChanges):
     def _step(self, node: SimNode, event) -> None:
         if not node.alive:
             return
-        voter_records_before = tuple(node.core.control.voters.offsets)
-        ready = node.core.step(self._on_local_clock(node.node_id, event))
+        core = node.running
+        voter_records_before = tuple(core.control.voters.offsets)
+        ready = core.step(self._on_local_clock(node.node_id, event))
         self._count_reverted_voter_changes(node, ready, voter_records_before)
         crash_point = None
         if self.faults_enabled and (ready.log_ops or ready.election) and self.rng.random() < 0.002:
@@ -417,7 +425,7 @@ class Simulation(FaultInjection, MembershipChanges):
 
     # --- clients ----------------------------------------------------------------------------------------
     def leaders(self) -> list[SimNode]:
-        return [n for n in self.nodes.values() if n.alive and isinstance(n.core.state, Leader)]
+        return [n for n in self.nodes.values() if n.alive and isinstance(n.running.state, Leader)]
 
     def propose(self) -> object | None:
         leaders = self.leaders()
@@ -473,7 +481,7 @@ class Simulation(FaultInjection, MembershipChanges):
         lines = []
         for node in self.nodes.values():
             if node.alive:
-                core = node.core
+                core = node.running
                 lines.append(f"  node {node.node_id}: {describe(core.state)} log=[{core.log.start_offset}, "
                              f"{core.log.end_offset}) hw={core.high_watermark()} applied={node.machine.applied_offset}")
             else:
