@@ -100,7 +100,7 @@ class RaftDriver:
         self._snapshot_check_scheduled = False
         self._snapshot_task: asyncio.Future | None = None     # a snapshot being written by a worker thread
         self._closing = False
-        self._waiting_responses: dict[int, asyncio.Future] = {}
+        self._waiting_responses: dict[object, asyncio.Future] = {}   # io's request_id -> the reply
         self._request_ids = itertools.count()
         # Appends wait in _append_queue until one call per event-loop turn (_drain_appends)
         # hands them to the core together, up to a batch: one Propose, one log write and one
@@ -111,7 +111,7 @@ class RaftDriver:
         self._queued_records = 0
         self._drain_scheduled = False
         self.append_queue_limit = config.max_batch_records * APPEND_QUEUE_BATCHES
-        self._appends: dict[int, list[_QueuedAppend]] = {}   # token -> the appends of that Propose
+        self._appends: dict[object, list[_QueuedAppend]] = {}   # token -> the appends of that Propose
         self._tokens = itertools.count()
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: int | None = None
@@ -189,7 +189,7 @@ class RaftDriver:
             if self.failure is not None:
                 return
         try:
-            ready = self.core.step(event)
+            ready = self.running.step(event)
             self._apply(ready)
         except Exception as exc:     # the core or the disk broke a rule: stop, as Kafka halts
             self._stop_on_failure(exc)
@@ -206,7 +206,7 @@ class RaftDriver:
         self._queued_records = 0
 
     def _apply(self, ready: Ready) -> None:
-        core = self.core
+        core = self.running
         # 1-2: durable before anything leaves.
         if ready.election is not None:
             election = ready.election
@@ -363,12 +363,15 @@ class RaftDriver:
         """Snapshot the state machine at the applied offset; returns its id once it is durable
         and the core knows it. The image is frozen here, on the loop; a worker thread writes it."""
         now = self.clock() if now is None else now
+        core, machine = self.running, self.state_machine
+        if machine is None:
+            raise RuntimeError(f"node {self.node_id} has no state machine to snapshot")
         try:
-            snapshot_id = self.core.snapshot_id_for(self.applied_offset)
+            snapshot_id = core.snapshot_id_for(self.applied_offset)
             if snapshot_id in self.store.snapshot_ids():
                 return None
-            version, voters = self.core.snapshot_control_records(snapshot_id)
-            image = freeze_image(snapshot_id, version, voters, self.state_machine.snapshot_records(), now)
+            version, voters = core.snapshot_control_records(snapshot_id)
+            image = freeze_image(snapshot_id, version, voters, machine.snapshot_records(), now)
             self._bytes_since_snapshot = 0
             self._last_snapshot_ms = now
             path = await asyncio.get_running_loop().run_in_executor(None, write_image, self.store.directory, image)
@@ -475,29 +478,36 @@ class RaftDriver:
     def node_id(self) -> int:
         return self.config.node_id
 
+    @property
+    def running(self) -> RaftCore:
+        """The core, which exists from start() on."""
+        if self.core is None:
+            raise RuntimeError(f"node {self.node_id} is not started")
+        return self.core
+
     def leader(self) -> LeaderAndEpoch:
-        return self.core.leader_and_epoch()
+        return self.running.leader_and_epoch()
 
     def is_leader(self) -> bool:
-        return self.core.status().is_leader
+        return self.running.status().is_leader
 
     def leader_caught_up(self) -> bool:
         """This node leads and has applied every record committed before its epoch started:
         Kafka tells its listener of the new leadership only then."""
         if self.core is None or not self.is_leader():
             return False
-        epoch_start = self.core.status().epoch_start_offset
+        epoch_start = self.running.status().epoch_start_offset
         return epoch_start is not None and self.applied_offset >= epoch_start
 
     def next_offset(self) -> int:
         """The offset the next proposed record will get (the log end plus what is batching
         in the core and waiting in the append queue)."""
-        status = self.core.status()
+        status = self.running.status()
         return status.log_end_offset + status.proposed_records + self._queued_records
 
     def kraft_version(self) -> int:
         """The latest kraft.version in the log, uncommitted included (KafkaRaftClient.kraftVersion)."""
-        return self.core.kraft_version()
+        return self.running.kraft_version()
 
     def high_watermark(self) -> int:
         hw = self.core.high_watermark() if self.core is not None else None
