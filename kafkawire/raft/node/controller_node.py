@@ -23,6 +23,7 @@ import asyncio
 import dataclasses
 import logging
 import os
+from typing import TypeVar
 
 from kafkawire import feature_versions
 from kafkawire.messages import api_versions_response as av
@@ -41,7 +42,7 @@ from kafkawire.net.sasl import SCRAM_MECHANISM_TYPES, SaslClient
 from kafkawire.net.security import client_ssl_context
 from kafkawire.net.server import KafkaServer
 from kafkawire.protocol.handler import ApiHandler
-from kafkawire.storage.state_files import StateFileError, read_meta_properties, uuid_to_kafka
+from kafkawire.storage.state_files import MetaProperties, StateFileError, read_meta_properties, uuid_to_kafka
 from kafkawire.raft.config import RaftConfig
 from kafkawire.raft.contract import StateMachine, StateMachineFactory, StateMachineFatal
 from kafkawire.raft.types import Endpoints
@@ -96,7 +97,7 @@ def controller_client_options(config: ServerConfig) -> dict:
     security = config.raft_client_security()
     if security is None or security.protocol == "PLAINTEXT":
         return {}
-    options = {}
+    options: dict = {}
     if security.ssl is not None:
         options["ssl_context"] = client_ssl_context(security.ssl)
     if security.mechanism is not None:
@@ -121,6 +122,9 @@ def raft_network_client(config: ServerConfig, client_options: dict) -> NetworkCl
                          **client_options)
 
 
+_Part = TypeVar("_Part")
+
+
 class ControllerNode:
     def __init__(self, config: ServerConfig, *, state_machine_factory: StateMachineFactory | None = None,
                  fsync: bool = True,
@@ -139,12 +143,19 @@ class ControllerNode:
         self.state_machine: StateMachine | None = None
         self.topic: MetadataTopic | None = None
         self._tasks: list[asyncio.Task] = []
-        self.meta = None
+        self.meta: MetaProperties | None = None
+        self.cluster_id: str | None = None       # meta.properties' cluster.id, from start on
         self._loaded = False
-        self.authorizer = None           # StandardAuthorizer, made at start (authorizer.class.name)
+        self.authorizer: StandardAuthorizer | None = None     # made at start (authorizer.class.name)
+
+    def _started(self, part: _Part | None) -> _Part:
+        """A part made by start() (driver, topic, meta.properties), or a clear error before it."""
+        if part is None:
+            raise RuntimeError(f"node {self.config.node_id} is not started")
+        return part
 
     # --- start ---------------------------------------------------------------------------------------
-    def _read_meta(self):
+    def _read_meta(self) -> MetaProperties:
         path = os.path.join(self.config.metadata_log_dir, "meta.properties")
         if not os.path.exists(path):
             raise NodeStartError(f"no meta.properties in {self.config.metadata_log_dir}: format the directory first "
@@ -162,8 +173,11 @@ class ControllerNode:
 
     async def start(self) -> None:
         c = self.config
-        self.meta = self._read_meta()
-        raft_config = raft_config_from(c, self.meta.directory_id, self.meta.cluster_id)
+        self.meta = meta = self._read_meta()
+        if meta.cluster_id is None:       # read_meta_properties already refuses a version 1 without it
+            raise NodeStartError(f"meta.properties in {c.metadata_log_dir} has no cluster.id")
+        self.cluster_id = cluster_id = meta.cluster_id
+        raft_config = raft_config_from(c, meta.directory_id, cluster_id)
         store = DiskLogStore(os.path.join(c.metadata_log_dir, METADATA_PARTITION_DIR),
                              segment_bytes=c.metadata_log_segment_bytes, fsync=self.fsync,
                              segment_ms=c.metadata_log_segment_ms)
@@ -181,13 +195,13 @@ class ControllerNode:
             snapshot_interval_ms=c.metadata_log_max_snapshot_interval_ms,
             retention_bytes=c.metadata_max_retention_bytes, retention_ms=c.metadata_max_retention_ms)
         if self.state_machine_factory is not None:
-            self.state_machine = self.state_machine_factory(driver, c, self.meta)
+            self.state_machine = self.state_machine_factory(driver, c, meta)
             driver.state_machine = self.state_machine
         advertised = raft_config.endpoints.address(raft_config.listener) or ("127.0.0.1", 0)
-        self.topic = MetadataTopic(store.log, cluster_id=self.meta.cluster_id,
+        self.topic = MetadataTopic(store.log, cluster_id=cluster_id,
                                    node=NodeEndpoint(c.node_id, advertised[0], advertised[1]),
                                    high_watermark=driver.high_watermark,
-                                   leader_epoch=lambda: max(driver.core.epoch, 0),
+                                   leader_epoch=lambda: max(driver.running.epoch, 0),
                                    active_controller=self._active_controller)
         driver.hw_listeners.append(self.topic.high_watermark_advanced)
         for name in c.controller_listener_names:
@@ -213,8 +227,8 @@ class ControllerNode:
         if self.state_machine is not None:
             self._tasks.append(asyncio.ensure_future(self.state_machine.run()))
         self._tasks.append(asyncio.ensure_future(self._publish_metrics()))
-        log.info("node %d (cluster %s, directory %s) listening on %s", c.node_id, self.meta.cluster_id,
-                 uuid_to_kafka(self.meta.directory_id), ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
+        log.info("node %d (cluster %s, directory %s) listening on %s", c.node_id, cluster_id,
+                 "none" if meta.directory_id is None else uuid_to_kafka(meta.directory_id), ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
 
     def _make_server(self, endpoint, name: str) -> KafkaServer:
         c = self.config
@@ -229,13 +243,13 @@ class ControllerNode:
                                queued_max_request_bytes=c.queued_max_request_bytes))
 
     def _register(self, server: KafkaServer) -> None:
-        driver = self.driver
+        driver, topic = self._started(self.driver), self._started(self.topic)
         raft = ApiHandler(driver.handle_request)
         for key in RAFT_APIS:
             server.register(key, raft)
         for key, handler in sasl_handlers().items():       # Kafka's controller advertises them everywhere
             server.register(key, handler)
-        for key, handler in self.topic.handlers().items():
+        for key, handler in topic.handlers().items():
             server.register(key, handler)
         if self.state_machine is not None:
             for key, handler in self.state_machine.handlers().items():
@@ -243,7 +257,7 @@ class ControllerNode:
         if self.state_machine is not None:
             # Forwarded admin requests, run through whatever is registered (and authorizes) then.
             server.register(ENVELOPE, ApiHandler(envelope_handler(server._registry.get)))
-        consumer_fetch = self.topic.handlers()[FETCH]
+        consumer_fetch = topic.handlers()[FETCH]
 
         async def fetch(ctx, request):
             # A replica sets its id (ReplicaState from v15, ReplicaId before); a consumer sends -1.
@@ -254,7 +268,7 @@ class ControllerNode:
 
         server.register(FETCH, ApiHandler(fetch, min_version=consumer_fetch.min_version,
                                           error_response=consumer_fetch.error_response))
-        broker_view = self.topic.handlers()[DESCRIBE_CLUSTER]
+        broker_view = topic.handlers()[DESCRIBE_CLUSTER]
 
         async def describe_cluster(ctx, request):
             if request.endpoint_type != CONTROLLER_ENDPOINT_TYPE:
@@ -267,24 +281,24 @@ class ControllerNode:
             if registered is not None:
                 server.register(key, dataclasses.replace(registered.handler, max_version=high))
         if self.authorizer is not None:
-            self._authorize_handlers(server)
+            self._authorize_handlers(server, self.authorizer)
         server.api_versions_features = self._api_versions_features
 
-    def _authorize_handlers(self, server: KafkaServer) -> None:
+    def _authorize_handlers(self, server: KafkaServer, authorizer: StandardAuthorizer) -> None:
         """Put Kafka's ControllerApis checks in front of the handlers (authorizer.class.name)."""
         for key, operation in CONTROLLER_API_OPERATIONS.items():
             registered = server._registry.get(key)
             if registered is not None:
-                server.register(key, authorizing_handler(key, registered.handler, self.authorizer, operation))
+                server.register(key, authorizing_handler(key, registered.handler, authorizer, operation))
         create_topics = server._registry.get(CREATE_TOPICS)
         if create_topics is not None:
-            server.register(CREATE_TOPICS, authorizing_create_topics(create_topics.handler, self.authorizer))
-        authorize_admin_apis(server, self.authorizer, lambda: self.state_machine.image)   # per topic or resource
+            server.register(CREATE_TOPICS, authorizing_create_topics(create_topics.handler, authorizer))
+        authorize_admin_apis(server, authorizer, self._image)   # per topic or resource
         # The read-only __cluster_metadata topic, beyond Kafka's controller: a broker's topic rules.
         for key, wrap in ((METADATA, authorizing_metadata), (LIST_OFFSETS, authorizing_list_offsets)):
             registered = server._registry.get(key)
             if registered is not None:
-                server.register(key, wrap(registered.handler, self.authorizer))
+                server.register(key, wrap(registered.handler, authorizer))
 
     def _image(self) -> MetadataImage | None:
         """The state machine's committed metadata, if it keeps any."""
@@ -298,7 +312,7 @@ class ControllerNode:
         """Whether the committed metadata has been applied once up to the high watermark (Kafka's
         authorizer completes its initial load then; until then only super users are served)."""
         if not self._loaded:
-            driver = self.driver
+            driver = self._started(self.driver)
             high_watermark = driver.high_watermark()
             self._loaded = high_watermark > 0 and driver.applied_offset >= high_watermark
         return self._loaded
@@ -306,13 +320,13 @@ class ControllerNode:
     def _active_controller(self) -> NodeEndpoint | None:
         """The leader as clients of this listener reach it; None while no leader is known (or
         its endpoint on this listener is not)."""
-        driver = self.driver
+        driver = self._started(self.driver)
         leader = driver.leader().leader_id
         if leader is None:
             return None
         if leader == self.config.node_id:
-            return self.topic.node
-        voter = next((v for v in driver.core.voters() if v.key.id == leader), None)
+            return self._started(self.topic).node
+        voter = next((v for v in driver.running.voters() if v.key.id == leader), None)
         address = None if voter is None else voter.endpoints.address(driver.config.listener)
         return None if address is None else NodeEndpoint(leader, address[0], address[1])
 
@@ -333,7 +347,7 @@ class ControllerNode:
         on this listener and which one is active (ControllerApis.handleDescribeCluster). As in
         Kafka these are the registered controllers (ControllerRegistrationRecords: observers
         too, a voter not yet registered not); without the metadata state machine, the voters."""
-        driver = self.driver
+        driver = self._started(self.driver)
         image = self._image()
         if image is not None:
             endpoints = {i: image.controllers[i].listeners.get(listener_name) for i in sorted(image.controllers)}
@@ -341,23 +355,24 @@ class ControllerNode:
                            for i, e in endpoints.items() if e is not None]
         else:
             controllers = []
-            for voter in sorted(driver.core.voters(), key=lambda v: v.key.id):
+            for voter in sorted(driver.running.voters(), key=lambda v: v.key.id):
                 address = voter.endpoints.address(driver.config.listener)
                 if address is not None:
                     controllers.append(DescribeClusterBroker(broker_id=voter.key.id, host=address[0],
                                                              port=address[1]))
         leader = driver.leader().leader_id
-        return DescribeClusterResponse(endpoint_type=CONTROLLER_ENDPOINT_TYPE, cluster_id=self.meta.cluster_id,
+        return DescribeClusterResponse(endpoint_type=CONTROLLER_ENDPOINT_TYPE, cluster_id=self._started(self.cluster_id),
                                        controller_id=-1 if leader is None else leader, brokers=controllers,
                                        cluster_authorized_operations=-2147483648)
 
     def _api_versions_features(self, response) -> None:
         """Supported kraft.version range, and the finalized level once the log says (KIP-853)."""
-        config = self.driver.config
+        driver = self._started(self.driver)
+        config = driver.config
         response.supported_features = [av.SupportedFeatureKey(name=feature_versions.KRAFT_VERSION,
                                                               min_version=config.kraft_version_min,
                                                               max_version=config.kraft_version_max)]
-        core = self.driver.core
+        core = driver.core
         if core is None:
             return
         finalized = {}
@@ -374,7 +389,7 @@ class ControllerNode:
             if image.metadata_version is not None:
                 finalized["metadata.version"] = image.metadata_version
             finalized.update(image.finalized_features)
-        response.finalized_features_epoch = max(self.driver.high_watermark() - 1, -1)
+        response.finalized_features_epoch = max(driver.high_watermark() - 1, -1)
         response.finalized_features = [av.FinalizedFeatureKey(name=name, max_version_level=level,
                                                                min_version_level=level)
                                        for name, level in sorted(finalized.items())]
@@ -385,7 +400,7 @@ class ControllerNode:
         while True:
             await asyncio.sleep(self.metrics_interval_ms / 1000)
             try:
-                self.driver.metrics.write(path)
+                self._started(self.driver).metrics.write(path)
             except OSError as exc:
                 log.warning("cannot write %s: %s", path, exc)
 
