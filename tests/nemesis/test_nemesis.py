@@ -28,7 +28,9 @@ def test_a_short_nemesis_run_loses_nothing_acknowledged(tmp_path):
 
 def _log(directory, names, offset=0):
     os.makedirs(directory, exist_ok=True)
-    records = [(None, encode_metadata_record(TopicRecord(name=n, topic_id=uuid.uuid5(uuid.NAMESPACE_DNS, n)), 0)) for n in names]
+    # a fixed timestamp: two logs built a millisecond apart must still be byte-identical
+    records = [(None, encode_metadata_record(TopicRecord(name=n, topic_id=uuid.uuid5(uuid.NAMESPACE_DNS, n)), 0),
+                [], 1_700_000_000_000) for n in names]
     with open(os.path.join(directory, "00000000000000000000.log"), "wb") as f:
         f.write(build_batch(records, base_offset=offset))
     return directory

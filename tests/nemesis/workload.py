@@ -16,10 +16,11 @@ import uuid
 from dataclasses import dataclass, field
 
 from kafkawire.messages.broker_heartbeat_request import BrokerHeartbeatRequest
-from kafkawire.messages.broker_registration_request import BrokerRegistrationRequest, Feature, Listener
+from kafkawire.messages.broker_registration_request import BrokerRegistrationRequest, Listener
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
 from kafkawire.net.client import NetworkClient, TransportError
 from kafkawire.protocol.error_codes import Errors
+from kafkawire.raft.node.demo_client import broker_features
 from kafkawire.raft.node.local_quorum import QuorumError, describe_quorum
 
 BROKER_ID = 100
@@ -82,8 +83,7 @@ async def keep_a_broker(qc: QuorumClient, cluster_id: str, metadata_version: int
                 reply = await qc.send_to_leader(BrokerRegistrationRequest(
                     broker_id=BROKER_ID, cluster_id=cluster_id, incarnation_id=uuid.uuid4(),
                     listeners=[Listener(name="PLAINTEXT", host="127.0.0.1", port=9092, security_protocol=0)],
-                    features=[Feature(name="metadata.version", min_supported_version=7,
-                                      max_supported_version=metadata_version)],
+                    features=broker_features(metadata_version),
                     log_dirs=[uuid.uuid4()]))
                 if reply.error_code == Errors.NONE:
                     epoch = reply.broker_epoch

@@ -19,6 +19,15 @@ class BrokerRegistrationFailed(RuntimeError):
     pass
 
 
+def broker_features(metadata_version: int) -> list:
+    """What a real broker names in its BrokerRegistration: every production feature it supports,
+    up to its default level at this metadata.version (the controller refuses a registration that
+    leaves out a feature finalized above 0, kraft.version included)."""
+    return [Feature(name="metadata.version", min_supported_version=7, max_supported_version=metadata_version),
+            *(Feature(name=name, min_supported_version=0, max_supported_version=level)
+              for name, level in feature_versions.default_levels(metadata_version).items())]
+
+
 async def register_broker(address, cluster_id: str, broker_id: int, *, host: str = "127.0.0.1", port: int = 9092,
                           metadata_version: int, timeout_s: float = 20) -> int:
     """Register and unfence a broker; returns its broker epoch."""
@@ -27,12 +36,7 @@ async def register_broker(address, cluster_id: str, broker_id: int, *, host: str
         request = BrokerRegistrationRequest(
             broker_id=broker_id, cluster_id=cluster_id, incarnation_id=uuid.uuid4(),
             listeners=[Listener(name="PLAINTEXT", host=host, port=port, security_protocol=0)],
-            # As a real broker: every production feature it supports, up to its default level at
-            # this metadata.version (the controller refuses a registration that leaves out a
-            # feature finalized above 0).
-            features=[Feature(name="metadata.version", min_supported_version=7, max_supported_version=metadata_version),
-                      *(Feature(name=name, min_supported_version=0, max_supported_version=level)
-                        for name, level in feature_versions.default_levels(metadata_version).items())],
+            features=broker_features(metadata_version),
             log_dirs=[uuid.uuid4()])
         while True:
             response = await client.send(address, request)
