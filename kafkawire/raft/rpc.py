@@ -125,17 +125,24 @@ def begin_quorum_epoch_request(cluster_id: str | None, epoch: int, leader_id: in
         leader_endpoints=leader_endpoints_field(bqe_req, leader_endpoints))
 
 
-def begin_quorum_epoch_response(top_error: int, error: int = NONE, epoch: int = -1, leader_id: int | None = None,
-                                endpoints: Endpoints = Endpoints(), listener: str = "", api_version: int = 0):
-    response = bqe_resp.BeginQuorumEpochResponse(error_code=top_error)
+def _epoch_announcement_response(module, response, top_error: int, error: int, epoch: int, leader_id: int | None,
+                                 endpoints: Endpoints, listener: str, api_version: int):
+    """BeginQuorumEpoch and EndQuorumEpoch answer alike: a top-level error alone, or the one
+    partition with the leader as we know it (and its endpoints from v1)."""
     if top_error != NONE:
         return response
-    response.topics = [bqe_resp.TopicData(topic_name=METADATA_TOPIC, partitions=[bqe_resp.PartitionData(
+    response.topics = [module.TopicData(topic_name=METADATA_TOPIC, partitions=[module.PartitionData(
         partition_index=METADATA_PARTITION, error_code=error, leader_id=-1 if leader_id is None else leader_id,
         leader_epoch=epoch)])]
     if api_version >= 1:
-        response.node_endpoints = node_endpoints_for(bqe_resp, leader_id, endpoints, listener)
+        response.node_endpoints = node_endpoints_for(module, leader_id, endpoints, listener)
     return response
+
+
+def begin_quorum_epoch_response(top_error: int, error: int = NONE, epoch: int = -1, leader_id: int | None = None,
+                                endpoints: Endpoints = Endpoints(), listener: str = "", api_version: int = 0):
+    return _epoch_announcement_response(bqe_resp, bqe_resp.BeginQuorumEpochResponse(error_code=top_error), top_error,
+                                        error, epoch, leader_id, endpoints, listener, api_version)
 
 
 def end_quorum_epoch_request(cluster_id: str | None, epoch: int, leader_id: int,
@@ -152,15 +159,8 @@ def end_quorum_epoch_request(cluster_id: str | None, epoch: int, leader_id: int,
 
 def end_quorum_epoch_response(top_error: int, error: int = NONE, epoch: int = -1, leader_id: int | None = None,
                               endpoints: Endpoints = Endpoints(), listener: str = "", api_version: int = 0):
-    response = eqe_resp.EndQuorumEpochResponse(error_code=top_error)
-    if top_error != NONE:
-        return response
-    response.topics = [eqe_resp.TopicData(topic_name=METADATA_TOPIC, partitions=[eqe_resp.PartitionData(
-        partition_index=METADATA_PARTITION, error_code=error, leader_id=-1 if leader_id is None else leader_id,
-        leader_epoch=epoch)])]
-    if api_version >= 1:
-        response.node_endpoints = node_endpoints_for(eqe_resp, leader_id, endpoints, listener)
-    return response
+    return _epoch_announcement_response(eqe_resp, eqe_resp.EndQuorumEpochResponse(error_code=top_error), top_error,
+                                        error, epoch, leader_id, endpoints, listener, api_version)
 
 
 # --- Fetch ---------------------------------------------------------------------------------------------
