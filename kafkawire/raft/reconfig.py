@@ -174,15 +174,19 @@ class Reconfig:
         if not change.ack_when_committed:
             self._finish(change, NONE)
 
+    def _cluster_and_leader_error(self, body) -> tuple[int, str | None]:
+        """AddRaftVoter's and RemoveRaftVoter's first refusals: another cluster, then not the leader."""
+        if not self._valid_cluster_id(body.cluster_id):
+            return int(Errors.INCONSISTENT_CLUSTER_ID), "the cluster id does not match"
+        return self._leader_error()
+
     # --- AddRaftVoter -------------------------------------------------------------------------------
     def _handle_add_voter(self, request) -> None:
         body = request.body
 
         def reply(error, message=None):
             self._respond(request, add_resp.AddRaftVoterResponse(error_code=error, error_message=message))
-        if not self._valid_cluster_id(body.cluster_id):
-            return reply(int(Errors.INCONSISTENT_CLUSTER_ID), "the cluster id does not match")
-        error, message = self._leader_error()
+        error, message = self._cluster_and_leader_error(body)
         if error != NONE:
             return reply(error, message)
         key = ReplicaKey.of(body.voter_id, body.voter_directory_id)
@@ -246,9 +250,7 @@ class Reconfig:
 
         def reply(error, message=None):
             self._respond(request, rm_resp.RemoveRaftVoterResponse(error_code=error, error_message=message))
-        if not self._valid_cluster_id(body.cluster_id):
-            return reply(int(Errors.INCONSISTENT_CLUSTER_ID), "the cluster id does not match")
-        error, message = self._leader_error()
+        error, message = self._cluster_and_leader_error(body)
         if error != NONE:
             return reply(error, message)
         key = ReplicaKey.of(body.voter_id, body.voter_directory_id)
