@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from kafkawire.codegen.dialect import strip_comments
+
 REPO = Path(__file__).resolve().parents[1]
 SCHEMAS = REPO / "schemas"
 REFERENCE = REPO.parent / "shared" / "reference"
@@ -90,43 +92,8 @@ MAX_VERSION = 1000
 
 
 # --------------------------------------------------------------------------------------------
-# A small reader for Kafka's JSON dialect
+# Kafka's JSON dialect, read with the codegen's comment stripper
 # --------------------------------------------------------------------------------------------
-
-def strip_comments(text: str) -> str:
-    """Remove // line comments and /* */ block comments that are outside string literals."""
-    out = []
-    i, n = 0, len(text)
-    in_string = False
-    while i < n:
-        c = text[i]
-        if in_string:
-            out.append(c)
-            if c == "\\" and i + 1 < n:
-                out.append(text[i + 1])
-                i += 2
-                continue
-            if c == '"':
-                in_string = False
-            i += 1
-        elif c == '"':
-            in_string = True
-            out.append(c)
-            i += 1
-        elif text.startswith("//", i):
-            end = text.find("\n", i)
-            i = n if end < 0 else end  # keep the newline
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            if end < 0:
-                raise ValueError("unterminated /* comment")
-            out.append(" ")
-            i = end + 2
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
-
 
 def load_schema(path: Path) -> dict:
     return json.loads(strip_comments(path.read_text(encoding="utf-8")))
