@@ -20,6 +20,36 @@ def _job(data, brokers: int):
             "--data-dir", str(data)]
 
 
+def _start_until_unfenced(data):
+    """The job with one broker, read until its broker is unfenced (bounded by the job's own waits,
+    60 s + 120 s); then its controllers and broker run under ``data``."""
+    proc = subprocess.Popen(_job(data, 1), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if "registered and unfenced" in line:
+                break
+        assert _pids_under(data), "".join(lines)
+    except BaseException:
+        _kill_everything(data, proc)
+        raise
+    return proc, lines
+
+
+def _wait_until_gone(data, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while _pids_under(data) and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+def _kill_everything(data, proc) -> None:
+    for pid in _pids_under(data):
+        subprocess.run(["kill", "-9", str(pid)])
+    if proc.poll() is None:
+        proc.kill()
+
+
 def test_two_kafka_brokers_on_the_main_jobs_controllers_carry_records(kafka_libs, tmp_path):
     data = tmp_path / "demo"
     began = time.monotonic()
@@ -40,49 +70,26 @@ def test_two_kafka_brokers_on_the_main_jobs_controllers_carry_records(kafka_libs
 
 def test_sigterm_stops_the_brokers_and_the_controllers(kafka_libs, tmp_path):
     data = tmp_path / "demo"
-    proc = subprocess.Popen(_job(data, 1), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines = []
+    proc, lines = _start_until_unfenced(data)
     try:
-        for line in proc.stdout:                 # bounded by the job's own waits (60 s + 120 s)
-            lines.append(line)
-            if "registered and unfenced" in line:
-                break
-        assert _pids_under(data), "".join(lines)
         proc.send_signal(signal.SIGTERM)
         rest, _ = proc.communicate(timeout=90)
         assert proc.returncode == 130, "".join(lines) + rest
         assert "interrupted: stopping the brokers and the controllers" in rest
-        deadline = time.monotonic() + 30
-        while _pids_under(data) and time.monotonic() < deadline:
-            time.sleep(0.2)
+        _wait_until_gone(data)
         assert not _pids_under(data), f"still running after SIGTERM: {_pids_under(data)}"
     finally:
-        for pid in _pids_under(data):
-            subprocess.run(["kill", "-9", str(pid)])
-        if proc.poll() is None:
-            proc.kill()
-
+        _kill_everything(data, proc)
 
 
 def test_kill_9_of_the_job_leaves_no_broker_or_controller_behind(kafka_libs, tmp_path):
     """The job cannot clean up after SIGKILL: its children die with it (PR_SET_PDEATHSIG)."""
     data = tmp_path / "demo"
-    proc = subprocess.Popen(_job(data, 1), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines = []
+    proc, lines = _start_until_unfenced(data)
     try:
-        for line in proc.stdout:                 # bounded by the job's own waits (60 s + 120 s)
-            lines.append(line)
-            if "registered and unfenced" in line:
-                break
-        assert _pids_under(data), "".join(lines)
         proc.kill()
         proc.wait(timeout=30)
-        deadline = time.monotonic() + 30
-        while _pids_under(data) and time.monotonic() < deadline:
-            time.sleep(0.2)
+        _wait_until_gone(data)
         assert not _pids_under(data), f"still running after kill -9 of the job: {_pids_under(data)}"
     finally:
-        for pid in _pids_under(data):
-            subprocess.run(["kill", "-9", str(pid)])
-        if proc.poll() is None:
-            proc.kill()
+        _kill_everything(data, proc)
