@@ -186,12 +186,21 @@ TOPIC = "demo-orders"
 RECORDS = 10
 
 
+_received: list[str] = []          # the signals _interrupt was given
+
+
 def _say(text: str) -> None:
+    """A step's heading; a signal whose KeyboardInterrupt Python dropped is raised again here."""
+    if _received:
+        raise KeyboardInterrupt(_received[0])
     print(f"\n=== {text}", flush=True)
 
 
 def _interrupt(signum, frame):
-    raise KeyboardInterrupt(signal.Signals(signum).name)
+    # Raised while Python runs a finalizer (a weakref callback, __del__), the KeyboardInterrupt is
+    # printed as "Exception ignored in ..." and dropped; _say raises it again at the next step.
+    _received.append(signal.Signals(signum).name)
+    raise KeyboardInterrupt(_received[-1])
 
 
 def _create_topic(bootstrap: str, partitions: int, replication: int) -> None:
@@ -296,10 +305,12 @@ def run_with_brokers(base: str, voters: int, count: int, kafka_dist: str | None)
         signal.signal(sig, _interrupt)
     try:
         status = _demonstrate(quorum, brokers)
+        if _received:
+            raise KeyboardInterrupt(_received[0])
         print(f"done; the data stays in {base}")
         return status
     except KeyboardInterrupt:
-        _say("interrupted: stopping the brokers and the controllers")
+        print("\n=== interrupted: stopping the brokers and the controllers", flush=True)
         for broker in brokers:
             broker.stop(10)
         quorum.stop_all()
