@@ -74,13 +74,16 @@ CONTROLLER_API_OPERATIONS = {
     53: Op.CLUSTER_ACTION,     # BeginQuorumEpoch
     54: Op.CLUSTER_ACTION,     # EndQuorumEpoch
     55: Op.DESCRIBE,           # DescribeQuorum
+    56: Op.CLUSTER_ACTION,     # AlterPartition (only brokers send it)
     57: Op.ALTER,              # UpdateFeatures
     58: Op.CLUSTER_ACTION,     # Envelope (only brokers forward)
     59: Op.CLUSTER_ACTION,     # FetchSnapshot
     60: Op.ALTER,              # DescribeCluster: "unlike on the broker ... ALTER on CLUSTER"
     62: Op.CLUSTER_ACTION,     # BrokerRegistration
     63: Op.CLUSTER_ACTION,     # BrokerHeartbeat
+    67: Op.CLUSTER_ACTION,     # AllocateProducerIds (only brokers send it)
     70: Op.CLUSTER_ACTION,     # ControllerRegistration
+    73: Op.CLUSTER_ACTION,     # AssignReplicasToDirs (only brokers send it)
     80: Op.ALTER,              # AddRaftVoter
     81: Op.ALTER,              # RemoveRaftVoter
     82: Op.CLUSTER_ACTION,     # UpdateRaftVoter
