@@ -14,7 +14,11 @@ NOT_CONTROLLER, naming the active controller when it knows it.
 Writes are serialized: each computes its records from the committed state, appends them as
 one batch and waits until they are committed and applied before the next one starts. Kafka's
 controller instead applies its own records ahead of the commit; waiting gives the same
-records, one round trip at a time, without a second copy of the state to roll back.
+records, one round trip at a time, without a second copy of the state to roll back. A write
+cannot be torn: once it has generated its records it runs to its end in a task of its own,
+even if its caller stops waiting (a request timeout, a closed connection), and the next write
+starts only when those records are applied or leadership is lost. A deadline only stops a
+write that has not generated yet, as a deadline stops an event in Kafka's event queue.
 
 The raft handle is the contract's RaftHandle: ``next_offset()`` gives the offset the next
 appended record gets (Kafka's broker epochs are the offset of the RegisterBrokerRecord), and
@@ -41,7 +45,7 @@ from kafkawire.storage.state_files import uuid_to_kafka
 from . import admin_apis, broker_apis, cluster
 from .acl_apis import acl_handlers
 from .activation import BootstrapError, activation_records
-from .errors import ApiError, not_controller
+from .errors import ApiError, WriteTimedOut, not_controller
 from .frames import frame
 from .heartbeats import SESSION_TIMEOUT_MS, BrokerHeartbeatManager
 from .registration import ControllerRegistrationManager
@@ -106,7 +110,8 @@ class MetadataController:
         self._claimed_epoch: int | None = None      # the epoch we lead, from on_leader_change
         self._active_epoch: int | None = None       # the epoch whose activation records committed
         self._next_noop_ms = 0
-        self._write_lock = asyncio.Lock()
+        self._writing = False                       # a write has generated and is not applied yet
+        self._write_done = asyncio.Event()          # set (and replaced) whenever a write ends
         self._wake = asyncio.Event()
         self._applied = asyncio.Event()             # set (and replaced) whenever a batch is applied
         self._activated = asyncio.Event()           # set (and replaced) whenever activation completes
@@ -146,6 +151,8 @@ class MetadataController:
     def on_leader_change(self, leader_id: int | None, epoch: int) -> None:
         self._claimed_epoch = epoch if leader_id == self.node_id else None
         self._active_epoch = None
+        self._applied.set()                         # a write waiting for its batch re-checks its epoch
+        self._applied = asyncio.Event()
         self.poke()
 
     def snapshot_records(self) -> list[bytes]:
@@ -203,38 +210,42 @@ class MetadataController:
         return [b.id for b in self.state.image.brokers.values() if not b.fenced]
 
     async def _activate(self, epoch: int) -> None:
-        async with self._write_lock:
-            if self._claimed_epoch != epoch or not self.raft.is_leader():
-                return
+        while self._writing:                        # a write of an earlier epoch still ending
+            await self._write_done.wait()
+        await self._run_write(self._activation(epoch))
+
+    async def _activation(self, epoch: int) -> None:
+        if self._claimed_epoch != epoch or not self.raft.is_leader():
+            return
+        try:
+            activation = activation_records(
+                metadata_version=self.state.metadata_version,
+                transaction_start_offset=self.state.transaction_start_offset,
+                bootstrap_records=self.bootstrap_records, bootstrap_source=self.bootstrap_source,
+                static_min_insync_replicas=self.static_min_insync_replicas)
+        except BootstrapError as exc:
+            # Kafka's controller halts here; this one stays a non-active voter and says why.
+            if self.activation_error != str(exc):
+                log.critical("controller %d cannot activate: %s", self.node_id, exc)
+            self.activation_error = str(exc)
+            return
+        log.info("controller %d: %s", self.node_id, activation.message)
+        if activation.records:
             try:
-                activation = activation_records(
-                    metadata_version=self.state.metadata_version,
-                    transaction_start_offset=self.state.transaction_start_offset,
-                    bootstrap_records=self.bootstrap_records, bootstrap_source=self.bootstrap_source,
-                    static_min_insync_replicas=self.static_min_insync_replicas)
-            except BootstrapError as exc:
-                # Kafka's controller halts here; this one stays a non-active voter and says why.
-                if self.activation_error != str(exc):
-                    log.critical("controller %d cannot activate: %s", self.node_id, exc)
-                self.activation_error = str(exc)
+                await self._append(activation.records)
+            except NotLeader as exc:
+                log.info("controller %d: lost leadership while activating: %s", self.node_id, exc)
                 return
-            log.info("controller %d: %s", self.node_id, activation.message)
-            if activation.records:
-                try:
-                    await self._append(activation.records)
-                except NotLeader as exc:
-                    log.info("controller %d: lost leadership while activating: %s", self.node_id, exc)
-                    return
-            if self._claimed_epoch != epoch:
-                return
-            self.activation_error = None
-            self._active_epoch = epoch
-            now = self.clock()
-            self.sessions.activate(self.state.image.brokers, now)
-            self._next_noop_ms = now + self.max_idle_interval_ms
-            self._activated.set()
-            self._activated = asyncio.Event()
-            log.info("controller %d is the active controller in epoch %d", self.node_id, epoch)
+        if self._claimed_epoch != epoch:
+            return
+        self.activation_error = None
+        self._active_epoch = epoch
+        now = self.clock()
+        self.sessions.activate(self.state.image.brokers, now)
+        self._next_noop_ms = now + self.max_idle_interval_ms
+        self._activated.set()
+        self._activated = asyncio.Event()
+        log.info("controller %d is the active controller in epoch %d", self.node_id, epoch)
 
     async def _periodic_duties(self) -> None:
         now = self.clock()
@@ -255,9 +266,14 @@ class MetadataController:
                 return
 
     async def _append(self, records: list[bytes]) -> int:
-        """Append one batch and wait until this node has applied it."""
+        """Append one batch and wait until this node has applied it, or raise NotLeader when
+        leadership moves first (the batch may then never commit)."""
+        epoch = self._claimed_epoch
         last = await self.raft.append(records)
         while self.state.next_offset <= last:
+            if self._claimed_epoch != epoch:
+                raise NotLeader(f"node {self.node_id} lost leadership of epoch {epoch} before offset {last} "
+                                f"was applied")
             await self._applied.wait()
         return last
 
@@ -280,22 +296,49 @@ class MetadataController:
     async def _write(self, generate, timeout_ms: int = ACTIVATION_WAIT_MS):
         """Run ``generate() -> (records, result)`` against the committed state as the active
         controller, append its records as one batch, and return (result, the batch's last
-        offset or None) once committed."""
+        offset or None) once committed. Raises TimeoutError, having generated nothing, when
+        ``timeout_ms`` passes before the write's turn comes."""
+        deadline_ms = self.clock() + max(timeout_ms, 0)
         await self._await_active(timeout_ms)
-        async with self._write_lock:
-            if not self.is_active():
-                raise not_controller(self._known_leader())
-            records, result = generate()
-            last = None
-            if records:
-                try:
-                    last = await self._append(records)
-                except NotLeader:
-                    raise not_controller(self._known_leader()) from None
-            return result, last
+        while self._writing:
+            remaining_ms = deadline_ms - self.clock()
+            if remaining_ms <= 0:
+                break
+            await _wait(self._write_done, remaining_ms / 1000)
+        if self._writing or self.clock() >= deadline_ms:
+            raise WriteTimedOut(timeout_ms)
+        if not self.is_active():
+            raise not_controller(self._known_leader())
+        # Generated right after the checks, with nothing run in between; from here on the write
+        # is committed to, whoever still waits for it.
+        records, result = generate()
+        if not records:
+            return result, None
+        return result, await self._run_write(self._append_as_the_write(records))
+
+    async def _run_write(self, write):
+        """Run the coroutine ``write`` as the one write in progress, to its end: a caller that
+        stops waiting (cancelled) leaves it running, and the next write waits for it."""
+        self._writing = True
+        task = asyncio.ensure_future(write)
+        task.add_done_callback(self._write_ended)
+        return await asyncio.shield(task)
+
+    def _write_ended(self, task: asyncio.Future) -> None:
+        self._writing = False
+        self._write_done.set()
+        self._write_done = asyncio.Event()
+        if not task.cancelled() and task.exception() is not None and not isinstance(task.exception(), ApiError):
+            log.warning("controller %d: a write ended with %r", self.node_id, task.exception())
+
+    async def _append_as_the_write(self, records: list[bytes]) -> int:
+        try:
+            return await self._append(records)
+        except NotLeader:
+            raise not_controller(self._known_leader()) from None
 
     async def write(self, generate, timeout_ms: int = ACTIVATION_WAIT_MS):
-        """``_write`` for the handlers of other modules (acl_apis.py)."""
+        """``_write`` for the handlers of other modules (acl_apis.py, admin_apis.py, broker_apis.py)."""
         return await self._write(generate, timeout_ms)
 
     # --- request handlers -----------------------------------------------------------------------

@@ -23,3 +23,13 @@ def not_controller(leader_id: int | None) -> ApiError:
     if leader_id is None:
         return ApiError(Errors.NOT_CONTROLLER, "No controller appears to be active.")
     return ApiError(Errors.NOT_CONTROLLER, f"The active controller appears to be node {leader_id}.")
+
+
+class WriteTimedOut(ApiError, TimeoutError):
+    """A write whose deadline passed before its turn came: nothing was generated or written
+    (Kafka's event queue completes such an event with a TimeoutException, REQUEST_TIMED_OUT).
+    A TimeoutError too, so handlers that answer a timeout with their own message still do."""
+
+    def __init__(self, timeout_ms: int):
+        ApiError.__init__(self, Errors.REQUEST_TIMED_OUT,
+                          f"The controller did not start the request within {timeout_ms} ms.")

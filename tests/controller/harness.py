@@ -146,7 +146,8 @@ class Running:
         self.tasks = []
 
     async def __aenter__(self):
-        self.tasks = [asyncio.ensure_future(c.run()) for c in self.controllers]
+        if not self.tasks:          # entered once more (start() enters, the test's ``async with`` again)
+            self.tasks = [asyncio.ensure_future(c.run()) for c in self.controllers]
         return self
 
     async def __aexit__(self, *exc):
