@@ -1,12 +1,16 @@
 """What must hold after the faults: the voters' logs agree byte for byte below the high
 watermark, and the topics the writer was told were created are there exactly once, in the order
-their acknowledgements came; no topic name appears twice."""
+their acknowledgements came; no topic name appears twice; and the committed log replays into a
+fresh controller state without a single problem (no second TopicRecord of a live name, no
+RemoveTopicRecord of a topic already gone: what a torn write would leave)."""
 from __future__ import annotations
 
 import os
 from collections import Counter
 from dataclasses import dataclass
 
+from kafkawire.controller.state import ControllerState
+from kafkawire.controller.versions import SUPPORTED_FEATURES
 from kafkawire.metadata import decode_metadata_record
 from kafkawire.records import iter_batches
 
@@ -35,6 +39,17 @@ def topic_names(batches: list[bytes]) -> list[str]:
     return names
 
 
+def replay_problems(batches: list[bytes]) -> list[str]:
+    """Replay the data batches into a fresh ControllerState, as every node does; its problems."""
+    state = ControllerState(dict(SUPPORTED_FEATURES))
+    for raw in batches:
+        for batch in iter_batches(raw):
+            if not batch.is_control:
+                state.apply_batch(batch.base_offset, batch.partition_leader_epoch, batch.max_timestamp,
+                                  [bytes(record.value) for record in batch])
+    return [str(p) for p in state.problems]
+
+
 @dataclass
 class Verdict:
     voters_agree: bool
@@ -44,10 +59,12 @@ class Verdict:
     duplicated: list[str]
     reordered: list[tuple[str, str]]
     unknown_names: list[str]
+    replay_problems: list[str]
 
     @property
     def ok(self) -> bool:
-        return self.voters_agree and not (self.lost or self.duplicated or self.reordered or self.unknown_names)
+        return self.voters_agree and not (self.lost or self.duplicated or self.reordered or self.unknown_names
+                                          or self.replay_problems)
 
 
 def check(partition_dirs: dict[int, str], high_watermark: int, acked: list[str], sent: set[str]) -> Verdict:
@@ -63,6 +80,7 @@ def check(partition_dirs: dict[int, str], high_watermark: int, acked: list[str],
     return Verdict(voters_agree=all(log == reference for log in logs.values()),
                    committed_batches=len(reference), topics_in_log=len(names),
                    lost=[name for name in acked if name not in counts],
-                   duplicated=sorted(name for name, c in counts.items() if c > 1),
+                   duplicated=sorted(name for name, c in counts.items() if c > 1 and name.startswith("nemesis-")),
                    reordered=reordered,
-                   unknown_names=sorted(n for n in counts if n.startswith("nemesis-") and n not in sent))
+                   unknown_names=sorted(n for n in counts if n.startswith("nemesis-") and n not in sent),
+                   replay_problems=replay_problems(reference))

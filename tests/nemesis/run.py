@@ -13,9 +13,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass
 
 from kafkawire.net.client import TransportError
@@ -23,7 +25,7 @@ from kafkawire.raft.node.local_quorum import QuorumError, describe_quorum
 
 from .checks import Verdict, check
 from .cluster import nemesis_cluster
-from .workload import Outcomes, QuorumClient, create_topics, keep_a_broker, monitor_leadership
+from .workload import Outcomes, QuorumClient, create_topics, keep_a_broker, monitor_leadership, race_on_names
 
 LEADER_BOUND_S = 30          # after the last fault heals, a leader within this
 CATCH_UP_BOUND_S = 60        # and every voter's log end at the leader's high watermark within this
@@ -39,6 +41,7 @@ class Report:
     leaderless_s: float
     leader_after_heal_s: float
     verdict: Verdict
+    races: dict
 
     def lines(self) -> str:
         v = self.verdict
@@ -51,7 +54,9 @@ class Report:
             f"{v.topics_in_log} topics below the high watermark)",
             f"nemesis: leaderless {self.leaderless_s:.1f} s in all; a leader {self.leader_after_heal_s:.1f} s "
             f"after the last heal",
-        ])
+            f"nemesis: racing writers: {', '.join(f'{k} {n}' for k, n in sorted(self.races.items()))}; "
+            f"replay problems in the committed log: {len(v.replay_problems)}",
+        ] + [f"nemesis:   {p}" for p in v.replay_problems[:10]])
 
 
 async def _wait_for_leader(qc: QuorumClient, bound_s: float) -> float:
@@ -82,11 +87,12 @@ async def run(base_dir: str, duration_s: float, seed: int, log=print) -> Report:
     props = {"metadata.log.max.record.bytes.between.snapshots": str(1 << 40)}
     async with nemesis_cluster(base_dir, seed=seed, properties=props) as cluster:
         qc = QuorumClient(cluster.addresses())
-        outcomes, stop = Outcomes(), asyncio.Event()
+        outcomes, stop, races = Outcomes(), asyncio.Event(), Counter()
         await _wait_for_leader(qc, LEADER_BOUND_S)
         clients = [asyncio.create_task(keep_a_broker(qc, cluster.quorum.cluster_id, 99, stop)),
                    asyncio.create_task(create_topics(qc, outcomes, stop)),
-                   asyncio.create_task(monitor_leadership(qc, outcomes, stop))]
+                   asyncio.create_task(monitor_leadership(qc, outcomes, stop)),
+                   asyncio.create_task(race_on_names(qc, stop, random.Random(seed), races))]
         started = time.monotonic()
         while time.monotonic() - started < duration_s:
             log(f"nemesis: {await cluster.one_fault(await qc.leader())}")
@@ -104,7 +110,7 @@ async def run(base_dir: str, duration_s: float, seed: int, log=print) -> Report:
         sent = set(outcomes.acked) | set(outcomes.maybe) | set(outcomes.refused)
         verdict = check(dirs, view.high_watermark, outcomes.acked, sent)
         return Report(faults_s, len(outcomes.acked), len(outcomes.maybe), len(outcomes.refused),
-                      dict(cluster.faults), outcomes.leaderless_seconds(), leader_after, verdict)
+                      dict(cluster.faults), outcomes.leaderless_seconds(), leader_after, verdict, dict(races))
 
 
 def main(argv=None) -> int:

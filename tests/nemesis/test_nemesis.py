@@ -9,7 +9,8 @@ from kafkawire.messages.topic_record import TopicRecord
 from kafkawire.metadata.frame import encode_metadata_record
 from kafkawire.records import build_batch
 from tests.nemesis import run as nemesis
-from tests.nemesis.checks import check
+from kafkawire.messages.remove_topic_record import RemoveTopicRecord
+from tests.nemesis.checks import check, replay_problems
 
 SHORT_RUN_S = float(os.environ.get("KAFKAWIRE_NEMESIS_SECONDS", "45"))
 
@@ -20,6 +21,8 @@ def test_a_short_nemesis_run_loses_nothing_acknowledged(tmp_path):
     v = report.verdict
     assert v.voters_agree
     assert v.lost == [] and v.duplicated == [] and v.reordered == [] and v.unknown_names == []
+    assert v.replay_problems == []
+    assert set(report.races) == {"race: sent and disconnected", "race: sent with a short timeout"}, report.races
     assert report.acked > 50, "the writer must get work done between the faults"
     assert set(report.faults) == {"kill -9", "torn tail", "SIGSTOP", "partition", "fetch flood",
                                   "hostile raft requests"}, report.faults
@@ -48,3 +51,18 @@ def test_the_checks_catch_loss_duplicates_reordering_and_disagreement(tmp_path):
     assert verdict.reordered == [("nemesis-2", "nemesis-3")]
     assert not check({1: str(a), 3: str(c)}, 10, [], sent).voters_agree
     assert check({1: str(a)}, 10, [], {"nemesis-1"}).unknown_names == ["nemesis-2", "nemesis-3"]
+
+
+def test_the_checks_replay_the_log_and_report_a_torn_writes_second_removal(tmp_path):
+    """The replay check fails a log in which one topic is removed twice (what two DeleteTopics
+    generated from the same stale state commit) and passes the same log without the repeat."""
+    topic_id = uuid.uuid4()
+    topic = encode_metadata_record(TopicRecord(name="race-0", topic_id=topic_id), 0)
+    removal = encode_metadata_record(RemoveTopicRecord(topic_id=topic_id), 0)
+
+    def batches(*values):
+        return [build_batch([(None, v, [], 1_700_000_000_000)], base_offset=i) for i, v in enumerate(values)]
+
+    assert replay_problems(batches(topic, removal)) == []
+    problems = replay_problems(batches(topic, removal, removal))
+    assert len(problems) == 1 and "offset 2" in problems[0], problems

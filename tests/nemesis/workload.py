@@ -13,13 +13,16 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 
 from kafkawire.messages.broker_heartbeat_request import BrokerHeartbeatRequest
 from kafkawire.messages.broker_registration_request import BrokerRegistrationRequest, Listener
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
+from kafkawire.messages.delete_topics_request import DeleteTopicState, DeleteTopicsRequest
 from kafkawire.net.client import NetworkClient, TransportError
 from kafkawire.protocol.error_codes import Errors
+from kafkawire.protocol.framing import encode_request
 from kafkawire.raft.node.demo_client import broker_features
 from kafkawire.raft.node.local_quorum import QuorumError, describe_quorum
 
@@ -132,3 +135,47 @@ async def monitor_leadership(qc: QuorumClient, outcomes: Outcomes, stop: asyncio
     while not stop.is_set():
         outcomes.leader_samples.append((time.monotonic(), await qc.leader()))
         await asyncio.sleep(interval)
+
+
+RACE_NAMES = [f"race-{i}" for i in range(4)]
+
+
+async def race_on_names(qc: QuorumClient, stop: asyncio.Event, rng, counts: Counter) -> None:
+    """Writers racing on a few names with CreateTopics and DeleteTopics that give up early: a
+    timeout of 0-30 ms, or the connection closed right after the request is sent (a client
+    that disconnects). A write the controller has generated must still be seen by the next
+    one, so the log never holds two TopicRecords of one live name or two RemoveTopicRecords of
+    one topic; the checks replay the log to prove it (issue 24, defect 2)."""
+    while not stop.is_set():
+        name = rng.choice(RACE_NAMES)
+        if rng.random() < 0.5:
+            request = CreateTopicsRequest(topics=[CreatableTopic(name=name, num_partitions=1, replication_factor=1)],
+                                          timeout_ms=rng.randint(0, 30))
+        else:
+            request = DeleteTopicsRequest(topics=[DeleteTopicState(name=name, topic_id=uuid.UUID(int=0))],
+                                          timeout_ms=rng.randint(0, 30))
+        leader = await qc.leader()
+        if leader is None:
+            await asyncio.sleep(0.2)
+            continue
+        try:
+            if rng.random() < 0.5:
+                counts["race: sent and disconnected"] += 1
+                await send_and_disconnect(qc.addresses[leader], request)
+            else:
+                counts["race: sent with a short timeout"] += 1
+                await asyncio.wait_for(qc.client.send(qc.addresses[leader], request), 5)
+        except (TransportError, asyncio.TimeoutError, OSError):
+            pass
+        await asyncio.sleep(rng.uniform(0, 0.05))
+
+
+async def send_and_disconnect(address, request) -> None:
+    """Write one request frame and close the connection before any answer."""
+    _, writer = await asyncio.wait_for(asyncio.open_connection(*address), 2)
+    try:
+        version = 7 if isinstance(request, CreateTopicsRequest) else 6
+        writer.write(encode_request(request, version, 1, client_id="nemesis-race"))
+        await asyncio.wait_for(writer.drain(), 2)
+    finally:
+        writer.transport.abort()
