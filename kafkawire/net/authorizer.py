@@ -22,6 +22,7 @@ CLUSTER_AUTHORIZATION_FAILED, as each request's getErrorResponse builds it
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
@@ -235,11 +236,12 @@ def authorizing_create_topics(handler, authorizer: StandardAuthorizer):
     async def handle(ctx, request):
         if may(ctx, RESOURCE_CLUSTER, CLUSTER_NAME):
             return await handler.handle(ctx, request)
-        names = [t.name for t in request.topics]
-        refused = [n for n in dict.fromkeys(names) if names.count(n) == 1 and n != "__cluster_metadata"
+        counts = Counter(t.name for t in request.topics)      # duplicates go to the controller unchecked
+        refused = [n for n, count in counts.items() if count == 1 and n != "__cluster_metadata"
                    and not may(ctx, RESOURCE_TOPIC, n)]
+        refused_names = set(refused)
         effective = copy.copy(request)
-        effective.topics = [t for t in request.topics if t.name not in refused]
+        effective.topics = [t for t in request.topics if t.name not in refused_names]
         response = await handler.handle(ctx, effective)
         for name in refused:
             response.topics.append(CreatableTopicResult(name=name, error_code=int(Errors.TOPIC_AUTHORIZATION_FAILED),
