@@ -3,9 +3,8 @@ IncrementalAlterConfigs, DescribeConfigs and DeleteTopics does work linear in th
 (issue 24): names are counted and matched with dicts and sets, never ``list.count`` or a list
 membership test per name, and each distinct question goes to the authorizer once per request.
 
-The work is counted, not timed: names are a str subclass counting its ``==`` calls (a hash lookup
-compares only equal hashes; a list scan compares every element), and the authorizer counts its
-calls.
+The work is counted, not timed: names are tests.counting.CountedName (counting its ``==`` calls),
+and the authorizer counts its calls.
 """
 from __future__ import annotations
 
@@ -27,24 +26,9 @@ from kafkawire.net.admin_authorization import (authorizing_alter_configs, author
                                                authorizing_delete_topics, authorizing_describe_configs)
 from kafkawire.net.authorizer import RESOURCE_TOPIC, Op, authorizing_create_topics
 from kafkawire.net.server import ApiHandler, RequestContext
+from tests.counting import CountedName, counted_names
 
 N = 2000           # quadratic work would be ~N*N/2 = 2,000,000 comparisons; linear work is O(N)
-
-
-class CountedName(str):
-    """A name that counts how often it is compared for equality."""
-    comparisons = 0
-
-    def __eq__(self, other):
-        CountedName.comparisons += 1
-        return str.__eq__(self, other)
-
-    __hash__ = str.__hash__
-
-
-def counted_names(count: int, prefix: str = "t") -> list[CountedName]:
-    CountedName.comparisons = 0
-    return [CountedName(f"{prefix}{i}") for i in range(count)]
 
 
 class CountingGrants:
