@@ -17,7 +17,8 @@ from .kafka_names import METADATA_VERSION_FEATURE
 from .registrations import (BrokerRegistration, ControllerRegistration, DelegationToken, ImageError,
                             PartitionRegistration, ScramCredential, StandardAcl, kafka_uuid)
 
-__all__ = ["MetadataImage", "TopicImage", "Provenance", "ImageError", "TOPIC_RESOURCE"]
+__all__ = ["MetadataImage", "TopicImage", "Provenance", "ImageError", "TOPIC_RESOURCE", "has_collision_chars",
+           "unify_collision_chars"]
 
 TOPIC_RESOURCE = 2   # ConfigResource.Type.TOPIC
 BROKER_RESOURCE = 4
@@ -60,6 +61,16 @@ def supported_config(resource_type: int, name: str) -> bool:
     return names is not None and name in names
 
 
+def has_collision_chars(name: str) -> bool:
+    """Topic.hasCollisionChars: '.' and '_' are the same character in metric names."""
+    return "." in name or "_" in name
+
+
+def unify_collision_chars(name: str) -> str:
+    """Topic.unifyCollisionChars."""
+    return name.replace(".", "_")
+
+
 @dataclass
 class TopicImage:
     name: str
@@ -85,6 +96,10 @@ class MetadataImage:
         self.controllers: dict[int, ControllerRegistration] = {}
         self.topics_by_id: dict = {}
         self.topics_by_name: dict[str, TopicImage] = {}
+        # ReplicationControlManager.topicsWithCollisionChars: the names in topics_by_name that
+        # have '.' or '_', by unify_collision_chars(name), each group in the order added; kept
+        # with topics_by_name so CreateTopics finds a collision with one lookup per name.
+        self.topics_with_collision_chars: dict[str, dict[str, None]] = {}
         self.configs: dict[tuple[int, str], dict[str, str]] = {}
         self.client_quotas: dict[frozenset, dict[str, float]] = {}
         self.next_producer_id = -1
@@ -165,10 +180,21 @@ class MetadataImage:
     def _topic(self, r):
         old = self.topics_by_id.get(r.topic_id)
         if old is not None and self.topics_by_name.get(old.name) is old:
-            del self.topics_by_name[old.name]
+            self._forget_topic_name(old.name)
         topic = TopicImage(r.name, r.topic_id)   # a TopicRecord starts the topic over, without partitions
         self.topics_by_id[r.topic_id] = topic
         self.topics_by_name[r.name] = topic
+        if has_collision_chars(r.name):
+            self.topics_with_collision_chars.setdefault(unify_collision_chars(r.name), {})[r.name] = None
+
+    def _forget_topic_name(self, name: str) -> None:
+        del self.topics_by_name[name]
+        if has_collision_chars(name):
+            unified = unify_collision_chars(name)
+            colliding = self.topics_with_collision_chars[unified]
+            del colliding[name]
+            if not colliding:
+                del self.topics_with_collision_chars[unified]
 
     def _topic_or_throw(self, topic_id, what: str) -> TopicImage:
         topic = self.topics_by_id.get(topic_id)
@@ -192,7 +218,7 @@ class MetadataImage:
         if topic is None:
             raise ImageError(f"Unable to delete topic with id {kafka_uuid(r.topic_id)}: no such topic found.")
         if self.topics_by_name.get(topic.name) is topic:
-            del self.topics_by_name[topic.name]
+            self._forget_topic_name(topic.name)
         # ConfigurationsDelta.replay(RemoveTopicRecord): the topic's configs go with it.
         self.configs.pop((TOPIC_RESOURCE, topic.name), None)
 
