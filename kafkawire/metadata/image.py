@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .acl_index import AclIndex
 from .kafka_names import METADATA_VERSION_FEATURE
 from .registrations import (BrokerRegistration, ControllerRegistration, DelegationToken, ImageError,
                             PartitionRegistration, ScramCredential, StandardAcl, kafka_uuid)
@@ -104,6 +105,7 @@ class MetadataImage:
         self.client_quotas: dict[frozenset, dict[str, float]] = {}
         self.next_producer_id = -1
         self.acls: dict = {}
+        self.acl_index = AclIndex()                   # the same ACLs by the resources they match
         self.scram: dict[int, dict[str, ScramCredential]] = {}
         self.delegation_tokens: dict[str, DelegationToken] = {}
 
@@ -268,10 +270,12 @@ class MetadataImage:
     # security
 
     def _acl(self, r):
-        self.acls[r.id] = StandardAcl.from_record(r)
+        acl = self.acls[r.id] = StandardAcl.from_record(r)
+        self.acl_index.add(r.id, acl)
 
     def _remove_acl(self, r):
         self.acls.pop(r.id, None)
+        self.acl_index.remove(r.id)
 
     def _scram(self, r):
         self.scram.setdefault(r.mechanism, {})[r.name] = ScramCredential(r.salt, r.stored_key, r.server_key,
