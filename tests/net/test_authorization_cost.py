@@ -50,6 +50,19 @@ def handle(handler, context, request):
     return asyncio.run(handler.handle(context, request))
 
 
+def echo_resources(response_cls, field: str, result_cls) -> ApiHandler:
+    """A controller answering each config resource it is given."""
+    async def controller(context, request):
+        return response_cls(**{field: [result_cls(resource_type=r.resource_type, resource_name=r.resource_name)
+                                       for r in request.resources]})
+    return ApiHandler(controller)
+
+
+def topics_and_brokers(resource_cls, topics, brokers) -> list:
+    return ([resource_cls(resource_type=2, resource_name=n) for n in topics]
+            + [resource_cls(resource_type=4, resource_name=b) for b in brokers])
+
+
 def assert_linear_and_asked_once(grants: CountingGrants):
     assert CountedName.comparisons <= 2 * N, f"{CountedName.comparisons} name comparisons for {N} names"
     assert len(grants.questions) == len(set(grants.questions)), "a question was asked twice"
@@ -90,13 +103,9 @@ def test_alter_configs_authorization_is_linear_in_the_resources():
     names = counted_names(N)
     grants = CountingGrants(*[(Op.ALTER_CONFIGS, RESOURCE_TOPIC, n) for n in names[::2]])
 
-    async def controller(context, request):
-        return IncrementalAlterConfigsResponse(responses=[AlterConfigsResourceResponse(
-            resource_type=r.resource_type, resource_name=r.resource_name) for r in request.resources])
-
-    resources = [AlterConfigsResource(resource_type=2, resource_name=n) for n in names]
-    resources += [AlterConfigsResource(resource_type=4, resource_name=str(i)) for i in range(100)]
-    handler = authorizing_alter_configs(ApiHandler(controller), grants, AlterConfigsResourceResponse)
+    controller = echo_resources(IncrementalAlterConfigsResponse, "responses", AlterConfigsResourceResponse)
+    resources = topics_and_brokers(AlterConfigsResource, names, [str(i) for i in range(100)])
+    handler = authorizing_alter_configs(controller, grants, AlterConfigsResourceResponse)
     response = handle(handler, ctx(44, 1), IncrementalAlterConfigsRequest(resources=resources))
     assert_linear_and_asked_once(grants)
     assert sum(r.error_code == 29 for r in response.responses) == N // 2
@@ -109,13 +118,9 @@ def test_describe_configs_authorization_is_linear_in_the_resources():
     names = counted_names(N)
     grants = CountingGrants(*[(Op.DESCRIBE_CONFIGS, RESOURCE_TOPIC, n) for n in names[::2]])
 
-    async def controller(context, request):
-        return DescribeConfigsResponse(results=[DescribeConfigsResult(
-            resource_type=r.resource_type, resource_name=r.resource_name) for r in request.resources])
-
-    resources = [DescribeConfigsResource(resource_type=2, resource_name=n) for n in names]
-    resources += [DescribeConfigsResource(resource_type=4, resource_name="1") for _ in range(100)]
-    response = handle(authorizing_describe_configs(ApiHandler(controller), grants), ctx(32, 4),
+    controller = echo_resources(DescribeConfigsResponse, "results", DescribeConfigsResult)
+    resources = topics_and_brokers(DescribeConfigsResource, names, ["1"] * 100)
+    response = handle(authorizing_describe_configs(controller, grants), ctx(32, 4),
                       DescribeConfigsRequest(resources=resources))
     assert_linear_and_asked_once(grants)
     assert [r.resource_name for r in response.results[:N // 2]] == names[::2]        # described ones first
