@@ -23,6 +23,8 @@ controller changes its own loggers and validates the other two); no AlterConfigP
 """
 from __future__ import annotations
 
+from collections import Counter
+
 from kafkawire.messages.alter_configs_response import AlterConfigsResourceResponse as LegacyResult
 from kafkawire.messages.alter_configs_response import AlterConfigsResponse
 from kafkawire.messages.incremental_alter_configs_response import (AlterConfigsResourceResponse,
@@ -63,7 +65,7 @@ def _check_records(state: ControllerState, resource, altered: list[dict], delete
     resource_type, name = resource
     merged = _current(state, resource)
     elr = elr_enabled(state.image.metadata_version, state.image.finalized_features)
-    for record in altered + deleted:
+    for record, is_deletion in [(r, False) for r in altered] + [(r, True) for r in deleted]:
         if elr and record["name"] == MIN_INSYNC_REPLICAS and resource_type == BROKER:
             if name:
                 raise ApiError(Errors.INVALID_CONFIG,
@@ -71,7 +73,7 @@ def _check_records(state: ControllerState, resource, altered: list[dict], delete
             if record["value"] is None:
                 raise ApiError(Errors.INVALID_CONFIG,
                                f"Cluster-level {MIN_INSYNC_REPLICAS} cannot be removed while ELR is enabled.")
-        if record in deleted or record["value"] is None:
+        if is_deletion or record["value"] is None:
             merged.pop(record["name"], None)
         elif len(record["value"]) > MAX_VALUE_CHARS:
             raise ApiError(Errors.INVALID_CONFIG, "The configuration value cannot be added because it exceeds the "
@@ -129,6 +131,31 @@ def _parts(resource_type: int, key: str, value: str | None) -> list[str]:
     return [] if value is None else [p for p in value.split(",") if p]
 
 
+def _appended(parts: list[str], values: list[str]) -> list[str]:
+    """Kafka's APPEND: each value not already in the list is added at its end (a set, not a scan
+    of the list per value)."""
+    present = set(parts)
+    out = list(parts)
+    for value in values:
+        if value not in present:
+            present.add(value)
+            out.append(value)
+    return out
+
+
+def _subtracted(parts: list[str], values: list[str]) -> list[str]:
+    """Kafka's SUBTRACT: each value removes its first remaining occurrence from the list; counted
+    per value instead of a scan of the list per value."""
+    to_remove = Counter(values)
+    out = []
+    for part in parts:
+        if to_remove[part] > 0:
+            to_remove[part] -= 1
+        else:
+            out.append(part)
+    return out
+
+
 def incremental_records(state: ControllerState, resource, ops: dict[str, tuple[int, str | None]],
                         newly_created: bool = False) -> list[dict]:
     """ConfigurationControlManager.incrementalAlterConfigResource: the ConfigRecords' fields."""
@@ -146,13 +173,8 @@ def incremental_records(state: ControllerState, resource, ops: dict[str, tuple[i
             if not _splittable(resource_type, key):
                 verb = "APPEND" if operation == APPEND else "SUBTRACT"
                 raise ApiError(Errors.INVALID_CONFIG, f"Can't {verb} to key {key} because its type is not LIST.")
-            parts = _parts(resource_type, key, old)
-            for value in (operand or "").split(","):
-                if operation == APPEND and value not in parts:
-                    parts.append(value)
-                elif operation == SUBTRACT and value in parts:
-                    parts.remove(value)
-            new = ",".join(parts)
+            parts, values = _parts(resource_type, key, old), (operand or "").split(",")
+            new = ",".join(_appended(parts, values) if operation == APPEND else _subtracted(parts, values))
         else:
             raise ApiError(Errors.INVALID_REQUEST, f"Unknown config operation {operation} for key {key}")
         if new != old or resource_type == BROKER:

@@ -130,20 +130,31 @@ def _topic_entry(name: str, topic: dict, node: dict, cluster: dict, include_syno
         documentation=None)
 
 
+# AbstractConfig.nonInternalValues' HashMap order of the public topic configs: the same for every
+# topic, so worked out once (String.hashCode of each name is not free).
+_PUBLIC_TOPIC_CONFIGS = string_hashmap_order(name for name in TOPIC_CONFIG_KEYS if name not in INTERNAL_CONFIGS)
+
+
+def _requested(resource):
+    """Whether a config name is asked for: all when the request names no keys, else those named
+    (a set, so a long key list is read once, not once per config)."""
+    if not resource.configuration_keys:
+        return lambda name: True
+    return set(resource.configuration_keys).__contains__
+
+
 def _topic_result(image, resource, node: dict, cluster: dict, include_synonyms: bool) -> DescribeConfigsResult:
     validate_topic_name(resource.resource_name)
     if resource.resource_name not in image.topics_by_name:
         return DescribeConfigsResult(error_code=int(Errors.UNKNOWN_TOPIC_OR_PARTITION))
     topic = image.configs.get((TOPIC_RESOURCE, resource.resource_name), {})
     internal = [name for name in sorted(INTERNAL_CONFIGS) if name in topic]
-    public = string_hashmap_order(name for name in TOPIC_CONFIG_KEYS if name not in INTERNAL_CONFIGS)
+    requested = _requested(resource)
     return DescribeConfigsResult(configs=[
-        _topic_entry(name, topic, node, cluster, include_synonyms) for name in internal + public
-        if _requested(resource, name)])
+        _topic_entry(name, topic, node, cluster, include_synonyms) for name in internal + _PUBLIC_TOPIC_CONFIGS
+        if requested(name)])
 
 
-def _requested(resource, name: str) -> bool:
-    return not resource.configuration_keys or name in resource.configuration_keys
 
 
 def broker_config_type(name: str) -> int:
@@ -190,9 +201,9 @@ def _broker_result(node_id: int, image, resource, include_synonyms: bool) -> Des
         current = {**cluster, **node}
         defaults = {synonym: broker_default(synonym) for key in current for synonym in broker_synonyms(key)}
         layers = [(node, DYNAMIC_BROKER_CONFIG), (cluster, DYNAMIC_DEFAULT_BROKER_CONFIG), (defaults, DEFAULT_CONFIG)]
+    requested = _requested(resource)
     return DescribeConfigsResult(configs=[
-        _broker_entry(key, current[key], layers, include_synonyms) for key in sorted(current)
-        if _requested(resource, key)])
+        _broker_entry(key, current[key], layers, include_synonyms) for key in sorted(current) if requested(key)])
 
 
 def _broker_id(name: str, mismatch: str, node_id: int) -> None:

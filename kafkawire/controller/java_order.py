@@ -6,6 +6,8 @@ the image come out in the order Kafka writes them.
   size depends on how the map was built; ``grown_capacity`` and ``copied_capacity`` give it.
 * pcollections' HashTreePMap (Kafka's ImmutableMap, e.g. TopicsImage.topicsById): by hashCode
   as a signed int, ascending.
+* org.apache.kafka.timeline's TimelineHashSet (BaseHashTable): by slot (hashCode times a
+  64-bit Fibonacci constant, its top bits for the table size), the last added first in a slot.
 """
 from __future__ import annotations
 
@@ -92,3 +94,23 @@ def int_hashmap_order(keys, capacity: int | None = None) -> list:
 def uuid_tree_order(keys) -> list:
     """HashTreePMap<Uuid, ?> iteration: ascending signed Uuid.hashCode."""
     return sorted(keys, key=lambda k: signed(uuid_hash(k)))
+
+
+_FIBONACCI = -7046029254386353131          # BaseHashTable.findSlot's multiplier
+_MIN_TIMELINE_CAPACITY = 2
+
+
+def timeline_hash_set_order(keys, hash_of=string_hash) -> list:
+    """``keys`` (added in this order to a TimelineHashSet made with expected size 1, none removed
+    since) as the set's current iterator returns them."""
+    keys = list(keys)
+    capacity = _MIN_TIMELINE_CAPACITY
+    for size in range(len(keys)):              # BaseHashTable.baseAddOrReplace grows before adding
+        if (size + 1) * LOAD_FACTOR > capacity:
+            capacity *= 2
+    shift = 65 - capacity.bit_length()
+
+    def slot(key) -> int:
+        return ((signed(hash_of(key)) * _FIBONACCI) & 0xFFFFFFFFFFFFFFFF) >> shift
+    # a slot holds its keys in insertion order and the iterator takes them from its end
+    return [key for _, key in sorted(enumerate(keys), key=lambda ik: (slot(ik[1]), -ik[0]))]

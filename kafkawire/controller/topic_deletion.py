@@ -27,42 +27,44 @@ def _result(name, topic_id, error: Errors, message: str | None = None) -> Deleta
                                 error_message=message)
 
 
+class _Provided:
+    """Names or ids as ControllerApis collects them: each kept once, in request order, unless
+    given twice (then it is a duplicate, answered apart). Dicts, so each step is one lookup."""
+    def __init__(self):
+        self.single: dict = {}
+        self.duplicate: dict = {}
+
+    def add(self, key) -> None:
+        if key in self.duplicate:
+            return
+        if key in self.single:
+            del self.single[key]
+            self.duplicate[key] = None
+        else:
+            self.single[key] = None
+
+
 def _read_request(request, api_version: int, early: list):
     """(names, ids, duplicate names, duplicate ids) as ControllerApis sorts them."""
-    names, ids, duplicate_names, duplicate_ids = [], [], [], []
-
-    def add_name(name):
-        if name in duplicate_names:
-            return
-        if name in names:
-            names.remove(name)
-            duplicate_names.append(name)
-        else:
-            names.append(name)
-
+    names, ids = _Provided(), _Provided()
     if api_version < NAMES_IN_TOPICS_VERSION:
         for name in request.topic_names:
-            add_name(name)
-        return names, ids, duplicate_names, duplicate_ids
-    for topic in request.topics:
-        topic_id = topic.topic_id or ZERO_UUID
-        if topic.name is None:
-            if topic_id == ZERO_UUID:
-                early.append(_result(None, ZERO_UUID, Errors.INVALID_REQUEST,
-                                     "Neither topic name nor id were specified."))
-            elif topic_id in duplicate_ids:
-                continue
-            elif topic_id in ids:
-                ids.remove(topic_id)
-                duplicate_ids.append(topic_id)
+            names.add(name)
+    else:
+        for topic in request.topics:
+            topic_id = topic.topic_id or ZERO_UUID
+            if topic.name is None:
+                if topic_id == ZERO_UUID:
+                    early.append(_result(None, ZERO_UUID, Errors.INVALID_REQUEST,
+                                         "Neither topic name nor id were specified."))
+                else:
+                    ids.add(topic_id)
+            elif topic_id == ZERO_UUID:
+                names.add(topic.name)
             else:
-                ids.append(topic_id)
-        elif topic_id == ZERO_UUID:
-            add_name(topic.name)
-        else:
-            early.append(_result(topic.name, topic_id, Errors.INVALID_REQUEST,
-                                 "You may not specify both topic name and topic id."))
-    return names, ids, duplicate_names, duplicate_ids
+                early.append(_result(topic.name, topic_id, Errors.INVALID_REQUEST,
+                                     "You may not specify both topic name and topic id."))
+    return list(names.single), list(ids.single), list(names.duplicate), list(ids.duplicate)
 
 
 def delete_topics(state: ControllerState, request, api_version: int):

@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass
 
 from kafkawire.messages.create_topics_response import CreatableTopicResult
-from kafkawire.metadata.image import TOPIC_RESOURCE
+from kafkawire.metadata.image import TOPIC_RESOURCE, has_collision_chars, unify_collision_chars
 from kafkawire.metadata.registrations import MIGRATING, UNASSIGNED
 from kafkawire.protocol.error_codes import Errors
 
@@ -30,7 +30,7 @@ from .cluster import has_uncordoned_dirs
 from .effective_configs import effective_topic_configs
 from .errors import ApiError
 from .frames import frame
-from .java_order import int_hashmap_order, string_hashmap_order
+from .java_order import int_hashmap_order, string_hashmap_order, timeline_hash_set_order
 from .placement import InvalidReplicationFactor, place
 from .replication import is_active
 from .state import ControllerState
@@ -90,12 +90,16 @@ def validate_topic_name(name: str) -> None:
     raise ApiError(Errors.INVALID_TOPIC_EXCEPTION, message)
 
 
-def _collision(name: str, existing) -> str | None:
-    """Topic.hasCollisionChars: '.' and '_' collide in metric names."""
-    if "." not in name and "_" not in name:
+def _collision(name: str, image) -> str | None:
+    """ReplicationControlManager.validateNewTopicNames: an existing topic whose name differs from
+    ``name`` only in '.' versus '_' (they collide in metric names), found with one lookup in the
+    image's topics_with_collision_chars; the first in Kafka's set order when there are several."""
+    if not has_collision_chars(name):
         return None
-    unified = name.replace(".", "_")
-    return next((other for other in existing if other != name and other.replace(".", "_") == unified), None)
+    colliding = image.topics_with_collision_chars.get(unify_collision_chars(name))
+    if not colliding:
+        return None
+    return next(iter(colliding)) if len(colliding) == 1 else timeline_hash_set_order(colliding)[0]
 
 
 def _default_dir(image, broker_id: int):
@@ -233,7 +237,7 @@ def create_topics(state: ControllerState, request, *, defaults: TopicDefaults = 
             validate_topic_name(topic.name)
         except ApiError as exc:
             errors[topic.name] = exc
-        other = _collision(topic.name, existing)
+        other = _collision(topic.name, state.image)
         if other is not None:
             errors[topic.name] = ApiError(Errors.INVALID_TOPIC_EXCEPTION,
                                           f"Topic '{topic.name}' collides with existing topic: {other}")

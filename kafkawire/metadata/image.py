@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .acl_index import AclIndex
 from .kafka_names import METADATA_VERSION_FEATURE
 from .registrations import (BrokerRegistration, ControllerRegistration, DelegationToken, ImageError,
                             PartitionRegistration, ScramCredential, StandardAcl, kafka_uuid)
 
-__all__ = ["MetadataImage", "TopicImage", "Provenance", "ImageError", "TOPIC_RESOURCE"]
+__all__ = ["MetadataImage", "TopicImage", "Provenance", "ImageError", "TOPIC_RESOURCE", "has_collision_chars",
+           "unify_collision_chars"]
 
 TOPIC_RESOURCE = 2   # ConfigResource.Type.TOPIC
 BROKER_RESOURCE = 4
@@ -60,6 +62,16 @@ def supported_config(resource_type: int, name: str) -> bool:
     return names is not None and name in names
 
 
+def has_collision_chars(name: str) -> bool:
+    """Topic.hasCollisionChars: '.' and '_' are the same character in metric names."""
+    return "." in name or "_" in name
+
+
+def unify_collision_chars(name: str) -> str:
+    """Topic.unifyCollisionChars."""
+    return name.replace(".", "_")
+
+
 @dataclass
 class TopicImage:
     name: str
@@ -85,10 +97,15 @@ class MetadataImage:
         self.controllers: dict[int, ControllerRegistration] = {}
         self.topics_by_id: dict = {}
         self.topics_by_name: dict[str, TopicImage] = {}
+        # ReplicationControlManager.topicsWithCollisionChars: the names in topics_by_name that
+        # have '.' or '_', by unify_collision_chars(name), each group in the order added; kept
+        # with topics_by_name so CreateTopics finds a collision with one lookup per name.
+        self.topics_with_collision_chars: dict[str, dict[str, None]] = {}
         self.configs: dict[tuple[int, str], dict[str, str]] = {}
         self.client_quotas: dict[frozenset, dict[str, float]] = {}
         self.next_producer_id = -1
         self.acls: dict = {}
+        self.acl_index = AclIndex()                   # the same ACLs by the resources they match
         self.scram: dict[int, dict[str, ScramCredential]] = {}
         self.delegation_tokens: dict[str, DelegationToken] = {}
 
@@ -165,10 +182,21 @@ class MetadataImage:
     def _topic(self, r):
         old = self.topics_by_id.get(r.topic_id)
         if old is not None and self.topics_by_name.get(old.name) is old:
-            del self.topics_by_name[old.name]
+            self._forget_topic_name(old.name)
         topic = TopicImage(r.name, r.topic_id)   # a TopicRecord starts the topic over, without partitions
         self.topics_by_id[r.topic_id] = topic
         self.topics_by_name[r.name] = topic
+        if has_collision_chars(r.name):
+            self.topics_with_collision_chars.setdefault(unify_collision_chars(r.name), {})[r.name] = None
+
+    def _forget_topic_name(self, name: str) -> None:
+        del self.topics_by_name[name]
+        if has_collision_chars(name):
+            unified = unify_collision_chars(name)
+            colliding = self.topics_with_collision_chars[unified]
+            del colliding[name]
+            if not colliding:
+                del self.topics_with_collision_chars[unified]
 
     def _topic_or_throw(self, topic_id, what: str) -> TopicImage:
         topic = self.topics_by_id.get(topic_id)
@@ -192,7 +220,7 @@ class MetadataImage:
         if topic is None:
             raise ImageError(f"Unable to delete topic with id {kafka_uuid(r.topic_id)}: no such topic found.")
         if self.topics_by_name.get(topic.name) is topic:
-            del self.topics_by_name[topic.name]
+            self._forget_topic_name(topic.name)
         # ConfigurationsDelta.replay(RemoveTopicRecord): the topic's configs go with it.
         self.configs.pop((TOPIC_RESOURCE, topic.name), None)
 
@@ -242,10 +270,12 @@ class MetadataImage:
     # security
 
     def _acl(self, r):
-        self.acls[r.id] = StandardAcl.from_record(r)
+        acl = self.acls[r.id] = StandardAcl.from_record(r)
+        self.acl_index.add(r.id, acl)
 
     def _remove_acl(self, r):
         self.acls.pop(r.id, None)
+        self.acl_index.remove(r.id)
 
     def _scram(self, r):
         self.scram.setdefault(r.mechanism, {})[r.name] = ScramCredential(r.salt, r.stored_key, r.server_key,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import uuid
+from collections import Counter
 
 from kafkawire.protocol.error_codes import Errors
 
@@ -46,30 +47,45 @@ def _may(authorizer, ctx, operation: int, resource_type: int, name: str) -> bool
         return False
 
 
+def _decisions(authorizer, ctx):
+    """``may(operation, resource_type, name)`` for one request: each distinct question goes to
+    the authorizer once (a request naming one resource 40,000 times asks once)."""
+    answers: dict[tuple[int, int, str], bool] = {}
+
+    def may(operation: int, resource_type: int, name: str) -> bool:
+        key = (operation, resource_type, name)
+        answer = answers.get(key)
+        if answer is None:
+            answer = answers[key] = _may(authorizer, ctx, operation, resource_type, name)
+        return answer
+
+    return may
+
+
 def _error(error: Errors) -> tuple[int, str]:
     return int(error), error.message           # ApiError(Errors): the default message
 
 
 def authorizing_alter_configs(handler, authorizer, result_cls):
     """IncrementalAlterConfigs (44) or AlterConfigs (33): ``result_cls`` is its per-resource result."""
-    def refusal(ctx, resource):
+    def refusal(may, resource):
         kind, name = resource.resource_type, resource.resource_name
         if kind in (CONFIG_BROKER, CONFIG_CLIENT_METRICS):
-            return None if _may(authorizer, ctx, Op.ALTER_CONFIGS, RESOURCE_CLUSTER, CLUSTER_NAME) else \
+            return None if may(Op.ALTER_CONFIGS, RESOURCE_CLUSTER, CLUSTER_NAME) else \
                 _error(Errors.CLUSTER_AUTHORIZATION_FAILED)
         if kind == CONFIG_TOPIC:
-            return None if _may(authorizer, ctx, Op.ALTER_CONFIGS, RESOURCE_TOPIC, name) else \
-                _error(Errors.TOPIC_AUTHORIZATION_FAILED)
+            return None if may(Op.ALTER_CONFIGS, RESOURCE_TOPIC, name) else _error(Errors.TOPIC_AUTHORIZATION_FAILED)
         if kind == CONFIG_GROUP:
-            return None if _may(authorizer, ctx, Op.ALTER_CONFIGS, RESOURCE_GROUP, name) else \
-                _error(Errors.GROUP_AUTHORIZATION_FAILED)
+            return None if may(Op.ALTER_CONFIGS, RESOURCE_GROUP, name) else _error(Errors.GROUP_AUTHORIZATION_FAILED)
         return None                                # the controller answers the other types
 
     async def handle(ctx, request):
+        may = _decisions(authorizer, ctx)
         keys = [(r.resource_type, r.resource_name) for r in request.resources]
+        counts = Counter(keys)                     # duplicates go to the controller unchecked
         refused, kept = [], []
         for resource, key in zip(request.resources, keys):
-            answer = refusal(ctx, resource) if keys.count(key) == 1 else None
+            answer = refusal(may, resource) if counts[key] == 1 else None
             if answer is None:
                 kept.append(resource)
             else:
@@ -95,16 +111,18 @@ def authorizing_describe_configs(handler, authorizer):
               CONFIG_TOPIC: (RESOURCE_TOPIC, Errors.TOPIC_AUTHORIZATION_FAILED),
               CONFIG_GROUP: (RESOURCE_GROUP, Errors.GROUP_AUTHORIZATION_FAILED)}
 
-    def allowed(ctx, resource) -> bool:
+    def allowed(may, resource) -> bool:
         acl_resource, _ = checks[resource.resource_type]
         name = CLUSTER_NAME if acl_resource == RESOURCE_CLUSTER else resource.resource_name
-        return _may(authorizer, ctx, Op.DESCRIBE_CONFIGS, acl_resource, name)
+        return may(Op.DESCRIBE_CONFIGS, acl_resource, name)
 
     async def handle(ctx, request):
         if any(r.resource_type not in checks for r in request.resources):
             return await handler.handle(ctx, request)
-        kept = [r for r in request.resources if allowed(ctx, r)]
-        refused = [r for r in request.resources if r not in kept]
+        may = _decisions(authorizer, ctx)
+        kept, refused = [], []
+        for resource in request.resources:
+            (kept if allowed(may, resource) else refused).append(resource)
         if not refused:
             return await handler.handle(ctx, request)
         effective = copy.copy(request)
@@ -121,13 +139,14 @@ def authorizing_describe_configs(handler, authorizer):
 def authorizing_create_partitions(handler, authorizer):
 
     async def handle(ctx, request):
-        names = [t.name for t in request.topics]
-        refused = [n for n in dict.fromkeys(names)
-                   if names.count(n) == 1 and not _may(authorizer, ctx, Op.ALTER, RESOURCE_TOPIC, n)]
+        counts = Counter(t.name for t in request.topics)      # duplicates go to the controller unchecked
+        refused = [n for n, count in counts.items()
+                   if count == 1 and not _may(authorizer, ctx, Op.ALTER, RESOURCE_TOPIC, n)]
         if not refused:
             return await handler.handle(ctx, request)
         effective = copy.copy(request)
-        effective.topics = [t for t in request.topics if t.name not in refused]
+        refused_names = set(refused)
+        effective.topics = [t for t in request.topics if t.name not in refused_names]
         response = await handler.handle(ctx, effective)
         response.results = [CreatePartitionsTopicResult(name=n, error_code=int(Errors.TOPIC_AUTHORIZATION_FAILED),
                                                         error_message=Errors.TOPIC_AUTHORIZATION_FAILED.message)
@@ -141,16 +160,16 @@ def authorizing_delete_topics(handler, authorizer, topic_name_of):
     """``topic_name_of(topic_id)``: the name of a topic in the committed image, or None."""
 
     async def handle(ctx, request):
-        if _may(authorizer, ctx, Op.DELETE, RESOURCE_CLUSTER, CLUSTER_NAME):
+        may = _decisions(authorizer, ctx)
+        if may(Op.DELETE, RESOURCE_CLUSTER, CLUSTER_NAME):
             return await handler.handle(ctx, request)
         refused = []
 
         def allowed(name, topic_id, by_id: bool):
-            if name is None or (_may(authorizer, ctx, Op.DESCRIBE, RESOURCE_TOPIC, name)
-                                and _may(authorizer, ctx, Op.DELETE, RESOURCE_TOPIC, name)):
+            if name is None or (may(Op.DESCRIBE, RESOURCE_TOPIC, name) and may(Op.DELETE, RESOURCE_TOPIC, name)):
                 return True
             # a topic named by its id is named in the refusal only to whom may describe it
-            shown = name if not by_id or _may(authorizer, ctx, Op.DESCRIBE, RESOURCE_TOPIC, name) else None
+            shown = name if not by_id or may(Op.DESCRIBE, RESOURCE_TOPIC, name) else None
             refused.append(DeletableTopicResult(name=shown, topic_id=topic_id,
                                                 error_code=int(Errors.TOPIC_AUTHORIZATION_FAILED),
                                                 error_message=Errors.TOPIC_AUTHORIZATION_FAILED.message))
@@ -182,8 +201,9 @@ def authorizing_delete_topics(handler, authorizer, topic_name_of):
 def authorizing_create_topics_configs(handler, authorizer):
     async def handle(ctx, request):
         response = await handler.handle(ctx, request)
+        may = _decisions(authorizer, ctx)
         for result in response.topics:
-            if result.error_code == 0 and not _may(authorizer, ctx, Op.DESCRIBE_CONFIGS, RESOURCE_TOPIC, result.name):
+            if result.error_code == 0 and not may(Op.DESCRIBE_CONFIGS, RESOURCE_TOPIC, result.name):
                 result.configs, result.num_partitions, result.replication_factor = [], -1, -1
                 result.topic_config_error_code = int(Errors.TOPIC_AUTHORIZATION_FAILED)
         return response

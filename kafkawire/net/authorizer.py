@@ -13,7 +13,9 @@ Enabled by ``authorizer.class.name=org.apache.kafka.metadata.authorizer.Standard
   (or ``User:*``), the client's address (or ``*``) and the operation (or ALL; an ALLOW of READ,
   WRITE, DELETE or ALTER implies DESCRIBE, one of ALTER_CONFIGS implies DESCRIBE_CONFIGS);
 * DENY wins over ALLOW; with no matching ACL the answer is DENIED, unless the resource has no
-  ACLs at all, in which case it is ``allow.everyone.if.no.acl.found`` (default false).
+  ACLs at all, in which case it is ``allow.everyone.if.no.acl.found`` (default false);
+* a decision reads only the ACLs whose pattern matches the resource, through the image's
+  AclIndex (kafkawire.metadata.acl_index), so its cost does not grow with unrelated ACLs.
 
 A refused cluster operation is answered with the request's error response carrying
 CLUSTER_AUTHORIZATION_FAILED, as each request's getErrorResponse builds it
@@ -22,9 +24,11 @@ CLUSTER_AUTHORIZATION_FAILED, as each request's getErrorResponse builds it
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from kafkawire.metadata.acl_index import AclIndex
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.messages import fetch_response as fr
 from kafkawire.messages.alter_user_scram_credentials_response import AlterUserScramCredentialsResult
@@ -55,7 +59,6 @@ class Op:
 
 
 RESOURCE_TOPIC, RESOURCE_CLUSTER = 2, 4
-PATTERN_LITERAL, PATTERN_PREFIXED = 3, 4
 PERMISSION_DENY, PERMISSION_ALLOW = 2, 3
 _IMPLIES_DESCRIBE = {Op.DESCRIBE, Op.READ, Op.WRITE, Op.DELETE, Op.ALTER}
 _IMPLIES_DESCRIBE_CONFIGS = {Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS}
@@ -101,21 +104,31 @@ class AuthorizerSettings:
 
 
 class StandardAuthorizer:
-    def __init__(self, settings: AuthorizerSettings, acls: Callable[[], Iterable], loaded: Callable[[], bool]):
+    def __init__(self, settings: AuthorizerSettings, acls: Callable[[], AclIndex | Iterable], loaded: Callable[[], bool]):
+        """``acls()``: the image's AclIndex; a plain iterable of StandardAcls is indexed once per
+        distinct object returned. ``loaded()``: whether the committed metadata has been loaded once."""
         self.settings = settings
-        self._acls = acls            # the image's StandardAcls
-        self._loaded = loaded        # whether the committed metadata has been loaded once
+        self._acls = acls
+        self._loaded = loaded
+        self._indexed: tuple[object, AclIndex] | None = None     # (iterable, its index)
+
+    def _index(self) -> AclIndex:
+        acls = self._acls()
+        if isinstance(acls, AclIndex):
+            return acls
+        if self._indexed is None or self._indexed[0] is not acls:
+            self._indexed = (acls, AclIndex(enumerate(acls)))
+        return self._indexed[1]
 
     def authorize(self, principal: str, host: str, operation: int, resource_type: int, resource_name: str) -> bool:
+        """StandardAuthorizerData.authorize, reading only the ACLs that match the resource."""
         if principal in self.settings.super_users:
             return True
         if not self._loaded():
             raise AuthorizerNotReady()
         allowed, has_resource_acls = False, False
-        for acl in self._acls():
-            if acl.resource_type != resource_type or not _pattern_matches(acl, resource_name):
-                continue
-            has_resource_acls = True
+        for acl in self._index().matching(resource_type, resource_name):
+            has_resource_acls = True         # MatchingRuleBuilder.hasResourceAcls: any principal, host or operation
             result = _acl_result(acl, principal, host, operation)
             if result is False:
                 return False            # DENY wins
@@ -123,14 +136,6 @@ class StandardAuthorizer:
         if allowed:
             return True
         return self.settings.allow_everyone_if_no_acl_found if not has_resource_acls else False
-
-
-def _pattern_matches(acl, name: str) -> bool:
-    if acl.pattern_type == PATTERN_LITERAL:
-        return acl.resource_name == name or acl.resource_name == WILDCARD
-    if acl.pattern_type == PATTERN_PREFIXED:
-        return name.startswith(acl.resource_name)
-    return False
 
 
 def _acl_result(acl, principal: str, host: str, operation: int):
@@ -238,11 +243,12 @@ def authorizing_create_topics(handler, authorizer: StandardAuthorizer):
     async def handle(ctx, request):
         if may(ctx, RESOURCE_CLUSTER, CLUSTER_NAME):
             return await handler.handle(ctx, request)
-        names = [t.name for t in request.topics]
-        refused = [n for n in dict.fromkeys(names) if names.count(n) == 1 and n != "__cluster_metadata"
+        counts = Counter(t.name for t in request.topics)      # duplicates go to the controller unchecked
+        refused = [n for n, count in counts.items() if count == 1 and n != "__cluster_metadata"
                    and not may(ctx, RESOURCE_TOPIC, n)]
+        refused_names = set(refused)
         effective = copy.copy(request)
-        effective.topics = [t for t in request.topics if t.name not in refused]
+        effective.topics = [t for t in request.topics if t.name not in refused_names]
         response = await handler.handle(ctx, effective)
         for name in refused:
             response.topics.append(CreatableTopicResult(name=name, error_code=int(Errors.TOPIC_AUTHORIZATION_FAILED),

@@ -28,6 +28,7 @@ from typing import TypeVar
 from kafkawire import feature_versions
 from kafkawire.messages import api_versions_response as av
 from kafkawire.messages.describe_cluster_response import DescribeClusterBroker, DescribeClusterResponse
+from kafkawire.metadata.acl_index import AclIndex
 from kafkawire.metadata.image import MetadataImage
 from kafkawire.net.admin_authorization import authorize_admin_apis
 from kafkawire.net.admission import AdmissionLimits
@@ -63,6 +64,7 @@ FETCH = 1
 DESCRIBE_CLUSTER = 60
 CREATE_TOPICS = 19
 METADATA, LIST_OFFSETS = 3, 2
+_NO_ACLS = AclIndex()            # what the authorizer reads while no state machine keeps an image
 CONTROLLER_ENDPOINT_TYPE = 2     # DescribeClusterRequest.EndpointType: 1 brokers, 2 controllers (KIP-919)
 
 
@@ -304,9 +306,10 @@ class ControllerNode:
         """The state machine's committed metadata, if it keeps any."""
         return None if self.state_machine is None else self.state_machine.image
 
-    def _acls(self):
+    def _acls(self) -> AclIndex:
+        """The committed image's ACLs, indexed as the image keeps them (no copy per decision)."""
         image = self._image()
-        return () if image is None else tuple(image.acls.values())
+        return _NO_ACLS if image is None else image.acl_index
 
     def _metadata_loaded(self) -> bool:
         """Whether the committed metadata has been applied once up to the high watermark (Kafka's
