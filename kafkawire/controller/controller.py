@@ -41,6 +41,7 @@ from kafkawire.storage.state_files import uuid_to_kafka
 from . import admin_apis, broker_apis, cluster
 from .acl_apis import acl_handlers
 from .activation import BootstrapError, activation_records
+from .bounded import BoundedListTooLong, excessive_batch
 from .errors import ApiError, not_controller
 from .frames import frame
 from .heartbeats import SESSION_TIMEOUT_MS, BrokerHeartbeatManager
@@ -285,7 +286,12 @@ class MetadataController:
         async with self._write_lock:
             if not self.is_active():
                 raise not_controller(self._known_leader())
-            records, result = generate()
+            try:
+                records, result = generate()
+            except BoundedListTooLong as exc:       # as EventHandlerExceptionInfo: the whole request
+                log.info("controller %d: refusing an operation that would write too many records: %s",
+                         self.node_id, exc)
+                raise excessive_batch() from None
             last = None
             if records:
                 try:

@@ -41,11 +41,11 @@ def legacy(*resources):
         for t, n, cs in resources])
 
 
-def scenario(setup, requests, *, brokers=(1, 2, 3), mv=29):
+def scenario(setup, requests, *, brokers=(1, 2, 3), mv=29, **controller_options):
     """An active controller with ``brokers`` unfenced and the CreateTopics ``setup`` done; then
     ``requests`` as (api key, version, request). Returns (responses, records they wrote, controller)."""
     quorum = FakeQuorum()
-    leader = add_controller(quorum, 1, mv=mv)
+    leader = add_controller(quorum, 1, mv=mv, **controller_options)
 
     async def go():
         async with Running(leader):
@@ -59,7 +59,7 @@ def scenario(setup, requests, *, brokers=(1, 2, 3), mv=29):
                 assert result.error_code == 0, result.error_message
             mark = len(quorum.entries)
             # a request may be a function of the controller (topic ids are random)
-            responses = [await leader.handlers()[key].handle(Ctx(version), r(leader) if callable(r) else r)
+            responses = [await leader.handlers()[key].handle(Ctx(version, key), r(leader) if callable(r) else r)
                          for key, version, r in requests]
             records = [decode_metadata_record(v) for _, _, v in quorum.entries[mark:]]
             return responses, [r for r in records if r.type_name != "NoOpRecord"]
