@@ -131,7 +131,7 @@ def _create_acls(existing: dict, request) -> tuple[list[bytes], object]:
             records.append(encode_metadata_record(record_cls(
                 id=acl_id, resource_type=resource_type, resource_name=name, pattern_type=pattern,
                 principal=principal, host=host, operation=operation, permission_type=permission), 0))
-        results.append(AclCreationResult(error_code=0, error_message=None))
+        results.append(AclCreationResult(error_code=0, error_message=""))    # AclApis sets none: the default
     return records, CreateAclsResponse(results=results)
 
 
