@@ -7,9 +7,11 @@ The bound counts records generated, not entries requested: an ACL that exists al
 config left unchanged writes nothing and costs nothing. Where Kafka lets the exception reach the
 controller's event handler (EventHandlerExceptionInfo) the whole request is refused with
 POLICY_VIOLATION "Unable to perform excessively large batch operation." and writes nothing;
-controller._write does that conversion here. Generators that Kafka refuses per entry instead
-catch BoundedListTooLong themselves (partition_creation, topic_deletion, reassignment), and
-DeleteAcls answers INVALID_REQUEST with its own text (acls.py).
+controller._write does that conversion here. Where Kafka's answer differs, the generator
+catches BoundedListTooLong itself: per entry, UNKNOWN_SERVER_ERROR without a message
+(partition_creation, topic_deletion, reassignment: Kafka's catch-all there); CreateAcls keeps
+the refusals AclApis made before the controller (acls.py); DeleteAcls answers INVALID_REQUEST
+with its own text (acls.py).
 """
 from __future__ import annotations
 
