@@ -12,6 +12,13 @@ RemoveAccessControlEntryRecord) and the answers.
   resource pattern.
 * DeleteAcls: per filter, the bindings it matches are removed and listed.
 
+Both are bounded by MAX_RECORDS_PER_USER_OP (bounded.py), counting records written, not entries
+asked for. CreateAcls past it: every creation that passed AclApis' own checks is answered
+POLICY_VIOLATION "Unable to perform excessively large batch operation." and nothing is written
+(ClusterMetadataAuthorizer fails each one with the controller's exception). DeleteAcls matching
+more than that many: every filter is answered INVALID_REQUEST "Cannot remove more than 10000 acls
+in a single delete operation." (AclControlManager.deleteAcls fails the whole request).
+
 Without an authorizer Kafka answers all three SECURITY_DISABLED, "No Authorizer is configured."
 """
 from __future__ import annotations
@@ -24,6 +31,9 @@ from kafkawire import messages
 from kafkawire.messages.create_acls_response import AclCreationResult, CreateAclsResponse
 from kafkawire.messages.delete_acls_response import DeleteAclsFilterResult, DeleteAclsMatchingAcl, DeleteAclsResponse
 from kafkawire.messages.describe_acls_response import AclDescription, DescribeAclsResource, DescribeAclsResponse
+
+from .bounded import MAX_RECORDS_PER_USER_OP, BoundedList, BoundedListTooLong, excessive_batch
+from .errors import ApiError
 
 __all__ = ["create_acls", "describe_acls", "delete_acls", "security_disabled", "ACL_APIS"]
 
@@ -52,12 +62,21 @@ def _binding(c) -> tuple:
             c.operation, c.permission_type)
 
 
+def _apis_error(b: tuple) -> str | None:
+    """AclApis' own checks, made before the controller sees the request."""
+    resource_type, name = b[0], b[1]
+    if resource_type == CLUSTER and name != CLUSTER_NAME:
+        return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
+    if not name:
+        return "Invalid empty resource name"
+    return None
+
+
 def _validate(b: tuple) -> None:
     resource_type, name, pattern, principal, host, operation, permission = b
-    if resource_type == CLUSTER and name != CLUSTER_NAME:                       # AclApis
-        raise _Invalid(f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}")
-    if not name:
-        raise _Invalid("Invalid empty resource name")
+    error = _apis_error(b)
+    if error is not None:
+        raise _Invalid(error)
     if resource_type not in RESOURCE_TYPES or resource_type in (0, ANY):       # AclControlManager
         raise _Invalid(f"Invalid resourceType {RESOURCE_TYPES.get(resource_type, 'UNKNOWN')}")
     if pattern not in (LITERAL, PREFIXED):
@@ -78,10 +97,23 @@ def _as_tuple(acl) -> tuple:
 
 def create_acls(existing: dict, request) -> tuple[list[bytes], object]:
     """The records and the CreateAclsResponse for ``request``; ``existing``: id -> StandardAcl."""
+    try:
+        return _create_acls(existing, request)
+    except BoundedListTooLong:
+        refusal = excessive_batch()
+        results = []
+        for creation in request.creations:
+            error = _apis_error(_binding(creation))
+            results.append(AclCreationResult(error_code=refusal.code, error_message=refusal.message) if error is None
+                           else AclCreationResult(error_code=int(Errors.INVALID_REQUEST), error_message=error))
+        return [], CreateAclsResponse(results=results)
+
+
+def _create_acls(existing: dict, request) -> tuple[list[bytes], object]:
     record_cls = messages.by_name("AccessControlEntryRecord")
     have = {_as_tuple(a) for a in existing.values()}
     ids = set(existing)
-    records, results = [], []
+    records, results = BoundedList(), []
     for creation in request.creations:
         binding = _binding(creation)
         try:
@@ -99,7 +131,7 @@ def create_acls(existing: dict, request) -> tuple[list[bytes], object]:
             records.append(encode_metadata_record(record_cls(
                 id=acl_id, resource_type=resource_type, resource_name=name, pattern_type=pattern,
                 principal=principal, host=host, operation=operation, permission_type=permission), 0))
-        results.append(AclCreationResult(error_code=0, error_message=None))
+        results.append(AclCreationResult(error_code=0, error_message=""))    # AclApis sets none: the default
     return records, CreateAclsResponse(results=results)
 
 
@@ -161,7 +193,12 @@ def delete_acls(acls: dict, request) -> tuple[list[bytes], object]:
             continue
         matching = []
         for acl_id, acl in acls.items():
-            if acl_id not in removed and _matches(acl, f):
+            if not _matches(acl, f):
+                continue
+            if len(removed) >= MAX_RECORDS_PER_USER_OP:         # checked at every match, as Kafka's
+                raise ApiError(Errors.INVALID_REQUEST, f"Cannot remove more than {MAX_RECORDS_PER_USER_OP} acls in a "
+                                                       "single delete operation.")
+            if acl_id not in removed:
                 removed.add(acl_id)
                 records.append(encode_metadata_record(remove_cls(id=acl_id), 0))
                 matching.append(DeleteAclsMatchingAcl(

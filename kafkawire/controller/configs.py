@@ -12,7 +12,9 @@ deleted.
 Checked, in Kafka's order: the ELR min.insync.replicas rules, the value size (at most 32767
 characters), the resource name (a topic's as Topic.validate; a broker's a non-negative base-10
 id or "" for the cluster default), a topic's config names and values (topic_configs), and that
-the resource exists (the topic, or a registered broker or controller).
+the resource exists (the topic, or a registered broker or controller). A request that would
+write more than MAX_RECORDS_PER_USER_OP records, ClearElrRecords included (bounded.py), is
+refused whole, as Kafka's.
 
 Differences from Kafka, deliberate for now: results come in request order (Kafka's come in the
 order of a HashMap keyed by ConfigResource, whose hash depends on the JVM's identity hash of an
@@ -31,6 +33,7 @@ from kafkawire.messages.incremental_alter_configs_response import (AlterConfigsR
                                                                     IncrementalAlterConfigsResponse)
 from kafkawire.protocol.error_codes import Errors
 
+from .bounded import BoundedList
 from .errors import ApiError
 from .frames import frame
 from .java_order import string_hashmap_order
@@ -230,7 +233,7 @@ def _sorted_requests(resources, result_cls, read_changes):
 
 def _alter(state: ControllerState, request, result_cls, read_changes, make_records):
     early, changes = _sorted_requests(request.resources, result_cls, read_changes)
-    records, results = [], []
+    records, results = BoundedList(), []
     for resource, change in changes.items():
         try:
             fields = make_records(state, resource, change)
@@ -241,7 +244,9 @@ def _alter(state: ControllerState, request, result_cls, read_changes, make_recor
         records += fields
         results.append(result_cls(error_code=0, error_message=None, resource_type=resource[0],
                                   resource_name=resource[1]))
-    frames = [frame("ConfigRecord", **fields) for fields in records] + clear_elr_records(state, records)
+    clear_elr = clear_elr_records(state, records)
+    records.check_room(len(clear_elr))              # Kafka adds them to the same bounded list
+    frames = [frame("ConfigRecord", **fields) for fields in records] + clear_elr
     return ([] if request.validate_only else frames), early + results
 
 

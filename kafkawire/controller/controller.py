@@ -45,6 +45,7 @@ from kafkawire.storage.state_files import uuid_to_kafka
 from . import admin_apis, broker_apis, cluster
 from .acl_apis import acl_handlers
 from .activation import BootstrapError, activation_records
+from .bounded import BoundedListTooLong, excessive_batch
 from .errors import ApiError, WriteTimedOut, not_controller
 from .frames import frame
 from .heartbeats import SESSION_TIMEOUT_MS, BrokerHeartbeatManager
@@ -311,7 +312,12 @@ class MetadataController:
             raise not_controller(self._known_leader())
         # Generated right after the checks, with nothing run in between; from here on the write
         # is committed to, whoever still waits for it.
-        records, result = generate()
+        try:
+            records, result = generate()
+        except BoundedListTooLong as exc:           # as EventHandlerExceptionInfo: the whole request
+            log.info("controller %d: refusing an operation that would write too many records: %s",
+                     self.node_id, exc)
+            raise excessive_batch() from None
         if not records:
             return result, None
         return result, await self._run_write(self._append_as_the_write(records))

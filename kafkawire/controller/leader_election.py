@@ -8,7 +8,8 @@ ELECTION_NOT_NEEDED when the preferred replica already leads (or, unclean, a lea
 PREFERRED_LEADER_NOT_AVAILABLE / ELIGIBLE_LEADERS_NOT_AVAILABLE when the election changes
 nothing. Asked for every partition, the answer leaves out those that needed no election; topics
 come in the image's order (Kafka's follow a TimelineHashMap). The records are not one atomic
-batch in Kafka (ControllerResult.of); here they are appended as one batch all the same.
+batch in Kafka (ControllerResult.of); here they are appended as one batch all the same. More
+than MAX_RECORDS_PER_USER_OP records (bounded.py) refuse the whole request, as Kafka's.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from kafkawire.messages.elect_leaders_response import ElectLeadersResponse, Part
 from kafkawire.metadata.registrations import NO_LEADER
 from kafkawire.protocol.error_codes import Errors
 
+from .bounded import BoundedList
 from .errors import ApiError
 from .partition_change import build_change, change_record
 from .replication import effective_min_isr, is_active, leader_acceptor
@@ -57,7 +59,7 @@ def elect_leaders(state: ControllerState, request, api_version: int, static_min_
     election = request.election_type if api_version >= 1 else PREFERRED
     if election not in (PREFERRED, UNCLEAN):
         raise ApiError(Errors.INVALID_REQUEST, f"Unknown election type {election}")
-    records, results = [], []
+    records, results = BoundedList(), []
     if request.topic_partitions is None:
         wanted = [(topic.name, sorted(topic.partitions), False) for topic in state.image.topics_by_name.values()]
     else:

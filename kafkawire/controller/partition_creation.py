@@ -5,6 +5,13 @@ request's records are one atomic batch; validate-only writes nothing.
 
 Duplicate names are answered first, then each topic in request order (Kafka walks a HashSet of
 the names there).
+
+The partitions a request adds, all topics together, are bounded by MAX_RECORDS_PER_USER_OP
+(bounded.py; one PartitionRecord each). Kafka refuses per topic there: a topic whose new
+partitions do not fit gets UNKNOWN_SERVER_ERROR without a message (its catch-all turns
+BoundedListTooLongException into that). Here the topic is refused once its request is known to
+be valid and before any placement, so ``count`` = 2^31-1 costs nothing and writes nothing (Kafka
+commits those of that topic's partitions that fit, and runs out of memory placing 2^31-1).
 """
 from __future__ import annotations
 
@@ -14,10 +21,11 @@ from collections import Counter
 from kafkawire.messages.create_partitions_response import CreatePartitionsResponse, CreatePartitionsTopicResult
 from kafkawire.protocol.error_codes import Errors
 
+from .bounded import BoundedList, BoundedListTooLong
 from .cluster import has_uncordoned_dirs
 from .errors import ApiError
 from .frames import frame
-from .placement import InvalidReplicationFactor, place
+from .placement import InvalidReplicationFactor, check_placeable, place
 from .replication import is_active
 from .state import ControllerState
 from .topics import _default_dir
@@ -56,8 +64,9 @@ def check_assignment(state: ControllerState, replicas: list[int], replication_fa
                        "replica(s).")
 
 
-def _new_assignments(state: ControllerState, topic, start: int, additional: int, replication_factor: int, rng):
-    """[(replicas, isr)] for the new partitions."""
+def _new_assignments(state: ControllerState, topic, start: int, additional: int, replication_factor: int, rng,
+                     records: BoundedList):
+    """[(replicas, isr)] for the new partitions, once ``records`` has room for them."""
     image = state.image
     if topic.assignments is not None:
         out = []
@@ -70,18 +79,22 @@ def _new_assignments(state: ControllerState, topic, start: int, additional: int,
                                f"All brokers specified in the manual partition assignment for partition "
                                f"{start + i} are fenced or in controlled shutdown.")
             out.append((replicas, isr))
+        records.check_room(additional)
         return out
     usable = [b for b in image.brokers.values() if not b.in_controlled_shutdown and has_uncordoned_dirs(b)]
+    unfenced, fenced = [b.id for b in usable if not b.fenced], [b.id for b in usable if b.fenced]
     try:
-        placements = place(additional, replication_factor, [b.id for b in usable if not b.fenced],
-                           [b.id for b in usable if b.fenced], rng)
+        check_placeable(replication_factor, unfenced, fenced)
+        records.check_room(additional)              # before placing: the count is the request's
+        placements = place(additional, replication_factor, unfenced, fenced, rng)
     except InvalidReplicationFactor as exc:
         raise ApiError(Errors.INVALID_REPLICATION_FACTOR,
                        f"Unable to replicate the partition {replication_factor} time(s): {exc}") from None
     return [(replicas, list(replicas)) for replicas in placements]
 
 
-def _topic_records(state: ControllerState, topic, rng) -> list[bytes]:
+def _topic_records(state: ControllerState, topic, rng, records: BoundedList) -> list[bytes]:
+    """The topic's PartitionRecords; ``records``: the request's so far, which they must fit beside."""
     image = state.image
     existing = image.topics_by_name.get(topic.name)
     if existing is None:
@@ -100,16 +113,16 @@ def _topic_records(state: ControllerState, topic, rng) -> list[bytes]:
     if not existing.partitions:
         raise ApiError(Errors.UNKNOWN_SERVER_ERROR)             # Kafka hides the message of this one
     replication_factor = len(next(iter(existing.partitions.values())).replicas)
-    records = []
+    new_records = []
     for offset, (replicas, isr) in enumerate(_new_assignments(state, topic, count, additional, replication_factor,
-                                                              rng)):
+                                                              rng, records)):
         isr = [r for r in isr if is_active(image, r)]
         if not isr:
             raise ApiError(Errors.INVALID_REPLICATION_FACTOR,
                            f"Unable to replicate the partition {replication_factor} time(s): All brokers are "
                            "currently fenced or in controlled shutdown.")
-        records.append(partition_record(state, existing.id, count + offset, replicas, isr))
-    return records
+        new_records.append(partition_record(state, existing.id, count + offset, replicas, isr))
+    return new_records
 
 
 def create_partitions(state: ControllerState, request, rng: random.Random | None = None):
@@ -119,15 +132,19 @@ def create_partitions(state: ControllerState, request, rng: random.Random | None
     results = [CreatePartitionsTopicResult(name=name, error_code=int(Errors.INVALID_REQUEST),
                                            error_message="Duplicate topic name.")
                for name in dict.fromkeys(t.name for t in request.topics) if counts[name] > 1]
-    records = []
+    records = BoundedList()
     for topic in request.topics:
         if counts[topic.name] > 1:
             continue
         try:
-            topic_records = _topic_records(state, topic, rng)
+            topic_records = _topic_records(state, topic, rng, records)
         except ApiError as exc:
             results.append(CreatePartitionsTopicResult(name=topic.name, error_code=exc.code,
                                                        error_message=exc.message))
+            continue
+        except BoundedListTooLong:                  # Kafka's catch-all: no message
+            results.append(CreatePartitionsTopicResult(name=topic.name, error_code=int(Errors.UNKNOWN_SERVER_ERROR),
+                                                       error_message=None))
             continue
         records += topic_records
         results.append(CreatePartitionsTopicResult(name=topic.name, error_code=0, error_message=None))

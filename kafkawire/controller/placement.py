@@ -15,8 +15,8 @@ class InvalidReplicationFactor(ValueError):
     """StripedReplicaPlacer's InvalidReplicationFactorException; the message is Kafka's."""
 
 
-def place(num_partitions: int, replication_factor: int, unfenced: list[int], fenced: list[int],
-          rng: _random.Random) -> list[list[int]]:
+def check_placeable(replication_factor: int, unfenced: list[int], fenced: list[int]) -> None:
+    """The refusals ``place`` makes before placing any partition."""
     if replication_factor <= 0:
         raise InvalidReplicationFactor(f"Invalid replication factor {replication_factor}: the replication factor "
                                        "must be positive.")
@@ -28,6 +28,11 @@ def place(num_partitions: int, replication_factor: int, unfenced: list[int], fen
         raise InvalidReplicationFactor(f"The target replication factor of {replication_factor} cannot be reached "
                                        f"because only {total} broker(s) are registered or some brokers have all their log "
                                        "directories cordoned.")
+
+
+def place(num_partitions: int, replication_factor: int, unfenced: list[int], fenced: list[int],
+          rng: _random.Random) -> list[list[int]]:
+    check_placeable(replication_factor, unfenced, fenced)
     unfenced, fenced = sorted(unfenced), sorted(fenced)
     rng.shuffle(unfenced)
     rng.shuffle(fenced)

@@ -8,6 +8,10 @@ It completes in a later PartitionChangeRecord once the ISR holds every adding re
 partition leader's AlterPartition; partition_change.complete_reassignment), or at once when it
 only reorders or drops replicas already in sync. Cancelling (no replicas given) reverts to the
 original replicas (PartitionReassignmentRevert). One request's records are one atomic batch.
+
+One request writes at most MAX_RECORDS_PER_USER_OP records (bounded.py): as Kafka's (whose
+catch-all turns BoundedListTooLongException into that), a partition whose record does not fit
+is answered UNKNOWN_SERVER_ERROR without a message and left as it was, the others change.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from kafkawire.messages.list_partition_reassignments_response import (ListPartit
                                                                       OngoingTopicReassignment)
 from kafkawire.protocol.error_codes import Errors
 
+from .bounded import BoundedList, BoundedListTooLong
 from .errors import ApiError
 from .partition_change import build_change, change_record
 from .partition_creation import check_assignment
@@ -98,7 +103,7 @@ def _change(state: ControllerState, topic, partition_id: int, target, allow_rf_c
 def alter_partition_reassignments(state: ControllerState, request, static_min_isr: int):
     """(records, AlterPartitionReassignmentsResponse)."""
     allow_rf_change = getattr(request, "allow_replication_factor_change", True)
-    records, responses = [], []
+    records, responses = BoundedList(), []
     for topic_request in request.topics:
         results = []
         for target in topic_request.partitions:
@@ -114,6 +119,8 @@ def alter_partition_reassignments(state: ControllerState, request, static_min_is
                     records.append(record)
             except ApiError as exc:
                 code, message = exc.code, exc.message
+            except BoundedListTooLong:
+                code = int(Errors.UNKNOWN_SERVER_ERROR)
             results.append(ReassignablePartitionResponse(partition_index=target.partition_index, error_code=code,
                                                          error_message=message))
         responses.append(ReassignableTopicResponse(name=topic_request.name, partitions=results))

@@ -5,6 +5,10 @@ image drops the topic's partitions and configs with it), with Kafka's errors and
 Results come in Kafka's groups (refused entries, duplicate names, duplicate ids, unknown ids,
 unknown names, then the deletions) but within a group in request order: Kafka walks HashSets and
 HashMaps there. delete.topic.enable=false is not supported (the controller always deletes).
+
+One request deletes at most MAX_RECORDS_PER_USER_OP topics (bounded.py): as Kafka's (whose
+catch-all turns BoundedListTooLongException into that), the topics past the bound are answered
+UNKNOWN_SERVER_ERROR without a message and stay, the others are deleted.
 """
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import uuid
 from kafkawire.messages.delete_topics_response import DeletableTopicResult, DeleteTopicsResponse
 from kafkawire.protocol.error_codes import Errors
 
+from .bounded import BoundedList, BoundedListTooLong
 from .frames import frame
 from .state import ControllerState
 
@@ -91,6 +96,13 @@ def delete_topics(state: ControllerState, request, api_version: int):
                                    "The provided topic name maps to an ID that was already supplied."))
         else:
             to_delete[topic.id] = name
-    records = [frame("RemoveTopicRecord", topic_id=topic_id) for topic_id in to_delete]
-    results += [_result(name, topic_id, Errors.NONE) for topic_id, name in to_delete.items()]
+    records = BoundedList()
+    for topic_id, name in to_delete.items():
+        try:
+            records.append(frame("RemoveTopicRecord", topic_id=topic_id))
+        except BoundedListTooLong:
+            results.append(DeletableTopicResult(name=name, topic_id=topic_id, error_code=int(Errors.UNKNOWN_SERVER_ERROR),
+                                                error_message=None))
+            continue
+        results.append(_result(name, topic_id, Errors.NONE))
     return records, DeleteTopicsResponse(responses=results)

@@ -28,6 +28,7 @@ from kafkawire.protocol.error_codes import Errors
 
 from .cluster import has_uncordoned_dirs
 from .effective_configs import effective_topic_configs
+from .bounded import BoundedList
 from .errors import ApiError
 from .frames import frame
 from .java_order import int_hashmap_order, string_hashmap_order, timeline_hash_set_order
@@ -40,7 +41,7 @@ from kafkawire.protocol.message import uuid_to_kafka_string
 
 METADATA_TOPIC = "__cluster_metadata"
 MAX_NAME_LENGTH = 249
-MAX_RECORDS_PER_USER_OP = 10000
+MAX_PARTITIONS_PER_BATCH = 10_000       # ReplicationControlManager's, beside MAX_RECORDS_PER_USER_OP
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 
 # LogConfig's topic configs in Kafka 4.x (message.format.version, message.downconversion.enable
@@ -119,9 +120,6 @@ def _manual_assignment(state: ControllerState, topic) -> dict[int, list[int]]:
     if topic.num_partitions != -1:
         raise ApiError(Errors.INVALID_REQUEST, "A manual partition assignment was specified, but numPartitions "
                                                "was not set to -1.")
-    if len(topic.assignments) > MAX_RECORDS_PER_USER_OP:
-        raise ApiError(Errors.INVALID_REQUEST, f"{len(topic.assignments)} partitions is more than the "
-                                               f"{MAX_RECORDS_PER_USER_OP} records one request may write")
     parts: dict[int, list[int]] = {}
     replication_factor = None
     for assignment in topic.assignments:
@@ -167,9 +165,6 @@ def _placed_assignment(state: ControllerState, topic, defaults: TopicDefaults, r
         raise ApiError(Errors.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
     num_partitions = defaults.num_partitions if topic.num_partitions == -1 else topic.num_partitions
     replication_factor = defaults.replication_factor if topic.replication_factor == -1 else topic.replication_factor
-    if num_partitions > MAX_RECORDS_PER_USER_OP:
-        raise ApiError(Errors.INVALID_PARTITIONS, f"{num_partitions} partitions is more than the "
-                                                  f"{MAX_RECORDS_PER_USER_OP} records one request may write")
     image = state.image
     # BrokerHeartbeatManager.usableBrokers: not shutting down, and some directory not cordoned
     usable = [b for b in image.brokers.values() if not b.in_controlled_shutdown and has_uncordoned_dirs(b)]
@@ -219,6 +214,21 @@ def _config_error(topic) -> ApiError | None:
     return None
 
 
+def _check_total_partitions(topics, defaults: TopicDefaults) -> None:
+    """ReplicationControlManager.validateTotalNumberOfPartitions: the partitions asked for, all
+    topics together, before any placement (Python ints: Kafka's int sum can wrap past the check)."""
+    total = 0
+    for topic in topics:
+        if topic.assignments:
+            total += len(topic.assignments)
+        elif topic.num_partitions == -1:
+            total += defaults.num_partitions
+        elif topic.num_partitions > 0:
+            total += topic.num_partitions
+    if total > MAX_PARTITIONS_PER_BATCH:
+        raise ApiError(Errors.POLICY_VIOLATION, "Excessively large number of partitions per request.")
+
+
 def create_topics(state: ControllerState, request, *, defaults: TopicDefaults = TopicDefaults(),
                   rng: random.Random | None = None, new_topic_id=random_topic_id,
                   controller_id: int = -1) -> tuple[list[bytes], list]:
@@ -229,7 +239,7 @@ def create_topics(state: ControllerState, request, *, defaults: TopicDefaults = 
     counts = Counter(names)
     duplicates = {n for n, count in counts.items() if count > 1}
     topics = [t for t in request.topics if t.name not in duplicates and t.name != METADATA_TOPIC]
-
+    _check_total_partitions(topics, defaults)
     errors: dict[str, ApiError] = {}
     existing = state.image.topics_by_name
     for topic in topics:
@@ -243,7 +253,7 @@ def create_topics(state: ControllerState, request, *, defaults: TopicDefaults = 
                                           f"Topic '{topic.name}' collides with existing topic: {other}")
         if topic.name in existing:
             errors[topic.name] = ApiError(Errors.TOPIC_ALREADY_EXISTS, f"Topic '{topic.name}' already exists.")
-    records: list[bytes] = []
+    records: list[bytes] = BoundedList()
     results: dict[str, CreatableTopicResult] = {}
     for topic in topics:
         if topic.name in errors:
@@ -256,13 +266,10 @@ def create_topics(state: ControllerState, request, *, defaults: TopicDefaults = 
                      else _placed_assignment(state, topic, defaults, rng))
             topic_id = new_topic_id()
             topic_records = _topic_records(state, topic, parts, topic_id)
-            if len(records) + len(topic_records) > MAX_RECORDS_PER_USER_OP:
-                raise ApiError(Errors.INVALID_REQUEST, f"creating {topic.name} would take the request past the "
-                                                       f"{MAX_RECORDS_PER_USER_OP} records one request may write")
         except ApiError as exc:
             errors[topic.name] = exc
             continue
-        records += topic_records
+        records += topic_records            # past the bound: the whole request fails (bounded.py)
         results[topic.name] = CreatableTopicResult(
             name=topic.name, topic_id=topic_id, error_code=0, error_message=None, topic_config_error_code=0,
             num_partitions=len(parts), replication_factor=len(next(iter(parts.values()))),

@@ -28,6 +28,7 @@ def bootstrap(mv: int = 29) -> list[bytes]:
 @dataclass
 class Ctx:
     api_version: int
+    api_key: int = -1           # the handlers that serve several APIs (acl_apis.py) look at it
 
 
 class FakeClock:

@@ -41,11 +41,11 @@ def legacy(*resources):
         for t, n, cs in resources])
 
 
-def scenario(setup, requests, *, brokers=(1, 2, 3), mv=29):
+def scenario(setup, requests, *, brokers=(1, 2, 3), mv=29, **controller_options):
     """An active controller with ``brokers`` unfenced and the CreateTopics ``setup`` done; then
     ``requests`` as (api key, version, request). Returns (responses, records they wrote, controller)."""
     quorum = FakeQuorum()
-    leader = add_controller(quorum, 1, mv=mv)
+    leader = add_controller(quorum, 1, mv=mv, **controller_options)
 
     async def go():
         async with Running(leader):
@@ -59,7 +59,7 @@ def scenario(setup, requests, *, brokers=(1, 2, 3), mv=29):
                 assert result.error_code == 0, result.error_message
             mark = len(quorum.entries)
             # a request may be a function of the controller (topic ids are random)
-            responses = [await leader.handlers()[key].handle(Ctx(version), r(leader) if callable(r) else r)
+            responses = [await leader.handlers()[key].handle(Ctx(version, key), r(leader) if callable(r) else r)
                          for key, version, r in requests]
             records = [decode_metadata_record(v) for _, _, v in quorum.entries[mark:]]
             return responses, [r for r in records if r.type_name != "NoOpRecord"]
@@ -232,6 +232,31 @@ def test_delete_topics_before_v6_names_topics_in_topic_names():
                                                                                         timeout_ms=5000))])
     assert [(r.name, r.error_code) for r in response.responses] == [("a", 0)]
     assert [r.type_name for r in records] == ["RemoveTopicRecord"] and "a" not in leader.image.topics_by_name
+
+
+class CountedName(str):
+    """A topic name that counts the equality tests made on it (a scan of a list makes one per element)."""
+    tests = 0
+
+    def __eq__(self, other):
+        CountedName.tests += 1
+        return str.__eq__(self, other)
+
+    __hash__ = str.__hash__
+
+
+def test_delete_topics_reads_a_request_of_many_names_in_linear_time():
+    """Duplicates are found with sets, not by scanning lists: 4,000 distinct names (and one twice)
+    make a few equality tests, not millions (the controller waits for the request meanwhile)."""
+    from kafkawire.controller.state import ControllerState
+    from kafkawire.controller.topic_deletion import delete_topics
+    names = [CountedName(f"n{i}") for i in range(4_000)] + [CountedName("n0")]
+    CountedName.tests = 0
+    records, response = delete_topics(ControllerState(), DeleteTopicsRequest(topic_names=names, timeout_ms=5000), 5)
+    assert CountedName.tests < len(names)
+    assert records == [] and [(r.name, r.error_message) for r in response.responses][:1] == [
+        ("n0", "Duplicate topic name.")]
+    assert len(response.responses) == 4_000
 
 
 # --- CreatePartitions ------------------------------------------------------------------------------

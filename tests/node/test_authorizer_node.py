@@ -183,12 +183,12 @@ async def acl_apis(node, port):
         creation("User:alice", Op.ALTER), creation("User:alice", Op.ALTER, name="other-cluster"),
         creation("User:alice", 1), creation("alice", Op.READ), creation("User:alice", Op.ALTER)]))
     assert [(r.error_code, r.error_message) for r in created.results] == [
-        (0, None),
+        (0, ""),                 # as Kafka: the message field left at its default
         (Errors.INVALID_REQUEST, "The only valid name for the CLUSTER resource is kafka-cluster"),
         (Errors.INVALID_REQUEST, "Invalid operation ANY"),
         (Errors.INVALID_REQUEST, "Could not parse principal from `alice` (no colon is present separating the "
                                  "principal type from the principal name)"),
-        (0, None)]                                         # the duplicate succeeds and writes nothing
+        (0, "")]                                           # the duplicate succeeds and writes nothing
     await wait_for(lambda: len(node.state_machine.image.acls) == 6, "the new ACL replayed")
     assert (await as_user(port, "alice", "a-secret", DescribeClusterRequest(endpoint_type=2))).error_code == 0
     described = await as_user(port, "alice", "a-secret", DescribeAclsRequest(
