@@ -100,7 +100,9 @@ async def keep_a_broker(qc: QuorumClient, cluster_id: str, metadata_version: int
         await asyncio.sleep(0.5)
 
 
-async def create_topics(qc: QuorumClient, outcomes: Outcomes, stop: asyncio.Event, prefix: str = "nemesis") -> None:
+async def create_topics(qc: QuorumClient, outcomes: Outcomes, stop: asyncio.Event, prefix: str = "nemesis",
+                        created: list[str] | None = None) -> None:
+    """Create topics one after another; ``created`` (if given) also gets each acknowledged name."""
     n = 0
     while not stop.is_set():
         name = f"{prefix}-{n:07d}"
@@ -122,6 +124,8 @@ async def create_topics(qc: QuorumClient, outcomes: Outcomes, stop: asyncio.Even
         code = Errors.for_code(reply.topics[0].error_code)
         if code == Errors.NONE:
             outcomes.acked.append(name)
+            if created is not None:
+                created.append(name)
         elif code in DEFINITE_REFUSALS:
             outcomes.refused.append(name)
             await asyncio.sleep(0.2)
