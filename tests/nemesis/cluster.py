@@ -16,10 +16,11 @@ import signal
 from collections import Counter
 from contextlib import asynccontextmanager
 
-from kafkawire.raft.node.local_quorum import LocalQuorum
+from kafkawire.raft.node.local_quorum import LocalQuorum, free_ports
 
 from .hostile import fetch_flood, send_hostile_raft_requests
 from .proxy import LinkProxy
+from .tenant import TenantTally, hostile_tenant_round, tenant_properties
 
 
 class NemesisCluster:
@@ -32,6 +33,9 @@ class NemesisCluster:
         self.down: set[int] = set()             # killed, not yet restarted
         self._first_round: list[str] = []
         self._first_round_left: list[str] = []
+        self.tenant_ports = dict(zip(self.ids, free_ports(len(self.ids))))
+        self.tenant = TenantTally()
+        self.topics_created: list[str] = []      # the writer's acknowledged topics, the tenant's victims
 
     @property
     def ids(self) -> list[int]:
@@ -52,7 +56,9 @@ class NemesisCluster:
         for i in self.ids:
             voters = ",".join(f"{j}@127.0.0.1:{q.ports[j] if j == i else self.links[(i, j)].port}"
                               for j in self.ids)
-            q.write_config(i, controller_quorum_voters=voters)
+            tenant = {key.replace(".", "_"): value for key, value in tenant_properties().items()}
+            q.write_config(i, controller_quorum_voters=voters, **tenant,
+                           listeners=f"CONTROLLER://127.0.0.1:{q.ports[i]},TENANT://127.0.0.1:{self.tenant_ports[i]}")
         q.start_all()
 
     async def stop(self) -> None:
@@ -121,10 +127,17 @@ class NemesisCluster:
         await send_hostile_raft_requests(self.quorum.address(node_id), self.quorum.cluster_id, node_id, self.ids)
         await asyncio.sleep(hold_s)
 
+    async def hostile_tenant(self, node_id: int, hold_s: float) -> None:
+        """An authenticated user with no ACLs sends the requests of tenant.py to one node."""
+        self.faults["hostile tenant"] += 1
+        await hostile_tenant_round(("127.0.0.1", self.tenant_ports[node_id]), self.rng, self.topics_created,
+                                   self.tenant)
+        await asyncio.sleep(hold_s)
+
     async def one_fault(self, leader: int | None) -> str:
         """Pick a fault (aimed at the leader half the time), inject it, hold it, heal it."""
         target = leader if leader is not None and self.rng.random() < 0.5 else self.rng.choice(self.ids)
-        kinds = ["kill", "torn", "pause", "partition", "flood", "hostile"]
+        kinds = ["kill", "torn", "pause", "partition", "flood", "hostile", "tenant"]
         # Every kind once first (in a random order), so that even a short run has each; then at random.
         if not self._first_round:
             self._first_round = self.rng.sample(kinds, len(kinds))
@@ -141,6 +154,8 @@ class NemesisCluster:
             await self.partition(target, hold)
         elif kind == "flood":
             await self.flood(target, hold)
+        elif kind == "tenant":
+            await self.hostile_tenant(target, hold)
         else:
             await self.hostile_raft(target, hold)
         return f"{kind} node {target} for {hold:.1f} s"

@@ -42,6 +42,8 @@ class Report:
     leader_after_heal_s: float
     verdict: Verdict
     races: dict
+    tenant: dict
+    tenant_unexpected: list
 
     def lines(self) -> str:
         v = self.verdict
@@ -56,7 +58,9 @@ class Report:
             f"after the last heal",
             f"nemesis: racing writers: {', '.join(f'{k} {n}' for k, n in sorted(self.races.items()))}; "
             f"replay problems in the committed log: {len(v.replay_problems)}",
-        ] + [f"nemesis:   {p}" for p in v.replay_problems[:10]])
+            f"nemesis: hostile tenant: {', '.join(f'{k} {n}' for k, n in sorted(self.tenant.items()))}; "
+            f"unexpected answers: {len(self.tenant_unexpected)}",
+        ] + [f"nemesis:   {p}" for p in v.replay_problems[:10] + self.tenant_unexpected[:10]])
 
 
 async def _wait_for_leader(qc: QuorumClient, bound_s: float) -> float:
@@ -90,7 +94,7 @@ async def run(base_dir: str, duration_s: float, seed: int, log=print) -> Report:
         outcomes, stop, races = Outcomes(), asyncio.Event(), Counter()
         await _wait_for_leader(qc, LEADER_BOUND_S)
         clients = [asyncio.create_task(keep_a_broker(qc, cluster.quorum.cluster_id, 99, stop)),
-                   asyncio.create_task(create_topics(qc, outcomes, stop)),
+                   asyncio.create_task(create_topics(qc, outcomes, stop, created=cluster.topics_created)),
                    asyncio.create_task(monitor_leadership(qc, outcomes, stop)),
                    asyncio.create_task(race_on_names(qc, stop, random.Random(seed), races))]
         started = time.monotonic()
@@ -110,7 +114,8 @@ async def run(base_dir: str, duration_s: float, seed: int, log=print) -> Report:
         sent = set(outcomes.acked) | set(outcomes.maybe) | set(outcomes.refused)
         verdict = check(dirs, view.high_watermark, outcomes.acked, sent)
         return Report(faults_s, len(outcomes.acked), len(outcomes.maybe), len(outcomes.refused),
-                      dict(cluster.faults), outcomes.leaderless_seconds(), leader_after, verdict, dict(races))
+                      dict(cluster.faults), outcomes.leaderless_seconds(), leader_after, verdict, dict(races),
+                      dict(cluster.tenant.counts), list(cluster.tenant.unexpected))
 
 
 def main(argv=None) -> int:

@@ -25,7 +25,8 @@ def test_a_short_nemesis_run_loses_nothing_acknowledged(tmp_path):
     assert set(report.races) == {"race: sent and disconnected", "race: sent with a short timeout"}, report.races
     assert report.acked > 50, "the writer must get work done between the faults"
     assert set(report.faults) == {"kill -9", "torn tail", "SIGSTOP", "partition", "fetch flood",
-                                  "hostile raft requests"}, report.faults
+                                  "hostile raft requests", "hostile tenant"}, report.faults
+    assert report.tenant_unexpected == [] and report.tenant.get("refused as Kafka refuses", 0) > 0, report.tenant
     assert report.leader_after_heal_s < nemesis.LEADER_BOUND_S
 
 

@@ -100,7 +100,9 @@ async def keep_a_broker(qc: QuorumClient, cluster_id: str, metadata_version: int
         await asyncio.sleep(0.5)
 
 
-async def create_topics(qc: QuorumClient, outcomes: Outcomes, stop: asyncio.Event, prefix: str = "nemesis") -> None:
+async def create_topics(qc: QuorumClient, outcomes: Outcomes, stop: asyncio.Event, prefix: str = "nemesis",
+                        created: list[str] | None = None) -> None:
+    """Create topics one after another; ``created`` (if given) also gets each acknowledged name."""
     n = 0
     while not stop.is_set():
         name = f"{prefix}-{n:07d}"
@@ -122,6 +124,8 @@ async def create_topics(qc: QuorumClient, outcomes: Outcomes, stop: asyncio.Even
         code = Errors.for_code(reply.topics[0].error_code)
         if code == Errors.NONE:
             outcomes.acked.append(name)
+            if created is not None:
+                created.append(name)
         elif code in DEFINITE_REFUSALS:
             outcomes.refused.append(name)
             await asyncio.sleep(0.2)
@@ -141,41 +145,45 @@ RACE_NAMES = [f"race-{i}" for i in range(4)]
 
 
 async def race_on_names(qc: QuorumClient, stop: asyncio.Event, rng, counts: Counter) -> None:
-    """Writers racing on a few names with CreateTopics and DeleteTopics that give up early: a
-    timeout of 0-30 ms, or the connection closed right after the request is sent (a client
-    that disconnects). A write the controller has generated must still be seen by the next
-    one, so the log never holds two TopicRecords of one live name or two RemoveTopicRecords of
-    one topic; the checks replay the log to prove it (issue 24, defect 2)."""
+    """Writers racing on a few names: each round sends three CreateTopics or DeleteTopics of one
+    name at once, on connections of their own, each with a timeout of 0-30 ms and half of them
+    closed right after sending (a client that disconnects). A write the controller has generated
+    must still be seen by the next one, so the log never holds two TopicRecords of one live name
+    or two RemoveTopicRecords of one topic; the checks replay the log to prove it (issue 24,
+    defect 2)."""
     while not stop.is_set():
-        name = rng.choice(RACE_NAMES)
-        if rng.random() < 0.5:
-            request = CreateTopicsRequest(topics=[CreatableTopic(name=name, num_partitions=1, replication_factor=1)],
-                                          timeout_ms=rng.randint(0, 30))
-        else:
-            request = DeleteTopicsRequest(topics=[DeleteTopicState(name=name, topic_id=uuid.UUID(int=0))],
-                                          timeout_ms=rng.randint(0, 30))
         leader = await qc.leader()
         if leader is None:
             await asyncio.sleep(0.2)
             continue
-        try:
-            if rng.random() < 0.5:
-                counts["race: sent and disconnected"] += 1
-                await send_and_disconnect(qc.addresses[leader], request)
-            else:
-                counts["race: sent with a short timeout"] += 1
-                await asyncio.wait_for(qc.client.send(qc.addresses[leader], request), 5)
-        except (TransportError, asyncio.TimeoutError, OSError):
-            pass
-        await asyncio.sleep(rng.uniform(0, 0.05))
+        name = rng.choice(RACE_NAMES)
+        racers = [_race_request(name, rng) for _ in range(3)]
+        for request, disconnect in racers:
+            counts["race: sent and disconnected" if disconnect else "race: sent with a short timeout"] += 1
+        await asyncio.gather(*(_send_raw(qc.addresses[leader], request, disconnect)
+                               for request, disconnect in racers), return_exceptions=True)
+        await asyncio.sleep(rng.uniform(0, 0.02))
 
 
-async def send_and_disconnect(address, request) -> None:
-    """Write one request frame and close the connection before any answer."""
-    _, writer = await asyncio.wait_for(asyncio.open_connection(*address), 2)
+def _race_request(name: str, rng):
+    if rng.random() < 0.5:
+        request = CreateTopicsRequest(topics=[CreatableTopic(name=name, num_partitions=1, replication_factor=1)],
+                                      timeout_ms=rng.randint(0, 30))
+    else:
+        request = DeleteTopicsRequest(topics=[DeleteTopicState(name=name, topic_id=uuid.UUID(int=0))],
+                                      timeout_ms=rng.randint(0, 30))
+    return request, rng.random() < 0.5
+
+
+async def _send_raw(address, request, disconnect: bool) -> None:
+    """Write one request frame on a connection of its own; close it at once, or after the answer."""
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(*address), 2)
     try:
         version = 7 if isinstance(request, CreateTopicsRequest) else 6
         writer.write(encode_request(request, version, 1, client_id="nemesis-race"))
         await asyncio.wait_for(writer.drain(), 2)
+        if not disconnect:
+            size = int.from_bytes(await asyncio.wait_for(reader.readexactly(4), 5), "big")
+            await asyncio.wait_for(reader.readexactly(size), 5)
     finally:
         writer.transport.abort()
