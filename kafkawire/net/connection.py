@@ -89,6 +89,9 @@ class Connection:
         self._answering: asyncio.Future | None = None   # the handler whose answer the writer awaits
         self._frames = _Frames(server.max_request_bytes)
         self._read_task: asyncio.Task | None = None
+        # Set with the read task's cancel: asyncio.wait_for (Python 3.11) may swallow a cancel that
+        # comes as what it waits for completes, and the loop must not then go on reading.
+        self._reading_stopped = False
         self._last_activity = time.monotonic()
         self.sasl = sasl_session(server)                 # None unless the listener is SASL_*
         self.principal = connection_principal(writer)     # TLS client certificate, else ANONYMOUS
@@ -97,6 +100,7 @@ class Connection:
     # -- control --
 
     def stop_reading(self) -> None:
+        self._reading_stopped = True
         if self._read_task is not None and not self._read_task.done():
             self._read_task.cancel()
 
@@ -164,7 +168,7 @@ class Connection:
         frames = self._frames
         idle = self.server.connections_max_idle_ms / 1000
         try:
-            while True:
+            while not self._reading_stopped:
                 if frames.pending == 0:
                     # queued.max.request.bytes: a new frame waits for room; one being read goes on.
                     await self.server.memory_pool.wait_for_room()
