@@ -35,9 +35,8 @@ from kafkawire.net.admission import ConnectionQuotas
 log = logging.getLogger("kafkawire.net.server")
 
 LISTEN_BACKLOG = 50          # SocketServerConfigs.SOCKET_LISTEN_BACKLOG_SIZE_DEFAULT
-ACCEPT_RETRY_S = 1.0         # asyncio's own pause after an accept that ran out of resources
+ACCEPT_RETRY_S = 1.0         # the pause after a failed accept (asyncio's own after EMFILE)
 STREAM_LIMIT = 2 ** 16       # asyncio.start_server's StreamReader limit
-_OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 # Transient: the peer went away between the kernel's handshake and our accept.
 _TRANSIENT = {errno.ECONNABORTED, errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR, errno.EPROTO, errno.EPERM}
 
@@ -118,8 +117,8 @@ class Acceptor:
         if exc.errno in _TRANSIENT:
             return
         log.error("Error while accepting connection on listener %s: %s", self.listener_name, exc)
-        if exc.errno in _OUT_OF_RESOURCES:
-            await asyncio.sleep(ACCEPT_RETRY_S)
+        # Out of descriptors or memory (or anything not transient): retrying at once would spin.
+        await asyncio.sleep(ACCEPT_RETRY_S)
 
     def _near_fd_limit(self, client: socket.socket, host: str) -> bool:
         if self._fd_limit == resource.RLIM_INFINITY:

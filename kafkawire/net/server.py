@@ -109,7 +109,8 @@ class KafkaServer:
                  connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS,
                  max_in_flight_per_connection: int = DEFAULT_MAX_IN_FLIGHT,
                  api_versions_max_version: int = API_VERSIONS_MAX, admission: AdmissionLimits | None = None,
-                 security=None, scram_lookup=None, tls_handshake_timeout_ms: int = 10_000):
+                 security=None, scram_lookup=None, tls_handshake_timeout_ms: int = 10_000,
+                 connection_quotas: ConnectionQuotas | None = None):
         if max_in_flight_per_connection < 1:
             raise ValueError("max_in_flight_per_connection must be at least 1")
         if security is not None and security.uses_sasl:
@@ -130,7 +131,9 @@ class KafkaServer:
             self.ssl_context = server_ssl_context(security)
         self.scram_lookup = scram_lookup         # (mechanism, user) -> stored SCRAM credential or None
         self.tls_handshake_timeout_ms = tls_handshake_timeout_ms
-        self._quotas: ConnectionQuotas | None = None         # made on the loop that serves
+        # Shared by a node's listeners, as Kafka counts max.connections and each address's
+        # connections across a broker's listeners; else made when the server binds.
+        self._quotas: ConnectionQuotas | None = connection_quotas
         self.memory_pool: RequestMemoryPool | None = None
         self._sockets: list[socket.socket] = []              # listening
         self._acceptors: list[Acceptor] = []
@@ -159,7 +162,7 @@ class KafkaServer:
 
     async def bind(self) -> None:
         if not self._sockets:
-            self._quotas = ConnectionQuotas(self.admission)
+            self._quotas = self._quotas or ConnectionQuotas(self.admission)
             self.memory_pool = RequestMemoryPool(self.admission.queued_max_request_bytes)
             self._sockets = await listening_sockets(self.host, self._port)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kafkawire.messages.api_versions_request import ApiVersionsRequest
-from kafkawire.net.admission import AdmissionLimits
+from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas
 from kafkawire.net.security import client_ssl_context
 from kafkawire.net.server import KafkaServer
 
@@ -207,3 +207,85 @@ def test_clients_cannot_take_the_descriptors_the_node_needs_for_its_files():
             proc.wait()
     assert answer == {"opened": 8}
     assert 0 < served < 100
+
+
+def test_listeners_that_share_their_quotas_count_max_connections_together():
+    """A node's listeners share one count (Kafka's ConnectionQuotas is the broker's)."""
+    quotas = ConnectionQuotas(AdmissionLimits(max_connections=1))
+
+    async def main():
+        async with KafkaServer({METADATA: echo_metadata}, connection_quotas=quotas) as a, \
+                KafkaServer({METADATA: echo_metadata}, listener_name="OTHER", connection_quotas=quotas) as b:
+            on_a = await RawConnection.open(a.port)
+            assert await answered(on_a, "a", 1)
+            on_b = await RawConnection.open(b.port)
+            await on_b.send(metadata_request("b"), 9, 2)
+            assert await wait_until(lambda: server_side_sockets(b.port)[1] == 1)
+            assert await answered(on_a, "barrier", 3)
+            waited = server_side_sockets(b.port) == (0, 1)
+            await on_a.aclose()
+            cid, _ = await on_b.read_response(METADATA, 9, timeout=5)
+            return waited, cid
+
+    assert run(main()) == (True, 2)
+
+
+_ACCEPT_FAILS_SERVER = textwrap.dedent("""
+    import asyncio, json, logging, os, resource, sys
+    from kafkawire.net.loop import run
+    from kafkawire.net.server import KafkaServer
+
+    async def main():
+        failed = asyncio.Event()
+
+        class Watch(logging.Handler):
+            def emit(self, record):
+                if record.getMessage().startswith("Error while accepting connection"):
+                    failed.set()
+        logging.getLogger("kafkawire.net.server").addHandler(Watch())
+        server = KafkaServer({})
+        await server.start()
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(int(fd) for fd in os.listdir("/proc/self/fd")) + 1, hard))
+        fillers = []
+        try:
+            while True:                                   # no descriptor left for accept
+                fillers.append(os.open(os.devnull, os.O_RDONLY))
+        except OSError:
+            pass
+        print(json.dumps({"port": server.port}), flush=True)
+        await asyncio.wait_for(failed.wait(), 10)
+        for fd in fillers:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        print(json.dumps({"accept_failed": True}), flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        await server.close()
+
+    run(main())
+""")
+
+
+def test_an_accept_that_runs_out_of_descriptors_is_logged_and_the_listener_serves_on():
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-c", _ACCEPT_FAILS_SERVER], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    try:
+        port = json.loads(proc.stdout.readline())["port"]
+
+        async def main():
+            conn = await RawConnection.open(port)
+            await conn.send(ApiVersionsRequest(), 0, 7)
+            said = await asyncio.get_running_loop().run_in_executor(None, proc.stdout.readline)
+            answer = await conn.read_frame(timeout=10)
+            return json.loads(said), answer is not None
+
+        said, answered_after = run(main(), timeout=30)
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    assert said == {"accept_failed": True} and answered_after
