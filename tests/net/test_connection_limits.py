@@ -4,6 +4,7 @@ listen backlog, not as open sockets of the server), both limits are checked when
 is accepted, before its TLS handshake, and the descriptors the node needs for its own files are
 never taken by clients."""
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -87,15 +88,22 @@ async def tls_open(port: int, context) -> RawConnection:
     return RawConnection(reader, writer)
 
 
-def test_on_a_tls_listener_max_connections_applies_before_the_handshake(pki):
+async def tls_listener_with_one_connection(pki, limits: AdmissionLimits):
+    """A started TLS KafkaServer with ``limits``, the client TLS context, and one connection
+    through the handshake and answered."""
     security = node_config(pem_server(pki)).security_of("CONTROLLER")
     context = client_ssl_context(client_settings(pem_client(pki)))
+    server = KafkaServer({METADATA: echo_metadata}, security=security, admission=limits)
+    await server.start()
+    first = await tls_open(server.port, context)
+    assert await answered(first, "a", 1)
+    return server, context, first
 
+
+def test_on_a_tls_listener_max_connections_applies_before_the_handshake(pki):
     async def main():
-        async with KafkaServer({METADATA: echo_metadata}, security=security,
-                               admission=AdmissionLimits(max_connections=1)) as server:
-            first = await tls_open(server.port, context)
-            assert await answered(first, "a", 1)
+        server, context, first = await tls_listener_with_one_connection(pki, AdmissionLimits(max_connections=1))
+        async with server:
             second = asyncio.create_task(tls_open(server.port, context))
             assert await wait_until(lambda: server_side_sockets(server.port)[1] == 1)
             assert await answered(first, "barrier", 2)
@@ -112,14 +120,10 @@ def test_on_a_tls_listener_max_connections_applies_before_the_handshake(pki):
 
 def test_on_a_tls_listener_the_per_ip_limit_closes_before_the_handshake(pki, caplog):
     caplog.set_level(logging.INFO, logger="kafkawire.net.server")
-    security = node_config(pem_server(pki)).security_of("CONTROLLER")
-    context = client_ssl_context(client_settings(pem_client(pki)))
 
     async def main():
-        async with KafkaServer({METADATA: echo_metadata}, security=security,
-                               admission=AdmissionLimits(max_connections_per_ip=1)) as server:
-            first = await tls_open(server.port, context)
-            assert await answered(first, "a", 1)
+        server, _, first = await tls_listener_with_one_connection(pki, AdmissionLimits(max_connections_per_ip=1))
+        async with server:
             # No ClientHello is ever sent: only a close at accept ends this connection soon.
             second = await RawConnection.open(server.port)
             closed = await second.at_eof(timeout=5)
@@ -146,6 +150,24 @@ def test_a_connection_that_never_handshakes_or_never_sends_is_closed_in_bounded_
             return closed, freed
 
     assert run(main()) == (True, True)
+
+
+@contextlib.contextmanager
+def script_process(script: str):
+    """A Python process running ``script`` with this worktree's kafkawire, talking JSON lines on
+    stdout; closing its stdin ends it (killed if it has not ended 10 s later)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, env=env, cwd=REPO)
+    try:
+        yield proc
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 _FD_LIMITED_SERVER = textwrap.dedent("""
@@ -176,10 +198,7 @@ _FD_LIMITED_SERVER = textwrap.dedent("""
 def test_clients_cannot_take_the_descriptors_the_node_needs_for_its_files():
     """With no max.connections, a flood of connections against a low ``ulimit -n`` leaves the
     node descriptors to open files (a log segment roll) and the listener serving."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-c", _FD_LIMITED_SERVER], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True, env=env, cwd=REPO)
-    try:
+    with script_process(_FD_LIMITED_SERVER) as proc:
         started = json.loads(proc.stdout.readline())
 
         async def flood():
@@ -198,13 +217,6 @@ def test_clients_cannot_take_the_descriptors_the_node_needs_for_its_files():
             return sum(served), json.loads(answer)
 
         served, answer = run(flood(), timeout=30)
-    finally:
-        proc.stdin.close()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
     assert answer == {"opened": 8}
     assert 0 < served < 100
 
@@ -267,10 +279,7 @@ _ACCEPT_FAILS_SERVER = textwrap.dedent("""
 
 
 def test_an_accept_that_runs_out_of_descriptors_is_logged_and_the_listener_serves_on():
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-c", _ACCEPT_FAILS_SERVER], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True, env=env, cwd=REPO)
-    try:
+    with script_process(_ACCEPT_FAILS_SERVER) as proc:
         port = json.loads(proc.stdout.readline())["port"]
 
         async def main():
@@ -281,11 +290,4 @@ def test_an_accept_that_runs_out_of_descriptors_is_logged_and_the_listener_serve
             return json.loads(said), answer is not None
 
         said, answered_after = run(main(), timeout=30)
-    finally:
-        proc.stdin.close()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
     assert said == {"accept_failed": True} and answered_after
