@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 
 log = logging.getLogger("kafkawire.net.server")
 
 INT_MAX = 2**31 - 1
+_FULL_LOG_INTERVAL_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ class ConnectionQuotas:
         self.per_ip: Counter = Counter()
         self.total = 0                   # connections open, and a slot taken for the next accept
         self._slot_freed = asyncio.Event()
+        self._next_full_log = 0.0
 
     def over_ip_limit(self, host: str) -> bool:
         return self.per_ip[host] >= self.limits.limit_for(host)
@@ -66,7 +69,8 @@ class ConnectionQuotas:
     async def wait_for_slot(self) -> None:
         """Take a max.connections slot, waiting while the listener has none free: the acceptor
         accepts nothing meanwhile, and new connections wait in the kernel's backlog."""
-        if self.total >= self.limits.max_connections:
+        if self.total >= self.limits.max_connections and time.monotonic() >= self._next_full_log:
+            self._next_full_log = time.monotonic() + _FULL_LOG_INTERVAL_S       # once a minute under a flood
             log.info("the listener has max.connections=%d connections; accepting no more until one closes",
                      self.limits.max_connections)
         while self.total >= self.limits.max_connections:
