@@ -4,13 +4,17 @@ bytes may wait in memory (SocketServer's Acceptor and ConnectionQuotas, and the 
 
 Settings, with Kafka's names, defaults and meaning:
 
-* ``max.connections`` (default Int.MaxValue): connections open on the listener at once. Kafka's
-  Acceptor stops accepting when the limit is reached; here a connection over the limit is held
-  unread until another closes (the client sees the same thing: a connect that succeeds and a
-  request that waits).
+* ``max.connections`` (default Int.MaxValue): connections open on the listener at once. As
+  Kafka's Acceptor, the listener stops accepting when the limit is reached: further connections
+  wait in the kernel's listen backlog (the client sees a connect that succeeds and a request,
+  or a TLS handshake, that waits) until one closes.
 * ``max.connections.per.ip`` (default Int.MaxValue) and ``max.connections.per.ip.overrides``
-  (``host:count,...``, default empty): a connection over its address's limit is closed at once
-  and logged, as Kafka's TooManyConnectionsException is.
+  (``host:count,...``, default empty): a connection over its address's limit is closed as soon
+  as it is accepted, before any TLS handshake, and logged, as Kafka's TooManyConnectionsException
+  is.
+
+Both are checked where the connection is accepted (kafkawire.net.acceptor), before anything is
+read from it.
 * ``queued.max.request.bytes`` (default -1, no limit): the request bytes held in memory across
   all connections, read but not yet answered. As Kafka's pool, a frame is held whole from the
   moment its size is read, and the pool is not strict: a frame starts while anything is left, so
@@ -26,12 +30,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 
 log = logging.getLogger("kafkawire.net.server")
 
 INT_MAX = 2**31 - 1
+_FULL_LOG_INTERVAL_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -46,42 +52,52 @@ class AdmissionLimits:
 
 
 class ConnectionQuotas:
-    """Counts a listener's connections, per address and in all."""
+    """Counts a listener's connections, per address and in all (Kafka's ConnectionQuotas). The
+    acceptor (kafkawire.net.acceptor) takes a slot before it accepts, checks the address of what
+    it accepted, and releases both when the connection closes."""
 
     def __init__(self, limits: AdmissionLimits):
         self.limits = limits
         self.per_ip: Counter = Counter()
-        self.total = 0
-        self._freed = asyncio.Condition()
+        self.total = 0                   # connections open, and a slot taken for the next accept
+        self._slot_freed = asyncio.Event()
+        self._next_full_log = 0.0
 
     def over_ip_limit(self, host: str) -> bool:
         return self.per_ip[host] >= self.limits.limit_for(host)
 
-    async def admit(self, host: str) -> bool:
-        """Count a new connection from ``host``; False if its address is at its limit (close it).
-        Waits while the listener is at max.connections."""
+    async def wait_for_slot(self) -> None:
+        """Take a max.connections slot, waiting while the listener has none free: the acceptor
+        accepts nothing meanwhile, and new connections wait in the kernel's backlog."""
+        if self.total >= self.limits.max_connections and time.monotonic() >= self._next_full_log:
+            self._next_full_log = time.monotonic() + _FULL_LOG_INTERVAL_S       # once a minute under a flood
+            log.info("the listener has max.connections=%d connections; accepting no more until one closes",
+                     self.limits.max_connections)
+        while self.total >= self.limits.max_connections:
+            self._slot_freed.clear()
+            await self._slot_freed.wait()
+        self.total += 1
+
+    def give_back_slot(self) -> None:
+        self.total -= 1
+        self._slot_freed.set()
+
+    def admit_address(self, host: str) -> bool:
+        """Count a connection from ``host`` that holds a slot; False if its address is at its
+        limit (the caller gives the slot back and closes the connection)."""
         if self.over_ip_limit(host):
             log.info("Rejected connection from %s, address already has the configured maximum of %d connections.",
                      host, self.limits.limit_for(host))
             return False
-        async with self._freed:
-            if self.total >= self.limits.max_connections:
-                log.info("the listener has max.connections=%d connections; a new one from %s waits",
-                         self.limits.max_connections, host)
-            await self._freed.wait_for(lambda: self.total < self.limits.max_connections)
-            if self.over_ip_limit(host):     # others from the same address got in while it waited
-                return False
-            self.per_ip[host] += 1
-            self.total += 1
+        self.per_ip[host] += 1
         return True
 
-    async def release(self, host: str) -> None:
-        async with self._freed:
-            self.per_ip[host] -= 1
-            if self.per_ip[host] <= 0:
-                del self.per_ip[host]
-            self.total -= 1
-            self._freed.notify_all()
+    def release(self, host: str) -> None:
+        """A connection admitted from ``host`` has closed."""
+        self.per_ip[host] -= 1
+        if self.per_ip[host] <= 0:
+            del self.per_ip[host]
+        self.give_back_slot()
 
 
 class RequestMemoryPool:

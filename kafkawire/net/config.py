@@ -22,7 +22,7 @@ from kafkawire.net.admission import parse_per_ip_overrides
 from kafkawire.storage.state_files import JavaProperties
 
 __all__ = ["ConfigError", "Endpoint", "QuorumVoter", "ServerConfig", "parse_server_config",
-           "load_server_config", "parse_listeners", "parse_voters", "KNOWN_KEYS"]
+           "load_server_config", "parse_listeners", "parse_voters", "KNOWN_KEYS", "java_int"]
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +85,9 @@ def _int(key, raw, low=None, kind="INT"):
     if low is not None and value < low:
         raise ConfigError(key, raw, f"must be at least {low}")
     return value
+
+
+java_int = _int       # for the modules that read more keys (kafkawire.net.security)
 
 
 def _long(key, raw, low=None):

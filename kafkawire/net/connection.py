@@ -43,16 +43,19 @@ class Registered:
 
 
 class _Frames(FrameReader):
-    def feed_until_error(self, data: bytes):
-        """The whole frames in ``data`` and, if a bad size follows them, the error.
+    def feed_until_error(self, data: bytes, max_frames: int | None = None):
+        """The whole frames in ``data`` (at most ``max_frames``) and, if a bad size follows
+        them, the error.
 
         FrameReader raises at a bad size and keeps the bytes unconsumed; the frames before it
-        are still to be answered, as Kafka answers them before it reads the bad size.
+        are still to be answered, as Kafka answers them before it reads the bad size. The
+        buffer is dropped then: nothing more is read, and the bad size is never held.
         """
         try:
-            return self.feed(data), None
+            return self.feed(data, max_frames), None
         except DecodeError as exc:
             good = FrameReader(self.max_frame).feed(bytes(self._buffer[:exc.offset]))
+            self._buffer.clear()
             return good, exc
 
     def partial_frame_bytes(self) -> int:
@@ -64,6 +67,7 @@ class _Frames(FrameReader):
 
 
 _END = object()
+_INT32_MAX = 2**31 - 1
 
 
 class Connection:
@@ -89,6 +93,9 @@ class Connection:
         self._answering: asyncio.Future | None = None   # the handler whose answer the writer awaits
         self._frames = _Frames(server.max_request_bytes)
         self._read_task: asyncio.Task | None = None
+        # Set with the read task's cancel: asyncio.wait_for (Python 3.11) may swallow a cancel that
+        # comes as what it waits for completes, and the loop must not then go on reading.
+        self._reading_stopped = False
         self._last_activity = time.monotonic()
         self.sasl = sasl_session(server)                 # None unless the listener is SASL_*
         self.principal = connection_principal(writer)     # TLS client certificate, else ANONYMOUS
@@ -97,6 +104,7 @@ class Connection:
     # -- control --
 
     def stop_reading(self) -> None:
+        self._reading_stopped = True
         if self._read_task is not None and not self._read_task.done():
             self._read_task.cancel()
 
@@ -164,7 +172,7 @@ class Connection:
         frames = self._frames
         idle = self.server.connections_max_idle_ms / 1000
         try:
-            while True:
+            while not self._reading_stopped:
                 if frames.pending == 0:
                     # queued.max.request.bytes: a new frame waits for room; one being read goes on.
                     await self.server.memory_pool.wait_for_room()
@@ -184,25 +192,59 @@ class Connection:
                     self._cancel_pending()      # the peer is gone: nobody to answer (Kafka closes on EOF)
                     return
                 self._last_activity = time.monotonic()
-                good, error = frames.feed_until_error(data)
-                self._unanswered_bytes += sum(len(p) + 4 for p in good)
-                self._account_memory()
-                for payload in good:
-                    if not await self._dispatch(payload):
-                        return
-                if error is not None:
-                    log.warning("closing connection %s from %s:%s: invalid receive: %s",
-                                self.id, *self.peer, error.reason)
+                if not await self._take_frames(data):
                     return
         except (asyncio.CancelledError, _PeerClosed):
             return
         finally:
             self._finish_reading()
 
+    def _authenticating(self) -> bool:
+        return self.sasl is not None and not self.sasl.complete
+
+    async def _take_frames(self, data: bytes) -> bool:
+        """Split ``data`` into frames and dispatch them; False closes the connection.
+
+        Before a SASL connection has authenticated, frames are taken one at a time and bounded by
+        sasl.server.max.receive.size, as Kafka's SaslServerAuthenticator reads one bounded receive
+        at a time: a larger size closes the connection once its 4 bytes are read, the body unread
+        (CVE-2022-34917). Frames after the one that completes authentication are bounded by
+        socket.request.max.bytes."""
+        frames = self._frames
+        while True:
+            authenticating = self._authenticating()
+            frames.max_frame, frames.limit_name = self._frame_limit(authenticating)
+            good, error = frames.feed_until_error(data, 1 if authenticating else None)
+            data = b""
+            self._unanswered_bytes += sum(len(p) + 4 for p in good)
+            self._account_memory()
+            for payload in good:
+                if not await self._dispatch(payload):
+                    return False
+            if error is not None:
+                self._log_invalid_receive(authenticating, error.reason)
+                return False
+            if not (authenticating and good):
+                return True
+
+    def _frame_limit(self, authenticating: bool) -> tuple[int, str]:
+        if not authenticating:
+            return self.server.max_request_bytes, "socket.request.max.bytes"
+        limit = self.server.security.sasl_server_max_receive_size
+        # -1 is NetworkReceive.UNLIMITED: no bound but the int32 size field's.
+        return (_INT32_MAX if limit == -1 else limit), "sasl.server.max.receive.size"
+
+    def _log_invalid_receive(self, authenticating: bool, reason: str) -> None:
+        if authenticating:
+            log.info("Failed authentication with /%s (listener %s: Failing SASL authentication due to invalid "
+                     "receive size: %s)", self.peer[0], self.server.listener_name, reason)
+        else:
+            log.warning("closing connection %s from %s:%s: invalid receive: %s", self.id, *self.peer, reason)
+
     async def _dispatch(self, payload: bytes) -> bool:
         """Start handling one request; False means close the connection after earlier responses."""
         server = self.server
-        if self.sasl is not None and not self.sasl.complete:
+        if self._authenticating():
             return await sasl_dispatch(self, payload)
         try:
             api_key, api_version, correlation_id = peek_request_api(payload)

@@ -9,6 +9,10 @@ The server's rules, as Kafka's:
   request of type X during SASL handshake."); in the token phase a request other than
   SaslAuthenticate is answered with ILLEGAL_SASL_STATE and the connection closed.
 * SaslHandshake v0 is followed by raw size-prefixed tokens; v1 by SaslAuthenticate requests.
+* Every frame before authentication completes (ApiVersions, SaslHandshake, the tokens) is at most
+  ``sasl.server.max.receive.size`` bytes (default 524288, listener-prefixable; -1 no bound): a
+  larger size closes the connection before its body is read (kafkawire.net.connection). This
+  also bounds what a client gets echoed: the SCRAM server-first message repeats its nonce.
 * A mechanism the listener does not enable is answered UNSUPPORTED_SASL_MECHANISM (with the
   enabled ones) and the connection closed.
 * A failed authentication is answered SASL_AUTHENTICATION_FAILED with Kafka's message (for
@@ -75,7 +79,7 @@ class _PlainServer:
         expected = self.users.get(username)
         if expected is None or not hmac.compare_digest(expected.encode(), password.encode()):
             raise SaslFailure("Authentication failed: Invalid username or password",
-                              f"PLAIN: invalid username or password for user {username!r}")
+                              f"PLAIN: invalid username or password for user {_shown(username)}")
         if authzid and authzid != username:
             raise SaslFailure("Authentication failed: Client requested an authorization id that is different "
                               "from username")
@@ -122,9 +126,18 @@ class _ScramServer:
         raise SaslFailure(generic, f"{self.mechanism}: a token after the exchange completed")
 
 
+def _shown(name: str) -> str:
+    """A client-chosen name as logged: quoted, and cut short (a frame before authentication may
+    hold up to sasl.server.max.receive.size bytes of it)."""
+    return repr(name) if len(name) <= _SHOWN_MAX else repr(name[:_SHOWN_MAX]) + f"... ({len(name)} characters)"
+
+
+_SHOWN_MAX = 100
+
+
 class _UnknownUser(scramp.ScramException):
     def __init__(self, username, reason=None):
-        self.reason = reason or f"no credentials for user {username!r}"
+        self.reason = reason or f"no credentials for user {_shown(username)}"
         super().__init__(self.reason)
 
 

@@ -22,7 +22,7 @@ import ssl
 import tempfile
 from dataclasses import dataclass, field
 
-from kafkawire.net.config import ConfigError
+from kafkawire.net.config import ConfigError, java_int
 from kafkawire.net.authorizer import AuthorizerSettings, STANDARD_AUTHORIZER
 from kafkawire.net.sasl import SaslClient
 
@@ -56,7 +56,10 @@ SSL_DEFAULTS = {
 SASL_DEFAULTS = {
     "sasl.enabled.mechanisms": "GSSAPI",
     "sasl.mechanism.controller.protocol": "GSSAPI",
+    # BrokerSecurityConfigs: INT, no validator; -1 is NetworkReceive.UNLIMITED.
+    "sasl.server.max.receive.size": "524288",
 }
+DEFAULT_SASL_SERVER_MAX_RECEIVE_SIZE = 524288
 # Keys Kafka defines that kafkawire reads no further than accepting (their defaults are what we do).
 _ACCEPTED = {"ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.secure.random.implementation",
              "ssl.principal.mapping.rules", "sasl.mechanism.inter.broker.protocol", "super.users",
@@ -106,6 +109,8 @@ class ListenerSecurity:
     client_auth: str = "none"
     mechanisms: tuple[str, ...] = ()                # sasl.enabled.mechanisms, for SASL_*
     jaas: dict = field(default_factory=dict)        # mechanism -> JaasEntry
+    # The largest frame read before authentication completes (SaslServerAuthenticator), for SASL_*.
+    sasl_server_max_receive_size: int = DEFAULT_SASL_SERVER_MAX_RECEIVE_SIZE
 
     @property
     def uses_ssl(self) -> bool:
@@ -162,8 +167,11 @@ def resolve_listener_security(props: dict, listener: str, protocol: str) -> List
                 raise ConfigError(settings.where("ssl.client.auth"), settings.get("ssl.client.auth"),
                                   "must be one of none, requested, required")
         _check_ssl(settings)
-    mechanisms, jaas = (), {}
+    mechanisms, jaas, max_receive = (), {}, DEFAULT_SASL_SERVER_MAX_RECEIVE_SIZE
     if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+        raw, source = _lookup(props, listener, "sasl.server.max.receive.size",
+                              SASL_DEFAULTS["sasl.server.max.receive.size"])
+        max_receive = java_int(source, raw)
         raw, source = _lookup(props, listener, "sasl.enabled.mechanisms", SASL_DEFAULTS["sasl.enabled.mechanisms"])
         mechanisms = tuple(m.strip() for m in raw.split(",") if m.strip())
         if not mechanisms:
@@ -176,7 +184,7 @@ def resolve_listener_security(props: dict, listener: str, protocol: str) -> List
             if mechanism == "PLAIN" and not jaas[mechanism].users():
                 raise ConfigError(jaas[mechanism].key, "(hidden)", "has no user_<name>=<password> option: "
                                                                    "no client could authenticate with PLAIN")
-    return ListenerSecurity(listener, protocol, settings, client_auth, mechanisms, jaas)
+    return ListenerSecurity(listener, protocol, settings, client_auth, mechanisms, jaas, max_receive)
 
 
 def _jaas_for(props: dict, listener: str, mechanism: str) -> JaasEntry:

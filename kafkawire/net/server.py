@@ -19,14 +19,19 @@ What the server does, and the Kafka behaviour it copies (SocketServer's Processo
 KafkaApis):
 
 * Frames are size-prefixed; a size outside 0..socket.request.max.bytes closes the connection
-  (Kafka's InvalidReceiveException), logged with the peer.
+  (Kafka's InvalidReceiveException), logged with the peer. Before a SASL connection has
+  authenticated the bound is sasl.server.max.receive.size (default 524288), checked on the 4
+  size bytes before any of the body is read (kafkawire.net.connection).
 * One request at a time per connection, as Kafka mutes a channel from a request's read to its
   response's send: the reader stops reading the socket while ``max_in_flight_per_connection``
   (default 1) requests are pending (the one admission rule per connection; see
   kafkawire.net.admission). With a higher setting, pipelined requests run concurrently;
   responses are always written strictly in request order.
 * Kafka's admission rules (``kafkawire.net.admission``): max.connections, max.connections.per.ip
-  and its overrides, queued.max.request.bytes.
+  and its overrides, queued.max.request.bytes. The connection limits are applied where a
+  connection is accepted, before its TLS handshake (``kafkawire.net.acceptor``, Kafka's
+  Acceptor): at max.connections the listener accepts nothing and new connections wait in the
+  kernel's listen backlog (50, socket.listen.backlog.size's default).
 * An API key with no handler, or a version outside the handler's range, closes the connection,
   as Kafka's parseRequestHeader throwing InvalidRequestException does ("... which is not
   enabled"). The exception is ApiVersions: a version we do not know gets an ApiVersionsResponse
@@ -45,8 +50,9 @@ KafkaApis):
 * ``close()`` stops accepting, stops reading, lets in-flight handlers finish and their
   responses go out (up to a timeout), then closes every connection.
 * Listener security (``kafkawire.net.security``): an SSL or SASL_SSL listener runs the TLS
-  handshake before the connection is admitted (the event loop's TLS; a failed one is logged as
-  Kafka's "Failed authentication ... (SSL handshake failed)" and closed); a SASL listener authenticates each
+  handshake once the connection is admitted, bounded by ``tls_handshake_timeout_ms`` (the
+  event loop's TLS; a failed one is logged as Kafka's "Failed authentication ... (SSL handshake
+  failed)" and closed); a SASL listener authenticates each
   connection before anything but ApiVersions and SaslHandshake/SaslAuthenticate is read
   (``kafkawire.net.authentication``). ``RequestContext.principal`` says who is asking.
 """
@@ -54,8 +60,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from typing import Any, Callable
 
+from kafkawire.net.acceptor import Acceptor, listening_sockets, open_streams
 from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas, RequestMemoryPool
 from kafkawire.net.authentication import sasl_handlers
 from kafkawire.net.connection import API_VERSIONS, API_VERSIONS_MAX, Connection, Registered
@@ -101,7 +109,8 @@ class KafkaServer:
                  connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS,
                  max_in_flight_per_connection: int = DEFAULT_MAX_IN_FLIGHT,
                  api_versions_max_version: int = API_VERSIONS_MAX, admission: AdmissionLimits | None = None,
-                 security=None, scram_lookup=None, tls_handshake_timeout_ms: int = 10_000):
+                 security=None, scram_lookup=None, tls_handshake_timeout_ms: int = 10_000,
+                 connection_quotas: ConnectionQuotas | None = None):
         if max_in_flight_per_connection < 1:
             raise ValueError("max_in_flight_per_connection must be at least 1")
         if security is not None and security.uses_sasl:
@@ -122,10 +131,15 @@ class KafkaServer:
             self.ssl_context = server_ssl_context(security)
         self.scram_lookup = scram_lookup         # (mechanism, user) -> stored SCRAM credential or None
         self.tls_handshake_timeout_ms = tls_handshake_timeout_ms
-        self._quotas: ConnectionQuotas | None = None         # made on the loop that serves
+        # Shared by a node's listeners, as Kafka counts max.connections and each address's
+        # connections across a broker's listeners; else made when the server binds.
+        self._quotas: ConnectionQuotas | None = connection_quotas
         self.memory_pool: RequestMemoryPool | None = None
-        self._server: asyncio.base_events.Server | None = None
+        self._sockets: list[socket.socket] = []              # listening
+        self._acceptors: list[Acceptor] = []
+        self._accept_tasks: list[asyncio.Task] = []
         self._connections: set[Connection] = set()
+        self.open_sockets = 0            # accepted and not yet closed, TLS handshakes included
         self._next_connection = 0
         self._closing = False
         # Fills supported/finalized features into ApiVersions answers (a KRaft node's kraft.version).
@@ -147,28 +161,32 @@ class KafkaServer:
     # -- lifecycle --
 
     async def bind(self) -> None:
-        if self._server is None:
-            self._quotas = ConnectionQuotas(self.admission)
+        if not self._sockets:
+            self._quotas = self._quotas or ConnectionQuotas(self.admission)
             self.memory_pool = RequestMemoryPool(self.admission.queued_max_request_bytes)
-            tls = {} if self.ssl_context is None else {
-                "ssl": self.ssl_context, "ssl_handshake_timeout": self.tls_handshake_timeout_ms / 1000}
-            self._server = await asyncio.start_server(self._accept, self.host, self._port, start_serving=False, **tls)
+            self._sockets = await listening_sockets(self.host, self._port)
 
     async def start(self) -> None:
         await self.bind()
-        await self._server.start_serving()
+        if not self._accept_tasks and not self._closing:
+            self._acceptors = [Acceptor(sock, self._quotas, self._serve, self.listener_name) for sock in self._sockets]
+            self._accept_tasks = [asyncio.create_task(a.run()) for a in self._acceptors]
 
     @property
     def port(self) -> int:
-        if self._server is None:
+        if not self._sockets:
             raise RuntimeError("the server is not bound yet; call bind() or start()")
-        return self._server.sockets[0].getsockname()[1]
+        return self._sockets[0].getsockname()[1]
+
+    @property
+    def open_connections(self) -> int:
+        """Connections counted against max.connections (a slot taken for the next accept included)."""
+        return 0 if self._quotas is None else self._quotas.total
 
     async def close(self, timeout_ms: int = 5000) -> None:
         """Stop accepting; finish what is in flight (up to ``timeout_ms``); close every connection."""
         self._closing = True
-        if self._server is not None:
-            self._server.close()
+        await self._stop_accepting()
         connections = list(self._connections)
         for conn in connections:
             conn.stop_reading()
@@ -189,19 +207,37 @@ class KafkaServer:
     async def __aexit__(self, *exc):
         await self.close()
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self._closing:
-            writer.close()
-            return
-        host = (writer.get_extra_info("peername") or ("?",))[0]
-        if not await self._quotas.admit(host):
-            writer.transport.abort()
-            return
+    async def _stop_accepting(self) -> None:
+        """Stop the accept loops, close the listening sockets and any connection still in its TLS
+        handshake (the ones past it are closed by close())."""
+        for task in self._accept_tasks:
+            task.cancel()
+        if self._accept_tasks:
+            await asyncio.wait(self._accept_tasks)
+        for sock in self._sockets:
+            sock.close()
+        handshaking = [t for a in self._acceptors for t in a.serving
+                       if not any(c.task is t for c in self._connections)]
+        for task in handshaking:
+            task.cancel()
+        if handshaking:
+            await asyncio.wait(handshaking, timeout=1)
+
+    async def _serve(self, sock: socket.socket, host: str) -> None:
+        """One accepted connection, admitted by the acceptor: its TLS handshake, then its
+        requests; its max.connections slot and address count are given back when it closes."""
+        self.open_sockets += 1
         try:
-            if self._closing:
-                writer.close()
+            # The event loop's transport owns the socket from here (closing it on a failed or
+            # cancelled handshake); closing ours again is then a no-op.
+            streams = None if self._closing else await open_streams(sock, self.ssl_context,
+                                                                     self.tls_handshake_timeout_ms / 1000)
+            if streams is None or self._closing:
+                if streams is not None:
+                    streams[1].transport.abort()
+                sock.close()
                 return
-            conn = Connection(self, reader, writer, self._next_connection)
+            conn = Connection(self, *streams, self._next_connection)
             self._next_connection += 1
             self._connections.add(conn)
             conn.task = asyncio.current_task()
@@ -211,4 +247,5 @@ class KafkaServer:
                 self._connections.discard(conn)
                 conn.give_back_memory()
         finally:
-            await self._quotas.release(host)
+            self.open_sockets -= 1
+            self._quotas.release(host)

@@ -134,20 +134,23 @@ class FrameReader:
     The size is checked before any buffering of the frame, so a hostile size costs nothing.
     """
 
-    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME):
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME, limit_name: str = "socket.request.max.bytes"):
         self.max_frame = max_frame
+        self.limit_name = limit_name        # the setting max_frame comes from, for the error
         self._buffer = bytearray()
 
-    def feed(self, data: bytes) -> list[bytes]:
+    def feed(self, data: bytes, max_frames: int | None = None) -> list[bytes]:
+        """The whole frames buffered so far, at most ``max_frames`` of them (the rest stay
+        buffered, their sizes unchecked, for a later call that may have another max_frame)."""
         self._buffer += data
-        frames = []
+        frames: list[bytes] = []
         buf = self._buffer
         pos = 0
-        while len(buf) - pos >= 4:
+        while len(buf) - pos >= 4 and (max_frames is None or len(frames) < max_frames):
             (size,) = _INT32.unpack_from(buf, pos)
             if size < 0 or size > self.max_frame:
                 raise DecodeError("frame", None, "size", pos,
-                                  f"frame size {size} is outside 0..{self.max_frame} (socket.request.max.bytes)")
+                                  f"frame size {size} is outside 0..{self.max_frame} ({self.limit_name})")
             if len(buf) - pos - 4 < size:
                 break
             frames.append(bytes(buf[pos + 4: pos + 4 + size]))

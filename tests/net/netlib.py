@@ -62,6 +62,8 @@ class RawConnection:
         """True when the server has closed the connection (within ``timeout``)."""
         try:
             data = await asyncio.wait_for(self.reader.read(1), timeout)
+        except asyncio.TimeoutError:        # an OSError since Python 3.11: not a close
+            return False
         except (ConnectionError, OSError):
             return True
         return data == b""

@@ -31,7 +31,7 @@ from kafkawire.messages.describe_cluster_response import DescribeClusterBroker, 
 from kafkawire.metadata.acl_index import AclIndex
 from kafkawire.metadata.image import MetadataImage
 from kafkawire.net.admin_authorization import authorize_admin_apis
-from kafkawire.net.admission import AdmissionLimits
+from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas
 from kafkawire.net.authentication import sasl_handlers
 from kafkawire.net.authorizer import (CONTROLLER_API_OPERATIONS, StandardAuthorizer, authorizing_create_topics,
                                      authorizing_handler, authorizing_list_offsets, authorizing_metadata)
@@ -206,12 +206,13 @@ class ControllerNode:
                                    leader_epoch=lambda: max(driver.running.epoch, 0),
                                    active_controller=self._active_controller)
         driver.hw_listeners.append(self.topic.high_watermark_advanced)
+        quotas = ConnectionQuotas(self._admission_limits())     # one count across the listeners, as Kafka's
         for name in c.controller_listener_names:
             endpoint = c.listener(name)
             if endpoint is None:
                 raise NodeStartError(f"controller.listener.names has {name}, which is not in listeners")
             try:
-                server = self._make_server(endpoint, name)
+                server = self._make_server(endpoint, name, quotas)
             except ConfigError as exc:
                 raise NodeStartError(f"listener {endpoint}: {exc}") from None
             self._register(server)
@@ -232,17 +233,19 @@ class ControllerNode:
         log.info("node %d (cluster %s, directory %s) listening on %s", c.node_id, cluster_id,
                  "none" if meta.directory_id is None else uuid_to_kafka(meta.directory_id), ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
 
-    def _make_server(self, endpoint, name: str) -> KafkaServer:
+    def _admission_limits(self) -> AdmissionLimits:
+        c = self.config
+        return AdmissionLimits(max_connections=c.max_connections, max_connections_per_ip=c.max_connections_per_ip,
+                               max_connections_per_ip_overrides=dict(c.max_connections_per_ip_overrides),
+                               queued_max_request_bytes=c.queued_max_request_bytes)
+
+    def _make_server(self, endpoint, name: str, quotas: ConnectionQuotas) -> KafkaServer:
         c = self.config
         return KafkaServer({}, host=endpoint.host or "0.0.0.0", port=endpoint.port, listener_name=name,
                            security=c.security_of(name), scram_lookup=self._scram_credential,
                            max_request_bytes=c.socket_request_max_bytes,
                            connections_max_idle_ms=c.connections_max_idle_ms,
-                           admission=AdmissionLimits(
-                               max_connections=c.max_connections,
-                               max_connections_per_ip=c.max_connections_per_ip,
-                               max_connections_per_ip_overrides=dict(c.max_connections_per_ip_overrides),
-                               queued_max_request_bytes=c.queued_max_request_bytes))
+                           admission=quotas.limits, connection_quotas=quotas)
 
     def _register(self, server: KafkaServer) -> None:
         driver, topic = self._started(self.driver), self._started(self.topic)
