@@ -8,13 +8,11 @@ import json
 import re
 import subprocess
 import sys
-import time
 
-from kafkawire.tools.admin_client import ToolError
-from kafkawire.tools.features import update_features
 from tests.interop.kafka_procs import FEATURES, METADATA_QUORUM
 from tests.interop.mixed_quorum import KAFKA, OURS
 from tests.interop.test_mixed_quorum import assert_logs_agree, mixed  # noqa: F401 (fixture)
+from tests.kraft_version_upgrade import wait_until_kraft_version_upgrade_validates
 
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
@@ -56,28 +54,6 @@ def check_auto_joined(kafka_tool, q, leader_id: int) -> None:
     assert json.loads(status["CurrentObservers"]) == [], status
 
 
-def wait_until_kraft_version_upgrade_validates(q, leader_id: int, timeout_s: float = 60) -> None:
-    """Until the leader accepts ``upgrade --feature kraft.version=1 --dry-run`` (UpdateFeatures,
-    validateOnly): at kraft.version 0 a leader learns that a voter supports kraft.version 1 from
-    the UpdateRaftVoter the voter sends after its first fetch in the epoch (Kafka's follower
-    waits its update-voter period first), and the controller also needs every controller's
-    registration; before that the upgrade is refused ("voter 1 has not reported support ...")."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            outcome = update_features(q.address(leader_id), "upgrade", features=["kraft.version=1"], dry_run=True,
-                                      timeout_ms=5000)
-            last = outcome.lines
-            if outcome.failures == 0:
-                assert outcome.lines == ["kraft.version can be upgraded to 1."], outcome.lines
-                return
-        except ToolError as exc:            # no answer within the call's timeout
-            last = [str(exc)]
-        assert time.monotonic() < deadline, \
-            f"the leader did not accept a kraft.version=1 dry run within {timeout_s} s: {last}\n{q.log_tails()}"
-        time.sleep(0.2)
-
-
 def test_kafkas_feature_command_upgrades_kraft_version_of_a_mixed_static_quorum(mixed, kafka_tool):  # noqa: F811
     q = mixed({1: KAFKA, 2: OURS, 3: KAFKA})
     q.format_static()
@@ -86,7 +62,7 @@ def test_kafkas_feature_command_upgrades_kraft_version_of_a_mixed_static_quorum(
     before = describe_status(kafka_tool, q.address(view.leader_id))
     assert set(voter_directory_ids(before).values()) <= {None, ZERO_UUID}, before
 
-    wait_until_kraft_version_upgrade_validates(q, view.leader_id)
+    wait_until_kraft_version_upgrade_validates(q.address(view.leader_id), 60, q.log_tails)
     upgraded = kafka_tool(FEATURES, "--bootstrap-controller", q.address(view.leader_id), "upgrade",
                           "--feature", "kraft.version=1", timeout=120)
     assert upgraded.returncode == 0, upgraded.stderr[-2000:] + upgraded.stdout
