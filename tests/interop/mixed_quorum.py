@@ -185,6 +185,28 @@ class MixedQuorum:
         raise QuorumError(f"no leader of epoch >= {min_epoch} within {timeout_s} s (last error: {last})\n"
                           f"{self.log_tails()}")
 
+    def wait_for_fetch_since(self, node_id: int, since_ms: float, timeout_s: float = 60) -> LeaderView:
+        """Until the leader reports a fetch from ``node_id`` at or after ``since_ms`` (wall clock,
+        as DescribeQuorum's lastFetchTimestamp) that brought it to the high watermark: a restarted
+        node follows again. The leader's view from before a restart does not count, so
+        wait_for_catch_up alone would pass at once."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            leader_id = self.wait_for_leader(timeout_s=max(deadline - time.monotonic(), 1)).leader_id
+            try:
+                described = self.describe(leader_id)
+            except (TransportError, QuorumError, OSError):      # it stopped leading meanwhile
+                described = None
+            replica = None if described is None else \
+                next((r for r in described.voters if r.replica_id == node_id), None)
+            if replica is not None and described.leader_id == leader_id \
+                    and replica.last_fetch_timestamp >= since_ms and replica.log_end_offset >= described.high_watermark:
+                return LeaderView(leader_id, described.leader_epoch, described.high_watermark,
+                                  {r.replica_id: r.log_end_offset for r in described.voters})
+            time.sleep(0.2)
+        raise QuorumError(f"node {node_id} did not fetch up to the high watermark within {timeout_s} s\n"
+                          f"{self.log_tails()}")
+
     def wait_for_catch_up(self, timeout_s: float = 60) -> LeaderView:
         """Every voter's log end offset at or past the leader's high watermark."""
         deadline = time.monotonic() + timeout_s

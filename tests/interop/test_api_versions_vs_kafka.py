@@ -3,7 +3,8 @@ text for text, on the same servers (issue 20, item 4):
 
 * a 3-voter kafkawire quorum, through each voter as the bootstrap server (a follower's Metadata
   names the active controller beside itself, so two nodes print, in the order of Kafka's
-  HashMap<Node, ...>);
+  HashMap<Node, ...>: by bucket, and within a bucket in the order of Cluster.nodes(), which
+  Kafka's Cluster shuffles, so nodes sharing a bucket print in either order);
 * a real Kafka 4.3.1 broker (every broker API, the "usable" column computed from Kafka 4.3.1's
   ApiKeys on both sides);
 * a real Kafka 4.3.1 controller, which has no Metadata API: both fail with
@@ -17,6 +18,7 @@ jar's schemas, key for key.
 """
 from __future__ import annotations
 
+import asyncio
 import re
 import subprocess
 import sys
@@ -25,9 +27,12 @@ from pathlib import Path
 import pytest
 
 from kafkawire.codegen.kafka_api_keys import kafka_apis, module_text
+from kafkawire.controller.java_order import grown_capacity
+from kafkawire.messages.metadata_request import MetadataRequest
+from kafkawire.net.client import NetworkClient, TransportError
 from kafkawire.raft.node.local_quorum import LocalQuorum, free_ports
 from tests.interop import kafka_dist
-from kafkawire.tools.api_versions import ClientApi, kafka_client_apis
+from kafkawire.tools.api_versions import ClientApi, in_hashmap_order, kafka_client_apis, node_hash
 
 BROKER_API_VERSIONS = "org.apache.kafka.tools.BrokerApiVersionsCommand"
 REPO = Path(__file__).resolve().parents[2]
@@ -63,20 +68,68 @@ def log_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if LOG_LINE.match(line)]
 
 
+NODE_LINE = re.compile(r"^(?P<host>.+):(?P<port>\d+) \(id: (?P<id>-?\d+) rack: (?P<rack>.+) isFenced: false\) -> ",
+                       re.MULTILINE)
+
+
+def node_listings(stdout: str) -> list[tuple[str, str]]:
+    """The tool's output as (node, what it printed for the node), in the printed order."""
+    starts = [m.start() for m in NODE_LINE.finditer(stdout)]
+    assert stdout[:starts[0] if starts else len(stdout)] == "", f"text before the first node:\n{stdout}"
+    chunks = [stdout[a:b] for a, b in zip(starts, starts[1:] + [len(stdout)])]
+    return [tuple(chunk.split(" -> ", 1)) for chunk in chunks]
+
+
+def hashmap_bucket(node: str, nodes: int) -> int:
+    """The bucket of Kafka's HashMap<Node, ...> (default capacity) that ``node`` (Node.toString) lands in."""
+    m = NODE_LINE.match(node + " -> ")
+    h = node_hash(int(m["id"]), m["host"], int(m["port"]), None if m["rack"] == "null" else m["rack"])
+    return (h ^ (h >> 16)) & (grown_capacity(nodes) - 1)
+
+
+def assert_same_listings(kafkas: str, mine: str) -> None:
+    """Each node printed alike, and both in an iteration order of Kafka's HashMap (the same
+    bucket sequence). Within a bucket Kafka's order is its Cluster's shuffle of the Metadata
+    nodes, so that part is compared as a set."""
+    theirs, ours_ = node_listings(kafkas), node_listings(mine)
+    assert dict(ours_) == dict(theirs) and len(ours_) == len(theirs), f"Kafka:\n{kafkas}\nours:\n{mine}"
+    assert [hashmap_bucket(n, len(ours_)) for n, _ in ours_] == \
+        [hashmap_bucket(n, len(theirs)) for n, _ in theirs], f"not in HashMap order; Kafka:\n{kafkas}\nours:\n{mine}"
+
+
 def assert_same_output(kafka_tool, bootstrap: str) -> str:
     theirs = kafka_tool(BROKER_API_VERSIONS, "--bootstrap-server", bootstrap, timeout=120)
     mine = ours("--bootstrap-server", bootstrap)
     assert theirs.returncode == 0, theirs.stderr[-3000:]
     assert (mine.returncode, mine.stderr) == (0, ""), mine.stderr
-    assert mine.stdout == theirs.stdout, f"Kafka:\n{theirs.stdout}\nours:\n{mine.stdout}"
+    assert_same_listings(theirs.stdout, mine.stdout)
     return mine.stdout
+
+
+async def _metadata_controller_id(address) -> int | None:
+    async with NetworkClient(client_id="api-versions-test", request_timeout_ms=2000,
+                             connect_timeout_ms=2000) as client:
+        response = await client.send(address, MetadataRequest(topics=[], allow_auto_topic_creation=False))
+    return response.controller_id
+
+
+def names_controller(quorum, node_id: int, leader_id: int) -> bool:
+    """Whether the node's Metadata answer names ``leader_id`` as the controller (so it lists it)."""
+    try:
+        return asyncio.run(_metadata_controller_id(quorum.address(node_id))) == leader_id
+    except (TransportError, OSError):
+        return False
 
 
 @pytest.fixture(scope="module")
 def kafkawire_quorum(tmp_path_factory):
+    """Started, with every voter knowing the leader: a follower that does not know it yet lists
+    itself alone, and it may learn it between Kafka's tool's run and ours."""
     quorum = LocalQuorum(tmp_path_factory.mktemp("kafkawire-quorum"), voters=3)
     with quorum.started():
-        quorum.wait_for_leader(60)
+        leader_id = quorum.wait_for_leader(60).leader_id
+        quorum.wait_until(lambda: all(names_controller(quorum, i, leader_id) for i in quorum.voter_ids), 30,
+                          f"every voter's Metadata naming the leader {leader_id}")
         yield quorum
 
 
@@ -88,6 +141,30 @@ def test_on_each_kafkawire_voter(kafka_tool, kafkawire_quorum):
         nodes_printed += text.count(" -> (")
     print(f"\napi-versions on 3 kafkawire voters: {nodes_printed} node listings identical")
     assert nodes_printed >= 3
+
+
+def test_nodes_sharing_a_hashmap_bucket_compare_in_either_order():
+    """No Java: Kafka's Cluster shuffles the Metadata nodes before its tool puts them in a HashMap,
+    so two nodes in one bucket print in either order (issue 25: the voter test failed when they
+    did); nodes in different buckets print in bucket order, and every node's listing must match."""
+    def listing(*nodes) -> str:
+        return "".join(f"127.0.0.1:{port} (id: {node_id} rack: null isFenced: false) -> (\n\tX({node_id}): 0 to 1 "
+                       f"[usable: 1]\n)\n" for node_id, port in nodes)
+    one_bucket = [(1, 42201), (2, 42217)]            # Node.hashCode: both in bucket 11 of 16
+    assert hashmap_bucket(listing(one_bucket[0]).split(" -> ")[0], 2) == \
+        hashmap_bucket(listing(one_bucket[1]).split(" -> ")[0], 2)
+    assert listing(*one_bucket) != listing(*reversed(one_bucket))
+    assert_same_listings(listing(*reversed(one_bucket)), listing(*one_bucket))
+    two_buckets = in_hashmap_order([(1, "127.0.0.1", 42201, None), (2, "127.0.0.1", 42202, None)])
+    in_order = [(node_id, port) for node_id, _, port, _ in two_buckets]
+    assert hashmap_bucket(listing(in_order[0]).split(" -> ")[0], 2) != \
+        hashmap_bucket(listing(in_order[1]).split(" -> ")[0], 2)
+    with pytest.raises(AssertionError, match="not in HashMap order"):
+        assert_same_listings(listing(*reversed(in_order)), listing(*in_order))
+    with pytest.raises(AssertionError):
+        assert_same_listings(listing(*one_bucket), listing(*one_bucket).replace("0 to 1", "0 to 2", 1))
+    with pytest.raises(AssertionError):
+        assert_same_listings(listing(*one_bucket), listing(one_bucket[0]))
 
 
 def test_local_table_is_what_a_node_advertises(kafkawire_quorum):

@@ -84,7 +84,8 @@ def test_kafka_topics_and_kafka_configs_through_brokers_on_kafkawire_controllers
     assert "PartitionCount: 6\tReplicationFactor: 3" in header
     assert sorted(partitions) == list(range(6))
     check_placement(partitions, 3)
-    assert TOPIC in cluster.topics("--list").stdout.split()
+    # each kafka-topics run may ask another broker, which may not have replayed the topic yet
+    cluster.wait_until(lambda: TOPIC in cluster.topics("--list").stdout.split(), 30, f"{TOPIC} in --list")
 
     again = cluster.topics("--create", "--topic", TOPIC, "--partitions", "1", "--replication-factor", "1", check=False)
     assert again.returncode != 0 and f"Topic '{TOPIC}' already exists." in again.stdout + again.stderr
@@ -104,7 +105,8 @@ def test_kafka_topics_and_kafka_configs_through_brokers_on_kafkawire_controllers
     cluster.wait_until(lambda: config_lines(cluster.configs("--describe", "--entity-type", "topics", "--entity-name",
                                                             TOPIC).stdout).items() >= {
         "retention.ms": "3600000", "cleanup.policy": "compact"}.items(), 30, "the topic configs read back")
-    assert "retention.ms=3600000" in described(cluster, TOPIC)[0]
+    cluster.wait_until(lambda: "retention.ms=3600000" in (described(cluster, TOPIC)[0] or ""), 30,
+                       "retention.ms in kafka-topics --describe")
     bad = cluster.configs("--alter", "--entity-type", "topics", "--entity-name", TOPIC, "--add-config",
                           "retention.ms=soon", check=False)
     assert bad.returncode != 0
@@ -126,7 +128,7 @@ def test_kafka_topics_and_kafka_configs_through_brokers_on_kafkawire_controllers
                                                             "--entity-default").stdout).get("log.retention.ms")
                        == "7200000", 30, "the cluster default log.retention.ms read back")
 
-    assert TOPIC in image_topics(cluster, 1)
+    cluster.wait_until(lambda: TOPIC in image_topics(cluster, 1), 30, f"{TOPIC} in controller 1's metadata image")
     cluster.topics("--delete", "--topic", TOPIC)
     cluster.wait_until(lambda: TOPIC not in cluster.topics("--list").stdout.split(), 30, f"{TOPIC} gone from --list")
     cluster.wait_until(lambda: all(TOPIC not in image_topics(cluster, c) for c in cluster.controller_ids), 30,

@@ -22,6 +22,7 @@ import pytest
 
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
 from kafkawire.net.client import NetworkClient, TransportError
+from tests.interop.kafka_on_kafkawire import ClusterError
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 confluent_admin = pytest.importorskip("confluent_kafka.admin")
@@ -313,8 +314,8 @@ def test_a_killed_broker_is_fenced_its_partitions_move_within_the_isr_and_it_rej
         new_leader_s = time.monotonic() - killed_at
         cluster.wait_until(lambda: isrs_all(cluster, "steady", lambda isr: victim not in isr),
                            30, f"broker {victim} out of every ISR")
-        fenced = cluster.describe_cluster(survivors[0])
-        assert fenced.get(victim) is True, fenced
+        cluster.wait_until(lambda: cluster.describe_cluster(survivors[0]).get(victim) is True, 30,
+                           f"broker {survivors[0]} seeing broker {victim} fenced")
         acked_at_move = len(producer.acked)
         producer.wait_acked(cluster, acked_at_move + 200)     # producing goes on
 
@@ -386,6 +387,18 @@ def test_the_active_controller_killed_during_steady_produce_loses_no_acknowledge
     assert producer.failed == []
 
 
+def shut_down_as_seen_by(cluster, asked: int, topic: str, leaving: int, led) -> bool:
+    """Whether broker ``asked`` sees ``leaving`` fenced, in no ISR of ``topic``, and leading none
+    of the partitions ``led`` (each led by some other broker)."""
+    view = partitions(cluster, topic, asked=asked)
+    if view is None or any(view[p][0] in (leaving, -1) for p in led) or any(leaving in isr for _, isr in view.values()):
+        return False
+    try:
+        return cluster.describe_cluster(asked).get(leaving) is True
+    except ClusterError:            # not answering this time: ask again
+        return False
+
+
 def test_sigterm_is_a_controlled_shutdown_leaders_move_before_the_broker_exits(kafka_on_kafkawire):
     cluster = start_cluster(kafka_on_kafkawire)
     create_topic(cluster, "steady", 3, "min.insync.replicas=2")
@@ -400,11 +413,12 @@ def test_sigterm_is_a_controlled_shutdown_leaders_move_before_the_broker_exits(k
         exited_s = time.monotonic() - asked_at
         assert not cluster.brokers[leaving].alive(), f"broker {leaving} did not exit within 60 s of SIGTERM"
         # BrokerHeartbeat(wantShutDown): our controller moved its leaderships and took it out of
-        # every ISR before telling it to shut down (SHUTDOWN_NOW fences it).
-        view = partitions(cluster, "steady", asked=survivors[0])
-        assert all(view[p][0] not in (leaving, -1) for p in led), view
-        assert all(leaving not in isr for _, isr in view.values()), view
-        assert cluster.describe_cluster(survivors[0]).get(leaving) is True
+        # every ISR before telling it to shut down (SHUTDOWN_NOW fences it). Those records were
+        # committed before the answer, but a survivor shows them once it has fetched and replayed
+        # them, which may be after the leaving JVM exits: wait for its view, bounded.
+        cluster.wait_until(lambda: shut_down_as_seen_by(cluster, survivors[0], "steady", leaving, led), 30,
+                           f"broker {survivors[0]} seeing broker {leaving} fenced, out of every ISR, "
+                           f"and {led} led by others")
         assert "controlled shutdown" in cluster.brokers[leaving].log_text().lower()
         producer.wait_acked(cluster, len(producer.acked) + 200)
         gap = producer.longest_gap(asked_at, asked_at + exited_s)
@@ -521,7 +535,8 @@ def test_a_killed_follower_below_min_insync_replicas_becomes_an_eligible_leader_
                        f"broker {victim} out of the ISR")
     fenced = controller_partition()
     assert (fenced.leader, victim in fenced.isr, fenced.elr) == (leader, False, (victim,)), fenced
-    assert described_elr() == str(victim)            # the brokers replayed our ELR
+    # the brokers replayed our ELR (Kafka's tool may ask a broker that has not replayed it yet)
+    cluster.wait_until(lambda: described_elr() == str(victim), 60, f"kafka-topics describing ELR {victim}")
 
     cluster.start_broker(victim)
     cluster.wait_for_unfenced([victim], timeout_s=90)

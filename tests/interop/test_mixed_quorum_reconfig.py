@@ -12,6 +12,7 @@ import sys
 from tests.interop.kafka_procs import FEATURES, METADATA_QUORUM
 from tests.interop.mixed_quorum import KAFKA, OURS
 from tests.interop.test_mixed_quorum import assert_logs_agree, mixed  # noqa: F401 (fixture)
+from tests.kraft_version_upgrade import wait_until_kraft_version_upgrade_validates
 
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
@@ -61,6 +62,7 @@ def test_kafkas_feature_command_upgrades_kraft_version_of_a_mixed_static_quorum(
     before = describe_status(kafka_tool, q.address(view.leader_id))
     assert set(voter_directory_ids(before).values()) <= {None, ZERO_UUID}, before
 
+    wait_until_kraft_version_upgrade_validates(q.address(view.leader_id), 60, q.log_tails)
     upgraded = kafka_tool(FEATURES, "--bootstrap-controller", q.address(view.leader_id), "upgrade",
                           "--feature", "kraft.version=1", timeout=120)
     assert upgraded.returncode == 0, upgraded.stderr[-2000:] + upgraded.stdout

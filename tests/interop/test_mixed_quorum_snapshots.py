@@ -146,9 +146,9 @@ def test_a_follower_of_the_other_kind_catches_up_by_fetch_snapshot(mixed, kafka_
 
     # Restarted, node 2 loads the other implementation's snapshot and follows again.
     q.kill(2)
+    killed_ms = time.time() * 1000
     q.start(2)
-    time.sleep(2)
-    view = q.wait_for_catch_up(90)
+    view = q.wait_for_fetch_since(2, killed_ms, 90)
     assert q.alive(2)
     assert view.log_end_offsets[2] >= view.high_watermark
     if other == KAFKA:

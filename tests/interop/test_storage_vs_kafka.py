@@ -397,7 +397,8 @@ def wait_for_leader(address: tuple[str, int], process: subprocess.Popen, log_pat
     """A leader, asked over DescribeQuorum of ``address`` and ``others`` (only the leader
     answers it, so every voter must be asked: the leader may be the Kafka node)."""
     import asyncio
-    from kafkawire.raft.node.local_quorum import describe_quorum
+    from kafkawire.net.client import TransportError
+    from kafkawire.raft.node.local_quorum import QuorumError, describe_quorum
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -407,7 +408,7 @@ def wait_for_leader(address: tuple[str, int], process: subprocess.Popen, log_pat
                 view = asyncio.run(describe_quorum(asked, timeout_ms=1000))
                 if view.leader_id >= 0:
                     return view
-            except Exception:        # not listening yet, or not the leader: ask again
+            except (TransportError, QuorumError, OSError):   # not listening yet, or not the leader: ask again
                 pass
         time.sleep(0.3)
     pytest.fail(f"no leader within {timeout_s} s:\n{log_path.read_text()[-3000:]}")

@@ -9,6 +9,7 @@ import pytest
 
 from kafkawire.storage.state_files import read_meta_properties, uuid_to_kafka
 from kafkawire.raft.node.local_quorum import LocalQuorum
+from tests.kraft_version_upgrade import wait_until_kraft_version_upgrade_validates
 
 TOOL_TIMEOUT_S = 90
 
@@ -97,6 +98,8 @@ def test_a_static_quorum_upgrades_kraft_version_with_the_features_tool(tmp_path)
         voters = json.loads(status(q, bootstrap)["CurrentVoters"])
         assert all("directoryId" not in v for v in voters)
 
+        # every voter has told the leader it supports kraft.version 1 (UpdateRaftVoter)
+        wait_until_kraft_version_upgrade_validates(bootstrap, 30, lambda: "\n".join(q.log_tail(i) for i in q.node_ids))
         upgraded = kafkawire("features", "--bootstrap-controller", bootstrap, "upgrade", "--feature", "kraft.version=1")
         assert upgraded.returncode == 0, upgraded.stderr
         assert upgraded.stdout.strip() == "kraft.version was upgraded to 1."

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import random
 import struct
 import zlib
 
@@ -194,14 +195,51 @@ def test_zstd_declared_content_size_beyond_cap_is_refused_before_decompressing()
         decompress(ZSTD, frame, max_size=1_000_000)
 
 
-@pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD, 5, 7])
-def test_garbage_is_corrupt(codec):
-    for garbage in (b"", b"\x00", os.urandom(64), b"\x82SNAPPY\x00" + os.urandom(30),
-                    bytes.fromhex("04224d18604082") + b"\xff\xff\xff\x7f"):
-        try:
-            decompress(codec, garbage)
-        except CorruptRecordError:
-            pass
+GARBAGE = {
+    "empty": b"",
+    "zero": b"\x00",
+    "noise": random.Random(25).randbytes(64),      # fixed, so every run decodes the same bytes
+    # xerial's magic, version 1, compatible 1, then a chunk claiming 2 GiB with 10 bytes left
+    "xerial": b"\x82SNAPPY\x00" + struct.pack(">iii", 1, 1, 0x7FFFFFFF) + bytes(10),
+    # an LZ4 frame (magic, FLG, BD, HC) whose first block claims 2 GiB
+    "lz4": bytes.fromhex("04224d18604082") + b"\xff\xff\xff\x7f",
+}
+GZIP_CORRUPT = "gzip data is corrupt: Error -3 while decompressing data: incorrect header check"
+LZ4_SHORT = "LZ4 frame shorter than its 7-byte header"
+LZ4_MAGIC = "LZ4 stream has invalid magic bytes"
+SNAPPY_CORRUPT = "snappy data is corrupt: snappy: corrupt input ("
+NO_ZSTD_FRAME = "zstd data does not start with a zstd frame"
+# What decompress says about each garbage input: the start of the message, naming what is wrong.
+GARBAGE_ERRORS = {
+    GZIP: {"empty": "gzip data is truncated", "zero": "gzip data is truncated", "noise": GZIP_CORRUPT,
+           "xerial": GZIP_CORRUPT, "lz4": GZIP_CORRUPT},
+    SNAPPY: {"empty": SNAPPY_CORRUPT + "empty)", "noise": SNAPPY_CORRUPT,
+             "xerial": "xerial snappy chunk length 2147483647 at byte 16 exceeds the 10 bytes left",
+             "lz4": SNAPPY_CORRUPT},
+    LZ4: {"empty": LZ4_SHORT, "zero": LZ4_SHORT, "noise": LZ4_MAGIC, "xerial": LZ4_MAGIC,
+          "lz4": "LZ4 block size 2147483647 exceeds max 65536"},
+    ZSTD: dict.fromkeys(GARBAGE, NO_ZSTD_FRAME),
+    5: dict.fromkeys(GARBAGE, "unknown compression type 5"),
+    7: dict.fromkeys(GARBAGE, "unknown compression type 7"),
+}
+
+
+@pytest.mark.parametrize("codec, garbage, message", [
+    (codec, name, message) for codec, errors in GARBAGE_ERRORS.items() for name, message in errors.items()])
+def test_garbage_is_corrupt(codec, garbage, message):
+    """Garbage raises CorruptRecordError itself (no other class, no subclass) whose message
+    names the codec and what is wrong with the bytes."""
+    with pytest.raises(CorruptRecordError) as raised:
+        decompress(codec, GARBAGE[garbage])
+    assert type(raised.value) is CorruptRecordError
+    assert str(raised.value).startswith(message), str(raised.value)
+
+
+def test_a_lone_zero_byte_is_an_empty_snappy_block():
+    """The one garbage input above that is not corrupt: xerial's SnappyInputStream (Kafka's
+    reader) takes input without its magic as one raw snappy block, and 0x00 is the raw block of
+    length 0."""
+    assert decompress(SNAPPY, GARBAGE["zero"]) == b""
 
 
 @settings(max_examples=300, deadline=None)
