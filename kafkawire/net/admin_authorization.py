@@ -176,13 +176,20 @@ def authorizing_delete_topics(handler, authorizer, topic_name_of):
             return False
 
         effective = copy.copy(request)
+        # A name or id given twice is answered "Duplicate topic ..." by the controller before
+        # Kafka asks the authorizer anything about it.
         if ctx.api_version < 6:
-            effective.topic_names = [n for n in request.topic_names if allowed(n, ZERO_UUID, False)]
+            repeated = Counter(request.topic_names)
+            effective.topic_names = [n for n in request.topic_names
+                                     if repeated[n] > 1 or allowed(n, ZERO_UUID, False)]
         else:
+            repeated = Counter(topic.name if topic.name is not None else topic.topic_id for topic in request.topics)
             kept = []
             for topic in request.topics:
                 topic_id = topic.topic_id or ZERO_UUID
-                if topic.name is None and topic_id != ZERO_UUID:
+                if repeated[topic.name if topic.name is not None else topic.topic_id] > 1:
+                    keep = True
+                elif topic.name is None and topic_id != ZERO_UUID:
                     keep = allowed(topic_name_of(topic_id), topic_id, True)
                 elif topic.name is not None and topic_id == ZERO_UUID:
                     keep = allowed(topic.name, ZERO_UUID, False)
