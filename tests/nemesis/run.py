@@ -44,6 +44,7 @@ class Report:
     races: dict
     tenant: dict
     tenant_unexpected: list
+    slowest_leader_after_a_fault_s: float
 
     def lines(self) -> str:
         v = self.verdict
@@ -55,7 +56,7 @@ class Report:
             f"unknown {len(v.unknown_names)}; voters agree: {v.voters_agree} ({v.committed_batches} batches, "
             f"{v.topics_in_log} topics below the high watermark)",
             f"nemesis: leaderless {self.leaderless_s:.1f} s in all; a leader {self.leader_after_heal_s:.1f} s "
-            f"after the last heal",
+            f"after the last heal, at most {self.slowest_leader_after_a_fault_s:.1f} s after any heal",
             f"nemesis: racing writers: {', '.join(f'{k} {n}' for k, n in sorted(self.races.items()))}; "
             f"replay problems in the committed log: {len(v.replay_problems)}",
             f"nemesis: hostile tenant: {', '.join(f'{k} {n}' for k, n in sorted(self.tenant.items()))}; "
@@ -98,8 +99,10 @@ async def run(base_dir: str, duration_s: float, seed: int, log=print) -> Report:
                    asyncio.create_task(monitor_leadership(qc, outcomes, stop)),
                    asyncio.create_task(race_on_names(qc, stop, random.Random(seed), races))]
         started = time.monotonic()
+        leader_after_fault = []
         while time.monotonic() - started < duration_s:
             log(f"nemesis: {await cluster.one_fault(await qc.leader())}")
+            leader_after_fault.append(await _wait_for_leader(qc, LEADER_BOUND_S))   # after each heal
             await asyncio.sleep(cluster.rng.uniform(0.5, 2.0))
         faults_s = time.monotonic() - started
         leader_after = await _wait_for_leader(qc, LEADER_BOUND_S)
@@ -115,7 +118,7 @@ async def run(base_dir: str, duration_s: float, seed: int, log=print) -> Report:
         verdict = check(dirs, view.high_watermark, outcomes.acked, sent)
         return Report(faults_s, len(outcomes.acked), len(outcomes.maybe), len(outcomes.refused),
                       dict(cluster.faults), outcomes.leaderless_seconds(), leader_after, verdict, dict(races),
-                      dict(cluster.tenant.counts), list(cluster.tenant.unexpected))
+                      dict(cluster.tenant.counts), list(cluster.tenant.unexpected), max(leader_after_fault, default=0))
 
 
 def main(argv=None) -> int:

@@ -28,6 +28,7 @@ def test_a_short_nemesis_run_loses_nothing_acknowledged(tmp_path):
                                   "hostile raft requests", "hostile tenant"}, report.faults
     assert report.tenant_unexpected == [] and report.tenant.get("refused as Kafka refuses", 0) > 0, report.tenant
     assert report.leader_after_heal_s < nemesis.LEADER_BOUND_S
+    assert report.slowest_leader_after_a_fault_s < nemesis.LEADER_BOUND_S
 
 
 def _log(directory, names, offset=0):
