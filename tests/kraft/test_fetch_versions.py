@@ -2,8 +2,11 @@
 (4-18), answered as Kafka's KafkaRaftClient answers it: the partition is named by TopicId alone
 (RaftUtil.hasValidTopicPartition), so a fetch below v13, which has no TopicId, is a top-level
 INVALID_REQUEST with no partitions, which v4-v6 cannot carry (FetchResponse's ErrorCode is v7+:
-an empty response); from v13 the records are served. Before, v4-v11 got a partition-level
-INVALID_REQUEST and v12 was served by topic name. Checked on the bytes each version encodes.
+an empty response); from v13 the records are served, except to a fetch naming the leader's own
+id, which Kafka's leader answers with an empty UNKNOWN_SERVER_ERROR partition (its
+LeaderState.updateReplicaState throws). Before, v4-v11 got a partition-level INVALID_REQUEST,
+v12 was served by topic name, and the leader served itself. Checked on the bytes each version
+encodes.
 (tests/interop/test_fetch_and_envelope_vs_kafka.py sends the same to Kafka 4.3.1.)"""
 import struct
 
@@ -50,7 +53,7 @@ def answer(env, replica_id: int, version: int) -> bytes:
     return response.body.encode(version)
 
 
-@pytest.mark.parametrize("replica_id", [2, 7], ids=["voter", "observer"])
+@pytest.mark.parametrize("replica_id", [2, 7, 1], ids=["voter", "observer", "leader's own id"])
 @pytest.mark.parametrize("version", VERSIONS)
 def test_a_replica_fetch_without_a_topic_id_is_a_top_level_invalid_request(env, replica_id, version):
     raw = answer(env, replica_id, version)
@@ -64,5 +67,9 @@ def test_a_replica_fetch_without_a_topic_id_is_a_top_level_invalid_request(env, 
         decoded = f_resp.FetchResponse.decode(raw, version)
         (topic,) = decoded.responses
         (partition,) = topic.partitions
-        assert (decoded.error_code, topic.topic_id, partition.error_code) == (0, METADATA_TOPIC_ID, 0)
-        assert len(partition.records) > 0
+        if replica_id == 1:   # LeaderState.updateReplicaState throws: an empty UNKNOWN_SERVER_ERROR partition
+            assert (decoded.error_code, topic.topic_id, partition.error_code) == (0, METADATA_TOPIC_ID, -1)
+            assert (partition.high_watermark, len(partition.records)) == (-1, 0)
+        else:
+            assert (decoded.error_code, topic.topic_id, partition.error_code) == (0, METADATA_TOPIC_ID, 0)
+            assert len(partition.records) > 0
