@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import uuid
+from collections import deque
 
 DEFAULT_CAPACITY = 16
 LOAD_FACTOR = 0.75
@@ -114,3 +115,49 @@ def timeline_hash_set_order(keys, hash_of=string_hash) -> list:
         return ((signed(hash_of(key)) * _FIBONACCI) & 0xFFFFFFFFFFFFFFFF) >> shift
     # a slot holds its keys in insertion order and the iterator takes them from its end
     return [key for _, key in sorted(enumerate(keys), key=lambda ik: (slot(ik[1]), -ik[0]))]
+
+
+TREEIFY_THRESHOLD = 8          # HashMap: a bin this long is treeified ...
+MIN_TREEIFY_CAPACITY = 64      # ... unless the table is smaller: then the table doubles instead
+
+
+def computed_hashmap_order(keys, hash_of, initial: int = DEFAULT_CAPACITY) -> list:
+    """``keys`` (distinct, in the order they were first asked for) as a ``new HashMap<>()`` filled
+    by computeIfAbsent iterates them. It differs from put (``hashmap_order``) three ways (OpenJDK
+    17's HashMap.computeIfAbsent): a new key goes to the FRONT of its bucket's chain; the table
+    doubles BEFORE an insertion when the size already passes capacity * 0.75 (so 13 keys stay in
+    16 buckets, where put makes 32); and a bucket reaching 8 keys (7 already there) doubles a
+    table of fewer than 64 buckets (treeifyBin). A resize keeps each chain's order. In a table of
+    64 or more (past 48 keys, or sooner through treeifyBin's doublings), a bucket of 8 or more
+    keys becomes a red-black tree, whose chain order this does not model (it keeps the
+    front-insertion order)."""
+    table: list[deque] | None = None
+    size = 0
+    for key in keys:
+        h = hash_of(key)
+        spread = h ^ (h >> 16)
+        if table is None or size > int(len(table) * LOAD_FACTOR):
+            table = _doubled(table, initial)
+        chain = table[spread & (len(table) - 1)]
+        chain.appendleft((spread, key))
+        if len(chain) >= TREEIFY_THRESHOLD and len(table) < MIN_TREEIFY_CAPACITY:
+            table = _doubled(table, initial)
+        size += 1
+    return [key for chain in table or [] for _, key in chain]
+
+
+def _doubled(table: list[deque] | None, initial: int) -> list[deque]:
+    """HashMap.resize: each chain splits into the keys staying at index j and those moving to
+    j + old capacity, both keeping their order."""
+    if table is None:
+        return [deque() for _ in range(initial)]
+    capacity = len(table)
+    grown: list[deque] = [deque() for _ in range(2 * capacity)]
+    for j, chain in enumerate(table):
+        for spread, key in chain:
+            grown[j + (spread & capacity)].append((spread, key))
+    return grown
+
+
+def string_computed_hashmap_order(keys) -> list:
+    return computed_hashmap_order(list(keys), string_hash)

@@ -10,7 +10,8 @@ Kafka's rules (EnvelopeUtils, RequestChannel), checked in this order; each failu
 envelope's own error code and no inner response:
 - a principal that does not deserialize: PRINCIPAL_DESERIALIZATION_FAILURE;
 - a client address that is neither 4 nor 16 bytes: INVALID_REQUEST;
-- an inner header that does not parse: UNSUPPORTED_VERSION;
+- an inner header that does not parse (RequestHeader.parse: an API key Kafka does not know, one
+  with no valid version left, such as LeaderAndIsr, or a header cut short): UNSUPPORTED_VERSION;
 - an inner API that is not forwardable (ApiKeys.forwardable): INVALID_REQUEST;
 - an inner body that does not parse, or a version we do not serve: UNSUPPORTED_VERSION;
 - an inner response carrying NOT_CONTROLLER (for DescribeQuorum: NOT_LEADER_OR_FOLLOWER):
@@ -28,7 +29,9 @@ from kafkawire.messages.default_principal_data import DefaultPrincipalData
 from kafkawire.messages.envelope_response import EnvelopeResponse
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.errors import DecodeError
-from kafkawire.protocol.framing import decode_request, encode_response, peek_request_api
+from kafkawire.protocol.framing import decode_request, encode_response, peek_request_api, request_header_version
+from kafkawire.protocol.kafka_api_keys import KEYS_IN_4_3_1, RANGE_IN_4_3_1
+from kafkawire.protocol.registry import installed
 
 from .server import NO_RESPONSE, RequestContext, top_level_error_response
 
@@ -138,10 +141,7 @@ def _unwrap(ctx: RequestContext, envelope, lookup):
     principal = deserialize_principal(envelope.request_principal or b"")
     address = parse_client_address(envelope.client_host_address or b"")
     data = bytes(envelope.request_data or b"")
-    try:
-        api_key, api_version, _ = peek_request_api(data)
-    except DecodeError as exc:
-        raise EnvelopeError(Errors.UNSUPPORTED_VERSION, f"Failed to parse request header from envelope: {exc}")
+    api_key, api_version = _parse_inner_header(data)
     if api_key not in FORWARDABLE_APIS:
         raise EnvelopeError(Errors.INVALID_REQUEST,
                             f"API key {api_key} is not enabled or is not eligible for forwarding")
@@ -157,6 +157,24 @@ def _unwrap(ctx: RequestContext, envelope, lookup):
                                (address, 0), ctx.listener_name, ctx.connection_id, inner.header, principal,
                                ctx.security_protocol)
     return inner_ctx, inner.body, registered
+
+
+def _parse_inner_header(data: bytes) -> tuple[int, int]:
+    """(api_key, api_version) of the forwarded request, refused as Kafka's RequestHeader.parse
+    refuses a header: before the forwardable check, so that an unknown API key is
+    UNSUPPORTED_VERSION, not INVALID_REQUEST."""
+    try:
+        api_key, api_version, _ = peek_request_api(data)
+        if api_key not in KEYS_IN_4_3_1:
+            raise DecodeError("RequestHeader", None, "RequestApiKey", 0, f"unknown API key {api_key}")
+        oldest, latest = RANGE_IN_4_3_1.get(api_key, (0, 0))
+        if oldest > latest:
+            raise DecodeError("RequestHeader", None, "RequestApiKey", 0,
+                              f"api key {api_key} has no valid version in Kafka 4.3.1")
+        installed().by_name("RequestHeader").decode(data, request_header_version(api_key, api_version), partial=True)
+    except (DecodeError, KeyError) as exc:
+        raise EnvelopeError(Errors.UNSUPPORTED_VERSION, f"Failed to parse request header from envelope: {exc}")
+    return api_key, api_version
 
 
 async def _run(registered, ctx: RequestContext, request):

@@ -84,9 +84,16 @@ class ParkedFetches:
             raise RaftInvariantError(f"expected to be leader, but the state is {describe(leader)}")
         valid = self.log.validate_offset_and_epoch(fetch.fetch_offset, fetch.last_fetched_epoch)
         records, diverging, snapshot_id = b"", None, None
+        if valid.kind == "valid" and fetch.replica.id == self.quorum.local_id:
+            # Kafka's LeaderState.updateReplicaState throws for a fetch naming the leader itself,
+            # which KafkaRaftClient answers with an empty UNKNOWN_SERVER_ERROR partition.
+            self.effects.warn(f"refused a fetch at offset {fetch.fetch_offset} from replica {fetch.replica.id}: "
+                              "the leader's own id")
+            return rpc.fetch_response(NONE, error=int(Errors.UNKNOWN_SERVER_ERROR), high_watermark=-1,
+                                      log_start_offset=self.log.start_offset, **fields)
         if valid.kind == "valid":
             records = self.log.read(fetch.fetch_offset, self.config.fetch_max_bytes)
-            if counts_as_fetch and fetch.replica.id >= 0 and fetch.replica.id != self.quorum.local_id:
+            if counts_as_fetch and fetch.replica.id >= 0:
                 if leader.book.update_replica(fetch.replica, fetch.fetch_offset, self.log.end_offset,
                                             self.effects.now_ms):
                     self.effects.on_leader_high_watermark_update()

@@ -21,7 +21,7 @@ NONE = int(Errors.NONE)
 
 # --- picking the partition ------------------------------------------------------------------------
 
-def single_partition(topics, *, name_attr: str = "topic_name", partition_attr: str = "partition_index",
+def single_partition(topics, *, name_attr: str | None = "topic_name", partition_attr: str = "partition_index",
                      partitions_attr: str = "partitions", topic_id_attr: str | None = None):
     """The partition data of __cluster_metadata-0 if it is the only one, else None."""
     if len(topics) != 1:
@@ -38,7 +38,10 @@ def single_partition(topics, *, name_attr: str = "topic_name", partition_attr: s
 
 
 def fetch_partition(request):
-    return single_partition(request.topics, name_attr="topic", partition_attr="partition",
+    """By topic id alone, as Kafka's RaftUtil.hasValidTopicPartition for Fetch: a fetch below
+    v13 (which has no TopicId) names no partition of ours and is a top-level INVALID_REQUEST,
+    which v4-v6 cannot carry (an empty response), whatever topic name it gives."""
+    return single_partition(request.topics, name_attr=None, partition_attr="partition",
                             topic_id_attr="topic_id")
 
 

@@ -37,7 +37,7 @@ import argparse
 import os
 import sys
 
-from kafkawire.controller.java_order import string_hashmap_order
+from kafkawire.controller.java_order import string_computed_hashmap_order
 from kafkawire.metadata.record_json import PayloadDecoder
 from kafkawire.records import CorruptRecordError, TruncatedTail, scan_log
 from kafkawire.records.compression import CODEC_NAMES
@@ -303,5 +303,6 @@ class Dumper(RecordPrinter, IndexDumper):
 
 
 def _in_hashmap_order(by_path: dict):
-    """Kafka keeps each report in a HashMap keyed by the file's absolute path."""
-    return [(path, by_path[path]) for path in string_hashmap_order(by_path)]
+    """Kafka keeps each report in a HashMap keyed by the file's absolute path, filled with
+    computeIfAbsent as each file's first finding comes (``by_path`` has that insertion order)."""
+    return [(path, by_path[path]) for path in string_computed_hashmap_order(by_path)]

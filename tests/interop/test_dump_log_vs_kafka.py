@@ -197,6 +197,20 @@ def test_files_kafka_writes_dump_as_kafka_dumps_them(kafka_tool, kafka_written_f
     check_groups(kafka_tool, groups_for(files, more=True), "Kafka-written")
 
 
+@pytest.mark.parametrize("directories", ["COLLIDING_DIRECTORIES", "TREEIFYING_DIRECTORIES"])
+def test_non_consecutive_reports_of_colliding_paths_come_in_kafkas_order(kafka_tool, tmp_path, directories):
+    """Thirteen (nine) segments with a gap each, in directories whose paths share buckets of
+    Kafka's HashMap (tests/tools/test_dump_log_report_order.py): the stderr reports, line for line."""
+    from tests.tools import dumplog_testlib
+    paths = dumplog_testlib.gapped_logs(tmp_path, getattr(dumplog_testlib, directories))
+    non_consecutive_files = dumplog_testlib.non_consecutive_files
+    listing = ",".join(map(str, paths))
+    kafka = kafka_tool(DUMP_LOG_SEGMENTS, "--deep-iteration", "--files", listing, check=True)
+    ours = run_ours("--deep-iteration", "--files", listing)
+    assert len(non_consecutive_files(kafka.stderr)) == len(paths)
+    assert our_stderr(ours.stderr) == kafka_stderr(kafka.stderr)
+
+
 @pytest.fixture(scope="module")
 def kafka_written_files(kafka_libs, tmp_path_factory) -> list[Path]:
     from tests.interop.kafka_procs import KafkaNode

@@ -5,6 +5,7 @@ test_kafka_brokers_on_kafkawire.py.)"""
 from __future__ import annotations
 
 import asyncio
+import struct
 
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
 from kafkawire.messages.create_topics_response import CreatableTopicResult, CreateTopicsResponse
@@ -112,6 +113,19 @@ def test_an_unparseable_or_unserved_inner_request_is_unsupported_version():
     assert refused(envelope(forwarded(create_topics("a"), version=1))) == Errors.UNSUPPORTED_VERSION  # not served
     truncated = forwarded(create_topics("a"))[:-3]
     assert refused(envelope(truncated)) == Errors.UNSUPPORTED_VERSION
+
+
+def test_an_inner_header_kafka_cannot_parse_is_unsupported_version_even_for_an_api_it_does_not_forward():
+    """RequestHeader.parse runs before the forwardable check (EnvelopeUtils): an unknown API key,
+    one with no valid version left (LeaderAndIsr, 4) or a header cut inside its client id is
+    UNSUPPORTED_VERSION with no inner response, not INVALID_REQUEST."""
+    unknown = struct.pack(">hhih", 999, 0, 99, 0)
+    assert refused(envelope(unknown)) == Errors.UNSUPPORTED_VERSION
+    assert refused(envelope(unknown + b"\x00" * 16)) == Errors.UNSUPPORTED_VERSION
+    assert refused(envelope(struct.pack(">hhih", 4, 7, 99, -1) + b"\x00" * 8)) == Errors.UNSUPPORTED_VERSION
+    metadata = forwarded(MetadataRequest(topics=None), version=12)
+    assert refused(envelope(metadata[:10])) == Errors.UNSUPPORTED_VERSION          # client id cut short
+    assert refused(envelope(metadata[:8] + b"\x00\x00\x00")) == Errors.INVALID_REQUEST  # whole header, not forwardable
 
 
 def test_an_inner_not_controller_becomes_the_envelopes_not_controller():
