@@ -35,20 +35,33 @@ class Registry:
         return [self.by_name(name) for name, _, _, _ in self.index]
 
 
-# The registry the runtime frames with: kafkawire.messages installs its own when imported. The
-# runtime (this package) never imports the generated code; whoever has a message to frame has
-# imported it, and so installed the registry.
+# The registry the runtime frames with. kafkawire.messages installs its own when imported; when
+# nothing has been installed yet, the first look-up imports it (so importing any module of the
+# package is enough to frame and decode: there is no import order to get right). That one import
+# goes up the layers on purpose, inside the function, and tests/test_layering.py lists it as
+# the one allowed exception: kafkawire.protocol still loads without the generated code, and a
+# test or tool may install another registry first.
 _installed: Registry | None = None
 
 
 def install(registry: Registry) -> None:
+    """Make ``registry`` the one framing and the API table look messages up in."""
     global _installed
     _installed = registry
 
 
 def installed() -> Registry:
-    """The installed registry; a LookupError naming the fix when there is none."""
+    """The installed registry; the generated codecs' (kafkawire.messages) when none was installed.
+
+    Raises LookupError only if kafkawire.messages itself cannot be imported.
+    """
     if _installed is None:
-        raise LookupError("no message registry is installed: import kafkawire.messages (it installs the "
-                          "registry of the generated codecs; kafkawire.protocol never imports them)")
+        _install_generated()
+    if _installed is None:
+        raise LookupError("no message registry is installed and kafkawire.messages did not install one")
     return _installed
+
+
+def _install_generated() -> None:
+    """Import the generated codecs, which install their registry as they load."""
+    from kafkawire import messages  # noqa: F401 - the allowed upward import (see above)
