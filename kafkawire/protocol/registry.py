@@ -5,6 +5,10 @@ import importlib
 
 
 class Registry:
+    """The index of a generated package (``kafkawire.messages.REGISTRY``): message name, module, kind
+    ("request", "response", "header", "metadata", "data", coordinator key/value) and API key or
+    record type of every schema; each class is imported only when first asked for.
+    """
     def __init__(self, package: str, index: list[tuple[str, str, str, int | None]]):
         self.package = package
         self.index = index
@@ -15,6 +19,9 @@ class Registry:
                 self._by_key.setdefault((api_key, kind), name)
 
     def by_name(self, name: str):
+        """The generated class of a message by its schema name (``"FetchRequest"``, ``"TopicRecord"``),
+        importing its module on first use. Raises KeyError for a name without a schema.
+        """
         module = self._by_name.get(name)
         if module is None:
             raise KeyError(f"no message named {name!r} in {self.package}")
@@ -32,6 +39,7 @@ class Registry:
         return self.by_api_key(api_key, "metadata")
 
     def all_messages(self):
+        """Every generated class, in the index's order (this imports all of them)."""
         return [self.by_name(name) for name, _, _, _ in self.index]
 
 
