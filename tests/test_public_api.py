@@ -140,3 +140,41 @@ def test_every_package_says_what_it_exports_and_documents_it(package):
 def test_py_typed_ships_with_the_package():
     assert (REPO / "kafkawire" / "py.typed").is_file()
     assert 'kafkawire = ["py.typed"]' in (REPO / "pyproject.toml").read_text(encoding="utf-8")
+
+
+def _metadata_dir(tmp_path: Path) -> Path:
+    """A __cluster_metadata-0 directory: a snapshot holding a FeatureLevelRecord and topic "a",
+    then a log (offsets 0-3) whose records 0-1 the snapshot covers and 2-3 add topic "b"."""
+    import uuid
+
+    from kafkawire.metadata import encode_metadata_record
+    from kafkawire.records import build_batch
+    from kafkawire.storage import Log, SnapshotId, SnapshotWriter
+    m = kafkawire.messages.by_name
+    feature = encode_metadata_record(m("FeatureLevelRecord")(name="metadata.version", feature_level=27), 0)
+    topic_a = encode_metadata_record(m("TopicRecord")(name="a", topic_id=uuid.UUID(int=1)), 0)
+    topic_b = encode_metadata_record(m("TopicRecord")(name="b", topic_id=uuid.UUID(int=2)), 0)
+    directory = tmp_path / "__cluster_metadata-0"
+    with Log(directory) as log:
+        log.append(build_batch([(None, feature), (None, topic_a)], base_offset=0, partition_leader_epoch=1))
+        log.append(build_batch([(None, topic_b), (None, topic_b)], base_offset=2, partition_leader_epoch=1))
+        log.flush()
+    with SnapshotWriter(directory, SnapshotId(2, 1), last_contained_log_timestamp=5) as writer:
+        writer.append([feature, topic_a])
+    return directory
+
+
+def test_metadata_is_read_into_records_and_an_image_without_writing(tmp_path):
+    from tests.storage.test_reader import fingerprint
+    directory = _metadata_dir(tmp_path)
+    before = fingerprint(tmp_path)
+    records = list(kafkawire.read_metadata_records(directory))
+    assert [(offset, r.type_name) for offset, r in records] == [
+        (None, "FeatureLevelRecord"), (None, "TopicRecord"), (2, "TopicRecord"), (3, "TopicRecord")]
+    assert [offset for offset, _ in kafkawire.read_metadata_records(next(directory.glob("*.log")))] == [0, 1, 2, 3]
+    snapshot = next(directory.glob("*.checkpoint"))
+    assert [r.type_name for _, r in kafkawire.read_metadata_records(snapshot)] == ["FeatureLevelRecord", "TopicRecord"]
+    replay = kafkawire.read_metadata_image(directory)
+    assert sorted(replay.image.topics_by_name) == ["a", "b"] and replay.image.metadata_version == 27
+    assert sorted(kafkawire.read_metadata_image(snapshot).image.topics_by_name) == ["a"]
+    assert fingerprint(tmp_path) == before

@@ -18,11 +18,12 @@ from .replay import Replay, replay_directory, replay_snapshot
 __all__ = ["read_metadata_records", "read_metadata_image"]
 
 
-def read_metadata_records(path) -> Iterator[tuple[int, MetadataRecord]]:
+def read_metadata_records(path) -> Iterator[tuple[int | None, MetadataRecord]]:
     """``(offset, record)`` for every metadata record of a ``__cluster_metadata`` directory (its
-    latest snapshot, then the log after it), a snapshot (``.checkpoint``, offsets counting from 0
-    within the file, as Kafka writes them) or a segment (``.log``), in order. Control records
-    (leader changes, voters) are left out.
+    latest snapshot, then the log after it), a snapshot (``.checkpoint``) or a segment (``.log``),
+    in order. ``offset`` is the record's log offset; a snapshot's records have none (None): the
+    snapshot as a whole stands for the log up to its end offset. Control records (leader changes,
+    voters, a snapshot's header and footer) are left out.
 
     Raises MetadataRecordError (a BadBytesError) for a record value that is not a metadata record,
     SnapshotFormatError or CorruptRecordError for a damaged snapshot or batch, FileNotFoundError.
@@ -31,18 +32,23 @@ def read_metadata_records(path) -> Iterator[tuple[int, MetadataRecord]]:
     if os.path.isdir(path):
         yield from _directory_records(PartitionReader(path))
     elif path.endswith(".checkpoint"):
-        yield from _decoded(SnapshotReader(path).records())
+        yield from _snapshot_records(SnapshotReader(path))
     else:
         yield from _decoded(read_segment(path).records())
 
 
-def _directory_records(partition: PartitionReader) -> Iterator[tuple[int, MetadataRecord]]:
+def _directory_records(partition: PartitionReader) -> Iterator[tuple[int | None, MetadataRecord]]:
     start = 0
     snapshots = partition.snapshots()
     if snapshots:
-        yield from _decoded(partition.read_snapshot(snapshots[-1]).records())
+        yield from _snapshot_records(partition.read_snapshot(snapshots[-1]))
         start = snapshots[-1].end_offset
     yield from ((offset, record) for offset, record in _decoded(partition.records()) if offset >= start)
+
+
+def _snapshot_records(snapshot: SnapshotReader) -> Iterator[tuple[None, MetadataRecord]]:
+    for record in snapshot.records():
+        yield None, decode_metadata_record(record.value)
 
 
 def _decoded(records) -> Iterator[tuple[int, MetadataRecord]]:
