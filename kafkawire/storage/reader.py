@@ -8,8 +8,9 @@ the owner's writer, which recovers and truncates on open.)
 A live broker appends while we read. A segment is read up to the size it had when it was
 opened; a last batch that is torn (the file ends inside it) or still being written (its CRC
 does not match yet, or its bytes are zeros of a preallocated file) is not an error but the end:
-it is reported in ``SegmentFile.tail``. Anything wrong before the last entry of a segment is
-corruption and raises CorruptRecordError. A segment that disappears between the listing and
+it is reported in ``SegmentFile.tail``. Anything wrong before the last entry of the active
+(last) segment, or anywhere in a closed segment (its owner finished it before starting the
+next), is corruption and raises CorruptRecordError. A segment that disappears between the listing and
 its reading (retention deleted it) is skipped and named in ``PartitionReader.vanished``.
 
 ``upto`` says where a partition's reading stops: ``"end"`` (every complete batch),
@@ -102,11 +103,17 @@ class SegmentFile:
                     pos += batches.position
                     continue
                 if pos + len(window) >= limit:
-                    tail = batches.tail
-                    self.tail = SegmentTail(pos + tail.position, tail.available,
-                                            f"the file ends inside a batch ({tail.available} of {tail.needed} bytes)")
+                    self._torn_tail(pos + batches.tail.position, batches.tail)
                     return
                 pos, needed = pos + batches.tail.position, batches.tail.needed
+
+    def _torn_tail(self, position: int, tail) -> None:
+        """The file ends inside a batch: the end of the active segment (a write in progress), but
+        corruption in a closed one, which its owner finished before it started the next."""
+        reason = f"the file ends inside a batch ({tail.available} of {tail.needed} bytes)"
+        if not self.last:
+            raise CorruptRecordError(f"{reason}, and it is not the active (last) segment", position, self.path)
+        self.tail = SegmentTail(position, tail.available, reason)
 
     def _corrupt_entry(self, f, window: int, start: int, limit: int, exc: CorruptRecordError) -> None:
         """A bad entry at ``start`` ends the reading quietly when it is the last one of the active

@@ -201,14 +201,18 @@ def test_an_in_progress_last_batch_is_the_end_but_corruption_before_it_raises(tm
     assert raised.value.position is not None and raised.value.position >= len(data) and str(active) in str(raised.value)
 
 
-def test_a_closed_segment_s_bad_last_batch_raises(tmp_path):
+def test_a_closed_segment_s_bad_or_torn_last_batch_raises(tmp_path):
+    """Only the active (last) segment can be in the middle of a write: a closed one that ends
+    inside a batch, or whose last batch fails its CRC, is corrupt."""
     log_dir = written_log_dir(tmp_path)
     first = min((log_dir / "orders-0").glob("*.log"))
-    data = bytearray(first.read_bytes())
-    data[-1] ^= 0xFF
-    first.write_bytes(bytes(data))
-    with pytest.raises(CorruptRecordError):
-        list(read_log_directory(log_dir).partition("orders", 0).records())
+    data = first.read_bytes()
+    flipped = bytearray(data)
+    flipped[-1] ^= 0xFF
+    for damaged, reason in ((bytes(flipped), "CRC"), (data[:-1], "not the active")):
+        first.write_bytes(damaged)
+        with pytest.raises(CorruptRecordError, match=reason):
+            list(read_log_directory(log_dir).partition("orders", 0).records())
 
 
 def test_upto_the_high_watermark_or_an_offset(tmp_path):
