@@ -200,7 +200,7 @@ class PartitionReader:
                               f" (a KRaft __cluster_metadata log has none); read with upto={UPTO_END!r}")
         self.stop_offset: int | None = self.high_watermark if upto == UPTO_HIGH_WATERMARK else \
             (None if upto == UPTO_END else upto)
-        self.vanished: list[str] = []          # segments deleted between the listing and their reading
+        self.vanished: list[str] = []          # segments the last reading found deleted (retention)
         self.tail: SegmentTail | None = None   # why the last reading stopped early, if it did
 
     def __repr__(self):
@@ -218,7 +218,7 @@ class PartitionReader:
 
     def batches(self) -> Iterator[object]:
         """Every whole batch of the partition, up to the stop offset, in offset order."""
-        self.tail = None
+        self.tail, self.vanished = None, []
         for segment in self.segments():
             if self.stop_offset is not None and segment.base_offset >= self.stop_offset:
                 return

@@ -305,3 +305,16 @@ def test_batches_across_read_windows_are_read_whole(tmp_path, monkeypatch, chunk
     monkeypatch.setattr(reader, "_CHUNK", chunk)
     partition = read_log_directory(log_dir).partition("orders", 0)
     assert record_tuples(partition.records()) == expected and partition.tail is None
+
+
+def test_a_segment_deleted_while_reading_is_skipped_and_named(tmp_path):
+    """Retention may delete a segment between the listing and its reading: the reader goes on
+    with the next one and names the one it could not read."""
+    log_dir = written_log_dir(tmp_path)
+    partition = read_log_directory(log_dir).partition("orders", 0)
+    first = partition.segment_path(partition.segment_bases[0])
+    first_offsets = {r.offset for r in read_segment(first).records()}
+    os.rename(first, first + ".deleted")
+    offsets = [r.offset for r in partition.records()]
+    assert [r.offset for r in partition.records()] == offsets and partition.vanished == [first]
+    assert offsets == [o for o in range(20) if o not in first_offsets] and offsets[0] > 0
