@@ -134,10 +134,22 @@ class SegmentFile:
 
     def records(self, *, include_control: bool = False) -> Iterator[object]:
         """Every record of every whole batch; control batches' records only with
-        ``include_control``."""
-        for batch in self.batches():
-            if include_control or not getattr(batch, "is_control", False):
-                yield from batch
+        ``include_control``. A record that cannot be read raises CorruptRecordError located in
+        the file."""
+        return _records(((self.path, position, batch) for position, batch in self.entries()), include_control)
+
+
+def _records(entries, include_control: bool) -> Iterator[object]:
+    """The records of ``(path, file position, batch)`` entries. A batch's own positions count from
+    the window it was read in, so an error inside it is moved to where it is in the file."""
+    for path, position, batch in entries:
+        if not include_control and getattr(batch, "is_control", False):
+            continue
+        try:
+            yield from batch
+        except CorruptRecordError as exc:
+            where = None if exc.position is None else exc.position + position - batch.position
+            raise CorruptRecordError(exc.reason, where, path) from None
 
 
 def _zeros_to_end(f, start: int, limit: int) -> bool:
@@ -216,28 +228,32 @@ class PartitionReader:
         return [SegmentFile(self.segment_path(base), verify_crc=self.verify_crc, last=i == last)
                 for i, base in enumerate(self.segment_bases)]
 
-    def batches(self) -> Iterator[object]:
-        """Every whole batch of the partition, up to the stop offset, in offset order."""
+    def entries(self) -> Iterator[tuple[str, int, object]]:
+        """``(segment path, file position, batch)`` for every whole batch of the partition, up to
+        the stop offset, in offset order."""
         self.tail, self.vanished = None, []
         for segment in self.segments():
             if self.stop_offset is not None and segment.base_offset >= self.stop_offset:
                 return
             try:
-                for batch in segment.batches():
+                for position, batch in segment.entries():
                     if self.stop_offset is not None and batch.last_offset >= self.stop_offset:
                         return
-                    yield batch
+                    yield segment.path, position, batch
             except FileNotFoundError:
                 self.vanished.append(segment.path)
                 continue
             if segment.tail is not None:
                 self.tail = segment.tail
 
+    def batches(self) -> Iterator[object]:
+        """Every whole batch of the partition, up to the stop offset, in offset order."""
+        return (batch for _, _, batch in self.entries())
+
     def records(self, *, include_control: bool = False) -> Iterator[object]:
-        """Every record up to the stop offset (control records only with ``include_control``)."""
-        for batch in self.batches():
-            if include_control or not getattr(batch, "is_control", False):
-                yield from batch
+        """Every record up to the stop offset (control records only with ``include_control``);
+        CorruptRecordError, located in its segment, for one that cannot be read."""
+        return _records(self.entries(), include_control)
 
     def offset_index(self, base_offset: int) -> OffsetIndex:
         """A segment's ``.index``, parsed from its bytes (preallocated zeros are the end of its

@@ -318,3 +318,22 @@ def test_a_segment_deleted_while_reading_is_skipped_and_named(tmp_path):
     offsets = [r.offset for r in partition.records()]
     assert [r.offset for r in partition.records()] == offsets and partition.vanished == [first]
     assert offsets == [o for o in range(20) if o not in first_offsets] and offsets[0] > 0
+
+
+def test_a_record_that_cannot_be_read_is_located_in_its_file(tmp_path, monkeypatch):
+    """Batches are read a window at a time; an error inside a batch's records names the byte
+    in the segment file, not in the window. (A batch whose CRC holds but whose record count
+    lies is what a faulty producer writes; the CRC check is off to reach it.)"""
+    from kafkawire.storage import reader
+    monkeypatch.setattr(reader, "_CHUNK", 64)
+    log_dir = written_log_dir(tmp_path)
+    first = min((log_dir / "orders-0").glob("*.log"))
+    data = bytearray(first.read_bytes())
+    second_batch = next(b for i, b in enumerate(iter_batches(bytes(data))) if i == 1)
+    count_at = second_batch.position + 57                     # records count: the last header field
+    data[count_at:count_at + 4] = (1000).to_bytes(4, "big")
+    first.write_bytes(bytes(data))
+    with pytest.raises(CorruptRecordError) as raised:
+        list(read_segment(first, verify_crc=False).records())
+    assert raised.value.file == str(first)
+    assert second_batch.position < raised.value.position <= second_batch.end_position
