@@ -34,6 +34,15 @@ ROWS: list[tuple[str, ...]] = [
 # of them is gone too (so the list only shrinks): delete its line then.
 KNOWN: dict[tuple[str, str], str] = {}
 
+# Imports that go against the rows by design, each with the reason it is right. Unlike KNOWN
+# these stay; the test fails if one is gone (delete it then) or if any other import of the
+# same kind appears.
+ALLOWED: dict[tuple[str, str], str] = {
+    ("kafkawire/protocol/registry.py", "kafkawire.messages"):
+        "installed() imports the generated codecs, inside the function, when no registry was installed "
+        "yet: importing any module is enough to frame and decode (issue 25: no import-order trap)",
+}
+
 
 def layer_of(module: str, rows=ROWS) -> tuple[int, str] | None:
     """(row, layer) of a module name: the longest layer prefix that matches; None outside kafkawire."""
@@ -107,11 +116,11 @@ def _report(found) -> str:
 
 def test_every_import_goes_down_the_layers():
     found = violations(REPO)
-    unexpected = [v for v in found if (v[0], layer_of(v[2])[1]) not in KNOWN]
+    unexpected = [v for v in found if (v[0], layer_of(v[2])[1]) not in KNOWN | ALLOWED]
     assert not unexpected, "imports against the layer order (README, Layout):\n" + _report(unexpected)
     still_there = {(v[0], layer_of(v[2])[1]) for v in found}
-    fixed = [key for key in KNOWN if key not in still_there]
-    assert not fixed, f"these known exceptions are gone: delete them from KNOWN: {fixed}"
+    fixed = [key for key in KNOWN | ALLOWED if key not in still_there]
+    assert not fixed, f"these exceptions are gone: delete them from KNOWN or ALLOWED: {fixed}"
 
 
 def test_no_layer_is_left_out():

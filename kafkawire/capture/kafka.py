@@ -23,6 +23,11 @@ MAX_FRAME = 100 * 1024 * 1024
 
 @dataclass
 class Frame:
+    """One Kafka frame of a capture: where it was (packet, time since the first packet, TCP
+    stream, endpoints), its role ("request" or "response"), its payload (without the size
+    prefix) and, once decoded, its API, header and body. ``status`` is "decoded", "unknown" (an
+    API or version we have no schema for), "unpaired" (a response whose request is not in the
+    capture) or "bad" (bytes that do not decode; ``problem`` says what and where)."""
     packet: int             # packet holding the frame's first byte
     time: float
     stream: int
@@ -72,7 +77,7 @@ def split_frames(run: Run, direction: Direction, times: dict, report: Report) ->
     frames, pos, data = [], 0, run.data
     while len(data) - pos >= 4:
         size = struct.unpack_from(">i", data, pos)[0]
-        where = f"stream {direction.stream} {_endpoint(direction.src)} -> {_endpoint(direction.dst)}, " \
+        where = f"stream {direction.stream} {endpoint_text(direction.src)} -> {endpoint_text(direction.dst)}, " \
                 f"packet {run.packet_at(pos)}, stream offset {run.start + pos}"
         if size < 0 or size > MAX_FRAME:
             report.problems.append(f"{where}: not a Kafka frame (size {size}); "
@@ -85,13 +90,14 @@ def split_frames(run: Run, direction: Direction, times: dict, report: Report) ->
                             bytes(data[pos + 4:pos + 4 + size])))
         pos += 4 + size
     if pos < len(data):
-        report.problems.append(f"stream {direction.stream} {_endpoint(direction.src)} -> {_endpoint(direction.dst)}, "
+        report.problems.append(f"stream {direction.stream} {endpoint_text(direction.src)} -> {endpoint_text(direction.dst)}, "
                                f"stream offset {run.start + pos}: frame cut short ({len(data) - pos} bytes, "
                                f"the capture ends or has a gap here)")
     return frames
 
 
-def _endpoint(address: tuple) -> str:
+def endpoint_text(address: tuple) -> str:
+    """host:port, with an IPv6 host in brackets."""
     host, port = address
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
@@ -129,13 +135,13 @@ def kafka_frames(directions: list[Direction], times: dict, ports, any_port: bool
         if not on_port and not (any_port and client_frames and looks_like_request(client_frames[0].payload)):
             continue
         if on_port and client and mine and not looks_like_request(mine[0].payload):
-            report.problems.append(f"stream {d.stream} {_endpoint(src)} -> {_endpoint(dst)}: on a Kafka port but "
+            report.problems.append(f"stream {d.stream} {endpoint_text(src)} -> {endpoint_text(dst)}: on a Kafka port but "
                                    f"its first bytes are not a Kafka request ({mine[0].payload[:12].hex(' ')}); skipped")
             continue
         for run in d.runs:                     # again, now that the stream counts: its problems are reported
             split_frames(run, d, times, report)
         for gap in d.gaps:
-            report.problems.append(f"stream {d.stream} {_endpoint(src)} -> {_endpoint(dst)}: TCP gap of {gap[1]} bytes "
+            report.problems.append(f"stream {d.stream} {endpoint_text(src)} -> {endpoint_text(dst)}: TCP gap of {gap[1]} bytes "
                                    f"at stream offset {gap[0]} (before packet {gap[2]}); frames across it are lost")
         for f in mine:
             f.role = "request" if client else "response"

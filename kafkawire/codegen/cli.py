@@ -35,6 +35,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``kafkawire codegen [SCHEMA_DIR...] [--out DIR]``: regenerate the codecs (by default from
+    ``schemas/`` into ``kafkawire/messages``). Returns the exit status: 0, or 2 for a bad schema.
+    """
     parser = argparse.ArgumentParser(prog="kafkawire codegen", description=__doc__)
     add_arguments(parser)
     return run(parser.parse_args(argv))

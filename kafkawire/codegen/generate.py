@@ -66,6 +66,7 @@ def _index_module(index) -> str:
         "by_api_key = REGISTRY.by_api_key",
         "metadata_record = REGISTRY.metadata_record",
         "all_messages = REGISTRY.all_messages",
+        '__all__ = ["REGISTRY", "by_name", "by_api_key", "metadata_record", "all_messages"]',
         "# kafkawire's own codecs are those the runtime frames with (kafkawire.protocol.registry); a",
         "# package generated elsewhere (Kafka's reference schemas, in tests) does not take their place.",
         'if __name__ == "kafkawire.messages":',
@@ -97,4 +98,8 @@ def write_outputs(outputs: dict[str, str], out_dir: Path) -> list[str]:
 
 
 def write_package(schema_dirs: list[Path], out_dir: Path) -> list[str]:
+    """Generate the codecs of every schema under ``schema_dirs`` into ``out_dir`` (files that did not
+    change are left alone; generated modules of removed schemas are deleted). Returns the file
+    names of the package. Raises SchemaError (naming file and field) for a schema Kafka would refuse.
+    """
     return write_outputs(generate(schema_dirs), out_dir)

@@ -78,6 +78,11 @@ async def _wait(event: asyncio.Event, seconds: float | None) -> None:
 
 
 class MetadataController:
+    """The metadata controller of one KRaft node (Kafka's QuorumController for a controller-only
+    quorum): it replays committed __cluster_metadata records into its state and, while its node
+    leads, answers the controller APIs (registrations, heartbeats, topics, configs, ACLs, ...) by
+    appending the records Kafka's controller appends.
+    """
     def __init__(self, raft: RaftHandle, *, cluster_id: str, bootstrap_records: list[bytes],
                  bootstrap_source: str = "the bootstrap records", listeners=(),
                  supported_features: dict[str, tuple[int, int]] | None = None, incarnation_id: uuid.UUID | None = None,

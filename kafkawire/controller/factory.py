@@ -52,6 +52,10 @@ def controller_listeners(server_config: ServerConfig) -> list[tuple[str, str, in
 
 def controller_factory(raft: NodeRaft, server_config: ServerConfig,
                        meta_properties: MetaProperties) -> MetadataController:
+    """The MetadataController for a node: its bootstrap records from ``bootstrap.checkpoint`` in the
+    metadata log dir, its listeners, timeouts and authorizer setting from ``server_config``, its
+    cluster id from ``meta.properties``; what ``kafkawire server-start`` hands the raft node.
+    """
     records, source = load_bootstrap_records(server_config.metadata_log_dir)
     assert meta_properties.cluster_id is not None, "ControllerNode reads only version 1 meta.properties"
     controller = MetadataController(raft, cluster_id=meta_properties.cluster_id,

@@ -287,6 +287,7 @@ by_name = REGISTRY.by_name
 by_api_key = REGISTRY.by_api_key
 metadata_record = REGISTRY.metadata_record
 all_messages = REGISTRY.all_messages
+__all__ = ["REGISTRY", "by_name", "by_api_key", "metadata_record", "all_messages"]
 # kafkawire's own codecs are those the runtime frames with (kafkawire.protocol.registry); a
 # package generated elsewhere (Kafka's reference schemas, in tests) does not take their place.
 if __name__ == "kafkawire.messages":

@@ -19,6 +19,9 @@ class MetadataRecordError(BadBytesError):
 
 @dataclass
 class MetadataRecord:
+    """A decoded metadata record: ``api_key`` (its record type), ``version``, ``message`` (the
+    generated instance: TopicRecord, PartitionRecord, ...) and the frame version (1).
+    """
     api_key: int
     version: int
     message: object          # the generated class instance (TopicRecord, PartitionRecord, ...)
@@ -30,6 +33,10 @@ class MetadataRecord:
 
 
 def decode_metadata_record(value) -> MetadataRecord:
+    """Decode a ``__cluster_metadata`` record value: the frame (version, record type, record version
+    as unsigned varints) and the record in it. Raises MetadataRecordError (a BadBytesError) for a
+    truncated frame, an unknown frame version, record type or record version, or a bad record.
+    """
     data = bytes(value)
     try:
         frame_version, pos = read_uvarint(data, 0)
@@ -53,6 +60,10 @@ def decode_metadata_record(value) -> MetadataRecord:
 
 
 def encode_metadata_record(message, version: int) -> bytes:
+    """A record value as Kafka's MetadataRecordSerde writes it: frame version 1, ``message.API_KEY``
+    and ``version`` as unsigned varints, then the message at that version. Raises EncodeError when
+    the message cannot be written at ``version``.
+    """
     buf = bytearray()
     write_uvarint(buf, FRAME_VERSION)
     write_uvarint(buf, message.API_KEY)

@@ -88,6 +88,12 @@ class Provenance:
 
 
 class MetadataImage:
+    """Kafka's metadata image as records build it (MetadataImage in Kafka): features and
+    metadata.version, brokers and controllers, topics by id and name with their partitions,
+    configs, client quotas, producer ids, ACLs, SCRAM credentials, delegation tokens, and the
+    ``provenance`` (offset, epoch, timestamp) of the last record applied. ``apply(message)``
+    applies one record and raises ImageError for a record Kafka's image would refuse.
+    """
     def __init__(self):
         self.provenance = Provenance()
         self.metadata_version: int | None = None      # the metadata.version feature level

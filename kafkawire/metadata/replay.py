@@ -79,6 +79,11 @@ class PendingTransaction:
 
 @dataclass
 class Replay:
+    """A replay of a snapshot and log into a MetadataImage (see the module docstring): ``image``,
+    ``raft`` (leader, epoch, voters from the control records), ``problems`` (everything that could
+    not be read or applied, with file, byte position and offset), ``sources`` (files read),
+    ``records_applied``, ``last_offset``/``last_epoch`` and an unfinished ``transaction``.
+    """
     image: MetadataImage = field(default_factory=MetadataImage)
     raft: RaftState = field(default_factory=RaftState)
     problems: list[Problem] = field(default_factory=list)

@@ -221,6 +221,11 @@ class _PeerState:
 
 
 class NetworkClient:
+    """An asyncio Kafka client for requests to peers (host, port): one connection per peer,
+    reconnect backoff, in-flight limit and request timeouts as Kafka's NetworkClient has them,
+    optional TLS and SASL. ``await send(peer, request)`` returns the response message and raises
+    a TransportError subclass (ConnectFailed, RequestTimedOut, Disconnected, ...) on failure.
+    """
     def __init__(self, *, client_id: str = "kafkawire", request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS,
                  connect_timeout_ms: int = DEFAULT_CONNECT_TIMEOUT_MS,
                  reconnect_backoff_ms: int = DEFAULT_RECONNECT_BACKOFF_MS,

@@ -287,6 +287,10 @@ def _names(key, raw, upper=True):
 
 @dataclass(frozen=True)
 class ServerConfig:
+    """A KRaft node's server.properties, parsed and checked (``parse_server_config``): one attribute
+    per key kafkawire reads (``node_id``, ``process_roles``, ``controller_quorum_voters``,
+    listeners, log dirs, timeouts, security), each with Kafka's default.
+    """
     node_id: int
     process_roles: tuple[str, ...]
     controller_quorum_voters: tuple[QuorumVoter, ...]
@@ -377,6 +381,9 @@ def load_server_config(path) -> ServerConfig:
 
 
 def parse_server_config(text: str) -> ServerConfig:
+    """Parse server.properties text into a ServerConfig. Raises ConfigError, naming the key and
+    Kafka's reason, for a value Kafka would refuse or a required key that is missing.
+    """
     try:
         props = JavaProperties.parse(text).items
     except ValueError as e:

@@ -104,6 +104,11 @@ def _register(handlers: dict) -> dict[int, Registered]:
 
 
 class KafkaServer:
+    """An asyncio server speaking Kafka's protocol on one listener: it frames requests, answers
+    ApiVersions from its handlers, checks versions and sizes (``max_request_bytes``, Kafka's
+    socket.request.max.bytes), keeps per-connection order, and calls ``handlers[api_key]`` for
+    each request (optionally TLS and SASL, through ``security``). Start with ``await start()``.
+    """
     def __init__(self, handlers: dict, *, host: str = "127.0.0.1", port: int = 0,
                  listener_name: str = "PLAINTEXT", max_request_bytes: int = DEFAULT_MAX_FRAME,
                  connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS,

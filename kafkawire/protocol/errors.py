@@ -27,6 +27,10 @@ class Malformed(ValueError):
 
 
 class DecodeError(BadBytesError):
+    """Bytes that do not decode as the message they should be: ``message`` and ``version`` name it,
+    ``field`` the field being read (a dotted path), ``offset`` the byte where it failed, ``reason``
+    what was wrong. A BadBytesError.
+    """
     def __init__(self, message: str, version: int | None, field: str | None, offset: int | None, reason: str):
         self.message, self.version, self.field, self.offset, self.reason = message, version, field, offset, reason
         where = message if version is None else f"{message} v{version}"
@@ -38,6 +42,9 @@ class DecodeError(BadBytesError):
 
 
 class EncodeError(ValueError):
+    """A message that cannot be written at a version: ``field`` names the value at fault, ``reason``
+    says why. The caller's mistake, not bad input, so not a BadBytesError.
+    """
     def __init__(self, message: str, version: int | None, field: str | None, reason: str):
         self.message, self.version, self.field, self.reason = message, version, field, reason
         where = message if version is None else f"{message} v{version}"

@@ -5,12 +5,24 @@ and response header v1 exactly where the API version is flexible, request header
 (v0 only for ControlledShutdown v0), and response header v0 for every ApiVersions response,
 because a client reads it before it knows which versions the server speaks.
 
-Headers and bodies are looked up in the installed message registry (kafkawire.protocol.registry:
-kafkawire.messages installs its own when imported); this module never imports generated code.
+Two families, named by what they take and give:
+
+* ``*_frame`` (``encode_request_frame``, ``decode_request_frame``, ``encode_response_frame``,
+  ``decode_response_frame``): a whole frame, the 4-byte size prefix included, both ways; what
+  goes on a socket and what ``iter_frames`` splits a stream into (with the prefix removed:
+  ``iter_frames`` yields payloads, see there).
+* ``decode_request`` / ``decode_response``: a frame's payload, without the size prefix (what
+  ``FrameReader`` and ``iter_frames`` yield). ``encode_request`` / ``encode_response`` are the
+  older names of the two ``encode_*_frame`` functions and return the prefix too.
+
+Headers and bodies are looked up in the installed message registry (kafkawire.protocol.registry,
+which installs the generated codecs of kafkawire.messages on first use); this module never
+imports generated code.
 """
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .errors import DecodeError
@@ -26,6 +38,8 @@ DEFAULT_MAX_FRAME = 100 * 1024 * 1024   # Kafka's socket.request.max.bytes defau
 
 
 def request_header_version(api_key: int, api_version: int) -> int:
+    """The RequestHeader version that goes with a request's API key and version (Kafka's ApiKeys);
+    KeyError for an API key without a schema."""
     request = installed().by_api_key(api_key, "request")
     if request.is_flexible(api_version):
         return 2
@@ -35,14 +49,26 @@ def request_header_version(api_key: int, api_version: int) -> int:
 
 
 def response_header_version(api_key: int, api_version: int) -> int:
+    """The ResponseHeader version that goes with a response (0 for every ApiVersions response);
+    KeyError for an API key without a schema."""
     if api_key == API_VERSIONS_KEY:
         return 0
     response = installed().by_api_key(api_key, "response")
     return 1 if response.is_flexible(api_version) else 0
 
 
+__all__ = ["Request", "encode_request_frame", "decode_request_frame", "encode_response_frame",
+           "decode_response_frame", "iter_frames", "FrameReader", "encode_request", "encode_response",
+           "decode_request", "decode_response", "peek_request_api", "request_header_version",
+           "response_header_version", "DEFAULT_MAX_FRAME"]
+
+
 @dataclass
 class Request:
+    """A decoded request: its header, its body and the header's key fields.
+
+    ``trailing`` holds bytes after the body, which Kafka's broker ignores (see decode_request).
+    """
     header: object    # RequestHeader
     body: object      # the request message
     api_key: int
@@ -53,7 +79,7 @@ class Request:
 
 def encode_request(body, api_version: int, correlation_id: int, client_id: str | None = "kafkawire",
                    header_tagged_fields=()) -> bytes:
-    """A whole frame: size, request header, request body."""
+    """A whole frame: size, request header, request body (``encode_request_frame``'s older name)."""
     messages = installed()
     header_cls = messages.by_name("RequestHeader")
     header = header_cls(request_api_key=body.API_KEY, request_api_version=api_version,
@@ -67,6 +93,7 @@ def encode_request(body, api_version: int, correlation_id: int, client_id: str |
 
 
 def encode_response(body, api_version: int, correlation_id: int) -> bytes:
+    """A whole frame: size, response header, response body (``encode_response_frame``'s older name)."""
     messages = installed()
     header = messages.by_name("ResponseHeader")(correlation_id=correlation_id)
     buf = EncodeBuffer()
@@ -126,6 +153,80 @@ def decode_response(payload: bytes, api_key: int, api_version: int):
         # falls back the same way, then retries with a version from the list.
         body = response_cls.decode(memoryview(payload)[pos:], 0)
     return header.correlation_id, body
+
+
+def encode_request_frame(body, api_version: int, correlation_id: int, client_id: str | None = "kafkawire",
+                         header_tagged_fields=()) -> bytes:
+    """A request as it goes on the wire: the 4-byte size, the request header, the body.
+
+    ``body`` is a request message (``kafkawire.messages.by_name("FetchRequest")(...)``),
+    written at ``api_version`` under the header version that version takes; ``client_id`` may
+    be None (a null string). ``decode_request_frame`` reads the result back. Raises
+    UnsupportedVersionError (an EncodeError) when the body cannot be written at that version.
+    """
+    return encode_request(body, api_version, correlation_id, client_id, header_tagged_fields)
+
+
+def encode_response_frame(body, api_version: int, correlation_id: int) -> bytes:
+    """A response as it goes on the wire: the 4-byte size, the response header, the body.
+
+    ``api_version`` is that of the request it answers. ``decode_response_frame`` reads the
+    result back. Raises UnsupportedVersionError (an EncodeError) as encode_request_frame does.
+    """
+    return encode_response(body, api_version, correlation_id)
+
+
+def _payload_of(frame, what: str) -> memoryview:
+    """A whole frame's payload, after checking that its size prefix matches its length."""
+    view = memoryview(frame).cast("B")
+    if len(view) < 4:
+        raise DecodeError(what, None, "size", 0, f"a frame starts with a 4-byte size; {len(view)} bytes given")
+    (size,) = _INT32.unpack_from(view, 0)
+    if size != len(view) - 4:
+        raise DecodeError(what, None, "size", 0, f"the size prefix says {size} bytes follow, {len(view) - 4} do "
+                          f"(decode_request and decode_response take a payload without the prefix)")
+    return view[4:]
+
+
+def decode_request_frame(frame) -> Request:
+    """Decode a whole request frame, its 4-byte size prefix included (what
+    ``encode_request_frame`` returns).
+
+    Raises DecodeError (a BadBytesError) when the size prefix does not match the frame's length,
+    the API key has no schema, or the header or body cannot be read; bytes after the body are
+    kept in ``Request.trailing``, as Kafka's broker ignores them.
+    """
+    return decode_request(bytes(_payload_of(frame, "RequestHeader")))
+
+
+def decode_response_frame(frame, api_key: int, api_version: int):
+    """Decode a whole response frame, its 4-byte size prefix included: ``(correlation_id, body)``.
+
+    A response does not carry its API: ``api_key`` and ``api_version`` are those of the request
+    it answers. Raises DecodeError as decode_request_frame does.
+    """
+    return decode_response(bytes(_payload_of(frame, "ResponseHeader")), api_key, api_version)
+
+
+def iter_frames(source, *, max_frame: int = DEFAULT_MAX_FRAME, chunk_size: int = 1 << 16) -> Iterator[bytes]:
+    """The payloads (size prefix removed) of the size-prefixed frames in ``source``, in order.
+
+    ``source`` is bytes-like or a binary file object (anything with ``read``; read in chunks of
+    ``chunk_size``, so a file of any size costs one frame of memory). Decode each payload with
+    ``decode_request`` or ``decode_response``. Raises DecodeError when a size is negative or
+    above ``max_frame`` (Kafka's socket.request.max.bytes, 100 MiB) or when the stream ends
+    inside a frame.
+    """
+    reader = FrameReader(max_frame)
+    if hasattr(source, "read"):
+        chunks = iter(lambda: source.read(chunk_size), b"")
+    else:
+        chunks = iter((bytes(source),))
+    for chunk in chunks:
+        yield from reader.feed(chunk)
+    if reader.pending:
+        raise DecodeError("frame", None, "size", None,
+                          f"the stream ends inside a frame ({reader.pending} bytes left over)")
 
 
 class FrameReader:

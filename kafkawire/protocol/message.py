@@ -135,6 +135,14 @@ class Struct:
 
 
 class Message(Struct):
+    """The base of every generated message class (requests, responses, headers, records).
+
+    ``Cls.decode(data, version)`` reads one (every byte must be used, unless ``partial=True``,
+    which returns ``(message, end)``); ``msg.encode(version)`` writes one; ``to_json(version)`` and
+    ``Cls.from_json(obj, version)`` are Kafka's JsonConverter form; ``Cls.versions()`` is the range
+    of valid versions. Class attributes: ``NAME``, ``API_KEY`` (record type for metadata records),
+    ``TYPE``, ``SCHEMA`` (the schema file it came from).
+    """
     __slots__ = ()
     NAME = "Message"
     TYPE = ""

@@ -117,6 +117,10 @@ class StateMachineFatal(RuntimeError):
 
 
 class RaftHandle(Protocol):
+    """What the raft node offers a state machine: who leads, whether this node does, the next
+    offset, the kraft.version, ``append(records)`` (raises NotLeader, AppendQueueFull) and
+    ``send_to_leader(request)``.
+    """
     @property
     def node_id(self) -> int: ...
 
@@ -148,6 +152,10 @@ class RaftListener(Protocol):
 
 
 class StateMachine(RaftListener, Protocol):
+    """What the node runs on raft (the metadata controller): it hears committed batches, snapshots
+    and leader changes (RaftListener), gives its image and records for a snapshot, the API handlers
+    it serves, and runs until the node stops.
+    """
     @property
     def in_transaction(self) -> bool: ...
 

@@ -109,6 +109,11 @@ class CoreEffects:
 
 
 class RaftCore(VoteHandling, FollowerFetching, LocalAppends, SnapshotHandling, Polling):
+    """One KRaft replica as a deterministic state machine: ``step(input)`` takes a request, a
+    response, a tick or a local append and returns a Ready (what to write and fsync, the messages
+    to send, the notices for the state machine). No I/O, no clock of its own; a seed makes it
+    replayable.
+    """
     def __init__(self, config: RaftConfig, store: LogStore, election: ElectionState | None, *,
                  now_ms: int = 0, seed: int = 0):
         self.config = config

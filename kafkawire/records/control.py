@@ -38,6 +38,9 @@ __all__ = [
 
 
 class ControlRecordType(IntEnum):
+    """The type in a control record's key: transaction markers (ABORT, COMMIT) and KRaft's control
+    records (leader change, snapshot header and footer, kraft.version, voters).
+    """
     ABORT = 0
     COMMIT = 1
     LEADER_CHANGE = 2
@@ -63,6 +66,7 @@ END_TXN_MARKER_VERSION = 0
 
 
 class ControlRecordKey(NamedTuple):
+    """A control record's key: its ``version`` (0) and ``type`` (a ControlRecordType value)."""
     version: int
     type: int
 
@@ -96,6 +100,9 @@ def encode_control_key(type_id: int, version: int = CONTROL_KEY_VERSION) -> byte
 
 
 class EndTxnMarker(NamedTuple):
+    """The value of a transaction marker (COMMIT or ABORT control record): its ``version`` and the
+    transaction coordinator's epoch.
+    """
     version: int
     coordinator_epoch: int
 

@@ -52,6 +52,9 @@ _MAX_TIMESTAMP_POSITION = 35
 
 
 class OffsetOutOfRangeError(ValueError):
+    """A read or a log start offset outside the log's [start, end) offsets (Kafka's
+    OffsetOutOfRangeException).
+    """
     pass
 
 
@@ -64,6 +67,15 @@ def fsync_dir(path) -> None:
 
 
 class Log:
+    """The OWNER'S WRITER of a partition directory: never open one on a directory a broker or
+    controller uses, or on data you want to keep as it is. Opening a Log creates the directory,
+    recovers the last segment (and TRUNCATES a torn or corrupt tail), rebuilds and rewrites
+    missing or preallocated indexes; appends, roll, truncation and retention write and delete
+    files. To read someone else's log use ``kafkawire.storage.reader.read_log_directory`` (or
+    ``kafkawire.read_log_directory``), which never writes.
+
+    See the module docstring for recovery, rolling and durability.
+    """
     def __init__(self, directory, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
                  index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
                  log_start_offset: int | None = None, recover_all: bool = False,

@@ -87,6 +87,10 @@ class ReadResult:
 
 
 class LogSegment:
+    """One segment (``.log`` with ``.index`` and ``.timeindex``) as its owner uses it: opened
+    read-write, appended to, recovered and truncated (Kafka's LogSegment). Opening one may rewrite
+    its index files; to read a segment without writing, use ``kafkawire.storage.reader.read_segment``.
+    """
     def __init__(self, directory, base_offset: int, *,
                  index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
                  max_index_size: int = DEFAULT_MAX_INDEX_SIZE, create: bool = False,

@@ -44,6 +44,9 @@ _NAME_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint(\.part|\.deleted)?$")
 
 @dataclass(frozen=True, order=True)
 class SnapshotId:
+    """A KRaft snapshot's id: the end offset (the offset after its last record) and the epoch of
+    that record; the file name is ``%020d-%010d.checkpoint`` of the two.
+    """
     end_offset: int
     epoch: int
 
@@ -55,6 +58,9 @@ BOOTSTRAP_SNAPSHOT_ID = SnapshotId(0, 0)
 
 
 def snapshot_file_name(snapshot_id: SnapshotId, suffix: str = SUFFIX) -> str:
+    """The file name of a snapshot: ``<20-digit end offset>-<10-digit epoch>`` and ``suffix``
+    (``.checkpoint``; ``.checkpoint.part`` while written, ``.checkpoint.deleted`` when removed).
+    """
     return f"{snapshot_id}{suffix}"
 
 
@@ -86,6 +92,9 @@ def list_snapshots(directory) -> list[SnapshotId]:
 
 
 class SnapshotFormatError(BadBytesError):
+    """A snapshot file Kafka would refuse (no header or footer, a record out of place, a torn batch),
+    with the byte position and file. A BadBytesError.
+    """
     def __init__(self, reason: str, position: int | None = None, file=None):
         self.reason, self.position, self.file = reason, position, file
         where = []

@@ -84,6 +84,9 @@ def _chosen(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argpar
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``kafkawire`` command: parse ``argv`` (sys.argv[1:] by default), run the subcommand and
+    return its exit status (0 when stdout is closed early, as by ``| head``).
+    """
     args = parse(argv)
     try:
         return args.run(args)

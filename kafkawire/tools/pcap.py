@@ -1,5 +1,7 @@
 """`kafkawire pcap CAPTURE`: Kafka frames in a pcap/pcapng, summarised, as JSON, or checked for conformance.
 
+The reading is kafkawire.capture.read_capture's; this module only chooses and formats.
+
 One line per frame, like tshark's Kafka summary: packet number, time since the first packet,
 TCP stream, endpoints, API, version, request or response, correlation id, client id, size and
 the non-zero error codes in the body. --json prints each frame as one JSON object (the header
@@ -34,18 +36,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "__transaction_state, __share_group_state records)")
 
 
-def _ports(text: str | None) -> tuple[tuple[int, ...], bool]:
-    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
-    from kafkawire.capture.kafka import DEFAULT_PORTS
+def _ports(text: str | None) -> tuple[int, ...] | None:
+    """The --port list; None (read_capture's default ports, and any port) without one."""
     if text is None:
-        return DEFAULT_PORTS, True
+        return None
     try:
         ports = tuple(int(p) for p in text.split(",") if p.strip())
     except ValueError:
         raise ValueError(f"--port {text!r}: expected comma-separated port numbers") from None
     if not ports or any(not 0 < p < 65536 for p in ports):
         raise ValueError(f"--port {text!r}: ports are 1-65535")
-    return ports, False
+    return ports
 
 
 def _api_filter(text: str | None) -> set[int] | None:
@@ -63,31 +64,13 @@ def _api_filter(text: str | None) -> set[int] | None:
     return keys
 
 
-def analyse(path: Path, ports, any_port: bool, check: bool):
-    """(frames, problems) of a capture; raises CaptureError if it is not a capture at all."""
-    # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
-    from kafkawire.capture.check import check_frame
-    from kafkawire.capture.kafka import Report, decode_frames, kafka_frames
-    from kafkawire.capture.packets import read_segments
-    from kafkawire.capture.streams import reassemble
-    packets = read_segments(path)
-    report = Report(problems=list(packets.problems))
-    times = {s.index: s.time - (packets.first_time or 0.0) for s in packets.segments}
-    frames = kafka_frames(reassemble(packets.segments), times, ports, any_port, report)
-    decode_frames(frames)
-    if check:
-        for f in frames:
-            check_frame(f)
-    return frames, report.problems
-
-
 def summary_line(f) -> str:
     # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
-    from kafkawire.capture.kafka import _endpoint
+    from kafkawire.capture.kafka import endpoint_text
     from kafkawire.capture.check import error_codes
     kind = "Request" if f.role == "request" else "Response"
     version = "" if f.api_version is None else f" v{f.api_version}"
-    line = (f"{f.packet:>6} {f.time:>11.6f} {f.stream:>3} {_endpoint(f.src)} → {_endpoint(f.dst)} "
+    line = (f"{f.packet:>6} {f.time:>11.6f} {f.stream:>3} {endpoint_text(f.src)} → {endpoint_text(f.dst)} "
             f"Kafka {f.api_name if f.api_key is not None else '?'}{version} {kind} corr={f.correlation_id}")
     if f.role == "request" and f.client_id is not None:
         line += f" client_id={f.client_id!r}"
@@ -141,11 +124,12 @@ def check_summary(frames) -> tuple[str, bool]:
 
 def run(args: argparse.Namespace) -> int:
     # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
-    from kafkawire.capture.packets import CaptureError
+    from kafkawire.capture import CaptureError, read_capture
     try:
-        ports, any_port = _ports(args.port)
+        ports = _ports(args.port)
         wanted = _api_filter(args.api)
-        frames, problems = analyse(args.capture, ports, any_port, args.check)
+        capture = read_capture(args.capture, ports=ports, check=args.check)
+        frames, problems = capture.frames, capture.problems
     except (ValueError, CaptureError) as exc:
         print(f"kafkawire pcap: {exc}", file=sys.stderr)
         return 2

@@ -14,10 +14,9 @@ from pathlib import Path
 import dpkt
 import pytest
 
-from kafkawire.capture.kafka import DEFAULT_PORTS
 from kafkawire.protocol import framing
 from tests.conftest import REFERENCE, require
-from kafkawire.tools.pcap import analyse
+from kafkawire.capture import read_capture
 
 REPO = Path(__file__).resolve().parents[2]
 PCAPS = REFERENCE / "pcaps"
@@ -72,7 +71,7 @@ def test_reference_capture_checks_clean(capture):
 
 def test_every_reference_frame_is_identical_except_responses_without_requests():
     require(PCAPS)
-    frames = [f for path in sorted(PCAPS.rglob("*.pcap*")) for f in analyse(path, DEFAULT_PORTS, True, True)[0]]
+    frames = [f for path in sorted(PCAPS.rglob("*.pcap*")) for f in read_capture(path, check=True).frames]
     identical = [f for f in frames if f.check == "identical"]
     unpaired = [f for f in frames if f.status == "unpaired"]
     assert len(frames) == 75 and len(identical) == 69 and len(unpaired) == 6
@@ -81,7 +80,7 @@ def test_every_reference_frame_is_identical_except_responses_without_requests():
 
 def _produce_capture(tmp_path) -> tuple[Path, int]:
     source = require(PCAPS / "deepflow" / "produce-v9.pcap")
-    (frame,), _ = analyse(source, DEFAULT_PORTS, True, True)
+    (frame,) = read_capture(source, check=True).frames
     data = source.read_bytes()
     records = bytes(frame.body.topic_data[0].partition_data[0].records)
     at = data.index(records) + len(records) - 1           # the last byte of the last record's value
@@ -122,7 +121,8 @@ def test_our_client_captures_are_all_identical():
     captures = sorted(OURS.glob("*.pcapng"))
     assert {p.stem for p in captures} == {"kafka-python", "confluent-kafka", "kcat", "aiokafka"}
     for path in captures:
-        frames, problems = analyse(path, DEFAULT_PORTS, True, True)
+        capture = read_capture(path, check=True)
+        frames, problems = capture.frames, capture.problems
         assert frames and all(f.check == "identical" for f in frames) and not problems, path.name
         assert {f.role for f in frames} == {"request", "response"}
 
@@ -230,7 +230,7 @@ def _tshark_frames(capture: Path, ports) -> set:
 @pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed")
 @pytest.mark.parametrize("capture", CAPTURES, ids=[f"{p.parent.name}/{p.name}" for p in CAPTURES])
 def test_same_frames_keys_versions_and_correlation_ids_as_tshark(capture):
-    frames, _ = analyse(capture, DEFAULT_PORTS, True, False)
+    frames = read_capture(capture, check=False).frames
     ports = sorted({f.dst[1] for f in frames if f.role == "request"})
     ours = {(f.packet, f.correlation_id, f.api_key if f.role == "request" else None,
              f.api_version if f.role == "request" else None) for f in frames}
@@ -288,7 +288,7 @@ def test_mutated_captures_are_reported_never_raised(tmp_path):
         path = tmp_path / f"mutated-{i}.pcap"
         path.write_bytes(bytes(data))
         try:
-            frames, _ = analyse(path, DEFAULT_PORTS, True, True)
+            frames = read_capture(path, check=True).frames
         except CaptureError:
             continue
         for f in frames:

@@ -128,6 +128,10 @@ _Part = TypeVar("_Part")
 
 
 class ControllerNode:
+    """A KRaft controller process (``kafkawire server-start``): the raft core on Kafka's on-disk log,
+    its listeners, the raft client and a state machine (the metadata controller by default), from
+    a ServerConfig. Raises NodeStartError for a config it cannot run (not a controller, ...).
+    """
     def __init__(self, config: ServerConfig, *, state_machine_factory: StateMachineFactory | None = None,
                  fsync: bool = True,
                  metrics_interval_ms: int = 1000, max_versions: dict[int, int] | None = None):

@@ -89,6 +89,9 @@ async def describe_quorum(address: tuple[str, int], timeout_ms: int = 2000, **cl
 
 
 class LocalQuorum:
+    """A quorum of ``kafkawire server-start`` processes on 127.0.0.1 under ``base_dir`` (see the
+    module docstring): format, start, stop, kill and wait for a leader, every wait bounded.
+    """
     def __init__(self, base_dir, voters: int = 3, *, extra_nodes: int = 0, python: str | None = None,
                  properties: dict | None = None, cluster_id: str | None = None, server_args=None,
                  client_options: dict | None = None):

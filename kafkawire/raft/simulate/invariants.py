@@ -16,6 +16,7 @@ from kafkawire.raft.types import ReplicaKey
 
 
 class InvariantViolation(AssertionError):
+    """A broken safety rule of the simulation: ``rule`` is its name, ``detail`` what happened."""
     def __init__(self, rule: str, detail: str):
         super().__init__(f"{rule}: {detail}")
         self.rule, self.detail = rule, detail
@@ -32,6 +33,10 @@ def _record_identities(data: bytes):
 
 
 class Invariants:
+    """The safety rules a simulation checks at every step (one leader per epoch, one vote per epoch,
+    log matching, committed records never lost, ...); each is a constant naming the rule, and
+    ``enabled`` chooses which are checked.
+    """
     ONE_LEADER_PER_EPOCH = "at most one leader per epoch"
     ONE_VOTE_PER_EPOCH = "at most one vote per replica per epoch"
     LOG_MATCHING = "logs that agree on (offset, epoch) agree on everything before"

@@ -54,6 +54,10 @@ class AdminAnswer(Protocol):
 
 @dataclass
 class SimSettings:
+    """The knobs of a simulation: voters, observers and brokers, kraft.version, the network's
+    loss, duplication and delay, the faults (crashes, partitions, damaged payloads) and how often
+    they come, the proposals, snapshots and membership changes, and the raft timeouts.
+    """
     voters: int = 3
     observers: int = 0
     kraft_version: int = 1            # 1: voters from a bootstrap snapshot (KIP-853); 0: static voters
@@ -92,6 +96,10 @@ class _Event:
 
 
 class Simulation(FaultInjection, MembershipChanges):
+    """A seeded discrete-event simulation of a KRaft quorum (see the module docstring): ``run(n)``
+    processes n events; every step is checked against the Invariants, which raise
+    InvariantViolation.
+    """
     def __init__(self, seed: int, settings: SimSettings | None = None, *, trace_size: int = 20000, core_factory=None,
                  invariants: Invariants | None = None, machine_factory=None):
         self.seed = seed
