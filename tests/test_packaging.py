@@ -203,8 +203,8 @@ def test_without_an_extra_its_feature_says_which_extra_to_install(tmp_path):
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     assert "pcap exit 1" in result.stdout and "kafka-brokers exit 1" in result.stdout, result.stdout
     assert "kafkawire pcap: reading pcap files needs dpkt: pip install 'kafkawire[pcap]'" in result.stderr
-    assert ("kafkawire main: kafkawire main --with-kafka-brokers needs kafka-python: "
-            "pip install 'kafkawire[kafka-brokers]'") in result.stderr
+    assert "kafkawire main: --with-kafka-brokers needs kafka-python: pip install 'kafkawire[kafka-brokers]'" \
+        in result.stderr
     assert "scram MissingExtra SASL/SCRAM needs scramp: pip install 'kafkawire[security]'" in result.stdout
     assert not (tmp_path / "job").exists(), "the job started something before finding kafka-python missing"
 
