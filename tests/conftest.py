@@ -1,3 +1,8 @@
+import os
+import re
+import shutil
+import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -5,6 +10,58 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 REFERENCE = SHARED / "reference"
+
+# The programs the tests run as peers and oracles. Without one its tests skip, saying why, on a
+# developer's machine; under CI (CI=true) that would make a green run that tested less, so there
+# the run fails at its start, listing what is missing (and the helpers fail instead of skipping).
+CI_PROGRAMS = {
+    "java": "Java 17 (tests/interop, tests/spark)",
+    "javac": "a JDK 17 (tests/interop compiles its Java oracles)",
+    "mvn": "Maven (brings Apache Kafka's jars for tests/interop)",
+    "kcat": "kcat (Debian package kcat)",
+    "tshark": "tshark (Debian package tshark)",
+    "dumpcap": "dumpcap (Debian package tshark)",
+}
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def dev_distributions() -> list[str]:
+    """The distributions of pyproject's [dev] extra: pyspark, pyarrow, the peer clients, build..."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    return [re.match(r"[A-Za-z0-9._-]+", req).group() for req in project["optional-dependencies"]["dev"]]
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def missing_for_ci(which=shutil.which, installed=_installed) -> list[str]:
+    """What CI needs and this machine lacks: programs on PATH, and the [dev] extra's distributions."""
+    missing = [f"{name}: {why}" for name, why in CI_PROGRAMS.items() if which(name) is None]
+    missing += [f"{dist}: pip install -e '.[dev]'" for dist in dev_distributions() if not installed(dist)]
+    return missing
+
+
+def unavailable(reason: str):
+    """Skip the calling test saying why, or under CI fail it: a test CI cannot run is a failure there."""
+    __tracebackhide__ = True        # pytest reports the caller's line, as for its own skip
+    if in_ci():
+        pytest.fail(f"CI=true and this test cannot run: {reason}")
+    pytest.skip(reason)
+
+
+def pytest_sessionstart(session):
+    if in_ci():
+        missing = missing_for_ci()
+        if missing:
+            pytest.exit("CI=true, and tests would skip for want of:\n  " + "\n  ".join(missing), returncode=1)
 
 
 def require(path: Path) -> Path:

@@ -17,7 +17,8 @@ REPO = Path(__file__).resolve().parents[1]
 # kafkawire.raft.contract; `kafkawire server-start` joins them). A layer is a module prefix;
 # the longest prefix wins (kafkawire.raft.node is its own layer, not the pure core's).
 ROWS: list[tuple[str, ...]] = [
-    ("kafkawire.feature_versions",),                 # Kafka's release and feature levels: a leaf
+    # leaves: Kafka's release and feature levels; the optional packages, each named by its extra
+    ("kafkawire.feature_versions", "kafkawire._extras"),
     ("kafkawire.protocol",),                         # the runtime: never imports generated code
     ("kafkawire.messages",),                         # generated codecs (import only the runtime)
     ("kafkawire.records",),

@@ -13,6 +13,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 HAND_WRITTEN = ["kafkawire", "tests", "pyspark_kafkawire", "benchmarks", "examples"]
 TYPED = [
+    "kafkawire/_extras.py", "kafkawire/_native.py",
     "kafkawire/net/acceptor.py", "kafkawire/net/admission.py", "kafkawire/net/authentication.py", "kafkawire/net/authorizer.py",
     "kafkawire/net/client.py", "kafkawire/net/loop.py", "kafkawire/net/serve_log.py",
     "kafkawire/protocol/error_codes.py", "kafkawire/protocol/errors.py", "kafkawire/protocol/framing.py",

@@ -11,7 +11,12 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-import dpkt
+from kafkawire._extras import lazy_module, require
+
+# dpkt is the extra ``pcap``, imported when a capture is read: the rest of kafkawire.capture (TCP
+# streams, Kafka frames, the checks) imports this module's types and works without it.
+_NEEDS_DPKT = ("dpkt", "pcap", "reading pcap files")
+dpkt = lazy_module(*_NEEDS_DPKT)
 
 TCP_FIN, TCP_SYN, TCP_RST, TCP_ACK = 0x01, 0x02, 0x04, 0x10
 _LINK_ETHERNET, _LINK_NULL, _LINK_LOOP, _LINK_SLL, _LINK_SLL2 = 1, 0, 108, 113, 276
@@ -43,6 +48,7 @@ class Packets:
 
 
 def read_segments(path: Path) -> Packets:
+    require(*_NEEDS_DPKT)
     try:
         handle = open(path, "rb")
     except OSError as exc:

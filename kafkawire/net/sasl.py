@@ -29,19 +29,31 @@ import hmac
 import logging
 from typing import Callable
 
-import scramp
-
+from kafkawire._extras import require
 from kafkawire.protocol.error_codes import Errors
 
 __all__ = ["SaslServerSession", "SaslFailure", "SaslClient", "ScramLookup", "SCRAM_MECHANISM_TYPES",
-           "scram_credential"]
+           "scram_credential", "require_mechanism"]
 
 log = logging.getLogger("kafkawire.net.server")
 
-# scramp refuses salts under 12 bytes (RFC 5802 gives no minimum); Kafka stores any salt it is
-# given (its StorageTool's own example is the 2 bytes of salt="N3E="), and those credentials must
-# authenticate here too. scramp reads the bound from this class attribute.
-scramp.core.Salt.MIN_LENGTH = 1
+
+def _scramp():
+    """scramp, needed by SCRAM only (the extra ``security``): PLAIN and the main job run without it."""
+    scramp = require("scramp", "security", "SASL/SCRAM")
+    # scramp refuses salts under 12 bytes (RFC 5802 gives no minimum); Kafka stores any salt it is
+    # given (its StorageTool's own example is the 2 bytes of salt="N3E="), and those credentials must
+    # authenticate here too. scramp reads the bound from this class attribute.
+    scramp.core.Salt.MIN_LENGTH = 1
+    return scramp
+
+
+def require_mechanism(mechanism: str) -> None:
+    """Raise MissingExtra when ``mechanism`` needs a package that is not installed: called where
+    the configuration enables it, so a node fails at startup rather than at a client's handshake."""
+    if mechanism.startswith("SCRAM-"):
+        _scramp()
+
 
 # ScramMechanism's type ids, as UserScramCredentialRecord stores them.
 SCRAM_MECHANISM_TYPES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
@@ -104,7 +116,7 @@ class _ScramServer:
             self.username = username
             return found
 
-        self._server = scramp.ScramMechanism(mechanism).make_server(auth_fn)
+        self._server = _scramp().ScramMechanism(mechanism).make_server(auth_fn)
 
     def evaluate(self, token: bytes) -> bytes:
         generic = f"Authentication failed during authentication due to invalid credentials with SASL " \
@@ -121,7 +133,7 @@ class _ScramServer:
                 return self._server.get_server_final().encode()
         except _UnknownUser as exc:
             raise SaslFailure(generic, f"{self.mechanism}: {exc.reason}") from None
-        except (scramp.ScramException, UnicodeDecodeError, ValueError) as exc:
+        except (_scramp().ScramException, UnicodeDecodeError, ValueError) as exc:
             raise SaslFailure(generic, f"{self.mechanism} for user {self.username!r}: {exc}") from None
         raise SaslFailure(generic, f"{self.mechanism}: a token after the exchange completed")
 
@@ -135,7 +147,7 @@ def _shown(name: str) -> str:
 _SHOWN_MAX = 100
 
 
-class _UnknownUser(scramp.ScramException):
+class _UnknownUser(Exception):
     def __init__(self, username, reason=None):
         self.reason = reason or f"no credentials for user {_shown(username)}"
         super().__init__(self.reason)
@@ -201,7 +213,7 @@ class SaslClient:
     def __init__(self, mechanism: str, username: str, password: str):
         self.mechanism = mechanism
         self.username, self.password = username, password
-        self._scram = None if mechanism == "PLAIN" else scramp.ScramClient([mechanism], username, password)
+        self._scram = None if mechanism == "PLAIN" else _scramp().ScramClient([mechanism], username, password)
         self._step = 0
 
     @property
@@ -230,6 +242,6 @@ class SaslClient:
 
 def scram_credential(mechanism: str, password: str, salt: bytes, iterations: int) -> tuple[bytes, bytes, bytes, int]:
     """(salt, stored_key, server_key, iterations) as Kafka's ScramFormatter computes them."""
-    salt_out, stored_key, server_key, i = scramp.ScramMechanism(mechanism).make_auth_info(
+    salt_out, stored_key, server_key, i = _scramp().ScramMechanism(mechanism).make_auth_info(
         password, iteration_count=iterations, salt=salt)
     return salt_out, stored_key, server_key, i

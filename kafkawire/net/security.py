@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 from kafkawire.net.config import ConfigError, java_int
 from kafkawire.net.authorizer import AuthorizerSettings, STANDARD_AUTHORIZER
-from kafkawire.net.sasl import SaslClient
+from kafkawire._extras import require
+from kafkawire.net.sasl import SaslClient, require_mechanism
 
 __all__ = ["SslSettings", "ListenerSecurity", "JaasEntry", "resolve_listener_security",
            "controller_client_security", "parse_jaas_config", "server_ssl_context", "client_ssl_context",
@@ -180,6 +181,7 @@ def resolve_listener_security(props: dict, listener: str, protocol: str) -> List
             if mechanism not in SUPPORTED_MECHANISMS:
                 raise ConfigError(source, raw, f"enables {mechanism}, which kafkawire does not support "
                                                f"(supported: {', '.join(SUPPORTED_MECHANISMS)})")
+            require_mechanism(mechanism)
             jaas[mechanism] = _jaas_for(props, listener, mechanism)
             if mechanism == "PLAIN" and not jaas[mechanism].users():
                 raise ConfigError(jaas[mechanism].key, "(hidden)", "has no user_<name>=<password> option: "
@@ -208,6 +210,7 @@ def controller_client_security(props: dict, listener: str, protocol: str) -> Cli
     if raw not in SUPPORTED_MECHANISMS:
         raise ConfigError("sasl.mechanism.controller.protocol", raw,
                           f"is not supported by kafkawire (supported: {', '.join(SUPPORTED_MECHANISMS)})")
+    require_mechanism(raw)
     entry = _jaas_for(props, listener, raw)
     username, password = entry.options.get("username"), entry.options.get("password")
     if username is None or password is None:
@@ -341,6 +344,7 @@ def _load_keystore(context: ssl.SSLContext, s: SslSettings) -> None:
         data = _read(s, "ssl.keystore.location")
         _load_pem_chain(context, s, data, data, _password(s, "ssl.key.password"), s.where("ssl.keystore.location"))
         return
+    _require_pkcs12_support()
     from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat, pkcs12
     data = _read(s, "ssl.keystore.location")
     try:
@@ -354,6 +358,11 @@ def _load_keystore(context: ssl.SSLContext, s: SslSettings) -> None:
     chain = b"".join(c.public_bytes(Encoding.PEM) for c in [cert, *extra])
     pem_key = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
     _load_pem_chain(context, s, chain, pem_key, None, s.where("ssl.keystore.location"))
+
+
+def _require_pkcs12_support() -> None:
+    """PKCS12 stores are read with cryptography (the extra ``security``); PEM stores need only ssl."""
+    require("cryptography", "security", "reading PKCS12 key and trust stores")
 
 
 def _load_pem_chain(context, s, chain: bytes, key: bytes, password, where: str) -> None:
@@ -387,6 +396,7 @@ def _load_truststore(context: ssl.SSLContext, s: SslSettings) -> None:
                 s.where("ssl.truststore.location")
         _load_cadata(context, text, where)
         return
+    _require_pkcs12_support()
     from cryptography.hazmat.primitives.serialization import Encoding, pkcs12
     data = _read(s, "ssl.truststore.location")
     try:
@@ -478,6 +488,7 @@ def client_options_from_properties(props: dict) -> dict:
         if mechanism not in SUPPORTED_MECHANISMS:
             raise ConfigError("sasl.mechanism", mechanism,
                               f"is not supported by kafkawire (supported: {', '.join(SUPPORTED_MECHANISMS)})")
+        require_mechanism(mechanism)
         if "sasl.jaas.config" not in props:
             raise ConfigError("sasl.jaas.config", None, f"is required with security.protocol={protocol}")
         entry = parse_jaas_config("sasl.jaas.config", props["sasl.jaas.config"])

@@ -16,6 +16,9 @@ skipped corrupt region says what and where; data rows have it null.
 """
 from __future__ import annotations
 
+from kafkawire._extras import require
+
+require("pyarrow", "spark", "reading Kafka logs into Arrow batches (kafkawire.spark)")
 import pyarrow as pa
 
 __all__ = ["SPARK_KAFKA_COLUMNS", "column_types", "ddl", "arrow_schema"]

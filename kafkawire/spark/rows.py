@@ -14,6 +14,9 @@ from array import array
 from itertools import accumulate, repeat
 from operator import attrgetter
 
+from kafkawire._extras import require
+
+require("pyarrow", "spark", "reading Kafka logs into Arrow batches (kafkawire.spark)")
 import pyarrow as pa
 import pyarrow.compute as pc
 

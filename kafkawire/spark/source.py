@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import sys
 
+from kafkawire._extras import require
+
+require("pyspark", "spark", "the Spark data source kafkawire")
 from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStreamReader,
                                     InputPartition)
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxRows,

@@ -4,7 +4,9 @@ Each subcommand is a module that defines ``COMMAND`` (its name), ``HELP``,
 ``add_arguments(parser)`` and ``run(args) -> int``; they are listed in ``SUBCOMMANDS``.
 
 As Kafka's tools do, a usage error prints the error and the usage of the command it concerns
-and exits 1, and every command takes ``--version``.
+and exits 1, and every command takes ``--version`` (which also says whether the native path or
+pure Python runs, kafkawire._native). A feature whose optional package is missing ends the
+command with one line naming the extra to install (kafkawire._extras), not a traceback.
 """
 from __future__ import annotations
 
@@ -12,6 +14,9 @@ import argparse
 import importlib
 import sys
 from importlib import metadata
+
+from kafkawire._extras import MissingExtra
+from kafkawire._native import status as native_status
 
 # Modules, in the order `kafkawire --help` lists them. A new tool adds one line here.
 SUBCOMMANDS = (
@@ -36,7 +41,7 @@ def version_line() -> str:
         ours = metadata.version("kafkawire")
     except metadata.PackageNotFoundError:
         ours = "unknown"
-    return f"kafkawire {ours} (Apache Kafka {KAFKA_VERSION} protocol and tools)"
+    return f"kafkawire {ours} (Apache Kafka {KAFKA_VERSION} protocol and tools; {native_status()})"
 
 
 class KafkaStyleParser(argparse.ArgumentParser):
@@ -92,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
         return args.run(args)
     except BrokenPipeError:
         return 0
+    except MissingExtra as exc:
+        # an optional feature without its package: one line naming the extra, no traceback
+        print(f"kafkawire {args.command}: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

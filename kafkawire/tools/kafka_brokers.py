@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+from kafkawire._extras import require
 from kafkawire.raft.node.local_quorum import LocalQuorum, QuorumError, free_ports
 
 __all__ = ["KafkaDistributionMissing", "find_kafka_libs", "java_executable", "KafkaBroker", "run_with_brokers"]
@@ -290,6 +291,8 @@ def _demonstrate(quorum: LocalQuorum, brokers: list[KafkaBroker]) -> int:
 
 def run_with_brokers(base: str, voters: int, count: int, kafka_dist: str | None) -> int:
     """The main job with ``count`` Kafka brokers on ``voters`` kafkawire controllers in ``base``."""
+    # first, before anything starts: its producer and consumer are kafka-python's (the extra kafka-brokers)
+    require("kafka", "kafka-brokers", "--with-kafka-brokers")
     try:
         java = java_executable()
         libs = find_kafka_libs(kafka_dist)

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import unavailable
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -33,7 +35,7 @@ def _spark_missing() -> str | None:
 def spark_session(tmp_path_factory):
     reason = _spark_missing()
     if reason:
-        pytest.skip(reason)
+        unavailable(reason)
     saved = {k: os.environ.get(k) for k in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON",
                                             "SPARK_LOCAL_IP", "PYTHONPATH")}
     os.environ["PYSPARK_PYTHON"] = sys.executable

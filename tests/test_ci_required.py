@@ -1,0 +1,46 @@
+"""Under CI (CI=true) a missing Java, JDK, Maven, kcat, tshark/dumpcap or package of the [dev]
+extra (pyspark, the peer clients, build...) fails the run at its start, naming each, instead of
+letting their tests skip (tests/conftest.py); a developer's run without them still skips."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import CI_PROGRAMS, dev_distributions, missing_for_ci
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_everything_ci_needs_is_listed_when_absent():
+    missing = missing_for_ci(which=lambda name: None, installed=lambda dist: False)
+    names = [line.split(":")[0] for line in missing]
+    assert names == [*CI_PROGRAMS, *dev_distributions()]
+    assert {"java", "javac", "mvn", "kcat", "tshark", "dumpcap", "pyspark", "pyarrow", "build"} <= set(names)
+    assert "kcat: kcat (Debian package kcat)" in missing
+    assert missing_for_ci(which=lambda name: f"/usr/bin/{name}", installed=lambda dist: True) == []
+
+
+def _collect(ci: str | None, path: Path) -> subprocess.CompletedProcess:
+    """Collect one small test file with no program on PATH (no java, mvn, kcat, tshark)."""
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env["PATH"] = str(path)
+    if ci is not None:
+        env["CI"] = ci
+    return subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                           "tests/test_error_codes.py"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_under_ci_a_missing_program_fails_the_run_naming_it(tmp_path):
+    result = _collect("true", tmp_path)
+    assert result.returncode == 1, result.stdout[-2000:] + result.stderr[-2000:]
+    out = result.stdout + result.stderr
+    for name in ("java", "javac", "mvn", "kcat", "tshark", "dumpcap"):
+        assert f"\n  {name}: " in out, out[-2000:]
+    assert "CI=true, and tests would skip for want of" in out
+
+
+def test_without_ci_the_same_run_goes_on(tmp_path):
+    for ci in (None, "false", ""):
+        result = _collect(ci, tmp_path)
+        assert result.returncode == 0, (ci, result.stdout[-2000:] + result.stderr[-2000:])
+        assert "tests collected" in result.stdout or "test_error_codes.py" in result.stdout
