@@ -49,7 +49,7 @@ from kafkawire.net.client import NetworkClient
 from kafkawire.net.sasl import SaslClient
 from kafkawire.protocol.framing import decode_response, encode_request
 from kafkawire.raft.node.local_quorum import LocalQuorum
-from tests.controller.harness import broker_request, heartbeat
+from tests.interop.hand_registered_broker import register_unfenced
 
 pytestmark = pytest.mark.kafka
 
@@ -112,22 +112,6 @@ def _by_name(items):
 
 
 # --- the fake broker and the topic, as admin -------------------------------------------------------
-
-async def _register_broker(client, address, cluster_id):
-    request = broker_request(BROKER_ID, cluster_id=cluster_id, log_dirs=[uuid.uuid4()])
-    for _ in range(200):                                        # until the controller is active
-        registration = await client.send(address, request, api_version=4)
-        if registration.error_code == 0:
-            break
-        await asyncio.sleep(0.1)
-    assert registration.error_code == 0, registration
-    for _ in range(200):                                        # unfenced within a few heartbeats
-        beat = await client.send(address, heartbeat(BROKER_ID, registration.broker_epoch, 2**40), api_version=2)
-        if not beat.is_fenced:
-            return registration.broker_epoch
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"broker {BROKER_ID} still fenced: {beat}")
-
 
 async def _create_topic(client, address):
     created = await client.send(address, CreateTopicsRequest(timeout_ms=30000, topics=[
@@ -305,7 +289,7 @@ def _session(address, cluster_id) -> dict:
     """Everything the hostile tenant sees from one controller."""
     async def requests():
         async with _as_admin() as admin:
-            await _register_broker(admin, address, cluster_id)
+            await register_unfenced(admin, address, BROKER_ID, cluster_id)
             topic_id = await _create_topic(admin, address)
         async with _as_mallory() as mallory:
             answers = await _broker_write_answers(mallory, address, topic_id)
