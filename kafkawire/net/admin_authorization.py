@@ -4,7 +4,7 @@ ControllerApis makes them (used when authorizer.class.name is set):
 - DeleteTopics: DELETE on the cluster allows every topic; otherwise a topic needs DESCRIBE and
   DELETE on itself, and is answered TOPIC_AUTHORIZATION_FAILED (a topic named by its id keeps
   its name in the answer only when the principal may describe it);
-- CreatePartitions: ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED;
+- CreatePartitions: ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED with no message;
 - IncrementalAlterConfigs and AlterConfigs: ALTER_CONFIGS on the cluster for a broker or
   client-metrics resource (else CLUSTER_AUTHORIZATION_FAILED), on the topic or group for those
   (TOPIC_ / GROUP_AUTHORIZATION_FAILED);
@@ -148,8 +148,9 @@ def authorizing_create_partitions(handler, authorizer):
         refused_names = set(refused)
         effective.topics = [t for t in request.topics if t.name not in refused_names]
         response = await handler.handle(ctx, effective)
+        # Kafka sets only the code here: the message stays null
         response.results = [CreatePartitionsTopicResult(name=n, error_code=int(Errors.TOPIC_AUTHORIZATION_FAILED),
-                                                        error_message=Errors.TOPIC_AUTHORIZATION_FAILED.message)
+                                                        error_message=None)
                             for n in refused] + list(response.results)
         return response
 

@@ -164,10 +164,25 @@ def _acl_result(acl, principal: str, host: str, operation: int):
 # --- refusing a request -------------------------------------------------------------------------
 
 def _request_text(ctx) -> str:
-    """RequestChannel.Request.toString as ClusterAuthorizationException's message shows it."""
-    return (f"Request(processor=0, connectionId={ctx.connection_id}, session=Session({ctx.principal},/{ctx.peer[0]}), "
+    """RequestChannel.Request.toString as ClusterAuthorizationException's message shows it. Kafka
+    4.3.1's Session has no toString of its own (Object's: class name @ identity hash code), and the
+    request's receive buffer is shown as Java's HeapByteBuffer while the request holds it."""
+    return (f"Request(processor=0, connectionId={ctx.connection_id}, "
+            f"session=org.apache.kafka.network.Session@{id(ctx) & 0x7FFFFFFF:x}, "
             f"listenerName=ListenerName({ctx.listener_name}), securityProtocol={ctx.security_protocol}, "
-            f"buffer=null, envelope=None)")
+            f"buffer={_buffer_text(ctx)}, envelope=None)")
+
+
+def _buffer_text(ctx) -> str:
+    """RequestChannel.Request releases its buffer once parsed unless ApiKeys says the API
+    requiresDelayedAllocation: forwardable, or a schema with bytes fields. A held buffer has been
+    read to its end: position, limit and capacity are the frame's size."""
+    from .envelope import FORWARDABLE_APIS         # envelope imports the server, which imports this module
+
+    if ctx.api_key not in FORWARDABLE_APIS and not api_table()[ctx.api_key].request._HAS_BYTES:
+        return "null"
+    size = ctx.request_size
+    return f"java.nio.HeapByteBuffer[pos={size} lim={size} cap={size}]"
 
 
 def error_response_for(api_key: int, ctx, request, error: int, message: str | None):

@@ -266,15 +266,15 @@ class Connection:
             log.warning("closing connection %s from %s:%s: error getting request for api key %d version %d: %s",
                         self.id, *self.peer, api_key, api_version, exc)
             return False
-        ctx = self.context(request)
+        ctx = self.context(request, len(payload))
         await self._enqueue(ctx, asyncio.create_task(self._handle(registered, ctx, request.body)), len(payload) + 4)
         return True
 
-    def context(self, request) -> RequestContext:
+    def context(self, request, size: int = 0) -> RequestContext:
         header = request.header
         return RequestContext(request.api_key, request.api_version, request.correlation_id,
                               header.client_id or "", self.peer, self.server.listener_name, self.id, header,
-                              self.principal, self.security_protocol)
+                              self.principal, self.security_protocol, size)
 
     async def _enqueue(self, ctx, task, size: int) -> None:
         """Queue a task that yields the response frame (or NO_RESPONSE), in request order; then

@@ -40,6 +40,7 @@ class RequestContext:
     header: Any = None     # the decoded RequestHeader
     principal: str = "User:ANONYMOUS"      # KafkaPrincipal: User:<SASL name> or User:<TLS subject DN>
     security_protocol: str = "PLAINTEXT"
+    request_size: int = 0  # the request frame's size field (a ClusterAuthorizationException's text shows it)
 
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]

@@ -9,7 +9,6 @@ partitions that fit before the one that does not (the topic answered UNKNOWN_SER
 from __future__ import annotations
 
 import asyncio
-import uuid
 
 import pytest
 
@@ -18,7 +17,8 @@ from kafkawire.messages.create_partitions_request import CreatePartitionsRequest
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
 from kafkawire.messages.delete_acls_request import DeleteAclsFilter, DeleteAclsRequest
 from kafkawire.net.client import NetworkClient
-from tests.controller.harness import broker_request, heartbeat
+from tests.controller.harness import heartbeat
+from tests.interop.hand_registered_broker import register_unfenced
 
 pytestmark = pytest.mark.kafka
 
@@ -70,20 +70,7 @@ async def _answers(address, cluster_id):
     """Register and unfence a broker by hand, then send REQUESTS (a heartbeat before each keeps the
     broker unfenced); returns {what: answer} and the answer to growing t to one partition."""
     async with NetworkClient(client_id="bounds", request_timeout_ms=120_000) as client:
-        request = broker_request(BROKER_ID, cluster_id=cluster_id, log_dirs=[uuid.uuid4()])
-        for _ in range(100):                                       # until the controller is active
-            registration = await client.send(address, request, api_version=4)
-            if registration.error_code == 0:
-                break
-            await asyncio.sleep(0.1)
-        assert registration.error_code == 0, registration
-        epoch = registration.broker_epoch
-        for _ in range(100):                                       # unfenced within a few heartbeats
-            beat = await client.send(address, heartbeat(BROKER_ID, epoch, 2**40), api_version=2)
-            if not beat.is_fenced:
-                break
-            await asyncio.sleep(0.1)
-        assert not beat.is_fenced
+        epoch = await register_unfenced(client, address, BROKER_ID, cluster_id)
         answers = {}
         for what, version, request, summary in REQUESTS:
             await client.send(address, heartbeat(BROKER_ID, epoch, 2**40), api_version=2)

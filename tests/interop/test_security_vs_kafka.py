@@ -180,7 +180,7 @@ def test_kafka_tools_see_the_authorizers_refusal(with_authorizer):
     theirs, ours = describe_status(q, alice), run_our_tool(q, alice)
     assert theirs.returncode != 0 and ours.returncode == 1
     refusal = re.compile(r"org\.apache\.kafka\.common\.errors\.ClusterAuthorizationException: Request "
-                         r"Request\(processor=\d+, connectionId=[^,]+, session=Session\(User:alice,/127\.0\.0\.1\), "
+                         r"Request\(processor=\d+, connectionId=[^,]+, session=org\.apache\.kafka\.network\.Session@[0-9a-f]+, "
                          r"listenerName=ListenerName\(CONTROLLER\), securityProtocol=SASL_SSL, buffer=null, "
                          r"envelope=None\) needs ALTER permission\.")
     assert refusal.search(theirs.stdout + theirs.stderr), (theirs.stdout + theirs.stderr)[-3000:]

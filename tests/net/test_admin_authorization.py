@@ -72,6 +72,17 @@ def test_create_partitions_needs_alter_on_each_topic():
     assert [(r.name, r.error_code) for r in response.results] == [("a", 29), ("b", 0)]
 
 
+def test_a_create_partitions_refusal_has_no_message():
+    """ControllerApis.createPartitions sets only the error code of a topic the principal may not
+    ALTER: its error message is null, not the error's default text."""
+    async def controller(ctx, request):
+        return CreatePartitionsResponse(results=[])
+
+    request = CreatePartitionsRequest(topics=[CreatePartitionsTopic(name="a", count=2**31 - 1)])
+    response = run(authorizing_create_partitions(ApiHandler(controller), Grants()).handle(ALICE, request))
+    assert [(r.name, r.error_code, r.error_message) for r in response.results] == [("a", 29, None)]
+
+
 def test_delete_topics_needs_delete_on_the_cluster_or_describe_and_delete_on_each_topic():
     hidden, visible = uuid.UUID(int=5), uuid.UUID(int=6)
     names = {hidden: "hidden", visible: "visible"}

@@ -97,3 +97,39 @@ def test_bad_settings_are_refused_naming_the_key(extra, key):
     with pytest.raises(ConfigError) as info:
         config.authorizer_settings()
     assert info.value.key == key
+
+
+def test_a_cluster_refusal_names_the_request_as_kafka_4_3_does():
+    """ClusterAuthorizationException's text is RequestChannel.Request.toString in Kafka 4.3.1: the
+    Session is shown by Object.toString (class name @ hex hash), and the receive buffer only for an
+    API that keeps it (forwardable, or with bytes fields) as a HeapByteBuffer read to the frame's
+    end; DescribeCluster's is released once parsed (null)."""
+    import asyncio
+    import re
+
+    from kafkawire.messages.create_acls_request import AclCreation, CreateAclsRequest
+    from kafkawire.messages.describe_cluster_request import DescribeClusterRequest
+    from kafkawire.net.authorizer import authorizing_handler
+    from kafkawire.net.server import ApiHandler, RequestContext
+
+    async def unreachable(ctx, request):
+        raise AssertionError("a refused request reached the controller")
+
+    def refusal(api_key, request, operation, size):
+        ctx = RequestContext(api_key, 3, 1, "c", ("10.0.0.1", 5), "CONTROLLER", "127.0.0.1:9093-10.0.0.1:5-0",
+                             principal="User:mallory", security_protocol="SASL_PLAINTEXT", request_size=size)
+        handler = authorizing_handler(api_key, ApiHandler(unreachable), authorizer(), operation)
+        return asyncio.run(handler.handle(ctx, request))
+
+    acls = refusal(30, CreateAclsRequest(creations=[AclCreation(resource_type=TOPIC, resource_name="t",
+                                                                resource_pattern_type=LITERAL, principal="User:x",
+                                                                host="*", operation=3, permission_type=ALLOW)]),
+                   Op.ALTER, 198932)
+    request_text = (r"Request Request\(processor=0, connectionId=127\.0\.0\.1:9093-10\.0\.0\.1:5-0, "
+                    r"session=org\.apache\.kafka\.network\.Session@[0-9a-f]+, listenerName=ListenerName\(CONTROLLER\), "
+                    r"securityProtocol=SASL_PLAINTEXT, buffer={}, envelope=None\) needs ALTER permission\.")
+    assert [r.error_code for r in acls.results] == [31]
+    assert re.fullmatch(request_text.format(r"java\.nio\.HeapByteBuffer\[pos=198932 lim=198932 cap=198932\]"),
+                        acls.results[0].error_message), acls.results[0].error_message
+    cluster = refusal(60, DescribeClusterRequest(), Op.ALTER, 40)
+    assert re.fullmatch(request_text.format("null"), cluster.error_message), cluster.error_message

@@ -3,6 +3,7 @@ ControllerApis' operations per API, super.users, ACL records committed to the me
 Kafka's CLUSTER_AUTHORIZATION_FAILED / TOPIC_AUTHORIZATION_FAILED answers (issue 18, item 4)."""
 import asyncio
 import io
+import re
 import socket
 import uuid
 
@@ -122,8 +123,8 @@ async def checks(node, port):
     cluster = await as_user(port, "alice", "a-secret", DescribeClusterRequest(endpoint_type=2))
     assert cluster.error_code == Errors.CLUSTER_AUTHORIZATION_FAILED
     assert cluster.error_message.startswith("Request Request(processor=0, connectionId=")
-    assert "session=Session(User:alice,/127.0.0.1), listenerName=ListenerName(CONTROLLER), " \
-           "securityProtocol=SASL_PLAINTEXT" in cluster.error_message
+    assert re.search(r"session=org\.apache\.kafka\.network\.Session@[0-9a-f]+, listenerName=ListenerName\(CONTROLLER\), "
+                     r"securityProtocol=SASL_PLAINTEXT, buffer=null, envelope=None\)", cluster.error_message)
     assert cluster.error_message.endswith(" needs ALTER permission.")
     created = await as_user(port, "alice", "a-secret", create("alice-1"))
     assert [(t.name, t.error_code, t.error_message) for t in created.topics] == \
