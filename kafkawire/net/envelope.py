@@ -32,7 +32,7 @@ from kafkawire.protocol.framing import decode_request, encode_response, peek_req
 
 from .server import NO_RESPONSE, RequestContext, top_level_error_response
 
-log = logging.getLogger("kafkawire.net.envelope")
+log = logging.getLogger(__name__)
 
 ENVELOPE = 58
 DESCRIBE_QUORUM = 55

@@ -36,7 +36,7 @@ from kafkawire.protocol.error_codes import Errors
 __all__ = ["SaslServerSession", "SaslFailure", "SaslClient", "ScramLookup", "SCRAM_MECHANISM_TYPES",
            "scram_credential"]
 
-log = logging.getLogger("kafkawire.net.server")
+log = logging.getLogger(__name__)
 
 # scramp refuses salts under 12 bytes (RFC 5802 gives no minimum); Kafka stores any salt it is
 # given (its StorageTool's own example is the 2 bytes of salt="N3E="), and those credentials must

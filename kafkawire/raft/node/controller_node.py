@@ -54,7 +54,7 @@ from .driver import RaftDriver
 from .metrics import RaftMetrics
 from .prometheus import MetricsEndpoint, MetricsUnavailable, exposition, node_families
 
-log = logging.getLogger("kafkawire.node")
+log = logging.getLogger(__name__)
 
 METADATA_PARTITION_DIR = "__cluster_metadata-0"
 METRICS_FILE = "kafkawire-raft-metrics.json"
