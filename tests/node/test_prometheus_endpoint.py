@@ -150,3 +150,46 @@ def test_sensors_are_kafka_s_sampled_windows():
     rate.observe(100)
     now[0] += 10_000
     assert rate.rate(130) == pytest.approx(30 / 40)
+    assert rate.rate(130) == pytest.approx(30 / 40)     # reading it resets nothing (a scrape, the JSON file)
+
+
+def _node_with_endpoint_at(tmp_path, listener: str):
+    """A formatted one-voter node whose configuration turns the endpoint on at ``listener``."""
+    from kafkawire.net.config import PROMETHEUS_REPORTER, load_server_config
+    from kafkawire.raft.node.controller_node import ControllerNode
+    from kafkawire.raft.node.local_quorum import LocalQuorum
+    q = LocalQuorum(tmp_path, voters=1, properties={"metric.reporters": PROMETHEUS_REPORTER,
+                                                    "kafkawire.metrics.prometheus.listener": listener})
+    q.format()
+    return ControllerNode(load_server_config(q.config_path(1)), fsync=False)
+
+
+def _start_error(node) -> str:
+    from kafkawire.raft.node.controller_node import NodeStartError
+
+    async def run():
+        try:
+            await node.start()
+        except NodeStartError as exc:
+            return str(exc)
+        finally:
+            await node.stop(graceful=False)
+        return "started"
+    return asyncio.run(run())
+
+
+def test_a_node_without_prometheus_client_refuses_to_start_naming_the_extra(tmp_path, monkeypatch):
+    node = _node_with_endpoint_at(tmp_path, "http://127.0.0.1:0")
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)
+    assert _start_error(node) == prometheus.MISSING_CLIENT
+
+
+def test_a_node_whose_metrics_port_is_taken_refuses_to_start_naming_the_setting(tmp_path):
+    import socket
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        node = _node_with_endpoint_at(tmp_path, f"http://127.0.0.1:{port}")
+        error = _start_error(node)
+    assert error.startswith(f"kafkawire.metrics.prometheus.listener http://127.0.0.1:{port}: cannot bind: ")
