@@ -35,19 +35,13 @@ def scrape(port: int) -> dict[tuple[str, tuple], float]:
 @pytest.fixture
 def quorum(tmp_path):
     # No NoOpRecords (metadata.max.idle.interval.ms=0), so the log goes quiet and ends can match.
-    q = LocalQuorum(tmp_path, voters=3, properties={"metric.reporters": PROMETHEUS_REPORTER,
-                                                    "metadata.max.idle.interval.ms": "0"})
-    q.metrics_ports = dict(zip(q.node_ids, free_ports(len(q.node_ids))))
-    q.format()
-    for i in q.node_ids:
-        q.write_config(i, **{"kafkawire.metrics.prometheus.listener": f"http://127.0.0.1:{q.metrics_ports[i]}"})
-    q.start_all()
-    try:
+    ports = dict(zip((1, 2, 3), free_ports(3)))
+    with LocalQuorum(tmp_path, voters=3, properties={"metric.reporters": PROMETHEUS_REPORTER,
+                                                     "metadata.max.idle.interval.ms": "0"},
+                     node_properties={i: {"kafkawire.metrics.prometheus.listener": f"http://127.0.0.1:{port}"}
+                                      for i, port in ports.items()}).started() as q:
+        q.metrics_ports = ports
         yield q
-    finally:
-        q.stop_all()
-        for i in q.node_ids:
-            q.kill(i)
 
 
 def _agrees_with_describe_quorum(q: LocalQuorum):
