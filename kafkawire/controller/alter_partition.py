@@ -30,7 +30,7 @@ from .replication import effective_min_isr, is_active, leader_acceptor, unclean_
 from .state import ControllerState
 from .versions import elr_enabled
 
-log = logging.getLogger("kafkawire.controller")
+log = logging.getLogger(__name__)
 
 NEW_ISR_WITH_EPOCHS_SINCE = 3
 

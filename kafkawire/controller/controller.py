@@ -55,7 +55,7 @@ from .state import ControllerState
 from .topics import TopicDefaults, create_topics
 from .versions import SUPPORTED_FEATURES
 
-log = logging.getLogger("kafkawire.controller")
+log = logging.getLogger(__name__)
 
 MAX_IDLE_INTERVAL_MS = 500           # metadata.max.idle.interval.ms
 ACTIVATION_WAIT_MS = 5000            # how long a request waits for a new leader to finish activating

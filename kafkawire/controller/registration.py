@@ -30,7 +30,7 @@ from kafkawire.raft.contract import NoLeader, NotLeader
 from .java_order import string_hashmap_order
 from .versions import controller_registration_supported
 
-log = logging.getLogger("kafkawire.controller")
+log = logging.getLogger(__name__)
 
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 

@@ -31,7 +31,7 @@ from kafkawire.raft.contract import StateMachineFatal
 from .java_order import grown_capacity, string_hashmap_order
 from .versions import METADATA_VERSION
 
-log = logging.getLogger("kafkawire.controller")
+log = logging.getLogger(__name__)
 
 _TRANSACTION_MARKERS = ("BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord")
 

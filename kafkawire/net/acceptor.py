@@ -32,7 +32,7 @@ from typing import Callable, Coroutine
 
 from kafkawire.net.admission import ConnectionQuotas
 
-log = logging.getLogger("kafkawire.net.server")
+log = logging.getLogger(__name__)
 
 LISTEN_BACKLOG = 50          # SocketServerConfigs.SOCKET_LISTEN_BACKLOG_SIZE_DEFAULT
 ACCEPT_RETRY_S = 1.0         # the pause after a failed accept (asyncio's own after EMFILE)

@@ -34,7 +34,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-log = logging.getLogger("kafkawire.net.server")
+log = logging.getLogger(__name__)
 
 INT_MAX = 2**31 - 1
 _FULL_LOG_INTERVAL_S = 60.0

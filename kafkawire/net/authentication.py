@@ -21,7 +21,7 @@ from kafkawire.protocol.handler import RequestContext, top_level_error_response
 
 __all__ = ["sasl_session", "connection_principal", "sasl_dispatch"]
 
-log = logging.getLogger("kafkawire.net.server")
+log = logging.getLogger(__name__)
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 

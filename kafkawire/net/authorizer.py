@@ -42,6 +42,7 @@ from kafkawire.protocol.apis import api_table
 __all__ = ["AuthorizerSettings", "StandardAuthorizer", "AuthorizerNotReady", "CONTROLLER_API_OPERATIONS",
            "CLUSTER_NAME", "Op", "authorizing_handler"]
 
+# A fixed name, not the module's: operators filter denials on it (README), as on Kafka's kafka.authorizer.logger.
 log = logging.getLogger("kafkawire.authorizer")
 
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"

@@ -22,7 +22,8 @@ from kafkawire.net.admission import parse_per_ip_overrides
 from kafkawire.storage.state_files import JavaProperties
 
 __all__ = ["ConfigError", "Endpoint", "QuorumVoter", "ServerConfig", "parse_server_config",
-           "load_server_config", "parse_listeners", "parse_voters", "KNOWN_KEYS", "java_int"]
+           "load_server_config", "parse_listeners", "parse_voters", "KNOWN_KEYS", "java_int",
+           "PROMETHEUS_REPORTER"]
 
 log = logging.getLogger(__name__)
 
@@ -190,6 +191,14 @@ def parse_listeners(key: str, raw: str, protocols: dict[str, str]) -> tuple[Endp
     return tuple(out)
 
 
+# MetricConfigs.METRIC_REPORTER_CLASSES_DEFAULT. Without a JVM there is no JMX to report to: the
+# name is accepted (it is Kafka's default) and reports nothing.
+JMX_REPORTER = "org.apache.kafka.common.metrics.JmxReporter"
+PROMETHEUS_REPORTER = "kafkawire.metrics.PrometheusReporter"
+_REPORTERS = (PROMETHEUS_REPORTER, JMX_REPORTER)
+_HTTP_LISTENER_RE = re.compile(r"^http://\[?([0-9a-zA-Z\-%._:]*)\]?:([0-9]+)$")
+
+
 # --- the keys ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -257,11 +266,37 @@ _KEYS = (
     _Key("max.connections", lambda k, v: _int(k, v, 0), str(INT_MAX), "SocketServerConfigs"),
     _Key("max.connections.per.ip", lambda k, v: _int(k, v, 0), str(INT_MAX), "SocketServerConfigs"),
     _Key("max.connections.per.ip.overrides", lambda k, v: _per_ip_overrides(k, v), "", "SocketServerConfigs"),
+    # MetricConfigs: LIST, JmxReporter; INT 2 atLeast(1); LONG 30000 atLeast(1)
+    _Key("metric.reporters", lambda k, v: _reporters(k, v), JMX_REPORTER, "MetricConfigs"),
+    _Key("metrics.num.samples", lambda k, v: _int(k, v, 1), "2", "MetricConfigs"),
+    _Key("metrics.sample.window.ms", lambda k, v: _long(k, v, 1), "30000", "MetricConfigs"),
+    # kafkawire's: where PrometheusReporter serves GET /metrics (9404, the JMX exporter's usual port)
+    _Key("kafkawire.metrics.prometheus.listener", lambda k, v: _http_listener(k, v), "http://:9404", "kafkawire"),
 )
 KNOWN_KEYS = {k.name: k for k in _KEYS}
 # Keys that ServerConfig holds in another form (resolved against other keys).
 _DERIVED = {"listeners", "advertised.listeners", "listener.security.protocol.map", "inter.broker.listener.name",
             "metadata.log.dir", "log.dirs", "log.dir"}
+
+
+def _reporters(key, raw):
+    names = _list(raw)
+    for name in names:
+        if name not in _REPORTERS:
+            raise ConfigError(key, raw, f"names a class that could not be found: {name} "
+                                        f"(kafkawire's reporters are {', '.join(_REPORTERS)})")
+    return names
+
+
+def _http_listener(key, raw):
+    """``http://HOST:PORT``: (host or None for every interface, port)."""
+    m = _HTTP_LISTENER_RE.match(raw.strip())
+    if not m:
+        raise ConfigError(key, raw, "is not http://HOST:PORT")
+    port = int(m.group(2))
+    if port > 65535:
+        raise ConfigError(key, raw, f"has port {port}, outside 0..65535")
+    return m.group(1) or None, port
 
 
 def _roles(key, raw):
@@ -323,6 +358,10 @@ class ServerConfig:
     max_connections: int
     max_connections_per_ip: int
     max_connections_per_ip_overrides: tuple[tuple[str, int], ...]
+    metric_reporters: tuple[str, ...]
+    metrics_num_samples: int
+    metrics_sample_window_ms: int
+    kafkawire_metrics_prometheus_listener: tuple[str | None, int]    # (host, None for every interface; port)
     unknown_keys: tuple[str, ...] = field(default=())
     # Listener security (kafkawire.net.security): listener name -> ListenerSecurity, the raft
     # client's ClientSecurity towards the first controller listener, the AuthorizerSettings (None:
@@ -343,6 +382,14 @@ class ServerConfig:
     def authorizer_settings(self):
         """AuthorizerSettings, or None without authorizer.class.name; raises its ConfigError."""
         return _raise_deferred(self.authorizer)
+
+    @property
+    def prometheus_listener(self) -> tuple[str | None, int] | None:
+        """(host, port) of the Prometheus endpoint, or None unless metric.reporters names
+        kafkawire.metrics.PrometheusReporter."""
+        if PROMETHEUS_REPORTER not in self.metric_reporters:
+            return None
+        return self.kafkawire_metrics_prometheus_listener
 
     @property
     def is_controller(self) -> bool:

@@ -25,7 +25,7 @@ from kafkawire.protocol.handler import NO_RESPONSE, ApiHandler, CloseConnection,
 if TYPE_CHECKING:       # the server imports this module to make its connections
     from kafkawire.net.server import KafkaServer
 
-log = logging.getLogger("kafkawire.net.server")
+log = logging.getLogger(__name__)
 
 API_VERSIONS = 18
 # ApiVersions v5 adds ClusterId/NodeId checks (KIP-1242) that this server does not make.

@@ -35,7 +35,7 @@ from kafkawire.protocol.registry import installed
 
 from .server import NO_RESPONSE, RequestContext, top_level_error_response
 
-log = logging.getLogger("kafkawire.net.envelope")
+log = logging.getLogger(__name__)
 
 ENVELOPE = 58
 DESCRIBE_QUORUM = 55

@@ -35,7 +35,7 @@ from kafkawire.protocol.error_codes import Errors
 __all__ = ["SaslServerSession", "SaslFailure", "SaslClient", "ScramLookup", "SCRAM_MECHANISM_TYPES",
            "scram_credential", "require_mechanism"]
 
-log = logging.getLogger("kafkawire.net.server")
+log = logging.getLogger(__name__)
 
 
 def _scramp():

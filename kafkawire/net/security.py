@@ -424,7 +424,7 @@ def _logging_sslobject(listener: str):
     loop's TLS (asyncio's or uvloop's, through SSLContext.wrap_bio) logs such failures only in
     debug mode; the peer's address is not known at that level."""
     import logging
-    log = logging.getLogger("kafkawire.net.server")
+    log = logging.getLogger(__name__)
 
     class LoggingSSLObject(ssl.SSLObject):
         def do_handshake(self):

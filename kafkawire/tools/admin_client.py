@@ -50,6 +50,7 @@ from kafkawire.protocol.errors import UnsupportedVersionError
 from kafkawire.storage.state_files import JavaProperties
 
 _DEADLINE_MARGIN_S = 0.01          # asyncio fires a timer when it is within the clock resolution
+# A fixed name, shared by the tools that act as Kafka's Admin: it ends their WARN lines, as the README shows.
 log = logging.getLogger("kafkawire.admin")
 
 __all__ = ["ToolError", "KafkaApiError", "AdminConfig", "Admin", "exception_class_name", "load_properties",

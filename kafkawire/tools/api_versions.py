@@ -45,6 +45,7 @@ COMMAND = "api-versions"
 HELP = "ask a server which APIs and versions it supports, as kafka-broker-api-versions does"
 DEFAULT_REQUEST_TIMEOUT_MS = 5000          # BrokerApiVersionsCommand.AdminClient's request.timeout.ms
 NO_BROKERS_RETRY_MS = 50                   # awaitBrokers' sleep when Metadata names no broker
+# A fixed name, shared by the tools that act as Kafka's Admin: it ends their WARN lines, as the README shows.
 log = logging.getLogger("kafkawire.admin")
 
 

@@ -115,7 +115,7 @@ async def serve(config: ServerConfig, state_machine_factory: StateMachineFactory
                 max_versions: dict[int, int] | None = None) -> int:
     """Run a node with the state machine ``state_machine_factory`` makes until a signal or a failure."""
     from kafkawire.raft.node.controller_node import ControllerNode, NodeStartError    # lazy: CLI start-up
-    log = logging.getLogger("kafkawire.server")
+    log = logging.getLogger(__name__)
     node = ControllerNode(config, state_machine_factory=state_machine_factory, max_versions=max_versions)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

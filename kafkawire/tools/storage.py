@@ -58,7 +58,7 @@ from kafkawire.storage.state_files import (MetaProperties, StateFileError, read_
                                            uuid_to_kafka, write_meta_properties)
 
 COMMAND = "storage"
-log = logging.getLogger("kafkawire.storage")
+log = logging.getLogger(__name__)
 HELP = "format KRaft log directories and print uuids, as Kafka's kafka-storage tool does"
 
 CLUSTER_METADATA_DIR = "__cluster_metadata-0"

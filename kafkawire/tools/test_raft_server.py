@@ -46,6 +46,6 @@ def run(args: argparse.Namespace) -> int:
     def factory(driver, server_config, meta):
         return LoadGenerator(driver, throughput=args.throughput, record_size=args.record_size)
 
-    logging.getLogger("kafkawire.server").info("workload: %d records/s of %d bytes while leading",
+    logging.getLogger(__name__).info("workload: %d records/s of %d bytes while leading",
                                                args.throughput, args.record_size)
     return run_loop(serve(config, factory, max_versions=args.max_api_versions))

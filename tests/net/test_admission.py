@@ -28,7 +28,7 @@ async def answered(conn: RawConnection, name: str, cid: int, timeout: float = 5.
 
 
 def test_a_connection_over_the_per_ip_limit_is_closed_and_overrides_raise_it(caplog):
-    caplog.set_level(logging.INFO, logger="kafkawire.net.server")
+    caplog.set_level(logging.INFO, logger="kafkawire.net")
     limits = AdmissionLimits(max_connections_per_ip=2, max_connections_per_ip_overrides={"127.0.0.2": 3})
 
     async def main():

@@ -119,7 +119,7 @@ def test_on_a_tls_listener_max_connections_applies_before_the_handshake(pki):
 
 
 def test_on_a_tls_listener_the_per_ip_limit_closes_before_the_handshake(pki, caplog):
-    caplog.set_level(logging.INFO, logger="kafkawire.net.server")
+    caplog.set_level(logging.INFO, logger="kafkawire.net")
 
     async def main():
         server, _, first = await tls_listener_with_one_connection(pki, AdmissionLimits(max_connections_per_ip=1))
@@ -254,7 +254,7 @@ _ACCEPT_FAILS_SERVER = textwrap.dedent("""
             def emit(self, record):
                 if record.getMessage().startswith("Error while accepting connection"):
                     failed.set()
-        logging.getLogger("kafkawire.net.server").addHandler(Watch())
+        logging.getLogger("kafkawire.net").addHandler(Watch())
         server = KafkaServer({})
         await server.start()
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

@@ -45,7 +45,7 @@ HANDSHAKE_V0 = [(SaslHandshakeRequest(mechanism="PLAIN"), 0)]
                                           ("SaslAuthenticate token", HANDSHAKE_V1),
                                           ("raw token after SaslHandshake v0", HANDSHAKE_V0)])
 def test_a_pre_authentication_size_over_the_bound_closes_before_the_body_is_read(phase, steps, caplog):
-    caplog.set_level(logging.INFO, logger="kafkawire.net.server")
+    caplog.set_level(logging.INFO, logger="kafkawire.net")
     closed, held = run(_served(node_config(), steps, DEFAULT + 1))
     assert closed, f"{phase}: a size of {DEFAULT + 1} did not close the connection"
     assert held == 0

@@ -115,7 +115,7 @@ def test_oversize_frame_closes_the_connection_after_earlier_answers(caplog):
             conn.close()
         return answered, closed
 
-    with caplog.at_level(logging.WARNING, logger="kafkawire.net.server"):
+    with caplog.at_level(logging.WARNING, logger="kafkawire.net"):
         (cid, body), closed = run(main())
     assert cid == 1 and names(body) == ["x"]
     assert closed
@@ -129,7 +129,7 @@ def test_negative_frame_size_closes_the_connection(caplog):
             await conn.write(struct.pack(">i", -1))
             return await conn.at_eof()
 
-    with caplog.at_level(logging.WARNING, logger="kafkawire.net.server"):
+    with caplog.at_level(logging.WARNING, logger="kafkawire.net"):
         assert run(main())
     assert "frame size -1" in caplog.text
 
@@ -142,7 +142,7 @@ def test_idle_connection_is_closed(caplog):
             _, body = await busy.read_response(METADATA, 9)
             return names(body), await busy.at_eof(timeout=10)
 
-    with caplog.at_level(logging.INFO, logger="kafkawire.net.server"):
+    with caplog.at_level(logging.INFO, logger="kafkawire.net"):
         answered, closed = run(main())
     assert answered == ["a"] and closed
     assert "closing idle connection" in caplog.text and "connections.max.idle.ms=150" in caplog.text
@@ -215,7 +215,7 @@ def test_unsupported_api_or_version_closes_the_connection(caplog, api_key, versi
             first = await conn.read_response(METADATA, 9)
             return first, await conn.at_eof()
 
-    with caplog.at_level(logging.WARNING, logger="kafkawire.net.server"):
+    with caplog.at_level(logging.WARNING, logger="kafkawire.net"):
         (cid, body), closed = run(main())
     assert cid == 1 and names(body) == ["first"] and closed
     assert reason in caplog.text
@@ -229,7 +229,7 @@ def test_unknown_api_key_closes_the_connection(caplog):
             await conn.write(struct.pack(">i", len(payload)) + payload)
             return await conn.at_eof()
 
-    with caplog.at_level(logging.WARNING, logger="kafkawire.net.server"):
+    with caplog.at_level(logging.WARNING, logger="kafkawire.net"):
         assert run(main())
     assert "api key 999" in caplog.text
 
@@ -246,7 +246,7 @@ def test_malformed_request_closes_the_connection_after_earlier_answers(caplog, p
             first = await conn.read_response(METADATA, 9)
             return first, await conn.at_eof()
 
-    with caplog.at_level(logging.WARNING, logger="kafkawire.net.server"):
+    with caplog.at_level(logging.WARNING, logger="kafkawire.net"):
         (cid, body), closed = run(main())
     assert cid == 3 and names(body) == ["ok"] and closed
     assert fragment in caplog.text and "127.0.0.1" in caplog.text
@@ -266,7 +266,7 @@ def test_a_raising_handler_answers_unknown_server_error_where_the_schema_has_an_
             await conn.send(metadata_request("a"), 12, 3)           # v12 has none: Kafka would close
             return described, metadata13, await conn.at_eof()
 
-    with caplog.at_level(logging.ERROR, logger="kafkawire.net.server"):
+    with caplog.at_level(logging.ERROR, logger="kafkawire.net"):
         (cid, described), (cid13, metadata13), closed = run(main())
     assert cid == 1 and isinstance(described, DescribeClusterResponse)
     assert described.error_code == Errors.UNKNOWN_SERVER_ERROR

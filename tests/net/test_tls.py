@@ -105,7 +105,7 @@ def test_mutual_tls_required_refuses_a_client_without_certificate(pki, caplog):
     server = node_config(pem_server(pki, f"ssl.client.auth=required\nssl.truststore.type=PEM\n"
                                          f"ssl.truststore.location={pki.ca_pem}\n"))
     client = client_settings(pem_client(pki))
-    with caplog.at_level(logging.INFO, logger="kafkawire.net.server"):
+    with caplog.at_level(logging.INFO, logger="kafkawire.net"):
         with pytest.raises(TransportError):
             run(principal_seen(server, client))
     assert any("Failed authentication on listener CONTROLLER (SSL handshake failed: PEER_DID_NOT_RETURN_A_CERTIFICATE)"
@@ -198,7 +198,7 @@ def test_mutual_tls_under_uvloop(pki, caplog):
     for _ in range(3):
         assert run(principal_seen(server, with_cert), runner=uvloop.run) == \
             ["User:CN=controller-client,O=kafkawire tests"]
-    with caplog.at_level(logging.INFO, logger="kafkawire.net.server"):
+    with caplog.at_level(logging.INFO, logger="kafkawire.net"):
         with pytest.raises(TransportError):
             run(principal_seen(server, client_settings(pem_client(pki))), runner=uvloop.run)
     assert any("SSL handshake failed: PEER_DID_NOT_RETURN_A_CERTIFICATE" in r.getMessage() for r in caplog.records)

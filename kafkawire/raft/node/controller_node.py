@@ -51,8 +51,10 @@ from kafkawire.raft.voters import VoterSet
 
 from .disk_store import DiskLogStore
 from .driver import RaftDriver
+from .metrics import RaftMetrics
+from .prometheus import MetricsEndpoint, MetricsUnavailable, exposition, node_families
 
-log = logging.getLogger("kafkawire.node")
+log = logging.getLogger(__name__)
 
 METADATA_PARTITION_DIR = "__cluster_metadata-0"
 METRICS_FILE = "kafkawire-raft-metrics.json"
@@ -153,6 +155,7 @@ class ControllerNode:
         self.cluster_id: str | None = None       # meta.properties' cluster.id, from start on
         self._loaded = False
         self.authorizer: StandardAuthorizer | None = None     # made at start (authorizer.class.name)
+        self.metrics_endpoint: MetricsEndpoint | None = None   # metric.reporters=...PrometheusReporter
 
     def _started(self, part: _Part | None) -> _Part:
         """A part made by start() (driver, topic, meta.properties), or a clear error before it."""
@@ -200,6 +203,7 @@ class ControllerNode:
             snapshot_min_bytes=c.metadata_log_max_record_bytes_between_snapshots,
             snapshot_interval_ms=c.metadata_log_max_snapshot_interval_ms,
             retention_bytes=c.metadata_max_retention_bytes, retention_ms=c.metadata_max_retention_ms)
+        driver.metrics = RaftMetrics(c.node_id, samples=c.metrics_num_samples, window_ms=c.metrics_sample_window_ms)
         if self.state_machine_factory is not None:
             self.state_machine = self.state_machine_factory(driver, c, meta)
             driver.state_machine = self.state_machine
@@ -225,6 +229,7 @@ class ControllerNode:
             except OSError as exc:
                 raise NodeStartError(f"listener {endpoint}: cannot bind: {exc.strerror or exc}") from None
             self.servers.append(server)
+        await self._start_metrics_endpoint()
         try:
             driver.start()
         except StateMachineFatal as exc:       # the latest snapshot holds what the state machine refuses
@@ -236,6 +241,25 @@ class ControllerNode:
         self._tasks.append(asyncio.ensure_future(self._publish_metrics()))
         log.info("node %d (cluster %s, directory %s) listening on %s", c.node_id, cluster_id,
                  "none" if meta.directory_id is None else uuid_to_kafka(meta.directory_id), ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
+
+    async def _start_metrics_endpoint(self) -> None:
+        """The Prometheus endpoint, when metric.reporters names kafkawire.metrics.PrometheusReporter."""
+        c = self.config
+        listener = c.prometheus_listener
+        if listener is None:
+            return
+        try:
+            render = exposition(node_families(self._started(self.driver), self.state_machine, c))
+        except MetricsUnavailable as exc:
+            raise NodeStartError(str(exc)) from None
+        endpoint = MetricsEndpoint(listener[0], listener[1], render)
+        try:
+            await endpoint.start()
+        except OSError as exc:
+            raise NodeStartError(f"kafkawire.metrics.prometheus.listener http://{listener[0] or ''}:{listener[1]}: "
+                                 f"cannot bind: {exc.strerror or exc}") from None
+        self.metrics_endpoint = endpoint
+        log.info("node %d: metrics on http://%s:%d/metrics", c.node_id, listener[0] or "0.0.0.0", endpoint.port)
 
     def _admission_limits(self) -> AdmissionLimits:
         c = self.config
@@ -431,6 +455,8 @@ class ControllerNode:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         for server in self.servers:
             await server.close(timeout_ms=1000)
+        if self.metrics_endpoint is not None:
+            await self.metrics_endpoint.close()
         if driver is not None:
             await driver.client.close()
             await driver.close()

@@ -41,7 +41,7 @@ from .disk_store import DiskLogStore
 from .metrics import RaftMetrics
 from .snapshot_writer import FrozenImage, discard, freeze_image, write_image
 
-log = logging.getLogger("kafkawire.raft")
+log = logging.getLogger(__name__)
 
 # Appends waiting for the core, in batches of max_batch_records: past this many an append is
 # refused (AppendQueueFull), as Kafka's BatchAccumulator refuses one past its ten completed

@@ -15,7 +15,7 @@ import time
 
 from kafkawire.raft.contract import AppendQueueFull, NotLeader
 
-log = logging.getLogger("kafkawire.raft.load")
+log = logging.getLogger(__name__)
 
 
 class LoadGenerator:

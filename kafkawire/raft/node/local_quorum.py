@@ -94,7 +94,7 @@ class LocalQuorum:
     """
     def __init__(self, base_dir, voters: int = 3, *, extra_nodes: int = 0, python: str | None = None,
                  properties: dict | None = None, cluster_id: str | None = None, server_args=None,
-                 client_options: dict | None = None):
+                 client_options: dict | None = None, node_properties: dict[int, dict] | None = None):
         self.base_dir = os.fspath(base_dir)
         self.voter_ids = list(range(1, voters + 1))
         self.node_ids = list(range(1, voters + extra_nodes + 1))
@@ -103,6 +103,7 @@ class LocalQuorum:
         self.directory_ids = {i: random_uuid() for i in self.node_ids}
         self.cluster_id = cluster_id or uuid_to_kafka(random_uuid())
         self.properties = dict(properties or {})
+        self.node_properties = dict(node_properties or {})     # node id -> keys for that node's file only
         # NetworkClient options (ssl_context, sasl) for asking a quorum with secured listeners.
         self.client_options = dict(client_options or {})
         self.processes: dict[int, subprocess.Popen] = {}
@@ -141,6 +142,7 @@ class LocalQuorum:
             "log.dirs": self.data_dir(node_id),
         }
         props.update(self.properties)
+        props.update(self.node_properties.get(node_id, {}))
         props.update({k.replace("_", "."): str(v) for k, v in overrides.items()})
         with open(self.config_path(node_id), "w") as f:
             f.write("".join(f"{k}={v}\n" for k, v in props.items()))

@@ -1,36 +1,64 @@
 """The KIP-595 / KIP-853 raft metrics (Kafka's KafkaRaftMetrics, group "raft-metrics"), kept
-by the driver and published as JSON (a file an operator can read, and the node's log).
+by the driver and published as JSON (a file an operator can read, and the node's log) and, when
+enabled, on the node's Prometheus endpoint (prometheus.py).
 
 Names are Kafka's: current-leader, current-vote, current-epoch, current-state,
 high-watermark, log-end-offset, log-end-epoch, commit-latency-avg/max, election-latency-avg/max,
 append-records-rate, fetch-records-rate, number-of-voters, number-of-observers,
-uncommitted-voter-change, number-unknown-voter-connections. Latencies are over a sliding
-window of the last samples (Kafka uses 30 s windows); rates are per second since the last
-publication.
+uncommitted-voter-change, number-unknown-voter-connections. The sensors are Kafka's sampled
+stats: ``metrics.num.samples`` windows (2) of ``metrics.sample.window.ms`` (30 s) each, so an
+average, a maximum or a rate covers the last 30 to 60 s; with no sample in them an average or
+a maximum is NaN, as Kafka's Avg and Max measure. Rates are read from the core's counters
+(append_records, fetch_records), not counted a second time.
 """
 from __future__ import annotations
 
 import json
+import math
 import os
-import statistics
 import time
 from collections import deque
+from typing import Callable
 
 from kafkawire.raft.io import RaftStatus
 
+# MetricConfig's defaults (metrics.num.samples, metrics.sample.window.ms).
+DEFAULT_SAMPLES = 2
+DEFAULT_WINDOW_MS = 30_000
+
+
+def _monotonic_ms() -> float:
+    return time.monotonic() * 1000
+
 
 class LatencyWindow:
-    def __init__(self, size: int = 16384):
+    """Kafka's Avg and Max over sampled windows, plus percentiles over the last ``size``
+    samples (kafkawire's addition, for benchmarks/quorum.py)."""
+
+    def __init__(self, size: int = 16384, *, samples: int = DEFAULT_SAMPLES, window_ms: int = DEFAULT_WINDOW_MS,
+                 clock: Callable[[], float] = _monotonic_ms):
         self.samples: deque[float] = deque(maxlen=size)
+        self._timed: deque[tuple[float, float]] = deque(maxlen=size)     # (when, ms)
+        self.span_ms = samples * window_ms
+        self.clock = clock
 
     def record(self, ms: float) -> None:
         self.samples.append(ms)
+        self._timed.append((self.clock(), ms))
 
-    def avg(self) -> float | None:
-        return statistics.fmean(self.samples) if self.samples else None
+    def _recent(self) -> list[float]:
+        since = self.clock() - self.span_ms
+        while self._timed and self._timed[0][0] < since:
+            self._timed.popleft()
+        return [ms for _, ms in self._timed]
 
-    def max(self) -> float | None:
-        return max(self.samples) if self.samples else None
+    def avg(self) -> float:
+        recent = self._recent()
+        return math.fsum(recent) / len(recent) if recent else math.nan
+
+    def max(self) -> float:
+        recent = self._recent()
+        return max(recent) if recent else math.nan
 
     def percentile(self, p: float) -> float | None:
         if not self.samples:
@@ -39,24 +67,75 @@ class LatencyWindow:
         return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
 
 
+class CounterRate:
+    """Kafka's Rate over a WindowedSum, read from a counter that only grows: the counter's value
+    at the start of each window is kept, and the rate is what it grew since the oldest kept
+    window over the time elapsed, counted as at least ``samples - 1`` full windows (Rate.windowSize)."""
+
+    def __init__(self, *, samples: int = DEFAULT_SAMPLES, window_ms: int = DEFAULT_WINDOW_MS,
+                 clock: Callable[[], float] = _monotonic_ms):
+        self.samples, self.window_ms, self.clock = samples, window_ms, clock
+        self._starts: deque[tuple[float, int]] = deque(maxlen=samples)   # (window start, counter then)
+
+    def observe(self, total: int) -> None:
+        now = self.clock()
+        if not self._starts or now - self._starts[-1][0] >= self.window_ms:
+            self._starts.append((now, total))
+
+    def rate(self, total: int) -> float:
+        """Per second."""
+        self.observe(total)
+        started, then = self._starts[0]
+        elapsed_ms = self.clock() - started
+        full_windows = int(elapsed_ms // self.window_ms)
+        if full_windows < self.samples - 1:
+            elapsed_ms += (self.samples - 1 - full_windows) * self.window_ms
+        return (total - then) / (max(elapsed_ms, 1) / 1000)
+
+
+def kafka_state(status: RaftStatus, is_voter: bool) -> str:
+    """KafkaRaftMetrics' current-state: the role, with the vote and voter membership folded in
+    as Kafka names them (a resigned leader falls through to "unattached" there too)."""
+    role = status.role
+    if role in ("leader", "candidate"):
+        return role
+    if role == "prospective":
+        return "prospective" if status.voted_id is None else "prospective-voted"
+    if role == "follower":
+        return "follower" if is_voter else "observer"
+    return "unattached" if status.voted_id is None else "unattached-voted"
+
+
+def current_vote(status: RaftStatus, node_id: int) -> int:
+    """KafkaRaftMetrics' current-vote: a leader or candidate voted for itself; -1 for no vote."""
+    if status.role in ("leader", "candidate"):
+        return node_id
+    return -1 if status.voted_id is None else status.voted_id
+
+
 class RaftMetrics:
-    def __init__(self, node_id: int):
+    def __init__(self, node_id: int, *, samples: int = DEFAULT_SAMPLES, window_ms: int = DEFAULT_WINDOW_MS):
         self.node_id = node_id
         self.values: dict[str, object] = {}
         self.high_watermark = -1
-        self.commit_latency = LatencyWindow()
-        self.election_latency = LatencyWindow()
+        self.commit_latency = LatencyWindow(samples=samples, window_ms=window_ms)
+        self.election_latency = LatencyWindow(samples=samples, window_ms=window_ms)
+        self.append_records = CounterRate(samples=samples, window_ms=window_ms)
+        self.fetch_records = CounterRate(samples=samples, window_ms=window_ms)
         self.appends_refused = 0          # AppendQueueFull answers (kafkawire's addition)
+        self.new_leaders = 0              # leader changes to a known leader (NewActiveControllersCount)
         self._leaderless_since: int | None = None
-        self._counts_at = (time.monotonic(), 0, 0)
+        self._counters: dict[str, int] = {}
 
     def on_leader_change(self, leader, now_ms: int) -> None:
         if leader.leader_id is None:
             if self._leaderless_since is None:
                 self._leaderless_since = now_ms
-        elif self._leaderless_since is not None:
-            self.election_latency.record(now_ms - self._leaderless_since)
-            self._leaderless_since = None
+        else:
+            self.new_leaders += 1
+            if self._leaderless_since is not None:
+                self.election_latency.record(now_ms - self._leaderless_since)
+                self._leaderless_since = None
 
     def update_from(self, status: RaftStatus, store) -> None:
         """The gauges from the core's status after a Ready was applied (the log end as the
@@ -64,7 +143,7 @@ class RaftMetrics:
         self.values.update({
             "current-leader": -1 if status.leader.leader_id is None else status.leader.leader_id,
             "current-epoch": status.epoch,
-            "current-vote": -1 if status.voted_id is None else status.voted_id,
+            "current-vote": current_vote(status, self.node_id),
             "current-state": status.role,
             "high-watermark": self.high_watermark,
             "log-end-offset": store.end_offset(),
@@ -76,26 +155,27 @@ class RaftMetrics:
             "number-of-observers": status.observers,
         })
         self._counters = dict(status.counters)
+        self.append_records.observe(self._counters.get("append_records", 0))
+        self.fetch_records.observe(self._counters.get("fetch_records", 0))
+
+    def rates(self, counters: dict[str, int]) -> dict[str, float]:
+        """append-records-rate and fetch-records-rate (per second) for the core's counters now."""
+        return {"append-records-rate": self.append_records.rate(counters.get("append_records", 0)),
+                "fetch-records-rate": self.fetch_records.rate(counters.get("fetch_records", 0))}
 
     def snapshot(self) -> dict:
-        now = time.monotonic()
-        counters = getattr(self, "_counters", {})
-        appended, fetched = counters.get("append_records", 0), counters.get("fetch_records", 0)
-        then, appended_then, fetched_then = self._counts_at
-        elapsed = max(now - then, 1e-9)
-        self._counts_at = (now, appended, fetched)
+        counters = self._counters
         out = dict(self.values)
         out.update({
-            "commit-latency-avg": self.commit_latency.avg(),
-            "commit-latency-max": self.commit_latency.max(),
+            "commit-latency-avg": _finite(self.commit_latency.avg()),
+            "commit-latency-max": _finite(self.commit_latency.max()),
             # kafkawire's additions (Kafka's metric has avg and max only), for benchmarks/quorum.py
             "commit-latency-p50": self.commit_latency.percentile(50),
             "commit-latency-p99": self.commit_latency.percentile(99),
             "commit-latency-samples": len(self.commit_latency.samples),
-            "election-latency-avg": self.election_latency.avg(),
-            "election-latency-max": self.election_latency.max(),
-            "append-records-rate": (appended - appended_then) / elapsed,
-            "fetch-records-rate": (fetched - fetched_then) / elapsed,
+            "election-latency-avg": _finite(self.election_latency.avg()),
+            "election-latency-max": _finite(self.election_latency.max()),
+            **self.rates(counters),
             "elections": counters.get("elections", 0),
             "leaderships": counters.get("leaderships", 0),
             "appends-refused": self.appends_refused,
@@ -107,3 +187,8 @@ class RaftMetrics:
         with open(tmp, "w") as f:
             json.dump({"node-id": self.node_id, "group": "raft-metrics", "metrics": self.snapshot()}, f, indent=1)
         os.replace(tmp, path)
+
+
+def _finite(value: float) -> float | None:
+    """JSON has no NaN: a measure without samples is null in the file."""
+    return None if math.isnan(value) else value
