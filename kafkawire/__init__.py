@@ -23,7 +23,9 @@ lock nothing and recover nothing, so they are safe on a live broker's directorie
 ``kafkawire.storage.Log`` is the owner's writer (it recovers and truncates on open): never point
 it at a directory a broker uses.
 
-Every error raised for input that cannot be read derives from ``BadBytesError`` (a ValueError).
+Every error raised for input that cannot be read derives from ``BadBytesError`` (a ValueError). A
+feature used without its optional dependencies raises ``MissingExtra`` (an ImportError) naming
+the extra to install (``pip install 'kafkawire[pcap]'``).
 Message classes: ``kafkawire.messages.by_name("FetchRequest")``.
 """
 from kafkawire._lazy import lazy_exports
@@ -36,7 +38,7 @@ __all__ = [
     "iter_batches", "read_segment", "read_log_directory", "LogDirectoryReader", "PartitionReader",
     "read_metadata_records", "read_metadata_image",
     "read_capture",
-    "BadBytesError", "DecodeError", "CorruptRecordError",
+    "BadBytesError", "DecodeError", "CorruptRecordError", "MissingExtra",
 ]
 
 _getattr, __dir__ = lazy_exports(__name__, {
@@ -60,6 +62,7 @@ _getattr, __dir__ = lazy_exports(__name__, {
     "BadBytesError": "kafkawire.protocol.errors:BadBytesError",
     "DecodeError": "kafkawire.protocol.errors:DecodeError",
     "CorruptRecordError": "kafkawire.records.errors:CorruptRecordError",
+    "MissingExtra": "kafkawire._extras:MissingExtra",
 })
 
 

@@ -6,6 +6,12 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests check what holds, not how fast inputs come: on a loaded 2-core machine one
+# draw can stall for seconds, which would fail a run through Hypothesis's timing checks alone.
+settings.register_profile("kafkawire", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("kafkawire")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
