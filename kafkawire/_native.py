@@ -1,0 +1,39 @@
+"""Which data path runs: the native one (a C extension) or the pure-Python one (issue 26).
+
+The C extension (``kafkawire._native_records``) is optional: ``pip install`` builds
+it when a C compiler and the Python headers are there and installs without it otherwise.
+The pure-Python code does everything it does and is its oracle (the tests require both to
+give the same records, bytes and errors). ``KAFKAWIRE_PURE=1`` forces the pure path;
+``KAFKAWIRE_REQUIRE_NATIVE=1`` makes a missing extension an ImportError (for CI legs that
+must test the native path, not silently the pure one).
+"""
+from __future__ import annotations
+
+import os
+from types import ModuleType
+
+__all__ = ["status", "records", "FORCED_PURE"]
+
+FORCED_PURE = os.environ.get("KAFKAWIRE_PURE", "") not in ("", "0")
+
+
+def _load() -> ModuleType | None:
+    if FORCED_PURE:
+        return None
+    try:
+        from kafkawire import _native_records
+    except ImportError:
+        if os.environ.get("KAFKAWIRE_REQUIRE_NATIVE", "") not in ("", "0"):
+            raise
+        return None
+    return _native_records
+
+
+records: ModuleType | None = _load()
+"""The native record-batch module, or None when the pure path runs."""
+
+
+def status() -> str:
+    """"native (C extension)" when the native record path is in use, else "pure Python"
+    (no extension built, or KAFKAWIRE_PURE=1)."""
+    return "native (C extension)" if records is not None else "pure Python"
