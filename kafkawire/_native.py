@@ -10,9 +10,14 @@ must test the native path, not silently the pure one).
 from __future__ import annotations
 
 import os
+import warnings
 from types import ModuleType
 
-__all__ = ["status", "records", "FORCED_PURE"]
+__all__ = ["status", "records", "FORCED_PURE", "NativeUnavailableWarning"]
+
+
+class NativeUnavailableWarning(RuntimeWarning):
+    """The C extension is not built: kafkawire runs its pure-Python path (slower, same results)."""
 
 FORCED_PURE = os.environ.get("KAFKAWIRE_PURE", "") not in ("", "0")
 
@@ -25,6 +30,9 @@ def _load() -> ModuleType | None:
     except ImportError:
         if os.environ.get("KAFKAWIRE_REQUIRE_NATIVE", "") not in ("", "0"):
             raise
+        # Said once per process (pip hides the build's warning): set KAFKAWIRE_PURE=1 to silence it.
+        warnings.warn("kafkawire's C extension is not built (no C compiler at install?): running the "
+                      "pure-Python record path, same results, slower", NativeUnavailableWarning, stacklevel=2)
         return None
     return _native_records
 
