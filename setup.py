@@ -43,7 +43,10 @@ class OptionalBuildExt(build_ext):
                          "run its pure-Python path (same results, slower).\n")
 
 
-NATIVE = [Extension("kafkawire._native_records", ["kafkawire/_native_records.c"],
+_SRC = "kafkawire/_native_src/"
+NATIVE = [Extension("kafkawire._native_records",
+                    [_SRC + name for name in ("module.c", "parse.c", "decode.c", "encode.c", "columns.c")],
+                    depends=[_SRC + "records.h"],
                     extra_compile_args=["-O2", "-std=gnu11", "-Wall", "-Wno-missing-field-initializers"])]
 
 setup(ext_modules=[] if os.environ.get("KAFKAWIRE_PURE") == "1" else NATIVE,

@@ -1,0 +1,270 @@
+/* Records straight into Arrow buffers (issue 26): Columns, the native half of
+ * kafkawire/spark/record_columns.py.
+ *
+ * Columns(fix_key) accumulates the records of many batches; add(data, start, end, count,
+ * base_offset, base_timestamp, log_append_time) appends one batch's records (parsed by the
+ * shared parser, so bad bytes give the pure loop's error: None or (reason, position) is
+ * returned, the records before the error stay) and finish() returns the buffers: int64
+ * offsets and timestamps (ms), key/value binary columns (validity bits, int32 offsets,
+ * data), and the headers as Spark's list<struct<key: string, value: binary>> (null when a
+ * record has none). Header keys that are not valid UTF-8 go through fix_key(bytes) -> str
+ * (Java's replacement rule, kafkawire.metadata.java_text.java_utf8). No Python object is made
+ * per record. */
+#include "records.h"
+
+#include <string.h>
+
+typedef struct {
+    char *p;
+    Py_ssize_t len, cap;
+} Buf;
+
+static int buf_reserve(Buf *b, Py_ssize_t extra) {
+    if (b->len + extra <= b->cap)
+        return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra)
+        cap *= 2;
+    char *p = PyMem_Realloc(b->p, (size_t)cap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static int buf_put(Buf *b, const void *src, Py_ssize_t n) {
+    if (buf_reserve(b, n) < 0)
+        return -1;
+    memcpy(b->p + b->len, src, (size_t)n);
+    b->len += n;
+    return 0;
+}
+
+/* One Arrow binary/string column: validity bits, int32 offsets, data. */
+typedef struct {
+    Buf validity, offsets, data;
+    Py_ssize_t n, nulls;
+} BinCol;
+
+static int bit_put(Buf *bits, Py_ssize_t index, int set) {
+    if (index % 8 == 0) {
+        uint8_t zero = 0;
+        if (buf_put(bits, &zero, 1) < 0)
+            return -1;
+    }
+    if (set)
+        bits->p[index / 8] |= (char)(1 << (index % 8));
+    return 0;
+}
+
+static int bin_put(BinCol *c, const uint8_t *src, Py_ssize_t len, int present) {
+    if (c->offsets.len == 0) {
+        int32_t zero = 0;
+        if (buf_put(&c->offsets, &zero, 4) < 0)
+            return -1;
+    }
+    if (c->data.len + len > INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "an Arrow binary column holds at most 2 GiB: read fewer batches at once");
+        return -1;
+    }
+    if (bit_put(&c->validity, c->n, present) < 0 || (present && buf_put(&c->data, src, len) < 0))
+        return -1;
+    int32_t end = (int32_t)c->data.len;
+    c->nulls += !present;
+    c->n += 1;
+    return buf_put(&c->offsets, &end, 4);
+}
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *fix_key;
+    Py_ssize_t n;
+    Buf offsets, timestamps;
+    BinCol key, value, hkey, hvalue;
+    Buf list_offsets, list_validity;   /* headers: list<struct<key, value>> */
+    Py_ssize_t list_nulls;
+    const uint8_t *last_key;           /* the last header key checked as UTF-8 */
+    Py_ssize_t last_key_len;
+} Columns;
+
+static void bin_free(BinCol *c) {
+    PyMem_Free(c->validity.p);
+    PyMem_Free(c->offsets.p);
+    PyMem_Free(c->data.p);
+}
+
+static void columns_dealloc(Columns *self) {
+    Py_XDECREF(self->fix_key);
+    PyMem_Free(self->offsets.p);
+    PyMem_Free(self->timestamps.p);
+    bin_free(&self->key);
+    bin_free(&self->value);
+    bin_free(&self->hkey);
+    bin_free(&self->hvalue);
+    PyMem_Free(self->list_offsets.p);
+    PyMem_Free(self->list_validity.p);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *columns_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *fix_key;
+    if (!PyArg_ParseTuple(args, "O:Columns", &fix_key))
+        return NULL;
+    Columns *self = (Columns *)type->tp_alloc(type, 0);
+    if (self != NULL) {
+        self->fix_key = Py_NewRef(fix_key);
+        int32_t zero = 0;
+        if (buf_put(&self->list_offsets, &zero, 4) < 0)
+            Py_CLEAR(self);
+    }
+    return (PyObject *)self;
+}
+
+static int is_utf8(const uint8_t *s, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (s[i] >= 0x80)
+            goto check;
+    return 1;
+check:;
+    PyObject *text = PyUnicode_DecodeUTF8((const char *)s, n, "strict");
+    if (text == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_DECREF(text);
+    return 1;
+}
+
+/* A header key as valid UTF-8: as stored, or through fix_key when it is not UTF-8. */
+static int put_header_key(Columns *self, const uint8_t *s, Py_ssize_t n) {
+    int same = self->last_key != NULL && n == self->last_key_len && memcmp(s, self->last_key, n) == 0;
+    if (same || is_utf8(s, n)) {
+        self->last_key = s;
+        self->last_key_len = n;
+        return bin_put(&self->hkey, s, n, 1);
+    }
+    PyObject *raw = PyBytes_FromStringAndSize((const char *)s, n);
+    PyObject *text = raw ? PyObject_CallOneArg(self->fix_key, raw) : NULL;
+    Py_ssize_t len = 0;
+    const char *utf8 = text && PyUnicode_Check(text) ? PyUnicode_AsUTF8AndSize(text, &len) : NULL;
+    if (text != NULL && utf8 == NULL && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "fix_key must return a str");
+    int rc = utf8 == NULL ? -1 : bin_put(&self->hkey, (const uint8_t *)utf8, len, 1);
+    Py_XDECREF(raw);
+    Py_XDECREF(text);
+    return rc;
+}
+
+static int put_record(Columns *self, const Parser *p, const ParsedRecord *rec, int64_t base_offset,
+                      int64_t base_timestamp, const int64_t *log_append_time) {
+    int64_t offset, timestamp;
+    if (__builtin_add_overflow(base_offset, rec->off_delta, &offset)
+            || (log_append_time == NULL && __builtin_add_overflow(base_timestamp, rec->ts_delta, &timestamp))) {
+        PyErr_SetString(PyExc_OverflowError, "a record's offset or timestamp passes int64 (hostile batch header)");
+        return -1;
+    }
+    if (log_append_time != NULL)
+        timestamp = *log_append_time;
+    const uint8_t *d = p->r.d;
+    if (buf_put(&self->offsets, &offset, 8) < 0 || buf_put(&self->timestamps, &timestamp, 8) < 0
+            || bin_put(&self->key, d + rec->key.pos, rec->key.len, rec->key.present) < 0
+            || bin_put(&self->value, d + rec->value.pos, rec->value.len, rec->value.present) < 0)
+        return -1;
+    for (Py_ssize_t h = 0; h < rec->n_headers; h++) {
+        const HeaderSpans *hs = &p->headers[h];
+        if (put_header_key(self, d + hs->key.pos, hs->key.len) < 0
+                || bin_put(&self->hvalue, d + hs->value.pos, hs->value.len, hs->value.present) < 0)
+            return -1;
+    }
+    int32_t end = (int32_t)self->hkey.n;
+    if (bit_put(&self->list_validity, self->n, rec->n_headers > 0) < 0 || buf_put(&self->list_offsets, &end, 4) < 0)
+        return -1;
+    self->list_nulls += rec->n_headers == 0;  /* Spark's source: null, not an empty list */
+    self->n += 1;
+    return 0;
+}
+
+static PyObject *columns_add(Columns *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "add takes 7 arguments");
+        return NULL;
+    }
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
+    Py_ssize_t count = PyLong_AsSsize_t(args[3]);
+    int64_t base_offset = PyLong_AsLongLong(args[4]), base_timestamp = PyLong_AsLongLong(args[5]);
+    int64_t lat = args[6] == Py_None ? 0 : PyLong_AsLongLong(args[6]);
+    if (PyErr_Occurred())
+        return NULL;
+    PyObject *base = kw_byte_view(args[0]), *result = NULL;
+    if (base == NULL)
+        return NULL;
+    Py_buffer *view = PyMemoryView_GET_BUFFER(base);
+    Parser p = {{view->buf, view->len, NULL, 0}, end, count, NULL, 0};
+    if (kw_check_range(start, end, view->len, count) < 0)
+        goto out;
+    Py_ssize_t pos = start, done = 0;
+    ParsedRecord rec;
+    for (; done < count; done++) {
+        if (kw_parse_record(&p, &pos, &rec) < 0)
+            break;
+        if (put_record(self, &p, &rec, base_offset, base_timestamp, args[6] == Py_None ? NULL : &lat) < 0)
+            goto out;
+    }
+    if (done < count && p.r.reason == NULL)
+        goto out;
+    if (done == count && pos != end)
+        kw_fail(&p.r, pos, "incorrect declared batch size: %zd bytes remain after the last record", end - pos);
+    result = p.r.reason == NULL ? Py_NewRef(Py_None) : Py_BuildValue("(On)", p.r.reason, p.r.err_pos);
+out:
+    self->last_key = NULL;  /* it pointed into this batch's buffer */
+    kw_parser_free(&p);
+    Py_DECREF(base);
+    return result;
+}
+
+static PyObject *bin_tuple(BinCol *c) {
+    if (c->offsets.len == 0) {
+        int32_t zero = 0;
+        if (buf_put(&c->offsets, &zero, 4) < 0)
+            return NULL;
+    }
+    return Py_BuildValue("(y#y#y#n)", c->validity.p ? c->validity.p : "", c->validity.len, c->offsets.p,
+                         c->offsets.len, c->data.p ? c->data.p : "", c->data.len, c->nulls);
+}
+
+static PyObject *columns_finish(Columns *self, PyObject *unused) {
+    return Py_BuildValue("{s:n,s:y#,s:y#,s:N,s:N,s:N,s:N,s:(y#y#n)}", "n", self->n,
+                         "offset", self->offsets.p ? self->offsets.p : "", self->offsets.len,
+                         "timestamp", self->timestamps.p ? self->timestamps.p : "", self->timestamps.len,
+                         "key", bin_tuple(&self->key), "value", bin_tuple(&self->value),
+                         "header_key", bin_tuple(&self->hkey), "header_value", bin_tuple(&self->hvalue),
+                         "headers", self->list_validity.p ? self->list_validity.p : "", self->list_validity.len,
+                         self->list_offsets.p, self->list_offsets.len, self->list_nulls);
+}
+
+static PyMethodDef columns_methods[] = {
+    {"add", (PyCFunction)(void (*)(void))columns_add, METH_FASTCALL,
+     "add(data, start, end, count, base_offset, base_timestamp, log_append_time) -> None | (reason, position)"},
+    {"finish", (PyCFunction)columns_finish, METH_NOARGS, "The column buffers, as a dict of bytes."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject ColumnsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafkawire._native_records.Columns",
+    .tp_basicsize = sizeof(Columns),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Records of many batches accumulated as Arrow column buffers.",
+    .tp_dealloc = (destructor)columns_dealloc,
+    .tp_methods = columns_methods,
+    .tp_new = columns_new,
+};
+
+int kw_columns_init(PyObject *module) {
+    if (PyType_Ready(&ColumnsType) < 0)
+        return -1;
+    return PyModule_AddObjectRef(module, "Columns", (PyObject *)&ColumnsType);
+}
