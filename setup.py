@@ -47,7 +47,7 @@ _SRC = "kafkawire/_native_src/"
 NATIVE = [Extension("kafkawire._native_records",
                     [_SRC + name for name in ("module.c", "parse.c", "decode.c", "encode.c", "columns.c")],
                     depends=[_SRC + "records.h"],
-                    extra_compile_args=["-O2", "-std=gnu11", "-Wall", "-Wno-missing-field-initializers"])]
+                    extra_compile_args=["-O3", "-std=gnu11", "-Wall", "-Wno-missing-field-initializers"])]
 
 setup(ext_modules=[] if os.environ.get("KAFKAWIRE_PURE") == "1" else NATIVE,
       cmdclass={"build_ext": OptionalBuildExt})

@@ -246,6 +246,31 @@ def main():
     print(f"fastest other pure-Python decoder: {best}; kafkawire decodes {results[best][3]:.2f}x "
           f"as fast ({bytes_ratio:.2f}x when copying to bytes)")
     consumer_table(ak, args)
+    arrow_table(args)
+
+
+ARROW_BATCHES = 100
+
+
+def arrow_table(args):
+    """records_to_arrow over a buffer of many batches: native and the pure oracle path."""
+    try:
+        from kafkawire.spark.record_columns import records_to_arrow
+    except ImportError:
+        print("\n(pyarrow missing: no Arrow numbers)")
+        return
+    data = b"".join(kw_encode() for _ in range(ARROW_BATCHES))
+    n = ARROW_BATCHES * N_RECORDS
+    calls = {}
+    for verify in (True, False):
+        for native in ((True, False) if HAVE_NATIVE else (False,)):
+            calls[(native, verify)] = (lambda native, verify: lambda: records_to_arrow(
+                data, verify_crc=verify, native=native, topic="t", partition=0))(native, verify)
+    rates = {key: [r * n / N_RECORDS for r in rs] for key, rs in measure_all(calls, args.runs, args.seconds).items()}
+    print(f"\nrecords_to_arrow: {ARROW_BATCHES} batches x {N_RECORDS} records into one Arrow table (records/s)")
+    for (native, verify), r in rates.items():
+        print(f"{'native' if native else 'pure (Record objects)':<22} CRC {'checked' if verify else 'skipped':<8} "
+              f"{statistics.median(r):>14,.0f}")
 
 
 def consumer_table(ak, args):

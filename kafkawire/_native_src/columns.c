@@ -19,9 +19,7 @@ typedef struct {
     Py_ssize_t len, cap;
 } Buf;
 
-static int buf_reserve(Buf *b, Py_ssize_t extra) {
-    if (b->len + extra <= b->cap)
-        return 0;
+static int buf_grow(Buf *b, Py_ssize_t extra) {
     Py_ssize_t cap = b->cap ? b->cap : 256;
     while (cap < b->len + extra)
         cap *= 2;
@@ -35,7 +33,13 @@ static int buf_reserve(Buf *b, Py_ssize_t extra) {
     return 0;
 }
 
-static int buf_put(Buf *b, const void *src, Py_ssize_t n) {
+static inline int buf_reserve(Buf *b, Py_ssize_t extra) {
+    if (__builtin_expect(b->len + extra <= b->cap, 1))
+        return 0;
+    return buf_grow(b, extra);
+}
+
+static inline int buf_put(Buf *b, const void *src, Py_ssize_t n) {
     if (buf_reserve(b, n) < 0)
         return -1;
     memcpy(b->p + b->len, src, (size_t)n);
@@ -49,7 +53,7 @@ typedef struct {
     Py_ssize_t n, nulls;
 } BinCol;
 
-static int bit_put(Buf *bits, Py_ssize_t index, int set) {
+static inline int bit_put(Buf *bits, Py_ssize_t index, int set) {
     if (index % 8 == 0) {
         uint8_t zero = 0;
         if (buf_put(bits, &zero, 1) < 0)
@@ -60,7 +64,7 @@ static int bit_put(Buf *bits, Py_ssize_t index, int set) {
     return 0;
 }
 
-static int bin_put(BinCol *c, const uint8_t *src, Py_ssize_t len, int present) {
+static inline int bin_put(BinCol *c, const uint8_t *src, Py_ssize_t len, int present) {
     if (c->offsets.len == 0) {
         int32_t zero = 0;
         if (buf_put(&c->offsets, &zero, 4) < 0)
