@@ -191,41 +191,36 @@ static int put_record(Columns *self, const Parser *p, const ParsedRecord *rec, i
     return 0;
 }
 
+typedef struct {
+    Columns *self;
+    const BatchArgs *batch;
+    int64_t log_append_time;
+} ColumnSink;
+
+static int add_to_columns(void *ctx, const Parser *p, const ParsedRecord *rec) {
+    ColumnSink *s = ctx;
+    const BatchArgs *b = s->batch;
+    return put_record(s->self, p, rec, b->base_offset, b->base_timestamp,
+                      b->log_append_time == NULL ? NULL : &s->log_append_time);
+}
+
 static PyObject *columns_add(Columns *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 7) {
         PyErr_SetString(PyExc_TypeError, "add takes 7 arguments");
         return NULL;
     }
-    Py_ssize_t start = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
-    Py_ssize_t count = PyLong_AsSsize_t(args[3]);
-    int64_t base_offset = PyLong_AsLongLong(args[4]), base_timestamp = PyLong_AsLongLong(args[5]);
-    int64_t lat = args[6] == Py_None ? 0 : PyLong_AsLongLong(args[6]);
-    if (PyErr_Occurred())
+    BatchArgs a;
+    if (kw_batch_args(args, &a) < 0)
         return NULL;
-    PyObject *base = kw_byte_view(args[0]), *result = NULL;
-    if (base == NULL)
-        return NULL;
-    Py_buffer *view = PyMemoryView_GET_BUFFER(base);
-    Parser p = {{view->buf, view->len, NULL, 0}, end, count, NULL, 0};
-    if (kw_check_range(start, end, view->len, count) < 0)
-        goto out;
-    Py_ssize_t pos = start, done = 0;
-    ParsedRecord rec;
-    for (; done < count; done++) {
-        if (kw_parse_record(&p, &pos, &rec) < 0)
-            break;
-        if (put_record(self, &p, &rec, base_offset, base_timestamp, args[6] == Py_None ? NULL : &lat) < 0)
-            goto out;
-    }
-    if (done < count && p.r.reason == NULL)
-        goto out;
-    if (done == count && pos != end)
-        kw_fail(&p.r, pos, "incorrect declared batch size: %zd bytes remain after the last record", end - pos);
-    result = p.r.reason == NULL ? Py_NewRef(Py_None) : Py_BuildValue("(On)", p.r.reason, p.r.err_pos);
-out:
+    ColumnSink sink = {self, &a, a.log_append_time == NULL ? 0 : PyLong_AsLongLong(a.log_append_time)};
+    PyObject *result = NULL;
+    Py_ssize_t done;
+    if (!PyErr_Occurred() && kw_parse_batch(&a.parser, a.start, add_to_columns, &sink, &done) == 0)
+        result = a.parser.r.reason == NULL ? Py_NewRef(Py_None)
+                                           : Py_BuildValue("(On)", a.parser.r.reason, a.parser.r.err_pos);
     self->last_key = NULL;  /* it pointed into this batch's buffer */
-    kw_parser_free(&p);
-    Py_DECREF(base);
+    kw_parser_free(&a.parser);
+    Py_DECREF(a.view);
     return result;
 }
 

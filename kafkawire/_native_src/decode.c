@@ -209,48 +209,48 @@ static PyObject *record_object(Objects *o, const Parser *p, const ParsedRecord *
     return obj;
 }
 
+typedef struct {
+    Objects *o;
+    PyObject *records;  /* a list of count slots, filled in order */
+    Py_ssize_t next;
+} ObjectSink;
+
+static int add_object(void *ctx, const Parser *p, const ParsedRecord *rec) {
+    ObjectSink *s = ctx;
+    PyObject *obj = record_object(s->o, p, rec);
+    if (obj == NULL)
+        return -1;
+    PyList_SET_ITEM(s->records, s->next++, obj);
+    return 0;
+}
+
 PyObject *kw_decode_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 9) {
         PyErr_SetString(PyExc_TypeError, "decode_records takes 9 arguments");
         return NULL;
     }
-    Py_ssize_t start = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
-    Py_ssize_t count = PyLong_AsSsize_t(args[3]);
+    BatchArgs a;
     Objects o = {0};
-    o.base_offset = PyLong_AsLongLong(args[4]);
-    o.base_timestamp = PyLong_AsLongLong(args[5]);
-    o.log_append_time = args[6] == Py_None ? NULL : args[6];
     o.batch = args[7];
-    if (PyErr_Occurred() || (o.layout = slot_layout(args[8])) == NULL || (o.base = kw_byte_view(args[0])) == NULL)
+    if ((o.layout = slot_layout(args[8])) == NULL || kw_batch_args(args, &a) < 0)
         return NULL;
-    Py_buffer *view = PyMemoryView_GET_BUFFER(o.base);
-    Parser p = {{view->buf, view->len, NULL, 0}, end, count, NULL, 0};
-    PyObject *records = NULL, *result = NULL;
-    if (kw_check_range(start, end, view->len, count) < 0 || (records = PyList_New(count)) == NULL)
-        goto out;
-    Py_ssize_t pos = start, done = 0;
-    ParsedRecord rec;
-    for (; done < count; done++) {
-        if (kw_parse_record(&p, &pos, &rec) < 0)
-            break;
-        PyObject *obj = record_object(&o, &p, &rec);
-        if (obj == NULL)
-            goto out;
-        PyList_SET_ITEM(records, done, obj);
+    o.base = a.view;
+    o.base_offset = a.base_offset;
+    o.base_timestamp = a.base_timestamp;
+    o.log_append_time = a.log_append_time;
+    ObjectSink sink = {&o, PyList_New(a.parser.count), 0};
+    PyObject *result = NULL;
+    Py_ssize_t done;
+    if (sink.records != NULL && kw_parse_batch(&a.parser, a.start, add_object, &sink, &done) == 0) {
+        if (done < a.parser.count)  /* bad bytes: the records before them */
+            Py_SETREF(sink.records, PyList_GetSlice(sink.records, 0, done));
+        if (sink.records != NULL)
+            result = kw_result(sink.records, &a.parser.r);
     }
-    if (done < count && p.r.reason == NULL)
-        goto out;  /* a Python error (memory), not bad bytes */
-    if (done == count && pos != end)
-        kw_fail(&p.r, pos, "incorrect declared batch size: %zd bytes remain after the last record", end - pos);
-    if (done < count)
-        Py_SETREF(records, PyList_GetSlice(records, 0, done));
-    if (records != NULL)
-        result = kw_result(records, &p.r);
-out:
-    Py_XDECREF(records);
-    kw_parser_free(&p);
+    Py_XDECREF(sink.records);
+    kw_parser_free(&a.parser);
     Py_XDECREF(o.last_hkey);
-    Py_DECREF(o.base);
+    Py_DECREF(a.view);
     return result;
 }
 

@@ -183,6 +183,38 @@ int kw_check_range(Py_ssize_t start, Py_ssize_t end, Py_ssize_t len, Py_ssize_t 
     return 0;
 }
 
+int kw_parse_batch(Parser *p, Py_ssize_t start, RecordSink sink, void *ctx, Py_ssize_t *done) {
+    Py_ssize_t pos = start;
+    ParsedRecord rec;
+    for (*done = 0; *done < p->count; *done += 1) {
+        if (kw_parse_record(p, &pos, &rec) < 0)
+            return p->r.reason != NULL ? 0 : -1;
+        if (sink(ctx, p, &rec) < 0)
+            return -1;
+    }
+    if (pos != p->end)
+        kw_fail(&p->r, pos, "incorrect declared batch size: %zd bytes remain after the last record", p->end - pos);
+    return 0;
+}
+
+int kw_batch_args(PyObject *const *args, BatchArgs *a) {
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
+    Py_ssize_t count = PyLong_AsSsize_t(args[3]);
+    a->base_offset = PyLong_AsLongLong(args[4]);
+    a->base_timestamp = PyLong_AsLongLong(args[5]);
+    a->log_append_time = args[6] == Py_None ? NULL : args[6];
+    if (PyErr_Occurred() || (a->view = kw_byte_view(args[0])) == NULL)
+        return -1;
+    Py_buffer *view = PyMemoryView_GET_BUFFER(a->view);
+    a->start = start;
+    a->parser = (Parser){{view->buf, view->len, NULL, 0}, end, count, NULL, 0};
+    if (kw_check_range(start, end, view->len, count) < 0) {
+        Py_CLEAR(a->view);
+        return -1;
+    }
+    return 0;
+}
+
 PyObject *kw_result(PyObject *value, Reader *r) {
     if (r->reason == NULL)
         return PyTuple_Pack(2, value, Py_None);

@@ -49,6 +49,26 @@ typedef struct {
 int kw_parse_record(Parser *p, Py_ssize_t *pos, ParsedRecord *rec);
 void kw_parser_free(Parser *p);
 
+/* Every record of a batch's records data[start:end] (count of them) handed to sink(ctx, parser,
+ * record) in turn: 0 when done, with p->r.reason set if bad bytes stopped it (the records
+ * before went to the sink) or the records end where the last does not; -1 for a Python error
+ * (from the sink or memory). *done is how many records the sink got. */
+typedef int (*RecordSink)(void *ctx, const Parser *p, const ParsedRecord *rec);
+int kw_parse_batch(Parser *p, Py_ssize_t start, RecordSink sink, void *ctx, Py_ssize_t *done);
+
+/* The arguments every batch decoder starts with: (data, start, end, count, base_offset,
+ * base_timestamp, log_append_time). view is a byte view of data (kw_byte_view) the caller
+ * releases; the parser is ready for kw_parse_batch. */
+typedef struct {
+    PyObject *view;
+    Py_ssize_t start;
+    int64_t base_offset, base_timestamp;
+    PyObject *log_append_time;  /* NULL: CREATE_TIME */
+    Parser parser;
+} BatchArgs;
+
+int kw_batch_args(PyObject *const *args, BatchArgs *a);
+
 /* A 1-D contiguous byte view of data (BufferError otherwise), and the framing check shared
  * by the decoders: the range inside the buffer, count bounded by the bytes (7 per record). */
 PyObject *kw_byte_view(PyObject *data);
