@@ -45,7 +45,7 @@ class OptionalBuildExt(build_ext):
 
 _SRC = "kafkawire/_native_src/"
 NATIVE = [Extension("kafkawire._native_records",
-                    [_SRC + name for name in ("module.c", "parse.c", "decode.c", "encode.c", "columns.c")],
+                    [_SRC + name for name in ("module.c", "parse.c", "decode.c", "encode.c", "columns.c", "crc32c.c")],
                     depends=[_SRC + "records.h"],
                     extra_compile_args=["-O3", "-std=gnu11", "-Wall", "-Wno-missing-field-initializers"])]
 

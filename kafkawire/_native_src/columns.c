@@ -19,11 +19,52 @@ typedef struct {
     Py_ssize_t len, cap;
 } Buf;
 
+/* A finished column buffer handed to Python without a copy: it owns the memory (freed with
+ * the object) and exports it read-only through the buffer protocol (pa.py_buffer keeps it). */
+typedef struct {
+    PyObject_HEAD
+    char *p;
+    Py_ssize_t len;
+} OwnedBuffer;
+
+static void owned_dealloc(OwnedBuffer *self) {
+    PyMem_RawFree(self->p);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int owned_getbuffer(OwnedBuffer *self, Py_buffer *view, int flags) {
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->p ? self->p : (char *)"", self->len, 1, flags);
+}
+
+static PyBufferProcs owned_as_buffer = {(getbufferproc)owned_getbuffer, NULL};
+
+static PyTypeObject OwnedBufferType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafkawire._native_records.OwnedBuffer",
+    .tp_basicsize = sizeof(OwnedBuffer),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A column buffer Columns.finish hands over without copying it.",
+    .tp_dealloc = (destructor)owned_dealloc,
+    .tp_as_buffer = &owned_as_buffer,
+};
+
+/* The buffer's memory as an OwnedBuffer; the Buf is left empty. */
+static PyObject *hand_over(Buf *b) {
+    OwnedBuffer *o = PyObject_New(OwnedBuffer, &OwnedBufferType);
+    if (o == NULL)
+        return NULL;
+    o->p = b->p;
+    o->len = b->len;
+    b->p = NULL;
+    b->len = b->cap = 0;
+    return (PyObject *)o;
+}
+
 static int buf_grow(Buf *b, Py_ssize_t extra) {
     Py_ssize_t cap = b->cap ? b->cap : 256;
     while (cap < b->len + extra)
         cap *= 2;
-    char *p = PyMem_Realloc(b->p, (size_t)cap);
+    char *p = PyMem_RawRealloc(b->p, (size_t)cap);
     if (p == NULL) {
         PyErr_NoMemory();
         return -1;
@@ -95,21 +136,21 @@ typedef struct {
 } Columns;
 
 static void bin_free(BinCol *c) {
-    PyMem_Free(c->validity.p);
-    PyMem_Free(c->offsets.p);
-    PyMem_Free(c->data.p);
+    PyMem_RawFree(c->validity.p);
+    PyMem_RawFree(c->offsets.p);
+    PyMem_RawFree(c->data.p);
 }
 
 static void columns_dealloc(Columns *self) {
     Py_XDECREF(self->fix_key);
-    PyMem_Free(self->offsets.p);
-    PyMem_Free(self->timestamps.p);
+    PyMem_RawFree(self->offsets.p);
+    PyMem_RawFree(self->timestamps.p);
     bin_free(&self->key);
     bin_free(&self->value);
     bin_free(&self->hkey);
     bin_free(&self->hvalue);
-    PyMem_Free(self->list_offsets.p);
-    PyMem_Free(self->list_validity.p);
+    PyMem_RawFree(self->list_offsets.p);
+    PyMem_RawFree(self->list_validity.p);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -224,29 +265,122 @@ static PyObject *columns_add(Columns *self, PyObject *const *args, Py_ssize_t na
     return result;
 }
 
+/* Room for the records of `bytes` more bytes of batches, reserved once per call: the
+ * buffers then grow without copies, and pages nobody writes are never touched. */
+static int reserve_for(Columns *self, Py_ssize_t bytes) {
+    Py_ssize_t records = bytes / 7 + 1;
+    BinCol *cols[] = {&self->key, &self->value, &self->hkey, &self->hvalue};
+    for (int i = 0; i < 4; i++)
+        if (buf_reserve(&cols[i]->data, bytes) < 0 || buf_reserve(&cols[i]->offsets, 4 * records + 4) < 0
+                || buf_reserve(&cols[i]->validity, records / 8 + 2) < 0)
+            return -1;
+    return buf_reserve(&self->offsets, 8 * records) < 0 || buf_reserve(&self->timestamps, 8 * records) < 0
+           || buf_reserve(&self->list_offsets, 4 * records + 4) < 0
+           || buf_reserve(&self->list_validity, records / 8 + 2) < 0 ? -1 : 0;
+}
+
+static inline uint32_t be32(const uint8_t *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline int64_t be64(const uint8_t *p) {
+    return (int64_t)((uint64_t)be32(p) << 32 | be32(p + 4));
+}
+
+/* The batch at d[pos:] when it is one the fast loop takes whole: a complete v2 batch,
+ * uncompressed, CRC matching (if checked), record count plausible. Anything else - a torn
+ * tail, a legacy message, a compressed batch, a bad size, magic or CRC - is left to the
+ * Python loop, which reads it as iter_batches does (and raises its error). Returns the
+ * batch's end, or -1. */
+static Py_ssize_t simple_batch(const uint8_t *d, Py_ssize_t len, Py_ssize_t pos, int verify_crc, BatchArgs *b,
+                               int *control) {
+    Py_ssize_t left = len - pos;
+    if (left < 61)
+        return -1;
+    const uint8_t *h = d + pos;
+    int32_t size = (int32_t)be32(h + 8);
+    if (h[16] != 2 || size < 49 || size > left - 12)
+        return -1;
+    Py_ssize_t end = pos + 12 + size;
+    int attributes = h[21] << 8 | h[22];
+    int32_t count = (int32_t)be32(h + 57);
+    if ((attributes & 0x07) != 0 || (verify_crc && kw_crc32c(h + 21, (size_t)(end - pos - 21)) != be32(h + 17)))
+        return -1;
+    *control = (attributes & 0x20) != 0;
+    if (!*control && (count < 0 || count > (size - 49) / 7))
+        return -1;
+    b->start = pos + 61;
+    b->base_offset = be64(h);
+    b->base_timestamp = be64(h + 27);
+    b->log_append_time = (attributes & 0x08) ? Py_None : NULL;  /* a marker: the value is below */
+    b->parser = (Parser){{d, len, NULL, 0}, end, count, NULL, 0};
+    return end;
+}
+
+/* add_batches(buf, start, verify_crc) -> position: the records of every batch from start on
+ * that simple_batch takes, in one pass (framing, CRC, records); returns where it stopped: the
+ * end of the buffer or a batch for the Python loop. */
+static PyObject *columns_add_batches(Columns *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "add_batches takes 3 arguments");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    int verify = PyObject_IsTrue(args[2]);
+    PyObject *view = (pos == -1 && PyErr_Occurred()) || verify < 0 ? NULL : kw_byte_view(args[0]);
+    if (view == NULL)
+        return NULL;
+    const uint8_t *d = PyMemoryView_GET_BUFFER(view)->buf;
+    Py_ssize_t len = PyMemoryView_GET_BUFFER(view)->len, end, done;
+    BatchArgs b;
+    int control, failed = 0;
+    if (pos >= 0 && pos < len && reserve_for(self, len - pos) < 0) {
+        Py_DECREF(view);
+        return NULL;
+    }
+    while (pos >= 0 && (end = simple_batch(d, len, pos, verify, &b, &control)) >= 0) {
+        if (!control && b.parser.count > 0) {
+            ColumnSink sink = {self, &b, be64(d + pos + 35)};  /* max timestamp, for LOG_APPEND_TIME */
+            int rc = kw_parse_batch(&b.parser, b.start, add_to_columns, &sink, &done);
+            failed = rc < 0;
+            int bad = rc == 0 && b.parser.r.reason != NULL;
+            kw_parser_free(&b.parser);
+            self->last_key = NULL;
+            if (failed || bad)
+                break;  /* bad bytes: the Python loop reads the batch again and raises their error */
+        }
+        pos = end;
+    }
+    Py_DECREF(view);
+    return failed ? NULL : PyLong_FromSsize_t(pos);
+}
+
 static PyObject *bin_tuple(BinCol *c) {
     if (c->offsets.len == 0) {
         int32_t zero = 0;
         if (buf_put(&c->offsets, &zero, 4) < 0)
             return NULL;
     }
-    return Py_BuildValue("(y#y#y#n)", c->validity.p ? c->validity.p : "", c->validity.len, c->offsets.p,
-                         c->offsets.len, c->data.p ? c->data.p : "", c->data.len, c->nulls);
+    return Py_BuildValue("(NNNn)", hand_over(&c->validity), hand_over(&c->offsets), hand_over(&c->data), c->nulls);
 }
 
+/* finish() -> the column buffers (each an OwnedBuffer, no copy); the Columns is empty after. */
 static PyObject *columns_finish(Columns *self, PyObject *unused) {
-    return Py_BuildValue("{s:n,s:y#,s:y#,s:N,s:N,s:N,s:N,s:(y#y#n)}", "n", self->n,
-                         "offset", self->offsets.p ? self->offsets.p : "", self->offsets.len,
-                         "timestamp", self->timestamps.p ? self->timestamps.p : "", self->timestamps.len,
-                         "key", bin_tuple(&self->key), "value", bin_tuple(&self->value),
-                         "header_key", bin_tuple(&self->hkey), "header_value", bin_tuple(&self->hvalue),
-                         "headers", self->list_validity.p ? self->list_validity.p : "", self->list_validity.len,
-                         self->list_offsets.p, self->list_offsets.len, self->list_nulls);
+    PyObject *result = Py_BuildValue("{s:n,s:N,s:N,s:N,s:N,s:N,s:N,s:(NNn)}", "n", self->n,
+                                     "offset", hand_over(&self->offsets), "timestamp", hand_over(&self->timestamps),
+                                     "key", bin_tuple(&self->key), "value", bin_tuple(&self->value),
+                                     "header_key", bin_tuple(&self->hkey), "header_value", bin_tuple(&self->hvalue),
+                                     "headers", hand_over(&self->list_validity), hand_over(&self->list_offsets),
+                                     self->list_nulls);
+    self->n = 0;
+    return result;
 }
 
 static PyMethodDef columns_methods[] = {
     {"add", (PyCFunction)(void (*)(void))columns_add, METH_FASTCALL,
      "add(data, start, end, count, base_offset, base_timestamp, log_append_time) -> None | (reason, position)"},
+    {"add_batches", (PyCFunction)(void (*)(void))columns_add_batches, METH_FASTCALL,
+     "add_batches(buf, start, verify_crc) -> the position the one-pass loop stopped at"},
     {"finish", (PyCFunction)columns_finish, METH_NOARGS, "The column buffers, as a dict of bytes."},
     {NULL, NULL, 0, NULL},
 };
@@ -263,7 +397,7 @@ static PyTypeObject ColumnsType = {
 };
 
 int kw_columns_init(PyObject *module) {
-    if (PyType_Ready(&ColumnsType) < 0)
+    if (PyType_Ready(&OwnedBufferType) < 0 || PyType_Ready(&ColumnsType) < 0)
         return -1;
     return PyModule_AddObjectRef(module, "Columns", (PyObject *)&ColumnsType);
 }

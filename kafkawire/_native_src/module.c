@@ -8,6 +8,7 @@ static PyMethodDef methods[] = {
     {"decode_records", (PyCFunction)(void (*)(void))kw_decode_records, METH_FASTCALL,
      "decode_records(data, start, end, count, base_offset, base_timestamp, log_append_time, batch, "
      "record_cls) -> (records, None | (reason, position))"},
+    {"crc32c", kw_crc32c_py, METH_O, "crc32c(data) -> the CRC-32C of the bytes (as the batch header stores it)."},
     {"set_pure_append", kw_set_pure_append, METH_O, "The pure append RecordWriter.append hands odd calls to."},
     {NULL, NULL, 0, NULL},
 };
@@ -21,6 +22,7 @@ PyMODINIT_FUNC PyInit__native_records(void) {
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL)
         return NULL;
+    kw_crc32c_init();
     if (kw_decode_init(m) < 0 || kw_encode_init(m) < 0 || kw_columns_init(m) < 0) {
         Py_DECREF(m);
         return NULL;

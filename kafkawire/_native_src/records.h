@@ -83,4 +83,9 @@ PyObject *kw_set_pure_append(PyObject *module, PyObject *func);
 int kw_encode_init(PyObject *module);
 int kw_columns_init(PyObject *module);
 
+/* CRC-32C of n bytes (crc32c.c); kw_crc32c_init once at import. crc32c(data) from Python. */
+uint32_t kw_crc32c(const uint8_t *p, size_t n);
+void kw_crc32c_init(void);
+PyObject *kw_crc32c_py(PyObject *module, PyObject *data);
+
 #endif

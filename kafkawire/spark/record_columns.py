@@ -41,18 +41,19 @@ def records_to_arrow(buf, *, topic: str | None = None, partition: int | None = N
     Bad bytes raise the CorruptRecordError iterating the batches would raise; ``native``
     None uses the C extension when it is built.
     """
-    batches = iter_batches(buf, verify_crc=verify_crc, max_decompressed_size=max_decompressed_size, file=file)
+    def batches(start=0):
+        return iter_batches(buf, start, verify_crc=verify_crc, max_decompressed_size=max_decompressed_size,
+                            file=file)
     if native is None:
         native = _native.records is not None
     table = None
     if native:
         try:
-            table = _native_table(batches)
+            table = _native_table(buf, batches, verify_crc)
         except BufferError:  # not one contiguous run of bytes: the record objects' path reads it
-            batches = iter_batches(buf, verify_crc=verify_crc, max_decompressed_size=max_decompressed_size,
-                                   file=file)
+            pass
     if table is None:
-        table = _table_from_records(batches)
+        table = _table_from_records(batches())
     if partition is not None:
         table = table.add_column(0, "partition", pa.repeat(pa.scalar(partition, pa.int32()), table.num_rows))
     if topic is not None:
@@ -69,18 +70,26 @@ def _data_batches(batches):
             yield batch
 
 
-def _native_table(batches) -> pa.Table:
+def _native_table(buf, batches, verify_crc: bool) -> pa.Table:
+    """Plain batches (complete, uncompressed, CRC right) go through the C loop in one pass
+    (Columns.add_batches); each other one through iter_batches, which decompresses it or
+    raises its error, then Columns.add; then the C loop again from the next batch."""
     assert _native.records is not None
     columns = _native.records.Columns(java_utf8)
-    add = columns.add
-    for batch in _data_batches(batches):
-        data, start, end, count, compressed = batch.records_range()
-        if count:
-            error = add(data, start, end, count, batch.base_offset, batch.base_timestamp,
-                        batch.max_timestamp if batch.attributes & TIMESTAMP_TYPE_MASK else None)
-            if error is not None:
-                raise batch.fail_at(compressed)(*error)
-    return _table_from_buffers(columns.finish())
+    position = 0
+    while True:
+        position = columns.add_batches(buf, position, verify_crc)
+        batch = next(batches(position), None)
+        if batch is None:  # the end, or a torn tail (left out, as iter_batches leaves it)
+            return _table_from_buffers(columns.finish())
+        for data_batch in _data_batches((batch,)):
+            data, start, end, count, compressed = data_batch.records_range()
+            if count:
+                error = columns.add(data, start, end, count, data_batch.base_offset, data_batch.base_timestamp,
+                                    data_batch.max_timestamp if data_batch.attributes & TIMESTAMP_TYPE_MASK else None)
+                if error is not None:
+                    raise data_batch.fail_at(compressed)(*error)
+        position = batch.end_position
 
 
 def _binary_column(type_, n: int, column) -> pa.Array:
@@ -91,7 +100,7 @@ def _binary_column(type_, n: int, column) -> pa.Array:
 
 def _table_from_buffers(b: dict) -> pa.Table:
     n = b["n"]
-    n_headers = len(b["header_key"][1]) // 4 - 1  # from the int32 offsets
+    n_headers = memoryview(b["header_key"][1]).nbytes // 4 - 1  # from the int32 offsets
     pairs = pa.StructArray.from_arrays([_binary_column(pa.string(), n_headers, b["header_key"]),
                                         _binary_column(pa.binary(), n_headers, b["header_value"])],
                                        fields=_HEADER_FIELDS)

@@ -88,3 +88,13 @@ def test_legacy_message_sets_are_refused():
     legacy.append(0, timestamp=TS, key=b"old", value=b"msg")
     with pytest.raises(ValueError, match="magic 1 message set"):
         records_to_arrow(bytes(legacy.build()))
+
+
+@SETTINGS
+@given(st.binary(max_size=5000), st.integers(0, 16))
+def test_the_c_crc32c_is_the_crc32c_packages(data, cut):
+    """The one-pass loop checks batch CRCs with its own CRC-32C (SSE4.2 or a table)."""
+    from crc32c import crc32c
+
+    from kafkawire import _native
+    assert _native.records.crc32c(data[cut:]) == crc32c(data[cut:])
