@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from kafkawire import _native
 from kafkawire.records import (
+    Record,
     RecordBatch,
     RecordBatchBuilder,
     build_batch,
@@ -115,7 +116,7 @@ def test_a_non_contiguous_buffer_goes_to_the_pure_loop():
     spread[::2] = data
     view = memoryview(spread)[::2]
     records = [(r.offset, bytes(r.value)) for r in record_decoding.decode_records_native(
-        view, 61, len(data), 3, 0, TS, None, None, RecordBatch.__iter__.__globals__["Record"],
+        view, 61, len(data), 3, 0, TS, None, None, Record,
         lambda reason, pos: AssertionError(reason))]
     assert records == [(0, b"v"), (1, b"v"), (2, b"v")]
 
