@@ -98,3 +98,9 @@ def test_the_c_crc32c_is_the_crc32c_packages(data, cut):
 
     from kafkawire import _native
     assert _native.records.crc32c(data[cut:]) == crc32c(data[cut:])
+
+
+def test_bounded_arrow_fuzz_run():
+    """A thousand seeded mutations of the fuzz corpus through records_to_arrow, both paths."""
+    from fuzz_native import corpus, run
+    assert run(corpus(), inputs=1000, seed=26, arrow=True) == []
