@@ -357,7 +357,10 @@ static PyMemberDef writer_members[] = {
 
 static PyMethodDef writer_methods[] = {
     {"append", (PyCFunction)(void (*)(void))writer_append, METH_FASTCALL | METH_KEYWORDS,
-     "Add a record; returns its offset delta (RecordBatchBuilder.append, in C)."},
+     "append($self, key, value, headers=(), timestamp=None, *, offset_delta=None, timestamp_delta=None, "
+     "attributes=0)\n--\n\n"
+     "Add a record; returns its offset delta (RecordBatchBuilder._append_pure's docstring says how; this is "
+     "the same in C)."},
     {NULL, NULL, 0, NULL},
 };
 

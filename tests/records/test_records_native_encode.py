@@ -101,3 +101,16 @@ def test_the_benchmark_records_encode_to_the_same_bytes():
         PURE(pure, *spec)
         NATIVE(native, *spec)
     assert native.build() == pure.build()
+
+
+@pytest.mark.parametrize("args, kwargs", [
+    ((), dict(key=b"k", value=b"v", headers=[("h", b"x")], timestamp=5)),
+    ((b"k",), dict(value=None, timestamp=5, attributes=3)),
+    ((b"k", b"v", (), 5), dict(key=b"again")),          # given twice
+    ((b"k",), dict(timestamp=5)),                        # value missing
+    ((b"k", b"v", (), 5), dict(offset=3)),               # no such argument
+    ((b"k", b"v", (), 5, 6), {}),                        # too many positional
+])
+def test_every_call_shape_gives_the_pure_result_or_error(args, kwargs):
+    """Keywords, missing, repeated and unknown arguments: what the pure append does."""
+    assert run(NATIVE, {}, [(list(args), kwargs)]) == run(PURE, {}, [(list(args), kwargs)])
