@@ -265,9 +265,12 @@ static PyObject *columns_add(Columns *self, PyObject *const *args, Py_ssize_t na
     return result;
 }
 
-/* Room for the records of `bytes` more bytes of batches, reserved once per call: the
- * buffers then grow without copies, and pages nobody writes are never touched. */
+/* Room for the records of `bytes` more bytes of batches (up to 16 MiB of them: past that
+ * the buffers double as they fill), reserved once per call, so that they grow without copies;
+ * pages nobody writes are never touched. */
 static int reserve_for(Columns *self, Py_ssize_t bytes) {
+    if (bytes > (16 << 20))
+        bytes = 16 << 20;
     Py_ssize_t records = bytes / 7 + 1;
     BinCol *cols[] = {&self->key, &self->value, &self->hkey, &self->hvalue};
     for (int i = 0; i < 4; i++)
