@@ -13,6 +13,11 @@ Every decoder reads the same bytes (kafkawire's, equal to kafka-python's).
 Numbers are records/s of process CPU time (robust to other load on a shared machine),
 the median of ``--runs`` interleaved rounds; ratios (kafkawire / other) are the median
 of the per-round ratios.
+
+kafkawire runs twice (issue 26): "kafkawire native" (the C extension, when built) and
+"kafkawire pure" (the pure-Python loop and append, as with KAFKAWIRE_PURE=1); a second table
+puts both against aiokafka's C extension on the whole consumer step - CRC-32C checked, and
+for lz4/zstd batches decompressed - so the ratio includes them.
 """
 
 from __future__ import annotations
@@ -28,7 +33,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kafkawire.records import RecordBatch, RecordBatchBuilder  # noqa: E402
+from kafkawire.records import LZ4, ZSTD, RecordBatch, RecordBatchBuilder, iter_batches  # noqa: E402
+from kafkawire.records import batch as _batch_module  # noqa: E402
+from kafkawire.records import record_decoding as _decoding  # noqa: E402
 
 N_RECORDS = 100
 TIMESTAMP = 1_700_000_000_000
@@ -58,6 +65,39 @@ def kw_decode_bytes(buf):
         r.offset, r.timestamp, bytes(r.key), bytes(r.value), [(k, bytes(v)) for k, v in r.headers]
 
 
+def _kw_path(native: bool, call):
+    """``call`` with RecordBatch iteration and RecordBatchBuilder.append on one path."""
+    decode = _decoding.decode_records_native if native else _decoding.decode_records_pure
+    append = _NATIVE_APPEND if native else RecordBatchBuilder._append_pure
+
+    def run(*args):
+        _batch_module.decode_records = decode
+        RecordBatchBuilder.append = append
+        return call(*args)
+    return run
+
+
+_NATIVE_APPEND = RecordBatchBuilder.append
+HAVE_NATIVE = _decoding.decode_records_native is not None
+
+
+def kw_consume(buf):
+    """The consumer's step: CRC checked, decompressed, every record read."""
+    for batch in iter_batches(buf, verify_crc=True):
+        for r in batch:
+            r.offset, r.timestamp, r.key, r.value, r.headers
+
+
+def kw_encode_codec(codec):
+    def encode():
+        b = RecordBatchBuilder(partition_leader_epoch=0, compression_type=codec)
+        append = b.append
+        for i in range(N_RECORDS):
+            append(KEYS[i], VALUES[i], HEADERS, TIMESTAMP + i)
+        return b.build()
+    return encode
+
+
 # --- kafka-python / aiokafka (same API lineage) ----------------------------------------
 
 def _builder_encoder(builder_cls):
@@ -75,6 +115,25 @@ def _batch_decoder(batch_cls):
         for r in batch_cls(buf):
             r.offset, r.timestamp, r.key, r.value, r.headers
     return decode
+
+
+def _aiokafka_consume(batch_cls):
+    def consume(buf):
+        batch = batch_cls(buf)
+        assert batch.validate_crc()
+        for r in batch:
+            r.offset, r.timestamp, r.key, r.value, r.headers
+    return consume
+
+
+def _aiokafka_encode_codec(builder_cls, codec):
+    def encode():
+        b = builder_cls(magic=2, compression_type=codec, is_transactional=0, producer_id=-1,
+                        producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+        for i in range(N_RECORDS):
+            b.append(i, timestamp=TIMESTAMP + i, key=KEYS[i], value=VALUES[i], headers=HEADERS)
+        return bytes(b.build())
+    return encode
 
 
 # --- kio --------------------------------------------------------------------------------
@@ -142,7 +201,9 @@ def main():
     import kafka.record.default_records as kp
     import aiokafka.record.default_records as ak
 
-    impls = {"kafkawire": (kw_encode, kw_decode)}
+    impls = {"kafkawire": (_kw_path(HAVE_NATIVE, kw_encode), _kw_path(HAVE_NATIVE, kw_decode))}
+    if HAVE_NATIVE:
+        impls["kafkawire pure"] = (_kw_path(False, kw_encode), _kw_path(False, kw_decode))
     impls["aiokafka C ext"] = (_builder_encoder(ak.DefaultRecordBatchBuilder), _batch_decoder(ak.DefaultRecordBatch))
     impls["aiokafka pure-py"] = (_builder_encoder(ak._DefaultRecordBatchBuilderPy),
                                  _batch_decoder(ak._DefaultRecordBatchPy))
@@ -158,7 +219,7 @@ def main():
     for name, (enc, dec) in impls.items():
         calls[(name, "enc")] = enc
         calls[(name, "dec")] = (lambda dec: lambda: dec(ours))(dec)
-    calls[("kafkawire", "dec-bytes")] = lambda: kw_decode_bytes(ours)
+    calls[("kafkawire", "dec-bytes")] = _kw_path(HAVE_NATIVE, lambda: kw_decode_bytes(ours))
     rates = measure_all(calls, args.runs, args.seconds)
     med = {key: statistics.median(r) for key, r in rates.items()}
 
@@ -171,7 +232,8 @@ def main():
     kw_bytes = med[("kafkawire", "dec-bytes")]
 
     print(f"{N_RECORDS} records/batch, 10 B keys, 100 B values, 1 header, uncompressed; "
-          f"median of {args.runs} runs; Python {sys.version.split()[0]}")
+          f"median of {args.runs} runs; Python {sys.version.split()[0]}; "
+          f"'kafkawire' is {'native (C extension)' if HAVE_NATIVE else 'pure Python (no C extension)'}")
     print(f"{'implementation':<18} {'encode rec/s':>14} {'decode rec/s':>14} "
           f"{'kw/enc':>8} {'kw/dec':>8}")
     for name, (enc, dec, r_enc, r_dec) in results.items():
@@ -183,6 +245,52 @@ def main():
         a / b for a, b in zip(rates[("kafkawire", "dec-bytes")], rates[(best, "dec")], strict=True))
     print(f"fastest other pure-Python decoder: {best}; kafkawire decodes {results[best][3]:.2f}x "
           f"as fast ({bytes_ratio:.2f}x when copying to bytes)")
+    consumer_table(ak, args)
+    arrow_table(args)
+
+
+ARROW_BATCHES = 100
+
+
+def arrow_table(args):
+    """records_to_arrow over a buffer of many batches: native and the pure oracle path."""
+    try:
+        from kafkawire.spark.record_columns import records_to_arrow
+    except ImportError:
+        print("\n(pyarrow missing: no Arrow numbers)")
+        return
+    data = b"".join(kw_encode() for _ in range(ARROW_BATCHES))
+    n = ARROW_BATCHES * N_RECORDS
+    calls = {}
+    for verify in (True, False):
+        for native in ((True, False) if HAVE_NATIVE else (False,)):
+            calls[(native, verify)] = (lambda native, verify: lambda: records_to_arrow(
+                data, verify_crc=verify, native=native, topic="t", partition=0))(native, verify)
+    rates = {key: [r * n / N_RECORDS for r in rs] for key, rs in measure_all(calls, args.runs, args.seconds).items()}
+    print(f"\nrecords_to_arrow: {ARROW_BATCHES} batches x {N_RECORDS} records into one Arrow table (records/s)")
+    for (native, verify), r in rates.items():
+        print(f"{'native' if native else 'pure (Record objects)':<22} CRC {'checked' if verify else 'skipped':<8} "
+              f"{statistics.median(r):>14,.0f}")
+
+
+def consumer_table(ak, args):
+    """Native and pure kafkawire against aiokafka's C extension, CRC and decompression included."""
+    sides = {"kafkawire native": True, "kafkawire pure": False} if HAVE_NATIVE else {"kafkawire pure": False}
+    print(f"\nwith CRC-32C checked and the batch decompressed (records/s; ratio = kafkawire / aiokafka C ext)")
+    print(f"{'codec':<6} {'implementation':<18} {'encode rec/s':>14} {'decode rec/s':>14} {'enc ratio':>10} {'dec ratio':>10}")
+    for codec_name, codec in (("none", 0), ("lz4", LZ4), ("zstd", ZSTD)):
+        data = kw_encode_codec(codec)()
+        calls = {("aiokafka C ext", "enc"): _aiokafka_encode_codec(ak.DefaultRecordBatchBuilder, codec),
+                 ("aiokafka C ext", "dec"): (lambda: _aiokafka_consume(ak.DefaultRecordBatch)(data))}
+        for name, native in sides.items():
+            calls[(name, "enc")] = _kw_path(native, kw_encode_codec(codec))
+            calls[(name, "dec")] = _kw_path(native, lambda: kw_consume(data))
+        rates = measure_all(calls, args.runs, args.seconds)
+        for name in [*sides, "aiokafka C ext"]:
+            ratios = [statistics.median(a / b for a, b in zip(rates[(name, what)], rates[("aiokafka C ext", what)],
+                                                              strict=True)) for what in ("enc", "dec")]
+            print(f"{codec_name:<6} {name:<18} {statistics.median(rates[(name, 'enc')]):>14,.0f} "
+                  f"{statistics.median(rates[(name, 'dec')]):>14,.0f} {ratios[0]:>9.2f}x {ratios[1]:>9.2f}x")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,47 @@
-"""Whether kafkawire runs its hot paths natively or in pure Python, for ``kafkawire --version``.
+"""Which data path runs: the native one (a C extension) or the pure-Python one (issue 26).
 
-There is no native path yet: everything is pure Python. A native path reports itself here, so
-``--version`` (and a bug report quoting it) says which path ran.
+The C extension (``kafkawire._native_records``) is optional: ``pip install`` builds
+it when a C compiler and the Python headers are there and installs without it otherwise.
+The pure-Python code does everything it does and is its oracle (the tests require both to
+give the same records, bytes and errors). ``KAFKAWIRE_PURE=1`` forces the pure path;
+``KAFKAWIRE_REQUIRE_NATIVE=1`` makes a missing extension an ImportError (for CI legs that
+must test the native path, not silently the pure one).
 """
 from __future__ import annotations
 
-__all__ = ["status"]
+import os
+import warnings
+from types import ModuleType
+
+__all__ = ["status", "records", "FORCED_PURE", "NativeUnavailableWarning"]
+
+
+class NativeUnavailableWarning(RuntimeWarning):
+    """The C extension is not built: kafkawire runs its pure-Python path (slower, same results)."""
+
+FORCED_PURE = os.environ.get("KAFKAWIRE_PURE", "") not in ("", "0")
+
+
+def _load() -> ModuleType | None:
+    if FORCED_PURE:
+        return None
+    try:
+        from kafkawire import _native_records
+    except ImportError:
+        if os.environ.get("KAFKAWIRE_REQUIRE_NATIVE", "") not in ("", "0"):
+            raise
+        # Said once per process (pip hides the build's warning): set KAFKAWIRE_PURE=1 to silence it.
+        warnings.warn("kafkawire's C extension is not built (no C compiler at install?): running the "
+                      "pure-Python record path, same results, slower", NativeUnavailableWarning, stacklevel=2)
+        return None
+    return _native_records
+
+
+records: ModuleType | None = _load()
+"""The native record-batch module, or None when the pure path runs."""
 
 
 def status() -> str:
-    """'pure Python', or the native path's name once there is one."""
-    return "pure Python"
+    """"native (C extension)" when the native record path is in use, else "pure Python"
+    (no extension built, or KAFKAWIRE_PURE=1)."""
+    return "native (C extension)" if records is not None else "pure Python"

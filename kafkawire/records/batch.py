@@ -254,7 +254,9 @@ class RecordBatch:
                     self.position + RECORD_BATCH_OVERHEAD, self.file) from None
         return self._decompressed
 
-    def _fail_at(self, compressed: bool):
+    def fail_at(self, compressed: bool):
+        """``fail(reason, pos)`` for the record decoders: the CorruptRecordError of a byte of
+        the records (of the decompressed records when ``compressed``)."""
         file = self.file
         if not compressed:
             return lambda reason, pos: CorruptRecordError(reason, pos, file)
@@ -265,10 +267,13 @@ class RecordBatch:
                 f"{reason} (byte {pos} of the decompressed records)", batch_pos, file)
         return fail
 
-    def __iter__(self) -> Iterator[Record]:
+    def records_range(self) -> tuple[Any, int, int, int, bool]:
+        """(data, start, end, count, compressed): where the records are (decompressed if the
+        batch is), once the count is checked; count 0 means none to read (Java returns an
+        empty iterator without looking at the records)."""
         count = self.records_count
-        if count == 0:  # Java returns an empty iterator without looking at the records
-            return iter(_EMPTY)
+        if count == 0:
+            return self._buf, 0, 0, 0, False
         if count < 0:
             raise CorruptRecordError(f"found invalid record count {count} in magic v2 batch",
                                      self.position + RECORD_BATCH_OVERHEAD - 4, self.file)
@@ -283,11 +288,17 @@ class RecordBatch:
             raise CorruptRecordError(
                 f"record count {count} cannot fit in {end - start} bytes of records",
                 self.position + RECORD_BATCH_OVERHEAD - 4, self.file)
+        return data, start, end, count, compressed
+
+    def __iter__(self) -> Iterator[Record]:
+        data, start, end, count, compressed = self.records_range()
+        if count == 0:
+            return iter(_EMPTY)
         return decode_records(
             data, start, end, count, self.base_offset, self.base_timestamp,
             self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None,
             self, ControlRecord if self.is_control else Record,
-            self._fail_at(compressed))
+            self.fail_at(compressed))
 
     def records(self) -> list[Record]:
         return list(self)

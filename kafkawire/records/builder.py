@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from crc32c import crc32c
 
+from .. import _native
 from . import compression as _compression
 from .compression import NONE
 from .control import ControlRecordType, encode_control_key, encode_end_txn_marker
@@ -61,7 +62,12 @@ def _uvarint(z: int) -> bytes:
 _VARINT = _BYTE[:128] + [bytes(((z & 0x7F) | 0x80, z >> 7)) for z in range(128, 16384)]
 
 
-class RecordBatchBuilder:
+# With the C extension, the builder's record state and its append live in RecordWriter (C);
+# the pure append below stays its oracle and takes the calls the C code does not (see there).
+_WriterBase: Any = object if _native.records is None else _native.records.RecordWriter
+
+
+class RecordBatchBuilder(_WriterBase):  # type: ignore[misc]
     """Write one v2 batch, with every header field settable.
 
     Defaults are what the Java producer writes for a plain (non-idempotent) batch:
@@ -123,9 +129,9 @@ class RecordBatchBuilder:
     def __len__(self) -> int:
         return self._count
 
-    def append(self, key, value, headers: Iterable = (), timestamp: int | None = None, *,
-               offset_delta: int | None = None, timestamp_delta: int | None = None,
-               attributes: int = 0) -> int:
+    def _append_pure(self, key, value, headers: Iterable = (), timestamp: int | None = None, *,
+                     offset_delta: int | None = None, timestamp_delta: int | None = None,
+                     attributes: int = 0) -> int:
         """Add a record; returns its offset delta.
 
         ``timestamp`` defaults to now (ms). The first record's timestamp becomes the
@@ -209,6 +215,8 @@ class RecordBatchBuilder:
         self._count += 1
         self._last_offset_delta = offset_delta
         return offset_delta
+
+    append = _append_pure if _WriterBase is object else _WriterBase.append
 
     def records_bytes(self) -> bytes:
         """The uncompressed records section written so far."""
@@ -296,3 +304,7 @@ def build_end_txn_marker_batch(commit: bool, *, producer_id: int, producer_epoch
         ControlRecordType.COMMIT if commit else ControlRecordType.ABORT,
         encode_end_txn_marker(coordinator_epoch), timestamp=timestamp,
         producer_id=producer_id, producer_epoch=producer_epoch, **fields)
+
+
+if _native.records is not None:
+    _native.records.set_pure_append(RecordBatchBuilder._append_pure)

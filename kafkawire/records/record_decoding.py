@@ -11,6 +11,11 @@ The compiled source is ``DECODE_RECORDS_SOURCE``; tracebacks show its lines.
 
 Every length is checked against the bytes left before it is used, so hostile input only ever
 raises CorruptRecordError (``fail(reason, pos)`` builds it for a byte position).
+
+When the C extension is built (``kafkawire._native``), ``decode_records`` is its loop
+(``decode_records_native``): it decodes the whole batch in one call, into the same Record
+objects, and hands out the records before the first bad one, then the same error this loop
+raises (``decode_records_pure``, its oracle).
 """
 from __future__ import annotations
 
@@ -19,10 +24,11 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any, cast
 
+from .. import _native
 from .errors import CorruptRecordError
 from .varint import read_unsigned_tail
 
-__all__ = ["decode_records", "ZIGZAG", "DECODE_RECORDS_SOURCE"]
+__all__ = ["decode_records", "decode_records_pure", "decode_records_native", "ZIGZAG", "DECODE_RECORDS_SOURCE"]
 
 # Zigzag decoding of every 1- and 2-byte varint payload (0..16383) by table lookup: a list
 # index is one specialised bytecode, cheaper than ``(v >> 1) ^ -(v & 1)``.
@@ -187,7 +193,32 @@ def _compile() -> tuple[Callable[..., Iterator], str]:
     return cast(Callable[..., Iterator], namespace["decode_records"]), source
 
 
-decode_records, DECODE_RECORDS_SOURCE = _compile()
-decode_records.__doc__ = """Yield ``count`` records of class ``record_cls`` from ``data[pos:end]``
+decode_records_pure, DECODE_RECORDS_SOURCE = _compile()
+decode_records_pure.__doc__ = """Yield ``count`` records of class ``record_cls`` from ``data[pos:end]``
 (offsets from ``base_offset``, timestamps from ``base_timestamp`` or all ``log_append_time``);
 ``fail(reason, pos)`` builds the CorruptRecordError for a byte position."""
+
+
+def _yield_then_raise(records: list, error: CorruptRecordError) -> Iterator:
+    yield from records
+    raise error
+
+
+def _native_decoder(decode: Callable[..., tuple[list, tuple[str, int] | None]]) -> Callable[..., Iterator]:
+    def decode_records_native(data, pos, end, count, base_offset, base_timestamp, log_append_time,
+                              batch, record_cls, fail):
+        """``decode_records_pure``'s records and errors, from the C loop."""
+        try:
+            records, error = decode(data, pos, end, count, base_offset, base_timestamp, log_append_time,
+                                    batch, record_cls)
+        except BufferError:  # a buffer that is not one contiguous run of bytes: the pure loop reads it
+            return decode_records_pure(data, pos, end, count, base_offset, base_timestamp, log_append_time,
+                                       batch, record_cls, fail)
+        if error is None:
+            return iter(records)
+        return _yield_then_raise(records, fail(*error))
+    return decode_records_native
+
+
+decode_records_native = None if _native.records is None else _native_decoder(_native.records.decode_records)
+decode_records = decode_records_pure if decode_records_native is None else decode_records_native

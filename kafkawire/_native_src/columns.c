@@ -1,0 +1,406 @@
+/* Records straight into Arrow buffers (issue 26): Columns, the native half of
+ * kafkawire/spark/record_columns.py.
+ *
+ * Columns(fix_key) accumulates the records of many batches; add(data, start, end, count,
+ * base_offset, base_timestamp, log_append_time) appends one batch's records (parsed by the
+ * shared parser, so bad bytes give the pure loop's error: None or (reason, position) is
+ * returned, the records before the error stay) and finish() returns the buffers: int64
+ * offsets and timestamps (ms), key/value binary columns (validity bits, int32 offsets,
+ * data), and the headers as Spark's list<struct<key: string, value: binary>> (null when a
+ * record has none). Header keys that are not valid UTF-8 go through fix_key(bytes) -> str
+ * (Java's replacement rule, kafkawire.metadata.java_text.java_utf8). No Python object is made
+ * per record. */
+#include "records.h"
+
+#include <string.h>
+
+typedef struct {
+    char *p;
+    Py_ssize_t len, cap;
+} Buf;
+
+/* A finished column buffer handed to Python without a copy: it owns the memory (freed with
+ * the object) and exports it read-only through the buffer protocol (pa.py_buffer keeps it). */
+typedef struct {
+    PyObject_HEAD
+    char *p;
+    Py_ssize_t len;
+} OwnedBuffer;
+
+static void owned_dealloc(OwnedBuffer *self) {
+    PyMem_RawFree(self->p);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int owned_getbuffer(OwnedBuffer *self, Py_buffer *view, int flags) {
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->p ? self->p : (char *)"", self->len, 1, flags);
+}
+
+static PyBufferProcs owned_as_buffer = {(getbufferproc)owned_getbuffer, NULL};
+
+static PyTypeObject OwnedBufferType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafkawire._native_records.OwnedBuffer",
+    .tp_basicsize = sizeof(OwnedBuffer),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A column buffer Columns.finish hands over without copying it.",
+    .tp_dealloc = (destructor)owned_dealloc,
+    .tp_as_buffer = &owned_as_buffer,
+};
+
+/* The buffer's memory as an OwnedBuffer; the Buf is left empty. */
+static PyObject *hand_over(Buf *b) {
+    OwnedBuffer *o = PyObject_New(OwnedBuffer, &OwnedBufferType);
+    if (o == NULL)
+        return NULL;
+    o->p = b->p;
+    o->len = b->len;
+    b->p = NULL;
+    b->len = b->cap = 0;
+    return (PyObject *)o;
+}
+
+static int buf_grow(Buf *b, Py_ssize_t extra) {
+    Py_ssize_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra)
+        cap *= 2;
+    char *p = PyMem_RawRealloc(b->p, (size_t)cap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static inline int buf_reserve(Buf *b, Py_ssize_t extra) {
+    if (__builtin_expect(b->len + extra <= b->cap, 1))
+        return 0;
+    return buf_grow(b, extra);
+}
+
+static inline int buf_put(Buf *b, const void *src, Py_ssize_t n) {
+    if (buf_reserve(b, n) < 0)
+        return -1;
+    memcpy(b->p + b->len, src, (size_t)n);
+    b->len += n;
+    return 0;
+}
+
+/* One Arrow binary/string column: validity bits, int32 offsets, data. */
+typedef struct {
+    Buf validity, offsets, data;
+    Py_ssize_t n, nulls;
+} BinCol;
+
+static inline int bit_put(Buf *bits, Py_ssize_t index, int set) {
+    if (index % 8 == 0) {
+        uint8_t zero = 0;
+        if (buf_put(bits, &zero, 1) < 0)
+            return -1;
+    }
+    if (set)
+        bits->p[index / 8] |= (char)(1 << (index % 8));
+    return 0;
+}
+
+static inline int bin_put(BinCol *c, const uint8_t *src, Py_ssize_t len, int present) {
+    if (c->offsets.len == 0) {
+        int32_t zero = 0;
+        if (buf_put(&c->offsets, &zero, 4) < 0)
+            return -1;
+    }
+    if (c->data.len + len > INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "an Arrow binary column holds at most 2 GiB: read fewer batches at once");
+        return -1;
+    }
+    if (bit_put(&c->validity, c->n, present) < 0 || (present && buf_put(&c->data, src, len) < 0))
+        return -1;
+    int32_t end = (int32_t)c->data.len;
+    c->nulls += !present;
+    c->n += 1;
+    return buf_put(&c->offsets, &end, 4);
+}
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *fix_key;
+    Py_ssize_t n;
+    Buf offsets, timestamps;
+    BinCol key, value, hkey, hvalue;
+    Buf list_offsets, list_validity;   /* headers: list<struct<key, value>> */
+    Py_ssize_t list_nulls;
+    const uint8_t *last_key;           /* the last header key checked as UTF-8 */
+    Py_ssize_t last_key_len;
+} Columns;
+
+static void bin_free(BinCol *c) {
+    PyMem_RawFree(c->validity.p);
+    PyMem_RawFree(c->offsets.p);
+    PyMem_RawFree(c->data.p);
+}
+
+static void columns_dealloc(Columns *self) {
+    Py_XDECREF(self->fix_key);
+    PyMem_RawFree(self->offsets.p);
+    PyMem_RawFree(self->timestamps.p);
+    bin_free(&self->key);
+    bin_free(&self->value);
+    bin_free(&self->hkey);
+    bin_free(&self->hvalue);
+    PyMem_RawFree(self->list_offsets.p);
+    PyMem_RawFree(self->list_validity.p);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *columns_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *fix_key;
+    if (!PyArg_ParseTuple(args, "O:Columns", &fix_key))
+        return NULL;
+    Columns *self = (Columns *)type->tp_alloc(type, 0);
+    if (self != NULL) {
+        self->fix_key = Py_NewRef(fix_key);
+        int32_t zero = 0;
+        if (buf_put(&self->list_offsets, &zero, 4) < 0)
+            Py_CLEAR(self);
+    }
+    return (PyObject *)self;
+}
+
+static int is_utf8(const uint8_t *s, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (s[i] >= 0x80)
+            goto check;
+    return 1;
+check:;
+    PyObject *text = PyUnicode_DecodeUTF8((const char *)s, n, "strict");
+    if (text == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_DECREF(text);
+    return 1;
+}
+
+/* A header key as valid UTF-8: as stored, or through fix_key when it is not UTF-8. */
+static int put_header_key(Columns *self, const uint8_t *s, Py_ssize_t n) {
+    int same = self->last_key != NULL && n == self->last_key_len && memcmp(s, self->last_key, n) == 0;
+    if (same || is_utf8(s, n)) {
+        self->last_key = s;
+        self->last_key_len = n;
+        return bin_put(&self->hkey, s, n, 1);
+    }
+    PyObject *raw = PyBytes_FromStringAndSize((const char *)s, n);
+    PyObject *text = raw ? PyObject_CallOneArg(self->fix_key, raw) : NULL;
+    Py_ssize_t len = 0;
+    const char *utf8 = text && PyUnicode_Check(text) ? PyUnicode_AsUTF8AndSize(text, &len) : NULL;
+    if (text != NULL && utf8 == NULL && !PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "fix_key must return a str");
+    int rc = utf8 == NULL ? -1 : bin_put(&self->hkey, (const uint8_t *)utf8, len, 1);
+    Py_XDECREF(raw);
+    Py_XDECREF(text);
+    return rc;
+}
+
+static int put_record(Columns *self, const Parser *p, const ParsedRecord *rec, int64_t base_offset,
+                      int64_t base_timestamp, const int64_t *log_append_time) {
+    int64_t offset, timestamp;
+    if (__builtin_add_overflow(base_offset, rec->off_delta, &offset)
+            || (log_append_time == NULL && __builtin_add_overflow(base_timestamp, rec->ts_delta, &timestamp))) {
+        PyErr_SetString(PyExc_OverflowError, "a record's offset or timestamp passes int64 (hostile batch header)");
+        return -1;
+    }
+    if (log_append_time != NULL)
+        timestamp = *log_append_time;
+    const uint8_t *d = p->r.d;
+    if (buf_put(&self->offsets, &offset, 8) < 0 || buf_put(&self->timestamps, &timestamp, 8) < 0
+            || bin_put(&self->key, d + rec->key.pos, rec->key.len, rec->key.present) < 0
+            || bin_put(&self->value, d + rec->value.pos, rec->value.len, rec->value.present) < 0)
+        return -1;
+    for (Py_ssize_t h = 0; h < rec->n_headers; h++) {
+        const HeaderSpans *hs = &p->headers[h];
+        if (put_header_key(self, d + hs->key.pos, hs->key.len) < 0
+                || bin_put(&self->hvalue, d + hs->value.pos, hs->value.len, hs->value.present) < 0)
+            return -1;
+    }
+    int32_t end = (int32_t)self->hkey.n;
+    if (bit_put(&self->list_validity, self->n, rec->n_headers > 0) < 0 || buf_put(&self->list_offsets, &end, 4) < 0)
+        return -1;
+    self->list_nulls += rec->n_headers == 0;  /* Spark's source: null, not an empty list */
+    self->n += 1;
+    return 0;
+}
+
+typedef struct {
+    Columns *self;
+    const BatchArgs *batch;
+    int64_t log_append_time;
+} ColumnSink;
+
+static int add_to_columns(void *ctx, const Parser *p, const ParsedRecord *rec) {
+    ColumnSink *s = ctx;
+    const BatchArgs *b = s->batch;
+    return put_record(s->self, p, rec, b->base_offset, b->base_timestamp,
+                      b->log_append_time == NULL ? NULL : &s->log_append_time);
+}
+
+static PyObject *columns_add(Columns *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "add takes 7 arguments");
+        return NULL;
+    }
+    BatchArgs a;
+    if (kw_batch_args(args, &a) < 0)
+        return NULL;
+    ColumnSink sink = {self, &a, a.log_append_time == NULL ? 0 : PyLong_AsLongLong(a.log_append_time)};
+    PyObject *result = NULL;
+    Py_ssize_t done;
+    if (!PyErr_Occurred() && kw_parse_batch(&a.parser, a.start, add_to_columns, &sink, &done) == 0)
+        result = a.parser.r.reason == NULL ? Py_NewRef(Py_None)
+                                           : Py_BuildValue("(On)", a.parser.r.reason, a.parser.r.err_pos);
+    self->last_key = NULL;  /* it pointed into this batch's buffer */
+    kw_parser_free(&a.parser);
+    Py_DECREF(a.view);
+    return result;
+}
+
+/* Room for the records of `bytes` more bytes of batches (up to 16 MiB of them: past that
+ * the buffers double as they fill), reserved once per call, so that they grow without copies;
+ * pages nobody writes are never touched. */
+static int reserve_for(Columns *self, Py_ssize_t bytes) {
+    if (bytes > (16 << 20))
+        bytes = 16 << 20;
+    Py_ssize_t records = bytes / 7 + 1;
+    BinCol *cols[] = {&self->key, &self->value, &self->hkey, &self->hvalue};
+    for (int i = 0; i < 4; i++)
+        if (buf_reserve(&cols[i]->data, bytes) < 0 || buf_reserve(&cols[i]->offsets, 4 * records + 4) < 0
+                || buf_reserve(&cols[i]->validity, records / 8 + 2) < 0)
+            return -1;
+    return buf_reserve(&self->offsets, 8 * records) < 0 || buf_reserve(&self->timestamps, 8 * records) < 0
+           || buf_reserve(&self->list_offsets, 4 * records + 4) < 0
+           || buf_reserve(&self->list_validity, records / 8 + 2) < 0 ? -1 : 0;
+}
+
+static inline uint32_t be32(const uint8_t *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline int64_t be64(const uint8_t *p) {
+    return (int64_t)((uint64_t)be32(p) << 32 | be32(p + 4));
+}
+
+/* The batch at d[pos:] when it is one the fast loop takes whole: a complete v2 batch,
+ * uncompressed, CRC matching (if checked), record count plausible. Anything else - a torn
+ * tail, a legacy message, a compressed batch, a bad size, magic or CRC - is left to the
+ * Python loop, which reads it as iter_batches does (and raises its error). Returns the
+ * batch's end, or -1. */
+static Py_ssize_t simple_batch(const uint8_t *d, Py_ssize_t len, Py_ssize_t pos, int verify_crc, BatchArgs *b,
+                               int *control) {
+    Py_ssize_t left = len - pos;
+    if (left < 61)
+        return -1;
+    const uint8_t *h = d + pos;
+    int32_t size = (int32_t)be32(h + 8);
+    if (h[16] != 2 || size < 49 || size > left - 12)
+        return -1;
+    Py_ssize_t end = pos + 12 + size;
+    int attributes = h[21] << 8 | h[22];
+    int32_t count = (int32_t)be32(h + 57);
+    if ((attributes & 0x07) != 0 || (verify_crc && kw_crc32c(h + 21, (size_t)(end - pos - 21)) != be32(h + 17)))
+        return -1;
+    *control = (attributes & 0x20) != 0;
+    if (!*control && (count < 0 || count > (size - 49) / 7))
+        return -1;
+    b->start = pos + 61;
+    b->base_offset = be64(h);
+    b->base_timestamp = be64(h + 27);
+    b->log_append_time = (attributes & 0x08) ? Py_None : NULL;  /* a marker: the value is below */
+    b->parser = (Parser){{d, len, NULL, 0}, end, count, NULL, 0};
+    return end;
+}
+
+/* add_batches(buf, start, verify_crc) -> position: the records of every batch from start on
+ * that simple_batch takes, in one pass (framing, CRC, records); returns where it stopped: the
+ * end of the buffer or a batch for the Python loop. */
+static PyObject *columns_add_batches(Columns *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "add_batches takes 3 arguments");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    int verify = PyObject_IsTrue(args[2]);
+    PyObject *view = (pos == -1 && PyErr_Occurred()) || verify < 0 ? NULL : kw_byte_view(args[0]);
+    if (view == NULL)
+        return NULL;
+    const uint8_t *d = PyMemoryView_GET_BUFFER(view)->buf;
+    Py_ssize_t len = PyMemoryView_GET_BUFFER(view)->len, end, done;
+    BatchArgs b;
+    int control, failed = 0;
+    if (pos >= 0 && pos < len && reserve_for(self, len - pos) < 0) {
+        Py_DECREF(view);
+        return NULL;
+    }
+    while (pos >= 0 && (end = simple_batch(d, len, pos, verify, &b, &control)) >= 0) {
+        if (!control && b.parser.count > 0) {
+            ColumnSink sink = {self, &b, be64(d + pos + 35)};  /* max timestamp, for LOG_APPEND_TIME */
+            int rc = kw_parse_batch(&b.parser, b.start, add_to_columns, &sink, &done);
+            failed = rc < 0;
+            int bad = rc == 0 && b.parser.r.reason != NULL;
+            kw_parser_free(&b.parser);
+            self->last_key = NULL;
+            if (failed || bad)
+                break;  /* bad bytes: the Python loop reads the batch again and raises their error */
+        }
+        pos = end;
+    }
+    Py_DECREF(view);
+    return failed ? NULL : PyLong_FromSsize_t(pos);
+}
+
+static PyObject *bin_tuple(BinCol *c) {
+    if (c->offsets.len == 0) {
+        int32_t zero = 0;
+        if (buf_put(&c->offsets, &zero, 4) < 0)
+            return NULL;
+    }
+    return Py_BuildValue("(NNNn)", hand_over(&c->validity), hand_over(&c->offsets), hand_over(&c->data), c->nulls);
+}
+
+/* finish() -> the column buffers (each an OwnedBuffer, no copy); the Columns is empty after. */
+static PyObject *columns_finish(Columns *self, PyObject *unused) {
+    PyObject *result = Py_BuildValue("{s:n,s:N,s:N,s:N,s:N,s:N,s:N,s:(NNn)}", "n", self->n,
+                                     "offset", hand_over(&self->offsets), "timestamp", hand_over(&self->timestamps),
+                                     "key", bin_tuple(&self->key), "value", bin_tuple(&self->value),
+                                     "header_key", bin_tuple(&self->hkey), "header_value", bin_tuple(&self->hvalue),
+                                     "headers", hand_over(&self->list_validity), hand_over(&self->list_offsets),
+                                     self->list_nulls);
+    self->n = 0;
+    return result;
+}
+
+static PyMethodDef columns_methods[] = {
+    {"add", (PyCFunction)(void (*)(void))columns_add, METH_FASTCALL,
+     "add(data, start, end, count, base_offset, base_timestamp, log_append_time) -> None | (reason, position)"},
+    {"add_batches", (PyCFunction)(void (*)(void))columns_add_batches, METH_FASTCALL,
+     "add_batches(buf, start, verify_crc) -> the position the one-pass loop stopped at"},
+    {"finish", (PyCFunction)columns_finish, METH_NOARGS, "The column buffers, as a dict of bytes."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject ColumnsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafkawire._native_records.Columns",
+    .tp_basicsize = sizeof(Columns),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Records of many batches accumulated as Arrow column buffers.",
+    .tp_dealloc = (destructor)columns_dealloc,
+    .tp_methods = columns_methods,
+    .tp_new = columns_new,
+};
+
+int kw_columns_init(PyObject *module) {
+    if (PyType_Ready(&OwnedBufferType) < 0 || PyType_Ready(&ColumnsType) < 0)
+        return -1;
+    return PyModule_AddObjectRef(module, "Columns", (PyObject *)&ColumnsType);
+}

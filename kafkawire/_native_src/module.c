@@ -1,0 +1,31 @@
+/* kafkawire._native_records: the native record-batch path (issue 26). The pure-Python code
+ * (kafkawire/records/record_decoding.py, builder.py) is its oracle; see parse.c (the record
+ * parser), decode.c (Record objects), encode.c (RecordBatchBuilder.append) and columns.c
+ * (Arrow buffers). */
+#include "records.h"
+
+static PyMethodDef methods[] = {
+    {"decode_records", (PyCFunction)(void (*)(void))kw_decode_records, METH_FASTCALL,
+     "decode_records(data, start, end, count, base_offset, base_timestamp, log_append_time, batch, "
+     "record_cls) -> (records, None | (reason, position))"},
+    {"crc32c", kw_crc32c_py, METH_O, "crc32c(data) -> the CRC-32C of the bytes (as the batch header stores it)."},
+    {"set_pure_append", kw_set_pure_append, METH_O, "The pure append RecordWriter.append hands odd calls to."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "kafkawire._native_records",
+    "The v2 record loop in C (issue 26); the pure-Python code is its oracle.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__native_records(void) {
+    PyObject *m = PyModule_Create(&module_def);
+    if (m == NULL)
+        return NULL;
+    kw_crc32c_init();
+    if (kw_decode_init(m) < 0 || kw_encode_init(m) < 0 || kw_columns_init(m) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,91 @@
+/* Shared parts of kafkawire's native record path (issue 26): the record parser every output
+ * (Record objects, Arrow columns) uses, so that all of them check the bytes, and word their
+ * errors, exactly as the pure-Python loop (kafkawire/records/record_decoding.py) does. */
+#ifndef KAFKAWIRE_RECORDS_H
+#define KAFKAWIRE_RECORDS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+/* A bad-bytes error: the reason and byte position the pure loop would give. */
+typedef struct {
+    const uint8_t *d;   /* the whole buffer: reads may pass a batch's end, as the pure loop's do */
+    Py_ssize_t len;
+    PyObject *reason;   /* set on a decoding error (new reference) */
+    Py_ssize_t err_pos;
+} Reader;
+
+int kw_fail(Reader *r, Py_ssize_t pos, const char *fmt, ...);
+
+/* bytes at d[pos:pos+len]; present == 0 for a null (-1 length) */
+typedef struct {
+    Py_ssize_t pos, len;
+    int present;
+} Span;
+
+typedef struct {
+    Span key, value;
+} HeaderSpans;
+
+/* One parsed record; header spans go to a growable array the parser owns. */
+typedef struct {
+    int64_t ts_delta, off_delta;
+    long attributes;
+    Span key, value;
+    Py_ssize_t n_headers;
+} ParsedRecord;
+
+typedef struct {
+    Reader r;
+    Py_ssize_t end;          /* the records' end */
+    Py_ssize_t count;        /* records the batch declares (for messages) */
+    HeaderSpans *headers;    /* the current record's headers */
+    Py_ssize_t headers_cap;
+} Parser;
+
+/* The record at *pos (moved past it): 0, or -1 with p->r.reason set for bad bytes or a
+ * Python error (memory) set when reason is NULL. */
+int kw_parse_record(Parser *p, Py_ssize_t *pos, ParsedRecord *rec);
+void kw_parser_free(Parser *p);
+
+/* Every record of a batch's records data[start:end] (count of them) handed to sink(ctx, parser,
+ * record) in turn: 0 when done, with p->r.reason set if bad bytes stopped it (the records
+ * before went to the sink) or the records end where the last does not; -1 for a Python error
+ * (from the sink or memory). *done is how many records the sink got. */
+typedef int (*RecordSink)(void *ctx, const Parser *p, const ParsedRecord *rec);
+int kw_parse_batch(Parser *p, Py_ssize_t start, RecordSink sink, void *ctx, Py_ssize_t *done);
+
+/* The arguments every batch decoder starts with: (data, start, end, count, base_offset,
+ * base_timestamp, log_append_time). view is a byte view of data (kw_byte_view) the caller
+ * releases; the parser is ready for kw_parse_batch. */
+typedef struct {
+    PyObject *view;
+    Py_ssize_t start;
+    int64_t base_offset, base_timestamp;
+    PyObject *log_append_time;  /* NULL: CREATE_TIME */
+    Parser parser;
+} BatchArgs;
+
+int kw_batch_args(PyObject *const *args, BatchArgs *a);
+
+/* A 1-D contiguous byte view of data (BufferError otherwise), and the framing check shared
+ * by the decoders: the range inside the buffer, count bounded by the bytes (7 per record). */
+PyObject *kw_byte_view(PyObject *data);
+int kw_check_range(Py_ssize_t start, Py_ssize_t end, Py_ssize_t len, Py_ssize_t count);
+
+/* The result of a decode: (value, None) or (value, (reason, position)). */
+PyObject *kw_result(PyObject *value, Reader *r);
+
+PyObject *kw_decode_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+int kw_decode_init(PyObject *module);
+PyObject *kw_set_pure_append(PyObject *module, PyObject *func);
+int kw_encode_init(PyObject *module);
+int kw_columns_init(PyObject *module);
+
+/* CRC-32C of n bytes (crc32c.c); kw_crc32c_init once at import. crc32c(data) from Python. */
+uint32_t kw_crc32c(const uint8_t *p, size_t n);
+void kw_crc32c_init(void);
+PyObject *kw_crc32c_py(PyObject *module, PyObject *data);
+
+#endif
