@@ -152,6 +152,17 @@ def test_every_block_says_what_it_is():
     assert len(PAGES) >= 10 and any(b.lang == "python" for b in ALL_BLOCKS)
 
 
+def test_every_marker_sits_right_before_a_fence():
+    """A marker separated from its block (a blank line, text) would be ignored: refuse it."""
+    stray = []
+    for page in PAGES:
+        lines = page.read_text(encoding="utf-8").splitlines()
+        for n, line in enumerate(lines):
+            if line.strip().startswith("<!-- test:") and not (n + 1 < len(lines) and lines[n + 1].startswith("```")):
+                stray.append(f"{page.relative_to(REPO)}:{n + 1}")
+    assert not stray, f"test markers not on the line before a fence: {stray}"
+
+
 def test_skips_stay_rare():
     """A skip is for a block no test can run (it installs packages, needs a Kafka distribution's bin/,
     runs for minutes); most blocks run."""
