@@ -206,3 +206,35 @@ def test_a_marker_without_a_reason_is_refused():
         parse_marker("skip ()", "README.md:1")
     assert parse_marker("skip (needs a Kafka distribution's bin/)", "x") == (False, "needs a Kafka distribution's bin/")
     assert parse_marker("needs=java", "x") == (True, None)
+
+
+def github_anchor(heading: str) -> str:
+    """The fragment GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    found, in_code = set(), False
+    for line in page.read_text(encoding="utf-8").splitlines():
+        in_code = in_code != line.startswith("```")
+        heading = re.match(r"^#+ (.*)$", line)
+        if heading and not in_code:
+            found.add(github_anchor(heading.group(1)))
+    return found
+
+
+def test_every_link_between_the_docs_resolves():
+    """Relative links of README, docs/ and benchmarks/README.md name a file that exists and, for a
+    page, a heading it has (moving a section must not leave links behind)."""
+    broken = []
+    for page in [*PAGES, REPO / "benchmarks" / "README.md"]:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text(encoding="utf-8")):
+            if re.match(r"^[a-z]+:", target):
+                continue
+            path, _, fragment = target.partition("#")
+            dest = (page.parent / path).resolve() if path else page
+            if not dest.exists():
+                broken.append(f"{page.relative_to(REPO)}: {target} (no such file)")
+            elif fragment and dest.suffix == ".md" and fragment not in _anchors(dest):
+                broken.append(f"{page.relative_to(REPO)}: {target} (no such heading)")
+    assert not broken, "broken links:\n" + "\n".join(broken)
