@@ -1,4 +1,4 @@
-"""The import layers of kafkawire (README, "Layout"): every hand-written module under kafkawire/
+"""The import layers of kafkawire (docs/architecture.md, "Layout"): every hand-written module under kafkawire/
 imports only from the layers below its own, never from a sibling in the same row.
 
 Every import counts: at the top, inside a function, under ``if TYPE_CHECKING``. kafkawire/messages
@@ -118,7 +118,7 @@ def _report(found) -> str:
 def test_every_import_goes_down_the_layers():
     found = violations(REPO)
     unexpected = [v for v in found if (v[0], layer_of(v[2])[1]) not in KNOWN | ALLOWED]
-    assert not unexpected, "imports against the layer order (README, Layout):\n" + _report(unexpected)
+    assert not unexpected, "imports against the layer order (docs/architecture.md, Layout):\n" + _report(unexpected)
     still_there = {(v[0], layer_of(v[2])[1]) for v in found}
     fixed = [key for key in KNOWN | ALLOWED if key not in still_there]
     assert not fixed, f"these exceptions are gone: delete them from KNOWN or ALLOWED: {fixed}"
@@ -129,6 +129,29 @@ def test_no_layer_is_left_out():
     packages = {module_name(p.parent / "__init__.py", REPO) for p in (REPO / "kafkawire").rglob("__init__.py")}
     orphans = sorted(p for p in packages if p != "kafkawire" and layer_of(p) is None)
     assert not orphans, f"packages in no row of ROWS: {orphans}"
+
+
+def documented_layers(doc: str) -> list[str]:
+    """The kafkawire layers of docs/architecture.md's "Layout" table, top to bottom, as module names
+    (its first column: `kafkawire/raft/node/`, `kafkawire/feature_versions.py`, ...)."""
+    section = doc.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+    layers = []
+    for line in section.splitlines():
+        if not line.startswith("| `"):
+            continue
+        for cell in line.split("|")[1].split(","):
+            path = cell.strip().strip("`")
+            if path.startswith("kafkawire/"):
+                layers.append(path.removesuffix("/").removesuffix(".py").replace("/", "."))
+    return layers
+
+
+def test_the_documented_layout_is_the_one_enforced():
+    """docs/architecture.md's Layout table lists the layers of ROWS, in ROWS' order: the table readers
+    go by is the rule this file checks."""
+    doc = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert documented_layers(doc) == [layer for row in ROWS for layer in row], \
+        "docs/architecture.md's Layout table and ROWS disagree: change both together"
 
 
 def _tree(tmp_path: Path, files: dict[str, str]) -> Path:

@@ -1,6 +1,10 @@
-"""The README's table of supported APIs, from the generated API table and the schemas' headers.
+"""The table of supported APIs in docs/apis.md, from the generated API table and the schemas' headers.
 
-    python -m kafkawire.codegen.api_table_md      # prints the table; tests/test_readme_api_table.py keeps README equal
+    python -m kafkawire.codegen.api_table_md           # prints the table
+    python -m kafkawire.codegen.api_table_md --write   # puts it in docs/apis.md, between its markers
+    python -m kafkawire.codegen.api_table_md --check   # exit 1 when docs/apis.md's table is stale
+
+tests/test_api_table_doc.py keeps docs/apis.md equal to what this makes of schemas/.
 """
 from __future__ import annotations
 
@@ -8,6 +12,10 @@ import re
 from pathlib import Path
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
+APIS_DOC = SCHEMAS.parent / "docs" / "apis.md"
+# The generated table sits between these two lines of docs/apis.md; everything else there is prose.
+BEGIN = "<!-- api-table: written by python -m kafkawire.codegen.api_table_md --write; do not edit -->"
+END = "<!-- end of api-table -->"
 
 
 def _history(schema_path: str) -> str:
@@ -40,5 +48,41 @@ def markdown() -> str:
     return "\n".join(lines)
 
 
+def documented_table(doc: str) -> str:
+    """The table between the markers of docs/apis.md's text; ValueError when a marker is missing."""
+    if doc.count(BEGIN) != 1 or doc.count(END) != 1:
+        raise ValueError(f"{APIS_DOC} needs one {BEGIN!r} line and one {END!r} line")
+    return doc.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n")
+
+
+def with_table(doc: str, table: str) -> str:
+    """docs/apis.md's text with the table between its markers replaced."""
+    documented_table(doc)
+    before, rest = doc.split(BEGIN, 1)
+    return f"{before}{BEGIN}\n{table}\n{END}{rest.split(END, 1)[1]}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    parser = argparse.ArgumentParser(prog="python -m kafkawire.codegen.api_table_md", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--write", action="store_true", help=f"replace the table in {APIS_DOC}")
+    mode.add_argument("--check", action="store_true", help=f"exit 1 when the table in {APIS_DOC} is stale")
+    args = parser.parse_args(argv)
+    table = markdown()
+    if not (args.write or args.check):
+        print(table)
+        return 0
+    doc = APIS_DOC.read_text(encoding="utf-8")
+    if args.check:
+        stale = documented_table(doc) != table
+        print(f"{APIS_DOC}: {'stale: run python -m kafkawire.codegen.api_table_md --write' if stale else 'up to date'}")
+        return 1 if stale else 0
+    APIS_DOC.write_text(with_table(doc, table), encoding="utf-8")
+    print(f"wrote the table of {len(table.splitlines()) - 2} APIs into {APIS_DOC}")
+    return 0
+
+
 if __name__ == "__main__":
-    print(markdown())
+    raise SystemExit(main())

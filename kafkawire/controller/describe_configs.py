@@ -10,8 +10,8 @@ first entry named as the first broker synonym (ConfigHelper.configSynonyms's dro
 set only under log.retention.hours gives no synonym, so DEFAULT_CONFIG). An unknown topic is
 UNKNOWN_TOPIC_OR_PARTITION with no message.
 
-BROKER "" (the cluster default): the dynamic default configs; BROKER <this node's id>: see README
-("Running Kafka brokers on kafkawire controllers") for what this node lists; another id,
+BROKER "" (the cluster default): the dynamic default configs; BROKER <this node's id>: see docs/differences.md
+("Kafka brokers on kafkawire controllers") for what this node lists; another id,
 BROKER_LOGGER, CLIENT_METRICS, GROUP: INVALID_REQUEST, the messages Kafka's controller gives
 where known.
 """

@@ -1,5 +1,5 @@
 """The bounds of epochs, offsets and ids, and the rule that keeps a hostile request from
-exhausting the epoch space (README, "Epoch bounds and hostile requests").
+exhausting the epoch space (docs/raft.md, "Epoch bounds and hostile requests").
 
 Epochs are int32 on the wire and in the quorum-state file, offsets int64. Kafka moves its
 epoch to whatever a Vote, BeginQuorumEpoch or EndQuorumEpoch carries: one request at epoch

@@ -480,7 +480,7 @@ class RaftCore(VoteHandling, FollowerFetching, LocalAppends, SnapshotHandling, P
         leader is unknown (Kafka's rule), or, beyond Kafka, we are Unattached knowing its id
         but not its endpoints. Kafka's handler then expects a Follower and throws when the
         leader itself answers such a replica's bootstrap fetch; here it follows and takes
-        the records in the same response (see the README, raft)."""
+        the records in the same response (see docs/differences.md, Raft)."""
         known = self.quorum.leader_id()
         return known is None or (known == leader_id and isinstance(self.quorum.state, Unattached)
                                  and not self.quorum.leader_endpoints())

@@ -49,7 +49,7 @@ class VoteHandling(CoreParts):
         return NONE
 
     def _validate_leader_claim(self, api: str, leader_id: int, epoch: int) -> int:
-        """Deliberately stricter than Kafka (README): a BeginQuorumEpoch or EndQuorumEpoch
+        """Deliberately stricter than Kafka (docs/differences.md, Raft): a BeginQuorumEpoch or EndQuorumEpoch
         must name a leader we can believe, else INVALID_REQUEST and no state changes. The
         leader we already follow in this epoch is believed even when a committed removal took
         it out of the voter set (a removed leader resigns with EndQuorumEpoch)."""
@@ -102,7 +102,7 @@ class VoteHandling(CoreParts):
         if error != NONE:
             return reply(error=error)
         candidate = ReplicaKey.of(partition.replica_id, partition.replica_directory_id)
-        # Deliberately unlike Kafka (README): a candidate no voter set we know names, or one
+        # Deliberately unlike Kafka (docs/differences.md, Raft): a candidate no voter set we know names, or one
         # claiming our own id, neither moves our epoch nor gets our vote.
         if candidate.id == self.quorum.local_id:
             self._warn(f"refused a Vote at epoch {partition.replica_epoch} claiming our own id {candidate.id}")

@@ -21,7 +21,7 @@ the byte position, and goes on where the framing allows it:
 
 The exit status is 1 if anything was invalid (Kafka's own tool exits 0 for ``isvalid: false``).
 
-``--json`` writes one JSON object per line instead of Kafka's text (documented in README.md,
+``--json`` writes one JSON object per line instead of Kafka's text (documented in docs/tools.md,
 "Tools: dump-log and metadata-shell"), with a ``type`` of ``file``, ``batch``, ``record``,
 ``trailingBytes``, ``indexEntry``, ``timeIndexEntry``, ``indexSanity``, ``producerState``,
 ``abortedTxn``, ``finding`` or ``error``.
@@ -78,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-message-size", type=int, default=5 * 1024 * 1024, metavar="size",
                         help="the largest batch an index entry may point at (default 5 MiB)")
     parser.add_argument("--json", action="store_true",
-                        help="one JSON object per line instead of Kafka's text (see README)")
+                        help="one JSON object per line instead of Kafka's text (see docs/tools.md)")
 
 
 class Options:
