@@ -161,6 +161,13 @@ class MetadataController:
         transaction still open are not in the image, so not here either (``in_transaction``)."""
         return image_records(self.state.image, self.state.feature_order)
 
+    def frozen_snapshot(self):
+        """``snapshot_records`` in two halves: on the loop, a frozen view of the committed image
+        (MetadataImage.frozen: copies of its top-level maps, nothing per partition); the
+        function returned turns it into the same records later, on the driver's worker thread."""
+        view, feature_order = self.state.image.frozen(), list(self.state.feature_order)
+        return lambda: image_records(view, feature_order)
+
     def poke(self) -> None:
         """Wake the background work (the driver also calls this when the high watermark moves)."""
         self._wake.set()

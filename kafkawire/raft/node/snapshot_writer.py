@@ -1,8 +1,10 @@
 """The state machine's snapshots, written off the event loop.
 
 The driver freezes an image on the loop (the snapshot id at the applied offset, the control
-records KIP-853 puts after the header, and the state machine's records, a list of bytes
-taken at that instant), then a worker thread writes it as Kafka's SnapshotWriter does:
+records KIP-853 puts after the header, and the state machine's records at that instant:
+either a list of bytes, or, from a state machine that has ``frozen_snapshot``, a function of
+a frozen view that the worker thread calls, so the records are encoded off the loop), then
+a worker thread writes it as Kafka's SnapshotWriter does:
 into ``<id>.checkpoint.part``, fsync, rename, fsync the directory. Only then, back on the
 loop, does the store learn of it and the core get SnapshotFrozen, after which the log below
 it may be cleaned. A crash while the thread writes leaves a ``.part`` file, which
@@ -12,7 +14,7 @@ cover, so nothing acknowledged is lost.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Callable
 
 from kafkawire.messages.k_raft_version_record import KRaftVersionRecord
 from kafkawire.records import ControlRecordType
@@ -23,23 +25,41 @@ from kafkawire.raft.types import OffsetAndEpoch
 SNAPSHOT_BATCH_RECORDS = 500
 
 
-@dataclass(frozen=True, slots=True)
 class FrozenImage:
-    snapshot_id: OffsetAndEpoch
-    control_records: tuple[tuple[int, bytes], ...]
-    values: tuple[bytes, ...]
-    now_ms: int
+    """What the worker thread writes; ``values`` (the records) are produced at their first use,
+    on that thread, from what was frozen on the loop."""
+    __slots__ = ("snapshot_id", "control_records", "now_ms", "_produce", "_values")
+
+    def __init__(self, snapshot_id: OffsetAndEpoch, control_records: tuple[tuple[int, bytes], ...],
+                 produce: Callable[[], list[bytes]], now_ms: int):
+        self.snapshot_id = snapshot_id
+        self.control_records = control_records
+        self.now_ms = now_ms
+        self._produce: Callable[[], list[bytes]] | None = produce
+        self._values: tuple[bytes, ...] | None = None
+
+    @property
+    def values(self) -> tuple[bytes, ...]:
+        if self._values is None:
+            assert self._produce is not None
+            self._values = tuple(self._produce())
+            self._produce = None        # the view it read can go
+        return self._values
 
 
-def freeze_image(snapshot_id: OffsetAndEpoch, kraft_version: int, voters_record, values: list[bytes],
-                 now_ms: int) -> FrozenImage:
-    """On the loop: what the worker thread will write (nothing in it changes afterwards)."""
+def freeze_image(snapshot_id: OffsetAndEpoch, kraft_version: int, voters_record,
+                 values: list[bytes] | Callable[[], list[bytes]], now_ms: int) -> FrozenImage:
+    """On the loop: what the worker thread will write (nothing in it changes afterwards).
+    ``values``: the records, or a function of a frozen view that produces them."""
     control = []
     if kraft_version > 0:
         control.append((ControlRecordType.KRAFT_VERSION,
                         encode_value(KRaftVersionRecord(version=0, k_raft_version=kraft_version))))
         control.append((ControlRecordType.KRAFT_VOTERS, encode_value(voters_record)))
-    return FrozenImage(snapshot_id, tuple(control), tuple(values), now_ms)
+    if callable(values):
+        return FrozenImage(snapshot_id, tuple(control), values, now_ms)
+    taken = list(values)
+    return FrozenImage(snapshot_id, tuple(control), lambda: taken, now_ms)
 
 
 def write_image(directory: str, image: FrozenImage) -> str:
