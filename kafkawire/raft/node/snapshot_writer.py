@@ -14,7 +14,8 @@ cover, so nothing acknowledged is lost.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable, Iterator
 
 from kafkawire.messages.k_raft_version_record import KRaftVersionRecord
 from kafkawire.records import ControlRecordType
@@ -23,6 +24,17 @@ from kafkawire.storage.snapshot import SnapshotId, SnapshotWriter
 from kafkawire.raft.types import OffsetAndEpoch
 
 SNAPSHOT_BATCH_RECORDS = 500
+# The worker thread lets go of the GIL this often: the interpreter would make the event loop's
+# thread wait a whole switch interval (5 ms) for it each time, several times per loop step.
+RECORDS_BETWEEN_YIELDS = 32
+
+
+def _yielding(records: Iterable[bytes]) -> Iterator[bytes]:
+    """``records``, with the GIL offered to the other threads (time.sleep(0)) every few."""
+    for i, record in enumerate(records, 1):
+        yield record
+        if i % RECORDS_BETWEEN_YIELDS == 0:
+            time.sleep(0)
 
 
 class FrozenImage:
@@ -31,24 +43,24 @@ class FrozenImage:
     __slots__ = ("snapshot_id", "control_records", "now_ms", "_produce", "_values")
 
     def __init__(self, snapshot_id: OffsetAndEpoch, control_records: tuple[tuple[int, bytes], ...],
-                 produce: Callable[[], list[bytes]], now_ms: int):
+                 produce: Callable[[], Iterable[bytes]], now_ms: int):
         self.snapshot_id = snapshot_id
         self.control_records = control_records
         self.now_ms = now_ms
-        self._produce: Callable[[], list[bytes]] | None = produce
+        self._produce: Callable[[], Iterable[bytes]] | None = produce
         self._values: tuple[bytes, ...] | None = None
 
     @property
     def values(self) -> tuple[bytes, ...]:
         if self._values is None:
             assert self._produce is not None
-            self._values = tuple(self._produce())
+            self._values = tuple(_yielding(self._produce()))
             self._produce = None        # the view it read can go
         return self._values
 
 
 def freeze_image(snapshot_id: OffsetAndEpoch, kraft_version: int, voters_record,
-                 values: list[bytes] | Callable[[], list[bytes]], now_ms: int) -> FrozenImage:
+                 values: list[bytes] | Callable[[], Iterable[bytes]], now_ms: int) -> FrozenImage:
     """On the loop: what the worker thread will write (nothing in it changes afterwards).
     ``values``: the records, or a function of a frozen view that produces them."""
     control = []
@@ -71,6 +83,7 @@ def write_image(directory: str, image: FrozenImage) -> str:
         values = list(image.values)
         for i in range(0, len(values), SNAPSHOT_BATCH_RECORDS):
             writer.append(values[i:i + SNAPSHOT_BATCH_RECORDS], timestamp=now)
+            time.sleep(0)       # as _yielding: the loop's thread may be waiting for the GIL
     return writer.path
 
 
