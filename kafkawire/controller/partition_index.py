@@ -5,8 +5,15 @@ leads, the ones whose ELR holds it; under NO_LEADER, the partitions without a le
 They let a heartbeat answer "does this broker lead anything?" in constant time and let
 fencing, unfencing, controlled shutdown and a new incarnation visit only the partitions
 concerned, instead of walking every partition of the cluster.
+
+Each broker has one set of partition keys: the topic id's 128 bits and the partition id's 32
+in one int, made once per partition change and shared by every set that holds it. (A set per
+broker and topic, as Kafka keeps an array, costs some 500 bytes a partition in Python; this
+costs about 200, and hashes in C where a UUID key would call Python.)
 """
 from __future__ import annotations
+
+import uuid
 
 from kafkawire.metadata.image import MetadataImage
 from kafkawire.metadata.registrations import NO_LEADER
@@ -15,49 +22,52 @@ from .java_order import uuid_tree_order
 
 _PARTITION_RECORDS = ("PartitionRecord", "PartitionChangeRecord")
 _TOPIC_RECORDS = ("TopicRecord", "RemoveTopicRecord")
+_PID_BITS = 32
+_PID_MASK = (1 << _PID_BITS) - 1
 
 
-class _BrokerMap:
-    """broker id -> topic id -> partition ids."""
+def _key(topic_id: uuid.UUID, partition_id: int) -> int:
+    return topic_id.int << _PID_BITS | (partition_id & _PID_MASK)
+
+
+def _partition_id(key: int) -> int:
+    pid = key & _PID_MASK
+    return pid - (1 << _PID_BITS) if pid >> (_PID_BITS - 1) else pid
+
+
+class _BrokerSets:
+    """broker id -> the keys of its partitions."""
 
     def __init__(self):
-        self.by_broker: dict[int, dict[object, set[int]]] = {}
+        self.by_broker: dict[int, set[int]] = {}
 
-    def add(self, broker_id: int, topic_id, partition_id: int) -> None:
-        self.by_broker.setdefault(broker_id, {}).setdefault(topic_id, set()).add(partition_id)
-
-    def discard(self, broker_id: int, topic_id, partition_id: int) -> None:
-        topics = self.by_broker.get(broker_id)
-        if topics is None or topic_id not in topics:
-            return
-        ids = topics[topic_id]
-        ids.discard(partition_id)
-        if not ids:
-            del topics[topic_id]
-            if not topics:
-                del self.by_broker[broker_id]
-
-    def change(self, topic_id, partition_id: int, before, after) -> None:
+    def change(self, key: int, before, after) -> None:
         """The partition was under the brokers ``before`` and is now under ``after``."""
         if before == after:
             return
-        kept = set(before) & set(after)
         for broker_id in before:
-            if broker_id not in kept:
-                self.discard(broker_id, topic_id, partition_id)
+            if broker_id not in after:
+                keys = self.by_broker.get(broker_id)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del self.by_broker[broker_id]
         for broker_id in after:
-            if broker_id not in kept:
-                self.add(broker_id, topic_id, partition_id)
+            if broker_id not in before:
+                keys = self.by_broker.get(broker_id)
+                if keys is None:
+                    keys = self.by_broker[broker_id] = set()
+                keys.add(key)
 
-    def of(self, broker_id: int) -> dict[object, set[int]]:
-        return self.by_broker.get(broker_id, {})
+    def of(self, broker_id: int) -> set[int]:
+        return self.by_broker.get(broker_id, set())
 
 
 class PartitionIndex:
     def __init__(self):
-        self._isr = _BrokerMap()
-        self._leader = _BrokerMap()          # NO_LEADER holds the leaderless partitions
-        self._elr = _BrokerMap()
+        self._isr = _BrokerSets()
+        self._leader = _BrokerSets()          # NO_LEADER holds the leaderless partitions
+        self._elr = _BrokerSets()
 
     # --- kept on replay (ControllerState._apply) -----------------------------------------------
     def before_apply(self, image: MetadataImage, message) -> list | None:
@@ -87,10 +97,10 @@ class PartitionIndex:
     def update(self, topic_id, partition_id: int, before, after) -> None:
         """BrokersToIsrs.update and BrokersToElrs.update: ``before``/``after`` are the
         partition's registrations (None when it does not exist)."""
-        self._isr.change(topic_id, partition_id, before.isr if before else (), after.isr if after else ())
-        self._elr.change(topic_id, partition_id, before.elr if before else (), after.elr if after else ())
-        self._leader.change(topic_id, partition_id, (before.leader,) if before else (),
-                            (after.leader,) if after else ())
+        key = _key(topic_id, partition_id)
+        self._isr.change(key, before.isr if before else (), after.isr if after else ())
+        self._elr.change(key, before.elr if before else (), after.elr if after else ())
+        self._leader.change(key, (before.leader,) if before else (), (after.leader,) if after else ())
 
     # --- queries --------------------------------------------------------------------------------
     def has_leaderships(self, broker_id: int) -> bool:
@@ -110,18 +120,21 @@ class PartitionIndex:
         return _in_walk_order(image, self._leader.of(NO_LEADER))
 
     def as_sets(self) -> dict:
-        """Everything indexed, as plain sets (for checks against a walk of the image)."""
-        def flat(index: _BrokerMap):
-            return {b: {(t, p) for t, ids in topics.items() for p in ids} for b, topics in index.by_broker.items()}
+        """Everything indexed, as {kind: {broker: {(topic id, partition id)}}} (for checks)."""
+        def flat(index: _BrokerSets):
+            return {b: {(uuid.UUID(int=k >> _PID_BITS), _partition_id(k)) for k in keys}
+                    for b, keys in index.by_broker.items()}
         return {"isr": flat(self._isr), "leader": flat(self._leader), "elr": flat(self._elr)}
 
 
-def _in_walk_order(image: MetadataImage, by_topic: dict[object, set[int]]) -> list:
+def _in_walk_order(image: MetadataImage, keys: set[int]) -> list:
     """The partitions topic by topic in the image's order (HashTreePMap's: by Uuid hash), then by
     partition id, as a walk of the whole image would meet them."""
+    by_topic: dict[int, list[int]] = {}
+    for key in keys:
+        by_topic.setdefault(key >> _PID_BITS, []).append(_partition_id(key))
     out = []
-    for topic_id in uuid_tree_order(by_topic):
+    for topic_id in uuid_tree_order([uuid.UUID(int=t) for t in by_topic]):
         topic = image.topics_by_id[topic_id]
-        out += [(topic, pid, topic.partitions[pid]) for pid in sorted(by_topic[topic_id])]
+        out += [(topic, pid, topic.partitions[pid]) for pid in sorted(by_topic[topic_id.int])]
     return out
-

@@ -167,29 +167,21 @@ class Tripwire(dict):
         super().__init__(data)
         self.owner = owner
 
-    def _walk(self):
-        Tripwire.walks += 1
-
-    def __iter__(self):
-        self._walk()
-        return super().__iter__()
-
-    def keys(self):
-        self._walk()
-        return super().keys()
-
-    def values(self):
-        self._walk()
-        return super().values()
-
-    def items(self):
-        self._walk()
-        return super().items()
-
     def __getitem__(self, key):
         if self.owner is not None:
             Tripwire.looked_up.append((self.owner, key))
         return super().__getitem__(key)
+
+
+def _counted_walk(walk):
+    def counted(self):
+        Tripwire.walks += 1
+        return walk(self)
+    return counted
+
+
+for _walk in ("__iter__", "keys", "values", "items"):
+    setattr(Tripwire, _walk, _counted_walk(getattr(dict, _walk)))
 
 
 async def _large_cluster(partitions: int, brokers: int = 10):
