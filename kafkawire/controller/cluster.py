@@ -16,7 +16,7 @@ from .errors import ApiError
 from .frames import frame, struct
 from .heartbeats import BrokerHeartbeatManager, BrokerState, current_state
 from .java_order import copied_capacity, grown_capacity, string_hashmap_order
-from .replication import has_leaderships, is_active, updates_adding, updates_for_shutdown, updates_removing
+from .replication import is_active, updates_adding, updates_for_shutdown, updates_removing
 from .snapshot import JDK
 from .state import ControllerState
 from .versions import (KRAFT_VERSION, METADATA_VERSION, controller_registration_supported,
@@ -176,7 +176,7 @@ def broker_registration_records(state: ControllerState, request, *, cluster_id: 
         stored_epoch = existing.epoch if existing is not None else -2
         clean = request_version >= 3 and stored_epoch == getattr(request, "previous_broker_epoch", -1)
         if existing is not None:
-            records = updates_for_shutdown(image, request.broker_id, clean, static_min_isr)
+            records = updates_for_shutdown(state, request.broker_id, clean, static_min_isr)
         fields.update(broker_epoch=broker_epoch, fenced=True)     # the batch's first offset, as in Kafka
     else:
         fields.update(broker_epoch=existing.epoch, fenced=existing.fenced,
@@ -188,7 +188,7 @@ def broker_registration_records(state: ControllerState, request, *, cluster_id: 
 def fence_records(state: ControllerState, broker_id: int, static_min_isr: int) -> list[bytes]:
     """handleBrokerFenced: partitions lose the broker first, then the fence record."""
     broker = state.image.brokers[broker_id]
-    records = updates_removing(state.image, broker_id, static_min_isr)
+    records = updates_removing(state, broker_id, static_min_isr)
     records.append(frame("BrokerRegistrationChangeRecord", 0, broker_id=broker_id, broker_epoch=broker.epoch,
                          fenced=FENCE))
     return records
@@ -198,7 +198,7 @@ def unfence_records(state: ControllerState, broker_id: int, broker_epoch: int, s
     """handleBrokerUnfenced: the unfence record, then leaders for partitions that have none."""
     records = [frame("BrokerRegistrationChangeRecord", 0, broker_id=broker_id, broker_epoch=broker_epoch,
                      fenced=UNFENCE)]
-    return records + updates_adding(state.image, broker_id, static_min_isr)
+    return records + updates_adding(state, broker_id, static_min_isr)
 
 
 def controlled_shutdown_records(state: ControllerState, broker_id: int, broker_epoch: int,
@@ -208,7 +208,7 @@ def controlled_shutdown_records(state: ControllerState, broker_id: int, broker_e
     if not state.image.brokers[broker_id].in_controlled_shutdown:
         records.append(frame("BrokerRegistrationChangeRecord", 1, broker_id=broker_id, broker_epoch=broker_epoch,
                              in_controlled_shutdown=IN_CONTROLLED_SHUTDOWN))
-    return records + updates_removing(state.image, broker_id, static_min_isr)
+    return records + updates_removing(state, broker_id, static_min_isr)
 
 
 def cordoned_dirs_records(broker, broker_epoch: int, cordoned) -> list[bytes]:
@@ -254,12 +254,14 @@ def heartbeat(state: ControllerState, request, *, sessions: BrokerHeartbeatManag
                                                   f"{request.broker_epoch}")
     image = state.image
     current = current_state(broker)
-    active = [b for b in image.brokers if b != broker_id and is_active(image, b)]
-    next_state = sessions.next_state(broker_id, current, want_fence=request.want_fence,
-                                     want_shut_down=request.want_shut_down,
-                                     metadata_offset=request.current_metadata_offset, register_offset=register_offset,
-                                     has_leaderships=has_leaderships(image, broker_id),
-                                     lowest_active_offset=sessions.lowest_active_offset(active))
+    # Both asked only by the states that need them (Kafka's Supplier): the first is an index
+    # lookup, the second a pass over the brokers, and neither touches a partition.
+    next_state = sessions.next_state(
+        broker_id, current, want_fence=request.want_fence, want_shut_down=request.want_shut_down,
+        metadata_offset=request.current_metadata_offset, register_offset=register_offset,
+        has_leaderships=lambda: state.partition_index.has_leaderships(broker_id),
+        lowest_active_offset=lambda: sessions.lowest_active_offset(
+            b for b in image.brokers if b != broker_id and is_active(image, b)))
     records: list[bytes] = []
     if next_state is not current:
         if next_state in (BrokerState.FENCED, BrokerState.SHUTDOWN_NOW):

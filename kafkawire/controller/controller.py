@@ -50,7 +50,7 @@ from .errors import ApiError, WriteTimedOut, not_controller
 from .frames import frame
 from .heartbeats import SESSION_TIMEOUT_MS, BrokerHeartbeatManager
 from .registration import ControllerRegistrationManager
-from .snapshot import image_records
+from .snapshot import image_records, iter_image_records
 from .state import ControllerState
 from .topics import TopicDefaults, create_topics
 from .versions import SUPPORTED_FEATURES
@@ -165,6 +165,13 @@ class MetadataController:
         """The committed image as records, in Kafka's snapshot order. Records of a metadata
         transaction still open are not in the image, so not here either (``in_transaction``)."""
         return image_records(self.state.image, self.state.feature_order)
+
+    def frozen_snapshot(self):
+        """``snapshot_records`` in two halves: on the loop, a frozen view of the committed image
+        (MetadataImage.frozen: copies of its top-level maps, nothing per partition); the
+        function returned turns it into the same records later, on the driver's worker thread."""
+        view, feature_order = self.state.image.frozen(), list(self.state.feature_order)
+        return lambda: iter_image_records(view, feature_order)
 
     def poke(self) -> None:
         """Wake the background work (the driver also calls this when the high watermark moves)."""

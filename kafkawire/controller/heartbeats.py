@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 
 SESSION_TIMEOUT_MS = 9000
@@ -106,9 +107,10 @@ class BrokerHeartbeatManager:
         return min(times) + self.session_timeout_ms + 1 if times else None
 
     def next_state(self, broker_id: int, current: BrokerState, *, want_fence: bool, want_shut_down: bool,
-                   metadata_offset: int, register_offset: int, has_leaderships: bool,
-                   lowest_active_offset: int) -> BrokerState:
-        """calculateNextBrokerState."""
+                   metadata_offset: int, register_offset: int, has_leaderships: Callable[[], bool],
+                   lowest_active_offset: Callable[[], int]) -> BrokerState:
+        """calculateNextBrokerState. ``has_leaderships`` and ``lowest_active_offset`` are called
+        only in the states that need them, as Kafka calls its Supplier."""
         if current is BrokerState.FENCED:
             if want_shut_down:
                 return BrokerState.SHUTDOWN_NOW
@@ -119,14 +121,14 @@ class BrokerHeartbeatManager:
             if want_fence:
                 return BrokerState.SHUTDOWN_NOW if want_shut_down else BrokerState.FENCED
             if want_shut_down:
-                return BrokerState.CONTROLLED_SHUTDOWN if has_leaderships else BrokerState.SHUTDOWN_NOW
+                return BrokerState.CONTROLLED_SHUTDOWN if has_leaderships() else BrokerState.SHUTDOWN_NOW
             return BrokerState.UNFENCED
         if current is BrokerState.CONTROLLED_SHUTDOWN:
-            if has_leaderships:
+            if has_leaderships():
                 return BrokerState.CONTROLLED_SHUTDOWN
             session = self._sessions.get(broker_id)
             shutdown_offset = session.controlled_shutdown_offset if session is not None else -1
-            if shutdown_offset <= lowest_active_offset:     # -1 (unknown after a failover) passes, as in Kafka
+            if shutdown_offset <= lowest_active_offset():     # -1 (unknown after a failover) passes, as in Kafka
                 return BrokerState.SHUTDOWN_NOW
             return BrokerState.CONTROLLED_SHUTDOWN
         return current

@@ -1,9 +1,11 @@
 """Partition leadership when brokers come and go: ReplicationControlManager.
 generateLeaderAndIsrUpdates and the lookups it needs, over the committed image.
 
-Partitions are visited topic by topic in the image's order and by partition id. (Kafka walks
-its BrokersToIsrs index, a TimelineHashMap whose order depends on its history; the records are
-the same, their order within a batch may differ.)
+The partitions concerned come from the state's per-broker indexes (partition_index.py), so a
+broker's change costs the partitions it is in, not the cluster's. They are visited topic by
+topic in the image's order and by partition id. (Kafka walks its BrokersToIsrs index, a
+TimelineHashMap whose order depends on its history; the records are the same, their order
+within a batch may differ.)
 """
 from __future__ import annotations
 
@@ -12,8 +14,8 @@ from kafkawire.metadata.registrations import LOST, MIGRATING, NO_LEADER, UNASSIG
 
 from .activation import BROKER_RESOURCE, MIN_INSYNC_REPLICAS
 from .frames import frame
-from .java_order import uuid_tree_order
 from .partition_change import build_change, change_record
+from .state import ControllerState
 from .versions import elr_enabled, partition_record_version
 
 UNCLEAN_LEADER_ELECTION = "unclean.leader.election.enable"
@@ -62,13 +64,15 @@ def _config(image: MetadataImage, topic_name: str, key: str) -> str | None:
 
 
 def effective_min_isr(image: MetadataImage, topic, static_min_isr: int) -> int:
-    """getTopicEffectiveMinIsr: min.insync.replicas, at most the replication factor."""
+    """getTopicEffectiveMinIsr: min.insync.replicas, at most the replication factor, which Kafka
+    reads from partition 0 (a reassignment can leave partitions with different factors)."""
     value = _config(image, topic.name, MIN_INSYNC_REPLICAS)
     try:
         min_isr = int(value) if value is not None else static_min_isr
     except ValueError:
         min_isr = static_min_isr
-    replication_factor = min((len(p.replicas) for p in topic.partitions.values()), default=min_isr)
+    first = topic.partitions.get(0)
+    replication_factor = len(first.replicas) if first is not None else 0
     return min(min_isr, replication_factor) if replication_factor > 0 else min_isr
 
 
@@ -77,23 +81,10 @@ def unclean_election_enabled(image: MetadataImage, topic) -> bool:
     return value is not None and value.strip().lower() == "true"
 
 
-def partitions(image: MetadataImage, wanted):
-    """(topic, partition id, registration) for each partition where ``wanted(registration)``."""
-    for topic_id in uuid_tree_order(image.topics_by_id):
-        topic = image.topics_by_id[topic_id]
-        for pid in sorted(topic.partitions):
-            if wanted(topic.partitions[pid]):
-                yield topic, pid, topic.partitions[pid]
-
-
-def has_leaderships(image: MetadataImage, broker_id: int) -> bool:
-    return any(True for _ in partitions(image, lambda p: p.leader == broker_id))
-
-
 def leader_and_isr_updates(image: MetadataImage, *, broker_to_remove: int, broker_to_add: int, chosen,
                            static_min_isr: int, unclean_shutdown: int = NO_LEADER) -> list[bytes]:
-    """generateLeaderAndIsrUpdates: PartitionChangeRecords for the ``chosen`` partitions (from
-    ``partitions``) with ``broker_to_remove`` taken out of the ISR, ``broker_to_add`` an
+    """generateLeaderAndIsrUpdates: PartitionChangeRecords for the ``chosen`` partitions (as
+    (topic, partition id, registration), from the state's PartitionIndex) with ``broker_to_remove`` taken out of the ISR, ``broker_to_add`` an
     acceptable leader even while still fenced, and ``unclean_shutdown`` (a broker whose new
     incarnation found it had not shut down cleanly) out of both the ISR and the ELR
     (NO_LEADER for none)."""
@@ -116,28 +107,31 @@ def leader_and_isr_updates(image: MetadataImage, *, broker_to_remove: int, broke
     return out
 
 
-def updates_removing(image: MetadataImage, broker_id: int, static_min_isr: int) -> list[bytes]:
+def updates_removing(state: ControllerState, broker_id: int, static_min_isr: int) -> list[bytes]:
     """Every partition with ``broker_id`` in its ISR loses it (fencing, controlled shutdown)."""
+    image = state.image
     return leader_and_isr_updates(image, broker_to_remove=broker_id, broker_to_add=NO_LEADER,
-                                  chosen=list(partitions(image, lambda p: broker_id in p.isr)),
+                                  chosen=state.partition_index.with_broker_in_isr(image, broker_id),
                                   static_min_isr=static_min_isr)
 
 
-def updates_for_shutdown(image: MetadataImage, broker_id: int, clean: bool, static_min_isr: int) -> list[bytes]:
+def updates_for_shutdown(state: ControllerState, broker_id: int, clean: bool, static_min_isr: int) -> list[bytes]:
     """handleBrokerShutdown, for a broker registering a new incarnation: with ELR on and an
     unclean shutdown it leaves every ISR and ELR; otherwise it leaves the ISRs as if fenced."""
+    image, index = state.image, state.partition_index
     if elr_enabled(image.metadata_version, image.finalized_features) and not clean:
         return (leader_and_isr_updates(image, broker_to_remove=NO_LEADER, broker_to_add=NO_LEADER,
-                                       chosen=list(partitions(image, lambda p: broker_id in p.isr)),
+                                       chosen=index.with_broker_in_isr(image, broker_id),
                                        static_min_isr=static_min_isr, unclean_shutdown=broker_id)
                 + leader_and_isr_updates(image, broker_to_remove=NO_LEADER, broker_to_add=NO_LEADER,
-                                         chosen=list(partitions(image, lambda p: broker_id in p.elr)),
+                                         chosen=index.with_broker_in_elr(image, broker_id),
                                          static_min_isr=static_min_isr, unclean_shutdown=broker_id))
-    return updates_removing(image, broker_id, static_min_isr)
+    return updates_removing(state, broker_id, static_min_isr)
 
 
-def updates_adding(image: MetadataImage, broker_id: int, static_min_isr: int) -> list[bytes]:
+def updates_adding(state: ControllerState, broker_id: int, static_min_isr: int) -> list[bytes]:
     """Partitions without a leader try an election with ``broker_id`` now acceptable (unfencing)."""
+    image = state.image
     return leader_and_isr_updates(image, broker_to_remove=NO_LEADER, broker_to_add=broker_id,
-                                  chosen=list(partitions(image, lambda p: p.leader == NO_LEADER)),
+                                  chosen=state.partition_index.without_leader(image),
                                   static_min_isr=static_min_isr)

@@ -34,24 +34,27 @@ def image_records(image: MetadataImage, feature_order: list[str] | None = None, 
     """``image`` as snapshot records. ``feature_order`` is the order finalized features entered
     the image (ControllerState.feature_order); without it, name order stands in. ``jdk`` is the
     Java version whose HashMap copy sizing to follow (see java_order.copied_capacity)."""
+    return list(iter_image_records(image, feature_order, jdk=jdk))
+
+
+def iter_image_records(image: MetadataImage, feature_order: list[str] | None = None, *, jdk: int = JDK):
+    """``image_records`` one record at a time (a partition's record is encoded when it is asked for)."""
     mv = image.metadata_version
     if mv is None and not image.finalized_features and not image.brokers and not image.topics_by_id:
-        return []
+        return
     level = mv if mv is not None else 0
-    out: list[bytes] = []
-    out += _features(image, feature_order)
-    out += _cluster(image, level, jdk)
-    out += _topics(image, level)
-    out += _configs(image)
-    out += _client_quotas(image)
+    yield from _features(image, feature_order)
+    yield from _cluster(image, level, jdk)
+    yield from _topics(image, level)
+    yield from _configs(image)
+    yield from _client_quotas(image)
     if image.next_producer_id >= 0:
-        out.append(frame("ProducerIdsRecord", broker_id=-1, broker_epoch=-1, next_producer_id=image.next_producer_id))
-    out += _acls(image)
+        yield frame("ProducerIdsRecord", broker_id=-1, broker_epoch=-1, next_producer_id=image.next_producer_id)
+    yield from _acls(image)
     if level >= SCRAM_SUPPORTED_FROM:
-        out += _scram(image)
+        yield from _scram(image)
     if level >= DELEGATION_TOKENS_SUPPORTED_FROM:
-        out += _delegation_tokens(image)
-    return out
+        yield from _delegation_tokens(image)
 
 
 def _features(image: MetadataImage, feature_order) -> list[bytes]:
@@ -143,15 +146,13 @@ def partition_record(topic_id, partition_id: int, p, level: int, elr: bool) -> b
     return frame("PartitionRecord", version, **fields)
 
 
-def _topics(image: MetadataImage, level: int) -> list[bytes]:
+def _topics(image: MetadataImage, level: int):
     elr = elr_enabled(image.metadata_version, image.finalized_features)
-    out = []
     for topic_id in uuid_tree_order(image.topics_by_id):
         topic = image.topics_by_id[topic_id]
-        out.append(frame("TopicRecord", name=topic.name, topic_id=topic.id))
+        yield frame("TopicRecord", name=topic.name, topic_id=topic.id)
         for pid in int_hashmap_order(topic.partitions, copied_capacity(len(topic.partitions))):
-            out.append(partition_record(topic.id, pid, topic.partitions[pid], level, elr))
-    return out
+            yield partition_record(topic.id, pid, topic.partitions[pid], level, elr)
 
 
 def _configs(image: MetadataImage) -> list[bytes]:

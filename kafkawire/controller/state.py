@@ -10,7 +10,9 @@ Beyond the image it keeps what Kafka's controller keeps beside its managers:
 * the offset of each broker's RegisterBrokerRecord (ClusterControlManager.
   registerBrokerRecordOffsets: a heartbeat unfences a broker once it has read that far);
 * the order in which finalized features entered the image, because Kafka's FeaturesImage
-  is a HashMap whose iteration order a snapshot preserves.
+  is a HashMap whose iteration order a snapshot preserves;
+* for each broker, the partitions whose ISR or ELR holds it and the ones it leads
+  (partition_index.py: Kafka's BrokersToIsrs and BrokersToElrs).
 
 A record that cannot be decoded or applied is logged and kept in ``problems`` (offset and
 reason); replay goes on, as kafka-metadata-shell's replay does, so one bad record does not
@@ -29,6 +31,7 @@ from kafkawire.metadata.image import ImageError, MetadataImage, Provenance
 from kafkawire.raft.contract import StateMachineFatal
 
 from .java_order import grown_capacity, string_hashmap_order
+from .partition_index import PartitionIndex
 from .versions import METADATA_VERSION
 
 log = logging.getLogger(__name__)
@@ -69,6 +72,7 @@ class ControllerState:
         self.next_offset = 0                  # one past the last data record replayed
         self.register_broker_offsets: dict[int, int] = {}
         self.feature_order: list[str] = []    # finalized features (not metadata.version), as inserted
+        self.partition_index = PartitionIndex()
         self.problems: list[Problem] = []
         self._transaction: _Transaction | None = None
 
@@ -169,11 +173,14 @@ class ControllerState:
         name = type(message).NAME
         if name == "FeatureLevelRecord" and self.supported_features is not None:
             self._check_supported(message, offset)
+        touched = self.partition_index.before_apply(self.image, message)
         try:
             self.image.apply(message)
         except ImageError as exc:
             self._problem(offset, f"{name}: {exc}")
             return
+        finally:
+            self.partition_index.after_apply(self.image, touched)
         if name == "RegisterBrokerRecord":
             self.register_broker_offsets[message.broker_id] = offset
         elif name == "UnregisterBrokerRecord":

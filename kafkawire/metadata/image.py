@@ -7,7 +7,12 @@ replay does, record kind by record kind (metadata/src/main/java/org/apache/kafka
 control records, provenance and file handling live in ``replay.py``.
 
 The image is a plain mutable object: a delta/image split buys Kafka cheap copies for its
-publishers, which a replay tool does not need.
+publishers, which a replay tool does not need. What a snapshot needs, a view that later
+records do not change, ``frozen()`` gives cheaply: the view takes shallow copies of the
+top-level maps (C-level copies, no Python step per entry) and shares everything below them,
+and from then on this image copies a topic, a config resource, a quota entity or a SCRAM
+mechanism before the first record that changes it (copy on write), so another thread may
+read the view while replay goes on.
 """
 from __future__ import annotations
 
@@ -114,6 +119,49 @@ class MetadataImage:
         self.acl_index = AclIndex()                   # the same ACLs by the resources they match
         self.scram: dict[int, dict[str, ScramCredential]] = {}
         self.delegation_tokens: dict[str, DelegationToken] = {}
+        # Copy on write: the keys whose inner object (a TopicImage, a config resource's,
+        # quota entity's or SCRAM mechanism's dict) this image made since the last frozen(),
+        # by collection; only those may change in place. None: never frozen, all are its own.
+        self._own: dict[str, set] | None = None
+
+    # -- frozen views --
+
+    def frozen(self) -> MetadataImage:
+        """A view of this image as it is now, which records applied later do not change and
+        which may be read from another thread. The maps only the controller's lookups need
+        (topics by name, the collision map, the ACL index) are not in it."""
+        view = MetadataImage.__new__(MetadataImage)
+        view.__dict__.update(self.__dict__)
+        for name in _VIEW_COPIES:
+            setattr(view, name, getattr(self, name).copy())
+        view.topics_by_name = view.topics_with_collision_chars = view.acl_index = None
+        view._own = {name: set() for name in _COPY_ON_WRITE}     # it shares everything below its maps
+        self._own = {name: set() for name in _COPY_ON_WRITE}
+        return view
+
+    def _writable(self, collection: str, key, copy):
+        """The inner object of ``collection`` at ``key``, made this image's own (copied, and
+        put in place of the one a frozen view may share) if it is not yet; None if absent."""
+        own = self._own
+        outer = getattr(self, collection)
+        value = outer.get(key)
+        if value is None or own is None or key in own[collection]:
+            return value
+        value = outer[key] = copy(value)
+        own[collection].add(key)
+        return value
+
+    def _owned(self, collection: str, key) -> None:
+        """``key``'s inner object in ``collection`` was made just now, by this image."""
+        if self._own is not None:
+            self._own[collection].add(key)
+
+    def _writable_topic(self, topic_id) -> TopicImage | None:
+        old = self.topics_by_id.get(topic_id)
+        topic = self._writable("topics_by_id", topic_id, _copied_topic)
+        if topic is not old and self.topics_by_name.get(old.name) is old:
+            self.topics_by_name[old.name] = topic
+        return topic
 
     # -- applying records --
 
@@ -191,6 +239,7 @@ class MetadataImage:
             self._forget_topic_name(old.name)
         topic = TopicImage(r.name, r.topic_id)   # a TopicRecord starts the topic over, without partitions
         self.topics_by_id[r.topic_id] = topic
+        self._owned("topics_by_id", r.topic_id)
         self.topics_by_name[r.name] = topic
         if has_collision_chars(r.name):
             self.topics_with_collision_chars.setdefault(unify_collision_chars(r.name), {})[r.name] = None
@@ -205,7 +254,8 @@ class MetadataImage:
                 del self.topics_with_collision_chars[unified]
 
     def _topic_or_throw(self, topic_id, what: str) -> TopicImage:
-        topic = self.topics_by_id.get(topic_id)
+        """The topic, this image's own to change."""
+        topic = self._writable_topic(topic_id)
         if topic is None:
             raise ImageError(f"{what} names topic id {kafka_uuid(topic_id)}, which does not exist")
         return topic
@@ -238,7 +288,7 @@ class MetadataImage:
             topics = [topic]
         else:
             topics = list(self.topics_by_id.values())
-        for topic in topics:
+        for topic in [self._writable_topic(t.id) for t in topics]:
             for pid, partition in topic.partitions.items():
                 topic.partitions[pid] = partition.cleared_elr()
 
@@ -248,27 +298,33 @@ class MetadataImage:
         if not supported_config(r.resource_type, r.name):
             return      # as Kafka's MetadataLoader: a config removed from Kafka is not in the image
         key = (r.resource_type, r.resource_name)
+        data = self._writable("configs", key, dict)
         if r.value is None:
-            data = self.configs.get(key)
             if data is not None:
                 data.pop(r.name, None)
                 if not data:
                     del self.configs[key]
         else:
-            self.configs.setdefault(key, {})[r.name] = r.value
+            if data is None:
+                data = self.configs[key] = {}
+                self._owned("configs", key)
+            data[r.name] = r.value
 
     def _client_quota(self, r):
         entity = frozenset((e.entity_type, e.entity_name) for e in r.entity)
         if not entity:
             raise ImageError("ClientQuotaRecord with an empty entity")
+        quotas = self._writable("client_quotas", entity, dict)
         if r.remove:
-            quotas = self.client_quotas.get(entity)
             if quotas is not None:
                 quotas.pop(r.key, None)
                 if not quotas:
                     del self.client_quotas[entity]
         else:
-            self.client_quotas.setdefault(entity, {})[r.key] = r.value
+            if quotas is None:
+                quotas = self.client_quotas[entity] = {}
+                self._owned("client_quotas", entity)
+            quotas[r.key] = r.value
 
     def _producer_ids(self, r):
         self.next_producer_id = r.next_producer_id
@@ -284,11 +340,14 @@ class MetadataImage:
         self.acl_index.remove(r.id)
 
     def _scram(self, r):
-        self.scram.setdefault(r.mechanism, {})[r.name] = ScramCredential(r.salt, r.stored_key, r.server_key,
-                                                                         r.iterations)
+        users = self._writable("scram", r.mechanism, dict)
+        if users is None:
+            users = self.scram[r.mechanism] = {}
+            self._owned("scram", r.mechanism)
+        users[r.name] = ScramCredential(r.salt, r.stored_key, r.server_key, r.iterations)
 
     def _remove_scram(self, r):
-        users = self.scram.get(r.mechanism)
+        users = self._writable("scram", r.mechanism, dict)
         if users is not None:
             users.pop(r.name, None)
 
@@ -300,6 +359,16 @@ class MetadataImage:
 
     def _no_op(self, r):
         pass
+
+
+def _copied_topic(topic: TopicImage) -> TopicImage:
+    return TopicImage(topic.name, topic.id, dict(topic.partitions))
+
+
+# What frozen() copies (the maps a record changes in place) and the maps whose inner objects
+# are copied on write; every other attribute is replaced, never changed in place, by replay.
+_COPY_ON_WRITE = ("topics_by_id", "configs", "client_quotas", "scram")
+_VIEW_COPIES = _COPY_ON_WRITE + ("finalized_features", "brokers", "controllers", "acls", "delegation_tokens")
 
 
 _HANDLERS = {

@@ -54,6 +54,10 @@ driver's step (``append`` only queues, so a task it starts is fine).
   inside the step that applied it); the driver freezes what it returns and a worker thread
   writes the file. Not called while ``in_transaction`` is true (a metadata transaction still
   open is not in the state yet).
+* ``frozen_snapshot() -> Callable[[], list[bytes]]`` (optional): the same records in two
+  halves, so a large state is not encoded on the loop: called where ``snapshot_records``
+  would be, it freezes a view of the state cheaply; the function it returns produces the
+  records from that view, on the driver's worker thread, however the state changes meanwhile.
 * ``in_transaction``: see above.
 
 Called by ControllerNode (kafkawire.raft.node.controller_node):

@@ -67,6 +67,13 @@ class WallClock:
         return self._last
 
 
+def _frozen_records(machine):
+    """The state machine's records as of now: a function of a frozen view, to run on the
+    worker thread, when it can freeze one (``frozen_snapshot``); else the records themselves."""
+    freeze = getattr(machine, "frozen_snapshot", None)
+    return freeze() if freeze is not None else machine.snapshot_records()
+
+
 def snapshot_due(bytes_since: int, max_bytes: int, ms_since: int, max_interval_ms: int) -> bool:
     """Kafka's SnapshotGenerator: metadata.log.max.record.bytes.between.snapshots replayed, or
     metadata.log.max.snapshot.interval.ms elapsed, where an interval of 0 turns the time rule
@@ -361,7 +368,8 @@ class RaftDriver:
 
     async def write_snapshot(self, now: int | None = None) -> OffsetAndEpoch | None:
         """Snapshot the state machine at the applied offset; returns its id once it is durable
-        and the core knows it. The image is frozen here, on the loop; a worker thread writes it."""
+        and the core knows it. The image is frozen here, on the loop (in O(1) per partition when
+        the state machine has ``frozen_snapshot``); a worker thread encodes and writes it."""
         now = self.clock() if now is None else now
         core, machine = self.running, self.state_machine
         if machine is None:
@@ -371,7 +379,7 @@ class RaftDriver:
             if snapshot_id in self.store.snapshot_ids():
                 return None
             version, voters = core.snapshot_control_records(snapshot_id)
-            image = freeze_image(snapshot_id, version, voters, machine.snapshot_records(), now)
+            image = freeze_image(snapshot_id, version, voters, _frozen_records(machine), now)
             self._bytes_since_snapshot = 0
             self._last_snapshot_ms = now
             path = await asyncio.get_running_loop().run_in_executor(None, write_image, self.store.directory, image)

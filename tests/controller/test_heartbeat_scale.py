@@ -1,0 +1,279 @@
+"""A broker heartbeat costs the same at any number of partitions, as in Kafka, whose controller
+keeps per-broker indexes (BrokersToIsrs, BrokersToElrs) and touches partitions only when a
+broker's state changes: fencing, unfencing, controlled shutdown, a new incarnation.
+
+The indexes must change nothing the controller writes: a seeded random life of a cluster
+(registrations, heartbeats, fencing by request and by session expiry, controlled shutdowns,
+restarts clean and unclean, topic creations) writes exactly the records it wrote before they
+existed (their digests below were recorded from the controller that walked every partition),
+and after every batch the index says what a walk of the image says."""
+import hashlib
+import random
+import uuid
+
+import pytest
+
+from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
+from kafkawire.metadata.registrations import NO_LEADER
+
+from .harness import Ctx, FakeClock, FakeQuorum, Running, add_controller, broker_request, heartbeat, run, until
+
+SESSION_TIMEOUT_MS = 9000
+
+
+def _topic(name, partitions, rf):
+    return CreatableTopic(name=name, num_partitions=partitions, replication_factor=rf, configs=[], assignments=[])
+
+
+class Cluster:
+    """An active controller on the fake raft with a fake clock, and brokers driven by a seeded rng."""
+
+    def __init__(self, seed: int, mv: int, monkeypatch):
+        self.rng = random.Random(seed)
+        monkeypatch.setattr(uuid, "uuid4", self._uuid)      # topic ids and the controller's incarnation
+        self.clock = FakeClock()
+        self.quorum = FakeQuorum()
+        self.leader = add_controller(self.quorum, 1, mv=mv, clock=self.clock, max_idle_interval_ms=0,
+                                     session_timeout_ms=SESSION_TIMEOUT_MS)
+        self.epochs: dict[int, int] = {}
+        self.dirs = {b: [self._uuid()] for b in range(1, 7)}
+        self.topics = 0
+
+    def _uuid(self):
+        return uuid.UUID(int=self.rng.getrandbits(128), version=4)
+
+    async def call(self, api_key, request, version=0):
+        return await self.leader.handlers()[api_key].handle(Ctx(version), request)
+
+    async def register(self, broker_id, *, clean=True):
+        request = broker_request(broker_id, incarnation=self._uuid(), log_dirs=self.dirs[broker_id])
+        request.previous_broker_epoch = self.epochs.get(broker_id, -1) if clean else -1
+        reply = await self.call(62, request, version=4)
+        if reply.error_code == 0:
+            self.epochs[broker_id] = reply.broker_epoch
+
+    async def beat(self, broker_id, **wants):
+        if broker_id in self.epochs:
+            await self.call(63, heartbeat(broker_id, self.epochs[broker_id], self.quorum.end_offset, **wants))
+
+    async def expire(self, victim):
+        """Every broker but ``victim`` heartbeats past its session timeout; the controller fences it."""
+        self.clock.now += SESSION_TIMEOUT_MS + 1
+        for b in sorted(self.epochs):
+            if b != victim:
+                await self.beat(b)
+        self.leader.poke()
+        broker = self.leader.image.brokers.get(victim)
+        if broker is not None and not broker.fenced:
+            await until(lambda: self.leader.image.brokers[victim].fenced, f"broker {victim} fenced")
+
+    async def create(self):
+        self.topics += 1
+        rf = self.rng.randint(1, 3)
+        await self.call(19, CreateTopicsRequest(topics=[_topic(f"t{self.topics}", self.rng.randint(1, 6), rf)],
+                                                timeout_ms=5000), version=5)
+
+    async def step(self):
+        broker = self.rng.randint(1, 6)
+        action = self.rng.choice(["create", "create", "beat", "beat", "beat", "fence", "shutdown", "expire",
+                                  "restart", "unclean"])
+        if action == "create":
+            await self.create()
+        elif action == "beat":
+            await self.beat(broker)
+        elif action == "fence":
+            await self.beat(broker, want_fence=True)
+        elif action == "shutdown":
+            await self.beat(broker, want_shut_down=True)
+        elif action == "expire":
+            await self.expire(broker)
+        else:
+            await self.register(broker, clean=action == "restart")
+
+    def digest(self) -> str:
+        return hashlib.sha256(b"".join(len(v).to_bytes(4, "big") + v for _, _, v in self.quorum.entries)).hexdigest()
+
+
+async def _live(seed, mv, steps, monkeypatch, after_each=None):
+    cluster = Cluster(seed, mv, monkeypatch)
+    async with Running(cluster.leader):
+        cluster.quorum.elect(1)
+        await until(lambda: cluster.leader.is_active() and cluster.leader.registration.registered(), "activation")
+        for b in range(1, 7):
+            await cluster.register(b)
+            await cluster.beat(b)
+        for _ in range(steps):
+            await cluster.step()
+            if after_each is not None:
+                after_each(cluster)
+    return cluster
+
+
+# Recorded from the controller of 9d08ffa, which walked every partition to find a broker's.
+RECORDED_DIGESTS = {
+    (1, 29): "50933ef503a0fbbe506bf883f737b88579ef0c54a48a36e64660dbec51f0de38",
+    (1, 30): "a96cd275d7217ef7b5453355842691771b9ceeb5c5c3f93f7e199575c0100512",
+    (2, 29): "81ddf4825e6ed94b01bac8f1c8a52cba7e6cd921bfc75d1a3af916024782fdbf",
+    (2, 30): "5f0093619d358f077abe74d996375cbc92d9d385d33fa2f5e7f352d07104b0a9",
+    (3, 29): "b92caf3ab41c147d1af9d480c62515022209f20fef4c58034ebf6306b71bc734",
+    (3, 30): "fb711613e0d59aab75fe6e3a0d96944819f5f18c67682dd7ac0de2e7dc79eade",
+    (4, 29): "f36f8f22b6e987489cfbdc65db925b0542aa29ff08d919fdb728fca0b65fa42c",
+    (4, 30): "0ee8b10d3a0005d7236abbe4a7517344c29d2d73aea9d32af54d4e3d6917c715",
+}
+
+
+@pytest.mark.parametrize("seed,mv", sorted(RECORDED_DIGESTS))
+def test_a_random_cluster_life_writes_the_records_it_wrote_before_the_indexes(seed, mv, monkeypatch):
+    cluster = run(_live(seed, mv, 300, monkeypatch), timeout=60)
+    assert cluster.digest() == RECORDED_DIGESTS[seed, mv]
+
+
+def _walked_index(image) -> dict:
+    """What PartitionIndex.as_sets says, found by walking every partition of the image."""
+    out: dict = {"isr": {}, "leader": {}, "elr": {}}
+    for topic in image.topics_by_id.values():
+        for pid, p in topic.partitions.items():
+            for kind, brokers in (("isr", p.isr), ("elr", p.elr), ("leader", (p.leader,))):
+                for b in brokers:
+                    out[kind].setdefault(b, set()).add((topic.id, pid))
+    return out
+
+
+@pytest.mark.parametrize("mv", [29, 30])
+def test_the_per_broker_index_says_what_a_walk_of_the_image_says_after_every_step(mv, monkeypatch):
+    checked = []
+
+    def check(cluster):
+        state = cluster.leader.state
+        assert state.partition_index.as_sets() == _walked_index(state.image)
+        checked.append(1)
+
+    cluster = run(_live(5, mv, 200, monkeypatch, after_each=check), timeout=60)
+    assert len(checked) == 200 and cluster.leader.state.partition_index.as_sets()["leader"]
+    # A snapshot's replay builds the same index.
+    state = cluster.leader.state
+    reloaded = type(state)(state.supported_features)
+    reloaded.load_snapshot(state.next_offset, 1, cluster.leader.snapshot_records())
+    assert reloaded.partition_index.as_sets() == state.partition_index.as_sets()
+
+
+class Tripwire(dict):
+    """A topic's partitions (or the image's topics) that count every walk over them and every
+    partition looked up by key."""
+    walks = 0
+    looked_up: list = []
+
+    def __init__(self, data, owner=None):
+        super().__init__(data)
+        self.owner = owner
+
+    def __getitem__(self, key):
+        if self.owner is not None:
+            Tripwire.looked_up.append((self.owner, key))
+        return super().__getitem__(key)
+
+
+def _counted_walk(walk):
+    def counted(self):
+        Tripwire.walks += 1
+        return walk(self)
+    return counted
+
+
+for _walk in ("__iter__", "keys", "values", "items"):
+    setattr(Tripwire, _walk, _counted_walk(getattr(dict, _walk)))
+
+
+async def _large_cluster(partitions: int, brokers: int = 10):
+    """An active controller with ``brokers`` unfenced brokers and ``partitions`` partitions (100 per topic, RF 3)."""
+    quorum = FakeQuorum()
+    leader = add_controller(quorum, 1, max_idle_interval_ms=0)
+    running = Running(leader)
+    await running.__aenter__()
+    quorum.elect(1)
+    await until(lambda: leader.is_active() and leader.registration.registered(), "activation")
+    epochs = {}
+    for b in range(1, brokers + 1):
+        reply = await leader.handlers()[62].handle(Ctx(0), broker_request(b))
+        epochs[b] = reply.broker_epoch
+        await leader.handlers()[63].handle(Ctx(0), heartbeat(b, reply.broker_epoch, quorum.end_offset))
+    for first in range(0, partitions // 100, 10):
+        request = CreateTopicsRequest(topics=[_topic(f"t{first + i}", 100, 3) for i in range(10)], timeout_ms=60000)
+        response = await leader.handlers()[19].handle(Ctx(5), request)
+        assert all(t.error_code == 0 for t in response.topics)
+    return quorum, leader, running, epochs
+
+
+def _arm_tripwires(image):
+    for topic in image.topics_by_id.values():
+        topic.partitions = Tripwire(topic.partitions, owner=topic.id)
+    image.topics_by_id = Tripwire(image.topics_by_id)
+    image.topics_by_name = Tripwire(image.topics_by_name)
+    Tripwire.walks, Tripwire.looked_up = 0, []
+
+
+def test_a_heartbeat_at_10k_partitions_walks_no_partition_and_a_fence_looks_up_only_the_brokers():
+    async def go():
+        quorum, leader, running, epochs = await _large_cluster(10_000)
+        async with running:
+            assert sum(len(t.partitions) for t in leader.image.topics_by_id.values()) == 10_000
+            image = leader.image
+            _arm_tripwires(image)
+            end = quorum.end_offset
+            for b in sorted(epochs):
+                reply = await leader.handlers()[63].handle(Ctx(0), heartbeat(b, epochs[b], end))
+                assert reply.error_code == 0 and not reply.is_fenced
+            assert quorum.end_offset == end           # nothing to write: no raft append at all
+            assert (Tripwire.walks, Tripwire.looked_up) == (0, [])
+
+            victim = 3
+            in_isr = {(t.id, pid) for t in dict.values(image.topics_by_id)
+                      for pid, p in dict.items(t.partitions) if victim in p.isr}
+            Tripwire.walks, Tripwire.looked_up = 0, []
+            reply = await leader.handlers()[63].handle(Ctx(0), heartbeat(victim, epochs[victim], end, want_fence=True))
+            assert reply.error_code == 0 and reply.is_fenced
+            changes = [m for _, m in quorum.records()[-(len(in_isr) + 1):]]
+            assert [type(m).NAME for m in changes] == ["PartitionChangeRecord"] * len(in_isr) + [
+                "BrokerRegistrationChangeRecord"]
+            assert Tripwire.walks == 0
+            assert set(Tripwire.looked_up) == in_isr and len(Tripwire.looked_up) == len(in_isr)
+    run(go(), timeout=120)
+
+
+def test_a_controlled_shutdown_asks_the_index_whether_the_broker_still_leads():
+    """CONTROLLED_SHUTDOWN lasts while the broker leads a partition (BrokersToIsrs.hasLeaderships),
+    found without walking the partitions."""
+    async def go():
+        quorum, leader, running, epochs = await _large_cluster(1_000, brokers=3)
+        async with running:
+            _arm_tripwires(leader.image)
+            first = await leader.handlers()[63].handle(Ctx(0), heartbeat(2, epochs[2], quorum.end_offset,
+                                                                         want_shut_down=True))
+            assert not first.should_shut_down and leader.image.brokers[2].in_controlled_shutdown
+            assert not leader.state.partition_index.has_leaderships(2)      # its leaderships moved away
+            for b in (1, 3):        # the others have read past the shutdown's batch
+                await leader.handlers()[63].handle(Ctx(0), heartbeat(b, epochs[b], quorum.end_offset))
+            walks = Tripwire.walks
+            second = await leader.handlers()[63].handle(Ctx(0), heartbeat(2, epochs[2], quorum.end_offset,
+                                                                          want_shut_down=True))
+            assert second.should_shut_down and Tripwire.walks == walks == 0
+    run(go(), timeout=120)
+
+
+def test_the_effective_min_isr_caps_at_partition_zeros_replication_factor():
+    """getTopicEffectiveMinIsr reads the replication factor of partition 0 (a reassignment can
+    leave the others with another), and so costs one lookup, not a walk of the topic."""
+    from kafkawire.controller.replication import effective_min_isr
+    from kafkawire.metadata.image import TOPIC_RESOURCE, MetadataImage, TopicImage
+    from kafkawire.metadata.registrations import PartitionRegistration
+
+    def partition(replicas):
+        return PartitionRegistration(replicas=replicas, directories=(), isr=replicas, removing_replicas=(),
+                                     adding_replicas=(), leader=replicas[0], leader_recovery_state=0,
+                                     leader_epoch=0, partition_epoch=0)
+    image = MetadataImage()
+    topic = TopicImage("t", uuid.uuid4(), {1: partition((4,)), 0: partition((1, 2, 3))})
+    image.configs[(TOPIC_RESOURCE, "t")] = {"min.insync.replicas": "2"}
+    assert effective_min_isr(image, topic, 1) == 2
+    topic.partitions = {0: partition((4,)), 1: partition((1, 2, 3))}
+    assert effective_min_isr(image, topic, 1) == 1
