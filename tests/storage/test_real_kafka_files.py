@@ -13,8 +13,9 @@ from kafkawire.records import iter_batches
 from kafkawire.storage import Log, LogSegment, OffsetIndex, SnapshotReader, TimeIndex
 from kafkawire.storage import state_files as sf
 from kafkawire.storage.snapshot import is_bootstrap_file, parse_snapshot_file_name
+from tests.conftest import REFERENCE as SHARED_REFERENCE
 
-REFERENCE = Path(__file__).resolve().parents[2].parent / "shared" / "reference"
+REFERENCE = SHARED_REFERENCE
 ROOTS = [REFERENCE / "kraft-data", REFERENCE / "kafka-fixtures"]
 
 
