@@ -8,7 +8,9 @@ behaves as) and of Kafka 3.9.1 (the last line with the protocol versions and Zoo
 APIs Kafka 4.0 dropped). ``tests/interop/kafka_schemas/pom.xml`` names the jars that carry them;
 ``mvn dependency:copy-dependencies`` brings them into the git-ignored ``.kafka-dist/``, and every
 ``*.json`` in them is written to ``.kafka-dist/schemas/<version>/<module>/``, one folder per Kafka
-source module (clients, metadata, raft, group-coordinator, ...), the layout of the copies in
+source module (clients, metadata, raft, group-coordinator, ...), with ``errors.tsv`` (Kafka's
+Errors table: code, name, retriable, exception class, default message; printed by
+``tests/interop/java/errors/ErrorsTable.java`` run against that kafka-clients), the layout of the copies in
 ``../shared/reference`` (kafka-schemas = trunk, kafka-schemas-3.9), which add to these when present.
 A stamp holds the pom's sha256, so a warm cache costs one file read. Java 17 and Maven are needed;
 without them ``sources()`` holds only what ../shared has, and a test that needs the jars calls
@@ -27,6 +29,7 @@ from tests.conftest import REFERENCE
 from tests.interop import kafka_dist
 
 POM = Path(__file__).resolve().parent / "interop" / "kafka_schemas" / "pom.xml"
+ERRORS_TABLE = POM.parents[1] / "java" / "errors" / "ErrorsTable.java"
 CURRENT, OLD = "4.3.1", "3.9.1"
 
 # The Kafka source module each jar was built from: its folder in the reference layout.
@@ -47,7 +50,7 @@ def schema_dir(version: str) -> Path:
 
 
 def _stamp(version: str) -> str:
-    return hashlib.sha256(POM.read_bytes() + version.encode()).hexdigest()
+    return hashlib.sha256(POM.read_bytes() + ERRORS_TABLE.read_bytes() + version.encode()).hexdigest()
 
 
 def _copy_jars(version: str, jars: Path) -> None:
@@ -81,6 +84,18 @@ def _extract(version: str, jars: Path, out: Path) -> None:
                     target.write_bytes(archive.read(entry))
 
 
+def _errors_table(jars: Path, out: Path) -> None:
+    """errors.tsv: Kafka's Errors enum as the kafka-clients jar in ``jars`` defines it."""
+    command = ["java", "-Xmx64m", "-XX:TieredStopAtLevel=1", "-cp", str(jars / "*"), str(ERRORS_TABLE)]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired as exc:
+        raise SchemasUnavailable("ErrorsTable.java did not finish within 120 s") from exc
+    if result.returncode != 0 or not result.stdout.startswith("code\t"):
+        raise SchemasUnavailable(f"ErrorsTable.java failed ({result.returncode}):\n{result.stderr[-3000:]}")
+    (out / "errors.tsv").write_text(result.stdout, encoding="utf-8")
+
+
 def ensure(version: str) -> Path:
     """Kafka ``version``'s schemas, one folder per module; fetched and extracted unless warm."""
     out = schema_dir(version)
@@ -94,10 +109,23 @@ def ensure(version: str) -> Path:
         shutil.rmtree(jars)
     _copy_jars(version, jars)
     _extract(version, jars, out)
+    _errors_table(jars, out)
     if not any(out.glob("clients/*Request.json")):
         raise SchemasUnavailable(f"no common/message/*Request.json in kafka-clients-{version}.jar")
     stamp.write_text(_stamp(version) + "\n")
     return out
+
+
+def errors_tables() -> dict[str, Path]:
+    """Kafka's errors.tsv by source: Kafka 4.3.1's jar (when Maven can bring it) and ../shared's trunk copy."""
+    found = {}
+    try:
+        found["Kafka 4.3.1"] = ensure(CURRENT) / "errors.tsv"
+    except SchemasUnavailable:
+        pass
+    if (REFERENCE / "kafka-schemas" / "errors.tsv").exists():
+        found["Kafka trunk"] = REFERENCE / "kafka-schemas" / "errors.tsv"
+    return found
 
 
 def jar_pair() -> tuple[Path, Path]:
