@@ -42,6 +42,13 @@ def test_default_messages_are_kafka_4_3_1s():
     assert not wrong, f"default messages that differ from Kafka 4.3.1's (ours, Kafka's): {wrong}"
 
 
+def test_fenced_state_epoch_message_is_kafka_4_3_1s_not_trunks():
+    """Kafka 4.3.1's Errors.FENCED_STATE_EPOCH names the share coordinator (trunk later made it
+    general); the test above checks every message against the jar, this one runs without Java."""
+    assert Errors.FENCED_STATE_EPOCH.message == \
+        "The share coordinator rejected the request because the share-group state epoch did not match."
+
+
 def test_unknown_code_is_unknown_server_error():
     assert Errors.for_code(31_000) is Errors.UNKNOWN_SERVER_ERROR
     assert Errors.for_code(74) is Errors.FENCED_LEADER_EPOCH
