@@ -14,7 +14,9 @@ settings.register_profile("kafkawire", deadline=None, suppress_health_check=[Hea
 settings.load_profile("kafkawire")
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+# ../shared beside the repo holds extra held-out corpora (schemas of Kafka trunk, real KRaft data, pcaps);
+# KAFKAWIRE_SHARED points elsewhere (KAFKAWIRE_SHARED=/nonexistent runs the suite as a fresh clone would).
+SHARED = Path(os.environ.get("KAFKAWIRE_SHARED") or REPO.parent / "shared")
 REFERENCE = SHARED / "reference"
 
 # The programs the tests run as peers and oracles. Without one its tests skip, saying why, on a

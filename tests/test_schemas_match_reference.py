@@ -1,13 +1,16 @@
 """Our message schemas (schemas/) must describe exactly Apache Kafka's wire format.
 
-For every schema file in schemas/ the reference schema of the same name is looked up in
-Kafka trunk's (kafka-schemas/) and Kafka 3.9's (kafka-schemas-3.9/) copies under
-../shared/reference. For every version a reference supports, our schema must give the same
+For every schema file in schemas/ the reference schema of the same name is looked up in two
+pairs of references (tests/kafka_schemas.py): the schemas inside the released jars of Kafka 4.3.1
+and 3.9.1 (from Maven at test time), and, when ../shared is present, the copies of Kafka trunk
+(kafka-schemas/) and 3.9 (kafka-schemas-3.9/) there, which schemas/ was generated from. For
+every version a reference supports, our schema must give the same
 wire layout at that version: the ordered non-tagged fields (name, type, nullability,
 flexible encoding, nested struct layout, with commonStructs resolved), the set of tagged
 fields (tag, name, type, nullability, nested layout), and the same defaults. apiKey, type,
-name and flexibleVersions must be equal, and our validVersions must be the union of both
-references' validVersions (Kafka 4.0 dropped old versions that we keep).
+name and flexibleVersions must be equal, and our validVersions must be the union of the trunk
+and 3.9 references' validVersions (Kafka 4.0 dropped old versions that we keep), and hold every
+version of Kafka 4.3.1 and 3.9.1.
 
 Prose ("about", comments) and in-memory hints (ignorable, mapKey, entityType, ...) are not
 compared.
@@ -22,12 +25,11 @@ from pathlib import Path
 import pytest
 
 from kafkawire.codegen.dialect import strip_comments
+from tests import kafka_schemas
+from tests.conftest import unavailable
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMAS = REPO / "schemas"
-REFERENCE = REPO.parent / "shared" / "reference"
-TRUNK = REFERENCE / "kafka-schemas"
-KAFKA_39 = REFERENCE / "kafka-schemas-3.9"
 
 _APIS = [
     "ApiVersions", "Metadata", "Produce", "Fetch", "ListOffsets", "DescribeCluster", "FindCoordinator",
@@ -55,9 +57,9 @@ REQUIRED = (
 )
 
 # Every request and response either reference ships, and the coordinator records of current Kafka.
-def _reference_names(folder: str, kinds: tuple[str, ...]) -> set[str]:
+def _reference_names(reference, folder: str, kinds: tuple[str, ...]) -> set[str]:
     names = set()
-    for root in (TRUNK, KAFKA_39):
+    for root in (reference.trunk, reference.old):
         for path in (root / folder).glob("*.json") if (root / folder).is_dir() else []:
             data = load_schema(path)
             if data.get("type") in kinds and parse_versions(data.get("validVersions")):
@@ -75,6 +77,13 @@ RENAMED_SINCE_39 = {
     ("ListConfigResourcesResponse", "ClientMetricsResources"): "ConfigResources",
     ("ListConfigResourcesResponse", "ClientMetricsResources.Name"): "ResourceName",
     ("TxnOffsetCommitRequest", "GenerationId"): "GenerationIdOrMemberEpoch",
+}
+# Fields trunk (which schemas/ follows) renamed after Kafka 4.3.1, as (schema, path in 4.3.1) -> ours.
+# TxnOffsetCommitRequest's is the rename above; StreamsGroupHeartbeatResponse's v0 field became the
+# Legacy one when trunk added an int64 AcceptableRecoveryLag in v1 (same v0 bytes).
+RENAMED_SINCE_431 = {
+    ("TxnOffsetCommitRequest", "GenerationId"): "GenerationIdOrMemberEpoch",
+    ("StreamsGroupHeartbeatResponse", "AcceptableRecoveryLag"): "AcceptableRecoveryLagLegacy",
 }
 # Struct types renamed with their field: (schema, dotted path in 3.9) -> trunk type.
 RETYPED_SINCE_39 = {("ListConfigResourcesResponse", "ClientMetricsResources"): "[]ConfigResource"}
@@ -247,7 +256,11 @@ class Schema:
         return out
 
 
-def diff_layout(ours: dict, ref: dict, where: str) -> list[str]:
+def diff_layout(ours: dict, ref: dict, where: str, newer_tags_ok: bool = False) -> list[str]:
+    """Differences of two layouts; ``newer_tags_ok``: tagged fields the reference lacks are not
+    counted (trunk's additions to a released Kafka's version, which that Kafka skips on read)."""
+    if newer_tags_ok:
+        ours = {**ours, "tagged": {t: e for t, e in ours["tagged"].items() if t in ref["tagged"]}}
     problems = []
     on = [e["name"] for e in ours["fields"]]
     rn = [e["name"] for e in ref["fields"]]
@@ -255,18 +268,18 @@ def diff_layout(ours: dict, ref: dict, where: str) -> list[str]:
         problems.append(f"{where}: non-tagged fields are {on}, reference has {rn}")
     else:
         for o, r in zip(ours["fields"], ref["fields"]):
-            problems += diff_entry(o, r, f"{where}.{o['name']}")
+            problems += diff_entry(o, r, f"{where}.{o['name']}", newer_tags_ok)
     ot = {t: e["name"] for t, e in ours["tagged"].items()}
     rt = {t: e["name"] for t, e in ref["tagged"].items()}
     if ot != rt:
         problems.append(f"{where}: tagged fields are {ot}, reference has {rt}")
     else:
         for t in sorted(ot):
-            problems += diff_entry(ours["tagged"][t], ref["tagged"][t], f"{where}.{ot[t]}(tag {t})")
+            problems += diff_entry(ours["tagged"][t], ref["tagged"][t], f"{where}.{ot[t]}(tag {t})", newer_tags_ok)
     return problems
 
 
-def diff_entry(o: dict, r: dict, where: str) -> list[str]:
+def diff_entry(o: dict, r: dict, where: str, newer_tags_ok: bool = False) -> list[str]:
     problems = []
     for key in ("type", "nullable", "flexible", "default"):
         if o[key] != r[key]:
@@ -274,7 +287,7 @@ def diff_entry(o: dict, r: dict, where: str) -> list[str]:
     if (o["struct"] is None) != (r["struct"] is None):
         problems.append(f"{where}: struct-ness differs")
     elif o["struct"] is not None:
-        problems += diff_layout(o["struct"], r["struct"], where)
+        problems += diff_layout(o["struct"], r["struct"], where, newer_tags_ok)
     return problems
 
 
@@ -294,15 +307,15 @@ def find_reference(root: Path, name: str) -> Path | None:
     return hits[0] if hits else None
 
 
-def renames_for(schema_name: str) -> dict[str, str]:
-    """Map 3.9 dotted paths to the trunk field name, for the given schema."""
-    return {path: new for (name, path), new in RENAMED_SINCE_39.items() if name == schema_name}
+def renames_for(schema_name: str, table: dict = RENAMED_SINCE_39) -> dict[str, str]:
+    """Map an older reference's dotted paths to the trunk field name, for the given schema."""
+    return {path: new for (name, path), new in table.items() if name == schema_name}
 
 
-def unstable_39_version(schema_name: str) -> int | None:
+def unstable_39_version(old_root: Path, schema_name: str) -> int | None:
     """The latest 3.9 version of an API whose 3.9 request marks it unstable (early access)."""
     api = schema_name.removesuffix("Request").removesuffix("Response")
-    request = find_reference(KAFKA_39, SCHEMA_RENAMED_FROM.get(api + "Request", api + "Request"))
+    request = find_reference(old_root, SCHEMA_RENAMED_FROM.get(api + "Request", api + "Request"))
     if request is None:
         return None
     data = load_schema(request)
@@ -313,12 +326,27 @@ def retypes_for(schema_name: str) -> dict[str, str]:
     return {path: new for (name, path), new in RETYPED_SINCE_39.items() if name == schema_name}
 
 
-@pytest.fixture(scope="module")
-def reference() -> Path:
-    for p in (REFERENCE, TRUNK, KAFKA_39):
-        if not p.is_dir():
-            pytest.skip(f"Kafka reference schemas not available: {p} is missing")
-    return REFERENCE
+class References:
+    """A pair of reference folders: current Kafka's schemas and 3.9's.
+
+    ``exact``: schemas/ was generated from this pair, so our validVersions are exactly the union
+    of theirs; a released Kafka's pair only has to be within ours (we also speak newer versions)."""
+
+    def __init__(self, label: str, trunk: Path, old: Path, exact: bool):
+        self.label, self.trunk, self.old, self.exact = label, trunk, old, exact
+
+
+@pytest.fixture(scope="module", params=["kafka-4.3.1-jars", "shared-trunk"])
+def reference(request) -> References:
+    if request.param == "shared-trunk":
+        pair = kafka_schemas.shared_pair()
+        if pair is None:
+            pytest.skip("../shared/reference (kafka-schemas, kafka-schemas-3.9) is not present: optional extra references")
+        return References("Kafka trunk", *pair, exact=True)
+    try:
+        return References("Kafka 4.3.1", *kafka_schemas.jar_pair(), exact=False)
+    except kafka_schemas.SchemasUnavailable as exc:
+        unavailable(str(exc))
 
 
 # --------------------------------------------------------------------------------------------
@@ -331,13 +359,13 @@ def test_required_schema_files_present():
 
 
 def test_every_reference_metadata_record_is_present(reference):
-    names = {p.stem for p in (TRUNK / "metadata").glob("*.json")} | {p.stem for p in (KAFKA_39 / "metadata").glob("*.json")}
+    names = {p.stem for root in (reference.trunk, reference.old) for p in (root / "metadata").glob("*.json")}
     ours = {p.stem for p in (SCHEMAS / "metadata").glob("*.json")}
     assert not names - ours, f"metadata records missing from schemas/metadata: {sorted(names - ours)}"
 
 
 def test_every_reference_request_and_response_is_present(reference):
-    names = _reference_names("clients", ("request", "response"))
+    names = _reference_names(reference, "clients", ("request", "response"))
     ours = {p.stem for p in (SCHEMAS / "clients").glob("*.json")}
     assert len(names) >= 180, f"expected every API's request and response, found {len(names)}"
     assert not names - ours, f"requests/responses missing from schemas/clients: {sorted(names - ours)}"
@@ -345,9 +373,9 @@ def test_every_reference_request_and_response_is_present(reference):
 
 @pytest.mark.parametrize("folder", COORDINATOR_FOLDERS)
 def test_every_coordinator_record_is_present(reference, folder):
-    names = {p.stem for p in (TRUNK / folder).glob("*.json")}
+    names = {p.stem for p in (reference.trunk / folder).glob("*.json")}
     ours = {p.stem for p in (SCHEMAS / "coordinators" / folder).glob("*.json")}
-    assert names, f"no reference schemas in {TRUNK / folder}"
+    assert names, f"no reference schemas in {reference.trunk / folder}"
     assert not names - ours, f"records missing from schemas/coordinators/{folder}: {sorted(names - ours)}"
 
 
@@ -371,20 +399,22 @@ def test_schema_matches_reference(reference, path: Path):
     ours = Schema(path)
     name = path.stem
     refs = []
-    trunk_path = find_reference(TRUNK, name)
+    trunk_path = find_reference(reference.trunk, name)
     coordinator = "coordinators" in path.relative_to(SCHEMAS).parts
-    old_path = None if coordinator else find_reference(KAFKA_39, SCHEMA_RENAMED_FROM.get(name, name))
+    old_path = None if coordinator else find_reference(reference.old, SCHEMA_RENAMED_FROM.get(name, name))
     if trunk_path and parse_versions(load_schema(trunk_path).get("validVersions")):
-        refs.append(("Kafka trunk", Schema(trunk_path)))
+        refs.append((reference.label, Schema(trunk_path, {} if reference.exact else renames_for(name, RENAMED_SINCE_431))))
     else:
         trunk_path = None       # absent, or a stub of an API Kafka 4.0 removed ("validVersions": "none")
     if old_path:
         old = Schema(old_path, renames_for(name), retypes_for(name))
-        unstable = unstable_39_version(name)
+        unstable = unstable_39_version(reference.old, name)
         if trunk_path and unstable in refs[0][1].valid:
             old.valid = old.valid - {unstable}      # never shipped: current Kafka's layout counts
         refs.append(("Kafka 3.9", old))
-    assert refs, f"{path.name}: no reference schema named {name} under {TRUNK} or {KAFKA_39}"
+    if not refs and not reference.exact:
+        pytest.skip(f"{name} is newer than {reference.label}: compared with trunk's schemas in ../shared only")
+    assert refs, f"{path.name}: no reference schema named {name} under {reference.trunk} or {reference.old}"
 
     problems = []
     for label, ref in refs:
@@ -396,19 +426,19 @@ def test_schema_matches_reference(reference, path: Path):
         if ours.flexible != ref.flexible:
             problems.append(f"flexibleVersions is {ours.data.get('flexibleVersions')!r}, "
                             f"{label} has {ref.data.get('flexibleVersions')!r}")
-    if trunk_path and "latestVersionUnstable" in refs[0][1].data:
+    if reference.exact and trunk_path and "latestVersionUnstable" in refs[0][1].data:
         if ours.data.get("latestVersionUnstable") != refs[0][1].data["latestVersionUnstable"]:
             problems.append("latestVersionUnstable differs from Kafka trunk")
 
     union = frozenset().union(*(ref.valid for _, ref in refs))
-    if ours.valid != union:
+    if ours.valid != union if reference.exact else not union <= ours.valid:
         problems.append(f"validVersions is {fmt_versions(ours.valid)}, union of references is {fmt_versions(union)}")
 
     # Layout differences, grouped so that one wrong field is reported once with its versions.
     by_problem: dict[str, dict[str, set[int]]] = {}
     for label, ref in refs:
         for v in sorted(ref.valid & ours.valid):
-            for p in diff_layout(ours.version_layout(v), ref.version_layout(v), name):
+            for p in diff_layout(ours.version_layout(v), ref.version_layout(v), name, not reference.exact):
                 by_problem.setdefault(p, {}).setdefault(label, set()).add(v)
     for p, where in by_problem.items():
         versions = ", ".join(f"v{fmt_versions(vs)} of {label}" for label, vs in where.items())

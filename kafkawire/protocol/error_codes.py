@@ -325,7 +325,7 @@ _MESSAGES = {
     "INVALID_RECORD_STATE": "The record state is invalid. The acknowledgement of delivery could not be completed.",
     "SHARE_SESSION_NOT_FOUND": "The share session was not found.",
     "INVALID_SHARE_SESSION_EPOCH": "The share session epoch is invalid.",
-    "FENCED_STATE_EPOCH": "The coordinator rejected the request because the state epoch did not match.",
+    "FENCED_STATE_EPOCH": "The share coordinator rejected the request because the share-group state epoch did not match.",
     "INVALID_VOTER_KEY": "The voter key doesn't match the receiving replica's key.",
     "DUPLICATE_VOTER": "The voter is already part of the set of voters.",
     "VOTER_NOT_FOUND": "The voter is not part of the set of voters.",

@@ -1,4 +1,6 @@
-"""Every schema Apache Kafka ships (trunk and 3.9) generates, imports and round-trips in every version."""
+"""Every schema Apache Kafka ships generates, imports and round-trips in every version: those inside
+the jars of Kafka 4.3.1 and 3.9.1 (tests/kafka_schemas.py, from Maven at test time) and, when
+../shared is present, its copies of Kafka trunk's and 3.9's."""
 from __future__ import annotations
 
 import importlib
@@ -9,23 +11,39 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kafkawire.codegen.generate import write_package
-from tests.conftest import REFERENCE, require
+from tests import kafka_schemas
+from tests.conftest import REFERENCE, require, unavailable
 from tests.codec.strategies import instances, without_unknown_tags
 
-ROOTS = {"kafka_trunk": "kafka-schemas", "kafka_39": "kafka-schemas-3.9"}
+def _roots() -> tuple[dict[str, Path], str | None]:
+    """Package name -> its folder of Kafka schemas; and why the jars' schemas are missing, if they are."""
+    roots = {"kafka_trunk": REFERENCE / "kafka-schemas", "kafka_39": REFERENCE / "kafka-schemas-3.9"}
+    roots = {package: root for package, root in roots.items() if root.is_dir()}
+    try:
+        current, old = kafka_schemas.jar_pair()
+    except kafka_schemas.SchemasUnavailable as exc:
+        return roots, str(exc)
+    return {"kafka_431": current, "kafka_391": old, **roots}, None
 
 
-def _schema_files(folder):
-    root = REFERENCE / folder
-    return sorted(root.rglob("*.json")) if root.exists() else []
+ROOTS, JARS_MISSING = _roots()
+
+
+def _schema_files(root):
+    return sorted(root.rglob("*.json"))
+
+
+@pytest.fixture
+def jars_present():
+    if JARS_MISSING:
+        unavailable(JARS_MISSING)
 
 
 @pytest.fixture(scope="session")
 def reference_packages(tmp_path_factory):
     out = tmp_path_factory.mktemp("reference_codecs")
     packages = {}
-    for package, folder in ROOTS.items():
-        root = require(REFERENCE / folder)
+    for package, root in ROOTS.items():
         # Every module folder of the reference, generated together as one package.
         dirs = sorted(p for p in root.iterdir() if p.is_dir())
         write_package(dirs, out / package)
@@ -35,17 +53,19 @@ def reference_packages(tmp_path_factory):
     sys.path.remove(str(out))
 
 
-CASES = [(package, path) for package, folder in ROOTS.items() for path in _schema_files(folder)]
+CASES = [(package, path) for package, root in ROOTS.items() for path in _schema_files(root)]
 IDS = [f"{p}/{f.parent.name}/{f.stem}" for p, f in CASES]
-if not CASES:
-    CASES = [pytest.param(None, None, marks=pytest.mark.skip(
-        reason=f"reference material not available: {REFERENCE} is missing (it lives in ../shared beside the repo)"))]
-    IDS = ["no-reference"]
 
 
-def test_reference_schemas_present():
+def test_kafka_jars_schemas_present(jars_present):
+    jar_cases = [path for package, path in CASES if package in ("kafka_431", "kafka_391")]
+    assert len(jar_cases) > 500, f"expected every schema of Kafka 4.3.1's and 3.9.1's jars, found {len(jar_cases)}"
+
+
+def test_shared_reference_schemas_present():
     require(REFERENCE / "kafka-schemas")
-    assert len(CASES) > 500, f"expected the whole reference set, found {len(CASES)} schema files"
+    shared = [path for package, path in CASES if package in ("kafka_trunk", "kafka_39")]
+    assert len(shared) > 500, f"expected the whole reference set, found {len(shared)} schema files"
 
 
 @pytest.mark.parametrize("package,path", CASES, ids=IDS)
@@ -66,9 +86,9 @@ def test_round_trip_every_version(reference_packages, package, path, data):
         assert cls.from_json(plain.to_json(version), version) == plain
 
 
-def test_cli_generates_from_kafkas_own_folder(tmp_path):
+def test_cli_generates_from_kafkas_own_folder(tmp_path, jars_present):
     from kafkawire.tools.cli import main
-    clients = require(REFERENCE / "kafka-schemas" / "clients")
+    clients = ROOTS["kafka_431"] / "clients"
     assert main(["codegen", str(clients), "--out", str(tmp_path / "kafka_clients")]) == 0
     sys.path.insert(0, str(tmp_path))
     try:
@@ -104,8 +124,10 @@ def test_our_messages_round_trip_every_version(name, data):
 def test_every_api_key_of_both_references_is_in_our_table():
     from kafkawire.protocol.apis import api_table
     keys = set()
-    for folder in ROOTS.values():
-        for path in (require(REFERENCE / folder) / "clients").glob("*Request.json"):
+    if not ROOTS:
+        unavailable(JARS_MISSING)
+    for root in ROOTS.values():
+        for path in (root / "clients").glob("*Request.json"):
             from kafkawire.codegen import dialect
             schema = dialect.load(path)
             if schema.get("type") == "request" and schema.get("validVersions") != "none":

@@ -18,9 +18,10 @@ import pytest
 
 from tests.interop.coordinator_traffic import SHARE_STATE_PROPERTIES, fill_coordinator_topics
 from tests.interop.kafka_procs import DUMP_LOG_SEGMENTS
+from tests.conftest import REFERENCE as SHARED_REFERENCE
 
 REPO = Path(__file__).resolve().parents[2]
-REFERENCE = REPO.parent / "shared" / "reference" / "kraft-data"
+REFERENCE = SHARED_REFERENCE / "kraft-data"
 CLUSTER_ID = "Q29vcmRpbmF0b3JEdW1wMQ"
 FLAG_SETS = [(), ("--skip-record-metadata",)]
 DECODER_OF_TOPIC = {"__consumer_offsets": "--offsets-decoder", "__transaction_state": "--transaction-log-decoder",

@@ -29,9 +29,10 @@ from kafkawire.storage import LogSegment
 from tests.conftest import require
 from tests.interop.kafka_procs import DUMP_LOG_SEGMENTS
 from tests.interop.kafkawire_written import run_node_until_snapshot
+from tests.conftest import REFERENCE as SHARED_REFERENCE
 
 REPO = Path(__file__).resolve().parents[2]
-REFERENCE = REPO.parent / "shared" / "reference" / "kraft-data"
+REFERENCE = SHARED_REFERENCE / "kraft-data"
 
 LOG_LIKE = (".log", ".index", ".timeindex", ".snapshot", ".txnindex", ".checkpoint", ".checkpoint.deleted")
 TS = 1_700_000_000_000

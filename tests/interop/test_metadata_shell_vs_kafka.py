@@ -18,9 +18,10 @@ import pytest
 from tests.conftest import require
 from tests.interop.kafka_procs import METADATA_SHELL, KafkaProcessError
 from tests.interop.kafkawire_written import BROKER_ID, TOPIC, latest_snapshot, run_node_until_snapshot
+from tests.conftest import REFERENCE as SHARED_REFERENCE
 
 REPO = Path(__file__).resolve().parents[2]
-REFERENCE = REPO.parent / "shared" / "reference" / "kraft-data"
+REFERENCE = SHARED_REFERENCE / "kraft-data"
 PROMPT = ">> "
 KAFKA_SHELL_TIMEOUT_S = 25
 KAFKA_SHELL_ATTEMPTS = 3

@@ -16,8 +16,9 @@ from kafkawire.metadata.fast_json import json_object, json_text
 from kafkawire.metadata.java_text import iso_zoned_utc, jackson_json, java_double
 from kafkawire.metadata.record_json import PayloadDecoder, decode_payload, record_type_name
 from kafkawire.records import iter_batches
+from tests.conftest import REFERENCE as SHARED_REFERENCE
 
-KRAFT_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "kraft-data"
+KRAFT_DATA = SHARED_REFERENCE / "kraft-data"
 
 
 def both_forms_agree(message, version):

@@ -1,14 +1,12 @@
 """Every metadata record in real KRaft data decodes through the generated classes and
 re-encodes to its original bytes."""
-from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from kafkawire import messages
 from kafkawire.metadata import MetadataRecordError, decode_metadata_record, encode_metadata_record
-from kafkawire.records import iter_batches
 from tests.conftest import REFERENCE
+from tests.kafka_data_checks import metadata_records_round_trip
 
 KRAFT_DATA = REFERENCE / "kraft-data"
 # apache/kafka's own accidentally committed test data (trunk 3.7.0-SNAPSHOT, Dec 2023) holds
@@ -27,20 +25,7 @@ def metadata_files():
 def test_every_real_metadata_record_round_trips():
     if not KRAFT_DATA.exists():
         pytest.skip(f"reference material not available: {KRAFT_DATA} is missing")
-    seen, refused = Counter(), []
-    for path in metadata_files():
-        for batch in iter_batches(path.read_bytes(), file=str(path)):
-            if batch.is_control:
-                continue
-            for record in batch:
-                try:
-                    decoded = decode_metadata_record(record.value)
-                except MetadataRecordError as exc:
-                    refused.append((path, str(exc)))
-                    continue
-                assert encode_metadata_record(decoded.message, decoded.version) == bytes(record.value), \
-                    f"{path} offset {record.offset}: {decoded.type_name} v{decoded.version} re-encodes differently"
-                seen[decoded.type_name] += 1
+    seen, refused = metadata_records_round_trip(metadata_files())
     assert seen["TopicRecord"] and seen["PartitionRecord"] and seen["FeatureLevelRecord"] and seen["RegisterBrokerRecord"]
     for path, error in refused:
         assert PRE_RELEASE in str(path), f"{path}: {error}"

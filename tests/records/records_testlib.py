@@ -8,9 +8,10 @@ import pytest
 from hypothesis import strategies as st
 
 from kafkawire.records import GZIP, LZ4, NONE, SNAPPY, ZSTD, RecordBatchBuilder
+from tests.conftest import SHARED as CONFTEST_SHARED
 
-# tests/records/x.py -> the repository is parents[2]; shared/ sits beside it.
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+# ../shared beside the repository, or $KAFKAWIRE_SHARED (tests/conftest.py).
+SHARED = CONFTEST_SHARED
 REFERENCE = SHARED / "reference"
 
 CODECS = [NONE, GZIP, SNAPPY, LZ4, ZSTD]

@@ -14,8 +14,9 @@ from kafkawire.records import build_control_batch, iter_batches
 from kafkawire.records.control import ControlRecordType, decode_control_value
 from kafkawire.records.errors import CorruptRecordError
 from kafkawire.records.kraft_control import VALUE_MESSAGES, encode_value, value_json
+from tests.conftest import REFERENCE as SHARED_REFERENCE
 
-KRAFT_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "kraft-data"
+KRAFT_DATA = SHARED_REFERENCE / "kraft-data"
 
 
 def test_real_control_values_round_trip():

@@ -21,10 +21,11 @@ from kafkawire.storage import Log
 from kafkawire.storage.reader import LogDirectoryReader, PartitionReader, read_log_directory, read_segment
 from kafkawire.storage.snapshot import SnapshotId, SnapshotWriter
 from kafkawire.storage.state_files import write_offset_checkpoint
+from tests.conftest import REFERENCE as SHARED_REFERENCE
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "tests" / "data" / "dump_log_coordinators"
-KRAFT_DATA = REPO.parent / "shared" / "reference" / "kraft-data"
+KRAFT_DATA = SHARED_REFERENCE / "kraft-data"
 
 
 def fingerprint(root: Path) -> dict:

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from kafkawire.records import iter_batches
-from kafkawire.storage import Log, LogSegment, OffsetIndex, SnapshotReader, TimeIndex
+from kafkawire.storage import Log, OffsetIndex, TimeIndex
 from kafkawire.storage import state_files as sf
-from kafkawire.storage.snapshot import is_bootstrap_file, parse_snapshot_file_name
+from tests.conftest import REFERENCE as SHARED_REFERENCE
+from tests.kafka_data_checks import check_index_against_log, check_segment_recovers, check_snapshot
 
-REFERENCE = Path(__file__).resolve().parents[2].parent / "shared" / "reference"
+REFERENCE = SHARED_REFERENCE
 ROOTS = [REFERENCE / "kraft-data", REFERENCE / "kafka-fixtures"]
 
 
@@ -52,30 +53,7 @@ def _param(paths):
 @_param(SEGMENTS)
 def test_segment_recovers_with_nothing_cut(path, tmp_path):
     _require(SEGMENTS, "log segments")
-    shutil.copy(path, tmp_path / path.name)
-    original = path.read_bytes()
-    seg = LogSegment(tmp_path, int(path.name[:20]), load_indexes=False)
-    report = seg.recover()
-    assert not report.truncated, report
-    assert report.valid_bytes == len(original)
-    # Index entries point at batch boundaries whose base offset <= the indexed offset,
-    # and the batch there is the one whose last offset is the indexed offset.
-    boundaries = {b.position: b for b in iter_batches(original)}
-    for entry in seg.offset_index:
-        batch = boundaries[entry.position]
-        assert batch.base_offset <= entry.offset == batch.last_offset
-    prev = None
-    for entry in seg.time_index:
-        assert prev is None or entry.timestamp > prev.timestamp and entry.offset >= prev.offset
-        prev = entry
-    # Every offset in the segment is found by translate_offset / read.
-    for b in list(boundaries.values())[:50]:
-        pos, found = seg.translate_offset(b.base_offset)
-        assert pos == b.position
-        r = seg.read(b.last_offset, 1)
-        assert r.position == b.position and r.data == bytes(b.raw)
-    seg.close()
-    assert (tmp_path / path.name).read_bytes() == original
+    check_segment_recovers(path, tmp_path)
 
 
 def test_metadata_log_directories_open(tmp_path):
@@ -100,48 +78,22 @@ def test_metadata_log_directories_open(tmp_path):
     assert checked == len(dirs)
 
 
-def _check_index_against_log(path, cls):
-    log_path = path.with_suffix(".log")
-    base = int(path.name[:20])
-    idx = cls.from_bytes(path.read_bytes(), base, file=str(path))
-    if not log_path.exists():
-        return idx
-    data = log_path.read_bytes()
-    boundaries = {b.position: b for b in iter_batches(data)}
-    if cls is OffsetIndex:
-        for e in idx:
-            assert e.position in boundaries, f"{path}: {e} is not at a batch boundary"
-            assert boundaries[e.position].base_offset <= e.offset
-    return idx
-
-
 @_param(INDEXES)
 def test_kafka_offset_index_loads(path):
     _require(INDEXES, ".index files (the kraft-data README says they were not copied)")
-    _check_index_against_log(path, OffsetIndex)
+    check_index_against_log(path, OffsetIndex)
 
 
 @_param(TIME_INDEXES)
 def test_kafka_time_index_loads(path):
     _require(TIME_INDEXES, ".timeindex files (the kraft-data README says they were not copied)")
-    _check_index_against_log(path, TimeIndex)
+    check_index_against_log(path, TimeIndex)
 
 
 @_param(SNAPSHOTS)
 def test_snapshot_reads_with_header_and_footer(path):
     _require(SNAPSHOTS, "snapshots")
-    reader = SnapshotReader(path)
-    assert reader.header is not None and reader.footer is not None
-    assert reader.header.version == 0 and reader.footer.version == 0
-    assert reader.batches[0].is_control and reader.batches[-1].is_control
-    if path.name == "bootstrap.checkpoint":
-        assert is_bootstrap_file(path)
-    else:
-        sid, kind = parse_snapshot_file_name(path.name)
-        assert kind == "checkpoint"
-        # Every batch carries the snapshot epoch as its partition leader epoch.
-        assert {b.partition_leader_epoch for b in reader.batches} == {sid.epoch}
-    assert len(reader) == sum(1 for _ in reader.records())
+    check_snapshot(path)
 
 
 STATE_FILES = {

@@ -8,6 +8,7 @@ from kafkawire.storage.snapshot import (BOOTSTRAP_SNAPSHOT_ID, SnapshotFormatErr
                                         SnapshotReader, SnapshotWriter, is_bootstrap_file,
                                         list_snapshots, parse_snapshot_file_name,
                                         snapshot_file_name)
+from tests.conftest import REFERENCE as SHARED_REFERENCE
 
 
 def test_names():
@@ -50,7 +51,7 @@ def test_write_freeze_read(tmp_path, monkeypatch):
 def test_same_bytes_as_a_real_kafka_snapshot(tmp_path):
     """Re-write a Kafka snapshot with our writer (same timestamps): identical bytes."""
     from pathlib import Path
-    ref = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "kraft-data"
+    ref = SHARED_REFERENCE / "kraft-data"
     paths = sorted(ref.rglob("*-0000000001.checkpoint")) if ref.exists() else []
     if not paths:
         pytest.skip(f"reference snapshots not available under {ref}")

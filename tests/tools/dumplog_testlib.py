@@ -4,9 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from kafkawire.tools.cli import main
+from tests.conftest import REFERENCE as SHARED_REFERENCE
 
 REPO = Path(__file__).resolve().parents[2]
-KRAFT_DATA = REPO.parent / "shared" / "reference" / "kraft-data"
+KRAFT_DATA = SHARED_REFERENCE / "kraft-data"
 
 
 def dump(capsys, *argv) -> tuple[int, str, str]:
