@@ -17,9 +17,12 @@ left out, as ``iter_batches`` leaves it; legacy (magic 0/1) messages are refused
 """
 from __future__ import annotations
 
-import pyarrow as pa
-
 from kafkawire import _native
+from kafkawire._extras import require
+
+require("pyarrow", "spark", "decoding record batches into Arrow tables (kafkawire.spark.record_columns)")
+import pyarrow as pa  # noqa: E402 - after the check that names the extra
+
 from kafkawire.metadata.java_text import java_utf8
 from kafkawire.records import DEFAULT_MAX_DECOMPRESSED_SIZE, RecordBatch, iter_batches
 from kafkawire.records.layout import INT64_MAX, TIMESTAMP_TYPE_MASK
