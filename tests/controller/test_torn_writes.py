@@ -11,6 +11,8 @@ were applied."""
 import asyncio
 import uuid
 
+import pytest
+
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
 from kafkawire.messages.delete_topics_request import DeleteTopicState, DeleteTopicsRequest
 from kafkawire.metadata import decode_metadata_record
@@ -68,6 +70,14 @@ def replay_problems(*controllers) -> list[str]:
     return [f"node {c.node_id}: {p}" for c in controllers for p in c.state.problems]
 
 
+async def lead_with_a_broker(quorum, leader) -> None:
+    """Make ``leader`` the active controller with broker 1 registered and unfenced."""
+    quorum.elect(1)
+    await until(lambda: leader.is_active() and leader.registration.registered(), "activation")
+    reply = await leader.handlers()[62].handle(Ctx(0), broker_request(1, log_dirs=[uuid.UUID(int=1001)]))
+    await leader.handlers()[63].handle(Ctx(0), heartbeat(1, reply.broker_epoch, quorum.end_offset))
+
+
 def scenario(first, second, *, cancel_first: bool, first_timeout_ms: int = 5000):
     """Topic "t" exists (or not, for CreateTopics); ``first`` is sent while commits are held and
     its caller goes away (cancelled, or its own timeout); then ``second`` is sent and the held
@@ -80,10 +90,7 @@ def scenario(first, second, *, cancel_first: bool, first_timeout_ms: int = 5000)
 
     async def go():
         async with Running(leader):
-            quorum.elect(1)
-            await until(lambda: leader.is_active() and leader.registration.registered(), "activation")
-            reply = await leader.handlers()[62].handle(Ctx(0), broker_request(1, log_dirs=[uuid.UUID(int=1001)]))
-            await leader.handlers()[63].handle(Ctx(0), heartbeat(1, reply.broker_epoch, quorum.end_offset))
+            await lead_with_a_broker(quorum, leader)
             if api_key == 20:
                 assert (await leader.handlers()[19].handle(Ctx(7), create("t"))).topics[0].error_code == 0
             mark = len(quorum.entries)
@@ -111,29 +118,19 @@ def scenario(first, second, *, cancel_first: bool, first_timeout_ms: int = 5000)
     return run(go())
 
 
-def test_a_disconnected_delete_topics_is_seen_by_the_next_delete_of_the_same_topic():
-    answer, names, errors = scenario(delete("t"), delete("t"), cancel_first=True)
+@pytest.mark.parametrize("how", ["disconnected", "timed out"])
+def test_a_delete_topics_whose_caller_went_away_is_seen_by_the_next_delete_of_the_same_topic(how):
+    gone = delete("t") if how == "disconnected" else delete("t", timeout_ms=50)
+    answer, names, errors = scenario(gone, delete("t"), cancel_first=how == "disconnected")
     assert names.count("RemoveTopicRecord") == 1, names
     assert [r.error_code for r in answer.responses] == [int(Errors.UNKNOWN_TOPIC_OR_PARTITION)]
     assert errors == []
 
 
-def test_a_timed_out_delete_topics_is_seen_by_the_next_delete_of_the_same_topic():
-    answer, names, errors = scenario(delete("t", timeout_ms=50), delete("t"), cancel_first=False)
-    assert names.count("RemoveTopicRecord") == 1, names
-    assert [r.error_code for r in answer.responses] == [int(Errors.UNKNOWN_TOPIC_OR_PARTITION)]
-    assert errors == []
-
-
-def test_a_disconnected_create_topics_is_seen_by_the_next_create_of_the_same_name():
-    answer, names, errors = scenario(create("t"), create("t"), cancel_first=True)
-    assert names.count("TopicRecord") == 1, names
-    assert [t.error_code for t in answer.topics] == [int(Errors.TOPIC_ALREADY_EXISTS)]
-    assert errors == []
-
-
-def test_a_timed_out_create_topics_is_seen_by_the_next_create_of_the_same_name():
-    answer, names, errors = scenario(create("t", timeout_ms=50), create("t"), cancel_first=False)
+@pytest.mark.parametrize("how", ["disconnected", "timed out"])
+def test_a_create_topics_whose_caller_went_away_is_seen_by_the_next_create_of_the_same_name(how):
+    gone = create("t") if how == "disconnected" else create("t", timeout_ms=50)
+    answer, names, errors = scenario(gone, create("t"), cancel_first=how == "disconnected")
     assert names.count("TopicRecord") == 1, names
     assert [t.error_code for t in answer.topics] == [int(Errors.TOPIC_ALREADY_EXISTS)]
     assert errors == []
@@ -146,10 +143,7 @@ def test_a_write_whose_deadline_passed_before_its_turn_generates_nothing():
 
     async def go():
         async with Running(leader):
-            quorum.elect(1)
-            await until(lambda: leader.is_active() and leader.registration.registered(), "activation")
-            reply = await leader.handlers()[62].handle(Ctx(0), broker_request(1, log_dirs=[uuid.UUID(int=1001)]))
-            await leader.handlers()[63].handle(Ctx(0), heartbeat(1, reply.broker_epoch, quorum.end_offset))
+            await lead_with_a_broker(quorum, leader)
             mark = len(quorum.entries)
             answer = await leader.handlers()[19].handle(Ctx(7), create("t", timeout_ms=0))
             return answer, len(quorum.entries) - mark
@@ -168,10 +162,7 @@ def test_a_write_whose_leadership_moves_before_it_commits_ends_and_frees_the_nex
 
     async def go():
         async with Running(leader):
-            quorum.elect(1)
-            await until(lambda: leader.is_active() and leader.registration.registered(), "activation")
-            reply = await leader.handlers()[62].handle(Ctx(0), broker_request(1, log_dirs=[uuid.UUID(int=1001)]))
-            await leader.handlers()[63].handle(Ctx(0), heartbeat(1, reply.broker_epoch, quorum.end_offset))
+            await lead_with_a_broker(quorum, leader)
             quorum.holding = True
             caller = asyncio.ensure_future(leader.handlers()[19].handle(Ctx(7), create("t")))
             await until(lambda: quorum.held, "the request's records appended")

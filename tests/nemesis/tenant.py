@@ -32,6 +32,7 @@ from kafkawire.messages.describe_configs_request import DescribeConfigsRequest, 
 from kafkawire.net.client import NetworkClient, TransportError
 from kafkawire.net.sasl import SaslClient
 from kafkawire.protocol.error_codes import Errors
+from tests.responses import error_codes
 
 USER, PASSWORD = "mallory", "m-secret"
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -52,21 +53,6 @@ def tenant_properties() -> dict:
             "listener.name.tenant.plain.sasl.jaas.config": jaas,
             "authorizer.class.name": STANDARD_AUTHORIZER,
             "super.users": "User:ANONYMOUS"}
-
-
-def _error_codes(value) -> set[int]:
-    found = set()
-    if isinstance(value, list):
-        for item in value:
-            found |= _error_codes(item)
-    elif hasattr(type(value), "_FIELDS"):
-        for f in type(value)._FIELDS:
-            item = getattr(value, f.py_name, None)
-            if f.py_name == "error_code" and isinstance(item, int):
-                found.add(item)
-            else:
-                found |= _error_codes(item)
-    return found
 
 
 def hostile_requests(rng, topics: list[str]) -> list[tuple[str, object, set[int]]]:
@@ -131,7 +117,7 @@ async def hostile_tenant_round(address, rng, topics: list[str], tally: TenantTal
             except (TransportError, asyncio.TimeoutError, OSError):
                 tally.counts["no answer (node down, paused or cut off)"] += 1
                 continue
-            codes = _error_codes(response)
+            codes = error_codes(response)
             if codes and codes <= allowed:
                 tally.counts["refused as Kafka refuses"] += 1
             else:

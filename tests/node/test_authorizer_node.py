@@ -90,7 +90,10 @@ async def wait_for(predicate, what, seconds=20):
     raise AssertionError(f"gave up waiting: {what}")
 
 
-def test_the_authorizer_in_a_node(tmp_path):
+def with_an_authorizing_node(tmp_path, body):
+    """Format and start a one-voter node with the authorizer, wait until it is the active
+    controller and has registered itself (as the super user "controller"), and return
+    ``await body(node, port)``; the node is stopped afterwards."""
     port = free_port()
     config = config_for(tmp_path, port)
     format_storage(config, CLUSTER_ID, mode=None, out=io.StringIO())
@@ -100,14 +103,17 @@ def test_the_authorizer_in_a_node(tmp_path):
         await node.start()
         try:
             controller = node.state_machine
-            # the node's own registration goes through as the super user "controller"
             await wait_for(lambda: controller.is_active() and controller.registration.registered(),
                            "activation and the controller's registration")
-            return await checks(node, port)
+            return await body(node, port)
         finally:
             await node.stop()
 
-    asyncio.run(life())
+    return asyncio.run(life())
+
+
+def test_the_authorizer_in_a_node(tmp_path):
+    with_an_authorizing_node(tmp_path, checks)
 
 
 async def checks(node, port):

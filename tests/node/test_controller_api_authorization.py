@@ -8,8 +8,6 @@ handler cannot forget its check. Every API that needs an operation on the cluste
 by an authenticated user with no ACLs, at the highest version the node serves, and must be
 answered CLUSTER_AUTHORIZATION_FAILED; the three broker-only write APIs must also leave the
 committed state as it was."""
-import asyncio
-import io
 import uuid
 
 from kafkawire.messages.allocate_producer_ids_request import AllocateProducerIdsRequest
@@ -25,13 +23,11 @@ from kafkawire.messages.create_acls_request import CreateAclsRequest
 from kafkawire.messages.delete_acls_request import DeleteAclsFilter, DeleteAclsRequest
 from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic, ReplicaState
 from kafkawire.net.authorizer import Op
-from kafkawire.controller.factory import controller_factory
 from kafkawire.protocol.apis import api_table
 from kafkawire.protocol.error_codes import Errors
-from kafkawire.raft.node.controller_node import ControllerNode
-from kafkawire.tools.storage import format_storage
+from tests.responses import error_codes
 
-from .test_authorizer_node import CLUSTER_ID, as_user, config_for, creation, free_port, wait_for
+from .test_authorizer_node import as_user, creation, with_an_authorizing_node
 
 CLUSTER_ACTION, ALTER, DESCRIBE, ALTER_CONFIGS = "CLUSTER_ACTION", "ALTER", "DESCRIBE", "ALTER_CONFIGS"
 PER_RESOURCE = "per topic or config resource"
@@ -115,49 +111,22 @@ def refused_request(api_key: int, version: int):
     return api_table()[api_key].request()
 
 
-def error_codes(value) -> set[int]:
-    """Every error_code anywhere in a decoded response."""
-    found = set()
-    if isinstance(value, list):
-        for item in value:
-            found |= error_codes(item)
-    elif hasattr(type(value), "_FIELDS"):
-        for f in type(value)._FIELDS:
-            item = getattr(value, f.py_name, None)
-            if f.py_name == "error_code" and isinstance(item, int):
-                found.add(item)
-            else:
-                found |= error_codes(item)
-    return found
-
-
 def test_every_api_key_has_kafkas_authorization_and_no_acl_user_is_refused_cluster_operations(tmp_path):
-    port = free_port()
-    config = config_for(tmp_path, port)
-    format_storage(config, CLUSTER_ID, mode=None, out=io.StringIO())
+    async def send_every_cluster_operation(node, port):
+        controller = node.state_machine
+        served = {key: high for key, _, high in node.servers[0].api_versions()}
+        unclassified = sorted(set(served) - set(KAFKA_CONTROLLER_APIS) - set(KAFKAWIRE_EXTENSIONS))
+        assert not unclassified, f"API keys served without a known authorization rule: {unclassified}"
+        before = (controller.state.image.next_producer_id, controller.state.next_offset)
+        answers = {}
+        for key in sorted(served):
+            if KAFKA_CONTROLLER_APIS.get(key) in CLUSTER_OPERATIONS:
+                response = await as_user(port, "alice", "a-secret", refused_request(key, served[key]),
+                                         api_version=served[key])
+                answers[key] = error_codes(response)
+        return answers, before, controller
 
-    async def life():
-        node = ControllerNode(config, state_machine_factory=controller_factory, fsync=False)
-        await node.start()
-        try:
-            controller = node.state_machine
-            await wait_for(lambda: controller.is_active() and controller.registration.registered(),
-                           "activation and the controller's registration")
-            served = {key: high for key, _, high in node.servers[0].api_versions()}
-            unclassified = sorted(set(served) - set(KAFKA_CONTROLLER_APIS) - set(KAFKAWIRE_EXTENSIONS))
-            assert not unclassified, f"API keys served without a known authorization rule: {unclassified}"
-            before = (controller.state.image.next_producer_id, controller.state.next_offset)
-            answers = {}
-            for key in sorted(served):
-                if KAFKA_CONTROLLER_APIS.get(key) in CLUSTER_OPERATIONS:
-                    response = await as_user(port, "alice", "a-secret", refused_request(key, served[key]),
-                                             api_version=served[key])
-                    answers[key] = error_codes(response)
-            return answers, before, controller
-        finally:
-            await node.stop()
-
-    answers, (producer_ids_before, _), controller = asyncio.run(life())
+    answers, (producer_ids_before, _), controller = with_an_authorizing_node(tmp_path, send_every_cluster_operation)
     not_refused = {key: sorted(codes) for key, codes in answers.items()
                    if codes != {int(Errors.CLUSTER_AUTHORIZATION_FAILED)}}
     assert not not_refused, f"cluster operations answered without CLUSTER_AUTHORIZATION_FAILED: {not_refused}"
