@@ -16,6 +16,7 @@ from kafkawire.metadata import decode_metadata_record
 from kafkawire.protocol.error_codes import Errors
 
 from .harness import Ctx, FakeQuorum, Running, add_controller, broker_request, heartbeat, run, until
+from tests.counting import CountedName, counted_names
 
 TOPIC, BROKER = 2, 4
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -234,26 +235,14 @@ def test_delete_topics_before_v6_names_topics_in_topic_names():
     assert [r.type_name for r in records] == ["RemoveTopicRecord"] and "a" not in leader.image.topics_by_name
 
 
-class CountedName(str):
-    """A topic name that counts the equality tests made on it (a scan of a list makes one per element)."""
-    tests = 0
-
-    def __eq__(self, other):
-        CountedName.tests += 1
-        return str.__eq__(self, other)
-
-    __hash__ = str.__hash__
-
-
 def test_delete_topics_reads_a_request_of_many_names_in_linear_time():
     """Duplicates are found with sets, not by scanning lists: 4,000 distinct names (and one twice)
     make a few equality tests, not millions (the controller waits for the request meanwhile)."""
     from kafkawire.controller.state import ControllerState
     from kafkawire.controller.topic_deletion import delete_topics
-    names = [CountedName(f"n{i}") for i in range(4_000)] + [CountedName("n0")]
-    CountedName.tests = 0
+    names = counted_names(4_000, "n") + [CountedName("n0")]
     records, response = delete_topics(ControllerState(), DeleteTopicsRequest(topic_names=names, timeout_ms=5000), 5)
-    assert CountedName.tests < len(names)
+    assert CountedName.comparisons < len(names)
     assert records == [] and [(r.name, r.error_message) for r in response.responses][:1] == [
         ("n0", "Duplicate topic name.")]
     assert len(response.responses) == 4_000
