@@ -13,6 +13,24 @@ from hypothesis import HealthCheck, settings
 settings.register_profile("kafkawire", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("kafkawire")
 
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """Put back a parametrized Hypothesis test's settings after each of its cases.
+
+    Hypothesis's pytest plugin (6.170) wraps the test function's settings in one more settings
+    object on every parametrized case, on the function all the cases share: a test with ~960
+    cases (every Kafka schema, with ../shared present) ends in a RecursionError inside
+    Hypothesis itself. Each case starts from the settings its decorator gave."""
+    function = getattr(item, "obj", None)
+    function = getattr(function, "__func__", function)
+    own = getattr(function, "_hypothesis_internal_use_settings", None)
+    try:
+        yield
+    finally:
+        if own is not None:
+            function._hypothesis_internal_use_settings = own
+
 REPO = Path(__file__).resolve().parents[1]
 # ../shared beside the repo holds extra held-out corpora (schemas of Kafka trunk, real KRaft data, pcaps);
 # KAFKAWIRE_SHARED points elsewhere (KAFKAWIRE_SHARED=/nonexistent runs the suite as a fresh clone would).

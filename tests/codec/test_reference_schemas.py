@@ -69,8 +69,7 @@ def test_shared_reference_schemas_present():
 
 
 @pytest.mark.parametrize("package,path", CASES, ids=IDS)
-@settings(settings.get_profile(settings.get_current_profile_name()), max_examples=6, deadline=None,
-          suppress_health_check=list(HealthCheck))
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_round_trip_every_version(reference_packages, package, path, data):
     from kafkawire.codegen import dialect

@@ -280,10 +280,7 @@ def vectors(draw, cls, version):
 
 def run_examples(strategy, check) -> str | None:
     """Run ``check`` on EXAMPLES derandomized draws; the first mismatch's text, or None."""
-    # An explicit parent: settings made while another Hypothesis run's settings are current would
-    # chain onto them, one link per call, until a later test hits the recursion limit.
-    @settings(settings.get_profile(settings.get_current_profile_name()), max_examples=EXAMPLES,
-              derandomize=True, database=None, deadline=None,
+    @settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None,
               phases=(Phase.explicit, Phase.generate), report_multiple_bugs=False,
               suppress_health_check=list(HealthCheck))
     @given(strategy)
