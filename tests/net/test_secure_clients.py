@@ -1,6 +1,7 @@
 """kafka-python and confluent-kafka read a __cluster_metadata log over SSL (mutual TLS) and
 SASL_PLAINTEXT (PLAIN and SCRAM-SHA-512), served by KafkaServer + MetadataTopic on 127.0.0.1; wrong
 credentials and a missing client certificate are refused (issue 18, item 4)."""
+import logging
 import os
 import time
 
@@ -8,6 +9,7 @@ import pytest
 
 from kafkawire.net.config import parse_server_config
 from kafkawire.net.sasl import scram_credential
+from tests.kafka_python_refusal import kafka_python_refusal, logging_to
 
 from .metadata_log import CLUSTER_ID, write_metadata_log
 from .served import ServedLog
@@ -83,14 +85,33 @@ def test_kafka_python_reads_every_record(setting, protocol, options):
         assert kafka_python_read(served.port, len(want), **kwargs) == want
 
 
+class _ServerAuthentications(logging.Handler):
+    """The server's refusals of alice and its successful authentications (any thread)."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.refusals = self.authenticated = 0
+
+    def emit(self, record):
+        message = record.getMessage()
+        self.refusals += message.startswith("Failed authentication") and "'alice'" in message
+        self.authenticated += " authenticated as " in message
+
+
 def test_kafka_python_is_refused_with_a_wrong_password(setting):
-    from kafka.errors import KafkaError
+    """The server refuses alice's SCRAM proof and closes the connection, kafka-python loses the
+    connection to that refusal, and reads nothing. kafka-python never raises the refusal (it
+    retries until its bootstrap timeout; tests/kafka_python_refusal.py says why), so the test
+    waits for the refusal itself, at most 20 s: a server that hung would fail it."""
     log_dir, want, pki = setting
-    with serve(log_dir, "SASL_PLAINTEXT", pki) as served:
-        with pytest.raises(KafkaError):
-            kafka_python_read(served.port, len(want), security_protocol="SASL_PLAINTEXT",
-                              sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="alice",
-                              sasl_plain_password="wrong")
+    with serve(log_dir, "SASL_PLAINTEXT", pki) as served, \
+            logging_to(_ServerAuthentications(), "kafkawire.net.authentication") as server:
+        refusal = kafka_python_refusal(f"127.0.0.1:{served.port}", lambda: server.refusals > 0,
+                                       security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-512",
+                                       sasl_plain_username="alice", sasl_plain_password="wrong")
+    assert server.refusals >= 1, "the server did not refuse alice's authentication"
+    assert refusal.closed_by_the_refusal, refusal.lost or "kafka-python lost no connection to the refusal in 20 s"
+    assert server.authenticated == 0 and refusal.records == []
 
 
 def confluent_read(port, count, config):
