@@ -57,6 +57,14 @@ class HeldHandle(FakeHandle):
         return self.quorum.append(records)
 
 
+def held_leader():
+    """A quorum that holds appended batches back, and node 1 as its leader's controller."""
+    quorum = HeldQuorum()
+    leader = add_controller(quorum, 1)
+    leader.raft = HeldHandle(quorum, 1)
+    return quorum, leader
+
+
 def create(name, timeout_ms=5000):
     return CreateTopicsRequest(topics=[CreatableTopic(name=name, num_partitions=1, replication_factor=1)],
                                timeout_ms=timeout_ms)
@@ -95,9 +103,7 @@ def scenario(first, second, *, cancel_first: bool):
     its caller either goes away (cancelled) or waits past its deadline; then ``second`` is sent
     and the held batches commit. Returns (first's response or None, second's response, the
     committed records' type names, replay problems)."""
-    quorum = HeldQuorum()
-    leader = add_controller(quorum, 1)
-    leader.raft = HeldHandle(quorum, 1)
+    quorum, leader = held_leader()
     follower = add_controller(quorum, 2)          # only replays what commits
     api_key, version = (19, 7) if isinstance(first, CreateTopicsRequest) else (20, 6)
 
@@ -172,9 +178,7 @@ def test_a_write_slow_to_commit_is_answered_after_its_commit_and_not_timed_out(a
     that has not generated yet. Before the fix the handlers' own timeouts answered
     REQUEST_TIMED_OUT while the records went on to commit (issue 24 follow-up)."""
     api_key, version, make, codes = SLOW_WRITES[api]
-    quorum = HeldQuorum()
-    leader = add_controller(quorum, 1)
-    leader.raft = HeldHandle(quorum, 1)
+    quorum, leader = held_leader()
 
     async def go():
         async with Running(leader):
@@ -218,9 +222,7 @@ def test_a_write_whose_deadline_passed_before_its_turn_generates_nothing():
 def test_a_write_whose_leadership_moves_before_it_commits_ends_and_frees_the_next_write():
     """Not waiting forever for a batch a new leader may truncate: the write ends NOT_CONTROLLER
     when the epoch changes, and no later write stays blocked behind it."""
-    quorum = HeldQuorum()
-    leader = add_controller(quorum, 1)
-    leader.raft = HeldHandle(quorum, 1)
+    quorum, leader = held_leader()
 
     async def go():
         async with Running(leader):
