@@ -114,14 +114,20 @@ def test_kafka_python_is_refused_with_a_wrong_password(setting):
     assert server.authenticated == 0 and refusal.records == []
 
 
-def confluent_read(port, count, config):
+def confluent_read(port, count, config, *, refused=None):
+    """Read up to ``count`` records with confluent-kafka, for at most 20 s; with ``refused`` (the
+    server says it refused the client), stop as soon as it has and the client has reported an
+    error too (its error_cb's errors count then). Returns (records, errors, cluster metadata if
+    any record was read)."""
     confluent_kafka = pytest.importorskip("confluent_kafka")
+    errors = []
+    reported = {"error_cb": errors.append} if refused else {}
     consumer = confluent_kafka.Consumer({"bootstrap.servers": f"127.0.0.1:{port}", "group.id": "reader",
-                                         "enable.auto.commit": False, "log_level": 0, **config})
+                                         "enable.auto.commit": False, "log_level": 0, **reported, **config})
     try:
         consumer.assign([confluent_kafka.TopicPartition(TOPIC, 0, confluent_kafka.OFFSET_BEGINNING)])
-        got, errors, deadline = [], [], time.monotonic() + 20
-        while len(got) < count and time.monotonic() < deadline:
+        got, deadline = [], time.monotonic() + 20
+        while len(got) < count and time.monotonic() < deadline and not (refused and refused() and errors):
             m = consumer.poll(0.5)
             if m is None:
                 continue
@@ -151,11 +157,23 @@ def test_confluent_kafka_reads_every_record(setting, protocol, config):
     assert metadata.cluster_id == CLUSTER_ID
 
 
+class _HandshakeRefusals(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.count = 0
+
+    def emit(self, record):
+        self.count += "SSL handshake failed" in record.getMessage()
+
+
 def test_confluent_kafka_without_a_client_certificate_reads_nothing(setting):
+    """ssl.client.auth=required: the server refuses the handshake, confluent-kafka reports the
+    broker down and reads nothing. The test stops once both happened (at most 20 s)."""
     log_dir, want, pki = setting
-    with serve(log_dir, "SSL", pki) as served:
-        started = time.monotonic()
+    with serve(log_dir, "SSL", pki) as served, logging_to(_HandshakeRefusals(), "kafkawire.net.security") as server:
         got, errors, _ = confluent_read(served.port, len(want), {"security.protocol": "SSL",
-                                                                "ssl.ca.location": str(pki.ca_pem)})
-        assert time.monotonic() - started < 60
+                                                                "ssl.ca.location": str(pki.ca_pem)},
+                                        refused=lambda: server.count > 0)
+    assert server.count >= 1, "the server did not refuse the handshake"
+    assert errors, "confluent-kafka reported no error"
     assert got == []
