@@ -417,7 +417,7 @@ class Connection:
                     self.writer.write(frame)
                 if last and self.writer.can_write_eof():
                     # The FIN in the same step, as Kafka sends the response and closes the
-                    # channel in one call: a client never gets to send into a half-open socket.
+                    # channel in one call: the client reads the answer and the end together.
                     self.writer.write_eof()
                 await self.writer.drain()
             except (ConnectionError, OSError) as exc:
