@@ -403,19 +403,13 @@ class MetadataController:
                                        should_shut_down=reply.should_shut_down)
 
     async def _create_topics(self, ctx, request):
-        timeout_ms = max(request.timeout_ms, 0)
         try:
-            async with asyncio.timeout(timeout_ms / 1000):
-                results, _ = await self._write(
-                    lambda: create_topics(self.state, request, defaults=self.topic_defaults, rng=self.rng,
-                                          controller_id=self.node_id),
-                    timeout_ms=timeout_ms)
+            results, _ = await self._write(
+                lambda: create_topics(self.state, request, defaults=self.topic_defaults, rng=self.rng,
+                                      controller_id=self.node_id),
+                timeout_ms=max(request.timeout_ms, 0))
         except ApiError as exc:
             return _create_topics_error(request, exc.error, exc.message)
-        except TimeoutError:
-            return _create_topics_error(request, Errors.REQUEST_TIMED_OUT,
-                                        f"The controller did not finish creating the topics within "
-                                        f"{request.timeout_ms} ms.")
         return CreateTopicsResponse(topics=results)
 
 

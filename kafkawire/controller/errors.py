@@ -28,8 +28,9 @@ def not_controller(leader_id: int | None) -> ApiError:
 class WriteTimedOut(ApiError, TimeoutError):
     """A write whose deadline passed before its turn came: nothing was generated or written
     (Kafka's event queue completes such an event with a TimeoutException, REQUEST_TIMED_OUT).
-    A TimeoutError too, so handlers that answer a timeout with their own message still do."""
+    No error message on the wire, as Kafka's (a TimeoutException without one); the log says why.
+    A TimeoutError too, so code waiting on a write can tell a timeout from other refusals."""
 
     def __init__(self, timeout_ms: int):
-        ApiError.__init__(self, Errors.REQUEST_TIMED_OUT,
-                          f"The controller did not start the request within {timeout_ms} ms.")
+        ApiError.__init__(self, Errors.REQUEST_TIMED_OUT)
+        self.args = (f"the controller did not start the request within {timeout_ms} ms",)

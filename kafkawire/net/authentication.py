@@ -4,7 +4,13 @@ in front of KafkaApis; the rules are in ``kafkawire.net.sasl``).
 
 ``sasl_dispatch(conn, payload)`` takes each frame of a SASL connection until authentication
 completes; it answers through the connection's ordered response queue, so a refusal's answer goes
-out before the connection closes, as Kafka sends its failure response and then closes.
+out before the connection closes, as Kafka sends its failure response and then closes. What
+Kafka refuses with an AuthenticationException (a wrong password, an unsupported mechanism, a
+request other than SaslAuthenticate after the handshake, a PLAIN raw token) has its answer and
+close held connection.failed.authentication.delay.ms (Connection.answer_failed_authentication);
+what Kafka refuses otherwise (a request that is not ApiVersions or SaslHandshake before the
+handshake, a request that does not decode, a failed SCRAM raw token, a SaslException there)
+closes at once, as in Kafka.
 """
 from __future__ import annotations
 
@@ -17,7 +23,7 @@ from kafkawire.protocol.apis import api_table
 from kafkawire.protocol.errors import DecodeError
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.framing import decode_request, encode_response, peek_request_api
-from kafkawire.protocol.handler import RequestContext, top_level_error_response
+from kafkawire.protocol.handler import NO_RESPONSE, RequestContext, top_level_error_response
 
 __all__ = ["sasl_session", "connection_principal", "sasl_dispatch"]
 
@@ -83,9 +89,9 @@ async def sasl_dispatch(conn, payload: bytes) -> bool:
         return False
     if api_key != SASL_AUTHENTICATE:
         # Kafka answers with the request's ILLEGAL_SASL_STATE error response, then closes.
-        await _refuse_with_error(conn, payload, api_key, api_version, correlation_id)
         log.info("closing connection %s from %s:%s: Unexpected Kafka request of type %s during SASL "
                  "authentication.", conn.id, *conn.peer, _api_name(api_key))
+        await _refuse_with_illegal_state(conn, payload, api_key, api_version, correlation_id)
         return False
     return await _authenticate(conn, session, payload, api_version)
 
@@ -116,17 +122,25 @@ async def _answer(conn, request, response, payload: bytes) -> None:
     await conn.answer(conn.context(request), frame, len(payload) + 4)
 
 
+async def _refuse(conn, request, response, payload: bytes) -> None:
+    """``_answer`` for a failed authentication: held the delay, then the connection closes."""
+    frame = encode_response(response, request.api_version, request.correlation_id)
+    await conn.answer_failed_authentication(conn.context(request), frame, len(payload) + 4)
+
+
 async def _handshake(conn, session, payload, api_version) -> bool:
     request = _decode(conn, payload, "SaslHandshake")
     if request is None:
         return False
     mechanism = request.body.mechanism
     code = session.handshake(mechanism, api_version)
-    await _answer(conn, request, SaslHandshakeResponse(error_code=code, mechanisms=list(session.mechanisms)), payload)
+    response = SaslHandshakeResponse(error_code=code, mechanisms=list(session.mechanisms))
     if code != Errors.NONE:
         log.info("Failed authentication with /%s (listener %s: Unsupported SASL mechanism %s)",
                  conn.peer[0], conn.server.listener_name, mechanism)
+        await _refuse(conn, request, response, payload)
         return False
+    await _answer(conn, request, response, payload)
     return True
 
 
@@ -137,9 +151,9 @@ async def _authenticate(conn, session, payload, api_version) -> bool:
     try:
         token = session.evaluate(bytes(request.body.auth_bytes))
     except SaslFailure as failure:
-        await _answer(conn, request, SaslAuthenticateResponse(error_code=int(Errors.SASL_AUTHENTICATION_FAILED),
-                                                              error_message=failure.message, auth_bytes=b""), payload)
         _log_failure(conn, failure)
+        await _refuse(conn, request, SaslAuthenticateResponse(error_code=int(Errors.SASL_AUTHENTICATION_FAILED),
+                                                              error_message=failure.message, auth_bytes=b""), payload)
         return False
     # SessionLifetimeMs 0: connections.max.reauth.ms is 0 (no re-authentication), Kafka's default.
     await _answer(conn, request, SaslAuthenticateResponse(error_code=0, error_message=None, auth_bytes=token,
@@ -154,14 +168,14 @@ async def _raw_token(conn, session, payload) -> bool:
         token = session.evaluate(payload)
     except SaslFailure as failure:
         _log_failure(conn, failure)
+        if session.mechanism == "PLAIN":
+            # PlainSaslServer fails with a SaslAuthenticationException, which Kafka delays;
+            # ScramSaslServer with a SaslException, which closes at once.
+            await conn.answer_failed_authentication(conn.raw_context(), NO_RESPONSE, len(payload) + 4)
         return False
-    await conn.answer(_raw_context(conn), len(token).to_bytes(4, "big") + token, len(payload) + 4)
+    await conn.answer(conn.raw_context(), len(token).to_bytes(4, "big") + token, len(payload) + 4)
     _authenticated(conn, session)
     return True
-
-
-def _raw_context(conn):
-    return RequestContext(-1, 0, -1, "", conn.peer, conn.server.listener_name, conn.id)
 
 
 def _authenticated(conn, session) -> None:
@@ -176,19 +190,25 @@ def _log_failure(conn, failure: SaslFailure) -> None:
              failure.log_reason)
 
 
-async def _refuse_with_error(conn, payload, api_key, api_version, correlation_id) -> None:
+async def _refuse_with_illegal_state(conn, payload, api_key, api_version, correlation_id) -> None:
+    """Kafka's IllegalSaslStateException (an AuthenticationException): the request's error
+    response when it has one, and the close, after the delay."""
+    frame = _illegal_state_frame(api_key, api_version, correlation_id)
+    ctx = RequestContext(api_key, api_version, correlation_id, "", conn.peer, conn.server.listener_name, conn.id)
+    await conn.answer_failed_authentication(ctx, NO_RESPONSE if frame is None else frame, len(payload) + 4)
+
+
+def _illegal_state_frame(api_key, api_version, correlation_id) -> bytes | None:
     api = api_table().get(api_key)
     if api is None or not api.min_version <= api_version <= api.max_version:
-        return
+        return None
     response = top_level_error_response(api.response, api_version, int(Errors.ILLEGAL_SASL_STATE))
     if response is None:
-        return
+        return None
     try:
-        frame = encode_response(response, api_version, correlation_id)
+        return encode_response(response, api_version, correlation_id)
     except Exception:          # a response shape that needs more than an error code: close unanswered
-        return
-    await conn.answer(RequestContext(api_key, api_version, correlation_id, "", conn.peer, conn.server.listener_name,
-                                     conn.id), frame, len(payload) + 4)
+        return None
 
 
 async def _handshake_after_authentication(ctx, request):

@@ -266,6 +266,8 @@ _KEYS = (
     _Key("max.connections", lambda k, v: _int(k, v, 0), str(INT_MAX), "SocketServerConfigs"),
     _Key("max.connections.per.ip", lambda k, v: _int(k, v, 0), str(INT_MAX), "SocketServerConfigs"),
     _Key("max.connections.per.ip.overrides", lambda k, v: _per_ip_overrides(k, v), "", "SocketServerConfigs"),
+    # SocketServerConfigs: INT 100 atLeast(0); one value for every listener (no listener prefix)
+    _Key("connection.failed.authentication.delay.ms", lambda k, v: _int(k, v, 0), "100", "SocketServerConfigs"),
     # MetricConfigs: LIST, JmxReporter; INT 2 atLeast(1); LONG 30000 atLeast(1)
     _Key("metric.reporters", lambda k, v: _reporters(k, v), JMX_REPORTER, "MetricConfigs"),
     _Key("metrics.num.samples", lambda k, v: _int(k, v, 1), "2", "MetricConfigs"),
@@ -358,6 +360,7 @@ class ServerConfig:
     max_connections: int
     max_connections_per_ip: int
     max_connections_per_ip_overrides: tuple[tuple[str, int], ...]
+    connection_failed_authentication_delay_ms: int
     metric_reporters: tuple[str, ...]
     metrics_num_samples: int
     metrics_sample_window_ms: int
@@ -520,6 +523,10 @@ def _validate(c: ServerConfig, raw: dict) -> None:
         if e.host == "0.0.0.0":
             raise ConfigError("advertised.listeners", raw["advertised.listeners"] or raw["listeners"],
                               "cannot use the nonroutable meta-address 0.0.0.0. Use a routable IP address.")
+    if c.connections_max_idle_ms >= 0 and c.connection_failed_authentication_delay_ms >= c.connections_max_idle_ms:
+        raise ConfigError("connection.failed.authentication.delay.ms", raw["connection.failed.authentication.delay.ms"],
+                          f"should always be less than connections.max.idle.ms={c.connections_max_idle_ms} to "
+                          f"prevent failed authentication responses from timing out")
     if not c.controller_quorum_voters and not c.controller_quorum_bootstrap_servers:
         raise ConfigError("controller.quorum.voters", raw["controller.quorum.voters"],
                           "is empty and so is controller.quorum.bootstrap.servers: one of them must name "

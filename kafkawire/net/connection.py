@@ -223,6 +223,8 @@ class Connection:
                     return False
             if error is not None:
                 self._log_invalid_receive(authenticating, error.reason)
+                if authenticating:      # Kafka's SaslAuthenticationException: a delayed close
+                    await self.answer_failed_authentication(self.raw_context(), NO_RESPONSE, 0)
                 return False
             if not (authenticating and good):
                 return True
@@ -276,6 +278,10 @@ class Connection:
                               header.client_id or "", self.peer, self.server.listener_name, self.id, header,
                               self.principal, self.security_protocol, size)
 
+    def raw_context(self) -> RequestContext:
+        """The context of what is not a request: a raw SASL token, a frame refused unread."""
+        return RequestContext(-1, 0, -1, "", self.peer, self.server.listener_name, self.id)
+
     async def _enqueue(self, ctx, task, size: int) -> None:
         """Queue a task that yields the response frame (or NO_RESPONSE), in request order; then
         wait (not reading the socket) until fewer than max_in_flight requests are pending.
@@ -297,6 +303,18 @@ class Connection:
     async def answer(self, ctx: RequestContext, frame: bytes, size: int) -> None:
         """Queue an answer already encoded (``size``: its request's frame, as for _enqueue)."""
         await self._enqueue(ctx, _done(frame), size)
+
+    async def answer_failed_authentication(self, ctx: RequestContext, frame, size: int) -> None:
+        """Queue the answer to a failed authentication (NO_RESPONSE when Kafka sends none), held
+        connection.failed.authentication.delay.ms, as Kafka's Selector holds a channel whose
+        authentication failed (DelayedResponseAuthenticationException): the answer and the
+        close that follows go out together after the delay, which slows a client guessing
+        passwords. The writer closes the connection once it has sent it; the caller reads
+        nothing more."""
+        delay_ms = self.server.failed_authentication_delay_ms
+        last = _LastAnswer(frame)
+        held = _done(last) if delay_ms <= 0 else asyncio.ensure_future(_after(delay_ms / 1000, last))
+        await self._enqueue(ctx, held, size)
 
     async def api_versions(self, payload, api_version, correlation_id) -> bool:
         apis = self.server.api_versions()
@@ -389,13 +407,23 @@ class Connection:
                 self._account_memory()
                 if self._in_flight < self.server.max_in_flight:
                     self._slot_free.set()
-            if frame is NO_RESPONSE:
+            last = isinstance(frame, _LastAnswer)
+            if last:
+                frame = frame.frame
+            elif frame is NO_RESPONSE:
                 continue
             try:
-                self.writer.write(frame)
+                if frame is not NO_RESPONSE:
+                    self.writer.write(frame)
+                if last and self.writer.can_write_eof():
+                    # The FIN in the same step, as Kafka sends the response and closes the
+                    # channel in one call: the client reads the answer and the end together.
+                    self.writer.write_eof()
                 await self.writer.drain()
             except (ConnectionError, OSError) as exc:
                 log.info("connection %s from %s:%s failed while writing: %s", self.id, *self.peer, exc)
+                return
+            if last:
                 return
             self._last_activity = time.monotonic()
 
@@ -411,6 +439,19 @@ def _peer_closed(reader: asyncio.StreamReader) -> bool:
     """Whether the peer has closed its side. A muted connection reads nothing, so this looks at
     what the transport already saw (StreamReader's EOF flag, set by feed_eof)."""
     return bool(getattr(reader, "_eof", False)) or reader.exception() is not None
+
+
+class _LastAnswer:
+    """What the writer sends last (a frame or NO_RESPONSE) before it closes the connection."""
+    __slots__ = ("frame",)
+
+    def __init__(self, frame):
+        self.frame = frame
+
+
+async def _after(seconds: float, result):
+    await asyncio.sleep(seconds)
+    return result
 
 
 def _done(result) -> asyncio.Future:

@@ -18,6 +18,8 @@ The server's rules, as Kafka's:
 * A failed authentication is answered SASL_AUTHENTICATION_FAILED with Kafka's message (for
   SCRAM the generic "... due to invalid credentials with SASL mechanism X", which does not tell
   whether the user exists) and the connection closed.
+* Those refusals go out with the close after connection.failed.authentication.delay.ms
+  (kafkawire.net.authentication says which ones, as Kafka's).
 
 PLAIN checks ``user_<name>=<password>`` options of the listener's PlainLoginModule JAAS entry;
 SCRAM checks the credentials of the metadata image (UserScramCredentialRecord), through a lookup

@@ -54,7 +54,9 @@ KafkaApis):
   event loop's TLS; a failed one is logged as Kafka's "Failed authentication ... (SSL handshake
   failed)" and closed); a SASL listener authenticates each
   connection before anything but ApiVersions and SaslHandshake/SaslAuthenticate is read
-  (``kafkawire.net.authentication``). ``RequestContext.principal`` says who is asking.
+  (``kafkawire.net.authentication``). ``RequestContext.principal`` says who is asking. A
+  failed SASL authentication's answer and close are held ``failed_authentication_delay_ms``
+  (connection.failed.authentication.delay.ms, default 100), as Kafka's Selector delays them.
 """
 from __future__ import annotations
 
@@ -75,11 +77,13 @@ from kafkawire.protocol.handler import (NO_RESPONSE, ApiHandler, CloseConnection
 
 # The handler types are re-exported: they are what a KafkaServer is built from.
 __all__ = ["KafkaServer", "RequestContext", "ApiHandler", "Handler", "NO_RESPONSE", "CloseConnection",
-           "top_level_error_response", "DEFAULT_CONNECTIONS_MAX_IDLE_MS"]
+           "top_level_error_response", "DEFAULT_CONNECTIONS_MAX_IDLE_MS",
+           "DEFAULT_FAILED_AUTHENTICATION_DELAY_MS"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_CONNECTIONS_MAX_IDLE_MS = 10 * 60 * 1000       # SocketServerConfigs.CONNECTIONS_MAX_IDLE_MS_DEFAULT
+DEFAULT_FAILED_AUTHENTICATION_DELAY_MS = 100         # SocketServerConfigs.FAILED_AUTHENTICATION_DELAY_MS_DEFAULT
 DEFAULT_MAX_IN_FLIGHT = 1             # Kafka mutes a channel until its request is answered
 
 
@@ -115,7 +119,8 @@ class KafkaServer:
                  max_in_flight_per_connection: int = DEFAULT_MAX_IN_FLIGHT,
                  api_versions_max_version: int = API_VERSIONS_MAX, admission: AdmissionLimits | None = None,
                  security=None, scram_lookup=None, tls_handshake_timeout_ms: int = 10_000,
-                 connection_quotas: ConnectionQuotas | None = None):
+                 connection_quotas: ConnectionQuotas | None = None,
+                 failed_authentication_delay_ms: int = DEFAULT_FAILED_AUTHENTICATION_DELAY_MS):
         if max_in_flight_per_connection < 1:
             raise ValueError("max_in_flight_per_connection must be at least 1")
         if security is not None and security.uses_sasl:
@@ -125,6 +130,7 @@ class KafkaServer:
         self.listener_name = listener_name
         self.max_request_bytes = max_request_bytes
         self.connections_max_idle_ms = connections_max_idle_ms
+        self.failed_authentication_delay_ms = failed_authentication_delay_ms
         self.max_in_flight = max_in_flight_per_connection
         self.api_versions_max_version = min(api_versions_max_version, API_VERSIONS_MAX)
         self.admission = admission or AdmissionLimits()

@@ -88,7 +88,9 @@ def create_topic(cluster, name: str, partitions_: int, *configs: str) -> None:
 def consume_values(cluster, topic: str, expected: int, *, isolation: str = "read_uncommitted",
                    group: str | None = None, idle_s: float = 5, timeout_s: float = 90) -> list[bytes]:
     """Every value of ``topic`` from the beginning (confluent-kafka), until ``expected`` were read
-    and nothing more came for ``idle_s``."""
+    and either the consumer has read every partition to its high watermark (nothing more can come:
+    the producers are done) or nothing more came for ``idle_s`` (when the position stops short of
+    the high watermark, behind a transaction marker)."""
     consumer = confluent_kafka.Consumer({
         "bootstrap.servers": cluster.bootstrap_servers([b for b in cluster.broker_ids if cluster.brokers[b].alive()]),
         "group.id": group or f"reader-{topic}-{isolation}-{time.monotonic_ns()}",
@@ -101,7 +103,7 @@ def consume_values(cluster, topic: str, expected: int, *, isolation: str = "read
         while time.monotonic() < deadline:
             message = consumer.poll(0.5)
             if message is None:
-                if len(values) >= expected and time.monotonic() - last_new >= idle_s:
+                if len(values) >= expected and (time.monotonic() - last_new >= idle_s or _read_to_the_end(consumer)):
                     break
                 continue
             if message.error():
@@ -113,6 +115,21 @@ def consume_values(cluster, topic: str, expected: int, *, isolation: str = "read
     finally:
         consumer.close()
     return values
+
+
+def _read_to_the_end(consumer) -> bool:
+    """Every partition assigned to ``consumer`` has been read up to its high watermark."""
+    assigned = consumer.assignment()
+    if not assigned:
+        return False
+    try:
+        for tp in consumer.position(assigned):
+            low, high = consumer.get_watermark_offsets(tp, timeout=5, cached=False)
+            if tp.offset < high and not (tp.offset < 0 and low == high):
+                return False
+    except confluent_kafka.KafkaException:      # a broker not answering now: ask again later
+        return False
+    return True
 
 
 def exactly_once_report(label: str, acked, consumed) -> tuple[int, int, int]:

@@ -1,6 +1,7 @@
 """kafka-python and confluent-kafka read a __cluster_metadata log over SSL (mutual TLS) and
 SASL_PLAINTEXT (PLAIN and SCRAM-SHA-512), served by KafkaServer + MetadataTopic on 127.0.0.1; wrong
 credentials and a missing client certificate are refused (issue 18, item 4)."""
+import logging
 import os
 import time
 
@@ -8,6 +9,7 @@ import pytest
 
 from kafkawire.net.config import parse_server_config
 from kafkawire.net.sasl import scram_credential
+from tests.kafka_python_refusal import kafka_python_refusal, logging_to
 
 from .metadata_log import CLUSTER_ID, write_metadata_log
 from .served import ServedLog
@@ -83,24 +85,49 @@ def test_kafka_python_reads_every_record(setting, protocol, options):
         assert kafka_python_read(served.port, len(want), **kwargs) == want
 
 
+class _ServerAuthentications(logging.Handler):
+    """The server's refusals of alice and its successful authentications (any thread)."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.refusals = self.authenticated = 0
+
+    def emit(self, record):
+        message = record.getMessage()
+        self.refusals += message.startswith("Failed authentication") and "'alice'" in message
+        self.authenticated += " authenticated as " in message
+
+
 def test_kafka_python_is_refused_with_a_wrong_password(setting):
-    from kafka.errors import KafkaError
+    """The server refuses alice's SCRAM proof and closes the connection, kafka-python loses the
+    connection to that refusal, and reads nothing. kafka-python never raises the refusal (it
+    retries until its bootstrap timeout; tests/kafka_python_refusal.py says why), so the test
+    waits for the refusal itself, at most 20 s: a server that hung would fail it."""
     log_dir, want, pki = setting
-    with serve(log_dir, "SASL_PLAINTEXT", pki) as served:
-        with pytest.raises(KafkaError):
-            kafka_python_read(served.port, len(want), security_protocol="SASL_PLAINTEXT",
-                              sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="alice",
-                              sasl_plain_password="wrong")
+    with serve(log_dir, "SASL_PLAINTEXT", pki) as served, \
+            logging_to(_ServerAuthentications(), "kafkawire.net.authentication") as server:
+        refusal = kafka_python_refusal(f"127.0.0.1:{served.port}", lambda: server.refusals > 0,
+                                       security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-512",
+                                       sasl_plain_username="alice", sasl_plain_password="wrong")
+    assert server.refusals >= 1, "the server did not refuse alice's authentication"
+    assert refusal.closed_by_the_refusal, refusal.lost or "kafka-python lost no connection to the refusal in 20 s"
+    assert server.authenticated == 0 and refusal.records == []
 
 
-def confluent_read(port, count, config):
+def confluent_read(port, count, config, *, refused=None):
+    """Read up to ``count`` records with confluent-kafka, for at most 20 s; with ``refused`` (the
+    server says it refused the client), stop as soon as it has and the client has reported an
+    error too (its error_cb's errors count then). Returns (records, errors, cluster metadata if
+    any record was read)."""
     confluent_kafka = pytest.importorskip("confluent_kafka")
+    errors = []
+    reported = {"error_cb": errors.append} if refused else {}
     consumer = confluent_kafka.Consumer({"bootstrap.servers": f"127.0.0.1:{port}", "group.id": "reader",
-                                         "enable.auto.commit": False, "log_level": 0, **config})
+                                         "enable.auto.commit": False, "log_level": 0, **reported, **config})
     try:
         consumer.assign([confluent_kafka.TopicPartition(TOPIC, 0, confluent_kafka.OFFSET_BEGINNING)])
-        got, errors, deadline = [], [], time.monotonic() + 20
-        while len(got) < count and time.monotonic() < deadline:
+        got, deadline = [], time.monotonic() + 20
+        while len(got) < count and time.monotonic() < deadline and not (refused and refused() and errors):
             m = consumer.poll(0.5)
             if m is None:
                 continue
@@ -130,11 +157,23 @@ def test_confluent_kafka_reads_every_record(setting, protocol, config):
     assert metadata.cluster_id == CLUSTER_ID
 
 
+class _HandshakeRefusals(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.count = 0
+
+    def emit(self, record):
+        self.count += "SSL handshake failed" in record.getMessage()
+
+
 def test_confluent_kafka_without_a_client_certificate_reads_nothing(setting):
+    """ssl.client.auth=required: the server refuses the handshake, confluent-kafka reports the
+    broker down and reads nothing. The test stops once both happened (at most 20 s)."""
     log_dir, want, pki = setting
-    with serve(log_dir, "SSL", pki) as served:
-        started = time.monotonic()
+    with serve(log_dir, "SSL", pki) as served, logging_to(_HandshakeRefusals(), "kafkawire.net.security") as server:
         got, errors, _ = confluent_read(served.port, len(want), {"security.protocol": "SSL",
-                                                                "ssl.ca.location": str(pki.ca_pem)})
-        assert time.monotonic() - started < 60
+                                                                "ssl.ca.location": str(pki.ca_pem)},
+                                        refused=lambda: server.count > 0)
+    assert server.count >= 1, "the server did not refuse the handshake"
+    assert errors, "confluent-kafka reported no error"
     assert got == []

@@ -273,6 +273,7 @@ class ControllerNode:
                            security=c.security_of(name), scram_lookup=self._scram_credential,
                            max_request_bytes=c.socket_request_max_bytes,
                            connections_max_idle_ms=c.connections_max_idle_ms,
+                           failed_authentication_delay_ms=c.connection_failed_authentication_delay_ms,
                            admission=quotas.limits, connection_quotas=quotas)
 
     def _register(self, server: KafkaServer) -> None:
