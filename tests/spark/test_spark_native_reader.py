@@ -1,0 +1,163 @@
+"""The Spark reader's native path (the C extension's record columns) against its pure path.
+
+The oracle rule: for the same log directory, options, column selection and pushed filters,
+the Arrow batches of a read through the C extension hold exactly the rows the pure path's
+hold (same schema, values, nulls), or the read fails with the same error (class, text,
+file, byte). No Spark and no Java: these read the way Spark's tasks do (plan_batch,
+read_task), in this process.
+"""
+from __future__ import annotations
+
+import dataclasses
+import random
+import tempfile
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+pytest.importorskip("pyarrow", reason="kafkawire.spark builds Arrow batches: pip install -e '.[dev]'")
+
+from kafkawire import _native  # noqa: E402
+from kafkawire.records import CorruptRecordError, build_batch, build_end_txn_marker_batch  # noqa: E402
+from kafkawire.spark.columns import arrow_schema  # noqa: E402
+from kafkawire.spark.filters import PushedFilters  # noqa: E402
+from kafkawire.spark.options import parse_options  # noqa: E402
+from kafkawire.spark.plan import plan_batch  # noqa: E402
+from kafkawire.spark.reader import default_names, read_task, settings_for  # noqa: E402
+from tests.records.native_diff import fix_crc  # noqa: E402
+from tests.records.records_testlib import batch_fields, build, record_specs  # noqa: E402
+from tests.spark.logdata import T0, numbered_batches, segment_files, write_partition  # noqa: E402
+
+pytestmark = pytest.mark.skipif(_native.records is None, reason="the C extension is not built "
+                                "(.venv/bin/python setup.py build_ext --inplace) or KAFKAWIRE_PURE=1")
+SETTINGS = settings(max_examples=60, deadline=timedelta(seconds=10),
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def read(path, native: bool, *, names=None, pushed=None, **options):
+    """Every row of a batch read (or its error), through one path."""
+    opts = parse_options({"path": str(path), **{k: str(v) for k, v in options.items()}}, streaming=False)
+    pushed = pushed or PushedFilters()
+    names = names or default_names(opts)
+    read_settings = dataclasses.replace(settings_for(names, opts, pushed), native=native)
+    rows = []
+    try:
+        for task in plan_batch(opts, pushed):
+            for batch in read_task(task, read_settings):
+                assert batch.schema == arrow_schema(names)
+                batch.validate(full=True)
+                rows += batch.to_pylist()
+    except CorruptRecordError as e:
+        return ("CorruptRecordError", str(e), e.reason, e.position, e.file)
+    except OverflowError as e:
+        return ("OverflowError", str(e))
+    return rows
+
+
+def assert_same(path, **kwargs):
+    oracle = read(path, False, **kwargs)
+    assert read(path, True, **kwargs) == oracle
+    return oracle
+
+
+def _txn(pid, values, **fields):
+    return build_batch([(None, v, [("h", v)], T0) for v in values], is_transactional=True,
+                       producer_id=pid, producer_epoch=0, **fields)
+
+
+def _marker(pid, commit):
+    return build_end_txn_marker_batch(commit, producer_id=pid, producer_epoch=0, coordinator_epoch=1,
+                                      timestamp=T0)
+
+
+COLUMN_SETS = [None, ["value", "timestamp"], ["offset"], ["headers", "key", "topic", "partition"],
+               ["isControl", "controlType", "value", "baseOffset", "producerEpoch"]]
+
+
+@SETTINGS
+@given(batches=st.lists(st.tuples(batch_fields(), record_specs(max_records=6)), min_size=1, max_size=6),
+       markers=st.lists(st.booleans(), max_size=3), names=st.sampled_from(COLUMN_SETS),
+       committed=st.booleans(), control=st.booleans())
+def test_random_batches_read_the_same_rows_through_both_paths(batches, markers, names, committed, control):
+    """Every codec, timestamp type, header shape and null, transactional batches with and
+    without their markers, control batches shown or not, read committed or not, and any
+    column selection: the same rows."""
+    data = [build(fields, specs) for fields, specs in batches]
+    pids = sorted({fields["producer_id"] for fields, _ in batches if fields["is_transactional"]})
+    data += [_marker(pid, commit) for pid, commit in zip(pids, markers)]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write_partition(Path(tmp) / "r-0", data, segment_bytes=4000, index_interval_bytes=100)
+        rows = assert_same(path, names=names, includeControl=control, includeAborted=not committed)
+    assert isinstance(rows, list)
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**32 - 1), specs=st.lists(record_specs(max_records=5), min_size=2, max_size=5),
+       compression=st.sampled_from([0, 3]), fix=st.booleans(), skip=st.booleans())
+def test_corrupted_segments_fail_or_skip_the_same_way(seed, specs, compression, fix, skip):
+    """Bytes changed in a segment (with the batch's CRC made right again, so that the
+    record decoder meets them, or not): the same error, naming the same file and byte, or
+    with failOnCorruption=false the same rows and the same corruption rows."""
+    rng = random.Random(seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        data = [build({"compression_type": compression}, s) for s in specs]
+        path = write_partition(Path(tmp) / "c-0", data, index_interval_bytes=1)
+        (log,) = segment_files(path)
+        raw = bytearray(open(log, "rb").read())
+        starts, at = [], 0
+        for batch in data:
+            starts.append(at)
+            at += len(batch)
+        victim = rng.randrange(len(starts))
+        lo = starts[victim] + (61 if rng.random() < 0.9 else 0)
+        hi = starts[victim] + len(data[victim])
+        for _ in range(rng.randint(1, 3)):
+            raw[rng.randrange(lo, hi)] = rng.choice((0, 1, 0x7F, 0x80, 0xFF, rng.randrange(256)))
+        if fix:
+            fix_crc(raw, starts[victim])
+        open(log, "wb").write(bytes(raw))
+        assert_same(path, failOnCorruption=not skip)
+
+
+def test_read_committed_control_batches_and_headers(tmp_path):
+    """Aborted and committed transactions, markers shown and hidden, the LSO."""
+    batches = [_txn(1, [b"a", b"b"]), [(b"k", b"plain", [("x", None)], T0)], _txn(2, [b"c"]), _marker(1, True),
+               _marker(2, False), _txn(3, [b"open"]), [(None, None, [], T0 + 1)]]
+    path = write_partition(tmp_path / "t-0", batches, index_interval_bytes=1)
+    for committed in (False, True):
+        for control in (False, True):
+            rows = assert_same(path, includeAborted=not committed, includeControl=control)
+            assert rows and all(isinstance(r, dict) for r in rows)
+    shown = assert_same(path, includeControl=True)
+    assert [r["controlType"] for r in shown if r["isControl"]] == ["COMMIT", "ABORT"]
+
+
+def test_pushed_filters_and_arrow_batch_boundaries(tmp_path):
+    """Offset and timestamp filters applied to the native columns, over many Arrow batches."""
+    path = write_partition(tmp_path / "f-0", numbered_batches(900, 50), segment_bytes=1 << 20)
+    pushed = PushedFilters(offset_min=1000, offset_end=40_000,
+                           timestamp_bounds=[("greater_equal", (T0 + 20_000) * 1000)])
+    rows = assert_same(path, pushed=pushed)
+    assert rows[0]["offset"] == 2000 and rows[-1]["offset"] == 39_999
+    assert len(assert_same(path, names=["value", "timestamp"])) == 45_000
+
+
+def test_a_timestamp_spark_cannot_hold_is_the_same_error(tmp_path):
+    path = write_partition(tmp_path / "x-0", [[(b"k", b"v", [], T0)], [(b"k", b"far", [], 2**62)]])
+    error = assert_same(path)
+    assert error[0] == "CorruptRecordError" and "timestamp out of range at offset 1" in error[1]
+
+
+def test_a_bad_control_record_key_leaves_no_row_behind(tmp_path):
+    """A control batch whose key does not parse: the same error, or with skipping the same
+    rows (none of that batch's)."""
+    bad = bytearray(_marker(5, True))
+    bad[61 + 5] = 0xFF   # the key's version field (after 5 bytes of record framing): negative
+    fix_crc(bad)
+    path = write_partition(tmp_path / "k-0", [[(b"k", b"v", [], T0)], bytes(bad), [(b"k", b"w", [], T0)]])
+    error = assert_same(path, includeControl=True)
+    assert error[0] == "CorruptRecordError" and "invalid control record key version" in error[1]
+    rows = assert_same(path, includeControl=True, failOnCorruption=False)
+    assert [r["value"] for r in rows if r["corruption"] is None] == [b"v", b"w"]
