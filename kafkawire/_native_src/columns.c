@@ -1,8 +1,10 @@
 /* Records straight into Arrow buffers (issue 26): Columns, the native half of
  * kafkawire/spark/record_columns.py.
  *
- * Columns(fix_key[, want_key, want_value, want_headers]) accumulates the records of many
- * batches (a column not wanted stays empty: a pruned read copies no bytes for it); add(data,
+ * Columns(fix_key[, want_key, want_value, want_headers, saturate]) accumulates the records of
+ * many batches (a column not wanted stays empty: a pruned read copies no bytes for it; with
+ * saturate, a timestamp past int64 is kept as INT64_MAX or INT64_MIN for the caller to
+ * report, instead of an OverflowError); add(data,
  * start, end, count, base_offset, base_timestamp, log_append_time) appends one batch's records
  * (parsed by the shared parser, so bad bytes give the pure loop's error: None or (reason,
  * position) is returned, and none of that batch's records stay) and finish() returns the
@@ -136,6 +138,7 @@ typedef struct {
     const uint8_t *last_key;           /* the last header key checked as UTF-8 */
     Py_ssize_t last_key_len;
     int want_key, want_value, want_headers;  /* columns a pruned read leaves out stay empty */
+    int saturate;  /* a timestamp past int64 is stored as its nearest end, not an OverflowError */
 } Columns;
 
 /* How far every buffer of a Columns reached: add() puts it back when a batch fails, so that
@@ -215,8 +218,8 @@ static void columns_dealloc(Columns *self) {
 
 static PyObject *columns_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     PyObject *fix_key;
-    int want_key = 1, want_value = 1, want_headers = 1;
-    if (!PyArg_ParseTuple(args, "O|ppp:Columns", &fix_key, &want_key, &want_value, &want_headers))
+    int want_key = 1, want_value = 1, want_headers = 1, saturate = 0;
+    if (!PyArg_ParseTuple(args, "O|pppp:Columns", &fix_key, &want_key, &want_value, &want_headers, &saturate))
         return NULL;
     Columns *self = (Columns *)type->tp_alloc(type, 0);
     if (self != NULL) {
@@ -224,6 +227,7 @@ static PyObject *columns_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
         self->want_key = want_key;
         self->want_value = want_value;
         self->want_headers = want_headers;
+        self->saturate = saturate;
         int32_t zero = 0;
         if (buf_put(&self->list_offsets, &zero, 4) < 0)
             Py_CLEAR(self);
@@ -268,9 +272,13 @@ static int put_header_key(Columns *self, const uint8_t *s, Py_ssize_t n) {
 
 static int put_record(Columns *self, const Parser *p, const ParsedRecord *rec, int64_t base_offset,
                       int64_t base_timestamp, const int64_t *log_append_time) {
-    int64_t offset, timestamp;
-    if (__builtin_add_overflow(base_offset, rec->off_delta, &offset)
-            || (log_append_time == NULL && __builtin_add_overflow(base_timestamp, rec->ts_delta, &timestamp))) {
+    int64_t offset, timestamp = 0;
+    int ts_overflow = log_append_time == NULL && __builtin_add_overflow(base_timestamp, rec->ts_delta, &timestamp);
+    if (ts_overflow && self->saturate) {
+        timestamp = rec->ts_delta > 0 ? INT64_MAX : INT64_MIN;
+        ts_overflow = 0;
+    }
+    if (__builtin_add_overflow(base_offset, rec->off_delta, &offset) || ts_overflow) {
         PyErr_SetString(PyExc_OverflowError, "a record's offset or timestamp passes int64 (hostile batch header)");
         return -1;
     }

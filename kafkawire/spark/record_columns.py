@@ -136,12 +136,13 @@ class NativeColumns:
     reader's hot path): ``add(batch)`` decodes a v2 batch's records (decompressing them) or
     raises the CorruptRecordError iterating it would, with none of its records kept;
     ``take(names)`` hands over the arrays built so far. Columns left out of ``wanted`` are
-    never copied."""
+    never copied. A timestamp past int64 is kept as INT64_MAX or INT64_MIN (the Spark reader
+    reports every timestamp it cannot show as out of range)."""
 
     def __init__(self, wanted=("key", "value", "headers")):
         assert _native.records is not None
         self._columns = _native.records.Columns(java_utf8, "key" in wanted, "value" in wanted,
-                                                "headers" in wanted)
+                                                "headers" in wanted, True)
 
     def add(self, batch) -> int:
         """Add the batch's records; returns how many."""

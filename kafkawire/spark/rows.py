@@ -40,6 +40,10 @@ _KEY, _VALUE, _OFFSET, _TIMESTAMP, _HEADERS = map(attrgetter, ("key", "value", "
 _HEADER_STRUCT = HEADERS_TYPE.value_type
 _TS_TYPE = pa.timestamp("us", tz="UTC")
 _MAX_MS = (2 ** 63 - 1) // 1000   # the largest millisecond count whose microseconds fit a long
+_INT64_MIN, _INT64_MAX = -2 ** 63, 2 ** 63 - 1
+# An offset delta is a varint of at most 5 bytes (35 bits): from a base offset inside these
+# bounds no record's offset can pass int64, so only a batch outside them is checked record by record.
+_SAFE_BASE_OFFSETS = (_INT64_MIN + 2 ** 35, _INT64_MAX - 2 ** 35)
 
 
 class RowFilter:
@@ -133,6 +137,13 @@ def _headers_array(headers: list) -> pa.Array:
                                     mask=empty)
 
 
+def _check_offsets(batch, records) -> None:
+    """A hostile base offset can put a record's offset past int64 (which no column holds)."""
+    if any(not _INT64_MIN <= r.offset <= _INT64_MAX for r in records):
+        raise CorruptRecordError("a record's offset passes int64 (hostile batch header)", batch.position,
+                                 batch.file)
+
+
 def _control_types(batch, records) -> list:
     try:
         return [control_type_name(parse_control_key(r.key).type) for r in records]
@@ -215,6 +226,8 @@ class RowsBuilder:
         A batch goes in whole or raises (CorruptRecordError) with nothing added.
         ``metadata``: MetadataDecoder output, whose error texts go to the corruption column
         (with ``where``, the batch's place)."""
+        if not _SAFE_BASE_OFFSETS[0] <= batch.base_offset <= _SAFE_BASE_OFFSETS[1]:
+            _check_offsets(batch, list(batch) if records is None else records)
         if self._native is None:
             n = len(records)
             if not n:
@@ -281,8 +294,12 @@ class RowsBuilder:
     def _record_arrays(self) -> dict:
         """The record-level columns of the Record objects added (the pure path)."""
         records = self._records
-        columns = {"offset": pa.array(list(map(_OFFSET, records)), pa.int64()),
-                   "timestamp": pa.array(list(map(_TIMESTAMP, records)), pa.int64())}
+        timestamps = list(map(_TIMESTAMP, records))
+        try:
+            timestamps = pa.array(timestamps, pa.int64())
+        except OverflowError:   # kept at int64's ends, as the native path keeps them: out of range
+            timestamps = pa.array([max(_INT64_MIN, min(t, _INT64_MAX)) for t in timestamps], pa.int64())
+        columns = {"offset": pa.array(list(map(_OFFSET, records)), pa.int64()), "timestamp": timestamps}
         if "key" in self._want:
             columns["key"] = _binary_array(list(map(_KEY, records)))
         if "value" in self._want:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import struct
 import tempfile
 from datetime import timedelta
 from pathlib import Path
@@ -161,3 +162,32 @@ def test_a_bad_control_record_key_leaves_no_row_behind(tmp_path):
     assert error[0] == "CorruptRecordError" and "invalid control record key version" in error[1]
     rows = assert_same(path, includeControl=True, failOnCorruption=False)
     assert [r["value"] for r in rows if r["corruption"] is None] == [b"v", b"w"]
+
+
+def _hostile(tmp_path, name, patch) -> Path:
+    """A partition whose one batch has header bytes changed by ``patch`` (CRC made right)."""
+    raw = bytearray(build_batch([(b"k", b"a", [], T0), (b"k", b"b", [], T0 + 10)]))
+    patch(raw)
+    fix_crc(raw)
+    path = tmp_path / name
+    path.mkdir()
+    (path / "00000000000000000000.log").write_bytes(bytes(raw))
+    return path
+
+
+def test_an_offset_past_int64_is_a_corrupt_batch_naming_file_and_byte(tmp_path):
+    """A base offset (not covered by the CRC) that puts a record's offset past int64: both
+    paths fail with the same CorruptRecordError at the batch, or skip the batch alike."""
+    path = _hostile(tmp_path, "o-0", lambda raw: struct.pack_into(">q", raw, 0, 2**63 - 1))
+    error = assert_same(path)
+    assert error[0] == "CorruptRecordError" and error[3] == 0 and error[4].endswith(".log")
+    assert "offset passes int64" in error[2]
+    rows = assert_same(path, failOnCorruption=False)
+    assert [r["offset"] for r in rows] == [None] and "offset passes int64" in rows[0]["corruption"]
+
+
+def test_a_timestamp_past_int64_is_out_of_range_on_both_paths(tmp_path):
+    """A base timestamp whose delta takes the next record's timestamp past int64."""
+    path = _hostile(tmp_path, "t-0", lambda raw: struct.pack_into(">q", raw, 27, 2**63 - 5))
+    error = assert_same(path)
+    assert error[0] == "CorruptRecordError" and "timestamp out of range at offset 0 of t-0" in error[1]
