@@ -177,6 +177,8 @@ def _read_task(task: ReadTask, settings: ReadSettings):
         if outcomes is not None and batch.is_transactional and not batch.is_control \
                 and not outcomes.committed(batch.producer_id, batch.last_offset):
             continue
+        if native and builder.rows and builder.takes_natively(batch) != builder.native_rows:
+            yield from _flush(builder)   # a legacy message set next to v2 batches
         try:
             records = list(batch) if record_objects else None
             metadata = None if decode_metadata is None else decode_metadata(batch, records)

@@ -219,6 +219,12 @@ class RowsBuilder:
         self._meta_failed = []    # (row, reason): undecodable metadata values
         self.rows = 0
         self.bytes = 0
+        self.native_rows = False  # the rows are in the native columns (v2 batches read natively)
+
+    def takes_natively(self, batch) -> bool:
+        """Whether ``add`` reads this batch natively: a v2 batch, with the C extension. A
+        take holds rows of one kind, so the reader takes the rows before the kind changes."""
+        return self._native is not None and batch.magic == 2
 
     def add(self, batch, records: list | None, *, metadata=None, where: str = "") -> None:
         """Add one batch's records: ``records`` are its decoded Record objects, which the
@@ -228,7 +234,11 @@ class RowsBuilder:
         (with ``where``, the batch's place)."""
         if not _SAFE_BASE_OFFSETS[0] <= batch.base_offset <= _SAFE_BASE_OFFSETS[1]:
             _check_offsets(batch, list(batch) if records is None else records)
-        if self._native is None:
+        native = self._native is not None and batch.magic == 2
+        if self.rows and native != self.native_rows:
+            raise AssertionError("take() the rows before adding a batch of the other kind")
+        if not native:
+            records = list(batch) if records is None else records   # a legacy message set
             n = len(records)
             if not n:
                 return
@@ -242,8 +252,12 @@ class RowsBuilder:
             if not n:
                 return
         first = self.rows
+        self.native_rows = native
         self.rows += n
-        self.bytes += batch.size_in_bytes
+        # Decompressed bytes for a compressed batch (cached by the decoding), so that one
+        # take's binary columns stay far under Arrow's 2 GiB (32 MiB plus one batch's cap).
+        self.bytes += len(batch.decompressed_records()) if batch.magic == 2 and batch.compression_type \
+            else batch.size_in_bytes
         self._runs.add(batch, n)
         if control is not None:
             self._control += zip(range(first, first + n), control)
@@ -267,7 +281,7 @@ class RowsBuilder:
         if not self.rows:
             return None
         want = self._want
-        if self._native is None:
+        if not self.native_rows:
             columns = self._record_arrays()
         else:
             columns = self._native.take(["offset", "timestamp", *self._record_names])

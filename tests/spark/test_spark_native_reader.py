@@ -191,3 +191,25 @@ def test_a_timestamp_past_int64_is_out_of_range_on_both_paths(tmp_path):
     path = _hostile(tmp_path, "t-0", lambda raw: struct.pack_into(">q", raw, 27, 2**63 - 5))
     error = assert_same(path)
     assert error[0] == "CorruptRecordError" and "timestamp out of range at offset 0 of t-0" in error[1]
+
+
+def test_legacy_messages_between_v2_batches_read_the_same(tmp_path):
+    """Magic 0 and 1 messages (plain and gzip-wrapped, as an old Kafka wrote them) before and
+    after v2 batches in one segment: the native path reads them through Record objects."""
+    legacy = pytest.importorskip("kafka.record.legacy_records", reason="kafka-python builds legacy message sets")
+
+    def message_set(magic, codec, base, count):
+        builder = legacy.LegacyRecordBatchBuilder(magic=magic, compression_type=codec, batch_size=1 << 20)
+        for i in range(count):
+            builder.append(base + i, timestamp=T0 + i, key=b"k%d" % i, value=b"v%d" % i)
+        return bytes(builder.build())
+
+    v2 = build_batch([(b"k", b"new", [("h", b"1")], T0)], base_offset=3)
+    raw = message_set(0, 0, 0, 2) + message_set(1, 1, 2, 1) + v2 + message_set(1, 0, 4, 2)
+    path = tmp_path / "l-0"
+    path.mkdir()
+    (path / "00000000000000000000.log").write_bytes(raw)
+    rows = assert_same(path)
+    assert [r["offset"] for r in rows] == [0, 1, 2, 3, 4, 5]
+    assert [r["timestampType"] for r in rows] == [-1, -1, 0, 0, 0, 0]
+    assert assert_same(path, names=["value", "timestamp"])[3]["value"] == b"new"
