@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 import struct
 import tempfile
 from datetime import timedelta
@@ -27,6 +28,7 @@ from kafkawire.spark.filters import PushedFilters  # noqa: E402
 from kafkawire.spark.options import parse_options  # noqa: E402
 from kafkawire.spark.plan import plan_batch  # noqa: E402
 from kafkawire.spark.reader import default_names, read_task, settings_for  # noqa: E402
+from tests.conftest import REFERENCE, require  # noqa: E402
 from tests.records.native_diff import fix_crc  # noqa: E402
 from tests.records.records_testlib import batch_fields, build, record_specs  # noqa: E402
 from tests.spark.logdata import T0, numbered_batches, segment_files, write_partition  # noqa: E402
@@ -213,3 +215,23 @@ def test_legacy_messages_between_v2_batches_read_the_same(tmp_path):
     assert [r["offset"] for r in rows] == [0, 1, 2, 3, 4, 5]
     assert [r["timestampType"] for r in rows] == [-1, -1, 0, 0, 0, 0]
     assert assert_same(path, names=["value", "timestamp"])[3]["value"] == b"new"
+
+
+def _reference_paths():
+    root = REFERENCE / "kraft-data"
+    if not root.exists():
+        return []
+    partitions = sorted({p.parent for p in root.rglob("*.log") if re.match(r"^\d{20}\.log$", p.name)})
+    snapshots = sorted(p for p in root.rglob("*.checkpoint")
+                       if re.match(r"^(\d{20}-\d{10}|bootstrap)\.checkpoint$", p.name))
+    return partitions + snapshots
+
+
+def test_every_real_kafka_sample_reads_the_same(tmp_path):
+    """Every partition and snapshot Kafka wrote in ../shared/reference/kraft-data (the
+    metadata log decoded as well): the same rows, or the same error, on both paths."""
+    paths = _reference_paths() or [require(REFERENCE / "kraft-data")]
+    for path in paths:
+        metadata = path.name.startswith("__cluster_metadata-") or path.suffix == ".checkpoint"
+        for options in ({}, {"decode": "metadata"} if metadata else {"includeHeaders": "false"}):
+            assert_same(path, includeControl=True, **options)
