@@ -157,6 +157,7 @@ def _read_task(task: ReadTask, settings: ReadSettings):
     outcomes = None if settings.include_aborted else _outcomes(task)
     include_control = settings.include_control
     end = task.offset_end
+    filtering = row_filter.active
     scan = scan_batches(task.path, task.start, task.stop, task.limit, skip_corrupt=not fail,
                         resync_positions=_LazyPositions(task),
                         torn_tail_is_corrupt=task.complete_file)
@@ -171,8 +172,8 @@ def _read_task(task: ReadTask, settings: ReadSettings):
             continue
         if end is not None and batch.base_offset >= end:
             break
-        if not row_filter.batch_may_match(batch.base_offset, batch.last_offset,
-                                          getattr(batch, "max_timestamp", None)):
+        if filtering and not row_filter.batch_may_match(batch.base_offset, batch.last_offset,
+                                                        getattr(batch, "max_timestamp", None)):
             continue
         if outcomes is not None and batch.is_transactional and not batch.is_control \
                 and not outcomes.committed(batch.producer_id, batch.last_offset):

@@ -43,7 +43,7 @@ _MAX_MS = (2 ** 63 - 1) // 1000   # the largest millisecond count whose microsec
 _INT64_MIN, _INT64_MAX = -2 ** 63, 2 ** 63 - 1
 # An offset delta is a varint of at most 5 bytes (35 bits): from a base offset inside these
 # bounds no record's offset can pass int64, so only a batch outside them is checked record by record.
-_SAFE_BASE_OFFSETS = (_INT64_MIN + 2 ** 35, _INT64_MAX - 2 ** 35)
+_SAFE_LOW, _SAFE_HIGH = _INT64_MIN + 2 ** 35, _INT64_MAX - 2 ** 35
 
 
 class RowFilter:
@@ -232,7 +232,7 @@ class RowsBuilder:
         A batch goes in whole or raises (CorruptRecordError) with nothing added.
         ``metadata``: MetadataDecoder output, whose error texts go to the corruption column
         (with ``where``, the batch's place)."""
-        if not _SAFE_BASE_OFFSETS[0] <= batch.base_offset <= _SAFE_BASE_OFFSETS[1]:
+        if not _SAFE_LOW <= batch.base_offset <= _SAFE_HIGH:
             _check_offsets(batch, list(batch) if records is None else records)
         native = self._native is not None and batch.magic == 2
         if self.rows and native != self.native_rows:
