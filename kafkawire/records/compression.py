@@ -349,21 +349,12 @@ def _lz4_frame_decompress(data, max_size: int, *, check_header: bool) -> bytes:
         if size > n - pos:
             raise CorruptRecordError("LZ4 stream ended prematurely")
         block = mv[pos:pos + size]
-        if not out and not (block_checksum or content_checksum) and n - pos - size >= 4 \
-                and _U32_LE.unpack_from(mv, pos + size)[0] == 0:
-            return _lz4_only_block(block, raw, scratch, block_max, max_size)
-        if raw:
-            chunk = block
-        else:
-            try:
-                # output_len is what says "no size prefix": without it cramjam reads the
-                # block's first 4 bytes as one when they fit the buffer, and decodes garbage.
-                produced = cramjam.lz4.decompress_block_into(block, scratch, output_len=block_max)
-            except _DecompressionError as e:
-                raise CorruptRecordError(f"LZ4 block is corrupt: {e}") from None
-            chunk = memoryview(scratch)[:produced]
+        chunk = _lz4_block(block, raw, scratch, block_max)
         if len(out) + len(chunk) > max_size:
             raise _too_big("LZ4", max_size)
+        if not out and not (block_checksum or content_checksum) and n - pos - size >= 4 \
+                and _U32_LE.unpack_from(mv, pos + size)[0] == 0:
+            return bytes(chunk)   # the one block, the EndMark next (a batch under 64 KiB): one copy
         out += chunk
         pos += size
         if block_checksum:
@@ -374,19 +365,17 @@ def _lz4_frame_decompress(data, max_size: int, *, check_header: bool) -> bytes:
             pos += 4
 
 
-def _lz4_only_block(block, raw: int, scratch: bytearray, block_max: int, max_size: int) -> bytes:
-    """A frame's one block, the EndMark next (a batch under 64 KiB): its bytes, copied once."""
+def _lz4_block(block, raw: int, scratch: bytearray, block_max: int):
+    """A block's bytes: itself when stored raw, else decompressed into ``scratch``."""
     if raw:
-        chunk = block
-    else:
-        try:
-            produced = cramjam.lz4.decompress_block_into(block, scratch, output_len=block_max)
-        except _DecompressionError as e:
-            raise CorruptRecordError(f"LZ4 block is corrupt: {e}") from None
-        chunk = memoryview(scratch)[:produced]
-    if len(chunk) > max_size:
-        raise _too_big("LZ4", max_size)
-    return bytes(chunk)
+        return block
+    try:
+        # output_len is what says "no size prefix": without it cramjam reads the
+        # block's first 4 bytes as one when they fit the buffer, and decodes garbage.
+        produced = cramjam.lz4.decompress_block_into(block, scratch, output_len=block_max)
+    except _DecompressionError as e:
+        raise CorruptRecordError(f"LZ4 block is corrupt: {e}") from None
+    return memoryview(scratch)[:produced]
 
 
 # --- zstd -----------------------------------------------------------------------------
