@@ -27,7 +27,9 @@ so other load on the machine counts less), the read path is taken apart on the f
 columns), and the whole of ``read_task`` native and pure, all columns and two. What Spark
 itself costs to take Arrow batches from a Python data source is measured by a probe
 source that yields one prebuilt batch of the same columns over and over (the same row
-count and task count, no reading at all).
+count and task count, no reading at all). Last, the share of the log's bytes the planner
+gives tasks for an hour of a day (1/24 of the records) by offset filters, by timestamp
+filters and by startingTimestamp/endingTimestamp.
 """
 from __future__ import annotations
 
@@ -246,6 +248,32 @@ def read_paths(path: Path) -> dict:
     return best
 
 
+def planned_share(path: Path, rows: int) -> None:
+    """The share of the log's bytes the planner gives tasks for a 1/24 slice (an hour of a
+    day) at its start, middle and end: by pushed offset filters, by pushed timestamp filters
+    (exact, so only the lower bound can move the start: Kafka timestamps are not ordered),
+    and by startingTimestamp/endingTimestamp (Kafka's offsets-for-times on both ends)."""
+    from kafkawire.spark.filters import PushedFilters
+    from kafkawire.spark.options import parse_options
+    from kafkawire.spark.plan import plan_batch
+    total = sum(f.stat().st_size for f in path.glob("*.log"))
+
+    def share(pushed=None, **options):
+        opts = parse_options({"path": str(path), **options}, streaming=False)
+        tasks = plan_batch(opts, pushed or PushedFilters())
+        return sum((t.stop if t.stop is not None else os.path.getsize(t.path)) - t.start for t in tasks) / total
+
+    print(f"\nbytes planned for 1/24 of {path.name} ({total / 1e6:,.0f} MB), at its start, middle and end:")
+    for label, fraction in (("start", 0.0), ("middle", 11 / 24), ("end", 23 / 24)):
+        first, end = int(rows * fraction), int(rows * (fraction + 1 / 24))
+        by_offset = share(PushedFilters(offset_min=first, offset_end=end))
+        by_filter = share(PushedFilters(timestamp_bounds=[("greater_equal", (T0 + first) * 1000),
+                                                          ("less", (T0 + end) * 1000)]))
+        by_option = share(startingTimestamp=str(T0 + first), endingTimestamp=str(T0 + end))
+        print(f"  {label:6} offset filter {by_offset:6.1%}   timestamp filter {by_filter:6.1%}   "
+              f"starting/endingTimestamp {by_option:6.1%}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--gb", type=float, default=1.0, help="uncompressed record bytes per log")
@@ -310,6 +338,7 @@ def main() -> int:
           "workers together (robust to other load on the machine, which the wall times are not)")
     spark.stop()
     breakdown(logs, cpu, rows)
+    planned_share(logs["uncompressed"], rows)
     return 0
 
 
