@@ -24,8 +24,8 @@ handed to Spark (Spark tells a Python data source of no other column pruning; a
 
 Where kafkawire's C extension is built (``kafkawire._native.status()``), each task decodes
 records straight into Arrow buffers; without it, or with ``KAFKAWIRE_PURE=1`` in the
-workers' environment, it reads them as Record objects (the same rows, about five times
-the CPU per row).
+workers' environment, it reads them as Record objects (the same rows; the reading takes
+four to six times the CPU, see benchmarks/spark_read.py).
 """
 from __future__ import annotations
 
