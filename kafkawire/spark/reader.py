@@ -41,7 +41,7 @@ class ReadSettings:
     offset_in: frozenset | None = None
     timestamp_bounds: tuple = ()
     filters_pushed: bool = False   # offset/timestamp filters: a corruption row (null offset) fails them
-    native: bool | None = None     # the C extension's record columns; None: when it is built here
+    native: bool | None = None     # the C extension's record columns (where it is built); False: pure
 
 
 def default_names(opts: ReadOptions) -> list[str]:
@@ -147,7 +147,7 @@ def _read_task(task: ReadTask, settings: ReadSettings):
     fail = settings.fail_on_corruption
     row_filter = RowFilter(task.offset_min, task.offset_end, settings.offset_in,
                            settings.timestamp_bounds)
-    native = _native.records is not None if settings.native is None else settings.native
+    native = _native.records is not None and settings.native is not False
     builder = RowsBuilder(settings.names, task.topic, task.partition,
                           decode_metadata=settings.decode_metadata and task.is_metadata_log,
                           row_filter=row_filter, native=native)

@@ -235,3 +235,12 @@ def test_every_real_kafka_sample_reads_the_same(tmp_path):
         metadata = path.name.startswith("__cluster_metadata-") or path.suffix == ".checkpoint"
         for options in ({}, {"decode": "metadata"} if metadata else {"includeHeaders": "false"}):
             assert_same(path, includeControl=True, **options)
+
+
+def test_without_the_extension_a_read_asking_for_it_runs_the_pure_path(tmp_path, monkeypatch):
+    """A worker where the C extension is not built (or KAFKAWIRE_PURE=1) reads the same
+    rows through Record objects, whatever the settings ask for."""
+    path = write_partition(tmp_path / "p-0", numbered_batches(5, 3))
+    want = read(path, True)
+    monkeypatch.setattr(_native, "records", None)
+    assert read(path, True) == want and len(want) == 15
