@@ -16,8 +16,11 @@ import struct
 from array import array
 from operator import attrgetter
 
-import pyarrow as pa
-import pyarrow.compute as pc
+from kafkawire._extras import require
+
+require("pyarrow", "spark", "reading Kafka logs into Arrow batches (kafkawire.spark)")
+import pyarrow as pa  # noqa: E402 - after the check that names the extra
+import pyarrow.compute as pc  # noqa: E402
 
 __all__ = ["BatchRuns", "RUN_COLUMNS", "constant_column"]
 
