@@ -16,12 +16,20 @@ Each read materialises every column of every row (``df.write.format("noop")``), 
 local[--cores] session, ``--runs`` times after a warm-up run; printed are the medians of
 the wall time (rows/s) and of the CPU time the JVM and its Python workers used (rows per
 CPU-second: the per-core rate, which other load on a shared machine does not distort),
-each with its ratio to Parquet. Then, in this process
-on one core (CPU time, so other load on the machine counts less), the Python read path is
-taken apart on the first 64 MiB of each log: framing and CRC, lz4, record decoding, Arrow
-columns. What Spark itself costs to take Arrow batches from a Python data source is
-measured by a probe source that yields one prebuilt batch of the same columns over and
-over (the same row count and task count, no reading at all).
+each with its ratio to Parquet read with the same columns, and to Parquet read with all of
+them. The pruned case reads two columns: kafkawire with a schema naming them
+(``.schema("value binary, timestamp timestamp")``: Spark hands a Python data source the
+schema it was given and has no other column pruning for it), Parquet with ``.select``.
+The record path the Spark workers run is printed (the C extension's, or pure Python when
+it is not built or KAFKAWIRE_PURE=1 is set). Then, in this process on one core (CPU time,
+so other load on the machine counts less), the read path is taken apart on the first
+64 MiB of each log: the pure path's stages (framing and CRC, lz4, record decoding, Arrow
+columns), and the whole of ``read_task`` native and pure, all columns and two. What Spark
+itself costs to take Arrow batches from a Python data source is measured by a probe
+source that yields one prebuilt batch of the same columns over and over (the same row
+count and task count, no reading at all). Last, the share of the log's bytes the planner
+gives tasks for an hour of a day (1/24 of the records) by offset filters, by timestamp
+filters and by startingTimestamp/endingTimestamp.
 """
 from __future__ import annotations
 
@@ -42,6 +50,10 @@ from kafkawire.storage.log import Log  # noqa: E402
 RECORDS_PER_BATCH = 100
 T0 = 1_700_000_000_000
 SAMPLE_BYTES = 64 * 1024 * 1024
+# The pruned read: a schema naming two columns (Spark hands a Python source the schema it was
+# given, and asks for no other column pruning).
+PRUNED_NAMES = ("value", "timestamp")
+PRUNED_DDL = "value binary, timestamp timestamp"
 
 
 def _values(n: int) -> list[bytes]:
@@ -111,15 +123,16 @@ def register_handover_probe(spark, sample_log: Path, arrow_file: Path):
         writer.write_batch(sample)
 
     class HandoverReader(DataSourceReader):
-        def __init__(self, options):
+        def __init__(self, options, names):
             self.rows, self.parts = int(options["rows"]), int(options["partitions"])
+            self.names = names
 
         def partitions(self):
             return [InputPartition(i) for i in range(self.parts)]
 
         def read(self, partition):
             import pyarrow as pa
-            arrow = pa.ipc.open_file(pa.memory_map(str(arrow_file))).get_batch(0)
+            arrow = pa.ipc.open_file(pa.memory_map(str(arrow_file))).get_batch(0).select(self.names)
             left = self.rows // self.parts
             while left > 0:
                 yield arrow.slice(0, min(left, arrow.num_rows))
@@ -135,7 +148,7 @@ def register_handover_probe(spark, sample_log: Path, arrow_file: Path):
             return ddl(column_names())
 
         def reader(self, schema):
-            return HandoverReader(self.options)
+            return HandoverReader(self.options, [f.name for f in schema.fields])
 
     spark.dataSource.register(HandoverProbe)
 
@@ -212,6 +225,56 @@ def stages(path: Path) -> dict:
     return best
 
 
+def read_paths(path: Path) -> dict:
+    """CPU seconds per row of the whole read path Spark's tasks run (read_task), native
+    and pure, all columns and value+timestamp, on the same sample, on one core."""
+    from kafkawire.spark.columns import column_names
+    from kafkawire.spark.plan import ReadTask
+    from kafkawire.spark.reader import ReadSettings, read_task
+    segment = sorted(path.glob("*.log"))[0]
+    limit = min(os.path.getsize(segment), SAMPLE_BYTES)
+    task = ReadTask(str(segment), "bench", 0, 0, limit, limit, None, None, False, None)
+
+    def run(native, names):
+        rows, t = 0, time.process_time()
+        for batch in read_task(task, ReadSettings(names=tuple(names), native=native)):
+            rows += batch.num_rows
+        return (time.process_time() - t) / rows
+
+    from kafkawire import _native
+    best = {}
+    for native in (True, False) if _native.records is not None else (False,):
+        for label, names in (("all columns", column_names()), ("value+timestamp", PRUNED_NAMES)):
+            best[f"{'native' if native else 'pure'}, {label}"] = min(run(native, names) for _ in range(3))
+    return best
+
+
+def planned_share(path: Path, rows: int) -> None:
+    """The share of the log's bytes the planner gives tasks for a 1/24 slice (an hour of a
+    day) at its start, middle and end: by pushed offset filters, by pushed timestamp filters
+    (exact, so only the lower bound can move the start: Kafka timestamps are not ordered),
+    and by startingTimestamp/endingTimestamp (Kafka's offsets-for-times on both ends)."""
+    from kafkawire.spark.filters import PushedFilters
+    from kafkawire.spark.options import parse_options
+    from kafkawire.spark.plan import plan_batch
+    total = sum(f.stat().st_size for f in path.glob("*.log"))
+
+    def share(pushed=None, **options):
+        opts = parse_options({"path": str(path), **options}, streaming=False)
+        tasks = plan_batch(opts, pushed or PushedFilters())
+        return sum((t.stop if t.stop is not None else os.path.getsize(t.path)) - t.start for t in tasks) / total
+
+    print(f"\nbytes planned for 1/24 of {path.name} ({total / 1e6:,.0f} MB), at its start, middle and end:")
+    for label, fraction in (("start", 0.0), ("middle", 11 / 24), ("end", 23 / 24)):
+        first, end = int(rows * fraction), int(rows * (fraction + 1 / 24))
+        by_offset = share(PushedFilters(offset_min=first, offset_end=end))
+        by_filter = share(PushedFilters(timestamp_bounds=[("greater_equal", (T0 + first) * 1000),
+                                                          ("less", (T0 + end) * 1000)]))
+        by_option = share(startingTimestamp=str(T0 + first), endingTimestamp=str(T0 + end))
+        print(f"  {label:6} offset filter {by_offset:6.1%}   timestamp filter {by_filter:6.1%}   "
+              f"starting/endingTimestamp {by_option:6.1%}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--gb", type=float, default=1.0, help="uncompressed record bytes per log")
@@ -241,53 +304,69 @@ def main() -> int:
 
     tasks = spark.read.format("kafkawire").load(str(logs["uncompressed"])).rdd.getNumPartitions()
     register_handover_probe(spark, logs["uncompressed"], root / "sample.arrow")
+    kw = lambda name: spark.read.format("kafkawire").load(str(logs[name]))          # noqa: E731
+    kw2 = lambda name: spark.read.format("kafkawire").schema(PRUNED_DDL).load(str(logs[name]))  # noqa: E731
+    probe = lambda: spark.read.format("handover_probe").option("rows", rows).option("partitions", tasks)  # noqa: E731
+    # name -> (DataFrame maker, the Parquet read it is compared with)
+    all_cols, two_cols = "Spark Parquet (same rows)", "Parquet value+timestamp"
     readers = {
-        "kafkawire uncompressed": lambda: spark.read.format("kafkawire").load(str(logs["uncompressed"])),
-        "kafkawire lz4": lambda: spark.read.format("kafkawire").load(str(logs["lz4"])),
-        "Spark Parquet (same rows)": lambda: spark.read.parquet(str(parquet)),
-        "hand-over only (no reading)": lambda: spark.read.format("handover_probe").option("rows", rows)
-        .option("partitions", tasks).load(),
+        "kafkawire uncompressed": (lambda: kw("uncompressed"), all_cols),
+        "kafkawire lz4": (lambda: kw("lz4"), all_cols),
+        all_cols: (lambda: spark.read.parquet(str(parquet)), all_cols),
+        "hand-over only (no reading)": (lambda: probe().load(), all_cols),
+        "kafkawire uncomp. 2 columns": (lambda: kw2("uncompressed"), two_cols),
+        "kafkawire lz4 2 columns": (lambda: kw2("lz4"), two_cols),
+        two_cols: (lambda: spark.read.parquet(str(parquet)).select(*PRUNED_NAMES), two_cols),
+        "hand-over only, 2 columns": (lambda: probe().schema(PRUNED_DDL).load(), two_cols),
     }
+    from kafkawire import _native
     print(f"\nSpark local[{args.cores}], {rows:,} rows, all {len(spark.read.parquet(str(parquet)).columns)} "
-          f"columns materialised (noop sink); kafkawire plans {tasks} input partitions per log; "
-          f"median of {args.runs} runs\n")
+          f"columns materialised (noop sink), or the two of a schema '{PRUNED_DDL}' (Parquet: "
+          f".select); kafkawire plans {tasks} input partitions per log, record path "
+          f"{_native.status()}; median of {args.runs} runs\n")
     results, cpu = {}, {}
-    for name, make in readers.items():
+    for name, (make, _) in readers.items():
         walls, cpus = timed_reads(make, args.runs)
         results[name], cpu[name] = statistics.median(walls), statistics.median(cpus)
-    base_wall = rows / results["Spark Parquet (same rows)"]
-    base_cpu = rows / cpu["Spark Parquet (same rows)"]
     print(f"{'reader':28} {'wall s':>7} {'rows/s':>11} {'CPU s':>7} {'rows/CPU-s':>11} "
-          f"{'vs Parquet (wall, CPU)':>23}")
-    for name in readers:
+          f"{'vs Parquet, same columns (wall, CPU)':>37} {'CPU vs all-column Parquet':>26}")
+    for name, (_, base) in readers.items():
         wall_rate, cpu_rate = rows / results[name], rows / cpu[name]
         print(f"{name:28} {results[name]:7.2f} {wall_rate:11,.0f} {cpu[name]:7.2f} {cpu_rate:11,.0f} "
-              f"{wall_rate / base_wall:11.3f} {cpu_rate / base_cpu:11.3f}")
+              f"{wall_rate * results[base] / rows:18.3f} {cpu_rate * cpu[base] / rows:18.3f} "
+              f"{cpu_rate * cpu[all_cols] / rows:26.3f}")
     print("rows/CPU-s is the per-core rate: rows per second of CPU used by the JVM and its Python "
           "workers together (robust to other load on the machine, which the wall times are not)")
     spark.stop()
+    breakdown(logs, cpu, rows)
+    planned_share(logs["uncompressed"], rows)
+    return 0
 
+
+def breakdown(logs: dict, cpu: dict, rows: int) -> None:
     handover = cpu["hand-over only (no reading)"] / rows
-    print(f"\nwhere kafkawire's CPU time goes, per row: the Python read path taken apart in this "
-          f"process (first {SAMPLE_BYTES >> 20} MiB of each log), Spark's own cost from the hand-over "
+    print(f"\nwhere kafkawire's CPU time goes, per row: the read path taken apart in this process "
+          f"(first {SAMPLE_BYTES >> 20} MiB of each log, one core), Spark's own cost from the hand-over "
           f"probe, against the CPU the Spark read used per row")
     for name, path in logs.items():
         parts = stages(path)
-        total = parts["+ Arrow columns"]
         spark_per_row = cpu[f"kafkawire {name}"] / rows
-        print(f"  {name}:")
+        print(f"  {name}: the pure path's stages")
         previous = 0.0
         for stage, cumulative in parts.items():
             step = cumulative - previous
             previous = cumulative
-            print(f"    {stage:22} {step * 1e6:6.2f} us/row  {step / spark_per_row:6.1%}")
-        print(f"    {'Python read path':22} {total * 1e6:6.2f} us/row  = {1 / total:,.0f} rows/s on one core")
-        print(f"    {'Spark hand-over':22} {handover * 1e6:6.2f} us/row  {handover / spark_per_row:6.1%} "
-              f"(the no-reading probe: Arrow to the JVM, rows, tasks, noop sink)")
-        rest = spark_per_row - total - handover
-        print(f"    {'residual':22} {rest * 1e6:6.2f} us/row  {rest / spark_per_row:6.1%} "
+            print(f"    {stage:22} {step * 1e6:6.2f} us/row")
+        paths = read_paths(path)
+        print(f"  {name}: the whole read path (read_task), as Spark's tasks run it")
+        for label, per_row in paths.items():
+            print(f"    {label:28} {per_row * 1e6:6.2f} us/row  = {1 / per_row:,.0f} rows/s on one core")
+        used = paths.get("native, all columns", paths["pure, all columns"])   # what the workers ran
+        print(f"    {'Spark hand-over':28} {handover * 1e6:6.2f} us/row  {handover / spark_per_row:6.1%} "
+              f"of the Spark read's CPU (the no-reading probe: Arrow to the JVM, rows, tasks, noop sink)")
+        rest = spark_per_row - used - handover
+        print(f"    {'residual':28} {rest * 1e6:6.2f} us/row  {rest / spark_per_row:6.1%} "
               f"(planning, index lookups, the worker's own GC and caches; +/- measurement)")
-    return 0
 
 
 if __name__ == "__main__":

@@ -26,7 +26,8 @@ PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
 OPTIONAL_MODULES = ("dpkt", "scramp", "cryptography", "kafka", "uvloop", "pyspark", "pyarrow")
 # The modules that need an optional package to be imported at all (the Spark data source).
 NEED_AN_EXTRA_TO_IMPORT = {"kafkawire.spark.columns", "kafkawire.spark.reader", "kafkawire.spark.rows",
-                           "kafkawire.spark.source", "kafkawire.spark.record_columns"}
+                           "kafkawire.spark.source", "kafkawire.spark.record_columns",
+                           "kafkawire.spark.run_columns"}
 
 
 def _name(requirement: str) -> str:

@@ -1,10 +1,14 @@
 /* Records straight into Arrow buffers (issue 26): Columns, the native half of
  * kafkawire/spark/record_columns.py.
  *
- * Columns(fix_key) accumulates the records of many batches; add(data, start, end, count,
- * base_offset, base_timestamp, log_append_time) appends one batch's records (parsed by the
- * shared parser, so bad bytes give the pure loop's error: None or (reason, position) is
- * returned, the records before the error stay) and finish() returns the buffers: int64
+ * Columns(fix_key[, want_key, want_value, want_headers, saturate]) accumulates the records of
+ * many batches (a column not wanted stays empty: a pruned read copies no bytes for it; with
+ * saturate, a timestamp past int64 is kept as INT64_MAX or INT64_MIN for the caller to
+ * report, instead of an OverflowError); add(data,
+ * start, end, count, base_offset, base_timestamp, log_append_time) appends one batch's records
+ * (parsed by the shared parser, so bad bytes give the pure loop's error: None or (reason,
+ * position) is returned, and none of that batch's records stay) and finish() returns the
+ * buffers: int64
  * offsets and timestamps (ms), key/value binary columns (validity bits, int32 offsets,
  * data), and the headers as Spark's list<struct<key: string, value: binary>> (null when a
  * record has none). Header keys that are not valid UTF-8 go through fix_key(bytes) -> str
@@ -133,7 +137,65 @@ typedef struct {
     Py_ssize_t list_nulls;
     const uint8_t *last_key;           /* the last header key checked as UTF-8 */
     Py_ssize_t last_key_len;
+    int want_key, want_value, want_headers;  /* columns a pruned read leaves out stay empty */
+    int saturate;  /* a timestamp past int64 is stored as its nearest end, not an OverflowError */
 } Columns;
+
+/* How far every buffer of a Columns reached: add() puts it back when a batch fails, so that
+ * a batch goes in whole or not at all (as a list of its Record objects would). */
+typedef struct {
+    Py_ssize_t len[16], count[10];
+} Mark;
+
+static void mark_bufs(Columns *c, Buf **out) {
+    BinCol *cols[] = {&c->key, &c->value, &c->hkey, &c->hvalue};
+    int k = 0;
+    for (int i = 0; i < 4; i++) {
+        out[k++] = &cols[i]->validity;
+        out[k++] = &cols[i]->offsets;
+        out[k++] = &cols[i]->data;
+    }
+    out[k++] = &c->offsets;
+    out[k++] = &c->timestamps;
+    out[k++] = &c->list_offsets;
+    out[k++] = &c->list_validity;
+}
+
+static void mark_take(Columns *c, Mark *m) {
+    Buf *bufs[16];
+    mark_bufs(c, bufs);
+    for (int i = 0; i < 16; i++)
+        m->len[i] = bufs[i]->len;
+    BinCol *cols[] = {&c->key, &c->value, &c->hkey, &c->hvalue};
+    for (int i = 0; i < 4; i++) {
+        m->count[2 * i] = cols[i]->n;
+        m->count[2 * i + 1] = cols[i]->nulls;
+    }
+    m->count[8] = c->n;
+    m->count[9] = c->list_nulls;
+}
+
+/* Bits past n cleared: a later record's bit_put only sets bits, so a stale one would stay. */
+static void bits_cut(Buf *bits, Py_ssize_t n) {
+    if (n % 8 && bits->len > n / 8)
+        bits->p[n / 8] &= (char)((1 << (n % 8)) - 1);
+}
+
+static void mark_restore(Columns *c, const Mark *m) {
+    Buf *bufs[16];
+    mark_bufs(c, bufs);
+    for (int i = 0; i < 16; i++)
+        bufs[i]->len = m->len[i];
+    BinCol *cols[] = {&c->key, &c->value, &c->hkey, &c->hvalue};
+    for (int i = 0; i < 4; i++) {
+        cols[i]->n = m->count[2 * i];
+        cols[i]->nulls = m->count[2 * i + 1];
+        bits_cut(&cols[i]->validity, cols[i]->n);
+    }
+    c->n = m->count[8];
+    c->list_nulls = m->count[9];
+    bits_cut(&c->list_validity, c->n);
+}
 
 static void bin_free(BinCol *c) {
     PyMem_RawFree(c->validity.p);
@@ -156,11 +218,16 @@ static void columns_dealloc(Columns *self) {
 
 static PyObject *columns_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     PyObject *fix_key;
-    if (!PyArg_ParseTuple(args, "O:Columns", &fix_key))
+    int want_key = 1, want_value = 1, want_headers = 1, saturate = 0;
+    if (!PyArg_ParseTuple(args, "O|pppp:Columns", &fix_key, &want_key, &want_value, &want_headers, &saturate))
         return NULL;
     Columns *self = (Columns *)type->tp_alloc(type, 0);
     if (self != NULL) {
         self->fix_key = Py_NewRef(fix_key);
+        self->want_key = want_key;
+        self->want_value = want_value;
+        self->want_headers = want_headers;
+        self->saturate = saturate;
         int32_t zero = 0;
         if (buf_put(&self->list_offsets, &zero, 4) < 0)
             Py_CLEAR(self);
@@ -205,9 +272,13 @@ static int put_header_key(Columns *self, const uint8_t *s, Py_ssize_t n) {
 
 static int put_record(Columns *self, const Parser *p, const ParsedRecord *rec, int64_t base_offset,
                       int64_t base_timestamp, const int64_t *log_append_time) {
-    int64_t offset, timestamp;
-    if (__builtin_add_overflow(base_offset, rec->off_delta, &offset)
-            || (log_append_time == NULL && __builtin_add_overflow(base_timestamp, rec->ts_delta, &timestamp))) {
+    int64_t offset, timestamp = 0;
+    int ts_overflow = log_append_time == NULL && __builtin_add_overflow(base_timestamp, rec->ts_delta, &timestamp);
+    if (ts_overflow && self->saturate) {
+        timestamp = rec->ts_delta > 0 ? INT64_MAX : INT64_MIN;
+        ts_overflow = 0;
+    }
+    if (__builtin_add_overflow(base_offset, rec->off_delta, &offset) || ts_overflow) {
         PyErr_SetString(PyExc_OverflowError, "a record's offset or timestamp passes int64 (hostile batch header)");
         return -1;
     }
@@ -215,9 +286,13 @@ static int put_record(Columns *self, const Parser *p, const ParsedRecord *rec, i
         timestamp = *log_append_time;
     const uint8_t *d = p->r.d;
     if (buf_put(&self->offsets, &offset, 8) < 0 || buf_put(&self->timestamps, &timestamp, 8) < 0
-            || bin_put(&self->key, d + rec->key.pos, rec->key.len, rec->key.present) < 0
-            || bin_put(&self->value, d + rec->value.pos, rec->value.len, rec->value.present) < 0)
+            || (self->want_key && bin_put(&self->key, d + rec->key.pos, rec->key.len, rec->key.present) < 0)
+            || (self->want_value && bin_put(&self->value, d + rec->value.pos, rec->value.len, rec->value.present) < 0))
         return -1;
+    if (!self->want_headers) {
+        self->n += 1;
+        return 0;
+    }
     for (Py_ssize_t h = 0; h < rec->n_headers; h++) {
         const HeaderSpans *hs = &p->headers[h];
         if (put_header_key(self, d + hs->key.pos, hs->key.len) < 0
@@ -256,9 +331,13 @@ static PyObject *columns_add(Columns *self, PyObject *const *args, Py_ssize_t na
     ColumnSink sink = {self, &a, a.log_append_time == NULL ? 0 : PyLong_AsLongLong(a.log_append_time)};
     PyObject *result = NULL;
     Py_ssize_t done;
+    Mark mark;
+    mark_take(self, &mark);
     if (!PyErr_Occurred() && kw_parse_batch(&a.parser, a.start, add_to_columns, &sink, &done) == 0)
         result = a.parser.r.reason == NULL ? Py_NewRef(Py_None)
                                            : Py_BuildValue("(On)", a.parser.r.reason, a.parser.r.err_pos);
+    if (result != Py_None)  /* bad bytes or a Python error: none of the batch's records stay */
+        mark_restore(self, &mark);
     self->last_key = NULL;  /* it pointed into this batch's buffer */
     kw_parser_free(&a.parser);
     Py_DECREF(a.view);
@@ -367,7 +446,8 @@ static PyObject *bin_tuple(BinCol *c) {
     return Py_BuildValue("(NNNn)", hand_over(&c->validity), hand_over(&c->offsets), hand_over(&c->data), c->nulls);
 }
 
-/* finish() -> the column buffers (each an OwnedBuffer, no copy); the Columns is empty after. */
+/* finish() -> the column buffers (each an OwnedBuffer, no copy); the Columns is empty after,
+ * and takes more records as a new one would. */
 static PyObject *columns_finish(Columns *self, PyObject *unused) {
     PyObject *result = Py_BuildValue("{s:n,s:N,s:N,s:N,s:N,s:N,s:N,s:(NNn)}", "n", self->n,
                                      "offset", hand_over(&self->offsets), "timestamp", hand_over(&self->timestamps),
@@ -375,7 +455,14 @@ static PyObject *columns_finish(Columns *self, PyObject *unused) {
                                      "header_key", bin_tuple(&self->hkey), "header_value", bin_tuple(&self->hvalue),
                                      "headers", hand_over(&self->list_validity), hand_over(&self->list_offsets),
                                      self->list_nulls);
-    self->n = 0;
+    /* Empty again, ready for more batches (the Spark reader takes a batch of rows at a time). */
+    BinCol *cols[] = {&self->key, &self->value, &self->hkey, &self->hvalue};
+    for (int i = 0; i < 4; i++)
+        cols[i]->n = cols[i]->nulls = 0;
+    self->n = self->list_nulls = 0;
+    int32_t zero = 0;
+    if (result != NULL && buf_put(&self->list_offsets, &zero, 4) < 0)
+        Py_CLEAR(result);
     return result;
 }
 

@@ -28,6 +28,7 @@ LZ4 frames) checks every length against the bytes left before slicing.
 from __future__ import annotations
 
 import struct
+import threading
 import zlib
 from typing import Any
 
@@ -271,6 +272,30 @@ def _lz4_frame_compress(data, level: int | None) -> bytes:
     return bytes(out)
 
 
+# The descriptor checksums seen (FLG and BD bytes, without a content size: at most 65536 keys):
+# every batch of a log has the same descriptor, and XXH32 in Python costs 2 us (measured).
+_LZ4_DESCRIPTOR_CHECK: dict[bytes, int] = {}
+# Each thread's block buffer, reused: a fresh 64 KiB bytearray is zeroed on every batch.
+_LZ4_SCRATCH = threading.local()
+
+
+def _lz4_descriptor_check(descriptor) -> int:
+    if len(descriptor) != 2:
+        return (xxh32(descriptor) >> 8) & 0xFF
+    key = bytes(descriptor)
+    check = _LZ4_DESCRIPTOR_CHECK.get(key)
+    if check is None:
+        check = _LZ4_DESCRIPTOR_CHECK[key] = (xxh32(key) >> 8) & 0xFF
+    return check
+
+
+def _lz4_scratch(size: int) -> bytearray:
+    scratch = getattr(_LZ4_SCRATCH, "buffer", None)
+    if scratch is None or len(scratch) < size:
+        scratch = _LZ4_SCRATCH.buffer = bytearray(size)
+    return scratch
+
+
 def _lz4_frame_decompress(data, max_size: int, *, check_header: bool) -> bytes:
     mv = memoryview(data)
     n = len(mv)
@@ -299,12 +324,12 @@ def _lz4_frame_decompress(data, max_size: int, *, check_header: bool) -> bytes:
         if struct.unpack_from("<Q", mv, pos)[0] > max_size:
             raise _too_big("LZ4", max_size)
         pos += 8
-    if check_header and mv[pos] != (xxh32(mv[4:pos]) >> 8) & 0xFF:
+    if check_header and mv[pos] != _lz4_descriptor_check(mv[4:pos]):
         raise CorruptRecordError("LZ4 frame descriptor checksum mismatch")
     pos += 1
 
     out = bytearray()
-    scratch = bytearray(block_max)
+    scratch = _lz4_scratch(block_max)
     while True:
         if n - pos < 4:
             raise CorruptRecordError("LZ4 stream ended prematurely")
@@ -324,18 +349,12 @@ def _lz4_frame_decompress(data, max_size: int, *, check_header: bool) -> bytes:
         if size > n - pos:
             raise CorruptRecordError("LZ4 stream ended prematurely")
         block = mv[pos:pos + size]
-        if raw:
-            chunk = block
-        else:
-            try:
-                # output_len is what says "no size prefix": without it cramjam reads the
-                # block's first 4 bytes as one when they fit the buffer, and decodes garbage.
-                produced = cramjam.lz4.decompress_block_into(block, scratch, output_len=block_max)
-            except _DecompressionError as e:
-                raise CorruptRecordError(f"LZ4 block is corrupt: {e}") from None
-            chunk = memoryview(scratch)[:produced]
+        chunk = _lz4_block(block, raw, scratch, block_max)
         if len(out) + len(chunk) > max_size:
             raise _too_big("LZ4", max_size)
+        if not out and not (block_checksum or content_checksum) and n - pos - size >= 4 \
+                and _U32_LE.unpack_from(mv, pos + size)[0] == 0:
+            return bytes(chunk)   # the one block, the EndMark next (a batch under 64 KiB): one copy
         out += chunk
         pos += size
         if block_checksum:
@@ -344,6 +363,19 @@ def _lz4_frame_decompress(data, max_size: int, *, check_header: bool) -> bytes:
             if _U32_LE.unpack_from(mv, pos)[0] != xxh32(block):
                 raise CorruptRecordError("LZ4 block checksum mismatch")
             pos += 4
+
+
+def _lz4_block(block, raw: int, scratch: bytearray, block_max: int):
+    """A block's bytes: itself when stored raw, else decompressed into ``scratch``."""
+    if raw:
+        return block
+    try:
+        # output_len is what says "no size prefix": without it cramjam reads the
+        # block's first 4 bytes as one when they fit the buffer, and decodes garbage.
+        produced = cramjam.lz4.decompress_block_into(block, scratch, output_len=block_max)
+    except _DecompressionError as e:
+        raise CorruptRecordError(f"LZ4 block is corrupt: {e}") from None
+    return memoryview(scratch)[:produced]
 
 
 # --- zstd -----------------------------------------------------------------------------

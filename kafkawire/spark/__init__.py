@@ -15,6 +15,17 @@ name on its own, through the ``pyspark_kafkawire`` module.
 Columns: ``columns.py``; options: ``options.py``; pushed-down filters: ``filters.py``;
 read_committed: ``transactions.py``. Spark's Python workers must be able to import
 kafkawire (set PYSPARK_PYTHON to this environment's python).
+
+A query that needs a few columns names them in a schema, and only those are built and
+handed to Spark (Spark tells a Python data source of no other column pruning; a
+``.select`` after ``load`` still makes every column cross into the JVM first):
+
+    spark.read.format("kafkawire").schema("value binary, timestamp timestamp").load(path)
+
+Where kafkawire's C extension is built (``kafkawire._native.status()``), each task decodes
+records straight into Arrow buffers; without it, or with ``KAFKAWIRE_PURE=1`` in the
+workers' environment, it reads them as Record objects (the same rows; the reading takes
+four to six times the CPU, see benchmarks/spark_read.py).
 """
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ import gc
 import os
 from dataclasses import dataclass
 
+from kafkawire import _native
 from kafkawire.records import CorruptRecordError
 
 from .columns import column_names
@@ -40,6 +41,7 @@ class ReadSettings:
     offset_in: frozenset | None = None
     timestamp_bounds: tuple = ()
     filters_pushed: bool = False   # offset/timestamp filters: a corruption row (null offset) fails them
+    native: bool | None = None     # the C extension's record columns (where it is built); False: pure
 
 
 def default_names(opts: ReadOptions) -> list[str]:
@@ -145,14 +147,17 @@ def _read_task(task: ReadTask, settings: ReadSettings):
     fail = settings.fail_on_corruption
     row_filter = RowFilter(task.offset_min, task.offset_end, settings.offset_in,
                            settings.timestamp_bounds)
+    native = _native.records is not None and settings.native is not False
     builder = RowsBuilder(settings.names, task.topic, task.partition,
                           decode_metadata=settings.decode_metadata and task.is_metadata_log,
-                          row_filter=row_filter)
+                          row_filter=row_filter, native=native)
     decode_metadata = MetadataDecoder() if builder.decode_metadata else None
+    record_objects = not native or decode_metadata is not None
     report_skips = "corruption" in settings.names and not settings.filters_pushed
     outcomes = None if settings.include_aborted else _outcomes(task)
     include_control = settings.include_control
     end = task.offset_end
+    filtering = row_filter.active
     scan = scan_batches(task.path, task.start, task.stop, task.limit, skip_corrupt=not fail,
                         resync_positions=_LazyPositions(task),
                         torn_tail_is_corrupt=task.complete_file)
@@ -167,14 +172,16 @@ def _read_task(task: ReadTask, settings: ReadSettings):
             continue
         if end is not None and batch.base_offset >= end:
             break
-        if not row_filter.batch_may_match(batch.base_offset, batch.last_offset,
-                                          getattr(batch, "max_timestamp", None)):
+        if filtering and not row_filter.batch_may_match(batch.base_offset, batch.last_offset,
+                                                        getattr(batch, "max_timestamp", None)):
             continue
         if outcomes is not None and batch.is_transactional and not batch.is_control \
                 and not outcomes.committed(batch.producer_id, batch.last_offset):
             continue
+        if native and builder.rows and builder.takes_natively(batch) != builder.native_rows:
+            yield from _flush(builder)   # a legacy message set next to v2 batches
         try:
-            records = list(batch)
+            records = list(batch) if record_objects else None
             metadata = None if decode_metadata is None else decode_metadata(batch, records)
             if metadata is not None and fail:
                 bad = next((m for m in metadata if isinstance(m, str)), None)

@@ -29,7 +29,7 @@ from kafkawire.records.layout import INT64_MAX, TIMESTAMP_TYPE_MASK
 
 from .columns import HEADERS_TYPE
 
-__all__ = ["records_to_arrow", "RECORD_COLUMNS"]
+__all__ = ["records_to_arrow", "RECORD_COLUMNS", "NativeColumns", "arrays_from_buffers"]
 
 RECORD_COLUMNS = pa.schema([("key", pa.binary()), ("value", pa.binary()), ("offset", pa.int64()),
                             ("timestamp", pa.int64()), ("headers", HEADERS_TYPE)])
@@ -101,19 +101,61 @@ def _binary_column(type_, n: int, column) -> pa.Array:
                                             pa.py_buffer(data)], null_count=nulls)
 
 
-def _table_from_buffers(b: dict) -> pa.Table:
-    n = b["n"]
+def _headers_column(b: dict) -> pa.Array:
     n_headers = memoryview(b["header_key"][1]).nbytes // 4 - 1  # from the int32 offsets
     pairs = pa.StructArray.from_arrays([_binary_column(pa.string(), n_headers, b["header_key"]),
                                         _binary_column(pa.binary(), n_headers, b["header_value"])],
                                        fields=_HEADER_FIELDS)
     validity, offsets, nulls = b["headers"]
-    headers = pa.Array.from_buffers(HEADERS_TYPE, n, [pa.py_buffer(validity) if nulls else None,
-                                                      pa.py_buffer(offsets)], null_count=nulls, children=[pairs])
-    return pa.Table.from_arrays([_binary_column(pa.binary(), n, b["key"]), _binary_column(pa.binary(), n, b["value"]),
-                                 pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(b["offset"])]),
-                                 pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(b["timestamp"])]),
-                                 headers], schema=RECORD_COLUMNS)
+    return pa.Array.from_buffers(HEADERS_TYPE, b["n"], [pa.py_buffer(validity) if nulls else None,
+                                                        pa.py_buffer(offsets)], null_count=nulls, children=[pairs])
+
+
+def arrays_from_buffers(b: dict, names=("key", "value", "offset", "timestamp", "headers")) -> dict:
+    """{column: Arrow array} of Columns.finish()'s buffers, for the ``names`` asked for (a
+    Columns made without a column has no buffer for it: leave it out of ``names``)."""
+    n = b["n"]
+    out = {}
+    for name in names:
+        if name in ("key", "value"):
+            out[name] = _binary_column(pa.binary(), n, b[name])
+        elif name == "headers":
+            out[name] = _headers_column(b)
+        else:
+            out[name] = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(b[name])])
+    return out
+
+
+def _table_from_buffers(b: dict) -> pa.Table:
+    arrays = arrays_from_buffers(b)
+    return pa.Table.from_arrays([arrays[name] for name in RECORD_COLUMNS.names], schema=RECORD_COLUMNS)
+
+
+class NativeColumns:
+    """The record columns of batches added one at a time, by the C extension (the Spark
+    reader's hot path): ``add(batch)`` decodes a v2 batch's records (decompressing them) or
+    raises the CorruptRecordError iterating it would, with none of its records kept;
+    ``take(names)`` hands over the arrays built so far. Columns left out of ``wanted`` are
+    never copied. A timestamp past int64 is kept as INT64_MAX or INT64_MIN (the Spark reader
+    reports every timestamp it cannot show as out of range)."""
+
+    def __init__(self, wanted=("key", "value", "headers")):
+        assert _native.records is not None
+        self._columns = _native.records.Columns(java_utf8, "key" in wanted, "value" in wanted,
+                                                "headers" in wanted, True)
+
+    def add(self, batch) -> int:
+        """Add the batch's records; returns how many."""
+        data, start, end, count, compressed = batch.records_range()
+        if count:
+            error = self._columns.add(data, start, end, count, batch.base_offset, batch.base_timestamp,
+                                      batch.max_timestamp if batch.attributes & TIMESTAMP_TYPE_MASK else None)
+            if error is not None:
+                raise batch.fail_at(compressed)(*error)
+        return count
+
+    def take(self, names) -> dict:
+        return arrays_from_buffers(self._columns.finish(), names)
 
 
 def _header_key(key: str) -> str:

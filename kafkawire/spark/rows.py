@@ -29,6 +29,8 @@ from kafkawire.records.control import (ControlRecordType, control_type_name, dec
 from kafkawire.records.kraft_control import value_json
 
 from .columns import HEADERS_TYPE, arrow_schema
+from .record_columns import NativeColumns
+from .run_columns import BatchRuns
 
 __all__ = ["RowsBuilder", "RowFilter", "MetadataDecoder"]
 
@@ -38,14 +40,10 @@ _KEY, _VALUE, _OFFSET, _TIMESTAMP, _HEADERS = map(attrgetter, ("key", "value", "
 _HEADER_STRUCT = HEADERS_TYPE.value_type
 _TS_TYPE = pa.timestamp("us", tz="UTC")
 _MAX_MS = (2 ** 63 - 1) // 1000   # the largest millisecond count whose microseconds fit a long
-
-# Arrow types of the columns every record of a batch shares.
-_RUN_COLUMNS = {
-    "leaderEpoch": pa.int32(), "baseOffset": pa.int64(), "producerId": pa.int64(),
-    "producerEpoch": pa.int16(), "baseSequence": pa.int32(), "isTransactional": pa.bool_(),
-    "isControl": pa.bool_(), "timestampType": pa.int32(),
-}
-_RUN_FIELDS = tuple(_RUN_COLUMNS)
+_INT64_MIN, _INT64_MAX = -2 ** 63, 2 ** 63 - 1
+# An offset delta is a varint of at most 5 bytes (35 bits): from a base offset inside these
+# bounds no record's offset can pass int64, so only a batch outside them is checked record by record.
+_SAFE_LOW, _SAFE_HIGH = _INT64_MIN + 2 ** 35, _INT64_MAX - 2 ** 35
 
 
 class RowFilter:
@@ -139,9 +137,11 @@ def _headers_array(headers: list) -> pa.Array:
                                     mask=empty)
 
 
-def _runs(run_ends: array, values: list, type_) -> pa.Array:
-    ree = pa.RunEndEncodedArray.from_arrays(pa.array(run_ends, pa.int32()), pa.array(values, type_))
-    return pc.run_end_decode(ree)
+def _check_offsets(batch, records) -> None:
+    """A hostile base offset can put a record's offset past int64 (which no column holds)."""
+    if any(not _INT64_MIN <= r.offset <= _INT64_MAX for r in records):
+        raise CorruptRecordError("a record's offset passes int64 (hostile batch header)", batch.position,
+                                 batch.file)
 
 
 def _control_types(batch, records) -> list:
@@ -196,7 +196,7 @@ class RowsBuilder:
     """Accumulates the records of one topic-partition; ``take()`` returns an Arrow batch."""
 
     def __init__(self, names, topic: str, partition: int, *, decode_metadata: bool = False,
-                 row_filter: RowFilter | None = None):
+                 row_filter: RowFilter | None = None, native: bool = False):
         self.names = list(names)
         self.schema = arrow_schema(self.names)
         self.topic = topic
@@ -204,39 +204,61 @@ class RowsBuilder:
         self.decode_metadata = decode_metadata and "recordType" in self.names
         self.row_filter = row_filter if row_filter is not None and row_filter.active else None
         self._want = set(self.names)
+        # The record-level columns: the C extension's buffers (native), or Record objects
+        # whose fields are pulled out per column at take() (the pure path, its oracle).
+        self._record_names = [n for n in ("key", "value", "headers") if n in self._want]
+        self._native = NativeColumns(self._record_names) if native else None
+        self._runs = BatchRuns(topic, partition)
         self._reset()
 
     def _reset(self):
-        self._records = []        # every record added, fields pulled out per column at take()
-        self._run_ends = array("i")
-        self._run_values = {name: [] for name in _RUN_FIELDS}
+        self._records = []        # the pure path's Record objects
+        self._runs.reset()
         self._control = []        # (row, type name) for control records
         self._meta = []           # (row, type, version, json), when decoding metadata
         self._meta_failed = []    # (row, reason): undecodable metadata values
         self.rows = 0
         self.bytes = 0
+        self.native_rows = False  # the rows are in the native columns (v2 batches read natively)
 
-    def add(self, batch, records: list, *, metadata=None, where: str = "") -> None:
-        """Add one batch's decoded records. ``metadata``: MetadataDecoder output, whose
-        error texts go to the corruption column (with ``where``, the batch's place)."""
-        n = len(records)
-        if not n:
-            return
-        control = _control_types(batch, records) if batch.is_control else None
+    def takes_natively(self, batch) -> bool:
+        """Whether ``add`` reads this batch natively: a v2 batch, with the C extension. A
+        take holds rows of one kind, so the reader takes the rows before the kind changes."""
+        return self._native is not None and batch.magic == 2
+
+    def add(self, batch, records: list | None, *, metadata=None, where: str = "") -> None:
+        """Add one batch's records: ``records`` are its decoded Record objects, which the
+        native builder needs only for a control batch (None: it decodes them when needed).
+        A batch goes in whole or raises (CorruptRecordError) with nothing added.
+        ``metadata``: MetadataDecoder output, whose error texts go to the corruption column
+        (with ``where``, the batch's place)."""
+        if not _SAFE_LOW <= batch.base_offset <= _SAFE_HIGH:
+            _check_offsets(batch, list(batch) if records is None else records)
+        native = self._native is not None and batch.magic == 2
+        if self.rows and native != self.native_rows:
+            raise AssertionError("take() the rows before adding a batch of the other kind")
+        if not native:
+            records = list(batch) if records is None else records   # a legacy message set
+            n = len(records)
+            if not n:
+                return
+            control = _control_types(batch, records) if batch.is_control else None
+            self._records += records
+        else:
+            control = None
+            if batch.is_control:   # the control types first: a bad key must leave nothing added
+                control = _control_types(batch, list(batch) if records is None else records)
+            n = self._native.add(batch)
+            if not n:
+                return
         first = self.rows
-        self._records += records
+        self.native_rows = native
         self.rows += n
-        self.bytes += batch.size_in_bytes
-        self._run_ends.append(self.rows)
-        rv = self._run_values
-        rv["leaderEpoch"].append(batch.partition_leader_epoch)
-        rv["baseOffset"].append(batch.base_offset)
-        rv["producerId"].append(batch.producer_id)
-        rv["producerEpoch"].append(batch.producer_epoch)
-        rv["baseSequence"].append(batch.base_sequence)
-        rv["isTransactional"].append(batch.is_transactional)
-        rv["isControl"].append(batch.is_control)
-        rv["timestampType"].append(batch.timestamp_type)
+        # Decompressed bytes for a compressed batch (cached by the decoding), so that one
+        # take's binary columns stay far under Arrow's 2 GiB (32 MiB plus one batch's cap).
+        self.bytes += len(batch.decompressed_records()) if batch.magic == 2 and batch.compression_type \
+            else batch.size_in_bytes
+        self._runs.add(batch, n)
         if control is not None:
             self._control += zip(range(first, first + n), control)
         if metadata is not None:
@@ -259,29 +281,14 @@ class RowsBuilder:
         if not self.rows:
             return None
         want = self._want
-        records = self._records
-        offsets = pa.array(list(map(_OFFSET, records)), pa.int64())
-        timestamps = list(map(_TIMESTAMP, records))
-        try:
-            ts_us = pc.multiply_checked(pa.array(timestamps, pa.int64()), 1000)
-        except pa.ArrowInvalid:
-            bad = next(r.offset for r in records if abs(r.timestamp) > _MAX_MS)
-            raise CorruptRecordError(f"timestamp out of range at offset {bad} of "
-                                     f"{self.topic}-{self.partition}") from None
-        columns = {"offset": offsets, "timestamp": ts_us.cast(_TS_TYPE)}
-        if "key" in want:
-            columns["key"] = _binary_array(list(map(_KEY, records)))
-        if "value" in want:
-            columns["value"] = _binary_array(list(map(_VALUE, records)))
-        if "headers" in want:
-            columns["headers"] = _headers_array(list(map(_HEADERS, records)))
-        if "topic" in want:
-            columns["topic"] = pa.repeat(pa.scalar(self.topic, pa.string()), self.rows)
-        if "partition" in want:
-            columns["partition"] = pa.repeat(pa.scalar(self.partition, pa.int32()), self.rows)
-        for name in _RUN_FIELDS:
-            if name in want:
-                columns[name] = _runs(self._run_ends, self._run_values[name], _RUN_COLUMNS[name])
+        if not self.native_rows:
+            columns = self._record_arrays()
+        else:
+            columns = self._native.take(["offset", "timestamp", *self._record_names])
+        offsets = columns["offset"]
+        ts_us = self._timestamps_us(offsets, columns["timestamp"])
+        columns["timestamp"] = ts_us.cast(_TS_TYPE)
+        columns.update(self._runs.columns(self.names, self.rows))
         if "controlType" in want:
             columns["controlType"] = self._sparse(self._control, 1, pa.string())
         if "recordType" in want:
@@ -297,6 +304,33 @@ class RowsBuilder:
             batch = batch.filter(self.row_filter.mask(offsets, ts_us))
         self._reset()
         return batch if batch.num_rows else None
+
+    def _record_arrays(self) -> dict:
+        """The record-level columns of the Record objects added (the pure path)."""
+        records = self._records
+        timestamps = list(map(_TIMESTAMP, records))
+        try:
+            timestamps = pa.array(timestamps, pa.int64())
+        except OverflowError:   # kept at int64's ends, as the native path keeps them: out of range
+            timestamps = pa.array([max(_INT64_MIN, min(t, _INT64_MAX)) for t in timestamps], pa.int64())
+        columns = {"offset": pa.array(list(map(_OFFSET, records)), pa.int64()), "timestamp": timestamps}
+        if "key" in self._want:
+            columns["key"] = _binary_array(list(map(_KEY, records)))
+        if "value" in self._want:
+            columns["value"] = _binary_array(list(map(_VALUE, records)))
+        if "headers" in self._want:
+            columns["headers"] = _headers_array(list(map(_HEADERS, records)))
+        return columns
+
+    def _timestamps_us(self, offsets: pa.Array, timestamps_ms: pa.Array) -> pa.Array:
+        """Spark's microseconds, or the error naming the first record whose timestamp has none."""
+        try:
+            return pc.multiply_checked(timestamps_ms, 1000)
+        except pa.ArrowInvalid:
+            bad = pc.or_(pc.greater(timestamps_ms, _MAX_MS), pc.less(timestamps_ms, -_MAX_MS))
+            at = pc.index(bad, True).as_py()
+            raise CorruptRecordError(f"timestamp out of range at offset {offsets[at].as_py()} of "
+                                     f"{self.topic}-{self.partition}") from None
 
     def skipped_row(self, skipped) -> pa.RecordBatch:
         """One row standing for a skipped corrupt region (failOnCorruption=false)."""
