@@ -1,0 +1,38 @@
+"""The native message decoder (issue 26): each generated module hands its field programs
+(``_NATIVE_PROGRAMS``, made by kafkawire/codegen/emit_native.py from the same schema as its
+Python decoders) to ``install``, which puts a C decoder in front of the Python one in the
+message's ``_DECODERS`` table, version by version.
+
+The C decoder builds the same objects as the Python decoder it stands for. On any bytes it
+cannot decode (truncated, bad length, bad UTF-8, ...) it gives up and calls that Python decoder,
+which raises exactly the error it always raised (class, message, field and byte offset):
+errors are worded in one place, the pure path, which stays the oracle. Message.decode and
+every other caller are unchanged. The decoder's ``pure`` attribute is the Python function,
+``native(data, pos)`` runs the C code alone (ValueError where it would fall back: for tests).
+
+With ``KAFKAWIRE_PURE=1``, or without the C extension, ``install`` leaves the tables alone.
+"""
+from __future__ import annotations
+
+from kafkawire import _native
+
+__all__ = ["install", "native_decoders_enabled"]
+
+_module = _native.records if _native.records is not None and hasattr(_native.records, "MessagePrograms") else None
+
+
+def native_decoders_enabled() -> bool:
+    """Whether generated messages decode through the C extension (False: the pure path)."""
+    return _module is not None
+
+
+def install(message_cls, programs: dict, namespace: dict) -> None:
+    """Put a native decoder in front of each of ``message_cls``'s decoding functions that has a
+    program; the functions of ``namespace`` (the generated module) are its fallback."""
+    if _module is None:
+        return
+    compiled = _module.MessagePrograms(programs, namespace)
+    decoders = message_cls._DECODERS
+    for version, pure in list(decoders.items()):
+        if pure.__name__ in programs:
+            decoders[version] = compiled.decoder(pure.__name__, pure)
