@@ -15,10 +15,12 @@ enum {
 #define K_LAST_FIXED K_UUID
 
 /* Field flags: the same values as NATIVE_FLAGS in kafkawire/codegen/emit_native.py. */
-enum { F_COMPACT = 1, F_NULLABLE = 2, F_VIEW = 4, F_VARINT_MARKER = 8 };
+enum { F_COMPACT = 1, F_NULLABLE = 2, F_VIEW = 4, F_VARINT_MARKER = 8, F_IGNORABLE = 16 };
+/* Set by the compiler on the default op of a field that is a tagged field of the version. */
+#define F_TAGGED_DEFAULT 64
 
 /* How an absent field's default is made. */
-enum { D_CONST, D_LIST, D_CALL };
+enum { D_CONST, D_LIST, D_CALL, D_LAZY };
 
 typedef struct Program Program;
 
@@ -32,6 +34,7 @@ typedef struct {
 typedef struct {
     int64_t tag;
     FieldOp op;
+    const FieldOp *dflt;   /* the field's default op, in the program's fields */
 } TagOp;
 
 struct Program {
@@ -55,6 +58,12 @@ int kw_uuid_init(void);
  * bytes cannot be decoded (an exception may or may not be set: the caller clears it and lets
  * the pure decoder word the error). */
 PyObject *kw_run_program(const Program *p, PyObject *data, Py_ssize_t pos);
+
+/* The bytes program p makes of obj (an instance of p->cls), exactly as the generated encoder
+ * writes them; NULL (an exception may be set) for anything the C code does not take on: the
+ * caller clears it and lets the pure encoder encode or word the error. */
+PyObject *kw_encode_program(const Program *p, PyObject *obj);
+int kw_encode_messages_init(void);
 
 int kw_messages_init(PyObject *module);
 

@@ -7,7 +7,9 @@
  * decoder(data, pos) it returns (message, end) like the generated function `pure`, which it
  * calls instead for anything but (bytes, int) arguments and for bytes the C code cannot decode,
  * so that errors are the pure path's own. decoder.native(data, pos) runs the C code alone
- * (ValueError where the decoder would fall back): the differential tests use it. */
+ * (ValueError where the decoder would fall back): the differential tests use it.
+ * Its encoder(name) returns a MessageEncoder: encoder(message) -> the bytes the generated
+ * encoder would write, or None where the pure encoder must run (message_encode.c). */
 #include "message.h"
 
 #include <structmember.h>
@@ -34,7 +36,15 @@ typedef struct {
     PyObject *pure, *name;
 } DecoderObject;
 
-static PyTypeObject ProgramsType, DecoderType;
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *owner;
+    const Program *program;
+    PyObject *name;
+} EncoderObject;
+
+static PyTypeObject ProgramsType, DecoderType, EncoderType;
 
 /* ---- compiling ---- */
 
@@ -84,8 +94,8 @@ static int compile_default(ProgramsObject *self, FieldOp *op, PyObject *mode_obj
     if (strcmp(mode, "list") == 0) {
         op->dmode = D_LIST;
         value = Py_None;
-    } else if (strcmp(mode, "global") == 0 || strcmp(mode, "call") == 0) {
-        op->dmode = mode[0] == 'c' ? D_CALL : D_CONST;
+    } else if (strcmp(mode, "global") == 0 || strcmp(mode, "call") == 0 || strcmp(mode, "lazy") == 0) {
+        op->dmode = mode[0] == 'c' ? D_CALL : mode[0] == 'l' ? D_LAZY : D_CONST;
         if ((value = lookup(self, value)) == NULL)
             return -1;
     } else if (strcmp(mode, "const") != 0) {
@@ -157,6 +167,16 @@ static int compile_tags(ProgramsObject *self, Program *p, PyObject *tags) {
         if ((p->tags[i].tag == -1 && PyErr_Occurred())
             || compile_field(self, p->cls, PyTuple_GET_ITEM(pair, 1), &p->tags[i].op) < 0)
             return -1;
+        for (Py_ssize_t f = 0; f < p->n_fields; f++) {
+            if (p->fields[f].kind == K_DEFAULT && p->fields[f].offset == p->tags[i].op.offset) {
+                p->fields[f].flags |= F_TAGGED_DEFAULT;
+                p->tags[i].dflt = &p->fields[f];
+            }
+        }
+        if (p->tags[i].dflt == NULL) {
+            PyErr_Format(PyExc_ValueError, "tagged field %R has no default", pair);
+            return -1;
+        }
     }
     return 0;
 }
@@ -327,9 +347,54 @@ static PyObject *decoder_repr(DecoderObject *self) {
     return PyUnicode_FromFormat("<native decoder %U>", self->name);
 }
 
+static PyObject *encoder_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    EncoderObject *self = (EncoderObject *)callable;
+    if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL) {
+        PyErr_SetString(PyExc_TypeError, "a native encoder takes one message");
+        return NULL;
+    }
+    PyObject *result = kw_encode_program(self->program, args[0]);
+    if (result == NULL) {
+        PyErr_Clear();   /* the pure encoder writes it, or words the error */
+        Py_RETURN_NONE;
+    }
+    return result;
+}
+
+static PyObject *programs_encoder(ProgramsObject *self, PyObject *args) {
+    PyObject *name;
+    if (!PyArg_ParseTuple(args, "U:encoder", &name))
+        return NULL;
+    const Program *program = compile_named(self, name);
+    if (program == NULL)
+        return NULL;
+    EncoderObject *e = PyObject_New(EncoderObject, &EncoderType);
+    if (e == NULL)
+        return NULL;
+    e->vectorcall = encoder_vectorcall;
+    e->program = program;
+    Py_INCREF(self);
+    Py_INCREF(name);
+    e->owner = (PyObject *)self;
+    e->name = name;
+    return (PyObject *)e;
+}
+
+static void encoder_dealloc(EncoderObject *self) {
+    Py_XDECREF(self->owner);
+    Py_XDECREF(self->name);
+    PyObject_Free(self);
+}
+
+static PyObject *encoder_repr(EncoderObject *self) {
+    return PyUnicode_FromFormat("<native encoder %U>", self->name);
+}
+
 static PyMethodDef programs_methods[] = {
     {"decoder", (PyCFunction)programs_decoder, METH_VARARGS,
      "decoder(name, pure) -> the MessageDecoder of the named program, falling back to pure"},
+    {"encoder", (PyCFunction)programs_encoder, METH_VARARGS,
+     "encoder(name) -> the MessageEncoder of the named program: bytes, or None for the pure encoder"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -370,8 +435,21 @@ static PyTypeObject DecoderType = {
     .tp_members = decoder_members,
 };
 
+static PyTypeObject EncoderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafkawire._native_records.MessageEncoder",
+    .tp_basicsize = sizeof(EncoderObject),
+    .tp_dealloc = (destructor)encoder_dealloc,
+    .tp_vectorcall_offset = offsetof(EncoderObject, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_repr = (reprfunc)encoder_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "encoder(message) -> bytes, or None where the generated encoder must run.",
+};
+
 int kw_messages_init(PyObject *module) {
-    if (kw_uuid_init() < 0 || PyType_Ready(&ProgramsType) < 0 || PyType_Ready(&DecoderType) < 0)
+    if (kw_uuid_init() < 0 || kw_encode_messages_init() < 0 || PyType_Ready(&ProgramsType) < 0
+        || PyType_Ready(&DecoderType) < 0 || PyType_Ready(&EncoderType) < 0)
         return -1;
     Py_INCREF(&ProgramsType);
     if (PyModule_AddObject(module, "MessagePrograms", (PyObject *)&ProgramsType) < 0) {

@@ -1,6 +1,6 @@
 """The field programs of a generated message module: one compact tuple per decoding function,
 which the native decoder (kafkawire/_native_src/message_decode.c) walks instead of running the
-Python function (issue 26). They come from the same model and the same choices as the Python
+Python function, and the native encoder too (issue 26). They come from the same model and the same choices as the Python
 decoders (emit_decode), so the schema has one source of truth; the pure decoders stay the oracle.
 
 A program is ``(struct class name, fields, tagged)``:
@@ -9,9 +9,14 @@ A program is ``(struct class name, fields, tagged)``:
   defaults), each ``(slot, kind, flags, element, program)``, trailing Nones left out. ``kind`` is
   a primitive, ``'struct'``, ``'array'`` or ``'default'``; ``flags`` is a sum of
   ``NATIVE_FLAGS``; an array names its element kind; a struct (or an array of structs) names the
-  program of its decoding function. A default is ``(slot, 'default', 0, mode, value)``: mode
-  ``'const'`` (a literal), ``'global'`` (a module constant), ``'list'`` (a new empty list) or
-  ``'call'`` (a module factory, called for each message).
+  program of its decoding function. A default is ``(slot, 'default', flags, mode, value)``:
+  mode ``'const'`` (a literal), ``'global'`` (a module constant), ``'lazy'`` (``_MISSING``: a
+  tagged struct made on first read), ``'list'`` (a new empty list) or ``'call'`` (a module
+  factory, called for each message); flags has ``ignorable`` for a field an encoder may drop.
+
+The native encoder (message_encode.c) walks the same programs: wire fields in order, absent
+fields checked against their defaults as the generated encoders check them, tagged fields
+written when they differ from theirs.
 * ``tagged``: None when the version is not flexible, else the known tagged fields as
   ``(tag, field)`` (empty: every tag is kept as an unknown (tag, bytes) pair).
 
@@ -22,7 +27,7 @@ from .emit_support import Writer, lazy_default, slot_name
 from .model import FieldSpec, StructSpec
 
 # One bit each; the C side reads the same values (message_decode.c, F_*).
-NATIVE_FLAGS = {"compact": 1, "nullable": 2, "view": 4, "varint_marker": 8}
+NATIVE_FLAGS = {"compact": 1, "nullable": 2, "view": 4, "varint_marker": 8, "ignorable": 16}
 
 
 class NativeProgramEmitter:
@@ -84,13 +89,16 @@ class NativeProgramEmitter:
     def _native_default(self, f: FieldSpec) -> str:
         """The default a decoder stores for an absent field, as decode_default_expr writes it."""
         expr = self.decode_default_expr(f)
-        if lazy_default(f) or expr.startswith("_") and not expr.endswith("()"):
-            mode, value = "global", repr(expr)       # _MISSING, _ZERO_UUID, _UUID_n
+        if lazy_default(f):
+            mode, value = "lazy", repr(expr)          # _MISSING
+        elif expr.startswith("_") and not expr.endswith("()"):
+            mode, value = "global", repr(expr)       # _ZERO_UUID, _UUID_n
         elif expr.endswith("()"):
             mode, value = "call", repr(expr[:-2])     # _fresh_Struct()
         elif expr == "[]":
             mode, value = "list", "None"
         else:
             mode, value = "const", expr               # a literal: int, float, str, bool or None
-        return f"({slot_name(f)!r}, 'default', 0, {mode!r}, {value})"
+        flags = NATIVE_FLAGS["ignorable"] if f.ignorable else 0
+        return f"({slot_name(f)!r}, 'default', {flags}, {mode!r}, {value})"
 

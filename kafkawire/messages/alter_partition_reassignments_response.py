@@ -325,7 +325,7 @@ _LINE_FIELDS = {
 _NATIVE_PROGRAMS = {
     '_decode_ReassignablePartitionResponse_v0': ('ReassignablePartitionResponse', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),
     '_decode_ReassignableTopicResponse_v0': ('ReassignableTopicResponse', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_ReassignablePartitionResponse_v0'), ), ()),
-    '_decode_AlterPartitionReassignmentsResponse_v0': ('AlterPartitionReassignmentsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('responses', 'array', 1, 'struct', '_decode_ReassignableTopicResponse_v0'), ('allow_replication_factor_change', 'default', 0, 'const', True), ), ()),
+    '_decode_AlterPartitionReassignmentsResponse_v0': ('AlterPartitionReassignmentsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('responses', 'array', 1, 'struct', '_decode_ReassignableTopicResponse_v0'), ('allow_replication_factor_change', 'default', 16, 'const', True), ), ()),
     '_decode_AlterPartitionReassignmentsResponse_v1': ('AlterPartitionReassignmentsResponse', (('throttle_time_ms', 'int32', 0), ('allow_replication_factor_change', 'bool', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('responses', 'array', 1, 'struct', '_decode_ReassignableTopicResponse_v0'), ), ()),
 }
 _native_codec.install(AlterPartitionReassignmentsResponse, _NATIVE_PROGRAMS, globals())

@@ -160,8 +160,8 @@ _LINE_FIELDS = {
 # The field programs of the decoding functions above, walked by the native decoder
 # (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
-    '_decode_ApiVersionsRequest_v0': ('ApiVersionsRequest', (('client_software_name', 'default', 0, 'const', ''), ('client_software_version', 'default', 0, 'const', ''), ('cluster_id', 'default', 0, 'const', None), ('node_id', 'default', 0, 'const', -1), ), None),
-    '_decode_ApiVersionsRequest_v3': ('ApiVersionsRequest', (('client_software_name', 'string', 1), ('client_software_version', 'string', 1), ('cluster_id', 'default', 0, 'const', None), ('node_id', 'default', 0, 'const', -1), ), ()),
+    '_decode_ApiVersionsRequest_v0': ('ApiVersionsRequest', (('client_software_name', 'default', 16, 'const', ''), ('client_software_version', 'default', 16, 'const', ''), ('cluster_id', 'default', 16, 'const', None), ('node_id', 'default', 16, 'const', -1), ), None),
+    '_decode_ApiVersionsRequest_v3': ('ApiVersionsRequest', (('client_software_name', 'string', 1), ('client_software_version', 'string', 1), ('cluster_id', 'default', 16, 'const', None), ('node_id', 'default', 16, 'const', -1), ), ()),
     '_decode_ApiVersionsRequest_v5': ('ApiVersionsRequest', (('client_software_name', 'string', 1), ('client_software_version', 'string', 1), ('cluster_id', 'string', 3), ('node_id', 'int32', 0), ), ()),
 }
 _native_codec.install(ApiVersionsRequest, _NATIVE_PROGRAMS, globals())

@@ -453,12 +453,12 @@ _LINE_FIELDS = {
 # The field programs of the decoding functions above, walked by the native decoder
 # (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
-    '_decode_PartitionData_v0': ('PartitionData', (('partition_index', 'int32', 0), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ('voter_directory_id', 'default', 0, 'global', '_ZERO_UUID'), ), None),
+    '_decode_PartitionData_v0': ('PartitionData', (('partition_index', 'int32', 0), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ('voter_directory_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
     '_decode_PartitionData_v1': ('PartitionData', (('partition_index', 'int32', 0), ('voter_directory_id', 'uuid', 0), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ), ()),
     '_decode_TopicData_v0': ('TopicData', (('topic_name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_PartitionData_v0'), ), None),
     '_decode_TopicData_v1': ('TopicData', (('topic_name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v1'), ), ()),
     '_decode_LeaderEndpoint_v1': ('LeaderEndpoint', (('name', 'string', 1), ('host', 'string', 1), ('port', 'uint16', 0), ), ()),
-    '_decode_BeginQuorumEpochRequest_v0': ('BeginQuorumEpochRequest', (('cluster_id', 'string', 2), ('topics', 'array', 0, 'struct', '_decode_TopicData_v0'), ('voter_id', 'default', 0, 'const', -1), ('leader_endpoints', 'default', 0, 'list', None), ), None),
+    '_decode_BeginQuorumEpochRequest_v0': ('BeginQuorumEpochRequest', (('cluster_id', 'string', 2), ('topics', 'array', 0, 'struct', '_decode_TopicData_v0'), ('voter_id', 'default', 16, 'const', -1), ('leader_endpoints', 'default', 16, 'list', None), ), None),
     '_decode_BeginQuorumEpochRequest_v1': ('BeginQuorumEpochRequest', (('cluster_id', 'string', 3), ('voter_id', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_TopicData_v1'), ('leader_endpoints', 'array', 1, 'struct', '_decode_LeaderEndpoint_v1'), ), ()),
 }
 _native_codec.install(BeginQuorumEpochRequest, _NATIVE_PROGRAMS, globals())

@@ -128,7 +128,7 @@ _LINE_FIELDS = {
 # The field programs of the decoding functions above, walked by the native decoder
 # (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
-    '_decode_ControlledShutdownRequest_v0': ('ControlledShutdownRequest', (('broker_id', 'int32', 0), ('broker_epoch', 'default', 0, 'const', -1), ), None),
+    '_decode_ControlledShutdownRequest_v0': ('ControlledShutdownRequest', (('broker_id', 'int32', 0), ('broker_epoch', 'default', 16, 'const', -1), ), None),
     '_decode_ControlledShutdownRequest_v2': ('ControlledShutdownRequest', (('broker_id', 'int32', 0), ('broker_epoch', 'int64', 0), ), None),
     '_decode_ControlledShutdownRequest_v3': ('ControlledShutdownRequest', (('broker_id', 'int32', 0), ('broker_epoch', 'int64', 0), ), ()),
 }

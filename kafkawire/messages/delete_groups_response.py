@@ -340,8 +340,8 @@ _LINE_FIELDS = {
 # The field programs of the decoding functions above, walked by the native decoder
 # (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
-    '_decode_DeletableGroupResult_v0': ('DeletableGroupResult', (('group_id', 'string', 0), ('error_code', 'int16', 0), ('error_message', 'default', 0, 'const', None), ), None),
-    '_decode_DeletableGroupResult_v2': ('DeletableGroupResult', (('group_id', 'string', 1), ('error_code', 'int16', 0), ('error_message', 'default', 0, 'const', None), ), ()),
+    '_decode_DeletableGroupResult_v0': ('DeletableGroupResult', (('group_id', 'string', 0), ('error_code', 'int16', 0), ('error_message', 'default', 16, 'const', None), ), None),
+    '_decode_DeletableGroupResult_v2': ('DeletableGroupResult', (('group_id', 'string', 1), ('error_code', 'int16', 0), ('error_message', 'default', 16, 'const', None), ), ()),
     '_decode_DeletableGroupResult_v3': ('DeletableGroupResult', (('group_id', 'string', 1), ('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),
     '_decode_DeleteGroupsResponse_v0': ('DeleteGroupsResponse', (('throttle_time_ms', 'int32', 0), ('results', 'array', 0, 'struct', '_decode_DeletableGroupResult_v0'), ), None),
     '_decode_DeleteGroupsResponse_v2': ('DeleteGroupsResponse', (('throttle_time_ms', 'int32', 0), ('results', 'array', 1, 'struct', '_decode_DeletableGroupResult_v2'), ), ()),

@@ -373,6 +373,6 @@ _NATIVE_PROGRAMS = {
     '_decode_DeleteTopicState_v6': ('DeleteTopicState', (('name', 'string', 3), ('topic_id', 'uuid', 0), ), ()),
     '_decode_DeleteTopicsRequest_v0': ('DeleteTopicsRequest', (('topic_names', 'array', 0, 'string'), ('timeout_ms', 'int32', 0), ('topics', 'default', 0, 'list', None), ), None),
     '_decode_DeleteTopicsRequest_v4': ('DeleteTopicsRequest', (('topic_names', 'array', 1, 'string'), ('timeout_ms', 'int32', 0), ('topics', 'default', 0, 'list', None), ), ()),
-    '_decode_DeleteTopicsRequest_v6': ('DeleteTopicsRequest', (('topics', 'array', 1, 'struct', '_decode_DeleteTopicState_v6'), ('timeout_ms', 'int32', 0), ('topic_names', 'default', 0, 'list', None), ), ()),
+    '_decode_DeleteTopicsRequest_v6': ('DeleteTopicsRequest', (('topics', 'array', 1, 'struct', '_decode_DeleteTopicState_v6'), ('timeout_ms', 'int32', 0), ('topic_names', 'default', 16, 'list', None), ), ()),
 }
 _native_codec.install(DeleteTopicsRequest, _NATIVE_PROGRAMS, globals())

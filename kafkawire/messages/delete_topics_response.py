@@ -500,11 +500,11 @@ _LINE_FIELDS = {
 # The field programs of the decoding functions above, walked by the native decoder
 # (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
-    '_decode_DeletableTopicResult_v0': ('DeletableTopicResult', (('name', 'string', 0), ('error_code', 'int16', 0), ('topic_id', 'default', 0, 'global', '_ZERO_UUID'), ('error_message', 'default', 0, 'const', None), ), None),
-    '_decode_DeletableTopicResult_v4': ('DeletableTopicResult', (('name', 'string', 1), ('error_code', 'int16', 0), ('topic_id', 'default', 0, 'global', '_ZERO_UUID'), ('error_message', 'default', 0, 'const', None), ), ()),
-    '_decode_DeletableTopicResult_v5': ('DeletableTopicResult', (('name', 'string', 1), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('topic_id', 'default', 0, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_DeletableTopicResult_v0': ('DeletableTopicResult', (('name', 'string', 0), ('error_code', 'int16', 0), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ('error_message', 'default', 16, 'const', None), ), None),
+    '_decode_DeletableTopicResult_v4': ('DeletableTopicResult', (('name', 'string', 1), ('error_code', 'int16', 0), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ('error_message', 'default', 16, 'const', None), ), ()),
+    '_decode_DeletableTopicResult_v5': ('DeletableTopicResult', (('name', 'string', 1), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), ()),
     '_decode_DeletableTopicResult_v6': ('DeletableTopicResult', (('name', 'string', 3), ('topic_id', 'uuid', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),
-    '_decode_DeleteTopicsResponse_v0': ('DeleteTopicsResponse', (('responses', 'array', 0, 'struct', '_decode_DeletableTopicResult_v0'), ('throttle_time_ms', 'default', 0, 'const', 0), ), None),
+    '_decode_DeleteTopicsResponse_v0': ('DeleteTopicsResponse', (('responses', 'array', 0, 'struct', '_decode_DeletableTopicResult_v0'), ('throttle_time_ms', 'default', 16, 'const', 0), ), None),
     '_decode_DeleteTopicsResponse_v1': ('DeleteTopicsResponse', (('throttle_time_ms', 'int32', 0), ('responses', 'array', 0, 'struct', '_decode_DeletableTopicResult_v0'), ), None),
     '_decode_DeleteTopicsResponse_v4': ('DeleteTopicsResponse', (('throttle_time_ms', 'int32', 0), ('responses', 'array', 1, 'struct', '_decode_DeletableTopicResult_v4'), ), ()),
     '_decode_DeleteTopicsResponse_v5': ('DeleteTopicsResponse', (('throttle_time_ms', 'int32', 0), ('responses', 'array', 1, 'struct', '_decode_DeletableTopicResult_v5'), ), ()),

@@ -539,12 +539,12 @@ _LINE_FIELDS = {
 # (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ReplicaInfo_v1': ('ReplicaInfo', (('candidate_id', 'int32', 0), ('candidate_directory_id', 'uuid', 0), ), ()),
-    '_decode_PartitionData_v0': ('PartitionData', (('partition_index', 'int32', 0), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ('preferred_successors', 'array', 0, 'int32'), ('preferred_candidates', 'default', 0, 'list', None), ), None),
-    '_decode_PartitionData_v1': ('PartitionData', (('partition_index', 'int32', 0), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ('preferred_candidates', 'array', 1, 'struct', '_decode_ReplicaInfo_v1'), ('preferred_successors', 'default', 0, 'list', None), ), ()),
+    '_decode_PartitionData_v0': ('PartitionData', (('partition_index', 'int32', 0), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ('preferred_successors', 'array', 0, 'int32'), ('preferred_candidates', 'default', 16, 'list', None), ), None),
+    '_decode_PartitionData_v1': ('PartitionData', (('partition_index', 'int32', 0), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ('preferred_candidates', 'array', 1, 'struct', '_decode_ReplicaInfo_v1'), ('preferred_successors', 'default', 16, 'list', None), ), ()),
     '_decode_TopicData_v0': ('TopicData', (('topic_name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_PartitionData_v0'), ), None),
     '_decode_TopicData_v1': ('TopicData', (('topic_name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v1'), ), ()),
     '_decode_LeaderEndpoint_v1': ('LeaderEndpoint', (('name', 'string', 1), ('host', 'string', 1), ('port', 'uint16', 0), ), ()),
-    '_decode_EndQuorumEpochRequest_v0': ('EndQuorumEpochRequest', (('cluster_id', 'string', 2), ('topics', 'array', 0, 'struct', '_decode_TopicData_v0'), ('leader_endpoints', 'default', 0, 'list', None), ), None),
+    '_decode_EndQuorumEpochRequest_v0': ('EndQuorumEpochRequest', (('cluster_id', 'string', 2), ('topics', 'array', 0, 'struct', '_decode_TopicData_v0'), ('leader_endpoints', 'default', 16, 'list', None), ), None),
     '_decode_EndQuorumEpochRequest_v1': ('EndQuorumEpochRequest', (('cluster_id', 'string', 3), ('topics', 'array', 1, 'struct', '_decode_TopicData_v1'), ('leader_endpoints', 'array', 1, 'struct', '_decode_LeaderEndpoint_v1'), ), ()),
 }
 _native_codec.install(EndQuorumEpochRequest, _NATIVE_PROGRAMS, globals())

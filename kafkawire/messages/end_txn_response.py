@@ -153,8 +153,8 @@ _LINE_FIELDS = {
 # The field programs of the decoding functions above, walked by the native decoder
 # (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
-    '_decode_EndTxnResponse_v0': ('EndTxnResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('producer_id', 'default', 0, 'const', -1), ('producer_epoch', 'default', 0, 'const', -1), ), None),
-    '_decode_EndTxnResponse_v3': ('EndTxnResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('producer_id', 'default', 0, 'const', -1), ('producer_epoch', 'default', 0, 'const', -1), ), ()),
+    '_decode_EndTxnResponse_v0': ('EndTxnResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('producer_id', 'default', 16, 'const', -1), ('producer_epoch', 'default', 16, 'const', -1), ), None),
+    '_decode_EndTxnResponse_v3': ('EndTxnResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('producer_id', 'default', 16, 'const', -1), ('producer_epoch', 'default', 16, 'const', -1), ), ()),
     '_decode_EndTxnResponse_v5': ('EndTxnResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ), ()),
 }
 _native_codec.install(EndTxnResponse, _NATIVE_PROGRAMS, globals())

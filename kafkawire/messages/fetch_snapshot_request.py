@@ -540,8 +540,8 @@ _LINE_FIELDS = {
 # (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_SnapshotId_v0': ('SnapshotId', (('end_offset', 'int64', 0), ('epoch', 'int32', 0), ), ()),
-    '_decode_PartitionSnapshot_v0': ('PartitionSnapshot', (('partition', 'int32', 0), ('current_leader_epoch', 'int32', 0), ('snapshot_id', 'struct', 0, None, '_decode_SnapshotId_v0'), ('position', 'int64', 0), ('replica_directory_id', 'default', 0, 'global', '_ZERO_UUID'), ), ()),
-    '_decode_PartitionSnapshot_v1': ('PartitionSnapshot', (('partition', 'int32', 0), ('current_leader_epoch', 'int32', 0), ('snapshot_id', 'struct', 0, None, '_decode_SnapshotId_v0'), ('position', 'int64', 0), ('replica_directory_id', 'default', 0, 'global', '_ZERO_UUID'), ), ((0, ('replica_directory_id', 'uuid', 0)), )),
+    '_decode_PartitionSnapshot_v0': ('PartitionSnapshot', (('partition', 'int32', 0), ('current_leader_epoch', 'int32', 0), ('snapshot_id', 'struct', 0, None, '_decode_SnapshotId_v0'), ('position', 'int64', 0), ('replica_directory_id', 'default', 16, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_PartitionSnapshot_v1': ('PartitionSnapshot', (('partition', 'int32', 0), ('current_leader_epoch', 'int32', 0), ('snapshot_id', 'struct', 0, None, '_decode_SnapshotId_v0'), ('position', 'int64', 0), ('replica_directory_id', 'default', 16, 'global', '_ZERO_UUID'), ), ((0, ('replica_directory_id', 'uuid', 0)), )),
     '_decode_TopicSnapshot_v0': ('TopicSnapshot', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_PartitionSnapshot_v0'), ), ()),
     '_decode_TopicSnapshot_v1': ('TopicSnapshot', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_PartitionSnapshot_v1'), ), ()),
     '_decode_FetchSnapshotRequest_v0': ('FetchSnapshotRequest', (('replica_id', 'int32', 0), ('max_bytes', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_TopicSnapshot_v0'), ('cluster_id', 'default', 0, 'const', None), ), ((0, ('cluster_id', 'string', 3)), )),

@@ -539,7 +539,7 @@ _LINE_FIELDS = {
 _NATIVE_PROGRAMS = {
     '_decode_LeaderAndIsrPartitionError_v0': ('LeaderAndIsrPartitionError', (('topic_name', 'string', 0), ('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), None),
     '_decode_LeaderAndIsrPartitionError_v4': ('LeaderAndIsrPartitionError', (('topic_name', 'string', 1), ('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), ()),
-    '_decode_LeaderAndIsrPartitionError_v5': ('LeaderAndIsrPartitionError', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('topic_name', 'default', 0, 'const', ''), ), ()),
+    '_decode_LeaderAndIsrPartitionError_v5': ('LeaderAndIsrPartitionError', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('topic_name', 'default', 16, 'const', ''), ), ()),
     '_decode_LeaderAndIsrTopicError_v5': ('LeaderAndIsrTopicError', (('topic_id', 'uuid', 0), ('partition_errors', 'array', 1, 'struct', '_decode_LeaderAndIsrPartitionError_v5'), ), ()),
     '_decode_LeaderAndIsrResponse_v0': ('LeaderAndIsrResponse', (('error_code', 'int16', 0), ('partition_errors', 'array', 0, 'struct', '_decode_LeaderAndIsrPartitionError_v0'), ('topics', 'default', 0, 'list', None), ), None),
     '_decode_LeaderAndIsrResponse_v4': ('LeaderAndIsrResponse', (('error_code', 'int16', 0), ('partition_errors', 'array', 1, 'struct', '_decode_LeaderAndIsrPartitionError_v4'), ('topics', 'default', 0, 'list', None), ), ()),

@@ -379,8 +379,8 @@ _LINE_FIELDS = {
 # The field programs of the decoding functions above, walked by the native decoder
 # (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
-    '_decode_MemberIdentity_v3': ('MemberIdentity', (('member_id', 'string', 0), ('group_instance_id', 'string', 2), ('reason', 'default', 0, 'const', None), ), None),
-    '_decode_MemberIdentity_v4': ('MemberIdentity', (('member_id', 'string', 1), ('group_instance_id', 'string', 3), ('reason', 'default', 0, 'const', None), ), ()),
+    '_decode_MemberIdentity_v3': ('MemberIdentity', (('member_id', 'string', 0), ('group_instance_id', 'string', 2), ('reason', 'default', 16, 'const', None), ), None),
+    '_decode_MemberIdentity_v4': ('MemberIdentity', (('member_id', 'string', 1), ('group_instance_id', 'string', 3), ('reason', 'default', 16, 'const', None), ), ()),
     '_decode_MemberIdentity_v5': ('MemberIdentity', (('member_id', 'string', 1), ('group_instance_id', 'string', 3), ('reason', 'string', 3), ), ()),
     '_decode_LeaveGroupRequest_v0': ('LeaveGroupRequest', (('group_id', 'string', 0), ('member_id', 'string', 0), ('members', 'default', 0, 'list', None), ), None),
     '_decode_LeaveGroupRequest_v3': ('LeaveGroupRequest', (('group_id', 'string', 0), ('members', 'array', 0, 'struct', '_decode_MemberIdentity_v3'), ('member_id', 'default', 0, 'const', ''), ), None),

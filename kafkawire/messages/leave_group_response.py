@@ -299,7 +299,7 @@ _LINE_FIELDS = {
 _NATIVE_PROGRAMS = {
     '_decode_MemberResponse_v3': ('MemberResponse', (('member_id', 'string', 0), ('group_instance_id', 'string', 2), ('error_code', 'int16', 0), ), None),
     '_decode_MemberResponse_v4': ('MemberResponse', (('member_id', 'string', 1), ('group_instance_id', 'string', 3), ('error_code', 'int16', 0), ), ()),
-    '_decode_LeaveGroupResponse_v0': ('LeaveGroupResponse', (('error_code', 'int16', 0), ('throttle_time_ms', 'default', 0, 'const', 0), ('members', 'default', 0, 'list', None), ), None),
+    '_decode_LeaveGroupResponse_v0': ('LeaveGroupResponse', (('error_code', 'int16', 0), ('throttle_time_ms', 'default', 16, 'const', 0), ('members', 'default', 0, 'list', None), ), None),
     '_decode_LeaveGroupResponse_v1': ('LeaveGroupResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('members', 'default', 0, 'list', None), ), None),
     '_decode_LeaveGroupResponse_v3': ('LeaveGroupResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('members', 'array', 0, 'struct', '_decode_MemberResponse_v3'), ), None),
     '_decode_LeaveGroupResponse_v4': ('LeaveGroupResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('members', 'array', 1, 'struct', '_decode_MemberResponse_v4'), ), ()),

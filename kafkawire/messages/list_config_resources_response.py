@@ -250,7 +250,7 @@ _LINE_FIELDS = {
 # The field programs of the decoding functions above, walked by the native decoder
 # (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
-    '_decode_ConfigResource_v0': ('ConfigResource', (('resource_name', 'string', 1), ('resource_type', 'default', 0, 'const', 16), ), ()),
+    '_decode_ConfigResource_v0': ('ConfigResource', (('resource_name', 'string', 1), ('resource_type', 'default', 16, 'const', 16), ), ()),
     '_decode_ConfigResource_v1': ('ConfigResource', (('resource_name', 'string', 1), ('resource_type', 'int8', 0), ), ()),
     '_decode_ListConfigResourcesResponse_v0': ('ListConfigResourcesResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('config_resources', 'array', 1, 'struct', '_decode_ConfigResource_v0'), ), ()),
     '_decode_ListConfigResourcesResponse_v1': ('ListConfigResourcesResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('config_resources', 'array', 1, 'struct', '_decode_ConfigResource_v1'), ), ()),

@@ -480,11 +480,11 @@ _LINE_FIELDS = {
 # The field programs of the decoding functions above, walked by the native decoder
 # (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
-    '_decode_ListedGroup_v0': ('ListedGroup', (('group_id', 'string', 0), ('protocol_type', 'string', 0), ('group_state', 'default', 0, 'const', ''), ('group_type', 'default', 0, 'const', ''), ), None),
-    '_decode_ListedGroup_v3': ('ListedGroup', (('group_id', 'string', 1), ('protocol_type', 'string', 1), ('group_state', 'default', 0, 'const', ''), ('group_type', 'default', 0, 'const', ''), ), ()),
-    '_decode_ListedGroup_v4': ('ListedGroup', (('group_id', 'string', 1), ('protocol_type', 'string', 1), ('group_state', 'string', 1), ('group_type', 'default', 0, 'const', ''), ), ()),
+    '_decode_ListedGroup_v0': ('ListedGroup', (('group_id', 'string', 0), ('protocol_type', 'string', 0), ('group_state', 'default', 16, 'const', ''), ('group_type', 'default', 16, 'const', ''), ), None),
+    '_decode_ListedGroup_v3': ('ListedGroup', (('group_id', 'string', 1), ('protocol_type', 'string', 1), ('group_state', 'default', 16, 'const', ''), ('group_type', 'default', 16, 'const', ''), ), ()),
+    '_decode_ListedGroup_v4': ('ListedGroup', (('group_id', 'string', 1), ('protocol_type', 'string', 1), ('group_state', 'string', 1), ('group_type', 'default', 16, 'const', ''), ), ()),
     '_decode_ListedGroup_v5': ('ListedGroup', (('group_id', 'string', 1), ('protocol_type', 'string', 1), ('group_state', 'string', 1), ('group_type', 'string', 1), ), ()),
-    '_decode_ListGroupsResponse_v0': ('ListGroupsResponse', (('error_code', 'int16', 0), ('groups', 'array', 0, 'struct', '_decode_ListedGroup_v0'), ('throttle_time_ms', 'default', 0, 'const', 0), ), None),
+    '_decode_ListGroupsResponse_v0': ('ListGroupsResponse', (('error_code', 'int16', 0), ('groups', 'array', 0, 'struct', '_decode_ListedGroup_v0'), ('throttle_time_ms', 'default', 16, 'const', 0), ), None),
     '_decode_ListGroupsResponse_v1': ('ListGroupsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('groups', 'array', 0, 'struct', '_decode_ListedGroup_v0'), ), None),
     '_decode_ListGroupsResponse_v3': ('ListGroupsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('groups', 'array', 1, 'struct', '_decode_ListedGroup_v3'), ), ()),
     '_decode_ListGroupsResponse_v4': ('ListGroupsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('groups', 'array', 1, 'struct', '_decode_ListedGroup_v4'), ), ()),

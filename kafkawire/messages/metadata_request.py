@@ -782,8 +782,8 @@ _LINE_FIELDS = {
 # The field programs of the decoding functions above, walked by the native decoder
 # (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
-    '_decode_MetadataRequestTopic_v0': ('MetadataRequestTopic', (('name', 'string', 0), ('topic_id', 'default', 0, 'global', '_ZERO_UUID'), ), None),
-    '_decode_MetadataRequestTopic_v9': ('MetadataRequestTopic', (('name', 'string', 1), ('topic_id', 'default', 0, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_MetadataRequestTopic_v0': ('MetadataRequestTopic', (('name', 'string', 0), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_MetadataRequestTopic_v9': ('MetadataRequestTopic', (('name', 'string', 1), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), ()),
     '_decode_MetadataRequestTopic_v10': ('MetadataRequestTopic', (('topic_id', 'uuid', 0), ('name', 'string', 3), ), ()),
     '_decode_MetadataRequest_v0': ('MetadataRequest', (('topics', 'array', 0, 'struct', '_decode_MetadataRequestTopic_v0'), ('allow_auto_topic_creation', 'default', 0, 'const', True), ('include_cluster_authorized_operations', 'default', 0, 'const', False), ('include_topic_authorized_operations', 'default', 0, 'const', False), ), None),
     '_decode_MetadataRequest_v1': ('MetadataRequest', (('topics', 'array', 2, 'struct', '_decode_MetadataRequestTopic_v0'), ('allow_auto_topic_creation', 'default', 0, 'const', True), ('include_cluster_authorized_operations', 'default', 0, 'const', False), ('include_topic_authorized_operations', 'default', 0, 'const', False), ), None),

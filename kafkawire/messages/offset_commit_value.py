@@ -239,9 +239,9 @@ _LINE_FIELDS = {
 # The field programs of the decoding functions above, walked by the native decoder
 # (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
-    '_decode_OffsetCommitValue_v0': ('OffsetCommitValue', (('offset', 'int64', 0), ('metadata', 'string', 0), ('commit_timestamp', 'int64', 0), ('leader_epoch', 'default', 0, 'const', -1), ('expire_timestamp', 'default', 0, 'const', -1), ('topic_id', 'default', 0, 'global', '_ZERO_UUID'), ), None),
-    '_decode_OffsetCommitValue_v1': ('OffsetCommitValue', (('offset', 'int64', 0), ('metadata', 'string', 0), ('commit_timestamp', 'int64', 0), ('expire_timestamp', 'int64', 0), ('leader_epoch', 'default', 0, 'const', -1), ('topic_id', 'default', 0, 'global', '_ZERO_UUID'), ), None),
-    '_decode_OffsetCommitValue_v3': ('OffsetCommitValue', (('offset', 'int64', 0), ('leader_epoch', 'int32', 0), ('metadata', 'string', 0), ('commit_timestamp', 'int64', 0), ('expire_timestamp', 'default', 0, 'const', -1), ('topic_id', 'default', 0, 'global', '_ZERO_UUID'), ), None),
-    '_decode_OffsetCommitValue_v4': ('OffsetCommitValue', (('offset', 'int64', 0), ('leader_epoch', 'int32', 0), ('metadata', 'string', 1), ('commit_timestamp', 'int64', 0), ('expire_timestamp', 'default', 0, 'const', -1), ('topic_id', 'default', 0, 'global', '_ZERO_UUID'), ), ((0, ('topic_id', 'uuid', 0)), )),
+    '_decode_OffsetCommitValue_v0': ('OffsetCommitValue', (('offset', 'int64', 0), ('metadata', 'string', 0), ('commit_timestamp', 'int64', 0), ('leader_epoch', 'default', 16, 'const', -1), ('expire_timestamp', 'default', 16, 'const', -1), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_OffsetCommitValue_v1': ('OffsetCommitValue', (('offset', 'int64', 0), ('metadata', 'string', 0), ('commit_timestamp', 'int64', 0), ('expire_timestamp', 'int64', 0), ('leader_epoch', 'default', 16, 'const', -1), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_OffsetCommitValue_v3': ('OffsetCommitValue', (('offset', 'int64', 0), ('leader_epoch', 'int32', 0), ('metadata', 'string', 0), ('commit_timestamp', 'int64', 0), ('expire_timestamp', 'default', 16, 'const', -1), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_OffsetCommitValue_v4': ('OffsetCommitValue', (('offset', 'int64', 0), ('leader_epoch', 'int32', 0), ('metadata', 'string', 1), ('commit_timestamp', 'int64', 0), ('expire_timestamp', 'default', 16, 'const', -1), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), ((0, ('topic_id', 'uuid', 0)), )),
 }
 _native_codec.install(OffsetCommitValue, _NATIVE_PROGRAMS, globals())

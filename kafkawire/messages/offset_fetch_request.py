@@ -1098,9 +1098,9 @@ _LINE_FIELDS = {
 _NATIVE_PROGRAMS = {
     '_decode_OffsetFetchRequestTopic_v0': ('OffsetFetchRequestTopic', (('name', 'string', 0), ('partition_indexes', 'array', 0, 'int32'), ), None),
     '_decode_OffsetFetchRequestTopic_v6': ('OffsetFetchRequestTopic', (('name', 'string', 1), ('partition_indexes', 'array', 1, 'int32'), ), ()),
-    '_decode_OffsetFetchRequestTopics_v8': ('OffsetFetchRequestTopics', (('name', 'string', 1), ('partition_indexes', 'array', 1, 'int32'), ('topic_id', 'default', 0, 'global', '_ZERO_UUID'), ), ()),
-    '_decode_OffsetFetchRequestTopics_v10': ('OffsetFetchRequestTopics', (('topic_id', 'uuid', 0), ('partition_indexes', 'array', 1, 'int32'), ('name', 'default', 0, 'const', ''), ), ()),
-    '_decode_OffsetFetchRequestGroup_v8': ('OffsetFetchRequestGroup', (('group_id', 'string', 1), ('topics', 'array', 3, 'struct', '_decode_OffsetFetchRequestTopics_v8'), ('member_id', 'default', 0, 'const', None), ('member_epoch', 'default', 0, 'const', -1), ), ()),
+    '_decode_OffsetFetchRequestTopics_v8': ('OffsetFetchRequestTopics', (('name', 'string', 1), ('partition_indexes', 'array', 1, 'int32'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_OffsetFetchRequestTopics_v10': ('OffsetFetchRequestTopics', (('topic_id', 'uuid', 0), ('partition_indexes', 'array', 1, 'int32'), ('name', 'default', 16, 'const', ''), ), ()),
+    '_decode_OffsetFetchRequestGroup_v8': ('OffsetFetchRequestGroup', (('group_id', 'string', 1), ('topics', 'array', 3, 'struct', '_decode_OffsetFetchRequestTopics_v8'), ('member_id', 'default', 16, 'const', None), ('member_epoch', 'default', 16, 'const', -1), ), ()),
     '_decode_OffsetFetchRequestGroup_v9': ('OffsetFetchRequestGroup', (('group_id', 'string', 1), ('member_id', 'string', 3), ('member_epoch', 'int32', 0), ('topics', 'array', 3, 'struct', '_decode_OffsetFetchRequestTopics_v8'), ), ()),
     '_decode_OffsetFetchRequestGroup_v10': ('OffsetFetchRequestGroup', (('group_id', 'string', 1), ('member_id', 'string', 3), ('member_epoch', 'int32', 0), ('topics', 'array', 3, 'struct', '_decode_OffsetFetchRequestTopics_v10'), ), ()),
     '_decode_OffsetFetchRequest_v0': ('OffsetFetchRequest', (('group_id', 'string', 0), ('topics', 'array', 0, 'struct', '_decode_OffsetFetchRequestTopic_v0'), ('groups', 'default', 0, 'list', None), ('require_stable', 'default', 0, 'const', False), ), None),

@@ -506,14 +506,14 @@ _LINE_FIELDS = {
 # The field programs of the decoding functions above, walked by the native decoder
 # (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
-    '_decode_OffsetForLeaderPartition_v0': ('OffsetForLeaderPartition', (('partition', 'int32', 0), ('leader_epoch', 'int32', 0), ('current_leader_epoch', 'default', 0, 'const', -1), ), None),
+    '_decode_OffsetForLeaderPartition_v0': ('OffsetForLeaderPartition', (('partition', 'int32', 0), ('leader_epoch', 'int32', 0), ('current_leader_epoch', 'default', 16, 'const', -1), ), None),
     '_decode_OffsetForLeaderPartition_v2': ('OffsetForLeaderPartition', (('partition', 'int32', 0), ('current_leader_epoch', 'int32', 0), ('leader_epoch', 'int32', 0), ), None),
     '_decode_OffsetForLeaderPartition_v4': ('OffsetForLeaderPartition', (('partition', 'int32', 0), ('current_leader_epoch', 'int32', 0), ('leader_epoch', 'int32', 0), ), ()),
     '_decode_OffsetForLeaderTopic_v0': ('OffsetForLeaderTopic', (('topic', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_OffsetForLeaderPartition_v0'), ), None),
     '_decode_OffsetForLeaderTopic_v2': ('OffsetForLeaderTopic', (('topic', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_OffsetForLeaderPartition_v2'), ), None),
     '_decode_OffsetForLeaderTopic_v4': ('OffsetForLeaderTopic', (('topic', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_OffsetForLeaderPartition_v4'), ), ()),
-    '_decode_OffsetForLeaderEpochRequest_v0': ('OffsetForLeaderEpochRequest', (('topics', 'array', 0, 'struct', '_decode_OffsetForLeaderTopic_v0'), ('replica_id', 'default', 0, 'const', -2), ), None),
-    '_decode_OffsetForLeaderEpochRequest_v2': ('OffsetForLeaderEpochRequest', (('topics', 'array', 0, 'struct', '_decode_OffsetForLeaderTopic_v2'), ('replica_id', 'default', 0, 'const', -2), ), None),
+    '_decode_OffsetForLeaderEpochRequest_v0': ('OffsetForLeaderEpochRequest', (('topics', 'array', 0, 'struct', '_decode_OffsetForLeaderTopic_v0'), ('replica_id', 'default', 16, 'const', -2), ), None),
+    '_decode_OffsetForLeaderEpochRequest_v2': ('OffsetForLeaderEpochRequest', (('topics', 'array', 0, 'struct', '_decode_OffsetForLeaderTopic_v2'), ('replica_id', 'default', 16, 'const', -2), ), None),
     '_decode_OffsetForLeaderEpochRequest_v3': ('OffsetForLeaderEpochRequest', (('replica_id', 'int32', 0), ('topics', 'array', 0, 'struct', '_decode_OffsetForLeaderTopic_v2'), ), None),
     '_decode_OffsetForLeaderEpochRequest_v4': ('OffsetForLeaderEpochRequest', (('replica_id', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_OffsetForLeaderTopic_v4'), ), ()),
 }

@@ -511,14 +511,14 @@ _LINE_FIELDS = {
 # The field programs of the decoding functions above, walked by the native decoder
 # (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
-    '_decode_EpochEndOffset_v0': ('EpochEndOffset', (('error_code', 'int16', 0), ('partition', 'int32', 0), ('end_offset', 'int64', 0), ('leader_epoch', 'default', 0, 'const', -1), ), None),
+    '_decode_EpochEndOffset_v0': ('EpochEndOffset', (('error_code', 'int16', 0), ('partition', 'int32', 0), ('end_offset', 'int64', 0), ('leader_epoch', 'default', 16, 'const', -1), ), None),
     '_decode_EpochEndOffset_v1': ('EpochEndOffset', (('error_code', 'int16', 0), ('partition', 'int32', 0), ('leader_epoch', 'int32', 0), ('end_offset', 'int64', 0), ), None),
     '_decode_EpochEndOffset_v4': ('EpochEndOffset', (('error_code', 'int16', 0), ('partition', 'int32', 0), ('leader_epoch', 'int32', 0), ('end_offset', 'int64', 0), ), ()),
     '_decode_OffsetForLeaderTopicResult_v0': ('OffsetForLeaderTopicResult', (('topic', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_EpochEndOffset_v0'), ), None),
     '_decode_OffsetForLeaderTopicResult_v1': ('OffsetForLeaderTopicResult', (('topic', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_EpochEndOffset_v1'), ), None),
     '_decode_OffsetForLeaderTopicResult_v4': ('OffsetForLeaderTopicResult', (('topic', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_EpochEndOffset_v4'), ), ()),
-    '_decode_OffsetForLeaderEpochResponse_v0': ('OffsetForLeaderEpochResponse', (('topics', 'array', 0, 'struct', '_decode_OffsetForLeaderTopicResult_v0'), ('throttle_time_ms', 'default', 0, 'const', 0), ), None),
-    '_decode_OffsetForLeaderEpochResponse_v1': ('OffsetForLeaderEpochResponse', (('topics', 'array', 0, 'struct', '_decode_OffsetForLeaderTopicResult_v1'), ('throttle_time_ms', 'default', 0, 'const', 0), ), None),
+    '_decode_OffsetForLeaderEpochResponse_v0': ('OffsetForLeaderEpochResponse', (('topics', 'array', 0, 'struct', '_decode_OffsetForLeaderTopicResult_v0'), ('throttle_time_ms', 'default', 16, 'const', 0), ), None),
+    '_decode_OffsetForLeaderEpochResponse_v1': ('OffsetForLeaderEpochResponse', (('topics', 'array', 0, 'struct', '_decode_OffsetForLeaderTopicResult_v1'), ('throttle_time_ms', 'default', 16, 'const', 0), ), None),
     '_decode_OffsetForLeaderEpochResponse_v2': ('OffsetForLeaderEpochResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 0, 'struct', '_decode_OffsetForLeaderTopicResult_v1'), ), None),
     '_decode_OffsetForLeaderEpochResponse_v4': ('OffsetForLeaderEpochResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_OffsetForLeaderTopicResult_v4'), ), ()),
 }

@@ -840,9 +840,9 @@ _LINE_FIELDS = {
 _NATIVE_PROGRAMS = {
     '_decode_PartitionProduceData_v0': ('PartitionProduceData', (('index', 'int32', 0), ('records', 'records', 6), ), None),
     '_decode_PartitionProduceData_v9': ('PartitionProduceData', (('index', 'int32', 0), ('records', 'records', 7), ), ()),
-    '_decode_TopicProduceData_v0': ('TopicProduceData', (('name', 'string', 0), ('partition_data', 'array', 0, 'struct', '_decode_PartitionProduceData_v0'), ('topic_id', 'default', 0, 'global', '_ZERO_UUID'), ), None),
-    '_decode_TopicProduceData_v9': ('TopicProduceData', (('name', 'string', 1), ('partition_data', 'array', 1, 'struct', '_decode_PartitionProduceData_v9'), ('topic_id', 'default', 0, 'global', '_ZERO_UUID'), ), ()),
-    '_decode_TopicProduceData_v13': ('TopicProduceData', (('topic_id', 'uuid', 0), ('partition_data', 'array', 1, 'struct', '_decode_PartitionProduceData_v9'), ('name', 'default', 0, 'const', ''), ), ()),
+    '_decode_TopicProduceData_v0': ('TopicProduceData', (('name', 'string', 0), ('partition_data', 'array', 0, 'struct', '_decode_PartitionProduceData_v0'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_TopicProduceData_v9': ('TopicProduceData', (('name', 'string', 1), ('partition_data', 'array', 1, 'struct', '_decode_PartitionProduceData_v9'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_TopicProduceData_v13': ('TopicProduceData', (('topic_id', 'uuid', 0), ('partition_data', 'array', 1, 'struct', '_decode_PartitionProduceData_v9'), ('name', 'default', 16, 'const', ''), ), ()),
     '_decode_ProduceRequest_v0': ('ProduceRequest', (('acks', 'int16', 0), ('timeout_ms', 'int32', 0), ('topic_data', 'array', 0, 'struct', '_decode_TopicProduceData_v0'), ('transactional_id', 'default', 0, 'const', None), ), None),
     '_decode_ProduceRequest_v3': ('ProduceRequest', (('transactional_id', 'string', 2), ('acks', 'int16', 0), ('timeout_ms', 'int32', 0), ('topic_data', 'array', 0, 'struct', '_decode_TopicProduceData_v0'), ), None),
     '_decode_ProduceRequest_v9': ('ProduceRequest', (('transactional_id', 'string', 3), ('acks', 'int16', 0), ('timeout_ms', 'int32', 0), ('topic_data', 'array', 1, 'struct', '_decode_TopicProduceData_v9'), ), ()),

@@ -120,6 +120,6 @@ _LINE_FIELDS = {
 # The field programs of the decoding functions above, walked by the native decoder
 # (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
-    '_decode_StreamsGroupTargetAssignmentMetadataValue_v0': ('StreamsGroupTargetAssignmentMetadataValue', (('assignment_epoch', 'int32', 0), ('assignment_timestamp', 'default', 0, 'const', 0), ), ((0, ('assignment_timestamp', 'int64', 0)), )),
+    '_decode_StreamsGroupTargetAssignmentMetadataValue_v0': ('StreamsGroupTargetAssignmentMetadataValue', (('assignment_epoch', 'int32', 0), ('assignment_timestamp', 'default', 16, 'const', 0), ), ((0, ('assignment_timestamp', 'int64', 0)), )),
 }
 _native_codec.install(StreamsGroupTargetAssignmentMetadataValue, _NATIVE_PROGRAMS, globals())

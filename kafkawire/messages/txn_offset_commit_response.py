@@ -515,9 +515,9 @@ _LINE_FIELDS = {
 _NATIVE_PROGRAMS = {
     '_decode_TxnOffsetCommitResponsePartition_v0': ('TxnOffsetCommitResponsePartition', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), None),
     '_decode_TxnOffsetCommitResponsePartition_v3': ('TxnOffsetCommitResponsePartition', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), ()),
-    '_decode_TxnOffsetCommitResponseTopic_v0': ('TxnOffsetCommitResponseTopic', (('name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_TxnOffsetCommitResponsePartition_v0'), ('topic_id', 'default', 0, 'global', '_ZERO_UUID'), ), None),
-    '_decode_TxnOffsetCommitResponseTopic_v3': ('TxnOffsetCommitResponseTopic', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_TxnOffsetCommitResponsePartition_v3'), ('topic_id', 'default', 0, 'global', '_ZERO_UUID'), ), ()),
-    '_decode_TxnOffsetCommitResponseTopic_v6': ('TxnOffsetCommitResponseTopic', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_TxnOffsetCommitResponsePartition_v3'), ('name', 'default', 0, 'const', ''), ), ()),
+    '_decode_TxnOffsetCommitResponseTopic_v0': ('TxnOffsetCommitResponseTopic', (('name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_TxnOffsetCommitResponsePartition_v0'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_TxnOffsetCommitResponseTopic_v3': ('TxnOffsetCommitResponseTopic', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_TxnOffsetCommitResponsePartition_v3'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_TxnOffsetCommitResponseTopic_v6': ('TxnOffsetCommitResponseTopic', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_TxnOffsetCommitResponsePartition_v3'), ('name', 'default', 16, 'const', ''), ), ()),
     '_decode_TxnOffsetCommitResponse_v0': ('TxnOffsetCommitResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 0, 'struct', '_decode_TxnOffsetCommitResponseTopic_v0'), ), None),
     '_decode_TxnOffsetCommitResponse_v3': ('TxnOffsetCommitResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_TxnOffsetCommitResponseTopic_v3'), ), ()),
     '_decode_TxnOffsetCommitResponse_v6': ('TxnOffsetCommitResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_TxnOffsetCommitResponseTopic_v6'), ), ()),

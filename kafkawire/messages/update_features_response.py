@@ -219,6 +219,6 @@ _LINE_FIELDS = {
 _NATIVE_PROGRAMS = {
     '_decode_UpdatableFeatureResult_v0': ('UpdatableFeatureResult', (('feature', 'string', 1), ('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),
     '_decode_UpdateFeaturesResponse_v0': ('UpdateFeaturesResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('results', 'array', 1, 'struct', '_decode_UpdatableFeatureResult_v0'), ), ()),
-    '_decode_UpdateFeaturesResponse_v2': ('UpdateFeaturesResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('results', 'default', 0, 'list', None), ), ()),
+    '_decode_UpdateFeaturesResponse_v2': ('UpdateFeaturesResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('results', 'default', 16, 'list', None), ), ()),
 }
 _native_codec.install(UpdateFeaturesResponse, _NATIVE_PROGRAMS, globals())

@@ -572,13 +572,13 @@ _LINE_FIELDS = {
 # The field programs of the decoding functions above, walked by the native decoder
 # (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
-    '_decode_PartitionData_v0': ('PartitionData', (('partition_index', 'int32', 0), ('replica_epoch', 'int32', 0), ('replica_id', 'int32', 0), ('last_offset_epoch', 'int32', 0), ('last_offset', 'int64', 0), ('replica_directory_id', 'default', 0, 'global', '_ZERO_UUID'), ('voter_directory_id', 'default', 0, 'global', '_ZERO_UUID'), ('pre_vote', 'default', 0, 'const', False), ), ()),
+    '_decode_PartitionData_v0': ('PartitionData', (('partition_index', 'int32', 0), ('replica_epoch', 'int32', 0), ('replica_id', 'int32', 0), ('last_offset_epoch', 'int32', 0), ('last_offset', 'int64', 0), ('replica_directory_id', 'default', 16, 'global', '_ZERO_UUID'), ('voter_directory_id', 'default', 16, 'global', '_ZERO_UUID'), ('pre_vote', 'default', 0, 'const', False), ), ()),
     '_decode_PartitionData_v1': ('PartitionData', (('partition_index', 'int32', 0), ('replica_epoch', 'int32', 0), ('replica_id', 'int32', 0), ('replica_directory_id', 'uuid', 0), ('voter_directory_id', 'uuid', 0), ('last_offset_epoch', 'int32', 0), ('last_offset', 'int64', 0), ('pre_vote', 'default', 0, 'const', False), ), ()),
     '_decode_PartitionData_v2': ('PartitionData', (('partition_index', 'int32', 0), ('replica_epoch', 'int32', 0), ('replica_id', 'int32', 0), ('replica_directory_id', 'uuid', 0), ('voter_directory_id', 'uuid', 0), ('last_offset_epoch', 'int32', 0), ('last_offset', 'int64', 0), ('pre_vote', 'bool', 0), ), ()),
     '_decode_TopicData_v0': ('TopicData', (('topic_name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v0'), ), ()),
     '_decode_TopicData_v1': ('TopicData', (('topic_name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v1'), ), ()),
     '_decode_TopicData_v2': ('TopicData', (('topic_name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v2'), ), ()),
-    '_decode_VoteRequest_v0': ('VoteRequest', (('cluster_id', 'string', 3), ('topics', 'array', 1, 'struct', '_decode_TopicData_v0'), ('voter_id', 'default', 0, 'const', -1), ), ()),
+    '_decode_VoteRequest_v0': ('VoteRequest', (('cluster_id', 'string', 3), ('topics', 'array', 1, 'struct', '_decode_TopicData_v0'), ('voter_id', 'default', 16, 'const', -1), ), ()),
     '_decode_VoteRequest_v1': ('VoteRequest', (('cluster_id', 'string', 3), ('voter_id', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_TopicData_v1'), ), ()),
     '_decode_VoteRequest_v2': ('VoteRequest', (('cluster_id', 'string', 3), ('voter_id', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_TopicData_v2'), ), ()),
 }

@@ -1,4 +1,4 @@
-"""The native message decoder (issue 26): each generated module hands its field programs
+"""The native message decoder and encoder (issue 26): each generated module hands its field programs
 (``_NATIVE_PROGRAMS``, made by kafkawire/codegen/emit_native.py from the same schema as its
 Python decoders) to ``install``, which puts a C decoder in front of the Python one in the
 message's ``_DECODERS`` table, version by version.
@@ -9,6 +9,12 @@ which raises exactly the error it always raised (class, message, field and byte 
 errors are worded in one place, the pure path, which stays the oracle. Message.decode and
 every other caller are unchanged. The decoder's ``pure`` attribute is the Python function,
 ``native(data, pos)`` runs the C code alone (ValueError where it would fall back: for tests).
+
+Encoding goes the same way: ``install`` fills the message class's ``_NATIVE_ENCODERS`` (version
+-> C encoder over the same program), which Message.encode tries first; the C encoder returns
+the bytes, or None for anything it does not take on (a value of an unexpected type, a field set
+in a version without it, unknown tagged fields, ...), and the generated encoder runs as before,
+writing the same bytes or raising its own EncodeError. ``encode_into`` stays pure.
 
 With ``KAFKAWIRE_PURE=1``, or without the C extension, ``install`` leaves the tables alone.
 """
@@ -33,6 +39,9 @@ def install(message_cls, programs: dict, namespace: dict) -> None:
         return
     compiled = _module.MessagePrograms(programs, namespace)
     decoders = message_cls._DECODERS
+    encoders = {}
     for version, pure in list(decoders.items()):
         if pure.__name__ in programs:
             decoders[version] = compiled.decoder(pure.__name__, pure)
+            encoders[version] = compiled.encoder(pure.__name__)
+    message_cls._NATIVE_ENCODERS = encoders
