@@ -29,6 +29,7 @@ typedef struct {
     uint8_t kind, flags, element, dmode;
     const Program *sub;    /* a struct's (or struct array's) program */
     PyObject *value;       /* a default's value, or its factory (D_CALL); owned */
+    PyObject *instance;    /* D_LAZY: the default instance a value read is compared with; owned */
 } FieldOp;
 
 typedef struct {

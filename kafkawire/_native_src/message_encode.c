@@ -178,7 +178,7 @@ static int put_value(Enc *e, const FieldOp *op, PyObject *value) {
 }
 
 /* Whether a value differs from its field's default, as the generated default_compare decides:
- * 1 or 0, or -1 when only the pure encoder can say (a lazy struct that was read, ...). */
+ * 1 or 0, or -1 when only the pure encoder can say (a list default that holds a tuple, ...). */
 static int differs(const FieldOp *d, PyObject *value) {
     if (value == NULL)
         return -1;
@@ -187,8 +187,8 @@ static int differs(const FieldOp *d, PyObject *value) {
         if (value == Py_None)
             return 1;
         return PyList_CheckExact(value) ? PyList_GET_SIZE(value) != 0 : -1;
-    case D_LAZY:
-        return value == d->value ? 0 : -1;
+    case D_LAZY:      /* never read (_MISSING), or read and perhaps changed in place */
+        return value == d->value ? 0 : PyObject_RichCompareBool(value, d->instance, Py_NE);
     case D_CALL: {
         PyObject *fresh = PyObject_CallNoArgs(d->value);
         int ne = fresh == NULL ? -1 : PyObject_RichCompareBool(value, fresh, Py_NE);

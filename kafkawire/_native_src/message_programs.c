@@ -94,8 +94,18 @@ static int compile_default(ProgramsObject *self, FieldOp *op, PyObject *mode_obj
     if (strcmp(mode, "list") == 0) {
         op->dmode = D_LIST;
         value = Py_None;
-    } else if (strcmp(mode, "global") == 0 || strcmp(mode, "call") == 0 || strcmp(mode, "lazy") == 0) {
-        op->dmode = mode[0] == 'c' ? D_CALL : mode[0] == 'l' ? D_LAZY : D_CONST;
+    } else if (strcmp(mode, "lazy") == 0) {
+        op->dmode = D_LAZY;
+        PyObject *missing = PyUnicode_FromString("_MISSING");
+        PyObject *instance = lookup(self, value);
+        value = missing == NULL ? NULL : lookup(self, missing);
+        Py_XDECREF(missing);
+        if (instance == NULL || value == NULL)
+            return -1;
+        Py_INCREF(instance);
+        op->instance = instance;
+    } else if (strcmp(mode, "global") == 0 || strcmp(mode, "call") == 0) {
+        op->dmode = mode[0] == 'c' ? D_CALL : D_CONST;
         if ((value = lookup(self, value)) == NULL)
             return -1;
     } else if (strcmp(mode, "const") != 0) {
@@ -244,7 +254,10 @@ static const Program *compile_named(ProgramsObject *self, PyObject *name) {
     return p;
 }
 
-static void free_ops(FieldOp *op) { Py_XDECREF(op->value); }
+static void free_ops(FieldOp *op) {
+    Py_XDECREF(op->value);
+    Py_XDECREF(op->instance);
+}
 
 static void programs_dealloc(ProgramsObject *self) {
     for (Py_ssize_t i = 0; i < self->n; i++) {

@@ -10,8 +10,8 @@ A program is ``(struct class name, fields, tagged)``:
   a primitive, ``'struct'``, ``'array'`` or ``'default'``; ``flags`` is a sum of
   ``NATIVE_FLAGS``; an array names its element kind; a struct (or an array of structs) names the
   program of its decoding function. A default is ``(slot, 'default', flags, mode, value)``:
-  mode ``'const'`` (a literal), ``'global'`` (a module constant), ``'lazy'`` (``_MISSING``: a
-  tagged struct made on first read), ``'list'`` (a new empty list) or ``'call'`` (a module
+  mode ``'const'`` (a literal), ``'global'`` (a module constant), ``'lazy'`` (``_MISSING``, for
+  a tagged struct made on first read; value names the default instance encoders compare with), ``'list'`` (a new empty list) or ``'call'`` (a module
   factory, called for each message); flags has ``ignorable`` for a field an encoder may drop.
 
 The native encoder (message_encode.c) walks the same programs: wire fields in order, absent
@@ -90,7 +90,8 @@ class NativeProgramEmitter:
         """The default a decoder stores for an absent field, as decode_default_expr writes it."""
         expr = self.decode_default_expr(f)
         if lazy_default(f):
-            mode, value = "lazy", repr(expr)          # _MISSING
+            # _MISSING until first read; the encoder compares a value read with the default instance.
+            mode, value = "lazy", repr(f"_DEFAULT_{f.struct.name}")
         elif expr.startswith("_") and not expr.endswith("()"):
             mode, value = "global", repr(expr)       # _ZERO_UUID, _UUID_n
         elif expr.endswith("()"):

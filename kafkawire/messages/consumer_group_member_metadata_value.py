@@ -352,6 +352,6 @@ _LINE_FIELDS = {
 _NATIVE_PROGRAMS = {
     '_decode_ClassicProtocol_v0': ('ClassicProtocol', (('name', 'string', 1), ('metadata', 'bytes', 1), ), ()),
     '_decode_ClassicMemberMetadata_v0': ('ClassicMemberMetadata', (('session_timeout_ms', 'int32', 0), ('supported_protocols', 'array', 1, 'struct', '_decode_ClassicProtocol_v0'), ), ()),
-    '_decode_ConsumerGroupMemberMetadataValue_v0': ('ConsumerGroupMemberMetadataValue', (('instance_id', 'string', 3), ('rack_id', 'string', 3), ('client_id', 'string', 1), ('client_host', 'string', 1), ('subscribed_topic_names', 'array', 1, 'string'), ('subscribed_topic_regex', 'string', 3), ('rebalance_timeout_ms', 'int32', 0), ('server_assignor', 'string', 3), ('_classic_member_metadata', 'default', 0, 'lazy', '_MISSING'), ), ((0, ('_classic_member_metadata', 'struct', 10, None, '_decode_ClassicMemberMetadata_v0')), )),
+    '_decode_ConsumerGroupMemberMetadataValue_v0': ('ConsumerGroupMemberMetadataValue', (('instance_id', 'string', 3), ('rack_id', 'string', 3), ('client_id', 'string', 1), ('client_host', 'string', 1), ('subscribed_topic_names', 'array', 1, 'string'), ('subscribed_topic_regex', 'string', 3), ('rebalance_timeout_ms', 'int32', 0), ('server_assignor', 'string', 3), ('_classic_member_metadata', 'default', 0, 'lazy', '_DEFAULT_ClassicMemberMetadata'), ), ((0, ('_classic_member_metadata', 'struct', 10, None, '_decode_ClassicMemberMetadata_v0')), )),
 }
 _native_codec.install(ConsumerGroupMemberMetadataValue, _NATIVE_PROGRAMS, globals())
