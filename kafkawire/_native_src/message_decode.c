@@ -24,6 +24,21 @@ typedef struct {
 
 static const int fixed_size[K_LAST_FIXED + 1] = {1, 1, 2, 2, 4, 4, 8, 8, 16};
 
+/* The small ints CPython keeps (-5..256), taken once: most int fields are small (error codes,
+ * partition indexes, broker ids), and a table look-up is cheaper than PyLong_FromLong's call. */
+#define SMALL_LOW (-5)
+#define SMALL_HIGH 256
+static PyObject *small_ints[SMALL_HIGH - SMALL_LOW + 1];
+
+static inline PyObject *int_object(long v) {
+    if (v >= SMALL_LOW && v <= SMALL_HIGH) {
+        PyObject *o = small_ints[v - SMALL_LOW];
+        Py_INCREF(o);
+        return o;
+    }
+    return PyLong_FromLong(v);
+}
+
 static PyTypeObject *uuid_type;
 static Py_ssize_t uuid_int_offset, uuid_safe_offset;
 static PyObject *uuid_unknown_safety;
@@ -55,6 +70,9 @@ static int read_uvarint(const Ctx *c, Py_ssize_t *pos, uint32_t *out) {
 }
 
 int kw_uuid_init(void) {
+    for (long v = SMALL_LOW; v <= SMALL_HIGH; v++)
+        if ((small_ints[v - SMALL_LOW] = PyLong_FromLong(v)) == NULL)   /* kept for the process */
+            return -1;
     PyObject *mod = PyImport_ImportModule("uuid");
     if (mod == NULL)
         return -1;
@@ -89,7 +107,7 @@ static PyObject *make_uuid(const uint8_t *p) {
     return u;
 }
 
-static PyObject *read_fixed(const Ctx *c, int kind, Py_ssize_t *pos) {
+static inline PyObject *read_fixed(const Ctx *c, int kind, Py_ssize_t *pos) {
     Py_ssize_t at = *pos;
     if (fixed_size[kind] > LEFT(c, at))
         return NULL;
@@ -97,10 +115,10 @@ static PyObject *read_fixed(const Ctx *c, int kind, Py_ssize_t *pos) {
     *pos = at + fixed_size[kind];
     switch (kind) {
     case K_BOOL: return PyBool_FromLong(p[0] != 0);
-    case K_INT8: return PyLong_FromLong((int8_t)p[0]);
-    case K_INT16: return PyLong_FromLong((int16_t)be16(p));
-    case K_UINT16: return PyLong_FromLong((long)be16(p));
-    case K_INT32: return PyLong_FromLong((int32_t)be32(p));
+    case K_INT8: return int_object((int8_t)p[0]);
+    case K_INT16: return int_object((int16_t)be16(p));
+    case K_UINT16: return int_object((long)be16(p));
+    case K_INT32: return int_object((int32_t)be32(p));
     case K_UINT32: return PyLong_FromUnsignedLong(be32(p));
     case K_INT64: return PyLong_FromLongLong((int64_t)be64(p));
     case K_FLOAT64: {
