@@ -36,8 +36,8 @@ class NativeProgramEmitter:
         to the native decoder, if it is built (kafkawire.protocol.native_codec)."""
         w = Writer()
         w.add("")
-        w.add("# The field programs of the decoding functions above, walked by the native decoder")
-        w.add("# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).")
+        w.add("# The field programs of the decoding functions above, walked by the native decoder and encoder")
+        w.add("# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).")
         w.add("_NATIVE_PROGRAMS = {")
         done = set()
         for struct in structs:

@@ -126,8 +126,8 @@ _LINE_FIELDS = {
     101: 'tagged fields of AccessControlEntryRecord',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_AccessControlEntryRecord_v0': ('AccessControlEntryRecord', (('id', 'uuid', 0), ('resource_type', 'int8', 0), ('resource_name', 'string', 1), ('pattern_type', 'int8', 0), ('principal', 'string', 1), ('host', 'string', 1), ('operation', 'int8', 0), ('permission_type', 'int8', 0), ), ()),
 }

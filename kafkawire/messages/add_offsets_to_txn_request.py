@@ -144,8 +144,8 @@ _LINE_FIELDS = {
     112: 'tagged fields of AddOffsetsToTxnRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_AddOffsetsToTxnRequest_v0': ('AddOffsetsToTxnRequest', (('transactional_id', 'string', 0), ('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ('group_id', 'string', 0), ), None),
     '_decode_AddOffsetsToTxnRequest_v3': ('AddOffsetsToTxnRequest', (('transactional_id', 'string', 1), ('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ('group_id', 'string', 1), ), ()),

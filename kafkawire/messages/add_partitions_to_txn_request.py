@@ -541,8 +541,8 @@ _LINE_FIELDS = {
     421: 'tagged fields of AddPartitionsToTxnRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_AddPartitionsToTxnTopic_v0': ('AddPartitionsToTxnTopic', (('name', 'string', 0), ('partitions', 'array', 0, 'int32'), ), None),
     '_decode_AddPartitionsToTxnTopic_v3': ('AddPartitionsToTxnTopic', (('name', 'string', 1), ('partitions', 'array', 1, 'int32'), ), ()),

@@ -588,8 +588,8 @@ _LINE_FIELDS = {
     471: 'tagged fields of AddPartitionsToTxnResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_AddPartitionsToTxnPartitionResult_v0': ('AddPartitionsToTxnPartitionResult', (('partition_index', 'int32', 0), ('partition_error_code', 'int16', 0), ), None),
     '_decode_AddPartitionsToTxnPartitionResult_v3': ('AddPartitionsToTxnPartitionResult', (('partition_index', 'int32', 0), ('partition_error_code', 'int16', 0), ), ()),

@@ -273,8 +273,8 @@ _LINE_FIELDS = {
     219: 'tagged fields of AddRaftVoterRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_Listener_v0': ('Listener', (('name', 'string', 1), ('host', 'string', 1), ('port', 'uint16', 0), ), ()),
     '_decode_AddRaftVoterRequest_v0': ('AddRaftVoterRequest', (('cluster_id', 'string', 3), ('timeout_ms', 'int32', 0), ('voter_id', 'int32', 0), ('voter_directory_id', 'uuid', 0), ('listeners', 'array', 1, 'struct', '_decode_Listener_v0'), ('ack_when_committed', 'default', 0, 'const', True), ), ()),

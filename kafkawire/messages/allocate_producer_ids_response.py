@@ -87,8 +87,8 @@ _LINE_FIELDS = {
     74: 'tagged fields of AllocateProducerIdsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_AllocateProducerIdsResponse_v0': ('AllocateProducerIdsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('producer_id_start', 'int64', 0), ('producer_id_len', 'int32', 0), ), ()),
 }

@@ -348,8 +348,8 @@ _LINE_FIELDS = {
     284: 'tagged fields of AlterClientQuotasResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_EntityData_v0': ('EntityData', (('entity_type', 'string', 0), ('entity_name', 'string', 2), ), None),
     '_decode_EntityData_v1': ('EntityData', (('entity_type', 'string', 1), ('entity_name', 'string', 3), ), ()),

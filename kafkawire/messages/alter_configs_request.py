@@ -404,8 +404,8 @@ _LINE_FIELDS = {
     326: 'tagged fields of AlterConfigsRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_AlterableConfig_v0': ('AlterableConfig', (('name', 'string', 0), ('value', 'string', 2), ), None),
     '_decode_AlterableConfig_v2': ('AlterableConfig', (('name', 'string', 1), ('value', 'string', 3), ), ()),

@@ -276,8 +276,8 @@ _LINE_FIELDS = {
     219: 'tagged fields of AlterConfigsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_AlterConfigsResourceResponse_v0': ('AlterConfigsResourceResponse', (('error_code', 'int16', 0), ('error_message', 'string', 2), ('resource_type', 'int8', 0), ('resource_name', 'string', 0), ), None),
     '_decode_AlterConfigsResourceResponse_v2': ('AlterConfigsResourceResponse', (('error_code', 'int16', 0), ('error_message', 'string', 3), ('resource_type', 'int8', 0), ('resource_name', 'string', 1), ), ()),

@@ -326,8 +326,8 @@ _LINE_FIELDS = {
     269: 'tagged fields of AlterPartitionReassignmentsRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ReassignablePartition_v0': ('ReassignablePartition', (('partition_index', 'int32', 0), ('replicas', 'array', 3, 'int32'), ), ()),
     '_decode_ReassignableTopic_v0': ('ReassignableTopic', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_ReassignablePartition_v0'), ), ()),

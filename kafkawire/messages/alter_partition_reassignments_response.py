@@ -320,8 +320,8 @@ _LINE_FIELDS = {
     264: 'tagged fields of AlterPartitionReassignmentsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ReassignablePartitionResponse_v0': ('ReassignablePartitionResponse', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),
     '_decode_ReassignableTopicResponse_v0': ('ReassignableTopicResponse', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_ReassignablePartitionResponse_v0'), ), ()),

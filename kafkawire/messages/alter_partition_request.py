@@ -832,8 +832,8 @@ _LINE_FIELDS = {
     670: 'tagged fields of AlterPartitionRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_BrokerState_v3': ('BrokerState', (('broker_id', 'int32', 0), ('broker_epoch', 'int64', 0), ), ()),
     '_decode_PartitionData_v0': ('PartitionData', (('partition_index', 'int32', 0), ('leader_epoch', 'int32', 0), ('new_isr', 'array', 1, 'int32'), ('partition_epoch', 'int32', 0), ('new_isr_with_epochs', 'default', 0, 'list', None), ('leader_recovery_state', 'default', 0, 'const', 0), ), ()),

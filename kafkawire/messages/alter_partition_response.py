@@ -570,8 +570,8 @@ _LINE_FIELDS = {
     466: 'tagged fields of AlterPartitionResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_PartitionData_v0': ('PartitionData', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ('isr', 'array', 1, 'int32'), ('partition_epoch', 'int32', 0), ('leader_recovery_state', 'default', 16, 'const', 0), ), ()),
     '_decode_PartitionData_v1': ('PartitionData', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ('isr', 'array', 1, 'int32'), ('leader_recovery_state', 'int8', 0), ('partition_epoch', 'int32', 0), ), ()),

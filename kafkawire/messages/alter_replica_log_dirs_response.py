@@ -365,8 +365,8 @@ _LINE_FIELDS = {
     299: 'tagged fields of AlterReplicaLogDirsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_AlterReplicaLogDirPartitionResult_v0': ('AlterReplicaLogDirPartitionResult', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), None),
     '_decode_AlterReplicaLogDirPartitionResult_v2': ('AlterReplicaLogDirPartitionResult', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), ()),

@@ -241,8 +241,8 @@ _LINE_FIELDS = {
     202: 'tagged fields of AlterShareGroupOffsetsRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_AlterShareGroupOffsetsRequestPartition_v0': ('AlterShareGroupOffsetsRequestPartition', (('partition_index', 'int32', 0), ('start_offset', 'int64', 0), ), ()),
     '_decode_AlterShareGroupOffsetsRequestTopic_v0': ('AlterShareGroupOffsetsRequestTopic', (('topic_name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_AlterShareGroupOffsetsRequestPartition_v0'), ), ()),

@@ -266,8 +266,8 @@ _LINE_FIELDS = {
     221: 'tagged fields of AlterShareGroupOffsetsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_AlterShareGroupOffsetsResponsePartition_v0': ('AlterShareGroupOffsetsResponsePartition', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),
     '_decode_AlterShareGroupOffsetsResponseTopic_v0': ('AlterShareGroupOffsetsResponseTopic', (('topic_name', 'string', 1), ('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_AlterShareGroupOffsetsResponsePartition_v0'), ), ()),

@@ -265,8 +265,8 @@ _LINE_FIELDS = {
     220: 'tagged fields of AlterUserScramCredentialsRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ScramCredentialDeletion_v0': ('ScramCredentialDeletion', (('name', 'string', 1), ('mechanism', 'int8', 0), ), ()),
     '_decode_ScramCredentialUpsertion_v0': ('ScramCredentialUpsertion', (('name', 'string', 1), ('mechanism', 'int8', 0), ('iterations', 'int32', 0), ('salt', 'bytes', 1), ('salted_password', 'bytes', 1), ), ()),

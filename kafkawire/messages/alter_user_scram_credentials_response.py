@@ -174,8 +174,8 @@ _LINE_FIELDS = {
     144: 'tagged fields of AlterUserScramCredentialsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_AlterUserScramCredentialsResult_v0': ('AlterUserScramCredentialsResult', (('user', 'string', 1), ('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),
     '_decode_AlterUserScramCredentialsResponse_v0': ('AlterUserScramCredentialsResponse', (('throttle_time_ms', 'int32', 0), ('results', 'array', 1, 'struct', '_decode_AlterUserScramCredentialsResult_v0'), ), ()),

@@ -157,8 +157,8 @@ _LINE_FIELDS = {
     128: 'tagged fields of ApiVersionsRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ApiVersionsRequest_v0': ('ApiVersionsRequest', (('client_software_name', 'default', 16, 'const', ''), ('client_software_version', 'default', 16, 'const', ''), ('cluster_id', 'default', 16, 'const', None), ('node_id', 'default', 16, 'const', -1), ), None),
     '_decode_ApiVersionsRequest_v3': ('ApiVersionsRequest', (('client_software_name', 'string', 1), ('client_software_version', 'string', 1), ('cluster_id', 'default', 16, 'const', None), ('node_id', 'default', 16, 'const', -1), ), ()),

@@ -578,8 +578,8 @@ _LINE_FIELDS = {
     478: 'tagged fields of ApiVersionsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ApiVersion_v0': ('ApiVersion', (('api_key', 'int16', 0), ('min_version', 'int16', 0), ('max_version', 'int16', 0), ), None),
     '_decode_ApiVersion_v3': ('ApiVersion', (('api_key', 'int16', 0), ('min_version', 'int16', 0), ('max_version', 'int16', 0), ), ()),

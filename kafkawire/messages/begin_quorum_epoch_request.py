@@ -450,8 +450,8 @@ _LINE_FIELDS = {
     371: 'tagged fields of BeginQuorumEpochRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_PartitionData_v0': ('PartitionData', (('partition_index', 'int32', 0), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ('voter_directory_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
     '_decode_PartitionData_v1': ('PartitionData', (('partition_index', 'int32', 0), ('voter_directory_id', 'uuid', 0), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ), ()),

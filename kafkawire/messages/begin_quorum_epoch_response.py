@@ -468,8 +468,8 @@ _LINE_FIELDS = {
     389: 'tagged fields of BeginQuorumEpochResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_PartitionData_v0': ('PartitionData', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ), None),
     '_decode_PartitionData_v1': ('PartitionData', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ), ()),

@@ -106,8 +106,8 @@ _LINE_FIELDS = {
     89: 'tagged fields of BeginTransactionRecord',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_BeginTransactionRecord_v0': ('BeginTransactionRecord', (('name', 'default', 0, 'const', None), ), ((0, ('name', 'string', 3)), )),
 }

@@ -307,8 +307,8 @@ _LINE_FIELDS = {
     251: 'tagged fields of BrokerHeartbeatRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_BrokerHeartbeatRequest_v0': ('BrokerHeartbeatRequest', (('broker_id', 'int32', 0), ('broker_epoch', 'int64', 0), ('current_metadata_offset', 'int64', 0), ('want_fence', 'bool', 0), ('want_shut_down', 'bool', 0), ('offline_log_dirs', 'default', 0, 'list', None), ('cordoned_log_dirs', 'default', 0, 'const', None), ), ()),
     '_decode_BrokerHeartbeatRequest_v1': ('BrokerHeartbeatRequest', (('broker_id', 'int32', 0), ('broker_epoch', 'int64', 0), ('current_metadata_offset', 'int64', 0), ('want_fence', 'bool', 0), ('want_shut_down', 'bool', 0), ('offline_log_dirs', 'default', 0, 'list', None), ('cordoned_log_dirs', 'default', 0, 'const', None), ), ((0, ('offline_log_dirs', 'array', 1, 'uuid')), )),

@@ -90,8 +90,8 @@ _LINE_FIELDS = {
     77: 'tagged fields of BrokerHeartbeatResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_BrokerHeartbeatResponse_v0': ('BrokerHeartbeatResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('is_caught_up', 'bool', 0), ('is_fenced', 'bool', 0), ('should_shut_down', 'bool', 0), ), ()),
 }

@@ -485,8 +485,8 @@ _LINE_FIELDS = {
     386: 'tagged fields of BrokerRegistrationChangeRecord',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_BrokerRegistrationChangeRecord_v0': ('BrokerRegistrationChangeRecord', (('broker_id', 'int32', 0), ('broker_epoch', 'int64', 0), ('fenced', 'default', 0, 'const', 0), ('in_controlled_shutdown', 'default', 0, 'const', 0), ('log_dirs', 'default', 0, 'list', None), ('cordoned_log_dirs', 'default', 0, 'const', None), ), ((0, ('fenced', 'int8', 0)), )),
     '_decode_BrokerRegistrationChangeRecord_v1': ('BrokerRegistrationChangeRecord', (('broker_id', 'int32', 0), ('broker_epoch', 'int64', 0), ('fenced', 'default', 0, 'const', 0), ('in_controlled_shutdown', 'default', 0, 'const', 0), ('log_dirs', 'default', 0, 'list', None), ('cordoned_log_dirs', 'default', 0, 'const', None), ), ((0, ('fenced', 'int8', 0)), (1, ('in_controlled_shutdown', 'int8', 0)), )),

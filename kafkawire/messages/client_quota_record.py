@@ -175,8 +175,8 @@ _LINE_FIELDS = {
     145: 'tagged fields of ClientQuotaRecord',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_EntityData_v0': ('EntityData', (('entity_type', 'string', 1), ('entity_name', 'string', 3), ), ()),
     '_decode_ClientQuotaRecord_v0': ('ClientQuotaRecord', (('entity', 'array', 1, 'struct', '_decode_EntityData_v0'), ('key', 'string', 1), ('value', 'float64', 0), ('remove', 'bool', 0), ), ()),

@@ -99,8 +99,8 @@ _LINE_FIELDS = {
     80: 'tagged fields of ConfigRecord',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ConfigRecord_v0': ('ConfigRecord', (('resource_type', 'int8', 0), ('resource_name', 'string', 1), ('name', 'string', 1), ('value', 'string', 3), ), ()),
 }

@@ -370,8 +370,8 @@ _LINE_FIELDS = {
     291: 'tagged fields of ConsumerGroupHeartbeatRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_TopicPartitions_v0': ('TopicPartitions', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'int32'), ), ()),
     '_decode_ConsumerGroupHeartbeatRequest_v0': ('ConsumerGroupHeartbeatRequest', (('group_id', 'string', 1), ('member_id', 'string', 1), ('member_epoch', 'int32', 0), ('instance_id', 'string', 3), ('rack_id', 'string', 3), ('rebalance_timeout_ms', 'int32', 0), ('subscribed_topic_names', 'array', 3, 'string'), ('server_assignor', 'string', 3), ('topic_partitions', 'array', 3, 'struct', '_decode_TopicPartitions_v0'), ('subscribed_topic_regex', 'default', 0, 'const', None), ), ()),

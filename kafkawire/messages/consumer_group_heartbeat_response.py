@@ -273,8 +273,8 @@ _LINE_FIELDS = {
     227: 'tagged fields of ConsumerGroupHeartbeatResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_TopicPartitions_v0': ('TopicPartitions', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'int32'), ), ()),
     '_decode_Assignment_v0': ('Assignment', (('topic_partitions', 'array', 1, 'struct', '_decode_TopicPartitions_v0'), ), ()),

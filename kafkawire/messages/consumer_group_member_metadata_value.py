@@ -347,8 +347,8 @@ _LINE_FIELDS = {
     287: 'tagged fields of ConsumerGroupMemberMetadataValue',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ClassicProtocol_v0': ('ClassicProtocol', (('name', 'string', 1), ('metadata', 'bytes', 1), ), ()),
     '_decode_ClassicMemberMetadata_v0': ('ClassicMemberMetadata', (('session_timeout_ms', 'int32', 0), ('supported_protocols', 'array', 1, 'struct', '_decode_ClassicProtocol_v0'), ), ()),

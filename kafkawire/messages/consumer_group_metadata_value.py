@@ -117,8 +117,8 @@ _LINE_FIELDS = {
     98: 'tagged fields of ConsumerGroupMetadataValue',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ConsumerGroupMetadataValue_v0': ('ConsumerGroupMetadataValue', (('epoch', 'int32', 0), ('metadata_hash', 'default', 0, 'const', 0), ), ((0, ('metadata_hash', 'int64', 0)), )),
 }

@@ -276,8 +276,8 @@ _LINE_FIELDS = {
     229: 'tagged fields of ConsumerGroupPartitionMetadataValue',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_PartitionMetadata_v0': ('PartitionMetadata', (('partition', 'int32', 0), ('racks', 'array', 1, 'string'), ), ()),
     '_decode_TopicMetadata_v0': ('TopicMetadata', (('topic_id', 'uuid', 0), ('topic_name', 'string', 1), ('num_partitions', 'int32', 0), ('partition_metadata', 'array', 1, 'struct', '_decode_PartitionMetadata_v0'), ), ()),

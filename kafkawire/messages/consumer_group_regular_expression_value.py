@@ -119,8 +119,8 @@ _LINE_FIELDS = {
     99: 'tagged fields of ConsumerGroupRegularExpressionValue',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ConsumerGroupRegularExpressionValue_v0': ('ConsumerGroupRegularExpressionValue', (('topics', 'array', 1, 'string'), ('version', 'int64', 0), ('timestamp', 'int64', 0), ), ()),
 }

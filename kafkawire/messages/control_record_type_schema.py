@@ -70,8 +70,8 @@ _LINE_FIELDS = {
     61: 'tagged fields of ControlRecordTypeSchema',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ControlRecordTypeSchema_v0': ('ControlRecordTypeSchema', (('type', 'int16', 0), ), None),
 }

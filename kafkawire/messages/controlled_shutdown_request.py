@@ -125,8 +125,8 @@ _LINE_FIELDS = {
     104: 'tagged fields of ControlledShutdownRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ControlledShutdownRequest_v0': ('ControlledShutdownRequest', (('broker_id', 'int32', 0), ('broker_epoch', 'default', 16, 'const', -1), ), None),
     '_decode_ControlledShutdownRequest_v2': ('ControlledShutdownRequest', (('broker_id', 'int32', 0), ('broker_epoch', 'int64', 0), ), None),

@@ -271,8 +271,8 @@ _LINE_FIELDS = {
     217: 'tagged fields of ControlledShutdownResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_RemainingPartition_v0': ('RemainingPartition', (('topic_name', 'string', 0), ('partition_index', 'int32', 0), ), None),
     '_decode_RemainingPartition_v3': ('RemainingPartition', (('topic_name', 'string', 1), ('partition_index', 'int32', 0), ), ()),

@@ -247,8 +247,8 @@ _LINE_FIELDS = {
     200: 'tagged fields of CreateAclsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_AclCreationResult_v0': ('AclCreationResult', (('error_code', 'int16', 0), ('error_message', 'string', 2), ), None),
     '_decode_AclCreationResult_v2': ('AclCreationResult', (('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),

@@ -361,8 +361,8 @@ _LINE_FIELDS = {
     284: 'tagged fields of CreateDelegationTokenRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_CreatableRenewers_v0': ('CreatableRenewers', (('principal_type', 'string', 0), ('principal_name', 'string', 0), ), None),
     '_decode_CreatableRenewers_v2': ('CreatableRenewers', (('principal_type', 'string', 1), ('principal_name', 'string', 1), ), ()),

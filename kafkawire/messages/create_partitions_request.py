@@ -431,8 +431,8 @@ _LINE_FIELDS = {
     352: 'tagged fields of CreatePartitionsRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_CreatePartitionsAssignment_v0': ('CreatePartitionsAssignment', (('broker_ids', 'array', 0, 'int32'), ), None),
     '_decode_CreatePartitionsAssignment_v2': ('CreatePartitionsAssignment', (('broker_ids', 'array', 1, 'int32'), ), ()),

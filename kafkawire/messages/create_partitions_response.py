@@ -260,8 +260,8 @@ _LINE_FIELDS = {
     208: 'tagged fields of CreatePartitionsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_CreatePartitionsTopicResult_v0': ('CreatePartitionsTopicResult', (('name', 'string', 0), ('error_code', 'int16', 0), ('error_message', 'string', 2), ), None),
     '_decode_CreatePartitionsTopicResult_v2': ('CreatePartitionsTopicResult', (('name', 'string', 1), ('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),

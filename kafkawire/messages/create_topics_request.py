@@ -802,8 +802,8 @@ _LINE_FIELDS = {
     628: 'tagged fields of CreateTopicsRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_CreatableReplicaAssignment_v0': ('CreatableReplicaAssignment', (('partition_index', 'int32', 0), ('broker_ids', 'array', 0, 'int32'), ), None),
     '_decode_CreatableReplicaAssignment_v5': ('CreatableReplicaAssignment', (('partition_index', 'int32', 0), ('broker_ids', 'array', 1, 'int32'), ), ()),

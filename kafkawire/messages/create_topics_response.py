@@ -675,8 +675,8 @@ _LINE_FIELDS = {
     541: 'tagged fields of CreateTopicsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_CreatableTopicConfigs_v5': ('CreatableTopicConfigs', (('name', 'string', 1), ('value', 'string', 3), ('read_only', 'bool', 0), ('config_source', 'int8', 0), ('is_sensitive', 'bool', 0), ), ()),
     '_decode_CreatableTopicResult_v0': ('CreatableTopicResult', (('name', 'string', 0), ('error_code', 'int16', 0), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ('error_message', 'default', 16, 'const', ''), ('topic_config_error_code', 'default', 16, 'const', 0), ('num_partitions', 'default', 16, 'const', -1), ('replication_factor', 'default', 16, 'const', -1), ('configs', 'default', 16, 'list', None), ), None),

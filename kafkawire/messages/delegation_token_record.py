@@ -143,8 +143,8 @@ _LINE_FIELDS = {
     117: 'tagged fields of DelegationTokenRecord',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_DelegationTokenRecord_v0': ('DelegationTokenRecord', (('owner', 'string', 1), ('requester', 'string', 1), ('renewers', 'array', 1, 'string'), ('issue_timestamp', 'int64', 0), ('max_timestamp', 'int64', 0), ('expiration_timestamp', 'int64', 0), ('token_id', 'string', 1), ), ()),
 }

@@ -549,8 +549,8 @@ _LINE_FIELDS = {
     428: 'tagged fields of DeleteAclsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_DeleteAclsMatchingAcl_v0': ('DeleteAclsMatchingAcl', (('error_code', 'int16', 0), ('error_message', 'string', 2), ('resource_type', 'int8', 0), ('resource_name', 'string', 0), ('principal', 'string', 0), ('host', 'string', 0), ('operation', 'int8', 0), ('permission_type', 'int8', 0), ('pattern_type', 'default', 0, 'const', 3), ), None),
     '_decode_DeleteAclsMatchingAcl_v1': ('DeleteAclsMatchingAcl', (('error_code', 'int16', 0), ('error_message', 'string', 2), ('resource_type', 'int8', 0), ('resource_name', 'string', 0), ('pattern_type', 'int8', 0), ('principal', 'string', 0), ('host', 'string', 0), ('operation', 'int8', 0), ('permission_type', 'int8', 0), ), None),

@@ -141,8 +141,8 @@ _LINE_FIELDS = {
     116: 'tagged fields of DeleteGroupsRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_DeleteGroupsRequest_v0': ('DeleteGroupsRequest', (('groups_names', 'array', 0, 'string'), ), None),
     '_decode_DeleteGroupsRequest_v2': ('DeleteGroupsRequest', (('groups_names', 'array', 1, 'string'), ), ()),

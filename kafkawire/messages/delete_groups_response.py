@@ -337,8 +337,8 @@ _LINE_FIELDS = {
     270: 'tagged fields of DeleteGroupsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_DeletableGroupResult_v0': ('DeletableGroupResult', (('group_id', 'string', 0), ('error_code', 'int16', 0), ('error_message', 'default', 16, 'const', None), ), None),
     '_decode_DeletableGroupResult_v2': ('DeletableGroupResult', (('group_id', 'string', 1), ('error_code', 'int16', 0), ('error_message', 'default', 16, 'const', None), ), ()),

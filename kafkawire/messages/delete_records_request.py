@@ -381,8 +381,8 @@ _LINE_FIELDS = {
     313: 'tagged fields of DeleteRecordsRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_DeleteRecordsPartition_v0': ('DeleteRecordsPartition', (('partition_index', 'int32', 0), ('offset', 'int64', 0), ), None),
     '_decode_DeleteRecordsPartition_v2': ('DeleteRecordsPartition', (('partition_index', 'int32', 0), ('offset', 'int64', 0), ), ()),

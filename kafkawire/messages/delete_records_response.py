@@ -368,8 +368,8 @@ _LINE_FIELDS = {
     302: 'tagged fields of DeleteRecordsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_DeleteRecordsPartitionResult_v0': ('DeleteRecordsPartitionResult', (('partition_index', 'int32', 0), ('low_watermark', 'int64', 0), ('error_code', 'int16', 0), ), None),
     '_decode_DeleteRecordsPartitionResult_v2': ('DeleteRecordsPartitionResult', (('partition_index', 'int32', 0), ('low_watermark', 'int64', 0), ('error_code', 'int16', 0), ), ()),

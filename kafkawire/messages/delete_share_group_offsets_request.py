@@ -156,8 +156,8 @@ _LINE_FIELDS = {
     130: 'tagged fields of DeleteShareGroupOffsetsRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_DeleteShareGroupOffsetsRequestTopic_v0': ('DeleteShareGroupOffsetsRequestTopic', (('topic_name', 'string', 1), ), ()),
     '_decode_DeleteShareGroupOffsetsRequest_v0': ('DeleteShareGroupOffsetsRequest', (('group_id', 'string', 1), ('topics', 'array', 1, 'struct', '_decode_DeleteShareGroupOffsetsRequestTopic_v0'), ), ()),

@@ -191,8 +191,8 @@ _LINE_FIELDS = {
     157: 'tagged fields of DeleteShareGroupOffsetsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_DeleteShareGroupOffsetsResponseTopic_v0': ('DeleteShareGroupOffsetsResponseTopic', (('topic_name', 'string', 1), ('topic_id', 'uuid', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),
     '_decode_DeleteShareGroupOffsetsResponse_v0': ('DeleteShareGroupOffsetsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('responses', 'array', 1, 'struct', '_decode_DeleteShareGroupOffsetsResponseTopic_v0'), ), ()),

@@ -367,8 +367,8 @@ _LINE_FIELDS = {
     289: 'tagged fields of DeleteTopicsRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_DeleteTopicState_v6': ('DeleteTopicState', (('name', 'string', 3), ('topic_id', 'uuid', 0), ), ()),
     '_decode_DeleteTopicsRequest_v0': ('DeleteTopicsRequest', (('topic_names', 'array', 0, 'string'), ('timeout_ms', 'int32', 0), ('topics', 'default', 0, 'list', None), ), None),

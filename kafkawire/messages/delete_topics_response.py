@@ -497,8 +497,8 @@ _LINE_FIELDS = {
     393: 'tagged fields of DeleteTopicsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_DeletableTopicResult_v0': ('DeletableTopicResult', (('name', 'string', 0), ('error_code', 'int16', 0), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ('error_message', 'default', 16, 'const', None), ), None),
     '_decode_DeletableTopicResult_v4': ('DeletableTopicResult', (('name', 'string', 1), ('error_code', 'int16', 0), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ('error_message', 'default', 16, 'const', None), ), ()),

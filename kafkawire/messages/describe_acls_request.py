@@ -197,8 +197,8 @@ _LINE_FIELDS = {
     148: 'tagged fields of DescribeAclsRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_DescribeAclsRequest_v0': ('DescribeAclsRequest', (('resource_type_filter', 'int8', 0), ('resource_name_filter', 'string', 2), ('principal_filter', 'string', 2), ('host_filter', 'string', 2), ('operation', 'int8', 0), ('permission_type', 'int8', 0), ('pattern_type_filter', 'default', 0, 'const', 3), ), None),
     '_decode_DescribeAclsRequest_v1': ('DescribeAclsRequest', (('resource_type_filter', 'int8', 0), ('resource_name_filter', 'string', 2), ('pattern_type_filter', 'int8', 0), ('principal_filter', 'string', 2), ('host_filter', 'string', 2), ('operation', 'int8', 0), ('permission_type', 'int8', 0), ), None),

@@ -487,8 +487,8 @@ _LINE_FIELDS = {
     387: 'tagged fields of DescribeAclsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_AclDescription_v0': ('AclDescription', (('principal', 'string', 0), ('host', 'string', 0), ('operation', 'int8', 0), ('permission_type', 'int8', 0), ), None),
     '_decode_AclDescription_v2': ('AclDescription', (('principal', 'string', 1), ('host', 'string', 1), ('operation', 'int8', 0), ('permission_type', 'int8', 0), ), ()),

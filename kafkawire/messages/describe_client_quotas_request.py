@@ -250,8 +250,8 @@ _LINE_FIELDS = {
     204: 'tagged fields of DescribeClientQuotasRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ComponentData_v0': ('ComponentData', (('entity_type', 'string', 0), ('match_type', 'int8', 0), ('match', 'string', 2), ), None),
     '_decode_ComponentData_v1': ('ComponentData', (('entity_type', 'string', 1), ('match_type', 'int8', 0), ('match', 'string', 3), ), ()),

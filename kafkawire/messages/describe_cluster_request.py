@@ -151,8 +151,8 @@ _LINE_FIELDS = {
     122: 'tagged fields of DescribeClusterRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_DescribeClusterRequest_v0': ('DescribeClusterRequest', (('include_cluster_authorized_operations', 'bool', 0), ('endpoint_type', 'default', 0, 'const', 1), ('include_fenced_brokers', 'default', 0, 'const', False), ), ()),
     '_decode_DescribeClusterRequest_v1': ('DescribeClusterRequest', (('include_cluster_authorized_operations', 'bool', 0), ('endpoint_type', 'int8', 0), ('include_fenced_brokers', 'default', 0, 'const', False), ), ()),

@@ -462,8 +462,8 @@ _LINE_FIELDS = {
     356: 'tagged fields of DescribeClusterResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_DescribeClusterBroker_v0': ('DescribeClusterBroker', (('broker_id', 'int32', 0), ('host', 'string', 1), ('port', 'int32', 0), ('rack', 'string', 3), ('is_fenced', 'default', 0, 'const', False), ), ()),
     '_decode_DescribeClusterBroker_v2': ('DescribeClusterBroker', (('broker_id', 'int32', 0), ('host', 'string', 1), ('port', 'int32', 0), ('rack', 'string', 3), ('is_fenced', 'bool', 0), ), ()),

@@ -450,8 +450,8 @@ _LINE_FIELDS = {
     359: 'tagged fields of DescribeConfigsRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_DescribeConfigsResource_v0': ('DescribeConfigsResource', (('resource_type', 'int8', 0), ('resource_name', 'string', 0), ('configuration_keys', 'array', 2, 'string'), ), None),
     '_decode_DescribeConfigsResource_v4': ('DescribeConfigsResource', (('resource_type', 'int8', 0), ('resource_name', 'string', 1), ('configuration_keys', 'array', 3, 'string'), ), ()),

@@ -906,8 +906,8 @@ _LINE_FIELDS = {
     703: 'tagged fields of DescribeConfigsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_DescribeConfigsSynonym_v1': ('DescribeConfigsSynonym', (('name', 'string', 0), ('value', 'string', 2), ('source', 'int8', 0), ), None),
     '_decode_DescribeConfigsSynonym_v4': ('DescribeConfigsSynonym', (('name', 'string', 1), ('value', 'string', 3), ('source', 'int8', 0), ), ()),

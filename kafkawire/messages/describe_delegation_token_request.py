@@ -231,8 +231,8 @@ _LINE_FIELDS = {
     190: 'tagged fields of DescribeDelegationTokenRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_DescribeDelegationTokenOwner_v0': ('DescribeDelegationTokenOwner', (('principal_type', 'string', 0), ('principal_name', 'string', 0), ), None),
     '_decode_DescribeDelegationTokenOwner_v2': ('DescribeDelegationTokenOwner', (('principal_type', 'string', 1), ('principal_name', 'string', 1), ), ()),

@@ -634,8 +634,8 @@ _LINE_FIELDS = {
     490: 'tagged fields of DescribeDelegationTokenResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_DescribedDelegationTokenRenewer_v0': ('DescribedDelegationTokenRenewer', (('principal_type', 'string', 0), ('principal_name', 'string', 0), ), None),
     '_decode_DescribedDelegationTokenRenewer_v2': ('DescribedDelegationTokenRenewer', (('principal_type', 'string', 1), ('principal_name', 'string', 1), ), ()),

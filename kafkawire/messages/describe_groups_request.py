@@ -240,8 +240,8 @@ _LINE_FIELDS = {
     191: 'tagged fields of DescribeGroupsRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_DescribeGroupsRequest_v0': ('DescribeGroupsRequest', (('groups', 'array', 0, 'string'), ('include_authorized_operations', 'default', 0, 'const', False), ), None),
     '_decode_DescribeGroupsRequest_v3': ('DescribeGroupsRequest', (('groups', 'array', 0, 'string'), ('include_authorized_operations', 'bool', 0), ), None),

@@ -989,8 +989,8 @@ _LINE_FIELDS = {
     737: 'tagged fields of DescribeGroupsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_DescribedGroupMember_v0': ('DescribedGroupMember', (('member_id', 'string', 0), ('client_id', 'string', 0), ('client_host', 'string', 0), ('member_metadata', 'bytes', 0), ('member_assignment', 'bytes', 0), ('group_instance_id', 'default', 16, 'const', None), ), None),
     '_decode_DescribedGroupMember_v4': ('DescribedGroupMember', (('member_id', 'string', 0), ('group_instance_id', 'string', 2), ('client_id', 'string', 0), ('client_host', 'string', 0), ('member_metadata', 'bytes', 0), ('member_assignment', 'bytes', 0), ), None),

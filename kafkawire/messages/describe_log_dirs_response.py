@@ -833,8 +833,8 @@ _LINE_FIELDS = {
     673: 'tagged fields of DescribeLogDirsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_DescribeLogDirsPartition_v0': ('DescribeLogDirsPartition', (('partition_index', 'int32', 0), ('partition_size', 'int64', 0), ('offset_lag', 'int64', 0), ('is_future_key', 'bool', 0), ), None),
     '_decode_DescribeLogDirsPartition_v2': ('DescribeLogDirsPartition', (('partition_index', 'int32', 0), ('partition_size', 'int64', 0), ('offset_lag', 'int64', 0), ('is_future_key', 'bool', 0), ), ()),

@@ -176,8 +176,8 @@ _LINE_FIELDS = {
     146: 'tagged fields of DescribeProducersRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_TopicRequest_v0': ('TopicRequest', (('name', 'string', 1), ('partition_indexes', 'array', 1, 'int32'), ), ()),
     '_decode_DescribeProducersRequest_v0': ('DescribeProducersRequest', (('topics', 'array', 1, 'struct', '_decode_TopicRequest_v0'), ), ()),

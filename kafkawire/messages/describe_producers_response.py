@@ -347,8 +347,8 @@ _LINE_FIELDS = {
     293: 'tagged fields of DescribeProducersResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ProducerState_v0': ('ProducerState', (('producer_id', 'int64', 0), ('producer_epoch', 'int32', 0), ('last_sequence', 'int32', 0), ('last_timestamp', 'int64', 0), ('coordinator_epoch', 'int32', 0), ('current_txn_start_offset', 'int64', 0), ), ()),
     '_decode_PartitionResponse_v0': ('PartitionResponse', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('active_producers', 'array', 1, 'struct', '_decode_ProducerState_v0'), ), ()),

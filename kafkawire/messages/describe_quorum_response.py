@@ -1026,8 +1026,8 @@ _LINE_FIELDS = {
     832: 'tagged fields of DescribeQuorumResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ReplicaState_v0': ('ReplicaState', (('replica_id', 'int32', 0), ('log_end_offset', 'int64', 0), ('replica_directory_id', 'default', 0, 'global', '_ZERO_UUID'), ('last_fetch_timestamp', 'default', 16, 'const', -1), ('last_caught_up_timestamp', 'default', 16, 'const', -1), ), ()),
     '_decode_ReplicaState_v1': ('ReplicaState', (('replica_id', 'int32', 0), ('log_end_offset', 'int64', 0), ('last_fetch_timestamp', 'int64', 0), ('last_caught_up_timestamp', 'int64', 0), ('replica_directory_id', 'default', 0, 'global', '_ZERO_UUID'), ), ()),

@@ -255,8 +255,8 @@ _LINE_FIELDS = {
     213: 'tagged fields of DescribeShareGroupOffsetsRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_DescribeShareGroupOffsetsRequestTopic_v0': ('DescribeShareGroupOffsetsRequestTopic', (('topic_name', 'string', 1), ('partitions', 'array', 1, 'int32'), ), ()),
     '_decode_DescribeShareGroupOffsetsRequestGroup_v0': ('DescribeShareGroupOffsetsRequestGroup', (('group_id', 'string', 1), ('topics', 'array', 3, 'struct', '_decode_DescribeShareGroupOffsetsRequestTopic_v0'), ), ()),

@@ -575,8 +575,8 @@ _LINE_FIELDS = {
     467: 'tagged fields of DescribeShareGroupOffsetsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_DescribeShareGroupOffsetsResponsePartition_v0': ('DescribeShareGroupOffsetsResponsePartition', (('partition_index', 'int32', 0), ('start_offset', 'int64', 0), ('leader_epoch', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('lag', 'default', 16, 'const', -1), ), ()),
     '_decode_DescribeShareGroupOffsetsResponsePartition_v1': ('DescribeShareGroupOffsetsResponsePartition', (('partition_index', 'int32', 0), ('start_offset', 'int64', 0), ('leader_epoch', 'int32', 0), ('lag', 'int64', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),

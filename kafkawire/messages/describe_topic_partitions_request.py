@@ -240,8 +240,8 @@ _LINE_FIELDS = {
     201: 'tagged fields of DescribeTopicPartitionsRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_TopicRequest_v0': ('TopicRequest', (('name', 'string', 1), ), ()),
     '_decode_Cursor_v0': ('Cursor', (('topic_name', 'string', 1), ('partition_index', 'int32', 0), ), ()),

@@ -491,8 +491,8 @@ _LINE_FIELDS = {
     404: 'tagged fields of DescribeTopicPartitionsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_DescribeTopicPartitionsResponsePartition_v0': ('DescribeTopicPartitionsResponsePartition', (('error_code', 'int16', 0), ('partition_index', 'int32', 0), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ('replica_nodes', 'array', 1, 'int32'), ('isr_nodes', 'array', 1, 'int32'), ('eligible_leader_replicas', 'array', 3, 'int32'), ('last_known_elr', 'array', 3, 'int32'), ('offline_replicas', 'array', 1, 'int32'), ), ()),
     '_decode_DescribeTopicPartitionsResponseTopic_v0': ('DescribeTopicPartitionsResponseTopic', (('error_code', 'int16', 0), ('name', 'string', 3), ('topic_id', 'uuid', 0), ('is_internal', 'bool', 0), ('partitions', 'array', 1, 'struct', '_decode_DescribeTopicPartitionsResponsePartition_v0'), ('topic_authorized_operations', 'int32', 0), ), ()),

@@ -99,8 +99,8 @@ _LINE_FIELDS = {
     82: 'tagged fields of DescribeTransactionsRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_DescribeTransactionsRequest_v0': ('DescribeTransactionsRequest', (('transactional_ids', 'array', 1, 'string'), ), ()),
 }

@@ -299,8 +299,8 @@ _LINE_FIELDS = {
     248: 'tagged fields of DescribeTransactionsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_TopicData_v0': ('TopicData', (('topic', 'string', 1), ('partitions', 'array', 1, 'int32'), ), ()),
     '_decode_TransactionState_v0': ('TransactionState', (('error_code', 'int16', 0), ('transactional_id', 'string', 1), ('transaction_state', 'string', 1), ('transaction_timeout_ms', 'int32', 0), ('transaction_start_time_ms', 'int64', 0), ('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ('topics', 'array', 1, 'struct', '_decode_TopicData_v0'), ), ()),

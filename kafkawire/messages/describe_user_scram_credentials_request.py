@@ -148,8 +148,8 @@ _LINE_FIELDS = {
     125: 'tagged fields of DescribeUserScramCredentialsRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_UserName_v0': ('UserName', (('name', 'string', 1), ), ()),
     '_decode_DescribeUserScramCredentialsRequest_v0': ('DescribeUserScramCredentialsRequest', (('users', 'array', 3, 'struct', '_decode_UserName_v0'), ), ()),

@@ -269,8 +269,8 @@ _LINE_FIELDS = {
     224: 'tagged fields of DescribeUserScramCredentialsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_CredentialInfo_v0': ('CredentialInfo', (('mechanism', 'int8', 0), ('iterations', 'int32', 0), ), ()),
     '_decode_DescribeUserScramCredentialsResult_v0': ('DescribeUserScramCredentialsResult', (('user', 'string', 1), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('credential_infos', 'array', 1, 'struct', '_decode_CredentialInfo_v0'), ), ()),

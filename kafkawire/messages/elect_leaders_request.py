@@ -352,8 +352,8 @@ _LINE_FIELDS = {
     289: 'tagged fields of ElectLeadersRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_TopicPartitions_v0': ('TopicPartitions', (('topic', 'string', 0), ('partitions', 'array', 0, 'int32'), ), None),
     '_decode_TopicPartitions_v2': ('TopicPartitions', (('topic', 'string', 1), ('partitions', 'array', 1, 'int32'), ), ()),

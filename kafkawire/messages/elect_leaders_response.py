@@ -407,8 +407,8 @@ _LINE_FIELDS = {
     331: 'tagged fields of ElectLeadersResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_PartitionResult_v0': ('PartitionResult', (('partition_id', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 2), ), None),
     '_decode_PartitionResult_v2': ('PartitionResult', (('partition_id', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),

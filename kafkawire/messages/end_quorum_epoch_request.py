@@ -535,8 +535,8 @@ _LINE_FIELDS = {
     443: 'tagged fields of EndQuorumEpochRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ReplicaInfo_v1': ('ReplicaInfo', (('candidate_id', 'int32', 0), ('candidate_directory_id', 'uuid', 0), ), ()),
     '_decode_PartitionData_v0': ('PartitionData', (('partition_index', 'int32', 0), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ('preferred_successors', 'array', 0, 'int32'), ('preferred_candidates', 'default', 16, 'list', None), ), None),

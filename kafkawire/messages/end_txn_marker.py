@@ -70,8 +70,8 @@ _LINE_FIELDS = {
     61: 'tagged fields of EndTxnMarker',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_EndTxnMarker_v0': ('EndTxnMarker', (('coordinator_epoch', 'int32', 0), ), None),
 }

@@ -132,8 +132,8 @@ _LINE_FIELDS = {
     106: 'tagged fields of EndTxnRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_EndTxnRequest_v0': ('EndTxnRequest', (('transactional_id', 'string', 0), ('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ('committed', 'bool', 0), ), None),
     '_decode_EndTxnRequest_v3': ('EndTxnRequest', (('transactional_id', 'string', 1), ('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ('committed', 'bool', 0), ), ()),

@@ -150,8 +150,8 @@ _LINE_FIELDS = {
     125: 'tagged fields of EndTxnResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_EndTxnResponse_v0': ('EndTxnResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('producer_id', 'default', 16, 'const', -1), ('producer_epoch', 'default', 16, 'const', -1), ), None),
     '_decode_EndTxnResponse_v3': ('EndTxnResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('producer_id', 'default', 16, 'const', -1), ('producer_epoch', 'default', 16, 'const', -1), ), ()),

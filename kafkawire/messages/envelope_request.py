@@ -92,8 +92,8 @@ _LINE_FIELDS = {
     75: 'tagged fields of EnvelopeRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_EnvelopeRequest_v0': ('EnvelopeRequest', (('request_data', 'bytes', 5), ('request_principal', 'bytes', 3), ('client_host_address', 'bytes', 1), ), ()),
 }

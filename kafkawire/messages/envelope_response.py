@@ -87,8 +87,8 @@ _LINE_FIELDS = {
     72: 'tagged fields of EnvelopeResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_EnvelopeResponse_v0': ('EnvelopeResponse', (('response_data', 'bytes', 7), ('error_code', 'int16', 0), ), ()),
 }

@@ -117,8 +117,8 @@ _LINE_FIELDS = {
     94: 'tagged fields of ExpireDelegationTokenRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ExpireDelegationTokenRequest_v0': ('ExpireDelegationTokenRequest', (('hmac', 'bytes', 0), ('expiry_time_period_ms', 'int64', 0), ), None),
     '_decode_ExpireDelegationTokenRequest_v2': ('ExpireDelegationTokenRequest', (('hmac', 'bytes', 1), ('expiry_time_period_ms', 'int64', 0), ), ()),

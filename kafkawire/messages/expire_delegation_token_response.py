@@ -109,8 +109,8 @@ _LINE_FIELDS = {
     91: 'tagged fields of ExpireDelegationTokenResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ExpireDelegationTokenResponse_v0': ('ExpireDelegationTokenResponse', (('error_code', 'int16', 0), ('expiry_timestamp_ms', 'int64', 0), ('throttle_time_ms', 'int32', 0), ), None),
     '_decode_ExpireDelegationTokenResponse_v2': ('ExpireDelegationTokenResponse', (('error_code', 'int16', 0), ('expiry_timestamp_ms', 'int64', 0), ('throttle_time_ms', 'int32', 0), ), ()),

@@ -2386,8 +2386,8 @@ _LINE_FIELDS = {
     1853: 'tagged fields of FetchRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ReplicaState_v15': ('ReplicaState', (('replica_id', 'int32', 0), ('replica_epoch', 'int64', 0), ), ()),
     '_decode_FetchPartition_v0': ('FetchPartition', (('partition', 'int32', 0), ('fetch_offset', 'int64', 0), ('partition_max_bytes', 'int32', 0), ('current_leader_epoch', 'default', 16, 'const', -1), ('last_fetched_epoch', 'default', 0, 'const', -1), ('log_start_offset', 'default', 16, 'const', -1), ('replica_directory_id', 'default', 16, 'global', '_ZERO_UUID'), ('high_watermark', 'default', 16, 'const', 9223372036854775807), ), None),

@@ -2206,8 +2206,8 @@ _LINE_FIELDS = {
     1698: 'tagged fields of FetchResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_EpochEndOffset_v12': ('EpochEndOffset', (('epoch', 'int32', 0), ('end_offset', 'int64', 0), ), ()),
     '_decode_LeaderIdAndEpoch_v12': ('LeaderIdAndEpoch', (('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ), ()),

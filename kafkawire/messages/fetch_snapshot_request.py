@@ -536,8 +536,8 @@ _LINE_FIELDS = {
     441: 'tagged fields of FetchSnapshotRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_SnapshotId_v0': ('SnapshotId', (('end_offset', 'int64', 0), ('epoch', 'int32', 0), ), ()),
     '_decode_PartitionSnapshot_v0': ('PartitionSnapshot', (('partition', 'int32', 0), ('current_leader_epoch', 'int32', 0), ('snapshot_id', 'struct', 0, None, '_decode_SnapshotId_v0'), ('position', 'int64', 0), ('replica_directory_id', 'default', 16, 'global', '_ZERO_UUID'), ), ()),

@@ -637,8 +637,8 @@ _LINE_FIELDS = {
     534: 'tagged fields of FetchSnapshotResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_SnapshotId_v0': ('SnapshotId', (('end_offset', 'int64', 0), ('epoch', 'int32', 0), ), ()),
     '_decode_LeaderIdAndEpoch_v0': ('LeaderIdAndEpoch', (('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ), ()),

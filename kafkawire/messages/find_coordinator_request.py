@@ -264,8 +264,8 @@ _LINE_FIELDS = {
     201: 'tagged fields of FindCoordinatorRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_FindCoordinatorRequest_v0': ('FindCoordinatorRequest', (('key', 'string', 0), ('key_type', 'default', 0, 'const', 0), ('coordinator_keys', 'default', 0, 'list', None), ), None),
     '_decode_FindCoordinatorRequest_v1': ('FindCoordinatorRequest', (('key', 'string', 0), ('key_type', 'int8', 0), ('coordinator_keys', 'default', 0, 'list', None), ), None),

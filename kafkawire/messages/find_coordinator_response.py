@@ -442,8 +442,8 @@ _LINE_FIELDS = {
     329: 'tagged fields of FindCoordinatorResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_Coordinator_v4': ('Coordinator', (('key', 'string', 1), ('node_id', 'int32', 0), ('host', 'string', 1), ('port', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),
     '_decode_FindCoordinatorResponse_v0': ('FindCoordinatorResponse', (('error_code', 'int16', 0), ('node_id', 'int32', 0), ('host', 'string', 0), ('port', 'int32', 0), ('throttle_time_ms', 'default', 16, 'const', 0), ('error_message', 'default', 16, 'const', ''), ('coordinators', 'default', 0, 'list', None), ), None),

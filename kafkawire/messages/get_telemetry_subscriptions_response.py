@@ -175,8 +175,8 @@ _LINE_FIELDS = {
     144: 'tagged fields of GetTelemetrySubscriptionsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_GetTelemetrySubscriptionsResponse_v0': ('GetTelemetrySubscriptionsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('client_instance_id', 'uuid', 0), ('subscription_id', 'int32', 0), ('accepted_compression_types', 'array', 1, 'int8'), ('push_interval_ms', 'int32', 0), ('telemetry_max_bytes', 'int32', 0), ('delta_temporality', 'bool', 0), ('requested_metrics', 'array', 1, 'string'), ), ()),
 }

@@ -572,8 +572,8 @@ _LINE_FIELDS = {
     422: 'tagged fields of GroupMetadataValue',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_MemberMetadata_v0': ('MemberMetadata', (('member_id', 'string', 0), ('client_id', 'string', 0), ('client_host', 'string', 0), ('session_timeout', 'int32', 0), ('subscription', 'bytes', 0), ('assignment', 'bytes', 0), ('group_instance_id', 'default', 16, 'const', None), ('rebalance_timeout', 'default', 16, 'const', -1), ), None),
     '_decode_MemberMetadata_v1': ('MemberMetadata', (('member_id', 'string', 0), ('client_id', 'string', 0), ('client_host', 'string', 0), ('rebalance_timeout', 'int32', 0), ('session_timeout', 'int32', 0), ('subscription', 'bytes', 0), ('assignment', 'bytes', 0), ('group_instance_id', 'default', 16, 'const', None), ), None),

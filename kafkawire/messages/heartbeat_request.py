@@ -190,8 +190,8 @@ _LINE_FIELDS = {
     141: 'tagged fields of HeartbeatRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_HeartbeatRequest_v0': ('HeartbeatRequest', (('group_id', 'string', 0), ('generation_id', 'int32', 0), ('member_id', 'string', 0), ('group_instance_id', 'default', 0, 'const', None), ), None),
     '_decode_HeartbeatRequest_v3': ('HeartbeatRequest', (('group_id', 'string', 0), ('generation_id', 'int32', 0), ('member_id', 'string', 0), ('group_instance_id', 'string', 2), ), None),

@@ -133,8 +133,8 @@ _LINE_FIELDS = {
     110: 'tagged fields of HeartbeatResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_HeartbeatResponse_v0': ('HeartbeatResponse', (('error_code', 'int16', 0), ('throttle_time_ms', 'default', 16, 'const', 0), ), None),
     '_decode_HeartbeatResponse_v1': ('HeartbeatResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ), None),

@@ -377,8 +377,8 @@ _LINE_FIELDS = {
     307: 'tagged fields of IncrementalAlterConfigsRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_AlterableConfig_v0': ('AlterableConfig', (('name', 'string', 0), ('config_operation', 'int8', 0), ('value', 'string', 2), ), None),
     '_decode_AlterableConfig_v1': ('AlterableConfig', (('name', 'string', 1), ('config_operation', 'int8', 0), ('value', 'string', 3), ), ()),

@@ -294,8 +294,8 @@ _LINE_FIELDS = {
     215: 'tagged fields of InitProducerIdRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_InitProducerIdRequest_v0': ('InitProducerIdRequest', (('transactional_id', 'string', 2), ('transaction_timeout_ms', 'int32', 0), ('producer_id', 'default', 0, 'const', -1), ('producer_epoch', 'default', 0, 'const', -1), ('enable2_pc', 'default', 0, 'const', False), ('keep_prepared_txn', 'default', 0, 'const', False), ), None),
     '_decode_InitProducerIdRequest_v2': ('InitProducerIdRequest', (('transactional_id', 'string', 3), ('transaction_timeout_ms', 'int32', 0), ('producer_id', 'default', 0, 'const', -1), ('producer_epoch', 'default', 0, 'const', -1), ('enable2_pc', 'default', 0, 'const', False), ('keep_prepared_txn', 'default', 0, 'const', False), ), ()),

@@ -226,8 +226,8 @@ _LINE_FIELDS = {
     173: 'tagged fields of InitProducerIdResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_InitProducerIdResponse_v0': ('InitProducerIdResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ('ongoing_txn_producer_id', 'default', 0, 'const', -1), ('ongoing_txn_producer_epoch', 'default', 0, 'const', -1), ), None),
     '_decode_InitProducerIdResponse_v2': ('InitProducerIdResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ('ongoing_txn_producer_id', 'default', 0, 'const', -1), ('ongoing_txn_producer_epoch', 'default', 0, 'const', -1), ), ()),

@@ -244,8 +244,8 @@ _LINE_FIELDS = {
     205: 'tagged fields of InitializeShareGroupStateRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_PartitionData_v0': ('PartitionData', (('partition', 'int32', 0), ('state_epoch', 'int32', 0), ('start_offset', 'int64', 0), ), ()),
     '_decode_InitializeStateData_v0': ('InitializeStateData', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v0'), ), ()),

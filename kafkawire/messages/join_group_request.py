@@ -575,8 +575,8 @@ _LINE_FIELDS = {
     426: 'tagged fields of JoinGroupRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_JoinGroupRequestProtocol_v0': ('JoinGroupRequestProtocol', (('name', 'string', 0), ('metadata', 'bytes', 0), ), None),
     '_decode_JoinGroupRequestProtocol_v6': ('JoinGroupRequestProtocol', (('name', 'string', 1), ('metadata', 'bytes', 1), ), ()),

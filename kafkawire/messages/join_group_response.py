@@ -709,8 +709,8 @@ _LINE_FIELDS = {
     522: 'tagged fields of JoinGroupResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_JoinGroupResponseMember_v0': ('JoinGroupResponseMember', (('member_id', 'string', 0), ('metadata', 'bytes', 0), ('group_instance_id', 'default', 16, 'const', None), ), None),
     '_decode_JoinGroupResponseMember_v5': ('JoinGroupResponseMember', (('member_id', 'string', 0), ('group_instance_id', 'string', 2), ('metadata', 'bytes', 0), ), None),

@@ -1832,8 +1832,8 @@ _LINE_FIELDS = {
     1418: 'tagged fields of LeaderAndIsrRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_LeaderAndIsrPartitionState_v0': ('LeaderAndIsrPartitionState', (('topic_name', 'string', 0), ('partition_index', 'int32', 0), ('controller_epoch', 'int32', 0), ('leader', 'int32', 0), ('leader_epoch', 'int32', 0), ('isr', 'array', 0, 'int32'), ('partition_epoch', 'int32', 0), ('replicas', 'array', 0, 'int32'), ('adding_replicas', 'default', 16, 'list', None), ('removing_replicas', 'default', 16, 'list', None), ('is_new', 'default', 16, 'const', False), ('leader_recovery_state', 'default', 0, 'const', 0), ), None),
     '_decode_LeaderAndIsrPartitionState_v1': ('LeaderAndIsrPartitionState', (('topic_name', 'string', 0), ('partition_index', 'int32', 0), ('controller_epoch', 'int32', 0), ('leader', 'int32', 0), ('leader_epoch', 'int32', 0), ('isr', 'array', 0, 'int32'), ('partition_epoch', 'int32', 0), ('replicas', 'array', 0, 'int32'), ('is_new', 'bool', 0), ('adding_replicas', 'default', 16, 'list', None), ('removing_replicas', 'default', 16, 'list', None), ('leader_recovery_state', 'default', 0, 'const', 0), ), None),

@@ -534,8 +534,8 @@ _LINE_FIELDS = {
     418: 'tagged fields of LeaderAndIsrResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_LeaderAndIsrPartitionError_v0': ('LeaderAndIsrPartitionError', (('topic_name', 'string', 0), ('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), None),
     '_decode_LeaderAndIsrPartitionError_v4': ('LeaderAndIsrPartitionError', (('topic_name', 'string', 1), ('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), ()),

@@ -309,8 +309,8 @@ _LINE_FIELDS = {
     251: 'tagged fields of LeaderChangeMessage',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_Voter_v0': ('Voter', (('voter_id', 'int32', 0), ('voter_directory_id', 'default', 0, 'global', '_ZERO_UUID'), ), ()),
     '_decode_Voter_v1': ('Voter', (('voter_id', 'int32', 0), ('voter_directory_id', 'uuid', 0), ), ()),

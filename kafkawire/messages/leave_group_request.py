@@ -376,8 +376,8 @@ _LINE_FIELDS = {
     293: 'tagged fields of LeaveGroupRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_MemberIdentity_v3': ('MemberIdentity', (('member_id', 'string', 0), ('group_instance_id', 'string', 2), ('reason', 'default', 16, 'const', None), ), None),
     '_decode_MemberIdentity_v4': ('MemberIdentity', (('member_id', 'string', 1), ('group_instance_id', 'string', 3), ('reason', 'default', 16, 'const', None), ), ()),

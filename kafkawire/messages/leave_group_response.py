@@ -294,8 +294,8 @@ _LINE_FIELDS = {
     236: 'tagged fields of LeaveGroupResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_MemberResponse_v3': ('MemberResponse', (('member_id', 'string', 0), ('group_instance_id', 'string', 2), ('error_code', 'int16', 0), ), None),
     '_decode_MemberResponse_v4': ('MemberResponse', (('member_id', 'string', 1), ('group_instance_id', 'string', 3), ('error_code', 'int16', 0), ), ()),

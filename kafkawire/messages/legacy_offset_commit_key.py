@@ -84,8 +84,8 @@ _LINE_FIELDS = {
     71: 'tagged fields of LegacyOffsetCommitKey',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_LegacyOffsetCommitKey_v0': ('LegacyOffsetCommitKey', (('group', 'string', 0), ('topic', 'string', 0), ('partition', 'int32', 0), ), None),
 }

@@ -85,8 +85,8 @@ _LINE_FIELDS = {
     72: 'tagged fields of LegacyOffsetCommitValue',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_LegacyOffsetCommitValue_v0': ('LegacyOffsetCommitValue', (('offset', 'int64', 0), ('metadata', 'string', 0), ('commit_timestamp', 'int64', 0), ), None),
 }

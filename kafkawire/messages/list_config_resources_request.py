@@ -121,8 +121,8 @@ _LINE_FIELDS = {
     99: 'tagged fields of ListConfigResourcesRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ListConfigResourcesRequest_v0': ('ListConfigResourcesRequest', (('resource_types', 'default', 0, 'list', None), ), ()),
     '_decode_ListConfigResourcesRequest_v1': ('ListConfigResourcesRequest', (('resource_types', 'array', 1, 'int8'), ), ()),

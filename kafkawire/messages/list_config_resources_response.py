@@ -247,8 +247,8 @@ _LINE_FIELDS = {
     203: 'tagged fields of ListConfigResourcesResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ConfigResource_v0': ('ConfigResource', (('resource_name', 'string', 1), ('resource_type', 'default', 16, 'const', 16), ), ()),
     '_decode_ConfigResource_v1': ('ConfigResource', (('resource_name', 'string', 1), ('resource_type', 'int8', 0), ), ()),

@@ -261,8 +261,8 @@ _LINE_FIELDS = {
     205: 'tagged fields of ListGroupsRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ListGroupsRequest_v0': ('ListGroupsRequest', (('states_filter', 'default', 0, 'list', None), ('types_filter', 'default', 0, 'list', None), ), None),
     '_decode_ListGroupsRequest_v3': ('ListGroupsRequest', (('states_filter', 'default', 0, 'list', None), ('types_filter', 'default', 0, 'list', None), ), ()),

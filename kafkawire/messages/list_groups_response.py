@@ -477,8 +477,8 @@ _LINE_FIELDS = {
     378: 'tagged fields of ListGroupsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ListedGroup_v0': ('ListedGroup', (('group_id', 'string', 0), ('protocol_type', 'string', 0), ('group_state', 'default', 16, 'const', ''), ('group_type', 'default', 16, 'const', ''), ), None),
     '_decode_ListedGroup_v3': ('ListedGroup', (('group_id', 'string', 1), ('protocol_type', 'string', 1), ('group_state', 'default', 16, 'const', ''), ('group_type', 'default', 16, 'const', ''), ), ()),

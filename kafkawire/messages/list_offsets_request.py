@@ -1004,8 +1004,8 @@ _LINE_FIELDS = {
     786: 'tagged fields of ListOffsetsRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ListOffsetsPartition_v0': ('ListOffsetsPartition', (('partition_index', 'int32', 0), ('timestamp', 'int64', 0), ('max_num_offsets', 'int32', 0), ('current_leader_epoch', 'default', 16, 'const', -1), ), None),
     '_decode_ListOffsetsPartition_v1': ('ListOffsetsPartition', (('partition_index', 'int32', 0), ('timestamp', 'int64', 0), ('current_leader_epoch', 'default', 16, 'const', -1), ('max_num_offsets', 'default', 0, 'const', 1), ), None),

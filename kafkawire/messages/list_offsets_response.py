@@ -976,8 +976,8 @@ _LINE_FIELDS = {
     759: 'tagged fields of ListOffsetsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ListOffsetsPartitionResponse_v0': ('ListOffsetsPartitionResponse', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('old_style_offsets', 'array', 0, 'int64'), ('timestamp', 'default', 0, 'const', -1), ('offset', 'default', 0, 'const', -1), ('leader_epoch', 'default', 0, 'const', -1), ), None),
     '_decode_ListOffsetsPartitionResponse_v1': ('ListOffsetsPartitionResponse', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('timestamp', 'int64', 0), ('offset', 'int64', 0), ('old_style_offsets', 'default', 0, 'list', None), ('leader_epoch', 'default', 0, 'const', -1), ), None),

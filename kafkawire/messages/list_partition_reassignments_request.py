@@ -184,8 +184,8 @@ _LINE_FIELDS = {
     153: 'tagged fields of ListPartitionReassignmentsRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ListPartitionReassignmentsTopics_v0': ('ListPartitionReassignmentsTopics', (('name', 'string', 1), ('partition_indexes', 'array', 1, 'int32'), ), ()),
     '_decode_ListPartitionReassignmentsRequest_v0': ('ListPartitionReassignmentsRequest', (('timeout_ms', 'int32', 0), ('topics', 'array', 3, 'struct', '_decode_ListPartitionReassignmentsTopics_v0'), ), ()),

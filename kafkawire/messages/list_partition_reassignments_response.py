@@ -329,8 +329,8 @@ _LINE_FIELDS = {
     270: 'tagged fields of ListPartitionReassignmentsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_OngoingPartitionReassignment_v0': ('OngoingPartitionReassignment', (('partition_index', 'int32', 0), ('replicas', 'array', 1, 'int32'), ('adding_replicas', 'array', 1, 'int32'), ('removing_replicas', 'array', 1, 'int32'), ), ()),
     '_decode_OngoingTopicReassignment_v0': ('OngoingTopicReassignment', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_OngoingPartitionReassignment_v0'), ), ()),

@@ -317,8 +317,8 @@ _LINE_FIELDS = {
     250: 'tagged fields of ListTransactionsRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ListTransactionsRequest_v0': ('ListTransactionsRequest', (('state_filters', 'array', 1, 'string'), ('producer_id_filters', 'array', 1, 'int64'), ('duration_filter', 'default', 0, 'const', -1), ('transactional_id_pattern', 'default', 0, 'const', None), ), ()),
     '_decode_ListTransactionsRequest_v1': ('ListTransactionsRequest', (('state_filters', 'array', 1, 'string'), ('producer_id_filters', 'array', 1, 'int64'), ('duration_filter', 'int64', 0), ('transactional_id_pattern', 'default', 0, 'const', None), ), ()),

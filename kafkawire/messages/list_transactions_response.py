@@ -207,8 +207,8 @@ _LINE_FIELDS = {
     171: 'tagged fields of ListTransactionsResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_TransactionState_v0': ('TransactionState', (('transactional_id', 'string', 1), ('producer_id', 'int64', 0), ('transaction_state', 'string', 1), ), ()),
     '_decode_ListTransactionsResponse_v0': ('ListTransactionsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('unknown_state_filters', 'array', 1, 'string'), ('transaction_states', 'array', 1, 'struct', '_decode_TransactionState_v0'), ), ()),

@@ -779,8 +779,8 @@ _LINE_FIELDS = {
     607: 'tagged fields of MetadataRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_MetadataRequestTopic_v0': ('MetadataRequestTopic', (('name', 'string', 0), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
     '_decode_MetadataRequestTopic_v9': ('MetadataRequestTopic', (('name', 'string', 1), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), ()),

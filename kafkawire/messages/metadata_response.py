@@ -2359,8 +2359,8 @@ _LINE_FIELDS = {
     1784: 'tagged fields of MetadataResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_MetadataResponseBroker_v0': ('MetadataResponseBroker', (('node_id', 'int32', 0), ('host', 'string', 0), ('port', 'int32', 0), ('rack', 'default', 16, 'const', None), ), None),
     '_decode_MetadataResponseBroker_v1': ('MetadataResponseBroker', (('node_id', 'int32', 0), ('host', 'string', 0), ('port', 'int32', 0), ('rack', 'string', 2), ), None),

@@ -69,8 +69,8 @@ _LINE_FIELDS = {
     58: 'tagged fields of NoOpRecord',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_NoOpRecord_v0': ('NoOpRecord', (), ()),
 }

@@ -1146,8 +1146,8 @@ _LINE_FIELDS = {
     867: 'tagged fields of OffsetCommitRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_OffsetCommitRequestPartition_v0': ('OffsetCommitRequestPartition', (('partition_index', 'int32', 0), ('committed_offset', 'int64', 0), ('committed_metadata', 'string', 2), ('committed_leader_epoch', 'default', 16, 'const', -1), ('commit_timestamp', 'default', 0, 'const', -1), ), None),
     '_decode_OffsetCommitRequestPartition_v1': ('OffsetCommitRequestPartition', (('partition_index', 'int32', 0), ('committed_offset', 'int64', 0), ('commit_timestamp', 'int64', 0), ('committed_metadata', 'string', 2), ('committed_leader_epoch', 'default', 16, 'const', -1), ), None),

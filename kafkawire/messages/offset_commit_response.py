@@ -703,8 +703,8 @@ _LINE_FIELDS = {
     556: 'tagged fields of OffsetCommitResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_OffsetCommitResponsePartition_v0': ('OffsetCommitResponsePartition', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), None),
     '_decode_OffsetCommitResponsePartition_v8': ('OffsetCommitResponsePartition', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), ()),

@@ -236,8 +236,8 @@ _LINE_FIELDS = {
     188: 'tagged fields of OffsetCommitValue',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_OffsetCommitValue_v0': ('OffsetCommitValue', (('offset', 'int64', 0), ('metadata', 'string', 0), ('commit_timestamp', 'int64', 0), ('leader_epoch', 'default', 16, 'const', -1), ('expire_timestamp', 'default', 16, 'const', -1), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
     '_decode_OffsetCommitValue_v1': ('OffsetCommitValue', (('offset', 'int64', 0), ('metadata', 'string', 0), ('commit_timestamp', 'int64', 0), ('expire_timestamp', 'int64', 0), ('leader_epoch', 'default', 16, 'const', -1), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),

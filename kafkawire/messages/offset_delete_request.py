@@ -196,8 +196,8 @@ _LINE_FIELDS = {
     169: 'tagged fields of OffsetDeleteRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_OffsetDeleteRequestPartition_v0': ('OffsetDeleteRequestPartition', (('partition_index', 'int32', 0), ), None),
     '_decode_OffsetDeleteRequestTopic_v0': ('OffsetDeleteRequestTopic', (('name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_OffsetDeleteRequestPartition_v0'), ), None),

@@ -204,8 +204,8 @@ _LINE_FIELDS = {
     177: 'tagged fields of OffsetDeleteResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_OffsetDeleteResponsePartition_v0': ('OffsetDeleteResponsePartition', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), None),
     '_decode_OffsetDeleteResponseTopic_v0': ('OffsetDeleteResponseTopic', (('name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_OffsetDeleteResponsePartition_v0'), ), None),

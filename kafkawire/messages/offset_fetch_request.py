@@ -1093,8 +1093,8 @@ _LINE_FIELDS = {
     850: 'tagged fields of OffsetFetchRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_OffsetFetchRequestTopic_v0': ('OffsetFetchRequestTopic', (('name', 'string', 0), ('partition_indexes', 'array', 0, 'int32'), ), None),
     '_decode_OffsetFetchRequestTopic_v6': ('OffsetFetchRequestTopic', (('name', 'string', 1), ('partition_indexes', 'array', 1, 'int32'), ), ()),

@@ -1266,8 +1266,8 @@ _LINE_FIELDS = {
     1002: 'tagged fields of OffsetFetchResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_OffsetFetchResponsePartition_v0': ('OffsetFetchResponsePartition', (('partition_index', 'int32', 0), ('committed_offset', 'int64', 0), ('metadata', 'string', 2), ('error_code', 'int16', 0), ('committed_leader_epoch', 'default', 16, 'const', -1), ), None),
     '_decode_OffsetFetchResponsePartition_v5': ('OffsetFetchResponsePartition', (('partition_index', 'int32', 0), ('committed_offset', 'int64', 0), ('committed_leader_epoch', 'int32', 0), ('metadata', 'string', 2), ('error_code', 'int16', 0), ), None),

@@ -503,8 +503,8 @@ _LINE_FIELDS = {
     412: 'tagged fields of OffsetForLeaderEpochRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_OffsetForLeaderPartition_v0': ('OffsetForLeaderPartition', (('partition', 'int32', 0), ('leader_epoch', 'int32', 0), ('current_leader_epoch', 'default', 16, 'const', -1), ), None),
     '_decode_OffsetForLeaderPartition_v2': ('OffsetForLeaderPartition', (('partition', 'int32', 0), ('current_leader_epoch', 'int32', 0), ('leader_epoch', 'int32', 0), ), None),

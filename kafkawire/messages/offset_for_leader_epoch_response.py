@@ -508,8 +508,8 @@ _LINE_FIELDS = {
     416: 'tagged fields of OffsetForLeaderEpochResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_EpochEndOffset_v0': ('EpochEndOffset', (('error_code', 'int16', 0), ('partition', 'int32', 0), ('end_offset', 'int64', 0), ('leader_epoch', 'default', 16, 'const', -1), ), None),
     '_decode_EpochEndOffset_v1': ('EpochEndOffset', (('error_code', 'int16', 0), ('partition', 'int32', 0), ('leader_epoch', 'int32', 0), ('end_offset', 'int64', 0), ), None),

@@ -846,8 +846,8 @@ _LINE_FIELDS = {
     665: 'tagged fields of PartitionChangeRecord',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_PartitionChangeRecord_v0': ('PartitionChangeRecord', (('partition_id', 'int32', 0), ('topic_id', 'uuid', 0), ('isr', 'default', 0, 'const', None), ('leader', 'default', 0, 'const', -2), ('replicas', 'default', 0, 'const', None), ('removing_replicas', 'default', 0, 'const', None), ('adding_replicas', 'default', 0, 'const', None), ('leader_recovery_state', 'default', 0, 'const', -1), ('directories', 'default', 0, 'const', None), ('eligible_leader_replicas', 'default', 0, 'const', None), ('last_known_elr', 'default', 0, 'const', None), ), ((0, ('isr', 'array', 3, 'int32')), (1, ('leader', 'int32', 0)), (2, ('replicas', 'array', 3, 'int32')), (3, ('removing_replicas', 'array', 3, 'int32')), (4, ('adding_replicas', 'array', 3, 'int32')), (5, ('leader_recovery_state', 'int8', 0)), )),
     '_decode_PartitionChangeRecord_v1': ('PartitionChangeRecord', (('partition_id', 'int32', 0), ('topic_id', 'uuid', 0), ('isr', 'default', 0, 'const', None), ('leader', 'default', 0, 'const', -2), ('replicas', 'default', 0, 'const', None), ('removing_replicas', 'default', 0, 'const', None), ('adding_replicas', 'default', 0, 'const', None), ('leader_recovery_state', 'default', 0, 'const', -1), ('directories', 'default', 0, 'const', None), ('eligible_leader_replicas', 'default', 0, 'const', None), ('last_known_elr', 'default', 0, 'const', None), ), ((0, ('isr', 'array', 3, 'int32')), (1, ('leader', 'int32', 0)), (2, ('replicas', 'array', 3, 'int32')), (3, ('removing_replicas', 'array', 3, 'int32')), (4, ('adding_replicas', 'array', 3, 'int32')), (5, ('leader_recovery_state', 'int8', 0)), (8, ('directories', 'array', 3, 'uuid')), )),

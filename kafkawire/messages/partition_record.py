@@ -709,8 +709,8 @@ _LINE_FIELDS = {
     549: 'tagged fields of PartitionRecord',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_PartitionRecord_v0': ('PartitionRecord', (('partition_id', 'int32', 0), ('topic_id', 'uuid', 0), ('replicas', 'array', 1, 'int32'), ('isr', 'array', 1, 'int32'), ('removing_replicas', 'array', 1, 'int32'), ('adding_replicas', 'array', 1, 'int32'), ('leader', 'int32', 0), ('leader_epoch', 'int32', 0), ('partition_epoch', 'int32', 0), ('leader_recovery_state', 'default', 0, 'const', 0), ('directories', 'default', 0, 'list', None), ('eligible_leader_replicas', 'default', 0, 'const', None), ('last_known_elr', 'default', 0, 'const', None), ), ((0, ('leader_recovery_state', 'int8', 0)), )),
     '_decode_PartitionRecord_v1': ('PartitionRecord', (('partition_id', 'int32', 0), ('topic_id', 'uuid', 0), ('replicas', 'array', 1, 'int32'), ('isr', 'array', 1, 'int32'), ('removing_replicas', 'array', 1, 'int32'), ('adding_replicas', 'array', 1, 'int32'), ('leader', 'int32', 0), ('leader_epoch', 'int32', 0), ('partition_epoch', 'int32', 0), ('directories', 'array', 1, 'uuid'), ('leader_recovery_state', 'default', 0, 'const', 0), ('eligible_leader_replicas', 'default', 0, 'const', None), ('last_known_elr', 'default', 0, 'const', None), ), ((0, ('leader_recovery_state', 'int8', 0)), )),

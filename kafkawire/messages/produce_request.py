@@ -835,8 +835,8 @@ _LINE_FIELDS = {
     642: 'tagged fields of ProduceRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_PartitionProduceData_v0': ('PartitionProduceData', (('index', 'int32', 0), ('records', 'records', 6), ), None),
     '_decode_PartitionProduceData_v9': ('PartitionProduceData', (('index', 'int32', 0), ('records', 'records', 7), ), ()),

@@ -1608,8 +1608,8 @@ _LINE_FIELDS = {
     1278: 'tagged fields of ProduceResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_BatchIndexAndErrorMessage_v8': ('BatchIndexAndErrorMessage', (('batch_index', 'int32', 0), ('batch_index_error_message', 'string', 2), ), None),
     '_decode_BatchIndexAndErrorMessage_v9': ('BatchIndexAndErrorMessage', (('batch_index', 'int32', 0), ('batch_index_error_message', 'string', 3), ), ()),

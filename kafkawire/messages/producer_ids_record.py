@@ -84,8 +84,8 @@ _LINE_FIELDS = {
     71: 'tagged fields of ProducerIdsRecord',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ProducerIdsRecord_v0': ('ProducerIdsRecord', (('broker_id', 'int32', 0), ('broker_epoch', 'int64', 0), ('next_producer_id', 'int64', 0), ), ()),
 }

@@ -100,8 +100,8 @@ _LINE_FIELDS = {
     83: 'tagged fields of PushTelemetryRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_PushTelemetryRequest_v0': ('PushTelemetryRequest', (('client_instance_id', 'uuid', 0), ('subscription_id', 'int32', 0), ('terminating', 'bool', 0), ('compression_type', 'int8', 0), ('metrics', 'bytes', 5), ), ()),
 }

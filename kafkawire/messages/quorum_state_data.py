@@ -228,8 +228,8 @@ _LINE_FIELDS = {
     186: 'tagged fields of QuorumStateData',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_Voter_v0': ('Voter', (('voter_id', 'int32', 0), ), ()),
     '_decode_QuorumStateData_v0': ('QuorumStateData', (('cluster_id', 'string', 1), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ('voted_id', 'int32', 0), ('applied_offset', 'int64', 0), ('current_voters', 'array', 3, 'struct', '_decode_Voter_v0'), ('voted_directory_id', 'default', 0, 'global', '_ZERO_UUID'), ), ()),

@@ -241,8 +241,8 @@ _LINE_FIELDS = {
     202: 'tagged fields of ReadShareGroupStateSummaryRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_PartitionData_v0': ('PartitionData', (('partition', 'int32', 0), ('leader_epoch', 'int32', 0), ), ()),
     '_decode_ReadStateSummaryData_v0': ('ReadStateSummaryData', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v0'), ), ()),

@@ -393,8 +393,8 @@ _LINE_FIELDS = {
     323: 'tagged fields of ReadShareGroupStateSummaryResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_PartitionResult_v0': ('PartitionResult', (('partition', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('state_epoch', 'int32', 0), ('leader_epoch', 'int32', 0), ('start_offset', 'int64', 0), ('delivery_complete_count', 'default', 16, 'const', -1), ), ()),
     '_decode_PartitionResult_v1': ('PartitionResult', (('partition', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('state_epoch', 'int32', 0), ('leader_epoch', 'int32', 0), ('start_offset', 'int64', 0), ('delivery_complete_count', 'int32', 0), ), ()),

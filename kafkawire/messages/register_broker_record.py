@@ -899,8 +899,8 @@ _LINE_FIELDS = {
     699: 'tagged fields of RegisterBrokerRecord',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_BrokerEndpoint_v0': ('BrokerEndpoint', (('name', 'string', 1), ('host', 'string', 1), ('port', 'uint16', 0), ('security_protocol', 'int16', 0), ), ()),
     '_decode_BrokerFeature_v0': ('BrokerFeature', (('name', 'string', 1), ('min_supported_version', 'int16', 0), ('max_supported_version', 'int16', 0), ), ()),

@@ -76,8 +76,8 @@ _LINE_FIELDS = {
     63: 'tagged fields of RemoveDelegationTokenRecord',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_RemoveDelegationTokenRecord_v0': ('RemoveDelegationTokenRecord', (('token_id', 'string', 1), ), ()),
 }

@@ -92,8 +92,8 @@ _LINE_FIELDS = {
     75: 'tagged fields of RemoveRaftVoterRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_RemoveRaftVoterRequest_v0': ('RemoveRaftVoterRequest', (('cluster_id', 'string', 3), ('voter_id', 'int32', 0), ('voter_directory_id', 'uuid', 0), ), ()),
 }

@@ -76,8 +76,8 @@ _LINE_FIELDS = {
     63: 'tagged fields of RemoveTopicRecord',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_RemoveTopicRecord_v0': ('RemoveTopicRecord', (('topic_id', 'uuid', 0), ), ()),
 }

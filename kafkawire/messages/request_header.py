@@ -130,8 +130,8 @@ _LINE_FIELDS = {
     107: 'tagged fields of RequestHeader',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_RequestHeader_v0': ('RequestHeader', (('request_api_key', 'int16', 0), ('request_api_version', 'int16', 0), ('correlation_id', 'int32', 0), ('client_id', 'default', 16, 'const', ''), ), None),
     '_decode_RequestHeader_v1': ('RequestHeader', (('request_api_key', 'int16', 0), ('request_api_version', 'int16', 0), ('correlation_id', 'int32', 0), ('client_id', 'string', 2), ), None),

@@ -95,8 +95,8 @@ _LINE_FIELDS = {
     79: 'tagged fields of ResponseHeader',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ResponseHeader_v0': ('ResponseHeader', (('correlation_id', 'int32', 0), ), None),
     '_decode_ResponseHeader_v1': ('ResponseHeader', (('correlation_id', 'int32', 0), ), ()),

@@ -101,8 +101,8 @@ _LINE_FIELDS = {
     83: 'tagged fields of SaslAuthenticateRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_SaslAuthenticateRequest_v0': ('SaslAuthenticateRequest', (('auth_bytes', 'bytes', 0), ), None),
     '_decode_SaslAuthenticateRequest_v2': ('SaslAuthenticateRequest', (('auth_bytes', 'bytes', 1), ), ()),

@@ -158,8 +158,8 @@ _LINE_FIELDS = {
     123: 'tagged fields of SaslAuthenticateResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_SaslAuthenticateResponse_v0': ('SaslAuthenticateResponse', (('error_code', 'int16', 0), ('error_message', 'string', 2), ('auth_bytes', 'bytes', 0), ('session_lifetime_ms', 'default', 16, 'const', 0), ), None),
     '_decode_SaslAuthenticateResponse_v1': ('SaslAuthenticateResponse', (('error_code', 'int16', 0), ('error_message', 'string', 2), ('auth_bytes', 'bytes', 0), ('session_lifetime_ms', 'int64', 0), ), None),

@@ -105,8 +105,8 @@ _LINE_FIELDS = {
     88: 'tagged fields of SaslHandshakeResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_SaslHandshakeResponse_v0': ('SaslHandshakeResponse', (('error_code', 'int16', 0), ('mechanisms', 'array', 0, 'string'), ), None),
 }

@@ -462,8 +462,8 @@ _LINE_FIELDS = {
     374: 'tagged fields of ShareAcknowledgeRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_AcknowledgementBatch_v0': ('AcknowledgementBatch', (('first_offset', 'int64', 0), ('last_offset', 'int64', 0), ('acknowledge_types', 'array', 1, 'int8'), ), ()),
     '_decode_AcknowledgePartition_v0': ('AcknowledgePartition', (('partition_index', 'int32', 0), ('acknowledgement_batches', 'array', 1, 'struct', '_decode_AcknowledgementBatch_v0'), ), ()),

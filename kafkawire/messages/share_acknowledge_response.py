@@ -517,8 +517,8 @@ _LINE_FIELDS = {
     425: 'tagged fields of ShareAcknowledgeResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_LeaderIdAndEpoch_v0': ('LeaderIdAndEpoch', (('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ), ()),
     '_decode_PartitionData_v0': ('PartitionData', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('current_leader', 'struct', 0, None, '_decode_LeaderIdAndEpoch_v0'), ), ()),

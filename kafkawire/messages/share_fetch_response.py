@@ -796,8 +796,8 @@ _LINE_FIELDS = {
     644: 'tagged fields of ShareFetchResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_LeaderIdAndEpoch_v0': ('LeaderIdAndEpoch', (('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ), ()),
     '_decode_AcquiredRecords_v0': ('AcquiredRecords', (('first_offset', 'int64', 0), ('last_offset', 'int64', 0), ('delivery_count', 'int16', 0), ), ()),

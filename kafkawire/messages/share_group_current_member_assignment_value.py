@@ -191,8 +191,8 @@ _LINE_FIELDS = {
     159: 'tagged fields of ShareGroupCurrentMemberAssignmentValue',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_TopicPartitions_v0': ('TopicPartitions', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'int32'), ), ()),
     '_decode_ShareGroupCurrentMemberAssignmentValue_v0': ('ShareGroupCurrentMemberAssignmentValue', (('member_epoch', 'int32', 0), ('previous_member_epoch', 'int32', 0), ('state', 'int8', 0), ('assigned_partitions', 'array', 1, 'struct', '_decode_TopicPartitions_v0'), ), ()),

@@ -116,8 +116,8 @@ _LINE_FIELDS = {
     96: 'tagged fields of ShareGroupDescribeRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ShareGroupDescribeRequest_v0': ('ShareGroupDescribeRequest', (('group_ids', 'array', 1, 'string'), ('include_authorized_operations', 'bool', 0), ), ()),
 }

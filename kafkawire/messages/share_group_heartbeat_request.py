@@ -128,8 +128,8 @@ _LINE_FIELDS = {
     104: 'tagged fields of ShareGroupHeartbeatRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ShareGroupHeartbeatRequest_v0': ('ShareGroupHeartbeatRequest', (('group_id', 'string', 1), ('member_id', 'string', 1), ('member_epoch', 'int32', 0), ('rack_id', 'string', 3), ('subscribed_topic_names', 'array', 3, 'string'), ), ()),
 }

@@ -120,8 +120,8 @@ _LINE_FIELDS = {
     97: 'tagged fields of ShareGroupMemberMetadataValue',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ShareGroupMemberMetadataValue_v0': ('ShareGroupMemberMetadataValue', (('rack_id', 'string', 3), ('client_id', 'string', 1), ('client_host', 'string', 1), ('subscribed_topic_names', 'array', 1, 'string'), ), ()),
 }

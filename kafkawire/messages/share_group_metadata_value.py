@@ -81,8 +81,8 @@ _LINE_FIELDS = {
     68: 'tagged fields of ShareGroupMetadataValue',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_ShareGroupMetadataValue_v0': ('ShareGroupMetadataValue', (('epoch', 'int32', 0), ('metadata_hash', 'int64', 0), ), ()),
 }

@@ -300,8 +300,8 @@ _LINE_FIELDS = {
     247: 'tagged fields of ShareGroupStatePartitionMetadataValue',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_TopicPartitionsInfo_v0': ('TopicPartitionsInfo', (('topic_id', 'uuid', 0), ('topic_name', 'string', 1), ('partitions', 'array', 1, 'int32'), ), ()),
     '_decode_TopicInfo_v0': ('TopicInfo', (('topic_id', 'uuid', 0), ('topic_name', 'string', 1), ), ()),

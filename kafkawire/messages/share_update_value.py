@@ -214,8 +214,8 @@ _LINE_FIELDS = {
     182: 'tagged fields of ShareUpdateValue',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_StateBatch_v0': ('StateBatch', (('first_offset', 'int64', 0), ('last_offset', 'int64', 0), ('delivery_state', 'int8', 0), ('delivery_count', 'int16', 0), ), ()),
     '_decode_ShareUpdateValue_v0': ('ShareUpdateValue', (('snapshot_epoch', 'int32', 0), ('leader_epoch', 'int32', 0), ('start_offset', 'int64', 0), ('state_batches', 'array', 1, 'struct', '_decode_StateBatch_v0'), ('delivery_complete_count', 'default', 0, 'const', -1), ), ((0, ('delivery_complete_count', 'int32', 0)), )),

@@ -679,8 +679,8 @@ _LINE_FIELDS = {
     545: 'tagged fields of StopReplicaRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_StopReplicaPartitionV0_v0': ('StopReplicaPartitionV0', (('topic_name', 'string', 0), ('partition_index', 'int32', 0), ), None),
     '_decode_StopReplicaTopicV1_v1': ('StopReplicaTopicV1', (('name', 'string', 0), ('partition_indexes', 'array', 0, 'int32'), ), None),

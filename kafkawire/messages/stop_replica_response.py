@@ -250,8 +250,8 @@ _LINE_FIELDS = {
     203: 'tagged fields of StopReplicaResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_StopReplicaPartitionError_v0': ('StopReplicaPartitionError', (('topic_name', 'string', 0), ('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), None),
     '_decode_StopReplicaPartitionError_v2': ('StopReplicaPartitionError', (('topic_name', 'string', 1), ('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), ()),

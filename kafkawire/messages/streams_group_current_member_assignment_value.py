@@ -396,8 +396,8 @@ _LINE_FIELDS = {
     325: 'tagged fields of StreamsGroupCurrentMemberAssignmentValue',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_TaskIds_v0': ('TaskIds', (('subtopology_id', 'string', 1), ('partitions', 'array', 1, 'int32'), ('assignment_epochs', 'default', 0, 'list', None), ), ((0, ('assignment_epochs', 'array', 3, 'int32')), )),
     '_decode_StreamsGroupCurrentMemberAssignmentValue_v0': ('StreamsGroupCurrentMemberAssignmentValue', (('member_epoch', 'int32', 0), ('previous_member_epoch', 'int32', 0), ('state', 'int8', 0), ('active_tasks', 'array', 1, 'struct', '_decode_TaskIds_v0'), ('standby_tasks', 'array', 1, 'struct', '_decode_TaskIds_v0'), ('warmup_tasks', 'array', 1, 'struct', '_decode_TaskIds_v0'), ('active_tasks_pending_revocation', 'array', 1, 'struct', '_decode_TaskIds_v0'), ('standby_tasks_pending_revocation', 'array', 1, 'struct', '_decode_TaskIds_v0'), ('warmup_tasks_pending_revocation', 'array', 1, 'struct', '_decode_TaskIds_v0'), ), ()),

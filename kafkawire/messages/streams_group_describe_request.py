@@ -185,8 +185,8 @@ _LINE_FIELDS = {
     151: 'tagged fields of StreamsGroupDescribeRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_StreamsGroupDescribeRequest_v0': ('StreamsGroupDescribeRequest', (('group_ids', 'array', 1, 'string'), ('include_authorized_operations', 'bool', 0), ('include_topology_description', 'default', 0, 'const', False), ), ()),
     '_decode_StreamsGroupDescribeRequest_v1': ('StreamsGroupDescribeRequest', (('group_ids', 'array', 1, 'string'), ('include_authorized_operations', 'bool', 0), ('include_topology_description', 'bool', 0), ), ()),

@@ -1799,8 +1799,8 @@ _LINE_FIELDS = {
     1469: 'tagged fields of StreamsGroupDescribeResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_Endpoint_v0': ('Endpoint', (('host', 'string', 1), ('port', 'uint16', 0), ), ()),
     '_decode_TaskOffset_v0': ('TaskOffset', (('subtopology_id', 'string', 1), ('partition', 'int32', 0), ('offset', 'int64', 0), ), ()),

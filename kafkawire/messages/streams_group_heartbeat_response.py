@@ -862,8 +862,8 @@ _LINE_FIELDS = {
     709: 'tagged fields of StreamsGroupHeartbeatResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_Status_v0': ('Status', (('status_code', 'int8', 0), ('status_detail', 'string', 1), ), ()),
     '_decode_TopicPartition_v0': ('TopicPartition', (('topic', 'string', 1), ('partitions', 'array', 1, 'int32'), ), ()),

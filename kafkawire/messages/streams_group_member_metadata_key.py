@@ -75,8 +75,8 @@ _LINE_FIELDS = {
     64: 'tagged fields of StreamsGroupMemberMetadataKey',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_StreamsGroupMemberMetadataKey_v0': ('StreamsGroupMemberMetadataKey', (('group_id', 'string', 0), ('member_id', 'string', 0), ), None),
 }

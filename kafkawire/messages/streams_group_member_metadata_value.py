@@ -278,8 +278,8 @@ _LINE_FIELDS = {
     228: 'tagged fields of StreamsGroupMemberMetadataValue',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_Endpoint_v0': ('Endpoint', (('host', 'string', 1), ('port', 'uint16', 0), ), ()),
     '_decode_KeyValue_v0': ('KeyValue', (('key', 'string', 1), ('value', 'string', 1), ), ()),

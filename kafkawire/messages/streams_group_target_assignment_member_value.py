@@ -236,8 +236,8 @@ _LINE_FIELDS = {
     194: 'tagged fields of StreamsGroupTargetAssignmentMemberValue',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_TaskIds_v0': ('TaskIds', (('subtopology_id', 'string', 1), ('partitions', 'array', 1, 'int32'), ), ()),
     '_decode_StreamsGroupTargetAssignmentMemberValue_v0': ('StreamsGroupTargetAssignmentMemberValue', (('active_tasks', 'array', 1, 'struct', '_decode_TaskIds_v0'), ('standby_tasks', 'array', 1, 'struct', '_decode_TaskIds_v0'), ('warmup_tasks', 'array', 1, 'struct', '_decode_TaskIds_v0'), ), ()),

@@ -117,8 +117,8 @@ _LINE_FIELDS = {
     98: 'tagged fields of StreamsGroupTargetAssignmentMetadataValue',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_StreamsGroupTargetAssignmentMetadataValue_v0': ('StreamsGroupTargetAssignmentMetadataValue', (('assignment_epoch', 'int32', 0), ('assignment_timestamp', 'default', 16, 'const', 0), ), ((0, ('assignment_timestamp', 'int64', 0)), )),
 }

@@ -495,8 +495,8 @@ _LINE_FIELDS = {
     408: 'tagged fields of StreamsGroupTopologyDescriptionUpdateRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_TopologyDescriptionNode_v0': ('TopologyDescriptionNode', (('name', 'string', 1), ('node_type', 'int8', 0), ('source_topics', 'array', 1, 'string'), ('sink_topic', 'string', 3), ('stores', 'array', 1, 'string'), ('successors', 'array', 1, 'string'), ), ()),
     '_decode_TopologyDescriptionSubtopology_v0': ('TopologyDescriptionSubtopology', (('subtopology_id', 'string', 1), ('nodes', 'array', 1, 'struct', '_decode_TopologyDescriptionNode_v0'), ), ()),

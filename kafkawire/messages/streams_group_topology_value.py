@@ -609,8 +609,8 @@ _LINE_FIELDS = {
     500: 'tagged fields of StreamsGroupTopologyValue',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_TopicConfig_v0': ('TopicConfig', (('key', 'string', 1), ('value', 'string', 1), ), ()),
     '_decode_TopicInfo_v0': ('TopicInfo', (('name', 'string', 1), ('partitions', 'int32', 0), ('replication_factor', 'int16', 0), ('topic_configs', 'array', 1, 'struct', '_decode_TopicConfig_v0'), ), ()),

@@ -460,8 +460,8 @@ _LINE_FIELDS = {
     349: 'tagged fields of SyncGroupRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_SyncGroupRequestAssignment_v0': ('SyncGroupRequestAssignment', (('member_id', 'string', 0), ('assignment', 'bytes', 0), ), None),
     '_decode_SyncGroupRequestAssignment_v4': ('SyncGroupRequestAssignment', (('member_id', 'string', 1), ('assignment', 'bytes', 1), ), ()),

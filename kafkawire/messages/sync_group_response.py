@@ -202,8 +202,8 @@ _LINE_FIELDS = {
     160: 'tagged fields of SyncGroupResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_SyncGroupResponse_v0': ('SyncGroupResponse', (('error_code', 'int16', 0), ('assignment', 'bytes', 0), ('throttle_time_ms', 'default', 16, 'const', 0), ('protocol_type', 'default', 16, 'const', None), ('protocol_name', 'default', 16, 'const', None), ), None),
     '_decode_SyncGroupResponse_v1': ('SyncGroupResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('assignment', 'bytes', 0), ('protocol_type', 'default', 16, 'const', None), ('protocol_name', 'default', 16, 'const', None), ), None),

@@ -407,8 +407,8 @@ _LINE_FIELDS = {
     332: 'tagged fields of TransactionLogValue',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_PartitionsSchema_v0': ('PartitionsSchema', (('topic', 'string', 0), ('partition_ids', 'array', 0, 'int32'), ), None),
     '_decode_PartitionsSchema_v1': ('PartitionsSchema', (('topic', 'string', 1), ('partition_ids', 'array', 1, 'int32'), ), ()),

@@ -696,8 +696,8 @@ _LINE_FIELDS = {
     540: 'tagged fields of TxnOffsetCommitRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_TxnOffsetCommitRequestPartition_v0': ('TxnOffsetCommitRequestPartition', (('partition_index', 'int32', 0), ('committed_offset', 'int64', 0), ('committed_metadata', 'string', 2), ('committed_leader_epoch', 'default', 16, 'const', -1), ), None),
     '_decode_TxnOffsetCommitRequestPartition_v2': ('TxnOffsetCommitRequestPartition', (('partition_index', 'int32', 0), ('committed_offset', 'int64', 0), ('committed_leader_epoch', 'int32', 0), ('committed_metadata', 'string', 2), ), None),

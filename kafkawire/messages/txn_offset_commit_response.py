@@ -510,8 +510,8 @@ _LINE_FIELDS = {
     412: 'tagged fields of TxnOffsetCommitResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_TxnOffsetCommitResponsePartition_v0': ('TxnOffsetCommitResponsePartition', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), None),
     '_decode_TxnOffsetCommitResponsePartition_v3': ('TxnOffsetCommitResponsePartition', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), ()),

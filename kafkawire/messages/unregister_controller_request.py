@@ -78,8 +78,8 @@ _LINE_FIELDS = {
     65: 'tagged fields of UnregisterControllerRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_UnregisterControllerRequest_v0': ('UnregisterControllerRequest', (('controller_id', 'int32', 0), ), ()),
 }

@@ -323,8 +323,8 @@ _LINE_FIELDS = {
     258: 'tagged fields of UpdateFeaturesRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_FeatureUpdateKey_v0': ('FeatureUpdateKey', (('feature', 'string', 1), ('max_version_level', 'int16', 0), ('allow_downgrade', 'bool', 0), ('upgrade_type', 'default', 0, 'const', 1), ), ()),
     '_decode_FeatureUpdateKey_v1': ('FeatureUpdateKey', (('feature', 'string', 1), ('max_version_level', 'int16', 0), ('upgrade_type', 'int8', 0), ('allow_downgrade', 'default', 0, 'const', False), ), ()),

@@ -214,8 +214,8 @@ _LINE_FIELDS = {
     175: 'tagged fields of UpdateFeaturesResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_UpdatableFeatureResult_v0': ('UpdatableFeatureResult', (('feature', 'string', 1), ('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),
     '_decode_UpdateFeaturesResponse_v0': ('UpdateFeaturesResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('results', 'array', 1, 'struct', '_decode_UpdatableFeatureResult_v0'), ), ()),

@@ -1853,8 +1853,8 @@ _LINE_FIELDS = {
     1437: 'tagged fields of UpdateMetadataRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_UpdateMetadataPartitionState_v0': ('UpdateMetadataPartitionState', (('topic_name', 'string', 0), ('partition_index', 'int32', 0), ('controller_epoch', 'int32', 0), ('leader', 'int32', 0), ('leader_epoch', 'int32', 0), ('isr', 'array', 0, 'int32'), ('zk_version', 'int32', 0), ('replicas', 'array', 0, 'int32'), ('offline_replicas', 'default', 16, 'list', None), ), None),
     '_decode_UpdateMetadataPartitionState_v4': ('UpdateMetadataPartitionState', (('topic_name', 'string', 0), ('partition_index', 'int32', 0), ('controller_epoch', 'int32', 0), ('leader', 'int32', 0), ('leader_epoch', 'int32', 0), ('isr', 'array', 0, 'int32'), ('zk_version', 'int32', 0), ('replicas', 'array', 0, 'int32'), ('offline_replicas', 'array', 0, 'int32'), ), None),

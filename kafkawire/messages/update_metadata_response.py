@@ -135,8 +135,8 @@ _LINE_FIELDS = {
     109: 'tagged fields of UpdateMetadataResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_UpdateMetadataResponse_v0': ('UpdateMetadataResponse', (('error_code', 'int16', 0), ), None),
     '_decode_UpdateMetadataResponse_v6': ('UpdateMetadataResponse', (('error_code', 'int16', 0), ), ()),

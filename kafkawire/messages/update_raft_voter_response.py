@@ -201,8 +201,8 @@ _LINE_FIELDS = {
     171: 'tagged fields of UpdateRaftVoterResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_CurrentLeader_v0': ('CurrentLeader', (('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ('host', 'string', 1), ('port', 'int32', 0), ), ()),
     '_decode_UpdateRaftVoterResponse_v0': ('UpdateRaftVoterResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('_current_leader', 'default', 0, 'lazy', '_DEFAULT_CurrentLeader'), ), ((0, ('_current_leader', 'struct', 0, None, '_decode_CurrentLeader_v0')), )),

@@ -116,8 +116,8 @@ _LINE_FIELDS = {
     93: 'tagged fields of UserScramCredentialRecord',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_UserScramCredentialRecord_v0': ('UserScramCredentialRecord', (('name', 'string', 1), ('mechanism', 'int8', 0), ('salt', 'bytes', 1), ('stored_key', 'bytes', 1), ('server_key', 'bytes', 1), ('iterations', 'int32', 0), ), ()),
 }

@@ -569,8 +569,8 @@ _LINE_FIELDS = {
     456: 'tagged fields of VoteRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_PartitionData_v0': ('PartitionData', (('partition_index', 'int32', 0), ('replica_epoch', 'int32', 0), ('replica_id', 'int32', 0), ('last_offset_epoch', 'int32', 0), ('last_offset', 'int64', 0), ('replica_directory_id', 'default', 16, 'global', '_ZERO_UUID'), ('voter_directory_id', 'default', 16, 'global', '_ZERO_UUID'), ('pre_vote', 'default', 0, 'const', False), ), ()),
     '_decode_PartitionData_v1': ('PartitionData', (('partition_index', 'int32', 0), ('replica_epoch', 'int32', 0), ('replica_id', 'int32', 0), ('replica_directory_id', 'uuid', 0), ('voter_directory_id', 'uuid', 0), ('last_offset_epoch', 'int32', 0), ('last_offset', 'int64', 0), ('pre_vote', 'default', 0, 'const', False), ), ()),

@@ -241,8 +241,8 @@ _LINE_FIELDS = {
     202: 'tagged fields of WriteShareGroupStateResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_PartitionResult_v0': ('PartitionResult', (('partition', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),
     '_decode_WriteStateResult_v0': ('WriteStateResult', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_PartitionResult_v0'), ), ()),

@@ -501,8 +501,8 @@ _LINE_FIELDS = {
     413: 'tagged fields of WriteTxnMarkersRequest',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_WritableTxnMarkerTopic_v0': ('WritableTxnMarkerTopic', (('name', 'string', 0), ('partition_indexes', 'array', 0, 'int32'), ), None),
     '_decode_WritableTxnMarkerTopic_v1': ('WritableTxnMarkerTopic', (('name', 'string', 1), ('partition_indexes', 'array', 1, 'int32'), ), ()),

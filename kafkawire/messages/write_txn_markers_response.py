@@ -432,8 +432,8 @@ _LINE_FIELDS = {
     360: 'tagged fields of WriteTxnMarkersResponse',
 }
 
-# The field programs of the decoding functions above, walked by the native decoder
-# (kafkawire/_native_src/message_decode.c; kafkawire/codegen/emit_native.py says the format).
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
 _NATIVE_PROGRAMS = {
     '_decode_WritableTxnMarkerPartitionResult_v0': ('WritableTxnMarkerPartitionResult', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), None),
     '_decode_WritableTxnMarkerPartitionResult_v1': ('WritableTxnMarkerPartitionResult', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), ()),
