@@ -103,6 +103,20 @@ static int put_null(Enc *e, int compact, int wide) {
     return compact ? put(e, &zero, 1) : put(e, ff, wide ? 4 : 2);
 }
 
+/* A memoryview of bytes (len() counts bytes only when items are bytes), through the buffer
+ * protocol: a view released meanwhile fails here instead of being read. */
+static int put_view(Enc *e, int compact, PyObject *value) {
+    Py_buffer *shape = PyMemoryView_GET_BUFFER(value);
+    if (shape->ndim != 1 || shape->itemsize != 1)
+        return -1;
+    Py_buffer view;
+    if (PyObject_GetBuffer(value, &view, PyBUF_SIMPLE) < 0)
+        return -1;
+    int rc = put_length(e, compact, 1, view.len) < 0 ? -1 : put(e, view.buf, view.len);
+    PyBuffer_Release(&view);
+    return rc;
+}
+
 static int put_span(Enc *e, int kind, int flags, PyObject *value) {
     int compact = flags & F_COMPACT, wide = kind != K_STRING;
     if (value == Py_None)
@@ -117,10 +131,7 @@ static int put_span(Enc *e, int kind, int flags, PyObject *value) {
     } else if (PyByteArray_CheckExact(value)) {
         p = PyByteArray_AS_STRING(value), n = PyByteArray_GET_SIZE(value);
     } else if (PyMemoryView_Check(value)) {
-        Py_buffer *view = PyMemoryView_GET_BUFFER(value);
-        if (view->ndim != 1 || view->itemsize != 1 || !PyBuffer_IsContiguous(view, 'C'))
-            return -1;
-        p = view->buf, n = view->len;
+        return put_view(e, compact, value);
     } else {
         return -1;
     }
