@@ -9,6 +9,10 @@ which raises exactly the error it always raised (class, message, field and byte 
 errors are worded in one place, the pure path, which stays the oracle. Message.decode and
 every other caller are unchanged. The decoder's ``pure`` attribute is the Python function,
 ``native(data, pos)`` runs the C code alone (ValueError where it would fall back: for tests).
+``install`` also gives the class a ``decode`` in C that does Message.decode's common case
+(bytes, a version with a native decoder, no ``partial``, every byte used) in one call and
+hands every other call, bad bytes included, to Message.decode itself (on the class it was
+installed on).
 
 Encoding goes the same way: ``install`` fills the message class's ``_NATIVE_ENCODERS`` (version
 -> C encoder over the same program), which Message.encode tries first; the C encoder returns
@@ -21,6 +25,8 @@ With ``KAFKAWIRE_PURE=1``, or without the C extension, ``install`` leaves the ta
 from __future__ import annotations
 
 from kafkawire import _native
+
+from .message import Message
 
 __all__ = ["install", "native_decoders_enabled"]
 
@@ -45,3 +51,6 @@ def install(message_cls, programs: dict, namespace: dict) -> None:
             decoders[version] = compiled.decoder(pure.__name__, pure)
             encoders[version] = compiled.encoder(pure.__name__)
     message_cls._NATIVE_ENCODERS = encoders
+    # Message.decode in C for the common call (whole bytes, no partial): for a small message the
+    # Python method's own steps cost more than the decoding; everything else goes to that method.
+    message_cls.decode = compiled.class_decode(message_cls, decoders, Message.decode.__func__)
