@@ -182,3 +182,21 @@ def test_forced_pure_path_keeps_the_generated_decoders():
     env = dict(os.environ, KAFKAWIRE_PURE="1", PYTHONPATH=str(ROOT))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "True", out.stderr
+
+
+@needs_native
+def test_class_decode_hands_every_other_call_to_message_decode(monkeypatch):
+    """The C decode of a message class does the common call and leaves the rest to Message.decode:
+    partial decoding, bytes left over, a bytearray, a version without a decoder, a replaced decoder."""
+    cls = messages.by_name("MetadataResponse")
+    data = rich_metadata_response().encode(12)
+    whole = cls.decode(data, 12)
+    assert cls.decode(data + b"xy", 12, partial=True) == (whole, len(data))
+    assert cls.decode(bytearray(data), 12) == whole
+    left_over = decode_error(cls, data + b"xy", 12)
+    assert "2 bytes left over after the message" in str(left_over) and left_over.offset == len(data)
+    assert "no such version" in str(decode_error(cls, data, 99))
+    calls = []
+    pure = cls._DECODERS[12].pure
+    monkeypatch.setitem(cls._DECODERS, 12, lambda raw, pos: calls.append(pos) or pure(raw, pos))
+    assert cls.decode(data, 12) == whole and calls == [0]
