@@ -34,6 +34,11 @@ static PyObject *mv_slice(PyObject *base, Py_ssize_t start, Py_ssize_t n) {
     return o;
 }
 
+/* The same slice for the message decoder (message_decode.c): records fields are views too. */
+PyObject *kw_mv_slice(PyObject *base, Py_ssize_t start, Py_ssize_t n) {
+    return mv_slice(base, start, n);
+}
+
 static int slices_selftest(void) {
     PyObject *data = PyBytes_FromString("0123456789");
     PyObject *base = data ? PyMemoryView_FromObject(data) : NULL;

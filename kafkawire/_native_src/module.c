@@ -2,7 +2,7 @@
  * (kafkawire/records/record_decoding.py, builder.py) is its oracle; see parse.c (the record
  * parser), decode.c (Record objects), encode.c (RecordBatchBuilder.append) and columns.c
  * (Arrow buffers). */
-#include "records.h"
+#include "message.h"
 
 static PyMethodDef methods[] = {
     {"decode_records", (PyCFunction)(void (*)(void))kw_decode_records, METH_FASTCALL,
@@ -23,7 +23,8 @@ PyMODINIT_FUNC PyInit__native_records(void) {
     if (m == NULL)
         return NULL;
     kw_crc32c_init();
-    if (kw_decode_init(m) < 0 || kw_encode_init(m) < 0 || kw_columns_init(m) < 0) {
+    if (kw_decode_init(m) < 0 || kw_encode_init(m) < 0 || kw_columns_init(m) < 0
+        || kw_messages_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -12,6 +12,7 @@ import uuid as uuid_module
 
 from .emit_decode import DecoderEmitter
 from .emit_encode import EncoderEmitter
+from .emit_native import NativeProgramEmitter
 from .emit_support import (ARRAY_NAMES, GENERATED_MARKER, Writer, annotation, lazy_default, module_name,
                            range_literal, slot_name)
 from .model import FieldSpec, MessageSpec, StructSpec
@@ -20,7 +21,7 @@ from .versions import OPEN_END
 __all__ = ["GENERATED_MARKER", "ModuleEmitter", "module_name"]
 
 
-class ModuleEmitter(DecoderEmitter, EncoderEmitter):
+class ModuleEmitter(DecoderEmitter, EncoderEmitter, NativeProgramEmitter):
     def __init__(self, spec: MessageSpec, source_name: str, source_text: bytes):
         self.spec = spec
         self.source_name = source_name
@@ -113,7 +114,7 @@ class ModuleEmitter(DecoderEmitter, EncoderEmitter):
         w.add("from struct import Struct as _Struct")
         w.add("from uuid import UUID as _UUID")
         w.add("")
-        w.add("from kafkawire.protocol import message as _message")
+        w.add("from kafkawire.protocol import message as _message, native_codec as _native_codec")
         w.add("from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING")
         w.add("from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__")
         w.add("from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID")
@@ -174,6 +175,7 @@ class ModuleEmitter(DecoderEmitter, EncoderEmitter):
         for line_no, field_name in sorted(table.items()):
             out_lines.append(f"    {line_no}: {field_name!r},")
         out_lines.append("}")
+        out_lines += self.native_programs(ordered).lines
         return "\n".join(out_lines) + "\n"
 
     def _summary(self) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -125,3 +125,10 @@ _LINE_FIELDS = {
     99: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
     101: 'tagged fields of AccessControlEntryRecord',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_AccessControlEntryRecord_v0': ('AccessControlEntryRecord', (('id', 'uuid', 0), ('resource_type', 'int8', 0), ('resource_name', 'string', 1), ('pattern_type', 'int8', 0), ('principal', 'string', 1), ('host', 'string', 1), ('operation', 'int8', 0), ('permission_type', 'int8', 0), ), ()),
+}
+_native_codec.install(AccessControlEntryRecord, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -540,3 +540,15 @@ _LINE_FIELDS = {
     419: 'Transactions',
     421: 'tagged fields of AddPartitionsToTxnRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_AddPartitionsToTxnTopic_v0': ('AddPartitionsToTxnTopic', (('name', 'string', 0), ('partitions', 'array', 0, 'int32'), ), None),
+    '_decode_AddPartitionsToTxnTopic_v3': ('AddPartitionsToTxnTopic', (('name', 'string', 1), ('partitions', 'array', 1, 'int32'), ), ()),
+    '_decode_AddPartitionsToTxnTransaction_v4': ('AddPartitionsToTxnTransaction', (('transactional_id', 'string', 1), ('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ('verify_only', 'bool', 0), ('topics', 'array', 1, 'struct', '_decode_AddPartitionsToTxnTopic_v3'), ), ()),
+    '_decode_AddPartitionsToTxnRequest_v0': ('AddPartitionsToTxnRequest', (('v3_and_below_transactional_id', 'string', 0), ('v3_and_below_producer_id', 'int64', 0), ('v3_and_below_producer_epoch', 'int16', 0), ('v3_and_below_topics', 'array', 0, 'struct', '_decode_AddPartitionsToTxnTopic_v0'), ('transactions', 'default', 0, 'list', None), ), None),
+    '_decode_AddPartitionsToTxnRequest_v3': ('AddPartitionsToTxnRequest', (('v3_and_below_transactional_id', 'string', 1), ('v3_and_below_producer_id', 'int64', 0), ('v3_and_below_producer_epoch', 'int16', 0), ('v3_and_below_topics', 'array', 1, 'struct', '_decode_AddPartitionsToTxnTopic_v3'), ('transactions', 'default', 0, 'list', None), ), ()),
+    '_decode_AddPartitionsToTxnRequest_v4': ('AddPartitionsToTxnRequest', (('transactions', 'array', 1, 'struct', '_decode_AddPartitionsToTxnTransaction_v4'), ('v3_and_below_transactional_id', 'default', 0, 'const', ''), ('v3_and_below_producer_id', 'default', 0, 'const', 0), ('v3_and_below_producer_epoch', 'default', 0, 'const', 0), ('v3_and_below_topics', 'default', 0, 'list', None), ), ()),
+}
+_native_codec.install(AddPartitionsToTxnRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -587,3 +587,17 @@ _LINE_FIELDS = {
     469: 'ResultsByTransaction',
     471: 'tagged fields of AddPartitionsToTxnResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_AddPartitionsToTxnPartitionResult_v0': ('AddPartitionsToTxnPartitionResult', (('partition_index', 'int32', 0), ('partition_error_code', 'int16', 0), ), None),
+    '_decode_AddPartitionsToTxnPartitionResult_v3': ('AddPartitionsToTxnPartitionResult', (('partition_index', 'int32', 0), ('partition_error_code', 'int16', 0), ), ()),
+    '_decode_AddPartitionsToTxnTopicResult_v0': ('AddPartitionsToTxnTopicResult', (('name', 'string', 0), ('results_by_partition', 'array', 0, 'struct', '_decode_AddPartitionsToTxnPartitionResult_v0'), ), None),
+    '_decode_AddPartitionsToTxnTopicResult_v3': ('AddPartitionsToTxnTopicResult', (('name', 'string', 1), ('results_by_partition', 'array', 1, 'struct', '_decode_AddPartitionsToTxnPartitionResult_v3'), ), ()),
+    '_decode_AddPartitionsToTxnResult_v4': ('AddPartitionsToTxnResult', (('transactional_id', 'string', 1), ('topic_results', 'array', 1, 'struct', '_decode_AddPartitionsToTxnTopicResult_v3'), ), ()),
+    '_decode_AddPartitionsToTxnResponse_v0': ('AddPartitionsToTxnResponse', (('throttle_time_ms', 'int32', 0), ('results_by_topic_v3_and_below', 'array', 0, 'struct', '_decode_AddPartitionsToTxnTopicResult_v0'), ('error_code', 'default', 16, 'const', 0), ('results_by_transaction', 'default', 0, 'list', None), ), None),
+    '_decode_AddPartitionsToTxnResponse_v3': ('AddPartitionsToTxnResponse', (('throttle_time_ms', 'int32', 0), ('results_by_topic_v3_and_below', 'array', 1, 'struct', '_decode_AddPartitionsToTxnTopicResult_v3'), ('error_code', 'default', 16, 'const', 0), ('results_by_transaction', 'default', 0, 'list', None), ), ()),
+    '_decode_AddPartitionsToTxnResponse_v4': ('AddPartitionsToTxnResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('results_by_transaction', 'array', 1, 'struct', '_decode_AddPartitionsToTxnResult_v4'), ('results_by_topic_v3_and_below', 'default', 0, 'list', None), ), ()),
+}
+_native_codec.install(AddPartitionsToTxnResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -272,3 +272,12 @@ _LINE_FIELDS = {
     217: 'AckWhenCommitted',
     219: 'tagged fields of AddRaftVoterRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_Listener_v0': ('Listener', (('name', 'string', 1), ('host', 'string', 1), ('port', 'uint16', 0), ), ()),
+    '_decode_AddRaftVoterRequest_v0': ('AddRaftVoterRequest', (('cluster_id', 'string', 3), ('timeout_ms', 'int32', 0), ('voter_id', 'int32', 0), ('voter_directory_id', 'uuid', 0), ('listeners', 'array', 1, 'struct', '_decode_Listener_v0'), ('ack_when_committed', 'default', 0, 'const', True), ), ()),
+    '_decode_AddRaftVoterRequest_v1': ('AddRaftVoterRequest', (('cluster_id', 'string', 3), ('timeout_ms', 'int32', 0), ('voter_id', 'int32', 0), ('voter_directory_id', 'uuid', 0), ('listeners', 'array', 1, 'struct', '_decode_Listener_v0'), ('ack_when_committed', 'bool', 0), ), ()),
+}
+_native_codec.install(AddRaftVoterRequest, _NATIVE_PROGRAMS, globals())

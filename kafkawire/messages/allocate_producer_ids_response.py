@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -86,3 +86,10 @@ _LINE_FIELDS = {
     72: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerIdStart', 'producer_id_start', 'q'), ('ProducerIdLen', 'producer_id_len', 'i')),
     74: 'tagged fields of AllocateProducerIdsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_AllocateProducerIdsResponse_v0': ('AllocateProducerIdsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('producer_id_start', 'int64', 0), ('producer_id_len', 'int32', 0), ), ()),
+}
+_native_codec.install(AllocateProducerIdsResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -469,3 +469,17 @@ _LINE_FIELDS = {
     386: 'ValidateOnly',
     388: 'tagged fields of AlterClientQuotasRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_EntityData_v0': ('EntityData', (('entity_type', 'string', 0), ('entity_name', 'string', 2), ), None),
+    '_decode_EntityData_v1': ('EntityData', (('entity_type', 'string', 1), ('entity_name', 'string', 3), ), ()),
+    '_decode_OpData_v0': ('OpData', (('key', 'string', 0), ('value', 'float64', 0), ('remove', 'bool', 0), ), None),
+    '_decode_OpData_v1': ('OpData', (('key', 'string', 1), ('value', 'float64', 0), ('remove', 'bool', 0), ), ()),
+    '_decode_EntryData_v0': ('EntryData', (('entity', 'array', 0, 'struct', '_decode_EntityData_v0'), ('ops', 'array', 0, 'struct', '_decode_OpData_v0'), ), None),
+    '_decode_EntryData_v1': ('EntryData', (('entity', 'array', 1, 'struct', '_decode_EntityData_v1'), ('ops', 'array', 1, 'struct', '_decode_OpData_v1'), ), ()),
+    '_decode_AlterClientQuotasRequest_v0': ('AlterClientQuotasRequest', (('entries', 'array', 0, 'struct', '_decode_EntryData_v0'), ('validate_only', 'bool', 0), ), None),
+    '_decode_AlterClientQuotasRequest_v1': ('AlterClientQuotasRequest', (('entries', 'array', 1, 'struct', '_decode_EntryData_v1'), ('validate_only', 'bool', 0), ), ()),
+}
+_native_codec.install(AlterClientQuotasRequest, _NATIVE_PROGRAMS, globals())

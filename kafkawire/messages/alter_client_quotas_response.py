@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -347,3 +347,15 @@ _LINE_FIELDS = {
     282: 'Entries',
     284: 'tagged fields of AlterClientQuotasResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_EntityData_v0': ('EntityData', (('entity_type', 'string', 0), ('entity_name', 'string', 2), ), None),
+    '_decode_EntityData_v1': ('EntityData', (('entity_type', 'string', 1), ('entity_name', 'string', 3), ), ()),
+    '_decode_EntryData_v0': ('EntryData', (('error_code', 'int16', 0), ('error_message', 'string', 2), ('entity', 'array', 0, 'struct', '_decode_EntityData_v0'), ), None),
+    '_decode_EntryData_v1': ('EntryData', (('error_code', 'int16', 0), ('error_message', 'string', 3), ('entity', 'array', 1, 'struct', '_decode_EntityData_v1'), ), ()),
+    '_decode_AlterClientQuotasResponse_v0': ('AlterClientQuotasResponse', (('throttle_time_ms', 'int32', 0), ('entries', 'array', 0, 'struct', '_decode_EntryData_v0'), ), None),
+    '_decode_AlterClientQuotasResponse_v1': ('AlterClientQuotasResponse', (('throttle_time_ms', 'int32', 0), ('entries', 'array', 1, 'struct', '_decode_EntryData_v1'), ), ()),
+}
+_native_codec.install(AlterClientQuotasResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -403,3 +403,15 @@ _LINE_FIELDS = {
     324: 'ValidateOnly',
     326: 'tagged fields of AlterConfigsRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_AlterableConfig_v0': ('AlterableConfig', (('name', 'string', 0), ('value', 'string', 2), ), None),
+    '_decode_AlterableConfig_v2': ('AlterableConfig', (('name', 'string', 1), ('value', 'string', 3), ), ()),
+    '_decode_AlterConfigsResource_v0': ('AlterConfigsResource', (('resource_type', 'int8', 0), ('resource_name', 'string', 0), ('configs', 'array', 0, 'struct', '_decode_AlterableConfig_v0'), ), None),
+    '_decode_AlterConfigsResource_v2': ('AlterConfigsResource', (('resource_type', 'int8', 0), ('resource_name', 'string', 1), ('configs', 'array', 1, 'struct', '_decode_AlterableConfig_v2'), ), ()),
+    '_decode_AlterConfigsRequest_v0': ('AlterConfigsRequest', (('resources', 'array', 0, 'struct', '_decode_AlterConfigsResource_v0'), ('validate_only', 'bool', 0), ), None),
+    '_decode_AlterConfigsRequest_v2': ('AlterConfigsRequest', (('resources', 'array', 1, 'struct', '_decode_AlterConfigsResource_v2'), ('validate_only', 'bool', 0), ), ()),
+}
+_native_codec.install(AlterConfigsRequest, _NATIVE_PROGRAMS, globals())

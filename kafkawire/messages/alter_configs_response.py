@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -275,3 +275,13 @@ _LINE_FIELDS = {
     217: 'Responses',
     219: 'tagged fields of AlterConfigsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_AlterConfigsResourceResponse_v0': ('AlterConfigsResourceResponse', (('error_code', 'int16', 0), ('error_message', 'string', 2), ('resource_type', 'int8', 0), ('resource_name', 'string', 0), ), None),
+    '_decode_AlterConfigsResourceResponse_v2': ('AlterConfigsResourceResponse', (('error_code', 'int16', 0), ('error_message', 'string', 3), ('resource_type', 'int8', 0), ('resource_name', 'string', 1), ), ()),
+    '_decode_AlterConfigsResponse_v0': ('AlterConfigsResponse', (('throttle_time_ms', 'int32', 0), ('responses', 'array', 0, 'struct', '_decode_AlterConfigsResourceResponse_v0'), ), None),
+    '_decode_AlterConfigsResponse_v2': ('AlterConfigsResponse', (('throttle_time_ms', 'int32', 0), ('responses', 'array', 1, 'struct', '_decode_AlterConfigsResourceResponse_v2'), ), ()),
+}
+_native_codec.install(AlterConfigsResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -325,3 +325,13 @@ _LINE_FIELDS = {
     267: 'Topics',
     269: 'tagged fields of AlterPartitionReassignmentsRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_ReassignablePartition_v0': ('ReassignablePartition', (('partition_index', 'int32', 0), ('replicas', 'array', 3, 'int32'), ), ()),
+    '_decode_ReassignableTopic_v0': ('ReassignableTopic', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_ReassignablePartition_v0'), ), ()),
+    '_decode_AlterPartitionReassignmentsRequest_v0': ('AlterPartitionReassignmentsRequest', (('timeout_ms', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_ReassignableTopic_v0'), ('allow_replication_factor_change', 'default', 0, 'const', True), ), ()),
+    '_decode_AlterPartitionReassignmentsRequest_v1': ('AlterPartitionReassignmentsRequest', (('timeout_ms', 'int32', 0), ('allow_replication_factor_change', 'bool', 0), ('topics', 'array', 1, 'struct', '_decode_ReassignableTopic_v0'), ), ()),
+}
+_native_codec.install(AlterPartitionReassignmentsRequest, _NATIVE_PROGRAMS, globals())

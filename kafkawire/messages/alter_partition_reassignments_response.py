@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -319,3 +319,13 @@ _LINE_FIELDS = {
     262: 'Responses',
     264: 'tagged fields of AlterPartitionReassignmentsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_ReassignablePartitionResponse_v0': ('ReassignablePartitionResponse', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),
+    '_decode_ReassignableTopicResponse_v0': ('ReassignableTopicResponse', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_ReassignablePartitionResponse_v0'), ), ()),
+    '_decode_AlterPartitionReassignmentsResponse_v0': ('AlterPartitionReassignmentsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('responses', 'array', 1, 'struct', '_decode_ReassignableTopicResponse_v0'), ('allow_replication_factor_change', 'default', 16, 'const', True), ), ()),
+    '_decode_AlterPartitionReassignmentsResponse_v1': ('AlterPartitionReassignmentsResponse', (('throttle_time_ms', 'int32', 0), ('allow_replication_factor_change', 'bool', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('responses', 'array', 1, 'struct', '_decode_ReassignableTopicResponse_v0'), ), ()),
+}
+_native_codec.install(AlterPartitionReassignmentsResponse, _NATIVE_PROGRAMS, globals())

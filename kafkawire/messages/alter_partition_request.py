@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -831,3 +831,21 @@ _LINE_FIELDS = {
     668: 'Topics',
     670: 'tagged fields of AlterPartitionRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_BrokerState_v3': ('BrokerState', (('broker_id', 'int32', 0), ('broker_epoch', 'int64', 0), ), ()),
+    '_decode_PartitionData_v0': ('PartitionData', (('partition_index', 'int32', 0), ('leader_epoch', 'int32', 0), ('new_isr', 'array', 1, 'int32'), ('partition_epoch', 'int32', 0), ('new_isr_with_epochs', 'default', 0, 'list', None), ('leader_recovery_state', 'default', 0, 'const', 0), ), ()),
+    '_decode_PartitionData_v1': ('PartitionData', (('partition_index', 'int32', 0), ('leader_epoch', 'int32', 0), ('new_isr', 'array', 1, 'int32'), ('leader_recovery_state', 'int8', 0), ('partition_epoch', 'int32', 0), ('new_isr_with_epochs', 'default', 0, 'list', None), ), ()),
+    '_decode_PartitionData_v3': ('PartitionData', (('partition_index', 'int32', 0), ('leader_epoch', 'int32', 0), ('new_isr_with_epochs', 'array', 1, 'struct', '_decode_BrokerState_v3'), ('leader_recovery_state', 'int8', 0), ('partition_epoch', 'int32', 0), ('new_isr', 'default', 0, 'list', None), ), ()),
+    '_decode_TopicData_v0': ('TopicData', (('topic_name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v0'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_TopicData_v1': ('TopicData', (('topic_name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v1'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_TopicData_v2': ('TopicData', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v1'), ('topic_name', 'default', 16, 'const', ''), ), ()),
+    '_decode_TopicData_v3': ('TopicData', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v3'), ('topic_name', 'default', 16, 'const', ''), ), ()),
+    '_decode_AlterPartitionRequest_v0': ('AlterPartitionRequest', (('broker_id', 'int32', 0), ('broker_epoch', 'int64', 0), ('topics', 'array', 1, 'struct', '_decode_TopicData_v0'), ), ()),
+    '_decode_AlterPartitionRequest_v1': ('AlterPartitionRequest', (('broker_id', 'int32', 0), ('broker_epoch', 'int64', 0), ('topics', 'array', 1, 'struct', '_decode_TopicData_v1'), ), ()),
+    '_decode_AlterPartitionRequest_v2': ('AlterPartitionRequest', (('broker_id', 'int32', 0), ('broker_epoch', 'int64', 0), ('topics', 'array', 1, 'struct', '_decode_TopicData_v2'), ), ()),
+    '_decode_AlterPartitionRequest_v3': ('AlterPartitionRequest', (('broker_id', 'int32', 0), ('broker_epoch', 'int64', 0), ('topics', 'array', 1, 'struct', '_decode_TopicData_v3'), ), ()),
+}
+_native_codec.install(AlterPartitionRequest, _NATIVE_PROGRAMS, globals())

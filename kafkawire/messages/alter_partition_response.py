@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -569,3 +569,17 @@ _LINE_FIELDS = {
     464: 'Topics',
     466: 'tagged fields of AlterPartitionResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_PartitionData_v0': ('PartitionData', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ('isr', 'array', 1, 'int32'), ('partition_epoch', 'int32', 0), ('leader_recovery_state', 'default', 16, 'const', 0), ), ()),
+    '_decode_PartitionData_v1': ('PartitionData', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ('isr', 'array', 1, 'int32'), ('leader_recovery_state', 'int8', 0), ('partition_epoch', 'int32', 0), ), ()),
+    '_decode_TopicData_v0': ('TopicData', (('topic_name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v0'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_TopicData_v1': ('TopicData', (('topic_name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v1'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_TopicData_v2': ('TopicData', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v1'), ('topic_name', 'default', 16, 'const', ''), ), ()),
+    '_decode_AlterPartitionResponse_v0': ('AlterPartitionResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('topics', 'array', 1, 'struct', '_decode_TopicData_v0'), ), ()),
+    '_decode_AlterPartitionResponse_v1': ('AlterPartitionResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('topics', 'array', 1, 'struct', '_decode_TopicData_v1'), ), ()),
+    '_decode_AlterPartitionResponse_v2': ('AlterPartitionResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('topics', 'array', 1, 'struct', '_decode_TopicData_v2'), ), ()),
+}
+_native_codec.install(AlterPartitionResponse, _NATIVE_PROGRAMS, globals())

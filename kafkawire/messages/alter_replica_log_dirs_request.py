@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -389,3 +389,15 @@ _LINE_FIELDS = {
     315: 'Dirs',
     317: 'tagged fields of AlterReplicaLogDirsRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_AlterReplicaLogDirTopic_v0': ('AlterReplicaLogDirTopic', (('name', 'string', 0), ('partitions', 'array', 0, 'int32'), ), None),
+    '_decode_AlterReplicaLogDirTopic_v2': ('AlterReplicaLogDirTopic', (('name', 'string', 1), ('partitions', 'array', 1, 'int32'), ), ()),
+    '_decode_AlterReplicaLogDir_v0': ('AlterReplicaLogDir', (('path', 'string', 0), ('topics', 'array', 0, 'struct', '_decode_AlterReplicaLogDirTopic_v0'), ), None),
+    '_decode_AlterReplicaLogDir_v2': ('AlterReplicaLogDir', (('path', 'string', 1), ('topics', 'array', 1, 'struct', '_decode_AlterReplicaLogDirTopic_v2'), ), ()),
+    '_decode_AlterReplicaLogDirsRequest_v0': ('AlterReplicaLogDirsRequest', (('dirs', 'array', 0, 'struct', '_decode_AlterReplicaLogDir_v0'), ), None),
+    '_decode_AlterReplicaLogDirsRequest_v2': ('AlterReplicaLogDirsRequest', (('dirs', 'array', 1, 'struct', '_decode_AlterReplicaLogDir_v2'), ), ()),
+}
+_native_codec.install(AlterReplicaLogDirsRequest, _NATIVE_PROGRAMS, globals())

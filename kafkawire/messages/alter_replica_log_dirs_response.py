@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -364,3 +364,15 @@ _LINE_FIELDS = {
     297: 'Results',
     299: 'tagged fields of AlterReplicaLogDirsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_AlterReplicaLogDirPartitionResult_v0': ('AlterReplicaLogDirPartitionResult', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), None),
+    '_decode_AlterReplicaLogDirPartitionResult_v2': ('AlterReplicaLogDirPartitionResult', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), ()),
+    '_decode_AlterReplicaLogDirTopicResult_v0': ('AlterReplicaLogDirTopicResult', (('topic_name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_AlterReplicaLogDirPartitionResult_v0'), ), None),
+    '_decode_AlterReplicaLogDirTopicResult_v2': ('AlterReplicaLogDirTopicResult', (('topic_name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_AlterReplicaLogDirPartitionResult_v2'), ), ()),
+    '_decode_AlterReplicaLogDirsResponse_v0': ('AlterReplicaLogDirsResponse', (('throttle_time_ms', 'int32', 0), ('results', 'array', 0, 'struct', '_decode_AlterReplicaLogDirTopicResult_v0'), ), None),
+    '_decode_AlterReplicaLogDirsResponse_v2': ('AlterReplicaLogDirsResponse', (('throttle_time_ms', 'int32', 0), ('results', 'array', 1, 'struct', '_decode_AlterReplicaLogDirTopicResult_v2'), ), ()),
+}
+_native_codec.install(AlterReplicaLogDirsResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -240,3 +240,12 @@ _LINE_FIELDS = {
     200: 'Topics',
     202: 'tagged fields of AlterShareGroupOffsetsRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_AlterShareGroupOffsetsRequestPartition_v0': ('AlterShareGroupOffsetsRequestPartition', (('partition_index', 'int32', 0), ('start_offset', 'int64', 0), ), ()),
+    '_decode_AlterShareGroupOffsetsRequestTopic_v0': ('AlterShareGroupOffsetsRequestTopic', (('topic_name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_AlterShareGroupOffsetsRequestPartition_v0'), ), ()),
+    '_decode_AlterShareGroupOffsetsRequest_v0': ('AlterShareGroupOffsetsRequest', (('group_id', 'string', 1), ('topics', 'array', 1, 'struct', '_decode_AlterShareGroupOffsetsRequestTopic_v0'), ), ()),
+}
+_native_codec.install(AlterShareGroupOffsetsRequest, _NATIVE_PROGRAMS, globals())

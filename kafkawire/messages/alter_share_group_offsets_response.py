@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -265,3 +265,12 @@ _LINE_FIELDS = {
     219: 'Responses',
     221: 'tagged fields of AlterShareGroupOffsetsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_AlterShareGroupOffsetsResponsePartition_v0': ('AlterShareGroupOffsetsResponsePartition', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),
+    '_decode_AlterShareGroupOffsetsResponseTopic_v0': ('AlterShareGroupOffsetsResponseTopic', (('topic_name', 'string', 1), ('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_AlterShareGroupOffsetsResponsePartition_v0'), ), ()),
+    '_decode_AlterShareGroupOffsetsResponse_v0': ('AlterShareGroupOffsetsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('responses', 'array', 1, 'struct', '_decode_AlterShareGroupOffsetsResponseTopic_v0'), ), ()),
+}
+_native_codec.install(AlterShareGroupOffsetsResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -264,3 +264,12 @@ _LINE_FIELDS = {
     218: 'Upsertions',
     220: 'tagged fields of AlterUserScramCredentialsRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_ScramCredentialDeletion_v0': ('ScramCredentialDeletion', (('name', 'string', 1), ('mechanism', 'int8', 0), ), ()),
+    '_decode_ScramCredentialUpsertion_v0': ('ScramCredentialUpsertion', (('name', 'string', 1), ('mechanism', 'int8', 0), ('iterations', 'int32', 0), ('salt', 'bytes', 1), ('salted_password', 'bytes', 1), ), ()),
+    '_decode_AlterUserScramCredentialsRequest_v0': ('AlterUserScramCredentialsRequest', (('deletions', 'array', 1, 'struct', '_decode_ScramCredentialDeletion_v0'), ('upsertions', 'array', 1, 'struct', '_decode_ScramCredentialUpsertion_v0'), ), ()),
+}
+_native_codec.install(AlterUserScramCredentialsRequest, _NATIVE_PROGRAMS, globals())

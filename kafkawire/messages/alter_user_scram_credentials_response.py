@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -173,3 +173,11 @@ _LINE_FIELDS = {
     142: 'Results',
     144: 'tagged fields of AlterUserScramCredentialsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_AlterUserScramCredentialsResult_v0': ('AlterUserScramCredentialsResult', (('user', 'string', 1), ('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),
+    '_decode_AlterUserScramCredentialsResponse_v0': ('AlterUserScramCredentialsResponse', (('throttle_time_ms', 'int32', 0), ('results', 'array', 1, 'struct', '_decode_AlterUserScramCredentialsResult_v0'), ), ()),
+}
+_native_codec.install(AlterUserScramCredentialsResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -156,3 +156,12 @@ _LINE_FIELDS = {
     126: 'NodeId',
     128: 'tagged fields of ApiVersionsRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_ApiVersionsRequest_v0': ('ApiVersionsRequest', (('client_software_name', 'default', 16, 'const', ''), ('client_software_version', 'default', 16, 'const', ''), ('cluster_id', 'default', 16, 'const', None), ('node_id', 'default', 16, 'const', -1), ), None),
+    '_decode_ApiVersionsRequest_v3': ('ApiVersionsRequest', (('client_software_name', 'string', 1), ('client_software_version', 'string', 1), ('cluster_id', 'default', 16, 'const', None), ('node_id', 'default', 16, 'const', -1), ), ()),
+    '_decode_ApiVersionsRequest_v5': ('ApiVersionsRequest', (('client_software_name', 'string', 1), ('client_software_version', 'string', 1), ('cluster_id', 'string', 3), ('node_id', 'int32', 0), ), ()),
+}
+_native_codec.install(ApiVersionsRequest, _NATIVE_PROGRAMS, globals())

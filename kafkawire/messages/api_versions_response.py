@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -577,3 +577,16 @@ _LINE_FIELDS = {
     475: 'ZkMigrationReady',
     478: 'tagged fields of ApiVersionsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_ApiVersion_v0': ('ApiVersion', (('api_key', 'int16', 0), ('min_version', 'int16', 0), ('max_version', 'int16', 0), ), None),
+    '_decode_ApiVersion_v3': ('ApiVersion', (('api_key', 'int16', 0), ('min_version', 'int16', 0), ('max_version', 'int16', 0), ), ()),
+    '_decode_SupportedFeatureKey_v3': ('SupportedFeatureKey', (('name', 'string', 1), ('min_version', 'int16', 0), ('max_version', 'int16', 0), ), ()),
+    '_decode_FinalizedFeatureKey_v3': ('FinalizedFeatureKey', (('name', 'string', 1), ('max_version_level', 'int16', 0), ('min_version_level', 'int16', 0), ), ()),
+    '_decode_ApiVersionsResponse_v0': ('ApiVersionsResponse', (('error_code', 'int16', 0), ('api_keys', 'array', 0, 'struct', '_decode_ApiVersion_v0'), ('throttle_time_ms', 'default', 16, 'const', 0), ('supported_features', 'default', 16, 'list', None), ('finalized_features_epoch', 'default', 16, 'const', -1), ('finalized_features', 'default', 16, 'list', None), ('zk_migration_ready', 'default', 16, 'const', False), ), None),
+    '_decode_ApiVersionsResponse_v1': ('ApiVersionsResponse', (('error_code', 'int16', 0), ('api_keys', 'array', 0, 'struct', '_decode_ApiVersion_v0'), ('throttle_time_ms', 'int32', 0), ('supported_features', 'default', 16, 'list', None), ('finalized_features_epoch', 'default', 16, 'const', -1), ('finalized_features', 'default', 16, 'list', None), ('zk_migration_ready', 'default', 16, 'const', False), ), None),
+    '_decode_ApiVersionsResponse_v3': ('ApiVersionsResponse', (('error_code', 'int16', 0), ('api_keys', 'array', 1, 'struct', '_decode_ApiVersion_v3'), ('throttle_time_ms', 'int32', 0), ('supported_features', 'default', 16, 'list', None), ('finalized_features_epoch', 'default', 16, 'const', -1), ('finalized_features', 'default', 16, 'list', None), ('zk_migration_ready', 'default', 16, 'const', False), ), ((0, ('supported_features', 'array', 1, 'struct', '_decode_SupportedFeatureKey_v3')), (1, ('finalized_features_epoch', 'int64', 0)), (2, ('finalized_features', 'array', 1, 'struct', '_decode_FinalizedFeatureKey_v3')), (3, ('zk_migration_ready', 'bool', 0)), )),
+}
+_native_codec.install(ApiVersionsResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -324,3 +324,13 @@ _LINE_FIELDS = {
     271: 'Directories',
     273: 'tagged fields of AssignReplicasToDirsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_PartitionData_v0': ('PartitionData', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), ()),
+    '_decode_TopicData_v0': ('TopicData', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v0'), ), ()),
+    '_decode_DirectoryData_v0': ('DirectoryData', (('id', 'uuid', 0), ('topics', 'array', 1, 'struct', '_decode_TopicData_v0'), ), ()),
+    '_decode_AssignReplicasToDirsResponse_v0': ('AssignReplicasToDirsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('directories', 'array', 1, 'struct', '_decode_DirectoryData_v0'), ), ()),
+}
+_native_codec.install(AssignReplicasToDirsResponse, _NATIVE_PROGRAMS, globals())

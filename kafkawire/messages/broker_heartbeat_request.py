@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -306,3 +306,12 @@ _LINE_FIELDS = {
     248: 'CordonedLogDirs',
     251: 'tagged fields of BrokerHeartbeatRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_BrokerHeartbeatRequest_v0': ('BrokerHeartbeatRequest', (('broker_id', 'int32', 0), ('broker_epoch', 'int64', 0), ('current_metadata_offset', 'int64', 0), ('want_fence', 'bool', 0), ('want_shut_down', 'bool', 0), ('offline_log_dirs', 'default', 0, 'list', None), ('cordoned_log_dirs', 'default', 0, 'const', None), ), ()),
+    '_decode_BrokerHeartbeatRequest_v1': ('BrokerHeartbeatRequest', (('broker_id', 'int32', 0), ('broker_epoch', 'int64', 0), ('current_metadata_offset', 'int64', 0), ('want_fence', 'bool', 0), ('want_shut_down', 'bool', 0), ('offline_log_dirs', 'default', 0, 'list', None), ('cordoned_log_dirs', 'default', 0, 'const', None), ), ((0, ('offline_log_dirs', 'array', 1, 'uuid')), )),
+    '_decode_BrokerHeartbeatRequest_v2': ('BrokerHeartbeatRequest', (('broker_id', 'int32', 0), ('broker_epoch', 'int64', 0), ('current_metadata_offset', 'int64', 0), ('want_fence', 'bool', 0), ('want_shut_down', 'bool', 0), ('offline_log_dirs', 'default', 0, 'list', None), ('cordoned_log_dirs', 'default', 0, 'const', None), ), ((0, ('offline_log_dirs', 'array', 1, 'uuid')), (1, ('cordoned_log_dirs', 'array', 3, 'uuid')), )),
+}
+_native_codec.install(BrokerHeartbeatRequest, _NATIVE_PROGRAMS, globals())

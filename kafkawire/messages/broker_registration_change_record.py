@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -484,3 +484,13 @@ _LINE_FIELDS = {
     383: 'CordonedLogDirs',
     386: 'tagged fields of BrokerRegistrationChangeRecord',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_BrokerRegistrationChangeRecord_v0': ('BrokerRegistrationChangeRecord', (('broker_id', 'int32', 0), ('broker_epoch', 'int64', 0), ('fenced', 'default', 0, 'const', 0), ('in_controlled_shutdown', 'default', 0, 'const', 0), ('log_dirs', 'default', 0, 'list', None), ('cordoned_log_dirs', 'default', 0, 'const', None), ), ((0, ('fenced', 'int8', 0)), )),
+    '_decode_BrokerRegistrationChangeRecord_v1': ('BrokerRegistrationChangeRecord', (('broker_id', 'int32', 0), ('broker_epoch', 'int64', 0), ('fenced', 'default', 0, 'const', 0), ('in_controlled_shutdown', 'default', 0, 'const', 0), ('log_dirs', 'default', 0, 'list', None), ('cordoned_log_dirs', 'default', 0, 'const', None), ), ((0, ('fenced', 'int8', 0)), (1, ('in_controlled_shutdown', 'int8', 0)), )),
+    '_decode_BrokerRegistrationChangeRecord_v2': ('BrokerRegistrationChangeRecord', (('broker_id', 'int32', 0), ('broker_epoch', 'int64', 0), ('fenced', 'default', 0, 'const', 0), ('in_controlled_shutdown', 'default', 0, 'const', 0), ('log_dirs', 'default', 0, 'list', None), ('cordoned_log_dirs', 'default', 0, 'const', None), ), ((0, ('fenced', 'int8', 0)), (1, ('in_controlled_shutdown', 'int8', 0)), (2, ('log_dirs', 'array', 1, 'uuid')), )),
+    '_decode_BrokerRegistrationChangeRecord_v3': ('BrokerRegistrationChangeRecord', (('broker_id', 'int32', 0), ('broker_epoch', 'int64', 0), ('fenced', 'default', 0, 'const', 0), ('in_controlled_shutdown', 'default', 0, 'const', 0), ('log_dirs', 'default', 0, 'list', None), ('cordoned_log_dirs', 'default', 0, 'const', None), ), ((0, ('fenced', 'int8', 0)), (1, ('in_controlled_shutdown', 'int8', 0)), (2, ('log_dirs', 'array', 1, 'uuid')), (3, ('cordoned_log_dirs', 'array', 3, 'uuid')), )),
+}
+_native_codec.install(BrokerRegistrationChangeRecord, _NATIVE_PROGRAMS, globals())

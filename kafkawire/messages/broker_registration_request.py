@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -661,3 +661,15 @@ _LINE_FIELDS = {
     518: 'PreviousBrokerEpoch',
     520: 'tagged fields of BrokerRegistrationRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_Listener_v0': ('Listener', (('name', 'string', 1), ('host', 'string', 1), ('port', 'uint16', 0), ('security_protocol', 'int16', 0), ), ()),
+    '_decode_Feature_v0': ('Feature', (('name', 'string', 1), ('min_supported_version', 'int16', 0), ('max_supported_version', 'int16', 0), ), ()),
+    '_decode_BrokerRegistrationRequest_v0': ('BrokerRegistrationRequest', (('broker_id', 'int32', 0), ('cluster_id', 'string', 1), ('incarnation_id', 'uuid', 0), ('listeners', 'array', 1, 'struct', '_decode_Listener_v0'), ('features', 'array', 1, 'struct', '_decode_Feature_v0'), ('rack', 'string', 3), ('is_migrating_zk_broker', 'default', 0, 'const', False), ('log_dirs', 'default', 16, 'list', None), ('previous_broker_epoch', 'default', 16, 'const', -1), ), ()),
+    '_decode_BrokerRegistrationRequest_v1': ('BrokerRegistrationRequest', (('broker_id', 'int32', 0), ('cluster_id', 'string', 1), ('incarnation_id', 'uuid', 0), ('listeners', 'array', 1, 'struct', '_decode_Listener_v0'), ('features', 'array', 1, 'struct', '_decode_Feature_v0'), ('rack', 'string', 3), ('is_migrating_zk_broker', 'bool', 0), ('log_dirs', 'default', 16, 'list', None), ('previous_broker_epoch', 'default', 16, 'const', -1), ), ()),
+    '_decode_BrokerRegistrationRequest_v2': ('BrokerRegistrationRequest', (('broker_id', 'int32', 0), ('cluster_id', 'string', 1), ('incarnation_id', 'uuid', 0), ('listeners', 'array', 1, 'struct', '_decode_Listener_v0'), ('features', 'array', 1, 'struct', '_decode_Feature_v0'), ('rack', 'string', 3), ('is_migrating_zk_broker', 'bool', 0), ('log_dirs', 'array', 1, 'uuid'), ('previous_broker_epoch', 'default', 16, 'const', -1), ), ()),
+    '_decode_BrokerRegistrationRequest_v3': ('BrokerRegistrationRequest', (('broker_id', 'int32', 0), ('cluster_id', 'string', 1), ('incarnation_id', 'uuid', 0), ('listeners', 'array', 1, 'struct', '_decode_Listener_v0'), ('features', 'array', 1, 'struct', '_decode_Feature_v0'), ('rack', 'string', 3), ('is_migrating_zk_broker', 'bool', 0), ('log_dirs', 'array', 1, 'uuid'), ('previous_broker_epoch', 'int64', 0), ), ()),
+}
+_native_codec.install(BrokerRegistrationRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -83,3 +83,10 @@ _LINE_FIELDS = {
     69: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('BrokerEpoch', 'broker_epoch', 'q')),
     71: 'tagged fields of BrokerRegistrationResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_BrokerRegistrationResponse_v0': ('BrokerRegistrationResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('broker_epoch', 'int64', 0), ), ()),
+}
+_native_codec.install(BrokerRegistrationResponse, _NATIVE_PROGRAMS, globals())

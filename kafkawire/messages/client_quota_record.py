@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -174,3 +174,11 @@ _LINE_FIELDS = {
     143: (('Value', 'value', 'd'), ('Remove', 'remove', '?')),
     145: 'tagged fields of ClientQuotaRecord',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_EntityData_v0': ('EntityData', (('entity_type', 'string', 1), ('entity_name', 'string', 3), ), ()),
+    '_decode_ClientQuotaRecord_v0': ('ClientQuotaRecord', (('entity', 'array', 1, 'struct', '_decode_EntityData_v0'), ('key', 'string', 1), ('value', 'float64', 0), ('remove', 'bool', 0), ), ()),
+}
+_native_codec.install(ClientQuotaRecord, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -275,3 +275,11 @@ _LINE_FIELDS = {
     227: 'PartitionsPendingRevocation',
     229: 'tagged fields of ConsumerGroupCurrentMemberAssignmentValue',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_TopicPartitions_v0': ('TopicPartitions', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'int32'), ('assignment_epochs', 'default', 0, 'list', None), ), ((0, ('assignment_epochs', 'array', 3, 'int32')), )),
+    '_decode_ConsumerGroupCurrentMemberAssignmentValue_v0': ('ConsumerGroupCurrentMemberAssignmentValue', (('member_epoch', 'int32', 0), ('previous_member_epoch', 'int32', 0), ('state', 'int8', 0), ('assigned_partitions', 'array', 1, 'struct', '_decode_TopicPartitions_v0'), ('partitions_pending_revocation', 'array', 1, 'struct', '_decode_TopicPartitions_v0'), ), ()),
+}
+_native_codec.install(ConsumerGroupCurrentMemberAssignmentValue, _NATIVE_PROGRAMS, globals())

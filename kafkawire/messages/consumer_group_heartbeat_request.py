@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -369,3 +369,12 @@ _LINE_FIELDS = {
     289: 'TopicPartitions',
     291: 'tagged fields of ConsumerGroupHeartbeatRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_TopicPartitions_v0': ('TopicPartitions', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'int32'), ), ()),
+    '_decode_ConsumerGroupHeartbeatRequest_v0': ('ConsumerGroupHeartbeatRequest', (('group_id', 'string', 1), ('member_id', 'string', 1), ('member_epoch', 'int32', 0), ('instance_id', 'string', 3), ('rack_id', 'string', 3), ('rebalance_timeout_ms', 'int32', 0), ('subscribed_topic_names', 'array', 3, 'string'), ('server_assignor', 'string', 3), ('topic_partitions', 'array', 3, 'struct', '_decode_TopicPartitions_v0'), ('subscribed_topic_regex', 'default', 0, 'const', None), ), ()),
+    '_decode_ConsumerGroupHeartbeatRequest_v1': ('ConsumerGroupHeartbeatRequest', (('group_id', 'string', 1), ('member_id', 'string', 1), ('member_epoch', 'int32', 0), ('instance_id', 'string', 3), ('rack_id', 'string', 3), ('rebalance_timeout_ms', 'int32', 0), ('subscribed_topic_names', 'array', 3, 'string'), ('subscribed_topic_regex', 'string', 3), ('server_assignor', 'string', 3), ('topic_partitions', 'array', 3, 'struct', '_decode_TopicPartitions_v0'), ), ()),
+}
+_native_codec.install(ConsumerGroupHeartbeatRequest, _NATIVE_PROGRAMS, globals())

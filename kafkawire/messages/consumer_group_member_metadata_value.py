@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -346,3 +346,12 @@ _LINE_FIELDS = {
     284: 'ClassicMemberMetadata',
     287: 'tagged fields of ConsumerGroupMemberMetadataValue',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_ClassicProtocol_v0': ('ClassicProtocol', (('name', 'string', 1), ('metadata', 'bytes', 1), ), ()),
+    '_decode_ClassicMemberMetadata_v0': ('ClassicMemberMetadata', (('session_timeout_ms', 'int32', 0), ('supported_protocols', 'array', 1, 'struct', '_decode_ClassicProtocol_v0'), ), ()),
+    '_decode_ConsumerGroupMemberMetadataValue_v0': ('ConsumerGroupMemberMetadataValue', (('instance_id', 'string', 3), ('rack_id', 'string', 3), ('client_id', 'string', 1), ('client_host', 'string', 1), ('subscribed_topic_names', 'array', 1, 'string'), ('subscribed_topic_regex', 'string', 3), ('rebalance_timeout_ms', 'int32', 0), ('server_assignor', 'string', 3), ('_classic_member_metadata', 'default', 0, 'lazy', '_DEFAULT_ClassicMemberMetadata'), ), ((0, ('_classic_member_metadata', 'struct', 10, None, '_decode_ClassicMemberMetadata_v0')), )),
+}
+_native_codec.install(ConsumerGroupMemberMetadataValue, _NATIVE_PROGRAMS, globals())

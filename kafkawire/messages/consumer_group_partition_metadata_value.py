@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -275,3 +275,12 @@ _LINE_FIELDS = {
     227: 'Topics',
     229: 'tagged fields of ConsumerGroupPartitionMetadataValue',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_PartitionMetadata_v0': ('PartitionMetadata', (('partition', 'int32', 0), ('racks', 'array', 1, 'string'), ), ()),
+    '_decode_TopicMetadata_v0': ('TopicMetadata', (('topic_id', 'uuid', 0), ('topic_name', 'string', 1), ('num_partitions', 'int32', 0), ('partition_metadata', 'array', 1, 'struct', '_decode_PartitionMetadata_v0'), ), ()),
+    '_decode_ConsumerGroupPartitionMetadataValue_v0': ('ConsumerGroupPartitionMetadataValue', (('topics', 'array', 1, 'struct', '_decode_TopicMetadata_v0'), ), ()),
+}
+_native_codec.install(ConsumerGroupPartitionMetadataValue, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -175,3 +175,11 @@ _LINE_FIELDS = {
     144: 'TopicPartitions',
     146: 'tagged fields of ConsumerGroupTargetAssignmentMemberValue',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_TopicPartition_v0': ('TopicPartition', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'int32'), ), ()),
+    '_decode_ConsumerGroupTargetAssignmentMemberValue_v0': ('ConsumerGroupTargetAssignmentMemberValue', (('topic_partitions', 'array', 1, 'struct', '_decode_TopicPartition_v0'), ), ()),
+}
+_native_codec.install(ConsumerGroupTargetAssignmentMemberValue, _NATIVE_PROGRAMS, globals())

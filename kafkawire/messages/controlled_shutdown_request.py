@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -124,3 +124,12 @@ _LINE_FIELDS = {
     102: (('BrokerId', 'broker_id', 'i'), ('BrokerEpoch', 'broker_epoch', 'q')),
     104: 'tagged fields of ControlledShutdownRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_ControlledShutdownRequest_v0': ('ControlledShutdownRequest', (('broker_id', 'int32', 0), ('broker_epoch', 'default', 16, 'const', -1), ), None),
+    '_decode_ControlledShutdownRequest_v2': ('ControlledShutdownRequest', (('broker_id', 'int32', 0), ('broker_epoch', 'int64', 0), ), None),
+    '_decode_ControlledShutdownRequest_v3': ('ControlledShutdownRequest', (('broker_id', 'int32', 0), ('broker_epoch', 'int64', 0), ), ()),
+}
+_native_codec.install(ControlledShutdownRequest, _NATIVE_PROGRAMS, globals())

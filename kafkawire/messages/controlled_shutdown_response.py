@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -270,3 +270,13 @@ _LINE_FIELDS = {
     215: 'RemainingPartitions',
     217: 'tagged fields of ControlledShutdownResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_RemainingPartition_v0': ('RemainingPartition', (('topic_name', 'string', 0), ('partition_index', 'int32', 0), ), None),
+    '_decode_RemainingPartition_v3': ('RemainingPartition', (('topic_name', 'string', 1), ('partition_index', 'int32', 0), ), ()),
+    '_decode_ControlledShutdownResponse_v0': ('ControlledShutdownResponse', (('error_code', 'int16', 0), ('remaining_partitions', 'array', 0, 'struct', '_decode_RemainingPartition_v0'), ), None),
+    '_decode_ControlledShutdownResponse_v3': ('ControlledShutdownResponse', (('error_code', 'int16', 0), ('remaining_partitions', 'array', 1, 'struct', '_decode_RemainingPartition_v3'), ), ()),
+}
+_native_codec.install(ControlledShutdownResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -284,3 +284,12 @@ _LINE_FIELDS = {
     234: 'Features',
     236: 'tagged fields of ControllerRegistrationRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_Listener_v0': ('Listener', (('name', 'string', 1), ('host', 'string', 1), ('port', 'uint16', 0), ('security_protocol', 'int16', 0), ), ()),
+    '_decode_Feature_v0': ('Feature', (('name', 'string', 1), ('min_supported_version', 'int16', 0), ('max_supported_version', 'int16', 0), ), ()),
+    '_decode_ControllerRegistrationRequest_v0': ('ControllerRegistrationRequest', (('controller_id', 'int32', 0), ('incarnation_id', 'uuid', 0), ('zk_migration_ready', 'bool', 0), ('listeners', 'array', 1, 'struct', '_decode_Listener_v0'), ('features', 'array', 1, 'struct', '_decode_Feature_v0'), ), ()),
+}
+_native_codec.install(ControllerRegistrationRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -329,3 +329,15 @@ _LINE_FIELDS = {
     258: 'Creations',
     260: 'tagged fields of CreateAclsRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_AclCreation_v0': ('AclCreation', (('resource_type', 'int8', 0), ('resource_name', 'string', 0), ('principal', 'string', 0), ('host', 'string', 0), ('operation', 'int8', 0), ('permission_type', 'int8', 0), ('resource_pattern_type', 'default', 0, 'const', 3), ), None),
+    '_decode_AclCreation_v1': ('AclCreation', (('resource_type', 'int8', 0), ('resource_name', 'string', 0), ('resource_pattern_type', 'int8', 0), ('principal', 'string', 0), ('host', 'string', 0), ('operation', 'int8', 0), ('permission_type', 'int8', 0), ), None),
+    '_decode_AclCreation_v2': ('AclCreation', (('resource_type', 'int8', 0), ('resource_name', 'string', 1), ('resource_pattern_type', 'int8', 0), ('principal', 'string', 1), ('host', 'string', 1), ('operation', 'int8', 0), ('permission_type', 'int8', 0), ), ()),
+    '_decode_CreateAclsRequest_v0': ('CreateAclsRequest', (('creations', 'array', 0, 'struct', '_decode_AclCreation_v0'), ), None),
+    '_decode_CreateAclsRequest_v1': ('CreateAclsRequest', (('creations', 'array', 0, 'struct', '_decode_AclCreation_v1'), ), None),
+    '_decode_CreateAclsRequest_v2': ('CreateAclsRequest', (('creations', 'array', 1, 'struct', '_decode_AclCreation_v2'), ), ()),
+}
+_native_codec.install(CreateAclsRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -246,3 +246,13 @@ _LINE_FIELDS = {
     198: 'Results',
     200: 'tagged fields of CreateAclsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_AclCreationResult_v0': ('AclCreationResult', (('error_code', 'int16', 0), ('error_message', 'string', 2), ), None),
+    '_decode_AclCreationResult_v2': ('AclCreationResult', (('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),
+    '_decode_CreateAclsResponse_v0': ('CreateAclsResponse', (('throttle_time_ms', 'int32', 0), ('results', 'array', 0, 'struct', '_decode_AclCreationResult_v0'), ), None),
+    '_decode_CreateAclsResponse_v2': ('CreateAclsResponse', (('throttle_time_ms', 'int32', 0), ('results', 'array', 1, 'struct', '_decode_AclCreationResult_v2'), ), ()),
+}
+_native_codec.install(CreateAclsResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -360,3 +360,14 @@ _LINE_FIELDS = {
     282: 'MaxLifetimeMs',
     284: 'tagged fields of CreateDelegationTokenRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_CreatableRenewers_v0': ('CreatableRenewers', (('principal_type', 'string', 0), ('principal_name', 'string', 0), ), None),
+    '_decode_CreatableRenewers_v2': ('CreatableRenewers', (('principal_type', 'string', 1), ('principal_name', 'string', 1), ), ()),
+    '_decode_CreateDelegationTokenRequest_v0': ('CreateDelegationTokenRequest', (('renewers', 'array', 0, 'struct', '_decode_CreatableRenewers_v0'), ('max_lifetime_ms', 'int64', 0), ('owner_principal_type', 'default', 0, 'const', ''), ('owner_principal_name', 'default', 0, 'const', ''), ), None),
+    '_decode_CreateDelegationTokenRequest_v2': ('CreateDelegationTokenRequest', (('renewers', 'array', 1, 'struct', '_decode_CreatableRenewers_v2'), ('max_lifetime_ms', 'int64', 0), ('owner_principal_type', 'default', 0, 'const', ''), ('owner_principal_name', 'default', 0, 'const', ''), ), ()),
+    '_decode_CreateDelegationTokenRequest_v3': ('CreateDelegationTokenRequest', (('owner_principal_type', 'string', 3), ('owner_principal_name', 'string', 3), ('renewers', 'array', 1, 'struct', '_decode_CreatableRenewers_v2'), ('max_lifetime_ms', 'int64', 0), ), ()),
+}
+_native_codec.install(CreateDelegationTokenRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -286,3 +286,12 @@ _LINE_FIELDS = {
     204: 'ThrottleTimeMs',
     206: 'tagged fields of CreateDelegationTokenResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_CreateDelegationTokenResponse_v0': ('CreateDelegationTokenResponse', (('error_code', 'int16', 0), ('principal_type', 'string', 0), ('principal_name', 'string', 0), ('issue_timestamp_ms', 'int64', 0), ('expiry_timestamp_ms', 'int64', 0), ('max_timestamp_ms', 'int64', 0), ('token_id', 'string', 0), ('hmac', 'bytes', 0), ('throttle_time_ms', 'int32', 0), ('token_requester_principal_type', 'default', 0, 'const', ''), ('token_requester_principal_name', 'default', 0, 'const', ''), ), None),
+    '_decode_CreateDelegationTokenResponse_v2': ('CreateDelegationTokenResponse', (('error_code', 'int16', 0), ('principal_type', 'string', 1), ('principal_name', 'string', 1), ('issue_timestamp_ms', 'int64', 0), ('expiry_timestamp_ms', 'int64', 0), ('max_timestamp_ms', 'int64', 0), ('token_id', 'string', 1), ('hmac', 'bytes', 1), ('throttle_time_ms', 'int32', 0), ('token_requester_principal_type', 'default', 0, 'const', ''), ('token_requester_principal_name', 'default', 0, 'const', ''), ), ()),
+    '_decode_CreateDelegationTokenResponse_v3': ('CreateDelegationTokenResponse', (('error_code', 'int16', 0), ('principal_type', 'string', 1), ('principal_name', 'string', 1), ('token_requester_principal_type', 'string', 1), ('token_requester_principal_name', 'string', 1), ('issue_timestamp_ms', 'int64', 0), ('expiry_timestamp_ms', 'int64', 0), ('max_timestamp_ms', 'int64', 0), ('token_id', 'string', 1), ('hmac', 'bytes', 1), ('throttle_time_ms', 'int32', 0), ), ()),
+}
+_native_codec.install(CreateDelegationTokenResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -430,3 +430,15 @@ _LINE_FIELDS = {
     350: (('TimeoutMs', 'timeout_ms', 'i'), ('ValidateOnly', 'validate_only', '?')),
     352: 'tagged fields of CreatePartitionsRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_CreatePartitionsAssignment_v0': ('CreatePartitionsAssignment', (('broker_ids', 'array', 0, 'int32'), ), None),
+    '_decode_CreatePartitionsAssignment_v2': ('CreatePartitionsAssignment', (('broker_ids', 'array', 1, 'int32'), ), ()),
+    '_decode_CreatePartitionsTopic_v0': ('CreatePartitionsTopic', (('name', 'string', 0), ('count', 'int32', 0), ('assignments', 'array', 2, 'struct', '_decode_CreatePartitionsAssignment_v0'), ), None),
+    '_decode_CreatePartitionsTopic_v2': ('CreatePartitionsTopic', (('name', 'string', 1), ('count', 'int32', 0), ('assignments', 'array', 3, 'struct', '_decode_CreatePartitionsAssignment_v2'), ), ()),
+    '_decode_CreatePartitionsRequest_v0': ('CreatePartitionsRequest', (('topics', 'array', 0, 'struct', '_decode_CreatePartitionsTopic_v0'), ('timeout_ms', 'int32', 0), ('validate_only', 'bool', 0), ), None),
+    '_decode_CreatePartitionsRequest_v2': ('CreatePartitionsRequest', (('topics', 'array', 1, 'struct', '_decode_CreatePartitionsTopic_v2'), ('timeout_ms', 'int32', 0), ('validate_only', 'bool', 0), ), ()),
+}
+_native_codec.install(CreatePartitionsRequest, _NATIVE_PROGRAMS, globals())

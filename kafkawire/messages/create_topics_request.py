@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -801,3 +801,18 @@ _LINE_FIELDS = {
     626: (('timeoutMs', 'timeout_ms', 'i'), ('validateOnly', 'validate_only', '?')),
     628: 'tagged fields of CreateTopicsRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_CreatableReplicaAssignment_v0': ('CreatableReplicaAssignment', (('partition_index', 'int32', 0), ('broker_ids', 'array', 0, 'int32'), ), None),
+    '_decode_CreatableReplicaAssignment_v5': ('CreatableReplicaAssignment', (('partition_index', 'int32', 0), ('broker_ids', 'array', 1, 'int32'), ), ()),
+    '_decode_CreatableTopicConfig_v0': ('CreatableTopicConfig', (('name', 'string', 0), ('value', 'string', 2), ), None),
+    '_decode_CreatableTopicConfig_v5': ('CreatableTopicConfig', (('name', 'string', 1), ('value', 'string', 3), ), ()),
+    '_decode_CreatableTopic_v0': ('CreatableTopic', (('name', 'string', 0), ('num_partitions', 'int32', 0), ('replication_factor', 'int16', 0), ('assignments', 'array', 0, 'struct', '_decode_CreatableReplicaAssignment_v0'), ('configs', 'array', 0, 'struct', '_decode_CreatableTopicConfig_v0'), ), None),
+    '_decode_CreatableTopic_v5': ('CreatableTopic', (('name', 'string', 1), ('num_partitions', 'int32', 0), ('replication_factor', 'int16', 0), ('assignments', 'array', 1, 'struct', '_decode_CreatableReplicaAssignment_v5'), ('configs', 'array', 1, 'struct', '_decode_CreatableTopicConfig_v5'), ), ()),
+    '_decode_CreateTopicsRequest_v0': ('CreateTopicsRequest', (('topics', 'array', 0, 'struct', '_decode_CreatableTopic_v0'), ('timeout_ms', 'int32', 0), ('validate_only', 'default', 0, 'const', False), ), None),
+    '_decode_CreateTopicsRequest_v1': ('CreateTopicsRequest', (('topics', 'array', 0, 'struct', '_decode_CreatableTopic_v0'), ('timeout_ms', 'int32', 0), ('validate_only', 'bool', 0), ), None),
+    '_decode_CreateTopicsRequest_v5': ('CreateTopicsRequest', (('topics', 'array', 1, 'struct', '_decode_CreatableTopic_v5'), ('timeout_ms', 'int32', 0), ('validate_only', 'bool', 0), ), ()),
+}
+_native_codec.install(CreateTopicsRequest, _NATIVE_PROGRAMS, globals())

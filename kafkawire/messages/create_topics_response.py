@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -674,3 +674,19 @@ _LINE_FIELDS = {
     539: 'Topics',
     541: 'tagged fields of CreateTopicsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_CreatableTopicConfigs_v5': ('CreatableTopicConfigs', (('name', 'string', 1), ('value', 'string', 3), ('read_only', 'bool', 0), ('config_source', 'int8', 0), ('is_sensitive', 'bool', 0), ), ()),
+    '_decode_CreatableTopicResult_v0': ('CreatableTopicResult', (('name', 'string', 0), ('error_code', 'int16', 0), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ('error_message', 'default', 16, 'const', ''), ('topic_config_error_code', 'default', 16, 'const', 0), ('num_partitions', 'default', 16, 'const', -1), ('replication_factor', 'default', 16, 'const', -1), ('configs', 'default', 16, 'list', None), ), None),
+    '_decode_CreatableTopicResult_v1': ('CreatableTopicResult', (('name', 'string', 0), ('error_code', 'int16', 0), ('error_message', 'string', 2), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ('topic_config_error_code', 'default', 16, 'const', 0), ('num_partitions', 'default', 16, 'const', -1), ('replication_factor', 'default', 16, 'const', -1), ('configs', 'default', 16, 'list', None), ), None),
+    '_decode_CreatableTopicResult_v5': ('CreatableTopicResult', (('name', 'string', 1), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('num_partitions', 'int32', 0), ('replication_factor', 'int16', 0), ('configs', 'array', 3, 'struct', '_decode_CreatableTopicConfigs_v5'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ('topic_config_error_code', 'default', 16, 'const', 0), ), ((0, ('topic_config_error_code', 'int16', 0)), )),
+    '_decode_CreatableTopicResult_v7': ('CreatableTopicResult', (('name', 'string', 1), ('topic_id', 'uuid', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('num_partitions', 'int32', 0), ('replication_factor', 'int16', 0), ('configs', 'array', 3, 'struct', '_decode_CreatableTopicConfigs_v5'), ('topic_config_error_code', 'default', 16, 'const', 0), ), ((0, ('topic_config_error_code', 'int16', 0)), )),
+    '_decode_CreateTopicsResponse_v0': ('CreateTopicsResponse', (('topics', 'array', 0, 'struct', '_decode_CreatableTopicResult_v0'), ('throttle_time_ms', 'default', 16, 'const', 0), ), None),
+    '_decode_CreateTopicsResponse_v1': ('CreateTopicsResponse', (('topics', 'array', 0, 'struct', '_decode_CreatableTopicResult_v1'), ('throttle_time_ms', 'default', 16, 'const', 0), ), None),
+    '_decode_CreateTopicsResponse_v2': ('CreateTopicsResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 0, 'struct', '_decode_CreatableTopicResult_v1'), ), None),
+    '_decode_CreateTopicsResponse_v5': ('CreateTopicsResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_CreatableTopicResult_v5'), ), ()),
+    '_decode_CreateTopicsResponse_v7': ('CreateTopicsResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_CreatableTopicResult_v7'), ), ()),
+}
+_native_codec.install(CreateTopicsResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -329,3 +329,15 @@ _LINE_FIELDS = {
     258: 'Filters',
     260: 'tagged fields of DeleteAclsRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_DeleteAclsFilter_v0': ('DeleteAclsFilter', (('resource_type_filter', 'int8', 0), ('resource_name_filter', 'string', 2), ('principal_filter', 'string', 2), ('host_filter', 'string', 2), ('operation', 'int8', 0), ('permission_type', 'int8', 0), ('pattern_type_filter', 'default', 0, 'const', 3), ), None),
+    '_decode_DeleteAclsFilter_v1': ('DeleteAclsFilter', (('resource_type_filter', 'int8', 0), ('resource_name_filter', 'string', 2), ('pattern_type_filter', 'int8', 0), ('principal_filter', 'string', 2), ('host_filter', 'string', 2), ('operation', 'int8', 0), ('permission_type', 'int8', 0), ), None),
+    '_decode_DeleteAclsFilter_v2': ('DeleteAclsFilter', (('resource_type_filter', 'int8', 0), ('resource_name_filter', 'string', 3), ('pattern_type_filter', 'int8', 0), ('principal_filter', 'string', 3), ('host_filter', 'string', 3), ('operation', 'int8', 0), ('permission_type', 'int8', 0), ), ()),
+    '_decode_DeleteAclsRequest_v0': ('DeleteAclsRequest', (('filters', 'array', 0, 'struct', '_decode_DeleteAclsFilter_v0'), ), None),
+    '_decode_DeleteAclsRequest_v1': ('DeleteAclsRequest', (('filters', 'array', 0, 'struct', '_decode_DeleteAclsFilter_v1'), ), None),
+    '_decode_DeleteAclsRequest_v2': ('DeleteAclsRequest', (('filters', 'array', 1, 'struct', '_decode_DeleteAclsFilter_v2'), ), ()),
+}
+_native_codec.install(DeleteAclsRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -548,3 +548,18 @@ _LINE_FIELDS = {
     426: 'FilterResults',
     428: 'tagged fields of DeleteAclsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_DeleteAclsMatchingAcl_v0': ('DeleteAclsMatchingAcl', (('error_code', 'int16', 0), ('error_message', 'string', 2), ('resource_type', 'int8', 0), ('resource_name', 'string', 0), ('principal', 'string', 0), ('host', 'string', 0), ('operation', 'int8', 0), ('permission_type', 'int8', 0), ('pattern_type', 'default', 0, 'const', 3), ), None),
+    '_decode_DeleteAclsMatchingAcl_v1': ('DeleteAclsMatchingAcl', (('error_code', 'int16', 0), ('error_message', 'string', 2), ('resource_type', 'int8', 0), ('resource_name', 'string', 0), ('pattern_type', 'int8', 0), ('principal', 'string', 0), ('host', 'string', 0), ('operation', 'int8', 0), ('permission_type', 'int8', 0), ), None),
+    '_decode_DeleteAclsMatchingAcl_v2': ('DeleteAclsMatchingAcl', (('error_code', 'int16', 0), ('error_message', 'string', 3), ('resource_type', 'int8', 0), ('resource_name', 'string', 1), ('pattern_type', 'int8', 0), ('principal', 'string', 1), ('host', 'string', 1), ('operation', 'int8', 0), ('permission_type', 'int8', 0), ), ()),
+    '_decode_DeleteAclsFilterResult_v0': ('DeleteAclsFilterResult', (('error_code', 'int16', 0), ('error_message', 'string', 2), ('matching_acls', 'array', 0, 'struct', '_decode_DeleteAclsMatchingAcl_v0'), ), None),
+    '_decode_DeleteAclsFilterResult_v1': ('DeleteAclsFilterResult', (('error_code', 'int16', 0), ('error_message', 'string', 2), ('matching_acls', 'array', 0, 'struct', '_decode_DeleteAclsMatchingAcl_v1'), ), None),
+    '_decode_DeleteAclsFilterResult_v2': ('DeleteAclsFilterResult', (('error_code', 'int16', 0), ('error_message', 'string', 3), ('matching_acls', 'array', 1, 'struct', '_decode_DeleteAclsMatchingAcl_v2'), ), ()),
+    '_decode_DeleteAclsResponse_v0': ('DeleteAclsResponse', (('throttle_time_ms', 'int32', 0), ('filter_results', 'array', 0, 'struct', '_decode_DeleteAclsFilterResult_v0'), ), None),
+    '_decode_DeleteAclsResponse_v1': ('DeleteAclsResponse', (('throttle_time_ms', 'int32', 0), ('filter_results', 'array', 0, 'struct', '_decode_DeleteAclsFilterResult_v1'), ), None),
+    '_decode_DeleteAclsResponse_v2': ('DeleteAclsResponse', (('throttle_time_ms', 'int32', 0), ('filter_results', 'array', 1, 'struct', '_decode_DeleteAclsFilterResult_v2'), ), ()),
+}
+_native_codec.install(DeleteAclsResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -336,3 +336,15 @@ _LINE_FIELDS = {
     268: 'Results',
     270: 'tagged fields of DeleteGroupsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_DeletableGroupResult_v0': ('DeletableGroupResult', (('group_id', 'string', 0), ('error_code', 'int16', 0), ('error_message', 'default', 16, 'const', None), ), None),
+    '_decode_DeletableGroupResult_v2': ('DeletableGroupResult', (('group_id', 'string', 1), ('error_code', 'int16', 0), ('error_message', 'default', 16, 'const', None), ), ()),
+    '_decode_DeletableGroupResult_v3': ('DeletableGroupResult', (('group_id', 'string', 1), ('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),
+    '_decode_DeleteGroupsResponse_v0': ('DeleteGroupsResponse', (('throttle_time_ms', 'int32', 0), ('results', 'array', 0, 'struct', '_decode_DeletableGroupResult_v0'), ), None),
+    '_decode_DeleteGroupsResponse_v2': ('DeleteGroupsResponse', (('throttle_time_ms', 'int32', 0), ('results', 'array', 1, 'struct', '_decode_DeletableGroupResult_v2'), ), ()),
+    '_decode_DeleteGroupsResponse_v3': ('DeleteGroupsResponse', (('throttle_time_ms', 'int32', 0), ('results', 'array', 1, 'struct', '_decode_DeletableGroupResult_v3'), ), ()),
+}
+_native_codec.install(DeleteGroupsResponse, _NATIVE_PROGRAMS, globals())

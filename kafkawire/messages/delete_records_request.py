@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -380,3 +380,15 @@ _LINE_FIELDS = {
     311: 'TimeoutMs',
     313: 'tagged fields of DeleteRecordsRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_DeleteRecordsPartition_v0': ('DeleteRecordsPartition', (('partition_index', 'int32', 0), ('offset', 'int64', 0), ), None),
+    '_decode_DeleteRecordsPartition_v2': ('DeleteRecordsPartition', (('partition_index', 'int32', 0), ('offset', 'int64', 0), ), ()),
+    '_decode_DeleteRecordsTopic_v0': ('DeleteRecordsTopic', (('name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_DeleteRecordsPartition_v0'), ), None),
+    '_decode_DeleteRecordsTopic_v2': ('DeleteRecordsTopic', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_DeleteRecordsPartition_v2'), ), ()),
+    '_decode_DeleteRecordsRequest_v0': ('DeleteRecordsRequest', (('topics', 'array', 0, 'struct', '_decode_DeleteRecordsTopic_v0'), ('timeout_ms', 'int32', 0), ), None),
+    '_decode_DeleteRecordsRequest_v2': ('DeleteRecordsRequest', (('topics', 'array', 1, 'struct', '_decode_DeleteRecordsTopic_v2'), ('timeout_ms', 'int32', 0), ), ()),
+}
+_native_codec.install(DeleteRecordsRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -367,3 +367,15 @@ _LINE_FIELDS = {
     300: 'Topics',
     302: 'tagged fields of DeleteRecordsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_DeleteRecordsPartitionResult_v0': ('DeleteRecordsPartitionResult', (('partition_index', 'int32', 0), ('low_watermark', 'int64', 0), ('error_code', 'int16', 0), ), None),
+    '_decode_DeleteRecordsPartitionResult_v2': ('DeleteRecordsPartitionResult', (('partition_index', 'int32', 0), ('low_watermark', 'int64', 0), ('error_code', 'int16', 0), ), ()),
+    '_decode_DeleteRecordsTopicResult_v0': ('DeleteRecordsTopicResult', (('name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_DeleteRecordsPartitionResult_v0'), ), None),
+    '_decode_DeleteRecordsTopicResult_v2': ('DeleteRecordsTopicResult', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_DeleteRecordsPartitionResult_v2'), ), ()),
+    '_decode_DeleteRecordsResponse_v0': ('DeleteRecordsResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 0, 'struct', '_decode_DeleteRecordsTopicResult_v0'), ), None),
+    '_decode_DeleteRecordsResponse_v2': ('DeleteRecordsResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_DeleteRecordsTopicResult_v2'), ), ()),
+}
+_native_codec.install(DeleteRecordsResponse, _NATIVE_PROGRAMS, globals())

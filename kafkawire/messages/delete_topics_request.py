@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -366,3 +366,13 @@ _LINE_FIELDS = {
     287: 'TimeoutMs',
     289: 'tagged fields of DeleteTopicsRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_DeleteTopicState_v6': ('DeleteTopicState', (('name', 'string', 3), ('topic_id', 'uuid', 0), ), ()),
+    '_decode_DeleteTopicsRequest_v0': ('DeleteTopicsRequest', (('topic_names', 'array', 0, 'string'), ('timeout_ms', 'int32', 0), ('topics', 'default', 0, 'list', None), ), None),
+    '_decode_DeleteTopicsRequest_v4': ('DeleteTopicsRequest', (('topic_names', 'array', 1, 'string'), ('timeout_ms', 'int32', 0), ('topics', 'default', 0, 'list', None), ), ()),
+    '_decode_DeleteTopicsRequest_v6': ('DeleteTopicsRequest', (('topics', 'array', 1, 'struct', '_decode_DeleteTopicState_v6'), ('timeout_ms', 'int32', 0), ('topic_names', 'default', 16, 'list', None), ), ()),
+}
+_native_codec.install(DeleteTopicsRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -496,3 +496,18 @@ _LINE_FIELDS = {
     391: 'Responses',
     393: 'tagged fields of DeleteTopicsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_DeletableTopicResult_v0': ('DeletableTopicResult', (('name', 'string', 0), ('error_code', 'int16', 0), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ('error_message', 'default', 16, 'const', None), ), None),
+    '_decode_DeletableTopicResult_v4': ('DeletableTopicResult', (('name', 'string', 1), ('error_code', 'int16', 0), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ('error_message', 'default', 16, 'const', None), ), ()),
+    '_decode_DeletableTopicResult_v5': ('DeletableTopicResult', (('name', 'string', 1), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_DeletableTopicResult_v6': ('DeletableTopicResult', (('name', 'string', 3), ('topic_id', 'uuid', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),
+    '_decode_DeleteTopicsResponse_v0': ('DeleteTopicsResponse', (('responses', 'array', 0, 'struct', '_decode_DeletableTopicResult_v0'), ('throttle_time_ms', 'default', 16, 'const', 0), ), None),
+    '_decode_DeleteTopicsResponse_v1': ('DeleteTopicsResponse', (('throttle_time_ms', 'int32', 0), ('responses', 'array', 0, 'struct', '_decode_DeletableTopicResult_v0'), ), None),
+    '_decode_DeleteTopicsResponse_v4': ('DeleteTopicsResponse', (('throttle_time_ms', 'int32', 0), ('responses', 'array', 1, 'struct', '_decode_DeletableTopicResult_v4'), ), ()),
+    '_decode_DeleteTopicsResponse_v5': ('DeleteTopicsResponse', (('throttle_time_ms', 'int32', 0), ('responses', 'array', 1, 'struct', '_decode_DeletableTopicResult_v5'), ), ()),
+    '_decode_DeleteTopicsResponse_v6': ('DeleteTopicsResponse', (('throttle_time_ms', 'int32', 0), ('responses', 'array', 1, 'struct', '_decode_DeletableTopicResult_v6'), ), ()),
+}
+_native_codec.install(DeleteTopicsResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -196,3 +196,12 @@ _LINE_FIELDS = {
     146: (('Operation', 'operation', 'b'), ('PermissionType', 'permission_type', 'b')),
     148: 'tagged fields of DescribeAclsRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_DescribeAclsRequest_v0': ('DescribeAclsRequest', (('resource_type_filter', 'int8', 0), ('resource_name_filter', 'string', 2), ('principal_filter', 'string', 2), ('host_filter', 'string', 2), ('operation', 'int8', 0), ('permission_type', 'int8', 0), ('pattern_type_filter', 'default', 0, 'const', 3), ), None),
+    '_decode_DescribeAclsRequest_v1': ('DescribeAclsRequest', (('resource_type_filter', 'int8', 0), ('resource_name_filter', 'string', 2), ('pattern_type_filter', 'int8', 0), ('principal_filter', 'string', 2), ('host_filter', 'string', 2), ('operation', 'int8', 0), ('permission_type', 'int8', 0), ), None),
+    '_decode_DescribeAclsRequest_v2': ('DescribeAclsRequest', (('resource_type_filter', 'int8', 0), ('resource_name_filter', 'string', 3), ('pattern_type_filter', 'int8', 0), ('principal_filter', 'string', 3), ('host_filter', 'string', 3), ('operation', 'int8', 0), ('permission_type', 'int8', 0), ), ()),
+}
+_native_codec.install(DescribeAclsRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -486,3 +486,17 @@ _LINE_FIELDS = {
     385: 'Resources',
     387: 'tagged fields of DescribeAclsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_AclDescription_v0': ('AclDescription', (('principal', 'string', 0), ('host', 'string', 0), ('operation', 'int8', 0), ('permission_type', 'int8', 0), ), None),
+    '_decode_AclDescription_v2': ('AclDescription', (('principal', 'string', 1), ('host', 'string', 1), ('operation', 'int8', 0), ('permission_type', 'int8', 0), ), ()),
+    '_decode_DescribeAclsResource_v0': ('DescribeAclsResource', (('resource_type', 'int8', 0), ('resource_name', 'string', 0), ('acls', 'array', 0, 'struct', '_decode_AclDescription_v0'), ('pattern_type', 'default', 0, 'const', 3), ), None),
+    '_decode_DescribeAclsResource_v1': ('DescribeAclsResource', (('resource_type', 'int8', 0), ('resource_name', 'string', 0), ('pattern_type', 'int8', 0), ('acls', 'array', 0, 'struct', '_decode_AclDescription_v0'), ), None),
+    '_decode_DescribeAclsResource_v2': ('DescribeAclsResource', (('resource_type', 'int8', 0), ('resource_name', 'string', 1), ('pattern_type', 'int8', 0), ('acls', 'array', 1, 'struct', '_decode_AclDescription_v2'), ), ()),
+    '_decode_DescribeAclsResponse_v0': ('DescribeAclsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 2), ('resources', 'array', 0, 'struct', '_decode_DescribeAclsResource_v0'), ), None),
+    '_decode_DescribeAclsResponse_v1': ('DescribeAclsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 2), ('resources', 'array', 0, 'struct', '_decode_DescribeAclsResource_v1'), ), None),
+    '_decode_DescribeAclsResponse_v2': ('DescribeAclsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('resources', 'array', 1, 'struct', '_decode_DescribeAclsResource_v2'), ), ()),
+}
+_native_codec.install(DescribeAclsResponse, _NATIVE_PROGRAMS, globals())

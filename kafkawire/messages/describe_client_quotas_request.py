@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -249,3 +249,13 @@ _LINE_FIELDS = {
     202: 'Strict',
     204: 'tagged fields of DescribeClientQuotasRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_ComponentData_v0': ('ComponentData', (('entity_type', 'string', 0), ('match_type', 'int8', 0), ('match', 'string', 2), ), None),
+    '_decode_ComponentData_v1': ('ComponentData', (('entity_type', 'string', 1), ('match_type', 'int8', 0), ('match', 'string', 3), ), ()),
+    '_decode_DescribeClientQuotasRequest_v0': ('DescribeClientQuotasRequest', (('components', 'array', 0, 'struct', '_decode_ComponentData_v0'), ('strict', 'bool', 0), ), None),
+    '_decode_DescribeClientQuotasRequest_v1': ('DescribeClientQuotasRequest', (('components', 'array', 1, 'struct', '_decode_ComponentData_v1'), ('strict', 'bool', 0), ), ()),
+}
+_native_codec.install(DescribeClientQuotasRequest, _NATIVE_PROGRAMS, globals())

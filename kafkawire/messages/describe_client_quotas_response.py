@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -466,3 +466,17 @@ _LINE_FIELDS = {
     382: 'Entries',
     384: 'tagged fields of DescribeClientQuotasResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_EntityData_v0': ('EntityData', (('entity_type', 'string', 0), ('entity_name', 'string', 2), ), None),
+    '_decode_EntityData_v1': ('EntityData', (('entity_type', 'string', 1), ('entity_name', 'string', 3), ), ()),
+    '_decode_ValueData_v0': ('ValueData', (('key', 'string', 0), ('value', 'float64', 0), ), None),
+    '_decode_ValueData_v1': ('ValueData', (('key', 'string', 1), ('value', 'float64', 0), ), ()),
+    '_decode_EntryData_v0': ('EntryData', (('entity', 'array', 0, 'struct', '_decode_EntityData_v0'), ('values', 'array', 0, 'struct', '_decode_ValueData_v0'), ), None),
+    '_decode_EntryData_v1': ('EntryData', (('entity', 'array', 1, 'struct', '_decode_EntityData_v1'), ('values', 'array', 1, 'struct', '_decode_ValueData_v1'), ), ()),
+    '_decode_DescribeClientQuotasResponse_v0': ('DescribeClientQuotasResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 2), ('entries', 'array', 2, 'struct', '_decode_EntryData_v0'), ), None),
+    '_decode_DescribeClientQuotasResponse_v1': ('DescribeClientQuotasResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('entries', 'array', 3, 'struct', '_decode_EntryData_v1'), ), ()),
+}
+_native_codec.install(DescribeClientQuotasResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -150,3 +150,12 @@ _LINE_FIELDS = {
     120: (('IncludeClusterAuthorizedOperations', 'include_cluster_authorized_operations', '?'), ('EndpointType', 'endpoint_type', 'b'), ('IncludeFencedBrokers', 'include_fenced_brokers', '?')),
     122: 'tagged fields of DescribeClusterRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_DescribeClusterRequest_v0': ('DescribeClusterRequest', (('include_cluster_authorized_operations', 'bool', 0), ('endpoint_type', 'default', 0, 'const', 1), ('include_fenced_brokers', 'default', 0, 'const', False), ), ()),
+    '_decode_DescribeClusterRequest_v1': ('DescribeClusterRequest', (('include_cluster_authorized_operations', 'bool', 0), ('endpoint_type', 'int8', 0), ('include_fenced_brokers', 'default', 0, 'const', False), ), ()),
+    '_decode_DescribeClusterRequest_v2': ('DescribeClusterRequest', (('include_cluster_authorized_operations', 'bool', 0), ('endpoint_type', 'int8', 0), ('include_fenced_brokers', 'bool', 0), ), ()),
+}
+_native_codec.install(DescribeClusterRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -461,3 +461,14 @@ _LINE_FIELDS = {
     354: 'ClusterAuthorizedOperations',
     356: 'tagged fields of DescribeClusterResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_DescribeClusterBroker_v0': ('DescribeClusterBroker', (('broker_id', 'int32', 0), ('host', 'string', 1), ('port', 'int32', 0), ('rack', 'string', 3), ('is_fenced', 'default', 0, 'const', False), ), ()),
+    '_decode_DescribeClusterBroker_v2': ('DescribeClusterBroker', (('broker_id', 'int32', 0), ('host', 'string', 1), ('port', 'int32', 0), ('rack', 'string', 3), ('is_fenced', 'bool', 0), ), ()),
+    '_decode_DescribeClusterResponse_v0': ('DescribeClusterResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('cluster_id', 'string', 1), ('controller_id', 'int32', 0), ('brokers', 'array', 1, 'struct', '_decode_DescribeClusterBroker_v0'), ('cluster_authorized_operations', 'int32', 0), ('endpoint_type', 'default', 0, 'const', 1), ), ()),
+    '_decode_DescribeClusterResponse_v1': ('DescribeClusterResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('endpoint_type', 'int8', 0), ('cluster_id', 'string', 1), ('controller_id', 'int32', 0), ('brokers', 'array', 1, 'struct', '_decode_DescribeClusterBroker_v0'), ('cluster_authorized_operations', 'int32', 0), ), ()),
+    '_decode_DescribeClusterResponse_v2': ('DescribeClusterResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('endpoint_type', 'int8', 0), ('cluster_id', 'string', 1), ('controller_id', 'int32', 0), ('brokers', 'array', 1, 'struct', '_decode_DescribeClusterBroker_v2'), ('cluster_authorized_operations', 'int32', 0), ), ()),
+}
+_native_codec.install(DescribeClusterResponse, _NATIVE_PROGRAMS, globals())

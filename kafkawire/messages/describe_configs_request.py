@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -449,3 +449,15 @@ _LINE_FIELDS = {
     357: (('IncludeSynonyms', 'include_synonyms', '?'), ('IncludeDocumentation', 'include_documentation', '?')),
     359: 'tagged fields of DescribeConfigsRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_DescribeConfigsResource_v0': ('DescribeConfigsResource', (('resource_type', 'int8', 0), ('resource_name', 'string', 0), ('configuration_keys', 'array', 2, 'string'), ), None),
+    '_decode_DescribeConfigsResource_v4': ('DescribeConfigsResource', (('resource_type', 'int8', 0), ('resource_name', 'string', 1), ('configuration_keys', 'array', 3, 'string'), ), ()),
+    '_decode_DescribeConfigsRequest_v0': ('DescribeConfigsRequest', (('resources', 'array', 0, 'struct', '_decode_DescribeConfigsResource_v0'), ('include_synonyms', 'default', 0, 'const', False), ('include_documentation', 'default', 0, 'const', False), ), None),
+    '_decode_DescribeConfigsRequest_v1': ('DescribeConfigsRequest', (('resources', 'array', 0, 'struct', '_decode_DescribeConfigsResource_v0'), ('include_synonyms', 'bool', 0), ('include_documentation', 'default', 0, 'const', False), ), None),
+    '_decode_DescribeConfigsRequest_v3': ('DescribeConfigsRequest', (('resources', 'array', 0, 'struct', '_decode_DescribeConfigsResource_v0'), ('include_synonyms', 'bool', 0), ('include_documentation', 'bool', 0), ), None),
+    '_decode_DescribeConfigsRequest_v4': ('DescribeConfigsRequest', (('resources', 'array', 1, 'struct', '_decode_DescribeConfigsResource_v4'), ('include_synonyms', 'bool', 0), ('include_documentation', 'bool', 0), ), ()),
+}
+_native_codec.install(DescribeConfigsRequest, _NATIVE_PROGRAMS, globals())

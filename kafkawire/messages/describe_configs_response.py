@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -905,3 +905,23 @@ _LINE_FIELDS = {
     701: 'Results',
     703: 'tagged fields of DescribeConfigsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_DescribeConfigsSynonym_v1': ('DescribeConfigsSynonym', (('name', 'string', 0), ('value', 'string', 2), ('source', 'int8', 0), ), None),
+    '_decode_DescribeConfigsSynonym_v4': ('DescribeConfigsSynonym', (('name', 'string', 1), ('value', 'string', 3), ('source', 'int8', 0), ), ()),
+    '_decode_DescribeConfigsResourceResult_v0': ('DescribeConfigsResourceResult', (('name', 'string', 0), ('value', 'string', 2), ('read_only', 'bool', 0), ('is_default', 'bool', 0), ('is_sensitive', 'bool', 0), ('config_source', 'default', 16, 'const', -1), ('synonyms', 'default', 16, 'list', None), ('config_type', 'default', 16, 'const', 0), ('documentation', 'default', 16, 'const', ''), ), None),
+    '_decode_DescribeConfigsResourceResult_v1': ('DescribeConfigsResourceResult', (('name', 'string', 0), ('value', 'string', 2), ('read_only', 'bool', 0), ('config_source', 'int8', 0), ('is_sensitive', 'bool', 0), ('synonyms', 'array', 0, 'struct', '_decode_DescribeConfigsSynonym_v1'), ('is_default', 'default', 0, 'const', False), ('config_type', 'default', 16, 'const', 0), ('documentation', 'default', 16, 'const', ''), ), None),
+    '_decode_DescribeConfigsResourceResult_v3': ('DescribeConfigsResourceResult', (('name', 'string', 0), ('value', 'string', 2), ('read_only', 'bool', 0), ('config_source', 'int8', 0), ('is_sensitive', 'bool', 0), ('synonyms', 'array', 0, 'struct', '_decode_DescribeConfigsSynonym_v1'), ('config_type', 'int8', 0), ('documentation', 'string', 2), ('is_default', 'default', 0, 'const', False), ), None),
+    '_decode_DescribeConfigsResourceResult_v4': ('DescribeConfigsResourceResult', (('name', 'string', 1), ('value', 'string', 3), ('read_only', 'bool', 0), ('config_source', 'int8', 0), ('is_sensitive', 'bool', 0), ('synonyms', 'array', 1, 'struct', '_decode_DescribeConfigsSynonym_v4'), ('config_type', 'int8', 0), ('documentation', 'string', 3), ('is_default', 'default', 0, 'const', False), ), ()),
+    '_decode_DescribeConfigsResult_v0': ('DescribeConfigsResult', (('error_code', 'int16', 0), ('error_message', 'string', 2), ('resource_type', 'int8', 0), ('resource_name', 'string', 0), ('configs', 'array', 0, 'struct', '_decode_DescribeConfigsResourceResult_v0'), ), None),
+    '_decode_DescribeConfigsResult_v1': ('DescribeConfigsResult', (('error_code', 'int16', 0), ('error_message', 'string', 2), ('resource_type', 'int8', 0), ('resource_name', 'string', 0), ('configs', 'array', 0, 'struct', '_decode_DescribeConfigsResourceResult_v1'), ), None),
+    '_decode_DescribeConfigsResult_v3': ('DescribeConfigsResult', (('error_code', 'int16', 0), ('error_message', 'string', 2), ('resource_type', 'int8', 0), ('resource_name', 'string', 0), ('configs', 'array', 0, 'struct', '_decode_DescribeConfigsResourceResult_v3'), ), None),
+    '_decode_DescribeConfigsResult_v4': ('DescribeConfigsResult', (('error_code', 'int16', 0), ('error_message', 'string', 3), ('resource_type', 'int8', 0), ('resource_name', 'string', 1), ('configs', 'array', 1, 'struct', '_decode_DescribeConfigsResourceResult_v4'), ), ()),
+    '_decode_DescribeConfigsResponse_v0': ('DescribeConfigsResponse', (('throttle_time_ms', 'int32', 0), ('results', 'array', 0, 'struct', '_decode_DescribeConfigsResult_v0'), ), None),
+    '_decode_DescribeConfigsResponse_v1': ('DescribeConfigsResponse', (('throttle_time_ms', 'int32', 0), ('results', 'array', 0, 'struct', '_decode_DescribeConfigsResult_v1'), ), None),
+    '_decode_DescribeConfigsResponse_v3': ('DescribeConfigsResponse', (('throttle_time_ms', 'int32', 0), ('results', 'array', 0, 'struct', '_decode_DescribeConfigsResult_v3'), ), None),
+    '_decode_DescribeConfigsResponse_v4': ('DescribeConfigsResponse', (('throttle_time_ms', 'int32', 0), ('results', 'array', 1, 'struct', '_decode_DescribeConfigsResult_v4'), ), ()),
+}
+_native_codec.install(DescribeConfigsResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -230,3 +230,13 @@ _LINE_FIELDS = {
     188: 'Owners',
     190: 'tagged fields of DescribeDelegationTokenRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_DescribeDelegationTokenOwner_v0': ('DescribeDelegationTokenOwner', (('principal_type', 'string', 0), ('principal_name', 'string', 0), ), None),
+    '_decode_DescribeDelegationTokenOwner_v2': ('DescribeDelegationTokenOwner', (('principal_type', 'string', 1), ('principal_name', 'string', 1), ), ()),
+    '_decode_DescribeDelegationTokenRequest_v0': ('DescribeDelegationTokenRequest', (('owners', 'array', 2, 'struct', '_decode_DescribeDelegationTokenOwner_v0'), ), None),
+    '_decode_DescribeDelegationTokenRequest_v2': ('DescribeDelegationTokenRequest', (('owners', 'array', 3, 'struct', '_decode_DescribeDelegationTokenOwner_v2'), ), ()),
+}
+_native_codec.install(DescribeDelegationTokenRequest, _NATIVE_PROGRAMS, globals())

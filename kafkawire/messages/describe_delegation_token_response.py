@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -633,3 +633,17 @@ _LINE_FIELDS = {
     488: 'ThrottleTimeMs',
     490: 'tagged fields of DescribeDelegationTokenResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_DescribedDelegationTokenRenewer_v0': ('DescribedDelegationTokenRenewer', (('principal_type', 'string', 0), ('principal_name', 'string', 0), ), None),
+    '_decode_DescribedDelegationTokenRenewer_v2': ('DescribedDelegationTokenRenewer', (('principal_type', 'string', 1), ('principal_name', 'string', 1), ), ()),
+    '_decode_DescribedDelegationToken_v0': ('DescribedDelegationToken', (('principal_type', 'string', 0), ('principal_name', 'string', 0), ('issue_timestamp', 'int64', 0), ('expiry_timestamp', 'int64', 0), ('max_timestamp', 'int64', 0), ('token_id', 'string', 0), ('hmac', 'bytes', 0), ('renewers', 'array', 0, 'struct', '_decode_DescribedDelegationTokenRenewer_v0'), ('token_requester_principal_type', 'default', 0, 'const', ''), ('token_requester_principal_name', 'default', 0, 'const', ''), ), None),
+    '_decode_DescribedDelegationToken_v2': ('DescribedDelegationToken', (('principal_type', 'string', 1), ('principal_name', 'string', 1), ('issue_timestamp', 'int64', 0), ('expiry_timestamp', 'int64', 0), ('max_timestamp', 'int64', 0), ('token_id', 'string', 1), ('hmac', 'bytes', 1), ('renewers', 'array', 1, 'struct', '_decode_DescribedDelegationTokenRenewer_v2'), ('token_requester_principal_type', 'default', 0, 'const', ''), ('token_requester_principal_name', 'default', 0, 'const', ''), ), ()),
+    '_decode_DescribedDelegationToken_v3': ('DescribedDelegationToken', (('principal_type', 'string', 1), ('principal_name', 'string', 1), ('token_requester_principal_type', 'string', 1), ('token_requester_principal_name', 'string', 1), ('issue_timestamp', 'int64', 0), ('expiry_timestamp', 'int64', 0), ('max_timestamp', 'int64', 0), ('token_id', 'string', 1), ('hmac', 'bytes', 1), ('renewers', 'array', 1, 'struct', '_decode_DescribedDelegationTokenRenewer_v2'), ), ()),
+    '_decode_DescribeDelegationTokenResponse_v0': ('DescribeDelegationTokenResponse', (('error_code', 'int16', 0), ('tokens', 'array', 0, 'struct', '_decode_DescribedDelegationToken_v0'), ('throttle_time_ms', 'int32', 0), ), None),
+    '_decode_DescribeDelegationTokenResponse_v2': ('DescribeDelegationTokenResponse', (('error_code', 'int16', 0), ('tokens', 'array', 1, 'struct', '_decode_DescribedDelegationToken_v2'), ('throttle_time_ms', 'int32', 0), ), ()),
+    '_decode_DescribeDelegationTokenResponse_v3': ('DescribeDelegationTokenResponse', (('error_code', 'int16', 0), ('tokens', 'array', 1, 'struct', '_decode_DescribedDelegationToken_v3'), ('throttle_time_ms', 'int32', 0), ), ()),
+}
+_native_codec.install(DescribeDelegationTokenResponse, _NATIVE_PROGRAMS, globals())

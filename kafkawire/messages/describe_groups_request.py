@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -239,3 +239,12 @@ _LINE_FIELDS = {
     189: 'IncludeAuthorizedOperations',
     191: 'tagged fields of DescribeGroupsRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_DescribeGroupsRequest_v0': ('DescribeGroupsRequest', (('groups', 'array', 0, 'string'), ('include_authorized_operations', 'default', 0, 'const', False), ), None),
+    '_decode_DescribeGroupsRequest_v3': ('DescribeGroupsRequest', (('groups', 'array', 0, 'string'), ('include_authorized_operations', 'bool', 0), ), None),
+    '_decode_DescribeGroupsRequest_v5': ('DescribeGroupsRequest', (('groups', 'array', 1, 'string'), ('include_authorized_operations', 'bool', 0), ), ()),
+}
+_native_codec.install(DescribeGroupsRequest, _NATIVE_PROGRAMS, globals())

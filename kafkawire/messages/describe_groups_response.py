@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -988,3 +988,23 @@ _LINE_FIELDS = {
     735: 'Groups',
     737: 'tagged fields of DescribeGroupsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_DescribedGroupMember_v0': ('DescribedGroupMember', (('member_id', 'string', 0), ('client_id', 'string', 0), ('client_host', 'string', 0), ('member_metadata', 'bytes', 0), ('member_assignment', 'bytes', 0), ('group_instance_id', 'default', 16, 'const', None), ), None),
+    '_decode_DescribedGroupMember_v4': ('DescribedGroupMember', (('member_id', 'string', 0), ('group_instance_id', 'string', 2), ('client_id', 'string', 0), ('client_host', 'string', 0), ('member_metadata', 'bytes', 0), ('member_assignment', 'bytes', 0), ), None),
+    '_decode_DescribedGroupMember_v5': ('DescribedGroupMember', (('member_id', 'string', 1), ('group_instance_id', 'string', 3), ('client_id', 'string', 1), ('client_host', 'string', 1), ('member_metadata', 'bytes', 1), ('member_assignment', 'bytes', 1), ), ()),
+    '_decode_DescribedGroup_v0': ('DescribedGroup', (('error_code', 'int16', 0), ('group_id', 'string', 0), ('group_state', 'string', 0), ('protocol_type', 'string', 0), ('protocol_data', 'string', 0), ('members', 'array', 0, 'struct', '_decode_DescribedGroupMember_v0'), ('error_message', 'default', 0, 'const', None), ('authorized_operations', 'default', 0, 'const', -2147483648), ), None),
+    '_decode_DescribedGroup_v3': ('DescribedGroup', (('error_code', 'int16', 0), ('group_id', 'string', 0), ('group_state', 'string', 0), ('protocol_type', 'string', 0), ('protocol_data', 'string', 0), ('members', 'array', 0, 'struct', '_decode_DescribedGroupMember_v0'), ('authorized_operations', 'int32', 0), ('error_message', 'default', 0, 'const', None), ), None),
+    '_decode_DescribedGroup_v4': ('DescribedGroup', (('error_code', 'int16', 0), ('group_id', 'string', 0), ('group_state', 'string', 0), ('protocol_type', 'string', 0), ('protocol_data', 'string', 0), ('members', 'array', 0, 'struct', '_decode_DescribedGroupMember_v4'), ('authorized_operations', 'int32', 0), ('error_message', 'default', 0, 'const', None), ), None),
+    '_decode_DescribedGroup_v5': ('DescribedGroup', (('error_code', 'int16', 0), ('group_id', 'string', 1), ('group_state', 'string', 1), ('protocol_type', 'string', 1), ('protocol_data', 'string', 1), ('members', 'array', 1, 'struct', '_decode_DescribedGroupMember_v5'), ('authorized_operations', 'int32', 0), ('error_message', 'default', 0, 'const', None), ), ()),
+    '_decode_DescribedGroup_v6': ('DescribedGroup', (('error_code', 'int16', 0), ('error_message', 'string', 3), ('group_id', 'string', 1), ('group_state', 'string', 1), ('protocol_type', 'string', 1), ('protocol_data', 'string', 1), ('members', 'array', 1, 'struct', '_decode_DescribedGroupMember_v5'), ('authorized_operations', 'int32', 0), ), ()),
+    '_decode_DescribeGroupsResponse_v0': ('DescribeGroupsResponse', (('groups', 'array', 0, 'struct', '_decode_DescribedGroup_v0'), ('throttle_time_ms', 'default', 16, 'const', 0), ), None),
+    '_decode_DescribeGroupsResponse_v1': ('DescribeGroupsResponse', (('throttle_time_ms', 'int32', 0), ('groups', 'array', 0, 'struct', '_decode_DescribedGroup_v0'), ), None),
+    '_decode_DescribeGroupsResponse_v3': ('DescribeGroupsResponse', (('throttle_time_ms', 'int32', 0), ('groups', 'array', 0, 'struct', '_decode_DescribedGroup_v3'), ), None),
+    '_decode_DescribeGroupsResponse_v4': ('DescribeGroupsResponse', (('throttle_time_ms', 'int32', 0), ('groups', 'array', 0, 'struct', '_decode_DescribedGroup_v4'), ), None),
+    '_decode_DescribeGroupsResponse_v5': ('DescribeGroupsResponse', (('throttle_time_ms', 'int32', 0), ('groups', 'array', 1, 'struct', '_decode_DescribedGroup_v5'), ), ()),
+    '_decode_DescribeGroupsResponse_v6': ('DescribeGroupsResponse', (('throttle_time_ms', 'int32', 0), ('groups', 'array', 1, 'struct', '_decode_DescribedGroup_v6'), ), ()),
+}
+_native_codec.install(DescribeGroupsResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -264,3 +264,13 @@ _LINE_FIELDS = {
     215: 'Topics',
     217: 'tagged fields of DescribeLogDirsRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_DescribableLogDirTopic_v0': ('DescribableLogDirTopic', (('topic', 'string', 0), ('partitions', 'array', 0, 'int32'), ), None),
+    '_decode_DescribableLogDirTopic_v2': ('DescribableLogDirTopic', (('topic', 'string', 1), ('partitions', 'array', 1, 'int32'), ), ()),
+    '_decode_DescribeLogDirsRequest_v0': ('DescribeLogDirsRequest', (('topics', 'array', 2, 'struct', '_decode_DescribableLogDirTopic_v0'), ), None),
+    '_decode_DescribeLogDirsRequest_v2': ('DescribeLogDirsRequest', (('topics', 'array', 3, 'struct', '_decode_DescribableLogDirTopic_v2'), ), ()),
+}
+_native_codec.install(DescribeLogDirsRequest, _NATIVE_PROGRAMS, globals())

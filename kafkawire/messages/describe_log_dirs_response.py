@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -832,3 +832,22 @@ _LINE_FIELDS = {
     671: 'Results',
     673: 'tagged fields of DescribeLogDirsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_DescribeLogDirsPartition_v0': ('DescribeLogDirsPartition', (('partition_index', 'int32', 0), ('partition_size', 'int64', 0), ('offset_lag', 'int64', 0), ('is_future_key', 'bool', 0), ), None),
+    '_decode_DescribeLogDirsPartition_v2': ('DescribeLogDirsPartition', (('partition_index', 'int32', 0), ('partition_size', 'int64', 0), ('offset_lag', 'int64', 0), ('is_future_key', 'bool', 0), ), ()),
+    '_decode_DescribeLogDirsTopic_v0': ('DescribeLogDirsTopic', (('name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_DescribeLogDirsPartition_v0'), ), None),
+    '_decode_DescribeLogDirsTopic_v2': ('DescribeLogDirsTopic', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_DescribeLogDirsPartition_v2'), ), ()),
+    '_decode_DescribeLogDirsResult_v0': ('DescribeLogDirsResult', (('error_code', 'int16', 0), ('log_dir', 'string', 0), ('topics', 'array', 0, 'struct', '_decode_DescribeLogDirsTopic_v0'), ('total_bytes', 'default', 16, 'const', -1), ('usable_bytes', 'default', 16, 'const', -1), ('is_cordoned', 'default', 16, 'const', False), ), None),
+    '_decode_DescribeLogDirsResult_v2': ('DescribeLogDirsResult', (('error_code', 'int16', 0), ('log_dir', 'string', 1), ('topics', 'array', 1, 'struct', '_decode_DescribeLogDirsTopic_v2'), ('total_bytes', 'default', 16, 'const', -1), ('usable_bytes', 'default', 16, 'const', -1), ('is_cordoned', 'default', 16, 'const', False), ), ()),
+    '_decode_DescribeLogDirsResult_v4': ('DescribeLogDirsResult', (('error_code', 'int16', 0), ('log_dir', 'string', 1), ('topics', 'array', 1, 'struct', '_decode_DescribeLogDirsTopic_v2'), ('total_bytes', 'int64', 0), ('usable_bytes', 'int64', 0), ('is_cordoned', 'default', 16, 'const', False), ), ()),
+    '_decode_DescribeLogDirsResult_v5': ('DescribeLogDirsResult', (('error_code', 'int16', 0), ('log_dir', 'string', 1), ('topics', 'array', 1, 'struct', '_decode_DescribeLogDirsTopic_v2'), ('total_bytes', 'int64', 0), ('usable_bytes', 'int64', 0), ('is_cordoned', 'bool', 0), ), ()),
+    '_decode_DescribeLogDirsResponse_v0': ('DescribeLogDirsResponse', (('throttle_time_ms', 'int32', 0), ('results', 'array', 0, 'struct', '_decode_DescribeLogDirsResult_v0'), ('error_code', 'default', 16, 'const', 0), ), None),
+    '_decode_DescribeLogDirsResponse_v2': ('DescribeLogDirsResponse', (('throttle_time_ms', 'int32', 0), ('results', 'array', 1, 'struct', '_decode_DescribeLogDirsResult_v2'), ('error_code', 'default', 16, 'const', 0), ), ()),
+    '_decode_DescribeLogDirsResponse_v3': ('DescribeLogDirsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('results', 'array', 1, 'struct', '_decode_DescribeLogDirsResult_v2'), ), ()),
+    '_decode_DescribeLogDirsResponse_v4': ('DescribeLogDirsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('results', 'array', 1, 'struct', '_decode_DescribeLogDirsResult_v4'), ), ()),
+    '_decode_DescribeLogDirsResponse_v5': ('DescribeLogDirsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('results', 'array', 1, 'struct', '_decode_DescribeLogDirsResult_v5'), ), ()),
+}
+_native_codec.install(DescribeLogDirsResponse, _NATIVE_PROGRAMS, globals())

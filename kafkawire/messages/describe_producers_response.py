@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -346,3 +346,13 @@ _LINE_FIELDS = {
     291: 'Topics',
     293: 'tagged fields of DescribeProducersResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_ProducerState_v0': ('ProducerState', (('producer_id', 'int64', 0), ('producer_epoch', 'int32', 0), ('last_sequence', 'int32', 0), ('last_timestamp', 'int64', 0), ('coordinator_epoch', 'int32', 0), ('current_txn_start_offset', 'int64', 0), ), ()),
+    '_decode_PartitionResponse_v0': ('PartitionResponse', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('active_producers', 'array', 1, 'struct', '_decode_ProducerState_v0'), ), ()),
+    '_decode_TopicResponse_v0': ('TopicResponse', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_PartitionResponse_v0'), ), ()),
+    '_decode_DescribeProducersResponse_v0': ('DescribeProducersResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_TopicResponse_v0'), ), ()),
+}
+_native_codec.install(DescribeProducersResponse, _NATIVE_PROGRAMS, globals())

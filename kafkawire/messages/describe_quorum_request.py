@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -230,3 +230,12 @@ _LINE_FIELDS = {
     192: 'Topics',
     194: 'tagged fields of DescribeQuorumRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_PartitionData_v0': ('PartitionData', (('partition_index', 'int32', 0), ), ()),
+    '_decode_TopicData_v0': ('TopicData', (('topic_name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v0'), ), ()),
+    '_decode_DescribeQuorumRequest_v0': ('DescribeQuorumRequest', (('topics', 'array', 1, 'struct', '_decode_TopicData_v0'), ), ()),
+}
+_native_codec.install(DescribeQuorumRequest, _NATIVE_PROGRAMS, globals())

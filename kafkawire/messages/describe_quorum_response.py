@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -1025,3 +1025,23 @@ _LINE_FIELDS = {
     830: 'Nodes',
     832: 'tagged fields of DescribeQuorumResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_ReplicaState_v0': ('ReplicaState', (('replica_id', 'int32', 0), ('log_end_offset', 'int64', 0), ('replica_directory_id', 'default', 0, 'global', '_ZERO_UUID'), ('last_fetch_timestamp', 'default', 16, 'const', -1), ('last_caught_up_timestamp', 'default', 16, 'const', -1), ), ()),
+    '_decode_ReplicaState_v1': ('ReplicaState', (('replica_id', 'int32', 0), ('log_end_offset', 'int64', 0), ('last_fetch_timestamp', 'int64', 0), ('last_caught_up_timestamp', 'int64', 0), ('replica_directory_id', 'default', 0, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_ReplicaState_v2': ('ReplicaState', (('replica_id', 'int32', 0), ('replica_directory_id', 'uuid', 0), ('log_end_offset', 'int64', 0), ('last_fetch_timestamp', 'int64', 0), ('last_caught_up_timestamp', 'int64', 0), ), ()),
+    '_decode_PartitionData_v0': ('PartitionData', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ('high_watermark', 'int64', 0), ('current_voters', 'array', 1, 'struct', '_decode_ReplicaState_v0'), ('observers', 'array', 1, 'struct', '_decode_ReplicaState_v0'), ('error_message', 'default', 16, 'const', ''), ), ()),
+    '_decode_PartitionData_v1': ('PartitionData', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ('high_watermark', 'int64', 0), ('current_voters', 'array', 1, 'struct', '_decode_ReplicaState_v1'), ('observers', 'array', 1, 'struct', '_decode_ReplicaState_v1'), ('error_message', 'default', 16, 'const', ''), ), ()),
+    '_decode_PartitionData_v2': ('PartitionData', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ('high_watermark', 'int64', 0), ('current_voters', 'array', 1, 'struct', '_decode_ReplicaState_v2'), ('observers', 'array', 1, 'struct', '_decode_ReplicaState_v2'), ), ()),
+    '_decode_TopicData_v0': ('TopicData', (('topic_name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v0'), ), ()),
+    '_decode_TopicData_v1': ('TopicData', (('topic_name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v1'), ), ()),
+    '_decode_TopicData_v2': ('TopicData', (('topic_name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v2'), ), ()),
+    '_decode_Listener_v2': ('Listener', (('name', 'string', 1), ('host', 'string', 1), ('port', 'uint16', 0), ), ()),
+    '_decode_Node_v2': ('Node', (('node_id', 'int32', 0), ('listeners', 'array', 1, 'struct', '_decode_Listener_v2'), ), ()),
+    '_decode_DescribeQuorumResponse_v0': ('DescribeQuorumResponse', (('error_code', 'int16', 0), ('topics', 'array', 1, 'struct', '_decode_TopicData_v0'), ('error_message', 'default', 16, 'const', ''), ('nodes', 'default', 0, 'list', None), ), ()),
+    '_decode_DescribeQuorumResponse_v1': ('DescribeQuorumResponse', (('error_code', 'int16', 0), ('topics', 'array', 1, 'struct', '_decode_TopicData_v1'), ('error_message', 'default', 16, 'const', ''), ('nodes', 'default', 0, 'list', None), ), ()),
+    '_decode_DescribeQuorumResponse_v2': ('DescribeQuorumResponse', (('error_code', 'int16', 0), ('error_message', 'string', 3), ('topics', 'array', 1, 'struct', '_decode_TopicData_v2'), ('nodes', 'array', 1, 'struct', '_decode_Node_v2'), ), ()),
+}
+_native_codec.install(DescribeQuorumResponse, _NATIVE_PROGRAMS, globals())

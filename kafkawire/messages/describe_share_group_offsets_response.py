@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -574,3 +574,17 @@ _LINE_FIELDS = {
     465: 'Groups',
     467: 'tagged fields of DescribeShareGroupOffsetsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_DescribeShareGroupOffsetsResponsePartition_v0': ('DescribeShareGroupOffsetsResponsePartition', (('partition_index', 'int32', 0), ('start_offset', 'int64', 0), ('leader_epoch', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('lag', 'default', 16, 'const', -1), ), ()),
+    '_decode_DescribeShareGroupOffsetsResponsePartition_v1': ('DescribeShareGroupOffsetsResponsePartition', (('partition_index', 'int32', 0), ('start_offset', 'int64', 0), ('leader_epoch', 'int32', 0), ('lag', 'int64', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),
+    '_decode_DescribeShareGroupOffsetsResponseTopic_v0': ('DescribeShareGroupOffsetsResponseTopic', (('topic_name', 'string', 1), ('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_DescribeShareGroupOffsetsResponsePartition_v0'), ), ()),
+    '_decode_DescribeShareGroupOffsetsResponseTopic_v1': ('DescribeShareGroupOffsetsResponseTopic', (('topic_name', 'string', 1), ('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_DescribeShareGroupOffsetsResponsePartition_v1'), ), ()),
+    '_decode_DescribeShareGroupOffsetsResponseGroup_v0': ('DescribeShareGroupOffsetsResponseGroup', (('group_id', 'string', 1), ('topics', 'array', 1, 'struct', '_decode_DescribeShareGroupOffsetsResponseTopic_v0'), ('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),
+    '_decode_DescribeShareGroupOffsetsResponseGroup_v1': ('DescribeShareGroupOffsetsResponseGroup', (('group_id', 'string', 1), ('topics', 'array', 1, 'struct', '_decode_DescribeShareGroupOffsetsResponseTopic_v1'), ('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),
+    '_decode_DescribeShareGroupOffsetsResponse_v0': ('DescribeShareGroupOffsetsResponse', (('throttle_time_ms', 'int32', 0), ('groups', 'array', 1, 'struct', '_decode_DescribeShareGroupOffsetsResponseGroup_v0'), ), ()),
+    '_decode_DescribeShareGroupOffsetsResponse_v1': ('DescribeShareGroupOffsetsResponse', (('throttle_time_ms', 'int32', 0), ('groups', 'array', 1, 'struct', '_decode_DescribeShareGroupOffsetsResponseGroup_v1'), ), ()),
+}
+_native_codec.install(DescribeShareGroupOffsetsResponse, _NATIVE_PROGRAMS, globals())

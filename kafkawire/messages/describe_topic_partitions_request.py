@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -239,3 +239,12 @@ _LINE_FIELDS = {
     199: 'Cursor',
     201: 'tagged fields of DescribeTopicPartitionsRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_TopicRequest_v0': ('TopicRequest', (('name', 'string', 1), ), ()),
+    '_decode_Cursor_v0': ('Cursor', (('topic_name', 'string', 1), ('partition_index', 'int32', 0), ), ()),
+    '_decode_DescribeTopicPartitionsRequest_v0': ('DescribeTopicPartitionsRequest', (('topics', 'array', 1, 'struct', '_decode_TopicRequest_v0'), ('response_partition_limit', 'int32', 0), ('cursor', 'struct', 2, None, '_decode_Cursor_v0'), ), ()),
+}
+_native_codec.install(DescribeTopicPartitionsRequest, _NATIVE_PROGRAMS, globals())

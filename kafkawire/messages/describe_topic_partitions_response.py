@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -490,3 +490,13 @@ _LINE_FIELDS = {
     402: 'NextCursor',
     404: 'tagged fields of DescribeTopicPartitionsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_DescribeTopicPartitionsResponsePartition_v0': ('DescribeTopicPartitionsResponsePartition', (('error_code', 'int16', 0), ('partition_index', 'int32', 0), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ('replica_nodes', 'array', 1, 'int32'), ('isr_nodes', 'array', 1, 'int32'), ('eligible_leader_replicas', 'array', 3, 'int32'), ('last_known_elr', 'array', 3, 'int32'), ('offline_replicas', 'array', 1, 'int32'), ), ()),
+    '_decode_DescribeTopicPartitionsResponseTopic_v0': ('DescribeTopicPartitionsResponseTopic', (('error_code', 'int16', 0), ('name', 'string', 3), ('topic_id', 'uuid', 0), ('is_internal', 'bool', 0), ('partitions', 'array', 1, 'struct', '_decode_DescribeTopicPartitionsResponsePartition_v0'), ('topic_authorized_operations', 'int32', 0), ), ()),
+    '_decode_Cursor_v0': ('Cursor', (('topic_name', 'string', 1), ('partition_index', 'int32', 0), ), ()),
+    '_decode_DescribeTopicPartitionsResponse_v0': ('DescribeTopicPartitionsResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_DescribeTopicPartitionsResponseTopic_v0'), ('next_cursor', 'struct', 2, None, '_decode_Cursor_v0'), ), ()),
+}
+_native_codec.install(DescribeTopicPartitionsResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -298,3 +298,12 @@ _LINE_FIELDS = {
     246: 'TransactionStates',
     248: 'tagged fields of DescribeTransactionsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_TopicData_v0': ('TopicData', (('topic', 'string', 1), ('partitions', 'array', 1, 'int32'), ), ()),
+    '_decode_TransactionState_v0': ('TransactionState', (('error_code', 'int16', 0), ('transactional_id', 'string', 1), ('transaction_state', 'string', 1), ('transaction_timeout_ms', 'int32', 0), ('transaction_start_time_ms', 'int64', 0), ('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ('topics', 'array', 1, 'struct', '_decode_TopicData_v0'), ), ()),
+    '_decode_DescribeTransactionsResponse_v0': ('DescribeTransactionsResponse', (('throttle_time_ms', 'int32', 0), ('transaction_states', 'array', 1, 'struct', '_decode_TransactionState_v0'), ), ()),
+}
+_native_codec.install(DescribeTransactionsResponse, _NATIVE_PROGRAMS, globals())

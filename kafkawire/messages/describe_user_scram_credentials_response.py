@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -268,3 +268,12 @@ _LINE_FIELDS = {
     222: 'Results',
     224: 'tagged fields of DescribeUserScramCredentialsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_CredentialInfo_v0': ('CredentialInfo', (('mechanism', 'int8', 0), ('iterations', 'int32', 0), ), ()),
+    '_decode_DescribeUserScramCredentialsResult_v0': ('DescribeUserScramCredentialsResult', (('user', 'string', 1), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('credential_infos', 'array', 1, 'struct', '_decode_CredentialInfo_v0'), ), ()),
+    '_decode_DescribeUserScramCredentialsResponse_v0': ('DescribeUserScramCredentialsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('results', 'array', 1, 'struct', '_decode_DescribeUserScramCredentialsResult_v0'), ), ()),
+}
+_native_codec.install(DescribeUserScramCredentialsResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -351,3 +351,14 @@ _LINE_FIELDS = {
     287: 'TimeoutMs',
     289: 'tagged fields of ElectLeadersRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_TopicPartitions_v0': ('TopicPartitions', (('topic', 'string', 0), ('partitions', 'array', 0, 'int32'), ), None),
+    '_decode_TopicPartitions_v2': ('TopicPartitions', (('topic', 'string', 1), ('partitions', 'array', 1, 'int32'), ), ()),
+    '_decode_ElectLeadersRequest_v0': ('ElectLeadersRequest', (('topic_partitions', 'array', 2, 'struct', '_decode_TopicPartitions_v0'), ('timeout_ms', 'int32', 0), ('election_type', 'default', 0, 'const', 0), ), None),
+    '_decode_ElectLeadersRequest_v1': ('ElectLeadersRequest', (('election_type', 'int8', 0), ('topic_partitions', 'array', 2, 'struct', '_decode_TopicPartitions_v0'), ('timeout_ms', 'int32', 0), ), None),
+    '_decode_ElectLeadersRequest_v2': ('ElectLeadersRequest', (('election_type', 'int8', 0), ('topic_partitions', 'array', 3, 'struct', '_decode_TopicPartitions_v2'), ('timeout_ms', 'int32', 0), ), ()),
+}
+_native_codec.install(ElectLeadersRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -406,3 +406,16 @@ _LINE_FIELDS = {
     329: 'ReplicaElectionResults',
     331: 'tagged fields of ElectLeadersResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_PartitionResult_v0': ('PartitionResult', (('partition_id', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 2), ), None),
+    '_decode_PartitionResult_v2': ('PartitionResult', (('partition_id', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),
+    '_decode_ReplicaElectionResult_v0': ('ReplicaElectionResult', (('topic', 'string', 0), ('partition_result', 'array', 0, 'struct', '_decode_PartitionResult_v0'), ), None),
+    '_decode_ReplicaElectionResult_v2': ('ReplicaElectionResult', (('topic', 'string', 1), ('partition_result', 'array', 1, 'struct', '_decode_PartitionResult_v2'), ), ()),
+    '_decode_ElectLeadersResponse_v0': ('ElectLeadersResponse', (('throttle_time_ms', 'int32', 0), ('replica_election_results', 'array', 0, 'struct', '_decode_ReplicaElectionResult_v0'), ('error_code', 'default', 0, 'const', 0), ), None),
+    '_decode_ElectLeadersResponse_v1': ('ElectLeadersResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('replica_election_results', 'array', 0, 'struct', '_decode_ReplicaElectionResult_v0'), ), None),
+    '_decode_ElectLeadersResponse_v2': ('ElectLeadersResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('replica_election_results', 'array', 1, 'struct', '_decode_ReplicaElectionResult_v2'), ), ()),
+}
+_native_codec.install(ElectLeadersResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -534,3 +534,17 @@ _LINE_FIELDS = {
     441: 'LeaderEndpoints',
     443: 'tagged fields of EndQuorumEpochRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_ReplicaInfo_v1': ('ReplicaInfo', (('candidate_id', 'int32', 0), ('candidate_directory_id', 'uuid', 0), ), ()),
+    '_decode_PartitionData_v0': ('PartitionData', (('partition_index', 'int32', 0), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ('preferred_successors', 'array', 0, 'int32'), ('preferred_candidates', 'default', 16, 'list', None), ), None),
+    '_decode_PartitionData_v1': ('PartitionData', (('partition_index', 'int32', 0), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ('preferred_candidates', 'array', 1, 'struct', '_decode_ReplicaInfo_v1'), ('preferred_successors', 'default', 16, 'list', None), ), ()),
+    '_decode_TopicData_v0': ('TopicData', (('topic_name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_PartitionData_v0'), ), None),
+    '_decode_TopicData_v1': ('TopicData', (('topic_name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v1'), ), ()),
+    '_decode_LeaderEndpoint_v1': ('LeaderEndpoint', (('name', 'string', 1), ('host', 'string', 1), ('port', 'uint16', 0), ), ()),
+    '_decode_EndQuorumEpochRequest_v0': ('EndQuorumEpochRequest', (('cluster_id', 'string', 2), ('topics', 'array', 0, 'struct', '_decode_TopicData_v0'), ('leader_endpoints', 'default', 16, 'list', None), ), None),
+    '_decode_EndQuorumEpochRequest_v1': ('EndQuorumEpochRequest', (('cluster_id', 'string', 3), ('topics', 'array', 1, 'struct', '_decode_TopicData_v1'), ('leader_endpoints', 'array', 1, 'struct', '_decode_LeaderEndpoint_v1'), ), ()),
+}
+_native_codec.install(EndQuorumEpochRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -467,3 +467,16 @@ _LINE_FIELDS = {
     386: 'NodeEndpoints',
     389: 'tagged fields of EndQuorumEpochResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_PartitionData_v0': ('PartitionData', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ), None),
+    '_decode_PartitionData_v1': ('PartitionData', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ), ()),
+    '_decode_TopicData_v0': ('TopicData', (('topic_name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_PartitionData_v0'), ), None),
+    '_decode_TopicData_v1': ('TopicData', (('topic_name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v1'), ), ()),
+    '_decode_NodeEndpoint_v1': ('NodeEndpoint', (('node_id', 'int32', 0), ('host', 'string', 1), ('port', 'uint16', 0), ), ()),
+    '_decode_EndQuorumEpochResponse_v0': ('EndQuorumEpochResponse', (('error_code', 'int16', 0), ('topics', 'array', 0, 'struct', '_decode_TopicData_v0'), ('node_endpoints', 'default', 0, 'list', None), ), None),
+    '_decode_EndQuorumEpochResponse_v1': ('EndQuorumEpochResponse', (('error_code', 'int16', 0), ('topics', 'array', 1, 'struct', '_decode_TopicData_v1'), ('node_endpoints', 'default', 0, 'list', None), ), ((0, ('node_endpoints', 'array', 1, 'struct', '_decode_NodeEndpoint_v1')), )),
+}
+_native_codec.install(EndQuorumEpochResponse, _NATIVE_PROGRAMS, globals())

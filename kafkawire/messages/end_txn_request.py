@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -131,3 +131,11 @@ _LINE_FIELDS = {
     104: (('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('Committed', 'committed', '?')),
     106: 'tagged fields of EndTxnRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_EndTxnRequest_v0': ('EndTxnRequest', (('transactional_id', 'string', 0), ('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ('committed', 'bool', 0), ), None),
+    '_decode_EndTxnRequest_v3': ('EndTxnRequest', (('transactional_id', 'string', 1), ('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ('committed', 'bool', 0), ), ()),
+}
+_native_codec.install(EndTxnRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -149,3 +149,12 @@ _LINE_FIELDS = {
     123: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h')),
     125: 'tagged fields of EndTxnResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_EndTxnResponse_v0': ('EndTxnResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('producer_id', 'default', 16, 'const', -1), ('producer_epoch', 'default', 16, 'const', -1), ), None),
+    '_decode_EndTxnResponse_v3': ('EndTxnResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('producer_id', 'default', 16, 'const', -1), ('producer_epoch', 'default', 16, 'const', -1), ), ()),
+    '_decode_EndTxnResponse_v5': ('EndTxnResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ), ()),
+}
+_native_codec.install(EndTxnResponse, _NATIVE_PROGRAMS, globals())

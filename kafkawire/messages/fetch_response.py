@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -2205,3 +2205,35 @@ _LINE_FIELDS = {
     1695: 'NodeEndpoints',
     1698: 'tagged fields of FetchResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_EpochEndOffset_v12': ('EpochEndOffset', (('epoch', 'int32', 0), ('end_offset', 'int64', 0), ), ()),
+    '_decode_LeaderIdAndEpoch_v12': ('LeaderIdAndEpoch', (('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ), ()),
+    '_decode_SnapshotId_v12': ('SnapshotId', (('end_offset', 'int64', 0), ('epoch', 'int32', 0), ), ()),
+    '_decode_AbortedTransaction_v4': ('AbortedTransaction', (('producer_id', 'int64', 0), ('first_offset', 'int64', 0), ), None),
+    '_decode_AbortedTransaction_v12': ('AbortedTransaction', (('producer_id', 'int64', 0), ('first_offset', 'int64', 0), ), ()),
+    '_decode_PartitionData_v0': ('PartitionData', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('high_watermark', 'int64', 0), ('records', 'records', 6), ('last_stable_offset', 'default', 16, 'const', -1), ('log_start_offset', 'default', 16, 'const', -1), ('_diverging_epoch', 'default', 0, 'lazy', '_DEFAULT_EpochEndOffset'), ('_current_leader', 'default', 0, 'lazy', '_DEFAULT_LeaderIdAndEpoch'), ('_snapshot_id', 'default', 0, 'lazy', '_DEFAULT_SnapshotId'), ('aborted_transactions', 'default', 16, 'list', None), ('preferred_read_replica', 'default', 0, 'const', -1), ), None),
+    '_decode_PartitionData_v4': ('PartitionData', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('high_watermark', 'int64', 0), ('last_stable_offset', 'int64', 0), ('aborted_transactions', 'array', 2, 'struct', '_decode_AbortedTransaction_v4'), ('records', 'records', 6), ('log_start_offset', 'default', 16, 'const', -1), ('_diverging_epoch', 'default', 0, 'lazy', '_DEFAULT_EpochEndOffset'), ('_current_leader', 'default', 0, 'lazy', '_DEFAULT_LeaderIdAndEpoch'), ('_snapshot_id', 'default', 0, 'lazy', '_DEFAULT_SnapshotId'), ('preferred_read_replica', 'default', 0, 'const', -1), ), None),
+    '_decode_PartitionData_v5': ('PartitionData', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('high_watermark', 'int64', 0), ('last_stable_offset', 'int64', 0), ('log_start_offset', 'int64', 0), ('aborted_transactions', 'array', 2, 'struct', '_decode_AbortedTransaction_v4'), ('records', 'records', 6), ('_diverging_epoch', 'default', 0, 'lazy', '_DEFAULT_EpochEndOffset'), ('_current_leader', 'default', 0, 'lazy', '_DEFAULT_LeaderIdAndEpoch'), ('_snapshot_id', 'default', 0, 'lazy', '_DEFAULT_SnapshotId'), ('preferred_read_replica', 'default', 0, 'const', -1), ), None),
+    '_decode_PartitionData_v11': ('PartitionData', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('high_watermark', 'int64', 0), ('last_stable_offset', 'int64', 0), ('log_start_offset', 'int64', 0), ('aborted_transactions', 'array', 2, 'struct', '_decode_AbortedTransaction_v4'), ('preferred_read_replica', 'int32', 0), ('records', 'records', 6), ('_diverging_epoch', 'default', 0, 'lazy', '_DEFAULT_EpochEndOffset'), ('_current_leader', 'default', 0, 'lazy', '_DEFAULT_LeaderIdAndEpoch'), ('_snapshot_id', 'default', 0, 'lazy', '_DEFAULT_SnapshotId'), ), None),
+    '_decode_PartitionData_v12': ('PartitionData', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('high_watermark', 'int64', 0), ('last_stable_offset', 'int64', 0), ('log_start_offset', 'int64', 0), ('aborted_transactions', 'array', 3, 'struct', '_decode_AbortedTransaction_v12'), ('preferred_read_replica', 'int32', 0), ('records', 'records', 7), ('_diverging_epoch', 'default', 0, 'lazy', '_DEFAULT_EpochEndOffset'), ('_current_leader', 'default', 0, 'lazy', '_DEFAULT_LeaderIdAndEpoch'), ('_snapshot_id', 'default', 0, 'lazy', '_DEFAULT_SnapshotId'), ), ((0, ('_diverging_epoch', 'struct', 0, None, '_decode_EpochEndOffset_v12')), (1, ('_current_leader', 'struct', 0, None, '_decode_LeaderIdAndEpoch_v12')), (2, ('_snapshot_id', 'struct', 0, None, '_decode_SnapshotId_v12')), )),
+    '_decode_FetchableTopicResponse_v0': ('FetchableTopicResponse', (('topic', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_PartitionData_v0'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_FetchableTopicResponse_v4': ('FetchableTopicResponse', (('topic', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_PartitionData_v4'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_FetchableTopicResponse_v5': ('FetchableTopicResponse', (('topic', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_PartitionData_v5'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_FetchableTopicResponse_v11': ('FetchableTopicResponse', (('topic', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_PartitionData_v11'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_FetchableTopicResponse_v12': ('FetchableTopicResponse', (('topic', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v12'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_FetchableTopicResponse_v13': ('FetchableTopicResponse', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v12'), ('topic', 'default', 16, 'const', ''), ), ()),
+    '_decode_NodeEndpoint_v16': ('NodeEndpoint', (('node_id', 'int32', 0), ('host', 'string', 1), ('port', 'int32', 0), ('rack', 'string', 3), ), ()),
+    '_decode_FetchResponse_v0': ('FetchResponse', (('responses', 'array', 0, 'struct', '_decode_FetchableTopicResponse_v0'), ('throttle_time_ms', 'default', 16, 'const', 0), ('error_code', 'default', 16, 'const', 0), ('session_id', 'default', 0, 'const', 0), ('node_endpoints', 'default', 0, 'list', None), ), None),
+    '_decode_FetchResponse_v1': ('FetchResponse', (('throttle_time_ms', 'int32', 0), ('responses', 'array', 0, 'struct', '_decode_FetchableTopicResponse_v0'), ('error_code', 'default', 16, 'const', 0), ('session_id', 'default', 0, 'const', 0), ('node_endpoints', 'default', 0, 'list', None), ), None),
+    '_decode_FetchResponse_v4': ('FetchResponse', (('throttle_time_ms', 'int32', 0), ('responses', 'array', 0, 'struct', '_decode_FetchableTopicResponse_v4'), ('error_code', 'default', 16, 'const', 0), ('session_id', 'default', 0, 'const', 0), ('node_endpoints', 'default', 0, 'list', None), ), None),
+    '_decode_FetchResponse_v5': ('FetchResponse', (('throttle_time_ms', 'int32', 0), ('responses', 'array', 0, 'struct', '_decode_FetchableTopicResponse_v5'), ('error_code', 'default', 16, 'const', 0), ('session_id', 'default', 0, 'const', 0), ('node_endpoints', 'default', 0, 'list', None), ), None),
+    '_decode_FetchResponse_v7': ('FetchResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('session_id', 'int32', 0), ('responses', 'array', 0, 'struct', '_decode_FetchableTopicResponse_v5'), ('node_endpoints', 'default', 0, 'list', None), ), None),
+    '_decode_FetchResponse_v11': ('FetchResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('session_id', 'int32', 0), ('responses', 'array', 0, 'struct', '_decode_FetchableTopicResponse_v11'), ('node_endpoints', 'default', 0, 'list', None), ), None),
+    '_decode_FetchResponse_v12': ('FetchResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('session_id', 'int32', 0), ('responses', 'array', 1, 'struct', '_decode_FetchableTopicResponse_v12'), ('node_endpoints', 'default', 0, 'list', None), ), ()),
+    '_decode_FetchResponse_v13': ('FetchResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('session_id', 'int32', 0), ('responses', 'array', 1, 'struct', '_decode_FetchableTopicResponse_v13'), ('node_endpoints', 'default', 0, 'list', None), ), ()),
+    '_decode_FetchResponse_v16': ('FetchResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('session_id', 'int32', 0), ('responses', 'array', 1, 'struct', '_decode_FetchableTopicResponse_v13'), ('node_endpoints', 'default', 0, 'list', None), ), ((0, ('node_endpoints', 'array', 1, 'struct', '_decode_NodeEndpoint_v16')), )),
+}
+_native_codec.install(FetchResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -535,3 +535,16 @@ _LINE_FIELDS = {
     438: 'ClusterId',
     441: 'tagged fields of FetchSnapshotRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_SnapshotId_v0': ('SnapshotId', (('end_offset', 'int64', 0), ('epoch', 'int32', 0), ), ()),
+    '_decode_PartitionSnapshot_v0': ('PartitionSnapshot', (('partition', 'int32', 0), ('current_leader_epoch', 'int32', 0), ('snapshot_id', 'struct', 0, None, '_decode_SnapshotId_v0'), ('position', 'int64', 0), ('replica_directory_id', 'default', 16, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_PartitionSnapshot_v1': ('PartitionSnapshot', (('partition', 'int32', 0), ('current_leader_epoch', 'int32', 0), ('snapshot_id', 'struct', 0, None, '_decode_SnapshotId_v0'), ('position', 'int64', 0), ('replica_directory_id', 'default', 16, 'global', '_ZERO_UUID'), ), ((0, ('replica_directory_id', 'uuid', 0)), )),
+    '_decode_TopicSnapshot_v0': ('TopicSnapshot', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_PartitionSnapshot_v0'), ), ()),
+    '_decode_TopicSnapshot_v1': ('TopicSnapshot', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_PartitionSnapshot_v1'), ), ()),
+    '_decode_FetchSnapshotRequest_v0': ('FetchSnapshotRequest', (('replica_id', 'int32', 0), ('max_bytes', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_TopicSnapshot_v0'), ('cluster_id', 'default', 0, 'const', None), ), ((0, ('cluster_id', 'string', 3)), )),
+    '_decode_FetchSnapshotRequest_v1': ('FetchSnapshotRequest', (('replica_id', 'int32', 0), ('max_bytes', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_TopicSnapshot_v1'), ('cluster_id', 'default', 0, 'const', None), ), ((0, ('cluster_id', 'string', 3)), )),
+}
+_native_codec.install(FetchSnapshotRequest, _NATIVE_PROGRAMS, globals())

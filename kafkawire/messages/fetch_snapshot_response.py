@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -636,3 +636,16 @@ _LINE_FIELDS = {
     531: 'NodeEndpoints',
     534: 'tagged fields of FetchSnapshotResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_SnapshotId_v0': ('SnapshotId', (('end_offset', 'int64', 0), ('epoch', 'int32', 0), ), ()),
+    '_decode_LeaderIdAndEpoch_v0': ('LeaderIdAndEpoch', (('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ), ()),
+    '_decode_PartitionSnapshot_v0': ('PartitionSnapshot', (('index', 'int32', 0), ('error_code', 'int16', 0), ('snapshot_id', 'struct', 0, None, '_decode_SnapshotId_v0'), ('size', 'int64', 0), ('position', 'int64', 0), ('unaligned_records', 'records', 5), ('_current_leader', 'default', 0, 'lazy', '_DEFAULT_LeaderIdAndEpoch'), ), ((0, ('_current_leader', 'struct', 0, None, '_decode_LeaderIdAndEpoch_v0')), )),
+    '_decode_TopicSnapshot_v0': ('TopicSnapshot', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_PartitionSnapshot_v0'), ), ()),
+    '_decode_NodeEndpoint_v1': ('NodeEndpoint', (('node_id', 'int32', 0), ('host', 'string', 1), ('port', 'uint16', 0), ), ()),
+    '_decode_FetchSnapshotResponse_v0': ('FetchSnapshotResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('topics', 'array', 1, 'struct', '_decode_TopicSnapshot_v0'), ('node_endpoints', 'default', 0, 'list', None), ), ()),
+    '_decode_FetchSnapshotResponse_v1': ('FetchSnapshotResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('topics', 'array', 1, 'struct', '_decode_TopicSnapshot_v0'), ('node_endpoints', 'default', 0, 'list', None), ), ((0, ('node_endpoints', 'array', 1, 'struct', '_decode_NodeEndpoint_v1')), )),
+}
+_native_codec.install(FetchSnapshotResponse, _NATIVE_PROGRAMS, globals())

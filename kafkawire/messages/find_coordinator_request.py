@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -263,3 +263,13 @@ _LINE_FIELDS = {
     199: 'CoordinatorKeys',
     201: 'tagged fields of FindCoordinatorRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_FindCoordinatorRequest_v0': ('FindCoordinatorRequest', (('key', 'string', 0), ('key_type', 'default', 0, 'const', 0), ('coordinator_keys', 'default', 0, 'list', None), ), None),
+    '_decode_FindCoordinatorRequest_v1': ('FindCoordinatorRequest', (('key', 'string', 0), ('key_type', 'int8', 0), ('coordinator_keys', 'default', 0, 'list', None), ), None),
+    '_decode_FindCoordinatorRequest_v3': ('FindCoordinatorRequest', (('key', 'string', 1), ('key_type', 'int8', 0), ('coordinator_keys', 'default', 0, 'list', None), ), ()),
+    '_decode_FindCoordinatorRequest_v4': ('FindCoordinatorRequest', (('key_type', 'int8', 0), ('coordinator_keys', 'array', 1, 'string'), ('key', 'default', 0, 'const', ''), ), ()),
+}
+_native_codec.install(FindCoordinatorRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -441,3 +441,14 @@ _LINE_FIELDS = {
     327: 'Coordinators',
     329: 'tagged fields of FindCoordinatorResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_Coordinator_v4': ('Coordinator', (('key', 'string', 1), ('node_id', 'int32', 0), ('host', 'string', 1), ('port', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),
+    '_decode_FindCoordinatorResponse_v0': ('FindCoordinatorResponse', (('error_code', 'int16', 0), ('node_id', 'int32', 0), ('host', 'string', 0), ('port', 'int32', 0), ('throttle_time_ms', 'default', 16, 'const', 0), ('error_message', 'default', 16, 'const', ''), ('coordinators', 'default', 0, 'list', None), ), None),
+    '_decode_FindCoordinatorResponse_v1': ('FindCoordinatorResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 2), ('node_id', 'int32', 0), ('host', 'string', 0), ('port', 'int32', 0), ('coordinators', 'default', 0, 'list', None), ), None),
+    '_decode_FindCoordinatorResponse_v3': ('FindCoordinatorResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('node_id', 'int32', 0), ('host', 'string', 1), ('port', 'int32', 0), ('coordinators', 'default', 0, 'list', None), ), ()),
+    '_decode_FindCoordinatorResponse_v4': ('FindCoordinatorResponse', (('throttle_time_ms', 'int32', 0), ('coordinators', 'array', 1, 'struct', '_decode_Coordinator_v4'), ('error_code', 'default', 0, 'const', 0), ('error_message', 'default', 16, 'const', ''), ('node_id', 'default', 0, 'const', 0), ('host', 'default', 0, 'const', ''), ('port', 'default', 0, 'const', 0), ), ()),
+}
+_native_codec.install(FindCoordinatorResponse, _NATIVE_PROGRAMS, globals())

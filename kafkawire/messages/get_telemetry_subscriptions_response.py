@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -174,3 +174,10 @@ _LINE_FIELDS = {
     142: 'RequestedMetrics',
     144: 'tagged fields of GetTelemetrySubscriptionsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_GetTelemetrySubscriptionsResponse_v0': ('GetTelemetrySubscriptionsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('client_instance_id', 'uuid', 0), ('subscription_id', 'int32', 0), ('accepted_compression_types', 'array', 1, 'int8'), ('push_interval_ms', 'int32', 0), ('telemetry_max_bytes', 'int32', 0), ('delta_temporality', 'bool', 0), ('requested_metrics', 'array', 1, 'string'), ), ()),
+}
+_native_codec.install(GetTelemetrySubscriptionsResponse, _NATIVE_PROGRAMS, globals())

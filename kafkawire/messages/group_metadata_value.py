@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -571,3 +571,18 @@ _LINE_FIELDS = {
     420: 'members',
     422: 'tagged fields of GroupMetadataValue',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_MemberMetadata_v0': ('MemberMetadata', (('member_id', 'string', 0), ('client_id', 'string', 0), ('client_host', 'string', 0), ('session_timeout', 'int32', 0), ('subscription', 'bytes', 0), ('assignment', 'bytes', 0), ('group_instance_id', 'default', 16, 'const', None), ('rebalance_timeout', 'default', 16, 'const', -1), ), None),
+    '_decode_MemberMetadata_v1': ('MemberMetadata', (('member_id', 'string', 0), ('client_id', 'string', 0), ('client_host', 'string', 0), ('rebalance_timeout', 'int32', 0), ('session_timeout', 'int32', 0), ('subscription', 'bytes', 0), ('assignment', 'bytes', 0), ('group_instance_id', 'default', 16, 'const', None), ), None),
+    '_decode_MemberMetadata_v3': ('MemberMetadata', (('member_id', 'string', 0), ('group_instance_id', 'string', 2), ('client_id', 'string', 0), ('client_host', 'string', 0), ('rebalance_timeout', 'int32', 0), ('session_timeout', 'int32', 0), ('subscription', 'bytes', 0), ('assignment', 'bytes', 0), ), None),
+    '_decode_MemberMetadata_v4': ('MemberMetadata', (('member_id', 'string', 1), ('group_instance_id', 'string', 3), ('client_id', 'string', 1), ('client_host', 'string', 1), ('rebalance_timeout', 'int32', 0), ('session_timeout', 'int32', 0), ('subscription', 'bytes', 1), ('assignment', 'bytes', 1), ), ()),
+    '_decode_GroupMetadataValue_v0': ('GroupMetadataValue', (('protocol_type', 'string', 0), ('generation', 'int32', 0), ('protocol', 'string', 2), ('leader', 'string', 2), ('members', 'array', 0, 'struct', '_decode_MemberMetadata_v0'), ('current_state_timestamp', 'default', 16, 'const', -1), ), None),
+    '_decode_GroupMetadataValue_v1': ('GroupMetadataValue', (('protocol_type', 'string', 0), ('generation', 'int32', 0), ('protocol', 'string', 2), ('leader', 'string', 2), ('members', 'array', 0, 'struct', '_decode_MemberMetadata_v1'), ('current_state_timestamp', 'default', 16, 'const', -1), ), None),
+    '_decode_GroupMetadataValue_v2': ('GroupMetadataValue', (('protocol_type', 'string', 0), ('generation', 'int32', 0), ('protocol', 'string', 2), ('leader', 'string', 2), ('current_state_timestamp', 'int64', 0), ('members', 'array', 0, 'struct', '_decode_MemberMetadata_v1'), ), None),
+    '_decode_GroupMetadataValue_v3': ('GroupMetadataValue', (('protocol_type', 'string', 0), ('generation', 'int32', 0), ('protocol', 'string', 2), ('leader', 'string', 2), ('current_state_timestamp', 'int64', 0), ('members', 'array', 0, 'struct', '_decode_MemberMetadata_v3'), ), None),
+    '_decode_GroupMetadataValue_v4': ('GroupMetadataValue', (('protocol_type', 'string', 1), ('generation', 'int32', 0), ('protocol', 'string', 3), ('leader', 'string', 3), ('current_state_timestamp', 'int64', 0), ('members', 'array', 1, 'struct', '_decode_MemberMetadata_v4'), ), ()),
+}
+_native_codec.install(GroupMetadataValue, _NATIVE_PROGRAMS, globals())

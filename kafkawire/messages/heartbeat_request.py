@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -189,3 +189,12 @@ _LINE_FIELDS = {
     139: 'GroupInstanceId',
     141: 'tagged fields of HeartbeatRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_HeartbeatRequest_v0': ('HeartbeatRequest', (('group_id', 'string', 0), ('generation_id', 'int32', 0), ('member_id', 'string', 0), ('group_instance_id', 'default', 0, 'const', None), ), None),
+    '_decode_HeartbeatRequest_v3': ('HeartbeatRequest', (('group_id', 'string', 0), ('generation_id', 'int32', 0), ('member_id', 'string', 0), ('group_instance_id', 'string', 2), ), None),
+    '_decode_HeartbeatRequest_v4': ('HeartbeatRequest', (('group_id', 'string', 1), ('generation_id', 'int32', 0), ('member_id', 'string', 1), ('group_instance_id', 'string', 3), ), ()),
+}
+_native_codec.install(HeartbeatRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -376,3 +376,15 @@ _LINE_FIELDS = {
     305: 'ValidateOnly',
     307: 'tagged fields of IncrementalAlterConfigsRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_AlterableConfig_v0': ('AlterableConfig', (('name', 'string', 0), ('config_operation', 'int8', 0), ('value', 'string', 2), ), None),
+    '_decode_AlterableConfig_v1': ('AlterableConfig', (('name', 'string', 1), ('config_operation', 'int8', 0), ('value', 'string', 3), ), ()),
+    '_decode_AlterConfigsResource_v0': ('AlterConfigsResource', (('resource_type', 'int8', 0), ('resource_name', 'string', 0), ('configs', 'array', 0, 'struct', '_decode_AlterableConfig_v0'), ), None),
+    '_decode_AlterConfigsResource_v1': ('AlterConfigsResource', (('resource_type', 'int8', 0), ('resource_name', 'string', 1), ('configs', 'array', 1, 'struct', '_decode_AlterableConfig_v1'), ), ()),
+    '_decode_IncrementalAlterConfigsRequest_v0': ('IncrementalAlterConfigsRequest', (('resources', 'array', 0, 'struct', '_decode_AlterConfigsResource_v0'), ('validate_only', 'bool', 0), ), None),
+    '_decode_IncrementalAlterConfigsRequest_v1': ('IncrementalAlterConfigsRequest', (('resources', 'array', 1, 'struct', '_decode_AlterConfigsResource_v1'), ('validate_only', 'bool', 0), ), ()),
+}
+_native_codec.install(IncrementalAlterConfigsRequest, _NATIVE_PROGRAMS, globals())

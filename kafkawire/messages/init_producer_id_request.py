@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -293,3 +293,13 @@ _LINE_FIELDS = {
     213: (('TransactionTimeoutMs', 'transaction_timeout_ms', 'i'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('Enable2Pc', 'enable2_pc', '?'), ('KeepPreparedTxn', 'keep_prepared_txn', '?')),
     215: 'tagged fields of InitProducerIdRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_InitProducerIdRequest_v0': ('InitProducerIdRequest', (('transactional_id', 'string', 2), ('transaction_timeout_ms', 'int32', 0), ('producer_id', 'default', 0, 'const', -1), ('producer_epoch', 'default', 0, 'const', -1), ('enable2_pc', 'default', 0, 'const', False), ('keep_prepared_txn', 'default', 0, 'const', False), ), None),
+    '_decode_InitProducerIdRequest_v2': ('InitProducerIdRequest', (('transactional_id', 'string', 3), ('transaction_timeout_ms', 'int32', 0), ('producer_id', 'default', 0, 'const', -1), ('producer_epoch', 'default', 0, 'const', -1), ('enable2_pc', 'default', 0, 'const', False), ('keep_prepared_txn', 'default', 0, 'const', False), ), ()),
+    '_decode_InitProducerIdRequest_v3': ('InitProducerIdRequest', (('transactional_id', 'string', 3), ('transaction_timeout_ms', 'int32', 0), ('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ('enable2_pc', 'default', 0, 'const', False), ('keep_prepared_txn', 'default', 0, 'const', False), ), ()),
+    '_decode_InitProducerIdRequest_v6': ('InitProducerIdRequest', (('transactional_id', 'string', 3), ('transaction_timeout_ms', 'int32', 0), ('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ('enable2_pc', 'bool', 0), ('keep_prepared_txn', 'bool', 0), ), ()),
+}
+_native_codec.install(InitProducerIdRequest, _NATIVE_PROGRAMS, globals())

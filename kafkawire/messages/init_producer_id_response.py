@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -225,3 +225,12 @@ _LINE_FIELDS = {
     171: (('ThrottleTimeMs', 'throttle_time_ms', 'i'), ('ErrorCode', 'error_code', 'h'), ('ProducerId', 'producer_id', 'q'), ('ProducerEpoch', 'producer_epoch', 'h'), ('OngoingTxnProducerId', 'ongoing_txn_producer_id', 'q'), ('OngoingTxnProducerEpoch', 'ongoing_txn_producer_epoch', 'h')),
     173: 'tagged fields of InitProducerIdResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_InitProducerIdResponse_v0': ('InitProducerIdResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ('ongoing_txn_producer_id', 'default', 0, 'const', -1), ('ongoing_txn_producer_epoch', 'default', 0, 'const', -1), ), None),
+    '_decode_InitProducerIdResponse_v2': ('InitProducerIdResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ('ongoing_txn_producer_id', 'default', 0, 'const', -1), ('ongoing_txn_producer_epoch', 'default', 0, 'const', -1), ), ()),
+    '_decode_InitProducerIdResponse_v6': ('InitProducerIdResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ('ongoing_txn_producer_id', 'int64', 0), ('ongoing_txn_producer_epoch', 'int16', 0), ), ()),
+}
+_native_codec.install(InitProducerIdResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -243,3 +243,12 @@ _LINE_FIELDS = {
     203: 'Topics',
     205: 'tagged fields of InitializeShareGroupStateRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_PartitionData_v0': ('PartitionData', (('partition', 'int32', 0), ('state_epoch', 'int32', 0), ('start_offset', 'int64', 0), ), ()),
+    '_decode_InitializeStateData_v0': ('InitializeStateData', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v0'), ), ()),
+    '_decode_InitializeShareGroupStateRequest_v0': ('InitializeShareGroupStateRequest', (('group_id', 'string', 1), ('topics', 'array', 1, 'struct', '_decode_InitializeStateData_v0'), ), ()),
+}
+_native_codec.install(InitializeShareGroupStateRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -574,3 +574,16 @@ _LINE_FIELDS = {
     424: 'Reason',
     426: 'tagged fields of JoinGroupRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_JoinGroupRequestProtocol_v0': ('JoinGroupRequestProtocol', (('name', 'string', 0), ('metadata', 'bytes', 0), ), None),
+    '_decode_JoinGroupRequestProtocol_v6': ('JoinGroupRequestProtocol', (('name', 'string', 1), ('metadata', 'bytes', 1), ), ()),
+    '_decode_JoinGroupRequest_v0': ('JoinGroupRequest', (('group_id', 'string', 0), ('session_timeout_ms', 'int32', 0), ('member_id', 'string', 0), ('protocol_type', 'string', 0), ('protocols', 'array', 0, 'struct', '_decode_JoinGroupRequestProtocol_v0'), ('rebalance_timeout_ms', 'default', 16, 'const', -1), ('group_instance_id', 'default', 0, 'const', None), ('reason', 'default', 16, 'const', None), ), None),
+    '_decode_JoinGroupRequest_v1': ('JoinGroupRequest', (('group_id', 'string', 0), ('session_timeout_ms', 'int32', 0), ('rebalance_timeout_ms', 'int32', 0), ('member_id', 'string', 0), ('protocol_type', 'string', 0), ('protocols', 'array', 0, 'struct', '_decode_JoinGroupRequestProtocol_v0'), ('group_instance_id', 'default', 0, 'const', None), ('reason', 'default', 16, 'const', None), ), None),
+    '_decode_JoinGroupRequest_v5': ('JoinGroupRequest', (('group_id', 'string', 0), ('session_timeout_ms', 'int32', 0), ('rebalance_timeout_ms', 'int32', 0), ('member_id', 'string', 0), ('group_instance_id', 'string', 2), ('protocol_type', 'string', 0), ('protocols', 'array', 0, 'struct', '_decode_JoinGroupRequestProtocol_v0'), ('reason', 'default', 16, 'const', None), ), None),
+    '_decode_JoinGroupRequest_v6': ('JoinGroupRequest', (('group_id', 'string', 1), ('session_timeout_ms', 'int32', 0), ('rebalance_timeout_ms', 'int32', 0), ('member_id', 'string', 1), ('group_instance_id', 'string', 3), ('protocol_type', 'string', 1), ('protocols', 'array', 1, 'struct', '_decode_JoinGroupRequestProtocol_v6'), ('reason', 'default', 16, 'const', None), ), ()),
+    '_decode_JoinGroupRequest_v8': ('JoinGroupRequest', (('group_id', 'string', 1), ('session_timeout_ms', 'int32', 0), ('rebalance_timeout_ms', 'int32', 0), ('member_id', 'string', 1), ('group_instance_id', 'string', 3), ('protocol_type', 'string', 1), ('protocols', 'array', 1, 'struct', '_decode_JoinGroupRequestProtocol_v6'), ('reason', 'string', 3), ), ()),
+}
+_native_codec.install(JoinGroupRequest, _NATIVE_PROGRAMS, globals())

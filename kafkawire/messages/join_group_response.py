@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -708,3 +708,18 @@ _LINE_FIELDS = {
     520: 'Members',
     522: 'tagged fields of JoinGroupResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_JoinGroupResponseMember_v0': ('JoinGroupResponseMember', (('member_id', 'string', 0), ('metadata', 'bytes', 0), ('group_instance_id', 'default', 16, 'const', None), ), None),
+    '_decode_JoinGroupResponseMember_v5': ('JoinGroupResponseMember', (('member_id', 'string', 0), ('group_instance_id', 'string', 2), ('metadata', 'bytes', 0), ), None),
+    '_decode_JoinGroupResponseMember_v6': ('JoinGroupResponseMember', (('member_id', 'string', 1), ('group_instance_id', 'string', 3), ('metadata', 'bytes', 1), ), ()),
+    '_decode_JoinGroupResponse_v0': ('JoinGroupResponse', (('error_code', 'int16', 0), ('generation_id', 'int32', 0), ('protocol_name', 'string', 0), ('leader', 'string', 0), ('member_id', 'string', 0), ('members', 'array', 0, 'struct', '_decode_JoinGroupResponseMember_v0'), ('throttle_time_ms', 'default', 16, 'const', 0), ('protocol_type', 'default', 16, 'const', None), ('skip_assignment', 'default', 0, 'const', False), ), None),
+    '_decode_JoinGroupResponse_v2': ('JoinGroupResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('generation_id', 'int32', 0), ('protocol_name', 'string', 0), ('leader', 'string', 0), ('member_id', 'string', 0), ('members', 'array', 0, 'struct', '_decode_JoinGroupResponseMember_v0'), ('protocol_type', 'default', 16, 'const', None), ('skip_assignment', 'default', 0, 'const', False), ), None),
+    '_decode_JoinGroupResponse_v5': ('JoinGroupResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('generation_id', 'int32', 0), ('protocol_name', 'string', 0), ('leader', 'string', 0), ('member_id', 'string', 0), ('members', 'array', 0, 'struct', '_decode_JoinGroupResponseMember_v5'), ('protocol_type', 'default', 16, 'const', None), ('skip_assignment', 'default', 0, 'const', False), ), None),
+    '_decode_JoinGroupResponse_v6': ('JoinGroupResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('generation_id', 'int32', 0), ('protocol_name', 'string', 1), ('leader', 'string', 1), ('member_id', 'string', 1), ('members', 'array', 1, 'struct', '_decode_JoinGroupResponseMember_v6'), ('protocol_type', 'default', 16, 'const', None), ('skip_assignment', 'default', 0, 'const', False), ), ()),
+    '_decode_JoinGroupResponse_v7': ('JoinGroupResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('generation_id', 'int32', 0), ('protocol_type', 'string', 3), ('protocol_name', 'string', 3), ('leader', 'string', 1), ('member_id', 'string', 1), ('members', 'array', 1, 'struct', '_decode_JoinGroupResponseMember_v6'), ('skip_assignment', 'default', 0, 'const', False), ), ()),
+    '_decode_JoinGroupResponse_v9': ('JoinGroupResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('generation_id', 'int32', 0), ('protocol_type', 'string', 3), ('protocol_name', 'string', 3), ('leader', 'string', 1), ('skip_assignment', 'bool', 0), ('member_id', 'string', 1), ('members', 'array', 1, 'struct', '_decode_JoinGroupResponseMember_v6'), ), ()),
+}
+_native_codec.install(JoinGroupResponse, _NATIVE_PROGRAMS, globals())

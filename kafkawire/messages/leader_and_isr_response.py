@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -533,3 +533,16 @@ _LINE_FIELDS = {
     416: 'Topics',
     418: 'tagged fields of LeaderAndIsrResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_LeaderAndIsrPartitionError_v0': ('LeaderAndIsrPartitionError', (('topic_name', 'string', 0), ('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), None),
+    '_decode_LeaderAndIsrPartitionError_v4': ('LeaderAndIsrPartitionError', (('topic_name', 'string', 1), ('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), ()),
+    '_decode_LeaderAndIsrPartitionError_v5': ('LeaderAndIsrPartitionError', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('topic_name', 'default', 16, 'const', ''), ), ()),
+    '_decode_LeaderAndIsrTopicError_v5': ('LeaderAndIsrTopicError', (('topic_id', 'uuid', 0), ('partition_errors', 'array', 1, 'struct', '_decode_LeaderAndIsrPartitionError_v5'), ), ()),
+    '_decode_LeaderAndIsrResponse_v0': ('LeaderAndIsrResponse', (('error_code', 'int16', 0), ('partition_errors', 'array', 0, 'struct', '_decode_LeaderAndIsrPartitionError_v0'), ('topics', 'default', 0, 'list', None), ), None),
+    '_decode_LeaderAndIsrResponse_v4': ('LeaderAndIsrResponse', (('error_code', 'int16', 0), ('partition_errors', 'array', 1, 'struct', '_decode_LeaderAndIsrPartitionError_v4'), ('topics', 'default', 0, 'list', None), ), ()),
+    '_decode_LeaderAndIsrResponse_v5': ('LeaderAndIsrResponse', (('error_code', 'int16', 0), ('topics', 'array', 1, 'struct', '_decode_LeaderAndIsrTopicError_v5'), ('partition_errors', 'default', 0, 'list', None), ), ()),
+}
+_native_codec.install(LeaderAndIsrResponse, _NATIVE_PROGRAMS, globals())

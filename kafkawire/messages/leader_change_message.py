@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -308,3 +308,13 @@ _LINE_FIELDS = {
     249: 'GrantingVoters',
     251: 'tagged fields of LeaderChangeMessage',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_Voter_v0': ('Voter', (('voter_id', 'int32', 0), ('voter_directory_id', 'default', 0, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_Voter_v1': ('Voter', (('voter_id', 'int32', 0), ('voter_directory_id', 'uuid', 0), ), ()),
+    '_decode_LeaderChangeMessage_v0': ('LeaderChangeMessage', (('version', 'int16', 0), ('leader_id', 'int32', 0), ('voters', 'array', 1, 'struct', '_decode_Voter_v0'), ('granting_voters', 'array', 1, 'struct', '_decode_Voter_v0'), ), ()),
+    '_decode_LeaderChangeMessage_v1': ('LeaderChangeMessage', (('version', 'int16', 0), ('leader_id', 'int32', 0), ('voters', 'array', 1, 'struct', '_decode_Voter_v1'), ('granting_voters', 'array', 1, 'struct', '_decode_Voter_v1'), ), ()),
+}
+_native_codec.install(LeaderChangeMessage, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -375,3 +375,16 @@ _LINE_FIELDS = {
     291: 'Members',
     293: 'tagged fields of LeaveGroupRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_MemberIdentity_v3': ('MemberIdentity', (('member_id', 'string', 0), ('group_instance_id', 'string', 2), ('reason', 'default', 16, 'const', None), ), None),
+    '_decode_MemberIdentity_v4': ('MemberIdentity', (('member_id', 'string', 1), ('group_instance_id', 'string', 3), ('reason', 'default', 16, 'const', None), ), ()),
+    '_decode_MemberIdentity_v5': ('MemberIdentity', (('member_id', 'string', 1), ('group_instance_id', 'string', 3), ('reason', 'string', 3), ), ()),
+    '_decode_LeaveGroupRequest_v0': ('LeaveGroupRequest', (('group_id', 'string', 0), ('member_id', 'string', 0), ('members', 'default', 0, 'list', None), ), None),
+    '_decode_LeaveGroupRequest_v3': ('LeaveGroupRequest', (('group_id', 'string', 0), ('members', 'array', 0, 'struct', '_decode_MemberIdentity_v3'), ('member_id', 'default', 0, 'const', ''), ), None),
+    '_decode_LeaveGroupRequest_v4': ('LeaveGroupRequest', (('group_id', 'string', 1), ('members', 'array', 1, 'struct', '_decode_MemberIdentity_v4'), ('member_id', 'default', 0, 'const', ''), ), ()),
+    '_decode_LeaveGroupRequest_v5': ('LeaveGroupRequest', (('group_id', 'string', 1), ('members', 'array', 1, 'struct', '_decode_MemberIdentity_v5'), ('member_id', 'default', 0, 'const', ''), ), ()),
+}
+_native_codec.install(LeaveGroupRequest, _NATIVE_PROGRAMS, globals())

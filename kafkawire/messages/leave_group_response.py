@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -293,3 +293,15 @@ _LINE_FIELDS = {
     234: 'Members',
     236: 'tagged fields of LeaveGroupResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_MemberResponse_v3': ('MemberResponse', (('member_id', 'string', 0), ('group_instance_id', 'string', 2), ('error_code', 'int16', 0), ), None),
+    '_decode_MemberResponse_v4': ('MemberResponse', (('member_id', 'string', 1), ('group_instance_id', 'string', 3), ('error_code', 'int16', 0), ), ()),
+    '_decode_LeaveGroupResponse_v0': ('LeaveGroupResponse', (('error_code', 'int16', 0), ('throttle_time_ms', 'default', 16, 'const', 0), ('members', 'default', 0, 'list', None), ), None),
+    '_decode_LeaveGroupResponse_v1': ('LeaveGroupResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('members', 'default', 0, 'list', None), ), None),
+    '_decode_LeaveGroupResponse_v3': ('LeaveGroupResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('members', 'array', 0, 'struct', '_decode_MemberResponse_v3'), ), None),
+    '_decode_LeaveGroupResponse_v4': ('LeaveGroupResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('members', 'array', 1, 'struct', '_decode_MemberResponse_v4'), ), ()),
+}
+_native_codec.install(LeaveGroupResponse, _NATIVE_PROGRAMS, globals())

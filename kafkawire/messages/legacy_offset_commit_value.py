@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -84,3 +84,10 @@ _LINE_FIELDS = {
     70: 'commitTimestamp',
     72: 'tagged fields of LegacyOffsetCommitValue',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_LegacyOffsetCommitValue_v0': ('LegacyOffsetCommitValue', (('offset', 'int64', 0), ('metadata', 'string', 0), ('commit_timestamp', 'int64', 0), ), None),
+}
+_native_codec.install(LegacyOffsetCommitValue, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -246,3 +246,13 @@ _LINE_FIELDS = {
     201: 'ConfigResources',
     203: 'tagged fields of ListConfigResourcesResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_ConfigResource_v0': ('ConfigResource', (('resource_name', 'string', 1), ('resource_type', 'default', 16, 'const', 16), ), ()),
+    '_decode_ConfigResource_v1': ('ConfigResource', (('resource_name', 'string', 1), ('resource_type', 'int8', 0), ), ()),
+    '_decode_ListConfigResourcesResponse_v0': ('ListConfigResourcesResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('config_resources', 'array', 1, 'struct', '_decode_ConfigResource_v0'), ), ()),
+    '_decode_ListConfigResourcesResponse_v1': ('ListConfigResourcesResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('config_resources', 'array', 1, 'struct', '_decode_ConfigResource_v1'), ), ()),
+}
+_native_codec.install(ListConfigResourcesResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -260,3 +260,13 @@ _LINE_FIELDS = {
     203: 'TypesFilter',
     205: 'tagged fields of ListGroupsRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_ListGroupsRequest_v0': ('ListGroupsRequest', (('states_filter', 'default', 0, 'list', None), ('types_filter', 'default', 0, 'list', None), ), None),
+    '_decode_ListGroupsRequest_v3': ('ListGroupsRequest', (('states_filter', 'default', 0, 'list', None), ('types_filter', 'default', 0, 'list', None), ), ()),
+    '_decode_ListGroupsRequest_v4': ('ListGroupsRequest', (('states_filter', 'array', 1, 'string'), ('types_filter', 'default', 0, 'list', None), ), ()),
+    '_decode_ListGroupsRequest_v5': ('ListGroupsRequest', (('states_filter', 'array', 1, 'string'), ('types_filter', 'array', 1, 'string'), ), ()),
+}
+_native_codec.install(ListGroupsRequest, _NATIVE_PROGRAMS, globals())

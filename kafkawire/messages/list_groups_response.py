@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -476,3 +476,18 @@ _LINE_FIELDS = {
     376: 'Groups',
     378: 'tagged fields of ListGroupsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_ListedGroup_v0': ('ListedGroup', (('group_id', 'string', 0), ('protocol_type', 'string', 0), ('group_state', 'default', 16, 'const', ''), ('group_type', 'default', 16, 'const', ''), ), None),
+    '_decode_ListedGroup_v3': ('ListedGroup', (('group_id', 'string', 1), ('protocol_type', 'string', 1), ('group_state', 'default', 16, 'const', ''), ('group_type', 'default', 16, 'const', ''), ), ()),
+    '_decode_ListedGroup_v4': ('ListedGroup', (('group_id', 'string', 1), ('protocol_type', 'string', 1), ('group_state', 'string', 1), ('group_type', 'default', 16, 'const', ''), ), ()),
+    '_decode_ListedGroup_v5': ('ListedGroup', (('group_id', 'string', 1), ('protocol_type', 'string', 1), ('group_state', 'string', 1), ('group_type', 'string', 1), ), ()),
+    '_decode_ListGroupsResponse_v0': ('ListGroupsResponse', (('error_code', 'int16', 0), ('groups', 'array', 0, 'struct', '_decode_ListedGroup_v0'), ('throttle_time_ms', 'default', 16, 'const', 0), ), None),
+    '_decode_ListGroupsResponse_v1': ('ListGroupsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('groups', 'array', 0, 'struct', '_decode_ListedGroup_v0'), ), None),
+    '_decode_ListGroupsResponse_v3': ('ListGroupsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('groups', 'array', 1, 'struct', '_decode_ListedGroup_v3'), ), ()),
+    '_decode_ListGroupsResponse_v4': ('ListGroupsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('groups', 'array', 1, 'struct', '_decode_ListedGroup_v4'), ), ()),
+    '_decode_ListGroupsResponse_v5': ('ListGroupsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('groups', 'array', 1, 'struct', '_decode_ListedGroup_v5'), ), ()),
+}
+_native_codec.install(ListGroupsResponse, _NATIVE_PROGRAMS, globals())

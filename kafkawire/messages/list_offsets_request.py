@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -1003,3 +1003,23 @@ _LINE_FIELDS = {
     784: 'TimeoutMs',
     786: 'tagged fields of ListOffsetsRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_ListOffsetsPartition_v0': ('ListOffsetsPartition', (('partition_index', 'int32', 0), ('timestamp', 'int64', 0), ('max_num_offsets', 'int32', 0), ('current_leader_epoch', 'default', 16, 'const', -1), ), None),
+    '_decode_ListOffsetsPartition_v1': ('ListOffsetsPartition', (('partition_index', 'int32', 0), ('timestamp', 'int64', 0), ('current_leader_epoch', 'default', 16, 'const', -1), ('max_num_offsets', 'default', 0, 'const', 1), ), None),
+    '_decode_ListOffsetsPartition_v4': ('ListOffsetsPartition', (('partition_index', 'int32', 0), ('current_leader_epoch', 'int32', 0), ('timestamp', 'int64', 0), ('max_num_offsets', 'default', 0, 'const', 1), ), None),
+    '_decode_ListOffsetsPartition_v6': ('ListOffsetsPartition', (('partition_index', 'int32', 0), ('current_leader_epoch', 'int32', 0), ('timestamp', 'int64', 0), ('max_num_offsets', 'default', 0, 'const', 1), ), ()),
+    '_decode_ListOffsetsTopic_v0': ('ListOffsetsTopic', (('name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_ListOffsetsPartition_v0'), ), None),
+    '_decode_ListOffsetsTopic_v1': ('ListOffsetsTopic', (('name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_ListOffsetsPartition_v1'), ), None),
+    '_decode_ListOffsetsTopic_v4': ('ListOffsetsTopic', (('name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_ListOffsetsPartition_v4'), ), None),
+    '_decode_ListOffsetsTopic_v6': ('ListOffsetsTopic', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_ListOffsetsPartition_v6'), ), ()),
+    '_decode_ListOffsetsRequest_v0': ('ListOffsetsRequest', (('replica_id', 'int32', 0), ('topics', 'array', 0, 'struct', '_decode_ListOffsetsTopic_v0'), ('isolation_level', 'default', 0, 'const', 0), ('timeout_ms', 'default', 16, 'const', 0), ), None),
+    '_decode_ListOffsetsRequest_v1': ('ListOffsetsRequest', (('replica_id', 'int32', 0), ('topics', 'array', 0, 'struct', '_decode_ListOffsetsTopic_v1'), ('isolation_level', 'default', 0, 'const', 0), ('timeout_ms', 'default', 16, 'const', 0), ), None),
+    '_decode_ListOffsetsRequest_v2': ('ListOffsetsRequest', (('replica_id', 'int32', 0), ('isolation_level', 'int8', 0), ('topics', 'array', 0, 'struct', '_decode_ListOffsetsTopic_v1'), ('timeout_ms', 'default', 16, 'const', 0), ), None),
+    '_decode_ListOffsetsRequest_v4': ('ListOffsetsRequest', (('replica_id', 'int32', 0), ('isolation_level', 'int8', 0), ('topics', 'array', 0, 'struct', '_decode_ListOffsetsTopic_v4'), ('timeout_ms', 'default', 16, 'const', 0), ), None),
+    '_decode_ListOffsetsRequest_v6': ('ListOffsetsRequest', (('replica_id', 'int32', 0), ('isolation_level', 'int8', 0), ('topics', 'array', 1, 'struct', '_decode_ListOffsetsTopic_v6'), ('timeout_ms', 'default', 16, 'const', 0), ), ()),
+    '_decode_ListOffsetsRequest_v10': ('ListOffsetsRequest', (('replica_id', 'int32', 0), ('isolation_level', 'int8', 0), ('topics', 'array', 1, 'struct', '_decode_ListOffsetsTopic_v6'), ('timeout_ms', 'int32', 0), ), ()),
+}
+_native_codec.install(ListOffsetsRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -975,3 +975,22 @@ _LINE_FIELDS = {
     757: 'Topics',
     759: 'tagged fields of ListOffsetsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_ListOffsetsPartitionResponse_v0': ('ListOffsetsPartitionResponse', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('old_style_offsets', 'array', 0, 'int64'), ('timestamp', 'default', 0, 'const', -1), ('offset', 'default', 0, 'const', -1), ('leader_epoch', 'default', 0, 'const', -1), ), None),
+    '_decode_ListOffsetsPartitionResponse_v1': ('ListOffsetsPartitionResponse', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('timestamp', 'int64', 0), ('offset', 'int64', 0), ('old_style_offsets', 'default', 0, 'list', None), ('leader_epoch', 'default', 0, 'const', -1), ), None),
+    '_decode_ListOffsetsPartitionResponse_v4': ('ListOffsetsPartitionResponse', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('timestamp', 'int64', 0), ('offset', 'int64', 0), ('leader_epoch', 'int32', 0), ('old_style_offsets', 'default', 0, 'list', None), ), None),
+    '_decode_ListOffsetsPartitionResponse_v6': ('ListOffsetsPartitionResponse', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('timestamp', 'int64', 0), ('offset', 'int64', 0), ('leader_epoch', 'int32', 0), ('old_style_offsets', 'default', 0, 'list', None), ), ()),
+    '_decode_ListOffsetsTopicResponse_v0': ('ListOffsetsTopicResponse', (('name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_ListOffsetsPartitionResponse_v0'), ), None),
+    '_decode_ListOffsetsTopicResponse_v1': ('ListOffsetsTopicResponse', (('name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_ListOffsetsPartitionResponse_v1'), ), None),
+    '_decode_ListOffsetsTopicResponse_v4': ('ListOffsetsTopicResponse', (('name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_ListOffsetsPartitionResponse_v4'), ), None),
+    '_decode_ListOffsetsTopicResponse_v6': ('ListOffsetsTopicResponse', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_ListOffsetsPartitionResponse_v6'), ), ()),
+    '_decode_ListOffsetsResponse_v0': ('ListOffsetsResponse', (('topics', 'array', 0, 'struct', '_decode_ListOffsetsTopicResponse_v0'), ('throttle_time_ms', 'default', 16, 'const', 0), ), None),
+    '_decode_ListOffsetsResponse_v1': ('ListOffsetsResponse', (('topics', 'array', 0, 'struct', '_decode_ListOffsetsTopicResponse_v1'), ('throttle_time_ms', 'default', 16, 'const', 0), ), None),
+    '_decode_ListOffsetsResponse_v2': ('ListOffsetsResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 0, 'struct', '_decode_ListOffsetsTopicResponse_v1'), ), None),
+    '_decode_ListOffsetsResponse_v4': ('ListOffsetsResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 0, 'struct', '_decode_ListOffsetsTopicResponse_v4'), ), None),
+    '_decode_ListOffsetsResponse_v6': ('ListOffsetsResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_ListOffsetsTopicResponse_v6'), ), ()),
+}
+_native_codec.install(ListOffsetsResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -328,3 +328,12 @@ _LINE_FIELDS = {
     268: 'Topics',
     270: 'tagged fields of ListPartitionReassignmentsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_OngoingPartitionReassignment_v0': ('OngoingPartitionReassignment', (('partition_index', 'int32', 0), ('replicas', 'array', 1, 'int32'), ('adding_replicas', 'array', 1, 'int32'), ('removing_replicas', 'array', 1, 'int32'), ), ()),
+    '_decode_OngoingTopicReassignment_v0': ('OngoingTopicReassignment', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_OngoingPartitionReassignment_v0'), ), ()),
+    '_decode_ListPartitionReassignmentsResponse_v0': ('ListPartitionReassignmentsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('topics', 'array', 1, 'struct', '_decode_OngoingTopicReassignment_v0'), ), ()),
+}
+_native_codec.install(ListPartitionReassignmentsResponse, _NATIVE_PROGRAMS, globals())

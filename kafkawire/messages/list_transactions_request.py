@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -316,3 +316,12 @@ _LINE_FIELDS = {
     248: 'TransactionalIdPattern',
     250: 'tagged fields of ListTransactionsRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_ListTransactionsRequest_v0': ('ListTransactionsRequest', (('state_filters', 'array', 1, 'string'), ('producer_id_filters', 'array', 1, 'int64'), ('duration_filter', 'default', 0, 'const', -1), ('transactional_id_pattern', 'default', 0, 'const', None), ), ()),
+    '_decode_ListTransactionsRequest_v1': ('ListTransactionsRequest', (('state_filters', 'array', 1, 'string'), ('producer_id_filters', 'array', 1, 'int64'), ('duration_filter', 'int64', 0), ('transactional_id_pattern', 'default', 0, 'const', None), ), ()),
+    '_decode_ListTransactionsRequest_v2': ('ListTransactionsRequest', (('state_filters', 'array', 1, 'string'), ('producer_id_filters', 'array', 1, 'int64'), ('duration_filter', 'int64', 0), ('transactional_id_pattern', 'string', 3), ), ()),
+}
+_native_codec.install(ListTransactionsRequest, _NATIVE_PROGRAMS, globals())

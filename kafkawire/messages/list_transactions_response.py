@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -206,3 +206,11 @@ _LINE_FIELDS = {
     169: 'TransactionStates',
     171: 'tagged fields of ListTransactionsResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_TransactionState_v0': ('TransactionState', (('transactional_id', 'string', 1), ('producer_id', 'int64', 0), ('transaction_state', 'string', 1), ), ()),
+    '_decode_ListTransactionsResponse_v0': ('ListTransactionsResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('unknown_state_filters', 'array', 1, 'string'), ('transaction_states', 'array', 1, 'struct', '_decode_TransactionState_v0'), ), ()),
+}
+_native_codec.install(ListTransactionsResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -778,3 +778,19 @@ _LINE_FIELDS = {
     605: (('AllowAutoTopicCreation', 'allow_auto_topic_creation', '?'), ('IncludeTopicAuthorizedOperations', 'include_topic_authorized_operations', '?')),
     607: 'tagged fields of MetadataRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_MetadataRequestTopic_v0': ('MetadataRequestTopic', (('name', 'string', 0), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_MetadataRequestTopic_v9': ('MetadataRequestTopic', (('name', 'string', 1), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_MetadataRequestTopic_v10': ('MetadataRequestTopic', (('topic_id', 'uuid', 0), ('name', 'string', 3), ), ()),
+    '_decode_MetadataRequest_v0': ('MetadataRequest', (('topics', 'array', 0, 'struct', '_decode_MetadataRequestTopic_v0'), ('allow_auto_topic_creation', 'default', 0, 'const', True), ('include_cluster_authorized_operations', 'default', 0, 'const', False), ('include_topic_authorized_operations', 'default', 0, 'const', False), ), None),
+    '_decode_MetadataRequest_v1': ('MetadataRequest', (('topics', 'array', 2, 'struct', '_decode_MetadataRequestTopic_v0'), ('allow_auto_topic_creation', 'default', 0, 'const', True), ('include_cluster_authorized_operations', 'default', 0, 'const', False), ('include_topic_authorized_operations', 'default', 0, 'const', False), ), None),
+    '_decode_MetadataRequest_v4': ('MetadataRequest', (('topics', 'array', 2, 'struct', '_decode_MetadataRequestTopic_v0'), ('allow_auto_topic_creation', 'bool', 0), ('include_cluster_authorized_operations', 'default', 0, 'const', False), ('include_topic_authorized_operations', 'default', 0, 'const', False), ), None),
+    '_decode_MetadataRequest_v8': ('MetadataRequest', (('topics', 'array', 2, 'struct', '_decode_MetadataRequestTopic_v0'), ('allow_auto_topic_creation', 'bool', 0), ('include_cluster_authorized_operations', 'bool', 0), ('include_topic_authorized_operations', 'bool', 0), ), None),
+    '_decode_MetadataRequest_v9': ('MetadataRequest', (('topics', 'array', 3, 'struct', '_decode_MetadataRequestTopic_v9'), ('allow_auto_topic_creation', 'bool', 0), ('include_cluster_authorized_operations', 'bool', 0), ('include_topic_authorized_operations', 'bool', 0), ), ()),
+    '_decode_MetadataRequest_v10': ('MetadataRequest', (('topics', 'array', 3, 'struct', '_decode_MetadataRequestTopic_v10'), ('allow_auto_topic_creation', 'bool', 0), ('include_cluster_authorized_operations', 'bool', 0), ('include_topic_authorized_operations', 'bool', 0), ), ()),
+    '_decode_MetadataRequest_v11': ('MetadataRequest', (('topics', 'array', 3, 'struct', '_decode_MetadataRequestTopic_v10'), ('allow_auto_topic_creation', 'bool', 0), ('include_topic_authorized_operations', 'bool', 0), ('include_cluster_authorized_operations', 'default', 0, 'const', False), ), ()),
+}
+_native_codec.install(MetadataRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -1145,3 +1145,26 @@ _LINE_FIELDS = {
     865: 'Topics',
     867: 'tagged fields of OffsetCommitRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_OffsetCommitRequestPartition_v0': ('OffsetCommitRequestPartition', (('partition_index', 'int32', 0), ('committed_offset', 'int64', 0), ('committed_metadata', 'string', 2), ('committed_leader_epoch', 'default', 16, 'const', -1), ('commit_timestamp', 'default', 0, 'const', -1), ), None),
+    '_decode_OffsetCommitRequestPartition_v1': ('OffsetCommitRequestPartition', (('partition_index', 'int32', 0), ('committed_offset', 'int64', 0), ('commit_timestamp', 'int64', 0), ('committed_metadata', 'string', 2), ('committed_leader_epoch', 'default', 16, 'const', -1), ), None),
+    '_decode_OffsetCommitRequestPartition_v6': ('OffsetCommitRequestPartition', (('partition_index', 'int32', 0), ('committed_offset', 'int64', 0), ('committed_leader_epoch', 'int32', 0), ('committed_metadata', 'string', 2), ('commit_timestamp', 'default', 0, 'const', -1), ), None),
+    '_decode_OffsetCommitRequestPartition_v8': ('OffsetCommitRequestPartition', (('partition_index', 'int32', 0), ('committed_offset', 'int64', 0), ('committed_leader_epoch', 'int32', 0), ('committed_metadata', 'string', 3), ('commit_timestamp', 'default', 0, 'const', -1), ), ()),
+    '_decode_OffsetCommitRequestTopic_v0': ('OffsetCommitRequestTopic', (('name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_OffsetCommitRequestPartition_v0'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_OffsetCommitRequestTopic_v1': ('OffsetCommitRequestTopic', (('name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_OffsetCommitRequestPartition_v1'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_OffsetCommitRequestTopic_v6': ('OffsetCommitRequestTopic', (('name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_OffsetCommitRequestPartition_v6'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_OffsetCommitRequestTopic_v8': ('OffsetCommitRequestTopic', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_OffsetCommitRequestPartition_v8'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_OffsetCommitRequestTopic_v10': ('OffsetCommitRequestTopic', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_OffsetCommitRequestPartition_v8'), ('name', 'default', 16, 'const', ''), ), ()),
+    '_decode_OffsetCommitRequest_v0': ('OffsetCommitRequest', (('group_id', 'string', 0), ('topics', 'array', 0, 'struct', '_decode_OffsetCommitRequestTopic_v0'), ('generation_id_or_member_epoch', 'default', 16, 'const', -1), ('member_id', 'default', 16, 'const', ''), ('group_instance_id', 'default', 0, 'const', None), ('retention_time_ms', 'default', 16, 'const', -1), ), None),
+    '_decode_OffsetCommitRequest_v1': ('OffsetCommitRequest', (('group_id', 'string', 0), ('generation_id_or_member_epoch', 'int32', 0), ('member_id', 'string', 0), ('topics', 'array', 0, 'struct', '_decode_OffsetCommitRequestTopic_v1'), ('group_instance_id', 'default', 0, 'const', None), ('retention_time_ms', 'default', 16, 'const', -1), ), None),
+    '_decode_OffsetCommitRequest_v2': ('OffsetCommitRequest', (('group_id', 'string', 0), ('generation_id_or_member_epoch', 'int32', 0), ('member_id', 'string', 0), ('retention_time_ms', 'int64', 0), ('topics', 'array', 0, 'struct', '_decode_OffsetCommitRequestTopic_v0'), ('group_instance_id', 'default', 0, 'const', None), ), None),
+    '_decode_OffsetCommitRequest_v5': ('OffsetCommitRequest', (('group_id', 'string', 0), ('generation_id_or_member_epoch', 'int32', 0), ('member_id', 'string', 0), ('topics', 'array', 0, 'struct', '_decode_OffsetCommitRequestTopic_v0'), ('group_instance_id', 'default', 0, 'const', None), ('retention_time_ms', 'default', 16, 'const', -1), ), None),
+    '_decode_OffsetCommitRequest_v6': ('OffsetCommitRequest', (('group_id', 'string', 0), ('generation_id_or_member_epoch', 'int32', 0), ('member_id', 'string', 0), ('topics', 'array', 0, 'struct', '_decode_OffsetCommitRequestTopic_v6'), ('group_instance_id', 'default', 0, 'const', None), ('retention_time_ms', 'default', 16, 'const', -1), ), None),
+    '_decode_OffsetCommitRequest_v7': ('OffsetCommitRequest', (('group_id', 'string', 0), ('generation_id_or_member_epoch', 'int32', 0), ('member_id', 'string', 0), ('group_instance_id', 'string', 2), ('topics', 'array', 0, 'struct', '_decode_OffsetCommitRequestTopic_v6'), ('retention_time_ms', 'default', 16, 'const', -1), ), None),
+    '_decode_OffsetCommitRequest_v8': ('OffsetCommitRequest', (('group_id', 'string', 1), ('generation_id_or_member_epoch', 'int32', 0), ('member_id', 'string', 1), ('group_instance_id', 'string', 3), ('topics', 'array', 1, 'struct', '_decode_OffsetCommitRequestTopic_v8'), ('retention_time_ms', 'default', 16, 'const', -1), ), ()),
+    '_decode_OffsetCommitRequest_v10': ('OffsetCommitRequest', (('group_id', 'string', 1), ('generation_id_or_member_epoch', 'int32', 0), ('member_id', 'string', 1), ('group_instance_id', 'string', 3), ('topics', 'array', 1, 'struct', '_decode_OffsetCommitRequestTopic_v10'), ('retention_time_ms', 'default', 16, 'const', -1), ), ()),
+}
+_native_codec.install(OffsetCommitRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -702,3 +702,18 @@ _LINE_FIELDS = {
     554: 'Topics',
     556: 'tagged fields of OffsetCommitResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_OffsetCommitResponsePartition_v0': ('OffsetCommitResponsePartition', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), None),
+    '_decode_OffsetCommitResponsePartition_v8': ('OffsetCommitResponsePartition', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), ()),
+    '_decode_OffsetCommitResponseTopic_v0': ('OffsetCommitResponseTopic', (('name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_OffsetCommitResponsePartition_v0'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_OffsetCommitResponseTopic_v8': ('OffsetCommitResponseTopic', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_OffsetCommitResponsePartition_v8'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_OffsetCommitResponseTopic_v10': ('OffsetCommitResponseTopic', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_OffsetCommitResponsePartition_v8'), ('name', 'default', 16, 'const', ''), ), ()),
+    '_decode_OffsetCommitResponse_v0': ('OffsetCommitResponse', (('topics', 'array', 0, 'struct', '_decode_OffsetCommitResponseTopic_v0'), ('throttle_time_ms', 'default', 16, 'const', 0), ), None),
+    '_decode_OffsetCommitResponse_v3': ('OffsetCommitResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 0, 'struct', '_decode_OffsetCommitResponseTopic_v0'), ), None),
+    '_decode_OffsetCommitResponse_v8': ('OffsetCommitResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_OffsetCommitResponseTopic_v8'), ), ()),
+    '_decode_OffsetCommitResponse_v10': ('OffsetCommitResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_OffsetCommitResponseTopic_v10'), ), ()),
+}
+_native_codec.install(OffsetCommitResponse, _NATIVE_PROGRAMS, globals())

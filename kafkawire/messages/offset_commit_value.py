@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -235,3 +235,13 @@ _LINE_FIELDS = {
     185: 'topicId',
     188: 'tagged fields of OffsetCommitValue',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_OffsetCommitValue_v0': ('OffsetCommitValue', (('offset', 'int64', 0), ('metadata', 'string', 0), ('commit_timestamp', 'int64', 0), ('leader_epoch', 'default', 16, 'const', -1), ('expire_timestamp', 'default', 16, 'const', -1), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_OffsetCommitValue_v1': ('OffsetCommitValue', (('offset', 'int64', 0), ('metadata', 'string', 0), ('commit_timestamp', 'int64', 0), ('expire_timestamp', 'int64', 0), ('leader_epoch', 'default', 16, 'const', -1), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_OffsetCommitValue_v3': ('OffsetCommitValue', (('offset', 'int64', 0), ('leader_epoch', 'int32', 0), ('metadata', 'string', 0), ('commit_timestamp', 'int64', 0), ('expire_timestamp', 'default', 16, 'const', -1), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_OffsetCommitValue_v4': ('OffsetCommitValue', (('offset', 'int64', 0), ('leader_epoch', 'int32', 0), ('metadata', 'string', 1), ('commit_timestamp', 'int64', 0), ('expire_timestamp', 'default', 16, 'const', -1), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), ((0, ('topic_id', 'uuid', 0)), )),
+}
+_native_codec.install(OffsetCommitValue, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -195,3 +195,12 @@ _LINE_FIELDS = {
     167: 'Topics',
     169: 'tagged fields of OffsetDeleteRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_OffsetDeleteRequestPartition_v0': ('OffsetDeleteRequestPartition', (('partition_index', 'int32', 0), ), None),
+    '_decode_OffsetDeleteRequestTopic_v0': ('OffsetDeleteRequestTopic', (('name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_OffsetDeleteRequestPartition_v0'), ), None),
+    '_decode_OffsetDeleteRequest_v0': ('OffsetDeleteRequest', (('group_id', 'string', 0), ('topics', 'array', 0, 'struct', '_decode_OffsetDeleteRequestTopic_v0'), ), None),
+}
+_native_codec.install(OffsetDeleteRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -203,3 +203,12 @@ _LINE_FIELDS = {
     175: 'Topics',
     177: 'tagged fields of OffsetDeleteResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_OffsetDeleteResponsePartition_v0': ('OffsetDeleteResponsePartition', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), None),
+    '_decode_OffsetDeleteResponseTopic_v0': ('OffsetDeleteResponseTopic', (('name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_OffsetDeleteResponsePartition_v0'), ), None),
+    '_decode_OffsetDeleteResponse_v0': ('OffsetDeleteResponse', (('error_code', 'int16', 0), ('throttle_time_ms', 'int32', 0), ('topics', 'array', 0, 'struct', '_decode_OffsetDeleteResponseTopic_v0'), ), None),
+}
+_native_codec.install(OffsetDeleteResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -1092,3 +1092,23 @@ _LINE_FIELDS = {
     848: 'RequireStable',
     850: 'tagged fields of OffsetFetchRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_OffsetFetchRequestTopic_v0': ('OffsetFetchRequestTopic', (('name', 'string', 0), ('partition_indexes', 'array', 0, 'int32'), ), None),
+    '_decode_OffsetFetchRequestTopic_v6': ('OffsetFetchRequestTopic', (('name', 'string', 1), ('partition_indexes', 'array', 1, 'int32'), ), ()),
+    '_decode_OffsetFetchRequestTopics_v8': ('OffsetFetchRequestTopics', (('name', 'string', 1), ('partition_indexes', 'array', 1, 'int32'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_OffsetFetchRequestTopics_v10': ('OffsetFetchRequestTopics', (('topic_id', 'uuid', 0), ('partition_indexes', 'array', 1, 'int32'), ('name', 'default', 16, 'const', ''), ), ()),
+    '_decode_OffsetFetchRequestGroup_v8': ('OffsetFetchRequestGroup', (('group_id', 'string', 1), ('topics', 'array', 3, 'struct', '_decode_OffsetFetchRequestTopics_v8'), ('member_id', 'default', 16, 'const', None), ('member_epoch', 'default', 16, 'const', -1), ), ()),
+    '_decode_OffsetFetchRequestGroup_v9': ('OffsetFetchRequestGroup', (('group_id', 'string', 1), ('member_id', 'string', 3), ('member_epoch', 'int32', 0), ('topics', 'array', 3, 'struct', '_decode_OffsetFetchRequestTopics_v8'), ), ()),
+    '_decode_OffsetFetchRequestGroup_v10': ('OffsetFetchRequestGroup', (('group_id', 'string', 1), ('member_id', 'string', 3), ('member_epoch', 'int32', 0), ('topics', 'array', 3, 'struct', '_decode_OffsetFetchRequestTopics_v10'), ), ()),
+    '_decode_OffsetFetchRequest_v0': ('OffsetFetchRequest', (('group_id', 'string', 0), ('topics', 'array', 0, 'struct', '_decode_OffsetFetchRequestTopic_v0'), ('groups', 'default', 0, 'list', None), ('require_stable', 'default', 0, 'const', False), ), None),
+    '_decode_OffsetFetchRequest_v2': ('OffsetFetchRequest', (('group_id', 'string', 0), ('topics', 'array', 2, 'struct', '_decode_OffsetFetchRequestTopic_v0'), ('groups', 'default', 0, 'list', None), ('require_stable', 'default', 0, 'const', False), ), None),
+    '_decode_OffsetFetchRequest_v6': ('OffsetFetchRequest', (('group_id', 'string', 1), ('topics', 'array', 3, 'struct', '_decode_OffsetFetchRequestTopic_v6'), ('groups', 'default', 0, 'list', None), ('require_stable', 'default', 0, 'const', False), ), ()),
+    '_decode_OffsetFetchRequest_v7': ('OffsetFetchRequest', (('group_id', 'string', 1), ('topics', 'array', 3, 'struct', '_decode_OffsetFetchRequestTopic_v6'), ('require_stable', 'bool', 0), ('groups', 'default', 0, 'list', None), ), ()),
+    '_decode_OffsetFetchRequest_v8': ('OffsetFetchRequest', (('groups', 'array', 1, 'struct', '_decode_OffsetFetchRequestGroup_v8'), ('require_stable', 'bool', 0), ('group_id', 'default', 0, 'const', ''), ('topics', 'default', 0, 'list', None), ), ()),
+    '_decode_OffsetFetchRequest_v9': ('OffsetFetchRequest', (('groups', 'array', 1, 'struct', '_decode_OffsetFetchRequestGroup_v9'), ('require_stable', 'bool', 0), ('group_id', 'default', 0, 'const', ''), ('topics', 'default', 0, 'list', None), ), ()),
+    '_decode_OffsetFetchRequest_v10': ('OffsetFetchRequest', (('groups', 'array', 1, 'struct', '_decode_OffsetFetchRequestGroup_v10'), ('require_stable', 'bool', 0), ('group_id', 'default', 0, 'const', ''), ('topics', 'default', 0, 'list', None), ), ()),
+}
+_native_codec.install(OffsetFetchRequest, _NATIVE_PROGRAMS, globals())

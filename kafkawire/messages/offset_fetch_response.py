@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -1265,3 +1265,27 @@ _LINE_FIELDS = {
     1000: 'Groups',
     1002: 'tagged fields of OffsetFetchResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_OffsetFetchResponsePartition_v0': ('OffsetFetchResponsePartition', (('partition_index', 'int32', 0), ('committed_offset', 'int64', 0), ('metadata', 'string', 2), ('error_code', 'int16', 0), ('committed_leader_epoch', 'default', 16, 'const', -1), ), None),
+    '_decode_OffsetFetchResponsePartition_v5': ('OffsetFetchResponsePartition', (('partition_index', 'int32', 0), ('committed_offset', 'int64', 0), ('committed_leader_epoch', 'int32', 0), ('metadata', 'string', 2), ('error_code', 'int16', 0), ), None),
+    '_decode_OffsetFetchResponsePartition_v6': ('OffsetFetchResponsePartition', (('partition_index', 'int32', 0), ('committed_offset', 'int64', 0), ('committed_leader_epoch', 'int32', 0), ('metadata', 'string', 3), ('error_code', 'int16', 0), ), ()),
+    '_decode_OffsetFetchResponseTopic_v0': ('OffsetFetchResponseTopic', (('name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_OffsetFetchResponsePartition_v0'), ), None),
+    '_decode_OffsetFetchResponseTopic_v5': ('OffsetFetchResponseTopic', (('name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_OffsetFetchResponsePartition_v5'), ), None),
+    '_decode_OffsetFetchResponseTopic_v6': ('OffsetFetchResponseTopic', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_OffsetFetchResponsePartition_v6'), ), ()),
+    '_decode_OffsetFetchResponsePartitions_v8': ('OffsetFetchResponsePartitions', (('partition_index', 'int32', 0), ('committed_offset', 'int64', 0), ('committed_leader_epoch', 'int32', 0), ('metadata', 'string', 3), ('error_code', 'int16', 0), ), ()),
+    '_decode_OffsetFetchResponseTopics_v8': ('OffsetFetchResponseTopics', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_OffsetFetchResponsePartitions_v8'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_OffsetFetchResponseTopics_v10': ('OffsetFetchResponseTopics', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_OffsetFetchResponsePartitions_v8'), ('name', 'default', 16, 'const', ''), ), ()),
+    '_decode_OffsetFetchResponseGroup_v8': ('OffsetFetchResponseGroup', (('group_id', 'string', 1), ('topics', 'array', 1, 'struct', '_decode_OffsetFetchResponseTopics_v8'), ('error_code', 'int16', 0), ), ()),
+    '_decode_OffsetFetchResponseGroup_v10': ('OffsetFetchResponseGroup', (('group_id', 'string', 1), ('topics', 'array', 1, 'struct', '_decode_OffsetFetchResponseTopics_v10'), ('error_code', 'int16', 0), ), ()),
+    '_decode_OffsetFetchResponse_v0': ('OffsetFetchResponse', (('topics', 'array', 0, 'struct', '_decode_OffsetFetchResponseTopic_v0'), ('throttle_time_ms', 'default', 16, 'const', 0), ('error_code', 'default', 16, 'const', 0), ('groups', 'default', 0, 'list', None), ), None),
+    '_decode_OffsetFetchResponse_v2': ('OffsetFetchResponse', (('topics', 'array', 0, 'struct', '_decode_OffsetFetchResponseTopic_v0'), ('error_code', 'int16', 0), ('throttle_time_ms', 'default', 16, 'const', 0), ('groups', 'default', 0, 'list', None), ), None),
+    '_decode_OffsetFetchResponse_v3': ('OffsetFetchResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 0, 'struct', '_decode_OffsetFetchResponseTopic_v0'), ('error_code', 'int16', 0), ('groups', 'default', 0, 'list', None), ), None),
+    '_decode_OffsetFetchResponse_v5': ('OffsetFetchResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 0, 'struct', '_decode_OffsetFetchResponseTopic_v5'), ('error_code', 'int16', 0), ('groups', 'default', 0, 'list', None), ), None),
+    '_decode_OffsetFetchResponse_v6': ('OffsetFetchResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_OffsetFetchResponseTopic_v6'), ('error_code', 'int16', 0), ('groups', 'default', 0, 'list', None), ), ()),
+    '_decode_OffsetFetchResponse_v8': ('OffsetFetchResponse', (('throttle_time_ms', 'int32', 0), ('groups', 'array', 1, 'struct', '_decode_OffsetFetchResponseGroup_v8'), ('topics', 'default', 0, 'list', None), ('error_code', 'default', 16, 'const', 0), ), ()),
+    '_decode_OffsetFetchResponse_v10': ('OffsetFetchResponse', (('throttle_time_ms', 'int32', 0), ('groups', 'array', 1, 'struct', '_decode_OffsetFetchResponseGroup_v10'), ('topics', 'default', 0, 'list', None), ('error_code', 'default', 16, 'const', 0), ), ()),
+}
+_native_codec.install(OffsetFetchResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -502,3 +502,19 @@ _LINE_FIELDS = {
     410: 'Topics',
     412: 'tagged fields of OffsetForLeaderEpochRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_OffsetForLeaderPartition_v0': ('OffsetForLeaderPartition', (('partition', 'int32', 0), ('leader_epoch', 'int32', 0), ('current_leader_epoch', 'default', 16, 'const', -1), ), None),
+    '_decode_OffsetForLeaderPartition_v2': ('OffsetForLeaderPartition', (('partition', 'int32', 0), ('current_leader_epoch', 'int32', 0), ('leader_epoch', 'int32', 0), ), None),
+    '_decode_OffsetForLeaderPartition_v4': ('OffsetForLeaderPartition', (('partition', 'int32', 0), ('current_leader_epoch', 'int32', 0), ('leader_epoch', 'int32', 0), ), ()),
+    '_decode_OffsetForLeaderTopic_v0': ('OffsetForLeaderTopic', (('topic', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_OffsetForLeaderPartition_v0'), ), None),
+    '_decode_OffsetForLeaderTopic_v2': ('OffsetForLeaderTopic', (('topic', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_OffsetForLeaderPartition_v2'), ), None),
+    '_decode_OffsetForLeaderTopic_v4': ('OffsetForLeaderTopic', (('topic', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_OffsetForLeaderPartition_v4'), ), ()),
+    '_decode_OffsetForLeaderEpochRequest_v0': ('OffsetForLeaderEpochRequest', (('topics', 'array', 0, 'struct', '_decode_OffsetForLeaderTopic_v0'), ('replica_id', 'default', 16, 'const', -2), ), None),
+    '_decode_OffsetForLeaderEpochRequest_v2': ('OffsetForLeaderEpochRequest', (('topics', 'array', 0, 'struct', '_decode_OffsetForLeaderTopic_v2'), ('replica_id', 'default', 16, 'const', -2), ), None),
+    '_decode_OffsetForLeaderEpochRequest_v3': ('OffsetForLeaderEpochRequest', (('replica_id', 'int32', 0), ('topics', 'array', 0, 'struct', '_decode_OffsetForLeaderTopic_v2'), ), None),
+    '_decode_OffsetForLeaderEpochRequest_v4': ('OffsetForLeaderEpochRequest', (('replica_id', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_OffsetForLeaderTopic_v4'), ), ()),
+}
+_native_codec.install(OffsetForLeaderEpochRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -507,3 +507,19 @@ _LINE_FIELDS = {
     414: 'Topics',
     416: 'tagged fields of OffsetForLeaderEpochResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_EpochEndOffset_v0': ('EpochEndOffset', (('error_code', 'int16', 0), ('partition', 'int32', 0), ('end_offset', 'int64', 0), ('leader_epoch', 'default', 16, 'const', -1), ), None),
+    '_decode_EpochEndOffset_v1': ('EpochEndOffset', (('error_code', 'int16', 0), ('partition', 'int32', 0), ('leader_epoch', 'int32', 0), ('end_offset', 'int64', 0), ), None),
+    '_decode_EpochEndOffset_v4': ('EpochEndOffset', (('error_code', 'int16', 0), ('partition', 'int32', 0), ('leader_epoch', 'int32', 0), ('end_offset', 'int64', 0), ), ()),
+    '_decode_OffsetForLeaderTopicResult_v0': ('OffsetForLeaderTopicResult', (('topic', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_EpochEndOffset_v0'), ), None),
+    '_decode_OffsetForLeaderTopicResult_v1': ('OffsetForLeaderTopicResult', (('topic', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_EpochEndOffset_v1'), ), None),
+    '_decode_OffsetForLeaderTopicResult_v4': ('OffsetForLeaderTopicResult', (('topic', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_EpochEndOffset_v4'), ), ()),
+    '_decode_OffsetForLeaderEpochResponse_v0': ('OffsetForLeaderEpochResponse', (('topics', 'array', 0, 'struct', '_decode_OffsetForLeaderTopicResult_v0'), ('throttle_time_ms', 'default', 16, 'const', 0), ), None),
+    '_decode_OffsetForLeaderEpochResponse_v1': ('OffsetForLeaderEpochResponse', (('topics', 'array', 0, 'struct', '_decode_OffsetForLeaderTopicResult_v1'), ('throttle_time_ms', 'default', 16, 'const', 0), ), None),
+    '_decode_OffsetForLeaderEpochResponse_v2': ('OffsetForLeaderEpochResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 0, 'struct', '_decode_OffsetForLeaderTopicResult_v1'), ), None),
+    '_decode_OffsetForLeaderEpochResponse_v4': ('OffsetForLeaderEpochResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_OffsetForLeaderTopicResult_v4'), ), ()),
+}
+_native_codec.install(OffsetForLeaderEpochResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -845,3 +845,12 @@ _LINE_FIELDS = {
     662: 'Directories',
     665: 'tagged fields of PartitionChangeRecord',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_PartitionChangeRecord_v0': ('PartitionChangeRecord', (('partition_id', 'int32', 0), ('topic_id', 'uuid', 0), ('isr', 'default', 0, 'const', None), ('leader', 'default', 0, 'const', -2), ('replicas', 'default', 0, 'const', None), ('removing_replicas', 'default', 0, 'const', None), ('adding_replicas', 'default', 0, 'const', None), ('leader_recovery_state', 'default', 0, 'const', -1), ('directories', 'default', 0, 'const', None), ('eligible_leader_replicas', 'default', 0, 'const', None), ('last_known_elr', 'default', 0, 'const', None), ), ((0, ('isr', 'array', 3, 'int32')), (1, ('leader', 'int32', 0)), (2, ('replicas', 'array', 3, 'int32')), (3, ('removing_replicas', 'array', 3, 'int32')), (4, ('adding_replicas', 'array', 3, 'int32')), (5, ('leader_recovery_state', 'int8', 0)), )),
+    '_decode_PartitionChangeRecord_v1': ('PartitionChangeRecord', (('partition_id', 'int32', 0), ('topic_id', 'uuid', 0), ('isr', 'default', 0, 'const', None), ('leader', 'default', 0, 'const', -2), ('replicas', 'default', 0, 'const', None), ('removing_replicas', 'default', 0, 'const', None), ('adding_replicas', 'default', 0, 'const', None), ('leader_recovery_state', 'default', 0, 'const', -1), ('directories', 'default', 0, 'const', None), ('eligible_leader_replicas', 'default', 0, 'const', None), ('last_known_elr', 'default', 0, 'const', None), ), ((0, ('isr', 'array', 3, 'int32')), (1, ('leader', 'int32', 0)), (2, ('replicas', 'array', 3, 'int32')), (3, ('removing_replicas', 'array', 3, 'int32')), (4, ('adding_replicas', 'array', 3, 'int32')), (5, ('leader_recovery_state', 'int8', 0)), (8, ('directories', 'array', 3, 'uuid')), )),
+    '_decode_PartitionChangeRecord_v2': ('PartitionChangeRecord', (('partition_id', 'int32', 0), ('topic_id', 'uuid', 0), ('isr', 'default', 0, 'const', None), ('leader', 'default', 0, 'const', -2), ('replicas', 'default', 0, 'const', None), ('removing_replicas', 'default', 0, 'const', None), ('adding_replicas', 'default', 0, 'const', None), ('leader_recovery_state', 'default', 0, 'const', -1), ('directories', 'default', 0, 'const', None), ('eligible_leader_replicas', 'default', 0, 'const', None), ('last_known_elr', 'default', 0, 'const', None), ), ((0, ('isr', 'array', 3, 'int32')), (1, ('leader', 'int32', 0)), (2, ('replicas', 'array', 3, 'int32')), (3, ('removing_replicas', 'array', 3, 'int32')), (4, ('adding_replicas', 'array', 3, 'int32')), (5, ('leader_recovery_state', 'int8', 0)), (6, ('eligible_leader_replicas', 'array', 3, 'int32')), (7, ('last_known_elr', 'array', 3, 'int32')), (8, ('directories', 'array', 3, 'uuid')), )),
+}
+_native_codec.install(PartitionChangeRecord, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -708,3 +708,12 @@ _LINE_FIELDS = {
     546: 'LastKnownElr',
     549: 'tagged fields of PartitionRecord',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_PartitionRecord_v0': ('PartitionRecord', (('partition_id', 'int32', 0), ('topic_id', 'uuid', 0), ('replicas', 'array', 1, 'int32'), ('isr', 'array', 1, 'int32'), ('removing_replicas', 'array', 1, 'int32'), ('adding_replicas', 'array', 1, 'int32'), ('leader', 'int32', 0), ('leader_epoch', 'int32', 0), ('partition_epoch', 'int32', 0), ('leader_recovery_state', 'default', 0, 'const', 0), ('directories', 'default', 0, 'list', None), ('eligible_leader_replicas', 'default', 0, 'const', None), ('last_known_elr', 'default', 0, 'const', None), ), ((0, ('leader_recovery_state', 'int8', 0)), )),
+    '_decode_PartitionRecord_v1': ('PartitionRecord', (('partition_id', 'int32', 0), ('topic_id', 'uuid', 0), ('replicas', 'array', 1, 'int32'), ('isr', 'array', 1, 'int32'), ('removing_replicas', 'array', 1, 'int32'), ('adding_replicas', 'array', 1, 'int32'), ('leader', 'int32', 0), ('leader_epoch', 'int32', 0), ('partition_epoch', 'int32', 0), ('directories', 'array', 1, 'uuid'), ('leader_recovery_state', 'default', 0, 'const', 0), ('eligible_leader_replicas', 'default', 0, 'const', None), ('last_known_elr', 'default', 0, 'const', None), ), ((0, ('leader_recovery_state', 'int8', 0)), )),
+    '_decode_PartitionRecord_v2': ('PartitionRecord', (('partition_id', 'int32', 0), ('topic_id', 'uuid', 0), ('replicas', 'array', 1, 'int32'), ('isr', 'array', 1, 'int32'), ('removing_replicas', 'array', 1, 'int32'), ('adding_replicas', 'array', 1, 'int32'), ('leader', 'int32', 0), ('leader_epoch', 'int32', 0), ('partition_epoch', 'int32', 0), ('directories', 'array', 1, 'uuid'), ('leader_recovery_state', 'default', 0, 'const', 0), ('eligible_leader_replicas', 'default', 0, 'const', None), ('last_known_elr', 'default', 0, 'const', None), ), ((0, ('leader_recovery_state', 'int8', 0)), (1, ('eligible_leader_replicas', 'array', 3, 'int32')), (2, ('last_known_elr', 'array', 3, 'int32')), )),
+}
+_native_codec.install(PartitionRecord, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -834,3 +834,18 @@ _LINE_FIELDS = {
     640: 'TopicData',
     642: 'tagged fields of ProduceRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_PartitionProduceData_v0': ('PartitionProduceData', (('index', 'int32', 0), ('records', 'records', 6), ), None),
+    '_decode_PartitionProduceData_v9': ('PartitionProduceData', (('index', 'int32', 0), ('records', 'records', 7), ), ()),
+    '_decode_TopicProduceData_v0': ('TopicProduceData', (('name', 'string', 0), ('partition_data', 'array', 0, 'struct', '_decode_PartitionProduceData_v0'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_TopicProduceData_v9': ('TopicProduceData', (('name', 'string', 1), ('partition_data', 'array', 1, 'struct', '_decode_PartitionProduceData_v9'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_TopicProduceData_v13': ('TopicProduceData', (('topic_id', 'uuid', 0), ('partition_data', 'array', 1, 'struct', '_decode_PartitionProduceData_v9'), ('name', 'default', 16, 'const', ''), ), ()),
+    '_decode_ProduceRequest_v0': ('ProduceRequest', (('acks', 'int16', 0), ('timeout_ms', 'int32', 0), ('topic_data', 'array', 0, 'struct', '_decode_TopicProduceData_v0'), ('transactional_id', 'default', 0, 'const', None), ), None),
+    '_decode_ProduceRequest_v3': ('ProduceRequest', (('transactional_id', 'string', 2), ('acks', 'int16', 0), ('timeout_ms', 'int32', 0), ('topic_data', 'array', 0, 'struct', '_decode_TopicProduceData_v0'), ), None),
+    '_decode_ProduceRequest_v9': ('ProduceRequest', (('transactional_id', 'string', 3), ('acks', 'int16', 0), ('timeout_ms', 'int32', 0), ('topic_data', 'array', 1, 'struct', '_decode_TopicProduceData_v9'), ), ()),
+    '_decode_ProduceRequest_v13': ('ProduceRequest', (('transactional_id', 'string', 3), ('acks', 'int16', 0), ('timeout_ms', 'int32', 0), ('topic_data', 'array', 1, 'struct', '_decode_TopicProduceData_v13'), ), ()),
+}
+_native_codec.install(ProduceRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -1607,3 +1607,34 @@ _LINE_FIELDS = {
     1275: 'NodeEndpoints',
     1278: 'tagged fields of ProduceResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_BatchIndexAndErrorMessage_v8': ('BatchIndexAndErrorMessage', (('batch_index', 'int32', 0), ('batch_index_error_message', 'string', 2), ), None),
+    '_decode_BatchIndexAndErrorMessage_v9': ('BatchIndexAndErrorMessage', (('batch_index', 'int32', 0), ('batch_index_error_message', 'string', 3), ), ()),
+    '_decode_LeaderIdAndEpoch_v10': ('LeaderIdAndEpoch', (('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ), ()),
+    '_decode_PartitionProduceResponse_v0': ('PartitionProduceResponse', (('index', 'int32', 0), ('error_code', 'int16', 0), ('base_offset', 'int64', 0), ('log_append_time_ms', 'default', 16, 'const', -1), ('log_start_offset', 'default', 16, 'const', -1), ('record_errors', 'default', 16, 'list', None), ('error_message', 'default', 16, 'const', None), ('_current_leader', 'default', 0, 'lazy', '_DEFAULT_LeaderIdAndEpoch'), ), None),
+    '_decode_PartitionProduceResponse_v2': ('PartitionProduceResponse', (('index', 'int32', 0), ('error_code', 'int16', 0), ('base_offset', 'int64', 0), ('log_append_time_ms', 'int64', 0), ('log_start_offset', 'default', 16, 'const', -1), ('record_errors', 'default', 16, 'list', None), ('error_message', 'default', 16, 'const', None), ('_current_leader', 'default', 0, 'lazy', '_DEFAULT_LeaderIdAndEpoch'), ), None),
+    '_decode_PartitionProduceResponse_v5': ('PartitionProduceResponse', (('index', 'int32', 0), ('error_code', 'int16', 0), ('base_offset', 'int64', 0), ('log_append_time_ms', 'int64', 0), ('log_start_offset', 'int64', 0), ('record_errors', 'default', 16, 'list', None), ('error_message', 'default', 16, 'const', None), ('_current_leader', 'default', 0, 'lazy', '_DEFAULT_LeaderIdAndEpoch'), ), None),
+    '_decode_PartitionProduceResponse_v8': ('PartitionProduceResponse', (('index', 'int32', 0), ('error_code', 'int16', 0), ('base_offset', 'int64', 0), ('log_append_time_ms', 'int64', 0), ('log_start_offset', 'int64', 0), ('record_errors', 'array', 0, 'struct', '_decode_BatchIndexAndErrorMessage_v8'), ('error_message', 'string', 2), ('_current_leader', 'default', 0, 'lazy', '_DEFAULT_LeaderIdAndEpoch'), ), None),
+    '_decode_PartitionProduceResponse_v9': ('PartitionProduceResponse', (('index', 'int32', 0), ('error_code', 'int16', 0), ('base_offset', 'int64', 0), ('log_append_time_ms', 'int64', 0), ('log_start_offset', 'int64', 0), ('record_errors', 'array', 1, 'struct', '_decode_BatchIndexAndErrorMessage_v9'), ('error_message', 'string', 3), ('_current_leader', 'default', 0, 'lazy', '_DEFAULT_LeaderIdAndEpoch'), ), ()),
+    '_decode_PartitionProduceResponse_v10': ('PartitionProduceResponse', (('index', 'int32', 0), ('error_code', 'int16', 0), ('base_offset', 'int64', 0), ('log_append_time_ms', 'int64', 0), ('log_start_offset', 'int64', 0), ('record_errors', 'array', 1, 'struct', '_decode_BatchIndexAndErrorMessage_v9'), ('error_message', 'string', 3), ('_current_leader', 'default', 0, 'lazy', '_DEFAULT_LeaderIdAndEpoch'), ), ((0, ('_current_leader', 'struct', 0, None, '_decode_LeaderIdAndEpoch_v10')), )),
+    '_decode_TopicProduceResponse_v0': ('TopicProduceResponse', (('name', 'string', 0), ('partition_responses', 'array', 0, 'struct', '_decode_PartitionProduceResponse_v0'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_TopicProduceResponse_v2': ('TopicProduceResponse', (('name', 'string', 0), ('partition_responses', 'array', 0, 'struct', '_decode_PartitionProduceResponse_v2'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_TopicProduceResponse_v5': ('TopicProduceResponse', (('name', 'string', 0), ('partition_responses', 'array', 0, 'struct', '_decode_PartitionProduceResponse_v5'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_TopicProduceResponse_v8': ('TopicProduceResponse', (('name', 'string', 0), ('partition_responses', 'array', 0, 'struct', '_decode_PartitionProduceResponse_v8'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_TopicProduceResponse_v9': ('TopicProduceResponse', (('name', 'string', 1), ('partition_responses', 'array', 1, 'struct', '_decode_PartitionProduceResponse_v9'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_TopicProduceResponse_v10': ('TopicProduceResponse', (('name', 'string', 1), ('partition_responses', 'array', 1, 'struct', '_decode_PartitionProduceResponse_v10'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_TopicProduceResponse_v13': ('TopicProduceResponse', (('topic_id', 'uuid', 0), ('partition_responses', 'array', 1, 'struct', '_decode_PartitionProduceResponse_v10'), ('name', 'default', 16, 'const', ''), ), ()),
+    '_decode_NodeEndpoint_v10': ('NodeEndpoint', (('node_id', 'int32', 0), ('host', 'string', 1), ('port', 'int32', 0), ('rack', 'string', 3), ), ()),
+    '_decode_ProduceResponse_v0': ('ProduceResponse', (('responses', 'array', 0, 'struct', '_decode_TopicProduceResponse_v0'), ('throttle_time_ms', 'default', 16, 'const', 0), ('node_endpoints', 'default', 0, 'list', None), ), None),
+    '_decode_ProduceResponse_v1': ('ProduceResponse', (('responses', 'array', 0, 'struct', '_decode_TopicProduceResponse_v0'), ('throttle_time_ms', 'int32', 0), ('node_endpoints', 'default', 0, 'list', None), ), None),
+    '_decode_ProduceResponse_v2': ('ProduceResponse', (('responses', 'array', 0, 'struct', '_decode_TopicProduceResponse_v2'), ('throttle_time_ms', 'int32', 0), ('node_endpoints', 'default', 0, 'list', None), ), None),
+    '_decode_ProduceResponse_v5': ('ProduceResponse', (('responses', 'array', 0, 'struct', '_decode_TopicProduceResponse_v5'), ('throttle_time_ms', 'int32', 0), ('node_endpoints', 'default', 0, 'list', None), ), None),
+    '_decode_ProduceResponse_v8': ('ProduceResponse', (('responses', 'array', 0, 'struct', '_decode_TopicProduceResponse_v8'), ('throttle_time_ms', 'int32', 0), ('node_endpoints', 'default', 0, 'list', None), ), None),
+    '_decode_ProduceResponse_v9': ('ProduceResponse', (('responses', 'array', 1, 'struct', '_decode_TopicProduceResponse_v9'), ('throttle_time_ms', 'int32', 0), ('node_endpoints', 'default', 0, 'list', None), ), ()),
+    '_decode_ProduceResponse_v10': ('ProduceResponse', (('responses', 'array', 1, 'struct', '_decode_TopicProduceResponse_v10'), ('throttle_time_ms', 'int32', 0), ('node_endpoints', 'default', 0, 'list', None), ), ((0, ('node_endpoints', 'array', 1, 'struct', '_decode_NodeEndpoint_v10')), )),
+    '_decode_ProduceResponse_v13': ('ProduceResponse', (('responses', 'array', 1, 'struct', '_decode_TopicProduceResponse_v13'), ('throttle_time_ms', 'int32', 0), ('node_endpoints', 'default', 0, 'list', None), ), ((0, ('node_endpoints', 'array', 1, 'struct', '_decode_NodeEndpoint_v10')), )),
+}
+_native_codec.install(ProduceResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -227,3 +227,12 @@ _LINE_FIELDS = {
     184: 'VotedDirectoryId',
     186: 'tagged fields of QuorumStateData',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_Voter_v0': ('Voter', (('voter_id', 'int32', 0), ), ()),
+    '_decode_QuorumStateData_v0': ('QuorumStateData', (('cluster_id', 'string', 1), ('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ('voted_id', 'int32', 0), ('applied_offset', 'int64', 0), ('current_voters', 'array', 3, 'struct', '_decode_Voter_v0'), ('voted_directory_id', 'default', 0, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_QuorumStateData_v1': ('QuorumStateData', (('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ('voted_id', 'int32', 0), ('voted_directory_id', 'uuid', 0), ('cluster_id', 'default', 0, 'const', ''), ('applied_offset', 'default', 0, 'const', 0), ('current_voters', 'default', 0, 'list', None), ), ()),
+}
+_native_codec.install(QuorumStateData, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -343,3 +343,13 @@ _LINE_FIELDS = {
     288: 'Results',
     290: 'tagged fields of ReadShareGroupStateResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_StateBatch_v0': ('StateBatch', (('first_offset', 'int64', 0), ('last_offset', 'int64', 0), ('delivery_state', 'int8', 0), ('delivery_count', 'int16', 0), ), ()),
+    '_decode_PartitionResult_v0': ('PartitionResult', (('partition', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('state_epoch', 'int32', 0), ('start_offset', 'int64', 0), ('state_batches', 'array', 1, 'struct', '_decode_StateBatch_v0'), ), ()),
+    '_decode_ReadStateResult_v0': ('ReadStateResult', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_PartitionResult_v0'), ), ()),
+    '_decode_ReadShareGroupStateResponse_v0': ('ReadShareGroupStateResponse', (('results', 'array', 1, 'struct', '_decode_ReadStateResult_v0'), ), ()),
+}
+_native_codec.install(ReadShareGroupStateResponse, _NATIVE_PROGRAMS, globals())

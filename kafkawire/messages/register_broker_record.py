@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -898,3 +898,16 @@ _LINE_FIELDS = {
     696: 'CordonedLogDirs',
     699: 'tagged fields of RegisterBrokerRecord',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_BrokerEndpoint_v0': ('BrokerEndpoint', (('name', 'string', 1), ('host', 'string', 1), ('port', 'uint16', 0), ('security_protocol', 'int16', 0), ), ()),
+    '_decode_BrokerFeature_v0': ('BrokerFeature', (('name', 'string', 1), ('min_supported_version', 'int16', 0), ('max_supported_version', 'int16', 0), ), ()),
+    '_decode_RegisterBrokerRecord_v0': ('RegisterBrokerRecord', (('broker_id', 'int32', 0), ('incarnation_id', 'uuid', 0), ('broker_epoch', 'int64', 0), ('end_points', 'array', 1, 'struct', '_decode_BrokerEndpoint_v0'), ('features', 'array', 1, 'struct', '_decode_BrokerFeature_v0'), ('rack', 'string', 3), ('fenced', 'bool', 0), ('is_migrating_zk_broker', 'default', 0, 'const', False), ('in_controlled_shutdown', 'default', 0, 'const', False), ('log_dirs', 'default', 0, 'list', None), ('cordoned_log_dirs', 'default', 0, 'const', None), ), ()),
+    '_decode_RegisterBrokerRecord_v1': ('RegisterBrokerRecord', (('broker_id', 'int32', 0), ('incarnation_id', 'uuid', 0), ('broker_epoch', 'int64', 0), ('end_points', 'array', 1, 'struct', '_decode_BrokerEndpoint_v0'), ('features', 'array', 1, 'struct', '_decode_BrokerFeature_v0'), ('rack', 'string', 3), ('fenced', 'bool', 0), ('in_controlled_shutdown', 'bool', 0), ('is_migrating_zk_broker', 'default', 0, 'const', False), ('log_dirs', 'default', 0, 'list', None), ('cordoned_log_dirs', 'default', 0, 'const', None), ), ()),
+    '_decode_RegisterBrokerRecord_v2': ('RegisterBrokerRecord', (('broker_id', 'int32', 0), ('is_migrating_zk_broker', 'bool', 0), ('incarnation_id', 'uuid', 0), ('broker_epoch', 'int64', 0), ('end_points', 'array', 1, 'struct', '_decode_BrokerEndpoint_v0'), ('features', 'array', 1, 'struct', '_decode_BrokerFeature_v0'), ('rack', 'string', 3), ('fenced', 'bool', 0), ('in_controlled_shutdown', 'bool', 0), ('log_dirs', 'default', 0, 'list', None), ('cordoned_log_dirs', 'default', 0, 'const', None), ), ()),
+    '_decode_RegisterBrokerRecord_v3': ('RegisterBrokerRecord', (('broker_id', 'int32', 0), ('is_migrating_zk_broker', 'bool', 0), ('incarnation_id', 'uuid', 0), ('broker_epoch', 'int64', 0), ('end_points', 'array', 1, 'struct', '_decode_BrokerEndpoint_v0'), ('features', 'array', 1, 'struct', '_decode_BrokerFeature_v0'), ('rack', 'string', 3), ('fenced', 'bool', 0), ('in_controlled_shutdown', 'bool', 0), ('log_dirs', 'default', 0, 'list', None), ('cordoned_log_dirs', 'default', 0, 'const', None), ), ((0, ('log_dirs', 'array', 1, 'uuid')), )),
+    '_decode_RegisterBrokerRecord_v4': ('RegisterBrokerRecord', (('broker_id', 'int32', 0), ('is_migrating_zk_broker', 'bool', 0), ('incarnation_id', 'uuid', 0), ('broker_epoch', 'int64', 0), ('end_points', 'array', 1, 'struct', '_decode_BrokerEndpoint_v0'), ('features', 'array', 1, 'struct', '_decode_BrokerFeature_v0'), ('rack', 'string', 3), ('fenced', 'bool', 0), ('in_controlled_shutdown', 'bool', 0), ('log_dirs', 'default', 0, 'list', None), ('cordoned_log_dirs', 'default', 0, 'const', None), ), ((0, ('log_dirs', 'array', 1, 'uuid')), (1, ('cordoned_log_dirs', 'array', 3, 'uuid')), )),
+}
+_native_codec.install(RegisterBrokerRecord, _NATIVE_PROGRAMS, globals())

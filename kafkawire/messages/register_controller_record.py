@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -284,3 +284,12 @@ _LINE_FIELDS = {
     234: 'Features',
     236: 'tagged fields of RegisterControllerRecord',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_ControllerEndpoint_v0': ('ControllerEndpoint', (('name', 'string', 1), ('host', 'string', 1), ('port', 'uint16', 0), ('security_protocol', 'int16', 0), ), ()),
+    '_decode_ControllerFeature_v0': ('ControllerFeature', (('name', 'string', 1), ('min_supported_version', 'int16', 0), ('max_supported_version', 'int16', 0), ), ()),
+    '_decode_RegisterControllerRecord_v0': ('RegisterControllerRecord', (('controller_id', 'int32', 0), ('incarnation_id', 'uuid', 0), ('zk_migration_ready', 'bool', 0), ('end_points', 'array', 1, 'struct', '_decode_ControllerEndpoint_v0'), ('features', 'array', 1, 'struct', '_decode_ControllerFeature_v0'), ), ()),
+}
+_native_codec.install(RegisterControllerRecord, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -116,3 +116,11 @@ _LINE_FIELDS = {
     92: 'RenewPeriodMs',
     94: 'tagged fields of RenewDelegationTokenRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_RenewDelegationTokenRequest_v0': ('RenewDelegationTokenRequest', (('hmac', 'bytes', 0), ('renew_period_ms', 'int64', 0), ), None),
+    '_decode_RenewDelegationTokenRequest_v2': ('RenewDelegationTokenRequest', (('hmac', 'bytes', 1), ('renew_period_ms', 'int64', 0), ), ()),
+}
+_native_codec.install(RenewDelegationTokenRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -129,3 +129,12 @@ _LINE_FIELDS = {
     105: 'ClientId',
     107: 'tagged fields of RequestHeader',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_RequestHeader_v0': ('RequestHeader', (('request_api_key', 'int16', 0), ('request_api_version', 'int16', 0), ('correlation_id', 'int32', 0), ('client_id', 'default', 16, 'const', ''), ), None),
+    '_decode_RequestHeader_v1': ('RequestHeader', (('request_api_key', 'int16', 0), ('request_api_version', 'int16', 0), ('correlation_id', 'int32', 0), ('client_id', 'string', 2), ), None),
+    '_decode_RequestHeader_v2': ('RequestHeader', (('request_api_key', 'int16', 0), ('request_api_version', 'int16', 0), ('correlation_id', 'int32', 0), ('client_id', 'string', 2), ), ()),
+}
+_native_codec.install(RequestHeader, _NATIVE_PROGRAMS, globals())

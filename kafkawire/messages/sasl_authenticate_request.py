@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -100,3 +100,11 @@ _LINE_FIELDS = {
     81: 'AuthBytes',
     83: 'tagged fields of SaslAuthenticateRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_SaslAuthenticateRequest_v0': ('SaslAuthenticateRequest', (('auth_bytes', 'bytes', 0), ), None),
+    '_decode_SaslAuthenticateRequest_v2': ('SaslAuthenticateRequest', (('auth_bytes', 'bytes', 1), ), ()),
+}
+_native_codec.install(SaslAuthenticateRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -157,3 +157,12 @@ _LINE_FIELDS = {
     121: 'SessionLifetimeMs',
     123: 'tagged fields of SaslAuthenticateResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_SaslAuthenticateResponse_v0': ('SaslAuthenticateResponse', (('error_code', 'int16', 0), ('error_message', 'string', 2), ('auth_bytes', 'bytes', 0), ('session_lifetime_ms', 'default', 16, 'const', 0), ), None),
+    '_decode_SaslAuthenticateResponse_v1': ('SaslAuthenticateResponse', (('error_code', 'int16', 0), ('error_message', 'string', 2), ('auth_bytes', 'bytes', 0), ('session_lifetime_ms', 'int64', 0), ), None),
+    '_decode_SaslAuthenticateResponse_v2': ('SaslAuthenticateResponse', (('error_code', 'int16', 0), ('error_message', 'string', 3), ('auth_bytes', 'bytes', 1), ('session_lifetime_ms', 'int64', 0), ), ()),
+}
+_native_codec.install(SaslAuthenticateResponse, _NATIVE_PROGRAMS, globals())

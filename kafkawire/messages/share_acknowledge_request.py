@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -461,3 +461,14 @@ _LINE_FIELDS = {
     372: 'Topics',
     374: 'tagged fields of ShareAcknowledgeRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_AcknowledgementBatch_v0': ('AcknowledgementBatch', (('first_offset', 'int64', 0), ('last_offset', 'int64', 0), ('acknowledge_types', 'array', 1, 'int8'), ), ()),
+    '_decode_AcknowledgePartition_v0': ('AcknowledgePartition', (('partition_index', 'int32', 0), ('acknowledgement_batches', 'array', 1, 'struct', '_decode_AcknowledgementBatch_v0'), ), ()),
+    '_decode_AcknowledgeTopic_v0': ('AcknowledgeTopic', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_AcknowledgePartition_v0'), ), ()),
+    '_decode_ShareAcknowledgeRequest_v0': ('ShareAcknowledgeRequest', (('group_id', 'string', 3), ('member_id', 'string', 3), ('share_session_epoch', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_AcknowledgeTopic_v0'), ('is_renew_ack', 'default', 0, 'const', False), ), ()),
+    '_decode_ShareAcknowledgeRequest_v2': ('ShareAcknowledgeRequest', (('group_id', 'string', 3), ('member_id', 'string', 3), ('share_session_epoch', 'int32', 0), ('is_renew_ack', 'bool', 0), ('topics', 'array', 1, 'struct', '_decode_AcknowledgeTopic_v0'), ), ()),
+}
+_native_codec.install(ShareAcknowledgeRequest, _NATIVE_PROGRAMS, globals())

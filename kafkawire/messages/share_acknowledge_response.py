@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -516,3 +516,15 @@ _LINE_FIELDS = {
     423: 'NodeEndpoints',
     425: 'tagged fields of ShareAcknowledgeResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_LeaderIdAndEpoch_v0': ('LeaderIdAndEpoch', (('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ), ()),
+    '_decode_PartitionData_v0': ('PartitionData', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('current_leader', 'struct', 0, None, '_decode_LeaderIdAndEpoch_v0'), ), ()),
+    '_decode_ShareAcknowledgeTopicResponse_v0': ('ShareAcknowledgeTopicResponse', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v0'), ), ()),
+    '_decode_NodeEndpoint_v0': ('NodeEndpoint', (('node_id', 'int32', 0), ('host', 'string', 1), ('port', 'int32', 0), ('rack', 'string', 3), ), ()),
+    '_decode_ShareAcknowledgeResponse_v0': ('ShareAcknowledgeResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('responses', 'array', 1, 'struct', '_decode_ShareAcknowledgeTopicResponse_v0'), ('node_endpoints', 'array', 1, 'struct', '_decode_NodeEndpoint_v0'), ('acquisition_lock_timeout_ms', 'default', 16, 'const', 0), ), ()),
+    '_decode_ShareAcknowledgeResponse_v2': ('ShareAcknowledgeResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('acquisition_lock_timeout_ms', 'int32', 0), ('responses', 'array', 1, 'struct', '_decode_ShareAcknowledgeTopicResponse_v0'), ('node_endpoints', 'array', 1, 'struct', '_decode_NodeEndpoint_v0'), ), ()),
+}
+_native_codec.install(ShareAcknowledgeResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -847,3 +847,18 @@ _LINE_FIELDS = {
     679: 'ForgottenTopicsData',
     681: 'tagged fields of ShareFetchRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_AcknowledgementBatch_v0': ('AcknowledgementBatch', (('first_offset', 'int64', 0), ('last_offset', 'int64', 0), ('acknowledge_types', 'array', 1, 'int8'), ), ()),
+    '_decode_FetchPartition_v0': ('FetchPartition', (('partition_index', 'int32', 0), ('partition_max_bytes', 'int32', 0), ('acknowledgement_batches', 'array', 1, 'struct', '_decode_AcknowledgementBatch_v0'), ), ()),
+    '_decode_FetchPartition_v1': ('FetchPartition', (('partition_index', 'int32', 0), ('acknowledgement_batches', 'array', 1, 'struct', '_decode_AcknowledgementBatch_v0'), ('partition_max_bytes', 'default', 0, 'const', 0), ), ()),
+    '_decode_FetchTopic_v0': ('FetchTopic', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_FetchPartition_v0'), ), ()),
+    '_decode_FetchTopic_v1': ('FetchTopic', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_FetchPartition_v1'), ), ()),
+    '_decode_ForgottenTopic_v0': ('ForgottenTopic', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'int32'), ), ()),
+    '_decode_ShareFetchRequest_v0': ('ShareFetchRequest', (('group_id', 'string', 3), ('member_id', 'string', 3), ('share_session_epoch', 'int32', 0), ('max_wait_ms', 'int32', 0), ('min_bytes', 'int32', 0), ('max_bytes', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_FetchTopic_v0'), ('forgotten_topics_data', 'array', 1, 'struct', '_decode_ForgottenTopic_v0'), ('max_records', 'default', 0, 'const', 0), ('batch_size', 'default', 0, 'const', 0), ('share_acquire_mode', 'default', 16, 'const', 0), ('is_renew_ack', 'default', 0, 'const', False), ), ()),
+    '_decode_ShareFetchRequest_v1': ('ShareFetchRequest', (('group_id', 'string', 3), ('member_id', 'string', 3), ('share_session_epoch', 'int32', 0), ('max_wait_ms', 'int32', 0), ('min_bytes', 'int32', 0), ('max_bytes', 'int32', 0), ('max_records', 'int32', 0), ('batch_size', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_FetchTopic_v1'), ('forgotten_topics_data', 'array', 1, 'struct', '_decode_ForgottenTopic_v0'), ('share_acquire_mode', 'default', 16, 'const', 0), ('is_renew_ack', 'default', 0, 'const', False), ), ()),
+    '_decode_ShareFetchRequest_v2': ('ShareFetchRequest', (('group_id', 'string', 3), ('member_id', 'string', 3), ('share_session_epoch', 'int32', 0), ('max_wait_ms', 'int32', 0), ('min_bytes', 'int32', 0), ('max_bytes', 'int32', 0), ('max_records', 'int32', 0), ('batch_size', 'int32', 0), ('share_acquire_mode', 'int8', 0), ('is_renew_ack', 'bool', 0), ('topics', 'array', 1, 'struct', '_decode_FetchTopic_v1'), ('forgotten_topics_data', 'array', 1, 'struct', '_decode_ForgottenTopic_v0'), ), ()),
+}
+_native_codec.install(ShareFetchRequest, _NATIVE_PROGRAMS, globals())

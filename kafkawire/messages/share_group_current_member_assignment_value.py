@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -190,3 +190,11 @@ _LINE_FIELDS = {
     157: 'AssignedPartitions',
     159: 'tagged fields of ShareGroupCurrentMemberAssignmentValue',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_TopicPartitions_v0': ('TopicPartitions', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'int32'), ), ()),
+    '_decode_ShareGroupCurrentMemberAssignmentValue_v0': ('ShareGroupCurrentMemberAssignmentValue', (('member_epoch', 'int32', 0), ('previous_member_epoch', 'int32', 0), ('state', 'int8', 0), ('assigned_partitions', 'array', 1, 'struct', '_decode_TopicPartitions_v0'), ), ()),
+}
+_native_codec.install(ShareGroupCurrentMemberAssignmentValue, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -518,3 +518,14 @@ _LINE_FIELDS = {
     423: 'Groups',
     425: 'tagged fields of ShareGroupDescribeResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_TopicPartitions_v0': ('TopicPartitions', (('topic_id', 'uuid', 0), ('topic_name', 'string', 1), ('partitions', 'array', 1, 'int32'), ), ()),
+    '_decode_Assignment_v0': ('Assignment', (('topic_partitions', 'array', 1, 'struct', '_decode_TopicPartitions_v0'), ), ()),
+    '_decode_Member_v0': ('Member', (('member_id', 'string', 1), ('rack_id', 'string', 3), ('member_epoch', 'int32', 0), ('client_id', 'string', 1), ('client_host', 'string', 1), ('subscribed_topic_names', 'array', 1, 'string'), ('assignment', 'struct', 0, None, '_decode_Assignment_v0'), ), ()),
+    '_decode_DescribedGroup_v0': ('DescribedGroup', (('error_code', 'int16', 0), ('error_message', 'string', 3), ('group_id', 'string', 1), ('group_state', 'string', 1), ('group_epoch', 'int32', 0), ('assignment_epoch', 'int32', 0), ('assignor_name', 'string', 1), ('members', 'array', 1, 'struct', '_decode_Member_v0'), ('authorized_operations', 'int32', 0), ), ()),
+    '_decode_ShareGroupDescribeResponse_v0': ('ShareGroupDescribeResponse', (('throttle_time_ms', 'int32', 0), ('groups', 'array', 1, 'struct', '_decode_DescribedGroup_v0'), ), ()),
+}
+_native_codec.install(ShareGroupDescribeResponse, _NATIVE_PROGRAMS, globals())

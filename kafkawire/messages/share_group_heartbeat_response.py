@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -272,3 +272,12 @@ _LINE_FIELDS = {
     225: 'Assignment',
     227: 'tagged fields of ShareGroupHeartbeatResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_TopicPartitions_v0': ('TopicPartitions', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'int32'), ), ()),
+    '_decode_Assignment_v0': ('Assignment', (('topic_partitions', 'array', 1, 'struct', '_decode_TopicPartitions_v0'), ), ()),
+    '_decode_ShareGroupHeartbeatResponse_v0': ('ShareGroupHeartbeatResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('member_id', 'string', 3), ('member_epoch', 'int32', 0), ('heartbeat_interval_ms', 'int32', 0), ('assignment', 'struct', 2, None, '_decode_Assignment_v0'), ), ()),
+}
+_native_codec.install(ShareGroupHeartbeatResponse, _NATIVE_PROGRAMS, globals())

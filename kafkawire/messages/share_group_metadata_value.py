@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -80,3 +80,10 @@ _LINE_FIELDS = {
     66: (('Epoch', 'epoch', 'i'), ('MetadataHash', 'metadata_hash', 'q')),
     68: 'tagged fields of ShareGroupMetadataValue',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_ShareGroupMetadataValue_v0': ('ShareGroupMetadataValue', (('epoch', 'int32', 0), ('metadata_hash', 'int64', 0), ), ()),
+}
+_native_codec.install(ShareGroupMetadataValue, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -299,3 +299,12 @@ _LINE_FIELDS = {
     245: 'DeletingTopics',
     247: 'tagged fields of ShareGroupStatePartitionMetadataValue',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_TopicPartitionsInfo_v0': ('TopicPartitionsInfo', (('topic_id', 'uuid', 0), ('topic_name', 'string', 1), ('partitions', 'array', 1, 'int32'), ), ()),
+    '_decode_TopicInfo_v0': ('TopicInfo', (('topic_id', 'uuid', 0), ('topic_name', 'string', 1), ), ()),
+    '_decode_ShareGroupStatePartitionMetadataValue_v0': ('ShareGroupStatePartitionMetadataValue', (('initializing_topics', 'array', 1, 'struct', '_decode_TopicPartitionsInfo_v0'), ('initialized_topics', 'array', 1, 'struct', '_decode_TopicPartitionsInfo_v0'), ('deleting_topics', 'array', 1, 'struct', '_decode_TopicInfo_v0'), ), ()),
+}
+_native_codec.install(ShareGroupStatePartitionMetadataValue, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -213,3 +213,11 @@ _LINE_FIELDS = {
     179: 'DeliveryCompleteCount',
     182: 'tagged fields of ShareUpdateValue',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_StateBatch_v0': ('StateBatch', (('first_offset', 'int64', 0), ('last_offset', 'int64', 0), ('delivery_state', 'int8', 0), ('delivery_count', 'int16', 0), ), ()),
+    '_decode_ShareUpdateValue_v0': ('ShareUpdateValue', (('snapshot_epoch', 'int32', 0), ('leader_epoch', 'int32', 0), ('start_offset', 'int64', 0), ('state_batches', 'array', 1, 'struct', '_decode_StateBatch_v0'), ('delivery_complete_count', 'default', 0, 'const', -1), ), ((0, ('delivery_complete_count', 'int32', 0)), )),
+}
+_native_codec.install(ShareUpdateValue, _NATIVE_PROGRAMS, globals())

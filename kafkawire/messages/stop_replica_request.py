@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -678,3 +678,19 @@ _LINE_FIELDS = {
     543: 'TopicStates',
     545: 'tagged fields of StopReplicaRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_StopReplicaPartitionV0_v0': ('StopReplicaPartitionV0', (('topic_name', 'string', 0), ('partition_index', 'int32', 0), ), None),
+    '_decode_StopReplicaTopicV1_v1': ('StopReplicaTopicV1', (('name', 'string', 0), ('partition_indexes', 'array', 0, 'int32'), ), None),
+    '_decode_StopReplicaTopicV1_v2': ('StopReplicaTopicV1', (('name', 'string', 1), ('partition_indexes', 'array', 1, 'int32'), ), ()),
+    '_decode_StopReplicaPartitionState_v3': ('StopReplicaPartitionState', (('partition_index', 'int32', 0), ('leader_epoch', 'int32', 0), ('delete_partition', 'bool', 0), ), ()),
+    '_decode_StopReplicaTopicState_v3': ('StopReplicaTopicState', (('topic_name', 'string', 1), ('partition_states', 'array', 1, 'struct', '_decode_StopReplicaPartitionState_v3'), ), ()),
+    '_decode_StopReplicaRequest_v0': ('StopReplicaRequest', (('controller_id', 'int32', 0), ('controller_epoch', 'int32', 0), ('delete_partitions', 'bool', 0), ('ungrouped_partitions', 'array', 0, 'struct', '_decode_StopReplicaPartitionV0_v0'), ('is_k_raft_controller', 'default', 0, 'const', False), ('broker_epoch', 'default', 16, 'const', -1), ('topics', 'default', 0, 'list', None), ('topic_states', 'default', 0, 'list', None), ), None),
+    '_decode_StopReplicaRequest_v1': ('StopReplicaRequest', (('controller_id', 'int32', 0), ('controller_epoch', 'int32', 0), ('broker_epoch', 'int64', 0), ('delete_partitions', 'bool', 0), ('topics', 'array', 0, 'struct', '_decode_StopReplicaTopicV1_v1'), ('is_k_raft_controller', 'default', 0, 'const', False), ('ungrouped_partitions', 'default', 0, 'list', None), ('topic_states', 'default', 0, 'list', None), ), None),
+    '_decode_StopReplicaRequest_v2': ('StopReplicaRequest', (('controller_id', 'int32', 0), ('controller_epoch', 'int32', 0), ('broker_epoch', 'int64', 0), ('delete_partitions', 'bool', 0), ('topics', 'array', 1, 'struct', '_decode_StopReplicaTopicV1_v2'), ('is_k_raft_controller', 'default', 0, 'const', False), ('ungrouped_partitions', 'default', 0, 'list', None), ('topic_states', 'default', 0, 'list', None), ), ()),
+    '_decode_StopReplicaRequest_v3': ('StopReplicaRequest', (('controller_id', 'int32', 0), ('controller_epoch', 'int32', 0), ('broker_epoch', 'int64', 0), ('topic_states', 'array', 1, 'struct', '_decode_StopReplicaTopicState_v3'), ('is_k_raft_controller', 'default', 0, 'const', False), ('delete_partitions', 'default', 0, 'const', False), ('ungrouped_partitions', 'default', 0, 'list', None), ('topics', 'default', 0, 'list', None), ), ()),
+    '_decode_StopReplicaRequest_v4': ('StopReplicaRequest', (('controller_id', 'int32', 0), ('is_k_raft_controller', 'bool', 0), ('controller_epoch', 'int32', 0), ('broker_epoch', 'int64', 0), ('topic_states', 'array', 1, 'struct', '_decode_StopReplicaTopicState_v3'), ('delete_partitions', 'default', 0, 'const', False), ('ungrouped_partitions', 'default', 0, 'list', None), ('topics', 'default', 0, 'list', None), ), ()),
+}
+_native_codec.install(StopReplicaRequest, _NATIVE_PROGRAMS, globals())

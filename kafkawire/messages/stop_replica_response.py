@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -249,3 +249,13 @@ _LINE_FIELDS = {
     201: 'PartitionErrors',
     203: 'tagged fields of StopReplicaResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_StopReplicaPartitionError_v0': ('StopReplicaPartitionError', (('topic_name', 'string', 0), ('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), None),
+    '_decode_StopReplicaPartitionError_v2': ('StopReplicaPartitionError', (('topic_name', 'string', 1), ('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), ()),
+    '_decode_StopReplicaResponse_v0': ('StopReplicaResponse', (('error_code', 'int16', 0), ('partition_errors', 'array', 0, 'struct', '_decode_StopReplicaPartitionError_v0'), ), None),
+    '_decode_StopReplicaResponse_v2': ('StopReplicaResponse', (('error_code', 'int16', 0), ('partition_errors', 'array', 1, 'struct', '_decode_StopReplicaPartitionError_v2'), ), ()),
+}
+_native_codec.install(StopReplicaResponse, _NATIVE_PROGRAMS, globals())

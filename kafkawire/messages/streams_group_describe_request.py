@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -184,3 +184,11 @@ _LINE_FIELDS = {
     149: (('IncludeAuthorizedOperations', 'include_authorized_operations', '?'), ('IncludeTopologyDescription', 'include_topology_description', '?')),
     151: 'tagged fields of StreamsGroupDescribeRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_StreamsGroupDescribeRequest_v0': ('StreamsGroupDescribeRequest', (('group_ids', 'array', 1, 'string'), ('include_authorized_operations', 'bool', 0), ('include_topology_description', 'default', 0, 'const', False), ), ()),
+    '_decode_StreamsGroupDescribeRequest_v1': ('StreamsGroupDescribeRequest', (('group_ids', 'array', 1, 'string'), ('include_authorized_operations', 'bool', 0), ('include_topology_description', 'bool', 0), ), ()),
+}
+_native_codec.install(StreamsGroupDescribeRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -1798,3 +1798,26 @@ _LINE_FIELDS = {
     1467: 'Groups',
     1469: 'tagged fields of StreamsGroupDescribeResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_Endpoint_v0': ('Endpoint', (('host', 'string', 1), ('port', 'uint16', 0), ), ()),
+    '_decode_TaskOffset_v0': ('TaskOffset', (('subtopology_id', 'string', 1), ('partition', 'int32', 0), ('offset', 'int64', 0), ), ()),
+    '_decode_TaskIds_v0': ('TaskIds', (('subtopology_id', 'string', 1), ('partitions', 'array', 1, 'int32'), ), ()),
+    '_decode_Assignment_v0': ('Assignment', (('active_tasks', 'array', 1, 'struct', '_decode_TaskIds_v0'), ('standby_tasks', 'array', 1, 'struct', '_decode_TaskIds_v0'), ('warmup_tasks', 'array', 1, 'struct', '_decode_TaskIds_v0'), ), ()),
+    '_decode_KeyValue_v0': ('KeyValue', (('key', 'string', 1), ('value', 'string', 1), ), ()),
+    '_decode_TopicInfo_v0': ('TopicInfo', (('name', 'string', 1), ('partitions', 'int32', 0), ('replication_factor', 'int16', 0), ('topic_configs', 'array', 1, 'struct', '_decode_KeyValue_v0'), ), ()),
+    '_decode_TopologyDescriptionNode_v1': ('TopologyDescriptionNode', (('name', 'string', 1), ('node_type', 'int8', 0), ('source_topics', 'array', 1, 'string'), ('sink_topic', 'string', 3), ('stores', 'array', 1, 'string'), ('successors', 'array', 1, 'string'), ), ()),
+    '_decode_TopologyDescriptionSubtopology_v1': ('TopologyDescriptionSubtopology', (('subtopology_id', 'string', 1), ('nodes', 'array', 1, 'struct', '_decode_TopologyDescriptionNode_v1'), ), ()),
+    '_decode_TopologyDescriptionGlobalStore_v1': ('TopologyDescriptionGlobalStore', (('source', 'struct', 0, None, '_decode_TopologyDescriptionNode_v1'), ('processor', 'struct', 0, None, '_decode_TopologyDescriptionNode_v1'), ), ()),
+    '_decode_TopologyDescription_v1': ('TopologyDescription', (('subtopologies', 'array', 1, 'struct', '_decode_TopologyDescriptionSubtopology_v1'), ('global_stores', 'array', 1, 'struct', '_decode_TopologyDescriptionGlobalStore_v1'), ), ()),
+    '_decode_Subtopology_v0': ('Subtopology', (('subtopology_id', 'string', 1), ('source_topics', 'array', 1, 'string'), ('repartition_sink_topics', 'array', 1, 'string'), ('state_changelog_topics', 'array', 1, 'struct', '_decode_TopicInfo_v0'), ('repartition_source_topics', 'array', 1, 'struct', '_decode_TopicInfo_v0'), ), ()),
+    '_decode_Topology_v0': ('Topology', (('epoch', 'int32', 0), ('subtopologies', 'array', 3, 'struct', '_decode_Subtopology_v0'), ), ()),
+    '_decode_Member_v0': ('Member', (('member_id', 'string', 1), ('member_epoch', 'int32', 0), ('instance_id', 'string', 3), ('rack_id', 'string', 3), ('client_id', 'string', 1), ('client_host', 'string', 1), ('topology_epoch', 'int32', 0), ('process_id', 'string', 1), ('user_endpoint', 'struct', 2, None, '_decode_Endpoint_v0'), ('client_tags', 'array', 1, 'struct', '_decode_KeyValue_v0'), ('task_offsets', 'array', 1, 'struct', '_decode_TaskOffset_v0'), ('task_end_offsets', 'array', 1, 'struct', '_decode_TaskOffset_v0'), ('assignment', 'struct', 0, None, '_decode_Assignment_v0'), ('target_assignment', 'struct', 0, None, '_decode_Assignment_v0'), ('is_classic', 'bool', 0), ), ()),
+    '_decode_DescribedGroup_v0': ('DescribedGroup', (('error_code', 'int16', 0), ('error_message', 'string', 3), ('group_id', 'string', 1), ('group_state', 'string', 1), ('group_epoch', 'int32', 0), ('assignment_epoch', 'int32', 0), ('topology', 'struct', 2, None, '_decode_Topology_v0'), ('members', 'array', 1, 'struct', '_decode_Member_v0'), ('authorized_operations', 'int32', 0), ('topology_description', 'default', 0, 'const', None), ('topology_description_status', 'default', 0, 'const', 0), ('assignor_name', 'default', 16, 'const', None), ), ()),
+    '_decode_DescribedGroup_v1': ('DescribedGroup', (('error_code', 'int16', 0), ('error_message', 'string', 3), ('group_id', 'string', 1), ('group_state', 'string', 1), ('group_epoch', 'int32', 0), ('assignment_epoch', 'int32', 0), ('topology', 'struct', 2, None, '_decode_Topology_v0'), ('members', 'array', 1, 'struct', '_decode_Member_v0'), ('authorized_operations', 'int32', 0), ('topology_description', 'struct', 2, None, '_decode_TopologyDescription_v1'), ('topology_description_status', 'int8', 0), ('assignor_name', 'string', 3), ), ()),
+    '_decode_StreamsGroupDescribeResponse_v0': ('StreamsGroupDescribeResponse', (('throttle_time_ms', 'int32', 0), ('groups', 'array', 1, 'struct', '_decode_DescribedGroup_v0'), ), ()),
+    '_decode_StreamsGroupDescribeResponse_v1': ('StreamsGroupDescribeResponse', (('throttle_time_ms', 'int32', 0), ('groups', 'array', 1, 'struct', '_decode_DescribedGroup_v1'), ), ()),
+}
+_native_codec.install(StreamsGroupDescribeResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -1130,3 +1130,18 @@ _LINE_FIELDS = {
     931: 'ShutdownApplication',
     933: 'tagged fields of StreamsGroupHeartbeatRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_KeyValue_v0': ('KeyValue', (('key', 'string', 1), ('value', 'string', 1), ), ()),
+    '_decode_TopicInfo_v0': ('TopicInfo', (('name', 'string', 1), ('partitions', 'int32', 0), ('replication_factor', 'int16', 0), ('topic_configs', 'array', 1, 'struct', '_decode_KeyValue_v0'), ), ()),
+    '_decode_Endpoint_v0': ('Endpoint', (('host', 'string', 1), ('port', 'uint16', 0), ), ()),
+    '_decode_TaskOffset_v0': ('TaskOffset', (('subtopology_id', 'string', 1), ('partition', 'int32', 0), ('offset', 'int64', 0), ), ()),
+    '_decode_TaskIds_v0': ('TaskIds', (('subtopology_id', 'string', 1), ('partitions', 'array', 1, 'int32'), ), ()),
+    '_decode_CopartitionGroup_v0': ('CopartitionGroup', (('source_topics', 'array', 1, 'int16'), ('source_topic_regex', 'array', 1, 'int16'), ('repartition_source_topics', 'array', 1, 'int16'), ), ()),
+    '_decode_Subtopology_v0': ('Subtopology', (('subtopology_id', 'string', 1), ('source_topics', 'array', 1, 'string'), ('source_topic_regex', 'array', 1, 'string'), ('state_changelog_topics', 'array', 1, 'struct', '_decode_TopicInfo_v0'), ('repartition_sink_topics', 'array', 1, 'string'), ('repartition_source_topics', 'array', 1, 'struct', '_decode_TopicInfo_v0'), ('copartition_groups', 'array', 1, 'struct', '_decode_CopartitionGroup_v0'), ), ()),
+    '_decode_Topology_v0': ('Topology', (('epoch', 'int32', 0), ('subtopologies', 'array', 1, 'struct', '_decode_Subtopology_v0'), ), ()),
+    '_decode_StreamsGroupHeartbeatRequest_v0': ('StreamsGroupHeartbeatRequest', (('group_id', 'string', 1), ('member_id', 'string', 1), ('member_epoch', 'int32', 0), ('endpoint_information_epoch', 'int32', 0), ('instance_id', 'string', 3), ('rack_id', 'string', 3), ('rebalance_timeout_ms', 'int32', 0), ('topology', 'struct', 2, None, '_decode_Topology_v0'), ('active_tasks', 'array', 3, 'struct', '_decode_TaskIds_v0'), ('standby_tasks', 'array', 3, 'struct', '_decode_TaskIds_v0'), ('warmup_tasks', 'array', 3, 'struct', '_decode_TaskIds_v0'), ('process_id', 'string', 3), ('user_endpoint', 'struct', 2, None, '_decode_Endpoint_v0'), ('client_tags', 'array', 3, 'struct', '_decode_KeyValue_v0'), ('task_offsets', 'array', 3, 'struct', '_decode_TaskOffset_v0'), ('task_end_offsets', 'array', 3, 'struct', '_decode_TaskOffset_v0'), ('shutdown_application', 'bool', 0), ), ()),
+}
+_native_codec.install(StreamsGroupHeartbeatRequest, _NATIVE_PROGRAMS, globals())

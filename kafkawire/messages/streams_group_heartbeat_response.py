@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -861,3 +861,16 @@ _LINE_FIELDS = {
     707: 'PartitionsByUserEndpoint',
     709: 'tagged fields of StreamsGroupHeartbeatResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_Status_v0': ('Status', (('status_code', 'int8', 0), ('status_detail', 'string', 1), ), ()),
+    '_decode_TopicPartition_v0': ('TopicPartition', (('topic', 'string', 1), ('partitions', 'array', 1, 'int32'), ), ()),
+    '_decode_TaskIds_v0': ('TaskIds', (('subtopology_id', 'string', 1), ('partitions', 'array', 1, 'int32'), ), ()),
+    '_decode_Endpoint_v0': ('Endpoint', (('host', 'string', 1), ('port', 'uint16', 0), ), ()),
+    '_decode_EndpointToPartitions_v0': ('EndpointToPartitions', (('user_endpoint', 'struct', 0, None, '_decode_Endpoint_v0'), ('active_partitions', 'array', 1, 'struct', '_decode_TopicPartition_v0'), ('standby_partitions', 'array', 1, 'struct', '_decode_TopicPartition_v0'), ), ()),
+    '_decode_StreamsGroupHeartbeatResponse_v0': ('StreamsGroupHeartbeatResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('member_id', 'string', 1), ('member_epoch', 'int32', 0), ('heartbeat_interval_ms', 'int32', 0), ('acceptable_recovery_lag_legacy', 'int32', 0), ('task_offset_interval_ms', 'int32', 0), ('status', 'array', 3, 'struct', '_decode_Status_v0'), ('active_tasks', 'array', 3, 'struct', '_decode_TaskIds_v0'), ('standby_tasks', 'array', 3, 'struct', '_decode_TaskIds_v0'), ('warmup_tasks', 'array', 3, 'struct', '_decode_TaskIds_v0'), ('endpoint_information_epoch', 'int32', 0), ('partitions_by_user_endpoint', 'array', 3, 'struct', '_decode_EndpointToPartitions_v0'), ('acceptable_recovery_lag', 'default', 16, 'const', -1), ('topology_description_required', 'default', 0, 'const', False), ), ()),
+    '_decode_StreamsGroupHeartbeatResponse_v1': ('StreamsGroupHeartbeatResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('member_id', 'string', 1), ('member_epoch', 'int32', 0), ('heartbeat_interval_ms', 'int32', 0), ('task_offset_interval_ms', 'int32', 0), ('acceptable_recovery_lag', 'int64', 0), ('status', 'array', 3, 'struct', '_decode_Status_v0'), ('active_tasks', 'array', 3, 'struct', '_decode_TaskIds_v0'), ('standby_tasks', 'array', 3, 'struct', '_decode_TaskIds_v0'), ('warmup_tasks', 'array', 3, 'struct', '_decode_TaskIds_v0'), ('topology_description_required', 'bool', 0), ('endpoint_information_epoch', 'int32', 0), ('partitions_by_user_endpoint', 'array', 3, 'struct', '_decode_EndpointToPartitions_v0'), ('acceptable_recovery_lag_legacy', 'default', 0, 'const', 0), ), ()),
+}
+_native_codec.install(StreamsGroupHeartbeatResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -277,3 +277,12 @@ _LINE_FIELDS = {
     226: 'ClientTags',
     228: 'tagged fields of StreamsGroupMemberMetadataValue',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_Endpoint_v0': ('Endpoint', (('host', 'string', 1), ('port', 'uint16', 0), ), ()),
+    '_decode_KeyValue_v0': ('KeyValue', (('key', 'string', 1), ('value', 'string', 1), ), ()),
+    '_decode_StreamsGroupMemberMetadataValue_v0': ('StreamsGroupMemberMetadataValue', (('instance_id', 'string', 3), ('rack_id', 'string', 3), ('client_id', 'string', 1), ('client_host', 'string', 1), ('rebalance_timeout_ms', 'int32', 0), ('topology_epoch', 'int32', 0), ('process_id', 'string', 1), ('user_endpoint', 'struct', 2, None, '_decode_Endpoint_v0'), ('client_tags', 'array', 1, 'struct', '_decode_KeyValue_v0'), ), ()),
+}
+_native_codec.install(StreamsGroupMemberMetadataValue, _NATIVE_PROGRAMS, globals())

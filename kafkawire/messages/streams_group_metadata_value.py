@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -248,3 +248,11 @@ _LINE_FIELDS = {
     203: 'FailedDescriptionTopologyEpoch',
     206: 'tagged fields of StreamsGroupMetadataValue',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_LastAssignmentConfig_v0': ('LastAssignmentConfig', (('key', 'string', 1), ('value', 'string', 1), ), ()),
+    '_decode_StreamsGroupMetadataValue_v0': ('StreamsGroupMetadataValue', (('epoch', 'int32', 0), ('metadata_hash', 'int64', 0), ('validated_topology_epoch', 'default', 0, 'const', -1), ('last_assignment_configs', 'default', 0, 'list', None), ('stored_description_topology_epoch', 'default', 0, 'const', -1), ('failed_description_topology_epoch', 'default', 0, 'const', -1), ), ((0, ('validated_topology_epoch', 'int32', 0)), (1, ('last_assignment_configs', 'array', 3, 'struct', '_decode_LastAssignmentConfig_v0')), (2, ('stored_description_topology_epoch', 'int32', 0)), (3, ('failed_description_topology_epoch', 'int32', 0)), )),
+}
+_native_codec.install(StreamsGroupMetadataValue, _NATIVE_PROGRAMS, globals())

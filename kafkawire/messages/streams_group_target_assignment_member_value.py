@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -235,3 +235,11 @@ _LINE_FIELDS = {
     192: 'WarmupTasks',
     194: 'tagged fields of StreamsGroupTargetAssignmentMemberValue',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_TaskIds_v0': ('TaskIds', (('subtopology_id', 'string', 1), ('partitions', 'array', 1, 'int32'), ), ()),
+    '_decode_StreamsGroupTargetAssignmentMemberValue_v0': ('StreamsGroupTargetAssignmentMemberValue', (('active_tasks', 'array', 1, 'struct', '_decode_TaskIds_v0'), ('standby_tasks', 'array', 1, 'struct', '_decode_TaskIds_v0'), ('warmup_tasks', 'array', 1, 'struct', '_decode_TaskIds_v0'), ), ()),
+}
+_native_codec.install(StreamsGroupTargetAssignmentMemberValue, _NATIVE_PROGRAMS, globals())

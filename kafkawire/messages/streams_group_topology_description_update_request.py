@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -494,3 +494,14 @@ _LINE_FIELDS = {
     406: 'TopologyDescription',
     408: 'tagged fields of StreamsGroupTopologyDescriptionUpdateRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_TopologyDescriptionNode_v0': ('TopologyDescriptionNode', (('name', 'string', 1), ('node_type', 'int8', 0), ('source_topics', 'array', 1, 'string'), ('sink_topic', 'string', 3), ('stores', 'array', 1, 'string'), ('successors', 'array', 1, 'string'), ), ()),
+    '_decode_TopologyDescriptionSubtopology_v0': ('TopologyDescriptionSubtopology', (('subtopology_id', 'string', 1), ('nodes', 'array', 1, 'struct', '_decode_TopologyDescriptionNode_v0'), ), ()),
+    '_decode_TopologyDescriptionGlobalStore_v0': ('TopologyDescriptionGlobalStore', (('source', 'struct', 0, None, '_decode_TopologyDescriptionNode_v0'), ('processor', 'struct', 0, None, '_decode_TopologyDescriptionNode_v0'), ), ()),
+    '_decode_TopologyDescription_v0': ('TopologyDescription', (('subtopologies', 'array', 1, 'struct', '_decode_TopologyDescriptionSubtopology_v0'), ('global_stores', 'array', 1, 'struct', '_decode_TopologyDescriptionGlobalStore_v0'), ), ()),
+    '_decode_StreamsGroupTopologyDescriptionUpdateRequest_v0': ('StreamsGroupTopologyDescriptionUpdateRequest', (('group_id', 'string', 1), ('member_id', 'string', 1), ('topology_epoch', 'int32', 0), ('topology_description', 'struct', 0, None, '_decode_TopologyDescription_v0'), ), ()),
+}
+_native_codec.install(StreamsGroupTopologyDescriptionUpdateRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -608,3 +608,14 @@ _LINE_FIELDS = {
     498: 'Subtopologies',
     500: 'tagged fields of StreamsGroupTopologyValue',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_TopicConfig_v0': ('TopicConfig', (('key', 'string', 1), ('value', 'string', 1), ), ()),
+    '_decode_TopicInfo_v0': ('TopicInfo', (('name', 'string', 1), ('partitions', 'int32', 0), ('replication_factor', 'int16', 0), ('topic_configs', 'array', 1, 'struct', '_decode_TopicConfig_v0'), ), ()),
+    '_decode_CopartitionGroup_v0': ('CopartitionGroup', (('source_topics', 'array', 1, 'int16'), ('source_topic_regex', 'array', 1, 'int16'), ('repartition_source_topics', 'array', 1, 'int16'), ), ()),
+    '_decode_Subtopology_v0': ('Subtopology', (('subtopology_id', 'string', 1), ('source_topics', 'array', 1, 'string'), ('source_topic_regex', 'array', 1, 'string'), ('state_changelog_topics', 'array', 1, 'struct', '_decode_TopicInfo_v0'), ('repartition_sink_topics', 'array', 1, 'string'), ('repartition_source_topics', 'array', 1, 'struct', '_decode_TopicInfo_v0'), ('copartition_groups', 'array', 1, 'struct', '_decode_CopartitionGroup_v0'), ), ()),
+    '_decode_StreamsGroupTopologyValue_v0': ('StreamsGroupTopologyValue', (('epoch', 'int32', 0), ('subtopologies', 'array', 1, 'struct', '_decode_Subtopology_v0'), ), ()),
+}
+_native_codec.install(StreamsGroupTopologyValue, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -459,3 +459,15 @@ _LINE_FIELDS = {
     347: 'Assignments',
     349: 'tagged fields of SyncGroupRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_SyncGroupRequestAssignment_v0': ('SyncGroupRequestAssignment', (('member_id', 'string', 0), ('assignment', 'bytes', 0), ), None),
+    '_decode_SyncGroupRequestAssignment_v4': ('SyncGroupRequestAssignment', (('member_id', 'string', 1), ('assignment', 'bytes', 1), ), ()),
+    '_decode_SyncGroupRequest_v0': ('SyncGroupRequest', (('group_id', 'string', 0), ('generation_id', 'int32', 0), ('member_id', 'string', 0), ('assignments', 'array', 0, 'struct', '_decode_SyncGroupRequestAssignment_v0'), ('group_instance_id', 'default', 0, 'const', None), ('protocol_type', 'default', 16, 'const', None), ('protocol_name', 'default', 16, 'const', None), ), None),
+    '_decode_SyncGroupRequest_v3': ('SyncGroupRequest', (('group_id', 'string', 0), ('generation_id', 'int32', 0), ('member_id', 'string', 0), ('group_instance_id', 'string', 2), ('assignments', 'array', 0, 'struct', '_decode_SyncGroupRequestAssignment_v0'), ('protocol_type', 'default', 16, 'const', None), ('protocol_name', 'default', 16, 'const', None), ), None),
+    '_decode_SyncGroupRequest_v4': ('SyncGroupRequest', (('group_id', 'string', 1), ('generation_id', 'int32', 0), ('member_id', 'string', 1), ('group_instance_id', 'string', 3), ('assignments', 'array', 1, 'struct', '_decode_SyncGroupRequestAssignment_v4'), ('protocol_type', 'default', 16, 'const', None), ('protocol_name', 'default', 16, 'const', None), ), ()),
+    '_decode_SyncGroupRequest_v5': ('SyncGroupRequest', (('group_id', 'string', 1), ('generation_id', 'int32', 0), ('member_id', 'string', 1), ('group_instance_id', 'string', 3), ('protocol_type', 'string', 3), ('protocol_name', 'string', 3), ('assignments', 'array', 1, 'struct', '_decode_SyncGroupRequestAssignment_v4'), ), ()),
+}
+_native_codec.install(SyncGroupRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -201,3 +201,13 @@ _LINE_FIELDS = {
     158: 'Assignment',
     160: 'tagged fields of SyncGroupResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_SyncGroupResponse_v0': ('SyncGroupResponse', (('error_code', 'int16', 0), ('assignment', 'bytes', 0), ('throttle_time_ms', 'default', 16, 'const', 0), ('protocol_type', 'default', 16, 'const', None), ('protocol_name', 'default', 16, 'const', None), ), None),
+    '_decode_SyncGroupResponse_v1': ('SyncGroupResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('assignment', 'bytes', 0), ('protocol_type', 'default', 16, 'const', None), ('protocol_name', 'default', 16, 'const', None), ), None),
+    '_decode_SyncGroupResponse_v4': ('SyncGroupResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('assignment', 'bytes', 1), ('protocol_type', 'default', 16, 'const', None), ('protocol_name', 'default', 16, 'const', None), ), ()),
+    '_decode_SyncGroupResponse_v5': ('SyncGroupResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('protocol_type', 'string', 3), ('protocol_name', 'string', 3), ('assignment', 'bytes', 1), ), ()),
+}
+_native_codec.install(SyncGroupResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -406,3 +406,13 @@ _LINE_FIELDS = {
     329: 'NextProducerEpoch',
     332: 'tagged fields of TransactionLogValue',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_PartitionsSchema_v0': ('PartitionsSchema', (('topic', 'string', 0), ('partition_ids', 'array', 0, 'int32'), ), None),
+    '_decode_PartitionsSchema_v1': ('PartitionsSchema', (('topic', 'string', 1), ('partition_ids', 'array', 1, 'int32'), ), ()),
+    '_decode_TransactionLogValue_v0': ('TransactionLogValue', (('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ('transaction_timeout_ms', 'int32', 0), ('transaction_status', 'int8', 0), ('transaction_partitions', 'array', 2, 'struct', '_decode_PartitionsSchema_v0'), ('transaction_last_update_timestamp_ms', 'int64', 0), ('transaction_start_timestamp_ms', 'int64', 0), ('previous_producer_id', 'default', 0, 'const', -1), ('next_producer_id', 'default', 0, 'const', -1), ('next_producer_epoch', 'default', 0, 'const', -1), ('client_transaction_version', 'default', 0, 'const', 0), ), None),
+    '_decode_TransactionLogValue_v1': ('TransactionLogValue', (('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ('transaction_timeout_ms', 'int32', 0), ('transaction_status', 'int8', 0), ('transaction_partitions', 'array', 3, 'struct', '_decode_PartitionsSchema_v1'), ('transaction_last_update_timestamp_ms', 'int64', 0), ('transaction_start_timestamp_ms', 'int64', 0), ('previous_producer_id', 'default', 0, 'const', -1), ('next_producer_id', 'default', 0, 'const', -1), ('next_producer_epoch', 'default', 0, 'const', -1), ('client_transaction_version', 'default', 0, 'const', 0), ), ((0, ('previous_producer_id', 'int64', 0)), (1, ('next_producer_id', 'int64', 0)), (2, ('client_transaction_version', 'int16', 0)), (3, ('next_producer_epoch', 'int16', 0)), )),
+}
+_native_codec.install(TransactionLogValue, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -695,3 +695,20 @@ _LINE_FIELDS = {
     538: 'Topics',
     540: 'tagged fields of TxnOffsetCommitRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_TxnOffsetCommitRequestPartition_v0': ('TxnOffsetCommitRequestPartition', (('partition_index', 'int32', 0), ('committed_offset', 'int64', 0), ('committed_metadata', 'string', 2), ('committed_leader_epoch', 'default', 16, 'const', -1), ), None),
+    '_decode_TxnOffsetCommitRequestPartition_v2': ('TxnOffsetCommitRequestPartition', (('partition_index', 'int32', 0), ('committed_offset', 'int64', 0), ('committed_leader_epoch', 'int32', 0), ('committed_metadata', 'string', 2), ), None),
+    '_decode_TxnOffsetCommitRequestPartition_v3': ('TxnOffsetCommitRequestPartition', (('partition_index', 'int32', 0), ('committed_offset', 'int64', 0), ('committed_leader_epoch', 'int32', 0), ('committed_metadata', 'string', 3), ), ()),
+    '_decode_TxnOffsetCommitRequestTopic_v0': ('TxnOffsetCommitRequestTopic', (('name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_TxnOffsetCommitRequestPartition_v0'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_TxnOffsetCommitRequestTopic_v2': ('TxnOffsetCommitRequestTopic', (('name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_TxnOffsetCommitRequestPartition_v2'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_TxnOffsetCommitRequestTopic_v3': ('TxnOffsetCommitRequestTopic', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_TxnOffsetCommitRequestPartition_v3'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_TxnOffsetCommitRequestTopic_v6': ('TxnOffsetCommitRequestTopic', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_TxnOffsetCommitRequestPartition_v3'), ('name', 'default', 16, 'const', ''), ), ()),
+    '_decode_TxnOffsetCommitRequest_v0': ('TxnOffsetCommitRequest', (('transactional_id', 'string', 0), ('group_id', 'string', 0), ('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ('topics', 'array', 0, 'struct', '_decode_TxnOffsetCommitRequestTopic_v0'), ('generation_id_or_member_epoch', 'default', 0, 'const', -1), ('member_id', 'default', 0, 'const', ''), ('group_instance_id', 'default', 0, 'const', None), ), None),
+    '_decode_TxnOffsetCommitRequest_v2': ('TxnOffsetCommitRequest', (('transactional_id', 'string', 0), ('group_id', 'string', 0), ('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ('topics', 'array', 0, 'struct', '_decode_TxnOffsetCommitRequestTopic_v2'), ('generation_id_or_member_epoch', 'default', 0, 'const', -1), ('member_id', 'default', 0, 'const', ''), ('group_instance_id', 'default', 0, 'const', None), ), None),
+    '_decode_TxnOffsetCommitRequest_v3': ('TxnOffsetCommitRequest', (('transactional_id', 'string', 1), ('group_id', 'string', 1), ('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ('generation_id_or_member_epoch', 'int32', 0), ('member_id', 'string', 1), ('group_instance_id', 'string', 3), ('topics', 'array', 1, 'struct', '_decode_TxnOffsetCommitRequestTopic_v3'), ), ()),
+    '_decode_TxnOffsetCommitRequest_v6': ('TxnOffsetCommitRequest', (('transactional_id', 'string', 1), ('group_id', 'string', 1), ('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ('generation_id_or_member_epoch', 'int32', 0), ('member_id', 'string', 1), ('group_instance_id', 'string', 3), ('topics', 'array', 1, 'struct', '_decode_TxnOffsetCommitRequestTopic_v6'), ), ()),
+}
+_native_codec.install(TxnOffsetCommitRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -509,3 +509,17 @@ _LINE_FIELDS = {
     410: 'Topics',
     412: 'tagged fields of TxnOffsetCommitResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_TxnOffsetCommitResponsePartition_v0': ('TxnOffsetCommitResponsePartition', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), None),
+    '_decode_TxnOffsetCommitResponsePartition_v3': ('TxnOffsetCommitResponsePartition', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), ()),
+    '_decode_TxnOffsetCommitResponseTopic_v0': ('TxnOffsetCommitResponseTopic', (('name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_TxnOffsetCommitResponsePartition_v0'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), None),
+    '_decode_TxnOffsetCommitResponseTopic_v3': ('TxnOffsetCommitResponseTopic', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_TxnOffsetCommitResponsePartition_v3'), ('topic_id', 'default', 16, 'global', '_ZERO_UUID'), ), ()),
+    '_decode_TxnOffsetCommitResponseTopic_v6': ('TxnOffsetCommitResponseTopic', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_TxnOffsetCommitResponsePartition_v3'), ('name', 'default', 16, 'const', ''), ), ()),
+    '_decode_TxnOffsetCommitResponse_v0': ('TxnOffsetCommitResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 0, 'struct', '_decode_TxnOffsetCommitResponseTopic_v0'), ), None),
+    '_decode_TxnOffsetCommitResponse_v3': ('TxnOffsetCommitResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_TxnOffsetCommitResponseTopic_v3'), ), ()),
+    '_decode_TxnOffsetCommitResponse_v6': ('TxnOffsetCommitResponse', (('throttle_time_ms', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_TxnOffsetCommitResponseTopic_v6'), ), ()),
+}
+_native_codec.install(TxnOffsetCommitResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -77,3 +77,10 @@ _LINE_FIELDS = {
     63: 'BrokerId',
     65: 'tagged fields of UnregisterBrokerRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_UnregisterBrokerRequest_v0': ('UnregisterBrokerRequest', (('broker_id', 'int32', 0), ), ()),
+}
+_native_codec.install(UnregisterBrokerRequest, _NATIVE_PROGRAMS, globals())

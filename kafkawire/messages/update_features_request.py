@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -322,3 +322,13 @@ _LINE_FIELDS = {
     256: 'ValidateOnly',
     258: 'tagged fields of UpdateFeaturesRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_FeatureUpdateKey_v0': ('FeatureUpdateKey', (('feature', 'string', 1), ('max_version_level', 'int16', 0), ('allow_downgrade', 'bool', 0), ('upgrade_type', 'default', 0, 'const', 1), ), ()),
+    '_decode_FeatureUpdateKey_v1': ('FeatureUpdateKey', (('feature', 'string', 1), ('max_version_level', 'int16', 0), ('upgrade_type', 'int8', 0), ('allow_downgrade', 'default', 0, 'const', False), ), ()),
+    '_decode_UpdateFeaturesRequest_v0': ('UpdateFeaturesRequest', (('timeout_ms', 'int32', 0), ('feature_updates', 'array', 1, 'struct', '_decode_FeatureUpdateKey_v0'), ('validate_only', 'default', 0, 'const', False), ), ()),
+    '_decode_UpdateFeaturesRequest_v1': ('UpdateFeaturesRequest', (('timeout_ms', 'int32', 0), ('feature_updates', 'array', 1, 'struct', '_decode_FeatureUpdateKey_v1'), ('validate_only', 'bool', 0), ), ()),
+}
+_native_codec.install(UpdateFeaturesRequest, _NATIVE_PROGRAMS, globals())

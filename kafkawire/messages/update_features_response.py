@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -213,3 +213,12 @@ _LINE_FIELDS = {
     173: 'ErrorMessage',
     175: 'tagged fields of UpdateFeaturesResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_UpdatableFeatureResult_v0': ('UpdatableFeatureResult', (('feature', 'string', 1), ('error_code', 'int16', 0), ('error_message', 'string', 3), ), ()),
+    '_decode_UpdateFeaturesResponse_v0': ('UpdateFeaturesResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('results', 'array', 1, 'struct', '_decode_UpdatableFeatureResult_v0'), ), ()),
+    '_decode_UpdateFeaturesResponse_v2': ('UpdateFeaturesResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('error_message', 'string', 3), ('results', 'default', 16, 'list', None), ), ()),
+}
+_native_codec.install(UpdateFeaturesResponse, _NATIVE_PROGRAMS, globals())

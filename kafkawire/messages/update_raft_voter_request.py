@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -252,3 +252,12 @@ _LINE_FIELDS = {
     208: 'KRaftVersionFeature',
     210: 'tagged fields of UpdateRaftVoterRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_Listener_v0': ('Listener', (('name', 'string', 1), ('host', 'string', 1), ('port', 'uint16', 0), ), ()),
+    '_decode_KRaftVersionFeature_v0': ('KRaftVersionFeature', (('min_supported_version', 'int16', 0), ('max_supported_version', 'int16', 0), ), ()),
+    '_decode_UpdateRaftVoterRequest_v0': ('UpdateRaftVoterRequest', (('cluster_id', 'string', 3), ('current_leader_epoch', 'int32', 0), ('voter_id', 'int32', 0), ('voter_directory_id', 'uuid', 0), ('listeners', 'array', 1, 'struct', '_decode_Listener_v0'), ('k_raft_version_feature', 'struct', 0, None, '_decode_KRaftVersionFeature_v0'), ), ()),
+}
+_native_codec.install(UpdateRaftVoterRequest, _NATIVE_PROGRAMS, globals())

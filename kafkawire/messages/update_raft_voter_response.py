@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -200,3 +200,11 @@ _LINE_FIELDS = {
     168: 'CurrentLeader',
     171: 'tagged fields of UpdateRaftVoterResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_CurrentLeader_v0': ('CurrentLeader', (('leader_id', 'int32', 0), ('leader_epoch', 'int32', 0), ('host', 'string', 1), ('port', 'int32', 0), ), ()),
+    '_decode_UpdateRaftVoterResponse_v0': ('UpdateRaftVoterResponse', (('throttle_time_ms', 'int32', 0), ('error_code', 'int16', 0), ('_current_leader', 'default', 0, 'lazy', '_DEFAULT_CurrentLeader'), ), ((0, ('_current_leader', 'struct', 0, None, '_decode_CurrentLeader_v0')), )),
+}
+_native_codec.install(UpdateRaftVoterResponse, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -115,3 +115,10 @@ _LINE_FIELDS = {
     91: 'Iterations',
     93: 'tagged fields of UserScramCredentialRecord',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_UserScramCredentialRecord_v0': ('UserScramCredentialRecord', (('name', 'string', 1), ('mechanism', 'int8', 0), ('salt', 'bytes', 1), ('stored_key', 'bytes', 1), ('server_key', 'bytes', 1), ('iterations', 'int32', 0), ), ()),
+}
+_native_codec.install(UserScramCredentialRecord, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -568,3 +568,18 @@ _LINE_FIELDS = {
     454: 'Topics',
     456: 'tagged fields of VoteRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_PartitionData_v0': ('PartitionData', (('partition_index', 'int32', 0), ('replica_epoch', 'int32', 0), ('replica_id', 'int32', 0), ('last_offset_epoch', 'int32', 0), ('last_offset', 'int64', 0), ('replica_directory_id', 'default', 16, 'global', '_ZERO_UUID'), ('voter_directory_id', 'default', 16, 'global', '_ZERO_UUID'), ('pre_vote', 'default', 0, 'const', False), ), ()),
+    '_decode_PartitionData_v1': ('PartitionData', (('partition_index', 'int32', 0), ('replica_epoch', 'int32', 0), ('replica_id', 'int32', 0), ('replica_directory_id', 'uuid', 0), ('voter_directory_id', 'uuid', 0), ('last_offset_epoch', 'int32', 0), ('last_offset', 'int64', 0), ('pre_vote', 'default', 0, 'const', False), ), ()),
+    '_decode_PartitionData_v2': ('PartitionData', (('partition_index', 'int32', 0), ('replica_epoch', 'int32', 0), ('replica_id', 'int32', 0), ('replica_directory_id', 'uuid', 0), ('voter_directory_id', 'uuid', 0), ('last_offset_epoch', 'int32', 0), ('last_offset', 'int64', 0), ('pre_vote', 'bool', 0), ), ()),
+    '_decode_TopicData_v0': ('TopicData', (('topic_name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v0'), ), ()),
+    '_decode_TopicData_v1': ('TopicData', (('topic_name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v1'), ), ()),
+    '_decode_TopicData_v2': ('TopicData', (('topic_name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v2'), ), ()),
+    '_decode_VoteRequest_v0': ('VoteRequest', (('cluster_id', 'string', 3), ('topics', 'array', 1, 'struct', '_decode_TopicData_v0'), ('voter_id', 'default', 16, 'const', -1), ), ()),
+    '_decode_VoteRequest_v1': ('VoteRequest', (('cluster_id', 'string', 3), ('voter_id', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_TopicData_v1'), ), ()),
+    '_decode_VoteRequest_v2': ('VoteRequest', (('cluster_id', 'string', 3), ('voter_id', 'int32', 0), ('topics', 'array', 1, 'struct', '_decode_TopicData_v2'), ), ()),
+}
+_native_codec.install(VoteRequest, _NATIVE_PROGRAMS, globals())

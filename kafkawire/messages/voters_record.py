@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -324,3 +324,13 @@ _LINE_FIELDS = {
     269: 'Voters',
     271: 'tagged fields of VotersRecord',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_Endpoint_v0': ('Endpoint', (('name', 'string', 1), ('host', 'string', 1), ('port', 'uint16', 0), ), ()),
+    '_decode_KRaftVersionFeature_v0': ('KRaftVersionFeature', (('min_supported_version', 'int16', 0), ('max_supported_version', 'int16', 0), ), ()),
+    '_decode_Voter_v0': ('Voter', (('voter_id', 'int32', 0), ('voter_directory_id', 'uuid', 0), ('endpoints', 'array', 1, 'struct', '_decode_Endpoint_v0'), ('k_raft_version_feature', 'struct', 0, None, '_decode_KRaftVersionFeature_v0'), ), ()),
+    '_decode_VotersRecord_v0': ('VotersRecord', (('version', 'int16', 0), ('voters', 'array', 1, 'struct', '_decode_Voter_v0'), ), ()),
+}
+_native_codec.install(VotersRecord, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -496,3 +496,16 @@ _LINE_FIELDS = {
     410: 'Topics',
     412: 'tagged fields of WriteShareGroupStateRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_StateBatch_v0': ('StateBatch', (('first_offset', 'int64', 0), ('last_offset', 'int64', 0), ('delivery_state', 'int8', 0), ('delivery_count', 'int16', 0), ), ()),
+    '_decode_PartitionData_v0': ('PartitionData', (('partition', 'int32', 0), ('state_epoch', 'int32', 0), ('leader_epoch', 'int32', 0), ('start_offset', 'int64', 0), ('state_batches', 'array', 1, 'struct', '_decode_StateBatch_v0'), ('delivery_complete_count', 'default', 16, 'const', -1), ), ()),
+    '_decode_PartitionData_v1': ('PartitionData', (('partition', 'int32', 0), ('state_epoch', 'int32', 0), ('leader_epoch', 'int32', 0), ('start_offset', 'int64', 0), ('delivery_complete_count', 'int32', 0), ('state_batches', 'array', 1, 'struct', '_decode_StateBatch_v0'), ), ()),
+    '_decode_WriteStateData_v0': ('WriteStateData', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v0'), ), ()),
+    '_decode_WriteStateData_v1': ('WriteStateData', (('topic_id', 'uuid', 0), ('partitions', 'array', 1, 'struct', '_decode_PartitionData_v1'), ), ()),
+    '_decode_WriteShareGroupStateRequest_v0': ('WriteShareGroupStateRequest', (('group_id', 'string', 1), ('topics', 'array', 1, 'struct', '_decode_WriteStateData_v0'), ), ()),
+    '_decode_WriteShareGroupStateRequest_v1': ('WriteShareGroupStateRequest', (('group_id', 'string', 1), ('topics', 'array', 1, 'struct', '_decode_WriteStateData_v1'), ), ()),
+}
+_native_codec.install(WriteShareGroupStateRequest, _NATIVE_PROGRAMS, globals())

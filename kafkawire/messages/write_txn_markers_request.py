@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -500,3 +500,17 @@ _LINE_FIELDS = {
     411: 'Markers',
     413: 'tagged fields of WriteTxnMarkersRequest',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_WritableTxnMarkerTopic_v0': ('WritableTxnMarkerTopic', (('name', 'string', 0), ('partition_indexes', 'array', 0, 'int32'), ), None),
+    '_decode_WritableTxnMarkerTopic_v1': ('WritableTxnMarkerTopic', (('name', 'string', 1), ('partition_indexes', 'array', 1, 'int32'), ), ()),
+    '_decode_WritableTxnMarker_v0': ('WritableTxnMarker', (('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ('transaction_result', 'bool', 0), ('topics', 'array', 0, 'struct', '_decode_WritableTxnMarkerTopic_v0'), ('coordinator_epoch', 'int32', 0), ('transaction_version', 'default', 16, 'const', 0), ), None),
+    '_decode_WritableTxnMarker_v1': ('WritableTxnMarker', (('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ('transaction_result', 'bool', 0), ('topics', 'array', 1, 'struct', '_decode_WritableTxnMarkerTopic_v1'), ('coordinator_epoch', 'int32', 0), ('transaction_version', 'default', 16, 'const', 0), ), ()),
+    '_decode_WritableTxnMarker_v2': ('WritableTxnMarker', (('producer_id', 'int64', 0), ('producer_epoch', 'int16', 0), ('transaction_result', 'bool', 0), ('topics', 'array', 1, 'struct', '_decode_WritableTxnMarkerTopic_v1'), ('coordinator_epoch', 'int32', 0), ('transaction_version', 'int8', 0), ), ()),
+    '_decode_WriteTxnMarkersRequest_v0': ('WriteTxnMarkersRequest', (('markers', 'array', 0, 'struct', '_decode_WritableTxnMarker_v0'), ), None),
+    '_decode_WriteTxnMarkersRequest_v1': ('WriteTxnMarkersRequest', (('markers', 'array', 1, 'struct', '_decode_WritableTxnMarker_v1'), ), ()),
+    '_decode_WriteTxnMarkersRequest_v2': ('WriteTxnMarkersRequest', (('markers', 'array', 1, 'struct', '_decode_WritableTxnMarker_v2'), ), ()),
+}
+_native_codec.install(WriteTxnMarkersRequest, _NATIVE_PROGRAMS, globals())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID as _UUID
 
-from kafkawire.protocol import message as _message
+from kafkawire.protocol import message as _message, native_codec as _native_codec
 from kafkawire.protocol.message import Field as _Field, MISSING as _MISSING
 from kafkawire.protocol.primitives import *  # noqa: F403 - the readers and writers named in __all__
 from kafkawire.protocol.primitives import ZERO_UUID as _ZERO_UUID
@@ -431,3 +431,17 @@ _LINE_FIELDS = {
     358: 'Markers',
     360: 'tagged fields of WriteTxnMarkersResponse',
 }
+
+# The field programs of the decoding functions above, walked by the native decoder and encoder
+# (kafkawire/_native_src/message_*.c; kafkawire/codegen/emit_native.py says the format).
+_NATIVE_PROGRAMS = {
+    '_decode_WritableTxnMarkerPartitionResult_v0': ('WritableTxnMarkerPartitionResult', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), None),
+    '_decode_WritableTxnMarkerPartitionResult_v1': ('WritableTxnMarkerPartitionResult', (('partition_index', 'int32', 0), ('error_code', 'int16', 0), ), ()),
+    '_decode_WritableTxnMarkerTopicResult_v0': ('WritableTxnMarkerTopicResult', (('name', 'string', 0), ('partitions', 'array', 0, 'struct', '_decode_WritableTxnMarkerPartitionResult_v0'), ), None),
+    '_decode_WritableTxnMarkerTopicResult_v1': ('WritableTxnMarkerTopicResult', (('name', 'string', 1), ('partitions', 'array', 1, 'struct', '_decode_WritableTxnMarkerPartitionResult_v1'), ), ()),
+    '_decode_WritableTxnMarkerResult_v0': ('WritableTxnMarkerResult', (('producer_id', 'int64', 0), ('topics', 'array', 0, 'struct', '_decode_WritableTxnMarkerTopicResult_v0'), ), None),
+    '_decode_WritableTxnMarkerResult_v1': ('WritableTxnMarkerResult', (('producer_id', 'int64', 0), ('topics', 'array', 1, 'struct', '_decode_WritableTxnMarkerTopicResult_v1'), ), ()),
+    '_decode_WriteTxnMarkersResponse_v0': ('WriteTxnMarkersResponse', (('markers', 'array', 0, 'struct', '_decode_WritableTxnMarkerResult_v0'), ), None),
+    '_decode_WriteTxnMarkersResponse_v1': ('WriteTxnMarkersResponse', (('markers', 'array', 1, 'struct', '_decode_WritableTxnMarkerResult_v1'), ), ()),
+}
+_native_codec.install(WriteTxnMarkersResponse, _NATIVE_PROGRAMS, globals())

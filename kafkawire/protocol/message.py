@@ -152,6 +152,9 @@ class Message(Struct):
     LATEST_VERSION_UNSTABLE = False
     SCHEMA = ""
     _HAS_BYTES = False     # whether a bytes or records field may carry a value worth setting aside
+    # version -> the C encoder (kafkawire.protocol.native_codec), which returns the bytes or None
+    # to let the generated encoder write them (or word the error); empty on the pure path.
+    _NATIVE_ENCODERS: dict = {}
 
     @classmethod
     def versions(cls) -> range:
@@ -176,6 +179,11 @@ class Message(Struct):
             raise EncodeError(self.NAME, version, field, f"{type(exc).__name__}: {exc}") from exc
 
     def encode(self, version: int) -> bytes:
+        native = self._NATIVE_ENCODERS.get(version)
+        if native is not None:
+            data = native(self)
+            if data is not None:
+                return data
         if self._HAS_BYTES:
             buf = EncodeBuffer()
             self.encode_into(buf, version)

@@ -68,6 +68,23 @@ def instances(draw, cls, version, depth=0):
     return obj
 
 
+@st.composite
+def mutated_encodings(draw, cls, version, max_mutations=4):
+    """The encoding of a random instance, then 1 to max_mutations bytes flipped, cuts and insertions."""
+    encoded = bytearray(draw(instances(cls, version)).encode(version))
+    for _ in range(draw(st.integers(1, max_mutations))):
+        action = draw(st.sampled_from(["flip", "truncate", "insert"]))
+        if action == "flip" and encoded:
+            i = draw(st.integers(0, len(encoded) - 1))
+            encoded[i] = draw(st.integers(0, 255))
+        elif action == "truncate":
+            del encoded[draw(st.integers(0, len(encoded))):]
+        else:
+            i = draw(st.integers(0, len(encoded)))
+            encoded[i:i] = draw(st.binary(min_size=1, max_size=5))
+    return bytes(encoded)
+
+
 def without_unknown_tags(obj):
     """A copy of a message with every unknown tagged field dropped (what Kafka's JSON form keeps)."""
     import copy

@@ -11,7 +11,7 @@ from kafkawire.protocol import framing
 from kafkawire.protocol.errors import DecodeError, UnsupportedVersionError
 from kafkawire.protocol.primitives import Malformed, read_uvarint, write_uvarint
 from tests.codec.pcap_reader import kafka_capture
-from tests.codec.strategies import instances
+from tests.codec.strategies import instances, mutated_encodings
 from tests.conftest import REFERENCE, require
 
 TARGETS = ["MetadataResponse", "FetchRequest", "FetchResponse", "ProduceRequest", "VoteRequest",
@@ -37,19 +37,9 @@ def test_random_bytes(name, data, junk):
 def test_mutated_valid_bytes(name, data):
     cls = messages.by_name(name)
     version = data.draw(st.sampled_from(list(cls.versions())))
-    encoded = bytearray(data.draw(instances(cls, version)).encode(version))
-    for _ in range(data.draw(st.integers(1, 4))):
-        action = data.draw(st.sampled_from(["flip", "truncate", "insert"]))
-        if action == "flip" and encoded:
-            i = data.draw(st.integers(0, len(encoded) - 1))
-            encoded[i] = data.draw(st.integers(0, 255))
-        elif action == "truncate":
-            del encoded[data.draw(st.integers(0, len(encoded))):]
-        else:
-            i = data.draw(st.integers(0, len(encoded)))
-            encoded[i:i] = data.draw(st.binary(min_size=1, max_size=5))
+    encoded = data.draw(mutated_encodings(cls, version))
     try:
-        decoded = cls.decode(bytes(encoded), version)
+        decoded = cls.decode(encoded, version)
     except DecodeError as exc:
         assert exc.message == cls.NAME and exc.version == version
     else:

@@ -1,0 +1,122 @@
+"""Encode and decode over every (message, version) the peers also have (issue 26), by hand:
+
+    PYTHONPATH=. .venv/bin/python benchmarks/codec_sweep.py [--examples 8] [--seconds 0.02]
+
+For each pair one instance: of the first ``--examples`` instances Hypothesis draws (derandomized,
+so every run sees the same ones) for our class, without unknown tagged fields, made
+representable by the peer (tests/codec/peer_adapters.py), the one with the longest encoding.
+Encode is timed against kafka-python (the issue's goal: at least 10x), decode against kio's Rust
+reader (at least 1.5x); each figure is the best of 3 loops of about ``--seconds``, GC off, in
+one process. Prints the ratios' spread, the slowest pairs, and the pairs where our native
+encoder stepped aside for the pure one (``ours`` then times the pure path).
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from kafkawire import _native, messages  # noqa: E402
+from tests.codec.peer_adapters import peers  # noqa: E402
+from tests.codec.strategies import instances, without_unknown_tags  # noqa: E402
+
+
+def best_rate(fn, seconds: float) -> float:
+    """Calls per second: the best of 3 loops sized to take about `seconds`."""
+    n, elapsed = 1, 0.0
+    while True:
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds / 4:
+            break
+        n *= 4
+    rates = []
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+        rates.append(n / (time.perf_counter() - start))
+    return max(rates)
+
+
+def instance_for(peer, name: str, version: int, ref, examples: int):
+    """(ours, theirs): the drawn instance with the longest encoding, and the peer's copy of it."""
+    cls, peer_cls, found = messages.by_name(name), peer.peer_class(ref), []
+
+    @settings(max_examples=examples, derandomize=True, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(data=st.data())
+    def draw(data):
+        ours = without_unknown_tags(data.draw(instances(cls, version)))
+        peer.constrain(ours, name, version, data.draw)
+        theirs = peer.to_peer(ours, peer_cls, version, draw=data.draw)
+        found.append((len(ours.encode(version)), ours, theirs))
+
+    draw()
+    _, ours, theirs = max(found, key=lambda item: item[0])
+    return ours, theirs
+
+
+def sweep(peer, action: str, examples: int, seconds: float) -> list[tuple[float, str, int, float, float, bool]]:
+    rows = []
+    for name, version, ref in peer.pairs():
+        try:
+            ours, theirs = instance_for(peer, name, version, ref, examples)
+        except Exception as exc:  # noqa: BLE001 - a pair the adapters cannot build is reported, not timed
+            print(f"  skipped {name} v{version}: {type(exc).__name__}: {exc}"[:160])
+            continue
+        cls, peer_cls = type(ours), peer.peer_class(ref)
+        data = ours.encode(version)
+        native_encoder = cls._NATIVE_ENCODERS.get(version)
+        stepped_aside = native_encoder is None or native_encoder(ours) is None
+        if action == "encode":
+            mine = best_rate(lambda: ours.encode(version), seconds)
+            theirs_rate = best_rate(lambda: peer.encode(theirs, peer_cls, version), seconds)
+        else:
+            read = peer.entity_reader(peer_cls)
+            mine = best_rate(lambda: cls.decode(data, version), seconds)
+            theirs_rate = best_rate(lambda: read(data, 0), seconds)
+        rows.append((mine / theirs_rate, name, version, mine, theirs_rate, stepped_aside))
+    return rows
+
+
+def report(title: str, rows, goal: float) -> None:
+    ratios = sorted(r[0] for r in rows)
+    print(f"\n{title}: {len(rows)} pairs; ratio min {ratios[0]:.2f}x, 10th percentile "
+          f"{ratios[len(ratios) // 10]:.2f}x, median {statistics.median(ratios):.2f}x; "
+          f"{sum(r < goal for r in ratios)} below the goal of {goal}x")
+    for ratio, name, version, mine, theirs, aside in sorted(rows)[:10]:
+        print(f"  {ratio:6.2f}x  {name} v{version}: {mine:,.0f}/s vs {theirs:,.0f}/s"
+              + ("  (native encoder stepped aside)" if aside else ""))
+    aside = sorted({(r[1], r[2]) for r in rows if r[5]})
+    print(f"  native encoder stepped aside on {len(aside)} pairs: {aside[:12]}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--examples", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=0.02)
+    args = parser.parse_args()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = peers()
+    print(f"kafkawire {_native.status()}; load average {Path('/proc/loadavg').read_text().split()[0]} at start")
+    gc.disable()
+    report("encode, kafkawire / kafka-python", sweep(found["kafka-python"], "encode", args.examples, args.seconds), 10.0)
+    report("decode, kafkawire / kio (Rust reader)", sweep(found["kio"], "decode", args.examples, args.seconds), 1.5)
+    print(f"load average {Path('/proc/loadavg').read_text().split()[0]} at the end")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

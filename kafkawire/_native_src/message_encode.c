@@ -1,0 +1,297 @@
+/* The native message encoder (issue 26): the twin of the generated Python encoders, walking the
+ * decoder's programs (a version's wire fields in order, its absent fields with their defaults,
+ * its tagged fields).
+ *
+ * Two passes over the message: the first sizes it, the second writes into a bytes object of
+ * exactly that size, so every value (record batches above all) is copied once. It takes on
+ * only what it can write exactly as the Python encoder would: exact ints, floats, str, bytes,
+ * bytearray and byte memoryviews, lists and tuples, instances of the program's own classes,
+ * absent and tagged fields at (or plainly off) their defaults, no unknown tagged fields. For
+ * anything else it gives up (NULL) and the pure encoder runs, which writes the same bytes or
+ * raises the error it always raised. */
+#include "message.h"
+
+#include <string.h>
+
+typedef struct {
+    uint8_t *out;          /* NULL: the sizing pass */
+    Py_ssize_t n, cap;     /* bytes written (or counted), and the room there is */
+} Enc;
+
+#define SLOT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
+
+static PyTypeObject *uuid_type;
+static Py_ssize_t uuid_int_offset;
+
+static int put(Enc *e, const void *p, Py_ssize_t len) {
+    if (len > e->cap - e->n)
+        return -1;   /* only if a value changed between the passes */
+    if (e->out != NULL)
+        memcpy(e->out + e->n, p, len);
+    e->n += len;
+    return 0;
+}
+
+static int put_be(Enc *e, uint64_t v, int size) {
+    uint8_t b[8];
+    for (int i = size - 1; i >= 0; i--, v >>= 8)
+        b[i] = (uint8_t)v;
+    return put(e, b, size);
+}
+
+static int put_uvarint(Enc *e, uint64_t v) {
+    uint8_t b[5];
+    int n = 0;
+    if (v > 0xFFFFFFFFu)
+        return -1;
+    while (v >= 0x80) {
+        b[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    b[n++] = (uint8_t)v;
+    return put(e, b, n);
+}
+
+/* An int as struct.pack packs it for the kind, refusing what it would refuse. */
+static int put_int(Enc *e, int kind, PyObject *value) {
+    static const int64_t low[] = {0, -128, -32768, 0, INT32_MIN, 0, INT64_MIN};
+    static const int64_t high[] = {0, 127, 32767, 65535, INT32_MAX, UINT32_MAX, INT64_MAX};
+    static const int size[] = {0, 1, 2, 2, 4, 4, 8};
+    if (!PyLong_Check(value))
+        return -1;
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred()) || v < low[kind] || v > high[kind])
+        return -1;
+    return put_be(e, (uint64_t)v, size[kind]);
+}
+
+static int put_fixed(Enc *e, int kind, PyObject *value) {
+    if (kind == K_BOOL) {
+        int truth = PyObject_IsTrue(value);   /* struct's '?' packs any object's truth */
+        uint8_t b = (uint8_t)truth;
+        return truth < 0 ? -1 : put(e, &b, 1);
+    }
+    if (kind == K_FLOAT64) {
+        uint8_t b[8];
+        if (!PyFloat_CheckExact(value) || PyFloat_Pack8(PyFloat_AS_DOUBLE(value), (char *)b, 0) < 0)
+            return -1;
+        return put(e, b, 8);
+    }
+    if (kind == K_UUID) {
+        uint8_t b[16];
+        PyObject *i = Py_TYPE(value) == uuid_type ? SLOT(value, uuid_int_offset) : NULL;
+        if (i == NULL || !PyLong_CheckExact(i) || _PyLong_AsByteArray((PyLongObject *)i, b, 16, 0, 0) < 0)
+            return -1;
+        return put(e, b, 16);
+    }
+    return put_int(e, kind, value);
+}
+
+/* A length prefix: int16 (strings), int32 (bytes, arrays) or a compact varint of n + 1. */
+static int put_length(Enc *e, int compact, int wide, Py_ssize_t n) {
+    if (compact)
+        return put_uvarint(e, (uint64_t)n + 1);
+    if (n > (wide ? INT32_MAX : 0x7FFF))
+        return -1;
+    return put_be(e, (uint64_t)n, wide ? 4 : 2);
+}
+
+static int put_null(Enc *e, int compact, int wide) {
+    static const uint8_t ff[4] = {0xFF, 0xFF, 0xFF, 0xFF};
+    static const uint8_t zero = 0;
+    return compact ? put(e, &zero, 1) : put(e, ff, wide ? 4 : 2);
+}
+
+/* A memoryview of bytes (len() counts bytes only when items are bytes), through the buffer
+ * protocol: a view released meanwhile fails here instead of being read. */
+static int put_view(Enc *e, int compact, PyObject *value) {
+    Py_buffer *shape = PyMemoryView_GET_BUFFER(value);
+    if (shape->ndim != 1 || shape->itemsize != 1)
+        return -1;
+    Py_buffer view;
+    if (PyObject_GetBuffer(value, &view, PyBUF_SIMPLE) < 0)
+        return -1;
+    int rc = put_length(e, compact, 1, view.len) < 0 ? -1 : put(e, view.buf, view.len);
+    PyBuffer_Release(&view);
+    return rc;
+}
+
+static int put_span(Enc *e, int kind, int flags, PyObject *value) {
+    int compact = flags & F_COMPACT, wide = kind != K_STRING;
+    if (value == Py_None)
+        return flags & F_NULLABLE ? put_null(e, compact, wide) : -1;
+    const char *p;
+    Py_ssize_t n;
+    if (kind == K_STRING) {
+        if (!PyUnicode_CheckExact(value) || (p = PyUnicode_AsUTF8AndSize(value, &n)) == NULL)
+            return -1;
+    } else if (PyBytes_CheckExact(value)) {
+        p = PyBytes_AS_STRING(value), n = PyBytes_GET_SIZE(value);
+    } else if (PyByteArray_CheckExact(value)) {
+        p = PyByteArray_AS_STRING(value), n = PyByteArray_GET_SIZE(value);
+    } else if (PyMemoryView_Check(value)) {
+        return put_view(e, compact, value);
+    } else {
+        return -1;
+    }
+    if (put_length(e, compact, wide, n) < 0)
+        return -1;
+    return put(e, p, n);
+}
+
+static int put_struct(Enc *e, const Program *p, PyObject *obj);
+
+static int put_array(Enc *e, const FieldOp *op, PyObject *value) {
+    int compact = op->flags & F_COMPACT;
+    if (value == Py_None)
+        return op->flags & F_NULLABLE ? put_null(e, compact, 1) : -1;
+    if (!PyList_CheckExact(value) && !PyTuple_CheckExact(value))
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(value);
+    if (put_length(e, compact, 1, n) < 0)
+        return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i >= PySequence_Fast_GET_SIZE(value))
+            return -1;   /* a comparison's __ne__ shortened the list: let the pure encoder say */
+        PyObject *item = PySequence_Fast_GET_ITEM(value, i);
+        int kind = op->element, rc;
+        if (kind <= K_LAST_FIXED)
+            rc = put_fixed(e, kind, item);
+        else if (kind == K_STRUCT)
+            rc = put_struct(e, op->sub, item);
+        else
+            rc = put_span(e, kind == K_STRING ? K_STRING : K_BYTES, compact, item);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int put_value(Enc *e, const FieldOp *op, PyObject *value) {
+    int kind = op->kind;
+    if (kind <= K_LAST_FIXED)
+        return put_fixed(e, kind, value);
+    if (kind == K_STRING || kind == K_BYTES || kind == K_RECORDS)
+        return put_span(e, kind, op->flags, value);
+    if (kind == K_ARRAY)
+        return put_array(e, op, value);
+    if (kind != K_STRUCT)
+        return -1;
+    if (op->flags & F_NULLABLE) {
+        uint8_t marker = value == Py_None ? (op->flags & F_VARINT_MARKER ? 0 : 0xFF) : 1;
+        if (put(e, &marker, 1) < 0)
+            return -1;
+        if (value == Py_None)
+            return 0;
+    }
+    return put_struct(e, op->sub, value);
+}
+
+/* Whether a value differs from its field's default, as the generated default_compare decides:
+ * 1 or 0, or -1 when only the pure encoder can say (a list default that holds a tuple, ...). */
+static int differs(const FieldOp *d, PyObject *value) {
+    if (value == NULL)
+        return -1;
+    switch (d->dmode) {
+    case D_LIST:
+        if (value == Py_None)
+            return 1;
+        return PyList_CheckExact(value) ? PyList_GET_SIZE(value) != 0 : -1;
+    case D_LAZY:      /* never read (_MISSING), or read and perhaps changed in place */
+        return value == d->value ? 0 : PyObject_RichCompareBool(value, d->instance, Py_NE);
+    case D_CALL: {
+        PyObject *fresh = PyObject_CallNoArgs(d->value);
+        int ne = fresh == NULL ? -1 : PyObject_RichCompareBool(value, fresh, Py_NE);
+        Py_XDECREF(fresh);
+        return ne;
+    }
+    default:
+        if (value == d->value)
+            return 0;
+        if (d->value == Py_None)
+            return 1;
+        return PyObject_RichCompareBool(value, d->value, Py_NE);
+    }
+}
+
+static int unknown_tags_empty(const Program *p, PyObject *obj) {
+    PyObject *unknown = SLOT(obj, p->unknown_offset);
+    return unknown != NULL && (PyTuple_CheckExact(unknown) || PyList_CheckExact(unknown))
+           && PySequence_Fast_GET_SIZE(unknown) == 0;
+}
+
+/* The tagged-field section: the fields that differ from their defaults, in the program's order. */
+static int put_tags(Enc *e, const Program *p, PyObject *obj) {
+    int write[64];
+    Py_ssize_t count = 0;
+    if (p->n_tags > 64 || !unknown_tags_empty(p, obj))
+        return -1;
+    for (Py_ssize_t i = 0; i < p->n_tags; i++) {
+        write[i] = differs(p->tags[i].dflt, SLOT(obj, p->tags[i].op.offset));
+        if (write[i] < 0)
+            return -1;
+        count += write[i];
+    }
+    if (put_uvarint(e, (uint64_t)count) < 0)
+        return -1;
+    for (Py_ssize_t i = 0; i < p->n_tags; i++) {
+        if (!write[i])
+            continue;
+        PyObject *value = SLOT(obj, p->tags[i].op.offset);
+        Enc sizing = {NULL, 0, PY_SSIZE_T_MAX};
+        if (put_value(&sizing, &p->tags[i].op, value) < 0 || put_uvarint(e, (uint64_t)p->tags[i].tag) < 0
+            || put_uvarint(e, (uint64_t)sizing.n) < 0 || put_value(e, &p->tags[i].op, value) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int put_struct(Enc *e, const Program *p, PyObject *obj) {
+    if (Py_TYPE(obj) != p->cls)
+        return -1;
+    for (Py_ssize_t i = 0; i < p->n_fields; i++) {
+        const FieldOp *op = &p->fields[i];
+        PyObject *value = SLOT(obj, op->offset);
+        if (value == NULL)
+            return -1;
+        if (op->kind != K_DEFAULT) {
+            if (put_value(e, op, value) < 0)
+                return -1;
+        } else if (!(op->flags & (F_TAGGED_DEFAULT | F_IGNORABLE)) && differs(op, value) != 0) {
+            return -1;   /* set in a version without the field: the pure encoder raises */
+        }
+    }
+    if (p->flexible)
+        return put_tags(e, p, obj);
+    return unknown_tags_empty(p, obj) ? 0 : -1;
+}
+
+PyObject *kw_encode_program(const Program *p, PyObject *obj) {
+    Enc sizing = {NULL, 0, PY_SSIZE_T_MAX};
+    if (put_struct(&sizing, p, obj) < 0)
+        return NULL;
+    PyObject *result = PyBytes_FromStringAndSize(NULL, sizing.n);
+    if (result == NULL)
+        return NULL;
+    Enc writing = {(uint8_t *)PyBytes_AS_STRING(result), 0, sizing.n};
+    if (put_struct(&writing, p, obj) < 0 || writing.n != sizing.n) {
+        Py_DECREF(result);
+        return NULL;
+    }
+    return result;
+}
+
+int kw_encode_messages_init(void) {
+    PyObject *mod = PyImport_ImportModule("uuid");
+    PyObject *cls = mod == NULL ? NULL : PyObject_GetAttrString(mod, "UUID");
+    Py_XDECREF(mod);
+    if (cls == NULL || !PyType_Check(cls)) {
+        Py_XDECREF(cls);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "uuid.UUID is not a class");
+        return -1;
+    }
+    uuid_type = (PyTypeObject *)cls;
+    return kw_slot_offset(uuid_type, "int", &uuid_int_offset);
+}
