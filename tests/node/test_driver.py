@@ -211,3 +211,31 @@ def test_nothing_is_acknowledged_before_the_fsync_it_depends_on_is_done(tmp_path
     assert (appended_done, describe_done) == (False, False)
     assert (hw_during, seen_during) == (hw_before, seen_before)
     assert hw_after == last + 1 and answer.topics[0].partitions[0].high_watermark >= hw_before
+
+
+def test_a_leader_refuses_appends_while_too_many_wait_for_their_commit(tmp_path):
+    """Backpressure covers the uncommitted tail too: once append_uncommitted_limit records
+    were handed to the core and are not committed (here: their fsync is held), a new append
+    is refused at once with AppendQueueFull, so a leader offered more than the quorum commits
+    does not grow its commit latency without bound. Once they commit, appends are taken again."""
+    from kafkawire.raft.contract import AppendQueueFull
+
+    async def work(driver, recorder):
+        await driver.append([b"warm-up"])
+        driver.append_uncommitted_limit = 2
+        held = HeldFsync(driver.store)
+        first = asyncio.ensure_future(driver.append([b"a", b"b"]))
+        await asyncio.wait_for(_until(held.started.is_set), 10)
+        try:
+            await driver.append([b"c"])
+            refused = None
+        except AppendQueueFull as exc:
+            refused = str(exc)
+        held.release.set()
+        await asyncio.wait_for(first, 10)
+        after = await asyncio.wait_for(driver.append([b"d"]), 10)
+        return refused, after, driver.metrics.snapshot()["appends-refused"]
+
+    refused, after, refused_count = asyncio.run(single_voter(tmp_path / "p", 8, work))
+    assert refused is not None and "wait for their commit (limit 2)" in refused and refused_count == 1
+    assert after > 0

@@ -57,6 +57,12 @@ log = logging.getLogger(__name__)
 # refused (AppendQueueFull), as Kafka's BatchAccumulator refuses one past its ten completed
 # batches or when its memory pool has no buffer left (BufferAllocationException).
 APPEND_QUEUE_BATCHES = 10
+# Appends handed to the core but not committed yet, in batches of max_batch_records: past this
+# many a new append is refused too (AppendQueueFull). Kafka bounds only its accumulator, so a
+# leader offered more than its followers take grows its uncommitted tail, and the commit
+# latency, without limit; this bound keeps that latency to what the quorum commits in about
+# this many batches (ours, documented as a difference).
+APPEND_UNCOMMITTED_BATCHES = 20
 
 
 @dataclasses.dataclass(slots=True)
@@ -129,6 +135,8 @@ class RaftDriver:
         self._drain_scheduled = False
         self._drain_after_flush = False     # a drain waits for the fsync in flight
         self.append_queue_limit = config.max_batch_records * APPEND_QUEUE_BATCHES
+        self._uncommitted_records = 0       # proposed, neither committed nor failed yet
+        self.append_uncommitted_limit = config.max_batch_records * APPEND_UNCOMMITTED_BATCHES
         self._appends: dict[object, list[_QueuedAppend]] = {}   # token -> the appends of that Propose
         self._tokens = itertools.count()
         # fsyncs run on a thread of their own (_start_flush); the effects of Readys wait in
@@ -192,7 +200,7 @@ class RaftDriver:
             self._fail_appends(group, NotLeader("the node is shutting down", int(Errors.NOT_LEADER_OR_FOLLOWER)))
         self._appends.clear()
         self._append_queue.clear()
-        self._queued_records = 0
+        self._queued_records = self._uncommitted_records = 0
         if self._control_client is not None:
             await self._control_client.close()
         await asyncio.sleep(0)
@@ -233,7 +241,7 @@ class RaftDriver:
             self._fail_appends(group, stopped)
         self._appends.clear()
         self._append_queue.clear()
-        self._queued_records = 0
+        self._queued_records = self._uncommitted_records = 0
 
     def _apply(self, ready: Ready) -> None:
         core = self.running
@@ -324,10 +332,9 @@ class RaftDriver:
             for listener in self.hw_listeners:
                 listener()
         for token, offset in ready.appends_committed:
-            self._complete_appends(self._appends.pop(token, ()), offset, now)
+            self._complete_appends(self._settled(token), offset, now)
         for token, error in ready.appends_failed:
-            self._fail_appends(self._appends.pop(token, ()),
-                               NotLeader(f"append failed: {Errors.for_code(error).name}", error))
+            self._fail_appends(self._settled(token), NotLeader(f"append failed: {Errors.for_code(error).name}", error))
         if ready.shutdown_complete:
             self.shutdown_complete.set()
         if ready.committed_through is not None:
@@ -594,8 +601,9 @@ class RaftDriver:
     async def append(self, records: list[bytes]) -> int:
         """Append as the leader; resolves with the last offset once committed. The records
         stay together in one batch. Raises AppendQueueFull at once when appends already wait
-        for append_queue_limit records' room (an overloaded leader pushes back rather than
-        let its queue, and the wait for its answers, grow without bound)."""
+        for append_queue_limit records' room, or append_uncommitted_limit records appended
+        wait for their commit (an overloaded leader pushes back rather than let its queue,
+        and the wait for its answers, grow without bound)."""
         future = asyncio.get_running_loop().create_future()
         self._enqueue(records, future)
         return await future
@@ -615,6 +623,11 @@ class RaftDriver:
             raise AppendQueueFull(f"node {self.node_id}: {self._queued_records} records wait to be appended "
                                   f"(limit {self.append_queue_limit}): appends arrive faster than the log "
                                   f"takes them; retry later")
+        if self._uncommitted_records >= self.append_uncommitted_limit:
+            self.metrics.appends_refused += 1
+            raise AppendQueueFull(f"node {self.node_id}: {self._uncommitted_records} appended records wait for "
+                                  f"their commit (limit {self.append_uncommitted_limit}): appends arrive faster "
+                                  f"than the quorum commits them; retry later")
         entry = _QueuedAppend(tuple(records), future, self.clock())
         self._append_queue.append(entry)
         self._queued_records += len(entry.records)
@@ -655,9 +668,16 @@ class RaftDriver:
             group.append(self._append_queue.popleft())
             count += len(group[-1].records)
         self._queued_records -= count
+        self._uncommitted_records += count
         token = next(self._tokens)
         self._appends[token] = group
         self._step(Propose(now_ms, token, tuple(r for entry in group for r in entry.records)))
+
+    def _settled(self, token) -> list[_QueuedAppend]:
+        """The appends of a Propose the core committed or failed: no longer uncommitted."""
+        group = self._appends.pop(token, [])
+        self._uncommitted_records -= sum(len(entry.records) for entry in group)
+        return group
 
     def _complete_appends(self, group, last_offset: int, now: int) -> None:
         """The appends of one committed Propose, in order: each resolves with its own last offset."""
