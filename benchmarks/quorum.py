@@ -11,9 +11,10 @@ How each number is obtained:
   A commit needs at least the leader's fsync, one follower fetch round trip and that
   follower's fsync (the two fsyncs overlap only partly), so the floor is a lower bound.
 * commit latency: `kafkawire test-raft-server` (Kafka's TestRaftServer workload) on each
-  node; the leader appends 256-byte records at the target rate and times each append from
-  Propose to commit (the driver's commit-latency window, the last 16384 appends). Medians and
-  p99 come from the leader's metrics file at the end of the measuring window.
+  node; the leader schedules appends of one 256-byte record at the target rate (refused ones,
+  AppendQueueFull, are dropped and counted) and times each from its queueing in the driver to
+  its commit (the driver's commit-latency window, the last 16384 appends). Medians and p99
+  come from the leader's metrics file at the end of the measuring window.
 * throughput: the high watermark's growth over the window (DescribeQuorum before and after,
   asked of whichever node leads then).
 * responsiveness, sampled every 250 ms during the window: how long the leader takes to answer

@@ -245,6 +245,15 @@ class _Index:
             f.flush()
             os.fsync(f.fileno())
 
+    def sync_handle(self) -> int | None:
+        """The file's buffer written out and a duplicate of its descriptor, for an fsync on
+        another thread (None when the index has no file)."""
+        f = self._open()
+        if f is None:
+            return None
+        f.flush()
+        return os.dup(f.fileno())
+
     def close(self) -> None:
         if self._file is not None:
             self._file.close()

@@ -22,8 +22,9 @@ LogSegment.shouldRoll with no jitter). An append bigger than ``segment_bytes`` i
 (RecordBatchTooLargeException in Kafka).
 
 Durability: appends reach the page cache; ``flush()`` fsyncs every segment written since
-the last flush and the directory (for created/deleted segment files). A roll fsyncs the
-segment it closes.
+the last flush (only the .log of the last one, whose indexes recovery rebuilds on every open)
+and the directory (for created/deleted segment files). A roll fsyncs the segment it closes,
+indexes included.
 """
 
 from __future__ import annotations
@@ -63,6 +64,11 @@ def fsync_dir(path) -> None:
     try:
         os.fsync(fd)
     finally:
+        os.close(fd)
+
+
+def _close_all(fds) -> None:
+    for fd in fds:
         os.close(fd)
 
 
@@ -335,13 +341,37 @@ class Log:
 
     def flush(self) -> None:
         """fsync the segments written since the last flush, and the directory."""
-        for base in sorted(self._dirty):
-            if base in self._segments:
-                self._segments[base].flush()
+        self.prepare_flush()()
+
+    def prepare_flush(self):
+        """The flush in two halves: this one, on the writer's thread, takes what was written
+        since the last flush (buffers written out, duplicated descriptors); the function it
+        returns does the fsyncs and may run on another thread while the writer goes on
+        appending (what it appends then waits for the next flush). Call that function
+        exactly once."""
+        fds = []
+        try:
+            for base in sorted(self._dirty):
+                if base in self._segments:
+                    # The last segment's indexes are rebuilt from its batches whenever the log
+                    # opens (recovery), so only its .log needs to be durable: one fsync, not three.
+                    fds += self._segments[base].sync_handles(indexes=base != self._bases[-1])
+        except BaseException:
+            _close_all(fds)
+            raise
         self._dirty.clear()
-        if self._dir_dirty:
-            fsync_dir(self.directory)
-            self._dir_dirty = False
+        directory = self.directory if self._dir_dirty else None
+        self._dir_dirty = False
+
+        def sync() -> None:
+            try:
+                for fd in fds:
+                    os.fsync(fd)
+            finally:
+                _close_all(fds)
+            if directory is not None:
+                fsync_dir(directory)
+        return sync
 
     def close(self) -> None:
         for seg in self._segments.values():

@@ -357,6 +357,19 @@ class LogSegment:
         self.offset_index.flush()
         self.time_index.flush()
 
+    def sync_handles(self, *, indexes: bool = True) -> list[int]:
+        """For an fsync on another thread: the .log (and with ``indexes`` the .index and
+        .timeindex) files' buffers written out, and a duplicate descriptor of each (the caller
+        fsyncs and closes them; a duplicate stays valid if the segment is closed or deleted
+        meanwhile)."""
+        self._log.flush()
+        fds = [os.dup(self._log.fileno())]
+        for index in (self.offset_index, self.time_index) if indexes else ():
+            fd = index.sync_handle()
+            if fd is not None:
+                fds.append(fd)
+        return fds
+
     def close(self) -> None:
         if self._max_timestamp != NO_TIMESTAMP and self._log is not None:
             self.time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp,

@@ -155,3 +155,87 @@ def test_queued_appends_reach_the_core_before_any_later_input(tmp_path):
     expected, queued_before_tick, proposed, last = asyncio.run(single_voter(tmp_path / "p", 6, work))
     assert (queued_before_tick, proposed) == (2, 0)     # in the driver's queue, then in the core
     assert last == expected + 1
+
+
+class HeldFsync:
+    """Wraps a DiskLogStore's prepare_flush so that every fsync (on the driver's disk thread)
+    waits until the test releases it; ``started`` is set once one is waiting."""
+
+    def __init__(self, store):
+        import threading
+        self.release, self.started = threading.Event(), threading.Event()
+        prepare = store.prepare_flush
+
+        def held_prepare():
+            sync = prepare()
+
+            def held_sync():
+                self.started.set()
+                if not self.release.wait(10):
+                    raise TimeoutError("the test never released the fsync")
+                sync()
+            return held_sync
+        store.prepare_flush = held_prepare
+
+
+def test_nothing_is_acknowledged_before_the_fsync_it_depends_on_is_done(tmp_path):
+    """The fsync runs on the driver's disk thread, and until it is done the Ready's effects
+    wait (raft/io.py: nothing leaves before the writes are durable): a single voter's append
+    does not commit (the leader counts its own log end toward the high watermark only once it
+    is durable), the listeners see nothing, and a request answered meanwhile (DescribeQuorum)
+    waits behind it. The loop itself stays free: this test runs on it while the fsync waits."""
+    from kafkawire.tools.metadata_quorum import describe_quorum_request
+
+    class Ctx:
+        api_version, peer = 1, ("127.0.0.1", 1)
+
+    async def work(driver, recorder):
+        await driver.append([b"warm-up"])
+        held = HeldFsync(driver.store)
+        hw_before, seen_before = driver.high_watermark(), len(recorder.committed)
+        append = asyncio.ensure_future(driver.append([b"x"]))
+        await asyncio.wait_for(_until(held.started.is_set), 10)
+        describe = asyncio.ensure_future(driver.handle_request(Ctx(), describe_quorum_request()))
+        for _ in range(20):                     # many loop turns while the fsync waits
+            await asyncio.sleep(0.001)
+        during = (append.done(), describe.done(), driver.high_watermark(), len(recorder.committed),
+                  driver.core.log.end_offset)
+        held.release.set()
+        last = await asyncio.wait_for(append, 10)
+        answer = await asyncio.wait_for(describe, 10)
+        return hw_before, seen_before, during, last, answer, driver.high_watermark()
+
+    hw_before, seen_before, during, last, answer, hw_after = asyncio.run(single_voter(tmp_path / "p", 7, work))
+    appended_done, describe_done, hw_during, seen_during, log_end = during
+    assert log_end == last + 1                       # written to the log (page cache) at once
+    assert (appended_done, describe_done) == (False, False)
+    assert (hw_during, seen_during) == (hw_before, seen_before)
+    assert hw_after == last + 1 and answer.topics[0].partitions[0].high_watermark >= hw_before
+
+
+def test_a_leader_refuses_appends_while_too_many_wait_for_their_commit(tmp_path):
+    """Backpressure covers the uncommitted tail too: once append_uncommitted_limit records
+    were handed to the core and are not committed (here: their fsync is held), a new append
+    is refused at once with AppendQueueFull, so a leader offered more than the quorum commits
+    does not grow its commit latency without bound. Once they commit, appends are taken again."""
+    from kafkawire.raft.contract import AppendQueueFull
+
+    async def work(driver, recorder):
+        await driver.append([b"warm-up"])
+        driver.append_uncommitted_limit = 2
+        held = HeldFsync(driver.store)
+        first = asyncio.ensure_future(driver.append([b"a", b"b"]))
+        await asyncio.wait_for(_until(held.started.is_set), 10)
+        try:
+            await driver.append([b"c"])
+            refused = None
+        except AppendQueueFull as exc:
+            refused = str(exc)
+        held.release.set()
+        await asyncio.wait_for(first, 10)
+        after = await asyncio.wait_for(driver.append([b"d"]), 10)
+        return refused, after, driver.metrics.snapshot()["appends-refused"]
+
+    refused, after, refused_count = asyncio.run(single_voter(tmp_path / "p", 8, work))
+    assert refused is not None and "wait for their commit (limit 2)" in refused and refused_count == 1
+    assert after > 0

@@ -223,12 +223,25 @@ class DiskLogStore:
             self._snapshots.sort(key=lambda s: (s.offset, s.epoch))
 
     def flush(self) -> None:
-        if self.fsync:
-            self.log.flush()
+        self.prepare_flush()()
+
+    def prepare_flush(self):
+        """The flush split for the driver's disk thread: this half, on the event loop, takes
+        what the Readys applied so far wrote; the function it returns makes that durable (the
+        log's fsyncs, then the epoch checkpoint as it stood here) and may run on another
+        thread while later Readys write on. One such function runs at a time, in order."""
+        sync_log = self.log.prepare_flush() if self.fsync else None
+        epochs = None
         if self._epochs != self._written_epochs:
-            write_leader_epoch_checkpoint(os.path.join(self.directory, EPOCH_CHECKPOINT_FILE),
-                                          self._epochs, fsync=self.fsync)
-            self._written_epochs = list(self._epochs)
+            epochs = self._written_epochs = list(self._epochs)
+        path, fsync = os.path.join(self.directory, EPOCH_CHECKPOINT_FILE), self.fsync
+
+        def sync() -> None:
+            if sync_log is not None:
+                sync_log()
+            if epochs is not None:
+                write_leader_epoch_checkpoint(path, epochs, fsync=fsync)
+        return sync
 
     def close(self) -> None:
         for f in self._partial.values():

@@ -5,9 +5,18 @@ Inputs reach the core from four places, all on the event loop and all through ``
 the KafkaServer handlers (a request becomes RequestReceived; the handler awaits the core's
 OutboundResponse), the tasks sending our requests (ResponseReceived / RequestFailed), the
 timer (Tick at the Ready's wake_at_ms) and the local clients (Propose, SnapshotFrozen,
-Shutdown). ``_step`` never awaits, so one Ready is applied completely before the next input:
-the core's synchronous contract. The price is that an fsync blocks the loop for its duration,
-which is also what makes "acknowledged only once durable" easy to see.
+Shutdown). ``_step`` never awaits: a Ready's writes (election, log operations) are made before
+the next input, so the store the core reads reflects every Ready so far.
+
+The fsync a Ready asks for runs on the driver's disk thread, not on the loop (as Kafka's raft
+thread flushes while its network threads go on). Until it is done, that Ready's messages and
+its commits (steps 3 and 4 of raft/io.py) wait in ``_held``, behind those of every earlier
+Ready: nothing leaves, no append completes and no state machine sees a commit before the
+writes it depends on are durable, so a follower acknowledges (its next fetch offset) and a
+leader exposes a high watermark counting its own log end only after the fsync. The core may
+meanwhile take more inputs; their flushes are grouped into the next fsync (group commit).
+Elections (quorum-state), snapshot installs and segment rolls still fsync on the loop: they
+are rare.
 
 Time given to the core is wall-clock milliseconds (DescribeQuorum reports fetch timestamps
 as Kafka does, in epoch ms), held monotonic: a clock step backwards is absorbed.
@@ -16,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import dataclasses
 import itertools
 import os
@@ -47,12 +57,18 @@ log = logging.getLogger(__name__)
 # refused (AppendQueueFull), as Kafka's BatchAccumulator refuses one past its ten completed
 # batches or when its memory pool has no buffer left (BufferAllocationException).
 APPEND_QUEUE_BATCHES = 10
+# Appends handed to the core but not committed yet, in batches of max_batch_records: past this
+# many a new append is refused too (AppendQueueFull). Kafka bounds only its accumulator, so a
+# leader offered more than its followers take grows its uncommitted tail, and the commit
+# latency, without limit; this bound keeps that latency to what the quorum commits in about
+# this many batches (ours, documented as a difference).
+APPEND_UNCOMMITTED_BATCHES = 20
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class _QueuedAppend:
     records: tuple
-    future: asyncio.Future
+    future: asyncio.Future | None      # None: scheduled, nobody waits (schedule_append)
     proposed_ms: int
 
 
@@ -117,9 +133,20 @@ class RaftDriver:
         self._append_queue: collections.deque[_QueuedAppend] = collections.deque()
         self._queued_records = 0
         self._drain_scheduled = False
+        self._drain_after_flush = False     # a drain waits for the fsync in flight
         self.append_queue_limit = config.max_batch_records * APPEND_QUEUE_BATCHES
+        self._uncommitted_records = 0       # proposed, neither committed nor failed yet
+        self.append_uncommitted_limit = config.max_batch_records * APPEND_UNCOMMITTED_BATCHES
         self._appends: dict[object, list[_QueuedAppend]] = {}   # token -> the appends of that Propose
         self._tokens = itertools.count()
+        # fsyncs run on a thread of their own (_start_flush); the effects of Readys wait in
+        # _held, in order, until the flushes they need are done. A flush is numbered by how
+        # many the core asked for: _flush_done of _flush_requested are durable.
+        self._disk_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"raft-disk-{config.node_id}")
+        self._flushing: asyncio.Future | None = None
+        self._flush_requested = 0
+        self._flush_done = 0
+        self._held: collections.deque[tuple[int, Ready]] = collections.deque()
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: int | None = None
         self._send_tasks: set[asyncio.Task] = set()
@@ -173,7 +200,7 @@ class RaftDriver:
             self._fail_appends(group, NotLeader("the node is shutting down", int(Errors.NOT_LEADER_OR_FOLLOWER)))
         self._appends.clear()
         self._append_queue.clear()
-        self._queued_records = 0
+        self._queued_records = self._uncommitted_records = 0
         if self._control_client is not None:
             await self._control_client.close()
         await asyncio.sleep(0)
@@ -181,6 +208,10 @@ class RaftDriver:
             # The worker thread finishes its file (it cannot be interrupted); nothing is
             # published after close, and a file it leaves is a complete, durable snapshot.
             await asyncio.wait([self._snapshot_task])
+        if self._flushing is not None:
+            await asyncio.wait([self._flushing])    # its descriptors are duplicates: the store may close after
+        self._held.clear()
+        self._disk_thread.shutdown(wait=True)
         self.store.close()
 
     # --- stepping the core ------------------------------------------------------------------------
@@ -210,11 +241,11 @@ class RaftDriver:
             self._fail_appends(group, stopped)
         self._appends.clear()
         self._append_queue.clear()
-        self._queued_records = 0
+        self._queued_records = self._uncommitted_records = 0
 
     def _apply(self, ready: Ready) -> None:
         core = self.running
-        # 1-2: durable before anything leaves.
+        # 1-2: written now, durable before anything of this Ready leaves (below).
         if ready.election is not None:
             election = ready.election
             if core.kraft_version() == 0 and not election.voters:
@@ -224,11 +255,60 @@ class RaftDriver:
         for op in ready.log_ops:
             self.store.apply(op)
         if ready.flush:
-            self.store.flush()
+            self._flush_requested += 1
+            self._start_flush()
         for before, after in ready.transitions:
             log.info("node %d: %s -> %s", self.config.node_id, before, after)
         for warning in ready.warnings:
             log.warning("node %d: %s", self.config.node_id, warning)
+        # 3-4 once every flush asked for so far is done: in Ready order, so nothing leaves
+        # before the writes of its own Ready and of all earlier ones are on disk.
+        if self._held or self._flush_requested > self._flush_done:
+            self._held.append((self._flush_requested, ready))
+        else:
+            self._apply_effects(ready)
+        self.metrics.update_from(core.status(), self.store)
+        # 5: the next tick.
+        self._schedule(ready.wake_at_ms)
+
+    def _start_flush(self) -> None:
+        """Group commit on the disk thread: one fsync at a time; the flushes asked for while
+        it runs are done together by the next one."""
+        if self._flushing or self._flush_requested == self._flush_done or self.failure is not None:
+            return
+        target = self._flush_requested
+        sync = self.store.prepare_flush()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:      # started outside a loop (tools): no loop to keep free
+            sync()
+            self._flush_done = target
+            return
+        self._flushing = loop.run_in_executor(self._disk_thread, sync)
+        self._flushing.add_done_callback(lambda done: self._on_flushed(target, done))
+
+    def _on_flushed(self, target: int, done: asyncio.Future) -> None:
+        self._flushing = None
+        if done.cancelled() or self.failure is not None or self._closing:
+            return
+        error = done.exception()
+        if isinstance(error, Exception):      # the disk refused the fsync: stop, as Kafka halts
+            self._stop_on_failure(error)
+            return
+        self._flush_done = target
+        try:
+            while self._held and self._held[0][0] <= self._flush_done and self.failure is None:
+                self._apply_effects(self._held.popleft()[1])
+        except Exception as exc:     # the state machine or the log broke a rule: stop, as in _step
+            self._stop_on_failure(exc)
+            return
+        if self._drain_after_flush:
+            self._drain_appends()      # before any other flush starts: the appends waited for this one
+        self._start_flush()
+
+    def _apply_effects(self, ready: Ready) -> None:
+        """Steps 3 and 4 of a Ready whose writes are durable."""
+        core = self.running
         # 3: messages.
         for request in ready.send:
             task = asyncio.ensure_future(self._send(request))
@@ -248,19 +328,15 @@ class RaftDriver:
             self._load_snapshot(ready.load_snapshot)
         if ready.committed_through is not None:
             self._apply_committed(ready.committed_through)
-            self.metrics.high_watermark = ready.committed_through
+            self.metrics.set_high_watermark(ready.committed_through)
             for listener in self.hw_listeners:
                 listener()
         for token, offset in ready.appends_committed:
-            self._complete_appends(self._appends.pop(token, ()), offset, now)
+            self._complete_appends(self._settled(token), offset, now)
         for token, error in ready.appends_failed:
-            self._fail_appends(self._appends.pop(token, ()),
-                               NotLeader(f"append failed: {Errors.for_code(error).name}", error))
+            self._fail_appends(self._settled(token), NotLeader(f"append failed: {Errors.for_code(error).name}", error))
         if ready.shutdown_complete:
             self.shutdown_complete.set()
-        self.metrics.update_from(core.status(), self.store)
-        # 5: the next tick.
-        self._schedule(ready.wake_at_ms)
         if ready.committed_through is not None:
             self._schedule_snapshot_check()
 
@@ -518,14 +594,28 @@ class RaftDriver:
         return self.running.kraft_version()
 
     def high_watermark(self) -> int:
-        hw = self.core.high_watermark() if self.core is not None else None
-        return 0 if hw is None else hw
+        """The high watermark as far as the driver has exposed it (the last committed_through
+        applied): the core's may be ahead while its fsync runs."""
+        return max(self.metrics.high_watermark, 0)
 
     async def append(self, records: list[bytes]) -> int:
         """Append as the leader; resolves with the last offset once committed. The records
         stay together in one batch. Raises AppendQueueFull at once when appends already wait
-        for append_queue_limit records' room (an overloaded leader pushes back rather than
-        let its queue, and the wait for its answers, grow without bound)."""
+        for append_queue_limit records' room, or append_uncommitted_limit records appended
+        wait for their commit (an overloaded leader pushes back rather than let its queue,
+        and the wait for its answers, grow without bound)."""
+        future = asyncio.get_running_loop().create_future()
+        self._enqueue(records, future)
+        return await future
+
+    def schedule_append(self, records: list[bytes]) -> None:
+        """``append`` without waiting for the commit (Kafka's RaftClient.scheduleAppend, which
+        TestRaftServer uses): the records are queued or AppendQueueFull is raised at once;
+        the commit shows in the commit-latency metric and the listeners, a lost leadership
+        drops them."""
+        self._enqueue(records, None)
+
+    def _enqueue(self, records, future: asyncio.Future | None) -> None:
         if self.failure is not None:
             raise NodeFailed(str(self.failure))
         if self._queued_records >= self.append_queue_limit:
@@ -533,22 +623,37 @@ class RaftDriver:
             raise AppendQueueFull(f"node {self.node_id}: {self._queued_records} records wait to be appended "
                                   f"(limit {self.append_queue_limit}): appends arrive faster than the log "
                                   f"takes them; retry later")
-        loop = asyncio.get_running_loop()
-        entry = _QueuedAppend(tuple(records), loop.create_future(), self.clock())
+        if self._uncommitted_records >= self.append_uncommitted_limit:
+            self.metrics.appends_refused += 1
+            raise AppendQueueFull(f"node {self.node_id}: {self._uncommitted_records} appended records wait for "
+                                  f"their commit (limit {self.append_uncommitted_limit}): appends arrive faster "
+                                  f"than the quorum commits them; retry later")
+        entry = _QueuedAppend(tuple(records), future, self.clock())
         self._append_queue.append(entry)
         self._queued_records += len(entry.records)
         if not self._drain_scheduled:
             self._drain_scheduled = True
-            loop.call_soon(self._drain_appends)
-        return await entry.future
+            asyncio.get_running_loop().call_soon(self._drain_appends)
 
     def _drain_appends(self) -> None:
         """Once per loop turn: one Propose of queued appends; the rest wait for the next turn,
-        so requests that arrived meanwhile are answered in between."""
+        so requests that arrived meanwhile are answered in between. While the disk thread
+        flushes, appends wait here and go together once it is done (as Kafka's accumulator
+        fills while its raft thread flushes): at linger 0 an fsync covers every append that
+        came during the one before, in batches as full as max_batch_records allows, rather
+        than one small batch per loop turn."""
+        if self._flushing is not None and self.failure is None:
+            self._drain_after_flush = True      # _on_flushed drains; _drain_scheduled stays set
+            return
         self._drain_scheduled = False
         if not self._append_queue or self.failure is not None:
             return
-        self._propose_queued_batch(self.clock())
+        if self._drain_after_flush:
+            self._drain_after_flush = False
+            while len(self._append_queue) > 1 and self.failure is None:
+                self._propose_queued_batch(self.clock())
+        if self._append_queue and self.failure is None:
+            self._propose_queued_batch(self.clock())
         if self._append_queue:
             self._drain_scheduled = True
             asyncio.get_running_loop().call_soon(self._drain_appends)
@@ -563,22 +668,29 @@ class RaftDriver:
             group.append(self._append_queue.popleft())
             count += len(group[-1].records)
         self._queued_records -= count
+        self._uncommitted_records += count
         token = next(self._tokens)
         self._appends[token] = group
         self._step(Propose(now_ms, token, tuple(r for entry in group for r in entry.records)))
+
+    def _settled(self, token) -> list[_QueuedAppend]:
+        """The appends of a Propose the core committed or failed: no longer uncommitted."""
+        group = self._appends.pop(token, [])
+        self._uncommitted_records -= sum(len(entry.records) for entry in group)
+        return group
 
     def _complete_appends(self, group, last_offset: int, now: int) -> None:
         """The appends of one committed Propose, in order: each resolves with its own last offset."""
         for entry in reversed(group):
             self.metrics.commit_latency.record(now - entry.proposed_ms)
-            if not entry.future.done():
+            if entry.future is not None and not entry.future.done():
                 entry.future.set_result(last_offset)
             last_offset -= len(entry.records)
 
     @staticmethod
     def _fail_appends(group, error: Exception) -> None:
         for entry in group:
-            if not entry.future.done():
+            if entry.future is not None and not entry.future.done():
                 entry.future.set_exception(error)
 
     async def send_to_leader(self, request, timeout_ms: int = 5000):

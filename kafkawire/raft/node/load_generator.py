@@ -1,10 +1,11 @@
 """A state machine that only writes: Kafka's TestRaftServer workload (kafka.tools.TestRaftServer),
 used by benchmarks/quorum.py through `kafkawire test-raft-server`.
 
-While this node leads, it appends records of ``record_size`` random bytes at ``throughput``
-records per second, keeping at most ``max_outstanding`` appends waiting for their commit; the
-driver's commit-latency window measures each append from Propose to commit. Followers only
-replicate. Committed records are counted, not interpreted (the log holds no metadata records).
+While this node leads, it schedules appends of one record of ``record_size`` bytes (the same
+payload each time) at ``throughput`` records per second, without waiting for their commits
+(TestRaftServer's prepareAppend); the leader's own bound (AppendQueueFull) is the only limit,
+and the driver's commit-latency window measures each append from its queueing to its commit.
+Followers only replicate. Committed records are counted, not interpreted (the log holds no metadata records).
 """
 from __future__ import annotations
 
@@ -25,15 +26,15 @@ class LoadGenerator:
     image = None
     supported_features: dict[str, tuple[int, int]] = {}
 
-    def __init__(self, driver, *, throughput: int, record_size: int, max_outstanding: int = 1000):
+    def __init__(self, driver, *, throughput: int, record_size: int):
         if throughput <= 0 or record_size <= 0:
             raise ValueError("throughput and record size must be positive")
         self.driver = driver
         self.throughput = throughput
         self.record_size = record_size
-        self.max_outstanding = max_outstanding
+        self.payload = os.urandom(record_size)     # one payload for every record, as TestRaftServer
         self.committed_records = 0
-        self.outstanding = 0
+        self.scheduled = 0
         self._leader_event = asyncio.Event()
 
     # --- the state machine side ---------------------------------------------------------------------
@@ -56,20 +57,8 @@ class LoadGenerator:
         return {}
 
     # --- the workload ---------------------------------------------------------------------------------
-    async def _append_one(self, payload: bytes) -> None:
-        self.outstanding += 1
-        try:
-            await self.driver.append([payload])
-        except NotLeader:
-            pass
-        except AppendQueueFull:
-            pass    # the leader pushed back: load it could not take (its appends-refused metric)
-        finally:
-            self.outstanding -= 1
-
     async def run(self) -> None:
         interval = 1.0 / self.throughput
-        tasks: set[asyncio.Task] = set()
         while True:
             await self._leader_event.wait()
             log.info("leading: appending %d records/s of %d bytes", self.throughput, self.record_size)
@@ -79,12 +68,23 @@ class LoadGenerator:
                 if now < next_at:
                     await asyncio.sleep(next_at - now)
                     continue
-                # Catch up on the schedule in one go (as TestRaftServer's fixed-rate timer does),
-                # but never past the outstanding limit.
-                due = min(int((now - next_at) / interval) + 1, self.max_outstanding - self.outstanding)
-                for _ in range(max(due, 0)):
-                    task = asyncio.ensure_future(self._append_one(os.urandom(self.record_size)))
-                    tasks.add(task)
-                    task.add_done_callback(tasks.discard)
-                next_at += max(due, 1) * interval
+                # Catch up on the schedule in one go, as TestRaftServer's fixed-rate timer does;
+                # what the leader refuses (its queue is full) is dropped, not retried.
+                due = int((now - next_at) / interval) + 1
+                self.scheduled += self._schedule(due)
+                next_at += due * interval
                 await asyncio.sleep(0)
+
+    def _schedule(self, count: int) -> int:
+        """Up to ``count`` appends of one record each (one prepareAppend per record, as
+        TestRaftServer); returns how many the leader took."""
+        records = [self.payload]
+        for done in range(count):
+            try:
+                self.driver.schedule_append(records)
+            except AppendQueueFull:
+                return done     # the leader pushed back: load it could not take (its appends-refused metric)
+            except NotLeader:
+                self._leader_event.clear()
+                return done
+        return count

@@ -137,6 +137,10 @@ class RaftMetrics:
                 self.election_latency.record(now_ms - self._leaderless_since)
                 self._leaderless_since = None
 
+    def set_high_watermark(self, high_watermark: int) -> None:
+        """The high watermark the driver exposed (after the fsync it depends on)."""
+        self.high_watermark = self.values["high-watermark"] = high_watermark
+
     def update_from(self, status: RaftStatus, store) -> None:
         """The gauges from the core's status after a Ready was applied (the log end as the
         store has it on disk)."""
