@@ -245,6 +245,12 @@ class _Index:
             f.flush()
             os.fsync(f.fileno())
 
+    def ensure_file(self) -> None:
+        """Create the file if it does not exist yet: a segment's .index and .timeindex exist
+        from its first flush on, as Kafka creates them with the segment, whether or not an
+        entry was written (readers of the directory open them)."""
+        self._open()
+
     def sync_handle(self) -> int | None:
         """The file's buffer written out and a duplicate of its descriptor, for an fsync on
         another thread (None when the index has no file)."""

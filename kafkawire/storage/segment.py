@@ -364,7 +364,10 @@ class LogSegment:
         meanwhile)."""
         self._log.flush()
         fds = [os.dup(self._log.fileno())]
-        for index in (self.offset_index, self.time_index) if indexes else ():
+        for index in (self.offset_index, self.time_index):
+            if not indexes:
+                index.ensure_file()      # not synced (recovery rebuilds them), but present
+                continue
             fd = index.sync_handle()
             if fd is not None:
                 fds.append(fd)
