@@ -18,7 +18,6 @@ if TYPE_CHECKING:       # controller.py imports this module to build its handler
     from .controller import MetadataController
 
 ALTER_USER_SCRAM_CREDENTIALS = 51
-WRITE_TIMEOUT_MS = 30_000
 
 
 def acl_handlers(controller: MetadataController) -> dict[int, ApiHandler]:
@@ -27,8 +26,8 @@ def acl_handlers(controller: MetadataController) -> dict[int, ApiHandler]:
             return acls.security_disabled(ctx.api_key, request)
         make = acls.create_acls if ctx.api_key == acls.CREATE_ACLS else acls.delete_acls
         try:
-            response, _ = await controller.write(lambda: make(controller.image.acls, request),
-                                                 timeout_ms=WRITE_TIMEOUT_MS)
+            # No deadline, as Kafka's ClusterMetadataAuthorizer gives the controller none.
+            response, _ = await controller.write(lambda: make(controller.image.acls, request))
         except ApiError as exc:
             return error_response_for(ctx.api_key, ctx, request, exc.code, exc.message)
         return response
@@ -39,11 +38,11 @@ def acl_handlers(controller: MetadataController) -> dict[int, ApiHandler]:
         return acls.describe_acls(controller.image.acls, request)
 
     async def alter_scram(ctx, request):
-        image = controller.image
+        def generate():     # from the image of the write's turn, not of the request's arrival
+            image = controller.image
+            return alter_user_scram_credentials(request, image.scram, image.metadata_version)
         try:
-            response, _ = await controller.write(
-                lambda: alter_user_scram_credentials(request, image.scram, image.metadata_version),
-                timeout_ms=WRITE_TIMEOUT_MS)
+            response, _ = await controller.write(generate)     # no deadline, as in Kafka's ControllerApis
         except ApiError as exc:
             return error_response_for(ctx.api_key, ctx, request, exc.code, exc.message)
         return response

@@ -36,14 +36,17 @@ ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS, ELECT_LEADERS = 45,
 DESCRIBE_CONFIGS = 32
 DESCRIBE_CONFIGS_MIN_VERSION = 1         # Kafka 4.x serves DescribeConfigs v1-v4
 DELETE_TOPICS_MIN_VERSION = 1            # Kafka 4.x serves DeleteTopics v1-v6
-ALTER_CONFIGS_TIMEOUT_MS = 30_000        # the config APIs carry no timeout of their own
+NO_DEADLINE = None                       # Kafka's OptionalLong.empty(): the operation waits its turn
 
 
-async def _write(controller, generate, timeout_ms: int):
-    """The controller's write with the request's deadline. No timeout of its own around it: as
-    Kafka's ControllerApis, a write is answered when its records commit, and a deadline only
-    refuses one that has not generated yet (REQUEST_TIMED_OUT, from the controller)."""
-    result, _ = await controller.write(generate, timeout_ms=max(timeout_ms, 0))
+async def _write(controller, generate, timeout_ms: int | None):
+    """The controller's write with the deadline Kafka's ControllerApis gives the operation: the
+    request's timeoutMs for DeleteTopics, CreatePartitions, ElectLeaders and
+    AlterPartitionReassignments, none for the config APIs and ListPartitionReassignments (even
+    though ListPartitionReassignments carries a timeoutMs). No timeout of its own around it: a
+    write is answered when its records commit, and a deadline only refuses one that has not
+    generated yet (REQUEST_TIMED_OUT, from the controller)."""
+    result, _ = await controller.write(generate, timeout_ms=timeout_ms)
     return result
 
 
@@ -99,14 +102,13 @@ def handlers(controller) -> dict:
     async def incremental(ctx, request):
         try:
             return await _write(controller, lambda: incremental_alter_configs(controller.state, request),
-                                ALTER_CONFIGS_TIMEOUT_MS)
+                                NO_DEADLINE)
         except ApiError as exc:
             return _configs_error(request, AlterConfigsResourceResponse, IncrementalAlterConfigsResponse, exc)
 
     async def legacy(ctx, request):
         try:
-            return await _write(controller, lambda: alter_configs(controller.state, request),
-                                ALTER_CONFIGS_TIMEOUT_MS)
+            return await _write(controller, lambda: alter_configs(controller.state, request), NO_DEADLINE)
         except ApiError as exc:
             return _configs_error(request, LegacyResult, AlterConfigsResponse, exc)
 
@@ -120,7 +122,7 @@ def handlers(controller) -> dict:
     async def reassignments(ctx, request):
         try:                # a read, but of the active controller's committed state
             return await _write(controller, lambda: ([], list_partition_reassignments(controller.state, request)),
-                                request.timeout_ms)
+                                NO_DEADLINE)
         except ApiError as exc:
             return ListPartitionReassignmentsResponse(error_code=exc.code, error_message=exc.message)
 

@@ -2,7 +2,7 @@
 AllocateProducerIds (67), AlterPartition (56) and AssignReplicasToDirs (73).
 
 Each computes its records from the committed state through the controller's serialized write
-path and answers as Kafka's ControllerApis does: a refusal of the whole request (not the
+path, with no deadline (Kafka's ControllerApis gives these three none), and answers as Kafka's ControllerApis does: a refusal of the whole request (not the
 active controller, a stale broker epoch) goes into the response's top-level error code
 (getErrorResponse), per-partition errors into their partitions.
 """

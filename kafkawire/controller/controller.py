@@ -18,7 +18,9 @@ records, one round trip at a time, without a second copy of the state to roll ba
 cannot be torn: once it has generated its records it runs to its end in a task of its own,
 even if its caller stops waiting (a request timeout, a closed connection), and the next write
 starts only when those records are applied or leadership is lost. A deadline only stops a
-write that has not generated yet, as a deadline stops an event in Kafka's event queue.
+write that has not generated yet, as a deadline stops an event in Kafka's event queue; each
+API gets the deadline Kafka's ControllerApis gives it (the request's timeoutMs, half of
+broker.heartbeat.interval.ms for BrokerHeartbeat, or none).
 
 The raft handle is the contract's RaftHandle: ``next_offset()`` gives the offset the next
 appended record gets (Kafka's broker epochs are the offset of the RegisterBrokerRecord), and
@@ -48,7 +50,7 @@ from .activation import BootstrapError, activation_records
 from .bounded import BoundedListTooLong, excessive_batch
 from .errors import ApiError, WriteTimedOut, not_controller
 from .frames import frame
-from .heartbeats import SESSION_TIMEOUT_MS, BrokerHeartbeatManager
+from .heartbeats import HEARTBEAT_INTERVAL_MS, SESSION_TIMEOUT_MS, BrokerHeartbeatManager
 from .registration import ControllerRegistrationManager
 from .snapshot import image_records, iter_image_records
 from .state import ControllerState
@@ -58,7 +60,9 @@ from .versions import SUPPORTED_FEATURES
 log = logging.getLogger(__name__)
 
 MAX_IDLE_INTERVAL_MS = 500           # metadata.max.idle.interval.ms
-ACTIVATION_WAIT_MS = 5000            # how long a request waits for a new leader to finish activating
+# How long a request without a deadline waits for a new leader to finish activating (Kafka's
+# queue runs it right behind the activation event; ours waits for that event's commit).
+ACTIVATION_WAIT_MS = 5000
 CONTROLLER_REGISTRATION, BROKER_REGISTRATION, BROKER_HEARTBEAT, CREATE_TOPICS = 70, 62, 63, 19
 CREATE_TOPICS_MIN_VERSION = 2        # Kafka 4.x serves CreateTopics v2-v7
 
@@ -87,13 +91,16 @@ class MetadataController:
                  bootstrap_source: str = "the bootstrap records", listeners=(),
                  supported_features: dict[str, tuple[int, int]] | None = None, incarnation_id: uuid.UUID | None = None,
                  max_idle_interval_ms: int = MAX_IDLE_INTERVAL_MS, session_timeout_ms: int = SESSION_TIMEOUT_MS,
+                 heartbeat_interval_ms: int = HEARTBEAT_INTERVAL_MS,
                  static_min_insync_replicas: int = 1, topic_defaults: TopicDefaults = TopicDefaults(),
                  registration_backoff_ms: int = 100, clock=_monotonic_ms, rng: random.Random | None = None,
                  acls_enabled: bool = False):
         """``listeners``: this node's controller listeners as (name, host, port, security protocol),
         which it registers; ``bootstrap_records``: the metadata record frames of bootstrap.checkpoint
         (factory.load_bootstrap_records); ``clock``: monotonic milliseconds; ``acls_enabled``: the
-        node has an authorizer (authorizer.class.name), so the ACL APIs write ACL records."""
+        node has an authorizer (authorizer.class.name), so the ACL APIs write ACL records;
+        ``heartbeat_interval_ms``: broker.heartbeat.interval.ms, half of which is a
+        BrokerHeartbeat's deadline (ControllerApis.handleBrokerHeartbeatRequest)."""
         self.raft = raft
         self.acls_enabled = acls_enabled
         self.node_id = raft.node_id
@@ -109,6 +116,7 @@ class MetadataController:
         self.rng = rng or random.Random()
         self.state = ControllerState(self.supported_features)
         self.sessions = BrokerHeartbeatManager(session_timeout_ms)
+        self.heartbeat_deadline_ms = int(heartbeat_interval_ms / 2)   # Java's int division
         self.registration = ControllerRegistrationManager(
             raft, self.state, incarnation_id=self.incarnation_id, listeners=listeners,
             supported_features=self.supported_features, backoff_initial_ms=registration_backoff_ms, rng=self.rng)
@@ -290,7 +298,7 @@ class MetadataController:
             await self._applied.wait()
         return last
 
-    async def _await_active(self, timeout_ms: int = ACTIVATION_WAIT_MS) -> None:
+    async def _await_active(self, timeout_ms: int) -> None:
         """Requests reaching a leader that is still activating wait for it, as they queue
         behind the activation event in Kafka; anyone else is told NOT_CONTROLLER."""
         deadline = self.clock() + timeout_ms
@@ -306,20 +314,21 @@ class MetadataController:
         leader = self.raft.leader().leader_id
         return None if leader == self.node_id and not self.is_active() else leader
 
-    async def _write(self, generate, timeout_ms: int = ACTIVATION_WAIT_MS):
+    async def _write(self, generate, timeout_ms: int | None = None):
         """Run ``generate() -> (records, result)`` against the committed state as the active
         controller, append its records as one batch, and return (result, the batch's last
-        offset or None) once committed. Raises TimeoutError, having generated nothing, when
-        ``timeout_ms`` passes before the write's turn comes."""
-        deadline_ms = self.clock() + max(timeout_ms, 0)
-        await self._await_active(timeout_ms)
-        while self._writing:
-            remaining_ms = deadline_ms - self.clock()
-            if remaining_ms <= 0:
-                break
-            await _wait(self._write_done, remaining_ms / 1000)
-        if self._writing or self.clock() >= deadline_ms:
-            raise WriteTimedOut(timeout_ms)
+        offset or None) once committed. ``timeout_ms`` is the operation's deadline from now, or
+        None for none (Kafka's OptionalLong.empty(): the write waits its turn however long it
+        takes). Raises WriteTimedOut, having generated nothing, when the deadline passes before
+        the write's turn comes."""
+        if timeout_ms is None:
+            await self._await_active(ACTIVATION_WAIT_MS)
+            await self._turn(None)
+        else:
+            deadline_ms = self.clock() + max(timeout_ms, 0)
+            await self._await_active(max(timeout_ms, 0))
+            if not await self._turn(deadline_ms):
+                raise WriteTimedOut(timeout_ms)
         if not self.is_active():
             raise not_controller(self._known_leader())
         # Generated right after the checks, with nothing run in between; from here on the write
@@ -333,6 +342,15 @@ class MetadataController:
         if not records:
             return result, None
         return result, await self._run_write(self._append_as_the_write(records))
+
+    async def _turn(self, deadline_ms: int | None) -> bool:
+        """Wait until no write is in progress; False if ``deadline_ms`` (None: none) passed first."""
+        while self._writing:
+            remaining_ms = None if deadline_ms is None else deadline_ms - self.clock()
+            if remaining_ms is not None and remaining_ms <= 0:
+                return False
+            await _wait(self._write_done, None if remaining_ms is None else remaining_ms / 1000)
+        return deadline_ms is None or self.clock() < deadline_ms
 
     async def _run_write(self, write):
         """Run the coroutine ``write`` as the one write in progress, to its end: a caller that
@@ -355,7 +373,7 @@ class MetadataController:
         except NotLeader:
             raise not_controller(self._known_leader()) from None
 
-    async def write(self, generate, timeout_ms: int = ACTIVATION_WAIT_MS):
+    async def write(self, generate, timeout_ms: int | None = None):
         """``_write`` for the handlers of other modules (acl_apis.py, admin_apis.py, broker_apis.py)."""
         return await self._write(generate, timeout_ms)
 
@@ -390,17 +408,38 @@ class MetadataController:
         return BrokerRegistrationResponse(broker_epoch=epoch)
 
     async def _broker_heartbeat(self, ctx, request):
+        """QuorumController.processBrokerHeartbeat: the contact counts on arrival, before the
+        heartbeat's turn (Kafka's lockless BrokerHeartbeatTracker), and the heartbeat's deadline is
+        half of broker.heartbeat.interval.ms; one that times out still records the broker's
+        metadata offset (processExpiredBrokerHeartbeat), so a busy controller fences no one."""
         def generate():
             return cluster.heartbeat(self.state, request, sessions=self.sessions, now_ms=self.clock(),
                                      static_min_isr=self.static_min_insync_replicas)
+        self._track_heartbeat(request, expired=False)
         try:
-            reply, last_offset = await self._write(generate)
+            reply, last_offset = await self._write(generate, timeout_ms=self.heartbeat_deadline_ms)
+        except WriteTimedOut as exc:
+            self._track_heartbeat(request, expired=True)
+            return BrokerHeartbeatResponse(error_code=exc.code)
         except ApiError as exc:
             return BrokerHeartbeatResponse(error_code=exc.code)
         if reply.in_controlled_shutdown and last_offset is not None:
             self.sessions.note_controlled_shutdown(request.broker_id, last_offset)
         return BrokerHeartbeatResponse(is_caught_up=reply.is_caught_up, is_fenced=reply.is_fenced,
                                        should_shut_down=reply.should_shut_down)
+
+    def _track_heartbeat(self, request, *, expired: bool) -> None:
+        """Note a heartbeat of the registered broker epoch, while active (sessions exist only
+        then): its contact time on arrival, its metadata offset when it timed out."""
+        broker = self.state.image.brokers.get(request.broker_id)
+        if not self.is_active() or broker is None or broker.epoch != request.broker_epoch:
+            return
+        if expired:
+            log.error("controller %d: event queue overloaded; timed out heartbeat from broker %d",
+                      self.node_id, request.broker_id)
+            self.sessions.touch(request.broker_id, None, request.current_metadata_offset)
+        else:
+            self.sessions.touch(request.broker_id, self.clock())
 
     async def _create_topics(self, ctx, request):
         try:

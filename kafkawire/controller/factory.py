@@ -63,6 +63,7 @@ def controller_factory(raft: NodeRaft, server_config: ServerConfig,
                                     listeners=controller_listeners(server_config),
                                     max_idle_interval_ms=server_config.metadata_max_idle_interval_ms,
                                     session_timeout_ms=server_config.broker_session_timeout_ms,
+                                    heartbeat_interval_ms=server_config.broker_heartbeat_interval_ms,
                                     acls_enabled=server_config.authorizer_settings() is not None)
     # A commit of control records (a new leader's LeaderChange) moves the high watermark
     # without a data batch: the controller must look again at whether it can activate.

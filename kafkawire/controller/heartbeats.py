@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 SESSION_TIMEOUT_MS = 9000
+HEARTBEAT_INTERVAL_MS = 2000             # broker.heartbeat.interval.ms (KRaftConfigs)
 
 
 class BrokerState(enum.Enum):
@@ -56,9 +57,17 @@ class BrokerHeartbeatManager:
     def activate(self, broker_ids, now_ms: int) -> None:
         self._sessions = {b: _Session(now_ms) for b in broker_ids}
 
-    def touch(self, broker_id: int, now_ms: int, metadata_offset: int | None = None) -> None:
-        session = self._sessions.setdefault(broker_id, _Session(now_ms))
-        session.last_contact_ms = now_ms
+    def touch(self, broker_id: int, now_ms: int | None, metadata_offset: int | None = None) -> None:
+        """Contact from the broker at ``now_ms`` (None: the contact was noted already, as for a
+        heartbeat that timed out, and a broker without a session is left alone), and the
+        metadata offset it reported."""
+        if now_ms is None:
+            session = self._sessions.get(broker_id)
+            if session is None:
+                return
+        else:
+            session = self._sessions.setdefault(broker_id, _Session(now_ms))
+            session.last_contact_ms = now_ms
         if metadata_offset is not None:
             session.metadata_offset = metadata_offset
 

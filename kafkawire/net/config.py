@@ -258,6 +258,8 @@ _KEYS = (
     _Key("metadata.max.idle.interval.ms", lambda k, v: _int(k, v, 0), "500", "KRaftConfigs"),
     # KRaftConfigs: INT 9000, no validator; the active controller fences a broker silent this long
     _Key("broker.session.timeout.ms", lambda k, v: _int(k, v), "9000", "KRaftConfigs"),
+    # KRaftConfigs: INT 2000, no validator; a BrokerHeartbeat's deadline on the controller is half of it
+    _Key("broker.heartbeat.interval.ms", lambda k, v: _int(k, v), "2000", "KRaftConfigs"),
     # SocketServerConfigs: INT 100 MiB atLeast(1); LONG 10 minutes
     _Key("socket.request.max.bytes", lambda k, v: _int(k, v, 1), str(100 * 1024 * 1024), "SocketServerConfigs"),
     _Key("connections.max.idle.ms", _long, str(10 * 60 * 1000), "SocketServerConfigs"),
@@ -354,6 +356,7 @@ class ServerConfig:
     metadata_log_max_snapshot_interval_ms: int
     metadata_max_idle_interval_ms: int
     broker_session_timeout_ms: int
+    broker_heartbeat_interval_ms: int
     socket_request_max_bytes: int
     connections_max_idle_ms: int
     queued_max_request_bytes: int
