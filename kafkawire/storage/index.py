@@ -45,12 +45,24 @@ from array import array
 from kafkawire.protocol.errors import BadBytesError
 
 __all__ = ["CorruptIndexError", "InvalidOffsetError", "OffsetIndex", "TimeIndex",
-           "OffsetPosition", "TimestampOffset", "read_offset_index_entries", "read_time_index_entries"]
+           "OffsetPosition", "TimestampOffset", "read_offset_index_entries", "read_time_index_entries",
+           "fsync_and_close"]
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 _INT32_MAX = 0x7FFFFFFF
 NO_TIMESTAMP = -1
+
+
+def fsync_and_close(fds) -> None:
+    """fsync each descriptor (duplicates from ``sync_handle``/``sync_handles``), then close
+    them all, even when an fsync fails."""
+    try:
+        for fd in fds:
+            os.fsync(fd)
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def _all_zero(data, start: int) -> bool:
@@ -240,10 +252,10 @@ class _Index:
             os.ftruncate(f.fileno(), 0)
 
     def flush(self) -> None:
-        f = self._open()
-        if f is not None:
-            f.flush()
-            os.fsync(f.fileno())
+        """fsync the file (``sync_handle`` and an fsync of its descriptor)."""
+        fd = self.sync_handle()
+        if fd is not None:
+            fsync_and_close([fd])
 
     def ensure_file(self) -> None:
         """Create the file if it does not exist yet: a segment's .index and .timeindex exist

@@ -37,7 +37,7 @@ import time
 
 from kafkawire.records import iter_batches
 
-from .index import CorruptIndexError
+from .index import CorruptIndexError, fsync_and_close
 from .segment import (DEFAULT_INDEX_INTERVAL_BYTES, LogSegment, ReadResult, RecoveryReport,
                       _max_ts)
 
@@ -364,11 +364,7 @@ class Log:
         self._dir_dirty = False
 
         def sync() -> None:
-            try:
-                for fd in fds:
-                    os.fsync(fd)
-            finally:
-                _close_all(fds)
+            fsync_and_close(fds)
             if directory is not None:
                 fsync_dir(directory)
         return sync

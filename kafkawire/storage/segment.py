@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from kafkawire.records import CorruptRecordError, iter_batches
 
-from .index import NO_TIMESTAMP, OffsetIndex, TimeIndex
+from .index import NO_TIMESTAMP, OffsetIndex, TimeIndex, fsync_and_close
 
 __all__ = ["LogSegment", "RecoveryReport", "ReadResult", "log_file_name", "DEFAULT_INDEX_INTERVAL_BYTES"]
 
@@ -351,11 +351,8 @@ class LogSegment:
     # -- durability and lifecycle --
 
     def flush(self) -> None:
-        """fsync the .log, .index and .timeindex files."""
-        self._log.flush()
-        os.fsync(self._log.fileno())
-        self.offset_index.flush()
-        self.time_index.flush()
+        """fsync the .log, .index and .timeindex files: ``sync_handles`` and an fsync of each."""
+        fsync_and_close(self.sync_handles())
 
     def sync_handles(self, *, indexes: bool = True) -> list[int]:
         """For an fsync on another thread: the .log (and with ``indexes`` the .index and
