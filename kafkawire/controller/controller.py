@@ -117,6 +117,7 @@ class MetadataController:
         self.state = ControllerState(self.supported_features)
         self.sessions = BrokerHeartbeatManager(session_timeout_ms)
         self.heartbeat_deadline_ms = int(heartbeat_interval_ms / 2)   # Java's int division
+        self.timed_out_heartbeats = 0               # TimedOutBrokerHeartbeatCount
         self.registration = ControllerRegistrationManager(
             raft, self.state, incarnation_id=self.incarnation_id, listeners=listeners,
             supported_features=self.supported_features, backoff_initial_ms=registration_backoff_ms, rng=self.rng)
@@ -435,6 +436,7 @@ class MetadataController:
         if not self.is_active() or broker is None or broker.epoch != request.broker_epoch:
             return
         if expired:
+            self.timed_out_heartbeats += 1
             log.error("controller %d: event queue overloaded; timed out heartbeat from broker %d",
                       self.node_id, request.broker_id)
             self.sessions.touch(request.broker_id, None, request.current_metadata_offset)

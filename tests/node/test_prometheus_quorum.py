@@ -67,6 +67,7 @@ def test_every_node_s_metrics_agree_with_describe_quorum_and_one_node_is_active(
         assert m[(RAFT + "number_of_voters", ())] == 3
         assert m[(RAFT + "log_end_epoch", ())] == view.leader_epoch
         assert m[(CONTROLLER + "globaltopiccount", ())] == 0
+        assert m[(CONTROLLER + "timedoutbrokerheartbeatcount", ())] == 0
         assert (RAFT + "number_of_observers", ()) in m if i == view.leader_id else (RAFT + "number_of_observers", ()) not in m
 
     def one_active():

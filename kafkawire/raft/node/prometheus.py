@@ -127,6 +127,8 @@ def controller_families(driver: RaftDriver, state_machine, config: ServerConfig)
                  int(time.time() * 1000) - applied_ms)
     yield _gauge(CONTROLLER + "newactivecontrollerscount", "Leader changes to a known leader seen by this node",
                  driver.metrics.new_leaders)
+    yield _gauge(CONTROLLER + "timedoutbrokerheartbeatcount", "Broker heartbeats that timed out before their "
+                 "turn on this node's controller", getattr(state_machine, "timed_out_heartbeats", 0))
     # KRaftControlRecordStateMachine: controller.quorum.voters is set but the log's VotersRecord rules.
     yield _gauge(CONTROLLER + "ignoredstaticvoters", "1 if controller.quorum.voters is ignored for the "
                  "log's voter set", int(bool(config.controller_quorum_voters) and status.kraft_version > 0))
