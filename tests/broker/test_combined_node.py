@@ -1,0 +1,266 @@
+"""A one-node combined kafkawire (process.roles=broker,controller, `kafkawire server-start` as a
+subprocess on free ports) used as a Kafka broker: kafka-python produces with acks=1 and
+acks=all and a consumer with manual assignment reads every record back in order; the
+refusals come back with Kafka's error codes; the log directory has Kafka's layout and
+survives kill -9. One node for the whole module (started once, killed by pid at teardown).
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+
+import pytest
+
+from kafkawire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
+from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic
+from kafkawire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
+from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kafkawire.net.client import NetworkClient
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.raft.node.local_quorum import LocalQuorum, free_ports
+from kafkawire.records import iter_batches
+from kafkawire.records.builder import build_batch
+
+kafka = pytest.importorskip("kafka")
+
+WAIT_S = 60
+
+
+class Node:
+    """The combined node: its quorum handle, broker address and a raw client."""
+
+    def __init__(self, quorum: LocalQuorum, broker_port: int):
+        self.quorum = quorum
+        self.broker = ("127.0.0.1", broker_port)
+        self.bootstrap = f"127.0.0.1:{broker_port}"
+        self.data_dir = quorum.data_dir(1)
+
+    def call(self, request, api_version=None, timeout_ms=10_000):
+        async def go():
+            client = NetworkClient(client_id="test-combined-node", request_timeout_ms=timeout_ms)
+            try:
+                return await client.send(self.broker, request, api_version=api_version, timeout_ms=timeout_ms)
+            finally:
+                await client.close()
+        return asyncio.run(go())
+
+    def brokers(self) -> list[int]:
+        try:
+            return [b.node_id for b in self.call(MetadataRequest(topics=[]), api_version=12, timeout_ms=2000).brokers]
+        except (OSError, Exception):            # not listening yet, or the connection reset
+            return []
+
+    def wait_unfenced(self) -> None:
+        """The broker lists itself in Metadata only once registered and unfenced."""
+        self.quorum.wait_until(lambda: self.quorum._check_alive([1]) or self.brokers() == [1], WAIT_S,
+                               "the broker to register and be unfenced")
+
+    def create_topic(self, name: str, partitions: int = 1, **configs) -> None:
+        response = self.call(CreateTopicsRequest(timeout_ms=10_000, topics=[CreatableTopic(
+            name=name, num_partitions=partitions, replication_factor=1, assignments=[],
+            configs=[CreatableTopicConfig(name=k.replace("_", "."), value=str(v)) for k, v in configs.items()])]))
+        assert [(t.name, t.error_code) for t in response.topics] == [(name, Errors.NONE)]
+        self.quorum.wait_until(lambda: self.leaders(name) == [1] * partitions, WAIT_S, f"leaders of {name}")
+
+    def leaders(self, name: str) -> list[int]:
+        response = self.call(MetadataRequest(topics=[MetadataRequestTopic(name=name)], allow_auto_topic_creation=False),
+                             api_version=12)
+        return [p.leader_id for t in response.topics for p in sorted(t.partitions, key=lambda p: p.partition_index)]
+
+    def produce(self, topic: str, records: bytes, partition: int = 0, acks: int = 1):
+        response = self.call(ProduceRequest(acks=acks, timeout_ms=5000, topic_data=[TopicProduceData(
+            name=topic, partition_data=[PartitionProduceData(index=partition, records=records)])]), api_version=12)
+        return response.responses[0].partition_responses[0]
+
+    def fetch(self, topic: str, offset: int, partition: int = 0, *, max_wait_ms: int = 0, min_bytes: int = 0,
+              partition_max_bytes: int = 1 << 20):
+        response = self.call(FetchRequest(replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=1 << 24,
+                                          isolation_level=0, session_id=0, session_epoch=-1, topics=[FetchTopic(
+                                              topic=topic, partitions=[FetchPartition(
+                                                  partition=partition, fetch_offset=offset, current_leader_epoch=-1,
+                                                  log_start_offset=-1, partition_max_bytes=partition_max_bytes)])],
+                                          forgotten_topics_data=[], rack_id=""),
+                             api_version=12, timeout_ms=max_wait_ms + 10_000)
+        return response.responses[0].partitions[0]
+
+    def list_offset(self, topic: str, timestamp: int, partition: int = 0):
+        response = self.call(ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[ListOffsetsTopic(
+            name=topic, partitions=[ListOffsetsPartition(partition_index=partition, current_leader_epoch=-1,
+                                                         timestamp=timestamp)])]))
+        return response.topics[0].partitions[0]
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory):
+    base = tmp_path_factory.mktemp("combined")
+    broker_port, = free_ports(1)
+    quorum = LocalQuorum(base, voters=1, properties={
+        "process.roles": "broker,controller",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        # A restarted node waits for its previous incarnation's session to end (as Kafka's
+        # controller refuses a second registration until then): keep it short here.
+        "broker.session.timeout.ms": "1500", "broker.heartbeat.interval.ms": "300",
+    })
+    quorum.node_properties[1] = {"listeners": f"PLAINTEXT://127.0.0.1:{broker_port},"
+                                              f"CONTROLLER://127.0.0.1:{quorum.ports[1]}"}
+    quorum.format(mode="standalone")
+    quorum.start(1)
+    try:
+        n = Node(quorum, broker_port)
+        n.wait_unfenced()
+        yield n
+    finally:
+        proc = quorum.processes.get(1)
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def test_kafka_python_produces_with_acks_1_and_all_and_a_consumer_reads_every_record_in_order(node):
+    """The first usable slice: a Python producer and consumer against kafkawire alone."""
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    node.create_topic("orders", partitions=2)
+    sent = {0: [], 1: []}
+    for acks, compression in ((1, None), ("all", "gzip")):
+        producer = KafkaProducer(bootstrap_servers=node.bootstrap, acks=acks, enable_idempotence=False,
+                                 compression_type=compression, linger_ms=5)
+        futures = []
+        for i in range(150):
+            value = f"{acks}-{i}".encode()
+            futures.append(producer.send("orders", key=b"k%d" % i, value=value, partition=i % 2))
+            sent[i % 2].append(value)
+        metadata = [f.get(timeout=30) for f in futures]
+        producer.close(timeout=10)
+        assert all(m.offset >= 0 for m in metadata)
+    consumer = KafkaConsumer(bootstrap_servers=node.bootstrap, auto_offset_reset="earliest", enable_auto_commit=False,
+                             group_id=None, consumer_timeout_ms=5000)
+    consumer.assign([TopicPartition("orders", 0), TopicPartition("orders", 1)])
+    got = {0: [], 1: []}
+    offsets = {0: [], 1: []}
+    deadline = time.monotonic() + WAIT_S
+    while sum(map(len, got.values())) < 300 and time.monotonic() < deadline:
+        for batch in consumer.poll(timeout_ms=1000).values():
+            for message in batch:
+                got[message.partition].append(message.value)
+                offsets[message.partition].append(message.offset)
+    consumer.close()
+    assert got == sent
+    assert offsets == {0: list(range(150)), 1: list(range(150))}
+
+
+def test_the_partition_directory_has_kafkas_layout(node):
+    node.create_topic("layout")
+    assert node.produce("layout", build_batch([(b"k", b"v")])).error_code == Errors.NONE
+    directory = os.path.join(node.data_dir, "layout-0")
+    names = set(os.listdir(directory))
+    assert {"00000000000000000000.log", "partition.metadata"} <= names
+
+
+def test_produce_to_an_unknown_topic_is_unknown_topic_or_partition(node):
+    response = node.produce("no-such-topic", build_batch([(b"k", b"v")]))
+    assert (response.error_code, response.base_offset) == (Errors.UNKNOWN_TOPIC_OR_PARTITION, -1)
+
+
+def test_produce_to_a_partition_the_topic_lacks_is_unknown_topic_or_partition(node):
+    node.create_topic("one-partition")
+    assert node.produce("one-partition", build_batch([(b"k", b"v")]), partition=5).error_code == \
+        Errors.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_a_batch_over_the_topics_max_message_bytes_is_message_too_large(node):
+    node.create_topic("small", max_message_bytes=200)
+    big = build_batch([(b"k", b"x" * 300)])
+    response = node.produce("small", big, acks=-1)
+    assert response.error_code == Errors.MESSAGE_TOO_LARGE
+    assert f"is {len(big)} bytes which exceeds the maximum configured value of 200" in response.error_message
+    assert node.produce("small", build_batch([(b"k", b"x")]), acks=-1).error_code == Errors.NONE
+
+
+def test_a_batch_with_a_bad_crc_sent_raw_is_corrupt_message_and_not_stored(node):
+    node.create_topic("crc")
+    data = bytearray(build_batch([(b"k", b"v")]))
+    data[-1] ^= 0x01
+    assert node.produce("crc", bytes(data)).error_code == Errors.CORRUPT_MESSAGE
+    assert node.list_offset("crc", -1).offset == 0
+
+
+def test_offsets_are_assigned_and_fetch_serves_the_stored_batches(node):
+    node.create_topic("offsets")
+    first = node.produce("offsets", build_batch([(b"a", b"1"), (b"b", b"2")]))
+    second = node.produce("offsets", build_batch([(b"c", b"3")]), acks=-1)
+    assert (first.base_offset, second.base_offset) == (0, 2)
+    assert (node.list_offset("offsets", -2).offset, node.list_offset("offsets", -1).offset) == (0, 3)
+    data = node.fetch("offsets", 0)
+    assert (data.error_code, data.high_watermark) == (Errors.NONE, 3)
+    batches = list(iter_batches(data.records))
+    assert [(b.base_offset, b.last_offset) for b in batches] == [(0, 1), (2, 2)]
+    assert [r.value for b in batches for r in b] == [b"1", b"2", b"3"]
+
+
+def test_fetch_returns_at_least_one_whole_batch_beyond_partition_max_bytes(node):
+    node.create_topic("one-batch")
+    node.produce("one-batch", build_batch([(b"k", b"x" * 500)]))
+    node.produce("one-batch", build_batch([(b"k", b"y" * 500)]))
+    data = node.fetch("one-batch", 0, partition_max_bytes=10)
+    assert [b.base_offset for b in iter_batches(data.records)] == [0]
+
+
+def test_fetch_outside_the_log_is_offset_out_of_range(node):
+    node.create_topic("range")
+    node.produce("range", build_batch([(b"k", b"v")]))
+    assert node.fetch("range", 5).error_code == Errors.OFFSET_OUT_OF_RANGE
+    assert node.fetch("range", 1).error_code == Errors.NONE          # the log end: nothing yet
+
+
+def test_a_long_poll_returns_as_soon_as_a_batch_arrives(node):
+    """min_bytes=1 at the log end with a 30 s wait: the fetch is answered with the batch that a
+    produce appends meanwhile, not empty at the end of its wait."""
+    node.create_topic("poll")
+    result = {}
+    waiting = threading.Thread(target=lambda: result.update(data=node.fetch("poll", 0, max_wait_ms=30_000,
+                                                                            min_bytes=1)))
+    waiting.start()
+    node.produce("poll", build_batch([(b"k", b"late")]))
+    waiting.join(timeout=WAIT_S)
+    assert not waiting.is_alive()
+    assert [r.value for b in iter_batches(result["data"].records) for r in b] == [b"late"]
+
+
+def test_log_append_time_topics_get_the_brokers_time(node):
+    node.create_topic("appended", message_timestamp_type="LogAppendTime")
+    before = int(time.time() * 1000)
+    response = node.produce("appended", build_batch([(b"k", b"v", [], 1)]))
+    assert response.log_append_time_ms >= before
+    batch = next(iter(iter_batches(node.fetch("appended", 0).records)))
+    assert (batch.timestamp_type, batch.max_timestamp) == (1, response.log_append_time_ms)
+
+
+def test_metadata_auto_creates_a_topic_as_kafka_does_by_default(node):
+    request = MetadataRequest(topics=[MetadataRequestTopic(name="auto-made")], allow_auto_topic_creation=True)
+    first = node.call(request, api_version=12).topics[0]
+    assert first.error_code in (Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.NONE)
+    node.quorum.wait_until(lambda: node.leaders("auto-made") == [1], WAIT_S, "auto-made to be created")
+
+
+def test_metadata_without_auto_creation_leaves_an_unknown_topic_unknown(node):
+    request = MetadataRequest(topics=[MetadataRequestTopic(name="not-made")], allow_auto_topic_creation=False)
+    assert node.call(request, api_version=12).topics[0].error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert node.leaders("not-made") == []
+
+
+def test_acknowledged_records_survive_kill_9_and_a_restart(node):
+    """Last in the module: it restarts the node. The log is recovered on open and the broker
+    leads its partitions again once re-registered and unfenced."""
+    node.create_topic("durable")
+    for i in range(5):
+        assert node.produce("durable", build_batch([(b"k", b"%d" % i)])).error_code == Errors.NONE
+    node.quorum.kill(1)
+    node.quorum.start(1)
+    node.wait_unfenced()
+    node.quorum.wait_until(lambda: node.leaders("durable") == [1], WAIT_S, "durable to have its leader back")
+    node.quorum.wait_until(lambda: node.fetch("durable", 0).error_code == Errors.NONE, WAIT_S, "the log to open")
+    records = node.fetch("durable", 0).records
+    assert [r.value for b in iter_batches(records) for r in b] == [b"0", b"1", b"2", b"3", b"4"]
