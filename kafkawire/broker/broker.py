@@ -225,10 +225,13 @@ class Broker:
     def unfenced(self) -> bool:
         return self.lifecycle is not None and self.lifecycle.unfenced.is_set()
 
-    async def stop(self) -> None:
+    async def stop(self, *, graceful: bool = True) -> None:
+        """Stop; ``graceful``: after Kafka's controlled shutdown (while the controller still runs)."""
         if self.task is not None:
             self.task.cancel()
             await asyncio.gather(self.task, return_exceptions=True)
+        if graceful and self.lifecycle is not None and self.lifecycle.state != STARTING:
+            await self.lifecycle.controlled_shutdown()
         self.metadata_apis.close()
         for server in self.servers:
             await server.close(timeout_ms=1000)

@@ -15,8 +15,9 @@ answer) is retried after a backoff of 100 ms doubling up to the heartbeat interv
 registration the controller refuses for a reason that will not pass (INCONSISTENT_CLUSTER_ID,
 INVALID_REGISTRATION, UNSUPPORTED_VERSION) stops the broker, as Kafka's broker halts.
 
-Not done (a later slice): controlled shutdown (wantShutDown, then waiting for shouldShutDown),
-offline and cordoned directories, and the previous broker epoch of a clean shutdown (always -1,
+A graceful stop first runs Kafka's controlled shutdown (``controlled_shutdown``: heartbeats with
+wantShutDown until the controller answers shouldShutDown). Not done (a later slice): offline
+and cordoned directories, and the previous broker epoch of a clean shutdown (always -1,
 so a restart counts as unclean, which only matters with several replicas).
 """
 from __future__ import annotations
@@ -39,6 +40,8 @@ log = logging.getLogger(__name__)
 
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 STARTING, RECOVERY, RUNNING = "STARTING", "RECOVERY", "RUNNING"
+PENDING_CONTROLLED_SHUTDOWN = "PENDING_CONTROLLED_SHUTDOWN"
+CONTROLLED_SHUTDOWN_POLL_MS = 50     # Kafka's first heartbeat after the shutdown began comes this soon
 STARTING_HEARTBEAT_MS = 10           # Kafka's broker heartbeats this often until it caught up
 FIRST_BACKOFF_MS = 100
 REQUEST_TIMEOUT_MS = 5000
@@ -160,6 +163,31 @@ class BrokerLifecycle:
         elif self.state == RECOVERY and not ready:
             return STARTING_HEARTBEAT_MS
         return self.heartbeat_interval_ms
+
+    async def controlled_shutdown(self, timeout_ms: int = 5000) -> bool:
+        """Kafka's controlled shutdown: heartbeats with wantShutDown until the active controller
+        answers shouldShutDown (it has moved this broker's leadership and fenced it, so a restart
+        registers at once instead of waiting for the session to expire); False when it did not
+        answer so within ``timeout_ms``."""
+        if self.broker_epoch < 0:
+            return False
+        self._enter(PENDING_CONTROLLED_SHUTDOWN)
+        deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
+        while asyncio.get_running_loop().time() < deadline:
+            request = BrokerHeartbeatRequest(broker_id=self.registration.broker_id, broker_epoch=self.broker_epoch,
+                                             current_metadata_offset=self.metadata_offset(), want_fence=False,
+                                             want_shut_down=True, offline_log_dirs=[])
+            try:
+                async with asyncio.timeout(max(deadline - asyncio.get_running_loop().time(), 0.01)):
+                    response = await self.send(request, REQUEST_TIMEOUT_MS)
+            except (NoLeader, NotLeader, TransportError, TimeoutError, OSError) as exc:
+                log.info("broker %d: controlled shutdown heartbeat failed: %s", self.registration.broker_id, exc)
+                return False
+            if response.error_code == Errors.NONE and response.should_shut_down:
+                log.info("broker %d: the controller has allowed us to shut down", self.registration.broker_id)
+                return True
+            await asyncio.sleep(CONTROLLED_SHUTDOWN_POLL_MS / 1000)
+        return False
 
     def _enter(self, state: str) -> None:
         log.info("broker %d: %s -> %s", self.registration.broker_id, self.state, state)

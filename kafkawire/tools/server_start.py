@@ -155,7 +155,7 @@ async def serve(config: ServerConfig, state_machine_factory: StateMachineFactory
         wait.cancel()
     crashed = node.driver.failure is not None or broker_failed(broker)
     if broker is not None:
-        await broker.stop()
+        await broker.stop(graceful=not crashed)
     await node.stop(graceful=not crashed)
     return 1 if crashed else 0
 
