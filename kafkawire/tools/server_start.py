@@ -1,5 +1,6 @@
 """`kafkawire server-start CONFIG`: run one KRaft controller, as kafka-server-start does
-with process.roles=controller.
+with process.roles=controller, or a combined node (process.roles=broker,controller: the
+controller and, on the other listeners, kafkawire.broker's broker; docs/broker.md).
 
     kafkawire server-start config/controller.properties [--override key=value ...]
 

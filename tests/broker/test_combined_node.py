@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+import subprocess
 import threading
 import time
 
 import pytest
 
+from kafkawire.messages.api_versions_request import ApiVersionsRequest
 from kafkawire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
+from kafkawire.messages.describe_cluster_request import DescribeClusterRequest
 from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic
 from kafkawire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
@@ -23,6 +27,7 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.raft.node.local_quorum import LocalQuorum, free_ports
 from kafkawire.records import iter_batches
 from kafkawire.records.builder import build_batch
+from kafkawire.tools import cli
 
 kafka = pytest.importorskip("kafka")
 
@@ -103,6 +108,7 @@ def node(tmp_path_factory):
         # A restarted node waits for its previous incarnation's session to end (as Kafka's
         # controller refuses a second registration until then): keep it short here.
         "broker.session.timeout.ms": "1500", "broker.heartbeat.interval.ms": "300",
+        "controller.quorum.election.timeout.ms": "200",     # one voter: no need to wait for others
     })
     quorum.node_properties[1] = {"listeners": f"PLAINTEXT://127.0.0.1:{broker_port},"
                                               f"CONTROLLER://127.0.0.1:{quorum.ports[1]}"}
@@ -249,6 +255,95 @@ def test_metadata_without_auto_creation_leaves_an_unknown_topic_unknown(node):
     request = MetadataRequest(topics=[MetadataRequestTopic(name="not-made")], allow_auto_topic_creation=False)
     assert node.call(request, api_version=12).topics[0].error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
     assert node.leaders("not-made") == []
+
+
+def test_confluent_kafka_produces_with_acks_all_and_zstd_and_reads_back(node):
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    node.create_topic("librdkafka")
+    producer = confluent_kafka.Producer({"bootstrap.servers": node.bootstrap, "acks": "all",
+                                         "compression.type": "zstd"})
+    failures = []
+    for i in range(50):
+        producer.produce("librdkafka", value=b"%d" % i, partition=0,
+                         on_delivery=lambda error, message: failures.append(error) if error else None)
+    assert producer.flush(WAIT_S) == 0 and failures == []
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": node.bootstrap, "group.id": "never-joined",
+                                         "enable.auto.commit": False})
+    consumer.assign([confluent_kafka.TopicPartition("librdkafka", 0, 0)])
+    got = []
+    deadline = time.monotonic() + WAIT_S
+    while len(got) < 50 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            got.append(message.value())
+    consumer.close()
+    assert got == [b"%d" % i for i in range(50)]
+
+
+def test_kcat_produces_and_consumes(node):
+    if shutil.which("kcat") is None:
+        pytest.skip("kcat is not installed")
+    node.create_topic("kcat")
+    lines = "".join(f"line {i}\n" for i in range(20))
+    produced = subprocess.run(["kcat", "-P", "-b", node.bootstrap, "-t", "kcat", "-p", "0", "-z", "lz4"],
+                              input=lines, text=True, capture_output=True, timeout=WAIT_S)
+    assert produced.returncode == 0, produced.stderr
+    consumed = subprocess.run(["kcat", "-C", "-b", node.bootstrap, "-t", "kcat", "-p", "0", "-o", "beginning", "-e",
+                               "-q", "-f", "%o %s\n"], text=True, capture_output=True, timeout=WAIT_S)
+    assert consumed.stdout == "".join(f"{i} line {i}\n" for i in range(20)), consumed.stderr
+
+
+def test_dump_log_reads_the_brokers_segment(node, capsys):
+    node.create_topic("dumped")
+    node.produce("dumped", build_batch([(b"k", b"v1"), (b"k", b"v2")]))
+    segment = os.path.join(node.data_dir, "dumped-0", "00000000000000000000.log")
+    assert cli.main(["dump-log", "--files", segment, "--print-data-log"]) == 0
+    out = capsys.readouterr().out
+    assert "baseOffset: 0 lastOffset: 1 count: 2" in out and "isvalid: true" in out
+    assert "payload: v1" in out and "payload: v2" in out
+
+
+def versioned_requests(topic: str, topic_id, version_tag: str) -> dict:
+    """A request of each broker API, aimed at ``topic`` (by name and by id, whichever the version reads)."""
+    return {
+        0: ProduceRequest(acks=1, timeout_ms=5000, topic_data=[TopicProduceData(
+            name=topic, topic_id=topic_id, partition_data=[PartitionProduceData(
+                index=0, records=build_batch([(b"k", version_tag.encode())]))])]),
+        1: FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0, session_id=0,
+                        session_epoch=-1, forgotten_topics_data=[], rack_id="", topics=[FetchTopic(
+                            topic=topic, topic_id=topic_id, partitions=[FetchPartition(
+                                partition=0, fetch_offset=0, current_leader_epoch=-1, log_start_offset=-1,
+                                partition_max_bytes=1 << 20)])]),
+        2: ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[ListOffsetsTopic(
+            name=topic, partitions=[ListOffsetsPartition(partition_index=0, current_leader_epoch=-1, timestamp=-1)])]),
+        3: MetadataRequest(topics=[MetadataRequestTopic(name=topic)]),
+        19: CreateTopicsRequest(timeout_ms=10_000, topics=[CreatableTopic(
+            name=f"made-{version_tag}", num_partitions=1, replication_factor=1, assignments=[], configs=[])]),
+        60: DescribeClusterRequest(),
+    }
+
+
+def errors_of(response) -> list[int]:
+    """Every error code in a response of the broker APIs (top level, topics, partitions)."""
+    codes = [getattr(response, "error_code", 0)]
+    for topic in getattr(response, "responses", None) or getattr(response, "topics", None) or []:
+        codes.append(getattr(topic, "error_code", 0))
+        for partition in (getattr(topic, "partitions", None) or getattr(topic, "partition_responses", None) or []):
+            codes.append(partition.error_code)
+    return codes
+
+
+def test_every_advertised_version_of_every_broker_api_is_answered_without_an_error(node):
+    node.create_topic("versions")
+    topic_id = node.call(MetadataRequest(topics=[MetadataRequestTopic(name="versions")]), api_version=12).topics[0].topic_id
+    advertised = {k.api_key: (k.min_version, k.max_version) for k in node.call(ApiVersionsRequest(
+        client_software_name="kafkawire-tests", client_software_version="1")).api_keys}
+    assert {0, 1, 2, 3, 18, 19, 60} <= set(advertised)
+    for key in (0, 1, 2, 3, 19, 60):
+        low, high = advertised[key]
+        for version in range(low, high + 1):
+            request = versioned_requests("versions", topic_id, f"{key}-{version}")[key]
+            assert set(errors_of(node.call(request, api_version=version))) == {Errors.NONE}, (key, version)
 
 
 def test_acknowledged_records_survive_kill_9_and_a_restart(node):
