@@ -55,6 +55,9 @@ class BrokerStartError(RuntimeError):
 
 
 class Broker:
+    """The broker part of a combined node: listeners serving the data APIs, the lifecycle with the
+    active controller, and a LeaderPartition per partition the committed metadata says it leads."""
+
     def __init__(self, config: ServerConfig, *, cluster_id: str, directory_id: uuid.UUID | None,
                  image: Callable, metadata_offset: Callable[[], int], send_to_controller,
                  supported_features: dict, scram_lookup=None):

@@ -34,6 +34,8 @@ MAX_WAIT_CAP_MS = 30_000
 
 
 class FetchApi:
+    """Fetch and ListOffsets for ``broker`` (its ``image()``, ``partitions`` and append waits)."""
+
     def __init__(self, broker):
         self.broker = broker
 

@@ -77,6 +77,8 @@ class Registration:
 
 
 class BrokerLifecycle:
+    """Registration, then heartbeats, through ``send`` (the node's send-to-active-controller)."""
+
     def __init__(self, send: Send, *, registration: Registration, metadata_offset: Callable[[], int],
                  ready_to_unfence: Callable[[], bool], heartbeat_interval_ms: int = 2000,
                  on_state: Callable[[str], None] | None = None):

@@ -38,6 +38,8 @@ def topic_config(image, topic: str, name: str, default):
 
 
 class ProduceApi:
+    """Produce for ``broker`` (its ``image()``, ``partitions``, ``config``)."""
+
     def __init__(self, broker):
         self.broker = broker
 
