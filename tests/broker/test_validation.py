@@ -113,3 +113,16 @@ def test_log_append_time_sets_the_type_and_max_timestamp_and_a_valid_crc():
     batch = next(iter(iter_batches(validated.data, verify_crc=True)))
     assert batch.timestamp_type == 1 and batch.max_timestamp == NOW
     assert [r.timestamp for r in batch] == [NOW] * 5          # readers take the batch's time
+
+
+def test_records_whose_offset_deltas_skip_are_invalid_record():
+    """LogValidator: the records' offset deltas must run 0, 1, 2... (the C path and the pure one)."""
+    from crc32c import crc32c
+    data = bytearray(build_batch([(b"a", b"1", [], NOW), (b"b", b"2", [], NOW)]))
+    first_length = data[61] >> 1                     # zigzag varint, one byte for a small record
+    second = 61 + 1 + first_length
+    assert data[second + 1:second + 4] == b"\x00\x00\x02"   # attributes, timestamp delta 0, offset delta 1
+    data[second + 3] = 0x04                          # offset delta 2
+    struct.pack_into(">I", data, 17, crc32c(bytes(data[21:])))
+    error = refused(bytes(data))
+    assert error.code == Errors.INVALID_RECORD and "offset delta" in str(error)
