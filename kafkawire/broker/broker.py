@@ -195,7 +195,8 @@ class Broker:
         try:
             self.partitions[(topic.name, index)] = LeaderPartition.open(
                 self.log_dir, topic.name, index, topic.id, leader_epoch=leader_epoch,
-                segment_bytes=topic_config(image, topic.name, "segment.bytes", self.config.log_segment_bytes))
+                segment_bytes=topic_config(image, topic.name, "segment.bytes", self.config.log_segment_bytes,
+                                           self.node_id))
         except OSError as exc:
             log.error("broker %d: cannot open the log of %s-%d: %s", self.node_id, topic.name, index, exc)
             return

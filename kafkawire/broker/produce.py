@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 
 from kafkawire.messages.produce_response import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
-from kafkawire.metadata.image import TOPIC_RESOURCE
+from kafkawire.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import NO_RESPONSE, CloseConnection
 
@@ -29,12 +29,29 @@ __all__ = ["ProduceApi", "topic_config"]
 LOG_APPEND_TIME = "LogAppendTime"
 
 
-def topic_config(image, topic: str, name: str, default):
-    """A topic's config from the metadata (a ConfigRecord of the topic), else ``default``."""
-    value = image.configs.get((TOPIC_RESOURCE, topic), {}).get(name) if image is not None else None
-    if value is None:
+# A topic config and the broker config that gives its default (LogConfig's synonyms).
+BROKER_SYNONYMS = {"max.message.bytes": "message.max.bytes", "message.timestamp.type": "log.message.timestamp.type",
+                   "segment.bytes": "log.segment.bytes", "min.insync.replicas": "min.insync.replicas"}
+
+
+def topic_config(image, topic: str, name: str, default, node_id: int = -1):
+    """A topic's config as Kafka resolves it: the topic's own ConfigRecord, else the broker
+    config it falls back on (set dynamically for this broker, then for every broker, as
+    ConfigRecords of the broker resource), else ``default`` (server.properties). A value that
+    does not parse as the default's type is ignored (the controller validated it already)."""
+    if image is None:
         return default
-    return type(default)(value) if not isinstance(default, str) else value
+    broker_name = BROKER_SYNONYMS.get(name, name)
+    for resource, key in (((TOPIC_RESOURCE, topic), name), ((BROKER_RESOURCE, str(node_id)), broker_name),
+                          ((BROKER_RESOURCE, ""), broker_name)):
+        value = image.configs.get(resource, {}).get(key)
+        if value is None:
+            continue
+        try:
+            return value if isinstance(default, str) else type(default)(value)
+        except ValueError:
+            continue
+    return default
 
 
 class ProduceApi:
@@ -90,7 +107,7 @@ class ProduceApi:
         config = self.broker.config
         name = f"{topic.name}-{p.index}"
         if acks == -1:
-            min_isr = topic_config(image, topic.name, "min.insync.replicas", config.min_insync_replicas)
+            min_isr = topic_config(image, topic.name, "min.insync.replicas", config.min_insync_replicas, config.node_id)
             if len(registration.isr) < min_isr:
                 return _refused(p.index, Errors.NOT_ENOUGH_REPLICAS,
                                 f"The size of the current ISR {sorted(registration.isr)} is insufficient to satisfy "
@@ -98,9 +115,10 @@ class ProduceApi:
         try:
             validated = validate_produce(
                 p.records, topic_partition=name, version=version, now_ms=now_ms,
-                max_message_bytes=topic_config(image, topic.name, "max.message.bytes", config.message_max_bytes),
+                max_message_bytes=topic_config(image, topic.name, "max.message.bytes", config.message_max_bytes,
+                                               config.node_id),
                 log_append_time=topic_config(image, topic.name, "message.timestamp.type",
-                                             config.log_message_timestamp_type) == LOG_APPEND_TIME)
+                                             config.log_message_timestamp_type, config.node_id) == LOG_APPEND_TIME)
             base_offset = partition.append(validated)
         except ProduceRefused as exc:
             return _refused(p.index, exc.code, str(exc))
