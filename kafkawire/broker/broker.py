@@ -35,6 +35,7 @@ from typing import Callable
 
 from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas
 from kafkawire.net.config import ConfigError, ServerConfig
+from kafkawire.net.metadata_topic import fetch_error_response, list_offsets_error_response
 from kafkawire.net.server import KafkaServer
 from kafkawire.protocol.handler import ApiHandler
 
@@ -96,9 +97,9 @@ class Broker:
     def handlers(self) -> dict[int, ApiHandler]:
         return {
             PRODUCE: ApiHandler(self.produce_api.produce, min_version=3),
-            FETCH: ApiHandler(self.fetch_api.fetch, min_version=4, error_response=self.fetch_api.fetch_error),
+            FETCH: ApiHandler(self.fetch_api.fetch, min_version=4, error_response=fetch_error_response),
             LIST_OFFSETS: ApiHandler(self.fetch_api.list_offsets, min_version=1,
-                                     error_response=self.fetch_api.list_offsets_error),
+                                     error_response=list_offsets_error_response),
             METADATA: ApiHandler(self.metadata_apis.metadata),
             CREATE_TOPICS: ApiHandler(self.metadata_apis.create_topics, min_version=2),
             DESCRIBE_CLUSTER: ApiHandler(self.metadata_apis.describe_cluster),

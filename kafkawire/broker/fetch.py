@@ -114,13 +114,6 @@ class FetchApi:
             return Errors.NOT_LEADER_OR_FOLLOWER, None
         return Errors.NONE, partition
 
-    def fetch_error(self, ctx, request, code):
-        """Every partition with ``code`` (FetchRequest.getErrorResponse); v7+ also at the top."""
-        return FetchResponse(error_code=code if ctx.api_version >= 7 else 0, session_id=0, responses=[
-            FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id, partitions=[
-                PartitionData(partition_index=p.partition, error_code=code, high_watermark=-1, records=b"")
-                for p in t.partitions]) for t in request.topics])
-
     # -- ListOffsets --
 
     async def list_offsets(self, ctx, request):
@@ -141,8 +134,3 @@ class FetchApi:
                 partitions.append(r)
             topics.append(ListOffsetsTopicResponse(name=t.name, partitions=partitions))
         return ListOffsetsResponse(topics=topics)
-
-    def list_offsets_error(self, ctx, request, code):
-        return ListOffsetsResponse(topics=[ListOffsetsTopicResponse(name=t.name, partitions=[
-            ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=code) for p in t.partitions])
-            for t in request.topics])

@@ -78,7 +78,8 @@ from kafkawire.messages.metadata_response import (MetadataResponse, MetadataResp
 from kafkawire.messages.produce_response import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
 
 __all__ = ["MetadataTopic", "NodeEndpoint", "METADATA_TOPIC", "METADATA_TOPIC_ID", "EpochCache", "list_offset",
-           "batches_below", "legal_topic_name", "epoch_error", "TOPIC_OPERATIONS", "CLUSTER_OPERATIONS", "INT32_MIN"]
+           "batches_below", "legal_topic_name", "epoch_error",
+           "fetch_error_response", "list_offsets_error_response", "TOPIC_OPERATIONS", "CLUSTER_OPERATIONS", "INT32_MIN"]
 
 log = logging.getLogger(__name__)
 
@@ -282,9 +283,7 @@ class MetadataTopic:
         return ListOffsetsResponse(topics=topics)
 
     def _list_offsets_error(self, ctx, request, code):
-        return ListOffsetsResponse(topics=[ListOffsetsTopicResponse(name=t.name, partitions=[
-            ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=code) for p in t.partitions])
-            for t in request.topics])
+        return list_offsets_error_response(ctx, request, code)
 
     def _epoch_error(self, current_leader_epoch: int) -> int:
         """Kafka's leader-epoch fencing of a request's current leader epoch (-1: not checked)."""
@@ -377,11 +376,7 @@ class MetadataTopic:
         return data
 
     def _fetch_error(self, ctx, request, code):
-        """Every partition with ``code`` (FetchRequest.getErrorResponse); v7+ also at the top."""
-        return FetchResponse(error_code=code if ctx.api_version >= 7 else 0, session_id=0, responses=[
-            FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id, partitions=[
-                PartitionData(partition_index=p.partition, error_code=code, high_watermark=-1, records=b"")
-                for p in t.partitions]) for t in request.topics])
+        return fetch_error_response(ctx, request, code)
 
     # -- what a read-only node refuses --
 
@@ -468,6 +463,21 @@ def _max_timestamp(log_: Log, epochs: EpochCache, hw: int):
     if best is None or best[1] >= hw:
         return (-1, -1, -1)
     return (best[0], best[1], epochs.epoch_of(best[1]))
+
+
+def fetch_error_response(ctx, request, code: int) -> FetchResponse:
+    """Every partition with ``code`` (FetchRequest.getErrorResponse); v7+ also at the top."""
+    return FetchResponse(error_code=code if ctx.api_version >= 7 else 0, session_id=0, responses=[
+        FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id, partitions=[
+            PartitionData(partition_index=p.partition, error_code=code, high_watermark=-1, records=b"")
+            for p in t.partitions]) for t in request.topics])
+
+
+def list_offsets_error_response(ctx, request, code: int) -> ListOffsetsResponse:
+    """Every partition with ``code`` (ListOffsetsRequest.getErrorResponse)."""
+    return ListOffsetsResponse(topics=[ListOffsetsTopicResponse(name=t.name, partitions=[
+        ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=code) for p in t.partitions])
+        for t in request.topics])
 
 
 def epoch_error(current_leader_epoch: int, ours: int) -> int:
