@@ -357,16 +357,21 @@ def test_every_advertised_version_of_every_broker_api_is_answered_without_an_err
             assert set(errors_of(node.call(request, api_version=version))) == {Errors.NONE}, (key, version)
 
 
-def test_acknowledged_records_survive_kill_9_and_a_restart(node):
-    """Last in the module: it restarts the node. The log is recovered on open and the broker
-    leads its partitions again once re-registered and unfenced."""
+def test_acknowledged_records_survive_kill_9_and_a_torn_tail_is_cut_at_restart(node):
+    """Last in the module: it restarts the node. The log is recovered on open (a torn batch at
+    the end of the segment, as a crash mid-write leaves, is cut) and the broker leads its
+    partitions again once re-registered and unfenced; the next produce continues the offsets."""
     node.create_topic("durable")
     for i in range(5):
         assert node.produce("durable", build_batch([(b"k", b"%d" % i)])).error_code == Errors.NONE
     node.quorum.kill(1)
+    segment = os.path.join(node.data_dir, "durable-0", "00000000000000000000.log")
+    with open(segment, "ab") as f:
+        f.write(build_batch([(b"k", b"torn")])[:-7])
     node.quorum.start(1)
     node.wait_unfenced()
     node.quorum.wait_until(lambda: node.leaders("durable") == [1], WAIT_S, "durable to have its leader back")
     node.quorum.wait_until(lambda: node.fetch("durable", 0).error_code == Errors.NONE, WAIT_S, "the log to open")
     records = node.fetch("durable", 0).records
     assert [r.value for b in iter_batches(records) for r in b] == [b"0", b"1", b"2", b"3", b"4"]
+    assert node.produce("durable", build_batch([(b"k", b"5")])).base_offset == 5
