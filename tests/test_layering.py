@@ -27,7 +27,7 @@ ROWS: list[tuple[str, ...]] = [
     ("kafkawire.capture",),
     ("kafkawire.net",),
     ("kafkawire.raft",),                             # the pure core, kafkawire/raft/*.py
-    ("kafkawire.raft.simulate", "kafkawire.raft.node", "kafkawire.controller"),
+    ("kafkawire.raft.simulate", "kafkawire.raft.node", "kafkawire.controller", "kafkawire.broker"),
     ("kafkawire.tools", "kafkawire.spark", "kafkawire.codegen"),   # what people run; imported by none
 ]
 

@@ -258,8 +258,19 @@ _KEYS = (
     _Key("metadata.max.idle.interval.ms", lambda k, v: _int(k, v, 0), "500", "KRaftConfigs"),
     # KRaftConfigs: INT 9000, no validator; the active controller fences a broker silent this long
     _Key("broker.session.timeout.ms", lambda k, v: _int(k, v), "9000", "KRaftConfigs"),
-    # KRaftConfigs: INT 2000, no validator; a BrokerHeartbeat's deadline on the controller is half of it
+    # The broker role (process.roles=broker,controller): KRaftConfigs INT 2000; ServerLogConfigs
+    # BOOLEAN true, INT 1 atLeast(1); ReplicationConfigs INT 1; ServerConfigs INT 1048588 atLeast(0),
+    # INT 55 MiB atLeast(1024); LogConfig INT 1 GiB atLeast(1 MiB), STRING in(CreateTime, LogAppendTime),
+    # INT 1 atLeast(1). On the controller, a BrokerHeartbeat's deadline is half of broker.heartbeat.interval.ms
     _Key("broker.heartbeat.interval.ms", lambda k, v: _int(k, v), "2000", "KRaftConfigs"),
+    _Key("auto.create.topics.enable", _bool, "true", "ServerLogConfigs"),
+    _Key("num.partitions", lambda k, v: _int(k, v, 1), "1", "ServerLogConfigs"),
+    _Key("default.replication.factor", lambda k, v: _int(k, v), "1", "ReplicationConfigs"),
+    _Key("message.max.bytes", lambda k, v: _int(k, v, 0), str(1024 * 1024 + 12), "ServerConfigs"),
+    _Key("fetch.max.bytes", lambda k, v: _int(k, v, 1024), str(55 * 1024 * 1024), "ServerConfigs"),
+    _Key("log.segment.bytes", lambda k, v: _int(k, v, 1024 * 1024), str(1024 * 1024 * 1024), "ServerLogConfigs"),
+    _Key("log.message.timestamp.type", lambda k, v: _one_of(k, v, TIMESTAMP_TYPES), "CreateTime", "ServerLogConfigs"),
+    _Key("min.insync.replicas", lambda k, v: _int(k, v, 1), "1", "ServerLogConfigs"),
     # SocketServerConfigs: INT 100 MiB atLeast(1); LONG 10 minutes
     _Key("socket.request.max.bytes", lambda k, v: _int(k, v, 1), str(100 * 1024 * 1024), "SocketServerConfigs"),
     _Key("connections.max.idle.ms", _long, str(10 * 60 * 1000), "SocketServerConfigs"),
@@ -281,6 +292,17 @@ KNOWN_KEYS = {k.name: k for k in _KEYS}
 # Keys that ServerConfig holds in another form (resolved against other keys).
 _DERIVED = {"listeners", "advertised.listeners", "listener.security.protocol.map", "inter.broker.listener.name",
             "metadata.log.dir", "log.dirs", "log.dir"}
+
+
+TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+
+
+def _one_of(key, raw, allowed):
+    """ConfigDef.ValidString.in: one of ``allowed``, exactly (case-sensitive, as Kafka's)."""
+    text = raw.strip()
+    if text not in allowed:
+        raise ConfigError(key, raw, f"must be one of {', '.join(allowed)}")
+    return text
 
 
 def _reporters(key, raw):
@@ -356,7 +378,6 @@ class ServerConfig:
     metadata_log_max_snapshot_interval_ms: int
     metadata_max_idle_interval_ms: int
     broker_session_timeout_ms: int
-    broker_heartbeat_interval_ms: int
     socket_request_max_bytes: int
     connections_max_idle_ms: int
     queued_max_request_bytes: int
@@ -368,6 +389,15 @@ class ServerConfig:
     metrics_num_samples: int
     metrics_sample_window_ms: int
     kafkawire_metrics_prometheus_listener: tuple[str | None, int]    # (host, None for every interface; port)
+    broker_heartbeat_interval_ms: int = 2000
+    auto_create_topics_enable: bool = True
+    num_partitions: int = 1
+    default_replication_factor: int = 1
+    message_max_bytes: int = 1024 * 1024 + 12
+    fetch_max_bytes: int = 55 * 1024 * 1024
+    log_segment_bytes: int = 1024 * 1024 * 1024
+    log_message_timestamp_type: str = "CreateTime"
+    min_insync_replicas: int = 1
     unknown_keys: tuple[str, ...] = field(default=())
     # Listener security (kafkawire.net.security): listener name -> ListenerSecurity, the raft
     # client's ClientSecurity towards the first controller listener, the AuthorizerSettings (None:

@@ -77,7 +77,9 @@ from kafkawire.messages.metadata_response import (MetadataResponse, MetadataResp
                                                   MetadataResponseTopic)
 from kafkawire.messages.produce_response import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
 
-__all__ = ["MetadataTopic", "NodeEndpoint", "METADATA_TOPIC", "METADATA_TOPIC_ID"]
+__all__ = ["MetadataTopic", "NodeEndpoint", "METADATA_TOPIC", "METADATA_TOPIC_ID", "EpochCache", "list_offset",
+           "batches_below", "legal_topic_name", "epoch_error",
+           "fetch_error_response", "list_offsets_error_response", "TOPIC_OPERATIONS", "CLUSTER_OPERATIONS", "INT32_MIN"]
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +94,8 @@ _TIMESTAMP_MIN_VERSION = {MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9,
 # reported as authorized when asked (KIP-430), as a broker without an authorizer does.
 # READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10,
 # ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
-_TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-_CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")                     # Kafka's Topic.validate
 
 
@@ -106,7 +108,7 @@ class NodeEndpoint:
     rack: str | None = None
 
 
-class _EpochCache:
+class EpochCache:
     """(epoch, start offset) of each leader epoch in the log, from the batches' partition leader
     epoch, as Kafka's LeaderEpochFileCache holds them; extended as the log grows, rebuilt if it
     shrank."""
@@ -163,7 +165,7 @@ class MetadataTopic:
         self.cluster_id = cluster_id
         self.node = node
         self._high_watermark = high_watermark
-        self._epochs = _EpochCache(log_)
+        self._epochs = EpochCache(log_)
         self._leader_epoch = leader_epoch or (lambda: max(self._epochs.latest(), 0))
         self.topic_id = topic_id or _topic_id_of(log_.directory)
         self.max_wait_cap_ms = max_wait_cap_ms
@@ -225,21 +227,20 @@ class MetadataTopic:
                                                       isr_nodes=[node_id], offline_replicas=[])
                 topics.append(MetadataResponseTopic(
                     name=METADATA_TOPIC, topic_id=self.topic_id, is_internal=False, partitions=[partition],
-                    topic_authorized_operations=_TOPIC_OPERATIONS if request.include_topic_authorized_operations
+                    topic_authorized_operations=TOPIC_OPERATIONS if request.include_topic_authorized_operations
                     else INT32_MIN))
             elif name is None:
                 topics.append(MetadataResponseTopic(error_code=Errors.UNKNOWN_TOPIC_ID, name=None if v >= 12 else "",
                                                     topic_id=topic_id, partitions=[]))
             else:
-                code = Errors.UNKNOWN_TOPIC_OR_PARTITION if _LEGAL_TOPIC.match(name) and name not in (".", "..") \
-                    else Errors.INVALID_TOPIC_EXCEPTION
+                code = Errors.UNKNOWN_TOPIC_OR_PARTITION if legal_topic_name(name) else Errors.INVALID_TOPIC_EXCEPTION
                 topics.append(MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id or uuid.UUID(int=0),
                                                     partitions=[]))
         controller_id, nodes = self._nodes()
         return MetadataResponse(
             brokers=[MetadataResponseBroker(node_id=n.node_id, host=n.host, port=n.port, rack=n.rack) for n in nodes],
             cluster_id=self.cluster_id, controller_id=controller_id, topics=topics,
-            cluster_authorized_operations=_CLUSTER_OPERATIONS if getattr(
+            cluster_authorized_operations=CLUSTER_OPERATIONS if getattr(
                 request, "include_cluster_authorized_operations", False) and 8 <= v <= 10 else INT32_MIN)
 
     def _nodes(self) -> tuple[int, list[NodeEndpoint]]:
@@ -259,7 +260,7 @@ class MetadataTopic:
         return DescribeClusterResponse(
             endpoint_type=request.endpoint_type, cluster_id=self.cluster_id, controller_id=controller_id,
             brokers=[DescribeClusterBroker(broker_id=n.node_id, host=n.host, port=n.port, rack=n.rack) for n in nodes],
-            cluster_authorized_operations=_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
+            cluster_authorized_operations=CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
             else INT32_MIN)
 
     # -- ListOffsets --
@@ -275,67 +276,18 @@ class MetadataTopic:
                 else:
                     r.error_code = self._epoch_error(p.current_leader_epoch)
                     if r.error_code == Errors.NONE:
-                        self._list_offset(ctx.api_version, p.timestamp, r)
+                        list_offset(self.log, self._epochs, self.high_watermark(), self._leader_epoch(), ctx.api_version,
+                                    p.timestamp, r)
                 partitions.append(r)
             topics.append(ListOffsetsTopicResponse(name=t.name, partitions=partitions))
         return ListOffsetsResponse(topics=topics)
 
-    def _list_offset(self, version, timestamp, r) -> None:
-        needed = _TIMESTAMP_MIN_VERSION.get(timestamp)
-        if needed is not None and version < needed:
-            r.error_code = Errors.UNSUPPORTED_VERSION
-            return
-        hw = self.high_watermark()
-        found = None
-        if timestamp == LATEST:
-            found = (-1, hw, self._leader_epoch())
-        elif timestamp in (EARLIEST, EARLIEST_LOCAL):
-            start = self.log.log_start_offset
-            found = (-1, start, self._epochs.epoch_of(start))
-        elif timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
-            found = (-1, -1, -1)          # no tiered storage (UnifiedLog.fetchOffsetByTimestamp)
-        elif timestamp == MAX_TIMESTAMP:
-            found = self._max_timestamp(hw)
-        else:
-            hit = self.log.find_offset_by_timestamp(timestamp)
-            if hit is not None and hit[0] < hw:
-                found = (hit[1], hit[0], self._epochs.epoch_of(hit[0]))
-        if found is not None:
-            r.timestamp, r.offset = found[0], found[1]
-            if version >= 4:
-                r.leader_epoch = found[2]
-
-    def _max_timestamp(self, hw):
-        """The record with the largest timestamp in the log (the first of equals), if below ``hw``:
-        Kafka looks over the whole log, then hides an answer at or above the high watermark."""
-        best = None
-        for segment in self.log.segments:
-            if segment.size == 0 or (best is not None and segment.max_timestamp <= best[0]):
-                continue
-            for _, batch in segment.batches():
-                if best is None or batch.max_timestamp > best[0]:
-                    for record in batch:
-                        if best is None or record.timestamp > best[0]:
-                            best = (record.timestamp, record.offset)
-        if best is None or best[1] >= hw:
-            return (-1, -1, -1)
-        return (best[0], best[1], self._epochs.epoch_of(best[1]))
-
     def _list_offsets_error(self, ctx, request, code):
-        return ListOffsetsResponse(topics=[ListOffsetsTopicResponse(name=t.name, partitions=[
-            ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=code) for p in t.partitions])
-            for t in request.topics])
+        return list_offsets_error_response(ctx, request, code)
 
     def _epoch_error(self, current_leader_epoch: int) -> int:
         """Kafka's leader-epoch fencing of a request's current leader epoch (-1: not checked)."""
-        if current_leader_epoch < 0:
-            return Errors.NONE
-        ours = self._leader_epoch()
-        if current_leader_epoch > ours:
-            return Errors.UNKNOWN_LEADER_EPOCH
-        if current_leader_epoch < ours:
-            return Errors.FENCED_LEADER_EPOCH
-        return Errors.NONE
+        return epoch_error(current_leader_epoch, self._leader_epoch())
 
     # -- Fetch --
 
@@ -420,15 +372,11 @@ class MetadataTopic:
             data.error_code = Errors.OFFSET_OUT_OF_RANGE
             data.high_watermark = data.last_stable_offset = data.log_start_offset = -1
             return data
-        data.records = _below(result.data, hw)
+        data.records = batches_below(result.data, hw)
         return data
 
     def _fetch_error(self, ctx, request, code):
-        """Every partition with ``code`` (FetchRequest.getErrorResponse); v7+ also at the top."""
-        return FetchResponse(error_code=code if ctx.api_version >= 7 else 0, session_id=0, responses=[
-            FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id, partitions=[
-                PartitionData(partition_index=p.partition, error_code=code, high_watermark=-1, records=b"")
-                for p in t.partitions]) for t in request.topics])
+        return fetch_error_response(ctx, request, code)
 
     # -- what a read-only node refuses --
 
@@ -472,7 +420,83 @@ class MetadataTopic:
                                        node_id=-1, host="", port=-1)
 
 
-def _below(data: bytes, hw: int) -> bytes:
+def list_offset(log_: Log, epochs: EpochCache, hw: int, leader_epoch: int, version: int, timestamp: int, r) -> None:
+    """One ListOffsets partition answer (``r``) for a log whose consumers see up to ``hw``: the
+    earliest, the latest (``hw``), by timestamp through the time indexes (below ``hw`` only), the
+    max timestamp, or -1 for the tiered-storage timestamps (UnifiedLog.fetchOffsetByTimestamp)."""
+    needed = _TIMESTAMP_MIN_VERSION.get(timestamp)
+    if needed is not None and version < needed:
+        r.error_code = Errors.UNSUPPORTED_VERSION
+        return
+    found = None
+    if timestamp == LATEST:
+        found = (-1, hw, leader_epoch)
+    elif timestamp in (EARLIEST, EARLIEST_LOCAL):
+        start = log_.log_start_offset
+        found = (-1, start, epochs.epoch_of(start))
+    elif timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+        found = (-1, -1, -1)          # no tiered storage (UnifiedLog.fetchOffsetByTimestamp)
+    elif timestamp == MAX_TIMESTAMP:
+        found = _max_timestamp(log_, epochs, hw)
+    else:
+        hit = log_.find_offset_by_timestamp(timestamp)
+        if hit is not None and hit[0] < hw:
+            found = (hit[1], hit[0], epochs.epoch_of(hit[0]))
+    if found is not None:
+        r.timestamp, r.offset = found[0], found[1]
+        if version >= 4:
+            r.leader_epoch = found[2]
+
+
+def _max_timestamp(log_: Log, epochs: EpochCache, hw: int):
+    """The record with the largest timestamp in the log (the first of equals), if below ``hw``:
+    Kafka looks over the whole log, then hides an answer at or above the high watermark."""
+    best = None
+    for segment in log_.segments:
+        if segment.size == 0 or (best is not None and segment.max_timestamp <= best[0]):
+            continue
+        for _, batch in segment.batches():
+            if best is None or batch.max_timestamp > best[0]:
+                for record in batch:
+                    if best is None or record.timestamp > best[0]:
+                        best = (record.timestamp, record.offset)
+    if best is None or best[1] >= hw:
+        return (-1, -1, -1)
+    return (best[0], best[1], epochs.epoch_of(best[1]))
+
+
+def fetch_error_response(ctx, request, code: int) -> FetchResponse:
+    """Every partition with ``code`` (FetchRequest.getErrorResponse); v7+ also at the top."""
+    return FetchResponse(error_code=code if ctx.api_version >= 7 else 0, session_id=0, responses=[
+        FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id, partitions=[
+            PartitionData(partition_index=p.partition, error_code=code, high_watermark=-1, records=b"")
+            for p in t.partitions]) for t in request.topics])
+
+
+def list_offsets_error_response(ctx, request, code: int) -> ListOffsetsResponse:
+    """Every partition with ``code`` (ListOffsetsRequest.getErrorResponse)."""
+    return ListOffsetsResponse(topics=[ListOffsetsTopicResponse(name=t.name, partitions=[
+        ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=code) for p in t.partitions])
+        for t in request.topics])
+
+
+def epoch_error(current_leader_epoch: int, ours: int) -> int:
+    """Kafka's leader-epoch fencing of a request's current leader epoch (-1: not checked)."""
+    if current_leader_epoch < 0:
+        return Errors.NONE
+    if current_leader_epoch > ours:
+        return Errors.UNKNOWN_LEADER_EPOCH
+    if current_leader_epoch < ours:
+        return Errors.FENCED_LEADER_EPOCH
+    return Errors.NONE
+
+
+def legal_topic_name(name: str) -> bool:
+    """Kafka's Topic.validate, as a yes or no."""
+    return bool(_LEGAL_TOPIC.match(name)) and name not in (".", "..")
+
+
+def batches_below(data: bytes, hw: int) -> bytes:
     """The whole batches at the start of ``data`` that end below ``hw``."""
     end = 0
     it = iter_batches(data, verify_crc=False)

@@ -1,5 +1,6 @@
 """`kafkawire server-start CONFIG`: run one KRaft controller, as kafka-server-start does
-with process.roles=controller.
+with process.roles=controller, or a combined node (process.roles=broker,controller: the
+controller and, on the other listeners, kafkawire.broker's broker; docs/broker.md).
 
     kafkawire server-start config/controller.properties [--override key=value ...]
 
@@ -23,6 +24,7 @@ import logging
 import signal
 import sys
 from typing import TYPE_CHECKING
+from kafkawire.feature_versions import KRAFT_VERSION
 from kafkawire.storage.state_files import JavaProperties
 
 if TYPE_CHECKING:
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     from kafkawire.raft.contract import StateMachineFactory
 
 COMMAND = "server-start"
-HELP = "run a KRaft controller from a Kafka server.properties file (kafka-server-start)"
+HELP = "run a KRaft controller, or a combined broker and controller, from a Kafka server.properties file (kafka-server-start)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -88,21 +90,21 @@ def load_config(path: str, overrides: list[str]) -> ServerConfig:
 
 
 def refuse_broker_roles(text: str) -> None:
-    """kafkawire has no broker role yet: a Kafka broker or combined-mode server.properties is
-    refused in one line that says what to run instead, before any listener check can give a
-    less helpful reason (and instead of running only the controller half of a combined node)."""
+    """kafkawire runs a broker only inside a combined node (process.roles=broker,controller): a
+    broker-only server.properties is refused in one line that says what to run instead, before
+    any listener check can give a less helpful reason."""
     from kafkawire.net.config import ConfigError              # lazy: CLI start-up (see above)
     try:
         raw = JavaProperties.parse(text).items.get("process.roles", "")
     except ValueError:
         return                               # parse_server_config reports the syntax error
     roles = [r.strip() for r in raw.split(",")]
-    if "broker" in roles:
+    if "broker" in roles and "controller" not in roles:
         raise ConfigError("process.roles", raw,
-                          "kafkawire runs KRaft controllers only (process.roles=controller): it has no broker "
-                          "role yet. Run brokers with Apache Kafka (kafka.Kafka with process.roles=broker and "
-                          "controller.quorum.bootstrap.servers naming these controllers), and give this node "
-                          "process.roles=controller with only its controller listeners")
+                          "kafkawire runs a broker only in combined mode (process.roles=broker,controller, one "
+                          "node): a broker-only node is not supported yet. Run broker-only nodes with Apache Kafka "
+                          "(kafka.Kafka with process.roles=broker and controller.quorum.bootstrap.servers naming "
+                          "these controllers), or give this node process.roles=broker,controller")
 
 
 def setup_logging(level: str) -> None:
@@ -137,16 +139,58 @@ async def serve(config: ServerConfig, state_machine_factory: StateMachineFactory
         log.error("cannot start: %s", exc)
         await node.stop(graceful=False)
         return 1
-    print(f"node {config.node_id} started on {', '.join(f'{s.host}:{s.port}' for s in node.servers)}",
+    broker = None
+    if config.is_broker:
+        broker = await start_broker(node)
+        if broker is None:
+            await node.stop(graceful=False)
+            return 1
+    servers = node.servers + ([] if broker is None else broker.servers)
+    print(f"node {config.node_id} started on {', '.join(f'{s.host}:{s.port}' for s in servers)}",
           file=sys.stderr, flush=True)
-    failed = asyncio.ensure_future(node.driver.failed.wait())
-    stopping = asyncio.ensure_future(stop.wait())
-    await asyncio.wait([failed, stopping], return_when=asyncio.FIRST_COMPLETED)
-    failed.cancel()
-    stopping.cancel()
-    crashed = node.driver.failure is not None
+    waits = [asyncio.ensure_future(node.driver.failed.wait()), asyncio.ensure_future(stop.wait())]
+    if broker is not None:
+        waits.append(broker.task)
+    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    for wait in waits[:2]:
+        wait.cancel()
+    crashed = node.driver.failure is not None or broker_failed(broker)
+    if broker is not None:
+        await broker.stop(graceful=not crashed)
     await node.stop(graceful=not crashed)
     return 1 if crashed else 0
+
+
+async def start_broker(node):
+    """The broker role of a combined node, joined to the node's raft and its metadata
+    controller (the image it reads, the active controller it registers with); None, with the
+    reason logged, when it cannot start."""
+    from kafkawire.broker import Broker, BrokerStartError        # lazy: CLI start-up
+    log = logging.getLogger(__name__)
+    controller, driver = node.state_machine, node.driver
+    features = dict(controller.supported_features)
+    features[KRAFT_VERSION] = (driver.config.kraft_version_min, driver.config.kraft_version_max)
+    try:
+        broker = Broker(node.config, cluster_id=node.cluster_id, directory_id=node.meta.directory_id,
+                        image=lambda: controller.image, metadata_offset=lambda: controller.applied_offset,
+                        send_to_controller=driver.send_to_leader, supported_features=features,
+                        scram_lookup=node._scram_credential)
+        await broker.start()
+    except BrokerStartError as exc:
+        log.error("cannot start the broker: %s", exc)
+        return None
+    driver.hw_listeners.append(broker.on_metadata)
+    return broker
+
+
+def broker_failed(broker) -> bool:
+    """Whether the broker's lifecycle stopped on its own (a registration the controller refused)."""
+    if broker is None or not broker.task.done() or broker.task.cancelled():
+        return False
+    exc = broker.task.exception()
+    if exc is not None:
+        logging.getLogger(__name__).error("the broker stopped: %s", exc)
+    return True
 
 
 def run(args: argparse.Namespace) -> int:

@@ -82,8 +82,8 @@ connections.max.idle.ms=5000
 
 def test_unknown_keys_are_warned_not_refused(caplog):
     with caplog.at_level(logging.WARNING, logger="kafkawire.net.config"):
-        c = parse_server_config(props(num_partitions="3") + "some.future.key=x\n")
-    assert c.unknown_keys == ("num.partitions", "some.future.key")
+        c = parse_server_config(props(log_retention_hours="3") + "some.future.key=x\n")
+    assert c.unknown_keys == ("log.retention.hours", "some.future.key")
     assert "some.future.key" in caplog.text
 
 

@@ -1,0 +1,246 @@
+"""The broker role of a combined node (``process.roles=broker,controller``): its listeners, its
+registration with the quorum, and the partitions it leads.
+
+    broker = Broker(config, cluster_id=..., directory_id=meta.directory_id, image=lambda: controller.image,
+                    metadata_offset=lambda: controller.applied_offset,
+                    send_to_controller=raft.send_to_leader, supported_features={...})
+    await broker.start()          # listening, registering
+    broker.on_metadata()          # after each commit: leadership, logs, heartbeats
+    await broker.stop()
+
+What it reads of the node: the committed metadata image (``image()``, the controller's in a
+combined node, which Kafka's broker would load from the same raft log), the offset it covers,
+and a way to send a request to the active controller. The node and the controller are not
+imported (kafkawire.tools.server_start joins them).
+
+Partitions: after each metadata change, every partition of the image whose leader is this
+broker gets its log opened (``log.dirs/<topic>-<partition>``, kafkawire.broker.partition) and
+its leader epoch updated; a partition no longer led here, or of a deleted topic, is closed (its
+directory stays: deleting it is retention's and topic deletion's work, a later slice). The
+broker asks to be unfenced only once the metadata it registered against is applied and these
+logs are open, as Kafka's broker waits for its log manager.
+
+One log directory: ``log.dirs`` with more than one entry is refused at start (JBOD's directory
+assignment is a later slice), and so is ``authorizer.class.name``: the broker's APIs do not
+check ACLs yet, and a node that looked protected but was not would be worse than one that
+refuses to start.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import uuid
+from typing import Callable
+
+from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas
+from kafkawire.net.config import ConfigError, ServerConfig
+from kafkawire.net.metadata_topic import fetch_error_response, list_offsets_error_response
+from kafkawire.net.server import KafkaServer
+from kafkawire.protocol.handler import ApiHandler
+
+from .fetch import FetchApi
+from .lifecycle import RECOVERY, STARTING, BrokerLifecycle, Registration
+from .metadata_apis import MetadataApis
+from .partition import LeaderPartition
+from .produce import ProduceApi, topic_config
+
+__all__ = ["Broker", "BrokerStartError"]
+
+log = logging.getLogger(__name__)
+PRODUCE, FETCH, LIST_OFFSETS, METADATA, CREATE_TOPICS, DESCRIBE_CLUSTER = 0, 1, 2, 3, 19, 60
+
+
+class BrokerStartError(RuntimeError):
+    """The broker role cannot start: the reason names the key or file."""
+
+
+class Broker:
+    """The broker part of a combined node: listeners serving the data APIs, the lifecycle with the
+    active controller, and a LeaderPartition per partition the committed metadata says it leads."""
+
+    def __init__(self, config: ServerConfig, *, cluster_id: str, directory_id: uuid.UUID | None,
+                 image: Callable, metadata_offset: Callable[[], int], send_to_controller,
+                 supported_features: dict, scram_lookup=None):
+        if len(config.log_dirs) != 1:
+            raise BrokerStartError(f"log.dirs={','.join(config.log_dirs)}: kafkawire's broker keeps its partitions "
+                                   "in one log directory (give log.dirs one entry)")
+        try:
+            if config.authorizer_settings() is not None:
+                raise BrokerStartError("authorizer.class.name is set, but kafkawire's broker role does not check "
+                                       "ACLs yet: run it without an authorizer, or run process.roles=controller")
+        except ConfigError as exc:
+            raise BrokerStartError(str(exc)) from None
+        self.config = config
+        self.node_id = config.node_id
+        self.cluster_id = cluster_id
+        self.log_dir = config.log_dirs[0]
+        self.directory_id = directory_id
+        self.image = image
+        self.metadata_offset = metadata_offset
+        self.send_to_controller = send_to_controller
+        self.supported_features = dict(supported_features)
+        self.scram_lookup = scram_lookup
+        self.partitions: dict[tuple[str, int], LeaderPartition] = {}
+        self.appends = 0                        # batches appended so far (fetches wait for it to move)
+        self._appended = asyncio.Event()
+        self._logs_ready = False
+        self.servers: list[KafkaServer] = []
+        self.lifecycle: BrokerLifecycle | None = None
+        self.task: asyncio.Task | None = None     # the lifecycle: registration, heartbeats
+        self.metadata_apis = MetadataApis(self)
+        self.fetch_api = FetchApi(self)
+        self.produce_api = ProduceApi(self)
+
+    # -- the listeners --
+
+    def handlers(self) -> dict[int, ApiHandler]:
+        return {
+            PRODUCE: ApiHandler(self.produce_api.produce, min_version=3),
+            FETCH: ApiHandler(self.fetch_api.fetch, min_version=4, error_response=fetch_error_response),
+            LIST_OFFSETS: ApiHandler(self.fetch_api.list_offsets, min_version=1,
+                                     error_response=list_offsets_error_response),
+            METADATA: ApiHandler(self.metadata_apis.metadata),
+            CREATE_TOPICS: ApiHandler(self.metadata_apis.create_topics, min_version=2),
+            DESCRIBE_CLUSTER: ApiHandler(self.metadata_apis.describe_cluster),
+        }
+
+    def broker_listener_names(self) -> list[str]:
+        return [e.listener_name for e in self.config.listeners
+                if e.listener_name not in self.config.controller_listener_names]
+
+    async def start(self) -> None:
+        c = self.config
+        names = self.broker_listener_names()
+        if not names:
+            raise BrokerStartError(f"listeners={','.join(str(e) for e in c.listeners)}: the broker role needs a "
+                                   "listener that is not in controller.listener.names")
+        quotas = ConnectionQuotas(AdmissionLimits(
+            max_connections=c.max_connections, max_connections_per_ip=c.max_connections_per_ip,
+            max_connections_per_ip_overrides=dict(c.max_connections_per_ip_overrides),
+            queued_max_request_bytes=c.queued_max_request_bytes))
+        for name in names:
+            await self._bind(name, quotas)
+        self.lifecycle = BrokerLifecycle(
+            self.send_to_controller, registration=self._registration(), metadata_offset=self.metadata_offset,
+            ready_to_unfence=lambda: self._logs_ready, heartbeat_interval_ms=c.broker_heartbeat_interval_ms,
+            on_state=self._on_lifecycle_state)
+        for server in self.servers:
+            await server.start()
+        self.task = asyncio.ensure_future(self.lifecycle.run())
+        log.info("broker %d listening on %s", self.node_id,
+                 ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
+
+    async def _bind(self, name: str, quotas: ConnectionQuotas) -> None:
+        c = self.config
+        endpoint = c.listener(name)
+        try:
+            server = KafkaServer(self.handlers(), host=endpoint.host or "0.0.0.0", port=endpoint.port,
+                                 listener_name=name, security=c.security_of(name), scram_lookup=self.scram_lookup,
+                                 max_request_bytes=c.socket_request_max_bytes,
+                                 connections_max_idle_ms=c.connections_max_idle_ms,
+                                 failed_authentication_delay_ms=c.connection_failed_authentication_delay_ms,
+                                 admission=quotas.limits, connection_quotas=quotas)
+            await server.bind()
+        except ConfigError as exc:
+            raise BrokerStartError(f"listener {endpoint}: {exc}") from None
+        except OSError as exc:
+            raise BrokerStartError(f"listener {endpoint}: cannot bind: {exc.strerror or exc}") from None
+        self.servers.append(server)
+
+    def _registration(self) -> Registration:
+        """The advertised broker listeners (a wildcard host is this machine's name, a port 0 the
+        bound one), as Kafka's broker registers them."""
+        bound = {s.listener_name: s.port for s in self.servers}
+        advertised = {e.listener_name: e for e in self.config.advertised_listeners}
+        listeners = []
+        for name in self.broker_listener_names():
+            e = advertised.get(name) or self.config.listener(name)
+            host = e.host if e.host not in (None, "", "0.0.0.0", "::") else socket.getfqdn()
+            listeners.append((name, host, e.port or bound[name], e.security_protocol))
+        return Registration(broker_id=self.node_id, cluster_id=self.cluster_id, incarnation_id=uuid.uuid4(),
+                            listeners=tuple(listeners), features=self.supported_features,
+                            log_dirs=() if self.directory_id is None else (self.directory_id,))
+
+    def _on_lifecycle_state(self, state: str) -> None:
+        if state == RECOVERY:
+            self.on_metadata()
+            self._logs_ready = True
+
+    # -- metadata --
+
+    def on_metadata(self) -> None:
+        """The committed metadata moved: open the logs of the partitions led here, close the others."""
+        if self.lifecycle is None:
+            return
+        self.lifecycle.poke()
+        image = self.image()
+        if image is None or self.lifecycle.state == STARTING:
+            return
+        led = set()
+        for topic in image.topics_by_name.values():
+            for index, registration in topic.partitions.items():
+                if registration.leader == self.node_id:
+                    led.add((topic.name, index))
+                    self._lead(image, topic, index, registration.leader_epoch)
+        for key in [k for k in self.partitions if k not in led]:
+            self._close(self.partitions.pop(key))
+
+    def _lead(self, image, topic, index: int, leader_epoch: int) -> None:
+        partition = self.partitions.get((topic.name, index))
+        if partition is not None and partition.topic_id == topic.id:
+            partition.leader_epoch = leader_epoch
+            return
+        if partition is not None:
+            self._close(partition)
+        try:
+            self.partitions[(topic.name, index)] = LeaderPartition.open(
+                self.log_dir, topic.name, index, topic.id, leader_epoch=leader_epoch,
+                segment_bytes=topic_config(image, topic.name, "segment.bytes", self.config.log_segment_bytes,
+                                           self.node_id))
+        except OSError as exc:
+            log.error("broker %d: cannot open the log of %s-%d: %s", self.node_id, topic.name, index, exc)
+            return
+        log.info("broker %d: leading %s-%d in epoch %d", self.node_id, topic.name, index, leader_epoch)
+
+    @staticmethod
+    def _close(partition: LeaderPartition) -> None:
+        try:
+            partition.close()
+        except OSError as exc:
+            log.warning("closing %s: %s", partition.name, exc)
+
+    # -- appends and the fetches waiting for them --
+
+    def data_appended(self) -> None:
+        self.appends += 1
+        self._appended.set()
+        self._appended = asyncio.Event()
+
+    async def wait_for_appends(self, seen: int, timeout: float) -> None:
+        """Until a batch is appended after ``seen`` (``appends`` then), or ``timeout`` seconds."""
+        if self.appends != seen:
+            return
+        try:
+            await asyncio.wait_for(self._appended.wait(), timeout)
+        except asyncio.TimeoutError:
+            pass
+
+    @property
+    def unfenced(self) -> bool:
+        return self.lifecycle is not None and self.lifecycle.unfenced.is_set()
+
+    async def stop(self, *, graceful: bool = True) -> None:
+        """Stop; ``graceful``: after Kafka's controlled shutdown (while the controller still runs)."""
+        if self.task is not None:
+            self.task.cancel()
+            await asyncio.gather(self.task, return_exceptions=True)
+        if graceful and self.lifecycle is not None and self.lifecycle.state != STARTING:
+            await self.lifecycle.controlled_shutdown()
+        self.metadata_apis.close()
+        for server in self.servers:
+            await server.close(timeout_ms=1000)
+        for partition in self.partitions.values():
+            self._close(partition)
+        self.partitions.clear()
+        log.info("broker %d stopped", self.node_id)

@@ -1,0 +1,136 @@
+"""Fetch (1) and ListOffsets (2) for the partitions this broker leads, as Kafka's
+ReplicaManager.fetchMessages and KafkaApis.handleListOffsetRequest answer consumers.
+
+Fetch: whole stored batches (the log's bytes, never re-encoded) from the one holding the fetch
+offset, below the high watermark (the log end with one replica); at most
+``partition_max_bytes`` per partition and the request's ``max_bytes`` in all, the latter capped
+by the broker's ``fetch.max.bytes``, except that the first partition with data returns one
+whole batch even when it is larger (KIP-74). A fetch that finds fewer than ``min_bytes`` waits
+for appends up to ``max_wait_ms`` (capped at 30 s), reading again only after an append; one
+whose offset is outside [log start, log end] gets OFFSET_OUT_OF_RANGE; a current leader epoch
+other than the partition's gets FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH. read_committed
+sees the same as read_uncommitted (no transactions yet: the last stable offset is the high
+watermark). Fetch sessions (KIP-227) are not created, as a broker with a full session cache:
+a full fetch is answered with session id 0, an incremental one with FETCH_SESSION_ID_NOT_FOUND.
+Replica fetches (replica id >= 0) are answered like consumer fetches: no follower is known here.
+
+ListOffsets: earliest, latest, by timestamp, max timestamp, as kafkawire.net.metadata_topic's
+``list_offset`` computes them against the partition's log and high watermark.
+"""
+from __future__ import annotations
+
+import time
+
+from kafkawire.messages.fetch_response import FetchableTopicResponse, FetchResponse, PartitionData
+from kafkawire.messages.list_offsets_response import (ListOffsetsPartitionResponse, ListOffsetsResponse,
+                                                      ListOffsetsTopicResponse)
+from kafkawire.net.metadata_topic import epoch_error, list_offset
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.storage.log import OffsetOutOfRangeError
+
+__all__ = ["FetchApi"]
+
+MAX_WAIT_CAP_MS = 30_000
+
+
+class FetchApi:
+    """Fetch and ListOffsets for ``broker`` (its ``image()``, ``partitions`` and append waits)."""
+
+    def __init__(self, broker):
+        self.broker = broker
+
+    # -- Fetch --
+
+    async def fetch(self, ctx, request):
+        v = ctx.api_version
+        if v >= 7 and request.session_epoch not in (0, -1):
+            return FetchResponse(error_code=Errors.FETCH_SESSION_ID_NOT_FOUND, session_id=0, responses=[])
+        deadline = time.monotonic() + min(max(request.max_wait_ms, 0), MAX_WAIT_CAP_MS) / 1000
+        while True:
+            seen = self.broker.appends
+            responses, total, errors = self._fetch_once(request, v)
+            remaining = deadline - time.monotonic()
+            if total >= request.min_bytes or errors or remaining <= 0:
+                return FetchResponse(error_code=Errors.NONE, session_id=0, responses=responses)
+            await self.broker.wait_for_appends(seen, remaining)
+
+    def _fetch_once(self, request, version: int):
+        image = self.broker.image()
+        budget = min(request.max_bytes, self.broker.config.fetch_max_bytes)
+        total, errors = 0, False
+        responses = []
+        for t in request.topics:
+            topic = self._topic(image, t, version)
+            partitions = []
+            for p in t.partitions:
+                data = self._fetch_partition(topic, p, version, request.isolation_level, budget, min_one=(total == 0))
+                total += len(data.records)
+                budget -= len(data.records)
+                errors = errors or data.error_code != Errors.NONE
+                partitions.append(data)
+            responses.append(FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id, partitions=partitions))
+        return responses, total, errors
+
+    @staticmethod
+    def _topic(image, t, version: int):
+        if image is None:
+            return None
+        return image.topics_by_id.get(t.topic_id) if version >= 13 else image.topics_by_name.get(t.topic)
+
+    def _fetch_partition(self, topic, p, version: int, isolation_level: int, budget: int, min_one: bool):
+        data = PartitionData(partition_index=p.partition, high_watermark=-1, records=b"")
+        code, partition = self._leader(topic, p.partition, version)
+        if code == Errors.NONE:
+            code = epoch_error(getattr(p, "current_leader_epoch", -1), partition.leader_epoch)
+        if code != Errors.NONE:
+            data.error_code = code
+            return data
+        hw, start = partition.high_watermark(), partition.log.log_start_offset
+        if p.fetch_offset < start or p.fetch_offset > partition.log.log_end_offset:
+            data.error_code = Errors.OFFSET_OUT_OF_RANGE
+            return data
+        data.high_watermark = data.last_stable_offset = hw
+        data.log_start_offset = start
+        data.aborted_transactions = [] if isolation_level == 1 else None
+        limit = min(p.partition_max_bytes, budget)
+        if p.fetch_offset >= hw or (limit <= 0 and not min_one):
+            return data
+        try:
+            data.records = partition.read(p.fetch_offset, max(limit, 0), min_one_batch=min_one)
+        except OffsetOutOfRangeError:
+            data.error_code = Errors.OFFSET_OUT_OF_RANGE
+            data.high_watermark = data.last_stable_offset = data.log_start_offset = -1
+        return data
+
+    def _leader(self, topic, index: int, version: int):
+        """(NONE, the partition) when this broker leads it, else (the error, None)."""
+        if topic is None:
+            return (Errors.UNKNOWN_TOPIC_ID if version >= 13 else Errors.UNKNOWN_TOPIC_OR_PARTITION), None
+        registration = topic.partitions.get(index)
+        if registration is None:
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION, None
+        partition = self.broker.partitions.get((topic.name, index))
+        if registration.leader != self.broker.node_id or partition is None:
+            return Errors.NOT_LEADER_OR_FOLLOWER, None
+        return Errors.NONE, partition
+
+    # -- ListOffsets --
+
+    async def list_offsets(self, ctx, request):
+        image = self.broker.image()
+        topics = []
+        for t in request.topics:
+            topic = None if image is None else image.topics_by_name.get(t.name)
+            partitions = []
+            for p in t.partitions:
+                r = ListOffsetsPartitionResponse(partition_index=p.partition_index, timestamp=-1, offset=-1)
+                code, partition = self._leader(topic, p.partition_index, 0)
+                if code == Errors.NONE:
+                    code = epoch_error(p.current_leader_epoch, partition.leader_epoch)
+                r.error_code = code
+                if code == Errors.NONE:
+                    list_offset(partition.log, partition.epochs, partition.high_watermark(), partition.leader_epoch,
+                                ctx.api_version, p.timestamp, r)
+                partitions.append(r)
+            topics.append(ListOffsetsTopicResponse(name=t.name, partitions=partitions))
+        return ListOffsetsResponse(topics=topics)

@@ -1,0 +1,180 @@
+"""The broker's answers from the committed metadata image: Metadata (3), DescribeCluster (60),
+and CreateTopics (19), which it hands to the active controller.
+
+Metadata (KafkaApis.handleTopicMetadataRequest over KRaftMetadataCache): the unfenced brokers
+with an endpoint on the listener the request came in on; each topic's partitions with leader,
+leader epoch, replicas and ISR (LEADER_NOT_AVAILABLE with leader -1 when the leader is not an
+unfenced broker there); as controller id an alive broker (clients of a KRaft cluster never talk
+to controllers: Kafka names a random alive broker, here this one). A topic the image lacks is
+UNKNOWN_TOPIC_OR_PARTITION (or INVALID_TOPIC_EXCEPTION for an illegal name); when
+``auto.create.topics.enable`` is true (Kafka's default) and the request allows it, the broker
+also asks the controller to create it with ``num.partitions`` and ``default.replication.factor``
+(AutoTopicCreationManager: one CreateTopics per request for the names not already in flight,
+answered UNKNOWN_TOPIC_OR_PARTITION meanwhile, so the client asks again). Internal topic names
+(``__consumer_offsets``, ``__transaction_state``, ``__share_group_state``) are not auto-created:
+their coordinators (slices 2 and 3) create them.
+
+CreateTopics goes to the active controller as the client sent it (Kafka forwards it in an
+Envelope carrying the client's principal; this broker role refuses ACLs, so there is no
+principal to carry yet), and its answer comes back as it is.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
+from kafkawire.messages.create_topics_response import CreatableTopicResult, CreateTopicsResponse
+from kafkawire.messages.describe_cluster_response import DescribeClusterBroker, DescribeClusterResponse
+from kafkawire.messages.metadata_response import (MetadataResponse, MetadataResponseBroker,
+                                                  MetadataResponsePartition, MetadataResponseTopic)
+from kafkawire.net.client import TransportError
+from kafkawire.net.metadata_topic import CLUSTER_OPERATIONS, INT32_MIN, TOPIC_OPERATIONS, legal_topic_name
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.raft.contract import NoLeader, NotLeader
+
+__all__ = ["MetadataApis", "INTERNAL_TOPICS"]
+
+log = logging.getLogger(__name__)
+INTERNAL_TOPICS = frozenset(("__consumer_offsets", "__transaction_state", "__share_group_state"))
+
+
+class MetadataApis:
+    """Metadata, DescribeCluster and CreateTopics for ``broker`` (a kafkawire.broker.Broker: its
+    ``image()``, ``node_id``, ``cluster_id``, ``config`` and ``send_to_controller``)."""
+
+    def __init__(self, broker):
+        self.broker = broker
+        self._creating: set[str] = set()          # auto-created names in flight
+        self._tasks: set[asyncio.Task] = set()
+
+    # -- Metadata --
+
+    async def metadata(self, ctx, request):
+        v = ctx.api_version
+        image = self.broker.image()
+        brokers = self._alive_brokers(image, ctx.listener_name)
+        wanted = request.topics
+        if wanted is None or (v == 0 and not wanted):
+            names = sorted(image.topics_by_name) if image is not None else []
+            topics = [self._topic(image, image.topics_by_name[n], brokers, request) for n in names]
+        else:
+            topics = []
+            missing = []
+            for t in wanted:
+                topic = self._find(image, t)
+                if topic is not None:
+                    topics.append(self._topic(image, topic, brokers, request))
+                else:
+                    topics.append(self._unknown(t, v))
+                    if t.name is not None:
+                        missing.append(t.name)
+            allow = v < 4 or request.allow_auto_topic_creation
+            if missing and allow and self.broker.config.auto_create_topics_enable:
+                self._auto_create(missing)
+        alive = self.broker.node_id if self.broker.node_id in brokers else -1
+        return MetadataResponse(
+            brokers=[MetadataResponseBroker(node_id=i, host=e.host, port=e.port, rack=r)
+                     for i, (e, r) in sorted(brokers.items())],
+            cluster_id=self.broker.cluster_id, controller_id=alive, topics=topics,
+            cluster_authorized_operations=CLUSTER_OPERATIONS if getattr(
+                request, "include_cluster_authorized_operations", False) and 8 <= v <= 10 else INT32_MIN)
+
+    @staticmethod
+    def _alive_brokers(image, listener_name: str) -> dict:
+        """broker id -> (endpoint on this listener, rack) of the unfenced brokers."""
+        if image is None:
+            return {}
+        alive = {}
+        for broker_id, registration in image.brokers.items():
+            endpoint = registration.listeners.get(listener_name)
+            if not registration.fenced and endpoint is not None:
+                alive[broker_id] = (endpoint, registration.rack)
+        return alive
+
+    @staticmethod
+    def _find(image, t):
+        if image is None:
+            return None
+        if t.name is None:
+            return image.topics_by_id.get(t.topic_id)
+        return image.topics_by_name.get(t.name)
+
+    @staticmethod
+    def _unknown(t, version: int) -> MetadataResponseTopic:
+        if t.name is None:
+            return MetadataResponseTopic(error_code=Errors.UNKNOWN_TOPIC_ID, name=None if version >= 12 else "",
+                                         topic_id=t.topic_id, partitions=[])
+        code = Errors.UNKNOWN_TOPIC_OR_PARTITION if legal_topic_name(t.name) else Errors.INVALID_TOPIC_EXCEPTION
+        return MetadataResponseTopic(error_code=code, name=t.name, topic_id=t.topic_id,
+                                     is_internal=t.name in INTERNAL_TOPICS, partitions=[])
+
+    @staticmethod
+    def _topic(image, topic, brokers: dict, request) -> MetadataResponseTopic:
+        partitions = []
+        for index in sorted(topic.partitions):
+            p = topic.partitions[index]
+            leader = p.leader if p.leader in brokers else -1
+            partitions.append(MetadataResponsePartition(
+                error_code=Errors.NONE if leader >= 0 else Errors.LEADER_NOT_AVAILABLE, partition_index=index,
+                leader_id=leader, leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas),
+                isr_nodes=list(p.isr), offline_replicas=[]))
+        return MetadataResponseTopic(
+            name=topic.name, topic_id=topic.id, is_internal=topic.name in INTERNAL_TOPICS, partitions=partitions,
+            topic_authorized_operations=TOPIC_OPERATIONS if request.include_topic_authorized_operations
+            else INT32_MIN)
+
+    def _auto_create(self, names: list[str]) -> None:
+        config = self.broker.config
+        fresh = [n for n in dict.fromkeys(names)
+                 if legal_topic_name(n) and n not in INTERNAL_TOPICS and n not in self._creating]
+        if not fresh:
+            return
+        self._creating.update(fresh)
+        request = CreateTopicsRequest(timeout_ms=30_000, validate_only=False, topics=[
+            CreatableTopic(name=n, num_partitions=config.num_partitions,
+                           replication_factor=config.default_replication_factor, assignments=[], configs=[])
+            for n in fresh])
+        task = asyncio.ensure_future(self._create(request, fresh))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _create(self, request, names: list[str]) -> None:
+        try:
+            response = await self.broker.send_to_controller(request, request.timeout_ms)
+            for result in response.topics:
+                if result.error_code not in (Errors.NONE, Errors.TOPIC_ALREADY_EXISTS):
+                    log.warning("Auto topic creation failed for %s with error '%s': %s", result.name,
+                                Errors.for_code(result.error_code).name, result.error_message)
+        except (NoLeader, NotLeader, TransportError, TimeoutError, OSError) as exc:
+            log.warning("auto topic creation of %s failed: %s", ", ".join(names), exc)
+        finally:
+            self._creating.difference_update(names)
+
+    # -- DescribeCluster --
+
+    async def describe_cluster(self, ctx, request):
+        brokers = self._alive_brokers(self.broker.image(), ctx.listener_name)
+        return DescribeClusterResponse(
+            endpoint_type=request.endpoint_type, cluster_id=self.broker.cluster_id,
+            controller_id=self.broker.node_id if self.broker.node_id in brokers else -1,
+            brokers=[DescribeClusterBroker(broker_id=i, host=e.host, port=e.port, rack=r)
+                     for i, (e, r) in sorted(brokers.items())],
+            cluster_authorized_operations=CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
+            else INT32_MIN)
+
+    # -- CreateTopics --
+
+    async def create_topics(self, ctx, request):
+        try:
+            return await self.broker.send_to_controller(request, max(request.timeout_ms, 1000) + 1000)
+        except (NoLeader, NotLeader, TransportError, TimeoutError, OSError) as exc:
+            log.info("CreateTopics could not reach the active controller: %s", exc)
+            return CreateTopicsResponse(topics=[
+                CreatableTopicResult(name=t.name, error_code=Errors.NOT_CONTROLLER,
+                                     error_message="The active controller could not be reached")
+                for t in request.topics])
+
+    def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()

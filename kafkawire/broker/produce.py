@@ -1,0 +1,136 @@
+"""Produce (0) on the broker: each partition's batch checked (kafkawire.broker.validation),
+appended to the partition this broker leads, answered as Kafka's ReplicaManager.appendRecords.
+
+Per partition, in Kafka's order: a topic the metadata lacks is UNKNOWN_TOPIC_OR_PARTITION
+(UNKNOWN_TOPIC_ID from v13, which names topics by id), a partition it lacks likewise, one led
+elsewhere (or not yet open here) NOT_LEADER_OR_FOLLOWER; acks=all with fewer in-sync replicas
+than ``min.insync.replicas`` NOT_ENOUGH_REPLICAS; then the batch's own checks. The topic's
+``max.message.bytes`` and ``message.timestamp.type`` come from its configs in the metadata,
+else the broker's ``message.max.bytes`` and ``log.message.timestamp.type``.
+
+acks: 0, 1 and -1 (all) are served; with one replica, the leader's append is what acks=all
+waits for. Any other value is INVALID_REQUIRED_ACKS for every partition. With acks=0 there is
+no response, and a failed partition closes the connection (KafkaApis: the client learns of the
+failure by the closed connection and refreshes its metadata).
+"""
+from __future__ import annotations
+
+import time
+
+from kafkawire.messages.produce_response import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
+from kafkawire.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.protocol.handler import NO_RESPONSE, CloseConnection
+
+from .validation import ProduceRefused, validate_produce
+
+__all__ = ["ProduceApi", "topic_config"]
+
+LOG_APPEND_TIME = "LogAppendTime"
+
+
+# A topic config and the broker config that gives its default (LogConfig's synonyms).
+BROKER_SYNONYMS = {"max.message.bytes": "message.max.bytes", "message.timestamp.type": "log.message.timestamp.type",
+                   "segment.bytes": "log.segment.bytes", "min.insync.replicas": "min.insync.replicas"}
+
+
+def topic_config(image, topic: str, name: str, default, node_id: int = -1):
+    """A topic's config as Kafka resolves it: the topic's own ConfigRecord, else the broker
+    config it falls back on (set dynamically for this broker, then for every broker, as
+    ConfigRecords of the broker resource), else ``default`` (server.properties). A value that
+    does not parse as the default's type is ignored (the controller validated it already)."""
+    if image is None:
+        return default
+    broker_name = BROKER_SYNONYMS.get(name, name)
+    for resource, key in (((TOPIC_RESOURCE, topic), name), ((BROKER_RESOURCE, str(node_id)), broker_name),
+                          ((BROKER_RESOURCE, ""), broker_name)):
+        value = image.configs.get(resource, {}).get(key)
+        if value is None:
+            continue
+        try:
+            return value if isinstance(default, str) else type(default)(value)
+        except ValueError:
+            continue
+    return default
+
+
+class ProduceApi:
+    """Produce for ``broker`` (its ``image()``, ``partitions``, ``config``)."""
+
+    def __init__(self, broker):
+        self.broker = broker
+
+    async def produce(self, ctx, request):
+        v = ctx.api_version
+        acks = request.acks
+        now_ms = int(time.time() * 1000)
+        image = self.broker.image()
+        responses = []
+        appended = False
+        for t in request.topic_data:
+            topic = self._topic(image, t, v)
+            partitions = []
+            for p in t.partition_data:
+                if acks not in (-1, 0, 1):
+                    r = _refused(p.index, Errors.INVALID_REQUIRED_ACKS, None)
+                elif topic is None:
+                    r = _refused(p.index, Errors.UNKNOWN_TOPIC_ID if v >= 13 else Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                 None)
+                else:
+                    r = self._produce_partition(image, topic, p, acks, v, now_ms)
+                    appended = appended or r.error_code == Errors.NONE
+                partitions.append(r)
+            responses.append(TopicProduceResponse(name=t.name, topic_id=t.topic_id, partition_responses=partitions))
+        if appended:
+            self.broker.data_appended()
+        if acks == 0:
+            if any(r.error_code for t in responses for r in t.partition_responses):
+                raise CloseConnection("a produce request with acks=0 failed")
+            return NO_RESPONSE
+        return ProduceResponse(responses=responses)
+
+    @staticmethod
+    def _topic(image, t, version: int):
+        if image is None:
+            return None
+        if version >= 13:
+            return image.topics_by_id.get(t.topic_id)
+        return image.topics_by_name.get(t.name)
+
+    def _produce_partition(self, image, topic, p, acks: int, version: int, now_ms: int) -> PartitionProduceResponse:
+        registration = topic.partitions.get(p.index)
+        if registration is None:
+            return _refused(p.index, Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
+        partition = self.broker.partitions.get((topic.name, p.index))
+        if registration.leader != self.broker.node_id or partition is None:
+            return _refused(p.index, Errors.NOT_LEADER_OR_FOLLOWER, None)
+        config = self.broker.config
+        name = f"{topic.name}-{p.index}"
+        if acks == -1:
+            min_isr = topic_config(image, topic.name, "min.insync.replicas", config.min_insync_replicas, config.node_id)
+            if len(registration.isr) < min_isr:
+                return _refused(p.index, Errors.NOT_ENOUGH_REPLICAS,
+                                f"The size of the current ISR {sorted(registration.isr)} is insufficient to satisfy "
+                                f"the min.isr requirement of {min_isr} for partition {name}")
+        try:
+            validated = validate_produce(
+                p.records, topic_partition=name, version=version, now_ms=now_ms,
+                max_message_bytes=topic_config(image, topic.name, "max.message.bytes", config.message_max_bytes,
+                                               config.node_id),
+                log_append_time=topic_config(image, topic.name, "message.timestamp.type",
+                                             config.log_message_timestamp_type, config.node_id) == LOG_APPEND_TIME)
+            base_offset = partition.append(validated)
+        except ProduceRefused as exc:
+            return _refused(p.index, exc.code, str(exc))
+        except ValueError as exc:        # larger than a segment (Log.append): RecordBatchTooLargeException
+            return _refused(p.index, Errors.RECORD_LIST_TOO_LARGE, str(exc))
+        except OSError as exc:
+            return _refused(p.index, Errors.KAFKA_STORAGE_ERROR, f"Error while appending to {name}: {exc}")
+        return PartitionProduceResponse(index=p.index, error_code=Errors.NONE, base_offset=base_offset,
+                                        log_append_time_ms=validated.log_append_time,
+                                        log_start_offset=partition.log.log_start_offset)
+
+
+def _refused(index: int, code: int, message: str | None) -> PartitionProduceResponse:
+    return PartitionProduceResponse(index=index, error_code=code, base_offset=-1, log_append_time_ms=-1,
+                                    log_start_offset=-1, error_message=message)

@@ -1,0 +1,181 @@
+"""What a partition leader checks and changes in a produced batch before it appends it: Kafka's
+ProduceRequest.validateRecords, UnifiedLog.analyzeAndValidateRecords and LogValidator, for the
+one v2 batch per partition that Produce v3 and later carry. Sans-I/O: bytes in, bytes out.
+
+    append = validate_produce(records, max_message_bytes=1048588, log_append_time=False, now_ms=...)
+    log.append(append.data, assign_offsets=True, leader_epoch=epoch)
+
+The checks, in Kafka's order, each with the error Kafka answers (``ProduceRefused.code``):
+
+* no batch, more than one, a partial one, or not magic 2: INVALID_RECORD (ProduceRequest.validateRecords;
+  a partial batch is CORRUPT_MESSAGE as Kafka's iterator finds it);
+* the batch is larger than the topic's ``max.message.bytes``: MESSAGE_TOO_LARGE (RecordTooLargeException);
+* the CRC does not match: CORRUPT_MESSAGE (CorruptRecordException);
+* a base offset other than 0, a control batch, a count that does not match the offset range,
+  records whose offset deltas do not run 0, 1, 2...: INVALID_RECORD (LogValidator);
+* a producer id (idempotent or transactional produce): refused with INVALID_RECORD, because this
+  broker keeps no producer state yet (issue 29, slice 3) and storing the batch unchecked would
+  break the promise the producer relies on.
+
+With ``log_append_time`` (``message.timestamp.type=LogAppendTime``) the batch's timestamp type
+becomes LogAppendTime and its max timestamp the append time, and the CRC is computed again, as
+LogValidator does in place (the records inside keep their bytes; readers take the batch's time).
+The base offset is left for ``Log.append(assign_offsets=True)`` to set (it is outside the CRC).
+"""
+from __future__ import annotations
+
+import struct
+from array import array
+from dataclasses import dataclass
+
+from crc32c import crc32c
+
+from kafkawire import _native
+from kafkawire.metadata.java_text import java_utf8
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.records import CorruptRecordError, RecordBatch, iter_batches
+
+__all__ = ["ProduceRefused", "ValidatedAppend", "validate_produce", "MAX_DECOMPRESSED_BYTES"]
+
+# A compressed batch is decompressed to check its records; this bounds what one batch may
+# expand to (a zip bomb is CORRUPT_MESSAGE instead of an unbounded allocation).
+MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024
+_ATTRIBUTES_AT, _MAX_TIMESTAMP_AT, _CRC_AT = 21, 35, 17
+_LOG_APPEND_TIME_FLAG = 0x08
+_INT16, _INT64, _UINT32 = struct.Struct(">h"), struct.Struct(">q"), struct.Struct(">I")
+NO_PRODUCER_ID = -1
+
+
+class ProduceRefused(Exception):
+    """The partition's records are refused: ``code`` is the error Kafka answers, the message its text."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class ValidatedAppend:
+    """The batch to append (patched when the broker sets its timestamp), its record count and the
+    log append time (-1 unless the broker set it)."""
+    data: bytes
+    records: int
+    log_append_time: int
+
+
+def validate_produce(records: bytes | None, *, topic_partition: str, max_message_bytes: int,
+                     log_append_time: bool, now_ms: int, version: int = 3) -> ValidatedAppend:
+    """The batch of one partition of a Produce request, checked as Kafka's leader checks it."""
+    batch = _the_one_batch(records or b"", version)
+    size = batch.size_in_bytes
+    if size > max_message_bytes:
+        raise ProduceRefused(Errors.MESSAGE_TOO_LARGE,
+                             f"The record batch size in the append to {topic_partition} is {size} bytes which "
+                             f"exceeds the maximum configured value of {max_message_bytes}).")
+    if not batch.is_valid:
+        raise ProduceRefused(Errors.CORRUPT_MESSAGE,
+                             f"Record is corrupt (stored crc = {batch.crc}) in topic partition {topic_partition}.")
+    if batch.base_offset != 0:
+        raise ProduceRefused(Errors.INVALID_RECORD,
+                             f"The baseOffset of the record batch in the append to {topic_partition} should be 0, "
+                             f"but it is {batch.base_offset}")
+    _check_batch(batch, topic_partition)
+    _check_records(batch, topic_partition)
+    if not log_append_time:
+        return ValidatedAppend(bytes(records), batch.records_count, -1)
+    return ValidatedAppend(_with_log_append_time(bytes(records), now_ms), batch.records_count, now_ms)
+
+
+def _the_one_batch(records: bytes, version: int) -> RecordBatch:
+    """ProduceRequest.validateRecords: exactly one batch, of magic 2."""
+    try:
+        iterator = iter_batches(records, verify_crc=False, max_decompressed_size=MAX_DECOMPRESSED_BYTES)
+        batches = []
+        for batch in iterator:
+            batches.append(batch)
+            if len(batches) > 1:
+                break
+    except CorruptRecordError as exc:
+        raise ProduceRefused(Errors.CORRUPT_MESSAGE, f"Record batch is corrupt: {exc}") from None
+    if not batches:
+        if iterator.tail is not None:
+            raise ProduceRefused(Errors.CORRUPT_MESSAGE, "Record batch is truncated: the records end inside it")
+        raise ProduceRefused(Errors.INVALID_RECORD, f"Produce requests with version {version} must have at least "
+                                                    "one record batch per partition")
+    if getattr(batches[0], "magic", 2) != 2 or not isinstance(batches[0], RecordBatch):
+        raise ProduceRefused(Errors.INVALID_RECORD, f"Produce requests with version {version} are only allowed to "
+                                                    "contain record batches with magic version 2")
+    if len(batches) > 1 or iterator.tail is not None:
+        raise ProduceRefused(Errors.INVALID_RECORD, f"Produce requests with version {version} are only allowed to "
+                                                    "contain exactly one record batch per partition")
+    return batches[0]
+
+
+def _check_batch(batch: RecordBatch, topic_partition: str) -> None:
+    """LogValidator.validateBatch for a client's batch."""
+    if batch.is_control:
+        raise ProduceRefused(Errors.INVALID_RECORD, "Clients are not allowed to write control records")
+    if batch.producer_id != NO_PRODUCER_ID or batch.is_transactional:
+        raise ProduceRefused(Errors.INVALID_RECORD,
+                             f"kafkawire's broker does not take idempotent or transactional batches yet "
+                             f"(producer id {batch.producer_id} in {topic_partition}): disable idempotence "
+                             "in the producer")
+    count_from_offsets = batch.last_offset_delta + 1
+    if count_from_offsets <= 0:
+        raise ProduceRefused(Errors.INVALID_RECORD, f"Batch has an invalid offset range: [{batch.base_offset}, "
+                                                    f"{batch.last_offset}] in topic partition {topic_partition}.")
+    count = batch.records_count
+    if count <= 0:
+        raise ProduceRefused(Errors.INVALID_RECORD, f"Invalid reported count for record batch: {count} in topic "
+                                                    f"partition {topic_partition}.")
+    if count != count_from_offsets:
+        raise ProduceRefused(Errors.INVALID_RECORD,
+                             f"Inconsistent batch offset range [{batch.base_offset}, {batch.last_offset}] and count "
+                             f"of records {count} in topic partition {topic_partition}.")
+
+
+def _check_records(batch: RecordBatch, topic_partition: str) -> None:
+    """Every record decodes and its offset delta is the next one (LogValidator.validateRecord):
+    in C when the extension runs (the Spark reader's record parser, keeping only the offsets:
+    no Python object per record), else record by record."""
+    if _native.records is not None:
+        _check_records_native(batch, topic_partition)
+        return
+    expected = 0
+    try:
+        for record in batch:
+            if record.offset - batch.base_offset != expected:
+                raise ProduceRefused(Errors.INVALID_RECORD, f"Record {record} has an invalid offset delta in topic "
+                                                            f"partition {topic_partition}.")
+            expected += 1
+    except CorruptRecordError as exc:
+        raise ProduceRefused(Errors.CORRUPT_MESSAGE, f"Record is corrupt in topic partition {topic_partition}: "
+                                                     f"{exc}") from None
+
+
+def _check_records_native(batch: RecordBatch, topic_partition: str) -> None:
+    try:
+        data, start, end, count, compressed = batch.records_range()
+    except CorruptRecordError as exc:
+        raise ProduceRefused(Errors.CORRUPT_MESSAGE, f"Record is corrupt in topic partition {topic_partition}: "
+                                                     f"{exc}") from None
+    columns = _native.records.Columns(java_utf8, False, False, False, True)
+    error = columns.add(data, start, end, count, batch.base_offset, batch.base_timestamp, None)
+    if error is not None:
+        raise ProduceRefused(Errors.CORRUPT_MESSAGE, f"Record is corrupt in topic partition {topic_partition}: "
+                                                     f"{batch.fail_at(compressed)(*error)}")
+    offsets = bytes(columns.finish()["offset"])
+    if offsets != array("q", range(batch.base_offset, batch.base_offset + count)).tobytes():
+        raise ProduceRefused(Errors.INVALID_RECORD, f"A record has an invalid offset delta in topic partition "
+                                                    f"{topic_partition}: the deltas must run 0 to {count - 1}.")
+
+
+def _with_log_append_time(data: bytes, now_ms: int) -> bytes:
+    """The batch with timestamp type LogAppendTime, max timestamp ``now_ms`` and its CRC again
+    (MutableRecordBatch.setMaxTimestamp)."""
+    patched = bytearray(data)
+    attributes = _INT16.unpack_from(patched, _ATTRIBUTES_AT)[0]
+    _INT16.pack_into(patched, _ATTRIBUTES_AT, attributes | _LOG_APPEND_TIME_FLAG)
+    _INT64.pack_into(patched, _MAX_TIMESTAMP_AT, now_ms)
+    _UINT32.pack_into(patched, _CRC_AT, crc32c(memoryview(patched)[_ATTRIBUTES_AT:]))
+    return bytes(patched)
