@@ -29,8 +29,6 @@ four to six times the CPU, see benchmarks/spark_read.py).
 """
 from __future__ import annotations
 
-import os
-
 __all__ = ["register", "load", "FORMAT", "KafkaWireDataSource"]
 
 FORMAT = "kafkawire"
@@ -52,9 +50,12 @@ def register(spark, *, filter_pushdown: bool = True) -> None:
 
 def load(spark, path: str, **options):
     """``spark.read.format("kafkawire").options(**options).load(path)``, after checking in the
-    driver that ``path`` exists: a wrong path is then one FileNotFoundError naming it, not a
+    driver that ``path`` exists (a local path, or a remote URI reached with the ``fs.*``
+    options): a wrong path is then one FileNotFoundError naming it, not a
     failure inside Spark's Python worker surfacing as a Py4J stack trace."""
-    if not os.path.exists(path):
+    from .files import Files
+    from .remote_options import remote_settings
+    if Files(remote_settings(options)).kind(path) is None:
         raise FileNotFoundError(f"kafkawire: no such file or directory: {path}")
     reader = spark.read.format(FORMAT)
     for key, value in options.items():
