@@ -15,9 +15,10 @@ offset index, and a scan of the few batches from there to the first record at or
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from .files import LOCAL, Files
+from .files import LOCAL, Files, is_remote
 from .filters import PushedFilters
 from .indexes import SegmentIndexes
 from .layout import METADATA_TOPIC, Segment, discover
@@ -33,6 +34,8 @@ __all__ = ["PlanError", "ReadTask", "plan_batch", "tasks_for_range", "offset_for
 # PACK_SPREAD input partitions.
 OPEN_COST_BYTES = 4 * 1024 * 1024
 PACK_SPREAD = 8
+# Partitions of a remote read planned at once (see _each).
+REMOTE_PLAN_THREADS = 16
 
 
 class PlanError(ValueError):
@@ -228,15 +231,24 @@ def plan_batch(opts: ReadOptions, pushed: PushedFilters) -> list[ReadTask]:
     for snap in layout.snapshots:
         if opts.selects(snap.topic, snap.partition) and pushed.keeps_partition(snap.topic, snap.partition):
             logs.append((snap.topic, snap.partition, [Segment(0, snap.path, opts.files.size(snap.path))], True))
-    for part in layout.partitions:
-        if opts.selects(part.topic, part.partition) and pushed.keeps_partition(part.topic, part.partition):
-            logs.append((part.topic, part.partition, part.segments(), False))
+    parts = [p for p in layout.partitions
+             if opts.selects(p.topic, p.partition) and pushed.keeps_partition(p.topic, p.partition)]
+    for part, segments in zip(parts, _each(opts, lambda p: p.segments(), parts)):
+        logs.append((part.topic, part.partition, segments, False))
     split_bytes = spread_split_bytes(sum(s.size for *_, segments, _ in logs for s in segments),
                                      opts.split_bytes)
-    tasks = []
-    for topic, partition, segments, complete in logs:
-        tasks += _plan_partition(topic, partition, segments, opts, pushed, split_bytes, complete=complete)
-    return tasks
+    planned = _each(opts, lambda log: _plan_partition(*log[:3], opts, pushed, split_bytes, complete=log[3]), logs)
+    return [task for tasks in planned for task in tasks]
+
+
+def _each(opts: ReadOptions, fn, items: list) -> list:
+    """``[fn(item) for item in items]``; for a read of remote paths, in up to
+    REMOTE_PLAN_THREADS threads, since planning a partition there waits on one request after
+    another (its LIST, each segment's offset index), and pyarrow waits without the GIL."""
+    if len(items) < 2 or not any(is_remote(p) for p in opts.paths):
+        return [fn(item) for item in items]
+    with ThreadPoolExecutor(min(REMOTE_PLAN_THREADS, len(items))) as pool:
+        return list(pool.map(fn, items))
 
 
 def _weight(task: ReadTask) -> int:
