@@ -24,7 +24,6 @@ import argparse
 import logging
 import os
 import re
-import shutil
 import statistics
 import sys
 import time
@@ -33,28 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.spark_read import RECORDS_PER_BATCH, T0, _values  # noqa: E402
-from kafkawire.records import NONE, RecordBatchBuilder  # noqa: E402
-from kafkawire.storage.log import Log  # noqa: E402
-
-
-def generate(path: Path, target_bytes: int, segment_bytes: int) -> int:
-    if path.exists():
-        shutil.rmtree(path)
-    values, n, written = _values(1024), 0, 0
-    log = Log(path, segment_bytes=segment_bytes)
-    try:
-        while written < target_bytes:
-            b = RecordBatchBuilder(compression_type=NONE, partition_leader_epoch=1)
-            for _ in range(RECORDS_PER_BATCH):
-                b.append(b"key-%012d" % n, values[n & 1023], (), T0 + n)
-                n += 1
-            log.append(b.build(), assign_offsets=True)
-            written += 16 * RECORDS_PER_BATCH + 100 * RECORDS_PER_BATCH + 61
-        log.flush()
-    finally:
-        log.close()
-    return n
+from benchmarks.spark_read import generate  # noqa: E402
+from kafkawire.records import NONE  # noqa: E402
 
 
 def read_all(path: str, options: dict) -> tuple[int, float, float, float]:
@@ -144,7 +123,7 @@ def main() -> int:
     ap.add_argument("--dir", default="/tmp/kafkawire-files-bench")
     args = ap.parse_args()
     partition = Path(args.dir) / "bench-0"
-    rows = generate(partition, args.mb << 20, args.segment_mb << 20)
+    rows = generate(partition, args.mb << 20, NONE, args.segment_mb << 20)
     size = sum(f.stat().st_size for f in partition.glob("*.log"))
     print(f"{rows:,} records, {size / 2**20:.0f} MiB of segments in {partition}; load {os.getloadavg()[0]:.2f}")
     read_all(str(partition), {})   # warm the page cache

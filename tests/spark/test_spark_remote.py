@@ -239,6 +239,9 @@ def test_missing_indexes_fall_back_to_reading_from_byte_0_as_on_disk(s3, two_cop
 
 
 def test_a_path_missing_on_s3_is_named_as_on_disk(s3, tmp_path):
+    from kafkawire.spark import load
+    with pytest.raises(FileNotFoundError, match=f"no such file or directory: s3a://{BUCKET}/nothing-here"):
+        load(None, f"s3a://{BUCKET}/nothing-here", **s3.options)   # checked before Spark is asked
     with pytest.raises(LayoutError, match=f"s3a://{BUCKET}/nothing-here: no such file or directory"):
         discover(f"s3a://{BUCKET}/nothing-here", files=Files(remote_settings(s3.options)))
     with pytest.raises(LayoutError, match="matches no file or directory"):
