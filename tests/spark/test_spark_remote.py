@@ -174,6 +174,22 @@ def test_spark_reads_the_s3_copy_as_the_reader_reads_the_disk(spark, s3, logdir,
     assert got == want
 
 
+def test_a_stream_over_s3_picks_up_appended_batches_and_new_segments(s3, tmp_path):
+    pytest.importorskip("pyspark", reason="pyspark is not installed: pip install -e '.[dev]'")
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    from tests.spark.test_spark_stream import _offsets_read, _stream_reader
+    local = write_partition(tmp_path / "live-0", numbered_batches(10, 3), segment_bytes=300)
+    uri = s3.upload(local, f"live-{tmp_path.name}/live-0")
+    reader = _stream_reader(uri, startingOffsets="earliest", **s3.options)
+    start = reader.initialOffset()
+    first = reader.latestOffset(start, ReadAllAvailable())
+    assert first == {"live": {"0": 30}} and _offsets_read(reader, start, first) == list(range(30))
+    write_partition(local, numbered_batches(2, 3), segment_bytes=300)
+    s3.upload(local, f"live-{tmp_path.name}/live-0")     # the broker's appends, synced to S3
+    later = reader.latestOffset(first, ReadAllAvailable())
+    assert later == {"live": {"0": 36}} and _offsets_read(reader, first, later) == list(range(30, 36))
+
+
 # --- bad input, remotely as locally ------------------------------------------------------
 
 def _planned(path, options):
