@@ -164,9 +164,10 @@ class Files:
         local = local_path(path)
         if local is not None:
             return "dir" if os.path.isdir(local) else "file" if os.path.exists(local) else None
+        from pyarrow.fs import FileType
         filesystem, fs_path = self._remote(path)
         info = _remote_call(path, "looking up", filesystem.get_file_info, fs_path)
-        return {2: "file", 3: "dir"}.get(int(info.type))   # pyarrow FileType File, Directory
+        return {FileType.File: "file", FileType.Directory: "dir"}.get(info.type)
 
     def size(self, path: str) -> int:
         local = local_path(path)
