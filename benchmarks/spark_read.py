@@ -45,7 +45,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kafkawire.records import LZ4, NONE, RecordBatchBuilder  # noqa: E402
-from kafkawire.storage.log import Log  # noqa: E402
+from kafkawire.storage.log import DEFAULT_SEGMENT_BYTES, Log  # noqa: E402
 
 RECORDS_PER_BATCH = 100
 T0 = 1_700_000_000_000
@@ -61,13 +61,13 @@ def _values(n: int) -> list[bytes]:
     return [os.urandom(25).hex().encode() + filler[:50] for _ in range(n)]
 
 
-def generate(path: Path, target_bytes: int, compression: int) -> int:
+def generate(path: Path, target_bytes: int, compression: int, segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> int:
     """Write about target_bytes of uncompressed records into partition dir ``path``;
     returns the record count."""
     if path.exists():
         shutil.rmtree(path)
     values = _values(1024)
-    log = Log(path)
+    log = Log(path, segment_bytes=segment_bytes)
     n = 0
     written = 0
     try:

@@ -11,6 +11,10 @@ name on its own, through the ``pyspark_kafkawire`` module.
     spark.read.format("kafkawire").option("decode", "metadata").load(".../__cluster_metadata-0")
     spark.read.format("kafkawire").load(".../00000000000000012345-0000000007.checkpoint")
     spark.readStream.format("kafkawire").load(".../__cluster_metadata-0")  # tail a live log
+    spark.read.format("kafkawire").option("fs.s3a.endpoint.region", "eu-west-1").load("s3a://bucket/kafka-logs")
+
+Paths may be local, ``file://`` or remote (S3, GCS, Azure, HDFS) through pyarrow's
+filesystems, reached with Hadoop-named ``fs.*`` options: ``files.py``, ``remote_options.py``.
 
 Columns: ``columns.py``; options: ``options.py``; pushed-down filters: ``filters.py``;
 read_committed: ``transactions.py``. Spark's Python workers must be able to import
@@ -28,8 +32,6 @@ workers' environment, it reads them as Record objects (the same rows; the readin
 four to six times the CPU, see benchmarks/spark_read.py).
 """
 from __future__ import annotations
-
-import os
 
 __all__ = ["register", "load", "FORMAT", "KafkaWireDataSource"]
 
@@ -52,9 +54,12 @@ def register(spark, *, filter_pushdown: bool = True) -> None:
 
 def load(spark, path: str, **options):
     """``spark.read.format("kafkawire").options(**options).load(path)``, after checking in the
-    driver that ``path`` exists: a wrong path is then one FileNotFoundError naming it, not a
+    driver that ``path`` exists (a local path, or a remote URI reached with the ``fs.*``
+    options): a wrong path is then one FileNotFoundError naming it, not a
     failure inside Spark's Python worker surfacing as a Py4J stack trace."""
-    if not os.path.exists(path):
+    from .files import Files
+    from .remote_options import remote_settings
+    if Files(remote_settings(options)).kind(path) is None:
         raise FileNotFoundError(f"kafkawire: no such file or directory: {path}")
     reader = spark.read.format(FORMAT)
     for key, value in options.items():

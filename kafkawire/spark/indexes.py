@@ -14,11 +14,11 @@ usable for a lower timestamp bound.
 from __future__ import annotations
 
 import bisect
-import os
 import struct
 
 from kafkawire.storage.index import CorruptIndexError, OffsetIndex, TimeIndex
 
+from .files import LOCAL, Files
 from .layout import Segment
 
 __all__ = ["SegmentIndexes"]
@@ -26,21 +26,13 @@ __all__ = ["SegmentIndexes"]
 _HEAD = struct.Struct(">qi")
 
 
-def _read(path: str | None) -> bytes | None:
-    if path is None:
-        return None
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except FileNotFoundError:
-        return None
-
-
 class SegmentIndexes:
-    """Read-only lookups in one segment's indexes (loaded once, on first use)."""
+    """Read-only lookups in one segment's indexes (loaded once, on first use; an index
+    file is read whole: Kafka bounds it by segment.index.bytes, 10 MiB by default)."""
 
-    def __init__(self, segment: Segment):
+    def __init__(self, segment: Segment, files: Files = LOCAL):
         self.segment = segment
+        self._files = files
         # A snapshot (or any non-segment file) has no indexes: lookups answer byte 0.
         stem = segment.path[:-len(".log")] if segment.path.endswith(".log") else None
         self._index_path = stem and stem + ".index"
@@ -50,11 +42,14 @@ class SegmentIndexes:
 
     # -- loading --
 
+    def _read(self, path: str | None) -> bytes | None:
+        return None if path is None else self._files.read_small(path)
+
     def offset_entries(self) -> list[tuple[int, int]]:
         """(offset, position) entries that point inside the log, in order; [] if unusable."""
         if self._offsets is None:
             self._offsets = []
-            data = _read(self._index_path)
+            data = self._read(self._index_path)
             if data:
                 try:
                     index = OffsetIndex.from_bytes(data, self.segment.base_offset,
@@ -72,13 +67,13 @@ class SegmentIndexes:
         """The batch at an entry's position starts at or before the entry's offset (the
         entry names the last offset of the append that wrote there): a cheap staleness check."""
         try:
-            fd = os.open(self.segment.path, os.O_RDONLY)
+            file = self._files.open(self.segment.path)
         except FileNotFoundError:
             return False
         try:
-            head = os.pread(fd, _HEAD.size, position)
+            head = file.pread(_HEAD.size, position)
         finally:
-            os.close(fd)
+            file.close()
         if len(head) < _HEAD.size:
             return False
         base, size = _HEAD.unpack(head)
@@ -88,7 +83,7 @@ class SegmentIndexes:
         """(timestamp, offset) entries, in order; [] if the file is missing or corrupt."""
         if self._times is None:
             self._times = []
-            data = _read(self._time_index_path)
+            data = self._read(self._time_index_path)
             if data:
                 try:
                     index = TimeIndex.from_bytes(data, self.segment.base_offset,

@@ -15,14 +15,17 @@ A path given to the reader (or each of several, or each match of a glob pattern)
 * one ``.log`` segment: just that segment;
 * a snapshot (``.checkpoint``): its records.
 
-Nothing here writes: Kafka's files are read as they are (no index trimming, no recovery).
+Paths may be local or remote (``s3a://bucket/kafka-logs``, see files.py): a directory is
+listed once, with its files' sizes. Nothing here writes: Kafka's files are read as they are
+(no index trimming, no recovery).
 """
 from __future__ import annotations
 
-import glob
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from .files import LOCAL, Files
 
 __all__ = ["LayoutError", "Segment", "PartitionLog", "SnapshotFile", "Layout", "discover",
            "parse_partition_dir_name", "list_segments", "METADATA_TOPIC"]
@@ -56,13 +59,14 @@ class PartitionLog:
     topic: str
     partition: int
     only_base: int | None = None
+    files: Files = field(default=LOCAL, compare=False)
 
     @property
     def key(self) -> tuple[str, int]:
         return self.topic, self.partition
 
     def segments(self) -> list[Segment]:
-        segments = list_segments(self.path)
+        segments = list_segments(self.path, self.files)
         if self.only_base is not None:
             segments = [s for s in segments if s.base_offset == self.only_base]
         return segments
@@ -100,29 +104,24 @@ def parse_partition_dir_name(name: str, *, retired: bool = False) -> tuple[str, 
     return m.group(1), partition
 
 
-def list_segments(directory: str) -> list[Segment]:
-    """The ``%020d.log`` segments of a partition directory, by base offset."""
-    out = []
-    try:
-        names = os.listdir(directory)
-    except FileNotFoundError:
+def list_segments(directory: str, files: Files = LOCAL) -> list[Segment]:
+    """The ``%020d.log`` segments of a partition directory, by base offset (a segment
+    deleted by retention while the directory is listed is left out)."""
+    entries = files.listdir(directory)
+    if entries is None:
         return []   # a partition deleted while we look: no segments
-    for name in names:
-        m = _SEGMENT_RE.match(name)
-        if m:
-            path = os.path.join(directory, name)
-            try:
-                size = os.path.getsize(path)
-            except FileNotFoundError:
-                continue   # deleted by retention between listdir and stat
-            out.append(Segment(int(m.group(1)), path, size))
+    out = []
+    for e in entries:
+        m = _SEGMENT_RE.match(e.name)
+        if m and not e.is_dir:
+            out.append(Segment(int(m.group(1)), files.join(directory, e.name), e.size))
     out.sort(key=lambda s: s.base_offset)
     return out
 
 
 def _partition_of(directory: str, what: str) -> tuple[str, int]:
     # Named explicitly, a retired directory is read too: the user asked for it.
-    name = os.path.basename(os.path.normpath(directory))
+    name = Files.basename(directory)
     parsed = parse_partition_dir_name(name, retired=True)
     if parsed is None:
         raise LayoutError(f"{what}: directory name {name!r} is not <topic>-<partition>, so the "
@@ -134,25 +133,29 @@ def _snapshot(path: str) -> SnapshotFile:
     # Snapshots only exist for the metadata log. bootstrap.checkpoint sits in the log dir
     # root, whose name says nothing of its records even when it reads as <topic>-<partition>
     # (kafka-logs-1): it is always __cluster_metadata-0's.
-    if os.path.basename(path) == _BOOTSTRAP:
-        return SnapshotFile(os.path.abspath(path), METADATA_TOPIC, 0)
-    parent = os.path.basename(os.path.dirname(os.path.abspath(path)))
+    if Files.basename(path) == _BOOTSTRAP:
+        return SnapshotFile(path, METADATA_TOPIC, 0)
+    parent = Files.basename(Files.dirname(path))
     parsed = parse_partition_dir_name(parent)
     topic, partition = parsed if parsed else (METADATA_TOPIC, 0)
-    return SnapshotFile(os.path.abspath(path), topic, partition)
+    return SnapshotFile(path, topic, partition)
 
 
-def _child_partitions(path: str) -> list[PartitionLog]:
+def _child_partitions(path: str, entries, files: Files) -> list[PartitionLog]:
     out = []
-    for name in os.listdir(path):
-        parsed = parse_partition_dir_name(name)
-        if parsed and os.path.isdir(os.path.join(path, name)):
-            out.append(PartitionLog(os.path.join(path, name), *parsed))
+    for e in entries:
+        parsed = parse_partition_dir_name(e.name)
+        if parsed and e.is_dir:
+            out.append(PartitionLog(files.join(path, e.name), *parsed, files=files))
     out.sort(key=lambda p: p.key)
     return out
 
 
-def discover(paths, *, allow_empty: bool = False) -> Layout:
+def _has_magic(pattern: str) -> bool:
+    return any(c in pattern for c in "*?[")
+
+
+def discover(paths, *, allow_empty: bool = False, files: Files = LOCAL) -> Layout:
     """What ``paths`` hold, together (one path or several; glob patterns such as
     ``/data/*/__cluster_metadata-0`` expand to what they match)."""
     if isinstance(paths, (str, os.PathLike)):
@@ -160,11 +163,14 @@ def discover(paths, *, allow_empty: bool = False) -> Layout:
     partitions, snapshots = {}, {}
     for pattern in paths:
         pattern = os.fspath(pattern)
-        matches = sorted(glob.glob(pattern, recursive=True)) if glob.has_magic(pattern) else [pattern]
+        try:
+            matches = files.glob(pattern) if _has_magic(pattern) else [pattern]
+        except ValueError as e:
+            raise LayoutError(str(e)) from None
         if not matches and not allow_empty:
             raise LayoutError(f"{pattern}: matches no file or directory")
         for path in matches:
-            layout = _discover_one(path, allow_empty=allow_empty)
+            layout = _discover_one(path, allow_empty=allow_empty, files=files)
             for p in layout.partitions:
                 partitions.setdefault((p.path, p.only_base), p)
             for s in layout.snapshots:
@@ -173,27 +179,30 @@ def discover(paths, *, allow_empty: bool = False) -> Layout:
                   tuple(sorted(snapshots.values(), key=lambda s: (s.key, s.path))))
 
 
-def _discover_one(path: str, *, allow_empty: bool) -> Layout:
-    path = os.path.abspath(os.fspath(path))
-    if not os.path.exists(path):
+def _discover_one(path: str, *, allow_empty: bool, files: Files) -> Layout:
+    path = files.normalize(os.fspath(path))
+    kind = files.kind(path)
+    if kind is None:
         raise LayoutError(f"{path}: no such file or directory")
-    if os.path.isfile(path):
-        name = os.path.basename(path)
+    if kind == "file":
+        name = Files.basename(path)
         m = _SEGMENT_RE.match(name)
         if m:
-            topic, partition = _partition_of(os.path.dirname(path), f"segment {path}")
-            return Layout((PartitionLog(os.path.dirname(path), topic, partition, int(m.group(1))),), ())
+            directory = Files.dirname(path)
+            topic, partition = _partition_of(directory, f"segment {path}")
+            return Layout((PartitionLog(directory, topic, partition, int(m.group(1)), files),), ())
         if _SNAPSHOT_RE.match(name) or name == _BOOTSTRAP:
             return Layout((), (_snapshot(path),))
         raise LayoutError(f"{path}: not a log segment (<20 digits>.log) or a KRaft snapshot "
                           f"(<20 digits>-<10 digits>.checkpoint, bootstrap.checkpoint)")
     # Segments make a partition directory. A log directory's own name may look like one
     # (kafka-logs-1), so without segments its <topic>-<partition> children decide.
-    has_segments = any(_SEGMENT_RE.match(n) for n in os.listdir(path))
-    children = [] if has_segments else _child_partitions(path)
-    if has_segments or (not children and parse_partition_dir_name(os.path.basename(path))):
+    entries = files.listdir(path) or []
+    has_segments = any(_SEGMENT_RE.match(e.name) for e in entries)
+    children = [] if has_segments else _child_partitions(path, entries, files)
+    if has_segments or (not children and parse_partition_dir_name(Files.basename(path))):
         topic, partition = _partition_of(path, f"partition directory {path}")
-        return Layout((PartitionLog(path, topic, partition),), ())
+        return Layout((PartitionLog(path, topic, partition, files=files),), ())
     if not children and not allow_empty:
         raise LayoutError(f"{path}: no <topic>-<partition> directories or log segments in it "
                           f"(a log directory, a partition directory, a segment or a snapshot "

@@ -22,7 +22,9 @@ and our own: ``includeControl`` (control records as rows, default false), ``incl
 ``maxPartitionBytes`` (split size, default 128 MiB), ``maxOffsetsPerTrigger`` (streaming).
 
 Other ``kafka.*`` options configure a Kafka client, which a file reader does not have; they
-are accepted and ignored so an existing job's options load unchanged. Any other unknown
+are accepted and ignored so an existing job's options load unchanged. ``fs.*`` options (also
+as ``spark.hadoop.fs.*``) say how to reach a remote filesystem (``fs.s3a.access.key``, ...:
+remote_options.py); those it does not use are accepted and ignored alike. Any other unknown
 option is an error (a typo must not silently change what is read).
 """
 from __future__ import annotations
@@ -30,6 +32,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+
+from .files import LOCAL, Files
+from .remote_options import FS_OPTION_PREFIXES, RemoteOptionError, remote_settings
 
 __all__ = ["OptionError", "ReadOptions", "EARLIEST", "LATEST", "parse_options", "column_options"]
 
@@ -93,6 +98,7 @@ class ReadOptions:
     fail_on_data_loss: bool
     split_bytes: int
     max_offsets_per_trigger: int | None
+    files: Files = field(default=LOCAL, repr=False)   # how remote paths are reached (fs.* options)
 
     def selects(self, topic: str, partition: int) -> bool:
         """Whether subscribe / subscribePattern / assign keep this topic-partition."""
@@ -202,10 +208,14 @@ def column_options(options) -> dict:
 def parse_options(options, *, streaming: bool) -> ReadOptions:
     opts = _lower(options)
     for name in opts:
-        if name not in _KNOWN and not name.startswith("kafka."):
+        if name not in _KNOWN and not name.startswith(("kafka.", *FS_OPTION_PREFIXES)):
             raise OptionError(f"unknown option {name!r} for format kafkawire (known: "
                               f"{', '.join(sorted(_KNOWN - {'path', 'paths'}))})")
     paths = _paths(opts)
+    try:
+        files = Files(remote_settings(opts))
+    except RemoteOptionError as e:
+        raise OptionError(str(e)) from None
 
     if streaming and opts.get("endingoffsets") is not None:
         raise OptionError("option endingOffsets is for batch reads; a stream has no end")
@@ -261,6 +271,7 @@ def parse_options(options, *, streaming: bool) -> ReadOptions:
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
         split_bytes=_int(opts, "maxPartitionBytes", _DEFAULT_SPLIT_BYTES, minimum=1),
         max_offsets_per_trigger=_int(opts, "maxOffsetsPerTrigger", None, minimum=1),
+        files=files,
     )
 
 

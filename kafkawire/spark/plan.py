@@ -15,9 +15,10 @@ offset index, and a scan of the few batches from there to the first record at or
 """
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 
+from .files import LOCAL, Files, is_remote
 from .filters import PushedFilters
 from .indexes import SegmentIndexes
 from .layout import METADATA_TOPIC, Segment, discover
@@ -33,6 +34,8 @@ __all__ = ["PlanError", "ReadTask", "plan_batch", "tasks_for_range", "offset_for
 # PACK_SPREAD input partitions.
 OPEN_COST_BYTES = 4 * 1024 * 1024
 PACK_SPREAD = 8
+# Partitions of a remote read planned at once (see _each).
+REMOTE_PLAN_THREADS = 16
 
 
 class PlanError(ValueError):
@@ -56,6 +59,7 @@ class ReadTask:
     complete_file: bool           # a torn last batch is corruption (snapshot, rolled segment)
     index_path: str | None        # for resynchronising after a corrupt batch
     following: tuple = ()         # (path, limit) of later segments, for transaction markers
+    files: Files = field(default=LOCAL, repr=False)   # how to reach path (a URI's filesystem)
 
     @property
     def is_metadata_log(self) -> bool:
@@ -75,16 +79,16 @@ def _index_path(segment: Segment) -> str | None:
     return segment.path[:-4] + ".index" if segment.path.endswith(".log") else None
 
 
-def offset_for_timestamp(segments: list[Segment], timestamp: int) -> int | None:
+def offset_for_timestamp(segments: list[Segment], timestamp: int, files: Files = LOCAL) -> int | None:
     """The first offset whose record timestamp is >= ``timestamp`` (Kafka's rule), or None."""
     for i, segment in enumerate(segments):
-        indexes = SegmentIndexes(segment)
+        indexes = SegmentIndexes(segment, files)
         hint = indexes.max_timestamp_hint()
         if i < len(segments) - 1 and hint is not None and hint < timestamp:
             continue
         begin = indexes.position_for_timestamp(timestamp)
         for item in scan_batches(segment.path, begin, None, segment.size, verify_crc=False,
-                                 skip_corrupt=True):
+                                 skip_corrupt=True, files=files):
             if isinstance(item, Skipped):
                 continue
             batch = item[1]
@@ -98,7 +102,7 @@ def offset_for_timestamp(segments: list[Segment], timestamp: int) -> int | None:
 def tasks_for_range(topic: str, partition: int, segments: list[Segment], start: int | None,
                     end: int | None, *, split_bytes: int, timestamp_low_ms: int | None = None,
                     with_following: bool = False, fixed_limits: bool = True,
-                    complete: bool = False) -> list[ReadTask]:
+                    complete: bool = False, files: Files = LOCAL) -> list[ReadTask]:
     """Tasks reading offsets [start, end) of one partition's segments (None: unbounded).
 
     ``fixed_limits``: read no further than the sizes seen now (a batch read's snapshot of a
@@ -114,7 +118,7 @@ def tasks_for_range(topic: str, partition: int, segments: list[Segment], start: 
             continue
         if segment.size == 0:
             continue
-        indexes = SegmentIndexes(segment)
+        indexes = SegmentIndexes(segment, files)
         if timestamp_low_ms is not None and not last:
             hint = indexes.max_timestamp_hint()
             if hint is not None and hint < timestamp_low_ms:
@@ -129,7 +133,10 @@ def tasks_for_range(topic: str, partition: int, segments: list[Segment], start: 
                 stop = min(stop, after)
         if begin >= stop:
             continue
-        bounds = [begin, *indexes.split_positions(begin, stop, split_bytes), stop]
+        # The offset index is read only for a range it may cut (one request less per small
+        # segment on a remote filesystem).
+        cuts = indexes.split_positions(begin, stop, split_bytes) if stop - begin > split_bytes else []
+        bounds = [begin, *cuts, stop]
         following = tuple((s.path, s.size if fixed_limits else None) for s in segments[i + 1:]) \
             if with_following else ()
         for a, b in zip(bounds, bounds[1:]):
@@ -140,7 +147,7 @@ def tasks_for_range(topic: str, partition: int, segments: list[Segment], start: 
                 limit=segment.size if fixed_limits else None,
                 offset_min=start, offset_end=end,
                 complete_file=complete or not last,
-                index_path=_index_path(segment), following=following))
+                index_path=_index_path(segment), following=following, files=files))
     return tasks
 
 
@@ -150,7 +157,7 @@ def start_offset(opts: ReadOptions, key, label: str, segments: list[Segment]) ->
     timestamps = opts.starting_timestamps
     ts = timestamps.for_partition(key) if timestamps is not None else None
     if ts is not None:
-        found = offset_for_timestamp(segments, ts)
+        found = offset_for_timestamp(segments, ts, opts.files)
         if found is None:
             if opts.timestamp_miss_is_error:
                 raise PlanError(f"{label}: no record has a timestamp at or after {ts} "
@@ -162,7 +169,7 @@ def start_offset(opts: ReadOptions, key, label: str, segments: list[Segment]) ->
     if wanted == EARLIEST:
         return True, None
     if wanted == LATEST:
-        return True, LogTail.at_end(segments).advance(segments).next_offset
+        return True, LogTail.at_end(segments, opts.files).advance(segments).next_offset
     if wanted < log_start:
         if opts.fail_on_data_loss:
             raise PlanError(f"{label}: startingOffsets asks for offset {wanted}, but the log "
@@ -176,7 +183,7 @@ def _end_offset(opts: ReadOptions, key, segments: list[Segment]) -> int | None:
     timestamps = opts.ending_timestamps
     ts = timestamps.for_partition(key) if timestamps is not None else None
     if ts is not None:
-        return offset_for_timestamp(segments, ts)   # None: no record that late, read to the end
+        return offset_for_timestamp(segments, ts, opts.files)   # None: no record that late, read to the end
     wanted = opts.ending.for_partition(key)
     return None if wanted == LATEST else wanted
 
@@ -193,20 +200,21 @@ def _plan_partition(topic, partition, segments, opts, pushed, split_bytes, *, co
     if not segments:
         return []
     key = (topic, partition)
-    label = f"{partition_key(topic, partition)} ({os.path.dirname(segments[0].path)})"
+    label = f"{partition_key(topic, partition)} ({Files.dirname(segments[0].path)})"
     anything, start = start_offset(opts, key, label, segments)
     if not anything:
         return []
     start, end = _merge(start, _end_offset(opts, key, segments), pushed)
     if not opts.include_aborted:
-        lso = LogTail(start, track_transactions=True).advance(segments).last_stable_offset
+        lso = LogTail(start, track_transactions=True, files=opts.files).advance(segments).last_stable_offset
         end = lso if end is None else min(end, lso)
     if start is not None and end is not None and start >= end:
         return []
     low_us = pushed.timestamp_lower_us
     return tasks_for_range(topic, partition, segments, start, end, split_bytes=split_bytes,
                            timestamp_low_ms=None if low_us is None else -(-low_us // 1000),
-                           with_following=not opts.include_aborted, complete=complete)
+                           with_following=not opts.include_aborted, complete=complete,
+                           files=opts.files)
 
 
 def spread_split_bytes(total_bytes: int, split_bytes: int) -> int:
@@ -218,20 +226,29 @@ def spread_split_bytes(total_bytes: int, split_bytes: int) -> int:
 
 def plan_batch(opts: ReadOptions, pushed: PushedFilters) -> list[ReadTask]:
     """Every task of a batch read."""
-    layout = discover(opts.paths)
+    layout = discover(opts.paths, files=opts.files)
     logs = []   # (topic, partition, segments, complete)
     for snap in layout.snapshots:
         if opts.selects(snap.topic, snap.partition) and pushed.keeps_partition(snap.topic, snap.partition):
-            logs.append((snap.topic, snap.partition, [Segment(0, snap.path, os.path.getsize(snap.path))], True))
-    for part in layout.partitions:
-        if opts.selects(part.topic, part.partition) and pushed.keeps_partition(part.topic, part.partition):
-            logs.append((part.topic, part.partition, part.segments(), False))
+            logs.append((snap.topic, snap.partition, [Segment(0, snap.path, opts.files.size(snap.path))], True))
+    parts = [p for p in layout.partitions
+             if opts.selects(p.topic, p.partition) and pushed.keeps_partition(p.topic, p.partition)]
+    for part, segments in zip(parts, _each(opts, lambda p: p.segments(), parts)):
+        logs.append((part.topic, part.partition, segments, False))
     split_bytes = spread_split_bytes(sum(s.size for *_, segments, _ in logs for s in segments),
                                      opts.split_bytes)
-    tasks = []
-    for topic, partition, segments, complete in logs:
-        tasks += _plan_partition(topic, partition, segments, opts, pushed, split_bytes, complete=complete)
-    return tasks
+    planned = _each(opts, lambda log: _plan_partition(*log[:3], opts, pushed, split_bytes, complete=log[3]), logs)
+    return [task for tasks in planned for task in tasks]
+
+
+def _each(opts: ReadOptions, fn, items: list) -> list:
+    """``[fn(item) for item in items]``; for a read of remote paths, in up to
+    REMOTE_PLAN_THREADS threads, since planning a partition there waits on one request after
+    another (its LIST, each segment's offset index), and pyarrow waits without the GIL."""
+    if len(items) < 2 or not any(is_remote(p) for p in opts.paths):
+        return [fn(item) for item in items]
+    with ThreadPoolExecutor(min(REMOTE_PLAN_THREADS, len(items))) as pool:
+        return list(pool.map(fn, items))
 
 
 def _weight(task: ReadTask) -> int:

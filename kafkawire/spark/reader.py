@@ -6,13 +6,13 @@ alike; nothing here imports pyspark, so it is tested and benchmarked on its own.
 from __future__ import annotations
 
 import gc
-import os
 from dataclasses import dataclass
 
 from kafkawire import _native
 from kafkawire.records import CorruptRecordError
 
 from .columns import column_names
+from .files import Files
 from .filters import PushedFilters
 from .indexes import SegmentIndexes
 from .layout import Segment
@@ -70,9 +70,9 @@ def settings_for(names, opts: ReadOptions, pushed: PushedFilters) -> ReadSetting
 def _resync_positions(task: ReadTask) -> list[int]:
     if task.index_path is None:
         return []
-    base = int(os.path.basename(task.path)[:20])
-    size = task.limit if task.limit is not None else os.path.getsize(task.path)
-    return [p for _, p in SegmentIndexes(Segment(base, task.path, size)).offset_entries()]
+    base = int(Files.basename(task.path)[:20])
+    size = task.limit if task.limit is not None else task.files.size(task.path)
+    return [p for _, p in SegmentIndexes(Segment(base, task.path, size), task.files).offset_entries()]
 
 
 def _located(e: CorruptRecordError, position: int, batch, path: str) -> CorruptRecordError:
@@ -103,7 +103,7 @@ def _outcomes(task: ReadTask) -> TransactionOutcomes:
     """Markers for every transaction with data in the task, looking past its end if needed."""
     outcomes = TransactionOutcomes()
     for item in scan_batches(task.path, task.start, task.stop, task.limit, verify_crc=False,
-                             skip_corrupt=True):
+                             skip_corrupt=True, files=task.files):
         if not isinstance(item, Skipped):
             outcomes.note(item[1])
     pending = outcomes.unresolved()
@@ -114,7 +114,8 @@ def _outcomes(task: ReadTask) -> TransactionOutcomes:
     for path, start, limit in ahead:
         if not pending:
             break
-        for item in scan_batches(path, start, None, limit, verify_crc=False, skip_corrupt=True):
+        for item in scan_batches(path, start, None, limit, verify_crc=False, skip_corrupt=True,
+                                 files=task.files):
             if isinstance(item, Skipped):
                 continue
             batch = item[1]
@@ -160,7 +161,7 @@ def _read_task(task: ReadTask, settings: ReadSettings):
     filtering = row_filter.active
     scan = scan_batches(task.path, task.start, task.stop, task.limit, skip_corrupt=not fail,
                         resync_positions=_LazyPositions(task),
-                        torn_tail_is_corrupt=task.complete_file)
+                        torn_tail_is_corrupt=task.complete_file, files=task.files)
     for item in scan:
         if isinstance(item, Skipped):
             if report_skips:

@@ -1,7 +1,8 @@
 """Read the record batches of a byte range of a segment or snapshot file, read-only.
 
 The file is read with ``pread`` in chunks of whole batches (bounded memory, and safe if the
-file is truncated under us, where an mmap would fault). A range is ``[start, stop)`` in
+file is truncated under us, where an mmap would fault); a remote file (files.py) the same
+way, one ranged read per chunk. A range is ``[start, stop)`` in
 batch start positions, read no further than ``limit`` bytes (the file size when the read
 was planned): a batch that crosses ``limit`` was still being written when we looked, a torn
 tail, and is left for a later read, never half-read.
@@ -15,12 +16,13 @@ skipped and reported as such).
 from __future__ import annotations
 
 import bisect
-import os
 from dataclasses import dataclass
 
 from kafkawire.records import CorruptRecordError, iter_batches
 from kafkawire.records.layout import HEADER_SIZE_UP_TO_MAGIC
 from kafkawire.records.scan import believable_length
+
+from .files import LOCAL, Files
 
 __all__ = ["Skipped", "scan_batches", "DEFAULT_CHUNK_BYTES"]
 
@@ -40,14 +42,15 @@ class Skipped:
         return f"{self.reason} (at byte {self.position} in {self.file}; {self.length} bytes skipped)"
 
 
-def _believable_length(fd, position: int, limit: int) -> int | None:
+def _believable_length(file, position: int, limit: int) -> int | None:
     """The batch size at ``position`` if it is sane and inside the file, else None."""
-    return believable_length(os.pread(fd, HEADER_SIZE_UP_TO_MAGIC, position), limit - position)
+    return believable_length(file.pread(HEADER_SIZE_UP_TO_MAGIC, position), limit - position)
 
 
 def scan_batches(path: str, start: int = 0, stop: int | None = None, limit: int | None = None, *,
                  verify_crc: bool = True, skip_corrupt: bool = False, resync_positions=(),
-                 torn_tail_is_corrupt: bool = False, chunk_bytes: int = DEFAULT_CHUNK_BYTES):
+                 torn_tail_is_corrupt: bool = False, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                 files: Files = LOCAL):
     """Yield ``(position, batch)`` for every batch starting in ``[start, stop)`` of ``path``
     (and ``Skipped`` entries when ``skip_corrupt``).
 
@@ -57,24 +60,24 @@ def scan_batches(path: str, start: int = 0, stop: int | None = None, limit: int 
     a corrupt length field, not a write in progress. ``torn_tail_is_corrupt`` is for files
     that are complete by construction (snapshots, rolled segments).
     """
-    fd = os.open(path, os.O_RDONLY)
+    file = files.open(path)
     try:
         if limit is None:
-            limit = os.fstat(fd).st_size
+            limit = file.size()
         if stop is None or stop > limit:
             stop = limit
         pos = start
         want = chunk_bytes
 
         def skipped(bad: int, reason: str) -> Skipped:
-            length = _believable_length(fd, bad, limit)
+            length = _believable_length(file, bad, limit)
             if length is None:
                 i = bisect.bisect_right(resync_positions, bad)
                 length = (resync_positions[i] if i < len(resync_positions) else max(stop, bad + 1)) - bad
             return Skipped(path, bad, length, reason)
 
         while pos < stop:
-            data = os.pread(fd, min(want, limit - pos), pos)
+            data = file.pread(min(want, limit - pos), pos)
             if not data:
                 return   # the file shrank under us (truncation): nothing more to read
             it = iter_batches(data, verify_crc=verify_crc, file=path)
@@ -112,4 +115,4 @@ def scan_batches(path: str, start: int = 0, stop: int | None = None, limit: int 
                 yield gap
                 pos, want = pos + gap.length, chunk_bytes
     finally:
-        os.close(fd)
+        file.close()

@@ -137,7 +137,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._last: dict | None = None
 
     def _partitions(self):
-        layout = discover(self.opts.paths, allow_empty=True)
+        layout = discover(self.opts.paths, allow_empty=True, files=self.opts.files)
         if layout.snapshots:
             raise LayoutError(f"{layout.snapshots[0].path}: a snapshot is complete when written; "
                               f"read it with spark.read, not spark.readStream")
@@ -161,7 +161,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 continue
             anything, start = start_offset(self.opts, part.key, partition_key(*part.key), segments)
             if not anything:   # no record that late (strategy latest): start at the end
-                start = LogTail.at_end(segments).advance(segments).next_offset
+                start = LogTail.at_end(segments, self.opts.files).advance(segments).next_offset
             offsets[part.key] = self._log_start(segments) if start is None else start
         return _nested(offsets)
 
@@ -186,7 +186,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             tail = self._tails.get(part.key)
             if tail is None or tail.next_offset is None or tail.next_offset < start:
                 tail = self._tails[part.key] = LogTail(
-                    start, track_transactions=not self.opts.include_aborted)
+                    start, track_transactions=not self.opts.include_aborted, files=self.opts.files)
             tail.advance(segments)
             end = tail.next_offset if self.opts.include_aborted else tail.last_stable_offset
             ranges[part.key] = (start, max(start, end if end is not None else start))
@@ -235,7 +235,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             tasks += tasks_for_range(part.topic, part.partition, segments, begin, stop,
                                      split_bytes=self.opts.split_bytes,
                                      with_following=not self.opts.include_aborted,
-                                     fixed_limits=False)
+                                     fixed_limits=False, files=self.opts.files)
         return _input_partitions(tasks, self.opts)
 
     def read(self, partition):

@@ -8,6 +8,7 @@ makes the tail find its place again from the offset index.
 """
 from __future__ import annotations
 
+from .files import LOCAL, Files
 from .indexes import SegmentIndexes
 from .layout import Segment
 from .scan import Skipped, scan_batches
@@ -20,8 +21,10 @@ class LogTail:
     """Follows one partition. ``next_offset`` is the log end offset seen so far;
     ``last_stable_offset`` the LSO when transactions are tracked."""
 
-    def __init__(self, start_offset: int | None = None, *, track_transactions: bool = False):
+    def __init__(self, start_offset: int | None = None, *, track_transactions: bool = False,
+                 files: Files = LOCAL):
         self.next_offset = start_offset
+        self._files = files
         self._from = start_offset          # batches ending before this are not noted
         self._track = track_transactions
         self._open = OpenTransactions()
@@ -29,12 +32,12 @@ class LogTail:
         self._position = 0
 
     @classmethod
-    def at_end(cls, segments: list[Segment]) -> LogTail:
+    def at_end(cls, segments: list[Segment], files: Files = LOCAL) -> LogTail:
         """A tail that only needs the log end: it starts at the last segment's last index entry."""
-        tail = cls()
+        tail = cls(files=files)
         if segments:
             last = segments[-1]
-            entries = SegmentIndexes(last).offset_entries()
+            entries = SegmentIndexes(last, files).offset_entries()
             tail._segment, tail.next_offset = last.base_offset, last.base_offset
             tail._position = entries[-1][1] if entries else 0
         return tail
@@ -51,7 +54,7 @@ class LogTail:
                 if s.base_offset <= target:
                     chosen = s
         self._segment = chosen.base_offset
-        self._position = 0 if target is None else SegmentIndexes(chosen).position_for_offset(target)
+        self._position = 0 if target is None else SegmentIndexes(chosen, self._files).position_for_offset(target)
         if target is None or target < chosen.base_offset:
             self.next_offset = chosen.base_offset
 
@@ -70,7 +73,7 @@ class LogTail:
                 self._segment, self._position = segment.base_offset, 0
             position = self._position
             for item in scan_batches(segment.path, position, None, segment.size, verify_crc=False,
-                                     skip_corrupt=True):
+                                     skip_corrupt=True, files=self._files):
                 if isinstance(item, Skipped):
                     position = item.position + item.length
                     continue

@@ -1,0 +1,316 @@
+"""Logs on S3 read as logs on disk (issue 27, "beyond one machine"): copies of log
+directories (our writer's segments, indexes and read_committed data; real Kafka's metadata
+log and snapshots) uploaded to an S3 server started here on 127.0.0.1 (moto's server mode),
+read through ``s3a://`` URIs with the ``fs.s3a.*`` options, give the same rows as the local
+copies, with and without Spark; and a missing segment, a truncated segment or a missing
+index gives the same per-file error (or the same fallback) as on disk, a stalled server a
+bounded error naming the file, never a hang."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+pytest.importorskip("pyarrow", reason="kafkawire.spark builds Arrow batches: pip install -e '.[dev]'")
+
+from kafkawire.records import CorruptRecordError  # noqa: E402
+from kafkawire.spark.filters import PushedFilters  # noqa: E402
+from kafkawire.spark.files import Files, local_path  # noqa: E402
+from kafkawire.spark.layout import LayoutError, discover  # noqa: E402
+from kafkawire.spark.options import OptionError, parse_options  # noqa: E402
+from kafkawire.spark.plan import plan_batch  # noqa: E402
+from kafkawire.spark.reader import default_names, read_task, settings_for  # noqa: E402
+from kafkawire.spark.remote_options import remote_settings  # noqa: E402
+from tests.conftest import REFERENCE, require, unavailable  # noqa: E402
+from tests.spark.logdata import numbered_batches, read_direct, segment_files, write_partition  # noqa: E402
+from tests.spark.test_spark_plan import TXN_LOG  # noqa: E402
+
+BUCKET = "kafka-logs"
+REAL_KAFKA = REFERENCE / "kraft-data" / "1stapossum__otus_kafka" / "HW02" / "kafka_data"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class S3:
+    """moto's S3 server on 127.0.0.1 (its own process: moto imports a ``responses`` module
+    that tests/responses.py would shadow here), one bucket, and the options that reach it."""
+
+    def __init__(self):
+        if importlib.util.find_spec("moto") is None:
+            unavailable("moto is not installed (the S3 server of these tests): pip install -e '.[dev]'")
+        import pyarrow.fs as pafs
+        port = _free_port()
+        self.process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+        self._wait_until_listening(port)
+        endpoint = f"127.0.0.1:{port}"
+        self.options = {"fs.s3a.endpoint": f"http://{endpoint}", "fs.s3a.access.key": "test-key",
+                        "fs.s3a.secret.key": "test-secret", "fs.s3a.endpoint.region": "us-east-1",
+                        "fs.s3a.connection.timeout": "10s", "fs.s3a.attempts.maximum": "2"}
+        self.fs = pafs.S3FileSystem(access_key="test-key", secret_key="test-secret", scheme="http",
+                                    endpoint_override=endpoint, region="us-east-1",
+                                    allow_bucket_creation=True)
+        self.fs.create_dir(BUCKET)
+
+    def _wait_until_listening(self, port: int, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"moto's server exited with status {self.process.returncode}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"moto's server did not listen on 127.0.0.1:{port} within {timeout} s")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+    def upload(self, local_dir, name: str) -> str:
+        """A copy of ``local_dir`` under s3a://kafka-logs/<name>; its URI."""
+        import pyarrow.fs as pafs
+        pafs.copy_files(str(local_dir), f"{BUCKET}/{name}", source_filesystem=pafs.LocalFileSystem(),
+                        destination_filesystem=self.fs)
+        return f"s3a://{BUCKET}/{name}"
+
+    def key(self, uri: str) -> str:
+        return uri[len("s3a://"):]
+
+
+@pytest.fixture(scope="module")
+def s3():
+    server = S3()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory):
+    """orders-0 (rolled segments, an index entry per KiB), payments-0 (committed, aborted and
+    open transactions), and __cluster_metadata-0 with its snapshot from a real Kafka broker
+    when the reference samples are there."""
+    root = tmp_path_factory.mktemp("remote") / "kafka-logs"
+    write_partition(root / "orders-0", numbered_batches(120, 10), segment_bytes=20_000,
+                    index_interval_bytes=1024, leader_epoch=3)
+    write_partition(root / "payments-0", TXN_LOG, index_interval_bytes=1)
+    if REAL_KAFKA.exists():
+        shutil.copytree(REAL_KAFKA / "__cluster_metadata-0", root / "__cluster_metadata-0")
+    return root
+
+
+@pytest.fixture(scope="module")
+def remote(s3, logdir):
+    return s3.upload(logdir, "copy")
+
+
+def _same_on_both(local, uri, s3, **options):
+    here = read_direct(local, **options)
+    there = read_direct(uri, **s3.options, **options)
+    assert here, f"nothing read from {local} with {options}"
+    assert there == here
+
+
+@pytest.mark.parametrize("options", [
+    {},
+    {"includeControl": "true"},
+    {"kafka.isolation.level": "read_committed"},
+    {"maxPartitionBytes": "4096"},                      # splits cut at offset-index entries
+    {"startingOffsets": '{"orders": {"0": 777}}', "endingOffsets": '{"orders": {"0": 901}}'},
+    {"startingTimestamp": str(1_700_000_000_000 + 10 * 555), "subscribe": "orders"},   # the time index
+], ids=["all", "control", "read_committed", "splits", "offsets", "timestamp"])
+def test_a_log_directory_on_s3_reads_the_same_rows_as_on_disk(s3, logdir, remote, options):
+    _same_on_both(logdir, remote, s3, **options)
+
+
+def test_real_kafka_metadata_log_and_snapshots_read_the_same_from_s3(s3, logdir, remote):
+    require(REAL_KAFKA)
+    local, uri = logdir / "__cluster_metadata-0", f"{remote}/__cluster_metadata-0"
+    _same_on_both(local, uri, s3, includeControl="true", decode="metadata")
+    (snapshot,) = [n for n in os.listdir(local) if n.endswith(".checkpoint")]
+    _same_on_both(local / snapshot, f"{uri}/{snapshot}", s3, decode="metadata")
+    # a glob matches inside the bucket as on disk (one directory level per *)
+    _same_on_both(str(logdir / "*" / "*.checkpoint"), f"{remote}/*/*.checkpoint", s3)
+
+
+def test_file_uris_are_local_paths(logdir):
+    plain = read_direct(logdir / "orders-0")
+    assert read_direct(f"file://{logdir}/orders-0") == plain
+    assert read_direct(f"file:{logdir}/orders-0") == plain    # Hadoop's form
+    assert local_path("s3a://b/k") is None and local_path("file:///x/y") == "/x/y"
+
+
+def test_spark_reads_the_s3_copy_as_the_reader_reads_the_disk(spark, s3, logdir, remote):
+    """Through Spark (options reach the executors' tasks): the same records, read_committed."""
+    columns = ("topic", "partition", "offset", "key", "value", "timestamp", "producerId")
+    want = sorted((tuple(r[c] for c in columns) for r in read_direct(
+        logdir, **{"kafka.isolation.level": "read_committed"})), key=repr)
+    reader = spark.read.format("kafkawire").option("kafka.isolation.level", "read_committed")
+    for key, value in s3.options.items():
+        reader = reader.option(key, value)
+    table = reader.load(remote).select(*columns).toArrow()
+    got = sorted((tuple(r[c] for c in columns) for r in table.to_pylist()), key=repr)
+    assert len(want) > 1000 and {r[0] for r in want} >= {"orders", "payments"}
+    assert got == want
+
+
+def test_a_stream_over_s3_picks_up_appended_batches_and_new_segments(s3, tmp_path):
+    pytest.importorskip("pyspark", reason="pyspark is not installed: pip install -e '.[dev]'")
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    from tests.spark.test_spark_stream import _offsets_read, _stream_reader
+    local = write_partition(tmp_path / "live-0", numbered_batches(10, 3), segment_bytes=300)
+    uri = s3.upload(local, f"live-{tmp_path.name}/live-0")
+    reader = _stream_reader(uri, startingOffsets="earliest", **s3.options)
+    start = reader.initialOffset()
+    first = reader.latestOffset(start, ReadAllAvailable())
+    assert first == {"live": {"0": 30}} and _offsets_read(reader, start, first) == list(range(30))
+    write_partition(local, numbered_batches(2, 3), segment_bytes=300)
+    s3.upload(local, f"live-{tmp_path.name}/live-0")     # the broker's appends, synced to S3
+    later = reader.latestOffset(first, ReadAllAvailable())
+    assert later == {"live": {"0": 36}} and _offsets_read(reader, first, later) == list(range(30, 36))
+
+
+# --- bad input, remotely as locally ------------------------------------------------------
+
+def _planned(path, options):
+    opts = parse_options({"path": str(path), **options}, streaming=False)
+    return plan_batch(opts, PushedFilters()), settings_for(default_names(opts), opts, PushedFilters())
+
+
+def _error_of(tasks, settings, local_root: str, remote_root: str) -> tuple:
+    """The error a read of ``tasks`` raises, with the remote root written as the local one."""
+    with pytest.raises((OSError, CorruptRecordError)) as info:
+        for task in tasks:
+            for _ in read_task(task, settings):
+                pass
+    return type(info.value), str(info.value).replace(remote_root, local_root)
+
+
+@pytest.fixture
+def two_copies(s3, tmp_path):
+    """A fresh orders-0 on disk and on S3, for a test to break both the same way."""
+    local = write_partition(tmp_path / "orders-0", numbered_batches(60, 10), segment_bytes=8_000,
+                            index_interval_bytes=1024)
+    uri = s3.upload(local, f"broken-{tmp_path.name}/orders-0")
+    yield local, uri
+    s3.fs.delete_dir_contents(s3.key(uri), missing_dir_ok=True)
+
+
+def test_a_segment_deleted_after_planning_is_the_same_file_not_found(s3, two_copies):
+    local, uri = two_copies
+    plans = {"local": _planned(local, {}), "s3": _planned(uri, s3.options)}
+    victim = os.path.basename(segment_files(local)[1])
+    os.remove(local / victim)
+    s3.fs.delete_file(f"{s3.key(uri)}/{victim}")
+    here = _error_of(*plans["local"], str(local), uri)
+    there = _error_of(*plans["s3"], str(local), uri)
+    assert here[0] is FileNotFoundError and victim in here[1]
+    assert there == here
+
+
+def test_a_truncated_segment_is_the_same_corruption_error(s3, two_copies):
+    local, uri = two_copies
+    victim = segment_files(local)[1]                     # a rolled segment: complete by construction
+    data = open(victim, "rb").read()[:-25]               # its last batch cut short
+    with open(victim, "wb") as f:
+        f.write(data)
+    with s3.fs.open_output_stream(f"{s3.key(uri)}/{os.path.basename(victim)}") as f:
+        f.write(data)
+    here = _error_of(*_planned(local, {}), str(local), uri)
+    there = _error_of(*_planned(uri, s3.options), str(local), uri)
+    assert here[0] is CorruptRecordError and "only" in here[1] and os.path.basename(victim) in here[1]
+    assert there == here
+
+
+def test_missing_indexes_fall_back_to_reading_from_byte_0_as_on_disk(s3, two_copies):
+    local, uri = two_copies
+    options = {"startingOffsets": '{"orders": {"0": 333}}'}
+    whole = read_direct(local, **options)
+    for name in os.listdir(local):
+        if name.endswith((".index", ".timeindex")):
+            os.remove(local / name)
+            s3.fs.delete_file(f"{s3.key(uri)}/{name}")
+    assert read_direct(local, **options) == whole
+    assert read_direct(uri, **s3.options, **options) == whole and whole[0]["offset"] == 333
+
+
+def test_a_path_missing_on_s3_is_named_as_on_disk(s3, tmp_path):
+    from kafkawire.spark import load
+    with pytest.raises(FileNotFoundError, match=f"no such file or directory: s3a://{BUCKET}/nothing-here"):
+        load(None, f"s3a://{BUCKET}/nothing-here", **s3.options)   # checked before Spark is asked
+    with pytest.raises(LayoutError, match=f"s3a://{BUCKET}/nothing-here: no such file or directory"):
+        discover(f"s3a://{BUCKET}/nothing-here", files=Files(remote_settings(s3.options)))
+    with pytest.raises(LayoutError, match="matches no file or directory"):
+        discover(f"s3a://{BUCKET}/nothing-*/x-0", files=Files(remote_settings(s3.options)))
+
+
+def test_a_server_that_never_answers_fails_the_read_in_bounded_time(tmp_path):
+    """A connection accepted and never answered: the request times out after
+    fs.s3a.connection.timeout, is tried fs.s3a.attempts.maximum times, and the read fails
+    with an OSError naming the file; it never hangs."""
+    silent = socket.create_server(("127.0.0.1", 0))
+    held = []
+    threading.Thread(target=lambda: held.extend(silent.accept() for _ in range(4)), daemon=True).start()
+    options = {"fs.s3a.endpoint": f"http://127.0.0.1:{silent.getsockname()[1]}",
+               "fs.s3a.access.key": "k", "fs.s3a.secret.key": "s", "fs.s3a.endpoint.region": "us-east-1",
+               "fs.s3a.connection.timeout": "500ms", "fs.s3a.attempts.maximum": "2"}
+    outcome: list = []
+
+    def read():
+        try:
+            read_direct("s3a://stalled/logs/orders-0", **options)
+        except Exception as e:   # noqa: BLE001 - the outcome is checked below
+            outcome.append(e)
+
+    worker = threading.Thread(target=read, daemon=True)
+    worker.start()
+    worker.join(timeout=60)
+    silent.close()
+    assert not worker.is_alive(), "the read of a silent server did not give up"
+    (error,) = outcome
+    assert isinstance(error, OSError) and "s3a://stalled/logs/orders-0" in str(error)
+
+
+# --- options ------------------------------------------------------------------------------
+
+def test_fs_options_are_hadoops_names_and_secrets_stay_out_of_messages():
+    settings = remote_settings({"spark.hadoop.fs.s3a.access.key": "AKIA-secret-id",
+                                "fs.s3a.secret.key": "very-secret", "fs.s3a.endpoint": "minio:9000",
+                                "fs.s3a.connection.ssl.enabled": "false",
+                                "fs.s3a.connection.establish.timeout": "5000",
+                                "fs.s3a.connection.timeout": "2m", "fs.s3a.impl": "ignored"})
+    assert (settings.access_key, settings.endpoint, settings.scheme) == ("AKIA-secret-id", "minio:9000", "http")
+    assert (settings.connect_timeout, settings.request_timeout, settings.attempts) == (5.0, 120.0, 5)
+    assert "secret" not in repr(settings) and "secret" not in repr(parse_options(
+        {"path": "s3a://b/x", "fs.s3a.secret.key": "very-secret"}, streaming=False))
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("fs.s3a.connection.timeout", "soon", "fs.s3a.connection.timeout='soon': expected a time"),
+    ("fs.s3a.attempts.maximum", "0", "fs.s3a.attempts.maximum='0': expected a whole number, at least 1"),
+    ("fs.s3a.endpoint", "http://host/path", "fs.s3a.endpoint='http://host/path': expected host"),
+    ("fs.s3a.path.style.access", "yes", "fs.s3a.path.style.access='yes': expected true or false"),
+])
+def test_a_bad_fs_option_is_named(option, value, message):
+    with pytest.raises(OptionError, match=message.replace("(", r"\(").replace("?", r"\?")):
+        parse_options({"path": "s3a://b/x", option: value}, streaming=False)
