@@ -46,6 +46,7 @@ from kafkawire.records.scan import MIN_ENTRY_SIZE, SIZE_BELOW_MINIMUM, UNKNOWN_M
 from kafkawire.storage.snapshot import BOOTSTRAP_FILE_NAME, parse_snapshot_file_name
 from kafkawire.tools.dump_log_coordinators import CoordinatorDecoder, add_decoder_arguments, chosen_folder
 from kafkawire.tools.dump_log_indexes import IndexDumper
+from kafkawire.tools.dump_log_native import NativeLines
 from kafkawire.tools.dump_log_output import JsonOutput, TextOutput
 from kafkawire.tools.dump_log_records import RecordPrinter
 
@@ -125,6 +126,8 @@ class Dumper(RecordPrinter, IndexDumper):
         self.errors_in_file = 0
         self.decode_payload = PayloadDecoder()
         self.coordinator = CoordinatorDecoder(opts.coordinator) if opts.coordinator else None
+        # The C text loop for plain v2 batches, if the extension is built (else None: pure)
+        self.native_lines = NativeLines.for_options(opts, self.coordinator)
         self.json = opts.json
         # Kafka's end-of-run reports, keyed by absolute path.
         self.non_consecutive: dict[str, dict[int, int]] = {}

@@ -222,6 +222,12 @@ class RecordPrinter:
                     text += contents_json(contents(r, name, position, True), r, with_key)
                 raw(text + "}")
             return
+        if self.native_lines is not None:
+            done = self.native_lines.batch_lines(batch, ts_name, last_offset[0])
+            if done is not None:
+                self.out.add_block(done[0])
+                last_offset[0] = done[1]
+                return
         add = self.out.add
         skip_metadata = self.opts.skip_record_metadata
         prefix = "| " if skip_metadata else " "

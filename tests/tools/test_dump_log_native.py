@@ -1,0 +1,133 @@
+"""dump-log's C text loop (kafkawire/tools/dump_log_native.py, _native_src/dump_*.c) writes
+exactly what the pure loop writes (the oracle), byte for byte, on metadata logs holding every
+metadata record type and version and on data logs with the cases it hands back to the pure
+loop (ill-formed UTF-8, non-consecutive offsets, undecodable metadata values, doubles)."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from kafkawire import messages
+from kafkawire.metadata import encode_metadata_record
+from kafkawire.records import build_batch
+from kafkawire.records.compression import GZIP, ZSTD
+from kafkawire.tools import dump_log_native
+from tests.codec.strategies import instances
+from tests.tools.dumplog_testlib import dump
+
+pytestmark = pytest.mark.skipif(dump_log_native._native_module is None,
+                                reason="the C extension is not built (or KAFKAWIRE_PURE=1): only the pure loop runs")
+
+
+def _metadata_types():
+    out = []
+    for api_key in range(128):
+        try:
+            cls = messages.metadata_record(api_key)
+        except KeyError:
+            continue
+        out += [(cls, version) for version in sorted(cls._DECODERS)]
+    return out
+
+
+METADATA_TYPES = _metadata_types()
+
+
+class _Counting:
+    """Wraps dump_records to count the batches the C loop wrote (not handed back)."""
+
+    def __init__(self, real):
+        self.real, self.written, self.handed_back = real, 0, 0
+
+    def __call__(self, *args):
+        result = self.real(*args)
+        if result is None:
+            self.handed_back += 1
+        else:
+            self.written += 1
+        return result
+
+
+def native_and_pure(monkeypatch, capsys, *argv):
+    """(native output, pure output, the counting wrapper): the same command both ways."""
+    counting = _Counting(dump_log_native._native_module.dump_records)
+    with monkeypatch.context() as m:
+        m.setattr(dump_log_native._native_module, "dump_records", counting, raising=False)
+        native = dump(capsys, *argv)
+    with monkeypatch.context() as m:
+        m.setattr(dump_log_native.NativeLines, "for_options", classmethod(lambda cls, opts, coordinator: None))
+        pure = dump(capsys, *argv)
+    return native, pure, counting
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_every_metadata_record_type_and_version_dumps_as_the_pure_loop_does(data, tmp_path_factory, monkeypatch,
+                                                                            capsys):
+    """--cluster-metadata-decoder: one batch per (record type, version), records drawn from
+    the schema (nulls, escapes, tagged fields, unknown tags), and the C loop's text equals the
+    pure loop's; it writes the batches itself except those holding doubles."""
+    batches, offset = [], 0
+    for cls, version in METADATA_TYPES:
+        values = [encode_metadata_record(data.draw(instances(cls, version)), version) for _ in range(2)]
+        batches.append(build_batch([(None, v) for v in values], base_offset=offset, base_timestamp=1_700_000_000_000))
+        offset += len(values)
+    path = tmp_path_factory.mktemp("meta") / "00000000000000000000.log"
+    path.write_bytes(b"".join(batches))
+    native, pure, counting = native_and_pure(monkeypatch, capsys, "--cluster-metadata-decoder", "--files", path)
+    assert native == pure
+    with_doubles = sum(1 for cls, version in METADATA_TYPES if dump_log_native.json_format(cls, version) is None)
+    assert counting.written == len(METADATA_TYPES) - with_doubles
+    assert with_doubles <= 2    # ClientQuotaRecord's value is the one double of the metadata schemas
+
+
+def _metadata_log_with_odd_values() -> bytes:
+    topic = encode_metadata_record(messages.by_name("TopicRecord")(name="t\u00e9\n\"x\u0001", topic_id=uuid.UUID(int=7)), 0)
+    quota = encode_metadata_record(messages.by_name("ClientQuotaRecord").from_json(
+        {"entity": [{"entityType": "user", "entityName": None}], "key": "k", "value": 1e7, "remove": False}, 0), 0)
+    return b"".join([
+        build_batch([(None, topic), (None, topic)], base_offset=0),
+        build_batch([(None, b"\x01\x7f\x00"), (None, topic)], base_offset=2),    # unknown record type
+        build_batch([(None, topic[:-2])], base_offset=4),                          # truncated record
+        build_batch([(None, None)], base_offset=5),                                # null value
+        build_batch([(None, quota)], base_offset=6),                               # a double
+        build_batch([(None, topic)], base_offset=9),                               # offsets 6 then 9
+        build_batch([(None, topic)] * 3, base_offset=10, compression_type=ZSTD, producer_id=5, base_sequence=7),
+    ])
+
+
+def test_metadata_values_the_c_loop_hands_back_dump_as_the_pure_loop_does(tmp_path, monkeypatch, capsys):
+    """Undecodable, null and unknown metadata values, doubles and an offset gap: the C loop
+    hands those batches back and the whole output (stdout, stderr, status) is the pure loop's."""
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(_metadata_log_with_odd_values())
+    native, pure, counting = native_and_pure(monkeypatch, capsys, "--cluster-metadata-decoder", "--files", path)
+    assert native == pure
+    assert counting.written == 2 and counting.handed_back == 5
+
+
+def _data_log() -> bytes:
+    return b"".join([
+        build_batch([(b"k", b"v\xc3\xa9", [("h1", b"x"), (b"h\xc3\xa9", None)]), (None, b""), (b"", None)],
+                    base_offset=0, producer_id=3, producer_epoch=1, base_sequence=0x7FFFFFFF),
+        build_batch([(b"bad \xed\xa0\x80 utf8", b"v")], base_offset=3),           # a UTF-8 surrogate
+        build_batch([(b"k", b"v", [(b"bad\xff", b"")])], base_offset=4),          # ill-formed header key
+        build_batch([(b"k", b"\x00\x1f\"\\")] * 4, base_offset=5, compression_type=GZIP, timestamp_type=1,
+                    base_timestamp=5, max_timestamp=99),
+        build_batch([(None, b"gap")], base_offset=20),
+    ])
+
+
+@pytest.mark.parametrize("flags", [["--deep-iteration"], ["--print-data-log"], ["--deep-iteration", "--print-data-log"]])
+def test_data_logs_dump_as_the_pure_loop_does(tmp_path, monkeypatch, capsys, flags):
+    """--deep-iteration and --print-data-log: headers, nulls, empty keys, wrapping sequences,
+    log-append time, compression, Java's UTF-8 replacement and offset gaps, the same text."""
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(_data_log())
+    native, pure, counting = native_and_pure(monkeypatch, capsys, *flags, "--files", path)
+    assert native == pure
+    plain = "--print-data-log" in flags
+    assert counting.written == (2 if plain else 3) and counting.handed_back == (3 if plain else 2)
