@@ -3,9 +3,12 @@
  * oracle and does every batch this code turns down.
  *
  * dump_records(data, start, end, count, base_offset, base_timestamp, log_append_time,
- *              previous_offset, timestamp_name, base_sequence, mode, metadata_table)
+ *              previous_offset, timestamp_name, base_sequence, mode, metadata_table,
+ *              batch_buffer, batch_position)
  *     -> None, or (text, last_offset)
  *
+ * With a batch_buffer (else None), text starts with the batch's line (RecordPrinter._batch_line),
+ * from the header at batch_buffer[batch_position:], whose CRC-32C is checked here.
  * text is the batch's record lines joined by newlines, exactly as the pure loop writes them:
  * "| offset: ... headerKeys: [...]" and, by mode, nothing (0: --deep-iteration), the key and
  * payload as Java's UTF-8 text (1: --print-data-log) or the metadata record's JSON (2:
@@ -18,7 +21,7 @@
  * JsonFormat or None), built by kafkawire/tools/dump_log_native.py from the generated classes. */
 #include "dump_text.h"
 
-enum { MODE_DEEP = 0, MODE_PLAIN = 1, MODE_METADATA = 2 };
+enum { MODE_DEEP = 0, MODE_PLAIN = 1, MODE_METADATA = 2, MODE_BATCHES = 3 };
 
 typedef struct {
     TextBuf out;
@@ -176,9 +179,75 @@ static int line_sink(void *ctx, const Parser *p, const ParsedRecord *rec) {
     return rc;
 }
 
+static inline int64_t be_int(const uint8_t *p, int n) {  /* a big-endian signed int of n bytes */
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v = (v << 8) | p[i];
+    return n == 8 ? (int64_t)v : (int64_t)(v ^ (1ULL << (8 * n - 1))) - (int64_t)(1ULL << (8 * n - 1));
+}
+
+static const char *const codec_names[] = {"none", "gzip", "snappy", "lz4", "zstd"};
+
+/* The v2 batch line (RecordPrinter._batch_line) of the batch at h (size bytes, CRC checked
+ * here: a batch that fails it goes to the pure loop, which reports it). */
+static int put_batch_line(TextBuf *b, const uint8_t *h, Py_ssize_t size, Py_ssize_t position) {
+    int64_t base_offset = be_int(h, 8), last_delta = be_int(h + 23, 4), base_sequence = be_int(h + 53, 4);
+    int attributes = (int)be_int(h + 21, 2);
+    uint32_t crc = (uint32_t)be_int(h + 17, 4) & 0xFFFFFFFFu;
+    if (size < 61 || (attributes & 7) > 4 || kw_crc32c(h + 21, (size_t)(size - 21)) != crc)
+        return -1;
+    int64_t last, last_sequence = -1;
+    if (__builtin_add_overflow(base_offset, last_delta, &last))
+        return -1;
+    if (base_sequence != -1) {
+        last_sequence = base_sequence + last_delta;
+        if (last_sequence > 0x7FFFFFFF)
+            last_sequence -= 0x80000000LL;
+    }
+    char tmp[640];
+    int n = snprintf(tmp, sizeof tmp, "baseOffset: %lld lastOffset: %lld count: %lld baseSequence: %lld "
+                     "lastSequence: %lld producerId: %lld producerEpoch: %lld partitionLeaderEpoch: %lld "
+                     "isTransactional: %s isControl: %s deleteHorizonMs: ",
+                     (long long)base_offset, (long long)last, (long long)be_int(h + 57, 4), (long long)base_sequence,
+                     (long long)last_sequence, (long long)be_int(h + 43, 8), (long long)be_int(h + 51, 2),
+                     (long long)be_int(h + 12, 4), attributes & 0x10 ? "true" : "false",
+                     attributes & 0x20 ? "true" : "false");
+    if (attributes & 0x40)
+        n += snprintf(tmp + n, sizeof tmp - n, "OptionalLong[%lld]", (long long)be_int(h + 27, 8));
+    else
+        n += snprintf(tmp + n, sizeof tmp - n, "OptionalLong.empty");
+    n += snprintf(tmp + n, sizeof tmp - n, " position: %lld %s: %lld size: %lld magic: 2 compresscodec: %s "
+                  "crc: %lu isvalid: true", (long long)position, attributes & 0x08 ? "LogAppendTime" : "CreateTime",
+                  (long long)be_int(h + 35, 8), (long long)size, codec_names[attributes & 7], (unsigned long)crc);
+    return kw_buf_put(b, tmp, n) < 0 ? -2 : 0;
+}
+
+/* The batch line from (buffer, position), or nothing for None; 0, -1 (the pure loop), -2. */
+static int batch_line_from(LineCtx *c, PyObject *buffer, PyObject *position_obj) {
+    if (buffer == Py_None)
+        return 0;
+    Py_ssize_t position = PyLong_AsSsize_t(position_obj);
+    if (position == -1 && PyErr_Occurred())
+        return -2;
+    Py_buffer view;
+    if (PyObject_GetBuffer(buffer, &view, PyBUF_SIMPLE) < 0)
+        return -2;
+    int rc = -1;
+    if (position >= 0 && view.len - position >= 61) {
+        const uint8_t *h = (const uint8_t *)view.buf + position;
+        int64_t size = be_int(h + 8, 4) + 12;
+        if (size >= 61 && size <= view.len - position) {
+            rc = put_batch_line(&c->out, h, (Py_ssize_t)size, position);
+            c->lines += rc == 0;
+        }
+    }
+    PyBuffer_Release(&view);
+    return rc;
+}
+
 PyObject *kw_dump_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 12) {
-        PyErr_SetString(PyExc_TypeError, "dump_records takes 12 arguments");
+    if (nargs != 14) {
+        PyErr_SetString(PyExc_TypeError, "dump_records takes 14 arguments");
         return NULL;
     }
     BatchArgs a;
@@ -197,7 +266,10 @@ PyObject *kw_dump_records(PyObject *module, PyObject *const *args, Py_ssize_t na
         PyErr_SetString(PyExc_TypeError, "timestamp_name must be a str");
     if (c.mode == MODE_METADATA && !PyErr_Occurred() && !PyDict_CheckExact(c.table))
         PyErr_SetString(PyExc_TypeError, "metadata_table must be a dict");
-    if (!PyErr_Occurred()) {
+    int head = PyErr_Occurred() ? -2 : batch_line_from(&c, args[12], args[13]);
+    if (head == -1)
+        result = Py_NewRef(Py_None);
+    else if (head == 0) {
         Py_ssize_t done = 0;
         int rc = kw_parse_batch(&a.parser, a.start, line_sink, &c, &done);
         if (rc == 0 && a.parser.r.reason == NULL)
@@ -209,5 +281,107 @@ PyObject *kw_dump_records(PyObject *module, PyObject *const *args, Py_ssize_t na
     PyMem_Free(c.out.p);
     kw_parser_free(&a.parser);
     Py_DECREF(a.view);
+    return result;
+}
+
+/* ---- dump_run: the batches of a log, one after another ----
+ *
+ * dump_run(data, position, previous_offset, mode, metadata_table, max_chars)
+ *     -> (text, last_offset, position, more)
+ *
+ * The lines of the batches from data[position:] on, up to the first one it does not take on
+ * (anything but a whole, CRC-valid, uncompressed v2 data batch whose records all go through
+ * the record loop above; in MODE_BATCHES, only the batch lines, any valid v2 batch): the pure
+ * loop goes on from the returned position. more is true when it stopped after max_chars of text,
+ * not at such a batch. The framing rules are kafkawire.records.scan_log's. */
+
+#define LOG_OVERHEAD 12
+#define HEADER_UP_TO_MAGIC 17
+#define MIN_ENTRY_SIZE 14
+#define BATCH_OVERHEAD 61
+#define MIN_RECORD_SIZE 7
+
+/* One batch at pos (total bytes): 0 written, -1 not taken on (nothing written), -2 error. */
+static int run_batch(LineCtx *c, const uint8_t *d, Py_ssize_t len, Py_ssize_t pos, Py_ssize_t total) {
+    const uint8_t *h = d + pos;
+    int attributes = (int)be_int(h + 21, 2);
+    int64_t count = be_int(h + 57, 4);
+    if (c->mode != MODE_BATCHES
+            && ((attributes & 0x27) != 0 || count <= 0 || count > (total - BATCH_OVERHEAD) / MIN_RECORD_SIZE))
+        return -1;  /* compressed, control, or no records / too many: the pure loop */
+    Py_ssize_t mark = c->out.len, lines = c->lines;
+    int64_t previous = c->previous;
+    if (c->lines && kw_buf_putc(&c->out, '\n') < 0)
+        return -2;
+    int rc = put_batch_line(&c->out, h, total, pos);
+    if (rc == 0 && c->mode != MODE_BATCHES) {
+        c->lines++;
+        c->base_offset = be_int(h, 8);
+        c->base_timestamp = be_int(h + 27, 8);
+        c->base_sequence = be_int(h + 53, 4);
+        c->log_append_time = attributes & 0x08 ? Py_True : NULL;
+        c->log_append_ms = be_int(h + 35, 8);
+        c->ts_name = attributes & 0x08 ? "LogAppendTime" : "CreateTime";
+        c->ts_name_len = (Py_ssize_t)strlen(c->ts_name);
+        Parser parser = {{d, len, NULL, 0}, pos + total, (Py_ssize_t)count, NULL, 0};
+        Py_ssize_t done = 0;
+        rc = kw_parse_batch(&parser, pos + BATCH_OVERHEAD, line_sink, c, &done);
+        if (rc < 0 && PyErr_Occurred())
+            rc = -2;
+        else if (rc < 0 || parser.r.reason != NULL)
+            rc = -1;
+        kw_parser_free(&parser);
+    } else if (rc == 0)
+        c->lines++;
+    if (rc == -1) {  /* leave no trace of the batch: the pure loop does it */
+        c->out.len = mark;
+        c->lines = lines;
+        c->previous = previous;
+    }
+    return rc;
+}
+
+PyObject *kw_dump_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "dump_run takes 6 arguments");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    LineCtx c = {{NULL, 0, 0}, 0, 0, 0, 0, NULL, 0, NULL, 0, 0, NULL, 0};
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]), max_chars = PyLong_AsSsize_t(args[5]);
+    c.previous = PyLong_AsLongLong(args[2]);
+    c.mode = (int)PyLong_AsLong(args[3]);
+    c.table = args[4];
+    int more = 0, rc = 0;
+    if (!PyErr_Occurred() && (pos < 0 || pos > view.len))
+        PyErr_SetString(PyExc_ValueError, "position outside the data");
+    if (!PyErr_Occurred() && c.mode == MODE_METADATA && !PyDict_CheckExact(c.table))
+        PyErr_SetString(PyExc_TypeError, "metadata_table must be a dict");
+    const uint8_t *d = view.buf;
+    while (!PyErr_Occurred()) {
+        if (c.out.len >= max_chars) {
+            more = 1;
+            break;
+        }
+        Py_ssize_t left = view.len - pos;
+        if (left <= HEADER_UP_TO_MAGIC)
+            break;
+        int64_t size = be_int(d + pos + 8, 4);
+        if (size < MIN_ENTRY_SIZE || size > left - LOG_OVERHEAD || d[pos + 16] != 2
+                || size + LOG_OVERHEAD < BATCH_OVERHEAD)
+            break;
+        rc = run_batch(&c, d, view.len, pos, (Py_ssize_t)size + LOG_OVERHEAD);
+        if (rc < 0)
+            break;
+        pos += (Py_ssize_t)size + LOG_OVERHEAD;
+    }
+    PyObject *result = NULL;
+    if (!PyErr_Occurred() && rc != -2)
+        result = Py_BuildValue("(NLnO)", PyUnicode_DecodeUTF8(c.out.p ? c.out.p : "", c.out.len, "strict"),
+                               (long long)c.previous, pos, more ? Py_True : Py_False);
+    PyMem_Free(c.out.p);
+    PyBuffer_Release(&view);
     return result;
 }

@@ -61,5 +61,6 @@ extern PyTypeObject kw_JsonFormatType;
 int kw_json_format(TextBuf *b, PyObject *format, PyObject *obj);
 
 PyObject *kw_dump_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kw_dump_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

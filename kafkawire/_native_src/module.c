@@ -11,8 +11,11 @@ static PyMethodDef methods[] = {
     {"crc32c", kw_crc32c_py, METH_O, "crc32c(data) -> the CRC-32C of the bytes (as the batch header stores it)."},
     {"dump_records", (PyCFunction)(void (*)(void))kw_dump_records, METH_FASTCALL,
      "dump_records(data, start, end, count, base_offset, base_timestamp, log_append_time, previous_offset, "
-     "timestamp_name, base_sequence, mode, metadata_table) -> None | (text, last_offset): dump-log's record lines "
-     "(dump_lines.c)"},
+     "timestamp_name, base_sequence, mode, metadata_table, batch_buffer, batch_position) -> None | (text, "
+     "last_offset): dump-log's batch and record lines (dump_lines.c)"},
+    {"dump_run", (PyCFunction)(void (*)(void))kw_dump_run, METH_FASTCALL,
+     "dump_run(data, position, previous_offset, mode, metadata_table, max_chars) -> (text, last_offset, position, "
+     "more): dump-log's lines of the batches from position on, up to one for the pure loop (dump_lines.c)"},
     {"set_pure_append", kw_set_pure_append, METH_O, "The pure append RecordWriter.append hands odd calls to."},
     {NULL, NULL, 0, NULL},
 };

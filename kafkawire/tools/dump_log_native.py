@@ -1,7 +1,10 @@
 """dump-log's record lines through the C extension (issue 26), when it is built.
 
-``batch_lines`` hands a v2 data batch to ``dump_records`` (kafkawire/_native_src/dump_lines.c),
-which writes all its record lines at once, in Kafka's text; it returns None for anything out of
+``run`` hands the log from a position on to ``dump_run`` (kafkawire/_native_src/dump_lines.c),
+which writes the batch and record lines of the batches there, in Kafka's text, up to the first
+batch it does not take on (compressed, control, not v2, CRC mismatch, ...), which the pure loop
+then does. ``batch_lines`` hands one v2 data batch (decompressed if it was) to
+``dump_records``, which writes all its record lines at once; it returns None for anything out of
 the ordinary (a record that does not parse, non-consecutive offsets, ill-formed UTF-8, a
 metadata value the fast decoder does not take), and the pure loop of dump_log_records, the
 oracle, then does the batch as it always did. ``KAFKAWIRE_PURE=1`` (or no extension) leaves
@@ -28,7 +31,9 @@ _native_module = _native.records if _native.records is not None and hasattr(_nat
 JSON_KINDS = {"bool": 0, "int8": 1, "int16": 1, "uint16": 1, "int32": 1, "uint32": 1, "int64": 1,
               "float64": 2, "string": 3, "uuid": 4, "bytes": 5, "records": 5, "struct": 6, "array": 7}
 _NOT_TAGGED, _NULL_DEFAULT, _EMPTY_DEFAULT, _EQUAL = 0, 1, 2, 3
-MODE_DEEP, MODE_PLAIN, MODE_METADATA = 0, 1, 2
+MODE_DEEP, MODE_PLAIN, MODE_METADATA, MODE_BATCHES = 0, 1, 2, 3
+# The text one dump_run call writes before it returns (then the output is flushed if it is due).
+RUN_CHARS = 1 << 20
 
 
 def _tag_mode(f) -> tuple[int, object]:
@@ -88,8 +93,8 @@ def metadata_table() -> dict:
 
 
 class NativeLines:
-    """The C text loop for one run's mode: ``batch_lines(batch, ts_name, previous_offset)`` is
-    (text, last offset) or None (the pure loop does the batch)."""
+    """The C text loop for one run's mode: ``batch_lines(batch, ts_name, previous_offset[,
+    with_batch_line])`` is (text, last offset) or None (the pure loop does the batch)."""
 
     def __init__(self, mode: int):
         self.mode = mode
@@ -101,9 +106,25 @@ class NativeLines:
             return None
         if opts.cluster_metadata:
             return cls(MODE_METADATA)
+        if not opts.deep:
+            return cls(MODE_BATCHES)
         return cls(MODE_PLAIN if opts.print_data else MODE_DEEP)
 
-    def batch_lines(self, batch, ts_name: str, previous_offset: int):
+    def run(self, data, position: int, last_offset: list, out) -> int:
+        """Write the lines of the batches from ``position`` on, as many as the C loop takes, to
+        ``out``; the position of the first batch it left to the pure loop."""
+        more = True
+        while more:
+            text, last_offset[0], position, more = _native_module.dump_run(
+                data, position, last_offset[0], self.mode, self.table, RUN_CHARS)
+            if text:
+                out.add_block(text)
+                out.maybe_flush()
+        return position
+
+    def batch_lines(self, batch, ts_name: str, previous_offset: int, with_batch_line: bool = False):
+        """With ``with_batch_line``, the text starts with the batch's own line (and a batch whose
+        CRC does not match is handed back, for the pure loop to report)."""
         try:
             data, start, end, count, _ = batch.records_range()
         except CorruptRecordError:
@@ -113,4 +134,5 @@ class NativeLines:
         return _native_module.dump_records(
             data, start, end, count, batch.base_offset, batch.base_timestamp,
             batch.max_timestamp if batch.attributes & TIMESTAMP_TYPE_MASK else None, previous_offset, ts_name,
-            batch.base_sequence, self.mode, self.table)
+            batch.base_sequence, self.mode, self.table, *((batch._buf, batch.position) if with_batch_line
+                                                           else (None, None)))

@@ -36,14 +36,24 @@ METADATA_TYPES = _metadata_types()
 
 
 class _Counting:
-    """Wraps dump_records to count the batches the C loop wrote (not handed back)."""
+    """Wraps the C loops (dump_run over a run of batches, dump_records over one) to count the
+    batches they wrote, batch line included, and those they handed back to the pure loop (a
+    second call for a batch's record lines alone is not counted)."""
 
-    def __init__(self, real):
-        self.real, self.written, self.handed_back = real, 0, 0
+    def __init__(self, module):
+        self.run, self.records = module.dump_run, module.dump_records
+        self.written = self.handed_back = 0
 
-    def __call__(self, *args):
-        result = self.real(*args)
-        if result is None:
+    def dump_run(self, *args):
+        result = self.run(*args)
+        self.written += sum(1 for line in result[0].split("\n") if line.startswith("baseOffset: "))
+        return result
+
+    def dump_records(self, *args):
+        result = self.records(*args)
+        if args[12] is None:
+            pass
+        elif result is None:
             self.handed_back += 1
         else:
             self.written += 1
@@ -52,9 +62,11 @@ class _Counting:
 
 def native_and_pure(monkeypatch, capsys, *argv):
     """(native output, pure output, the counting wrapper): the same command both ways."""
-    counting = _Counting(dump_log_native._native_module.dump_records)
+    module = dump_log_native._native_module
+    counting = _Counting(module)
     with monkeypatch.context() as m:
-        m.setattr(dump_log_native._native_module, "dump_records", counting, raising=False)
+        m.setattr(module, "dump_run", counting.dump_run, raising=False)
+        m.setattr(module, "dump_records", counting.dump_records, raising=False)
         native = dump(capsys, *argv)
     with monkeypatch.context() as m:
         m.setattr(dump_log_native.NativeLines, "for_options", classmethod(lambda cls, opts, coordinator: None))
@@ -118,16 +130,28 @@ def _data_log() -> bytes:
         build_batch([(b"k", b"\x00\x1f\"\\")] * 4, base_offset=5, compression_type=GZIP, timestamp_type=1,
                     base_timestamp=5, max_timestamp=99),
         build_batch([(None, b"gap")], base_offset=20),
+        build_batch([(b"t", b"x")], base_offset=21, is_transactional=True, producer_id=9, producer_epoch=2,
+                    base_sequence=4, has_delete_horizon=True, base_timestamp=123),
+        _with_bad_crc(build_batch([(b"crc", b"x")], base_offset=22)),
     ])
 
 
-@pytest.mark.parametrize("flags", [["--deep-iteration"], ["--print-data-log"], ["--deep-iteration", "--print-data-log"]])
+def _with_bad_crc(batch: bytes) -> bytes:
+    return batch[:17] + bytes([batch[17] ^ 0xFF]) + batch[18:]
+
+
+# flags -> (batches the C loops write, batches they hand back)
+DATA_LOG_COUNTS = {(): (6, 0), ("--deep-iteration",): (4, 3), ("--print-data-log",): (3, 4),
+                   ("--deep-iteration", "--print-data-log"): (3, 4)}
+
+
+@pytest.mark.parametrize("flags", list(DATA_LOG_COUNTS))
 def test_data_logs_dump_as_the_pure_loop_does(tmp_path, monkeypatch, capsys, flags):
     """--deep-iteration and --print-data-log: headers, nulls, empty keys, wrapping sequences,
-    log-append time, compression, Java's UTF-8 replacement and offset gaps, the same text."""
+    log-append time, compression, transactions, delete horizons, Java's UTF-8 replacement, offset
+    gaps and a CRC mismatch (reported by the pure loop), the same text."""
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(_data_log())
     native, pure, counting = native_and_pure(monkeypatch, capsys, *flags, "--files", path)
     assert native == pure
-    plain = "--print-data-log" in flags
-    assert counting.written == (2 if plain else 3) and counting.handed_back == (3 if plain else 2)
+    assert (counting.written, counting.handed_back) == DATA_LOG_COUNTS[flags]
