@@ -278,7 +278,7 @@ PyObject *kw_dump_records(PyObject *module, PyObject *const *args, Py_ssize_t na
         else if (!PyErr_Occurred())
             result = Py_NewRef(Py_None);  /* bad bytes or a record the pure loop must do */
     }
-    PyMem_Free(c.out.p);
+    PyMem_RawFree(c.out.p);
     kw_parser_free(&a.parser);
     Py_DECREF(a.view);
     return result;
@@ -381,7 +381,7 @@ PyObject *kw_dump_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (!PyErr_Occurred() && rc != -2)
         result = Py_BuildValue("(NLnO)", PyUnicode_DecodeUTF8(c.out.p ? c.out.p : "", c.out.len, "strict"),
                                (long long)c.previous, pos, more ? Py_True : Py_False);
-    PyMem_Free(c.out.p);
+    PyMem_RawFree(c.out.p);
     PyBuffer_Release(&view);
     return result;
 }

@@ -7,26 +7,12 @@
 
 #include "message.h"
 
-#include <string.h>
+typedef Buf TextBuf;
 
-typedef struct {
-    char *p;
-    Py_ssize_t len, cap;
-} TextBuf;
-
-int kw_buf_grow(TextBuf *b, Py_ssize_t more);
 int kw_buf_int(TextBuf *b, long long v);
 
-static inline int kw_buf_put(TextBuf *b, const char *s, Py_ssize_t n) {
-    if (kw_buf_grow(b, n) < 0)
-        return -1;
-    memcpy(b->p + b->len, s, (size_t)n);
-    b->len += n;
-    return 0;
-}
-
 static inline int kw_buf_putc(TextBuf *b, char c) {
-    if (kw_buf_grow(b, 1) < 0)
+    if (kw_buf_reserve(b, 1) < 0)
         return -1;
     b->p[b->len++] = c;
     return 0;
