@@ -4,6 +4,9 @@ metadata record type and version and on data logs with the cases it hands back t
 loop (ill-formed UTF-8, non-consecutive offsets, undecodable metadata values, doubles)."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import uuid
 
 import pytest
@@ -155,3 +158,20 @@ def test_data_logs_dump_as_the_pure_loop_does(tmp_path, monkeypatch, capsys, fla
     native, pure, counting = native_and_pure(monkeypatch, capsys, *flags, "--files", path)
     assert native == pure
     assert (counting.written, counting.handed_back) == DATA_LOG_COUNTS[flags]
+
+
+def test_kafkawire_pure_writes_what_the_native_path_writes(tmp_path, capsys):
+    """KAFKAWIRE_PURE=1 (no C at all: codecs, records, text) dumps a log of every metadata
+    record type and version, and the odd values, to the same bytes as the native path."""
+    values = [encode_metadata_record(cls(), version) for cls, version in METADATA_TYPES]
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(build_batch([(None, v) for v in values], base_offset=0)
+                     + build_batch([(None, v) for v in values[:3]], base_offset=len(values), compression_type=GZIP))
+    odd = tmp_path / "00000000000000000100.log"
+    odd.write_bytes(_metadata_log_with_odd_values())
+    argv = ["dump-log", "--cluster-metadata-decoder", "--files", f"{path},{odd}"]
+    native = dump(capsys, *argv[1:])
+    pure = subprocess.run([sys.executable, "-c", "import sys; from kafkawire.tools.cli import main; sys.exit(main())",
+                           *argv], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "KAFKAWIRE_PURE": "1"})
+    assert (pure.returncode, pure.stdout, pure.stderr) == native
