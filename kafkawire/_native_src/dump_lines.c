@@ -245,11 +245,17 @@ static int batch_line_from(LineCtx *c, PyObject *buffer, PyObject *position_obj)
     return rc;
 }
 
+/* 0 when a FASTCALL function got its n arguments; -1 with TypeError set otherwise. */
+static int takes(const char *name, Py_ssize_t nargs, Py_ssize_t n) {
+    if (nargs == n)
+        return 0;
+    PyErr_Format(PyExc_TypeError, "%s takes %zd arguments (%zd given)", name, n, nargs);
+    return -1;
+}
+
 PyObject *kw_dump_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 14) {
-        PyErr_SetString(PyExc_TypeError, "dump_records takes 14 arguments");
+    if (takes("dump_records", nargs, 14) < 0)
         return NULL;
-    }
     BatchArgs a;
     if (kw_batch_args(args, &a) < 0)
         return NULL;
@@ -342,10 +348,8 @@ static int run_batch(LineCtx *c, const uint8_t *d, Py_ssize_t len, Py_ssize_t po
 }
 
 PyObject *kw_dump_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "dump_run takes 6 arguments");
+    if (takes("dump_run", nargs, 6) < 0)
         return NULL;
-    }
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;

@@ -17,6 +17,8 @@ bytes as base64): the code generator's tables are the one source of the schema.
 """
 from __future__ import annotations
 
+from json.encoder import encode_basestring
+
 from kafkawire import _native, messages
 from kafkawire.protocol.message import version_in
 from kafkawire.records import CorruptRecordError
@@ -70,9 +72,12 @@ def _build_format(cls, version: int):
             if sub is None:
                 return None
         tag_mode, default = _tag_mode(f) if version_in(f.tagged_versions, version) else (_NOT_TAGGED, None)
-        name = f'"{f.json_name}":'.encode()
+        name = (encode_basestring(f.json_name) + ":").encode()
         fields.append((f.py_name, name, kind, element, sub, tag_mode, default))
-    return _native_module.JsonFormat(cls, tuple(fields))
+    try:
+        return _native_module.JsonFormat(cls, tuple(fields))
+    except TypeError:
+        return None  # a field not kept in a plain slot (the test counts the records written in C)
 
 
 def metadata_table() -> dict:
