@@ -18,11 +18,6 @@
 
 #include <string.h>
 
-typedef struct {
-    char *p;
-    Py_ssize_t len, cap;
-} Buf;
-
 /* A finished column buffer handed to Python without a copy: it owns the memory (freed with
  * the object) and exports it read-only through the buffer protocol (pa.py_buffer keeps it). */
 typedef struct {
@@ -64,34 +59,6 @@ static PyObject *hand_over(Buf *b) {
     return (PyObject *)o;
 }
 
-static int buf_grow(Buf *b, Py_ssize_t extra) {
-    Py_ssize_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + extra)
-        cap *= 2;
-    char *p = PyMem_RawRealloc(b->p, (size_t)cap);
-    if (p == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    b->p = p;
-    b->cap = cap;
-    return 0;
-}
-
-static inline int buf_reserve(Buf *b, Py_ssize_t extra) {
-    if (__builtin_expect(b->len + extra <= b->cap, 1))
-        return 0;
-    return buf_grow(b, extra);
-}
-
-static inline int buf_put(Buf *b, const void *src, Py_ssize_t n) {
-    if (buf_reserve(b, n) < 0)
-        return -1;
-    memcpy(b->p + b->len, src, (size_t)n);
-    b->len += n;
-    return 0;
-}
-
 /* One Arrow binary/string column: validity bits, int32 offsets, data. */
 typedef struct {
     Buf validity, offsets, data;
@@ -101,7 +68,7 @@ typedef struct {
 static inline int bit_put(Buf *bits, Py_ssize_t index, int set) {
     if (index % 8 == 0) {
         uint8_t zero = 0;
-        if (buf_put(bits, &zero, 1) < 0)
+        if (kw_buf_put(bits, &zero, 1) < 0)
             return -1;
     }
     if (set)
@@ -112,19 +79,19 @@ static inline int bit_put(Buf *bits, Py_ssize_t index, int set) {
 static inline int bin_put(BinCol *c, const uint8_t *src, Py_ssize_t len, int present) {
     if (c->offsets.len == 0) {
         int32_t zero = 0;
-        if (buf_put(&c->offsets, &zero, 4) < 0)
+        if (kw_buf_put(&c->offsets, &zero, 4) < 0)
             return -1;
     }
     if (c->data.len + len > INT32_MAX) {
         PyErr_SetString(PyExc_OverflowError, "an Arrow binary column holds at most 2 GiB: read fewer batches at once");
         return -1;
     }
-    if (bit_put(&c->validity, c->n, present) < 0 || (present && buf_put(&c->data, src, len) < 0))
+    if (bit_put(&c->validity, c->n, present) < 0 || (present && kw_buf_put(&c->data, src, len) < 0))
         return -1;
     int32_t end = (int32_t)c->data.len;
     c->nulls += !present;
     c->n += 1;
-    return buf_put(&c->offsets, &end, 4);
+    return kw_buf_put(&c->offsets, &end, 4);
 }
 
 typedef struct {
@@ -229,7 +196,7 @@ static PyObject *columns_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
         self->want_headers = want_headers;
         self->saturate = saturate;
         int32_t zero = 0;
-        if (buf_put(&self->list_offsets, &zero, 4) < 0)
+        if (kw_buf_put(&self->list_offsets, &zero, 4) < 0)
             Py_CLEAR(self);
     }
     return (PyObject *)self;
@@ -285,7 +252,7 @@ static int put_record(Columns *self, const Parser *p, const ParsedRecord *rec, i
     if (log_append_time != NULL)
         timestamp = *log_append_time;
     const uint8_t *d = p->r.d;
-    if (buf_put(&self->offsets, &offset, 8) < 0 || buf_put(&self->timestamps, &timestamp, 8) < 0
+    if (kw_buf_put(&self->offsets, &offset, 8) < 0 || kw_buf_put(&self->timestamps, &timestamp, 8) < 0
             || (self->want_key && bin_put(&self->key, d + rec->key.pos, rec->key.len, rec->key.present) < 0)
             || (self->want_value && bin_put(&self->value, d + rec->value.pos, rec->value.len, rec->value.present) < 0))
         return -1;
@@ -300,7 +267,7 @@ static int put_record(Columns *self, const Parser *p, const ParsedRecord *rec, i
             return -1;
     }
     int32_t end = (int32_t)self->hkey.n;
-    if (bit_put(&self->list_validity, self->n, rec->n_headers > 0) < 0 || buf_put(&self->list_offsets, &end, 4) < 0)
+    if (bit_put(&self->list_validity, self->n, rec->n_headers > 0) < 0 || kw_buf_put(&self->list_offsets, &end, 4) < 0)
         return -1;
     self->list_nulls += rec->n_headers == 0;  /* Spark's source: null, not an empty list */
     self->n += 1;
@@ -353,12 +320,12 @@ static int reserve_for(Columns *self, Py_ssize_t bytes) {
     Py_ssize_t records = bytes / 7 + 1;
     BinCol *cols[] = {&self->key, &self->value, &self->hkey, &self->hvalue};
     for (int i = 0; i < 4; i++)
-        if (buf_reserve(&cols[i]->data, bytes) < 0 || buf_reserve(&cols[i]->offsets, 4 * records + 4) < 0
-                || buf_reserve(&cols[i]->validity, records / 8 + 2) < 0)
+        if (kw_buf_reserve(&cols[i]->data, bytes) < 0 || kw_buf_reserve(&cols[i]->offsets, 4 * records + 4) < 0
+                || kw_buf_reserve(&cols[i]->validity, records / 8 + 2) < 0)
             return -1;
-    return buf_reserve(&self->offsets, 8 * records) < 0 || buf_reserve(&self->timestamps, 8 * records) < 0
-           || buf_reserve(&self->list_offsets, 4 * records + 4) < 0
-           || buf_reserve(&self->list_validity, records / 8 + 2) < 0 ? -1 : 0;
+    return kw_buf_reserve(&self->offsets, 8 * records) < 0 || kw_buf_reserve(&self->timestamps, 8 * records) < 0
+           || kw_buf_reserve(&self->list_offsets, 4 * records + 4) < 0
+           || kw_buf_reserve(&self->list_validity, records / 8 + 2) < 0 ? -1 : 0;
 }
 
 static inline uint32_t be32(const uint8_t *p) {
@@ -440,7 +407,7 @@ static PyObject *columns_add_batches(Columns *self, PyObject *const *args, Py_ss
 static PyObject *bin_tuple(BinCol *c) {
     if (c->offsets.len == 0) {
         int32_t zero = 0;
-        if (buf_put(&c->offsets, &zero, 4) < 0)
+        if (kw_buf_put(&c->offsets, &zero, 4) < 0)
             return NULL;
     }
     return Py_BuildValue("(NNNn)", hand_over(&c->validity), hand_over(&c->offsets), hand_over(&c->data), c->nulls);
@@ -461,7 +428,7 @@ static PyObject *columns_finish(Columns *self, PyObject *unused) {
         cols[i]->n = cols[i]->nulls = 0;
     self->n = self->list_nulls = 0;
     int32_t zero = 0;
-    if (result != NULL && buf_put(&self->list_offsets, &zero, 4) < 0)
+    if (result != NULL && kw_buf_put(&self->list_offsets, &zero, 4) < 0)
         Py_CLEAR(result);
     return result;
 }

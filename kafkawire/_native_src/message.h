@@ -54,6 +54,8 @@ int kw_slot_offset(PyTypeObject *cls, const char *name, Py_ssize_t *offset);
 
 /* UUID objects as uuid_from_bytes makes them; kw_uuid_init once at import. */
 int kw_uuid_init(void);
+/* The 16 bytes of a uuid.UUID (exactly that class): 0, or -1 (no exception set). */
+int kw_uuid_bytes(PyObject *u, uint8_t out[16]);
 
 /* The message at data[pos:] as program p says: a new (message, end) tuple, or NULL when the
  * bytes cannot be decoded (an exception may or may not be set: the caller clears it and lets

@@ -107,6 +107,26 @@ static PyObject *make_uuid(const uint8_t *p) {
     return u;
 }
 
+/* The 16 bytes of a uuid object the decoder made (an exact uuid.UUID): 0, or -1 for anything
+ * else (no exception is left set: the caller falls back to the pure code). */
+int kw_uuid_bytes(PyObject *u, uint8_t out[16]) {
+    if (Py_TYPE(u) != uuid_type)
+        return -1;
+    PyObject *value = SLOT(u, uuid_int_offset);
+    if (value == NULL || !PyLong_CheckExact(value))
+        return -1;
+#if PY_VERSION_HEX >= 0x030D0000
+    int failed = _PyLong_AsByteArray((PyLongObject *)value, out, 16, 0, 0, 1) < 0;
+#else
+    int failed = _PyLong_AsByteArray((PyLongObject *)value, out, 16, 0, 0) < 0;
+#endif
+    if (failed) {
+        PyErr_Clear();
+        return -1;
+    }
+    return 0;
+}
+
 static inline PyObject *read_fixed(const Ctx *c, int kind, Py_ssize_t *pos) {
     Py_ssize_t at = *pos;
     if (fixed_size[kind] > LEFT(c, at))

@@ -1,14 +1,21 @@
 /* kafkawire._native_records: the native record-batch path (issue 26). The pure-Python code
  * (kafkawire/records/record_decoding.py, builder.py) is its oracle; see parse.c (the record
  * parser), decode.c (Record objects), encode.c (RecordBatchBuilder.append) and columns.c
- * (Arrow buffers). */
-#include "message.h"
+ * (Arrow buffers), dump_json.c and dump_lines.c (dump-log's text). */
+#include "dump_text.h"
 
 static PyMethodDef methods[] = {
     {"decode_records", (PyCFunction)(void (*)(void))kw_decode_records, METH_FASTCALL,
      "decode_records(data, start, end, count, base_offset, base_timestamp, log_append_time, batch, "
      "record_cls) -> (records, None | (reason, position))"},
     {"crc32c", kw_crc32c_py, METH_O, "crc32c(data) -> the CRC-32C of the bytes (as the batch header stores it)."},
+    {"dump_records", (PyCFunction)(void (*)(void))kw_dump_records, METH_FASTCALL,
+     "dump_records(data, start, end, count, base_offset, base_timestamp, log_append_time, previous_offset, "
+     "timestamp_name, base_sequence, mode, metadata_table, batch_buffer, batch_position) -> None | (text, "
+     "last_offset): dump-log's batch and record lines (dump_lines.c)"},
+    {"dump_run", (PyCFunction)(void (*)(void))kw_dump_run, METH_FASTCALL,
+     "dump_run(data, position, previous_offset, mode, metadata_table, max_chars) -> (text, last_offset, position, "
+     "more): dump-log's lines of the batches from position on, up to one for the pure loop (dump_lines.c)"},
     {"set_pure_append", kw_set_pure_append, METH_O, "The pure append RecordWriter.append hands odd calls to."},
     {NULL, NULL, 0, NULL},
 };
@@ -24,7 +31,8 @@ PyMODINIT_FUNC PyInit__native_records(void) {
         return NULL;
     kw_crc32c_init();
     if (kw_decode_init(m) < 0 || kw_encode_init(m) < 0 || kw_columns_init(m) < 0
-        || kw_messages_init(m) < 0) {
+        || kw_messages_init(m) < 0 || PyType_Ready(&kw_JsonFormatType) < 0
+        || PyModule_AddObjectRef(m, "JsonFormat", (PyObject *)&kw_JsonFormatType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

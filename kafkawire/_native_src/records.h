@@ -7,6 +7,30 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
+
+/* A growable byte buffer (Arrow columns, dump-log's text). Its memory comes from PyMem_Raw*,
+ * so that a finished column can be handed to an OwnedBuffer that frees it. */
+typedef struct {
+    char *p;
+    Py_ssize_t len, cap;
+} Buf;
+
+int kw_buf_grow(Buf *b, Py_ssize_t extra);  /* room for extra more bytes; -1 (MemoryError set) */
+
+static inline int kw_buf_reserve(Buf *b, Py_ssize_t extra) {
+    if (__builtin_expect(b->len + extra <= b->cap, 1))
+        return 0;
+    return kw_buf_grow(b, extra);
+}
+
+static inline int kw_buf_put(Buf *b, const void *src, Py_ssize_t n) {
+    if (kw_buf_reserve(b, n) < 0)
+        return -1;
+    memcpy(b->p + b->len, src, (size_t)n);
+    b->len += n;
+    return 0;
+}
 
 /* A bad-bytes error: the reason and byte position the pure loop would give. */
 typedef struct {

@@ -11,6 +11,7 @@ command with one line naming the extra to install (kafkawire._extras), not a tra
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import sys
 from importlib import metadata
@@ -36,7 +37,10 @@ KAFKA_VERSION = "4.3.1"        # the Apache Kafka release whose wire format and 
 USAGE_ERROR = 1                # Kafka's CommandLineUtils.printUsageAndExit
 
 
+@functools.cache
 def version_line() -> str:
+    """Read once: every subcommand's --version shows it, and reading the installed package's
+    metadata a dozen times was a tenth of a second of every command's start."""
     try:
         ours = metadata.version("kafkawire")
     except metadata.PackageNotFoundError:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import struct
 import sys
 
 from kafkawire.controller.java_order import string_computed_hashmap_order
@@ -46,6 +47,7 @@ from kafkawire.records.scan import MIN_ENTRY_SIZE, SIZE_BELOW_MINIMUM, UNKNOWN_M
 from kafkawire.storage.snapshot import BOOTSTRAP_FILE_NAME, parse_snapshot_file_name
 from kafkawire.tools.dump_log_coordinators import CoordinatorDecoder, add_decoder_arguments, chosen_folder
 from kafkawire.tools.dump_log_indexes import IndexDumper
+from kafkawire.tools.dump_log_native import NativeLines
 from kafkawire.tools.dump_log_output import JsonOutput, TextOutput
 from kafkawire.tools.dump_log_records import RecordPrinter
 
@@ -53,6 +55,7 @@ COMMAND = "dump-log"
 HELP = "print the batches and records of log segments, snapshots and indexes, as kafka-dump-log does"
 
 INT_MAX = 0x7FFFFFFF
+_ENTRY_SIZE = struct.Struct(">i")  # an entry's size field, after its offset
 # A file of something else dumped with a decoder fails on every record; say so a few times.
 MAX_ERRORS_SHOWN_PER_FILE = 20
 
@@ -125,6 +128,8 @@ class Dumper(RecordPrinter, IndexDumper):
         self.errors_in_file = 0
         self.decode_payload = PayloadDecoder()
         self.coordinator = CoordinatorDecoder(opts.coordinator) if opts.coordinator else None
+        # The C text loop for plain v2 batches, if the extension is built (else None: pure)
+        self.native_lines = NativeLines.for_options(opts, self.coordinator)
         self.json = opts.json
         # Kafka's end-of-run reports, keyed by absolute path.
         self.non_consecutive: dict[str, dict[int, int]] = {}
@@ -221,7 +226,9 @@ class Dumper(RecordPrinter, IndexDumper):
     def _dump_batches(self, name: str, data: bytes, cut: bool = False) -> None:
         stop = len(data)        # where framing ended: the bytes from there on are "invalid"
         last_offset = [-1]      # as Kafka's: a segment starting past 0 is "-1 is followed by <base>"
-        for entry in scan_log(data, file=name):
+        entries = scan_log(data, file=name) if self.native_lines is None else \
+            self._entries_around_native_runs(name, data, last_offset)
+        for entry in entries:
             if isinstance(entry, TruncatedTail):
                 stop = entry.position
                 if not cut:
@@ -241,6 +248,20 @@ class Dumper(RecordPrinter, IndexDumper):
         if trailing > 0 and self.opts.max_bytes == INT_MAX:
             self.out.line(f"Found {trailing} invalid bytes at the end of {os.path.basename(name)}",
                           {"type": "trailingBytes", "file": name, "position": stop, "bytes": trailing})
+
+    def _entries_around_native_runs(self, name: str, data: bytes, last_offset: list):
+        """scan_log's entries that the C loop (NativeLines.run, which writes the batches it
+        takes on) leaves to the pure loop: each time, the one it stopped at."""
+        position = 0
+        while True:
+            position = self.native_lines.run(data, position, last_offset, self.out)
+            entry = next(scan_log(data, position, file=name), None)
+            if entry is None:
+                return
+            yield entry
+            if isinstance(entry, TruncatedTail) or (isinstance(entry, Corruption) and entry.kind == SIZE_BELOW_MINIMUM):
+                return  # the pure loop stops there too
+            position += LOG_OVERHEAD + _ENTRY_SIZE.unpack_from(data, position + 8)[0]
 
     def _torn_tail(self, name: str, tail: TruncatedTail) -> None:
         if tail.available <= HEADER_SIZE_UP_TO_MAGIC:

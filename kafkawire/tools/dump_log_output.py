@@ -33,19 +33,28 @@ def json_header(key, value) -> str:
 class _BufferedLines:
     """Lines gathered and written in blocks (a 100 MB log is millions of lines)."""
 
+    MAX_BLOCK_CHARS = 1 << 20
+
     def __init__(self, stream):
         self._stream = stream
         self._lines: list[str] = []
+        self._block_chars = 0   # the characters of the blocks gathered (add_block)
 
     def flush(self):
         if self._lines:
             self._lines.append("")
             self._stream.write("\n".join(self._lines))
             self._lines.clear()
+        self._block_chars = 0
         self._stream.flush()
 
+    def add_block(self, text: str):
+        """Many lines at once, joined by newlines (the C text loop's output)."""
+        self._lines.append(text)
+        self._block_chars += len(text)
+
     def maybe_flush(self):
-        if len(self._lines) > 4096:
+        if len(self._lines) > 4096 or self._block_chars > self.MAX_BLOCK_CHARS:
             self.flush()
 
 

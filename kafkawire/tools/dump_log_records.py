@@ -195,6 +195,13 @@ class RecordPrinter:
         self.out.line(text, obj)
 
     def _dump_v2_batch(self, batch, name: str, position: int, last_offset: list) -> None:
+        if self.native_lines is not None and self.opts.deep and not batch.attributes & CONTROL_FLAG_MASK:
+            ts_name = TIMESTAMP_TYPE_NAMES[1 if batch.attributes & TIMESTAMP_TYPE_MASK else 0]
+            done = self.native_lines.batch_lines(batch, ts_name, last_offset[0], with_batch_line=True)
+            if done is not None:
+                self.out.add_block(done[0])
+                last_offset[0] = done[1]
+                return
         valid = batch.is_valid
         self._batch_line(batch, position, True, valid)
         if not valid:
@@ -222,6 +229,12 @@ class RecordPrinter:
                     text += contents_json(contents(r, name, position, True), r, with_key)
                 raw(text + "}")
             return
+        if self.native_lines is not None:
+            done = self.native_lines.batch_lines(batch, ts_name, last_offset[0])
+            if done is not None:
+                self.out.add_block(done[0])
+                last_offset[0] = done[1]
+                return
         add = self.out.add
         skip_metadata = self.opts.skip_record_metadata
         prefix = "| " if skip_metadata else " "
