@@ -351,7 +351,7 @@ def _voters_records(batches):
     """(offset, voter ids) of every VotersRecord in stored batches, in log order."""
     for stored in batches:
         if _is_control(stored.data):
-            yield from _voters_in(stored.data)
+            yield from _voters_in(bytes(stored.data))     # hashable even if a core stored a view
 
 
 @functools.lru_cache(maxsize=4096)
