@@ -14,6 +14,7 @@ class Registry:
         self.index = index
         self._by_name = {name: module for name, module, _, _ in index}
         self._by_key: dict[tuple[int, str], str] = {}
+        self._classes: dict[str, type] = {}      # name -> class, once imported
         for name, module, kind, api_key in index:
             if api_key is not None:
                 self._by_key.setdefault((api_key, kind), name)
@@ -22,10 +23,14 @@ class Registry:
         """The generated class of a message by its schema name (``"FetchRequest"``, ``"TopicRecord"``),
         importing its module on first use. Raises KeyError for a name without a schema.
         """
+        cls = self._classes.get(name)
+        if cls is not None:      # import_module on every call costs a codec round trip a few percent
+            return cls
         module = self._by_name.get(name)
         if module is None:
             raise KeyError(f"no message named {name!r} in {self.package}")
-        return getattr(importlib.import_module(f"{self.package}.{module}"), name)
+        cls = self._classes[name] = getattr(importlib.import_module(f"{self.package}.{module}"), name)
+        return cls
 
     def by_api_key(self, api_key: int, kind: str):
         """The request or response class of an API key (kind is "request" or "response")."""

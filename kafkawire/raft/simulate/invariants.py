@@ -6,6 +6,7 @@ the nodes and the offsets or epochs involved.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 
 from kafkawire.records import ControlRecordType, iter_batches
@@ -73,6 +74,7 @@ class Invariants:
         self.applied: dict[int, bytes] = {}                # offset -> value applied first
         self.acked: dict[object, int] = {}                 # token -> offset acknowledged
         self.persisted_epoch: dict[object, int] = {}       # replica key -> highest epoch in its quorum-state
+        self._matched_logs: dict[tuple[int, int], tuple] = {}   # node pair -> the logs it last passed with
 
     def _violate(self, rule: str, detail: str) -> None:
         if rule in self.enabled:
@@ -298,26 +300,34 @@ class Invariants:
 
     # --- whole-cluster checks --------------------------------------------------------------------
     def check_log_matching(self, nodes) -> None:
-        logs = []
-        for n in nodes:
-            logs.append((n.node_id, {b.base: b for b in n.store.batches}))
+        logs = [(n.node_id, tuple(n.store.batches)) for n in nodes]
         for i in range(len(logs)):
             for j in range(i + 1, len(logs)):
-                (ida, a), (idb, b) = logs[i], logs[j]
-                common = sorted(set(a) & set(b))
-                last_match = None
-                for base in common:
-                    if a[base].epoch == b[base].epoch:
-                        last_match = base
-                if last_match is None:
+                (ida, a_batches), (idb, b_batches) = logs[i], logs[j]
+                # The check is a function of the two logs alone: a pair whose logs are the ones
+                # it last passed with (the same batches, compared by identity first) passes again.
+                if self._matched_logs.get((ida, idb)) == (a_batches, b_batches):
                     continue
-                for base in common:
-                    if base > last_match:
-                        break
-                    if a[base].data != b[base].data:
-                        self._violate(self.LOG_MATCHING,
-                                      f"nodes {ida} and {idb} agree on the epoch at offset {last_match} but "
-                                      f"differ at offset {base} (epochs {a[base].epoch}/{b[base].epoch})")
+                self._check_pair_matches(ida, {b.base: b for b in a_batches}, idb, {b.base: b for b in b_batches})
+                self._matched_logs[(ida, idb)] = (a_batches, b_batches)
+
+    def _check_pair_matches(self, ida: int, a: dict, idb: int, b: dict) -> None:
+        """Log matching between two logs ({base offset: stored batch}): where they agree on a
+        batch's epoch, they hold the same batches up to there."""
+        common = sorted(a.keys() & b.keys())
+        last_match = None
+        for base in common:
+            if a[base].epoch == b[base].epoch:
+                last_match = base
+        if last_match is None:
+            return
+        for base in common:
+            if base > last_match:
+                break
+            if a[base].data != b[base].data:
+                self._violate(self.LOG_MATCHING,
+                              f"nodes {ida} and {idb} agree on the epoch at offset {last_match} but "
+                              f"differ at offset {base} (epochs {a[base].epoch}/{b[base].epoch})")
 
     def check_voter_changes(self, node) -> None:
         """In this node's log: each VotersRecord changes at most one voter from the previous,
@@ -340,12 +350,18 @@ class Invariants:
 def _voters_records(batches):
     """(offset, voter ids) of every VotersRecord in stored batches, in log order."""
     for stored in batches:
-        if not _is_control(stored.data):
-            continue
-        for batch in iter_batches(stored.data):
-            for record in batch:
-                if record.control_type == ControlRecordType.KRAFT_VOTERS:
-                    yield record.offset, frozenset(v.voter_id for v in record.control_value.voters)
+        if _is_control(stored.data):
+            yield from _voters_in(bytes(stored.data))     # hashable even if a core stored a view
+
+
+@functools.lru_cache(maxsize=4096)
+def _voters_in(data: bytes) -> tuple[tuple[int, frozenset], ...]:
+    """(offset, voter ids) of the VotersRecords in one stored batch. Cached by the batch's bytes:
+    check_voter_changes reads every control batch of a log after every append, and decoding
+    them again was 8 % of a simulation."""
+    return tuple((record.offset, frozenset(v.voter_id for v in record.control_value.voters))
+                 for batch in iter_batches(data) for record in batch
+                 if record.control_type == ControlRecordType.KRAFT_VOTERS)
 
 
 def _last_voters_below(batches, offset: int):
