@@ -30,6 +30,9 @@ typedef struct {
     const Program *sub;    /* a struct's (or struct array's) program */
     PyObject *value;       /* a default's value, or its factory (D_CALL); owned */
     PyObject *instance;    /* D_LAZY: the default instance a value read is compared with; owned */
+    Py_ssize_t *lazy_slots;        /* D_LAZY: the offsets of the instance's field slots, or NULL */
+    Py_ssize_t n_lazy_slots;       /* (the encoder compares them in C, message_encode.c) */
+    Py_ssize_t lazy_unknown;       /* D_LAZY: the offset of its _unknown_tagged_fields slot */
 } FieldOp;
 
 typedef struct {

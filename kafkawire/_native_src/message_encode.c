@@ -188,6 +188,55 @@ static int put_value(Enc *e, const FieldOp *op, PyObject *value) {
     return put_struct(e, op->sub, value);
 }
 
+/* Values whose `!=` is C code without side effects: what a generated struct holds at its defaults. */
+static int plain_value(PyObject *v) {
+    return v == Py_None || PyLong_CheckExact(v) || PyBool_Check(v) || PyUnicode_CheckExact(v)
+           || PyFloat_CheckExact(v) || PyBytes_CheckExact(v);
+}
+
+/* Whether a lazy struct that was read (so made, perhaps changed in place) differs from the
+ * default instance, slot by slot in C: Struct.__eq__'s answer (and the generated encoders'
+ * field-by-field one) without a Python call on every encode. 1 or 0, or -1 (no exception set)
+ * when only Struct.__eq__ can say: another class, a value of another type, a list that is not
+ * empty on both sides, a nested lazy struct read on one side only. */
+static int lazy_slots_differ(const FieldOp *d, PyObject *value) {
+    if (value == Py_None)
+        return 1;
+    if (d->lazy_slots == NULL || Py_TYPE(value) != Py_TYPE(d->instance))
+        return -1;
+    PyObject *unknown = SLOT(value, d->lazy_unknown);
+    if (unknown == NULL || !(PyTuple_CheckExact(unknown) || PyList_CheckExact(unknown)))
+        return -1;
+    if (PySequence_Fast_GET_SIZE(unknown) != 0)
+        return 1;
+    for (Py_ssize_t i = 0; i < d->n_lazy_slots; i++) {
+        PyObject *mine = SLOT(value, d->lazy_slots[i]), *dflt = SLOT(d->instance, d->lazy_slots[i]);
+        if (mine == dflt)
+            continue;   /* the default's own value (a nested lazy struct never read: _MISSING) */
+        if (mine == NULL || dflt == NULL)
+            return -1;
+        if (PyList_CheckExact(mine) && PyList_CheckExact(dflt)) {
+            if (PyList_GET_SIZE(mine) != PyList_GET_SIZE(dflt))
+                return 1;   /* list == list compares the lengths first */
+            if (PyList_GET_SIZE(mine) != 0)
+                return -1;
+            continue;
+        }
+        if (!plain_value(mine) || !plain_value(dflt))
+            return -1;
+        PyObject *ne = PyObject_RichCompare(mine, dflt, Py_NE);
+        if (ne == NULL) {
+            PyErr_Clear();
+            return -1;
+        }
+        int truth = PyObject_IsTrue(ne);
+        Py_DECREF(ne);
+        if (truth != 0)
+            return truth < 0 ? (PyErr_Clear(), -1) : 1;
+    }
+    return 0;
+}
+
 /* Whether a value differs from its field's default, as the generated default_compare decides:
  * 1 or 0, or -1 when only the pure encoder can say (a list default that holds a tuple, ...). */
 static int differs(const FieldOp *d, PyObject *value) {
@@ -198,8 +247,12 @@ static int differs(const FieldOp *d, PyObject *value) {
         if (value == Py_None)
             return 1;
         return PyList_CheckExact(value) ? PyList_GET_SIZE(value) != 0 : -1;
-    case D_LAZY:      /* never read (_MISSING), or read and perhaps changed in place */
-        return value == d->value ? 0 : PyObject_RichCompareBool(value, d->instance, Py_NE);
+    case D_LAZY: {    /* never read (_MISSING), or read and perhaps changed in place */
+        if (value == d->value)
+            return 0;
+        int fast = lazy_slots_differ(d, value);
+        return fast >= 0 ? fast : PyObject_RichCompareBool(value, d->instance, Py_NE);
+    }
     case D_CALL: {
         PyObject *fresh = PyObject_CallNoArgs(d->value);
         int ne = fresh == NULL ? -1 : PyObject_RichCompareBool(value, fresh, Py_NE);

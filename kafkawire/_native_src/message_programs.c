@@ -95,6 +95,49 @@ static PyObject *lookup(ProgramsObject *self, PyObject *name) {
 
 static const Program *compile_named(ProgramsObject *self, PyObject *name);
 
+/* The slots of a lazy default's instance, which the encoder compares in C with those of a value
+ * read (message_encode.c, lazy_slots_differ): the offsets of its class's __slots__, the
+ * _unknown_tagged_fields one apart. Left NULL (the encoder then asks Struct.__eq__) unless those
+ * slots are all an instance holds and match the class's _FIELDS one for one. -1 on no memory. */
+static int compile_lazy_slots(FieldOp *op) {
+    PyTypeObject *cls = Py_TYPE(op->instance);
+    PyObject *slots = PyObject_GetAttrString((PyObject *)cls, "__slots__");
+    PyObject *fields = slots == NULL ? NULL : PyObject_GetAttrString((PyObject *)cls, "_FIELDS");
+    Py_ssize_t n = fields != NULL && PyTuple_Check(slots) && PyTuple_Check(fields) ? PyTuple_GET_SIZE(slots) : 0;
+    Py_ssize_t *offsets = NULL, count = 0, unknown = -1;
+    if (n >= 1 && PyTuple_GET_SIZE(fields) == n - 1 && cls->tp_dictoffset == 0
+        && cls->tp_basicsize == (Py_ssize_t)(sizeof(PyObject) + n * sizeof(PyObject *))) {
+        if ((offsets = PyMem_Calloc(n, sizeof(Py_ssize_t))) == NULL) {
+            Py_DECREF(slots);
+            Py_DECREF(fields);
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *name = PyTuple_GET_ITEM(slots, i);
+            const char *text = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+            Py_ssize_t at;
+            if (text == NULL || kw_slot_offset(cls, text, &at) < 0)
+                break;
+            if (strcmp(text, "_unknown_tagged_fields") == 0)
+                unknown = at;
+            else
+                offsets[count++] = at;
+        }
+    }
+    Py_XDECREF(slots);
+    Py_XDECREF(fields);
+    PyErr_Clear();   /* a class of another shape: the encoder asks Struct.__eq__ */
+    if (unknown < 0 || count != n - 1) {
+        PyMem_Free(offsets);
+        return 0;
+    }
+    op->lazy_slots = offsets;
+    op->n_lazy_slots = count;
+    op->lazy_unknown = unknown;
+    return 0;
+}
+
 static int compile_default(ProgramsObject *self, FieldOp *op, PyObject *mode_obj, PyObject *value) {
     const char *mode = PyUnicode_Check(mode_obj) ? PyUnicode_AsUTF8(mode_obj) : "";
     if (mode == NULL)
@@ -113,6 +156,8 @@ static int compile_default(ProgramsObject *self, FieldOp *op, PyObject *mode_obj
             return -1;
         Py_INCREF(instance);
         op->instance = instance;
+        if (compile_lazy_slots(op) < 0)
+            return -1;
     } else if (strcmp(mode, "global") == 0 || strcmp(mode, "call") == 0) {
         op->dmode = mode[0] == 'c' ? D_CALL : D_CONST;
         if ((value = lookup(self, value)) == NULL)
@@ -266,6 +311,7 @@ static const Program *compile_named(ProgramsObject *self, PyObject *name) {
 static void free_ops(FieldOp *op) {
     Py_XDECREF(op->value);
     Py_XDECREF(op->instance);
+    PyMem_Free(op->lazy_slots);
 }
 
 static void programs_dealloc(ProgramsObject *self) {

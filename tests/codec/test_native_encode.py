@@ -82,3 +82,50 @@ def test_lazy_tagged_struct_read_but_unchanged_is_left_out():
     partition.diverging_epoch.epoch = 7
     assert cls._NATIVE_ENCODERS[12](msg) == pure_encode(msg, 12)[1]
     assert cls.decode(msg.encode(12), 12).responses[0].partitions[0].diverging_epoch.epoch == 7
+
+
+def _no_struct_eq(self, other):
+    raise AssertionError("Struct.__eq__ was called")
+
+
+def test_lazy_struct_read_is_compared_with_its_default_in_c(monkeypatch):
+    """A lazy struct that was read (so made) is compared with its default instance slot by slot
+    in C, not through Struct.__eq__ on every encode (which made FetchResponse v4-v11 encodes
+    slower than kafka-python's): with __eq__ out of reach the native encoder still writes the
+    pure bytes, leaving the struct out at its default (v12: tagged; v4: absent) and writing it
+    once changed; values of other types (an int subclass) still get Struct.__eq__'s answer."""
+    from kafkawire.messages.fetch_response import EpochEndOffset, FetchableTopicResponse, PartitionData
+    cls = messages.by_name("FetchResponse")
+    partition = PartitionData(records=b"")
+    msg = cls(responses=[FetchableTopicResponse(topic="t", partitions=[partition])])
+    assert partition.diverging_epoch.epoch == -1 and partition.snapshot_id.epoch == -1   # read: made
+    partition.current_leader.leader_epoch = -1.0          # a float equal to the default int
+    monkeypatch.setattr(EpochEndOffset, "__eq__", _no_struct_eq)
+    for version in (4, 12):
+        assert cls._NATIVE_ENCODERS[version](msg) == pure_encode(msg, version)[1]
+    partition.diverging_epoch.epoch = 7
+    assert cls._NATIVE_ENCODERS[12](msg) == pure_encode(msg, 12)[1]
+    assert cls._NATIVE_ENCODERS[4](msg) is None           # set in a version without it: the pure encoder raises
+    monkeypatch.undo()
+
+    class MinusOne(int):
+        pass
+    partition.diverging_epoch.epoch = MinusOne(-1)        # not a plain int: Struct.__eq__ says equal
+    for version in (4, 12):
+        assert cls._NATIVE_ENCODERS[version](msg) == pure_encode(msg, version)[1]
+
+
+def test_lazy_struct_with_a_list_read_is_compared_in_c(monkeypatch):
+    """The same for a lazy struct holding a list (ClassicMemberMetadata): empty lists on both
+    sides are equal without Struct.__eq__, a non-empty one differs and is written."""
+    from kafkawire.messages.consumer_group_member_metadata_value import ClassicMemberMetadata, ClassicProtocol
+    cls = messages.by_name("ConsumerGroupMemberMetadataValue")
+    msg = cls()
+    assert msg.classic_member_metadata.supported_protocols == []
+    expected = pure_encode(msg, 0)[1]
+    monkeypatch.setattr(ClassicMemberMetadata, "__eq__", _no_struct_eq)
+    assert cls._NATIVE_ENCODERS[0](msg) == expected
+    msg.classic_member_metadata.supported_protocols.append(ClassicProtocol(name="range"))
+    native = cls._NATIVE_ENCODERS[0](msg)
+    monkeypatch.undo()
+    assert native == pure_encode(msg, 0)[1] != expected
