@@ -129,3 +129,20 @@ def test_lazy_struct_with_a_list_read_is_compared_in_c(monkeypatch):
     native = cls._NATIVE_ENCODERS[0](msg)
     monkeypatch.undo()
     assert native == pure_encode(msg, 0)[1] != expected
+
+
+def test_messages_around_the_one_pass_buffer_are_written_as_the_pure_encoder_does():
+    """The native encoder writes messages of up to 4 KB in one pass into a stack buffer and
+    larger ones in two (sized, then written): both give the pure bytes, on either side of the
+    boundary and far beyond it."""
+    from kafkawire.messages.fetch_response import FetchableTopicResponse, PartitionData
+    cls = messages.by_name("FetchResponse")
+    sample = cls(responses=[FetchableTopicResponse(topic="t", partitions=[PartitionData(records=bytes(200))])])
+    overhead = len(sample.encode(12)) - 200     # the same for records of 128 B to 16 KB (a 2-byte length)
+    for size in (4095, 4096, 4097, 10_000):
+        records = bytes(range(256)) * (size // 256 + 1)
+        partition = PartitionData(records=records[:size - overhead])
+        msg = cls(responses=[FetchableTopicResponse(topic="t", partitions=[partition])])
+        native = cls._NATIVE_ENCODERS[12](msg)
+        assert native is not None and len(native) == size
+        assert native == pure_encode(msg, 12)[1]
