@@ -62,6 +62,8 @@ int kw_uuid_init(void);
  * bytes cannot be decoded (an exception may or may not be set: the caller clears it and lets
  * the pure decoder word the error). */
 PyObject *kw_run_program(const Program *p, PyObject *data, Py_ssize_t pos);
+/* The same without the tuple: the message, *pos moved to its end. */
+PyObject *kw_read_message(const Program *p, PyObject *data, Py_ssize_t *pos);
 
 /* The bytes program p makes of obj (an instance of p->cls), exactly as the generated encoder
  * writes them; NULL (an exception may be set) for anything the C code does not take on: the

@@ -420,10 +420,15 @@ static PyObject *read_struct(Ctx *c, const Program *p, Py_ssize_t *pos) {
     return obj;
 }
 
-PyObject *kw_run_program(const Program *p, PyObject *data, Py_ssize_t pos) {
+PyObject *kw_read_message(const Program *p, PyObject *data, Py_ssize_t *pos) {
     Ctx c = {(const uint8_t *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), data, NULL};
-    PyObject *message = read_struct(&c, p, &pos);
+    PyObject *message = read_struct(&c, p, pos);
     Py_XDECREF(c.view);
+    return message;
+}
+
+PyObject *kw_run_program(const Program *p, PyObject *data, Py_ssize_t pos) {
+    PyObject *message = kw_read_message(p, data, &pos);
     if (message == NULL)
         return NULL;
     PyObject *end = PyLong_FromSsize_t(pos);

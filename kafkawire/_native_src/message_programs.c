@@ -467,17 +467,11 @@ static PyObject *class_decode_vectorcall(PyObject *callable, PyObject *const *ar
     if (nargs == 2 && nkw == 0 && PyBytes_CheckExact(args[0])) {
         PyObject *decoder = PyDict_GetItemWithError(self->decoders, args[1]);   /* borrowed */
         if (decoder != NULL && Py_IS_TYPE(decoder, &DecoderType)) {
-            PyObject *result = kw_run_program(((DecoderObject *)decoder)->program, args[0], 0);
-            if (result != NULL) {
-                PyObject *end = PyTuple_GET_ITEM(result, 1);
-                if (PyLong_AsSsize_t(end) == PyBytes_GET_SIZE(args[0])) {
-                    PyObject *message = PyTuple_GET_ITEM(result, 0);
-                    Py_INCREF(message);
-                    Py_DECREF(result);
-                    return message;
-                }
-                Py_DECREF(result);
-            }
+            Py_ssize_t end = 0;
+            PyObject *message = kw_read_message(((DecoderObject *)decoder)->program, args[0], &end);
+            if (message != NULL && end == PyBytes_GET_SIZE(args[0]))
+                return message;
+            Py_XDECREF(message);
         }
         PyErr_Clear();
     }
