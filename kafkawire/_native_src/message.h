@@ -71,6 +71,15 @@ PyObject *kw_read_message(const Program *p, PyObject *data, Py_ssize_t *pos);
 PyObject *kw_encode_program(const Program *p, PyObject *obj);
 int kw_encode_messages_init(void);
 
+/* The program a MessageDecoder or MessageEncoder runs; NULL for any other object. */
+const Program *kw_decoder_program(PyObject *obj);
+const Program *kw_encoder_program(PyObject *obj);
+
+/* cls.decode and message.encode in C (message_methods.c). */
+PyObject *kw_class_decode_new(PyObject *cls, PyObject *decoders, PyObject *fallback);
+PyObject *kw_method_encode_new(PyObject *fallback);
+int kw_message_methods_init(void);
+
 int kw_messages_init(PyObject *module);
 
 #endif

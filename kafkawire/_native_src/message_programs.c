@@ -44,16 +44,7 @@ typedef struct {
     PyObject *name;
 } EncoderObject;
 
-/* cls.decode for a generated message class: the whole-buffer decode in one C call. */
-typedef struct {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
-    PyObject *cls;        /* the message class */
-    PyObject *decoders;   /* its _DECODERS dict, read on every call */
-    PyObject *fallback;   /* Message.decode's function: called as fallback(cls, ...) */
-} ClassDecodeObject;
-
-static PyTypeObject ProgramsType, DecoderType, EncoderType, ClassDecodeType;
+static PyTypeObject ProgramsType, DecoderType, EncoderType;
 
 /* ---- compiling ---- */
 
@@ -458,86 +449,32 @@ static PyObject *encoder_repr(EncoderObject *self) {
     return PyUnicode_FromFormat("<native encoder %U>", self->name);
 }
 
-/* decode(data, version, *, partial=False): a native decoder's message when data is bytes, the
- * version's decoder is native, partial is not asked for, and the message uses every byte;
- * anything else (errors above all) is Message.decode's own work, called as it always was. */
-static PyObject *class_decode_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-    ClassDecodeObject *self = (ClassDecodeObject *)callable;
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
-    if (nargs == 2 && nkw == 0 && PyBytes_CheckExact(args[0])) {
-        PyObject *decoder = PyDict_GetItemWithError(self->decoders, args[1]);   /* borrowed */
-        if (decoder != NULL && Py_IS_TYPE(decoder, &DecoderType)) {
-            Py_ssize_t end = 0;
-            PyObject *message = kw_read_message(((DecoderObject *)decoder)->program, args[0], &end);
-            if (message != NULL && end == PyBytes_GET_SIZE(args[0]))
-                return message;
-            Py_XDECREF(message);
-        }
-        PyErr_Clear();
-    }
-    PyObject *stack[8];
-    if (nargs + nkw > 7)
-        return PyErr_Format(PyExc_TypeError, "decode() takes (data, version, *, partial=False)");
-    stack[0] = self->cls;
-    memcpy(stack + 1, args, (nargs + nkw) * sizeof(PyObject *));
-    return PyObject_Vectorcall(self->fallback, stack, nargs + 1, kwnames);
+const Program *kw_decoder_program(PyObject *obj) {
+    return obj != NULL && Py_IS_TYPE(obj, &DecoderType) ? ((DecoderObject *)obj)->program : NULL;
+}
+
+const Program *kw_encoder_program(PyObject *obj) {
+    return obj != NULL && Py_IS_TYPE(obj, &EncoderType) ? ((EncoderObject *)obj)->program : NULL;
 }
 
 static PyObject *programs_class_decode(ProgramsObject *self, PyObject *args) {
     PyObject *cls, *decoders, *fallback;
     if (!PyArg_ParseTuple(args, "OO!O:class_decode", &cls, &PyDict_Type, &decoders, &fallback))
         return NULL;
-    ClassDecodeObject *d = PyObject_New(ClassDecodeObject, &ClassDecodeType);
-    if (d == NULL)
-        return NULL;
-    d->vectorcall = class_decode_vectorcall;
-    Py_INCREF(cls);
-    Py_INCREF(decoders);
-    Py_INCREF(fallback);
-    d->cls = cls;
-    d->decoders = decoders;
-    d->fallback = fallback;
-    return (PyObject *)d;
+    return kw_class_decode_new(cls, decoders, fallback);
 }
 
-static void class_decode_dealloc(ClassDecodeObject *self) {
-    Py_XDECREF(self->cls);
-    Py_XDECREF(self->decoders);
-    Py_XDECREF(self->fallback);
-    PyObject_Free(self);
+static PyObject *programs_method_encode(ProgramsObject *self, PyObject *fallback) {
+    return kw_method_encode_new(fallback);
 }
-
-static PyObject *class_decode_doc(ClassDecodeObject *self, void *closure) {
-    return PyObject_GetAttrString(self->fallback, "__doc__");
-}
-
-static PyGetSetDef class_decode_getset[] = {
-    {"__doc__", (getter)class_decode_doc, NULL, NULL, NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
-static PyMemberDef class_decode_members[] = {
-    {"__wrapped__", T_OBJECT, offsetof(ClassDecodeObject, fallback), READONLY, "Message.decode's function"},
-    {NULL, 0, 0, 0, NULL},
-};
-
-static PyTypeObject ClassDecodeType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "kafkawire._native_records.MessageClassDecode",
-    .tp_basicsize = sizeof(ClassDecodeObject),
-    .tp_dealloc = (destructor)class_decode_dealloc,
-    .tp_vectorcall_offset = offsetof(ClassDecodeObject, vectorcall),
-    .tp_call = PyVectorcall_Call,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_getset = class_decode_getset,
-    .tp_members = class_decode_members,
-};
 
 static PyMethodDef programs_methods[] = {
     {"decoder", (PyCFunction)programs_decoder, METH_VARARGS,
      "decoder(name, pure) -> the MessageDecoder of the named program, falling back to pure"},
     {"class_decode", (PyCFunction)programs_class_decode, METH_VARARGS,
      "class_decode(cls, decoders, fallback) -> cls.decode in C, with fallback(cls, ...) for the rest"},
+    {"method_encode", (PyCFunction)programs_method_encode, METH_O,
+     "method_encode(fallback) -> Message.encode in C, with fallback(message, version) for the rest"},
     {"encoder", (PyCFunction)programs_encoder, METH_VARARGS,
      "encoder(name) -> the MessageEncoder of the named program: bytes, or None for the pure encoder"},
     {NULL, NULL, 0, NULL},
@@ -594,7 +531,7 @@ static PyTypeObject EncoderType = {
 
 int kw_messages_init(PyObject *module) {
     if (kw_uuid_init() < 0 || kw_encode_messages_init() < 0 || PyType_Ready(&ProgramsType) < 0
-        || PyType_Ready(&DecoderType) < 0 || PyType_Ready(&EncoderType) < 0 || PyType_Ready(&ClassDecodeType) < 0)
+        || PyType_Ready(&DecoderType) < 0 || PyType_Ready(&EncoderType) < 0 || kw_message_methods_init() < 0)
         return -1;
     Py_INCREF(&ProgramsType);
     if (PyModule_AddObject(module, "MessagePrograms", (PyObject *)&ProgramsType) < 0) {

@@ -54,3 +54,6 @@ def install(message_cls, programs: dict, namespace: dict) -> None:
     # Message.decode in C for the common call (whole bytes, no partial): for a small message the
     # Python method's own steps cost more than the decoding; everything else goes to that method.
     message_cls.decode = compiled.class_decode(message_cls, decoders, Message.decode.__func__)
+    # And message.encode in C: the native encoder's bytes without Message.encode's Python frame;
+    # anything it does not take on is Message.encode's own work.
+    message_cls.encode = compiled.method_encode(Message.encode)

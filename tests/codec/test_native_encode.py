@@ -146,3 +146,26 @@ def test_messages_around_the_one_pass_buffer_are_written_as_the_pure_encoder_doe
         native = cls._NATIVE_ENCODERS[12](msg)
         assert native is not None and len(native) == size
         assert native == pure_encode(msg, 12)[1]
+
+
+def test_message_encode_in_c_hands_every_other_call_to_message_encode(monkeypatch):
+    """message.encode is C for the common call (a version whose native encoder takes the message
+    on) and Message.encode's own work for the rest: a version without an encoder, a keyword
+    argument, an encoder replaced in _NATIVE_ENCODERS, a value the native encoder steps aside on;
+    it binds as a method does (cls.encode(message, v), a bound method kept and called later)."""
+    from kafkawire.protocol.errors import UnsupportedVersionError
+    cls = messages.by_name("FetchResponse")
+    msg = cls(throttle_time_ms=5)
+    expected = pure_encode(msg, 12)[1]
+    assert msg.encode(12) == cls.encode(msg, 12) == expected
+    bound = msg.encode
+    assert bound(12) == bound(version=12) == expected
+    with pytest.raises(UnsupportedVersionError, match="no such version"):
+        msg.encode(99)
+    calls = []
+    native = cls._NATIVE_ENCODERS[12]
+    monkeypatch.setitem(cls._NATIVE_ENCODERS, 12, lambda message: calls.append(message) or native(message))
+    assert msg.encode(12) == expected and calls == [msg]
+    monkeypatch.undo()
+    msg.throttle_time_ms = 2**40                          # out of range: the pure encoder's EncodeError
+    assert public_encode(msg, 12) == pure_encode(msg, 12) and public_encode(msg, 12)[0] != "ok"
