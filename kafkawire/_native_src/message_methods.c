@@ -7,21 +7,14 @@
 #include <structmember.h>
 #include <string.h>
 
-/* cls.decode for a generated message class: the whole-buffer decode in one C call. */
+/* cls.decode or message.encode of a generated message class: one layout for both. */
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    PyObject *cls;        /* the message class */
-    PyObject *decoders;   /* its _DECODERS dict, read on every call */
-    PyObject *fallback;   /* Message.decode's function: called as fallback(cls, ...) */
-} ClassDecodeObject;
-
-/* message.encode for a generated message class: the native encoder's bytes in one C call. */
-typedef struct {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
-    PyObject *fallback;   /* Message.encode's function: called as fallback(message, version) */
-} MethodEncodeObject;
+    PyObject *fallback;   /* Message.decode's function (called as fallback(cls, ...)), or Message.encode's */
+    PyObject *cls;        /* decode: the message class */
+    PyObject *decoders;   /* decode: its _DECODERS dict, read on every call */
+} MethodObject;
 
 static PyTypeObject ClassDecodeType, MethodEncodeType;
 static PyObject *native_encoders_name;   /* "_NATIVE_ENCODERS", interned */
@@ -30,7 +23,7 @@ static PyObject *native_encoders_name;   /* "_NATIVE_ENCODERS", interned */
  * version's decoder is native, partial is not asked for, and the message uses every byte;
  * anything else (errors above all) is Message.decode's own work, called as it always was. */
 static PyObject *class_decode_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-    ClassDecodeObject *self = (ClassDecodeObject *)callable;
+    MethodObject *self = (MethodObject *)callable;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
     if (nargs == 2 && nkw == 0 && PyBytes_CheckExact(args[0])) {
         PyObject *decoder = PyDict_GetItemWithError(self->decoders, args[1]);   /* borrowed */
@@ -56,7 +49,7 @@ static PyObject *class_decode_vectorcall(PyObject *callable, PyObject *const *ar
  * the version (its _NATIVE_ENCODERS, read on every call as Message.encode reads it) when it takes
  * the message on; every other call is Message.encode's own, which runs the pure encoder. */
 static PyObject *method_encode_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-    MethodEncodeObject *self = (MethodEncodeObject *)callable;
+    MethodObject *self = (MethodObject *)callable;
     if (PyVectorcall_NARGS(nargsf) == 2 && kwnames == NULL) {
         PyObject *encoders = _PyType_Lookup(Py_TYPE(args[0]), native_encoders_name);   /* borrowed */
         PyObject *encoder = encoders != NULL && PyDict_CheckExact(encoders)
@@ -82,93 +75,74 @@ static PyObject *method_encode_get(PyObject *self, PyObject *obj, PyObject *type
     return PyMethod_New(self, obj);
 }
 
-PyObject *kw_method_encode_new(PyObject *fallback) {
-    MethodEncodeObject *e = PyObject_New(MethodEncodeObject, &MethodEncodeType);
-    if (e == NULL)
+static PyObject *method_new(PyTypeObject *type, vectorcallfunc call, PyObject *fallback, PyObject *cls,
+                            PyObject *decoders) {
+    MethodObject *m = PyObject_New(MethodObject, type);
+    if (m == NULL)
         return NULL;
-    e->vectorcall = method_encode_vectorcall;
+    m->vectorcall = call;
     Py_INCREF(fallback);
-    e->fallback = fallback;
-    return (PyObject *)e;
+    Py_XINCREF(cls);
+    Py_XINCREF(decoders);
+    m->fallback = fallback;
+    m->cls = cls;
+    m->decoders = decoders;
+    return (PyObject *)m;
 }
-
-static void method_encode_dealloc(MethodEncodeObject *self) {
-    Py_XDECREF(self->fallback);
-    PyObject_Free(self);
-}
-
-static PyObject *method_encode_doc(MethodEncodeObject *self, void *closure) {
-    return PyObject_GetAttrString(self->fallback, "__doc__");
-}
-
-static PyGetSetDef method_encode_getset[] = {
-    {"__doc__", (getter)method_encode_doc, NULL, NULL, NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
-static PyMemberDef method_encode_members[] = {
-    {"__wrapped__", T_OBJECT, offsetof(MethodEncodeObject, fallback), READONLY, "Message.encode's function"},
-    {NULL, 0, 0, 0, NULL},
-};
-
-static PyTypeObject MethodEncodeType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "kafkawire._native_records.MessageMethodEncode",
-    .tp_basicsize = sizeof(MethodEncodeObject),
-    .tp_dealloc = (destructor)method_encode_dealloc,
-    .tp_vectorcall_offset = offsetof(MethodEncodeObject, vectorcall),
-    .tp_call = PyVectorcall_Call,
-    .tp_descr_get = method_encode_get,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_getset = method_encode_getset,
-    .tp_members = method_encode_members,
-};
 
 PyObject *kw_class_decode_new(PyObject *cls, PyObject *decoders, PyObject *fallback) {
-    ClassDecodeObject *d = PyObject_New(ClassDecodeObject, &ClassDecodeType);
-    if (d == NULL)
-        return NULL;
-    d->vectorcall = class_decode_vectorcall;
-    Py_INCREF(cls);
-    Py_INCREF(decoders);
-    Py_INCREF(fallback);
-    d->cls = cls;
-    d->decoders = decoders;
-    d->fallback = fallback;
-    return (PyObject *)d;
+    return method_new(&ClassDecodeType, class_decode_vectorcall, fallback, cls, decoders);
 }
 
-static void class_decode_dealloc(ClassDecodeObject *self) {
+PyObject *kw_method_encode_new(PyObject *fallback) {
+    return method_new(&MethodEncodeType, method_encode_vectorcall, fallback, NULL, NULL);
+}
+
+static void method_dealloc(MethodObject *self) {
+    Py_XDECREF(self->fallback);
     Py_XDECREF(self->cls);
     Py_XDECREF(self->decoders);
-    Py_XDECREF(self->fallback);
     PyObject_Free(self);
 }
 
-static PyObject *class_decode_doc(ClassDecodeObject *self, void *closure) {
+static PyObject *method_doc(MethodObject *self, void *closure) {
     return PyObject_GetAttrString(self->fallback, "__doc__");
 }
 
-static PyGetSetDef class_decode_getset[] = {
-    {"__doc__", (getter)class_decode_doc, NULL, NULL, NULL},
+static PyGetSetDef method_getset[] = {
+    {"__doc__", (getter)method_doc, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyMemberDef class_decode_members[] = {
-    {"__wrapped__", T_OBJECT, offsetof(ClassDecodeObject, fallback), READONLY, "Message.decode's function"},
+static PyMemberDef method_members[] = {
+    {"__wrapped__", T_OBJECT, offsetof(MethodObject, fallback), READONLY, "Message.decode's or Message.encode's function"},
     {NULL, 0, 0, 0, NULL},
 };
 
 static PyTypeObject ClassDecodeType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "kafkawire._native_records.MessageClassDecode",
-    .tp_basicsize = sizeof(ClassDecodeObject),
-    .tp_dealloc = (destructor)class_decode_dealloc,
-    .tp_vectorcall_offset = offsetof(ClassDecodeObject, vectorcall),
+    .tp_basicsize = sizeof(MethodObject),
+    .tp_dealloc = (destructor)method_dealloc,
+    .tp_vectorcall_offset = offsetof(MethodObject, vectorcall),
     .tp_call = PyVectorcall_Call,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_getset = class_decode_getset,
-    .tp_members = class_decode_members,
+    .tp_getset = method_getset,
+    .tp_members = method_members,
+};
+
+/* The same, binding to the message as a function does. */
+static PyTypeObject MethodEncodeType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafkawire._native_records.MessageMethodEncode",
+    .tp_basicsize = sizeof(MethodObject),
+    .tp_dealloc = (destructor)method_dealloc,
+    .tp_vectorcall_offset = offsetof(MethodObject, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_descr_get = method_encode_get,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_getset = method_getset,
+    .tp_members = method_members,
 };
 
 int kw_message_methods_init(void) {
