@@ -30,6 +30,9 @@ typedef struct {
     const Program *sub;    /* a struct's (or struct array's) program */
     PyObject *value;       /* a default's value, or its factory (D_CALL); owned */
     PyObject *instance;    /* D_LAZY: the default instance a value read is compared with; owned */
+    Py_ssize_t *lazy_slots;        /* D_LAZY: the offsets of the instance's field slots, or NULL */
+    Py_ssize_t n_lazy_slots;       /* (the encoder compares them in C, message_encode.c) */
+    Py_ssize_t lazy_unknown;       /* D_LAZY: the offset of its _unknown_tagged_fields slot */
 } FieldOp;
 
 typedef struct {
@@ -61,12 +64,23 @@ int kw_uuid_bytes(PyObject *u, uint8_t out[16]);
  * bytes cannot be decoded (an exception may or may not be set: the caller clears it and lets
  * the pure decoder word the error). */
 PyObject *kw_run_program(const Program *p, PyObject *data, Py_ssize_t pos);
+/* The same without the tuple: the message, *pos moved to its end. */
+PyObject *kw_read_message(const Program *p, PyObject *data, Py_ssize_t *pos);
 
 /* The bytes program p makes of obj (an instance of p->cls), exactly as the generated encoder
  * writes them; NULL (an exception may be set) for anything the C code does not take on: the
  * caller clears it and lets the pure encoder encode or word the error. */
 PyObject *kw_encode_program(const Program *p, PyObject *obj);
 int kw_encode_messages_init(void);
+
+/* The program a MessageDecoder or MessageEncoder runs; NULL for any other object. */
+const Program *kw_decoder_program(PyObject *obj);
+const Program *kw_encoder_program(PyObject *obj);
+
+/* cls.decode and message.encode in C (message_methods.c). */
+PyObject *kw_class_decode_new(PyObject *cls, PyObject *decoders, PyObject *fallback);
+PyObject *kw_method_encode_new(PyObject *fallback);
+int kw_message_methods_init(void);
 
 int kw_messages_init(PyObject *module);
 

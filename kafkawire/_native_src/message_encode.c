@@ -2,8 +2,9 @@
  * decoder's programs (a version's wire fields in order, its absent fields with their defaults,
  * its tagged fields).
  *
- * Two passes over the message: the first sizes it, the second writes into a bytes object of
- * exactly that size, so every value (record batches above all) is copied once. It takes on
+ * A message of a few KB is written in one pass into a buffer on the stack; a larger one in two
+ * passes: the first sizes it, the second writes into a bytes object of exactly that size, so
+ * every value (record batches above all) is copied once. It takes on
  * only what it can write exactly as the Python encoder would: exact ints, floats, str, bytes,
  * bytearray and byte memoryviews, lists and tuples, instances of the program's own classes,
  * absent and tagged fields at (or plainly off) their defaults, no unknown tagged fields. For
@@ -16,7 +17,13 @@
 typedef struct {
     uint8_t *out;          /* NULL: the sizing pass */
     Py_ssize_t n, cap;     /* bytes written (or counted), and the room there is */
+    int full;              /* set when a value did not fit in the room there is */
 } Enc;
+
+/* Messages up to this size are written in one pass into a buffer on the stack, then copied into
+ * the bytes object: cheaper than sizing them first. Larger ones (record batches above all) are
+ * sized, then written straight into a bytes object of that size, so every value is copied once. */
+#define ONE_PASS_ROOM 4096
 
 #define SLOT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
 
@@ -24,19 +31,28 @@ static PyTypeObject *uuid_type;
 static Py_ssize_t uuid_int_offset;
 
 static int put(Enc *e, const void *p, Py_ssize_t len) {
-    if (len > e->cap - e->n)
-        return -1;   /* only if a value changed between the passes */
+    if (len > e->cap - e->n) {
+        e->full = 1;   /* beyond the one-pass buffer, or a value changed between the passes */
+        return -1;
+    }
     if (e->out != NULL)
         memcpy(e->out + e->n, p, len);
     e->n += len;
     return 0;
 }
 
-static int put_be(Enc *e, uint64_t v, int size) {
-    uint8_t b[8];
-    for (int i = size - 1; i >= 0; i--, v >>= 8)
-        b[i] = (uint8_t)v;
-    return put(e, b, size);
+static inline int put_be(Enc *e, uint64_t v, int size) {
+    if (size > e->cap - e->n) {
+        e->full = 1;
+        return -1;
+    }
+    if (e->out != NULL) {
+        uint8_t *at = e->out + e->n;
+        for (int i = size - 1; i >= 0; i--, v >>= 8)
+            at[i] = (uint8_t)v;
+    }
+    e->n += size;
+    return 0;
 }
 
 static int put_uvarint(Enc *e, uint64_t v) {
@@ -188,6 +204,55 @@ static int put_value(Enc *e, const FieldOp *op, PyObject *value) {
     return put_struct(e, op->sub, value);
 }
 
+/* Values whose `!=` is C code without side effects: what a generated struct holds at its defaults. */
+static int plain_value(PyObject *v) {
+    return v == Py_None || PyLong_CheckExact(v) || PyBool_Check(v) || PyUnicode_CheckExact(v)
+           || PyFloat_CheckExact(v) || PyBytes_CheckExact(v);
+}
+
+/* Whether a lazy struct that was read (so made, perhaps changed in place) differs from the
+ * default instance, slot by slot in C: Struct.__eq__'s answer (and the generated encoders'
+ * field-by-field one) without a Python call on every encode. 1 or 0, or -1 (no exception set)
+ * when only Struct.__eq__ can say: another class, a value of another type, a list that is not
+ * empty on both sides, a nested lazy struct read on one side only. */
+static int lazy_slots_differ(const FieldOp *d, PyObject *value) {
+    if (value == Py_None)
+        return 1;
+    if (d->lazy_slots == NULL || Py_TYPE(value) != Py_TYPE(d->instance))
+        return -1;
+    PyObject *unknown = SLOT(value, d->lazy_unknown);
+    if (unknown == NULL || !(PyTuple_CheckExact(unknown) || PyList_CheckExact(unknown)))
+        return -1;
+    if (PySequence_Fast_GET_SIZE(unknown) != 0)
+        return 1;
+    for (Py_ssize_t i = 0; i < d->n_lazy_slots; i++) {
+        PyObject *mine = SLOT(value, d->lazy_slots[i]), *dflt = SLOT(d->instance, d->lazy_slots[i]);
+        if (mine == dflt)
+            continue;   /* the default's own value (a nested lazy struct never read: _MISSING) */
+        if (mine == NULL || dflt == NULL)
+            return -1;
+        if (PyList_CheckExact(mine) && PyList_CheckExact(dflt)) {
+            if (PyList_GET_SIZE(mine) != PyList_GET_SIZE(dflt))
+                return 1;   /* list == list compares the lengths first */
+            if (PyList_GET_SIZE(mine) != 0)
+                return -1;
+            continue;
+        }
+        if (!plain_value(mine) || !plain_value(dflt))
+            return -1;
+        PyObject *ne = PyObject_RichCompare(mine, dflt, Py_NE);
+        if (ne == NULL) {
+            PyErr_Clear();
+            return -1;
+        }
+        int truth = PyObject_IsTrue(ne);
+        Py_DECREF(ne);
+        if (truth != 0)
+            return truth < 0 ? (PyErr_Clear(), -1) : 1;
+    }
+    return 0;
+}
+
 /* Whether a value differs from its field's default, as the generated default_compare decides:
  * 1 or 0, or -1 when only the pure encoder can say (a list default that holds a tuple, ...). */
 static int differs(const FieldOp *d, PyObject *value) {
@@ -198,8 +263,12 @@ static int differs(const FieldOp *d, PyObject *value) {
         if (value == Py_None)
             return 1;
         return PyList_CheckExact(value) ? PyList_GET_SIZE(value) != 0 : -1;
-    case D_LAZY:      /* never read (_MISSING), or read and perhaps changed in place */
-        return value == d->value ? 0 : PyObject_RichCompareBool(value, d->instance, Py_NE);
+    case D_LAZY: {    /* never read (_MISSING), or read and perhaps changed in place */
+        if (value == d->value)
+            return 0;
+        int fast = lazy_slots_differ(d, value);
+        return fast >= 0 ? fast : PyObject_RichCompareBool(value, d->instance, Py_NE);
+    }
     case D_CALL: {
         PyObject *fresh = PyObject_CallNoArgs(d->value);
         int ne = fresh == NULL ? -1 : PyObject_RichCompareBool(value, fresh, Py_NE);
@@ -239,7 +308,7 @@ static int put_tags(Enc *e, const Program *p, PyObject *obj) {
         if (!write[i])
             continue;
         PyObject *value = SLOT(obj, p->tags[i].op.offset);
-        Enc sizing = {NULL, 0, PY_SSIZE_T_MAX};
+        Enc sizing = {NULL, 0, PY_SSIZE_T_MAX, 0};
         if (put_value(&sizing, &p->tags[i].op, value) < 0 || put_uvarint(e, (uint64_t)p->tags[i].tag) < 0
             || put_uvarint(e, (uint64_t)sizing.n) < 0 || put_value(e, &p->tags[i].op, value) < 0)
             return -1;
@@ -268,13 +337,19 @@ static int put_struct(Enc *e, const Program *p, PyObject *obj) {
 }
 
 PyObject *kw_encode_program(const Program *p, PyObject *obj) {
-    Enc sizing = {NULL, 0, PY_SSIZE_T_MAX};
+    uint8_t room[ONE_PASS_ROOM];
+    Enc small = {room, 0, ONE_PASS_ROOM, 0};
+    if (put_struct(&small, p, obj) == 0)
+        return PyBytes_FromStringAndSize((const char *)room, small.n);
+    if (!small.full)
+        return NULL;
+    Enc sizing = {NULL, 0, PY_SSIZE_T_MAX, 0};
     if (put_struct(&sizing, p, obj) < 0)
         return NULL;
     PyObject *result = PyBytes_FromStringAndSize(NULL, sizing.n);
     if (result == NULL)
         return NULL;
-    Enc writing = {(uint8_t *)PyBytes_AS_STRING(result), 0, sizing.n};
+    Enc writing = {(uint8_t *)PyBytes_AS_STRING(result), 0, sizing.n, 0};
     if (put_struct(&writing, p, obj) < 0 || writing.n != sizing.n) {
         Py_DECREF(result);
         return NULL;

@@ -44,16 +44,7 @@ typedef struct {
     PyObject *name;
 } EncoderObject;
 
-/* cls.decode for a generated message class: the whole-buffer decode in one C call. */
-typedef struct {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
-    PyObject *cls;        /* the message class */
-    PyObject *decoders;   /* its _DECODERS dict, read on every call */
-    PyObject *fallback;   /* Message.decode's function: called as fallback(cls, ...) */
-} ClassDecodeObject;
-
-static PyTypeObject ProgramsType, DecoderType, EncoderType, ClassDecodeType;
+static PyTypeObject ProgramsType, DecoderType, EncoderType;
 
 /* ---- compiling ---- */
 
@@ -95,6 +86,49 @@ static PyObject *lookup(ProgramsObject *self, PyObject *name) {
 
 static const Program *compile_named(ProgramsObject *self, PyObject *name);
 
+/* The slots of a lazy default's instance, which the encoder compares in C with those of a value
+ * read (message_encode.c, lazy_slots_differ): the offsets of its class's __slots__, the
+ * _unknown_tagged_fields one apart. Left NULL (the encoder then asks Struct.__eq__) unless those
+ * slots are all an instance holds and match the class's _FIELDS one for one. -1 on no memory. */
+static int compile_lazy_slots(FieldOp *op) {
+    PyTypeObject *cls = Py_TYPE(op->instance);
+    PyObject *slots = PyObject_GetAttrString((PyObject *)cls, "__slots__");
+    PyObject *fields = slots == NULL ? NULL : PyObject_GetAttrString((PyObject *)cls, "_FIELDS");
+    Py_ssize_t n = fields != NULL && PyTuple_Check(slots) && PyTuple_Check(fields) ? PyTuple_GET_SIZE(slots) : 0;
+    Py_ssize_t *offsets = NULL, count = 0, unknown = -1;
+    if (n >= 1 && PyTuple_GET_SIZE(fields) == n - 1 && cls->tp_dictoffset == 0
+        && cls->tp_basicsize == (Py_ssize_t)(sizeof(PyObject) + n * sizeof(PyObject *))) {
+        if ((offsets = PyMem_Calloc(n, sizeof(Py_ssize_t))) == NULL) {
+            Py_DECREF(slots);
+            Py_DECREF(fields);
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *name = PyTuple_GET_ITEM(slots, i);
+            const char *text = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+            Py_ssize_t at;
+            if (text == NULL || kw_slot_offset(cls, text, &at) < 0)
+                break;
+            if (strcmp(text, "_unknown_tagged_fields") == 0)
+                unknown = at;
+            else
+                offsets[count++] = at;
+        }
+    }
+    Py_XDECREF(slots);
+    Py_XDECREF(fields);
+    PyErr_Clear();   /* a class of another shape: the encoder asks Struct.__eq__ */
+    if (unknown < 0 || count != n - 1) {
+        PyMem_Free(offsets);
+        return 0;
+    }
+    op->lazy_slots = offsets;
+    op->n_lazy_slots = count;
+    op->lazy_unknown = unknown;
+    return 0;
+}
+
 static int compile_default(ProgramsObject *self, FieldOp *op, PyObject *mode_obj, PyObject *value) {
     const char *mode = PyUnicode_Check(mode_obj) ? PyUnicode_AsUTF8(mode_obj) : "";
     if (mode == NULL)
@@ -113,6 +147,8 @@ static int compile_default(ProgramsObject *self, FieldOp *op, PyObject *mode_obj
             return -1;
         Py_INCREF(instance);
         op->instance = instance;
+        if (compile_lazy_slots(op) < 0)
+            return -1;
     } else if (strcmp(mode, "global") == 0 || strcmp(mode, "call") == 0) {
         op->dmode = mode[0] == 'c' ? D_CALL : D_CONST;
         if ((value = lookup(self, value)) == NULL)
@@ -266,6 +302,7 @@ static const Program *compile_named(ProgramsObject *self, PyObject *name) {
 static void free_ops(FieldOp *op) {
     Py_XDECREF(op->value);
     Py_XDECREF(op->instance);
+    PyMem_Free(op->lazy_slots);
 }
 
 static void programs_dealloc(ProgramsObject *self) {
@@ -412,92 +449,32 @@ static PyObject *encoder_repr(EncoderObject *self) {
     return PyUnicode_FromFormat("<native encoder %U>", self->name);
 }
 
-/* decode(data, version, *, partial=False): a native decoder's message when data is bytes, the
- * version's decoder is native, partial is not asked for, and the message uses every byte;
- * anything else (errors above all) is Message.decode's own work, called as it always was. */
-static PyObject *class_decode_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-    ClassDecodeObject *self = (ClassDecodeObject *)callable;
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
-    if (nargs == 2 && nkw == 0 && PyBytes_CheckExact(args[0])) {
-        PyObject *decoder = PyDict_GetItemWithError(self->decoders, args[1]);   /* borrowed */
-        if (decoder != NULL && Py_IS_TYPE(decoder, &DecoderType)) {
-            PyObject *result = kw_run_program(((DecoderObject *)decoder)->program, args[0], 0);
-            if (result != NULL) {
-                PyObject *end = PyTuple_GET_ITEM(result, 1);
-                if (PyLong_AsSsize_t(end) == PyBytes_GET_SIZE(args[0])) {
-                    PyObject *message = PyTuple_GET_ITEM(result, 0);
-                    Py_INCREF(message);
-                    Py_DECREF(result);
-                    return message;
-                }
-                Py_DECREF(result);
-            }
-        }
-        PyErr_Clear();
-    }
-    PyObject *stack[8];
-    if (nargs + nkw > 7)
-        return PyErr_Format(PyExc_TypeError, "decode() takes (data, version, *, partial=False)");
-    stack[0] = self->cls;
-    memcpy(stack + 1, args, (nargs + nkw) * sizeof(PyObject *));
-    return PyObject_Vectorcall(self->fallback, stack, nargs + 1, kwnames);
+const Program *kw_decoder_program(PyObject *obj) {
+    return obj != NULL && Py_IS_TYPE(obj, &DecoderType) ? ((DecoderObject *)obj)->program : NULL;
+}
+
+const Program *kw_encoder_program(PyObject *obj) {
+    return obj != NULL && Py_IS_TYPE(obj, &EncoderType) ? ((EncoderObject *)obj)->program : NULL;
 }
 
 static PyObject *programs_class_decode(ProgramsObject *self, PyObject *args) {
     PyObject *cls, *decoders, *fallback;
     if (!PyArg_ParseTuple(args, "OO!O:class_decode", &cls, &PyDict_Type, &decoders, &fallback))
         return NULL;
-    ClassDecodeObject *d = PyObject_New(ClassDecodeObject, &ClassDecodeType);
-    if (d == NULL)
-        return NULL;
-    d->vectorcall = class_decode_vectorcall;
-    Py_INCREF(cls);
-    Py_INCREF(decoders);
-    Py_INCREF(fallback);
-    d->cls = cls;
-    d->decoders = decoders;
-    d->fallback = fallback;
-    return (PyObject *)d;
+    return kw_class_decode_new(cls, decoders, fallback);
 }
 
-static void class_decode_dealloc(ClassDecodeObject *self) {
-    Py_XDECREF(self->cls);
-    Py_XDECREF(self->decoders);
-    Py_XDECREF(self->fallback);
-    PyObject_Free(self);
+static PyObject *programs_method_encode(ProgramsObject *self, PyObject *fallback) {
+    return kw_method_encode_new(fallback);
 }
-
-static PyObject *class_decode_doc(ClassDecodeObject *self, void *closure) {
-    return PyObject_GetAttrString(self->fallback, "__doc__");
-}
-
-static PyGetSetDef class_decode_getset[] = {
-    {"__doc__", (getter)class_decode_doc, NULL, NULL, NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
-static PyMemberDef class_decode_members[] = {
-    {"__wrapped__", T_OBJECT, offsetof(ClassDecodeObject, fallback), READONLY, "Message.decode's function"},
-    {NULL, 0, 0, 0, NULL},
-};
-
-static PyTypeObject ClassDecodeType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "kafkawire._native_records.MessageClassDecode",
-    .tp_basicsize = sizeof(ClassDecodeObject),
-    .tp_dealloc = (destructor)class_decode_dealloc,
-    .tp_vectorcall_offset = offsetof(ClassDecodeObject, vectorcall),
-    .tp_call = PyVectorcall_Call,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_getset = class_decode_getset,
-    .tp_members = class_decode_members,
-};
 
 static PyMethodDef programs_methods[] = {
     {"decoder", (PyCFunction)programs_decoder, METH_VARARGS,
      "decoder(name, pure) -> the MessageDecoder of the named program, falling back to pure"},
     {"class_decode", (PyCFunction)programs_class_decode, METH_VARARGS,
      "class_decode(cls, decoders, fallback) -> cls.decode in C, with fallback(cls, ...) for the rest"},
+    {"method_encode", (PyCFunction)programs_method_encode, METH_O,
+     "method_encode(fallback) -> Message.encode in C, with fallback(message, version) for the rest"},
     {"encoder", (PyCFunction)programs_encoder, METH_VARARGS,
      "encoder(name) -> the MessageEncoder of the named program: bytes, or None for the pure encoder"},
     {NULL, NULL, 0, NULL},
@@ -554,7 +531,7 @@ static PyTypeObject EncoderType = {
 
 int kw_messages_init(PyObject *module) {
     if (kw_uuid_init() < 0 || kw_encode_messages_init() < 0 || PyType_Ready(&ProgramsType) < 0
-        || PyType_Ready(&DecoderType) < 0 || PyType_Ready(&EncoderType) < 0 || PyType_Ready(&ClassDecodeType) < 0)
+        || PyType_Ready(&DecoderType) < 0 || PyType_Ready(&EncoderType) < 0 || kw_message_methods_init() < 0)
         return -1;
     Py_INCREF(&ProgramsType);
     if (PyModule_AddObject(module, "MessagePrograms", (PyObject *)&ProgramsType) < 0) {

@@ -18,7 +18,9 @@ Encoding goes the same way: ``install`` fills the message class's ``_NATIVE_ENCO
 -> C encoder over the same program), which Message.encode tries first; the C encoder returns
 the bytes, or None for anything it does not take on (a value of an unexpected type, a field set
 in a version without it, unknown tagged fields, ...), and the generated encoder runs as before,
-writing the same bytes or raising its own EncodeError. ``encode_into`` stays pure.
+writing the same bytes or raising its own EncodeError. ``install`` also gives the class an
+``encode`` method in C that runs the version's C encoder itself (``_NATIVE_ENCODERS`` read on
+every call) and hands every other call to Message.encode. ``encode_into`` stays pure.
 
 With ``KAFKAWIRE_PURE=1``, or without the C extension, ``install`` leaves the tables alone.
 """
@@ -54,3 +56,6 @@ def install(message_cls, programs: dict, namespace: dict) -> None:
     # Message.decode in C for the common call (whole bytes, no partial): for a small message the
     # Python method's own steps cost more than the decoding; everything else goes to that method.
     message_cls.decode = compiled.class_decode(message_cls, decoders, Message.decode.__func__)
+    # And message.encode in C: the native encoder's bytes without Message.encode's Python frame;
+    # anything it does not take on is Message.encode's own work.
+    message_cls.encode = compiled.method_encode(Message.encode)

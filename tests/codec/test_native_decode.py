@@ -200,3 +200,48 @@ def test_class_decode_hands_every_other_call_to_message_decode(monkeypatch):
     pure = cls._DECODERS[12].pure
     monkeypatch.setitem(cls._DECODERS, 12, lambda raw, pos: calls.append(pos) or pure(raw, pos))
     assert cls.decode(data, 12) == whole and calls == [0]
+
+
+def _string_decodes_as_python_does(decoder, payload: bytes):
+    """The native decoder's str of these bytes (a FindCoordinatorRequest v0 key) is Python's
+    strict UTF-8 decoding of them, or it gives up exactly where that raises."""
+    try:
+        expected = payload.decode("utf-8")
+    except UnicodeDecodeError:
+        expected = None
+    data = struct.pack(">h", len(payload)) + payload
+    try:
+        got = decoder.native(data, 0)[0].key
+    except ValueError:
+        got = None
+    # str equality also compares the storage kind (Latin-1, UCS-2, UCS-4): a str made one size
+    # too wide would differ here.
+    assert (type(got), got) == (type(expected), expected), f"{payload!r}"
+
+
+UTF8_BOUNDARIES = (0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xF4, 0xFF)
+CONTINUATION_OR_NOT = (0x41, 0x80, 0xBF, 0xC0)   # past the second byte only the 10xxxxxx form matters
+
+
+@needs_native
+def test_strings_are_strict_utf8_as_python_decodes_it():
+    """The native decoder makes its own str of UTF-8 (measured, then filled at its final size):
+    every lead byte followed by the boundary values of the continuation ranges (overlong forms,
+    surrogates, past U+10FFFF, truncated sequences) decodes to Python's str, of the same
+    storage kind, or is refused where Python's strict decoding raises."""
+    decoder = messages.by_name("FindCoordinatorRequest")._DECODERS[0]
+    tails = [()] + [(b,) for b in CONTINUATION_OR_NOT] + [(b, c) for b in CONTINUATION_OR_NOT for c in CONTINUATION_OR_NOT]
+    for lead in range(256):
+        for second in UTF8_BOUNDARIES:
+            for tail in tails:
+                _string_decodes_as_python_does(decoder, bytes((lead, second) + tail))
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.text(max_size=12).map(lambda t: t.encode("utf-8", "surrogatepass")),
+                          st.binary(max_size=6), st.just(b"abcdefgh")), max_size=6))
+def test_mixed_text_decodes_as_python_does(parts):
+    """ASCII runs of eight bytes and more (read a word at a time) next to any other text, and
+    bytes that are not UTF-8: Python's str or Python's refusal."""
+    _string_decodes_as_python_does(messages.by_name("FindCoordinatorRequest")._DECODERS[0], b"".join(parts))

@@ -82,3 +82,90 @@ def test_lazy_tagged_struct_read_but_unchanged_is_left_out():
     partition.diverging_epoch.epoch = 7
     assert cls._NATIVE_ENCODERS[12](msg) == pure_encode(msg, 12)[1]
     assert cls.decode(msg.encode(12), 12).responses[0].partitions[0].diverging_epoch.epoch == 7
+
+
+def _no_struct_eq(self, other):
+    raise AssertionError("Struct.__eq__ was called")
+
+
+def test_lazy_struct_read_is_compared_with_its_default_in_c(monkeypatch):
+    """A lazy struct that was read (so made) is compared with its default instance slot by slot
+    in C, not through Struct.__eq__ on every encode (which made FetchResponse v4-v11 encodes
+    slower than kafka-python's): with __eq__ out of reach the native encoder still writes the
+    pure bytes, leaving the struct out at its default (v12: tagged; v4: absent) and writing it
+    once changed; values of other types (an int subclass) still get Struct.__eq__'s answer."""
+    from kafkawire.messages.fetch_response import EpochEndOffset, FetchableTopicResponse, PartitionData
+    cls = messages.by_name("FetchResponse")
+    partition = PartitionData(records=b"")
+    msg = cls(responses=[FetchableTopicResponse(topic="t", partitions=[partition])])
+    assert partition.diverging_epoch.epoch == -1 and partition.snapshot_id.epoch == -1   # read: made
+    partition.current_leader.leader_epoch = -1.0          # a float equal to the default int
+    monkeypatch.setattr(EpochEndOffset, "__eq__", _no_struct_eq)
+    for version in (4, 12):
+        assert cls._NATIVE_ENCODERS[version](msg) == pure_encode(msg, version)[1]
+    partition.diverging_epoch.epoch = 7
+    assert cls._NATIVE_ENCODERS[12](msg) == pure_encode(msg, 12)[1]
+    assert cls._NATIVE_ENCODERS[4](msg) is None           # set in a version without it: the pure encoder raises
+    monkeypatch.undo()
+
+    class MinusOne(int):
+        pass
+    partition.diverging_epoch.epoch = MinusOne(-1)        # not a plain int: Struct.__eq__ says equal
+    for version in (4, 12):
+        assert cls._NATIVE_ENCODERS[version](msg) == pure_encode(msg, version)[1]
+
+
+def test_lazy_struct_with_a_list_read_is_compared_in_c(monkeypatch):
+    """The same for a lazy struct holding a list (ClassicMemberMetadata): empty lists on both
+    sides are equal without Struct.__eq__, a non-empty one differs and is written."""
+    from kafkawire.messages.consumer_group_member_metadata_value import ClassicMemberMetadata, ClassicProtocol
+    cls = messages.by_name("ConsumerGroupMemberMetadataValue")
+    msg = cls()
+    assert msg.classic_member_metadata.supported_protocols == []
+    expected = pure_encode(msg, 0)[1]
+    monkeypatch.setattr(ClassicMemberMetadata, "__eq__", _no_struct_eq)
+    assert cls._NATIVE_ENCODERS[0](msg) == expected
+    msg.classic_member_metadata.supported_protocols.append(ClassicProtocol(name="range"))
+    native = cls._NATIVE_ENCODERS[0](msg)
+    monkeypatch.undo()
+    assert native == pure_encode(msg, 0)[1] != expected
+
+
+def test_messages_around_the_one_pass_buffer_are_written_as_the_pure_encoder_does():
+    """The native encoder writes messages of up to 4 KB in one pass into a stack buffer and
+    larger ones in two (sized, then written): both give the pure bytes, on either side of the
+    boundary and far beyond it."""
+    from kafkawire.messages.fetch_response import FetchableTopicResponse, PartitionData
+    cls = messages.by_name("FetchResponse")
+    sample = cls(responses=[FetchableTopicResponse(topic="t", partitions=[PartitionData(records=bytes(200))])])
+    overhead = len(sample.encode(12)) - 200     # the same for records of 128 B to 16 KB (a 2-byte length)
+    for size in (4095, 4096, 4097, 10_000):
+        records = bytes(range(256)) * (size // 256 + 1)
+        partition = PartitionData(records=records[:size - overhead])
+        msg = cls(responses=[FetchableTopicResponse(topic="t", partitions=[partition])])
+        native = cls._NATIVE_ENCODERS[12](msg)
+        assert native is not None and len(native) == size
+        assert native == pure_encode(msg, 12)[1]
+
+
+def test_message_encode_in_c_hands_every_other_call_to_message_encode(monkeypatch):
+    """message.encode is C for the common call (a version whose native encoder takes the message
+    on) and Message.encode's own work for the rest: a version without an encoder, a keyword
+    argument, an encoder replaced in _NATIVE_ENCODERS, a value the native encoder steps aside on;
+    it binds as a method does (cls.encode(message, v), a bound method kept and called later)."""
+    from kafkawire.protocol.errors import UnsupportedVersionError
+    cls = messages.by_name("FetchResponse")
+    msg = cls(throttle_time_ms=5)
+    expected = pure_encode(msg, 12)[1]
+    assert msg.encode(12) == cls.encode(msg, 12) == expected
+    bound = msg.encode
+    assert bound(12) == bound(version=12) == expected
+    with pytest.raises(UnsupportedVersionError, match="no such version"):
+        msg.encode(99)
+    calls = []
+    native = cls._NATIVE_ENCODERS[12]
+    monkeypatch.setitem(cls._NATIVE_ENCODERS, 12, lambda message: calls.append(message) or native(message))
+    assert msg.encode(12) == expected and calls == [msg]
+    monkeypatch.undo()
+    msg.throttle_time_ms = 2**40                          # out of range: the pure encoder's EncodeError
+    assert public_encode(msg, 12) == pure_encode(msg, 12) and public_encode(msg, 12)[0] != "ok"
