@@ -52,6 +52,7 @@ from .heartbeats import SESSION_TIMEOUT_MS, BrokerHeartbeatManager
 from .registration import ControllerRegistrationManager
 from .snapshot import image_records, iter_image_records
 from .state import ControllerState
+from .stats import ControllerStats
 from .topics import TopicDefaults, create_topics
 from .versions import SUPPORTED_FEATURES
 
@@ -109,6 +110,7 @@ class MetadataController:
         self.rng = rng or random.Random()
         self.state = ControllerState(self.supported_features)
         self.sessions = BrokerHeartbeatManager(session_timeout_ms)
+        self.stats = ControllerStats()
         self.registration = ControllerRegistrationManager(
             raft, self.state, incarnation_id=self.incarnation_id, listeners=listeners,
             supported_features=self.supported_features, backoff_initial_ms=registration_backoff_ms, rng=self.rng)
@@ -136,6 +138,11 @@ class MetadataController:
     def in_transaction(self) -> bool:
         """A metadata transaction is open: a snapshot now would miss its records (see snapshot_records)."""
         return self.state.in_transaction
+
+    @property
+    def replay_stats(self):
+        """What replay counted (elections, records that could not be applied), for the metrics."""
+        return self.state.replay_stats
 
     def is_active(self) -> bool:
         return (self._active_epoch is not None and self._active_epoch == self._claimed_epoch
@@ -255,6 +262,7 @@ class MetadataController:
         self._active_epoch = epoch
         now = self.clock()
         self.sessions.activate(self.state.image.brokers, now)
+        self.stats.contacted(self.state.image.brokers, now)
         self._next_noop_ms = now + self.max_idle_interval_ms
         self._activated.set()
         self._activated = asyncio.Event()
@@ -311,7 +319,8 @@ class MetadataController:
         controller, append its records as one batch, and return (result, the batch's last
         offset or None) once committed. Raises TimeoutError, having generated nothing, when
         ``timeout_ms`` passes before the write's turn comes."""
-        deadline_ms = self.clock() + max(timeout_ms, 0)
+        called_ms = self.clock()
+        deadline_ms = called_ms + max(timeout_ms, 0)
         await self._await_active(timeout_ms)
         while self._writing:
             remaining_ms = deadline_ms - self.clock()
@@ -319,20 +328,34 @@ class MetadataController:
                 break
             await _wait(self._write_done, remaining_ms / 1000)
         if self._writing or self.clock() >= deadline_ms:
+            self.stats.operations_timed_out += 1
             raise WriteTimedOut(timeout_ms)
         if not self.is_active():
             raise not_controller(self._known_leader())
         # Generated right after the checks, with nothing run in between; from here on the write
         # is committed to, whoever still waits for it.
+        records, result = self._generate(generate, called_ms)
+        if not records:
+            return result, None
+        return result, await self._run_write(self._append_as_the_write(records))
+
+    def _generate(self, generate, called_ms: int):
+        """``generate()``, timed for the event-queue metrics (stats.py)."""
+        started_ms = self.clock()
+        self.stats.write_started(started_ms - called_ms)
         try:
-            records, result = generate()
+            return generate()
         except BoundedListTooLong as exc:           # as EventHandlerExceptionInfo: the whole request
             log.info("controller %d: refusing an operation that would write too many records: %s",
                      self.node_id, exc)
             raise excessive_batch() from None
-        if not records:
-            return result, None
-        return result, await self._run_write(self._append_as_the_write(records))
+        except ApiError:
+            raise
+        except Exception:
+            self.stats.faults += 1                  # Kafka counts a non-fatal fault in MetadataErrorCount
+            raise
+        finally:
+            self.stats.processing_time.record(self.clock() - started_ms)
 
     async def _run_write(self, write):
         """Run the coroutine ``write`` as the one write in progress, to its end: a caller that
@@ -347,6 +370,7 @@ class MetadataController:
         self._write_done.set()
         self._write_done = asyncio.Event()
         if not task.cancelled() and task.exception() is not None and not isinstance(task.exception(), ApiError):
+            self.stats.faults += 1
             log.warning("controller %d: a write ended with %r", self.node_id, task.exception())
 
     async def _append_as_the_write(self, records: list[bytes]) -> int:
@@ -381,6 +405,7 @@ class MetadataController:
                 self.sessions.amended_registration(request.broker_id, previous.fenced)
             else:
                 self.sessions.new_registration(request.broker_id, self.clock())
+                self.stats.contacted([request.broker_id], self.clock())
             return generated
         try:
             epoch, _ = await self._write(generate)
@@ -390,12 +415,15 @@ class MetadataController:
         return BrokerRegistrationResponse(broker_epoch=epoch)
 
     async def _broker_heartbeat(self, ctx, request):
+        self.stats.contacted([request.broker_id], self.clock())     # before any check, as Kafka
         def generate():
             return cluster.heartbeat(self.state, request, sessions=self.sessions, now_ms=self.clock(),
                                      static_min_isr=self.static_min_insync_replicas)
         try:
             reply, last_offset = await self._write(generate)
         except ApiError as exc:
+            if isinstance(exc, WriteTimedOut):
+                self.stats.timed_out_heartbeats += 1
             return BrokerHeartbeatResponse(error_code=exc.code)
         if reply.in_controlled_shutdown and last_offset is not None:
             self.sessions.note_controlled_shutdown(request.broker_id, last_offset)
