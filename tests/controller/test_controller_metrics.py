@@ -20,8 +20,8 @@ from kafkawire.net.config import parse_server_config
 from kafkawire.raft.node.metrics import CounterRate, RaftMetrics
 from kafkawire.raft.node.prometheus import controller_families, exposition
 
-from .harness import Ctx, FakeQuorum, Running, add_controller, broker_request, heartbeat, run, until
-from .test_torn_writes import create, held_leader
+from .harness import Ctx, FakeQuorum, Running, add_controller, heartbeat, run, until
+from .test_torn_writes import create, held_leader, lead_with_a_broker
 
 parser = pytest.importorskip("prometheus_client.parser")
 
@@ -44,12 +44,12 @@ def scrape(controller) -> dict[tuple[str, tuple], float]:
             for family in parser.text_string_to_metric_families(text) for s in family.samples}
 
 
-async def _lead_with_broker_1(quorum, leader) -> int:
-    quorum.elect(1)
-    await until(lambda: leader.is_active() and leader.registration.registered(), "activation")
-    reply = await leader.handlers()[62].handle(Ctx(0), broker_request(1, log_dirs=[uuid.UUID(int=1001)]))
-    await leader.handlers()[63].handle(Ctx(0), heartbeat(1, reply.broker_epoch, quorum.end_offset))
-    return reply.broker_epoch
+async def _held_create(quorum, leader, name: str) -> asyncio.Future:
+    """A CreateTopics whose records are appended and held (not committed) until ``quorum.release()``."""
+    quorum.holding = True
+    write = asyncio.ensure_future(leader.handlers()[19].handle(Ctx(7), create(name)))
+    await until(lambda: quorum.held, "a write appended and held")
+    return write
 
 
 def test_writes_are_the_event_queue_counted_and_timed():
@@ -58,7 +58,7 @@ def test_writes_are_the_event_queue_counted_and_timed():
 
     async def go():
         async with Running(leader):
-            await _lead_with_broker_1(quorum, leader)
+            await lead_with_a_broker(quorum, leader)
             await leader.handlers()[19].handle(Ctx(7), create("t"))
     run(go())
     m = scrape(leader)
@@ -81,10 +81,8 @@ def test_the_queue_time_is_how_long_a_write_waited_for_its_turn():
 
     async def go():
         async with Running(leader):
-            await _lead_with_broker_1(quorum, leader)
-            quorum.holding = True
-            first = asyncio.ensure_future(leader.handlers()[19].handle(Ctx(7), create("a")))
-            await until(lambda: quorum.held, "the first write appended and held")
+            await lead_with_a_broker(quorum, leader)
+            first = await _held_create(quorum, leader, "a")
             second = asyncio.ensure_future(leader.handlers()[19].handle(Ctx(7), create("b")))
             await asyncio.sleep(0)
             leader.clock.now += 1234
@@ -99,10 +97,8 @@ def test_a_heartbeat_whose_deadline_passes_before_its_turn_is_counted_timed_out(
 
     async def go():
         async with Running(leader):
-            epoch = await _lead_with_broker_1(quorum, leader)
-            quorum.holding = True
-            held = asyncio.ensure_future(leader.handlers()[19].handle(Ctx(7), create("a")))
-            await until(lambda: quorum.held, "a write appended and held")
+            epoch = await lead_with_a_broker(quorum, leader)
+            held = await _held_create(quorum, leader, "a")
             beat = asyncio.ensure_future(leader.handlers()[63].handle(Ctx(0), heartbeat(1, epoch, quorum.end_offset)))
             await asyncio.sleep(0)
             leader.clock.now += 5001          # past the heartbeat's 5 s deadline while it waits its turn
@@ -124,7 +120,7 @@ def test_time_since_the_last_heartbeat_is_the_active_controller_s_and_capped_at_
 
     async def go():
         async with Running(leader, follower):
-            epoch = await _lead_with_broker_1(quorum, leader)
+            epoch = await lead_with_a_broker(quorum, leader)
             await until(lambda: 1 in follower.image.brokers, "the follower replayed the registration")
             seen = [scrape(leader)[(name, broker_1)]]
             leader.clock.now += 1234
