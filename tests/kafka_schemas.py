@@ -11,9 +11,10 @@ APIs Kafka 4.0 dropped). ``tests/interop/kafka_schemas/pom.xml`` names the jars 
 source module (clients, metadata, raft, group-coordinator, ...), with ``errors.tsv`` (Kafka's
 Errors table: code, name, retriable, exception class, default message; printed by
 ``tests/interop/java/errors/ErrorsTable.java`` run against that kafka-clients), the layout of the copies in
-``../shared/reference`` (kafka-schemas = trunk, kafka-schemas-3.9), which add to these when present.
-A stamp holds the pom's sha256, so a warm cache costs one file read. Java 17 and Maven are needed;
-without them ``sources()`` holds only what ../shared has, and a test that needs the jars calls
+``../shared/reference`` (kafka-schemas = trunk, kafka-schemas-3.9). Trunk's and the 3.9 branch's
+schemas are rebuilt from these jars by tests/kafka_trunk_record.py; ../shared's copies, when
+present, are held-out extras. A stamp holds the pom's sha256, so a warm cache costs one file
+read. Java 17 and Maven are needed; without them a test that needs the jars calls
 ``tests.conftest.unavailable`` (a skip, a failure under CI).
 """
 from __future__ import annotations
@@ -117,15 +118,12 @@ def ensure(version: str) -> Path:
 
 
 def errors_tables() -> dict[str, Path]:
-    """Kafka's errors.tsv by source: Kafka 4.3.1's jar (when Maven can bring it) and ../shared's trunk copy."""
-    found = {}
+    """Kafka's errors.tsv by source: Kafka 4.3.1's jar, when Maven can bring it (trunk's is
+    tests/kafka_trunk_record.py's)."""
     try:
-        found["Kafka 4.3.1"] = ensure(CURRENT) / "errors.tsv"
+        return {"Kafka 4.3.1": ensure(CURRENT) / "errors.tsv"}
     except SchemasUnavailable:
-        pass
-    if (REFERENCE / "kafka-schemas" / "errors.tsv").exists():
-        found["Kafka trunk"] = REFERENCE / "kafka-schemas" / "errors.tsv"
-    return found
+        return {}
 
 
 def jar_pair() -> tuple[Path, Path]:
@@ -139,27 +137,11 @@ def shared_pair() -> tuple[Path, Path] | None:
     return (trunk, old) if trunk.is_dir() and old.is_dir() else None
 
 
-def sources() -> dict[str, tuple[Path, Path]]:
-    """Every (current, old) pair of schema folders this machine has: the jars' and ../shared's.
-
-    The jars' pair is left out when Maven cannot bring them; callers that find nothing call
-    ``unavailable(why())``."""
-    found = {}
-    try:
-        found["kafka-4.3.1-jars"] = jar_pair()
-    except SchemasUnavailable:
-        pass
-    shared = shared_pair()
-    if shared:
-        found["shared-trunk"] = shared
-    return found
-
-
 def why() -> str:
     try:
         jar_pair()
     except SchemasUnavailable as exc:
-        return f"Kafka's schemas are not available: {exc} (and {REFERENCE} is missing)"
+        return f"Kafka's schemas are not available: {exc}"
     return "Kafka's schemas are available"
 
 

@@ -1,14 +1,18 @@
 """docs/apis.md's table of supported APIs is what codegen/api_table_md.py makes of schemas/, and
 `python -m kafkawire.codegen.api_table_md --write` is what puts it there."""
+import pytest
+
 from kafkawire.codegen import api_table_md
 from kafkawire.codegen.api_table_md import APIS_DOC, documented_table, markdown, with_table
 from kafkawire.protocol.apis import api_table
-from tests.conftest import REFERENCE, require
+from tests import kafka_trunk_record
 
 
-def test_docs_apis_lists_every_api_of_the_table():
-    require(REFERENCE / "kafka-schemas")      # hand-written schemas' histories come from the references
-    table = markdown()
+@pytest.mark.parametrize("source", ["record", "shared"])
+def test_docs_apis_lists_every_api_of_the_table(source):
+    """Hand-written schemas' histories come from the references: rebuilt from Kafka's jars and
+    tests/data/kafka-trunk ("record", from a fresh clone), or ../shared's copies when present."""
+    table = markdown(kafka_trunk_record.references(source))
     assert documented_table(APIS_DOC.read_text(encoding="utf-8")) == table, \
         "docs/apis.md's API table is stale: run python -m kafkawire.codegen.api_table_md --write"
     rows = table.splitlines()[2:]
@@ -23,7 +27,7 @@ def test_write_replaces_only_the_table_between_the_markers(tmp_path, monkeypatch
     stale = f"# APIs\n\nprose before\n\n{api_table_md.BEGIN}\n| key | API |\n|---|---|\n| 0 | Old |\n{api_table_md.END}\n\nprose after\n"
     doc.write_text(stale, encoding="utf-8")
     monkeypatch.setattr(api_table_md, "APIS_DOC", doc)
-    monkeypatch.setattr(api_table_md, "markdown", lambda: "| key | API |\n|---|---|\n| 0 | Produce |")
+    monkeypatch.setattr(api_table_md, "markdown", lambda references=None: "| key | API |\n|---|---|\n| 0 | Produce |")
     assert api_table_md.main(["--check"]) == 1
     assert api_table_md.main(["--write"]) == 0
     written = doc.read_text(encoding="utf-8")

@@ -1,31 +1,37 @@
 """kafkawire's error code table is Kafka's: same codes, names, retriability and default messages.
 
-The references are Kafka 4.3.1's Errors (from its kafka-clients jar, tests/kafka_schemas.py) and,
-when ../shared is present, trunk's (errors.tsv there), whose codes kafkawire also knows."""
+The references are Kafka 4.3.1's Errors (from its kafka-clients jar, tests/kafka_schemas.py) and
+trunk's, whose codes kafkawire also knows: rebuilt from the jar's and tests/data/kafka-trunk, and,
+when ../shared is present, its held-out errors.tsv."""
 import csv
 
 import pytest
 
 from kafkawire.protocol.error_codes import Errors
-from tests import kafka_schemas
+from tests import kafka_schemas, kafka_trunk_record
 from tests.conftest import unavailable
 
 
 def kafka_errors(source: str) -> list[dict]:
-    """The rows of Kafka's errors.tsv from ``source``: the 4.3.1 jar, or ../shared's trunk copy."""
-    tables = kafka_schemas.errors_tables()
-    if source not in tables:
-        if source == "Kafka trunk":
-            pytest.skip("../shared/reference/kafka-schemas/errors.tsv is not present: optional extra reference")
-        unavailable(kafka_schemas.why())
-    with open(tables[source], encoding="utf-8") as table:
+    """The rows of Kafka's errors.tsv from ``source``: the 4.3.1 jar, trunk's rebuilt from the jar
+    and tests/data/kafka-trunk (tests/kafka_trunk_record.py), or ../shared's held-out trunk copy."""
+    if source == "Kafka trunk (record)":
+        path = kafka_trunk_record.references("record")[0] / "errors.tsv"
+    elif source == "Kafka trunk (../shared)":
+        path = kafka_trunk_record.references("shared")[0] / "errors.tsv"
+    else:
+        tables = kafka_schemas.errors_tables()
+        if source not in tables:
+            unavailable(kafka_schemas.why())
+        path = tables[source]
+    with open(path, encoding="utf-8") as table:
         return list(csv.DictReader(table, delimiter="\t"))
 
 
-@pytest.mark.parametrize("source", ["Kafka 4.3.1", "Kafka trunk"])
+@pytest.mark.parametrize("source", ["Kafka 4.3.1", "Kafka trunk (record)", "Kafka trunk (../shared)"])
 def test_error_codes_match_kafka(source):
     rows = kafka_errors(source)
-    if source == "Kafka trunk":
+    if source.startswith("Kafka trunk"):
         assert len(rows) == len(Errors)
     assert len(rows) > 130
     for row in rows:

@@ -2,8 +2,9 @@
 
 For every schema file in schemas/ the reference schema of the same name is looked up in two
 pairs of references (tests/kafka_schemas.py): the schemas inside the released jars of Kafka 4.3.1
-and 3.9.1 (from Maven at test time), and, when ../shared is present, the copies of Kafka trunk
-(kafka-schemas/) and 3.9 (kafka-schemas-3.9/) there, which schemas/ was generated from. For
+and 3.9.1 (from Maven at test time); Kafka trunk's and the 3.9 branch's, which schemas/ was
+generated from, rebuilt from those jars and tests/data/kafka-trunk (tests/kafka_trunk_record.py);
+and, when ../shared is present, the held-out copies of those two there. For
 every version a reference supports, our schema must give the same
 wire layout at that version: the ordered non-tagged fields (name, type, nullability,
 flexible encoding, nested struct layout, with commonStructs resolved), the set of tagged
@@ -25,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from kafkawire.codegen.dialect import strip_comments
-from tests import kafka_schemas
+from tests import kafka_schemas, kafka_trunk_record
 from tests.conftest import unavailable
 
 REPO = Path(__file__).resolve().parents[1]
@@ -336,13 +337,12 @@ class References:
         self.label, self.trunk, self.old, self.exact = label, trunk, old, exact
 
 
-@pytest.fixture(scope="module", params=["kafka-4.3.1-jars", "shared-trunk"])
+@pytest.fixture(scope="module", params=["kafka-4.3.1-jars", "trunk-record", "shared-trunk"])
 def reference(request) -> References:
+    if request.param == "trunk-record":         # the jars plus tests/data/kafka-trunk: what schemas/ was made from
+        return References("Kafka trunk (jars + record)", *kafka_trunk_record.references("record"), exact=True)
     if request.param == "shared-trunk":
-        pair = kafka_schemas.shared_pair()
-        if pair is None:
-            pytest.skip("../shared/reference (kafka-schemas, kafka-schemas-3.9) is not present: optional extra references")
-        return References("Kafka trunk", *pair, exact=True)
+        return References("Kafka trunk", *kafka_trunk_record.references("shared"), exact=True)
     try:
         return References("Kafka 4.3.1", *kafka_schemas.jar_pair(), exact=False)
     except kafka_schemas.SchemasUnavailable as exc:
@@ -413,7 +413,7 @@ def test_schema_matches_reference(reference, path: Path):
             old.valid = old.valid - {unstable}      # never shipped: current Kafka's layout counts
         refs.append(("Kafka 3.9", old))
     if not refs and not reference.exact:
-        pytest.skip(f"{name} is newer than {reference.label}: compared with trunk's schemas in ../shared only")
+        pytest.skip(f"{name} is newer than {reference.label}: compared with trunk's schemas only")
     assert refs, f"{path.name}: no reference schema named {name} under {reference.trunk} or {reference.old}"
 
     problems = []

@@ -4,6 +4,10 @@
     python -m kafkawire.codegen.api_table_md --write   # puts it in docs/apis.md, between its markers
     python -m kafkawire.codegen.api_table_md --check   # exit 1 when docs/apis.md's table is stale
 
+A hand-written schema without a "Versions:" header takes its history from the two references
+codegen/union.py reads (../shared's copies by default; ``--trunk``/``--old`` name others, e.g. the
+folders ``python -m tests.kafka_trunk_record`` rebuilds from Kafka's jars).
+
 tests/test_api_table_doc.py keeps docs/apis.md equal to what this makes of schemas/.
 """
 from __future__ import annotations
@@ -18,7 +22,7 @@ BEGIN = "<!-- api-table: written by python -m kafkawire.codegen.api_table_md --w
 END = "<!-- end of api-table -->"
 
 
-def _history(schema_path: str) -> str:
+def _history(schema_path: str, references: tuple[Path, Path] | None) -> str:
     """The "Versions: ..." header line of a schema: which release each version comes from."""
     text = (SCHEMAS.parent / schema_path).read_text(encoding="utf-8")
     match = re.search(r"^// Versions: (.*?)\.?$", text, re.M)
@@ -28,13 +32,15 @@ def _history(schema_path: str) -> str:
     # reads them; imported only when a schema needs it).
     from . import dialect, union
     name = Path(schema_path).stem
-    trunk, old = union.TRUNK / "clients" / f"{name}.json", union.KAFKA_39 / "clients" / f"{name}.json"
+    trunk_root, old_root = references or (union.TRUNK, union.KAFKA_39)
+    trunk, old = trunk_root / "clients" / f"{name}.json", old_root / "clients" / f"{name}.json"
     history = union.version_history(dialect.load(trunk) if trunk.exists() else None,
                                     dialect.load(old) if old.exists() else None)
     return history.removeprefix("Versions: ").split(".")[0]
 
 
-def markdown() -> str:
+def markdown(references: tuple[Path, Path] | None = None) -> str:
+    """The table; ``references`` = (current Kafka's schema folder, 3.9's), ../shared's by default."""
     # Here, not at the top: codegen must import even when the generated package does not (it
     # is what regenerates it). Importing kafkawire.messages installs the registry api_table reads.
     import kafkawire.messages  # noqa: F401
@@ -44,7 +50,7 @@ def markdown() -> str:
         unstable = " (latest unstable)" if api.request.LATEST_VERSION_UNSTABLE else ""
         versions = str(api.min_version) if api.min_version == api.max_version else f"{api.min_version}-{api.max_version}"
         lines.append(f"| {key} | {api.name} | {versions}{unstable} "
-                     f"| {_history(api.request.SCHEMA)} |")
+                     f"| {_history(api.request.SCHEMA, references)} |")
     return "\n".join(lines)
 
 
@@ -62,6 +68,13 @@ def with_table(doc: str, table: str) -> str:
     return f"{before}{BEGIN}\n{table}\n{END}{rest.split(END, 1)[1]}"
 
 
+def union_references(args) -> tuple[Path, Path] | None:
+    """(--trunk, --old) when both are given; None for ../shared's copies; SystemExit for one alone."""
+    if (args.trunk is None) != (args.old is None):
+        raise SystemExit("--trunk and --old go together")
+    return None if args.trunk is None else (args.trunk, args.old)
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
     parser = argparse.ArgumentParser(prog="python -m kafkawire.codegen.api_table_md", description=__doc__,
@@ -69,8 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true", help=f"replace the table in {APIS_DOC}")
     mode.add_argument("--check", action="store_true", help=f"exit 1 when the table in {APIS_DOC} is stale")
+    parser.add_argument("--trunk", type=Path, help="current Kafka's schema folder (default: ../shared's copy)")
+    parser.add_argument("--old", type=Path, help="Kafka 3.9's schema folder (default: ../shared's copy)")
     args = parser.parse_args(argv)
-    table = markdown()
+    table = markdown(union_references(args))
     if not (args.write or args.check):
         print(table)
         return 0

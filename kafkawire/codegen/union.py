@@ -2,6 +2,11 @@
 
     python -m kafkawire.codegen.union            # write the missing request/response and coordinator schemas
     python -m kafkawire.codegen.union --check    # exit 1 if a file this tool wrote differs from what it writes now
+    python -m kafkawire.codegen.union --trunk DIR --old DIR   # other reference folders than ../shared's
+
+The references are ../shared's copies of Kafka trunk's and 3.9's schemas by default; without
+../shared, ``python -m tests.kafka_trunk_record`` rebuilds both from Kafka's released jars and
+the committed record of what trunk adds (tests/data/kafka-trunk/), and prints their folders.
 
 Kafka 4.0 dropped old versions of many APIs (KIP-896) and whole APIs (the ZooKeeper-era
 LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown); old clients still send them, so
@@ -311,9 +316,11 @@ def outputs(schemas: Path = SCHEMAS, trunk_root: Path = TRUNK, old_root: Path = 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kafkawire.codegen.union", description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="only compare; exit 1 if a file would change")
+    parser.add_argument("--trunk", type=Path, default=TRUNK, help="current Kafka's schema folder (default: %(default)s)")
+    parser.add_argument("--old", type=Path, default=KAFKA_39, help="Kafka 3.9's schema folder (default: %(default)s)")
     args = parser.parse_args(argv)
     try:
-        texts = outputs()
+        texts = outputs(trunk_root=args.trunk, old_root=args.old)
     except UnionError as exc:
         print(f"kafkawire.codegen.union: {exc}", file=sys.stderr)
         return 2

@@ -54,6 +54,7 @@ from .heartbeats import HEARTBEAT_INTERVAL_MS, SESSION_TIMEOUT_MS, BrokerHeartbe
 from .registration import ControllerRegistrationManager
 from .snapshot import image_records, iter_image_records
 from .state import ControllerState
+from .stats import ControllerStats
 from .topics import TopicDefaults, create_topics
 from .versions import SUPPORTED_FEATURES
 
@@ -117,7 +118,7 @@ class MetadataController:
         self.state = ControllerState(self.supported_features)
         self.sessions = BrokerHeartbeatManager(session_timeout_ms)
         self.heartbeat_deadline_ms = int(heartbeat_interval_ms / 2)   # Java's int division
-        self.timed_out_heartbeats = 0               # TimedOutBrokerHeartbeatCount
+        self.stats = ControllerStats()              # TimedOutBrokerHeartbeatCount, event-queue metrics, ...
         self.registration = ControllerRegistrationManager(
             raft, self.state, incarnation_id=self.incarnation_id, listeners=listeners,
             supported_features=self.supported_features, backoff_initial_ms=registration_backoff_ms, rng=self.rng)
@@ -145,6 +146,11 @@ class MetadataController:
     def in_transaction(self) -> bool:
         """A metadata transaction is open: a snapshot now would miss its records (see snapshot_records)."""
         return self.state.in_transaction
+
+    @property
+    def replay_stats(self):
+        """What replay counted (elections, records that could not be applied), for the metrics."""
+        return self.state.replay_stats
 
     def is_active(self) -> bool:
         return (self._active_epoch is not None and self._active_epoch == self._claimed_epoch
@@ -264,6 +270,7 @@ class MetadataController:
         self._active_epoch = epoch
         now = self.clock()
         self.sessions.activate(self.state.image.brokers, now)
+        self.stats.contacted(self.state.image.brokers, now)
         self._next_noop_ms = now + self.max_idle_interval_ms
         self._activated.set()
         self._activated = asyncio.Event()
@@ -322,27 +329,42 @@ class MetadataController:
         None for none (Kafka's OptionalLong.empty(): the write waits its turn however long it
         takes). Raises WriteTimedOut, having generated nothing, when the deadline passes before
         the write's turn comes."""
+        called_ms = self.clock()
         if timeout_ms is None:
             await self._await_active(ACTIVATION_WAIT_MS)
             await self._turn(None)
         else:
-            deadline_ms = self.clock() + max(timeout_ms, 0)
+            deadline_ms = called_ms + max(timeout_ms, 0)
             await self._await_active(max(timeout_ms, 0))
             if not await self._turn(deadline_ms):
+                self.stats.operations_timed_out += 1
                 raise WriteTimedOut(timeout_ms)
         if not self.is_active():
             raise not_controller(self._known_leader())
         # Generated right after the checks, with nothing run in between; from here on the write
         # is committed to, whoever still waits for it.
+        records, result = self._generate(generate, called_ms)
+        if not records:
+            return result, None
+        return result, await self._run_write(self._append_as_the_write(records))
+
+    def _generate(self, generate, called_ms: int):
+        """``generate()``, timed for the event-queue metrics (stats.py)."""
+        started_ms = self.clock()
+        self.stats.write_started(started_ms - called_ms)
         try:
-            records, result = generate()
+            return generate()
         except BoundedListTooLong as exc:           # as EventHandlerExceptionInfo: the whole request
             log.info("controller %d: refusing an operation that would write too many records: %s",
                      self.node_id, exc)
             raise excessive_batch() from None
-        if not records:
-            return result, None
-        return result, await self._run_write(self._append_as_the_write(records))
+        except ApiError:
+            raise
+        except Exception:
+            self.stats.faults += 1                  # Kafka counts a non-fatal fault in MetadataErrorCount
+            raise
+        finally:
+            self.stats.processing_time.record(self.clock() - started_ms)
 
     async def _turn(self, deadline_ms: int | None) -> bool:
         """Wait until no write is in progress; False if ``deadline_ms`` (None: none) passed first."""
@@ -366,6 +388,7 @@ class MetadataController:
         self._write_done.set()
         self._write_done = asyncio.Event()
         if not task.cancelled() and task.exception() is not None and not isinstance(task.exception(), ApiError):
+            self.stats.faults += 1
             log.warning("controller %d: a write ended with %r", self.node_id, task.exception())
 
     async def _append_as_the_write(self, records: list[bytes]) -> int:
@@ -400,6 +423,7 @@ class MetadataController:
                 self.sessions.amended_registration(request.broker_id, previous.fenced)
             else:
                 self.sessions.new_registration(request.broker_id, self.clock())
+                self.stats.contacted([request.broker_id], self.clock())
             return generated
         try:
             epoch, _ = await self._write(generate)
@@ -413,6 +437,7 @@ class MetadataController:
         heartbeat's turn (Kafka's lockless BrokerHeartbeatTracker), and the heartbeat's deadline is
         half of broker.heartbeat.interval.ms; one that times out still records the broker's
         metadata offset (processExpiredBrokerHeartbeat), so a busy controller fences no one."""
+        self.stats.contacted([request.broker_id], self.clock())     # before any check, as Kafka
         def generate():
             return cluster.heartbeat(self.state, request, sessions=self.sessions, now_ms=self.clock(),
                                      static_min_isr=self.static_min_insync_replicas)
@@ -436,7 +461,7 @@ class MetadataController:
         if not self.is_active() or broker is None or broker.epoch != request.broker_epoch:
             return
         if expired:
-            self.timed_out_heartbeats += 1
+            self.stats.timed_out_heartbeats += 1
             log.error("controller %d: event queue overloaded; timed out heartbeat from broker %d",
                       self.node_id, request.broker_id)
             self.sessions.touch(request.broker_id, None, request.current_metadata_offset)

@@ -32,6 +32,7 @@ from kafkawire.raft.contract import StateMachineFatal
 
 from .java_order import grown_capacity, string_hashmap_order
 from .partition_index import PartitionIndex
+from .stats import ReplayStats
 from .versions import METADATA_VERSION
 
 log = logging.getLogger(__name__)
@@ -65,9 +66,12 @@ def _version_range_text(low: int, high: int) -> str:
 
 
 class ControllerState:
-    def __init__(self, supported_features: dict[str, tuple[int, int]] | None = None):
-        """``supported_features``: name -> (min, max) level this node supports; None accepts any level."""
+    def __init__(self, supported_features: dict[str, tuple[int, int]] | None = None,
+                 replay_stats: ReplayStats | None = None):
+        """``supported_features``: name -> (min, max) level this node supports; None accepts any level;
+        ``replay_stats``: the counts replay adds to (kept across a snapshot load)."""
         self.supported_features = supported_features
+        self.replay_stats = replay_stats or ReplayStats()
         self.image = MetadataImage()
         self.next_offset = 0                  # one past the last data record replayed
         self.register_broker_offsets: dict[int, int] = {}
@@ -113,7 +117,7 @@ class ControllerState:
 
     def load_snapshot(self, end_offset: int, epoch: int, values: list[bytes]) -> None:
         """Replace everything with a snapshot's records; what it describes ends before ``end_offset``."""
-        self.__init__(self.supported_features)
+        self.__init__(self.supported_features, self.replay_stats)
         new_features: list[str] = []
         for value in values:
             message = self._decode(value, end_offset - 1)
@@ -181,6 +185,8 @@ class ControllerState:
             return
         finally:
             self.partition_index.after_apply(self.image, touched)
+        if name == "PartitionChangeRecord":
+            self.replay_stats.partition_changed(touched[0][2], message)
         if name == "RegisterBrokerRecord":
             self.register_broker_offsets[message.broker_id] = offset
         elif name == "UnregisterBrokerRecord":
@@ -203,4 +209,5 @@ class ControllerState:
     def _problem(self, offset: int, message: str) -> None:
         problem = Problem(offset, message)
         self.problems.append(problem)
+        self.replay_stats.errors += 1
         log.error("metadata record at %s", problem)

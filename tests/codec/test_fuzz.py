@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
@@ -12,7 +13,7 @@ from kafkawire.protocol.errors import DecodeError, UnsupportedVersionError
 from kafkawire.protocol.primitives import Malformed, read_uvarint, write_uvarint
 from tests.codec.pcap_reader import kafka_capture
 from tests.codec.strategies import instances, mutated_encodings
-from tests.conftest import REFERENCE, require
+from tests.conftest import REFERENCE
 
 TARGETS = ["MetadataResponse", "FetchRequest", "FetchResponse", "ProduceRequest", "VoteRequest",
            "DescribeQuorumResponse", "ApiVersionsResponse", "VotersRecord", "PartitionRecord",
@@ -73,12 +74,17 @@ def test_a_tag_beyond_32_bits_is_a_decode_error():
 
 # -- whole frames, through framing, as a peer would send them ---------------------------------
 
+OWN_CAPTURES = Path(__file__).resolve().parents[1] / "data" / "pcaps"
+
+
 def _real_frames():
-    """(role, payload, api_key, api_version) of every frame in the reference captures
-    (../shared/reference/pcaps: librdkafka, Java and kafka-python clients and real brokers);
-    a response takes its API from the request with its correlation id on its connection."""
+    """(role, payload, api_key, api_version) of every frame in the captures: the repository's own
+    (tests/data/pcaps: kafka-python, confluent-kafka, kcat and aiokafka against a kafkawire node)
+    and, when ../shared is present, the reference ones (../shared/reference/pcaps: librdkafka,
+    Java and kafka-python clients and real brokers); a response takes its API from the request
+    with its correlation id on its connection."""
     frames = []
-    for path in sorted((REFERENCE / "pcaps").rglob("*.pcap*")):
+    for path in sorted(OWN_CAPTURES.glob("*.pcap*")) + sorted((REFERENCE / "pcaps").rglob("*.pcap*")):
         capture = kafka_capture(path)
         requests = {}
         for f in capture.requests:
@@ -110,7 +116,6 @@ def _decode_frame(role, payload, api_key, api_version) -> None:
 
 
 def test_the_corpus_of_real_frames_is_there():
-    require(REFERENCE / "pcaps")
     assert len(REAL_FRAMES) >= 60 and {r for r, *_ in REAL_FRAMES} == {"request", "response"}
 
 
@@ -126,7 +131,6 @@ def test_a_response_to_an_api_without_a_schema_is_a_decode_error(api_key):
         framing.decode_request(struct.pack(">hhi", api_key, 0, 7) + b"\x00\x00")
 
 
-@pytest.mark.skipif(not REAL_FRAMES, reason="reference captures not available (../shared/reference/pcaps)")
 @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_mutated_real_frames(data):

@@ -1,6 +1,7 @@
 """Every schema Apache Kafka ships generates, imports and round-trips in every version: those inside
-the jars of Kafka 4.3.1 and 3.9.1 (tests/kafka_schemas.py, from Maven at test time) and, when
-../shared is present, its copies of Kafka trunk's and 3.9's."""
+the jars of Kafka 4.3.1 and 3.9.1 (tests/kafka_schemas.py, from Maven at test time), and Kafka
+trunk's and the 3.9 branch's: ../shared's copies when present, else rebuilt from those jars and
+tests/data/kafka-trunk (tests/kafka_trunk_record.py)."""
 from __future__ import annotations
 
 import hashlib
@@ -12,19 +13,22 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kafkawire.codegen.generate import write_package
-from tests import kafka_schemas
+from tests import kafka_schemas, kafka_trunk_record
 from tests.conftest import REFERENCE, require, unavailable
 from tests.codec.strategies import instances, without_unknown_tags
 
 def _roots() -> tuple[dict[str, Path], str | None]:
-    """Package name -> its folder of Kafka schemas; and why the jars' schemas are missing, if they are."""
-    roots = {"kafka_trunk": REFERENCE / "kafka-schemas", "kafka_39": REFERENCE / "kafka-schemas-3.9"}
-    roots = {package: root for package, root in roots.items() if root.is_dir()}
+    """Package name -> its folder of Kafka schemas; and why the jars' schemas are missing, if they are.
+    Trunk's and the 3.9 branch's are ../shared's copies when present, else rebuilt from the jars
+    and tests/data/kafka-trunk (the same files: tests/codec/test_union.py checks it)."""
+    shared = {"kafka_trunk": REFERENCE / "kafka-schemas", "kafka_39": REFERENCE / "kafka-schemas-3.9"}
+    shared = {package: root for package, root in shared.items() if root.is_dir()}
     try:
         current, old = kafka_schemas.jar_pair()
+        rebuilt = dict(zip(("kafka_trunk", "kafka_39"), kafka_trunk_record.record_pair()))
     except kafka_schemas.SchemasUnavailable as exc:
-        return roots, str(exc)
-    return {"kafka_431": current, "kafka_391": old, **roots}, None
+        return shared, str(exc)
+    return {"kafka_431": current, "kafka_391": old, **rebuilt, **shared}, None
 
 
 ROOTS, JARS_MISSING = _roots()

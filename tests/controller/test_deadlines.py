@@ -220,7 +220,7 @@ def test_a_heartbeat_that_times_out_behind_a_busy_controller_still_keeps_the_bro
             quorum.release()                    # its turn comes, too late
             answer = await asyncio.wait_for(caller, 5)
             await asyncio.wait_for(blocker, 5)
-            return answer, stale, leader.sessions.lowest_active_offset([1]), leader.timed_out_heartbeats
+            return answer, stale, leader.sessions.lowest_active_offset([1]), leader.stats.timed_out_heartbeats
 
     answer, stale, offset, timed_out = run(go())
     assert answer.error_code == Errors.REQUEST_TIMED_OUT and timed_out == 1     # TimedOutBrokerHeartbeatCount

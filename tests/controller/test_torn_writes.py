@@ -79,12 +79,13 @@ def replay_problems(*controllers) -> list[str]:
     return [f"node {c.node_id}: {p}" for c in controllers for p in c.state.problems]
 
 
-async def lead_with_a_broker(quorum, leader) -> None:
-    """Make ``leader`` the active controller with broker 1 registered and unfenced."""
+async def lead_with_a_broker(quorum, leader) -> int:
+    """Make ``leader`` the active controller with broker 1 registered and unfenced; its broker epoch."""
     quorum.elect(1)
     await until(lambda: leader.is_active() and leader.registration.registered(), "activation")
     reply = await leader.handlers()[62].handle(Ctx(0), broker_request(1, log_dirs=[uuid.UUID(int=1001)]))
     await leader.handlers()[63].handle(Ctx(0), heartbeat(1, reply.broker_epoch, quorum.end_offset))
+    return reply.broker_epoch
 
 
 async def past_the_deadline(leader, timeout_ms: int, sent_at: float) -> None:

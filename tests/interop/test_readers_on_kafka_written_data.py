@@ -10,8 +10,9 @@ codecs), produces to each, commits and aborts a transaction, and the node is sto
 SIGTERM (a clean shutdown writes producer snapshots). Then: every batch of every segment and
 snapshot verifies and re-encodes (byte for byte where uncompressed or LZ4), every metadata record
 re-encodes to its bytes, segments recover with nothing cut, Kafka's .index and .timeindex load,
-snapshots read between header and footer, state files round-trip to their bytes, producer
-snapshots read, and the public readers see every record produced.
+snapshots read between header and footer and the controller writes each back byte for byte,
+state files round-trip to their bytes, producer snapshots read, and the public readers see
+every record produced.
 
 The clients' traffic with the broker (kafka-python's admin, producer and transactions,
 confluent-kafka's producer, kcat's metadata listing and consumer) is captured on loopback with
@@ -212,6 +213,16 @@ def test_snapshots_read_between_header_and_footer(kafka_written):
     for path in snapshots + _files(kafka_written.data_dir, "bootstrap.checkpoint"):
         check_snapshot(path)
     assert any(not p.name.startswith("00000000000000000000-") for p in snapshots), snapshots
+
+
+def test_every_snapshot_is_written_back_byte_for_byte_by_the_controller(kafka_written):
+    """tests/controller/test_snapshot_golden.py's check on the ../shared snapshots, on these: the
+    controller's state loaded from each snapshot Kafka wrote and written back gives its records."""
+    from tests.controller.test_snapshot_golden import assert_written_back_byte_for_byte
+    snapshots = [p for p in _snapshots(kafka_written.metadata_dir) if not p.name.startswith("00000000000000000000-")]
+    for path in snapshots:
+        assert_written_back_byte_for_byte(path)
+    assert snapshots
 
 
 def test_state_files_round_trip_to_kafkas_bytes(kafka_written):

@@ -2,7 +2,10 @@
 kafkawire.metrics.PrometheusReporter): every node's GET /metrics, read with prometheus_client's
 own text parser, agrees with DescribeQuorum (leader, epoch, high watermark, each node's log end
 offset once the log is quiet), exactly one node is the active controller, and the topic and
-partition counts follow a CreateTopics. Every wait is bounded and waits for a condition."""
+partition counts follow a CreateTopics; the active controller alone reports the broker's time
+since its last heartbeat, and every node's idle ratios, error and election counts and event-queue
+counts are there and consistent (tests/controller/test_controller_metrics.py checks their values
+in process). Every wait is bounded and waits for a condition."""
 from __future__ import annotations
 
 import asyncio
@@ -21,6 +24,8 @@ parser = pytest.importorskip("prometheus_client.parser")
 
 RAFT = "kafka_server_raftmetrics_"
 CONTROLLER = "kafka_controller_kafkacontroller_"
+EVENT_MANAGER = "kafka_controller_controllereventmanager_"
+STATS = "kafka_controller_controllerstats_"
 
 
 def scrape(port: int) -> dict[tuple[str, tuple], float]:
@@ -68,6 +73,12 @@ def test_every_node_s_metrics_agree_with_describe_quorum_and_one_node_is_active(
         assert m[(RAFT + "log_end_epoch", ())] == view.leader_epoch
         assert m[(CONTROLLER + "globaltopiccount", ())] == 0
         assert m[(CONTROLLER + "timedoutbrokerheartbeatcount", ())] == 0
+        assert 0 <= m[(RAFT + "poll_idle_ratio_avg", ())] <= 1
+        assert 0 <= m[(EVENT_MANAGER + "avgidleratio", ())] <= 1
+        assert m[(CONTROLLER + "metadataerrorcount", ())] == 0
+        assert m[(STATS + "uncleanleaderelections_total", ())] == m[(STATS + "electionfromeligibleleaderreplicas_total", ())] == 0
+        # every write that reached its turn was timed (EventQueueTimeMs' count), on each node
+        assert m[(EVENT_MANAGER + "eventqueuetimems_count", ())] == m[(CONTROLLER + "eventqueueoperationsstartedcount", ())]
         assert (RAFT + "number_of_observers", ()) in m if i == view.leader_id else (RAFT + "number_of_observers", ()) not in m
 
     def one_active():
@@ -110,6 +121,15 @@ async def _create_a_topic_with_a_broker(q: LocalQuorum) -> None:
             await asyncio.sleep(0.2)
         for m in scraped:
             assert m[(CONTROLLER + "brokerregistrationstate", (("broker", str(BROKER_ID)),))] == 30
+        # The active controller alone tracks the broker's heartbeats, which keep its count below
+        # the session timeout (broker.session.timeout.ms, 9000); its writes were timed.
+        since = {i: m.get((CONTROLLER + "timesincelastheartbeatreceivedms", (("broker", str(BROKER_ID)),)))
+                 for i, m in zip(q.node_ids, scraped)}
+        active = [i for i, m in zip(q.node_ids, scraped) if m[(CONTROLLER + "activecontrollercount", ())] == 1]
+        assert len(active) == 1 and [i for i, v in since.items() if v is not None] == active, since
+        assert 0 <= since[active[0]] < 9000
+        leader = scraped[q.node_ids.index(active[0])]
+        assert leader[(CONTROLLER + "eventqueueoperationsstartedcount", ())] >= 2     # registration, heartbeats, topic
     finally:
         stop.set()
         await asyncio.wait_for(broker, 10)

@@ -17,7 +17,7 @@ from kafkawire.messages.describe_quorum_response import (DescribeQuorumResponse,
 from kafkawire.messages.remove_raft_voter_response import RemoveRaftVoterResponse
 from kafkawire.protocol.error_codes import Errors
 from conftest import unavailable
-from tests import kafka_schemas
+from tests import kafka_schemas, kafka_trunk_record
 from fake_node import FakeNode, SilentPeer, answers_metadata, closed_port
 from kafkawire.tools import metadata_quorum
 from kafkawire.tools.admin_client import KafkaApiError, exception_class_name
@@ -547,11 +547,12 @@ def test_bad_command_config_value(capsys, tmp_path):
 
 def test_exception_class_names_match_kafka():
     """Every error code's Java exception class, against Kafka's Errors (errors.tsv of Kafka 4.3.1's
-    jar, tests/kafka_schemas.py, and of trunk in ../shared when present)."""
+    jar, tests/kafka_schemas.py, and trunk's, rebuilt from it and tests/data/kafka-trunk)."""
     tables = kafka_schemas.errors_tables()
     if not tables:
         unavailable(kafka_schemas.why())
-    rows = [row for path in tables.values() for row in csv.DictReader(open(path, encoding="utf-8"), delimiter="\t")]
+    paths = [*tables.values(), kafka_trunk_record.references("record")[0] / "errors.tsv"]
+    rows = [row for path in paths for row in csv.DictReader(open(path, encoding="utf-8"), delimiter="\t")]
     checked = 0
     for row in rows:
         if row["name"] == "NONE":

@@ -216,6 +216,14 @@ class RaftDriver:
 
     # --- stepping the core ------------------------------------------------------------------------
     def _step(self, event) -> None:
+        """One input to the core and its output applied: the raft work poll-idle-ratio-avg counts."""
+        started = time.perf_counter()
+        try:
+            self._step_now(event)
+        finally:
+            self.metrics.busy_ms += (time.perf_counter() - started) * 1000
+
+    def _step_now(self, event) -> None:
         if self.failure is not None:
             return
         if self._append_queue and not isinstance(event, Propose):

@@ -4,12 +4,15 @@ enabled, on the node's Prometheus endpoint (prometheus.py).
 
 Names are Kafka's: current-leader, current-vote, current-epoch, current-state,
 high-watermark, log-end-offset, log-end-epoch, commit-latency-avg/max, election-latency-avg/max,
-append-records-rate, fetch-records-rate, number-of-voters, number-of-observers,
+append-records-rate, fetch-records-rate, poll-idle-ratio-avg, number-of-voters, number-of-observers,
 uncommitted-voter-change, number-unknown-voter-connections. The sensors are Kafka's sampled
 stats: ``metrics.num.samples`` windows (2) of ``metrics.sample.window.ms`` (30 s) each, so an
 average, a maximum or a rate covers the last 30 to 60 s; with no sample in them an average or
 a maximum is NaN, as Kafka's Avg and Max measure. Rates are read from the core's counters
-(append_records, fetch_records), not counted a second time.
+(append_records, fetch_records), not counted a second time. poll-idle-ratio-avg is the share
+of those windows the driver was not stepping the core (Kafka's raft thread is idle while it
+waits for a message; here the node's event loop runs the raft work between other work), read
+from the driver's total of busy milliseconds like a rate, so reading it resets nothing.
 """
 from __future__ import annotations
 
@@ -75,14 +78,14 @@ class CounterRate:
     def __init__(self, *, samples: int = DEFAULT_SAMPLES, window_ms: int = DEFAULT_WINDOW_MS,
                  clock: Callable[[], float] = _monotonic_ms):
         self.samples, self.window_ms, self.clock = samples, window_ms, clock
-        self._starts: deque[tuple[float, int]] = deque(maxlen=samples)   # (window start, counter then)
+        self._starts: deque[tuple[float, float]] = deque(maxlen=samples)   # (window start, counter then)
 
-    def observe(self, total: int) -> None:
+    def observe(self, total: float) -> None:
         now = self.clock()
         if not self._starts or now - self._starts[-1][0] >= self.window_ms:
             self._starts.append((now, total))
 
-    def rate(self, total: int) -> float:
+    def rate(self, total: float) -> float:
         """Per second."""
         self.observe(total)
         started, then = self._starts[0]
@@ -122,6 +125,9 @@ class RaftMetrics:
         self.election_latency = LatencyWindow(samples=samples, window_ms=window_ms)
         self.append_records = CounterRate(samples=samples, window_ms=window_ms)
         self.fetch_records = CounterRate(samples=samples, window_ms=window_ms)
+        # Milliseconds the driver spent stepping the core (poll-idle-ratio-avg: the rest is idle).
+        self.busy_ms = 0.0
+        self.busy = CounterRate(samples=samples, window_ms=window_ms)
         self.appends_refused = 0          # AppendQueueFull answers (kafkawire's addition)
         self.new_leaders = 0              # leader changes to a known leader (NewActiveControllersCount)
         self._leaderless_since: int | None = None
@@ -167,6 +173,11 @@ class RaftMetrics:
         return {"append-records-rate": self.append_records.rate(counters.get("append_records", 0)),
                 "fetch-records-rate": self.fetch_records.rate(counters.get("fetch_records", 0))}
 
+    def poll_idle_ratio(self) -> float:
+        """poll-idle-ratio-avg: the share of the sampled windows the driver did no raft work (Kafka's
+        TimeRatio of its raft thread's waits; 1.0 before anything is measured, as Kafka's default)."""
+        return min(1.0, max(0.0, 1.0 - self.busy.rate(self.busy_ms) / 1000))
+
     def snapshot(self) -> dict:
         counters = self._counters
         out = dict(self.values)
@@ -180,6 +191,7 @@ class RaftMetrics:
             "election-latency-avg": _finite(self.election_latency.avg()),
             "election-latency-max": _finite(self.election_latency.max()),
             **self.rates(counters),
+            "poll-idle-ratio-avg": self.poll_idle_ratio(),
             "elections": counters.get("elections", 0),
             "leaderships": counters.get("leaderships", 0),
             "appends-refused": self.appends_refused,

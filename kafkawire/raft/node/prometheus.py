@@ -12,6 +12,10 @@ example kafka-2_0_0.yml plus KRaft rules, ``lowercaseOutputName: true``):
 * ``kafka.controller:type=T,name=N`` ``Value`` (QuorumControllerMetrics,
   ControllerMetadataMetrics) is ``kafka_controller_t_n``, lowercased; a ``broker=ID`` key
   becomes a ``broker`` label.
+* a Yammer histogram (EventQueueTimeMs, EventQueueProcessingTimeMs) is the exporter's emulated
+  summary: ``kafka_controller_t_n{quantile="0.50"}`` ... ``{quantile="0.999"}`` and
+  ``kafka_controller_t_n_count`` (no ``_sum``, as the rules say);
+* a Yammer meter ``name=XPerSec`` (the election meters) is the counter ``kafka_controller_t_x_total``.
 
 Every value is read from the node when scraped (the raft core's status, the committed
 metadata image, the driver's sampled sensors), never kept a second time.
@@ -31,7 +35,7 @@ from typing import Callable, Iterable, Iterator
 from kafkawire.net.config import ServerConfig
 
 from .driver import RaftDriver
-from .metrics import current_vote, kafka_state
+from .metrics import CounterRate, current_vote, kafka_state
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +46,10 @@ MAX_CONNECTIONS = 16
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"     # what generate_latest writes
 RAFT = "kafka_server_raftmetrics_"
 CONTROLLER = "kafka_controller_kafkacontroller_"
+EVENT_MANAGER = "kafka_controller_controllereventmanager_"
+CONTROLLER_STATS = "kafka_controller_controllerstats_"
+# A Yammer histogram's percentile attributes (50thPercentile ... 999thPercentile) as the rules label them.
+QUANTILES = (("0.50", 0.5), ("0.75", 0.75), ("0.95", 0.95), ("0.98", 0.98), ("0.99", 0.99), ("0.999", 0.999))
 # BrokerRegistrationState's values (Kafka's enum of that name).
 FENCED, CONTROLLED_SHUTDOWN, ACTIVE = 10, 20, 30
 
@@ -52,11 +60,13 @@ class MetricsUnavailable(RuntimeError):
 
 @dataclass
 class Family:
-    """One metric family: ``samples`` are (labels, value); kind "gauge" or "unknown" (untyped)."""
+    """One metric family: ``samples`` are (labels, value); kind "gauge", "unknown" (untyped),
+    "counter" (its sample is named ``name_total``) or "summary" (quantile samples, and ``count``)."""
     name: str
     help: str
     samples: list[tuple[dict[str, str], float]] = field(default_factory=list)
     kind: str = "gauge"
+    count: int = 0
 
 
 def _gauge(name: str, help_text: str, value: float) -> Family:
@@ -102,19 +112,28 @@ def raft_families(driver: RaftDriver) -> Iterator[Family]:
                  "leader of the raft quorum.", rates["append-records-rate"])
     yield _gauge(RAFT + "fetch_records_rate", "The average number of records fetched from the leader of "
                  "the raft quorum.", rates["fetch-records-rate"])
+    yield _gauge(RAFT + "poll_idle_ratio_avg", "The ratio of time the Raft IO thread is idle as opposed to doing "
+                 "work (e.g. handling requests or replicating from the leader)", metrics.poll_idle_ratio())
 
 
-def controller_families(driver: RaftDriver, state_machine, config: ServerConfig) -> Iterator[Family]:
-    """QuorumControllerMetrics and ControllerMetadataMetrics (kafka.controller) that kafkawire can
-    compute: the committed image's counts and the node's offsets. Only for a state machine that
-    keeps a metadata image (the metadata controller); ``is_active()`` is its own word."""
+def controller_families(driver: RaftDriver, state_machine, config: ServerConfig,
+                        idle: CounterRate | None = None) -> Iterator[Family]:
+    """QuorumControllerMetrics and ControllerMetadataMetrics (kafka.controller): the committed
+    image's counts, the node's offsets and what the controller measured (its ``stats`` and
+    ``replay_stats``, kafkawire/controller/stats.py). Only for a state machine that keeps a
+    metadata image (the metadata controller); ``is_active()`` is its own word. ``idle``: the
+    rate AvgIdleRatio is read with, kept from one scrape to the next."""
     image = None if state_machine is None else state_machine.image
     if image is None:
         return
     is_active = getattr(state_machine, "is_active", None)
-    yield _gauge(CONTROLLER + "activecontrollercount", "1 on the active controller",
-                 int(bool(is_active is not None and is_active())))
+    active = bool(is_active is not None and is_active())
+    yield _gauge(CONTROLLER + "activecontrollercount", "1 on the active controller", int(active))
     yield from _image_families(image)
+    stats, replay = getattr(state_machine, "stats", None), getattr(state_machine, "replay_stats", None)
+    if stats is not None and replay is not None:
+        now_ms = state_machine.clock()          # the controller's clock: its contact times are on it
+        yield from _controller_stats_families(stats, replay, image, active, now_ms, config, idle or CounterRate())
     status = driver.running.status()
     yield _gauge(CONTROLLER + "lastappliedrecordoffset", "The last offset applied to the metadata",
                  driver.applied_offset - 1)
@@ -127,8 +146,6 @@ def controller_families(driver: RaftDriver, state_machine, config: ServerConfig)
                  int(time.time() * 1000) - applied_ms)
     yield _gauge(CONTROLLER + "newactivecontrollerscount", "Leader changes to a known leader seen by this node",
                  driver.metrics.new_leaders)
-    yield _gauge(CONTROLLER + "timedoutbrokerheartbeatcount", "Broker heartbeats that timed out before their "
-                 "turn on this node's controller", getattr(state_machine, "timed_out_heartbeats", 0))
     # KRaftControlRecordStateMachine: controller.quorum.voters is set but the log's VotersRecord rules.
     yield _gauge(CONTROLLER + "ignoredstaticvoters", "1 if controller.quorum.voters is ignored for the "
                  "log's voter set", int(bool(config.controller_quorum_voters) and status.kraft_version > 0))
@@ -159,6 +176,55 @@ def _image_families(image) -> Iterator[Family]:
                  [({"broker": str(b.id)}, float(_registration_state(b))) for b in image.brokers.values()])
 
 
+def _summary(name: str, help_text: str, durations) -> Family:
+    """A Yammer histogram as the exporter's rules emulate a summary: percentiles of the recent
+    samples (Snapshot.getValue's interpolation; 0 with none, as Yammer's) and the count of all."""
+    ordered = sorted(durations.recent)
+    return Family(name, help_text, [({"quantile": label}, _percentile(ordered, q)) for label, q in QUANTILES],
+                  kind="summary", count=durations.count)
+
+
+def _percentile(ordered: list, quantile: float) -> float:
+    if not ordered:
+        return 0.0
+    position = quantile * (len(ordered) + 1)
+    if position < 1:
+        return float(ordered[0])
+    if position >= len(ordered):
+        return float(ordered[-1])
+    lower, upper = ordered[int(position) - 1], ordered[int(position)]
+    return lower + (position - int(position)) * (upper - lower)
+
+
+def _controller_stats_families(stats, replay, image, active: bool, now_ms: int, config: ServerConfig,
+                               idle: CounterRate) -> Iterator[Family]:
+    """What the controller counted and timed: the event-queue metrics (its writes), heartbeats,
+    faults and the elections replay saw."""
+    yield _summary(EVENT_MANAGER + "eventqueuetimems", "Time a write waited for its turn (ms)", stats.queue_time)
+    yield _summary(EVENT_MANAGER + "eventqueueprocessingtimems", "Time a write took to generate its records (ms)",
+                   stats.processing_time)
+    yield _gauge(EVENT_MANAGER + "avgidleratio", "Share of the sampled windows no write was being generated",
+                 min(1.0, max(0.0, 1.0 - idle.rate(stats.processing_time.total_ms) / 1000)))
+    yield _gauge(CONTROLLER + "eventqueueoperationsstartedcount", "Writes that reached their turn",
+                 stats.operations_started)
+    yield _gauge(CONTROLLER + "eventqueueoperationstimedoutcount", "Writes whose deadline passed before their turn",
+                 stats.operations_timed_out)
+    yield _gauge(CONTROLLER + "timedoutbrokerheartbeatcount", "Broker heartbeats that timed out before their turn",
+                 stats.timed_out_heartbeats)
+    yield _gauge(CONTROLLER + "metadataerrorcount", "Records that could not be applied, and failed writes",
+                 replay.errors + stats.faults)
+    if active:        # Kafka registers these on activation and removes them when it resigns
+        timeout = config.broker_session_timeout_ms
+        yield Family(CONTROLLER + "timesincelastheartbeatreceivedms", "Time since the broker's last heartbeat "
+                     "arrived, at most broker.session.timeout.ms",
+                     [({"broker": str(b)}, float(stats.since_last_heartbeat_ms(b, now_ms, timeout)))
+                      for b in image.brokers])
+    yield Family(CONTROLLER_STATS + "uncleanleaderelections", "Unclean leader elections",
+                 [({}, float(replay.unclean_elections))], kind="counter")
+    yield Family(CONTROLLER_STATS + "electionfromeligibleleaderreplicas", "Leaders elected from the ELR",
+                 [({}, float(replay.elr_elections))], kind="counter")
+
+
 def _registration_state(broker) -> int:
     if broker.fenced:
         return FENCED
@@ -172,14 +238,24 @@ def exposition(families: Callable[[], Iterable[Family]]) -> Callable[[], bytes]:
     Raises MetricsUnavailable (MISSING_CLIENT) when prometheus_client is not installed."""
     try:
         from prometheus_client import CollectorRegistry, generate_latest
-        from prometheus_client.core import GaugeMetricFamily, UnknownMetricFamily
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, UnknownMetricFamily
     except ImportError:
         raise MetricsUnavailable(MISSING_CLIENT) from None
-    kinds = {"gauge": GaugeMetricFamily, "unknown": UnknownMetricFamily}
+    kinds = {"gauge": GaugeMetricFamily, "unknown": UnknownMetricFamily, "counter": CounterMetricFamily}
+
+    def summary(family: Family):
+        out = Metric(family.name, family.help, "summary")
+        for sample_labels, value in family.samples:
+            out.add_sample(family.name, sample_labels, value)
+        out.add_sample(family.name + "_count", {}, float(family.count))
+        return out
 
     class NodeCollector:
         def collect(self):
             for family in families():
+                if family.kind == "summary":
+                    yield summary(family)
+                    continue
                 labels = sorted(family.samples[0][0]) if family.samples else []
                 out = kinds[family.kind](family.name, family.help, labels=labels)
                 for sample_labels, value in family.samples:
@@ -192,7 +268,8 @@ def exposition(families: Callable[[], Iterable[Family]]) -> Callable[[], bytes]:
 
 
 def node_families(driver: RaftDriver, state_machine, config: ServerConfig) -> Callable[[], list[Family]]:
-    return lambda: [*raft_families(driver), *controller_families(driver, state_machine, config)]
+    idle = CounterRate(samples=config.metrics_num_samples, window_ms=config.metrics_sample_window_ms)
+    return lambda: [*raft_families(driver), *controller_families(driver, state_machine, config, idle)]
 
 
 # --- HTTP ---------------------------------------------------------------------------------------
