@@ -1,0 +1,152 @@
+"""Consumer groups on a one-node combined kafkawire (issue 29, slice 2), with kafka-python's
+KafkaConsumer as the judge: members of one group split a topic's partitions, commit, and a later
+member resumes from the committed offsets; a member leaving makes the others rebalance; the
+committed offsets are in ``__consumer_offsets`` and survive a restart. One node for the module
+(``group.initial.rebalance.delay.ms=0`` so that a group forms without Kafka's 3 s wait).
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from kafkawire.messages.describe_groups_request import DescribeGroupsRequest
+from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
+from kafkawire.messages.list_groups_request import ListGroupsRequest
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.records.builder import build_batch
+
+from .test_combined_node import WAIT_S, combined_node
+
+kafka = pytest.importorskip("kafka")
+
+GROUP_SETTINGS = {"group_initial_rebalance_delay_ms": 0, "offsets_topic_num_partitions": 3,
+                  "offsets_topic_replication_factor": 1}
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory):
+    with combined_node(tmp_path_factory.mktemp("groups"), **GROUP_SETTINGS) as n:
+        yield n
+
+
+def consumer(node, group: str, **overrides):
+    settings = dict(bootstrap_servers=node.bootstrap, group_id=group, auto_offset_reset="earliest",
+                    enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=200,
+                    max_poll_interval_ms=20_000, request_timeout_ms=21_000)
+    settings.update(overrides)
+    return kafka.KafkaConsumer(**settings)
+
+
+def produce(node, topic: str, partitions: int, per_partition: int, tag: str) -> None:
+    for p in range(partitions):
+        batch = build_batch([(b"k", f"{tag}-{p}-{i}".encode()) for i in range(per_partition)])
+        assert node.produce(topic, batch, partition=p).error_code == Errors.NONE
+
+
+class Polled:
+    """What a consumer has read ((partition, value) pairs) and its assignment, as its own thread
+    polling it saw them."""
+
+    def __init__(self):
+        self.values: list = []
+        self.assignment: frozenset = frozenset()
+
+
+def poll_until(consumers, predicate, what: str) -> list:
+    """Poll every consumer in a thread of its own (a member blocked in a rebalance must not keep
+    another from polling, and so from rejoining) until ``predicate(polled)`` holds."""
+    polled = [Polled() for _ in consumers]
+    stop = threading.Event()
+
+    def run(c, into: Polled):
+        while not stop.is_set():
+            for records in c.poll(timeout_ms=100).values():
+                into.values.extend((r.partition, r.value.decode()) for r in records)
+            into.assignment = frozenset(tp.partition for tp in c.assignment())
+    threads = [threading.Thread(target=run, args=(c, into), daemon=True) for c, into in zip(consumers, polled)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + WAIT_S
+    try:
+        while not predicate(polled):
+            assert time.monotonic() < deadline, f"timed out waiting for {what}: {[vars(p) for p in polled]}"
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=WAIT_S)
+    return polled
+
+
+def test_two_members_split_the_partitions_and_a_third_resumes_from_the_commits(node):
+    node.create_topic("split", partitions=4)
+    produce(node, "split", 4, 5, "first")
+    a, b = consumer(node, "splitters"), consumer(node, "splitters")
+    a.subscribe(["split"])
+    b.subscribe(["split"])
+    expected = {f"first-{p}-{i}" for p in range(4) for i in range(5)}
+    pa, pb = poll_until([a, b], lambda g: {v for _, v in g[0].values + g[1].values} == expected and
+                        g[0].assignment and g[1].assignment and all(c.position(tp) == 5 for c in (a, b)
+                                                                    for tp in c.assignment()),
+                        "both members to have partitions, read to their ends")
+    assert pa.assignment | pb.assignment == {0, 1, 2, 3} and not pa.assignment & pb.assignment
+    a.commit()
+    b.commit()
+    a.close(autocommit=False)
+    b.close(autocommit=False)
+    produce(node, "split", 4, 2, "second")
+    c = consumer(node, "splitters")
+    c.subscribe(["split"])
+    later, = poll_until([c], lambda g: len(g[0].values) >= 8, "the third member to read the new records")
+    c.close(autocommit=False)
+    assert sorted(v for _, v in later.values) == sorted(f"second-{p}-{i}" for p in range(4) for i in range(2))
+
+
+def test_a_member_leaving_makes_the_other_take_its_partitions(node):
+    node.create_topic("leaving", partitions=2)
+    a, b = consumer(node, "leavers"), consumer(node, "leavers")
+    a.subscribe(["leaving"])
+    b.subscribe(["leaving"])
+    poll_until([a, b], lambda g: g[0].assignment and g[1].assignment, "a partition each")
+    b.close(autocommit=False)                  # LeaveGroup
+    poll_until([a], lambda g: g[0].assignment == {0, 1}, "the remaining member to take both partitions")
+    a.close(autocommit=False)
+
+
+def test_the_group_apis_describe_and_list_the_group(node):
+    node.create_topic("described")
+    c = consumer(node, "describers")
+    c.subscribe(["described"])
+    poll_until([c], lambda g: g[0].assignment == {0}, "the member's assignment")
+    found = node.call(FindCoordinatorRequest(key_type=0, coordinator_keys=["describers"]), api_version=4)
+    assert [(k.key, k.error_code, k.node_id) for k in found.coordinators] == [("describers", Errors.NONE, 1)]
+    listed = node.call(ListGroupsRequest(states_filter=["stable"]), api_version=4)
+    assert ("describers", "consumer", "Stable") in {(g.group_id, g.protocol_type, g.group_state) for g in listed.groups}
+    group, = node.call(DescribeGroupsRequest(groups=["describers"]), api_version=5).groups
+    assert (group.error_code, group.group_state, group.protocol_type, len(group.members)) == \
+        (Errors.NONE, "Stable", "consumer", 1)
+    c.close(autocommit=False)
+
+
+def test_committed_offsets_survive_a_restart(node):
+    """Last in the module: it restarts the node (gracefully). The offsets come back from
+    __consumer_offsets when the coordinator loads it."""
+    node.create_topic("durable-offsets")
+    produce(node, "durable-offsets", 1, 6, "before")
+    c = consumer(node, "restarters")
+    c.subscribe(["durable-offsets"])
+    poll_until([c], lambda g: len(g[0].values) == 6, "the six records")
+    c.commit()
+    c.close(autocommit=False)
+    node.quorum.stop(1)
+    node.quorum.start(1)
+    node.wait_unfenced()
+    node.quorum.wait_until(lambda: node.leaders("durable-offsets") == [1], WAIT_S, "the topic's leader")
+    produce(node, "durable-offsets", 1, 1, "after")
+    c = consumer(node, "restarters")
+    c.subscribe(["durable-offsets"])
+    got, = poll_until([c], lambda g: len(g[0].values) >= 1, "the record produced after the restart")
+    c.close(autocommit=False)
+    assert got.values == [(0, "after-0-0")]
