@@ -86,7 +86,7 @@ class GroupOffsets:
             if metadata is not None and len(metadata) > limit:
                 codes[(topic, partition)] = Errors.OFFSET_METADATA_TOO_LARGE
                 continue
-            value = OffsetAndMetadata(offset, leader_epoch, metadata or "", now, topic_id)
+            value = OffsetAndMetadata(offset, leader_epoch, metadata or "", now, topic_id or ZERO_UUID)
             records.append(offset_record(group_id, topic, partition, value))
             committed[(topic, partition)] = value
             codes[(topic, partition)] = Errors.NONE

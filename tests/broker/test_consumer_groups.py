@@ -6,6 +6,9 @@ committed offsets are in ``__consumer_offsets`` and survive a restart. One node 
 """
 from __future__ import annotations
 
+import contextlib
+import io
+import os
 import threading
 import time
 
@@ -14,8 +17,10 @@ import pytest
 from kafkawire.messages.describe_groups_request import DescribeGroupsRequest
 from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
 from kafkawire.messages.list_groups_request import ListGroupsRequest
+from kafkawire.broker.group_records import partition_for
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.records.builder import build_batch
+from kafkawire.tools import cli
 
 from .test_combined_node import WAIT_S, combined_node
 
@@ -96,12 +101,26 @@ def test_two_members_split_the_partitions_and_a_third_resumes_from_the_commits(n
     b.commit()
     a.close(autocommit=False)
     b.close(autocommit=False)
+    assert_dump_log_shows_the_commits(node, "splitters", "split", 4, 5)
     produce(node, "split", 4, 2, "second")
     c = consumer(node, "splitters")
     c.subscribe(["split"])
     later, = poll_until([c], lambda g: len(g[0].values) >= 8, "the third member to read the new records")
     c.close(autocommit=False)
     assert sorted(v for _, v in later.values) == sorted(f"second-{p}-{i}" for p in range(4) for i in range(2))
+
+
+def assert_dump_log_shows_the_commits(node, group: str, topic: str, partitions: int, offset: int) -> None:
+    """The records are Kafka's OffsetCommitKey/Value (dump-log --offsets-decoder reads them as
+    Kafka's DumpLogSegments does), in the partition Kafka's hash of the group id picks."""
+    index = partition_for(group, GROUP_SETTINGS["offsets_topic_num_partitions"])
+    segment = os.path.join(node.data_dir, f"__consumer_offsets-{index}", "00000000000000000000.log")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main(["dump-log", "--offsets-decoder", "--print-data-log", "--files", segment]) == 0
+    for p in range(partitions):
+        assert (f'key: {{"type":"1","data":{{"group":"{group}","topic":"{topic}","partition":{p}}}}} '
+                f'payload: {{"version":"4","data":{{"offset":{offset},') in out.getvalue()
 
 
 def test_a_member_leaving_makes_the_other_take_its_partitions(node):
