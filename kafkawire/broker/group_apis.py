@@ -32,6 +32,7 @@ from .group_commit import OffsetApis
 from .group_coordinator import GroupCoordinator, GroupSettings
 from .group_log import LoopTimer, OffsetsTopic
 from .group_offsets import GroupOffsets
+from .group_records import OFFSETS_TOPIC
 
 __all__ = ["GroupApis"]
 
@@ -91,11 +92,11 @@ class GroupApis:
         if v >= 4:
             return FindCoordinatorResponse(coordinators=found)
         one = found[0]
-        if one.error_code != Errors.NONE:
-            return FindCoordinatorResponse(error_code=one.error_code, error_message=Errors.for_code(
-                one.error_code).message(), node_id=-1, host="", port=-1)
-        return FindCoordinatorResponse(error_code=Errors.NONE, error_message="NONE", node_id=one.node_id,
-                                       host=one.host, port=one.port)
+        response = FindCoordinatorResponse(error_code=one.error_code, node_id=one.node_id, host=one.host,
+                                           port=one.port)
+        if v >= 1:                            # Kafka's text: the error's message, "NONE" without one
+            response.error_message = Errors.for_code(one.error_code).message() if one.error_code else "NONE"
+        return response
 
     def _coordinator_of(self, ctx, key_type: int, key: str) -> Coordinator:
         if key_type != GROUP_KEY_TYPE:
@@ -171,7 +172,7 @@ class GroupApis:
         return ListGroupsResponse(error_code=Errors.NONE, groups=self.offsets.list_groups(states, types))
 
     def _all_loaded(self) -> bool:
-        return all(i in self.store.loaded for (t, i) in self.broker.partitions if t == "__consumer_offsets")
+        return all(i in self.store.loaded for (t, i) in self.broker.partitions if t == OFFSETS_TOPIC)
 
     async def describe_groups(self, ctx, request):
         groups = []

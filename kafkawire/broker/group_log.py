@@ -166,7 +166,8 @@ class OffsetsTopic:
                         log.warning("%s-%d: a record at offset %d does not decode, skipped: %s", OFFSETS_TOPIC,
                                     index, batch.base_offset, exc)
         self.loaded.add(index)
-        self.offsets.after_load()
+        count = self.partitions(self.broker.image())
+        self.offsets.after_load(lambda group_id: partition_for(group_id, count) == index)
         log.info("Finished loading of %s-%d: %d records (%d skipped) in %.0f ms", OFFSETS_TOPIC, index, records, bad,
                  (time.monotonic() - started) * 1000)
 

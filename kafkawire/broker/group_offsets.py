@@ -176,12 +176,14 @@ class GroupOffsets:
         else:
             self.coordinator.groups[k.group] = loaded_group(k.group, v, self.coordinator.now_ms())
 
-    def after_load(self) -> None:
-        """Kafka's onLoaded: every loaded member must heartbeat within its session timeout."""
+    def after_load(self, loaded_here=lambda group_id: True) -> None:
+        """Kafka's onLoaded: every member of the groups just loaded (``loaded_here(group id)``)
+        must heartbeat within its session timeout."""
         c = self.coordinator
         for group in c.groups.values():
-            for member in group.members.values():
-                c._schedule_heartbeat(group, member)
+            if loaded_here(group.group_id):
+                for member in group.members.values():
+                    c._schedule_heartbeat(group, member)
 
 
 def loaded_group(group_id: str, value, now_ms: int) -> ClassicGroup:

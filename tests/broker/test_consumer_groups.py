@@ -14,9 +14,20 @@ import time
 
 import pytest
 
+from kafkawire.messages.api_versions_request import ApiVersionsRequest
+from kafkawire.messages.delete_groups_request import DeleteGroupsRequest
 from kafkawire.messages.describe_groups_request import DescribeGroupsRequest
 from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
+from kafkawire.messages.heartbeat_request import HeartbeatRequest
+from kafkawire.messages.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
+from kafkawire.messages.leave_group_request import LeaveGroupRequest, MemberIdentity
 from kafkawire.messages.list_groups_request import ListGroupsRequest
+from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
+from kafkawire.messages.offset_commit_request import (OffsetCommitRequest, OffsetCommitRequestPartition,
+                                                      OffsetCommitRequestTopic)
+from kafkawire.messages.offset_fetch_request import (OffsetFetchRequest, OffsetFetchRequestGroup,
+                                                     OffsetFetchRequestTopic, OffsetFetchRequestTopics)
+from kafkawire.messages.sync_group_request import SyncGroupRequest, SyncGroupRequestAssignment
 from kafkawire.broker.group_records import partition_for
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.records.builder import build_batch
@@ -147,6 +158,100 @@ def test_the_group_apis_describe_and_list_the_group(node):
     assert (group.error_code, group.group_state, group.protocol_type, len(group.members)) == \
         (Errors.NONE, "Stable", "consumer", 1)
     c.close(autocommit=False)
+
+
+def group_api_ranges(node) -> dict:
+    advertised = {k.api_key: (k.min_version, k.max_version) for k in node.call(ApiVersionsRequest(
+        client_software_name="kafkawire-tests", client_software_version="1")).api_keys}
+    return {key: advertised[key] for key in (8, 9, 10, 11, 12, 13, 14, 15, 16, 42)}
+
+
+def at(ranges: dict, key: int, step: int) -> int:
+    low, high = ranges[key]
+    return max(low, min(step, high))
+
+
+def member_of_a_fresh_group(node, group: str, join_version: int):
+    """A JoinGroup at ``join_version`` (v4+: after MEMBER_ID_REQUIRED) into generation 1."""
+    request = JoinGroupRequest(group_id=group, session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
+                               member_id="", protocol_type="consumer",
+                               protocols=[JoinGroupRequestProtocol(name="range", metadata=b"meta")])
+    joined = node.call(request, api_version=join_version)
+    if join_version >= 4:
+        assert joined.error_code == Errors.MEMBER_ID_REQUIRED
+        request.member_id = joined.member_id
+        joined = node.call(request, api_version=join_version)
+    assert (joined.error_code, joined.generation_id, joined.leader) == (Errors.NONE, 1, joined.member_id)
+    return joined.member_id
+
+
+def test_every_advertised_version_of_every_group_api_is_answered(node):
+    """Kafka 4.3.1's ranges (OffsetCommit v2-10, OffsetFetch v1-10, DeleteGroups v0-2, the rest
+    from v0): a member joins, syncs, heartbeats, commits, fetches, is described and listed, leaves
+    and its group is deleted, each request at every version the broker advertises."""
+    node.create_topic("versioned")
+    topic_id = node.call(MetadataRequest(topics=[MetadataRequestTopic(name="versioned")]),
+                         api_version=12).topics[0].topic_id
+    ranges = group_api_ranges(node)
+    assert ranges[8] == (2, 10) and ranges[9] == (1, 10) and ranges[42] == (0, 2) and ranges[11] == (0, 9)
+    for step in range(max(high for _, high in ranges.values()) + 1):
+        group = f"versions-{step}"
+        find_version = at(ranges, 10, step)
+        node.quorum.wait_until(lambda: coordinator_found(node, group, find_version), WAIT_S,
+                               "FindCoordinator to name this node (__consumer_offsets is created on first use)")
+        member = member_of_a_fresh_group(node, group, at(ranges, 11, step))
+        sync_version = at(ranges, 14, step)
+        sync = SyncGroupRequest(group_id=group, generation_id=1, member_id=member, assignments=[
+            SyncGroupRequestAssignment(member_id=member, assignment=b"mine")])
+        if sync_version >= 5:
+            sync.protocol_type, sync.protocol_name = "consumer", "range"
+        synced = node.call(sync, api_version=sync_version)
+        assert (synced.error_code, synced.assignment) == (Errors.NONE, b"mine")
+        beat = node.call(HeartbeatRequest(group_id=group, generation_id=1, member_id=member),
+                         api_version=at(ranges, 12, step))
+        assert beat.error_code == Errors.NONE
+        commit_version = at(ranges, 8, step)
+        by_id = dict(topic_id=topic_id) if commit_version >= 10 else dict(name="versioned")
+        committed = node.call(OffsetCommitRequest(
+            group_id=group, generation_id_or_member_epoch=1, member_id=member, topics=[OffsetCommitRequestTopic(
+                **by_id, partitions=[OffsetCommitRequestPartition(
+                    partition_index=0, committed_offset=step + 1, committed_metadata="m")])]),
+            api_version=commit_version)
+        assert [p.error_code for t in committed.topics for p in t.partitions] == [Errors.NONE]
+        assert fetched_offset(node, group, topic_id, at(ranges, 9, step)) == step + 1
+        described = node.call(DescribeGroupsRequest(groups=[group]), api_version=at(ranges, 15, step)).groups[0]
+        assert (described.error_code, described.group_state, len(described.members)) == (Errors.NONE, "Stable", 1)
+        listed = node.call(ListGroupsRequest(), api_version=at(ranges, 16, step))
+        assert group in {g.group_id for g in listed.groups}
+        leave_version = at(ranges, 13, step)
+        left = node.call(LeaveGroupRequest(group_id=group, members=[MemberIdentity(member_id=member)])
+                         if leave_version >= 3 else LeaveGroupRequest(group_id=group, member_id=member),
+                         api_version=leave_version)
+        assert left.error_code == Errors.NONE and all(m.error_code == Errors.NONE for m in left.members)
+        deleted = node.call(DeleteGroupsRequest(groups_names=[group]), api_version=at(ranges, 42, step))
+        assert [(r.group_id, r.error_code) for r in deleted.results] == [(group, Errors.NONE)]
+
+
+def coordinator_found(node, group: str, version: int) -> bool:
+    found = node.call(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]) if version >= 4 else
+                      FindCoordinatorRequest(key=group), api_version=version)
+    one = found.coordinators[0] if version >= 4 else found
+    assert one.error_code in (Errors.NONE, Errors.COORDINATOR_NOT_AVAILABLE)
+    return one.error_code == Errors.NONE and one.node_id == 1
+
+
+def fetched_offset(node, group: str, topic_id, version: int) -> int:
+    if version >= 8:
+        by_id = dict(topic_id=topic_id) if version >= 10 else dict(name="versioned")
+        response = node.call(OffsetFetchRequest(groups=[OffsetFetchRequestGroup(group_id=group, topics=[
+            OffsetFetchRequestTopics(**by_id, partition_indexes=[0])])]), api_version=version)
+        g, = response.groups
+        assert g.error_code == Errors.NONE
+        return g.topics[0].partitions[0].committed_offset
+    response = node.call(OffsetFetchRequest(group_id=group, topics=[OffsetFetchRequestTopic(
+        name="versioned", partition_indexes=[0])]), api_version=version)
+    assert response.error_code == Errors.NONE
+    return response.topics[0].partitions[0].committed_offset
 
 
 def test_committed_offsets_survive_a_restart(node):
