@@ -254,6 +254,33 @@ def fetched_offset(node, group: str, topic_id, version: int) -> int:
     return response.topics[0].partitions[0].committed_offset
 
 
+def test_confluent_kafka_consumes_in_a_group_and_resumes_from_its_commit(node):
+    """librdkafka's classic group protocol: subscribe, read, commit synchronously; a second
+    consumer of the group starts after the commit."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    node.create_topic("rdkafka-group", partitions=2)
+    produce(node, "rdkafka-group", 2, 3, "first")
+    settings = {"bootstrap.servers": node.bootstrap, "group.id": "rdkafka", "auto.offset.reset": "earliest",
+                "enable.auto.commit": False, "session.timeout.ms": 6000}
+
+    def read(count: int) -> list:
+        c = confluent_kafka.Consumer(settings)
+        c.subscribe(["rdkafka-group"])
+        got = []
+        deadline = time.monotonic() + WAIT_S
+        while len(got) < count:
+            assert time.monotonic() < deadline, f"timed out with {got}"
+            message = c.poll(0.2)
+            if message is not None and message.error() is None:
+                got.append(message.value().decode())
+        c.commit(asynchronous=False)
+        c.close()
+        return got
+    assert sorted(read(6)) == sorted(f"first-{p}-{i}" for p in range(2) for i in range(3))
+    produce(node, "rdkafka-group", 2, 1, "second")
+    assert sorted(read(2)) == ["second-0-0", "second-1-0"]
+
+
 def test_committed_offsets_survive_a_restart(node):
     """Last in the module: it restarts the node (gracefully). The offsets come back from
     __consumer_offsets when the coordinator loads it."""
