@@ -189,7 +189,7 @@ class GroupApis:
 
     async def delete_groups(self, ctx, request):
         results = []
-        for group_id in dict.fromkeys(request.groups_names):
+        for group_id in request.groups_names:        # a repeated name: GROUP_ID_NOT_FOUND the second time
             code = self.store.coordinator_error(group_id) if group_id else Errors.INVALID_GROUP_ID
             if code == Errors.NONE:
                 code = self.offsets.delete(group_id)

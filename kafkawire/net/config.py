@@ -76,7 +76,10 @@ class QuorumVoter:
 
 def _short(key, raw):
     """A Java short of at least 1 (offsets.topic.replication.factor)."""
-    value = _int(key, raw)
+    try:
+        value = int(raw.strip(), 10)
+    except ValueError:
+        raise ConfigError(key, raw, "is not a number of type SHORT") from None
     if not -32768 <= value <= 32767:
         raise ConfigError(key, raw, "is out of range for type SHORT")
     if value < 1:
