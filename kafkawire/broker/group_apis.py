@@ -40,6 +40,7 @@ GROUP_KEY_TYPE = 0
 # READ, DELETE and DESCRIBE on a group: what DescribeGroups reports with no authorizer.
 GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 INT32_MIN = -2**31
+EXPIRY_KEY = "group-expiration"
 
 
 def settings_of(config) -> GroupSettings:
@@ -61,6 +62,7 @@ class GroupApis:
         self.offsets = GroupOffsets(self.coordinator)
         self.store = OffsetsTopic(broker, self.coordinator, self.offsets)
         self.offset_apis = OffsetApis(self)
+        self._expiry_scheduled = False
 
     def handlers(self) -> dict[int, ApiHandler]:
         return {
@@ -78,6 +80,19 @@ class GroupApis:
 
     def on_metadata(self) -> None:
         self.store.on_metadata()
+        if not self._expiry_scheduled:
+            self._expiry_scheduled = True
+            self._schedule_expiry()
+
+    def _schedule_expiry(self) -> None:
+        self.timer.schedule(EXPIRY_KEY, self.broker.config.offsets_retention_check_interval_ms, self._expire)
+
+    def _expire(self) -> None:
+        """Kafka's cleanupGroupMetadata, then the next round."""
+        try:
+            self.offsets.expire(self.broker.config.offsets_retention_minutes * 60_000)
+        finally:
+            self._schedule_expiry()
 
     def close(self) -> None:
         self.timer.close()

@@ -155,6 +155,51 @@ class GroupOffsets:
         del self.coordinator.groups[group_id]
         return Errors.NONE
 
+    # -- expiry (Kafka's cleanupGroupMetadata, every offsets.retention.check.interval.ms) --
+
+    def expire(self, retention_ms: int) -> int:
+        """Drop the offsets whose retention (``offsets.retention.minutes``) has passed, and the
+        Empty groups left without offsets, writing their tombstones; the records written.
+
+        An offset's age counts from the moment its group became Empty (a group with a protocol
+        type) or from its commit (a simple group, committing by hand). Groups with members keep
+        their offsets (Kafka also expires a Stable consumer group's offsets of topics it no longer
+        subscribes to; that needs the subscriptions decoded: not done here)."""
+        now = self.coordinator.now_ms()
+        written = 0
+        for group in list(self.coordinator.groups.values()):
+            base = self._expiry_base(group)
+            if base is None:
+                continue
+            committed = self.offsets.get(group.group_id, {})
+            expired = [key for key, value in committed.items() if now - base(value) >= retention_ms]
+            records = [offset_tombstone(group.group_id, t, p) for t, p in expired]
+            drop_group = len(expired) == len(committed) and group.state == EMPTY
+            if drop_group:
+                records.append(group_tombstone(group.group_id))
+            if not records or self.coordinator.persist(group.group_id, records) != Errors.NONE:
+                continue
+            written += len(records)
+            for key in expired:
+                del committed[key]
+            if not committed:
+                self.offsets.pop(group.group_id, None)
+            if drop_group:
+                group.transition_to(DEAD, now)
+                del self.coordinator.groups[group.group_id]
+        if written:
+            log.info("Generated %d tombstone records while cleaning up group metadata.", written)
+        return written
+
+    @staticmethod
+    def _expiry_base(group: ClassicGroup):
+        """ClassicGroup.offsetExpirationCondition: from when an offset's age counts, or None."""
+        if group.protocol_type is None:
+            return lambda value: value.commit_timestamp_ms
+        if group.state == EMPTY:
+            return lambda value: group.state_timestamp_ms
+        return None
+
     # -- loading __consumer_offsets --
 
     def replay(self, key: bytes | None, value: bytes | None) -> None:
@@ -165,6 +210,8 @@ class GroupOffsets:
         kind, k, v = decoded
         if kind == "offset":
             committed = self.offsets.setdefault(k.group, {})
+            if v is not None and k.group not in self.coordinator.groups:      # a simple group's commit
+                self.coordinator.groups[k.group] = ClassicGroup(k.group, now_ms=self.coordinator.now_ms())
             if v is None:
                 committed.pop((k.topic, k.partition), None)
             else:

@@ -294,6 +294,9 @@ _KEYS = (
     _Key("offsets.topic.replication.factor", lambda k, v: _short(k, v), "3", "GroupCoordinatorConfig"),
     _Key("offsets.topic.segment.bytes", lambda k, v: _int(k, v, 1), str(100 * 1024 * 1024), "GroupCoordinatorConfig"),
     _Key("offset.metadata.max.bytes", lambda k, v: _int(k, v), "4096", "GroupCoordinatorConfig"),
+    # GroupCoordinatorConfig: INT 7 days atLeast(1); LONG 10 minutes atLeast(1)
+    _Key("offsets.retention.minutes", lambda k, v: _int(k, v, 1), str(7 * 24 * 60), "GroupCoordinatorConfig"),
+    _Key("offsets.retention.check.interval.ms", lambda k, v: _long(k, v, 1), "600000", "GroupCoordinatorConfig"),
     # SocketServerConfigs: INT 100 MiB atLeast(1); LONG 10 minutes
     _Key("socket.request.max.bytes", lambda k, v: _int(k, v, 1), str(100 * 1024 * 1024), "SocketServerConfigs"),
     _Key("connections.max.idle.ms", _long, str(10 * 60 * 1000), "SocketServerConfigs"),
@@ -429,6 +432,8 @@ class ServerConfig:
     offsets_topic_replication_factor: int = 3
     offsets_topic_segment_bytes: int = 100 * 1024 * 1024
     offset_metadata_max_bytes: int = 4096
+    offsets_retention_minutes: int = 7 * 24 * 60
+    offsets_retention_check_interval_ms: int = 600_000
     unknown_keys: tuple[str, ...] = field(default=())
     # Listener security (kafkawire.net.security): listener name -> ListenerSecurity, the raft
     # client's ClientSecurity towards the first controller listener, the AuthorizerSettings (None:

@@ -283,6 +283,43 @@ def test_replaying_the_written_records_restores_offsets_and_groups():
     assert group.members[b].assignment == b"B2"
 
 
+def test_expiry_drops_old_offsets_of_empty_and_simple_groups_then_the_groups_without_offsets():
+    """offsets.retention.minutes: an empty group's offsets expire counting from when it became
+    Empty, a simple group's from each commit; a group with members keeps its offsets; an Empty
+    group left without offsets is deleted. Tombstones are written for each."""
+    h = Harness()
+    a, b = stable_group_of_two(h)
+    h.offsets.commit(GROUP, [("t", 0, 1, -1, "", None)])
+    h.offsets.validate_commit("simple", -1, "", None, version=9)
+    h.offsets.commit("simple", [("t", 0, 1, -1, "", None)])
+    h.timer.advance(1000)
+    h.offsets.commit("simple", [("t", 1, 1, -1, "", None)])
+    h.coordinator.groups["idle"] = ClassicGroup("idle", now_ms=h.timer.now, protocol_type="consumer")
+    for member in (a, b):          # the stable group keeps heartbeating
+        h.heartbeat(member, 2)
+    h.written.clear()
+    assert h.offsets.expire(retention_ms=1000) == 2          # "simple" t-0, and the idle group without offsets
+    assert set(h.offsets.offsets["simple"]) == {("t", 1)} and "idle" not in h.coordinator.groups
+    assert set(h.offsets.offsets[GROUP]) == {("t", 0)}
+    assert [decode_record(*r)[0] for r in h.written] == ["offset", "group"]
+    assert all(value is None for _, value in h.written)
+    h.coordinator.leave(LeaveGroupRequest(group_id=GROUP, members=[MemberIdentity(member_id=a),
+                                                                    MemberIdentity(member_id=b)]), version=5)
+    assert h.group.state == EMPTY
+    h.timer.now += 1000
+    h.offsets.expire(retention_ms=1000)
+    assert GROUP not in h.coordinator.groups and GROUP not in h.offsets.offsets and "simple" not in h.offsets.offsets
+
+
+def test_a_replayed_commit_of_an_unknown_group_makes_a_simple_group():
+    h = Harness()
+    h.offsets.commit("simple", [("t", 0, 9, -1, "", None)])
+    loaded = Harness()
+    for key, value in h.written:
+        loaded.offsets.replay(key, value)
+    assert loaded.coordinator.groups["simple"].state == EMPTY and loaded.offsets.fetch("simple", None)[1][0][2].offset == 9
+
+
 def test_delete_groups_refuses_a_group_with_members_and_an_unknown_one():
     h = Harness()
     stable_group_of_two(h)
