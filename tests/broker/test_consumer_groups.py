@@ -47,12 +47,23 @@ def node(tmp_path_factory):
         yield n
 
 
-def consumer(node, group: str, **overrides):
+def consumer(node, group: str, *, topic: str | None = None, **overrides):
+    """A kafka-python member of ``group``, subscribed to ``topic`` once it knows the topic's
+    partitions: kafka-python's leader otherwise assigns nothing, sees the partitions appear and
+    rejoins at once, and its join racing a short poll() sometimes never completes on the client's
+    side (kafka-python 3.0's own race, whichever broker answers)."""
     settings = dict(bootstrap_servers=node.bootstrap, group_id=group, auto_offset_reset="earliest",
                     enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=200,
                     max_poll_interval_ms=20_000, request_timeout_ms=21_000)
     settings.update(overrides)
-    return kafka.KafkaConsumer(**settings)
+    c = kafka.KafkaConsumer(**settings)
+    if topic is not None:
+        deadline = time.monotonic() + WAIT_S
+        while not c.partitions_for_topic(topic):
+            assert time.monotonic() < deadline, f"no metadata for {topic}"
+            time.sleep(0.05)
+        c.subscribe([topic])
+    return c
 
 
 def produce(node, topic: str, partitions: int, per_partition: int, tag: str) -> None:
@@ -78,7 +89,7 @@ def poll_until(consumers, predicate, what: str) -> list:
 
     def run(c, into: Polled):
         while not stop.is_set():
-            for records in c.poll(timeout_ms=100).values():
+            for records in c.poll(timeout_ms=500).values():
                 into.values.extend((r.partition, r.value.decode()) for r in records)
             into.assignment = frozenset(tp.partition for tp in c.assignment())
     threads = [threading.Thread(target=run, args=(c, into), daemon=True) for c, into in zip(consumers, polled)]
@@ -99,9 +110,7 @@ def poll_until(consumers, predicate, what: str) -> list:
 def test_two_members_split_the_partitions_and_a_third_resumes_from_the_commits(node):
     node.create_topic("split", partitions=4)
     produce(node, "split", 4, 5, "first")
-    a, b = consumer(node, "splitters"), consumer(node, "splitters")
-    a.subscribe(["split"])
-    b.subscribe(["split"])
+    a, b = consumer(node, "splitters", topic="split"), consumer(node, "splitters", topic="split")
     expected = {f"first-{p}-{i}" for p in range(4) for i in range(5)}
     pa, pb = poll_until([a, b], lambda g: {v for _, v in g[0].values + g[1].values} == expected and
                         g[0].assignment and g[1].assignment and all(c.position(tp) == 5 for c in (a, b)
@@ -114,8 +123,7 @@ def test_two_members_split_the_partitions_and_a_third_resumes_from_the_commits(n
     b.close(autocommit=False)
     assert_dump_log_shows_the_commits(node, "splitters", "split", 4, 5)
     produce(node, "split", 4, 2, "second")
-    c = consumer(node, "splitters")
-    c.subscribe(["split"])
+    c = consumer(node, "splitters", topic="split")
     later, = poll_until([c], lambda g: len(g[0].values) >= 8, "the third member to read the new records")
     c.close(autocommit=False)
     assert sorted(v for _, v in later.values) == sorted(f"second-{p}-{i}" for p in range(4) for i in range(2))
@@ -136,9 +144,7 @@ def assert_dump_log_shows_the_commits(node, group: str, topic: str, partitions: 
 
 def test_a_member_leaving_makes_the_other_take_its_partitions(node):
     node.create_topic("leaving", partitions=2)
-    a, b = consumer(node, "leavers"), consumer(node, "leavers")
-    a.subscribe(["leaving"])
-    b.subscribe(["leaving"])
+    a, b = consumer(node, "leavers", topic="leaving"), consumer(node, "leavers", topic="leaving")
     poll_until([a, b], lambda g: g[0].assignment and g[1].assignment, "a partition each")
     b.close(autocommit=False)                  # LeaveGroup
     poll_until([a], lambda g: g[0].assignment == {0, 1}, "the remaining member to take both partitions")
@@ -147,8 +153,7 @@ def test_a_member_leaving_makes_the_other_take_its_partitions(node):
 
 def test_the_group_apis_describe_and_list_the_group(node):
     node.create_topic("described")
-    c = consumer(node, "describers")
-    c.subscribe(["described"])
+    c = consumer(node, "describers", topic="described")
     poll_until([c], lambda g: g[0].assignment == {0}, "the member's assignment")
     found = node.call(FindCoordinatorRequest(key_type=0, coordinator_keys=["describers"]), api_version=4)
     assert [(k.key, k.error_code, k.node_id) for k in found.coordinators] == [("describers", Errors.NONE, 1)]
@@ -286,8 +291,7 @@ def test_committed_offsets_survive_a_restart(node):
     __consumer_offsets when the coordinator loads it."""
     node.create_topic("durable-offsets")
     produce(node, "durable-offsets", 1, 6, "before")
-    c = consumer(node, "restarters")
-    c.subscribe(["durable-offsets"])
+    c = consumer(node, "restarters", topic="durable-offsets")
     poll_until([c], lambda g: len(g[0].values) == 6, "the six records")
     c.commit()
     c.close(autocommit=False)
@@ -296,8 +300,7 @@ def test_committed_offsets_survive_a_restart(node):
     node.wait_unfenced()
     node.quorum.wait_until(lambda: node.leaders("durable-offsets") == [1], WAIT_S, "the topic's leader")
     produce(node, "durable-offsets", 1, 1, "after")
-    c = consumer(node, "restarters")
-    c.subscribe(["durable-offsets"])
+    c = consumer(node, "restarters", topic="durable-offsets")
     got, = poll_until([c], lambda g: len(g[0].values) >= 1, "the record produced after the restart")
     c.close(autocommit=False)
     assert got.values == [(0, "after-0-0")]
