@@ -1,6 +1,7 @@
 """The group APIs on the broker's listeners, as Kafka 4.3.1's KafkaApis hands them to its group
 coordinator: FindCoordinator (10), JoinGroup (11), Heartbeat (12), LeaveGroup (13), SyncGroup
-(14), DescribeGroups (15), ListGroups (16), OffsetCommit (8), OffsetFetch (9), DeleteGroups (42).
+(14), DescribeGroups (15), ListGroups (16), OffsetCommit (8), OffsetFetch (9), DeleteGroups (42),
+OffsetDelete (47).
 
 The state machine is kafkawire.broker.group_coordinator / group_offsets (no I/O); this module
 turns requests of every version into its calls, waits for the parked JoinGroup and SyncGroup
@@ -76,6 +77,7 @@ class GroupApis:
             15: ApiHandler(self.describe_groups),
             16: ApiHandler(self.list_groups),
             42: ApiHandler(self.delete_groups, max_version=2),
+            47: ApiHandler(self.offset_apis.offset_delete),
         }
 
     def on_metadata(self) -> None:

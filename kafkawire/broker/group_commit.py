@@ -1,4 +1,4 @@
-"""OffsetCommit (8, v2-10) and OffsetFetch (9, v1-10) on the broker, as Kafka 4.3.1's KafkaApis
+"""OffsetCommit (8, v2-10), OffsetFetch (9, v1-10) and OffsetDelete (47, v0) on the broker, as Kafka 4.3.1's KafkaApis
 answers them: topics resolved against the metadata first (by name; by id from v10, the response
 then naming topics by id), unknown ones refused per partition, the rest handed to the group
 coordinator (kafkawire.broker.group_offsets), whose refusal of the whole commit (an unknown
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from kafkawire.messages.offset_commit_response import (OffsetCommitResponse, OffsetCommitResponsePartition,
                                                        OffsetCommitResponseTopic)
+from kafkawire.messages.offset_delete_response import (OffsetDeleteResponse, OffsetDeleteResponsePartition,
+                                                       OffsetDeleteResponseTopic)
 from kafkawire.messages.offset_fetch_response import (OffsetFetchResponse, OffsetFetchResponseGroup,
                                                       OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
                                                       OffsetFetchResponseTopic, OffsetFetchResponseTopics)
@@ -130,6 +132,35 @@ class OffsetApis:
             code, found = self.apis.offsets.fetch(group_id, [(name, p) for p in t.partitions])
             answered.append(((name, t.topic_id), [_partition(p, value) for _, p, value in found]))
         return code, answered
+
+
+    # -- OffsetDelete --
+
+    async def offset_delete(self, ctx, request):
+        """Unknown topics and partitions are UNKNOWN_TOPIC_OR_PARTITION, the rest go to the group."""
+        image = self.apis.broker.image()
+        codes, known = {}, []
+        for t in request.topics:
+            topic = self._topic(image, t.name, None, False)
+            asked = []
+            for p in t.partitions:
+                if topic is None or p.partition_index not in topic.partitions:
+                    codes[(t.name, p.partition_index)] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    asked.append(p.partition_index)
+            if asked:
+                known.append((t.name, asked))
+        group_id = request.group_id
+        code = self.apis.store.coordinator_error(group_id) if group_id else Errors.INVALID_GROUP_ID
+        if code == Errors.NONE:
+            code, deleted = self.apis.offsets.delete_offsets(group_id, known)
+            codes.update(deleted)
+        if code != Errors.NONE:
+            return OffsetDeleteResponse(error_code=code, topics=[])
+        return OffsetDeleteResponse(error_code=Errors.NONE, topics=[OffsetDeleteResponseTopic(
+            name=t.name, partitions=[OffsetDeleteResponsePartition(
+                partition_index=p.partition_index, error_code=codes[(t.name, p.partition_index)])
+                for p in t.partitions]) for t in request.topics])
 
 
 class _Wanted:

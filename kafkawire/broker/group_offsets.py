@@ -162,9 +162,8 @@ class GroupOffsets:
         Empty groups left without offsets, writing their tombstones; the records written.
 
         An offset's age counts from the moment its group became Empty (a group with a protocol
-        type) or from its commit (a simple group, committing by hand). Groups with members keep
-        their offsets (Kafka also expires a Stable consumer group's offsets of topics it no longer
-        subscribes to; that needs the subscriptions decoded: not done here)."""
+        type), or from its commit for a simple group (committing by hand) and for the topics a
+        Stable consumer group no longer subscribes to; other groups with members keep theirs."""
         now = self.coordinator.now_ms()
         written = 0
         for group in list(self.coordinator.groups.values()):
@@ -172,7 +171,9 @@ class GroupOffsets:
             if base is None:
                 continue
             committed = self.offsets.get(group.group_id, {})
-            expired = [key for key, value in committed.items() if now - base(value) >= retention_ms]
+            subscribed = group.subscribed_topics() or set()
+            expired = [key for key, value in committed.items()
+                       if key[0] not in subscribed and now - base(value) >= retention_ms]
             records = [offset_tombstone(group.group_id, t, p) for t, p in expired]
             drop_group = len(expired) == len(committed) and group.state == EMPTY
             if drop_group:
@@ -198,7 +199,36 @@ class GroupOffsets:
             return lambda value: value.commit_timestamp_ms
         if group.state == EMPTY:
             return lambda value: group.state_timestamp_ms
+        if group.state == STABLE and group.subscribed_topics() is not None:
+            return lambda value: value.commit_timestamp_ms
         return None
+
+    # -- OffsetDelete --
+
+    def delete_offsets(self, group_id: str, topics: list) -> tuple[int, dict]:
+        """(group error, {(topic, partition): code}) for ``topics`` ((name, [partitions])): the
+        offsets of topics the group does not subscribe to are deleted (tombstones written)."""
+        group = self.coordinator.groups.get(group_id)
+        if group is None or group.state == DEAD:
+            return Errors.GROUP_ID_NOT_FOUND, {}
+        if group.state != EMPTY and not group.uses_consumer_protocol():
+            return Errors.NON_EMPTY_GROUP, {}
+        committed = self.offsets.get(group_id, {})
+        codes, records, gone = {}, [], []
+        for topic, partitions in topics:
+            subscribed = group.is_subscribed_to(topic)
+            for p in partitions:
+                codes[(topic, p)] = Errors.GROUP_SUBSCRIBED_TO_TOPIC if subscribed else Errors.NONE
+                if not subscribed and (topic, p) in committed:
+                    records.append(offset_tombstone(group_id, topic, p))
+                    gone.append((topic, p))
+        if records:
+            error = self.coordinator.persist(group_id, records)
+            if error != Errors.NONE:
+                return error, {}
+            for key in gone:
+                committed.pop(key, None)
+        return Errors.NONE, codes
 
     # -- loading __consumer_offsets --
 

@@ -12,6 +12,7 @@ coordinator's caller's.
 """
 from __future__ import annotations
 
+import struct
 import uuid
 from dataclasses import dataclass, field
 from typing import Callable
@@ -31,6 +32,8 @@ VALID_PREVIOUS_STATES = {
 }
 
 Respond = Callable[[object], None]
+CONSUMER_PROTOCOL_TYPE = "consumer"
+_INT16, _INT32 = struct.Struct(">h"), struct.Struct(">i")
 
 
 class InvalidTransition(RuntimeError):
@@ -84,6 +87,26 @@ class Member:
 
 def protocol_names(protocols: list) -> set:
     return {name for name, _ in protocols}
+
+
+def subscription_topics(metadata: bytes) -> list:
+    """The topics of a ConsumerProtocolSubscription, read as its version 0, the prefix of every
+    version (as Kafka's coordinator reads it); raises ValueError on bytes that do not decode."""
+    try:
+        _INT16.unpack_from(metadata, 0)
+        count, = _INT32.unpack_from(metadata, 2)
+        if count < 0 or count > len(metadata):
+            raise ValueError(f"{count} topics")
+        pos, topics = 6, []
+        for _ in range(count):
+            size, = _INT16.unpack_from(metadata, pos)
+            if size < 0 or pos + 2 + size > len(metadata):
+                raise ValueError("a topic name past the end")
+            topics.append(metadata[pos + 2:pos + 2 + size].decode("utf-8"))
+            pos += 2 + size
+        return topics
+    except (struct.error, UnicodeDecodeError) as exc:
+        raise ValueError(str(exc)) from None
 
 
 @dataclass(eq=False)
@@ -213,6 +236,26 @@ class ClassicGroup:
             choice = member.vote(candidates)
             votes[choice] = votes.get(choice, 0) + 1
         return max(votes, key=votes.get)
+
+    def uses_consumer_protocol(self) -> bool:
+        return self.protocol_type == CONSUMER_PROTOCOL_TYPE
+
+    def subscribed_topics(self) -> set | None:
+        """ClassicGroup.computeSubscribedTopics: the topics the members subscribe to (consumer
+        protocol only), None when unknown (another protocol, or a subscription that does not decode)."""
+        if not self.uses_consumer_protocol():
+            return None
+        topics: set = set()
+        try:
+            for member in self.members.values():
+                topics.update(subscription_topics(member.metadata(self.protocol_name)))
+        except ValueError:
+            return None
+        return topics
+
+    def is_subscribed_to(self, topic: str) -> bool:
+        subscribed = self.subscribed_topics()
+        return self.uses_consumer_protocol() if subscribed is None else topic in subscribed
 
     def init_next_generation(self, now_ms: int) -> None:
         self.generation_id += 1

@@ -25,6 +25,8 @@ from kafkawire.messages.list_groups_request import ListGroupsRequest
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
 from kafkawire.messages.offset_commit_request import (OffsetCommitRequest, OffsetCommitRequestPartition,
                                                       OffsetCommitRequestTopic)
+from kafkawire.messages.offset_delete_request import (OffsetDeleteRequest, OffsetDeleteRequestPartition,
+                                                      OffsetDeleteRequestTopic)
 from kafkawire.messages.offset_fetch_request import (OffsetFetchRequest, OffsetFetchRequestGroup,
                                                      OffsetFetchRequestTopic, OffsetFetchRequestTopics)
 from kafkawire.messages.sync_group_request import SyncGroupRequest, SyncGroupRequestAssignment
@@ -168,7 +170,7 @@ def test_the_group_apis_describe_and_list_the_group(node):
 def group_api_ranges(node) -> dict:
     advertised = {k.api_key: (k.min_version, k.max_version) for k in node.call(ApiVersionsRequest(
         client_software_name="kafkawire-tests", client_software_version="1")).api_keys}
-    return {key: advertised[key] for key in (8, 9, 10, 11, 12, 13, 14, 15, 16, 42)}
+    return {key: advertised[key] for key in (8, 9, 10, 11, 12, 13, 14, 15, 16, 42, 47)}
 
 
 def at(ranges: dict, key: int, step: int) -> int:
@@ -192,13 +194,15 @@ def member_of_a_fresh_group(node, group: str, join_version: int):
 
 def test_every_advertised_version_of_every_group_api_is_answered(node):
     """Kafka 4.3.1's ranges (OffsetCommit v2-10, OffsetFetch v1-10, DeleteGroups v0-2, the rest
-    from v0): a member joins, syncs, heartbeats, commits, fetches, is described and listed, leaves
-    and its group is deleted, each request at every version the broker advertises."""
+    from v0): a member joins, syncs, heartbeats, commits, fetches, is described and listed, leaves,
+    its offsets are deleted (OffsetDelete v0) and its group is deleted, each request at every
+    version the broker advertises."""
     node.create_topic("versioned")
     topic_id = node.call(MetadataRequest(topics=[MetadataRequestTopic(name="versioned")]),
                          api_version=12).topics[0].topic_id
     ranges = group_api_ranges(node)
     assert ranges[8] == (2, 10) and ranges[9] == (1, 10) and ranges[42] == (0, 2) and ranges[11] == (0, 9)
+    assert ranges[47] == (0, 0)
     for step in range(max(high for _, high in ranges.values()) + 1):
         group = f"versions-{step}"
         find_version = at(ranges, 10, step)
@@ -233,6 +237,11 @@ def test_every_advertised_version_of_every_group_api_is_answered(node):
                          if leave_version >= 3 else LeaveGroupRequest(group_id=group, member_id=member),
                          api_version=leave_version)
         assert left.error_code == Errors.NONE and all(m.error_code == Errors.NONE for m in left.members)
+        if step == 0:           # OffsetDelete has one version; its group is Empty now
+            emptied = node.call(OffsetDeleteRequest(group_id=group, topics=[OffsetDeleteRequestTopic(
+                name="versioned", partitions=[OffsetDeleteRequestPartition(partition_index=0)])]), api_version=0)
+            assert (emptied.error_code, emptied.topics[0].partitions[0].error_code) == (Errors.NONE, Errors.NONE)
+            assert fetched_offset(node, group, topic_id, at(ranges, 9, step)) == -1
         deleted = node.call(DeleteGroupsRequest(groups_names=[group]), api_version=at(ranges, 42, step))
         assert [(r.group_id, r.error_code) for r in deleted.results] == [(group, Errors.NONE)]
 

@@ -4,13 +4,15 @@ group_offsets): each test drives a GroupCoordinator with a manual timer and chec
 """
 from __future__ import annotations
 
+import struct
+
 import pytest
 
 from kafkawire.broker.group_coordinator import GroupCoordinator, GroupSettings
 from kafkawire.broker.group_offsets import CommitRefused, GroupOffsets
 from kafkawire.broker.group_records import decode_record, java_string_hash, partition_for
 from kafkawire.broker.group_state import (COMPLETING_REBALANCE, EMPTY, PREPARING_REBALANCE, STABLE, ClassicGroup,
-                                          InvalidTransition)
+                                          InvalidTransition, subscription_topics)
 from kafkawire.messages.heartbeat_request import HeartbeatRequest
 from kafkawire.messages.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
 from kafkawire.messages.leave_group_request import LeaveGroupRequest, MemberIdentity
@@ -18,6 +20,14 @@ from kafkawire.messages.sync_group_request import SyncGroupRequest, SyncGroupReq
 from kafkawire.protocol.error_codes import Errors
 
 GROUP = "g"
+
+
+def subscription(*topics: str) -> bytes:
+    """A ConsumerProtocolSubscription v0 naming ``topics`` (what a Java consumer's metadata starts with)."""
+    data = struct.pack(">hi", 0, len(topics))
+    for topic in topics:
+        data += struct.pack(">h", len(topic)) + topic.encode()
+    return data + struct.pack(">i", -1)            # user data: null
 
 
 class ManualTimer:
@@ -318,6 +328,52 @@ def test_a_replayed_commit_of_an_unknown_group_makes_a_simple_group():
     for key, value in h.written:
         loaded.offsets.replay(key, value)
     assert loaded.coordinator.groups["simple"].state == EMPTY and loaded.offsets.fetch("simple", None)[1][0][2].offset == 9
+
+
+def test_offset_delete_removes_the_offsets_of_topics_the_members_do_not_subscribe_to():
+    """OffsetDelete: GROUP_SUBSCRIBED_TO_TOPIC for a topic a member's subscription names, a
+    tombstone for the others; an unknown group is GROUP_ID_NOT_FOUND."""
+    h = Harness()
+    a = h.new_member(protocols=(("range", subscription("in-use")),))
+    h.timer.advance(0)
+    h.sync(a, 1, {a: b""})
+    h.offsets.commit(GROUP, [("in-use", 0, 5, -1, "", None), ("old", 0, 7, -1, "", None)])
+    h.written.clear()
+    error, codes = h.offsets.delete_offsets(GROUP, [("in-use", [0]), ("old", [0, 1])])
+    assert error == Errors.NONE
+    assert codes == {("in-use", 0): Errors.GROUP_SUBSCRIBED_TO_TOPIC, ("old", 0): Errors.NONE, ("old", 1): Errors.NONE}
+    assert [(decode_record(*r)[1].topic, r[1]) for r in h.written] == [("old", None)]
+    assert set(h.offsets.offsets[GROUP]) == {("in-use", 0)}
+    assert h.offsets.delete_offsets("unknown", [("old", [0])]) == (Errors.GROUP_ID_NOT_FOUND, {})
+
+
+def test_offset_delete_refuses_a_group_with_members_of_another_protocol_type():
+    h = Harness()
+    request = JoinGroupRequest(group_id=GROUP, session_timeout_ms=10_000, rebalance_timeout_ms=10_000, member_id="",
+                               protocol_type="connect", protocols=[JoinGroupRequestProtocol(name="x", metadata=b"")])
+    h.coordinator.join(request, version=3, client_id="c", client_host="/h", respond=lambda r: None)
+    assert h.offsets.delete_offsets(GROUP, [("t", [0])]) == (Errors.NON_EMPTY_GROUP, {})
+
+
+def test_a_stable_groups_offsets_of_topics_it_no_longer_subscribes_to_expire():
+    h = Harness()
+    a = h.new_member(protocols=(("range", subscription("kept")),))
+    h.timer.advance(0)
+    h.sync(a, 1, {a: b""})
+    h.offsets.commit(GROUP, [("kept", 0, 1, -1, "", None), ("dropped", 0, 1, -1, "", None)])
+    h.timer.advance(1000)
+    h.heartbeat(a, 1)
+    assert h.offsets.expire(retention_ms=1000) == 1
+    assert set(h.offsets.offsets[GROUP]) == {("kept", 0)} and h.group.state == STABLE
+
+
+def test_subscriptions_are_read_as_their_version_0_prefix_and_bad_bytes_are_refused():
+    assert subscription_topics(subscription("a", "bb")) == ["a", "bb"]
+    assert subscription_topics(struct.pack(">hi", 3, 1) + struct.pack(">h", 1) + b"t" + b"later fields") == ["t"]
+    for bad in (b"", struct.pack(">hi", 0, 1), struct.pack(">hi", 0, 1) + struct.pack(">h", 9) + b"x",
+                struct.pack(">hi", 0, 2**31 - 1)):
+        with pytest.raises(ValueError):
+            subscription_topics(bad)
 
 
 def test_delete_groups_refuses_a_group_with_members_and_an_unknown_one():
