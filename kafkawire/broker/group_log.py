@@ -71,6 +71,7 @@ class OffsetsTopic:
         self.offsets = offsets
         self.loaded: set[int] = set()          # partitions whose records are replayed
         self._creating: asyncio.Task | None = None
+        self._last_failure: str | None = None
 
     # -- where a group lives --
 
@@ -124,10 +125,17 @@ class OffsetsTopic:
             response = await self.broker.send_to_controller(request, request.timeout_ms)
             for result in response.topics:
                 if result.error_code not in (Errors.NONE, Errors.TOPIC_ALREADY_EXISTS):
-                    log.warning("Creating %s failed with error '%s': %s", OFFSETS_TOPIC,
-                                Errors.for_code(result.error_code).name, result.error_message)
+                    self._failed(f"error '{Errors.for_code(result.error_code).name}': {result.error_message}")
         except (NoLeader, NotLeader, TransportError, TimeoutError, OSError) as exc:
-            log.warning("creating %s failed: %s", OFFSETS_TOPIC, exc)
+            self._failed(str(exc))
+
+    def _failed(self, why: str) -> None:
+        """Clients ask again every few hundred ms: a reason is logged as a warning the first time only."""
+        if why != self._last_failure:
+            log.warning("Creating %s failed with %s", OFFSETS_TOPIC, why)
+            self._last_failure = why
+        else:
+            log.debug("Creating %s failed with %s", OFFSETS_TOPIC, why)
 
     # -- loading --
 
