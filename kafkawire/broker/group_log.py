@@ -8,8 +8,9 @@ loading of each partition's records when this broker starts leading it.
     error = store.coordinator_error(group_id)
     store.persist(group_id, records)      # the coordinator's ``persist``
 
-Loading reads the partition's whole log once, synchronously, when the broker opens it (there is
-no compaction yet, so it is every record ever written; the groups are unavailable meanwhile).
+Loading reads the partition's whole log when the broker opens it, a chunk at a time with the
+event loop free in between (there is no compaction yet, so it is every record ever written; the
+partition's groups are COORDINATOR_LOAD_IN_PROGRESS meanwhile, as in Kafka).
 """
 from __future__ import annotations
 
@@ -70,6 +71,7 @@ class OffsetsTopic:
         self.coordinator = coordinator
         self.offsets = offsets
         self.loaded: set[int] = set()          # partitions whose records are replayed
+        self.loading: dict[int, asyncio.Task] = {}
         self._creating: asyncio.Task | None = None
         self._last_failure: str | None = None
 
@@ -140,44 +142,59 @@ class OffsetsTopic:
     # -- loading --
 
     def on_metadata(self) -> None:
-        """Load the partitions this broker has started leading; forget those it no longer leads."""
+        """Start loading the partitions this broker has started leading; forget those it no
+        longer leads (one node leads every partition: it is stopping, or the topic was deleted;
+        their groups stay in memory until the broker stops)."""
         led = {index for (topic, index) in self.broker.partitions if topic == OFFSETS_TOPIC}
-        for index in sorted(led - self.loaded):
-            self._load(index)
-        lost = self.loaded - led
-        if lost:
-            # One node leads every partition; losing one means the broker is stopping or the topic
-            # was deleted. Its groups are left as they are until the broker stops.
-            self.loaded -= lost
+        for index in sorted(led - self.loaded - set(self.loading)):
+            task = asyncio.ensure_future(self._load(index, self.broker.partitions[(OFFSETS_TOPIC, index)]))
+            self.loading[index] = task
+            task.add_done_callback(lambda _, index=index: self.loading.pop(index, None))
+        self.loaded &= led
 
-    def _load(self, index: int) -> None:
-        partition = self.broker.partitions[(OFFSETS_TOPIC, index)]
+    async def _load(self, index: int, partition) -> None:
+        """Replay the partition's records, a read of LOAD_READ_BYTES at a time with the event loop
+        free in between (the groups of this partition are COORDINATOR_LOAD_IN_PROGRESS meanwhile)."""
         started = time.monotonic()
         offset, records, bad = partition.log.log_start_offset, 0, 0
         end = partition.high_watermark()
-        while offset < end:
-            data = partition.log.read(offset, LOAD_READ_BYTES, min_one_batch=True).data
-            if not data:
-                break
-            for batch in iter_batches(data):
-                if batch.next_offset <= offset:
-                    continue
-                offset = batch.next_offset
-                if batch.is_control:
-                    continue
-                for record in batch:
-                    records += 1
-                    try:
-                        self.offsets.replay(record.key, record.value)
-                    except (DecodeError, ValueError) as exc:
-                        bad += 1
-                        log.warning("%s-%d: a record at offset %d does not decode, skipped: %s", OFFSETS_TOPIC,
-                                    index, batch.base_offset, exc)
+        try:
+            while offset < end:
+                if self.broker.partitions.get((OFFSETS_TOPIC, index)) is not partition:
+                    return                                  # closed meanwhile
+                data = partition.log.read(offset, LOAD_READ_BYTES, min_one_batch=True).data
+                if not data:
+                    break
+                offset, read, skipped = self._replay(index, data, offset)
+                records, bad = records + read, bad + skipped
+                await asyncio.sleep(0)
+        except (OSError, ValueError) as exc:            # ValueError: OffsetOutOfRange, a torn batch
+            log.error("Loading %s-%d failed at offset %d: %s", OFFSETS_TOPIC, index, offset, exc)
+            return
         self.loaded.add(index)
         count = self.partitions(self.broker.image())
         self.offsets.after_load(lambda group_id: partition_for(group_id, count) == index)
         log.info("Finished loading of %s-%d: %d records (%d skipped) in %.0f ms", OFFSETS_TOPIC, index, records, bad,
                  (time.monotonic() - started) * 1000)
+
+    def _replay(self, index: int, data: bytes, offset: int) -> tuple[int, int, int]:
+        """Replay the records of ``data`` from ``offset`` on: (next offset, records, skipped)."""
+        records = bad = 0
+        for batch in iter_batches(data):
+            if batch.next_offset <= offset:
+                continue
+            offset = batch.next_offset
+            if batch.is_control:
+                continue
+            for record in batch:
+                records += 1
+                try:
+                    self.offsets.replay(record.key, record.value)
+                except (DecodeError, ValueError) as exc:
+                    bad += 1
+                    log.warning("%s-%d: a record at offset %d does not decode, skipped: %s", OFFSETS_TOPIC, index,
+                                batch.base_offset, exc)
+        return offset, records, bad
 
     # -- writing --
 
@@ -204,3 +221,5 @@ class OffsetsTopic:
     def close(self) -> None:
         if self._creating is not None:
             self._creating.cancel()
+        for task in list(self.loading.values()):
+            task.cancel()
