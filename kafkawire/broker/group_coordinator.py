@@ -65,14 +65,6 @@ def heartbeat_key(group_id: str, member_id: str) -> str:
     return f"heartbeat-{group_id}-{member_id}"
 
 
-class MemberError(Exception):
-    """A request names a member the group does not know (or a fenced one): its error code."""
-
-    def __init__(self, code: int):
-        super().__init__(Errors.for_code(code).name)
-        self.code = code
-
-
 class GroupCoordinator:
     """Every classic group this coordinator owns, by id."""
 
@@ -422,26 +414,25 @@ class GroupCoordinator:
             [(request.member_id, None)]
         group = self.groups.get(request.group_id)
         if group is None:
-            return self._leave_answer(version, Errors.UNKNOWN_MEMBER_ID, [])
+            return LeaveGroupResponse(error_code=Errors.UNKNOWN_MEMBER_ID, members=[])
         if group.state == DEAD:
-            return self._leave_answer(version, Errors.COORDINATOR_NOT_AVAILABLE, [])
-        results = [(member_id, instance_id, self._leave_one(group, member_id)) for member_id, instance_id in identities]
+            return LeaveGroupResponse(error_code=Errors.COORDINATOR_NOT_AVAILABLE, members=[])
+        results = [(member_id, instance_id, self._leave_one(group, member_id, instance_id))
+                   for member_id, instance_id in identities]
         if any(code == Errors.NONE for _, _, code in results):
             if group.state in (STABLE, COMPLETING_REBALANCE):
                 self._rebalance_or_complete_join(group, "explicit `LeaveGroup` request")
             elif group.state == PREPARING_REBALANCE:
                 self._maybe_complete_join_phase(group)
         if version < 3:
-            return self._leave_answer(version, results[0][2], [])
+            return LeaveGroupResponse(error_code=results[0][2], members=[])
         return LeaveGroupResponse(error_code=Errors.NONE, members=[
             MemberResponse(member_id=member_id, group_instance_id=instance_id, error_code=code)
             for member_id, instance_id, code in results])
 
-    @staticmethod
-    def _leave_answer(version: int, code: int, members: list) -> LeaveGroupResponse:
-        return LeaveGroupResponse(error_code=code, members=members)
-
-    def _leave_one(self, group: ClassicGroup, member_id: str) -> int:
+    def _leave_one(self, group: ClassicGroup, member_id: str, instance_id: str | None) -> int:
+        if member_id == UNKNOWN_MEMBER_ID:            # an admin removing a member by its instance id
+            member_id = group.static_members.get(instance_id, UNKNOWN_MEMBER_ID) if instance_id else member_id
         if member_id in group.pending_join_members:
             group.remove(member_id)
             self.timer.cancel(heartbeat_key(group.group_id, member_id))

@@ -220,6 +220,21 @@ def test_leave_group_rebalances_the_rest_and_the_last_member_leaving_empties_the
     assert (value.generation, value.members, value.protocol) == (4, [], None)
 
 
+def test_leave_group_by_instance_id_removes_the_member_with_that_instance_id():
+    """KIP-345's admin removal: LeaveGroup naming a group.instance.id without member id."""
+    h = Harness()
+    request = JoinGroupRequest(group_id=GROUP, session_timeout_ms=10_000, rebalance_timeout_ms=10_000, member_id="",
+                               group_instance_id="i-1", protocol_type="consumer",
+                               protocols=[JoinGroupRequestProtocol(name="range", metadata=b"")])
+    h.coordinator.join(request, version=5, client_id="c", client_host="/h", respond=lambda r: None)
+    h.timer.advance(0)
+    left = h.coordinator.leave(LeaveGroupRequest(group_id=GROUP, members=[
+        MemberIdentity(member_id="", group_instance_id="i-1"), MemberIdentity(member_id="", group_instance_id="i-2")]),
+        version=4)
+    assert [m.error_code for m in left.members] == [Errors.NONE, Errors.UNKNOWN_MEMBER_ID]
+    assert not h.group.members
+
+
 def test_join_group_refusals_carry_kafkas_error_codes():
     h = Harness()
     assert h.join(session=1000)[0].error_code == Errors.INVALID_SESSION_TIMEOUT
