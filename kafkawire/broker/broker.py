@@ -40,6 +40,7 @@ from kafkawire.net.server import KafkaServer
 from kafkawire.protocol.handler import ApiHandler
 
 from .fetch import FetchApi
+from .group_apis import GroupApis
 from .lifecycle import RECOVERY, STARTING, BrokerLifecycle, Registration
 from .metadata_apis import MetadataApis
 from .partition import LeaderPartition
@@ -91,6 +92,7 @@ class Broker:
         self.metadata_apis = MetadataApis(self)
         self.fetch_api = FetchApi(self)
         self.produce_api = ProduceApi(self)
+        self.group_apis = GroupApis(self)
 
     # -- the listeners --
 
@@ -103,6 +105,7 @@ class Broker:
             METADATA: ApiHandler(self.metadata_apis.metadata),
             CREATE_TOPICS: ApiHandler(self.metadata_apis.create_topics, min_version=2),
             DESCRIBE_CLUSTER: ApiHandler(self.metadata_apis.describe_cluster),
+            **self.group_apis.handlers(),
         }
 
     def broker_listener_names(self) -> list[str]:
@@ -185,6 +188,7 @@ class Broker:
                     self._lead(image, topic, index, registration.leader_epoch)
         for key in [k for k in self.partitions if k not in led]:
             self._close(self.partitions.pop(key))
+        self.group_apis.on_metadata()
 
     def _lead(self, image, topic, index: int, leader_epoch: int) -> None:
         partition = self.partitions.get((topic.name, index))
@@ -238,6 +242,7 @@ class Broker:
         if graceful and self.lifecycle is not None and self.lifecycle.state != STARTING:
             await self.lifecycle.controlled_shutdown()
         self.metadata_apis.close()
+        self.group_apis.close()
         for server in self.servers:
             await server.close(timeout_ms=1000)
         for partition in self.partitions.values():

@@ -74,6 +74,19 @@ class QuorumVoter:
 
 # --- value types (ConfigDef.parseType) -----------------------------------------------------------
 
+def _short(key, raw):
+    """A Java short of at least 1 (offsets.topic.replication.factor)."""
+    try:
+        value = int(raw.strip(), 10)
+    except ValueError:
+        raise ConfigError(key, raw, "is not a number of type SHORT") from None
+    if not -32768 <= value <= 32767:
+        raise ConfigError(key, raw, "is out of range for type SHORT")
+    if value < 1:
+        raise ConfigError(key, raw, "must be at least 1")
+    return value
+
+
 def _int(key, raw, low=None, kind="INT"):
     """A Java int (or long with kind="LONG"), optionally at least ``low`` (ConfigDef.Range.atLeast)."""
     type_low, type_high = (INT_MIN, INT_MAX) if kind == "INT" else (LONG_MIN, LONG_MAX)
@@ -271,6 +284,19 @@ _KEYS = (
     _Key("log.segment.bytes", lambda k, v: _int(k, v, 1024 * 1024), str(1024 * 1024 * 1024), "ServerLogConfigs"),
     _Key("log.message.timestamp.type", lambda k, v: _one_of(k, v, TIMESTAMP_TYPES), "CreateTime", "ServerLogConfigs"),
     _Key("min.insync.replicas", lambda k, v: _int(k, v, 1), "1", "ServerLogConfigs"),
+    # The group coordinator (GroupCoordinatorConfig): INT 3000 atLeast(0); INT 6000; INT 1800000;
+    # INT Int.MaxValue atLeast(1); INT 50 atLeast(1); SHORT 3 atLeast(1); INT 100 MiB atLeast(1); INT 4096
+    _Key("group.initial.rebalance.delay.ms", lambda k, v: _int(k, v, 0), "3000", "GroupCoordinatorConfig"),
+    _Key("group.min.session.timeout.ms", lambda k, v: _int(k, v), "6000", "GroupCoordinatorConfig"),
+    _Key("group.max.session.timeout.ms", lambda k, v: _int(k, v), "1800000", "GroupCoordinatorConfig"),
+    _Key("group.max.size", lambda k, v: _int(k, v, 1), str(INT_MAX), "GroupCoordinatorConfig"),
+    _Key("offsets.topic.num.partitions", lambda k, v: _int(k, v, 1), "50", "GroupCoordinatorConfig"),
+    _Key("offsets.topic.replication.factor", lambda k, v: _short(k, v), "3", "GroupCoordinatorConfig"),
+    _Key("offsets.topic.segment.bytes", lambda k, v: _int(k, v, 1), str(100 * 1024 * 1024), "GroupCoordinatorConfig"),
+    _Key("offset.metadata.max.bytes", lambda k, v: _int(k, v), "4096", "GroupCoordinatorConfig"),
+    # GroupCoordinatorConfig: INT 7 days atLeast(1); LONG 10 minutes atLeast(1)
+    _Key("offsets.retention.minutes", lambda k, v: _int(k, v, 1), str(7 * 24 * 60), "GroupCoordinatorConfig"),
+    _Key("offsets.retention.check.interval.ms", lambda k, v: _long(k, v, 1), "600000", "GroupCoordinatorConfig"),
     # SocketServerConfigs: INT 100 MiB atLeast(1); LONG 10 minutes
     _Key("socket.request.max.bytes", lambda k, v: _int(k, v, 1), str(100 * 1024 * 1024), "SocketServerConfigs"),
     _Key("connections.max.idle.ms", _long, str(10 * 60 * 1000), "SocketServerConfigs"),
@@ -398,6 +424,16 @@ class ServerConfig:
     log_segment_bytes: int = 1024 * 1024 * 1024
     log_message_timestamp_type: str = "CreateTime"
     min_insync_replicas: int = 1
+    group_initial_rebalance_delay_ms: int = 3000
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1_800_000
+    group_max_size: int = INT_MAX
+    offsets_topic_num_partitions: int = 50
+    offsets_topic_replication_factor: int = 3
+    offsets_topic_segment_bytes: int = 100 * 1024 * 1024
+    offset_metadata_max_bytes: int = 4096
+    offsets_retention_minutes: int = 7 * 24 * 60
+    offsets_retention_check_interval_ms: int = 600_000
     unknown_keys: tuple[str, ...] = field(default=())
     # Listener security (kafkawire.net.security): listener name -> ListenerSecurity, the raft
     # client's ClientSecurity towards the first controller listener, the AuthorizerSettings (None:

@@ -7,6 +7,7 @@ survives kill -9. One node for the whole module (started once, killed by pid at 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import subprocess
@@ -98,9 +99,10 @@ class Node:
         return response.topics[0].partitions[0]
 
 
-@pytest.fixture(scope="module")
-def node(tmp_path_factory):
-    base = tmp_path_factory.mktemp("combined")
+@contextlib.contextmanager
+def combined_node(base, **properties):
+    """A one-node combined kafkawire on free ports under ``base`` (``properties`` added to its
+    server.properties, dots written as underscores), killed by pid at the end."""
     broker_port, = free_ports(1)
     quorum = LocalQuorum(base, voters=1, properties={
         "process.roles": "broker,controller",
@@ -109,6 +111,7 @@ def node(tmp_path_factory):
         # controller refuses a second registration until then): keep it short here.
         "broker.session.timeout.ms": "1500", "broker.heartbeat.interval.ms": "300",
         "controller.quorum.election.timeout.ms": "200",     # one voter: no need to wait for others
+        **{k.replace("_", "."): str(v) for k, v in properties.items()},
     })
     quorum.node_properties[1] = {"listeners": f"PLAINTEXT://127.0.0.1:{broker_port},"
                                               f"CONTROLLER://127.0.0.1:{quorum.ports[1]}"}
@@ -123,6 +126,12 @@ def node(tmp_path_factory):
         if proc is not None and proc.poll() is None:
             proc.kill()
             proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory):
+    with combined_node(tmp_path_factory.mktemp("combined")) as n:
+        yield n
 
 
 def test_kafka_python_produces_with_acks_1_and_all_and_a_consumer_reads_every_record_in_order(node):

@@ -53,6 +53,10 @@ def test_defaults_are_kafkas():
     assert c.controller_quorum_voters == (QuorumVoter(1, "localhost", 9093),)
     assert c.listeners == (Endpoint("CONTROLLER", "PLAINTEXT", None, 9093),)
     assert c.advertised_listeners == c.listeners
+    assert (c.group_initial_rebalance_delay_ms, c.group_min_session_timeout_ms, c.group_max_session_timeout_ms,
+            c.group_max_size) == (3000, 6000, 1_800_000, 2**31 - 1)
+    assert (c.offsets_topic_num_partitions, c.offsets_topic_replication_factor, c.offsets_topic_segment_bytes,
+            c.offset_metadata_max_bytes) == (50, 3, 100 * 1024 * 1024, 4096)
 
 
 def test_a_typical_combined_node():
@@ -136,6 +140,12 @@ def test_unknown_keys_are_warned_not_refused(caplog):
     (dict(max_connections_per_ip="many"), "max.connections.per.ip", "not a number of type INT"),
     (dict(max_connections_per_ip_overrides="127.0.0.1"), "max.connections.per.ip.overrides", "not host:count"),
     (dict(queued_max_request_bytes="1MB"), "queued.max.request.bytes", "not a number of type LONG"),
+    (dict(offsets_topic_replication_factor="0"), "offsets.topic.replication.factor", "at least 1"),
+    (dict(offsets_topic_replication_factor="40000"), "offsets.topic.replication.factor", "out of range for type SHORT"),
+    (dict(offsets_topic_replication_factor="three"), "offsets.topic.replication.factor", "not a number of type SHORT"),
+    (dict(offsets_topic_num_partitions="0"), "offsets.topic.num.partitions", "at least 1"),
+    (dict(group_initial_rebalance_delay_ms="-1"), "group.initial.rebalance.delay.ms", "at least 0"),
+    (dict(group_max_size="0"), "group.max.size", "at least 1"),
 ])
 def test_bad_values_are_refused_naming_key_value_and_rule(overrides, key, fragment):
     with pytest.raises(ConfigError) as info:

@@ -1,0 +1,179 @@
+"""OffsetCommit (8, v2-10), OffsetFetch (9, v1-10) and OffsetDelete (47, v0) on the broker, as Kafka 4.3.1's KafkaApis
+answers them: topics resolved against the metadata first (by name; by id from v10, the response
+then naming topics by id), unknown ones refused per partition, the rest handed to the group
+coordinator (kafkawire.broker.group_offsets), whose refusal of the whole commit (an unknown
+member, an old generation, a rebalance in progress) is every partition's error.
+
+OffsetFetch v8+ asks for several groups at once; a partition without a committed offset is
+answered with offset -1, leader epoch -1 and empty metadata, as Kafka answers it.
+"""
+from __future__ import annotations
+
+from kafkawire.messages.offset_commit_response import (OffsetCommitResponse, OffsetCommitResponsePartition,
+                                                       OffsetCommitResponseTopic)
+from kafkawire.messages.offset_delete_response import (OffsetDeleteResponse, OffsetDeleteResponsePartition,
+                                                       OffsetDeleteResponseTopic)
+from kafkawire.messages.offset_fetch_response import (OffsetFetchResponse, OffsetFetchResponseGroup,
+                                                      OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
+                                                      OffsetFetchResponseTopic, OffsetFetchResponseTopics)
+from kafkawire.protocol.error_codes import Errors
+
+from .group_offsets import CommitRefused
+from .group_records import ZERO_UUID
+
+__all__ = ["OffsetApis"]
+
+
+class OffsetApis:
+    """OffsetCommit and OffsetFetch for ``apis`` (a kafkawire.broker.group_apis.GroupApis)."""
+
+    def __init__(self, apis):
+        self.apis = apis
+
+    def _topic(self, image, name: str, topic_id, by_id: bool):
+        if image is None:
+            return None
+        return image.topics_by_id.get(topic_id) if by_id else image.topics_by_name.get(name)
+
+    # -- OffsetCommit --
+
+    async def offset_commit(self, ctx, request):
+        v = ctx.api_version
+        by_id = v >= 10
+        image = self.apis.broker.image()
+        codes: dict = {}          # (request topic index, partition) -> code, for the refused ones
+        wanted = []
+        for i, t in enumerate(request.topics):
+            topic = self._topic(image, t.name, t.topic_id, by_id)
+            for p in t.partitions:
+                if topic is None:
+                    codes[(i, p.partition_index)] = Errors.UNKNOWN_TOPIC_ID if by_id else \
+                        Errors.UNKNOWN_TOPIC_OR_PARTITION
+                elif p.partition_index not in topic.partitions:
+                    codes[(i, p.partition_index)] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    wanted.append((i, topic, p))
+        if wanted:
+            codes.update(self._commit(request, v, wanted))
+        return OffsetCommitResponse(topics=[OffsetCommitResponseTopic(
+            name=t.name, topic_id=t.topic_id, partitions=[OffsetCommitResponsePartition(
+                partition_index=p.partition_index, error_code=codes[(i, p.partition_index)]) for p in t.partitions])
+            for i, t in enumerate(request.topics)])
+
+    def _commit(self, request, version: int, wanted: list) -> dict:
+        group_id = request.group_id
+        code = self.apis.store.coordinator_error(group_id) if group_id else Errors.INVALID_GROUP_ID
+        if code == Errors.NONE:
+            try:
+                self.apis.offsets.validate_commit(group_id, request.generation_id_or_member_epoch, request.member_id,
+                                                  request.group_instance_id, version)
+            except CommitRefused as exc:
+                code = exc.code
+        if code != Errors.NONE:
+            return {(i, p.partition_index): code for i, _, p in wanted}
+        stored = self.apis.offsets.commit(group_id, [
+            (topic.name, p.partition_index, p.committed_offset, p.committed_leader_epoch, p.committed_metadata,
+             topic.id if version >= 10 else ZERO_UUID)
+            for _, topic, p in wanted])
+        return {(i, p.partition_index): stored[(topic.name, p.partition_index)] for i, topic, p in wanted}
+
+    # -- OffsetFetch --
+
+    async def offset_fetch(self, ctx, request):
+        v = ctx.api_version
+        if v >= 8:
+            return OffsetFetchResponse(groups=[self._fetch_group(g, v) for g in request.groups])
+        topics = None if request.topics is None else [
+            _Wanted(t.name, None, t.partition_indexes) for t in request.topics]
+        code, answered = self._fetch(request.group_id, topics, v)
+        if v < 2 and code != Errors.NONE:            # no top-level error code before v2
+            for _, partitions in answered:
+                for p in partitions:
+                    p.error_code = code
+            code = Errors.NONE
+        return OffsetFetchResponse(error_code=code, topics=[OffsetFetchResponseTopic(name=name, partitions=[
+            OffsetFetchResponsePartition(partition_index=p.partition_index, committed_offset=p.committed_offset,
+                                         committed_leader_epoch=p.committed_leader_epoch, metadata=p.metadata,
+                                         error_code=p.error_code) for p in partitions])
+            for (name, _), partitions in answered])
+
+    def _fetch_group(self, g, version: int) -> OffsetFetchResponseGroup:
+        topics = None if g.topics is None else [_Wanted(t.name, t.topic_id, t.partition_indexes) for t in g.topics]
+        code, answered = self._fetch(g.group_id, topics, version)
+        return OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[
+            OffsetFetchResponseTopics(name=name if version < 10 else "", topic_id=topic_id or ZERO_UUID,
+                                      partitions=partitions) for (name, topic_id), partitions in answered])
+
+    def _fetch(self, group_id: str, topics: list | None, version: int):
+        """(group error, [((name, topic id), [partitions])]) for one group."""
+        code = self.apis.store.coordinator_error(group_id) if group_id else Errors.INVALID_GROUP_ID
+        if code != Errors.NONE:
+            return code, [((t.name, t.topic_id), []) for t in topics or []] if version < 8 else []
+        image = self.apis.broker.image()
+        by_id = version >= 10
+        if topics is None:
+            code, found = self.apis.offsets.fetch(group_id, None)
+            grouped: dict = {}
+            for name, partition, value in found:
+                topic = None if image is None else image.topics_by_name.get(name)
+                if by_id and topic is None:
+                    continue                       # a deleted topic has no id to name it by
+                key = (name, topic.id if topic is not None else None)
+                grouped.setdefault(key, []).append(_partition(partition, value))
+            return code, list(grouped.items())
+        answered = []
+        for t in topics:
+            topic = self._topic(image, t.name, t.topic_id, by_id)
+            if by_id and topic is None:
+                answered.append(((t.name, t.topic_id), [_partition(p, None, Errors.UNKNOWN_TOPIC_ID)
+                                                        for p in t.partitions]))
+                continue
+            name = topic.name if topic is not None else t.name
+            code, found = self.apis.offsets.fetch(group_id, [(name, p) for p in t.partitions])
+            answered.append(((name, t.topic_id), [_partition(p, value) for _, p, value in found]))
+        return code, answered
+
+
+    # -- OffsetDelete --
+
+    async def offset_delete(self, ctx, request):
+        """Unknown topics and partitions are UNKNOWN_TOPIC_OR_PARTITION, the rest go to the group."""
+        image = self.apis.broker.image()
+        codes, known = {}, []
+        for t in request.topics:
+            topic = self._topic(image, t.name, None, False)
+            asked = []
+            for p in t.partitions:
+                if topic is None or p.partition_index not in topic.partitions:
+                    codes[(t.name, p.partition_index)] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    asked.append(p.partition_index)
+            if asked:
+                known.append((t.name, asked))
+        group_id = request.group_id
+        code = self.apis.store.coordinator_error(group_id) if group_id else Errors.INVALID_GROUP_ID
+        if code == Errors.NONE:
+            code, deleted = self.apis.offsets.delete_offsets(group_id, known)
+            codes.update(deleted)
+        if code != Errors.NONE:
+            return OffsetDeleteResponse(error_code=code, topics=[])
+        return OffsetDeleteResponse(error_code=Errors.NONE, topics=[OffsetDeleteResponseTopic(
+            name=t.name, partitions=[OffsetDeleteResponsePartition(
+                partition_index=p.partition_index, error_code=codes[(t.name, p.partition_index)])
+                for p in t.partitions]) for t in request.topics])
+
+
+class _Wanted:
+    __slots__ = ("name", "topic_id", "partitions")
+
+    def __init__(self, name, topic_id, partitions):
+        self.name, self.topic_id, self.partitions = name, topic_id, partitions
+
+
+def _partition(index: int, value, code: int = Errors.NONE) -> OffsetFetchResponsePartitions:
+    if value is None:
+        return OffsetFetchResponsePartitions(partition_index=index, committed_offset=-1, committed_leader_epoch=-1,
+                                             metadata="", error_code=code)
+    return OffsetFetchResponsePartitions(partition_index=index, committed_offset=value.offset,
+                                         committed_leader_epoch=value.leader_epoch, metadata=value.metadata,
+                                         error_code=code)

@@ -1,0 +1,225 @@
+"""The group coordinator's I/O on a combined node: its timers on the event loop, its
+``__consumer_offsets`` topic (created through the active controller on first use, as Kafka's
+broker creates it when a FindCoordinator first needs it), the appends of its records, and the
+loading of each partition's records when this broker starts leading it.
+
+    store = OffsetsTopic(broker, coordinator, offsets)
+    store.on_metadata(image)              # after each metadata change: load newly led partitions
+    error = store.coordinator_error(group_id)
+    store.persist(group_id, records)      # the coordinator's ``persist``
+
+Loading reads the partition's whole log when the broker opens it, a chunk at a time with the
+event loop free in between (there is no compaction yet, so it is every record ever written; the
+partition's groups are COORDINATOR_LOAD_IN_PROGRESS meanwhile, as in Kafka).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from kafkawire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
+from kafkawire.net.client import TransportError
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.protocol.errors import DecodeError
+from kafkawire.raft.contract import NoLeader, NotLeader
+from kafkawire.records import iter_batches
+from kafkawire.records.builder import build_batch
+
+from .group_records import OFFSETS_TOPIC, partition_for
+
+__all__ = ["LoopTimer", "OffsetsTopic"]
+
+log = logging.getLogger(__name__)
+LOAD_READ_BYTES = 1 << 20
+
+
+class LoopTimer:
+    """The coordinator's timers on the running event loop: one per key, a new schedule of a key
+    replacing the old one (Kafka's CoordinatorTimer)."""
+
+    def __init__(self):
+        self._handles: dict[str, asyncio.TimerHandle] = {}
+
+    def schedule(self, key: str, delay_ms: int, callback) -> None:
+        self.cancel(key)
+        self._handles[key] = asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, self._run, key, callback)
+
+    def _run(self, key: str, callback) -> None:
+        self._handles.pop(key, None)
+        try:
+            callback()
+        except Exception:                      # a timer must never take the loop down
+            log.exception("group coordinator timer %s failed", key)
+
+    def cancel(self, key: str) -> None:
+        handle = self._handles.pop(key, None)
+        if handle is not None:
+            handle.cancel()
+
+    def close(self) -> None:
+        for handle in self._handles.values():
+            handle.cancel()
+        self._handles.clear()
+
+
+class OffsetsTopic:
+    """``__consumer_offsets`` for ``broker`` (its image, partitions and controller channel)."""
+
+    def __init__(self, broker, coordinator, offsets):
+        self.broker = broker
+        self.coordinator = coordinator
+        self.offsets = offsets
+        self.loaded: set[int] = set()          # partitions whose records are replayed
+        self.loading: dict[int, asyncio.Task] = {}
+        self._creating: asyncio.Task | None = None
+        self._last_failure: str | None = None
+
+    # -- where a group lives --
+
+    def partitions(self, image) -> int:
+        topic = None if image is None else image.topics_by_name.get(OFFSETS_TOPIC)
+        return 0 if topic is None else len(topic.partitions)
+
+    def coordinator_error(self, group_id: str) -> int:
+        """NONE when this broker coordinates ``group_id`` and has loaded its partition."""
+        image = self.broker.image()
+        count = self.partitions(image)
+        if count == 0:
+            return Errors.COORDINATOR_NOT_AVAILABLE
+        index = partition_for(group_id, count)
+        registration = image.topics_by_name[OFFSETS_TOPIC].partitions.get(index)
+        if registration is None or registration.leader != self.broker.node_id:
+            return Errors.NOT_COORDINATOR
+        if index not in self.loaded:
+            return Errors.COORDINATOR_LOAD_IN_PROGRESS
+        return Errors.NONE
+
+    def find(self, group_id: str) -> int:
+        """FindCoordinator's answer for a group: NONE (this broker leads its partition), else
+        COORDINATOR_NOT_AVAILABLE, asking the controller to create the topic when it is missing."""
+        image = self.broker.image()
+        count = self.partitions(image)
+        if count == 0:
+            self.create()
+            return Errors.COORDINATOR_NOT_AVAILABLE
+        registration = image.topics_by_name[OFFSETS_TOPIC].partitions.get(partition_for(group_id, count))
+        if registration is None or registration.leader != self.broker.node_id or not self.broker.unfenced:
+            return Errors.COORDINATOR_NOT_AVAILABLE
+        return Errors.NONE
+
+    # -- creating the topic --
+
+    def create(self) -> None:
+        if self._creating is not None and not self._creating.done():
+            return
+        c = self.broker.config
+        request = CreateTopicsRequest(timeout_ms=30_000, validate_only=False, topics=[CreatableTopic(
+            name=OFFSETS_TOPIC, num_partitions=c.offsets_topic_num_partitions,
+            replication_factor=c.offsets_topic_replication_factor, assignments=[], configs=[
+                CreatableTopicConfig(name="cleanup.policy", value="compact"),
+                CreatableTopicConfig(name="compression.type", value="producer"),
+                CreatableTopicConfig(name="segment.bytes", value=str(c.offsets_topic_segment_bytes))])])
+        self._creating = asyncio.ensure_future(self._create(request))
+
+    async def _create(self, request) -> None:
+        try:
+            response = await self.broker.send_to_controller(request, request.timeout_ms)
+            for result in response.topics:
+                if result.error_code not in (Errors.NONE, Errors.TOPIC_ALREADY_EXISTS):
+                    self._failed(f"error '{Errors.for_code(result.error_code).name}': {result.error_message}")
+        except (NoLeader, NotLeader, TransportError, TimeoutError, OSError) as exc:
+            self._failed(str(exc))
+
+    def _failed(self, why: str) -> None:
+        """Clients ask again every few hundred ms: a reason is logged as a warning the first time only."""
+        if why != self._last_failure:
+            log.warning("Creating %s failed with %s", OFFSETS_TOPIC, why)
+            self._last_failure = why
+        else:
+            log.debug("Creating %s failed with %s", OFFSETS_TOPIC, why)
+
+    # -- loading --
+
+    def on_metadata(self) -> None:
+        """Start loading the partitions this broker has started leading; forget those it no
+        longer leads (one node leads every partition: it is stopping, or the topic was deleted;
+        their groups stay in memory until the broker stops)."""
+        led = {index for (topic, index) in self.broker.partitions if topic == OFFSETS_TOPIC}
+        for index in sorted(led - self.loaded - set(self.loading)):
+            task = asyncio.ensure_future(self._load(index, self.broker.partitions[(OFFSETS_TOPIC, index)]))
+            self.loading[index] = task
+            task.add_done_callback(lambda _, index=index: self.loading.pop(index, None))
+        self.loaded &= led
+
+    async def _load(self, index: int, partition) -> None:
+        """Replay the partition's records, a read of LOAD_READ_BYTES at a time with the event loop
+        free in between (the groups of this partition are COORDINATOR_LOAD_IN_PROGRESS meanwhile)."""
+        started = time.monotonic()
+        offset, records, bad = partition.log.log_start_offset, 0, 0
+        end = partition.high_watermark()
+        try:
+            while offset < end:
+                if self.broker.partitions.get((OFFSETS_TOPIC, index)) is not partition:
+                    return                                  # closed meanwhile
+                data = partition.log.read(offset, LOAD_READ_BYTES, min_one_batch=True).data
+                if not data:
+                    break
+                offset, read, skipped = self._replay(index, data, offset)
+                records, bad = records + read, bad + skipped
+                await asyncio.sleep(0)
+        except (OSError, ValueError) as exc:            # ValueError: OffsetOutOfRange, a torn batch
+            log.error("Loading %s-%d failed at offset %d: %s", OFFSETS_TOPIC, index, offset, exc)
+            return
+        self.loaded.add(index)
+        count = self.partitions(self.broker.image())
+        self.offsets.after_load(lambda group_id: partition_for(group_id, count) == index)
+        log.info("Finished loading of %s-%d: %d records (%d skipped) in %.0f ms", OFFSETS_TOPIC, index, records, bad,
+                 (time.monotonic() - started) * 1000)
+
+    def _replay(self, index: int, data: bytes, offset: int) -> tuple[int, int, int]:
+        """Replay the records of ``data`` from ``offset`` on: (next offset, records, skipped)."""
+        records = bad = 0
+        for batch in iter_batches(data):
+            if batch.next_offset <= offset:
+                continue
+            offset = batch.next_offset
+            if batch.is_control:
+                continue
+            for record in batch:
+                records += 1
+                try:
+                    self.offsets.replay(record.key, record.value)
+                except (DecodeError, ValueError) as exc:
+                    bad += 1
+                    log.warning("%s-%d: a record at offset %d does not decode, skipped: %s", OFFSETS_TOPIC, index,
+                                batch.base_offset, exc)
+        return offset, records, bad
+
+    # -- writing --
+
+    def persist(self, group_id: str, records: list) -> int:
+        """Append the group's records in one batch to its partition: an error code, as Kafka's
+        coordinator maps append errors for its answers."""
+        image = self.broker.image()
+        count = self.partitions(image)
+        partition = self.broker.partitions.get((OFFSETS_TOPIC, partition_for(group_id, count))) if count else None
+        if partition is None:
+            return Errors.NOT_COORDINATOR
+        now = int(time.time() * 1000)
+        data = build_batch([(key, value, (), now) for key, value in records])
+        try:
+            partition.log.append(data, assign_offsets=True, leader_epoch=partition.leader_epoch)
+        except ValueError:                    # larger than a segment
+            return Errors.UNKNOWN_SERVER_ERROR
+        except OSError as exc:
+            log.error("appending to %s failed: %s", partition.name, exc)
+            return Errors.NOT_COORDINATOR
+        self.broker.data_appended()
+        return Errors.NONE
+
+    def close(self) -> None:
+        if self._creating is not None:
+            self._creating.cancel()
+        for task in list(self.loading.values()):
+            task.cancel()

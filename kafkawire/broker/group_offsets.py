@@ -1,0 +1,282 @@
+"""Committed offsets and the group administration APIs, without I/O: OffsetCommit, OffsetFetch,
+ListGroups, DescribeGroups and DeleteGroups as Kafka 4.3.1's OffsetMetadataManager and
+GroupMetadataManager answer them for classic groups, and the replay of ``__consumer_offsets``
+records that rebuilds the groups and offsets when the coordinator loads.
+
+    offsets = GroupOffsets(coordinator)          # a kafkawire.broker.group_coordinator.GroupCoordinator
+    codes = offsets.commit(group_id, generation, member_id, instance_id, version, partitions)
+    offsets.replay(key, value)                   # each record of __consumer_offsets, in log order
+
+Topics are named here by name; the broker side resolves topic ids (OffsetCommit/OffsetFetch v10)
+and refuses unknown topics before these run.
+"""
+from __future__ import annotations
+
+import logging
+
+from kafkawire.messages.describe_groups_response import DescribedGroup, DescribedGroupMember
+from kafkawire.messages.list_groups_response import ListedGroup
+from kafkawire.protocol.error_codes import Errors
+
+from .group_coordinator import GroupCoordinator
+from .group_records import ZERO_UUID, OffsetAndMetadata, decode_record, group_tombstone, offset_record, offset_tombstone
+from .group_state import COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE, ClassicGroup, Member
+
+__all__ = ["GroupOffsets", "CommitRefused"]
+
+log = logging.getLogger(__name__)
+CLASSIC_TYPE = "classic"
+
+
+class CommitRefused(Exception):
+    """An OffsetCommit the group refuses as a whole: every partition gets ``code``."""
+
+    def __init__(self, code: int):
+        super().__init__(Errors.for_code(code).name)
+        self.code = code
+
+
+def group_not_found(group_id: str) -> str:
+    return f"Group {group_id} not found."
+
+
+class GroupOffsets:
+    """Offsets by group, then (topic, partition), for the groups of ``coordinator``."""
+
+    def __init__(self, coordinator: GroupCoordinator):
+        self.coordinator = coordinator
+        self.offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
+
+    # -- OffsetCommit --
+
+    def validate_commit(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
+                        version: int) -> None:
+        """ClassicGroup.validateOffsetCommit; raises CommitRefused. A commit with generation -1 to
+        an unknown group creates a simple (empty, protocol-less) group, as Kafka does."""
+        c = self.coordinator
+        group = c.groups.get(group_id)
+        if group is None:
+            if generation >= 0:
+                raise CommitRefused(Errors.GROUP_ID_NOT_FOUND if version >= 9 else Errors.ILLEGAL_GENERATION)
+            group = c.groups[group_id] = ClassicGroup(group_id, now_ms=c.now_ms())
+        if group.state == DEAD:
+            raise CommitRefused(Errors.COORDINATOR_NOT_AVAILABLE)
+        if generation < 0 and group.state == EMPTY:
+            return
+        if generation >= 0 or member_id or instance_id is not None:
+            if member_id not in group.members:
+                raise CommitRefused(Errors.UNKNOWN_MEMBER_ID)
+            if generation != group.generation_id:
+                raise CommitRefused(Errors.ILLEGAL_GENERATION)
+        elif group.state != EMPTY:
+            raise CommitRefused(Errors.UNKNOWN_MEMBER_ID)
+        if group.state == COMPLETING_REBALANCE:
+            raise CommitRefused(Errors.REBALANCE_IN_PROGRESS)
+        if group.state in (STABLE, PREPARING_REBALANCE):       # a commit keeps the member's session alive
+            c._schedule_heartbeat(group, group.members[member_id])
+
+    def commit(self, group_id: str, partitions: list) -> dict:
+        """Store ``partitions`` ((topic, partition, offset, leader epoch, metadata, topic id)) after
+        validate_commit: (topic, partition) -> error code. Written to __consumer_offsets first; a
+        failed write fails every partition of the request, as Kafka's append does."""
+        now = self.coordinator.now_ms()
+        limit = self.coordinator.settings.offset_metadata_max_bytes
+        codes, records, committed = {}, [], {}
+        for topic, partition, offset, leader_epoch, metadata, topic_id in partitions:
+            if metadata is not None and len(metadata) > limit:
+                codes[(topic, partition)] = Errors.OFFSET_METADATA_TOO_LARGE
+                continue
+            value = OffsetAndMetadata(offset, leader_epoch, metadata or "", now, topic_id or ZERO_UUID)
+            records.append(offset_record(group_id, topic, partition, value))
+            committed[(topic, partition)] = value
+            codes[(topic, partition)] = Errors.NONE
+        if records:
+            error = self.coordinator.persist(group_id, records)
+            if error != Errors.NONE:
+                return {key: (error if code == Errors.NONE else code) for key, code in codes.items()}
+            self.offsets.setdefault(group_id, {}).update(committed)
+        return codes
+
+    # -- OffsetFetch --
+
+    def fetch(self, group_id: str, wanted: list | None) -> tuple[int, list]:
+        """(group error, [(topic, partition, OffsetAndMetadata | None)]): every committed offset
+        of the group when ``wanted`` is None, else those of the (topic, partition) pairs named."""
+        group = self.coordinator.groups.get(group_id)
+        if group is not None and group.state == DEAD:
+            return Errors.GROUP_ID_NOT_FOUND, []
+        committed = self.offsets.get(group_id, {})
+        if wanted is None:
+            return Errors.NONE, [(t, p, v) for (t, p), v in committed.items()]
+        return Errors.NONE, [(t, p, committed.get((t, p))) for t, p in wanted]
+
+    # -- ListGroups, DescribeGroups --
+
+    def list_groups(self, states: list, types: list) -> list:
+        states = {s.strip().lower() for s in states}
+        types = {t.strip().lower() for t in types}
+        if types and CLASSIC_TYPE not in types:
+            return []
+        return [ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state,
+                            group_type=CLASSIC_TYPE)
+                for g in self.coordinator.groups.values() if not states or g.state.lower() in states]
+
+    def describe(self, group_id: str, version: int) -> DescribedGroup:
+        group = self.coordinator.groups.get(group_id)
+        if group is None:
+            found = DescribedGroup(group_id=group_id, group_state=DEAD, members=[])
+            if version >= 6:
+                found.error_code, found.error_message = Errors.GROUP_ID_NOT_FOUND, group_not_found(group_id)
+            return found
+        stable = group.state == STABLE
+        members = [DescribedGroupMember(member_id=m.member_id, group_instance_id=m.group_instance_id,
+                                        client_id=m.client_id, client_host=m.client_host,
+                                        member_metadata=m.metadata(group.protocol_name) if stable else b"",
+                                        member_assignment=m.assignment if stable else b"")
+                   for m in group.members.values()]
+        return DescribedGroup(group_id=group_id, group_state=group.state, protocol_type=group.protocol_type or "",
+                              protocol_data=(group.protocol_name or "") if stable else "", members=members)
+
+    # -- DeleteGroups --
+
+    def delete(self, group_id: str) -> int:
+        group = self.coordinator.groups.get(group_id)
+        if group is None or group.state == DEAD:
+            return Errors.GROUP_ID_NOT_FOUND
+        if group.state in (STABLE, PREPARING_REBALANCE, COMPLETING_REBALANCE):
+            return Errors.NON_EMPTY_GROUP
+        records = [offset_tombstone(group_id, t, p) for t, p in self.offsets.get(group_id, {})]
+        records.append(group_tombstone(group_id))
+        error = self.coordinator.persist(group_id, records)
+        if error != Errors.NONE:
+            return error
+        self.offsets.pop(group_id, None)
+        group.transition_to(DEAD, self.coordinator.now_ms())
+        del self.coordinator.groups[group_id]
+        return Errors.NONE
+
+    # -- expiry (Kafka's cleanupGroupMetadata, every offsets.retention.check.interval.ms) --
+
+    def expire(self, retention_ms: int) -> int:
+        """Drop the offsets whose retention (``offsets.retention.minutes``) has passed, and the
+        Empty groups left without offsets, writing their tombstones; the records written.
+
+        An offset's age counts from the moment its group became Empty (a group with a protocol
+        type), or from its commit for a simple group (committing by hand) and for the topics a
+        Stable consumer group no longer subscribes to; other groups with members keep theirs."""
+        now = self.coordinator.now_ms()
+        written = 0
+        for group in list(self.coordinator.groups.values()):
+            base = self._expiry_base(group)
+            if base is None:
+                continue
+            committed = self.offsets.get(group.group_id, {})
+            subscribed = group.subscribed_topics() or set()
+            expired = [key for key, value in committed.items()
+                       if key[0] not in subscribed and now - base(value) >= retention_ms]
+            records = [offset_tombstone(group.group_id, t, p) for t, p in expired]
+            drop_group = len(expired) == len(committed) and group.state == EMPTY
+            if drop_group:
+                records.append(group_tombstone(group.group_id))
+            if not records or self.coordinator.persist(group.group_id, records) != Errors.NONE:
+                continue
+            written += len(records)
+            for key in expired:
+                del committed[key]
+            if not committed:
+                self.offsets.pop(group.group_id, None)
+            if drop_group:
+                group.transition_to(DEAD, now)
+                del self.coordinator.groups[group.group_id]
+        if written:
+            log.info("Generated %d tombstone records while cleaning up group metadata.", written)
+        return written
+
+    @staticmethod
+    def _expiry_base(group: ClassicGroup):
+        """ClassicGroup.offsetExpirationCondition: from when an offset's age counts, or None."""
+        if group.protocol_type is None:
+            return lambda value: value.commit_timestamp_ms
+        if group.state == EMPTY:
+            return lambda value: group.state_timestamp_ms
+        if group.state == STABLE and group.subscribed_topics() is not None:
+            return lambda value: value.commit_timestamp_ms
+        return None
+
+    # -- OffsetDelete --
+
+    def delete_offsets(self, group_id: str, topics: list) -> tuple[int, dict]:
+        """(group error, {(topic, partition): code}) for ``topics`` ((name, [partitions])): the
+        offsets of topics the group does not subscribe to are deleted (tombstones written)."""
+        group = self.coordinator.groups.get(group_id)
+        if group is None or group.state == DEAD:
+            return Errors.GROUP_ID_NOT_FOUND, {}
+        if group.state != EMPTY and not group.uses_consumer_protocol():
+            return Errors.NON_EMPTY_GROUP, {}
+        committed = self.offsets.get(group_id, {})
+        codes, records, gone = {}, [], []
+        for topic, partitions in topics:
+            subscribed = group.is_subscribed_to(topic)
+            for p in partitions:
+                codes[(topic, p)] = Errors.GROUP_SUBSCRIBED_TO_TOPIC if subscribed else Errors.NONE
+                if not subscribed and (topic, p) in committed:
+                    records.append(offset_tombstone(group_id, topic, p))
+                    gone.append((topic, p))
+        if records:
+            error = self.coordinator.persist(group_id, records)
+            if error != Errors.NONE:
+                return error, {}
+            for key in gone:
+                committed.pop(key, None)
+        return Errors.NONE, codes
+
+    # -- loading __consumer_offsets --
+
+    def replay(self, key: bytes | None, value: bytes | None) -> None:
+        """Apply one record of __consumer_offsets (raises DecodeError/ValueError on bad bytes)."""
+        decoded = decode_record(key, value)
+        if decoded is None:
+            return
+        kind, k, v = decoded
+        if kind == "offset":
+            committed = self.offsets.setdefault(k.group, {})
+            if v is not None and k.group not in self.coordinator.groups:      # a simple group's commit
+                self.coordinator.groups[k.group] = ClassicGroup(k.group, now_ms=self.coordinator.now_ms())
+            if v is None:
+                committed.pop((k.topic, k.partition), None)
+            else:
+                committed[(k.topic, k.partition)] = OffsetAndMetadata(
+                    v.offset, v.leader_epoch, v.metadata or "", v.commit_timestamp, v.topic_id or ZERO_UUID)
+            return
+        if v is None:
+            self.coordinator.groups.pop(k.group, None)
+        else:
+            self.coordinator.groups[k.group] = loaded_group(k.group, v, self.coordinator.now_ms())
+
+    def after_load(self, loaded_here=lambda group_id: True) -> None:
+        """Kafka's onLoaded: every member of the groups just loaded (``loaded_here(group id)``)
+        must heartbeat within its session timeout."""
+        c = self.coordinator
+        for group in c.groups.values():
+            if loaded_here(group.group_id):
+                for member in group.members.values():
+                    c._schedule_heartbeat(group, member)
+
+
+def loaded_group(group_id: str, value, now_ms: int) -> ClassicGroup:
+    """A group from its last GroupMetadataValue: Stable with its members, or Empty without."""
+    group = ClassicGroup(group_id, now_ms=now_ms, state=STABLE if value.members else EMPTY,
+                         generation_id=value.generation, protocol_type=value.protocol_type or None,
+                         protocol_name=value.protocol, leader_id=value.leader,
+                         state_timestamp_ms=value.current_state_timestamp if value.current_state_timestamp >= 0
+                         else now_ms)
+    for m in value.members:
+        member = Member(m.member_id, client_id=m.client_id, client_host=m.client_host,
+                        rebalance_timeout_ms=m.rebalance_timeout if m.rebalance_timeout >= 0 else m.session_timeout,
+                        session_timeout_ms=m.session_timeout, protocol_type=group.protocol_type or "",
+                        protocols=[(value.protocol, m.subscription)], group_instance_id=m.group_instance_id,
+                        assignment=m.assignment)
+        saved_leader = group.leader_id
+        group.add(member, None)
+        group.leader_id = saved_leader
+    return group
