@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -25,7 +24,8 @@ from pathlib import Path
 
 from kafka import KafkaProducer
 
-from kafkawire.testing import EmbeddedBroker, _lists_itself
+from kafkawire.testing import EmbeddedBroker
+from kafkawire.tools.main_broker import is_listening
 
 REPO = Path(__file__).resolve().parents[1]
 POLL_S = 0.005
@@ -39,14 +39,6 @@ def _wait(condition, timeout_s: float = 60) -> None:
         time.sleep(POLL_S)
 
 
-def _listening(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-        return True
-    except OSError:
-        return False
-
-
 def one_run() -> dict[str, float]:
     broker = EmbeddedBroker()
     try:
@@ -55,9 +47,9 @@ def one_run() -> dict[str, float]:
         times = {"format": time.perf_counter() - start}
         start = time.perf_counter()
         broker.launch()
-        _wait(lambda: _listening(broker.broker_port))
+        _wait(lambda: is_listening(broker.broker_port))
         times["listening"] = time.perf_counter() - start
-        _wait(lambda: _lists_itself(broker.broker_port))
+        _wait(broker.is_ready)
         times["unfenced"] = time.perf_counter() - start
         producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, acks=1, enable_idempotence=False,
                                  retry_backoff_ms=5, reconnect_backoff_ms=5)
