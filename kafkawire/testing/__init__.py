@@ -34,15 +34,13 @@ import time
 
 __all__ = ["EmbeddedBroker", "EmbeddedBrokerError", "DEFAULT_PROPERTIES"]
 
-# The node's settings besides its ports and directories; a user's ``properties`` win. A short
-# session timeout so that a node restarted on the same directory after a kill registers soon.
+# The node's settings besides its ports and directories (the rest are Kafka's defaults, so an
+# idle session node costs little); a user's ``properties`` win.
 DEFAULT_PROPERTIES = {
     "process.roles": "broker,controller",
     "node.id": "1",
     "controller.listener.names": "CONTROLLER",
     "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-    "broker.session.timeout.ms": "1500",
-    "broker.heartbeat.interval.ms": "300",
 }
 POLL_S = 0.01              # how often start-up asks the broker whether it is unfenced
 
@@ -141,10 +139,14 @@ class EmbeddedBroker:
             if self.process is None or self.process.poll() is not None:
                 raise EmbeddedBrokerError(f"the node exited with {self.process and self.process.returncode}:\n"
                                           f"{self.log_tail()}")
-            if _lists_itself(self.broker_port):
+            if self.is_ready():
                 return
             time.sleep(POLL_S)
         raise EmbeddedBrokerError(f"the broker was not registered and unfenced within {timeout_s} s:\n{self.log_tail()}")
+
+    def is_ready(self) -> bool:
+        """Whether the broker lists itself in Metadata now (registered and unfenced)."""
+        return _lists_itself(self.broker_port)
 
     def stop(self) -> None:
         """Kill the node by its pid and remove the directory if this object made it."""
