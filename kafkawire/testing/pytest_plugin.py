@@ -34,6 +34,6 @@ def kafkawire_broker(tmp_path_factory):
 
 @pytest.fixture
 def kafkawire_broker_per_test(tmp_path):
-    """A combined kafkawire node of this test alone (about a second to start; see
+    """A combined kafkawire node of this test alone (a second or more to start; see
     benchmarks/broker_startup.py), killed by pid when the test ends."""
     yield from _run(tmp_path / "kafkawire-broker")
