@@ -150,6 +150,11 @@ class RaftCore(VoteHandling, FollowerFetching, LocalAppends, SnapshotHandling, P
     def start(self) -> Ready:
         """The first Ready: persist the initial election, then act as the state demands."""
         self._after_transition()
+        if self.quorum.voters().is_only_voter(self.quorum.local_key) and \
+                isinstance(self.quorum.state, (Unattached, Follower, Resigned)):
+            # Kafka's KafkaRaftClient.initialize: the only voter campaigns at once and wins alone,
+            # instead of waiting an election timeout for votes nobody else can give.
+            self._transition_to_prospective()
         self._poll()
         return self._collect()
 

@@ -4,8 +4,9 @@ The transitions (Kafka's QuorumState, with KIP-996's Prospective state):
 
     Resigned    -> Unattached   a higher epoch, or its election timeout (at epoch + 1)
                 -> Follower     a leader of a larger epoch
+                -> Prospective  at start, when it is the only voter (it led before a restart)
     Unattached  -> Unattached   a higher epoch; or, in the same epoch, casting a vote
-                -> Prospective  election timeout (voters only)
+                -> Prospective  election timeout (voters only), or at start when the only voter
                 -> Follower     a leader of this or a larger epoch
     Prospective -> Unattached   a higher epoch, or it lost the pre-vote knowing no leader
                 -> Candidate    a majority granted the pre-vote
@@ -42,7 +43,7 @@ from .states import (NEVER, Candidate, EpochState, Follower, Leader, Prospective
 from .types import EMPTY_ENDPOINTS, ElectionState, Endpoints, LeaderAndEpoch, ReplicaKey
 
 ALLOWED: dict[type, frozenset[type]] = {
-    Resigned: frozenset({Unattached, Follower}),
+    Resigned: frozenset({Unattached, Follower, Prospective}),
     Unattached: frozenset({Unattached, Prospective, Follower}),
     Prospective: frozenset({Unattached, Candidate, Follower, Prospective}),
     Candidate: frozenset({Unattached, Prospective, Leader, Follower}),

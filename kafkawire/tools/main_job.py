@@ -11,7 +11,10 @@
    creates a topic (CreateTopics);
 4. prints `kafkawire metadata-quorum describe --status` and `--replication`;
 5. stops the leader (SIGTERM: it resigns), shows the new leader with `describe --status`;
-6. dumps the new leader's log with `kafkawire dump-log --cluster-metadata-decoder`.
+6. dumps the new leader's log with `kafkawire dump-log --cluster-metadata-decoder`;
+7. runs a one-node combined node (broker and controller) that kafka-python produces to and
+   consumes from with a manually assigned partition (main_broker.py; skipped, saying so, without
+   kafka-python).
 
 Every step prints the command a user would type. --foreground restarts the stopped node and
 keeps the quorum running until Ctrl-C, for a user to point kcat or a Kafka client at it.
@@ -30,7 +33,8 @@ from kafkawire.storage.state_files import uuid_to_kafka
 from kafkawire.tools.storage import LATEST_PRODUCTION, metadata_version
 
 COMMAND = "main"
-HELP = "the main job: start a local three-voter KRaft quorum, append records, describe it, fail over, dump the log"
+HELP = ("the main job: start a local three-voter KRaft quorum, append records, describe it, fail over, dump the log; "
+        "then a combined broker and controller that kafka-python produces to and consumes from")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -95,6 +99,7 @@ def _interrupt(signum, frame):
 def run(args: argparse.Namespace) -> int:
     # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.raft.node.local_quorum import LocalQuorum, QuorumError
+    from kafkawire.tools.main_broker import run_broker_step, start_combined_node
 
     if args.data_dir:
         base = os.path.abspath(args.data_dir)
@@ -116,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
     # SIGTERM and SIGHUP end the job as Ctrl-C does: the nodes are stopped on the way out.
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _interrupt)
+    combined = None
     try:
         _say(f"formatting {args.voters} controllers in {base}")
         quorum.format()
@@ -124,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
 
         _say("starting them: kafkawire server-start <config> (one process each; logs in node-N.log)")
         quorum.start_all()
+        combined = start_combined_node(os.path.join(base, "combined"))     # the last step uses it
         view = quorum.wait_for_leader(60)
         print(f"leader: node {view.leader_id} in epoch {view.leader_epoch}")
         bootstrap = quorum.bootstrap_servers()
@@ -151,6 +158,9 @@ def run(args: argparse.Namespace) -> int:
         segments = sorted(f for f in os.listdir(partition) if f.endswith(".log"))
         _show(["dump-log", "--cluster-metadata-decoder", "--files", ",".join(os.path.join(partition, f)
                                                                             for f in segments)])
+
+        run_broker_step(combined, _say)
+        combined = None
 
         if args.foreground:
             quorum.start(old)
@@ -183,3 +193,5 @@ def run(args: argparse.Namespace) -> int:
     finally:
         for i in quorum.node_ids:
             quorum.kill(i)
+        if combined is not None:
+            combined[0].kill(1)

@@ -1,5 +1,6 @@
 """`kafkawire main --with-kafka-brokers N` without Java or without Kafka's jars: one clear
-error naming what is missing and how to get it, and nothing started (no Java needed here)."""
+error naming what is missing and how to get it, and nothing started (no Java needed here); and
+the plain job's broker step without kafka-python."""
 import os
 import subprocess
 import sys
@@ -49,3 +50,14 @@ def test_a_negative_broker_count_is_refused(tmp_path):
     result = subprocess.run([sys.executable, "-m", "kafkawire.tools.cli", "main", "--with-kafka-brokers", "-1",
                              "--data-dir", str(data)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 1 and "--with-kafka-brokers must be at least 1" in result.stderr
+
+
+def test_without_kafka_python_the_broker_step_says_how_to_get_it_and_starts_nothing(tmp_path, monkeypatch, capsys):
+    """kafka-python is an extra (`kafka-brokers`); `pip install kafkawire` alone runs the job without the step."""
+    monkeypatch.setitem(sys.modules, "kafka", None)          # import kafka raises ImportError
+    from kafkawire.tools.main_broker import run_broker_step, start_combined_node
+    node = start_combined_node(str(tmp_path / "combined"))
+    run_broker_step(node, lambda text: print(f"=== {text}"))
+    assert node is None and not (tmp_path / "combined").exists()
+    assert "skipped: it uses kafka-python, which is not installed (pip install 'kafkawire[kafka-brokers]')" in \
+        capsys.readouterr().out

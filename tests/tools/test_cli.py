@@ -46,3 +46,28 @@ def test_missing_arguments_and_unknown_commands_exit_1():
     assert status == 1 and "the following arguments are required: --files" in err
     status, _, err = run("no-such-tool")
     assert status == 1 and "invalid choice: 'no-such-tool'" in err
+
+
+def test_each_command_is_listed_under_its_own_name():
+    import importlib
+    assert {name: importlib.import_module(module).COMMAND for name, module in SUBCOMMANDS.items()} == \
+        {name: name for name in SUBCOMMANDS}
+
+
+def test_a_command_line_imports_only_its_own_command():
+    """`kafkawire server-start` imported every tool to build its parser, a good part of a
+    combined node's start-up (benchmarks/broker_startup.py)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    code = ("import sys; from kafkawire.tools import cli; cli.parse(['server-start', 'x.properties']); "
+            "print(sorted(m for m in sys.modules if m.startswith(('kafkawire.tools', 'kafkawire.codegen'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))).stdout
+    assert out.strip() == str(["kafkawire.tools", "kafkawire.tools.cli", "kafkawire.tools.server_start"])
+
+
+def test_help_lists_every_command():
+    status, out, _ = run("--help")
+    assert status == 0 and all(name in out for name in SUBCOMMANDS)

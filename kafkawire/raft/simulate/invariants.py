@@ -262,11 +262,12 @@ class Invariants:
                               f"{role} {node.node_id} in epoch {epoch} appended offsets {op.base_offset}.."
                               f"{op.last_offset} as epoch {op.epoch} (batch header: epoch {header_epoch})")
 
-    def on_snapshot_loaded(self, node, snapshot_id) -> None:
+    def on_snapshot_loaded(self, node, snapshot_id, *, at_boot: bool = False) -> None:
         """Kafka's ConsistentCommittedData for what a node loads (at boot or a fetched snapshot):
         the snapshot is committed, and holds every committed data record below its end offset,
-        each with the committed value."""
-        if node.core is not None and isinstance(node.core.state, Leader):
+        each with the committed value. A leader never loads a fetched snapshot; the one loaded
+        at boot was loaded before the replica started (an only voter leads from its start)."""
+        if not at_boot and node.core is not None and isinstance(node.core.state, Leader):
             self._violate(self.LEADER_NEVER_LOADS_SNAPSHOT,
                           f"leader {node.node_id} of epoch {node.core.epoch} loaded snapshot {snapshot_id}")
         loaded = node.machine.applied

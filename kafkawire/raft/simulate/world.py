@@ -215,7 +215,7 @@ class Simulation(FaultInjection, MembershipChanges):
         ready = node.boot(self.local_time(node.node_id), self.core_factory)
         self.log(f"{node.node_id}: boot #{node.incarnation} as {describe(node.running.state)}")
         if node.loaded_at_boot is not None:
-            self.invariants.on_snapshot_loaded(node, node.loaded_at_boot)
+            self.invariants.on_snapshot_loaded(node, node.loaded_at_boot, at_boot=True)
         self._apply_ready(node, ready)
 
     def _crash(self, node: SimNode, restart_after_ms: int) -> None:
