@@ -136,6 +136,7 @@ class RaftDriver:
         self._append_queue: collections.deque[_QueuedAppend] = collections.deque()
         self._queued_records = 0
         self._drain_scheduled = False
+        self._drain_after_flush = False     # a drain waits for the fsync in flight
         self.append_queue_limit = config.max_batch_records * APPEND_QUEUE_BATCHES
         self._uncommitted_records = 0       # proposed, neither committed nor failed yet
         self.append_uncommitted_limit = config.max_batch_records * APPEND_UNCOMMITTED_BATCHES
@@ -312,6 +313,8 @@ class RaftDriver:
             self._stop_on_failure(exc)
             return
         self._step(LogFlushed(self.clock(), target))     # a leader's own log end now counts
+        if self._drain_after_flush:
+            self._drain_appends()      # before any other flush starts: the appends waited for this one
         self._start_flush()
 
     def _apply_effects(self, ready: Ready) -> None:
@@ -645,13 +648,26 @@ class RaftDriver:
 
     def _drain_appends(self) -> None:
         """Once per loop turn: one Propose of queued appends; the rest wait for the next turn,
-        so requests that arrived meanwhile are answered in between. Appends no longer wait for
-        an fsync in flight: the leader writes and sends them at once, and the next fsync
-        covers every append that came during the one before (group commit on the disk thread)."""
+        so requests that arrived meanwhile are answered in between. While the disk thread
+        flushes, appends wait here and go together once it is done (as Kafka's accumulator
+        fills while its raft thread flushes): at linger 0 an fsync covers every append that
+        came during the one before, in batches as full as max_batch_records allows, rather
+        than a batch of a record or two per loop turn (proposing each turn cost so many
+        batches that a leader at 20,000/s spent its loop on them: p50 commit 235-979 ms
+        against 28-64). They do not wait for the fsync when a follower asks: any input, its
+        Fetch among them, first hands the queue to the core (_step), so the answer carries them."""
+        if self._flushing is not None and self.failure is None:
+            self._drain_after_flush = True      # _on_flushed drains; _drain_scheduled stays set
+            return
         self._drain_scheduled = False
         if not self._append_queue or self.failure is not None:
             return
-        self._propose_queued_batch(self.clock())
+        if self._drain_after_flush:
+            self._drain_after_flush = False
+            while len(self._append_queue) > 1 and self.failure is None:
+                self._propose_queued_batch(self.clock())
+        if self._append_queue and self.failure is None:
+            self._propose_queued_batch(self.clock())
         if self._append_queue:
             self._drain_scheduled = True
             asyncio.get_running_loop().call_soon(self._drain_appends)
