@@ -53,15 +53,35 @@ class LocalAppends(CoreParts):
     def _append_as_leader(self, batch: bytes, count: int) -> None:
         leader = self._leader()
         base = self.log.end_offset
-        self.log.append(batch, base, base + count - 1, self._batch_epoch(), flush=True)
+        # A leader's own records may leave before their fsync (async_flush): it counts them
+        # toward the high watermark only once durable (_own_durable_end).
+        self.log.append(batch, base, base + count - 1, self._batch_epoch(), flush=True, hold=False)
         for parsed in iter_batches(batch):
             self.control.apply_batch(parsed)
             if parsed.is_control:
                 leader.book.update_voters(self.voters(), self.now_ms)
         self.counters["append_records"] += count
-        if leader.book.update_local_end(self.log.end_offset, self.now_ms):
+        if leader.book.update_local_end(self._own_durable_end(), self.now_ms):
             self._on_leader_high_watermark_update()
         self.parked.complete_ready()
+
+    def _own_durable_end(self) -> int:
+        """The log end a leader counts for itself toward the high watermark: with async_flush,
+        only what its fsyncs made durable (etcd-raft's leader counts its own entries once its
+        storage acknowledges them), so a leader that crashes before its fsync cannot have
+        counted records that only a minority holds; else the log end, fsynced before the
+        Ready's messages leave."""
+        if self.config.async_flush:
+            return min(self.log.end_offset, self.log.durable_end)
+        return self.log.end_offset
+
+    def _handle_log_flushed(self, flush_id: int) -> None:
+        """The driver's fsync is done: a leader's durable end may now move its high watermark."""
+        if not self.log.flushed(flush_id):
+            return
+        state = self.quorum.state
+        if isinstance(state, Leader) and state.book.update_local_end(self._own_durable_end(), self.now_ms):
+            self._on_leader_high_watermark_update()
 
     def _batch_epoch(self) -> int:
         """Every batch a leader writes carries its epoch (KIP-595: records are identified by

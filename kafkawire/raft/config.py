@@ -39,6 +39,11 @@ class RaftConfig:
     # Delete the log behind a new snapshot at once (metadata.max.retention.* set to minimum);
     # the simulator uses it so that lagging replicas must catch up through FetchSnapshot.
     clean_log_on_snapshot: bool = False
+    # The driver fsyncs in the background and reports each flush with a LogFlushed input (io.py):
+    # a leader then counts its own log end toward the high watermark only up to what is
+    # durable, and its appends' messages need not wait for the fsync (Ready.hold_until_flushed).
+    # False: the driver fsyncs before the next input, and the log end counts at once.
+    async_flush: bool = False
 
     @property
     def local_key(self) -> ReplicaKey:

@@ -30,7 +30,7 @@ from .config import RaftConfig
 from .control import ControlState
 from .effects import Answerable, Outbox, RaftInvariantError
 from .fetching import FollowerFetching, ParkedFetches
-from .io import (CleanLog, Input, OutboundRequest, OutboundResponse, Propose, RaftStatus, Ready, ReplicaProgress,
+from .io import (CleanLog, Input, LogFlushed, OutboundRequest, OutboundResponse, Propose, RaftStatus, Ready, ReplicaProgress,
                  RequestFailed, RequestReceived, Resign, ResponseReceived, Shutdown, SnapshotFrozen, Tick)
 from .leader import LeaderBookkeeping
 from .log import LogStore, RaftLog
@@ -183,6 +183,8 @@ class RaftCore(VoteHandling, FollowerFetching, LocalAppends, SnapshotHandling, P
                     self.shutdown_deadline_ms = self.now_ms + event.timeout_ms
             case CleanLog():
                 self._clean_log()
+            case LogFlushed():
+                self._handle_log_flushed(event.flush_id)
             case Resign():
                 if isinstance(self.quorum.state, Leader) and self.quorum.epoch == event.epoch:
                     self._resign(self._leader().book.preferred_successors())
@@ -261,7 +263,8 @@ class RaftCore(VoteHandling, FollowerFetching, LocalAppends, SnapshotHandling, P
         election = None
         if self.quorum.pending_election is not None:
             election, self.quorum.pending_election = self.quorum.pending_election, None
-        log_ops, flush = self.log.take_pending()
+        log_ops, flush, hold = self.log.take_pending()
+        flush_id = self.log.request_flush() if flush and self.config.async_flush else 0
         transitions = tuple(self.quorum.take_transitions())
         leader_change = None
         leader = self.quorum.leader_and_epoch()
@@ -278,7 +281,8 @@ class RaftCore(VoteHandling, FollowerFetching, LocalAppends, SnapshotHandling, P
         committed: tuple[tuple[object, int], ...] = ()
         if isinstance(self.quorum.state, Leader):
             committed = tuple(self._leader().book.take_committed_appends())
-        return Ready(election=election, log_ops=tuple(log_ops), flush=flush, send=tuple(out.send),
+        return Ready(election=election, log_ops=tuple(log_ops), flush=flush, flush_id=flush_id,
+                     hold_until_flushed=hold if self.config.async_flush else flush, send=tuple(out.send),
                      respond=tuple(out.respond), committed_through=committed_through, load_snapshot=load_snapshot,
                      leader_change=leader_change, appends_committed=committed,
                      appends_failed=tuple(out.appends_failed), appended=tuple(out.appended),

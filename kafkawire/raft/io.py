@@ -6,7 +6,11 @@ asyncio node in production, the simulator in tests), feeds it one input at a tim
 
 1. ``election``: write quorum-state atomically (tmp file, fsync, rename) if present.
 2. ``log_ops`` in order (truncations, appends, snapshot writes), then fsync the log if
-   ``flush`` is set. Nothing in steps 3-5 may happen before 1 and 2 are durable.
+   ``flush`` is set. Nothing in steps 3-5 may happen before 1 and 2 are durable, except
+   with ``RaftConfig.async_flush``: then the fsync may run in the background, and only a
+   Ready with ``hold_until_flushed`` keeps its steps 3-4 (and those of every later Ready, in
+   order) until it is done; the driver reports each finished fsync with
+   ``LogFlushed(flush_id)``, the ``flush_id`` of the latest Ready it covers.
 3. ``send`` requests and ``respond`` to requests (which the driver received earlier and
    identified by ``request_id``). A vote or a fetch acknowledgement leaves only once the
    state it depends on is on disk; that is why sending comes after persisting.
@@ -77,6 +81,14 @@ class Propose:
 
 
 @dataclass(frozen=True, slots=True)
+class LogFlushed:
+    """The log is durable as written by every Ready up to the one whose ``flush_id`` this is
+    (``RaftConfig.async_flush``; one fsync may cover several Readys: group commit)."""
+    now_ms: int
+    flush_id: int
+
+
+@dataclass(frozen=True, slots=True)
 class SnapshotFrozen:
     """The state machine finished writing a snapshot (through the driver) with this id."""
     now_ms: int
@@ -105,7 +117,7 @@ class CleanLog:
 
 
 Input = (Tick | RequestReceived | ResponseReceived | RequestFailed | Propose | SnapshotFrozen | Shutdown | Resign
-         | CleanLog)
+         | CleanLog | LogFlushed)
 
 # --- outputs -------------------------------------------------------------------------------
 
@@ -185,6 +197,12 @@ class Ready:
     election: ElectionState | None = None                  # to persist before anything else
     log_ops: tuple[LogOp, ...] = ()
     flush: bool = False
+    # async_flush only: the number LogFlushed reports once this Ready's writes are durable,
+    # and whether its messages and notices must wait for that (a follower's fetch offset, a
+    # truncation, a snapshot install); a leader's own appends need not, since it counts its
+    # log end toward the high watermark only once LogFlushed says it is durable.
+    flush_id: int = 0
+    hold_until_flushed: bool = False
     send: tuple[OutboundRequest, ...] = ()
     respond: tuple[OutboundResponse, ...] = ()
     committed_through: int | None = None                   # new high watermark

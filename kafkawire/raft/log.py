@@ -13,6 +13,7 @@ leader whether a follower's fetch position is valid, diverging, or behind the sn
 from __future__ import annotations
 
 import bisect
+import collections
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -129,6 +130,13 @@ class RaftLog:
         # Appends of this step, readable before the driver applies them.
         self._unstable: list[Append] = []
         self._stable_end = self.end_offset
+        # async_flush: the log end known durable (what the driver opened is), the flushes
+        # asked for and not reported yet as [flush id, log end it makes durable], and whether
+        # this step wrote something whose messages must wait for its fsync.
+        self.durable_end = self.end_offset
+        self._flushes: collections.deque[list[int]] = collections.deque()
+        self._flush_ids = 0
+        self.hold_needed = False
         self._truncate_to_latest_snapshot()
 
     def _truncate_to_latest_snapshot(self) -> None:
@@ -144,14 +152,42 @@ class RaftLog:
         self.snapshots = [s for s in self.snapshots if s.offset >= latest.offset]
         self.pending.append(TruncateFully(latest.offset))
         self.flush_needed = True
+        self._clamp_durable(latest.offset)
 
     # --- the step boundary -------------------------------------------------------------------
-    def take_pending(self) -> tuple[list, bool]:
-        ops, flush = self.pending, self.flush_needed
-        self.pending, self.flush_needed = [], False
+    def take_pending(self) -> tuple[list, bool, bool]:
+        """(log ops, flush, hold): this step's writes, whether to fsync them, and whether
+        the step's messages must wait for that fsync (anything but a leader's own appends)."""
+        ops, flush, hold = self.pending, self.flush_needed, self.hold_needed
+        self.pending, self.flush_needed, self.hold_needed = [], False, False
         self._unstable = []
         self._stable_end = self.end_offset
-        return ops, flush
+        return ops, flush, flush and hold
+
+    # --- durability (RaftConfig.async_flush) -----------------------------------------------------
+    def request_flush(self) -> int:
+        """A flush of everything written so far is asked for; returns its id."""
+        self._flush_ids += 1
+        self._flushes.append([self._flush_ids, self.end_offset])
+        return self._flush_ids
+
+    def flushed(self, flush_id: int) -> bool:
+        """The driver's fsync covering flush ``flush_id`` (and every earlier one) is done;
+        returns whether ``durable_end`` moved. An id never asked for is ignored."""
+        moved = False
+        while self._flushes and self._flushes[0][0] <= flush_id:
+            end = self._flushes.popleft()[1]
+            if end > self.durable_end:
+                self.durable_end, moved = end, True
+        return moved
+
+    def _clamp_durable(self, offset: int) -> None:
+        """After a truncation to ``offset``, records from there on are new: neither what is
+        durable nor what a flush in flight makes durable counts beyond it."""
+        self.durable_end = min(self.durable_end, offset)
+        for flush in self._flushes:
+            flush[1] = min(flush[1], offset)
+        self.hold_needed = True
 
     # --- queries -------------------------------------------------------------------------------
     @property
@@ -217,7 +253,8 @@ class RaftLog:
         return b"".join(out)
 
     # --- writes (become Ready.log_ops) -----------------------------------------------------------
-    def append(self, batch: bytes, base_offset: int, last_offset: int, epoch: int, *, flush: bool) -> None:
+    def append(self, batch: bytes, base_offset: int, last_offset: int, epoch: int, *, flush: bool,
+               hold: bool = True) -> None:
         if base_offset != self.end_offset:
             raise ValueError(f"batch at offset {base_offset} does not follow the log end {self.end_offset}")
         op = Append(batch, base_offset, last_offset, epoch)
@@ -226,6 +263,7 @@ class RaftLog:
         self.pending.append(op)
         self._unstable.append(op)
         self.flush_needed = self.flush_needed or flush
+        self.hold_needed = self.hold_needed or hold
 
     def truncate_to(self, offset: int) -> None:
         if offset >= self.end_offset:
@@ -238,6 +276,7 @@ class RaftLog:
         self._unstable = [op for op in self._unstable if op.last_offset < offset]
         self.pending.append(TruncateTo(offset))
         self.flush_needed = True
+        self._clamp_durable(offset)
 
     def write_snapshot_chunk(self, snapshot_id: OffsetAndEpoch, position: int, data: bytes) -> None:
         self.pending.append(WriteSnapshotChunk(snapshot_id, position, data))
@@ -253,6 +292,7 @@ class RaftLog:
         self.start_offset = self.end_offset = self._stable_end = snapshot_id.offset
         self._unstable = []
         self.flush_needed = True
+        self._clamp_durable(snapshot_id.offset)
 
     def snapshot_frozen(self, snapshot_id: OffsetAndEpoch) -> None:
         if snapshot_id not in self.snapshots:

@@ -270,3 +270,24 @@ class KeepsTruncatedVoterSets(RaftCore):
 def test_truncated_voter_sets_invariant_catches_a_core_that_keeps_them():
     settings = SimSettings(voters=5, observers=2, admin_every_ms=300, fault_every_ms=2000, drop_rate=0.05)
     catches(KeepsTruncatedVoterSets, Invariants.TRUNCATED_VOTERS_REVERTED, settings)
+
+
+class CountsItsUnflushedEnd(RaftCore):
+    """With background fsyncs, a leader counts its log end toward the high watermark before
+    its fsync is done (as it could while the driver fsynced before sending anything)."""
+    def _own_durable_end(self):
+        return self.log.end_offset
+
+
+ASYNC_FLUSH = SimSettings(voters=3, fault_every_ms=1500, async_flush=True, max_flush_ms=60)
+
+
+def test_majority_reached_catches_a_leader_counting_its_unflushed_log_end():
+    """The check counts each voter's durable log, so the asynchronous flush model makes it
+    see a leader whose own unflushed records made up its majority."""
+    catches(CountsItsUnflushedEnd, Invariants.MAJORITY_REACHED_HW, ASYNC_FLUSH)
+
+
+def test_the_real_core_passes_the_same_seeds_with_background_flushes():
+    for seed in list(SEEDS)[:10]:
+        run_seed(seed, 3000, ASYNC_FLUSH)

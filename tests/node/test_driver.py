@@ -178,12 +178,13 @@ class HeldFsync:
         store.prepare_flush = held_prepare
 
 
-def test_nothing_is_acknowledged_before_the_fsync_it_depends_on_is_done(tmp_path):
-    """The fsync runs on the driver's disk thread, and until it is done the Ready's effects
-    wait (raft/io.py: nothing leaves before the writes are durable): a single voter's append
-    does not commit (the leader counts its own log end toward the high watermark only once it
-    is durable), the listeners see nothing, and a request answered meanwhile (DescribeQuorum)
-    waits behind it. The loop itself stays free: this test runs on it while the fsync waits."""
+def test_a_leader_commits_nothing_before_its_fsync_but_answers_requests_meanwhile(tmp_path):
+    """The fsync runs on the driver's disk thread and the core learns it is done from a
+    LogFlushed input: until then a single voter's append does not commit (the leader counts
+    its own log end toward the high watermark only once it is durable) and the listeners see
+    nothing, but its messages are not held behind the fsync: a request answered meanwhile
+    (DescribeQuorum) gets its answer at once, with the high watermark of before. The loop
+    itself stays free: this test runs on it while the fsync waits."""
     from kafkawire.tools.metadata_quorum import describe_quorum_request
 
     class Ctx:
@@ -195,22 +196,21 @@ def test_nothing_is_acknowledged_before_the_fsync_it_depends_on_is_done(tmp_path
         hw_before, seen_before = driver.high_watermark(), len(recorder.committed)
         append = asyncio.ensure_future(driver.append([b"x"]))
         await asyncio.wait_for(_until(held.started.is_set), 10)
-        describe = asyncio.ensure_future(driver.handle_request(Ctx(), describe_quorum_request()))
+        answer = await asyncio.wait_for(driver.handle_request(Ctx(), describe_quorum_request()), 10)
         for _ in range(20):                     # many loop turns while the fsync waits
             await asyncio.sleep(0.001)
-        during = (append.done(), describe.done(), driver.high_watermark(), len(recorder.committed),
-                  driver.core.log.end_offset)
+        during = (append.done(), driver.high_watermark(), len(recorder.committed), driver.core.log.end_offset,
+                  driver.core.high_watermark())
         held.release.set()
         last = await asyncio.wait_for(append, 10)
-        answer = await asyncio.wait_for(describe, 10)
         return hw_before, seen_before, during, last, answer, driver.high_watermark()
 
     hw_before, seen_before, during, last, answer, hw_after = asyncio.run(single_voter(tmp_path / "p", 7, work))
-    appended_done, describe_done, hw_during, seen_during, log_end = during
+    appended_done, hw_during, seen_during, log_end, core_hw = during
     assert log_end == last + 1                       # written to the log (page cache) at once
-    assert (appended_done, describe_done) == (False, False)
-    assert (hw_during, seen_during) == (hw_before, seen_before)
-    assert hw_after == last + 1 and answer.topics[0].partitions[0].high_watermark >= hw_before
+    assert not appended_done and (hw_during, seen_during, core_hw) == (hw_before, seen_before, hw_before)
+    assert answer.topics[0].partitions[0].high_watermark == hw_before     # answered during the fsync
+    assert hw_after == last + 1
 
 
 def test_a_leader_refuses_appends_while_too_many_wait_for_their_commit(tmp_path):

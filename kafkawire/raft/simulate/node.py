@@ -136,7 +136,9 @@ class SimNode:
             self.store.apply(op)
         if until == "ops":
             return
-        if ready.flush:
+        if ready.flush and self.config.async_flush:
+            self.store.request_flush(ready.flush_id)   # durable when the world delivers its completion
+        elif ready.flush:
             self.store.flush()
 
     def maybe_snapshot(self, now_ms: int, every: int):

@@ -42,6 +42,10 @@ def settings_for_seed(seed: int) -> SimSettings:
     settings.broker_observers = min(settings.observers, rng.choice([0, 0, 1]))
     settings.corrupt_rate = rng.choice([0.0, 0.0, 0.01, 0.05])
     settings.clock_drift = rng.choice([0.0, 0.0, 0.01, 0.1])
+    # Background fsyncs (the node's driver) in three seeds of four, finishing within 1, 10 or
+    # 60 ms of virtual time; the rest flush before anything leaves, as a synchronous driver.
+    settings.async_flush = rng.random() < 0.75
+    settings.max_flush_ms = rng.choice([1, 10, 60])
     return settings
 
 

@@ -3,6 +3,10 @@
 What the driver writes lands in the "written" state; a flush copies it to the "durable"
 state; ``crash()`` throws away everything not flushed, as a power cut would. quorum-state
 writes and snapshot installs are atomic and durable at once (tmp file, fsync, rename).
+
+An asynchronous flush (RaftConfig.async_flush) is asked for with ``request_flush``, which
+notes the written state of that moment, and finishes with ``complete_flushes``, which makes
+that state durable: writes made in between (a truncation among them) are not durable yet.
 """
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ class MemoryLogStore:
         self.partial: dict[OffsetAndEpoch, bytearray] = {}
         self.election = None
         self._durable = ([], 0)
+        self._flushes: list[tuple[int, tuple[list, int]]] = []   # (flush id, written state it makes durable)
 
     # --- LogStore ---------------------------------------------------------------------------
     def start_offset(self) -> int:
@@ -94,20 +99,21 @@ class MemoryLogStore:
                 del self.snapshots[sid]
             self.batches = []
             self.start = op.snapshot_id.offset
-            self._durable = (list(self.batches), self.start)   # fsync + rename: durable now
+            self._set_durable_now(([], self.start))   # fsync + rename: durable now
         elif isinstance(op, TruncateFully):
             self.batches = []
             self.start = op.offset
             for sid in [s for s in self.snapshots if s.offset < op.offset]:
                 del self.snapshots[sid]
-            self._durable = ([], op.offset)
+            self._set_durable_now(([], op.offset))
         elif isinstance(op, DeleteBefore):
             self.batches = [b for b in self.batches if b.last >= op.offset]
             self.start = op.offset
             for sid in list(self.snapshots):
                 if sid.offset < op.keep_snapshot.offset:
                     del self.snapshots[sid]
-            self._durable = ([b for b in self._durable[0] if b.last >= op.offset], op.offset)
+            self._durable = _deleted_before(self._durable, op.offset)
+            self._flushes = [(i, _deleted_before(state, op.offset)) for i, state in self._flushes]
         else:
             raise TypeError(f"unknown log operation {op!r}")
 
@@ -115,8 +121,27 @@ class MemoryLogStore:
         """A snapshot the local state machine wrote (frozen, so durable)."""
         self.snapshots[snapshot_id] = data
 
+    def _set_durable_now(self, state: tuple[list, int]) -> None:
+        """An operation durable at once (fsync and rename): a flush asked for before it can no
+        longer bring back what it replaced."""
+        self._durable = state
+        self._flushes = [(i, state) for i, _ in self._flushes]
+
     def flush(self) -> None:
         self._durable = (list(self.batches), self.start)
+
+    def request_flush(self, flush_id: int) -> None:
+        self._flushes.append((flush_id, (list(self.batches), self.start)))
+
+    def complete_flushes(self, through_id: int) -> None:
+        """The flushes up to ``through_id`` are done, in order: the state noted by the last
+        of them is durable."""
+        while self._flushes and self._flushes[0][0] <= through_id:
+            self._durable = self._flushes.pop(0)[1]
+
+    def durable_end_offset(self) -> int:
+        batches, start = self._durable
+        return batches[-1].last + 1 if batches else start
 
     def unflushed_count(self) -> int:
         return len(self.batches) - len(self._durable[0])
@@ -124,3 +149,9 @@ class MemoryLogStore:
     def crash(self) -> None:
         self.batches, self.start = list(self._durable[0]), self._durable[1]
         self.partial.clear()
+        self._flushes.clear()
+
+
+def _deleted_before(state: tuple[list, int], offset: int) -> tuple[list, int]:
+    batches, _ = state
+    return [b for b in batches if b.last >= offset], offset

@@ -7,7 +7,11 @@ exercises the codec and version negotiation.
 
 Faults: message loss, duplication and reordering (random delays); symmetric and one-way
 partitions; crashes that lose everything not fsynced (optionally in the middle of applying a
-Ready: after the quorum-state write, or after the log write but before its fsync); restarts;
+Ready: after the quorum-state write, or after the log write but before its fsync); with
+``async_flush`` the fsyncs finish in the background, in order, after a random delay (an event
+of their own, delivered to the core as LogFlushed), so a crash also loses whatever was written
+but whose flush had not finished, and a Ready that must wait for its flush keeps its messages
+and notices (and those of the Readys after it) until then, as the node's driver does; restarts;
 damaged Fetch and FetchSnapshot payloads; per-node clock drift (faults.py). Membership
 changes and disk replacements are in membership.py.
 """
@@ -29,7 +33,7 @@ from kafkawire.records import ControlRecordType
 from kafkawire.records.kraft_control import encode_value
 from kafkawire.storage.snapshot import SnapshotBuilder, SnapshotId
 from kafkawire.raft.config import RaftConfig
-from kafkawire.raft.io import (Propose, RequestFailed, RequestReceived, ResponseReceived, Shutdown, SnapshotFrozen, Tick,
+from kafkawire.raft.io import (LogFlushed, Propose, Ready, RequestFailed, RequestReceived, ResponseReceived, Shutdown, SnapshotFrozen, Tick,
                      TruncateTo)
 from kafkawire.raft.rpc import adapt_request_for_version
 from kafkawire.raft.states import Leader, describe
@@ -85,6 +89,8 @@ class SimSettings:
                                       # until fetched, no fsync of what they fetch (Kafka's brokers)
     corrupt_rate: float = 0.0         # share of Fetch/FetchSnapshot responses whose payload is damaged
     clock_drift: float = 0.0          # each node's clock runs at a rate within this of 1, from its own origin
+    async_flush: bool = False         # fsyncs finish in the background (RaftConfig.async_flush), each after
+    max_flush_ms: int = 10            # 0 to max_flush_ms of virtual time, in order
 
 
 # An event on the heap: (time, seq, kind, data). A plain tuple, since the heap compares events
@@ -118,6 +124,10 @@ class Simulation(FaultInjection, MembershipChanges):
         self.core_factory = core_factory
         self.machine_factory = machine_factory
         self._next_tick: dict[int, int] = {}
+        # async_flush: per node, the Readys whose messages and notices wait for a flush, as
+        # (flush id they need, 0 for none, Ready), and when its last flush asked for finishes.
+        self._held: dict[int, deque[tuple[int, Ready]]] = {}
+        self._flush_due: dict[int, int] = {}
         # Counters printed even when zero: what the kraft.version upgrade and the voter-set
         # truncations (KIP-853's uncommitted voter sets) did in the run.
         self.stats: Counter = Counter({"truncations_removing_voters_record": 0, "voters_records_truncated": 0})
@@ -148,7 +158,7 @@ class Simulation(FaultInjection, MembershipChanges):
                 request_timeout_ms=s.request_timeout_ms, election_backoff_max_ms=s.election_backoff_max_ms,
                 pre_vote=s.pre_vote, clean_log_on_snapshot=s.clean_log_on_snapshot,
                 auto_join=s.auto_join_observers and i in observer_ids and i not in brokers,
-                can_become_voter=i not in brokers)
+                can_become_voter=i not in brokers, async_flush=s.async_flush)
             # Each node its own random stream: with the run's seed alone every node drew the
             # same election timeouts and, once in step, three candidates split every vote.
             node = SimNode(config, self.seed * 64 + i, self.machine_factory)
@@ -229,6 +239,7 @@ class Simulation(FaultInjection, MembershipChanges):
             # their high watermark, may restart lower. Controllers (voters or not) never go back.
             self.invariants.forget_high_watermark(node.core.quorum.local_key)
         node.crash()
+        self._held.pop(node.node_id, None)
         self.log(f"{node.node_id}: crash (loses {lost} unflushed batches); restart in {restart_after_ms} ms")
         self._push(self.now + restart_after_ms, "restart", node.node_id)
 
@@ -259,6 +270,18 @@ class Simulation(FaultInjection, MembershipChanges):
             self.invariants.check_log_start(node)
             self.invariants.check_log_matching(list(self.nodes.values()))
             self.invariants.check_voter_changes(node)
+        if ready.flush and node.config.async_flush:
+            self._schedule_flush(node, ready.flush_id)
+        held = self._held.setdefault(node.node_id, deque())
+        if held or ready.hold_until_flushed and node.config.async_flush:
+            held.append((ready.flush_id if ready.hold_until_flushed else 0, ready))
+            self._schedule_tick(node, ready.wake_at_ms)
+            return
+        self._apply_effects(node, ready)
+
+    def _apply_effects(self, node: SimNode, ready, *, released: bool = False) -> None:
+        """Steps 3-4 of a Ready whose writes are durable: messages, then the notices. A Ready
+        ``released`` after its flush had its wake-up scheduled when it was persisted."""
         for request in ready.send:
             self._send_request(node, request)
         for response in ready.respond:
@@ -287,7 +310,27 @@ class Simulation(FaultInjection, MembershipChanges):
                 self.log(f"{node.node_id}: snapshot {snapshot_id}")
                 self._step(node, SnapshotFrozen(self.now, snapshot_id))
                 return
-        self._schedule_tick(node, ready.wake_at_ms)
+        if not released:
+            self._schedule_tick(node, ready.wake_at_ms)
+
+    def _schedule_flush(self, node: SimNode, flush_id: int) -> None:
+        """The background fsync of this Ready's writes finishes later, after the earlier ones."""
+        due = max(self.now + self.rng.randint(0, self.settings.max_flush_ms), self._flush_due.get(node.node_id, 0))
+        self._flush_due[node.node_id] = due
+        self._push(due, "flushed", node.node_id, node.incarnation, flush_id)
+
+    def _on_flushed(self, node_id: int, incarnation: int, flush_id: int) -> None:
+        """A flush is done: its state is durable, the Readys that waited for it go on, in order,
+        and the core learns of it."""
+        node = self.nodes[node_id]
+        if not node.alive or node.incarnation != incarnation:
+            return
+        node.store.complete_flushes(flush_id)
+        self.stats["flushes_completed"] += 1
+        held = self._held.get(node_id, deque())
+        while held and held[0][0] <= flush_id and node.alive and node.incarnation == incarnation:
+            self._apply_effects(node, held.popleft()[1], released=True)
+        self._step(node, LogFlushed(self.now, flush_id))
 
     def _step(self, node: SimNode, event) -> None:
         if not node.alive:
