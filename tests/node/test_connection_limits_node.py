@@ -28,6 +28,9 @@ def test_a_flood_of_connections_takes_at_most_max_connections_descriptors_of_a_n
     with LocalQuorum(tmp_path, voters=1, properties={"max.connections": str(MAX_CONNECTIONS)}).started() as quorum:
         quorum.wait_for_leader(30)
         pid, port = quorum.processes[1].pid, quorum.ports[1]
+        # The node's own connection (its ControllerRegistration channel to itself) is counted in
+        # "before": it opens once the node leads, and the flood must not be charged for it.
+        assert wait_for(lambda: server_side_sockets(port)[0] >= 1)
         before = open_descriptors(pid)
         flood = []
         try:
