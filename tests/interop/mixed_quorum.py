@@ -111,6 +111,22 @@ class MixedQuorum:
             time.sleep(0.2)
         raise QuorumError(f"the voters did not become {expected} within {timeout_s} s\n{self.log_tails()}")
 
+    def wait_for_observers(self, expected: list[int], timeout_s: float = 60) -> None:
+        """Until the leader reports each of ``expected`` among its observers: a node formatted
+        --no-initial-controllers is up and fetching, so an AddRaftVoter's ApiVersions probe of it
+        can be answered (the leader refuses the add when the new voter does not answer)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            leader_id = self.wait_for_leader(timeout_s=max(deadline - time.monotonic(), 1)).leader_id
+            try:
+                observers = {r.replica_id for r in self.describe(leader_id).observers}
+            except (TransportError, QuorumError, OSError):      # it stopped leading meanwhile
+                observers = set()
+            if set(expected) <= observers:
+                return
+            time.sleep(0.2)
+        raise QuorumError(f"{expected} did not all fetch as observers within {timeout_s} s\n{self.log_tails()}")
+
     def start(self, node_id: int) -> None:
         if self.kinds[node_id] == KAFKA:
             self.kafka[node_id].start()

@@ -101,6 +101,7 @@ def test_a_dynamic_mixed_quorum_grows_and_shrinks_with_either_sides_tools(mixed,
     q.format_dynamic(standalone=1)
     q.start_all()
     q.wait_for_voters([1], 60)
+    q.wait_for_observers([2, 3], 120)       # up and fetching: the leader probes a new voter first
     bootstrap = q.address(1)
 
     added = kafka_tool(METADATA_QUORUM, "--bootstrap-controller", bootstrap, "--command-config", q.config_path(2),
