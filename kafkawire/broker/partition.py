@@ -11,7 +11,10 @@ it is in the log, as Kafka's Partition.maybeIncrementLeaderHW finds with an ISR 
 reach the page cache, not the disk (Kafka's defaults, flush.messages and flush.ms unset, do
 the same: durability comes from replicas); a clean stop flushes.
 
-Opening recovers the log as kafkawire.storage.Log does (a torn or corrupt tail is cut). A
+Opening recovers the log as kafkawire.storage.Log does (a torn or corrupt tail is cut) and loads
+its leader epochs (kafkawire.storage.leader_epoch_cache, ``leader-epoch-checkpoint``); each new
+leader epoch is recorded there starting at the log end, as Kafka's Partition.makeLeader records
+it, before anything is appended in it. A
 directory whose partition.metadata names another topic id is a deleted topic's left-over:
 it is renamed to ``<topic>-<partition>.<uuid>-delete`` (Kafka's name for a log waiting to be
 deleted) and a fresh log starts.
@@ -22,7 +25,8 @@ import logging
 import os
 import uuid
 
-from kafkawire.net.metadata_topic import EpochCache, batches_below
+from kafkawire.net.metadata_topic import batches_below
+from kafkawire.storage.leader_epoch_cache import LeaderEpochFileCache
 from kafkawire.storage.log import Log
 from kafkawire.storage.segment import ReadResult
 from kafkawire.storage.state_files import StateFileError, read_partition_metadata, write_partition_metadata
@@ -47,8 +51,20 @@ class LeaderPartition:
         self.topic = topic
         self.partition = partition
         self.topic_id = topic_id
+        self.epochs = LeaderEpochFileCache.load(log_)
+        self._leader_epoch = -1
         self.leader_epoch = leader_epoch
-        self.epochs = EpochCache(log_)
+
+    @property
+    def leader_epoch(self) -> int:
+        return self._leader_epoch
+
+    @leader_epoch.setter
+    def leader_epoch(self, epoch: int) -> None:
+        """A new leader epoch starts at the log end (Kafka's makeLeader, on a new epoch only)."""
+        if epoch > self._leader_epoch:
+            self.epochs.assign(epoch, self.log.log_end_offset)
+        self._leader_epoch = epoch
 
     @classmethod
     def open(cls, log_dir: str, topic: str, partition: int, topic_id: uuid.UUID, *, leader_epoch: int,
@@ -77,7 +93,14 @@ class LeaderPartition:
     def append(self, validated: ValidatedAppend) -> int:
         """Append the batch at the log end, stamped with the leader epoch; its base offset."""
         first, _ = self.log.append(validated.data, assign_offsets=True, leader_epoch=self.leader_epoch)
+        if self.leader_epoch >= 0:
+            self.epochs.assign(self.leader_epoch, first)     # a no-op: the epoch started at makeLeader
         return first
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """(epoch, end offset) for OffsetForLeaderEpoch (Kafka's UnifiedLog.endOffsetForEpoch)."""
+        self.epochs.truncate_from_start(self.log.log_start_offset)    # if retention moved the log start
+        return self.epochs.end_offset_for(epoch, self.log.log_end_offset)
 
     def read(self, offset: int, max_bytes: int, *, min_one_batch: bool) -> bytes:
         """Whole stored batches from the one holding ``offset`` (the bytes as on disk, not
