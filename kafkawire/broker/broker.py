@@ -42,6 +42,7 @@ from kafkawire.protocol.handler import ApiHandler
 from .fetch import FetchApi
 from .group_apis import GroupApis
 from .lifecycle import RECOVERY, STARTING, BrokerLifecycle, Registration
+from .log_dir_apis import LogDirApis
 from .metadata_apis import MetadataApis
 from .partition import LeaderPartition
 from .produce import ProduceApi, topic_config
@@ -93,6 +94,7 @@ class Broker:
         self.fetch_api = FetchApi(self)
         self.produce_api = ProduceApi(self)
         self.group_apis = GroupApis(self)
+        self.log_dir_apis = LogDirApis(self)
 
     # -- the listeners --
 
@@ -106,6 +108,7 @@ class Broker:
             CREATE_TOPICS: ApiHandler(self.metadata_apis.create_topics, min_version=2),
             DESCRIBE_CLUSTER: ApiHandler(self.metadata_apis.describe_cluster),
             **self.group_apis.handlers(),
+            **self.log_dir_apis.handlers(),
         }
 
     def broker_listener_names(self) -> list[str]:

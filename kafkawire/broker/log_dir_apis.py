@@ -1,0 +1,120 @@
+"""OffsetForLeaderEpoch (23) and DescribeLogDirs (35) on the broker listeners, as Kafka's
+KafkaApis.handleOffsetForLeaderEpochRequest (ReplicaManager and Partition.lastOffsetForLeaderEpoch)
+and handleDescribeLogDirsRequest (ReplicaManager.describeLogDirs) answer them.
+
+OffsetForLeaderEpoch: for each partition, where the requested leader epoch ends in the partition's
+log (kafkawire.storage.leader_epoch_cache: the latest epoch ends at the log end, an older one where
+the next known epoch starts, an unknown one past every known one is -1/-1), after fencing the
+request's current leader epoch (FENCED_LEADER_EPOCH below ours, UNKNOWN_LEADER_EPOCH above; -1 is
+not checked). A partition of the metadata not hosted here is NOT_LEADER_OR_FOLLOWER, one the
+metadata does not have UNKNOWN_TOPIC_OR_PARTITION. Java consumers ask it after a leader change to
+check their position was not truncated away (KIP-320).
+
+DescribeLogDirs: the one log directory (its absolute path), with the size of each partition log
+in it that the request names (every one for a null topic list; names it does not hold are left
+out, as Kafka leaves them out), offset lag 0 (one replica: the high watermark is the log end),
+never a future log, and from v4 the volume's total and usable bytes; a directory that cannot be
+read is KAFKA_STORAGE_ERROR.
+"""
+from __future__ import annotations
+
+import logging
+import os
+
+from kafkawire.messages.describe_log_dirs_response import (DescribeLogDirsPartition, DescribeLogDirsResponse,
+                                                           DescribeLogDirsResult, DescribeLogDirsTopic)
+from kafkawire.messages.offset_for_leader_epoch_response import (EpochEndOffset, OffsetForLeaderEpochResponse,
+                                                                 OffsetForLeaderTopicResult)
+from kafkawire.net.metadata_topic import epoch_error
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.protocol.handler import ApiHandler
+
+__all__ = ["LogDirApis", "OFFSET_FOR_LEADER_EPOCH", "DESCRIBE_LOG_DIRS"]
+
+log = logging.getLogger(__name__)
+OFFSET_FOR_LEADER_EPOCH, DESCRIBE_LOG_DIRS = 23, 35
+NO_PARTITION_LEADER_EPOCH = -1
+
+
+class LogDirApis:
+    """The two APIs for ``broker`` (its ``image()``, ``partitions``, ``node_id`` and ``log_dir``)."""
+
+    def __init__(self, broker):
+        self.broker = broker
+
+    def handlers(self) -> dict[int, ApiHandler]:
+        """Kafka 4.3.1's version ranges (v0-1 of OffsetForLeaderEpoch and v0 of DescribeLogDirs were
+        removed in Kafka 4.0)."""
+        return {
+            OFFSET_FOR_LEADER_EPOCH: ApiHandler(self.offset_for_leader_epoch, min_version=2, max_version=4,
+                                                error_response=offset_for_leader_epoch_error_response),
+            DESCRIBE_LOG_DIRS: ApiHandler(self.describe_log_dirs, min_version=1, max_version=5),
+        }
+
+    # -- OffsetForLeaderEpoch --
+
+    async def offset_for_leader_epoch(self, ctx, request) -> OffsetForLeaderEpochResponse:
+        image = self.broker.image()
+        topics = []
+        for t in request.topics:
+            topic = None if image is None else image.topics_by_name.get(t.topic)
+            partitions = [self._epoch_end_offset(topic, p) for p in t.partitions]
+            topics.append(OffsetForLeaderTopicResult(topic=t.topic, partitions=partitions))
+        return OffsetForLeaderEpochResponse(topics=topics)
+
+    def _epoch_end_offset(self, topic, p) -> EpochEndOffset:
+        answer = EpochEndOffset(partition=p.partition)
+        partition = self.broker.partitions.get((topic.name, p.partition)) if topic is not None else None
+        if partition is None:
+            known = topic is not None and p.partition in topic.partitions
+            answer.error_code = Errors.NOT_LEADER_OR_FOLLOWER if known else Errors.UNKNOWN_TOPIC_OR_PARTITION
+            return answer
+        answer.error_code = _fencing_error(p.current_leader_epoch, partition.leader_epoch)
+        if answer.error_code != Errors.NONE:
+            return answer
+        try:
+            answer.leader_epoch, answer.end_offset = partition.end_offset_for_epoch(p.leader_epoch)
+        except OSError as exc:            # the checkpoint could not be written
+            log.error("%s: %s", partition.name, exc)
+            answer.error_code = Errors.KAFKA_STORAGE_ERROR
+        return answer
+
+    # -- DescribeLogDirs --
+
+    async def describe_log_dirs(self, ctx, request) -> DescribeLogDirsResponse:
+        return DescribeLogDirsResponse(results=[self._log_dir_result(request.topics)])
+
+    def _log_dir_result(self, requested_topics) -> DescribeLogDirsResult:
+        path = os.path.abspath(self.broker.log_dir)
+        try:
+            if not os.path.isdir(path):
+                raise FileNotFoundError(f"Log directory {path} is offline")
+            volume = os.statvfs(path)
+        except OSError as exc:
+            log.warning("Unable to describe replica dirs for %s: %s", path, exc)
+            return DescribeLogDirsResult(error_code=Errors.KAFKA_STORAGE_ERROR, log_dir=path)
+        wanted = None if requested_topics is None else {(t.topic, index) for t in requested_topics
+                                                          for index in t.partitions}
+        by_topic: dict[str, list[DescribeLogDirsPartition]] = {}
+        for (name, index), partition in sorted(self.broker.partitions.items()):
+            if wanted is None or (name, index) in wanted:
+                by_topic.setdefault(name, []).append(DescribeLogDirsPartition(
+                    partition_index=index, partition_size=partition.log.size, offset_lag=0, is_future_key=False))
+        return DescribeLogDirsResult(
+            error_code=Errors.NONE, log_dir=path,
+            topics=[DescribeLogDirsTopic(name=name, partitions=parts) for name, parts in by_topic.items()],
+            total_bytes=volume.f_blocks * volume.f_frsize, usable_bytes=volume.f_bavail * volume.f_frsize,
+            is_cordoned=False)
+
+
+def _fencing_error(current_leader_epoch: int, ours: int) -> int:
+    """Partition.checkCurrentLeaderEpoch: only -1 (NO_PARTITION_LEADER_EPOCH) is left unchecked."""
+    if current_leader_epoch < NO_PARTITION_LEADER_EPOCH:
+        return Errors.FENCED_LEADER_EPOCH
+    return epoch_error(current_leader_epoch, ours)
+
+
+def offset_for_leader_epoch_error_response(ctx, request, code: int) -> OffsetForLeaderEpochResponse:
+    """Every partition with ``code`` (OffsetsForLeaderEpochRequest.getErrorResponse)."""
+    return OffsetForLeaderEpochResponse(topics=[OffsetForLeaderTopicResult(topic=t.topic, partitions=[
+        EpochEndOffset(partition=p.partition, error_code=code) for p in t.partitions]) for t in request.topics])
