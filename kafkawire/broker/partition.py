@@ -63,7 +63,10 @@ class LeaderPartition:
     def leader_epoch(self, epoch: int) -> None:
         """A new leader epoch starts at the log end (Kafka's makeLeader, on a new epoch only)."""
         if epoch > self._leader_epoch:
-            self.epochs.assign(epoch, self.log.log_end_offset)
+            try:
+                self.epochs.assign(epoch, self.log.log_end_offset)
+            except OSError as exc:      # the entry is kept in memory; the metadata update goes on
+                log.error("%s: cannot write the leader epoch checkpoint: %s", self.log.directory, exc)
         self._leader_epoch = epoch
 
     @classmethod
@@ -93,8 +96,8 @@ class LeaderPartition:
     def append(self, validated: ValidatedAppend) -> int:
         """Append the batch at the log end, stamped with the leader epoch; its base offset."""
         first, _ = self.log.append(validated.data, assign_offsets=True, leader_epoch=self.leader_epoch)
-        if self.leader_epoch >= 0:
-            self.epochs.assign(self.leader_epoch, first)     # a no-op: the epoch started at makeLeader
+        if self.leader_epoch >= 0:      # as Kafka's append does; the epoch normally started at makeLeader
+            self.epochs.assign(self.leader_epoch, first)
         return first
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:

@@ -53,7 +53,7 @@ class LeaderEpochFileCache:
     @classmethod
     def load(cls, log_: Log, *, fsync: bool = True) -> LeaderEpochFileCache:
         """The cache of ``log_``'s directory, made to agree with the log (see the module docstring);
-        the file is written when that changed it or when it was missing."""
+        the file is written when that changed it or when it was rebuilt with entries."""
         path = os.path.join(log_.directory, LEADER_EPOCH_CHECKPOINT)
         entries, rebuild = _read_entries(path)
         cache = cls(path, entries, fsync=fsync)
@@ -61,7 +61,7 @@ class LeaderEpochFileCache:
             cache._rebuild_from(log_)
         changed = cache._truncate_from_end(log_.log_end_offset)
         changed = cache._truncate_from_start(log_.log_start_offset) or changed
-        if rebuild or changed:
+        if changed or (rebuild and cache._epochs):     # an empty log's file waits for its first epoch
             cache.flush()
         return cache
 

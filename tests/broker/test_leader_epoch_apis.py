@@ -76,6 +76,18 @@ def test_each_new_leader_epoch_starts_at_the_log_end_in_the_checkpoint_and_survi
     assert ask(broker, (0, 5, 2), (0, 5, 5)) == [(Errors.NONE, 2, 8), (Errors.NONE, 5, 9)]
 
 
+def test_a_checkpoint_that_cannot_be_written_is_logged_and_the_new_epoch_still_served(led, monkeypatch, caplog):
+    """A disk error must not break the metadata update that brought the new epoch."""
+    broker, partition = led
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr("kafkawire.storage.leader_epoch_cache.write_leader_epoch_checkpoint", disk_full)
+    partition.leader_epoch = 6
+    assert "cannot write the leader epoch checkpoint" in caplog.text
+    # epoch 5 wrote nothing: epoch 6 replaced it at offset 8 (Kafka's rule), so 5 ends with 2
+    assert ask(broker, (0, 6, 5), (0, 6, 6)) == [(Errors.NONE, 2, 8), (Errors.NONE, 6, 8)]
+
+
 def test_offset_for_leader_epoch_gives_where_the_requested_epoch_ends(led):
     broker, _ = led
     assert ask(broker, *[(0, -1, e) for e in (0, 1, 2, 3, 5, 6, -1)]) == [
