@@ -10,13 +10,15 @@ registration with the quorum, and the partitions it leads.
 
 What it reads of the node: the committed metadata image (``image()``, the controller's in a
 combined node, which Kafka's broker would load from the same raft log), the offset it covers,
-and a way to send a request to the active controller. The node and the controller are not
+a way to send a request to the active controller (the admin requests are forwarded there,
+kafkawire.broker.forwarding) and the DescribeConfigs answer from the image (``describe_configs``,
+Kafka's ConfigHelper; kafkawire.controller.describe_configs). The node and the controller are not
 imported (kafkawire.tools.server_start joins them).
 
 Partitions: after each metadata change, every partition of the image whose leader is this
 broker gets its log opened (``log.dirs/<topic>-<partition>``, kafkawire.broker.partition) and
-its leader epoch updated; a partition no longer led here, or of a deleted topic, is closed (its
-directory stays: deleting it is retention's and topic deletion's work, a later slice). The
+its leader epoch updated; a partition no longer led here is closed, one of a deleted topic also
+renamed and removed later (kafkawire.broker.log_deletion). The
 broker asks to be unfenced only once the metadata it registered against is applied and these
 logs are open, as Kafka's broker waits for its log manager.
 
@@ -39,10 +41,13 @@ from kafkawire.net.metadata_topic import fetch_error_response, list_offsets_erro
 from kafkawire.net.server import KafkaServer
 from kafkawire.protocol.handler import ApiHandler
 
+from .config_apis import ConfigApis
 from .fetch import FetchApi
+from .forwarding import ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, Forwarder, forwarded_handlers
 from .group_apis import GroupApis
 from .lifecycle import RECOVERY, STARTING, BrokerLifecycle, Registration
 from .log_dir_apis import LogDirApis
+from .log_deletion import LogDeleter
 from .metadata_apis import MetadataApis
 from .partition import LeaderPartition
 from .produce import ProduceApi, topic_config
@@ -50,7 +55,8 @@ from .produce import ProduceApi, topic_config
 __all__ = ["Broker", "BrokerStartError"]
 
 log = logging.getLogger(__name__)
-PRODUCE, FETCH, LIST_OFFSETS, METADATA, CREATE_TOPICS, DESCRIBE_CLUSTER = 0, 1, 2, 3, 19, 60
+PRODUCE, FETCH, LIST_OFFSETS, METADATA, DESCRIBE_CONFIGS, DESCRIBE_CLUSTER = 0, 1, 2, 3, 32, 60
+DESCRIBE_CONFIGS_MIN_VERSION = 1         # Kafka 4.x's broker serves DescribeConfigs v1-v4
 
 
 class BrokerStartError(RuntimeError):
@@ -63,7 +69,7 @@ class Broker:
 
     def __init__(self, config: ServerConfig, *, cluster_id: str, directory_id: uuid.UUID | None,
                  image: Callable, metadata_offset: Callable[[], int], send_to_controller,
-                 supported_features: dict, scram_lookup=None):
+                 supported_features: dict, scram_lookup=None, describe_configs=None):
         if len(config.log_dirs) != 1:
             raise BrokerStartError(f"log.dirs={','.join(config.log_dirs)}: kafkawire's broker keeps its partitions "
                                    "in one log directory (give log.dirs one entry)")
@@ -83,6 +89,7 @@ class Broker:
         self.send_to_controller = send_to_controller
         self.supported_features = dict(supported_features)
         self.scram_lookup = scram_lookup
+        self.describe_configs = describe_configs      # request -> DescribeConfigsResponse, from the image
         self.partitions: dict[tuple[str, int], LeaderPartition] = {}
         self.appends = 0                        # batches appended so far (fetches wait for it to move)
         self._appended = asyncio.Event()
@@ -95,21 +102,32 @@ class Broker:
         self.produce_api = ProduceApi(self)
         self.group_apis = GroupApis(self)
         self.log_dir_apis = LogDirApis(self)
+        self.forwarder = Forwarder(send_to_controller)
+        self.config_apis = ConfigApis(self.node_id, self.forwarder)
+        self.log_deleter = LogDeleter(self.log_dir, lambda: topic_config(
+            self.image(), "", "log.segment.delete.delay.ms", config.log_segment_delete_delay_ms, self.node_id))
 
     # -- the listeners --
 
     def handlers(self) -> dict[int, ApiHandler]:
+        own = {} if self.describe_configs is None else {DESCRIBE_CONFIGS: ApiHandler(
+            self._describe_configs, min_version=DESCRIBE_CONFIGS_MIN_VERSION)}
         return {
+            **own,
             PRODUCE: ApiHandler(self.produce_api.produce, min_version=3),
             FETCH: ApiHandler(self.fetch_api.fetch, min_version=4, error_response=fetch_error_response),
             LIST_OFFSETS: ApiHandler(self.fetch_api.list_offsets, min_version=1,
                                      error_response=list_offsets_error_response),
             METADATA: ApiHandler(self.metadata_apis.metadata),
-            CREATE_TOPICS: ApiHandler(self.metadata_apis.create_topics, min_version=2),
             DESCRIBE_CLUSTER: ApiHandler(self.metadata_apis.describe_cluster),
             **self.group_apis.handlers(),
             **self.log_dir_apis.handlers(),
+            **forwarded_handlers(self.forwarder, {ALTER_CONFIGS: self.config_apis.alter_configs,
+                                                  INCREMENTAL_ALTER_CONFIGS: self.config_apis.incremental_alter_configs}),
         }
+
+    async def _describe_configs(self, ctx, request):
+        return self.describe_configs(request)
 
     def broker_listener_names(self) -> list[str]:
         return [e.listener_name for e in self.config.listeners
@@ -134,6 +152,7 @@ class Broker:
         for server in self.servers:
             await server.start()
         self.task = asyncio.ensure_future(self.lifecycle.run())
+        self.log_deleter.schedule_leftovers()
         log.info("broker %d listening on %s", self.node_id,
                  ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
 
@@ -184,22 +203,36 @@ class Broker:
         if image is None or self.lifecycle.state == STARTING:
             return
         led = set()
+        opened = False
         for topic in image.topics_by_name.values():
             for index, registration in topic.partitions.items():
                 if registration.leader == self.node_id:
                     led.add((topic.name, index))
-                    self._lead(image, topic, index, registration.leader_epoch)
+                    opened |= self._lead(image, topic, index, registration.leader_epoch)
         for key in [k for k in self.partitions if k not in led]:
-            self._close(self.partitions.pop(key))
+            partition = self.partitions.pop(key)
+            if self._deleted(image, partition):
+                self.log_deleter.delete(partition)
+            else:
+                self._close(partition)
+        if opened:         # a new log may have set aside a deleted topic's directory
+            self.log_deleter.schedule_leftovers()
         self.group_apis.on_metadata()
 
-    def _lead(self, image, topic, index: int, leader_epoch: int) -> None:
+    @staticmethod
+    def _deleted(image, partition: LeaderPartition) -> bool:
+        """Whether the partition's topic is gone from the metadata (deleted, maybe created again)."""
+        topic = image.topics_by_id.get(partition.topic_id)
+        return topic is None or partition.partition not in topic.partitions
+
+    def _lead(self, image, topic, index: int, leader_epoch: int) -> bool:
+        """Lead the partition; whether its log was opened now."""
         partition = self.partitions.get((topic.name, index))
         if partition is not None and partition.topic_id == topic.id:
             partition.leader_epoch = leader_epoch
-            return
-        if partition is not None:
-            self._close(partition)
+            return False
+        if partition is not None:          # the topic was deleted and created again
+            self.log_deleter.delete(self.partitions.pop((topic.name, index)))
         try:
             self.partitions[(topic.name, index)] = LeaderPartition.open(
                 self.log_dir, topic.name, index, topic.id, leader_epoch=leader_epoch,
@@ -207,8 +240,9 @@ class Broker:
                                            self.node_id))
         except OSError as exc:
             log.error("broker %d: cannot open the log of %s-%d: %s", self.node_id, topic.name, index, exc)
-            return
+            return False
         log.info("broker %d: leading %s-%d in epoch %d", self.node_id, topic.name, index, leader_epoch)
+        return True
 
     @staticmethod
     def _close(partition: LeaderPartition) -> None:
@@ -246,6 +280,7 @@ class Broker:
             await self.lifecycle.controlled_shutdown()
         self.metadata_apis.close()
         self.group_apis.close()
+        self.log_deleter.close()
         for server in self.servers:
             await server.close(timeout_ms=1000)
         for partition in self.partitions.values():

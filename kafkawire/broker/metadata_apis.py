@@ -1,5 +1,4 @@
-"""The broker's answers from the committed metadata image: Metadata (3), DescribeCluster (60),
-and CreateTopics (19), which it hands to the active controller.
+"""The broker's answers from the committed metadata image: Metadata (3) and DescribeCluster (60).
 
 Metadata (KafkaApis.handleTopicMetadataRequest over KRaftMetadataCache): the unfenced brokers
 with an endpoint on the listener the request came in on; each topic's partitions with leader,
@@ -14,9 +13,8 @@ answered UNKNOWN_TOPIC_OR_PARTITION meanwhile, so the client asks again). Intern
 (``__consumer_offsets``, ``__transaction_state``, ``__share_group_state``) are not auto-created:
 their coordinators (slices 2 and 3) create them.
 
-CreateTopics goes to the active controller as the client sent it (Kafka forwards it in an
-Envelope carrying the client's principal; this broker role refuses ACLs, so there is no
-principal to carry yet), and its answer comes back as it is.
+CreateTopics and the other admin requests go to the active controller in an Envelope
+(kafkawire.broker.forwarding).
 """
 from __future__ import annotations
 
@@ -24,7 +22,6 @@ import asyncio
 import logging
 
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
-from kafkawire.messages.create_topics_response import CreatableTopicResult, CreateTopicsResponse
 from kafkawire.messages.describe_cluster_response import DescribeClusterBroker, DescribeClusterResponse
 from kafkawire.messages.metadata_response import (MetadataResponse, MetadataResponseBroker,
                                                   MetadataResponsePartition, MetadataResponseTopic)
@@ -40,7 +37,7 @@ INTERNAL_TOPICS = frozenset(("__consumer_offsets", "__transaction_state", "__sha
 
 
 class MetadataApis:
-    """Metadata, DescribeCluster and CreateTopics for ``broker`` (a kafkawire.broker.Broker: its
+    """Metadata and DescribeCluster (and the topics Metadata auto-creates) for ``broker`` (a kafkawire.broker.Broker: its
     ``image()``, ``node_id``, ``cluster_id``, ``config`` and ``send_to_controller``)."""
 
     def __init__(self, broker):
@@ -162,18 +159,6 @@ class MetadataApis:
                      for i, (e, r) in sorted(brokers.items())],
             cluster_authorized_operations=CLUSTER_OPERATIONS if request.include_cluster_authorized_operations
             else INT32_MIN)
-
-    # -- CreateTopics --
-
-    async def create_topics(self, ctx, request):
-        try:
-            return await self.broker.send_to_controller(request, max(request.timeout_ms, 1000) + 1000)
-        except (NoLeader, NotLeader, TransportError, TimeoutError, OSError) as exc:
-            log.info("CreateTopics could not reach the active controller: %s", exc)
-            return CreateTopicsResponse(topics=[
-                CreatableTopicResult(name=t.name, error_code=Errors.NOT_CONTROLLER,
-                                     error_message="The active controller could not be reached")
-                for t in request.topics])
 
     def close(self) -> None:
         for task in self._tasks:

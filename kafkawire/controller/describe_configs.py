@@ -113,14 +113,15 @@ def _converted(value: str, kind: str) -> str:
     return value
 
 
-def _topic_entry(name: str, topic: dict, node: dict, cluster: dict, include_synonyms: bool):
+def _topic_entry(name: str, topic: dict, node: dict, cluster: dict, include_synonyms: bool, static: dict):
     key = TOPIC_CONFIG_KEYS[name]
-    value, _ = _resolve(name, topic, node, cluster, {})
+    value, _ = _resolve(name, topic, node, cluster, static)
     value = None if value is None else _java_string(value, key.type)
     synonyms = []
     if name in SYNONYMS:
         first = SYNONYMS[name][0][0]
         synonyms = _config_synonyms(first, [(node, DYNAMIC_BROKER_CONFIG), (cluster, DYNAMIC_DEFAULT_BROKER_CONFIG),
+                                            (static, STATIC_BROKER_CONFIG),
                                             (_static_defaults(name, first), DEFAULT_CONFIG)])
     if name in topic:
         synonyms.insert(0, DescribeConfigsSynonym(name=name, value=value, source=TOPIC_CONFIG))
@@ -143,7 +144,8 @@ def _requested(resource):
     return set(resource.configuration_keys).__contains__
 
 
-def _topic_result(image, resource, node: dict, cluster: dict, include_synonyms: bool) -> DescribeConfigsResult:
+def _topic_result(image, resource, node: dict, cluster: dict, include_synonyms: bool,
+                  static: dict) -> DescribeConfigsResult:
     validate_topic_name(resource.resource_name)
     if resource.resource_name not in image.topics_by_name:
         return DescribeConfigsResult(error_code=int(Errors.UNKNOWN_TOPIC_OR_PARTITION))
@@ -151,7 +153,7 @@ def _topic_result(image, resource, node: dict, cluster: dict, include_synonyms: 
     internal = [name for name in sorted(INTERNAL_CONFIGS) if name in topic]
     requested = _requested(resource)
     return DescribeConfigsResult(configs=[
-        _topic_entry(name, topic, node, cluster, include_synonyms) for name in internal + _PUBLIC_TOPIC_CONFIGS
+        _topic_entry(name, topic, node, cluster, include_synonyms, static) for name in internal + _PUBLIC_TOPIC_CONFIGS
         if requested(name)])
 
 
@@ -178,32 +180,42 @@ def is_sensitive(name: str) -> bool:
     return name.endswith(_PASSWORD_CONFIGS)
 
 
-def _broker_entry(name: str, value: str, layers, include_synonyms: bool):
+def _broker_entry(name: str, value: str | None, layers, include_synonyms: bool, known=None):
+    """``known``: the key's (default, type, read-only) when the caller knows it (a broker's own keys)."""
     sensitive = is_sensitive(name)
     synonyms = _config_synonyms(name, layers)
     if sensitive:
         for synonym in synonyms:
             synonym.value = None
+    config_type = known[1] if known is not None else broker_config_type(name)
     return DescribeConfigsResourceResult(
-        name=name, value=None if sensitive else value, read_only=False, is_sensitive=sensitive,
-        config_source=synonyms[0].source if synonyms else DEFAULT_CONFIG, synonyms=synonyms if include_synonyms else [],
-        config_type=CONFIG_TYPES["PASSWORD"] if sensitive else broker_config_type(name), documentation=None)
+        name=name, value=None if sensitive else value, read_only=known is not None and known[2],
+        is_sensitive=sensitive, config_source=synonyms[0].source if synonyms else DEFAULT_CONFIG,
+        synonyms=synonyms if include_synonyms else [],
+        config_type=CONFIG_TYPES["PASSWORD"] if sensitive else config_type, documentation=None)
 
 
-def _broker_result(node_id: int, image, resource, include_synonyms: bool) -> DescribeConfigsResult:
+def _broker_result(node_id: int, image, resource, include_synonyms: bool, static: dict,
+                   broker_keys: dict | None) -> DescribeConfigsResult:
     name = resource.resource_name
     cluster = dynamic_broker_configs(image, "")
-    if not name:
-        layers, current = [(cluster, DYNAMIC_DEFAULT_BROKER_CONFIG)], dict(cluster)
-    else:
-        _broker_id(name, f"Unexpected broker id, expected {node_id} or empty string, but received {name}", node_id)
-        node = dynamic_broker_configs(image, name)
-        current = {**cluster, **node}
-        defaults = {synonym: broker_default(synonym) for key in current for synonym in broker_synonyms(key)}
-        layers = [(node, DYNAMIC_BROKER_CONFIG), (cluster, DYNAMIC_DEFAULT_BROKER_CONFIG), (defaults, DEFAULT_CONFIG)]
     requested = _requested(resource)
+    if not name:
+        layers = [(cluster, DYNAMIC_DEFAULT_BROKER_CONFIG)]
+        return DescribeConfigsResult(configs=[
+            _broker_entry(key, cluster[key], layers, include_synonyms) for key in sorted(cluster) if requested(key)])
+    _broker_id(name, f"Unexpected broker id, expected {node_id} or empty string, but received {name}", node_id)
+    node = dynamic_broker_configs(image, name)
+    keys = broker_keys or {}
+    names = set(cluster) | set(node) | (set(static) | set(keys) if broker_keys is not None else set())
+    defaults = {synonym: broker_default(synonym) for key in names for synonym in broker_synonyms(key)}
+    defaults.update((key, known[0]) for key, known in keys.items() if known[0] is not None)
+    layers = [(node, DYNAMIC_BROKER_CONFIG), (cluster, DYNAMIC_DEFAULT_BROKER_CONFIG), (static, STATIC_BROKER_CONFIG),
+              (defaults, DEFAULT_CONFIG)]
+    current = {**defaults, **static, **cluster, **node} if broker_keys is not None else {**cluster, **node}
     return DescribeConfigsResult(configs=[
-        _broker_entry(key, current[key], layers, include_synonyms) for key in sorted(current) if requested(key)])
+        _broker_entry(key, current.get(key), layers, include_synonyms, keys.get(key))
+        for key in sorted(names) if requested(key)])
 
 
 def _broker_id(name: str, mismatch: str, node_id: int) -> None:
@@ -215,13 +227,13 @@ def _broker_id(name: str, mismatch: str, node_id: int) -> None:
         raise ApiError(Errors.INVALID_REQUEST, mismatch)
 
 
-def _one(node_id: int, image, resource, include_synonyms: bool) -> DescribeConfigsResult:
+def _one(node_id: int, image, resource, include_synonyms: bool, static: dict, broker_keys) -> DescribeConfigsResult:
     match resource.resource_type:
         case 2:     # TOPIC
             result = _topic_result(image, resource, dynamic_broker_configs(image, str(node_id)),
-                                   dynamic_broker_configs(image, ""), include_synonyms)
+                                   dynamic_broker_configs(image, ""), include_synonyms, static)
         case 4:     # BROKER
-            result = _broker_result(node_id, image, resource, include_synonyms)
+            result = _broker_result(node_id, image, resource, include_synonyms, static, broker_keys)
         case _:     # BROKER_LOGGER, CLIENT_METRICS, GROUP
             raise ApiError(Errors.INVALID_REQUEST, f"This controller does not describe resource type "
                                                    f"{resource.resource_type} yet")
@@ -229,7 +241,12 @@ def _one(node_id: int, image, resource, include_synonyms: bool) -> DescribeConfi
     return result
 
 
-def describe_configs(node_id: int, image, request) -> DescribeConfigsResponse:
+def describe_configs(node_id: int, image, request, *, static: dict | None = None,
+                     broker_keys: dict | None = None) -> DescribeConfigsResponse:
+    """The answer of node ``node_id`` from ``image``. A broker passes ``static`` (its
+    server.properties settings: STATIC_BROKER_CONFIG values and synonyms) and ``broker_keys``
+    (kafkawire.controller.broker_config_keys: its own id then lists every key it knows, with its
+    default, type and read-only flag, as Kafka's broker lists its KafkaConfig)."""
     if any(r.resource_type not in (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP) for r in request.resources):
         # ConfigHelper's authorization step throws before any resource is described: the whole
         # request fails, with the error's default message (DescribeConfigsRequest.getErrorResponse)
@@ -240,7 +257,7 @@ def describe_configs(node_id: int, image, request) -> DescribeConfigsResponse:
     results = []
     for resource in request.resources:
         try:
-            results.append(_one(node_id, image, resource, bool(request.include_synonyms)))
+            results.append(_one(node_id, image, resource, bool(request.include_synonyms), static or {}, broker_keys))
         except ApiError as exc:
             results.append(DescribeConfigsResult(error_code=exc.code, error_message=exc.message,
                                                  resource_type=resource.resource_type,

@@ -284,6 +284,8 @@ _KEYS = (
     _Key("log.segment.bytes", lambda k, v: _int(k, v, 1024 * 1024), str(1024 * 1024 * 1024), "ServerLogConfigs"),
     _Key("log.message.timestamp.type", lambda k, v: _one_of(k, v, TIMESTAMP_TYPES), "CreateTime", "ServerLogConfigs"),
     _Key("min.insync.replicas", lambda k, v: _int(k, v, 1), "1", "ServerLogConfigs"),
+    # ServerLogConfigs: LONG 60000 atLeast(0); a deleted topic's log waits this long before removal
+    _Key("log.segment.delete.delay.ms", lambda k, v: _long(k, v, 0), "60000", "ServerLogConfigs"),
     # The group coordinator (GroupCoordinatorConfig): INT 3000 atLeast(0); INT 6000; INT 1800000;
     # INT Int.MaxValue atLeast(1); INT 50 atLeast(1); SHORT 3 atLeast(1); INT 100 MiB atLeast(1); INT 4096
     _Key("group.initial.rebalance.delay.ms", lambda k, v: _int(k, v, 0), "3000", "GroupCoordinatorConfig"),
@@ -424,6 +426,7 @@ class ServerConfig:
     log_segment_bytes: int = 1024 * 1024 * 1024
     log_message_timestamp_type: str = "CreateTime"
     min_insync_replicas: int = 1
+    log_segment_delete_delay_ms: int = 60_000
     group_initial_rebalance_delay_ms: int = 3000
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000
@@ -435,6 +438,9 @@ class ServerConfig:
     offsets_retention_minutes: int = 7 * 24 * 60
     offsets_retention_check_interval_ms: int = 600_000
     unknown_keys: tuple[str, ...] = field(default=())
+    # (key, value as written) of the KNOWN_KEYS server.properties sets: Kafka's staticBrokerConfigs,
+    # what DescribeConfigs names STATIC_BROKER_CONFIG
+    static_settings: tuple[tuple[str, str], ...] = field(default=())
     # Listener security (kafkawire.net.security): listener name -> ListenerSecurity, the raft
     # client's ClientSecurity towards the first controller listener, the AuthorizerSettings (None:
     # no authorizer). Resolved at load; a ConfigError found then is kept and raised by the
@@ -550,6 +556,7 @@ def parse_server_config(text: str) -> ServerConfig:
         metadata_log_dir=values.get("metadata.log.dir") or log_dirs[0],
         log_dirs=log_dirs,
         unknown_keys=unknown,
+        static_settings=tuple((k, v) for k, v in props.items() if k in KNOWN_KEYS),
         listener_security={e.listener_name: _deferred(security.resolve_listener_security, props, e.listener_name,
                                                       e.security_protocol)
                            for e in listeners},

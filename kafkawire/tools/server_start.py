@@ -166,15 +166,20 @@ async def start_broker(node):
     controller (the image it reads, the active controller it registers with); None, with the
     reason logged, when it cannot start."""
     from kafkawire.broker import Broker, BrokerStartError        # lazy: CLI start-up
+    from kafkawire.controller.broker_config_keys import broker_config_keys
+    from kafkawire.controller.describe_configs import describe_configs
     log = logging.getLogger(__name__)
     controller, driver = node.state_machine, node.driver
     features = dict(controller.supported_features)
     features[KRAFT_VERSION] = (driver.config.kraft_version_min, driver.config.kraft_version_max)
+    static, known = dict(node.config.static_settings), broker_config_keys()
     try:
         broker = Broker(node.config, cluster_id=node.cluster_id, directory_id=node.meta.directory_id,
                         image=lambda: controller.image, metadata_offset=lambda: controller.applied_offset,
                         send_to_controller=driver.send_to_leader, supported_features=features,
-                        scram_lookup=node._scram_credential)
+                        scram_lookup=node._scram_credential,
+                        describe_configs=lambda request: describe_configs(
+                            node.config.node_id, controller.image, request, static=static, broker_keys=known))
         await broker.start()
     except BrokerStartError as exc:
         log.error("cannot start the broker: %s", exc)

@@ -1,0 +1,127 @@
+"""AlterConfigs (33) and IncrementalAlterConfigs (44) on the broker listener, as Kafka's
+KafkaApis runs them through ConfigAdminManager: the broker first checks each resource
+("preprocessing"), answers the ones that fail itself, forwards the rest to the active controller
+(kafkawire.broker.forwarding) and puts the two answers together in the request's order.
+
+The broker's checks, with Kafka's messages (INVALID_REQUEST for each):
+- a resource named twice: both "Each resource must appear at most once.";
+- a config key twice in one resource: "Error due to duplicate config keys";
+- a null value (IncrementalAlterConfigs: except for DELETE): "Null value not supported for : <keys>";
+- a BROKER resource named neither "" nor this broker's id: "Node id must be an integer, but it
+  is: <name>" / "Unexpected broker id, expected <id>, but received <name>"; an operation type
+  Kafka does not know on it: "Unknown operations type <n>";
+- a resource type other than TOPIC, BROKER, CLIENT_METRICS and GROUP (and BROKER_LOGGER for
+  IncrementalAlterConfigs): "Unknown resource type <n>".
+BROKER_LOGGER (log levels, KIP-412), which Kafka's broker applies itself, is forwarded, and the
+controller refuses it (INVALID_REQUEST): kafkawire does not change its log levels through the
+protocol yet. A resource the controller's answer leaves out is UNKNOWN_SERVER_ERROR.
+"""
+from __future__ import annotations
+
+import logging
+
+from kafkawire.messages.alter_configs_request import AlterConfigsRequest
+from kafkawire.messages.alter_configs_response import AlterConfigsResourceResponse as LegacyResult
+from kafkawire.messages.alter_configs_response import AlterConfigsResponse
+from kafkawire.messages.incremental_alter_configs_request import IncrementalAlterConfigsRequest
+from kafkawire.messages.incremental_alter_configs_response import (AlterConfigsResourceResponse,
+                                                                    IncrementalAlterConfigsResponse)
+from kafkawire.protocol.error_codes import Errors
+
+__all__ = ["ConfigApis", "preprocess"]
+
+log = logging.getLogger(__name__)
+
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+_CHECKED_HERE_ONLY = frozenset({TOPIC, CLIENT_METRICS, GROUP})
+
+
+class _Refused(Exception):
+    pass
+
+
+def preprocess(resources, node_id: int, *, incremental: bool) -> dict[int, tuple[int, str]]:
+    """id(resource) -> (error code, message) for the resources refused here (ConfigAdminManager.preprocess)."""
+    refused: dict[int, tuple[int, str]] = {}
+    seen: dict[tuple[int, str], object] = {}
+    for resource in resources:
+        earlier = seen.setdefault((resource.resource_type, resource.resource_name), resource)
+        if earlier is not resource:
+            for r in (earlier, resource):
+                refused[id(r)] = (int(Errors.INVALID_REQUEST), "Each resource must appear at most once.")
+    for resource in resources:
+        if id(resource) in refused:
+            continue
+        try:
+            _check(resource, node_id, incremental)
+        except _Refused as exc:
+            log.info("refusing the config change of resource type %d %r: %s", resource.resource_type,
+                     resource.resource_name, exc)
+            refused[id(resource)] = (int(Errors.INVALID_REQUEST), str(exc))
+    return refused
+
+
+def _check(resource, node_id: int, incremental: bool) -> None:
+    names = [c.name for c in resource.configs]
+    if len(set(names)) != len(names):
+        raise _Refused("Error due to duplicate config keys")
+    nulls = [c.name for c in resource.configs if c.value is None and not (incremental and c.config_operation == DELETE)]
+    if nulls:
+        raise _Refused("Null value not supported for : " + ", ".join(nulls))
+    kind = resource.resource_type
+    if kind == BROKER:
+        if resource.resource_name:
+            _check_node_id(resource.resource_name, node_id)
+        unknown = [c.config_operation for c in resource.configs
+                   if incremental and c.config_operation not in (SET, DELETE, APPEND, SUBTRACT)]
+        if unknown:
+            raise _Refused(f"Unknown operations type {unknown[0]}")
+    elif kind not in _CHECKED_HERE_ONLY and not (incremental and kind == BROKER_LOGGER):
+        raise _Refused(f"Unknown resource type {kind}")
+
+
+def _check_node_id(name: str, node_id: int) -> None:
+    try:
+        broker_id = int(name)
+    except ValueError:
+        raise _Refused(f"Node id must be an integer, but it is: {name}") from None
+    if broker_id != node_id:
+        raise _Refused(f"Unexpected broker id, expected {node_id}, but received {name}")
+
+
+class ConfigApis:
+    """AlterConfigs and IncrementalAlterConfigs for a broker with node id ``node_id``, forwarding
+    through ``forwarder`` (a kafkawire.broker.forwarding.Forwarder)."""
+
+    def __init__(self, node_id: int, forwarder):
+        self.node_id = node_id
+        self.forwarder = forwarder
+
+    async def alter_configs(self, ctx, request):
+        return await self._alter(ctx, request, incremental=False)
+
+    async def incremental_alter_configs(self, ctx, request):
+        return await self._alter(ctx, request, incremental=True)
+
+    async def _alter(self, ctx, request, *, incremental: bool):
+        if incremental:
+            request_cls, response_cls, result_cls = (IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+                                                     AlterConfigsResourceResponse)
+        else:
+            request_cls, response_cls, result_cls = AlterConfigsRequest, AlterConfigsResponse, LegacyResult
+        refused = preprocess(request.resources, self.node_id, incremental=incremental)
+        remaining = [r for r in request.resources if id(r) not in refused]
+        answered = {}
+        if remaining:
+            forwarded = await self.forwarder.forward(ctx, request_cls(resources=remaining,
+                                                                      validate_only=request.validate_only))
+            answered = {(r.resource_name, r.resource_type): (r.error_code, r.error_message)
+                        for r in forwarded.responses}
+        results = []
+        for resource in request.resources:
+            code, message = refused.get(id(resource)) or answered.get(
+                (resource.resource_name, resource.resource_type), (int(Errors.UNKNOWN_SERVER_ERROR), None))
+            results.append(result_cls(error_code=code, error_message=message, resource_type=resource.resource_type,
+                                      resource_name=resource.resource_name))
+        return response_cls(responses=results)

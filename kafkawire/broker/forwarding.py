@@ -1,0 +1,203 @@
+"""The admin requests a broker forwards to the active controller, as Kafka's ForwardingManager
+and its NodeToControllerRequestThread do: the client's request (its header and body) goes in an
+Envelope (58) with the client's principal and address, the controller runs it as that client
+and its answer comes back unwrapped.
+
+    forwarder = Forwarder(send_to_controller)           # send(request, timeout_ms) -> response
+    response = await forwarder.forward(ctx, request)    # the answer for the client
+
+What comes back, as Kafka's broker answers:
+- the Envelope answered without error: the inner response, decoded for the client's version
+  (one that does not decode: UNKNOWN_SERVER_ERROR, the request's getErrorResponse);
+- Envelope error NOT_CONTROLLER, no controller known, the connection lost or a request timed
+  out: sent again (after ``RETRY_BACKOFF_S`` when it failed at once) until ``RETRY_TIMEOUT_MS``
+  (Kafka's 60 s for the forwarding channel) from the first try, then REQUEST_TIMED_OUT;
+- Envelope error UNSUPPORTED_VERSION: the client's connection is closed (the controller does not
+  serve the version the broker advertised; the client reconnects and asks ApiVersions again);
+- any other Envelope error (a principal the controller cannot read, ...): UNKNOWN_SERVER_ERROR,
+  not the envelope's error, which the client would not expect.
+
+The error answers are the request's getErrorResponse: the error on every topic, resource or
+partition the request named (and at the top where the response has an error code there).
+"""
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import time
+
+from kafkawire.messages.alter_configs_response import AlterConfigsResourceResponse as LegacyConfigsResult
+from kafkawire.messages.alter_configs_response import AlterConfigsResponse
+from kafkawire.messages.alter_partition_reassignments_response import (AlterPartitionReassignmentsResponse,
+                                                                       ReassignablePartitionResponse,
+                                                                       ReassignableTopicResponse)
+from kafkawire.messages.create_partitions_response import CreatePartitionsResponse, CreatePartitionsTopicResult
+from kafkawire.messages.create_topics_response import CreatableTopicResult, CreateTopicsResponse
+from kafkawire.messages.delete_topics_response import DeletableTopicResult, DeleteTopicsResponse
+from kafkawire.messages.describe_quorum_response import DescribeQuorumResponse
+from kafkawire.messages.elect_leaders_response import ElectLeadersResponse, PartitionResult, ReplicaElectionResult
+from kafkawire.messages.envelope_request import EnvelopeRequest
+from kafkawire.messages.incremental_alter_configs_response import (AlterConfigsResourceResponse,
+                                                                    IncrementalAlterConfigsResponse)
+from kafkawire.messages.list_partition_reassignments_response import ListPartitionReassignmentsResponse
+from kafkawire.net.client import TransportError
+from kafkawire.net.envelope import serialize_principal
+from kafkawire.net.server import ApiHandler, CloseConnection
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.protocol.errors import DecodeError
+from kafkawire.protocol.framing import decode_response, encode_request
+from kafkawire.raft.contract import NoLeader, NotLeader
+
+__all__ = ["Forwarder", "FORWARDED_APIS", "envelope_for", "error_response", "forwarded_handlers"]
+
+log = logging.getLogger(__name__)
+
+CREATE_TOPICS, DELETE_TOPICS, ALTER_CONFIGS, CREATE_PARTITIONS = 19, 20, 33, 37
+ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS, ALTER_PARTITION_REASSIGNMENTS = 43, 44, 45
+LIST_PARTITION_REASSIGNMENTS, DESCRIBE_QUORUM = 46, 55
+# What Kafka 4.3.1's broker forwards and kafkawire's controller serves, with the versions
+# Kafka's broker advertises for each (ApiKeys, the broker listener's range).
+FORWARDED_APIS: dict[int, tuple[int, int]] = {
+    CREATE_TOPICS: (2, 7), DELETE_TOPICS: (1, 6), ALTER_CONFIGS: (0, 2), CREATE_PARTITIONS: (0, 3),
+    ELECT_LEADERS: (0, 2), INCREMENTAL_ALTER_CONFIGS: (0, 1), ALTER_PARTITION_REASSIGNMENTS: (0, 1),
+    LIST_PARTITION_REASSIGNMENTS: (0, 0), DESCRIBE_QUORUM: (0, 2),
+}
+RETRY_TIMEOUT_MS = 60_000      # BrokerServer's forwarding NodeToControllerChannelManager
+SOCKET_TIMEOUT_MS = 30_000     # controller.socket.timeout.ms: one try's wait for its answer
+RETRY_BACKOFF_S = 0.1          # NodeToControllerRequestThread's poll while no controller is known
+NAMES_IN_TOPICS_VERSION = 6    # DeleteTopics names its topics in Topics (with ids) from v6
+_UNREACHABLE = (NoLeader, NotLeader, TransportError, TimeoutError, asyncio.TimeoutError, OSError)
+
+
+def envelope_for(ctx, request) -> EnvelopeRequest:
+    """The Envelope carrying ``request`` as the client sent it (its header: version, correlation
+    id, client id), the client's principal and the client's IP address (4 or 16 bytes)."""
+    header = ctx.header
+    client_id = header.client_id if header is not None else ctx.client_id
+    tagged = getattr(header, "unknown_tagged_fields", ()) if header is not None else ()
+    data = encode_request(request, ctx.api_version, ctx.correlation_id, client_id, tagged)[4:]
+    return EnvelopeRequest(request_data=data, request_principal=serialize_principal(ctx.principal),
+                           client_host_address=ipaddress.ip_address(ctx.peer[0]).packed)
+
+
+class Forwarder:
+    """Forwards requests through ``send(request, timeout_ms)`` (the node's channel to the active
+    controller, which raises NoLeader, NotLeader, TransportError or TimeoutError when it cannot
+    get an answer). ``clock`` (seconds) and ``sleep`` are the event loop's unless a test gives others."""
+
+    def __init__(self, send, *, retry_timeout_ms: int = RETRY_TIMEOUT_MS, socket_timeout_ms: int = SOCKET_TIMEOUT_MS,
+                 clock=time.monotonic, sleep=asyncio.sleep):
+        self.send = send
+        self.retry_timeout_ms = retry_timeout_ms
+        self.socket_timeout_ms = socket_timeout_ms
+        self.clock = clock
+        self.sleep = sleep
+
+    async def forward(self, ctx, request):
+        envelope = envelope_for(ctx, request)
+        deadline = self.clock() + self.retry_timeout_ms / 1000
+        while (remaining_ms := int((deadline - self.clock()) * 1000)) > 0:
+            started = self.clock()
+            try:
+                answer = await self.send(envelope, min(self.socket_timeout_ms, remaining_ms))
+            except _UNREACHABLE as exc:
+                log.debug("forwarding api key %d from %s: %s; trying again", ctx.api_key, ctx.principal, exc)
+            else:
+                if answer.error_code != Errors.NOT_CONTROLLER:
+                    return self._unwrap(ctx, request, answer)
+                log.debug("forwarding api key %d: NOT_CONTROLLER; looking for the active controller again",
+                          ctx.api_key)
+            if self.clock() - started < RETRY_BACKOFF_S:
+                await self.sleep(min(RETRY_BACKOFF_S, max(deadline - self.clock(), 0)))
+        log.info("forwarding api key %d v%d from %s to the active controller timed out after %d ms", ctx.api_key,
+                 ctx.api_version, ctx.principal, self.retry_timeout_ms)
+        return error_response(ctx.api_key, request, ctx.api_version, Errors.REQUEST_TIMED_OUT)
+
+    @staticmethod
+    def _unwrap(ctx, request, answer):
+        if answer.error_code == Errors.UNSUPPORTED_VERSION:
+            log.info("the controller does not serve forwarded api key %d v%d: closing the connection of %s",
+                     ctx.api_key, ctx.api_version, ctx.connection_id)
+            raise CloseConnection()
+        if answer.error_code != Errors.NONE:
+            log.debug("forwarded api key %d failed with envelope error %s", ctx.api_key,
+                      Errors.for_code(answer.error_code).name)
+            return error_response(ctx.api_key, request, ctx.api_version, Errors.UNKNOWN_SERVER_ERROR)
+        try:
+            _, response = decode_response(bytes(answer.response_data or b""), ctx.api_key, ctx.api_version)
+        except DecodeError as exc:
+            log.error("the forwarded answer to api key %d v%d does not decode: %s", ctx.api_key, ctx.api_version, exc)
+            return error_response(ctx.api_key, request, ctx.api_version, Errors.UNKNOWN_SERVER_ERROR)
+        return response
+
+
+def forwarded_handlers(forwarder: Forwarder, own: dict) -> dict[int, ApiHandler]:
+    """An ApiHandler for each of FORWARDED_APIS, with Kafka's broker's versions: ``own[key]``
+    where the broker does part of the work (the config APIs), else ``forwarder.forward``."""
+    def handler(key: int, low: int, high: int) -> ApiHandler:
+        return ApiHandler(own.get(key, forwarder.forward), min_version=low, max_version=high,
+                          error_response=lambda ctx, request, code: error_response(key, request, ctx.api_version,
+                                                                                    code))
+    return {key: handler(key, low, high) for key, (low, high) in FORWARDED_APIS.items()}
+
+
+# -- getErrorResponse of each forwarded request --
+
+def error_response(api_key: int, request, version: int, error: int):
+    """The request's getErrorResponse for ``error`` (its default message, so none is sent)."""
+    return _ERROR_RESPONSES[api_key](request, version, int(error))
+
+
+def _create_topics(request, version, code):
+    return CreateTopicsResponse(topics=[CreatableTopicResult(name=t.name, error_code=code, error_message=None)
+                                        for t in request.topics])
+
+
+def _delete_topics(request, version, code):
+    if version < NAMES_IN_TOPICS_VERSION:
+        return DeleteTopicsResponse(responses=[DeletableTopicResult(name=n, error_code=code)
+                                               for n in request.topic_names])
+    return DeleteTopicsResponse(responses=[DeletableTopicResult(name=t.name, topic_id=t.topic_id, error_code=code)
+                                           for t in request.topics])
+
+
+def _create_partitions(request, version, code):
+    return CreatePartitionsResponse(results=[CreatePartitionsTopicResult(name=t.name, error_code=code,
+                                                                         error_message=None)
+                                             for t in request.topics])
+
+
+def _configs(result_cls, response_cls):
+    def build(request, version, code):
+        return response_cls(responses=[result_cls(error_code=code, error_message=None, resource_type=r.resource_type,
+                                                  resource_name=r.resource_name) for r in request.resources])
+    return build
+
+
+def _elect_leaders(request, version, code):
+    return ElectLeadersResponse(error_code=code if version >= 1 else 0, replica_election_results=[
+        ReplicaElectionResult(topic=t.topic, partition_result=[
+            PartitionResult(partition_id=p, error_code=code, error_message=None) for p in t.partitions])
+        for t in request.topic_partitions or []])
+
+
+def _alter_reassignments(request, version, code):
+    return AlterPartitionReassignmentsResponse(error_code=code, error_message=None, responses=[
+        ReassignableTopicResponse(name=t.name, partitions=[ReassignablePartitionResponse(
+            partition_index=p.partition_index, error_code=code, error_message=None) for p in t.partitions])
+        for t in request.topics])
+
+
+_ERROR_RESPONSES = {
+    CREATE_TOPICS: _create_topics,
+    DELETE_TOPICS: _delete_topics,
+    ALTER_CONFIGS: _configs(LegacyConfigsResult, AlterConfigsResponse),
+    CREATE_PARTITIONS: _create_partitions,
+    ELECT_LEADERS: _elect_leaders,
+    INCREMENTAL_ALTER_CONFIGS: _configs(AlterConfigsResourceResponse, IncrementalAlterConfigsResponse),
+    ALTER_PARTITION_REASSIGNMENTS: _alter_reassignments,
+    LIST_PARTITION_REASSIGNMENTS: lambda request, version, code: ListPartitionReassignmentsResponse(
+        error_code=code, error_message=None),
+    DESCRIBE_QUORUM: lambda request, version, code: DescribeQuorumResponse(error_code=code, error_message=None),
+}
