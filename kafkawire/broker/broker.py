@@ -45,11 +45,13 @@ from .lifecycle import RECOVERY, STARTING, BrokerLifecycle, Registration
 from .metadata_apis import MetadataApis
 from .partition import LeaderPartition
 from .produce import ProduceApi, topic_config
+from .producer_ids import InitProducerIdApi, ProducerIdBlocks
 
 __all__ = ["Broker", "BrokerStartError"]
 
 log = logging.getLogger(__name__)
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, CREATE_TOPICS, DESCRIBE_CLUSTER = 0, 1, 2, 3, 19, 60
+INIT_PRODUCER_ID = 22
 
 
 class BrokerStartError(RuntimeError):
@@ -93,6 +95,11 @@ class Broker:
         self.fetch_api = FetchApi(self)
         self.produce_api = ProduceApi(self)
         self.group_apis = GroupApis(self)
+        self.producer_ids = ProducerIdBlocks(
+            self.node_id, send=send_to_controller,
+            broker_epoch=lambda: self.lifecycle.broker_epoch if self.lifecycle is not None else -1)
+        self.init_producer_id_api = InitProducerIdApi(self.producer_ids,
+                                                      transaction_max_timeout_ms=config.transaction_max_timeout_ms)
 
     # -- the listeners --
 
@@ -105,6 +112,7 @@ class Broker:
             METADATA: ApiHandler(self.metadata_apis.metadata),
             CREATE_TOPICS: ApiHandler(self.metadata_apis.create_topics, min_version=2),
             DESCRIBE_CLUSTER: ApiHandler(self.metadata_apis.describe_cluster),
+            INIT_PRODUCER_ID: ApiHandler(self.init_producer_id_api.init_producer_id),
             **self.group_apis.handlers(),
         }
 
@@ -201,7 +209,9 @@ class Broker:
             self.partitions[(topic.name, index)] = LeaderPartition.open(
                 self.log_dir, topic.name, index, topic.id, leader_epoch=leader_epoch,
                 segment_bytes=topic_config(image, topic.name, "segment.bytes", self.config.log_segment_bytes,
-                                           self.node_id))
+                                           self.node_id),
+                producer_id_expiration_ms=self.config.producer_id_expiration_ms,
+                expiration_check_interval_ms=self.config.producer_id_expiration_check_interval_ms)
         except OSError as exc:
             log.error("broker %d: cannot open the log of %s-%d: %s", self.node_id, topic.name, index, exc)
             return
@@ -243,6 +253,7 @@ class Broker:
             await self.lifecycle.controlled_shutdown()
         self.metadata_apis.close()
         self.group_apis.close()
+        self.producer_ids.close()
         for server in self.servers:
             await server.close(timeout_ms=1000)
         for partition in self.partitions.values():
