@@ -74,9 +74,8 @@ class BatchInfo(NamedTuple):
                    batch.max_timestamp, batch.is_transactional)
 
 
-@dataclass(frozen=True)
-class BatchMetadata:
-    """One appended batch of a producer: Kafka's BatchMetadata."""
+class BatchMetadata(NamedTuple):
+    """One appended batch of a producer: Kafka's BatchMetadata (a tuple: one is made per append)."""
     last_seq: int
     last_offset: int
     offset_delta: int
@@ -127,7 +126,7 @@ class ProducerEntry:
             return None
         first, last = info.base_sequence, info.last_sequence
         for metadata in self.batches:
-            if metadata.first_seq == first and metadata.last_seq == last:
+            if metadata.last_seq == last and metadata.first_seq == first:
                 return metadata
         return None
 
