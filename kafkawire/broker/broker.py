@@ -51,12 +51,14 @@ from .log_deletion import LogDeleter
 from .metadata_apis import MetadataApis
 from .partition import LeaderPartition
 from .produce import ProduceApi, topic_config
+from .producer_ids import InitProducerIdApi, ProducerIdBlocks
 
 __all__ = ["Broker", "BrokerStartError"]
 
 log = logging.getLogger(__name__)
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, DESCRIBE_CONFIGS, DESCRIBE_CLUSTER = 0, 1, 2, 3, 32, 60
 DESCRIBE_CONFIGS_MIN_VERSION = 1         # Kafka 4.x's broker serves DescribeConfigs v1-v4
+INIT_PRODUCER_ID = 22
 
 
 class BrokerStartError(RuntimeError):
@@ -106,6 +108,11 @@ class Broker:
         self.config_apis = ConfigApis(self.node_id, self.forwarder)
         self.log_deleter = LogDeleter(self.log_dir, lambda: topic_config(
             self.image(), "", "log.segment.delete.delay.ms", config.log_segment_delete_delay_ms, self.node_id))
+        self.producer_ids = ProducerIdBlocks(
+            self.node_id, send=send_to_controller,
+            broker_epoch=lambda: self.lifecycle.broker_epoch if self.lifecycle is not None else -1)
+        self.init_producer_id_api = InitProducerIdApi(self.producer_ids,
+                                                      transaction_max_timeout_ms=config.transaction_max_timeout_ms)
 
     # -- the listeners --
 
@@ -120,6 +127,7 @@ class Broker:
                                      error_response=list_offsets_error_response),
             METADATA: ApiHandler(self.metadata_apis.metadata),
             DESCRIBE_CLUSTER: ApiHandler(self.metadata_apis.describe_cluster),
+            INIT_PRODUCER_ID: ApiHandler(self.init_producer_id_api.init_producer_id),
             **self.group_apis.handlers(),
             **self.log_dir_apis.handlers(),
             **forwarded_handlers(self.forwarder, {ALTER_CONFIGS: self.config_apis.alter_configs,
@@ -237,7 +245,9 @@ class Broker:
             self.partitions[(topic.name, index)] = LeaderPartition.open(
                 self.log_dir, topic.name, index, topic.id, leader_epoch=leader_epoch,
                 segment_bytes=topic_config(image, topic.name, "segment.bytes", self.config.log_segment_bytes,
-                                           self.node_id))
+                                           self.node_id),
+                producer_id_expiration_ms=self.config.producer_id_expiration_ms,
+                expiration_check_interval_ms=self.config.producer_id_expiration_check_interval_ms)
         except OSError as exc:
             log.error("broker %d: cannot open the log of %s-%d: %s", self.node_id, topic.name, index, exc)
             return False
@@ -281,6 +291,7 @@ class Broker:
         self.metadata_apis.close()
         self.group_apis.close()
         self.log_deleter.close()
+        self.producer_ids.close()
         for server in self.servers:
             await server.close(timeout_ms=1000)
         for partition in self.partitions.values():

@@ -2,7 +2,7 @@
 layout, with ``partition.metadata`` naming the topic id) and what a leader decides about it.
 
     partition = LeaderPartition.open(log_dir, "orders", 0, topic_id, leader_epoch=3, segment_bytes=...)
-    base, append_time = partition.append(validate_produce(...))
+    base, append_time = partition.append(validate_produce(...), now_ms=...)
     data = partition.read(fetch_offset, max_bytes, min_one_batch=True)
 
 With one replica (this slice) the in-sync replicas are the leader alone, so the high watermark
@@ -18,11 +18,19 @@ it, before anything is appended in it. A
 directory whose partition.metadata names another topic id is a deleted topic's left-over:
 it is renamed to ``<topic>-<partition>.<uuid>-delete`` (Kafka's name for a log waiting to be
 deleted) and a fresh log starts.
+
+Idempotent producers: each partition keeps its producers' state (kafkawire.broker.producer_state),
+rebuilt on open from the latest producer snapshot and the batches after it
+(kafkawire.broker.producer_snapshots), written as ``<offset>.snapshot`` when a segment rolls and
+at close, as Kafka's UnifiedLog does. A batch with a producer id is checked against it before
+the append; a duplicate of one of the producer's last five batches is answered with the
+original offsets and not appended again.
 """
 from __future__ import annotations
 
 import logging
 import os
+import time
 import uuid
 
 from kafkawire.net.metadata_topic import batches_below
@@ -31,6 +39,8 @@ from kafkawire.storage.log import Log
 from kafkawire.storage.segment import ReadResult
 from kafkawire.storage.state_files import StateFileError, read_partition_metadata, write_partition_metadata
 
+from .producer_snapshots import load_producer_state, take_snapshot
+from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, BatchInfo, ProducerState
 from .validation import ValidatedAppend
 
 __all__ = ["LeaderPartition", "partition_dir_name"]
@@ -46,7 +56,9 @@ def partition_dir_name(topic: str, partition: int) -> str:
 class LeaderPartition:
     """A partition led here: the log, the leader epoch from the metadata, the epochs in the log."""
 
-    def __init__(self, log_: Log, topic: str, partition: int, topic_id: uuid.UUID, leader_epoch: int):
+    def __init__(self, log_: Log, topic: str, partition: int, topic_id: uuid.UUID, leader_epoch: int, *,
+                 producers: ProducerState | None = None, snapshot_offset: int = 0,
+                 expiration_check_interval_ms: int = 600_000):
         self.log = log_
         self.topic = topic
         self.partition = partition
@@ -54,6 +66,10 @@ class LeaderPartition:
         self.epochs = LeaderEpochFileCache.load(log_)
         self._leader_epoch = -1
         self.leader_epoch = leader_epoch
+        self.producers = producers if producers is not None else ProducerState(self.name)
+        self.snapshot_offset = snapshot_offset           # the offset of the latest producer snapshot
+        self.expiration_check_interval_ms = expiration_check_interval_ms
+        self._next_expiration_check_ms = 0
 
     @property
     def leader_epoch(self) -> int:
@@ -71,7 +87,9 @@ class LeaderPartition:
 
     @classmethod
     def open(cls, log_dir: str, topic: str, partition: int, topic_id: uuid.UUID, *, leader_epoch: int,
-             segment_bytes: int) -> LeaderPartition:
+             segment_bytes: int, now_ms: int | None = None,
+             producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+             expiration_check_interval_ms: int = 600_000) -> LeaderPartition:
         directory = os.path.join(log_dir, partition_dir_name(topic, partition))
         _set_aside_if_another_topic(directory, topic_id)
         log_ = Log(directory, segment_bytes=segment_bytes)
@@ -81,7 +99,13 @@ class LeaderPartition:
         path = os.path.join(directory, PARTITION_METADATA)
         if not os.path.exists(path):
             write_partition_metadata(path, topic_id)
-        return cls(log_, topic, partition, topic_id, leader_epoch)
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        name = partition_dir_name(topic, partition)
+        producers, loaded_from = load_producer_state(log_, name, now_ms=now_ms, expiration_ms=producer_id_expiration_ms)
+        self = cls(log_, topic, partition, topic_id, leader_epoch, producers=producers, snapshot_offset=loaded_from,
+                   expiration_check_interval_ms=expiration_check_interval_ms)
+        self.maybe_snapshot()               # as Kafka's loadProducerState ends, when it replayed batches
+        return self
 
     @property
     def name(self) -> str:
@@ -93,12 +117,43 @@ class LeaderPartition:
         """One replica: everything in the log is in every in-sync replica."""
         return self.log.log_end_offset
 
-    def append(self, validated: ValidatedAppend) -> int:
-        """Append the batch at the log end, stamped with the leader epoch; its base offset."""
+    def append(self, validated: ValidatedAppend, *, now_ms: int) -> tuple[int, int]:
+        """Append the batch at the log end, stamped with the leader epoch, after the producer
+        checks (ProduceRefused); its base offset and log append time. A duplicate of a recent
+        batch of its producer is not appended: the answer is that batch's base offset and its
+        timestamp, as Kafka answers a duplicate."""
+        self._maybe_expire_producers(now_ms)
+        info = None
+        if validated.batch is not None:
+            info = BatchInfo.of(validated.batch)
+            if validated.log_append_time >= 0:
+                info = info._replace(max_timestamp=validated.log_append_time)
+            duplicate = self.producers.check(info, first_offset=self.log.log_end_offset)
+            if duplicate is not None:
+                return duplicate.first_offset, duplicate.timestamp
+        active_base = self.log.active_segment.base_offset
         first, _ = self.log.append(validated.data, assign_offsets=True, leader_epoch=self.leader_epoch)
+        if self.log.active_segment.base_offset != active_base:
+            self.maybe_snapshot(first)        # UnifiedLog.roll: the state as of the new segment's base
         if self.leader_epoch >= 0:      # as Kafka's append does; the epoch normally started at makeLeader
             self.epochs.assign(self.leader_epoch, first)
-        return first
+        if info is not None:
+            self.producers.apply(info, first_offset=first)
+        return first, validated.log_append_time
+
+    def maybe_snapshot(self, offset: int | None = None) -> None:
+        """Write the producer snapshot at ``offset`` (the log end) unless one is there already."""
+        offset = self.log.log_end_offset if offset is None else offset
+        if offset > self.snapshot_offset:
+            take_snapshot(self.log.directory, self.producers, offset)
+            self.snapshot_offset = offset
+
+    def _maybe_expire_producers(self, now_ms: int) -> None:
+        """Kafka's periodic producer expiration, checked at most every
+        ``producer.id.expiration.check.interval.ms``, when a batch comes."""
+        if now_ms >= self._next_expiration_check_ms:
+            self.producers.remove_expired(now_ms)
+            self._next_expiration_check_ms = now_ms + self.expiration_check_interval_ms
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """(epoch, end offset) for OffsetForLeaderEpoch (Kafka's UnifiedLog.endOffsetForEpoch)."""
@@ -114,7 +169,10 @@ class LeaderPartition:
 
     def close(self) -> None:
         self.log.flush()
-        self.log.close()
+        try:
+            self.maybe_snapshot()
+        finally:
+            self.log.close()
 
 
 def _set_aside_if_another_topic(directory: str, topic_id: uuid.UUID) -> None:

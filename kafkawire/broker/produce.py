@@ -119,7 +119,7 @@ class ProduceApi:
                                                config.node_id),
                 log_append_time=topic_config(image, topic.name, "message.timestamp.type",
                                              config.log_message_timestamp_type, config.node_id) == LOG_APPEND_TIME)
-            base_offset = partition.append(validated)
+            base_offset, log_append_time = partition.append(validated, now_ms=now_ms)
         except ProduceRefused as exc:
             return _refused(p.index, exc.code, str(exc))
         except ValueError as exc:        # larger than a segment (Log.append): RecordBatchTooLargeException
@@ -127,7 +127,7 @@ class ProduceApi:
         except OSError as exc:
             return _refused(p.index, Errors.KAFKA_STORAGE_ERROR, f"Error while appending to {name}: {exc}")
         return PartitionProduceResponse(index=p.index, error_code=Errors.NONE, base_offset=base_offset,
-                                        log_append_time_ms=validated.log_append_time,
+                                        log_append_time_ms=log_append_time,
                                         log_start_offset=partition.log.log_start_offset)
 
 

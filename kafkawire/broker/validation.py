@@ -13,9 +13,9 @@ The checks, in Kafka's order, each with the error Kafka answers (``ProduceRefuse
 * the CRC does not match: CORRUPT_MESSAGE (CorruptRecordException);
 * a base offset other than 0, a control batch, a count that does not match the offset range,
   records whose offset deltas do not run 0, 1, 2...: INVALID_RECORD (LogValidator);
-* a producer id (idempotent or transactional produce): refused with INVALID_RECORD, because this
-  broker keeps no producer state yet (issue 29, slice 3) and storing the batch unchecked would
-  break the promise the producer relies on.
+* a producer id with a negative base sequence: INVALID_RECORD (LogValidator.validateBatch). The
+  producer's epoch and sequence are checked next, against the partition's producer state
+  (kafkawire.broker.producer_state), with ``ValidatedAppend.batch``.
 
 With ``log_append_time`` (``message.timestamp.type=LogAppendTime``) the batch's timestamp type
 becomes LogAppendTime and its max timestamp the append time, and the CRC is computed again, as
@@ -56,11 +56,13 @@ class ProduceRefused(Exception):
 
 @dataclass(frozen=True)
 class ValidatedAppend:
-    """The batch to append (patched when the broker sets its timestamp), its record count and the
-    log append time (-1 unless the broker set it)."""
+    """The batch to append (patched when the broker sets its timestamp), its record count, the
+    log append time (-1 unless the broker set it) and its parsed header (producer id, epoch,
+    sequence: what the producer state checks)."""
     data: bytes
     records: int
     log_append_time: int
+    batch: RecordBatch | None = None
 
 
 def validate_produce(records: bytes | None, *, topic_partition: str, max_message_bytes: int,
@@ -82,8 +84,8 @@ def validate_produce(records: bytes | None, *, topic_partition: str, max_message
     _check_batch(batch, topic_partition)
     _check_records(batch, topic_partition)
     if not log_append_time:
-        return ValidatedAppend(bytes(records), batch.records_count, -1)
-    return ValidatedAppend(_with_log_append_time(bytes(records), now_ms), batch.records_count, now_ms)
+        return ValidatedAppend(bytes(records), batch.records_count, -1, batch)
+    return ValidatedAppend(_with_log_append_time(bytes(records), now_ms), batch.records_count, now_ms, batch)
 
 
 def _the_one_batch(records: bytes, version: int) -> RecordBatch:
@@ -115,11 +117,10 @@ def _check_batch(batch: RecordBatch, topic_partition: str) -> None:
     """LogValidator.validateBatch for a client's batch."""
     if batch.is_control:
         raise ProduceRefused(Errors.INVALID_RECORD, "Clients are not allowed to write control records")
-    if batch.producer_id != NO_PRODUCER_ID or batch.is_transactional:
+    if batch.producer_id > NO_PRODUCER_ID and batch.base_sequence < 0:
         raise ProduceRefused(Errors.INVALID_RECORD,
-                             f"kafkawire's broker does not take idempotent or transactional batches yet "
-                             f"(producer id {batch.producer_id} in {topic_partition}): disable idempotence "
-                             "in the producer")
+                             f"Invalid sequence number {batch.base_sequence} in record batch with producerId "
+                             f"{batch.producer_id} in topic partition {topic_partition}")
     count_from_offsets = batch.last_offset_delta + 1
     if count_from_offsets <= 0:
         raise ProduceRefused(Errors.INVALID_RECORD, f"Batch has an invalid offset range: [{batch.base_offset}, "

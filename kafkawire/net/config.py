@@ -299,6 +299,11 @@ _KEYS = (
     # GroupCoordinatorConfig: INT 7 days atLeast(1); LONG 10 minutes atLeast(1)
     _Key("offsets.retention.minutes", lambda k, v: _int(k, v, 1), str(7 * 24 * 60), "GroupCoordinatorConfig"),
     _Key("offsets.retention.check.interval.ms", lambda k, v: _long(k, v, 1), "600000", "GroupCoordinatorConfig"),
+    # TransactionLogConfig: INT 1 day atLeast(1); INT 10 minutes atLeast(1) (internal);
+    # TransactionStateManagerConfig: INT 15 minutes atLeast(1)
+    _Key("producer.id.expiration.ms", lambda k, v: _int(k, v, 1), "86400000", "TransactionLogConfig"),
+    _Key("producer.id.expiration.check.interval.ms", lambda k, v: _int(k, v, 1), "600000", "TransactionLogConfig"),
+    _Key("transaction.max.timeout.ms", lambda k, v: _int(k, v, 1), "900000", "TransactionStateManagerConfig"),
     # SocketServerConfigs: INT 100 MiB atLeast(1); LONG 10 minutes
     _Key("socket.request.max.bytes", lambda k, v: _int(k, v, 1), str(100 * 1024 * 1024), "SocketServerConfigs"),
     _Key("connections.max.idle.ms", _long, str(10 * 60 * 1000), "SocketServerConfigs"),
@@ -437,6 +442,9 @@ class ServerConfig:
     offset_metadata_max_bytes: int = 4096
     offsets_retention_minutes: int = 7 * 24 * 60
     offsets_retention_check_interval_ms: int = 600_000
+    producer_id_expiration_ms: int = 86_400_000
+    producer_id_expiration_check_interval_ms: int = 600_000
+    transaction_max_timeout_ms: int = 900_000
     unknown_keys: tuple[str, ...] = field(default=())
     # (key, value as written) of the KNOWN_KEYS server.properties sets: Kafka's staticBrokerConfigs,
     # what DescribeConfigs names STATIC_BROKER_CONFIG

@@ -13,11 +13,14 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
-__all__ = ["ProducerSnapshotEntry", "ProducerSnapshotError", "read_producer_snapshot"]
+__all__ = ["ProducerSnapshotEntry", "ProducerSnapshotError", "encode_producer_snapshot", "read_producer_snapshot",
+           "snapshot_file_name"]
 
 SNAPSHOT_VERSION = 1
 _HEADER = struct.Struct(">hIi")
 _ENTRY = struct.Struct(">qhiqiqiq")
+_VERSION_CRC = struct.Struct(">hI")
+_COUNT = struct.Struct(">i")
 
 
 class ProducerSnapshotError(ValueError):
@@ -64,3 +67,22 @@ def read_producer_snapshot(data) -> list[ProducerSnapshotEntry]:
         entries.append(ProducerSnapshotEntry(pid, epoch, coordinator_epoch, txn_first, ts, last_seq, first_seq,
                                              last_offset, offset_delta))
     return entries
+
+
+def encode_producer_snapshot(entries) -> bytes:
+    """A snapshot file's bytes for ``entries`` (ProducerSnapshotEntry, or anything with the same
+    fields), as ProducerStateManager.writeSnapshot lays them out: version 1, the CRC-32C of what
+    follows it, the count, then one fixed-size entry per producer."""
+    body = bytearray()
+    count = 0
+    for e in entries:
+        body += _ENTRY.pack(e.producer_id, e.producer_epoch, e.last_sequence, e.last_offset, e.offset_delta,
+                            e.timestamp, e.coordinator_epoch, e.current_txn_first_offset)
+        count += 1
+    after_crc = _COUNT.pack(count) + bytes(body)
+    return _VERSION_CRC.pack(SNAPSHOT_VERSION, crc32c(after_crc)) + after_crc
+
+
+def snapshot_file_name(offset: int) -> str:
+    """LogFileUtils.producerSnapshotFile: the offset on 20 digits, then ``.snapshot``."""
+    return f"{offset:020d}.snapshot"

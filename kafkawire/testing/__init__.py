@@ -4,7 +4,7 @@ docs/broker.md) in a temporary directory, on free ports of 127.0.0.1, as a child
     from kafkawire.testing import EmbeddedBroker
 
     with EmbeddedBroker() as broker:                  # formatted, started, registered and unfenced
-        producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, enable_idempotence=False)
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
         ...
         broker.log_dir                                 # the partitions' directories (Spark, dump-log)
 

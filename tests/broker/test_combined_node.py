@@ -1,8 +1,9 @@
 """A one-node combined kafkawire (process.roles=broker,controller, `kafkawire server-start` as a
 subprocess on free ports) used as a Kafka broker: kafka-python produces with acks=1 and
 acks=all and a consumer with manual assignment reads every record back in order; the
-refusals come back with Kafka's error codes; the log directory has Kafka's layout and
-survives kill -9. One node for the whole module (started once, killed by pid at teardown).
+refusals come back with Kafka's error codes; idempotent producers (kafka-python's default,
+confluent-kafka's enable.idempotence) get producer ids and their retries are answered as
+duplicates; the log directory has Kafka's layout and survives kill -9. One node for the whole module (started once, killed by pid at teardown).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from kafkawire.messages.api_versions_request import ApiVersionsRequest
 from kafkawire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
 from kafkawire.messages.describe_cluster_request import DescribeClusterRequest
 from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic
+from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
 from kafkawire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
 from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
@@ -80,6 +82,15 @@ class Node:
         response = self.call(ProduceRequest(acks=acks, timeout_ms=5000, topic_data=[TopicProduceData(
             name=topic, partition_data=[PartitionProduceData(index=partition, records=records)])]), api_version=12)
         return response.responses[0].partition_responses[0]
+
+    def init_producer_id(self, version: int = 4):
+        """InitProducerId for an idempotent producer, asked again while the broker fetches its
+        first id block (COORDINATOR_LOAD_IN_PROGRESS, as Kafka answers then)."""
+        def answered():
+            response = self.call(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000),
+                                 api_version=version)
+            return response if response.error_code != Errors.COORDINATOR_LOAD_IN_PROGRESS else None
+        return self.quorum.wait_until(answered, WAIT_S, "InitProducerId to hand out a producer id")
 
     def fetch(self, topic: str, offset: int, partition: int = 0, *, max_wait_ms: int = 0, min_bytes: int = 0,
               partition_max_bytes: int = 1 << 20):
@@ -300,6 +311,47 @@ def test_confluent_kafka_produces_with_acks_all_and_zstd_and_reads_back(node):
     assert got == [b"%d" % i for i in range(50)]
 
 
+def test_kafka_pythons_default_idempotent_producer_is_served_and_its_records_stored_once(node):
+    """kafka-python's default (enable_idempotence=True): InitProducerId gives it a producer id,
+    its batches carry it with sequences from 0, and every record is stored exactly once."""
+    from kafka import KafkaProducer
+    node.create_topic("idempotent")
+    producer = KafkaProducer(bootstrap_servers=node.bootstrap, linger_ms=5)
+    assert producer.config["enable_idempotence"]
+    metadata = [f.get(timeout=30) for f in [producer.send("idempotent", b"%d" % i, partition=0) for i in range(40)]]
+    producer.close(timeout=10)
+    assert [m.offset for m in metadata] == list(range(40))
+    batches = list(iter_batches(node.fetch("idempotent", 0).records))
+    assert [r.value for b in batches for r in b] == [b"%d" % i for i in range(40)]
+    assert {b.producer_id for b in batches} != {-1} and batches[0].base_sequence == 0
+
+
+def test_confluent_kafka_with_enable_idempotence_stores_every_record_once(node):
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    node.create_topic("librdkafka-idempotent")
+    producer = confluent_kafka.Producer({"bootstrap.servers": node.bootstrap, "enable.idempotence": True,
+                                         "linger.ms": 5})
+    failures = []
+    for i in range(30):
+        producer.produce("librdkafka-idempotent", value=b"%d" % i, partition=0,
+                         on_delivery=lambda error, message: failures.append(error) if error else None)
+    assert producer.flush(WAIT_S) == 0 and failures == []
+    batches = list(iter_batches(node.fetch("librdkafka-idempotent", 0).records))
+    assert [r.value for b in batches for r in b] == [b"%d" % i for i in range(30)]
+    assert {b.producer_id for b in batches} != {-1}
+
+
+def test_a_retried_idempotent_batch_is_answered_with_its_first_offset_and_not_stored_twice(node):
+    node.create_topic("retried")
+    pid = node.init_producer_id().producer_id
+    first = build_batch([(b"k", b"a"), (b"k", b"b")], producer_id=pid, producer_epoch=0, base_sequence=0)
+    assert node.produce("retried", first).base_offset == 0
+    assert node.produce("retried", first).base_offset == 0          # the retry: same offset, no append
+    gap = build_batch([(b"k", b"c")], producer_id=pid, producer_epoch=0, base_sequence=5)
+    assert node.produce("retried", gap).error_code == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert [r.value for b in iter_batches(node.fetch("retried", 0).records) for r in b] == [b"a", b"b"]
+
+
 def test_kcat_produces_and_consumes(node):
     if shutil.which("kcat") is None:
         pytest.skip("kcat is not installed")
@@ -339,6 +391,7 @@ def versioned_requests(topic: str, topic_id, version_tag: str) -> dict:
         3: MetadataRequest(topics=[MetadataRequestTopic(name=topic)]),
         19: CreateTopicsRequest(timeout_ms=10_000, topics=[CreatableTopic(
             name=f"made-{version_tag}", num_partitions=1, replication_factor=1, assignments=[], configs=[])]),
+        22: InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000),
         60: DescribeClusterRequest(),
     }
 
@@ -358,8 +411,9 @@ def test_every_advertised_version_of_every_broker_api_is_answered_without_an_err
     topic_id = node.call(MetadataRequest(topics=[MetadataRequestTopic(name="versions")]), api_version=12).topics[0].topic_id
     advertised = {k.api_key: (k.min_version, k.max_version) for k in node.call(ApiVersionsRequest(
         client_software_name="kafkawire-tests", client_software_version="1")).api_keys}
-    assert {0, 1, 2, 3, 18, 19, 60} <= set(advertised)
-    for key in (0, 1, 2, 3, 19, 60):
+    assert {0, 1, 2, 3, 18, 19, 60} <= set(advertised) and advertised[22] == (0, 5)
+    node.init_producer_id()                 # the broker has its first producer id block
+    for key in (0, 1, 2, 3, 19, 22, 60):
         low, high = advertised[key]
         for version in range(low, high + 1):
             request = versioned_requests("versions", topic_id, f"{key}-{version}")[key]
@@ -369,10 +423,15 @@ def test_every_advertised_version_of_every_broker_api_is_answered_without_an_err
 def test_acknowledged_records_survive_kill_9_and_a_torn_tail_is_cut_at_restart(node):
     """Last in the module: it restarts the node. The log is recovered on open (a torn batch at
     the end of the segment, as a crash mid-write leaves, is cut) and the broker leads its
-    partitions again once re-registered and unfenced; the next produce continues the offsets."""
+    partitions again once re-registered and unfenced; the next produce continues the offsets, and
+    a retry of the idempotent batch sent before the crash is still a duplicate (the producer
+    state replayed from the log)."""
     node.create_topic("durable")
-    for i in range(5):
+    for i in range(4):
         assert node.produce("durable", build_batch([(b"k", b"%d" % i)])).error_code == Errors.NONE
+    pid = node.init_producer_id().producer_id
+    idempotent = build_batch([(b"k", b"4")], producer_id=pid, producer_epoch=0, base_sequence=0)
+    assert node.produce("durable", idempotent).base_offset == 4
     node.quorum.kill(1)
     segment = os.path.join(node.data_dir, "durable-0", "00000000000000000000.log")
     with open(segment, "ab") as f:
@@ -383,4 +442,5 @@ def test_acknowledged_records_survive_kill_9_and_a_torn_tail_is_cut_at_restart(n
     node.quorum.wait_until(lambda: node.fetch("durable", 0).error_code == Errors.NONE, WAIT_S, "the log to open")
     records = node.fetch("durable", 0).records
     assert [r.value for b in iter_batches(records) for r in b] == [b"0", b"1", b"2", b"3", b"4"]
+    assert node.produce("durable", idempotent).base_offset == 4      # the producer state was rebuilt from the log
     assert node.produce("durable", build_batch([(b"k", b"5")])).base_offset == 5

@@ -92,9 +92,15 @@ def test_clients_may_not_write_control_records():
     assert error.code == Errors.INVALID_RECORD
 
 
-def test_an_idempotent_batch_is_refused_until_producer_state_exists():
-    error = refused(build_batch(RECORDS, producer_id=5, producer_epoch=0, base_sequence=0))
-    assert error.code == Errors.INVALID_RECORD and "disable idempotence" in str(error)
+def test_an_idempotent_batch_passes_the_batch_checks_with_its_header_for_the_producer_state():
+    validated = check(build_batch(RECORDS, producer_id=5, producer_epoch=0, base_sequence=0))
+    assert (validated.batch.producer_id, validated.batch.producer_epoch, validated.batch.base_sequence) == (5, 0, 0)
+
+
+def test_a_producer_id_with_a_negative_sequence_is_invalid_record_as_in_logvalidator():
+    error = refused(build_batch(RECORDS, producer_id=5, producer_epoch=0, base_sequence=-1))
+    assert error.code == Errors.INVALID_RECORD
+    assert str(error) == "Invalid sequence number -1 in record batch with producerId 5 in topic partition t-0"
 
 
 def test_a_count_that_does_not_match_the_offset_range_is_invalid_record():

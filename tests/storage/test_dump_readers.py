@@ -7,7 +7,8 @@ import pytest
 from crc32c import crc32c
 
 from kafkawire.storage.index import read_offset_index_entries, read_time_index_entries
-from kafkawire.storage.producer_snapshot import ProducerSnapshotError, read_producer_snapshot
+from kafkawire.storage.producer_snapshot import (ProducerSnapshotError, encode_producer_snapshot, read_producer_snapshot,
+                                                 snapshot_file_name)
 from kafkawire.storage.txn_index import AbortedTxn, read_txn_index
 
 
@@ -37,6 +38,15 @@ def test_producer_snapshot_entries_with_the_first_sequence_wrapped():
         (7, 2, 99, -1)
     assert second.first_sequence == 1 - 3 + 0x80000000     # DefaultRecordBatch.decrementSequence
     assert second.coordinator_epoch == 0 and second.current_txn_first_offset == 40
+
+
+def test_an_encoded_producer_snapshot_has_kafkas_layout_and_reads_back():
+    """ProducerStateManager.writeSnapshot's layout: version, CRC-32C of the rest, count, entries."""
+    raw = [(7, 1, 4, 99, 2, 1234, 5, -1), (8, 0, 1, 50, 3, 1, 0, 40)]
+    entries = read_producer_snapshot(_snapshot(raw))
+    assert encode_producer_snapshot(entries) == _snapshot(raw)
+    assert read_producer_snapshot(encode_producer_snapshot([])) == []
+    assert snapshot_file_name(5) == "00000000000000000005.snapshot"
 
 
 @pytest.mark.parametrize("data, message, position", [

@@ -1,0 +1,91 @@
+"""The producer state of a partition on disk: Kafka's producer snapshots (``<offset>.snapshot``
+beside the segments, kafkawire.storage.producer_snapshot's format) and the rebuild from the log,
+as UnifiedLog.loadProducerState and ProducerStateManager do it.
+
+    state, snapshot_offset = load_producer_state(log, "orders-0", now_ms=...)
+    ... appends ...
+    take_snapshot(log.directory, state, log.log_end_offset)      # at a roll and at close
+
+Loading: snapshots above the log end (a tail cut by recovery) or at or below the log start are
+deleted (ProducerStateManager.truncateAndReload); the latest remaining one is read (a corrupt
+one is deleted and the next older tried, as Kafka does), and the batches after its offset are
+replayed from the log without checks. Without a snapshot the whole log is replayed. A snapshot
+keeps each producer's last batch only (Kafka's format), so after a restart a retry of that
+batch is still found as a duplicate; older ones are found only when they were replayed.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+
+from kafkawire.storage.producer_snapshot import (ProducerSnapshotEntry, ProducerSnapshotError,
+                                                 encode_producer_snapshot, read_producer_snapshot,
+                                                 snapshot_file_name)
+
+from .producer_state import ProducerState
+
+__all__ = ["load_producer_state", "take_snapshot", "snapshot_offsets"]
+
+log = logging.getLogger(__name__)
+_SNAPSHOT_RE = re.compile(r"^(\d{20})\.snapshot$")
+
+
+def snapshot_offsets(directory: str) -> list[int]:
+    """The offsets of the snapshot files in a partition directory, in order."""
+    return sorted(int(m.group(1)) for m in map(_SNAPSHOT_RE.match, os.listdir(directory)) if m)
+
+
+def load_producer_state(log_, topic_partition: str, *, now_ms: int, expiration_ms: int | None = None):
+    """The producer state of an opened kafkawire.storage.Log, and the offset of the snapshot it
+    started from (the log start when none)."""
+    kwargs = {} if expiration_ms is None else {"expiration_ms": expiration_ms}
+    state = ProducerState(topic_partition, **kwargs)
+    directory = log_.directory
+    start, end = log_.log_start_offset, log_.log_end_offset
+    offsets = []
+    for offset in snapshot_offsets(directory):
+        if offset > end or offset <= start:
+            _delete(directory, offset)
+        else:
+            offsets.append(offset)
+    loaded_from = start
+    for offset in reversed(offsets):
+        path = os.path.join(directory, snapshot_file_name(offset))
+        try:
+            with open(path, "rb") as f:
+                state.load_snapshot(read_producer_snapshot(f.read()), now_ms)
+            loaded_from = offset
+            break
+        except (ProducerSnapshotError, OSError) as exc:
+            log.warning("Failed to load producer snapshot from '%s': %s", path, exc)
+            _delete(directory, offset)
+    if loaded_from < end:
+        state.replay(b for b in log_.batches(loaded_from) if b.base_offset >= loaded_from)
+    state.remove_expired(now_ms)
+    return state, loaded_from
+
+
+def take_snapshot(directory: str, state: ProducerState, offset: int) -> str:
+    """Write the state as ``<offset>.snapshot`` (ProducerStateManager.takeSnapshot: each
+    producer's epoch and last batch), through a temporary file renamed over it; its path."""
+    entries = [ProducerSnapshotEntry(
+        producer_id=pid, producer_epoch=e.producer_epoch, coordinator_epoch=e.coordinator_epoch,
+        current_txn_first_offset=e.current_txn_first_offset, timestamp=e.last_timestamp, last_sequence=e.last_seq,
+        first_sequence=0, last_offset=e.last_data_offset, offset_delta=e.last_offset_delta)
+        for pid, e in state.producers.items()]
+    path = os.path.join(directory, snapshot_file_name(offset))
+    temporary = path + ".tmp"
+    with open(temporary, "wb") as f:
+        f.write(encode_producer_snapshot(entries))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(temporary, path)
+    return path
+
+
+def _delete(directory: str, offset: int) -> None:
+    try:
+        os.remove(os.path.join(directory, snapshot_file_name(offset)))
+    except FileNotFoundError:
+        pass
