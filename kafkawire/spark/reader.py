@@ -141,11 +141,8 @@ def _note_markers(outcomes: TransactionOutcomes, pending: set, scan) -> None:
                 return
 
 
-def _until(scan, end: int | None):
+def _until(scan, end: int):
     """The scan's items, up to and including the first batch reaching ``end``."""
-    if end is None:
-        yield from scan
-        return
     for item in scan:
         yield item
         if not isinstance(item, Skipped) and item[1].next_offset >= end:
@@ -200,9 +197,11 @@ def _read_task(task: ReadTask, settings: ReadSettings):
     include_control = settings.include_control
     end = task.offset_end
     filtering = row_filter.active
-    scan = _until(scan_batches(task.path, task.start, task.stop, task.limit, skip_corrupt=not fail,
-                               resync_positions=_LazyPositions(task),
-                               torn_tail_is_corrupt=task.complete_file, files=task.files), end)
+    scan = scan_batches(task.path, task.start, task.stop, task.limit, skip_corrupt=not fail,
+                        resync_positions=_LazyPositions(task),
+                        torn_tail_is_corrupt=task.complete_file, files=task.files)
+    if end is not None:
+        scan = _until(scan, end)
     for item in scan:
         if isinstance(item, Skipped):
             if report_skips:

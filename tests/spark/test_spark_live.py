@@ -263,6 +263,16 @@ def test_a_segment_deleted_while_planning_is_left_out(tmp_path, monkeypatch):
     monkeypatch.setattr(layout, "list_segments", list_then_delete)
     rows = read_direct(log_dir, liveLog="true", **{"kafka.isolation.level": "read_committed"})
     assert _offsets(rows) == list(range(moved[0], HW))
+    # a stream's look at the log, the same way
+    moved.clear()
+    for suffix in (".log", ".index", ".timeindex"):
+        for name in os.listdir(log_dir / "orders-0"):
+            if name.endswith(suffix + ".deleted"):
+                os.rename(log_dir / "orders-0" / name, log_dir / "orders-0" / name[:-len(".deleted")])
+    reader = _stream_reader(log_dir / "orders-0", liveLog="true", failOnDataLoss="false",
+                            **{"kafka.isolation.level": "read_committed"})
+    end = reader.latestOffset({"orders": {"0": 0}})
+    assert moved and end == {"orders": {"0": HW}}
 
 
 # --- through Spark ------------------------------------------------------------------------------
