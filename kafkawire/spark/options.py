@@ -20,8 +20,9 @@ and our own: ``includeControl`` (control records as rows, default false), ``incl
 (default true; false is read_committed), ``decode`` (none | metadata),
 ``failOnCorruption`` (default true), ``failOnDataLoss`` (default true),
 ``maxPartitionBytes`` (split size, default 128 MiB), ``maxOffsetsPerTrigger`` (streaming),
-``liveLog`` (default false; true: the directory belongs to a running broker: segments that
-retention deletes during the read are skipped as the log start moving, see plan.py) and
+``liveLog`` (default false; true: the directory belongs to a running broker: reads start
+at its checkpointed log start offset, and segments that retention deletes during the read
+are skipped as the log start moving, see plan.py) and
 ``highWatermark`` (checkpoint | required | logEnd: how far each partition is read, see
 watermarks.py; default checkpoint with liveLog=true, else logEnd).
 

@@ -38,7 +38,7 @@ from .tail import LogTail
 from .watermarks import HighWatermarks
 
 __all__ = ["PlanError", "ReadTask", "plan_batch", "tasks_for_range", "offset_for_timestamp",
-           "partition_key", "start_offset", "latest_offset", "pack_tasks", "vanished_rule",
+           "partition_key", "start_offset", "latest_offset", "log_start_offset", "pack_tasks", "vanished_rule",
            "after_vanished"]
 
 # Packing small files: each costs as much as this many bytes to open and plan (Spark's
@@ -170,19 +170,25 @@ def tasks_for_range(topic: str, partition: int, segments: list[Segment], start: 
 def latest_offset(segments: list[Segment], hw: int | None, files: Files = LOCAL) -> int:
     """Where "latest" is: the end of the whole batches, or the high watermark below it."""
     end = LogTail.at_end(segments, files).advance(segments, upto=hw).next_offset
-    if hw is not None:
-        end = max(min(end, hw), segments[0].base_offset)
-    return end
+    return end if hw is None else max(min(end, hw), segments[0].base_offset)
+
+
+def log_start_offset(segments: list[Segment], floor: int | None) -> int:
+    """The first segment's base offset, or the checkpointed log start above it."""
+    return segments[0].base_offset if floor is None else max(floor, segments[0].base_offset)
 
 
 def start_offset(opts: ReadOptions, key, label: str, segments: list[Segment],
-                 hw: int | None = None) -> tuple[bool, int | None]:
-    """(anything to read?, start offset or None for the log start); ``hw`` bounds "latest"."""
-    log_start = segments[0].base_offset
+                 hw: int | None = None, floor: int | None = None) -> tuple[bool, int | None]:
+    """(anything to read?, start offset or None for the log start); ``hw`` bounds "latest",
+    ``floor`` is a checkpointed log start offset (watermarks.py)."""
+    log_start = log_start_offset(segments, floor)
     timestamps = opts.starting_timestamps
     ts = timestamps.for_partition(key) if timestamps is not None else None
     if ts is not None:
         found = offset_for_timestamp(segments, ts, opts.files)
+        if found is not None:
+            found = max(found, log_start)
         if found is None:
             if opts.timestamp_miss_is_error:
                 raise PlanError(f"{label}: no record has a timestamp at or after {ts} "
@@ -230,14 +236,17 @@ def vanished_rule(opts: ReadOptions, start: int | None) -> str:
 
 
 def _plan_partition(topic, partition, segments, opts, pushed, split_bytes, *, complete=False,
-                    hw: int | None = None) -> list[ReadTask]:
+                    hw: int | None = None, floor: int | None = None) -> list[ReadTask]:
     if not segments:
         return []
     key = (topic, partition)
     label = f"{partition_key(topic, partition)} ({Files.dirname(segments[0].path)})"
-    anything, start = start_offset(opts, key, label, segments, hw)
+    anything, start = start_offset(opts, key, label, segments, hw, floor)
     if not anything:
         return []
+    if_vanished = vanished_rule(opts, start)
+    if floor is not None and floor > segments[0].base_offset:
+        start = max(start, floor) if start is not None else floor
     start, end = _merge(start, _end_offset(opts, key, segments), pushed)
     if hw is not None:
         end = hw if end is None else min(end, hw)
@@ -251,7 +260,7 @@ def _plan_partition(topic, partition, segments, opts, pushed, split_bytes, *, co
                            timestamp_low_ms=None if low_us is None else -(-low_us // 1000),
                            with_following=not opts.include_aborted,
                            complete=complete or hw is not None, files=opts.files,
-                           if_vanished=vanished_rule(opts, start))
+                           if_vanished=if_vanished)
 
 
 def after_vanished(segments: list[Segment], error: FileNotFoundError) -> list[Segment] | None:
@@ -261,11 +270,11 @@ def after_vanished(segments: list[Segment], error: FileNotFoundError) -> list[Se
     return segments[gone[-1] + 1:] if gone else None
 
 
-def _plan_live_partition(topic, partition, segments, opts, pushed, split_bytes, *, hw) -> list[ReadTask]:
+def _plan_live_partition(topic, partition, segments, opts, pushed, split_bytes, *, hw, floor) -> list[ReadTask]:
     """_plan_partition, again from the next segment each time one turns out deleted."""
     while True:
         try:
-            return _plan_partition(topic, partition, segments, opts, pushed, split_bytes, hw=hw)
+            return _plan_partition(topic, partition, segments, opts, pushed, split_bytes, hw=hw, floor=floor)
         except FileNotFoundError as e:
             rest = after_vanished(segments, e) if opts.live_log else None
             if rest is None:
@@ -283,16 +292,18 @@ def spread_split_bytes(total_bytes: int, split_bytes: int) -> int:
 def plan_batch(opts: ReadOptions, pushed: PushedFilters) -> list[ReadTask]:
     """Every task of a batch read."""
     layout = discover(opts.paths, files=opts.files)
-    logs = []   # (topic, partition, segments, is a snapshot, high watermark or None)
+    logs = []   # (topic, partition, segments, is a snapshot, high watermark, log start floor)
     for snap in layout.snapshots:
         if opts.selects(snap.topic, snap.partition) and pushed.keeps_partition(snap.topic, snap.partition):
-            logs.append((snap.topic, snap.partition, [Segment(0, snap.path, opts.files.size(snap.path))], True, None))
+            logs.append((snap.topic, snap.partition, [Segment(0, snap.path, opts.files.size(snap.path))],
+                         True, None, None))
     parts = [p for p in layout.partitions
              if opts.selects(p.topic, p.partition) and pushed.keeps_partition(p.topic, p.partition)]
-    hws = HighWatermarks(opts.high_watermark, opts.files)
+    hws = HighWatermarks(opts.high_watermark, opts.files, log_starts=opts.live_log)
     hws.load(p.path for p in parts)      # before the listing: see watermarks.py
     for part, segments in zip(parts, _each(opts, lambda p: p.segments(), parts)):
-        logs.append((part.topic, part.partition, segments, False, hws.bound(part.path, *part.key)))
+        logs.append((part.topic, part.partition, segments, False, hws.bound(part.path, *part.key),
+                     hws.log_start(part.path, *part.key)))
     split_bytes = spread_split_bytes(sum(s.size for _, _, segments, *_ in logs for s in segments),
                                      opts.split_bytes)
     planned = _each(opts, lambda log: _plan_log(log, opts, pushed, split_bytes), logs)
@@ -300,10 +311,10 @@ def plan_batch(opts: ReadOptions, pushed: PushedFilters) -> list[ReadTask]:
 
 
 def _plan_log(log, opts, pushed, split_bytes) -> list[ReadTask]:
-    topic, partition, segments, snapshot, hw = log
+    topic, partition, segments, snapshot, hw, floor = log
     if snapshot:   # complete by construction; no high watermark
         return _plan_partition(topic, partition, segments, opts, pushed, split_bytes, complete=True)
-    return _plan_live_partition(topic, partition, segments, opts, pushed, split_bytes, hw=hw)
+    return _plan_live_partition(topic, partition, segments, opts, pushed, split_bytes, hw=hw, floor=floor)
 
 
 def _each(opts: ReadOptions, fn, items: list) -> list:

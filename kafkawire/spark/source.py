@@ -20,8 +20,8 @@ from .columns import column_types, ddl
 from .filters import PushedFilters, push_filters
 from .layout import LayoutError, discover
 from .options import OptionError, ReadOptions, parse_options
-from .plan import (PlanError, after_vanished, latest_offset, pack_tasks, partition_key, plan_batch,
-                   start_offset, tasks_for_range, vanished_rule)
+from .plan import (PlanError, after_vanished, latest_offset, log_start_offset, pack_tasks, partition_key,
+                   plan_batch, start_offset, tasks_for_range, vanished_rule)
 from .reader import ReadSettings, default_names, names_for_options, read_task, settings_for
 from .tail import LogTail
 from .watermarks import HighWatermarks
@@ -141,7 +141,8 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._last: dict | None = None
 
     def _partitions(self):
-        """The partitions read, and their high watermarks as recorded now."""
+        """(partition, (high watermark, checkpointed log start)) of the partitions read, as
+        recorded now (watermarks.py)."""
         layout = discover(self.opts.paths, allow_empty=True, files=self.opts.files)
         if layout.snapshots:
             raise LayoutError(f"{layout.snapshots[0].path}: a snapshot is complete when written; "
@@ -152,9 +153,9 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             if seen.setdefault(p.key, p.path) != p.path:
                 raise LayoutError(f"{seen[p.key]} and {p.path} both hold {partition_key(*p.key)}: a "
                                   f"stream's offsets are per topic-partition, so read them apart")
-        hws = HighWatermarks(self.opts.high_watermark, self.opts.files)
+        hws = HighWatermarks(self.opts.high_watermark, self.opts.files, log_starts=self.opts.live_log)
         hws.load(p.path for p in chosen)
-        return [(p, hws.bound(p.path, *p.key)) for p in chosen]
+        return [(p, (hws.bound(p.path, *p.key), hws.log_start(p.path, *p.key))) for p in chosen]
 
     def _segments(self, part, fn):
         """``fn(segments)`` over the partition's segments listed now; on a live log, again
@@ -169,25 +170,26 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                     raise
                 segments = rest
 
-    def _log_start(self, segments) -> int:
-        return segments[0].base_offset if segments else 0
+    def _log_start(self, segments, floor: int | None = None) -> int:
+        return log_start_offset(segments, floor) if segments else 0
 
     def initialOffset(self) -> dict:
         offsets = {}
-        for part, hw in self._partitions():
-            offsets[part.key] = self._segments(part, lambda segments: self._initial(part, hw, segments))
+        for part, marks in self._partitions():
+            offsets[part.key] = self._segments(part, lambda segments: self._initial(part, marks, segments))
         return _nested(offsets)
 
-    def _initial(self, part, hw, segments) -> int:
+    def _initial(self, part, marks, segments) -> int:
         if not segments:
             return 0
-        anything, start = start_offset(self.opts, part.key, partition_key(*part.key), segments, hw)
+        hw, floor = marks
+        anything, start = start_offset(self.opts, part.key, partition_key(*part.key), segments, hw, floor)
         if not anything:   # no record that late (strategy latest): start at the end
             start = latest_offset(segments, hw, self.opts.files)
-        return self._log_start(segments) if start is None else start
+        return self._log_start(segments, floor) if start is None else start
 
-    def _checked_start(self, key, wanted: int | None, segments) -> int:
-        log_start = self._log_start(segments)
+    def _checked_start(self, key, wanted: int | None, segments, floor: int | None = None) -> int:
+        log_start = self._log_start(segments, floor)
         if wanted is None:
             return log_start   # a partition that appeared since: from its beginning
         if wanted < log_start:
@@ -201,12 +203,13 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def _available(self, starts: dict) -> dict:
         """{key: (where the stream is, how far whole batches (or the LSO) reach)}."""
         ranges = {}
-        for part, hw in self._partitions():
-            ranges[part.key] = self._segments(part, lambda segments: self._range(part, hw, starts, segments))
+        for part, marks in self._partitions():
+            ranges[part.key] = self._segments(part, lambda segments: self._range(part, marks, starts, segments))
         return ranges
 
-    def _range(self, part, hw, starts: dict, segments) -> tuple:
-        start = self._checked_start(part.key, starts.get(part.key), segments)
+    def _range(self, part, marks, starts: dict, segments) -> tuple:
+        hw, floor = marks
+        start = self._checked_start(part.key, starts.get(part.key), segments, floor)
         tail = self._tails.get(part.key)
         if tail is None or tail.next_offset is None or tail.next_offset < start:
             tail = self._tails[part.key] = LogTail(
@@ -248,16 +251,16 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def partitions(self, start: dict, end: dict):
         starts, ends = _flat(start), _flat(end)
         tasks = []
-        by_key = {p.key: p for p, _ in self._partitions()}
+        by_key = {p.key: (p, marks) for p, marks in self._partitions()}
         for key, stop in sorted(ends.items()):
-            part = by_key.get(key)
-            if part is None:
+            if key not in by_key:
                 continue
-            tasks += self._segments(part, lambda segments: self._tasks(part, starts.get(key), stop, segments))
+            part, (_, floor) = by_key[key]
+            tasks += self._segments(part, lambda segments: self._tasks(part, starts.get(key), stop, segments, floor))
         return _input_partitions(tasks, self.opts)
 
-    def _tasks(self, part, wanted, stop: int, segments) -> list:
-        begin = self._checked_start(part.key, wanted, segments)
+    def _tasks(self, part, wanted, stop: int, segments, floor) -> list:
+        begin = self._checked_start(part.key, wanted, segments, floor)
         if begin >= stop:
             return []
         # Offsets below ``stop`` were below a high watermark: whole on disk (complete).

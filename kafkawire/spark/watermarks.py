@@ -19,7 +19,13 @@ written, and stay (only an unclean leader election can take them back).
   log end; Kafka's metadata log ``__cluster_metadata`` has no line: KRaft keeps its HW in
   memory only).
 
-The file is read whole through one open file (a rename replaces it at once, so one open
+On a live log, the log start offset is Kafka's too: ``log-start-offset-checkpoint`` (the
+same format, written every ``log.flush.start.offset.checkpoint.interval.ms``, 60 s) holds a
+partition's log start where it is above its first segment's base offset (DeleteRecords, or
+retention that has not renamed the segment yet); records below it are gone for consumers.
+Without the file or a line, the first segment's base offset is the log start.
+
+Each file is read whole through one open file (a rename replaces it at once, so one open
 sees one version). A file cut short (a copy taken while it was written, a filesystem
 without atomic renames) keeps its complete lines: a line without its newline, and lines the
 count promises but the file lacks, are left out, so their partitions count as absent
@@ -34,10 +40,11 @@ from kafkawire.storage.state_files import StateFileError
 
 from .files import LOCAL, Files
 
-__all__ = ["HIGH_WATERMARK_FILE", "HW_MODES", "HighWatermarkError", "HighWatermarks",
+__all__ = ["HIGH_WATERMARK_FILE", "LOG_START_FILE", "HW_MODES", "HighWatermarkError", "HighWatermarks",
            "parse_high_watermarks"]
 
 HIGH_WATERMARK_FILE = "replication-offset-checkpoint"
+LOG_START_FILE = "log-start-offset-checkpoint"
 HW_MODES = ("checkpoint", "required", "logend")
 
 
@@ -84,34 +91,42 @@ def parse_high_watermarks(text: str, path: str) -> CheckpointContents:
 
 @dataclass
 class HighWatermarks:
-    """The checkpointed high watermarks of the log directories one read touches, each file
-    read once (before the segments are listed, so that every batch below a HW is inside
-    the sizes listed: the broker wrote it before it wrote the checkpoint)."""
+    """The checkpointed high watermarks (and, with ``log_starts``, log start offsets) of
+    the log directories one read touches, each file read once (before the segments are
+    listed, so that every batch below a HW is inside the sizes listed: the broker wrote it
+    before it wrote the checkpoint)."""
 
     mode: str = "logend"
     files: Files = LOCAL
-    _by_dir: dict = field(default_factory=dict)
+    log_starts: bool = False
+    _read: dict = field(default_factory=dict)   # (log dir, file name) -> contents or None
 
     @property
     def bounded(self) -> bool:
         return self.mode != "logend"
 
-    def _contents(self, log_dir: str) -> CheckpointContents | None:
-        if log_dir not in self._by_dir:
-            path = self.files.join(log_dir, HIGH_WATERMARK_FILE)
+    def _contents(self, log_dir: str, name: str = HIGH_WATERMARK_FILE) -> CheckpointContents | None:
+        if (log_dir, name) not in self._read:
+            path = self.files.join(log_dir, name)
             data = self.files.read_small(path)
-            if data is None:
-                self._by_dir[log_dir] = None
-            else:
-                text = data.decode("utf-8", "replace")
-                self._by_dir[log_dir] = parse_high_watermarks(text, path)
-        return self._by_dir[log_dir]
+            self._read[(log_dir, name)] = None if data is None else \
+                parse_high_watermarks(data.decode("utf-8", "replace"), path)
+        return self._read[(log_dir, name)]
 
     def load(self, partition_dirs) -> None:
-        """Read the checkpoint of each partition directory's log directory now."""
-        if self.bounded:
-            for directory in partition_dirs:
+        """Read the checkpoints of each partition directory's log directory now."""
+        for directory in partition_dirs:
+            if self.bounded:
                 self._contents(Files.dirname(directory))
+            if self.log_starts:
+                self._contents(Files.dirname(directory), LOG_START_FILE)
+
+    def log_start(self, partition_dir: str, topic: str, partition: int) -> int | None:
+        """The checkpointed log start offset, None without one (or without ``log_starts``)."""
+        if not self.log_starts:
+            return None
+        contents = self._contents(Files.dirname(partition_dir), LOG_START_FILE)
+        return None if contents is None else contents.offsets.get((topic, partition))
 
     def bound(self, partition_dir: str, topic: str, partition: int) -> int | None:
         """The offset a read of the partition stops at, None for no bound (``logEnd``);

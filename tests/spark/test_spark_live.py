@@ -155,6 +155,23 @@ def test_without_a_checkpoint_nothing_is_known_committed_unless_required(tmp_pat
         parse_options({"path": "/x", "highWatermark": "hw"}, streaming=False)
 
 
+def test_a_live_read_starts_at_the_checkpointed_log_start_offset(tmp_path):
+    """log-start-offset-checkpoint (DeleteRecords moved the log start inside the first
+    segment): a consumer sees nothing below it, nor does a live read."""
+    from kafkawire.spark.plan import PlanError
+    log_dir = _live_dir(tmp_path)
+    (log_dir / "log-start-offset-checkpoint").write_text("0\n1\norders 0 10\n")
+    assert _offsets(read_direct(log_dir, liveLog="true")) == list(range(10, HW))
+    assert _offsets(read_direct(log_dir)) == list(range(RECORDS))          # not live: as before
+    asked = '{"orders": {"0": 5}}'
+    with pytest.raises(PlanError, match="asks for offset 5, but the log now starts at 10"):
+        read_direct(log_dir, liveLog="true", startingOffsets=asked)
+    assert _offsets(read_direct(log_dir, liveLog="true", startingOffsets=asked,
+                                failOnDataLoss="false")) == list(range(10, HW))
+    reader = _stream_reader(log_dir, liveLog="true", startingOffsets="earliest")
+    assert reader.initialOffset() == {"orders": {"0": 10, "1": 0}}
+
+
 # --- torn and corrupt batches ---------------------------------------------------------------
 
 def _flip_byte_in_batch_holding(partition_dir, offset: int):
