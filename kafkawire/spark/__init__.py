@@ -11,13 +11,15 @@ name on its own, through the ``pyspark_kafkawire`` module.
     spark.read.format("kafkawire").option("decode", "metadata").load(".../__cluster_metadata-0")
     spark.read.format("kafkawire").load(".../00000000000000012345-0000000007.checkpoint")
     spark.readStream.format("kafkawire").load(".../__cluster_metadata-0")  # tail a live log
+    spark.read.format("kafkawire").option("liveLog", "true").load("/data/kafka-logs")  # a running broker's
     spark.read.format("kafkawire").option("fs.s3a.endpoint.region", "eu-west-1").load("s3a://bucket/kafka-logs")
 
 Paths may be local, ``file://`` or remote (S3, GCS, Azure, HDFS) through pyarrow's
 filesystems, reached with Hadoop-named ``fs.*`` options: ``files.py``, ``remote_options.py``.
 
 Columns: ``columns.py``; options: ``options.py``; pushed-down filters: ``filters.py``;
-read_committed: ``transactions.py``. Spark's Python workers must be able to import
+read_committed: ``transactions.py``; a running broker's directory (``liveLog``, read to
+the high watermark in ``replication-offset-checkpoint``): ``watermarks.py``, ``plan.py``. Spark's Python workers must be able to import
 kafkawire (set PYSPARK_PYTHON to this environment's python).
 
 A query that needs a few columns names them in a schema, and only those are built and

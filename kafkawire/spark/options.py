@@ -19,7 +19,12 @@ kafka.isolation.level                  read_uncommitted (default) | read_committ
 and our own: ``includeControl`` (control records as rows, default false), ``includeAborted``
 (default true; false is read_committed), ``decode`` (none | metadata),
 ``failOnCorruption`` (default true), ``failOnDataLoss`` (default true),
-``maxPartitionBytes`` (split size, default 128 MiB), ``maxOffsetsPerTrigger`` (streaming).
+``maxPartitionBytes`` (split size, default 128 MiB), ``maxOffsetsPerTrigger`` (streaming),
+``liveLog`` (default false; true: the directory belongs to a running broker: reads start
+at its checkpointed log start offset, and segments that retention deletes during the read
+are skipped as the log start moving, see plan.py) and
+``highWatermark`` (checkpoint | required | logEnd: how far each partition is read, see
+watermarks.py; default checkpoint with liveLog=true, else logEnd).
 
 Other ``kafka.*`` options configure a Kafka client, which a file reader does not have; they
 are accepted and ignored so an existing job's options load unchanged. ``fs.*`` options (also
@@ -35,6 +40,7 @@ from dataclasses import dataclass, field
 
 from .files import LOCAL, Files
 from .remote_options import FS_OPTION_PREFIXES, RemoteOptionError, remote_settings
+from .watermarks import HW_MODES
 
 __all__ = ["OptionError", "ReadOptions", "EARLIEST", "LATEST", "parse_options", "column_options"]
 
@@ -46,7 +52,7 @@ _KNOWN = {
     "startingoffsetsbytimestamp", "endingoffsetsbytimestamp",
     "startingoffsetsbytimestampstrategy", "subscribe", "subscribepattern", "assign",
     "includeheaders", "includecontrol", "includeaborted", "decode", "failoncorruption",
-    "failondataloss", "maxpartitionbytes", "maxoffsetspertrigger",
+    "failondataloss", "maxpartitionbytes", "maxoffsetspertrigger", "livelog", "highwatermark",
 }
 _DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
 
@@ -98,6 +104,8 @@ class ReadOptions:
     fail_on_data_loss: bool
     split_bytes: int
     max_offsets_per_trigger: int | None
+    live_log: bool = False            # a running broker's directory (liveLog)
+    high_watermark: str = "logend"    # checkpoint | required | logend (highWatermark)
     files: Files = field(default=LOCAL, repr=False)   # how remote paths are reached (fs.* options)
 
     def selects(self, topic: str, partition: int) -> bool:
@@ -235,6 +243,7 @@ def parse_options(options, *, streaming: bool) -> ReadOptions:
         raise OptionError("includeAborted=true contradicts kafka.isolation.level=read_committed")
 
     shape = column_options(opts)
+    live_log = _bool(opts, "liveLog", False)
 
     topics = pattern = assigned = None
     chosen = [n for n in ("subscribe", "subscribepattern", "assign") if opts.get(n) is not None]
@@ -271,8 +280,20 @@ def parse_options(options, *, streaming: bool) -> ReadOptions:
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
         split_bytes=_int(opts, "maxPartitionBytes", _DEFAULT_SPLIT_BYTES, minimum=1),
         max_offsets_per_trigger=_int(opts, "maxOffsetsPerTrigger", None, minimum=1),
+        live_log=live_log,
+        high_watermark=_high_watermark(opts, live_log),
         files=files,
     )
+
+
+def _high_watermark(opts, live_log: bool) -> str:
+    raw = opts.get("highwatermark")
+    if raw is None:
+        return "checkpoint" if live_log else "logend"
+    mode = str(raw).strip().lower()
+    if mode not in HW_MODES:
+        raise OptionError(f"option highWatermark={raw!r}: expected checkpoint, required or logEnd")
+    return mode
 
 
 def _paths(opts) -> tuple:

@@ -12,6 +12,16 @@ Timestamps are found the way Kafka's ListOffsets finds them (UnifiedLog
 fetchOffsetByTimestamp): the first segment whose largest timestamp (the time index's last
 entry, written when Kafka rolls a segment) reaches the target, then the time index, the
 offset index, and a scan of the few batches from there to the first record at or after it.
+
+A running broker's log (``liveLog``, ``highWatermark``): each partition is read no further
+than its high watermark (watermarks.py), read before its segments are listed, and a
+read_committed read no further than the LSO below it. Everything below the high watermark
+was whole on disk when the broker recorded it, so a batch there that does not read (torn
+or corrupt) is corruption, named by file and byte; nothing at or past it is read. A segment
+that retention deletes (renames to ``.deleted``) between the listing and its reading has
+left the log: planning drops it and goes on from the next one, and a task whose segment is
+gone reads nothing when the read started at the log start or ``failOnDataLoss=false``, and
+otherwise fails saying so (ReadTask.if_vanished).
 """
 from __future__ import annotations
 
@@ -25,9 +35,11 @@ from .layout import METADATA_TOPIC, Segment, discover
 from .options import EARLIEST, LATEST, ReadOptions
 from .scan import Skipped, scan_batches
 from .tail import LogTail
+from .watermarks import HighWatermarks
 
 __all__ = ["PlanError", "ReadTask", "plan_batch", "tasks_for_range", "offset_for_timestamp",
-           "partition_key", "start_offset", "pack_tasks"]
+           "partition_key", "start_offset", "latest_offset", "log_start_offset", "pack_tasks", "vanished_rule",
+           "after_vanished"]
 
 # Packing small files: each costs as much as this many bytes to open and plan (Spark's
 # spark.sql.files.openCostInBytes), and a small read is still spread over about
@@ -60,6 +72,7 @@ class ReadTask:
     index_path: str | None        # for resynchronising after a corrupt batch
     following: tuple = ()         # (path, limit) of later segments, for transaction markers
     files: Files = field(default=LOCAL, repr=False)   # how to reach path (a URI's filesystem)
+    if_vanished: str = "error"    # path gone when the task runs: "error" | "skip" | "data_loss"
 
     @property
     def is_metadata_log(self) -> bool:
@@ -102,12 +115,14 @@ def offset_for_timestamp(segments: list[Segment], timestamp: int, files: Files =
 def tasks_for_range(topic: str, partition: int, segments: list[Segment], start: int | None,
                     end: int | None, *, split_bytes: int, timestamp_low_ms: int | None = None,
                     with_following: bool = False, fixed_limits: bool = True,
-                    complete: bool = False, files: Files = LOCAL) -> list[ReadTask]:
+                    complete: bool = False, files: Files = LOCAL,
+                    if_vanished: str = "error") -> list[ReadTask]:
     """Tasks reading offsets [start, end) of one partition's segments (None: unbounded).
 
     ``fixed_limits``: read no further than the sizes seen now (a batch read's snapshot of a
     live log); streaming reads are bounded by offsets instead. ``complete``: every file is
-    complete (a snapshot), so a torn end is corruption even in the last one."""
+    complete (a snapshot, or a range below a high watermark), so a torn end is corruption
+    even in the last one."""
     tasks = []
     for i, segment in enumerate(segments):
         next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
@@ -147,17 +162,33 @@ def tasks_for_range(topic: str, partition: int, segments: list[Segment], start: 
                 limit=segment.size if fixed_limits else None,
                 offset_min=start, offset_end=end,
                 complete_file=complete or not last,
-                index_path=_index_path(segment), following=following, files=files))
+                index_path=_index_path(segment), following=following, files=files,
+                if_vanished=if_vanished))
     return tasks
 
 
-def start_offset(opts: ReadOptions, key, label: str, segments: list[Segment]) -> tuple[bool, int | None]:
-    """(anything to read?, start offset or None for the log start)."""
-    log_start = segments[0].base_offset
+def latest_offset(segments: list[Segment], hw: int | None, files: Files = LOCAL) -> int:
+    """Where "latest" is: the end of the whole batches, or the high watermark below it."""
+    end = LogTail.at_end(segments, files).advance(segments, upto=hw).next_offset
+    return end if hw is None else max(min(end, hw), segments[0].base_offset)
+
+
+def log_start_offset(segments: list[Segment], floor: int | None) -> int:
+    """The first segment's base offset, or the checkpointed log start above it."""
+    return segments[0].base_offset if floor is None else max(floor, segments[0].base_offset)
+
+
+def start_offset(opts: ReadOptions, key, label: str, segments: list[Segment],
+                 hw: int | None = None, floor: int | None = None) -> tuple[bool, int | None]:
+    """(anything to read?, start offset or None for the log start); ``hw`` bounds "latest",
+    ``floor`` is a checkpointed log start offset (watermarks.py)."""
+    log_start = log_start_offset(segments, floor)
     timestamps = opts.starting_timestamps
     ts = timestamps.for_partition(key) if timestamps is not None else None
     if ts is not None:
         found = offset_for_timestamp(segments, ts, opts.files)
+        if found is not None:
+            found = max(found, log_start)
         if found is None:
             if opts.timestamp_miss_is_error:
                 raise PlanError(f"{label}: no record has a timestamp at or after {ts} "
@@ -169,7 +200,7 @@ def start_offset(opts: ReadOptions, key, label: str, segments: list[Segment]) ->
     if wanted == EARLIEST:
         return True, None
     if wanted == LATEST:
-        return True, LogTail.at_end(segments, opts.files).advance(segments).next_offset
+        return True, latest_offset(segments, hw, opts.files)
     if wanted < log_start:
         if opts.fail_on_data_loss:
             raise PlanError(f"{label}: startingOffsets asks for offset {wanted}, but the log "
@@ -196,25 +227,59 @@ def _merge(start, end, pushed: PushedFilters):
     return start, end
 
 
-def _plan_partition(topic, partition, segments, opts, pushed, split_bytes, *, complete=False) -> list[ReadTask]:
+def vanished_rule(opts: ReadOptions, start: int | None) -> str:
+    """What a task does when its segment is gone (ReadTask.if_vanished): on a live log,
+    nothing is lost when the read began at the log start, which merely moved."""
+    if not opts.live_log:
+        return "error"
+    return "skip" if start is None or not opts.fail_on_data_loss else "data_loss"
+
+
+def _plan_partition(topic, partition, segments, opts, pushed, split_bytes, *, complete=False,
+                    hw: int | None = None, floor: int | None = None) -> list[ReadTask]:
     if not segments:
         return []
     key = (topic, partition)
     label = f"{partition_key(topic, partition)} ({Files.dirname(segments[0].path)})"
-    anything, start = start_offset(opts, key, label, segments)
+    anything, start = start_offset(opts, key, label, segments, hw, floor)
     if not anything:
         return []
+    if_vanished = vanished_rule(opts, start)
+    if floor is not None and floor > segments[0].base_offset:
+        start = max(start, floor) if start is not None else floor
     start, end = _merge(start, _end_offset(opts, key, segments), pushed)
+    if hw is not None:
+        end = hw if end is None else min(end, hw)
     if not opts.include_aborted:
-        lso = LogTail(start, track_transactions=True, files=opts.files).advance(segments).last_stable_offset
+        lso = LogTail(start, track_transactions=True, files=opts.files).advance(segments, upto=hw).last_stable_offset
         end = lso if end is None else min(end, lso)
     if start is not None and end is not None and start >= end:
         return []
     low_us = pushed.timestamp_lower_us
     return tasks_for_range(topic, partition, segments, start, end, split_bytes=split_bytes,
                            timestamp_low_ms=None if low_us is None else -(-low_us // 1000),
-                           with_following=not opts.include_aborted, complete=complete,
-                           files=opts.files)
+                           with_following=not opts.include_aborted,
+                           complete=complete or hw is not None, files=opts.files,
+                           if_vanished=if_vanished)
+
+
+def after_vanished(segments: list[Segment], error: FileNotFoundError) -> list[Segment] | None:
+    """The segments after the one that ``error`` says is gone (retention deletes from the
+    log start, so the ones before it are gone too); None when it names none of them."""
+    gone = [i for i, s in enumerate(segments) if s.path == error.filename]
+    return segments[gone[-1] + 1:] if gone else None
+
+
+def _plan_live_partition(topic, partition, segments, opts, pushed, split_bytes, *, hw, floor) -> list[ReadTask]:
+    """_plan_partition, again from the next segment each time one turns out deleted."""
+    while True:
+        try:
+            return _plan_partition(topic, partition, segments, opts, pushed, split_bytes, hw=hw, floor=floor)
+        except FileNotFoundError as e:
+            rest = after_vanished(segments, e) if opts.live_log else None
+            if rest is None:
+                raise
+            segments = rest
 
 
 def spread_split_bytes(total_bytes: int, split_bytes: int) -> int:
@@ -227,18 +292,29 @@ def spread_split_bytes(total_bytes: int, split_bytes: int) -> int:
 def plan_batch(opts: ReadOptions, pushed: PushedFilters) -> list[ReadTask]:
     """Every task of a batch read."""
     layout = discover(opts.paths, files=opts.files)
-    logs = []   # (topic, partition, segments, complete)
+    logs = []   # (topic, partition, segments, is a snapshot, high watermark, log start floor)
     for snap in layout.snapshots:
         if opts.selects(snap.topic, snap.partition) and pushed.keeps_partition(snap.topic, snap.partition):
-            logs.append((snap.topic, snap.partition, [Segment(0, snap.path, opts.files.size(snap.path))], True))
+            logs.append((snap.topic, snap.partition, [Segment(0, snap.path, opts.files.size(snap.path))],
+                         True, None, None))
     parts = [p for p in layout.partitions
              if opts.selects(p.topic, p.partition) and pushed.keeps_partition(p.topic, p.partition)]
+    hws = HighWatermarks(opts.high_watermark, opts.files, log_starts=opts.live_log)
+    hws.load(p.path for p in parts)      # before the listing: see watermarks.py
     for part, segments in zip(parts, _each(opts, lambda p: p.segments(), parts)):
-        logs.append((part.topic, part.partition, segments, False))
-    split_bytes = spread_split_bytes(sum(s.size for *_, segments, _ in logs for s in segments),
+        logs.append((part.topic, part.partition, segments, False, hws.bound(part.path, *part.key),
+                     hws.log_start(part.path, *part.key)))
+    split_bytes = spread_split_bytes(sum(s.size for _, _, segments, *_ in logs for s in segments),
                                      opts.split_bytes)
-    planned = _each(opts, lambda log: _plan_partition(*log[:3], opts, pushed, split_bytes, complete=log[3]), logs)
+    planned = _each(opts, lambda log: _plan_log(log, opts, pushed, split_bytes), logs)
     return [task for tasks in planned for task in tasks]
+
+
+def _plan_log(log, opts, pushed, split_bytes) -> list[ReadTask]:
+    topic, partition, segments, snapshot, hw, floor = log
+    if snapshot:   # complete by construction; no high watermark
+        return _plan_partition(topic, partition, segments, opts, pushed, split_bytes, complete=True)
+    return _plan_live_partition(topic, partition, segments, opts, pushed, split_bytes, hw=hw, floor=floor)
 
 
 def _each(opts: ReadOptions, fn, items: list) -> list:

@@ -2,10 +2,15 @@
 
 This is what a Spark task executes (in the Python worker), for batch and streaming reads
 alike; nothing here imports pyspark, so it is tested and benchmarked on its own.
+
+A task stops reading once it has a batch reaching its end offset (a high watermark, on a
+live log): what follows may be a batch still being written, which is never looked at.
 """
 from __future__ import annotations
 
+import errno
 import gc
+import os
 from dataclasses import dataclass
 
 from kafkawire import _native
@@ -114,17 +119,43 @@ def _outcomes(task: ReadTask) -> TransactionOutcomes:
     for path, start, limit in ahead:
         if not pending:
             break
-        for item in scan_batches(path, start, None, limit, verify_crc=False, skip_corrupt=True,
-                                 files=task.files):
-            if isinstance(item, Skipped):
-                continue
-            batch = item[1]
-            if batch.is_control and batch.is_transactional and batch.producer_id in pending:
-                outcomes.note(batch)
-                pending.discard(batch.producer_id)
-                if not pending:
-                    break
+        try:
+            _note_markers(outcomes, pending, scan_batches(path, start, None, limit, verify_crc=False,
+                                                          skip_corrupt=True, files=task.files))
+        except FileNotFoundError:
+            if task.if_vanished == "error":
+                raise
+            # deleted by retention since planning; markers after the task's data are in later segments
     return outcomes
+
+
+def _note_markers(outcomes: TransactionOutcomes, pending: set, scan) -> None:
+    for item in scan:
+        if isinstance(item, Skipped):
+            continue
+        batch = item[1]
+        if batch.is_control and batch.is_transactional and batch.producer_id in pending:
+            outcomes.note(batch)
+            pending.discard(batch.producer_id)
+            if not pending:
+                return
+
+
+def _until(scan, end: int):
+    """The scan's items, up to and including the first batch reaching ``end``."""
+    for item in scan:
+        yield item
+        if not isinstance(item, Skipped) and item[1].next_offset >= end:
+            scan.close()   # releases the file now
+            return
+
+
+def _vanished(task: ReadTask) -> FileNotFoundError:
+    """The error for a segment deleted after planning, when the read may not skip it."""
+    return FileNotFoundError(
+        errno.ENOENT, f"{os.strerror(errno.ENOENT)}: deleted while the query read it (retention moved "
+        f"the log start of {task.topic}-{task.partition} past offsets the read was asked for; set "
+        f"failOnDataLoss=false to skip deleted segments)", task.path)
 
 
 def read_task(task: ReadTask, settings: ReadSettings):
@@ -139,6 +170,13 @@ def read_task(task: ReadTask, settings: ReadSettings):
     gc.disable()
     try:
         yield from _read_task(task, settings)
+    except FileNotFoundError as e:
+        # Only opening the task's own file can fail so (an open file stays readable when
+        # retention deletes it), so no row of this task has been yielded yet.
+        if task.if_vanished == "error" or e.filename != task.path:
+            raise
+        if task.if_vanished == "data_loss":
+            raise _vanished(task) from None
     finally:
         if collecting:
             gc.enable()
@@ -162,6 +200,8 @@ def _read_task(task: ReadTask, settings: ReadSettings):
     scan = scan_batches(task.path, task.start, task.stop, task.limit, skip_corrupt=not fail,
                         resync_positions=_LazyPositions(task),
                         torn_tail_is_corrupt=task.complete_file, files=task.files)
+    if end is not None:
+        scan = _until(scan, end)
     for item in scan:
         if isinstance(item, Skipped):
             if report_skips:

@@ -20,9 +20,11 @@ from .columns import column_types, ddl
 from .filters import PushedFilters, push_filters
 from .layout import LayoutError, discover
 from .options import OptionError, ReadOptions, parse_options
-from .plan import PlanError, pack_tasks, partition_key, plan_batch, start_offset, tasks_for_range
+from .plan import (PlanError, after_vanished, latest_offset, log_start_offset, pack_tasks, partition_key,
+                   plan_batch, start_offset, tasks_for_range, vanished_rule)
 from .reader import ReadSettings, default_names, names_for_options, read_task, settings_for
 from .tail import LogTail
+from .watermarks import HighWatermarks
 
 __all__ = ["KafkaWireDataSource"]
 
@@ -126,7 +128,9 @@ def _flat(nested: dict | None) -> dict:
 
 
 class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Offsets are log offsets, ``{"topic": {"partition": next offset to read}}``."""
+    """Offsets are log offsets, ``{"topic": {"partition": next offset to read}}``. On a live
+    log they advance no further than each partition's high watermark (read again at every
+    trigger, before the segments are listed), or its LSO below it for read_committed."""
 
     def __init__(self, options, schema):
         self.opts = parse_options(options, streaming=True)
@@ -137,6 +141,8 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._last: dict | None = None
 
     def _partitions(self):
+        """(partition, (high watermark, checkpointed log start)) of the partitions read, as
+        recorded now (watermarks.py)."""
         layout = discover(self.opts.paths, allow_empty=True, files=self.opts.files)
         if layout.snapshots:
             raise LayoutError(f"{layout.snapshots[0].path}: a snapshot is complete when written; "
@@ -147,26 +153,43 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             if seen.setdefault(p.key, p.path) != p.path:
                 raise LayoutError(f"{seen[p.key]} and {p.path} both hold {partition_key(*p.key)}: a "
                                   f"stream's offsets are per topic-partition, so read them apart")
-        return chosen
+        hws = HighWatermarks(self.opts.high_watermark, self.opts.files, log_starts=self.opts.live_log)
+        hws.load(p.path for p in chosen)
+        return [(p, (hws.bound(p.path, *p.key), hws.log_start(p.path, *p.key))) for p in chosen]
 
-    def _log_start(self, segments) -> int:
-        return segments[0].base_offset if segments else 0
+    def _segments(self, part, fn):
+        """``fn(segments)`` over the partition's segments listed now; on a live log, again
+        without those retention deleted meanwhile (plan.after_vanished)."""
+        segments = part.segments()
+        while True:
+            try:
+                return fn(segments)
+            except FileNotFoundError as e:
+                rest = after_vanished(segments, e) if self.opts.live_log else None
+                if rest is None:
+                    raise
+                segments = rest
+
+    def _log_start(self, segments, floor: int | None = None) -> int:
+        return log_start_offset(segments, floor) if segments else 0
 
     def initialOffset(self) -> dict:
         offsets = {}
-        for part in self._partitions():
-            segments = part.segments()
-            if not segments:
-                offsets[part.key] = 0
-                continue
-            anything, start = start_offset(self.opts, part.key, partition_key(*part.key), segments)
-            if not anything:   # no record that late (strategy latest): start at the end
-                start = LogTail.at_end(segments, self.opts.files).advance(segments).next_offset
-            offsets[part.key] = self._log_start(segments) if start is None else start
+        for part, marks in self._partitions():
+            offsets[part.key] = self._segments(part, lambda segments: self._initial(part, marks, segments))
         return _nested(offsets)
 
-    def _checked_start(self, key, wanted: int | None, segments) -> int:
-        log_start = self._log_start(segments)
+    def _initial(self, part, marks, segments) -> int:
+        if not segments:
+            return 0
+        hw, floor = marks
+        anything, start = start_offset(self.opts, part.key, partition_key(*part.key), segments, hw, floor)
+        if not anything:   # no record that late (strategy latest): start at the end
+            start = latest_offset(segments, hw, self.opts.files)
+        return self._log_start(segments, floor) if start is None else start
+
+    def _checked_start(self, key, wanted: int | None, segments, floor: int | None = None) -> int:
+        log_start = self._log_start(segments, floor)
         if wanted is None:
             return log_start   # a partition that appeared since: from its beginning
         if wanted < log_start:
@@ -180,17 +203,22 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def _available(self, starts: dict) -> dict:
         """{key: (where the stream is, how far whole batches (or the LSO) reach)}."""
         ranges = {}
-        for part in self._partitions():
-            segments = part.segments()
-            start = self._checked_start(part.key, starts.get(part.key), segments)
-            tail = self._tails.get(part.key)
-            if tail is None or tail.next_offset is None or tail.next_offset < start:
-                tail = self._tails[part.key] = LogTail(
-                    start, track_transactions=not self.opts.include_aborted, files=self.opts.files)
-            tail.advance(segments)
-            end = tail.next_offset if self.opts.include_aborted else tail.last_stable_offset
-            ranges[part.key] = (start, max(start, end if end is not None else start))
+        for part, marks in self._partitions():
+            ranges[part.key] = self._segments(part, lambda segments: self._range(part, marks, starts, segments))
         return ranges
+
+    def _range(self, part, marks, starts: dict, segments) -> tuple:
+        hw, floor = marks
+        start = self._checked_start(part.key, starts.get(part.key), segments, floor)
+        tail = self._tails.get(part.key)
+        if tail is None or tail.next_offset is None or tail.next_offset < start:
+            tail = self._tails[part.key] = LogTail(
+                start, track_transactions=not self.opts.include_aborted, files=self.opts.files)
+        tail.advance(segments, upto=hw)
+        end = tail.next_offset if self.opts.include_aborted else tail.last_stable_offset
+        if end is not None and hw is not None:
+            end = min(end, hw)
+        return start, max(start, end if end is not None else start)
 
     def latestOffset(self, start=None, limit=None) -> dict:
         starts = _flat(start if start is not None else self._last)
@@ -223,20 +251,25 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def partitions(self, start: dict, end: dict):
         starts, ends = _flat(start), _flat(end)
         tasks = []
-        by_key = {p.key: p for p in self._partitions()}
+        by_key = {p.key: (p, marks) for p, marks in self._partitions()}
         for key, stop in sorted(ends.items()):
-            part = by_key.get(key)
-            if part is None:
+            if key not in by_key:
                 continue
-            segments = part.segments()
-            begin = self._checked_start(key, starts.get(key), segments)
-            if begin >= stop:
-                continue
-            tasks += tasks_for_range(part.topic, part.partition, segments, begin, stop,
-                                     split_bytes=self.opts.split_bytes,
-                                     with_following=not self.opts.include_aborted,
-                                     fixed_limits=False, files=self.opts.files)
+            part, (_, floor) = by_key[key]
+            tasks += self._segments(part, lambda segments: self._tasks(part, starts.get(key), stop, segments, floor))
         return _input_partitions(tasks, self.opts)
+
+    def _tasks(self, part, wanted, stop: int, segments, floor) -> list:
+        begin = self._checked_start(part.key, wanted, segments, floor)
+        if begin >= stop:
+            return []
+        # Offsets below ``stop`` were below a high watermark: whole on disk (complete).
+        bounded = self.opts.high_watermark != "logend"
+        return tasks_for_range(part.topic, part.partition, segments, begin, stop,
+                               split_bytes=self.opts.split_bytes,
+                               with_following=not self.opts.include_aborted,
+                               fixed_limits=False, complete=bounded, files=self.opts.files,
+                               if_vanished=vanished_rule(self.opts, begin))
 
     def read(self, partition):
         return _read_pack(partition, self.settings)

@@ -5,6 +5,11 @@ Only whole batches count: a batch still being written (torn tail) is not there y
 end offset never points past what a task can read in full. Segments rolled since the last
 look are walked in order; a segment that disappeared (retention) or shrank (truncation)
 makes the tail find its place again from the offset index.
+
+On a live broker's log, ``upto`` (the high watermark, watermarks.py) stops the tail before
+the first batch that reaches past it: such a batch is not committed yet, and a transaction
+marker there does not end its transaction yet (Kafka's first unstable offset counts a
+transaction until its marker is below the high watermark), so the LSO is Kafka's too.
 """
 from __future__ import annotations
 
@@ -58,8 +63,9 @@ class LogTail:
         if target is None or target < chosen.base_offset:
             self.next_offset = chosen.base_offset
 
-    def advance(self, segments: list[Segment]) -> LogTail:
-        """Read the batch headers written since the last call."""
+    def advance(self, segments: list[Segment], upto: int | None = None) -> LogTail:
+        """Read the batch headers written since the last call, no further than ``upto``
+        (batches ending at or below it; None: every whole batch)."""
         if not segments:
             return self
         bases = [s.base_offset for s in segments]
@@ -71,21 +77,31 @@ class LogTail:
             segment = segments[i]
             if i > here:
                 self._segment, self._position = segment.base_offset, 0
-            position = self._position
-            for item in scan_batches(segment.path, position, None, segment.size, verify_crc=False,
-                                     skip_corrupt=True, files=self._files):
-                if isinstance(item, Skipped):
-                    position = item.position + item.length
-                    continue
-                pos, batch = item
-                position = pos + batch.size_in_bytes
-                if self._from is not None and batch.last_offset < self._from:
-                    continue
-                if self._track:
-                    self._open.note(batch)
-                if self.next_offset is None or batch.next_offset > self.next_offset:
-                    self.next_offset = batch.next_offset
+            position, reached = self._advance_in(segment, upto)
             self._position = position
             if self.next_offset is None or self.next_offset < segment.base_offset:
                 self.next_offset = segment.base_offset
+            if reached:
+                break
         return self
+
+    def _advance_in(self, segment: Segment, upto: int | None) -> tuple[int, bool]:
+        """Note the batches of one segment from the tail's position; (where it stopped,
+        whether it stopped at ``upto``)."""
+        position = self._position
+        for item in scan_batches(segment.path, position, None, segment.size, verify_crc=False,
+                                 skip_corrupt=True, files=self._files):
+            if isinstance(item, Skipped):
+                position = item.position + item.length
+                continue
+            pos, batch = item
+            if upto is not None and batch.next_offset > upto:
+                return pos, True      # not committed yet: looked at again next time
+            position = pos + batch.size_in_bytes
+            if self._from is not None and batch.last_offset < self._from:
+                continue
+            if self._track:
+                self._open.note(batch)
+            if self.next_offset is None or batch.next_offset > self.next_offset:
+                self.next_offset = batch.next_offset
+        return position, False
