@@ -48,7 +48,7 @@ def _combined_node(base: str):
 
 def _produce_and_consume(bootstrap: str) -> None:
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, enable_idempotence=False, max_block_ms=WAIT_S * 1000)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", max_block_ms=WAIT_S * 1000)   # idempotent
     for i in range(RECORDS):
         metadata = producer.send(TOPIC, key=b"order-%d" % i, value=b"%d items" % (i + 1)).get(timeout=WAIT_S)
         print(f"produced order-{i} to {metadata.topic}-{metadata.partition} at offset {metadata.offset}")
