@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import struct
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,7 +48,9 @@ class Packets:
     problems: list      # str: what could not be read, and where
 
 
-def read_segments(path: Path) -> Packets:
+@contextmanager
+def open_capture(path: Path):
+    """(file, dpkt reader) of a pcap or pcapng file; CaptureError naming the file when it is neither."""
     require(*_NEEDS_DPKT)
     try:
         handle = open(path, "rb")
@@ -58,12 +61,17 @@ def read_segments(path: Path) -> Packets:
             reader = dpkt.pcap.UniversalReader(handle)
         except (ValueError, dpkt.dpkt.Error, struct.error) as exc:
             raise CaptureError(f"{path}: neither pcap nor pcapng ({exc})") from None
-        return _segments(reader)
+        yield handle, reader
 
 
-def _segments(reader) -> Packets:
+def read_segments(path: Path) -> Packets:
+    with open_capture(path) as (_, reader):
+        return read_packets(reader, Packets([], 0, None, []))
+
+
+def read_packets(reader, out: Packets) -> Packets:
+    """Every packet the reader gives from where its file is, added to out."""
     link = reader.datalink()
-    out = Packets([], 0, None, [])
     packets = iter(reader)
     while True:
         try:
@@ -77,14 +85,19 @@ def _segments(reader) -> Packets:
         out.packets += 1
         if out.first_time is None:
             out.first_time = float(time)
-        try:
-            segment = _tcp_segment(out.packets, float(time), link, data)
-        except (dpkt.dpkt.Error, struct.error, ValueError, IndexError) as exc:
-            out.problems.append(f"packet {out.packets}: headers cut short or malformed ({exc}); skipped")
-            continue
-        if segment is not None:
-            out.segments.append(segment)
+        add_segment(out, float(time), link, data)
     return out
+
+
+def add_segment(out: Packets, time: float, link: int, data: bytes) -> None:
+    """The TCP segment of packet number out.packets, if it is one, or the problem with its headers."""
+    try:
+        segment = _tcp_segment(out.packets, time, link, data)
+    except (dpkt.dpkt.Error, struct.error, ValueError, IndexError) as exc:
+        out.problems.append(f"packet {out.packets}: headers cut short or malformed ({exc}); skipped")
+        return
+    if segment is not None:
+        out.segments.append(segment)
 
 
 def _network_layer(link: int, data: bytes):
