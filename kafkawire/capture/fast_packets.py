@@ -62,8 +62,9 @@ class _Reading:
         self.endpoints = _Endpoints(self.addresses)
 
 
-def _tcp(data: bytes, ip: int, tcp: int, end: int, carried: int, addresses, index: int, time: float):
-    """The Segment of a TCP header at data[tcp:end] (IP header at ip), or _HAND_OVER."""
+def _tcp(data: bytes, width: int, tcp: int, end: int, carried: int, addresses, index: int, time: float):
+    """The Segment of a TCP header at data[tcp:end] after an IP header whose last fields are the two
+    addresses, width bytes each; or _HAND_OVER."""
     if end - tcp < 20:
         return _HAND_OVER
     header = (data[tcp + 12] >> 4) * 4
@@ -72,7 +73,6 @@ def _tcp(data: bytes, ip: int, tcp: int, end: int, carried: int, addresses, inde
     sport, dport, seq = _TCP.unpack_from(data, tcp)
     flags = _H.unpack_from(data, tcp + 12)[0] & 0x1FF
     payload = data[tcp + header:end]
-    width = 4 if tcp - ip == 20 else 16
     src = (addresses[data[tcp - 2 * width:tcp - width]], sport)
     dst = (addresses[data[tcp - width:tcp]], dport)
     return Segment(index, time, src, dst, seq, flags, payload, max(len(payload), carried - header))
@@ -96,14 +96,14 @@ def _segment(data: bytes, start: int, end: int, link: int, addresses, index: int
             return _HAND_OVER
         if _H.unpack_from(data, ip + 6)[0] & 0x3FFF:
             return None                 # a fragment: not reassembled, as on the dpkt path
-        return _tcp(data, ip, ip + 20, min(end, ip + total), total - 20, addresses, index, time)
+        return _tcp(data, 4, ip + 20, min(end, ip + total), total - 20, addresses, index, time)
     if kind == _IPV6:
         if end - ip < 40 or data[ip] >> 4 != 6 or data[ip + 6] != 6:
             return _HAND_OVER
         carried = _H.unpack_from(data, ip + 4)[0]
         if carried < 20:
             return _HAND_OVER
-        return _tcp(data, ip + 20, ip + 40, min(end, ip + 40 + carried), carried, addresses, index, time)
+        return _tcp(data, 16, ip + 40, min(end, ip + 40 + carried), carried, addresses, index, time)
     return _HAND_OVER
 
 
@@ -197,5 +197,5 @@ def read_segments_fast(path) -> Packets:
             stop = 0
         if stop < len(data):            # an odd record: dpkt reads on from it, and words what is wrong
             handle.seek(start + stop)
-            read_packets(reader, out)
+            read_packets(reader, handle, out)
         return out

@@ -65,22 +65,24 @@ def open_capture(path: Path):
 
 
 def read_segments(path: Path) -> Packets:
-    with open_capture(path) as (_, reader):
-        return read_packets(reader, Packets([], 0, None, []))
+    with open_capture(path) as (handle, reader):
+        return read_packets(reader, handle, Packets([], 0, None, []))
 
 
-def read_packets(reader, out: Packets) -> Packets:
-    """Every packet the reader gives from where its file is, added to out."""
+def read_packets(reader, handle, out: Packets) -> Packets:
+    """Every packet the reader gives from where its file (handle) is, added to out."""
     link = reader.datalink()
     packets = iter(reader)
     while True:
+        offset = handle.tell()
         try:
             time, data = next(packets)
         except StopIteration:
             break
         except (dpkt.dpkt.Error, struct.error, ValueError) as exc:
-            out.problems.append(f"after packet {out.packets}: the capture file is truncated or corrupt "
-                                f"({type(exc).__name__}: {exc or 'no more data'}); the rest is not read")
+            out.problems.append(f"after packet {out.packets}, at byte {offset} of the file: the capture file is "
+                                f"truncated or corrupt ({type(exc).__name__}: {exc or 'no more data'}); "
+                                f"the rest is not read")
             break
         out.packets += 1
         if out.first_time is None:
