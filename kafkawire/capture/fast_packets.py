@@ -15,6 +15,7 @@ from __future__ import annotations
 import ipaddress
 import struct
 
+from kafkawire import _native
 from kafkawire._extras import require
 
 from .packets import _NEEDS_DPKT, Packets, Segment, add_segment, dpkt, open_capture, read_packets
@@ -48,8 +49,9 @@ class _Endpoints(dict):
         self.addresses = addresses
 
     def __missing__(self, raw: bytes) -> tuple:
-        sport, dport = _H.unpack_from(raw, 8)[0], _H.unpack_from(raw, 10)[0]
-        pair = self[raw] = ((self.addresses[raw[:4]], sport), (self.addresses[raw[4:8]], dport))
+        width = (len(raw) - 4) // 2          # IPv4's 4 bytes, or IPv6's 16 (the C loop's keys)
+        sport, dport = _H.unpack_from(raw, 2 * width)[0], _H.unpack_from(raw, 2 * width + 2)[0]
+        pair = self[raw] = ((self.addresses[raw[:width]], sport), (self.addresses[raw[width:2 * width]], dport))
         return pair
 
 
@@ -60,6 +62,21 @@ class _Reading:
         self.out, self.link = out, link
         self.addresses = _Addresses()
         self.endpoints = _Endpoints(self.addresses)
+
+    def native_loop(self, data: bytes, form: int, divisor, offset: int = 0):
+        """loop(pos) -> the first record from pos on that the C loop leaves to this module (it reads
+        the plain packets before it: capture.c); None without the C extension or for timestamps
+        the C loop does not compute as Python does (a Decimal divisor, an offset beyond int64)."""
+        native = _native.records
+        if native is None or type(divisor) is not float or not -2**63 <= offset < 2**63:
+            return None
+        out, scan = self.out, native.scan_packets
+
+        def loop(pos: int) -> int:
+            pos, out.packets, out.first_time = scan(data, pos, out.packets, out.first_time, form, self.link, divisor,
+                                                    offset, Segment, self.endpoints, out.segments)
+            return pos
+        return loop
 
 
 def _tcp(data: bytes, width: int, tcp: int, end: int, carried: int, addresses, index: int, time: float):
@@ -138,9 +155,15 @@ def _add(reading: _Reading, data: bytes, start: int, end: int, stamp) -> None:
 
 def _pcap_records(reader, data: bytes, pos: int, out: Packets) -> int:
     """Read the libpcap records from pos; returns where dpkt must go on (len(data) when done)."""
-    record = _LE_RECORD if reader._Reader__ph is dpkt.pcap.LEPktHdr else _BE_RECORD
+    little = reader._Reader__ph is dpkt.pcap.LEPktHdr
+    record = _LE_RECORD if little else _BE_RECORD
     divisor, reading, size = reader._divisor, _Reading(out, reader.datalink()), len(data)
+    native_loop = reading.native_loop(data, 0 if little else 1, divisor)
     while pos < size:
+        if native_loop is not None:
+            pos = native_loop(pos)
+            if pos >= size:
+                break
         if size - pos < 16:
             return pos
         seconds, fraction, caplen, _ = record.unpack_from(data, pos)
@@ -159,7 +182,12 @@ def _pcapng_blocks(reader, data: bytes, pos: int, out: Packets) -> int:
     epb_class = dpkt.pcapng.EnhancedPacketBlockLE if little else dpkt.pcapng.EnhancedPacketBlock
     divisor, offset, size = reader._divisor, reader._tsoffset, len(data)
     reading = _Reading(out, reader.datalink())
+    native_loop = reading.native_loop(data, 2 if little else 3, divisor, offset)
     while size - pos >= 8:
+        if native_loop is not None:
+            pos = native_loop(pos)
+            if size - pos < 8:
+                break
         kind, length = block.unpack_from(data, pos)
         if length < 12 or length > size - pos:
             return pos
