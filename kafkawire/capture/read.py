@@ -15,7 +15,7 @@ from .kafka import DEFAULT_PORTS, Frame, Report, decode_frames, kafka_frames
 from .packets import read_segments
 from .streams import reassemble
 
-__all__ = ["Capture", "Exchange", "read_capture"]
+__all__ = ["Capture", "Exchange", "read_capture", "collector_paused"]
 
 
 @dataclass
@@ -71,7 +71,7 @@ def read_capture(path, *, ports=None, check: bool = False, fast: bool | None = N
     fast = not FORCED_PURE if fast is None else fast
     any_port = ports is None
     ports = DEFAULT_PORTS if ports is None else tuple(ports)
-    with _collector_paused() if fast else nullcontext():
+    with collector_paused() if fast else nullcontext():
         if fast:
             from .fast_packets import read_segments_fast as read
         else:
@@ -92,9 +92,10 @@ def read_capture(path, *, ports=None, check: bool = False, fast: bool | None = N
 
 
 @contextmanager
-def _collector_paused():
+def collector_paused():
     """A capture becomes a few objects per packet and many per decoded frame, none of them in a
-    cycle; the cyclic collector's passes over that growing heap took more time than the rest."""
+    cycle; the cyclic collector's passes over that growing heap took more time than the rest
+    (`kafkawire pcap` keeps it paused while it formats the frames too)."""
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -126,6 +126,12 @@ def check_summary(frames) -> tuple[str, bool]:
 
 def run(args: argparse.Namespace) -> int:
     # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
+    from kafkawire.capture.read import collector_paused
+    with collector_paused():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from kafkawire.capture import CaptureError, read_capture
     try:
         ports = _ports(args.port)

@@ -11,6 +11,7 @@ import struct
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -203,7 +204,11 @@ def _odd_captures(tmp: Path) -> dict[str, Path]:
     return captures
 
 
-def test_fast_way_reports_what_the_first_way_reports_on_odd_captures(tmp_path):
+@pytest.mark.parametrize("c_loop", [True, False], ids=["c-packet-loop", "python-packet-loop"])
+def test_fast_way_reports_what_the_first_way_reports_on_odd_captures(tmp_path, monkeypatch, c_loop):
+    """Both of the fast way's packet loops: the C one (capture.c) and the Python one it leaves odd records to."""
+    if not c_loop:
+        monkeypatch.setattr("kafkawire.capture.fast_packets._native", SimpleNamespace(records=None))
     captures = _odd_captures(tmp_path)
     reports = {name: assert_same(path) for name, path in captures.items()}
     # the captures are what they say: Kafka decoded where the packets carry it, problems where they are odd
