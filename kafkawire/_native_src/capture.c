@@ -5,7 +5,7 @@
  * hands what is odd to dpkt), then calls it again. So the C loop only ever does what the Python
  * loop would, for the records both read the same way.
  *
- * scan_packets(data, pos, count, first_time, form, link, divisor, tsoffset, segment_cls, endpoints,
+ * scan_packets(data (bytes or a mapped file), pos, count, first_time, form, link, divisor, tsoffset, segment_cls, endpoints,
  *              segments) -> (pos, count, first_time)
  *     form: 0/1 libpcap little/big-endian records, 2/3 pcapng blocks. Each packet read becomes
  *     segment_cls(index, time, src, dst, seq, flags, payload, length) appended to segments; src and
@@ -192,19 +192,24 @@ PyObject *kw_scan_packets(PyObject *module, PyObject *const *args, Py_ssize_t na
     double offset = (double)PyLong_AsLongLong(args[7]);
     if (PyErr_Occurred())
         return NULL;
-    if (!PyBytes_Check(args[0]) || !PyList_Check(s.segments) || form < 0 || form > 3) {
-        PyErr_SetString(PyExc_TypeError, "scan_packets: data must be bytes, segments a list, form 0-3");
+    if (!PyList_Check(s.segments) || form < 0 || form > 3) {
+        PyErr_SetString(PyExc_TypeError, "scan_packets: segments must be a list, form 0-3");
         return NULL;
     }
-    Py_ssize_t size = PyBytes_GET_SIZE(args[0]);
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    Py_ssize_t size = view.len;
     if (pos < 0 || pos > size) {
+        PyBuffer_Release(&view);
         PyErr_SetString(PyExc_ValueError, "scan_packets: pos outside the data");
         return NULL;
     }
-    s.d = (const uint8_t *)PyBytes_AS_STRING(args[0]);
+    s.d = (const uint8_t *)view.buf;
     int little = form == 0 || form == 2;
     int rc = form < 2 ? scan_pcap(&s, size, little, divisor, &pos, &count, &first)
                       : scan_pcapng(&s, size, little, divisor, offset, &pos, &count, &first);
+    PyBuffer_Release(&view);
     if (rc < 0)
         return NULL;
     if (first != first)

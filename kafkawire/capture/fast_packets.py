@@ -13,6 +13,7 @@ iteration, so that both paths always say the same thing.
 from __future__ import annotations
 
 import ipaddress
+import mmap
 import struct
 
 from kafkawire import _native
@@ -216,14 +217,19 @@ def read_segments_fast(path) -> Packets:
     with open_capture(path) as (handle, reader):
         out = Packets([], 0, None, [])
         start = handle.tell()
-        data = handle.read()
-        if isinstance(reader, dpkt.pcap.Reader) and reader._Reader__ph in (dpkt.pcap.PktHdr, dpkt.pcap.LEPktHdr):
-            stop = _pcap_records(reader, data, 0, out)
-        elif isinstance(reader, dpkt.pcapng.Reader):
-            stop = _pcapng_blocks(reader, data, 0, out)
-        else:
-            stop = 0
-        if stop < len(data):            # an odd record: dpkt reads on from it, and words what is wrong
-            handle.seek(start + stop)
+        try:
+            data = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)   # no copy of the file
+        except (OSError, ValueError):    # not a regular file (a pipe): dpkt reads it all
+            return read_packets(reader, handle, out)
+        with data:
+            if isinstance(reader, dpkt.pcap.Reader) and reader._Reader__ph in (dpkt.pcap.PktHdr, dpkt.pcap.LEPktHdr):
+                stop = _pcap_records(reader, data, start, out)
+            elif isinstance(reader, dpkt.pcapng.Reader):
+                stop = _pcapng_blocks(reader, data, start, out)
+            else:
+                stop = start
+            size = len(data)
+        if stop < size:                 # an odd record: dpkt reads on from it, and words what is wrong
+            handle.seek(stop)
             read_packets(reader, handle, out)
         return out

@@ -258,3 +258,14 @@ def test_cli_prints_the_same_both_ways(tmp_path):
             for env in ({}, {"KAFKAWIRE_PURE": "1"})]
     assert runs[0].stdout == runs[1].stdout and runs[0].stderr == runs[1].stderr
     assert runs[0].returncode == runs[1].returncode == 0 and "Kafka Produce v9 Request" in runs[0].stdout
+
+
+def test_a_file_that_cannot_be_mapped_is_read_by_dpkt_with_the_same_report(tmp_path, monkeypatch):
+    """A pipe cannot be mapped: the fast way then reads the whole file the first way."""
+    path = write_pcap(tmp_path / "plain.pcap", v4(segments()))
+    expected = report(path, fast=False)
+
+    def unmappable(*args, **kwargs):
+        raise OSError("not mappable")
+    monkeypatch.setattr("kafkawire.capture.fast_packets.mmap.mmap", unmappable)
+    assert report(path, fast=True) == expected and "summary: 6 frames, 6 identical, 0 differ, 0 unknown" in expected
