@@ -21,7 +21,7 @@ from kafkawire.capture.fast_check import body_error_codes
 from kafkawire.protocol import framing
 from kafkawire.tools.pcap import check_summary, summary_line
 from tests.conftest import REFERENCE
-from tests.tools.test_pcap import CAPTURES, REPO, _api_versions_exchange
+from tests.tools.test_pcap import CAPTURES, REPO, _api_versions_exchange, damaged
 
 SYN, FIN, PSH, ACK = 0x02, 0x01, 0x08, 0x10
 
@@ -233,19 +233,8 @@ def test_fast_way_reports_what_the_first_way_reports_on_damaged_captures(tmp_pat
     sources += list(_odd_captures(tmp_path).values())[:6]
     rng = random.Random(26)
     for i in range(150):
-        data = bytearray(rng.choice(sources).read_bytes())
-        for _ in range(rng.randint(1, 4)):
-            if not data:
-                break
-            at, op = rng.randrange(len(data)), rng.random()
-            if op < 0.7:
-                data[at] ^= 1 << rng.randrange(8)
-            elif op < 0.85:
-                del data[at:at + rng.randint(1, 50)]
-            else:
-                data = data[:at]
         path = tmp_path / f"damaged-{i}.pcap"
-        path.write_bytes(bytes(data))
+        path.write_bytes(damaged(rng, rng.choice(sources).read_bytes()))
         assert_same(path)
 
 
