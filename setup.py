@@ -47,7 +47,7 @@ _SRC = "kafkawire/_native_src/"
 NATIVE = [Extension("kafkawire._native_records",
                     [_SRC + name for name in ("module.c", "parse.c", "decode.c", "encode.c", "columns.c", "crc32c.c",
                                                   "message_programs.c", "message_decode.c", "message_encode.c",
-                                                  "message_methods.c", "dump_json.c", "dump_lines.c")],
+                                                  "message_methods.c", "dump_json.c", "dump_lines.c", "capture.c")],
                     depends=[_SRC + "records.h", _SRC + "message.h", _SRC + "dump_text.h"],
                     extra_compile_args=["-O3", "-std=gnu11", "-Wall", "-Wno-missing-field-initializers"])]
 

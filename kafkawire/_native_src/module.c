@@ -8,6 +8,12 @@ static PyMethodDef methods[] = {
     {"decode_records", (PyCFunction)(void (*)(void))kw_decode_records, METH_FASTCALL,
      "decode_records(data, start, end, count, base_offset, base_timestamp, log_append_time, batch, "
      "record_cls) -> (records, None | (reason, position))"},
+    {"check_records", (PyCFunction)(void (*)(void))kw_check_records, METH_FASTCALL,
+     "check_records(data, start, end, count, base_offset, base_timestamp, log_append_time) -> None | "
+     "(reason, position): decode_records' verdict on the records, without making them (parse.c)"},
+    {"scan_packets", (PyCFunction)(void (*)(void))kw_scan_packets, METH_FASTCALL,
+     "scan_packets(data, pos, count, first_time, form, link, divisor, tsoffset, segment_cls, endpoints, segments) "
+     "-> (pos, count, first_time): `kafkawire pcap`'s plain packets (capture.c)"},
     {"crc32c", kw_crc32c_py, METH_O, "crc32c(data) -> the CRC-32C of the bytes (as the batch header stores it)."},
     {"dump_records", (PyCFunction)(void (*)(void))kw_dump_records, METH_FASTCALL,
      "dump_records(data, start, end, count, base_offset, base_timestamp, log_append_time, previous_offset, "

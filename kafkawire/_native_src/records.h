@@ -105,6 +105,8 @@ PyObject *kw_result(PyObject *value, Reader *r);
 PyObject *kw_mv_slice(PyObject *base, Py_ssize_t start, Py_ssize_t n);
 
 PyObject *kw_decode_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kw_check_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kw_scan_packets(PyObject *module, PyObject *const *args, Py_ssize_t nargs);  /* capture.c */
 int kw_decode_init(PyObject *module);
 PyObject *kw_set_pure_append(PyObject *module, PyObject *func);
 int kw_encode_init(PyObject *module);

@@ -72,23 +72,26 @@ def looks_like_request(payload: bytes) -> bool:
     return n <= 0 or all(32 <= c < 127 for c in payload[10:10 + n])
 
 
-def split_frames(run: Run, direction: Direction, times: dict, report: Report) -> list[Frame]:
-    """The complete size-prefixed frames of a run; what is left over is reported."""
+def split_frames(run: Run, direction: Direction, times: dict, report: Report, keep: bool = True) -> list[Frame]:
+    """The complete size-prefixed frames of a run; what is left over is reported. With keep
+    False only the problems are: no frame is made."""
     frames, pos, data = [], 0, run.data
-    while len(data) - pos >= 4:
-        size = struct.unpack_from(">i", data, pos)[0]
-        where = f"stream {direction.stream} {endpoint_text(direction.src)} -> {endpoint_text(direction.dst)}, " \
-                f"packet {run.packet_at(pos)}, stream offset {run.start + pos}"
-        if size < 0 or size > MAX_FRAME:
-            report.problems.append(f"{where}: not a Kafka frame (size {size}); "
-                                   f"{len(data) - pos} bytes of this direction skipped")
-            return frames
-        if len(data) - pos - 4 < size:
-            break
-        packet = run.packet_at(pos)
-        frames.append(Frame(packet, times[packet], direction.stream, direction.src, direction.dst, "",
-                            bytes(data[pos + 4:pos + 4 + size])))
-        pos += 4 + size
+    with memoryview(data) as view:
+        while len(data) - pos >= 4:
+            size = struct.unpack_from(">i", data, pos)[0]
+            if size < 0 or size > MAX_FRAME:
+                report.problems.append(f"stream {direction.stream} {endpoint_text(direction.src)} -> "
+                                       f"{endpoint_text(direction.dst)}, packet {run.packet_at(pos)}, stream offset "
+                                       f"{run.start + pos}: not a Kafka frame (size {size}); "
+                                       f"{len(data) - pos} bytes of this direction skipped")
+                return frames
+            if len(data) - pos - 4 < size:
+                break
+            if keep:
+                packet = run.packet_at(pos)
+                frames.append(Frame(packet, times[packet], direction.stream, direction.src, direction.dst, "",
+                                    bytes(view[pos + 4:pos + 4 + size])))
+            pos += 4 + size
     if pos < len(data):
         report.problems.append(f"stream {direction.stream} {endpoint_text(direction.src)} -> {endpoint_text(direction.dst)}, "
                                f"stream offset {run.start + pos}: frame cut short ({len(data) - pos} bytes, "
@@ -139,7 +142,7 @@ def kafka_frames(directions: list[Direction], times: dict, ports, any_port: bool
                                    f"its first bytes are not a Kafka request ({mine[0].payload[:12].hex(' ')}); skipped")
             continue
         for run in d.runs:                     # again, now that the stream counts: its problems are reported
-            split_frames(run, d, times, report)
+            split_frames(run, d, times, report, keep=False)
         for gap in d.gaps:
             report.problems.append(f"stream {d.stream} {endpoint_text(src)} -> {endpoint_text(dst)}: TCP gap of {gap[1]} bytes "
                                    f"at stream offset {gap[0]} (before packet {gap[2]}); frames across it are lost")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import struct
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,7 +48,9 @@ class Packets:
     problems: list      # str: what could not be read, and where
 
 
-def read_segments(path: Path) -> Packets:
+@contextmanager
+def open_capture(path: Path):
+    """(file, dpkt reader) of a pcap or pcapng file; CaptureError naming the file when it is neither."""
     require(*_NEEDS_DPKT)
     try:
         handle = open(path, "rb")
@@ -58,33 +61,45 @@ def read_segments(path: Path) -> Packets:
             reader = dpkt.pcap.UniversalReader(handle)
         except (ValueError, dpkt.dpkt.Error, struct.error) as exc:
             raise CaptureError(f"{path}: neither pcap nor pcapng ({exc})") from None
-        return _segments(reader)
+        yield handle, reader
 
 
-def _segments(reader) -> Packets:
+def read_segments(path: Path) -> Packets:
+    with open_capture(path) as (handle, reader):
+        return read_packets(reader, handle, Packets([], 0, None, []))
+
+
+def read_packets(reader, handle, out: Packets) -> Packets:
+    """Every packet the reader gives from where its file (handle) is, added to out."""
     link = reader.datalink()
-    out = Packets([], 0, None, [])
     packets = iter(reader)
     while True:
+        offset = handle.tell()
         try:
             time, data = next(packets)
         except StopIteration:
             break
         except (dpkt.dpkt.Error, struct.error, ValueError) as exc:
-            out.problems.append(f"after packet {out.packets}: the capture file is truncated or corrupt "
-                                f"({type(exc).__name__}: {exc or 'no more data'}); the rest is not read")
+            out.problems.append(f"after packet {out.packets}, at byte {offset} of the file: the capture file is "
+                                f"truncated or corrupt ({type(exc).__name__}: {exc or 'no more data'}); "
+                                f"the rest is not read")
             break
         out.packets += 1
         if out.first_time is None:
             out.first_time = float(time)
-        try:
-            segment = _tcp_segment(out.packets, float(time), link, data)
-        except (dpkt.dpkt.Error, struct.error, ValueError, IndexError) as exc:
-            out.problems.append(f"packet {out.packets}: headers cut short or malformed ({exc}); skipped")
-            continue
-        if segment is not None:
-            out.segments.append(segment)
+        add_segment(out, float(time), link, data)
     return out
+
+
+def add_segment(out: Packets, time: float, link: int, data: bytes) -> None:
+    """The TCP segment of packet number out.packets, if it is one, or the problem with its headers."""
+    try:
+        segment = _tcp_segment(out.packets, time, link, data)
+    except (dpkt.dpkt.Error, struct.error, ValueError, IndexError) as exc:
+        out.problems.append(f"packet {out.packets}: headers cut short or malformed ({exc}); skipped")
+        return
+    if segment is not None:
+        out.segments.append(segment)
 
 
 def _network_layer(link: int, data: bytes):

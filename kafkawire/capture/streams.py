@@ -9,9 +9,13 @@ are dropped; a hole (bytes never captured, or cut by the snapshot length) ends a
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from .packets import TCP_ACK, TCP_SYN, Segment
+
+_AT = itemgetter(0)
 
 
 @dataclass
@@ -22,7 +26,8 @@ class Run:
     packets: list = field(default_factory=list)         # (offset in data, packet index), ascending
 
     def packet_at(self, offset: int) -> int:
-        return next(index for at, index in reversed(self.packets) if at <= offset)
+        """The packet of the byte at offset (the last packet starting at or before it)."""
+        return self.packets[bisect_right(self.packets, offset, key=_AT) - 1][1]
 
 
 @dataclass
@@ -79,10 +84,11 @@ def _fill(direction: Direction, ordered: list[tuple[int, Segment]]) -> None:
 def reassemble(segments: list[Segment]) -> list[Direction]:
     """Every direction that carried data or a SYN, in order of the connection's first packet."""
     by_key: dict[tuple, list[Segment]] = {}
-    streams: dict[frozenset, int] = {}
     for s in segments:
         by_key.setdefault((s.src, s.dst), []).append(s)
-        streams.setdefault(frozenset((s.src, s.dst)), len(streams))
+    streams: dict[frozenset, int] = {}
+    for key in by_key:          # in order of each direction's first segment, so of each connection's
+        streams.setdefault(frozenset(key), len(streams))
     out = []
     for (src, dst), segs in by_key.items():
         direction = Direction(src, dst, streams[frozenset((src, dst))], segs[0].index)

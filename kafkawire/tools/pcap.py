@@ -64,10 +64,12 @@ def _api_filter(text: str | None) -> set[int] | None:
     return keys
 
 
-def summary_line(f) -> str:
+def summary_line(f, fast: bool = False) -> str:
+    """The frame's line; ``fast`` finds its error codes without its JSON form (the same codes)."""
     # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
     from kafkawire.capture.kafka import endpoint_text
     from kafkawire.capture.check import error_codes
+    from kafkawire.capture.fast_check import body_error_codes
     kind = "Request" if f.role == "request" else "Response"
     version = "" if f.api_version is None else f" v{f.api_version}"
     line = (f"{f.packet:>6} {f.time:>11.6f} {f.stream:>3} {endpoint_text(f.src)} → {endpoint_text(f.dst)} "
@@ -76,7 +78,7 @@ def summary_line(f) -> str:
         line += f" client_id={f.client_id!r}"
     line += f" len={len(f.payload) + 4}"
     if f.body is not None:
-        codes = error_codes(f.body.to_json(f.api_version))
+        codes = body_error_codes(f.body, f.api_version) if fast else error_codes(f.body.to_json(f.api_version))
         if codes:
             line += " errors=" + ",".join(str(c) for c in sorted(set(codes)))
     if f.status != "decoded":
@@ -124,19 +126,25 @@ def check_summary(frames) -> tuple[str, bool]:
 
 def run(args: argparse.Namespace) -> int:
     # lazy: `kafkawire` imports every command's module to build its parser (tools/cli.py)
+    from kafkawire.capture.read import collector_paused
+    with collector_paused():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from kafkawire.capture import CaptureError, read_capture
     try:
         ports = _ports(args.port)
         wanted = _api_filter(args.api)
         capture = read_capture(args.capture, ports=ports, check=args.check)
-        frames, problems = capture.frames, capture.problems
+        frames, problems, fast = capture.frames, capture.problems, capture.fast
     except (ValueError, CaptureError) as exc:
         print(f"kafkawire pcap: {exc}", file=sys.stderr)
         return 2
     if wanted is not None:
         frames = [f for f in frames if f.api_key in wanted]
     for f in frames:
-        print(json.dumps(frame_json(f, args.decode_records), default=str) if args.json else summary_line(f))
+        print(json.dumps(frame_json(f, args.decode_records), default=str) if args.json else summary_line(f, fast))
     for problem in problems:
         print(f"warning: {problem}", file=sys.stderr)
     if not args.check:

@@ -267,6 +267,22 @@ def test_decode_records_reads_cluster_metadata_and_consumer_offsets(tmp_path):
     assert by_topic["__consumer_offsets"]["value"]["offset"] == 9
 
 
+def damaged(rng, data: bytes) -> bytes:
+    """data with 1-4 of: a bit flipped, up to 50 bytes deleted, the rest cut off."""
+    data = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        if not data:
+            break
+        at, op = rng.randrange(len(data)), rng.random()
+        if op < 0.7:
+            data[at] ^= 1 << rng.randrange(8)
+        elif op < 0.85:
+            del data[at:at + rng.randint(1, 50)]
+        else:
+            data = data[:at]
+    return bytes(data)
+
+
 def test_mutated_captures_are_reported_never_raised(tmp_path):
     """Flipped bits, cut and deleted bytes anywhere in a capture (file header, packet records, IP,
     TCP, Kafka): the analysis reports what it can and never raises past CaptureError."""
@@ -276,17 +292,8 @@ def test_mutated_captures_are_reported_never_raised(tmp_path):
     require(PCAPS)
     rng = random.Random(13)
     for i in range(80):
-        data = bytearray(rng.choice(CAPTURES).read_bytes())
-        for _ in range(rng.randint(1, 4)):
-            at, op = rng.randrange(len(data)), rng.random()
-            if op < 0.7:
-                data[at] ^= 1 << rng.randrange(8)
-            elif op < 0.85:
-                del data[at:at + rng.randint(1, 50)]
-            else:
-                data = data[:at]
         path = tmp_path / f"mutated-{i}.pcap"
-        path.write_bytes(bytes(data))
+        path.write_bytes(damaged(rng, rng.choice(CAPTURES).read_bytes()))
         try:
             frames = read_capture(path, check=True).frames
         except CaptureError:
