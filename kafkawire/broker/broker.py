@@ -39,17 +39,19 @@ from kafkawire.net.metadata_topic import fetch_error_response, list_offsets_erro
 from kafkawire.net.server import KafkaServer
 from kafkawire.protocol.handler import ApiHandler
 
+from .delete_records import DeleteRecordsApi
 from .fetch import FetchApi
 from .group_apis import GroupApis
 from .lifecycle import RECOVERY, STARTING, BrokerLifecycle, Registration
+from .log_manager import LogManager
 from .metadata_apis import MetadataApis
 from .partition import LeaderPartition
-from .produce import ProduceApi, topic_config
+from .produce import ProduceApi
 
 __all__ = ["Broker", "BrokerStartError"]
 
 log = logging.getLogger(__name__)
-PRODUCE, FETCH, LIST_OFFSETS, METADATA, CREATE_TOPICS, DESCRIBE_CLUSTER = 0, 1, 2, 3, 19, 60
+PRODUCE, FETCH, LIST_OFFSETS, METADATA, CREATE_TOPICS, DELETE_RECORDS, DESCRIBE_CLUSTER = 0, 1, 2, 3, 19, 21, 60
 
 
 class BrokerStartError(RuntimeError):
@@ -93,6 +95,8 @@ class Broker:
         self.fetch_api = FetchApi(self)
         self.produce_api = ProduceApi(self)
         self.group_apis = GroupApis(self)
+        self.log_manager = LogManager(self)      # retention and the log directory's checkpoints
+        self.delete_records_api = DeleteRecordsApi(self)
 
     # -- the listeners --
 
@@ -105,6 +109,7 @@ class Broker:
             METADATA: ApiHandler(self.metadata_apis.metadata),
             CREATE_TOPICS: ApiHandler(self.metadata_apis.create_topics, min_version=2),
             DESCRIBE_CLUSTER: ApiHandler(self.metadata_apis.describe_cluster),
+            DELETE_RECORDS: ApiHandler(self.delete_records_api.delete_records),
             **self.group_apis.handlers(),
         }
 
@@ -131,6 +136,7 @@ class Broker:
         for server in self.servers:
             await server.start()
         self.task = asyncio.ensure_future(self.lifecycle.run())
+        self.log_manager.start()
         log.info("broker %d listening on %s", self.node_id,
                  ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
 
@@ -194,14 +200,15 @@ class Broker:
         partition = self.partitions.get((topic.name, index))
         if partition is not None and partition.topic_id == topic.id:
             partition.leader_epoch = leader_epoch
+            self.log_manager.configure(partition, image)
             return
         if partition is not None:
             self._close(partition)
         try:
-            self.partitions[(topic.name, index)] = LeaderPartition.open(
-                self.log_dir, topic.name, index, topic.id, leader_epoch=leader_epoch,
-                segment_bytes=topic_config(image, topic.name, "segment.bytes", self.config.log_segment_bytes,
-                                           self.node_id))
+            partition = LeaderPartition.open(self.log_dir, topic.name, index, topic.id, leader_epoch=leader_epoch,
+                                             **self.log_manager.open_options(image, topic.name, index, topic.id))
+            self.log_manager.opened(partition)
+            self.partitions[(topic.name, index)] = partition
         except OSError as exc:
             log.error("broker %d: cannot open the log of %s-%d: %s", self.node_id, topic.name, index, exc)
             return
@@ -245,6 +252,7 @@ class Broker:
         self.group_apis.close()
         for server in self.servers:
             await server.close(timeout_ms=1000)
+        self.log_manager.shutdown()
         for partition in self.partitions.values():
             self._close(partition)
         self.partitions.clear()
