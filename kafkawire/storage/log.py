@@ -14,11 +14,13 @@ increase), or with ``assign_offsets=True``, which rewrites each batch's base off
 field outside the CRC, as Kafka's LogValidator does for uncompressed v2 batches) starting
 at the log end offset. The active segment is rolled when the append would take it past
 ``segment_bytes`` (Kafka's ``segment.bytes``; ``metadata.log.segment.bytes`` for
-__cluster_metadata), when its offset index is full, or when the offsets would not fit
+__cluster_metadata), when its offset or time index is full (``max_index_size``, Kafka's
+``segment.index.bytes``), or when the offsets would not fit
 an int32 relative to its base offset, or (with ``segment_ms``, Kafka's ``segment.ms``;
 ``metadata.log.segment.ms`` for __cluster_metadata) when the new data's largest timestamp is
 more than ``segment_ms`` past the largest timestamp of the active segment's first batch (Kafka's
-LogSegment.shouldRoll with no jitter). An append bigger than ``segment_bytes`` is refused
+LogSegment.shouldRoll with no jitter; without timestamps, ``clock()`` ms since the segment was made or
+opened). An append bigger than ``segment_bytes`` is refused
 (RecordBatchTooLargeException in Kafka).
 
 Durability: appends reach the page cache; ``flush()`` fsyncs every segment written since

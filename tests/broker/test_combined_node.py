@@ -18,6 +18,7 @@ import pytest
 
 from kafkawire.messages.api_versions_request import ApiVersionsRequest
 from kafkawire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
+from kafkawire.messages.delete_records_request import DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic
 from kafkawire.messages.describe_cluster_request import DescribeClusterRequest
 from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic
 from kafkawire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
@@ -28,6 +29,7 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.raft.node.local_quorum import LocalQuorum, free_ports
 from kafkawire.records import iter_batches
 from kafkawire.records.builder import build_batch
+from kafkawire.storage.state_files import read_offset_checkpoint
 from kafkawire.tools import cli
 
 kafka = pytest.importorskip("kafka")
@@ -130,7 +132,10 @@ def combined_node(base, **properties):
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
-    with combined_node(tmp_path_factory.mktemp("combined")) as n:
+    # The log manager's checkpoints at once and often (Kafka's: after 30 s, then every 60 s / 5 s)
+    with combined_node(tmp_path_factory.mktemp("combined"), log_initial_task_delay_ms=0,
+                       log_flush_offset_checkpoint_interval_ms=500, log_flush_start_offset_checkpoint_interval_ms=500,
+                       replication_high_watermark_checkpoint_interval_ms=500) as n:
         yield n
 
 
@@ -339,6 +344,8 @@ def versioned_requests(topic: str, topic_id, version_tag: str) -> dict:
         3: MetadataRequest(topics=[MetadataRequestTopic(name=topic)]),
         19: CreateTopicsRequest(timeout_ms=10_000, topics=[CreatableTopic(
             name=f"made-{version_tag}", num_partitions=1, replication_factor=1, assignments=[], configs=[])]),
+        21: DeleteRecordsRequest(timeout_ms=1000, topics=[DeleteRecordsTopic(name=topic, partitions=[
+            DeleteRecordsPartition(partition_index=0, offset=-1)])]),
         60: DescribeClusterRequest(),
     }
 
@@ -358,12 +365,46 @@ def test_every_advertised_version_of_every_broker_api_is_answered_without_an_err
     topic_id = node.call(MetadataRequest(topics=[MetadataRequestTopic(name="versions")]), api_version=12).topics[0].topic_id
     advertised = {k.api_key: (k.min_version, k.max_version) for k in node.call(ApiVersionsRequest(
         client_software_name="kafkawire-tests", client_software_version="1")).api_keys}
-    assert {0, 1, 2, 3, 18, 19, 60} <= set(advertised)
-    for key in (0, 1, 2, 3, 19, 60):
+    assert {0, 1, 2, 3, 18, 19, 21, 60} <= set(advertised)
+    assert advertised[21] == (0, 2)                     # DeleteRecords: Kafka 4.3.1's range
+    for key in (0, 1, 2, 3, 19, 21, 60):
         low, high = advertised[key]
         for version in range(low, high + 1):
             request = versioned_requests("versions", topic_id, f"{key}-{version}")[key]
             assert set(errors_of(node.call(request, api_version=version))) == {Errors.NONE}, (key, version)
+
+
+def test_delete_records_through_kafka_pythons_admin_moves_the_log_start_and_the_checkpoints_say_so(node):
+    """kafka-python's KafkaAdminClient.delete_records answers the new low watermark; fetches below
+    it are OFFSET_OUT_OF_RANGE; the log directory's checkpoint files, in Kafka's format, give the
+    partition's high watermark, recovery point and (moved) log start offset."""
+    from kafka import KafkaAdminClient, TopicPartition
+    node.create_topic("trimmed")
+    for i in range(4):
+        assert node.produce("trimmed", build_batch([(b"k", b"%d" % i)])).error_code == Errors.NONE
+    admin = KafkaAdminClient(bootstrap_servers=node.bootstrap, request_timeout_ms=10_000)
+    try:
+        result = admin.delete_records({TopicPartition("trimmed", 0): 3})
+    finally:
+        admin.close()
+    assert result[TopicPartition("trimmed", 0)]["low_watermark"] == 3
+    assert node.fetch("trimmed", 2).error_code == Errors.OFFSET_OUT_OF_RANGE
+    assert node.list_offset("trimmed", -2).offset == 3
+    checkpoints = {name: os.path.join(node.data_dir, name) for name in (
+        "replication-offset-checkpoint", "recovery-point-offset-checkpoint", "log-start-offset-checkpoint")}
+
+    def written() -> dict:
+        try:
+            return {name: read_offset_checkpoint(path) for name, path in checkpoints.items()}
+        except (OSError, ValueError):           # not yet written
+            return {}
+    node.quorum.wait_until(lambda: written().get("log-start-offset-checkpoint", {}).get(("trimmed", 0)) == 3
+                           and written()["replication-offset-checkpoint"].get(("trimmed", 0)) == 4,
+                           WAIT_S, "the checkpoints to name trimmed-0")
+    assert written()["recovery-point-offset-checkpoint"][("trimmed", 0)] == 0    # the active segment's base
+    with open(checkpoints["replication-offset-checkpoint"]) as f:
+        lines = f.read().splitlines()
+    assert lines[0] == "0" and int(lines[1]) == len(lines) - 2 and "trimmed 0 4" in lines
 
 
 def test_acknowledged_records_survive_kill_9_and_a_torn_tail_is_cut_at_restart(node):
