@@ -135,7 +135,7 @@ def node(tmp_path_factory):
     # The log manager's checkpoints at once and often (Kafka's: after 30 s, then every 60 s / 5 s)
     with combined_node(tmp_path_factory.mktemp("combined"), log_initial_task_delay_ms=0,
                        log_flush_offset_checkpoint_interval_ms=500, log_flush_start_offset_checkpoint_interval_ms=500,
-                       replication_high_watermark_checkpoint_interval_ms=500) as n:
+                       replication_high_watermark_checkpoint_interval_ms=500, log_retention_check_interval_ms=500) as n:
         yield n
 
 
@@ -376,12 +376,17 @@ def test_every_advertised_version_of_every_broker_api_is_answered_without_an_err
 
 def test_delete_records_through_kafka_pythons_admin_moves_the_log_start_and_the_checkpoints_say_so(node):
     """kafka-python's KafkaAdminClient.delete_records answers the new low watermark; fetches below
-    it are OFFSET_OUT_OF_RANGE; the log directory's checkpoint files, in Kafka's format, give the
-    partition's high watermark, recovery point and (moved) log start offset."""
+    it are OFFSET_OUT_OF_RANGE; the next retention pass deletes the segments wholly below it (one
+    a batch here: segment.ms=1 and timestamps 10 ms apart; the third batch holds offsets 2 and 3),
+    their files gone after file.delete.delay.ms=0; the log directory's checkpoint files, in
+    Kafka's format, give the partition's high watermark, recovery point (the active segment's base)
+    and log start offset (listed as it is past the first segment's base)."""
     from kafka import KafkaAdminClient, TopicPartition
-    node.create_topic("trimmed")
-    for i in range(4):
-        assert node.produce("trimmed", build_batch([(b"k", b"%d" % i)])).error_code == Errors.NONE
+    node.create_topic("trimmed", segment_ms=1, file_delete_delay_ms=0)
+    start = int(time.time() * 1000)
+    for i, values in enumerate(([b"0"], [b"1"], [b"2", b"3"], [b"4"])):
+        batch = build_batch([(b"k", v, [], start + 10 * i) for v in values])
+        assert node.produce("trimmed", batch).error_code == Errors.NONE
     admin = KafkaAdminClient(bootstrap_servers=node.bootstrap, request_timeout_ms=10_000)
     try:
         result = admin.delete_records({TopicPartition("trimmed", 0): 3})
@@ -390,21 +395,23 @@ def test_delete_records_through_kafka_pythons_admin_moves_the_log_start_and_the_
     assert result[TopicPartition("trimmed", 0)]["low_watermark"] == 3
     assert node.fetch("trimmed", 2).error_code == Errors.OFFSET_OUT_OF_RANGE
     assert node.list_offset("trimmed", -2).offset == 3
+    directory = os.path.join(node.data_dir, "trimmed-0")
+    node.quorum.wait_until(lambda: sorted(n for n in os.listdir(directory) if n.endswith((".log", ".deleted"))) == [
+        "00000000000000000002.log", "00000000000000000004.log"], WAIT_S, "retention to delete the segments below 2")
     checkpoints = {name: os.path.join(node.data_dir, name) for name in (
         "replication-offset-checkpoint", "recovery-point-offset-checkpoint", "log-start-offset-checkpoint")}
 
     def written() -> dict:
         try:
-            return {name: read_offset_checkpoint(path) for name, path in checkpoints.items()}
+            return {name: read_offset_checkpoint(path).get(("trimmed", 0)) for name, path in checkpoints.items()}
         except (OSError, ValueError):           # not yet written
             return {}
-    node.quorum.wait_until(lambda: written().get("log-start-offset-checkpoint", {}).get(("trimmed", 0)) == 3
-                           and written()["replication-offset-checkpoint"].get(("trimmed", 0)) == 4,
-                           WAIT_S, "the checkpoints to name trimmed-0")
-    assert written()["recovery-point-offset-checkpoint"][("trimmed", 0)] == 0    # the active segment's base
+    expected = {"replication-offset-checkpoint": 5, "recovery-point-offset-checkpoint": 4,
+                "log-start-offset-checkpoint": 3}
+    node.quorum.wait_until(lambda: written() == expected, WAIT_S, "the checkpoints to name trimmed-0")
     with open(checkpoints["replication-offset-checkpoint"]) as f:
         lines = f.read().splitlines()
-    assert lines[0] == "0" and int(lines[1]) == len(lines) - 2 and "trimmed 0 4" in lines
+    assert lines[0] == "0" and int(lines[1]) == len(lines) - 2 and "trimmed 0 5" in lines
 
 
 def test_acknowledged_records_survive_kill_9_and_a_torn_tail_is_cut_at_restart(node):
