@@ -42,12 +42,14 @@ from kafkawire.net.server import KafkaServer
 from kafkawire.protocol.handler import ApiHandler
 
 from .config_apis import ConfigApis
+from .delete_records import DeleteRecordsApi
 from .fetch import FetchApi
 from .forwarding import ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, Forwarder, forwarded_handlers
 from .group_apis import GroupApis
 from .lifecycle import RECOVERY, STARTING, BrokerLifecycle, Registration
 from .log_dir_apis import LogDirApis
 from .log_deletion import LogDeleter
+from .log_manager import LogManager
 from .metadata_apis import MetadataApis
 from .partition import LeaderPartition
 from .produce import ProduceApi, topic_config
@@ -59,6 +61,7 @@ log = logging.getLogger(__name__)
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, DESCRIBE_CONFIGS, DESCRIBE_CLUSTER = 0, 1, 2, 3, 32, 60
 DESCRIBE_CONFIGS_MIN_VERSION = 1         # Kafka 4.x's broker serves DescribeConfigs v1-v4
 INIT_PRODUCER_ID = 22
+DELETE_RECORDS = 21
 
 
 class BrokerStartError(RuntimeError):
@@ -113,6 +116,8 @@ class Broker:
             broker_epoch=lambda: self.lifecycle.broker_epoch if self.lifecycle is not None else -1)
         self.init_producer_id_api = InitProducerIdApi(self.producer_ids,
                                                       transaction_max_timeout_ms=config.transaction_max_timeout_ms)
+        self.log_manager = LogManager(self)      # retention and the log directory's checkpoints
+        self.delete_records_api = DeleteRecordsApi(self)
 
     # -- the listeners --
 
@@ -128,6 +133,7 @@ class Broker:
             METADATA: ApiHandler(self.metadata_apis.metadata),
             DESCRIBE_CLUSTER: ApiHandler(self.metadata_apis.describe_cluster),
             INIT_PRODUCER_ID: ApiHandler(self.init_producer_id_api.init_producer_id),
+            DELETE_RECORDS: ApiHandler(self.delete_records_api.delete_records),
             **self.group_apis.handlers(),
             **self.log_dir_apis.handlers(),
             **forwarded_handlers(self.forwarder, {ALTER_CONFIGS: self.config_apis.alter_configs,
@@ -161,6 +167,7 @@ class Broker:
             await server.start()
         self.task = asyncio.ensure_future(self.lifecycle.run())
         self.log_deleter.schedule_leftovers()
+        self.log_manager.start()
         log.info("broker %d listening on %s", self.node_id,
                  ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
 
@@ -238,16 +245,18 @@ class Broker:
         partition = self.partitions.get((topic.name, index))
         if partition is not None and partition.topic_id == topic.id:
             partition.leader_epoch = leader_epoch
+            self.log_manager.configure(partition, image)
             return False
         if partition is not None:          # the topic was deleted and created again
             self.log_deleter.delete(self.partitions.pop((topic.name, index)))
         try:
-            self.partitions[(topic.name, index)] = LeaderPartition.open(
+            partition = LeaderPartition.open(
                 self.log_dir, topic.name, index, topic.id, leader_epoch=leader_epoch,
-                segment_bytes=topic_config(image, topic.name, "segment.bytes", self.config.log_segment_bytes,
-                                           self.node_id),
                 producer_id_expiration_ms=self.config.producer_id_expiration_ms,
-                expiration_check_interval_ms=self.config.producer_id_expiration_check_interval_ms)
+                expiration_check_interval_ms=self.config.producer_id_expiration_check_interval_ms,
+                **self.log_manager.open_options(image, topic.name, index, topic.id))
+            self.log_manager.opened(partition)
+            self.partitions[(topic.name, index)] = partition
         except OSError as exc:
             log.error("broker %d: cannot open the log of %s-%d: %s", self.node_id, topic.name, index, exc)
             return False
@@ -294,6 +303,7 @@ class Broker:
         self.producer_ids.close()
         for server in self.servers:
             await server.close(timeout_ms=1000)
+        self.log_manager.shutdown()
         for partition in self.partitions.values():
             self._close(partition)
         self.partitions.clear()

@@ -87,12 +87,12 @@ class LeaderPartition:
 
     @classmethod
     def open(cls, log_dir: str, topic: str, partition: int, topic_id: uuid.UUID, *, leader_epoch: int,
-             segment_bytes: int, now_ms: int | None = None,
-             producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-             expiration_check_interval_ms: int = 600_000) -> LeaderPartition:
+             now_ms: int | None = None, producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+             expiration_check_interval_ms: int = 600_000, **log_options) -> LeaderPartition:
+        """``log_options``: keywords of kafkawire.storage.log.Log (``segment_bytes``, ``segment_ms``, ...)."""
         directory = os.path.join(log_dir, partition_dir_name(topic, partition))
         _set_aside_if_another_topic(directory, topic_id)
-        log_ = Log(directory, segment_bytes=segment_bytes)
+        log_ = Log(directory, **log_options)
         for report in log_.recovery_reports:
             if report.truncated:
                 log.warning("%s: recovery cut the log: %s", directory, report)

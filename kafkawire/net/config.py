@@ -284,8 +284,25 @@ _KEYS = (
     _Key("log.segment.bytes", lambda k, v: _int(k, v, 1024 * 1024), str(1024 * 1024 * 1024), "ServerLogConfigs"),
     _Key("log.message.timestamp.type", lambda k, v: _one_of(k, v, TIMESTAMP_TYPES), "CreateTime", "ServerLogConfigs"),
     _Key("min.insync.replicas", lambda k, v: _int(k, v, 1), "1", "ServerLogConfigs"),
-    # ServerLogConfigs: LONG 60000 atLeast(0); a deleted topic's log waits this long before removal
+    # The partition logs (LogConfig's server keys; kafkawire.broker.log_config resolves them per topic):
+    # retention LONG null / INT null / INT 168; LONG -1; LONG 5 minutes atLeast(1); roll LONG null / INT 168
+    # atLeast(1); INT 10 MiB atLeast(4); LONG 60000 atLeast(0); LIST delete in(compact, delete)
+    _Key("log.retention.ms", _long, None, "ServerLogConfigs"),
+    _Key("log.retention.minutes", lambda k, v: _int(k, v), None, "ServerLogConfigs"),
+    _Key("log.retention.hours", lambda k, v: _int(k, v), "168", "ServerLogConfigs"),
+    _Key("log.retention.bytes", _long, "-1", "ServerLogConfigs"),
+    _Key("log.retention.check.interval.ms", lambda k, v: _long(k, v, 1), "300000", "ServerLogConfigs"),
+    _Key("log.roll.ms", _long, None, "ServerLogConfigs"),
+    _Key("log.roll.hours", lambda k, v: _int(k, v, 1), "168", "ServerLogConfigs"),
+    _Key("log.index.size.max.bytes", lambda k, v: _int(k, v, 4), str(10 * 1024 * 1024), "ServerLogConfigs"),
     _Key("log.segment.delete.delay.ms", lambda k, v: _long(k, v, 0), "60000", "ServerLogConfigs"),
+    _Key("log.cleanup.policy", lambda k, v: _cleanup_policy(k, v), "delete", "ServerLogConfigs"),
+    # The checkpoints of the log directory: INT 60000 atLeast(0) twice (ServerLogConfigs); LONG 5000
+    # (ReplicationConfigs); the internal LONG 30000 atLeast(0) delaying the log manager's first tasks
+    _Key("log.flush.offset.checkpoint.interval.ms", lambda k, v: _int(k, v, 0), "60000", "ServerLogConfigs"),
+    _Key("log.flush.start.offset.checkpoint.interval.ms", lambda k, v: _int(k, v, 0), "60000", "ServerLogConfigs"),
+    _Key("replication.high.watermark.checkpoint.interval.ms", _long, "5000", "ReplicationConfigs"),
+    _Key("log.initial.task.delay.ms", lambda k, v: _long(k, v, 0), "30000", "ServerLogConfigs"),
     # The group coordinator (GroupCoordinatorConfig): INT 3000 atLeast(0); INT 6000; INT 1800000;
     # INT Int.MaxValue atLeast(1); INT 50 atLeast(1); SHORT 3 atLeast(1); INT 100 MiB atLeast(1); INT 4096
     _Key("group.initial.rebalance.delay.ms", lambda k, v: _int(k, v, 0), "3000", "GroupCoordinatorConfig"),
@@ -370,6 +387,15 @@ def _roles(key, raw):
     return roles
 
 
+def _cleanup_policy(key, raw):
+    """cleanup.policy's LIST, ValidList.in(compact, delete): empty is allowed (delete nothing)."""
+    names = tuple(n for n in _list(raw))
+    for name in names:
+        if name not in ("compact", "delete"):
+            raise ConfigError(key, raw, f"names {name!r}: must be compact or delete")
+    return names
+
+
 def _names(key, raw, upper=True):
     names = tuple(n.upper() if upper else n for n in _list(raw))
     if not names or any(not n for n in names):
@@ -431,7 +457,6 @@ class ServerConfig:
     log_segment_bytes: int = 1024 * 1024 * 1024
     log_message_timestamp_type: str = "CreateTime"
     min_insync_replicas: int = 1
-    log_segment_delete_delay_ms: int = 60_000
     group_initial_rebalance_delay_ms: int = 3000
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000
@@ -445,6 +470,20 @@ class ServerConfig:
     producer_id_expiration_ms: int = 86_400_000
     producer_id_expiration_check_interval_ms: int = 600_000
     transaction_max_timeout_ms: int = 900_000
+    log_retention_ms: int | None = None
+    log_retention_minutes: int | None = None
+    log_retention_hours: int = 168
+    log_retention_bytes: int = -1
+    log_retention_check_interval_ms: int = 300_000
+    log_roll_ms: int | None = None
+    log_roll_hours: int = 168
+    log_index_size_max_bytes: int = 10 * 1024 * 1024
+    log_segment_delete_delay_ms: int = 60_000
+    log_cleanup_policy: tuple[str, ...] = ("delete",)
+    log_flush_offset_checkpoint_interval_ms: int = 60_000
+    log_flush_start_offset_checkpoint_interval_ms: int = 60_000
+    replication_high_watermark_checkpoint_interval_ms: int = 5000
+    log_initial_task_delay_ms: int = 30_000
     unknown_keys: tuple[str, ...] = field(default=())
     # (key, value as written) of the KNOWN_KEYS server.properties sets: Kafka's staticBrokerConfigs,
     # what DescribeConfigs names STATIC_BROKER_CONFIG
@@ -554,7 +593,7 @@ def parse_server_config(text: str) -> ServerConfig:
     log_dirs = values.get("log.dirs") or values["log.dir"]
 
     # Keys whose parsed value is the field as is: the field is the key with dots as underscores.
-    plain = {key.name.replace(".", "_"): values[key.name] for key in _KEYS if key.name not in _DERIVED}
+    plain = {key.name.replace(".", "_"): values.get(key.name) for key in _KEYS if key.name not in _DERIVED}
     config = ServerConfig(
         **plain,
         listeners=listeners,

@@ -14,11 +14,13 @@ increase), or with ``assign_offsets=True``, which rewrites each batch's base off
 field outside the CRC, as Kafka's LogValidator does for uncompressed v2 batches) starting
 at the log end offset. The active segment is rolled when the append would take it past
 ``segment_bytes`` (Kafka's ``segment.bytes``; ``metadata.log.segment.bytes`` for
-__cluster_metadata), when its offset index is full, or when the offsets would not fit
+__cluster_metadata), when its offset or time index is full (``max_index_size``, Kafka's
+``segment.index.bytes``), or when the offsets would not fit
 an int32 relative to its base offset, or (with ``segment_ms``, Kafka's ``segment.ms``;
 ``metadata.log.segment.ms`` for __cluster_metadata) when the new data's largest timestamp is
 more than ``segment_ms`` past the largest timestamp of the active segment's first batch (Kafka's
-LogSegment.shouldRoll with no jitter). An append bigger than ``segment_bytes`` is refused
+LogSegment.shouldRoll with no jitter; without timestamps, ``clock()`` ms since the segment was made or
+opened). An append bigger than ``segment_bytes`` is refused
 (RecordBatchTooLargeException in Kafka).
 
 Durability: appends reach the page cache; ``flush()`` fsyncs every segment written since
@@ -38,7 +40,7 @@ import time
 from kafkawire.records import iter_batches
 
 from .index import CorruptIndexError, fsync_and_close
-from .segment import (DEFAULT_INDEX_INTERVAL_BYTES, LogSegment, ReadResult, RecoveryReport,
+from .segment import (DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_INDEX_SIZE, LogSegment, ReadResult, RecoveryReport,
                       _max_ts)
 
 __all__ = ["Log", "OffsetOutOfRangeError", "DEFAULT_SEGMENT_BYTES", "fsync_dir"]
@@ -50,6 +52,10 @@ _INT32 = struct.Struct(">i")
 # v2 batch header: baseOffset 8, length 4, leader epoch 4, magic 1, crc 4, attributes 2,
 # lastOffsetDelta 4, baseTimestamp 8, then maxTimestamp.
 _MAX_TIMESTAMP_POSITION = 35
+
+
+def _wall_clock_ms() -> float:
+    return time.time() * 1000
 
 
 class OffsetOutOfRangeError(ValueError):
@@ -85,10 +91,14 @@ class Log:
     def __init__(self, directory, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
                  index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
                  log_start_offset: int | None = None, recover_all: bool = False,
-                 contiguous_offsets: bool = False, segment_ms: int | None = None):
+                 contiguous_offsets: bool = False, segment_ms: int | None = None,
+                 max_index_size: int = DEFAULT_MAX_INDEX_SIZE, clock=None):
         self.directory = os.fspath(directory)
         self.segment_ms = segment_ms
+        self.max_index_size = max_index_size     # segment.index.bytes, for the segments made from now on
+        self.clock = clock or _wall_clock_ms     # ms: when a segment was opened, for segment.ms without timestamps
         self._opened_ms: dict[int, float] = {}
+        self._first_batch_timestamp: tuple[int, int] | None = None   # (active base offset, its value)
         # A log that is never compacted (KRaft's) has no gaps: recovery cuts at the first one.
         self.contiguous_offsets = contiguous_offsets
         self.segment_bytes = segment_bytes
@@ -113,8 +123,8 @@ class Log:
     # -- segments --
 
     def _open_segment(self, base: int, *, recover: bool) -> LogSegment:
-        self._opened_ms[base] = time.time() * 1000
-        kwargs = dict(index_interval_bytes=self.index_interval_bytes)
+        self._opened_ms[base] = self.clock()
+        kwargs = dict(index_interval_bytes=self.index_interval_bytes, max_index_size=self.max_index_size)
         stem = os.path.join(self.directory, f"{base:020d}")
         needs_rebuild = recover or not (os.path.exists(stem + ".index")
                                         and os.path.exists(stem + ".timeindex"))
@@ -131,9 +141,9 @@ class Log:
         return seg
 
     def _new_segment(self, base: int) -> LogSegment:
-        self._opened_ms[base] = time.time() * 1000
+        self._opened_ms[base] = self.clock()
         seg = LogSegment(self.directory, base, index_interval_bytes=self.index_interval_bytes,
-                         create=True)
+                         max_index_size=self.max_index_size, create=True)
         self._dir_dirty = True
         self._dirty.add(base)
         return seg
@@ -181,13 +191,23 @@ class Log:
         Kafka's LogSegment 'created' time)."""
         if self.segment_ms is None or active.size == 0:
             return False
+        first_ts = self._first_timestamp(active)
+        if first_ts >= 0:
+            return new_max_ts - first_ts > self.segment_ms
+        opened_ms = self._opened_ms.get(active.base_offset, self.clock())
+        return self.clock() - opened_ms > self.segment_ms
+
+    def _first_timestamp(self, active: LogSegment) -> int:
+        """The max timestamp of the active segment's first batch, read once per segment (Kafka's
+        rollingBasedTimestamp), not at every append."""
+        cached = self._first_batch_timestamp
+        if cached is not None and cached[0] == active.base_offset:
+            return cached[1]
         with open(active.log_path, "rb") as f:
             header = f.read(_MAX_TIMESTAMP_POSITION + 8)
         first_ts = _INT64.unpack_from(header, _MAX_TIMESTAMP_POSITION)[0] if len(header) == 43 else -1
-        if first_ts >= 0:
-            return new_max_ts - first_ts > self.segment_ms
-        opened_ms = self._opened_ms.get(active.base_offset, time.time() * 1000)
-        return time.time() * 1000 - opened_ms > self.segment_ms
+        self._first_batch_timestamp = (active.base_offset, first_ts)
+        return first_ts
 
     # -- append --
 
@@ -306,9 +326,12 @@ class Log:
             self._delete_segment(base)
         self.active_segment.truncate_to(offset)
         self._dirty.add(self.active_segment.base_offset)
+        if self.active_segment.size == 0:
+            self._first_batch_timestamp = None
         return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
+        self._first_batch_timestamp = None
         for base in list(self._bases):
             self._delete_segment(base)
         self._segments[offset] = self._new_segment(offset)
@@ -321,6 +344,26 @@ class Log:
         self._dirty.discard(base)
         seg.delete()
         self._dir_dirty = True
+
+    def retire_oldest_segments(self, count: int, *, roll_first: bool = False) -> list[str]:
+        """Take the ``count`` oldest segments out of the log and rename their files ``.deleted``
+        (Kafka's asynchronous delete: the caller removes them later); the log start offset moves
+        to the first segment left. ``roll_first`` rolls a new active segment before, for when
+        every segment goes. Returns the renamed paths."""
+        if roll_first:
+            self.roll()
+        count = min(count, len(self._bases) - 1)
+        renamed = []
+        for base in self._bases[:count]:
+            seg = self._segments.pop(base)
+            self._dirty.discard(base)
+            self._opened_ms.pop(base, None)
+            renamed += seg.rename_to_deleted()
+        if count > 0:
+            del self._bases[:count]
+            self._dir_dirty = True
+            self.log_start_offset = max(self.log_start_offset, self._bases[0])
+        return renamed
 
     def delete_segments_before(self, offset: int) -> int:
         """Advance the log start offset to ``offset`` and delete the segments that hold

@@ -32,6 +32,7 @@ DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
+DELETED_SUFFIX = ".deleted"       # LogFileUtils.DELETED_FILE_SUFFIX: files waiting for their delete
 
 
 def _max_ts(batch) -> int:
@@ -379,6 +380,21 @@ class LogSegment:
         if self._log is not None:
             self._log.close()
             self._log = None
+
+    def rename_to_deleted(self) -> list[str]:
+        """Close the segment and add ``.deleted`` to the names of its files, as Kafka does before
+        it deletes them after ``file.delete.delay.ms``; the renamed paths."""
+        self.offset_index.close()
+        self.time_index.close()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        renamed = []
+        for path in (self.log_path, self.index_path, self.time_index_path):
+            if os.path.exists(path):
+                os.replace(path, path + DELETED_SUFFIX)
+                renamed.append(path + DELETED_SUFFIX)
+        return renamed
 
     def delete(self) -> None:
         self.offset_index.delete()

@@ -19,6 +19,7 @@ import pytest
 
 from kafkawire.messages.api_versions_request import ApiVersionsRequest
 from kafkawire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
+from kafkawire.messages.delete_records_request import DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic
 from kafkawire.messages.describe_cluster_request import DescribeClusterRequest
 from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic
 from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
@@ -30,6 +31,7 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.raft.node.local_quorum import LocalQuorum, free_ports
 from kafkawire.records import iter_batches
 from kafkawire.records.builder import build_batch
+from kafkawire.storage.state_files import read_offset_checkpoint
 from kafkawire.tools import cli
 
 kafka = pytest.importorskip("kafka")
@@ -141,7 +143,10 @@ def combined_node(base, **properties):
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
-    with combined_node(tmp_path_factory.mktemp("combined")) as n:
+    # The log manager's checkpoints at once and often (Kafka's: after 30 s, then every 60 s / 5 s)
+    with combined_node(tmp_path_factory.mktemp("combined"), log_initial_task_delay_ms=0,
+                       log_flush_offset_checkpoint_interval_ms=500, log_flush_start_offset_checkpoint_interval_ms=500,
+                       replication_high_watermark_checkpoint_interval_ms=500, log_retention_check_interval_ms=500) as n:
         yield n
 
 
@@ -392,6 +397,8 @@ def versioned_requests(topic: str, topic_id, version_tag: str) -> dict:
         19: CreateTopicsRequest(timeout_ms=10_000, topics=[CreatableTopic(
             name=f"made-{version_tag}", num_partitions=1, replication_factor=1, assignments=[], configs=[])]),
         22: InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000),
+        21: DeleteRecordsRequest(timeout_ms=1000, topics=[DeleteRecordsTopic(name=topic, partitions=[
+            DeleteRecordsPartition(partition_index=0, offset=-1)])]),
         60: DescribeClusterRequest(),
     }
 
@@ -411,13 +418,54 @@ def test_every_advertised_version_of_every_broker_api_is_answered_without_an_err
     topic_id = node.call(MetadataRequest(topics=[MetadataRequestTopic(name="versions")]), api_version=12).topics[0].topic_id
     advertised = {k.api_key: (k.min_version, k.max_version) for k in node.call(ApiVersionsRequest(
         client_software_name="kafkawire-tests", client_software_version="1")).api_keys}
-    assert {0, 1, 2, 3, 18, 19, 60} <= set(advertised) and advertised[22] == (0, 5)
+    assert {0, 1, 2, 3, 18, 19, 21, 60} <= set(advertised) and advertised[22] == (0, 5)
+    assert advertised[21] == (0, 2)                     # DeleteRecords: Kafka 4.3.1's range
     node.init_producer_id()                 # the broker has its first producer id block
-    for key in (0, 1, 2, 3, 19, 22, 60):
+    for key in (0, 1, 2, 3, 19, 21, 22, 60):
         low, high = advertised[key]
         for version in range(low, high + 1):
             request = versioned_requests("versions", topic_id, f"{key}-{version}")[key]
             assert set(errors_of(node.call(request, api_version=version))) == {Errors.NONE}, (key, version)
+
+
+def test_delete_records_through_kafka_pythons_admin_moves_the_log_start_and_the_checkpoints_say_so(node):
+    """kafka-python's KafkaAdminClient.delete_records answers the new low watermark; fetches below
+    it are OFFSET_OUT_OF_RANGE; the next retention pass deletes the segments wholly below it (one
+    a batch here: segment.ms=1 and timestamps 10 ms apart; the third batch holds offsets 2 and 3),
+    their files gone after file.delete.delay.ms=0; the log directory's checkpoint files, in
+    Kafka's format, give the partition's high watermark, recovery point (the active segment's base)
+    and log start offset (listed as it is past the first segment's base)."""
+    from kafka import KafkaAdminClient, TopicPartition
+    node.create_topic("trimmed", segment_ms=1, file_delete_delay_ms=0)
+    start = int(time.time() * 1000)
+    for i, values in enumerate(([b"0"], [b"1"], [b"2", b"3"], [b"4"])):
+        batch = build_batch([(b"k", v, [], start + 10 * i) for v in values])
+        assert node.produce("trimmed", batch).error_code == Errors.NONE
+    admin = KafkaAdminClient(bootstrap_servers=node.bootstrap, request_timeout_ms=10_000)
+    try:
+        result = admin.delete_records({TopicPartition("trimmed", 0): 3})
+    finally:
+        admin.close()
+    assert result[TopicPartition("trimmed", 0)]["low_watermark"] == 3
+    assert node.fetch("trimmed", 2).error_code == Errors.OFFSET_OUT_OF_RANGE
+    assert node.list_offset("trimmed", -2).offset == 3
+    directory = os.path.join(node.data_dir, "trimmed-0")
+    node.quorum.wait_until(lambda: sorted(n for n in os.listdir(directory) if n.endswith((".log", ".deleted"))) == [
+        "00000000000000000002.log", "00000000000000000004.log"], WAIT_S, "retention to delete the segments below 2")
+    checkpoints = {name: os.path.join(node.data_dir, name) for name in (
+        "replication-offset-checkpoint", "recovery-point-offset-checkpoint", "log-start-offset-checkpoint")}
+
+    def written() -> dict:
+        try:
+            return {name: read_offset_checkpoint(path).get(("trimmed", 0)) for name, path in checkpoints.items()}
+        except (OSError, ValueError):           # not yet written
+            return {}
+    expected = {"replication-offset-checkpoint": 5, "recovery-point-offset-checkpoint": 4,
+                "log-start-offset-checkpoint": 3}
+    node.quorum.wait_until(lambda: written() == expected, WAIT_S, "the checkpoints to name trimmed-0")
+    with open(checkpoints["replication-offset-checkpoint"]) as f:
+        lines = f.read().splitlines()
+    assert lines[0] == "0" and int(lines[1]) == len(lines) - 2 and "trimmed 0 5" in lines
 
 
 def test_acknowledged_records_survive_kill_9_and_a_torn_tail_is_cut_at_restart(node):

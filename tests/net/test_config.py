@@ -86,8 +86,8 @@ connections.max.idle.ms=5000
 
 def test_unknown_keys_are_warned_not_refused(caplog):
     with caplog.at_level(logging.WARNING, logger="kafkawire.net.config"):
-        c = parse_server_config(props(log_retention_hours="3") + "some.future.key=x\n")
-    assert c.unknown_keys == ("log.retention.hours", "some.future.key")
+        c = parse_server_config(props(log_cleaner_threads="3") + "some.future.key=x\n")
+    assert c.unknown_keys == ("log.cleaner.threads", "some.future.key")
     assert "some.future.key" in caplog.text
 
 

@@ -1,0 +1,268 @@
+"""The broker's keeping of its partition logs, as Kafka's LogManager and ReplicaManager keep them:
+retention, the files of deleted segments, and the checkpoint files of the log directory.
+
+    manager = LogManager(broker)                       # raises BrokerStartError on a bad retention time
+    options = manager.open_options(image, "orders", 0, topic_id)   # Log(...) keywords
+    manager.start()                                    # the periodic tasks on the running loop
+    manager.cleanup_logs()                             # one retention pass (kafka-log-retention)
+    manager.shutdown()                                 # flush, then the clean-shutdown checkpoints
+
+Periodic tasks, with Kafka's settings and first delays: retention every
+``log.retention.check.interval.ms`` (kafkawire.broker.retention decides, this module applies),
+``recovery-point-offset-checkpoint`` every ``log.flush.offset.checkpoint.interval.ms`` and
+``log-start-offset-checkpoint`` every ``log.flush.start.offset.checkpoint.interval.ms``, all three
+first after ``log.initial.task.delay.ms``; ``replication-offset-checkpoint`` (each partition's high
+watermark) every ``replication.high.watermark.checkpoint.interval.ms`` from the start. A
+retention pass renames a deleted segment's files ``.deleted`` and removes them
+``file.delete.delay.ms`` later; files left ``.deleted`` by a stop are removed when the partition
+opens again, as Kafka's log loading does.
+
+The recovery point of a log (what ``recovery-point-offset-checkpoint`` says) is the offset below
+which it is on disk: the base offset of its active segment (a roll fsyncs the segment it closes),
+the log end offset after the flush of a clean stop, as Kafka's. kafkawire's recovery checks the
+last segment of every log at each open whatever the checkpoint says. The checkpointed log start
+offset is read once, at the first open of each partition whose directory (and topic id) it was
+written for; a log whose end is below it starts again empty at it (LogLoader's rule).
+"""
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+import os
+import time
+
+from kafkawire.storage.segment import DELETED_SUFFIX
+from kafkawire.storage.state_files import (StateFileError, read_offset_checkpoint, read_partition_metadata,
+                                           write_offset_checkpoint)
+
+from .log_config import LogSettings, log_settings, retention_time_ms
+from .retention import SegmentView, segments_to_delete
+
+__all__ = ["LogManager", "PendingDeletes", "RECOVERY_POINT_CHECKPOINT", "REPLICATION_CHECKPOINT",
+           "LOG_START_CHECKPOINT"]
+
+log = logging.getLogger(__name__)
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+REPLICATION_CHECKPOINT = "replication-offset-checkpoint"
+LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+
+
+def _wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class PendingDeletes:
+    """Files renamed ``.deleted``, each with the time it may be removed (without I/O)."""
+
+    def __init__(self):
+        self._heap: list[tuple[int, int, str]] = []
+        self._added = 0
+
+    def add(self, paths, due_ms: int) -> None:
+        for path in paths:
+            self._added += 1
+            heapq.heappush(self._heap, (due_ms, self._added, path))
+
+    def due(self, now_ms: int) -> list[str]:
+        """The paths whose time has come (taken out)."""
+        out = []
+        while self._heap and self._heap[0][0] <= now_ms:
+            out.append(heapq.heappop(self._heap)[2])
+        return out
+
+    def next_due_ms(self) -> int | None:
+        return self._heap[0][0] if self._heap else None
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+
+def _segment_views(log_) -> list[SegmentView]:
+    views = []
+    for segment in log_.segments:
+        largest = segment.max_timestamp
+        if largest < 0:                          # no record timestamp: the file's last modification
+            largest = int(os.stat(segment.log_path).st_mtime * 1000)
+        views.append(SegmentView(segment.base_offset, segment.size, largest))
+    return views
+
+
+def _read_checkpoint_file(path: str) -> dict:
+    try:
+        return read_offset_checkpoint(path) if os.path.exists(path) else {}
+    except (StateFileError, OSError, ValueError) as exc:
+        log.warning("cannot read %s, ignored as Kafka ignores it: %s", path, exc)
+        return {}
+
+
+class LogManager:
+    """Retention and checkpoints of ``broker``'s logs (its ``partitions``, ``image()``, ``config``, ``log_dir``)."""
+
+    def __init__(self, broker, *, clock=None):
+        from .broker import BrokerStartError           # a cycle: the broker module imports this one
+        c = broker.config
+        if retention_time_ms(c.log_retention_ms, c.log_retention_minutes, c.log_retention_hours) == 0:
+            raise BrokerStartError("log.retention.ms must be unlimited (-1) or, greater than or equal to 1")
+        self.broker = broker
+        self.clock = clock or _wall_clock_ms
+        self.pending = PendingDeletes()
+        self.recovery_points: dict[tuple[str, int], int] = {}
+        self._recovery_checkpoint = _read_checkpoint_file(self._path(RECOVERY_POINT_CHECKPOINT))
+        self._start_checkpoint = _read_checkpoint_file(self._path(LOG_START_CHECKPOINT))
+        self._handles: dict[str, asyncio.TimerHandle] = {}
+
+    def _path(self, name: str) -> str:
+        return os.path.join(self.broker.log_dir, name)
+
+    def settings(self, image, topic: str) -> LogSettings:
+        return log_settings(image, topic, self.broker.config)
+
+    # -- opening a log --
+
+    def open_options(self, image, topic: str, index: int, topic_id) -> dict:
+        """The keywords of kafkawire.storage.log.Log for this partition: its settings, the clock and
+        the checkpointed log start offset (once, and only for the directory it was written for)."""
+        s = self.settings(image, topic)
+        options = dict(segment_bytes=s.segment_bytes, segment_ms=s.segment_ms, max_index_size=s.segment_index_bytes,
+                       clock=self.clock)
+        start = self._start_checkpoint.pop((topic, index), None)
+        directory = os.path.join(self.broker.log_dir, f"{topic}-{index}")
+        if start is not None and self._written_for(directory, topic_id):
+            options["log_start_offset"] = start
+        return options
+
+    @staticmethod
+    def _written_for(directory: str, topic_id) -> bool:
+        try:
+            return read_partition_metadata(os.path.join(directory, "partition.metadata")) == topic_id
+        except (StateFileError, OSError, ValueError):
+            return False
+
+    def opened(self, partition) -> None:
+        """After a partition's log opened: leftover ``.deleted`` files removed, a log end below the
+        checkpointed start restarted there, the recovery point set."""
+        log_ = partition.log
+        for name in os.listdir(log_.directory):
+            if name.endswith(DELETED_SUFFIX):
+                _remove(os.path.join(log_.directory, name))
+        if log_.log_start_offset > log_.log_end_offset:
+            log.warning("%s: the log ends at %d, below its checkpointed start %d: it starts again there",
+                        partition.name, log_.log_end_offset, log_.log_start_offset)
+            log_.truncate_fully_and_start_at(log_.log_start_offset)
+        key = (partition.topic, partition.partition)
+        checkpointed = self._recovery_checkpoint.pop(key, log_.active_segment.base_offset)
+        self.recovery_points[key] = min(checkpointed, log_.log_end_offset)
+
+    def configure(self, partition, image) -> None:
+        """A topic's or the broker's configs may have changed: the open log takes the new roll settings."""
+        s = self.settings(image, partition.topic)
+        log_ = partition.log
+        log_.segment_bytes, log_.segment_ms, log_.max_index_size = s.segment_bytes, s.segment_ms, s.segment_index_bytes
+
+    # -- retention (kafka-log-retention) --
+
+    def cleanup_logs(self) -> int:
+        """One retention pass over every partition; the number of segments deleted."""
+        image = self.broker.image()
+        total = 0
+        for partition in list(self.broker.partitions.values()):
+            try:
+                total += self.delete_old_segments(partition, self.settings(image, partition.topic))
+            except OSError as exc:
+                log.error("%s: retention failed: %s", partition.name, exc)
+        return total
+
+    def delete_old_segments(self, partition, settings: LogSettings) -> int:
+        log_ = partition.log
+        now = self.clock()
+        decision = segments_to_delete(_segment_views(log_), log_start_offset=log_.log_start_offset,
+                                      log_end_offset=log_.log_end_offset, high_watermark=partition.high_watermark(),
+                                      settings=settings, now_ms=now)
+        if decision.nothing:
+            return 0
+        renamed = log_.retire_oldest_segments(decision.count, roll_first=decision.roll_first)
+        log_.log_start_offset = max(log_.log_start_offset, decision.log_start_offset)
+        self.pending.add(renamed, now + settings.file_delete_delay_ms)
+        log.info("%s: deleted %d segments (%s); the log starts at %d", partition.name, decision.count,
+                 ", ".join(decision.reasons), log_.log_start_offset)
+        return decision.count
+
+    def delete_due_files(self) -> int:
+        due = self.pending.due(self.clock())
+        for path in due:
+            _remove(path)
+        return len(due)
+
+    # -- checkpoints --
+
+    def checkpoint_recovery_points(self) -> None:
+        offsets = {}
+        for key, partition in self.broker.partitions.items():
+            point = max(self.recovery_points.get(key, 0), partition.log.active_segment.base_offset)
+            self.recovery_points[key] = offsets[key] = min(point, partition.log.log_end_offset)
+        self._write(RECOVERY_POINT_CHECKPOINT, offsets)
+
+    def checkpoint_high_watermarks(self) -> None:
+        self._write(REPLICATION_CHECKPOINT, {k: p.high_watermark() for k, p in self.broker.partitions.items()})
+
+    def checkpoint_log_start_offsets(self) -> None:
+        """Only the logs whose start is past their first segment's base, as Kafka writes them."""
+        self._write(LOG_START_CHECKPOINT, {k: p.log.log_start_offset for k, p in self.broker.partitions.items()
+                                           if p.log.log_start_offset > p.log.segments[0].base_offset})
+
+    def _write(self, name: str, offsets: dict) -> None:
+        try:
+            write_offset_checkpoint(self._path(name), offsets)
+        except OSError as exc:
+            log.error("cannot write %s in %s: %s", name, self.broker.log_dir, exc)
+
+    # -- the periodic tasks --
+
+    def start(self) -> None:
+        c = self.broker.config
+        delay = c.log_initial_task_delay_ms
+        self._every("kafka-log-retention", delay, c.log_retention_check_interval_ms, self.cleanup_logs)
+        self._every("kafka-recovery-point-checkpoint", delay, c.log_flush_offset_checkpoint_interval_ms,
+                    self.checkpoint_recovery_points)
+        self._every("kafka-log-start-offset-checkpoint", delay, c.log_flush_start_offset_checkpoint_interval_ms,
+                    self.checkpoint_log_start_offsets)
+        self._every("highwatermark-checkpoint", 0, c.replication_high_watermark_checkpoint_interval_ms,
+                    self.checkpoint_high_watermarks)
+        self._every("delete-file", 0, 1000, self.delete_due_files)
+
+    def _every(self, name: str, delay_ms: int, period_ms: int, task) -> None:
+        loop = asyncio.get_running_loop()
+
+        def run():
+            try:
+                task()
+            except Exception:                   # a periodic task must never take the loop down
+                log.exception("log manager task %s failed", name)
+            self._handles[name] = loop.call_later(max(period_ms, 1) / 1000, run)
+        self._handles[name] = loop.call_later(max(delay_ms, 0) / 1000, run)
+
+    def shutdown(self) -> None:
+        """A clean stop (LogManager.shutdown, ReplicaManager's last high watermarks): the logs flushed,
+        their recovery points at their ends, and the three checkpoints written."""
+        for handle in self._handles.values():
+            handle.cancel()
+        self._handles.clear()
+        self.checkpoint_high_watermarks()
+        for key, partition in self.broker.partitions.items():
+            try:
+                partition.log.flush()
+                self.recovery_points[key] = partition.log.log_end_offset
+            except OSError as exc:
+                log.warning("flushing %s: %s", partition.name, exc)
+        self.checkpoint_recovery_points()
+        self.checkpoint_log_start_offsets()
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        log.warning("cannot delete %s: %s", path, exc)
