@@ -233,7 +233,9 @@ def test_offsets_are_assigned_and_fetch_serves_the_stored_batches(node):
 
 
 def test_list_offsets_by_timestamp_finds_the_first_record_at_or_after_it(node):
-    node.create_topic("timed")
+    # Timestamps of 1970 are past any time retention: this module's node runs retention every
+    # 500 ms and would delete them, as Kafka would, before the lookups
+    node.create_topic("timed", retention_ms=-1)
     node.produce("timed", build_batch([(b"a", b"1", [], 1000), (b"b", b"2", [], 2000)]))
     node.produce("timed", build_batch([(b"c", b"3", [], 3000)]))
     found = node.list_offset("timed", 1500)
