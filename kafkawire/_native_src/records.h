@@ -17,6 +17,7 @@ typedef struct {
 } Buf;
 
 int kw_buf_grow(Buf *b, Py_ssize_t extra);  /* room for extra more bytes; -1 (MemoryError set) */
+void kw_buf_release(char *p, Py_ssize_t cap);  /* a Buf's memory, freed or kept for reuse (buf_pool.c) */
 
 static inline int kw_buf_reserve(Buf *b, Py_ssize_t extra) {
     if (__builtin_expect(b->len + extra <= b->cap, 1))
