@@ -100,6 +100,19 @@ def test_the_c_crc32c_is_the_crc32c_packages(data, cut):
     assert _native.records.crc32c(data[cut:]) == crc32c(data[cut:])
 
 
+@pytest.mark.parametrize("length", [1535, 1536, 1543, 3072, 4615, 14_000])
+def test_the_c_crc32c_of_long_inputs_is_the_crc32c_packages(length):
+    """Inputs of three 512-byte blocks and more run as three interleaved streams joined by
+    shift tables (crc32c.c): around each block boundary and from every alignment, the CRC is
+    the crc32c package's."""
+    from crc32c import crc32c
+
+    from kafkawire import _native
+    data = random.Random(length).randbytes(length + 8)
+    for cut in range(8):
+        assert _native.records.crc32c(data[cut:cut + length]) == crc32c(data[cut:cut + length])
+
+
 def test_bounded_arrow_fuzz_run():
     """A thousand seeded mutations of the fuzz corpus through records_to_arrow, both paths."""
     from fuzz_native import corpus, run
