@@ -396,6 +396,40 @@ static PyObject *columns_finish(Columns *self, PyObject *unused) {
     return result;
 }
 
+/* repeat_binary(value, n) -> (offsets, data): the int32 offsets and the data of an Arrow
+ * string/binary column holding `value` n times (records_to_arrow's topic column; pa.repeat
+ * took 130 us for 10,000 rows, as long as decoding them). */
+PyObject *kw_repeat_binary(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "repeat_binary takes 2 arguments");
+        return NULL;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(args[1]);
+    Py_buffer value;
+    if ((n == -1 && PyErr_Occurred()) || PyObject_GetBuffer(args[0], &value, PyBUF_SIMPLE) < 0)
+        return NULL;
+    Py_ssize_t width = value.len;
+    Buf offsets = {0}, data = {0};
+    PyObject *result = NULL;
+    if (n < 0 || (width > 0 && n > INT32_MAX / width))
+        PyErr_SetString(PyExc_OverflowError, "an Arrow string column holds at most 2 GiB");
+    else if (kw_buf_reserve(&offsets, 4 * (n + 1)) == 0 && kw_buf_reserve(&data, width * n + 1) == 0) {
+        for (Py_ssize_t i = 0; i <= n; i++)
+            ((int32_t *)offsets.p)[i] = (int32_t)(i * width);
+        offsets.len = 4 * (n + 1);
+        data.len = width * n;
+        if (data.len > 0)  /* one copy, then the copies so far doubled */
+            memcpy(data.p, value.buf, (size_t)width);
+        for (Py_ssize_t done = width; done > 0 && done < data.len; done *= 2)
+            memcpy(data.p + done, data.p, (size_t)(done < data.len - done ? done : data.len - done));
+        result = Py_BuildValue("(NN)", hand_over(&offsets), hand_over(&data));
+    }
+    kw_buf_release(offsets.p, offsets.cap);
+    kw_buf_release(data.p, data.cap);
+    PyBuffer_Release(&value);
+    return result;
+}
+
 static PyMethodDef columns_methods[] = {
     {"add", (PyCFunction)(void (*)(void))columns_add, METH_FASTCALL,
      "add(data, start, end, count, base_offset, base_timestamp, log_append_time) -> None | (reason, position)"},

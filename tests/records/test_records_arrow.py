@@ -113,6 +113,26 @@ def test_the_c_crc32c_of_long_inputs_is_the_crc32c_packages(length):
         assert _native.records.crc32c(data[cut:cut + length]) == crc32c(data[cut:cut + length])
 
 
+@settings(SETTINGS, max_examples=60)
+@given(st.one_of(st.none(), st.text(max_size=12)), st.one_of(st.none(), st.integers(-(1 << 33), 1 << 33)),
+       st.integers(0, 40))
+def test_topic_and_partition_columns_are_the_oracles(topic, partition, n_records):
+    """The native path writes the topic and partition columns from bytes (repeat_binary in C,
+    ``bytes * n``); the oracle uses pa.repeat: the same columns, or the same error."""
+    buf = build_batch([(b"k", b"v", [], TS)] * n_records) if n_records else b""
+    assert_same(buf, topic=topic, partition=partition)
+
+
+@SETTINGS
+@given(st.binary(max_size=40), st.integers(0, 300))
+def test_repeat_binary_is_pa_repeat(value, n):
+    from kafkawire import _native
+    offsets, data = _native.records.repeat_binary(value, n)
+    column = pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    column.validate(full=True)
+    assert column.equals(pa.repeat(pa.scalar(value, pa.binary()), n))
+
+
 def test_bounded_arrow_fuzz_run():
     """A thousand seeded mutations of the fuzz corpus through records_to_arrow, both paths."""
     from fuzz_native import corpus, run
