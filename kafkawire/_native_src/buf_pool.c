@@ -3,7 +3,7 @@
  * fault (with the kernel zeroing the page) and every free an munmap: under perf that was a
  * third of records_to_arrow's time. Buffers Arrow releases (OwnedBuffer) and ones a Columns
  * drops come back here instead, and the next Buf that needs that much takes one, its pages
- * already mapped: a bounded pool (POOL_SLOTS blocks, POOL_BYTES in all), so a process holds
+ * already mapped (a Buf growing past POOL_MIN moves into one too): a bounded pool (POOL_SLOTS blocks, POOL_BYTES in all), so a process holds
  * at most that much idle. Only big blocks are kept: malloc serves small ones from its heap
  * without faults. Every call is made with the GIL held, which guards the pool. */
 #include "records.h"
@@ -46,20 +46,17 @@ static char *pool_take(Py_ssize_t need, Py_ssize_t *cap) {
 }
 
 int kw_buf_grow(Buf *b, Py_ssize_t extra) {
-    if (b->p == NULL && b->len + extra >= POOL_MIN) {
-        Py_ssize_t cap;
-        char *p = pool_take(b->len + extra, &cap);
-        if (p != NULL) {
-            b->p = p;
-            b->cap = cap;
-            return 0;
-        }
-    }
     Py_ssize_t cap = b->cap ? b->cap : 256;
     while (cap < b->len + extra)
         cap *= 2;
-    char *p = PyMem_RawRealloc(b->p, (size_t)cap);
-    if (p == NULL) {
+    Py_ssize_t kept_cap;
+    char *p = cap >= POOL_MIN ? pool_take(b->len + extra, &kept_cap) : NULL;
+    if (p != NULL) {  /* a kept block: its pages are mapped already */
+        if (b->len > 0)
+            memcpy(p, b->p, (size_t)b->len);
+        kw_buf_release(b->p, b->cap);
+        cap = kept_cap;
+    } else if ((p = PyMem_RawRealloc(b->p, (size_t)cap)) == NULL) {
         PyErr_NoMemory();
         return -1;
     }
