@@ -13,7 +13,8 @@
  * data), and the headers as Spark's list<struct<key: string, value: binary>> (null when a
  * record has none). Header keys that are not valid UTF-8 go through fix_key(bytes) -> str
  * (Java's replacement rule, kafkawire.metadata.java_text.java_utf8). No Python object is made
- * per record. */
+ * per record. A batch goes through the one-pass loop of columns_fast.c first, and through the
+ * shared parser (with this file's put_record) only when that loop steps aside. */
 #include "columns.h"
 
 #include <string.h>

@@ -1,7 +1,8 @@
 /* kafkawire._native_records: the native record-batch path (issue 26). The pure-Python code
  * (kafkawire/records/record_decoding.py, builder.py) is its oracle; see parse.c (the record
- * parser), decode.c (Record objects), encode.c (RecordBatchBuilder.append) and columns.c
- * (Arrow buffers), dump_json.c and dump_lines.c (dump-log's text). */
+ * parser), decode.c (Record objects), encode.c (RecordBatchBuilder.append), columns.c and
+ * columns_fast.c (Arrow buffers; buf_pool.c keeps big ones for reuse), dump_json.c and
+ * dump_lines.c (dump-log's text). */
 #include "dump_text.h"
 
 static PyMethodDef methods[] = {
