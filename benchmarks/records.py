@@ -2,7 +2,7 @@
 
 Run by hand (not part of the tests):
 
-    PYTHONPATH=. .venv/bin/python benchmarks/records.py [--runs 7] [--seconds 0.3]
+    PYTHONPATH=. .venv/bin/python benchmarks/records.py [--runs 7] [--seconds 0.3] [--arrow-only]
 
 Workload: one uncompressed v2 batch of 100 records, 10-byte keys, 100-byte values, one
 header (6-byte key, 8-byte value) per record. "encode" builds the batch from the inputs;
@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kafkawire.records import LZ4, ZSTD, RecordBatch, RecordBatchBuilder, iter_batches  # noqa: E402
+from kafkawire.records import GZIP, LZ4, SNAPPY, ZSTD, RecordBatch, RecordBatchBuilder, iter_batches  # noqa: E402
 from kafkawire.records import batch as _batch_module  # noqa: E402
 from kafkawire.records import record_decoding as _decoding  # noqa: E402
 
@@ -196,7 +196,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--seconds", type=float, default=0.3)
+    ap.add_argument("--arrow-only", action="store_true", help="only the records_to_arrow table")
     args = ap.parse_args()
+    if args.arrow_only:
+        arrow_table(args)
+        return
 
     import kafka.record.default_records as kp
     import aiokafka.record.default_records as ak
@@ -250,6 +254,7 @@ def main():
 
 
 ARROW_BATCHES = 100
+ARROW_CODECS = (("gzip", GZIP), ("snappy", SNAPPY), ("lz4", LZ4), ("zstd", ZSTD))
 
 
 def arrow_table(args):
@@ -266,11 +271,16 @@ def arrow_table(args):
         for native in ((True, False) if HAVE_NATIVE else (False,)):
             calls[(native, verify)] = (lambda native, verify: lambda: records_to_arrow(
                 data, verify_crc=verify, native=native, topic="t", partition=0))(native, verify)
+    for codec_name, codec in ARROW_CODECS:  # compressed: decompressed in Python, then the same C loop
+        compressed = b"".join(kw_encode_codec(codec)() for _ in range(ARROW_BATCHES))
+        for native in ((True, False) if HAVE_NATIVE else (False,)):
+            calls[(native, codec_name)] = (lambda native, buf: lambda: records_to_arrow(
+                buf, native=native, topic="t", partition=0))(native, compressed)
     rates = {key: [r * n / N_RECORDS for r in rs] for key, rs in measure_all(calls, args.runs, args.seconds).items()}
     print(f"\nrecords_to_arrow: {ARROW_BATCHES} batches x {N_RECORDS} records into one Arrow table (records/s)")
-    for (native, verify), r in rates.items():
-        print(f"{'native' if native else 'pure (Record objects)':<22} CRC {'checked' if verify else 'skipped':<8} "
-              f"{statistics.median(r):>14,.0f}")
+    for (native, what), r in rates.items():
+        label = f"CRC {'checked' if what else 'skipped'}" if isinstance(what, bool) else f"{what}, CRC checked"
+        print(f"{'native' if native else 'pure (Record objects)':<22} {label:<20} {statistics.median(r):>14,.0f}")
 
 
 def consumer_table(ak, args):

@@ -1,7 +1,8 @@
 /* kafkawire._native_records: the native record-batch path (issue 26). The pure-Python code
  * (kafkawire/records/record_decoding.py, builder.py) is its oracle; see parse.c (the record
- * parser), decode.c (Record objects), encode.c (RecordBatchBuilder.append) and columns.c
- * (Arrow buffers), dump_json.c and dump_lines.c (dump-log's text). */
+ * parser), decode.c (Record objects), encode.c (RecordBatchBuilder.append), columns.c and
+ * columns_fast.c (Arrow buffers; buf_pool.c keeps big ones for reuse), dump_json.c and
+ * dump_lines.c (dump-log's text). */
 #include "dump_text.h"
 
 static PyMethodDef methods[] = {
@@ -22,6 +23,8 @@ static PyMethodDef methods[] = {
     {"dump_run", (PyCFunction)(void (*)(void))kw_dump_run, METH_FASTCALL,
      "dump_run(data, position, previous_offset, mode, metadata_table, max_chars) -> (text, last_offset, position, "
      "more): dump-log's lines of the batches from position on, up to one for the pure loop (dump_lines.c)"},
+    {"repeat_binary", (PyCFunction)(void (*)(void))kw_repeat_binary, METH_FASTCALL,
+     "repeat_binary(value, n) -> (offsets, data): the buffers of an Arrow binary column of n copies of value"},
     {"set_pure_append", kw_set_pure_append, METH_O, "The pure append RecordWriter.append hands odd calls to."},
     {NULL, NULL, 0, NULL},
 };

@@ -7,20 +7,6 @@
 
 #include <stdarg.h>
 
-int kw_buf_grow(Buf *b, Py_ssize_t extra) {
-    Py_ssize_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + extra)
-        cap *= 2;
-    char *p = PyMem_RawRealloc(b->p, (size_t)cap);
-    if (p == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    b->p = p;
-    b->cap = cap;
-    return 0;
-}
-
 int kw_fail(Reader *r, Py_ssize_t pos, const char *fmt, ...) {
     va_list va;
     va_start(va, fmt);

@@ -17,6 +17,7 @@ typedef struct {
 } Buf;
 
 int kw_buf_grow(Buf *b, Py_ssize_t extra);  /* room for extra more bytes; -1 (MemoryError set) */
+void kw_buf_release(char *p, Py_ssize_t cap);  /* a Buf's memory, freed or kept for reuse (buf_pool.c) */
 
 static inline int kw_buf_reserve(Buf *b, Py_ssize_t extra) {
     if (__builtin_expect(b->len + extra <= b->cap, 1))
@@ -111,6 +112,8 @@ int kw_decode_init(PyObject *module);
 PyObject *kw_set_pure_append(PyObject *module, PyObject *func);
 int kw_encode_init(PyObject *module);
 int kw_columns_init(PyObject *module);
+/* repeat_binary(value, n) -> (offsets, data): an Arrow binary column of n copies (columns.c) */
+PyObject *kw_repeat_binary(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 /* CRC-32C of n bytes (crc32c.c); kw_crc32c_init once at import. crc32c(data) from Python. */
 uint32_t kw_crc32c(const uint8_t *p, size_t n);

@@ -17,6 +17,8 @@ left out, as ``iter_batches`` leaves it; legacy (magic 0/1) messages are refused
 """
 from __future__ import annotations
 
+import struct
+
 from kafkawire import _native
 from kafkawire._extras import require
 
@@ -57,11 +59,25 @@ def records_to_arrow(buf, *, topic: str | None = None, partition: int | None = N
             pass
     if table is None:
         table = _table_from_records(batches())
+    n = table.num_rows
     if partition is not None:
-        table = table.add_column(0, "partition", pa.repeat(pa.scalar(partition, pa.int32()), table.num_rows))
+        table = table.add_column(0, "partition", _repeated(partition, pa.int32(), n, native))
     if topic is not None:
-        table = table.add_column(0, "topic", pa.repeat(pa.scalar(topic, pa.string()), table.num_rows))
+        table = table.add_column(0, "topic", _repeated(topic, pa.string(), n, native))
     return table
+
+
+def _repeated(value, type_: pa.DataType, n: int, native: bool) -> pa.Array:
+    """``value`` n times. An int32 is one ``bytes * n``; a str's buffers come from the C
+    extension (pa.repeat took 85 and 130 us for 10,000 rows, as long as decoding a tenth of
+    them); any other value (a partition past int32, a topic not ASCII - Kafka's topic names
+    are -, or with native False) goes to pa.repeat, which words its errors."""
+    if native and type(value) is int and type_ == pa.int32() and -(1 << 31) <= value < 1 << 31:
+        return pa.Array.from_buffers(type_, n, [None, pa.py_buffer(struct.pack("<i", value) * n)])
+    if native and type(value) is str and type_ == pa.string() and value.isascii():
+        offsets, data = _native.records.repeat_binary(value.encode(), n)
+        return pa.Array.from_buffers(type_, n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return pa.repeat(pa.scalar(value, type_), n)
 
 
 def _data_batches(batches):

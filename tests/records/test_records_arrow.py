@@ -100,7 +100,93 @@ def test_the_c_crc32c_is_the_crc32c_packages(data, cut):
     assert _native.records.crc32c(data[cut:]) == crc32c(data[cut:])
 
 
+@pytest.mark.parametrize("length", [1535, 1536, 1543, 3072, 4615, 14_000])
+def test_the_c_crc32c_of_long_inputs_is_the_crc32c_packages(length):
+    """Inputs of three 512-byte blocks and more run as three interleaved streams joined by
+    shift tables (crc32c.c): around each block boundary and from every alignment, the CRC is
+    the crc32c package's."""
+    from crc32c import crc32c
+
+    from kafkawire import _native
+    data = random.Random(length).randbytes(length + 8)
+    for cut in range(8):
+        assert _native.records.crc32c(data[cut:cut + length]) == crc32c(data[cut:cut + length])
+
+
+@settings(SETTINGS, max_examples=60)
+@given(st.one_of(st.none(), st.text(max_size=12)), st.one_of(st.none(), st.integers(-(1 << 33), 1 << 33)),
+       st.integers(0, 40))
+def test_topic_and_partition_columns_are_the_oracles(topic, partition, n_records):
+    """The native path writes the topic and partition columns from bytes (repeat_binary in C,
+    ``bytes * n``); the oracle uses pa.repeat: the same columns, or the same error."""
+    buf = build_batch([(b"k", b"v", [], TS)] * n_records) if n_records else b""
+    assert_same(buf, topic=topic, partition=partition)
+
+
+@SETTINGS
+@given(st.binary(max_size=40), st.integers(0, 300))
+def test_repeat_binary_is_pa_repeat(value, n):
+    from kafkawire import _native
+    offsets, data = _native.records.repeat_binary(value, n)
+    column = pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    column.validate(full=True)
+    assert column.equals(pa.repeat(pa.scalar(value, pa.binary()), n))
+
+
 def test_bounded_arrow_fuzz_run():
     """A thousand seeded mutations of the fuzz corpus through records_to_arrow, both paths."""
     from fuzz_native import corpus, run
     assert run(corpus(), inputs=1000, seed=26, arrow=True) == []
+
+
+def _varint(value: int, width: int, bits: int = 32) -> bytes:
+    """value zigzag-encoded as a varint of at least ``width`` bytes (padded with continuation
+    bytes, which Java's reader accepts), as a hostile or odd producer may write it."""
+    v = ((value << 1) ^ (value >> (bits - 1))) & ((1 << bits) - 1)
+    out = bytearray()
+    while v >= 0x80 or len(out) < width - 1:
+        out.append(v & 0x7F | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+_NULLABLE = st.one_of(st.none(), st.binary(max_size=12))
+_HEADER_KEYS = st.sampled_from([b"h", b"", b"caf\xc3\xa9", b"\xed\xa0\x80x", b"\xff", b"trace-id"])
+_WIDTH = st.sampled_from([1, 1, 1, 1, 1, 1, 2, 4, 5])  # 5: the longest an int takes
+
+
+@st.composite
+def _odd_record(draw):
+    """One record's body with each varint at a drawn width (a long one makes the one-pass loop
+    step aside), nulls, header keys ASCII, UTF-8 and not UTF-8; the timestamp delta may push
+    the timestamp past int64."""
+    def blob(value, width):
+        return _varint(-1, width) if value is None else _varint(len(value), width) + value
+    key, value = draw(_NULLABLE), draw(_NULLABLE)
+    headers = draw(st.lists(st.tuples(_HEADER_KEYS, _NULLABLE), max_size=3))
+    body = (b"\x00" + _varint(draw(st.sampled_from([0, 5, -3, 1 << 40, 1 << 62])), draw(st.sampled_from([1, 1, 1, 2, 9, 10])), 64)
+            + _varint(draw(st.integers(0, 3)), draw(_WIDTH)) + blob(key, draw(_WIDTH)) + blob(value, draw(_WIDTH))
+            + _varint(len(headers), draw(_WIDTH))
+            + b"".join(_varint(len(k), draw(_WIDTH)) + k + blob(v, draw(_WIDTH)) for k, v in headers))
+    return _varint(len(body), draw(_WIDTH)) + body
+
+
+def _raw_batch(records: list, base_offset: int, base_timestamp: int, attributes: int) -> bytes:
+    from crc32c import crc32c
+
+    from kafkawire.records.layout import POST_CRC, PRE_CRC
+    post = POST_CRC.pack(attributes, len(records) - 1, base_timestamp, base_timestamp, -1, -1, -1, len(records))
+    body = post + b"".join(records)
+    return PRE_CRC.pack(base_offset, 9 + len(body), 0, 2, crc32c(body)) + body
+
+
+@settings(SETTINGS, max_examples=50)
+@given(st.lists(st.tuples(st.lists(_odd_record(), min_size=1, max_size=6), st.sampled_from([0, 1 << 62]),
+                          st.sampled_from([TS, TS, TS, (1 << 63) - 10]), st.sampled_from([0, 0x08])), max_size=3))
+def test_odd_varints_nulls_and_header_keys_give_the_oracles_table(batches):
+    """The one-pass C loop (columns_fast.c) takes a batch whole or steps aside for the general
+    parser: long varints, nulls after present values (validity bits written late), non-UTF-8
+    header keys and timestamps past int64 all give the oracle's table or error."""
+    buf = b"".join(_raw_batch(*batch) for batch in batches)
+    assert_same(buf, verify_crc=True)
