@@ -193,3 +193,9 @@ def test_a_followers_session_evicts_a_consumers_and_a_bigger_one_an_old_smaller_
     assert answer(fm.new_context(12, request(partitions=[("b", 0, 0)]), False))[1] == 0  # not bigger
     bigger = answer(fm.new_context(12, request(partitions=big), False))[1]
     assert bigger not in (0, small) and list(fm.cache.sessions) == [bigger]
+
+
+def test_a_cache_of_0_slots_creates_no_session_and_the_fetch_is_answered_in_full():
+    fm, _ = manager(slots=0)
+    assert answer(fm.new_context(12, request(partitions=[("a", 0, 0)]), False)) == (Errors.NONE, 0, [("a", 0)])
+    assert fm.cache.sessions == {}
