@@ -10,8 +10,8 @@ for appends up to ``max_wait_ms`` (capped at 30 s), reading again only after an 
 whose offset is outside [log start, log end] gets OFFSET_OUT_OF_RANGE; a current leader epoch
 other than the partition's gets FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH. read_committed
 sees the same as read_uncommitted (no transactions yet: the last stable offset is the high
-watermark). Fetch sessions (KIP-227) are not created, as a broker with a full session cache:
-a full fetch is answered with session id 0, an incremental one with FETCH_SESSION_ID_NOT_FOUND.
+watermark). Fetch sessions (KIP-227): kafkawire.broker.fetch_session says which partitions a
+request reads and which of them its answer carries; a fetch without partitions is answered at once.
 Replica fetches (replica id >= 0) are answered like consumer fetches: no follower is known here.
 
 ListOffsets: earliest, latest, by timestamp, max timestamp, as kafkawire.net.metadata_topic's
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 
+from kafkawire.broker.fetch_session import FetchManager, FetchSessionCache
 from kafkawire.messages.fetch_response import FetchableTopicResponse, FetchResponse, PartitionData
 from kafkawire.messages.list_offsets_response import (ListOffsetsPartitionResponse, ListOffsetsResponse,
                                                       ListOffsetsTopicResponse)
@@ -38,44 +39,46 @@ class FetchApi:
 
     def __init__(self, broker):
         self.broker = broker
+        self.sessions = FetchManager(FetchSessionCache(broker.config.max_incremental_fetch_session_cache_slots))
 
     # -- Fetch --
 
     async def fetch(self, ctx, request):
         v = ctx.api_version
-        if v >= 7 and request.session_epoch not in (0, -1):
-            return FetchResponse(error_code=Errors.FETCH_SESSION_ID_NOT_FOUND, session_id=0, responses=[])
+        replica_id = request.replica_state.replica_id if v >= 15 else request.replica_id
+        context = self.sessions.new_context(v, request, privileged=replica_id >= 0)
+        wanted = context.partitions()
         deadline = time.monotonic() + min(max(request.max_wait_ms, 0), MAX_WAIT_CAP_MS) / 1000
         while True:
             seen = self.broker.appends
-            responses, total, errors = self._fetch_once(request, v)
+            updates, total, errors = self._fetch_once(request, wanted, v)
             remaining = deadline - time.monotonic()
-            if total >= request.min_bytes or errors or remaining <= 0:
-                return FetchResponse(error_code=Errors.NONE, session_id=0, responses=responses)
+            if total >= request.min_bytes or errors or remaining <= 0 or not wanted:
+                code, session_id, updates = context.response(updates)
+                return FetchResponse(error_code=code, session_id=session_id, responses=_by_topic(updates))
             await self.broker.wait_for_appends(seen, remaining)
 
-    def _fetch_once(self, request, version: int):
+    def _fetch_once(self, request, wanted: list, version: int):
+        """[(topic, topic id, PartitionData)] for ``wanted`` ((topic, topic id, FetchPartition)s),
+        the bytes read, and whether any partition had an error."""
         image = self.broker.image()
         budget = min(request.max_bytes, self.broker.config.fetch_max_bytes)
         total, errors = 0, False
-        responses = []
-        for t in request.topics:
-            topic = self._topic(image, t, version)
-            partitions = []
-            for p in t.partitions:
-                data = self._fetch_partition(topic, p, version, request.isolation_level, budget, min_one=(total == 0))
-                total += len(data.records)
-                budget -= len(data.records)
-                errors = errors or data.error_code != Errors.NONE
-                partitions.append(data)
-            responses.append(FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id, partitions=partitions))
-        return responses, total, errors
+        updates = []
+        for name, topic_id, p in wanted:
+            topic = self._topic(image, name, topic_id, version)
+            data = self._fetch_partition(topic, p, version, request.isolation_level, budget, min_one=(total == 0))
+            total += len(data.records)
+            budget -= len(data.records)
+            errors = errors or data.error_code != Errors.NONE
+            updates.append((name, topic_id, data))
+        return updates, total, errors
 
     @staticmethod
-    def _topic(image, t, version: int):
+    def _topic(image, name: str, topic_id, version: int):
         if image is None:
             return None
-        return image.topics_by_id.get(t.topic_id) if version >= 13 else image.topics_by_name.get(t.topic)
+        return image.topics_by_id.get(topic_id) if version >= 13 else image.topics_by_name.get(name)
 
     def _fetch_partition(self, topic, p, version: int, isolation_level: int, budget: int, min_one: bool):
         data = PartitionData(partition_index=p.partition, high_watermark=-1, records=b"")
@@ -134,3 +137,13 @@ class FetchApi:
                 partitions.append(r)
             topics.append(ListOffsetsTopicResponse(name=t.name, partitions=partitions))
         return ListOffsetsResponse(topics=topics)
+
+
+def _by_topic(updates: list) -> list:
+    """The answer's topics: consecutive partitions of one topic grouped, as Kafka's FetchResponse.of."""
+    responses = []
+    for name, topic_id, data in updates:
+        if not responses or responses[-1].topic != name or responses[-1].topic_id != topic_id:
+            responses.append(FetchableTopicResponse(topic=name, topic_id=topic_id, partitions=[]))
+        responses[-1].partitions.append(data)
+    return responses

@@ -281,6 +281,8 @@ _KEYS = (
     _Key("default.replication.factor", lambda k, v: _int(k, v), "1", "ReplicationConfigs"),
     _Key("message.max.bytes", lambda k, v: _int(k, v, 0), str(1024 * 1024 + 12), "ServerConfigs"),
     _Key("fetch.max.bytes", lambda k, v: _int(k, v, 1024), str(55 * 1024 * 1024), "ServerConfigs"),
+    # ServerConfigs: INT 1000 atLeast(0); the most incremental fetch sessions the broker keeps
+    _Key("max.incremental.fetch.session.cache.slots", lambda k, v: _int(k, v, 0), "1000", "ServerConfigs"),
     _Key("log.segment.bytes", lambda k, v: _int(k, v, 1024 * 1024), str(1024 * 1024 * 1024), "ServerLogConfigs"),
     _Key("log.message.timestamp.type", lambda k, v: _one_of(k, v, TIMESTAMP_TYPES), "CreateTime", "ServerLogConfigs"),
     _Key("min.insync.replicas", lambda k, v: _int(k, v, 1), "1", "ServerLogConfigs"),
@@ -454,6 +456,7 @@ class ServerConfig:
     default_replication_factor: int = 1
     message_max_bytes: int = 1024 * 1024 + 12
     fetch_max_bytes: int = 55 * 1024 * 1024
+    max_incremental_fetch_session_cache_slots: int = 1000
     log_segment_bytes: int = 1024 * 1024 * 1024
     log_message_timestamp_type: str = "CreateTime"
     min_insync_replicas: int = 1
