@@ -4,31 +4,20 @@ place in the group, as with Kafka 4.3.1.
 """
 from __future__ import annotations
 
-import asyncio
 import time
 
 import pytest
 
 from kafkawire.messages.describe_groups_request import DescribeGroupsRequest
 from kafkawire.messages.heartbeat_request import HeartbeatRequest
-from kafkawire.net.client import NetworkClient
 from kafkawire.protocol.error_codes import Errors
+
+from .test_leader_epoch_apis import call
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 confluent_admin = pytest.importorskip("confluent_kafka.admin")
 WAIT_S = 30
 TOPIC, GROUP, INSTANCE = "static-members", "static-members", "instance-1"
-
-
-def call(node, request, api_version: int):
-    async def go():
-        client = NetworkClient(client_id="test-static-members", request_timeout_ms=10_000)
-        try:
-            host, port = node.bootstrap_servers.split(":")
-            return await client.send((host, int(port)), request, api_version=api_version)
-        finally:
-            await client.close()
-    return asyncio.run(go())
 
 
 def produce(node, *values: bytes) -> None:
