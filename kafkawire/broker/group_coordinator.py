@@ -18,8 +18,10 @@ write operation's records before it answers.
 Offsets, ListGroups, DescribeGroups, DeleteGroups and the replay of ``__consumer_offsets`` at
 load are kafkawire.broker.group_offsets', on the same ``groups``.
 
-Not done (later): static membership (a member with a ``group.instance.id`` is kept as a dynamic
-one: it is not replaced by the next member with its instance id) and KIP-848 consumer groups.
+Static members (KIP-345, a ``group.instance.id``): one joining without member id takes the
+place of its instance's member under a new id (kafkawire.broker.group_static), after which the
+old id is FENCED_INSTANCE_ID; a join phase's end keeps a static member that did not rejoin (its
+session timeout removes it). Not done (later): KIP-848 consumer groups.
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ from kafkawire.messages.sync_group_response import SyncGroupResponse
 from kafkawire.protocol.error_codes import Errors
 
 from .group_records import group_record
+from .group_static import StaticMembership
 from .group_state import COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE, ClassicGroup, Member
 
 __all__ = ["GroupCoordinator", "GroupSettings", "UNKNOWN_MEMBER_ID"]
@@ -75,6 +78,7 @@ class GroupCoordinator:
         self.persist = persist
         self.now_ms = now_ms
         self.groups: dict[str, ClassicGroup] = {}
+        self.static = StaticMembership(self)
 
     # -- JoinGroup --
 
@@ -121,6 +125,8 @@ class GroupCoordinator:
             return respond(JoinGroupResponse(error_code=Errors.INCONSISTENT_GROUP_PROTOCOL,
                                              member_id=UNKNOWN_MEMBER_ID))
         member_id = group.generate_member_id(client_id, request.group_instance_id)
+        if request.group_instance_id is not None and request.group_instance_id in group.static_members:
+            return self.static.rejoin(group, request, protocols, version, member_id, respond)
         if version >= 4 and request.group_instance_id is None:       # KIP-394: come back with this id
             group.pending_join_members.add(member_id)
             self.timer.schedule(heartbeat_key(group.group_id, member_id), request.session_timeout_ms,
@@ -136,9 +142,10 @@ class GroupCoordinator:
             return respond(JoinGroupResponse(error_code=Errors.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id))
         if member_id in group.pending_join_members:
             return self._add_member(group, request, protocols, member_id, client_id, client_host, respond)
-        member = group.members.get(member_id)
-        if member is None:
-            return respond(JoinGroupResponse(error_code=Errors.UNKNOWN_MEMBER_ID, member_id=member_id))
+        error = group.validate_member(member_id, request.group_instance_id)
+        if error != Errors.NONE:
+            return respond(JoinGroupResponse(error_code=error, member_id=member_id, protocol_name=None))
+        member = group.members[member_id]
         if group.state == PREPARING_REBALANCE:
             return self._update_member_and_rebalance(group, member, request, protocols, respond)
         if group.state == COMPLETING_REBALANCE:
@@ -240,7 +247,7 @@ class GroupCoordinator:
         self.timer.cancel(join_key(group.group_id))
         if group.state != PREPARING_REBALANCE:
             return
-        for member in group.not_yet_rejoined():
+        for member in group.not_yet_rejoined_dynamic():
             group.remove(member.member_id)
             self.timer.cancel(heartbeat_key(group.group_id, member.member_id))
         if group.state == DEAD:
@@ -298,6 +305,9 @@ class GroupCoordinator:
                             member.session_timeout_ms if timeout_ms is None else timeout_ms,
                             lambda: self._expire_heartbeat(group_id, member_id))
 
+    def cancel_heartbeat(self, group_id: str, member_id: str) -> None:
+        self.timer.cancel(heartbeat_key(group_id, member_id))
+
     def _expire_heartbeat(self, group_id: str, member_id: str) -> None:
         group = self.groups.get(group_id)
         if group is None or group.state == DEAD:
@@ -350,8 +360,9 @@ class GroupCoordinator:
     def _sync_error(self, group: ClassicGroup, request) -> int:
         if group.state == DEAD:
             return Errors.COORDINATOR_NOT_AVAILABLE
-        if request.member_id not in group.members:
-            return Errors.UNKNOWN_MEMBER_ID
+        error = group.validate_member(request.member_id, request.group_instance_id)
+        if error != Errors.NONE:
+            return error
         if request.generation_id != group.generation_id:
             return Errors.ILLEGAL_GENERATION
         if (request.protocol_type is not None and request.protocol_type != group.protocol_type) or \
@@ -392,9 +403,10 @@ class GroupCoordinator:
             return HeartbeatResponse(error_code=Errors.UNKNOWN_MEMBER_ID)
         if group.state == DEAD:
             return HeartbeatResponse(error_code=Errors.COORDINATOR_NOT_AVAILABLE)
-        member = group.members.get(request.member_id)
-        if member is None:
-            return HeartbeatResponse(error_code=Errors.UNKNOWN_MEMBER_ID)
+        error = group.validate_member(request.member_id, request.group_instance_id)
+        if error != Errors.NONE:
+            return HeartbeatResponse(error_code=error)
+        member = group.members[request.member_id]
         if request.generation_id != group.generation_id:
             return HeartbeatResponse(error_code=Errors.ILLEGAL_GENERATION)
         if group.state == EMPTY:
@@ -432,14 +444,18 @@ class GroupCoordinator:
 
     def _leave_one(self, group: ClassicGroup, member_id: str, instance_id: str | None) -> int:
         if member_id == UNKNOWN_MEMBER_ID:            # an admin removing a member by its instance id
-            member_id = group.static_members.get(instance_id, UNKNOWN_MEMBER_ID) if instance_id else member_id
-        if member_id in group.pending_join_members:
+            member_id = group.static_members.get(instance_id) if instance_id is not None else None
+            if member_id is None:
+                return Errors.UNKNOWN_MEMBER_ID
+        elif member_id in group.pending_join_members:
             group.remove(member_id)
             self.timer.cancel(heartbeat_key(group.group_id, member_id))
             return Errors.NONE
-        member = group.members.get(member_id)
-        if member is None:
-            return Errors.UNKNOWN_MEMBER_ID
+        else:
+            error = group.validate_member(member_id, instance_id)
+            if error != Errors.NONE:
+                return error
+        member = group.members[member_id]
         log.info("Member %s has left group %s through explicit `LeaveGroup` request.", member_id, group.group_id)
         group.complete_join(member, JoinGroupResponse(error_code=Errors.UNKNOWN_MEMBER_ID,
                                                       member_id=UNKNOWN_MEMBER_ID))

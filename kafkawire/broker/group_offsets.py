@@ -64,8 +64,9 @@ class GroupOffsets:
         if generation < 0 and group.state == EMPTY:
             return
         if generation >= 0 or member_id or instance_id is not None:
-            if member_id not in group.members:
-                raise CommitRefused(Errors.UNKNOWN_MEMBER_ID)
+            error = group.validate_member(member_id, instance_id)
+            if error != Errors.NONE:                          # FENCED_INSTANCE_ID for a replaced static member
+                raise CommitRefused(error)
             if generation != group.generation_id:
                 raise CommitRefused(Errors.ILLEGAL_GENERATION)
         elif group.state != EMPTY:

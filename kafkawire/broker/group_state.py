@@ -17,6 +17,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
+from kafkawire.protocol.error_codes import Errors
+
 __all__ = ["ClassicGroup", "Member", "EMPTY", "PREPARING_REBALANCE", "COMPLETING_REBALANCE", "STABLE", "DEAD",
            "InvalidTransition"]
 
@@ -190,6 +192,32 @@ class ClassicGroup:
             self.awaiting_join_count -= 1
         member.join_waiter = respond
 
+    def replace_static_member(self, instance_id: str, old_id: str, new_id: str) -> tuple[Member, Member]:
+        """KIP-345: the member of ``instance_id`` takes ``new_id``, keeping its place (leadership
+        included), protocols, timeouts and assignment; (the old member, the new one). The old
+        one's parked answers are the caller's to fence."""
+        old = self.members.pop(old_id)
+        new = Member(new_id, client_id=old.client_id, client_host=old.client_host,
+                     rebalance_timeout_ms=old.rebalance_timeout_ms, session_timeout_ms=old.session_timeout_ms,
+                     protocol_type=old.protocol_type, protocols=old.protocols, group_instance_id=instance_id,
+                     assignment=old.assignment)
+        self.members[new_id] = new
+        if self.leader_id == old_id:
+            self.leader_id = new_id
+        self.static_members[instance_id] = new_id
+        return old, new
+
+    def validate_member(self, member_id: str, instance_id: str | None) -> int:
+        """ClassicGroup.validateMember: UNKNOWN_MEMBER_ID for an unknown id or instance id,
+        FENCED_INSTANCE_ID when the instance id now belongs to another member id, else NONE."""
+        if instance_id is not None:
+            current = self.static_members.get(instance_id)
+            if current is None:
+                return Errors.UNKNOWN_MEMBER_ID
+            if current != member_id:
+                return Errors.FENCED_INSTANCE_ID
+        return Errors.NONE if member_id in self.members else Errors.UNKNOWN_MEMBER_ID
+
     def _count_protocols(self, member: Member, delta: int) -> None:
         for name in protocol_names(member.protocols):
             self.supported_protocols[name] = self.supported_protocols.get(name, 0) + delta
@@ -200,8 +228,9 @@ class ClassicGroup:
     def has_all_members_joined(self) -> bool:
         return len(self.members) == self.awaiting_join_count and not self.pending_join_members
 
-    def not_yet_rejoined(self) -> list:
-        return [m for m in self.members.values() if not m.awaiting_join]
+    def not_yet_rejoined_dynamic(self) -> list:
+        """The members a join phase's end drops: a static member stays until its session ends."""
+        return [m for m in self.members.values() if not m.awaiting_join and m.group_instance_id is None]
 
     def rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
