@@ -14,6 +14,8 @@ from kafkawire.protocol.error_codes import Errors
 
 from .test_leader_epoch_apis import call
 
+pytest_plugins = ["kafkawire.testing.pytest_plugin"]
+
 confluent_kafka = pytest.importorskip("confluent_kafka")
 confluent_admin = pytest.importorskip("confluent_kafka.admin")
 WAIT_S = 30
