@@ -284,6 +284,11 @@ _KEYS = (
     _Key("log.segment.bytes", lambda k, v: _int(k, v, 1024 * 1024), str(1024 * 1024 * 1024), "ServerLogConfigs"),
     _Key("log.message.timestamp.type", lambda k, v: _one_of(k, v, TIMESTAMP_TYPES), "CreateTime", "ServerLogConfigs"),
     _Key("min.insync.replicas", lambda k, v: _int(k, v, 1), "1", "ServerLogConfigs"),
+    # ServerLogConfigs: LONG Long.MAX_VALUE atLeast(0); LONG 3600000 atLeast(0); LIST "delete"
+    # ValidList.in(compact, delete): the record checks of a produced batch (LogValidator)
+    _Key("log.message.timestamp.before.max.ms", lambda k, v: _long(k, v, 0), str((1 << 63) - 1), "ServerLogConfigs"),
+    _Key("log.message.timestamp.after.max.ms", lambda k, v: _long(k, v, 0), "3600000", "ServerLogConfigs"),
+    _Key("log.cleanup.policy", lambda k, v: _cleanup_policy(k, v), "delete", "ServerLogConfigs"),
     # ServerLogConfigs: LONG 60000 atLeast(0); a deleted topic's log waits this long before removal
     _Key("log.segment.delete.delay.ms", lambda k, v: _long(k, v, 0), "60000", "ServerLogConfigs"),
     # The group coordinator (GroupCoordinatorConfig): INT 3000 atLeast(0); INT 6000; INT 1800000;
@@ -328,6 +333,7 @@ _DERIVED = {"listeners", "advertised.listeners", "listener.security.protocol.map
 
 
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+CLEANUP_POLICIES = ("compact", "delete")
 
 
 def _one_of(key, raw, allowed):
@@ -336,6 +342,15 @@ def _one_of(key, raw, allowed):
     if text not in allowed:
         raise ConfigError(key, raw, f"must be one of {', '.join(allowed)}")
     return text
+
+
+def _cleanup_policy(key, raw):
+    """ConfigDef.ValidList.in(compact, delete)."""
+    policies = _list(raw)
+    for policy in policies:
+        if policy not in CLEANUP_POLICIES:
+            raise ConfigError(key, raw, f"must be a list of {', '.join(CLEANUP_POLICIES)}")
+    return policies
 
 
 def _reporters(key, raw):
@@ -430,6 +445,9 @@ class ServerConfig:
     fetch_max_bytes: int = 55 * 1024 * 1024
     log_segment_bytes: int = 1024 * 1024 * 1024
     log_message_timestamp_type: str = "CreateTime"
+    log_message_timestamp_before_max_ms: int = (1 << 63) - 1
+    log_message_timestamp_after_max_ms: int = 3_600_000
+    log_cleanup_policy: tuple = ("delete",)
     min_insync_replicas: int = 1
     log_segment_delete_delay_ms: int = 60_000
     group_initial_rebalance_delay_ms: int = 3000
