@@ -6,7 +6,6 @@ the C fast path and the pure oracle (``path``); one test sends a raw ProduceRequ
 session's embedded broker."""
 from __future__ import annotations
 
-import asyncio
 import time
 from types import SimpleNamespace
 
@@ -19,11 +18,12 @@ from kafkawire.broker.validation import validate_produce
 from kafkawire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
 from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kafkawire.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
-from kafkawire.net.client import NetworkClient
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.records import GZIP
 from kafkawire.records.batch import LOG_APPEND_TIME
 from kafkawire.records.builder import build_batch
+
+from .test_leader_epoch_apis import call      # a raw request to the session's broker
 
 # The session's embedded broker (kafkawire_broker), shared with the other wire tests.
 pytest_plugins = ["kafkawire.testing.pytest_plugin"]
@@ -127,17 +127,6 @@ def test_the_rules_come_from_the_topics_configs_else_the_brokers():
 
 
 # -- through the wire, on the session's embedded broker --
-
-def call(node, request, api_version=None):
-    async def go():
-        client = NetworkClient(client_id="test-record-checks", request_timeout_ms=10_000)
-        try:
-            host, port = node.bootstrap_servers.split(":")
-            return await client.send((host, int(port)), request, api_version=api_version)
-        finally:
-            await client.close()
-    return asyncio.run(go())
-
 
 def produce(node, records: bytes):
     response = call(node, ProduceRequest(acks=1, timeout_ms=5000, topic_data=[TopicProduceData(
