@@ -6,10 +6,12 @@ the C fast path and the pure oracle (``path``); one test sends a raw ProduceRequ
 session's embedded broker."""
 from __future__ import annotations
 
+import struct
 import time
 from types import SimpleNamespace
 
 import pytest
+from crc32c import crc32c
 
 from kafkawire import _native
 from kafkawire.broker.produce import record_rules
@@ -83,6 +85,16 @@ def test_the_bounds_in_the_text_wrap_as_javas_longs(path):
     error = refused(build_batch([(b"a", b"1", [], NOW - 1)]),
                     RecordRules(now_ms=NOW, before_max_ms=0, after_max_ms=LONG_MAX))
     assert error.errors[0][1].endswith(f"should be within [{NOW}, {NOW + LONG_MAX - 2 ** 64}]")
+
+
+def test_a_timestamp_past_int64_wraps_as_javas_sum_of_base_and_delta(path):
+    """The C parser saturates such a sum; the oracle then names the record with Java's value."""
+    data = bytearray(build_batch([(b"a", b"1", [], 0), (b"b", b"2", [], 1 << 62)]))
+    struct.pack_into(">q", data, 27, 1 << 62)                 # base timestamp: the second record passes int64
+    struct.pack_into(">I", data, 17, crc32c(bytes(data[21:])))
+    error = refused(bytes(data), RecordRules(now_ms=NOW))
+    assert [message.split(" of ")[0] for _, message in error.errors] == [f"Timestamp {1 << 62}",
+                                                                         f"Timestamp {-(1 << 63)}"]
 
 
 def test_a_compacted_topic_refuses_records_without_a_key_listing_the_first_three_errors(path):
