@@ -6,8 +6,8 @@ Per partition, in Kafka's order: a topic the metadata lacks is UNKNOWN_TOPIC_OR_
 elsewhere (or not yet open here) NOT_LEADER_OR_FOLLOWER; acks=all with fewer in-sync replicas
 than ``min.insync.replicas`` NOT_ENOUGH_REPLICAS; then the batch's own checks. The topic's
 ``max.message.bytes``, ``message.timestamp.type``, ``message.timestamp.before.max.ms``,
-``message.timestamp.after.max.ms`` and ``cleanup.policy`` come from its configs in the metadata,
-else the broker's (``message.max.bytes``, ``log.message.timestamp.type``, ...). Records that
+``message.timestamp.after.max.ms``, ``cleanup.policy`` and ``compression.type`` come from its
+configs in the metadata, else the broker's (``message.max.bytes``, ``log.message.timestamp.type``, ...). Records that
 break the record rules are answered as Kafka's RecordValidationException: the error, its
 message in ``error_message`` and each failed record in ``record_errors``.
 
@@ -127,7 +127,9 @@ class ProduceApi:
                 p.records, topic_partition=name, version=version, now_ms=now_ms, log_append_time=log_append_time,
                 max_message_bytes=topic_config(image, topic.name, "max.message.bytes", config.message_max_bytes,
                                                config.node_id),
-                rules=record_rules(image, topic.name, config, now_ms, log_append_time))
+                rules=record_rules(image, topic.name, config, now_ms, log_append_time),
+                compression_type=topic_config(image, topic.name, "compression.type", config.compression_type,
+                                              config.node_id))
             base_offset, log_append_time = partition.append(validated, now_ms=now_ms)
         except RecordErrors as exc:      # ReplicaManager: RecordValidationException, the log start offset kept
             return PartitionProduceResponse(

@@ -24,6 +24,8 @@ With ``log_append_time`` (``message.timestamp.type=LogAppendTime``) the batch's 
 becomes LogAppendTime and its max timestamp the append time, and the CRC is computed again, as
 LogValidator does in place (the records inside keep their bytes; readers take the batch's time).
 The base offset is left for ``Log.append(assign_offsets=True)`` to set (it is outside the CRC).
+A batch whose codec is not the one the topic's ``compression.type`` asks for is built again in
+it instead (kafkawire.broker.recompression), as LogValidator does.
 """
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.records import CorruptRecordError, RecordBatch, iter_batches
 from kafkawire.records.batch import LOG_APPEND_TIME
 
+from .recompression import RecompressionRefused, recompressed, target_codec
 from .record_checks import RecordRules, raise_record_errors, record_errors
 
 __all__ = ["ProduceRefused", "ValidatedAppend", "validate_produce", "MAX_DECOMPRESSED_BYTES"]
@@ -73,10 +76,12 @@ class ValidatedAppend:
 
 def validate_produce(records: bytes | None, *, topic_partition: str, max_message_bytes: int,
                      log_append_time: bool, now_ms: int, version: int = 3,
-                     rules: RecordRules | None = None) -> ValidatedAppend:
+                     rules: RecordRules | None = None, compression_type: str = "producer") -> ValidatedAppend:
     """The batch of one partition of a Produce request, checked as Kafka's leader checks it;
     ``rules`` are the record rules (kafkawire.broker.record_checks: timestamp bounds, keys on a
-    compacted topic; Kafka's defaults when None). Records that break them raise RecordErrors."""
+    compacted topic; Kafka's defaults when None). Records that break them raise RecordErrors. A
+    batch the topic's ``compression_type`` wants in another codec is written again
+    (kafkawire.broker.recompression)."""
     if rules is None:
         rules = RecordRules(now_ms=now_ms, create_time=not log_append_time)
     batch = _the_one_batch(records or b"", version)
@@ -94,6 +99,14 @@ def validate_produce(records: bytes | None, *, topic_partition: str, max_message
                              f"but it is {batch.base_offset}")
     _check_batch(batch, topic_partition)
     _check_records(batch, topic_partition, rules)
+    codec = target_codec(compression_type, batch.compression_type)
+    if codec != batch.compression_type:
+        try:
+            data, rebuilt = recompressed(batch, codec, log_append_time=log_append_time, now_ms=now_ms,
+                                         topic_partition=topic_partition, max_message_bytes=max_message_bytes)
+        except RecompressionRefused as exc:
+            raise ProduceRefused(exc.code, str(exc)) from None
+        return ValidatedAppend(data, rebuilt.records_count, now_ms if log_append_time else -1, rebuilt)
     if not log_append_time:
         return ValidatedAppend(bytes(records), batch.records_count, -1, batch)
     return ValidatedAppend(_with_log_append_time(bytes(records), now_ms), batch.records_count, now_ms, batch)

@@ -289,6 +289,9 @@ _KEYS = (
     _Key("log.message.timestamp.before.max.ms", lambda k, v: _long(k, v, 0), str((1 << 63) - 1), "ServerLogConfigs"),
     _Key("log.message.timestamp.after.max.ms", lambda k, v: _long(k, v, 0), "3600000", "ServerLogConfigs"),
     _Key("log.cleanup.policy", lambda k, v: _cleanup_policy(k, v), "delete", "ServerLogConfigs"),
+    # ServerConfigs: STRING "producer" ValidString.in(BrokerCompressionType names): a produced batch in
+    # another codec is written again in this one (LogValidator)
+    _Key("compression.type", lambda k, v: _one_of(k, v, COMPRESSION_TYPES), "producer", "ServerConfigs"),
     # ServerLogConfigs: LONG 60000 atLeast(0); a deleted topic's log waits this long before removal
     _Key("log.segment.delete.delay.ms", lambda k, v: _long(k, v, 0), "60000", "ServerLogConfigs"),
     # The group coordinator (GroupCoordinatorConfig): INT 3000 atLeast(0); INT 6000; INT 1800000;
@@ -334,6 +337,7 @@ _DERIVED = {"listeners", "advertised.listeners", "listener.security.protocol.map
 
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 CLEANUP_POLICIES = ("compact", "delete")
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 
 
 def _one_of(key, raw, allowed):
@@ -448,6 +452,7 @@ class ServerConfig:
     log_message_timestamp_before_max_ms: int = (1 << 63) - 1
     log_message_timestamp_after_max_ms: int = 3_600_000
     log_cleanup_policy: tuple = ("delete",)
+    compression_type: str = "producer"
     min_insync_replicas: int = 1
     log_segment_delete_delay_ms: int = 60_000
     group_initial_rebalance_delay_ms: int = 3000
