@@ -5,8 +5,11 @@ Per partition, in Kafka's order: a topic the metadata lacks is UNKNOWN_TOPIC_OR_
 (UNKNOWN_TOPIC_ID from v13, which names topics by id), a partition it lacks likewise, one led
 elsewhere (or not yet open here) NOT_LEADER_OR_FOLLOWER; acks=all with fewer in-sync replicas
 than ``min.insync.replicas`` NOT_ENOUGH_REPLICAS; then the batch's own checks. The topic's
-``max.message.bytes`` and ``message.timestamp.type`` come from its configs in the metadata,
-else the broker's ``message.max.bytes`` and ``log.message.timestamp.type``.
+``max.message.bytes``, ``message.timestamp.type``, ``message.timestamp.before.max.ms``,
+``message.timestamp.after.max.ms``, ``cleanup.policy`` and ``compression.type`` come from its
+configs in the metadata, else the broker's (``message.max.bytes``, ``log.message.timestamp.type``, ...). Records that
+break the record rules are answered as Kafka's RecordValidationException: the error, its
+message in ``error_message`` and each failed record in ``record_errors``.
 
 acks: 0, 1 and -1 (all) are served; with one replica, the leader's append is what acks=all
 waits for. Any other value is INVALID_REQUIRED_ACKS for every partition. With acks=0 there is
@@ -17,21 +20,26 @@ from __future__ import annotations
 
 import time
 
-from kafkawire.messages.produce_response import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
+from kafkawire.messages.produce_response import (
+    BatchIndexAndErrorMessage, PartitionProduceResponse, ProduceResponse, TopicProduceResponse)
 from kafkawire.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import NO_RESPONSE, CloseConnection
 
+from .record_checks import RecordErrors, RecordRules
 from .validation import ProduceRefused, validate_produce
 
-__all__ = ["ProduceApi", "topic_config"]
+__all__ = ["ProduceApi", "topic_config", "record_rules"]
 
 LOG_APPEND_TIME = "LogAppendTime"
 
 
 # A topic config and the broker config that gives its default (LogConfig's synonyms).
 BROKER_SYNONYMS = {"max.message.bytes": "message.max.bytes", "message.timestamp.type": "log.message.timestamp.type",
-                   "segment.bytes": "log.segment.bytes", "min.insync.replicas": "min.insync.replicas"}
+                   "segment.bytes": "log.segment.bytes", "min.insync.replicas": "min.insync.replicas",
+                   "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
+                   "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
+                   "cleanup.policy": "log.cleanup.policy"}
 
 
 def topic_config(image, topic: str, name: str, default, node_id: int = -1):
@@ -112,14 +120,23 @@ class ProduceApi:
                 return _refused(p.index, Errors.NOT_ENOUGH_REPLICAS,
                                 f"The size of the current ISR {sorted(registration.isr)} is insufficient to satisfy "
                                 f"the min.isr requirement of {min_isr} for partition {name}")
+        log_append_time = topic_config(image, topic.name, "message.timestamp.type", config.log_message_timestamp_type,
+                                       config.node_id) == LOG_APPEND_TIME
         try:
             validated = validate_produce(
-                p.records, topic_partition=name, version=version, now_ms=now_ms,
+                p.records, topic_partition=name, version=version, now_ms=now_ms, log_append_time=log_append_time,
                 max_message_bytes=topic_config(image, topic.name, "max.message.bytes", config.message_max_bytes,
                                                config.node_id),
-                log_append_time=topic_config(image, topic.name, "message.timestamp.type",
-                                             config.log_message_timestamp_type, config.node_id) == LOG_APPEND_TIME)
+                rules=record_rules(image, topic.name, config, now_ms, log_append_time),
+                compression_type=topic_config(image, topic.name, "compression.type", config.compression_type,
+                                              config.node_id))
             base_offset, log_append_time = partition.append(validated, now_ms=now_ms)
+        except RecordErrors as exc:      # ReplicaManager: RecordValidationException, the log start offset kept
+            return PartitionProduceResponse(
+                index=p.index, error_code=exc.code, base_offset=-1, log_append_time_ms=-1,
+                log_start_offset=partition.log.log_start_offset, error_message=str(exc),
+                record_errors=[BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+                               for i, m in exc.errors])
         except ProduceRefused as exc:
             return _refused(p.index, exc.code, str(exc))
         except ValueError as exc:        # larger than a segment (Log.append): RecordBatchTooLargeException
@@ -129,6 +146,18 @@ class ProduceApi:
         return PartitionProduceResponse(index=p.index, error_code=Errors.NONE, base_offset=base_offset,
                                         log_append_time_ms=log_append_time,
                                         log_start_offset=partition.log.log_start_offset)
+
+
+def record_rules(image, topic: str, config, now_ms: int, log_append_time: bool) -> RecordRules:
+    """The record checks the topic's configs ask for (LogConfig: the topic's own, else the broker's)."""
+    def resolved(name, default):
+        return topic_config(image, topic, name, default, config.node_id)
+    policy = resolved("cleanup.policy", ",".join(config.log_cleanup_policy))
+    return RecordRules(now_ms=now_ms, create_time=not log_append_time,
+                       before_max_ms=resolved("message.timestamp.before.max.ms",
+                                              config.log_message_timestamp_before_max_ms),
+                       after_max_ms=resolved("message.timestamp.after.max.ms", config.log_message_timestamp_after_max_ms),
+                       compacted="compact" in {p.strip() for p in policy.split(",")})
 
 
 def _refused(index: int, code: int, message: str | None) -> PartitionProduceResponse:

@@ -13,14 +13,19 @@ The checks, in Kafka's order, each with the error Kafka answers (``ProduceRefuse
 * the CRC does not match: CORRUPT_MESSAGE (CorruptRecordException);
 * a base offset other than 0, a control batch, a count that does not match the offset range,
   records whose offset deltas do not run 0, 1, 2...: INVALID_RECORD (LogValidator);
-* a producer id with a negative base sequence: INVALID_RECORD (LogValidator.validateBatch). The
-  producer's epoch and sequence are checked next, against the partition's producer state
-  (kafkawire.broker.producer_state), with ``ValidatedAppend.batch``.
+* a producer id with a negative base sequence: INVALID_RECORD (LogValidator.validateBatch);
+* the record rules (kafkawire.broker.record_checks: a key on a compacted topic, the timestamp
+  bounds, no LogAppendTime from a producer): RecordErrors, with Kafka's ``record_errors``.
+
+The producer's epoch and sequence are checked next, against the partition's producer state
+(kafkawire.broker.producer_state), with ``ValidatedAppend.batch``.
 
 With ``log_append_time`` (``message.timestamp.type=LogAppendTime``) the batch's timestamp type
 becomes LogAppendTime and its max timestamp the append time, and the CRC is computed again, as
 LogValidator does in place (the records inside keep their bytes; readers take the batch's time).
 The base offset is left for ``Log.append(assign_offsets=True)`` to set (it is outside the CRC).
+A batch whose codec is not the one the topic's ``compression.type`` asks for is built again in
+it instead (kafkawire.broker.recompression), as LogValidator does.
 """
 from __future__ import annotations
 
@@ -34,6 +39,10 @@ from kafkawire import _native
 from kafkawire.metadata.java_text import java_utf8
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.records import CorruptRecordError, RecordBatch, iter_batches
+from kafkawire.records.batch import LOG_APPEND_TIME
+
+from .recompression import RecompressionRefused, recompressed, target_codec
+from .record_checks import RecordRules, raise_record_errors, record_errors
 
 __all__ = ["ProduceRefused", "ValidatedAppend", "validate_produce", "MAX_DECOMPRESSED_BYTES"]
 
@@ -66,8 +75,15 @@ class ValidatedAppend:
 
 
 def validate_produce(records: bytes | None, *, topic_partition: str, max_message_bytes: int,
-                     log_append_time: bool, now_ms: int, version: int = 3) -> ValidatedAppend:
-    """The batch of one partition of a Produce request, checked as Kafka's leader checks it."""
+                     log_append_time: bool, now_ms: int, version: int = 3,
+                     rules: RecordRules | None = None, compression_type: str = "producer") -> ValidatedAppend:
+    """The batch of one partition of a Produce request, checked as Kafka's leader checks it;
+    ``rules`` are the record rules (kafkawire.broker.record_checks: timestamp bounds, keys on a
+    compacted topic; Kafka's defaults when None). Records that break them raise RecordErrors. A
+    batch the topic's ``compression_type`` wants in another codec is written again
+    (kafkawire.broker.recompression)."""
+    if rules is None:
+        rules = RecordRules(now_ms=now_ms, create_time=not log_append_time)
     batch = _the_one_batch(records or b"", version)
     size = batch.size_in_bytes
     if size > max_message_bytes:
@@ -82,7 +98,15 @@ def validate_produce(records: bytes | None, *, topic_partition: str, max_message
                              f"The baseOffset of the record batch in the append to {topic_partition} should be 0, "
                              f"but it is {batch.base_offset}")
     _check_batch(batch, topic_partition)
-    _check_records(batch, topic_partition)
+    _check_records(batch, topic_partition, rules)
+    codec = target_codec(compression_type, batch.compression_type)
+    if codec != batch.compression_type:
+        try:
+            data, rebuilt = recompressed(batch, codec, log_append_time=log_append_time, now_ms=now_ms,
+                                         topic_partition=topic_partition, max_message_bytes=max_message_bytes)
+        except RecompressionRefused as exc:
+            raise ProduceRefused(exc.code, str(exc)) from None
+        return ValidatedAppend(data, rebuilt.records_count, now_ms if log_append_time else -1, rebuilt)
     if not log_append_time:
         return ValidatedAppend(bytes(records), batch.records_count, -1, batch)
     return ValidatedAppend(_with_log_append_time(bytes(records), now_ms), batch.records_count, now_ms, batch)
@@ -135,40 +159,53 @@ def _check_batch(batch: RecordBatch, topic_partition: str) -> None:
                              f"of records {count} in topic partition {topic_partition}.")
 
 
-def _check_records(batch: RecordBatch, topic_partition: str) -> None:
-    """Every record decodes and its offset delta is the next one (LogValidator.validateRecord):
-    in C when the extension runs (the Spark reader's record parser, keeping only the offsets:
-    no Python object per record), else record by record."""
+def _check_records(batch: RecordBatch, topic_partition: str, rules: RecordRules) -> None:
+    """Every record decodes, its offset delta is the next one and it keeps the record rules
+    (LogValidator.validateRecord): in C when the extension runs (the Spark reader's record
+    parser, keeping only the offsets, timestamps and, on a compacted topic, keys: no Python
+    object per record; the oracle names the records only when some may fail), else record by
+    record."""
     if _native.records is not None:
-        _check_records_native(batch, topic_partition)
+        _check_records_native(batch, topic_partition, rules)
         return
-    expected = 0
+    records = _records_in_order(batch, topic_partition)
+    raise_record_errors(record_errors(records, rules, batch.timestamp_type == LOG_APPEND_TIME, topic_partition))
+
+
+def _records_in_order(batch: RecordBatch, topic_partition: str) -> list:
+    """The batch's records, decoded, their offset deltas checked (the pure path)."""
+    records = []
     try:
         for record in batch:
-            if record.offset - batch.base_offset != expected:
+            if record.offset - batch.base_offset != len(records):
                 raise ProduceRefused(Errors.INVALID_RECORD, f"Record {record} has an invalid offset delta in topic "
                                                             f"partition {topic_partition}.")
-            expected += 1
+            records.append(record)
     except CorruptRecordError as exc:
         raise ProduceRefused(Errors.CORRUPT_MESSAGE, f"Record is corrupt in topic partition {topic_partition}: "
                                                      f"{exc}") from None
+    return records
 
 
-def _check_records_native(batch: RecordBatch, topic_partition: str) -> None:
+def _check_records_native(batch: RecordBatch, topic_partition: str, rules: RecordRules) -> None:
     try:
         data, start, end, count, compressed = batch.records_range()
     except CorruptRecordError as exc:
         raise ProduceRefused(Errors.CORRUPT_MESSAGE, f"Record is corrupt in topic partition {topic_partition}: "
                                                      f"{exc}") from None
-    columns = _native.records.Columns(java_utf8, False, False, False, True)
+    columns = _native.records.Columns(java_utf8, rules.compacted, False, False, True)
     error = columns.add(data, start, end, count, batch.base_offset, batch.base_timestamp, None)
     if error is not None:
         raise ProduceRefused(Errors.CORRUPT_MESSAGE, f"Record is corrupt in topic partition {topic_partition}: "
                                                      f"{batch.fail_at(compressed)(*error)}")
-    offsets = bytes(columns.finish()["offset"])
+    finished = columns.finish()
+    offsets = bytes(finished["offset"])
     if offsets != array("q", range(batch.base_offset, batch.base_offset + count)).tobytes():
         raise ProduceRefused(Errors.INVALID_RECORD, f"A record has an invalid offset delta in topic partition "
                                                     f"{topic_partition}: the deltas must run 0 to {count - 1}.")
+    log_append_batch = batch.timestamp_type == LOG_APPEND_TIME
+    if not rules.all_pass(log_append_batch, bytes(finished["timestamp"]), finished["key"][3]):
+        raise_record_errors(record_errors(batch, rules, log_append_batch, topic_partition))
 
 
 def _with_log_append_time(data: bytes, now_ms: int) -> bytes:

@@ -297,6 +297,13 @@ _KEYS = (
     _Key("log.roll.ms", _long, None, "ServerLogConfigs"),
     _Key("log.roll.hours", lambda k, v: _int(k, v, 1), "168", "ServerLogConfigs"),
     _Key("log.index.size.max.bytes", lambda k, v: _int(k, v, 4), str(10 * 1024 * 1024), "ServerLogConfigs"),
+    # ServerLogConfigs: LONG Long.MAX_VALUE atLeast(0); LONG 3600000 atLeast(0): the record checks of a produced batch (LogValidator)
+    _Key("log.message.timestamp.before.max.ms", lambda k, v: _long(k, v, 0), str((1 << 63) - 1), "ServerLogConfigs"),
+    _Key("log.message.timestamp.after.max.ms", lambda k, v: _long(k, v, 0), "3600000", "ServerLogConfigs"),
+    # ServerConfigs: STRING "producer" ValidString.in(BrokerCompressionType names): a produced batch in
+    # another codec is written again in this one (LogValidator)
+    _Key("compression.type", lambda k, v: _one_of(k, v, COMPRESSION_TYPES), "producer", "ServerConfigs"),
+    # ServerLogConfigs: LONG 60000 atLeast(0); a deleted topic's log waits this long before removal
     _Key("log.segment.delete.delay.ms", lambda k, v: _long(k, v, 0), "60000", "ServerLogConfigs"),
     _Key("log.cleanup.policy", lambda k, v: _cleanup_policy(k, v), "delete", "ServerLogConfigs"),
     # The checkpoints of the log directory: INT 60000 atLeast(0) twice (ServerLogConfigs); LONG 5000
@@ -347,6 +354,7 @@ _DERIVED = {"listeners", "advertised.listeners", "listener.security.protocol.map
 
 
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 
 
 def _one_of(key, raw, allowed):
@@ -459,6 +467,9 @@ class ServerConfig:
     max_incremental_fetch_session_cache_slots: int = 1000
     log_segment_bytes: int = 1024 * 1024 * 1024
     log_message_timestamp_type: str = "CreateTime"
+    log_message_timestamp_before_max_ms: int = (1 << 63) - 1
+    log_message_timestamp_after_max_ms: int = 3_600_000
+    compression_type: str = "producer"
     min_insync_replicas: int = 1
     group_initial_rebalance_delay_ms: int = 3000
     group_min_session_timeout_ms: int = 6000

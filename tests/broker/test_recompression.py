@@ -1,0 +1,101 @@
+"""A produced batch stored in its topic's ``compression.type`` (kafkawire.broker.recompression),
+as Kafka 4.3.1's LogValidator decides and builds it: re-encoded only when the codec differs
+(``producer`` keeps the producer's), the producer's id, epoch, sequence and records kept, and the
+new batch checked against ``max.message.bytes`` again (UnifiedLog.append)."""
+from __future__ import annotations
+
+import os
+import struct
+import time
+
+import pytest
+from crc32c import crc32c
+
+from kafkawire.broker.validation import ProduceRefused, validate_produce
+from kafkawire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
+from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.records import GZIP, NONE, ZSTD, iter_batches
+from kafkawire.records.batch import CREATE_TIME, LOG_APPEND_TIME
+from kafkawire.records.builder import build_batch
+
+from .test_leader_epoch_apis import call      # a raw request to the session's broker
+
+# The session's embedded broker (kafkawire_broker), shared with the other wire tests.
+pytest_plugins = ["kafkawire.testing.pytest_plugin"]
+
+NOW = 1_800_000_000_000
+RECORDS = [(b"k%d" % i, b"value-%d" % i * 20, [("h", b"x%d" % i)], NOW - 100 + i) for i in range(5)]
+IDEMPOTENT = dict(producer_id=42, producer_epoch=3, base_sequence=10)
+
+
+def stored(data: bytes, compression_type: str, *, log_append_time=False, max_message_bytes=1048588):
+    validated = validate_produce(data, topic_partition="t-0", max_message_bytes=max_message_bytes, now_ms=NOW + 7,
+                                 log_append_time=log_append_time, compression_type=compression_type)
+    return validated, next(iter(iter_batches(validated.data)))
+
+
+def contents(batch):
+    return [(bytes(r.key), bytes(r.value), [(k, bytes(v)) for k, v in r.headers], r.timestamp) for r in batch]
+
+
+@pytest.mark.parametrize("source, topic, codec", [(NONE, "gzip", GZIP), (GZIP, "uncompressed", NONE),
+                                                  (GZIP, "zstd", ZSTD)])
+def test_a_batch_in_another_codec_than_the_topics_is_written_again_in_the_topics(source, topic, codec):
+    validated, batch = stored(build_batch(RECORDS, compression_type=source, **IDEMPOTENT), topic)
+    assert (batch.compression_type, batch.is_valid, batch.timestamp_type, validated.records) == (codec, True,
+                                                                                                  CREATE_TIME, 5)
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (42, 3, 10)
+    assert validated.batch.base_sequence == 10              # what the producer state checks
+    assert contents(batch) == [(k, v, h, t) for k, v, h, t in RECORDS]
+
+
+@pytest.mark.parametrize("source, topic", [(GZIP, "producer"), (NONE, "producer"), (GZIP, "gzip"),
+                                           (NONE, "uncompressed")])
+def test_a_batch_already_in_the_topics_codec_keeps_its_bytes(source, topic):
+    data = build_batch(RECORDS, compression_type=source)
+    assert stored(data, topic)[0].data == data
+
+
+def test_log_append_time_gives_the_new_batch_the_append_time_and_the_records_keep_the_producers():
+    validated, batch = stored(build_batch(RECORDS), "gzip", log_append_time=True)
+    assert (batch.timestamp_type, batch.max_timestamp, validated.log_append_time) == (LOG_APPEND_TIME, NOW + 7, NOW + 7)
+    assert batch.base_timestamp == NOW - 100                 # MemoryRecordsBuilder: the first record's timestamp
+
+
+def test_a_batch_too_large_once_written_again_is_message_too_large_with_kafkas_text():
+    data = build_batch([(b"k", bytes(range(256)) * 4)], compression_type=GZIP)
+    with pytest.raises(ProduceRefused) as info:
+        stored(data, "uncompressed", max_message_bytes=len(data) + 10)
+    size = len(build_batch([(b"k", bytes(range(256)) * 4, [], NOW - 100)]))
+    assert (info.value.code, str(info.value)) == (
+        Errors.MESSAGE_TOO_LARGE, f"Message batch size is {size} bytes in append topartition t-0 which exceeds the "
+                                  f"maximum configured size of {len(data) + 10}.")
+
+
+def test_a_negative_timestamp_cannot_be_written_again_as_in_memoryrecordsbuilder():
+    data = bytearray(build_batch([(b"k", b"v", [], 0)]))
+    struct.pack_into(">q", data, 27, -5)                     # the record's timestamp: -5 (not -1)
+    struct.pack_into(">I", data, 17, crc32c(bytes(data[21:])))
+    with pytest.raises(ProduceRefused) as info:
+        stored(bytes(data), "gzip")
+    assert (info.value.code, str(info.value)) == (Errors.UNKNOWN_SERVER_ERROR, "Invalid negative timestamp -5")
+
+
+def test_the_topics_compression_type_reaches_the_stored_batch_through_the_wire(kafkawire_broker):
+    node, topic = kafkawire_broker, "recompressed-gzip"
+    records = [(k, v, h, int(time.time() * 1000)) for k, v, h, _ in RECORDS]      # within the broker's bounds
+    created = call(node, CreateTopicsRequest(timeout_ms=10_000, topics=[CreatableTopic(
+        name=topic, num_partitions=1, replication_factor=1, assignments=[],
+        configs=[CreatableTopicConfig(name="compression.type", value="gzip")])]))
+    assert created.topics[0].error_code == Errors.NONE
+    deadline = time.monotonic() + 30
+    while call(node, ProduceRequest(acks=1, timeout_ms=5000, topic_data=[TopicProduceData(
+            name=topic, partition_data=[PartitionProduceData(index=0, records=build_batch(records))])]),
+            api_version=9).responses[0].partition_responses[0].error_code != Errors.NONE:
+        assert time.monotonic() < deadline, "timed out waiting for the new topic's leader"
+        time.sleep(0.05)
+    segment = os.path.join(node.log_dir, f"{topic}-0", "00000000000000000000.log")
+    with open(segment, "rb") as f:
+        batch = next(iter(iter_batches(f.read())))
+    assert (batch.compression_type, [r[:2] for r in contents(batch)]) == (GZIP, [r[:2] for r in records])
