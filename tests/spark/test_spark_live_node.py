@@ -1,0 +1,94 @@
+"""liveLog=true on a RUNNING kafkawire combined node's log directory while it serves produces:
+the read returns exactly the records below the high watermark its broker role checkpointed in
+``replication-offset-checkpoint``, and opens every file read-only (the broker is writing, so the
+files' sizes and times are not ours to compare; what the reader asked the OS for is).
+
+One short test on the session's node (kafkawire_broker), which checkpoints every 5 s, Kafka's
+default: waiting up to 5 s for the checkpoint costs less than starting a node of our own with a
+shorter interval (5 s or more on a loaded machine), and the broker tests start the session's node
+anyway. The planning and reading layer runs without Spark (read_direct: the code Spark's tasks run)."""
+from __future__ import annotations
+
+import builtins
+import os
+import time
+
+import pytest
+
+pytest.importorskip("pyarrow", reason="kafkawire.spark builds Arrow batches: pip install -e '.[dev]'")
+kafka = pytest.importorskip("kafka")
+
+from kafkawire.storage.state_files import read_offset_checkpoint  # noqa: E402
+from tests.spark.logdata import read_direct  # noqa: E402
+
+# What the entry point does for an installed kafkawire; harmless on top of it (same name).
+pytest_plugins = ["kafkawire.testing.pytest_plugin"]
+
+TOPIC = "spark-live-orders"       # the session's node is shared: a topic of this test alone
+WAIT_S = 30                       # the checkpoint comes within 5 s; the bound is for a loaded machine
+WRITING_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+
+def _produce(bootstrap: str, values: list[bytes]) -> None:
+    producer = kafka.KafkaProducer(bootstrap_servers=bootstrap, acks=1, enable_idempotence=False, linger_ms=0)
+    try:
+        for value in values:
+            producer.send(TOPIC, value, partition=0).get(timeout=WAIT_S)
+    finally:
+        producer.close(timeout=10)
+
+
+def _wait_for_checkpoint(log_dir: str, offset: int) -> dict:
+    """The broker's checkpoint once it names TOPIC-0 at ``offset`` (bounded by WAIT_S)."""
+    path = os.path.join(log_dir, "replication-offset-checkpoint")
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        if os.path.exists(path):
+            checkpoint = read_offset_checkpoint(path)
+            if checkpoint.get((TOPIC, 0)) == offset:
+                return checkpoint
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never named {TOPIC}-0 at {offset} within {WAIT_S} s")
+
+
+def _record_opens(monkeypatch, root: str) -> list:
+    """Every open of a file under ``root`` by this process, as (path, os.open flags or mode)."""
+    opens = []
+    real_os_open, real_open = os.open, builtins.open
+
+    def os_open(path, flags, *args, **kwargs):
+        if os.fspath(path).startswith(root):
+            opens.append((os.fspath(path), flags))
+        return real_os_open(path, flags, *args, **kwargs)
+
+    def open_(file, mode="r", *args, **kwargs):
+        if isinstance(file, (str, os.PathLike)) and os.fspath(file).startswith(root):
+            opens.append((os.fspath(file), mode))
+        return real_open(file, mode, *args, **kwargs)
+    monkeypatch.setattr(os, "open", os_open)
+    monkeypatch.setattr(builtins, "open", open_)
+    return opens
+
+
+def _is_read_only(how) -> bool:
+    if isinstance(how, int):
+        return how & WRITING_FLAGS == 0
+    return not set(how) & set("wax+")
+
+
+def test_a_live_read_of_a_running_node_stops_at_its_checkpointed_high_watermark(kafkawire_broker, monkeypatch):
+    node = kafkawire_broker
+    values = [b"order-%d" % i for i in range(12)]
+    _produce(node.bootstrap_servers, values)
+    checkpoint = _wait_for_checkpoint(node.log_dir, len(values))
+    partition_dir = os.path.join(node.log_dir, f"{TOPIC}-0")
+    files_before = set(os.listdir(partition_dir))
+    opens = _record_opens(monkeypatch, node.log_dir)
+    rows = read_direct(node.log_dir, liveLog="true", subscribe=TOPIC)
+    monkeypatch.undo()
+    got = [(r["offset"], r["value"]) for r in rows]
+    assert got == list(enumerate(values))[:checkpoint[(TOPIC, 0)]]
+    assert len(got) == len(values)
+    assert any(path.endswith(".log") for path, _ in opens)              # the recording saw the reads
+    assert [(p, how) for p, how in opens if not _is_read_only(how)] == []
+    assert set(os.listdir(partition_dir)) == files_before                # no index built, nothing recovered
