@@ -12,7 +12,7 @@ Periodic tasks, with Kafka's settings and first delays: retention every
 ``recovery-point-offset-checkpoint`` every ``log.flush.offset.checkpoint.interval.ms`` and
 ``log-start-offset-checkpoint`` every ``log.flush.start.offset.checkpoint.interval.ms``, all three
 first after ``log.initial.task.delay.ms``; ``replication-offset-checkpoint`` (each partition's high
-watermark) every ``replication.high.watermark.checkpoint.interval.ms`` from the start. A
+watermark) every ``replica.high.watermark.checkpoint.interval.ms`` from the start. A
 retention pass renames a deleted segment's files ``.deleted`` and removes them
 ``file.delete.delay.ms`` later; files left ``.deleted`` by a stop are removed when the partition
 opens again, as Kafka's log loading does.
@@ -227,7 +227,7 @@ class LogManager:
                     self.checkpoint_recovery_points)
         self._every("kafka-log-start-offset-checkpoint", delay, c.log_flush_start_offset_checkpoint_interval_ms,
                     self.checkpoint_log_start_offsets)
-        self._every("highwatermark-checkpoint", 0, c.replication_high_watermark_checkpoint_interval_ms,
+        self._every("highwatermark-checkpoint", 0, c.replica_high_watermark_checkpoint_interval_ms,
                     self.checkpoint_high_watermarks)
         self._every("delete-file", 0, 1000, self.delete_due_files)
 

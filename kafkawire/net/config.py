@@ -310,7 +310,7 @@ _KEYS = (
     # (ReplicationConfigs); the internal LONG 30000 atLeast(0) delaying the log manager's first tasks
     _Key("log.flush.offset.checkpoint.interval.ms", lambda k, v: _int(k, v, 0), "60000", "ServerLogConfigs"),
     _Key("log.flush.start.offset.checkpoint.interval.ms", lambda k, v: _int(k, v, 0), "60000", "ServerLogConfigs"),
-    _Key("replication.high.watermark.checkpoint.interval.ms", _long, "5000", "ReplicationConfigs"),
+    _Key("replica.high.watermark.checkpoint.interval.ms", _long, "5000", "ReplicationConfigs"),
     _Key("log.initial.task.delay.ms", lambda k, v: _long(k, v, 0), "30000", "ServerLogConfigs"),
     # The group coordinator (GroupCoordinatorConfig): INT 3000 atLeast(0); INT 6000; INT 1800000;
     # INT Int.MaxValue atLeast(1); INT 50 atLeast(1); SHORT 3 atLeast(1); INT 100 MiB atLeast(1); INT 4096
@@ -496,7 +496,7 @@ class ServerConfig:
     log_cleanup_policy: tuple[str, ...] = ("delete",)
     log_flush_offset_checkpoint_interval_ms: int = 60_000
     log_flush_start_offset_checkpoint_interval_ms: int = 60_000
-    replication_high_watermark_checkpoint_interval_ms: int = 5000
+    replica_high_watermark_checkpoint_interval_ms: int = 5000
     log_initial_task_delay_ms: int = 30_000
     unknown_keys: tuple[str, ...] = field(default=())
     # (key, value as written) of the KNOWN_KEYS server.properties sets: Kafka's staticBrokerConfigs,

@@ -146,7 +146,7 @@ def node(tmp_path_factory):
     # The log manager's checkpoints at once and often (Kafka's: after 30 s, then every 60 s / 5 s)
     with combined_node(tmp_path_factory.mktemp("combined"), log_initial_task_delay_ms=0,
                        log_flush_offset_checkpoint_interval_ms=500, log_flush_start_offset_checkpoint_interval_ms=500,
-                       replication_high_watermark_checkpoint_interval_ms=500, log_retention_check_interval_ms=500) as n:
+                       replica_high_watermark_checkpoint_interval_ms=500, log_retention_check_interval_ms=500) as n:
         yield n
 
 

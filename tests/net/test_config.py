@@ -91,6 +91,14 @@ def test_unknown_keys_are_warned_not_refused(caplog):
     assert "some.future.key" in caplog.text
 
 
+def test_the_high_watermark_checkpoint_interval_has_kafkas_name():
+    """ReplicationConfigs' replica.high.watermark.checkpoint.interval.ms (LONG, 5000) sets how often
+    the broker writes replication-offset-checkpoint; it is read, not warned as unknown."""
+    assert parse_server_config(props()).replica_high_watermark_checkpoint_interval_ms == 5000
+    c = parse_server_config(props(replica_high_watermark_checkpoint_interval_ms="250"))
+    assert c.replica_high_watermark_checkpoint_interval_ms == 250 and c.unknown_keys == ()
+
+
 @pytest.mark.parametrize("overrides, key, fragment", [
     (dict(node_id=None), "node.id", "is required"),
     (dict(node_id="-1"), "node.id", "must be at least 0"),
