@@ -13,12 +13,10 @@ from __future__ import annotations
 
 from kafkawire.messages.describe_producers_response import (DescribeProducersResponse, PartitionResponse,
                                                             ProducerState, TopicResponse)
-from kafkawire.net.metadata_topic import legal_topic_name
+from kafkawire.net.metadata_topic import invalid_topic_message
 from kafkawire.protocol.error_codes import Errors
 
 __all__ = ["DescribeProducersApi", "active_producers"]
-
-MAX_TOPIC_NAME_LENGTH = 249
 
 
 def active_producers(state) -> list[ProducerState]:
@@ -27,19 +25,6 @@ def active_producers(state) -> list[ProducerState]:
                           last_timestamp=e.last_timestamp, coordinator_epoch=e.coordinator_epoch,
                           current_txn_start_offset=e.current_txn_first_offset)
             for pid, e in state.producers.items()]
-
-
-def invalid_topic_message(name: str) -> str:
-    """Topic.validate's message for an illegal name (InvalidTopicException)."""
-    if not name:
-        reason = "the empty string is not allowed"
-    elif name in (".", ".."):
-        reason = f"'{name}' is not allowed"
-    elif len(name) > MAX_TOPIC_NAME_LENGTH:
-        reason = f"the length of '{name}' is longer than the max allowed length {MAX_TOPIC_NAME_LENGTH}"
-    else:
-        reason = f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
-    return f"Topic name is invalid: {reason}"
 
 
 class DescribeProducersApi:
@@ -53,8 +38,9 @@ class DescribeProducersApi:
         topics = []
         for t in request.topics:
             topic = None if image is None else image.topics_by_name.get(t.name)
-            if not legal_topic_name(t.name):
-                error = (Errors.INVALID_TOPIC_EXCEPTION, invalid_topic_message(t.name))
+            invalid = invalid_topic_message(t.name)
+            if invalid is not None:
+                error = (Errors.INVALID_TOPIC_EXCEPTION, invalid)
             elif topic is None:
                 error = (Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
             else:
