@@ -43,6 +43,7 @@ from kafkawire.protocol.handler import ApiHandler
 
 from .config_apis import ConfigApis
 from .delete_records import DeleteRecordsApi
+from .describe_producers import DescribeProducersApi
 from .fetch import FetchApi
 from .forwarding import ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, Forwarder, forwarded_handlers
 from .group_apis import GroupApis
@@ -62,6 +63,7 @@ PRODUCE, FETCH, LIST_OFFSETS, METADATA, DESCRIBE_CONFIGS, DESCRIBE_CLUSTER = 0, 
 DESCRIBE_CONFIGS_MIN_VERSION = 1         # Kafka 4.x's broker serves DescribeConfigs v1-v4
 INIT_PRODUCER_ID = 22
 DELETE_RECORDS = 21
+DESCRIBE_PRODUCERS = 61
 
 
 class BrokerStartError(RuntimeError):
@@ -118,6 +120,7 @@ class Broker:
                                                       transaction_max_timeout_ms=config.transaction_max_timeout_ms)
         self.log_manager = LogManager(self)      # retention and the log directory's checkpoints
         self.delete_records_api = DeleteRecordsApi(self)
+        self.describe_producers_api = DescribeProducersApi(self)
 
     # -- the listeners --
 
@@ -134,6 +137,7 @@ class Broker:
             DESCRIBE_CLUSTER: ApiHandler(self.metadata_apis.describe_cluster),
             INIT_PRODUCER_ID: ApiHandler(self.init_producer_id_api.init_producer_id),
             DELETE_RECORDS: ApiHandler(self.delete_records_api.delete_records),
+            DESCRIBE_PRODUCERS: ApiHandler(self.describe_producers_api.describe_producers),
             **self.group_apis.handlers(),
             **self.log_dir_apis.handlers(),
             **forwarded_handlers(self.forwarder, {ALTER_CONFIGS: self.config_apis.alter_configs,

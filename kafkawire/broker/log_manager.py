@@ -13,7 +13,8 @@ Periodic tasks, with Kafka's settings and first delays: retention every
 ``log-start-offset-checkpoint`` every ``log.flush.start.offset.checkpoint.interval.ms``, all three
 first after ``log.initial.task.delay.ms``; ``replication-offset-checkpoint`` (each partition's high
 watermark) every ``replica.high.watermark.checkpoint.interval.ms`` from the start. A
-retention pass renames a deleted segment's files ``.deleted`` and removes them
+retention pass renames a deleted segment's files (and the producer snapshot at its base offset,
+kafkawire.broker.producer_snapshots) ``.deleted`` and removes them
 ``file.delete.delay.ms`` later; files left ``.deleted`` by a stop are removed when the partition
 opens again, as Kafka's log loading does.
 
@@ -37,6 +38,7 @@ from kafkawire.storage.state_files import (StateFileError, read_offset_checkpoin
                                            write_offset_checkpoint)
 
 from .log_config import LogSettings, log_settings, retention_time_ms
+from .producer_snapshots import retire_snapshots
 from .retention import SegmentView, segments_to_delete
 
 __all__ = ["LogManager", "PendingDeletes", "RECOVERY_POINT_CHECKPOINT", "REPLICATION_CHECKPOINT",
@@ -181,8 +183,13 @@ class LogManager:
                                       settings=settings, now_ms=now)
         if decision.nothing:
             return 0
+        if decision.roll_first:
+            partition.maybe_snapshot()       # UnifiedLog.roll snapshots the state at the new segment's base
+        bases = [segment.base_offset for segment in log_.segments]
         renamed = log_.retire_oldest_segments(decision.count, roll_first=decision.roll_first)
         log_.log_start_offset = max(log_.log_start_offset, decision.log_start_offset)
+        kept = {segment.base_offset for segment in log_.segments}    # an empty active one rolled again stays
+        renamed += retire_snapshots(log_.directory, [base for base in bases if base not in kept])
         self.pending.add(renamed, now + settings.file_delete_delay_ms)
         log.info("%s: deleted %d segments (%s); the log starts at %d", partition.name, decision.count,
                  ", ".join(decision.reasons), log_.log_start_offset)

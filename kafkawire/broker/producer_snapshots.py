@@ -6,12 +6,22 @@ as UnifiedLog.loadProducerState and ProducerStateManager do it.
     ... appends ...
     take_snapshot(log.directory, state, log.log_end_offset)      # at a roll and at close
 
-Loading: snapshots above the log end (a tail cut by recovery) or at or below the log start are
-deleted (ProducerStateManager.truncateAndReload); the latest remaining one is read (a corrupt
+Loading: snapshots at no segment's base offset are deleted, but for the newest when it is in
+the last segment (ProducerStateManager.removeStraySnapshots: a clean stop's, at the log end);
+then those above the log end (a tail cut by recovery) or at or below the log start
+(ProducerStateManager.truncateAndReload); the latest remaining one is read (a corrupt
 one is deleted and the next older tried, as Kafka does), and the batches after its offset are
 replayed from the log without checks. Without a snapshot the whole log is replayed. A snapshot
 keeps each producer's last batch only (Kafka's format), so after a restart a retry of that
 batch is still found as a duplicate; older ones are found only when they were replayed.
+
+Retention: when segments are deleted, the snapshot at each deleted segment's base offset goes
+with it (``retire_snapshots``: renamed ``.deleted``, removed with the segment's files), as
+UnifiedLog.deleteSegments does through ProducerStateManager.removeAndMarkSnapshotForDeletion;
+the others stay (the one at the new first segment's base, and any at an offset that is no
+segment's base, such as one written at a clean stop, until the next load drops it as a
+stray). Moving the log start (DeleteRecords) deletes no snapshot, as Kafka's
+onLogStartOffsetIncremented deletes none.
 """
 from __future__ import annotations
 
@@ -19,13 +29,15 @@ import logging
 import os
 import re
 
+from kafkawire.storage.segment import DELETED_SUFFIX
+
 from kafkawire.storage.producer_snapshot import (ProducerSnapshotEntry, ProducerSnapshotError,
                                                  encode_producer_snapshot, read_producer_snapshot,
                                                  snapshot_file_name)
 
 from .producer_state import ProducerState
 
-__all__ = ["load_producer_state", "take_snapshot", "snapshot_offsets"]
+__all__ = ["load_producer_state", "take_snapshot", "snapshot_offsets", "retire_snapshots", "stray_snapshots"]
 
 log = logging.getLogger(__name__)
 _SNAPSHOT_RE = re.compile(r"^(\d{20})\.snapshot$")
@@ -43,9 +55,11 @@ def load_producer_state(log_, topic_partition: str, *, now_ms: int, expiration_m
     state = ProducerState(topic_partition, **kwargs)
     directory = log_.directory
     start, end = log_.log_start_offset, log_.log_end_offset
+    found = snapshot_offsets(directory)
+    stray = set(stray_snapshots(found, [segment.base_offset for segment in log_.segments]))
     offsets = []
-    for offset in snapshot_offsets(directory):
-        if offset > end or offset <= start:
+    for offset in found:
+        if offset in stray or offset > end or offset <= start:
             _delete(directory, offset)
         else:
             offsets.append(offset)
@@ -66,6 +80,17 @@ def load_producer_state(log_, topic_partition: str, *, now_ms: int, expiration_m
     return state, loaded_from
 
 
+def stray_snapshots(offsets: list[int], segment_bases: list[int]) -> list[int]:
+    """The snapshots the load deletes as strays (ProducerStateManager.removeStraySnapshots): those
+    at no segment's base offset, except the newest of them when it is at or above the last
+    segment's base (the one a clean stop wrote at the log end). ``offsets`` in order."""
+    bases = set(segment_bases)
+    strays = [offset for offset in offsets if offset not in bases]
+    if strays and (not segment_bases or strays[-1] >= max(segment_bases)):
+        strays.pop()
+    return strays
+
+
 def take_snapshot(directory: str, state: ProducerState, offset: int) -> str:
     """Write the state as ``<offset>.snapshot`` (ProducerStateManager.takeSnapshot: each
     producer's epoch and last batch), through a temporary file renamed over it; its path."""
@@ -82,6 +107,24 @@ def take_snapshot(directory: str, state: ProducerState, offset: int) -> str:
         os.fsync(f.fileno())
     os.replace(temporary, path)
     return path
+
+
+def retire_snapshots(directory: str, segment_bases) -> list[str]:
+    """Rename the snapshots at the base offsets of deleted segments ``<offset>.snapshot.deleted``
+    (their removal is the caller's, later); the renamed paths. A segment without a snapshot
+    (the log's first, or one rolled before snapshots were written) has nothing to rename."""
+    renamed = []
+    for base in segment_bases:
+        path = os.path.join(directory, snapshot_file_name(base))
+        try:
+            os.replace(path, path + DELETED_SUFFIX)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:       # the segments are gone already: a snapshot left is dropped at the next load
+            log.warning("cannot rename %s for deletion: %s", path, exc)
+            continue
+        renamed.append(path + DELETED_SUFFIX)
+    return renamed
 
 
 def _delete(directory: str, offset: int) -> None:

@@ -16,7 +16,6 @@ kafkawire.net.admin_authorization).
 from __future__ import annotations
 
 import random
-import re
 from collections import Counter
 import uuid
 from dataclasses import dataclass
@@ -38,11 +37,10 @@ from .state import ControllerState
 from .topic_configs import ConfigValueError, validate_topic_configs
 from .versions import directory_assignment_supported, partition_record_version
 from kafkawire.protocol.message import uuid_to_kafka_string
+from kafkawire.net.metadata_topic import invalid_topic_message
 
 METADATA_TOPIC = "__cluster_metadata"
-MAX_NAME_LENGTH = 249
 MAX_PARTITIONS_PER_BATCH = 10_000       # ReplicationControlManager's, beside MAX_RECORDS_PER_USER_OP
-_LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 
 # LogConfig's topic configs in Kafka 4.x (message.format.version, message.downconversion.enable
 # and message.timestamp.difference.max.ms were removed in 4.0).
@@ -77,17 +75,9 @@ def random_topic_id() -> uuid.UUID:
 
 def validate_topic_name(name: str) -> None:
     """Topic.validate, raising INVALID_TOPIC_EXCEPTION with Kafka 4.3's message."""
-    if not name:
-        reason = "the empty string is not allowed"
-    elif name in (".", ".."):
-        reason = f"'{name}' is not allowed"
-    elif len(name) > MAX_NAME_LENGTH:
-        reason = f"the length of '{name}' is longer than the max allowed length {MAX_NAME_LENGTH}"
-    elif not _LEGAL_NAME.fullmatch(name):
-        reason = f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
-    else:
+    message = invalid_topic_message(name)
+    if message is None:
         return
-    message = f"Topic name is invalid: {reason}"
     raise ApiError(Errors.INVALID_TOPIC_EXCEPTION, message)
 
 

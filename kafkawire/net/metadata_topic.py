@@ -78,7 +78,7 @@ from kafkawire.messages.metadata_response import (MetadataResponse, MetadataResp
 from kafkawire.messages.produce_response import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
 
 __all__ = ["MetadataTopic", "NodeEndpoint", "METADATA_TOPIC", "METADATA_TOPIC_ID", "EpochCache", "list_offset",
-           "batches_below", "legal_topic_name", "epoch_error",
+           "batches_below", "legal_topic_name", "invalid_topic_message", "epoch_error",
            "fetch_error_response", "list_offsets_error_response", "TOPIC_OPERATIONS", "CLUSTER_OPERATIONS", "INT32_MIN"]
 
 log = logging.getLogger(__name__)
@@ -96,6 +96,7 @@ _TIMESTAMP_MIN_VERSION = {MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9,
 # ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
 TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+MAX_TOPIC_NAME_LENGTH = 249                                               # Topic.MAX_NAME_LENGTH
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")                     # Kafka's Topic.validate
 
 
@@ -494,6 +495,21 @@ def epoch_error(current_leader_epoch: int, ours: int) -> int:
 def legal_topic_name(name: str) -> bool:
     """Kafka's Topic.validate, as a yes or no."""
     return bool(_LEGAL_TOPIC.match(name)) and name not in (".", "..")
+
+
+def invalid_topic_message(name: str) -> str | None:
+    """Kafka 4.3's Topic.validate message (InvalidTopicException) for an illegal name, None for a legal one."""
+    if not name:
+        reason = "the empty string is not allowed"
+    elif name in (".", ".."):
+        reason = f"'{name}' is not allowed"
+    elif len(name) > MAX_TOPIC_NAME_LENGTH:
+        reason = f"the length of '{name}' is longer than the max allowed length {MAX_TOPIC_NAME_LENGTH}"
+    elif not _LEGAL_TOPIC.fullmatch(name):
+        reason = f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
+    else:
+        return None
+    return f"Topic name is invalid: {reason}"
 
 
 def batches_below(data: bytes, hw: int) -> bytes:
