@@ -29,7 +29,8 @@ _TYPES = {
         "metadata.log.segment.ms", "metadata.max.retention.bytes", "metadata.max.retention.ms",
         "metadata.log.max.record.bytes.between.snapshots", "metadata.log.max.snapshot.interval.ms",
         "log.segment.delete.delay.ms", "offsets.retention.check.interval.ms", "connections.max.idle.ms",
-        "queued.max.request.bytes", "metrics.sample.window.ms")},
+        "queued.max.request.bytes", "metrics.sample.window.ms", "log.retention.check.interval.ms",
+        "replica.high.watermark.checkpoint.interval.ms", "log.initial.task.delay.ms")},
 }
 # DynamicBrokerConfig.ALL_DYNAMIC_CONFIGS among the KNOWN_KEYS that are not topic-config synonyms
 # (DynamicListenerConfig, SocketServer, metric.reporters).
@@ -52,8 +53,9 @@ def broker_config_keys() -> dict[str, BrokerConfigKey]:
         if key.source == "kafkawire":
             continue
         default = None if key.default is REQUIRED else key.default
-        keys[name] = BrokerConfigKey(default, CONFIG_TYPES[_TYPES.get(name, "INT")],
-                                     name not in _DYNAMIC and name not in _TOPIC_SYNONYMS)
+        # a topic config's broker synonym has the topic config's type (log.retention.ms is a LONG)
+        config_type = broker_config_type(name) if name in _TOPIC_SYNONYMS else CONFIG_TYPES[_TYPES.get(name, "INT")]
+        keys[name] = BrokerConfigKey(default, config_type, name not in _DYNAMIC and name not in _TOPIC_SYNONYMS)
     for name in _TOPIC_SYNONYMS:
         if name not in keys:
             keys[name] = BrokerConfigKey(broker_default(name), broker_config_type(name), False)

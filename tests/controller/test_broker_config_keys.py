@@ -53,5 +53,13 @@ def test_the_brokers_own_id_lists_every_known_key_with_value_source_type_and_rea
     assert entry["log.segment.delete.delay.ms"] == ("60000", DEFAULT, LONG, False)
     assert entry["auto.create.topics.enable"][2:] == (BOOLEAN, True)
     assert entry["listeners"][2:] == (LIST, False)
+    # Kafka's ConfigDef types of the broker role's log settings: a topic config's synonym has the
+    # topic config's type, the others their own
+    assert {name: entry[name][2] for name in ("log.retention.minutes", "log.roll.ms", "log.cleanup.policy",
+                                              "log.retention.check.interval.ms", "log.flush.offset.checkpoint.interval.ms",
+                                              "replica.high.watermark.checkpoint.interval.ms")} == {
+        "log.retention.minutes": INT, "log.roll.ms": LONG, "log.cleanup.policy": LIST,
+        "log.retention.check.interval.ms": LONG, "log.flush.offset.checkpoint.interval.ms": INT,
+        "replica.high.watermark.checkpoint.interval.ms": LONG}
     assert [(s.name, s.source) for s in configs["message.max.bytes"].synonyms] == [
         ("message.max.bytes", DYNAMIC_BROKER), ("message.max.bytes", DEFAULT)]
