@@ -8,6 +8,11 @@ controller is killed during steady produce.
 
 Every acknowledged record is counted and found exactly once; each test prints what it
 produced, consumed and lost, and the failover tests print the times they measured.
+
+The tests share one cluster (a cluster start is ~15 s of the module's time), each with topics
+of its own: every broker or controller a test kills or stops, it starts again, and each test
+first makes sure every process runs and every broker is unfenced. The JBOD test alone starts
+its own cluster, whose brokers have two log directories.
 """
 from __future__ import annotations
 
@@ -38,9 +43,34 @@ BROKER_PROPERTIES = {
 CONTROLLER_PROPERTIES = {"broker.session.timeout.ms": str(SESSION_TIMEOUT_MS)}
 
 
-def start_cluster(kafka_on_kafkawire):
-    return kafka_on_kafkawire(3, 3, controller_properties=CONTROLLER_PROPERTIES,
-                              broker_properties=BROKER_PROPERTIES)
+@pytest.fixture(scope="module")
+def shared_cluster(kafka_libs, tmp_path_factory):
+    from tests.interop.kafka_on_kafkawire import KafkaOnKafkawire
+    cluster = KafkaOnKafkawire(tmp_path_factory.mktemp("kafka-on-kafkawire"), 3, 3,
+                               controller_properties=CONTROLLER_PROPERTIES, broker_properties=BROKER_PROPERTIES)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def cluster(shared_cluster, request):
+    """The module's cluster, whole: a controller or broker an earlier test left down (it failed
+    before restarting it) is started again, then every broker is unfenced. A failed test prints
+    every process's log tail."""
+    for controller in shared_cluster.controller_ids:
+        if controller not in shared_cluster.quorum.running():
+            shared_cluster.quorum.start(controller)
+    for broker in shared_cluster.broker_ids:
+        if not shared_cluster.brokers[broker].alive():
+            shared_cluster.start_broker(broker)
+    shared_cluster.wait_for_controller_leader(60)
+    shared_cluster.wait_for_unfenced(shared_cluster.broker_ids, timeout_s=90)
+    yield shared_cluster
+    if getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed:
+        print(f"\n{shared_cluster.log_tails(60)}")
 
 
 # --- asking a broker -------------------------------------------------------------------------------
@@ -203,9 +233,74 @@ class SteadyProducer:
         cluster.wait_until(lambda: len(self.acked) >= count, timeout_s, f"{count} acknowledged records")
 
 
+def metadata_batches(metadata_dir) -> list[list]:
+    """The metadata records of a controller's __cluster_metadata log, batch by batch."""
+    from pathlib import Path
+
+    from kafkawire.metadata import decode_metadata_record
+    from kafkawire.records import iter_batches
+    batches = []
+    for segment in sorted(Path(metadata_dir).glob("*.log")):
+        for batch in iter_batches(segment.read_bytes()):
+            if not batch.is_control:
+                batches.append([decode_metadata_record(bytes(r.value)).message for r in batch.records()])
+    return batches
+
+
+def directory_changes(metadata_dir) -> list:
+    """The PartitionChangeRecords with Directories in a controller's __cluster_metadata log."""
+    return [m for batch in metadata_batches(metadata_dir) for m in batch
+            if type(m).NAME == "PartitionChangeRecord" and m.directories is not None]
+
+
+# First, so that its own cluster is gone before the module's shared one starts.
+def test_brokers_with_two_log_directories_assign_their_replicas_through_our_controller(kafka_on_kafkawire):
+    from kafkawire.metadata.registrations import MIGRATING, UNASSIGNED
+    from kafkawire.metadata.replay import replay_directory
+
+    cluster = kafka_on_kafkawire(3, 3, start=False, controller_properties=CONTROLLER_PROPERTIES,
+                                 broker_properties=BROKER_PROPERTIES)
+    for node in cluster.brokers.values():          # JBOD: a second log directory on every broker
+        node.extra["log.dirs"] = f"{node.data_dir},{node.directory / 'data-2'}"
+    cluster.start()
+
+    def image():
+        return replay_directory(cluster.quorum.metadata_partition_dir(cluster.wait_for_controller_leader(10).leader_id)
+                                ).image
+
+    registered = image().brokers
+    assert all(len(registered[b].directories) == 2 for b in cluster.broker_ids)
+    cluster.topics("--create", "--topic", "jbod", "--partitions", "6", "--replication-factor", "3")
+
+    def assigned():
+        topic = image().topics_by_name.get("jbod")
+        if topic is None or len(topic.partitions) != 6:
+            return False
+        placed = [(r, d) for p in topic.partitions.values() for r, d in zip(p.replicas, p.directories)]
+        return all(d not in (UNASSIGNED, MIGRATING) and d in registered[r].directories for r, d in placed) and placed
+    placed = cluster.wait_until(assigned, 60, "every replica of jbod assigned to one of its broker's directories "
+                                              "(AssignReplicasToDirs)")
+    used = collections.Counter(d for _, d in placed)
+    moves = directory_changes(cluster.quorum.metadata_partition_dir(cluster.wait_for_controller_leader(10).leader_id))
+    assert moves, "no PartitionChangeRecord with Directories: the replicas were not assigned by the brokers"
+    print(f"\n[JBOD] 18 replicas placed over {len(used)} directories by AssignReplicasToDirs "
+          f"({len(moves)} PartitionChangeRecords with Directories)")
+
+    producer = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap_servers(), "acks": "all",
+                                         "enable.idempotence": True})
+    delivered = []
+    for i in range(200):
+        producer.produce("jbod", value=f"jbod-{i}",
+                         on_delivery=lambda err, msg: delivered.append(msg.value()) if err is None else None)
+    assert producer.flush(60) == 0
+    producer.close()
+    consumed = consume_values(cluster, "jbod", len(delivered))
+    assert len(delivered) == 200
+    assert exactly_once_report("JBOD", delivered, consumed) == (0, 0, 0)
+
+
 # --- the scenarios -------------------------------------------------------------------------------------
-def test_clients_produce_and_consume_a_group_commits_and_transactions_commit_and_abort(kafka_on_kafkawire):
-    cluster = start_cluster(kafka_on_kafkawire)
+def test_clients_produce_and_consume_a_group_commits_and_transactions_commit_and_abort(cluster):
     create_topic(cluster, "orders", 6, "min.insync.replicas=2")
     servers = cluster.bootstrap_servers()
 
@@ -311,8 +406,7 @@ def test_clients_produce_and_consume_a_group_commits_and_transactions_commit_and
     assert consume_values(cluster, "auto-created", 1) == [b"first"]
 
 
-def test_a_killed_broker_is_fenced_its_partitions_move_within_the_isr_and_it_rejoins(kafka_on_kafkawire):
-    cluster = start_cluster(kafka_on_kafkawire)
+def test_a_killed_broker_is_fenced_its_partitions_move_within_the_isr_and_it_rejoins(cluster):
     create_topic(cluster, "steady", 3, "min.insync.replicas=2")
     before = partitions(cluster, "steady")
     victim = before[0][0]
@@ -372,10 +466,9 @@ def first_topic_created(admin, since: float, timeout_s: float) -> float:
     raise AssertionError(f"no CreateTopics succeeded within {timeout_s} s of the controller's kill")
 
 
-def test_the_active_controller_killed_during_steady_produce_loses_no_acknowledged_record(kafka_on_kafkawire):
-    cluster = start_cluster(kafka_on_kafkawire)
-    create_topic(cluster, "steady", 3, "min.insync.replicas=2")
-    with SteadyProducer(cluster, "steady", "controller-failover") as producer:
+def test_the_active_controller_killed_during_steady_produce_loses_no_acknowledged_record(cluster):
+    create_topic(cluster, "steady-controller-failover", 3, "min.insync.replicas=2")
+    with SteadyProducer(cluster, "steady-controller-failover", "controller-failover") as producer:
         producer.wait_acked(cluster, 200)
         old = cluster.quorum.wait_for_leader(10).leader_id
         admin = confluent_admin.AdminClient({"bootstrap.servers": cluster.bootstrap_servers()})
@@ -399,7 +492,7 @@ def test_the_active_controller_killed_during_steady_produce_loses_no_acknowledge
           f"(epoch {new.leader_epoch}) {elected_s:.2f} s later; the producer's longest gap without an "
           f"acknowledgement from the kill until {window_end - killed_at:.1f} s after it: {gap:.3f} s; "
           f"the first CreateTopics through the brokers that succeeded after the kill: {created_s:.2f} s")
-    consumed = consume_values(cluster, "steady", len(producer.acked))
+    consumed = consume_values(cluster, "steady-controller-failover", len(producer.acked))
     assert exactly_once_report("controller failover", producer.acked_values(), consumed) == (0, 0, 0)
     assert producer.failed == []
 
@@ -416,15 +509,16 @@ def shut_down_as_seen_by(cluster, asked: int, topic: str, leaving: int, led) -> 
         return False
 
 
-def test_sigterm_is_a_controlled_shutdown_leaders_move_before_the_broker_exits(kafka_on_kafkawire):
-    cluster = start_cluster(kafka_on_kafkawire)
-    create_topic(cluster, "steady", 3, "min.insync.replicas=2")
-    before = partitions(cluster, "steady")
+def test_sigterm_is_a_controlled_shutdown_leaders_move_before_the_broker_exits(cluster):
+    topic = "steady-controlled-shutdown"
+    create_topic(cluster, topic, 3, "min.insync.replicas=2")
+    before = partitions(cluster, topic)
     leaving = before[1][0]
     led = sorted(p for p, (leader, _) in before.items() if leader == leaving)
     survivors = [b for b in cluster.broker_ids if b != leaving]
-    with SteadyProducer(cluster, "steady", "controlled-shutdown") as producer:
+    with SteadyProducer(cluster, topic, "controlled-shutdown") as producer:
         producer.wait_acked(cluster, 200)
+        logged_before = len(cluster.brokers[leaving].log_text())      # its log holds earlier tests' lines
         asked_at = time.monotonic()
         cluster.stop_broker(leaving, timeout_s=60)       # SIGTERM; returns once the JVM has exited
         exited_s = time.monotonic() - asked_at
@@ -433,97 +527,31 @@ def test_sigterm_is_a_controlled_shutdown_leaders_move_before_the_broker_exits(k
         # every ISR before telling it to shut down (SHUTDOWN_NOW fences it). Those records were
         # committed before the answer, but a survivor shows them once it has fetched and replayed
         # them, which may be after the leaving JVM exits: wait for its view, bounded.
-        cluster.wait_until(lambda: shut_down_as_seen_by(cluster, survivors[0], "steady", leaving, led), 30,
+        cluster.wait_until(lambda: shut_down_as_seen_by(cluster, survivors[0], topic, leaving, led), 30,
                            f"broker {survivors[0]} seeing broker {leaving} fenced, out of every ISR, "
                            f"and {led} led by others")
-        assert "controlled shutdown" in cluster.brokers[leaving].log_text().lower()
+        assert "controlled shutdown" in cluster.brokers[leaving].log_text()[logged_before:].lower()
         producer.wait_acked(cluster, len(producer.acked) + 200)
         gap = producer.longest_gap(asked_at, asked_at + exited_s)
         cluster.start_broker(leaving)
         cluster.wait_for_unfenced([leaving], timeout_s=90)
-        cluster.wait_until(lambda: isrs_all(cluster, "steady", lambda isr: leaving in isr), 90,
+        cluster.wait_until(lambda: isrs_all(cluster, topic, lambda isr: leaving in isr), 90,
                            f"broker {leaving} back in every ISR")
         producer.stop()
     print(f"\n[controlled shutdown] broker {leaving} (leading {led}) exited {exited_s:.2f} s after SIGTERM; "
           f"the producer's longest gap without an acknowledgement meanwhile: {gap:.3f} s")
-    consumed = consume_values(cluster, "steady", len(producer.acked))
+    consumed = consume_values(cluster, topic, len(producer.acked))
     assert exactly_once_report("controlled shutdown", producer.acked_values(), consumed) == (0, 0, 0)
     assert producer.failed == []
 
 
-def metadata_batches(metadata_dir) -> list[list]:
-    """The metadata records of a controller's __cluster_metadata log, batch by batch."""
-    from pathlib import Path
-
-    from kafkawire.metadata import decode_metadata_record
-    from kafkawire.records import iter_batches
-    batches = []
-    for segment in sorted(Path(metadata_dir).glob("*.log")):
-        for batch in iter_batches(segment.read_bytes()):
-            if not batch.is_control:
-                batches.append([decode_metadata_record(bytes(r.value)).message for r in batch.records()])
-    return batches
-
-
-def directory_changes(metadata_dir) -> list:
-    """The PartitionChangeRecords with Directories in a controller's __cluster_metadata log."""
-    return [m for batch in metadata_batches(metadata_dir) for m in batch
-            if type(m).NAME == "PartitionChangeRecord" and m.directories is not None]
-
-
-def test_brokers_with_two_log_directories_assign_their_replicas_through_our_controller(kafka_on_kafkawire):
-    from kafkawire.metadata.registrations import MIGRATING, UNASSIGNED
-    from kafkawire.metadata.replay import replay_directory
-
-    cluster = kafka_on_kafkawire(3, 3, start=False, controller_properties=CONTROLLER_PROPERTIES,
-                                 broker_properties=BROKER_PROPERTIES)
-    for node in cluster.brokers.values():          # JBOD: a second log directory on every broker
-        node.extra["log.dirs"] = f"{node.data_dir},{node.directory / 'data-2'}"
-    cluster.start()
-
-    def image():
-        return replay_directory(cluster.quorum.metadata_partition_dir(cluster.wait_for_controller_leader(10).leader_id)
-                                ).image
-
-    registered = image().brokers
-    assert all(len(registered[b].directories) == 2 for b in cluster.broker_ids)
-    cluster.topics("--create", "--topic", "jbod", "--partitions", "6", "--replication-factor", "3")
-
-    def assigned():
-        topic = image().topics_by_name.get("jbod")
-        if topic is None or len(topic.partitions) != 6:
-            return False
-        placed = [(r, d) for p in topic.partitions.values() for r, d in zip(p.replicas, p.directories)]
-        return all(d not in (UNASSIGNED, MIGRATING) and d in registered[r].directories for r, d in placed) and placed
-    placed = cluster.wait_until(assigned, 60, "every replica of jbod assigned to one of its broker's directories "
-                                              "(AssignReplicasToDirs)")
-    used = collections.Counter(d for _, d in placed)
-    moves = directory_changes(cluster.quorum.metadata_partition_dir(cluster.wait_for_controller_leader(10).leader_id))
-    assert moves, "no PartitionChangeRecord with Directories: the replicas were not assigned by the brokers"
-    print(f"\n[JBOD] 18 replicas placed over {len(used)} directories by AssignReplicasToDirs "
-          f"({len(moves)} PartitionChangeRecords with Directories)")
-
-    producer = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap_servers(), "acks": "all",
-                                         "enable.idempotence": True})
-    delivered = []
-    for i in range(200):
-        producer.produce("jbod", value=f"jbod-{i}",
-                         on_delivery=lambda err, msg: delivered.append(msg.value()) if err is None else None)
-    assert producer.flush(60) == 0
-    producer.close()
-    consumed = consume_values(cluster, "jbod", len(delivered))
-    assert len(delivered) == 200
-    assert exactly_once_report("JBOD", delivered, consumed) == (0, 0, 0)
-
-
-def test_a_killed_follower_below_min_insync_replicas_becomes_an_eligible_leader_replica(kafka_on_kafkawire):
+def test_a_killed_follower_below_min_insync_replicas_becomes_an_eligible_leader_replica(cluster):
     """KIP-966 with real brokers (ELR is on at 4.3-IV0): with min.insync.replicas=3, a killed
     follower leaves the ISR for the ELR; Kafka's own tools show the ELR our controller wrote. Its
     restart after kill -9 is an unclean shutdown, which takes it out of the ELR in the registration's
     batch; the leader takes it back into the ISR, which empties the ELR."""
     from kafkawire.metadata.replay import replay_directory
 
-    cluster = start_cluster(kafka_on_kafkawire)
     create_topic(cluster, "strict", 1, "min.insync.replicas=3")
     leader, isr = partitions(cluster, "strict")[0]
     victim = next(b for b in isr if b != leader)
@@ -546,7 +574,14 @@ def test_a_killed_follower_below_min_insync_replicas_becomes_an_eligible_leader_
                              on_delivery=lambda err, msg: acked.append(msg.value()) if err is None else None)
         assert producer.flush(90) == 0
 
+    def registrations_of_victim() -> list[list]:
+        """The batches of the active controller's log that register broker ``victim``."""
+        return [batch for batch in metadata_batches(cluster.quorum.metadata_partition_dir(
+            cluster.wait_for_controller_leader(10).leader_id))
+            if any(type(m).NAME == "RegisterBrokerRecord" and m.broker_id == victim for m in batch)]
+
     produce("before", 50)
+    incarnations = len(registrations_of_victim())      # 1 unless an earlier test of the module restarted it
     cluster.kill_broker(victim)
     cluster.wait_until(lambda: isrs_all(cluster, "strict", lambda isr: victim not in isr), 30,
                        f"broker {victim} out of the ISR")
@@ -561,11 +596,9 @@ def test_a_killed_follower_below_min_insync_replicas_becomes_an_eligible_leader_
                        f"broker {victim} back in the ISR")
     back = controller_partition()
     assert (back.leader, sorted(back.isr), back.elr, back.last_known_elr) == (leader, sorted(isr), (), ()), back
-    registrations = [batch for batch in metadata_batches(cluster.quorum.metadata_partition_dir(
-        cluster.wait_for_controller_leader(10).leader_id))
-        if any(type(m).NAME == "RegisterBrokerRecord" and m.broker_id == victim for m in batch)]
-    assert len(registrations) == 2, "one registration per incarnation"
-    assert [(type(m).NAME, getattr(m, "eligible_leader_replicas", None)) for m in registrations[1]] == [
+    registrations = registrations_of_victim()
+    assert incarnations >= 1 and len(registrations) == incarnations + 1, "one registration per incarnation"
+    assert [(type(m).NAME, getattr(m, "eligible_leader_replicas", None)) for m in registrations[-1]] == [
         ("PartitionChangeRecord", []), ("RegisterBrokerRecord", None)]     # unclean: out of the ELR first
     produce("after", 50)                              # acks=all needs all three again
     producer.close()

@@ -16,10 +16,13 @@ is normalised, and nothing else:
   cut off (a kept difference, see README); Kafka's tools log to a file here, so their stderr
   holds only what the tool printed.
 
-Each quorum is started once per module; every Kafka tool run is a JVM start (1.5-3 s).
+Each quorum is started once per module, and so is the one JVM in which every Kafka tool run of
+the module runs, one at a time (tests/interop/java/tools/ToolRuns.java calls each tool's
+mainNoExit, which its main hands to Exit.exit): a JVM start per run cost 1.5-3 s.
 """
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -32,14 +35,13 @@ import pytest
 
 from kafkawire.storage.state_files import uuid_to_kafka
 from kafkawire.raft.node.local_quorum import LocalQuorum, free_ports
-from tests.interop import kafka_dist
-from tests.interop.kafka_procs import FEATURES, METADATA_QUORUM, KafkaNode
+from tests.interop.kafka_procs import KafkaNode
+from tests.interop.tool_runs import KafkaToolRuns, KafkaToolSession, ToolRunsUnavailable
 
 TOOL_TIMEOUT_S = 90
 READY_TIMEOUT_S = 180          # a JVM start on a busy 2-core machine
 IDLE = {"metadata.max.idle.interval.ms": "0"}            # no NoOpRecords: the log stands still
 CLUSTER_ID = "TLzTcTRqQLWMRmt0hKa_Gw"
-KAFKA_CLASS = {"metadata-quorum": METADATA_QUORUM, "features": FEATURES}
 DESCRIBES = [("metadata-quorum", "describe", "--status"),
              ("metadata-quorum", "describe", "--replication"),
              ("metadata-quorum", "describe", "--replication", "--human-readable"),
@@ -50,8 +52,8 @@ TIMESTAMP_COLUMNS = ("LastFetchTimestamp", "LastCaughtUpTimestamp")
 # --- running both tools -------------------------------------------------------------------------------
 
 class Runner:
-    """Runs a tool both ways: Kafka's main class in a JVM whose logging goes to a file, ours as
-    ``python -m kafkawire.tools.cli``; records how many comparisons were made and how many were identical."""
+    """Runs a tool both ways: Kafka's in the module's tool JVM, whose logging goes to a file, ours as
+    ``python -m kafkawire.tools.cli``."""
 
     def __init__(self, work_dir: Path):
         self.log4j = work_dir / "log4j2-quiet.properties"
@@ -63,11 +65,14 @@ class Runner:
         # The no-controller cases: a short Admin deadline on both sides, in Kafka's own keys.
         self.short_timeouts = work_dir / "short-timeouts.properties"
         self.short_timeouts.write_text("default.api.timeout.ms=1500\nrequest.timeout.ms=1500\n")
+        try:
+            self.session: KafkaToolSession = KafkaToolRuns(work_dir).session(log4j=self.log4j)
+        except ToolRunsUnavailable as exc:           # as the kafka_libs fixture: an error only under CI
+            (pytest.fail if os.environ.get("CI") else pytest.skip)(f"Kafka's tools cannot run in one JVM: {exc}")
 
     def kafka(self, tool: str, *args: str) -> subprocess.CompletedProcess:
-        command = kafka_dist.java_command(KAFKA_CLASS[tool], *map(str, args), log4j=self.log4j)
-        return subprocess.run(command, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S,
-                              stdin=subprocess.DEVNULL)
+        result = self.session.call(tool, *map(str, args), timeout=TOOL_TIMEOUT_S)
+        return subprocess.CompletedProcess([tool, *map(str, args)], result.status, result.out, result.err)
 
     def ours(self, tool: str, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "kafkawire.tools.cli", tool, *map(str, args)], capture_output=True,
@@ -148,7 +153,9 @@ def assert_same_describe(runner: Runner, bootstrap_flag: str, bootstrap: str, ar
 
 @pytest.fixture(scope="module")
 def runner(kafka_libs, tmp_path_factory) -> Runner:
-    return Runner(tmp_path_factory.mktemp("quorum-tools"))
+    runner = Runner(tmp_path_factory.mktemp("quorum-tools"))
+    yield runner
+    runner.session.close()
 
 
 def wait_idle(describe, what: str, *, observers: int = 0, timeout_s: float = 120):

@@ -1,18 +1,24 @@
-"""Many runs of Kafka's kafka-storage and kafka-features in one JVM (tests/interop/java/tools/
-ToolRuns.java, compiled by javac against the Kafka jars), and the same runs of ours in-process,
-so a test can compare dozens of invocations text for text.
+"""Many runs of Kafka's kafka-storage, kafka-features and kafka-metadata-quorum in one JVM
+(tests/interop/java/tools/ToolRuns.java, compiled by javac against the Kafka jars), and the same
+runs of ours in-process, so a test can compare dozens of invocations text for text.
 
     runs = KafkaToolRuns(tmp_dir)
     [kafka] = runs.run([("storage", "version-mapping", "--release-version", "3.9")])
     ours = run_ours("storage", "version-mapping", "--release-version", "3.9")
     assert kafka == ours          # ToolResult(status, out, err)
+
+    with runs.session(log4j=quiet_properties) as kafka:    # one JVM, one invocation at a time
+        before = kafka.call("metadata-quorum", "--bootstrap-controller", address, "describe", "--status")
 """
 from __future__ import annotations
 
 import contextlib
 import io
+import os
+import selectors
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +42,8 @@ class ToolRunsUnavailable(RuntimeError):
 
 
 class KafkaToolRuns:
+    """ToolRuns.java compiled into ``work_dir``."""
+
     def __init__(self, work_dir: Path):
         javac = shutil.which("javac")
         if javac is None:
@@ -47,18 +55,84 @@ class KafkaToolRuns:
         if result.returncode != 0:
             raise ToolRunsUnavailable(f"javac failed ({result.returncode}):\n{(result.stdout + result.stderr)[-3000:]}")
 
-    def run(self, invocations: list[tuple[str, ...]], timeout: float = 300) -> list[ToolResult]:
-        """Each invocation is ("storage" | "features", *arguments); one result per invocation."""
-        for words in invocations:
-            if any("\t" in w or "\n" in w for w in words):
-                raise ValueError(f"an argument holds a tab or newline: {words!r}")
-        stdin = "".join("\t".join(map(str, words)) + "\n" for words in invocations).encode()
-        command = kafka_dist.java_command("ToolRuns")
+    def command(self, log4j: Path = kafka_dist.LOG4J_TOOLS) -> list[str]:
+        command = kafka_dist.java_command("ToolRuns", log4j=log4j)
         command[command.index("-cp") + 1] = f"{self.classes}:{kafka_dist.classpath()}"
-        result = subprocess.run(command, input=stdin, capture_output=True, timeout=timeout)
+        return command
+
+    def run(self, invocations: list[tuple[str, ...]], timeout: float = 300) -> list[ToolResult]:
+        """Each invocation is ("storage" | "features" | "metadata-quorum", *arguments); one
+        result per invocation."""
+        stdin = "".join(map(_invocation_line, invocations)).encode()
+        result = subprocess.run(self.command(), input=stdin, capture_output=True, timeout=timeout)
         if result.returncode != 0:
             raise ToolRunsUnavailable(f"ToolRuns exited {result.returncode}:\n{result.stderr[-3000:].decode(errors='replace')}")
         return _parse(result.stdout, len(invocations))
+
+    def session(self, log4j: Path = kafka_dist.LOG4J_TOOLS) -> "KafkaToolSession":
+        return KafkaToolSession(self.command(log4j))
+
+
+def _invocation_line(words: tuple[str, ...]) -> str:
+    words = tuple(map(str, words))
+    if any("\t" in w or "\n" in w for w in words):
+        raise ValueError(f"an argument holds a tab or newline: {words!r}")
+    return "\t".join(words) + "\n"
+
+
+class KafkaToolSession:
+    """One ToolRuns JVM kept running: ``call`` sends one invocation and waits for its answer, so a
+    test can run Kafka's tool and then ours against the same state, many times, for one JVM
+    start. What the JVM itself writes on stderr outside the tools' runs is dropped."""
+
+    def __init__(self, command: list[str]):
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL)
+        self._buffer = b""
+
+    def call(self, *words: str, timeout: float = 120) -> ToolResult:
+        if self.process.poll() is not None:
+            raise ToolRunsUnavailable(f"ToolRuns exited {self.process.returncode}")
+        self.process.stdin.write(_invocation_line(words).encode())
+        self.process.stdin.flush()
+        deadline = time.monotonic() + timeout
+        header = self._read_until(lambda: self._buffer.find(b"\n") + 1 or None, deadline, words)
+        fields = dict(item.split("=") for item in header[:-1].decode().split())
+        out_len, err_len = int(fields["out"]), int(fields["err"])
+        body = self._read_until(lambda: out_len + err_len if len(self._buffer) >= out_len + err_len else None,
+                                deadline, words)
+        return ToolResult(int(fields["exit"]), body[:out_len].decode(), body[out_len:].decode())
+
+    def _read_until(self, complete, deadline: float, words) -> bytes:
+        """The first ``complete()`` bytes of the answer once ``complete()`` is not None."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.process.stdout, selectors.EVENT_READ)
+            while (size := complete()) is None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise ToolRunsUnavailable(f"ToolRuns did not answer {' '.join(words)} in time")
+                if selector.select(remaining):
+                    chunk = os.read(self.process.stdout.fileno(), 1 << 16)
+                    if not chunk:
+                        raise ToolRunsUnavailable(f"ToolRuns exited while running {' '.join(words)}")
+                    self._buffer += chunk
+        taken, self._buffer = self._buffer[:size], self._buffer[size:]
+        return taken
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.stdin.close()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def __enter__(self) -> "KafkaToolSession":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def _parse(data: bytes, expected: int) -> list[ToolResult]:

@@ -5,21 +5,29 @@ import java.io.PrintStream;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.locks.LockSupport;
 
 /**
- * Runs many invocations of Kafka's kafka-storage (kafka.tools.StorageTool) and kafka-features
- * (org.apache.kafka.tools.FeatureCommand) in one JVM, so a test can compare dozens of them with
- * ours without starting a JVM for each.
+ * Runs many invocations of Kafka's kafka-storage (kafka.tools.StorageTool), kafka-features
+ * (org.apache.kafka.tools.FeatureCommand) and kafka-metadata-quorum
+ * (org.apache.kafka.tools.MetadataQuorumCommand) in one JVM, so a test can compare dozens of them
+ * with ours without starting a JVM for each.
  *
- * stdin: one invocation per line, its words separated by tabs; the first word is "storage" or
- * "features", the rest are the tool's arguments.
+ * stdin: one invocation per line, its words separated by tabs; the first word is "storage",
+ * "features" or "metadata-quorum", the rest are the tool's arguments. Each answer is written and
+ * flushed before the next line is read, so a test may send one line, read its answer, and go on.
  * stdout, for each invocation: a line "exit=N out=A err=B", then A bytes of what the tool wrote
  * on stdout and B bytes of what it wrote on stderr (UTF-8).
  *
  * The exit status and stderr follow each tool's main: StorageTool prints the message of a
- * FormatterException or TerseFailure and exits 1; FeatureCommand.mainNoExit returns its own
- * status. Any other exception is what the JVM would report for an uncaught one: its
- * toString() on stderr after "Exception in thread "main" " (without the stack), exit 1.
+ * FormatterException or TerseFailure and exits 1; FeatureCommand.mainNoExit and
+ * MetadataQuorumCommand.mainNoExit return their own status (what their main passes to Exit.exit).
+ * Every invocation runs in a thread of its own, named "main"; a tool that calls Kafka's
+ * Exit.exit (or Exit.halt) ends its invocation with that status, and that thread goes no
+ * further, as if the JVM had ended (it stays parked). Any other exception of storage or features is what the JVM would
+ * report for an uncaught one: its toString() on stderr after "Exception in thread "main" "
+ * (without the stack), exit 1.
  */
 public class ToolRuns {
     public static void main(String[] args) throws Exception {
@@ -28,23 +36,32 @@ public class ToolRuns {
         Method featureCommand = Class.forName("org.apache.kafka.tools.FeatureCommand")
             .getDeclaredMethod("mainNoExit", String[].class);
         featureCommand.setAccessible(true);
+        Method metadataQuorumCommand = Class.forName("org.apache.kafka.tools.MetadataQuorumCommand")
+            .getDeclaredMethod("mainNoExit", String[].class);
+        metadataQuorumCommand.setAccessible(true);
+        org.apache.kafka.common.utils.Exit.setExitProcedure((status, message) -> exitInvocation(status));
+        org.apache.kafka.common.utils.Exit.setHaltProcedure((status, message) -> exitInvocation(status));
         String line;
         while ((line = in.readLine()) != null) {
             if (line.isEmpty()) continue;
             String[] words = line.split("\t", -1);
-            String[] toolArgs = new String[words.length - 1];
-            System.arraycopy(words, 1, toolArgs, 0, toolArgs.length);
             ByteArrayOutputStream out = new ByteArrayOutputStream();
             ByteArrayOutputStream err = new ByteArrayOutputStream();
             PrintStream outStream = new PrintStream(out, true, StandardCharsets.UTF_8);
             PrintStream errStream = new PrintStream(err, true, StandardCharsets.UTF_8);
+            CompletableFuture<Integer> done = new CompletableFuture<>();
+            current = done;
             System.setOut(outStream);
             System.setErr(errStream);
             int status;
             try {
-                status = words[0].equals("storage") ? runStorage(toolArgs, outStream, errStream)
-                                                    : runFeatures(featureCommand, toolArgs, errStream);
+                Thread thread = new Thread(() -> done.complete(dispatch(words, outStream, errStream, featureCommand,
+                                                                        metadataQuorumCommand)), "main");
+                thread.setDaemon(true);
+                thread.start();
+                status = done.get();
             } finally {
+                current = null;
                 System.setOut(realOut);
                 System.setErr(new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.err), true));
             }
@@ -56,6 +73,34 @@ public class ToolRuns {
             realOut.write(o);
             realOut.write(e);
             realOut.flush();
+        }
+        Runtime.getRuntime().halt(0);       // threads a tool left behind do not keep the JVM up
+    }
+
+    /** The invocation running now; Kafka's Exit.exit completes it. */
+    private static volatile CompletableFuture<Integer> current;
+
+    private static void exitInvocation(int status) {
+        CompletableFuture<Integer> invocation = current;
+        if (invocation != null) invocation.complete(status);
+        while (true) LockSupport.park();    // as at the JVM's exit: this thread goes no further
+    }
+
+    private static int dispatch(String[] words, PrintStream out, PrintStream err, Method featureCommand,
+                                Method metadataQuorumCommand) {
+        String[] toolArgs = new String[words.length - 1];
+        System.arraycopy(words, 1, toolArgs, 0, toolArgs.length);
+        try {
+            switch (words[0]) {
+                case "storage": return runStorage(toolArgs, out, err);
+                case "features": return runMainNoExit(featureCommand, toolArgs, err);
+                case "metadata-quorum": return runMainNoExit(metadataQuorumCommand, toolArgs, err);
+                default: err.println("ToolRuns: unknown tool " + words[0]); return 2;
+            }
+        } catch (Throwable t) {
+            err.print("Exception in thread \"main\" ");
+            t.printStackTrace(err);
+            return 1;
         }
     }
 
@@ -73,7 +118,7 @@ public class ToolRuns {
         }
     }
 
-    private static int runFeatures(Method mainNoExit, String[] args, PrintStream err) throws IllegalAccessException {
+    private static int runMainNoExit(Method mainNoExit, String[] args, PrintStream err) throws IllegalAccessException {
         try {
             return (Integer) mainNoExit.invoke(null, (Object) args);
         } catch (InvocationTargetException e) {
