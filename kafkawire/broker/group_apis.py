@@ -112,7 +112,7 @@ class GroupApis:
         response = FindCoordinatorResponse(error_code=one.error_code, node_id=one.node_id, host=one.host,
                                            port=one.port)
         if v >= 1:                            # Kafka's text: the error's message, "NONE" without one
-            response.error_message = Errors.for_code(one.error_code).message() if one.error_code else "NONE"
+            response.error_message = Errors.for_code(one.error_code).message if one.error_code else "NONE"
         return response
 
     def _coordinator_of(self, ctx, key_type: int, key: str) -> Coordinator:

@@ -254,6 +254,17 @@ def coordinator_found(node, group: str, version: int) -> bool:
     return one.error_code == Errors.NONE and one.node_id == 1
 
 
+def test_find_coordinator_v1_to_v3_answers_an_error_with_kafkas_message(node):
+    """FindCoordinator v1-v3 carry one key and an error_message: an error (here a transactional
+    id's coordinator, not served yet) is answered with the error's text, as Kafka's
+    Errors.message(), not a broken connection (librdkafka asks v2 while __consumer_offsets is
+    being created)."""
+    for version in (1, 2, 3):
+        found = node.call(FindCoordinatorRequest(key="a-transaction", key_type=1), api_version=version)
+        assert (found.error_code, found.error_message) == (Errors.COORDINATOR_NOT_AVAILABLE,
+                                                           "The coordinator is not available.")
+
+
 def fetched_offset(node, group: str, topic_id, version: int) -> int:
     if version >= 8:
         by_id = dict(topic_id=topic_id) if version >= 10 else dict(name="versioned")
