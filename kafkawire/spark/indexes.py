@@ -128,10 +128,15 @@ class SegmentIndexes:
         return times[-1][0] if times else None
 
     def split_positions(self, start: int, end: int, split_bytes: int) -> list[int]:
-        """Batch starts inside (start, end) that cut it into pieces of about split_bytes."""
-        cuts, last = [], start
+        """Batch starts inside (start, end) that cut it into pieces of about split_bytes: the
+        first index entry at or after each of start + split_bytes, start + 2 x split_bytes, ...
+        (one cut for several of them that share it). Measured from ``start`` rather than from
+        the last cut, so pieces do not drift longer by an index interval each, and a range of
+        ``k x split_bytes`` bytes is cut into k pieces whenever its index entries are at most
+        split_bytes apart (minPartitions counts on it)."""
+        cuts, mark = [], start + split_bytes
         for _, p in self.offset_entries():
-            if start < p < end and p - last >= split_bytes:
+            if mark <= p < end:
                 cuts.append(p)
-                last = p
+                mark = start + ((p - start) // split_bytes + 1) * split_bytes
         return cuts

@@ -19,7 +19,9 @@ kafka.isolation.level                  read_uncommitted (default) | read_committ
 and our own: ``includeControl`` (control records as rows, default false), ``includeAborted``
 (default true; false is read_committed), ``decode`` (none | metadata),
 ``failOnCorruption`` (default true), ``failOnDataLoss`` (default true),
-``maxPartitionBytes`` (split size, default 128 MiB), ``maxOffsetsPerTrigger`` (streaming),
+``maxPartitionBytes`` (split size, default 128 MiB), ``minPartitions`` (Spark's Kafka option:
+the desired number of input partitions, default none: see plan.spread_split_bytes),
+``maxOffsetsPerTrigger`` (streaming),
 ``liveLog`` (default false; true: the directory belongs to a running broker: reads start
 at its checkpointed log start offset, and segments that retention deletes during the read
 are skipped as the log start moving, see plan.py) and
@@ -53,6 +55,7 @@ _KNOWN = {
     "startingoffsetsbytimestampstrategy", "subscribe", "subscribepattern", "assign",
     "includeheaders", "includecontrol", "includeaborted", "decode", "failoncorruption",
     "failondataloss", "maxpartitionbytes", "maxoffsetspertrigger", "livelog", "highwatermark",
+    "minpartitions",
 }
 _DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
 
@@ -106,6 +109,7 @@ class ReadOptions:
     max_offsets_per_trigger: int | None
     live_log: bool = False            # a running broker's directory (liveLog)
     high_watermark: str = "logend"    # checkpoint | required | logend (highWatermark)
+    min_partitions: int | None = None  # minPartitions: replaces PACK_SPREAD (plan.py)
     files: Files = field(default=LOCAL, repr=False)   # how remote paths are reached (fs.* options)
 
     def selects(self, topic: str, partition: int) -> bool:
@@ -282,6 +286,7 @@ def parse_options(options, *, streaming: bool) -> ReadOptions:
         max_offsets_per_trigger=_int(opts, "maxOffsetsPerTrigger", None, minimum=1),
         live_log=live_log,
         high_watermark=_high_watermark(opts, live_log),
+        min_partitions=_int(opts, "minPartitions", None, minimum=1),
         files=files,
     )
 

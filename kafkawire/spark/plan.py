@@ -1,7 +1,8 @@
 """Planning: which byte ranges of which files a read covers, as picklable ReadTasks.
 
-One task per segment, more for a segment larger than ``maxPartitionBytes`` (cut at
-offset-index entries, which are batch starts). Small tasks are then packed into one Spark
+One task per segment, more for a segment larger than the split size (``maxPartitionBytes``,
+smaller for a smaller read: spread_split_bytes, where ``minPartitions`` sets the divisor),
+cut at offset-index entries, which are batch starts. Small tasks are then packed into one Spark
 input partition, as Spark's own file sources pack small files: a Spark task costs tens of
 milliseconds whatever it reads, which would dominate a directory of small segments. Where a partition's read starts and ends
 is decided here, in offsets, from the options (offsets, timestamps), the pushed-down
@@ -39,7 +40,7 @@ from .watermarks import HighWatermarks
 
 __all__ = ["PlanError", "ReadTask", "plan_batch", "tasks_for_range", "offset_for_timestamp",
            "partition_key", "start_offset", "latest_offset", "log_start_offset", "pack_tasks", "vanished_rule",
-           "after_vanished"]
+           "after_vanished", "spread_split_bytes", "task_bytes"]
 
 # Packing small files: each costs as much as this many bytes to open and plan (Spark's
 # spark.sql.files.openCostInBytes), and a small read is still spread over about
@@ -282,11 +283,21 @@ def _plan_live_partition(topic, partition, segments, opts, pushed, split_bytes, 
             segments = rest
 
 
-def spread_split_bytes(total_bytes: int, split_bytes: int) -> int:
+def spread_split_bytes(total_bytes: int, split_bytes: int, min_partitions: int | None = None) -> int:
     """The split size for a read of ``total_bytes``: ``maxPartitionBytes``, but smaller for
     a smaller read, so that it still spreads over about PACK_SPREAD tasks (Spark's file
-    sources shrink their splits the same way, by the default parallelism)."""
-    return max(1, min(split_bytes, max(OPEN_COST_BYTES, -(-total_bytes // PACK_SPREAD))))
+    sources shrink their splits the same way, by the default parallelism), never below
+    OPEN_COST_BYTES. With ``minPartitions`` (k), ``total_bytes // k`` with no such floor: the
+    user asked for k pieces, as Spark's Kafka source then cuts offset ranges however small."""
+    if min_partitions is None:
+        return max(1, min(split_bytes, max(OPEN_COST_BYTES, -(-total_bytes // PACK_SPREAD))))
+    return max(1, min(split_bytes, total_bytes // min_partitions))
+
+
+def task_bytes(task: ReadTask) -> int:
+    """The bytes a task reads (to the file's present size when its end is open)."""
+    stop = task.stop if task.stop is not None else task.limit
+    return max((stop if stop is not None else task.files.size(task.path)) - task.start, 0)
 
 
 def plan_batch(opts: ReadOptions, pushed: PushedFilters) -> list[ReadTask]:
@@ -305,7 +316,7 @@ def plan_batch(opts: ReadOptions, pushed: PushedFilters) -> list[ReadTask]:
         logs.append((part.topic, part.partition, segments, False, hws.bound(part.path, *part.key),
                      hws.log_start(part.path, *part.key)))
     split_bytes = spread_split_bytes(sum(s.size for _, _, segments, *_ in logs for s in segments),
-                                     opts.split_bytes)
+                                     opts.split_bytes, opts.min_partitions)
     planned = _each(opts, lambda log: _plan_log(log, opts, pushed, split_bytes), logs)
     return [task for tasks in planned for task in tasks]
 
@@ -332,10 +343,11 @@ def _weight(task: ReadTask) -> int:
     return max(size, 0) + OPEN_COST_BYTES
 
 
-def pack_tasks(tasks: list[ReadTask], split_bytes: int) -> list[tuple]:
-    """Tasks grouped, in order, into packs of about ``split_bytes`` (counting the open cost)."""
+def pack_tasks(tasks: list[ReadTask], split_bytes: int, min_partitions: int | None = None) -> list[tuple]:
+    """Tasks grouped, in order, into packs of about ``split_bytes`` (counting the open cost),
+    smaller when that leaves fewer than PACK_SPREAD packs (``minPartitions`` when given)."""
     total = sum(map(_weight, tasks))
-    target = min(split_bytes, max(OPEN_COST_BYTES, total // PACK_SPREAD))
+    target = min(split_bytes, max(OPEN_COST_BYTES, total // (min_partitions or PACK_SPREAD)))
     packs, current, weight = [], [], 0
     for task in tasks:
         w = _weight(task)

@@ -21,7 +21,8 @@ from .filters import PushedFilters, push_filters
 from .layout import LayoutError, discover
 from .options import OptionError, ReadOptions, parse_options
 from .plan import (PlanError, after_vanished, latest_offset, log_start_offset, pack_tasks, partition_key,
-                   plan_batch, start_offset, tasks_for_range, vanished_rule)
+                   plan_batch, spread_split_bytes, start_offset, task_bytes, tasks_for_range,
+                   vanished_rule)
 from .reader import ReadSettings, default_names, names_for_options, read_task, settings_for
 from .tail import LogTail
 from .watermarks import HighWatermarks
@@ -106,7 +107,7 @@ class KafkaWirePushdownReader(KafkaWireBatchReader):
 
 
 def _input_partitions(tasks, opts: ReadOptions) -> list:
-    return [InputPartition(pack) for pack in pack_tasks(tasks, opts.split_bytes)]
+    return [InputPartition(pack) for pack in pack_tasks(tasks, opts.split_bytes, opts.min_partitions)]
 
 
 def _read_pack(partition, settings: ReadSettings):
@@ -249,24 +250,36 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return self._last
 
     def partitions(self, start: dict, end: dict):
+        """The micro-batch's input partitions, cut at ``maxPartitionBytes``; with
+        ``minPartitions`` (k), at ``min(maxPartitionBytes, B // k)`` for a micro-batch of B
+        bytes, as Spark's Kafka source divides each micro-batch's offset ranges."""
         starts, ends = _flat(start), _flat(end)
-        tasks = []
         by_key = {p.key: (p, marks) for p, marks in self._partitions()}
-        for key, stop in sorted(ends.items()):
-            if key not in by_key:
-                continue
-            part, (_, floor) = by_key[key]
-            tasks += self._segments(part, lambda segments: self._tasks(part, starts.get(key), stop, segments, floor))
+        ranges = [(by_key[key][0], starts.get(key), stop, by_key[key][1][1])
+                  for key, stop in sorted(ends.items()) if key in by_key]
+        tasks = self._range_tasks(ranges, self.opts.split_bytes)
+        if self.opts.min_partitions is not None:
+            split = spread_split_bytes(sum(map(task_bytes, tasks)), self.opts.split_bytes,
+                                       self.opts.min_partitions)
+            if split < self.opts.split_bytes:
+                tasks = self._range_tasks(ranges, split)
         return _input_partitions(tasks, self.opts)
 
-    def _tasks(self, part, wanted, stop: int, segments, floor) -> list:
+    def _range_tasks(self, ranges, split_bytes: int) -> list:
+        tasks = []
+        for part, wanted, stop, floor in ranges:
+            tasks += self._segments(part, lambda segments: self._tasks(part, wanted, stop, segments, floor,
+                                                                       split_bytes))
+        return tasks
+
+    def _tasks(self, part, wanted, stop: int, segments, floor, split_bytes: int) -> list:
         begin = self._checked_start(part.key, wanted, segments, floor)
         if begin >= stop:
             return []
         # Offsets below ``stop`` were below a high watermark: whole on disk (complete).
         bounded = self.opts.high_watermark != "logend"
         return tasks_for_range(part.topic, part.partition, segments, begin, stop,
-                               split_bytes=self.opts.split_bytes,
+                               split_bytes=split_bytes,
                                with_following=not self.opts.include_aborted,
                                fixed_limits=False, complete=bounded, files=self.opts.files,
                                if_vanished=vanished_rule(self.opts, begin))

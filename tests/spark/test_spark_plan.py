@@ -93,6 +93,10 @@ def test_paths_that_hold_no_kafka_data(tmp_path):
     ({"kafka.isolation.level": "read_committed", "includeAborted": "true"}, "contradicts"),
     ({"subscribe": "a", "assign": '{"a": [0]}'}, "give only one way"),
     ({"maxPartitionBytes": "0"}, "must be at least 1"),
+    ({"minPartitions": "0"}, "option minPartitions='0': must be at least 1"),
+    ({"minPartitions": "-4"}, "option minPartitions='-4': must be at least 1"),
+    ({"minPartitions": "1.5"}, "option minPartitions='1.5': expected a whole number"),
+    ({"minPartitions": "many"}, "option minPartitions='many': expected a whole number"),
 ])
 def test_bad_options_are_named(options, message):
     with pytest.raises(OptionError, match=message.replace("(", r"\(").replace("[", r"\[")):
@@ -127,6 +131,44 @@ def test_offset_ranges_read_exactly_those_offsets(orders, start, length, split_b
     pushed = PushedFilters(offset_min=start, offset_end=end)
     rows = read_direct(orders, pushed, maxPartitionBytes=split_bytes)
     assert [r["offset"] for r in rows] == list(range(max(start, 0), min(end, 3000)))
+
+
+@pytest.fixture(scope="module")
+def one_segment(tmp_path_factory):
+    """big-0: 3000 records in 300 batches of about 700 bytes, all in one segment, an index
+    entry every 1 KiB."""
+    path = tmp_path_factory.mktemp("logs") / "big-0"
+    return write_partition(path, numbered_batches(300, 10), index_interval_bytes=1024)
+
+
+@pytest.mark.parametrize("k", [2, 8, 40, 100, 5000])
+def test_min_partitions_cuts_one_segment_into_at_least_k_pieces(one_segment, k):
+    """minPartitions=k cuts a read of T bytes at the first index entry at or after each
+    multiple of T // k: at least k input partitions when T // k is at least the largest gap
+    between index entries; every index entry a cut when T // k is at most the smallest. The
+    pieces tile the segment, so the read returns what the unsplit read does."""
+    (segment,) = list_segments(str(one_segment))
+    entries = [p for _, p in SegmentIndexes(segment).offset_entries() if 0 < p < segment.size]
+    bounds = [0, *entries, segment.size]
+    gaps = [b - a for a, b in zip(bounds, bounds[1:])]
+    opts = parse_options({"path": str(one_segment), "minPartitions": str(k)}, streaming=False)
+    tasks = plan_batch(opts, PushedFilters())
+    packs = pack_tasks(tasks, opts.split_bytes, opts.min_partitions)
+    split = segment.size // k
+    assert split >= max(gaps) or split <= min(gaps), "k must fall in one of the two stated cases"
+    if split >= max(gaps):
+        assert len(packs) >= k
+    else:
+        assert len(tasks) == len(packs) == len(entries) + 1
+    assert [t.start for t in tasks] == [0, *[t.stop for t in tasks[:-1]]]   # contiguous, in order
+    assert tasks[-1].stop == segment.size
+    assert [r["offset"] for r in read_direct(one_segment, minPartitions=k)] == list(range(3000))
+
+
+def test_without_min_partitions_a_small_read_is_not_cut(one_segment):
+    """The default is unchanged: a read below 32 MiB has a 4 MiB split, one piece here."""
+    opts = parse_options({"path": str(one_segment)}, streaming=False)
+    assert len(plan_batch(opts, PushedFilters())) == 1
 
 
 def test_large_segments_split_at_batch_starts_and_cover_everything_once(orders):

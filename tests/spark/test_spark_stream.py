@@ -190,3 +190,18 @@ def test_a_stream_may_start_at_latest(tmp_path):
     source = KafkaWireDataSource({"path": str(path), "startingOffsets": "latest", "decode": "metadata"})
     assert "`recordType` string" in source.schema()       # asked before Spark says it is a stream
     assert _stream_reader(path, startingOffsets="latest").initialOffset() == {"s": {"0": 6}}
+
+
+def test_min_partitions_cuts_a_micro_batch_into_at_least_k_partitions(tmp_path):
+    """Spark's Kafka source applies minPartitions to each micro-batch too: one partition's
+    micro-batch of B bytes is cut at multiples of B // k (at index entries), so k=6 gives at
+    least 6 input partitions where the default gives one, reading the same offsets."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    path = write_partition(tmp_path / "s-0", numbered_batches(120, 10), index_interval_bytes=512)
+    for options, at_least in (({}, 1), ({"minPartitions": "6"}, 6)):
+        reader = _stream_reader(path, startingOffsets="earliest", **options)
+        start = reader.initialOffset()
+        end = reader.latestOffset(start, ReadAllAvailable())
+        parts = reader.partitions(start, end)
+        assert len(parts) >= at_least and (options or len(parts) == 1)
+        assert _offsets_read(reader, start, end) == list(range(1200))
