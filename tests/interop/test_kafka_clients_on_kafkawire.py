@@ -43,6 +43,12 @@ BROKER_PROPERTIES = {
 CONTROLLER_PROPERTIES = {"broker.session.timeout.ms": str(SESSION_TIMEOUT_MS)}
 
 
+def start_cluster(kafka_on_kafkawire):
+    """A cluster of its own with this module's settings (tests/interop/test_spark_on_kafka_brokers.py)."""
+    return kafka_on_kafkawire(3, 3, controller_properties=CONTROLLER_PROPERTIES,
+                              broker_properties=BROKER_PROPERTIES)
+
+
 @pytest.fixture(scope="module")
 def shared_cluster(kafka_libs, tmp_path_factory):
     from tests.interop.kafka_on_kafkawire import KafkaOnKafkawire
