@@ -37,11 +37,9 @@ def _pause_follower_and_resume(q: MixedQuorum, kind: str) -> str:
         during = q.wait_for_leader(30, exclude=(follower,))
     finally:
         q.resume(follower)
-        resumed_ms = time.time() * 1000
-    # Its fetch timeout expired while it slept: on waking it asks for (pre-)votes at once, and
-    # fetches again only once that election is over; a real vote would have made the leader
-    # resign before it (its first fetch after waking would then go to a leader of a later epoch).
-    after = q.wait_for_fetch_since(follower, resumed_ms, 60)
+    # Its fetch timeout expired while it slept: on waking it asks for (pre-)votes at once.
+    time.sleep(3 * (FETCH_TIMEOUT_S + ELECTION_TIMEOUT_S))
+    after = q.wait_for_catch_up(60)
     for view in (during, after):
         assert (view.leader_id, view.epoch) == (before.leader_id, before.epoch), \
             f"paused {kind} follower {follower} moved leadership: {before} -> {during} -> {after}"
