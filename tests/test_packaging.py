@@ -56,10 +56,14 @@ def _extra_requests() -> list[tuple[str, str, str, str]]:
     """(file, module, extra, feature) of every require()/lazy_module() call in kafkawire, a
     starred argument resolved through its module-level tuple of strings."""
     found = []
-    for path in _hand_written_modules():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        tuples = {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
+    trees = {path: ast.parse(path.read_text(encoding="utf-8")) for path in _hand_written_modules()}
+    # module-level tuples of every module: a module may import the tuple another defines
+    # (kafkawire.capture.fast_packets requires packets.py's _NEEDS_DPKT)
+    everywhere = {t.id: node.value for tree in trees.values() for node in tree.body if isinstance(node, ast.Assign)
                   for t in node.targets if isinstance(t, ast.Name) and isinstance(node.value, ast.Tuple)}
+    for path, tree in trees.items():
+        tuples = {**everywhere, **{t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
+                                   for t in node.targets if isinstance(t, ast.Name) and isinstance(node.value, ast.Tuple)}}
         for node in ast.walk(tree):
             if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("require", "lazy_module")):
                 continue

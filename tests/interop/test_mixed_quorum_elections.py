@@ -17,7 +17,9 @@ FETCH_TIMEOUT_S = 2.0
 ELECTION_TIMEOUT_S = 1.0
 PAUSE_S = 2 * (FETCH_TIMEOUT_S + ELECTION_TIMEOUT_S)
 KILLS_PER_KIND = 2
-MAX_KILLS = 10
+# Kafka's JVM voters win few of these elections against ours (a rehearsal saw ours win 9 of 10 in a
+# row; why is open, issue 28): the bound on kills leaves room for two wins of each kind
+MAX_KILLS = 16
 
 
 def _stable_view(q: MixedQuorum, settle_s: float = 2.0):
