@@ -271,16 +271,23 @@ def after_vanished(segments: list[Segment], error: FileNotFoundError) -> list[Se
     return segments[gone[-1] + 1:] if gone else None
 
 
-def _plan_live_partition(topic, partition, segments, opts, pushed, split_bytes, *, hw, floor) -> list[ReadTask]:
-    """_plan_partition, again from the next segment each time one turns out deleted."""
+def without_vanished(segments: list[Segment], fn, live_log: bool):
+    """``fn(segments)``; on a live log, again from the next segment each time one turns out
+    deleted (after_vanished); otherwise a missing file is the caller's error."""
     while True:
         try:
-            return _plan_partition(topic, partition, segments, opts, pushed, split_bytes, hw=hw, floor=floor)
+            return fn(segments)
         except FileNotFoundError as e:
-            rest = after_vanished(segments, e) if opts.live_log else None
+            rest = after_vanished(segments, e) if live_log else None
             if rest is None:
                 raise
             segments = rest
+
+
+def _plan_live_partition(topic, partition, segments, opts, pushed, split_bytes, *, hw, floor) -> list[ReadTask]:
+    """_plan_partition, again from the next segment each time one turns out deleted."""
+    return without_vanished(segments, lambda rest: _plan_partition(topic, partition, rest, opts, pushed, split_bytes,
+                                                                  hw=hw, floor=floor), opts.live_log)
 
 
 def spread_split_bytes(total_bytes: int, split_bytes: int, min_partitions: int | None = None) -> int:

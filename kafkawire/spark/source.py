@@ -20,9 +20,9 @@ from .columns import column_types, ddl
 from .filters import PushedFilters, push_filters
 from .layout import LayoutError, discover
 from .options import OptionError, ReadOptions, parse_options
-from .plan import (PlanError, after_vanished, latest_offset, log_start_offset, pack_tasks, partition_key,
+from .plan import (PlanError, latest_offset, log_start_offset, pack_tasks, partition_key,
                    plan_batch, spread_split_bytes, start_offset, task_bytes, tasks_for_range,
-                   vanished_rule)
+                   vanished_rule, without_vanished)
 from .reader import ReadSettings, default_names, names_for_options, read_task, settings_for
 from .tail import LogTail
 from .watermarks import HighWatermarks
@@ -161,15 +161,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def _segments(self, part, fn):
         """``fn(segments)`` over the partition's segments listed now; on a live log, again
         without those retention deleted meanwhile (plan.after_vanished)."""
-        segments = part.segments()
-        while True:
-            try:
-                return fn(segments)
-            except FileNotFoundError as e:
-                rest = after_vanished(segments, e) if self.opts.live_log else None
-                if rest is None:
-                    raise
-                segments = rest
+        return without_vanished(part.segments(), fn, self.opts.live_log)
 
     def _log_start(self, segments, floor: int | None = None) -> int:
         return log_start_offset(segments, floor) if segments else 0
