@@ -38,6 +38,7 @@ from kafkawire.storage.state_files import (StateFileError, read_offset_checkpoin
                                            write_offset_checkpoint)
 
 from .log_config import LogSettings, log_settings, retention_time_ms
+from .partition import partition_dir_name
 from .producer_snapshots import retire_snapshots
 from .retention import SegmentView, segments_to_delete
 
@@ -129,7 +130,7 @@ class LogManager:
         options = dict(segment_bytes=s.segment_bytes, segment_ms=s.segment_ms, max_index_size=s.segment_index_bytes,
                        clock=self.clock)
         start = self._start_checkpoint.pop((topic, index), None)
-        directory = os.path.join(self.broker.log_dir, f"{topic}-{index}")
+        directory = os.path.join(self.broker.log_dir, partition_dir_name(topic, index))
         if start is not None and self._written_for(directory, topic_id):
             options["log_start_offset"] = start
         return options

@@ -29,11 +29,11 @@ import logging
 import os
 import re
 
-from kafkawire.storage.segment import DELETED_SUFFIX
-
 from kafkawire.storage.producer_snapshot import (ProducerSnapshotEntry, ProducerSnapshotError,
                                                  encode_producer_snapshot, read_producer_snapshot,
                                                  snapshot_file_name)
+from kafkawire.storage.segment import DELETED_SUFFIX
+from kafkawire.storage.state_files import atomic_write
 
 from .producer_state import ProducerState
 
@@ -100,12 +100,7 @@ def take_snapshot(directory: str, state: ProducerState, offset: int) -> str:
         first_sequence=0, last_offset=e.last_data_offset, offset_delta=e.last_offset_delta)
         for pid, e in state.producers.items()]
     path = os.path.join(directory, snapshot_file_name(offset))
-    temporary = path + ".tmp"
-    with open(temporary, "wb") as f:
-        f.write(encode_producer_snapshot(entries))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(temporary, path)
+    atomic_write(path, encode_producer_snapshot(entries))
     return path
 
 
