@@ -55,6 +55,7 @@ from .metadata_apis import MetadataApis
 from .partition import LeaderPartition
 from .produce import ProduceApi, topic_config
 from .producer_ids import InitProducerIdApi, ProducerIdBlocks
+from .txn_markers import MIN_VERSION as WRITE_TXN_MARKERS_MIN_VERSION, WRITE_TXN_MARKERS, TxnMarkersApi
 
 __all__ = ["Broker", "BrokerStartError"]
 
@@ -121,6 +122,13 @@ class Broker:
         self.log_manager = LogManager(self)      # retention and the log directory's checkpoints
         self.delete_records_api = DeleteRecordsApi(self)
         self.describe_producers_api = DescribeProducersApi(self)
+        self.authorizer = None                   # none yet (authorizer.class.name is refused above)
+        # Transactions (kafkawire.broker.txn_markers): the markers' entry point for the transaction
+        # coordinator, the callbacks told of each marker written, and the produce path's KIP-890
+        # verification (an async callable the coordinator sets; None: no verification).
+        self.txn_markers = TxnMarkersApi(self)
+        self.txn_marker_listeners: list = []
+        self.txn_verifier = None
 
     # -- the listeners --
 
@@ -138,6 +146,7 @@ class Broker:
             INIT_PRODUCER_ID: ApiHandler(self.init_producer_id_api.init_producer_id),
             DELETE_RECORDS: ApiHandler(self.delete_records_api.delete_records),
             DESCRIBE_PRODUCERS: ApiHandler(self.describe_producers_api.describe_producers),
+            WRITE_TXN_MARKERS: ApiHandler(self.txn_markers.handle, min_version=WRITE_TXN_MARKERS_MIN_VERSION),
             **self.group_apis.handlers(),
             **self.log_dir_apis.handlers(),
             **forwarded_handlers(self.forwarder, {ALTER_CONFIGS: self.config_apis.alter_configs,

@@ -1,8 +1,8 @@
 """DescribeProducers (61) on the broker, as Kafka's KafkaApis.handleDescribeProducersRequest,
 ReplicaManager.activeProducerState and UnifiedLog.activeProducers answer it: each requested
 partition's idempotent producers (kafkawire.broker.producer_state) with their id, epoch, last
-sequence and last timestamp; the coordinator epoch (-1 without transactions) and the current
-transaction's start offset (-1: no transaction is ever open here) as the state keeps them.
+sequence and last timestamp; the coordinator epoch of the last marker written for it (-1 before
+any) and the first offset of its open transaction (-1 without one) as the state keeps them.
 
 Per topic first: an illegal name INVALID_TOPIC_EXCEPTION with Topic.validate's message, a topic
 not in the metadata UNKNOWN_TOPIC_OR_PARTITION; then per partition: not in the topic

@@ -9,20 +9,22 @@ whole batch even when it is larger (KIP-74). A fetch that finds fewer than ``min
 for appends up to ``max_wait_ms`` (capped at 30 s), reading again only after an append; one
 whose offset is outside [log start, log end] gets OFFSET_OUT_OF_RANGE; a current leader epoch
 other than the partition's gets FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH. read_committed
-sees the same as read_uncommitted (no transactions yet: the last stable offset is the high
-watermark). Fetch sessions (KIP-227): kafkawire.broker.fetch_session says which partitions a
+(isolation level 1) reads below the last stable offset only and gets the aborted transactions
+overlapping what it read (LeaderPartition.read_committed, Kafka's collectAbortedTransactions);
+every answer carries the last stable offset. Fetch sessions (KIP-227): kafkawire.broker.fetch_session says which partitions a
 request reads and which of them its answer carries; a fetch without partitions is answered at once.
 Replica fetches (replica id >= 0) are answered like consumer fetches: no follower is known here.
 
 ListOffsets: earliest, latest, by timestamp, max timestamp, as kafkawire.net.metadata_topic's
-``list_offset`` computes them against the partition's log and high watermark.
+``list_offset`` computes them against the partition's log and high watermark, or its last
+stable offset for isolation level 1 (read_committed: latest is the LSO).
 """
 from __future__ import annotations
 
 import time
 
 from kafkawire.broker.fetch_session import FetchManager, FetchSessionCache
-from kafkawire.messages.fetch_response import FetchableTopicResponse, FetchResponse, PartitionData
+from kafkawire.messages.fetch_response import AbortedTransaction, FetchableTopicResponse, FetchResponse, PartitionData
 from kafkawire.messages.list_offsets_response import (ListOffsetsPartitionResponse, ListOffsetsResponse,
                                                       ListOffsetsTopicResponse)
 from kafkawire.net.metadata_topic import epoch_error, list_offset
@@ -32,6 +34,7 @@ from kafkawire.storage.log import OffsetOutOfRangeError
 __all__ = ["FetchApi"]
 
 MAX_WAIT_CAP_MS = 30_000
+READ_COMMITTED = 1
 
 
 class FetchApi:
@@ -92,14 +95,21 @@ class FetchApi:
         if p.fetch_offset < start or p.fetch_offset > partition.log.log_end_offset:
             data.error_code = Errors.OFFSET_OUT_OF_RANGE
             return data
-        data.high_watermark = data.last_stable_offset = hw
+        data.high_watermark = hw
+        data.last_stable_offset = partition.last_stable_offset()
         data.log_start_offset = start
-        data.aborted_transactions = [] if isolation_level == 1 else None
+        committed = isolation_level == READ_COMMITTED
+        data.aborted_transactions = [] if committed else None
         limit = min(p.partition_max_bytes, budget)
         if p.fetch_offset >= hw or (limit <= 0 and not min_one):
             return data
         try:
-            data.records = partition.read(p.fetch_offset, max(limit, 0), min_one_batch=min_one)
+            if committed:
+                data.records, aborted = partition.read_committed(p.fetch_offset, max(limit, 0), min_one_batch=min_one)
+                data.aborted_transactions = [AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+                                             for a in aborted]
+            else:
+                data.records = partition.read(p.fetch_offset, max(limit, 0), min_one_batch=min_one)
         except OffsetOutOfRangeError:
             data.error_code = Errors.OFFSET_OUT_OF_RANGE
             data.high_watermark = data.last_stable_offset = data.log_start_offset = -1
@@ -131,8 +141,10 @@ class FetchApi:
                 if code == Errors.NONE:
                     code = epoch_error(p.current_leader_epoch, partition.leader_epoch)
                 r.error_code = code
-                if code == Errors.NONE:
-                    list_offset(partition.log, partition.epochs, partition.high_watermark(), partition.leader_epoch,
+                if code == Errors.NONE:         # read_committed consumers see up to the last stable offset
+                    visible = partition.last_stable_offset() if request.isolation_level == READ_COMMITTED \
+                        else partition.high_watermark()
+                    list_offset(partition.log, partition.epochs, visible, partition.leader_epoch,
                                 ctx.api_version, p.timestamp, r)
                 partitions.append(r)
             topics.append(ListOffsetsTopicResponse(name=t.name, partitions=partitions))

@@ -25,6 +25,14 @@ rebuilt on open from the latest producer snapshot and the batches after it
 at close, as Kafka's UnifiedLog does. A batch with a producer id is checked against it before
 the append; a duplicate of one of the producer's last five batches is answered with the
 original offsets and not appended again.
+
+Transactions: a transactional batch opens its producer's transaction (the producer state
+decides, kafkawire.broker.producer_state); ``append_marker`` writes the COMMIT/ABORT marker the
+transaction coordinator asks for (WriteTxnMarkers, kafkawire.broker.txn_markers) and, for an
+abort, the ``.txnindex`` entry (kafkawire.broker.txn_log). The last stable offset is the first
+offset of the oldest transaction not yet decided and replicated, capped by the high watermark
+(UnifiedLog.lastStableOffset); ``read_committed`` reads below it and returns the aborted
+transactions the fetched range overlaps.
 """
 from __future__ import annotations
 
@@ -40,7 +48,8 @@ from kafkawire.storage.segment import ReadResult
 from kafkawire.storage.state_files import StateFileError, read_partition_metadata, write_partition_metadata
 
 from .producer_snapshots import load_producer_state, take_snapshot
-from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, BatchInfo, ProducerState
+from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, VERIFICATION_OFF, BatchInfo, ProducerState
+from .txn_log import collect_aborted, end_txn_marker_batch, fetch_upper_bound, segment_holding, write_aborted
 from .validation import ValidatedAppend
 
 __all__ = ["LeaderPartition", "partition_dir_name"]
@@ -104,6 +113,7 @@ class LeaderPartition:
         producers, loaded_from = load_producer_state(log_, name, now_ms=now_ms, expiration_ms=producer_id_expiration_ms)
         self = cls(log_, topic, partition, topic_id, leader_epoch, producers=producers, snapshot_offset=loaded_from,
                    expiration_check_interval_ms=expiration_check_interval_ms)
+        producers.on_high_watermark(self.high_watermark())
         self.maybe_snapshot()               # as Kafka's loadProducerState ends, when it replayed batches
         return self
 
@@ -117,29 +127,65 @@ class LeaderPartition:
         """One replica: everything in the log is in every in-sync replica."""
         return self.log.log_end_offset
 
-    def append(self, validated: ValidatedAppend, *, now_ms: int) -> tuple[int, int]:
+    def last_stable_offset(self) -> int:
+        """UnifiedLog.lastStableOffset: the first unstable offset (never below the log start)
+        when it is below the high watermark, else the high watermark."""
+        hw = self.high_watermark()
+        first_unstable = self.producers.first_unstable_offset()
+        if first_unstable is not None:
+            first_unstable = max(first_unstable, self.log.log_start_offset)
+            if first_unstable < hw:
+                return first_unstable
+        return hw
+
+    def append(self, validated: ValidatedAppend, *, now_ms: int, guard=VERIFICATION_OFF) -> tuple[int, int]:
         """Append the batch at the log end, stamped with the leader epoch, after the producer
         checks (ProduceRefused); its base offset and log append time. A duplicate of a recent
         batch of its producer is not appended: the answer is that batch's base offset and its
-        timestamp, as Kafka answers a duplicate."""
+        timestamp, as Kafka answers a duplicate. ``guard``: the transaction verification's
+        (ProducerState.start_verification), VERIFICATION_OFF without verification."""
         self._maybe_expire_producers(now_ms)
         info = None
         if validated.batch is not None:
             info = BatchInfo.of(validated.batch)
             if validated.log_append_time >= 0:
                 info = info._replace(max_timestamp=validated.log_append_time)
-            duplicate = self.producers.check(info, first_offset=self.log.log_end_offset)
+            duplicate = self.producers.check(info, first_offset=self.log.log_end_offset, guard=guard)
             if duplicate is not None:
                 return duplicate.first_offset, duplicate.timestamp
+        first = self._append_to_log(validated.data)
+        if info is not None:
+            self.producers.apply(info, first_offset=first)
+        self.producers.on_high_watermark(self.high_watermark())
+        return first, validated.log_append_time
+
+    def _append_to_log(self, data: bytes) -> int:
+        """The batch at the log end in the current leader epoch; its offset."""
         active_base = self.log.active_segment.base_offset
-        first, _ = self.log.append(validated.data, assign_offsets=True, leader_epoch=self.leader_epoch)
+        first, _ = self.log.append(data, assign_offsets=True, leader_epoch=self.leader_epoch)
         if self.log.active_segment.base_offset != active_base:
             self.maybe_snapshot(first)        # UnifiedLog.roll: the state as of the new segment's base
         if self.leader_epoch >= 0:      # as Kafka's append does; the epoch normally started at makeLeader
             self.epochs.assign(self.leader_epoch, first)
-        if info is not None:
-            self.producers.apply(info, first_offset=first)
-        return first, validated.log_append_time
+        return first
+
+    def append_marker(self, *, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
+                      now_ms: int, transaction_version: int = 0) -> int:
+        """Write a COMMIT/ABORT marker for the producer (UnifiedLog.appendAsLeader with origin
+        COORDINATOR) after ProducerState.check_marker (ProduceRefused); its offset. An abort
+        of a transaction with data goes into the ``.txnindex``; the first unstable offset moves."""
+        offset = self.log.log_end_offset
+        self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch, offset,
+                                    transaction_version=transaction_version)
+        batch = end_txn_marker_batch(commit=commit, producer_id=producer_id, producer_epoch=producer_epoch,
+                                     coordinator_epoch=coordinator_epoch, timestamp=now_ms)
+        offset = self._append_to_log(batch)
+        completed = self.producers.apply_marker(producer_id, producer_epoch, coordinator_epoch, offset, now_ms,
+                                                aborted=not commit)
+        if completed is not None:
+            write_aborted(self.log, completed, self.producers.last_stable_offset_after(completed))
+        self.producers.on_high_watermark(self.high_watermark())
+        return offset
 
     def maybe_snapshot(self, offset: int | None = None) -> None:
         """Write the producer snapshot at ``offset`` (the log end) unless one is there already."""
@@ -166,6 +212,21 @@ class LeaderPartition:
         high watermark. Raises kafkawire.storage.log.OffsetOutOfRangeError outside the log."""
         result: ReadResult = self.log.read(offset, max_bytes, min_one_batch=min_one_batch)
         return batches_below(result.data, self.high_watermark())
+
+    def read_committed(self, offset: int, max_bytes: int, *, min_one_batch: bool) -> tuple[bytes, list]:
+        """``read`` for isolation level READ_COMMITTED: whole batches below the last stable
+        offset, and the aborted transactions (kafkawire.storage.txn_index.AbortedTxn) that
+        overlap the range read (LocalLog.read with maxOffset = LSO, then addAbortedTransactions)."""
+        lso = self.last_stable_offset()
+        if offset >= lso:
+            return b"", []
+        result: ReadResult = self.log.read(offset, max_bytes, min_one_batch=min_one_batch)
+        data = batches_below(result.data, lso)
+        if result.first_offset is None:
+            return data, []
+        segment = segment_holding(self.log, result.first_offset)
+        upper = fetch_upper_bound(self.log, segment, result.position, len(data))
+        return data, collect_aborted(self.log, offset, upper)
 
     def close(self) -> None:
         self.log.flush()

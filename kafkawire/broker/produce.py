@@ -11,6 +11,10 @@ configs in the metadata, else the broker's (``message.max.bytes``, ``log.message
 break the record rules are answered as Kafka's RecordValidationException: the error, its
 message in ``error_message`` and each failed record in ``record_errors``.
 
+Transactions: kafkawire.broker.txn_verification's checks come first (a transactional batch
+without a transactional id, KIP-890 verification through ``broker.txn_verifier``); the producer
+state then decides whether a transactional batch may open or join its producer's transaction.
+
 acks: 0, 1 and -1 (all) are served; with one replica, the leader's append is what acks=all
 waits for. Any other value is INVALID_REQUIRED_ACKS for every partition. With acks=0 there is
 no response, and a failed partition closes the connection (KafkaApis: the client learns of the
@@ -26,7 +30,9 @@ from kafkawire.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import NO_RESPONSE, CloseConnection
 
+from .producer_state import VERIFICATION_OFF
 from .record_checks import RecordErrors, RecordRules
+from .txn_verification import transaction_checks
 from .validation import ProduceRefused, validate_produce
 
 __all__ = ["ProduceApi", "topic_config", "record_rules"]
@@ -75,17 +81,22 @@ class ProduceApi:
         image = self.broker.image()
         responses = []
         appended = False
+        txn = await transaction_checks(self.broker, request, v,
+                                       lambda t: getattr(self._topic(image, t, v), "name", None))
         for t in request.topic_data:
             topic = self._topic(image, t, v)
             partitions = []
             for p in t.partition_data:
+                refusal = txn.refusal(getattr(topic, "name", None), p.index)
                 if acks not in (-1, 0, 1):
                     r = _refused(p.index, Errors.INVALID_REQUIRED_ACKS, None)
+                elif refusal is not None:
+                    r = _refused(p.index, *refusal)
                 elif topic is None:
                     r = _refused(p.index, Errors.UNKNOWN_TOPIC_ID if v >= 13 else Errors.UNKNOWN_TOPIC_OR_PARTITION,
                                  None)
                 else:
-                    r = self._produce_partition(image, topic, p, acks, v, now_ms)
+                    r = self._produce_partition(image, topic, p, acks, v, now_ms, txn.guard(topic.name, p.index))
                     appended = appended or r.error_code == Errors.NONE
                 partitions.append(r)
             responses.append(TopicProduceResponse(name=t.name, topic_id=t.topic_id, partition_responses=partitions))
@@ -105,7 +116,8 @@ class ProduceApi:
             return image.topics_by_id.get(t.topic_id)
         return image.topics_by_name.get(t.name)
 
-    def _produce_partition(self, image, topic, p, acks: int, version: int, now_ms: int) -> PartitionProduceResponse:
+    def _produce_partition(self, image, topic, p, acks: int, version: int, now_ms: int,
+                           guard=VERIFICATION_OFF) -> PartitionProduceResponse:
         registration = topic.partitions.get(p.index)
         if registration is None:
             return _refused(p.index, Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
@@ -130,7 +142,7 @@ class ProduceApi:
                 rules=record_rules(image, topic.name, config, now_ms, log_append_time),
                 compression_type=topic_config(image, topic.name, "compression.type", config.compression_type,
                                               config.node_id))
-            base_offset, log_append_time = partition.append(validated, now_ms=now_ms)
+            base_offset, log_append_time = partition.append(validated, now_ms=now_ms, guard=guard)
         except RecordErrors as exc:      # ReplicaManager: RecordValidationException, the log start offset kept
             return PartitionProduceResponse(
                 index=p.index, error_code=exc.code, base_offset=-1, log_append_time_ms=-1,

@@ -11,7 +11,11 @@ the last segment (ProducerStateManager.removeStraySnapshots: a clean stop's, at 
 then those above the log end (a tail cut by recovery) or at or below the log start
 (ProducerStateManager.truncateAndReload); the latest remaining one is read (a corrupt
 one is deleted and the next older tried, as Kafka does), and the batches after its offset are
-replayed from the log without checks. Without a snapshot the whole log is replayed. A snapshot
+replayed from the log without checks, transaction markers included: the ``.txnindex`` entries
+of transactions ended at or after the snapshot's offset are dropped and written again as the
+replay meets their markers (kafkawire.broker.txn_log.rebuild_from, Kafka's LogSegment.recover
+with the producer state), and the transactions still open come back from the snapshot's
+``currentTxnFirstOffset`` and the replayed batches. Without a snapshot the whole log is replayed. A snapshot
 keeps each producer's last batch only (Kafka's format), so after a restart a retry of that
 batch is still found as a duplicate; older ones are found only when they were replayed.
 
@@ -36,6 +40,7 @@ from kafkawire.storage.segment import DELETED_SUFFIX
 from kafkawire.storage.state_files import atomic_write
 
 from .producer_state import ProducerState
+from .txn_log import rebuild_from
 
 __all__ = ["load_producer_state", "take_snapshot", "snapshot_offsets", "retire_snapshots", "stray_snapshots"]
 
@@ -74,8 +79,9 @@ def load_producer_state(log_, topic_partition: str, *, now_ms: int, expiration_m
         except (ProducerSnapshotError, OSError) as exc:
             log.warning("Failed to load producer snapshot from '%s': %s", path, exc)
             _delete(directory, offset)
+    on_completed = rebuild_from(log_, loaded_from)
     if loaded_from < end:
-        state.replay(b for b in log_.batches(loaded_from) if b.base_offset >= loaded_from)
+        state.replay((b for b in log_.batches(loaded_from) if b.base_offset >= loaded_from), on_completed)
     state.remove_expired(now_ms)
     return state, loaded_from
 

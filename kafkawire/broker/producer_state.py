@@ -15,16 +15,32 @@ What a client's batch with a producer id is checked for, in Kafka's order:
 * a duplicate: same epoch as the producer's and the same first and last sequence as one of its
   last 5 batches (ProducerStateEntry.NUM_BATCHES_TO_RETAIN) is answered with that batch's
   offsets and timestamp, and nothing is appended;
-* a transactional batch: an epoch older than the producer's is INVALID_PRODUCER_EPOCH, any other
-  INVALID_TXN_STATE ("Record was not part of an ongoing transaction"): no transaction is ever
-  open here (transactions are a later slice of issue 29);
+* a transactional batch of a producer without an ongoing transaction in its epoch
+  (UnifiedLog.analyzeAndValidateProducerState): an epoch older than the producer's is
+  INVALID_PRODUCER_EPOCH; with verification on (a ``guard`` other than VERIFICATION_OFF, KIP-890)
+  one without the guard its verification started is INVALID_TXN_STATE ("Record was not part of
+  an ongoing transaction");
 * an epoch older than the producer's: INVALID_PRODUCER_EPOCH;
 * a new epoch must start at sequence 0, unless the producer is unknown (no epoch yet):
   OUT_OF_ORDER_SEQUENCE_NUMBER;
 * in the same epoch the first sequence must follow the last one (wrapping after 2^31-1 to 0),
   unless the producer is unknown: OUT_OF_ORDER_SEQUENCE_NUMBER. An unknown producer's first batch
   may start at any sequence, as in Kafka since KIP-360 (its records may have been deleted by
-  retention); Kafka 4.3.1's leader no longer answers UNKNOWN_PRODUCER_ID, and neither does this.
+  retention); Kafka 4.3.1's leader no longer answers UNKNOWN_PRODUCER_ID, and neither does this;
+* a non-transactional batch of a producer whose transaction is open: INVALID_TXN_STATE.
+
+Transactions (ProducerAppendInfo.appendDataBatch / appendEndTxnMarker, ProducerStateManager):
+a producer's first transactional batch opens its transaction at that batch's offset
+(``current_txn_first_offset``, kept in the snapshots); a COMMIT/ABORT marker closes it
+(``check_marker`` then ``apply_marker``, which returns the CompletedTxn, None for a marker
+without data). A marker with an older producer epoch is INVALID_PRODUCER_EPOCH (with
+transaction version 2 also the same epoch, unless that transaction has ended: a retried
+marker), one with an older coordinator epoch TRANSACTION_COORDINATOR_FENCED. A completed
+transaction stays unstable until the high watermark passes its marker
+(``on_high_watermark``); ``first_unstable_offset`` is the first offset of the oldest open or
+unreplicated transaction, and an aborted one's entry in the ``.txnindex`` carries
+``last_stable_offset_after`` (the next other producer's open transaction, else the marker's
+offset + 1).
 
 Batches read back from the log (``apply(..., replay=True)``, Kafka's AppendOrigin.REPLICATION)
 are not checked, only recorded. A producer whose last batch's timestamp is older than
@@ -37,17 +53,41 @@ from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple
 
 from kafkawire.protocol.error_codes import Errors
+from kafkawire.records.control import ControlRecordType, decode_end_txn_marker, parse_control_key
 
 from .validation import ProduceRefused
 
-__all__ = ["BatchInfo", "BatchMetadata", "ProducerEntry", "ProducerState", "NUM_BATCHES_TO_RETAIN",
-           "DEFAULT_PRODUCER_ID_EXPIRATION_MS"]
+__all__ = ["BatchInfo", "BatchMetadata", "CompletedTxn", "ProducerEntry", "ProducerState", "NUM_BATCHES_TO_RETAIN",
+           "DEFAULT_PRODUCER_ID_EXPIRATION_MS", "VERIFICATION_OFF"]
 
 NUM_BATCHES_TO_RETAIN = 5
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 INT32_MAX = 0x7FFFFFFF
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000          # producer.id.expiration.ms
+INT16_MAX = 0x7FFF
+# ``guard`` of a batch when transaction verification is off (no verifier: Kafka with
+# transaction.partition.verification.enable=false): a transactional batch may open a transaction.
+VERIFICATION_OFF = object()
+
+
+class CompletedTxn(NamedTuple):
+    """A transaction a marker ended (Kafka's CompletedTxn): its first offset and the marker's."""
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
+
+
+@dataclass
+class _Verification:
+    """Kafka's VerificationStateEntry: the guard a verified batch must bring, the lowest
+    sequence seen while verifying, the epoch."""
+    guard: object
+    timestamp: int
+    lowest_sequence: int
+    epoch: int
+    supports_epoch_bump: bool
 
 
 class BatchInfo(NamedTuple):
@@ -99,7 +139,7 @@ class ProducerEntry:
     producer_epoch: int = NO_PRODUCER_EPOCH
     coordinator_epoch: int = -1
     last_timestamp: int = -1
-    current_txn_first_offset: int = -1                   # -1: no transaction open (always, here)
+    current_txn_first_offset: int = -1                   # -1: no transaction open
     batches: deque = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
 
     @property
@@ -138,11 +178,20 @@ class ProducerState:
         self.topic_partition = topic_partition
         self.expiration_ms = expiration_ms
         self.producers: dict[int, ProducerEntry] = {}
+        # Open transactions by first offset, in offset order (appends come in offset order; a
+        # snapshot's are sorted when loaded): {first offset: producer id}. Then the completed
+        # ones whose marker is not below the high watermark yet: {first offset: marker offset}.
+        self.ongoing: dict[int, int] = {}
+        self.unreplicated: dict[int, int] = {}
+        self.verifications: dict[int, _Verification] = {}
 
-    def check(self, info: BatchInfo, *, first_offset: int) -> BatchMetadata | None:
+    # -- client batches --
+
+    def check(self, info: BatchInfo, *, first_offset: int, guard=VERIFICATION_OFF) -> BatchMetadata | None:
         """A client's batch about to be appended at ``first_offset``: the duplicate it repeats
         (answer with its offsets, do not append), None (append it, then ``apply``), or
-        ProduceRefused with Kafka's error and message."""
+        ProduceRefused with Kafka's error and message. ``guard``: what ``start_verification``
+        gave this batch's partition (None: its transaction was open), or VERIFICATION_OFF."""
         if not has_producer_id(info):
             return None
         entry = self.producers.get(info.producer_id)
@@ -150,20 +199,56 @@ class ProducerState:
             duplicate = entry.find_duplicate(info)
             if duplicate is not None:
                 return duplicate
-        if info.is_transactional:
-            self._refuse_transactional(info, entry)
+        if info.is_transactional and not self.has_ongoing_transaction(info.producer_id, info.producer_epoch):
+            self._check_unverified(info, entry, guard)
         current = entry if entry is not None else ProducerEntry(info.producer_id)
         self._check_epoch(info, current, first_offset)
         self._check_sequence(info, current, first_offset)
+        if current.current_txn_first_offset >= 0 and not info.is_transactional:
+            raise ProduceRefused(Errors.INVALID_TXN_STATE,
+                                 f"Expected transactional write from producer {info.producer_id} at offset "
+                                 f"(offset={first_offset}, segment=[-1:-1]) in partition {self.topic_partition}")
         return None
 
-    def _refuse_transactional(self, info: BatchInfo, entry: ProducerEntry | None) -> None:
-        """analyzeAndValidateProducerState for a transactional batch without an ongoing transaction."""
+    def has_ongoing_transaction(self, producer_id: int, epoch: int) -> bool:
+        """UnifiedLog.hasOngoingTransaction: an open transaction in that very epoch."""
+        entry = self.producers.get(producer_id)
+        return entry is not None and entry.current_txn_first_offset >= 0 and entry.producer_epoch == epoch
+
+    def _check_unverified(self, info: BatchInfo, entry: ProducerEntry | None, guard) -> None:
+        """analyzeAndValidateProducerState for a transactional batch opening a transaction."""
         if entry is not None and info.producer_epoch < entry.producer_epoch:
             raise ProduceRefused(Errors.INVALID_PRODUCER_EPOCH,
                                  f"Epoch of producer {info.producer_id} is {info.producer_epoch}, which is smaller "
                                  f"than the last seen epoch {entry.producer_epoch}")
-        raise ProduceRefused(Errors.INVALID_TXN_STATE, "Record was not part of an ongoing transaction")
+        if guard is VERIFICATION_OFF:
+            return
+        verification = self.verifications.get(info.producer_id)
+        if guard is None or verification is None or verification.guard is not guard:
+            raise ProduceRefused(Errors.INVALID_TXN_STATE, "Record was not part of an ongoing transaction")
+
+    def start_verification(self, producer_id: int, epoch: int, sequence: int, *, now_ms: int,
+                           supports_epoch_bump: bool = False):
+        """UnifiedLog.maybeStartTransactionVerification, before the coordinator is asked: None
+        when the producer's transaction is open in this epoch (nothing to verify), else the guard
+        (one per producer until its next transactional append) the batch then brings to ``check``.
+        An epoch older than the producer's is INVALID_PRODUCER_EPOCH."""
+        entry = self.producers.get(producer_id)
+        if entry is not None and epoch < entry.producer_epoch:
+            raise ProduceRefused(Errors.INVALID_PRODUCER_EPOCH,
+                                 f"Epoch of producer {producer_id} is {epoch}, which is smaller than the last seen "
+                                 f"epoch {entry.producer_epoch}")
+        if self.has_ongoing_transaction(producer_id, epoch):
+            return None
+        verification = self.verifications.get(producer_id)
+        if verification is None:
+            verification = self.verifications[producer_id] = _Verification(object(), now_ms, sequence, epoch,
+                                                                            supports_epoch_bump)
+        elif epoch == verification.epoch and sequence < verification.lowest_sequence:
+            verification.lowest_sequence = sequence   # VerificationStateEntry.maybeUpdateLowestSequenceAndEpoch
+        elif epoch > verification.epoch:
+            verification.epoch, verification.lowest_sequence = epoch, sequence
+        return verification.guard
 
     def _check_epoch(self, info: BatchInfo, entry: ProducerEntry, offset: int) -> None:
         """ProducerAppendInfo.checkProducerEpoch for a data batch."""
@@ -176,6 +261,7 @@ class ProducerState:
     def _check_sequence(self, info: BatchInfo, entry: ProducerEntry, offset: int) -> None:
         """ProducerAppendInfo.checkSequence for a client's batch."""
         first = info.base_sequence
+        self._check_verified_sequence(info, entry, offset)
         if info.producer_epoch != entry.producer_epoch:
             if first != 0 and entry.producer_epoch != NO_PRODUCER_EPOCH:
                 raise ProduceRefused(Errors.OUT_OF_ORDER_SEQUENCE_NUMBER,
@@ -190,9 +276,27 @@ class ProducerState:
                                  f"in partition {self.topic_partition}: {first} (incoming seq. number), {last} "
                                  "(current end sequence number)")
 
+    def _check_verified_sequence(self, info: BatchInfo, entry: ProducerEntry, offset: int) -> None:
+        """The sequence rules of a producer whose verification is under way (checkSequence's first two)."""
+        verification = self.verifications.get(info.producer_id)
+        if verification is None:
+            return
+        first = info.base_sequence
+        if verification.supports_epoch_bump and first != 0 and not entry.batches:
+            raise ProduceRefused(Errors.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                 f"Invalid sequence number for producer {info.producer_id} at offset {offset} in "
+                                 f"partition {self.topic_partition}: {first} (incoming seq. number). Expected sequence "
+                                 "0 for transactions v2 idempotent producer with no existing state.")
+        if first > verification.lowest_sequence:
+            raise ProduceRefused(Errors.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                 f"Out of order sequence number for producer {info.producer_id} at offset {offset} "
+                                 f"in partition {self.topic_partition}: {first} (incoming seq. number), "
+                                 f"{verification.lowest_sequence} (earliest seen sequence)")
+
     def apply(self, info: BatchInfo, *, first_offset: int) -> None:
         """Record a batch appended at ``first_offset`` (checked by ``check``, or read back from the
-        log: ProducerAppendInfo.appendDataBatch and ProducerStateManager.update)."""
+        log: ProducerAppendInfo.appendDataBatch and ProducerStateManager.update); a transactional
+        batch of a producer without an open transaction opens one at ``first_offset``."""
         if not has_producer_id(info):
             return
         entry = self.producers.get(info.producer_id)
@@ -200,19 +304,112 @@ class ProducerState:
             entry = self.producers[info.producer_id] = ProducerEntry(info.producer_id)
         entry.add_batch(info.producer_epoch, info.last_sequence, first_offset + info.last_offset_delta,
                         info.last_offset_delta, info.max_timestamp)
+        if info.is_transactional:
+            if entry.current_txn_first_offset < 0:
+                entry.current_txn_first_offset = first_offset
+                self.ongoing[first_offset] = info.producer_id
+            self.verifications.pop(info.producer_id, None)    # the transaction is known to be open now
 
-    def replay(self, batches: Iterable) -> None:
-        """Batches read back from the log (RecordBatch objects with their stored offsets): recorded
-        without checks, control batches skipped (no transaction markers are written here)."""
+    # -- transaction markers --
+
+    def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int, offset: int, *,
+                     transaction_version: int = 0) -> None:
+        """ProducerAppendInfo.appendEndTxnMarker's checks for a marker the coordinator asks to be
+        written at ``offset`` (ProduceRefused: INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED)."""
+        entry = self.producers.get(producer_id) or ProducerEntry(producer_id)
+        current = entry.producer_epoch
+        stale = epoch <= current if transaction_version >= 2 else epoch < current
+        retried = transaction_version >= 2 and epoch == current and (
+            entry.current_txn_first_offset < 0 or epoch == INT16_MAX)
+        if stale and not retried:
+            comparison = "<=" if transaction_version >= 2 else "<"
+            raise ProduceRefused(Errors.INVALID_PRODUCER_EPOCH,
+                                 f"Epoch of producer {producer_id} at offset {offset} in {self.topic_partition} is "
+                                 f"{epoch}, which is {comparison} the last seen epoch {current} "
+                                 f"(TV{transaction_version})")
+        if entry.coordinator_epoch > coordinator_epoch:
+            raise ProduceRefused(Errors.TRANSACTION_COORDINATOR_FENCED,
+                                 f"Invalid coordinator epoch for producerId {producer_id} at offset {offset} in "
+                                 f"partition {self.topic_partition}: {coordinator_epoch} (zombie), "
+                                 f"{entry.coordinator_epoch} (current)")
+
+    def apply_marker(self, producer_id: int, epoch: int, coordinator_epoch: int, offset: int, timestamp: int,
+                     aborted: bool) -> CompletedTxn | None:
+        """Record a marker written at ``offset``: the producer's transaction ends (moved to the
+        unreplicated ones until ``on_high_watermark`` passes it); the CompletedTxn, None when no
+        transaction was open (a marker without data changes neither the LSO nor the index)."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            entry = self.producers[producer_id] = ProducerEntry(producer_id)
+        completed = None
+        if entry.current_txn_first_offset >= 0:
+            completed = CompletedTxn(producer_id, entry.current_txn_first_offset, offset, aborted)
+        if epoch != entry.producer_epoch:
+            entry.batches.clear()
+            entry.producer_epoch = epoch
+        entry.coordinator_epoch = coordinator_epoch
+        entry.last_timestamp = timestamp
+        entry.current_txn_first_offset = -1
+        verification = self.verifications.get(producer_id)
+        if verification is None or not (verification.supports_epoch_bump and epoch == verification.epoch):
+            self.verifications.pop(producer_id, None)   # UnifiedLog.updateProducers keeps a TV2 next transaction's
+        if completed is not None:
+            self.ongoing.pop(completed.first_offset, None)
+            self.unreplicated[completed.first_offset] = offset
+        return completed
+
+    def last_stable_offset_after(self, completed: CompletedTxn) -> int:
+        """ProducerStateManager.lastStableOffset: the first offset of the oldest open transaction
+        of another producer, else the marker's offset + 1 (the ``.txnindex`` entry's LSO). Call
+        it before ``apply_marker``... or after: the completed transaction is no longer open."""
+        for first_offset, producer_id in self.ongoing.items():
+            if producer_id != completed.producer_id:
+                return first_offset
+        return completed.last_offset + 1
+
+    def on_high_watermark(self, high_watermark: int) -> None:
+        """ProducerStateManager.onHighWatermarkUpdated: the transactions whose marker is below
+        the high watermark are stable."""
+        done = [first for first, last in self.unreplicated.items() if last < high_watermark]
+        for first in done:
+            del self.unreplicated[first]
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest open or not yet replicated transaction, None without."""
+        firsts = [next(iter(d)) for d in (self.ongoing, self.unreplicated) if d]
+        return min(firsts) if firsts else None
+
+    # -- the log read back --
+
+    def replay(self, batches: Iterable, on_completed=None) -> None:
+        """Batches read back from the log (RecordBatch objects with their stored offsets):
+        recorded without checks (Kafka's AppendOrigin.REPLICATION), markers included;
+        ``on_completed(CompletedTxn, last stable offset)`` for each transaction a marker ends
+        (the ``.txnindex`` is rebuilt from them)."""
         for batch in batches:
-            if getattr(batch, "magic", 2) == 2 and not batch.is_control:
+            if getattr(batch, "magic", 2) != 2 or batch.producer_id < 0:
+                continue
+            if not batch.is_control:
                 self.apply(BatchInfo.of(batch), first_offset=batch.base_offset)
+                continue
+            marker = _end_txn_marker(batch)
+            if marker is None:
+                continue
+            aborted, coordinator_epoch, timestamp = marker
+            completed = self.apply_marker(batch.producer_id, batch.producer_epoch, coordinator_epoch,
+                                          batch.base_offset, timestamp, aborted)
+            if completed is not None and on_completed is not None:
+                on_completed(completed, self.last_stable_offset_after(completed))
 
     def remove_expired(self, now_ms: int) -> int:
-        """Forget the producers whose last timestamp is ``expiration_ms`` old; how many."""
+        """Forget the producers whose last timestamp is ``expiration_ms`` old, and the
+        verifications started that long ago; how many producers."""
         expired = [pid for pid, entry in self.producers.items() if self._expired(entry, now_ms)]
         for pid in expired:
             del self.producers[pid]
+        stale = [pid for pid, v in self.verifications.items() if now_ms - v.timestamp >= self.expiration_ms]
+        for pid in stale:
+            del self.verifications[pid]
         return len(expired)
 
     def _expired(self, entry: ProducerEntry, now_ms: int) -> bool:
@@ -221,8 +418,12 @@ class ProducerState:
     # -- snapshots (kafkawire.storage.producer_snapshot: one entry per producer, its last batch) --
 
     def load_snapshot(self, entries: Iterable, now_ms: int) -> None:
-        """Replace the state by a snapshot's entries (ProducerStateManager.readSnapshot), the expired ones dropped."""
+        """Replace the state by a snapshot's entries (ProducerStateManager.readSnapshot), the
+        expired ones dropped; the open transactions come back from their first offsets."""
         self.producers.clear()
+        self.ongoing.clear()
+        self.unreplicated.clear()
+        self.verifications.clear()
         for e in entries:
             entry = ProducerEntry(e.producer_id, e.producer_epoch, e.coordinator_epoch, e.timestamp,
                                   e.current_txn_first_offset)
@@ -230,6 +431,24 @@ class ProducerState:
                 entry.add_batch(e.producer_epoch, e.last_sequence, e.last_offset, e.offset_delta, e.timestamp)
             if not self._expired(entry, now_ms):
                 self.producers[e.producer_id] = entry
+                if entry.current_txn_first_offset >= 0:
+                    self.ongoing[entry.current_txn_first_offset] = e.producer_id
+        self.ongoing = dict(sorted(self.ongoing.items()))
+
+
+def _end_txn_marker(batch):
+    """(aborted, coordinator epoch, timestamp) of a COMMIT/ABORT control batch, None for an
+    empty one (cleaned) or another control type; a corrupt one is skipped as no marker."""
+    for record in batch:
+        try:
+            key = parse_control_key(record.key)
+            if key.type not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+                return None
+            value = decode_end_txn_marker(record.value)
+        except ValueError:
+            return None
+        return key.type == ControlRecordType.ABORT, value.coordinator_epoch, record.timestamp
+    return None
 
 
 def has_producer_id(info: BatchInfo) -> bool:

@@ -12,6 +12,12 @@ the same entries Kafka writes.
 indexes, and truncate the file at the first torn (partial) or corrupt batch. It returns a
 RecoveryReport saying how many bytes were cut, from which position, and why.
 
+The segment's ``.txnindex`` (``txn_index``, kafkawire.storage.txn_index) is written by the
+broker when an aborted transaction's marker lands in the segment; it is cut with the segment
+(``truncate_to``) and renamed and deleted with it, but ``recover()`` leaves it alone: rebuilding
+it takes the producer state, which the broker's log load has (Kafka's LogSegment.recover gets
+the ProducerStateManager for it).
+
 Durability: ``append`` only writes (page cache), like Kafka; ``flush()`` fsyncs the log and
 both indexes. ``truncate_to`` and ``recover`` do not fsync by themselves; call ``flush()``.
 """
@@ -24,6 +30,7 @@ from dataclasses import dataclass
 from kafkawire.records import CorruptRecordError, iter_batches
 
 from .index import NO_TIMESTAMP, OffsetIndex, TimeIndex, fsync_and_close
+from .txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 __all__ = ["LogSegment", "RecoveryReport", "ReadResult", "log_file_name", "DEFAULT_INDEX_INTERVAL_BYTES"]
 
@@ -103,6 +110,7 @@ class LogSegment:
         self.log_path = stem + LOG_SUFFIX
         self.index_path = stem + INDEX_SUFFIX
         self.time_index_path = stem + TIME_INDEX_SUFFIX
+        self.txn_index = TransactionIndex(stem + TXN_INDEX_SUFFIX)     # written by the broker's transactions
         if create:
             if os.path.exists(self.log_path):
                 raise FileExistsError(self.log_path)
@@ -276,6 +284,7 @@ class LogSegment:
         position = found[0]
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         cut = self._size - position
         self._log.truncate(position)
         self._size = position
@@ -390,7 +399,7 @@ class LogSegment:
             self._log.close()
             self._log = None
         renamed = []
-        for path in (self.log_path, self.index_path, self.time_index_path):
+        for path in (self.log_path, self.index_path, self.time_index_path, self.txn_index.path):
             if os.path.exists(path):
                 os.replace(path, path + DELETED_SUFFIX)
                 renamed.append(path + DELETED_SUFFIX)
@@ -402,6 +411,6 @@ class LogSegment:
         if self._log is not None:
             self._log.close()
             self._log = None
-        for p in (self.log_path,):
+        for p in (self.log_path, self.txn_index.path):
             if os.path.exists(p):
                 os.remove(p)

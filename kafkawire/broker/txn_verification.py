@@ -1,0 +1,131 @@
+"""The transaction checks of a Produce request before its appends, as Kafka's
+KafkaApis.handleProduceRequest and ReplicaManager.handleProduceAppend make them (KIP-890
+verification).
+
+* Transactional batches in a request without a transactional id: every partition
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED (KafkaApis' check, with no authorizer to ask).
+* Transactional batches of more than one (producer id, epoch): every partition
+  INVALID_PRODUCER_ID_MAPPING ("Transactional records contained more than one producer ID").
+* With ``broker.txn_verifier`` set (the transaction coordinator's, an async callable
+  ``(transactional_id, producer_id, producer_epoch, [(topic, partition), ...]) -> {(topic,
+  partition): error code}``): each partition led here whose batch would open a transaction gets a
+  verification guard (ProducerState.start_verification; an older epoch is INVALID_PRODUCER_EPOCH
+  at once), the verifier is asked about those partitions, and a non-zero code is the partition's
+  answer, translated as ReplicaManager does: INVALID_TXN_STATE says "Partition was not added to
+  the transaction"; NETWORK_EXCEPTION, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
+  NOT_COORDINATOR (and CONCURRENT_TRANSACTIONS before Produce v12) become NOT_ENOUGH_REPLICAS,
+  which old clients retry. The others append with their guard, which the producer state
+  requires of a batch opening a transaction. Without a verifier, nothing is verified (Kafka with
+  ``transaction.partition.verification.enable=false``).
+"""
+from __future__ import annotations
+
+import logging
+import struct
+import time
+from dataclasses import dataclass, field
+
+from kafkawire.protocol.error_codes import Errors
+
+from .producer_state import VERIFICATION_OFF
+from .validation import ProduceRefused
+
+__all__ = ["TxnChecks", "transaction_checks"]
+
+log = logging.getLogger(__name__)
+# v2 batch header: magic at 16, attributes at 21, producer id at 43, epoch at 51, base sequence at 53.
+_HEADER = struct.Struct(">qhi")
+_TRANSACTIONAL = 0x10
+_RETRIABLE = {Errors.NETWORK_EXCEPTION, Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.COORDINATOR_NOT_AVAILABLE,
+              Errors.NOT_COORDINATOR}
+EPOCH_BUMP_PRODUCE_VERSION = 12       # AddPartitionsToTxnManager: Produce v12+ supports TV2's epoch bump
+
+
+@dataclass
+class TxnChecks:
+    """Per (topic, partition): the answer already decided (code, message), or the guard to append with."""
+    errors: dict = field(default_factory=dict)
+    guards: dict = field(default_factory=dict)
+    everything: tuple | None = None          # (code, message) for every partition of the request
+
+    def refusal(self, topic: str, index: int):
+        return self.everything if self.everything is not None else self.errors.get((topic, index))
+
+    def guard(self, topic: str, index: int):
+        return self.guards.get((topic, index), VERIFICATION_OFF)
+
+
+def _transactional_header(records):
+    """(producer id, epoch, base sequence) of a transactional v2 first batch, else None."""
+    if records is None or len(records) < 61 or records[16] != 2:
+        return None
+    if not int.from_bytes(records[21:23], "big") & _TRANSACTIONAL:
+        return None
+    producer_id, epoch, sequence = _HEADER.unpack_from(records, 43)
+    return (producer_id, epoch, sequence) if producer_id >= 0 else None
+
+
+async def transaction_checks(broker, request, version: int, topic_name) -> TxnChecks:
+    """The checks for ``request``; ``topic_name(t)`` names a request topic (None when unknown)."""
+    checks = TxnChecks()
+    batches = {}
+    for t in request.topic_data:
+        name = topic_name(t)
+        for p in t.partition_data:
+            header = _transactional_header(p.records)
+            if header is not None:
+                batches[(name, p.index)] = header
+    if not batches:
+        return checks
+    if request.transactional_id is None:
+        code = Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        checks.everything = (code, Errors.for_code(code).message)
+        return checks
+    producers = {(pid, epoch) for pid, epoch, _ in batches.values()}
+    if len(producers) > 1:
+        checks.everything = (Errors.INVALID_PRODUCER_ID_MAPPING, "Transactional records contained more than one "
+                                                                 "producer ID")
+        return checks
+    if broker.txn_verifier is None:
+        return checks
+    await _verify(broker, request.transactional_id, batches, checks, version >= EPOCH_BUMP_PRODUCE_VERSION)
+    return checks
+
+
+async def _verify(broker, transactional_id: str, batches: dict, checks: TxnChecks, epoch_bump: bool) -> None:
+    now_ms = int(time.time() * 1000)
+    producer_id = producer_epoch = None
+    for key, (producer_id, producer_epoch, sequence) in batches.items():
+        partition = broker.partitions.get(key)
+        if partition is None:
+            continue                        # the append answers NOT_LEADER_OR_FOLLOWER / unknown
+        try:
+            guard = partition.producers.start_verification(producer_id, producer_epoch, sequence, now_ms=now_ms,
+                                                           supports_epoch_bump=epoch_bump)
+        except ProduceRefused as exc:
+            checks.errors[key] = (exc.code, str(exc))
+            continue
+        if guard is not None:
+            checks.guards[key] = guard
+    if not checks.guards:
+        return
+    try:
+        answers = await broker.txn_verifier(transactional_id, producer_id, producer_epoch, list(checks.guards))
+    except Exception:
+        log.exception("transaction verification of %s failed", transactional_id)
+        answers = {key: Errors.COORDINATOR_NOT_AVAILABLE for key in checks.guards}
+    for key in checks.guards:
+        code = int(answers.get(key, Errors.NONE))
+        if code != Errors.NONE:
+            checks.errors[key] = _translated(code, epoch_bump)
+
+
+def _translated(code: int, epoch_bump: bool) -> tuple[int, str]:
+    """ReplicaManager's translation of a verification error into the produce answer."""
+    error = Errors.for_code(code)
+    if code == Errors.INVALID_TXN_STATE:
+        return code, "Partition was not added to the transaction"
+    if code in _RETRIABLE or (code == Errors.CONCURRENT_TRANSACTIONS and not epoch_bump):
+        return (Errors.NOT_ENOUGH_REPLICAS,
+                f"Unable to verify the partition has been added to the transaction. Underlying error: {error.name}")
+    return code, error.message
