@@ -82,7 +82,7 @@ class ProduceApi:
         responses = []
         appended = False
         txn = await transaction_checks(self.broker, request, v,
-                                       lambda t: getattr(self._topic(image, t, v), "name", None))
+                                       lambda t: getattr(self._topic(image, t, v), "name", None), now_ms)
         for t in request.topic_data:
             topic = self._topic(image, t, v)
             partitions = []

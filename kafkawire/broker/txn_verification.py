@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import struct
-import time
 from dataclasses import dataclass, field
 
 from kafkawire.protocol.error_codes import Errors
@@ -65,8 +64,9 @@ def _transactional_header(records):
     return (producer_id, epoch, sequence) if producer_id >= 0 else None
 
 
-async def transaction_checks(broker, request, version: int, topic_name) -> TxnChecks:
-    """The checks for ``request``; ``topic_name(t)`` names a request topic (None when unknown)."""
+async def transaction_checks(broker, request, version: int, topic_name, now_ms: int) -> TxnChecks:
+    """The checks for ``request``; ``topic_name(t)`` names a request topic (None when unknown);
+    ``now_ms`` dates the verifications (they expire as producers do)."""
     checks = TxnChecks()
     batches = {}
     for t in request.topic_data:
@@ -88,12 +88,12 @@ async def transaction_checks(broker, request, version: int, topic_name) -> TxnCh
         return checks
     if broker.txn_verifier is None:
         return checks
-    await _verify(broker, request.transactional_id, batches, checks, version >= EPOCH_BUMP_PRODUCE_VERSION)
+    await _verify(broker, request.transactional_id, batches, checks, version >= EPOCH_BUMP_PRODUCE_VERSION, now_ms)
     return checks
 
 
-async def _verify(broker, transactional_id: str, batches: dict, checks: TxnChecks, epoch_bump: bool) -> None:
-    now_ms = int(time.time() * 1000)
+async def _verify(broker, transactional_id: str, batches: dict, checks: TxnChecks, epoch_bump: bool,
+                  now_ms: int) -> None:
     producer_id = producer_epoch = None
     for key, (producer_id, producer_epoch, sequence) in batches.items():
         partition = broker.partitions.get(key)

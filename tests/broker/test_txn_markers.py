@@ -1,0 +1,201 @@
+"""WriteTxnMarkers (27) and the produce path's transaction checks on the broker
+(kafkawire.broker.txn_markers, txn_verification), as Kafka 4.3.1's
+KafkaApis.handleWriteTxnMarkersRequest / ReplicaManager.handleProduceAppend answer: in process
+against LeaderPartitions (per-partition errors, the answer grouped by producer id, the
+listeners, the cluster permission, KIP-890 verification), then raw transactional Produce,
+WriteTxnMarkers and a read_committed Fetch and ListOffsets through the wire on the session's
+embedded broker (kafkawire.testing)."""
+from __future__ import annotations
+
+import asyncio
+import uuid
+from types import SimpleNamespace
+
+import pytest
+
+from kafkawire.broker.partition import LeaderPartition
+from kafkawire.broker.producer_state import VERIFICATION_OFF
+from kafkawire.broker.txn_markers import TxnMarkersApi
+from kafkawire.broker.txn_verification import transaction_checks
+from kafkawire.broker.validation import validate_produce
+from kafkawire.messages.write_txn_markers_request import (WritableTxnMarker, WritableTxnMarkerTopic,
+                                                          WriteTxnMarkersRequest)
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.records.builder import build_batch
+
+pytest_plugins = ["kafkawire.testing.pytest_plugin"]
+
+TOPIC_ID = uuid.UUID(int=11)
+NOW = 1_800_000_000_000
+NODE = 1
+
+
+def txn_batch(pid: int, seq: int = 0, epoch: int = 0, *, transactional: bool = True) -> bytes:
+    return build_batch([(b"k", b"v", [], NOW)], producer_id=pid, producer_epoch=epoch, base_sequence=seq,
+                       is_transactional=transactional)
+
+
+def append(partition: LeaderPartition, data: bytes, guard=VERIFICATION_OFF) -> int:
+    validated = validate_produce(data, topic_partition=partition.name, max_message_bytes=1 << 20,
+                                 log_append_time=False, now_ms=NOW)
+    return partition.append(validated, now_ms=NOW, guard=guard)[0]
+
+
+@pytest.fixture
+def broker(tmp_path):
+    """orders-0 led here; orders-1 a replica here led by node 2; orders-2 on other nodes only."""
+    partition = LeaderPartition.open(str(tmp_path), "orders", 0, TOPIC_ID, leader_epoch=0, segment_bytes=1 << 20,
+                                     now_ms=NOW)
+    topic = SimpleNamespace(name="orders", id=TOPIC_ID, partitions={
+        0: SimpleNamespace(leader=NODE, isr=[NODE], replicas=[NODE]),
+        1: SimpleNamespace(leader=2, isr=[2, NODE], replicas=[2, NODE]),
+        2: SimpleNamespace(leader=2, isr=[2], replicas=[2, 3])})
+    image = SimpleNamespace(topics_by_name={"orders": topic}, topics_by_id={TOPIC_ID: topic}, configs={})
+    appended = []
+    fake = SimpleNamespace(node_id=NODE, image=lambda: image, partitions={("orders", 0): partition},
+                           config=SimpleNamespace(min_insync_replicas=1, node_id=NODE), authorizer=None,
+                           txn_marker_listeners=[], txn_verifier=None, data_appended=lambda: appended.append(1))
+    fake.txn_markers = TxnMarkersApi(fake)
+    yield fake
+    partition.close()
+
+
+def marker(pid: int, partitions, *, commit: bool = True, epoch: int = 0, coordinator_epoch: int = 0,
+           topic: str = "orders") -> WritableTxnMarker:
+    return WritableTxnMarker(producer_id=pid, producer_epoch=epoch, transaction_result=commit,
+                             coordinator_epoch=coordinator_epoch,
+                             topics=[WritableTxnMarkerTopic(name=topic, partition_indexes=list(partitions))])
+
+
+def write(broker, *markers):
+    return asyncio.run(broker.txn_markers.write_txn_markers(WriteTxnMarkersRequest(markers=list(markers))))
+
+
+def results(response) -> dict:
+    return {(m.producer_id, t.name, p.partition_index): p.error_code
+            for m in response.markers for t in m.topics for p in t.partitions}
+
+
+def test_markers_are_written_where_led_and_each_other_partition_gets_kafkas_error(broker):
+    """onlinePartition: not hosted UNKNOWN_TOPIC_OR_PARTITION; a replica led elsewhere
+    NOT_LEADER_OR_FOLLOWER; the led one gets the marker, and the listeners hear of it."""
+    partition = broker.partitions[("orders", 0)]
+    append(partition, txn_batch(7))
+    heard = []
+    broker.txn_marker_listeners.append(lambda *args: heard.append(args))
+    response = write(broker, marker(7, [0, 1, 2, 9], commit=False, coordinator_epoch=3), marker(8, [0], topic="nope"))
+    assert results(response) == {(7, "orders", 0): Errors.NONE, (7, "orders", 1): Errors.NOT_LEADER_OR_FOLLOWER,
+                                 (7, "orders", 2): Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                 (7, "orders", 9): Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                 (8, "nope", 0): Errors.UNKNOWN_TOPIC_OR_PARTITION}
+    assert heard == [("orders", 0, 7, 0, False, 3)]
+    assert partition.log.log_end_offset == 2 and partition.last_stable_offset() == 2
+    assert [(e.producer_id, e.first_offset, e.last_offset) for e in partition.log.segments[0].txn_index.entries()] \
+        == [(7, 0, 1)]
+
+
+def test_two_markers_of_one_producer_share_one_result_as_kafkas_map_does(broker):
+    response = write(broker, marker(7, [0]), marker(7, [2]))
+    assert [(m.producer_id, [(t.name, [p.partition_index for p in t.partitions]) for t in m.topics])
+            for m in response.markers] == [(7, [("orders", [0, 2])])]
+
+
+def test_a_fenced_coordinator_and_an_old_producer_epoch_are_refused(broker):
+    partition = broker.partitions[("orders", 0)]
+    append(partition, txn_batch(7, epoch=2))
+    heard = []
+    broker.txn_marker_listeners.append(lambda *args: heard.append(args))
+    assert results(write(broker, marker(7, [0], epoch=1))) == {(7, "orders", 0): Errors.INVALID_PRODUCER_EPOCH}
+    assert results(write(broker, marker(7, [0], epoch=2, coordinator_epoch=5))) == {(7, "orders", 0): Errors.NONE}
+    append(partition, txn_batch(7, seq=1, epoch=2))
+    assert results(write(broker, marker(7, [0], epoch=2, coordinator_epoch=4))) \
+        == {(7, "orders", 0): Errors.TRANSACTION_COORDINATOR_FENCED}
+    assert heard == [("orders", 0, 7, 2, True, 5)]
+
+
+def test_a_listener_that_raises_does_not_stop_the_others_or_the_answer(broker):
+    heard = []
+
+    def broken(*args):
+        raise RuntimeError("boom")
+    broker.txn_marker_listeners += [broken, lambda *args: heard.append(args)]
+    assert results(write(broker, marker(7, [0]))) == {(7, "orders", 0): Errors.NONE}
+    assert heard == [("orders", 0, 7, 0, True, 0)]
+
+
+def test_fewer_in_sync_replicas_than_min_insync_replicas_is_not_enough_replicas(broker):
+    broker.config.min_insync_replicas = 2
+    assert results(write(broker, marker(7, [0]))) == {(7, "orders", 0): Errors.NOT_ENOUGH_REPLICAS}
+
+
+class Authorizer:
+    def __init__(self, allowed: set):
+        self.allowed = allowed
+        self.asked = []
+
+    def authorize(self, principal, host, operation, resource_type, name):
+        self.asked.append((operation, resource_type, name))
+        return operation in self.allowed
+
+
+@pytest.mark.parametrize("allowed, code", [(set(), Errors.CLUSTER_AUTHORIZATION_FAILED), ({9}, Errors.NONE),
+                                           ({7}, Errors.NONE)], ids=["neither", "CLUSTER_ACTION", "ALTER"])
+def test_the_wire_entry_needs_alter_or_cluster_action_on_the_cluster(broker, allowed, code):
+    """KafkaApis: ALTER on the cluster, else CLUSTER_ACTION; refused, every partition is
+    CLUSTER_AUTHORIZATION_FAILED (WriteTxnMarkersRequest.getErrorResponse) and nothing is written."""
+    broker.authorizer = Authorizer(allowed)
+    ctx = SimpleNamespace(principal="User:client", peer=("127.0.0.1", 5000))
+    request = WriteTxnMarkersRequest(markers=[marker(7, [0, 1])])
+    response = asyncio.run(broker.txn_markers.handle(ctx, request))
+    assert results(response)[(7, "orders", 0)] == code
+    assert broker.authorizer.asked[0] == (7, 4, "kafka-cluster")
+    assert broker.partitions[("orders", 0)].log.log_end_offset == (1 if code == Errors.NONE else 0)
+
+
+# -- the produce path's transaction checks --
+
+def produce_request(records: bytes, transactional_id: str | None = "tx"):
+    return SimpleNamespace(transactional_id=transactional_id, topic_data=[SimpleNamespace(
+        name="orders", partition_data=[SimpleNamespace(index=0, records=records)])])
+
+
+def checks(broker, request, version: int = 9):
+    return asyncio.run(transaction_checks(broker, request, version, lambda t: t.name, NOW))
+
+
+def test_transactional_records_without_a_transactional_id_are_refused():
+    refusal = checks(SimpleNamespace(txn_verifier=None), produce_request(txn_batch(7), None)).refusal("orders", 0)
+    assert refusal[0] == Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+
+def test_the_verifier_is_asked_before_a_batch_opens_a_transaction_and_not_while_it_is_open(broker):
+    """KIP-890: the first batch of a transaction gets a guard and the verifier's word; the
+    partition then opens the transaction; the next batch needs no verification."""
+    asked = []
+
+    async def verifier(transactional_id, producer_id, producer_epoch, partitions):
+        asked.append((transactional_id, producer_id, producer_epoch, partitions))
+        return {p: Errors.NONE for p in partitions}
+    broker.txn_verifier = verifier
+    partition = broker.partitions[("orders", 0)]
+    first = checks(broker, produce_request(txn_batch(7)))
+    assert first.refusal("orders", 0) is None and asked == [("tx", 7, 0, [("orders", 0)])]
+    append(partition, txn_batch(7), guard=first.guard("orders", 0))
+    assert partition.last_stable_offset() == 0
+    second = checks(broker, produce_request(txn_batch(7, seq=1)))
+    assert len(asked) == 1 and second.guard("orders", 0) is VERIFICATION_OFF
+    append(partition, txn_batch(7, seq=1), guard=second.guard("orders", 0))
+
+
+@pytest.mark.parametrize("answer, code, message", [
+    (Errors.INVALID_TXN_STATE, Errors.INVALID_TXN_STATE, "Partition was not added to the transaction"),
+    (Errors.NOT_COORDINATOR, Errors.NOT_ENOUGH_REPLICAS,
+     "Unable to verify the partition has been added to the transaction. Underlying error: NOT_COORDINATOR"),
+    (Errors.CONCURRENT_TRANSACTIONS, Errors.NOT_ENOUGH_REPLICAS,
+     "Unable to verify the partition has been added to the transaction. Underlying error: CONCURRENT_TRANSACTIONS"),
+], ids=["not added", "retriable", "concurrent before v12"])
+def test_a_verification_error_is_the_partitions_answer_as_replica_manager_translates_it(broker, answer, code, message):
+    async def verifier(transactional_id, producer_id, producer_epoch, partitions):
+        return {p: answer for p in partitions}
+    broker.txn_verifier = verifier
+    assert checks(broker, produce_request(txn_batch(7))).refusal("orders", 0) == (code, message)
