@@ -8,6 +8,7 @@ embedded broker (kafkawire.testing)."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from types import SimpleNamespace
 
@@ -30,8 +31,8 @@ NOW = 1_800_000_000_000
 NODE = 1
 
 
-def txn_batch(pid: int, seq: int = 0, epoch: int = 0, *, transactional: bool = True) -> bytes:
-    return build_batch([(b"k", b"v", [], NOW)], producer_id=pid, producer_epoch=epoch, base_sequence=seq,
+def txn_batch(pid: int, seq: int = 0, epoch: int = 0, *, transactional: bool = True, timestamp: int = NOW) -> bytes:
+    return build_batch([(b"k", b"v", [], timestamp)], producer_id=pid, producer_epoch=epoch, base_sequence=seq,
                        is_transactional=transactional)
 
 
@@ -199,3 +200,56 @@ def test_a_verification_error_is_the_partitions_answer_as_replica_manager_transl
         return {p: answer for p in partitions}
     broker.txn_verifier = verifier
     assert checks(broker, produce_request(txn_batch(7))).refusal("orders", 0) == (code, message)
+
+
+# -- through the wire, on the session's embedded broker --
+
+def test_a_raw_transaction_aborted_by_write_txn_markers_is_hidden_from_read_committed_through_the_wire(
+        kafkawire_broker):
+    """Transactional Produce (no coordinator yet: verification off), then WriteTxnMarkers (v1,
+    Kafka 4.3.1 serves 1-2) aborting it: read_committed ListOffsets and Fetch stop at the open
+    transaction, then see the whole log with the aborted transaction listed."""
+    from kafkawire.messages.api_versions_request import ApiVersionsRequest
+    from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
+    from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic
+    from kafkawire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+    from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
+
+    from .test_leader_epoch_apis import call, wait_until
+    node, topic, pid = kafkawire_broker, "txn-wire", 987_654
+    advertised = {k.api_key: (k.min_version, k.max_version) for k in call(node, ApiVersionsRequest(
+        client_software_name="kafkawire-tests", client_software_version="1")).api_keys}
+    assert advertised[27] == (1, 2)
+    created = call(node, CreateTopicsRequest(timeout_ms=10_000, topics=[CreatableTopic(
+        name=topic, num_partitions=1, replication_factor=1, assignments=[], configs=[])]))
+    assert created.topics[0].error_code == Errors.NONE
+
+    def produce(records: bytes, transactional_id: str | None) -> int:
+        response = call(node, ProduceRequest(transactional_id=transactional_id, acks=1, timeout_ms=5000, topic_data=[
+            TopicProduceData(name=topic, partition_data=[PartitionProduceData(index=0, records=records)])]),
+            api_version=9)
+        return response.responses[0].partition_responses[0].error_code
+    now = int(time.time() * 1000)
+    wait_until(lambda: produce(txn_batch(pid, timestamp=now), "wire-tx") == Errors.NONE,
+               "the new topic's leader to take a produce")
+    assert produce(build_batch([(b"k", b"plain")]), None) == Errors.NONE               # offset 1
+
+    def latest(isolation_level: int) -> int:
+        response = call(node, ListOffsetsRequest(replica_id=-1, isolation_level=isolation_level, topics=[
+            ListOffsetsTopic(name=topic, partitions=[ListOffsetsPartition(partition_index=0, timestamp=-1)])]),
+            api_version=5)
+        return response.topics[0].partitions[0].offset
+
+    def fetch_committed():
+        response = call(node, FetchRequest(max_wait_ms=0, min_bytes=0, isolation_level=1, topics=[FetchTopic(
+            topic=topic, partitions=[FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])]),
+            api_version=12)
+        return response.responses[0].partitions[0]
+    assert (latest(0), latest(1)) == (2, 0)
+    before = fetch_committed()
+    assert (before.high_watermark, before.last_stable_offset, bytes(before.records)) == (2, 0, b"")
+    answer = call(node, WriteTxnMarkersRequest(markers=[marker(pid, [0], commit=False, topic=topic)]), api_version=1)
+    assert results(answer) == {(pid, topic, 0): Errors.NONE}
+    after = fetch_committed()
+    assert (after.high_watermark, after.last_stable_offset) == (3, 3) and latest(1) == 3
+    assert [(a.producer_id, a.first_offset) for a in after.aborted_transactions] == [(pid, 0)]

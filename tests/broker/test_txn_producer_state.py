@@ -165,3 +165,14 @@ def test_a_snapshot_brings_back_the_open_transactions_in_offset_order():
     assert state.first_unstable_offset() == 20
     assert state.producers[OTHER].coordinator_epoch == 4
     assert state.has_ongoing_transaction(PID, 0)
+
+
+def test_describe_producers_shows_the_open_transaction_and_the_last_coordinator_epoch():
+    """UnifiedLog.activeProducers: currentTxnStartOffset and coordinatorEpoch from the state."""
+    from kafkawire.broker.describe_producers import active_producers
+    run = Run()
+    run.data(0, 0)
+    run.marker(0, coordinator_epoch=6)
+    run.data(0, 1)                                   # a new transaction at offset 2
+    [producer] = active_producers(run.state)
+    assert (producer.current_txn_start_offset, producer.coordinator_epoch) == (2, 6)
