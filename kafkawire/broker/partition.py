@@ -170,7 +170,7 @@ class LeaderPartition:
         return first
 
     def append_marker(self, *, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
-                      now_ms: int, transaction_version: int = 0) -> int:
+                      now_ms: int, transaction_version: int = 0, log_append_time: bool = False) -> int:
         """Write a COMMIT/ABORT marker for the producer (UnifiedLog.appendAsLeader with origin
         COORDINATOR) after ProducerState.check_marker (ProduceRefused); its offset. An abort
         of a transaction with data goes into the ``.txnindex``; the first unstable offset moves."""
@@ -178,7 +178,8 @@ class LeaderPartition:
         self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch, offset,
                                     transaction_version=transaction_version)
         batch = end_txn_marker_batch(commit=commit, producer_id=producer_id, producer_epoch=producer_epoch,
-                                     coordinator_epoch=coordinator_epoch, timestamp=now_ms)
+                                     coordinator_epoch=coordinator_epoch, timestamp=now_ms,
+                                     log_append_time=log_append_time)
         offset = self._append_to_log(batch)
         completed = self.producers.apply_marker(producer_id, producer_epoch, coordinator_epoch, offset, now_ms,
                                                 aborted=not commit)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 
+from kafkawire.records.layout import CREATE_TIME, LOG_APPEND_TIME
 from kafkawire.records.builder import build_end_txn_marker_batch
 from kafkawire.storage.txn_index import AbortedTxn
 
@@ -35,10 +36,12 @@ ABORTED_TXN_VERSION = 0          # AbortedTxn.CURRENT_VERSION
 
 
 def end_txn_marker_batch(*, commit: bool, producer_id: int, producer_epoch: int, coordinator_epoch: int,
-                         timestamp: int) -> bytes:
-    """The marker batch at offset 0 (the log assigns the offset, the leader epoch is stamped there)."""
+                         timestamp: int, log_append_time: bool = False) -> bytes:
+    """The marker batch at offset 0 (the log assigns the offset, the leader epoch is stamped there);
+    on a LogAppendTime topic its timestamp type says so, as LogValidator sets it."""
     return build_end_txn_marker_batch(commit, producer_id=producer_id, producer_epoch=producer_epoch,
-                                      coordinator_epoch=coordinator_epoch, timestamp=timestamp)
+                                      coordinator_epoch=coordinator_epoch, timestamp=timestamp,
+                                      timestamp_type=LOG_APPEND_TIME if log_append_time else CREATE_TIME)
 
 
 def segment_holding(log_, offset: int):

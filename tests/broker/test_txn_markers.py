@@ -54,7 +54,8 @@ def broker(tmp_path):
     image = SimpleNamespace(topics_by_name={"orders": topic}, topics_by_id={TOPIC_ID: topic}, configs={})
     appended = []
     fake = SimpleNamespace(node_id=NODE, image=lambda: image, partitions={("orders", 0): partition},
-                           config=SimpleNamespace(min_insync_replicas=1, node_id=NODE), authorizer=None,
+                           config=SimpleNamespace(min_insync_replicas=1, node_id=NODE,
+                                                  log_message_timestamp_type="CreateTime"), authorizer=None,
                            txn_marker_listeners=[], txn_verifier=None, data_appended=lambda: appended.append(1))
     fake.txn_markers = TxnMarkersApi(fake)
     yield fake
@@ -122,6 +123,16 @@ def test_a_listener_that_raises_does_not_stop_the_others_or_the_answer(broker):
     broker.txn_marker_listeners += [broken, lambda *args: heard.append(args)]
     assert results(write(broker, marker(7, [0]))) == {(7, "orders", 0): Errors.NONE}
     assert heard == [("orders", 0, 7, 0, True, 0)]
+
+
+def test_on_a_log_append_time_topic_the_marker_says_log_append_time(broker):
+    """LogValidator stamps the marker batch as any batch of a LogAppendTime topic."""
+    from kafkawire.metadata.image import TOPIC_RESOURCE
+    from kafkawire.records import iter_batches
+    broker.image().configs[(TOPIC_RESOURCE, "orders")] = {"message.timestamp.type": "LogAppendTime"}
+    assert results(write(broker, marker(7, [0]))) == {(7, "orders", 0): Errors.NONE}
+    [batch] = iter_batches(broker.partitions[("orders", 0)].read(0, 1 << 20, min_one_batch=True))
+    assert (batch.is_control, batch.timestamp_type) == (True, 1)
 
 
 def test_fewer_in_sync_replicas_than_min_insync_replicas_is_not_enough_replicas(broker):
