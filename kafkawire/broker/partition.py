@@ -183,8 +183,9 @@ class LeaderPartition:
         offset = self._append_to_log(batch)
         completed = self.producers.apply_marker(producer_id, producer_epoch, coordinator_epoch, offset, now_ms,
                                                 aborted=not commit)
-        if completed is not None:
+        if completed is not None:          # the index first: if it fails, the LSO stays (UnifiedLog.append)
             write_aborted(self.log, completed, self.producers.last_stable_offset_after(completed))
+            self.producers.complete(completed)
         self.producers.on_high_watermark(self.high_watermark())
         return offset
 

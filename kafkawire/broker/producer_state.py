@@ -32,8 +32,8 @@ What a client's batch with a producer id is checked for, in Kafka's order:
 Transactions (ProducerAppendInfo.appendDataBatch / appendEndTxnMarker, ProducerStateManager):
 a producer's first transactional batch opens its transaction at that batch's offset
 (``current_txn_first_offset``, kept in the snapshots); a COMMIT/ABORT marker closes it
-(``check_marker`` then ``apply_marker``, which returns the CompletedTxn, None for a marker
-without data). A marker with an older producer epoch is INVALID_PRODUCER_EPOCH (with
+(``check_marker``, ``apply_marker``, which returns the CompletedTxn, None for a marker
+without data, then ``complete`` once its ``.txnindex`` entry is written). A marker with an older producer epoch is INVALID_PRODUCER_EPOCH (with
 transaction version 2 also the same epoch, unless that transaction has ended: a retried
 marker), one with an older coordinator epoch TRANSACTION_COORDINATOR_FENCED. A completed
 transaction stays unstable until the high watermark passes its marker
@@ -335,9 +335,11 @@ class ProducerState:
 
     def apply_marker(self, producer_id: int, epoch: int, coordinator_epoch: int, offset: int, timestamp: int,
                      aborted: bool) -> CompletedTxn | None:
-        """Record a marker written at ``offset``: the producer's transaction ends (moved to the
-        unreplicated ones until ``on_high_watermark`` passes it); the CompletedTxn, None when no
-        transaction was open (a marker without data changes neither the LSO nor the index)."""
+        """Record a marker written at ``offset`` (ProducerAppendInfo.appendEndTxnMarker and
+        ProducerStateManager.update): the producer's transaction is over; the CompletedTxn, None
+        when no transaction was open (a marker without data changes neither the LSO nor the
+        index). The transaction still counts as open for the LSO until ``complete``: the caller
+        writes its ``.txnindex`` entry first, so a failed write leaves the LSO where it was."""
         entry = self.producers.get(producer_id)
         if entry is None:
             entry = self.producers[producer_id] = ProducerEntry(producer_id)
@@ -353,15 +355,18 @@ class ProducerState:
         verification = self.verifications.get(producer_id)
         if verification is None or not (verification.supports_epoch_bump and epoch == verification.epoch):
             self.verifications.pop(producer_id, None)   # UnifiedLog.updateProducers keeps a TV2 next transaction's
-        if completed is not None:
-            self.ongoing.pop(completed.first_offset, None)
-            self.unreplicated[completed.first_offset] = offset
         return completed
+
+    def complete(self, completed: CompletedTxn) -> None:
+        """ProducerStateManager.completeTxn: the transaction is decided; it stays unstable until
+        ``on_high_watermark`` passes its marker."""
+        self.ongoing.pop(completed.first_offset, None)
+        self.unreplicated[completed.first_offset] = completed.last_offset
 
     def last_stable_offset_after(self, completed: CompletedTxn) -> int:
         """ProducerStateManager.lastStableOffset: the first offset of the oldest open transaction
-        of another producer, else the marker's offset + 1 (the ``.txnindex`` entry's LSO). Call
-        it before ``apply_marker``... or after: the completed transaction is no longer open."""
+        of another producer, else the marker's offset + 1 (the ``.txnindex`` entry's LSO); the
+        completed transaction's own producer is skipped, so it may be asked before ``complete``."""
         for first_offset, producer_id in self.ongoing.items():
             if producer_id != completed.producer_id:
                 return first_offset
@@ -398,8 +403,10 @@ class ProducerState:
             aborted, coordinator_epoch, timestamp = marker
             completed = self.apply_marker(batch.producer_id, batch.producer_epoch, coordinator_epoch,
                                           batch.base_offset, timestamp, aborted)
-            if completed is not None and on_completed is not None:
-                on_completed(completed, self.last_stable_offset_after(completed))
+            if completed is not None:
+                if on_completed is not None:
+                    on_completed(completed, self.last_stable_offset_after(completed))
+                self.complete(completed)
 
     def remove_expired(self, now_ms: int) -> int:
         """Forget the producers whose last timestamp is ``expiration_ms`` old, and the

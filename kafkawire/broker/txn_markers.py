@@ -80,8 +80,12 @@ class TxnMarkersApi:
         written = []
         for marker in request.markers:
             results = errors.setdefault(marker.producer_id, {})
+            seen = set()                       # Kafka's per-marker map: a partition named twice, one marker
             for t in marker.topics:
                 for index in t.partition_indexes:
+                    if (t.name, index) in seen:
+                        continue
+                    seen.add((t.name, index))
                     code = self._write(image, marker, t.name, index, now_ms)
                     results[(t.name, index)] = code
                     if code == Errors.NONE:

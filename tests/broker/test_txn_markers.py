@@ -264,3 +264,25 @@ def test_a_raw_transaction_aborted_by_write_txn_markers_is_hidden_from_read_comm
     after = fetch_committed()
     assert (after.high_watermark, after.last_stable_offset) == (3, 3) and latest(1) == 3
     assert [(a.producer_id, a.first_offset) for a in after.aborted_transactions] == [(pid, 0)]
+
+
+def test_a_failed_index_write_is_a_storage_error_and_leaves_the_lso_where_it_was(broker, monkeypatch):
+    """UnifiedLog.append writes the aborted transaction's index entry before completing it: if
+    the write fails, the transaction still holds the LSO (read_committed never sees its data)."""
+    partition = broker.partitions[("orders", 0)]
+    append(partition, txn_batch(7))
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(partition.log.segments[0].txn_index, "append", full_disk)
+    assert results(write(broker, marker(7, [0], commit=False))) == {(7, "orders", 0): Errors.KAFKA_STORAGE_ERROR}
+    append(partition, txn_batch(8, transactional=False))      # the high watermark moves on
+    assert partition.last_stable_offset() == 0
+
+
+def test_a_partition_named_twice_in_one_marker_gets_one_marker(broker):
+    request = WriteTxnMarkersRequest(markers=[WritableTxnMarker(producer_id=7, producer_epoch=0, topics=[
+        WritableTxnMarkerTopic(name="orders", partition_indexes=[0, 0]),
+        WritableTxnMarkerTopic(name="orders", partition_indexes=[0])])])
+    asyncio.run(broker.txn_markers.write_txn_markers(request))
+    assert broker.partitions[("orders", 0)].log.log_end_offset == 1

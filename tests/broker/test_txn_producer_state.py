@@ -42,6 +42,8 @@ class Run:
         except ProduceRefused as exc:
             return Errors.for_code(exc.code).name
         completed = self.state.apply_marker(pid, epoch, coordinator_epoch, self.offset, 100, aborted=not commit)
+        if completed is not None:
+            self.state.complete(completed)
         self.offset += 1
         self.state.on_high_watermark(self.offset)          # one replica: the marker is replicated at once
         return completed
@@ -133,7 +135,7 @@ def test_the_first_unstable_offset_and_the_index_lso_follow_kafka():
 def test_a_completed_transaction_stays_unstable_until_the_high_watermark_passes_its_marker():
     state = ProducerState("t-0")
     state.apply(BatchInfo(PID, 0, 0, 0, 100, True), first_offset=10)
-    state.apply_marker(PID, 0, 0, 11, 100, aborted=False)
+    state.complete(state.apply_marker(PID, 0, 0, 11, 100, aborted=False))
     assert state.first_unstable_offset() == 10
     state.on_high_watermark(11)
     assert state.first_unstable_offset() == 10
