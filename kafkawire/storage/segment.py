@@ -368,9 +368,13 @@ class LogSegment:
         """For an fsync on another thread: the .log (and with ``indexes`` the .index and
         .timeindex) files' buffers written out, and a duplicate descriptor of each (the caller
         fsyncs and closes them; a duplicate stays valid if the segment is closed or deleted
-        meanwhile)."""
+        meanwhile). The .txnindex, when there is one, always: no recovery rebuilds the entries
+        below the producer snapshot it starts from."""
         self._log.flush()
         fds = [os.dup(self._log.fileno())]
+        txn_fd = self.txn_index.sync_handle()
+        if txn_fd is not None:
+            fds.append(txn_fd)
         for index in (self.offset_index, self.time_index):
             if not indexes:
                 index.ensure_file()      # not synced (recovery rebuilds them), but present

@@ -69,6 +69,13 @@ class TransactionIndex:
         with open(self.path, "ab") as f:
             f.write(encode_aborted_txn(entry))
 
+    def sync_handle(self) -> int | None:
+        """A descriptor of the file for an fsync (the caller fsyncs and closes it); None without a file."""
+        try:
+            return os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+
     def truncate_to(self, offset: int) -> None:
         """Drop the entries whose transaction ended at or after ``offset`` (TransactionIndex.truncateTo)."""
         entries = self.entries()

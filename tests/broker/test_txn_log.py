@@ -197,3 +197,23 @@ def test_retention_takes_the_txnindex_with_its_segment(tmp_path):
     assert path + ".deleted" in renamed and not os.path.exists(path)
     partition.close()
     shutil.rmtree(tmp_path / "t-0")
+
+
+def test_a_flush_syncs_the_txnindex_with_its_segment(tmp_path, monkeypatch):
+    """No recovery rebuilds the entries below the snapshot it starts from, so a flush (at a roll,
+    at close) makes the .txnindex durable as Kafka's LogSegment.flush does."""
+    import kafkawire.storage.index as index_module
+    partition = open_partition(tmp_path)
+    producers = Producers(partition)
+    producers.send(A)
+    producers.end(A, commit=False)
+    synced = []
+    real = index_module.fsync_and_close
+
+    def spy(fds):
+        synced.extend(os.readlink(f"/proc/self/fd/{fd}") for fd in fds)
+        real(fds)
+    monkeypatch.setattr("kafkawire.storage.log.fsync_and_close", spy)
+    partition.log.flush()
+    assert partition.log.segments[0].txn_index.path in synced
+    partition.close()
