@@ -11,8 +11,9 @@ whose offset is outside [log start, log end] gets OFFSET_OUT_OF_RANGE; a current
 other than the partition's gets FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH. read_committed
 (isolation level 1) reads below the last stable offset only and gets the aborted transactions
 overlapping what it read (LeaderPartition.read_committed, Kafka's collectAbortedTransactions);
-every answer carries the last stable offset. Fetch sessions (KIP-227): kafkawire.broker.fetch_session says which partitions a
-request reads and which of them its answer carries; a fetch without partitions is answered at once.
+every answer carries the last stable offset. Fetch sessions (KIP-227):
+kafkawire.broker.fetch_session says which partitions a request reads and which of them its
+answer carries; a fetch without partitions is answered at once.
 Replica fetches (replica id >= 0) are answered like consumer fetches: no follower is known here.
 
 ListOffsets: earliest, latest, by timestamp, max timestamp, as kafkawire.net.metadata_topic's
