@@ -7,8 +7,9 @@ verification).
 * Transactional batches of more than one (producer id, epoch): every partition
   INVALID_PRODUCER_ID_MAPPING ("Transactional records contained more than one producer ID").
 * With ``broker.txn_verifier`` set (the transaction coordinator's, an async callable
-  ``(transactional_id, producer_id, producer_epoch, [(topic, partition), ...]) -> {(topic,
-  partition): error code}``): each partition led here whose batch would open a transaction gets a
+  ``(transactional_id, producer_id, producer_epoch, [(topic, partition), ...], *,
+  produce_version) -> {(topic, partition): error code}``; the Produce version says whether the
+  coordinator adds the partitions, v12+ with transaction version 2, or only checks them): each partition led here whose batch would open a transaction gets a
   verification guard (ProducerState.start_verification; an older epoch is INVALID_PRODUCER_EPOCH
   at once), the verifier is asked about those partitions, and a non-zero code is the partition's
   answer, translated as ReplicaManager does: INVALID_TXN_STATE says "Partition was not added to
@@ -88,12 +89,13 @@ async def transaction_checks(broker, request, version: int, topic_name, now_ms: 
         return checks
     if broker.txn_verifier is None:
         return checks
-    await _verify(broker, request.transactional_id, batches, checks, version >= EPOCH_BUMP_PRODUCE_VERSION, now_ms)
+    await _verify(broker, request.transactional_id, batches, checks, version, now_ms)
     return checks
 
 
-async def _verify(broker, transactional_id: str, batches: dict, checks: TxnChecks, epoch_bump: bool,
+async def _verify(broker, transactional_id: str, batches: dict, checks: TxnChecks, version: int,
                   now_ms: int) -> None:
+    epoch_bump = version >= EPOCH_BUMP_PRODUCE_VERSION
     producer_id = producer_epoch = None
     for key, (producer_id, producer_epoch, sequence) in batches.items():
         partition = broker.partitions.get(key)
@@ -110,7 +112,8 @@ async def _verify(broker, transactional_id: str, batches: dict, checks: TxnCheck
     if not checks.guards:
         return
     try:
-        answers = await broker.txn_verifier(transactional_id, producer_id, producer_epoch, list(checks.guards))
+        answers = await broker.txn_verifier(transactional_id, producer_id, producer_epoch, list(checks.guards),
+                                            produce_version=version)
     except Exception:
         log.exception("transaction verification of %s failed", transactional_id)
         answers = {key: Errors.COORDINATOR_NOT_AVAILABLE for key in checks.guards}

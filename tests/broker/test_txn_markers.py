@@ -185,13 +185,13 @@ def test_the_verifier_is_asked_before_a_batch_opens_a_transaction_and_not_while_
     partition then opens the transaction; the next batch needs no verification."""
     asked = []
 
-    async def verifier(transactional_id, producer_id, producer_epoch, partitions):
-        asked.append((transactional_id, producer_id, producer_epoch, partitions))
+    async def verifier(transactional_id, producer_id, producer_epoch, partitions, *, produce_version):
+        asked.append((transactional_id, producer_id, producer_epoch, partitions, produce_version))
         return {p: Errors.NONE for p in partitions}
     broker.txn_verifier = verifier
     partition = broker.partitions[("orders", 0)]
     first = checks(broker, produce_request(txn_batch(7)))
-    assert first.refusal("orders", 0) is None and asked == [("tx", 7, 0, [("orders", 0)])]
+    assert first.refusal("orders", 0) is None and asked == [("tx", 7, 0, [("orders", 0)], 9)]
     append(partition, txn_batch(7), guard=first.guard("orders", 0))
     assert partition.last_stable_offset() == 0
     second = checks(broker, produce_request(txn_batch(7, seq=1)))
@@ -199,18 +199,22 @@ def test_the_verifier_is_asked_before_a_batch_opens_a_transaction_and_not_while_
     append(partition, txn_batch(7, seq=1), guard=second.guard("orders", 0))
 
 
-@pytest.mark.parametrize("answer, code, message", [
-    (Errors.INVALID_TXN_STATE, Errors.INVALID_TXN_STATE, "Partition was not added to the transaction"),
-    (Errors.NOT_COORDINATOR, Errors.NOT_ENOUGH_REPLICAS,
+@pytest.mark.parametrize("version, answer, code, message", [
+    (9, Errors.INVALID_TXN_STATE, Errors.INVALID_TXN_STATE, "Partition was not added to the transaction"),
+    (9, Errors.NOT_COORDINATOR, Errors.NOT_ENOUGH_REPLICAS,
      "Unable to verify the partition has been added to the transaction. Underlying error: NOT_COORDINATOR"),
-    (Errors.CONCURRENT_TRANSACTIONS, Errors.NOT_ENOUGH_REPLICAS,
+    (11, Errors.CONCURRENT_TRANSACTIONS, Errors.NOT_ENOUGH_REPLICAS,
      "Unable to verify the partition has been added to the transaction. Underlying error: CONCURRENT_TRANSACTIONS"),
-], ids=["not added", "retriable", "concurrent before v12"])
-def test_a_verification_error_is_the_partitions_answer_as_replica_manager_translates_it(broker, answer, code, message):
-    async def verifier(transactional_id, producer_id, producer_epoch, partitions):
+    (12, Errors.CONCURRENT_TRANSACTIONS, Errors.CONCURRENT_TRANSACTIONS,
+     Errors.CONCURRENT_TRANSACTIONS.message),
+], ids=["not added", "retriable", "concurrent before v12", "concurrent from v12"])
+def test_a_verification_error_is_the_partitions_answer_as_replica_manager_translates_it(broker, version, answer, code,
+                                                                                        message):
+    async def verifier(transactional_id, producer_id, producer_epoch, partitions, *, produce_version):
+        assert produce_version == version
         return {p: answer for p in partitions}
     broker.txn_verifier = verifier
-    assert checks(broker, produce_request(txn_batch(7))).refusal("orders", 0) == (code, message)
+    assert checks(broker, produce_request(txn_batch(7)), version).refusal("orders", 0) == (code, message)
 
 
 # -- through the wire, on the session's embedded broker --
