@@ -22,6 +22,7 @@ from kafkawire.broker.validation import validate_produce
 from kafkawire.messages.write_txn_markers_request import (WritableTxnMarker, WritableTxnMarkerTopic,
                                                           WriteTxnMarkersRequest)
 from kafkawire.protocol.error_codes import Errors
+from kafkawire.records import iter_batches
 from kafkawire.records.builder import build_batch
 
 pytest_plugins = ["kafkawire.testing.pytest_plugin"]
@@ -128,7 +129,6 @@ def test_a_listener_that_raises_does_not_stop_the_others_or_the_answer(broker):
 def test_on_a_log_append_time_topic_the_marker_says_log_append_time(broker):
     """LogValidator stamps the marker batch as any batch of a LogAppendTime topic."""
     from kafkawire.metadata.image import TOPIC_RESOURCE
-    from kafkawire.records import iter_batches
     broker.image().configs[(TOPIC_RESOURCE, "orders")] = {"message.timestamp.type": "LogAppendTime"}
     assert results(write(broker, marker(7, [0]))) == {(7, "orders", 0): Errors.NONE}
     [batch] = iter_batches(broker.partitions[("orders", 0)].read(0, 1 << 20, min_one_batch=True))
@@ -219,6 +219,41 @@ def test_a_verification_error_is_the_partitions_answer_as_replica_manager_transl
 
 # -- through the wire, on the session's embedded broker --
 
+def open_transaction(node, transactional_id: str, topic: str, fallback_pid: int) -> tuple[int, int]:
+    """(producer id, epoch) for raw transactional batches to ``topic``-0: with a transaction
+    coordinator on the node (AddPartitionsToTxn advertised), InitProducerId and the partition
+    added, so that the produce path's KIP-890 verification lets them through; without one (no
+    verification), ``fallback_pid`` and epoch 0."""
+    from kafkawire.messages.add_partitions_to_txn_request import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
+    from kafkawire.messages.api_versions_request import ApiVersionsRequest
+    from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
+
+    from .test_leader_epoch_apis import call, wait_until
+    advertised = {k.api_key for k in call(node, ApiVersionsRequest(
+        client_software_name="kafkawire-tests", client_software_version="1")).api_keys}
+    if 24 not in advertised:
+        return fallback_pid, 0
+    holder = []
+
+    def initialized() -> bool:
+        answer = call(node, InitProducerIdRequest(transactional_id=transactional_id, transaction_timeout_ms=60_000),
+                      api_version=4)
+        holder[:] = [(answer.producer_id, answer.producer_epoch)]
+        return answer.error_code == Errors.NONE
+    wait_until(initialized, "InitProducerId from the transaction coordinator")
+    pid, epoch = holder[0]
+
+    def added() -> bool:
+        answer = call(node, AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id=transactional_id, v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=epoch, v3_and_below_topics=[AddPartitionsToTxnTopic(name=topic, partitions=[0])]),
+            api_version=3)
+        return {p.partition_error_code for t in answer.results_by_topic_v3_and_below
+                for p in t.results_by_partition} == {Errors.NONE}
+    wait_until(added, "the partition added to the transaction")
+    return pid, epoch
+
+
 def test_a_raw_transaction_aborted_by_write_txn_markers_is_hidden_from_read_committed_through_the_wire(
         kafkawire_broker):
     """Transactional Produce (no coordinator yet: verification off), then WriteTxnMarkers (v1,
@@ -231,7 +266,7 @@ def test_a_raw_transaction_aborted_by_write_txn_markers_is_hidden_from_read_comm
     from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
 
     from .test_leader_epoch_apis import call, wait_until
-    node, topic, pid = kafkawire_broker, "txn-wire", 987_654
+    node, topic = kafkawire_broker, "txn-wire"
     advertised = {k.api_key: (k.min_version, k.max_version) for k in call(node, ApiVersionsRequest(
         client_software_name="kafkawire-tests", client_software_version="1")).api_keys}
     assert advertised[27] == (1, 2)
@@ -244,10 +279,11 @@ def test_a_raw_transaction_aborted_by_write_txn_markers_is_hidden_from_read_comm
             TopicProduceData(name=topic, partition_data=[PartitionProduceData(index=0, records=records)])]),
             api_version=9)
         return response.responses[0].partition_responses[0].error_code
-    now = int(time.time() * 1000)
-    wait_until(lambda: produce(txn_batch(pid, timestamp=now), "wire-tx") == Errors.NONE,
-               "the new topic's leader to take a produce")
-    assert produce(build_batch([(b"k", b"plain")]), None) == Errors.NONE               # offset 1
+    wait_until(lambda: produce(build_batch([(b"k", b"first")]), None) == Errors.NONE,
+               "the new topic's leader to take a produce")                      # offset 0
+    pid, epoch = open_transaction(node, "wire-tx", topic, 987_654)
+    assert produce(txn_batch(pid, epoch=epoch, timestamp=int(time.time() * 1000)), "wire-tx") == Errors.NONE  # 1
+    assert produce(build_batch([(b"k", b"plain")]), None) == Errors.NONE               # offset 2
 
     def latest(isolation_level: int) -> int:
         response = call(node, ListOffsetsRequest(replica_id=-1, isolation_level=isolation_level, topics=[
@@ -260,14 +296,16 @@ def test_a_raw_transaction_aborted_by_write_txn_markers_is_hidden_from_read_comm
             topic=topic, partitions=[FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])]),
             api_version=12)
         return response.responses[0].partitions[0]
-    assert (latest(0), latest(1)) == (2, 0)
+    assert (latest(0), latest(1)) == (3, 1)
     before = fetch_committed()
-    assert (before.high_watermark, before.last_stable_offset, bytes(before.records)) == (2, 0, b"")
-    answer = call(node, WriteTxnMarkersRequest(markers=[marker(pid, [0], commit=False, topic=topic)]), api_version=1)
+    assert (before.high_watermark, before.last_stable_offset, before.aborted_transactions) == (3, 1, [])
+    assert [b.last_offset for b in iter_batches(bytes(before.records))] == [0]      # below the open transaction
+    answer = call(node, WriteTxnMarkersRequest(markers=[marker(pid, [0], commit=False, epoch=epoch, topic=topic)]),
+                  api_version=1)
     assert results(answer) == {(pid, topic, 0): Errors.NONE}
     after = fetch_committed()
-    assert (after.high_watermark, after.last_stable_offset) == (3, 3) and latest(1) == 3
-    assert [(a.producer_id, a.first_offset) for a in after.aborted_transactions] == [(pid, 0)]
+    assert (after.high_watermark, after.last_stable_offset) == (4, 4) and latest(1) == 4
+    assert [(a.producer_id, a.first_offset) for a in after.aborted_transactions] == [(pid, 1)]
 
 
 def test_a_failed_index_write_is_a_storage_error_and_leaves_the_lso_where_it_was(broker, monkeypatch):
@@ -310,15 +348,17 @@ def test_kafka_pythons_read_committed_consumer_skips_the_aborted_records(kafkawi
             api_version=9)
         return response.responses[0].partition_responses[0].error_code
 
-    def batch(values, pid=-1, transactional=False) -> bytes:
-        return build_batch([(b"k", v, [], now) for v in values], producer_id=pid, producer_epoch=0 if pid >= 0 else -1,
+    def batch(values, pid=-1, epoch=-1, transactional=False) -> bytes:
+        return build_batch([(b"k", v, [], now) for v in values], producer_id=pid, producer_epoch=epoch,
                            base_sequence=0 if pid >= 0 else -1, is_transactional=transactional)
-    wait_until(lambda: produce(batch([b"aborted-1", b"aborted-2"], 555_001, True), "t1") == Errors.NONE,
-               "the new topic's leader to take a produce")
-    assert produce(batch([b"plain-1"])) == Errors.NONE
-    assert produce(batch([b"committed"], 555_002, True), "t2") == Errors.NONE
-    answer = call(node, WriteTxnMarkersRequest(markers=[marker(555_001, [0], commit=False, topic=topic),
-                                                        marker(555_002, [0], commit=True, topic=topic)]))
+    wait_until(lambda: produce(batch([b"plain-1"])) == Errors.NONE, "the new topic's leader to take a produce")
+    aborting = open_transaction(node, "txnlog-client-aborted", topic, 555_001)
+    committing = open_transaction(node, "txnlog-client-committed", topic, 555_002)
+    assert produce(batch([b"aborted-1", b"aborted-2"], *aborting, True), "txnlog-client-aborted") == Errors.NONE
+    assert produce(batch([b"committed"], *committing, True), "txnlog-client-committed") == Errors.NONE
+    answer = call(node, WriteTxnMarkersRequest(markers=[
+        marker(aborting[0], [0], commit=False, epoch=aborting[1], topic=topic),
+        marker(committing[0], [0], commit=True, epoch=committing[1], topic=topic)]))
     assert set(results(answer).values()) == {Errors.NONE}
     assert produce(batch([b"plain-2"])) == Errors.NONE
     consumer = kafka.KafkaConsumer(bootstrap_servers=node.bootstrap_servers, isolation_level="read_committed",
