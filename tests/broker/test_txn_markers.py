@@ -233,6 +233,12 @@ def open_transaction(node, transactional_id: str, topic: str, fallback_pid: int)
         client_software_name="kafkawire-tests", client_software_version="1")).api_keys}
     if 24 not in advertised:
         return fallback_pid, 0
+    from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
+
+    def coordinator_found() -> bool:           # the first one makes __transaction_state, as in Kafka
+        found = call(node, FindCoordinatorRequest(key_type=1, coordinator_keys=[transactional_id]), api_version=4)
+        return found.coordinators[0].error_code == Errors.NONE
+    wait_until(coordinator_found, "the transaction coordinator")
     holder = []
 
     def initialized() -> bool:
