@@ -50,11 +50,12 @@ def txn_value(transit: TxnTransit, transaction_version_level: int) -> bytes:
         producer_id=transit.producer_id, producer_epoch=transit.producer_epoch,
         transaction_timeout_ms=transit.txn_timeout_ms, transaction_status=STATE_IDS[transit.state],
         transaction_last_update_timestamp_ms=transit.txn_last_update_ms,
-        transaction_start_timestamp_ms=transit.txn_start_ms, client_transaction_version=transit.client_tv,
+        transaction_start_timestamp_ms=transit.txn_start_ms,
         transaction_partitions=[PartitionsSchema(topic=t, partition_ids=p) for t, p in by_topic.items()])
     if version >= 1:
         value.previous_producer_id = transit.prev_producer_id
         value.next_producer_id = transit.next_producer_id
+        value.client_transaction_version = transit.client_tv      # a tagged field: v0 cannot hold it
     return _INT16.pack(version) + value.encode(version)
 
 
