@@ -55,6 +55,7 @@ from .metadata_apis import MetadataApis
 from .partition import LeaderPartition
 from .produce import ProduceApi, topic_config
 from .producer_ids import InitProducerIdApi, ProducerIdBlocks
+from .txn_apis import TxnApis
 
 __all__ = ["Broker", "BrokerStartError"]
 
@@ -121,6 +122,8 @@ class Broker:
         self.log_manager = LogManager(self)      # retention and the log directory's checkpoints
         self.delete_records_api = DeleteRecordsApi(self)
         self.describe_producers_api = DescribeProducersApi(self)
+        self.txn_apis = TxnApis(self)             # the transaction coordinator (__transaction_state)
+        self.txn_verifier = self.txn_apis.verify  # KIP-890's check of transactional produce batches
 
     # -- the listeners --
 
@@ -135,10 +138,10 @@ class Broker:
                                      error_response=list_offsets_error_response),
             METADATA: ApiHandler(self.metadata_apis.metadata),
             DESCRIBE_CLUSTER: ApiHandler(self.metadata_apis.describe_cluster),
-            INIT_PRODUCER_ID: ApiHandler(self.init_producer_id_api.init_producer_id),
             DELETE_RECORDS: ApiHandler(self.delete_records_api.delete_records),
             DESCRIBE_PRODUCERS: ApiHandler(self.describe_producers_api.describe_producers),
             **self.group_apis.handlers(),
+            **self.txn_apis.handlers(),
             **self.log_dir_apis.handlers(),
             **forwarded_handlers(self.forwarder, {ALTER_CONFIGS: self.config_apis.alter_configs,
                                                   INCREMENTAL_ALTER_CONFIGS: self.config_apis.incremental_alter_configs}),
@@ -237,6 +240,7 @@ class Broker:
         if opened:         # a new log may have set aside a deleted topic's directory
             self.log_deleter.schedule_leftovers()
         self.group_apis.on_metadata()
+        self.txn_apis.on_metadata()
 
     @staticmethod
     def _deleted(image, partition: LeaderPartition) -> bool:
@@ -303,6 +307,7 @@ class Broker:
             await self.lifecycle.controlled_shutdown()
         self.metadata_apis.close()
         self.group_apis.close()
+        self.txn_apis.close()
         self.log_deleter.close()
         self.producer_ids.close()
         for server in self.servers:

@@ -302,6 +302,13 @@ class TransactionCoordinator:
             metadata.abort_transition()
         return metadata.prepare_abort_or_commit(next_state, tv, next_producer_id, self.now_ms(), no_partition_added)
 
+    def resume_markers(self, metadata: TransactionMetadata) -> None:
+        """A PrepareCommit/PrepareAbort found at load: write its markers, then complete it."""
+        code, coordinator_epoch = self.owner(metadata.transactional_id)
+        if code == Errors.NONE and not metadata.pending:
+            complete = metadata.prepare_complete(self.now_ms())
+            self.markers.send(metadata, coordinator_epoch, metadata.state == PREPARE_COMMIT, complete)
+
     # -- the markers are written --
 
     def complete(self, metadata: TransactionMetadata, coordinator_epoch: int, complete) -> int:
