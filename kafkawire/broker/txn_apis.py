@@ -39,10 +39,10 @@ from kafkawire.protocol.handler import ApiHandler
 
 from .group_log import LoopTimer
 from .group_records import OFFSETS_TOPIC
-from .group_records import partition_for as offsets_partition_for
 from .txn_coordinator import TransactionCoordinator, TxnSettings
 from .txn_log import TransactionStateTopic, TxnLoader
 from .txn_marker_sender import MarkerSender
+from .txn_offset_commit import TxnOffsetCommitApi
 from .txn_records import TRANSACTION_STATE_TOPIC, partition_for
 from .txn_state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 from .txn_verify import VerifyApi
@@ -70,17 +70,16 @@ class TxnApis:
         self.loader = TxnLoader(self.coordinator, resume=self.coordinator.resume_markers)
         self.store = TransactionStateTopic(broker, None, self.loader)
         self.verify_api = VerifyApi(self.coordinator)
+        self.txn_offset_commit_api = TxnOffsetCommitApi(broker, self.verify_api)     # after broker.group_apis
         self._scheduled = False
 
     def handlers(self) -> dict[int, ApiHandler]:
-        from .txn_offset_commit import TxnOffsetCommitApi      # it needs the group coordinator's parts
-        self.txn_offset_commit_api = TxnOffsetCommitApi(self.broker, self.verify_api)
         return {
             INIT_PRODUCER_ID: ApiHandler(self.init_producer_id),
             ADD_PARTITIONS_TO_TXN: ApiHandler(self.add_partitions_to_txn),
             ADD_OFFSETS_TO_TXN: ApiHandler(self.add_offsets_to_txn),
             END_TXN: ApiHandler(self.end_txn),
-            TXN_OFFSET_COMMIT: ApiHandler(self.txn_offset_commit_api.txn_offset_commit),
+            TXN_OFFSET_COMMIT: ApiHandler(self.txn_offset_commit_api.txn_offset_commit, max_version=5),  # Kafka's 0-5
             DESCRIBE_TRANSACTIONS: ApiHandler(self.describe_transactions),
             LIST_TRANSACTIONS: ApiHandler(self.list_transactions),
         }
@@ -204,10 +203,7 @@ class TxnApis:
         return found is not None and partition in found.partitions
 
     async def add_offsets_to_txn(self, ctx, request):
-        count = self.broker.group_apis.store.partitions(self.broker.image())
-        if count == 0:
-            return AddOffsetsToTxnResponse(error_code=Errors.COORDINATOR_NOT_AVAILABLE)
-        offsets_partition = (OFFSETS_TOPIC, offsets_partition_for(request.group_id, count))
+        offsets_partition = (OFFSETS_TOPIC, self.txn_offset_commit_api.partition_of(request.group_id))
         code = self.coordinator.add_partitions(request.transactional_id, request.producer_id, request.producer_epoch,
                                                {offsets_partition}, 0)
         if ctx.api_version < 2 and code == Errors.PRODUCER_FENCED:

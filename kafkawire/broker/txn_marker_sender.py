@@ -58,6 +58,7 @@ class MarkerSender:
         self.retry_backoff_ms = retry_backoff_ms
         self.coordinator = None
         self.tasks: dict[str, asyncio.Task] = {}
+        self._failures = 0                      # failed writes in a row: only the first is a warning
 
     def send(self, metadata, coordinator_epoch: int, committed: bool, complete) -> None:
         previous = self.tasks.get(metadata.transactional_id)
@@ -100,8 +101,12 @@ class MarkerSender:
         except (asyncio.CancelledError, KeyboardInterrupt):
             raise
         except Exception as exc:        # the partition side failed: try again, as after a disconnect
-            log.warning("writing the markers of %s failed, retrying: %r", metadata.transactional_id, exc)
+            self._failures += 1
+            (log.warning if self._failures == 1 else log.debug)(
+                "writing the markers of %s failed, retrying (failure %d): %r", metadata.transactional_id,
+                self._failures, exc)
             return False
+        self._failures = 0
         for marker in response.markers:
             for topic in marker.topics:
                 for p in topic.partitions:

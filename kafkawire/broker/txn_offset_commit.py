@@ -1,6 +1,6 @@
 """TxnOffsetCommit (28) on the broker, as Kafka 4.3.1's KafkaApis and GroupCoordinatorService
-answer it: topics resolved against the metadata (by name; by id from v6), an unknown one
-UNKNOWN_TOPIC_OR_PARTITION; the group checked (INVALID_GROUP_ID, NOT_COORDINATOR,
+answer it (v0-v5, Kafka 4.3.1's versions): topics resolved against the metadata by name, an
+unknown one UNKNOWN_TOPIC_OR_PARTITION; the group checked (INVALID_GROUP_ID, NOT_COORDINATOR,
 COORDINATOR_LOAD_IN_PROGRESS, answered COORDINATOR_NOT_AVAILABLE before v2); the group's
 ``__consumer_offsets`` partition verified as part of the producer's transaction (KIP-890, added
 to it from v5, kafkawire.broker.txn_verify); the member checked (ILLEGAL_GENERATION,
@@ -31,14 +31,17 @@ class TxnOffsetCommitApi:
         self.verify_api = verify_api
         apis = broker.group_apis
         self.store = apis.store
-        self.txn_offsets = TxnOffsets(apis.offsets, persist=self.store.persist, partition_of=self._partition_of)
+        self.txn_offsets = TxnOffsets(apis.offsets, persist=self.store.persist, partition_of=self.partition_of)
         self.store.txn_offsets = self.txn_offsets            # loading replays transactional batches into it
         listeners = getattr(broker, "txn_marker_listeners", None)
         if listeners is not None:
             listeners.append(self.on_marker)
 
-    def _partition_of(self, group_id: str) -> int:
-        return partition_for(group_id, self.store.partitions(self.broker.image()))
+    def partition_of(self, group_id: str) -> int:
+        """The group's __consumer_offsets partition (offsets.topic.num.partitions before it exists,
+        as Kafka's partitionFor)."""
+        count = self.store.partitions(self.broker.image()) or self.broker.config.offsets_topic_num_partitions
+        return partition_for(group_id, count)
 
     def on_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int, committed: bool,
                   coordinator_epoch: int) -> None:
@@ -50,12 +53,10 @@ class TxnOffsetCommitApi:
         image = self.broker.image()
         codes, wanted = {}, []
         for i, t in enumerate(request.topics):
-            topic = None if image is None else (
-                image.topics_by_id.get(t.topic_id) if v >= 6 else image.topics_by_name.get(t.name))
+            topic = None if image is None else image.topics_by_name.get(t.name)
             for p in t.partitions:
                 if topic is None or p.partition_index not in topic.partitions:
-                    codes[(i, p.partition_index)] = Errors.UNKNOWN_TOPIC_ID if v >= 6 and topic is None \
-                        else Errors.UNKNOWN_TOPIC_OR_PARTITION
+                    codes[(i, p.partition_index)] = Errors.UNKNOWN_TOPIC_OR_PARTITION
                 else:
                     wanted.append((i, topic.name, p))
         if wanted:
@@ -71,7 +72,7 @@ class TxnOffsetCommitApi:
             codes = {k: Errors.COORDINATOR_NOT_AVAILABLE if c == Errors.COORDINATOR_LOAD_IN_PROGRESS else c
                      for k, c in codes.items()}
         return TxnOffsetCommitResponse(topics=[TxnOffsetCommitResponseTopic(
-            name=t.name, topic_id=t.topic_id, partitions=[TxnOffsetCommitResponsePartition(
+            name=t.name, partitions=[TxnOffsetCommitResponsePartition(
                 partition_index=p.partition_index, error_code=codes[(i, p.partition_index)]) for p in t.partitions])
             for i, t in enumerate(request.topics)])
 
@@ -82,7 +83,7 @@ class TxnOffsetCommitApi:
         code = self.store.coordinator_error(group_id)
         if code != Errors.NONE:
             return code
-        offsets_partition = (OFFSETS_TOPIC, self._partition_of(group_id))
+        offsets_partition = (OFFSETS_TOPIC, self.partition_of(group_id))
         verified = await self.verify_api.verify(request.transactional_id, request.producer_id,
                                                 request.producer_epoch, [offsets_partition],
                                                 operation=txn_offset_commit_operation(version))
