@@ -24,9 +24,8 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.records.control import ControlRecordType, parse_control_key
 from kafkawire.records.errors import CorruptRecordError
 
-from .group_offsets import CommitRefused
 from .group_records import ZERO_UUID, OffsetAndMetadata, decode_record, offset_record
-from .group_state import DEAD, EMPTY, ClassicGroup
+from .group_state import ClassicGroup
 
 __all__ = ["TxnOffsets"]
 
@@ -47,22 +46,7 @@ class TxnOffsets:
 
     def validate(self, group_id: str, generation: int, member_id: str, instance_id: str | None) -> None:
         """OffsetMetadataManager.validateTransactionalOffsetCommit; raises CommitRefused."""
-        c = self.offsets.coordinator
-        group = c.groups.get(group_id)
-        if group is None:
-            if generation >= 0:
-                raise CommitRefused(Errors.ILLEGAL_GENERATION)
-            group = c.groups[group_id] = ClassicGroup(group_id, now_ms=c.now_ms())
-        if group.state == DEAD:
-            raise CommitRefused(Errors.COORDINATOR_NOT_AVAILABLE)
-        if generation < 0 and group.state == EMPTY:
-            return
-        if generation >= 0 or member_id or instance_id is not None:
-            error = group.validate_member(member_id, instance_id)
-            if error != Errors.NONE:
-                raise CommitRefused(error)
-            if generation != group.generation_id:
-                raise CommitRefused(Errors.ILLEGAL_GENERATION)
+        self.offsets.validate_commit(group_id, generation, member_id, instance_id, 0, transactional=True)
 
     def commit(self, group_id: str, producer_id: int, epoch: int, partitions: list) -> dict:
         """``partitions``: (topic, partition, offset, leader epoch, metadata); (topic, partition) -> code."""

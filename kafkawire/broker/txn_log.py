@@ -61,10 +61,7 @@ class TxnLoader:
         if decoded is None:
             return
         transactional_id, metadata = decoded
-        if metadata is None:
-            self.staged[transactional_id] = None
-        else:
-            self.staged[transactional_id] = metadata
+        self.staged[transactional_id] = metadata          # None: a tombstone (the id expired)
 
     def after_load(self, loaded_here) -> None:
         ids = [t for t in self.staged if loaded_here(t)]

@@ -1,6 +1,8 @@
 """The transaction coordinator's state machine without I/O (kafkawire.broker.txn_coordinator), in
 the cases of Kafka's TransactionCoordinatorTest and TransactionMetadataTest, and the records of
 __transaction_state in Kafka's format (kafkawire.broker.txn_records)."""
+import asyncio
+
 import pytest
 
 from kafkawire.broker.txn_coordinator import TransactionCoordinator, TxnSettings
@@ -265,3 +267,36 @@ def test_metadata_refuses_an_illegal_transition():
     m = TransactionMetadata(TX, 1, producer_epoch=0, state=EMPTY)
     with pytest.raises(RuntimeError):
         m.prepare_abort_or_commit(PREPARE_COMMIT, 0, -1, 0, False)
+
+
+def verified(c, produce_version, partitions=(("t", 0), ("t", 1)), epoch=0):
+    from kafkawire.broker.txn_verify import VerifyApi
+    return asyncio.run(VerifyApi(c).verify(TX, 100, epoch, list(partitions), produce_version=produce_version))
+
+
+@pytest.mark.parametrize("version, missing", [(9, Errors.INVALID_TXN_STATE), (11, Errors.TRANSACTION_ABORTABLE)])
+def test_produce_verification_before_transaction_version_2(version, missing):
+    """Produce v11 and older only check (KIP-890 part 1): a partition not added is
+    TRANSACTION_ABORTABLE from v11, INVALID_TXN_STATE before; a fenced epoch INVALID_PRODUCER_EPOCH."""
+    c, *_ = coordinator()
+    c.init_producer_id(TX, 60000, None)
+    c.add_partitions(TX, 100, 0, {("t", 0)}, 0)
+    assert verified(c, version) == {("t", 0): Errors.NONE, ("t", 1): missing}
+    assert verified(c, version, epoch=7) == {("t", 0): Errors.INVALID_PRODUCER_EPOCH,
+                                             ("t", 1): Errors.INVALID_PRODUCER_EPOCH}
+    assert c.txns[TX].partitions == {("t", 0)}
+
+
+def test_produce_v12_adds_the_partition_to_the_transaction():
+    """Produce v12+ (transaction.version 2): the partition is added to the transaction by the
+    produce itself; while the transaction completes, CONCURRENT_TRANSACTIONS stays (v11:
+    NOT_ENOUGH_REPLICAS, which older clients retry); a loading coordinator is NOT_ENOUGH_REPLICAS."""
+    c, _, _, markers = coordinator(tv=2)
+    c.init_producer_id(TX, 60000, None)
+    assert verified(c, 12) == {("t", 0): Errors.NONE, ("t", 1): Errors.NONE}
+    assert c.txns[TX].state == ONGOING and c.txns[TX].partitions == {("t", 0), ("t", 1)}
+    c.end_transaction(TX, 100, 0, True, tv=2)
+    assert verified(c, 12, [("t", 0)], epoch=1) == {("t", 0): Errors.CONCURRENT_TRANSACTIONS}
+    assert verified(c, 11, [("t", 0)], epoch=1) == {("t", 0): Errors.NOT_ENOUGH_REPLICAS}
+    c.owner = lambda txn_id: (Errors.COORDINATOR_LOAD_IN_PROGRESS, -1)
+    assert verified(c, 12, [("t", 0)]) == {("t", 0): Errors.NOT_ENOUGH_REPLICAS}

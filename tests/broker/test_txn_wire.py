@@ -29,6 +29,11 @@ TOPIC = "txn-wire"
 KAFKA_RANGES = {22: (0, 5), 24: (0, 5), 25: (0, 4), 26: (0, 5), 28: (0, 5), 65: (0, 0), 66: (0, 2)}
 
 
+def create_topic(node, name: str, partitions: int = 1) -> None:
+    call(node, CreateTopicsRequest(timeout_ms=10_000, topics=[CreatableTopic(
+        name=name, num_partitions=partitions, replication_factor=1, assignments=[], configs=[])]))
+
+
 def coordinator_found(node, txn_id: str) -> bool:
     found = call(node, FindCoordinatorRequest(key_type=1, coordinator_keys=[txn_id]), api_version=4).coordinators[0]
     assert found.error_code in (Errors.NONE, Errors.COORDINATOR_NOT_AVAILABLE)
@@ -52,8 +57,7 @@ def test_the_coordinator_apis_through_the_wire(kafkawire_broker):
     advertised = {k.api_key: (k.min_version, k.max_version) for k in call(node, ApiVersionsRequest(
         client_software_name="kafkawire-tests", client_software_version="1")).api_keys}
     assert {key: advertised.get(key) for key in KAFKA_RANGES} == KAFKA_RANGES
-    call(node, CreateTopicsRequest(timeout_ms=10_000, topics=[CreatableTopic(
-        name=TOPIC, num_partitions=2, replication_factor=1, assignments=[], configs=[])]))
+    create_topic(node, TOPIC, 2)
     wait_until(lambda: coordinator_found(node, "wire-tx"), "the transaction coordinator")
     pid, epoch = init_producer_id(node, "wire-tx")
     assert epoch == 0
@@ -91,8 +95,7 @@ def test_kafka_python_transactional_producer_and_read_committed_consumer(kafkawi
     """A committed transaction's records are read by a read_committed consumer, an aborted one's are not."""
     kafka = pytest.importorskip("kafka")
     topic = "txn-kafka-python"
-    call(kafkawire_broker, CreateTopicsRequest(timeout_ms=10_000, topics=[CreatableTopic(
-        name=topic, num_partitions=1, replication_factor=1, assignments=[], configs=[])]))
+    create_topic(kafkawire_broker, topic)
     producer = kafka.KafkaProducer(bootstrap_servers=kafkawire_broker.bootstrap_servers,
                                    transactional_id="kafka-python-tx", max_block_ms=20_000)
     try:
@@ -118,8 +121,7 @@ def test_kafka_python_transactional_producer_and_read_committed_consumer(kafkawi
 def test_confluent_kafka_transactional_producer_and_read_committed_consumer(kafkawire_broker):
     ck = pytest.importorskip("confluent_kafka")
     topic = "txn-confluent"
-    call(kafkawire_broker, CreateTopicsRequest(timeout_ms=10_000, topics=[CreatableTopic(
-        name=topic, num_partitions=1, replication_factor=1, assignments=[], configs=[])]))
+    create_topic(kafkawire_broker, topic)
     producer = ck.Producer({"bootstrap.servers": kafkawire_broker.bootstrap_servers,
                             "transactional.id": "confluent-tx"})
     producer.init_transactions(20)
