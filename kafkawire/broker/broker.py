@@ -122,8 +122,10 @@ class Broker:
         self.log_manager = LogManager(self)      # retention and the log directory's checkpoints
         self.delete_records_api = DeleteRecordsApi(self)
         self.describe_producers_api = DescribeProducersApi(self)
-        self.txn_apis = TxnApis(self)             # the transaction coordinator (__transaction_state)
-        self.txn_verifier = self.txn_apis.verify  # KIP-890's check of transactional produce batches
+        # The transaction coordinator (__transaction_state); at the first metadata change it sets
+        # txn_verifier (KIP-890's check of transactional produce batches) and adds its listener
+        # to txn_marker_listeners (kafkawire.broker.txn_apis).
+        self.txn_apis = TxnApis(self)
 
     # -- the listeners --
 

@@ -67,7 +67,7 @@ class LoopTimer:
 
 class OffsetsTopic:
     """``__consumer_offsets`` for ``broker`` (its image, partitions and controller channel).
-    kafkawire.broker.txn_log.TransactionStateTopic is the same for ``__transaction_state``: it
+    kafkawire.broker.txn_state_topic.TransactionStateTopic is the same for ``__transaction_state``: it
     names its topic (TOPIC) and how it is created (creatable_topic)."""
     TOPIC = OFFSETS_TOPIC
 

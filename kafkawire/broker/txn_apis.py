@@ -7,11 +7,16 @@ through ``find``.
 
     apis = TxnApis(broker)                # after broker.group_apis
     handlers.update(apis.handlers())
-    broker.txn_verifier = apis.verify      # KIP-890: the produce path's check of a transactional batch
-    apis.on_metadata()                     # load newly led __transaction_state partitions
+    apis.on_metadata()                     # load newly led __transaction_state partitions; the first
+                                           # call installs broker.txn_verifier and the marker listener
+
+What it installs on the broker (at the first metadata change, so that the order of the broker's
+own attributes does not matter): ``broker.txn_verifier = apis.verify`` (KIP-890: the produce
+path's check of a transactional batch, kafkawire.broker.txn_verification) and a listener in
+``broker.txn_marker_listeners`` (TxnOffsetCommit's offsets become committed on a COMMIT marker).
 
 The state machine is kafkawire.broker.txn_coordinator; its records go to __transaction_state
-(kafkawire.broker.txn_log); the markers are written in process through
+(kafkawire.broker.txn_state_topic); the markers are written in process through
 ``broker.txn_markers.write_txn_markers(request)`` (kafkawire.broker.txn_marker_sender). The
 transaction version a request uses is Kafka's: EndTxn v5+ and AddPartitionsToTxn v4+ are
 transaction.version 2, older versions 0; the coordinator's own aborts (fencing, timeouts) use
@@ -40,7 +45,7 @@ from kafkawire.protocol.handler import ApiHandler
 from .group_log import LoopTimer
 from .group_records import OFFSETS_TOPIC
 from .txn_coordinator import TransactionCoordinator, TxnSettings
-from .txn_log import TransactionStateTopic, TxnLoader
+from .txn_state_topic import TransactionStateTopic, TxnLoader
 from .txn_marker_sender import MarkerSender
 from .txn_offset_commit import TxnOffsetCommitApi
 from .txn_records import TRANSACTION_STATE_TOPIC, partition_for
@@ -116,11 +121,20 @@ class TxnApis:
         return await writer.write_txn_markers(request)
 
     def on_metadata(self) -> None:
-        self.store.on_metadata()
         if not self._scheduled:
             self._scheduled = True
+            self._install()
             self._schedule(ABORT_KEY)
             self._schedule(EXPIRE_KEY)
+        self.store.on_metadata()
+
+    def _install(self) -> None:
+        self.broker.txn_verifier = self.verify
+        listeners = getattr(self.broker, "txn_marker_listeners", None)
+        if listeners is None:
+            listeners = self.broker.txn_marker_listeners = []
+        if self.txn_offset_commit_api.on_marker not in listeners:
+            listeners.append(self.txn_offset_commit_api.on_marker)
 
     def _schedule(self, key: str) -> None:
         c = self.broker.config

@@ -33,9 +33,6 @@ class TxnOffsetCommitApi:
         self.store = apis.store
         self.txn_offsets = TxnOffsets(apis.offsets, persist=self.store.persist, partition_of=self.partition_of)
         self.store.txn_offsets = self.txn_offsets            # loading replays transactional batches into it
-        listeners = getattr(broker, "txn_marker_listeners", None)
-        if listeners is not None:
-            listeners.append(self.on_marker)
 
     def partition_of(self, group_id: str) -> int:
         """The group's __consumer_offsets partition (offsets.topic.num.partitions before it exists,

@@ -289,14 +289,22 @@ def test_produce_verification_before_transaction_version_2(version, missing):
 
 def test_produce_v12_adds_the_partition_to_the_transaction():
     """Produce v12+ (transaction.version 2): the partition is added to the transaction by the
-    produce itself; while the transaction completes, CONCURRENT_TRANSACTIONS stays (v11:
-    NOT_ENOUGH_REPLICAS, which older clients retry); a loading coordinator is NOT_ENOUGH_REPLICAS."""
+    produce itself; while the transaction completes the answer is CONCURRENT_TRANSACTIONS, and a
+    loading coordinator's error passes through (the produce path translates both as
+    ReplicaManager does)."""
     c, _, _, markers = coordinator(tv=2)
     c.init_producer_id(TX, 60000, None)
     assert verified(c, 12) == {("t", 0): Errors.NONE, ("t", 1): Errors.NONE}
     assert c.txns[TX].state == ONGOING and c.txns[TX].partitions == {("t", 0), ("t", 1)}
     c.end_transaction(TX, 100, 0, True, tv=2)
     assert verified(c, 12, [("t", 0)], epoch=1) == {("t", 0): Errors.CONCURRENT_TRANSACTIONS}
-    assert verified(c, 11, [("t", 0)], epoch=1) == {("t", 0): Errors.NOT_ENOUGH_REPLICAS}
     c.owner = lambda txn_id: (Errors.COORDINATOR_LOAD_IN_PROGRESS, -1)
-    assert verified(c, 12, [("t", 0)]) == {("t", 0): Errors.NOT_ENOUGH_REPLICAS}
+    assert verified(c, 12, [("t", 0)]) == {("t", 0): Errors.COORDINATOR_LOAD_IN_PROGRESS}
+
+
+def test_a_verifier_call_without_version_only_checks():
+    """Called as broker.txn_verifier(id, producer id, epoch, partitions): Produce v11's rules, no implicit add."""
+    c, *_ = coordinator(tv=2)
+    c.init_producer_id(TX, 60000, None)
+    assert verified(c, None, [("t", 0)]) == {("t", 0): Errors.TRANSACTION_ABORTABLE}
+    assert c.txns[TX].partitions == set()

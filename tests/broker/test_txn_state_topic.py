@@ -104,7 +104,7 @@ class StandInBroker:
 
     async def load(self):
         self.group_apis.store.on_metadata()
-        self.txn_apis.store.on_metadata()
+        self.txn_apis.on_metadata()       # also installs txn_verifier and the marker listener
         await until(lambda: self.group_apis.store.loaded and self.txn_apis.store.loaded)
 
     def close(self):
@@ -160,6 +160,7 @@ def test_load_in_progress_then_restart_in_prepare_commit_writes_the_markers(tmp_
         broker = StandInBroker(tmp_path, ids)
         assert (await init(broker))[0] == Errors.COORDINATOR_LOAD_IN_PROGRESS
         await broker.load()
+        assert broker.txn_verifier == broker.txn_apis.verify     # installed at the first metadata change
         code, pid, epoch = await init(broker)
         assert (code, epoch) == (Errors.NONE, 0)
         assert await add(broker, pid, epoch, (0, 1)) == {0: Errors.NONE, 1: Errors.NONE}
