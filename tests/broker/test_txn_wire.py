@@ -23,7 +23,7 @@ from .test_leader_epoch_apis import call, wait_until
 
 pytest_plugins = ["kafkawire.testing.pytest_plugin"]
 
-TOPIC = "txn-wire"
+TOPIC = "txn-coordinator-wire"       # not "txn-wire": wt-txnlog's test on the same broker uses it
 # Kafka 4.3.1's ranges: InitProducerId (v6 is unstable), AddPartitionsToTxn, AddOffsetsToTxn,
 # EndTxn, TxnOffsetCommit, DescribeTransactions, ListTransactions.
 KAFKA_RANGES = {22: (0, 5), 24: (0, 5), 25: (0, 4), 26: (0, 5), 28: (0, 5), 65: (0, 0), 66: (0, 2)}
@@ -105,14 +105,50 @@ def test_kafka_python_transactional_producer_and_read_committed_consumer(kafkawi
         producer.commit_transaction()
         producer.begin_transaction()
         producer.send(topic, b"aborted")
+        producer.flush()                    # in the log before the abort (not dropped by the client)
         producer.abort_transaction()
     finally:
         producer.close(timeout=5)
-    consumer = kafka.KafkaConsumer(topic, bootstrap_servers=kafkawire_broker.bootstrap_servers,
-                                   isolation_level="read_committed", auto_offset_reset="earliest",
-                                   consumer_timeout_ms=5000)
+    tp = kafka.TopicPartition(topic, 0)
+    consumer = kafka.KafkaConsumer(bootstrap_servers=kafkawire_broker.bootstrap_servers,
+                                   isolation_level="read_committed", enable_auto_commit=False)
     try:
-        assert [m.value for m in consumer] == [b"committed"]
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)
+        # read_committed: the last stable offset, past both markers once the abort's is written
+        # (abort_transaction returns before the coordinator writes it, in Kafka too)
+        end = 4
+        wait_until(lambda: consumer.end_offsets([tp])[tp] == end, "the abort marker")
+        values = []
+        wait_until(lambda: values.extend(r.value for rs in consumer.poll(timeout_ms=200).values() for r in rs)
+                   or consumer.position(tp) >= end, "the read_committed consumer at the end")
+        assert values == [b"committed"]
+    finally:
+        consumer.close()
+
+
+@NEEDS_PARTITION_SIDE
+def test_kafka_python_offsets_committed_with_the_transaction(kafkawire_broker):
+    """send_offsets_to_transaction (AddOffsetsToTxn, TxnOffsetCommit): the group's offset is the
+    committed transaction's, and an aborted transaction's offset never becomes it."""
+    kafka = pytest.importorskip("kafka")
+    topic, group = "txn-offsets", "txn-offsets-group"
+    create_topic(kafkawire_broker, topic)
+    tp = kafka.TopicPartition(topic, 0)
+    producer = kafka.KafkaProducer(bootstrap_servers=kafkawire_broker.bootstrap_servers,
+                                   transactional_id="kafka-python-offsets-tx", max_block_ms=20_000)
+    try:
+        producer.init_transactions()
+        for offset, commit in ((5, True), (9, False)):
+            producer.begin_transaction()
+            producer.send_offsets_to_transaction({tp: kafka.structs.OffsetAndMetadata(offset, "", -1)}, group)
+            producer.commit_transaction() if commit else producer.abort_transaction()
+    finally:
+        producer.close(timeout=5)
+    consumer = kafka.KafkaConsumer(bootstrap_servers=kafkawire_broker.bootstrap_servers, group_id=group,
+                                   enable_auto_commit=False)
+    try:
+        assert consumer.committed(tp) == 5
     finally:
         consumer.close()
 
@@ -130,16 +166,19 @@ def test_confluent_kafka_transactional_producer_and_read_committed_consumer(kafk
     producer.commit_transaction(20)
     producer.begin_transaction()
     producer.produce(topic, b"aborted")
+    producer.flush(20)                      # in the log before the abort (not purged by the client)
     producer.abort_transaction(20)
     consumer = ck.Consumer({"bootstrap.servers": kafkawire_broker.bootstrap_servers, "group.id": "txn-confluent",
-                            "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
+                            "isolation.level": "read_committed", "enable.auto.commit": False})
     try:
-        consumer.subscribe([topic])
+        consumer.assign([ck.TopicPartition(topic, 0, ck.OFFSET_BEGINNING)])
         values = []
-        for _ in range(50):
-            message = consumer.poll(0.2)
-            if message is not None and message.error() is None:
-                values.append(message.value())
+
+        def at_end() -> bool:
+            values.extend(m.value() for m in consumer.consume(10, 0.2) if m.error() is None)
+            position, = consumer.position([ck.TopicPartition(topic, 0)])
+            return position.offset >= 4               # past both transactions and their markers
+        wait_until(at_end, "the read_committed consumer at the end")
         assert values == [b"committed"]
     finally:
         consumer.close()
