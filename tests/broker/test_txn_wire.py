@@ -58,11 +58,11 @@ def test_the_coordinator_apis_through_the_wire(kafkawire_broker):
         client_software_name="kafkawire-tests", client_software_version="1")).api_keys}
     assert {key: advertised.get(key) for key in KAFKA_RANGES} == KAFKA_RANGES
     create_topic(node, TOPIC, 2)
-    wait_until(lambda: coordinator_found(node, "wire-tx"), "the transaction coordinator")
-    pid, epoch = init_producer_id(node, "wire-tx")
+    wait_until(lambda: coordinator_found(node, "coordinator-wire-tx"), "the transaction coordinator")
+    pid, epoch = init_producer_id(node, "coordinator-wire-tx")
     assert epoch == 0
     added = call(node, AddPartitionsToTxnRequest(
-        v3_and_below_transactional_id="wire-tx", v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
+        v3_and_below_transactional_id="coordinator-wire-tx", v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
         v3_and_below_topics=[AddPartitionsToTxnTopic(name=TOPIC, partitions=[0, 1]),
                              AddPartitionsToTxnTopic(name="no-such-topic", partitions=[0])]), api_version=3)
     codes = {(t.name, p.partition_index): p.partition_error_code for t in added.results_by_topic_v3_and_below
@@ -70,17 +70,17 @@ def test_the_coordinator_apis_through_the_wire(kafkawire_broker):
     assert codes == {(TOPIC, 0): Errors.OPERATION_NOT_ATTEMPTED, (TOPIC, 1): Errors.OPERATION_NOT_ATTEMPTED,
                      ("no-such-topic", 0): Errors.UNKNOWN_TOPIC_OR_PARTITION}
     added = call(node, AddPartitionsToTxnRequest(
-        v3_and_below_transactional_id="wire-tx", v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
+        v3_and_below_transactional_id="coordinator-wire-tx", v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
         v3_and_below_topics=[AddPartitionsToTxnTopic(name=TOPIC, partitions=[0, 1])]), api_version=3)
     assert {p.partition_error_code for t in added.results_by_topic_v3_and_below for p in t.results_by_partition} \
         == {Errors.NONE}
-    described, = call(node, DescribeTransactionsRequest(transactional_ids=["wire-tx"])).transaction_states
+    described, = call(node, DescribeTransactionsRequest(transactional_ids=["coordinator-wire-tx"])).transaction_states
     assert (described.error_code, described.transaction_state, described.producer_id, described.producer_epoch,
             [(t.topic, sorted(t.partitions)) for t in described.topics]) == (
         Errors.NONE, "Ongoing", pid, 0, [(TOPIC, [0, 1])])
     listed = call(node, ListTransactionsRequest(state_filters=["Ongoing"], producer_id_filters=[pid]))
-    assert [(s.transactional_id, s.transaction_state) for s in listed.transaction_states] == [("wire-tx", "Ongoing")]
-    ended = call(node, EndTxnRequest(transactional_id="wire-tx", producer_id=pid, producer_epoch=epoch,
+    assert [(s.transactional_id, s.transaction_state) for s in listed.transaction_states] == [("coordinator-wire-tx", "Ongoing")]
+    ended = call(node, EndTxnRequest(transactional_id="coordinator-wire-tx", producer_id=pid, producer_epoch=epoch,
                                      committed=False), api_version=4)
     assert ended.error_code == Errors.NONE
 
