@@ -38,7 +38,7 @@ from .txn_state import (COMPLETE_ABORT, COMPLETE_COMMIT, DEAD, EMPTY, EXPIRABLE,
 __all__ = ["TransactionCoordinator", "TxnSettings"]
 
 log = logging.getLogger(__name__)
-_FAILED = (Errors.NONE, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+_NO_IDS = (Errors.NONE, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)    # a TV1 EndTxn answers no producer id and epoch
 
 
 @dataclass(frozen=True)
@@ -203,7 +203,7 @@ class TransactionCoordinator:
             if was_fence and metadata.pending_state == PREPARE_EPOCH_FENCE:
                 metadata.abort_transition()          # never leave a fence pending for ever
             if exc.code == Errors.NONE:              # a retry of a completed EndTxn
-                return Errors.NONE, *((metadata.producer_id, metadata.producer_epoch) if tv >= 2 else _FAILED[1:])
+                return Errors.NONE, *((metadata.producer_id, metadata.producer_epoch) if tv >= 2 else _NO_IDS[1:])
             return exc.code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         code = self._append(metadata, coordinator_epoch, transit)
         if code != Errors.NONE:
@@ -225,7 +225,7 @@ class TransactionCoordinator:
         self.markers.send(metadata, coordinator_epoch, committed, complete)
         if tv >= 2:
             return Errors.NONE, complete.producer_id, complete.producer_epoch
-        return _FAILED
+        return _NO_IDS
 
     @staticmethod
     def _invalid(metadata, committed: bool):
