@@ -56,6 +56,7 @@ from .partition import LeaderPartition
 from .produce import ProduceApi, topic_config
 from .producer_ids import InitProducerIdApi, ProducerIdBlocks
 from .txn_markers import MIN_VERSION as WRITE_TXN_MARKERS_MIN_VERSION, WRITE_TXN_MARKERS, TxnMarkersApi
+from .txn_apis import TxnApis
 
 __all__ = ["Broker", "BrokerStartError"]
 
@@ -129,6 +130,10 @@ class Broker:
         self.txn_markers = TxnMarkersApi(self)
         self.txn_marker_listeners: list = []
         self.txn_verifier = None
+        # The transaction coordinator (__transaction_state); at the first metadata change it sets
+        # txn_verifier (KIP-890's check of transactional produce batches) and adds its listener
+        # to txn_marker_listeners (kafkawire.broker.txn_apis).
+        self.txn_apis = TxnApis(self)
 
     # -- the listeners --
 
@@ -143,11 +148,11 @@ class Broker:
                                      error_response=list_offsets_error_response),
             METADATA: ApiHandler(self.metadata_apis.metadata),
             DESCRIBE_CLUSTER: ApiHandler(self.metadata_apis.describe_cluster),
-            INIT_PRODUCER_ID: ApiHandler(self.init_producer_id_api.init_producer_id),
             DELETE_RECORDS: ApiHandler(self.delete_records_api.delete_records),
             DESCRIBE_PRODUCERS: ApiHandler(self.describe_producers_api.describe_producers),
             WRITE_TXN_MARKERS: ApiHandler(self.txn_markers.handle, min_version=WRITE_TXN_MARKERS_MIN_VERSION),
             **self.group_apis.handlers(),
+            **self.txn_apis.handlers(),
             **self.log_dir_apis.handlers(),
             **forwarded_handlers(self.forwarder, {ALTER_CONFIGS: self.config_apis.alter_configs,
                                                   INCREMENTAL_ALTER_CONFIGS: self.config_apis.incremental_alter_configs}),
@@ -246,6 +251,7 @@ class Broker:
         if opened:         # a new log may have set aside a deleted topic's directory
             self.log_deleter.schedule_leftovers()
         self.group_apis.on_metadata()
+        self.txn_apis.on_metadata()
 
     @staticmethod
     def _deleted(image, partition: LeaderPartition) -> bool:
@@ -312,6 +318,7 @@ class Broker:
             await self.lifecycle.controlled_shutdown()
         self.metadata_apis.close()
         self.group_apis.close()
+        self.txn_apis.close()
         self.log_deleter.close()
         self.producer_ids.close()
         for server in self.servers:

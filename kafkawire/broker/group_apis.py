@@ -37,7 +37,7 @@ from .group_records import OFFSETS_TOPIC
 
 __all__ = ["GroupApis"]
 
-GROUP_KEY_TYPE = 0
+GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE = 0, 1
 # READ, DELETE and DESCRIBE on a group: what DescribeGroups reports with no authorizer.
 GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 INT32_MIN = -2**31
@@ -116,9 +116,11 @@ class GroupApis:
         return response
 
     def _coordinator_of(self, ctx, key_type: int, key: str) -> Coordinator:
-        if key_type != GROUP_KEY_TYPE:
-            # Transactions (1) and share groups (2) have no coordinator here yet (slice 3).
-            code = Errors.INVALID_REQUEST if key_type not in (1, 2) else Errors.COORDINATOR_NOT_AVAILABLE
+        if key_type == TRANSACTION_KEY_TYPE:
+            code = self.broker.txn_apis.find(key)
+        elif key_type != GROUP_KEY_TYPE:
+            # Share groups (2) have no coordinator here yet.
+            code = Errors.INVALID_REQUEST if key_type != 2 else Errors.COORDINATOR_NOT_AVAILABLE
         else:
             code = self.store.find(key)
         endpoint = None

@@ -82,10 +82,11 @@ class OffsetApis:
     async def offset_fetch(self, ctx, request):
         v = ctx.api_version
         if v >= 8:
-            return OffsetFetchResponse(groups=[self._fetch_group(g, v) for g in request.groups])
+            return OffsetFetchResponse(groups=[self._fetch_group(g, v, request) for g in request.groups])
         topics = None if request.topics is None else [
             _Wanted(t.name, None, t.partition_indexes) for t in request.topics]
         code, answered = self._fetch(request.group_id, topics, v)
+        self._mark_unstable(request, request.group_id, answered)
         if v < 2 and code != Errors.NONE:            # no top-level error code before v2
             for _, partitions in answered:
                 for p in partitions:
@@ -97,9 +98,10 @@ class OffsetApis:
                                          error_code=p.error_code) for p in partitions])
             for (name, _), partitions in answered])
 
-    def _fetch_group(self, g, version: int) -> OffsetFetchResponseGroup:
+    def _fetch_group(self, g, version: int, request) -> OffsetFetchResponseGroup:
         topics = None if g.topics is None else [_Wanted(t.name, t.topic_id, t.partition_indexes) for t in g.topics]
         code, answered = self._fetch(g.group_id, topics, version)
+        self._mark_unstable(request, g.group_id, answered)
         return OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[
             OffsetFetchResponseTopics(name=name if version < 10 else "", topic_id=topic_id or ZERO_UUID,
                                       partitions=partitions) for (name, topic_id), partitions in answered])
@@ -133,6 +135,18 @@ class OffsetApis:
             answered.append(((name, t.topic_id), [_partition(p, value) for _, p, value in found]))
         return code, answered
 
+
+    def _mark_unstable(self, request, group_id: str, answered: list) -> None:
+        """require_stable (v7+): a partition with a transactional offset still pending is
+        UNSTABLE_OFFSET_COMMIT (offset -1), as Kafka's fetchOffsets answers it."""
+        pending = self.apis.store.txn_offsets
+        if pending is None or not getattr(request, "require_stable", False):
+            return
+        for (name, _), partitions in answered:
+            for p in partitions:
+                if pending.is_pending(group_id, name, p.partition_index):
+                    p.committed_offset, p.committed_leader_epoch, p.metadata = -1, -1, ""
+                    p.error_code = Errors.UNSTABLE_OFFSET_COMMIT
 
     # -- OffsetDelete --
 

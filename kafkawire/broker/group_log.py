@@ -15,6 +15,7 @@ partition's groups are COORDINATOR_LOAD_IN_PROGRESS meanwhile, as in Kafka).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 
@@ -27,6 +28,7 @@ from kafkawire.records import iter_batches
 from kafkawire.records.builder import build_batch
 
 from .group_records import OFFSETS_TOPIC, partition_for
+from .producer_state import BatchInfo
 
 __all__ = ["LoopTimer", "OffsetsTopic"]
 
@@ -64,7 +66,10 @@ class LoopTimer:
 
 
 class OffsetsTopic:
-    """``__consumer_offsets`` for ``broker`` (its image, partitions and controller channel)."""
+    """``__consumer_offsets`` for ``broker`` (its image, partitions and controller channel).
+    kafkawire.broker.txn_state_topic.TransactionStateTopic is the same for ``__transaction_state``: it
+    names its topic (TOPIC) and how it is created (creatable_topic)."""
+    TOPIC = OFFSETS_TOPIC
 
     def __init__(self, broker, coordinator, offsets):
         self.broker = broker
@@ -74,11 +79,12 @@ class OffsetsTopic:
         self.loading: dict[int, asyncio.Task] = {}
         self._creating: asyncio.Task | None = None
         self._last_failure: str | None = None
+        self.txn_offsets = None                # TxnOffsetCommit's pending offsets (kafkawire.broker.group_txn_offsets)
 
     # -- where a group lives --
 
     def partitions(self, image) -> int:
-        topic = None if image is None else image.topics_by_name.get(OFFSETS_TOPIC)
+        topic = None if image is None else image.topics_by_name.get(self.TOPIC)
         return 0 if topic is None else len(topic.partitions)
 
     def coordinator_error(self, group_id: str) -> int:
@@ -88,7 +94,7 @@ class OffsetsTopic:
         if count == 0:
             return Errors.COORDINATOR_NOT_AVAILABLE
         index = partition_for(group_id, count)
-        registration = image.topics_by_name[OFFSETS_TOPIC].partitions.get(index)
+        registration = image.topics_by_name[self.TOPIC].partitions.get(index)
         if registration is None or registration.leader != self.broker.node_id:
             return Errors.NOT_COORDINATOR
         if index not in self.loaded:
@@ -103,23 +109,26 @@ class OffsetsTopic:
         if count == 0:
             self.create()
             return Errors.COORDINATOR_NOT_AVAILABLE
-        registration = image.topics_by_name[OFFSETS_TOPIC].partitions.get(partition_for(group_id, count))
+        registration = image.topics_by_name[self.TOPIC].partitions.get(partition_for(group_id, count))
         if registration is None or registration.leader != self.broker.node_id or not self.broker.unfenced:
             return Errors.COORDINATOR_NOT_AVAILABLE
         return Errors.NONE
 
     # -- creating the topic --
 
-    def create(self) -> None:
-        if self._creating is not None and not self._creating.done():
-            return
-        c = self.broker.config
-        request = CreateTopicsRequest(timeout_ms=30_000, validate_only=False, topics=[CreatableTopic(
-            name=OFFSETS_TOPIC, num_partitions=c.offsets_topic_num_partitions,
+    def creatable_topic(self, c) -> CreatableTopic:
+        return CreatableTopic(
+            name=self.TOPIC, num_partitions=c.offsets_topic_num_partitions,
             replication_factor=c.offsets_topic_replication_factor, assignments=[], configs=[
                 CreatableTopicConfig(name="cleanup.policy", value="compact"),
                 CreatableTopicConfig(name="compression.type", value="producer"),
-                CreatableTopicConfig(name="segment.bytes", value=str(c.offsets_topic_segment_bytes))])])
+                CreatableTopicConfig(name="segment.bytes", value=str(c.offsets_topic_segment_bytes))])
+
+    def create(self) -> None:
+        if self._creating is not None and not self._creating.done():
+            return
+        request = CreateTopicsRequest(timeout_ms=30_000, validate_only=False,
+                                      topics=[self.creatable_topic(self.broker.config)])
         self._creating = asyncio.ensure_future(self._create(request))
 
     async def _create(self, request) -> None:
@@ -134,10 +143,10 @@ class OffsetsTopic:
     def _failed(self, why: str) -> None:
         """Clients ask again every few hundred ms: a reason is logged as a warning the first time only."""
         if why != self._last_failure:
-            log.warning("Creating %s failed with %s", OFFSETS_TOPIC, why)
+            log.warning("Creating %s failed with %s", self.TOPIC, why)
             self._last_failure = why
         else:
-            log.debug("Creating %s failed with %s", OFFSETS_TOPIC, why)
+            log.debug("Creating %s failed with %s", self.TOPIC, why)
 
     # -- loading --
 
@@ -145,9 +154,9 @@ class OffsetsTopic:
         """Start loading the partitions this broker has started leading; forget those it no
         longer leads (one node leads every partition: it is stopping, or the topic was deleted;
         their groups stay in memory until the broker stops)."""
-        led = {index for (topic, index) in self.broker.partitions if topic == OFFSETS_TOPIC}
+        led = {index for (topic, index) in self.broker.partitions if topic == self.TOPIC}
         for index in sorted(led - self.loaded - set(self.loading)):
-            task = asyncio.ensure_future(self._load(index, self.broker.partitions[(OFFSETS_TOPIC, index)]))
+            task = asyncio.ensure_future(self._load(index, self.broker.partitions[(self.TOPIC, index)]))
             self.loading[index] = task
             task.add_done_callback(lambda _, index=index: self.loading.pop(index, None))
         self.loaded &= led
@@ -160,7 +169,7 @@ class OffsetsTopic:
         end = partition.high_watermark()
         try:
             while offset < end:
-                if self.broker.partitions.get((OFFSETS_TOPIC, index)) is not partition:
+                if self.broker.partitions.get((self.TOPIC, index)) is not partition:
                     return                                  # closed meanwhile
                 data = partition.log.read(offset, LOAD_READ_BYTES, min_one_batch=True).data
                 if not data:
@@ -169,12 +178,12 @@ class OffsetsTopic:
                 records, bad = records + read, bad + skipped
                 await asyncio.sleep(0)
         except (OSError, ValueError) as exc:            # ValueError: OffsetOutOfRange, a torn batch
-            log.error("Loading %s-%d failed at offset %d: %s", OFFSETS_TOPIC, index, offset, exc)
+            log.error("Loading %s-%d failed at offset %d: %s", self.TOPIC, index, offset, exc)
             return
         self.loaded.add(index)
         count = self.partitions(self.broker.image())
         self.offsets.after_load(lambda group_id: partition_for(group_id, count) == index)
-        log.info("Finished loading of %s-%d: %d records (%d skipped) in %.0f ms", OFFSETS_TOPIC, index, records, bad,
+        log.info("Finished loading of %s-%d: %d records (%d skipped) in %.0f ms", self.TOPIC, index, records, bad,
                  (time.monotonic() - started) * 1000)
 
     def _replay(self, index: int, data: bytes, offset: int) -> tuple[int, int, int]:
@@ -185,31 +194,43 @@ class OffsetsTopic:
                 continue
             offset = batch.next_offset
             if batch.is_control:
+                if batch.is_transactional and self.txn_offsets is not None:
+                    self.txn_offsets.replay_marker(batch, index)
                 continue
+            replay = self.offsets.replay
+            if batch.is_transactional and self.txn_offsets is not None:     # offsets of a transaction
+                replay = functools.partial(self.txn_offsets.replay_pending, batch.producer_id, index)
             for record in batch:
                 records += 1
                 try:
-                    self.offsets.replay(record.key, record.value)
+                    replay(record.key, record.value)
                 except (DecodeError, ValueError) as exc:
                     bad += 1
-                    log.warning("%s-%d: a record at offset %d does not decode, skipped: %s", OFFSETS_TOPIC, index,
+                    log.warning("%s-%d: a record at offset %d does not decode, skipped: %s", self.TOPIC, index,
                                 batch.base_offset, exc)
         return offset, records, bad
 
     # -- writing --
 
-    def persist(self, group_id: str, records: list) -> int:
+    def persist(self, group_id: str, records: list, *, producer: tuple[int, int] | None = None) -> int:
         """Append the group's records in one batch to its partition: an error code, as Kafka's
-        coordinator maps append errors for its answers."""
+        coordinator maps append errors for its answers. ``producer`` (id, epoch): a transactional
+        batch of that producer (TxnOffsetCommit), which the partition's producer state records
+        as the producer's ongoing transaction, as if read back from the log."""
         image = self.broker.image()
         count = self.partitions(image)
-        partition = self.broker.partitions.get((OFFSETS_TOPIC, partition_for(group_id, count))) if count else None
+        partition = self.broker.partitions.get((self.TOPIC, partition_for(group_id, count))) if count else None
         if partition is None:
             return Errors.NOT_COORDINATOR
         now = int(time.time() * 1000)
-        data = build_batch([(key, value, (), now) for key, value in records])
+        fields = {} if producer is None else dict(producer_id=producer[0], producer_epoch=producer[1],
+                                                  is_transactional=True)
+        data = build_batch([(key, value, (), now) for key, value in records], **fields)
         try:
-            partition.log.append(data, assign_offsets=True, leader_epoch=partition.leader_epoch)
+            first, _ = partition.log.append(data, assign_offsets=True, leader_epoch=partition.leader_epoch)
+            if producer is not None:
+                partition.producers.apply(BatchInfo(producer[0], producer[1], -1, len(records) - 1, now, True),
+                                          first_offset=first)
         except ValueError:                    # larger than a segment
             return Errors.UNKNOWN_SERVER_ERROR
         except OSError as exc:

@@ -50,14 +50,17 @@ class GroupOffsets:
     # -- OffsetCommit --
 
     def validate_commit(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
-                        version: int) -> None:
+                        version: int, *, transactional: bool = False) -> None:
         """ClassicGroup.validateOffsetCommit; raises CommitRefused. A commit with generation -1 to
-        an unknown group creates a simple (empty, protocol-less) group, as Kafka does."""
+        an unknown group creates a simple (empty, protocol-less) group, as Kafka does. A
+        ``transactional`` one (TxnOffsetCommit) may come without member from a group with members,
+        in any state, and keeps no session alive."""
         c = self.coordinator
         group = c.groups.get(group_id)
         if group is None:
             if generation >= 0:
-                raise CommitRefused(Errors.GROUP_ID_NOT_FOUND if version >= 9 else Errors.ILLEGAL_GENERATION)
+                raise CommitRefused(Errors.GROUP_ID_NOT_FOUND if version >= 9 and not transactional
+                                    else Errors.ILLEGAL_GENERATION)
             group = c.groups[group_id] = ClassicGroup(group_id, now_ms=c.now_ms())
         if group.state == DEAD:
             raise CommitRefused(Errors.COORDINATOR_NOT_AVAILABLE)
@@ -69,8 +72,10 @@ class GroupOffsets:
                 raise CommitRefused(error)
             if generation != group.generation_id:
                 raise CommitRefused(Errors.ILLEGAL_GENERATION)
-        elif group.state != EMPTY:
+        elif group.state != EMPTY and not transactional:
             raise CommitRefused(Errors.UNKNOWN_MEMBER_ID)
+        if transactional:
+            return
         if group.state == COMPLETING_REBALANCE:
             raise CommitRefused(Errors.REBALANCE_IN_PROGRESS)
         if group.state in (STABLE, PREPARING_REBALANCE):       # a commit keeps the member's session alive

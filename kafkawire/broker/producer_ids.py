@@ -14,11 +14,12 @@ yet (the broker's first InitProducerId, typically) the answer is COORDINATOR_LOA
 while the block is fetched, as Kafka's broker answers (clients retry it); a failed
 AllocateProducerIds is tried again after 50 ms at the next InitProducerId.
 
-With a transactional id: Kafka's checks (an empty id is INVALID_REQUEST, a transaction timeout
-outside (0, ``transaction.max.timeout.ms``] INVALID_TRANSACTION_TIMEOUT), then NOT_COORDINATOR,
-which is what Kafka's TransactionStateManager answers on a broker that does not own the
-transactional id's ``__transaction_state`` partition; this broker owns none (transactions are a
-later slice of issue 29, and FindCoordinator(TRANSACTION) answers COORDINATOR_NOT_AVAILABLE).
+With a transactional id the broker's InitProducerId is the transaction coordinator's
+(kafkawire.broker.txn_apis, which hands the other requests to this class and takes its ids from
+these blocks). This class alone answers one with Kafka's checks (an empty id is INVALID_REQUEST,
+a transaction timeout outside (0, ``transaction.max.timeout.ms``] INVALID_TRANSACTION_TIMEOUT),
+then NOT_COORDINATOR, what Kafka answers on a broker that does not own the id's
+``__transaction_state`` partition.
 """
 from __future__ import annotations
 

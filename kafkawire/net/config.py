@@ -151,6 +151,19 @@ _KEYS = (
     _Key("producer.id.expiration.ms", lambda k, v: _int(k, v, 1), "86400000", "TransactionLogConfig"),
     _Key("producer.id.expiration.check.interval.ms", lambda k, v: _int(k, v, 1), "600000", "TransactionLogConfig"),
     _Key("transaction.max.timeout.ms", lambda k, v: _int(k, v, 1), "900000", "TransactionStateManagerConfig"),
+    # The transaction coordinator: TransactionLogConfig INT 50, SHORT 3, INT 100 MiB, INT 2 (all
+    # atLeast(1)); TransactionStateManagerConfig INT 7 days, INT 10 s, INT 1 hour (atLeast(1))
+    _Key("transaction.state.log.num.partitions", lambda k, v: _int(k, v, 1), "50", "TransactionLogConfig"),
+    _Key("transaction.state.log.replication.factor", lambda k, v: _short(k, v), "3", "TransactionLogConfig"),
+    _Key("transaction.state.log.segment.bytes", lambda k, v: _int(k, v, 1), str(100 * 1024 * 1024),
+         "TransactionLogConfig"),
+    _Key("transaction.state.log.min.isr", lambda k, v: _int(k, v, 1), "2", "TransactionLogConfig"),
+    _Key("transactional.id.expiration.ms", lambda k, v: _int(k, v, 1), str(7 * 24 * 3600 * 1000),
+         "TransactionStateManagerConfig"),
+    _Key("transaction.abort.timed.out.transaction.cleanup.interval.ms", lambda k, v: _int(k, v, 1), "10000",
+         "TransactionStateManagerConfig"),
+    _Key("transaction.remove.expired.transaction.cleanup.interval.ms", lambda k, v: _int(k, v, 1), "3600000",
+         "TransactionStateManagerConfig"),
     # SocketServerConfigs: INT 100 MiB atLeast(1); LONG 10 minutes
     _Key("socket.request.max.bytes", lambda k, v: _int(k, v, 1), str(100 * 1024 * 1024), "SocketServerConfigs"),
     _Key("connections.max.idle.ms", _long, str(10 * 60 * 1000), "SocketServerConfigs"),
@@ -243,6 +256,13 @@ class ServerConfig:
     producer_id_expiration_ms: int = 86_400_000
     producer_id_expiration_check_interval_ms: int = 600_000
     transaction_max_timeout_ms: int = 900_000
+    transaction_state_log_num_partitions: int = 50
+    transaction_state_log_replication_factor: int = 3
+    transaction_state_log_segment_bytes: int = 100 * 1024 * 1024
+    transaction_state_log_min_isr: int = 2
+    transactional_id_expiration_ms: int = 7 * 24 * 3600 * 1000
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10_000
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = 3_600_000
     log_retention_ms: int | None = None
     log_retention_minutes: int | None = None
     log_retention_hours: int = 168

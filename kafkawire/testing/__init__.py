@@ -38,7 +38,8 @@ __all__ = ["EmbeddedBroker", "EmbeddedBrokerError", "DEFAULT_PROPERTIES"]
 # idle session node costs little); a user's ``properties`` win. A single node cannot hold
 # Kafka's default 3 replicas of __consumer_offsets (FindCoordinator would answer
 # COORDINATOR_NOT_AVAILABLE for ever), and tests want a group at once rather than after the
-# 3 s initial rebalance delay: the settings single-broker test setups of Kafka use.
+# 3 s initial rebalance delay; __transaction_state likewise: the settings single-broker test
+# setups of Kafka use.
 DEFAULT_PROPERTIES = {
     "process.roles": "broker,controller",
     "node.id": "1",
@@ -47,6 +48,9 @@ DEFAULT_PROPERTIES = {
     "offsets.topic.replication.factor": "1",
     "offsets.topic.num.partitions": "1",
     "group.initial.rebalance.delay.ms": "0",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.num.partitions": "1",
+    "transaction.state.log.min.isr": "1",
 }
 POLL_S = 0.01              # how often start-up asks the broker whether it is unfenced
 
