@@ -190,3 +190,28 @@ def test_only_one_cleaner_thread_and_a_disabled_cleaner_is_none(tmp_path):
     with pytest.raises(Exception, match="log.cleaner.threads=2"):
         FakeBroker(tmp_path, log_cleaner_threads=2)
     assert LogManager(FakeBroker(tmp_path, log_cleaner_enable=False)).cleaner is None
+
+
+def test_the_cleaner_keys_have_kafkas_defaults_and_bounds():
+    from kafkawire.broker.log_cleaner import CleanerConfig
+    from kafkawire.net.config import ConfigError, parse_server_config
+
+    from .test_log_retention import CONFIG
+    assert CleanerConfig.of(CONFIG) == CleanerConfig(True, 1, 15_000, 1.7976931348623157e308, 128 << 20, 512 << 10, 0.9)
+    base = ("process.roles=broker,controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
+            "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\n"
+            "controller.quorum.bootstrap.servers=127.0.0.1:9093\n")
+    for bad in ("log.cleaner.min.cleanable.ratio=1.5", "log.cleaner.threads=-1", "log.cleaner.max.compaction.lag.ms=0",
+                "log.cleaner.io.max.bytes.per.second=fast"):
+        with pytest.raises(ConfigError, match=bad.split("=")[0]):
+            parse_server_config(base + bad + "\n")
+
+
+def test_the_topic_configs_win_over_the_log_cleaner_synonyms(tmp_path):
+    broker = compacted(tmp_path, {"delete.retention.ms": "5", "min.cleanable.dirty.ratio": "0.25"},
+                       log_cleaner_min_compaction_lag_ms=7, log_cleaner_max_compaction_lag_ms=9,
+                       log_cleaner_delete_retention_ms=11)
+    s = broker.log_manager.settings(broker.image(), "c")
+    assert (s.delete_retention_ms, s.min_cleanable_dirty_ratio, s.min_compaction_lag_ms, s.max_compaction_lag_ms) == (
+        5, 0.25, 7, 9)
+    broker.close()
