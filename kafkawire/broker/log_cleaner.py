@@ -7,7 +7,7 @@ of the log directory (Kafka's offset checkpoint format). After each round it app
 to the compacted logs (``compact,delete``; the log start offset for ``compact``), which the
 retention task leaves to it, as Kafka's cleaner does.
 
-    cleaner = LogCleaner(log_manager, CleanerConfig.of(server_config))
+    cleaner = LogCleaner(log_manager, server_config)     # its log.cleaner.* keys
     cleaner.start()                 # on the running loop
     await cleaner.clean_once()      # one round (tests)
     cleaner.shutdown()
@@ -25,7 +25,6 @@ import concurrent.futures
 import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 from kafkawire.records import CorruptRecordError
 from kafkawire.storage.state_files import write_offset_checkpoint
@@ -34,7 +33,7 @@ from .cleaner_filter import LastRecord, OffsetMap
 from .cleaner_rules import choose_filthiest, cleanable_offsets, log_to_clean
 from .cleaner_work import Cleaner, CleaningAborted, CleaningJob, SourceSegment, Throttler
 
-__all__ = ["LogCleaner", "CleanerConfig", "CLEANER_CHECKPOINT"]
+__all__ = ["LogCleaner", "CLEANER_CHECKPOINT", "offset_map_memory"]
 
 log = logging.getLogger(__name__)
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"     # LogCleanerManager.OFFSET_CHECKPOINT_FILE
@@ -42,27 +41,9 @@ _INT_MAX = 0x7FFFFFFF
 _HEADER_BYTES = 43                 # a v2 batch header up to and with its max timestamp
 
 
-@dataclass(frozen=True)
-class CleanerConfig:
-    """CleanerConfig's settings, with Kafka's names and defaults."""
-    enable: bool = True
-    threads: int = 1
-    backoff_ms: int = 15_000
-    io_max_bytes_per_second: float = 1.7976931348623157e308
-    dedupe_buffer_size: int = 128 * 1024 * 1024
-    io_buffer_size: int = 512 * 1024
-    load_factor: float = 0.9
-
-    @classmethod
-    def of(cls, c) -> CleanerConfig:
-        """From a ServerConfig."""
-        return cls(c.log_cleaner_enable, c.log_cleaner_threads, c.log_cleaner_backoff_ms,
-                   c.log_cleaner_io_max_bytes_per_second, c.log_cleaner_dedupe_buffer_size,
-                   c.log_cleaner_io_buffer_size, c.log_cleaner_io_buffer_load_factor)
-
-    @property
-    def map_memory(self) -> int:
-        return int(min(self.dedupe_buffer_size // max(self.threads, 1), _INT_MAX))
+def offset_map_memory(c) -> int:
+    """LogCleaner's map size: log.cleaner.dedupe.buffer.size shared by the threads, at most an int."""
+    return int(min(c.log_cleaner_dedupe_buffer_size // max(c.log_cleaner_threads, 1), _INT_MAX))
 
 
 def _first_batch_timestamp(path: str) -> int:
@@ -89,11 +70,11 @@ def _last_records(partition) -> dict:
 class LogCleaner:
     """The cleaner of a broker's compacted logs (see the module docstring); ``manager`` is its LogManager."""
 
-    def __init__(self, manager, config: CleanerConfig):
+    def __init__(self, manager, config):
         self.manager = manager
         self.broker = manager.broker
-        self.config = config
-        self.offset_map = OffsetMap(config.map_memory, config.load_factor)
+        self.backoff_ms = config.log_cleaner_backoff_ms
+        self.offset_map = OffsetMap(offset_map_memory(config), config.log_cleaner_io_buffer_load_factor)
         self.checkpoint_path = os.path.join(self.broker.log_dir, CLEANER_CHECKPOINT)
         from .log_manager import _read_checkpoint_file          # a cycle: log_manager makes the cleaner
         self.checkpoints: dict = _read_checkpoint_file(self.checkpoint_path)
@@ -103,7 +84,7 @@ class LogCleaner:
         self._aborted = False
         self._task: asyncio.Task | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafka-log-cleaner-thread-0")
-        self.cleaner = Cleaner(self.offset_map, throttler=Throttler(config.io_max_bytes_per_second),
+        self.cleaner = Cleaner(self.offset_map, throttler=Throttler(config.log_cleaner_io_max_bytes_per_second),
                                check_done=self._check_done)
 
     # -- the background task --
@@ -119,7 +100,7 @@ class LogCleaner:
                 log.exception("the log cleaner's round failed")
                 cleaned = False
             if not cleaned:
-                await asyncio.sleep(self.config.backoff_ms / 1000)
+                await asyncio.sleep(self.backoff_ms / 1000)
 
     def shutdown(self) -> None:
         self._aborted = True

@@ -118,14 +118,13 @@ class LogManager:
 
     def _make_cleaner(self, c, error):
         """The log cleaner, unless ``log.cleaner.enable`` is false or ``log.cleaner.threads`` 0."""
-        from .log_cleaner import CleanerConfig, LogCleaner
-        config = CleanerConfig.of(c)
-        if config.threads > 1:
-            raise error(f"log.cleaner.threads={config.threads}: kafkawire's broker runs one log cleaner thread")
-        if not config.enable or config.threads == 0:
+        from .log_cleaner import LogCleaner
+        if c.log_cleaner_threads > 1:
+            raise error(f"log.cleaner.threads={c.log_cleaner_threads}: kafkawire's broker runs one log cleaner thread")
+        if not c.log_cleaner_enable or c.log_cleaner_threads == 0:
             return None
         try:
-            return LogCleaner(self, config)
+            return LogCleaner(self, c)
         except ValueError as exc:
             raise error(str(exc)) from None
 

@@ -193,11 +193,17 @@ def test_only_one_cleaner_thread_and_a_disabled_cleaner_is_none(tmp_path):
 
 
 def test_the_cleaner_keys_have_kafkas_defaults_and_bounds():
-    from kafkawire.broker.log_cleaner import CleanerConfig
+    from kafkawire.broker.log_cleaner import offset_map_memory
     from kafkawire.net.config import ConfigError, parse_server_config
 
     from .test_log_retention import CONFIG
-    assert CleanerConfig.of(CONFIG) == CleanerConfig(True, 1, 15_000, 1.7976931348623157e308, 128 << 20, 512 << 10, 0.9)
+    c = CONFIG
+    assert (c.log_cleaner_enable, c.log_cleaner_threads, c.log_cleaner_backoff_ms, c.log_cleaner_io_max_bytes_per_second,
+            c.log_cleaner_dedupe_buffer_size, c.log_cleaner_io_buffer_size, c.log_cleaner_io_buffer_load_factor) == (
+        True, 1, 15_000, 1.7976931348623157e308, 128 << 20, 512 << 10, 0.9)
+    assert (c.log_cleaner_delete_retention_ms, c.log_cleaner_min_compaction_lag_ms, c.log_cleaner_max_compaction_lag_ms,
+            c.log_cleaner_min_cleanable_ratio) == (86_400_000, 0, (1 << 63) - 1, 0.5)
+    assert offset_map_memory(c) == 128 << 20
     base = ("process.roles=broker,controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
             "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\n"
             "controller.quorum.bootstrap.servers=127.0.0.1:9093\n")
