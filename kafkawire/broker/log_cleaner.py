@@ -186,7 +186,10 @@ class LogCleaner:
         except CleaningAborted as exc:
             log.info("The cleaning of %s stopped: %s", job.name, exc)
         except (OSError, CorruptRecordError, ValueError) as exc:
-            log.error("Cleaning %s failed; it is uncleanable until it is opened again: %s", job.name, exc)
+            log.error("Cleaning %s failed; it is uncleanable until the broker restarts: %s", job.name, exc)
+            self.uncleanable.add(key)
+        except Exception:              # LogCleaningException: any other failure marks the log too
+            log.exception("Cleaning %s failed; it is uncleanable until the broker restarts", job.name)
             self.uncleanable.add(key)
         finally:
             self._current = None

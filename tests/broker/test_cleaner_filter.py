@@ -164,3 +164,15 @@ def test_a_commit_marker_stays_while_data_of_its_transaction_was_read():
     assert [(b.base_offset, b.delete_horizon_ms) for b in iter_batches(second)][0] == (1, NOW + HOUR)
     third, _, _ = clean(second, NOW + HOUR, retention=HOUR)
     assert shape(third) == [(2, 2, 1), (3, 3, 1)]
+
+
+def test_legacy_messages_that_stay_are_written_again_as_v2_batches():
+    """As MemoryRecords.filterTo converts magic 0/1 message sets (kafka-python's builder writes them)."""
+    legacy = pytest.importorskip("kafka.record.legacy_records")
+    builder = legacy.LegacyRecordBatchBuilder(magic=1, compression_type=0, batch_size=1 << 20)
+    for i, (key, value) in enumerate([(b"a", b"1"), (b"a", b"2"), (b"b", b"1")]):
+        builder.append(i, timestamp=NOW + i, key=key, value=value)
+    out, _, _ = clean(bytes(builder.build()))
+    assert [(b.magic, b.base_offset, b.last_offset) for b in iter_batches(out, verify_crc=True)] == [(2, 1, 1), (2, 2, 2)]
+    assert records(out) == [(1, b"a", b"2"), (2, b"b", b"1")]
+    assert [r.timestamp for b in iter_batches(out) for r in b] == [NOW + 1, NOW + 2]

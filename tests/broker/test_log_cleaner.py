@@ -221,3 +221,20 @@ def test_the_topic_configs_win_over_the_log_cleaner_synonyms(tmp_path):
     assert (s.delete_retention_ms, s.min_cleanable_dirty_ratio, s.min_compaction_lag_ms, s.max_compaction_lag_ms) == (
         5, 0.25, 7, 9)
     broker.close()
+
+
+def test_a_log_that_fails_to_clean_is_marked_uncleanable_and_left_as_it_was(tmp_path):
+    """A record that does not decode (its length varint garbled): Kafka's markPartitionUncleanable."""
+    broker = compacted(tmp_path)
+    p = broker.open("c")
+    fill(p, "abcabcabc")
+    path = p.log.segments[1].log_path
+    with open(path, "r+b") as f:
+        f.seek(61)                              # the first record's length, after the 61-byte header
+        f.write(b"\x7f")
+    before = {n: os.path.getsize(os.path.join(p.log.directory, n)) for n in os.listdir(p.log.directory)}
+    assert round_of(broker) is True
+    assert broker.log_manager.cleaner.uncleanable == {("c", 0)}
+    assert {n: os.path.getsize(os.path.join(p.log.directory, n)) for n in os.listdir(p.log.directory)} == before
+    assert round_of(broker) is False
+    broker.close()
