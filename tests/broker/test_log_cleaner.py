@@ -238,3 +238,31 @@ def test_a_log_that_fails_to_clean_is_marked_uncleanable_and_left_as_it_was(tmp_
     assert {n: os.path.getsize(os.path.join(p.log.directory, n)) for n in os.listdir(p.log.directory)} == before
     assert round_of(broker) is False
     broker.close()
+
+
+def test_aborted_records_leave_the_cleaned_segment_and_its_txnindex_keeps_the_abort(tmp_path):
+    """Hand-built: producer 5's transaction (offsets 0-1) aborted by the marker at 2, in a segment whose
+    .txnindex has its entry."""
+    import struct
+
+    from kafkawire.records.builder import build_end_txn_marker_batch
+    from kafkawire.storage.txn_index import AbortedTxn, read_txn_index
+    broker = compacted(tmp_path)
+    p = broker.open("c")
+    txn = dict(producer_id=5, producer_epoch=0, is_transactional=True)
+    p.log.append(build_batch([(b"x", b"1", [], NOW)], base_offset=0, base_sequence=0, **txn))
+    p.log.append(build_batch([(b"y", b"1", [], NOW)], base_offset=1, base_sequence=1, **txn))
+    p.log.append(build_end_txn_marker_batch(False, producer_id=5, producer_epoch=0, coordinator_epoch=0, timestamp=NOW,
+                                            base_offset=2))
+    p.log.append(build_batch([(b"z", b"1", [], NOW)], base_offset=3))
+    entry = AbortedTxn(0, 5, 0, 2, 3)
+    with open(os.path.join(p.log.directory, "00000000000000000000.txnindex"), "wb") as f:
+        f.write(struct.pack(">hqqqq", *entry))
+    p.log.roll()
+    p.log.append(build_batch([(b"w", b"1", [], NOW)], base_offset=4))
+    assert round_of(broker)
+    assert [(b.base_offset, b.is_control) for b in p.log.batches()] == [(2, True), (3, False), (4, False)]
+    with open(os.path.join(p.log.directory, "00000000000000000000.txnindex"), "rb") as f:
+        assert read_txn_index(f.read()) == ([entry], None)
+    assert os.path.exists(os.path.join(p.log.directory, "00000000000000000000.txnindex.deleted"))
+    broker.close()
