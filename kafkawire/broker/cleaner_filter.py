@@ -41,13 +41,21 @@ CREATE_TIME = 0
 _RETAIN_EMPTY, _DELETE, _DELETE_EMPTY = "retain-empty", "delete", "delete-empty"
 
 
+_EXACT_KEY_BYTES = 64
+
+
 def _digest(key) -> bytes:
-    return hashlib.md5(key).digest()
+    """The map's key for a record key: a short key itself (exact, and several times cheaper than a hash),
+    a longer one its MD5 as in Kafka's map; the first byte keeps the two kinds apart."""
+    if len(key) <= _EXACT_KEY_BYTES:
+        return b"\x00" + key
+    return b"\x01" + hashlib.md5(key).digest()
 
 
 class OffsetMap:
     """Key -> latest offset over the dirty section (SkimpyOffsetMap's sizing: ``memory`` / 24 slots,
-    filled at most ``load_factor`` of them). Keys are MD5 hashes, as in Kafka's map."""
+    filled at most ``load_factor`` of them). Keys longer than 64 bytes are kept as their MD5 hash, as in
+    Kafka's map; shorter ones as they are."""
 
     def __init__(self, memory: int, load_factor: float = 0.9):
         self.slots = memory // BYTES_PER_ENTRY
@@ -204,21 +212,34 @@ class BatchFilter:
             retention = _DELETE if self._discard_records else _DELETE_EMPTY
         return retention, can_discard and control
 
-    def _keep_record(self, batch, record) -> bool:
+    def _keeps_deletes(self, batch) -> bool:
+        """Tombstones stay until the batch's delete horizon (v2), or by the legacy horizon (magic 0/1)."""
+        if batch.magic < 2:
+            return self.retain_legacy_deletes
+        horizon = batch.delete_horizon_ms
+        return horizon is None or self.now_ms < horizon
+
+    def _kept_records(self, batch) -> tuple[list, bool]:
+        """Cleaner.shouldRetainRecord over the batch: the records kept, and whether all were."""
         if self._discard_records:
-            return False
-        if getattr(batch, "is_control", False) or record.offset > self.map.latest_offset:
-            return True
-        if record.key is None:
-            self.stats.invalid_messages += 1
-            return False
-        latest = record.offset >= self.map.get(record.key)
-        if batch.magic >= 2:
-            horizon = batch.delete_horizon_ms
-            keep_deletes = horizon is None or self.now_ms < horizon
-        else:
-            keep_deletes = self.retain_legacy_deletes
-        return latest and (record.value is not None or keep_deletes)
+            records = list(batch)
+            self.stats.messages_read += len(records)
+            return [], not records
+        control, keep_deletes = getattr(batch, "is_control", False), self._keeps_deletes(batch)
+        latest_offset, latest_of = self.map.latest_offset, self.map.get
+        kept, every = [], True
+        for record in batch:
+            self.stats.messages_read += 1
+            if control or record.offset > latest_offset:
+                kept.append(record)
+            elif record.key is None:
+                self.stats.invalid_messages += 1
+                every = False
+            elif record.offset >= latest_of(record.key) and (record.value is not None or keep_deletes):
+                kept.append(record)
+            else:
+                every = False
+        return kept, every
 
     def filter(self, batch) -> bytes | None:
         """The bytes this batch becomes in the cleaned segment, or None when it goes."""
@@ -226,15 +247,10 @@ class BatchFilter:
         self.stats.bytes_read += batch.size_in_bytes
         if retention == _DELETE:
             return None
-        kept, tombstones, original = [], False, batch.magic >= 2
-        for record in batch:
-            self.stats.messages_read += 1
-            if self._keep_record(batch, record):
-                kept.append(record)
-                tombstones = tombstones or record.value is None
-            else:
-                original = False
+        kept, every = self._kept_records(batch)
+        original = every and batch.magic >= 2
         if kept:
+            tombstones = any(record.value is None for record in kept)
             horizon = getattr(batch, "delete_horizon_ms", None)
             set_horizon = (tombstones or marker_for_empty_txn) and horizon is None
             self.stats.messages_written += len(kept)
