@@ -78,9 +78,9 @@ class LogCleaner:
         self.checkpoint_path = os.path.join(self.broker.log_dir, CLEANER_CHECKPOINT)
         from .log_manager import _read_checkpoint_file          # a cycle: log_manager makes the cleaner
         self.checkpoints: dict = _read_checkpoint_file(self.checkpoint_path)
-        self.uncleanable: set = set()
+        self.uncleanable: dict = {}        # partition key -> the partition whose cleaning failed (Kafka's uncleanable set)
         self._first_batch_ts: dict[tuple[str, int], int] = {}
-        self._current = None              # (partition key, {base offset: LogSegment}) being cleaned
+        self._current: tuple | None = None    # (partition key, partition, {base offset: LogSegment}) being cleaned
         self._aborted = False
         self._task: asyncio.Task | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafka-log-cleaner-thread-0")
@@ -109,9 +109,16 @@ class LogCleaner:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     def _check_done(self) -> None:
-        current = self._current
-        if self._aborted or current is None or current[0] not in self.broker.partitions:
+        if self._aborted or not self._still_current():
             raise CleaningAborted("the cleaning was stopped")
+
+    def _still_current(self) -> bool:
+        """The partition being cleaned is still the broker's (not deleted, nor created again)."""
+        current = self._current
+        return current is not None and self.broker.partitions.get(current[0]) is current[1]
+
+    def _uncleanable(self, key, partition) -> bool:
+        return self.uncleanable.get(key) is partition
 
     async def clean_once(self) -> bool:
         """One round (CleanerThread.cleanFilthiestLog): clean the dirtiest log if one is cleanable, then
@@ -147,7 +154,7 @@ class LogCleaner:
         candidates, found = [], {}
         for key, partition in list(self.broker.partitions.items()):
             settings = self.manager.settings(image, partition.topic)
-            if not settings.compact or key in self.uncleanable:
+            if not settings.compact or self._uncleanable(key, partition):
                 continue
             log_ = partition.log
             segments = self._segments(log_)
@@ -167,7 +174,7 @@ class LogCleaner:
         if best is None:
             return None
         partition, segments, settings = found[best.key]
-        self._current = (best.key, {s.base_offset: s for s in partition.log.segments})
+        self._current = (best.key, partition, {s.base_offset: s for s in partition.log.segments})
         return CleaningJob(partition.name, partition.log.directory,
                            [s for s in segments if s.base_offset < best.first_uncleanable_offset],
                            best.first_dirty_offset, best.first_uncleanable_offset, settings, now,
@@ -177,7 +184,9 @@ class LogCleaner:
 
     async def _clean(self, job: CleaningJob) -> None:
         """LogCleaner.cleanLog: the checkpoint moves to where the cleaning ended (its start if it stopped)."""
-        key, end = self._current[0], job.first_dirty_offset
+        assert self._current is not None         # grab_filthiest set it
+        key, partition, _ = self._current
+        end = job.first_dirty_offset
         loop = asyncio.get_running_loop()
         try:
             end, stats = await loop.run_in_executor(self._executor, self.cleaner.clean, job, self._swapper(loop))
@@ -186,14 +195,15 @@ class LogCleaner:
         except CleaningAborted as exc:
             log.info("The cleaning of %s stopped: %s", job.name, exc)
         except (OSError, CorruptRecordError, ValueError) as exc:
-            log.error("Cleaning %s failed; it is uncleanable until the broker restarts: %s", job.name, exc)
-            self.uncleanable.add(key)
+            if self._still_current():          # not a log deleted under the cleaning
+                log.error("Cleaning %s failed; it is uncleanable until it is opened again: %s", job.name, exc)
+                self.uncleanable[key] = partition
         except Exception:              # LogCleaningException: any other failure marks the log too
-            log.exception("Cleaning %s failed; it is uncleanable until the broker restarts", job.name)
-            self.uncleanable.add(key)
+            log.exception("Cleaning %s failed; it is uncleanable until it is opened again", job.name)
+            self.uncleanable[key] = partition
         finally:
             self._current = None
-        if key in self.broker.partitions and not self._aborted:
+        if self.broker.partitions.get(key) is partition and not self._aborted:
             self._update_checkpoint(key, end)
 
     def _swapper(self, loop):
@@ -213,20 +223,16 @@ class LogCleaner:
         return swap
 
     async def _swap(self, new_base: int, old_bases: list[int]) -> bool:
-        current = self._current
-        if self._aborted or current is None:
+        if self._aborted or self._current is None or not self._still_current():
             return False
-        key, handles = current
-        partition = self.broker.partitions.get(key)
-        if partition is None:
-            return False
+        key, partition, handles = self._current
         now = {s.base_offset: s for s in partition.log.segments}
         if any(now.get(base) is not handles.get(base) for base in old_bases):
             return False
         renamed = partition.log.replace_segments(new_base, old_bases)
         settings = self.manager.settings(self.broker.image(), partition.topic)
         self.manager.pending.add(renamed, self.manager.clock() + settings.file_delete_delay_ms)
-        self._current = (key, {s.base_offset: s for s in partition.log.segments})
+        self._current = (key, partition, {s.base_offset: s for s in partition.log.segments})
         return True
 
     # -- retention and the checkpoint --
@@ -236,7 +242,7 @@ class LogCleaner:
         image = self.broker.image()
         for key, partition in list(self.broker.partitions.items()):
             settings = self.manager.settings(image, partition.topic)
-            if settings.compact and key not in self.uncleanable:
+            if settings.compact and not self._uncleanable(key, partition):
                 try:
                     self.manager.delete_old_segments(partition, settings)
                 except OSError as exc:

@@ -234,7 +234,7 @@ def test_a_log_that_fails_to_clean_is_marked_uncleanable_and_left_as_it_was(tmp_
         f.write(b"\x7f")
     before = {n: os.path.getsize(os.path.join(p.log.directory, n)) for n in os.listdir(p.log.directory)}
     assert round_of(broker) is True
-    assert broker.log_manager.cleaner.uncleanable == {("c", 0)}
+    assert broker.log_manager.cleaner.uncleanable == {("c", 0): p}
     assert {n: os.path.getsize(os.path.join(p.log.directory, n)) for n in os.listdir(p.log.directory)} == before
     assert round_of(broker) is False
     broker.close()
@@ -265,4 +265,18 @@ def test_aborted_records_leave_the_cleaned_segment_and_its_txnindex_keeps_the_ab
     with open(os.path.join(p.log.directory, "00000000000000000000.txnindex"), "rb") as f:
         assert read_txn_index(f.read()) == ([entry], None)
     assert os.path.exists(os.path.join(p.log.directory, "00000000000000000000.txnindex.deleted"))
+    broker.close()
+
+
+def test_a_log_deleted_during_its_cleaning_stops_it_without_marking_anything(tmp_path):
+    broker = compacted(tmp_path)
+    p = broker.open("c")
+    fill(p, "abcabcabc")
+    cleaner = broker.log_manager.cleaner
+    job = cleaner.grab_filthiest()
+    del broker.partitions[("c", 0)]                 # the topic deleted (LogDeleter) meanwhile
+    asyncio.run(cleaner._clean(job))
+    assert cleaner.uncleanable == {} and ("c", 0) not in cleaner.checkpoints
+    assert not [n for n in os.listdir(p.log.directory) if n.endswith(CLEANED_SUFFIX)]
+    p.close()
     broker.close()
