@@ -131,7 +131,9 @@ class LogCleaner:
 
     # -- choosing (on the loop) --
 
-    def _segments(self, log_) -> list[SourceSegment]:
+    def _segments(self, log_, seen: dict) -> list[SourceSegment]:
+        """The log's segments as the cleaner reads them; ``seen`` collects the first-batch timestamps
+        read (the cache of the next round, so it holds only segments that still exist)."""
         from .log_manager import _segment_views               # a cycle: log_manager makes the cleaner
         segments, views = log_.segments, _segment_views(log_)
         out = []
@@ -142,7 +144,8 @@ class LogCleaner:
                 cached = (segment.log_path, segment.size)          # a cleaned segment has another size
                 first_ts = self._first_batch_ts.get(cached)
                 if first_ts is None:
-                    first_ts = self._first_batch_ts[cached] = _first_batch_timestamp(segment.log_path)
+                    first_ts = _first_batch_timestamp(segment.log_path)
+                seen[cached] = first_ts
             out.append(SourceSegment(segment.base_offset, following, segment.log_path, segment.size,
                                      int(os.stat(segment.log_path).st_mtime * 1000), view.largest_timestamp, first_ts,
                                      segment.offset_index.size_in_bytes, segment.time_index.size_in_bytes))
@@ -151,13 +154,13 @@ class LogCleaner:
     def grab_filthiest(self) -> CleaningJob | None:
         """LogCleanerManager.grabFilthiestCompactedLog, and the job for that log."""
         image, now = self.broker.image(), self.manager.clock()
-        candidates, found = [], {}
+        candidates, found, seen = [], {}, {}
         for key, partition in list(self.broker.partitions.items()):
             settings = self.manager.settings(image, partition.topic)
             if not settings.compact or self._uncleanable(key, partition):
                 continue
             log_ = partition.log
-            segments = self._segments(log_)
+            segments = self._segments(log_, seen)
             views = [s.view() for s in segments]
             offsets = cleanable_offsets(views, log_start_offset=log_.log_start_offset,
                                         log_end_offset=log_.log_end_offset,
@@ -170,6 +173,7 @@ class LogCleaner:
                                      now_ms=now)
             candidates.append((candidate, settings.min_cleanable_dirty_ratio))
             found[key] = (partition, segments, settings)
+        self._first_batch_ts = seen
         best = choose_filthiest(candidates)
         if best is None:
             return None
