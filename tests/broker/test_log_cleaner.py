@@ -172,12 +172,17 @@ def test_compact_delete_logs_get_retention_from_the_cleaner_not_the_retention_ta
     broker.close()
 
 
-def test_a_log_changed_during_its_cleaning_is_not_swapped(tmp_path):
+def grabbed(tmp_path):
+    """A compacted log of three dirty segments, chosen by the cleaner: (broker, partition, cleaner, job)."""
     broker = compacted(tmp_path)
     p = broker.open("c")
     fill(p, "abcabcabc")
     cleaner = broker.log_manager.cleaner
-    job = cleaner.grab_filthiest()
+    return broker, p, cleaner, cleaner.grab_filthiest()
+
+
+def test_a_log_changed_during_its_cleaning_is_not_swapped(tmp_path):
+    broker, p, cleaner, job = grabbed(tmp_path)
     p.log.retire_oldest_segments(1)                 # retention or DeleteRecords meanwhile
     loop = asyncio.new_event_loop()
     swapped = loop.run_until_complete(cleaner._swap(0, [0, 3, 6]))
@@ -269,11 +274,7 @@ def test_aborted_records_leave_the_cleaned_segment_and_its_txnindex_keeps_the_ab
 
 
 def test_a_log_deleted_during_its_cleaning_stops_it_without_marking_anything(tmp_path):
-    broker = compacted(tmp_path)
-    p = broker.open("c")
-    fill(p, "abcabcabc")
-    cleaner = broker.log_manager.cleaner
-    job = cleaner.grab_filthiest()
+    broker, p, cleaner, job = grabbed(tmp_path)
     del broker.partitions[("c", 0)]                 # the topic deleted (LogDeleter) meanwhile
     asyncio.run(cleaner._clean(job))
     assert cleaner.uncleanable == {} and ("c", 0) not in cleaner.checkpoints
