@@ -14,9 +14,11 @@ retention task leaves to it, as Kafka's cleaner does.
 
 The reading, hashing and writing run on one thread (``log.cleaner.threads`` 1, the default; more
 are refused as a start error): a cleaning is CPU work in Python and would hold the event loop for
-seconds if done there in one go; on a thread the loop keeps its turns (the interpreter switches
-every few milliseconds). The swap, which changes the log's segment list, runs on the loop between
-two requests, and gives up when the log changed under the cleaning (a segment deleted or replaced).
+seconds if done there in one go, and cut in chunks it would need its state kept across them; on a
+thread it reads and writes files without care for the loop, and hands the interpreter to the loop
+between two batches (the loop then waits no longer than it does on an idle node). The swap, which
+changes the log's segment list, runs on the loop between two requests, and gives up when the log
+changed under the cleaning (a segment deleted or replaced).
 """
 from __future__ import annotations
 
