@@ -1,6 +1,8 @@
 """The settings of one partition log, as Kafka's LogConfig resolves them for a topic: the topic's
 own config (``retention.ms``, ``retention.bytes``, ``segment.ms``, ``segment.index.bytes``,
-``file.delete.delay.ms``, ``cleanup.policy``, ``segment.bytes``), else the broker's synonyms
+``file.delete.delay.ms``, ``cleanup.policy``, ``segment.bytes``, and the cleaner's
+``delete.retention.ms``, ``min.compaction.lag.ms``, ``max.compaction.lag.ms``,
+``min.cleanable.dirty.ratio``), else the broker's synonyms
 (ServerTopicConfigSynonyms) set dynamically for this broker, then for every broker (ConfigRecords
 of the broker resource), then in server.properties.
 
@@ -21,6 +23,7 @@ from kafkawire.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
 
 __all__ = ["LogSettings", "log_settings", "retention_time_ms", "roll_time_ms"]
 
+LONG_MAX = (1 << 63) - 1
 MS_PER_MINUTE = 60_000
 MS_PER_HOUR = 60 * MS_PER_MINUTE
 
@@ -31,6 +34,10 @@ _FIELDS = {
     "log.roll.ms": "log_roll_ms", "log.roll.hours": "log_roll_hours",
     "log.index.size.max.bytes": "log_index_size_max_bytes", "log.segment.delete.delay.ms": "log_segment_delete_delay_ms",
     "log.cleanup.policy": "log_cleanup_policy", "log.segment.bytes": "log_segment_bytes",
+    "log.cleaner.delete.retention.ms": "log_cleaner_delete_retention_ms",
+    "log.cleaner.min.compaction.lag.ms": "log_cleaner_min_compaction_lag_ms",
+    "log.cleaner.max.compaction.lag.ms": "log_cleaner_max_compaction_lag_ms",
+    "log.cleaner.min.cleanable.ratio": "log_cleaner_min_cleanable_ratio",
 }
 
 
@@ -44,6 +51,11 @@ class LogSettings:
     segment_index_bytes: int = 10 * 1024 * 1024
     file_delete_delay_ms: int = 60_000
     cleanup_policy: tuple[str, ...] = ("delete",)
+    # the log cleaner's (kafkawire.broker.log_cleaner), for cleanup.policy compact
+    delete_retention_ms: int = 24 * MS_PER_HOUR
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    min_cleanable_dirty_ratio: float = 0.5
 
     @property
     def delete(self) -> bool:
@@ -84,7 +96,7 @@ def _parse(raw: str, like):
     if isinstance(like, tuple):
         return tuple(p.strip() for p in raw.split(",") if p.strip())
     try:
-        return int(raw.strip())
+        return float(raw.strip()) if isinstance(like, float) else int(raw.strip())
     except ValueError:
         return None
 
@@ -108,4 +120,8 @@ def log_settings(image, topic: str, config) -> LogSettings:
         segment_index_bytes=pick("segment.index.bytes", b["log.index.size.max.bytes"]),
         file_delete_delay_ms=pick("file.delete.delay.ms", b["log.segment.delete.delay.ms"]),
         cleanup_policy=pick("cleanup.policy", tuple(b["log.cleanup.policy"])),
+        delete_retention_ms=pick("delete.retention.ms", b["log.cleaner.delete.retention.ms"]),
+        min_compaction_lag_ms=pick("min.compaction.lag.ms", b["log.cleaner.min.compaction.lag.ms"]),
+        max_compaction_lag_ms=pick("max.compaction.lag.ms", b["log.cleaner.max.compaction.lag.ms"]),
+        min_cleanable_dirty_ratio=pick("min.cleanable.dirty.ratio", float(b["log.cleaner.min.cleanable.ratio"])),
     )

@@ -114,6 +114,19 @@ class LogManager:
         self._recovery_checkpoint = _read_checkpoint_file(self._path(RECOVERY_POINT_CHECKPOINT))
         self._start_checkpoint = _read_checkpoint_file(self._path(LOG_START_CHECKPOINT))
         self._handles: dict[str, asyncio.TimerHandle] = {}
+        self.cleaner = self._make_cleaner(c, BrokerStartError)
+
+    def _make_cleaner(self, c, error):
+        """The log cleaner, unless ``log.cleaner.enable`` is false or ``log.cleaner.threads`` 0."""
+        from .log_cleaner import LogCleaner
+        if c.log_cleaner_threads > 1:
+            raise error(f"log.cleaner.threads={c.log_cleaner_threads}: kafkawire's broker runs one log cleaner thread")
+        if not c.log_cleaner_enable or c.log_cleaner_threads == 0:
+            return None
+        try:
+            return LogCleaner(self, c)
+        except ValueError as exc:
+            raise error(str(exc)) from None
 
     def _path(self, name: str) -> str:
         return os.path.join(self.broker.log_dir, name)
@@ -166,12 +179,16 @@ class LogManager:
     # -- retention (kafka-log-retention) --
 
     def cleanup_logs(self) -> int:
-        """One retention pass over every partition; the number of segments deleted."""
+        """One retention pass over every partition not compacted (the log cleaner applies retention to
+        the compacted ones, as Kafka's LogManager.cleanupLogs leaves them); the number of segments deleted."""
         image = self.broker.image()
         total = 0
         for partition in list(self.broker.partitions.values()):
+            settings = self.settings(image, partition.topic)
+            if settings.compact:
+                continue
             try:
-                total += self.delete_old_segments(partition, self.settings(image, partition.topic))
+                total += self.delete_old_segments(partition, settings)
             except OSError as exc:
                 log.error("%s: retention failed: %s", partition.name, exc)
         return total
@@ -238,6 +255,8 @@ class LogManager:
         self._every("highwatermark-checkpoint", 0, c.replica_high_watermark_checkpoint_interval_ms,
                     self.checkpoint_high_watermarks)
         self._every("delete-file", 0, 1000, self.delete_due_files)
+        if self.cleaner is not None:
+            self.cleaner.start()
 
     def _every(self, name: str, delay_ms: int, period_ms: int, task) -> None:
         loop = asyncio.get_running_loop()
@@ -256,6 +275,8 @@ class LogManager:
         for handle in self._handles.values():
             handle.cancel()
         self._handles.clear()
+        if self.cleaner is not None:
+            self.cleaner.shutdown()
         self.checkpoint_high_watermarks()
         for key, partition in self.broker.partitions.items():
             try:

@@ -24,6 +24,8 @@ _TYPES = {
     "controller.quorum.auto.join.enable": "BOOLEAN", "auto.create.topics.enable": "BOOLEAN",
     "inter.broker.listener.name": "STRING", "metadata.log.dir": "STRING", "log.message.timestamp.type": "STRING",
     "max.connections.per.ip.overrides": "STRING",
+    "log.cleaner.enable": "BOOLEAN", "log.cleaner.io.max.bytes.per.second": "DOUBLE",
+    "log.cleaner.io.buffer.load.factor": "DOUBLE",
     "offsets.topic.replication.factor": "SHORT",
     "transaction.state.log.replication.factor": "SHORT",
     **{name: "LONG" for name in (
@@ -31,12 +33,16 @@ _TYPES = {
         "metadata.log.max.record.bytes.between.snapshots", "metadata.log.max.snapshot.interval.ms",
         "log.segment.delete.delay.ms", "offsets.retention.check.interval.ms", "connections.max.idle.ms",
         "queued.max.request.bytes", "metrics.sample.window.ms", "log.retention.check.interval.ms",
-        "replica.high.watermark.checkpoint.interval.ms", "log.initial.task.delay.ms")},
+        "replica.high.watermark.checkpoint.interval.ms", "log.initial.task.delay.ms",
+        "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size")},
 }
 # DynamicBrokerConfig.ALL_DYNAMIC_CONFIGS among the KNOWN_KEYS that are not topic-config synonyms
 # (DynamicListenerConfig, SocketServer, metric.reporters).
 _DYNAMIC = frozenset({"listeners", "listener.security.protocol.map", "max.connections", "max.connections.per.ip",
-                      "max.connections.per.ip.overrides", "metric.reporters"})
+                      "max.connections.per.ip.overrides", "metric.reporters",
+                      # LogCleaner.RECONFIGURABLE_CONFIGS (kafkawire reads them at start only)
+                      "log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
+                      "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms"})
 _TOPIC_SYNONYMS = frozenset(synonym for synonyms in SYNONYMS.values() for synonym, _ in synonyms)
 
 

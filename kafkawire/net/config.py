@@ -22,7 +22,7 @@ from kafkawire.storage.state_files import JavaProperties
 # The value types and parsers the keys below use (kafkawire.net.config_values); the public ones
 # are re-exported here, where the modules reading server.properties have always found them.
 from .config_values import (COMPRESSION_TYPES, DEFAULT_SECURITY_PROTOCOL_MAP, INT_MAX, JMX_REPORTER,
-                            PROMETHEUS_REPORTER, TIMESTAMP_TYPES, ConfigError, Endpoint, QuorumVoter, _bool,
+                            PROMETHEUS_REPORTER, TIMESTAMP_TYPES, ConfigError, Endpoint, QuorumVoter, _bool, _double,
                             _cleanup_policy, _http_listener, _int, _long, _names, _one_of, _per_ip_overrides,
                             _reporters, _roles, _short, _string, java_int, parse_host_ports, parse_listeners,
                             parse_security_protocol_map, parse_voters)
@@ -133,6 +133,21 @@ _KEYS = (
     _Key("log.flush.start.offset.checkpoint.interval.ms", lambda k, v: _int(k, v, 0), "60000", "ServerLogConfigs"),
     _Key("replica.high.watermark.checkpoint.interval.ms", _long, "5000", "ReplicationConfigs"),
     _Key("log.initial.task.delay.ms", lambda k, v: _long(k, v, 0), "30000", "ServerLogConfigs"),
+    # The log cleaner (CleanerConfig; kafkawire.broker.log_cleaner): BOOLEAN true; INT 1 atLeast(0) (only
+    # one thread here: more are refused); LONG 15000 atLeast(0); DOUBLE Double.MAX_VALUE; LONG 128 MiB;
+    # INT 512 KiB atLeast(0); DOUBLE 0.9; and the topic configs' synonyms: LONG 86400000 atLeast(0),
+    # LONG 0 atLeast(0), LONG Long.MAX_VALUE atLeast(1), DOUBLE 0.5 between(0, 1)
+    _Key("log.cleaner.enable", _bool, "true", "CleanerConfig"),
+    _Key("log.cleaner.threads", lambda k, v: _int(k, v, 0), "1", "CleanerConfig"),
+    _Key("log.cleaner.backoff.ms", lambda k, v: _long(k, v, 0), "15000", "CleanerConfig"),
+    _Key("log.cleaner.io.max.bytes.per.second", _double, "1.7976931348623157E308", "CleanerConfig"),
+    _Key("log.cleaner.dedupe.buffer.size", _long, str(128 * 1024 * 1024), "CleanerConfig"),
+    _Key("log.cleaner.io.buffer.size", lambda k, v: _int(k, v, 0), str(512 * 1024), "CleanerConfig"),
+    _Key("log.cleaner.io.buffer.load.factor", _double, "0.9", "CleanerConfig"),
+    _Key("log.cleaner.delete.retention.ms", lambda k, v: _long(k, v, 0), "86400000", "CleanerConfig"),
+    _Key("log.cleaner.min.compaction.lag.ms", lambda k, v: _long(k, v, 0), "0", "CleanerConfig"),
+    _Key("log.cleaner.max.compaction.lag.ms", lambda k, v: _long(k, v, 1), str((1 << 63) - 1), "CleanerConfig"),
+    _Key("log.cleaner.min.cleanable.ratio", lambda k, v: _double(k, v, 0, 1), "0.5", "CleanerConfig"),
     # The group coordinator (GroupCoordinatorConfig): INT 3000 atLeast(0); INT 6000; INT 1800000;
     # INT Int.MaxValue atLeast(1); INT 50 atLeast(1); SHORT 3 atLeast(1); INT 100 MiB atLeast(1); INT 4096
     _Key("group.initial.rebalance.delay.ms", lambda k, v: _int(k, v, 0), "3000", "GroupCoordinatorConfig"),
@@ -277,6 +292,17 @@ class ServerConfig:
     log_flush_start_offset_checkpoint_interval_ms: int = 60_000
     replica_high_watermark_checkpoint_interval_ms: int = 5000
     log_initial_task_delay_ms: int = 30_000
+    log_cleaner_enable: bool = True
+    log_cleaner_threads: int = 1
+    log_cleaner_backoff_ms: int = 15_000
+    log_cleaner_io_max_bytes_per_second: float = 1.7976931348623157e308
+    log_cleaner_dedupe_buffer_size: int = 128 * 1024 * 1024
+    log_cleaner_io_buffer_size: int = 512 * 1024
+    log_cleaner_io_buffer_load_factor: float = 0.9
+    log_cleaner_delete_retention_ms: int = 86_400_000
+    log_cleaner_min_compaction_lag_ms: int = 0
+    log_cleaner_max_compaction_lag_ms: int = (1 << 63) - 1
+    log_cleaner_min_cleanable_ratio: float = 0.5
     unknown_keys: tuple[str, ...] = field(default=())
     # (key, value as written) of the KNOWN_KEYS server.properties sets: Kafka's staticBrokerConfigs,
     # what DescribeConfigs names STATIC_BROKER_CONFIG

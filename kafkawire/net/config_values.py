@@ -93,6 +93,17 @@ def _long(key, raw, low=None):
     return _int(key, raw, low, "LONG")
 
 
+def _double(key, raw, low=None, high=None):
+    """A Java double, optionally within [low, high] (ConfigDef.Range.between)."""
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise ConfigError(key, raw, "is not a number of type DOUBLE") from None
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise ConfigError(key, raw, f"must be between {low} and {high}" if high is not None else f"must be at least {low}")
+    return value
+
+
 def _bool(key, raw):
     text = raw.strip().lower()
     if text == "true":

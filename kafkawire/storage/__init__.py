@@ -8,7 +8,7 @@ the owner's writers: opening one recovers, truncates and rewrites files.
 Modules: ``reader`` (read-only readers), ``index`` (.index / .timeindex), ``segment`` (one .log
 with its indexes, recovery), ``log`` (a partition directory of segments, the writer),
 ``snapshot`` (KRaft ``.checkpoint`` files), ``state_files`` (atomic writes and the text/JSON
-state files).
+state files), ``swap`` (the log cleaner's ``.cleaned``/``.swap`` files and their recovery).
 """
 
 from .index import CorruptIndexError, InvalidOffsetError, OffsetIndex, TimeIndex

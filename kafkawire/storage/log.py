@@ -6,7 +6,8 @@ offset. Opening discovers the segments, loads the indexes of the older ones (reb
 any that are missing or corrupt) and recovers the last one (CRC check, index rebuild,
 torn/corrupt tail cut; see ``LogSegment.recover``); the reports are in
 ``Log.recovery_reports``. Files that are not ``<20 digits>.log`` (``.deleted``,
-``.cleaned``, ``.swap``, checkpoints, snapshots) are left alone.
+``.cleaned``, ``.swap``, checkpoints, snapshots) are not segments; an interrupted swap of the
+log cleaner (``.cleaned``/``.swap`` files) is completed or rolled back first (kafkawire.storage.swap).
 
 Appends take whole v2 batches: either with offsets already set (as the raft layer and a
 follower do: the first base offset must be >= the log end offset and offsets must
@@ -40,8 +41,9 @@ import time
 from kafkawire.records import iter_batches
 
 from .index import CorruptIndexError, fsync_and_close
-from .segment import (DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_INDEX_SIZE, LogSegment, ReadResult, RecoveryReport,
-                      _max_ts)
+from .swap import CLEANED_SUFFIX, SWAP_SUFFIX, recover_interrupted_swaps, rename_segment_files
+from .segment import (DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_INDEX_SIZE, DELETED_SUFFIX, LogSegment, ReadResult,
+                      RecoveryReport, _max_ts)
 
 __all__ = ["Log", "OffsetOutOfRangeError", "DEFAULT_SEGMENT_BYTES", "fsync_dir"]
 
@@ -107,6 +109,7 @@ class Log:
         self._dirty: set[int] = set()
         self._dir_dirty = False
         os.makedirs(self.directory, exist_ok=True)
+        recover_interrupted_swaps(self.directory)       # a cleaner's swap a stop interrupted
         bases = sorted(int(m.group(1)) for m in map(_SEGMENT_RE.match, os.listdir(self.directory)) if m)
         self._segments: dict[int, LogSegment] = {}
         for i, base in enumerate(bases):
@@ -363,6 +366,28 @@ class Log:
             del self._bases[:count]
             self._dir_dirty = True
             self.log_start_offset = max(self.log_start_offset, self._bases[0])
+        return renamed
+
+    def replace_segments(self, new_base: int, old_bases: list[int]) -> list[str]:
+        """Swap in the cleaned segment at ``new_base`` (its files named ``.cleaned``) for the segments
+        ``old_bases`` (LocalLog.replaceSegments, the steps of kafkawire.storage.swap); the old
+        segments' files renamed ``.deleted`` (the caller removes them later)."""
+        if any(base not in self._segments or base == self._bases[-1] for base in old_bases):
+            raise ValueError(f"segments {old_bases} are not all inactive segments of {self.directory}")
+        rename_segment_files(self.directory, new_base, CLEANED_SUFFIX, SWAP_SUFFIX)
+        renamed = []
+        for base in sorted(old_bases):
+            seg = self._segments.pop(base)
+            self._bases.remove(base)
+            self._dirty.discard(base)
+            self._opened_ms.pop(base, None)
+            renamed += seg.rename_to_deleted()           # its .txnindex too
+        rename_segment_files(self.directory, new_base, SWAP_SUFFIX, "")
+        self._segments[new_base] = LogSegment(self.directory, new_base, index_interval_bytes=self.index_interval_bytes,
+                                              max_index_size=self.max_index_size)
+        bisect.insort(self._bases, new_base)
+        self._opened_ms[new_base] = self.clock()
+        self._dir_dirty = True
         return renamed
 
     def delete_segments_before(self, offset: int) -> int:

@@ -102,15 +102,16 @@ class LogSegment:
     def __init__(self, directory, base_offset: int, *,
                  index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
                  max_index_size: int = DEFAULT_MAX_INDEX_SIZE, create: bool = False,
-                 load_indexes: bool = True):
+                 load_indexes: bool = True, suffix: str = ""):
+        # ``suffix`` (Kafka's LogSegment.open fileSuffix): the log cleaner writes ``.cleaned`` segments
         self.directory = os.fspath(directory)
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         stem = os.path.join(self.directory, f"{base_offset:020d}")
-        self.log_path = stem + LOG_SUFFIX
-        self.index_path = stem + INDEX_SUFFIX
-        self.time_index_path = stem + TIME_INDEX_SUFFIX
-        self.txn_index = TransactionIndex(stem + TXN_INDEX_SUFFIX)     # written by the broker's transactions
+        self.log_path = stem + LOG_SUFFIX + suffix
+        self.index_path = stem + INDEX_SUFFIX + suffix
+        self.time_index_path = stem + TIME_INDEX_SUFFIX + suffix
+        self.txn_index = TransactionIndex(stem + TXN_INDEX_SUFFIX + suffix)   # written by the broker's transactions
         if create:
             if os.path.exists(self.log_path):
                 raise FileExistsError(self.log_path)

@@ -146,7 +146,8 @@ def node(tmp_path_factory):
     # The log manager's checkpoints at once and often (Kafka's: after 30 s, then every 60 s / 5 s)
     with combined_node(tmp_path_factory.mktemp("combined"), log_initial_task_delay_ms=0,
                        log_flush_offset_checkpoint_interval_ms=500, log_flush_start_offset_checkpoint_interval_ms=500,
-                       replica_high_watermark_checkpoint_interval_ms=500, log_retention_check_interval_ms=500) as n:
+                       replica_high_watermark_checkpoint_interval_ms=500, log_retention_check_interval_ms=500,
+                       log_cleaner_backoff_ms=200) as n:
         yield n
 
 
@@ -370,6 +371,26 @@ def test_kcat_produces_and_consumes(node):
     consumed = subprocess.run(["kcat", "-C", "-b", node.bootstrap, "-t", "kcat", "-p", "0", "-o", "beginning", "-e",
                                "-q", "-f", "%o %s\n"], text=True, capture_output=True, timeout=WAIT_S)
     assert consumed.stdout == "".join(f"{i} line {i}\n" for i in range(20)), consumed.stderr
+
+
+def test_a_compacted_topic_is_cleaned_by_the_running_broker(node):
+    """cleanup.policy=compact with segment.ms=1 (a segment per batch): the log cleaner (its backoff 200 ms
+    here) leaves the latest record of each key below the active segment, at its offset."""
+    node.create_topic("compacted", cleanup_policy="compact", segment_ms=1)
+    now = int(time.time() * 1000)
+    for i, key in enumerate(b"ababab"):
+        node.produce("compacted", build_batch([(bytes([key]), str(i).encode(), [], now + 10 * i)]))
+
+    def cleaned():
+        offsets, position = [], 0
+        while position < 6:         # a fetch reads one segment: the cleaned one, then the active one
+            batches = list(iter_batches(node.fetch("compacted", position).records))
+            offsets += [r.offset for b in batches for r in b]
+            position = batches[-1].next_offset
+        return offsets == [3, 4, 5] or None
+    node.quorum.wait_until(cleaned, WAIT_S, "the log cleaner to clean the compacted topic")
+    names = os.listdir(os.path.join(node.data_dir, "compacted-0"))
+    assert "00000000000000000000.log" in names and "00000000000000000005.log" in names
 
 
 def test_dump_log_reads_the_brokers_segment(node, capsys):

@@ -86,8 +86,8 @@ connections.max.idle.ms=5000
 
 def test_unknown_keys_are_warned_not_refused(caplog):
     with caplog.at_level(logging.WARNING, logger="kafkawire.net.config"):
-        c = parse_server_config(props(log_cleaner_threads="3") + "some.future.key=x\n")
-    assert c.unknown_keys == ("log.cleaner.threads", "some.future.key")
+        c = parse_server_config(props(num_recovery_threads_per_data_dir="3") + "some.future.key=x\n")
+    assert c.unknown_keys == ("num.recovery.threads.per.data.dir", "some.future.key")
     assert "some.future.key" in caplog.text
 
 

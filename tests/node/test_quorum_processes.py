@@ -76,12 +76,12 @@ def test_a_broker_only_node_is_refused_in_one_line_saying_what_to_run_instead(tm
 
 
 def test_unknown_keys_are_warned_once_each(tmp_path):
-    q = LocalQuorum(tmp_path, voters=1, properties={"log.cleaner.threads": "3"})
+    q = LocalQuorum(tmp_path, voters=1, properties={"num.recovery.threads.per.data.dir": "3"})
     q.write_config(1)
     proc = q.start(1)               # unformatted: it warns, then stops
     assert proc.wait(timeout=60) == 1
-    lines = [l for l in q.log_tail(1, 200).splitlines() if "log.cleaner.threads" in l]
-    assert lines == [l for l in lines if "The configuration 'log.cleaner.threads' was supplied but isn't a known config."
+    lines = [l for l in q.log_tail(1, 200).splitlines() if "num.recovery.threads.per.data.dir" in l]
+    assert lines == [l for l in lines if "The configuration 'num.recovery.threads.per.data.dir' was supplied but isn't a known config."
                      in l]
     assert len(lines) == 1
 
