@@ -63,14 +63,20 @@ class OffsetApis:
     def _commit(self, request, version: int, wanted: list) -> dict:
         group_id = request.group_id
         code = self.apis.store.coordinator_error(group_id) if group_id else Errors.INVALID_GROUP_ID
+        check = None
         if code == Errors.NONE:
             try:
-                self.apis.offsets.validate_commit(group_id, request.generation_id_or_member_epoch, request.member_id,
-                                                  request.group_instance_id, version)
+                check = self.apis.offsets.validate_commit(group_id, request.generation_id_or_member_epoch,
+                                                          request.member_id, request.group_instance_id, version)
             except CommitRefused as exc:
                 code = exc.code
         if code != Errors.NONE:
             return {(i, p.partition_index): code for i, _, p in wanted}
+        if check is not None:       # a consumer group member committing with an older epoch: all or nothing
+            code = next((c for _, topic, p in wanted if (c := check(topic.id, p.partition_index)) != Errors.NONE),
+                        Errors.NONE)
+            if code != Errors.NONE:
+                return {(i, p.partition_index): code for i, _, p in wanted}
         stored = self.apis.offsets.commit(group_id, [
             (topic.name, p.partition_index, p.committed_offset, p.committed_leader_epoch, p.committed_metadata,
              topic.id if version >= 10 else ZERO_UUID)

@@ -25,6 +25,7 @@ _TYPES = {
     "inter.broker.listener.name": "STRING", "metadata.log.dir": "STRING", "log.message.timestamp.type": "STRING",
     "max.connections.per.ip.overrides": "STRING",
     "offsets.topic.replication.factor": "SHORT",
+    "group.consumer.assignors": "LIST",
     **{name: "LONG" for name in (
         "metadata.log.segment.ms", "metadata.max.retention.bytes", "metadata.max.retention.ms",
         "metadata.log.max.record.bytes.between.snapshots", "metadata.log.max.snapshot.interval.ms",

@@ -23,7 +23,7 @@ from kafkawire.storage.state_files import JavaProperties
 # are re-exported here, where the modules reading server.properties have always found them.
 from .config_values import (COMPRESSION_TYPES, DEFAULT_SECURITY_PROTOCOL_MAP, INT_MAX, JMX_REPORTER,
                             PROMETHEUS_REPORTER, TIMESTAMP_TYPES, ConfigError, Endpoint, QuorumVoter, _bool,
-                            _cleanup_policy, _http_listener, _int, _long, _names, _one_of, _per_ip_overrides,
+                            _assignors, _cleanup_policy, _http_listener, _int, _long, _names, _one_of, _per_ip_overrides,
                             _reporters, _roles, _short, _string, java_int, parse_host_ports, parse_listeners,
                             parse_security_protocol_map, parse_voters)
 
@@ -146,6 +146,13 @@ _KEYS = (
     # GroupCoordinatorConfig: INT 7 days atLeast(1); LONG 10 minutes atLeast(1)
     _Key("offsets.retention.minutes", lambda k, v: _int(k, v, 1), str(7 * 24 * 60), "GroupCoordinatorConfig"),
     _Key("offsets.retention.check.interval.ms", lambda k, v: _long(k, v, 1), "600000", "GroupCoordinatorConfig"),
+    # KIP-848 consumer groups (GroupCoordinatorConfig): INT 45000 atLeast(1); INT 5000 atLeast(1);
+    # INT Int.MaxValue atLeast(1); LIST "uniform,range" (kafkawire: builtin names only); INT 1000 atLeast(0)
+    _Key("group.consumer.session.timeout.ms", lambda k, v: _int(k, v, 1), "45000", "GroupCoordinatorConfig"),
+    _Key("group.consumer.heartbeat.interval.ms", lambda k, v: _int(k, v, 1), "5000", "GroupCoordinatorConfig"),
+    _Key("group.consumer.max.size", lambda k, v: _int(k, v, 1), str(INT_MAX), "GroupCoordinatorConfig"),
+    _Key("group.consumer.assignors", lambda k, v: _assignors(k, v), "uniform,range", "GroupCoordinatorConfig"),
+    _Key("group.consumer.assignment.interval.ms", lambda k, v: _int(k, v, 0), "1000", "GroupCoordinatorConfig"),
     # TransactionLogConfig: INT 1 day atLeast(1); INT 10 minutes atLeast(1) (internal);
     # TransactionStateManagerConfig: INT 15 minutes atLeast(1)
     _Key("producer.id.expiration.ms", lambda k, v: _int(k, v, 1), "86400000", "TransactionLogConfig"),
@@ -240,6 +247,11 @@ class ServerConfig:
     offset_metadata_max_bytes: int = 4096
     offsets_retention_minutes: int = 7 * 24 * 60
     offsets_retention_check_interval_ms: int = 600_000
+    group_consumer_session_timeout_ms: int = 45_000
+    group_consumer_heartbeat_interval_ms: int = 5000
+    group_consumer_max_size: int = INT_MAX
+    group_consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    group_consumer_assignment_interval_ms: int = 1000
     producer_id_expiration_ms: int = 86_400_000
     producer_id_expiration_check_interval_ms: int = 600_000
     transaction_max_timeout_ms: int = 900_000
