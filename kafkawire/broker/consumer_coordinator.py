@@ -49,6 +49,8 @@ class ConsumerSettings:
     max_size: int = 2**31 - 1                    # group.consumer.max.size
     assignors: tuple = ("uniform", "range")      # group.consumer.assignors (the first is the default)
     assignment_interval_ms: int = 1_000          # group.consumer.assignment.interval.ms
+    # The session and heartbeat bounds (group.consumer.{min,max}.*) are checked with the other
+    # settings (kafkawire.net.config); the group-level overrides they bound are not served yet.
 
 
 @dataclass(frozen=True)
