@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import uuid
 from dataclasses import dataclass
 
@@ -31,7 +32,7 @@ from kafkawire.protocol.error_codes import Errors
 from . import consumer_records as rec
 from .consumer_assignors import ASSIGNORS, MemberSpec
 from .consumer_group import (LEAVE_EPOCH, STATIC_LEAVE_EPOCH, UNREVOKED_PARTITIONS, ConsumerGroup,
-                             ConsumerMember, apply)
+                             ConsumerMember, apply, compiled)
 from .consumer_reconcile import FencedMemberEpoch, reconcile
 from .group_records import group_tombstone
 
@@ -156,12 +157,14 @@ class ConsumerCoordinator:
         view = self.topics()
         changed = updated.subscription() != member.subscription() or replaced is not None or \
             member.member_id not in group.members
-        topics_changed = updated.subscribed_topic_names != member.subscribed_topic_names
+        _check_regex(updated.subscribed_topic_regex)
+        topics_changed = updated.subscribed_topic_names != member.subscribed_topic_names or \
+            updated.subscribed_topic_regex != member.subscribed_topic_regex
         if changed:
             records.append(rec.member_record(group.group_id, updated))
         group_epoch = group.group_epoch
         if topics_changed or group.metadata_stale:
-            new_hash = metadata_hash(group.subscribed_topic_names(updated, self._without(replaced)), view)
+            new_hash = metadata_hash(group.subscribed_topic_names(view.by_name, updated, self._without(replaced)), view)
             if topics_changed or new_hash != group.metadata_hash:
                 group_epoch += 1
                 records.append(rec.group_epoch_record(group.group_id, group_epoch, new_hash))
@@ -171,7 +174,7 @@ class ConsumerCoordinator:
         if topics_changed or not updated.is_reconciled_to(target_epoch):
             try:
                 reconciled = reconcile(updated, target_epoch, target, group.current_partition_epoch,
-                                       view.ids(updated.subscribed_topic_names), owned, topics_changed)
+                                       view.ids(updated.topics(view.by_name)), owned, topics_changed)
             except FencedMemberEpoch as exc:
                 raise GroupError(Errors.FENCED_MEMBER_EPOCH, str(exc)) from None
             if reconciled != updated:
@@ -265,9 +268,10 @@ class ConsumerCoordinator:
         current = {m: group.target.get(m, {}) for m in members}
         current[member.member_id] = previous_target or {}
         name = group.preferred_assignor(member) or self.settings.assignors[0]
-        subscribed = set().union(*(m.subscribed_topic_names for m in members.values()))
+        topics = {m.member_id: m.topics(view.by_name) for m in members.values()}
+        subscribed = set().union(*topics.values())
         sizes = {view.by_name[n][0]: view.by_name[n][1] for n in subscribed if n in view.by_name}
-        specs = {m.member_id: MemberSpec(m.instance_id, frozenset(view.ids(m.subscribed_topic_names)))
+        specs = {m.member_id: MemberSpec(m.instance_id, frozenset(view.ids(topics[m.member_id])))
                  for m in members.values()}
         new = ASSIGNORS[name](specs, sizes, current)
         for member_id, partitions in new.items():
@@ -324,8 +328,9 @@ class ConsumerCoordinator:
     def fence(self, group: ConsumerGroup, member: ConsumerMember) -> int:
         """consumerGroupFenceMember: its records go, the group epoch moves on."""
         records = _removal(group.group_id, member.member_id)
-        names = group.subscribed_topic_names(without=frozenset((member.member_id,)))
-        records.append(rec.group_epoch_record(group.group_id, group.group_epoch + 1, metadata_hash(names, self.topics())))
+        view = self.topics()
+        names = group.subscribed_topic_names(view.by_name, without=frozenset((member.member_id,)))
+        records.append(rec.group_epoch_record(group.group_id, group.group_epoch + 1, metadata_hash(names, view)))
         error = self.write(group.group_id, records)
         if error == Errors.NONE:
             self.classic.timer.cancel(session_key(group.group_id, member.member_id))
@@ -367,9 +372,10 @@ class ConsumerCoordinator:
                     self._schedule_session(group.group_id, member_id)
 
     def topics_changed(self, names: set) -> None:
-        """Kafka's onMetadataUpdate: groups subscribed to a changed topic refresh at their next heartbeat."""
+        """Kafka's onMetadataUpdate: groups subscribed to a changed topic (by name or by a regex
+        that may match it) refresh at their next heartbeat."""
         for group in self.groups.values():
-            if not group.metadata_stale and group.subscribed_topic_names() & names:
+            if not group.metadata_stale and (group.uses_regex() or group.subscribed_topic_names(()) & names):
                 group.metadata_stale = True
 
 
@@ -401,6 +407,16 @@ def validate(request, version: int, assignors: tuple) -> None:
     if request.server_assignor is not None and request.server_assignor not in assignors:
         raise GroupError(Errors.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {request.server_assignor} is not supported. "
                                                       f"Supported assignors: {', '.join(assignors)}.")
+
+
+def _check_regex(regex: str | None) -> None:
+    """Utils.throwIfRegularExpressionIsInvalid (the reason is Python's, not Java's PatternSyntaxException's)."""
+    if regex and compiled(regex) is None:
+        try:
+            re.compile(regex)
+        except re.error as exc:
+            raise GroupError(Errors.INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex `{regex}` is not a valid "
+                                                                f"regular expression: {exc}.") from None
 
 
 def _owned(topic_partitions) -> list | None:

@@ -13,6 +13,8 @@ as ConsumerGroup.currentPartitionEpoch answers it (a partition without owner: -1
 """
 from __future__ import annotations
 
+import functools
+import re
 from dataclasses import dataclass, field, replace
 
 from .consumer_records import CURRENT_ASSIGNMENT, GROUP_EPOCH, MEMBER_METADATA, TARGET_MEMBER, TARGET_METADATA
@@ -50,6 +52,14 @@ class ConsumerMember:
         return (self.instance_id, self.rack_id, self.client_id, self.client_host, self.subscribed_topic_names,
                 self.subscribed_topic_regex, self.rebalance_timeout_ms, self.server_assignor)
 
+    def topics(self, all_names) -> frozenset:
+        """The topics it subscribes to: its names, and those of ``all_names`` its regex matches
+        whole (Java's Matcher.matches)."""
+        pattern = compiled(self.subscribed_topic_regex) if self.subscribed_topic_regex else None
+        if pattern is None:
+            return self.subscribed_topic_names
+        return self.subscribed_topic_names | {n for n in all_names if pattern.fullmatch(n)}
+
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state == MEMBER_STABLE and self.member_epoch == epoch
 
@@ -62,6 +72,15 @@ class ConsumerMember:
 
     def copy(self, **changes) -> "ConsumerMember":
         return replace(self, **changes)
+
+
+@functools.lru_cache(maxsize=256)
+def compiled(regex: str):
+    """The compiled regex, or None when it does not compile (refused at the heartbeat)."""
+    try:
+        return re.compile(regex)
+    except re.error:
+        return None
 
 
 @dataclass(eq=False)
@@ -91,17 +110,21 @@ class ConsumerGroup:
     def current_partition_epoch(self, topic_id, partition: int) -> int:
         return self.owners.get((topic_id, partition), -1)
 
-    def subscribed_topic_names(self, replacing: ConsumerMember | None = None, without: frozenset = frozenset()) -> set:
-        """The topics the members subscribe to, with ``replacing`` in place of the member of its id
-        and without the members of ``without``."""
+    def subscribed_topic_names(self, all_names, replacing: ConsumerMember | None = None,
+                               without: frozenset = frozenset()) -> set:
+        """The topics the members subscribe to (regexes matched against ``all_names``), with
+        ``replacing`` in place of the member of its id and without the members of ``without``."""
         topics: set = set()
         for member_id, member in self.members.items():
             if member_id in without or (replacing is not None and member_id == replacing.member_id):
                 continue
-            topics.update(member.subscribed_topic_names)
+            topics.update(member.topics(all_names))
         if replacing is not None:
-            topics.update(replacing.subscribed_topic_names)
+            topics.update(replacing.topics(all_names))
         return topics
+
+    def uses_regex(self) -> bool:
+        return any(m.subscribed_topic_regex for m in self.members.values())
 
     def preferred_assignor(self, replacing: ConsumerMember | None = None) -> str | None:
         """The server assignor most members name (ConsumerGroup.computePreferredServerAssignor)."""

@@ -349,3 +349,23 @@ def test_list_describe_and_delete_see_consumer_groups():
     h.beat("m1", -1)
     assert h.group.state == EMPTY
     assert h.offsets.delete(GROUP) == Errors.NONE and GROUP not in h.coordinator.groups
+
+
+def regex_join(h, member_id, regex):
+    return h.coordinator.heartbeat(ConsumerGroupHeartbeatRequest(
+        group_id=GROUP, member_id=member_id, member_epoch=0, rebalance_timeout_ms=30_000,
+        subscribed_topic_regex=regex, topic_partitions=[]), version=1, client_id="c", client_host="/h")
+
+
+def test_a_regex_subscription_takes_the_topics_it_matches_whole_and_new_ones_later():
+    h = Harness(topics=(("orders", T1, 2), ("orders-eu", T2, 1)))
+    response = regex_join(h, "m1", "orders|orders-new")
+    assert assigned(response) == {T1: {0, 1}}                     # "orders-eu" is not a whole match
+    t3 = uuid.UUID(int=3)
+    h.view = TopicsView.of((("orders", T1, 2), ("orders-eu", T2, 1), ("orders-new", t3, 1)))
+    h.coordinator.topics_changed({"orders-new"})
+    response = h.beat("m1", 1)
+    assert (response.member_epoch, assigned(response)) == (2, {T1: {0, 1}, t3: {0}})
+    bad = regex_join(h, "m2", "(")
+    assert bad.error_code == Errors.INVALID_REGULAR_EXPRESSION
+    assert bad.error_message.startswith("SubscribedTopicRegex `(` is not a valid regular expression: ")
