@@ -15,7 +15,8 @@ from kafkawire.protocol.error_codes import Errors
 from . import consumer_records as rec
 from .consumer_group import EMPTY, apply
 
-__all__ = ["CONSUMER_TYPE", "listed", "describe", "tombstones", "commit_validator", "replay", "CommitError"]
+__all__ = ["CONSUMER_TYPE", "listed", "describe", "tombstones", "commit_validator", "fetch_error", "replay",
+           "CommitError"]
 
 CONSUMER_TYPE = "consumer"
 CONSUMER_MEMBER_TYPE = 1
@@ -94,6 +95,17 @@ def commit_validator(group, member_id: str, epoch: int, version: int):
             return Errors.STALE_MEMBER_EPOCH
         return Errors.NONE
     return check
+
+
+def fetch_error(group, member_id: str | None, epoch: int) -> int:
+    """ConsumerGroup.validateOffsetFetch: a member fetching (OffsetFetch v9+) must be one at its
+    current epoch; an admin (no member id, epoch -1) may always fetch."""
+    if member_id is None and epoch < 0:
+        return Errors.NONE
+    member = group.members.get(member_id)
+    if member is None:
+        return Errors.UNKNOWN_MEMBER_ID
+    return Errors.NONE if epoch == member.member_epoch else Errors.STALE_MEMBER_EPOCH
 
 
 def replay(coordinator, key: bytes, value: bytes | None) -> None:

@@ -371,6 +371,10 @@ class ConsumerCoordinator:
                 for member_id in group.members:
                     self._schedule_session(group.group_id, member_id)
 
+    def subscribed_topics(self, group_id: str) -> set:
+        """The topics the group's members subscribe to, by name or regex."""
+        return self.groups[group_id].subscribed_topic_names(self.topics().by_name)
+
     def topics_changed(self, names: set) -> None:
         """Kafka's onMetadataUpdate: groups subscribed to a changed topic (by name or by a regex
         that may match it) refresh at their next heartbeat."""

@@ -18,6 +18,7 @@ from kafkawire.messages.offset_fetch_response import (OffsetFetchResponse, Offse
                                                       OffsetFetchResponseTopic, OffsetFetchResponseTopics)
 from kafkawire.protocol.error_codes import Errors
 
+from . import consumer_admin
 from .group_offsets import CommitRefused
 from .group_records import ZERO_UUID
 
@@ -104,6 +105,11 @@ class OffsetApis:
             for (name, _), partitions in answered])
 
     def _fetch_group(self, g, version: int) -> OffsetFetchResponseGroup:
+        consumer_group = self.apis.coordinator.consumer_groups.get(g.group_id)
+        if version >= 9 and consumer_group is not None and self.apis.store.coordinator_error(g.group_id) == Errors.NONE:
+            code = consumer_admin.fetch_error(consumer_group, g.member_id, g.member_epoch)
+            if code != Errors.NONE:
+                return OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[])
         topics = None if g.topics is None else [_Wanted(t.name, t.topic_id, t.partition_indexes) for t in g.topics]
         code, answered = self._fetch(g.group_id, topics, version)
         return OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[

@@ -219,9 +219,34 @@ class GroupOffsets:
             if drop_group:
                 group.transition_to(DEAD, now)
                 del self.coordinator.groups[group.group_id]
+        for group_id in list(self.coordinator.consumer_groups):
+            written += self._expire_consumer_group(group_id, now, retention_ms)
         if written:
             log.info("Generated %d tombstone records while cleaning up group metadata.", written)
         return written
+
+    def _expire_consumer_group(self, group_id: str, now: int, retention_ms: int) -> int:
+        """A consumer group's offsets age from their commit, those of subscribed topics never; an
+        Empty group left without offsets is deleted (ConsumerGroup.offsetExpirationCondition)."""
+        c = self.coordinator
+        group = c.consumer_groups[group_id]
+        committed = self.offsets.get(group_id, {})
+        subscribed = c.consumer.subscribed_topics(group_id)
+        expired = [key for key, value in committed.items()
+                   if key[0] not in subscribed and now - value.commit_timestamp_ms >= retention_ms]
+        records = [offset_tombstone(group_id, t, p) for t, p in expired]
+        drop_group = len(expired) == len(committed) and consumer_admin.delete_error(group) == Errors.NONE
+        if drop_group:
+            records += consumer_admin.tombstones(group)
+        if not records or c.persist(group_id, records) != Errors.NONE:
+            return 0
+        for key in expired:
+            del committed[key]
+        if not committed:
+            self.offsets.pop(group_id, None)
+        if drop_group:
+            del c.consumer_groups[group_id]
+        return len(records)
 
     @staticmethod
     def _expiry_base(group: ClassicGroup):
@@ -239,15 +264,20 @@ class GroupOffsets:
     def delete_offsets(self, group_id: str, topics: list) -> tuple[int, dict]:
         """(group error, {(topic, partition): code}) for ``topics`` ((name, [partitions])): the
         offsets of topics the group does not subscribe to are deleted (tombstones written)."""
-        group = self.coordinator.groups.get(group_id)
-        if group is None or group.state == DEAD:
+        c = self.coordinator
+        group = c.groups.get(group_id)
+        if group_id in c.consumer_groups:             # any state (ConsumerGroup.validateOffsetDelete)
+            is_subscribed_to = c.consumer.subscribed_topics(group_id).__contains__
+        elif group is None or group.state == DEAD:
             return Errors.GROUP_ID_NOT_FOUND, {}
-        if group.state != EMPTY and not group.uses_consumer_protocol():
+        elif group.state != EMPTY and not group.uses_consumer_protocol():
             return Errors.NON_EMPTY_GROUP, {}
+        else:
+            is_subscribed_to = group.is_subscribed_to
         committed = self.offsets.get(group_id, {})
         codes, records, gone = {}, [], []
         for topic, partitions in topics:
-            subscribed = group.is_subscribed_to(topic)
+            subscribed = is_subscribed_to(topic)
             for p in partitions:
                 codes[(topic, p)] = Errors.GROUP_SUBSCRIBED_TO_TOPIC if subscribed else Errors.NONE
                 if not subscribed and (topic, p) in committed:

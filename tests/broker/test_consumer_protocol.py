@@ -369,3 +369,34 @@ def test_a_regex_subscription_takes_the_topics_it_matches_whole_and_new_ones_lat
     bad = regex_join(h, "m2", "(")
     assert bad.error_code == Errors.INVALID_REGULAR_EXPRESSION
     assert bad.error_message.startswith("SubscribedTopicRegex `(` is not a valid regular expression: ")
+
+
+def test_offset_fetch_and_delete_of_a_consumer_group():
+    """OffsetFetch v9+ checks the member and its epoch; OffsetDelete keeps the offsets of the
+    topics the members subscribe to, whatever the group's state."""
+    from kafkawire.broker.consumer_admin import fetch_error
+    h = Harness(topics=(("t1", T1, 4), ("t2", T2, 1)))
+    h.join("m1")
+    assert fetch_error(h.group, None, -1) == Errors.NONE
+    assert fetch_error(h.group, "m1", 1) == Errors.NONE
+    assert fetch_error(h.group, "m1", 0) == Errors.STALE_MEMBER_EPOCH
+    assert fetch_error(h.group, "m9", 1) == Errors.UNKNOWN_MEMBER_ID
+    h.offsets.commit(GROUP, [("t1", 0, 5, -1, "", None), ("t2", 0, 7, -1, "", None)])
+    code, codes = h.offsets.delete_offsets(GROUP, [("t1", [0]), ("t2", [0])])
+    assert (code, codes) == (Errors.NONE, {("t1", 0): Errors.GROUP_SUBSCRIBED_TO_TOPIC, ("t2", 0): Errors.NONE})
+    assert set(h.offsets.offsets[GROUP]) == {("t1", 0)}
+
+
+def test_expiry_keeps_subscribed_offsets_and_deletes_an_empty_consumer_group_without_offsets():
+    h = Harness(topics=(("t1", T1, 4), ("t2", T2, 1)))
+    h.join("m1")
+    h.offsets.commit(GROUP, [("t1", 0, 5, -1, "", None), ("t2", 0, 7, -1, "", None)])
+    h.timer.advance(2_000)
+    h.beat("m1", 1)
+    h.offsets.expire(1_000)
+    assert set(h.offsets.offsets[GROUP]) == {("t1", 0)} and GROUP in h.coordinator.groups
+    h.beat("m1", -1)
+    h.written.clear()
+    h.offsets.expire(1_000)
+    assert GROUP not in h.coordinator.groups and GROUP not in h.offsets.offsets
+    assert int.from_bytes(h.written[-1][0][:2], "big") == rec.GROUP_EPOCH and h.written[-1][1] is None
