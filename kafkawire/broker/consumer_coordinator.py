@@ -155,8 +155,10 @@ class ConsumerCoordinator:
             member, replaced = self._static_member(group, member_id, request, owned, joining, records)
         updated = _updated(member, request, client_id, client_host)
         view = self.topics()
-        changed = updated.subscription() != member.subscription() or replaced is not None or \
-            member.member_id not in group.members
+        # A new member is written; a replacing static member was written with its predecessor's
+        # subscription and is written again only if the heartbeat changes it (hasMemberSubscriptionChanged).
+        changed = updated.subscription() != member.subscription() or (
+            replaced is None and member.member_id not in group.members)
         _check_regex(updated.subscribed_topic_regex)
         topics_changed = updated.subscribed_topic_names != member.subscribed_topic_names or \
             updated.subscribed_topic_regex != member.subscribed_topic_regex
@@ -333,6 +335,7 @@ class ConsumerCoordinator:
         records.append(rec.group_epoch_record(group.group_id, group.group_epoch + 1, metadata_hash(names, view)))
         error = self.write(group.group_id, records)
         if error == Errors.NONE:
+            log.info("[GroupId %s] Bumped group epoch to %d.", group.group_id, group.group_epoch)
             self.classic.timer.cancel(session_key(group.group_id, member.member_id))
             self.classic.timer.cancel(rebalance_key(group.group_id, member.member_id))
         return error

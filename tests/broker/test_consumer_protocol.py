@@ -400,3 +400,64 @@ def test_expiry_keeps_subscribed_offsets_and_deletes_an_empty_consumer_group_wit
     h.offsets.expire(1_000)
     assert GROUP not in h.coordinator.groups and GROUP not in h.offsets.offsets
     assert int.from_bytes(h.written[-1][0][:2], "big") == rec.GROUP_EPOCH and h.written[-1][1] is None
+
+
+def test_a_restart_replays_the_partitions_batches_into_the_same_groups_and_their_members_must_heartbeat():
+    """What a broker's load of __consumer_offsets does (OffsetsTopic._replay over the log's
+    batches, then after_load): the group is back, and a member that does not come back within
+    the session timeout is fenced."""
+    from kafkawire.broker.group_log import OffsetsTopic
+    from kafkawire.records.builder import build_batch
+    h = Harness()
+    h.join("m1")
+    h.join("m2")
+    h.offsets.commit(GROUP, [("t1", 0, 5, -1, "", None)])
+    data = build_batch([(k, v, (), 0) for k, v in h.written])
+    again = Harness()
+    store = OffsetsTopic(None, again.classic, again.offsets)
+    _, records, skipped = store._replay(0, data, 0)
+    assert (records, skipped) == (len(h.written), 0)
+    again.offsets.after_load()
+    assert again.group.members == h.group.members and again.group.target == h.group.target
+    assert again.offsets.offsets[GROUP][("t1", 0)].offset == 5
+    again.timer.advance(44_000)
+    again.beat("m1", 1, owned={T1: {0, 1, 2, 3}})
+    again.timer.advance(2_000)
+    assert set(again.group.members) == {"m1"}
+
+
+def test_a_failed_write_answers_its_error_and_changes_nothing():
+    h = Harness()
+    h.join("m1")
+    h.fail_writes = Errors.NOT_COORDINATOR
+    assert h.join("m2").error_code == Errors.NOT_COORDINATOR
+    assert set(h.group.members) == {"m1"} and h.group.group_epoch == 1
+
+
+def test_without_group_version_1_the_apis_are_unsupported_version():
+    """Kafka's isConsumerGroupProtocolEnabled: the finalized group.version must be 1 or more."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from kafkawire.broker.consumer_apis import ConsumerApis
+    from kafkawire.messages.consumer_group_describe_request import ConsumerGroupDescribeRequest
+    h = Harness()
+    features: dict = {}
+    image = SimpleNamespace(finalized_features=features, topics_by_name={})
+    store = SimpleNamespace(coordinator_error=lambda group_id: Errors.NONE)
+    config = SimpleNamespace(group_consumer_session_timeout_ms=45_000, group_consumer_heartbeat_interval_ms=5000,
+                             group_consumer_max_size=10, group_consumer_assignors=("uniform", "range"),
+                             group_consumer_assignment_interval_ms=0)
+    apis = SimpleNamespace(coordinator=h.classic, store=store, broker=SimpleNamespace(config=config, image=lambda: image))
+    consumer_apis = ConsumerApis(apis)
+    ctx = SimpleNamespace(api_version=1, client_id="c", peer=("127.0.0.1", 1))
+    request = ConsumerGroupHeartbeatRequest(group_id=GROUP, member_id="m", member_epoch=0, rebalance_timeout_ms=1000,
+                                            subscribed_topic_names=[], topic_partitions=[])
+    assert asyncio.run(consumer_apis.heartbeat(ctx, request)).error_code == Errors.UNSUPPORTED_VERSION
+    described = asyncio.run(consumer_apis.describe(ctx, ConsumerGroupDescribeRequest(group_ids=[GROUP])))
+    assert described.groups[0].error_code == Errors.UNSUPPORTED_VERSION
+    features["group.version"] = 1
+    assert asyncio.run(consumer_apis.heartbeat(ctx, request)).error_code == Errors.NONE
+    described = asyncio.run(consumer_apis.describe(ctx, ConsumerGroupDescribeRequest(group_ids=[GROUP, "x"])))
+    assert [(g.error_code, g.group_state, g.error_message) for g in described.groups] == [
+        (Errors.NONE, STABLE, None), (Errors.GROUP_ID_NOT_FOUND, "", "Group x not found.")]
