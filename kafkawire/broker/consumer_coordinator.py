@@ -343,9 +343,8 @@ class ConsumerCoordinator:
     def _fence_if(self, group_id: str, member_id: str, why: str, epoch: int | None = None) -> None:
         group = self.groups.get(group_id)
         member = None if group is None else group.members.get(member_id)
-        if member is None or (epoch is not None and (member.member_epoch != epoch
-                                                     or member.state != UNREVOKED_PARTITIONS)):
-            return
+        if member is None or (epoch is not None and member.member_epoch != epoch):
+            return                      # gone, or it moved on from the epoch it had to leave
         log.info("[GroupId %s] Member %s fenced from the group because %s.", group_id, member_id, why)
         self.fence(group, member)
 
@@ -359,9 +358,9 @@ class ConsumerCoordinator:
             return
         key = rebalance_key(group_id, after.member_id)
         if after.state == UNREVOKED_PARTITIONS:
-            epoch = after.member_epoch
-            self.classic.timer.schedule(key, after.rebalance_timeout_ms, lambda: self._fence_if(
-                group_id, after.member_id, "it failed to revoke partitions within the rebalance timeout", epoch))
+            epoch, timeout = after.member_epoch, after.rebalance_timeout_ms
+            why = f"it failed to transition from epoch {epoch} within {timeout}ms"
+            self.classic.timer.schedule(key, timeout, lambda: self._fence_if(group_id, after.member_id, why, epoch))
         else:
             self.classic.timer.cancel(key)
 
