@@ -16,7 +16,6 @@ Differences from Kafka kept here (documented in the report of issue 29):
 - ``SubscribedTopicRegex`` is resolved at each heartbeat against the topics of the image with
   Python's ``re.fullmatch`` (Kafka resolves it in the background with Java's regex syntax and
   records the result as ConsumerGroupRegularExpression records, which kafkawire does not write);
-- ConsumerGroupMetadata's MetadataHash is kafkawire's own fingerprint, not Kafka's xxh3 hash.
 """
 from __future__ import annotations
 
@@ -47,7 +46,15 @@ def consumer_settings_of(config) -> ConsumerSettings:
 def topics_of(image) -> TopicsView:
     if image is None:
         return TopicsView({}, {})
-    return TopicsView.of((name, t.id, len(t.partitions)) for name, t in image.topics_by_name.items())
+
+    def racks(name: str) -> tuple:
+        """Each partition's replica racks, as Kafka's metadata image gives them to the topic hash."""
+        partitions = image.topics_by_name[name].partitions
+        brokers = image.brokers
+        return tuple(tuple(brokers[r].rack for r in partitions[i].replicas
+                           if r in brokers and brokers[r].rack is not None) if i in partitions else ()
+                     for i in range(len(partitions)))
+    return TopicsView.of(((name, t.id, len(t.partitions)) for name, t in image.topics_by_name.items()), racks)
 
 
 class ConsumerApis:
@@ -56,8 +63,14 @@ class ConsumerApis:
     def __init__(self, apis):
         self.apis = apis
         self.coordinator = ConsumerCoordinator(apis.coordinator, consumer_settings_of(apis.broker.config),
-                                               topics=lambda: topics_of(apis.broker.image()))
+                                               topics=self.topics)
         self._sizes: dict = {}                  # topic name -> (id, partitions) at the last metadata change
+        self._view: TopicsView | None = None    # the image's topics, made again after each metadata change
+
+    def topics(self) -> TopicsView:
+        if self._view is None:
+            self._view = topics_of(self.apis.broker.image())
+        return self._view
 
     def handlers(self) -> dict[int, ApiHandler]:
         return {CONSUMER_GROUP_HEARTBEAT: ApiHandler(self.heartbeat),
@@ -69,7 +82,8 @@ class ConsumerApis:
 
     def on_metadata(self) -> None:
         """Groups subscribed to a created, deleted or grown topic get a new target assignment."""
-        sizes = topics_of(self.apis.broker.image()).by_name
+        self._view = None
+        sizes = self.topics().by_name
         changed = {name for name in sizes.keys() | self._sizes.keys() if sizes.get(name) != self._sizes.get(name)}
         self._sizes = sizes
         if changed:
@@ -92,7 +106,7 @@ class ConsumerApis:
         if not self.enabled():
             return ConsumerGroupDescribeResponse(groups=[DescribedGroup(
                 group_id=g, error_code=Errors.UNSUPPORTED_VERSION, members=[]) for g in request.group_ids])
-        names = topics_of(self.apis.broker.image()).by_id
+        names = self.topics().by_id
         groups = []
         for group_id in request.group_ids:
             code = self.apis.store.coordinator_error(group_id)

@@ -19,11 +19,11 @@ classic group with members is not converted (see the module kafkawire.broker.con
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable
 
 from kafkawire.messages.consumer_group_heartbeat_response import (Assignment, ConsumerGroupHeartbeatResponse,
                                                                    TopicPartitions)
@@ -31,6 +31,7 @@ from kafkawire.protocol.error_codes import Errors
 
 from . import consumer_records as rec
 from .consumer_assignors import ASSIGNORS, MemberSpec
+from .consumer_hash import group_hash, topic_hash
 from .consumer_group import (LEAVE_EPOCH, STATIC_LEAVE_EPOCH, UNREVOKED_PARTITIONS, ConsumerGroup,
                              ConsumerMember, apply, compiled)
 from .consumer_reconcile import FencedMemberEpoch, reconcile
@@ -39,7 +40,6 @@ from .group_records import group_tombstone
 __all__ = ["ConsumerCoordinator", "ConsumerSettings", "TopicsView", "GroupError"]
 
 log = logging.getLogger(__name__)
-_HASH_BYTES = 8
 
 
 @dataclass(frozen=True)
@@ -56,18 +56,27 @@ class ConsumerSettings:
 
 @dataclass(frozen=True)
 class TopicsView:
-    """The topics of the metadata image: name -> (topic id, partitions), id -> name."""
+    """The topics of the metadata image: name -> (topic id, partitions), id -> name, and
+    ``racks(name)``: each partition's replica racks (for the metadata hash; none by default)."""
     by_name: dict
     by_id: dict
+    racks: Callable = lambda name: ()
+    hashes: dict = field(default_factory=dict)       # name -> its topic hash, computed once per view
 
     @classmethod
-    def of(cls, topics) -> "TopicsView":
+    def of(cls, topics, racks: Callable = lambda name: ()) -> "TopicsView":
         """``topics`` is an iterable of (name, topic id, partition count)."""
         by_name = {name: (topic_id, count) for name, topic_id, count in topics}
-        return cls(by_name, {topic_id: name for name, (topic_id, _) in by_name.items()})
+        return cls(by_name, {topic_id: name for name, (topic_id, _) in by_name.items()}, racks)
 
     def ids(self, names) -> set:
         return {self.by_name[n][0] for n in names if n in self.by_name}
+
+    def topic_hash(self, name: str) -> int:
+        if name not in self.hashes:
+            topic_id, count = self.by_name[name]
+            self.hashes[name] = topic_hash(name, topic_id, count, self.racks(name))
+        return self.hashes[name]
 
 
 class GroupError(Exception):
@@ -79,17 +88,9 @@ class GroupError(Exception):
 
 
 def metadata_hash(names, view: TopicsView) -> int:
-    """A fingerprint of the subscribed topics' ids and sizes (0 without topics): it changes when a
-    subscribed topic is created, deleted or grows. Not Kafka's xxh3 value (see the module doc
-    of kafkawire.broker.consumer_apis): only its changes matter to the coordinator."""
-    h = hashlib.blake2b(digest_size=_HASH_BYTES)
-    found = False
-    for name in sorted(names):
-        topic = view.by_name.get(name)
-        if topic is not None:
-            found = True
-            h.update(f"{name}\0{topic[0]}\0{topic[1]}\0".encode())
-    return int.from_bytes(h.digest(), "big", signed=True) if found else 0
+    """ModernGroup.computeMetadataHash: Kafka's hash of the subscribed topics that exist (0 without
+    any); it changes when one is created, deleted or grows, or its replicas' racks change."""
+    return group_hash({name: view.topic_hash(name) for name in names if name in view.by_name})
 
 
 def session_key(group_id: str, member_id: str) -> str:
