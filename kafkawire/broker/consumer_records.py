@@ -4,12 +4,14 @@
 record type + the key at version 0; an int16 version 0 + the flexible value).
 
     ConsumerGroupMetadata (3)          the group epoch and the hash of its topics' metadata
-    ConsumerGroupPartitionMetadata (4) only tombstoned (Kafka 4.1+ keeps a hash instead)
+    ConsumerGroupPartitionMetadata (4) not written since Kafka 4.1 (the hash above replaced it);
+                                       tombstoned when a group is deleted, as 4.3.1 does
     ConsumerGroupMemberMetadata (5)    a member's subscription
     ConsumerGroupTargetAssignmentMetadata (6)  the assignment epoch
     ConsumerGroupTargetAssignmentMember (7)    a member's target partitions
     ConsumerGroupCurrentMemberAssignment (8)   a member's epochs, state and owned partitions
-    ConsumerGroupRegularExpression (16)        not written here (see kafkawire.broker.consumer_coordinator)
+    ConsumerGroupRegularExpression (16)        not written (kafkawire matches a regex at each
+                                               heartbeat: kafkawire.broker.consumer_apis)
 
 A member's partitions are ``{topic id: {partition: assignment epoch}}`` (the epochs go to the
 tagged AssignmentEpochs field, as 4.3.1 writes them); a target is ``{topic id: set(partitions)}``.

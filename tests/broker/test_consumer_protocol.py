@@ -461,3 +461,12 @@ def test_without_group_version_1_the_apis_are_unsupported_version():
     described = asyncio.run(consumer_apis.describe(ctx, ConsumerGroupDescribeRequest(group_ids=[GROUP, "x"])))
     assert [(g.error_code, g.group_state, g.error_message) for g in described.groups] == [
         (Errors.NONE, STABLE, None), (Errors.GROUP_ID_NOT_FOUND, "", "Group x not found.")]
+
+
+def test_a_static_member_leaving_with_minus_one_is_gone_and_its_instance_id_is_free():
+    h = Harness()
+    h.join("a", instance="i-1")
+    response = h.beat("a", -1, instance="i-1")
+    assert (response.error_code, response.member_epoch) == (Errors.NONE, -1)
+    assert h.group.members == {} and h.group.static_members == {}
+    assert h.join("b", instance="i-1").member_epoch == 3              # joined afresh: epochs 1, 2 (leave), 3
