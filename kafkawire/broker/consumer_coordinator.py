@@ -20,7 +20,6 @@ classic group with members is not converted (see the module kafkawire.broker.con
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from dataclasses import dataclass, field
 from typing import Callable
@@ -33,8 +32,9 @@ from . import consumer_records as rec
 from .consumer_assignors import ASSIGNORS, MemberSpec
 from .consumer_hash import group_hash, topic_hash
 from .consumer_group import (LEAVE_EPOCH, STATIC_LEAVE_EPOCH, UNREVOKED_PARTITIONS, ConsumerGroup,
-                             ConsumerMember, apply, compiled)
+                             ConsumerMember, apply)
 from .consumer_reconcile import FencedMemberEpoch, reconcile
+from .consumer_regex import regex_error
 from .group_records import group_tombstone
 
 __all__ = ["ConsumerCoordinator", "ConsumerSettings", "TopicsView", "GroupError"]
@@ -417,13 +417,11 @@ def validate(request, version: int, assignors: tuple) -> None:
 
 
 def _check_regex(regex: str | None) -> None:
-    """Utils.throwIfRegularExpressionIsInvalid (the reason is Python's, not Java's PatternSyntaxException's)."""
-    if regex and compiled(regex) is None:
-        try:
-            re.compile(regex)
-        except re.error as exc:
-            raise GroupError(Errors.INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex `{regex}` is not a valid "
-                                                                f"regular expression: {exc}.") from None
+    """Utils.throwIfRegularExpressionIsInvalid."""
+    reason = regex_error(regex) if regex else None
+    if reason is not None:
+        raise GroupError(Errors.INVALID_REGULAR_EXPRESSION,
+                         f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {reason}.")
 
 
 def _owned(topic_partitions) -> list | None:

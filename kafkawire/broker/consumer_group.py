@@ -13,10 +13,9 @@ as ConsumerGroup.currentPartitionEpoch answers it (a partition without owner: -1
 """
 from __future__ import annotations
 
-import functools
-import re
 from dataclasses import dataclass, field, replace
 
+from .consumer_regex import compiled
 from .consumer_records import CURRENT_ASSIGNMENT, GROUP_EPOCH, MEMBER_METADATA, TARGET_MEMBER, TARGET_METADATA
 
 __all__ = ["ConsumerGroup", "ConsumerMember", "apply", "MEMBER_STABLE", "UNREVOKED_PARTITIONS",
@@ -72,15 +71,6 @@ class ConsumerMember:
 
     def copy(self, **changes) -> "ConsumerMember":
         return replace(self, **changes)
-
-
-@functools.lru_cache(maxsize=256)
-def compiled(regex: str):
-    """The compiled regex, or None when it does not compile (refused at the heartbeat)."""
-    try:
-        return re.compile(regex)
-    except re.error:
-        return None
 
 
 @dataclass(eq=False)

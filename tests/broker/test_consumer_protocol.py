@@ -369,6 +369,10 @@ def test_a_regex_subscription_takes_the_topics_it_matches_whole_and_new_ones_lat
     bad = regex_join(h, "m2", "(")
     assert bad.error_code == Errors.INVALID_REGULAR_EXPRESSION
     assert bad.error_message.startswith("SubscribedTopicRegex `(` is not a valid regular expression: ")
+    bad = regex_join(h, "m2", "orders(?!-eu)")                     # fine for Python's re, not for RE2
+    assert (bad.error_code, bad.error_message) == (
+        Errors.INVALID_REGULAR_EXPRESSION, "SubscribedTopicRegex `orders(?!-eu)` is not a valid regular expression: "
+                                           "invalid or unsupported Perl syntax: `(?!`.")
 
 
 def test_offset_fetch_and_delete_of_a_consumer_group():
@@ -470,3 +474,12 @@ def test_a_static_member_leaving_with_minus_one_is_gone_and_its_instance_id_is_f
     assert (response.error_code, response.member_epoch) == (Errors.NONE, -1)
     assert h.group.members == {} and h.group.static_members == {}
     assert h.join("b", instance="i-1").member_epoch == 3              # joined afresh: epochs 1, 2 (leave), 3
+
+
+@pytest.mark.parametrize("regex, refused", [
+    ("a(?=b)", "(?="), ("a(?<!b)", "(?<!"), ("(?>x)", "(?>"), (r"(a)\1", r"\1"), ("a*+", "*+"), ("a{2}+", "}+"),
+    ("^rx-.*", None), ("(?P<n>x)", None), ("[*+]+", None), (r"a\++", None), ("[]+]+", None), (r"[\]*+]y", None),
+])
+def test_regex_constructs_re2_refuses_are_found_outside_character_classes(regex, refused):
+    from kafkawire.broker.consumer_regex import _perl_only
+    assert _perl_only(regex) == refused
