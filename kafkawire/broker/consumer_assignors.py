@@ -24,6 +24,7 @@ RangeAssignor, co-partitioned when every member subscribes to the same topics of
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 
 __all__ = ["MemberSpec", "ASSIGNORS", "uniform", "range_assignor"]
@@ -89,12 +90,12 @@ def _uniform_homogeneous(member_ids: list, subscribed: set, topics: dict, curren
 
 def _uniform_heterogeneous(members: dict, topics: dict, current: dict) -> dict:
     target: dict = {m: {} for m in members}
-    counts = dict.fromkeys(members, 0)
     subscribers: dict = {}
     for member_id in sorted(members):
         for topic_id in members[member_id].topics:
             if topic_id in topics:
                 subscribers.setdefault(topic_id, []).append(member_id)
+    counts = _Counts(members, subscribers)
     owner: dict = {}
     for member_id in sorted(members):
         for topic_id, partitions in current.get(member_id, {}).items():
@@ -103,32 +104,64 @@ def _uniform_heterogeneous(members: dict, topics: dict, current: dict) -> dict:
             for partition in partitions:
                 if partition < topics[topic_id] and (topic_id, partition) not in owner:
                     owner[(topic_id, partition)] = member_id
-                    counts[member_id] += 1
+                    counts.add(member_id, 1)
     for topic_id in sorted(subscribers, key=lambda t: (len(subscribers[t]), str(t))):
         for partition in range(topics[topic_id]):
             if (topic_id, partition) not in owner:
-                chosen = min(subscribers[topic_id], key=lambda m: (counts[m], m))
+                chosen = counts.emptiest(topic_id)
                 owner[(topic_id, partition)] = chosen
-                counts[chosen] += 1
-    _balance(owner, counts, subscribers)
+                counts.add(chosen, 1)
+    _balance(owner, counts)
     for (topic_id, partition), member_id in owner.items():
         _add(target, member_id, topic_id, partition)
     return target
 
 
-def _balance(owner: dict, counts: dict, subscribers: dict) -> None:
-    """Move partitions to a subscriber holding at least two fewer, while one such move exists."""
+class _Counts:
+    """Each member's partition count, and per topic its subscriber with the fewest (ties: the
+    smallest id) from a heap whose stale entries are dropped when met: log-time picks."""
+
+    def __init__(self, members: dict, subscribers: dict):
+        self.count = dict.fromkeys(members, 0)
+        self.topics_of = {m: [t for t in spec.topics if t in subscribers] for m, spec in members.items()}
+        self.heaps = {t: [(0, m) for m in ms] for t, ms in subscribers.items()}
+        for heap in self.heaps.values():
+            heapq.heapify(heap)
+
+    def add(self, member_id: str, delta: int) -> None:
+        self.count[member_id] += delta
+        for topic_id in self.topics_of[member_id]:
+            heapq.heappush(self.heaps[topic_id], (self.count[member_id], member_id))
+
+    def emptiest(self, topic_id) -> str:
+        heap = self.heaps[topic_id]
+        while heap[0][0] != self.count[heap[0][1]]:
+            heapq.heappop(heap)
+        return heap[0][1]
+
+
+def _balance(owner: dict, counts: _Counts) -> None:
+    """Move partitions to a subscriber holding at least two fewer, fullest members first, while
+    one such move exists."""
+    held: dict = {}
+    for key, member_id in owner.items():
+        held.setdefault(member_id, []).append(key)
     moved = True
     while moved:
         moved = False
-        for key in sorted(owner, key=lambda k: (-counts[owner[k]], str(k[0]), k[1])):
-            holder = owner[key]
-            taker = min(subscribers[key[0]], key=lambda m: (counts[m], m))
-            if counts[taker] + 1 < counts[holder]:
-                owner[key] = taker
-                counts[holder] -= 1
-                counts[taker] += 1
-                moved = True
+        for holder in sorted(held, key=lambda m: (-counts.count[m], m)):
+            keep = []
+            for key in sorted(held[holder], key=lambda k: (str(k[0]), k[1])):
+                taker = counts.emptiest(key[0])
+                if counts.count[taker] + 1 < counts.count[holder]:
+                    owner[key] = taker
+                    held.setdefault(taker, []).append(key)
+                    counts.add(holder, -1)
+                    counts.add(taker, 1)
+                    moved = True
+                else:
+                    keep.append(key)
+            held[holder] = keep
 
 
 def range_assignor(members: dict, topics: dict, current: dict) -> dict:
