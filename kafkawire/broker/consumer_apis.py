@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from kafkawire.messages.consumer_group_describe_response import ConsumerGroupDescribeResponse, DescribedGroup
 from kafkawire.messages.consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
+from kafkawire.messages.leave_group_response import LeaveGroupResponse, MemberResponse
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
 
@@ -88,6 +89,19 @@ class ConsumerApis:
         self._sizes = sizes
         if changed:
             self.coordinator.topics_changed(changed)
+
+    def classic_leave(self, request, version: int) -> LeaveGroupResponse:
+        """LeaveGroup for members of a consumer group: v3+ answers member by member, v0-2 with the
+        one member's error as the top-level error (Kafka's LeaveGroupResponse)."""
+        identities = [(m.member_id, m.group_instance_id) for m in request.members] if version >= 3 else \
+            [(request.member_id, None)]
+        error, results = self.coordinator.classic_leave(request.group_id, identities)
+        if error != Errors.NONE:
+            return LeaveGroupResponse(error_code=error, members=[])
+        if version < 3:
+            return LeaveGroupResponse(error_code=results[0][2], members=[])
+        return LeaveGroupResponse(error_code=Errors.NONE, members=[
+            MemberResponse(member_id=m, group_instance_id=i, error_code=c) for m, i, c in results])
 
     async def heartbeat(self, ctx, request):
         if not self.enabled():

@@ -330,16 +330,50 @@ class ConsumerCoordinator:
 
     def fence(self, group: ConsumerGroup, member: ConsumerMember) -> int:
         """consumerGroupFenceMember: its records go, the group epoch moves on."""
-        records = _removal(group.group_id, member.member_id)
+        return self.fence_all(group, [member.member_id])
+
+    def fence_all(self, group: ConsumerGroup, member_ids: list) -> int:
+        """consumerGroupFenceMembers: their records go, the group epoch moves on once."""
+        if not member_ids:
+            return Errors.NONE
+        records = [r for member_id in member_ids for r in _removal(group.group_id, member_id)]
         view = self.topics()
-        names = group.subscribed_topic_names(view.by_name, without=frozenset((member.member_id,)))
+        names = group.subscribed_topic_names(view.by_name, without=frozenset(member_ids))
         records.append(rec.group_epoch_record(group.group_id, group.group_epoch + 1, metadata_hash(names, view)))
         error = self.write(group.group_id, records)
         if error == Errors.NONE:
             log.info("[GroupId %s] Bumped group epoch to %d.", group.group_id, group.group_epoch)
-            self.classic.timer.cancel(session_key(group.group_id, member.member_id))
-            self.classic.timer.cancel(rebalance_key(group.group_id, member.member_id))
+            for member_id in member_ids:
+                self.classic.timer.cancel(session_key(group.group_id, member_id))
+                self.classic.timer.cancel(rebalance_key(group.group_id, member_id))
         return error
+
+    def classic_leave(self, group_id: str, identities: list) -> tuple[int, list]:
+        """A classic LeaveGroup naming members of a consumer group (an admin's removal, Kafka's
+        classicGroupLeaveToConsumerGroup): (error, [(member id, instance id, code)]), the
+        members found fenced together."""
+        group = self.groups[group_id]
+        results, leaving = [], []
+        for member_id, instance_id in identities:
+            try:
+                if instance_id is None:
+                    member = _known_member(group, member_id)
+                else:
+                    found = group.static_members.get(instance_id)
+                    member = None if found is None else group.members.get(found)
+                    if member is None:
+                        raise GroupError(Errors.UNKNOWN_MEMBER_ID)
+                    if member_id:
+                        _check_not_fenced(member, group_id, member_id, instance_id)
+            except GroupError as exc:
+                results.append((member_id, instance_id, exc.code))
+                continue
+            log.info("[GroupId %s] Member %s has left group through explicit `LeaveGroup` request.", group_id,
+                     member.member_id)
+            results.append((member_id, instance_id, Errors.NONE))
+            if member.member_id not in leaving:
+                leaving.append(member.member_id)
+        return self.fence_all(group, leaving), results
 
     def _fence_if(self, group_id: str, member_id: str, why: str, epoch: int | None = None) -> None:
         group = self.groups.get(group_id)

@@ -173,7 +173,8 @@ class GroupApis:
         return await future
 
     def _classic_error(self, group_id: str) -> int:
-        """The coordinator's error for a classic request; a consumer group has no classic member."""
+        """The coordinator's error for a classic SyncGroup or Heartbeat; a consumer group has no
+        classic member."""
         code = self.store.coordinator_error(group_id) if group_id else Errors.NONE
         if code == Errors.NONE and group_id in self.coordinator.consumer_groups:
             return Errors.UNKNOWN_MEMBER_ID
@@ -186,7 +187,9 @@ class GroupApis:
         return self.coordinator.heartbeat(request)
 
     async def leave_group(self, ctx, request):
-        code = self._classic_error(request.group_id)
+        code = self.store.coordinator_error(request.group_id) if request.group_id else Errors.NONE
+        if code == Errors.NONE and request.group_id in self.coordinator.consumer_groups:
+            return self.consumer_apis.classic_leave(request, ctx.api_version)
         if code != Errors.NONE:
             return LeaveGroupResponse(error_code=code, members=[])
         return self.coordinator.leave(request, version=ctx.api_version)

@@ -483,3 +483,18 @@ def test_a_static_member_leaving_with_minus_one_is_gone_and_its_instance_id_is_f
 def test_regex_constructs_re2_refuses_are_found_outside_character_classes(regex, refused):
     from kafkawire.broker.consumer_regex import _perl_only
     assert _perl_only(regex) == refused
+
+
+def test_a_classic_leave_group_removes_consumer_members_as_an_admin_does():
+    """Kafka's classicGroupLeaveToConsumerGroup: each named member (by id, or by instance id) is
+    answered on its own, the members found are fenced with one epoch bump."""
+    h = Harness()
+    h.join("m1")
+    h.join("m2", instance="i-2")
+    h.join("m3")
+    error, results = h.coordinator.classic_leave(GROUP, [("m1", None), ("", "i-2"), ("x", None), ("", "i-9"),
+                                                         ("m3", "i-2")])
+    assert error == Errors.NONE
+    assert [code for _, _, code in results] == [Errors.NONE, Errors.NONE, Errors.UNKNOWN_MEMBER_ID,
+                                                Errors.UNKNOWN_MEMBER_ID, Errors.FENCED_INSTANCE_ID]
+    assert set(h.group.members) == {"m3"} and h.group.group_epoch == 4
