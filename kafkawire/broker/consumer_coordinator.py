@@ -391,22 +391,29 @@ class ConsumerCoordinator:
         """A member revoking partitions has its rebalance timeout to finish; otherwise none runs."""
         if after == before:
             return
-        key = rebalance_key(group_id, after.member_id)
         if after.state == UNREVOKED_PARTITIONS:
-            epoch, timeout = after.member_epoch, after.rebalance_timeout_ms
-            why = f"it failed to transition from epoch {epoch} within {timeout}ms"
-            self.classic.timer.schedule(key, timeout, lambda: self._fence_if(group_id, after.member_id, why, epoch))
+            self._schedule_rebalance(group_id, after)
         else:
-            self.classic.timer.cancel(key)
+            self.classic.timer.cancel(rebalance_key(group_id, after.member_id))
+
+    def _schedule_rebalance(self, group_id: str, member: ConsumerMember) -> None:
+        epoch, timeout = member.member_epoch, member.rebalance_timeout_ms
+        why = f"it failed to transition from epoch {epoch} within {timeout}ms"
+        self.classic.timer.schedule(rebalance_key(group_id, member.member_id), timeout,
+                                    lambda: self._fence_if(group_id, member.member_id, why, epoch))
 
     def after_load(self, loaded_here=lambda group_id: True) -> None:
-        """Every member of the groups just loaded must heartbeat within the session timeout, and
-        the topics' metadata is checked again at the next heartbeat."""
+        """Every member of the groups just loaded must heartbeat within the session timeout (and
+        one revoking partitions finish within its rebalance timeout); the topics' metadata is
+        checked again at the next heartbeat."""
         for group in self.groups.values():
             if loaded_here(group.group_id):
+                log.info("Loaded consumer group %s with %d members.", group.group_id, len(group.members))
                 group.metadata_stale = True
-                for member_id in group.members:
-                    self._schedule_session(group.group_id, member_id)
+                for member in group.members.values():
+                    self._schedule_session(group.group_id, member.member_id)
+                    if member.state == UNREVOKED_PARTITIONS:
+                        self._schedule_rebalance(group.group_id, member)
 
     def subscribed_topics(self, group_id: str) -> set:
         """The topics the group's members subscribe to, by name or regex."""

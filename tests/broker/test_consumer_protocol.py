@@ -430,6 +430,20 @@ def test_a_restart_replays_the_partitions_batches_into_the_same_groups_and_their
     assert set(again.group.members) == {"m1"}
 
 
+def test_a_reloaded_member_still_revoking_is_fenced_after_its_rebalance_timeout():
+    h = Harness()
+    h.join("m1", rebalance=10_000)
+    h.join("m2")
+    h.beat("m1", 1, owned={T1: {0, 1, 2, 3}})                    # UNREVOKED_PARTITIONS when written
+    again = Harness()
+    for key, value in h.written:
+        again.offsets.replay(key, value)
+    again.offsets.after_load()
+    assert again.group.members["m1"].state == UNREVOKED_PARTITIONS
+    again.timer.advance(10_000)
+    assert set(again.group.members) == {"m2"}
+
+
 def test_a_failed_write_answers_its_error_and_changes_nothing():
     h = Harness()
     h.join("m1")
