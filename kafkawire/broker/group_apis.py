@@ -29,6 +29,7 @@ from kafkawire.messages.sync_group_response import SyncGroupResponse
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
 
+from .consumer_apis import ConsumerApis
 from .group_commit import OffsetApis
 from .group_coordinator import GroupCoordinator, GroupSettings
 from .group_log import LoopTimer, OffsetsTopic
@@ -63,6 +64,7 @@ class GroupApis:
         self.offsets = GroupOffsets(self.coordinator)
         self.store = OffsetsTopic(broker, self.coordinator, self.offsets)
         self.offset_apis = OffsetApis(self)
+        self.consumer_apis = ConsumerApis(self)
         self._expiry_scheduled = False
 
     def handlers(self) -> dict[int, ApiHandler]:
@@ -78,10 +80,12 @@ class GroupApis:
             16: ApiHandler(self.list_groups),
             42: ApiHandler(self.delete_groups, max_version=2),
             47: ApiHandler(self.offset_apis.offset_delete),
+            **self.consumer_apis.handlers(),
         }
 
     def on_metadata(self) -> None:
         self.store.on_metadata()
+        self.consumer_apis.on_metadata()
         if not self._expiry_scheduled:
             self._expiry_scheduled = True
             self._schedule_expiry()
@@ -140,6 +144,8 @@ class GroupApis:
         if v == 0:
             request.rebalance_timeout_ms = request.session_timeout_ms      # v0 had one timeout for both
         code = self.store.coordinator_error(request.group_id) if request.group_id else Errors.NONE
+        if code == Errors.NONE and request.group_id in self.coordinator.consumer_groups:
+            code = Errors.INCONSISTENT_GROUP_PROTOCOL       # no classic member in a consumer group (yet)
         if code != Errors.NONE:
             response = JoinGroupResponse(error_code=code, member_id=request.member_id)
         else:
@@ -152,7 +158,7 @@ class GroupApis:
         return response
 
     async def sync_group(self, ctx, request):
-        code = self.store.coordinator_error(request.group_id) if request.group_id else Errors.NONE
+        code = self._classic_error(request.group_id)
         if code != Errors.NONE:
             return SyncGroupResponse(error_code=code)
         return await self._parked(lambda respond: self.coordinator.sync(request, respond=respond))
@@ -168,14 +174,24 @@ class GroupApis:
         call(respond)
         return await future
 
+    def _classic_error(self, group_id: str) -> int:
+        """The coordinator's error for a classic SyncGroup or Heartbeat; a consumer group has no
+        classic member."""
+        code = self.store.coordinator_error(group_id) if group_id else Errors.NONE
+        if code == Errors.NONE and group_id in self.coordinator.consumer_groups:
+            return Errors.UNKNOWN_MEMBER_ID
+        return code
+
     async def heartbeat(self, ctx, request):
-        code = self.store.coordinator_error(request.group_id) if request.group_id else Errors.NONE
+        code = self._classic_error(request.group_id)
         if code != Errors.NONE:
             return HeartbeatResponse(error_code=code)
         return self.coordinator.heartbeat(request)
 
     async def leave_group(self, ctx, request):
         code = self.store.coordinator_error(request.group_id) if request.group_id else Errors.NONE
+        if code == Errors.NONE and request.group_id in self.coordinator.consumer_groups:
+            return self.consumer_apis.classic_leave(request, ctx.api_version)
         if code != Errors.NONE:
             return LeaveGroupResponse(error_code=code, members=[])
         return self.coordinator.leave(request, version=ctx.api_version)

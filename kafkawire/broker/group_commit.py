@@ -18,6 +18,7 @@ from kafkawire.messages.offset_fetch_response import (OffsetFetchResponse, Offse
                                                       OffsetFetchResponseTopic, OffsetFetchResponseTopics)
 from kafkawire.protocol.error_codes import Errors
 
+from . import consumer_admin
 from .group_offsets import CommitRefused
 from .group_records import ZERO_UUID
 
@@ -63,14 +64,20 @@ class OffsetApis:
     def _commit(self, request, version: int, wanted: list) -> dict:
         group_id = request.group_id
         code = self.apis.store.coordinator_error(group_id) if group_id else Errors.INVALID_GROUP_ID
+        check = None
         if code == Errors.NONE:
             try:
-                self.apis.offsets.validate_commit(group_id, request.generation_id_or_member_epoch, request.member_id,
-                                                  request.group_instance_id, version)
+                check = self.apis.offsets.validate_commit(group_id, request.generation_id_or_member_epoch,
+                                                          request.member_id, request.group_instance_id, version)
             except CommitRefused as exc:
                 code = exc.code
         if code != Errors.NONE:
             return {(i, p.partition_index): code for i, _, p in wanted}
+        if check is not None:       # a consumer group member committing with an older epoch: all or nothing
+            code = next((c for _, topic, p in wanted if (c := check(topic.id, p.partition_index)) != Errors.NONE),
+                        Errors.NONE)
+            if code != Errors.NONE:
+                return {(i, p.partition_index): code for i, _, p in wanted}
         stored = self.apis.offsets.commit(group_id, [
             (topic.name, p.partition_index, p.committed_offset, p.committed_leader_epoch, p.committed_metadata,
              topic.id if version >= 10 else ZERO_UUID)
@@ -99,6 +106,11 @@ class OffsetApis:
             for (name, _), partitions in answered])
 
     def _fetch_group(self, g, version: int, request) -> OffsetFetchResponseGroup:
+        consumer_group = self.apis.coordinator.consumer_groups.get(g.group_id)
+        if version >= 9 and consumer_group is not None and self.apis.store.coordinator_error(g.group_id) == Errors.NONE:
+            code = consumer_admin.fetch_error(consumer_group, g.member_id, g.member_epoch)
+            if code != Errors.NONE:
+                return OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[])
         topics = None if g.topics is None else [_Wanted(t.name, t.topic_id, t.partition_indexes) for t in g.topics]
         code, answered = self._fetch(g.group_id, topics, version)
         self._mark_unstable(request, g.group_id, answered)

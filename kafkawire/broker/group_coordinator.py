@@ -21,7 +21,7 @@ load are kafkawire.broker.group_offsets', on the same ``groups``.
 Static members (KIP-345, a ``group.instance.id``): one joining without member id takes the
 place of its instance's member under a new id (kafkawire.broker.group_static), after which the
 old id is FENCED_INSTANCE_ID; a join phase's end keeps a static member that did not rejoin (its
-session timeout removes it). Not done (later): KIP-848 consumer groups.
+session timeout removes it). KIP-848 consumer groups are kafkawire.broker.consumer_coordinator's.
 """
 from __future__ import annotations
 
@@ -78,6 +78,9 @@ class GroupCoordinator:
         self.persist = persist
         self.now_ms = now_ms
         self.groups: dict[str, ClassicGroup] = {}
+        # KIP-848 groups of the same name space (kafkawire.broker.consumer_coordinator fills it).
+        self.consumer_groups: dict = {}
+        self.consumer = None
         self.static = StaticMembership(self)
 
     # -- JoinGroup --

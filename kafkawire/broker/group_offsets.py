@@ -18,6 +18,7 @@ from kafkawire.messages.describe_groups_response import DescribedGroup, Describe
 from kafkawire.messages.list_groups_response import ListedGroup
 from kafkawire.protocol.error_codes import Errors
 
+from . import consumer_admin
 from .group_coordinator import GroupCoordinator
 from .group_records import ZERO_UUID, OffsetAndMetadata, decode_record, group_tombstone, offset_record, offset_tombstone
 from .group_state import COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE, ClassicGroup, Member
@@ -54,8 +55,17 @@ class GroupOffsets:
         """ClassicGroup.validateOffsetCommit; raises CommitRefused. A commit with generation -1 to
         an unknown group creates a simple (empty, protocol-less) group, as Kafka does. A
         ``transactional`` one (TxnOffsetCommit) may come without member from a group with members,
-        in any state, and keeps no session alive."""
+        in any state, and keeps no session alive. A consumer group's commit may be checked
+        partition by partition: the answer is then a function of (topic id, partition) giving each
+        one's error code (else None)."""
         c = self.coordinator
+        consumer_group = c.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            try:
+                return consumer_admin.commit_validator(consumer_group, member_id, generation, version,
+                                                       transactional=transactional, instance_id=instance_id)
+            except consumer_admin.CommitError as exc:
+                raise CommitRefused(exc.code) from None
         group = c.groups.get(group_id)
         if group is None:
             if generation >= 0:
@@ -80,6 +90,7 @@ class GroupOffsets:
             raise CommitRefused(Errors.REBALANCE_IN_PROGRESS)
         if group.state in (STABLE, PREPARING_REBALANCE):       # a commit keeps the member's session alive
             c._schedule_heartbeat(group, group.members[member_id])
+        return None
 
     def commit(self, group_id: str, partitions: list) -> dict:
         """Store ``partitions`` ((topic, partition, offset, leader epoch, metadata, topic id)) after
@@ -121,9 +132,11 @@ class GroupOffsets:
     def list_groups(self, states: list, types: list) -> list:
         states = {s.strip().lower() for s in states}
         types = {t.strip().lower() for t in types}
+        consumers = consumer_admin.listed(self.coordinator.consumer_groups, states) \
+            if not types or consumer_admin.CONSUMER_TYPE in types else []
         if types and CLASSIC_TYPE not in types:
-            return []
-        return [ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state,
+            return consumers
+        return consumers + [ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state,
                             group_type=CLASSIC_TYPE)
                 for g in self.coordinator.groups.values() if not states or g.state.lower() in states]
 
@@ -133,6 +146,8 @@ class GroupOffsets:
             found = DescribedGroup(group_id=group_id, group_state=DEAD, members=[])
             if version >= 6:
                 found.error_code, found.error_message = Errors.GROUP_ID_NOT_FOUND, group_not_found(group_id)
+                if group_id in self.coordinator.consumer_groups:
+                    found.error_message = f"Group {group_id} is not a classic group."
             return found
         stable = group.state == STABLE
         members = [DescribedGroupMember(member_id=m.member_id, group_instance_id=m.group_instance_id,
@@ -146,6 +161,8 @@ class GroupOffsets:
     # -- DeleteGroups --
 
     def delete(self, group_id: str) -> int:
+        if group_id in self.coordinator.consumer_groups:
+            return self._delete_consumer_group(group_id)
         group = self.coordinator.groups.get(group_id)
         if group is None or group.state == DEAD:
             return Errors.GROUP_ID_NOT_FOUND
@@ -159,6 +176,20 @@ class GroupOffsets:
         self.offsets.pop(group_id, None)
         group.transition_to(DEAD, self.coordinator.now_ms())
         del self.coordinator.groups[group_id]
+        return Errors.NONE
+
+    def _delete_consumer_group(self, group_id: str) -> int:
+        group = self.coordinator.consumer_groups[group_id]
+        error = consumer_admin.delete_error(group)
+        if error != Errors.NONE:
+            return error
+        records = [offset_tombstone(group_id, t, p) for t, p in self.offsets.get(group_id, {})]
+        records += consumer_admin.tombstones(group)
+        error = self.coordinator.persist(group_id, records)
+        if error != Errors.NONE:
+            return error
+        self.offsets.pop(group_id, None)
+        del self.coordinator.consumer_groups[group_id]
         return Errors.NONE
 
     # -- expiry (Kafka's cleanupGroupMetadata, every offsets.retention.check.interval.ms) --
@@ -194,9 +225,34 @@ class GroupOffsets:
             if drop_group:
                 group.transition_to(DEAD, now)
                 del self.coordinator.groups[group.group_id]
+        for group_id in list(self.coordinator.consumer_groups):
+            written += self._expire_consumer_group(group_id, now, retention_ms)
         if written:
             log.info("Generated %d tombstone records while cleaning up group metadata.", written)
         return written
+
+    def _expire_consumer_group(self, group_id: str, now: int, retention_ms: int) -> int:
+        """A consumer group's offsets age from their commit, those of subscribed topics never; an
+        Empty group left without offsets is deleted (ConsumerGroup.offsetExpirationCondition)."""
+        c = self.coordinator
+        group = c.consumer_groups[group_id]
+        committed = self.offsets.get(group_id, {})
+        subscribed = c.consumer.subscribed_topics(group_id)
+        expired = [key for key, value in committed.items()
+                   if key[0] not in subscribed and now - value.commit_timestamp_ms >= retention_ms]
+        records = [offset_tombstone(group_id, t, p) for t, p in expired]
+        drop_group = len(expired) == len(committed) and consumer_admin.delete_error(group) == Errors.NONE
+        if drop_group:
+            records += consumer_admin.tombstones(group)
+        if not records or c.persist(group_id, records) != Errors.NONE:
+            return 0
+        for key in expired:
+            del committed[key]
+        if not committed:
+            self.offsets.pop(group_id, None)
+        if drop_group:
+            del c.consumer_groups[group_id]
+        return len(records)
 
     @staticmethod
     def _expiry_base(group: ClassicGroup):
@@ -214,15 +270,20 @@ class GroupOffsets:
     def delete_offsets(self, group_id: str, topics: list) -> tuple[int, dict]:
         """(group error, {(topic, partition): code}) for ``topics`` ((name, [partitions])): the
         offsets of topics the group does not subscribe to are deleted (tombstones written)."""
-        group = self.coordinator.groups.get(group_id)
-        if group is None or group.state == DEAD:
+        c = self.coordinator
+        group = c.groups.get(group_id)
+        if group_id in c.consumer_groups:             # any state (ConsumerGroup.validateOffsetDelete)
+            is_subscribed_to = c.consumer.subscribed_topics(group_id).__contains__
+        elif group is None or group.state == DEAD:
             return Errors.GROUP_ID_NOT_FOUND, {}
-        if group.state != EMPTY and not group.uses_consumer_protocol():
+        elif group.state != EMPTY and not group.uses_consumer_protocol():
             return Errors.NON_EMPTY_GROUP, {}
+        else:
+            is_subscribed_to = group.is_subscribed_to
         committed = self.offsets.get(group_id, {})
         codes, records, gone = {}, [], []
         for topic, partitions in topics:
-            subscribed = group.is_subscribed_to(topic)
+            subscribed = is_subscribed_to(topic)
             for p in partitions:
                 codes[(topic, p)] = Errors.GROUP_SUBSCRIBED_TO_TOPIC if subscribed else Errors.NONE
                 if not subscribed and (topic, p) in committed:
@@ -242,11 +303,13 @@ class GroupOffsets:
         """Apply one record of __consumer_offsets (raises DecodeError/ValueError on bad bytes)."""
         decoded = decode_record(key, value)
         if decoded is None:
+            consumer_admin.replay(self.coordinator, key, value)
             return
         kind, k, v = decoded
         if kind == "offset":
             committed = self.offsets.setdefault(k.group, {})
-            if v is not None and k.group not in self.coordinator.groups:      # a simple group's commit
+            if v is not None and k.group not in self.coordinator.groups and \
+                    k.group not in self.coordinator.consumer_groups:          # a simple group's commit
                 self.coordinator.groups[k.group] = ClassicGroup(k.group, now_ms=self.coordinator.now_ms())
             if v is None:
                 committed.pop((k.topic, k.partition), None)
@@ -267,6 +330,8 @@ class GroupOffsets:
             if loaded_here(group.group_id):
                 for member in group.members.values():
                     c._schedule_heartbeat(group, member)
+        if c.consumer is not None:
+            c.consumer.after_load(loaded_here)
 
 
 def loaded_group(group_id: str, value, now_ms: int) -> ClassicGroup:

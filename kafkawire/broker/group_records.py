@@ -21,7 +21,8 @@ from kafkawire.messages.offset_commit_value import OffsetCommitValue
 from kafkawire.protocol.errors import DecodeError
 
 __all__ = ["OFFSETS_TOPIC", "OffsetAndMetadata", "offset_record", "offset_tombstone", "group_record",
-           "group_tombstone", "decode_record", "partition_for", "java_string_hash"]
+           "group_tombstone", "decode_record", "partition_for", "java_string_hash",
+           "record_key", "record_value"]
 
 OFFSETS_TOPIC = "__consumer_offsets"
 OFFSET_COMMIT_TYPE, GROUP_METADATA_TYPE = 1, 2
@@ -54,11 +55,13 @@ def partition_for(group_id: str, partitions: int) -> int:
     return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
-def _key(record_type: int, message) -> bytes:
+def record_key(record_type: int, message) -> bytes:
+    """A coordinator record's key: its int16 type, then the key message at version 0."""
     return _INT16.pack(record_type) + message.encode(0)
 
 
-def _value(version: int, message) -> bytes:
+def record_value(version: int, message) -> bytes:
+    """A coordinator record's value: its int16 version, then the value message."""
     return _INT16.pack(version) + message.encode(version)
 
 
@@ -66,12 +69,12 @@ def offset_record(group_id: str, topic: str, partition: int, committed: OffsetAn
     value = OffsetCommitValue(offset=committed.offset, leader_epoch=committed.leader_epoch,
                               metadata=committed.metadata, commit_timestamp=committed.commit_timestamp_ms)
     value.topic_id = committed.topic_id
-    return (_key(OFFSET_COMMIT_TYPE, OffsetCommitKey(group=group_id, topic=topic, partition=partition)),
-            _value(OFFSET_COMMIT_VALUE_VERSION, value))
+    return (record_key(OFFSET_COMMIT_TYPE, OffsetCommitKey(group=group_id, topic=topic, partition=partition)),
+            record_value(OFFSET_COMMIT_VALUE_VERSION, value))
 
 
 def offset_tombstone(group_id: str, topic: str, partition: int) -> tuple[bytes, None]:
-    return _key(OFFSET_COMMIT_TYPE, OffsetCommitKey(group=group_id, topic=topic, partition=partition)), None
+    return record_key(OFFSET_COMMIT_TYPE, OffsetCommitKey(group=group_id, topic=topic, partition=partition)), None
 
 
 def group_record(group, assignment: dict) -> tuple[bytes, bytes]:
@@ -85,11 +88,11 @@ def group_record(group, assignment: dict) -> tuple[bytes, bytes]:
     value = GroupMetadataValue(protocol_type=group.protocol_type or "", generation=group.generation_id,
                                protocol=group.protocol_name, leader=group.leader_id,
                                current_state_timestamp=group.state_timestamp_ms, members=members)
-    return _key(GROUP_METADATA_TYPE, GroupMetadataKey(group=group.group_id)), _value(GROUP_METADATA_VALUE_VERSION, value)
+    return record_key(GROUP_METADATA_TYPE, GroupMetadataKey(group=group.group_id)), record_value(GROUP_METADATA_VALUE_VERSION, value)
 
 
 def group_tombstone(group_id: str) -> tuple[bytes, None]:
-    return _key(GROUP_METADATA_TYPE, GroupMetadataKey(group=group_id)), None
+    return record_key(GROUP_METADATA_TYPE, GroupMetadataKey(group=group_id)), None
 
 
 def decode_record(key: bytes | None, value: bytes | None):

@@ -44,9 +44,19 @@ class TxnOffsets:
 
     # -- TxnOffsetCommit --
 
-    def validate(self, group_id: str, generation: int, member_id: str, instance_id: str | None) -> None:
-        """OffsetMetadataManager.validateTransactionalOffsetCommit; raises CommitRefused."""
-        self.offsets.validate_commit(group_id, generation, member_id, instance_id, 0, transactional=True)
+    def validate(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
+                 partitions: list) -> None:
+        """OffsetMetadataManager.validateTransactionalOffsetCommit and its per-partition check of a
+        consumer group member's older epoch (``partitions``: (topic id, partition)); raises
+        CommitRefused. A stale member epoch is ILLEGAL_GENERATION here, for the whole request."""
+        try:
+            check = self.offsets.validate_commit(group_id, generation, member_id, instance_id, 0, transactional=True)
+        except CommitRefused as exc:
+            if exc.code == Errors.STALE_MEMBER_EPOCH:
+                raise CommitRefused(Errors.ILLEGAL_GENERATION) from None
+            raise
+        if check is not None and any(check(topic_id, p) != Errors.NONE for topic_id, p in partitions):
+            raise CommitRefused(Errors.ILLEGAL_GENERATION)
 
     def commit(self, group_id: str, producer_id: int, epoch: int, partitions: list) -> dict:
         """``partitions``: (topic, partition, offset, leader epoch, metadata); (topic, partition) -> code."""

@@ -55,16 +55,16 @@ class TxnOffsetCommitApi:
                 if topic is None or p.partition_index not in topic.partitions:
                     codes[(i, p.partition_index)] = Errors.UNKNOWN_TOPIC_OR_PARTITION
                 else:
-                    wanted.append((i, topic.name, p))
+                    wanted.append((i, topic.name, p, topic.id))
         if wanted:
-            code = await self._check(request, v)
+            code = await self._check(request, v, [(topic_id, p.partition_index) for *_, p, topic_id in wanted])
             if code != Errors.NONE:
-                codes.update({(i, p.partition_index): code for i, _, p in wanted})
+                codes.update({(i, p.partition_index): code for i, _, p, _ in wanted})
             else:
                 stored = self.txn_offsets.commit(request.group_id, request.producer_id, request.producer_epoch, [
                     (name, p.partition_index, p.committed_offset, p.committed_leader_epoch, p.committed_metadata)
-                    for _, name, p in wanted])
-                codes.update({(i, p.partition_index): stored[(name, p.partition_index)] for i, name, p in wanted})
+                    for _, name, p, _ in wanted])
+                codes.update({(i, p.partition_index): stored[(name, p.partition_index)] for i, name, p, _ in wanted})
         if v < 2:
             codes = {k: Errors.COORDINATOR_NOT_AVAILABLE if c == Errors.COORDINATOR_LOAD_IN_PROGRESS else c
                      for k, c in codes.items()}
@@ -73,7 +73,7 @@ class TxnOffsetCommitApi:
                 partition_index=p.partition_index, error_code=codes[(i, p.partition_index)]) for p in t.partitions])
             for i, t in enumerate(request.topics)])
 
-    async def _check(self, request, version: int) -> int:
+    async def _check(self, request, version: int, partitions: list) -> int:
         group_id = request.group_id
         if not group_id:
             return Errors.INVALID_GROUP_ID
@@ -89,7 +89,7 @@ class TxnOffsetCommitApi:
             return code
         try:
             self.txn_offsets.validate(group_id, request.generation_id_or_member_epoch, request.member_id or "",
-                                      request.group_instance_id)
+                                      request.group_instance_id, partitions)
         except CommitRefused as exc:
             return exc.code
         return Errors.NONE

@@ -22,8 +22,9 @@ from kafkawire.storage.state_files import JavaProperties
 # The value types and parsers the keys below use (kafkawire.net.config_values); the public ones
 # are re-exported here, where the modules reading server.properties have always found them.
 from .config_values import (COMPRESSION_TYPES, DEFAULT_SECURITY_PROTOCOL_MAP, INT_MAX, JMX_REPORTER,
-                            PROMETHEUS_REPORTER, TIMESTAMP_TYPES, ConfigError, Endpoint, QuorumVoter, _bool, _double,
-                            _cleanup_policy, _http_listener, _int, _long, _names, _one_of, _per_ip_overrides,
+                            PROMETHEUS_REPORTER, TIMESTAMP_TYPES, ConfigError, Endpoint, QuorumVoter, _assignors,
+                            _bool, _cleanup_policy, _double, _http_listener, _int, _long, _names, _one_of,
+                            _per_ip_overrides,
                             _reporters, _roles, _short, _string, java_int, parse_host_ports, parse_listeners,
                             parse_security_protocol_map, parse_voters)
 
@@ -161,6 +162,21 @@ _KEYS = (
     # GroupCoordinatorConfig: INT 7 days atLeast(1); LONG 10 minutes atLeast(1)
     _Key("offsets.retention.minutes", lambda k, v: _int(k, v, 1), str(7 * 24 * 60), "GroupCoordinatorConfig"),
     _Key("offsets.retention.check.interval.ms", lambda k, v: _long(k, v, 1), "600000", "GroupCoordinatorConfig"),
+    # KIP-848 consumer groups (GroupCoordinatorConfig): INT 45000 atLeast(1); INT 5000 atLeast(1);
+    # INT Int.MaxValue atLeast(1); LIST "uniform,range" (kafkawire: builtin names only); INT 1000 atLeast(0)
+    _Key("group.consumer.session.timeout.ms", lambda k, v: _int(k, v, 1), "45000", "GroupCoordinatorConfig"),
+    _Key("group.consumer.heartbeat.interval.ms", lambda k, v: _int(k, v, 1), "5000", "GroupCoordinatorConfig"),
+    _Key("group.consumer.max.size", lambda k, v: _int(k, v, 1), str(INT_MAX), "GroupCoordinatorConfig"),
+    _Key("group.consumer.assignors", lambda k, v: _assignors(k, v), "uniform,range", "GroupCoordinatorConfig"),
+    _Key("group.consumer.assignment.interval.ms", lambda k, v: _int(k, v, 0), "1000", "GroupCoordinatorConfig"),
+    # their bounds, INT atLeast(1) each (atLeast(0) for the assignment interval's), checked together as
+    # GroupCoordinatorConfig requires them
+    _Key("group.consumer.min.session.timeout.ms", lambda k, v: _int(k, v, 1), "45000", "GroupCoordinatorConfig"),
+    _Key("group.consumer.max.session.timeout.ms", lambda k, v: _int(k, v, 1), "60000", "GroupCoordinatorConfig"),
+    _Key("group.consumer.min.heartbeat.interval.ms", lambda k, v: _int(k, v, 1), "5000", "GroupCoordinatorConfig"),
+    _Key("group.consumer.max.heartbeat.interval.ms", lambda k, v: _int(k, v, 1), "15000", "GroupCoordinatorConfig"),
+    _Key("group.consumer.min.assignment.interval.ms", lambda k, v: _int(k, v, 0), "0", "GroupCoordinatorConfig"),
+    _Key("group.consumer.max.assignment.interval.ms", lambda k, v: _int(k, v, 0), "15000", "GroupCoordinatorConfig"),
     # TransactionLogConfig: INT 1 day atLeast(1); INT 10 minutes atLeast(1) (internal);
     # TransactionStateManagerConfig: INT 15 minutes atLeast(1)
     _Key("producer.id.expiration.ms", lambda k, v: _int(k, v, 1), "86400000", "TransactionLogConfig"),
@@ -268,6 +284,17 @@ class ServerConfig:
     offset_metadata_max_bytes: int = 4096
     offsets_retention_minutes: int = 7 * 24 * 60
     offsets_retention_check_interval_ms: int = 600_000
+    group_consumer_session_timeout_ms: int = 45_000
+    group_consumer_heartbeat_interval_ms: int = 5000
+    group_consumer_max_size: int = INT_MAX
+    group_consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    group_consumer_assignment_interval_ms: int = 1000
+    group_consumer_min_session_timeout_ms: int = 45_000
+    group_consumer_max_session_timeout_ms: int = 60_000
+    group_consumer_min_heartbeat_interval_ms: int = 5000
+    group_consumer_max_heartbeat_interval_ms: int = 15_000
+    group_consumer_min_assignment_interval_ms: int = 0
+    group_consumer_max_assignment_interval_ms: int = 15_000
     producer_id_expiration_ms: int = 86_400_000
     producer_id_expiration_check_interval_ms: int = 600_000
     transaction_max_timeout_ms: int = 900_000
@@ -450,8 +477,35 @@ def _raise_deferred(value):
     return value
 
 
+_CONSUMER_GROUP_BOUNDS = (      # (key, bound key, "min" or "max"): GroupCoordinatorConfig's requires
+    ("group.consumer.max.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms", "min"),
+    ("group.consumer.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms", "min"),
+    ("group.consumer.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms", "max"),
+    ("group.consumer.max.session.timeout.ms", "group.consumer.min.session.timeout.ms", "min"),
+    ("group.consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms", "min"),
+    ("group.consumer.session.timeout.ms", "group.consumer.max.session.timeout.ms", "max"),
+    ("group.consumer.max.assignment.interval.ms", "group.consumer.min.assignment.interval.ms", "min"),
+    ("group.consumer.assignment.interval.ms", "group.consumer.min.assignment.interval.ms", "min"),
+    ("group.consumer.assignment.interval.ms", "group.consumer.max.assignment.interval.ms", "max"),
+)
+
+
+def _validate_consumer_groups(c: ServerConfig, raw: dict) -> None:
+    def value(key):
+        return getattr(c, key.replace(".", "_"))
+    for key, bound, side in _CONSUMER_GROUP_BOUNDS:
+        if side == "min" and value(key) < value(bound):
+            raise ConfigError(key, raw[key], f"must be greater than or equal to {bound}")
+        if side == "max" and value(key) > value(bound):
+            raise ConfigError(key, raw[key], f"must be less than or equal to {bound}")
+    if c.group_consumer_heartbeat_interval_ms >= c.group_consumer_session_timeout_ms:
+        raise ConfigError("group.consumer.heartbeat.interval.ms", raw["group.consumer.heartbeat.interval.ms"],
+                          "must be less than group.consumer.session.timeout.ms")
+
+
 def _validate(c: ServerConfig, raw: dict) -> None:
     """The KRaft rules of KafkaConfig.validateValues that involve more than one key."""
+    _validate_consumer_groups(c, raw)
     names = [e.listener_name for e in c.listeners]
     if len(set(names)) != len(names):
         raise ConfigError("listeners", raw["listeners"], "must give each listener a different name")

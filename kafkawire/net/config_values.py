@@ -261,6 +261,16 @@ def _cleanup_policy(key, raw):
     return names
 
 
+def _assignors(key, raw):
+    """group.consumer.assignors: Kafka also takes class names of its own assignors; kafkawire
+    serves its builtin ones, by name."""
+    names = _names(key, raw, upper=False)
+    for name in names:
+        if name not in ("uniform", "range"):
+            raise ConfigError(key, raw, f"names {name!r}: kafkawire offers the builtin assignors uniform and range")
+    return names
+
+
 def _names(key, raw, upper=True):
     names = tuple(n.upper() if upper else n for n in _list(raw))
     if not names or any(not n for n in names):

@@ -57,6 +57,12 @@ def test_defaults_are_kafkas():
             c.group_max_size) == (3000, 6000, 1_800_000, 2**31 - 1)
     assert (c.offsets_topic_num_partitions, c.offsets_topic_replication_factor, c.offsets_topic_segment_bytes,
             c.offset_metadata_max_bytes) == (50, 3, 100 * 1024 * 1024, 4096)
+    assert (c.group_consumer_session_timeout_ms, c.group_consumer_heartbeat_interval_ms, c.group_consumer_max_size,
+            c.group_consumer_assignors, c.group_consumer_assignment_interval_ms) == (
+        45_000, 5000, 2**31 - 1, ("uniform", "range"), 1000)
+    assert (c.group_consumer_min_session_timeout_ms, c.group_consumer_max_session_timeout_ms,
+            c.group_consumer_min_heartbeat_interval_ms, c.group_consumer_max_heartbeat_interval_ms) == (
+        45_000, 60_000, 5000, 15_000)
 
 
 def test_a_typical_combined_node():
@@ -154,6 +160,14 @@ def test_the_high_watermark_checkpoint_interval_has_kafkas_name():
     (dict(offsets_topic_num_partitions="0"), "offsets.topic.num.partitions", "at least 1"),
     (dict(group_initial_rebalance_delay_ms="-1"), "group.initial.rebalance.delay.ms", "at least 0"),
     (dict(group_max_size="0"), "group.max.size", "at least 1"),
+    (dict(group_consumer_assignors="sticky"), "group.consumer.assignors", "builtin assignors uniform and range"),
+    (dict(group_consumer_heartbeat_interval_ms="500"), "group.consumer.heartbeat.interval.ms",
+     "must be greater than or equal to group.consumer.min.heartbeat.interval.ms"),
+    (dict(group_consumer_session_timeout_ms="90000"), "group.consumer.session.timeout.ms",
+     "must be less than or equal to group.consumer.max.session.timeout.ms"),
+    (dict(group_consumer_heartbeat_interval_ms="15000", group_consumer_session_timeout_ms="15000",
+          group_consumer_min_session_timeout_ms="1000"), "group.consumer.heartbeat.interval.ms",
+     "must be less than group.consumer.session.timeout.ms"),
 ])
 def test_bad_values_are_refused_naming_key_value_and_rule(overrides, key, fragment):
     with pytest.raises(ConfigError) as info:

@@ -1,0 +1,141 @@
+"""ConsumerGroupHeartbeat (68, v0-1) and ConsumerGroupDescribe (69, v0-1) on the broker's listeners,
+as Kafka 4.3.1's KafkaApis and GroupCoordinatorService hand them to the group coordinator.
+
+Both answer UNSUPPORTED_VERSION while the finalized ``group.version`` is below 1 (Kafka's
+isConsumerGroupProtocolEnabled; kafkawire's controller finalizes 1 at format, as Kafka 4.x does)
+and are advertised by ApiVersions regardless, as Kafka's broker advertises them. The heartbeat is
+validated first (INVALID_REQUEST with Kafka's messages, UNSUPPORTED_ASSIGNOR), then routed to the
+group's ``__consumer_offsets`` partition (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+COORDINATOR_NOT_AVAILABLE).
+
+Differences from Kafka kept here (documented in the report of issue 29):
+- a classic group with members is not converted to a consumer group (Kafka's default
+  ``group.consumer.migration.policy=bidirectional`` converts it): the heartbeat is answered as
+  Kafka answers with the policy ``disabled``, and a classic JoinGroup for a consumer group is
+  INCONSISTENT_GROUP_PROTOCOL;
+- ``SubscribedTopicRegex`` is resolved at each heartbeat against the topics of the image with
+  Python's ``re.fullmatch`` (Kafka resolves it in the background with Java's regex syntax and
+  records the result as ConsumerGroupRegularExpression records, which kafkawire does not write);
+"""
+from __future__ import annotations
+
+from kafkawire.messages.consumer_group_describe_response import ConsumerGroupDescribeResponse, DescribedGroup
+from kafkawire.messages.consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
+from kafkawire.messages.leave_group_response import LeaveGroupResponse, MemberResponse
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.protocol.handler import ApiHandler
+
+from . import consumer_admin
+from .consumer_coordinator import ConsumerCoordinator, ConsumerSettings, GroupError, TopicsView, validate
+
+__all__ = ["ConsumerApis", "consumer_settings_of"]
+
+CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
+GROUP_VERSION = "group.version"
+# READ, DELETE and DESCRIBE on a group: what ConsumerGroupDescribe reports with no authorizer.
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+
+
+def consumer_settings_of(config) -> ConsumerSettings:
+    return ConsumerSettings(session_timeout_ms=config.group_consumer_session_timeout_ms,
+                            heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+                            max_size=config.group_consumer_max_size,
+                            assignors=tuple(config.group_consumer_assignors),
+                            assignment_interval_ms=config.group_consumer_assignment_interval_ms)
+
+
+def topics_of(image) -> TopicsView:
+    if image is None:
+        return TopicsView({}, {})
+
+    def racks(name: str) -> tuple:
+        """Each partition's replica racks, as Kafka's metadata image gives them to the topic hash."""
+        partitions = image.topics_by_name[name].partitions
+        brokers = image.brokers
+        return tuple(tuple(brokers[r].rack for r in partitions[i].replicas
+                           if r in brokers and brokers[r].rack is not None) if i in partitions else ()
+                     for i in range(len(partitions)))
+    return TopicsView.of(((name, t.id, len(t.partitions)) for name, t in image.topics_by_name.items()), racks)
+
+
+class ConsumerApis:
+    """The KIP-848 handlers of ``apis`` (a kafkawire.broker.group_apis.GroupApis)."""
+
+    def __init__(self, apis):
+        self.apis = apis
+        self.coordinator = ConsumerCoordinator(apis.coordinator, consumer_settings_of(apis.broker.config),
+                                               topics=self.topics)
+        self._sizes: dict = {}                  # topic name -> (id, partitions) at the last metadata change
+        self._view: TopicsView | None = None    # the image's topics, made again after each metadata change
+
+    def topics(self) -> TopicsView:
+        if self._view is None:
+            self._view = topics_of(self.apis.broker.image())
+        return self._view
+
+    def handlers(self) -> dict[int, ApiHandler]:
+        return {CONSUMER_GROUP_HEARTBEAT: ApiHandler(self.heartbeat),
+                CONSUMER_GROUP_DESCRIBE: ApiHandler(self.describe)}
+
+    def enabled(self) -> bool:
+        image = self.apis.broker.image()
+        return image is not None and image.finalized_features.get(GROUP_VERSION, 0) >= 1
+
+    def on_metadata(self) -> None:
+        """Groups subscribed to a created, deleted or grown topic get a new target assignment."""
+        self._view = None
+        sizes = self.topics().by_name
+        changed = {name for name in sizes.keys() | self._sizes.keys() if sizes.get(name) != self._sizes.get(name)}
+        self._sizes = sizes
+        if changed:
+            self.coordinator.topics_changed(changed)
+
+    def classic_leave(self, request, version: int) -> LeaveGroupResponse:
+        """LeaveGroup for members of a consumer group: v3+ answers member by member, v0-2 with the
+        one member's error as the top-level error (Kafka's LeaveGroupResponse)."""
+        identities = [(m.member_id, m.group_instance_id) for m in request.members] if version >= 3 else \
+            [(request.member_id, None)]
+        error, results = self.coordinator.classic_leave(request.group_id, identities)
+        if error != Errors.NONE:
+            return LeaveGroupResponse(error_code=error, members=[])
+        if version < 3:
+            return LeaveGroupResponse(error_code=results[0][2], members=[])
+        return LeaveGroupResponse(error_code=Errors.NONE, members=[
+            MemberResponse(member_id=m, group_instance_id=i, error_code=c) for m, i, c in results])
+
+    async def heartbeat(self, ctx, request):
+        if not self.enabled():
+            return ConsumerGroupHeartbeatResponse(error_code=Errors.UNSUPPORTED_VERSION)
+        try:
+            validate(request, ctx.api_version, self.coordinator.settings.assignors)
+        except GroupError as exc:
+            return ConsumerGroupHeartbeatResponse(error_code=exc.code, error_message=exc.message)
+        code = self.apis.store.coordinator_error(request.group_id)
+        if code != Errors.NONE:
+            return ConsumerGroupHeartbeatResponse(error_code=code)
+        return self.coordinator.heartbeat(request, version=ctx.api_version, client_id=ctx.client_id,
+                                          client_host=f"/{ctx.peer[0]}")
+
+    async def describe(self, ctx, request):
+        if not self.enabled():
+            return ConsumerGroupDescribeResponse(groups=[DescribedGroup(
+                group_id=g, error_code=Errors.UNSUPPORTED_VERSION, members=[]) for g in request.group_ids])
+        names = self.topics().by_id
+        groups = []
+        for group_id in request.group_ids:
+            code = self.apis.store.coordinator_error(group_id)
+            group = self.coordinator.groups.get(group_id)
+            if code != Errors.NONE:
+                found = DescribedGroup(group_id=group_id, error_code=code, members=[])
+            elif group is None:
+                message = f"Group {group_id} is not a consumer group." if group_id in self.apis.coordinator.groups \
+                    else f"Group {group_id} not found."
+                found = DescribedGroup(group_id=group_id, error_code=Errors.GROUP_ID_NOT_FOUND, error_message=message,
+                                       members=[])
+            else:
+                found = consumer_admin.describe(group, names, self.coordinator.settings.assignors[0])
+            if request.include_authorized_operations and found.error_code == Errors.NONE:
+                found.authorized_operations = GROUP_OPERATIONS
+            groups.append(found)
+        return ConsumerGroupDescribeResponse(groups=groups)
+
