@@ -24,6 +24,7 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.records.control import ControlRecordType, parse_control_key
 from kafkawire.records.errors import CorruptRecordError
 
+from .group_offsets import CommitRefused
 from .group_records import ZERO_UUID, OffsetAndMetadata, decode_record, offset_record
 from .group_state import ClassicGroup
 

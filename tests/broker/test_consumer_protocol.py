@@ -512,3 +512,29 @@ def test_a_classic_leave_group_removes_consumer_members_as_an_admin_does():
     assert [code for _, _, code in results] == [Errors.NONE, Errors.NONE, Errors.UNKNOWN_MEMBER_ID,
                                                 Errors.UNKNOWN_MEMBER_ID, Errors.FENCED_INSTANCE_ID]
     assert set(h.group.members) == {"m3"} and h.group.group_epoch == 4
+
+
+def test_transactional_offset_commits_to_a_consumer_group_are_checked_as_kafka_checks_them():
+    """TxnOffsetCommit to a consumer group (ConsumerGroup.validateOffsetCommit with isTransactional,
+    OffsetMetadataManager.validateTransactionalOffsetCommit): no member, generation or instance is
+    not checked; a member needs no OffsetCommit version 9; a newer epoch, or an older one whose
+    partition is not assigned from that epoch, refuses the whole request with ILLEGAL_GENERATION."""
+    from kafkawire.broker.group_txn_offsets import TxnOffsets
+    h = Harness()
+    h.join("m1")
+    h.join("m2")                                         # m1 at 1 must revoke; the group is at 2
+    txn = TxnOffsets(h.offsets, persist=None, partition_of=lambda group_id: 0)
+    txn.validate(GROUP, -1, "", None, [(T1, 0)])         # the producer names no member: accepted
+    txn.validate(GROUP, 1, "m1", None, [(T1, 0)])        # its current epoch, TxnOffsetCommit's version
+    with pytest.raises(CommitRefused) as refused:
+        txn.validate(GROUP, 3, "m1", None, [(T1, 0)])
+    assert refused.value.code == Errors.ILLEGAL_GENERATION
+    h.beat("m1", 1, owned={T1: h.group.target["m1"][T1]})           # now at 2, its partitions from epoch 1
+    kept = min(h.group.target["m1"][T1])
+    txn.validate(GROUP, 1, "m1", None, [(T1, kept)])
+    with pytest.raises(CommitRefused) as refused:
+        txn.validate(GROUP, 1, "m1", None, [(T1, kept), (T2, 0)])
+    assert refused.value.code == Errors.ILLEGAL_GENERATION
+    with pytest.raises(CommitRefused) as refused:
+        txn.validate(GROUP, 1, "nobody", None, [(T1, kept)])
+    assert refused.value.code == Errors.UNKNOWN_MEMBER_ID
