@@ -377,9 +377,16 @@ def test_a_compacted_topic_is_cleaned_by_the_running_broker(node):
     """cleanup.policy=compact with segment.ms=1 (a segment per batch): the log cleaner (its backoff 200 ms
     here) leaves the latest record of each key below the active segment, at its offset."""
     node.create_topic("compacted", cleanup_policy="compact", segment_ms=1)
-    now = int(time.time() * 1000)
     for i, key in enumerate(b"ababab"):
-        node.produce("compacted", build_batch([(bytes([key]), str(i).encode(), [], now + 10 * i)]))
+        produced_ms = time.time() * 1000
+        node.produce("compacted", build_batch([(bytes([key]), str(i).encode(), [], int(produced_ms))]))
+        # the next append rolls only once this segment is older than segment.ms
+        node.quorum.wait_until(lambda: time.time() * 1000 > produced_ms + 2 or None, WAIT_S, "segment.ms to pass")
+    directory = os.path.join(node.data_dir, "compacted-0")
+    active = max(int(name[:-4]) for name in os.listdir(directory) if name.endswith(".log"))
+    assert active == 5                   # every batch after the first rolled a segment
+    latest = {b"ababab"[offset]: offset for offset in range(active)}
+    expected = sorted(latest.values()) + list(range(active, 6))       # [3, 4, 5]
 
     def cleaned():
         offsets, position = [], 0
@@ -387,9 +394,9 @@ def test_a_compacted_topic_is_cleaned_by_the_running_broker(node):
             batches = list(iter_batches(node.fetch("compacted", position).records))
             offsets += [r.offset for b in batches for r in b]
             position = batches[-1].next_offset
-        return offsets == [3, 4, 5] or None
+        return offsets == expected or None
     node.quorum.wait_until(cleaned, WAIT_S, "the log cleaner to clean the compacted topic")
-    names = os.listdir(os.path.join(node.data_dir, "compacted-0"))
+    names = os.listdir(directory)
     assert "00000000000000000000.log" in names and "00000000000000000005.log" in names
 
 
