@@ -68,8 +68,12 @@ class ParkedFetches:
                              effects.now_ms + body.max_wait_ms, self.quorum.high_watermark())
         response = self.try_complete(parked)
         p = response.responses[0].partitions[0] if response.responses else None
+        # As Kafka's handleFetchRequest, a fetcher that does not know our high watermark yet
+        # (its Fetch v18 HighWatermark is lower; older versions carry the int64 maximum) is
+        # answered at once: parked, it would learn of the commit only at the next append.
         if (p is None or p.error_code != NONE or len(p.records or b"") > 0 or body.max_wait_ms == 0
-                or p.diverging_epoch.epoch >= 0 or p.snapshot_id.epoch >= 0):
+                or p.diverging_epoch.epoch >= 0 or p.snapshot_id.epoch >= 0
+                or partition.high_watermark < p.high_watermark):
             effects.respond(request, response)
         else:
             self.parked.append(parked)

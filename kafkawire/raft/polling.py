@@ -120,8 +120,10 @@ class Polling(CoreParts):
             self._send(state.leader_id, address, self._fetch_request(state.epoch), "Fetch")
 
     def _fetch_request(self, epoch: int):
+        hw = self.quorum.high_watermark()
         return rpc.fetch_request(self.config.cluster_id, self.quorum.local_key, epoch, self.log.end_offset,
-                                 self.log.last_fetched_epoch, self.config.fetch_max_wait_ms, self.config.fetch_max_bytes)
+                                 self.log.last_fetched_epoch, self.config.fetch_max_wait_ms, self.config.fetch_max_bytes,
+                                 -1 if hw is None else hw)
 
     def _maybe_send_bootstrap_fetch(self) -> None:
         """Find the leader by fetching from a bootstrap server (KIP-853), or from any voter

@@ -201,8 +201,11 @@ class QuorumState:
         if isinstance(old, Unattached):
             self._durable(Unattached(epoch, old.leader_id, candidate, deadline, old.high_watermark))
         else:
+            # As Kafka's prospectiveAddVotedState (a new ProspectiveState): the pre-vote starts
+            # over, so grants gathered before the vote cannot make us a candidate that
+            # disrupts the election we just voted in.
             self._durable(Prospective(epoch, old.leader_id, old.leader_endpoints, candidate,
-                                      old.pre_election, old.retries, deadline, old.high_watermark))
+                                      self._new_pre_election(), old.retries, deadline, old.high_watermark))
 
     def transition_to_follower(self, epoch: int, leader_id: int, endpoints: Endpoints, now_ms: int) -> None:
         old = self.state
@@ -236,12 +239,15 @@ class QuorumState:
             raise IllegalTransition(old, "Prospective", "only Unattached, Follower and Candidate start a pre-vote")
         self._check_edge(Prospective, "no such edge")
         retries = old.retries + 1 if isinstance(old, Candidate) else 1
-        election = EpochElection(self.voters().ids)
-        election.record_granted(self.local_id, strict=False)
         self._memory(Prospective(old.epoch, leader_id_of(old) if not isinstance(old, Candidate) else None,
                                  leader_endpoints_of(old, self.local_endpoints), voted_key_of(old),
-                                 election, retries, now_ms + self.random_election_timeout_ms(),
+                                 self._new_pre_election(), retries, now_ms + self.random_election_timeout_ms(),
                                  old.high_watermark))
+
+    def _new_pre_election(self) -> EpochElection:
+        election = EpochElection(self.voters().ids)
+        election.record_granted(self.local_id, strict=False)
+        return election
 
     def transition_to_candidate(self, now_ms: int) -> None:
         old = self.state

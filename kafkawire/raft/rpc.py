@@ -169,14 +169,16 @@ def end_quorum_epoch_response(top_error: int, error: int = NONE, epoch: int = -1
 # --- Fetch ---------------------------------------------------------------------------------------------
 
 def fetch_request(cluster_id: str | None, replica: ReplicaKey, epoch: int, fetch_offset: int,
-                  last_fetched_epoch: int, max_wait_ms: int, max_bytes: int):
+                  last_fetched_epoch: int, max_wait_ms: int, max_bytes: int, high_watermark: int = -1):
+    """``high_watermark``: the one the fetcher knows, -1 if none (Fetch v18, KIP-1166): a leader
+    that knows a higher one answers at once instead of parking the fetch."""
     return f_req.FetchRequest(
         cluster_id=cluster_id, replica_state=f_req.ReplicaState(replica_id=replica.id),
         max_wait_ms=max_wait_ms, min_bytes=0, max_bytes=max_bytes,
         topics=[f_req.FetchTopic(topic=METADATA_TOPIC, topic_id=METADATA_TOPIC_ID, partitions=[f_req.FetchPartition(
             partition=METADATA_PARTITION, current_leader_epoch=epoch, fetch_offset=fetch_offset,
             last_fetched_epoch=last_fetched_epoch, partition_max_bytes=max_bytes,
-            replica_directory_id=replica.wire_directory_id)])])
+            replica_directory_id=replica.wire_directory_id, high_watermark=high_watermark)])])
 
 
 def fetch_replica_id(request) -> int:

@@ -158,6 +158,10 @@ class VoteHandling(CoreParts):
         return True
 
     def _send_vote_requests(self, election, epoch: int, pre_vote: bool) -> None:
+        if election.is_rejected:
+            # As Kafka's maybeSendVoteRequests: only while the election can still be won. A
+            # refused candidate waits out its timer without moving more voters to its epoch.
+            return
         last = self.log.end_offset_and_epoch()
         for node_id in sorted(election.unrecorded):
             if node_id == self.quorum.local_id or not self.requests.is_ready(node_id, self.now_ms):

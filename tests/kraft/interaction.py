@@ -56,7 +56,10 @@ def describe_message(body) -> str:
         return f"EndQuorumEpoch epoch={p.leader_epoch} leader={p.leader_id} successors=({successors})"
     if name == "FetchRequest":
         p = body.topics[0].partitions[0]
-        return f"Fetch epoch={p.current_leader_epoch} offset={p.fetch_offset} last_epoch={p.last_fetched_epoch}"
+        # The fetcher's high watermark (Fetch v18) when it knows one; -1 (unknown) and the int64
+        # maximum (an older version) are left out.
+        hw = f" hw={p.high_watermark}" if 0 <= p.high_watermark < 2 ** 63 - 1 else ""
+        return f"Fetch epoch={p.current_leader_epoch} offset={p.fetch_offset} last_epoch={p.last_fetched_epoch}{hw}"
     if name == "FetchResponse":
         if body.error_code:
             return f"FetchResponse{_err(body.error_code)}"

@@ -103,6 +103,19 @@ def test_same_epoch_unattached_only_from_prospective_and_keeps_the_vote():
         q.transition_to_unattached(5, None, 0)
 
 
+def test_a_prospective_that_casts_its_vote_starts_its_pre_vote_over():
+    """Kafka's prospectiveAddVotedState builds a new ProspectiveState: the pre-vote grants
+    gathered before the vote are dropped, with a new election timer."""
+    q = quorum(voters=(1, 2, 3, 4, 5))
+    q.transition_to_prospective(0)
+    q.state.pre_election.record_granted(3, strict=False)
+    q.state.pre_election.record_rejected(4, strict=False)
+    q.add_voted_state(5, ReplicaKey(2), 100)
+    assert isinstance(q.state, Prospective) and q.state.voted_key == ReplicaKey(2)
+    assert (q.state.pre_election.granted, q.state.pre_election.rejected) == ({1}, set())
+    assert q.state.election_deadline_ms >= 100 + 1000
+
+
 def test_one_vote_per_epoch():
     q = quorum()
     q.add_voted_state(5, ReplicaKey(2), 0)

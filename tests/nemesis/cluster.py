@@ -16,11 +16,16 @@ import signal
 from collections import Counter
 from contextlib import asynccontextmanager
 
-from kafkawire.raft.node.local_quorum import LocalQuorum, free_ports
+from kafkawire.net.client import TransportError
+from kafkawire.raft.node.local_quorum import LocalQuorum, QuorumError, describe_quorum, free_ports
 
 from .hostile import fetch_flood, send_hostile_raft_requests
 from .proxy import LinkProxy
+from .storm import heartbeat_storm
 from .tenant import TenantTally, hostile_tenant_round, tenant_properties
+
+
+BROKER_METADATA_VERSION = 99   # the highest metadata.version the nemesis's brokers say they support
 
 
 class NemesisCluster:
@@ -36,6 +41,8 @@ class NemesisCluster:
         self.tenant_ports = dict(zip(self.ids, free_ports(len(self.ids))))
         self.tenant = TenantTally()
         self.topics_created: list[str] = []      # the writer's acknowledged topics, the tenant's victims
+        self.storm = Counter()                   # the heartbeat storms' answers, by kind and error
+        self.storm_epoch_moves: list[str] = []   # a storm across which the raft epoch moved
 
     @property
     def ids(self) -> list[int]:
@@ -134,10 +141,45 @@ class NemesisCluster:
                                    self.tenant)
         await asyncio.sleep(hold_s)
 
+    async def storm_heartbeats(self, node_id: int, hold_s: float) -> int:
+        """Brokers heartbeating back to back at the node that says it leads (``node_id`` if none
+        does): the only fault at the time, so the epoch must not move across it."""
+        self.faults["heartbeat storm"] += 1
+        node_id = await self._a_leader() or node_id
+        before = await self._epoch_seen_by(node_id)
+        self.storm.update(await heartbeat_storm(self.quorum.address(node_id), self.quorum.cluster_id,
+                                                BROKER_METADATA_VERSION, hold_s))
+        after = await self._epoch_seen_by(node_id)
+        if before is not None and after is not None and after != before:
+            self.storm_epoch_moves.append(f"epoch {before} -> {after} across a {hold_s:.1f} s storm at node {node_id}")
+        return node_id
+
+    async def _a_leader(self) -> int | None:
+        """A node whose DescribeQuorum names itself leader (the previous fault is healed, but a
+        node it paused may still believe it leads until it hears of the newer epoch)."""
+        for node_id in self.ids:
+            try:
+                if (await describe_quorum(self.quorum.address(node_id), timeout_ms=2000)).leader_id == node_id:
+                    return node_id
+            except (QuorumError, TransportError, OSError):
+                continue
+        return None
+
+    async def _epoch_seen_by(self, node_id: int) -> int | None:
+        try:
+            return (await describe_quorum(self.quorum.address(node_id), timeout_ms=2000)).leader_epoch
+        except (QuorumError, TransportError, OSError):
+            return None
+
+    @property
+    def first_round_pending(self) -> bool:
+        """Whether some fault kind has not run yet."""
+        return not self._first_round or bool(self._first_round_left)
+
     async def one_fault(self, leader: int | None) -> str:
         """Pick a fault (aimed at the leader half the time), inject it, hold it, heal it."""
         target = leader if leader is not None and self.rng.random() < 0.5 else self.rng.choice(self.ids)
-        kinds = ["kill", "torn", "pause", "partition", "flood", "hostile", "tenant"]
+        kinds = ["kill", "torn", "pause", "partition", "flood", "hostile", "tenant", "storm"]
         # Every kind once first (in a random order), so that even a short run has each; then at random.
         if not self._first_round:
             self._first_round = self.rng.sample(kinds, len(kinds))
@@ -156,6 +198,8 @@ class NemesisCluster:
             await self.flood(target, hold)
         elif kind == "tenant":
             await self.hostile_tenant(target, hold)
+        elif kind == "storm":
+            target = await self.storm_heartbeats(target, hold)
         else:
             await self.hostile_raft(target, hold)
         return f"{kind} node {target} for {hold:.1f} s"

@@ -1,7 +1,9 @@
 """The nemesis run: a three-voter kafkawire quorum on 127.0.0.1, clients creating topics,
 and faults one after another (kill -9, a torn segment tail, SIGSTOP, a network partition through
-the links, a flood of long-poll fetches), each held 1-5 s and healed; then everything heals, a
-leader must appear within a bound, the voters must catch up, and the checks of checks.py run.
+the links, a flood of long-poll fetches, hostile raft requests and tenants, a storm of broker
+heartbeats at the leader), each held 1-5 s and healed (every kind at least once, however short
+the run); then everything heals, a leader must appear within a bound, the voters must catch up,
+and the checks of checks.py run.
 
     python -m tests.nemesis.run --duration 3600 [--seed N] [--dir DIR]
 
@@ -24,7 +26,7 @@ from kafkawire.net.client import TransportError
 from kafkawire.raft.node.local_quorum import QuorumError, describe_quorum
 
 from .checks import Verdict, check
-from .cluster import nemesis_cluster
+from .cluster import BROKER_METADATA_VERSION, nemesis_cluster
 from .workload import Outcomes, QuorumClient, create_topics, keep_a_broker, monitor_leadership, race_on_names
 
 LEADER_BOUND_S = 30          # after the last fault heals, a leader within this
@@ -45,6 +47,8 @@ class Report:
     tenant: dict
     tenant_unexpected: list
     slowest_leader_after_a_fault_s: float
+    storm: dict
+    storm_epoch_moves: list
 
     def lines(self) -> str:
         v = self.verdict
@@ -61,7 +65,9 @@ class Report:
             f"replay problems in the committed log: {len(v.replay_problems)}",
             f"nemesis: hostile tenant: {', '.join(f'{k} {n}' for k, n in sorted(self.tenant.items()))}; "
             f"unexpected answers: {len(self.tenant_unexpected)}",
-        ] + [f"nemesis:   {p}" for p in v.replay_problems[:10] + self.tenant_unexpected[:10]])
+            f"nemesis: heartbeat storms: {', '.join(f'{k} {n}' for k, n in sorted(self.storm.items()))}; "
+            f"leader epoch moved across a storm: {len(self.storm_epoch_moves)}",
+        ] + [f"nemesis:   {p}" for p in v.replay_problems[:10] + self.tenant_unexpected[:10] + self.storm_epoch_moves])
 
 
 async def _wait_for_leader(qc: QuorumClient, bound_s: float) -> float:
@@ -94,13 +100,13 @@ async def run(base_dir: str, duration_s: float, seed: int, log=print) -> Report:
         qc = QuorumClient(cluster.addresses())
         outcomes, stop, races = Outcomes(), asyncio.Event(), Counter()
         await _wait_for_leader(qc, LEADER_BOUND_S)
-        clients = [asyncio.create_task(keep_a_broker(qc, cluster.quorum.cluster_id, 99, stop)),
+        clients = [asyncio.create_task(keep_a_broker(qc, cluster.quorum.cluster_id, BROKER_METADATA_VERSION, stop)),
                    asyncio.create_task(create_topics(qc, outcomes, stop, created=cluster.topics_created)),
                    asyncio.create_task(monitor_leadership(qc, outcomes, stop)),
                    asyncio.create_task(race_on_names(qc, stop, random.Random(seed), races))]
         started = time.monotonic()
         leader_after_fault = []
-        while time.monotonic() - started < duration_s:
+        while time.monotonic() - started < duration_s or cluster.first_round_pending:   # every kind once
             log(f"nemesis: {await cluster.one_fault(await qc.leader())}")
             leader_after_fault.append(await _wait_for_leader(qc, LEADER_BOUND_S))   # after each heal
             await asyncio.sleep(cluster.rng.uniform(0.5, 2.0))
@@ -118,7 +124,8 @@ async def run(base_dir: str, duration_s: float, seed: int, log=print) -> Report:
         verdict = check(dirs, view.high_watermark, outcomes.acked, sent)
         return Report(faults_s, len(outcomes.acked), len(outcomes.maybe), len(outcomes.refused),
                       dict(cluster.faults), outcomes.leaderless_seconds(), leader_after, verdict, dict(races),
-                      dict(cluster.tenant.counts), list(cluster.tenant.unexpected), max(leader_after_fault, default=0))
+                      dict(cluster.tenant.counts), list(cluster.tenant.unexpected), max(leader_after_fault, default=0),
+                      dict(cluster.storm), list(cluster.storm_epoch_moves))
 
 
 def main(argv=None) -> int:

@@ -11,6 +11,7 @@ from kafkawire.records import build_batch
 from tests.nemesis import run as nemesis
 from kafkawire.messages.remove_topic_record import RemoveTopicRecord
 from tests.nemesis.checks import check, replay_problems
+from tests.nemesis.storm import EXPECTED_ANSWERS as EXPECTED_STORM_ANSWERS
 
 SHORT_RUN_S = float(os.environ.get("KAFKAWIRE_NEMESIS_SECONDS", "45"))
 
@@ -25,7 +26,10 @@ def test_a_short_nemesis_run_loses_nothing_acknowledged(tmp_path):
     assert set(report.races) == {"race: sent and disconnected", "race: sent with a short timeout"}, report.races
     assert report.acked > 50, "the writer must get work done between the faults"
     assert set(report.faults) == {"kill -9", "torn tail", "SIGSTOP", "partition", "fetch flood",
-                                  "hostile raft requests", "hostile tenant"}, report.faults
+                                  "hostile raft requests", "hostile tenant", "heartbeat storm"}, report.faults
+    # Overload is answered with backpressure, never a lost leadership (issue 28).
+    assert report.storm_epoch_moves == [], report.storm_epoch_moves
+    assert report.storm.get("heartbeat NONE", 0) > 0 and set(report.storm) <= EXPECTED_STORM_ANSWERS, report.storm
     assert report.tenant_unexpected == [] and report.tenant.get("refused as Kafka refuses", 0) > 0, report.tenant
     assert report.leader_after_heal_s < nemesis.LEADER_BOUND_S
     assert report.slowest_leader_after_a_fault_s < nemesis.LEADER_BOUND_S
