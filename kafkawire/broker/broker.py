@@ -49,11 +49,12 @@ from .forwarding import ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, Forwarder, for
 from .group_apis import GroupApis
 from .lifecycle import RECOVERY, STARTING, BrokerLifecycle, Registration
 from .log_dir_apis import LogDirApis
+from .log_config import TopicConfigs
 from .log_deletion import LogDeleter
 from .log_manager import LogManager
 from .metadata_apis import MetadataApis
 from .partition import LeaderPartition
-from .produce import ProduceApi, topic_config
+from .produce import ProduceApi
 from .producer_ids import InitProducerIdApi, ProducerIdBlocks
 
 __all__ = ["Broker", "BrokerStartError"]
@@ -106,13 +107,14 @@ class Broker:
         self.task: asyncio.Task | None = None     # the lifecycle: registration, heartbeats
         self.metadata_apis = MetadataApis(self)
         self.fetch_api = FetchApi(self)
+        self.topic_configs = TopicConfigs(config)     # topic configs resolved, per topic per image
         self.produce_api = ProduceApi(self)
         self.group_apis = GroupApis(self)
         self.log_dir_apis = LogDirApis(self)
         self.forwarder = Forwarder(send_to_controller)
         self.config_apis = ConfigApis(self.node_id, self.forwarder)
-        self.log_deleter = LogDeleter(self.log_dir, lambda: topic_config(
-            self.image(), "", "log.segment.delete.delay.ms", config.log_segment_delete_delay_ms, self.node_id))
+        self.log_deleter = LogDeleter(self.log_dir, lambda: self.topic_configs.broker_value(
+            self.image(), "log.segment.delete.delay.ms", config.log_segment_delete_delay_ms))
         self.producer_ids = ProducerIdBlocks(
             self.node_id, send=send_to_controller,
             broker_epoch=lambda: self.lifecycle.broker_epoch if self.lifecycle is not None else -1)

@@ -37,7 +37,7 @@ from kafkawire.storage.segment import DELETED_SUFFIX
 from kafkawire.storage.state_files import (StateFileError, read_offset_checkpoint, read_partition_metadata,
                                            write_offset_checkpoint)
 
-from .log_config import LogSettings, log_settings, retention_time_ms
+from .log_config import LogSettings, retention_time_ms
 from .partition import partition_dir_name
 from .producer_snapshots import retire_snapshots
 from .retention import SegmentView, segments_to_delete
@@ -119,7 +119,7 @@ class LogManager:
         return os.path.join(self.broker.log_dir, name)
 
     def settings(self, image, topic: str) -> LogSettings:
-        return log_settings(image, topic, self.broker.config)
+        return self.broker.topic_configs.log_settings(image, topic)
 
     # -- opening a log --
 
