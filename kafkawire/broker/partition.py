@@ -132,7 +132,8 @@ class LeaderPartition:
             if duplicate is not None:
                 return duplicate.first_offset, duplicate.timestamp
         active_base = self.log.active_segment.base_offset
-        first, _ = self.log.append(validated.data, assign_offsets=True, leader_epoch=self.leader_epoch)
+        first, _ = self.log.append(validated.data, assign_offsets=True, leader_epoch=self.leader_epoch,
+                                   crc_verified=True)       # validate_produce checked it
         if self.log.active_segment.base_offset != active_base:
             self.maybe_snapshot(first)        # UnifiedLog.roll: the state as of the new segment's base
         if self.leader_epoch >= 0:      # as Kafka's append does; the epoch normally started at makeLeader

@@ -3,7 +3,7 @@ ProduceRequest.validateRecords, UnifiedLog.analyzeAndValidateRecords and LogVali
 one v2 batch per partition that Produce v3 and later carry. Sans-I/O: bytes in, bytes out.
 
     append = validate_produce(records, max_message_bytes=1048588, log_append_time=False, now_ms=...)
-    log.append(append.data, assign_offsets=True, leader_epoch=epoch)
+    log.append(append.data, assign_offsets=True, leader_epoch=epoch, crc_verified=True)
 
 The checks, in Kafka's order, each with the error Kafka answers (``ProduceRefused.code``):
 
@@ -67,8 +67,10 @@ class ProduceRefused(Exception):
 class ValidatedAppend:
     """The batch to append (patched when the broker sets its timestamp), its record count, the
     log append time (-1 unless the broker set it) and its parsed header (producer id, epoch,
-    sequence: what the producer state checks)."""
-    data: bytes
+    sequence: what the producer state checks). Its CRC is verified (or computed by the broker):
+    ``Log.append(crc_verified=True)``. ``data`` may be the request's own buffer (a memoryview):
+    Log.append makes the one copy."""
+    data: bytes | memoryview
     records: int
     log_append_time: int
     batch: RecordBatch | None = None
@@ -108,8 +110,8 @@ def validate_produce(records: bytes | None, *, topic_partition: str, max_message
             raise ProduceRefused(exc.code, str(exc)) from None
         return ValidatedAppend(data, rebuilt.records_count, now_ms if log_append_time else -1, rebuilt)
     if not log_append_time:
-        return ValidatedAppend(bytes(records), batch.records_count, -1, batch)
-    return ValidatedAppend(_with_log_append_time(bytes(records), now_ms), batch.records_count, now_ms, batch)
+        return ValidatedAppend(records, batch.records_count, -1, batch)
+    return ValidatedAppend(_with_log_append_time(records, now_ms), batch.records_count, now_ms, batch)
 
 
 def _the_one_batch(records: bytes, version: int) -> RecordBatch:
