@@ -51,6 +51,7 @@ from .lifecycle import RECOVERY, STARTING, BrokerLifecycle, Registration
 from .log_dir_apis import LogDirApis
 from .log_config import TopicConfigs
 from .log_deletion import LogDeleter
+from .state_writes import StateWrites
 from .log_manager import LogManager
 from .metadata_apis import MetadataApis
 from .partition import LeaderPartition
@@ -108,6 +109,7 @@ class Broker:
         self.metadata_apis = MetadataApis(self)
         self.fetch_api = FetchApi(self)
         self.topic_configs = TopicConfigs(config)     # topic configs resolved, per topic per image
+        self.state_writes = StateWrites()             # epoch checkpoints and producer snapshots, off the loop
         self.produce_api = ProduceApi(self)
         self.group_apis = GroupApis(self)
         self.log_dir_apis = LogDirApis(self)
@@ -260,7 +262,7 @@ class Broker:
                 self.log_dir, topic.name, index, topic.id, leader_epoch=leader_epoch,
                 producer_id_expiration_ms=self.config.producer_id_expiration_ms,
                 expiration_check_interval_ms=self.config.producer_id_expiration_check_interval_ms,
-                **self.log_manager.open_options(image, topic.name, index, topic.id))
+                state_writes=self.state_writes, **self.log_manager.open_options(image, topic.name, index, topic.id))
             self.log_manager.opened(partition)
             self.partitions[(topic.name, index)] = partition
         except OSError as exc:
@@ -313,4 +315,5 @@ class Broker:
         for partition in self.partitions.values():
             self._close(partition)
         self.partitions.clear()
+        self.state_writes.close()
         log.info("broker %d stopped", self.node_id)

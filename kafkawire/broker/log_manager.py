@@ -178,6 +178,8 @@ class LogManager:
 
     def delete_old_segments(self, partition, settings: LogSettings) -> int:
         log_ = partition.log
+        if self.broker.state_writes.pending(log_.directory):
+            return 0           # a producer snapshot that deleted segments leave to is not on disk yet: next pass
         now = self.clock()
         decision = segments_to_delete(_segment_views(log_), log_start_offset=log_.log_start_offset,
                                       log_end_offset=log_.log_end_offset, high_watermark=partition.high_watermark(),

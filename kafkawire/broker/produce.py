@@ -42,6 +42,7 @@ class ProduceApi:
         acks = request.acks
         now_ms = int(time.time() * 1000)
         image = self.broker.image()
+        await self.broker.state_writes.appends_allowed()     # a new leader epoch is in its checkpoint first
         responses = []
         appended = False
         for t in request.topic_data:

@@ -17,6 +17,7 @@ import pytest
 
 from kafkawire.broker.delete_records import DeleteRecordsApi
 from kafkawire.broker.log_config import LogSettings, TopicConfigs, log_settings
+from kafkawire.broker.state_writes import StateWrites
 from kafkawire.broker.log_manager import LogManager
 from kafkawire.broker.partition import LeaderPartition
 from kafkawire.broker.retention import SegmentView, segments_to_delete
@@ -184,6 +185,7 @@ class FakeBroker:
     def __init__(self, log_dir, image=None, **keys):
         self.config = config(**keys)
         self.topic_configs = TopicConfigs(self.config)
+        self.state_writes = StateWrites()
         self.node_id = 1
         self.log_dir = str(log_dir)
         self.partitions = {}
@@ -194,9 +196,11 @@ class FakeBroker:
     def image(self):
         return self._image
 
-    def open(self, topic: str, index: int = 0, topic_id=uuid.UUID(int=7)):
+    def open(self, topic: str, index: int = 0, topic_id=uuid.UUID(int=7), *, leader_epoch: int = 0,
+             background_writes: bool = False):
         options = self.log_manager.open_options(self._image, topic, index, topic_id)
-        partition = LeaderPartition.open(self.log_dir, topic, index, topic_id, leader_epoch=0, **options)
+        partition = LeaderPartition.open(self.log_dir, topic, index, topic_id, leader_epoch=leader_epoch,
+                                         state_writes=self.state_writes if background_writes else None, **options)
         self.log_manager.opened(partition)
         self.partitions[(topic, index)] = partition
         return partition
