@@ -115,14 +115,15 @@ class Broker:
         self.log_dir_apis = LogDirApis(self)
         self.forwarder = Forwarder(send_to_controller)
         self.config_apis = ConfigApis(self.node_id, self.forwarder)
-        self.log_deleter = LogDeleter(self.log_dir, lambda: self.topic_configs.broker_value(
-            self.image(), "log.segment.delete.delay.ms", config.log_segment_delete_delay_ms))
         self.producer_ids = ProducerIdBlocks(
             self.node_id, send=send_to_controller,
             broker_epoch=lambda: self.lifecycle.broker_epoch if self.lifecycle is not None else -1)
         self.init_producer_id_api = InitProducerIdApi(self.producer_ids,
                                                       transaction_max_timeout_ms=config.transaction_max_timeout_ms)
         self.log_manager = LogManager(self)      # retention and the log directory's checkpoints
+        self.log_deleter = LogDeleter(self.log_dir, lambda: self.topic_configs.broker_value(
+            self.image(), "log.segment.delete.delay.ms", config.log_segment_delete_delay_ms),
+            self.log_manager.pending, self.log_manager.clock)
         self.delete_records_api = DeleteRecordsApi(self)
         self.describe_producers_api = DescribeProducersApi(self)
 
@@ -307,7 +308,6 @@ class Broker:
             await self.lifecycle.controlled_shutdown()
         self.metadata_apis.close()
         self.group_apis.close()
-        self.log_deleter.close()
         self.producer_ids.close()
         for server in self.servers:
             await server.close(timeout_ms=1000)
