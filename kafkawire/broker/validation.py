@@ -100,12 +100,13 @@ def validate_produce(records: bytes | None, *, topic_partition: str, max_message
                              f"The baseOffset of the record batch in the append to {topic_partition} should be 0, "
                              f"but it is {batch.base_offset}")
     _check_batch(batch, topic_partition)
-    _check_records(batch, topic_partition, rules)
+    decoded = _check_records(batch, topic_partition, rules)
     codec = target_codec(compression_type, batch.compression_type)
     if codec != batch.compression_type:
         try:
             data, rebuilt = recompressed(batch, codec, log_append_time=log_append_time, now_ms=now_ms,
-                                         topic_partition=topic_partition, max_message_bytes=max_message_bytes)
+                                         topic_partition=topic_partition, max_message_bytes=max_message_bytes,
+                                         records=decoded)
         except RecompressionRefused as exc:
             raise ProduceRefused(exc.code, str(exc)) from None
         return ValidatedAppend(data, rebuilt.records_count, now_ms if log_append_time else -1, rebuilt)
@@ -161,17 +162,19 @@ def _check_batch(batch: RecordBatch, topic_partition: str) -> None:
                              f"of records {count} in topic partition {topic_partition}.")
 
 
-def _check_records(batch: RecordBatch, topic_partition: str, rules: RecordRules) -> None:
+def _check_records(batch: RecordBatch, topic_partition: str, rules: RecordRules) -> list | None:
     """Every record decodes, its offset delta is the next one and it keeps the record rules
     (LogValidator.validateRecord): in C when the extension runs (the Spark reader's record
     parser, keeping only the offsets, timestamps and, on a compacted topic, keys: no Python
     object per record; the oracle names the records only when some may fail), else record by
-    record."""
+    record. The records decoded on the way (the pure path), for a recompression to reuse; None
+    from C (a recompression decodes them then, from the decompressed bytes the batch keeps)."""
     if _native.records is not None:
         _check_records_native(batch, topic_partition, rules)
-        return
+        return None
     records = _records_in_order(batch, topic_partition)
     raise_record_errors(record_errors(records, rules, batch.timestamp_type == LOG_APPEND_TIME, topic_partition))
+    return records
 
 
 def _records_in_order(batch: RecordBatch, topic_partition: str) -> list:
