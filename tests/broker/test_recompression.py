@@ -19,7 +19,7 @@ from kafkawire.records import GZIP, NONE, ZSTD, iter_batches
 from kafkawire.records.batch import CREATE_TIME, LOG_APPEND_TIME
 from kafkawire.records.builder import build_batch
 
-from .test_leader_epoch_apis import call      # a raw request to the session's broker
+from .wire import call      # a raw request to the session's broker
 
 # The session's embedded broker (kafkawire_broker), shared with the other wire tests.
 pytest_plugins = ["kafkawire.testing.pytest_plugin"]

@@ -25,7 +25,7 @@ from kafkawire.records import GZIP
 from kafkawire.records.batch import LOG_APPEND_TIME
 from kafkawire.records.builder import build_batch
 
-from .test_leader_epoch_apis import call      # a raw request to the session's broker
+from .wire import call      # a raw request to the session's broker
 
 # The session's embedded broker (kafkawire_broker), shared with the other wire tests.
 pytest_plugins = ["kafkawire.testing.pytest_plugin"]
