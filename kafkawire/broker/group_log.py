@@ -208,6 +208,8 @@ class OffsetsTopic:
             return Errors.NOT_COORDINATOR
         now = int(time.time() * 1000)
         data = build_batch([(key, value, (), now) for key, value in records])
+        if partition.state_writes is not None:     # a new epoch's checkpoint is on disk first (state_writes)
+            partition.state_writes.wait(partition.log.directory)
         try:
             partition.log.append(data, assign_offsets=True, leader_epoch=partition.leader_epoch)
         except ValueError:                    # larger than a segment
