@@ -157,17 +157,16 @@ class TopicConfigs:
             self._produce.clear()
 
     def log_settings(self, image, topic: str) -> LogSettings:
-        self._current(image)
-        settings = self._log.get(topic)
-        if settings is None:
-            settings = self._log[topic] = log_settings(image, topic, self.config)
-        return settings
+        return self._cached(self._log, log_settings, image, topic)
 
     def produce_settings(self, image, topic: str) -> ProduceSettings:
+        return self._cached(self._produce, produce_settings, image, topic)
+
+    def _cached(self, cache: dict, resolve, image, topic: str):
         self._current(image)
-        settings = self._produce.get(topic)
+        settings = cache.get(topic)
         if settings is None:
-            settings = self._produce[topic] = produce_settings(image, topic, self.config)
+            settings = cache[topic] = resolve(image, topic, self.config)
         return settings
 
     def broker_value(self, image, key: str, default):
