@@ -213,7 +213,8 @@ def report(results: dict, cases: list, peers: list) -> None:
         print(f"  {'':26}" + "".join(f"{p.name:>12}" for p in peers) + ("  kw/Kafka" if len(peers) == 2 else ""))
         for metric in results[(peers[0].name, case)][0]:
             medians = [statistics.median(r[metric] for r in results[(p.name, case)]) for p in peers]
-            line = f"  {metric:26}" + "".join(f"{m:12,.1f}" for m in medians)
+            digits = 2 if "CPU" in metric else 1        # CPU per million records: a few hundredths count
+            line = f"  {metric:26}" + "".join(f"{m:12,.{digits}f}" for m in medians)
             if len(peers) == 2:
                 line += f"  {medians[0] / medians[1]:8.2f}"
             print(line)

@@ -49,11 +49,13 @@ from .forwarding import ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, Forwarder, for
 from .group_apis import GroupApis
 from .lifecycle import RECOVERY, STARTING, BrokerLifecycle, Registration
 from .log_dir_apis import LogDirApis
+from .log_config import TopicConfigs
 from .log_deletion import LogDeleter
+from .state_writes import StateWrites
 from .log_manager import LogManager
 from .metadata_apis import MetadataApis
 from .partition import LeaderPartition
-from .produce import ProduceApi, topic_config
+from .produce import ProduceApi
 from .producer_ids import InitProducerIdApi, ProducerIdBlocks
 from .txn_markers import MIN_VERSION as WRITE_TXN_MARKERS_MIN_VERSION, WRITE_TXN_MARKERS, TxnMarkersApi
 from .txn_apis import TxnApis
@@ -108,19 +110,22 @@ class Broker:
         self.task: asyncio.Task | None = None     # the lifecycle: registration, heartbeats
         self.metadata_apis = MetadataApis(self)
         self.fetch_api = FetchApi(self)
+        self.topic_configs = TopicConfigs(config)     # topic configs resolved, per topic per image
+        self.state_writes = StateWrites()             # epoch checkpoints and producer snapshots, off the loop
         self.produce_api = ProduceApi(self)
         self.group_apis = GroupApis(self)
         self.log_dir_apis = LogDirApis(self)
         self.forwarder = Forwarder(send_to_controller)
         self.config_apis = ConfigApis(self.node_id, self.forwarder)
-        self.log_deleter = LogDeleter(self.log_dir, lambda: topic_config(
-            self.image(), "", "log.segment.delete.delay.ms", config.log_segment_delete_delay_ms, self.node_id))
         self.producer_ids = ProducerIdBlocks(
             self.node_id, send=send_to_controller,
             broker_epoch=lambda: self.lifecycle.broker_epoch if self.lifecycle is not None else -1)
         self.init_producer_id_api = InitProducerIdApi(self.producer_ids,
                                                       transaction_max_timeout_ms=config.transaction_max_timeout_ms)
         self.log_manager = LogManager(self)      # retention and the log directory's checkpoints
+        self.log_deleter = LogDeleter(self.log_dir, lambda: self.topic_configs.broker_value(
+            self.image(), "log.segment.delete.delay.ms", config.log_segment_delete_delay_ms),
+            self.log_manager.pending, self.log_manager.clock)
         self.delete_records_api = DeleteRecordsApi(self)
         self.describe_producers_api = DescribeProducersApi(self)
         self.authorizer = None                   # none yet (authorizer.class.name is refused above)
@@ -273,7 +278,7 @@ class Broker:
                 self.log_dir, topic.name, index, topic.id, leader_epoch=leader_epoch,
                 producer_id_expiration_ms=self.config.producer_id_expiration_ms,
                 expiration_check_interval_ms=self.config.producer_id_expiration_check_interval_ms,
-                **self.log_manager.open_options(image, topic.name, index, topic.id))
+                state_writes=self.state_writes, **self.log_manager.open_options(image, topic.name, index, topic.id))
             self.log_manager.opened(partition)
             self.partitions[(topic.name, index)] = partition
         except OSError as exc:
@@ -319,7 +324,6 @@ class Broker:
         self.metadata_apis.close()
         self.group_apis.close()
         self.txn_apis.close()
-        self.log_deleter.close()
         self.producer_ids.close()
         for server in self.servers:
             await server.close(timeout_ms=1000)
@@ -327,4 +331,5 @@ class Broker:
         for partition in self.partitions.values():
             self._close(partition)
         self.partitions.clear()
+        self.state_writes.close()
         log.info("broker %d stopped", self.node_id)

@@ -226,6 +226,8 @@ class OffsetsTopic:
         fields = {} if producer is None else dict(producer_id=producer[0], producer_epoch=producer[1],
                                                   is_transactional=True)
         data = build_batch([(key, value, (), now) for key, value in records], **fields)
+        if partition.state_writes is not None:     # a new epoch's checkpoint is on disk first (state_writes)
+            partition.state_writes.wait(partition.log.directory)
         try:
             first, _ = partition.log.append(data, assign_offsets=True, leader_epoch=partition.leader_epoch)
             if producer is not None:

@@ -1,44 +1,36 @@
-"""The settings of one partition log, as Kafka's LogConfig resolves them for a topic: the topic's
-own config (``retention.ms``, ``retention.bytes``, ``segment.ms``, ``segment.index.bytes``,
-``file.delete.delay.ms``, ``cleanup.policy``, ``segment.bytes``, and the cleaner's
-``delete.retention.ms``, ``min.compaction.lag.ms``, ``max.compaction.lag.ms``,
-``min.cleanable.dirty.ratio``), else the broker's synonyms
-(ServerTopicConfigSynonyms) set dynamically for this broker, then for every broker (ConfigRecords
-of the broker resource), then in server.properties.
+"""A topic's configs on the broker, as Kafka's LogConfig resolves them over the broker's
+KafkaConfig: kafkawire.metadata.topic_config_synonyms' rule (the topic's own config, else the
+broker synonyms set dynamically for this broker, then for every broker, then in
+server.properties) over what DynamicBrokerConfig keeps of the dynamic levels (the first broker
+synonym of each config: a dynamic ``log.retention.hours`` is dropped, as Kafka's broker drops
+it). The server.properties level and the defaults are the ServerConfig's values, which apply
+KafkaConfig's synonym order (``log.retention.ms``, then ``.minutes``, then ``.hours``); a
+negative broker retention time is unlimited (-1). The log cleaner's topic configs
+(``delete.retention.ms``, ``min.compaction.lag.ms``, ``max.compaction.lag.ms``,
+``min.cleanable.dirty.ratio``) are among the LogSettings.
 
-Some broker settings have several synonyms in Kafka's order of precedence: ``log.retention.ms``,
-then ``log.retention.minutes``, then ``log.retention.hours``; ``log.roll.ms``, then
-``log.roll.hours``. As in KafkaConfig, the dynamic levels are laid over server.properties first
-and the precedence applies to the merged keys (a ``log.retention.ms`` anywhere wins over
-``log.retention.hours`` anywhere), and a negative retention time is unlimited (-1).
+``TopicConfigs`` keeps each topic's resolved settings until the metadata image moves on (Produce
+reads seven configs per partition):
 
-    settings = log_settings(image, "orders", config)
-    settings.retention_ms, settings.delete, settings.compact
+    configs = TopicConfigs(config)
+    configs.log_settings(image, "orders").retention_ms
+    configs.produce_settings(image, "orders").max_message_bytes
+    configs.broker_value(image, "log.segment.delete.delay.ms", config.log_segment_delete_delay_ms)
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafkawire.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
+from kafkawire.metadata.image import TOPIC_RESOURCE
+from kafkawire.metadata.topic_config_synonyms import dynamic_broker_configs, resolve_topic_config
 
-__all__ = ["LogSettings", "log_settings", "retention_time_ms", "roll_time_ms"]
+__all__ = ["LogSettings", "ProduceSettings", "TopicConfigs", "log_settings", "topic_config", "retention_time_ms",
+           "roll_time_ms"]
 
 LONG_MAX = (1 << 63) - 1
 MS_PER_MINUTE = 60_000
 MS_PER_HOUR = 60 * MS_PER_MINUTE
-
-# server.properties field (ServerConfig) of each broker key read here
-_FIELDS = {
-    "log.retention.ms": "log_retention_ms", "log.retention.minutes": "log_retention_minutes",
-    "log.retention.hours": "log_retention_hours", "log.retention.bytes": "log_retention_bytes",
-    "log.roll.ms": "log_roll_ms", "log.roll.hours": "log_roll_hours",
-    "log.index.size.max.bytes": "log_index_size_max_bytes", "log.segment.delete.delay.ms": "log_segment_delete_delay_ms",
-    "log.cleanup.policy": "log_cleanup_policy", "log.segment.bytes": "log_segment_bytes",
-    "log.cleaner.delete.retention.ms": "log_cleaner_delete_retention_ms",
-    "log.cleaner.min.compaction.lag.ms": "log_cleaner_min_compaction_lag_ms",
-    "log.cleaner.max.compaction.lag.ms": "log_cleaner_max_compaction_lag_ms",
-    "log.cleaner.min.cleanable.ratio": "log_cleaner_min_cleanable_ratio",
-}
+LOG_APPEND_TIME = "LogAppendTime"
 
 
 @dataclass(frozen=True)
@@ -66,6 +58,18 @@ class LogSettings:
         return "compact" in self.cleanup_policy
 
 
+@dataclass(frozen=True)
+class ProduceSettings:
+    """The configs Produce checks a topic's batches against (LogConfig)."""
+    min_insync_replicas: int
+    log_append_time: bool                # message.timestamp.type is LogAppendTime
+    max_message_bytes: int
+    compression_type: str
+    timestamp_before_max_ms: int
+    timestamp_after_max_ms: int
+    compacted: bool                      # cleanup.policy has compact
+
+
 def retention_time_ms(ms: int | None, minutes: int | None, hours: int) -> int:
     """KafkaConfig.logRetentionTimeMillis: ms, else minutes, else hours; negative is -1."""
     millis = ms if ms is not None else minutes * MS_PER_MINUTE if minutes is not None else hours * MS_PER_HOUR
@@ -77,22 +81,10 @@ def roll_time_ms(ms: int | None, hours: int) -> int:
     return ms if ms is not None else hours * MS_PER_HOUR
 
 
-def _broker_values(image, config, node_id: int) -> dict:
-    """The broker keys: server.properties, overlaid by the cluster-wide then this broker's dynamic values."""
-    values = {key: getattr(config, field) for key, field in _FIELDS.items()}
-    if image is None:
-        return values
-    for resource in ((BROKER_RESOURCE, ""), (BROKER_RESOURCE, str(node_id))):
-        for key, raw in image.configs.get(resource, {}).items():
-            if key in _FIELDS and raw is not None:
-                parsed = _parse(raw, values[key])
-                if parsed is not None:
-                    values[key] = parsed
-    return values
-
-
 def _parse(raw: str, like):
     """``raw`` as the type of ``like`` (None when it does not parse: the controller checked it)."""
+    if isinstance(like, str):
+        return raw
     if isinstance(like, tuple):
         return tuple(p.strip() for p in raw.split(",") if p.strip())
     try:
@@ -101,27 +93,102 @@ def _parse(raw: str, like):
         return None
 
 
-def log_settings(image, topic: str, config) -> LogSettings:
-    """The LogSettings of ``topic``'s partitions on the broker of ``config`` (a ServerConfig)."""
-    b = _broker_values(image, config, config.node_id)
-    own = {} if image is None else image.configs.get((TOPIC_RESOURCE, topic), {})
+class _Levels:
+    """The configs of one topic at each level, read from one image."""
+    __slots__ = ("topic", "node", "cluster")
 
-    def pick(name: str, default):
-        raw = own.get(name)
-        parsed = None if raw is None else _parse(raw, default)
+    def __init__(self, image, topic: str, node_id: int):
+        self.topic = {} if image is None else image.configs.get((TOPIC_RESOURCE, topic), {})
+        self.node = {} if image is None else dynamic_broker_configs(image, str(node_id))
+        self.cluster = {} if image is None else dynamic_broker_configs(image, "")
+
+    def value(self, name: str, default):
+        """Topic config ``name``, else ``default`` (server.properties' value, or KafkaConfig's default).
+        A value that does not parse as the default's type is ignored (the controller validated it)."""
+        found = resolve_topic_config(name, self.topic, self.node, self.cluster, {})
+        if found is None:
+            return default
+        parsed = _parse(found[0], default)
         return default if parsed is None else parsed
 
+
+def topic_config(image, topic: str, name: str, default, node_id: int = -1):
+    """One topic config (``default``: the broker's value from server.properties)."""
+    return _Levels(image, topic, node_id).value(name, default)
+
+
+def log_settings(image, topic: str, config) -> LogSettings:
+    """The LogSettings of ``topic``'s partitions on the broker of ``config`` (a ServerConfig)."""
+    levels, c = _Levels(image, topic, config.node_id), config
+    retention_ms = levels.value("retention.ms", retention_time_ms(c.log_retention_ms, c.log_retention_minutes,
+                                                                  c.log_retention_hours))
     return LogSettings(
-        retention_ms=pick("retention.ms", retention_time_ms(b["log.retention.ms"], b["log.retention.minutes"],
-                                                            b["log.retention.hours"])),
-        retention_bytes=pick("retention.bytes", b["log.retention.bytes"]),
-        segment_ms=pick("segment.ms", roll_time_ms(b["log.roll.ms"], b["log.roll.hours"])),
-        segment_bytes=pick("segment.bytes", b["log.segment.bytes"]),
-        segment_index_bytes=pick("segment.index.bytes", b["log.index.size.max.bytes"]),
-        file_delete_delay_ms=pick("file.delete.delay.ms", b["log.segment.delete.delay.ms"]),
-        cleanup_policy=pick("cleanup.policy", tuple(b["log.cleanup.policy"])),
-        delete_retention_ms=pick("delete.retention.ms", b["log.cleaner.delete.retention.ms"]),
-        min_compaction_lag_ms=pick("min.compaction.lag.ms", b["log.cleaner.min.compaction.lag.ms"]),
-        max_compaction_lag_ms=pick("max.compaction.lag.ms", b["log.cleaner.max.compaction.lag.ms"]),
-        min_cleanable_dirty_ratio=pick("min.cleanable.dirty.ratio", float(b["log.cleaner.min.cleanable.ratio"])),
+        retention_ms=-1 if retention_ms < 0 else retention_ms,     # KafkaConfig: a negative time is unlimited
+        retention_bytes=levels.value("retention.bytes", c.log_retention_bytes),
+        segment_ms=levels.value("segment.ms", roll_time_ms(c.log_roll_ms, c.log_roll_hours)),
+        segment_bytes=levels.value("segment.bytes", c.log_segment_bytes),
+        segment_index_bytes=levels.value("segment.index.bytes", c.log_index_size_max_bytes),
+        file_delete_delay_ms=levels.value("file.delete.delay.ms", c.log_segment_delete_delay_ms),
+        cleanup_policy=levels.value("cleanup.policy", tuple(c.log_cleanup_policy)),
+        delete_retention_ms=levels.value("delete.retention.ms", c.log_cleaner_delete_retention_ms),
+        min_compaction_lag_ms=levels.value("min.compaction.lag.ms", c.log_cleaner_min_compaction_lag_ms),
+        max_compaction_lag_ms=levels.value("max.compaction.lag.ms", c.log_cleaner_max_compaction_lag_ms),
+        min_cleanable_dirty_ratio=levels.value("min.cleanable.dirty.ratio", float(c.log_cleaner_min_cleanable_ratio)),
     )
+
+
+def produce_settings(image, topic: str, config) -> ProduceSettings:
+    """The ProduceSettings of ``topic`` on the broker of ``config``."""
+    levels, c = _Levels(image, topic, config.node_id), config
+    return ProduceSettings(
+        min_insync_replicas=levels.value("min.insync.replicas", c.min_insync_replicas),
+        log_append_time=levels.value("message.timestamp.type", c.log_message_timestamp_type) == LOG_APPEND_TIME,
+        max_message_bytes=levels.value("max.message.bytes", c.message_max_bytes),
+        compression_type=levels.value("compression.type", c.compression_type),
+        timestamp_before_max_ms=levels.value("message.timestamp.before.max.ms", c.log_message_timestamp_before_max_ms),
+        timestamp_after_max_ms=levels.value("message.timestamp.after.max.ms", c.log_message_timestamp_after_max_ms),
+        compacted="compact" in levels.value("cleanup.policy", tuple(c.log_cleanup_policy)),
+    )
+
+
+class TopicConfigs:
+    """The broker's resolved topic configs, each topic's kept until the image changes (another
+    image object, or a batch applied to it: its ``provenance`` is replaced then)."""
+
+    def __init__(self, config):
+        self.config = config
+        self._image = self._provenance = None
+        self._log: dict[str, LogSettings] = {}
+        self._produce: dict[str, ProduceSettings] = {}
+
+    def _current(self, image) -> None:
+        provenance = getattr(image, "provenance", None)
+        if image is not self._image or provenance is not self._provenance:
+            self._image, self._provenance = image, provenance
+            self._log.clear()
+            self._produce.clear()
+
+    def log_settings(self, image, topic: str) -> LogSettings:
+        return self._cached(self._log, log_settings, image, topic)
+
+    def produce_settings(self, image, topic: str) -> ProduceSettings:
+        return self._cached(self._produce, produce_settings, image, topic)
+
+    def _cached(self, cache: dict, resolve, image, topic: str):
+        self._current(image)
+        settings = cache.get(topic)
+        if settings is None:
+            settings = cache[topic] = resolve(image, topic, self.config)
+        return settings
+
+    def broker_value(self, image, key: str, default):
+        """A broker config as this broker reads it: set dynamically for it, then for every broker,
+        else ``default`` (server.properties)."""
+        if image is None:
+            return default
+        for configs in (dynamic_broker_configs(image, str(self.config.node_id)), dynamic_broker_configs(image, "")):
+            raw = configs.get(key)
+            parsed = None if raw is None else _parse(raw, default)
+            if parsed is not None:
+                return parsed
+        return default

@@ -4,12 +4,14 @@ kafka-delete-logs task): the partition's log is closed, its directory renamed at
 a new log beside it) and removed ``file.delete.delay.ms`` later (the broker's
 ``log.segment.delete.delay.ms``, 60000 by default, set dynamically or in server.properties).
 
-    deleter = LogDeleter(log_dir, delay_ms=lambda: 60_000)
+    deleter = LogDeleter(log_dir, lambda: 60_000, log_manager.pending, log_manager.clock)
     deleter.delete(partition)      # a LeaderPartition of a topic no longer in the metadata
     deleter.schedule_leftovers()   # directories already renamed (before a restart, or set aside)
-    deleter.close()                # on stop: what is still waiting stays renamed, removed at the next start
 
-A directory whose removal fails is logged and left (Kafka's LogManager logs it too).
+The removal is the log manager's: its due-queue of deleted segment files holds the renamed
+directories too, and its delete-file task removes what is due (``remove_deleted``; a directory
+on a worker thread). A stop leaves what still waits renamed, removed after the next start. A
+directory whose removal fails is logged and left (Kafka's LogManager logs it too).
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import shutil
 import uuid
 from typing import Callable
 
-__all__ = ["LogDeleter", "DELETE_SUFFIX", "delete_dir_name"]
+__all__ = ["LogDeleter", "DELETE_SUFFIX", "delete_dir_name", "remove_deleted"]
 
 log = logging.getLogger(__name__)
 DELETE_SUFFIX = "-delete"
@@ -34,13 +36,17 @@ def delete_dir_name(name: str) -> str:
 
 
 class LogDeleter:
-    """Renames and later removes the directories of deleted partitions under ``log_dir``;
-    ``delay_ms()`` is the delay in force when a directory is scheduled."""
+    """Renames the directories of deleted partitions under ``log_dir`` and puts them in the log
+    manager's due-queue (``pending``, a PendingDeletes read with ``clock()``), which removes them
+    with the ``.deleted`` segment files (its delete-file task); ``delay_ms()`` is the delay in
+    force when a directory is scheduled."""
 
-    def __init__(self, log_dir: str, delay_ms: Callable[[], int]):
+    def __init__(self, log_dir: str, delay_ms: Callable[[], int], pending, clock: Callable[[], int]):
         self.log_dir = log_dir
         self.delay_ms = delay_ms
-        self._waiting: dict[str, asyncio.Task] = {}        # renamed directory -> its removal
+        self.pending = pending
+        self.clock = clock
+        self._scheduled: set[str] = set()          # renamed directories in the queue (or removed)
 
     def delete(self, partition) -> None:
         """Close ``partition`` (a LeaderPartition), rename its directory and schedule its removal."""
@@ -59,35 +65,51 @@ class LogDeleter:
         self._schedule(renamed)
 
     def schedule_leftovers(self) -> None:
-        """Schedule every ``*-delete`` directory of the log dir not yet waiting (Kafka's loadLogs
+        """Schedule every ``*-delete`` directory of the log dir not yet scheduled (Kafka's loadLogs
         schedules those it finds at start)."""
         try:
             names = os.listdir(self.log_dir)
         except OSError as exc:
             log.warning("cannot list %s: %s", self.log_dir, exc)
             return
-        for name in names:
-            path = os.path.join(self.log_dir, name)
-            if name.endswith(DELETE_SUFFIX) and path not in self._waiting and os.path.isdir(path):
+        found = {os.path.join(self.log_dir, name) for name in names if name.endswith(DELETE_SUFFIX)}
+        self._scheduled &= found                   # forget the ones removed since
+        for path in sorted(found - self._scheduled):
+            if os.path.isdir(path):
                 self._schedule(path)
 
     def _schedule(self, path: str) -> None:
-        task = asyncio.ensure_future(self._remove_later(path, max(self.delay_ms(), 0) / 1000))
-        self._waiting[path] = task
-        task.add_done_callback(lambda _: self._waiting.pop(path, None))
+        self._scheduled.add(path)
+        self.pending.add([path], self.clock() + max(self.delay_ms(), 0))
 
-    @staticmethod
-    async def _remove_later(path: str, delay_s: float) -> None:
-        await asyncio.sleep(delay_s)
+
+def remove_deleted(path: str) -> None:
+    """Remove a due path of the queue: a ``.deleted`` file at once, a ``-delete`` directory (a
+    whole log: many files) off the event loop when one runs."""
+    if not os.path.isdir(path):
+        _remove_file(path)
+        return
+    try:
         loop = asyncio.get_running_loop()
-        try:      # off the event loop: a big log is many files
-            await loop.run_in_executor(None, shutil.rmtree, path)
-        except OSError as exc:
-            log.error("Exception while deleting %s: %s", path, exc)
-            return
-        log.info("Deleted log directory %s", path)
+    except RuntimeError:
+        _remove_tree(path)
+        return
+    loop.run_in_executor(None, _remove_tree, path)
 
-    def close(self) -> None:
-        for task in list(self._waiting.values()):
-            task.cancel()
-        self._waiting.clear()
+
+def _remove_file(path: str) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        log.warning("cannot delete %s: %s", path, exc)
+
+
+def _remove_tree(path: str) -> None:
+    try:
+        shutil.rmtree(path)
+    except OSError as exc:
+        log.error("Exception while deleting %s: %s", path, exc)
+        return
+    log.info("Deleted log directory %s", path)

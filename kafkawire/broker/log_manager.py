@@ -16,7 +16,8 @@ watermark) every ``replica.high.watermark.checkpoint.interval.ms`` from the star
 retention pass renames a deleted segment's files (and the producer snapshot at its base offset,
 kafkawire.broker.producer_snapshots) ``.deleted`` and removes them
 ``file.delete.delay.ms`` later; files left ``.deleted`` by a stop are removed when the partition
-opens again, as Kafka's log loading does.
+opens again, as Kafka's log loading does. The same due-queue removes the renamed directories of
+deleted partitions (kafkawire.broker.log_deletion).
 
 The recovery point of a log (what ``recovery-point-offset-checkpoint`` says) is the offset below
 which it is on disk: the base offset of its active segment (a roll fsyncs the segment it closes),
@@ -37,7 +38,8 @@ from kafkawire.storage.segment import DELETED_SUFFIX
 from kafkawire.storage.state_files import (StateFileError, read_offset_checkpoint, read_partition_metadata,
                                            write_offset_checkpoint)
 
-from .log_config import LogSettings, log_settings, retention_time_ms
+from .log_config import LogSettings, retention_time_ms
+from .log_deletion import remove_deleted
 from .partition import partition_dir_name
 from .producer_snapshots import retire_snapshots
 from .retention import SegmentView, segments_to_delete
@@ -132,7 +134,7 @@ class LogManager:
         return os.path.join(self.broker.log_dir, name)
 
     def settings(self, image, topic: str) -> LogSettings:
-        return log_settings(image, topic, self.broker.config)
+        return self.broker.topic_configs.log_settings(image, topic)
 
     # -- opening a log --
 
@@ -161,7 +163,7 @@ class LogManager:
         log_ = partition.log
         for name in os.listdir(log_.directory):
             if name.endswith(DELETED_SUFFIX):
-                _remove(os.path.join(log_.directory, name))
+                remove_deleted(os.path.join(log_.directory, name))
         if log_.log_start_offset > log_.log_end_offset:
             log.warning("%s: the log ends at %d, below its checkpointed start %d: it starts again there",
                         partition.name, log_.log_end_offset, log_.log_start_offset)
@@ -195,6 +197,8 @@ class LogManager:
 
     def delete_old_segments(self, partition, settings: LogSettings) -> int:
         log_ = partition.log
+        if self.broker.state_writes.pending(log_.directory):
+            return 0           # a producer snapshot that deleted segments leave to is not on disk yet: next pass
         now = self.clock()
         decision = segments_to_delete(_segment_views(log_), log_start_offset=log_.log_start_offset,
                                       log_end_offset=log_.log_end_offset, high_watermark=partition.high_watermark(),
@@ -216,7 +220,7 @@ class LogManager:
     def delete_due_files(self) -> int:
         due = self.pending.due(self.clock())
         for path in due:
-            _remove(path)
+            remove_deleted(path)        # segment files, and the directories of deleted partitions
         return len(due)
 
     # -- checkpoints --
@@ -287,11 +291,3 @@ class LogManager:
         self.checkpoint_recovery_points()
         self.checkpoint_log_start_offsets()
 
-
-def _remove(path: str) -> None:
-    try:
-        os.remove(path)
-    except FileNotFoundError:
-        pass
-    except OSError as exc:
-        log.warning("cannot delete %s: %s", path, exc)

@@ -36,6 +36,7 @@ transactions the fetched range overlaps.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -45,10 +46,12 @@ from kafkawire.net.metadata_topic import batches_below
 from kafkawire.storage.leader_epoch_cache import LeaderEpochFileCache
 from kafkawire.storage.log import Log
 from kafkawire.storage.segment import ReadResult
-from kafkawire.storage.state_files import StateFileError, read_partition_metadata, write_partition_metadata
+from kafkawire.storage.state_files import (StateFileError, atomic_write, read_partition_metadata,
+                                           write_partition_metadata)
 
-from .producer_snapshots import load_producer_state, take_snapshot
+from .producer_snapshots import load_producer_state, snapshot_file, take_snapshot
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, VERIFICATION_OFF, BatchInfo, ProducerState
+from .state_writes import StateWrites
 from .txn_log import collect_aborted, end_txn_marker_batch, fetch_upper_bound, segment_holding, write_aborted
 from .validation import ValidatedAppend
 
@@ -67,12 +70,15 @@ class LeaderPartition:
 
     def __init__(self, log_: Log, topic: str, partition: int, topic_id: uuid.UUID, leader_epoch: int, *,
                  producers: ProducerState | None = None, snapshot_offset: int = 0,
-                 expiration_check_interval_ms: int = 600_000):
+                 expiration_check_interval_ms: int = 600_000, state_writes: StateWrites | None = None):
         self.log = log_
         self.topic = topic
         self.partition = partition
         self.topic_id = topic_id
+        self.state_writes = state_writes       # None: the state files are written at once, here
         self.epochs = LeaderEpochFileCache.load(log_)
+        if state_writes is not None:           # a new epoch's checkpoint off the loop, before appends in it
+            self.epochs.writer = functools.partial(state_writes.submit, log_.directory, blocks_appends=True)
         self._leader_epoch = -1
         self.leader_epoch = leader_epoch
         self.producers = producers if producers is not None else ProducerState(self.name)
@@ -97,7 +103,8 @@ class LeaderPartition:
     @classmethod
     def open(cls, log_dir: str, topic: str, partition: int, topic_id: uuid.UUID, *, leader_epoch: int,
              now_ms: int | None = None, producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-             expiration_check_interval_ms: int = 600_000, **log_options) -> LeaderPartition:
+             expiration_check_interval_ms: int = 600_000, state_writes: StateWrites | None = None,
+             **log_options) -> LeaderPartition:
         """``log_options``: keywords of kafkawire.storage.log.Log (``segment_bytes``, ``segment_ms``, ...)."""
         directory = os.path.join(log_dir, partition_dir_name(topic, partition))
         _set_aside_if_another_topic(directory, topic_id)
@@ -112,7 +119,7 @@ class LeaderPartition:
         name = partition_dir_name(topic, partition)
         producers, loaded_from = load_producer_state(log_, name, now_ms=now_ms, expiration_ms=producer_id_expiration_ms)
         self = cls(log_, topic, partition, topic_id, leader_epoch, producers=producers, snapshot_offset=loaded_from,
-                   expiration_check_interval_ms=expiration_check_interval_ms)
+                   expiration_check_interval_ms=expiration_check_interval_ms, state_writes=state_writes)
         producers.on_high_watermark(self.high_watermark())
         self.maybe_snapshot()               # as Kafka's loadProducerState ends, when it replayed batches
         return self
@@ -162,9 +169,10 @@ class LeaderPartition:
     def _append_to_log(self, data: bytes) -> int:
         """The batch at the log end in the current leader epoch; its offset."""
         active_base = self.log.active_segment.base_offset
-        first, _ = self.log.append(data, assign_offsets=True, leader_epoch=self.leader_epoch)
+        first, _ = self.log.append(data, assign_offsets=True, leader_epoch=self.leader_epoch,
+                                   crc_verified=True)       # validate_produce checked it, or we built it
         if self.log.active_segment.base_offset != active_base:
-            self.maybe_snapshot(first)        # UnifiedLog.roll: the state as of the new segment's base
+            self.maybe_snapshot(first, background=True)   # UnifiedLog.roll: the state at the new segment's base
         if self.leader_epoch >= 0:      # as Kafka's append does; the epoch normally started at makeLeader
             self.epochs.assign(self.leader_epoch, first)
         return first
@@ -189,11 +197,16 @@ class LeaderPartition:
         self.producers.on_high_watermark(self.high_watermark())
         return offset
 
-    def maybe_snapshot(self, offset: int | None = None) -> None:
-        """Write the producer snapshot at ``offset`` (the log end) unless one is there already."""
+    def maybe_snapshot(self, offset: int | None = None, *, background: bool = False) -> None:
+        """Write the producer snapshot at ``offset`` (the log end) unless one is there already;
+        ``background``: encoded now, written on the state-file thread (when there is one)."""
         offset = self.log.log_end_offset if offset is None else offset
         if offset > self.snapshot_offset:
-            take_snapshot(self.log.directory, self.producers, offset)
+            if background and self.state_writes is not None:
+                path, data = snapshot_file(self.log.directory, self.producers, offset)
+                self.state_writes.submit(self.log.directory, functools.partial(atomic_write, path, data))
+            else:
+                take_snapshot(self.log.directory, self.producers, offset)
             self.snapshot_offset = offset
 
     def _maybe_expire_producers(self, now_ms: int) -> None:
@@ -231,6 +244,8 @@ class LeaderPartition:
         return data, collect_aborted(self.log, offset, upper)
 
     def close(self) -> None:
+        if self.state_writes is not None:
+            self.state_writes.wait(self.log.directory)
         self.log.flush()
         try:
             self.maybe_snapshot()

@@ -26,47 +26,16 @@ import time
 
 from kafkawire.messages.produce_response import (
     BatchIndexAndErrorMessage, PartitionProduceResponse, ProduceResponse, TopicProduceResponse)
-from kafkawire.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import NO_RESPONSE, CloseConnection
 
 from .producer_state import VERIFICATION_OFF
+from .log_config import ProduceSettings, produce_settings
 from .record_checks import RecordErrors, RecordRules
 from .txn_verification import transaction_checks
 from .validation import ProduceRefused, validate_produce
 
-__all__ = ["ProduceApi", "topic_config", "record_rules"]
-
-LOG_APPEND_TIME = "LogAppendTime"
-
-
-# A topic config and the broker config that gives its default (LogConfig's synonyms).
-BROKER_SYNONYMS = {"max.message.bytes": "message.max.bytes", "message.timestamp.type": "log.message.timestamp.type",
-                   "segment.bytes": "log.segment.bytes", "min.insync.replicas": "min.insync.replicas",
-                   "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
-                   "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
-                   "cleanup.policy": "log.cleanup.policy"}
-
-
-def topic_config(image, topic: str, name: str, default, node_id: int = -1):
-    """A topic's config as Kafka resolves it: the topic's own ConfigRecord, else the broker
-    config it falls back on (set dynamically for this broker, then for every broker, as
-    ConfigRecords of the broker resource), else ``default`` (server.properties). A value that
-    does not parse as the default's type is ignored (the controller validated it already)."""
-    if image is None:
-        return default
-    broker_name = BROKER_SYNONYMS.get(name, name)
-    for resource, key in (((TOPIC_RESOURCE, topic), name), ((BROKER_RESOURCE, str(node_id)), broker_name),
-                          ((BROKER_RESOURCE, ""), broker_name)):
-        value = image.configs.get(resource, {}).get(key)
-        if value is None:
-            continue
-        try:
-            return value if isinstance(default, str) else type(default)(value)
-        except ValueError:
-            continue
-    return default
-
+__all__ = ["ProduceApi", "record_rules"]
 
 class ProduceApi:
     """Produce for ``broker`` (its ``image()``, ``partitions``, ``config``)."""
@@ -79,6 +48,7 @@ class ProduceApi:
         acks = request.acks
         now_ms = int(time.time() * 1000)
         image = self.broker.image()
+        await self.broker.state_writes.appends_allowed()     # a new leader epoch is in its checkpoint first
         responses = []
         appended = False
         txn = await transaction_checks(self.broker, request, v,
@@ -124,24 +94,17 @@ class ProduceApi:
         partition = self.broker.partitions.get((topic.name, p.index))
         if registration.leader != self.broker.node_id or partition is None:
             return _refused(p.index, Errors.NOT_LEADER_OR_FOLLOWER, None)
-        config = self.broker.config
+        settings = self.broker.topic_configs.produce_settings(image, topic.name)
         name = f"{topic.name}-{p.index}"
-        if acks == -1:
-            min_isr = topic_config(image, topic.name, "min.insync.replicas", config.min_insync_replicas, config.node_id)
-            if len(registration.isr) < min_isr:
-                return _refused(p.index, Errors.NOT_ENOUGH_REPLICAS,
-                                f"The size of the current ISR {sorted(registration.isr)} is insufficient to satisfy "
-                                f"the min.isr requirement of {min_isr} for partition {name}")
-        log_append_time = topic_config(image, topic.name, "message.timestamp.type", config.log_message_timestamp_type,
-                                       config.node_id) == LOG_APPEND_TIME
+        if acks == -1 and len(registration.isr) < settings.min_insync_replicas:
+            return _refused(p.index, Errors.NOT_ENOUGH_REPLICAS,
+                            f"The size of the current ISR {sorted(registration.isr)} is insufficient to satisfy "
+                            f"the min.isr requirement of {settings.min_insync_replicas} for partition {name}")
         try:
             validated = validate_produce(
-                p.records, topic_partition=name, version=version, now_ms=now_ms, log_append_time=log_append_time,
-                max_message_bytes=topic_config(image, topic.name, "max.message.bytes", config.message_max_bytes,
-                                               config.node_id),
-                rules=record_rules(image, topic.name, config, now_ms, log_append_time),
-                compression_type=topic_config(image, topic.name, "compression.type", config.compression_type,
-                                              config.node_id))
+                p.records, topic_partition=name, version=version, now_ms=now_ms,
+                log_append_time=settings.log_append_time, max_message_bytes=settings.max_message_bytes,
+                rules=settings_rules(settings, now_ms), compression_type=settings.compression_type)
             base_offset, log_append_time = partition.append(validated, now_ms=now_ms, guard=guard)
         except RecordErrors as exc:      # ReplicaManager: RecordValidationException, the log start offset kept
             return PartitionProduceResponse(
@@ -160,16 +123,16 @@ class ProduceApi:
                                         log_start_offset=partition.log.log_start_offset)
 
 
-def record_rules(image, topic: str, config, now_ms: int, log_append_time: bool) -> RecordRules:
+def settings_rules(settings: ProduceSettings, now_ms: int) -> RecordRules:
+    """The record checks a topic's ProduceSettings ask for."""
+    return RecordRules(now_ms=now_ms, create_time=not settings.log_append_time,
+                       before_max_ms=settings.timestamp_before_max_ms, after_max_ms=settings.timestamp_after_max_ms,
+                       compacted=settings.compacted)
+
+
+def record_rules(image, topic: str, config, now_ms: int) -> RecordRules:
     """The record checks the topic's configs ask for (LogConfig: the topic's own, else the broker's)."""
-    def resolved(name, default):
-        return topic_config(image, topic, name, default, config.node_id)
-    policy = resolved("cleanup.policy", ",".join(config.log_cleanup_policy))
-    return RecordRules(now_ms=now_ms, create_time=not log_append_time,
-                       before_max_ms=resolved("message.timestamp.before.max.ms",
-                                              config.log_message_timestamp_before_max_ms),
-                       after_max_ms=resolved("message.timestamp.after.max.ms", config.log_message_timestamp_after_max_ms),
-                       compacted="compact" in {p.strip() for p in policy.split(",")})
+    return settings_rules(produce_settings(image, topic, config), now_ms)
 
 
 def _refused(index: int, code: int, message: str | None) -> PartitionProduceResponse:

@@ -42,7 +42,7 @@ from kafkawire.storage.state_files import atomic_write
 from .producer_state import ProducerState
 from .txn_log import rebuild_from
 
-__all__ = ["load_producer_state", "take_snapshot", "snapshot_offsets", "retire_snapshots", "stray_snapshots"]
+__all__ = ["load_producer_state", "take_snapshot", "snapshot_file", "snapshot_offsets", "retire_snapshots", "stray_snapshots"]
 
 log = logging.getLogger(__name__)
 _SNAPSHOT_RE = re.compile(r"^(\d{20})\.snapshot$")
@@ -100,14 +100,19 @@ def stray_snapshots(offsets: list[int], segment_bases: list[int]) -> list[int]:
 def take_snapshot(directory: str, state: ProducerState, offset: int) -> str:
     """Write the state as ``<offset>.snapshot`` (ProducerStateManager.takeSnapshot: each
     producer's epoch and last batch), through a temporary file renamed over it; its path."""
+    path, data = snapshot_file(directory, state, offset)
+    atomic_write(path, data)
+    return path
+
+
+def snapshot_file(directory: str, state: ProducerState, offset: int) -> tuple[str, bytes]:
+    """The path and bytes of the snapshot of ``state`` at ``offset`` (to write later, elsewhere)."""
     entries = [ProducerSnapshotEntry(
         producer_id=pid, producer_epoch=e.producer_epoch, coordinator_epoch=e.coordinator_epoch,
         current_txn_first_offset=e.current_txn_first_offset, timestamp=e.last_timestamp, last_sequence=e.last_seq,
         first_sequence=0, last_offset=e.last_data_offset, offset_delta=e.last_offset_delta)
         for pid, e in state.producers.items()]
-    path = os.path.join(directory, snapshot_file_name(offset))
-    atomic_write(path, encode_producer_snapshot(entries))
-    return path
+    return os.path.join(directory, snapshot_file_name(offset)), encode_producer_snapshot(entries)
 
 
 def retire_snapshots(directory: str, segment_bases) -> list[str]:

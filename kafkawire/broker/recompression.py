@@ -14,7 +14,7 @@ against ``max.message.bytes`` again (UnifiedLog.append: MESSAGE_TOO_LARGE).
 from __future__ import annotations
 
 from kafkawire.protocol.error_codes import Errors
-from kafkawire.records import GZIP, LZ4, NONE, SNAPPY, ZSTD, RecordBatch, iter_batches
+from kafkawire.records import GZIP, LZ4, NONE, SNAPPY, ZSTD, RecordBatch
 from kafkawire.records.batch import CREATE_TIME, LOG_APPEND_TIME
 from kafkawire.records.builder import RecordBatchBuilder
 
@@ -34,15 +34,16 @@ def target_codec(compression_type: str, producer_codec: int) -> int:
 
 
 def recompressed(batch: RecordBatch, codec: int, *, log_append_time: bool, now_ms: int,
-                 topic_partition: str, max_message_bytes: int) -> tuple[bytes, RecordBatch]:
-    """``batch`` (checked already) as a new batch in ``codec``, and the new batch parsed; or
-    RecompressionRefused with Kafka's error."""
+                 topic_partition: str, max_message_bytes: int, records=None) -> tuple[bytes, RecordBatch]:
+    """``batch`` (checked already) as a new batch in ``codec``, and the new batch's header parsed
+    (its CRC is the builder's: not computed again); or RecompressionRefused with Kafka's error.
+    ``records``: the batch's records if the checks decoded them already (else decoded here)."""
     builder = RecordBatchBuilder(compression_type=codec, timestamp_type=LOG_APPEND_TIME if log_append_time
                                  else CREATE_TIME, producer_id=batch.producer_id,
                                  producer_epoch=batch.producer_epoch, base_sequence=batch.base_sequence,
                                  is_transactional=batch.is_transactional,
                                  max_timestamp=now_ms if log_append_time else None)
-    for record in batch:
+    for record in batch if records is None else records:
         timestamp = java_long(record.timestamp)
         try:
             builder.append(record.key, record.value, record.headers, timestamp)
@@ -54,7 +55,7 @@ def recompressed(batch: RecordBatch, codec: int, *, log_append_time: bool, now_m
         raise RecompressionRefused(Errors.MESSAGE_TOO_LARGE,
                                    f"Message batch size is {len(data)} bytes in append topartition {topic_partition} "
                                    f"which exceeds the maximum configured size of {max_message_bytes}.")
-    return data, next(iter(iter_batches(data)))
+    return data, RecordBatch.from_buffer(data)
 
 
 class RecompressionRefused(Exception):

@@ -35,7 +35,6 @@ from kafkawire.messages.write_txn_markers_response import (WritableTxnMarkerPart
 from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, AuthorizerNotReady, Op
 from kafkawire.protocol.error_codes import Errors
 
-from .produce import LOG_APPEND_TIME, topic_config
 from .validation import ProduceRefused
 
 __all__ = ["TxnMarkersApi", "WRITE_TXN_MARKERS"]
@@ -100,19 +99,15 @@ class TxnMarkersApi:
         partition = self.broker.partitions.get((topic, index))
         if partition is None:
             return self._not_here(image, topic, index)
-        config = self.broker.config
+        settings = self.broker.topic_configs.produce_settings(image, topic)
         registration = _registration(image, topic, index)
-        if registration is not None:
-            min_isr = topic_config(image, topic, "min.insync.replicas", config.min_insync_replicas, config.node_id)
-            if len(registration.isr) < min_isr:
-                return Errors.NOT_ENOUGH_REPLICAS
+        if registration is not None and len(registration.isr) < settings.min_insync_replicas:
+            return Errors.NOT_ENOUGH_REPLICAS
         try:
             partition.append_marker(producer_id=marker.producer_id, producer_epoch=marker.producer_epoch,
                                     coordinator_epoch=marker.coordinator_epoch, commit=marker.transaction_result,
                                     now_ms=now_ms, transaction_version=marker.transaction_version,
-                                    log_append_time=topic_config(image, topic, "message.timestamp.type",
-                                                                 config.log_message_timestamp_type,
-                                                                 config.node_id) == LOG_APPEND_TIME)
+                                    log_append_time=settings.log_append_time)
         except ProduceRefused as exc:
             log.debug("marker for %s-%d refused: %s", topic, index, exc)
             return exc.code

@@ -3,7 +3,7 @@ ProduceRequest.validateRecords, UnifiedLog.analyzeAndValidateRecords and LogVali
 one v2 batch per partition that Produce v3 and later carry. Sans-I/O: bytes in, bytes out.
 
     append = validate_produce(records, max_message_bytes=1048588, log_append_time=False, now_ms=...)
-    log.append(append.data, assign_offsets=True, leader_epoch=epoch)
+    log.append(append.data, assign_offsets=True, leader_epoch=epoch, crc_verified=True)
 
 The checks, in Kafka's order, each with the error Kafka answers (``ProduceRefused.code``):
 
@@ -67,8 +67,10 @@ class ProduceRefused(Exception):
 class ValidatedAppend:
     """The batch to append (patched when the broker sets its timestamp), its record count, the
     log append time (-1 unless the broker set it) and its parsed header (producer id, epoch,
-    sequence: what the producer state checks)."""
-    data: bytes
+    sequence: what the producer state checks). Its CRC is verified (or computed by the broker):
+    ``Log.append(crc_verified=True)``. ``data`` may be the request's own buffer (a memoryview):
+    Log.append makes the one copy."""
+    data: bytes | memoryview
     records: int
     log_append_time: int
     batch: RecordBatch | None = None
@@ -98,18 +100,19 @@ def validate_produce(records: bytes | None, *, topic_partition: str, max_message
                              f"The baseOffset of the record batch in the append to {topic_partition} should be 0, "
                              f"but it is {batch.base_offset}")
     _check_batch(batch, topic_partition)
-    _check_records(batch, topic_partition, rules)
+    decoded = _check_records(batch, topic_partition, rules)
     codec = target_codec(compression_type, batch.compression_type)
     if codec != batch.compression_type:
         try:
             data, rebuilt = recompressed(batch, codec, log_append_time=log_append_time, now_ms=now_ms,
-                                         topic_partition=topic_partition, max_message_bytes=max_message_bytes)
+                                         topic_partition=topic_partition, max_message_bytes=max_message_bytes,
+                                         records=decoded)
         except RecompressionRefused as exc:
             raise ProduceRefused(exc.code, str(exc)) from None
         return ValidatedAppend(data, rebuilt.records_count, now_ms if log_append_time else -1, rebuilt)
     if not log_append_time:
-        return ValidatedAppend(bytes(records), batch.records_count, -1, batch)
-    return ValidatedAppend(_with_log_append_time(bytes(records), now_ms), batch.records_count, now_ms, batch)
+        return ValidatedAppend(records, batch.records_count, -1, batch)
+    return ValidatedAppend(_with_log_append_time(records, now_ms), batch.records_count, now_ms, batch)
 
 
 def _the_one_batch(records: bytes, version: int) -> RecordBatch:
@@ -159,17 +162,19 @@ def _check_batch(batch: RecordBatch, topic_partition: str) -> None:
                              f"of records {count} in topic partition {topic_partition}.")
 
 
-def _check_records(batch: RecordBatch, topic_partition: str, rules: RecordRules) -> None:
+def _check_records(batch: RecordBatch, topic_partition: str, rules: RecordRules) -> list | None:
     """Every record decodes, its offset delta is the next one and it keeps the record rules
     (LogValidator.validateRecord): in C when the extension runs (the Spark reader's record
     parser, keeping only the offsets, timestamps and, on a compacted topic, keys: no Python
     object per record; the oracle names the records only when some may fail), else record by
-    record."""
+    record. The records decoded on the way (the pure path), for a recompression to reuse; None
+    from C (a recompression decodes them then, from the decompressed bytes the batch keeps)."""
     if _native.records is not None:
         _check_records_native(batch, topic_partition, rules)
-        return
+        return None
     records = _records_in_order(batch, topic_partition)
     raise_record_errors(record_errors(records, rules, batch.timestamp_type == LOG_APPEND_TIME, topic_partition))
+    return records
 
 
 def _records_in_order(batch: RecordBatch, topic_partition: str) -> list:

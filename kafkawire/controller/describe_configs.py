@@ -20,6 +20,7 @@ from __future__ import annotations
 from kafkawire.messages.describe_configs_response import (DescribeConfigsResourceResult, DescribeConfigsResponse,
                                                           DescribeConfigsResult, DescribeConfigsSynonym)
 from kafkawire.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
+from kafkawire.metadata.topic_config_synonyms import dynamic_broker_configs
 from kafkawire.protocol.error_codes import Errors
 
 from .configs import BROKER_LIST_CONFIGS
@@ -45,16 +46,6 @@ _NO_BROKER_DEFAULT = frozenset({"log.roll.ms", "log.roll.jitter.ms", "log.flush.
                                 "log.retention.minutes"})
 _OTHER_BROKER_DEFAULTS = {"log.roll.hours": "168", "log.roll.jitter.hours": "0", "log.retention.hours": "168",
                           "log.flush.scheduler.interval.ms": str((1 << 63) - 1)}
-
-
-# A dynamic broker config the image holds under a name that is not dynamic (DynamicBrokerConfig
-# drops it): only the first broker synonym of a topic config is reconfigurable.
-NOT_DYNAMIC = frozenset(synonym for synonyms in SYNONYMS.values() for synonym, _ in synonyms[1:])
-
-
-def dynamic_broker_configs(image, name: str) -> dict[str, str]:
-    """What Kafka's DynamicBrokerConfig keeps of a broker resource's configs in the image."""
-    return {k: v for k, v in image.configs.get((BROKER_RESOURCE, name), {}).items() if k not in NOT_DYNAMIC}
 
 
 def broker_synonyms(name: str) -> list[str]:

@@ -15,75 +15,19 @@ from __future__ import annotations
 
 from kafkawire.messages.create_topics_response import CreatableTopicConfigs
 from kafkawire.metadata.image import BROKER_RESOURCE
+from kafkawire.metadata.topic_config_synonyms import (  # noqa: F401 (the controller's modules import these here)
+    DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, SYNONYMS,
+    resolve_topic_config)
 
 from .topic_configs import TOPIC_CONFIG_KEYS
 
-DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
-STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
+DEFAULT_CONFIG = 5
 INTERNAL_CONFIGS = frozenset({"internal.segment.bytes"})
-_HOURS, _MINUTES = 3_600_000, 60_000
-
-
-def _same(name):
-    return [(name, 1)]
-
-
-def _log(name):
-    return [("log." + name, 1)]
-
-
-# ServerTopicConfigSynonyms.ALL_TOPIC_CONFIG_SYNONYMS: (broker config, milliseconds per unit)
-SYNONYMS: dict[str, list[tuple[str, int]]] = {
-    "segment.bytes": _log("segment.bytes"),
-    "segment.ms": [("log.roll.ms", 1), ("log.roll.hours", _HOURS)],
-    "segment.jitter.ms": [("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", _HOURS)],
-    "segment.index.bytes": _log("index.size.max.bytes"),
-    "flush.messages": _log("flush.interval.messages"),
-    "flush.ms": [("log.flush.interval.ms", 1), ("log.flush.scheduler.interval.ms", 1)],
-    "retention.bytes": _log("retention.bytes"),
-    "retention.ms": [("log.retention.ms", 1), ("log.retention.minutes", _MINUTES), ("log.retention.hours", _HOURS)],
-    "max.message.bytes": _same("message.max.bytes"),
-    "index.interval.bytes": _log("index.interval.bytes"),
-    "delete.retention.ms": _same("log.cleaner.delete.retention.ms"),
-    "min.compaction.lag.ms": _same("log.cleaner.min.compaction.lag.ms"),
-    "max.compaction.lag.ms": _same("log.cleaner.max.compaction.lag.ms"),
-    "file.delete.delay.ms": _log("segment.delete.delay.ms"),
-    "min.cleanable.dirty.ratio": _same("log.cleaner.min.cleanable.ratio"),
-    "cleanup.policy": _log("cleanup.policy"),
-    "unclean.leader.election.enable": _same("unclean.leader.election.enable"),
-    "min.insync.replicas": _same("min.insync.replicas"),
-    "compression.type": _same("compression.type"),
-    "compression.gzip.level": _same("compression.gzip.level"),
-    "compression.lz4.level": _same("compression.lz4.level"),
-    "compression.zstd.level": _same("compression.zstd.level"),
-    "preallocate": _log("preallocate"),
-    "message.timestamp.type": _log("message.timestamp.type"),
-    "message.timestamp.before.max.ms": _log("message.timestamp.before.max.ms"),
-    "message.timestamp.after.max.ms": _log("message.timestamp.after.max.ms"),
-    "local.retention.ms": _log("local.retention.ms"),
-    "local.retention.bytes": _log("local.retention.bytes"),
-}
-
-
-def _converted(value: str, unit_ms: int) -> str:
-    if unit_ms == 1:
-        return value
-    try:
-        return str(int(value.strip()) * unit_ms)
-    except ValueError:
-        return value
 
 
 def _resolve(name: str, topic: dict, node: dict, cluster: dict, static: dict) -> tuple[str | None, int]:
-    if name in topic:
-        return topic[name], DYNAMIC_TOPIC_CONFIG
-    synonyms = SYNONYMS.get(name, [])
-    for configs, source in ((node, DYNAMIC_BROKER_CONFIG), (cluster, DYNAMIC_DEFAULT_BROKER_CONFIG),
-                            (static, STATIC_BROKER_CONFIG)):
-        for synonym, unit in synonyms:
-            if synonym in configs:
-                return _converted(configs[synonym], unit), source
-    return TOPIC_CONFIG_KEYS[name].default, DEFAULT_CONFIG
+    """The shared rule (kafkawire.metadata.topic_config_synonyms), else the topic config's default."""
+    return resolve_topic_config(name, topic, node, cluster, static) or (TOPIC_CONFIG_KEYS[name].default, DEFAULT_CONFIG)
 
 
 def effective_topic_configs(image, controller_id: int, creation_configs: dict[str, str],

@@ -140,6 +140,7 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._tails: dict = {}
         self._target: dict | None = None   # Trigger.AvailableNow's end
         self._last: dict | None = None
+        self._known: dict = {}             # key -> (partition, marks) as the last _partitions() found them
 
     def _partitions(self):
         """(partition, (high watermark, checkpointed log start)) of the partitions read, as
@@ -156,7 +157,9 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                                   f"stream's offsets are per topic-partition, so read them apart")
         hws = HighWatermarks(self.opts.high_watermark, self.opts.files, log_starts=self.opts.live_log)
         hws.load(p.path for p in chosen)
-        return [(p, (hws.bound(p.path, *p.key), hws.log_start(p.path, *p.key))) for p in chosen]
+        found = [(p, (hws.bound(p.path, *p.key), hws.log_start(p.path, *p.key))) for p in chosen]
+        self._known = {p.key: (p, marks) for p, marks in found}
+        return found
 
     def _segments(self, part, fn):
         """``fn(segments)`` over the partition's segments listed now; on a live log, again
@@ -244,24 +247,29 @@ class KafkaWireStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def partitions(self, start: dict, end: dict):
         """The micro-batch's input partitions, cut at ``maxPartitionBytes``; with
         ``minPartitions`` (k), at ``min(maxPartitionBytes, B // k)`` for a micro-batch of B
-        bytes, as Spark's Kafka source divides each micro-batch's offset ranges."""
+        bytes, as Spark's Kafka source divides each micro-batch's offset ranges. The partitions
+        and log-start floors are those latestOffset found (read again only when it did not run
+        in this reader); each partition's segments are listed once, for both cuts."""
         starts, ends = _flat(start), _flat(end)
-        by_key = {p.key: (p, marks) for p, marks in self._partitions()}
-        ranges = [(by_key[key][0], starts.get(key), stop, by_key[key][1][1])
+        by_key = self._known
+        if any(key not in by_key for key in ends):   # not planned after latestOffset here (a restart)
+            by_key = {p.key: (p, marks) for p, marks in self._partitions()}
+        listed = [(by_key[key][0], starts.get(key), stop, by_key[key][1][1], by_key[key][0].segments())
                   for key, stop in sorted(ends.items()) if key in by_key]
-        tasks = self._range_tasks(ranges, self.opts.split_bytes)
+        tasks = self._range_tasks(listed, self.opts.split_bytes)
         if self.opts.min_partitions is not None:
             split = spread_split_bytes(sum(map(task_bytes, tasks)), self.opts.split_bytes,
                                        self.opts.min_partitions)
             if split < self.opts.split_bytes:
-                tasks = self._range_tasks(ranges, split)
+                tasks = self._range_tasks(listed, split)
         return _input_partitions(tasks, self.opts)
 
-    def _range_tasks(self, ranges, split_bytes: int) -> list:
+    def _range_tasks(self, listed, split_bytes: int) -> list:
+        """The tasks of each (partition, start, stop, log start floor, its segments as listed)."""
         tasks = []
-        for part, wanted, stop, floor in ranges:
-            tasks += self._segments(part, lambda segments: self._tasks(part, wanted, stop, segments, floor,
-                                                                       split_bytes))
+        for part, wanted, stop, floor, segments in listed:
+            tasks += without_vanished(segments, lambda rest: self._tasks(part, wanted, stop, rest, floor, split_bytes),
+                                      self.opts.live_log)
         return tasks
 
     def _tasks(self, part, wanted, stop: int, segments, floor, split_bytes: int) -> list:

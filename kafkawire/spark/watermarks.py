@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kafkawire.storage.state_files import StateFileError
+from kafkawire.storage.state_files import StateFileError, parse_checkpoint
 
 from .files import LOCAL, Files
 
@@ -59,34 +59,20 @@ class CheckpointContents:
 
 
 def parse_high_watermarks(text: str, path: str) -> CheckpointContents:
-    """``replication-offset-checkpoint``'s entries, tolerating a file cut short (see above)."""
-    complete = text.endswith("\n")
-    lines = text.split("\n")
-    lines.pop()                       # "" after the last newline, or a line cut short
-    lines = [line.rstrip("\r") for line in lines]
-    if len(lines) < 2:
-        return CheckpointContents({}, cut_short=True)   # not even the version and count yet
-    if lines[0] != "0":
-        raise StateFileError(f"unrecognised checkpoint version {lines[0]!r} (Kafka writes 0)", path, 1)
-    try:
-        count = int(lines[1])
-    except ValueError:
-        raise StateFileError(f"malformed size line {lines[1]!r}", path, 2) from None
-    if len(lines) - 2 > count:
-        raise StateFileError(f"expected {count} entries in checkpoint file but found "
-                             f"{len(lines) - 2}", path)
+    """``replication-offset-checkpoint``'s entries, tolerating a file cut short (see above:
+    state_files.parse_checkpoint's ``partial`` mode)."""
+    entries = parse_checkpoint(text, fields=3, file=path, partial=True)
     offsets = {}
-    for n, line in enumerate(lines[2:], start=3):
-        parts = line.split(" ")
+    for n, (topic, partition, offset) in enumerate(entries, start=3):
         try:
-            topic, partition, offset = parts[0], int(parts[1]), int(parts[2])
-        except (ValueError, IndexError):
-            raise StateFileError(f"malformed entry {line!r}: topic partition offset expected",
-                                 path, n) from None
-        if len(parts) != 3 or partition < 0 or offset < 0:
-            raise StateFileError(f"malformed entry {line!r}: topic partition offset expected", path, n)
-        offsets[(topic, partition)] = offset
-    return CheckpointContents(offsets, cut_short=not complete or len(offsets) < count)
+            index, value = int(partition), int(offset)
+        except ValueError:
+            index = value = -1
+        if index < 0 or value < 0:
+            raise StateFileError(f"malformed entry {' '.join((topic, partition, offset))!r}: topic partition "
+                                 f"offset expected", path, n)
+        offsets[(topic, index)] = value
+    return CheckpointContents(offsets, cut_short=entries.cut_short)
 
 
 @dataclass

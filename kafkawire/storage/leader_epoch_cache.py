@@ -9,8 +9,9 @@ format: ``0``, the entry count, then one ``epoch start_offset`` line per entry).
 The rules are Kafka's: an entry is added only for an epoch other than the latest (or an earlier
 start of the latest), and adding one first removes the entries it contradicts (an epoch at or
 above it, or a start at or after its start), so epochs and start offsets both increase. Every
-change is written to the file at once (atomically, fsynced) before the caller appends in the new
-epoch, so the file never misses an epoch that is in the log.
+change is written to the file (atomically, fsynced) before the caller appends in the new epoch,
+so the file never misses an epoch that is in the log: at once, or through ``writer`` (a leader's
+disk thread, kafkawire.broker.state_writes, which Produce waits for).
 
 Loading: the file's entries, then those that start at or past the log end are dropped (Kafka's
 truncateFromEnd after recovery: a cut tail takes its epochs with it) and the first kept one is
@@ -23,8 +24,10 @@ log directory offline).
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 import os
+from typing import Callable
 
 from .log import Log
 from .state_files import EpochEntry, StateFileError, read_leader_epoch_checkpoint, write_leader_epoch_checkpoint
@@ -45,6 +48,8 @@ class LeaderEpochFileCache:
     def __init__(self, path: str | None, entries=(), *, fsync: bool = True):
         self.path = path
         self.fsync = fsync
+        # Runs the file's writes elsewhere (a disk thread) when set: writer(job); None writes at once.
+        self.writer: Callable[[Callable[[], None]], None] | None = None
         self._epochs: list[int] = []
         self._starts: list[int] = []
         for entry in entries:              # as Kafka reads its file: each entry as an assign
@@ -140,8 +145,14 @@ class LeaderEpochFileCache:
         return changed
 
     def flush(self) -> None:
-        if self.path is not None:
-            write_leader_epoch_checkpoint(self.path, self.entries, fsync=self.fsync)
+        """Write the entries as they are now (through ``writer`` when set)."""
+        if self.path is None:
+            return
+        job = functools.partial(write_leader_epoch_checkpoint, self.path, self.entries, fsync=self.fsync)
+        if self.writer is None:
+            job()
+        else:
+            self.writer(job)
 
     def _truncate_from_end(self, end_offset: int) -> bool:
         keep = bisect.bisect_left(self._starts, end_offset)

@@ -214,12 +214,15 @@ class Log:
 
     # -- append --
 
-    def append(self, records: bytes, *, assign_offsets: bool = False,
-               leader_epoch: int | None = None) -> tuple[int, int]:
+    def append(self, records, *, assign_offsets: bool = False,
+               leader_epoch: int | None = None, crc_verified: bool = False) -> tuple[int, int]:
         """Append whole batches; returns ``(first offset, last offset)`` appended.
 
         ``leader_epoch`` (if given) is written into each v2 batch's partition leader
-        epoch field (outside the CRC), as a leader does.
+        epoch field (outside the CRC), as a leader does. ``crc_verified``: the caller
+        checked every batch's CRC already (a leader's produce path), so it is not checked
+        again. ``records`` (bytes-like) is copied once, into the buffer that gets the
+        offsets and the epoch and is written.
         """
         data = bytearray(records)
         if not data:
@@ -231,7 +234,7 @@ class Log:
         next_offset = leo
         first_offset = last_offset = None
         max_ts, offset_of_max_ts = -1, None
-        it = iter_batches(bytes(data), verify_crc=True)
+        it = iter_batches(data, verify_crc=not crc_verified)
         for batch in it:
             pos = batch.position
             if assign_offsets or leader_epoch is not None:
@@ -261,7 +264,7 @@ class Log:
                 or active.offset_index.is_full or active.time_index.is_full \
                 or last_offset - active.base_offset > 0x7FFFFFFF:
             active = self.roll(first_offset)
-        active.append(bytes(data), last_offset, max_ts, offset_of_max_ts)
+        active.append(data, last_offset, max_ts, offset_of_max_ts)
         self._dirty.add(active.base_offset)
         return first_offset, last_offset
 

@@ -29,7 +29,7 @@ from kafkawire import messages
 
 __all__ = [
     "atomic_write", "StateFileError",
-    "read_checkpoint", "write_checkpoint", "format_checkpoint", "parse_checkpoint",
+    "read_checkpoint", "write_checkpoint", "format_checkpoint", "parse_checkpoint", "CheckpointEntries",
     "read_leader_epoch_checkpoint", "write_leader_epoch_checkpoint", "EpochEntry",
     "read_offset_checkpoint", "write_offset_checkpoint",
     "read_quorum_state", "write_quorum_state", "parse_quorum_state", "format_quorum_state",
@@ -88,15 +88,29 @@ def uuid_from_kafka(s: str) -> uuid.UUID:
 
 # --- checkpoint files ------------------------------------------------------------------
 
+class CheckpointEntries(list):
+    """parse_checkpoint's entries in ``partial`` mode: ``cut_short`` when the file ended before
+    its last promised line (a line without its newline, or fewer lines than its count)."""
+    cut_short = False
+
+
 def parse_checkpoint(text: str, *, expected_version: int = 0, fields: int | None = None,
-                     file=None) -> list[list[str]]:
-    """Entries of a CheckpointFile as lists of their space-separated fields."""
-    if text == "":
+                     file=None, partial: bool = False) -> list[list[str]]:
+    """Entries of a CheckpointFile as lists of their space-separated fields (lines may end
+    ``\r\n``, as Java's readLine takes them). ``partial``: a file cut short (a copy taken
+    while it was written) keeps its complete lines instead of being an error: a last line
+    without its newline and the entries the count promises but the file lacks are left out,
+    and the CheckpointEntries returned say ``cut_short``."""
+    if text == "" and not partial:
         return []   # Kafka's CheckpointReadBuffer: an empty file has no entries
     lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
+    unfinished = lines.pop()          # "" after the last newline, else a line cut short
+    if unfinished and not partial:
+        lines.append(unfinished)
+    lines = [line.rstrip("\r") for line in lines]
     if len(lines) < 2:
+        if partial:
+            return _cut(CheckpointEntries(), True)
         raise StateFileError("checkpoint file needs a version line and a size line", file,
                              len(lines) + 1)
     try:
@@ -109,15 +123,20 @@ def parse_checkpoint(text: str, *, expected_version: int = 0, fields: int | None
         count = int(lines[1])
     except ValueError:
         raise StateFileError(f"malformed size line {lines[1]!r}", file, 2) from None
-    entries = []
+    entries = CheckpointEntries() if partial else []
     for n, line in enumerate(lines[2:], start=3):
         parts = line.split(" ")
         if fields is not None and len(parts) != fields:
             raise StateFileError(f"malformed entry {line!r}: {fields} fields expected", file, n)
         entries.append(parts)
-    if len(entries) != count:
+    if len(entries) > count or (len(entries) < count and not partial):
         raise StateFileError(f"expected {count} entries in checkpoint file but found "
                              f"{len(entries)}", file)
+    return _cut(entries, bool(unfinished) or len(entries) < count) if partial else entries
+
+
+def _cut(entries: CheckpointEntries, cut_short: bool) -> CheckpointEntries:
+    entries.cut_short = cut_short
     return entries
 
 

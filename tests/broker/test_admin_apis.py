@@ -29,6 +29,8 @@ from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequest
 from kafkawire.net.client import NetworkClient
 from kafkawire.protocol.error_codes import Errors
 
+from .wire import call
+
 pytest_plugins = ["kafkawire.testing.pytest_plugin"]
 
 kafka = pytest.importorskip("kafka")
@@ -36,18 +38,6 @@ WAIT_S = 30
 # Kafka 4.3.1's broker: API key -> versions on a broker listener
 BROKER_RANGES = {19: (2, 7), 20: (1, 6), 32: (1, 4), 33: (0, 2), 37: (0, 3), 43: (0, 2), 44: (0, 1), 45: (0, 1),
                  46: (0, 0), 55: (0, 2)}
-
-
-def call(bootstrap: str, request, api_version: int):
-    host, port = bootstrap.split(":")
-
-    async def go():
-        client = NetworkClient(client_id="test-admin-apis", request_timeout_ms=20_000)
-        try:
-            return await client.send((host, int(port)), request, api_version=api_version)
-        finally:
-            await client.close()
-    return asyncio.run(go())
 
 
 def wait_for(condition, what: str):

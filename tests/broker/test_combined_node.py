@@ -34,6 +34,8 @@ from kafkawire.records.builder import build_batch
 from kafkawire.storage.state_files import read_offset_checkpoint
 from kafkawire.tools import cli
 
+from .wire import call
+
 kafka = pytest.importorskip("kafka")
 
 WAIT_S = 60
@@ -49,13 +51,7 @@ class Node:
         self.data_dir = quorum.data_dir(1)
 
     def call(self, request, api_version=None, timeout_ms=10_000):
-        async def go():
-            client = NetworkClient(client_id="test-combined-node", request_timeout_ms=timeout_ms)
-            try:
-                return await client.send(self.broker, request, api_version=api_version, timeout_ms=timeout_ms)
-            finally:
-                await client.close()
-        return asyncio.run(go())
+        return call(self.broker, request, api_version, timeout_ms=timeout_ms)
 
     def brokers(self) -> list[int]:
         try:

@@ -22,7 +22,8 @@ from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequ
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.records.builder import build_batch
 
-from .test_leader_epoch_apis import call, wait_until
+from .test_leader_epoch_apis import wait_until
+from .wire import call
 
 pytest_plugins = ["kafkawire.testing.pytest_plugin"]
 

@@ -12,7 +12,7 @@ from kafkawire.messages.describe_groups_request import DescribeGroupsRequest
 from kafkawire.messages.heartbeat_request import HeartbeatRequest
 from kafkawire.protocol.error_codes import Errors
 
-from .test_leader_epoch_apis import call
+from .wire import call      # a raw request to the session's broker
 
 pytest_plugins = ["kafkawire.testing.pytest_plugin"]
 

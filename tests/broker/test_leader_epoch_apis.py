@@ -27,6 +27,8 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.records.builder import build_batch
 from kafkawire.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT
 
+from .wire import call
+
 pytest_plugins = ["kafkawire.testing.pytest_plugin"]
 
 TOPIC_ID = uuid.UUID(int=7)
@@ -138,17 +140,6 @@ def test_describe_log_dirs_of_a_directory_gone_is_a_storage_error(led, tmp_path)
 
 
 # -- through the wire, on the session's embedded broker --
-
-def call(node, request, api_version=None):
-    async def go():
-        client = NetworkClient(client_id="test-leader-epochs", request_timeout_ms=10_000)
-        try:
-            host, port = node.bootstrap_servers.split(":")
-            return await client.send((host, int(port)), request, api_version=api_version)
-        finally:
-            await client.close()
-    return asyncio.run(go())
-
 
 def produce_three(node) -> int:
     response = call(node, ProduceRequest(acks=1, timeout_ms=5000, topic_data=[TopicProduceData(

@@ -1,12 +1,15 @@
 """A deleted topic's partition logs (kafkawire.broker.log_deletion), as Kafka's LogManager
 removes them: closed and renamed ``<topic>-<partition>.<uuid>-delete`` at once, removed after
 the delay in force then; ``-delete`` directories left from before a restart are removed the same
-way; a stop leaves the waiting ones renamed."""
+way; a stop leaves the waiting ones renamed. One delayed-delete mechanism: the directories wait
+in the log manager's due-queue (PendingDeletes) beside the deleted segment files, and its
+delete-file task removes them. With a fake clock."""
 import asyncio
 import os
 import re
 
-from kafkawire.broker.log_deletion import LogDeleter, delete_dir_name
+from kafkawire.broker.log_deletion import LogDeleter, delete_dir_name, remove_deleted
+from kafkawire.broker.log_manager import PendingDeletes
 
 
 class StandInPartition:
@@ -21,39 +24,61 @@ class StandInPartition:
         self.closed = True
 
 
-async def until(condition):
-    for _ in range(500):            # bounded: 5 s
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("condition not met")
+class Queue:
+    """The log manager's due-queue and clock, and its delete-file task."""
+    def __init__(self):
+        self.pending, self.now = PendingDeletes(), [1_000]
+
+    def deleter(self, log_dir, delay_ms):
+        return LogDeleter(str(log_dir), delay_ms, self.pending, lambda: self.now[0])
+
+    def run_due(self):
+        for path in self.pending.due(self.now[0]):
+            remove_deleted(path)
 
 
-def test_a_deleted_partitions_directory_is_renamed_at_once_and_removed_after_the_delay(tmp_path):
+def test_a_deleted_partitions_directory_is_renamed_at_once_and_removed_by_the_due_queue(tmp_path):
+    queue, delay = Queue(), {"ms": 60_000}
+    deleter = queue.deleter(tmp_path, lambda: delay["ms"])
+    waiting = StandInPartition(tmp_path, "orders-0")
+    deleter.delete(waiting)
+    renamed = os.listdir(tmp_path)
+    assert waiting.closed and len(renamed) == 1 and re.fullmatch(r"orders-0\.[0-9a-f]{32}-delete", renamed[0])
+    delay["ms"] = 5
+    StandInPartition(tmp_path, "orders-1")
+    deleter.delete(StandInPartition(tmp_path, "payments-0"))
+    assert len(queue.pending) == 2
+    queue.now[0] += 5
+    queue.run_due()
+    assert sorted(os.listdir(tmp_path)) == sorted(renamed + ["orders-1"])     # the 60 s one still waits
+    queue.now[0] += 60_000
+    queue.run_due()
+    assert os.listdir(tmp_path) == ["orders-1"]
+
+
+def test_delete_directories_found_at_start_are_scheduled_once(tmp_path):
+    os.makedirs(tmp_path / delete_dir_name("old-3"))
+    os.makedirs(tmp_path / "kept-0")
+    queue = Queue()
+    deleter = queue.deleter(tmp_path, lambda: 0)
+    deleter.schedule_leftovers()
+    deleter.schedule_leftovers()
+    assert len(queue.pending) == 1
+    queue.run_due()
+    assert os.listdir(tmp_path) == ["kept-0"]
+
+
+def test_a_directory_is_removed_off_the_event_loop_when_one_runs(tmp_path):
+    queue = Queue()
+    queue.deleter(tmp_path, lambda: 0).delete(StandInPartition(tmp_path, "orders-0"))
+
     async def go():
-        delay = {"ms": 60_000}
-        deleter = LogDeleter(str(tmp_path), lambda: delay["ms"])
-        waiting = StandInPartition(tmp_path, "orders-0")
-        deleter.delete(waiting)
-        renamed = os.listdir(tmp_path)
-        assert waiting.closed and len(renamed) == 1 and re.fullmatch(r"orders-0\.[0-9a-f]{32}-delete", renamed[0])
-        delay["ms"] = 0
-        StandInPartition(tmp_path, "orders-1")
-        deleter.delete(StandInPartition(tmp_path, "payments-0"))
-        await until(lambda: not any(n.startswith("payments") for n in os.listdir(tmp_path)))
-        assert sorted(os.listdir(tmp_path)) == sorted(renamed + ["orders-1"])     # the 60 s one still waits
-        deleter.close()
-        assert sorted(os.listdir(tmp_path)) == sorted(renamed + ["orders-1"])     # a stop removes nothing
-    asyncio.run(go())
-
-
-def test_delete_directories_found_at_start_are_removed(tmp_path):
-    async def go():
-        os.makedirs(tmp_path / delete_dir_name("old-3"))
-        os.makedirs(tmp_path / "kept-0")
-        deleter = LogDeleter(str(tmp_path), lambda: 0)
-        deleter.schedule_leftovers()
-        await until(lambda: os.listdir(tmp_path) == ["kept-0"])
+        queue.run_due()
+        for _ in range(500):            # bounded: 5 s
+            if not os.listdir(tmp_path):
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError("the directory is still there")
     asyncio.run(go())
 
 

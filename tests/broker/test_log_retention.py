@@ -16,7 +16,8 @@ from types import SimpleNamespace
 import pytest
 
 from kafkawire.broker.delete_records import DeleteRecordsApi
-from kafkawire.broker.log_config import LogSettings, log_settings
+from kafkawire.broker.log_config import LogSettings, TopicConfigs, log_settings
+from kafkawire.broker.state_writes import StateWrites
 from kafkawire.broker.log_manager import LogManager
 from kafkawire.broker.partition import LeaderPartition
 from kafkawire.broker.retention import SegmentView, segments_to_delete
@@ -121,7 +122,8 @@ def test_the_topics_config_wins_then_this_brokers_dynamic_then_every_brokers_the
     s = log_settings(image, "t", config(log_retention_bytes=7))
     assert (s.retention_bytes, s.delete, s.compact) == (500, True, True)
     assert s.retention_ms == 9                  # a dynamic log.retention.ms wins over log.retention.minutes
-    assert (s.segment_ms, s.file_delete_delay_ms) == (3 * HOUR, 5)
+    # log.roll.hours is not reconfigurable: Kafka's broker drops a dynamic value of it (DynamicBrokerConfig)
+    assert (s.segment_ms, s.file_delete_delay_ms) == (168 * HOUR, 5)
     assert log_settings(image, "other", CONFIG).retention_bytes == -1
 
 
@@ -182,6 +184,8 @@ def test_a_full_offset_index_rolls_the_segment(tmp_path):
 class FakeBroker:
     def __init__(self, log_dir, image=None, **keys):
         self.config = config(**keys)
+        self.topic_configs = TopicConfigs(self.config)
+        self.state_writes = StateWrites()
         self.node_id = 1
         self.log_dir = str(log_dir)
         self.partitions = {}
@@ -192,9 +196,11 @@ class FakeBroker:
     def image(self):
         return self._image
 
-    def open(self, topic: str, index: int = 0, topic_id=uuid.UUID(int=7)):
+    def open(self, topic: str, index: int = 0, topic_id=uuid.UUID(int=7), *, leader_epoch: int = 0,
+             background_writes: bool = False):
         options = self.log_manager.open_options(self._image, topic, index, topic_id)
-        partition = LeaderPartition.open(self.log_dir, topic, index, topic_id, leader_epoch=0, **options)
+        partition = LeaderPartition.open(self.log_dir, topic, index, topic_id, leader_epoch=leader_epoch,
+                                         state_writes=self.state_writes if background_writes else None, **options)
         self.log_manager.opened(partition)
         self.partitions[(topic, index)] = partition
         return partition

@@ -19,7 +19,7 @@ from kafkawire.records import GZIP, NONE, ZSTD, iter_batches
 from kafkawire.records.batch import CREATE_TIME, LOG_APPEND_TIME
 from kafkawire.records.builder import build_batch
 
-from .test_leader_epoch_apis import call      # a raw request to the session's broker
+from .wire import call      # a raw request to the session's broker
 
 # The session's embedded broker (kafkawire_broker), shared with the other wire tests.
 pytest_plugins = ["kafkawire.testing.pytest_plugin"]
@@ -99,3 +99,21 @@ def test_the_topics_compression_type_reaches_the_stored_batch_through_the_wire(k
     with open(segment, "rb") as f:
         batch = next(iter(iter_batches(f.read())))
     assert (batch.compression_type, [r[:2] for r in contents(batch)]) == (GZIP, [r[:2] for r in records])
+
+
+def test_a_recompression_decodes_the_records_once_and_does_not_check_the_new_batchs_crc(monkeypatch):
+    """The pure path's checks decode the records: the new batch is built from those; the new
+    batch's CRC is the builder's, so only the producer's batch has its CRC computed."""
+    from kafkawire.broker import validation
+    from kafkawire.records.batch import RecordBatch
+    monkeypatch.setattr(validation._native, "records", None)
+    decoded, crcs = [], []
+    real_iter, real_crc = RecordBatch.__iter__, RecordBatch.compute_crc
+    monkeypatch.setattr(RecordBatch, "__iter__", lambda self: decoded.append(1) or real_iter(self))
+    monkeypatch.setattr(RecordBatch, "compute_crc", lambda self: crcs.append(1) or real_crc(self))
+    validated = validate_produce(build_batch(RECORDS, compression_type=GZIP), topic_partition="t-0",
+                                 max_message_bytes=1048588, now_ms=NOW + 7, log_append_time=False,
+                                 compression_type="uncompressed")
+    assert (len(decoded), len(crcs)) == (1, 1)
+    monkeypatch.undo()
+    assert contents(next(iter(iter_batches(validated.data)))) == [(k, v, h, t) for k, v, h, t in RECORDS]

@@ -25,7 +25,7 @@ from kafkawire.records import GZIP
 from kafkawire.records.batch import LOG_APPEND_TIME
 from kafkawire.records.builder import build_batch
 
-from .test_leader_epoch_apis import call      # a raw request to the session's broker
+from .wire import call      # a raw request to the session's broker
 
 # The session's embedded broker (kafkawire_broker), shared with the other wire tests.
 pytest_plugins = ["kafkawire.testing.pytest_plugin"]
@@ -130,12 +130,14 @@ def test_a_producer_may_not_set_log_append_time(path):
 
 def test_the_rules_come_from_the_topics_configs_else_the_brokers():
     config = SimpleNamespace(node_id=1, log_cleanup_policy=("delete",), log_message_timestamp_before_max_ms=LONG_MAX,
-                             log_message_timestamp_after_max_ms=5)
+                             log_message_timestamp_after_max_ms=5, min_insync_replicas=1, message_max_bytes=1000,
+                             compression_type="producer", log_message_timestamp_type="CreateTime")
     image = SimpleNamespace(configs={(TOPIC_RESOURCE, "c"): {"cleanup.policy": "delete,compact",
                                                              "message.timestamp.before.max.ms": "7"},
                                      (BROKER_RESOURCE, ""): {"log.message.timestamp.after.max.ms": "9"}})
-    assert record_rules(image, "c", config, NOW, False) == RecordRules(NOW, True, 7, 9, True)
-    assert record_rules(None, "d", config, NOW, True) == RecordRules(NOW, False, LONG_MAX, 5, False)
+    assert record_rules(image, "c", config, NOW) == RecordRules(NOW, True, 7, 9, True)
+    log_append = SimpleNamespace(**{**vars(config), "log_message_timestamp_type": "LogAppendTime"})
+    assert record_rules(None, "d", log_append, NOW) == RecordRules(NOW, False, LONG_MAX, 5, False)
 
 
 # -- through the wire, on the session's embedded broker --

@@ -132,3 +132,34 @@ def test_records_whose_offset_deltas_skip_are_invalid_record():
     struct.pack_into(">I", data, 17, crc32c(bytes(data[21:])))
     error = refused(bytes(data))
     assert error.code == Errors.INVALID_RECORD and "offset delta" in str(error)
+
+
+# -- the append after the checks (LeaderPartition.append, Log.append) --
+
+def test_the_produce_path_computes_each_batchs_crc_once(tmp_path, monkeypatch):
+    """validate_produce verifies the CRC; the append after it does not compute it again."""
+    import uuid
+
+    from kafkawire.broker.partition import LeaderPartition
+    from kafkawire.records.batch import RecordBatch
+    partition = LeaderPartition.open(str(tmp_path), "t", 0, uuid.UUID(int=1), leader_epoch=2, now_ms=NOW)
+    computed = []
+    real = RecordBatch.compute_crc
+    monkeypatch.setattr(RecordBatch, "compute_crc", lambda self: computed.append(1) or real(self))
+    partition.append(check(memoryview(build_batch(RECORDS))), now_ms=NOW)
+    assert len(computed) == 1
+    partition.log.close()
+
+
+def test_the_append_writes_offsets_and_epoch_into_its_own_copy_not_the_requests_buffer(tmp_path):
+    """The validated batch is the request's buffer itself: Log.append leaves it as it was."""
+    from kafkawire.storage.log import Log
+    request = bytearray(build_batch(RECORDS))
+    log_ = Log(str(tmp_path / "t-0"))
+    log_.append(build_batch(RECORDS), assign_offsets=True)
+    log_.append(memoryview(request), assign_offsets=True, leader_epoch=4, crc_verified=True)
+    assert bytes(request) == build_batch(RECORDS)
+    stored = list(iter_batches(log_.read(5, 1 << 20).data))
+    assert [(b.base_offset, b.partition_leader_epoch) for b in stored] == [(5, 4)]
+    stored[0].verify_crc()
+    log_.close()

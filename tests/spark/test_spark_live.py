@@ -132,7 +132,7 @@ def test_a_checkpoint_cut_short_keeps_its_complete_lines(text, offsets, cut_shor
 
 
 @pytest.mark.parametrize("text, message", [
-    ("1\n0\n", "unrecognised checkpoint version '1'"),
+    ("1\n0\n", "unrecognised checkpoint version 1"),
     ("0\nx\n", "malformed size line 'x' (line 2 of /d/"),
     ("0\n1\na 0\n", "malformed entry 'a 0'"),
     ("0\n1\na 0 -3\n", "malformed entry"),

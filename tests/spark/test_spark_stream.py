@@ -205,3 +205,22 @@ def test_min_partitions_cuts_a_micro_batch_into_at_least_k_partitions(tmp_path):
         parts = reader.partitions(start, end)
         assert len(parts) >= at_least and (options or len(parts) == 1)
         assert _offsets_read(reader, start, end) == list(range(1200))
+
+
+def test_planning_a_micro_batch_lists_each_partition_once_and_reuses_latest_offsets_layout(tmp_path,
+                                                                                         monkeypatch):
+    """partitions() after latestOffset: no new scan of the log directory or its checkpoints
+    (the floors latestOffset used), and one segment listing per partition even when minPartitions
+    cuts the micro-batch a second time."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+    from kafkawire.spark import layout, source
+    path = write_partition(tmp_path / "s-0", numbered_batches(120, 10), index_interval_bytes=512)
+    reader = _stream_reader(path, startingOffsets="earliest", minPartitions="6")
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, ReadAllAvailable())
+    listings, scans = [], []
+    real_list, real_discover = layout.list_segments, source.discover
+    monkeypatch.setattr(layout, "list_segments", lambda *a: listings.append(1) or real_list(*a))
+    monkeypatch.setattr(source, "discover", lambda *a, **k: scans.append(1) or real_discover(*a, **k))
+    assert len(reader.partitions(start, end)) >= 6
+    assert (len(listings), len(scans)) == (1, 0)
