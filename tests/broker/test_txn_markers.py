@@ -16,6 +16,8 @@ import pytest
 
 from kafkawire.broker.partition import LeaderPartition
 from kafkawire.broker.producer_state import VERIFICATION_OFF
+from kafkawire.broker.log_config import TopicConfigs
+from kafkawire.net.config import parse_server_config
 from kafkawire.broker.txn_markers import TxnMarkersApi
 from kafkawire.broker.txn_verification import transaction_checks
 from kafkawire.broker.validation import validate_produce
@@ -54,9 +56,11 @@ def broker(tmp_path):
         2: SimpleNamespace(leader=2, isr=[2], replicas=[2, 3])})
     image = SimpleNamespace(topics_by_name={"orders": topic}, topics_by_id={TOPIC_ID: topic}, configs={})
     appended = []
+    config = parse_server_config(f"process.roles=broker,controller\nnode.id={NODE}\ncontroller.listener.names=CONTROLLER\n"
+                                 "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\n"
+                                 "controller.quorum.bootstrap.servers=127.0.0.1:9093\n")
     fake = SimpleNamespace(node_id=NODE, image=lambda: image, partitions={("orders", 0): partition},
-                           config=SimpleNamespace(min_insync_replicas=1, node_id=NODE,
-                                                  log_message_timestamp_type="CreateTime"), authorizer=None,
+                           config=config, topic_configs=TopicConfigs(config), authorizer=None,
                            txn_marker_listeners=[], txn_verifier=None, data_appended=lambda: appended.append(1))
     fake.txn_markers = TxnMarkersApi(fake)
     yield fake
@@ -136,7 +140,7 @@ def test_on_a_log_append_time_topic_the_marker_says_log_append_time(broker):
 
 
 def test_fewer_in_sync_replicas_than_min_insync_replicas_is_not_enough_replicas(broker):
-    broker.config.min_insync_replicas = 2
+    broker.image().configs[(TOPIC_RESOURCE, "orders")] = {"min.insync.replicas": "2"}
     assert results(write(broker, marker(7, [0]))) == {(7, "orders", 0): Errors.NOT_ENOUGH_REPLICAS}
 
 
