@@ -21,6 +21,7 @@ from kafkawire.net.config import parse_server_config
 from kafkawire.broker.txn_markers import TxnMarkersApi
 from kafkawire.broker.txn_verification import transaction_checks
 from kafkawire.broker.validation import validate_produce
+from kafkawire.metadata.image import TOPIC_RESOURCE
 from kafkawire.messages.write_txn_markers_request import (WritableTxnMarker, WritableTxnMarkerTopic,
                                                           WriteTxnMarkersRequest)
 from kafkawire.protocol.error_codes import Errors
@@ -132,7 +133,6 @@ def test_a_listener_that_raises_does_not_stop_the_others_or_the_answer(broker):
 
 def test_on_a_log_append_time_topic_the_marker_says_log_append_time(broker):
     """LogValidator stamps the marker batch as any batch of a LogAppendTime topic."""
-    from kafkawire.metadata.image import TOPIC_RESOURCE
     broker.image().configs[(TOPIC_RESOURCE, "orders")] = {"message.timestamp.type": "LogAppendTime"}
     assert results(write(broker, marker(7, [0]))) == {(7, "orders", 0): Errors.NONE}
     [batch] = iter_batches(broker.partitions[("orders", 0)].read(0, 1 << 20, min_one_batch=True))
