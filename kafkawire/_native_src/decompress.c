@@ -30,7 +30,7 @@ enum { GZIP = 1, SNAPPY = 2, LZ4 = 3, ZSTD = 4 };
 
 /* Room for at least `want` more bytes (at most what the cap leaves, plus one byte to see it
  * passed); ASIDE when the output already passed max_size. */
-static int room(Buf *out, Py_ssize_t want, Py_ssize_t max_size) {
+static inline int room(Buf *out, Py_ssize_t want, Py_ssize_t max_size) {
     if (out->len > max_size)
         return ASIDE;
     Py_ssize_t left = max_size + 1 - out->len;

@@ -27,6 +27,10 @@ from kafkawire.records.compression import GZIP, LZ4, SNAPPY, ZSTD, compress, dec
 from native_diff import fix_crc, outcome
 from records_testlib import batch_fields, build, record_specs
 
+HAVE_PYARROW = importlib.util.find_spec("pyarrow") is not None
+if HAVE_PYARROW:
+    from test_records_arrow import table_or_error  # the Arrow tests' table-or-error snapshot
+
 IN_C = _native.native_codecs()
 pytestmark = pytest.mark.skipif(not IN_C, reason="no codec compiled into the C extension")
 native = _native.records.decompress if _native.records is not None else None
@@ -158,18 +162,7 @@ def test_batches_read_the_same_with_the_codecs_in_c_and_in_python(batches, flip,
             assert outcome(data, "native") == in_c
 
 
-def table_or_error(buf, native: bool, **kwargs):
-    from kafkawire.spark.record_columns import records_to_arrow
-    try:
-        table = records_to_arrow(buf, native=native, file="f.log", **kwargs)
-    except CorruptRecordError as e:
-        return ("CorruptRecordError", e.reason, e.position, e.file)
-    except (OverflowError, ValueError) as e:
-        return (type(e).__name__, str(e))
-    return table.schema, table.to_pylist()
-
-
-@pytest.mark.skipif(importlib.util.find_spec("pyarrow") is None, reason="pyarrow is not installed")
+@pytest.mark.skipif(not HAVE_PYARROW, reason="pyarrow is not installed")
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(batches=st.lists(st.tuples(batch_fields(), record_specs(max_records=6)), min_size=1, max_size=3),
        flip=st.integers(0, 1 << 16), value=st.integers(0, 255), cap=st.sampled_from([1 << 20, 64]))
