@@ -33,6 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from kafkawire import _native  # noqa: E402
 from kafkawire.records import GZIP, LZ4, SNAPPY, ZSTD, RecordBatch, RecordBatchBuilder, iter_batches  # noqa: E402
 from kafkawire.records import batch as _batch_module  # noqa: E402
 from kafkawire.records import record_decoding as _decoding  # noqa: E402
@@ -257,8 +258,25 @@ ARROW_BATCHES = 100
 ARROW_CODECS = (("gzip", GZIP), ("snappy", SNAPPY), ("lz4", LZ4), ("zstd", ZSTD))
 
 
+def _codecs_in(in_c: bool, call):
+    """``call`` with the compiled-in codecs decompressing in C (in_c) or all of them in Python
+    (kafkawire._native_records.use_codecs: the same C record loops either way)."""
+    if _native.records is None:
+        return call
+    every = _native.native_codecs()
+
+    def run(*args):
+        _native.records.use_codecs(every if in_c else ())
+        try:
+            return call(*args)
+        finally:
+            _native.records.use_codecs(every)
+    return run
+
+
 def arrow_table(args):
-    """records_to_arrow over a buffer of many batches: native and the pure oracle path."""
+    """records_to_arrow over a buffer of many batches: native (decompressing in C, and in
+    Python) and the pure oracle path."""
     try:
         from kafkawire.spark.record_columns import records_to_arrow
     except ImportError:
@@ -271,30 +289,39 @@ def arrow_table(args):
         for native in ((True, False) if HAVE_NATIVE else (False,)):
             calls[(native, verify)] = (lambda native, verify: lambda: records_to_arrow(
                 data, verify_crc=verify, native=native, topic="t", partition=0))(native, verify)
-    for codec_name, codec in ARROW_CODECS:  # compressed: decompressed in Python, then the same C loop
+    paths = (("native", True, True), ("native, Python codec", True, False)) if HAVE_NATIVE else ()
+    for codec_name, codec in ARROW_CODECS:
         compressed = b"".join(kw_encode_codec(codec)() for _ in range(ARROW_BATCHES))
-        for native in ((True, False) if HAVE_NATIVE else (False,)):
-            calls[(native, codec_name)] = (lambda native, buf: lambda: records_to_arrow(
-                buf, native=native, topic="t", partition=0))(native, compressed)
+        for label, native, in_c in (*paths, ("pure (Record objects)", False, False)):
+            calls[(label, codec_name)] = _codecs_in(in_c, (lambda native, buf: lambda: records_to_arrow(
+                buf, native=native, topic="t", partition=0))(native, compressed))
     rates = {key: [r * n / N_RECORDS for r in rs] for key, rs in measure_all(calls, args.runs, args.seconds).items()}
-    print(f"\nrecords_to_arrow: {ARROW_BATCHES} batches x {N_RECORDS} records into one Arrow table (records/s)")
-    for (native, what), r in rates.items():
+    print(f"\nrecords_to_arrow: {ARROW_BATCHES} batches x {N_RECORDS} records into one Arrow table (records/s); "
+          f"{_native.status()}; load {os.getloadavg()[0]:.2f}")
+    for (path, what), r in rates.items():
         label = f"CRC {'checked' if what else 'skipped'}" if isinstance(what, bool) else f"{what}, CRC checked"
-        print(f"{'native' if native else 'pure (Record objects)':<22} {label:<20} {statistics.median(r):>14,.0f}")
+        name = path if isinstance(path, str) else "native" if path else "pure (Record objects)"
+        print(f"{name:<22} {label:<20} {statistics.median(r):>14,.0f}")
+    for codec_name, _ in ARROW_CODECS if HAVE_NATIVE else ():
+        ratio = statistics.median(a / b for a, b in zip(rates[("native", codec_name)],
+                                                         rates[("native, Python codec", codec_name)], strict=True))
+        print(f"{codec_name}: decompressing in C is {ratio:.2f}x decompressing in Python (median of per-round ratios)")
 
 
 def consumer_table(ak, args):
     """Native and pure kafkawire against aiokafka's C extension, CRC and decompression included."""
-    sides = {"kafkawire native": True, "kafkawire pure": False} if HAVE_NATIVE else {"kafkawire pure": False}
-    print(f"\nwith CRC-32C checked and the batch decompressed (records/s; ratio = kafkawire / aiokafka C ext)")
+    sides = {"kafkawire native": (True, True), "kw native, py codec": (True, False),
+             "kafkawire pure": (False, False)} if HAVE_NATIVE else {"kafkawire pure": (False, False)}
+    print(f"\nwith CRC-32C checked and the batch decompressed (records/s; ratio = kafkawire / aiokafka C ext; "
+          f"'py codec': the native record loop, the codec in Python); load {os.getloadavg()[0]:.2f}")
     print(f"{'codec':<6} {'implementation':<18} {'encode rec/s':>14} {'decode rec/s':>14} {'enc ratio':>10} {'dec ratio':>10}")
-    for codec_name, codec in (("none", 0), ("lz4", LZ4), ("zstd", ZSTD)):
+    for codec_name, codec in (("none", 0), *ARROW_CODECS):
         data = kw_encode_codec(codec)()
         calls = {("aiokafka C ext", "enc"): _aiokafka_encode_codec(ak.DefaultRecordBatchBuilder, codec),
                  ("aiokafka C ext", "dec"): (lambda: _aiokafka_consume(ak.DefaultRecordBatch)(data))}
-        for name, native in sides.items():
+        for name, (native, in_c) in sides.items():
             calls[(name, "enc")] = _kw_path(native, kw_encode_codec(codec))
-            calls[(name, "dec")] = _kw_path(native, lambda: kw_consume(data))
+            calls[(name, "dec")] = _codecs_in(in_c, _kw_path(native, lambda: kw_consume(data)))
         rates = measure_all(calls, args.runs, args.seconds)
         for name in [*sides, "aiokafka C ext"]:
             ratios = [statistics.median(a / b for a, b in zip(rates[(name, what)], rates[("aiokafka C ext", what)],

@@ -13,7 +13,7 @@ import os
 import warnings
 from types import ModuleType
 
-__all__ = ["status", "records", "FORCED_PURE", "NativeUnavailableWarning"]
+__all__ = ["status", "records", "native_codecs", "FORCED_PURE", "NativeUnavailableWarning"]
 
 
 class NativeUnavailableWarning(RuntimeWarning):
@@ -41,7 +41,19 @@ records: ModuleType | None = _load()
 """The native record-batch module, or None when the pure path runs."""
 
 
+_CODEC_NAMES = {1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+
+def native_codecs() -> tuple[int, ...]:
+    """The compression codecs (Kafka's ids) the C extension decompresses: those whose library
+    the build found (setup.py); the others are decompressed in Python."""
+    return tuple(getattr(records, "CODECS", ())) if records is not None else ()
+
+
 def status() -> str:
-    """"native (C extension)" when the native record path is in use, else "pure Python"
-    (no extension built, or KAFKAWIRE_PURE=1)."""
-    return "native (C extension)" if records is not None else "pure Python"
+    """"native (C extension; codecs in C: gzip, snappy, lz4, zstd)" when the native record path
+    is in use (naming the codecs it decompresses, "none" when the build found no library),
+    else "pure Python" (no extension built, or KAFKAWIRE_PURE=1)."""
+    if records is None:
+        return "pure Python"
+    return f"native (C extension; codecs in C: {', '.join(_CODEC_NAMES[c] for c in native_codecs()) or 'none'})"

@@ -133,6 +133,7 @@ static void columns_dealloc(Columns *self) {
     bin_free(&self->hvalue);
     kw_buf_release(self->list_offsets.p, self->list_offsets.cap);
     kw_buf_release(self->list_validity.p, self->list_validity.cap);
+    kw_buf_release(self->inflated.p, self->inflated.cap);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -298,13 +299,15 @@ static inline int64_t be64(const uint8_t *p) {
     return (int64_t)((uint64_t)be32(p) << 32 | be32(p + 4));
 }
 
-/* The batch at d[pos:] when it is one the fast loop takes whole: a complete v2 batch,
- * uncompressed, CRC matching (if checked), record count plausible. Anything else - a torn
- * tail, a legacy message, a compressed batch, a bad size, magic or CRC - is left to the
- * Python loop, which reads it as iter_batches does (and raises its error). Returns the
- * batch's end, or -1. */
-static Py_ssize_t simple_batch(const uint8_t *d, Py_ssize_t len, Py_ssize_t pos, int verify_crc, BatchArgs *b,
-                               int *control) {
+/* The batch at d[pos:] when it is one the fast loop takes whole: a complete v2 batch, CRC
+ * matching (if checked), record count plausible, uncompressed or compressed with a codec
+ * compiled in (decompress.c: its records are decompressed into self->inflated, at most
+ * max_size bytes). Anything else - a torn tail, a legacy message, a bad size, magic or CRC,
+ * compressed data the C codec does not take - is left to the Python loop, which reads it as
+ * iter_batches does (and raises its error). Returns the batch's end, -1 (the Python loop), or
+ * -2 (a Python error: memory). */
+static Py_ssize_t simple_batch(Columns *self, const uint8_t *d, Py_ssize_t len, Py_ssize_t pos, int verify_crc,
+                               Py_ssize_t max_size, BatchArgs *b, int *control) {
     Py_ssize_t left = len - pos;
     if (left < 61)
         return -1;
@@ -313,43 +316,52 @@ static Py_ssize_t simple_batch(const uint8_t *d, Py_ssize_t len, Py_ssize_t pos,
     if (h[16] != 2 || size < 49 || size > left - 12)
         return -1;
     Py_ssize_t end = pos + 12 + size;
-    int attributes = h[21] << 8 | h[22];
+    int attributes = h[21] << 8 | h[22], codec = attributes & 0x07;
     int32_t count = (int32_t)be32(h + 57);
-    if ((attributes & 0x07) != 0 || (verify_crc && kw_crc32c(h + 21, (size_t)(end - pos - 21)) != be32(h + 17)))
+    if ((codec != 0 && !kw_codec_native(codec))
+            || (verify_crc && kw_crc32c(h + 21, (size_t)(end - pos - 21)) != be32(h + 17)))
         return -1;
     *control = (attributes & 0x20) != 0;
-    if (!*control && (count < 0 || count > (size - 49) / 7))
-        return -1;
     b->start = pos + 61;
+    b->parser = (Parser){{d, len, NULL, 0}, end, count, NULL, 0};
+    if (!*control && codec != 0 && count > 0) {  /* as records_range: no records, nothing decompressed */
+        int rc = kw_decompress(codec, h + 61, size - 49, max_size, 2, &self->inflated);
+        if (rc <= 0)
+            return rc < 0 ? -2 : -1;
+        b->start = 0;
+        b->parser = (Parser){{(const uint8_t *)self->inflated.p, self->inflated.len, NULL, 0}, self->inflated.len,
+                             count, NULL, 0};
+    }
+    if (!*control && (count < 0 || count > (b->parser.end - b->start) / 7))
+        return -1;
     b->base_offset = be64(h);
     b->base_timestamp = be64(h + 27);
     b->log_append_time = (attributes & 0x08) ? Py_None : NULL;  /* a marker: the value is below */
-    b->parser = (Parser){{d, len, NULL, 0}, end, count, NULL, 0};
     return end;
 }
 
-/* add_batches(buf, start, verify_crc) -> position: the records of every batch from start on
- * that simple_batch takes, in one pass (framing, CRC, records); returns where it stopped: the
- * end of the buffer or a batch for the Python loop. */
+/* add_batches(buf, start, verify_crc, max_size) -> position: the records of every batch from
+ * start on that simple_batch takes, in one pass (framing, CRC, decompression, records); returns
+ * where it stopped: the end of the buffer or a batch for the Python loop. */
 static PyObject *columns_add_batches(Columns *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "add_batches takes 3 arguments");
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "add_batches takes 4 arguments");
         return NULL;
     }
-    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]), max_size = PyLong_AsSsize_t(args[3]);
     int verify = PyObject_IsTrue(args[2]);
-    PyObject *view = (pos == -1 && PyErr_Occurred()) || verify < 0 ? NULL : kw_byte_view(args[0]);
+    PyObject *view = PyErr_Occurred() || verify < 0 ? NULL : kw_byte_view(args[0]);
     if (view == NULL)
         return NULL;
     const uint8_t *d = PyMemoryView_GET_BUFFER(view)->buf;
-    Py_ssize_t len = PyMemoryView_GET_BUFFER(view)->len, end, done;
+    Py_ssize_t len = PyMemoryView_GET_BUFFER(view)->len, end = 0, done;
     BatchArgs b;
     int control, failed = 0;
     if (pos >= 0 && pos < len && reserve_for(self, len - pos) < 0) {
         Py_DECREF(view);
         return NULL;
     }
-    while (pos >= 0 && (end = simple_batch(d, len, pos, verify, &b, &control)) >= 0) {
+    while (pos >= 0 && (end = simple_batch(self, d, len, pos, verify, max_size, &b, &control)) >= 0) {
         if (!control && b.parser.count > 0) {
             ColumnSink sink = {self, &b, be64(d + pos + 35)};  /* max timestamp, for LOG_APPEND_TIME */
             int rc = add_fast(self, &b.parser, b.start, b.base_offset, b.base_timestamp,
@@ -364,6 +376,8 @@ static PyObject *columns_add_batches(Columns *self, PyObject *const *args, Py_ss
         }
         pos = end;
     }
+    failed |= end == -2;
+    kw_buf_trim(&self->inflated, 8 << 20);  /* a big batch's buffer is not kept */
     Py_DECREF(view);
     return failed ? NULL : PyLong_FromSsize_t(pos);
 }
@@ -435,7 +449,7 @@ static PyMethodDef columns_methods[] = {
     {"add", (PyCFunction)(void (*)(void))columns_add, METH_FASTCALL,
      "add(data, start, end, count, base_offset, base_timestamp, log_append_time) -> None | (reason, position)"},
     {"add_batches", (PyCFunction)(void (*)(void))columns_add_batches, METH_FASTCALL,
-     "add_batches(buf, start, verify_crc) -> the position the one-pass loop stopped at"},
+     "add_batches(buf, start, verify_crc, max_decompressed_size) -> the position the one-pass loop stopped at"},
     {"finish", (PyCFunction)columns_finish, METH_NOARGS, "The column buffers, as a dict of bytes."},
     {NULL, NULL, 0, NULL},
 };

@@ -71,6 +71,7 @@ typedef struct {
     Py_ssize_t last_key_len;
     int want_key, want_value, want_headers;  /* columns a pruned read leaves out stay empty */
     int saturate;  /* a timestamp past int64 is stored as its nearest end, not an OverflowError */
+    Buf inflated;  /* the records of the compressed batch add_batches is reading (decompress.c) */
 } Columns;
 
 /* A record's offset and timestamp from its batch's bases and its deltas (log_append_time NULL

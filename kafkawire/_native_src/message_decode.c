@@ -70,6 +70,9 @@ static int read_uvarint(const Ctx *c, Py_ssize_t *pos, uint32_t *out) {
     return -1;
 }
 
+static PyObject *zero_uuid;   /* the uuid of 16 zero bytes, made once: UUIDs are immutable */
+static PyObject *make_uuid(const uint8_t *p);
+
 int kw_uuid_init(void) {
     for (long v = SMALL_LOW; v <= SMALL_HIGH; v++)
         if ((small_ints[v - SMALL_LOW] = PyLong_FromLong(v)) == NULL)   /* kept for the process */
@@ -90,10 +93,18 @@ int kw_uuid_init(void) {
     if (kw_slot_offset(uuid_type, "int", &uuid_int_offset) < 0
         || kw_slot_offset(uuid_type, "is_safe", &uuid_safe_offset) < 0)
         return -1;
-    return 0;
+    static const uint8_t zeros[16] = {0};
+    zero_uuid = make_uuid(zeros);   /* kept for the process, shared as the pure read_uuid shares ZERO_UUID */
+    return zero_uuid == NULL ? -1 : 0;
 }
 
 static PyObject *make_uuid(const uint8_t *p) {
+    uint64_t halves[2];
+    memcpy(halves, p, 16);
+    if ((halves[0] | halves[1]) == 0 && zero_uuid != NULL) {  /* Kafka's Uuid.ZERO_UUID: frequent */
+        Py_INCREF(zero_uuid);
+        return zero_uuid;
+    }
     PyObject *value = _PyLong_FromByteArray(p, 16, 0, 0);  /* big-endian, unsigned */
     if (value == NULL)
         return NULL;

@@ -25,6 +25,10 @@ static PyMethodDef methods[] = {
      "more): dump-log's lines of the batches from position on, up to one for the pure loop (dump_lines.c)"},
     {"repeat_binary", (PyCFunction)(void (*)(void))kw_repeat_binary, METH_FASTCALL,
      "repeat_binary(value, n) -> (offsets, data): the buffers of an Arrow binary column of n copies of value"},
+    {"decompress", (PyCFunction)(void (*)(void))kw_decompress_py, METH_FASTCALL,
+     "decompress(codec, data, max_size, magic) -> bytes, or None when the pure codec must decide (decompress.c)"},
+    {"use_codecs", kw_use_codecs, METH_O,
+     "use_codecs(ids) -> the ids on before: only these compiled-in codecs decompress in C (benchmarks, tests)"},
     {"set_pure_append", kw_set_pure_append, METH_O, "The pure append RecordWriter.append hands odd calls to."},
     {NULL, NULL, 0, NULL},
 };
@@ -41,7 +45,8 @@ PyMODINIT_FUNC PyInit__native_records(void) {
     kw_crc32c_init();
     if (kw_decode_init(m) < 0 || kw_encode_init(m) < 0 || kw_columns_init(m) < 0
         || kw_messages_init(m) < 0 || PyType_Ready(&kw_JsonFormatType) < 0
-        || PyModule_AddObjectRef(m, "JsonFormat", (PyObject *)&kw_JsonFormatType) < 0) {
+        || PyModule_AddObjectRef(m, "JsonFormat", (PyObject *)&kw_JsonFormatType) < 0
+        || kw_decompress_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -120,4 +120,14 @@ uint32_t kw_crc32c(const uint8_t *p, size_t n);
 void kw_crc32c_init(void);
 PyObject *kw_crc32c_py(PyObject *module, PyObject *data);
 
+/* Decompression (decompress.c): a batch's records section, decompressed into out (emptied
+ * first) when its codec is compiled in and the data is good and at most max_size bytes: 1;
+ * 0 when the pure-Python codec must decide (it words every error); -1 for a Python error. */
+int kw_codec_native(int codec);
+int kw_decompress(int codec, const uint8_t *src, Py_ssize_t n, Py_ssize_t max_size, int magic, Buf *out);
+void kw_buf_trim(Buf *b, Py_ssize_t keep);  /* frees a Buf whose capacity passed keep */
+PyObject *kw_decompress_py(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kw_use_codecs(PyObject *module, PyObject *ids);
+int kw_decompress_init(PyObject *module);  /* CODECS: the codecs compiled in, a tuple of Kafka's ids */
+
 #endif

@@ -397,7 +397,12 @@ _int_from_bytes = int.from_bytes      # big-endian by default
 _UNKNOWN_SAFETY = SafeUUID.unknown
 
 
+_ZERO_BYTES16 = bytes(16)
+
+
 def uuid_from_bytes(raw: bytes) -> UUID:
+    if raw == _ZERO_BYTES16:  # Kafka's Uuid.ZERO_UUID ("no id"), frequent: one shared (immutable) object
+        return ZERO_UUID
     u = _new(UUID)
     _set_uuid_int(u, _int_from_bytes(raw))
     _set_uuid_safety(u, _UNKNOWN_SAFETY)
@@ -408,8 +413,11 @@ def read_uuid(data, pos):
     end = pos + 16
     if end > len(data):
         raise Malformed(f"uuid at byte {pos} runs past the end of the data")
+    raw = data[pos:end]
+    if raw == _ZERO_BYTES16:
+        return ZERO_UUID, end
     u = _new(UUID)
-    _set_uuid_int(u, _int_from_bytes(data[pos:end]))
+    _set_uuid_int(u, _int_from_bytes(raw))
     _set_uuid_safety(u, _UNKNOWN_SAFETY)
     return u, end
 

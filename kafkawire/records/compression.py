@@ -23,6 +23,11 @@ us stop at a size cap, which cramjam's one-shot gzip cannot do.
 Every decompressor is bounded by ``max_size`` (default 256 MiB): a zip bomb raises
 CorruptRecordError before it allocates more than that. Framing we parse ourselves (xerial,
 LZ4 frames) checks every length against the bytes left before slicing.
+
+With the C extension, ``decompress`` first runs the codec in C when it was compiled in
+(``kafkawire._native.native_codecs()``; decompress.c): the same framing, the same cap. Any
+input the C code does not take whole goes to ``decompress_pure`` (these functions), which
+returns the same bytes or raises its CorruptRecordError: every error is worded here.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from typing import Any
 
 import cramjam
 
+from .. import _native
 from .errors import CorruptRecordError
 
 __all__ = [
@@ -46,6 +52,7 @@ __all__ = [
     "DEFAULT_MAX_DECOMPRESSED_SIZE",
     "compress",
     "decompress",
+    "decompress_pure",
     "xxh32",
 ]
 
@@ -72,13 +79,28 @@ def compress(codec: int, data, level: int | None = None) -> bytes:
     raise ValueError(f"unknown compression type {codec}")
 
 
+_NATIVE_DECOMPRESS: Any = None if _native.records is None else _native.records.decompress
+_NATIVE_CODECS = frozenset(_native.native_codecs())
+
+
 def decompress(codec: int, data, *, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
                magic: int = 2) -> bytes:
     """Decompress a records section; raise CorruptRecordError on bad or oversized input.
 
     ``magic`` is the message format of the enclosing batch: below 2, LZ4 frames may carry
     old Kafka's broken header checksum and zstd is not allowed (Kafka added it with v2).
+    The codec runs in C when it is compiled in (module docstring), else in Python.
     """
+    if codec in _NATIVE_CODECS:
+        out = _NATIVE_DECOMPRESS(codec, data, max_size, magic)
+        if out is not None:
+            return out
+    return decompress_pure(codec, data, max_size=max_size, magic=magic)
+
+
+def decompress_pure(codec: int, data, *, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+                    magic: int = 2) -> bytes:
+    """``decompress`` in Python only: the oracle of the C codecs, and the one that words errors."""
     if codec == GZIP:
         return _gzip_decompress(data, max_size)
     if codec == SNAPPY:

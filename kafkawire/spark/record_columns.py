@@ -54,7 +54,7 @@ def records_to_arrow(buf, *, topic: str | None = None, partition: int | None = N
     table = None
     if native:
         try:
-            table = _native_table(buf, batches, verify_crc)
+            table = _native_table(buf, batches, verify_crc, max_decompressed_size)
         except BufferError:  # not one contiguous run of bytes: the record objects' path reads it
             pass
     if table is None:
@@ -89,15 +89,16 @@ def _data_batches(batches):
             yield batch
 
 
-def _native_table(buf, batches, verify_crc: bool) -> pa.Table:
-    """Plain batches (complete, uncompressed, CRC right) go through the C loop in one pass
-    (Columns.add_batches); each other one through iter_batches, which decompresses it or
-    raises its error, then Columns.add; then the C loop again from the next batch."""
+def _native_table(buf, batches, verify_crc: bool, max_decompressed_size: int) -> pa.Table:
+    """Plain batches (complete, CRC right, uncompressed or compressed with a codec compiled in
+    and good compressed data) go through the C loop in one pass (Columns.add_batches); each
+    other one through iter_batches, which decompresses it or raises its error, then
+    Columns.add; then the C loop again from the next batch."""
     assert _native.records is not None
     columns = _native.records.Columns(java_utf8)
     position = 0
     while True:
-        position = columns.add_batches(buf, position, verify_crc)
+        position = columns.add_batches(buf, position, verify_crc, max_decompressed_size)
         batch = next(batches(position), None)
         if batch is None:  # the end, or a torn tail (left out, as iter_batches leaves it)
             return _table_from_buffers(columns.finish())

@@ -162,6 +162,27 @@ def test_records_are_memoryview_slices_of_the_input():
     assert type(records) is memoryview and records.obj is data and bytes(records) == batch
 
 
+def test_the_zero_uuid_decodes_to_one_shared_object_on_both_paths():
+    """Kafka's Uuid.ZERO_UUID ("no topic id"), frequent in real traffic, decodes to one shared
+    UUID (immutable, equal to UUID(int=0)) instead of a new object each time; other uuids stay
+    new objects. Checked on Message.decode (native when built) and on the pure decoder."""
+    import uuid
+
+    from kafkawire.protocol.primitives import read_uuid, uuid_from_bytes
+    cls = messages.by_name("ReadShareGroupStateRequest")
+    from kafkawire.messages.read_share_group_state_request import ReadStateData
+    data = cls(group_id="g", topics=[ReadStateData(topic_id=uuid.UUID(int=0)), ReadStateData(topic_id=uuid.UUID(int=0)),
+                                     ReadStateData(topic_id=uuid.UUID(int=7)), ReadStateData(topic_id=uuid.UUID(int=7))]
+               ).encode(0)
+    pure = getattr(cls._DECODERS[0], "pure", cls._DECODERS[0])
+    for decoded in (cls.decode(data, 0), pure(data, 0)[0]):
+        ids = [t.topic_id for t in decoded.topics]
+        assert ids == [uuid.UUID(int=0)] * 2 + [uuid.UUID(int=7)] * 2
+        assert ids[0] is ids[1] and ids[2] is not ids[3]
+        assert type(ids[0]) is uuid.UUID and ids[0].is_safe == uuid.SafeUUID.unknown
+    assert read_uuid(bytes(16), 0)[0] is uuid_from_bytes(bytes(16))
+
+
 @needs_native
 def test_unknown_tagged_fields_next_to_known_tags_are_kept_in_order():
     """A tagged-field section with known tags and unknown ones: the known ones land in their
