@@ -26,7 +26,6 @@ import os
 from typing import TypeVar
 
 from kafkawire import feature_versions
-from kafkawire.messages import api_versions_response as av
 from kafkawire.messages.describe_cluster_response import DescribeClusterBroker, DescribeClusterResponse
 from kafkawire.metadata.acl_index import AclIndex
 from kafkawire.metadata.features_answer import finalized_levels, set_features
@@ -408,16 +407,13 @@ class ControllerNode:
         config = driver.config
         supported = {feature_versions.KRAFT_VERSION: (config.kraft_version_min, config.kraft_version_max)}
         if driver.core is None:
-            response.supported_features = [av.SupportedFeatureKey(name=feature_versions.KRAFT_VERSION,
-                                                                  min_version=config.kraft_version_min,
-                                                                  max_version=config.kraft_version_max)]
+            set_features(response, supported, {}, -1)
             return
-        image = self._image()
-        if image is not None and self.state_machine is not None:
-            for name, versions in self.state_machine.supported_features.items():
+        machine = self.state_machine
+        image = self._image() if machine is not None else None
+        if machine is not None and image is not None:   # the committed metadata: metadata.version, the others
+            for name, versions in machine.supported_features.items():
                 supported.setdefault(name, versions)
-        else:
-            image = None
         set_features(response, supported, finalized_levels(image, driver.core.kraft_version()),
                      max(driver.high_watermark() - 1, -1))
 
