@@ -35,6 +35,7 @@ import socket
 import uuid
 from typing import Callable
 
+from kafkawire.metadata.features_answer import finalized_levels, set_features
 from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas
 from kafkawire.net.config import ConfigError, ServerConfig
 from kafkawire.net.metadata_topic import fetch_error_response, list_offsets_error_response
@@ -80,7 +81,8 @@ class Broker:
 
     def __init__(self, config: ServerConfig, *, cluster_id: str, directory_id: uuid.UUID | None,
                  image: Callable, metadata_offset: Callable[[], int], send_to_controller,
-                 supported_features: dict, scram_lookup=None, describe_configs=None):
+                 supported_features: dict, scram_lookup=None, describe_configs=None,
+                 kraft_version: Callable[[], int] = lambda: 0):
         if len(config.log_dirs) != 1:
             raise BrokerStartError(f"log.dirs={','.join(config.log_dirs)}: kafkawire's broker keeps its partitions "
                                    "in one log directory (give log.dirs one entry)")
@@ -99,6 +101,7 @@ class Broker:
         self.metadata_offset = metadata_offset
         self.send_to_controller = send_to_controller
         self.supported_features = dict(supported_features)
+        self.kraft_version = kraft_version          # the raft log's finalized kraft.version level
         self.scram_lookup = scram_lookup
         self.describe_configs = describe_configs      # request -> DescribeConfigsResponse, from the image
         self.partitions: dict[tuple[str, int], LeaderPartition] = {}
@@ -204,12 +207,19 @@ class Broker:
                                  connections_max_idle_ms=c.connections_max_idle_ms,
                                  failed_authentication_delay_ms=c.connection_failed_authentication_delay_ms,
                                  admission=quotas.limits, connection_quotas=quotas)
+            server.api_versions_features = self._api_versions_features
             await server.bind()
         except ConfigError as exc:
             raise BrokerStartError(f"listener {endpoint}: {exc}") from None
         except OSError as exc:
             raise BrokerStartError(f"listener {endpoint}: cannot bind: {exc.strerror or exc}") from None
         self.servers.append(server)
+
+    def _api_versions_features(self, response) -> None:
+        """DefaultApiVersionManager: the features this broker supports (the ones it registers),
+        the levels the image finalized, and the image's offset as their epoch."""
+        set_features(response, self.supported_features, finalized_levels(self.image(), self.kraft_version()),
+                     self.metadata_offset())
 
     def _registration(self) -> Registration:
         """The advertised broker listeners (a wildcard host is this machine's name, a port 0 the

@@ -345,6 +345,8 @@ class Connection:
                                                      for k, lo, hi in apis])
             if self.server.api_versions_features is not None:
                 self.server.api_versions_features(response)
+                if api_version < 4:     # ApiVersionsResponse's alterFeatureLevel0 (KAFKA-17492)
+                    response.supported_features = [f for f in response.supported_features if f.min_version != 0]
         await self._enqueue(self.context(request), _done(encode_response(response, api_version, correlation_id)),
                             len(payload) + 4)
         return True

@@ -177,7 +177,7 @@ async def start_broker(node):
         broker = Broker(node.config, cluster_id=node.cluster_id, directory_id=node.meta.directory_id,
                         image=lambda: controller.image, metadata_offset=lambda: controller.applied_offset,
                         send_to_controller=driver.send_to_leader, supported_features=features,
-                        scram_lookup=node._scram_credential,
+                        scram_lookup=node._scram_credential, kraft_version=driver.kraft_version,
                         describe_configs=lambda request: describe_configs(
                             node.config.node_id, controller.image, request, static=static, broker_keys=known))
         await broker.start()

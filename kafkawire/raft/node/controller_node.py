@@ -26,9 +26,9 @@ import os
 from typing import TypeVar
 
 from kafkawire import feature_versions
-from kafkawire.messages import api_versions_response as av
 from kafkawire.messages.describe_cluster_response import DescribeClusterBroker, DescribeClusterResponse
 from kafkawire.metadata.acl_index import AclIndex
+from kafkawire.metadata.features_answer import finalized_levels, set_features
 from kafkawire.metadata.image import MetadataImage
 from kafkawire.net.admin_authorization import authorize_admin_apis
 from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas
@@ -401,33 +401,21 @@ class ControllerNode:
                                        cluster_authorized_operations=-2147483648)
 
     def _api_versions_features(self, response) -> None:
-        """Supported kraft.version range, and the finalized level once the log says (KIP-853)."""
+        """Supported kraft.version range, and the finalized level once the log says (KIP-853);
+        with the committed metadata, the controller's other features and their levels."""
         driver = self._started(self.driver)
         config = driver.config
-        response.supported_features = [av.SupportedFeatureKey(name=feature_versions.KRAFT_VERSION,
-                                                              min_version=config.kraft_version_min,
-                                                              max_version=config.kraft_version_max)]
-        core = driver.core
-        if core is None:
+        supported = {feature_versions.KRAFT_VERSION: (config.kraft_version_min, config.kraft_version_max)}
+        if driver.core is None:
+            set_features(response, supported, {}, -1)
             return
-        finalized = {}
-        level = core.kraft_version()
-        if level > 0:
-            finalized[feature_versions.KRAFT_VERSION] = level
-        image = self._image()
-        if image is not None and self.state_machine is not None:
-            # The controller's committed metadata: metadata.version and the other features.
-            for name, (low, high) in sorted(self.state_machine.supported_features.items()):
-                if name != feature_versions.KRAFT_VERSION:
-                    response.supported_features.append(av.SupportedFeatureKey(name=name, min_version=low,
-                                                                              max_version=high))
-            if image.metadata_version is not None:
-                finalized["metadata.version"] = image.metadata_version
-            finalized.update(image.finalized_features)
-        response.finalized_features_epoch = max(driver.high_watermark() - 1, -1)
-        response.finalized_features = [av.FinalizedFeatureKey(name=name, max_version_level=level,
-                                                               min_version_level=level)
-                                       for name, level in sorted(finalized.items())]
+        machine = self.state_machine
+        image = self._image() if machine is not None else None
+        if machine is not None and image is not None:   # the committed metadata: metadata.version, the others
+            for name, versions in machine.supported_features.items():
+                supported.setdefault(name, versions)
+        set_features(response, supported, finalized_levels(image, driver.core.kraft_version()),
+                     max(driver.high_watermark() - 1, -1))
 
     # --- running -----------------------------------------------------------------------------------------
     async def _publish_metrics(self) -> None:
