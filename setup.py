@@ -37,6 +37,7 @@ class OptionalBuildExt(build_ext):
     def build_extension(self, ext):
         if ext.name == "kafkawire._native_records":
             _add_codecs(self.compiler, ext)
+            ext.define_macros.append(("KW_SOURCE_DIGEST", f'"{_source_digest()}"'))
         try:
             super().build_extension(ext)
         except Exception as e:  # noqa: BLE001 - CompileError, LinkError, missing headers
@@ -50,6 +51,16 @@ class OptionalBuildExt(build_ext):
         OptionalBuildExt.warned = True
         sys.stderr.write(f"WARNING: kafkawire's C extension was not built ({error}); kafkawire will "
                          "run its pure-Python path (same results, slower).\n")
+
+
+def _source_digest() -> str:
+    """kafkawire._native_digest.source_digest of the sources being built (loaded by path: kafkawire
+    itself cannot be imported before its extension is built)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("_kw_native_digest", os.path.join("kafkawire", "_native_digest.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.source_digest(os.path.join("kafkawire", "_native_src")) or ""
 
 
 # (name, macro, header, library, a call that needs the library to link)

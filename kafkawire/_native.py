@@ -13,6 +13,8 @@ import os
 import warnings
 from types import ModuleType
 
+from ._native_digest import source_digest
+
 __all__ = ["status", "records", "native_codecs", "FORCED_PURE", "NativeUnavailableWarning"]
 
 
@@ -33,6 +35,15 @@ def _load() -> ModuleType | None:
         # Said once per process (pip hides the build's warning): set KAFKAWIRE_PURE=1 to silence it.
         warnings.warn("kafkawire's C extension is not built (no C compiler at install?): running the "
                       "pure-Python record path, same results, slower", NativeUnavailableWarning, stacklevel=2)
+        return None
+    built_from, beside = getattr(_native_records, "SOURCE_DIGEST", ""), source_digest()
+    if beside is not None and built_from != beside:
+        message = ("kafkawire's C extension was built from other sources than the ones beside it (rebuild it: "
+                   "pip install -e . or python setup.py build_ext --inplace): running the pure-Python record "
+                   "path, same results, slower")
+        if os.environ.get("KAFKAWIRE_REQUIRE_NATIVE", "") not in ("", "0"):
+            raise ImportError(message)
+        warnings.warn(message, NativeUnavailableWarning, stacklevel=2)
         return None
     return _native_records
 

@@ -38,6 +38,12 @@ static struct PyModuleDef module_def = {
     "The v2 record loop in C (issue 26); the pure-Python code is its oracle.", -1, methods,
 };
 
+/* The digest of the sources this was built from (setup.py; kafkawire._native_digest): kafkawire
+ * refuses an extension built from other sources than the ones beside it. */
+#ifndef KW_SOURCE_DIGEST
+#define KW_SOURCE_DIGEST ""
+#endif
+
 PyMODINIT_FUNC PyInit__native_records(void) {
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL)
@@ -46,7 +52,8 @@ PyMODINIT_FUNC PyInit__native_records(void) {
     if (kw_decode_init(m) < 0 || kw_encode_init(m) < 0 || kw_columns_init(m) < 0
         || kw_messages_init(m) < 0 || PyType_Ready(&kw_JsonFormatType) < 0
         || PyModule_AddObjectRef(m, "JsonFormat", (PyObject *)&kw_JsonFormatType) < 0
-        || kw_decompress_init(m) < 0) {
+        || kw_decompress_init(m) < 0
+        || PyModule_AddStringConstant(m, "SOURCE_DIGEST", KW_SOURCE_DIGEST) < 0) {
         Py_DECREF(m);
         return NULL;
     }
