@@ -19,7 +19,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.interop import kafka_dist
+from tests.interop import kafka_dist, tool_runs
 
 STORAGE_TOOL = "kafka.tools.StorageTool"
 KAFKA_SERVER = "kafka.Kafka"
@@ -41,19 +41,33 @@ def free_port() -> int:
 
 
 def run_kafka_tool(main_class: str, *args: str, timeout: float = 120, input: str | None = None,
-                   check: bool = False) -> subprocess.CompletedProcess:
-    """Run one of Kafka's tools to completion; stdout is its output, logging goes to stderr."""
-    command = kafka_dist.java_command(main_class, *map(str, args))
-    try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, input=input,
-                                stdin=None if input is not None else subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as exc:
-        raise KafkaProcessError(f"{main_class} {' '.join(map(str, args))} did not finish within {timeout} s; "
-                                f"stderr tail:\n{(exc.stderr or b'')[-2000:]!r}") from None
+                   check: bool = False, one_jvm: bool = False) -> subprocess.CompletedProcess:
+    """Run one of Kafka's tools to completion; stdout is its output, logging goes to stderr.
+    ``one_jvm``: in the process's shared tool JVM (tool_runs.run_in_shared_jvm) instead of a JVM of
+    its own, for a tool that reads no stdin and whose run leaves no state behind in the JVM (no
+    JAAS or SSL settings)."""
+    result = None
+    if one_jvm and input is None:
+        try:
+            result = tool_runs.run_in_shared_jvm(main_class, *args, timeout=timeout)
+        except tool_runs.ToolRunsUnavailable as exc:
+            raise KafkaProcessError(f"{main_class} {' '.join(map(str, args))} in the shared tool JVM: {exc}") from None
+    if result is None:
+        result = _run_in_own_jvm(main_class, args, timeout, input)
     if check and result.returncode != 0:
         raise KafkaProcessError(f"{main_class} {' '.join(map(str, args))} exited {result.returncode}:\n"
                                 f"{result.stderr[-3000:]}\n{result.stdout[-2000:]}")
     return result
+
+
+def _run_in_own_jvm(main_class: str, args, timeout: float, input: str | None) -> subprocess.CompletedProcess:
+    command = kafka_dist.java_command(main_class, *map(str, args))
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, input=input,
+                              stdin=None if input is not None else subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        raise KafkaProcessError(f"{main_class} {' '.join(map(str, args))} did not finish within {timeout} s; "
+                                f"stderr tail:\n{(exc.stderr or b'')[-2000:]!r}") from None
 
 
 class KafkaNode:
@@ -141,7 +155,7 @@ class KafkaNode:
         """kafka.tools.StorageTool format --config ... --cluster-id ... ARGS."""
         self.write_config()
         return run_kafka_tool(STORAGE_TOOL, "format", "--config", self.config_path, "--cluster-id", cluster_id,
-                              *args, check=True)
+                              *args, check=True, one_jvm=True)
 
     # --- process -------------------------------------------------------------------------------
     def start(self) -> subprocess.Popen:
