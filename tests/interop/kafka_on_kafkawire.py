@@ -24,15 +24,9 @@ from kafkawire.messages.describe_cluster_request import DescribeClusterRequest
 from kafkawire.net.client import NetworkClient, TransportError
 from kafkawire.raft.node.local_quorum import LocalQuorum, QuorumError
 
-from .kafka_procs import TOPICS, KafkaNode, KafkaProcessError, run_kafka_tool
+from .kafka_procs import CONFIGS, REASSIGN, TOPICS, KafkaNode, KafkaProcessError, run_kafka_tool
 
-CONFIGS = "kafka.admin.ConfigCommand"
-REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 BROKER_ENDPOINT_TYPE = 1
-# The admin tools the tests run dozens of times (each in a JVM of its own took 1-4 s of CPU); the
-# console producer and consumer keep JVMs of their own (stdin, long runs).
-ONE_JVM_TOOLS = {TOPICS, CONFIGS, REASSIGN, "org.apache.kafka.tools.LeaderElectionCommand",
-                 "org.apache.kafka.tools.MetadataQuorumCommand"}
 
 
 class ClusterError(RuntimeError):
@@ -192,8 +186,7 @@ class KafkaOnKafkawire:
              input: str | None = None) -> subprocess.CompletedProcess:
         """Run a Kafka tool; with ``check`` a failure carries its output and the log tails."""
         try:
-            result = run_kafka_tool(main_class, *map(str, args), timeout=timeout, input=input,
-                                    one_jvm=main_class in ONE_JVM_TOOLS)
+            result = run_kafka_tool(main_class, *map(str, args), timeout=timeout, input=input)
         except KafkaProcessError as exc:
             raise ClusterError(f"{exc}\n{self.log_tails()}") from None
         if check and result.returncode != 0:

@@ -28,6 +28,12 @@ METADATA_QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"
 FEATURES = "org.apache.kafka.tools.FeatureCommand"
 TOPICS = "org.apache.kafka.tools.TopicCommand"
 METADATA_SHELL = "org.apache.kafka.shell.MetadataShell"
+CONFIGS = "kafka.admin.ConfigCommand"
+REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+ELECTION = "org.apache.kafka.tools.LeaderElectionCommand"
+# Tools the tests run many times that read nothing but their arguments and leave no state in the
+# JVM between runs: one JVM for all their runs (a JVM start is 1-4 s of CPU).
+SHARED_JVM_TOOLS = {STORAGE_TOOL, DUMP_LOG_SEGMENTS, METADATA_QUORUM, FEATURES, TOPICS, CONFIGS, REASSIGN, ELECTION}
 
 
 class KafkaProcessError(RuntimeError):
@@ -41,26 +47,26 @@ def free_port() -> int:
 
 
 def run_kafka_tool(main_class: str, *args: str, timeout: float = 120, input: str | None = None,
-                   check: bool = False, one_jvm: bool = False) -> subprocess.CompletedProcess:
+                   check: bool = False) -> subprocess.CompletedProcess:
     """Run one of Kafka's tools to completion; stdout is its output, logging goes to stderr.
-    ``one_jvm``: in the process's shared tool JVM (tool_runs.run_in_shared_jvm) instead of a JVM of
-    its own, for a tool that reads no stdin and whose run leaves no state behind in the JVM (no
-    JAAS or SSL settings)."""
+    The tools of SHARED_JVM_TOOLS run in the process's shared tool JVM (tool_runs.run_in_shared_jvm)
+    instead of a JVM of their own, unless they read stdin or a --command-config (whose JAAS or SSL
+    settings a JVM keeps)."""
     result = None
-    if one_jvm and input is None:
+    if main_class in SHARED_JVM_TOOLS and input is None and "--command-config" not in args:
         try:
             result = tool_runs.run_in_shared_jvm(main_class, *args, timeout=timeout)
         except tool_runs.ToolRunsUnavailable as exc:
             raise KafkaProcessError(f"{main_class} {' '.join(map(str, args))} in the shared tool JVM: {exc}") from None
     if result is None:
-        result = _run_in_own_jvm(main_class, args, timeout, input)
+        result = run_in_own_jvm(main_class, args, timeout, input)
     if check and result.returncode != 0:
         raise KafkaProcessError(f"{main_class} {' '.join(map(str, args))} exited {result.returncode}:\n"
                                 f"{result.stderr[-3000:]}\n{result.stdout[-2000:]}")
     return result
 
 
-def _run_in_own_jvm(main_class: str, args, timeout: float, input: str | None) -> subprocess.CompletedProcess:
+def run_in_own_jvm(main_class: str, args, timeout: float, input: str | None) -> subprocess.CompletedProcess:
     command = kafka_dist.java_command(main_class, *map(str, args))
     try:
         return subprocess.run(command, capture_output=True, text=True, timeout=timeout, input=input,
@@ -155,7 +161,7 @@ class KafkaNode:
         """kafka.tools.StorageTool format --config ... --cluster-id ... ARGS."""
         self.write_config()
         return run_kafka_tool(STORAGE_TOOL, "format", "--config", self.config_path, "--cluster-id", cluster_id,
-                              *args, check=True, one_jvm=True)
+                              *args, check=True)
 
     # --- process -------------------------------------------------------------------------------
     def start(self) -> subprocess.Popen:

@@ -31,11 +31,12 @@ def test_a_kafka_broker_joins_a_kafka_controller(kafka_controller, kafka_broker,
 
 
 def test_a_tool_run_in_the_shared_jvm_answers_as_in_a_jvm_of_its_own(kafka_libs, tmp_path):
-    """run_kafka_tool(one_jvm=True) (tool_runs.run_in_shared_jvm) gives what the tool's own JVM gives:
+    """A run in the shared tool JVM (tool_runs.run_in_shared_jvm, what run_kafka_tool uses for
+    kafka_procs.SHARED_JVM_TOOLS) gives what the tool's own JVM gives:
     the exit status Exit.exit passes, stdout, and stderr with the tool's log lines (log4j follows the
     run's System.err), up to log timestamps, retry counts and the stack frames below the tool."""
-    from tests.interop.kafka_procs import TOPICS, run_kafka_tool
-    from tests.interop.kafka_on_kafkawire import CONFIGS
+    from tests.interop.kafka_procs import CONFIGS, TOPICS, run_in_own_jvm
+    from tests.interop.tool_runs import run_in_shared_jvm
 
     short = tmp_path / "short-timeouts.properties"
     short.write_text("default.api.timeout.ms=1500\nrequest.timeout.ms=1000\n")
@@ -47,6 +48,6 @@ def test_a_tool_run_in_the_shared_jvm_answers_as_in_a_jvm_of_its_own(kafka_libs,
         return result.returncode, result.stdout, lines
 
     for run in [(CONFIGS, *nobody, "--describe"), (TOPICS, *nobody, "--list", "--command-config", short)]:
-        own, shared = run_kafka_tool(*run), run_kafka_tool(*run, one_jvm=True)
+        own, shared = run_in_own_jvm(run[0], run[1:], 60, None), run_in_shared_jvm(*run, timeout=60)
         assert own.returncode == 1 and comparable(shared) == comparable(own), run
     assert "ERROR org.apache.kafka.common.errors.TimeoutException" in shared.stderr

@@ -14,7 +14,7 @@ runs of ours in-process, so a test can compare dozens of invocations text for te
 
 ``run_in_shared_jvm`` runs any tool's main class (``ToolRuns`` "main CLASS ARGS") in one JVM kept for the
 whole pytest process, instead of a JVM start (1-4 s of CPU) per run; kafka_procs.run_kafka_tool uses it
-when asked to (``one_jvm=True``).
+for the tools of kafka_procs.SHARED_JVM_TOOLS.
 """
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ class KafkaToolSession:
     def __init__(self, command: list[str]):
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL)
-        self._buffer = b""
+        self._buffer = bytearray()        # appended in place: a dump's output can be tens of MB
 
     def call(self, *words: str, timeout: float = 120) -> ToolResult:
         if self.process.poll() is not None:
@@ -136,11 +136,12 @@ class KafkaToolSession:
                 if remaining <= 0:
                     raise ToolRunsUnavailable(f"ToolRuns did not answer {' '.join(words)} in time")
                 if selector.select(remaining):
-                    chunk = os.read(self.process.stdout.fileno(), 1 << 16)
+                    chunk = os.read(self.process.stdout.fileno(), 1 << 20)
                     if not chunk:
                         raise ToolRunsUnavailable(f"ToolRuns exited while running {' '.join(words)}")
                     self._buffer += chunk
-        taken, self._buffer = self._buffer[:size], self._buffer[size:]
+        taken = bytes(self._buffer[:size])
+        del self._buffer[:size]
         return taken
 
     def close(self) -> None:
