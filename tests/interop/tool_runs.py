@@ -161,9 +161,9 @@ class KafkaToolSession:
 
 
 class _SharedJvm:
-    """One KafkaToolSession for the whole process, started at its first use in the directory the
-    process is in then (a tool's relative paths resolve there), restarted after a timeout, closed
-    at exit. One invocation at a time."""
+    """One KafkaToolSession for the whole process, started at its first use, again when the process
+    has moved to another directory (a tool's relative paths resolve in the JVM's) or after a run
+    that timed out; closed at exit. One invocation at a time."""
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -171,13 +171,17 @@ class _SharedJvm:
         self.cwd: str | None = None
 
     def run(self, main_class: str, args: tuple[str, ...], timeout: float) -> subprocess.CompletedProcess | None:
-        """The tool's result, or None when the process has since moved to another directory."""
+        """The tool's result, or None when ToolRuns cannot be compiled."""
         with self.lock:
-            if self.session is None or self.session.process.poll() is not None:
-                self.session = KafkaToolRuns().session(log4j=SHARED_LOG4J)
+            if self.session is not None and (self.session.process.poll() is not None or os.getcwd() != self.cwd):
+                self.session.close()
+                self.session = None
+            if self.session is None:
+                try:
+                    self.session = KafkaToolRuns().session(log4j=SHARED_LOG4J)
+                except ToolRunsUnavailable:      # no javac (a JRE only): every tool in a JVM of its own
+                    return None
                 self.cwd = os.getcwd()
-            if os.getcwd() != self.cwd:
-                return None
             try:
                 result = self.session.call("main", main_class, *args, timeout=timeout)
             except ToolRunsUnavailable:
@@ -194,9 +198,8 @@ atexit.register(lambda: _shared_jvm.session and _shared_jvm.session.close())
 def run_in_shared_jvm(main_class: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess | None:
     """Kafka's tool ``main_class`` with ``args`` in the process's shared ToolRuns JVM: its exit status
     (0 when main returns, else what it passes to Exit.exit), stdout and stderr (its log lines too:
-    log4j2-shared-tools.properties follows System.setErr). None if the process changed directory since
-    that JVM started (run it in a JVM of its own then); ToolRunsUnavailable if it did not end within
-    ``timeout``."""
+    log4j2-shared-tools.properties follows System.setErr). None if javac is missing (run it in a JVM
+    of its own then); ToolRunsUnavailable if it did not end within ``timeout``."""
     return _shared_jvm.run(main_class, tuple(map(str, args)), timeout)
 
 
