@@ -24,10 +24,8 @@ from kafkawire.messages.describe_cluster_request import DescribeClusterRequest
 from kafkawire.net.client import NetworkClient, TransportError
 from kafkawire.raft.node.local_quorum import LocalQuorum, QuorumError
 
-from .kafka_procs import TOPICS, KafkaNode, KafkaProcessError, run_kafka_tool
+from .kafka_procs import CONFIGS, REASSIGN, TOPICS, KafkaNode, KafkaProcessError, run_kafka_tool
 
-CONFIGS = "kafka.admin.ConfigCommand"
-REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 BROKER_ENDPOINT_TYPE = 1
 
 

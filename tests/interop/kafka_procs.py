@@ -19,7 +19,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.interop import kafka_dist
+from tests.interop import kafka_dist, tool_runs
 
 STORAGE_TOOL = "kafka.tools.StorageTool"
 KAFKA_SERVER = "kafka.Kafka"
@@ -28,6 +28,12 @@ METADATA_QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"
 FEATURES = "org.apache.kafka.tools.FeatureCommand"
 TOPICS = "org.apache.kafka.tools.TopicCommand"
 METADATA_SHELL = "org.apache.kafka.shell.MetadataShell"
+CONFIGS = "kafka.admin.ConfigCommand"
+REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+ELECTION = "org.apache.kafka.tools.LeaderElectionCommand"
+# Tools the tests run many times that read nothing but their arguments and leave no state in the
+# JVM between runs: one JVM for all their runs (a JVM start is 1-4 s of CPU).
+SHARED_JVM_TOOLS = {STORAGE_TOOL, DUMP_LOG_SEGMENTS, METADATA_QUORUM, FEATURES, TOPICS, CONFIGS, REASSIGN, ELECTION}
 
 
 class KafkaProcessError(RuntimeError):
@@ -42,18 +48,32 @@ def free_port() -> int:
 
 def run_kafka_tool(main_class: str, *args: str, timeout: float = 120, input: str | None = None,
                    check: bool = False) -> subprocess.CompletedProcess:
-    """Run one of Kafka's tools to completion; stdout is its output, logging goes to stderr."""
-    command = kafka_dist.java_command(main_class, *map(str, args))
-    try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, input=input,
-                                stdin=None if input is not None else subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as exc:
-        raise KafkaProcessError(f"{main_class} {' '.join(map(str, args))} did not finish within {timeout} s; "
-                                f"stderr tail:\n{(exc.stderr or b'')[-2000:]!r}") from None
+    """Run one of Kafka's tools to completion; stdout is its output, logging goes to stderr.
+    The tools of SHARED_JVM_TOOLS run in the process's shared tool JVM (tool_runs.run_in_shared_jvm)
+    instead of a JVM of their own, unless they read stdin or a --command-config (whose JAAS or SSL
+    settings a JVM keeps)."""
+    result = None
+    if main_class in SHARED_JVM_TOOLS and input is None and "--command-config" not in args:
+        try:
+            result = tool_runs.run_in_shared_jvm(main_class, *args, timeout=timeout)
+        except tool_runs.ToolRunsUnavailable as exc:
+            raise KafkaProcessError(f"{main_class} {' '.join(map(str, args))} in the shared tool JVM: {exc}") from None
+    if result is None:
+        result = run_in_own_jvm(main_class, args, timeout, input)
     if check and result.returncode != 0:
         raise KafkaProcessError(f"{main_class} {' '.join(map(str, args))} exited {result.returncode}:\n"
                                 f"{result.stderr[-3000:]}\n{result.stdout[-2000:]}")
     return result
+
+
+def run_in_own_jvm(main_class: str, args, timeout: float, input: str | None) -> subprocess.CompletedProcess:
+    command = kafka_dist.java_command(main_class, *map(str, args))
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, input=input,
+                              stdin=None if input is not None else subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        raise KafkaProcessError(f"{main_class} {' '.join(map(str, args))} did not finish within {timeout} s; "
+                                f"stderr tail:\n{(exc.stderr or b'')[-2000:]!r}") from None
 
 
 class KafkaNode:

@@ -28,3 +28,26 @@ def test_a_kafka_broker_joins_a_kafka_controller(kafka_controller, kafka_broker,
                         "describe", "--replication", check=True, timeout=60).stdout
     assert any(line.split()[0] == "2" and line.split()[-1] == "Observer" for line in status.splitlines()[1:]), status
     assert broker.alive()
+
+
+def test_a_tool_run_in_the_shared_jvm_answers_as_in_a_jvm_of_its_own(kafka_libs, tmp_path):
+    """A run in the shared tool JVM (tool_runs.run_in_shared_jvm, what run_kafka_tool uses for
+    kafka_procs.SHARED_JVM_TOOLS) gives what the tool's own JVM gives:
+    the exit status Exit.exit passes, stdout, and stderr with the tool's log lines (log4j follows the
+    run's System.err), up to log timestamps, retry counts and the stack frames below the tool."""
+    from tests.interop.kafka_procs import CONFIGS, TOPICS, run_in_own_jvm
+    from tests.interop.tool_runs import run_in_shared_jvm
+
+    short = tmp_path / "short-timeouts.properties"
+    short.write_text("default.api.timeout.ms=1500\nrequest.timeout.ms=1000\n")
+    nobody = ("--bootstrap-server", "127.0.0.1:1")
+
+    def comparable(result):
+        lines = [re.sub(r"^\[[^]]+\] ", "", line) for line in result.stderr.splitlines()
+                 if not line.startswith("\tat ") and "could not be established" not in line]
+        return result.returncode, result.stdout, lines
+
+    for run in [(CONFIGS, *nobody, "--describe"), (TOPICS, *nobody, "--list", "--command-config", short)]:
+        own, shared = run_in_own_jvm(run[0], run[1:], 60, None), run_in_shared_jvm(*run, timeout=60)
+        assert own.returncode == 1 and comparable(shared) == comparable(own), run
+    assert "ERROR org.apache.kafka.common.errors.TimeoutException" in shared.stderr

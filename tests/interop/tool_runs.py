@@ -9,15 +9,25 @@ runs of ours in-process, so a test can compare dozens of invocations text for te
 
     with runs.session(log4j=quiet_properties) as kafka:    # one JVM, one invocation at a time
         before = kafka.call("metadata-quorum", "--bootstrap-controller", address, "describe", "--status")
+
+    run_in_shared_jvm("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", servers, "--list")
+
+``run_in_shared_jvm`` runs any tool's main class (``ToolRuns`` "main CLASS ARGS") in one JVM kept for the
+whole pytest process, instead of a JVM start (1-4 s of CPU) per run; kafka_procs.run_kafka_tool uses it
+for the tools of kafka_procs.SHARED_JVM_TOOLS.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
+import hashlib
 import io
 import os
 import selectors
 import shutil
 import subprocess
+import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +35,7 @@ from pathlib import Path
 from tests.interop import kafka_dist
 
 SOURCE = Path(__file__).parent / "java" / "tools" / "ToolRuns.java"
+SHARED_LOG4J = Path(__file__).parent / "kafka" / "log4j2-shared-tools.properties"
 
 
 @dataclass(frozen=True)
@@ -41,19 +52,32 @@ class ToolRunsUnavailable(RuntimeError):
     pass
 
 
-class KafkaToolRuns:
-    """ToolRuns.java compiled into ``work_dir``."""
+_compiled: dict[str, Path] = {}          # ToolRuns.java's sha256 -> its classes, once per pytest process
 
-    def __init__(self, work_dir: Path):
-        javac = shutil.which("javac")
-        if javac is None:
-            raise ToolRunsUnavailable("javac is not on PATH (a JDK 17 compiles tests/interop/java/tools)")
-        self.classes = Path(work_dir) / "tool-runs-classes"
-        self.classes.mkdir(parents=True, exist_ok=True)
-        result = subprocess.run([javac, "-nowarn", "-d", str(self.classes), "-cp", kafka_dist.classpath(),
-                                 str(SOURCE)], capture_output=True, text=True, timeout=300)
-        if result.returncode != 0:
-            raise ToolRunsUnavailable(f"javac failed ({result.returncode}):\n{(result.stdout + result.stderr)[-3000:]}")
+
+def _compiled_classes() -> Path:
+    """ToolRuns.java compiled once per process (javac takes ~3 s of CPU) into a temporary directory."""
+    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()
+    if digest in _compiled:
+        return _compiled[digest]
+    javac = shutil.which("javac")
+    if javac is None:
+        raise ToolRunsUnavailable("javac is not on PATH (a JDK 17 compiles tests/interop/java/tools)")
+    classes = Path(tempfile.mkdtemp(prefix="kafkawire-tool-runs-"))
+    atexit.register(shutil.rmtree, classes, ignore_errors=True)
+    result = subprocess.run([javac, "-nowarn", "-d", str(classes), "-cp", kafka_dist.classpath(), str(SOURCE)],
+                            capture_output=True, text=True, timeout=300)
+    if result.returncode != 0:
+        raise ToolRunsUnavailable(f"javac failed ({result.returncode}):\n{(result.stdout + result.stderr)[-3000:]}")
+    _compiled[digest] = classes
+    return classes
+
+
+class KafkaToolRuns:
+    """ToolRuns.java, compiled (once per process; ``work_dir`` is no longer needed)."""
+
+    def __init__(self, work_dir: Path | None = None):
+        self.classes = _compiled_classes()
 
     def command(self, log4j: Path = kafka_dist.LOG4J_TOOLS) -> list[str]:
         command = kafka_dist.java_command("ToolRuns", log4j=log4j)
@@ -88,7 +112,7 @@ class KafkaToolSession:
     def __init__(self, command: list[str]):
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL)
-        self._buffer = b""
+        self._buffer = bytearray()        # appended in place: a dump's output can be tens of MB
 
     def call(self, *words: str, timeout: float = 120) -> ToolResult:
         if self.process.poll() is not None:
@@ -112,11 +136,12 @@ class KafkaToolSession:
                 if remaining <= 0:
                     raise ToolRunsUnavailable(f"ToolRuns did not answer {' '.join(words)} in time")
                 if selector.select(remaining):
-                    chunk = os.read(self.process.stdout.fileno(), 1 << 16)
+                    chunk = os.read(self.process.stdout.fileno(), 1 << 20)
                     if not chunk:
                         raise ToolRunsUnavailable(f"ToolRuns exited while running {' '.join(words)}")
                     self._buffer += chunk
-        taken, self._buffer = self._buffer[:size], self._buffer[size:]
+        taken = bytes(self._buffer[:size])
+        del self._buffer[:size]
         return taken
 
     def close(self) -> None:
@@ -133,6 +158,49 @@ class KafkaToolSession:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class _SharedJvm:
+    """One KafkaToolSession for the whole process, started at its first use, again when the process
+    has moved to another directory (a tool's relative paths resolve in the JVM's) or after a run
+    that timed out; closed at exit. One invocation at a time."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.session: KafkaToolSession | None = None
+        self.cwd: str | None = None
+
+    def run(self, main_class: str, args: tuple[str, ...], timeout: float) -> subprocess.CompletedProcess | None:
+        """The tool's result, or None when ToolRuns cannot be compiled."""
+        with self.lock:
+            if self.session is not None and (self.session.process.poll() is not None or os.getcwd() != self.cwd):
+                self.session.close()
+                self.session = None
+            if self.session is None:
+                try:
+                    self.session = KafkaToolRuns().session(log4j=SHARED_LOG4J)
+                except ToolRunsUnavailable:      # no javac (a JRE only): every tool in a JVM of its own
+                    return None
+                self.cwd = os.getcwd()
+            try:
+                result = self.session.call("main", main_class, *args, timeout=timeout)
+            except ToolRunsUnavailable:
+                self.session.process.kill()          # a tool stuck in the JVM: the next run starts another
+                self.session.process.wait()
+                raise
+        return subprocess.CompletedProcess([main_class, *args], result.status, result.out, result.err)
+
+
+_shared_jvm = _SharedJvm()
+atexit.register(lambda: _shared_jvm.session and _shared_jvm.session.close())
+
+
+def run_in_shared_jvm(main_class: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess | None:
+    """Kafka's tool ``main_class`` with ``args`` in the process's shared ToolRuns JVM: its exit status
+    (0 when main returns, else what it passes to Exit.exit), stdout and stderr (its log lines too:
+    log4j2-shared-tools.properties follows System.setErr). None if javac is missing (run it in a JVM
+    of its own then); ToolRunsUnavailable if it did not end within ``timeout``."""
+    return _shared_jvm.run(main_class, tuple(map(str, args)), timeout)
 
 
 def _parse(data: bytes, expected: int) -> list[ToolResult]:

@@ -15,7 +15,8 @@ import java.util.concurrent.locks.LockSupport;
  * with ours without starting a JVM for each.
  *
  * stdin: one invocation per line, its words separated by tabs; the first word is "storage",
- * "features" or "metadata-quorum", the rest are the tool's arguments. Each answer is written and
+ * "features" or "metadata-quorum", the rest are the tool's arguments; or the first word is "main",
+ * the second a tool's main class (any of Kafka's tools), the rest its arguments. Each answer is written and
  * flushed before the next line is read, so a test may send one line, read its answer, and go on.
  * stdout, for each invocation: a line "exit=N out=A err=B", then A bytes of what the tool wrote
  * on stdout and B bytes of what it wrote on stderr (UTF-8).
@@ -95,6 +96,7 @@ public class ToolRuns {
                 case "storage": return runStorage(toolArgs, out, err);
                 case "features": return runMainNoExit(featureCommand, toolArgs, err);
                 case "metadata-quorum": return runMainNoExit(metadataQuorumCommand, toolArgs, err);
+                case "main": return runMain(toolArgs);
                 default: err.println("ToolRuns: unknown tool " + words[0]); return 2;
             }
         } catch (Throwable t) {
@@ -116,6 +118,36 @@ public class ToolRuns {
             }
             return 1;
         }
+    }
+
+    /**
+     * "main CLASS ARGS": CLASS's static main(String[]), as its bin/ script runs it: 0 when main
+     * returns, the status Exit.exit gives, 1 with an uncaught exception's stack (what the JVM
+     * prints). Scala's Console writes to the invocation's streams too (kafka.admin.ConfigCommand).
+     */
+    private static int runMain(String[] words) throws Throwable {
+        Method main = Class.forName(words[0]).getMethod("main", String[].class);
+        String[] args = java.util.Arrays.copyOfRange(words, 1, words.length);
+        PrintStream out = System.out;
+        PrintStream err = System.err;
+        scala.Console.withOut(out, (scala.Function0<Object>) () ->
+            scala.Console.withErr(err, (scala.Function0<Object>) () -> invokeMain(main, args)));
+        return 0;
+    }
+
+    private static Object invokeMain(Method main, String[] args) {
+        try {
+            return main.invoke(null, (Object) args);
+        } catch (InvocationTargetException e) {
+            return ToolRuns.<RuntimeException>rethrow(e.getCause());    // as the JVM sees main's exception
+        } catch (IllegalAccessException e) {
+            return ToolRuns.<RuntimeException>rethrow(e);
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <T extends Throwable> Object rethrow(Throwable t) throws T {
+        throw (T) t;
     }
 
     private static int runMainNoExit(Method mainNoExit, String[] args, PrintStream err) throws IllegalAccessException {
