@@ -119,11 +119,15 @@ def test_kafka_metadata_quorum_is_refused_with_wrong_credentials(secured):
         # ssl.client.auth=required and no certificate: refused. Kafka's server flushes its TLS alert and
         # the client names SslAuthenticationException; the event loop's TLS closes without flushing
         # it, so Kafka's client sees the connection end (README, differences).
+        # With TLS 1.3 the client may also finish its side of the handshake before the node checks
+        # the certificate it did not send; it then sees only closed connections, never a ready
+        # node, and its listNodes times out (the rehearsal of 2026-11-29 had one such run).
         config = command_config(base / "no-cert.properties", pki, protocol, client_cert=False)
-        expected = "terminated during authentication"
+        expected = ("terminated during authentication", "Timed out waiting for a node assignment. Call: listNodes")
     result = describe_status(q, config)
     assert result.returncode != 0 and "LeaderId" not in result.stdout
-    assert expected in result.stdout + result.stderr, (result.stdout + result.stderr)[-3000:]
+    expected = (expected,) if isinstance(expected, str) else expected
+    assert any(e in result.stdout + result.stderr for e in expected), (result.stdout + result.stderr)[-3000:]
     if protocol.endswith("SSL"):
         # a trust store without our CA: the node's certificate is refused by Kafka's client
         rogue = base / "rogue-ca.pem"

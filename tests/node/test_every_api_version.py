@@ -4,6 +4,7 @@ connection (issue 18, item 5: versioned fields follow the version). Sent to the 
 dynamic quorum (kraft.version 1, directory ids known) and to an observer, with the requests
 all-default and, for the raft APIs, as a replica would send them."""
 import asyncio
+import socket
 import uuid
 
 import pytest
@@ -80,11 +81,21 @@ async def probe(address, cluster_id: str, target: int, epoch: int) -> tuple[int,
     return sent, problems
 
 
+def listening(quorum, node_id: int) -> bool:
+    try:
+        socket.create_connection(quorum.address(node_id), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
 def test_every_advertised_version_is_answered(tmp_path):
     with LocalQuorum(tmp_path, voters=1, extra_nodes=1).started("initial-controllers") as quorum:
         leader = quorum.wait_for_leader(30)
         results = {}
         for node_id in quorum.node_ids:
+            # the extra node (an observer) may still be starting its listener when the voter leads
+            quorum.wait_until(lambda: listening(quorum, node_id), 30, f"node {node_id} to answer")
             results[node_id] = asyncio.run(probe(quorum.address(node_id), quorum.cluster_id, node_id,
                                                  leader.leader_epoch))
         problems = [f"node {n}: {p}" for n, (_, ps) in results.items() for p in ps]
