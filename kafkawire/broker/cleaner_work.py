@@ -15,7 +15,6 @@ The rules are in kafkawire.broker.cleaner_rules (what to clean) and kafkawire.br
 from __future__ import annotations
 
 import os
-import struct
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -23,7 +22,7 @@ from typing import Callable
 from kafkawire.storage.reader import SegmentFile
 from kafkawire.storage.segment import LogSegment
 from kafkawire.storage.swap import CLEANED_SUFFIX, segment_file_paths
-from kafkawire.storage.txn_index import AbortedTxn, read_txn_index
+from kafkawire.storage.txn_index import AbortedTxn, encode_aborted_txn, read_txn_index
 
 from .cleaner_filter import BatchFilter, CleanerStats, OffsetMap, TransactionMetadata
 from .cleaner_rules import CleanerSegment, group_segments, segments_overlapping
@@ -31,7 +30,6 @@ from .log_config import LogSettings
 
 __all__ = ["Cleaner", "CleaningJob", "SourceSegment", "CleaningAborted", "Throttler"]
 
-_TXN_ENTRY = struct.Struct(">hqqqq")       # TransactionIndex's entry (kafkawire.storage.txn_index)
 
 
 class CleaningAborted(Exception):
@@ -194,7 +192,7 @@ class Cleaner:
         if aborted:
             path = os.path.join(directory, f"{dest.base_offset:020d}.txnindex{CLEANED_SUFFIX}")
             with open(path, "wb") as f:
-                f.write(b"".join(_TXN_ENTRY.pack(*entry) for entry in aborted))
+                f.write(b"".join(encode_aborted_txn(entry) for entry in aborted))
                 f.flush()
                 os.fsync(f.fileno())
         dest.on_become_inactive()
