@@ -57,6 +57,7 @@ from .log_manager import LogManager
 from .metadata_apis import MetadataApis
 from .partition import LeaderPartition
 from .produce import ProduceApi
+from .replication import Replication
 from .producer_ids import InitProducerIdApi, ProducerIdBlocks
 from .txn_markers import MIN_VERSION as WRITE_TXN_MARKERS_MIN_VERSION, WRITE_TXN_MARKERS, TxnMarkersApi
 from .txn_apis import TxnApis
@@ -116,6 +117,7 @@ class Broker:
         self.topic_configs = TopicConfigs(config)     # topic configs resolved, per topic per image
         self.state_writes = StateWrites()             # epoch checkpoints and producer snapshots, off the loop
         self.produce_api = ProduceApi(self)
+        self.replication = Replication(self)          # the leader side: followers, ISR, high watermark, acks=all
         self.group_apis = GroupApis(self)
         self.log_dir_apis = LogDirApis(self)
         self.forwarder = Forwarder(send_to_controller)
@@ -194,6 +196,7 @@ class Broker:
         self.task = asyncio.ensure_future(self.lifecycle.run())
         self.log_deleter.schedule_leftovers()
         self.log_manager.start()
+        self.replication.start()
         log.info("broker %d listening on %s", self.node_id,
                  ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
 
@@ -263,6 +266,7 @@ class Broker:
                 self.log_deleter.delete(partition)
             else:
                 self._close(partition)
+        self.replication.on_metadata(image)
         if opened:         # a new log may have set aside a deleted topic's directory
             self.log_deleter.schedule_leftovers()
         self.group_apis.on_metadata()
@@ -288,7 +292,8 @@ class Broker:
                 self.log_dir, topic.name, index, topic.id, leader_epoch=leader_epoch,
                 producer_id_expiration_ms=self.config.producer_id_expiration_ms,
                 expiration_check_interval_ms=self.config.producer_id_expiration_check_interval_ms,
-                state_writes=self.state_writes, **self.log_manager.open_options(image, topic.name, index, topic.id))
+                state_writes=self.state_writes, **self.log_manager.open_options(image, topic.name, index, topic.id),
+                high_watermark=self.log_manager.checkpointed_high_watermark(topic.name, index, topic.id))
             self.log_manager.opened(partition)
             self.partitions[(topic.name, index)] = partition
         except OSError as exc:
@@ -338,6 +343,7 @@ class Broker:
         for server in self.servers:
             await server.close(timeout_ms=1000)
         self.log_manager.shutdown()
+        self.replication.close()
         for partition in self.partitions.values():
             self._close(partition)
         self.partitions.clear()

@@ -14,7 +14,10 @@ overlapping what it read (LeaderPartition.read_committed, Kafka's collectAborted
 every answer carries the last stable offset. Fetch sessions (KIP-227):
 kafkawire.broker.fetch_session says which partitions a request reads and which of them its
 answer carries; a fetch without partitions is answered at once.
-Replica fetches (replica id >= 0) are answered like consumer fetches: no follower is known here.
+A follower's fetch (a replica id >= 0: ReplicaState from v15, ``replica_id`` before, with its broker
+epoch) reads to the log end and moves the leader's view of it (kafkawire.broker.replication,
+Partition.fetchRecords for a follower): its state is recorded once per request, on the first read.
+Long polls wake on appends and when a high watermark moves.
 
 ListOffsets: earliest, latest, by timestamp, max timestamp, as kafkawire.net.metadata_topic's
 ``list_offset`` computes them against the partition's log and high watermark, or its last
@@ -50,28 +53,34 @@ class FetchApi:
     async def fetch(self, ctx, request):
         v = ctx.api_version
         replica_id = request.replica_state.replica_id if v >= 15 else request.replica_id
+        replica_epoch = request.replica_state.replica_epoch if v >= 15 else -1
+        follower = (replica_id, replica_epoch) if replica_id >= 0 else None
         context = self.sessions.new_context(v, request, privileged=replica_id >= 0)
         wanted = context.partitions()
         deadline = time.monotonic() + min(max(request.max_wait_ms, 0), MAX_WAIT_CAP_MS) / 1000
+        first = True
         while True:
             seen = self.broker.appends
-            updates, total, errors = self._fetch_once(request, wanted, v)
+            updates, total, errors = self._fetch_once(request, wanted, v, follower, record_follower=first)
+            first = False
             remaining = deadline - time.monotonic()
             if total >= request.min_bytes or errors or remaining <= 0 or not wanted:
                 code, session_id, updates = context.response(updates)
                 return FetchResponse(error_code=code, session_id=session_id, responses=_by_topic(updates))
             await self.broker.wait_for_appends(seen, remaining)
 
-    def _fetch_once(self, request, wanted: list, version: int):
+    def _fetch_once(self, request, wanted: list, version: int, follower=None, record_follower: bool = True):
         """[(topic, topic id, PartitionData)] for ``wanted`` ((topic, topic id, FetchPartition)s),
-        the bytes read, and whether any partition had an error."""
+        the bytes read, and whether any partition had an error. ``follower``: (replica id, broker
+        epoch) of a follower's fetch; ``record_follower``: its state is recorded (the first read)."""
         image = self.broker.image()
         budget = min(request.max_bytes, self.broker.config.fetch_max_bytes)
         total, errors = 0, False
         updates = []
         for name, topic_id, p in wanted:
             topic = self._topic(image, name, topic_id, version)
-            data = self._fetch_partition(topic, p, version, request.isolation_level, budget, min_one=(total == 0))
+            data = self._fetch_partition(topic, p, version, request.isolation_level, budget, min_one=(total == 0),
+                                         follower=follower, record_follower=record_follower)
             total += len(data.records)
             budget -= len(data.records)
             errors = errors or data.error_code != Errors.NONE
@@ -84,7 +93,8 @@ class FetchApi:
             return None
         return image.topics_by_id.get(topic_id) if version >= 13 else image.topics_by_name.get(name)
 
-    def _fetch_partition(self, topic, p, version: int, isolation_level: int, budget: int, min_one: bool):
+    def _fetch_partition(self, topic, p, version: int, isolation_level: int, budget: int, min_one: bool,
+                         follower=None, record_follower: bool = True):
         data = PartitionData(partition_index=p.partition, high_watermark=-1, records=b"")
         code, partition = self._leader(topic, p.partition, version)
         if code == Errors.NONE:
@@ -92,6 +102,10 @@ class FetchApi:
         if code != Errors.NONE:
             data.error_code = code
             return data
+        if follower is not None:
+            return self.broker.replication.read_for_follower(
+                partition, p, follower[0], follower[1], limit=min(p.partition_max_bytes, budget), min_one=min_one,
+                update_state=record_follower)
         hw, start = partition.high_watermark(), partition.log.log_start_offset
         if p.fetch_offset < start or p.fetch_offset > partition.log.log_end_offset:
             data.error_code = Errors.OFFSET_OUT_OF_RANGE

@@ -62,7 +62,7 @@ class CachedPartition:
         """Whether an incremental answer carries ``data``; remembers what it carried (Kafka's
         CachedPartition.maybeUpdateResponseData): records, a changed high watermark or log start
         offset, an error (which also forgets the high watermark, so the partition is answered
-        again once the error is gone)."""
+        again once the error is gone), a diverging epoch."""
         respond = len(data.records or b"") > 0
         if self.high_watermark != data.high_watermark:
             self.high_watermark, respond = data.high_watermark, True
@@ -72,6 +72,8 @@ class CachedPartition:
             respond = True
         if data.error_code != Errors.NONE:
             self.high_watermark, respond = -1, True
+        if data.diverging_epoch.epoch >= 0:        # a follower must hear it to truncate
+            respond = True
         return respond
 
 

@@ -115,6 +115,7 @@ class LogManager:
         self.recovery_points: dict[tuple[str, int], int] = {}
         self._recovery_checkpoint = _read_checkpoint_file(self._path(RECOVERY_POINT_CHECKPOINT))
         self._start_checkpoint = _read_checkpoint_file(self._path(LOG_START_CHECKPOINT))
+        self._hw_checkpoint = _read_checkpoint_file(self._path(REPLICATION_CHECKPOINT))
         self._handles: dict[str, asyncio.TimerHandle] = {}
         self.cleaner = self._make_cleaner(c, BrokerStartError)
 
@@ -149,6 +150,13 @@ class LogManager:
         if start is not None and self._written_for(directory, topic_id):
             options["log_start_offset"] = start
         return options
+
+    def checkpointed_high_watermark(self, topic: str, index: int, topic_id) -> int:
+        """Partition.createLog's start: the ``replication-offset-checkpoint`` value (once, and only for the
+        directory it was written for), else 0 (LeaderPartition keeps it within the log)."""
+        hw = self._hw_checkpoint.pop((topic, index), None)
+        directory = os.path.join(self.broker.log_dir, partition_dir_name(topic, index))
+        return hw if hw is not None and self._written_for(directory, topic_id) else 0
 
     @staticmethod
     def _written_for(directory: str, topic_id) -> bool:

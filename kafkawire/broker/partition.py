@@ -5,11 +5,16 @@ layout, with ``partition.metadata`` naming the topic id) and what a leader decid
     base, append_time = partition.append(validate_produce(...), now_ms=...)
     data = partition.read(fetch_offset, max_bytes, min_one_batch=True)
 
-With one replica (this slice) the in-sync replicas are the leader alone, so the high watermark
-is the log end offset: a batch is visible to consumers and acknowledged for acks=all as soon as
-it is in the log, as Kafka's Partition.maybeIncrementLeaderHW finds with an ISR of one. Appends
-reach the page cache, not the disk (Kafka's defaults, flush.messages and flush.ms unset, do
-the same: durability comes from replicas); a clean stop flushes.
+The high watermark: with followers (kafkawire.broker.replica_state, ``replicas``, set by
+kafkawire.broker.replication when this broker leads the partition) it is the least log end
+offset of the in-sync replicas (Kafka's Partition.maybeIncrementLeaderHW), kept here, never moving
+backwards, starting from the ``replication-offset-checkpoint`` value when the log opens (Kafka's
+makeLeader keeps the high watermark it had). A partition without followers (one replica, or
+opened alone, without a checkpointed value nor ``replicas``, where it is the log end) moves it to
+the log end at each append, as Kafka finds with an ISR of one. Consumers and the last stable
+offset read below it; followers read to the log end (``read(..., upper=...)``). Appends reach the page cache, not the disk (Kafka's defaults,
+flush.messages and flush.ms unset, do the same: durability comes from replicas); a clean stop
+flushes.
 
 Opening recovers the log as kafkawire.storage.Log does (a torn or corrupt tail is cut) and loads
 its leader epochs (kafkawire.storage.leader_epoch_cache, ``leader-epoch-checkpoint``); each new
@@ -85,6 +90,9 @@ class LeaderPartition:
         self.snapshot_offset = snapshot_offset           # the offset of the latest producer snapshot
         self.expiration_check_interval_ms = expiration_check_interval_ms
         self._next_expiration_check_ms = 0
+        self.replicas = None               # LeaderReplicas once replication leads it (kafkawire.broker.replication)
+        self._high_watermark: int | None = None    # None: a partition alone, whose high watermark is its log end
+        self.last_append_end_offset = log_.log_end_offset    # the end of the last batch appended (acks=all waits for it)
 
     @property
     def leader_epoch(self) -> int:
@@ -104,8 +112,9 @@ class LeaderPartition:
     def open(cls, log_dir: str, topic: str, partition: int, topic_id: uuid.UUID, *, leader_epoch: int,
              now_ms: int | None = None, producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
              expiration_check_interval_ms: int = 600_000, state_writes: StateWrites | None = None,
-             **log_options) -> LeaderPartition:
-        """``log_options``: keywords of kafkawire.storage.log.Log (``segment_bytes``, ``segment_ms``, ...)."""
+             high_watermark: int | None = None, **log_options) -> LeaderPartition:
+        """``log_options``: keywords of kafkawire.storage.log.Log (``segment_bytes``, ``segment_ms``, ...);
+        ``high_watermark``: the checkpointed one (None: a partition alone, whose high watermark is its log end)."""
         directory = os.path.join(log_dir, partition_dir_name(topic, partition))
         _set_aside_if_another_topic(directory, topic_id)
         log_ = Log(directory, **log_options)
@@ -120,6 +129,7 @@ class LeaderPartition:
         producers, loaded_from = load_producer_state(log_, name, now_ms=now_ms, expiration_ms=producer_id_expiration_ms)
         self = cls(log_, topic, partition, topic_id, leader_epoch, producers=producers, snapshot_offset=loaded_from,
                    expiration_check_interval_ms=expiration_check_interval_ms, state_writes=state_writes)
+        self._high_watermark = high_watermark
         producers.on_high_watermark(self.high_watermark())
         self.maybe_snapshot()               # as Kafka's loadProducerState ends, when it replayed batches
         return self
@@ -131,8 +141,24 @@ class LeaderPartition:
     # -- what consumers see --
 
     def high_watermark(self) -> int:
-        """One replica: everything in the log is in every in-sync replica."""
-        return self.log.log_end_offset
+        """Within [log start, log end], as UnifiedLog.updateHighWatermark keeps it."""
+        if self._high_watermark is None:
+            return self.log.log_end_offset
+        return min(max(self._high_watermark, self.log.log_start_offset), self.log.log_end_offset)
+
+    def maybe_increment_high_watermark(self, now_ms: int) -> bool:
+        """Partition.maybeIncrementLeaderHW: the log end without followers, else what the replicas
+        allow; whether the high watermark moved (it never moves back)."""
+        end = self.log.log_end_offset
+        if self._high_watermark is None and self.replicas is None:
+            self.producers.on_high_watermark(end)
+            return True
+        candidate = end if self.replicas is None else self.replicas.high_watermark_candidate(end, now_ms)
+        if candidate is None or candidate <= self.high_watermark():
+            return False
+        self._high_watermark = candidate
+        self.producers.on_high_watermark(candidate)
+        return True
 
     def last_stable_offset(self) -> int:
         """UnifiedLog.lastStableOffset: the first unstable offset (never below the log start)
@@ -159,11 +185,13 @@ class LeaderPartition:
                 info = info._replace(max_timestamp=validated.log_append_time)
             duplicate = self.producers.check(info, first_offset=self.log.log_end_offset, guard=guard)
             if duplicate is not None:
+                self.last_append_end_offset = duplicate.last_offset + 1
                 return duplicate.first_offset, duplicate.timestamp
         first = self._append_to_log(validated.data)
         if info is not None:
             self.producers.apply(info, first_offset=first)
-        self.producers.on_high_watermark(self.high_watermark())
+        self.last_append_end_offset = self.log.log_end_offset
+        self.maybe_increment_high_watermark(now_ms)
         return first, validated.log_append_time
 
     def _append_to_log(self, data: bytes) -> int:
@@ -194,7 +222,8 @@ class LeaderPartition:
         if completed is not None:          # the index first: if it fails, the LSO stays (UnifiedLog.append)
             write_aborted(self.log, completed, self.producers.last_stable_offset_after(completed))
             self.producers.complete(completed)
-        self.producers.on_high_watermark(self.high_watermark())
+        self.last_append_end_offset = self.log.log_end_offset
+        self.maybe_increment_high_watermark(now_ms)
         return offset
 
     def maybe_snapshot(self, offset: int | None = None, *, background: bool = False) -> None:
@@ -221,12 +250,13 @@ class LeaderPartition:
         self.epochs.truncate_from_start(self.log.log_start_offset)    # if retention moved the log start
         return self.epochs.end_offset_for(epoch, self.log.log_end_offset)
 
-    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool) -> bytes:
+    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool, upper: int | None = None) -> bytes:
         """Whole stored batches from the one holding ``offset`` (the bytes as on disk, not
         re-encoded), up to ``max_bytes`` but one batch at least when ``min_one_batch``, below the
-        high watermark. Raises kafkawire.storage.log.OffsetOutOfRangeError outside the log."""
+        high watermark (``upper``: below it instead, a follower's fetch reads to the log end).
+        Raises kafkawire.storage.log.OffsetOutOfRangeError outside the log."""
         result: ReadResult = self.log.read(offset, max_bytes, min_one_batch=min_one_batch)
-        return batches_below(result.data, self.high_watermark())
+        return batches_below(result.data, self.high_watermark() if upper is None else upper)
 
     def read_committed(self, offset: int, max_bytes: int, *, min_one_batch: bool) -> tuple[bytes, list]:
         """``read`` for isolation level READ_COMMITTED: whole batches below the last stable

@@ -15,8 +15,12 @@ Transactions: kafkawire.broker.txn_verification's checks come first (a transacti
 without a transactional id, KIP-890 verification through ``broker.txn_verifier``); the producer
 state then decides whether a transactional batch may open or join its producer's transaction.
 
-acks: 0, 1 and -1 (all) are served; with one replica, the leader's append is what acks=all
-waits for. Any other value is INVALID_REQUIRED_ACKS for every partition. With acks=0 there is
+acks: 0, 1 and -1 (all) are served. With acks=all the check of ``min.insync.replicas`` uses the
+partition's committed ISR and Kafka's effective min ISR (at most the replication factor), and the
+answer waits (kafkawire.broker.delayed_produce, Kafka's DelayedProduce) until the high watermark
+reaches the end of each appended batch, at most the request's ``timeout_ms`` (then
+REQUEST_TIMED_OUT); with one replica that is at once. Any other value is INVALID_REQUIRED_ACKS
+for every partition. With acks=0 there is
 no response, and a failed partition closes the connection (KafkaApis: the client learns of the
 failure by the closed connection and refreshes its metadata).
 """
@@ -51,6 +55,7 @@ class ProduceApi:
         await self.broker.state_writes.appends_allowed()     # a new leader epoch is in its checkpoint first
         responses = []
         appended = False
+        waiting = []          # acks=all: (partition, response, the offset the high watermark must reach)
         txn = await transaction_checks(self.broker, request, v,
                                        lambda t: getattr(self._topic(image, t, v), "name", None), now_ms)
         for t in request.topic_data:
@@ -68,10 +73,15 @@ class ProduceApi:
                 else:
                     r = self._produce_partition(image, topic, p, acks, v, now_ms, txn.guard(topic.name, p.index))
                     appended = appended or r.error_code == Errors.NONE
+                    if acks == -1 and r.error_code == Errors.NONE:
+                        partition = self.broker.partitions[(topic.name, p.index)]
+                        waiting.append((partition, r, partition.last_append_end_offset))
                 partitions.append(r)
             responses.append(TopicProduceResponse(name=t.name, topic_id=t.topic_id, partition_responses=partitions))
         if appended:
             self.broker.data_appended()
+        if waiting:
+            await self.broker.replication.wait_for_acks(waiting, request.timeout_ms)
         if acks == 0:
             if any(r.error_code for t in responses for r in t.partition_responses):
                 raise CloseConnection("a produce request with acks=0 failed")
@@ -96,10 +106,11 @@ class ProduceApi:
             return _refused(p.index, Errors.NOT_LEADER_OR_FOLLOWER, None)
         settings = self.broker.topic_configs.produce_settings(image, topic.name)
         name = f"{topic.name}-{p.index}"
-        if acks == -1 and len(registration.isr) < settings.min_insync_replicas:
+        isr, min_isr = _isr_and_min_isr(partition, registration, settings.min_insync_replicas)
+        if acks == -1 and len(isr) < min_isr:
             return _refused(p.index, Errors.NOT_ENOUGH_REPLICAS,
-                            f"The size of the current ISR {sorted(registration.isr)} is insufficient to satisfy "
-                            f"the min.isr requirement of {settings.min_insync_replicas} for partition {name}")
+                            f"The size of the current ISR {sorted(isr)} is insufficient to satisfy "
+                            f"the min.isr requirement of {min_isr} for partition {name}")
         try:
             validated = validate_produce(
                 p.records, topic_partition=name, version=version, now_ms=now_ms,
@@ -121,6 +132,14 @@ class ProduceApi:
         return PartitionProduceResponse(index=p.index, error_code=Errors.NONE, base_offset=base_offset,
                                         log_append_time_ms=log_append_time,
                                         log_start_offset=partition.log.log_start_offset)
+
+
+def _isr_and_min_isr(partition, registration, min_insync_replicas: int) -> tuple:
+    """Partition.appendRecordsToLeader's check: the committed ISR and the effective min ISR
+    (min.insync.replicas, at most the replication factor)."""
+    if partition.replicas is not None:
+        return partition.replicas.state.isr, min(min_insync_replicas, len(partition.replicas.followers) + 1)
+    return registration.isr, min(min_insync_replicas, len(registration.replicas))
 
 
 def settings_rules(settings: ProduceSettings, now_ms: int) -> RecordRules:

@@ -133,6 +133,8 @@ _KEYS = (
     _Key("log.flush.offset.checkpoint.interval.ms", lambda k, v: _int(k, v, 0), "60000", "ServerLogConfigs"),
     _Key("log.flush.start.offset.checkpoint.interval.ms", lambda k, v: _int(k, v, 0), "60000", "ServerLogConfigs"),
     _Key("replica.high.watermark.checkpoint.interval.ms", _long, "5000", "ReplicationConfigs"),
+    # ReplicationConfigs: LONG 30000; a follower not caught up for this long leaves the ISR
+    _Key("replica.lag.time.max.ms", _long, "30000", "ReplicationConfigs"),
     _Key("log.initial.task.delay.ms", lambda k, v: _long(k, v, 0), "30000", "ServerLogConfigs"),
     # The log cleaner (CleanerConfig; kafkawire.broker.log_cleaner): BOOLEAN true; INT 1 atLeast(0) (only
     # one thread here: more are refused); LONG 15000 atLeast(0); DOUBLE Double.MAX_VALUE; LONG 128 MiB;
@@ -318,6 +320,7 @@ class ServerConfig:
     log_flush_offset_checkpoint_interval_ms: int = 60_000
     log_flush_start_offset_checkpoint_interval_ms: int = 60_000
     replica_high_watermark_checkpoint_interval_ms: int = 5000
+    replica_lag_time_max_ms: int = 30_000
     log_initial_task_delay_ms: int = 30_000
     log_cleaner_enable: bool = True
     log_cleaner_threads: int = 1
