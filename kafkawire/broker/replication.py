@@ -85,15 +85,19 @@ class Replication:
     # -- the metadata --
 
     def on_metadata(self, image) -> None:
-        """makeLeader for every partition led here, then fail the answers of those no longer led."""
+        """makeLeader for every partition led here; the others (kept open as followers, or closed)
+        forget their followers and fail their waiting acks=all answers."""
         now_ms = self.clock()
-        for (name, index), partition in self.broker.partitions.items():
-            topic = image.topics_by_name.get(name)
-            registration = None if topic is None else topic.partitions.get(index)
+        led = {}
+        for key, partition in self.broker.partitions.items():
+            topic = image.topics_by_id.get(partition.topic_id)
+            registration = None if topic is None else topic.partitions.get(partition.partition)
             if registration is None or registration.leader != self.broker.node_id:
+                partition.replicas = None          # makeFollower: a later leadership starts afresh
                 continue
+            led[key] = partition
             self._make_leader(partition, image, registration, now_ms)
-        self.acks.step_down(self.broker.partitions)
+        self.acks.step_down(led)
 
     def _make_leader(self, partition, image, registration, now_ms: int) -> None:
         replicas = partition.replicas
