@@ -175,3 +175,86 @@ def test_the_checkpointed_high_watermark_is_read_once_and_only_for_the_directory
     again = FakeBroker(tmp_path)
     assert again.log_manager.checkpointed_high_watermark("t", 0, TOPIC_ID) == 3
     assert again.log_manager.checkpointed_high_watermark("t", 0, TOPIC_ID) == 0
+
+
+class FollowerFetchBroker:
+    """What kafkawire.broker.replication.Replication reads of the broker, for a follower's fetch."""
+
+    def __init__(self):
+        from types import SimpleNamespace
+        self.node_id = 1
+        self.config = SimpleNamespace(replica_lag_time_max_ms=30_000)
+        self.lifecycle = SimpleNamespace(broker_epoch=10)
+        self.brokers = {2: SimpleNamespace(fenced=False, epoch=20, in_controlled_shutdown=False)}
+        self.partitions = {}
+        self.woken = 0
+
+    def image(self):
+        from types import SimpleNamespace
+        return SimpleNamespace(brokers=self.brokers)
+
+    async def send_to_controller(self, request, timeout_ms):
+        raise OSError("no controller here")
+
+    def data_appended(self):
+        self.woken += 1
+
+
+def two_epoch_partition(tmp_path):
+    """A log of offsets 0-1 in leader epoch 0 and 2-3 in epoch 2, led in epoch 2 with follower 2."""
+    partition = LeaderPartition.open(str(tmp_path), "t", 0, TOPIC_ID, leader_epoch=0, high_watermark=0)
+    for epoch in (0, 2):
+        partition.leader_epoch = epoch
+        for _ in range(2):
+            partition.log.append(build_batch([(None, b"v")]), assign_offsets=True, leader_epoch=epoch)
+    partition.replicas = LeaderReplicas(1, max_lag_ms=30_000, broker_epoch=lambda b: 20)
+    partition.replicas.make_leader(replicas=[1, 2], isr=[1, 2], leader_epoch=2, partition_epoch=0,
+                                   log_end_offset=4, now_ms=0, is_new_leader=True)
+    return partition
+
+
+def follower_read(replication, partition, replica_id=2, epoch=20, **fields):
+    from kafkawire.messages.fetch_request import FetchPartition
+    p = FetchPartition(partition=0, **{"current_leader_epoch": 2, "log_start_offset": 0, **fields})
+    return replication.read_for_follower(partition, p, replica_id, epoch, limit=1 << 20, min_one=True,
+                                         update_state=True)
+
+
+def test_a_follower_fetch_reads_to_the_log_end_and_answers_the_high_watermark_before_it_moved(tmp_path):
+    """Partition.fetchRecords for a follower (FetchIsolation.LOG_END) and readRecords' initial high watermark;
+    the fetch offset becomes the follower's log end, which moves the high watermark and wakes long polls."""
+    from kafkawire.broker.replication import Replication
+    broker = FollowerFetchBroker()
+    replication = Replication(broker)
+    partition = two_epoch_partition(tmp_path)
+    data = follower_read(replication, partition, fetch_offset=0)
+    assert (data.error_code, data.high_watermark, data.records.count(b"v")) == (0, 0, 4)
+    data = follower_read(replication, partition, fetch_offset=4, last_fetched_epoch=2)
+    assert (data.error_code, data.high_watermark, data.records) == (0, 0, b"")
+    assert partition.high_watermark() == 4 and broker.woken == 1
+
+
+def test_a_follower_fetch_from_a_diverged_epoch_gets_the_diverging_epoch_and_no_records(tmp_path):
+    """readRecords: a last fetched epoch the leader ended earlier answers DivergingEpoch (epoch, end offset)
+    and does not move the follower's state."""
+    from kafkawire.broker.replication import Replication
+    replication = Replication(FollowerFetchBroker())
+    partition = two_epoch_partition(tmp_path)
+    data = follower_read(replication, partition, fetch_offset=3, last_fetched_epoch=1)
+    assert (data.error_code, data.diverging_epoch.epoch, data.diverging_epoch.end_offset) == (0, 0, 2)
+    assert data.records == b"" and partition.replicas.followers[2].log_end_offset == -1
+
+
+def test_follower_fetch_refusals_are_kafkas(tmp_path):
+    """followerReplicaOrThrow (UNKNOWN_LEADER_EPOCH with a leader epoch, NOT_LEADER_OR_FOLLOWER without),
+    OFFSET_OUT_OF_RANGE past the log end, NOT_LEADER_OR_FOLLOWER for a stale broker epoch."""
+    from kafkawire.broker.replication import Replication
+    replication = Replication(FollowerFetchBroker())
+    partition = two_epoch_partition(tmp_path)
+    assert follower_read(replication, partition, replica_id=3, fetch_offset=0).error_code == \
+        Errors.UNKNOWN_LEADER_EPOCH
+    assert follower_read(replication, partition, replica_id=3, fetch_offset=0, current_leader_epoch=-1).error_code \
+        == Errors.NOT_LEADER_OR_FOLLOWER
+    assert follower_read(replication, partition, fetch_offset=5).error_code == Errors.OFFSET_OUT_OF_RANGE
+    stale = follower_read(replication, partition, epoch=19, fetch_offset=0)
+    assert (stale.error_code, stale.records) == (Errors.NOT_LEADER_OR_FOLLOWER, b"")
