@@ -340,10 +340,10 @@ class Broker:
         self.group_apis.close()
         self.txn_apis.close()
         self.producer_ids.close()
+        self.replication.close()             # waiting acks=all answers go out before the listeners close
         for server in self.servers:
             await server.close(timeout_ms=1000)
         self.log_manager.shutdown()
-        self.replication.close()
         for partition in self.partitions.values():
             self._close(partition)
         self.partitions.clear()
