@@ -57,8 +57,8 @@ from .log_manager import LogManager
 from .metadata_apis import MetadataApis
 from .partition import LeaderPartition
 from .produce import ProduceApi
-from .replication import Replication
 from .producer_ids import InitProducerIdApi, ProducerIdBlocks
+from .replication import Replication
 from .txn_markers import MIN_VERSION as WRITE_TXN_MARKERS_MIN_VERSION, WRITE_TXN_MARKERS, TxnMarkersApi
 from .txn_apis import TxnApis
 

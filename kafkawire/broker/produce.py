@@ -26,6 +26,7 @@ failure by the closed connection and refreshes its metadata).
 """
 from __future__ import annotations
 
+import logging
 import time
 
 from kafkawire.messages.produce_response import (
@@ -40,6 +41,8 @@ from .txn_verification import transaction_checks
 from .validation import ProduceRefused, validate_produce
 
 __all__ = ["ProduceApi", "record_rules"]
+
+log = logging.getLogger(__name__)
 
 class ProduceApi:
     """Produce for ``broker`` (its ``image()``, ``partitions``, ``config``)."""
@@ -108,9 +111,12 @@ class ProduceApi:
         name = f"{topic.name}-{p.index}"
         isr, min_isr = _isr_and_min_isr(partition, registration, settings.min_insync_replicas)
         if acks == -1 and len(isr) < min_isr:
-            return _refused(p.index, Errors.NOT_ENOUGH_REPLICAS,
-                            f"The size of the current ISR {sorted(isr)} is insufficient to satisfy "
-                            f"the min.isr requirement of {min_isr} for partition {name}")
+            # NotEnoughReplicasException: Kafka logs its message; the answer has none, and the log start offset
+            log.warning("Error processing append operation on partition %s: The size of the current ISR : %d is "
+                        "insufficient to satisfy the min.isr requirement of %d for partition %s, live replica(s) "
+                        "broker.id are : %s", name, len(isr), min_isr, name, sorted(isr))
+            return PartitionProduceResponse(index=p.index, error_code=Errors.NOT_ENOUGH_REPLICAS, base_offset=-1,
+                                            log_append_time_ms=-1, log_start_offset=partition.log.log_start_offset)
         try:
             validated = validate_produce(
                 p.records, topic_partition=name, version=version, now_ms=now_ms,
