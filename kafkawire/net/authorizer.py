@@ -162,9 +162,9 @@ class StandardAuthorizer:
                     return False
                 (denied_literal if acl.pattern_type == LITERAL else denied_prefixes).add(acl.resource_name)
             elif acl.permission_type == PERMISSION_ALLOW and acl.pattern_type in (LITERAL, PREFIXED):
-                if acl.pattern_type == LITERAL and acl.resource_name == WILDCARD:
-                    return True
                 allows.append(acl)
+        if any(acl.pattern_type == LITERAL and acl.resource_name == WILDCARD for acl in allows):
+            return True                     # after the loop: a wildcard DENY anywhere wins over it
         for acl in allows:
             if acl.pattern_type == LITERAL and acl.resource_name in denied_literal:
                 continue

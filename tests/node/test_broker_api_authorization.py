@@ -281,6 +281,11 @@ super.users=User:controller
 log.dirs={tmp_path}/data
 controller.quorum.election.timeout.ms=200
 broker.heartbeat.interval.ms=200
+offsets.topic.num.partitions=1
+offsets.topic.replication.factor=1
+transaction.state.log.num.partitions=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
 """)
 
 
@@ -388,3 +393,63 @@ def test_the_rule_refuses_a_principal_without_the_acl_and_serves_one_with_it_and
         assert not _codes(allowed) & AUTH_ERRORS, f"{rule}: refused with its ACLs: {allowed}"
     superuser = node.call(node.send("controller", "c-secret", _for_user(request, "controller"), version))
     assert not _codes(superuser) & AUTH_ERRORS, f"{rule}: refused the super user: {superuser}"
+
+
+EXTRA_USER = f"user{len(RULES)}"       # a user no row grants anything to; the tests below grant it ACLs
+METADATA_ROW = next(i for i, row in enumerate(RULES) if row[0].startswith("Metadata of a named topic"))
+LOG_DIRS_ROW = next(i for i, row in enumerate(RULES) if row[0].startswith("DescribeLogDirs"))
+
+
+def grant(node, user, *acls):
+    granted = node.call(node.send("controller", "c-secret", CreateAclsRequest(creations=[
+        creation(f"User:{user}", op, resource_type=kind, name=name) for kind, name, op in acls]), 3,
+        port=node.controller_port))
+    assert _codes(granted) == {0}
+
+
+def test_metadata_of_every_topic_lists_only_the_topics_the_principal_may_describe(node):
+    def listed(user, password):
+        response = node.call(node.send(user, password, MetadataRequest(topics=None), 12))
+        return {t.name for t in response.topics}
+    assert listed("alice", "a-secret") == set()
+    assert listed(f"user{METADATA_ROW}", "p") == {"t-meta"}
+    assert set(TOPICS) <= listed("controller", "c-secret")
+
+
+def test_list_groups_shows_the_groups_with_describe_or_every_group_with_describe_on_the_cluster(node):
+    joined = node.call(node.send("controller", "c-secret", join("g-listed"), 9))
+    assert joined.error_code in (Errors.NONE, Errors.MEMBER_ID_REQUIRED), joined
+    grant(node, EXTRA_USER, acl(GROUP, "g-listed", Op.DESCRIBE))
+
+    def listed(user, password):
+        return {g.group_id for g in node.call(node.send(user, password, ListGroupsRequest(), 4)).groups}
+    assert listed("alice", "a-secret") == set()
+    assert listed(EXTRA_USER, "p") == {"g-listed"}
+    assert "g-listed" in listed(f"user{LOG_DIRS_ROW}", "p")           # DESCRIBE on the cluster
+
+
+def test_list_and_describe_transactions_show_only_transactional_ids_and_topics_the_principal_may_describe(node):
+    async def init():
+        while True:        # the coordinator loads __transaction_state first (bounded by node.call's timeout)
+            answer = await node.send("controller", "c-secret", InitProducerIdRequest(
+                transactional_id="tx-listed", transaction_timeout_ms=60_000), 4)
+            if answer.error_code == Errors.NONE:
+                return answer
+            await asyncio.sleep(0.05)
+    node.call(init())
+    grant(node, EXTRA_USER, acl(TXN, "tx-listed", Op.DESCRIBE))
+
+    def listed(user, password):
+        response = node.call(node.send(user, password, ListTransactionsRequest(state_filters=[], producer_id_filters=[]),
+                                       1))
+        return {t.transactional_id for t in response.transaction_states}
+    assert listed("alice", "a-secret") == set()
+    assert listed(EXTRA_USER, "p") == {"tx-listed"}
+    described = node.call(node.send(EXTRA_USER, "p", DescribeTransactionsRequest(transactional_ids=["tx-listed"]), 0))
+    assert [(t.transactional_id, t.error_code) for t in described.transaction_states] == [("tx-listed", 0)]
+
+
+def test_every_api_the_broker_serves_has_kafkas_rule_or_is_forwarded_to_the_controllers_check(node):
+    from kafkawire.broker.authorization import FORWARDED_UNCHECKED, KAFKA_BROKER_API_RULES
+    served = set(node.broker._handlers())
+    assert not served - set(KAFKA_BROKER_API_RULES) - FORWARDED_UNCHECKED
