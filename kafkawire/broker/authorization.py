@@ -42,6 +42,7 @@ IDEMPOTENT_WRITE = 12
 TOPIC_AUTH = int(Errors.TOPIC_AUTHORIZATION_FAILED)
 ZERO_UUID = uuid.UUID(int=0)
 INT32_MIN = -2**31
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})   # Topic.isInternal
 # AclEntry.supportedOperations per resource type (the bits of an authorized-operations field).
 SUPPORTED_OPERATIONS = {
     RESOURCE_TOPIC: (Op.READ, Op.WRITE, Op.CREATE, Op.DESCRIBE, Op.DELETE, Op.ALTER, Op.DESCRIBE_CONFIGS,
@@ -190,17 +191,37 @@ def _fetch(broker):
                 return name is None or may(Op.READ, RESOURCE_TOPIC, name)      # unknown ids: UNKNOWN_TOPIC_ID
             kept, refused = _split(request.topics, allowed)
         if not refused:
-            return await handle(ctx, request)
-        if kept:
-            response = await handle(ctx, _with(request, "topics", kept))
+            response = await handle(ctx, request)
         else:
-            response = fr.FetchResponse(error_code=0, session_id=0, responses=[])
+            # with nothing left to read the handler still runs (the fetch session's epoch moves
+            # on), but answers at once, as Kafka does when every partition is erroneous
+            effective = _with(request, "topics", kept)
+            effective.max_wait_ms = effective.max_wait_ms if kept else 0
+            response = await handle(ctx, effective)
+        if replica < 0:
+            _refuse_session_topics(response, v, may, name_of)
         response.responses = list(response.responses) + [fr.FetchableTopicResponse(
-            topic=t.topic, topic_id=t.topic_id, partitions=[fr.PartitionData(
-                partition_index=p.partition, error_code=TOPIC_AUTH, high_watermark=-1, last_stable_offset=-1,
-                log_start_offset=-1, records=b"") for p in t.partitions]) for t in refused]
+            topic=t.topic, topic_id=t.topic_id, partitions=[_refused_partition(p.partition) for p in t.partitions])
+            for t in refused]
         return response
     return check
+
+
+def _refused_partition(index: int):
+    """FetchResponse.partitionResponse(TOPIC_AUTHORIZATION_FAILED): no data, offsets -1."""
+    return fr.PartitionData(partition_index=index, error_code=TOPIC_AUTH, high_watermark=-1, last_stable_offset=-1,
+                            log_start_offset=-1, records=b"")
+
+
+def _refuse_session_topics(response, version: int, may, name_of) -> None:
+    """An incremental fetch answers the session's partitions too, which an earlier request
+    added: one of a topic the principal may no longer READ (its ACL was removed since) is
+    answered TOPIC_AUTHORIZATION_FAILED without its records, as Kafka checks every partition of
+    the fetch context."""
+    for topic in response.responses:
+        name = name_of(topic.topic_id) if version >= 13 else topic.topic
+        if name is not None and not may(Op.READ, RESOURCE_TOPIC, name):
+            topic.partitions = [_refused_partition(p.partition_index) for p in topic.partitions]
 
 
 # -- ListOffsets, OffsetForLeaderEpoch, DeleteRecords, DescribeProducers --
@@ -262,22 +283,23 @@ def _metadata(broker):
 async def _named_metadata(ctx, request, may, handle, broker, name_of):
     image = broker.image()
     auto_create = getattr(request, "allow_auto_topic_creation", True) and broker.config.auto_create_topics_enable
-    kept, refused = [], []
+    kept, not_creatable, not_describable = [], [], []
     for t in request.topics:
         name = t.name if t.name is not None else name_of(t.topic_id)
         if name is None:
             kept.append(t)                       # an unknown id: the handler answers UNKNOWN_TOPIC_ID
         elif not may(Op.DESCRIBE, RESOURCE_TOPIC, name):
             # a topic named by id keeps its id (ids are not secret), one named by name gets none
-            refused.append(MetadataResponseTopic(error_code=TOPIC_AUTH, name=t.name,
-                                                 topic_id=ZERO_UUID if t.name is not None else t.topic_id,
-                                                 is_internal=False, partitions=[]))
+            not_describable.append(MetadataResponseTopic(error_code=TOPIC_AUTH, name=t.name,
+                                                         topic_id=ZERO_UUID if t.name is not None else t.topic_id,
+                                                         is_internal=False, partitions=[]))
         elif auto_create and (image is None or name not in image.topics_by_name) and \
                 not may(Op.CREATE, RESOURCE_CLUSTER, CLUSTER_NAME) and not may(Op.CREATE, RESOURCE_TOPIC, name):
-            refused.append(MetadataResponseTopic(error_code=TOPIC_AUTH, name=name, topic_id=ZERO_UUID,
-                                                 is_internal=name.startswith("__"), partitions=[]))
+            not_creatable.append(MetadataResponseTopic(error_code=TOPIC_AUTH, name=name, topic_id=ZERO_UUID,
+                                                       is_internal=name in INTERNAL_TOPICS, partitions=[]))
         else:
             kept.append(t)
+    refused = not_creatable + not_describable           # KafkaApis' order, after the described topics
     response = await handle(ctx, _with(request, "topics", kept) if refused else request)
     response.topics = list(response.topics) + refused
     return response

@@ -4,6 +4,8 @@ request's getErrorResponse, a refused topic leaves the request and is answered p
 """
 from __future__ import annotations
 
+import copy
+
 from kafkawire.messages.add_partitions_to_txn_response import (AddPartitionsToTxnPartitionResult,
                                                                AddPartitionsToTxnResponse,
                                                                AddPartitionsToTxnTopicResult)
@@ -31,8 +33,8 @@ from kafkawire.messages.write_txn_markers_response import (WritableTxnMarkerPart
 from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, RESOURCE_TOPIC, Op
 from kafkawire.protocol.error_codes import Errors
 
-from .authorization import (IDEMPOTENT_WRITE, RESOURCE_GROUP, RESOURCE_TRANSACTIONAL_ID, TOPIC_AUTH, _split,
-                            _topic_names, _with, authorized_operations)
+from .authorization import (IDEMPOTENT_WRITE, RESOURCE_GROUP, RESOURCE_TRANSACTIONAL_ID, TOPIC_AUTH, ZERO_UUID,
+                            _split, _topic_names, _with, authorized_operations)
 
 __all__ = ["group_checks"]
 
@@ -81,14 +83,9 @@ def _commit_topic(t, code):
 
 
 def _txn_commit_topic(t, code):
-    return tocr.TxnOffsetCommitResponseTopic(name=t.name, topic_id=getattr(t, "topic_id", None) or _zero(), partitions=[
+    return tocr.TxnOffsetCommitResponseTopic(name=t.name, topic_id=getattr(t, "topic_id", None) or ZERO_UUID, partitions=[
         tocr.TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
         for p in t.partitions])
-
-
-def _zero():
-    import uuid
-    return uuid.UUID(int=0)
 
 
 def _offset_delete_topic(t, code):
@@ -133,28 +130,23 @@ def _offset_fetch(name_of):
             if ctx.api_version >= 2:
                 return ofr.OffsetFetchResponse(error_code=GROUP_AUTH, topics=[])
             return ofr.OffsetFetchResponse(topics=[_fetch_topic_v0(t, GROUP_AUTH) for t in request.topics or []])
-        return await _filtered_fetch(ctx, request, may, handle, lambda r: r, _fetch_topic_v0, name_of)
+        return await _filtered_fetch_v7(ctx, request, may, handle, name_of)
     return check
 
 
-async def _filtered_fetch(ctx, request, may, handle, group_of, refuse_topic, name_of):
-    """One group's topics: refused ones out of the request (answered TOPIC_AUTHORIZATION_FAILED),
-    or, for all the group's topics, the ones without DESCRIBE left out of the answer."""
-    group = group_of(request)
-    if group.topics is None:
+async def _filtered_fetch_v7(ctx, request, may, handle, name_of):
+    """OffsetFetch v1-7 (one group): refused topics out of the request (answered
+    TOPIC_AUTHORIZATION_FAILED), or, for all the group's topics, the ones without DESCRIBE left
+    out of the answer."""
+    if request.topics is None:
         response = await handle(ctx, request)
-        answered = group_of(response)
-        answered.topics = [t for t in answered.topics if may(Op.DESCRIBE, RESOURCE_TOPIC, t.name)]
+        response.topics = [t for t in response.topics if may(Op.DESCRIBE, RESOURCE_TOPIC, t.name)]
         return response
-    kept, refused = _split(group.topics, lambda t: _may_describe(may, t, name_of))
+    kept, refused = _split(request.topics, lambda t: _may_describe(may, t, name_of))
     if not refused:
         return await handle(ctx, request)
-    effective = _with(request, "topics", kept) if group is request else request
-    if group is not request:
-        group.topics = kept
-    response = await handle(ctx, effective)
-    answered = group_of(response)
-    answered.topics = list(answered.topics) + [refuse_topic(t, TOPIC_AUTH) for t in refused]
+    response = await handle(ctx, _with(request, "topics", kept))
+    response.topics = list(response.topics) + [_fetch_topic_v0(t, TOPIC_AUTH) for t in refused]
     return response
 
 
@@ -170,7 +162,7 @@ def _fetch_topic_v0(t, code):
 
 
 def _fetch_topic(t, code):
-    return ofr.OffsetFetchResponseTopics(name=t.name, topic_id=getattr(t, "topic_id", None) or _zero(), partitions=[
+    return ofr.OffsetFetchResponseTopics(name=t.name, topic_id=getattr(t, "topic_id", None) or ZERO_UUID, partitions=[
         ofr.OffsetFetchResponsePartitions(partition_index=i, committed_offset=-1, committed_leader_epoch=-1,
                                           metadata="", error_code=code) for i in t.partition_indexes])
 
@@ -179,7 +171,6 @@ async def _offset_fetch_groups(ctx, request, may, handle, name_of):
     kept, refused = _split(request.groups, lambda g: may(Op.DESCRIBE, RESOURCE_GROUP, g.group_id))
     answers = []
     if kept:
-        import copy
         groups = [copy.copy(g) for g in kept]
         effective = _with(request, "groups", groups)
         refused_topics = {}
@@ -272,6 +263,16 @@ async def _delete_groups(ctx, request, may, handle):
     response.results = list(response.results) + [DeletableGroupResult(group_id=g, error_code=GROUP_AUTH)
                                                  for g in refused]
     return response
+
+
+def _consumer_protocol(broker, check):
+    """ConsumerGroupHeartbeat / ConsumerGroupDescribe: UNSUPPORTED_VERSION (the handler's answer)
+    while group.version is below 1 comes before any ACL check, as in KafkaApis."""
+    async def gated(ctx, request, may, handle):
+        if not broker.group_apis.consumer_apis.enabled():
+            return await handle(ctx, request)
+        return await check(ctx, request, may, handle)
+    return gated
 
 
 async def _consumer_group_heartbeat(ctx, request, may, handle):
@@ -385,7 +386,7 @@ def group_checks(broker) -> dict:
         47: _offset_delete(name_of),
         65: _describe_transactions,
         66: _list_transactions,
-        68: _consumer_group_heartbeat,
-        69: _described_groups("group_ids", lambda g: cgd.DescribedGroup(group_id=g, error_code=GROUP_AUTH,
-                                                                        members=[])),
+        68: _consumer_protocol(broker, _consumer_group_heartbeat),
+        69: _consumer_protocol(broker, _described_groups("group_ids", lambda g: cgd.DescribedGroup(
+            group_id=g, error_code=GROUP_AUTH, members=[]))),
     }

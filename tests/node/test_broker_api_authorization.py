@@ -453,3 +453,27 @@ def test_every_api_the_broker_serves_has_kafkas_rule_or_is_forwarded_to_the_cont
     from kafkawire.broker.authorization import FORWARDED_UNCHECKED, KAFKA_BROKER_API_RULES
     served = set(node.broker._handlers())
     assert not served - set(KAFKA_BROKER_API_RULES) - FORWARDED_UNCHECKED
+
+
+def test_an_incremental_fetch_refuses_a_session_partition_whose_read_acl_was_removed(node):
+    """Kafka checks every partition of the fetch context, the session's too: a consumer whose
+    READ was revoked gets TOPIC_AUTHORIZATION_FAILED, not the records produced since."""
+    from kafkawire.messages.delete_acls_request import DeleteAclsFilter, DeleteAclsRequest
+    user = f"user{len(RULES) + 1}"
+    grant(node, user, acl(TOPIC, "t-fetch", Op.READ))
+    first = fetch("t-fetch")
+    first.session_epoch = 0                         # a full fetch that opens a session
+    opened = node.call(node.send(user, "p", first, 12))
+    assert opened.error_code == 0 and opened.session_id != 0, opened
+    revoked = node.call(node.send("controller", "c-secret", DeleteAclsRequest(filters=[DeleteAclsFilter(
+        resource_type_filter=TOPIC, resource_name_filter="t-fetch", pattern_type_filter=3,
+        principal_filter=f"User:{user}", host_filter=None, operation=Op.READ, permission_type=3)]), 3,
+        port=node.controller_port))
+    assert _codes(revoked) == {0}
+    produced = node.call(node.send("controller", "c-secret", produce("t-fetch"), 9))
+    assert _codes(produced) == {0}
+    incremental = fetch("t-fetch")
+    incremental.session_id, incremental.session_epoch, incremental.topics = opened.session_id, 1, []
+    answer = node.call(node.send(user, "p", incremental, 12))
+    partitions = [(t.topic, p.error_code, bytes(p.records or b"")) for t in answer.responses for p in t.partitions]
+    assert partitions == [("t-fetch", TOPIC_AUTH, b"")], answer
