@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import logging
 import uuid
 
 from kafkawire.messages import fetch_response as fr
@@ -30,6 +31,7 @@ from kafkawire.messages.produce_response import PartitionProduceResponse, Produc
 from kafkawire.net.admin_authorization import _decisions, authorizing_describe_configs
 from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, RESOURCE_TOPIC, AuthorizerNotReady, Op
 from kafkawire.net.server import NO_RESPONSE, CloseConnection
+from kafkawire.protocol.apis import api_table
 from kafkawire.protocol.error_codes import Errors
 
 from .txn_verification import _transactional_header
@@ -37,8 +39,13 @@ from .txn_verification import _transactional_header
 __all__ = ["authorize_broker_handlers", "KAFKA_BROKER_API_RULES", "RESOURCE_GROUP", "RESOURCE_TRANSACTIONAL_ID",
            "IDEMPOTENT_WRITE", "authorized_operations", "wrap"]
 
+# The controller's checks log on the same fixed name (operators filter denials on it).
+audit_log = logging.getLogger("kafkawire.authorizer")
 RESOURCE_GROUP, RESOURCE_TRANSACTIONAL_ID = 3, 5
-IDEMPOTENT_WRITE = 12
+IDEMPOTENT_WRITE, TWO_PHASE_COMMIT = 12, 15
+OPERATION_NAMES = {**Op.NAMES, IDEMPOTENT_WRITE: "IDEMPOTENT_WRITE", TWO_PHASE_COMMIT: "TWO_PHASE_COMMIT"}
+RESOURCE_NAMES = {RESOURCE_TOPIC: "Topic", RESOURCE_GROUP: "Group", RESOURCE_CLUSTER: "Cluster",
+                  RESOURCE_TRANSACTIONAL_ID: "TransactionalId"}                 # SecurityUtils.resourceTypeName
 TOPIC_AUTH = int(Errors.TOPIC_AUTHORIZATION_FAILED)
 ZERO_UUID = uuid.UUID(int=0)
 INT32_MIN = -2**31
@@ -91,11 +98,31 @@ def wrap(handler, check, authorizer):
     """``handler`` (an ApiHandler) behind ``check(ctx, request, may, handle)``: ``may(operation,
     resource_type, name)`` answers the authorizer's question once per distinct question."""
     async def handle(ctx, request):
-        may = _decisions(authorizer, ctx)
-        may.by_resource_type = lambda operation, resource_type: _by_resource_type(authorizer, ctx, operation,
-                                                                                  resource_type)
-        return await check(ctx, request, may, handler.handle)
+        return await check(ctx, request, _audited_decisions(authorizer, ctx), handler.handle)
     return dataclasses.replace(handler, handle=handle)
+
+
+def _audited_decisions(authorizer, ctx):
+    """admin_authorization's once-per-question decisions, with StandardAuthorizerData's audit
+    line for a denied question asked for access (``quiet``: a filter or authorized-operations
+    question, which Kafka logs only at TRACE) on the kafkawire.authorizer logger, as the
+    controller's checks log theirs; ``may.by_resource_type(operation, resource_type)`` is
+    Authorizer.authorizeByResourceType."""
+    decide = _decisions(authorizer, ctx)
+    logged: set = set()
+
+    def may(operation: int, resource_type: int, name: str, quiet: bool = False) -> bool:
+        answer = decide(operation, resource_type, name)
+        if not answer and not quiet and (operation, resource_type, name) not in logged:
+            logged.add((operation, resource_type, name))
+            audit_log.info("Principal = %s is Denied operation = %s from host = %s on resource = %s:LITERAL:%s "
+                           "for request = %s", ctx.principal, OPERATION_NAMES.get(operation, operation), ctx.peer[0],
+                           RESOURCE_NAMES.get(resource_type, resource_type), name, api_table()[ctx.api_key].name)
+        return answer
+
+    may.by_resource_type = lambda operation, resource_type: _by_resource_type(authorizer, ctx, operation,
+                                                                              resource_type)
+    return may
 
 
 def _by_resource_type(authorizer, ctx, operation: int, resource_type: int) -> bool:
@@ -107,7 +134,7 @@ def _by_resource_type(authorizer, ctx, operation: int, resource_type: int) -> bo
 
 def authorized_operations(may, resource_type: int, name: str) -> int:
     """AuthHelper.authorizedOperations: the bit field of the operations allowed on the resource."""
-    return sum(1 << op for op in SUPPORTED_OPERATIONS[resource_type] if may(op, resource_type, name))
+    return sum(1 << op for op in SUPPORTED_OPERATIONS[resource_type] if may(op, resource_type, name, quiet=True))
 
 
 def _topic_names(broker):
@@ -272,7 +299,7 @@ def _metadata(broker):
         if request.topics is None or (v == 0 and not request.topics):      # every topic
             response = await handle(ctx, request)
             response.topics = [t for t in response.topics
-                               if t.name is None or may(Op.DESCRIBE, RESOURCE_TOPIC, t.name)]
+                               if t.name is None or may(Op.DESCRIBE, RESOURCE_TOPIC, t.name, quiet=True)]
         else:
             response = await _named_metadata(ctx, request, may, handle, broker, name_of)
         _metadata_operations(ctx, request, response, may)
@@ -293,8 +320,8 @@ async def _named_metadata(ctx, request, may, handle, broker, name_of):
             not_describable.append(MetadataResponseTopic(error_code=TOPIC_AUTH, name=t.name,
                                                          topic_id=ZERO_UUID if t.name is not None else t.topic_id,
                                                          is_internal=False, partitions=[]))
-        elif auto_create and (image is None or name not in image.topics_by_name) and \
-                not may(Op.CREATE, RESOURCE_CLUSTER, CLUSTER_NAME) and not may(Op.CREATE, RESOURCE_TOPIC, name):
+        elif auto_create and (image is None or name not in image.topics_by_name) and not (
+                may(Op.CREATE, RESOURCE_CLUSTER, CLUSTER_NAME, quiet=True) or may(Op.CREATE, RESOURCE_TOPIC, name)):
             not_creatable.append(MetadataResponseTopic(error_code=TOPIC_AUTH, name=name, topic_id=ZERO_UUID,
                                                        is_internal=name in INTERNAL_TOPICS, partitions=[]))
         else:

@@ -33,15 +33,14 @@ from kafkawire.messages.write_txn_markers_response import (WritableTxnMarkerPart
 from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, RESOURCE_TOPIC, Op
 from kafkawire.protocol.error_codes import Errors
 
-from .authorization import (IDEMPOTENT_WRITE, RESOURCE_GROUP, RESOURCE_TRANSACTIONAL_ID, TOPIC_AUTH, ZERO_UUID,
-                            _split, _topic_names, _with, authorized_operations)
+from .authorization import (IDEMPOTENT_WRITE, RESOURCE_GROUP, RESOURCE_TRANSACTIONAL_ID, TOPIC_AUTH, TWO_PHASE_COMMIT,
+                            ZERO_UUID, _split, _topic_names, _with, authorized_operations)
 
 __all__ = ["group_checks"]
 
 GROUP_AUTH = int(Errors.GROUP_AUTHORIZATION_FAILED)
 TXN_AUTH = int(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
 CLUSTER_AUTH = int(Errors.CLUSTER_AUTHORIZATION_FAILED)
-TWO_PHASE_COMMIT = 15
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 INT32_MIN = -2**31
 
@@ -56,8 +55,8 @@ def _group_gate(operation, refusal):
 
 
 def _join_refusal(ctx, request):
-    return JoinGroupResponse(error_code=GROUP_AUTH, generation_id=-1, protocol_name=None if ctx.api_version >= 7 else "",
-                             leader="", member_id="", members=[])
+    return JoinGroupResponse(error_code=GROUP_AUTH, generation_id=-1, leader="", member_id="", members=[],
+                             protocol_name=None if ctx.api_version >= 7 else "")
 
 
 # -- OffsetCommit, TxnOffsetCommit, OffsetDelete: a group, then READ on each topic --
@@ -83,9 +82,10 @@ def _commit_topic(t, code):
 
 
 def _txn_commit_topic(t, code):
-    return tocr.TxnOffsetCommitResponseTopic(name=t.name, topic_id=getattr(t, "topic_id", None) or ZERO_UUID, partitions=[
-        tocr.TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
-        for p in t.partitions])
+    return tocr.TxnOffsetCommitResponseTopic(
+        name=t.name, topic_id=getattr(t, "topic_id", None) or ZERO_UUID, partitions=[
+            tocr.TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
+            for p in t.partitions])
 
 
 def _offset_delete_topic(t, code):
@@ -250,8 +250,8 @@ def _hide_assigned_topics(group, may):
 
 async def _list_groups(ctx, request, may, handle):
     response = await handle(ctx, request)
-    if not may(Op.DESCRIBE, RESOURCE_CLUSTER, CLUSTER_NAME):
-        response.groups = [g for g in response.groups if may(Op.DESCRIBE, RESOURCE_GROUP, g.group_id)]
+    if not may(Op.DESCRIBE, RESOURCE_CLUSTER, CLUSTER_NAME, quiet=True):
+        response.groups = [g for g in response.groups if may(Op.DESCRIBE, RESOURCE_GROUP, g.group_id, quiet=True)]
     return response
 
 
@@ -302,7 +302,8 @@ async def _init_producer_id(ctx, request, may, handle):
                  not may(TWO_PHASE_COMMIT, RESOURCE_TRANSACTIONAL_ID, request.transactional_id)):
             refused.error_code = TXN_AUTH
             return refused
-    elif not may(IDEMPOTENT_WRITE, RESOURCE_CLUSTER, CLUSTER_NAME) and not may.by_resource_type(Op.WRITE, RESOURCE_TOPIC):
+    elif not may(IDEMPOTENT_WRITE, RESOURCE_CLUSTER, CLUSTER_NAME, quiet=True) and \
+            not may.by_resource_type(Op.WRITE, RESOURCE_TOPIC):
         refused.error_code = CLUSTER_AUTH
         return refused
     return await handle(ctx, request)

@@ -477,3 +477,10 @@ def test_an_incremental_fetch_refuses_a_session_partition_whose_read_acl_was_rem
     answer = node.call(node.send(user, "p", incremental, 12))
     partitions = [(t.topic, p.error_code, bytes(p.records or b"")) for t in answer.responses for p in t.partitions]
     assert partitions == [("t-fetch", TOPIC_AUTH, b"")], answer
+
+
+def test_a_denied_request_is_logged_as_kafkas_authorizer_logs_it(node, caplog):
+    caplog.set_level("INFO", logger="kafkawire.authorizer")
+    node.call(node.send("alice", "a-secret", produce("t-produce"), 9))
+    assert ("Principal = User:alice is Denied operation = WRITE from host = 127.0.0.1 on resource = "
+            "Topic:LITERAL:t-produce for request = Produce") in caplog.text
