@@ -35,6 +35,7 @@ from kafkawire.protocol.error_codes import Errors
 
 from .authorization import (IDEMPOTENT_WRITE, RESOURCE_GROUP, RESOURCE_TRANSACTIONAL_ID, TOPIC_AUTH, TWO_PHASE_COMMIT,
                             ZERO_UUID, _split, _topic_names, _with, authorized_operations)
+from .group_apis import sync_protocol_present
 
 __all__ = ["group_checks"]
 
@@ -57,6 +58,14 @@ def _group_gate(operation, refusal):
 def _join_refusal(ctx, request):
     return JoinGroupResponse(error_code=GROUP_AUTH, generation_id=-1, leader="", member_id="", members=[],
                              protocol_name=None if ctx.api_version >= 7 else "")
+
+
+async def _sync_group(ctx, request, may, handle):
+    if not sync_protocol_present(ctx.api_version, request):
+        return await handle(ctx, request)              # INCONSISTENT_GROUP_PROTOCOL comes first
+    if may(Op.READ, RESOURCE_GROUP, request.group_id):
+        return await handle(ctx, request)
+    return SyncGroupResponse(error_code=GROUP_AUTH, assignment=b"")
 
 
 # -- OffsetCommit, TxnOffsetCommit, OffsetDelete: a group, then READ on each topic --
@@ -374,7 +383,7 @@ def group_checks(broker) -> dict:
         11: _group_gate(Op.READ, _join_refusal),
         12: _group_gate(Op.READ, lambda ctx, request: HeartbeatResponse(error_code=GROUP_AUTH)),
         13: _group_gate(Op.READ, lambda ctx, request: LeaveGroupResponse(error_code=GROUP_AUTH, members=[])),
-        14: _group_gate(Op.READ, lambda ctx, request: SyncGroupResponse(error_code=GROUP_AUTH, assignment=b"")),
+        14: _sync_group,
         15: _described_groups("groups", lambda g: DescribedGroup(group_id=g, error_code=GROUP_AUTH, members=[])),
         16: _list_groups,
         22: _init_producer_id,
