@@ -63,7 +63,9 @@ from kafkawire.records.builder import build_batch
 from kafkawire.tools.server_start import start_broker
 from kafkawire.tools.storage import format_storage
 
-from .test_authorizer_node import CLUSTER_ID, creation, free_port
+from tests.responses import error_codes
+
+from .test_authorizer_node import CLUSTER_ID, creation, free_port, wait_for
 
 TOPIC, GROUP, CLUSTER, TXN = 2, 3, 4, 5
 IDEMPOTENT_WRITE = 12
@@ -244,24 +246,9 @@ RULES = [
 ]
 
 
-def _principal_rows():
-    return [(i, row) for i, row in enumerate(RULES)]
-
-
 def _codes(value) -> set[int]:
     """Every error code anywhere in a response (fields named error_code or *_error_code)."""
-    found: set[int] = set()
-    if isinstance(value, list):
-        for item in value:
-            found |= _codes(item)
-    elif hasattr(type(value), "_FIELDS"):
-        for f in type(value)._FIELDS:
-            item = getattr(value, f.py_name, None)
-            if f.py_name.endswith("error_code") and isinstance(item, int):
-                found.add(item)
-            else:
-                found |= _codes(item)
-    return found
+    return error_codes(value, named_suffix=True)
 
 
 def config_for(tmp_path, controller_port, broker_port):
@@ -312,10 +299,10 @@ class CombinedNode:
         self.node = ControllerNode(self.config, state_machine_factory=controller_factory, fsync=False)
         await self.node.start()
         controller = self.node.state_machine
-        await wait_for(lambda: controller.is_active() and controller.registration.registered(), "activation")
+        await wait_for(lambda: controller.is_active() and controller.registration.registered(), "activation", 30)
         self.broker = await start_broker(self.node)
         assert self.broker is not None, "the broker did not start"
-        await wait_for(lambda: self.broker.unfenced, "the broker to be unfenced")
+        await wait_for(lambda: self.broker.unfenced, "the broker to be unfenced", 30)
 
     async def stop(self):
         if self.broker is not None:
@@ -327,14 +314,6 @@ class CombinedNode:
         async with NetworkClient(request_timeout_ms=15_000,
                                  sasl=lambda: SaslClient("PLAIN", user, password)) as client:
             return await client.send(("127.0.0.1", port or self.broker_port), request, api_version=version)
-
-
-async def wait_for(predicate, what, seconds=30):
-    for _ in range(seconds * 100):
-        if predicate():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"gave up waiting: {what}")
 
 
 def _for_user(value, user: str):
