@@ -361,9 +361,9 @@ async def _describe_transactions(ctx, request, may, handle):
     response = await handle(ctx, _with(request, "transactional_ids", kept)) if refused else await handle(ctx, request)
     for state in response.transaction_states:
         state.topics = [t for t in state.topics if may(Op.DESCRIBE, RESOURCE_TOPIC, t.topic)]
+    # only the id and the code, the schema's defaults (0, "") elsewhere, as KafkaApis builds it
     response.transaction_states = list(response.transaction_states) + [TransactionState(
-        transactional_id=t, error_code=TXN_AUTH, transaction_state="", transaction_timeout_ms=0,
-        transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1, topics=[]) for t in refused]
+        transactional_id=t, error_code=TXN_AUTH, topics=[]) for t in refused]
     return response
 
 
