@@ -23,9 +23,9 @@ broker asks to be unfenced only once the metadata it registered against is appli
 logs are open, as Kafka's broker waits for its log manager.
 
 One log directory: ``log.dirs`` with more than one entry is refused at start (JBOD's directory
-assignment is a later slice), and so is ``authorizer.class.name``: the broker's APIs do not
-check ACLs yet, and a node that looked protected but was not would be worse than one that
-refuses to start.
+assignment is a later slice). With ``authorizer.class.name`` set, the node's StandardAuthorizer
+(``authorizer``, reading the ACLs of the same image) checks every broker API as Kafka's
+KafkaApis does (kafkawire.broker.authorization); a broker given none is refused at start.
 """
 from __future__ import annotations
 
@@ -42,6 +42,7 @@ from kafkawire.net.metadata_topic import fetch_error_response, list_offsets_erro
 from kafkawire.net.server import KafkaServer
 from kafkawire.protocol.handler import ApiHandler
 
+from .authorization import authorize_broker_handlers
 from .config_apis import ConfigApis
 from .delete_records import DeleteRecordsApi
 from .describe_producers import DescribeProducersApi
@@ -83,14 +84,14 @@ class Broker:
     def __init__(self, config: ServerConfig, *, cluster_id: str, directory_id: uuid.UUID | None,
                  image: Callable, metadata_offset: Callable[[], int], send_to_controller,
                  supported_features: dict, scram_lookup=None, describe_configs=None,
-                 kraft_version: Callable[[], int] = lambda: 0):
+                 kraft_version: Callable[[], int] = lambda: 0, authorizer=None):
         if len(config.log_dirs) != 1:
             raise BrokerStartError(f"log.dirs={','.join(config.log_dirs)}: kafkawire's broker keeps its partitions "
                                    "in one log directory (give log.dirs one entry)")
         try:
-            if config.authorizer_settings() is not None:
-                raise BrokerStartError("authorizer.class.name is set, but kafkawire's broker role does not check "
-                                       "ACLs yet: run it without an authorizer, or run process.roles=controller")
+            if config.authorizer_settings() is not None and authorizer is None:
+                raise BrokerStartError("authorizer.class.name is set, but the broker was given no authorizer "
+                                       "(the node's StandardAuthorizer)")
         except ConfigError as exc:
             raise BrokerStartError(str(exc)) from None
         self.config = config
@@ -133,7 +134,8 @@ class Broker:
             self.log_manager.pending, self.log_manager.clock)
         self.delete_records_api = DeleteRecordsApi(self)
         self.describe_producers_api = DescribeProducersApi(self)
-        self.authorizer = None                   # none yet (authorizer.class.name is refused above)
+        # The node's StandardAuthorizer (the ACLs of the same image), or None: everything allowed.
+        self.authorizer = authorizer
         # Transactions (kafkawire.broker.txn_markers): the markers' entry point for the transaction
         # coordinator, the callbacks told of each marker written, and the produce path's KIP-890
         # verification (an async callable the coordinator sets; None: no verification).
@@ -148,6 +150,12 @@ class Broker:
     # -- the listeners --
 
     def handlers(self) -> dict[int, ApiHandler]:
+        """The broker's APIs, behind KafkaApis' ACL checks when there is an authorizer
+        (kafkawire.broker.authorization)."""
+        handlers = self._handlers()
+        return handlers if self.authorizer is None else authorize_broker_handlers(handlers, self.authorizer, self)
+
+    def _handlers(self) -> dict[int, ApiHandler]:
         own = {} if self.describe_configs is None else {DESCRIBE_CONFIGS: ApiHandler(
             self._describe_configs, min_version=DESCRIBE_CONFIGS_MIN_VERSION)}
         return {

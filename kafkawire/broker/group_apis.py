@@ -52,6 +52,12 @@ def settings_of(config) -> GroupSettings:
                          max_size=config.group_max_size, offset_metadata_max_bytes=config.offset_metadata_max_bytes)
 
 
+def sync_protocol_present(version: int, request) -> bool:
+    """SyncGroupRequest.areMandatoryProtocolTypeAndNamePresent: v5+ names both (else
+    INCONSISTENT_GROUP_PROTOCOL, which KafkaApis answers before any ACL check)."""
+    return version < 5 or (request.protocol_type is not None and request.protocol_name is not None)
+
+
 class GroupApis:
     """The group coordinator of ``broker`` and its request handlers."""
 
@@ -158,6 +164,8 @@ class GroupApis:
         return response
 
     async def sync_group(self, ctx, request):
+        if not sync_protocol_present(ctx.api_version, request):
+            return SyncGroupResponse(error_code=Errors.INCONSISTENT_GROUP_PROTOCOL)
         code = self._classic_error(request.group_id)
         if code != Errors.NONE:
             return SyncGroupResponse(error_code=code)

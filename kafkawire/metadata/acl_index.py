@@ -78,6 +78,10 @@ class AclIndex:
             return self._prefixed, (acl.resource_type, acl.resource_name)
         return None
 
+    def of_type(self, resource_type: int) -> Iterator:
+        """Every ACL of the resource type (Authorizer.authorizeByResourceType reads them all)."""
+        return (acl for acl in self._by_id.values() if acl.resource_type == resource_type)
+
     def matching(self, resource_type: int, name: str) -> Iterator:
         """Every ACL whose resource pattern matches the resource (type, name), once each."""
         yield from self._literal.get((resource_type, name), {}).values()

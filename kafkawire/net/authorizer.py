@@ -28,7 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from kafkawire.metadata.acl_index import AclIndex
+from kafkawire.metadata.acl_index import LITERAL, PREFIXED, AclIndex
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.messages import fetch_response as fr
 from kafkawire.messages.alter_user_scram_credentials_response import AlterUserScramCredentialsResult
@@ -137,6 +137,41 @@ class StandardAuthorizer:
         if allowed:
             return True
         return self.settings.allow_everyone_if_no_acl_found if not has_resource_acls else False
+
+
+    def authorize_by_resource_type(self, principal: str, host: str, operation: int, resource_type: int) -> bool:
+        """Authorizer.authorizeByResourceType (Kafka's default method): whether some resource of the
+        type allows ``operation``. A super user (or a resource type without ACLs under
+        ``allow.everyone.if.no.acl.found``) passes through the decision on a name no ACL names;
+        otherwise an ALLOW ACL of the principal (or User:*) and host (or *) for the operation
+        (or ALL) on a literal or prefixed pattern not dominated by a DENY: a literal ``*`` DENY
+        refuses, a literal ALLOW falls to a literal DENY of the same name, and any ALLOW to a
+        PREFIXED DENY of one of its prefixes. It reads every ACL of the type, as Kafka's does."""
+        if self.authorize(principal, host, operation, resource_type, "hardcode"):
+            return True
+        allows: list = []
+        denied_literal: set[str] = set()
+        denied_prefixes: set[str] = set()
+        for acl in self._index().of_type(resource_type):
+            if acl.principal not in (principal, WILDCARD_PRINCIPAL) or acl.host not in (host, WILDCARD):
+                continue
+            if acl.operation not in (operation, Op.ALL):
+                continue
+            if acl.permission_type == PERMISSION_DENY:
+                if acl.pattern_type == LITERAL and acl.resource_name == WILDCARD:
+                    return False
+                (denied_literal if acl.pattern_type == LITERAL else denied_prefixes).add(acl.resource_name)
+            elif acl.permission_type == PERMISSION_ALLOW and acl.pattern_type in (LITERAL, PREFIXED):
+                allows.append(acl)
+        if any(acl.pattern_type == LITERAL and acl.resource_name == WILDCARD for acl in allows):
+            return True                     # after the loop: a wildcard DENY anywhere wins over it
+        for acl in allows:
+            if acl.pattern_type == LITERAL and acl.resource_name in denied_literal:
+                continue
+            name = acl.resource_name
+            if not any(name[:n] in denied_prefixes for n in range(1, len(name) + 1)):
+                return True
+        return False
 
 
 def _acl_result(acl, principal: str, host: str, operation: int):

@@ -178,6 +178,7 @@ async def start_broker(node):
                         image=lambda: controller.image, metadata_offset=lambda: controller.applied_offset,
                         send_to_controller=driver.send_to_leader, supported_features=features,
                         scram_lookup=node._scram_credential, kraft_version=driver.kraft_version,
+                        authorizer=node.authorizer,
                         describe_configs=lambda request: describe_configs(
                             node.config.node_id, controller.image, request, static=static, broker_keys=known))
         await broker.start()

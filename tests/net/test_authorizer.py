@@ -133,3 +133,27 @@ def test_a_cluster_refusal_names_the_request_as_kafka_4_3_does():
                         acls.results[0].error_message), acls.results[0].error_message
     cluster = refusal(60, DescribeClusterRequest(), Op.ALTER, 40)
     assert re.fullmatch(request_text.format("null"), cluster.error_message), cluster.error_message
+
+
+def by_type(a, principal, operation=Op.WRITE, resource_type=TOPIC, host="127.0.0.1"):
+    return a.authorize_by_resource_type(principal, host, operation, resource_type)
+
+
+def test_authorize_by_resource_type_follows_kafkas_default_rule():
+    """Authorizer.authorizeByResourceType (InitProducerId without a transactional id, KIP-679):
+    some ALLOW of the operation on a topic pattern not dominated by a DENY."""
+    assert by_type(authorizer(acl("User:bob", Op.WRITE, resource_type=TOPIC, name="orders")), "User:bob")
+    assert by_type(authorizer(acl("User:bob", Op.ALL, resource_type=TOPIC, name="o", pattern=PREFIXED)), "User:bob")
+    assert not by_type(authorizer(acl("User:bob", Op.READ, resource_type=TOPIC, name="orders")), "User:bob")
+    assert not by_type(authorizer(acl("User:bob", Op.WRITE, resource_type=TOPIC, name="orders"),
+                                  acl("User:bob", Op.WRITE, DENY, resource_type=TOPIC, name="orders")), "User:bob")
+    assert not by_type(authorizer(acl("User:bob", Op.WRITE, resource_type=TOPIC, name="orders"),
+                                  acl("User:bob", Op.WRITE, DENY, resource_type=TOPIC, name="ord", pattern=PREFIXED)),
+                       "User:bob")
+    assert not by_type(authorizer(acl("User:bob", Op.WRITE, resource_type=TOPIC, name="*", pattern=LITERAL),
+                                  acl("User:*", Op.WRITE, DENY, resource_type=TOPIC, name="*")), "User:bob")
+    assert by_type(authorizer(acl("User:*", Op.WRITE, resource_type=TOPIC, name="*")), "User:bob")
+    assert not by_type(authorizer(acl("User:bob", Op.WRITE, resource_type=TOPIC, name="x", host="10.0.0.1")), "User:bob")
+    assert by_type(authorizer(super_users=("User:admin",)), "User:admin")          # super users: always
+    assert by_type(authorizer(allow_if_none=True), "User:bob")                      # no ACLs at all
+    assert not by_type(authorizer(), "User:bob")

@@ -1,0 +1,469 @@
+"""The broker APIs of a combined node (process.roles=broker,controller) check ACLs as Kafka
+4.3.1's KafkaApis does (issue 29: no client can harm the cluster beyond what its ACLs allow).
+
+One in-process combined node for the module (SASL_PLAINTEXT with PLAIN on both listeners,
+StandardAuthorizer, super.users=User:controller). Each row of RULES names Kafka's rule and the
+ACLs it needs; for each row a principal with no ACL ("alice") gets Kafka's error, a principal
+given exactly the row's ACLs (one user per row) is not refused, and the super user is not
+refused. Before the fix the node refused to start with authorizer.class.name set."""
+from __future__ import annotations
+
+import asyncio
+import io
+import threading
+import uuid
+
+import pytest
+
+from kafkawire.controller.factory import controller_factory
+from kafkawire.messages.add_offsets_to_txn_request import AddOffsetsToTxnRequest
+from kafkawire.messages.add_partitions_to_txn_request import AddPartitionsToTxnRequest, AddPartitionsToTxnTopic
+from kafkawire.messages.consumer_group_describe_request import ConsumerGroupDescribeRequest
+from kafkawire.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
+from kafkawire.messages.create_acls_request import CreateAclsRequest
+from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
+from kafkawire.messages.delete_groups_request import DeleteGroupsRequest
+from kafkawire.messages.delete_records_request import DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic
+from kafkawire.messages.describe_cluster_request import DescribeClusterRequest
+from kafkawire.messages.describe_configs_request import DescribeConfigsRequest, DescribeConfigsResource
+from kafkawire.messages.describe_groups_request import DescribeGroupsRequest
+from kafkawire.messages.describe_log_dirs_request import DescribeLogDirsRequest
+from kafkawire.messages.describe_producers_request import DescribeProducersRequest, TopicRequest
+from kafkawire.messages.describe_transactions_request import DescribeTransactionsRequest
+from kafkawire.messages.end_txn_request import EndTxnRequest
+from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic
+from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
+from kafkawire.messages.heartbeat_request import HeartbeatRequest
+from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
+from kafkawire.messages.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
+from kafkawire.messages.leave_group_request import LeaveGroupRequest
+from kafkawire.messages.list_groups_request import ListGroupsRequest
+from kafkawire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+from kafkawire.messages.list_transactions_request import ListTransactionsRequest
+from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
+from kafkawire.messages.offset_commit_request import (OffsetCommitRequest, OffsetCommitRequestPartition,
+                                                      OffsetCommitRequestTopic)
+from kafkawire.messages.offset_delete_request import (OffsetDeleteRequest, OffsetDeleteRequestPartition,
+                                                      OffsetDeleteRequestTopic)
+from kafkawire.messages.offset_fetch_request import OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchRequestTopics
+from kafkawire.messages.offset_for_leader_epoch_request import (OffsetForLeaderEpochRequest, OffsetForLeaderPartition,
+                                                                OffsetForLeaderTopic)
+from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kafkawire.messages.sync_group_request import SyncGroupRequest
+from kafkawire.messages.txn_offset_commit_request import (TxnOffsetCommitRequest, TxnOffsetCommitRequestPartition,
+                                                          TxnOffsetCommitRequestTopic)
+from kafkawire.messages.write_txn_markers_request import WritableTxnMarker, WritableTxnMarkerTopic, WriteTxnMarkersRequest
+from kafkawire.net.authorizer import CLUSTER_NAME, Op
+from kafkawire.net.client import NetworkClient
+from kafkawire.net.config import parse_server_config
+from kafkawire.net.sasl import SaslClient
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.raft.node.controller_node import ControllerNode
+from kafkawire.records.builder import build_batch
+from kafkawire.tools.server_start import start_broker
+from kafkawire.tools.storage import format_storage
+
+from tests.responses import error_codes
+
+from .test_authorizer_node import CLUSTER_ID, creation, free_port, wait_for
+
+TOPIC, GROUP, CLUSTER, TXN = 2, 3, 4, 5
+IDEMPOTENT_WRITE = 12
+TOPIC_AUTH, GROUP_AUTH = int(Errors.TOPIC_AUTHORIZATION_FAILED), int(Errors.GROUP_AUTHORIZATION_FAILED)
+CLUSTER_AUTH, TXN_AUTH = int(Errors.CLUSTER_AUTHORIZATION_FAILED), int(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+AUTH_ERRORS = {TOPIC_AUTH, GROUP_AUTH, CLUSTER_AUTH, TXN_AUTH}
+USERS = 48                        # user0..user47: one per rule, each with only its rule's ACLs
+
+
+def _records(**fields) -> bytes:
+    return build_batch([(b"k", b"v")], **fields)
+
+
+def produce(topic, **batch):
+    return ProduceRequest(transactional_id=batch.pop("transactional_id", None), acks=1, timeout_ms=5000,
+                          topic_data=[TopicProduceData(name=topic, partition_data=[
+                              PartitionProduceData(index=0, records=_records(**batch))])])
+
+
+def fetch(topic, replica_id=-1):
+    return FetchRequest(replica_id=replica_id, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+                        session_id=0, session_epoch=-1, topics=[FetchTopic(topic=topic, partitions=[FetchPartition(
+                            partition=0, fetch_offset=0, current_leader_epoch=-1, log_start_offset=-1,
+                            partition_max_bytes=1 << 20)])], forgotten_topics_data=[], rack_id="")
+
+
+def join(group):
+    return JoinGroupRequest(group_id=group, session_timeout_ms=10_000, rebalance_timeout_ms=10_000, member_id="",
+                            protocol_type="consumer", protocols=[JoinGroupRequestProtocol(name="range", metadata=b"")])
+
+
+def offset_commit(group, topic):
+    return OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=[
+        OffsetCommitRequestTopic(name=topic, partitions=[OffsetCommitRequestPartition(partition_index=0,
+                                                                                     committed_offset=0)])])
+
+
+def txn_offset_commit(txn, group, topic):
+    return TxnOffsetCommitRequest(transactional_id=txn, group_id=group, producer_id=1, producer_epoch=0, topics=[
+        TxnOffsetCommitRequestTopic(name=topic, partitions=[TxnOffsetCommitRequestPartition(partition_index=0,
+                                                                                           committed_offset=0)])])
+
+
+def acl(resource_type, name, operation):
+    return resource_type, name, operation
+
+
+CLUSTER_DESCRIBE = acl(CLUSTER, CLUSTER_NAME, Op.DESCRIBE)
+
+# (rule, request, version, ACLs the rule needs, the error of a principal without them)
+RULES = [
+    ("Produce needs WRITE on the topic", produce("t-produce"), 9, [acl(TOPIC, "t-produce", Op.WRITE)], TOPIC_AUTH),
+    ("transactional Produce needs WRITE on the transactional id",
+     produce("t-produce", transactional_id="tx-produce", is_transactional=True, producer_id=7, producer_epoch=0,
+             base_sequence=0), 9,
+     [acl(TOPIC, "t-produce", Op.WRITE), acl(TXN, "tx-produce", Op.WRITE)], TXN_AUTH),
+    ("a consumer's Fetch needs READ on the topic", fetch("t-fetch"), 12, [acl(TOPIC, "t-fetch", Op.READ)], TOPIC_AUTH),
+    ("a follower's Fetch needs CLUSTER_ACTION on the cluster", fetch("t-fetch", replica_id=1), 12,
+     [acl(CLUSTER, CLUSTER_NAME, Op.CLUSTER_ACTION)], TOPIC_AUTH),
+    ("ListOffsets needs DESCRIBE on the topic", ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsTopic(
+        name="t-list", partitions=[ListOffsetsPartition(partition_index=0, timestamp=-1)])]), 7,
+     [acl(TOPIC, "t-list", Op.DESCRIBE)], TOPIC_AUTH),
+    ("Metadata of a named topic needs DESCRIBE on it",
+     MetadataRequest(topics=[MetadataRequestTopic(name="t-meta")], allow_auto_topic_creation=False), 12,
+     [acl(TOPIC, "t-meta", Op.DESCRIBE)], TOPIC_AUTH),
+    ("an unknown topic without DESCRIBE looks unauthorized (existence hidden)",
+     MetadataRequest(topics=[MetadataRequestTopic(name="no-such-topic")], allow_auto_topic_creation=False), 12,
+     [acl(TOPIC, "no-such-topic", Op.DESCRIBE)], TOPIC_AUTH),
+    ("Metadata auto-creation needs CREATE on the cluster or topic",
+     MetadataRequest(topics=[MetadataRequestTopic(name="t-auto")], allow_auto_topic_creation=True), 12,
+     [acl(TOPIC, "t-auto", Op.DESCRIBE), acl(TOPIC, "t-auto", Op.CREATE)], TOPIC_AUTH),
+    ("OffsetForLeaderEpoch needs DESCRIBE on the topic (or CLUSTER_ACTION)", OffsetForLeaderEpochRequest(
+        replica_id=-1, topics=[OffsetForLeaderTopic(topic="t-epoch", partitions=[OffsetForLeaderPartition(
+            partition=0, current_leader_epoch=-1, leader_epoch=0)])]), 4, [acl(TOPIC, "t-epoch", Op.DESCRIBE)],
+     TOPIC_AUTH),
+    ("DeleteRecords needs DELETE on the topic", DeleteRecordsRequest(timeout_ms=5000, topics=[DeleteRecordsTopic(
+        name="t-delrec", partitions=[DeleteRecordsPartition(partition_index=0, offset=0)])]), 2,
+     [acl(TOPIC, "t-delrec", Op.DELETE)], TOPIC_AUTH),
+    ("DescribeProducers needs READ on the topic", DescribeProducersRequest(topics=[TopicRequest(
+        name="t-producers", partition_indexes=[0])]), 0, [acl(TOPIC, "t-producers", Op.READ)], TOPIC_AUTH),
+    ("DescribeLogDirs needs DESCRIBE on the cluster", DescribeLogDirsRequest(topics=None), 4, [CLUSTER_DESCRIBE],
+     CLUSTER_AUTH),
+    ("DescribeConfigs of a topic needs DESCRIBE_CONFIGS on it", DescribeConfigsRequest(resources=[
+        DescribeConfigsResource(resource_type=2, resource_name="t-conf", configuration_keys=None)]), 4,
+     [acl(TOPIC, "t-conf", Op.DESCRIBE_CONFIGS)], TOPIC_AUTH),
+    ("forwarded CreateTopics is checked by the controller with the client's principal from the Envelope",
+     CreateTopicsRequest(timeout_ms=10_000, topics=[CreatableTopic(name="t-created-{user}", num_partitions=1,
+                                                                   replication_factor=1)]), 7,
+     [acl(TOPIC, "t-created-{user}", Op.CREATE), acl(TOPIC, "t-created-{user}", Op.DESCRIBE_CONFIGS)], TOPIC_AUTH),
+    ("FindCoordinator of a group needs DESCRIBE on the group",
+     FindCoordinatorRequest(key_type=0, coordinator_keys=["g-find"]), 4, [acl(GROUP, "g-find", Op.DESCRIBE)],
+     GROUP_AUTH),
+    ("FindCoordinator of a transaction needs DESCRIBE on the transactional id",
+     FindCoordinatorRequest(key_type=1, key="tx-find"), 3, [acl(TXN, "tx-find", Op.DESCRIBE)], TXN_AUTH),
+    ("JoinGroup needs READ on the group", join("g-join-{user}"), 9, [acl(GROUP, "g-join-{user}", Op.READ)],
+     GROUP_AUTH),
+    ("SyncGroup needs READ on the group", SyncGroupRequest(group_id="g-sync", generation_id=1, member_id="m",
+                                                          protocol_type="consumer", protocol_name="range",
+                                                          assignments=[]), 5, [acl(GROUP, "g-sync", Op.READ)],
+     GROUP_AUTH),
+    ("SyncGroup v5 without its protocol type is INCONSISTENT_GROUP_PROTOCOL before the ACL check",
+     SyncGroupRequest(group_id="g-sync", generation_id=1, member_id="m", assignments=[]), 5,
+     [acl(GROUP, "g-sync", Op.READ)], int(Errors.INCONSISTENT_GROUP_PROTOCOL)),
+    ("Heartbeat needs READ on the group", HeartbeatRequest(group_id="g-hb", generation_id=1, member_id="m"), 4,
+     [acl(GROUP, "g-hb", Op.READ)], GROUP_AUTH),
+    ("LeaveGroup needs READ on the group", LeaveGroupRequest(group_id="g-leave", members=[]), 5,
+     [acl(GROUP, "g-leave", Op.READ)], GROUP_AUTH),
+    ("OffsetCommit needs READ on the group", offset_commit("g-commit", "t-commit"), 8,
+     [acl(GROUP, "g-commit", Op.READ), acl(TOPIC, "t-commit", Op.READ)], GROUP_AUTH),
+    ("OffsetCommit needs READ on each topic", offset_commit("g-commit2", "t-commit"), 8,
+     [acl(GROUP, "g-commit2", Op.READ), acl(TOPIC, "t-commit", Op.READ)], TOPIC_AUTH,
+     [acl(GROUP, "g-commit2", Op.READ)]),
+    ("OffsetFetch needs DESCRIBE on the group", OffsetFetchRequest(groups=[OffsetFetchRequestGroup(
+        group_id="g-fetch", topics=[OffsetFetchRequestTopics(name="t-commit", partition_indexes=[0])])]), 9,
+     [acl(GROUP, "g-fetch", Op.DESCRIBE), acl(TOPIC, "t-commit", Op.DESCRIBE)], GROUP_AUTH),
+    ("OffsetFetch needs DESCRIBE on each topic", OffsetFetchRequest(group_id="g-fetch2", topics=[
+        OffsetFetchRequestTopics(name="t-commit", partition_indexes=[0])]), 7,
+     [acl(GROUP, "g-fetch2", Op.DESCRIBE), acl(TOPIC, "t-commit", Op.DESCRIBE)], TOPIC_AUTH,
+     [acl(GROUP, "g-fetch2", Op.DESCRIBE)]),
+    ("DescribeGroups needs DESCRIBE on the group", DescribeGroupsRequest(groups=["g-desc"]), 5,
+     [acl(GROUP, "g-desc", Op.DESCRIBE)], GROUP_AUTH),
+    ("DeleteGroups needs DELETE on the group", DeleteGroupsRequest(groups_names=["g-del"]), 2,
+     [acl(GROUP, "g-del", Op.DELETE)], GROUP_AUTH),
+    ("OffsetDelete needs DELETE on the group", OffsetDeleteRequest(group_id="g-offdel", topics=[
+        OffsetDeleteRequestTopic(name="t-commit", partitions=[OffsetDeleteRequestPartition(partition_index=0)])]), 0,
+     [acl(GROUP, "g-offdel", Op.DELETE), acl(TOPIC, "t-commit", Op.READ)], GROUP_AUTH),
+    ("ConsumerGroupHeartbeat needs READ on the group", ConsumerGroupHeartbeatRequest(
+        group_id="g-cgh", member_id=str(uuid.uuid4()), member_epoch=0, rebalance_timeout_ms=10_000,
+        subscribed_topic_names=["t-commit"], topic_partitions=[]), 0,
+     [acl(GROUP, "g-cgh", Op.READ), acl(TOPIC, "t-commit", Op.DESCRIBE)], GROUP_AUTH),
+    ("ConsumerGroupHeartbeat needs DESCRIBE on each subscribed topic", ConsumerGroupHeartbeatRequest(
+        group_id="g-cgh2", member_id=str(uuid.uuid4()), member_epoch=0, rebalance_timeout_ms=10_000,
+        subscribed_topic_names=["t-commit"], topic_partitions=[]), 0,
+     [acl(GROUP, "g-cgh2", Op.READ), acl(TOPIC, "t-commit", Op.DESCRIBE)], TOPIC_AUTH,
+     [acl(GROUP, "g-cgh2", Op.READ)]),
+    ("ConsumerGroupDescribe needs DESCRIBE on the group", ConsumerGroupDescribeRequest(group_ids=["g-cgd"]), 0,
+     [acl(GROUP, "g-cgd", Op.DESCRIBE)], GROUP_AUTH),
+    ("InitProducerId with a transactional id needs WRITE on it",
+     InitProducerIdRequest(transactional_id="tx-init", transaction_timeout_ms=60_000), 4,
+     [acl(TXN, "tx-init", Op.WRITE)], TXN_AUTH),
+    ("InitProducerId without a transactional id needs IDEMPOTENT_WRITE on the cluster",
+     InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000), 4,
+     [acl(CLUSTER, CLUSTER_NAME, IDEMPOTENT_WRITE)], CLUSTER_AUTH),
+    ("InitProducerId without a transactional id is also allowed by WRITE on any topic (KIP-679)",
+     InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000), 4,
+     [acl(TOPIC, "t-any", Op.WRITE)], CLUSTER_AUTH),
+    ("AddPartitionsToTxn needs WRITE on the transactional id", AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id="tx-add", v3_and_below_producer_id=1, v3_and_below_producer_epoch=0,
+        v3_and_below_topics=[AddPartitionsToTxnTopic(name="t-txn", partitions=[0])]), 3,
+     [acl(TXN, "tx-add", Op.WRITE), acl(TOPIC, "t-txn", Op.WRITE)], TXN_AUTH),
+    ("AddPartitionsToTxn needs WRITE on each topic", AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id="tx-add2", v3_and_below_producer_id=1, v3_and_below_producer_epoch=0,
+        v3_and_below_topics=[AddPartitionsToTxnTopic(name="t-txn", partitions=[0])]), 3,
+     [acl(TXN, "tx-add2", Op.WRITE), acl(TOPIC, "t-txn", Op.WRITE)], TOPIC_AUTH, [acl(TXN, "tx-add2", Op.WRITE)]),
+    ("AddPartitionsToTxn v4+ (from brokers) needs CLUSTER_ACTION on the cluster",
+     AddPartitionsToTxnRequest(transactions=[]), 5, [acl(CLUSTER, CLUSTER_NAME, Op.CLUSTER_ACTION)], CLUSTER_AUTH),
+    ("AddOffsetsToTxn needs WRITE on the transactional id", AddOffsetsToTxnRequest(
+        transactional_id="tx-off", producer_id=1, producer_epoch=0, group_id="g-txn"), 3,
+     [acl(TXN, "tx-off", Op.WRITE), acl(GROUP, "g-txn", Op.READ)], TXN_AUTH),
+    ("AddOffsetsToTxn needs READ on the group", AddOffsetsToTxnRequest(
+        transactional_id="tx-off2", producer_id=1, producer_epoch=0, group_id="g-txn"), 3,
+     [acl(TXN, "tx-off2", Op.WRITE), acl(GROUP, "g-txn", Op.READ)], GROUP_AUTH, [acl(TXN, "tx-off2", Op.WRITE)]),
+    ("EndTxn needs WRITE on the transactional id",
+     EndTxnRequest(transactional_id="tx-end", producer_id=1, producer_epoch=0, committed=True), 4,
+     [acl(TXN, "tx-end", Op.WRITE)], TXN_AUTH),
+    ("TxnOffsetCommit needs WRITE on the transactional id, READ on the group and topics",
+     txn_offset_commit("tx-toc", "g-toc", "t-commit"), 3,
+     [acl(TXN, "tx-toc", Op.WRITE), acl(GROUP, "g-toc", Op.READ), acl(TOPIC, "t-commit", Op.READ)], TXN_AUTH),
+    ("TxnOffsetCommit needs READ on each topic", txn_offset_commit("tx-toc2", "g-toc2", "t-commit"), 3,
+     [acl(TXN, "tx-toc2", Op.WRITE), acl(GROUP, "g-toc2", Op.READ), acl(TOPIC, "t-commit", Op.READ)], TOPIC_AUTH,
+     [acl(TXN, "tx-toc2", Op.WRITE), acl(GROUP, "g-toc2", Op.READ)]),
+    ("WriteTxnMarkers needs CLUSTER_ACTION (or ALTER) on the cluster", WriteTxnMarkersRequest(markers=[
+        WritableTxnMarker(producer_id=1, producer_epoch=0, transaction_result=False, coordinator_epoch=0,
+                          topics=[WritableTxnMarkerTopic(name="t-txn", partition_indexes=[0])])]), 1,
+     [acl(CLUSTER, CLUSTER_NAME, Op.CLUSTER_ACTION)], CLUSTER_AUTH),
+    ("DescribeTransactions needs DESCRIBE on the transactional id",
+     DescribeTransactionsRequest(transactional_ids=["tx-desc"]), 0, [acl(TXN, "tx-desc", Op.DESCRIBE)], TXN_AUTH),
+]
+
+
+def _codes(value) -> set[int]:
+    """Every error code anywhere in a response (fields named error_code or *_error_code)."""
+    return error_codes(value, named_suffix=True)
+
+
+def config_for(tmp_path, controller_port, broker_port):
+    users = " ".join(f'user_user{i}="p"' for i in range(USERS))
+    jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="controller" '
+            f'password="c-secret" user_controller="c-secret" user_alice="a-secret" {users};')
+    return parse_server_config(f"""
+node.id=1
+process.roles=broker,controller
+controller.quorum.voters=1@127.0.0.1:{controller_port}
+listeners=CONTROLLER://127.0.0.1:{controller_port},CLIENT://127.0.0.1:{broker_port}
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=CLIENT
+listener.security.protocol.map=CONTROLLER:SASL_PLAINTEXT,CLIENT:SASL_PLAINTEXT
+sasl.enabled.mechanisms=PLAIN
+sasl.mechanism.controller.protocol=PLAIN
+listener.name.controller.plain.sasl.jaas.config={jaas}
+listener.name.client.plain.sasl.jaas.config={jaas}
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+super.users=User:controller
+log.dirs={tmp_path}/data
+controller.quorum.election.timeout.ms=200
+broker.heartbeat.interval.ms=200
+offsets.topic.num.partitions=1
+offsets.topic.replication.factor=1
+transaction.state.log.num.partitions=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+""")
+
+
+class CombinedNode:
+    """The node on an event loop of its own thread; ``call`` runs a coroutine there."""
+
+    def __init__(self, tmp_path):
+        self.controller_port, self.broker_port = free_port(), free_port()
+        self.config = config_for(tmp_path, self.controller_port, self.broker_port)
+        format_storage(self.config, CLUSTER_ID, mode=None, out=io.StringIO())
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.node = self.broker = None
+
+    def call(self, coroutine, timeout=60):
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+    async def start(self):
+        self.node = ControllerNode(self.config, state_machine_factory=controller_factory, fsync=False)
+        await self.node.start()
+        controller = self.node.state_machine
+        await wait_for(lambda: controller.is_active() and controller.registration.registered(), "activation", 30)
+        self.broker = await start_broker(self.node)
+        assert self.broker is not None, "the broker did not start"
+        await wait_for(lambda: self.broker.unfenced, "the broker to be unfenced", 30)
+
+    async def stop(self):
+        if self.broker is not None:
+            await self.broker.stop(graceful=False)
+        if self.node is not None:
+            await self.node.stop()
+
+    async def send(self, user, password, request, version, port=None):
+        async with NetworkClient(request_timeout_ms=15_000,
+                                 sasl=lambda: SaslClient("PLAIN", user, password)) as client:
+            return await client.send(("127.0.0.1", port or self.broker_port), request, api_version=version)
+
+
+def _for_user(value, user: str):
+    """The row's request (or ACL) with ``{user}`` in its names filled in, so rows that change
+    state (create a topic, join a group) do not meet another principal's doing."""
+    import copy
+    if isinstance(value, tuple):
+        return tuple(v.format(user=user) if isinstance(v, str) else v for v in value)
+    request = copy.deepcopy(value)
+    for topic in getattr(request, "topics", None) or []:
+        if isinstance(getattr(topic, "name", None), str):
+            topic.name = topic.name.format(user=user)
+    if isinstance(getattr(request, "group_id", None), str):
+        request.group_id = request.group_id.format(user=user)
+    return request
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory):
+    combined = CombinedNode(tmp_path_factory.mktemp("acl-broker"))
+    try:
+        combined.call(combined.start())
+        combined.call(_setup(combined))
+        yield combined
+    finally:
+        combined.call(combined.stop())
+        combined.loop.call_soon_threadsafe(combined.loop.stop)
+        combined.thread.join(10)
+
+
+TOPICS = ["t-produce", "t-fetch", "t-list", "t-meta", "t-epoch", "t-delrec", "t-producers", "t-conf", "t-commit",
+          "t-txn"]
+
+
+async def _setup(node):
+    created = await node.send("controller", "c-secret", CreateTopicsRequest(timeout_ms=10_000, topics=[
+        CreatableTopic(name=t, num_partitions=1, replication_factor=1) for t in TOPICS]), 7)
+    assert {(t.name, t.error_code) for t in created.topics} == {(t, 0) for t in TOPICS}
+    await wait_for(lambda: all((t, 0) in node.broker.partitions for t in TOPICS), "the topics' logs")
+    creations = []
+    for i, row in enumerate(RULES):
+        grants = row[5] if len(row) > 5 else row[3]      # a partial row: only some of its ACLs
+        creations += [creation(f"User:user{i}", op, resource_type=kind, name=name)
+                      for kind, name, op in (_for_user(g, f"user{i}") for g in grants)]
+    granted = await node.send("controller", "c-secret", CreateAclsRequest(creations=creations), 3,
+                              port=node.controller_port)
+    assert _codes(granted) == {0}
+
+
+@pytest.mark.parametrize("index", range(len(RULES)), ids=[row[0] for row in RULES])
+def test_the_rule_refuses_a_principal_without_the_acl_and_serves_one_with_it_and_a_super_user(node, index):
+    row = RULES[index]
+    rule, request, version, grants, refusal = row[:5]
+    partial = len(row) > 5           # the user has only part of the ACLs: it is the one refused
+    refused_user = (f"user{index}", "p") if partial else ("alice", "a-secret")
+    refused = node.call(node.send(*refused_user, _for_user(request, refused_user[0]), version))
+    assert refusal in _codes(refused), f"{rule}: {refused}"
+    if not partial:
+        allowed = node.call(node.send(f"user{index}", "p", _for_user(request, f"user{index}"), version))
+        assert not _codes(allowed) & AUTH_ERRORS, f"{rule}: refused with its ACLs: {allowed}"
+    superuser = node.call(node.send("controller", "c-secret", _for_user(request, "controller"), version))
+    assert not _codes(superuser) & AUTH_ERRORS, f"{rule}: refused the super user: {superuser}"
+
+
+EXTRA_USER = f"user{len(RULES)}"       # a user no row grants anything to; the tests below grant it ACLs
+METADATA_ROW = next(i for i, row in enumerate(RULES) if row[0].startswith("Metadata of a named topic"))
+LOG_DIRS_ROW = next(i for i, row in enumerate(RULES) if row[0].startswith("DescribeLogDirs"))
+
+
+def grant(node, user, *acls):
+    granted = node.call(node.send("controller", "c-secret", CreateAclsRequest(creations=[
+        creation(f"User:{user}", op, resource_type=kind, name=name) for kind, name, op in acls]), 3,
+        port=node.controller_port))
+    assert _codes(granted) == {0}
+
+
+def test_metadata_of_every_topic_lists_only_the_topics_the_principal_may_describe(node):
+    def listed(user, password):
+        response = node.call(node.send(user, password, MetadataRequest(topics=None), 12))
+        return {t.name for t in response.topics}
+    assert listed("alice", "a-secret") == set()
+    assert listed(f"user{METADATA_ROW}", "p") == {"t-meta"}
+    assert set(TOPICS) <= listed("controller", "c-secret")
+
+
+def test_list_groups_shows_the_groups_with_describe_or_every_group_with_describe_on_the_cluster(node):
+    joined = node.call(node.send("controller", "c-secret", join("g-listed"), 9))
+    assert joined.error_code in (Errors.NONE, Errors.MEMBER_ID_REQUIRED), joined
+    grant(node, EXTRA_USER, acl(GROUP, "g-listed", Op.DESCRIBE))
+
+    def listed(user, password):
+        return {g.group_id for g in node.call(node.send(user, password, ListGroupsRequest(), 4)).groups}
+    assert listed("alice", "a-secret") == set()
+    assert listed(EXTRA_USER, "p") == {"g-listed"}
+    assert "g-listed" in listed(f"user{LOG_DIRS_ROW}", "p")           # DESCRIBE on the cluster
+
+
+def test_list_and_describe_transactions_show_only_transactional_ids_and_topics_the_principal_may_describe(node):
+    async def init():
+        while True:        # the coordinator loads __transaction_state first (bounded by node.call's timeout)
+            answer = await node.send("controller", "c-secret", InitProducerIdRequest(
+                transactional_id="tx-listed", transaction_timeout_ms=60_000), 4)
+            if answer.error_code == Errors.NONE:
+                return answer
+            await asyncio.sleep(0.05)
+    node.call(init())
+    grant(node, EXTRA_USER, acl(TXN, "tx-listed", Op.DESCRIBE))
+
+    def listed(user, password):
+        response = node.call(node.send(user, password, ListTransactionsRequest(state_filters=[], producer_id_filters=[]),
+                                       1))
+        return {t.transactional_id for t in response.transaction_states}
+    assert listed("alice", "a-secret") == set()
+    assert listed(EXTRA_USER, "p") == {"tx-listed"}
+    described = node.call(node.send(EXTRA_USER, "p", DescribeTransactionsRequest(transactional_ids=["tx-listed"]), 0))
+    assert [(t.transactional_id, t.error_code) for t in described.transaction_states] == [("tx-listed", 0)]
+
+
+def test_every_api_the_broker_serves_has_kafkas_rule_or_is_forwarded_to_the_controllers_check(node):
+    from kafkawire.broker.authorization import FORWARDED_UNCHECKED, KAFKA_BROKER_API_RULES
+    served = set(node.broker._handlers())
+    assert not served - set(KAFKA_BROKER_API_RULES) - FORWARDED_UNCHECKED
+
+
+def test_an_incremental_fetch_refuses_a_session_partition_whose_read_acl_was_removed(node):
+    """Kafka checks every partition of the fetch context, the session's too: a consumer whose
+    READ was revoked gets TOPIC_AUTHORIZATION_FAILED, not the records produced since."""
+    from kafkawire.messages.delete_acls_request import DeleteAclsFilter, DeleteAclsRequest
+    user = f"user{len(RULES) + 1}"
+    grant(node, user, acl(TOPIC, "t-fetch", Op.READ))
+    first = fetch("t-fetch")
+    first.session_epoch = 0                         # a full fetch that opens a session
+    opened = node.call(node.send(user, "p", first, 12))
+    assert opened.error_code == 0 and opened.session_id != 0, opened
+    revoked = node.call(node.send("controller", "c-secret", DeleteAclsRequest(filters=[DeleteAclsFilter(
+        resource_type_filter=TOPIC, resource_name_filter="t-fetch", pattern_type_filter=3,
+        principal_filter=f"User:{user}", host_filter=None, operation=Op.READ, permission_type=3)]), 3,
+        port=node.controller_port))
+    assert _codes(revoked) == {0}
+    produced = node.call(node.send("controller", "c-secret", produce("t-fetch"), 9))
+    assert _codes(produced) == {0}
+    incremental = fetch("t-fetch")
+    incremental.session_id, incremental.session_epoch, incremental.topics = opened.session_id, 1, []
+    answer = node.call(node.send(user, "p", incremental, 12))
+    partitions = [(t.topic, p.error_code, bytes(p.records or b"")) for t in answer.responses for p in t.partitions]
+    assert partitions == [("t-fetch", TOPIC_AUTH, b"")], answer
+
+
+def test_a_denied_request_is_logged_as_kafkas_authorizer_logs_it(node, caplog):
+    caplog.set_level("INFO", logger="kafkawire.authorizer")
+    node.call(node.send("alice", "a-secret", produce("t-produce"), 9))
+    assert ("Principal = User:alice is Denied operation = WRITE from host = 127.0.0.1 on resource = "
+            "Topic:LITERAL:t-produce for request = Produce") in caplog.text
