@@ -18,7 +18,9 @@ imported (kafkawire.tools.server_start joins them).
 Partitions: after each metadata change, every partition of the image whose leader is this
 broker gets its log opened (``log.dirs/<topic>-<partition>``, kafkawire.broker.partition) and
 its leader epoch updated; a partition no longer led here is closed, one of a deleted topic also
-renamed and removed later (kafkawire.broker.log_deletion). The
+renamed and removed later (kafkawire.broker.log_deletion). A partition whose replicas include
+this broker and whose leader is another one is followed (kafkawire.broker.replica_roles: its log
+kept or opened, its leader's replica fetcher copying it); a follower made leader keeps its log. The
 broker asks to be unfenced only once the metadata it registered against is applied and these
 logs are open, as Kafka's broker waits for its log manager.
 
@@ -246,7 +248,8 @@ class Broker:
     # -- metadata --
 
     def on_metadata(self) -> None:
-        """The committed metadata moved: open the logs of the partitions led here, close the others."""
+        """The committed metadata moved: open the logs of the partitions led here, follow those
+        assigned here and led elsewhere (Partition.makeLeader / makeFollower), close the others."""
         if self.lifecycle is None:
             return
         self.lifecycle.poke()
