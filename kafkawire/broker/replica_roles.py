@@ -74,16 +74,15 @@ class ReplicaRoles:
         follower = self.followers.get(key)
         if follower is None or follower.partition.topic_id != topic_id:
             return None
-        del self.followers[key]
-        if self.manager is not None:
-            self.manager.apply(self._fetched())
+        del self.followers[key]       # its fetcher lets it go in the apply() that follows, before any await
         log.info("broker %d: %s was followed up to offset %d (high watermark %d); leading it now",
                  self.broker.node_id, follower.name, follower.log.log_end_offset, follower.high_watermark)
         return follower.partition
 
     def apply(self, image, followed: dict) -> bool:
         """``followed``: key -> (topic image, partition index, PartitionRegistration) of every partition
-        followed here; whether a log was opened."""
+        followed here; whether a log was opened. Called at the end of every Broker.on_metadata (after
+        any take()), it hands the fetchers their partitions."""
         for key in [k for k in self.followers if k not in followed]:
             self._remove(image, self.followers.pop(key))
         opened = False
@@ -118,8 +117,8 @@ class ReplicaRoles:
         return follower
 
     def _remove(self, image, follower: FollowerReplica) -> None:
-        if self.manager is not None:
-            self.manager.apply(self._fetched())
+        """Closed (or deleted) now; its fetcher drops it at the end of this apply(), before it can
+        touch the log again (the fetchers run on this loop and check their partitions after each await)."""
         if self.broker.deleted(image, follower.partition):
             self.broker.log_deleter.delete(follower.partition)
         else:

@@ -355,3 +355,22 @@ def test_fetcher_ids_spread_partitions_as_kafkas_get_fetcher_id():
     """Utils.abs(31 * topic.hashCode() + partition) % num.replica.fetchers ("a".hashCode() is 97)."""
     assert [fetcher_id("a", p, 4) for p in range(4)] == [(31 * 97 + p) % 4 for p in range(4)]
     assert {fetcher_id("orders", p, 1) for p in range(10)} == {0}
+
+
+BASE_CONFIG = ("process.roles=broker,controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
+               "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\n"
+               "controller.quorum.bootstrap.servers=127.0.0.1:9093\n")
+
+
+def test_the_fetcher_settings_have_kafkas_names_defaults_and_cross_check():
+    """ReplicationConfigs' defaults; KafkaConfig.validateValues: replica.socket.timeout.ms at least
+    replica.fetch.wait.max.ms; num.replica.fetchers at least 1."""
+    from kafkawire.net.config import ConfigError, parse_server_config
+    c = parse_server_config(BASE_CONFIG)
+    assert (c.num_replica_fetchers, c.replica_fetch_max_bytes, c.replica_fetch_response_max_bytes,
+            c.replica_fetch_wait_max_ms, c.replica_fetch_min_bytes, c.replica_fetch_backoff_ms,
+            c.replica_socket_timeout_ms) == (1, 1048576, 10485760, 500, 1, 1000, 30000)
+    with pytest.raises(ConfigError, match="should always be at least replica.fetch.wait.max.ms"):
+        parse_server_config(BASE_CONFIG + "replica.fetch.wait.max.ms=40000\n")
+    with pytest.raises(ConfigError):
+        parse_server_config(BASE_CONFIG + "num.replica.fetchers=0\n")
