@@ -4,7 +4,7 @@ whose replicas include this broker and whose leader is another broker is followe
 no leader epoch assigned), a leader made follower keeps its log (makeFollower), a follower made
 leader keeps its log and gets the new epoch at its log end (makeLeader), a replica moved away is
 closed, a deleted topic's follower log is removed, and a leader of -1 leaves the partition followed
-but fetched by no fetcher.
+but fetched by no fetcher. DescribeLogDirs lists followed replicas as Kafka lists every replica.
 """
 from __future__ import annotations
 
@@ -55,6 +55,8 @@ def test_role_changes_keep_the_log_and_follow_kafkas_make_leader_and_make_follow
         assert follower.partition is led and (follower.leader_id, follower.leader_epoch) == (2, 1)
         assert list(roles.manager.fetchers) == [(2, 0)]
         assert led.epochs.entries == [EpochEntry(0, 0)]          # a follower assigns no epoch
+        described = broker.log_dir_apis._log_dir_result(None)   # DescribeLogDirs lists followed replicas too
+        assert [(t.name, [p.partition_index for p in t.partitions]) for t in described.topics] == [("t", [0])]
 
         state["image"] = image_with(1, 2)                 # led here again: makeLeader, same log
         broker.on_metadata()
