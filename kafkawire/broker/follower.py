@@ -128,9 +128,12 @@ class FollowerReplica:
 
     # -- appends --
 
-    def append(self, records) -> AppendInfo | None:
+    def append(self, records, *, now_ms: int | None = None) -> AppendInfo | None:
         """Append the leader's batches as they are (UnifiedLog.appendAsFollower); None when the
-        bytes hold no whole batch."""
+        bytes hold no whole batch. Producers idle for ``producer.id.expiration.ms`` are forgotten at
+        most every ``producer.id.expiration.check.interval.ms``, as on the leader (Kafka's periodic
+        removeExpiredProducers covers every replica)."""
+        self.partition._maybe_expire_producers(int(time.time() * 1000) if now_ms is None else now_ms)
         data = memoryview(records)
         batches, end = _whole_batches(data, self.name)
         if not batches:

@@ -115,6 +115,18 @@ def test_the_follower_replays_producers_and_writes_the_txn_index_of_an_abort(tmp
     assert [(a.producer_id, a.first_offset, a.last_offset) for a in aborted] == [(42, 0, 2)]
 
 
+def test_a_followers_idle_producers_expire_as_the_leaders_do(tmp_path):
+    """producer.id.expiration.ms applies to followed replicas too: a producer whose last batch is
+    that old is forgotten at the next append after the check interval (the state stays bounded)."""
+    follower = follower_at(tmp_path)
+    old = build_batch([(b"k", b"v", [], 1000)], base_offset=0, partition_leader_epoch=0, producer_id=9,
+                      producer_epoch=0, base_sequence=0)
+    follower.append(old, now_ms=1000)
+    assert set(follower.partition.producers.producers) == {9}
+    follower.append(batch(1, 0, 1), now_ms=1000 + 86_400_000 + 600_000)
+    assert follower.partition.producers.producers == {}
+
+
 def test_high_watermark_is_the_leaders_capped_at_the_log_end_and_the_log_start_follows_the_leader(tmp_path):
     """processPartitionData: updateHighWatermark(min(leader's, log end)); maybeIncrementLogStartOffset
     to the leader's log start when higher, up to the high watermark, whole segments below deleted."""
