@@ -86,3 +86,33 @@ def test_role_changes_keep_the_log_and_follow_kafkas_make_leader_and_make_follow
         await broker.replica_roles.close()
         broker.state_writes.close()
     asyncio.run(go())
+
+
+def test_the_checkpoints_list_followed_replicas_with_the_followers_high_watermark(tmp_path):
+    """replication-offset-checkpoint, recovery-point-offset-checkpoint and log-start-offset-checkpoint
+    list every replica of the directory, followed ones too (a follower's high watermark is the one its
+    leader sent, capped at its log end), as Kafka's ReplicaManager and LogManager write them."""
+    from kafkawire.storage.state_files import read_offset_checkpoint
+
+    async def go():
+        broker, state = make_broker(tmp_path)
+        state["image"] = image_with(2, 1)
+        broker.on_metadata()
+        follower = broker.replica_roles.followers[("t", 0)]
+        follower.append(build_batch([(b"k", b"v")] * 4, partition_leader_epoch=1))
+        follower.log.segment_bytes = follower.log.size + 10    # the next append rolls: a log start can move
+        follower.append(build_batch([(b"k", b"v")] * 2, base_offset=4, partition_leader_epoch=1))
+        follower.update_from_leader(high_watermark=3, log_start_offset=5)     # above the high watermark: not yet
+        follower.update_from_leader(high_watermark=5, log_start_offset=5)
+        broker.log_manager.checkpoint_high_watermarks()
+        broker.log_manager.checkpoint_recovery_points()
+        broker.log_manager.checkpoint_log_start_offsets()
+        await broker.replica_roles.close()
+        broker.state_writes.close()
+    asyncio.run(go())
+
+    def read(name):
+        return read_offset_checkpoint(os.path.join(tmp_path, name))
+    assert read("replication-offset-checkpoint") == {("t", 0): 5}
+    assert read("recovery-point-offset-checkpoint") == {("t", 0): 4}
+    assert read("log-start-offset-checkpoint") == {("t", 0): 5}
