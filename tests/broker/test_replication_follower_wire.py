@@ -3,7 +3,8 @@
 ports) register three brokers; a topic with replication factor 3 is created, batches are produced
 to its leader, and the two followers' replica fetchers copy them: each follower's segment holds
 the leader's bytes, byte for byte (offsets and partition leader epochs as the leader wrote them),
-and a follower refuses produce and consumer fetches with NOT_LEADER_OR_FOLLOWER.
+and a follower refuses produce and consumer fetches with NOT_LEADER_OR_FOLLOWER. With the leader
+killed, a follower leads with the log it copied and the other follows it.
 """
 from __future__ import annotations
 
@@ -67,6 +68,21 @@ def _partition(broker, topic: str):
     return response.topics[0].partitions[0]
 
 
+def _partition_or_none(broker, topic: str):
+    try:
+        return _partition(broker, topic)
+    except Exception:            # the node asked may be electing a new controller
+        return None
+
+
+def produce(broker, batches: int) -> None:
+    for n in range(batches):
+        records = build_batch([(f"k{n}{i}".encode(), b"v" * (50 + i)) for i in range(5)])
+        produced = call(broker, ProduceRequest(acks=1, timeout_ms=5000, topic_data=[TopicProduceData(
+            name="replicated", partition_data=[PartitionProduceData(index=0, records=records)])]), 9)
+        assert produced.responses[0].partition_responses[0].error_code == Errors.NONE
+
+
 def _segment(quorum, node_id: int, topic: str) -> bytes:
     path = os.path.join(quorum.data_dir(node_id), f"{topic}-0", f"{0:020d}.log")
     try:
@@ -79,7 +95,9 @@ def _segment(quorum, node_id: int, topic: str) -> bytes:
 def test_followers_copy_the_leaders_batches_byte_for_byte(tmp_path):
     """Replica fetchers append the leader's batches as the leader wrote them: after three produces
     (acks=1) to the leader of a replication-factor-3 partition, both followers' first segment
-    equals the leader's; a follower answers produce and a consumer's fetch with NOT_LEADER_OR_FOLLOWER."""
+    equals the leader's; a follower answers produce and a consumer's fetch with NOT_LEADER_OR_FOLLOWER.
+    The leader killed (-9), a follower is made leader with the log it copied (makeLeader keeps it),
+    and the other follower, now following it, copies what is produced there."""
     with three_combined_nodes(tmp_path) as (quorum, brokers):
         response = call(brokers[1], CreateTopicsRequest(timeout_ms=10_000, topics=[CreatableTopic(
             name="replicated", num_partitions=1, replication_factor=3, assignments=[], configs=[])]))
@@ -88,11 +106,7 @@ def test_followers_copy_the_leaders_batches_byte_for_byte(tmp_path):
             _partition(brokers[1], "replicated")), WAIT_S, "a leader for the new topic")
         assert sorted(partition.replica_nodes) == list(NODES)
         leader = partition.leader_id
-        for n in range(3):
-            records = build_batch([(f"k{n}{i}".encode(), b"v" * (50 + i)) for i in range(5)])
-            produced = call(brokers[leader], ProduceRequest(acks=1, timeout_ms=5000, topic_data=[TopicProduceData(
-                name="replicated", partition_data=[PartitionProduceData(index=0, records=records)])]), 9)
-            assert produced.responses[0].partition_responses[0].error_code == Errors.NONE
+        produce(brokers[leader], 3)
         expected = _segment(quorum, leader, "replicated")
         assert len(expected) > 0
         followers = [i for i in NODES if i != leader]
@@ -106,6 +120,16 @@ def test_followers_copy_the_leaders_batches_byte_for_byte(tmp_path):
                                               topics=[FetchTopic(topic="replicated", partitions=[FetchPartition(
                                                   partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])]), 12)
         assert fetched.responses[0].partitions[0].error_code == Errors.NOT_LEADER_OR_FOLLOWER
+
+        quorum.kill(leader)                   # kill -9: a follower is made leader with the log it copied
+        survivors = [i for i in NODES if i != leader]
+        new = quorum.wait_until(lambda: (lambda p: p if p.leader_id in survivors else None)(
+            _partition_or_none(brokers[survivors[0]], "replicated")), WAIT_S, "a new leader").leader_id
+        (other,) = [i for i in survivors if i != new]
+        produce(brokers[new], 2)
+        assert _segment(quorum, new, "replicated").startswith(expected)
+        quorum.wait_until(lambda: _segment(quorum, other, "replicated") == _segment(quorum, new, "replicated"),
+                          WAIT_S, "the remaining follower to follow the new leader")
 
 
 if __name__ == "__main__":
