@@ -18,7 +18,9 @@ imported (kafkawire.tools.server_start joins them).
 Partitions: after each metadata change, every partition of the image whose leader is this
 broker gets its log opened (``log.dirs/<topic>-<partition>``, kafkawire.broker.partition) and
 its leader epoch updated; a partition no longer led here is closed, one of a deleted topic also
-renamed and removed later (kafkawire.broker.log_deletion). The
+renamed and removed later (kafkawire.broker.log_deletion). A partition whose replicas include
+this broker and whose leader is another one is followed (kafkawire.broker.replica_roles: its log
+kept or opened, its leader's replica fetcher copying it); a follower made leader keeps its log. The
 broker asks to be unfenced only once the metadata it registered against is applied and these
 logs are open, as Kafka's broker waits for its log manager.
 
@@ -58,6 +60,7 @@ from .log_manager import LogManager
 from .metadata_apis import MetadataApis
 from .partition import LeaderPartition
 from .produce import ProduceApi
+from .replica_roles import ReplicaRoles
 from .producer_ids import InitProducerIdApi, ProducerIdBlocks
 from .replication import Replication
 from .txn_markers import MIN_VERSION as WRITE_TXN_MARKERS_MIN_VERSION, WRITE_TXN_MARKERS, TxnMarkersApi
@@ -146,6 +149,8 @@ class Broker:
         # txn_verifier (KIP-890's check of transactional produce batches) and adds its listener
         # to txn_marker_listeners (kafkawire.broker.txn_apis).
         self.txn_apis = TxnApis(self)
+        # The partitions followed here and their replica fetchers (kafkawire.broker.replica_roles).
+        self.replica_roles = ReplicaRoles(self)
 
     # -- the listeners --
 
@@ -254,26 +259,35 @@ class Broker:
     # -- metadata --
 
     def on_metadata(self) -> None:
-        """The committed metadata moved: open the logs of the partitions led here, close the others."""
+        """The committed metadata moved: open the logs of the partitions led here, follow those
+        assigned here and led elsewhere (Partition.makeLeader / makeFollower), close the others."""
         if self.lifecycle is None:
             return
         self.lifecycle.poke()
         image = self.image()
         if image is None or self.lifecycle.state == STARTING:
             return
-        led = set()
+        led, followed = set(), {}
         opened = False
         for topic in image.topics_by_name.values():
             for index, registration in topic.partitions.items():
+                key = (topic.name, index)
                 if registration.leader == self.node_id:
-                    led.add((topic.name, index))
+                    led.add(key)
+                    self._take_from_followers(key, topic.id)
                     opened |= self._lead(image, topic, index, registration.leader_epoch)
+                elif self.node_id in registration.replicas:
+                    followed[key] = (topic, index, registration)
         for key in [k for k in self.partitions if k not in led]:
             partition = self.partitions.pop(key)
-            if self._deleted(image, partition):
+            if key in followed and followed[key][0].id == partition.topic_id:     # makeFollower keeps the log
+                registration = followed[key][2]
+                self.replica_roles.make_follower(partition, registration.leader, registration.leader_epoch)
+            elif self.deleted(image, partition):
                 self.log_deleter.delete(partition)
             else:
-                self._close(partition)
+                self.close_partition(partition)
+        opened |= self.replica_roles.apply(image, followed)
         self.replication.on_metadata(image)
         if opened:         # a new log may have set aside a deleted topic's directory
             self.log_deleter.schedule_leftovers()
@@ -281,10 +295,16 @@ class Broker:
         self.txn_apis.on_metadata()
 
     @staticmethod
-    def _deleted(image, partition: LeaderPartition) -> bool:
+    def deleted(image, partition: LeaderPartition) -> bool:
         """Whether the partition's topic is gone from the metadata (deleted, maybe created again)."""
         topic = image.topics_by_id.get(partition.topic_id)
         return topic is None or partition.partition not in topic.partitions
+
+    def _take_from_followers(self, key, topic_id) -> None:
+        """A partition followed here until now is led from now on with its open log (makeLeader)."""
+        partition = self.replica_roles.take(key, topic_id)
+        if partition is not None:
+            self.partitions[key] = partition
 
     def _lead(self, image, topic, index: int, leader_epoch: int) -> bool:
         """Lead the partition; whether its log was opened now."""
@@ -295,6 +315,16 @@ class Broker:
             return False
         if partition is not None:          # the topic was deleted and created again
             self.log_deleter.delete(self.partitions.pop((topic.name, index)))
+        partition = self.open_partition(image, topic, index, leader_epoch)
+        if partition is None:
+            return False
+        self.partitions[(topic.name, index)] = partition
+        log.info("broker %d: leading %s-%d in epoch %d", self.node_id, topic.name, index, leader_epoch)
+        return True
+
+    def open_partition(self, image, topic, index: int, leader_epoch: int) -> LeaderPartition | None:
+        """The partition's log opened (recovered), or None with the reason logged. A leader epoch of
+        -1 assigns none (a follower's epochs come from its leader's batches)."""
         try:
             partition = LeaderPartition.open(
                 self.log_dir, topic.name, index, topic.id, leader_epoch=leader_epoch,
@@ -303,15 +333,13 @@ class Broker:
                 state_writes=self.state_writes, **self.log_manager.open_options(image, topic.name, index, topic.id),
                 high_watermark=self.log_manager.checkpointed_high_watermark(topic.name, index, topic.id))
             self.log_manager.opened(partition)
-            self.partitions[(topic.name, index)] = partition
         except OSError as exc:
             log.error("broker %d: cannot open the log of %s-%d: %s", self.node_id, topic.name, index, exc)
-            return False
-        log.info("broker %d: leading %s-%d in epoch %d", self.node_id, topic.name, index, leader_epoch)
-        return True
+            return None
+        return partition
 
     @staticmethod
-    def _close(partition: LeaderPartition) -> None:
+    def close_partition(partition: LeaderPartition) -> None:
         try:
             partition.close()
         except OSError as exc:
@@ -351,9 +379,10 @@ class Broker:
         self.replication.close()             # waiting acks=all answers go out before the listeners close
         for server in self.servers:
             await server.close(timeout_ms=1000)
+        await self.replica_roles.close()
         self.log_manager.shutdown()
         for partition in self.partitions.values():
-            self._close(partition)
+            self.close_partition(partition)
         self.partitions.clear()
         self.state_writes.close()
         log.info("broker %d stopped", self.node_id)

@@ -96,7 +96,9 @@ class LogDirApis:
         wanted = None if requested_topics is None else {(t.topic, index) for t in requested_topics
                                                           for index in t.partitions}
         by_topic: dict[str, list[DescribeLogDirsPartition]] = {}
-        for (name, index), partition in sorted(self.broker.partitions.items()):
+        replicas = dict(self.broker.partitions)              # led here, and followed (Kafka lists every replica)
+        replicas.update((key, f.partition) for key, f in self.broker.replica_roles.followers.items())
+        for (name, index), partition in sorted(replicas.items()):
             if wanted is None or (name, index) in wanted:
                 by_topic.setdefault(name, []).append(DescribeLogDirsPartition(
                     partition_index=index, partition_size=partition.log.size, offset_lag=0, is_future_key=False))

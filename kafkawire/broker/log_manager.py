@@ -233,19 +233,28 @@ class LogManager:
 
     # -- checkpoints --
 
+    def _replicas(self) -> dict:
+        """Every partition with a log here, led or followed (kafkawire.broker.replica_roles): Kafka's
+        checkpoints list every replica of the directory."""
+        replicas = dict(self.broker.partitions)
+        replicas.update((key, f.partition) for key, f in self.broker.replica_roles.followers.items())
+        return replicas
+
     def checkpoint_recovery_points(self) -> None:
         offsets = {}
-        for key, partition in self.broker.partitions.items():
+        for key, partition in self._replicas().items():
             point = max(self.recovery_points.get(key, 0), partition.log.active_segment.base_offset)
             self.recovery_points[key] = offsets[key] = min(point, partition.log.log_end_offset)
         self._write(RECOVERY_POINT_CHECKPOINT, offsets)
 
     def checkpoint_high_watermarks(self) -> None:
-        self._write(REPLICATION_CHECKPOINT, {k: p.high_watermark() for k, p in self.broker.partitions.items()})
+        marks = {k: p.high_watermark() for k, p in self.broker.partitions.items()}
+        marks.update((key, f.high_watermark) for key, f in self.broker.replica_roles.followers.items())
+        self._write(REPLICATION_CHECKPOINT, marks)
 
     def checkpoint_log_start_offsets(self) -> None:
         """Only the logs whose start is past their first segment's base, as Kafka writes them."""
-        self._write(LOG_START_CHECKPOINT, {k: p.log.log_start_offset for k, p in self.broker.partitions.items()
+        self._write(LOG_START_CHECKPOINT, {k: p.log.log_start_offset for k, p in self._replicas().items()
                                            if p.log.log_start_offset > p.log.segments[0].base_offset})
 
     def _write(self, name: str, offsets: dict) -> None:
@@ -290,7 +299,7 @@ class LogManager:
         if self.cleaner is not None:
             self.cleaner.shutdown()
         self.checkpoint_high_watermarks()
-        for key, partition in self.broker.partitions.items():
+        for key, partition in self._replicas().items():
             try:
                 partition.log.flush()
                 self.recovery_points[key] = partition.log.log_end_offset

@@ -146,6 +146,12 @@ class LeaderPartition:
             return self.log.log_end_offset
         return min(max(self._high_watermark, self.log.log_start_offset), self.log.log_end_offset)
 
+    def adopt_high_watermark(self, offset: int) -> None:
+        """A follower made leader keeps the high watermark it had as a follower (Partition.makeLeader
+        leaves UnifiedLog's high watermark as it was); kept within the log."""
+        self._high_watermark = min(max(offset, self.log.log_start_offset), self.log.log_end_offset)
+        self.producers.on_high_watermark(self._high_watermark)
+
     def maybe_increment_high_watermark(self, now_ms: int) -> bool:
         """Partition.maybeIncrementLeaderHW: the log end without followers, else what the replicas
         allow; whether the high watermark moved (it never moves back)."""

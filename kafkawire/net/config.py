@@ -213,6 +213,15 @@ _KEYS = (
     _Key("metrics.sample.window.ms", lambda k, v: _long(k, v, 1), "30000", "MetricConfigs"),
     # kafkawire's: where PrometheusReporter serves GET /metrics (9404, the JMX exporter's usual port)
     _Key("kafkawire.metrics.prometheus.listener", lambda k, v: _http_listener(k, v), "http://:9404", "kafkawire"),
+    # The replica fetchers (ReplicationConfigs; kafkawire.broker.replica_fetcher): INT 1 atLeast(1);
+    # INT 1 MiB atLeast(0); INT 10 MiB atLeast(0); INT 500; INT 1; INT 1000 atLeast(0); INT 30000
+    _Key("num.replica.fetchers", lambda k, v: _int(k, v, 1), "1", "ReplicationConfigs"),
+    _Key("replica.fetch.max.bytes", lambda k, v: _int(k, v, 0), str(1024 * 1024), "ReplicationConfigs"),
+    _Key("replica.fetch.response.max.bytes", lambda k, v: _int(k, v, 0), str(10 * 1024 * 1024), "ReplicationConfigs"),
+    _Key("replica.fetch.wait.max.ms", lambda k, v: _int(k, v), "500", "ReplicationConfigs"),
+    _Key("replica.fetch.min.bytes", lambda k, v: _int(k, v), "1", "ReplicationConfigs"),
+    _Key("replica.fetch.backoff.ms", lambda k, v: _int(k, v, 0), "1000", "ReplicationConfigs"),
+    _Key("replica.socket.timeout.ms", lambda k, v: _int(k, v), "30000", "ReplicationConfigs"),
 )
 KNOWN_KEYS = {k.name: k for k in _KEYS}
 # Keys that ServerConfig holds in another form (resolved against other keys).
@@ -333,6 +342,13 @@ class ServerConfig:
     log_cleaner_min_compaction_lag_ms: int = 0
     log_cleaner_max_compaction_lag_ms: int = (1 << 63) - 1
     log_cleaner_min_cleanable_ratio: float = 0.5
+    num_replica_fetchers: int = 1
+    replica_fetch_max_bytes: int = 1024 * 1024
+    replica_fetch_response_max_bytes: int = 10 * 1024 * 1024
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_min_bytes: int = 1
+    replica_fetch_backoff_ms: int = 1000
+    replica_socket_timeout_ms: int = 30_000
     unknown_keys: tuple[str, ...] = field(default=())
     # (key, value as written) of the KNOWN_KEYS server.properties sets: Kafka's staticBrokerConfigs,
     # what DescribeConfigs names STATIC_BROKER_CONFIG
@@ -509,6 +525,10 @@ def _validate_consumer_groups(c: ServerConfig, raw: dict) -> None:
 def _validate(c: ServerConfig, raw: dict) -> None:
     """The KRaft rules of KafkaConfig.validateValues that involve more than one key."""
     _validate_consumer_groups(c, raw)
+    if c.replica_fetch_wait_max_ms > c.replica_socket_timeout_ms:
+        raise ConfigError("replica.socket.timeout.ms", raw["replica.socket.timeout.ms"],
+                          "replica.socket.timeout.ms should always be at least replica.fetch.wait.max.ms to prevent "
+                          "unnecessary socket timeouts")
     names = [e.listener_name for e in c.listeners]
     if len(set(names)) != len(names):
         raise ConfigError("listeners", raw["listeners"], "must give each listener a different name")

@@ -101,8 +101,8 @@ def refuse_broker_roles(text: str) -> None:
     roles = [r.strip() for r in raw.split(",")]
     if "broker" in roles and "controller" not in roles:
         raise ConfigError("process.roles", raw,
-                          "kafkawire runs a broker only in combined mode (process.roles=broker,controller, one "
-                          "node): a broker-only node is not supported yet. Run broker-only nodes with Apache Kafka "
+                          "kafkawire runs a broker only in combined mode (process.roles=broker,controller, one or "
+                          "more such nodes): a broker-only node is not supported yet. Run broker-only nodes with Apache Kafka "
                           "(kafka.Kafka with process.roles=broker and controller.quorum.bootstrap.servers naming "
                           "these controllers), or give this node process.roles=broker,controller")
 

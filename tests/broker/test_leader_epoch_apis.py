@@ -51,7 +51,8 @@ def led(tmp_path):
     topic = SimpleNamespace(name="orders", id=TOPIC_ID, partitions={
         0: SimpleNamespace(leader=1, leader_epoch=5), 1: SimpleNamespace(leader=2, leader_epoch=0)})
     broker = SimpleNamespace(image=lambda: SimpleNamespace(topics_by_name={"orders": topic}), node_id=1,
-                             partitions={("orders", 0): partition}, log_dir=str(tmp_path))
+                             partitions={("orders", 0): partition}, log_dir=str(tmp_path),
+                             replica_roles=SimpleNamespace(followers={}))
     yield broker, partition
     partition.close()
 

@@ -189,6 +189,7 @@ class FakeBroker:
         self.node_id = 1
         self.log_dir = str(log_dir)
         self.partitions = {}
+        self.replica_roles = SimpleNamespace(followers={})
         self._image = image or MetadataImage()
         self.now = [NOW]
         self.log_manager = LogManager(self, clock=lambda: self.now[0])

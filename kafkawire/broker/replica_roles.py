@@ -1,0 +1,182 @@
+"""The partitions a broker follows and the role changes of its replicas, as Kafka's
+ReplicaManager.applyDelta makes them (Partition.makeFollower / makeLeader) in KRaft mode.
+
+    roles = ReplicaRoles(broker)
+    roles.make_follower(partition, leader_id, leader_epoch)   # a partition led here until now
+    partition = roles.take(key, topic_id)                     # this broker leads it from now on
+    roles.apply(image, followed)                              # every partition followed here
+    await roles.close()
+
+A partition whose replicas include this broker and whose leader is another broker (or none: -1,
+offline) is followed: its log is opened (or kept, when it was led here: makeFollower keeps the log,
+its producer state and epochs; nothing is assigned to the epoch cache, whose entries come from the
+leader's batches), the leader and leader epoch of the metadata recorded, and the replica fetcher of
+its leader fetches it (kafkawire.broker.replica_fetcher; none while the leader is -1). Followed
+partitions are not in ``Broker.partitions``: produce, consumer fetches and ListOffsets find no led
+partition and answer NOT_LEADER_OR_FOLLOWER, as Kafka's leader-only paths do. A followed partition
+whose leader becomes this broker is handed back to ``Broker.partitions`` with its open log; one no
+longer assigned here is closed, and removed when its topic is gone.
+
+The fetchers connect to each leader's endpoint of the inter-broker listener as the leader's broker
+registration in the metadata image gives it: ``inter.broker.listener.name``, else the listener
+named PLAINTEXT (Kafka's default ``security.inter.broker.protocol``), else (kafkawire) the first
+broker listener; PLAINTEXT or SSL (the listener's ``ssl.*`` settings as a client's). A SASL
+inter-broker listener is not supported yet: the partitions are followed but not fetched, with an
+error in the log.
+"""
+from __future__ import annotations
+
+import logging
+
+from kafkawire.net.client import NetworkClient
+from kafkawire.net.config import ConfigError
+from kafkawire.net.security import client_ssl_context
+
+from .follower import FollowerReplica
+from .replica_fetcher import FetcherSettings, ReplicaFetcherManager
+
+__all__ = ["ReplicaRoles", "inter_broker_listener"]
+
+log = logging.getLogger(__name__)
+FRAME_SLACK = 64 * 1024         # a Fetch answer's headers around its records
+
+
+def inter_broker_listener(config, broker_listener_names: list[str]) -> str | None:
+    if config.inter_broker_listener_name is not None:
+        return config.inter_broker_listener_name
+    if "PLAINTEXT" in broker_listener_names:
+        return "PLAINTEXT"
+    return broker_listener_names[0] if broker_listener_names else None
+
+
+class ReplicaRoles:
+    """The followers of ``broker`` (kafkawire.broker.Broker) and their fetchers."""
+
+    def __init__(self, broker):
+        self.broker = broker
+        self.followers: dict[tuple[str, int], FollowerReplica] = {}
+        self.listener = inter_broker_listener(broker.config, broker.broker_listener_names())
+        self.manager: ReplicaFetcherManager | None = None
+        self._unusable: str | None = None       # why no fetcher can run (logged once)
+
+    # -- role changes --
+
+    def make_follower(self, partition, leader_id: int, leader_epoch: int) -> None:
+        """A partition led here until now is followed from now on, its log kept (makeFollower)."""
+        self.followers[(partition.topic, partition.partition)] = FollowerReplica(
+            partition, leader_id=leader_id, leader_epoch=leader_epoch, high_watermark=partition.high_watermark(),
+            producer_id_expiration_ms=self.broker.config.producer_id_expiration_ms)
+        log.info("broker %d: following %s from broker %d in epoch %d (was leader)", self.broker.node_id,
+                 partition.name, leader_id, leader_epoch)
+
+    def take(self, key: tuple[str, int], topic_id):
+        """The open partition of a follower this broker now leads (makeLeader), or None."""
+        follower = self.followers.get(key)
+        if follower is None or follower.partition.topic_id != topic_id:
+            return None
+        del self.followers[key]       # its fetcher lets it go in the apply() that follows, before any await
+        log.info("broker %d: %s was followed up to offset %d (high watermark %d); leading it now",
+                 self.broker.node_id, follower.name, follower.log.log_end_offset, follower.high_watermark)
+        follower.partition.adopt_high_watermark(follower.high_watermark)
+        return follower.partition
+
+    def apply(self, image, followed: dict) -> bool:
+        """``followed``: key -> (topic image, partition index, PartitionRegistration) of every partition
+        followed here; whether a log was opened. Called at the end of every Broker.on_metadata (after
+        any take()), it hands the fetchers their partitions."""
+        for key in [k for k in self.followers if k not in followed]:
+            self._remove(image, self.followers.pop(key))
+        opened = False
+        for key, (topic, index, registration) in followed.items():
+            follower = self.followers.get(key)
+            if follower is not None and follower.partition.topic_id != topic.id:     # deleted, created again
+                self.broker.log_deleter.delete(self.followers.pop(key).partition)
+                follower = None
+            if follower is None:
+                follower = self._open(image, topic, index)
+                if follower is None:
+                    continue
+                opened = True
+            else:
+                self.broker.log_manager.configure(follower.partition, image)
+            if (follower.leader_id, follower.leader_epoch) != (registration.leader, registration.leader_epoch):
+                log.info("broker %d: following %s from broker %d in epoch %d", self.broker.node_id, follower.name,
+                         registration.leader, registration.leader_epoch)
+            follower.leader_id, follower.leader_epoch = registration.leader, registration.leader_epoch
+        manager = self._manager()
+        if manager is not None:
+            manager.apply(self._fetched())
+        return opened
+
+    def _open(self, image, topic, index: int) -> FollowerReplica | None:
+        partition = self.broker.open_partition(image, topic, index, leader_epoch=-1)
+        if partition is None:
+            return None
+        follower = FollowerReplica(partition, leader_id=-1, leader_epoch=-1, high_watermark=partition.high_watermark(),
+                                   producer_id_expiration_ms=self.broker.config.producer_id_expiration_ms)
+        self.followers[(topic.name, index)] = follower
+        return follower
+
+    def _remove(self, image, follower: FollowerReplica) -> None:
+        """Closed (or deleted) now; its fetcher drops it at the end of this apply(), before it can
+        touch the log again (the fetchers run on this loop and check their partitions after each await)."""
+        if self.broker.deleted(image, follower.partition):
+            self.broker.log_deleter.delete(follower.partition)
+        else:
+            self.broker.close_partition(follower.partition)
+
+    def _fetched(self) -> dict:
+        return {key: (f, f.partition.topic_id) for key, f in self.followers.items()}
+
+    # -- the fetchers --
+
+    def _manager(self) -> ReplicaFetcherManager | None:
+        if self.manager is not None or not self.followers or self._unusable is not None:
+            return self.manager
+        client_options, self._unusable = self._client_options()
+        if self._unusable is not None:
+            log.error("broker %d: the followed partitions are not fetched: %s", self.broker.node_id, self._unusable)
+            return None
+        c = self.broker.config
+        client = NetworkClient(client_id=f"broker-{c.node_id}-fetcher", request_timeout_ms=c.replica_socket_timeout_ms,
+                               max_response_bytes=c.replica_fetch_response_max_bytes + c.message_max_bytes + FRAME_SLACK,
+                               **client_options)
+        settings = FetcherSettings(
+            replica_id=c.node_id, num_fetchers=c.num_replica_fetchers, max_bytes=c.replica_fetch_max_bytes,
+            response_max_bytes=c.replica_fetch_response_max_bytes, wait_max_ms=c.replica_fetch_wait_max_ms,
+            min_bytes=c.replica_fetch_min_bytes, backoff_ms=c.replica_fetch_backoff_ms,
+            request_timeout_ms=c.replica_socket_timeout_ms)
+        lifecycle = self.broker.lifecycle
+        self.manager = ReplicaFetcherManager(settings, client, self.endpoint_of,
+                                             lambda: lifecycle.broker_epoch if lifecycle is not None else -1)
+        return self.manager
+
+    def _client_options(self) -> tuple[dict, str | None]:
+        if self.listener is None:
+            return {}, "the broker has no listener for inter-broker traffic"
+        try:
+            security = self.broker.config.security_of(self.listener)
+        except ConfigError as exc:
+            return {}, str(exc)
+        protocol = "PLAINTEXT" if security is None else security.protocol
+        if protocol == "PLAINTEXT":
+            return {}, None
+        if protocol == "SSL":
+            return {"ssl_context": client_ssl_context(security.ssl)}, None
+        return {}, f"the inter-broker listener {self.listener} is {protocol}: kafkawire's replica fetcher does not " \
+                   "authenticate with SASL yet"
+
+    def endpoint_of(self, broker_id: int) -> tuple[str, int] | None:
+        image = self.broker.image()
+        registration = None if image is None else image.brokers.get(broker_id)
+        endpoint = None if registration is None else registration.listeners.get(self.listener)
+        return None if endpoint is None else (endpoint.host, endpoint.port)
+
+    async def close(self) -> None:
+        """Stop the fetchers, then close the followed logs."""
+        if self.manager is not None:
+            await self.manager.close()
+            self.manager = None
+        for follower in self.followers.values():
+            self.broker.close_partition(follower.partition)
+        self.followers.clear()

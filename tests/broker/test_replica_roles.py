@@ -1,0 +1,118 @@
+"""Role changes of a broker's replicas (Broker.on_metadata with kafkawire.broker.replica_roles), in
+process on a stand-in metadata image, as Kafka's ReplicaManager.applyDelta makes them: a partition
+whose replicas include this broker and whose leader is another broker is followed (its log opened,
+no leader epoch assigned), a leader made follower keeps its log (makeFollower), a follower made
+leader keeps its log and gets the new epoch at its log end (makeLeader), a replica moved away is
+closed, a deleted topic's follower log is removed, and a leader of -1 leaves the partition followed
+but fetched by no fetcher. DescribeLogDirs lists followed replicas as Kafka lists every replica.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from types import SimpleNamespace
+
+from kafkawire.broker import Broker
+from kafkawire.net.config import parse_server_config
+from kafkawire.records.builder import build_batch
+from kafkawire.storage.state_files import EpochEntry
+
+TOPIC_ID = uuid.UUID(int=11)
+
+
+def image_with(leader: int, epoch: int, replicas=(1, 2, 3), *, topic: bool = True):
+    registration = SimpleNamespace(leader=leader, leader_epoch=epoch, replicas=tuple(replicas), isr=tuple(replicas))
+    topics = {"t": SimpleNamespace(name="t", id=TOPIC_ID, partitions={0: registration})} if topic else {}
+    return SimpleNamespace(topics_by_name=topics, topics_by_id={TOPIC_ID: t for t in topics.values()},
+                           brokers={}, configs={})
+
+
+def make_broker(tmp_path):
+    config = parse_server_config(f"process.roles=broker,controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
+                                 f"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0\n"
+                                 f"controller.quorum.bootstrap.servers=127.0.0.1:1\nlog.dirs={tmp_path}\n")
+    state = {"image": image_with(1, 0)}
+    broker = Broker(config, cluster_id="c", directory_id=None, image=lambda: state["image"], metadata_offset=lambda: 0,
+                    send_to_controller=None, supported_features={})
+    broker.lifecycle = SimpleNamespace(state="RUNNING", poke=lambda: None, broker_epoch=5)
+    broker.group_apis.on_metadata = broker.txn_apis.on_metadata = lambda: None      # not under test here
+    return broker, state
+
+
+def test_role_changes_keep_the_log_and_follow_kafkas_make_leader_and_make_follower(tmp_path):
+    async def go():
+        broker, state = make_broker(tmp_path)
+        roles = broker.replica_roles
+        broker.on_metadata()
+        led = broker.partitions[("t", 0)]
+        led.log.append(build_batch([(b"k", b"v")] * 3), assign_offsets=True, leader_epoch=0)
+
+        state["image"] = image_with(2, 1)                 # another broker leads: makeFollower
+        broker.on_metadata()
+        assert ("t", 0) not in broker.partitions
+        follower = roles.followers[("t", 0)]
+        assert follower.partition is led and (follower.leader_id, follower.leader_epoch) == (2, 1)
+        assert list(roles.manager.fetchers) == [(2, 0)]
+        assert led.epochs.entries == [EpochEntry(0, 0)]          # a follower assigns no epoch
+        described = broker.log_dir_apis._log_dir_result(None)   # DescribeLogDirs lists followed replicas too
+        assert [(t.name, [p.partition_index for p in t.partitions]) for t in described.topics] == [("t", [0])]
+
+        state["image"] = image_with(1, 2)                 # led here again: makeLeader, same log
+        broker.on_metadata()
+        assert broker.partitions[("t", 0)] is led and roles.followers == {}
+        assert led.epochs.entries == [EpochEntry(0, 0), EpochEntry(2, 3)]
+        assert roles.manager.fetchers == {}
+
+        state["image"] = image_with(-1, 3)                # offline: followed, fetched by no one
+        broker.on_metadata()
+        assert roles.followers[("t", 0)].partition is led and roles.manager.fetchers == {}
+
+        state["image"] = image_with(2, 4, replicas=(2, 3))    # moved away: closed, the files stay
+        broker.on_metadata()
+        assert roles.followers == {} and ("t", 0) not in broker.partitions
+        assert os.path.exists(os.path.join(tmp_path, "t-0", f"{0:020d}.log"))
+
+        state["image"] = image_with(3, 5)                 # followed again: the log opened, no epoch assigned
+        broker.on_metadata()
+        reopened = roles.followers[("t", 0)]
+        assert reopened.log.log_end_offset == 3
+        assert reopened.epochs.latest() == 0         # epoch 2 started at the log end: dropped at load, as Kafka
+
+        state["image"] = image_with(3, 5, topic=False)    # the topic deleted: the follower's log goes
+        broker.on_metadata()
+        assert roles.followers == {}
+        assert not os.path.exists(os.path.join(tmp_path, "t-0"))
+        await broker.replica_roles.close()
+        broker.state_writes.close()
+    asyncio.run(go())
+
+
+def test_the_checkpoints_list_followed_replicas_with_the_followers_high_watermark(tmp_path):
+    """replication-offset-checkpoint, recovery-point-offset-checkpoint and log-start-offset-checkpoint
+    list every replica of the directory, followed ones too (a follower's high watermark is the one its
+    leader sent, capped at its log end), as Kafka's ReplicaManager and LogManager write them."""
+    from kafkawire.storage.state_files import read_offset_checkpoint
+
+    async def go():
+        broker, state = make_broker(tmp_path)
+        state["image"] = image_with(2, 1)
+        broker.on_metadata()
+        follower = broker.replica_roles.followers[("t", 0)]
+        follower.append(build_batch([(b"k", b"v")] * 4, partition_leader_epoch=1))
+        follower.log.segment_bytes = follower.log.size + 10    # the next append rolls: a log start can move
+        follower.append(build_batch([(b"k", b"v")] * 2, base_offset=4, partition_leader_epoch=1))
+        follower.update_from_leader(high_watermark=3, log_start_offset=5)     # above the high watermark: not yet
+        follower.update_from_leader(high_watermark=5, log_start_offset=5)
+        broker.log_manager.checkpoint_high_watermarks()
+        broker.log_manager.checkpoint_recovery_points()
+        broker.log_manager.checkpoint_log_start_offsets()
+        await broker.replica_roles.close()
+        broker.state_writes.close()
+    asyncio.run(go())
+
+    def read(name):
+        return read_offset_checkpoint(os.path.join(tmp_path, name))
+    assert read("replication-offset-checkpoint") == {("t", 0): 5}
+    assert read("recovery-point-offset-checkpoint") == {("t", 0): 4}
+    assert read("log-start-offset-checkpoint") == {("t", 0): 5}
