@@ -22,7 +22,8 @@ TOPIC_ID = uuid.UUID(int=11)
 
 
 def image_with(leader: int, epoch: int, replicas=(1, 2, 3), *, topic: bool = True):
-    registration = SimpleNamespace(leader=leader, leader_epoch=epoch, replicas=tuple(replicas), isr=tuple(replicas))
+    registration = SimpleNamespace(leader=leader, leader_epoch=epoch, replicas=tuple(replicas), isr=tuple(replicas),
+                                   partition_epoch=epoch)
     topics = {"t": SimpleNamespace(name="t", id=TOPIC_ID, partitions={0: registration})} if topic else {}
     return SimpleNamespace(topics_by_name=topics, topics_by_id={TOPIC_ID: t for t in topics.values()},
                            brokers={}, configs={})
@@ -116,3 +117,24 @@ def test_the_checkpoints_list_followed_replicas_with_the_followers_high_watermar
     assert read("replication-offset-checkpoint") == {("t", 0): 5}
     assert read("recovery-point-offset-checkpoint") == {("t", 0): 4}
     assert read("log-start-offset-checkpoint") == {("t", 0): 5}
+
+
+def test_a_follower_made_leader_keeps_the_high_watermark_it_had_as_follower(tmp_path):
+    """Partition.makeLeader leaves the replica's high watermark as it was: a follower that had
+    high watermark 2 of a log ending at 5 leads with 2, not its log end (the records above 2 may
+    not be on the other replicas), and not 0."""
+    async def go():
+        broker, state = make_broker(tmp_path)
+        state["image"] = image_with(2, 1)
+        broker.on_metadata()
+        follower = broker.replica_roles.followers[("t", 0)]
+        follower.append(build_batch([(b"k", b"v")] * 5, partition_leader_epoch=1))
+        follower.update_from_leader(high_watermark=2, log_start_offset=0)
+        state["image"] = image_with(1, 2)                 # led here now
+        broker.on_metadata()
+        led = broker.partitions[("t", 0)]
+        assert (led.log.log_end_offset, led.high_watermark()) == (5, 2)
+        await broker.replica_roles.close()
+        broker.replication.close()
+        broker.state_writes.close()
+    asyncio.run(go())
