@@ -48,6 +48,8 @@ def _probe_inputs() -> list[bytes]:
 def _agrees(codec: int, level: int | None) -> bool | None:
     """Whether C writes the pure path's bytes for every probe; None when C steps aside for this
     pair (a level it does not take, or the codec turned off): nothing learned."""
+    if _NATIVE_BUILD(codec, level, b"", 0, -1, bytes(40)) is None:
+        return None
     for data in _probe_inputs():
         batch = _NATIVE_BUILD(codec, level, data, 0, -1, bytes(40))
         if batch is None:
