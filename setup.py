@@ -115,7 +115,7 @@ NATIVE = [Extension("kafkawire._native_records",
                                                   "columns_fast.c", "crc32c.c", "decompress.c", "compress.c",
                                                   "message_programs.c", "message_decode.c", "message_encode.c",
                                                   "message_methods.c", "dump_json.c", "dump_lines.c", "capture.c")],
-                    depends=[_SRC + "records.h", _SRC + "columns.h", _SRC + "message.h", _SRC + "dump_text.h"],
+                    depends=[_SRC + "records.h", _SRC + "codecs.h", _SRC + "columns.h", _SRC + "message.h", _SRC + "dump_text.h"],
                     extra_compile_args=["-O3", "-std=gnu11", "-Wall", "-Wno-missing-field-initializers"])]
 
 setup(ext_modules=[] if os.environ.get("KAFKAWIRE_PURE") == "1" else NATIVE,

@@ -18,19 +18,7 @@
  *            other levels go to cramjam's bundled library.
  * Which codecs run here is decompress.c's choice (kw_codec_native: compiled in, and not turned off
  * by use_codecs), so KAFKAWIRE_NATIVE_CODECS and use_codecs govern both directions. */
-#include "records.h"
-
-#ifdef KW_HAVE_ZLIB
-#include <zlib.h>
-#endif
-#ifdef KW_HAVE_LZ4
-#include <lz4.h>
-#endif
-#ifdef KW_HAVE_ZSTD
-#include <zstd.h>
-#endif
-
-enum { GZIP = 1, SNAPPY = 2, LZ4 = 3, ZSTD = 4 };
+#include "codecs.h"
 #define HEADER 61      /* RECORD_BATCH_OVERHEAD */
 #define CRC_FROM 21    /* the CRC covers attributes onward */
 #define POST 40        /* attributes..recordsCount */
