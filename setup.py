@@ -7,8 +7,8 @@ installs the pure-Python package, which does everything the extension does, more
 
 So are its codecs: each of zlib (gzip), snappy, lz4 and zstd is compiled in only when a probe
 finds its header and library (Debian: zlib1g-dev, libsnappy-dev, liblz4-dev, libzstd-dev); a
-codec left out is decompressed by the pure-Python path (cramjam, zlib), and ``status()`` names
-the codecs that run in C. ``KAFKAWIRE_NATIVE_CODECS=gzip,lz4`` (or ``none``) limits the probe.
+codec left out is compressed and decompressed by the pure-Python path (cramjam, zlib), and
+``status()`` names the codecs that run in C. ``KAFKAWIRE_NATIVE_CODECS=gzip,lz4`` (or ``none``) limits the probe.
 """
 from __future__ import annotations
 
@@ -106,16 +106,16 @@ def _add_codecs(compiler, ext) -> None:
             ext.define_macros.append((macro, "1"))
             ext.libraries.append(library)
             found.append(name)
-    sys.stderr.write(f"kafkawire: codecs decompressed in C: {', '.join(found) or 'none'}\n")
+    sys.stderr.write(f"kafkawire: codecs (de)compressed in C: {', '.join(found) or 'none'}\n")
 
 
 _SRC = "kafkawire/_native_src/"
 NATIVE = [Extension("kafkawire._native_records",
                     [_SRC + name for name in ("module.c", "parse.c", "buf_pool.c", "decode.c", "encode.c", "columns.c",
-                                                  "columns_fast.c", "crc32c.c", "decompress.c",
+                                                  "columns_fast.c", "crc32c.c", "decompress.c", "compress.c",
                                                   "message_programs.c", "message_decode.c", "message_encode.c",
                                                   "message_methods.c", "dump_json.c", "dump_lines.c", "capture.c")],
-                    depends=[_SRC + "records.h", _SRC + "columns.h", _SRC + "message.h", _SRC + "dump_text.h"],
+                    depends=[_SRC + "records.h", _SRC + "codecs.h", _SRC + "columns.h", _SRC + "message.h", _SRC + "dump_text.h"],
                     extra_compile_args=["-O3", "-std=gnu11", "-Wall", "-Wno-missing-field-initializers"])]
 
 setup(ext_modules=[] if os.environ.get("KAFKAWIRE_PURE") == "1" else NATIVE,

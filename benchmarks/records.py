@@ -16,8 +16,10 @@ of the per-round ratios.
 
 kafkawire runs twice (issue 26): "kafkawire native" (the C extension, when built) and
 "kafkawire pure" (the pure-Python loop and append, as with KAFKAWIRE_PURE=1); a second table
-puts both against aiokafka's C extension on the whole consumer step - CRC-32C checked, and
-for lz4/zstd batches decompressed - so the ratio includes them.
+puts both against aiokafka's C extension and kafka-python on batches of every codec: encode
+(built and compressed; compressed in C by kafkawire native where compress.c writes the pure
+path's bytes) and the whole consumer step (CRC-32C checked, decompressed, records read).
+``--compressed-only`` runs that table alone.
 """
 
 from __future__ import annotations
@@ -89,9 +91,9 @@ def kw_consume(buf):
             r.offset, r.timestamp, r.key, r.value, r.headers
 
 
-def kw_encode_codec(codec):
+def kw_encode_codec(codec, level=None):
     def encode():
-        b = RecordBatchBuilder(partition_leader_epoch=0, compression_type=codec)
+        b = RecordBatchBuilder(partition_leader_epoch=0, compression_type=codec, compression_level=level)
         append = b.append
         for i in range(N_RECORDS):
             append(KEYS[i], VALUES[i], HEADERS, TIMESTAMP + i)
@@ -198,6 +200,8 @@ def main():
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--seconds", type=float, default=0.3)
     ap.add_argument("--arrow-only", action="store_true", help="only the records_to_arrow table")
+    ap.add_argument("--compressed-only", action="store_true",
+                    help="only the table of compressed batches (encode and consume, against aiokafka and kafka-python)")
     args = ap.parse_args()
     if args.arrow_only:
         arrow_table(args)
@@ -205,6 +209,9 @@ def main():
 
     import kafka.record.default_records as kp
     import aiokafka.record.default_records as ak
+    if args.compressed_only:
+        consumer_table(ak, kp, args)
+        return
 
     impls = {"kafkawire": (_kw_path(HAVE_NATIVE, kw_encode), _kw_path(HAVE_NATIVE, kw_decode))}
     if HAVE_NATIVE:
@@ -250,7 +257,7 @@ def main():
         a / b for a, b in zip(rates[("kafkawire", "dec-bytes")], rates[(best, "dec")], strict=True))
     print(f"fastest other pure-Python decoder: {best}; kafkawire decodes {results[best][3]:.2f}x "
           f"as fast ({bytes_ratio:.2f}x when copying to bytes)")
-    consumer_table(ak, args)
+    consumer_table(ak, kp, args)
     arrow_table(args)
 
 
@@ -308,25 +315,34 @@ def arrow_table(args):
         print(f"{codec_name}: decompressing in C is {ratio:.2f}x decompressing in Python (median of per-round ratios)")
 
 
-def consumer_table(ak, args):
-    """Native and pure kafkawire against aiokafka's C extension, CRC and decompression included."""
+def consumer_table(ak, kp, args):
+    """Native and pure kafkawire against aiokafka's C extension (and kafka-python) on batches of
+    every codec: the batch built and compressed (encode), and CRC-checked, decompressed and read
+    (decode). 'kw native, py codec' is the native path with every codec in Python (use_codecs):
+    the C record loops, compression and decompression by the pure codecs."""
     sides = {"kafkawire native": (True, True), "kw native, py codec": (True, False),
              "kafkawire pure": (False, False)} if HAVE_NATIVE else {"kafkawire pure": (False, False)}
-    print(f"\nwith CRC-32C checked and the batch decompressed (records/s; ratio = kafkawire / aiokafka C ext; "
-          f"'py codec': the native record loop, the codec in Python); load {os.getloadavg()[0]:.2f}")
-    print(f"{'codec':<6} {'implementation':<18} {'encode rec/s':>14} {'decode rec/s':>14} {'enc ratio':>10} {'dec ratio':>10}")
-    for codec_name, codec in (("none", 0), *ARROW_CODECS):
-        data = kw_encode_codec(codec)()
-        calls = {("aiokafka C ext", "enc"): _aiokafka_encode_codec(ak.DefaultRecordBatchBuilder, codec),
-                 ("aiokafka C ext", "dec"): (lambda: _aiokafka_consume(ak.DefaultRecordBatch)(data))}
+    peers = {"aiokafka C ext": ak, "kafka-python": kp}
+    print(f"\nwith CRC-32C checked and the batch decompressed (records/s of CPU time; ratio = implementation / "
+          f"aiokafka C ext); {_native.status()}; load {os.getloadavg()[0]:.2f}")
+    print(f"{'codec':<6} {'implementation':<20} {'encode rec/s':>14} {'decode rec/s':>14} {'enc ratio':>10} {'dec ratio':>10}")
+    # aiokafka and kafka-python gzip at level 9, kafkawire at Kafka's default (zlib's 6) unless
+    # compression.gzip.level says otherwise: "gzip-9" is kafkawire at 9 against the same peers.
+    for codec_name, codec, level in (("none", 0, None), ("gzip", GZIP, None), ("gzip-9", GZIP, 9),
+                                     ("snappy", SNAPPY, None), ("lz4", LZ4, None), ("zstd", ZSTD, None)):
+        data = kw_encode_codec(codec, level)()
+        calls = {}
+        for name, module in peers.items():
+            calls[(name, "enc")] = _aiokafka_encode_codec(module.DefaultRecordBatchBuilder, codec)
+            calls[(name, "dec")] = (lambda consume: lambda: consume(data))(_aiokafka_consume(module.DefaultRecordBatch))
         for name, (native, in_c) in sides.items():
-            calls[(name, "enc")] = _kw_path(native, kw_encode_codec(codec))
+            calls[(name, "enc")] = _codecs_in(in_c, _kw_path(native, kw_encode_codec(codec, level)))
             calls[(name, "dec")] = _codecs_in(in_c, _kw_path(native, lambda: kw_consume(data)))
         rates = measure_all(calls, args.runs, args.seconds)
-        for name in [*sides, "aiokafka C ext"]:
+        for name in [*sides, *peers]:
             ratios = [statistics.median(a / b for a, b in zip(rates[(name, what)], rates[("aiokafka C ext", what)],
                                                               strict=True)) for what in ("enc", "dec")]
-            print(f"{codec_name:<6} {name:<18} {statistics.median(rates[(name, 'enc')]):>14,.0f} "
+            print(f"{codec_name:<6} {name:<20} {statistics.median(rates[(name, 'enc')]):>14,.0f} "
                   f"{statistics.median(rates[(name, 'dec')]):>14,.0f} {ratios[0]:>9.2f}x {ratios[1]:>9.2f}x")
 
 

@@ -9,22 +9,7 @@
  * least as strict as it (the differential tests check both agree on every input they draw).
  * Output grows in a Buf, never past max_size + 64 KiB of room: a decompression bomb stops at
  * the cap. Every call holds the GIL (the zstd context is shared). */
-#include "records.h"
-
-#ifdef KW_HAVE_ZLIB
-#include <zlib.h>
-#endif
-#ifdef KW_HAVE_SNAPPY
-#include <snappy-c.h>
-#endif
-#ifdef KW_HAVE_LZ4
-#include <lz4.h>
-#endif
-#ifdef KW_HAVE_ZSTD
-#include <zstd.h>
-#endif
-
-enum { GZIP = 1, SNAPPY = 2, LZ4 = 3, ZSTD = 4 };
+#include "codecs.h"
 #define ASIDE 0
 #define DONE 1
 

@@ -27,6 +27,9 @@ static PyMethodDef methods[] = {
      "repeat_binary(value, n) -> (offsets, data): the buffers of an Arrow binary column of n copies of value"},
     {"decompress", (PyCFunction)(void (*)(void))kw_decompress_py, METH_FASTCALL,
      "decompress(codec, data, max_size, magic) -> bytes, or None when the pure codec must decide (decompress.c)"},
+    {"build_compressed", (PyCFunction)(void (*)(void))kw_build_compressed_py, METH_FASTCALL,
+     "build_compressed(codec, level, records, base_offset, partition_leader_epoch, post) -> a compressed v2 "
+     "batch's bytes, or None when the pure encoder must write it (compress.c)"},
     {"use_codecs", kw_use_codecs, METH_O,
      "use_codecs(ids) -> the ids on before: only these compiled-in codecs decompress in C (benchmarks, tests)"},
     {"set_pure_append", kw_set_pure_append, METH_O, "The pure append RecordWriter.append hands odd calls to."},

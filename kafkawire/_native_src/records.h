@@ -128,6 +128,8 @@ int kw_decompress(int codec, const uint8_t *src, Py_ssize_t n, Py_ssize_t max_si
 void kw_buf_trim(Buf *b, Py_ssize_t keep);  /* frees a Buf whose capacity passed keep */
 PyObject *kw_decompress_py(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kw_use_codecs(PyObject *module, PyObject *ids);
-int kw_decompress_init(PyObject *module);  /* CODECS: the codecs compiled in, a tuple of Kafka's ids */
+int kw_decompress_init(PyObject *module);
+/* build_compressed(...): a compressed batch written in C, or None (compress.c) */
+PyObject *kw_build_compressed_py(PyObject *module, PyObject *const *args, Py_ssize_t nargs);  /* CODECS: the codecs compiled in, a tuple of Kafka's ids */
 
 #endif

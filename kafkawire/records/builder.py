@@ -12,6 +12,7 @@ from crc32c import crc32c
 from .. import _native
 from . import compression as _compression
 from .compression import NONE
+from .native_compress import build_compressed
 from .control import ControlRecordType, encode_control_key, encode_end_txn_marker
 from .layout import (
     CONTROL_FLAG_MASK,
@@ -235,10 +236,8 @@ class RecordBatchBuilder(_WriterBase):  # type: ignore[misc]
         return attributes
 
     def build(self) -> bytes:
-        """The complete batch bytes, CRC included."""
-        payload: bytes | bytearray = self._records
-        if self.compression_type != NONE:
-            payload = _compression.compress(self.compression_type, payload, self.compression_level)
+        """The complete batch bytes, CRC included. A compressed batch is written in C when the
+        extension has its codec (compress.c writes the very bytes the pure path below does)."""
         count = self._count
         last_offset_delta = self.last_offset_delta
         if last_offset_delta is None:
@@ -254,6 +253,13 @@ class RecordBatchBuilder(_WriterBase):  # type: ignore[misc]
                              f"offsets: its last offset would pass {INT64_MAX}")
         post = POST_CRC.pack(self._attributes(), last_offset_delta, base_ts, max_ts,
                               self.producer_id, self.producer_epoch, self.base_sequence, count)
+        payload: bytes | bytearray = self._records
+        if self.compression_type != NONE:
+            batch = build_compressed(self.compression_type, self.compression_level, payload,
+                                     self.base_offset, self.partition_leader_epoch, post)
+            if batch is not None:
+                return batch
+            payload = _compression.compress(self.compression_type, payload, self.compression_level)
         crc = crc32c(payload, crc32c(post))
         pre = PRE_CRC.pack(self.base_offset, RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(payload),
                             self.partition_leader_epoch, MAGIC, crc)
