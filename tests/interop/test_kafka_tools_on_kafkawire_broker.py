@@ -22,14 +22,14 @@ producer is flushed by its JVM's shutdown hook; each run is bounded in time.
 """
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter, defaultdict
 
 import pytest
 
-from kafkawire.testing import EmbeddedBroker
-from tests.interop import kafka_procs, tool_runs
+from tests.interop.broker_judges import (GROUPS, TRANSACTIONS, WAIT_S, committed_offsets, create_topic, json_events,
+                                         kafka_tool, module_broker, properties_file, table, transactional_producer,
+                                         write_transaction)
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 kafka = pytest.importorskip("kafka")
@@ -37,8 +37,6 @@ kafka = pytest.importorskip("kafka")
 VERIFIABLE_PRODUCER = "org.apache.kafka.tools.VerifiableProducer"
 VERIFIABLE_CONSUMER = "org.apache.kafka.tools.VerifiableConsumer"
 COPIER = "org.apache.kafka.tools.TransactionalMessageCopier"
-GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
-TRANSACTIONS = "org.apache.kafka.tools.TransactionsCommand"
 
 RECORDS = 2000                     # VerifiableProducer's records, over PARTITIONS partitions
 PARTITIONS = 3
@@ -49,68 +47,12 @@ COPIER_TXN_SIZE = 50
 COPIER_ID = "judge-copier"
 OPEN_TXN_ID = "judge-open"
 OPEN_TXN_TIMEOUT_MS = 600000
-WAIT_S = 60
 
 
 @pytest.fixture(scope="module")
 def broker(kafka_libs, tmp_path_factory):
-    node = EmbeddedBroker(tmp_path_factory.mktemp("kafkawire-broker") / "node")
-    with node:
+    with module_broker(tmp_path_factory) as node:
         yield node
-    print(f"\n--- kafkawire node log tail:\n{node.log_tail(40)}")
-
-
-# --- running Kafka's tools ---------------------------------------------------------------------------
-def kafka_tool(main_class: str, *args, own_jvm: bool = False, timeout: float = 120) -> str:
-    """Kafka's tool run to completion (exit 0 required); its stdout. In the shared tool JVM unless
-    ``own_jvm`` (a tool whose last work its JVM's shutdown hooks do)."""
-    args = tuple(map(str, args))
-    result = None if own_jvm else tool_runs.run_in_shared_jvm(main_class, *args, timeout=timeout)
-    if result is None:
-        result = kafka_procs.run_in_own_jvm(main_class, args, timeout, None)
-    assert result.returncode == 0, f"{main_class} {' '.join(args)} exited {result.returncode}:\n" \
-                                   f"{result.stderr[-3000:]}\n{result.stdout[-2000:]}"
-    return result.stdout
-
-
-def json_events(stdout: str) -> list[dict]:
-    """The JSON lines a Verifiable* tool or the copier printed, in order."""
-    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
-
-
-def table(stdout: str, first_column: str) -> list[dict[str, str]]:
-    """The rows of the whitespace-aligned table whose header starts with ``first_column``, each
-    keyed by the header's column names (no cell holds a space)."""
-    lines = [line.split() for line in stdout.splitlines()]
-    start = next(i for i, words in enumerate(lines) if words and words[0] == first_column)
-    header = lines[start]
-    rows = []
-    for words in lines[start + 1:]:
-        if not words:
-            break
-        assert len(words) == len(header), f"a row of {len(words)} cells under {header}: {words}"
-        rows.append(dict(zip(header, words)))
-    return rows
-
-
-def properties_file(path, **settings) -> str:
-    path.write_text("".join(f"{k.replace('_', '.')}={v}\n" for k, v in settings.items()))
-    return str(path)
-
-
-def create_topic(broker, name: str, partitions: int) -> None:
-    kafka_tool(kafka_procs.TOPICS, "--bootstrap-server", broker.bootstrap_servers, "--create", "--topic", name,
-               "--partitions", partitions, "--replication-factor", 1)
-
-
-def wait_until(condition, what: str, timeout_s: float = WAIT_S):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"not within {timeout_s} s: {what}")
 
 
 # --- VerifiableProducer and VerifiableConsumer ----------------------------------------------------------
@@ -198,18 +140,6 @@ def test_verifiable_consumer_reads_every_acked_record_exactly_once_and_commits_t
 
 
 # --- kafka-consumer-groups ------------------------------------------------------------------------------
-def committed_offsets(broker, group: str, topic: str, partitions: int) -> dict[int, int]:
-    """OffsetFetch of ``topic``'s partitions for ``group`` (kafka-python): {partition: offset} of
-    those with a committed offset."""
-    consumer = kafka.KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=group,
-                                   enable_auto_commit=False)
-    try:
-        offsets = {p: consumer.committed(kafka.TopicPartition(topic, p)) for p in range(partitions)}
-    finally:
-        consumer.close()
-    return {p: offset for p, offset in offsets.items() if offset is not None}
-
-
 def groups(broker, *args) -> str:
     return kafka_tool(GROUPS, "--bootstrap-server", broker.bootstrap_servers, *args)
 
@@ -251,24 +181,6 @@ def test_consumer_groups_lists_describes_resets_and_deletes_the_verifiable_group
 
 
 # --- transactions: the copier and read_committed ------------------------------------------------------------
-def transactional_producer(broker, transactional_id: str, **settings):
-    producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap_servers,
-                                         "transactional.id": transactional_id, **settings})
-    producer.init_transactions(WAIT_S)
-    return producer
-
-
-def write_transaction(producer, topic: str, values: list[str], *, commit: bool) -> None:
-    producer.begin_transaction()
-    for value in values:
-        producer.produce(topic, value.encode(), partition=0)
-    producer.flush(WAIT_S)
-    if commit:
-        producer.commit_transaction(WAIT_S)
-    else:
-        producer.abort_transaction(WAIT_S)
-
-
 def read_everything(broker, topic: str) -> list[str]:
     """Every record value of ``topic``'s partition 0, read_uncommitted, up to its end offset."""
     consumer = kafka.KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, enable_auto_commit=False,
