@@ -51,19 +51,29 @@ def json_events(stdout: str) -> list[dict]:
 
 
 def table(stdout: str, first_column: str) -> list[dict[str, str]]:
-    """The rows of every whitespace-aligned table whose header starts with ``first_column`` (a
-    tool describing several groups prints one table each), each row keyed by its header's column
-    names; a blank line ends a table. No cell may hold a space."""
+    """The rows of every table whose header starts with ``first_column`` (a tool describing several
+    groups prints one table each), each row keyed by its header's column names; a blank line ends
+    a table. Cells are separated by whitespace (kafka-consumer-groups: no cell may hold a space)
+    or, in kafka-transactions' tables (ToolsUtils.prettyPrintTable), each ends with a tab (a cell
+    may then be empty)."""
     rows, header = [], None
-    for words in (line.split() for line in stdout.splitlines()):
-        if words and words[0] == first_column:
-            header = words
-        elif not words:
+    for line in stdout.splitlines():
+        cells = _cells(line)
+        if cells and cells[0] == first_column:
+            header = cells
+        elif not cells:
             header = None
         elif header is not None:
-            assert len(words) == len(header), f"a row of {len(words)} cells under {header}: {words}"
-            rows.append(dict(zip(header, words)))
+            assert len(cells) == len(header), f"a row of {len(cells)} cells under {header}: {cells}"
+            rows.append(dict(zip(header, cells)))
     return rows
+
+
+def _cells(line: str) -> list[str]:
+    if "\t" not in line:
+        return line.split()
+    cells = [cell.strip() for cell in line.split("\t")]
+    return cells[:-1] if cells[-1] == "" else cells          # the tab that ends the last cell
 
 
 def properties_file(path, **settings) -> str:

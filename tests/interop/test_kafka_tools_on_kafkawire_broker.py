@@ -42,7 +42,7 @@ RECORDS = 2000                     # VerifiableProducer's records, over PARTITIO
 PARTITIONS = 3
 VERIFIABLE_TOPIC = "verifiable"
 VERIFIABLE_GROUP = "verifiable-group"
-COPIED = 600                       # records the copier copies, in transactions of COPIER_TXN_SIZE
+COPIED = 600                       # records the copier copies, in transactions of up to COPIER_TXN_SIZE
 COPIER_TXN_SIZE = 50
 COPIER_ID = "judge-copier"
 OPEN_TXN_ID = "judge-open"
@@ -182,15 +182,16 @@ def test_consumer_groups_lists_describes_resets_and_deletes_the_verifiable_group
 
 # --- transactions: the copier and read_committed ------------------------------------------------------------
 def read_everything(broker, topic: str) -> list[str]:
-    """Every record value of ``topic``'s partition 0, read_uncommitted, up to its end offset."""
+    """Every record value of ``topic``'s PARTITIONS partitions, read_uncommitted, up to their end
+    offsets."""
     consumer = kafka.KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, enable_auto_commit=False,
                                    auto_offset_reset="earliest", group_id=None)
-    partition = kafka.TopicPartition(topic, 0)
-    consumer.assign([partition])
-    end = consumer.end_offsets([partition])[partition]
+    partitions = [kafka.TopicPartition(topic, p) for p in range(PARTITIONS)]
+    consumer.assign(partitions)
+    ends = consumer.end_offsets(partitions)
     values: list[str] = []
     deadline = time.monotonic() + WAIT_S
-    while consumer.position(partition) < end and time.monotonic() < deadline:
+    while any(consumer.position(p) < ends[p] for p in partitions) and time.monotonic() < deadline:
         for batch in consumer.poll(timeout_ms=500).values():
             values += [m.value.decode() for m in batch]
     consumer.close()
@@ -199,15 +200,18 @@ def read_everything(broker, topic: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def copied(broker):
-    """COPIED records copied from tx-in to tx-out by TransactionalMessageCopier with random aborts;
-    tx-out also holds a transaction of ours aborted before the copy, one aborted after it, and
-    then a committed one (the tail). Returns (input values, tail values, copier events)."""
+    """COPIED records (in-0, in-1, ... on partition i % PARTITIONS of tx-in) copied to the same
+    partitions of tx-out by TransactionalMessageCopier in group mode (a classic group, its offsets
+    committed in the transactions with its generation), aborting transactions at random; tx-out's
+    partition 0 also holds a transaction of ours aborted before the copy, one aborted after it,
+    then a committed one (the tail). Returns ({partition: input values}, tail values, copier events)."""
     for topic in ("tx-in", "tx-out"):
-        create_topic(broker, topic, 1)
-    inputs = [f"in-{i}" for i in range(COPIED)]
+        create_topic(broker, topic, PARTITIONS)
+    inputs: dict[int, list[str]] = defaultdict(list)
     producer = kafka.KafkaProducer(bootstrap_servers=broker.bootstrap_servers, acks="all")
-    for value in inputs:
-        producer.send("tx-in", value.encode(), partition=0)
+    for i in range(COPIED):
+        inputs[i % PARTITIONS].append(f"in-{i}")
+        producer.send("tx-in", b"in-%d" % i, partition=i % PARTITIONS)
     producer.flush(WAIT_S)
     producer.close()
     ours = transactional_producer(broker, "judge-aborter")
@@ -216,38 +220,41 @@ def copied(broker):
         COPIER, "--broker-list", broker.bootstrap_servers, "--input-topic", "tx-in", "--input-partition", 0,
         "--output-topic", "tx-out", "--transactional-id", COPIER_ID, "--consumer-group", "judge-copier-group",
         "--transaction-size", COPIER_TXN_SIZE, "--max-messages", COPIED, "--enable-random-aborts",
-        "--use-group-metadata", timeout=WAIT_S * 2))
+        "--group-mode", "--use-group-metadata", timeout=WAIT_S * 2))
     tail = [f"tail-{i}" for i in range(5)]
     write_transaction(ours, "tx-out", [f"aborted-after-{i}" for i in range(10)], commit=False)
     write_transaction(ours, "tx-out", tail, commit=True)
-    ours.flush(WAIT_S)
-    return inputs, tail, events
+    return dict(inputs), tail, events
 
 
 def test_transactional_copier_copies_every_record_once(broker, copied):
-    """The copier ran to its end (exit 0: nothing left to copy); its reports keep processed plus
-    remaining at COPIED; and its group's offset, committed only in its transactions, is COPIED."""
-    _, _, events = copied
-    loops = [e for e in events if e["stage"] == "ProcessLoop"]
-    assert loops and all(e["totalProcessed"] + e["remaining"] == COPIED for e in loops)
-    assert committed_offsets(broker, "judge-copier-group", "tx-in", 1) == {0: COPIED}
+    """The copier ran to its end (exit 0: nothing left to copy) after joining its group once; its
+    group's offsets, committed only in its transactions, are each partition's end."""
+    inputs, _, events = copied
+    assert [e["stage"] for e in events].count("RebalanceComplete") == 1
+    assert committed_offsets(broker, "judge-copier-group", "tx-in", PARTITIONS) == \
+        {p: len(values) for p, values in inputs.items()}
 
 
 def test_read_committed_verifiable_consumer_never_sees_an_aborted_record(broker, copied, tmp_path):
-    """A read_committed VerifiableConsumer (KIP-848 group) reads the copied records, each once and
-    in order, then the committed tail: none of the aborted transactions' records (ours, and the
-    copier's random aborts), though the log holds them (a read_uncommitted read sees them)."""
+    """A read_committed VerifiableConsumer (KIP-848 group) reads each partition's copied records
+    once and in order, and on partition 0 then the committed tail: none of the aborted
+    transactions' records (ours, and the copier's random aborts), though the log holds them (a
+    read_uncommitted read sees them)."""
     inputs, tail, _ = copied
     config = properties_file(tmp_path / "consumer.properties", isolation_level="read_committed")
     consumed = json_events(kafka_tool(
         VERIFIABLE_CONSUMER, "--bootstrap-server", broker.bootstrap_servers, "--topic", "tx-out",
-        "--group-id", "judge-read-committed", "--group-protocol", "consumer", "--max-messages", len(inputs) + len(tail),
+        "--group-id", "judge-read-committed", "--group-protocol", "consumer", "--max-messages", COPIED + len(tail),
         "--reset-policy", "earliest", "--verbose", "--command-config", config, timeout=WAIT_S))
-    values = [e["value"] for e in consumed if e["name"] == "record_data"]
-    assert values == inputs + tail
+    values: dict[int, list[str]] = defaultdict(list)
+    for event in consumed:
+        if event["name"] == "record_data":
+            values[event["partition"]].append(event["value"])
+    assert values == {**inputs, 0: inputs[0] + tail}
     everything = Counter(read_everything(broker, "tx-out"))
     assert all(everything[f"aborted-{when}-{i}"] == 1 for when in ("before", "after") for i in range(10))
-    assert all(everything[value] >= 1 for value in inputs)
+    assert all(everything[value] >= 1 for values in inputs.values() for value in values)
 
 
 # --- kafka-transactions ---------------------------------------------------------------------------------
@@ -300,3 +307,21 @@ def test_kafka_transactions_describes_the_open_transaction(broker, open_transact
 
     hanging = transactions(broker, "find-hanging", "--broker-id", 1, "--max-transaction-timeout", 0)
     assert table(hanging, "Topic") == []
+
+
+def test_kafka_transactions_describes_the_copiers_finished_transactions(broker, copied):
+    """The copier's transactional id (a Kafka 4.3.1 producer: transaction.version 2, so each
+    EndTxn bumps its epoch) is CompleteCommit with no partition; on each tx-out partition its
+    producer has no transaction open and the epoch of the last marker written there, its sequence
+    reset by that bump (-1): at most the coordinator's epoch, and that epoch on the partitions of
+    the last transaction."""
+    (described,) = table(transactions(broker, "describe", "--transactional-id", COPIER_ID), "CoordinatorId")
+    assert (described["TransactionState"], described["TopicPartitions"]) == ("CompleteCommit", "")
+    epochs = []
+    for partition in range(PARTITIONS):
+        producers = table(transactions(broker, "describe-producers", "--topic", "tx-out", "--partition", partition),
+                          "ProducerId")
+        (state,) = [row for row in producers if row["ProducerId"] == described["ProducerId"]]
+        assert (state["LastSequence"], state["CurrentTransactionStartOffset"]) == ("-1", "None"), f"tx-out-{partition}"
+        epochs.append(int(state["ProducerEpoch"]))
+    assert max(epochs) == int(described["ProducerEpoch"]) >= 1, epochs
