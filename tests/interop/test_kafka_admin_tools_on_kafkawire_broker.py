@@ -23,7 +23,8 @@ import time
 import pytest
 
 from tests.interop.broker_judges import (GROUPS, TRANSACTIONS, WAIT_S, committed_offsets, create_topic, kafka_tool,
-                                         module_broker, table, transactional_producer, wait_until, write_transaction)
+                                         module_broker, run_tool, table, transactional_producer, wait_until,
+                                         write_transaction)
 from tests.interop.kafka_procs import CONFIGS, TOPICS
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -170,6 +171,41 @@ def test_consumer_groups_delete_an_active_an_inactive_and_an_unknown_group(broke
     assert groups(broker, "--list").split() == ["g848"]
 
 
+def test_consumer_groups_manage_a_kip848_group_its_member_left(broker, state):
+    """A KIP-848 group whose one member committed and left: described with the member's committed
+    offsets while it runs, then Empty with no member; its offsets may then be shifted back (the
+    lag follows), deleted for the whole topic, and the group deleted."""
+    member = confluent_kafka.Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "g848-left",
+                                       "group.protocol": "consumer", "auto.offset.reset": "earliest",
+                                       "enable.auto.commit": False})
+    member.subscribe(["orders"])
+    read = 0
+    deadline = time.monotonic() + WAIT_S
+    while read < 3 * PER_PARTITION and time.monotonic() < deadline:
+        message = member.poll(0.2)
+        read += message is not None and not message.error()
+    member.commit(asynchronous=False)
+    live = table(groups(broker, "--describe", "--group", "g848-left"), "GROUP")
+    assert {(r["PARTITION"], r["CURRENT-OFFSET"], r["LAG"], r["CONSUMER-ID"]) for r in live} == \
+        {(str(p), str(PER_PARTITION), "0", member.memberid()) for p in range(3)}
+    member.close()
+
+    left = state_table(groups(broker, "--describe", "--group", "g848-left", "--state"))["g848-left"]
+    assert (left["STATE"], left["#MEMBERS"]) == ("Empty", "0")
+    shifted = table(groups(broker, "--group", "g848-left", "--reset-offsets", "--shift-by", -2, "--topic", "orders",
+                           "--execute"), "GROUP")
+    assert {(r["PARTITION"], r["NEW-OFFSET"]) for r in shifted} == {(str(p), str(PER_PARTITION - 2)) for p in range(3)}
+    described = table(groups(broker, "--describe", "--group", "g848-left", "--offsets"), "GROUP")
+    assert {(r["PARTITION"], r["CURRENT-OFFSET"], r["LAG"]) for r in described} == \
+        {(str(p), str(PER_PARTITION - 2), "2") for p in range(3)}
+    deleted = groups(broker, "--group", "g848-left", "--delete-offsets", "--topic", "orders")
+    assert sorted((r["PARTITION"], r["STATUS"]) for r in table(deleted, "TOPIC")) == \
+        [(str(p), "Successful") for p in range(3)]
+    assert committed_offsets(broker, "g848-left", "orders", 3) == {}
+    assert "Deletion of requested consumer groups ('g848-left') was successful." in \
+        groups(broker, "--delete", "--group", "g848-left")
+
+
 # --- kafka-transactions: abort ------------------------------------------------------------------------
 def transactions(broker, *args) -> str:
     return kafka_tool(TRANSACTIONS, "--bootstrap-server", broker.bootstrap_servers, *args)
@@ -200,7 +236,8 @@ def read_committed_end(broker) -> tuple[int, list[bytes]]:
 def test_kafka_transactions_aborts_the_open_transaction_by_its_start_offset(broker, state):
     """tx-0 holds tid-1's committed transaction (offsets 0-4, marker 5) and tid-open's open one
     (offset 6): describe-producers shows the first finished and the second open at 6; nothing
-    hangs; `abort --start-offset 6` writes the abort marker, after which no producer has an
+    hangs; `abort --start-offset 3` is refused (no transaction opens there);
+    `abort --start-offset 6` writes the abort marker, after which no producer has an
     open transaction and a read_committed reader reaches the log end seeing only tid-1's
     records."""
     listed = {row["TransactionalId"]: row["ProducerId"] for row in table(transactions(broker, "list"),
@@ -215,6 +252,10 @@ def test_kafka_transactions_aborts_the_open_transaction_by_its_start_offset(brok
     assert read_committed_end(broker)[0] == 6                  # the open transaction holds the LSO
     assert table(transactions(broker, "find-hanging", "--broker-id", 1), "Topic") == []
 
+    not_open = run_tool(TRANSACTIONS, "--bootstrap-server", broker.bootstrap_servers, "abort", "--topic", "tx",
+                        "--partition", 0, "--start-offset", 3)
+    assert (not_open.returncode, not_open.stderr.strip().splitlines()[-1]) == \
+        (1, "Could not find any open transactions starting at offset 3 on partition tx-0")
     transactions(broker, "abort", "--topic", "tx", "--partition", 0, "--start-offset", 6)
     after = producers_of_tx(broker)
     assert {pid: row["CurrentTransactionStartOffset"] for pid, row in after.items()} == {done: "None", open_: "None"}
