@@ -18,15 +18,18 @@ Kafka's programs decide whether it behaved.
 
 Tables are parsed into rows keyed by their columns (Kafka fixes no row order). The tools run in
 the process's shared tool JVM (tests/interop/tool_runs.py), except VerifiableProducer, whose
-producer is flushed by its JVM's shutdown hook; each run is bounded in time.
+producer is flushed by its JVM's shutdown hook (and which runs while VerifiableConsumer reads);
+each run is bounded in time.
 """
 from __future__ import annotations
 
+import subprocess
 import time
 from collections import Counter, defaultdict
 
 import pytest
 
+from tests.interop import kafka_dist
 from tests.interop.broker_judges import (GROUPS, TRANSACTIONS, WAIT_S, committed_offsets, create_topic, json_events,
                                          kafka_tool, module_broker, properties_file, table, transactional_producer,
                                          write_transaction)
@@ -39,6 +42,7 @@ VERIFIABLE_CONSUMER = "org.apache.kafka.tools.VerifiableConsumer"
 COPIER = "org.apache.kafka.tools.TransactionalMessageCopier"
 
 RECORDS = 2000                     # VerifiableProducer's records, over PARTITIONS partitions
+PRODUCE_RATE = 1000                # records a second: the consumer reads while they come
 PARTITIONS = 3
 VERIFIABLE_TOPIC = "verifiable"
 VERIFIABLE_GROUP = "verifiable-group"
@@ -58,20 +62,32 @@ def broker(kafka_libs, tmp_path_factory):
 # --- VerifiableProducer and VerifiableConsumer ----------------------------------------------------------
 @pytest.fixture(scope="module")
 def verifiable_run(broker, tmp_path_factory):
-    """VerifiableProducer's and then VerifiableConsumer's events: RECORDS records, idempotent with
-    acks=all, read back by a classic group that commits after every poll."""
+    """VerifiableProducer's and VerifiableConsumer's events, run at the same time as in Kafka's
+    produce-consume-validate system tests: RECORDS records at PRODUCE_RATE a second, idempotent
+    with acks=all, read meanwhile by a classic group that commits after every poll."""
     directory = tmp_path_factory.mktemp("verifiable")
     create_topic(broker, VERIFIABLE_TOPIC, PARTITIONS)
     producer_config = properties_file(directory / "producer.properties", enable_idempotence="true",
                                       retries=2147483647, linger_ms=5)
-    produced = json_events(kafka_tool(
+    command = kafka_dist.java_command(
         VERIFIABLE_PRODUCER, "--bootstrap-server", broker.bootstrap_servers, "--topic", VERIFIABLE_TOPIC,
-        "--max-messages", RECORDS, "--acks", -1, "--repeating-keys", 97, "--command-config", producer_config,
-        own_jvm=True))
-    consumed = json_events(kafka_tool(
-        VERIFIABLE_CONSUMER, "--bootstrap-server", broker.bootstrap_servers, "--topic", VERIFIABLE_TOPIC,
-        "--group-id", VERIFIABLE_GROUP, "--group-protocol", "classic", "--max-messages", RECORDS,
-        "--reset-policy", "earliest", "--verbose", timeout=WAIT_S))
+        "--max-messages", str(RECORDS), "--throughput", str(PRODUCE_RATE), "--acks", "-1", "--repeating-keys", "97",
+        "--command-config", producer_config)
+    # Its report goes to a file: a pipe nobody reads while the consumer runs would fill and stop it.
+    with open(directory / "producer.out", "w+") as out:
+        producer = subprocess.Popen(command, stdout=out, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        try:
+            consumed = json_events(kafka_tool(
+                VERIFIABLE_CONSUMER, "--bootstrap-server", broker.bootstrap_servers, "--topic", VERIFIABLE_TOPIC,
+                "--group-id", VERIFIABLE_GROUP, "--group-protocol", "classic", "--max-messages", RECORDS,
+                "--reset-policy", "earliest", "--verbose", timeout=WAIT_S))
+            assert producer.wait(timeout=WAIT_S) == 0
+        finally:
+            if producer.poll() is None:
+                producer.kill()
+                producer.wait()
+        out.seek(0)
+        produced = json_events(out.read())
     return produced, consumed
 
 
@@ -110,7 +126,7 @@ def test_verifiable_producer_acks_every_record_once_at_dense_offsets(verifiable_
 def test_verifiable_consumer_reads_every_acked_record_exactly_once_and_commits_them(verifiable_run):
     """The group reads each acknowledged record once, at the offset it was acknowledged at; the
     records_consumed ranges tile each partition without overlap; every commit succeeds and the
-    last one of each partition is its end offset."""
+    last one of each partition is its end offset; and it did read while the producer produced."""
     produced, consumed = verifiable_run
     acked = acked_records(produced)
     records = {}
@@ -137,6 +153,8 @@ def test_verifiable_consumer_reads_every_acked_record_exactly_once_and_commits_t
         last.update({o["partition"]: o["offset"] for o in commit["offsets"]})
     assert last == ends
     assert consumed[-1]["name"] == "shutdown_complete"
+    first_read = min(e["timestamp"] for e in consumed if e["name"] == "records_consumed")
+    assert first_read < max(e["timestamp"] for e in produced if e["name"] == "producer_send_success")
 
 
 # --- kafka-consumer-groups ------------------------------------------------------------------------------
