@@ -7,14 +7,16 @@ Kafka's programs decide whether it behaved.
   acknowledged record is consumed exactly once, no duplicate, each partition's offsets dense,
   and the offsets committed are what the consumer read.
 * TransactionalMessageCopier (what Kafka's transactions system test runs; VerifiableProducer
-  4.3.1 has no transactional mode) copies a partition in transactions it aborts at random, with
-  aborted transactions of our own around it; a read_committed VerifiableConsumer (KIP-848
-  protocol) reads exactly the copied records and the committed tail, never an aborted one.
+  4.3.1 has no transactional mode), in group mode, copies three partitions in transactions it
+  aborts at random, with aborted transactions of our own around it; a read_committed
+  VerifiableConsumer (KIP-848 protocol) reads exactly the copied records and the committed tail,
+  in order per partition, never an aborted one; the copier's group offsets are the input's ends.
 * kafka-consumer-groups: --list, --describe (CURRENT-OFFSET, LOG-END-OFFSET and LAG against what
   the verifiable clients reported), --reset-offsets --to-earliest --execute (then OffsetFetch),
   --delete.
 * kafka-transactions: list, describe of a transactional id with an open transaction,
-  describe-producers and find-hanging, against the transaction we left open.
+  describe-producers and find-hanging, against the transaction we left open; describe and
+  describe-producers of the copier's finished ones (transaction.version 2 epoch bumps).
 
 Tables are parsed into rows keyed by their columns (Kafka fixes no row order). The tools run in
 the process's shared tool JVM (tests/interop/tool_runs.py), except VerifiableProducer, whose
