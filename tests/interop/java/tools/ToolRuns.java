@@ -179,7 +179,7 @@ public class ToolRuns {
         try {
             return method.invoke(null, args);
         } catch (InvocationTargetException e) {
-            return ToolRuns.<RuntimeException>rethrow(e.getCause());
+            return ToolRuns.<RuntimeException>rethrow(e.getCause());    // as the JVM sees main's exception
         } catch (IllegalAccessException e) {
             return ToolRuns.<RuntimeException>rethrow(e);
         }
