@@ -39,6 +39,7 @@ from typing import Callable
 
 from kafkawire.metadata.features_answer import finalized_levels, set_features
 from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas
+from kafkawire.net.authentication import sasl_handlers
 from kafkawire.net.config import ConfigError, ServerConfig
 from kafkawire.net.metadata_topic import fetch_error_response, list_offsets_error_response
 from kafkawire.net.server import KafkaServer
@@ -164,6 +165,7 @@ class Broker:
         own = {} if self.describe_configs is None else {DESCRIBE_CONFIGS: ApiHandler(
             self._describe_configs, min_version=DESCRIBE_CONFIGS_MIN_VERSION)}
         return {
+            **sasl_handlers(),      # Kafka's broker advertises them on every listener, SASL or not
             **own,
             PRODUCE: ApiHandler(self.produce_api.produce, min_version=3),
             FETCH: ApiHandler(self.fetch_api.fetch, min_version=4, error_response=fetch_error_response),

@@ -11,6 +11,8 @@ from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
 from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
 from kafkawire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kafkawire.messages.sasl_authenticate_request import SaslAuthenticateRequest
+from kafkawire.messages.sasl_handshake_request import SaslHandshakeRequest
 from kafkawire.metadata.features_answer import finalized_levels
 from kafkawire.metadata.image import MetadataImage
 from kafkawire.messages.feature_level_record import FeatureLevelRecord
@@ -59,6 +61,20 @@ def test_the_broker_listener_answers_supported_and_finalized_features_with_the_i
     assert created.topics[0].error_code == Errors.NONE
     wait_until(lambda: api_versions(node, 4).finalized_features_epoch > answer.finalized_features_epoch,
                "the finalized features epoch to follow the image")
+
+
+def test_the_broker_listener_advertises_the_sasl_apis_and_refuses_them_without_sasl(kafkawire_broker):
+    """Kafka's broker lists SaslHandshake (0-1) and SaslAuthenticate (0-2) in ApiVersions on every
+    listener, whatever its security protocol (ApiKeys.apisForListener(BROKER)), and on a listener
+    without SASL answers both ILLEGAL_SASL_STATE (KafkaApis.handleSaslHandshakeRequest,
+    handleSaslAuthenticateRequest): kafka-broker-api-versions printed them UNSUPPORTED here."""
+    advertised = {k.api_key: (k.min_version, k.max_version) for k in api_versions(kafkawire_broker, 3).api_keys}
+    assert (advertised.get(17), advertised.get(36)) == ((0, 1), (0, 2))
+    handshake = call(kafkawire_broker, SaslHandshakeRequest(mechanism="PLAIN"), api_version=1)
+    assert (handshake.error_code, handshake.mechanisms) == (Errors.ILLEGAL_SASL_STATE, [])
+    authenticate = call(kafkawire_broker, SaslAuthenticateRequest(auth_bytes=b"\0user\0secret"), api_version=2)
+    assert (authenticate.error_code, authenticate.error_message) == \
+        (Errors.ILLEGAL_SASL_STATE, "SaslAuthenticate request received after successful authentication")
 
 
 def test_finalized_levels_are_the_images_with_metadata_version_and_kraft_version_above_0():

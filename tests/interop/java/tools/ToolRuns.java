@@ -63,6 +63,7 @@ public class ToolRuns {
                 status = done.get();
             } finally {
                 current = null;
+                closeAdmins();
                 System.setOut(realOut);
                 System.setErr(new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.err), true));
             }
@@ -128,16 +129,55 @@ public class ToolRuns {
     private static int runMain(String[] words) throws Throwable {
         Method main = Class.forName(words[0]).getMethod("main", String[].class);
         String[] args = java.util.Arrays.copyOfRange(words, 1, words.length);
+        if (words[0].equals(TRANSACTIONS_COMMAND)) return runTransactions(args);
         PrintStream out = System.out;
         PrintStream err = System.err;
         scala.Console.withOut(out, (scala.Function0<Object>) () ->
-            scala.Console.withErr(err, (scala.Function0<Object>) () -> invokeMain(main, args)));
+            scala.Console.withErr(err, (scala.Function0<Object>) () -> invokeStatic(main, (Object) args)));
         return 0;
     }
 
-    private static Object invokeMain(Method main, String[] args) {
+    private static final String TRANSACTIONS_COMMAND = "org.apache.kafka.tools.TransactionsCommand";
+
+    /** The Admin clients the running invocation opened and its tool leaves open; closed after it. */
+    private static final java.util.List<AutoCloseable> openedAdmins = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    /**
+     * kafka-transactions ends every run with Exit.exit without closing its Admin client, which a
+     * JVM of its own does not need; here the client would live on, and its warnings (a broker gone
+     * away) would land in later runs' stderr. So its main's own steps (TransactionsCommand.execute
+     * with its buildAdminClient), with each Admin it builds kept, and closed after the run.
+     */
+    private static int runTransactions(String[] args) throws Throwable {
+        Class<?> command = Class.forName(TRANSACTIONS_COMMAND);
+        Method buildAdmin = command.getDeclaredMethod("buildAdminClient", net.sourceforge.argparse4j.inf.Namespace.class);
+        buildAdmin.setAccessible(true);
+        Method execute = command.getDeclaredMethod("execute", String[].class, java.util.function.Function.class,
+                                                   PrintStream.class, org.apache.kafka.common.utils.Time.class);
+        execute.setAccessible(true);
+        java.util.function.Function<Object, Object> admins = ns -> {
+            AutoCloseable admin = (AutoCloseable) invokeStatic(buildAdmin, ns);
+            openedAdmins.add(admin);
+            return admin;
+        };
+        invokeStatic(execute, args, admins, System.out, org.apache.kafka.common.utils.Time.SYSTEM);
+        return 0;
+    }
+
+    private static void closeAdmins() {
+        for (AutoCloseable admin : openedAdmins) {
+            try {
+                admin.close();
+            } catch (Exception e) {
+                // a client that cannot close cleanly is still stopped; nothing else to do
+            }
+        }
+        openedAdmins.clear();
+    }
+
+    private static Object invokeStatic(Method method, Object... args) {
         try {
-            return main.invoke(null, (Object) args);
+            return method.invoke(null, args);
         } catch (InvocationTargetException e) {
             return ToolRuns.<RuntimeException>rethrow(e.getCause());    // as the JVM sees main's exception
         } catch (IllegalAccessException e) {
