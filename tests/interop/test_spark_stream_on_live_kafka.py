@@ -69,9 +69,9 @@ BROKER_PROPERTIES = {
     "num.partitions": "1",
 }
 CONTROLLER_PROPERTIES = {"broker.session.timeout.ms": "3000"}   # a restarted broker re-registers sooner
-PAD = b"." * 100
-CHUNK = 100            # records per produce-and-flush round
-LAG = 600              # records the producer may run ahead of the stream (pacing on)
+PAD = b"." * 400            # ~40 records a segment, ~120 a partition retained
+CHUNK = 50             # records per produce-and-flush round
+LAG = 150              # records the producer may run ahead of the stream (pacing on)
 WAIT_S = 90
 
 
@@ -144,6 +144,7 @@ class PacedProducer(threading.Thread):
     def run(self):
         producer = confluent_kafka.Producer({"bootstrap.servers": self.bootstrap, "acks": "all",
                                              "enable.idempotence": True, "linger.ms": 5,
+                                             "batch.size": 8192,     # Kafka refuses a batch over the segment size
                                              "message.timeout.ms": WAIT_S * 1000})
         try:
             while not self.stopping.is_set():
@@ -307,15 +308,66 @@ def _check_files_unchanged(batches: list[dict]) -> int:
     return compared
 
 
+def _hold_until_retention_passes(batches: Batches, producer: PacedProducer, log_dir: Path, wait) -> None:
+    """Phase 2: a micro-batch held while the producer runs unpaced, until retention has
+    deleted every offset below the high watermarks checkpointed when it was held (where that
+    micro-batch ends at the latest); then 200 more rows."""
+    batches.hold()
+    wait("a micro-batch held", batches.held.is_set)
+    producer.paced.clear()
+    held_hws = dict(batches.held_hws)
+    wait(f"retention past the high watermarks {held_hws} checkpointed when the stream was held",
+         lambda: len(held_hws) == PARTITIONS and
+         all(start > held_hws[p] for p, start in _log_starts(log_dir).items()))
+    producer.paced.set()
+    batches.release()
+    after_hold = batches.count()
+    wait("200 more rows after the hold", lambda: batches.count() >= after_hold + 200)
+
+
+def _kill_and_restart(cluster, broker_id: int, batches: Batches, producer: PacedProducer, log_dir: Path,
+                      wait) -> tuple[dict, dict]:
+    """Phase 3: kill -9, restart on the same log.dirs, until the stream is past what the
+    restarted broker acknowledged; returns (checkpointed high watermarks, stream positions) at
+    the kill."""
+    cluster.kill_broker(broker_id)
+    hws_at_kill = _checkpointed_hws(log_dir)
+    seen_at_kill = batches.next_offsets()
+    acked_at_kill = producer.acked_count()
+    batches.incarnation = None                    # recovery may rebuild indexes: compare nothing
+    cluster.start_broker(broker_id)
+    wait("200 more acknowledgements after the restart", lambda: producer.acked_count() >= acked_at_kill + 200)
+    batches.incarnation = 1                       # the log is recovered: the broker appends again
+    restarted = producer.last_acked()
+    wait(f"the stream past {restarted}, acknowledged by the restarted broker",
+         lambda: all(batches.next_offsets()[p] > restarted[p] for p in range(PARTITIONS)))
+    return hws_at_kill, seen_at_kill
+
+
+def _stop_producing(producer: PacedProducer, batches: Batches, wait) -> dict[int, int]:
+    """Phase 4: every record acknowledged, and the stream at the end of each partition;
+    returns {partition: log end offset}."""
+    producer.stopping.set()
+    producer.join(WAIT_S + 10)
+    producer.check()
+    assert producer.unflushed == 0 and producer.acked_count() == producer.sent, \
+        f"{producer.sent} sent, {producer.acked_count()} acknowledged, {producer.unflushed} unflushed"
+    ends = {p: 1 + offset for p, offset in producer.last_acked().items()}
+    wait(f"the stream at the last acknowledged offsets {ends}", lambda: batches.next_offsets() == ends)
+    return ends
+
+
 def test_a_stream_over_a_live_kafka_broker_sees_each_committed_record_once_through_retention_and_a_kill(
         kafka_on_kafkawire, spark_session, tmp_path):  # noqa: F811
     began = time.monotonic()
     cluster = kafka_on_kafkawire(1, 1, controller_properties=CONTROLLER_PROPERTIES,
                                  broker_properties=BROKER_PROPERTIES)
+    marks = [("cluster", time.monotonic())]
     broker_id = cluster.broker_ids[0]
     log_dir = cluster.brokers[broker_id].data_dir
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers()})
     admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1, config=TOPIC_CONFIG)])[TOPIC].result(60)
+    del admin                                  # no connection left retrying after the broker stops
     cluster.wait_until(lambda: all((log_dir / f"{TOPIC}-{p}").is_dir() for p in range(PARTITIONS)), WAIT_S,
                        f"the partition directories in {log_dir}")
 
@@ -323,46 +375,18 @@ def test_a_stream_over_a_live_kafka_broker_sees_each_committed_record_once_throu
     producer = PacedProducer(cluster.bootstrap_servers(), batches.passed)
     query = _start_stream(spark_session, log_dir, tmp_path / "stream-checkpoint", batches)
     producer.start()
+    marks.append(("topic and stream", time.monotonic()))
     wait = _waiter(cluster, query, producer)
     try:
-        # 1. Streaming while segments roll and retention deletes them.
-        wait("1500 rows streamed and retention past offset 0 of every partition",
-             lambda: batches.count() >= 1500 and min(_log_starts(log_dir).values()) > 0)
-
-        # 2. Retention overtakes the held stream.
-        batches.hold()
-        wait("a micro-batch held", batches.held.is_set)
-        producer.paced.clear()
-        held_hws = dict(batches.held_hws)
-        wait(f"retention past the high watermarks {held_hws} checkpointed when the stream was held",
-             lambda: len(held_hws) == PARTITIONS and
-             all(start > held_hws[p] for p, start in _log_starts(log_dir).items()))
-        producer.paced.set()
-        batches.release()
-        after_hold = batches.count()
-        wait("500 more rows after the hold", lambda: batches.count() >= after_hold + 500)
-
-        # 3. kill -9 mid-stream, restart on the same log.dirs.
-        cluster.kill_broker(broker_id)
-        hws_at_kill = _checkpointed_hws(log_dir)
-        seen_at_kill = batches.next_offsets()
-        acked_at_kill = producer.acked_count()
-        batches.incarnation = None
-        cluster.start_broker(broker_id)
-        wait("500 more acknowledgements after the restart", lambda: producer.acked_count() >= acked_at_kill + 500)
-        batches.incarnation = 1                   # the log is recovered: the broker appends again
-        restarted = producer.last_acked()
-        wait(f"the stream past {restarted}, acknowledged by the restarted broker",
-             lambda: all(batches.next_offsets()[p] > restarted[p] for p in range(PARTITIONS)))
-
-        # 4. The producer stops; the stream catches up.
-        producer.stopping.set()
-        producer.join(WAIT_S + 10)
-        producer.check()
-        assert producer.unflushed == 0 and producer.acked_count() == producer.sent, \
-            f"{producer.sent} sent, {producer.acked_count()} acknowledged, {producer.unflushed} unflushed"
-        ends = {p: 1 + offset for p, offset in producer.last_acked().items()}
-        wait(f"the stream at the last acknowledged offsets {ends}", lambda: batches.next_offsets() == ends)
+        wait("300 rows streamed and retention past offset 0 of every partition",      # phase 1
+             lambda: batches.count() >= 300 and min(_log_starts(log_dir).values()) > 0)
+        marks.append(("streaming", time.monotonic()))
+        _hold_until_retention_passes(batches, producer, log_dir, wait)
+        marks.append(("held", time.monotonic()))
+        hws_at_kill, seen_at_kill = _kill_and_restart(cluster, broker_id, batches, producer, log_dir, wait)
+        marks.append(("killed and restarted", time.monotonic()))
+        ends = _stop_producing(producer, batches, wait)
+        marks.append(("caught up", time.monotonic()))
     finally:
         batches.release()
         producer.stopping.set()
@@ -374,7 +398,8 @@ def test_a_stream_over_a_live_kafka_broker_sees_each_committed_record_once_throu
     missing = _account_for_missing(ordered)
     for p in range(PARTITIONS):
         acked_here = sum(1 for q, _ in producer.acked.values() if q == p)
-        assert len(seen[p]) + missing[p] == acked_here, (p, len(seen[p]), missing[p], acked_here)
+        assert len(seen[p]) + missing[p] == acked_here, \
+            f"{TOPIC}-{p}: {len(seen[p])} seen + {missing[p]} deleted before the stream reached them != {acked_here}"
         assert seen[p][-1] == ends[p] - 1 and final_log_starts[p] <= seen[p][-1]
     assert all(missing.values()), f"the held stream lost no records: {missing}"
     assert all(seen_at_kill[p] <= hws_at_kill.get(p, 0) for p in range(PARTITIONS)), (seen_at_kill, hws_at_kill)
@@ -384,4 +409,5 @@ def test_a_stream_over_a_live_kafka_broker_sees_each_committed_record_once_throu
           f"streamed once each in {len(ordered)} micro-batches, {sum(missing.values())} deleted by retention "
           f"before the stream reached them ({missing}); log starts at the end {final_log_starts}; "
           f"high watermarks at the kill {hws_at_kill}, stream then at {seen_at_kill}; {compared} closed segment "
-          f"files unchanged between micro-batches; {time.monotonic() - began:.1f} s")
+          f"files unchanged between micro-batches; {time.monotonic() - began:.1f} s: "
+          + ", ".join(f"{name} {t - began:.1f}" for name, t in marks))
