@@ -4,8 +4,9 @@ One Kafka broker (256 MB heap) on one kafkawire controller. Topic ``stream``: 2 
 16 KB segments (Kafka's ``internal.segment.bytes``: ``segment.bytes`` may not go below 1 MB),
 ``retention.bytes`` 48 KB checked every 200 ms, files removed 500 ms after retention renames
 them ``.deleted``; the broker checkpoints its high watermark every 200 ms. A confluent-kafka
-producer (acks=all, idempotent) writes values ``b"%010d" % seq`` + padding, paced to stay at
-most LAG records ahead of the stream. ``spark.readStream.format("kafkawire")`` with
+producer (acks=all, idempotent, batches under the segment size) writes values
+``b"%010d" % seq`` + padding, paced to stay at most LAG records ahead of what the stream has
+seen or skipped. ``spark.readStream.format("kafkawire")`` with
 ``liveLog=true`` and ``failOnDataLoss=false`` reads the broker's log.dirs (foreachBatch):
 
 1. streaming while segments roll and retention deletes them;
@@ -33,7 +34,8 @@ Checked:
   closed segment's .log, .index and .timeindex (all but the two newest segments, which Kafka
   still trims at a roll) has the size, mtime and sha256 it had after the previous micro-batch
   of the same broker process (a restart's recovery rebuilds indexes, so comparisons do not
-  span the kill).
+  span the kill). (The reader runs in Spark's Python workers, other processes, so the modes
+  it opens files with are checked in tests/spark/test_spark_live_node.py instead.)
 
 Every wait is for a condition and bounded (WAIT_S).
 """
@@ -69,7 +71,7 @@ BROKER_PROPERTIES = {
     "num.partitions": "1",
 }
 CONTROLLER_PROPERTIES = {"broker.session.timeout.ms": "3000"}   # a restarted broker re-registers sooner
-PAD = b"." * 400            # ~40 records a segment, ~120 a partition retained
+PAD = b"." * 400       # ~40 records a segment, ~120 a partition retained
 CHUNK = 50             # records per produce-and-flush round
 LAG = 150              # records the producer may run ahead of the stream (pacing on)
 WAIT_S = 90
