@@ -341,10 +341,11 @@ class MetadataController:
     async def _write(self, generate, timeout_ms: int | None = None):
         """Run ``generate() -> (records, result)`` against the state as the active controller
         (the committed state and the writes in flight), apply and append its records as one
-        batch, and return (result, the batch's last offset or None) once committed. ``timeout_ms`` is the operation's deadline from now, or
-        None for none (Kafka's OptionalLong.empty(): the write waits its turn however long it
-        takes). Raises WriteTimedOut, having generated nothing, when the deadline passes before
-        the write's turn comes."""
+        batch, and return (result, the batch's last offset or None) once committed.
+        ``timeout_ms`` is the operation's deadline from now, or None for none (Kafka's
+        OptionalLong.empty(): the write waits its turn however long it takes). Raises
+        WriteTimedOut, having generated nothing, when the deadline passes before the write's
+        turn comes (the activation records are being written, or the pipeline is full)."""
         called_ms = self.clock()
         if timeout_ms is None:
             await self._await_active(ACTIVATION_WAIT_MS)
