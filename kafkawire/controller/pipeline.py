@@ -29,8 +29,9 @@ from .state import ControllerState
 from .stats import ReplayStats
 
 # The most records in flight (applied, not committed yet) before a new write waits for its
-# turn: Kafka's largest batch of one operation (QuorumController.MAX_RECORDS_PER_USER_OP),
-# so a write that fits in one batch never waits behind itself.
+# turn: Kafka's largest operation (QuorumController.MAX_RECORDS_PER_USER_OP, bounded.py), so
+# in flight are at most twice that, below the raft driver's own bounds (10,000 records queued,
+# 20,000 uncommitted, kafkawire.raft.node.driver): a controller write is never refused there.
 MAX_UNCOMMITTED_RECORDS = 10_000
 
 
