@@ -24,6 +24,7 @@ import asyncio
 import collections
 from dataclasses import dataclass
 
+from .bounded import MAX_RECORDS_PER_USER_OP
 from .errors import ApiError
 from .state import ControllerState
 from .stats import ReplayStats
@@ -32,7 +33,7 @@ from .stats import ReplayStats
 # turn: Kafka's largest operation (QuorumController.MAX_RECORDS_PER_USER_OP, bounded.py), so
 # in flight are at most twice that, below the raft driver's own bounds (10,000 records queued,
 # 20,000 uncommitted, kafkawire.raft.node.driver): a controller write is never refused there.
-MAX_UNCOMMITTED_RECORDS = 10_000
+MAX_UNCOMMITTED_RECORDS = MAX_RECORDS_PER_USER_OP
 
 
 @dataclass(eq=False)
