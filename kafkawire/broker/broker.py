@@ -88,9 +88,7 @@ class Broker:
     def __init__(self, config: ServerConfig, *, cluster_id: str, directory_id: uuid.UUID | None,
                  image: Callable, metadata_offset: Callable[[], int], send_to_controller,
                  supported_features: dict, scram_lookup=None, describe_configs=None,
-                 kraft_version: Callable[[], int] = lambda: 0, authorizer=None,
-                 metadata_settled: Callable[[], bool] = lambda: True):
-        self.metadata_settled = metadata_settled
+                 kraft_version: Callable[[], int] = lambda: 0, authorizer=None):
         if len(config.log_dirs) != 1:
             raise BrokerStartError(f"log.dirs={','.join(config.log_dirs)}: kafkawire's broker keeps its partitions "
                                    "in one log directory (give log.dirs one entry)")
@@ -270,12 +268,6 @@ class Broker:
         self.lifecycle.poke()
         image = self.image()
         if image is None or self.lifecycle.state == STARTING:
-            return
-        if not self.metadata_settled():
-            # The active controller applies its writes before they commit (pipelined, as Kafka's
-            # QuorumController): its image may hold records a lost leadership rolls back. Kafka's
-            # broker acts on committed metadata only, so roles change at the commit that leaves
-            # nothing in flight (this is called again at every commit).
             return
         led, followed = set(), {}
         opened = False

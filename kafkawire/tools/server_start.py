@@ -179,7 +179,6 @@ async def start_broker(node):
                         send_to_controller=driver.send_to_leader, supported_features=features,
                         scram_lookup=node._scram_credential, kraft_version=driver.kraft_version,
                         authorizer=node.authorizer,
-                        metadata_settled=lambda: controller.pipeline.in_flight == 0,
                         describe_configs=lambda request: describe_configs(
                             node.config.node_id, controller.image, request, static=static, broker_keys=known))
         await broker.start()

@@ -138,22 +138,3 @@ def test_a_follower_made_leader_keeps_the_high_watermark_it_had_as_follower(tmp_
         broker.replication.close()
         broker.state_writes.close()
     asyncio.run(go())
-
-
-def test_roles_change_only_on_metadata_with_no_write_in_flight(tmp_path):
-    """The active controller applies its writes before they commit (pipelined); Kafka's broker acts
-    on committed metadata only, so while writes are in flight the broker opens, leads and follows
-    nothing new, and does so at the commit that leaves nothing in flight."""
-    async def go():
-        broker, state = make_broker(tmp_path)
-        settled = {"now": False}
-        broker.metadata_settled = lambda: settled["now"]
-        broker.on_metadata()
-        assert broker.partitions == {} and broker.replica_roles.followers == {}
-        settled["now"] = True
-        broker.on_metadata()
-        assert list(broker.partitions) == [("t", 0)]
-        await broker.replica_roles.close()
-        broker.replication.close()
-        broker.state_writes.close()
-    asyncio.run(go())
