@@ -381,8 +381,9 @@ class Broker:
         self.replication.close()             # waiting acks=all answers go out before the listeners close
         for server in self.servers:
             await server.close(timeout_ms=1000)
+        await self.replica_roles.stop_fetchers()
+        self.log_manager.shutdown()          # the followed replicas' high watermarks checkpointed too
         await self.replica_roles.close()
-        self.log_manager.shutdown()
         for partition in self.partitions.values():
             self.close_partition(partition)
         self.partitions.clear()

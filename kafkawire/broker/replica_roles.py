@@ -172,11 +172,15 @@ class ReplicaRoles:
         endpoint = None if registration is None else registration.listeners.get(self.listener)
         return None if endpoint is None else (endpoint.host, endpoint.port)
 
-    async def close(self) -> None:
-        """Stop the fetchers, then close the followed logs."""
+    async def stop_fetchers(self) -> None:
+        """Stop the fetchers; the followed logs stay open (a clean stop checkpoints them first)."""
         if self.manager is not None:
             await self.manager.close()
             self.manager = None
+
+    async def close(self) -> None:
+        """Stop the fetchers, then close the followed logs."""
+        await self.stop_fetchers()
         for follower in self.followers.values():
             self.broker.close_partition(follower.partition)
         self.followers.clear()

@@ -138,3 +138,20 @@ def test_a_follower_made_leader_keeps_the_high_watermark_it_had_as_follower(tmp_
         broker.replication.close()
         broker.state_writes.close()
     asyncio.run(go())
+
+
+def test_a_clean_stop_checkpoints_the_followed_replicas_high_watermarks_before_closing_them(tmp_path):
+    """Broker.stop writes the last checkpoints (LogManager.shutdown) while the followed logs are
+    still open, so a follower restarted after a clean stop finds its high watermark there."""
+    from kafkawire.storage.state_files import read_offset_checkpoint
+
+    async def go():
+        broker, state = make_broker(tmp_path)
+        state["image"] = image_with(2, 1)
+        broker.on_metadata()
+        follower = broker.replica_roles.followers[("t", 0)]
+        follower.append(build_batch([(b"k", b"v")] * 4, partition_leader_epoch=1))
+        follower.update_from_leader(high_watermark=3, log_start_offset=0)
+        await broker.stop(graceful=False)
+    asyncio.run(go())
+    assert read_offset_checkpoint(os.path.join(tmp_path, "replication-offset-checkpoint")) == {("t", 0): 3}
