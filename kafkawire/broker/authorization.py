@@ -386,7 +386,7 @@ def authorize_broker_handlers(handlers: dict, authorizer, broker) -> dict:
             wrapped[key] = authorizing_describe_configs(handler, authorizer)     # ConfigHelper's checks
         elif key in checks:
             wrapped[key] = wrap(handler, checks[key], authorizer)
-        elif key not in FORWARDED_UNCHECKED:
+        elif key not in FORWARDED_UNCHECKED and key not in SASL_UNCHECKED:
             raise KeyError(f"api key {key}: the broker has no authorization rule for it")
     return wrapped
 
@@ -397,3 +397,6 @@ def authorize_broker_handlers(handlers: dict, authorizer, broker) -> dict:
 # DescribeQuorum.
 FORWARDED_UNCHECKED = frozenset({19, 20, 33, 37, 43, 44, 45, 46, 55})
 DESCRIBE_CONFIGS = 32
+# SaslHandshake and SaslAuthenticate need no ACL (Kafka's KafkaApis checks none): on an
+# authenticated connection they answer ILLEGAL_SASL_STATE.
+SASL_UNCHECKED = frozenset({17, 36})
