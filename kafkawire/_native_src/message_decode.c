@@ -430,7 +430,7 @@ fail:
 }
 
 static PyObject *read_struct(Ctx *c, const Program *p, Py_ssize_t *pos) {
-    PyObject *obj = p->cls->tp_alloc(p->cls, 0);   /* object.__new__: every slot NULL */
+    PyObject *obj = kw_struct_new(p->cls);   /* as object.__new__ makes it: every slot NULL */
     if (obj == NULL)
         return NULL;
     for (Py_ssize_t i = 0; i < p->n_fields; i++) {
