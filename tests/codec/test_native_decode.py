@@ -282,3 +282,24 @@ def test_view_fields_of_one_message_are_slices_of_its_bytes_that_outlive_each_ot
     assert [v.tobytes() for v in views] == [p.records for p in parts]
     views[0].release()
     assert views[1][1:].tobytes() == b"BBB" and views[2].tobytes() == b"CCCCC"
+
+
+@needs_native
+def test_decode_reads_the_decoders_dict_as_it_is_at_each_call():
+    """cls.decode (C) remembers the last version's decoder only while the class's _DECODERS dict
+    is unchanged: a decoder put in its place is the one the next call runs."""
+    from kafkawire.messages.list_groups_request import ListGroupsRequest
+    data, native = ListGroupsRequest().encode(3), ListGroupsRequest._DECODERS[3]
+    assert ListGroupsRequest.decode(data, 3) == ListGroupsRequest()
+    calls = []
+
+    def spy(data, pos):
+        calls.append(pos)
+        return native.pure(data, pos)
+
+    ListGroupsRequest._DECODERS[3] = spy
+    try:
+        assert ListGroupsRequest.decode(data, 3) == ListGroupsRequest() and calls == [0]
+    finally:
+        ListGroupsRequest._DECODERS[3] = native
+    assert ListGroupsRequest.decode(data, 3) == ListGroupsRequest() and calls == [0]
