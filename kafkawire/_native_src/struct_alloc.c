@@ -46,13 +46,14 @@ static void struct_dealloc(PyObject *self) {
     PyTypeObject *type = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     Py_TRASHCAN_BEGIN(self, struct_dealloc)
-    if (type->tp_finalize != NULL) {   /* a __del__ set on the class after it was adopted */
+    PyTypeObject *layout = adopted_class(self);
+    /* A __del__ set on the class after it was adopted (a subclass's deallocator ran its own). */
+    if (type == layout && type->tp_finalize != NULL) {
         PyObject_GC_Track(self);
         if (PyObject_CallFinalizerFromDealloc(self) < 0)
             goto done;                 /* resurrected */
         PyObject_GC_UnTrack(self);
     }
-    PyTypeObject *layout = adopted_class(self);
     Py_ssize_t n = slot_count(layout);
     PyObject **slots = (PyObject **)((char *)self + sizeof(PyObject));
     for (Py_ssize_t i = 0; i < n; i++)

@@ -97,3 +97,17 @@ def test_reference_cycles_through_instances_are_collected():
     del message, value
     gc.collect()
     assert gone() is None
+
+
+def test_a_subclass_del_runs_once():
+    decoded()
+    calls = []
+
+    class Noted(ApiVersion):
+        __slots__ = ()
+
+        def __del__(self):
+            calls.append(self.api_key)
+
+    Noted(api_key=4)
+    assert calls == [4]
