@@ -1,13 +1,16 @@
 """Encode and decode over every (message, version) the peers also have (issue 26), by hand:
 
     PYTHONPATH=. .venv/bin/python benchmarks/codec_sweep.py [--examples 8] [--seconds 0.02]
+        [--action encode|decode|both] [--pairs ApiVersionsResponse:0,FetchRequest:5] [--rounds 1]
 
 For each pair one instance: of the first ``--examples`` instances Hypothesis draws (derandomized,
 so every run sees the same ones) for our class, without unknown tagged fields, made
 representable by the peer (tests/codec/peer_adapters.py), the one with the longest encoding.
 Encode is timed against kafka-python (the issue's goal: at least 10x), decode against kio's Rust
 reader (at least 1.5x); each figure is the best of 3 loops of about ``--seconds`` of CPU time,
-GC off, in one process. Prints the ratios' spread, the slowest pairs, and the pairs where our native
+GC off, in one process. With ``--rounds N`` each pair is timed N times, ours and the peer's
+interleaved, and its ratio is the median of the N rounds' ratios (on a shared machine one round of
+a small pair can swing by a third). ``--pairs`` restricts the sweep to the named pairs. Prints the ratios' spread, the slowest pairs, and the pairs where our native
 encoder stepped aside for the pure one (``ours`` then times the pure path).
 """
 from __future__ import annotations
@@ -69,9 +72,20 @@ def instance_for(peer, name: str, version: int, ref, examples: int):
     return ours, theirs
 
 
-def sweep(peer, action: str, examples: int, seconds: float) -> list[tuple[float, str, int, float, float, bool]]:
+def median_round(time_ours, time_theirs, rounds: int, seconds: float) -> tuple[float, float, float]:
+    """(median ratio, our rate, their rate) over `rounds` interleaved rounds; the rates are those
+    of the median round."""
+    results = sorted((mine / theirs, mine, theirs) for mine, theirs in
+                     ((best_rate(time_ours, seconds), best_rate(time_theirs, seconds)) for _ in range(rounds)))
+    return results[len(results) // 2]
+
+
+def sweep(peer, action: str, examples: int, seconds: float, only=None,
+          rounds: int = 1) -> list[tuple[float, str, int, float, float, bool]]:
     rows = []
     for name, version, ref in peer.pairs():
+        if only is not None and (name, version) not in only:
+            continue
         try:
             ours, theirs = instance_for(peer, name, version, ref, examples)
         except Exception as exc:  # noqa: BLE001 - a pair the adapters cannot build is reported, not timed
@@ -82,22 +96,21 @@ def sweep(peer, action: str, examples: int, seconds: float) -> list[tuple[float,
         native_encoder = cls._NATIVE_ENCODERS.get(version)
         stepped_aside = native_encoder is None or native_encoder(ours) is None
         if action == "encode":
-            mine = best_rate(lambda: ours.encode(version), seconds)
-            theirs_rate = best_rate(lambda: peer.encode(theirs, peer_cls, version), seconds)
+            timed = (lambda: ours.encode(version)), (lambda: peer.encode(theirs, peer_cls, version))
         else:
             read = peer.entity_reader(peer_cls)
-            mine = best_rate(lambda: cls.decode(data, version), seconds)
-            theirs_rate = best_rate(lambda: read(data, 0), seconds)
-        rows.append((mine / theirs_rate, name, version, mine, theirs_rate, stepped_aside))
+            timed = (lambda: cls.decode(data, version)), (lambda: read(data, 0))
+        ratio, mine, theirs_rate = median_round(*timed, rounds, seconds)
+        rows.append((ratio, name, version, mine, theirs_rate, stepped_aside))
     return rows
 
 
-def report(title: str, rows, goal: float) -> None:
+def report(title: str, rows, goal: float, limit: int = 10) -> None:
     ratios = sorted(r[0] for r in rows)
     print(f"\n{title}: {len(rows)} pairs; ratio min {ratios[0]:.2f}x, 10th percentile "
           f"{ratios[len(ratios) // 10]:.2f}x, median {statistics.median(ratios):.2f}x; "
           f"{sum(r < goal for r in ratios)} below the goal of {goal}x")
-    for ratio, name, version, mine, theirs, aside in sorted(rows)[:10]:
+    for ratio, name, version, mine, theirs, aside in sorted(rows)[:limit]:
         print(f"  {ratio:6.2f}x  {name} v{version}: {mine:,.0f}/s vs {theirs:,.0f}/s"
               + ("  (native encoder stepped aside)" if aside else ""))
     aside = sorted({(r[1], r[2]) for r in rows if r[5]})
@@ -108,14 +121,24 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--examples", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=0.02)
+    parser.add_argument("--action", choices=("encode", "decode", "both"), default="both")
+    parser.add_argument("--pairs", help="NAME:VERSION,... (default: every pair)")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--show", type=int, default=10, help="how many of the slowest pairs to print")
     args = parser.parse_args()
+    only = None if args.pairs is None else {
+        (name, int(version)) for name, version in (p.split(":") for p in args.pairs.split(","))}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         found = peers()
     print(f"kafkawire {_native.status()}; load average {Path('/proc/loadavg').read_text().split()[0]} at start")
     gc.disable()
-    report("encode, kafkawire / kafka-python", sweep(found["kafka-python"], "encode", args.examples, args.seconds), 10.0)
-    report("decode, kafkawire / kio (Rust reader)", sweep(found["kio"], "decode", args.examples, args.seconds), 1.5)
+    if args.action in ("encode", "both"):
+        report("encode, kafkawire / kafka-python",
+               sweep(found["kafka-python"], "encode", args.examples, args.seconds, only, args.rounds), 10.0, args.show)
+    if args.action in ("decode", "both"):
+        report("decode, kafkawire / kio (Rust reader)",
+               sweep(found["kio"], "decode", args.examples, args.seconds, only, args.rounds), 1.5, args.show)
     print(f"load average {Path('/proc/loadavg').read_text().split()[0]} at the end")
     return 0
 

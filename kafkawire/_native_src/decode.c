@@ -34,9 +34,26 @@ static PyObject *mv_slice(PyObject *base, Py_ssize_t start, Py_ssize_t n) {
     return o;
 }
 
-/* The same slice for the message decoder (message_decode.c): records fields are views too. */
-PyObject *kw_mv_slice(PyObject *base, Py_ssize_t start, Py_ssize_t n) {
-    return mv_slice(base, start, n);
+/* memoryview(data)[start:start + n] for the message decoder (message_decode.c: zeroCopy and
+ * records fields), made from `source`: data itself, or a view this function made of it. All the
+ * views of one message share the managed buffer of the first, which is the first view itself:
+ * no base view of the whole message is made (for a message with one such field, that was a
+ * third object, made and freed for nothing). */
+PyObject *kw_mv_slice_of(PyObject *source, PyObject *data, Py_ssize_t start, Py_ssize_t n) {
+    if (!fast_slices) {
+        PyObject *base = PyMemoryView_FromObject(data);
+        PyObject *slice = base == NULL ? NULL : PySequence_GetSlice(base, start, start + n);
+        Py_XDECREF(base);
+        return slice;
+    }
+    PyObject *o = PyMemoryView_FromObject(source);   /* a view of data, or of source's buffer */
+    if (o == NULL)
+        return NULL;
+    Py_buffer *view = PyMemoryView_GET_BUFFER(o);
+    view->buf = PyBytes_AS_STRING(data) + start;
+    view->len = n;
+    view->shape[0] = n;
+    return o;
 }
 
 static int slices_selftest(void) {

@@ -84,4 +84,11 @@ int kw_message_methods_init(void);
 
 int kw_messages_init(PyObject *module);
 
+/* Instances of the generated classes (struct_alloc.c): kw_struct_adopt gives a class whose layout
+ * is __slots__ only a cheaper deallocator that keeps freed instances' memory for kw_struct_new
+ * (a class with any other layout is left as it is); kw_struct_new makes an instance with every
+ * slot NULL, as cls->tp_alloc(cls, 0) does. */
+int kw_struct_adopt(PyTypeObject *cls);
+PyObject *kw_struct_new(PyTypeObject *cls);
+
 #endif

@@ -17,7 +17,7 @@ typedef struct {
     const uint8_t *d;
     Py_ssize_t len;
     PyObject *data;   /* the input, a bytes object */
-    PyObject *view;   /* memoryview(data), made for the first records field */
+    PyObject *view;   /* the first view field's value: the next ones are made from it */
 } Ctx;
 
 #define SLOT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
@@ -279,9 +279,12 @@ static PyObject *read_span(Ctx *c, int kind, int flags, Py_ssize_t *pos) {
         return make_str(c->d + at, (Py_ssize_t)n);
     if (!(flags & F_VIEW))
         return PyBytes_FromStringAndSize((const char *)c->d + at, (Py_ssize_t)n);
-    if (c->view == NULL && (c->view = PyMemoryView_FromObject(c->data)) == NULL)
-        return NULL;
-    return kw_mv_slice(c->view, at, (Py_ssize_t)n);
+    PyObject *view = kw_mv_slice_of(c->view != NULL ? c->view : c->data, c->data, at, (Py_ssize_t)n);
+    if (c->view == NULL && view != NULL) {   /* the next views share its managed buffer */
+        Py_INCREF(view);
+        c->view = view;
+    }
+    return view;
 }
 
 static PyObject *read_struct(Ctx *c, const Program *p, Py_ssize_t *pos);
@@ -430,7 +433,7 @@ fail:
 }
 
 static PyObject *read_struct(Ctx *c, const Program *p, Py_ssize_t *pos) {
-    PyObject *obj = p->cls->tp_alloc(p->cls, 0);   /* object.__new__: every slot NULL */
+    PyObject *obj = kw_struct_new(p->cls);   /* as object.__new__ makes it: every slot NULL */
     if (obj == NULL)
         return NULL;
     for (Py_ssize_t i = 0; i < p->n_fields; i++) {

@@ -14,7 +14,31 @@ typedef struct {
     PyObject *fallback;   /* Message.decode's function (called as fallback(cls, ...)), or Message.encode's */
     PyObject *cls;        /* decode: the message class */
     PyObject *decoders;   /* decode: its _DECODERS dict, read on every call */
+    /* decode: the last (version, decoder) found in decoders, both borrowed from it, valid while
+     * the dict's version tag (changed by every change to the dict) is cached_tag. */
+    uint64_t cached_tag;
+    PyObject *cached_version, *cached_decoder;
 } MethodObject;
+
+/* decoders[version] (borrowed), from the cache when the same version object is asked again of
+ * an unchanged dict (the dict look-up was a tenth of a small message's decode). Python 3.12
+ * deprecated the dict's version tag: there every call looks up. */
+static PyObject *find_decoder(MethodObject *self, PyObject *version) {
+#if PY_VERSION_HEX < 0x030C0000
+    uint64_t tag = ((PyDictObject *)self->decoders)->ma_version_tag;
+    if (version == self->cached_version && tag == self->cached_tag)
+        return self->cached_decoder;
+    PyObject *decoder = PyDict_GetItemWithError(self->decoders, version);
+    if (decoder != NULL) {
+        self->cached_tag = tag;
+        self->cached_version = version;
+        self->cached_decoder = decoder;
+    }
+    return decoder;
+#else
+    return PyDict_GetItemWithError(self->decoders, version);
+#endif
+}
 
 static PyTypeObject ClassDecodeType, MethodEncodeType;
 static PyObject *native_encoders_name;   /* "_NATIVE_ENCODERS", interned */
@@ -26,7 +50,7 @@ static PyObject *class_decode_vectorcall(PyObject *callable, PyObject *const *ar
     MethodObject *self = (MethodObject *)callable;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
     if (nargs == 2 && nkw == 0 && PyBytes_CheckExact(args[0])) {
-        PyObject *decoder = PyDict_GetItemWithError(self->decoders, args[1]);   /* borrowed */
+        PyObject *decoder = find_decoder(self, args[1]);   /* borrowed */
         const Program *program = kw_decoder_program(decoder);
         if (program != NULL) {
             Py_ssize_t end = 0;
@@ -87,6 +111,8 @@ static PyObject *method_new(PyTypeObject *type, vectorcallfunc call, PyObject *f
     m->fallback = fallback;
     m->cls = cls;
     m->decoders = decoders;
+    m->cached_tag = 0;
+    m->cached_version = m->cached_decoder = NULL;
     return (PyObject *)m;
 }
 

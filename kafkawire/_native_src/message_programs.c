@@ -251,6 +251,8 @@ static int fill_program(ProgramsObject *self, Program *p, PyObject *src) {
     }
     Py_INCREF(cls);
     p->cls = (PyTypeObject *)cls;
+    if (kw_struct_adopt(p->cls) < 0)
+        return -1;
     if (kw_slot_offset(p->cls, "_unknown_tagged_fields", &p->unknown_offset) < 0)
         return -1;
     PyObject *fields = PyTuple_GET_ITEM(src, 1);

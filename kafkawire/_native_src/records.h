@@ -102,8 +102,8 @@ int kw_check_range(Py_ssize_t start, Py_ssize_t end, Py_ssize_t len, Py_ssize_t 
 /* The result of a decode: (value, None) or (value, (reason, position)). */
 PyObject *kw_result(PyObject *value, Reader *r);
 
-/* memoryview base[start:start+n] (base a memoryview of bytes) */
-PyObject *kw_mv_slice(PyObject *base, Py_ssize_t start, Py_ssize_t n);
+/* memoryview(data)[start:start+n], made from data or from a view this made of it (decode.c) */
+PyObject *kw_mv_slice_of(PyObject *source, PyObject *data, Py_ssize_t start, Py_ssize_t n);
 
 PyObject *kw_decode_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kw_check_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs);

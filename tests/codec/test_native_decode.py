@@ -266,3 +266,40 @@ def test_mixed_text_decodes_as_python_does(parts):
     """ASCII runs of eight bytes and more (read a word at a time) next to any other text, and
     bytes that are not UTF-8: Python's str or Python's refusal."""
     _string_decodes_as_python_does(messages.by_name("FindCoordinatorRequest")._DECODERS[0], b"".join(parts))
+
+
+@needs_native
+def test_view_fields_of_one_message_are_slices_of_its_bytes_that_outlive_each_other():
+    """The records of every partition are memoryview(data)[a:b] (they share one managed buffer,
+    the first view's): each reads its own bytes, keeps data as .obj, and releasing one leaves the
+    others readable, as with views sliced in Python."""
+    from kafkawire.messages.fetch_response import FetchableTopicResponse, PartitionData, FetchResponse
+    parts = [PartitionData(partition_index=i, records=bytes([65 + i]) * (i + 3)) for i in range(3)]
+    data = FetchResponse(responses=[FetchableTopicResponse(topic="t", partitions=parts)]).encode(12)
+    decoded = FetchResponse.decode(data, 12).responses[0].partitions
+    views = [p.records for p in decoded]
+    assert all(type(v) is memoryview and v.obj is data and v.readonly for v in views)
+    assert [v.tobytes() for v in views] == [p.records for p in parts]
+    views[0].release()
+    assert views[1][1:].tobytes() == b"BBB" and views[2].tobytes() == b"CCCCC"
+
+
+@needs_native
+def test_decode_reads_the_decoders_dict_as_it_is_at_each_call():
+    """cls.decode (C) remembers the last version's decoder only while the class's _DECODERS dict
+    is unchanged: a decoder put in its place is the one the next call runs."""
+    from kafkawire.messages.list_groups_request import ListGroupsRequest
+    data, native = ListGroupsRequest().encode(3), ListGroupsRequest._DECODERS[3]
+    assert ListGroupsRequest.decode(data, 3) == ListGroupsRequest()
+    calls = []
+
+    def spy(data, pos):
+        calls.append(pos)
+        return native.pure(data, pos)
+
+    ListGroupsRequest._DECODERS[3] = spy
+    try:
+        assert ListGroupsRequest.decode(data, 3) == ListGroupsRequest() and calls == [0]
+    finally:
+        ListGroupsRequest._DECODERS[3] = native
+    assert ListGroupsRequest.decode(data, 3) == ListGroupsRequest() and calls == [0]
