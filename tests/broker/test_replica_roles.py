@@ -119,17 +119,23 @@ def test_the_checkpoints_list_followed_replicas_with_the_followers_high_watermar
     assert read("log-start-offset-checkpoint") == {("t", 0): 5}
 
 
+def following(broker, state, *, records: int, high_watermark: int):
+    """The broker follows t-0 from broker 2, with ``records`` copied and the leader's high watermark."""
+    state["image"] = image_with(2, 1)
+    broker.on_metadata()
+    follower = broker.replica_roles.followers[("t", 0)]
+    follower.append(build_batch([(b"k", b"v")] * records, partition_leader_epoch=1))
+    follower.update_from_leader(high_watermark=high_watermark, log_start_offset=0)
+    return follower
+
+
 def test_a_follower_made_leader_keeps_the_high_watermark_it_had_as_follower(tmp_path):
     """Partition.makeLeader leaves the replica's high watermark as it was: a follower that had
     high watermark 2 of a log ending at 5 leads with 2, not its log end (the records above 2 may
     not be on the other replicas), and not 0."""
     async def go():
         broker, state = make_broker(tmp_path)
-        state["image"] = image_with(2, 1)
-        broker.on_metadata()
-        follower = broker.replica_roles.followers[("t", 0)]
-        follower.append(build_batch([(b"k", b"v")] * 5, partition_leader_epoch=1))
-        follower.update_from_leader(high_watermark=2, log_start_offset=0)
+        following(broker, state, records=5, high_watermark=2)
         state["image"] = image_with(1, 2)                 # led here now
         broker.on_metadata()
         led = broker.partitions[("t", 0)]
@@ -147,11 +153,7 @@ def test_a_clean_stop_checkpoints_the_followed_replicas_high_watermarks_before_c
 
     async def go():
         broker, state = make_broker(tmp_path)
-        state["image"] = image_with(2, 1)
-        broker.on_metadata()
-        follower = broker.replica_roles.followers[("t", 0)]
-        follower.append(build_batch([(b"k", b"v")] * 4, partition_leader_epoch=1))
-        follower.update_from_leader(high_watermark=3, log_start_offset=0)
+        following(broker, state, records=4, high_watermark=3)
         await broker.stop(graceful=False)
     asyncio.run(go())
     assert read_offset_checkpoint(os.path.join(tmp_path, "replication-offset-checkpoint")) == {("t", 0): 3}
