@@ -107,6 +107,15 @@ class FollowerReplica:
             min(high_watermark, partition.log.log_end_offset)
 
     @property
+    def high_watermark(self) -> int:
+        """Kept on the partition (LeaderPartition.high_watermark), which a makeLeader keeps."""
+        return self.partition.high_watermark()
+
+    @high_watermark.setter
+    def high_watermark(self, offset: int) -> None:
+        self.partition.store_high_watermark(offset)
+
+    @property
     def key(self) -> tuple[str, int]:
         return self.partition.topic, self.partition.partition
 

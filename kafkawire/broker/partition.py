@@ -146,11 +146,10 @@ class LeaderPartition:
             return self.log.log_end_offset
         return min(max(self._high_watermark, self.log.log_start_offset), self.log.log_end_offset)
 
-    def adopt_high_watermark(self, offset: int) -> None:
-        """A follower made leader keeps the high watermark it had as a follower (Partition.makeLeader
-        leaves UnifiedLog's high watermark as it was); kept within the log."""
-        self._high_watermark = min(max(offset, self.log.log_start_offset), self.log.log_end_offset)
-        self.producers.on_high_watermark(self._high_watermark)
+    def store_high_watermark(self, offset: int) -> None:
+        """A follower's high watermark (kafkawire.broker.follower), kept here so that the partition
+        has it when it is made leader (Partition.makeLeader leaves UnifiedLog's as it was)."""
+        self._high_watermark = offset
 
     def maybe_increment_high_watermark(self, now_ms: int) -> bool:
         """Partition.maybeIncrementLeaderHW: the log end without followers, else what the replicas

@@ -77,7 +77,6 @@ class ReplicaRoles:
         del self.followers[key]       # its fetcher lets it go in the apply() that follows, before any await
         log.info("broker %d: %s was followed up to offset %d (high watermark %d); leading it now",
                  self.broker.node_id, follower.name, follower.log.log_end_offset, follower.high_watermark)
-        follower.partition.adopt_high_watermark(follower.high_watermark)
         return follower.partition
 
     def apply(self, image, followed: dict) -> bool:
