@@ -146,10 +146,10 @@ class Broker:
         self.txn_markers = TxnMarkersApi(self)
         self.txn_marker_listeners: list = []
         self.txn_verifier = None
-        # The transaction coordinator (__transaction_state); at the first metadata change it sets
-        # txn_verifier (KIP-890's check of transactional produce batches) and adds its listener
-        # to txn_marker_listeners (kafkawire.broker.txn_apis).
+        # The transaction coordinator (__transaction_state); it sets txn_verifier (KIP-890's check
+        # of transactional produce batches) and adds its listener to txn_marker_listeners.
         self.txn_apis = TxnApis(self)
+        self.txn_apis.install()
         # The partitions followed here and their replica fetchers (kafkawire.broker.replica_roles).
         self.replica_roles = ReplicaRoles(self)
 

@@ -5,15 +5,15 @@ it), AddOffsetsToTxn (25), EndTxn (26), TxnOffsetCommit (28, into the group coor
 DescribeTransactions (65) and ListTransactions (66); FindCoordinator(TRANSACTION) is answered
 through ``find``.
 
-    apis = TxnApis(broker)                # after broker.group_apis
+    apis = TxnApis(broker)                # after broker.group_apis and broker.txn_marker_listeners
+    apis.install()                         # broker.txn_verifier and the marker listener
     handlers.update(apis.handlers())
-    apis.on_metadata()                     # load newly led __transaction_state partitions; the first
-                                           # call installs broker.txn_verifier and the marker listener
+    apis.on_metadata()                     # load newly led __transaction_state partitions
 
-What it installs on the broker (at the first metadata change, so that the order of the broker's
-own attributes does not matter): ``broker.txn_verifier = apis.verify`` (KIP-890: the produce
-path's check of a transactional batch, kafkawire.broker.txn_verification) and a listener in
-``broker.txn_marker_listeners`` (TxnOffsetCommit's offsets become committed on a COMMIT marker).
+What ``install`` puts on the broker: ``broker.txn_verifier = apis.verify`` (KIP-890: the
+produce path's check of a transactional batch, kafkawire.broker.txn_verification) and a
+listener in ``broker.txn_marker_listeners`` (TxnOffsetCommit's offsets become committed on a
+COMMIT marker).
 
 The state machine is kafkawire.broker.txn_coordinator; its records go to __transaction_state
 (kafkawire.broker.txn_state_topic); the markers are written in process through
@@ -22,9 +22,10 @@ transaction version a request uses is Kafka's: EndTxn v5+ and AddPartitionsToTxn
 transaction.version 2, older versions 0; the coordinator's own aborts (fencing, timeouts) use
 the cluster's finalized ``transaction.version``.
 
-No authorizer runs on the broker (kafkawire.broker.broker refuses one), so
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED is only the answer Kafka gives to a 2PC InitProducerId
-while ``transaction.two.phase.commit.enable`` is false (its default; kafkawire has no 2PC).
+The ACL checks (TRANSACTIONAL_ID_AUTHORIZATION_FAILED and the others) run before these handlers
+(kafkawire.broker.authorization); here TRANSACTIONAL_ID_AUTHORIZATION_FAILED is only the answer
+Kafka gives to a 2PC InitProducerId while ``transaction.two.phase.commit.enable`` is false (its
+default; kafkawire has no 2PC).
 """
 from __future__ import annotations
 
@@ -123,18 +124,14 @@ class TxnApis:
     def on_metadata(self) -> None:
         if not self._scheduled:
             self._scheduled = True
-            self._install()
             self._schedule(ABORT_KEY)
             self._schedule(EXPIRE_KEY)
         self.store.on_metadata()
 
-    def _install(self) -> None:
+    def install(self) -> None:
+        """Set the broker's KIP-890 verifier and add TxnOffsetCommit's marker listener."""
         self.broker.txn_verifier = self.verify
-        listeners = getattr(self.broker, "txn_marker_listeners", None)
-        if listeners is None:
-            listeners = self.broker.txn_marker_listeners = []
-        if self.txn_offset_commit_api.on_marker not in listeners:
-            listeners.append(self.txn_offset_commit_api.on_marker)
+        self.broker.txn_marker_listeners.append(self.txn_offset_commit_api.on_marker)
 
     def _schedule(self, key: str) -> None:
         c = self.broker.config

@@ -94,6 +94,7 @@ class StandInBroker:
         self.txn_markers = MarkerWriter(self)
         self.group_apis = GroupApis(self)
         self.txn_apis = TxnApis(self)
+        self.txn_apis.install()
         self.txn_apis.handlers()
 
     def image(self):
@@ -104,7 +105,7 @@ class StandInBroker:
 
     async def load(self):
         self.group_apis.store.on_metadata()
-        self.txn_apis.on_metadata()       # also installs txn_verifier and the marker listener
+        self.txn_apis.on_metadata()
         await until(lambda: self.group_apis.store.loaded and self.txn_apis.store.loaded)
 
     def close(self):
