@@ -41,6 +41,8 @@ JAVA_GROUP = "java-group"
 MARKER_CLIENT = "capture-marker"
 NODE_PROPERTIES = {
     "metadata.log.max.record.bytes.between.snapshots": "1",
+    # a NoOpRecord (so a snapshot) every 5 s rather than every 0.5 s: tens of snapshots, not hundreds
+    "metadata.max.idle.interval.ms": "5000",
     "num.partitions": "1", "offsets.topic.num.partitions": "1",
     "transaction.state.log.num.partitions": "1", "transaction.state.log.replication.factor": "1",
     "transaction.state.log.min.isr": "1",

