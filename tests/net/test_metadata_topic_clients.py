@@ -271,7 +271,8 @@ def consume_with_kafka_python(served, written):
 def test_tshark_dissects_a_recorded_session_without_errors(metadata_log, tmp_path):
     """The relay records the bytes both ways; we write them as a pcap (no capture privileges needed)."""
     if shutil.which("tshark") is None:
-        pytest.skip("tshark is not installed (Debian package tshark)")
+        from tests.conftest import unavailable
+        unavailable("tshark is not installed (Debian package tshark)")
     log_dir, written = metadata_log
     recorder = Recorder()
     with ServedLog(log_dir, recorder=recorder, max_versions=WIRESHARK_4_0_VERSIONS) as served:
