@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.interop import tool_runs
+from tests.interop.broker_judges import wait_until
 from tests.interop.kafka_procs import KafkaNode, KafkaProcessError, run_in_own_jvm
 from tests.peers import kcat, loopback_capture
 
@@ -52,16 +52,6 @@ NODE_PROPERTIES = {
     "log.cleaner.enable": "true", "log.cleaner.backoff.ms": "100", "log.cleaner.dedupe.buffer.size": str(2 * 1024 * 1024),
     "log.cleaner.io.buffer.size": "65536",
 }
-
-
-def wait_for(what: str, condition, timeout_s: float):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
 def _create_and_produce(bootstrap: str) -> None:
@@ -126,7 +116,7 @@ def _compact(node: KafkaNode) -> None:
         sent[0] += 1
         return len(segments()) >= 3
     try:
-        wait_for("Kafka to roll the compacted topic's segment twice", rolled_twice, 60)
+        wait_until(rolled_twice, "Kafka to roll the compacted topic's segment twice", 60)
     finally:
         producer.close(timeout=10)
     active_base = int(segments()[-1].name[:20])
@@ -134,7 +124,7 @@ def _compact(node: KafkaNode) -> None:
     def cleaned():
         checkpoint = node.data_dir / "cleaner-offset-checkpoint"
         return checkpoint.exists() and f"{COMPACTED_TOPIC} 0 {active_base}" in checkpoint.read_text().splitlines()
-    wait_for("Kafka's log cleaner to compact the topic up to its active segment", cleaned, 60)
+    wait_until(cleaned, "Kafka's log cleaner to compact the topic up to its active segment", 60)
 
 
 def _other_clients(bootstrap: str) -> None:
@@ -194,7 +184,7 @@ def _marker_captured(node: KafkaNode, capture: Path) -> None:
             return False
         streams = {f.stream for f in frames if f.role == "request" and f.client_id == MARKER_CLIENT}
         return any(f.stream in streams and f.role == "response" for f in frames)
-    wait_for("the capture to hold the last exchange", marker_answered, 30)
+    wait_until(marker_answered, "the capture to hold the last exchange", 30)
 
 
 def _every_client(node: KafkaNode) -> None:
@@ -228,7 +218,7 @@ def write_kafka_data(directory: Path) -> KafkaNode:
         node.start()
         node.wait_ready()
         node.capture_problem = _clients_captured(node)
-        wait_for("a metadata snapshot", lambda: snapshots(node.metadata_dir), 60)
+        wait_until(lambda: snapshots(node.metadata_dir), "a metadata snapshot", 60)
         code = node.stop(timeout_s=60)
         assert code in (0, 143), f"Kafka exited with {code} after SIGTERM:\n{node.log_tail(60)}"
     except BaseException:
