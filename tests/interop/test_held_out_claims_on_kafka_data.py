@@ -120,3 +120,10 @@ def test_the_native_and_pure_spark_readers_read_kafkas_data_the_same(kafka_writt
     from tests.spark.test_spark_native_reader import read_the_same_both_ways
     partitions = sorted({p.parent for p in kafka_written.data_dir.rglob("*.log")})
     read_the_same_both_ways(partitions + sorted(snapshots(kafka_written.metadata_dir))[-3:])
+
+
+def test_kafka_python_reads_the_metadata_log_kafka_wrote_through_our_server(kafka_written, tmp_path):
+    """tests/net/test_metadata_topic_clients.py::test_kafka_python_reads_a_real_kafka_metadata_log,
+    on a copy of the metadata log the Kafka controller wrote in the run."""
+    from tests.net.test_metadata_topic_clients import kafka_python_reads_a_copy_of
+    assert kafka_python_reads_a_copy_of(kafka_written.metadata_dir, tmp_path) > 50
