@@ -2,6 +2,7 @@
 extra (pyspark, the peer clients, build...) fails the run at its start, naming each, instead of
 letting their tests skip (tests/conftest.py); a developer's run without them still skips."""
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -44,3 +45,23 @@ def test_without_ci_the_same_run_goes_on(tmp_path):
         result = _collect(ci, tmp_path)
         assert result.returncode == 0, (ci, result.stdout[-2000:] + result.stderr[-2000:])
         assert "tests collected" in result.stdout or "test_error_codes.py" in result.stdout
+
+
+# A skip written as pytest.skip or skipif that names one of these is a test CI would lose
+# silently: such a test must call tests.conftest.unavailable (a failure under CI). (importorskip
+# of a package is left alone: every [dev] distribution is checked at the session's start.)
+CI_NEEDS = re.compile(r"\b(java|javac|jdk|mvn|maven|kcat|tshark|dumpcap|pyspark|spark|apache kafka)\b", re.I)
+SKIPS = re.compile(r"pytest\.skip\(|pytest\.mark\.skip(if)?\(")
+
+
+def test_no_test_skips_for_want_of_a_program_ci_must_have():
+    """Every skip whose reason names Java, Maven, kcat, tshark/dumpcap, Spark or Kafka's jars goes
+    through tests.conftest.unavailable, so that under CI=true it fails instead."""
+    found = []
+    for path in sorted((REPO / "tests").rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines):
+            statement = " ".join(lines[number:number + 2])      # a reason may be on the next line
+            if SKIPS.search(line) and CI_NEEDS.search(statement):
+                found.append(f"{path.relative_to(REPO)}:{number + 1}: {line.strip()}")
+    assert not found, "skips CI would not see fail (use tests.conftest.unavailable):\n" + "\n".join(found)

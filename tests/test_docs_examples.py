@@ -189,9 +189,8 @@ def test_the_page_blocks_that_need_java_run(page, tmp_path):
     try:                                   # as tests/interop/conftest.py's kafka_libs fixture
         kafka_dist.ensure()
     except kafka_dist.KafkaDistUnavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI needs Apache Kafka {kafka_dist.KAFKA_VERSION}: {exc}")
-        pytest.skip(f"Apache Kafka {kafka_dist.KAFKA_VERSION} is not available: {exc}")
+        from tests.conftest import unavailable
+        unavailable(f"Apache Kafka {kafka_dist.KAFKA_VERSION} is not available: {exc}")
     _run_in_order(_runnable(page, java=True), tmp_path)
 
 

@@ -358,7 +358,8 @@ def test_a_retried_idempotent_batch_is_answered_with_its_first_offset_and_not_st
 
 def test_kcat_produces_and_consumes(node):
     if shutil.which("kcat") is None:
-        pytest.skip("kcat is not installed")
+        from tests.conftest import unavailable
+        unavailable("kcat is not installed")
     node.create_topic("kcat")
     lines = "".join(f"line {i}\n" for i in range(20))
     produced = subprocess.run(["kcat", "-P", "-b", node.bootstrap, "-t", "kcat", "-p", "0", "-z", "lz4"],

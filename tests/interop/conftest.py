@@ -27,9 +27,16 @@ def kafka_libs():
     try:
         return kafka_dist.ensure()
     except kafka_dist.KafkaDistUnavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI needs Apache Kafka {kafka_dist.KAFKA_VERSION}: {exc}")
-        pytest.skip(f"Apache Kafka {kafka_dist.KAFKA_VERSION} is not available: {exc}")
+        from tests.conftest import unavailable
+        unavailable(f"Apache Kafka {kafka_dist.KAFKA_VERSION} is not available: {exc}")
+
+
+@pytest.fixture(scope="session")
+def kafka_written(kafka_libs, tmp_path_factory):
+    """The data directory (and the clients' capture) of a Kafka 4.3.1 node after the work of
+    tests/interop/kafka_written.py and a clean shutdown: made once, read by several modules."""
+    from tests.interop.kafka_written import write_kafka_data
+    return write_kafka_data(tmp_path_factory.mktemp("kafka-written"))
 
 
 @pytest.fixture

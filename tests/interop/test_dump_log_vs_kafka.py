@@ -198,6 +198,19 @@ def test_files_kafka_writes_dump_as_kafka_dumps_them(kafka_tool, kafka_written_f
     check_groups(kafka_tool, groups_for(files, more=True), "Kafka-written")
 
 
+def test_a_compacted_topic_and_java_clients_data_dump_as_kafka_dumps_them(kafka_tool, kafka_written):
+    """The run's other Kafka-written directory (tests/interop/kafka_written.py): segments Kafka's
+    log cleaner rewrote (tombstones with a delete horizon), Kafka's Java producer's lz4 batches,
+    its producer snapshots, and the latest metadata snapshot (KRaftVersion and Voters in the
+    header's batch)."""
+    from tests.interop.kafka_written import COMPACTED_TOPIC, JAVA_TOPIC, snapshots
+    data = kafka_written.data_dir
+    files = dumpable(data / f"{COMPACTED_TOPIC}-0") + dumpable(data / f"{JAVA_TOPIC}-0")
+    files.append(max(snapshots(kafka_written.metadata_dir)))
+    assert any(p.suffix == ".snapshot" for p in files)
+    check_groups(kafka_tool, groups_for(files, more=True), "Kafka-written (compacted, Java clients)")
+
+
 @pytest.mark.parametrize("directories", ["COLLIDING_DIRECTORIES", "TREEIFYING_DIRECTORIES"])
 def test_non_consecutive_reports_of_colliding_paths_come_in_kafkas_order(kafka_tool, tmp_path, directories):
     """Thirteen (nine) segments with a gap each, in directories whose paths share buckets of

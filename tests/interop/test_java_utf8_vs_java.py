@@ -28,7 +28,8 @@ CLASS_EDGES = (0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1,
 def java_decode(tmp_path_factory):
     """java_decode(sequences) -> Java's code units (hex) for each."""
     if not shutil.which("javac") or not shutil.which("java"):
-        pytest.skip("javac and java are needed to ask Java how it decodes UTF-8")
+        from tests.conftest import unavailable
+        unavailable("javac and java are needed to ask Java how it decodes UTF-8")
     classes = tmp_path_factory.mktemp("utf8-classes")
     subprocess.run(["javac", "-d", str(classes), str(SOURCE)], check=True, capture_output=True, timeout=120)
 

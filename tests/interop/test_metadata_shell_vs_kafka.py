@@ -122,6 +122,14 @@ def test_interactive_session_on_a_snapshot_our_node_wrote(kafka_tool, node_snaps
     check_sessions(kafka_tool, [node_snapshot], "kafkawire node's snapshot")
 
 
+def test_interactive_session_on_the_latest_snapshot_kafka_wrote_in_the_run(kafka_tool, kafka_written):
+    """The reference-snapshot session above on a fresh clone: the latest snapshot of the Kafka
+    4.3.1 node of tests/interop/kafka_written.py (topics of every codec, a compacted one, a
+    transactional producer's id, a consumer group's broker)."""
+    from tests.interop.kafka_written import snapshots
+    check_sessions(kafka_tool, [max(snapshots(kafka_written.metadata_dir))], "Kafka node's latest snapshot")
+
+
 @pytest.mark.parametrize("command", [["find", "/"], ["cat", "/image/features/metadataVersion"],
                                      ["cat", f"/image/cluster/brokers/{BROKER_ID}"],
                                      ["cat", f"/image/topics/byName/{TOPIC}/1"]])
@@ -162,7 +170,8 @@ def test_the_config_names_the_image_keeps_are_kafkas(kafka_libs, tmp_path):
     from kafkawire.metadata.image import (CLIENT_METRICS_RESOURCE, GROUP_RESOURCE, SUPPORTED_CONFIGS,
                                           TOPIC_RESOURCE)
     if not shutil.which("javac"):
-        pytest.skip("javac is needed to ask Kafka's classes")
+        from tests.conftest import unavailable
+        unavailable("javac is needed to ask Kafka's classes")
     (tmp_path / "ConfigNames.java").write_text(KAFKA_CONFIG_NAMES)
     subprocess.run(["javac", "-cp", kafka_dist.classpath(), "-d", str(tmp_path), str(tmp_path / "ConfigNames.java")],
                    check=True, capture_output=True, timeout=120)

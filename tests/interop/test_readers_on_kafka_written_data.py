@@ -1,174 +1,35 @@
-"""Every reader of ours on data Apache Kafka 4.3.1 writes during this run, so that the claims
-the ../shared corpora check (tests/storage/test_real_kafka_files.py,
-tests/records/test_records_reference_data.py, tests/metadata/test_frame.py) are tested on a
-fresh clone too.
+"""Every reader of ours on data Apache Kafka 4.3.1 writes during this run (the session fixture
+``kafka_written``, tests/interop/kafka_written.py: one node, topics of every compression.type, a
+committed and an aborted transaction, a compacted topic, kafka-python's, confluent-kafka's, kcat's
+and Kafka's Java clients' traffic captured on loopback), so that the claims the ../shared corpora
+check (tests/storage/test_real_kafka_files.py, tests/records/test_records_reference_data.py,
+tests/metadata/test_frame.py, tests/codec/test_pcaps.py) are tested on a fresh clone too.
 
-One JVM (process.roles=broker,controller, 256 MB heap) is formatted --standalone, with a
-snapshot after every new metadata record (metadata.log.max.record.bytes.between.snapshots=1);
-kafka-python creates one topic per compression.type (the broker recompresses with Java's
-codecs), produces to each, commits and aborts a transaction, and the node is stopped with
-SIGTERM (a clean shutdown writes producer snapshots). Then: every batch of every segment and
-snapshot verifies and re-encodes (byte for byte where uncompressed or LZ4), every metadata record
-re-encodes to its bytes, segments recover with nothing cut, Kafka's .index and .timeindex load,
-snapshots read between header and footer and the controller writes each back byte for byte,
-state files round-trip to their bytes, producer snapshots read, and the public readers see
-every record produced.
-
-The clients' traffic with the broker (kafka-python's admin, producer and transactions,
-confluent-kafka's producer, kcat's metadata listing and consumer) is captured on loopback with
-dumpcap meanwhile, and `kafkawire pcap --check` must decode and re-encode every frame of it to the
-identical bytes, Kafka 4.3.1's responses included.
+Every batch of every segment and snapshot verifies and re-encodes (byte for byte where
+uncompressed or LZ4), every metadata record re-encodes to its bytes, segments recover with nothing
+cut, Kafka's .index and .timeindex load, snapshots read between header and footer and the
+controller writes each back byte for byte, state files round-trip to their bytes, producer
+snapshots read, the public readers see every record produced, and `kafkawire pcap --check` decodes
+and re-encodes every captured frame to the identical bytes, Kafka 4.3.1's responses included.
 """
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
-
-import pytest
 
 import kafkawire
 from kafkawire.records import GZIP, LZ4, NONE, SNAPPY, ZSTD
 from kafkawire.storage import OffsetIndex, TimeIndex
 from kafkawire.storage.producer_snapshot import read_producer_snapshot
 from tests.conftest import REPO, unavailable
-from tests.interop.kafka_procs import KafkaNode
+from tests.interop.kafka_written import (CLIENTS_TOPIC, CODECS, COMPACTED_TOPIC, JAVA_RECORDS, JAVA_TOPIC, RECORDS,
+                                         TXN_TOPIC, snapshots as _snapshots)
 from tests.kafka_data_checks import (check_batches_reencode, check_index_against_log, check_segment_recovers,
                                      check_snapshot, metadata_records_round_trip)
-from tests.peers import kcat, loopback_capture
 from tests.storage.test_real_kafka_files import STATE_FILES
-
-CLUSTER_ID = "S2Fma2FXcml0dGVuRGF0YQ"
-CODECS = ("uncompressed", "gzip", "snappy", "lz4", "zstd")
-RECORDS = 300
-TXN_TOPIC = "txn"
-CLIENTS_TOPIC = "clients"
-
-
-def _wait_for(what: str, condition, timeout_s: float):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-
-
-def _create_and_produce(bootstrap: str) -> None:
-    from kafka import KafkaProducer
-    from kafka.admin import KafkaAdminClient, NewTopic
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30000)
-    try:
-        admin.create_topics([NewTopic(f"codec-{codec}", 1, 1, topic_configs={"compression.type": codec})
-                             for codec in CODECS] + [NewTopic(TXN_TOPIC, 1, 1), NewTopic(CLIENTS_TOPIC, 1, 1)], timeout_ms=30000)
-    finally:
-        admin.close()
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20, batch_size=4096,
-                             request_timeout_ms=30000, max_block_ms=30000)
-    try:
-        for codec in CODECS:
-            futures = [producer.send(f"codec-{codec}", key=b"k%d" % (n % 7), value=b"value %06d " % n + b"z" * 50)
-                       for n in range(RECORDS)]
-            producer.flush(timeout=30)
-            for future in futures:
-                future.get(timeout=30)
-    finally:
-        producer.close(timeout=10)
-    txn = KafkaProducer(bootstrap_servers=bootstrap, transactional_id="kafkawire-evidence",
-                        request_timeout_ms=30000, max_block_ms=30000)
-    try:
-        txn.init_transactions()
-        for commit in (True, False):
-            txn.begin_transaction()
-            for n in range(10):
-                txn.send(TXN_TOPIC, value=b"txn %d" % n)
-            txn.flush(timeout=30)           # so that the aborted records reach the log too
-            txn.commit_transaction() if commit else txn.abort_transaction()
-    finally:
-        txn.close(timeout=10)
-
-
-def _other_clients(bootstrap: str) -> None:
-    """confluent-kafka produces (zstd, idempotent), kcat lists the metadata and consumes a topic."""
-    from confluent_kafka import Producer
-    producer = Producer({"bootstrap.servers": bootstrap, "compression.type": "zstd", "enable.idempotence": True})
-    for n in range(50):
-        producer.produce(CLIENTS_TOPIC, value=b"confluent %d" % n)
-    assert producer.flush(30) == 0, "confluent-kafka did not deliver within 30 s"
-    for args in (["-L"], ["-C", "-t", "codec-gzip", "-o", "beginning", "-c", "20", "-e"]):
-        result = subprocess.run([kcat(), "-b", bootstrap, *args], capture_output=True, timeout=60)
-        assert result.returncode == 0, result.stderr
-
-
-MARKER_CLIENT = "capture-marker"
-
-
-def _marker_captured(node: KafkaNode, capture: Path) -> None:
-    """One last ApiVersions exchange, then wait (bounded) until the capture file holds its
-    response: dumpcap hands packets over in blocks, and stopping it at once could lose the last
-    clients' frames."""
-    import socket
-    from kafkawire.capture import read_capture
-    from kafkawire.messages.api_versions_request import ApiVersionsRequest
-    from kafkawire.protocol import framing
-    with socket.create_connection(("127.0.0.1", node.broker_port), timeout=30) as conn:
-        conn.sendall(framing.encode_request(ApiVersionsRequest(client_software_name="marker",
-                                                               client_software_version="1"), 3, 1, MARKER_CLIENT))
-        assert conn.recv(4), "no ApiVersions response"
-
-    def marker_answered():
-        try:
-            frames = read_capture(capture, ports=[node.broker_port]).frames
-        except Exception:       # a block dumpcap is still writing
-            return False
-        streams = {f.stream for f in frames if f.role == "request" and f.client_id == MARKER_CLIENT}
-        return any(f.stream in streams and f.role == "response" for f in frames)
-    _wait_for("the capture to hold the last exchange", marker_answered, 30)
-
-
-def _clients_captured(node: KafkaNode) -> str | None:
-    """Run every client with dumpcap capturing the broker's port; why there is no capture, or None."""
-    try:
-        with loopback_capture(node.broker_port, node.directory / "clients.pcapng"):
-            _create_and_produce(node.broker_address)
-            _other_clients(node.broker_address)
-            _marker_captured(node, node.directory / "clients.pcapng")
-    except (pytest.skip.Exception, pytest.fail.Exception) as exc:
-        _create_and_produce(node.broker_address)    # the data directory's checks still need the data
-        return str(exc)
-    return None
-
-
-def _snapshots(metadata_dir: Path) -> list[Path]:
-    return [p for p in metadata_dir.glob("*.checkpoint") if p.name != "bootstrap.checkpoint"]
-
-
-@pytest.fixture(scope="module")
-def kafka_written(kafka_libs, tmp_path_factory):
-    """The data directory of a Kafka 4.3.1 node after the work above and a clean shutdown."""
-    node = KafkaNode(tmp_path_factory.mktemp("kafka-written"), 1, "broker,controller", properties={
-        "metadata.log.max.record.bytes.between.snapshots": "1",
-        "num.partitions": "1", "offsets.topic.num.partitions": "1",
-        "transaction.state.log.num.partitions": "1", "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1"})
-    try:
-        node.format(CLUSTER_ID, "--standalone")
-        node.start()
-        node.wait_ready()
-        node.capture_problem = _clients_captured(node)
-        _wait_for("a metadata snapshot", lambda: _snapshots(node.metadata_dir), 60)
-        code = node.stop(timeout_s=60)
-        assert code in (0, 143), f"Kafka exited with {code} after SIGTERM:\n{node.log_tail(60)}"
-    except BaseException:
-        print(f"\n--- Kafka log tail: {node.log_path}\n{node.log_tail(80)}")
-        raise
-    finally:
-        node.kill()
-    return node
 
 
 def _files(root: Path, pattern: str) -> list[Path]:
@@ -256,7 +117,10 @@ def test_kafkawire_pcap_check_reencodes_every_captured_frame(kafka_written):
     apis = {f["apiName"] for f in frames if f["role"] == "request"}
     print(checked.stdout.splitlines()[-1], f"clients {sorted(clients)}, APIs {sorted(apis)}")
     assert {"Produce", "Fetch", "Metadata", "ApiVersions", "CreateTopics", "InitProducerId", "EndTxn"} <= apis, apis
-    assert {"kafka", "rdkafka"} <= clients, clients
+    # Kafka's Java consumer in a classic group, and its Admin client
+    assert {"FindCoordinator", "JoinGroup", "SyncGroup", "OffsetFetch", "OffsetCommit", "LeaveGroup"} <= apis, apis
+    # kafka-python, librdkafka (confluent-kafka and kcat), and Kafka's Java producer, consumer and Admin
+    assert {"kafka", "rdkafka", "perf", "console", "adminclient"} <= clients, clients
 
 
 def test_public_readers_see_every_record(kafka_written):
@@ -271,3 +135,22 @@ def test_public_readers_see_every_record(kafka_written):
     assert markers == ["COMMIT", "ABORT"], markers
     image = kafkawire.read_metadata_image(kafka_written.metadata_dir).image
     assert {f"codec-{codec}" for codec in CODECS} | {TXN_TOPIC, CLIENTS_TOPIC} <= set(image.topics_by_name)
+    assert {JAVA_TOPIC, COMPACTED_TOPIC} <= set(image.topics_by_name)
+    assert len(list(reader.partition(JAVA_TOPIC, 0).records())) == JAVA_RECORDS
+
+
+def test_a_segment_kafkas_log_cleaner_compacted_reads_one_record_per_key(kafka_written):
+    """Kafka's cleaner rewrote the compacted topic's older segments: below its checkpoint each key
+    is left once, the tombstones stay (delete.retention.ms is a day) in batches stamped with their
+    delete horizon, and every batch still verifies and re-encodes to Kafka's bytes."""
+    checkpoint = (kafka_written.data_dir / "cleaner-offset-checkpoint").read_text().split("\n")
+    cleaned_to = next(int(line.split()[2]) for line in checkpoint if line.startswith(f"{COMPACTED_TOPIC} 0 "))
+    partition = kafkawire.read_log_directory(kafka_written.data_dir).partition(COMPACTED_TOPIC, 0)
+    cleaned = [r for r in partition.records() if r.offset < cleaned_to]
+    keys = [bytes(r.key) for r in cleaned]
+    assert cleaned and len(keys) == len(set(keys)), keys
+    assert any(r.value is None for r in cleaned)
+    batches = [b for b in partition.batches() if b.base_offset < cleaned_to]
+    assert any(b.has_delete_horizon for b in batches), "no batch with a delete horizon"
+    for path in sorted((kafka_written.data_dir / f"{COMPACTED_TOPIC}-0").glob("*.log")):
+        check_batches_reencode(path)

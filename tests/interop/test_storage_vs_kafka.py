@@ -43,7 +43,8 @@ def kafka_runs(kafka_libs, tmp_path_factory):
     try:
         return KafkaToolRuns(tmp_path_factory.mktemp("tool-runs"))
     except ToolRunsUnavailable as exc:
-        pytest.skip(str(exc))
+        from tests.conftest import unavailable
+        unavailable(str(exc))
 
 
 def one_line_message(result: ToolResult) -> ToolResult:

@@ -227,6 +227,13 @@ def test_kcat_lists_metadata_and_consumes_every_record(metadata_log):
 
 def test_kafka_python_reads_a_real_kafka_metadata_log(tmp_path):
     source = require(REFERENCE / "kraft-data" / "1stapossum__otus_kafka" / "HW02" / "kafka_data" / "__cluster_metadata-0")
+    assert kafka_python_reads_a_copy_of(source, tmp_path) > 1000
+
+
+def kafka_python_reads_a_copy_of(source, tmp_path) -> int:
+    """kafka-python reads every record of a copy of the metadata log ``source`` served by us, at
+    its offsets with its values and timestamps; returns how many (tests/interop/
+    test_held_out_claims_on_kafka_data.py gives it the log a Kafka controller wrote in the run)."""
     log_dir = tmp_path / "__cluster_metadata-0"
     shutil.copytree(source, log_dir)        # the log is opened for writing (recovery rebuilds indexes)
     want = []
@@ -238,7 +245,8 @@ def test_kafka_python_reads_a_real_kafka_metadata_log(tmp_path):
     with ServedLog(str(log_dir)) as served:
         got, _, consumer = kafka_python_consume(served.port, len(want))
         consumer.close()
-    assert len(want) > 1000 and got == want
+    assert got == want
+    return len(want)
 
 
 # --- tshark's Kafka dissector -------------------------------------------------------------------
@@ -271,7 +279,8 @@ def consume_with_kafka_python(served, written):
 def test_tshark_dissects_a_recorded_session_without_errors(metadata_log, tmp_path):
     """The relay records the bytes both ways; we write them as a pcap (no capture privileges needed)."""
     if shutil.which("tshark") is None:
-        pytest.skip("tshark is not installed (Debian package tshark)")
+        from tests.conftest import unavailable
+        unavailable("tshark is not installed (Debian package tshark)")
     log_dir, written = metadata_log
     recorder = Recorder()
     with ServedLog(log_dir, recorder=recorder, max_versions=WIRESHARK_4_0_VERSIONS) as served:

@@ -187,6 +187,12 @@ def test_every_real_kafka_quorum_state_round_trips_byte_for_byte():
     files = sorted(root.rglob("quorum-state"))
     if not files:
         pytest.skip(f"no quorum-state files under {root}")
+    quorum_states_round_trip(files)
+
+
+def quorum_states_round_trip(files) -> None:
+    """Each quorum-state Kafka wrote, read into an ElectionState and written back, is its text
+    (tests/interop/test_held_out_claims_on_kafka_data.py runs it on one Kafka wrote in the run)."""
     for path in files:
         text = path.read_text()
         data, version = parse_quorum_state(text, file=path)

@@ -167,6 +167,12 @@ def test_real_kafka_partitions_load_with_their_epochs_kept_and_the_file_unchange
     alone when nothing was cut."""
     if path is None:
         pytest.skip(f"no leader-epoch-checkpoint of a data partition under {REFERENCE / 'kraft-data'}")
+    check_partition_epochs_load(path, tmp_path)
+
+
+def check_partition_epochs_load(path, tmp_path) -> None:
+    """The check above on one leader-epoch-checkpoint (tests/interop/test_held_out_claims_on_kafka_data.py
+    runs it on the partitions Kafka wrote in the run)."""
     copy = tmp_path / path.parent.name
     copy.mkdir()
     for f in [*path.parent.glob("*.log"), path]:

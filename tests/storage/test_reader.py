@@ -283,7 +283,14 @@ def test_kraft_data_directories_read_as_the_strict_reader_reads_them(tmp_path):
     log directories), copied: the records iter_batches reads from each segment, files unchanged."""
     if not KRAFT_DATA.exists():
         pytest.skip(f"reference data not available: {KRAFT_DATA} is missing (it lives in ../shared)")
-    copy = shutil.copytree(KRAFT_DATA, tmp_path / "kraft-data")
+    check_directories_read_as_the_strict_reader_reads_them(KRAFT_DATA, tmp_path)
+
+
+def check_directories_read_as_the_strict_reader_reads_them(source: Path, tmp_path: Path) -> int:
+    """The check above on every partition directory under source (tests/interop/
+    test_held_out_claims_on_kafka_data.py runs it on the directory Kafka wrote in the run); returns
+    how many partitions."""
+    copy = shutil.copytree(source, tmp_path / "kraft-data")
     before = fingerprint(copy)
     partitions = {p.parent for p in copy.rglob("*.log") if p.name[:-4].isdigit()}
     assert partitions
@@ -294,6 +301,7 @@ def test_kraft_data_directories_read_as_the_strict_reader_reads_them(tmp_path):
             expected += [r for batch in it if not batch.is_control for r in record_tuples(batch)]
         assert record_tuples(PartitionReader(directory).records()) == expected, directory
     assert fingerprint(copy) == before
+    return len(partitions)
 
 
 @pytest.mark.parametrize("chunk", [17, 64, 257, 1000])

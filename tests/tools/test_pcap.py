@@ -81,14 +81,18 @@ def test_every_reference_frame_is_identical_except_responses_without_requests():
 def _produce_capture(tmp_path) -> tuple[Path, int]:
     source = require(PCAPS / "deepflow" / "produce-v9.pcap")
     (frame,) = read_capture(source, check=True).frames
-    data = source.read_bytes()
     records = bytes(frame.body.topic_data[0].partition_data[0].records)
-    at = data.index(records) + len(records) - 1           # the last byte of the last record's value
+    return _flip_last_byte(source, records, tmp_path / "flipped.pcap"), frame.packet
+
+
+def _flip_last_byte(source: Path, records: bytes, target: Path) -> Path:
+    """A copy of the capture with the last byte of ``records`` (the last record's value) flipped."""
+    data = source.read_bytes()
+    at = data.index(records) + len(records) - 1
     flipped = bytearray(data)
     flipped[at] ^= 0x01
-    target = tmp_path / "flipped.pcap"
     target.write_bytes(bytes(flipped))
-    return target, frame.packet
+    return target
 
 
 def test_a_flipped_byte_in_a_record_is_reported_with_its_frame_and_field(tmp_path):
@@ -100,6 +104,23 @@ def test_a_flipped_byte_in_a_record_is_reported_with_its_frame_and_field(tmp_pat
     (finding,) = [line for line in result.stdout.splitlines() if line.startswith("  stream")]
     assert f"packet {packet} request Produce v9" in finding
     assert "field ProduceRequest.TopicData[0].PartitionData[0].Records" in finding and "CRC" in finding
+
+
+def test_a_flipped_byte_in_a_fetched_record_is_reported_with_its_frame_and_field(tmp_path):
+    """The same on one of the repo's captures (kafka-python fetching from a kafkawire node): the
+    one Fetch response with records differs, every other frame stays identical."""
+    source = OURS / "kafka-python.pcapng"
+    frames = read_capture(source, check=True).frames
+    (frame,) = [f for f in frames if f.role == "response" and f.api_key == 1
+                and f.body.responses and f.body.responses[0].partitions[0].records]
+    target = _flip_last_byte(source, bytes(frame.body.responses[0].partitions[0].records), tmp_path / "f.pcapng")
+    result = pcap("--check", target)
+    no_traceback(result)
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[-1] == f"{len(frames)} frames, {len(frames) - 1} identical, 1 differ, 0 unknown"
+    (finding,) = [line for line in result.stdout.splitlines() if line.startswith("  stream")]
+    assert f"packet {frame.packet} response Fetch v{frame.api_version}" in finding
+    assert "field FetchResponse.Responses[0].Partitions[0].Records" in finding and "CRC" in finding, finding
 
 
 def test_a_flipped_length_is_reported_as_a_decode_failure_naming_the_field(tmp_path):
@@ -196,6 +217,21 @@ def test_json_api_filter_and_decoded_records():
     assert records and all("value" in r for r in records) and field["topic"]
 
 
+def test_json_api_filter_and_decoded_records_on_a_capture_of_the_repo():
+    """The same on kafka-python fetching from a kafkawire node: --api by name and by key, the
+    header's correlation id, and the fetched records of __cluster_metadata decoded, each with its
+    offset and its value or why its value is no metadata record (the node appends raw bytes)."""
+    capture = OURS / "kafka-python.pcapng"
+    result = pcap("--json", "--decode-records", "--api", "Fetch,18", capture)
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert {line["apiName"] for line in lines} == {"Fetch", "ApiVersions"}
+    assert all(line["header"]["correlationId"] == line["correlationId"] for line in lines if line["role"] == "request")
+    records = [r for line in lines for field in line.get("records", []) for batch in field["batches"]
+               for r in batch["records"]]
+    assert len(records) >= 20 and all("offset" in r and ("value" in r or "error" in r) for r in records)
+
+
 def test_coordinator_records_decode():
     from kafkawire.capture.records import decode_coordinator_record
     from kafkawire.messages.offset_commit_key import OffsetCommitKey
@@ -227,9 +263,11 @@ def _tshark_frames(capture: Path, ports) -> set:
     return found
 
 
-@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed")
 @pytest.mark.parametrize("capture", CAPTURES, ids=[f"{p.parent.name}/{p.name}" for p in CAPTURES])
 def test_same_frames_keys_versions_and_correlation_ids_as_tshark(capture):
+    if shutil.which("tshark") is None:
+        from tests.conftest import unavailable
+        unavailable("tshark is not installed (Debian package tshark)")
     frames = read_capture(capture, check=False).frames
     ports = sorted({f.dst[1] for f in frames if f.role == "request"})
     ours = {(f.packet, f.correlation_id, f.api_key if f.role == "request" else None,
@@ -289,7 +327,7 @@ def test_mutated_captures_are_reported_never_raised(tmp_path):
     import random
     from kafkawire.capture.packets import CaptureError
     from kafkawire.tools.pcap import frame_json, summary_line
-    require(PCAPS)
+    assert CAPTURES      # the in-repo captures (tests/data/pcaps), and ../shared's when present
     rng = random.Random(13)
     for i in range(80):
         path = tmp_path / f"mutated-{i}.pcap"

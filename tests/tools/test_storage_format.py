@@ -61,6 +61,12 @@ def formatting_lines(out: str) -> list[str]:
 
 @pytest.mark.parametrize("reference", reference_bootstraps(), ids=lambda p: str(p.relative_to(KRAFT_DATA)))
 def test_bootstrap_checkpoint_is_byte_identical_to_kafkas(reference, tmp_path):
+    assert_bootstrap_checkpoint_is_kafkas(reference, tmp_path)
+
+
+def assert_bootstrap_checkpoint_is_kafkas(reference: Path, tmp_path: Path) -> None:
+    """Ours, at the file's metadata.version and with its timestamps, is the file's bytes
+    (tests/interop/test_held_out_claims_on_kafka_data.py runs it on the one Kafka wrote in the run)."""
     data = reference.read_bytes()
     batches = list(iter_batches(data))
     # Kafka stamps the header batch, the records batch and the footer batch with the time it wrote
@@ -314,7 +320,8 @@ def test_java_hashmap_order_against_a_real_jvm(tmp_path):
     import subprocess
     java = shutil.which("java")
     if java is None:
-        pytest.skip("no java on PATH to compare HashMap iteration order with")
+        from tests.conftest import unavailable
+        unavailable("no java on PATH to compare HashMap iteration order with")
     source = tmp_path / "HashMapOrder.java"
     source.write_text(JAVA_HASHMAP)
     args = [",".join(map(str, sorted(keys))) for keys in HASHMAP_CASES]     # TreeMap order, as DynamicVoters
