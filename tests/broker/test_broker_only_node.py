@@ -8,7 +8,7 @@ across a restart. One quorum for the whole module (killed by pid at teardown).
 from __future__ import annotations
 
 import os
-import time
+import re
 
 import pytest
 
@@ -20,6 +20,7 @@ from kafkawire.raft.node.local_quorum import LocalQuorum
 from kafkawire.records import iter_batches
 from kafkawire.storage.state_files import read_meta_properties
 
+from .kafka_python_roundtrip import consume_in_group, create_topic, produce_records
 from .wire import call
 
 kafka = pytest.importorskip("kafka")
@@ -95,9 +96,10 @@ def cluster(tmp_path_factory):
 def test_the_broker_only_node_is_an_observer_of_the_quorum_never_a_voter(cluster):
     """DescribeQuorum at the controller: the broker fetches the metadata log as an observer with
     its metadata directory's id; the voters are the controller alone."""
-    view = cluster.quorum.wait_until(
-        lambda: (lambda v: v if [o.replica_id for o in v.observers] == [BROKER] else None)(
-            cluster.quorum.describe(CONTROLLER)), WAIT_S, "the broker among the observers")
+    def with_the_broker_observing():
+        view = cluster.quorum.describe(CONTROLLER)
+        return view if [o.replica_id for o in view.observers] == [BROKER] else None
+    view = cluster.quorum.wait_until(with_the_broker_observing, WAIT_S, "the broker among the observers")
     assert [v.replica_id for v in view.voters] == [CONTROLLER]
     assert view.leader_id == CONTROLLER
     assert [n.node_id for n in view.nodes] == [CONTROLLER]      # the broker has no controller endpoint
@@ -110,47 +112,25 @@ def test_kafka_python_creates_produces_and_consumes_through_the_broker_only_node
     """CreateTopics is forwarded to the active controller; the committed topic reaches the
     broker's image, which leads its partitions; a producer's records come back to a consumer
     group (its __consumer_offsets created through the controller too)."""
-    from kafka import KafkaConsumer, KafkaProducer
-    from kafka.admin import KafkaAdminClient, NewTopic
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=10_000)
-    try:
-        admin.create_topics([NewTopic("orders", num_partitions=2, replication_factor=1)])
-    finally:
-        admin.close()
+    create_topic(cluster.bootstrap, "orders", partitions=2)
     cluster.quorum.wait_until(lambda: cluster.leaders("orders") == [BROKER, BROKER], WAIT_S, "leaders of orders")
-    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all", linger_ms=5)
-    sent = [producer.send("orders", value=b"v%d" % i, partition=i % 2) for i in range(20)]
-    assert all(f.get(timeout=30).offset >= 0 for f in sent)
-    producer.close(timeout=10)
-    consumer = KafkaConsumer("orders", bootstrap_servers=cluster.bootstrap, group_id="readers",
-                             auto_offset_reset="earliest", consumer_timeout_ms=1000)
-    got: list[bytes] = []
-    deadline = time.monotonic() + WAIT_S
-    while len(got) < 20 and time.monotonic() < deadline:
-        got += [m.value for m in consumer]
-    consumer.close()
-    assert sorted(got) == sorted(b"v%d" % i for i in range(20))
+    sent = produce_records(cluster.bootstrap, "orders", 20, partitions=2)
+    assert sorted(consume_in_group(cluster.bootstrap, "orders", 20, "readers")) == sorted(sent)
 
 
 def test_a_restarted_broker_only_node_keeps_its_data_and_metadata(cluster):
-    """SIGTERM (controlled shutdown while the controller runs), start again: the node registers
-    anew, is unfenced, and serves the records it had, from its own log directory."""
-    from kafka import KafkaProducer
-    from kafka.admin import KafkaAdminClient, NewTopic
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=10_000)
-    try:
-        admin.create_topics([NewTopic("kept", num_partitions=1, replication_factor=1)])
-    finally:
-        admin.close()
+    """SIGTERM (controlled shutdown while the controller runs), start again: the node starts from
+    the metadata log it kept, registers anew, is unfenced, and serves the records it had, from
+    its own log directory."""
+    create_topic(cluster.bootstrap, "kept", partitions=1)
     cluster.quorum.wait_until(lambda: cluster.leaders("kept") == [BROKER], WAIT_S, "the leader of kept")
-    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks=1)
-    for i in range(5):
-        producer.send("kept", value=b"k%d" % i).get(timeout=30)
-    producer.close(timeout=10)
+    sent = produce_records(cluster.bootstrap, "kept", 5, partitions=1)
     assert cluster.quorum.stop(BROKER) == 0
     assert "the controller has allowed us to shut down" in cluster.quorum.log_tail(BROKER, 40)
     cluster.quorum.start(BROKER)
     cluster.wait_unfenced()
+    started = re.findall(r"node 2 started: \w+, log (\d+)\.\.(\d+)", open(cluster.quorum.log_path(BROKER)).read())
+    assert len(started) == 2 and int(started[1][1]) > 0, started     # the second start had the log
     cluster.quorum.wait_until(lambda: cluster.leaders("kept") == [BROKER], WAIT_S, "the leader of kept again")
-    assert cluster.fetch_values("kept", 0) == [b"k%d" % i for i in range(5)]
+    assert cluster.fetch_values("kept", 0) == sent
     assert [v.replica_id for v in cluster.quorum.describe(CONTROLLER).voters] == [CONTROLLER]

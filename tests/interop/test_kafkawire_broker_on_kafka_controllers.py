@@ -15,6 +15,7 @@ from kafkawire.messages.describe_cluster_request import DescribeClusterRequest
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
 from kafkawire.raft.node.local_quorum import LocalQuorum, describe_quorum
 from kafkawire.storage.state_files import random_uuid, uuid_to_kafka
+from tests.broker.kafka_python_roundtrip import consume_in_group, create_topic, produce_records
 from tests.broker.wire import call
 
 kafka = pytest.importorskip("kafka")
@@ -24,8 +25,6 @@ WAIT_S = 90
 
 
 def test_two_kafkawire_broker_only_nodes_replicate_and_serve_clients_on_a_kafka_controller(kafka_controller, tmp_path):
-    from kafka import KafkaConsumer, KafkaProducer
-    from kafka.admin import KafkaAdminClient, NewTopic
     cluster_id = uuid_to_kafka(random_uuid())
     controller = kafka_controller(KAFKA_CONTROLLER, cluster_id, "--standalone", properties={
         "broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500"})
@@ -59,27 +58,13 @@ def test_two_kafkawire_broker_only_nodes_replicate_and_serve_clients_on_a_kafka_
         assert [v.replica_id for v in view.voters] == [KAFKA_CONTROLLER]
         assert sorted(o.replica_id for o in view.observers) == BROKERS
 
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=20_000)
-        try:
-            admin.create_topics([NewTopic("orders", num_partitions=2, replication_factor=2)])
-        finally:
-            admin.close()
-        producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
-        sent = [producer.send("orders", value=b"v%d" % i, partition=i % 2) for i in range(20)]
-        assert all(f.get(timeout=60).offset >= 0 for f in sent)
-        producer.close(timeout=10)
+        create_topic(bootstrap, "orders", partitions=2, replication_factor=2)
+        sent = produce_records(bootstrap, "orders", 20, partitions=2)
         metadata = call(quorum.address(BROKERS[1]), MetadataRequest(
             topics=[MetadataRequestTopic(name="orders")], allow_auto_topic_creation=False), api_version=12)
         assert [(sorted(p.replica_nodes), sorted(p.isr_nodes)) for p in metadata.topics[0].partitions] == \
             [(BROKERS, BROKERS)] * 2          # each partition replicated to the other broker, in sync
-        consumer = KafkaConsumer("orders", bootstrap_servers=bootstrap, group_id="readers",
-                                 auto_offset_reset="earliest", consumer_timeout_ms=1000)
-        got: list[bytes] = []
-        deadline = time.monotonic() + WAIT_S
-        while len(got) < 20 and time.monotonic() < deadline:
-            got += [m.value for m in consumer]
-        consumer.close()
-        assert sorted(got) == sorted(b"v%d" % i for i in range(20))
+        assert sorted(consume_in_group(bootstrap, "orders", 20, "readers")) == sorted(sent)
         for node_id in BROKERS:              # controlled shutdown, answered by Kafka's controller
             assert quorum.stop(node_id) == 0
             assert "the controller has allowed us to shut down" in quorum.log_tail(node_id, 40)
