@@ -107,6 +107,9 @@ class BrokerOnlyNode:
         except BrokerStartError as exc:
             raise NodeStartError(f"cannot start the broker: {exc}") from None
         driver.hw_listeners.append(self.broker.on_metadata)
+        if c.prometheus_listener is not None:
+            log.warning("metric.reporters names kafkawire.metrics.PrometheusReporter, which a broker-only node "
+                        "does not run yet: no metrics endpoint")
         log.info("broker-only node %d (cluster %s) following the controller quorum on %s", c.node_id, cluster_id,
                  raft_config.listener)
 
