@@ -579,12 +579,15 @@ def _validate(c: ServerConfig, raw: dict) -> None:
 
 def _validate_broker_only(c: ServerConfig, raw: dict, in_listeners: list[str]) -> None:
     """KafkaConfig.validateValues for process.roles=broker, in Kafka's order and with its messages."""
-    voter_ids = [v.node_id for v in c.controller_quorum_voters]
+    voter_ids = sorted(v.node_id for v in c.controller_quorum_voters)
     if c.node_id in voter_ids:
-        # Scala's Set(...) text, as Kafka prints voterIds.asScala.toSet
+        # Kafka prints voterIds.asScala.toSet: Scala's Set(...) up to four ids, a HashSet(...) beyond
+        # (whose hash order is not reproduced: the ids come sorted, as a HashMap's small keys iterate).
+        scala_set = "Set" if len(voter_ids) <= 4 else "HashSet"
         raise ConfigError("controller.quorum.voters", raw["controller.quorum.voters"],
                           f"If process.roles contains just the 'broker' role, the node id {c.node_id} must not be "
-                          f"included in the set of voters controller.quorum.voters=Set({', '.join(map(str, voter_ids))})")
+                          f"included in the set of voters controller.quorum.voters="
+                          f"{scala_set}({', '.join(map(str, voter_ids))})")
     if in_listeners:
         raise ConfigError("controller.listener.names", raw["controller.listener.names"],
                           "must not contain a value appearing in the 'listeners' configuration when running "
