@@ -126,21 +126,24 @@ class GroupApis:
         return response
 
     def _coordinator_of(self, ctx, key_type: int, key: str) -> Coordinator:
+        coordinator = -1
         if key_type == TRANSACTION_KEY_TYPE:
-            code = self.broker.txn_apis.find(key)
+            code, coordinator = self.broker.txn_apis.find(key)
         elif key_type != GROUP_KEY_TYPE:
             # Share groups (2) have no coordinator here yet.
             code = Errors.INVALID_REQUEST if key_type != 2 else Errors.COORDINATOR_NOT_AVAILABLE
         else:
-            code = self.store.find(key)
+            code, coordinator = self.store.find(key)
         endpoint = None
         if code == Errors.NONE:
-            registration = self.broker.image().brokers.get(self.broker.node_id)
-            endpoint = None if registration is None else registration.listeners.get(ctx.listener_name)
+            # The coordinator's endpoint on this listener, if it is alive (MetadataCache.getAliveBrokerNode).
+            registration = self.broker.image().brokers.get(coordinator)
+            alive = registration is not None and (coordinator == self.broker.node_id or not registration.fenced)
+            endpoint = registration.listeners.get(ctx.listener_name) if alive else None
             code = Errors.NONE if endpoint is not None else Errors.COORDINATOR_NOT_AVAILABLE
         if endpoint is None:
             return Coordinator(key=key, node_id=-1, host="", port=-1, error_code=code)
-        return Coordinator(key=key, node_id=self.broker.node_id, host=endpoint.host, port=endpoint.port,
+        return Coordinator(key=key, node_id=coordinator, host=endpoint.host, port=endpoint.port,
                            error_code=Errors.NONE)
 
     # -- JoinGroup, SyncGroup, Heartbeat, LeaveGroup --

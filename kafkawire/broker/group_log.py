@@ -101,18 +101,21 @@ class OffsetsTopic:
             return Errors.COORDINATOR_LOAD_IN_PROGRESS
         return Errors.NONE
 
-    def find(self, group_id: str) -> int:
-        """FindCoordinator's answer for a group: NONE (this broker leads its partition), else
-        COORDINATOR_NOT_AVAILABLE, asking the controller to create the topic when it is missing."""
+    def find(self, group_id: str) -> tuple[int, int]:
+        """FindCoordinator's answer for a group as (error, coordinator id): NONE and the leader of
+        its partition, this broker or another (Kafka's getCoordinator answers with any leader's
+        endpoint; the group APIs there say NOT_COORDINATOR while it moves), else
+        COORDINATOR_NOT_AVAILABLE and -1, asking the controller to create the topic when it is missing."""
         image = self.broker.image()
         count = self.partitions(image)
         if count == 0:
             self.create()
-            return Errors.COORDINATOR_NOT_AVAILABLE
+            return Errors.COORDINATOR_NOT_AVAILABLE, -1
         registration = image.topics_by_name[self.TOPIC].partitions.get(partition_for(group_id, count))
-        if registration is None or registration.leader != self.broker.node_id or not self.broker.unfenced:
-            return Errors.COORDINATOR_NOT_AVAILABLE
-        return Errors.NONE
+        if registration is None or registration.leader < 0 or \
+                (registration.leader == self.broker.node_id and not self.broker.unfenced):
+            return Errors.COORDINATOR_NOT_AVAILABLE, -1
+        return Errors.NONE, registration.leader
 
     # -- creating the topic --
 

@@ -153,7 +153,7 @@ class TxnApis:
         self.markers.close()
         self.store.close()
 
-    def find(self, transactional_id: str) -> int:
+    def find(self, transactional_id: str) -> tuple[int, int]:
         return self.store.find(transactional_id)
 
     # -- InitProducerId --

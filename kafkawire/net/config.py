@@ -567,13 +567,7 @@ def _validate(c: ServerConfig, raw: dict) -> None:
                                   f"must only contain KRaft controller listeners from controller.listener.names "
                                   f"when process.roles=controller; {', '.join(extra)} is not one")
     else:
-        if in_listeners:
-            raise ConfigError("controller.listener.names", raw["controller.listener.names"],
-                              "must not contain a value appearing in the 'listeners' configuration when running "
-                              "KRaft with just the broker role")
-        if c.controller_quorum_auto_join_enable:
-            raise ConfigError("controller.quorum.auto.join.enable", raw["controller.quorum.auto.join.enable"],
-                              "is only supported when process.roles contains the 'controller' role")
+        _validate_broker_only(c, raw, in_listeners)
     if c.is_broker and c.inter_broker_listener_name is not None:
         if c.inter_broker_listener_name not in names:
             raise ConfigError("inter.broker.listener.name", raw["inter.broker.listener.name"],
@@ -581,3 +575,34 @@ def _validate(c: ServerConfig, raw: dict) -> None:
         if c.inter_broker_listener_name in c.controller_listener_names:
             raise ConfigError("inter.broker.listener.name", raw["inter.broker.listener.name"],
                               "must not be a controller listener")
+
+
+def _validate_broker_only(c: ServerConfig, raw: dict, in_listeners: list[str]) -> None:
+    """KafkaConfig.validateValues for process.roles=broker, in Kafka's order and with its messages."""
+    voter_ids = sorted(v.node_id for v in c.controller_quorum_voters)
+    if c.node_id in voter_ids:
+        # Kafka prints voterIds.asScala.toSet: Scala's Set(...) up to four ids, a HashSet(...) beyond
+        # (whose hash order is not reproduced: the ids come sorted, as a HashMap's small keys iterate).
+        scala_set = "Set" if len(voter_ids) <= 4 else "HashSet"
+        raise ConfigError("controller.quorum.voters", raw["controller.quorum.voters"],
+                          f"If process.roles contains just the 'broker' role, the node id {c.node_id} must not be "
+                          f"included in the set of voters controller.quorum.voters="
+                          f"{scala_set}({', '.join(map(str, voter_ids))})")
+    if in_listeners:
+        raise ConfigError("controller.listener.names", raw["controller.listener.names"],
+                          "must not contain a value appearing in the 'listeners' configuration when running "
+                          "KRaft with just the broker role")
+    protocols = dict(c.listener_security_protocol_map)
+    for name in c.controller_listener_names:
+        if name not in protocols:
+            raise ConfigError("controller.listener.names", raw["controller.listener.names"],
+                              f"Controller listener with name {name} defined in controller.listener.names not found "
+                              f"in listener.security.protocol.map  (an explicit security mapping for each controller "
+                              f"listener is required if listener.security.protocol.map is non-empty, or if there are "
+                              f"security protocols other than PLAINTEXT in use)")
+    if c.controller_quorum_auto_join_enable:
+        raise ConfigError("controller.quorum.auto.join.enable", raw["controller.quorum.auto.join.enable"],
+                          "is only supported when process.roles contains the 'controller' role")
+    if len(c.controller_listener_names) > 1:
+        log.warning("controller.listener.names has multiple entries; only the first will be used since "
+                    "process.roles=broker: [%s]", ", ".join(c.controller_listener_names))

@@ -1,6 +1,8 @@
 """`kafkawire server-start CONFIG`: run one KRaft controller, as kafka-server-start does
-with process.roles=controller, or a combined node (process.roles=broker,controller: the
-controller and, on the other listeners, kafkawire.broker's broker; docs/broker.md).
+with process.roles=controller, a combined node (process.roles=broker,controller: the
+controller and, on the other listeners, kafkawire.broker's broker; docs/broker.md), or a
+broker-only node (process.roles=broker: a raft observer of the controller quorum and the
+broker, kafkawire.tools.broker_node).
 
     kafkawire server-start config/controller.properties [--override key=value ...]
 
@@ -25,14 +27,13 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 from kafkawire.feature_versions import KRAFT_VERSION
-from kafkawire.storage.state_files import JavaProperties
 
 if TYPE_CHECKING:
     from kafkawire.net.config import ServerConfig
     from kafkawire.raft.contract import StateMachineFactory
 
 COMMAND = "server-start"
-HELP = "run a KRaft controller, or a combined broker and controller, from a Kafka server.properties file (kafka-server-start)"
+HELP = "run a KRaft controller, a combined broker and controller, or a broker, from a Kafka server.properties file (kafka-server-start)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,26 +86,7 @@ def load_config(path: str, overrides: list[str]) -> ServerConfig:
         if "=" not in item:
             raise ConfigError("--override", item, "is not KEY=VALUE")
         text += "\n" + item
-    refuse_broker_roles(text)
     return parse_server_config(text)
-
-
-def refuse_broker_roles(text: str) -> None:
-    """kafkawire runs a broker only inside a combined node (process.roles=broker,controller): a
-    broker-only server.properties is refused in one line that says what to run instead, before
-    any listener check can give a less helpful reason."""
-    from kafkawire.net.config import ConfigError              # lazy: CLI start-up (see above)
-    try:
-        raw = JavaProperties.parse(text).items.get("process.roles", "")
-    except ValueError:
-        return                               # parse_server_config reports the syntax error
-    roles = [r.strip() for r in raw.split(",")]
-    if "broker" in roles and "controller" not in roles:
-        raise ConfigError("process.roles", raw,
-                          "kafkawire runs a broker only in combined mode (process.roles=broker,controller, one or "
-                          "more such nodes): a broker-only node is not supported yet. Run broker-only nodes with Apache Kafka "
-                          "(kafka.Kafka with process.roles=broker and controller.quorum.bootstrap.servers naming "
-                          "these controllers), or give this node process.roles=broker,controller")
 
 
 def setup_logging(level: str) -> None:
@@ -117,8 +99,12 @@ async def serve(config: ServerConfig, state_machine_factory: StateMachineFactory
                 max_versions: dict[int, int] | None = None) -> int:
     """Run a node with the state machine ``state_machine_factory`` makes until a signal or a failure."""
     from kafkawire.raft.node.controller_node import ControllerNode, NodeStartError    # lazy: CLI start-up
+    from kafkawire.tools.broker_node import BrokerOnlyNode
     log = logging.getLogger(__name__)
-    node = ControllerNode(config, state_machine_factory=state_machine_factory, max_versions=max_versions)
+    if config.is_controller:
+        node = ControllerNode(config, state_machine_factory=state_machine_factory, max_versions=max_versions)
+    else:                                   # process.roles=broker: a raft observer and the broker
+        node = BrokerOnlyNode(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     signals = 0
@@ -140,7 +126,9 @@ async def serve(config: ServerConfig, state_machine_factory: StateMachineFactory
         await node.stop(graceful=False)
         return 1
     broker = None
-    if config.is_broker:
+    if not config.is_controller:
+        broker = node.broker
+    elif config.is_broker:
         broker = await start_broker(node)
         if broker is None:
             await node.stop(graceful=False)
@@ -155,7 +143,7 @@ async def serve(config: ServerConfig, state_machine_factory: StateMachineFactory
     for wait in waits[:2]:
         wait.cancel()
     crashed = node.driver.failure is not None or broker_failed(broker)
-    if broker is not None:
+    if broker is not None and config.is_controller:      # a broker-only node stops its broker itself
         await broker.stop(graceful=not crashed)
     await node.stop(graceful=not crashed)
     return 1 if crashed else 0

@@ -132,10 +132,19 @@ def test_the_high_watermark_checkpoint_interval_has_kafkas_name():
     (dict(controller_listener_names=None), "controller.listener.names", "is required"),
     (dict(controller_listener_names="OTHER", listener_security_protocol_map="CONTROLLER:PLAINTEXT,OTHER:PLAINTEXT"),
      "controller.listener.names", "at least one value appearing in the 'listeners'"),
-    (dict(process_roles="broker", listeners="PLAINTEXT://:9092,CONTROLLER://:9093"), "controller.listener.names",
-     "must not contain a value appearing in the 'listeners'"),
-    (dict(process_roles="broker", listeners="PLAINTEXT://:9092", controller_quorum_auto_join_enable="true"),
+    (dict(process_roles="broker", node_id="4", listeners="PLAINTEXT://:9092,CONTROLLER://:9093"),
+     "controller.listener.names", "must not contain a value appearing in the 'listeners'"),
+    (dict(process_roles="broker", node_id="4", listeners="PLAINTEXT://:9092", controller_quorum_auto_join_enable="true"),
      "controller.quorum.auto.join.enable", "only supported when process.roles contains the 'controller' role"),
+    # KafkaConfig.validateValues for a broker-only node: its id is no voter's, and the listener it
+    # reaches the controllers on has a security protocol (explicit when the map is given).
+    (dict(process_roles="broker", listeners="PLAINTEXT://:9092", controller_quorum_voters="1@h:9093,2@h:9093"),
+     "controller.quorum.voters", "If process.roles contains just the 'broker' role, the node id 1 must not be "
+                                 "included in the set of voters controller.quorum.voters=Set(1, 2)"),
+    (dict(process_roles="broker", node_id="4", listeners="PLAINTEXT://:9092",
+          listener_security_protocol_map="PLAINTEXT:PLAINTEXT"), "controller.listener.names",
+     "Controller listener with name CONTROLLER defined in controller.listener.names not found in "
+     "listener.security.protocol.map"),
     (dict(process_roles="broker,controller", listeners="PLAINTEXT://:9092,CONTROLLER://:9093",
           inter_broker_listener_name="INTERNAL"), "inter.broker.listener.name", "one of the listeners"),
     (dict(advertised_listeners="CONTROLLER://0.0.0.0:9093"), "advertised.listeners", "nonroutable meta-address"),
@@ -194,3 +203,16 @@ def test_java_properties_syntax(tmp_path):
 def test_unreadable_file_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="cannot be read"):
         load_server_config(tmp_path / "missing.properties")
+
+
+def test_a_broker_only_node_is_warned_that_it_uses_only_the_first_controller_listener_name(caplog):
+    """KafkaConfig warns when process.roles=broker names several controller listeners: the raft
+    client reaches the controllers on the first only."""
+    with caplog.at_level(logging.WARNING, logger="kafkawire.net.config"):
+        c = parse_server_config(props(process_roles="broker", node_id="4", listeners="PLAINTEXT://:9092",
+                                      controller_listener_names="CONTROLLER,CONTROLLER2",
+                                      listener_security_protocol_map="PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,"
+                                                                     "CONTROLLER2:PLAINTEXT"))
+    assert c.controller_listener_names == ("CONTROLLER", "CONTROLLER2")
+    assert ("controller.listener.names has multiple entries; only the first will be used since process.roles=broker: "
+            "[CONTROLLER, CONTROLLER2]") in caplog.text

@@ -3,10 +3,13 @@
 Every wait is bounded (LocalQuorum raises with the node's log tail on timeout or early exit).
 """
 import os
+import re
 
 import pytest
 
+from kafkawire.net.config import ConfigError
 from kafkawire.raft.node.local_quorum import LocalQuorum
+from kafkawire.tools.server_start import load_config
 from tests.nemesis.checks import batches_below
 
 
@@ -62,17 +65,17 @@ def test_a_node_refuses_an_unformatted_directory(tmp_path):
     assert "no meta.properties in" in q.log_tail(1)
 
 
-def test_a_broker_only_node_is_refused_in_one_line_saying_what_to_run_instead(tmp_path):
-    """kafkawire runs a broker only in combined mode (process.roles=broker,controller)."""
+def test_a_broker_only_node_whose_id_is_a_voter_is_refused_by_server_start_with_kafkas_message(tmp_path):
+    """process.roles=broker runs (kafkawire.tools.broker_node), but as KafkaConfig checks, not with
+    the node's id among controller.quorum.voters: server-start's config load refuses it."""
     q = LocalQuorum(tmp_path, voters=1)
-    q.write_config(1, process_roles="broker", listeners=f"PLAINTEXT://127.0.0.1:{q.ports[1] + 1}",
-                   listener_security_protocol_map="PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT")
-    proc = q.start(1)
-    assert proc.wait(timeout=60) == 1
-    log = q.log_tail(1)
-    assert "process.roles: 'broker' kafkawire runs a broker only in combined mode" in log
-    assert "Run broker-only nodes with Apache Kafka" in log and "process.roles=broker,controller" in log
-    assert len(log.strip().splitlines()) == 1, log
+    path = q.write_config(1, process_roles="broker", listeners=f"PLAINTEXT://127.0.0.1:{q.ports[1] + 1}",
+                          listener_security_protocol_map="PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                          controller_quorum_voters=f"1@127.0.0.1:{q.ports[1]}", controller_quorum_bootstrap_servers="")
+    with pytest.raises(ConfigError, match=re.escape(
+            "If process.roles contains just the 'broker' role, the node id 1 must not be included in the set of "
+            "voters controller.quorum.voters=Set(1)")):
+        load_config(path, [])
 
 
 def test_unknown_keys_are_warned_once_each(tmp_path):

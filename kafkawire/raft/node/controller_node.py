@@ -126,6 +126,40 @@ def raft_network_client(config: ServerConfig, client_options: dict) -> NetworkCl
                          **client_options)
 
 
+def read_node_meta(config: ServerConfig) -> MetaProperties:
+    """metadata.log.dir's meta.properties, checked as a KRaft node needs it (version 1, this
+    node.id, a cluster.id); NodeStartError naming the file otherwise."""
+    path = os.path.join(config.metadata_log_dir, "meta.properties")
+    if not os.path.exists(path):
+        raise NodeStartError(f"no meta.properties in {config.metadata_log_dir}: format the directory first "
+                             f"(kafkawire storage format --config ... --cluster-id ...)")
+    try:
+        meta = read_meta_properties(path)
+    except (StateFileError, OSError) as exc:
+        raise NodeStartError(f"{path}: {exc}") from None
+    if meta.version != 1:
+        raise NodeStartError(f"{path}: version {meta.version}; a KRaft node needs version 1")
+    if meta.node_id != config.node_id:
+        raise NodeStartError(f"{path}: node.id {meta.node_id} does not match node.id {config.node_id} "
+                             "in the configuration")
+    if meta.cluster_id is None:       # read_meta_properties already refuses a version 1 without it
+        raise NodeStartError(f"meta.properties in {config.metadata_log_dir} has no cluster.id")
+    return meta
+
+
+def scram_credential(image: MetadataImage | None, mechanism: str, user: str):
+    """The committed SCRAM credential of ``user`` (UserScramCredentialRecord) in ``image``, as
+    (salt, stored key, server key, iterations) for SASL/SCRAM; None when there is none."""
+    mechanism_type = SCRAM_MECHANISM_TYPES.get(mechanism)
+    if image is None or mechanism_type is None:
+        return None
+    credential = image.scram.get(mechanism_type, {}).get(user)
+    if credential is None:
+        return None
+    return bytes(credential.salt), bytes(credential.stored_key), bytes(credential.server_key), \
+        credential.iterations
+
+
 _Part = TypeVar("_Part")
 
 
@@ -165,27 +199,13 @@ class ControllerNode:
 
     # --- start ---------------------------------------------------------------------------------------
     def _read_meta(self) -> MetaProperties:
-        path = os.path.join(self.config.metadata_log_dir, "meta.properties")
-        if not os.path.exists(path):
-            raise NodeStartError(f"no meta.properties in {self.config.metadata_log_dir}: format the directory first "
-                                 f"(kafkawire storage format --config ... --cluster-id ...)")
-        try:
-            meta = read_meta_properties(path)
-        except (StateFileError, OSError) as exc:
-            raise NodeStartError(f"{path}: {exc}") from None
-        if meta.version != 1:
-            raise NodeStartError(f"{path}: version {meta.version}; a KRaft node needs version 1")
-        if meta.node_id != self.config.node_id:
-            raise NodeStartError(f"{path}: node.id {meta.node_id} does not match node.id {self.config.node_id} "
-                                 "in the configuration")
-        return meta
+        return read_node_meta(self.config)
 
     async def start(self) -> None:
         c = self.config
         self.meta = meta = self._read_meta()
-        if meta.cluster_id is None:       # read_meta_properties already refuses a version 1 without it
-            raise NodeStartError(f"meta.properties in {c.metadata_log_dir} has no cluster.id")
         self.cluster_id = cluster_id = meta.cluster_id
+        assert cluster_id is not None, "read_node_meta refuses a meta.properties without cluster.id"
         raft_config = raft_config_from(c, meta.directory_id, cluster_id)
         store = DiskLogStore(os.path.join(c.metadata_log_dir, METADATA_PARTITION_DIR),
                              segment_bytes=c.metadata_log_segment_bytes, fsync=self.fsync,
@@ -367,15 +387,7 @@ class ControllerNode:
 
     def _scram_credential(self, mechanism: str, user: str):
         """The committed SCRAM credential of ``user`` (UserScramCredentialRecord), for SASL/SCRAM."""
-        image = self._image()
-        mechanism_type = SCRAM_MECHANISM_TYPES.get(mechanism)
-        if image is None or mechanism_type is None:
-            return None
-        credential = image.scram.get(mechanism_type, {}).get(user)
-        if credential is None:
-            return None
-        return bytes(credential.salt), bytes(credential.stored_key), bytes(credential.server_key), \
-            credential.iterations
+        return scram_credential(self._image(), mechanism, user)
 
     def _describe_controllers(self, request, listener_name: str):
         """KIP-919: an admin client bootstrapping from controllers learns the controllers' endpoints
@@ -456,4 +468,4 @@ class ControllerNode:
         log.info("node %d stopped", self.config.node_id)
 
 
-__all__ = ["ControllerNode", "NodeStartError", "raft_config_from", "ConfigError"]
+__all__ = ["ControllerNode", "NodeStartError", "raft_config_from", "read_node_meta", "scram_credential", "ConfigError"]

@@ -1,0 +1,149 @@
+"""A broker-only node (``process.roles=broker``): Kafka's BrokerServer on SharedServer's raft
+client, which on such a node is an observer of the controller quorum.
+
+    node = BrokerOnlyNode(load_server_config("broker.properties"))
+    await node.start()          # raft following the quorum, the broker listening and registering
+    ...
+    await node.stop()           # the broker's controlled shutdown, then raft
+
+What it assembles, as Kafka's broker does:
+
+* the ``__cluster_metadata-0`` log under metadata.log.dir, followed by a RaftDriver as an
+  OBSERVER: no controller listener of its own, so no endpoints and no votes; it finds the
+  leader through controller.quorum.bootstrap.servers (or controller.quorum.voters) on the
+  first controller.listener.names entry and fetches from it (KafkaRaftClient with
+  canBecomeVoter false: fetched records are not fsynced, an observer that can never vote
+  need not; controller.quorum.auto.join.enable is refused by the configuration check);
+* a MetadataLoader (kafkawire.controller.loader) as the driver's state machine: the image of
+  the COMMITTED records only, replayed as the controller replays them; it also gives the
+  records of the metadata snapshots the driver writes (Kafka's broker snapshots too);
+* kafkawire.broker's Broker on the listeners, reading that image, registering with the active
+  controller and heartbeating over the network (BrokerRegistration, BrokerHeartbeat to the
+  leader's controller listener: RaftDriver.send_to_leader), and forwarding admin requests
+  there; with authorizer.class.name, a StandardAuthorizer over the image's ACLs.
+
+Not here yet (the combined node has them): the raft metrics file and the Prometheus endpoint,
+and --max-api-versions (a broker-only node advertises every version it serves).
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+
+from kafkawire.broker import Broker, BrokerStartError
+from kafkawire.controller.broker_config_keys import broker_config_keys
+from kafkawire.controller.describe_configs import describe_configs
+from kafkawire.controller.loader import MetadataLoader
+from kafkawire.feature_versions import KRAFT_VERSION
+from kafkawire.net.authorizer import StandardAuthorizer
+from kafkawire.net.config import ConfigError, ServerConfig
+from kafkawire.raft.contract import StateMachineFatal
+from kafkawire.raft.node.controller_node import (METADATA_PARTITION_DIR, NodeStartError, controller_client_options,
+                                                 raft_config_from, raft_network_client, read_node_meta,
+                                                 scram_credential)
+from kafkawire.raft.node.disk_store import DiskLogStore
+from kafkawire.raft.node.driver import RaftDriver
+from kafkawire.raft.node.metrics import RaftMetrics
+
+__all__ = ["BrokerOnlyNode"]
+
+log = logging.getLogger(__name__)
+
+
+class BrokerOnlyNode:
+    """A ``process.roles=broker`` node: a raft observer, the committed image it loads, and the
+    broker serving it (see the module docstring). ``start`` raises NodeStartError, with the
+    reason, for a node that cannot run."""
+
+    def __init__(self, config: ServerConfig, *, fsync: bool = True):
+        if config.is_controller or not config.is_broker:
+            raise NodeStartError(f"process.roles={','.join(config.process_roles)}: a broker-only node has "
+                                 "process.roles=broker")
+        self.config = config
+        self.fsync = fsync
+        self.driver: RaftDriver | None = None
+        self.loader = MetadataLoader()
+        self.broker: Broker | None = None
+        self.cluster_id: str | None = None
+        self.authorizer: StandardAuthorizer | None = None
+        self._loaded = False
+
+    @property
+    def servers(self) -> list:
+        """The node's own listeners besides the broker's: none (no controller listener)."""
+        return []
+
+    async def start(self) -> None:
+        c = self.config
+        meta = read_node_meta(c)
+        self.cluster_id = cluster_id = meta.cluster_id
+        assert cluster_id is not None, "read_node_meta refuses a meta.properties without cluster.id"
+        try:
+            client = raft_network_client(c, controller_client_options(c))
+            settings = c.authorizer_settings()
+        except ConfigError as exc:
+            raise NodeStartError(str(exc)) from None
+        # An observer that never votes: no endpoints (no controller listener), no fsync of what it fetches.
+        raft_config = dataclasses.replace(raft_config_from(c, meta.directory_id, cluster_id), can_become_voter=False)
+        store = DiskLogStore(os.path.join(c.metadata_log_dir, METADATA_PARTITION_DIR),
+                             segment_bytes=c.metadata_log_segment_bytes, fsync=self.fsync,
+                             segment_ms=c.metadata_log_segment_ms)
+        self.driver = driver = RaftDriver(
+            raft_config, store, client, state_machine=self.loader,
+            snapshot_min_bytes=c.metadata_log_max_record_bytes_between_snapshots,
+            snapshot_interval_ms=c.metadata_log_max_snapshot_interval_ms,
+            retention_bytes=c.metadata_max_retention_bytes, retention_ms=c.metadata_max_retention_ms)
+        driver.metrics = RaftMetrics(c.node_id, samples=c.metrics_num_samples, window_ms=c.metrics_sample_window_ms)
+        if settings is not None:
+            self.authorizer = StandardAuthorizer(settings, lambda: self.loader.image.acl_index, self._metadata_loaded)
+        try:
+            driver.start()
+        except StateMachineFatal as exc:       # the latest snapshot holds what the loader refuses
+            raise NodeStartError(str(exc)) from None
+        self.broker = self._make_broker(meta.directory_id)
+        try:
+            await self.broker.start()
+        except BrokerStartError as exc:
+            raise NodeStartError(f"cannot start the broker: {exc}") from None
+        driver.hw_listeners.append(self.broker.on_metadata)
+        if c.prometheus_listener is not None:
+            log.warning("metric.reporters names kafkawire.metrics.PrometheusReporter, which a broker-only node "
+                        "does not run yet: no metrics endpoint")
+        log.info("broker-only node %d (cluster %s) following the controller quorum on %s", c.node_id, cluster_id,
+                 raft_config.listener)
+
+    def _make_broker(self, directory_id) -> Broker:
+        driver, loader, c = self.driver, self.loader, self.config
+        assert driver is not None and self.cluster_id is not None
+        features = dict(loader.supported_features)
+        features[KRAFT_VERSION] = (driver.config.kraft_version_min, driver.config.kraft_version_max)
+        static, known = dict(c.static_settings), broker_config_keys()
+        try:
+            return Broker(c, cluster_id=self.cluster_id, directory_id=directory_id,
+                          image=lambda: loader.image, metadata_offset=lambda: loader.applied_offset,
+                          send_to_controller=driver.send_to_leader, supported_features=features,
+                          scram_lookup=lambda mechanism, user: scram_credential(loader.image, mechanism, user),
+                          kraft_version=driver.kraft_version, authorizer=self.authorizer,
+                          describe_configs=lambda request: describe_configs(
+                              c.node_id, loader.image, request, static=static, broker_keys=known))
+        except BrokerStartError as exc:
+            raise NodeStartError(f"cannot start the broker: {exc}") from None
+
+    def _metadata_loaded(self) -> bool:
+        """Whether the committed metadata was applied once up to the high watermark (the
+        authorizer serves only super users before, as Kafka's does until its initial load)."""
+        if not self._loaded and self.driver is not None:
+            high_watermark = self.driver.high_watermark()
+            self._loaded = high_watermark > 0 and self.driver.applied_offset >= high_watermark
+        return self._loaded
+
+    async def stop(self, *, graceful: bool = True) -> None:
+        """Stop the broker (``graceful``: after its controlled shutdown), then raft."""
+        if self.broker is not None:
+            await self.broker.stop(graceful=graceful)
+        driver = self.driver
+        if driver is not None:
+            await driver.client.close()
+            await driver.close()
+        log.info("node %d stopped", self.config.node_id)

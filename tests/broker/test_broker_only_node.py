@@ -1,0 +1,148 @@
+"""Broker-only kafkawire nodes (process.roles=broker) on a kafkawire controller quorum, as Kafka
+operators run brokers: one `kafkawire server-start` controller (process.roles=controller) and
+two broker-only nodes, subprocesses on free ports of 127.0.0.1. Each broker follows the metadata
+log as a raft observer (never a voter), registers with the active controller over the network
+and is unfenced; together they serve kafka-python's produce (a topic of two replicas, in sync on
+both) and group consume; a restarted broker keeps its data and its metadata log. One quorum for
+the whole module (killed by pid at teardown).
+"""
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from kafkawire.messages.describe_cluster_request import DescribeClusterRequest
+from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic
+from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.raft.node.local_quorum import LocalQuorum
+from kafkawire.records import iter_batches
+from kafkawire.storage.state_files import read_meta_properties
+
+from .kafka_python_roundtrip import consume_in_group, create_topic, produce_records
+from .wire import call
+
+kafka = pytest.importorskip("kafka")
+
+WAIT_S = 60
+CONTROLLER, BROKERS = 1, [2, 3]
+
+
+class Cluster:
+    """The controller (node 1) and the broker-only nodes (2 and 3, each listening on its port)."""
+
+    def __init__(self, quorum: LocalQuorum):
+        self.quorum = quorum
+        self.bootstrap = ",".join(f"127.0.0.1:{quorum.ports[i]}" for i in BROKERS)
+
+    def call(self, broker: int, request, api_version=None, timeout_ms=10_000):
+        return call(self.quorum.address(broker), request, api_version, timeout_ms=timeout_ms)
+
+    def unfenced_brokers(self, asked: int) -> list[int]:
+        """DescribeCluster lists a broker once it is registered and unfenced."""
+        self.quorum._check_alive([CONTROLLER, *BROKERS])
+        try:
+            response = self.call(asked, DescribeClusterRequest(include_cluster_authorized_operations=False),
+                                 timeout_ms=2000)
+        except Exception:                      # not listening yet, or the connection reset
+            return []
+        return [b.broker_id for b in response.brokers]
+
+    def wait_unfenced(self, asked: int) -> None:
+        self.quorum.wait_until(lambda: self.unfenced_brokers(asked) == BROKERS, WAIT_S,
+                               f"broker {asked} to list both broker-only nodes unfenced")
+
+    def partitions(self, topic: str, asked: int = BROKERS[0]):
+        response = self.call(asked, MetadataRequest(topics=[MetadataRequestTopic(name=topic)],
+                                                    allow_auto_topic_creation=False), api_version=12)
+        return sorted((p for t in response.topics for p in t.partitions), key=lambda p: p.partition_index)
+
+    def fetch_values(self, broker: int, topic: str, partition: int) -> list[bytes]:
+        response = self.call(broker, FetchRequest(
+            replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0, session_id=0,
+            session_epoch=-1, topics=[FetchTopic(topic=topic, partitions=[FetchPartition(
+                partition=partition, fetch_offset=0, current_leader_epoch=-1, log_start_offset=-1,
+                partition_max_bytes=1 << 20)])], forgotten_topics_data=[], rack_id=""), api_version=12)
+        data = response.responses[0].partitions[0]
+        assert data.error_code == Errors.NONE
+        return [bytes(r.value) for batch in iter_batches(bytes(data.records or b"")) for r in batch]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    quorum = LocalQuorum(tmp_path_factory.mktemp("broker-only"), voters=1, extra_nodes=2, properties={
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        # A restarted broker waits for its previous session to end: keep it short here.
+        "broker.session.timeout.ms": "1500", "broker.heartbeat.interval.ms": "300",
+        "controller.quorum.election.timeout.ms": "200",     # one voter: no need to wait for others
+        "offsets.topic.replication.factor": "1", "offsets.topic.num.partitions": "1",
+        "group.initial.rebalance.delay.ms": "0",
+    })
+    for broker in BROKERS:
+        quorum.node_properties[broker] = {"process.roles": "broker",
+                                          "listeners": f"PLAINTEXT://127.0.0.1:{quorum.ports[broker]}"}
+    quorum.format(mode="standalone")      # node 1 the one voter; the brokers --no-initial-controllers
+    for node_id in (CONTROLLER, *BROKERS):
+        quorum.start(node_id)
+    try:
+        c = Cluster(quorum)
+        c.wait_unfenced(BROKERS[0])
+        yield c
+    finally:
+        for node_id in (*BROKERS, CONTROLLER):
+            quorum.kill(node_id)
+
+
+def test_broker_only_nodes_are_observers_of_the_quorum_never_voters(cluster):
+    """DescribeQuorum at the controller: each broker fetches the metadata log as an observer with
+    its metadata directory's id; the voters are the controller alone."""
+    def with_the_brokers_observing():
+        view = cluster.quorum.describe(CONTROLLER)
+        return view if sorted(o.replica_id for o in view.observers) == BROKERS else None
+    view = cluster.quorum.wait_until(with_the_brokers_observing, WAIT_S, "the brokers among the observers")
+    assert [v.replica_id for v in view.voters] == [CONTROLLER]
+    assert view.leader_id == CONTROLLER
+    assert [n.node_id for n in view.nodes] == [CONTROLLER]      # the brokers have no controller endpoint
+    for observer in view.observers:
+        meta = read_meta_properties(os.path.join(cluster.quorum.data_dir(observer.replica_id), "meta.properties"))
+        assert observer.replica_directory_id == meta.directory_id
+
+
+def test_kafka_python_creates_replicates_produces_and_consumes_through_broker_only_nodes(cluster):
+    """CreateTopics is forwarded to the active controller; the committed topic reaches both
+    brokers' images, which lead and follow its partitions; acks=all records come back to a
+    consumer group (its __consumer_offsets created through the controller too, its coordinator
+    found whichever broker the client asks)."""
+    create_topic(cluster.bootstrap, "orders", partitions=2, replication_factor=2)
+
+    def led_and_in_sync():
+        partitions = cluster.partitions("orders")
+        return len(partitions) == 2 and all(p.leader_id in BROKERS and sorted(p.isr_nodes) == BROKERS
+                                            for p in partitions)
+    cluster.quorum.wait_until(led_and_in_sync, WAIT_S, "orders led, with both replicas in sync")
+    sent = produce_records(cluster.bootstrap, "orders", 20, partitions=2)
+    assert sorted(consume_in_group(cluster.bootstrap, "orders", 20, "readers")) == sorted(sent)
+
+
+def test_a_restarted_broker_only_node_keeps_its_data_and_metadata(cluster):
+    """SIGTERM (controlled shutdown while the controller runs), start again: the node starts from
+    the metadata log it kept, registers anew, is unfenced, and serves the records it had, from
+    its own log directory."""
+    create_topic(cluster.bootstrap, "kept", partitions=1)
+    cluster.quorum.wait_until(lambda: [p.leader_id for p in cluster.partitions("kept")][0] in BROKERS, WAIT_S,
+                              "the leader of kept")
+    leader = cluster.partitions("kept")[0].leader_id
+    sent = produce_records(cluster.bootstrap, "kept", 5, partitions=1)
+    assert cluster.quorum.stop(leader) == 0
+    assert "the controller has allowed us to shut down" in cluster.quorum.log_tail(leader, 40)
+    cluster.quorum.start(leader)
+    cluster.wait_unfenced(leader)
+    with open(cluster.quorum.log_path(leader)) as f:
+        started = re.findall(rf"node {leader} started: \w+, log (\d+)\.\.(\d+)", f.read())
+    assert len(started) == 2 and int(started[1][1]) > 0, started     # the second start had the log
+    cluster.quorum.wait_until(lambda: cluster.partitions("kept", asked=leader)[0].leader_id == leader, WAIT_S,
+                              "the restarted broker leading kept again")
+    assert cluster.fetch_values(leader, "kept", 0) == sent
+    assert [v.replica_id for v in cluster.quorum.describe(CONTROLLER).voters] == [CONTROLLER]
