@@ -50,6 +50,7 @@ class LocalStore:
 
     name = "store"
     root = ""
+    other_root = ""       # the same bucket through the scheme's other name
     options: dict = {}
 
     def _start(self, argv: list[str], port: int, env: dict | None = None) -> None:
@@ -124,7 +125,7 @@ class GCS(LocalStore):
     """gcp-storage-emulator, Google Cloud Storage's JSON API in memory, reached as the
     gcs-connector would reach it: fs.gs.storage.root.url, no credentials."""
 
-    name, root = "gcp-storage-emulator", f"gs://{BUCKET}"
+    name, root, other_root = "gcp-storage-emulator", f"gs://{BUCKET}", f"gcs://{BUCKET}"
 
     def __init__(self):
         program = _installed(GCS_EMULATOR, "Google Cloud Storage's emulator")
@@ -143,6 +144,7 @@ class Azure(LocalStore):
     client would reach it: fs.azure.abfs.endpoint, http, the account's key."""
 
     name, root = "azurite", f"abfs://{BUCKET}@{AZURITE_ACCOUNT}.dfs.core.windows.net"
+    other_root = f"wasb://{BUCKET}@{AZURITE_ACCOUNT}.blob.core.windows.net"
 
     def __init__(self):
         program = _installed(AZURITE, "Azure storage's emulator, from npm")

@@ -54,6 +54,12 @@ def test_a_glob_matches_in_the_store_as_on_disk(store, logdir, remote):
     same_on_both(str(logdir / "*-0"), f"{remote}/*-0", store)
 
 
+def test_the_schemes_other_name_reads_the_same(store, logdir, remote):
+    """gcs:// as gs://; wasb://container@account.blob.core.windows.net as abfs:// (the
+    account's key option may name either service)."""
+    same_on_both(logdir / "orders-0", remote.replace(store.root, store.other_root) + "/orders-0", store)
+
+
 def test_a_segment_deleted_after_planning_is_the_same_file_not_found(store, tmp_path):
     check_a_deleted_segment_is_the_same_file_not_found(store, *broken_copies(store, tmp_path))
 
