@@ -176,6 +176,11 @@ def test_fs_options_are_hadoops_names_and_secrets_stay_out_of_messages():
     ("fs.s3a.attempts.maximum", "0", "fs.s3a.attempts.maximum='0': expected a whole number, at least 1"),
     ("fs.s3a.endpoint", "http://host/path", "fs.s3a.endpoint='http://host/path': expected host"),
     ("fs.s3a.path.style.access", "yes", "fs.s3a.path.style.access='yes': expected true or false"),
+    ("fs.gs.storage.root.url", "http://host/storage/v2", "fs.gs.storage.root.url='http://host/storage/v2': expected host"),
+    ("fs.gs.http.read-timeout", "never", "fs.gs.http.read-timeout='never': expected a time"),
+    ("fs.gs.http.max.retry", "-1", "fs.gs.http.max.retry='-1': expected a whole number, at least 0"),
+    ("fs.azure.always.use.https", "no", "fs.azure.always.use.https='no': expected true or false"),
+    ("fs.azure.http.read.timeout", "0", "fs.azure.http.read.timeout='0': expected a time above zero"),
 ])
 def test_a_bad_fs_option_is_named(option, value, message):
     with pytest.raises(OptionError, match=message.replace("(", r"\(").replace("?", r"\?")):

@@ -15,7 +15,6 @@ pytest.importorskip("pyarrow", reason="kafkawire.spark builds Arrow batches: pip
 
 from kafkawire.spark.files import Files  # noqa: E402
 from kafkawire.spark.layout import LayoutError, discover  # noqa: E402
-from kafkawire.spark.options import OptionError, parse_options  # noqa: E402
 from kafkawire.spark.remote_options import remote_settings  # noqa: E402
 from tests.spark.logdata import read_direct  # noqa: E402
 from tests.spark.remote_stores import (AZURITE_ACCOUNT, AZURITE_KEY, GCS, Azure,  # noqa: E402
@@ -139,18 +138,6 @@ def test_storage_emulator_host_means_that_endpoint_and_no_credentials(monkeypatc
     # the option wins over the environment, with the credentials chain unless told otherwise
     settings = remote_settings({"fs.gs.storage.root.url": "https://storage.googleapis.com/"})
     assert (settings.gcs_endpoint, settings.gcs_anonymous) == (None, False)
-
-
-@pytest.mark.parametrize("option, value, message", [
-    ("fs.gs.storage.root.url", "http://host/storage/v2", "fs.gs.storage.root.url='http://host/storage/v2': expected host"),
-    ("fs.gs.http.read-timeout", "never", "fs.gs.http.read-timeout='never': expected a time"),
-    ("fs.gs.http.max.retry", "-1", "fs.gs.http.max.retry='-1': expected a whole number, at least 0"),
-    ("fs.azure.always.use.https", "no", "fs.azure.always.use.https='no': expected true or false"),
-    ("fs.azure.http.read.timeout", "0", "fs.azure.http.read.timeout='0': expected a time above zero"),
-])
-def test_a_bad_gcs_or_azure_option_is_named(option, value, message):
-    with pytest.raises(OptionError, match=message.replace("(", r"\(").replace("?", r"\?")):
-        parse_options({"path": "gs://b/x", option: value}, streaming=False)
 
 
 def test_an_abfs_uri_without_a_container_is_named():
