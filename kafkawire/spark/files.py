@@ -71,9 +71,10 @@ def _remote_call(path: str, doing: str, fn, *args, deadline: float | None = None
         return fn(*args) if deadline is None else _within(deadline, fn, *args)
     except FileNotFoundError:
         raise _not_found(path) from None
+    except TimeoutError as e:
+        raise TimeoutError(errno.ETIMEDOUT, f"{doing} {path}: {e.strerror or e}") from None
     except OSError as e:
-        raise type(e)(f"{doing} {path}: {e}") if isinstance(e, TimeoutError) else \
-            OSError(f"{doing} {path}: {e}") from None
+        raise OSError(f"{doing} {path}: {e}") from None
 
 
 def _within(deadline: float, fn, *args):
@@ -93,15 +94,11 @@ def _within(deadline: float, fn, *args):
 
     threading.Thread(target=run, name="kafkawire-remote-call", daemon=True).start()
     if not done.wait(deadline):
-        raise _Abandoned(errno.ETIMEDOUT, f"no answer within {deadline:g} s")
+        raise TimeoutError(errno.ETIMEDOUT, f"no answer within {deadline:g} s")
     ok, value = outcome[0]
     if ok:
         return value
     raise value
-
-
-class _Abandoned(TimeoutError):
-    """A call given up on while its thread still runs (the file it uses must stay open)."""
 
 
 class _LocalFile:
@@ -134,8 +131,8 @@ class _RemoteFile:
     def _call(self, doing: str, fn, *args):
         try:
             return _remote_call(self.path, doing, fn, *args, deadline=self._deadline)
-        except _Abandoned:
-            self._abandoned = True
+        except TimeoutError:
+            self._abandoned = True      # its thread may still use the file
             raise
 
     def pread(self, n: int, position: int) -> bytes:

@@ -143,3 +143,36 @@ def test_storage_emulator_host_means_that_endpoint_and_no_credentials(monkeypatc
 def test_an_abfs_uri_without_a_container_is_named():
     with pytest.raises(OSError, match="abfs://account.dfs.core.windows.net: expected abfs://<container>@"):
         Files(remote_settings({})).kind("abfs://account.dfs.core.windows.net/logs")
+
+
+def test_a_ranged_read_that_stalls_fails_naming_the_file_and_leaves_the_file_to_its_call():
+    """A read_at that never returns (a server that stops answering mid-segment) fails after
+    the deadline; closing the file then leaves the native file alone, as its abandoned call
+    still uses it (closing under it could crash the native client)."""
+    import threading
+
+    from kafkawire.spark.files import _RemoteFile
+    release, calls = threading.Event(), []
+
+    class StallingFile:
+        def size(self):
+            return 1000
+
+        def read_at(self, n, position):
+            release.wait(30)
+            return b"x" * n
+
+        def close(self):
+            calls.append("close")
+
+    class Store:
+        def open_input_file(self, path):
+            return StallingFile()
+
+    remote = _RemoteFile("gs://b/logs/orders-0/00000000000000000000.log", Store(), "b/logs", deadline=0.2)
+    with pytest.raises(TimeoutError, match=r"reading 100 bytes at byte 0 of gs://b/logs/orders-0/0{20}\.log: "
+                                           r"no answer within 0\.2 s"):
+        remote.pread(100, 0)
+    remote.close()
+    release.set()
+    assert calls == []
