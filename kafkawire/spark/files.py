@@ -10,7 +10,7 @@ remote filesystem, read through pyarrow's filesystems:
 ``s3n://``
 ``gs://`` ``gcs://``       Google Cloud Storage (GcsFileSystem)
 ``abfs://`` ``abfss://``   Azure Data Lake / Blob storage (AzureFileSystem),
-                           ``abfs[s]://<container>@<account>.dfs.core.windows.net/<path>``
+``wasb://`` ``wasbs://``   ``abfs[s]://<container>@<account>.dfs.core.windows.net/<path>``
 ``hdfs://`` ``viewfs://``  HDFS (HadoopFileSystem: needs libhdfs, a JVM and Hadoop's
                            CLASSPATH on every machine, as pyarrow documents)
 =========================  ==============================================================
