@@ -48,6 +48,11 @@ CI_PROGRAMS = {
     "tshark": "tshark (Debian package tshark)",
     "dumpcap": "dumpcap (Debian package tshark)",
 }
+# the storage emulators of tests/spark/test_spark_remote_stores.py, installed under .tools/
+CI_TOOLS = {
+    ".tools/azurite/node_modules/.bin/azurite-blob": "Azurite, Azure storage's emulator (.ci/install-emulators)",
+    ".tools/gcs/bin/gcp-storage-emulator": "Google Cloud Storage's emulator (.ci/install-emulators)",
+}
 
 
 def in_ci() -> bool:
@@ -68,9 +73,11 @@ def _installed(distribution: str) -> bool:
     return True
 
 
-def missing_for_ci(which=shutil.which, installed=_installed) -> list[str]:
-    """What CI needs and this machine lacks: programs on PATH, and the [dev] extra's distributions."""
+def missing_for_ci(which=shutil.which, installed=_installed, present=lambda path: (REPO / path).exists()) -> list[str]:
+    """What CI needs and this machine lacks: programs on PATH, the emulators under .tools/,
+    and the [dev] extra's distributions."""
     missing = [f"{name}: {why}" for name, why in CI_PROGRAMS.items() if which(name) is None]
+    missing += [f"{path}: {why}" for path, why in CI_TOOLS.items() if not present(path)]
     missing += [f"{dist}: pip install -e '.[dev]'" for dist in dev_distributions() if not installed(dist)]
     return missing
 

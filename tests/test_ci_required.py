@@ -1,24 +1,27 @@
-"""Under CI (CI=true) a missing Java, JDK, Maven, kcat, tshark/dumpcap or package of the [dev]
-extra (pyspark, the peer clients, build...) fails the run at its start, naming each, instead of
-letting their tests skip (tests/conftest.py); a developer's run without them still skips."""
+"""Under CI (CI=true) a missing Java, JDK, Maven, kcat, tshark/dumpcap, storage emulator
+(.tools/) or package of the [dev] extra (pyspark, the peer clients, build...) fails the run at
+its start, naming each, instead of letting their tests skip (tests/conftest.py); a developer's
+run without them still skips."""
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import CI_PROGRAMS, dev_distributions, missing_for_ci
+from tests.conftest import CI_PROGRAMS, CI_TOOLS, dev_distributions, missing_for_ci
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def test_everything_ci_needs_is_listed_when_absent():
-    missing = missing_for_ci(which=lambda name: None, installed=lambda dist: False)
+    missing = missing_for_ci(which=lambda name: None, installed=lambda dist: False, present=lambda path: False)
     names = [line.split(":")[0] for line in missing]
-    assert names == [*CI_PROGRAMS, *dev_distributions()]
+    assert names == [*CI_PROGRAMS, *CI_TOOLS, *dev_distributions()]
     assert {"java", "javac", "mvn", "kcat", "tshark", "dumpcap", "pyspark", "pyarrow", "build"} <= set(names)
     assert "kcat: kcat (Debian package kcat)" in missing
-    assert missing_for_ci(which=lambda name: f"/usr/bin/{name}", installed=lambda dist: True) == []
+    assert ".tools/gcs/bin/gcp-storage-emulator" in names
+    assert missing_for_ci(which=lambda name: f"/usr/bin/{name}", installed=lambda dist: True,
+                          present=lambda path: True) == []
 
 
 def _collect(ci: str | None, path: Path) -> subprocess.CompletedProcess:

@@ -10,7 +10,7 @@ remote filesystem, read through pyarrow's filesystems:
 ``s3n://``
 ``gs://`` ``gcs://``       Google Cloud Storage (GcsFileSystem)
 ``abfs://`` ``abfss://``   Azure Data Lake / Blob storage (AzureFileSystem),
-                           ``abfs[s]://<container>@<account>.dfs.core.windows.net/<path>``
+``wasb://`` ``wasbs://``   ``abfs[s]://<container>@<account>.dfs.core.windows.net/<path>``
 ``hdfs://`` ``viewfs://``  HDFS (HadoopFileSystem: needs libhdfs, a JVM and Hadoop's
                            CLASSPATH on every machine, as pyarrow documents)
 =========================  ==============================================================
@@ -36,9 +36,10 @@ import glob
 import os
 import posixpath
 import re
+import threading
 from dataclasses import dataclass
 
-from .remote_options import RemoteSettings, filesystem_for
+from .remote_options import RemoteSettings, call_deadline, filesystem_for
 
 __all__ = ["Files", "LOCAL", "is_remote", "local_path"]
 
@@ -62,15 +63,42 @@ def _not_found(path: str) -> FileNotFoundError:
     return FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
 
 
-def _remote_call(path: str, doing: str, fn, *args):
+def _remote_call(path: str, doing: str, fn, *args, deadline: float | None = None):
     """``fn(*args)``, with pyarrow's errors turned into ours, naming the URI: a missing
-    file is FileNotFoundError as locally, anything else an OSError saying what failed."""
+    file is FileNotFoundError as locally, anything else an OSError saying what failed; a
+    call still running after ``deadline`` seconds a TimeoutError."""
     try:
-        return fn(*args)
+        return fn(*args) if deadline is None else _within(deadline, fn, *args)
     except FileNotFoundError:
         raise _not_found(path) from None
+    except TimeoutError as e:
+        raise TimeoutError(errno.ETIMEDOUT, f"{doing} {path}: {e.strerror or e}") from None
     except OSError as e:
         raise OSError(f"{doing} {path}: {e}") from None
+
+
+def _within(deadline: float, fn, *args):
+    """``fn(*args)`` in a thread waited for at most ``deadline`` seconds: pyarrow's GCS and
+    Azure clients take no request timeout, and a blocked native call cannot be interrupted,
+    only abandoned (it ends when its client gives up, or when its connection closes)."""
+    outcome: list = []
+    done = threading.Event()
+
+    def run():
+        try:
+            outcome.append((True, fn(*args)))
+        except BaseException as e:   # noqa: BLE001 - handed to the waiting thread
+            outcome.append((False, e))
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="kafkawire-remote-call", daemon=True).start()
+    if not done.wait(deadline):
+        raise TimeoutError(errno.ETIMEDOUT, f"no answer within {deadline:g} s")
+    ok, value = outcome[0]
+    if ok:
+        return value
+    raise value
 
 
 class _LocalFile:
@@ -93,24 +121,32 @@ class _RemoteFile:
     """A remote file read in byte ranges; ``pread`` answers as ``os.pread`` does (short at
     the end of the file, empty past it), which pyarrow's read_at does not."""
 
-    __slots__ = ("path", "_file", "_size")
+    __slots__ = ("path", "_file", "_size", "_deadline", "_abandoned")
 
-    def __init__(self, path: str, filesystem, fs_path: str):
-        self.path = path
-        self._file = _remote_call(path, "opening", filesystem.open_input_file, fs_path)
-        self._size = _remote_call(path, "reading the size of", self._file.size)
+    def __init__(self, path: str, filesystem, fs_path: str, deadline: float | None):
+        self.path, self._deadline, self._abandoned = path, deadline, False
+        self._file = _remote_call(path, "opening", filesystem.open_input_file, fs_path, deadline=deadline)
+        self._size = self._call("reading the size of", self._file.size)
+
+    def _call(self, doing: str, fn, *args):
+        try:
+            return _remote_call(self.path, doing, fn, *args, deadline=self._deadline)
+        except TimeoutError:
+            self._abandoned = True      # its thread may still use the file
+            raise
 
     def pread(self, n: int, position: int) -> bytes:
         n = min(n, self._size - position)
         if n <= 0:
             return b""
-        return _remote_call(self.path, f"reading {n} bytes at byte {position} of", self._file.read_at, n, position)
+        return self._call(f"reading {n} bytes at byte {position} of", self._file.read_at, n, position)
 
     def size(self) -> int:
         return self._size
 
     def close(self) -> None:
-        self._file.close()
+        if not self._abandoned:     # else the abandoned call still uses it: it closes when freed
+            self._file.close()
 
 
 @dataclass(frozen=True)
@@ -153,9 +189,15 @@ class Files:
         return posixpath.dirname(path.rstrip("/")) if is_remote(path) else os.path.dirname(path)
 
     def _remote(self, path: str):
+        """(pyarrow filesystem, its path for ``path``, the deadline of a call to it)."""
         m = _URI_RE.match(path)
-        filesystem, prefix = _filesystem(m.group(1).lower(), m.group(2), self.remote)
-        return filesystem, (prefix + (m.group(3) or "").rstrip("/")) or "/"
+        scheme = m.group(1).lower()
+        filesystem, prefix = _filesystem(scheme, m.group(2), self.remote)
+        return filesystem, (prefix + (m.group(3) or "").rstrip("/")) or "/", call_deadline(scheme, self.remote)
+
+    def _info(self, path: str):
+        filesystem, fs_path, deadline = self._remote(path)
+        return _remote_call(path, "looking up", filesystem.get_file_info, fs_path, deadline=deadline)
 
     # -- questions --
 
@@ -165,16 +207,14 @@ class Files:
         if local is not None:
             return "dir" if os.path.isdir(local) else "file" if os.path.exists(local) else None
         from pyarrow.fs import FileType
-        filesystem, fs_path = self._remote(path)
-        info = _remote_call(path, "looking up", filesystem.get_file_info, fs_path)
+        info = self._info(path)
         return {FileType.File: "file", FileType.Directory: "dir"}.get(info.type)
 
     def size(self, path: str) -> int:
         local = local_path(path)
         if local is not None:
             return os.path.getsize(local)
-        filesystem, fs_path = self._remote(path)
-        info = _remote_call(path, "looking up", filesystem.get_file_info, fs_path)
+        info = self._info(path)
         if info.size is None:
             raise _not_found(path)
         return info.size
@@ -199,11 +239,17 @@ class Files:
 
     def _list_remote(self, path: str) -> list[Entry] | None:
         import pyarrow.fs as pafs
-        filesystem, fs_path = self._remote(path)
-        selector = pafs.FileSelector(fs_path, allow_not_found=True, recursive=False)
-        infos = _remote_call(path, "listing", filesystem.get_file_info, selector)
+        filesystem, fs_path, deadline = self._remote(path)
+        # pyarrow lists GCS with a delimiter but keeps only objects, so a directory that is
+        # only a prefix of deeper objects (as gcloud and gsutil upload them: no marker
+        # objects) would be missing: everything below is listed, and read as entries
+        flat = isinstance(filesystem, getattr(pafs, "GcsFileSystem", ()))
+        selector = pafs.FileSelector(fs_path, allow_not_found=True, recursive=flat)
+        infos = _remote_call(path, "listing", filesystem.get_file_info, selector, deadline=deadline)
         if not infos and self.kind(path) != "dir":
             return None
+        if flat:
+            return _entries_below(fs_path, infos)
         return [Entry(i.base_name, i.type == pafs.FileType.Directory, i.size or 0) for i in infos]
 
     # -- reading --
@@ -253,6 +299,21 @@ class Files:
 
 
 LOCAL = Files()
+
+
+def _entries_below(fs_path: str, infos) -> list[Entry]:
+    """The entries directly in ``fs_path``, from a listing of everything below it: its
+    files, and a directory for each first path part of a deeper object."""
+    from pyarrow.fs import FileType
+    base = fs_path.rstrip("/") + "/"
+    entries: dict[str, Entry] = {}
+    for info in infos:
+        name, deeper, _ = info.path[len(base):].partition("/")
+        if deeper or info.type == FileType.Directory:
+            entries[name] = Entry(name, True, 0)
+        elif name:
+            entries.setdefault(name, Entry(name, False, info.size or 0))
+    return list(entries.values())
 
 
 @functools.lru_cache(maxsize=32)

@@ -21,15 +21,32 @@ fs.s3a.connection.establish.timeout     connect timeout, default 30s
 fs.s3a.connection.timeout               a request that moves no byte this long fails,
                                         default 60s (Hadoop's is 200s)
 fs.s3a.attempts.maximum                 attempts per request, default 5
+fs.gs.storage.root.url                  the GCS endpoint URL (an emulator's); else
+                                        STORAGE_EMULATOR_HOST, which also means anonymous
+fs.gs.auth.type                         UNAUTHENTICATED: no credentials (else Google's
+                                        chain: GOOGLE_APPLICATION_CREDENTIALS, metadata)
+fs.gs.project.id                        the project (else GOOGLE_CLOUD_PROJECT)
+fs.gs.http.read-timeout                 default 20s, and fs.gs.http.max.retry, default 10:
+                                        a call fails after read-timeout x (max.retry + 1)
 fs.azure.account.key.<account>.dfs.core.windows.net   an Azure storage account's key
-                                        (else Azure's default credential chain)
+  (or .blob.core.windows.net)           (else AZURE_STORAGE_KEY when AZURE_STORAGE_ACCOUNT
+                                        names the account, else Azure's credential chain)
+fs.azure.abfs.endpoint                  host[:port] of the storage service (an emulator's,
+                                        serving the account at http(s)://host[:port]/account)
+fs.azure.always.use.https               default true; false: abfs:// and wasb:// use http
+fs.azure.http.read.timeout              default 30s: a call fails after 4x this (the
+                                        Azure SDK's try and its 3 retries)
 ======================================  ==================================================
 
 Times are milliseconds, or a number with ``ms``, ``s``, ``m`` or ``h`` (Hadoop 3.4's
 forms). Other ``fs.*`` options (``fs.s3a.impl``, ...) configure Hadoop's own clients and are
-accepted and ignored, as ``kafka.*`` options are. GCS takes its credentials from Google's
-usual chain (GOOGLE_APPLICATION_CREDENTIALS, the metadata server) and gives up retrying a
-request after 120 s; HDFS reads with libhdfs' settings (Kerberos from the ticket cache).
+accepted and ignored, as ``kafka.*`` options are. HDFS reads with libhdfs' settings
+(Kerberos from the ticket cache).
+
+pyarrow's GCS and Azure clients take no request timeout (a server that accepts a connection
+and never answers holds a GCS request 120 s, an Azure one for ever), so a call to them runs
+in a thread that the reading thread waits for at most the deadline above; past it the read
+fails with a TimeoutError naming the file, and the abandoned call ends when its client does.
 
 Secrets are kept out of ``repr`` (an error message or a log line never shows them).
 """
@@ -39,16 +56,17 @@ import os
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["RemoteSettings", "remote_settings", "filesystem_for", "FS_OPTION_PREFIXES"]
+__all__ = ["RemoteSettings", "remote_settings", "filesystem_for", "call_deadline", "FS_OPTION_PREFIXES"]
 
 FS_OPTION_PREFIXES = ("fs.", "spark.hadoop.fs.")
 _S3_SCHEMES = {"s3", "s3a", "s3n"}
 _GCS_SCHEMES = {"gs", "gcs"}
+_AZURE_SCHEMES = {"abfs", "abfss", "wasb", "wasbs"}
 _ANONYMOUS = "org.apache.hadoop.fs.s3a.anonymousawscredentialsprovider"
 _AZURE_KEY_RE = re.compile(r"^fs\.azure\.account\.key\.([a-z0-9]+)\.(?:dfs|blob)\.core\.windows\.net$")
 _TIME_RE = re.compile(r"^(\d+(?:\.\d+)?)\s*(ms|s|m|h)?$")
 _UNITS = {None: 0.001, "ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-GCS_RETRY_SECONDS = 120.0
+AZURE_SDK_ATTEMPTS = 4    # the Azure SDK's default: a try and 3 retries (pyarrow cannot set them)
 
 
 class RemoteOptionError(ValueError):
@@ -71,7 +89,15 @@ class RemoteSettings:
     connect_timeout: float = 30.0
     request_timeout: float = 60.0
     attempts: int = 5
+    gcs_endpoint: str | None = None       # host[:port] of fs.gs.storage.root.url
+    gcs_scheme: str = "https"
+    gcs_anonymous: bool = False
+    gcs_project: str | None = None
+    gcs_deadline: float = 20.0 * 11       # fs.gs.http.read-timeout x (fs.gs.http.max.retry + 1)
     azure_keys: tuple = field(default=(), repr=False)   # ((account, key), ...)
+    azure_endpoint: str | None = None     # host[:port] of fs.azure.abfs.endpoint
+    azure_https: bool = True              # fs.azure.always.use.https
+    azure_deadline: float = 30.0 * AZURE_SDK_ATTEMPTS
 
 
 def _seconds(name: str, raw) -> float:
@@ -89,6 +115,12 @@ def _flag(name: str, raw) -> bool:
     return text == "true"
 
 
+def _count(name: str, raw, least: int) -> int:
+    if not re.fullmatch(r"\s*\d+\s*", raw) or int(raw) < least:
+        raise RemoteOptionError(f"option {name}={raw!r}: expected a whole number, at least {least}")
+    return int(raw)
+
+
 def _fs_options(options: dict) -> dict:
     """The ``fs.*`` options, lower-case, without a ``spark.hadoop.`` prefix."""
     out = {}
@@ -101,29 +133,24 @@ def _fs_options(options: dict) -> dict:
     return out
 
 
-def _endpoint(raw: str, ssl: bool) -> tuple[str, str]:
-    """(host[:port], scheme) of fs.s3a.endpoint, which Hadoop takes as a host or a URL."""
+def _endpoint(name: str, raw: str, ssl: bool) -> tuple[str, str]:
+    """(host[:port], scheme) of an endpoint option, which Hadoop takes as a host or a URL."""
     m = re.match(r"^(https?)://([^/]+)/?$", raw.strip(), re.IGNORECASE)
     if m:
         return m.group(2), m.group(1).lower()
     if "/" in raw.strip() or not raw.strip():
-        raise RemoteOptionError(f"option fs.s3a.endpoint={raw!r}: expected host[:port] or http(s)://host[:port]")
+        raise RemoteOptionError(f"option {name}={raw!r}: expected host[:port] or http(s)://host[:port]")
     return raw.strip(), "https" if ssl else "http"
 
 
-def remote_settings(options: dict) -> RemoteSettings:
-    """The settings the options give (checked: a bad value names its option)."""
-    fs = _fs_options(options)
+def _s3_settings(fs: dict) -> dict:
     ssl = _flag("fs.s3a.connection.ssl.enabled", fs.get("fs.s3a.connection.ssl.enabled", "true"))
     endpoint, scheme = (None, "https" if ssl else "http")
     if fs.get("fs.s3a.endpoint"):
-        endpoint, scheme = _endpoint(fs["fs.s3a.endpoint"], ssl)
-    attempts = fs.get("fs.s3a.attempts.maximum", "5")
-    if not re.fullmatch(r"\s*\d+\s*", attempts) or int(attempts) < 1:
-        raise RemoteOptionError(f"option fs.s3a.attempts.maximum={attempts!r}: expected a whole number, at least 1")
+        endpoint, scheme = _endpoint("fs.s3a.endpoint", fs["fs.s3a.endpoint"], ssl)
     provider = fs.get("fs.s3a.aws.credentials.provider", "").strip().lower()
     path_style = fs.get("fs.s3a.path.style.access")
-    return RemoteSettings(
+    return dict(
         access_key=fs.get("fs.s3a.access.key"), secret_key=fs.get("fs.s3a.secret.key"),
         session_token=fs.get("fs.s3a.session.token"), role_arn=fs.get("fs.s3a.assumed.role.arn"),
         anonymous=_ANONYMOUS in provider.split(","),
@@ -132,9 +159,56 @@ def remote_settings(options: dict) -> RemoteSettings:
         connect_timeout=_seconds("fs.s3a.connection.establish.timeout",
                                  fs.get("fs.s3a.connection.establish.timeout", "30s")),
         request_timeout=_seconds("fs.s3a.connection.timeout", fs.get("fs.s3a.connection.timeout", "60s")),
-        attempts=int(attempts),
-        azure_keys=tuple(sorted((m.group(1), v) for k, v in fs.items() if (m := _AZURE_KEY_RE.match(k)))),
-    )
+        attempts=_count("fs.s3a.attempts.maximum", fs.get("fs.s3a.attempts.maximum", "5"), 1))
+
+
+def _gcs_settings(fs: dict) -> dict:
+    """The gcs-connector's options; an emulator named by STORAGE_EMULATOR_HOST (as Google's
+    client libraries take it) when fs.gs.storage.root.url is not set."""
+    root = fs.get("fs.gs.storage.root.url")
+    emulator = os.environ.get("STORAGE_EMULATOR_HOST", "").strip() if root is None else ""
+    endpoint, scheme = (None, "https")
+    if root is not None or emulator:
+        endpoint, scheme = _endpoint("fs.gs.storage.root.url" if root is not None else "STORAGE_EMULATOR_HOST",
+                                     root if root is not None else emulator, ssl=not emulator)
+        if endpoint == "storage.googleapis.com":
+            endpoint = None
+    auth = fs.get("fs.gs.auth.type", "").strip().upper()
+    read_timeout = _seconds("fs.gs.http.read-timeout", fs.get("fs.gs.http.read-timeout", "20000"))
+    retries = _count("fs.gs.http.max.retry", fs.get("fs.gs.http.max.retry", "10"), 0)
+    return dict(gcs_endpoint=endpoint, gcs_scheme=scheme, gcs_anonymous=auth == "UNAUTHENTICATED" or bool(emulator),
+                gcs_project=fs.get("fs.gs.project.id"), gcs_deadline=read_timeout * (retries + 1))
+
+
+def _azure_settings(fs: dict) -> dict:
+    keys = {m.group(1): v for k, v in fs.items() if (m := _AZURE_KEY_RE.match(k))}
+    account, key = os.environ.get("AZURE_STORAGE_ACCOUNT"), os.environ.get("AZURE_STORAGE_KEY")
+    if account and key:
+        keys.setdefault(account.lower(), key)
+    https = _flag("fs.azure.always.use.https", fs.get("fs.azure.always.use.https", "true"))
+    endpoint = None
+    if fs.get("fs.azure.abfs.endpoint"):
+        endpoint, scheme = _endpoint("fs.azure.abfs.endpoint", fs["fs.azure.abfs.endpoint"], https)
+        https = scheme == "https"
+    read_timeout = _seconds("fs.azure.http.read.timeout", fs.get("fs.azure.http.read.timeout", "30000"))
+    return dict(azure_keys=tuple(sorted(keys.items())), azure_endpoint=endpoint, azure_https=https,
+                azure_deadline=read_timeout * AZURE_SDK_ATTEMPTS)
+
+
+def remote_settings(options: dict) -> RemoteSettings:
+    """The settings the options give (checked: a bad value names its option)."""
+    fs = _fs_options(options)
+    return RemoteSettings(**_s3_settings(fs), **_gcs_settings(fs), **_azure_settings(fs))
+
+
+def call_deadline(scheme: str, settings: RemoteSettings) -> float | None:
+    """How long one call to ``scheme``'s pyarrow client may take before the read gives up on
+    it; None where the client bounds its requests itself (S3, HDFS)."""
+    if scheme in _GCS_SCHEMES:
+        return settings.gcs_deadline
+    if scheme in _AZURE_SCHEMES:
+        return settings.azure_deadline
+    return None
 
 
 def _s3_region(bucket: str, settings: RemoteSettings) -> str | None:
@@ -162,20 +236,41 @@ def _s3(bucket: str, settings: RemoteSettings):
         retry_strategy=AwsStandardS3RetryStrategy(max_attempts=settings.attempts))
 
 
+def _gcs(settings: RemoteSettings):
+    from datetime import timedelta
+
+    from pyarrow.fs import GcsFileSystem
+    return GcsFileSystem(anonymous=settings.gcs_anonymous, scheme=settings.gcs_scheme,
+                         endpoint_override=settings.gcs_endpoint, project_id=settings.gcs_project,
+                         retry_time_limit=timedelta(seconds=max(1.0, settings.gcs_deadline)))
+
+
+def _azure(scheme: str, authority: str, settings: RemoteSettings):
+    """``container@account.dfs.core.windows.net`` (or ``.blob.``); with an endpoint the
+    service is there, at ``http(s)://endpoint/account`` as Azurite serves it."""
+    from pyarrow.fs import AzureFileSystem
+    container, _, host = authority.partition("@")
+    if not container or not host:
+        raise OSError(f"{scheme}://{authority}: expected {scheme}://<container>@<account>.dfs.core.windows.net/<path>")
+    account = host.split(".")[0].lower()
+    http = "https" if settings.azure_https or scheme in ("abfss", "wasbs") else "http"
+    endpoint = {}
+    if settings.azure_endpoint:
+        endpoint = dict(blob_storage_authority=settings.azure_endpoint,
+                        dfs_storage_authority=settings.azure_endpoint)
+    return AzureFileSystem(account, account_key=dict(settings.azure_keys).get(account), **endpoint,
+                           blob_storage_scheme=http, dfs_storage_scheme=http), container
+
+
 def filesystem_for(scheme: str, authority: str, settings: RemoteSettings):
     """(pyarrow filesystem, prefix of its paths) for URIs ``scheme://authority/...``."""
     import pyarrow.fs as pafs
     if scheme in _S3_SCHEMES:
         return _s3(authority, settings), authority
     if scheme in _GCS_SCHEMES:
-        from datetime import timedelta
-        return pafs.GcsFileSystem(retry_time_limit=timedelta(seconds=GCS_RETRY_SECONDS)), authority
-    if scheme in ("abfs", "abfss"):
-        container, _, host = authority.partition("@")
-        account = host.split(".")[0]
-        key = dict(settings.azure_keys).get(account)
-        if key is not None:
-            return pafs.AzureFileSystem(account, account_key=key), container
+        return _gcs(settings), authority
+    if scheme in _AZURE_SCHEMES:
+        return _azure(scheme, authority, settings)
     try:
         filesystem, root = pafs.FileSystem.from_uri(f"{scheme}://{authority}/")
     except (OSError, ValueError) as e:

@@ -7,113 +7,37 @@ index gives the same per-file error (or the same fallback) as on disk, a stalled
 bounded error naming the file, never a hang."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
-import socket
-import subprocess
-import sys
-import threading
-import time
 
 import pytest
 
 pytest.importorskip("pyarrow", reason="kafkawire.spark builds Arrow batches: pip install -e '.[dev]'")
 
-from kafkawire.records import CorruptRecordError  # noqa: E402
-from kafkawire.spark.filters import PushedFilters  # noqa: E402
 from kafkawire.spark.files import Files, local_path  # noqa: E402
 from kafkawire.spark.layout import LayoutError, discover  # noqa: E402
 from kafkawire.spark.options import OptionError, parse_options  # noqa: E402
-from kafkawire.spark.plan import plan_batch  # noqa: E402
-from kafkawire.spark.reader import default_names, read_task, settings_for  # noqa: E402
 from kafkawire.spark.remote_options import remote_settings  # noqa: E402
-from tests.conftest import REFERENCE, require, unavailable  # noqa: E402
-from tests.spark.logdata import numbered_batches, read_direct, segment_files, write_partition  # noqa: E402
-from tests.spark.test_spark_plan import TXN_LOG  # noqa: E402
+from tests.conftest import REFERENCE, require  # noqa: E402
+from tests.spark.logdata import numbered_batches, read_direct, write_partition  # noqa: E402
+from tests.spark.remote_stores import (BUCKET, S3, broken_copies,  # noqa: E402
+                                       check_a_deleted_segment_is_the_same_file_not_found,
+                                       check_a_truncated_segment_is_the_same_corruption_error,
+                                       read_from_a_silent_server, running, same_on_both, write_logdir)
 
-BUCKET = "kafka-logs"
 REAL_KAFKA = REFERENCE / "kraft-data" / "1stapossum__otus_kafka" / "HW02" / "kafka_data"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class S3:
-    """moto's S3 server on 127.0.0.1 (its own process: moto imports a ``responses`` module
-    that tests/responses.py would shadow here), one bucket, and the options that reach it."""
-
-    def __init__(self):
-        if importlib.util.find_spec("moto") is None:
-            unavailable("moto is not installed (the S3 server of these tests): pip install -e '.[dev]'")
-        import pyarrow.fs as pafs
-        port = _free_port()
-        self.process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
-        self._wait_until_listening(port)
-        endpoint = f"127.0.0.1:{port}"
-        self.options = {"fs.s3a.endpoint": f"http://{endpoint}", "fs.s3a.access.key": "test-key",
-                        "fs.s3a.secret.key": "test-secret", "fs.s3a.endpoint.region": "us-east-1",
-                        "fs.s3a.connection.timeout": "10s", "fs.s3a.attempts.maximum": "2"}
-        self.fs = pafs.S3FileSystem(access_key="test-key", secret_key="test-secret", scheme="http",
-                                    endpoint_override=endpoint, region="us-east-1",
-                                    allow_bucket_creation=True)
-        self.fs.create_dir(BUCKET)
-
-    def _wait_until_listening(self, port: int, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"moto's server exited with status {self.process.returncode}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"moto's server did not listen on 127.0.0.1:{port} within {timeout} s")
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=10)
-
-    def upload(self, local_dir, name: str) -> str:
-        """A copy of ``local_dir`` under s3a://kafka-logs/<name>; its URI."""
-        import pyarrow.fs as pafs
-        pafs.copy_files(str(local_dir), f"{BUCKET}/{name}", source_filesystem=pafs.LocalFileSystem(),
-                        destination_filesystem=self.fs)
-        return f"s3a://{BUCKET}/{name}"
-
-    def key(self, uri: str) -> str:
-        return uri[len("s3a://"):]
 
 
 @pytest.fixture(scope="module")
 def s3():
-    server = S3()
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from running(S3)
 
 
 @pytest.fixture(scope="module")
 def logdir(tmp_path_factory):
-    """orders-0 (rolled segments, an index entry per KiB), payments-0 (committed, aborted and
-    open transactions), and __cluster_metadata-0 with its snapshot from a real Kafka broker
+    """write_logdir's, and __cluster_metadata-0 with its snapshot from a real Kafka broker
     when the reference samples are there."""
-    root = tmp_path_factory.mktemp("remote") / "kafka-logs"
-    write_partition(root / "orders-0", numbered_batches(120, 10), segment_bytes=20_000,
-                    index_interval_bytes=1024, leader_epoch=3)
-    write_partition(root / "payments-0", TXN_LOG, index_interval_bytes=1)
+    root = write_logdir(tmp_path_factory.mktemp("remote") / "kafka-logs")
     if REAL_KAFKA.exists():
         shutil.copytree(REAL_KAFKA / "__cluster_metadata-0", root / "__cluster_metadata-0")
     return root
@@ -122,13 +46,6 @@ def logdir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def remote(s3, logdir):
     return s3.upload(logdir, "copy")
-
-
-def _same_on_both(local, uri, s3, **options):
-    here = read_direct(local, **options)
-    there = read_direct(uri, **s3.options, **options)
-    assert here, f"nothing read from {local} with {options}"
-    assert there == here
 
 
 @pytest.mark.parametrize("options", [
@@ -140,17 +57,17 @@ def _same_on_both(local, uri, s3, **options):
     {"startingTimestamp": str(1_700_000_000_000 + 10 * 555), "subscribe": "orders"},   # the time index
 ], ids=["all", "control", "read_committed", "splits", "offsets", "timestamp"])
 def test_a_log_directory_on_s3_reads_the_same_rows_as_on_disk(s3, logdir, remote, options):
-    _same_on_both(logdir, remote, s3, **options)
+    same_on_both(logdir, remote, s3, **options)
 
 
 def test_real_kafka_metadata_log_and_snapshots_read_the_same_from_s3(s3, logdir, remote):
     require(REAL_KAFKA)
     local, uri = logdir / "__cluster_metadata-0", f"{remote}/__cluster_metadata-0"
-    _same_on_both(local, uri, s3, includeControl="true", decode="metadata")
+    same_on_both(local, uri, s3, includeControl="true", decode="metadata")
     (snapshot,) = [n for n in os.listdir(local) if n.endswith(".checkpoint")]
-    _same_on_both(local / snapshot, f"{uri}/{snapshot}", s3, decode="metadata")
+    same_on_both(local / snapshot, f"{uri}/{snapshot}", s3, decode="metadata")
     # a glob matches inside the bucket as on disk (one directory level per *)
-    _same_on_both(str(logdir / "*" / "*.checkpoint"), f"{remote}/*/*.checkpoint", s3)
+    same_on_both(str(logdir / "*" / "*.checkpoint"), f"{remote}/*/*.checkpoint", s3)
 
 
 def test_file_uris_are_local_paths(logdir):
@@ -192,54 +109,19 @@ def test_a_stream_over_s3_picks_up_appended_batches_and_new_segments(s3, tmp_pat
 
 # --- bad input, remotely as locally ------------------------------------------------------
 
-def _planned(path, options):
-    opts = parse_options({"path": str(path), **options}, streaming=False)
-    return plan_batch(opts, PushedFilters()), settings_for(default_names(opts), opts, PushedFilters())
-
-
-def _error_of(tasks, settings, local_root: str, remote_root: str) -> tuple:
-    """The error a read of ``tasks`` raises, with the remote root written as the local one."""
-    with pytest.raises((OSError, CorruptRecordError)) as info:
-        for task in tasks:
-            for _ in read_task(task, settings):
-                pass
-    return type(info.value), str(info.value).replace(remote_root, local_root)
-
-
 @pytest.fixture
 def two_copies(s3, tmp_path):
-    """A fresh orders-0 on disk and on S3, for a test to break both the same way."""
-    local = write_partition(tmp_path / "orders-0", numbered_batches(60, 10), segment_bytes=8_000,
-                            index_interval_bytes=1024)
-    uri = s3.upload(local, f"broken-{tmp_path.name}/orders-0")
+    local, uri = broken_copies(s3, tmp_path)
     yield local, uri
     s3.fs.delete_dir_contents(s3.key(uri), missing_dir_ok=True)
 
 
 def test_a_segment_deleted_after_planning_is_the_same_file_not_found(s3, two_copies):
-    local, uri = two_copies
-    plans = {"local": _planned(local, {}), "s3": _planned(uri, s3.options)}
-    victim = os.path.basename(segment_files(local)[1])
-    os.remove(local / victim)
-    s3.fs.delete_file(f"{s3.key(uri)}/{victim}")
-    here = _error_of(*plans["local"], str(local), uri)
-    there = _error_of(*plans["s3"], str(local), uri)
-    assert here[0] is FileNotFoundError and victim in here[1]
-    assert there == here
+    check_a_deleted_segment_is_the_same_file_not_found(s3, *two_copies)
 
 
 def test_a_truncated_segment_is_the_same_corruption_error(s3, two_copies):
-    local, uri = two_copies
-    victim = segment_files(local)[1]                     # a rolled segment: complete by construction
-    data = open(victim, "rb").read()[:-25]               # its last batch cut short
-    with open(victim, "wb") as f:
-        f.write(data)
-    with s3.fs.open_output_stream(f"{s3.key(uri)}/{os.path.basename(victim)}") as f:
-        f.write(data)
-    here = _error_of(*_planned(local, {}), str(local), uri)
-    there = _error_of(*_planned(uri, s3.options), str(local), uri)
-    assert here[0] is CorruptRecordError and "only" in here[1] and os.path.basename(victim) in here[1]
-    assert there == here
+    check_a_truncated_segment_is_the_same_corruption_error(s3, *two_copies)
 
 
 def test_missing_indexes_fall_back_to_reading_from_byte_0_as_on_disk(s3, two_copies):
@@ -264,30 +146,14 @@ def test_a_path_missing_on_s3_is_named_as_on_disk(s3, tmp_path):
         discover(f"s3a://{BUCKET}/nothing-*/x-0", files=Files(remote_settings(s3.options)))
 
 
-def test_a_server_that_never_answers_fails_the_read_in_bounded_time(tmp_path):
+def test_a_server_that_never_answers_fails_the_read_in_bounded_time():
     """A connection accepted and never answered: the request times out after
     fs.s3a.connection.timeout, is tried fs.s3a.attempts.maximum times, and the read fails
     with an OSError naming the file; it never hangs."""
-    silent = socket.create_server(("127.0.0.1", 0))
-    held = []
-    threading.Thread(target=lambda: held.extend(silent.accept() for _ in range(4)), daemon=True).start()
-    options = {"fs.s3a.endpoint": f"http://127.0.0.1:{silent.getsockname()[1]}",
-               "fs.s3a.access.key": "k", "fs.s3a.secret.key": "s", "fs.s3a.endpoint.region": "us-east-1",
-               "fs.s3a.connection.timeout": "500ms", "fs.s3a.attempts.maximum": "2"}
-    outcome: list = []
-
-    def read():
-        try:
-            read_direct("s3a://stalled/logs/orders-0", **options)
-        except Exception as e:   # noqa: BLE001 - the outcome is checked below
-            outcome.append(e)
-
-    worker = threading.Thread(target=read, daemon=True)
-    worker.start()
-    worker.join(timeout=60)
-    silent.close()
-    assert not worker.is_alive(), "the read of a silent server did not give up"
-    (error,) = outcome
+    error, _ = read_from_a_silent_server(lambda port: "s3a://stalled/logs/orders-0", lambda port: {
+        "fs.s3a.endpoint": f"http://127.0.0.1:{port}", "fs.s3a.access.key": "k", "fs.s3a.secret.key": "s",
+        "fs.s3a.endpoint.region": "us-east-1", "fs.s3a.connection.timeout": "500ms",
+        "fs.s3a.attempts.maximum": "2"})
     assert isinstance(error, OSError) and "s3a://stalled/logs/orders-0" in str(error)
 
 
@@ -310,6 +176,11 @@ def test_fs_options_are_hadoops_names_and_secrets_stay_out_of_messages():
     ("fs.s3a.attempts.maximum", "0", "fs.s3a.attempts.maximum='0': expected a whole number, at least 1"),
     ("fs.s3a.endpoint", "http://host/path", "fs.s3a.endpoint='http://host/path': expected host"),
     ("fs.s3a.path.style.access", "yes", "fs.s3a.path.style.access='yes': expected true or false"),
+    ("fs.gs.storage.root.url", "http://host/storage/v2", "fs.gs.storage.root.url='http://host/storage/v2': expected host"),
+    ("fs.gs.http.read-timeout", "never", "fs.gs.http.read-timeout='never': expected a time"),
+    ("fs.gs.http.max.retry", "-1", "fs.gs.http.max.retry='-1': expected a whole number, at least 0"),
+    ("fs.azure.always.use.https", "no", "fs.azure.always.use.https='no': expected true or false"),
+    ("fs.azure.http.read.timeout", "0", "fs.azure.http.read.timeout='0': expected a time above zero"),
 ])
 def test_a_bad_fs_option_is_named(option, value, message):
     with pytest.raises(OptionError, match=message.replace("(", r"\(").replace("?", r"\?")):
