@@ -48,6 +48,7 @@ from . import admin_apis, broker_apis, cluster
 from .acl_apis import acl_handlers
 from .activation import BootstrapError, activation_records
 from .bounded import BoundedListTooLong, excessive_batch
+from .committed import CommittedImage
 from .errors import ApiError, WriteTimedOut, not_controller
 from .frames import frame
 from .heartbeats import HEARTBEAT_INTERVAL_MS, SESSION_TIMEOUT_MS, BrokerHeartbeatManager
@@ -116,6 +117,7 @@ class MetadataController:
         self.clock = clock
         self.rng = rng or random.Random()
         self.state = ControllerState(self.supported_features)
+        self.committed = CommittedImage(self.state)     # what readers see: committed records only
         self.sessions = BrokerHeartbeatManager(session_timeout_ms)
         self.heartbeat_deadline_ms = int(heartbeat_interval_ms / 2)   # Java's int division
         self.stats = ControllerStats()              # TimedOutBrokerHeartbeatCount, event-queue metrics, ...
@@ -135,11 +137,18 @@ class MetadataController:
     # --- what other parts of the node read ------------------------------------------------------
     @property
     def image(self):
-        return self.state.image
+        """The committed image (committed.py): what everything but the controller's own writes
+        reads. The writes generate from ``state.image``."""
+        return self.committed.image
+
+    @property
+    def committed_offset(self) -> int:
+        """The offset of the last data record ``image`` holds (-1 before any)."""
+        return self.committed.offset
 
     @property
     def applied_offset(self) -> int:
-        """The offset of the last data record applied (-1 before any)."""
+        """The offset of the last data record applied to the state (-1 before any)."""
         return self.state.next_offset - 1
 
     @property
@@ -159,12 +168,14 @@ class MetadataController:
     # --- the raft side (kafkawire.raft.contract) --------------------------------------------------------
     def on_committed(self, base_offset: int, epoch: int, append_time_ms: int, records: list[bytes]) -> None:
         self.state.apply_batch(base_offset, epoch, append_time_ms, records)
+        self.committed.state_committed()
         self._applied.set()
         self._applied = asyncio.Event()
         self.poke()
 
     def on_snapshot_loaded(self, snapshot_id, records: list[bytes]) -> None:
         self.state.load_snapshot(snapshot_id.offset, snapshot_id.epoch, records)
+        self.committed.state_committed()
         self._applied.set()
         self._applied = asyncio.Event()
         self.poke()
