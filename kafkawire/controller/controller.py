@@ -25,6 +25,10 @@ Kafka's event queue; each API gets the deadline Kafka's ControllerApis gives it 
 timeoutMs, half of broker.heartbeat.interval.ms for BrokerHeartbeat, or none). The
 activation records alone are appended and waited for before anything else is written.
 
+Writes generate from ``state.image``, which holds the records in flight; everything else reads
+``image``, the committed image (committed.py: never a record a lost leadership rolls back), and
+``committed_offset``, the offset of its last record.
+
 The raft handle is the contract's RaftHandle: ``next_offset()`` gives the offset the next
 appended record gets (Kafka's broker epochs are the offset of the RegisterBrokerRecord), and
 ``leader_caught_up()`` says the leader has applied everything before its epoch start. Besides
