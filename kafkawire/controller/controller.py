@@ -194,6 +194,8 @@ class MetadataController:
         self.poke()
 
     def on_snapshot_loaded(self, snapshot_id, records: list[bytes]) -> None:
+        if self.pipeline.in_flight:      # raft loads snapshots on followers: not expected with writes ahead
+            self._renounce(f"snapshot {snapshot_id} loaded")
         self.state.load_snapshot(snapshot_id.offset, snapshot_id.epoch, records)
         self.committed.state_committed()
         self._applied.set()
