@@ -41,15 +41,23 @@ async def _creating(quorum, leader, names) -> list[asyncio.Future]:
     return calls
 
 
+async def _leading_and_publishing(quorum, leader, note):
+    """``leader`` active with a broker, and the publisher a combined node's broker reads;
+    after each publish ``note(published)`` goes into the list returned."""
+    await lead_with_a_broker(quorum, leader)
+    published = broker_metadata(leader)
+    seen = []
+    published.listeners.append(lambda: seen.append(note(published)))
+    return published, seen
+
+
 def test_a_write_applied_ahead_is_in_no_committed_image_until_its_batch_commits():
     quorum, leader = held_leader()
 
     async def go():
         async with Running(leader):
-            await lead_with_a_broker(quorum, leader)
-            published = broker_metadata(leader)
-            seen = []
-            published.listeners.append(lambda: seen.append((published.offset, _names(published.image))))
+            published, seen = await _leading_and_publishing(
+                quorum, leader, lambda published: (published.offset, _names(published.image)))
             before = leader.committed_offset
             calls = await _creating(quorum, leader, ["a"])
             await asyncio.sleep(0)
@@ -91,10 +99,8 @@ def test_writes_a_leader_change_drops_were_never_in_a_published_committed_image(
 
     async def go():
         async with Running(leader):
-            await lead_with_a_broker(quorum, leader)
-            published = broker_metadata(leader)
-            seen = []
-            published.listeners.append(lambda: seen.append(_names(published.image)))
+            published, seen = await _leading_and_publishing(quorum, leader,
+                                                            lambda published: _names(published.image))
             assert (await leader.handlers()[CREATE_TOPICS].handle(Ctx(7), create("kept"))).topics[0].error_code == 0
             calls = await _creating(quorum, leader, ["a", "b"])
             seen.append(_names(published.image))   # what the broker reads while they are in flight
@@ -119,10 +125,8 @@ def test_the_publisher_acts_once_per_loop_turn_on_the_image_it_then_answers_from
 
     async def go():
         async with Running(leader):
-            await lead_with_a_broker(quorum, leader)
-            published = broker_metadata(leader)
-            acted = []
-            published.listeners.append(lambda: acted.append((published.image, published.offset)))
+            published, acted = await _leading_and_publishing(
+                quorum, leader, lambda published: (published.image, published.offset))
             calls = await _creating(quorum, leader, ["a", "b", "c"])
             quorum.release()                      # three batches commit in one step
             unpublished = (_names(published.image), _names(leader.image))
