@@ -1,15 +1,17 @@
 """The broker role of a combined node (``process.roles=broker,controller``): its listeners, its
 registration with the quorum, and the partitions it leads.
 
-    broker = Broker(config, cluster_id=..., directory_id=meta.directory_id, image=lambda: controller.image,
-                    metadata_offset=lambda: controller.applied_offset,
+    broker = Broker(config, cluster_id=..., directory_id=meta.directory_id, image=lambda: published.image,
+                    metadata_offset=lambda: published.offset,
                     send_to_controller=raft.send_to_leader, supported_features={...})
     await broker.start()          # listening, registering
-    broker.on_metadata()          # after each commit: leadership, logs, heartbeats
+    broker.on_metadata()          # after each publish of the committed image: leadership, logs, heartbeats
     await broker.stop()
 
-What it reads of the node: the committed metadata image (``image()``, the controller's in a
-combined node, which Kafka's broker would load from the same raft log), the offset it covers,
+What it reads of the node: the committed metadata image (``image()``: in a combined node the
+controller's committed image as last published, kafkawire.broker.metadata_publisher, which
+Kafka's broker would load from the same raft log; never the records the active controller
+applied ahead of their commit), the offset of its last record (``metadata_offset()``),
 a way to send a request to the active controller (the admin requests are forwarded there,
 kafkawire.broker.forwarding) and the DescribeConfigs answer from the image (``describe_configs``,
 Kafka's ConfigHelper; kafkawire.controller.describe_configs). The node and the controller are not

@@ -27,7 +27,7 @@ def acl_handlers(controller: MetadataController) -> dict[int, ApiHandler]:
         make = acls.create_acls if ctx.api_key == acls.CREATE_ACLS else acls.delete_acls
         try:
             # No deadline, as Kafka's ClusterMetadataAuthorizer gives the controller none.
-            response, _ = await controller.write(lambda: make(controller.image.acls, request))
+            response, _ = await controller.write(lambda: make(controller.state.image.acls, request))
         except ApiError as exc:
             return error_response_for(ctx.api_key, ctx, request, exc.code, exc.message)
         return response
@@ -39,7 +39,7 @@ def acl_handlers(controller: MetadataController) -> dict[int, ApiHandler]:
 
     async def alter_scram(ctx, request):
         def generate():     # from the image of the write's turn, not of the request's arrival
-            image = controller.image
+            image = controller.state.image
             return alter_user_scram_credentials(request, image.scram, image.metadata_version)
         try:
             response, _ = await controller.write(generate)     # no deadline, as in Kafka's ControllerApis

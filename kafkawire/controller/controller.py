@@ -11,16 +11,23 @@ BrokerHeartbeat and CreateTopics, appends a NoOpRecord every metadata.max.idle.i
 and fences brokers whose session expired. Every other node answers those requests with
 NOT_CONTROLLER, naming the active controller when it knows it.
 
-Writes are serialized: each computes its records from the committed state, appends them as
-one batch and waits until they are committed and applied before the next one starts. Kafka's
-controller instead applies its own records ahead of the commit; waiting gives the same
-records, one round trip at a time, without a second copy of the state to roll back. A write
-cannot be torn: once it has generated its records it runs to its end in a task of its own,
-even if its caller stops waiting (a request timeout, a closed connection), and the next write
-starts only when those records are applied or leadership is lost. A deadline only stops a
-write that has not generated yet, as a deadline stops an event in Kafka's event queue; each
-API gets the deadline Kafka's ControllerApis gives it (the request's timeoutMs, half of
-broker.heartbeat.interval.ms for BrokerHeartbeat, or none).
+Writes are pipelined as in Kafka's QuorumController (pipeline.py): a write generates its
+records from the controller's state, which are applied to that state at once and appended as
+one batch, in one step with nothing run in between; the write is answered when that batch
+commits, while the next writes already run against the state holding its records. A write
+without records waits for the writes in flight before it is answered, as Kafka's read-only
+operations wait for the purgatory. When leadership is lost with writes in flight, each is
+answered NOT_CONTROLLER and the state goes back to the committed one (Kafka's
+resetToLastCommitted). A write cannot be torn: generating, applying and appending happen
+together, whether its caller still waits (a request timeout, a closed connection) or not. A
+deadline only stops a write that has not generated yet, as a deadline stops an event in
+Kafka's event queue; each API gets the deadline Kafka's ControllerApis gives it (the request's
+timeoutMs, half of broker.heartbeat.interval.ms for BrokerHeartbeat, or none). The
+activation records alone are appended and waited for before anything else is written.
+
+Writes generate from ``state.image``, which holds the records in flight; everything else reads
+``image``, the committed image (committed.py: never a record a lost leadership rolls back), and
+``committed_offset``, the offset of its last record.
 
 The raft handle is the contract's RaftHandle: ``next_offset()`` gives the offset the next
 appended record gets (Kafka's broker epochs are the offset of the RegisterBrokerRecord), and
@@ -48,9 +55,11 @@ from . import admin_apis, broker_apis, cluster
 from .acl_apis import acl_handlers
 from .activation import BootstrapError, activation_records
 from .bounded import BoundedListTooLong, excessive_batch
+from .committed import CommittedImage
 from .errors import ApiError, WriteTimedOut, not_controller
 from .frames import frame
 from .heartbeats import HEARTBEAT_INTERVAL_MS, SESSION_TIMEOUT_MS, BrokerHeartbeatManager
+from .pipeline import InFlight, WritePipeline
 from .registration import ControllerRegistrationManager
 from .snapshot import image_records, iter_image_records
 from .state import ControllerState
@@ -116,6 +125,7 @@ class MetadataController:
         self.clock = clock
         self.rng = rng or random.Random()
         self.state = ControllerState(self.supported_features)
+        self.committed = CommittedImage(self.state)     # what readers see: committed records only
         self.sessions = BrokerHeartbeatManager(session_timeout_ms)
         self.heartbeat_deadline_ms = int(heartbeat_interval_ms / 2)   # Java's int division
         self.stats = ControllerStats()              # TimedOutBrokerHeartbeatCount, event-queue metrics, ...
@@ -126,7 +136,9 @@ class MetadataController:
         self._claimed_epoch: int | None = None      # the epoch we lead, from on_leader_change
         self._active_epoch: int | None = None       # the epoch whose activation records committed
         self._next_noop_ms = 0
-        self._writing = False                       # a write has generated and is not applied yet
+        self._writing = False                       # the activation records are being written
+        self.pipeline = WritePipeline(self.state, lambda listener: self.raft.replay_committed(listener),
+                                      self._signal_write_done, committed=self.committed)
         self._write_done = asyncio.Event()          # set (and replaced) whenever a write ends
         self._wake = asyncio.Event()
         self._applied = asyncio.Event()             # set (and replaced) whenever a batch is applied
@@ -135,17 +147,25 @@ class MetadataController:
     # --- what other parts of the node read ------------------------------------------------------
     @property
     def image(self):
-        return self.state.image
+        """The committed image (committed.py): what everything but the controller's own writes
+        reads. The writes generate from ``state.image``."""
+        return self.committed.image
+
+    @property
+    def committed_offset(self) -> int:
+        """The offset of the last data record ``image`` holds (-1 before any)."""
+        return self.committed.offset
 
     @property
     def applied_offset(self) -> int:
-        """The offset of the last data record applied (-1 before any)."""
+        """The offset of the last data record applied to the state (-1 before any)."""
         return self.state.next_offset - 1
 
     @property
     def in_transaction(self) -> bool:
-        """A metadata transaction is open: a snapshot now would miss its records (see snapshot_records)."""
-        return self.state.in_transaction
+        """A metadata transaction is open, or writes are in flight: a snapshot now would miss
+        the transaction's records, or hold records not committed yet (see snapshot_records)."""
+        return self.state.in_transaction or self.pipeline.in_flight > 0
 
     @property
     def replay_stats(self):
@@ -158,18 +178,33 @@ class MetadataController:
 
     # --- the raft side (kafkawire.raft.contract) --------------------------------------------------------
     def on_committed(self, base_offset: int, epoch: int, append_time_ms: int, records: list[bytes]) -> None:
-        self.state.apply_batch(base_offset, epoch, append_time_ms, records)
+        if self.pipeline.applied_ahead(base_offset, records):
+            self.pipeline.committed(base_offset, records)       # the committed image moves with it
+        else:
+            if self.pipeline.in_flight:
+                # Commits come in log order: a batch not applied ahead while writes are in
+                # flight means the log is not the one they were applied to.
+                log.error("controller %d: committed batch at offset %d is not the writes applied ahead up to %d; "
+                          "going back to the committed state", self.node_id, base_offset, self.state.next_offset - 1)
+                self.pipeline.roll_back(not_controller(None))
+            self.state.apply_batch(base_offset, epoch, append_time_ms, records)
+            self.committed.state_committed()
         self._applied.set()
         self._applied = asyncio.Event()
         self.poke()
 
     def on_snapshot_loaded(self, snapshot_id, records: list[bytes]) -> None:
+        if self.pipeline.in_flight:      # raft loads snapshots on followers: not expected with writes ahead
+            self._renounce(f"snapshot {snapshot_id} loaded")
         self.state.load_snapshot(snapshot_id.offset, snapshot_id.epoch, records)
+        self.committed.state_committed()
         self._applied.set()
         self._applied = asyncio.Event()
         self.poke()
 
     def on_leader_change(self, leader_id: int | None, epoch: int) -> None:
+        if self.pipeline.in_flight and (leader_id != self.node_id or epoch != self._claimed_epoch):
+            self._renounce(f"leader {leader_id} in epoch {epoch}")
         self._claimed_epoch = epoch if leader_id == self.node_id else None
         self._active_epoch = None
         self._applied.set()                         # a write waiting for its batch re-checks its epoch
@@ -238,7 +273,7 @@ class MetadataController:
         return [b.id for b in self.state.image.brokers.values() if not b.fenced]
 
     async def _activate(self, epoch: int) -> None:
-        while self._writing:                        # a write of an earlier epoch still ending
+        while self._writing or self.pipeline.in_flight:     # a write of an earlier epoch still ending
             await self._write_done.wait()
         await self._run_write(self._activation(epoch))
 
@@ -323,12 +358,13 @@ class MetadataController:
         return None if leader == self.node_id and not self.is_active() else leader
 
     async def _write(self, generate, timeout_ms: int | None = None):
-        """Run ``generate() -> (records, result)`` against the committed state as the active
-        controller, append its records as one batch, and return (result, the batch's last
-        offset or None) once committed. ``timeout_ms`` is the operation's deadline from now, or
-        None for none (Kafka's OptionalLong.empty(): the write waits its turn however long it
-        takes). Raises WriteTimedOut, having generated nothing, when the deadline passes before
-        the write's turn comes."""
+        """Run ``generate() -> (records, result)`` against the state as the active controller
+        (the committed state and the writes in flight), apply and append its records as one
+        batch, and return (result, the batch's last offset or None) once committed.
+        ``timeout_ms`` is the operation's deadline from now, or None for none (Kafka's
+        OptionalLong.empty(): the write waits its turn however long it takes). Raises
+        WriteTimedOut, having generated nothing, when the deadline passes before the write's
+        turn comes (the activation records are being written, or the pipeline is full)."""
         called_ms = self.clock()
         if timeout_ms is None:
             await self._await_active(ACTIVATION_WAIT_MS)
@@ -345,8 +381,13 @@ class MetadataController:
         # is committed to, whoever still waits for it.
         records, result = self._generate(generate, called_ms)
         if not records:
+            previous = self.pipeline.last_answer()
+            if previous is not None:
+                await self._answered(previous)
             return result, None
-        return result, await self._run_write(self._append_as_the_write(records))
+        write = self._append_ahead(records)
+        await self._answered(write.answer)
+        return result, write.last_offset
 
     def _generate(self, generate, called_ms: int):
         """``generate()``, timed for the event-queue metrics (stats.py)."""
@@ -367,8 +408,9 @@ class MetadataController:
             self.stats.processing_time.record(self.clock() - started_ms)
 
     async def _turn(self, deadline_ms: int | None) -> bool:
-        """Wait until no write is in progress; False if ``deadline_ms`` (None: none) passed first."""
-        while self._writing:
+        """Wait until the activation records are written and the pipeline has room; False if
+        ``deadline_ms`` (None: none) passed first."""
+        while self._writing or not self.pipeline.has_room():
             remaining_ms = None if deadline_ms is None else deadline_ms - self.clock()
             if remaining_ms is not None and remaining_ms <= 0:
                 return False
@@ -385,17 +427,50 @@ class MetadataController:
 
     def _write_ended(self, task: asyncio.Future) -> None:
         self._writing = False
-        self._write_done.set()
-        self._write_done = asyncio.Event()
+        self._signal_write_done()
         if not task.cancelled() and task.exception() is not None and not isinstance(task.exception(), ApiError):
             self.stats.faults += 1
             log.warning("controller %d: a write ended with %r", self.node_id, task.exception())
 
-    async def _append_as_the_write(self, records: list[bytes]) -> int:
+    def _signal_write_done(self) -> None:
+        self._write_done.set()
+        self._write_done = asyncio.Event()
+
+    def _append_ahead(self, records: list[bytes]) -> InFlight:
+        """QuorumController.appendRecords: the raft log takes the batch (prepareAppend), the
+        records are applied at the offsets it gives them, and the batch goes out
+        (schedulePreparedAppend); all in one step, before anything else runs."""
+        base_offset = self._next_offset()
         try:
-            return await self._append(records)
+            appended = self.raft.prepare_append(records)
         except NotLeader:
             raise not_controller(self._known_leader()) from None
+        write = self.pipeline.apply_ahead(base_offset, self._claimed_epoch, self.clock(), records)
+        appended.add_done_callback(lambda done: self._append_settled(done, write))
+        return write
+
+    def _append_settled(self, appended: asyncio.Future, write: InFlight) -> None:
+        """The raft log gave up on a batch in flight (leadership lost): everything in flight
+        goes back, if the leader change has not done so already."""
+        error = None if appended.cancelled() else appended.exception()
+        if (appended.cancelled() or error is not None) and self.pipeline.is_in_flight(write):
+            self._renounce(f"the append of offsets up to {write.last_offset} failed: {error!r}")
+
+    def _renounce(self, why: str) -> None:
+        """QuorumController.renounce: the writes in flight are answered NOT_CONTROLLER (no
+        controller named, as Kafka's failAll) and the state goes back to the committed one."""
+        failed = self.pipeline.roll_back(not_controller(None))
+        self.poke()                                 # what waited on the state looks again (the registration)
+        log.info("controller %d: %d writes in flight answered NOT_CONTROLLER and the state rolled back to "
+                 "offset %d (%s)", self.node_id, failed, self.state.next_offset - 1, why)
+
+    @staticmethod
+    async def _answered(answer: asyncio.Future) -> None:
+        """Wait for a write's answer (its caller may stop waiting; the write goes on) and raise
+        the error it was answered with, if any."""
+        error = await asyncio.shield(answer)
+        if error is not None:
+            raise ApiError(error.error, error.message)       # one exception per waiter
 
     async def write(self, generate, timeout_ms: int | None = None):
         """``_write`` for the handlers of other modules (acl_apis.py, admin_apis.py, broker_apis.py)."""

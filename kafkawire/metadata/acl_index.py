@@ -37,6 +37,17 @@ class AclIndex:
     def __len__(self) -> int:
         return len(self._by_id)
 
+    def copy(self) -> AclIndex:
+        """An index of the same ACLs that changes apart from this one (the ACLs themselves are
+        immutable and shared): one copy of each bucket, no re-indexing."""
+        index = AclIndex()
+        index._by_id = dict(self._by_id)
+        index._literal = {key: dict(acls) for key, acls in self._literal.items()}
+        index._prefixed = {key: dict(acls) for key, acls in self._prefixed.items()}
+        index._prefix_lengths = {kind: Counter(lengths) for kind, lengths in self._prefix_lengths.items()}
+        index._sorted_lengths = {kind: list(lengths) for kind, lengths in self._sorted_lengths.items()}
+        return index
+
     def add(self, acl_id, acl) -> None:
         """An AccessControlEntryRecord: ``acl`` under ``acl_id`` (replacing what had that id)."""
         if acl_id in self._by_id:

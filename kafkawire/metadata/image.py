@@ -12,7 +12,10 @@ records do not change, ``frozen()`` gives cheaply: the view takes shallow copies
 top-level maps (C-level copies, no Python step per entry) and shares everything below them,
 and from then on this image copies a topic, a config resource, a quota entity or a SCRAM
 mechanism before the first record that changes it (copy on write), so another thread may
-read the view while replay goes on.
+read the view while replay goes on. ``frozen(lookups=True)`` also gives the view the topics
+by name and the ACL index (copied on the first ACL record after it), for readers that look
+up (the committed image a combined node's broker and the node's authorizer read,
+kafkawire.controller.committed).
 """
 from __future__ import annotations
 
@@ -123,21 +126,35 @@ class MetadataImage:
         # quota entity's or SCRAM mechanism's dict) this image made since the last frozen(),
         # by collection; only those may change in place. None: never frozen, all are its own.
         self._own: dict[str, set] | None = None
+        self._acl_index_shared = False                # a frozen view shares acl_index: copy it first
 
     # -- frozen views --
 
-    def frozen(self) -> MetadataImage:
+    def frozen(self, lookups: bool = False) -> MetadataImage:
         """A view of this image as it is now, which records applied later do not change and
-        which may be read from another thread. The maps only the controller's lookups need
-        (topics by name, the collision map, the ACL index) are not in it."""
+        which may be read from another thread. Without ``lookups`` the maps only lookups need
+        (topics by name, the collision map, the ACL index) are not in it; with it the view has
+        the topics by name and the ACL index (shared until the next ACL record here), not the
+        collision map, which only the controller's CreateTopics reads."""
         view = MetadataImage.__new__(MetadataImage)
         view.__dict__.update(self.__dict__)
         for name in _VIEW_COPIES:
             setattr(view, name, getattr(self, name).copy())
-        view.topics_by_name = view.topics_with_collision_chars = view.acl_index = None
+        view.topics_with_collision_chars = None
+        if lookups:
+            view.topics_by_name = self.topics_by_name.copy()
+            self._acl_index_shared = True
+        else:
+            view.topics_by_name = view.acl_index = None
         view._own = {name: set() for name in _COPY_ON_WRITE}     # it shares everything below its maps
         self._own = {name: set() for name in _COPY_ON_WRITE}
         return view
+
+    def _writable_acl_index(self) -> AclIndex:
+        if self._acl_index_shared:
+            self.acl_index = self.acl_index.copy()
+            self._acl_index_shared = False
+        return self.acl_index
 
     def _writable(self, collection: str, key, copy):
         """The inner object of ``collection`` at ``key``, made this image's own (copied, and
@@ -333,11 +350,11 @@ class MetadataImage:
 
     def _acl(self, r):
         acl = self.acls[r.id] = StandardAcl.from_record(r)
-        self.acl_index.add(r.id, acl)
+        self._writable_acl_index().add(r.id, acl)
 
     def _remove_acl(self, r):
         self.acls.pop(r.id, None)
-        self.acl_index.remove(r.id)
+        self._writable_acl_index().remove(r.id)
 
     def _scram(self, r):
         users = self._writable("scram", r.mechanism, dict)

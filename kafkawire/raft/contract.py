@@ -26,6 +26,15 @@ The raft handle: what the state machine may ask of raft (``RaftHandle``; RaftDri
   node does not lead or lost leadership before the commit, ``AppendQueueFull`` when appends
   arrive faster than the log takes them (nothing appended; retry later), ``NodeFailed`` when
   the node stopped.
+* ``prepare_append(records) -> Future``: ``append`` without waiting (Kafka's prepareAppend
+  and schedulePreparedAppend): the records take the offsets from ``next_offset()`` at once, in
+  the same step, and go out once the caller's step ends; the future resolves as ``append``
+  does. ``NotLeader`` and ``AppendQueueFull`` are raised at once, with nothing appended. The
+  controller applies the records to its state between the two, ahead of their commit.
+* ``replay_committed(listener)``: hand ``listener`` (on_snapshot_loaded, on_committed) the
+  latest snapshot and every batch committed and applied after it, at once: what the state
+  machine was given so far. The controller rebuilds its committed state from it when it must
+  drop records it applied ahead of their commit.
 * ``await send_to_leader(request, timeout_ms) -> response``: one request to the leader's
   listener on a connection of its own (not the raft connection, whose answers are ordered
   behind the fetches a commit needs). Raises ``NoLeader`` when no leader (or no endpoint of
@@ -80,6 +89,7 @@ the latest snapshot and the committed records up to now before the live calls.
 """
 from __future__ import annotations
 
+import asyncio
 from typing import Callable, Mapping, Protocol
 
 from kafkawire.metadata.image import MetadataImage
@@ -139,6 +149,10 @@ class RaftHandle(Protocol):
     def kraft_version(self) -> int: ...
 
     async def append(self, records: list[bytes]) -> int: ...
+
+    def prepare_append(self, records: list[bytes]) -> asyncio.Future: ...
+
+    def replay_committed(self, listener: RaftListener) -> None: ...
 
     async def send_to_leader(self, request, timeout_ms: int = 5000): ...
 

@@ -151,8 +151,8 @@ async def serve(config: ServerConfig, state_machine_factory: StateMachineFactory
 
 async def start_broker(node):
     """The broker role of a combined node, joined to the node's raft and its metadata
-    controller (the image it reads, the active controller it registers with); None, with the
-    reason logged, when it cannot start."""
+    controller (the committed image it reads, published when it moves; the active controller it
+    registers with); None, with the reason logged, when it cannot start."""
     from kafkawire.broker import Broker, BrokerStartError        # lazy: CLI start-up
     from kafkawire.controller.broker_config_keys import broker_config_keys
     from kafkawire.controller.describe_configs import describe_configs
@@ -161,20 +161,30 @@ async def start_broker(node):
     features = dict(controller.supported_features)
     features[KRAFT_VERSION] = (driver.config.kraft_version_min, driver.config.kraft_version_max)
     static, known = dict(node.config.static_settings), broker_config_keys()
+    published = broker_metadata(controller)
     try:
         broker = Broker(node.config, cluster_id=node.cluster_id, directory_id=node.meta.directory_id,
-                        image=lambda: controller.image, metadata_offset=lambda: controller.applied_offset,
+                        image=lambda: published.image, metadata_offset=lambda: published.offset,
                         send_to_controller=driver.send_to_leader, supported_features=features,
                         scram_lookup=node._scram_credential, kraft_version=driver.kraft_version,
                         authorizer=node.authorizer,
                         describe_configs=lambda request: describe_configs(
-                            node.config.node_id, controller.image, request, static=static, broker_keys=known))
+                            node.config.node_id, published.image, request, static=static, broker_keys=known))
+        published.listeners.append(broker.on_metadata)
         await broker.start()
     except BrokerStartError as exc:
         log.error("cannot start the broker: %s", exc)
         return None
-    driver.hw_listeners.append(broker.on_metadata)
     return broker
+
+
+def broker_metadata(controller):
+    """What a combined node's broker reads: the controller's committed image (never the records
+    its active controller applied ahead of their commit), published each time it moves."""
+    from kafkawire.broker.metadata_publisher import MetadataPublisher     # lazy: CLI start-up
+    published = MetadataPublisher(lambda: controller.image, lambda: controller.committed_offset)
+    controller.committed.listeners.append(published.committed_moved)
+    return published
 
 
 def broker_failed(broker) -> bool:

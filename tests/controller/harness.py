@@ -50,6 +50,8 @@ class FakeQuorum:
         self.send_failures: dict[int, list] = {}              # node id -> queued failures
         self.sent: list[tuple[int, object]] = []
         self.kraft_version = 0                                # what every handle's kraft_version() says
+        self.committed_batches: list[tuple[int, int, list[bytes]]] = []   # (base offset, epoch, records)
+        self.prepared = 0                                     # records of prepare_append not committed yet
 
     def elect(self, node_id: int | None) -> None:
         self.epoch += 1
@@ -63,6 +65,7 @@ class FakeQuorum:
         base = self.end_offset
         self.end_offset += len(records)
         self.batches.append(list(records))
+        self.committed_batches.append((base, self.epoch, list(records)))
         self.entries += [(base + i, self.epoch, v) for i, v in enumerate(records)]
         for controller in self.controllers.values():
             controller.on_committed(base, self.epoch, 0, list(records))
@@ -88,7 +91,7 @@ class FakeHandle:
         return self.quorum.leader_id == self.node_id
 
     def next_offset(self) -> int:
-        return self.quorum.end_offset
+        return self.quorum.end_offset + self.quorum.prepared
 
     def kraft_version(self) -> int:
         return self.quorum.kraft_version
@@ -101,6 +104,26 @@ class FakeHandle:
         if not self.is_leader():
             raise NotLeader(f"node {self.node_id} is not the leader")
         return self.quorum.commit(records)
+
+    def prepare_append(self, records: list[bytes]) -> asyncio.Future:
+        """The records commit on the next loop turn (after the caller applied them ahead)."""
+        if not self.is_leader():
+            raise NotLeader(f"node {self.node_id} is not the leader")
+        appended = asyncio.get_running_loop().create_future()
+        self.quorum.prepared += len(records)
+        asyncio.get_running_loop().call_soon(lambda: self._commit_prepared(records, appended))
+        return appended
+
+    def _commit_prepared(self, records, appended: asyncio.Future) -> None:
+        self.quorum.prepared -= len(records)
+        if self.quorum.leader_id != self.node_id:
+            appended.set_exception(NotLeader(f"node {self.node_id} lost leadership before the commit"))
+        else:
+            appended.set_result(self.quorum.commit(records))
+
+    def replay_committed(self, listener) -> None:
+        for base, epoch, records in self.quorum.committed_batches:
+            listener.on_committed(base, epoch, 0, list(records))
 
     async def send_to_leader(self, request, timeout_ms: int = 5000):
         q = self.quorum

@@ -78,6 +78,7 @@ def test_the_queue_time_is_how_long_a_write_waited_for_its_turn():
     """A CreateTopics queued behind a write whose commit is held waits until that write is
     applied: the 0.999 quantile is that wait on the controller's clock."""
     quorum, leader = held_leader()
+    leader.pipeline.max_uncommitted_records = 1     # the held write fills the pipeline: the next waits its turn
 
     async def go():
         async with Running(leader):
@@ -94,6 +95,7 @@ def test_the_queue_time_is_how_long_a_write_waited_for_its_turn():
 
 def test_a_heartbeat_whose_deadline_passes_before_its_turn_is_counted_timed_out():
     quorum, leader = held_leader()
+    leader.pipeline.max_uncommitted_records = 1     # the held write fills the pipeline: the next waits its turn
 
     async def go():
         async with Running(leader):

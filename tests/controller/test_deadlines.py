@@ -123,6 +123,7 @@ def held_leader():
     leader = add_controller(quorum, 1, acls_enabled=True, max_idle_interval_ms=0, session_timeout_ms=100 * HOUR,
                             heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS)
     leader.raft = HeldHandle(quorum, 1)
+    leader.pipeline.max_uncommitted_records = 1     # the held write fills the pipeline: the next waits its turn
     return quorum, leader
 
 
@@ -203,6 +204,7 @@ def test_a_heartbeat_that_times_out_behind_a_busy_controller_still_keeps_the_bro
     quorum = HeldQuorum()
     leader = add_controller(quorum, 1, max_idle_interval_ms=0, session_timeout_ms=9000, heartbeat_interval_ms=2000)
     leader.raft = HeldHandle(quorum, 1)
+    leader.pipeline.max_uncommitted_records = 1     # the held write fills the pipeline: the next waits its turn
 
     async def go():
         async with Running(leader):

@@ -55,8 +55,9 @@ def test_a_node_runs_the_controller(tmp_path):
         await node.start()
         try:
             controller = node.state_machine
-            await wait_for(lambda: controller.is_active() and controller.registration.registered(),
-                           "activation and the controller's own registration")
+            # The image holds the registration once written, ahead of its commit: wait for both.
+            await wait_for(lambda: controller.is_active() and controller.registration.registered()
+                           and not controller.pipeline.in_flight, "activation and the controller's own registration")
             if not first:
                 return controller.incarnation_id
             async with NetworkClient(request_timeout_ms=5000) as client:

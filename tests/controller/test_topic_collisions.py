@@ -68,7 +68,7 @@ def test_names_colliding_within_one_request_are_both_created_then_block_later_on
     assert results(first) == [("a.b", "NONE", None), ("a_b", "NONE", None)]
     assert results(second) == [("a.b", "TOPIC_ALREADY_EXISTS", "Topic 'a.b' already exists."),
                                ("x.y", "NONE", None), ("x_y", "NONE", None)]
-    assert leader.image.topics_with_collision_chars == {"a_b": {"a.b": None, "a_b": None},
+    assert leader.state.image.topics_with_collision_chars == {"a_b": {"a.b": None, "a_b": None},
                                                         "x_y": {"x.y": None, "x_y": None}}
 
 

@@ -56,6 +56,18 @@ class HeldHandle(FakeHandle):
             raise NotLeader(f"node {self.node_id} is not the leader")
         return self.quorum.append(records)
 
+    def prepare_append(self, records):
+        """Offsets at once; commits on the next loop turn unless the quorum holds them."""
+        from kafkawire.raft.contract import NotLeader
+        if not self.is_leader():
+            raise NotLeader(f"node {self.node_id} is not the leader")
+        appended = asyncio.get_running_loop().create_future()
+        if self.quorum.holding:
+            appended.set_result(self.quorum.append(records))
+        else:
+            asyncio.get_running_loop().call_soon(lambda: appended.set_result(self.quorum.append(records)))
+        return appended
+
 
 def held_leader():
     """A quorum that holds appended batches back, and node 1 as its leader's controller."""

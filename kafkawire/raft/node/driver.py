@@ -415,6 +415,15 @@ class RaftDriver:
         """Kafka's RaftClient.register: the listener first gets the latest snapshot (when the log
         starts there) and the committed records up to now, then every commit, snapshot load
         and leader change, in order. It has on_committed, on_snapshot_loaded, on_leader_change."""
+        self.replay_committed(listener)
+        if self.core is not None:
+            leader = self.leader()
+            listener.on_leader_change(leader.leader_id, leader.epoch)
+        self.listeners.append(listener)
+
+    def replay_committed(self, listener) -> None:
+        """Hand ``listener`` the latest snapshot (when the log starts there) and the committed
+        batches after it, as applied so far (RaftHandle.replay_committed)."""
         start = self.store.start_offset()
         snapshots = [s for s in self.store.snapshot_ids() if s.offset >= start]
         if snapshots:
@@ -423,10 +432,6 @@ class RaftDriver:
         for batch in self.read_committed(start):
             listener.on_committed(batch.base_offset, batch.partition_leader_epoch, batch.max_timestamp,
                                   [bytes(r.value) for r in batch])
-        if self.core is not None:
-            leader = self.leader()
-            listener.on_leader_change(leader.leader_id, leader.epoch)
-        self.listeners.append(listener)
 
     def read_committed(self, from_offset: int):
         """The committed data batches from the one holding ``from_offset`` (control batches
@@ -623,9 +628,15 @@ class RaftDriver:
         for append_queue_limit records' room, or append_uncommitted_limit records appended
         wait for their commit (an overloaded leader pushes back rather than let its queue,
         and the wait for its answers, grow without bound)."""
+        return await self.prepare_append(records)
+
+    def prepare_append(self, records: list[bytes]) -> asyncio.Future:
+        """``append`` without waiting (RaftHandle.prepare_append): the records are queued, or
+        AppendQueueFull or NodeFailed raised, at once; they reach the core on a later loop
+        turn (_drain_appends), so the offsets next_offset() gave just before are theirs."""
         future = asyncio.get_running_loop().create_future()
         self._enqueue(records, future)
-        return await future
+        return future
 
     def schedule_append(self, records: list[bytes]) -> None:
         """``append`` without waiting for the commit (Kafka's RaftClient.scheduleAppend, which

@@ -1,0 +1,117 @@
+"""Controller writes are pipelined as in Kafka's QuorumController (issue 28): a write's records
+are applied to the controller's state as they are appended, ahead of their commit, so the next
+writes run at once against that state and many wait for their commit together; each is
+answered when its batch commits, in log order. A leader change with writes in flight answers
+each NOT_CONTROLLER, as Kafka's renounce fails its purgatory ("No controller appears to be
+active."), and puts the state back to the committed one (resetToLastCommitted): nothing that
+never committed stays visible.
+
+Before issue 28 the controller wrote one batch per commit: the second write waited for the
+first one's commit, so only one batch was ever held here."""
+import asyncio
+
+from kafkawire.messages.list_partition_reassignments_request import ListPartitionReassignmentsRequest
+from kafkawire.protocol.error_codes import Errors
+
+from .harness import Ctx, Running, add_controller, broker_request, heartbeat, run, until
+from .test_torn_writes import create, held_leader, lead_with_a_broker
+
+WRITES = 20
+
+
+def _topic_names(quorum) -> list[str]:
+    return [m.name for _, m in quorum.records() if type(m).NAME == "TopicRecord"]
+
+
+def test_many_writes_are_in_flight_at_once_and_answered_in_log_order_once_committed():
+    quorum, leader = held_leader()
+
+    async def go():
+        async with Running(leader):
+            await lead_with_a_broker(quorum, leader)
+            quorum.holding = True
+            answered = []
+            calls = []
+            for b in range(100, 100 + WRITES):
+                call = asyncio.ensure_future(leader.handlers()[62].handle(Ctx(0), broker_request(b)))
+                call.add_done_callback(lambda _, b=b: answered.append(b))
+                calls.append(call)
+            await until(lambda: len(quorum.held) == WRITES, "every registration's batch appended before a commit")
+            in_flight = leader.pipeline.in_flight
+            assert not answered, "a write was answered before its batch committed"
+            assert all(b in leader.state.image.brokers for b in range(100, 100 + WRITES))   # applied ahead
+            quorum.release()
+            replies = await asyncio.gather(*calls)
+            return in_flight, answered, replies
+
+    in_flight, answered, replies = run(go())
+    assert in_flight == WRITES
+    assert answered == list(range(100, 100 + WRITES))
+    assert all(r.error_code == 0 for r in replies)
+    # Each broker epoch is the offset of its RegisterBrokerRecord, as the raft log gave it.
+    registered = {m.broker_id: offset for offset, m in quorum.records() if type(m).NAME == "RegisterBrokerRecord"}
+    assert [r.broker_epoch for r in replies] == [registered[b] for b in range(100, 100 + WRITES)]
+
+
+def test_a_leader_change_answers_the_writes_in_flight_not_controller_and_drops_what_never_committed():
+    quorum, leader = held_leader()
+    follower = add_controller(quorum, 2)          # replays only what commits
+
+    async def go():
+        async with Running(leader):
+            await lead_with_a_broker(quorum, leader)
+            assert (await leader.handlers()[19].handle(Ctx(7), create("kept"))).topics[0].error_code == 0
+            quorum.holding = True
+            calls = [asyncio.ensure_future(leader.handlers()[19].handle(Ctx(7), create(name))) for name in "ab"]
+            await until(lambda: len(quorum.held) == 2, "both CreateTopics' batches appended")
+            seen_ahead = sorted(leader.state.image.topics_by_name)
+            quorum.held.clear()                   # the new leader's log does not have them
+            quorum.next_end = 0
+            quorum.holding = False
+            quorum.elect(2)
+            replies = await asyncio.gather(*calls)
+            after = (sorted(leader.state.image.topics_by_name), leader.state.next_offset, leader.pipeline.in_flight,
+                     follower.state.next_offset)
+            # Leading again, the node creates the same names: no leftover of the dropped writes.
+            quorum.elect(1)
+            await until(leader.is_active, "activation in the next epoch")
+            again = [await leader.handlers()[19].handle(Ctx(7), create(name)) for name in "ab"]
+            return seen_ahead, replies, after, again
+
+    seen_ahead, replies, after, again = run(go())
+    assert seen_ahead == ["a", "b", "kept"]
+    for reply in replies:
+        assert (reply.topics[0].error_code, reply.topics[0].error_message) == (
+            Errors.NOT_CONTROLLER, "No controller appears to be active.")
+    topics, end, in_flight, committed_end = after
+    assert (topics, end, in_flight) == (["kept"], committed_end, 0)
+    assert [r.topics[0].error_code for r in again] == [0, 0]
+    assert _topic_names(quorum) == ["kept", "a", "b"]
+    assert leader.state.problems == [] and follower.state.problems == []
+
+
+def test_a_request_without_records_is_answered_after_the_writes_in_flight_and_sees_them():
+    """Kafka's read-only operations wait for the purgatory's highest offset; a heartbeat sent
+    behind a registration in flight sees that registration."""
+    quorum, leader = held_leader()
+
+    async def go():
+        async with Running(leader):
+            await lead_with_a_broker(quorum, leader)
+            quorum.holding = True
+            registration = asyncio.ensure_future(leader.handlers()[62].handle(Ctx(0), broker_request(9)))
+            topic = asyncio.ensure_future(leader.handlers()[19].handle(Ctx(7), create("x")))
+            await until(lambda: len(quorum.held) == 2, "both writes appended")
+            epoch = leader.state.image.brokers[9].epoch
+            listing = asyncio.ensure_future(leader.handlers()[46].handle(Ctx(0), ListPartitionReassignmentsRequest()))
+            beat = asyncio.ensure_future(leader.handlers()[63].handle(Ctx(0), heartbeat(9, epoch, 0)))
+            for _ in range(20):
+                await asyncio.sleep(0)
+            waited = not listing.done() and not beat.done()
+            quorum.release()
+            return waited, epoch, await registration, await topic, await listing, await beat
+
+    waited, epoch, registration, topic, listing, beat = run(go())
+    assert waited, "a request without records was answered before the writes in flight committed"
+    assert registration.broker_epoch == epoch and topic.topics[0].error_code == 0
+    assert listing.error_code == 0 and beat.error_code == 0 and beat.is_fenced
