@@ -71,7 +71,7 @@ class ImageAdminApis:
         quotas = {} if image is None else image.client_quotas
         wanted = len(exact) + len(specified)
         entries = []
-        for entity, values in sorted(quotas.items(), key=lambda item: sorted(item[0], key=_entity_key)):
+        for entity, values in sorted(quotas.items(), key=lambda item: sorted(map(_entity_key, item[0]))):
             named = dict(entity)
             if request.strict and len(named) != wanted:
                 continue
