@@ -28,6 +28,9 @@ import logging
 import time
 
 from kafkawire.messages.alter_configs_response import AlterConfigsResourceResponse as LegacyConfigsResult
+from kafkawire.messages.alter_client_quotas_response import AlterClientQuotasResponse
+from kafkawire.messages.alter_client_quotas_response import EntityData as QuotaEntity
+from kafkawire.messages.alter_client_quotas_response import EntryData as QuotaEntry
 from kafkawire.messages.alter_configs_response import AlterConfigsResponse
 from kafkawire.messages.add_raft_voter_response import AddRaftVoterResponse
 from kafkawire.messages.alter_user_scram_credentials_response import (AlterUserScramCredentialsResponse,
@@ -61,14 +64,15 @@ log = logging.getLogger(__name__)
 CREATE_TOPICS, DELETE_TOPICS, ALTER_CONFIGS, CREATE_PARTITIONS = 19, 20, 33, 37
 ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS, ALTER_PARTITION_REASSIGNMENTS = 43, 44, 45
 LIST_PARTITION_REASSIGNMENTS, DESCRIBE_QUORUM = 46, 55
-ALTER_USER_SCRAM_CREDENTIALS, UPDATE_FEATURES, ADD_RAFT_VOTER, REMOVE_RAFT_VOTER = 51, 57, 80, 81
+ALTER_CLIENT_QUOTAS, ALTER_USER_SCRAM_CREDENTIALS, UPDATE_FEATURES = 49, 51, 57
+ADD_RAFT_VOTER, REMOVE_RAFT_VOTER = 80, 81
 # What Kafka 4.3.1's broker forwards and kafkawire's controller serves, with the versions
 # Kafka's broker advertises for each (ApiKeys, the broker listener's range).
 FORWARDED_APIS: dict[int, tuple[int, int]] = {
     CREATE_TOPICS: (2, 7), DELETE_TOPICS: (1, 6), ALTER_CONFIGS: (0, 2), CREATE_PARTITIONS: (0, 3),
     ELECT_LEADERS: (0, 2), INCREMENTAL_ALTER_CONFIGS: (0, 1), ALTER_PARTITION_REASSIGNMENTS: (0, 1),
     LIST_PARTITION_REASSIGNMENTS: (0, 0), DESCRIBE_QUORUM: (0, 2),
-    ALTER_USER_SCRAM_CREDENTIALS: (0, 0), UPDATE_FEATURES: (0, 2), ADD_RAFT_VOTER: (0, 1), REMOVE_RAFT_VOTER: (0, 0),
+    ALTER_CLIENT_QUOTAS: (0, 1), ALTER_USER_SCRAM_CREDENTIALS: (0, 0), UPDATE_FEATURES: (0, 2), ADD_RAFT_VOTER: (0, 1), REMOVE_RAFT_VOTER: (0, 0),
 }
 RETRY_TIMEOUT_MS = 60_000      # BrokerServer's forwarding NodeToControllerChannelManager
 SOCKET_TIMEOUT_MS = 30_000     # controller.socket.timeout.ms: one try's wait for its answer
@@ -196,6 +200,13 @@ def _alter_reassignments(request, version, code):
         for t in request.topics])
 
 
+def _alter_quotas(request, version, code):
+    message = Errors.for_code(code).message          # AlterClientQuotasRequest names the default text
+    return AlterClientQuotasResponse(entries=[QuotaEntry(error_code=code, error_message=message, entity=[
+        QuotaEntity(entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity])
+        for entry in request.entries])
+
+
 def _alter_scram(request, version, code):
     users = {d.name for d in request.deletions} | {u.name for u in request.upsertions}
     return AlterUserScramCredentialsResponse(results=[AlterUserScramCredentialsResult(
@@ -219,6 +230,7 @@ _ERROR_RESPONSES = {
     LIST_PARTITION_REASSIGNMENTS: lambda request, version, code: ListPartitionReassignmentsResponse(
         error_code=code, error_message=None),
     DESCRIBE_QUORUM: lambda request, version, code: DescribeQuorumResponse(error_code=code, error_message=None),
+    ALTER_CLIENT_QUOTAS: _alter_quotas,
     ALTER_USER_SCRAM_CREDENTIALS: _alter_scram,
     UPDATE_FEATURES: lambda request, version, code: UpdateFeaturesResponse(error_code=code, error_message=None,
                                                                            results=[]),

@@ -12,6 +12,7 @@ import uuid
 
 import pytest
 
+from kafkawire.messages.alter_client_quotas_request import AlterClientQuotasRequest, EntityData, EntryData, OpData
 from kafkawire.messages.alter_user_scram_credentials_request import (AlterUserScramCredentialsRequest,
                                                                       ScramCredentialUpsertion)
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
@@ -126,6 +127,19 @@ def test_describe_client_quotas_checks_the_filter_as_kafkas_image_does(node):
     twice = quotas(node, ComponentData(entity_type="user", match_type=2, match=None),
                    ComponentData(entity_type="user", match_type=1, match=None))
     assert twice.error_message == "Entity type user cannot appear more than once in the filter."
+
+
+def test_client_quotas_altered_through_the_broker_are_described_by_it(node):
+    request = AlterClientQuotasRequest(validate_only=False, entries=[EntryData(
+        entity=[EntityData(entity_type="user", entity_name="quota-bob")],
+        ops=[OpData(key="producer_byte_rate", value=1024.0, remove=False)])])
+    altered = node.call(node.send(*SUPER, request, 1))          # forwarded in an Envelope
+    assert [(e.error_code, [(d.entity_type, d.entity_name) for d in e.entity]) for e in altered.entries] == \
+        [(0, [("user", "quota-bob")])]
+    node.call(wait_for(lambda: frozenset({("user", "quota-bob")}) in node.broker.image().client_quotas,
+                       "the quota in the broker's image"))
+    described = quotas(node, ComponentData(entity_type="user", match_type=0, match="quota-bob"))
+    assert [[(v.key, v.value) for v in e.values] for e in described.entries] == [[("producer_byte_rate", 1024.0)]]
 
 
 def test_scram_credentials_altered_through_the_broker_are_described_by_it(node):

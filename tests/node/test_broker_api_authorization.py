@@ -24,6 +24,7 @@ from kafkawire.messages.create_acls_request import CreateAclsRequest
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
 from kafkawire.messages.delete_groups_request import DeleteGroupsRequest
 from kafkawire.messages.delete_records_request import DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic
+from kafkawire.messages.alter_client_quotas_request import AlterClientQuotasRequest, EntityData, EntryData, OpData
 from kafkawire.messages.alter_user_scram_credentials_request import (AlterUserScramCredentialsRequest,
                                                                       ScramCredentialUpsertion)
 from kafkawire.messages.describe_client_quotas_request import DescribeClientQuotasRequest
@@ -266,6 +267,11 @@ RULES = [
      AlterUserScramCredentialsRequest(deletions=[], upsertions=[ScramCredentialUpsertion(
          name="scram-user", mechanism=1, iterations=4096, salt=b"salt", salted_password=b"x" * 32)]), 0,
      [acl(CLUSTER, CLUSTER_NAME, Op.ALTER)], CLUSTER_AUTH),
+    ("forwarded AlterClientQuotas needs ALTER_CONFIGS on the cluster (the controller checks)",
+     AlterClientQuotasRequest(validate_only=True, entries=[EntryData(
+         entity=[EntityData(entity_type="user", entity_name="quota-user")],
+         ops=[OpData(key="producer_byte_rate", value=1024.0, remove=False)])]), 1,
+     [acl(CLUSTER, CLUSTER_NAME, Op.ALTER_CONFIGS)], CLUSTER_AUTH),
     ("forwarded UpdateFeatures needs ALTER on the cluster (the controller checks)",
      UpdateFeaturesRequest(timeout_ms=10_000, feature_updates=[], validate_only=True), 1,
      [acl(CLUSTER, CLUSTER_NAME, Op.ALTER)], CLUSTER_AUTH),
