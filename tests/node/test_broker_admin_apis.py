@@ -15,6 +15,7 @@ import pytest
 from kafkawire.messages.alter_client_quotas_request import AlterClientQuotasRequest, EntityData, EntryData, OpData
 from kafkawire.messages.alter_user_scram_credentials_request import (AlterUserScramCredentialsRequest,
                                                                       ScramCredentialUpsertion)
+from kafkawire.messages.api_versions_request import ApiVersionsRequest
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
 from kafkawire.messages.describe_client_quotas_request import ComponentData, DescribeClientQuotasRequest
 from kafkawire.messages.describe_topic_partitions_request import Cursor, DescribeTopicPartitionsRequest, TopicRequest
@@ -23,6 +24,8 @@ from kafkawire.messages.list_config_resources_request import ListConfigResources
 from kafkawire.messages.update_features_request import FeatureUpdateKey, UpdateFeaturesRequest
 from kafkawire.net.metadata_topic import TOPIC_OPERATIONS
 from kafkawire.protocol.error_codes import Errors
+
+from tests.responses import error_codes
 
 from .test_authorizer_node import wait_for
 from .test_broker_api_authorization import CombinedNode
@@ -168,3 +171,40 @@ def test_update_features_through_the_broker_is_the_controllers_answer(node):
     via_broker = node.call(node.send(*SUPER, request, 1))
     direct = node.call(node.send(*SUPER, request, 1, port=node.controller_port))
     assert via_broker == direct and via_broker.error_code != 0, (via_broker, direct)
+
+
+# Kafka 4.3.1's broker ranges of the APIs issue 29 added (ApiKeys; the ApiVersions judge compares
+# every range with Kafka's jar in tests/interop).
+NEW_RANGES = {48: (0, 1), 49: (0, 1), 50: (0, 0), 51: (0, 0), 57: (0, 2), 74: (0, 1), 75: (0, 0), 80: (0, 1),
+              81: (0, 0)}
+
+
+def requests_for(node, version: int) -> dict:
+    kraft_version = node.broker.kraft_version()
+    return {
+        48: DescribeClientQuotasRequest(components=[], strict=False),
+        49: AlterClientQuotasRequest(validate_only=True, entries=[EntryData(
+            entity=[EntityData(entity_type="client-id", entity_name="versions")],
+            ops=[OpData(key="consumer_byte_rate", value=10.0, remove=False)])]),
+        50: DescribeUserScramCredentialsRequest(users=None),
+        51: AlterUserScramCredentialsRequest(deletions=[], upsertions=[ScramCredentialUpsertion(
+            name="versions", mechanism=1, iterations=4096, salt=b"salt", salted_password=b"x" * 32)]),
+        57: UpdateFeaturesRequest(timeout_ms=10_000, feature_updates=[FeatureUpdateKey(
+            feature="kraft.version", max_version_level=kraft_version, upgrade_type=1)]),
+        74: ListConfigResourcesRequest(),
+        75: DescribeTopicPartitionsRequest(topics=[TopicRequest(name="dtp-a")], response_partition_limit=10),
+    }
+
+
+def test_every_advertised_version_of_the_new_apis_is_answered_without_an_error(node):
+    """(AddRaftVoter and RemoveRaftVoter need a voter to add or remove: their forwarding is
+    checked by test_broker_api_authorization's row)"""
+    advertised = {k.api_key: (k.min_version, k.max_version) for k in node.call(node.send(
+        *SUPER, ApiVersionsRequest(client_software_name="kafkawire-tests", client_software_version="1"), 3)).api_keys}
+    assert {key: advertised.get(key) for key in NEW_RANGES} == NEW_RANGES
+    for key, (low, high) in NEW_RANGES.items():
+        for version in range(low, high + 1):
+            request = requests_for(node, version).get(key)
+            if request is not None:
+                response = node.call(node.send(*SUPER, request, version))
+                assert set(error_codes(response)) <= {0}, (key, version, response)
