@@ -97,6 +97,7 @@ KAFKA_BROKER_API_RULES = {
     51: "ALTER on the cluster (forwarded: the controller checks)",
     55: "DESCRIBE on the cluster (forwarded: the controller checks)",
     57: "ALTER on the cluster (forwarded: the controller checks)",
+    64: "ALTER on the cluster (forwarded: the controller checks)",
     74: "DESCRIBE_CONFIGS on the cluster",
     75: "DESCRIBE on each topic (left out of an all-topics answer)",
     80: "ALTER on the cluster (forwarded: the controller checks)",
@@ -407,9 +408,9 @@ def authorize_broker_handlers(handlers: dict, authorizer, broker) -> dict:
 # Forwarded to the controller, which checks them with the client's principal in the Envelope, as
 # Kafka's broker forwards them: CreateTopics, DeleteTopics, AlterConfigs, CreatePartitions,
 # ElectLeaders, IncrementalAlterConfigs, AlterPartitionReassignments, ListPartitionReassignments,
-# DescribeQuorum, AlterClientQuotas, AlterUserScramCredentials, UpdateFeatures, AddRaftVoter,
-# RemoveRaftVoter.
-FORWARDED_UNCHECKED = frozenset({19, 20, 33, 37, 43, 44, 45, 46, 55, 49, 51, 57, 80, 81})
+# DescribeQuorum, AlterClientQuotas, AlterUserScramCredentials, UpdateFeatures, UnregisterBroker,
+# AddRaftVoter, RemoveRaftVoter.
+FORWARDED_UNCHECKED = frozenset({19, 20, 33, 37, 43, 44, 45, 46, 55, 49, 51, 57, 64, 80, 81})
 DESCRIBE_CONFIGS = 32
 # SaslHandshake and SaslAuthenticate need no ACL (Kafka's KafkaApis checks none): on an
 # authenticated connection they answer ILLEGAL_SASL_STATE.

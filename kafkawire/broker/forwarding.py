@@ -48,6 +48,7 @@ from kafkawire.messages.incremental_alter_configs_response import (AlterConfigsR
                                                                     IncrementalAlterConfigsResponse)
 from kafkawire.messages.list_partition_reassignments_response import ListPartitionReassignmentsResponse
 from kafkawire.messages.remove_raft_voter_response import RemoveRaftVoterResponse
+from kafkawire.messages.unregister_broker_response import UnregisterBrokerResponse
 from kafkawire.messages.update_features_response import UpdateFeaturesResponse
 from kafkawire.net.client import TransportError
 from kafkawire.net.envelope import serialize_principal
@@ -65,14 +66,15 @@ CREATE_TOPICS, DELETE_TOPICS, ALTER_CONFIGS, CREATE_PARTITIONS = 19, 20, 33, 37
 ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS, ALTER_PARTITION_REASSIGNMENTS = 43, 44, 45
 LIST_PARTITION_REASSIGNMENTS, DESCRIBE_QUORUM = 46, 55
 ALTER_CLIENT_QUOTAS, ALTER_USER_SCRAM_CREDENTIALS, UPDATE_FEATURES = 49, 51, 57
-ADD_RAFT_VOTER, REMOVE_RAFT_VOTER = 80, 81
+UNREGISTER_BROKER, ADD_RAFT_VOTER, REMOVE_RAFT_VOTER = 64, 80, 81
 # What Kafka 4.3.1's broker forwards and kafkawire's controller serves, with the versions
 # Kafka's broker advertises for each (ApiKeys, the broker listener's range).
 FORWARDED_APIS: dict[int, tuple[int, int]] = {
     CREATE_TOPICS: (2, 7), DELETE_TOPICS: (1, 6), ALTER_CONFIGS: (0, 2), CREATE_PARTITIONS: (0, 3),
     ELECT_LEADERS: (0, 2), INCREMENTAL_ALTER_CONFIGS: (0, 1), ALTER_PARTITION_REASSIGNMENTS: (0, 1),
     LIST_PARTITION_REASSIGNMENTS: (0, 0), DESCRIBE_QUORUM: (0, 2),
-    ALTER_CLIENT_QUOTAS: (0, 1), ALTER_USER_SCRAM_CREDENTIALS: (0, 0), UPDATE_FEATURES: (0, 2), ADD_RAFT_VOTER: (0, 1), REMOVE_RAFT_VOTER: (0, 0),
+    ALTER_CLIENT_QUOTAS: (0, 1), ALTER_USER_SCRAM_CREDENTIALS: (0, 0), UPDATE_FEATURES: (0, 2),
+    UNREGISTER_BROKER: (0, 0), ADD_RAFT_VOTER: (0, 1), REMOVE_RAFT_VOTER: (0, 0),
 }
 RETRY_TIMEOUT_MS = 60_000      # BrokerServer's forwarding NodeToControllerChannelManager
 SOCKET_TIMEOUT_MS = 30_000     # controller.socket.timeout.ms: one try's wait for its answer
@@ -234,6 +236,7 @@ _ERROR_RESPONSES = {
     ALTER_USER_SCRAM_CREDENTIALS: _alter_scram,
     UPDATE_FEATURES: lambda request, version, code: UpdateFeaturesResponse(error_code=code, error_message=None,
                                                                            results=[]),
+    UNREGISTER_BROKER: lambda request, version, code: UnregisterBrokerResponse(error_code=code, error_message=None),
     ADD_RAFT_VOTER: _raft_voter(AddRaftVoterResponse),
     REMOVE_RAFT_VOTER: _raft_voter(RemoveRaftVoterResponse),
 }

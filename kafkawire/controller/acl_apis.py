@@ -1,6 +1,7 @@
 """CreateAcls, DescribeAcls, DeleteAcls (v1-3, as Kafka 4.x), AlterUserScramCredentials and
-AlterClientQuotas (kafkawire.controller.client_quotas), as the metadata controller answers them. Without an authorizer (authorizer.class.name) the ACL APIs
-answer SECURITY_DISABLED, as Kafka's AclApis; with one the controller writes the ACL records.
+AlterClientQuotas (kafkawire.controller.client_quotas), as the metadata controller answers them.
+Without an authorizer (authorizer.class.name) the ACL APIs answer SECURITY_DISABLED, as Kafka's
+AclApis; with one the controller writes the ACL records.
 AlterUserScramCredentials and AlterClientQuotas are answered with or without an authorizer. The
 node puts its authorizer's checks in front of all five."""
 from __future__ import annotations

@@ -82,6 +82,7 @@ CONTROLLER_API_OPERATIONS = {
     55: Op.DESCRIBE,           # DescribeQuorum
     56: Op.CLUSTER_ACTION,     # AlterPartition (only brokers send it)
     57: Op.ALTER,              # UpdateFeatures
+    64: Op.ALTER,              # UnregisterBroker
     58: Op.CLUSTER_ACTION,     # Envelope (only brokers forward)
     59: Op.CLUSTER_ACTION,     # FetchSnapshot
     60: Op.ALTER,              # DescribeCluster: "unlike on the broker ... ALTER on CLUSTER"

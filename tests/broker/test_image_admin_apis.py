@@ -57,7 +57,8 @@ def entities(response) -> list[dict]:
      [{"user": "alice"}, {"user": "alice", "client-id": "app"}]),
     ([ComponentData(entity_type="user", match_type=EXACT, match="alice")], True, [{"user": "alice"}]),
     ([ComponentData(entity_type="user", match_type=DEFAULT, match=None)], False, [{"user": None}]),
-    ([ComponentData(entity_type="client-id", match_type=SPECIFIED, match=None)], False, [{"user": "alice", "client-id": "app"}]),
+    ([ComponentData(entity_type="client-id", match_type=SPECIFIED, match=None)], False,
+     [{"user": "alice", "client-id": "app"}]),
     ([ComponentData(entity_type="ip", match_type=SPECIFIED, match=None)], True, [{"ip": "10.0.0.1"}]),
 ], ids=["everything", "exact user", "exact user strict", "default user", "any client id", "any ip strict"])
 def test_describe_client_quotas_matches_entities_as_kafkas_image_does(components, strict, expected):

@@ -21,6 +21,7 @@ from kafkawire.messages.describe_client_quotas_request import ComponentData, Des
 from kafkawire.messages.describe_topic_partitions_request import Cursor, DescribeTopicPartitionsRequest, TopicRequest
 from kafkawire.messages.describe_user_scram_credentials_request import DescribeUserScramCredentialsRequest, UserName
 from kafkawire.messages.list_config_resources_request import ListConfigResourcesRequest
+from kafkawire.messages.unregister_broker_request import UnregisterBrokerRequest
 from kafkawire.messages.update_features_request import FeatureUpdateKey, UpdateFeaturesRequest
 from kafkawire.net.metadata_topic import TOPIC_OPERATIONS
 from kafkawire.protocol.error_codes import Errors
@@ -175,8 +176,8 @@ def test_update_features_through_the_broker_is_the_controllers_answer(node):
 
 # Kafka 4.3.1's broker ranges of the APIs issue 29 added (ApiKeys; the ApiVersions judge compares
 # every range with Kafka's jar in tests/interop).
-NEW_RANGES = {48: (0, 1), 49: (0, 1), 50: (0, 0), 51: (0, 0), 57: (0, 2), 74: (0, 1), 75: (0, 0), 80: (0, 1),
-              81: (0, 0)}
+NEW_RANGES = {48: (0, 1), 49: (0, 1), 50: (0, 0), 51: (0, 0), 57: (0, 2), 64: (0, 0), 74: (0, 1), 75: (0, 0),
+              80: (0, 1), 81: (0, 0)}
 
 
 def requests_for(node, version: int) -> dict:
@@ -208,3 +209,10 @@ def test_every_advertised_version_of_the_new_apis_is_answered_without_an_error(n
             if request is not None:
                 response = node.call(node.send(*SUPER, request, version))
                 assert set(error_codes(response)) <= {0}, (key, version, response)
+
+
+def test_unregister_broker_through_the_broker_is_the_controllers_answer(node):
+    """(the records it writes: tests/controller/test_unregister_broker.py)"""
+    answer = node.call(node.send(*SUPER, UnregisterBrokerRequest(broker_id=42), 0))
+    assert (answer.error_code, answer.error_message) == \
+        (Errors.BROKER_ID_NOT_REGISTERED, "Broker ID 42 is not currently registered")

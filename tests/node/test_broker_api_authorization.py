@@ -34,6 +34,7 @@ from kafkawire.messages.describe_topic_partitions_request import TopicRequest as
 from kafkawire.messages.describe_user_scram_credentials_request import DescribeUserScramCredentialsRequest
 from kafkawire.messages.list_config_resources_request import ListConfigResourcesRequest
 from kafkawire.messages.remove_raft_voter_request import RemoveRaftVoterRequest
+from kafkawire.messages.unregister_broker_request import UnregisterBrokerRequest
 from kafkawire.messages.update_features_request import UpdateFeaturesRequest
 from kafkawire.messages.describe_configs_request import DescribeConfigsRequest, DescribeConfigsResource
 from kafkawire.messages.describe_groups_request import DescribeGroupsRequest
@@ -275,6 +276,8 @@ RULES = [
     ("forwarded UpdateFeatures needs ALTER on the cluster (the controller checks)",
      UpdateFeaturesRequest(timeout_ms=10_000, feature_updates=[], validate_only=True), 1,
      [acl(CLUSTER, CLUSTER_NAME, Op.ALTER)], CLUSTER_AUTH),
+    ("forwarded UnregisterBroker needs ALTER on the cluster (the controller checks)",
+     UnregisterBrokerRequest(broker_id=42), 0, [acl(CLUSTER, CLUSTER_NAME, Op.ALTER)], CLUSTER_AUTH),
     ("forwarded RemoveRaftVoter needs ALTER on the cluster (the controller checks)",
      RemoveRaftVoterRequest(cluster_id=None, voter_id=99, voter_directory_id=uuid.UUID(int=7)), 0,
      [acl(CLUSTER, CLUSTER_NAME, Op.ALTER)], CLUSTER_AUTH),
