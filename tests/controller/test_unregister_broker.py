@@ -6,16 +6,14 @@ from kafkawire.messages.unregister_broker_request import UnregisterBrokerRequest
 from kafkawire.protocol.error_codes import Errors
 
 from .harness import Ctx, run
-from .test_brokers import create, new_records, register_unfenced, start
+from .test_alter_partition import three_brokers_one_partition
+from .test_brokers import new_records
 
 
 def test_a_registered_broker_leaves_the_isrs_then_its_registration_goes():
     async def go():
-        quorum, leader, running = await start(30)
+        quorum, leader, running, topic_id = await three_brokers_one_partition()
         async with running:
-            for b in (1, 2, 3):
-                await register_unfenced(quorum, leader, b)
-            topic_id = await create(leader, "events", partitions=1, rf=3)
             gone = leader.image.topics_by_id[topic_id].partitions[0].leader
             mark = quorum.end_offset
             answer = await leader.handlers()[64].handle(Ctx(0), UnregisterBrokerRequest(broker_id=gone))

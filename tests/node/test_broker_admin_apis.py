@@ -4,7 +4,7 @@ DescribeUserScramCredentials answered from the broker's image; AlterUserScramCre
 UpdateFeatures forwarded to the controller in an Envelope. Before these the broker answered none
 of them (a client got UNSUPPORTED_VERSION from ApiVersions and fell back or failed).
 
-One in-process combined node for the module (test_broker_api_authorization's CombinedNode:
+One in-process combined node for the module (test_broker_api_authorization's started_node:
 SASL PLAIN, StandardAuthorizer); "controller" is its super user, "alice" has no ACL."""
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from kafkawire.protocol.error_codes import Errors
 from tests.responses import error_codes
 
 from .test_authorizer_node import wait_for
-from .test_broker_api_authorization import CombinedNode
+from .test_broker_api_authorization import started_node
 
 SUPER = ("controller", "c-secret")
 ZERO_UUID = uuid.UUID(int=0)
@@ -38,15 +38,8 @@ TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
-    combined = CombinedNode(tmp_path_factory.mktemp("admin-apis"))
-    try:
-        combined.call(combined.start())
-        combined.call(_setup(combined))
+    with started_node(tmp_path_factory.mktemp("admin-apis"), _setup) as combined:
         yield combined
-    finally:
-        combined.call(combined.stop())
-        combined.loop.call_soon_threadsafe(combined.loop.stop)
-        combined.thread.join(10)
 
 
 async def _setup(node):

@@ -9,6 +9,7 @@ refused. Before the fix the node refused to start with authorizer.class.name set
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import threading
 import uuid
@@ -369,17 +370,24 @@ def _for_user(value, user: str):
     return request
 
 
-@pytest.fixture(scope="module")
-def node(tmp_path_factory):
-    combined = CombinedNode(tmp_path_factory.mktemp("acl-broker"))
+@contextlib.contextmanager
+def started_node(tmp_path, setup):
+    """A CombinedNode started, ``setup(node)`` run on its loop; stopped when the block ends."""
+    combined = CombinedNode(tmp_path)
     try:
         combined.call(combined.start())
-        combined.call(_setup(combined))
+        combined.call(setup(combined))
         yield combined
     finally:
         combined.call(combined.stop())
         combined.loop.call_soon_threadsafe(combined.loop.stop)
         combined.thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory):
+    with started_node(tmp_path_factory.mktemp("acl-broker"), _setup) as combined:
+        yield combined
 
 
 TOPICS = ["t-produce", "t-fetch", "t-list", "t-meta", "t-epoch", "t-delrec", "t-producers", "t-conf", "t-commit",
