@@ -130,8 +130,8 @@ def describe_topic_partitions_check(broker, api: DescribeTopicPartitionsApi, aut
     """The handler's ACL rules (authorization.wrap's ``check``): DESCRIBE on each topic, the
     authorized operations of each described one."""
     async def check(ctx, request, may, handle):
-        response = await api.handle(ctx, request, allowed=lambda name: may(Op.DESCRIBE, RESOURCE_TOPIC, name,
-                                                                           quiet=not request.topics))
+        # a denial is logged for an all-topics request too (Kafka's check logs it either way)
+        response = await api.handle(ctx, request, allowed=lambda name: may(Op.DESCRIBE, RESOURCE_TOPIC, name))
         for topic in response.topics:
             if topic.error_code != Errors.TOPIC_AUTHORIZATION_FAILED:
                 topic.topic_authorized_operations = authorized_operations(may, RESOURCE_TOPIC, topic.name)

@@ -182,18 +182,17 @@ def _cluster_check(operation: int, refusal):
 
 
 def _scram_refusal(request):
-    """DescribeUserScramCredentialsRequest.getErrorResponse: the error at the top and on each user named."""
-    message = Errors.CLUSTER_AUTHORIZATION_FAILED.message
-    return DescribeUserScramCredentialsResponse(error_code=CLUSTER_AUTH, error_message=message, results=[
-        DescribeUserScramCredentialsResult(error_code=CLUSTER_AUTH, error_message=message)
-        for _ in request.users or ()])
+    """DescribeUserScramCredentialsRequest.getErrorResponse: the error at the top and on each user
+    named, no message (ApiError.fromThrowable leaves out an error's default text)."""
+    return DescribeUserScramCredentialsResponse(error_code=CLUSTER_AUTH, error_message=None, results=[
+        DescribeUserScramCredentialsResult(error_code=CLUSTER_AUTH, error_message=None) for _ in request.users or ()])
 
 
 def image_admin_checks() -> dict:
     """KafkaApis' ACL checks of these APIs (authorization.wrap's ``check`` signature)."""
     return {
         DESCRIBE_CLIENT_QUOTAS: _cluster_check(Op.DESCRIBE_CONFIGS, lambda request: DescribeClientQuotasResponse(
-            error_code=CLUSTER_AUTH, error_message=Errors.CLUSTER_AUTHORIZATION_FAILED.message, entries=None)),
+            error_code=CLUSTER_AUTH, error_message=None, entries=None)),
         DESCRIBE_USER_SCRAM_CREDENTIALS: _cluster_check(Op.DESCRIBE, _scram_refusal),
         LIST_CONFIG_RESOURCES: _cluster_check(Op.DESCRIBE_CONFIGS, lambda request: ListConfigResourcesResponse(
             error_code=CLUSTER_AUTH, config_resources=[])),

@@ -209,3 +209,16 @@ def test_unregister_broker_through_the_broker_is_the_controllers_answer(node):
     answer = node.call(node.send(*SUPER, UnregisterBrokerRequest(broker_id=42), 0))
     assert (answer.error_code, answer.error_message) == \
         (Errors.BROKER_ID_NOT_REGISTERED, "Broker ID 42 is not currently registered")
+
+
+def test_refused_describes_carry_kafkas_error_without_its_default_text(node):
+    """ApiError.fromThrowable leaves out an error's default message: DescribeClientQuotas and
+    DescribeUserScramCredentials refused for want of an ACL say CLUSTER_AUTHORIZATION_FAILED only."""
+    alice = ("alice", "a-secret")
+    quotas_refused = node.call(node.send(*alice, DescribeClientQuotasRequest(components=[], strict=False), 1))
+    assert (quotas_refused.error_code, quotas_refused.error_message, quotas_refused.entries) == \
+        (Errors.CLUSTER_AUTHORIZATION_FAILED, None, None)
+    scram_refused = node.call(node.send(*alice, DescribeUserScramCredentialsRequest(users=[UserName(name="x")]), 0))
+    assert (scram_refused.error_code, scram_refused.error_message) == (Errors.CLUSTER_AUTHORIZATION_FAILED, None)
+    assert [(r.error_code, r.error_message) for r in scram_refused.results] == \
+        [(Errors.CLUSTER_AUTHORIZATION_FAILED, None)]
