@@ -91,6 +91,17 @@ KAFKA_BROKER_API_RULES = {
     66: "DESCRIBE on each transactional id listed",
     68: "READ on the group, DESCRIBE on each subscribed topic",
     69: "DESCRIBE on each group, DESCRIBE on the topics its members are assigned",
+    48: "DESCRIBE_CONFIGS on the cluster",
+    49: "ALTER_CONFIGS on the cluster (forwarded: the controller checks)",
+    50: "DESCRIBE on the cluster",
+    51: "ALTER on the cluster (forwarded: the controller checks)",
+    55: "DESCRIBE on the cluster (forwarded: the controller checks)",
+    57: "ALTER on the cluster (forwarded: the controller checks)",
+    64: "ALTER on the cluster (forwarded: the controller checks)",
+    74: "DESCRIBE_CONFIGS on the cluster",
+    75: "DESCRIBE on each topic (left out of an all-topics answer)",
+    80: "ALTER on the cluster (forwarded: the controller checks)",
+    81: "ALTER on the cluster (forwarded: the controller checks)",
 }
 
 
@@ -377,9 +388,12 @@ def _data_checks(broker) -> dict:
 def authorize_broker_handlers(handlers: dict, authorizer, broker) -> dict:
     """``handlers`` (API key -> ApiHandler) with Kafka's checks in front of each one it has a
     rule for; an API without a rule is refused here (KeyError), so none is served unchecked."""
+    from .describe_topic_partitions import describe_topic_partitions_check
     from .group_authorization import group_checks         # the group and transaction APIs
+    from .image_admin_apis import image_admin_checks
 
-    checks = {**_data_checks(broker), **group_checks(broker)}
+    checks = {**_data_checks(broker), **group_checks(broker), **image_admin_checks(),
+              75: describe_topic_partitions_check(broker, broker.describe_topic_partitions_api, authorized_operations)}
     wrapped = dict(handlers)
     for key, handler in handlers.items():
         if key == DESCRIBE_CONFIGS:
@@ -394,8 +408,9 @@ def authorize_broker_handlers(handlers: dict, authorizer, broker) -> dict:
 # Forwarded to the controller, which checks them with the client's principal in the Envelope, as
 # Kafka's broker forwards them: CreateTopics, DeleteTopics, AlterConfigs, CreatePartitions,
 # ElectLeaders, IncrementalAlterConfigs, AlterPartitionReassignments, ListPartitionReassignments,
-# DescribeQuorum.
-FORWARDED_UNCHECKED = frozenset({19, 20, 33, 37, 43, 44, 45, 46, 55})
+# DescribeQuorum, AlterClientQuotas, AlterUserScramCredentials, UpdateFeatures, UnregisterBroker,
+# AddRaftVoter, RemoveRaftVoter.
+FORWARDED_UNCHECKED = frozenset({19, 20, 33, 37, 43, 44, 45, 46, 55, 49, 51, 57, 64, 80, 81})
 DESCRIBE_CONFIGS = 32
 # SaslHandshake and SaslAuthenticate need no ACL (Kafka's KafkaApis checks none): on an
 # authenticated connection they answer ILLEGAL_SASL_STATE.

@@ -51,9 +51,11 @@ from .authorization import authorize_broker_handlers
 from .config_apis import ConfigApis
 from .delete_records import DeleteRecordsApi
 from .describe_producers import DescribeProducersApi
+from .describe_topic_partitions import DescribeTopicPartitionsApi
 from .fetch import FetchApi
 from .forwarding import ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, Forwarder, forwarded_handlers
 from .group_apis import GroupApis
+from .image_admin_apis import ImageAdminApis
 from .lifecycle import RECOVERY, STARTING, BrokerLifecycle, Registration
 from .log_dir_apis import LogDirApis
 from .log_config import TopicConfigs
@@ -140,6 +142,10 @@ class Broker:
             self.log_manager.pending, self.log_manager.clock)
         self.delete_records_api = DeleteRecordsApi(self)
         self.describe_producers_api = DescribeProducersApi(self)
+        # Answered from the image: DescribeTopicPartitions, DescribeClientQuotas, DescribeUserScramCredentials,
+        # ListConfigResources (the other admin APIs go to the controller, kafkawire.broker.forwarding).
+        self.describe_topic_partitions_api = DescribeTopicPartitionsApi(self)
+        self.image_admin_apis = ImageAdminApis(self)
         # The node's StandardAuthorizer (the ACLs of the same image), or None: everything allowed.
         self.authorizer = authorizer
         # Transactions (kafkawire.broker.txn_markers): the markers' entry point for the transaction
@@ -181,6 +187,8 @@ class Broker:
             **self.group_apis.handlers(),
             **self.txn_apis.handlers(),
             **self.log_dir_apis.handlers(),
+            **self.describe_topic_partitions_api.handlers(),
+            **self.image_admin_apis.handlers(),
             **forwarded_handlers(self.forwarder, {ALTER_CONFIGS: self.config_apis.alter_configs,
                                                   INCREMENTAL_ALTER_CONFIGS: self.config_apis.incremental_alter_configs}),
         }

@@ -28,7 +28,13 @@ import logging
 import time
 
 from kafkawire.messages.alter_configs_response import AlterConfigsResourceResponse as LegacyConfigsResult
+from kafkawire.messages.alter_client_quotas_response import AlterClientQuotasResponse
+from kafkawire.messages.alter_client_quotas_response import EntityData as QuotaEntity
+from kafkawire.messages.alter_client_quotas_response import EntryData as QuotaEntry
 from kafkawire.messages.alter_configs_response import AlterConfigsResponse
+from kafkawire.messages.add_raft_voter_response import AddRaftVoterResponse
+from kafkawire.messages.alter_user_scram_credentials_response import (AlterUserScramCredentialsResponse,
+                                                                       AlterUserScramCredentialsResult)
 from kafkawire.messages.alter_partition_reassignments_response import (AlterPartitionReassignmentsResponse,
                                                                        ReassignablePartitionResponse,
                                                                        ReassignableTopicResponse)
@@ -41,6 +47,9 @@ from kafkawire.messages.envelope_request import EnvelopeRequest
 from kafkawire.messages.incremental_alter_configs_response import (AlterConfigsResourceResponse,
                                                                     IncrementalAlterConfigsResponse)
 from kafkawire.messages.list_partition_reassignments_response import ListPartitionReassignmentsResponse
+from kafkawire.messages.remove_raft_voter_response import RemoveRaftVoterResponse
+from kafkawire.messages.unregister_broker_response import UnregisterBrokerResponse
+from kafkawire.messages.update_features_response import UpdateFeaturesResponse
 from kafkawire.net.client import TransportError
 from kafkawire.net.envelope import serialize_principal
 from kafkawire.net.server import ApiHandler, CloseConnection
@@ -56,12 +65,16 @@ log = logging.getLogger(__name__)
 CREATE_TOPICS, DELETE_TOPICS, ALTER_CONFIGS, CREATE_PARTITIONS = 19, 20, 33, 37
 ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS, ALTER_PARTITION_REASSIGNMENTS = 43, 44, 45
 LIST_PARTITION_REASSIGNMENTS, DESCRIBE_QUORUM = 46, 55
+ALTER_CLIENT_QUOTAS, ALTER_USER_SCRAM_CREDENTIALS, UPDATE_FEATURES = 49, 51, 57
+UNREGISTER_BROKER, ADD_RAFT_VOTER, REMOVE_RAFT_VOTER = 64, 80, 81
 # What Kafka 4.3.1's broker forwards and kafkawire's controller serves, with the versions
 # Kafka's broker advertises for each (ApiKeys, the broker listener's range).
 FORWARDED_APIS: dict[int, tuple[int, int]] = {
     CREATE_TOPICS: (2, 7), DELETE_TOPICS: (1, 6), ALTER_CONFIGS: (0, 2), CREATE_PARTITIONS: (0, 3),
     ELECT_LEADERS: (0, 2), INCREMENTAL_ALTER_CONFIGS: (0, 1), ALTER_PARTITION_REASSIGNMENTS: (0, 1),
     LIST_PARTITION_REASSIGNMENTS: (0, 0), DESCRIBE_QUORUM: (0, 2),
+    ALTER_CLIENT_QUOTAS: (0, 1), ALTER_USER_SCRAM_CREDENTIALS: (0, 0), UPDATE_FEATURES: (0, 2),
+    UNREGISTER_BROKER: (0, 0), ADD_RAFT_VOTER: (0, 1), REMOVE_RAFT_VOTER: (0, 0),
 }
 RETRY_TIMEOUT_MS = 60_000      # BrokerServer's forwarding NodeToControllerChannelManager
 SOCKET_TIMEOUT_MS = 30_000     # controller.socket.timeout.ms: one try's wait for its answer
@@ -189,6 +202,25 @@ def _alter_reassignments(request, version, code):
         for t in request.topics])
 
 
+def _alter_quotas(request, version, code):
+    message = Errors.for_code(code).message          # AlterClientQuotasRequest names the default text
+    return AlterClientQuotasResponse(entries=[QuotaEntry(error_code=code, error_message=message, entity=[
+        QuotaEntity(entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity])
+        for entry in request.entries])
+
+
+def _alter_scram(request, version, code):
+    users = {d.name for d in request.deletions} | {u.name for u in request.upsertions}
+    return AlterUserScramCredentialsResponse(results=[AlterUserScramCredentialsResult(
+        user=user, error_code=code, error_message=None) for user in sorted(users)])
+
+
+def _raft_voter(response_cls):
+    def build(request, version, code):          # these two name the error's default message
+        return response_cls(error_code=code, error_message=Errors.for_code(code).message)
+    return build
+
+
 _ERROR_RESPONSES = {
     CREATE_TOPICS: _create_topics,
     DELETE_TOPICS: _delete_topics,
@@ -200,4 +232,11 @@ _ERROR_RESPONSES = {
     LIST_PARTITION_REASSIGNMENTS: lambda request, version, code: ListPartitionReassignmentsResponse(
         error_code=code, error_message=None),
     DESCRIBE_QUORUM: lambda request, version, code: DescribeQuorumResponse(error_code=code, error_message=None),
+    ALTER_CLIENT_QUOTAS: _alter_quotas,
+    ALTER_USER_SCRAM_CREDENTIALS: _alter_scram,
+    UPDATE_FEATURES: lambda request, version, code: UpdateFeaturesResponse(error_code=code, error_message=None,
+                                                                           results=[]),
+    UNREGISTER_BROKER: lambda request, version, code: UnregisterBrokerResponse(error_code=code, error_message=None),
+    ADD_RAFT_VOTER: _raft_voter(AddRaftVoterResponse),
+    REMOVE_RAFT_VOTER: _raft_voter(RemoveRaftVoterResponse),
 }

@@ -66,6 +66,7 @@ from .state import ControllerState
 from .stats import ControllerStats
 from .topics import TopicDefaults, create_topics
 from .versions import SUPPORTED_FEATURES
+from .unregister_broker import unregister_broker_handlers
 
 log = logging.getLogger(__name__)
 
@@ -231,6 +232,7 @@ class MetadataController:
     def handlers(self) -> dict:
         return {
             **acl_handlers(self),
+            **unregister_broker_handlers(self),
             CONTROLLER_REGISTRATION: ApiHandler(self._controller_registration),
             BROKER_REGISTRATION: ApiHandler(self._broker_registration),
             BROKER_HEARTBEAT: ApiHandler(self._broker_heartbeat),

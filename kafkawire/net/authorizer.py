@@ -30,6 +30,7 @@ from typing import Callable, Iterable
 
 from kafkawire.metadata.acl_index import LITERAL, PREFIXED, AclIndex
 from kafkawire.protocol.error_codes import Errors
+from kafkawire.messages import alter_client_quotas_response as aq
 from kafkawire.messages import fetch_response as fr
 from kafkawire.messages.alter_user_scram_credentials_response import AlterUserScramCredentialsResult
 from kafkawire.messages.create_acls_response import AclCreationResult
@@ -73,6 +74,7 @@ CONTROLLER_API_OPERATIONS = {
     43: Op.ALTER,              # ElectLeaders
     45: Op.ALTER,              # AlterPartitionReassignments
     46: Op.DESCRIBE,           # ListPartitionReassignments
+    49: Op.ALTER_CONFIGS,      # AlterClientQuotas
     51: Op.ALTER,              # AlterUserScramCredentials
     52: Op.CLUSTER_ACTION,     # Vote
     53: Op.CLUSTER_ACTION,     # BeginQuorumEpoch
@@ -80,6 +82,7 @@ CONTROLLER_API_OPERATIONS = {
     55: Op.DESCRIBE,           # DescribeQuorum
     56: Op.CLUSTER_ACTION,     # AlterPartition (only brokers send it)
     57: Op.ALTER,              # UpdateFeatures
+    64: Op.ALTER,              # UnregisterBroker
     58: Op.CLUSTER_ACTION,     # Envelope (only brokers forward)
     59: Op.CLUSTER_ACTION,     # FetchSnapshot
     60: Op.ALTER,              # DescribeCluster: "unlike on the broker ... ALTER on CLUSTER"
@@ -240,6 +243,10 @@ def error_response_for(api_key: int, ctx, request, error: int, message: str | No
     elif api_key == 31:                       # DeleteAclsRequest.getErrorResponse: every filter
         response.filter_results = [DeleteAclsFilterResult(error_code=error, error_message=message, matching_acls=[])
                                    for _ in request.filters]
+    elif api_key == 49:                       # every entity, with the error's default text
+        response.entries = [aq.EntryData(error_code=error, error_message=Errors.for_code(error).message, entity=[
+            aq.EntityData(entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity])
+            for entry in request.entries]
     elif api_key == 51:                       # every user named, sorted
         users = sorted({d.name for d in request.deletions} | {u.name for u in request.upsertions})
         response.results = [AlterUserScramCredentialsResult(user=u, error_code=error, error_message=message)

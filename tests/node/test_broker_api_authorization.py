@@ -9,6 +9,7 @@ refused. Before the fix the node refused to start with authorizer.class.name set
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import threading
 import uuid
@@ -24,7 +25,18 @@ from kafkawire.messages.create_acls_request import CreateAclsRequest
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
 from kafkawire.messages.delete_groups_request import DeleteGroupsRequest
 from kafkawire.messages.delete_records_request import DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic
+from kafkawire.messages.alter_client_quotas_request import AlterClientQuotasRequest, EntityData, EntryData, OpData
+from kafkawire.messages.alter_user_scram_credentials_request import (AlterUserScramCredentialsRequest,
+                                                                      ScramCredentialUpsertion)
+from kafkawire.messages.describe_client_quotas_request import DescribeClientQuotasRequest
 from kafkawire.messages.describe_cluster_request import DescribeClusterRequest
+from kafkawire.messages.describe_topic_partitions_request import DescribeTopicPartitionsRequest
+from kafkawire.messages.describe_topic_partitions_request import TopicRequest as DescribedTopic
+from kafkawire.messages.describe_user_scram_credentials_request import DescribeUserScramCredentialsRequest
+from kafkawire.messages.list_config_resources_request import ListConfigResourcesRequest
+from kafkawire.messages.remove_raft_voter_request import RemoveRaftVoterRequest
+from kafkawire.messages.unregister_broker_request import UnregisterBrokerRequest
+from kafkawire.messages.update_features_request import UpdateFeaturesRequest
 from kafkawire.messages.describe_configs_request import DescribeConfigsRequest, DescribeConfigsResource
 from kafkawire.messages.describe_groups_request import DescribeGroupsRequest
 from kafkawire.messages.describe_log_dirs_request import DescribeLogDirsRequest
@@ -72,7 +84,7 @@ IDEMPOTENT_WRITE = 12
 TOPIC_AUTH, GROUP_AUTH = int(Errors.TOPIC_AUTHORIZATION_FAILED), int(Errors.GROUP_AUTHORIZATION_FAILED)
 CLUSTER_AUTH, TXN_AUTH = int(Errors.CLUSTER_AUTHORIZATION_FAILED), int(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
 AUTH_ERRORS = {TOPIC_AUTH, GROUP_AUTH, CLUSTER_AUTH, TXN_AUTH}
-USERS = 48                        # user0..user47: one per rule, each with only its rule's ACLs
+USERS = 60                        # user0..user47: one per rule, each with only its rule's ACLs
 
 
 def _records(**fields) -> bytes:
@@ -243,6 +255,33 @@ RULES = [
      [acl(CLUSTER, CLUSTER_NAME, Op.CLUSTER_ACTION)], CLUSTER_AUTH),
     ("DescribeTransactions needs DESCRIBE on the transactional id",
      DescribeTransactionsRequest(transactional_ids=["tx-desc"]), 0, [acl(TXN, "tx-desc", Op.DESCRIBE)], TXN_AUTH),
+    ("DescribeTopicPartitions of a named topic needs DESCRIBE on it", DescribeTopicPartitionsRequest(
+        topics=[DescribedTopic(name="t-meta")], response_partition_limit=2000, cursor=None), 0,
+     [acl(TOPIC, "t-meta", Op.DESCRIBE)], TOPIC_AUTH),
+    ("ListConfigResources needs DESCRIBE_CONFIGS on the cluster", ListConfigResourcesRequest(resource_types=[]), 1,
+     [acl(CLUSTER, CLUSTER_NAME, Op.DESCRIBE_CONFIGS)], CLUSTER_AUTH),
+    ("DescribeClientQuotas needs DESCRIBE_CONFIGS on the cluster",
+     DescribeClientQuotasRequest(components=[], strict=False), 1, [acl(CLUSTER, CLUSTER_NAME, Op.DESCRIBE_CONFIGS)],
+     CLUSTER_AUTH),
+    ("DescribeUserScramCredentials needs DESCRIBE on the cluster", DescribeUserScramCredentialsRequest(users=None), 0,
+     [CLUSTER_DESCRIBE], CLUSTER_AUTH),
+    ("forwarded AlterUserScramCredentials needs ALTER on the cluster (the controller checks)",
+     AlterUserScramCredentialsRequest(deletions=[], upsertions=[ScramCredentialUpsertion(
+         name="scram-user", mechanism=1, iterations=4096, salt=b"salt", salted_password=b"x" * 32)]), 0,
+     [acl(CLUSTER, CLUSTER_NAME, Op.ALTER)], CLUSTER_AUTH),
+    ("forwarded AlterClientQuotas needs ALTER_CONFIGS on the cluster (the controller checks)",
+     AlterClientQuotasRequest(validate_only=True, entries=[EntryData(
+         entity=[EntityData(entity_type="user", entity_name="quota-user")],
+         ops=[OpData(key="producer_byte_rate", value=1024.0, remove=False)])]), 1,
+     [acl(CLUSTER, CLUSTER_NAME, Op.ALTER_CONFIGS)], CLUSTER_AUTH),
+    ("forwarded UpdateFeatures needs ALTER on the cluster (the controller checks)",
+     UpdateFeaturesRequest(timeout_ms=10_000, feature_updates=[], validate_only=True), 1,
+     [acl(CLUSTER, CLUSTER_NAME, Op.ALTER)], CLUSTER_AUTH),
+    ("forwarded UnregisterBroker needs ALTER on the cluster (the controller checks)",
+     UnregisterBrokerRequest(broker_id=42), 0, [acl(CLUSTER, CLUSTER_NAME, Op.ALTER)], CLUSTER_AUTH),
+    ("forwarded RemoveRaftVoter needs ALTER on the cluster (the controller checks)",
+     RemoveRaftVoterRequest(cluster_id=None, voter_id=99, voter_directory_id=uuid.UUID(int=7)), 0,
+     [acl(CLUSTER, CLUSTER_NAME, Op.ALTER)], CLUSTER_AUTH),
 ]
 
 
@@ -331,17 +370,24 @@ def _for_user(value, user: str):
     return request
 
 
-@pytest.fixture(scope="module")
-def node(tmp_path_factory):
-    combined = CombinedNode(tmp_path_factory.mktemp("acl-broker"))
+@contextlib.contextmanager
+def started_node(tmp_path, setup):
+    """A CombinedNode started, ``setup(node)`` run on its loop; stopped when the block ends."""
+    combined = CombinedNode(tmp_path)
     try:
         combined.call(combined.start())
-        combined.call(_setup(combined))
+        combined.call(setup(combined))
         yield combined
     finally:
         combined.call(combined.stop())
         combined.loop.call_soon_threadsafe(combined.loop.stop)
         combined.thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory):
+    with started_node(tmp_path_factory.mktemp("acl-broker"), _setup) as combined:
+        yield combined
 
 
 TOPICS = ["t-produce", "t-fetch", "t-list", "t-meta", "t-epoch", "t-delrec", "t-producers", "t-conf", "t-commit",

@@ -10,6 +10,7 @@ answered CLUSTER_AUTHORIZATION_FAILED; the three broker-only write APIs must als
 committed state as it was."""
 import uuid
 
+from kafkawire.messages.alter_client_quotas_request import AlterClientQuotasRequest, EntityData, EntryData, OpData
 from kafkawire.messages.allocate_producer_ids_request import AllocateProducerIdsRequest
 from kafkawire.messages.alter_partition_request import AlterPartitionRequest
 from kafkawire.messages.alter_partition_request import PartitionData as AlterPartitionData
@@ -97,6 +98,9 @@ def refused_request(api_key: int, version: int):
     if api_key == 31:
         return DeleteAclsRequest(filters=[DeleteAclsFilter(resource_type_filter=1, pattern_type_filter=1,
                                                            operation=1, permission_type=1)])
+    if api_key == 49:
+        return AlterClientQuotasRequest(entries=[EntryData(entity=[EntityData(entity_type="user", entity_name="a")],
+                                                           ops=[OpData(key="producer_byte_rate", value=1.0)])])
     if api_key == 51:
         return AlterUserScramCredentialsRequest(deletions=[ScramCredentialDeletion(name="alice", mechanism=1)])
     if api_key == 56:
