@@ -52,7 +52,7 @@ def acl_handlers(controller: MetadataController) -> dict[int, ApiHandler]:
 
     async def alter_quotas(ctx, request):
         try:      # from the image of the write's turn; no deadline, as in Kafka's ControllerApis
-            response, _ = await controller.write(lambda: alter_client_quotas(request, controller.image.client_quotas))
+            response, _ = await controller.write(lambda: alter_client_quotas(request, controller.state.image.client_quotas))
         except ApiError as exc:
             return client_quotas_refusal(request, exc.code)
         return response

@@ -18,6 +18,7 @@ import uuid
 import pytest
 
 from kafkawire.messages.allocate_producer_ids_request import AllocateProducerIdsRequest
+from kafkawire.messages.alter_client_quotas_request import AlterClientQuotasRequest, EntityData, EntryData, OpData
 from kafkawire.messages.alter_configs_request import AlterableConfig, AlterConfigsRequest, AlterConfigsResource
 from kafkawire.messages.alter_partition_reassignments_request import AlterPartitionReassignmentsRequest
 from kafkawire.messages.alter_partition_request import AlterPartitionRequest
@@ -35,6 +36,7 @@ from kafkawire.messages.incremental_alter_configs_request import AlterableConfig
 from kafkawire.messages.incremental_alter_configs_request import AlterConfigsResource as IncrementalResource
 from kafkawire.messages.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from kafkawire.messages.list_partition_reassignments_request import ListPartitionReassignmentsRequest
+from kafkawire.messages.unregister_broker_request import UnregisterBrokerRequest
 from kafkawire.net.config import parse_server_config
 from kafkawire.protocol.error_codes import Errors
 from tests.responses import error_codes
@@ -61,10 +63,12 @@ KAFKA_DEADLINES = {
     44: NONE,           # IncrementalAlterConfigs
     45: REQUEST,        # AlterPartitionReassignments
     46: NONE,           # ListPartitionReassignments: its TimeoutMs is not used
+    49: NONE,           # AlterClientQuotas
     51: NONE,           # AlterUserScramCredentials
     56: NONE,           # AlterPartition
     62: NONE,           # BrokerRegistration
     63: HEARTBEAT,      # BrokerHeartbeat
+    64: NONE,           # UnregisterBroker
     67: NONE,           # AllocateProducerIds
     70: NONE,           # ControllerRegistration
     73: NONE,           # AssignReplicasToDirs
@@ -100,11 +104,15 @@ def sample(api_key: int, broker_epoch: int):
                 name="retention.ms", config_operation=ALTER_CONFIG_SET, value="1000")])])),
         45: lambda: (0, AlterPartitionReassignmentsRequest(topics=[], timeout_ms=TIMEOUT_MS)),
         46: lambda: (0, ListPartitionReassignmentsRequest(topics=None, timeout_ms=0)),   # ignored, as in Kafka
+        49: lambda: (1, AlterClientQuotasRequest(entries=[EntryData(
+            entity=[EntityData(entity_type="user", entity_name="alice")],
+            ops=[OpData(key="producer_byte_rate", value=1024.0, remove=False)])])),
         51: lambda: (0, AlterUserScramCredentialsRequest(deletions=[ScramCredentialDeletion(name="alice",
                                                                                              mechanism=1)])),
         56: lambda: (3, AlterPartitionRequest(broker_id=1, broker_epoch=broker_epoch, topics=[])),
         62: lambda: (4, broker_request(2, log_dirs=[uuid.UUID(int=1002)])),
         63: lambda: (1, heartbeat(1, broker_epoch, 0)),
+        64: lambda: (0, UnregisterBrokerRequest(broker_id=1)),
         67: lambda: (0, AllocateProducerIdsRequest(broker_id=1, broker_epoch=broker_epoch)),
         70: lambda: (0, ControllerRegistrationRequest(controller_id=5, incarnation_id=uuid.uuid4())),
         73: lambda: (0, AssignReplicasToDirsRequest(broker_id=1, broker_epoch=broker_epoch, directories=[])),

@@ -10,6 +10,7 @@ Before issue 28 the controller wrote one batch per commit: the second write wait
 first one's commit, so only one batch was ever held here."""
 import asyncio
 
+from kafkawire.messages.alter_client_quotas_request import AlterClientQuotasRequest, EntityData, EntryData, OpData
 from kafkawire.messages.list_partition_reassignments_request import ListPartitionReassignmentsRequest
 from kafkawire.protocol.error_codes import Errors
 
@@ -115,3 +116,30 @@ def test_a_request_without_records_is_answered_after_the_writes_in_flight_and_se
     assert waited, "a request without records was answered before the writes in flight committed"
     assert registration.broker_epoch == epoch and topic.topics[0].error_code == 0
     assert listing.error_code == 0 and beat.error_code == 0 and beat.is_fenced
+
+
+def test_a_write_generates_from_the_state_with_the_writes_in_flight_not_from_the_committed_image():
+    """AlterClientQuotas removing a quota set by a write still in flight writes the removal, as
+    Kafka's controller generates every write from its latest (uncommitted) state; generated from
+    the committed image, the removal would be skipped as "not set" and the quota would stay."""
+    quorum, leader = held_leader()
+
+    def quota(value):
+        return AlterClientQuotasRequest(entries=[EntryData(
+            entity=[EntityData(entity_type="user", entity_name="alice")],
+            ops=[OpData(key="producer_byte_rate", value=0.0 if value is None else value, remove=value is None)])])
+
+    async def go():
+        async with Running(leader):
+            await lead_with_a_broker(quorum, leader)
+            quorum.holding = True
+            calls = [asyncio.ensure_future(leader.handlers()[49].handle(Ctx(1), quota(v))) for v in (1024.0, None)]
+            await until(lambda: len(quorum.held) == 2, "both writes appended before a commit")
+            quorum.release()
+            return await asyncio.gather(*calls)
+
+    replies = run(go())
+    assert [e.error_code for r in replies for e in r.entries] == [0, 0]
+    removals = [m.remove for _, m in quorum.records() if type(m).NAME == "ClientQuotaRecord"]
+    assert removals == [False, True]
+    assert leader.image.client_quotas == {}
