@@ -55,15 +55,13 @@ class OptionalBuildExt(build_ext):
     def _add_vendored(self, ext):
         """Compile in the vendored codecs KAFKAWIRE_NATIVE_CODECS allows; one that fails to
         compile is left to the pure path (a warning)."""
-        for name, (sources, macros) in _vendored(self.compiler).items():
-            if name not in _allowed_codecs():
-                continue
-            try:
-                objects = _compile_vendored(self.compiler, sources, macros, os.path.join(self.build_temp, "vendor"))
-            except Exception as e:  # noqa: BLE001 - CompileError: the codec stays in Python
+        libraries = {name: spec for name, spec in _vendored(self.compiler).items() if name in _allowed_codecs()}
+        built = _compile_vendored(self.compiler, libraries, os.path.join(self.build_temp, "vendor"))
+        for name, objects in built.items():
+            if isinstance(objects, Exception):  # CompileError: the codec stays in Python
                 if os.environ.get("KAFKAWIRE_REQUIRE_NATIVE") == "1":
-                    raise
-                sys.stderr.write(f"WARNING: kafkawire's vendored {name} was not compiled ({e}); "
+                    raise objects
+                sys.stderr.write(f"WARNING: kafkawire's vendored {name} was not compiled ({objects}); "
                                  f"{name} runs in Python.\n")
                 continue
             ext.extra_objects.extend(objects)
@@ -122,23 +120,37 @@ def _vendored(compiler) -> dict:
     return {"lz4": (lz4, [("XXH_NAMESPACE", "LZ4_"), *_VISIBILITY]), "zstd": (zstd, zstd_macros)}
 
 
-def _compile_vendored(compiler, sources: list[str], macros: list, build_dir: str) -> list[str]:
-    """The object files of ``sources``, compiled (several at a time: they are most of the build)
-    unless newer than every vendored file and this one already (rebuilds of our own sources)."""
+def _compile_vendored(compiler, libraries: dict, build_dir: str) -> dict:
+    """name: the object files of each library of ``libraries`` (name: (sources, macros)), or the
+    error compiling one of them. The files are compiled several at a time, the largest first
+    (they are most of the build's time), each unless its object file is newer than every
+    vendored file and this one already (rebuilds after a change to our own sources)."""
     if ".S" not in compiler.src_extensions:
         compiler.src_extensions.append(".S")
     vendored = glob.glob(os.path.join(_SRC, "vendor", "**", "*.*"), recursive=True)
     newest = max(os.path.getmtime(path) for path in [*vendored, __file__])
 
-    def one(source):
+    def one(job):
+        name, source, macros = job
         obj, = compiler.object_filenames([source], output_dir=build_dir)
         os.makedirs(os.path.dirname(obj), exist_ok=True)
-        if not (os.path.exists(obj) and os.path.getmtime(obj) >= newest):
-            compiler.compile([source], output_dir=build_dir, macros=macros, extra_postargs=_VENDOR_FLAGS)
-        return obj
+        try:
+            if not (os.path.exists(obj) and os.path.getmtime(obj) >= newest):
+                compiler.compile([source], output_dir=build_dir, macros=macros, extra_postargs=_VENDOR_FLAGS)
+        except Exception as e:  # noqa: BLE001 - CompileError: reported for its library
+            return name, e
+        return name, obj
 
+    jobs = sorted(((name, source, macros) for name, (sources, macros) in libraries.items() for source in sources),
+                  key=lambda job: -os.path.getsize(job[1]))
+    built: dict = {name: [] for name in libraries}
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool:
-        return list(pool.map(one, sources))
+        for name, obj in pool.map(one, jobs):
+            if isinstance(obj, Exception) or isinstance(built[name], Exception):
+                built[name] = built[name] if isinstance(built[name], Exception) else obj
+            else:
+                built[name].append(obj)
+    return built
 
 
 @contextlib.contextmanager
