@@ -279,7 +279,8 @@ _LZ4F_BLOCK_CHECKSUM = 0x10  # FLG bit: a 4-byte checksum follows each block
 
 def _lz4f_takes_options() -> bool:
     """Whether cramjam's lz4 Compressor (the LZ4F frame API, which honours the level) can write
-    independent blocks without a content checksum, as Kafka's frames are (cramjam 2.10 and later)."""
+    independent blocks without a content checksum, as Kafka's frames are (2.14's can; from a
+    release whose Compressor lacks these keywords, compress_block is asked for HC instead)."""
     try:
         cramjam.lz4.Compressor(level=_LZ4_DEFAULT_LEVEL, content_checksum=False, block_linked=False)
     except TypeError:
@@ -299,7 +300,7 @@ def _lz4_frame_compress(data, level: int | None) -> bytes:
         raise ValueError(f"lz4 doesn't support compression level {level}")
     elif _LZ4F_OPTIONS:
         return _lz4_hc_frame(data, level)
-    else:  # older cramjam: its block compressor takes the mode
+    else:  # a cramjam without those Compressor options: ask its block compressor for HC
         kwargs = {"mode": "high_compression", "compression": level}
     out = bytearray(_LZ4_HEADER)
     for start in range(0, len(mv), _LZ4_BLOCK):
