@@ -5,17 +5,23 @@ The extension is optional: without a C compiler or Python headers the build warn
 installs the pure-Python package, which does everything the extension does, more slowly
 (``kafkawire._native.status()`` says which one runs; ``KAFKAWIRE_PURE=1`` forces pure).
 
-So are its codecs: each of zlib (gzip), snappy, lz4 and zstd is compiled in only when a probe
-finds its header and library (Debian: zlib1g-dev, libsnappy-dev, liblz4-dev, libzstd-dev); a
-codec left out is compressed and decompressed by the pure-Python path (cramjam, zlib), and
-``status()`` names the codecs that run in C. ``KAFKAWIRE_NATIVE_CODECS=gzip,lz4`` (or ``none``) limits the probe.
+So are its codecs. lz4 and zstd are compiled from the sources under kafkawire/_native_src/vendor
+(the very liblz4 and libzstd releases the pure path's cramjam bundles, so both paths write the
+same bytes; statically, their symbols hidden: the extension needs no system liblz4 or libzstd).
+zlib (gzip) and snappy are compiled in only when a probe finds their header and library (Debian:
+zlib1g-dev, libsnappy-dev). A codec left out is compressed and decompressed by the pure-Python
+path (cramjam, zlib), and ``status()`` names the codecs that run in C.
+``KAFKAWIRE_NATIVE_CODECS=gzip,lz4`` (or ``none``) limits both.
 """
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
+import platform
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -37,6 +43,7 @@ class OptionalBuildExt(build_ext):
     def build_extension(self, ext):
         if ext.name == "kafkawire._native_records":
             _add_codecs(self.compiler, ext)
+            self._add_vendored(ext)
             ext.define_macros.append(("KW_SOURCE_DIGEST", f'"{_source_digest()}"'))
         try:
             super().build_extension(ext)
@@ -44,6 +51,23 @@ class OptionalBuildExt(build_ext):
             if os.environ.get("KAFKAWIRE_REQUIRE_NATIVE") == "1":
                 raise
             self._warn(e)
+
+    def _add_vendored(self, ext):
+        """Compile in the vendored codecs KAFKAWIRE_NATIVE_CODECS allows; one that fails to
+        compile is left to the pure path (a warning)."""
+        libraries = {name: spec for name, spec in _vendored(self.compiler).items() if name in _allowed_codecs()}
+        built = _compile_vendored(self.compiler, libraries, os.path.join(self.build_temp, "vendor"))
+        for name, objects in built.items():
+            if isinstance(objects, Exception):  # CompileError: the codec stays in Python
+                if os.environ.get("KAFKAWIRE_REQUIRE_NATIVE") == "1":
+                    raise objects
+                sys.stderr.write(f"WARNING: kafkawire's vendored {name} was not compiled ({objects}); "
+                                 f"{name} runs in Python.\n")
+                continue
+            ext.extra_objects.extend(objects)
+            ext.define_macros.extend([(CODEC_MACROS[name], "1"), *_VISIBILITY])
+            ext.include_dirs.append(_VENDOR[name])
+            sys.stderr.write(f"kafkawire: {name} (de)compressed in C (vendored)\n")
 
     def _warn(self, error):
         if OptionalBuildExt.warned:  # the editable install's copy step fails after the compile
@@ -63,11 +87,70 @@ def _source_digest() -> str:
     return module.source_digest(os.path.join("kafkawire", "_native_src")) or ""
 
 
-# (name, macro, header, library, a call that needs the library to link)
+# (name, macro, header, library, a call that needs the library to link): the system libraries
 CODECS = (("gzip", "KW_HAVE_ZLIB", "zlib.h", "z", "inflateEnd(0)"),
-          ("snappy", "KW_HAVE_SNAPPY", "snappy-c.h", "snappy", "snappy_uncompressed_length(0, 0, 0)"),
-          ("lz4", "KW_HAVE_LZ4", "lz4.h", "lz4", "LZ4_decompress_safe(0, 0, 0, 0)"),
-          ("zstd", "KW_HAVE_ZSTD", "zstd.h", "zstd", "ZSTD_isError(0)"))
+          ("snappy", "KW_HAVE_SNAPPY", "snappy-c.h", "snappy", "snappy_uncompressed_length(0, 0, 0)"))
+CODEC_MACROS = {"lz4": "KW_HAVE_LZ4", "zstd": "KW_HAVE_ZSTD"}
+_VENDOR = {"lz4": "kafkawire/_native_src/vendor/lz4", "zstd": "kafkawire/_native_src/vendor/zstd/lib"}
+# The libraries' public functions hidden like the rest (their headers would make them visible):
+# the extension exports its init function only, and cannot clash with another liblz4 or libzstd
+# loaded into the process.
+_VISIBILITY = [("LZ4LIB_VISIBILITY", ""), ("ZSTDLIB_VISIBLE", ""), ("ZSTDERRORLIB_VISIBLE", ""),
+               ("ZDICTLIB_VISIBLE", "")]
+# What the libraries' own Makefiles compile with: -O3 and no debug information (Python's -g would
+# make zstd, most of the build's time, take 60% longer to compile); their warnings are theirs.
+_VENDOR_FLAGS = ["-O3", "-g0", "-fvisibility=hidden", "-w"]
+
+
+def _allowed_codecs() -> list[str]:
+    return os.environ.get("KAFKAWIRE_NATIVE_CODECS", "gzip,snappy,lz4,zstd").replace(" ", "").split(",")
+
+
+def _vendored(compiler) -> dict:
+    """name: (sources, macros) of each vendored library. zstd is built as its lib/Makefile builds
+    it without legacy formats, threads or dictionary builder; its x86-64 Huffman decoder in
+    assembly only where the compiler takes GNU assembly (elsewhere zstd's C loop)."""
+    zstd = sorted(glob.glob(os.path.join(_VENDOR["zstd"], "*", "*.c")))
+    zstd_macros = [("XXH_NAMESPACE", "ZSTD_"), ("ZSTD_LEGACY_SUPPORT", "0"), *_VISIBILITY]
+    if compiler.compiler_type == "unix" and platform.machine().lower() in ("x86_64", "amd64"):
+        zstd += glob.glob(os.path.join(_VENDOR["zstd"], "decompress", "*.S"))
+    else:
+        zstd_macros.append(("ZSTD_DISABLE_ASM", "1"))
+    lz4 = [os.path.join(_VENDOR["lz4"], name) for name in ("lz4.c", "lz4hc.c")]
+    return {"lz4": (lz4, [("XXH_NAMESPACE", "LZ4_"), *_VISIBILITY]), "zstd": (zstd, zstd_macros)}
+
+
+def _compile_vendored(compiler, libraries: dict, build_dir: str) -> dict:
+    """name: the object files of each library of ``libraries`` (name: (sources, macros)), or the
+    error compiling one of them. The files are compiled several at a time, the largest first
+    (they are most of the build's time), each unless its object file is newer than every
+    vendored file and this one already (rebuilds after a change to our own sources)."""
+    if ".S" not in compiler.src_extensions:
+        compiler.src_extensions.append(".S")
+    vendored = glob.glob(os.path.join(_SRC, "vendor", "**", "*.*"), recursive=True)
+    newest = max(os.path.getmtime(path) for path in [*vendored, __file__])
+
+    def one(job):
+        name, source, macros = job
+        obj, = compiler.object_filenames([source], output_dir=build_dir)
+        os.makedirs(os.path.dirname(obj), exist_ok=True)
+        try:
+            if not (os.path.exists(obj) and os.path.getmtime(obj) >= newest):
+                compiler.compile([source], output_dir=build_dir, macros=macros, extra_postargs=_VENDOR_FLAGS)
+        except Exception as e:  # noqa: BLE001 - CompileError: reported for its library
+            return name, e
+        return name, obj
+
+    jobs = sorted(((name, source, macros) for name, (sources, macros) in libraries.items() for source in sources),
+                  key=lambda job: -os.path.getsize(job[1]))
+    built: dict = {name: [] for name in libraries}
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool:
+        for name, obj in pool.map(one, jobs):
+            if isinstance(obj, Exception) or isinstance(built[name], Exception):
+                built[name] = built[name] if isinstance(built[name], Exception) else obj
+            else:
+                built[name].append(obj)
+    return built
 
 
 @contextlib.contextmanager
@@ -98,15 +181,15 @@ def _links(compiler, header: str, library: str, call: str) -> bool:
 
 
 def _add_codecs(compiler, ext) -> None:
-    """Compile in each codec whose library is there (and KAFKAWIRE_NATIVE_CODECS allows)."""
-    allowed = os.environ.get("KAFKAWIRE_NATIVE_CODECS", "gzip,snappy,lz4,zstd").replace(" ", "").split(",")
+    """Compile in each system codec library that is there (and KAFKAWIRE_NATIVE_CODECS allows)."""
+    allowed = _allowed_codecs()
     found = []
     for name, macro, header, library, call in CODECS:
         if name in allowed and _links(compiler, header, library, call):
             ext.define_macros.append((macro, "1"))
             ext.libraries.append(library)
             found.append(name)
-    sys.stderr.write(f"kafkawire: codecs (de)compressed in C: {', '.join(found) or 'none'}\n")
+    sys.stderr.write(f"kafkawire: system codec libraries used: {', '.join(found) or 'none'}\n")
 
 
 _SRC = "kafkawire/_native_src/"

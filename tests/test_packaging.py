@@ -1,10 +1,12 @@
 """What `pip install kafkawire` gives: the base dependencies only what the protocol, the log,
 KRaft and the main job import; every optional feature behind an extra that its absence names
-(kafkawire/_extras.py); and a wheel, built from the sdist, that installs into a fresh virtualenv
-and works there (the slow test at the end)."""
+(kafkawire/_extras.py); the codec libraries the C extension compiles in, vendored as their
+SOURCE notes say and needing no system library; and a wheel, built from the sdist, that
+installs into a fresh virtualenv and works there (the slow test at the end)."""
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 import re
 import shutil
@@ -18,7 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from kafkawire import _native
 from kafkawire._extras import MissingExtra, require
+from kafkawire.records.compression import LZ4, ZSTD
 
 REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
@@ -215,6 +219,51 @@ def test_without_an_extra_its_feature_says_which_extra_to_install(tmp_path):
     assert not (tmp_path / "job").exists(), "the job started something before finding kafka-python missing"
 
 
+# --- the codec libraries vendored into the C extension (kafkawire/_native_src/vendor) --------------
+VENDOR = REPO / "kafkawire" / "_native_src" / "vendor"
+# what the vendored liblz4 and libzstd define (XXH_NAMESPACE prefixes xxhash's with ZSTD_ or LZ4_)
+_VENDORED_SYMBOL = re.compile(r"(ZSTD|ZSTDMT|ZSTDv\d+|LZ4|HUF|FSE|HIST|POOL|ERR|XXH)_")
+
+
+@pytest.mark.parametrize("library", ["lz4", "zstd"])
+def test_each_vendored_file_is_the_one_its_source_note_names(library):
+    """Each vendored library's SOURCE note lists the sha256 of every file beside it (and no
+    other): the sources are the upstream release it names, unchanged, and LICENSE is there."""
+    directory = VENDOR / library
+    listed = dict((name.removeprefix("./"), digest) for digest, name in
+                  re.findall(r"^ {4}([0-9a-f]{64})  (\./\S+)$", (directory / "SOURCE").read_text(), re.M))
+    present = {str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+               for p in directory.rglob("*") if p.is_file() and p.name != "SOURCE"}
+    assert "LICENSE" in present and listed == present
+
+
+def _readelf(path, option: str) -> str:
+    if shutil.which("readelf") is None:
+        pytest.skip("readelf (binutils) is not installed")
+    return subprocess.run(["readelf", option, "--wide", str(path)], capture_output=True, text=True, check=True,
+                          timeout=60).stdout
+
+
+def _check_extension_is_self_contained(path) -> None:
+    """No DT_NEEDED entry for a system liblz4 or libzstd, and none of their symbols exported."""
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", _readelf(path, "--dynamic"))
+    assert needed and not [n for n in needed if n.startswith(("liblz4", "libzstd"))], needed
+    exported = [line.split()[7] for line in _readelf(path, "--dyn-syms").splitlines()
+                if len(line.split()) >= 8 and line.split()[4] in ("GLOBAL", "WEAK") and line.split()[6] != "UND"]
+    assert "PyInit__native_records" in exported
+    assert not [name for name in exported if _VENDORED_SYMBOL.match(name)]
+
+
+def test_the_extension_compiles_in_lz4_and_zstd_and_needs_no_system_library_for_them():
+    """The built extension runs lz4 and zstd in C from the vendored sources: it links no system
+    liblz4 or libzstd (a wheel carries what it needs) and exports none of their functions (hidden,
+    so another liblz4 or libzstd in the process cannot clash with them)."""
+    if _native.records is None:
+        pytest.skip("the C extension is not built")
+    assert {LZ4, ZSTD} <= set(_native.native_codecs())
+    _check_extension_is_self_contained(_native.records.__file__)
+
+
 # --- the wheel, built and installed into a fresh virtualenv ---------------------------------------
 _SOURCES = ("pyproject.toml", "setup.py", "README.md", "LICENSE", "NOTICE", "MANIFEST.in", "kafkawire",
             "pyspark_kafkawire", "schemas")
@@ -267,6 +316,8 @@ def _check_archives(dist: Path) -> Path:
     in_sdist = {n.partition("/")[2] for n in tarfile.open(sdist).getnames()}
     schemas = {str(p.relative_to(REPO)) for p in (REPO / "schemas").rglob("*.json")}
     assert schemas and schemas <= in_sdist and {"LICENSE", "NOTICE"} <= in_sdist
+    vendored = {str(p.relative_to(REPO)) for p in VENDOR.rglob("*") if p.is_file()}
+    assert vendored and vendored <= in_sdist, sorted(vendored - in_sdist)[:5]
     assert not any(n.startswith("tests/") for n in in_sdist)
     return wheel
 
@@ -316,7 +367,9 @@ def test_the_wheel_built_from_the_sdist_installs_into_a_fresh_venv_and_works(tmp
     # with a C compiler here the wheel carries the extension and uses it (and the codecs whose
     # libraries are here); without one it runs pure
     if shutil.which("cc") or shutil.which("gcc"):
-        assert status.startswith("native (C extension; codecs in C: "), status
+        assert status.startswith("native (C extension; codecs in C: ") and "lz4, zstd" in status, status
+        extension, = (venv / "lib").glob("python*/site-packages/kafkawire/_native_records*")
+        _check_extension_is_self_contained(extension)
     else:
         assert status == "pure Python", status
     version = _run([kafkawire, "--version"], 120, work).stdout.strip()

@@ -11,11 +11,14 @@
  *            (hash table size, match search, copy and literal encodings) differ from libsnappy's,
  *            so the block encoder here follows the same documented algorithm rather than calling
  *            libsnappy.
- *   lz4    - the LZ4 frame Lz4BlockOutputStream writes, blocks by liblz4's fast compressor: only at
- *            the default level (Kafka's 9 or none); HC output differs between liblz4 releases.
- *   zstd   - libzstd's one-shot frame (content size in the header): only at levels -7..4, whose
- *            fast/dfast/greedy strategies give the same bytes in the library releases we know;
- *            other levels go to cramjam's bundled library.
+ *   lz4    - the LZ4 frame Lz4BlockOutputStream writes, blocks by liblz4: the fast compressor at
+ *            the default level (Kafka's 9 or none), else what LZ4F (the frame API the pure path's
+ *            cramjam calls for the other levels) does per independent block: HC at levels 2 and
+ *            up (LZ4HC_CLEVEL_MIN), the fast compressor at 1; a block that does not fit in one byte less than
+ *            its input is stored.
+ *   zstd   - libzstd's streamed frame (content size in the header), at every level.
+ * Both are the vendored releases the pure path's cramjam bundles (the vendor directory), so their bytes are
+ * the pure path's; native_compress.py still checks that once per (codec, level).
  * Which codecs run here is decompress.c's choice (kw_codec_native: compiled in, and not turned off
  * by use_codecs), so KAFKAWIRE_NATIVE_CODECS and use_codecs govern both directions. */
 #include "codecs.h"
@@ -248,12 +251,29 @@ static Py_ssize_t lz4_bound(Py_ssize_t n) {
     return 7 + blocks * (4 + LZ4_COMPRESSBOUND(LZ4_BLOCK)) + 4;
 }
 
-static Py_ssize_t lz4_write(const uint8_t *src, Py_ssize_t n, uint8_t *dst) {
+#define LZ4_DEFAULT_LEVEL 9  /* Kafka's: the fast compressor */
+static void *lz4_hc_state;
+
+/* One block as LZ4F compresses it at level (0: too big for one byte less than its input). */
+static int lz4_block(int level, const char *src, char *dst, int len) {
+    if (level == LZ4_DEFAULT_LEVEL)
+        return LZ4_compress_default(src, dst, len, LZ4_compressBound(len));
+    if (level < LZ4HC_CLEVEL_MIN)  /* LZ4F compresses these fast */
+        return LZ4_compress_default(src, dst, len, len - 1);
+    return LZ4_compress_HC_extStateHC(lz4_hc_state, src, dst, len, len - 1, level);
+}
+
+static Py_ssize_t lz4_write(const uint8_t *src, Py_ssize_t n, int level, uint8_t *dst) {
+    if (level != LZ4_DEFAULT_LEVEL && lz4_hc_state == NULL
+            && (lz4_hc_state = PyMem_RawMalloc((size_t)LZ4_sizeofStateHC())) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
     memcpy(dst, LZ4_FRAME_HEADER, 7);
     uint8_t *out = dst + 7;
     for (Py_ssize_t start = 0; start < n; start += LZ4_BLOCK) {
         int len = (int)(n - start < LZ4_BLOCK ? n - start : LZ4_BLOCK);
-        int packed = LZ4_compress_default((const char *)src + start, (char *)out + 4, len, LZ4_compressBound(len));
+        int packed = lz4_block(level, (const char *)src + start, (char *)out + 4, len);
         if (packed <= 0 || packed >= len) {
             put_le32(out, (uint32_t)len | 0x80000000u);
             memcpy(out + 4, src + start, (size_t)len);
@@ -272,17 +292,33 @@ static Py_ssize_t lz4_write(const uint8_t *src, Py_ssize_t n, uint8_t *dst) {
 #ifdef KW_HAVE_ZSTD
 static ZSTD_CCtx *zstd_cctx;
 
+/* The frame cramjam writes: its `zstd` crate streams (ZSTD_compressStream2, the source size
+ * pledged, ZSTD_e_continue then ZSTD_e_end), and a stream keeps its window in a ring buffer, so
+ * past a few hundred KiB its matches, hence its bytes, differ from ZSTD_compressCCtx's. */
 static Py_ssize_t zstd_write(const uint8_t *src, Py_ssize_t n, int level, uint8_t *dst, Py_ssize_t cap) {
     if (zstd_cctx == NULL && (zstd_cctx = ZSTD_createCCtx()) == NULL) {
         PyErr_NoMemory();
         return -1;
     }
-    size_t rc = ZSTD_compressCCtx(zstd_cctx, dst, (size_t)cap, src, (size_t)n, level);
+    ZSTD_inBuffer in = {src, (size_t)n, 0};
+    ZSTD_outBuffer out = {dst, (size_t)cap, 0};
+    size_t rc = ZSTD_CCtx_reset(zstd_cctx, ZSTD_reset_session_and_parameters);
+    if (!ZSTD_isError(rc))
+        rc = ZSTD_CCtx_setParameter(zstd_cctx, ZSTD_c_compressionLevel, level);
+    if (!ZSTD_isError(rc))
+        rc = ZSTD_CCtx_setPledgedSrcSize(zstd_cctx, (unsigned long long)n);
+    while (!ZSTD_isError(rc) && in.pos < in.size)
+        rc = ZSTD_compressStream2(zstd_cctx, &out, &in, ZSTD_e_continue);
+    while (!ZSTD_isError(rc) && (rc = ZSTD_compressStream2(zstd_cctx, &out, &in, ZSTD_e_end)) != 0)
+        if (!ZSTD_isError(rc) && out.pos == out.size) {
+            PyErr_SetString(PyExc_RuntimeError, "zstd did not finish within its bound");
+            return -1;
+        }
     if (ZSTD_isError(rc)) {
         PyErr_Format(PyExc_RuntimeError, "zstd: %s", ZSTD_getErrorName(rc));
         return -1;
     }
-    return (Py_ssize_t)rc;
+    return (Py_ssize_t)out.pos;
 }
 #endif
 
@@ -307,11 +343,16 @@ static int native_level(int codec, PyObject *level_obj, int *level) {
         return *level == -1 || (*level >= 1 && *level <= 9);
     case SNAPPY:
         return 1;  /* no levels: the pure path ignores one */
-    case LZ4:
-        return !given || v == 9;
-    case ZSTD:
+    case LZ4:  /* Kafka's levels (CompressionType.LZ4's bounds) */
+        *level = given ? (int)v : 9;
+        return *level >= 1 && *level <= 17;
+    case ZSTD:  /* libzstd's, which are Kafka's (-131072..22) */
         *level = given ? (int)v : 3;
-        return *level >= -7 && *level <= 4;
+#ifdef KW_HAVE_ZSTD
+        return *level >= ZSTD_minCLevel() && *level <= ZSTD_maxCLevel();
+#else
+        return 0;
+#endif
     default:
         return 0;
     }
@@ -347,7 +388,7 @@ static Py_ssize_t codec_write(int codec, int level, const uint8_t *src, Py_ssize
     case SNAPPY: return snappy_write(src, n, dst);
 #endif
 #ifdef KW_HAVE_LZ4
-    case LZ4: return lz4_write(src, n, dst);
+    case LZ4: return lz4_write(src, n, level, dst);
 #endif
 #ifdef KW_HAVE_ZSTD
     case ZSTD: return zstd_write(src, n, level, dst, cap);

@@ -1,7 +1,7 @@
 /* Record batch decompression in C (issue 26), with the framing Kafka's Java streams write
  * (kafkawire/records/compression.py describes it; that module is the oracle). Each codec is
- * compiled in only when setup.py found its library: KW_HAVE_ZLIB (gzip), KW_HAVE_SNAPPY,
- * KW_HAVE_LZ4, KW_HAVE_ZSTD. A codec left out, like any input this code does not take whole
+ * compiled in only when setup.py found its library (KW_HAVE_ZLIB for gzip, KW_HAVE_SNAPPY) or
+ * compiled the vendored one (KW_HAVE_LZ4, KW_HAVE_ZSTD: vendor/). A codec left out, like any input this code does not take whole
  * (bad bytes, a truncated stream, output past max_size, a frame needing more memory than the
  * library's default window), makes kw_decompress step aside: the caller then runs the
  * pure-Python codec, which returns the same bytes or raises CorruptRecordError with its own

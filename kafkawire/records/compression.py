@@ -273,12 +273,34 @@ _LZ4_HEADER = (
 )
 
 
+_LZ4_LEVELS = range(1, 18)  # CompressionType.LZ4's minLevel..maxLevel
+_LZ4F_BLOCK_CHECKSUM = 0x10  # FLG bit: a 4-byte checksum follows each block
+
+
+def _lz4f_takes_options() -> bool:
+    """Whether cramjam's lz4 Compressor (the LZ4F frame API, which honours the level) can write
+    independent blocks without a content checksum, as Kafka's frames are (2.14's can; from a
+    release whose Compressor lacks these keywords, compress_block is asked for HC instead)."""
+    try:
+        cramjam.lz4.Compressor(level=_LZ4_DEFAULT_LEVEL, content_checksum=False, block_linked=False)
+    except TypeError:
+        return False
+    return True
+
+
+_LZ4F_OPTIONS = _lz4f_takes_options()
+
+
 def _lz4_frame_compress(data, level: int | None) -> bytes:
     mv = memoryview(data)
     # Lz4BlockOutputStream: fast compressor at the default level, HC otherwise.
     if level is None or level == _LZ4_DEFAULT_LEVEL:
         kwargs: dict[str, Any] = {}
-    else:
+    elif level not in _LZ4_LEVELS:
+        raise ValueError(f"lz4 doesn't support compression level {level}")
+    elif _LZ4F_OPTIONS:
+        return _lz4_hc_frame(data, level)
+    else:  # a cramjam without those Compressor options: ask its block compressor for HC
         kwargs = {"mode": "high_compression", "compression": level}
     out = bytearray(_LZ4_HEADER)
     for start in range(0, len(mv), _LZ4_BLOCK):
@@ -292,6 +314,25 @@ def _lz4_frame_compress(data, level: int | None) -> bytes:
             out += block
     out += b"\x00\x00\x00\x00"  # EndMark; Java writes no content checksum
     return bytes(out)
+
+
+def _lz4_hc_frame(data, level: int) -> bytes:
+    """Kafka's frame with the blocks liblz4's frame API compresses at ``level`` (HC; cramjam's
+    block compressor ignores levels): LZ4F's frame has the same independent 64 KiB blocks, but
+    its own descriptor and a checksum after each block, which are dropped here."""
+    compressor = cramjam.lz4.Compressor(level=level, content_checksum=False, block_linked=False)
+    compressor.compress(data if type(data) is bytes else bytes(data))  # it takes bytes only
+    frame = memoryview(bytes(compressor.finish()))
+    trailer = 4 if frame[4] & _LZ4F_BLOCK_CHECKSUM else 0
+    out = bytearray(_LZ4_HEADER)
+    pos = 7  # magic, FLG, BD, header checksum: no content size was given
+    while True:
+        (size,) = _U32_LE.unpack_from(frame, pos)
+        end = pos + 4 + (size & ~_LZ4_RAW_BIT)
+        out += frame[pos:end]
+        if size == 0:  # EndMark
+            return bytes(out)
+        pos = end + trailer
 
 
 # The descriptor checksums seen (FLG and BD bytes, without a content size: at most 65536 keys):

@@ -3,15 +3,16 @@ path's bytes.
 
 The pure encoder (compression.py) is the oracle, and its bytes come from libraries: zlib for
 gzip, cramjam (Rust `snap`, a bundled liblz4 and libzstd) for the others. compress.c writes gzip
-with the system's zlib, snappy with its own encoder that makes the choices `snap` makes, lz4 with
-the system's liblz4 and zstd with the system's libzstd. Library releases can compress the same
-input differently (libzstd 1.5.4 and the 1.5.7 cramjam 2.14 bundles do, on skewed data), so a
+with the system's zlib, snappy with its own encoder that makes the choices `snap` makes, and lz4
+and zstd with the liblz4 1.10.0 and libzstd 1.5.7 compiled into the extension
+(kafkawire/_native_src/vendor: the releases cramjam 2.14 bundles), at every level Kafka allows.
+Library releases can compress the same input differently (libzstd 1.5.4 and 1.5.7 do, on skewed
+data; liblz4's HC levels change too), and another cramjam release may bundle others, so a
 (codec, level) goes through C only once C has written the same bytes as the pure path for every
 probe below (once per process and pair); otherwise that pair stays pure. compress.c itself steps
-aside for what it never matches (lz4 levels other than the default, zstd levels outside -7..4,
-bad levels, whose errors are the pure path's). A pair is also refused when the codec's default
-level disagrees: that means other library releases, and a probe that happens to pass at another
-level proves nothing then (seen with zstd levels 1, -1 and -7 against libzstd 1.5.4).
+aside for bad levels, whose errors are the pure path's. A pair is also refused when the codec's
+default level disagrees: that means other library releases, and a probe that happens to pass at
+another level proves nothing then (seen with zstd levels 1, -1 and -7 against libzstd 1.5.4).
 """
 
 from __future__ import annotations

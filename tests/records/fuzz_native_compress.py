@@ -3,7 +3,7 @@
     PYTHONPATH=. .venv/bin/python tests/records/fuzz_native_compress.py [--inputs 20000] [--seed 1]
 
 Each input is a records section of random shape (random, skewed, text-like and repeated runs,
-empty and tiny, up to a few hundred KB, across the 32 KiB snappy and 64 KiB lz4 block edges),
+empty and tiny, up to 1.5 MB (past zstd's streaming window), across the 32 KiB snappy and 64 KiB lz4 block edges),
 written by build_compressed for a random codec and level. Required: where C writes the pure
 path's bytes for the pair (native_compress's probe), the very bytes of the pure codec; always,
 that the pure codec decompresses what C wrote back to the input and the CRC-32C is right. Run it
@@ -25,13 +25,14 @@ from kafkawire import _native  # noqa: E402
 from kafkawire.records import native_compress  # noqa: E402
 from kafkawire.records.compression import GZIP, LZ4, SNAPPY, ZSTD, compress, decompress_pure  # noqa: E402
 
-LEVELS = {GZIP: [None, -1, 1, 6, 9, 0], SNAPPY: [None], LZ4: [None, 9, 3], ZSTD: [None, -7, 1, 3, 4, 9]}
+LEVELS = {GZIP: [None, -1, 1, 6, 9, 0], SNAPPY: [None], LZ4: [None, 9, 1, 2, 3, 10, 12, 17, 18],
+          ZSTD: [None, -7, 1, 3, 4, 9, 12, 16, 19]}
 POST = bytes(40)
 
 
 def payload(rng: random.Random) -> bytes:
     size = rng.choice([0, 1, 3, 16, 17, 18, 100, 1000, 32767, 32768, 32769, 65535, 65536, 65537,
-                       rng.randrange(300_000)])
+                       rng.randrange(300_000), rng.randrange(1_500_000)])
     kind = rng.randrange(4)
     if kind == 0:
         return rng.randbytes(size)

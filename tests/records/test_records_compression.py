@@ -128,6 +128,31 @@ def test_lz4_incompressible_blocks_are_stored_raw():
     assert size == 0x80000000 | 1000 and z[11:1011] == data
 
 
+# text-like records past one 64 KiB block, on which the HC levels compress better
+RECORD_TEXT = b"".join(b"key-%d value-%d " % (i, i * 7) for i in range(8000))
+
+
+def test_lz4_levels_other_than_kafkas_default_compress_with_hc():
+    """compression.lz4.level other than 9 gets Lz4BlockOutputStream's HC compressor at that level
+    (cramjam's block compressor ignores levels): smaller frames than the default's, higher levels
+    smaller still, and still Kafka's frame, read back by us and by kafka-python."""
+    sizes = {level: len(compress(LZ4, RECORD_TEXT, level)) for level in (None, 9, 3, 12)}
+    assert sizes[None] == sizes[9] > sizes[3] > sizes[12], sizes
+    for level in (1, 2, 3, 10, 12, 17):
+        z = compress(LZ4, RECORD_TEXT, level)
+        assert z[:7] == bytes.fromhex("04224d18604082") and z[-4:] == bytes(4)
+        assert decompress(LZ4, z) == RECORD_TEXT and kp_codec.lz4_decode(z) == RECORD_TEXT
+    data = os.urandom(1000)
+    assert compress(LZ4, data, 12)[7:1011] == struct.pack("<I", 0x80000000 | 1000) + data  # stored raw
+
+
+@pytest.mark.parametrize("level", [0, -1, 18])
+def test_lz4_levels_outside_kafkas_are_refused(level):
+    """CompressionType.LZ4's levels are 1..17: another is a ValueError, not silently another level."""
+    with pytest.raises(ValueError, match=f"lz4 doesn't support compression level {level}"):
+        compress(LZ4, b"abc", level)
+
+
 def test_lz4_reads_frames_with_content_size_and_checksums():
     import lz4.frame
 

@@ -1,8 +1,8 @@
 """Compressed batches written in C (issue 26, compress.c) against the pure encoder, their oracle.
 
-The rules: the C writer gives the pure path's batch byte for byte (gzip, snappy and lz4 always,
-wherever its libraries are the pure path's; zstd only where the libzstd releases agree, which a
-probe checks); whatever C writes decompresses, with the pure codec, to exactly the uncompressed
+The rules: the C writer gives the pure path's batch byte for byte, at every level (gzip wherever
+its zlib is Python's, snappy always, lz4 and zstd wherever the pure path's cramjam bundles the
+liblz4 and libzstd releases vendored into the extension, which a probe checks); whatever C writes decompresses, with the pure codec, to exactly the uncompressed
 records section and decodes to the records given, with a good CRC; a level the C code cannot
 match, a codec turned off, or a library release that writes other bytes makes RecordBatchBuilder
 write the batch in Python; and bad levels raise the pure path's errors.
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 
+import cramjam
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -26,8 +27,14 @@ pytestmark = pytest.mark.skipif(not IN_C, reason="no codec compiled into the C e
 C_BUILD = _native.records.build_compressed if _native.records is not None else None
 SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-# The levels compress.c takes for each codec (None: the codec's default); others step aside.
-C_LEVELS = {GZIP: [None, -1, 1, 5, 9], SNAPPY: [None], LZ4: [None, 9], ZSTD: [None, -7, -1, 1, 3, 4]}
+# Levels compress.c takes for each codec (None: the codec's default), each strategy of the codec
+# (lz4: fast, HC, HC's optimal parser; zstd: fast, dfast, greedy, lazy, lazy2, btlazy2, btopt,
+# btultra2); bad ones step aside.
+C_LEVELS = {GZIP: [None, -1, 1, 5, 9], SNAPPY: [None], LZ4: [None, 1, 2, 5, 9, 10, 12, 17],
+            ZSTD: [None, -131072, -7, -1, 1, 3, 4, 5, 7, 12, 15, 17, 19]}
+# The cramjam release whose liblz4 and libzstd are the vendored ones (kafkawire/_native_src/vendor/*/SOURCE)
+VENDORED_FROM_CRAMJAM = "2.14.0"
+SAME_LIBRARIES = (LZ4, ZSTD) if cramjam.__version__ == VENDORED_FROM_CRAMJAM else ()
 POST = bytes(range(40))
 
 
@@ -73,14 +80,15 @@ def pure_bytes(b: RecordBatchBuilder) -> bytes:
 @SETTINGS
 @given(b=batches())
 def test_the_c_writer_gives_the_pure_batch_where_the_libraries_agree(b):
-    """The C batch equals the pure one byte for byte (every codec whose library agrees; with
-    zstd from another libzstd release, build() still gives the pure bytes)."""
+    """The C batch equals the pure one byte for byte (every codec whose library agrees: lz4 and
+    zstd at every level with the cramjam the vendored libraries come from; with another release,
+    build() still gives the pure bytes)."""
     codec, level = b.compression_type, b.compression_level
     c_batch = C_BUILD(codec, level, b._records, b.base_offset, b.partition_leader_epoch, POST)
     assert c_batch is not None  # every level drawn is one C takes: no silent fallback
     expected = pure_bytes(b)
     # snappy's block encoder is our own: it must agree wherever the pure path's cramjam uses `snap`
-    if codec == SNAPPY or (libraries_agree(codec) and native_compress._pair_agrees(codec, level)):
+    if codec in (SNAPPY, *SAME_LIBRARIES) or (libraries_agree(codec) and native_compress._pair_agrees(codec, level)):
         assert c_batch[21:61] == POST and c_batch[61:] == expected[61:]
         assert c_batch[:17] == expected[:17]  # offset, length, epoch, magic
     assert b.build() == expected
@@ -120,16 +128,31 @@ def test_a_codec_not_in_c_is_written_by_the_pure_path():
         _native.records.use_codecs(before)
 
 
-@pytest.mark.parametrize("codec, level", [(LZ4, 5), (ZSTD, 12), (ZSTD, -8), (GZIP, 1.0)])
-def test_levels_c_cannot_match_step_aside(codec, level):
-    """LZ4 HC and zstd's slower strategies change between library releases: C leaves them to the pure path."""
+@pytest.mark.skipif(not SAME_LIBRARIES, reason=f"cramjam {cramjam.__version__} bundles other codec releases than "
+                                                f"the vendored ones (cramjam {VENDORED_FROM_CRAMJAM}'s)")
+@pytest.mark.parametrize("codec", [LZ4, ZSTD])
+def test_with_the_vendored_libraries_every_level_is_written_in_c(codec):
+    """lz4 (HC levels too) and zstd (every strategy) compiled from the releases cramjam bundles:
+    the probe finds C's bytes the pure path's at every level, so no level falls back to Python."""
+    if codec not in IN_C:
+        pytest.skip("codec not compiled in")
+    assert {level: native_compress._pair_agrees(codec, level) for level in C_LEVELS[codec]} \
+        == dict.fromkeys(C_LEVELS[codec], True)
+
+
+@pytest.mark.parametrize("codec, level", [(LZ4, 0), (LZ4, 18), (ZSTD, 23), (ZSTD, -131073), (GZIP, 1.0)])
+def test_bad_levels_step_aside(codec, level):
+    """A level outside the codec's (Kafka's lz4 1..17, libzstd's -131072..22) or not an int: C leaves it
+    to the pure path, which raises or clamps as it does without the extension."""
     if codec not in IN_C:
         pytest.skip("codec not compiled in")
     assert C_BUILD(codec, level, b"abc" * 100, 0, -1, POST) is None
 
 
 @pytest.mark.parametrize("codec, level, message", [(GZIP, 0, "gzip doesn't support compression level 0"),
-                                                   (GZIP, 10, "gzip doesn't support compression level 10")])
+                                                   (GZIP, 10, "gzip doesn't support compression level 10"),
+                                                   (LZ4, 0, "lz4 doesn't support compression level 0"),
+                                                   (LZ4, 18, "lz4 doesn't support compression level 18")])
 def test_a_bad_level_raises_the_pure_error(codec, level, message):
     """A level the codec refuses gets the pure path's ValueError, native path on."""
     b = RecordBatchBuilder(compression_type=codec, compression_level=level, base_timestamp=0)
