@@ -162,13 +162,15 @@ class OffsetsTopic:
         self.loaded &= led
 
     async def _load(self, index: int, partition) -> None:
-        """Replay the partition's records, a read of LOAD_READ_BYTES at a time with the event loop
-        free in between (the groups of this partition are COORDINATOR_LOAD_IN_PROGRESS meanwhile)."""
+        """Replay the partition's records up to its log end, as Kafka's loaders do
+        (TransactionStateManager, CoordinatorLoaderImpl), not its high watermark: a follower made
+        leader may not know the high watermark yet (0 after a restart) although its log holds the
+        records the ISR had. A read of LOAD_READ_BYTES at a time with the event loop free in between
+        (the groups of this partition are COORDINATOR_LOAD_IN_PROGRESS meanwhile)."""
         started = time.monotonic()
         offset, records, bad = partition.log.log_start_offset, 0, 0
-        end = partition.high_watermark()
         try:
-            while offset < end:
+            while offset < partition.log.log_end_offset:
                 if self.broker.partitions.get((self.TOPIC, index)) is not partition:
                     return                                  # closed meanwhile
                 data = partition.log.read(offset, LOAD_READ_BYTES, min_one_batch=True).data
