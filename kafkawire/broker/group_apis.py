@@ -30,6 +30,7 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
 
 from .consumer_apis import ConsumerApis
+from .coordinator_acks import replicated_handlers
 from .group_commit import OffsetApis
 from .group_coordinator import GroupCoordinator, GroupSettings
 from .group_log import LoopTimer, OffsetsTopic
@@ -74,7 +75,7 @@ class GroupApis:
         self._expiry_scheduled = False
 
     def handlers(self) -> dict[int, ApiHandler]:
-        return {
+        return replicated_handlers({       # answers wait for their __consumer_offsets writes' ISR
             8: ApiHandler(self.offset_apis.offset_commit, min_version=2),
             9: ApiHandler(self.offset_apis.offset_fetch, min_version=1),
             10: ApiHandler(self.find_coordinator),
@@ -87,7 +88,7 @@ class GroupApis:
             42: ApiHandler(self.delete_groups, max_version=2),
             47: ApiHandler(self.offset_apis.offset_delete),
             **self.consumer_apis.handlers(),
-        }
+        }, self.broker)
 
     def on_metadata(self) -> None:
         self.store.on_metadata()

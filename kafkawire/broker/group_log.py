@@ -27,6 +27,7 @@ from kafkawire.raft.contract import NoLeader, NotLeader
 from kafkawire.records import iter_batches
 from kafkawire.records.builder import build_batch
 
+from .coordinator_acks import note_append
 from .group_records import OFFSETS_TOPIC, partition_for
 from .producer_state import BatchInfo
 
@@ -240,6 +241,7 @@ class OffsetsTopic:
         except OSError as exc:
             log.error("appending to %s failed: %s", partition.name, exc)
             return Errors.NOT_COORDINATOR
+        note_append(partition)                # the request's answer waits for the ISR (coordinator_acks)
         self.broker.data_appended()
         return Errors.NONE
 

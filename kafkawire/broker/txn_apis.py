@@ -42,6 +42,7 @@ from kafkawire.messages.init_producer_id_response import InitProducerIdResponse
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
 
+from .coordinator_acks import replicated_handlers
 from .group_log import LoopTimer
 from .group_records import OFFSETS_TOPIC
 from .txn_coordinator import TransactionCoordinator, TxnSettings
@@ -79,7 +80,7 @@ class TxnApis:
         self._scheduled = False
 
     def handlers(self) -> dict[int, ApiHandler]:
-        return {
+        return replicated_handlers({       # answers wait for their coordinator writes' ISR
             INIT_PRODUCER_ID: ApiHandler(self.init_producer_id),
             ADD_PARTITIONS_TO_TXN: ApiHandler(self.add_partitions_to_txn),
             ADD_OFFSETS_TO_TXN: ApiHandler(self.add_offsets_to_txn),
@@ -87,7 +88,7 @@ class TxnApis:
             TXN_OFFSET_COMMIT: ApiHandler(self.txn_offset_commit_api.txn_offset_commit, max_version=5),  # Kafka's 0-5
             DESCRIBE_TRANSACTIONS: ApiHandler(self.describe_transactions),
             LIST_TRANSACTIONS: ApiHandler(self.list_transactions),
-        }
+        }, self.broker)
 
     async def verify(self, transactional_id: str, producer_id: int, producer_epoch: int, partitions, *,
                      produce_version: int | None = None) -> dict:

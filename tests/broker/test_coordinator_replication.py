@@ -1,0 +1,123 @@
+"""The coordinators and replication, without a node (the stand-in broker of
+test_txn_state_topic, real logs, kafkawire.broker.replication's leader side with one follower
+played by calls): Kafka's coordinators answer only once their writes reached the in-sync replicas
+(the high watermark).
+
+- OffsetCommit (the group coordinator, CoordinatorRuntime): not answered until the follower
+  fetched past the commit; COORDINATOR_NOT_AVAILABLE after ``offsets.commit.timeout.ms``.
+- InitProducerId / EndTxn (TransactionStateManager.appendTransactionToLog, acks=-1): not answered
+  until the follower has the record; COORDINATOR_NOT_AVAILABLE after ``request.timeout.ms``, and
+  at once, without an append, when the ISR is under min.insync.replicas (NOT_ENOUGH_REPLICAS).
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+from types import SimpleNamespace
+
+from kafkawire.broker.replica_state import LeaderReplicas
+from kafkawire.broker.replication import Replication
+from kafkawire.messages.end_txn_request import EndTxnRequest
+from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
+from kafkawire.messages.offset_commit_request import (OffsetCommitRequest, OffsetCommitRequestPartition,
+                                                      OffsetCommitRequestTopic)
+from kafkawire.protocol.error_codes import Errors
+
+from .test_txn_state_topic import GROUP, TX, StandInBroker, add, ctx, fetched, init, until
+
+FOLLOWER, FOLLOWER_EPOCH = 2, 7
+
+
+def replicated_broker(tmp_path, *, isr=(1, FOLLOWER), min_isr=1, **config):
+    """The stand-in broker whose __consumer_offsets and __transaction_state have a follower (node 2)."""
+    broker = StandInBroker(tmp_path, itertools.count(1000))
+    for key, value in config.items():
+        setattr(broker.config, key, value)
+    broker.lifecycle = None
+    broker.send_to_controller = None          # no ISR change is sent: the ISR stays as made
+    broker.topic_configs = SimpleNamespace(produce_settings=lambda image, topic: SimpleNamespace(
+        min_insync_replicas=min_isr))
+    broker.replication = Replication(broker)
+    for topic in ("__consumer_offsets", "__transaction_state"):
+        partition = broker.partitions[(topic, 0)]
+        partition.replicas = LeaderReplicas(1, max_lag_ms=30_000, broker_epoch=lambda b: FOLLOWER_EPOCH)
+        partition.replicas.min_isr = min_isr
+        partition.replicas.make_leader(replicas=[1, FOLLOWER], isr=list(isr), leader_epoch=0, partition_epoch=0,
+                                       log_end_offset=partition.log.log_end_offset, now_ms=0, is_new_leader=True)
+        partition.store_high_watermark(partition.log.log_end_offset)
+    return broker
+
+
+def follower_fetches(broker, topic: str) -> None:
+    """The follower fetches from the leader's log end: the high watermark moves there."""
+    partition = broker.partitions[(topic, 0)]
+    end_offset = partition.log.log_end_offset
+    broker.replication.follower_fetched(partition, FOLLOWER, FOLLOWER_EPOCH, end_offset, 0, end_offset)
+
+
+def handler(apis, key):
+    return apis.handlers()[key].handle
+
+
+async def offset_commit(broker, offset):
+    request = OffsetCommitRequest(group_id=GROUP, generation_id_or_member_epoch=-1, member_id="", topics=[
+        OffsetCommitRequestTopic(name="t", partitions=[OffsetCommitRequestPartition(
+            partition_index=0, committed_offset=offset, committed_metadata="")])])
+    response = await handler(broker.group_apis, 8)(ctx(8), request)
+    return response.topics[0].partitions[0].error_code
+
+
+def test_an_offset_commit_is_answered_once_the_isr_has_it_and_times_out_as_kafka_maps_it(tmp_path):
+    async def go():
+        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+        await broker.load()
+        commit = asyncio.ensure_future(offset_commit(broker, 42))
+        await until(lambda: broker.partitions[("__consumer_offsets", 0)].log.log_end_offset > 0)
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not commit.done(), "answered before the follower had the commit"
+        follower_fetches(broker, "__consumer_offsets")
+        assert await asyncio.wait_for(commit, 5) == Errors.NONE
+        assert await fetched(broker, False) == (Errors.NONE, 42)
+
+        broker.config.offsets_commit_timeout_ms = 30      # the follower fetches no more
+        assert await offset_commit(broker, 43) == Errors.COORDINATOR_NOT_AVAILABLE
+        broker.close()
+    asyncio.run(go())
+
+
+def test_a_transactions_state_is_answered_once_the_isr_has_it(tmp_path):
+    async def go():
+        broker = replicated_broker(tmp_path, request_timeout_ms=10_000)
+        await broker.load()
+        init_producer = handler(broker.txn_apis, 22)
+        request = InitProducerIdRequest(transactional_id=TX, transaction_timeout_ms=60000, producer_id=-1,
+                                        producer_epoch=-1)
+        pending = asyncio.ensure_future(init_producer(ctx(4), request))
+        await until(lambda: broker.partitions[("__transaction_state", 0)].log.log_end_offset > 0)
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not pending.done(), "InitProducerId answered before the follower had the transaction's state"
+        follower_fetches(broker, "__transaction_state")
+        answer = await asyncio.wait_for(pending, 5)
+        assert (answer.error_code, answer.producer_epoch) == (Errors.NONE, 0)
+
+        broker.config.request_timeout_ms = 30              # the follower fetches no more
+        assert await add(broker, answer.producer_id, 0) == {0: Errors.NONE}     # in memory (no handler)
+        ended = await handler(broker.txn_apis, 26)(ctx(4), EndTxnRequest(
+            transactional_id=TX, producer_id=answer.producer_id, producer_epoch=0, committed=True))
+        assert ended.error_code == Errors.COORDINATOR_NOT_AVAILABLE
+        broker.close()
+    asyncio.run(go())
+
+
+def test_a_transaction_state_write_under_min_isr_is_refused_before_the_append(tmp_path):
+    """appendTransactionToLog with acks=-1: NOT_ENOUGH_REPLICAS, answered COORDINATOR_NOT_AVAILABLE."""
+    async def go():
+        broker = replicated_broker(tmp_path, isr=(1,), min_isr=2)
+        await broker.load()
+        code, _, _ = await init(broker)
+        assert code == Errors.COORDINATOR_NOT_AVAILABLE
+        assert broker.partitions[("__transaction_state", 0)].log.log_end_offset == 0
+        broker.close()
+    asyncio.run(go())
