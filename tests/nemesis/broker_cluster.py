@@ -58,7 +58,7 @@ class BrokerCluster:
         self.rng = rng
         self.faults = Counter()
         self.down: set[int] = set()
-        self.kill_times: list[tuple[float, int]] = []      # (monotonic time, node) of each kill -9 of a leader
+        self.kill_times: list[tuple] = []     # (monotonic time, node, partition) of each kill -9 right after an ack
 
     @property
     def bootstrap(self) -> str:
@@ -127,13 +127,7 @@ class BrokerCluster:
         return None
 
     def wait_until(self, predicate, bound_s: float, what: str):
-        deadline = time.monotonic() + bound_s
-        while time.monotonic() < deadline:
-            value = predicate()
-            if value:
-                return value
-            time.sleep(0.2)
-        raise QuorumError(f"timed out after {bound_s} s waiting for {what}")
+        return self.quorum.wait_until(predicate, bound_s, what, interval_s=0.2)
 
     # -- faults --
 

@@ -1,6 +1,6 @@
 """The replication nemesis: three combined kafkawire nodes, a topic with replication factor 3
 and min.insync.replicas=2, idempotent acks=all producers, a transactional producer and a
-read_committed consumer (confluent-kafka), while faults come one after another: kill -9 of a
+read_committed consumer and a consumer committing offsets (confluent-kafka), while faults come one after another: kill -9 of a
 partition leader, of a follower, of the active controller, kill -9 of the leader the moment a
 record was acknowledged (acks=all across a failover), a kill -9 leaving a torn segment tail,
 SIGSTOP; each held 1-3 s and healed. Then every replica must return to the ISR, the producers
@@ -26,7 +26,7 @@ from kafkawire.protocol.error_codes import Errors
 
 from .broker_cluster import NODES, BrokerCluster, ask
 from .replication_checks import ReplicationVerdict, check_reads, check_replicas
-from .replication_workload import Consumer, IdempotentProducer, TransactionalProducer
+from .replication_workload import Consumer, IdempotentProducer, OffsetCommitter, TransactionalProducer
 
 TOPIC = "replicated"
 PARTITIONS = 2
@@ -46,6 +46,13 @@ class ReplicationReport:
     txn_errors: dict
     verdict: ReplicationVerdict
     fatal: list
+    commits: tuple          # (last acknowledged, last attempted, committed at the end)
+    commit_errors: dict
+
+    @property
+    def commit_kept(self) -> bool:
+        acked, attempted, committed = self.commits
+        return committed is not None and acked <= committed <= attempted
 
     def lines(self) -> str:
         v = self.verdict
@@ -59,6 +66,8 @@ class ReplicationReport:
             f"replicas agree: {v.replicas_agree} ({v.records_below_hw} records below the high watermarks)",
             f"replication nemesis: consumer: not read {len(v.not_read)}, read twice {len(v.read_twice)}, "
             f"read elsewhere {len(v.read_misplaced)}, aborted read {len(v.aborted_read)}; fatal producer errors {self.fatal}",
+            f"replication nemesis: offset commits: last acknowledged {self.commits[0]}, last sent {self.commits[1]}, "
+            f"committed at the end {self.commits[2]} (kept: {self.commit_kept}); errors {self.commit_errors}",
         ] + [f"replication nemesis:   {p}" for p in (v.lost + v.misplaced + v.duplicated + v.not_read
                                                       + v.read_twice + v.aborted_read)[:12]])
 
@@ -94,13 +103,12 @@ def one_fault(cluster: BrokerCluster, kind: str, producers) -> str:
         target = cluster.active_controller() or leader
     else:
         target = leader
-    if kind == "kill leader after an ack":
-        for p in producers:
-            p.ack_event.clear()
-        waited = time.monotonic() + 10
-        while time.monotonic() < waited and not any(p.ack_event.is_set() for p in producers):
+    if kind == "kill leader after an ack":       # acks=all across a failover: the record just
+        since = time.monotonic()                  # acknowledged must be on the next leader
+        waited = since + 10
+        while time.monotonic() < waited and not any(p.acked_at.get(index, 0) > since for p in producers):
             time.sleep(0.001)
-        cluster.kill_times.append((time.monotonic(), target))
+        cluster.kill_times.append((time.monotonic(), target, index))
     cluster.kill(target, kind)
     if kind == "torn tail":
         cluster.tear_tail(target, TOPIC, index)
@@ -110,9 +118,9 @@ def one_fault(cluster: BrokerCluster, kind: str, producers) -> str:
 
 
 def _acked_before_a_kill(cluster: BrokerCluster, acked: dict, window_s: float = 0.1) -> int:
-    """Acknowledged values led by a node killed within ``window_s`` after their acknowledgement."""
-    return sum(1 for _, _, at in acked.values() for killed_at, _ in cluster.kill_times
-               if 0 <= killed_at - at <= window_s)
+    """Acknowledged values of a partition whose leader was killed within ``window_s`` after."""
+    return sum(1 for partition, _, at in acked.values() for killed_at, _, index in cluster.kill_times
+               if partition == index and 0 <= killed_at - at <= window_s)
 
 
 def settle(cluster: BrokerCluster, consumer: Consumer) -> dict[int, int]:
@@ -141,7 +149,8 @@ def run(base_dir: str, duration_s: float, seed: int, log=print, transactions: bo
         producers = [IdempotentProducer(f"p{i}", cluster.bootstrap, TOPIC, PARTITIONS, stop) for i in range(2)]
         txn = TransactionalProducer(cluster.bootstrap, TOPIC, PARTITIONS, stop, rng) if transactions else None
         consumer = Consumer(cluster.bootstrap, TOPIC, PARTITIONS, stop_reading)
-        for thread in producers + [consumer] + ([txn] if txn else []):
+        committer = OffsetCommitter(cluster.bootstrap, TOPIC, stop)
+        for thread in producers + [consumer, committer] + ([txn] if txn else []):
             thread.start()
         started = time.monotonic()
         order = rng.sample(KINDS, len(KINDS))
@@ -152,7 +161,7 @@ def run(base_dir: str, duration_s: float, seed: int, log=print, transactions: bo
                                "every replica back in the ISR")
         elapsed = time.monotonic() - started
         stop.set()
-        for thread in producers + ([txn] if txn else []):
+        for thread in producers + [committer] + ([txn] if txn else []):
             thread.join(120)
         hws = settle(cluster, consumer)
         stop_reading.set()
@@ -167,7 +176,9 @@ def run(base_dir: str, duration_s: float, seed: int, log=print, transactions: bo
             failed=sum(len(p.failed) for p in producers), acked_before_leader_kill=_acked_before_a_kill(cluster, acked),
             committed=len(txn.committed) if txn else 0, aborted=len(txn.aborted) if txn else 0,
             txn_errors=dict(txn.errors) if txn else {}, verdict=verdict,
-            fatal=[p.fatal for p in producers if p.fatal])
+            fatal=[p.fatal for p in producers if p.fatal],
+            commits=(committer.acked, committer.attempted, committer.committed(cluster.bootstrap)),
+            commit_errors=dict(committer.errors))
     finally:
         stop.set()
         stop_reading.set()
@@ -185,7 +196,7 @@ def main(argv=None) -> int:
     base = args.dir or tempfile.mkdtemp(prefix="kafkawire-replication-nemesis-")
     report = run(base, args.duration, seed)
     print(report.lines())
-    return 0 if report.verdict.ok and not report.fatal else 1
+    return 0 if report.verdict.ok and not report.fatal and report.commit_kept else 1
 
 
 if __name__ == "__main__":

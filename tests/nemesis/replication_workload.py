@@ -28,7 +28,7 @@ class IdempotentProducer(threading.Thread):
         self.failed: dict[str, str] = {}
         self.fatal: str | None = None
         self.sent = 0
-        self.ack_event = threading.Event()            # set at each acknowledgement
+        self.acked_at: dict[int, float] = {}          # partition -> monotonic time of its last acknowledgement
         self.producer = confluent_kafka.Producer({
             "bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
             "linger.ms": 5, "message.timeout.ms": 60_000, "request.timeout.ms": 5000,
@@ -38,8 +38,9 @@ class IdempotentProducer(threading.Thread):
     def _delivered(self, err, msg) -> None:
         value = msg.value().decode()
         if err is None:
-            self.acked[value] = (msg.partition(), msg.offset(), time.monotonic())
-            self.ack_event.set()
+            now = time.monotonic()
+            self.acked[value] = (msg.partition(), msg.offset(), now)
+            self.acked_at[msg.partition()] = now
         else:
             self.failed[value] = err.name()
             if err.fatal():
@@ -78,7 +79,7 @@ class TransactionalProducer(threading.Thread):
     def _new_producer(self):
         producer = confluent_kafka.Producer({
             "bootstrap.servers": self.bootstrap, "transactional.id": "nemesis-txn", "acks": "all",
-            "transaction.timeout.ms": 60_000, "message.timeout.ms": 55_000, "linger.ms": 5, **QUIET})
+            "transaction.timeout.ms": 10_000, "message.timeout.ms": 9_000, "linger.ms": 5, **QUIET})
         producer.init_transactions(60)
         return producer
 
@@ -93,7 +94,7 @@ class TransactionalProducer(threading.Thread):
                 self._one_transaction(producer, current, commit=self.rng.random() < 0.5)
             except confluent_kafka.KafkaException as exc:
                 error = exc.args[0]
-                self.errors[error.name()] += 1
+                self.errors[f"{error.name()}: {error.str()[:90]}"] += 1
                 if error.txn_requires_abort():
                     try:
                         producer.abort_transaction(30)
@@ -103,6 +104,19 @@ class TransactionalProducer(threading.Thread):
                 else:                        # the transaction's outcome unknown: a new producer
                     producer = None          # (its InitProducerId completes or aborts it)
                 time.sleep(0.1)
+        if producer is None:                 # the last transaction's outcome unknown: end it so
+            self._fence_the_last()           # (the LSO must reach the high watermark at the end)
+
+    def _fence_the_last(self) -> None:
+        """InitProducerId until it succeeds (bounded): the coordinator aborts the open transaction."""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                self._new_producer()
+                return
+            except confluent_kafka.KafkaException as exc:
+                self.errors[exc.args[0].name()] += 1
+                time.sleep(0.5)
 
     def _one_transaction(self, producer, values: list[str], *, commit: bool) -> None:
         producer.begin_transaction()
@@ -145,3 +159,48 @@ class Consumer(threading.Thread):
                 self.positions = {tp.partition: tp.offset for tp in self.consumer.position(self.assignment)}
         finally:
             self.consumer.close()
+
+
+class OffsetCommitter(threading.Thread):
+    """Commits ever larger offsets of partition 0 for a group of its own (a simple group: assigned,
+    never subscribed) until ``stop``; ``acked`` is the last commit acknowledged, ``attempted`` the
+    last one sent. The committed offset found at the end must be one of these, never older: an
+    acknowledged commit survives the coordinator's failover."""
+
+    def __init__(self, bootstrap: str, topic: str, stop: threading.Event):
+        super().__init__(name="committer", daemon=True)
+        self.topic, self.stop = topic, stop
+        self.acked = self.attempted = -1
+        self.errors: defaultdict[str, int] = defaultdict(int)
+        self.consumer = confluent_kafka.Consumer({
+            "bootstrap.servers": bootstrap, "group.id": "nemesis-committer", "enable.auto.commit": False,
+            **QUIET})
+
+    def run(self) -> None:
+        offset = 0
+        try:
+            while not self.stop.is_set():
+                offset += 1
+                self.attempted = offset
+                try:
+                    result = self.consumer.commit(offsets=[confluent_kafka.TopicPartition(self.topic, 0, offset)],
+                                                  asynchronous=False)
+                    if result and result[0].error is None:
+                        self.acked = offset
+                    elif result:
+                        self.errors[result[0].error.name()] += 1
+                except confluent_kafka.KafkaException as exc:
+                    self.errors[exc.args[0].name()] += 1
+                    time.sleep(0.1)
+                time.sleep(0.02)
+        finally:
+            self.consumer.close()
+
+    def committed(self, bootstrap: str) -> int | None:
+        """The group's committed offset now, asked through a consumer of its own."""
+        reader = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "nemesis-committer",
+                                           "enable.auto.commit": False, **QUIET})
+        try:
+            return reader.committed([confluent_kafka.TopicPartition(self.topic, 0)], timeout=30)[0].offset
+        finally:
+            reader.close()

@@ -26,8 +26,11 @@ def test_a_short_replication_nemesis_loses_nothing_acknowledged(tmp_path):
     assert v.lost == [] and v.misplaced == [] and v.duplicated == [], report.lines()
     assert v.not_read == [] and v.read_twice == [] and v.read_misplaced == [] and v.aborted_read == [], report.lines()
     assert report.fatal == []
+    assert report.commit_kept and report.commits[0] > 0, report.lines()
     assert set(report.faults) == set(nemesis.KINDS) - {"pause"} | {"SIGSTOP"}, report.faults
     assert report.acked > 100 and report.committed > 0 and report.aborted > 0, report.lines()
+    assert report.acked_before_leader_kill > 0, "acks=all across a failover: records acknowledged just before " \
+                                                "their leader's kill -9 (each found on every replica above)"
 
 
 def test_the_checks_catch_a_lost_misplaced_duplicated_or_aborted_record(tmp_path):
