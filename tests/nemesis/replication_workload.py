@@ -196,11 +196,18 @@ class OffsetCommitter(threading.Thread):
         finally:
             self.consumer.close()
 
-    def committed(self, bootstrap: str) -> int | None:
-        """The group's committed offset now, asked through a consumer of its own."""
+    def committed(self, bootstrap: str, bound_s: float = 90) -> int | None:
+        """The group's committed offset now, asked through a consumer of its own (None: no answer
+        within ``bound_s``)."""
         reader = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "nemesis-committer",
                                            "enable.auto.commit": False, **QUIET})
+        deadline = time.monotonic() + bound_s
         try:
-            return reader.committed([confluent_kafka.TopicPartition(self.topic, 0)], timeout=30)[0].offset
+            while time.monotonic() < deadline:
+                try:
+                    return reader.committed([confluent_kafka.TopicPartition(self.topic, 0)], timeout=15)[0].offset
+                except confluent_kafka.KafkaException as exc:
+                    self.errors[f"committed(): {exc.args[0].name()}"] += 1
+            return None
         finally:
             reader.close()
