@@ -127,7 +127,11 @@ class GroupApis:
         return response
 
     def _coordinator_of(self, ctx, key_type: int, key: str) -> Coordinator:
+        """KafkaApis.getCoordinator: the leader of the key's partition, on the listener asked, when
+        it is alive (registered, not fenced); else COORDINATOR_NOT_AVAILABLE."""
+        store = self.store
         if key_type == TRANSACTION_KEY_TYPE:
+            store = self.broker.txn_apis.store
             code = self.broker.txn_apis.find(key)
         elif key_type != GROUP_KEY_TYPE:
             # Share groups (2) have no coordinator here yet.
@@ -136,13 +140,14 @@ class GroupApis:
             code = self.store.find(key)
         endpoint = None
         if code == Errors.NONE:
-            registration = self.broker.image().brokers.get(self.broker.node_id)
-            endpoint = None if registration is None else registration.listeners.get(ctx.listener_name)
+            node_id = store.leader_of(key)
+            registration = self.broker.image().brokers.get(node_id)
+            alive = registration is not None and not registration.fenced
+            endpoint = registration.listeners.get(ctx.listener_name) if alive else None
             code = Errors.NONE if endpoint is not None else Errors.COORDINATOR_NOT_AVAILABLE
         if endpoint is None:
             return Coordinator(key=key, node_id=-1, host="", port=-1, error_code=code)
-        return Coordinator(key=key, node_id=self.broker.node_id, host=endpoint.host, port=endpoint.port,
-                           error_code=Errors.NONE)
+        return Coordinator(key=key, node_id=node_id, host=endpoint.host, port=endpoint.port, error_code=Errors.NONE)
 
     # -- JoinGroup, SyncGroup, Heartbeat, LeaveGroup --
 

@@ -18,6 +18,7 @@ from types import SimpleNamespace
 from kafkawire.broker.replica_state import LeaderReplicas
 from kafkawire.broker.replication import Replication
 from kafkawire.messages.end_txn_request import EndTxnRequest
+from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
 from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
 from kafkawire.messages.offset_commit_request import (OffsetCommitRequest, OffsetCommitRequestPartition,
                                                       OffsetCommitRequestTopic)
@@ -119,5 +120,30 @@ def test_a_transaction_state_write_under_min_isr_is_refused_before_the_append(tm
         code, _, _ = await init(broker)
         assert code == Errors.COORDINATOR_NOT_AVAILABLE
         assert broker.partitions[("__transaction_state", 0)].log.log_end_offset == 0
+        broker.close()
+    asyncio.run(go())
+
+
+def test_find_coordinator_names_the_leader_of_the_keys_partition_whichever_broker_is_asked(tmp_path):
+    """KafkaApis.getCoordinator: a broker that does not lead the group's (or transactional id's)
+    partition names the broker that does, when it is alive, instead of COORDINATOR_NOT_AVAILABLE
+    (librdkafka kept asking a follower and its committed() timed out: the nemesis's finding);
+    a fenced leader is COORDINATOR_NOT_AVAILABLE."""
+    async def go():
+        broker = StandInBroker(tmp_path, itertools.count(1000))
+        image = broker.image()
+        for topic in ("__consumer_offsets", "__transaction_state"):
+            image.topics_by_name[topic].partitions[0].leader = FOLLOWER
+        other = SimpleNamespace(fenced=False, listeners={"PLAINTEXT": SimpleNamespace(host="broker-2", port=9192)})
+        image.brokers = {FOLLOWER: other}
+        asked = SimpleNamespace(api_version=3, listener_name="PLAINTEXT")
+
+        async def find(key, key_type):
+            r = await broker.group_apis.find_coordinator(asked, FindCoordinatorRequest(key=key, key_type=key_type))
+            return r.error_code, r.node_id, r.host, r.port
+        assert await find(GROUP, 0) == (Errors.NONE, FOLLOWER, "broker-2", 9192)
+        assert await find(TX, 1) == (Errors.NONE, FOLLOWER, "broker-2", 9192)
+        other.fenced = True
+        assert (await find(GROUP, 0))[:2] == (Errors.COORDINATOR_NOT_AVAILABLE, -1)
         broker.close()
     asyncio.run(go())
