@@ -166,6 +166,7 @@ def run(base_dir: str, duration_s: float, seed: int, log=print, transactions: bo
         hws = settle(cluster, consumer)
         stop_reading.set()
         consumer.join(30)
+        committed = committer.committed(cluster.bootstrap)
         acked = {v: a for p in producers for v, a in p.acked.items()}
         verdict = ReplicationVerdict()
         dirs = {i: {n: cluster.partition_dir(n, TOPIC, i) for n in NODES} for i in range(PARTITIONS)}
@@ -177,7 +178,7 @@ def run(base_dir: str, duration_s: float, seed: int, log=print, transactions: bo
             committed=len(txn.committed) if txn else 0, aborted=len(txn.aborted) if txn else 0,
             txn_errors=dict(txn.errors) if txn else {}, verdict=verdict,
             fatal=[p.fatal for p in producers if p.fatal],
-            commits=(committer.acked, committer.attempted, committer.committed(cluster.bootstrap)),
+            commits=(committer.acked, committer.attempted, committed),
             commit_errors=dict(committer.errors))
     finally:
         stop.set()
