@@ -47,6 +47,7 @@ from .group_log import LoopTimer
 from .group_records import OFFSETS_TOPIC
 from .txn_coordinator import TransactionCoordinator, TxnSettings
 from .txn_state_topic import TransactionStateTopic, TxnLoader
+from .txn_marker_routing import MarkerRouter
 from .txn_marker_sender import MarkerSender
 from .txn_offset_commit import TxnOffsetCommitApi
 from .txn_records import TRANSACTION_STATE_TOPIC, partition_for
@@ -66,6 +67,7 @@ class TxnApis:
         c = broker.config
         self.timer = LoopTimer()
         self.markers = MarkerSender(write=self._write_markers, leader_known=self._leader_known)
+        self.router = MarkerRouter(broker)
         self.coordinator = TransactionCoordinator(
             TxnSettings(transaction_max_timeout_ms=c.transaction_max_timeout_ms,
                         transactional_id_expiration_ms=c.transactional_id_expiration_ms),
@@ -119,7 +121,9 @@ class TxnApis:
         writer = getattr(self.broker, "txn_markers", None)
         if writer is None:
             raise RuntimeError("this broker writes no transaction markers (WriteTxnMarkers is not installed)")
-        return await writer.write_txn_markers(request)
+        if getattr(self.broker, "replica_roles", None) is None:      # a broker without peers: all led here
+            return await writer.write_txn_markers(request)
+        return await self.router.write(request)      # each partition's marker to its leader
 
     def on_metadata(self) -> None:
         if not self._scheduled:
@@ -156,6 +160,7 @@ class TxnApis:
         self.timer.close()
         self.markers.close()
         self.store.close()
+        self.router.close_soon()
 
     def find(self, transactional_id: str) -> int:
         return self.store.find(transactional_id)

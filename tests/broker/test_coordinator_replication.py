@@ -22,6 +22,8 @@ from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
 from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
 from kafkawire.messages.offset_commit_request import (OffsetCommitRequest, OffsetCommitRequestPartition,
                                                       OffsetCommitRequestTopic)
+from kafkawire.messages.write_txn_markers_response import (WritableTxnMarkerPartitionResult, WritableTxnMarkerResult,
+                                                           WritableTxnMarkerTopicResult, WriteTxnMarkersResponse)
 from kafkawire.protocol.error_codes import Errors
 
 from .test_txn_state_topic import GROUP, TX, StandInBroker, add, ctx, fetched, init, until
@@ -145,5 +147,40 @@ def test_find_coordinator_names_the_leader_of_the_keys_partition_whichever_broke
         assert await find(TX, 1) == (Errors.NONE, FOLLOWER, "broker-2", 9192)
         other.fenced = True
         assert (await find(GROUP, 0))[:2] == (Errors.COORDINATOR_NOT_AVAILABLE, -1)
+        broker.close()
+    asyncio.run(go())
+
+
+def test_markers_go_to_each_partitions_leader_not_only_to_this_broker(tmp_path):
+    """TransactionMarkerChannelManager: the coordinator writes the markers of partitions it leads
+    in process and sends WriteTxnMarkers for the others to their leader (the nemesis's hanging
+    transaction: every marker was written locally, NOT_LEADER_OR_FOLLOWER forever elsewhere)."""
+    from kafkawire.broker.txn_marker_sender import marker_request
+
+    async def go():
+        broker = StandInBroker(tmp_path, itertools.count(1000))
+        broker.image().topics_by_name["t"].partitions[1].leader = FOLLOWER
+        broker.replica_roles = SimpleNamespace(endpoint_of=lambda b: ("broker-2", 9192) if b == FOLLOWER else None)
+        sent = []
+
+        class Peer:
+            async def close(self):
+                pass
+
+            async def send(self, address, request, **_):
+                sent.append((address, request))
+                return WriteTxnMarkersResponse(markers=[WritableTxnMarkerResult(producer_id=7, topics=[
+                    WritableTxnMarkerTopicResult(name="t", partitions=[WritableTxnMarkerPartitionResult(
+                        partition_index=1, error_code=Errors.NONE)])])])
+        broker.txn_apis.router._client = Peer()
+        metadata = SimpleNamespace(producer_id=7, producer_epoch=0, client_tv=0)
+        response = await broker.txn_apis._write_markers(marker_request(metadata, 0, True, {("t", 0), ("t", 1)}))
+        codes = {(t.name, p.partition_index): p.error_code for m in response.markers for t in m.topics
+                 for p in t.partitions}
+        assert codes == {("t", 0): Errors.NONE, ("t", 1): Errors.NONE}
+        assert broker.txn_markers.written == [("t", 0, 7, 0, True)]          # led here: in process
+        (address, request), = sent
+        assert address == ("broker-2", 9192)
+        assert [(t.name, t.partition_indexes) for t in request.markers[0].topics] == [("t", [1])]
         broker.close()
     asyncio.run(go())
