@@ -30,6 +30,7 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
 
 from .consumer_apis import ConsumerApis
+from .coordinator_acks import replicated_handlers
 from .group_commit import OffsetApis
 from .group_coordinator import GroupCoordinator, GroupSettings
 from .group_log import LoopTimer, OffsetsTopic
@@ -74,7 +75,7 @@ class GroupApis:
         self._expiry_scheduled = False
 
     def handlers(self) -> dict[int, ApiHandler]:
-        return {
+        return replicated_handlers({       # answers wait for their __consumer_offsets writes' ISR
             8: ApiHandler(self.offset_apis.offset_commit, min_version=2),
             9: ApiHandler(self.offset_apis.offset_fetch, min_version=1),
             10: ApiHandler(self.find_coordinator),
@@ -87,7 +88,7 @@ class GroupApis:
             42: ApiHandler(self.delete_groups, max_version=2),
             47: ApiHandler(self.offset_apis.offset_delete),
             **self.consumer_apis.handlers(),
-        }
+        }, self.broker)
 
     def on_metadata(self) -> None:
         self.store.on_metadata()
@@ -126,25 +127,27 @@ class GroupApis:
         return response
 
     def _coordinator_of(self, ctx, key_type: int, key: str) -> Coordinator:
-        coordinator = -1
+        """KafkaApis.getCoordinator: the leader of the key's partition, on the listener asked, when
+        it is alive (registered, not fenced); else COORDINATOR_NOT_AVAILABLE."""
+        store = self.store
         if key_type == TRANSACTION_KEY_TYPE:
-            code, coordinator = self.broker.txn_apis.find(key)
+            store = self.broker.txn_apis.store
+            code = self.broker.txn_apis.find(key)
         elif key_type != GROUP_KEY_TYPE:
             # Share groups (2) have no coordinator here yet.
             code = Errors.INVALID_REQUEST if key_type != 2 else Errors.COORDINATOR_NOT_AVAILABLE
         else:
-            code, coordinator = self.store.find(key)
+            code = self.store.find(key)
         endpoint = None
         if code == Errors.NONE:
-            # The coordinator's endpoint on this listener, if it is alive (MetadataCache.getAliveBrokerNode).
-            registration = self.broker.image().brokers.get(coordinator)
-            alive = registration is not None and (coordinator == self.broker.node_id or not registration.fenced)
+            node_id = store.leader_of(key)
+            registration = self.broker.image().brokers.get(node_id)
+            alive = registration is not None and not registration.fenced
             endpoint = registration.listeners.get(ctx.listener_name) if alive else None
             code = Errors.NONE if endpoint is not None else Errors.COORDINATOR_NOT_AVAILABLE
         if endpoint is None:
             return Coordinator(key=key, node_id=-1, host="", port=-1, error_code=code)
-        return Coordinator(key=key, node_id=coordinator, host=endpoint.host, port=endpoint.port,
-                           error_code=Errors.NONE)
+        return Coordinator(key=key, node_id=node_id, host=endpoint.host, port=endpoint.port, error_code=Errors.NONE)
 
     # -- JoinGroup, SyncGroup, Heartbeat, LeaveGroup --
 

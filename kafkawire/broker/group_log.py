@@ -27,6 +27,7 @@ from kafkawire.raft.contract import NoLeader, NotLeader
 from kafkawire.records import iter_batches
 from kafkawire.records.builder import build_batch
 
+from .coordinator_acks import note_append
 from .group_records import OFFSETS_TOPIC, partition_for
 from .producer_state import BatchInfo
 
@@ -101,21 +102,27 @@ class OffsetsTopic:
             return Errors.COORDINATOR_LOAD_IN_PROGRESS
         return Errors.NONE
 
-    def find(self, group_id: str) -> tuple[int, int]:
-        """FindCoordinator's answer for a group as (error, coordinator id): NONE and the leader of
-        its partition, this broker or another (Kafka's getCoordinator answers with any leader's
-        endpoint; the group APIs there say NOT_COORDINATOR while it moves), else
-        COORDINATOR_NOT_AVAILABLE and -1, asking the controller to create the topic when it is missing."""
+    def find(self, group_id: str) -> int:
+        """FindCoordinator's answer for a group: NONE when its partition has a leader (this broker,
+        unfenced, or another: KafkaApis.getCoordinator names the partition's leader, whichever
+        broker is asked), else COORDINATOR_NOT_AVAILABLE, asking the controller to create the topic
+        when it is missing."""
         image = self.broker.image()
         count = self.partitions(image)
         if count == 0:
             self.create()
-            return Errors.COORDINATOR_NOT_AVAILABLE, -1
-        registration = image.topics_by_name[self.TOPIC].partitions.get(partition_for(group_id, count))
-        if registration is None or registration.leader < 0 or \
-                (registration.leader == self.broker.node_id and not self.broker.unfenced):
-            return Errors.COORDINATOR_NOT_AVAILABLE, -1
-        return Errors.NONE, registration.leader
+            return Errors.COORDINATOR_NOT_AVAILABLE
+        leader = self.leader_of(group_id)
+        if leader < 0 or (leader == self.broker.node_id and not self.broker.unfenced):
+            return Errors.COORDINATOR_NOT_AVAILABLE
+        return Errors.NONE
+
+    def leader_of(self, group_id: str) -> int:
+        """The broker leading the group's partition in the metadata image (-1: none)."""
+        image = self.broker.image()
+        count = self.partitions(image)
+        registration = image.topics_by_name[self.TOPIC].partitions.get(partition_for(group_id, count)) if count else None
+        return -1 if registration is None else registration.leader
 
     # -- creating the topic --
 
@@ -165,13 +172,15 @@ class OffsetsTopic:
         self.loaded &= led
 
     async def _load(self, index: int, partition) -> None:
-        """Replay the partition's records, a read of LOAD_READ_BYTES at a time with the event loop
-        free in between (the groups of this partition are COORDINATOR_LOAD_IN_PROGRESS meanwhile)."""
+        """Replay the partition's records up to its log end, as Kafka's loaders do
+        (TransactionStateManager, CoordinatorLoaderImpl), not its high watermark: a follower made
+        leader may not know the high watermark yet (0 after a restart) although its log holds the
+        records the ISR had. A read of LOAD_READ_BYTES at a time with the event loop free in between
+        (the groups of this partition are COORDINATOR_LOAD_IN_PROGRESS meanwhile)."""
         started = time.monotonic()
         offset, records, bad = partition.log.log_start_offset, 0, 0
-        end = partition.high_watermark()
         try:
-            while offset < end:
+            while offset < partition.log.log_end_offset:
                 if self.broker.partitions.get((self.TOPIC, index)) is not partition:
                     return                                  # closed meanwhile
                 data = partition.log.read(offset, LOAD_READ_BYTES, min_one_batch=True).data
@@ -241,6 +250,7 @@ class OffsetsTopic:
         except OSError as exc:
             log.error("appending to %s failed: %s", partition.name, exc)
             return Errors.NOT_COORDINATOR
+        note_append(partition)                # the request's answer waits for the ISR (coordinator_acks)
         self.broker.data_appended()
         return Errors.NONE
 

@@ -40,7 +40,7 @@ from .record_checks import RecordErrors, RecordRules
 from .txn_verification import transaction_checks
 from .validation import ProduceRefused, validate_produce
 
-__all__ = ["ProduceApi", "record_rules"]
+__all__ = ["ProduceApi", "isr_and_min_isr", "record_rules"]
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ class ProduceApi:
             return _refused(p.index, Errors.NOT_LEADER_OR_FOLLOWER, None)
         settings = self.broker.topic_configs.produce_settings(image, topic.name)
         name = f"{topic.name}-{p.index}"
-        isr, min_isr = _isr_and_min_isr(partition, registration, settings.min_insync_replicas)
+        isr, min_isr = isr_and_min_isr(partition, registration, settings.min_insync_replicas)
         if acks == -1 and len(isr) < min_isr:
             # NotEnoughReplicasException: Kafka logs its message; the answer has none, and the log start offset
             log.warning("Error processing append operation on partition %s: The size of the current ISR : %d is "
@@ -140,7 +140,7 @@ class ProduceApi:
                                         log_start_offset=partition.log.log_start_offset)
 
 
-def _isr_and_min_isr(partition, registration, min_insync_replicas: int) -> tuple:
+def isr_and_min_isr(partition, registration, min_insync_replicas: int) -> tuple:
     """Partition.appendRecordsToLeader's check: the committed ISR and the effective min ISR
     (min.insync.replicas, at most the replication factor)."""
     if partition.replicas is not None:

@@ -4,6 +4,7 @@
     replication.on_metadata(image)       # after each metadata change: the ISR and epochs of led partitions
     data = replication.read_for_follower(partition, fetch_partition, replica_id, replica_epoch, ...)
     await replication.wait_for_acks(entries, timeout_ms)     # acks=all
+    await replication.wait_for_low_watermark(entries, timeout_ms)     # DeleteRecords
     replication.start(); replication.close()
 
 Each partition led here gets a kafkawire.broker.replica_state.LeaderReplicas holding what its
@@ -22,7 +23,8 @@ metadata image, the controller and the waiting requests:
   (``diverging_epoch``, no records, the follower's state not updated); the read goes to the log
   end; the fetch offset becomes the follower's log end (a stale broker epoch:
   NOT_LEADER_OR_FOLLOWER); the follower may join the ISR; the high watermark may move, which
-  completes acks=all answers and wakes the consumers' long polls.
+  completes acks=all answers and wakes the consumers' long polls; the follower's log start offset
+  may complete DeleteRecords answers (kafkawire.broker.delayed_delete_records).
 - every ``replica.lag.time.max.ms`` / 2 (ReplicaManager's isr-expiration task) each led partition
   drops the followers of its ISR that have not caught up within ``replica.lag.time.max.ms``.
 - ISR changes go to the active controller (kafkawire.broker.alter_partition); the answer commits
@@ -41,6 +43,7 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.storage.log import OffsetOutOfRangeError
 
 from .alter_partition import AlterPartitionSender
+from .delayed_delete_records import DeletePurgatory, low_watermark
 from .delayed_produce import AcksPurgatory
 from .replica_state import LeaderReplicas, StaleBrokerEpoch
 
@@ -61,6 +64,7 @@ class Replication:
         self.clock = clock
         self.max_lag_ms = broker.config.replica_lag_time_max_ms
         self.acks = AcksPurgatory()
+        self.deletes = DeletePurgatory()
         self.sender = AlterPartitionSender(broker.node_id, send=broker.send_to_controller,
                                            broker_epoch=self._local_broker_epoch)
         self._shrink_handle: asyncio.TimerHandle | None = None
@@ -98,6 +102,7 @@ class Replication:
             led[key] = partition
             self._make_leader(partition, image, registration, now_ms)
         self.acks.step_down(led)
+        self.deletes.step_down(led)
 
     def _make_leader(self, partition, image, registration, now_ms: int) -> None:
         replicas = partition.replicas
@@ -123,6 +128,20 @@ class Replication:
     async def wait_for_acks(self, entries: list, timeout_ms: int) -> None:
         """``entries``: (partition, response, required offset) of the batches appended with acks=all."""
         await self.acks.wait([((p.topic, p.partition), p, r, required) for p, r, required in entries], timeout_ms)
+
+    # -- DeleteRecords --
+
+    def _alive(self, broker_id: int) -> bool:
+        return self._alive_broker_epoch(broker_id) is not None
+
+    def low_watermark(self, partition) -> int:
+        """Partition.lowWatermarkIfLeader: the least log start offset of the replicas on live brokers."""
+        return low_watermark(partition, self._alive)
+
+    async def wait_for_low_watermark(self, entries: list, timeout_ms: int) -> None:
+        """``entries``: (partition, result, required offset) of DeleteRecords (DelayedDeleteRecords)."""
+        await self.deletes.wait([((p.topic, p.partition), p, r, required) for p, r, required in entries],
+                                timeout_ms, self._alive)
 
     # -- follower fetches --
 
@@ -175,6 +194,7 @@ class Replication:
         before = replicas.followers[replica_id].log_end_offset
         replicas.follower_fetched(replica_id, fetch_offset=fetch_offset, log_start_offset=log_start_offset,
                                   now_ms=now_ms, leader_end_offset=leader_end_offset, broker_epoch=replica_epoch)
+        self.deletes.check((partition.topic, partition.partition), partition, self._alive)
         change = replicas.expand_for(replica_id, high_watermark=partition.high_watermark())
         if change is not None:
             log.info("%s: expanding the ISR from %s to %s", partition.name, sorted(change.committed.isr),
@@ -240,3 +260,4 @@ class Replication:
             self._shrink_handle.cancel()
         self.sender.close()
         self.acks.close()
+        self.deletes.close()

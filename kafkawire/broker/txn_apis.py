@@ -43,10 +43,12 @@ from kafkawire.messages.init_producer_id_response import InitProducerIdResponse
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
 
+from .coordinator_acks import replicated_handlers
 from .group_log import LoopTimer
 from .group_records import OFFSETS_TOPIC
 from .txn_coordinator import TransactionCoordinator, TxnSettings
 from .txn_state_topic import TransactionStateTopic, TxnLoader
+from .txn_marker_routing import MarkerRouter
 from .txn_marker_sender import MarkerSender
 from .txn_offset_commit import TxnOffsetCommitApi
 from .txn_records import TRANSACTION_STATE_TOPIC, partition_for
@@ -66,6 +68,7 @@ class TxnApis:
         c = broker.config
         self.timer = LoopTimer()
         self.markers = MarkerSender(write=self._write_markers, leader_known=self._leader_known)
+        self.router = MarkerRouter(broker)
         self.coordinator = TransactionCoordinator(
             TxnSettings(transaction_max_timeout_ms=c.transaction_max_timeout_ms,
                         transactional_id_expiration_ms=c.transactional_id_expiration_ms),
@@ -80,7 +83,7 @@ class TxnApis:
         self._scheduled = False
 
     def handlers(self) -> dict[int, ApiHandler]:
-        return {
+        return replicated_handlers({       # answers wait for their coordinator writes' ISR
             INIT_PRODUCER_ID: ApiHandler(self.init_producer_id),
             ADD_PARTITIONS_TO_TXN: ApiHandler(self.add_partitions_to_txn),
             ADD_OFFSETS_TO_TXN: ApiHandler(self.add_offsets_to_txn),
@@ -88,7 +91,7 @@ class TxnApis:
             TXN_OFFSET_COMMIT: ApiHandler(self.txn_offset_commit_api.txn_offset_commit, max_version=5),  # Kafka's 0-5
             DESCRIBE_TRANSACTIONS: ApiHandler(self.describe_transactions),
             LIST_TRANSACTIONS: ApiHandler(self.list_transactions),
-        }
+        }, self.broker)
 
     async def verify(self, transactional_id: str, producer_id: int, producer_epoch: int, partitions, *,
                      produce_version: int | None = None) -> dict:
@@ -119,7 +122,9 @@ class TxnApis:
         writer = getattr(self.broker, "txn_markers", None)
         if writer is None:
             raise RuntimeError("this broker writes no transaction markers (WriteTxnMarkers is not installed)")
-        return await writer.write_txn_markers(request)
+        if getattr(self.broker, "replica_roles", None) is None:      # a broker without peers: all led here
+            return await writer.write_txn_markers(request)
+        return await self.router.write(request)      # each partition's marker to its leader
 
     def on_metadata(self) -> None:
         if not self._scheduled:
@@ -152,8 +157,9 @@ class TxnApis:
         self.timer.close()
         self.markers.close()
         self.store.close()
+        self.router.close_soon()
 
-    def find(self, transactional_id: str) -> tuple[int, int]:
+    def find(self, transactional_id: str) -> int:
         return self.store.find(transactional_id)
 
     # -- InitProducerId --

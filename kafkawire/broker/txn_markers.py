@@ -7,15 +7,21 @@ coordinator asks each partition leader to write a producer's COMMIT or ABORT mar
 
 Per marker, per partition, in Kafka's order: a partition this broker does not host is
 UNKNOWN_TOPIC_OR_PARTITION (ReplicaManager.onlinePartition); one it is a replica of but does not
-lead NOT_LEADER_OR_FOLLOWER; fewer in-sync replicas than ``min.insync.replicas``
-NOT_ENOUGH_REPLICAS; then the producer state's checks (ProducerState.check_marker): an older
+lead NOT_LEADER_OR_FOLLOWER; a committed ISR (the partition's own, as its leader) smaller than
+the effective min ISR (``min.insync.replicas``, at most the replication factor)
+NOT_ENOUGH_REPLICAS (not for ``__consumer_offsets``, which Kafka's group coordinator writes with
+acks=1); then the producer state's checks (ProducerState.check_marker): an older
 producer epoch INVALID_PRODUCER_EPOCH (with transaction version 2, from request v2, the same
 epoch too, unless that transaction is over), an older coordinator epoch
 TRANSACTION_COORDINATOR_FENCED; a failed write KAFKA_STORAGE_ERROR. The answer groups the
 partitions by producer id (two markers of one producer share one entry, as Kafka's map does)
-and by topic.
+and by topic. The answer waits until every written marker reached its partition's high
+watermark (acks=-1, kafkawire.broker.delayed_produce): REQUEST_TIMED_OUT after
+``request.timeout.ms`` (``offsets.commit.timeout.ms`` for ``__consumer_offsets``),
+NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank under the min ISR meanwhile,
+NOT_LEADER_OR_FOLLOWER when leadership moved.
 
-After each marker is written, every callable in ``broker.txn_marker_listeners`` is called as
+After each marker is written and replicated, every callable in ``broker.txn_marker_listeners`` is called as
 ``listener(topic, partition, producer_id, producer_epoch, committed, coordinator_epoch)`` (the
 group coordinator completes its pending transactional offset commits on ``__consumer_offsets``
 so); a listener that raises is logged and the others still run.
@@ -35,6 +41,8 @@ from kafkawire.messages.write_txn_markers_response import (WritableTxnMarkerPart
 from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, AuthorizerNotReady, Op
 from kafkawire.protocol.error_codes import Errors
 
+from .group_records import OFFSETS_TOPIC
+from .produce import isr_and_min_isr
 from .validation import ProduceRefused
 
 __all__ = ["TxnMarkersApi", "WRITE_TXN_MARKERS"]
@@ -72,7 +80,8 @@ class TxnMarkersApi:
         return None if allowed else Errors.CLUSTER_AUTHORIZATION_FAILED
 
     async def write_txn_markers(self, request) -> WriteTxnMarkersResponse:
-        """Write every marker of ``request`` (a WriteTxnMarkersRequest); the response data."""
+        """Write every marker of ``request`` (a WriteTxnMarkersRequest); the response data, once
+        each written marker reached its partition's high watermark (acks=-1, ``request.timeout.ms``)."""
         errors: dict[int, dict[tuple[str, int], int]] = {}
         now_ms = int(time.time() * 1000)
         image = self.broker.image()
@@ -88,21 +97,43 @@ class TxnMarkersApi:
                     code = self._write(image, marker, t.name, index, now_ms)
                     results[(t.name, index)] = code
                     if code == Errors.NONE:
-                        written.append((t.name, index, marker))
+                        partition = self.broker.partitions[(t.name, index)]
+                        written.append((t.name, index, marker, partition, partition.last_append_end_offset))
         if written:
             self.broker.data_appended()
-        for topic, index, marker in written:
-            self._tell_listeners(topic, index, marker)
+            await self._replicated(written, errors)
+        for topic, index, marker, _, _ in written:
+            if errors[marker.producer_id][(topic, index)] == Errors.NONE:
+                self._tell_listeners(topic, index, marker)
         return _response(errors)
+
+    async def _replicated(self, written: list, errors: dict) -> None:
+        """ReplicaManager.appendRecords with requiredAcks -1: each marker's answer waits for the
+        high watermark (REQUEST_TIMED_OUT after ``request.timeout.ms``; NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        NOT_LEADER_OR_FOLLOWER as delayed_produce decides). A marker of ``__consumer_offsets`` goes
+        through the group coordinator in Kafka, which waits ``offsets.commit.timeout.ms`` for the
+        high watermark alone."""
+        by_timeout: dict[int, list] = {}
+        for topic, index, marker, partition, end in written:
+            answer = _MarkerAnswer(errors[marker.producer_id], (topic, index))
+            timeout = self.broker.config.offsets_commit_timeout_ms if topic == OFFSETS_TOPIC \
+                else self.broker.config.request_timeout_ms
+            by_timeout.setdefault(timeout, []).append((partition, answer, end))
+        for timeout_ms, entries in by_timeout.items():
+            await self.broker.replication.wait_for_acks(entries, timeout_ms)
+            for _, answer, _ in entries:
+                if answer.topic_partition[0] == OFFSETS_TOPIC and answer.error_code == Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+                    answer.error_code = Errors.NONE
 
     def _write(self, image, marker, topic: str, index: int, now_ms: int) -> int:
         partition = self.broker.partitions.get((topic, index))
         if partition is None:
             return self._not_here(image, topic, index)
         settings = self.broker.topic_configs.produce_settings(image, topic)
-        registration = _registration(image, topic, index)
-        if registration is not None and len(registration.isr) < settings.min_insync_replicas:
-            return Errors.NOT_ENOUGH_REPLICAS
+        if topic != OFFSETS_TOPIC and _registration(image, topic, index) is not None:
+            isr, min_isr = isr_and_min_isr(partition, _registration(image, topic, index), settings.min_insync_replicas)
+            if len(isr) < min_isr:
+                return Errors.NOT_ENOUGH_REPLICAS
         try:
             partition.append_marker(producer_id=marker.producer_id, producer_epoch=marker.producer_epoch,
                                     coordinator_epoch=marker.coordinator_epoch, commit=marker.transaction_result,
@@ -130,6 +161,22 @@ class TxnMarkersApi:
                          marker.coordinator_epoch)
             except Exception:
                 log.exception("transaction marker listener %r failed for %s-%d", listener, topic, index)
+
+
+class _MarkerAnswer:
+    """One marker's entry in the answer, as the acks=all waiting sets it."""
+    __slots__ = ("results", "topic_partition")
+
+    def __init__(self, results: dict, topic_partition: tuple[str, int]):
+        self.results, self.topic_partition = results, topic_partition
+
+    @property
+    def error_code(self) -> int:
+        return self.results[self.topic_partition]
+
+    @error_code.setter
+    def error_code(self, code: int) -> None:
+        self.results[self.topic_partition] = code
 
 
 def _registration(image, topic: str, index: int):

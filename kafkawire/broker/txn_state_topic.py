@@ -19,7 +19,11 @@ import logging
 
 from kafkawire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig
 
+from kafkawire.protocol.error_codes import Errors
+
+from .coordinator_acks import not_enough_replicas
 from .group_log import OffsetsTopic
+from .group_records import partition_for
 from .txn_records import TRANSACTION_STATE_TOPIC, decode_txn_record
 from .txn_state import PREPARE_ABORT, PREPARE_COMMIT
 
@@ -42,6 +46,14 @@ class TransactionStateTopic(OffsetsTopic):
                 CreatableTopicConfig(name="segment.bytes", value=str(c.transaction_state_log_segment_bytes))])
 
     def append(self, transactional_id: str, records: list) -> int:
+        """appendTransactionToLog (acks=-1): refused before the append when the partition's ISR is
+        under its effective min ISR (NOT_ENOUGH_REPLICAS, answered COORDINATOR_NOT_AVAILABLE)."""
+        image = self.broker.image()
+        count = self.partitions(image)
+        partition = self.broker.partitions.get((self.TOPIC, partition_for(transactional_id, count))) if count else None
+        if partition is not None and partition.replicas is not None and not_enough_replicas(
+                partition, self.broker.topic_configs.produce_settings(image, self.TOPIC).min_insync_replicas):
+            return Errors.COORDINATOR_NOT_AVAILABLE
         return self.persist(transactional_id, records)
 
 

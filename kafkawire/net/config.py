@@ -222,6 +222,10 @@ _KEYS = (
     _Key("replica.fetch.min.bytes", lambda k, v: _int(k, v), "1", "ReplicationConfigs"),
     _Key("replica.fetch.backoff.ms", lambda k, v: _int(k, v, 0), "1000", "ReplicationConfigs"),
     _Key("replica.socket.timeout.ms", lambda k, v: _int(k, v), "30000", "ReplicationConfigs"),
+    # The coordinators' writes waiting for the ISR (kafkawire.broker.coordinator_acks):
+    # GroupCoordinatorConfig INT 5000 atLeast(1); ServerConfigs INT 30000
+    _Key("offsets.commit.timeout.ms", lambda k, v: _int(k, v, 1), "5000", "GroupCoordinatorConfig"),
+    _Key("request.timeout.ms", lambda k, v: _int(k, v), "30000", "ServerConfigs"),
 )
 KNOWN_KEYS = {k.name: k for k in _KEYS}
 # Keys that ServerConfig holds in another form (resolved against other keys).
@@ -349,6 +353,8 @@ class ServerConfig:
     replica_fetch_min_bytes: int = 1
     replica_fetch_backoff_ms: int = 1000
     replica_socket_timeout_ms: int = 30_000
+    offsets_commit_timeout_ms: int = 5000
+    request_timeout_ms: int = 30_000
     unknown_keys: tuple[str, ...] = field(default=())
     # (key, value as written) of the KNOWN_KEYS server.properties sets: Kafka's staticBrokerConfigs,
     # what DescribeConfigs names STATIC_BROKER_CONFIG

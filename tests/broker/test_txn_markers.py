@@ -15,6 +15,8 @@ from types import SimpleNamespace
 import pytest
 
 from kafkawire.broker.partition import LeaderPartition
+from kafkawire.broker.replica_state import LeaderReplicas
+from kafkawire.broker.replication import Replication
 from kafkawire.broker.producer_state import VERIFICATION_OFF
 from kafkawire.broker.log_config import TopicConfigs
 from kafkawire.net.config import parse_server_config
@@ -62,7 +64,9 @@ def broker(tmp_path):
                                  "controller.quorum.bootstrap.servers=127.0.0.1:9093\n")
     fake = SimpleNamespace(node_id=NODE, image=lambda: image, partitions={("orders", 0): partition},
                            config=config, topic_configs=TopicConfigs(config), authorizer=None,
-                           txn_marker_listeners=[], txn_verifier=None, data_appended=lambda: appended.append(1))
+                           txn_marker_listeners=[], txn_verifier=None, data_appended=lambda: appended.append(1),
+                           send_to_controller=None, lifecycle=None)
+    fake.replication = Replication(fake)
     fake.txn_markers = TxnMarkersApi(fake)
     yield fake
     partition.close()
@@ -141,7 +145,57 @@ def test_on_a_log_append_time_topic_the_marker_says_log_append_time(broker):
 
 def test_fewer_in_sync_replicas_than_min_insync_replicas_is_not_enough_replicas(broker):
     broker.image().configs[(TOPIC_RESOURCE, "orders")] = {"min.insync.replicas": "2"}
+    broker.image().topics_by_name["orders"].partitions[0] = SimpleNamespace(leader=NODE, isr=[NODE], replicas=[NODE, 2])
     assert results(write(broker, marker(7, [0]))) == {(7, "orders", 0): Errors.NOT_ENOUGH_REPLICAS}
+
+
+def test_min_insync_replicas_is_at_most_the_replication_factor_as_kafkas_effective_min_isr(broker):
+    """Partition.effectiveMinIsr: min.insync.replicas=2 on a partition of one replica allows the marker."""
+    broker.image().configs[(TOPIC_RESOURCE, "orders")] = {"min.insync.replicas": "2"}
+    assert results(write(broker, marker(7, [0]))) == {(7, "orders", 0): Errors.NONE}
+
+
+def follow(broker, isr):
+    """orders-0 gets a follower (node 2); ``isr`` its committed ISR as the leader knows it."""
+    partition = broker.partitions[("orders", 0)]
+    partition.replicas = LeaderReplicas(NODE, max_lag_ms=30_000, broker_epoch=lambda b: 5)
+    partition.replicas.make_leader(replicas=[NODE, 2], isr=list(isr), leader_epoch=0, partition_epoch=0,
+                                   log_end_offset=partition.log.log_end_offset, now_ms=NOW, is_new_leader=True)
+    partition.store_high_watermark(partition.log.log_end_offset)
+    broker.image().topics_by_name["orders"].partitions[0] = SimpleNamespace(leader=NODE, isr=[NODE, 2],
+                                                                            replicas=[NODE, 2])
+    broker.image().configs[(TOPIC_RESOURCE, "orders")] = {"min.insync.replicas": "2"}
+    return partition
+
+
+def test_the_min_isr_check_uses_the_partitions_own_isr_not_the_images(broker):
+    """The leader's committed ISR (shrunk to the leader alone, the image not yet told) is under
+    min.insync.replicas=2: NOT_ENOUGH_REPLICAS, and nothing is appended."""
+    partition = follow(broker, isr=[NODE])
+    assert results(write(broker, marker(7, [0]))) == {(7, "orders", 0): Errors.NOT_ENOUGH_REPLICAS}
+    assert partition.log.log_end_offset == 0
+
+
+def test_a_marker_is_answered_once_the_followers_have_it_else_request_timed_out(broker):
+    """ReplicaManager.appendRecords with requiredAcks -1: the answer (and the listeners) wait for
+    the high watermark; without the follower's fetch REQUEST_TIMED_OUT after request.timeout.ms."""
+    partition = follow(broker, isr=[NODE, 2])
+    told = []
+    broker.txn_marker_listeners.append(lambda *args: told.append(args))
+
+    async def go():
+        answer = asyncio.ensure_future(broker.txn_markers.write_txn_markers(WriteTxnMarkersRequest(
+            markers=[marker(7, [0])])))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not answer.done() and told == [], "answered before the follower had the marker"
+        end_offset = partition.log.log_end_offset
+        broker.replication.follower_fetched(partition, 2, 5, end_offset, 0, end_offset)
+        return await asyncio.wait_for(answer, 5)
+    assert results(asyncio.run(go())) == {(7, "orders", 0): Errors.NONE} and len(told) == 1
+    object.__setattr__(broker.config, "request_timeout_ms", 30)
+    assert results(write(broker, marker(8, [0]))) == {(8, "orders", 0): Errors.REQUEST_TIMED_OUT}
+    assert len(told) == 1
 
 
 class Authorizer:

@@ -21,6 +21,8 @@ from kafkawire.messages.add_partitions_to_txn_request import AddPartitionsToTxnR
 from kafkawire.messages.describe_transactions_request import DescribeTransactionsRequest
 from kafkawire.messages.end_txn_request import EndTxnRequest
 from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
+from kafkawire.messages.offset_commit_request import (OffsetCommitRequest, OffsetCommitRequestPartition,
+                                                      OffsetCommitRequestTopic)
 from kafkawire.messages.offset_fetch_request import OffsetFetchRequest, OffsetFetchRequestTopic
 from kafkawire.messages.txn_offset_commit_request import (TxnOffsetCommitRequest, TxnOffsetCommitRequestPartition,
                                                           TxnOffsetCommitRequestTopic)
@@ -227,5 +229,37 @@ def test_txn_offset_commit_is_committed_by_the_commit_marker_and_dropped_on_abor
         again = StandInBroker(tmp_path, ids)
         await again.load()
         assert await fetched(again, True) == (Errors.NONE, 42)
+        again.close()
+    asyncio.run(go())
+
+
+async def offset_commit(broker, offset):
+    r = await broker.group_apis.offset_apis.offset_commit(ctx(8), OffsetCommitRequest(
+        group_id=GROUP, generation_id_or_member_epoch=-1, member_id="", topics=[OffsetCommitRequestTopic(
+            name="t", partitions=[OffsetCommitRequestPartition(partition_index=0, committed_offset=offset,
+                                                               committed_metadata="")])]))
+    return r.topics[0].partitions[0].error_code
+
+
+def test_a_coordinator_made_leader_loads_up_to_the_log_end_not_the_high_watermark(tmp_path):
+    """A follower made leader after a restart may have a high watermark of 0 while its log holds
+    the ISR's records (Kafka's loaders read to the log end): the ongoing transaction and the
+    committed offsets are known after the load, not forgotten (a forgotten transaction is never
+    timed out, and its partitions' last stable offset never moves again)."""
+    async def go():
+        broker = StandInBroker(tmp_path, itertools.count(1000))
+        await broker.load()
+        code, pid, epoch = await init(broker)
+        assert await add(broker, pid, epoch) == {0: Errors.NONE}
+        assert await offset_commit(broker, 42) == Errors.NONE
+        broker.close()
+
+        again = StandInBroker(tmp_path, itertools.count(2000))
+        for topic in ("__consumer_offsets", "__transaction_state"):
+            again.partitions[(topic, 0)].store_high_watermark(0)
+        await again.load()
+        assert await describe(again) == (Errors.NONE, "Ongoing", pid)
+        assert await fetched(again, False) == (Errors.NONE, 42)
+        assert await end(again, pid, epoch, False) == Errors.NONE
         again.close()
     asyncio.run(go())

@@ -1,0 +1,143 @@
+"""The coordinators' answers waiting for their writes to reach the in-sync replicas, as Kafka's do.
+
+Kafka's group coordinator (CoordinatorRuntime, CoordinatorPartitionWriter) appends to
+``__consumer_offsets`` on the leader and completes the request's answer only once the partition's
+high watermark passed the records (a deferred event); after ``offsets.commit.timeout.ms`` the
+answer is REQUEST_TIMED_OUT, which GroupCoordinatorService answers as COORDINATOR_NOT_AVAILABLE,
+and a partition no longer led here NOT_COORDINATOR. Kafka's transaction coordinator
+(TransactionStateManager.appendTransactionToLog) appends to ``__transaction_state`` with acks=-1
+and a timeout of ``request.timeout.ms``: NOT_ENOUGH_REPLICAS (before the append),
+NOT_ENOUGH_REPLICAS_AFTER_APPEND and REQUEST_TIMED_OUT become COORDINATOR_NOT_AVAILABLE,
+NOT_LEADER_OR_FOLLOWER NOT_COORDINATOR.
+
+kafkawire's coordinators are synchronous: their ``persist`` appends at once. So the request
+handlers of the coordinator APIs are wrapped (``replicated_handlers``): the appends a handler's
+``persist`` made (``note_append``, through a context variable of the request's task) are awaited
+after the handler, with kafkawire.broker.delayed_produce's waiting (Kafka's DelayedProduce), and
+a failed wait turns every error code of the answer that was NONE into the coordinator's error.
+
+    handlers = replicated_handlers(handlers, broker)         # GroupApis / TxnApis.handlers()
+    note_append(partition)                                    # OffsetsTopic.persist, after an append
+    refusal = not_enough_replicas(partition, min_isr)         # before a __transaction_state append
+"""
+from __future__ import annotations
+
+import dataclasses
+from contextvars import ContextVar
+
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.protocol.handler import NO_RESPONSE
+from kafkawire.protocol.message import Struct
+
+from .produce import isr_and_min_isr
+from .txn_records import TRANSACTION_STATE_TOPIC
+
+__all__ = ["note_append", "not_enough_replicas", "replicated_handlers", "set_errors"]
+
+# (topic, partition) -> (partition, the offset the high watermark must reach), per request
+_appended: ContextVar[dict | None] = ContextVar("kafkawire_coordinator_appends", default=None)
+
+# GroupCoordinatorService.handleOperationException of the runtime's write failures
+GROUP_ERRORS = {Errors.REQUEST_TIMED_OUT: Errors.COORDINATOR_NOT_AVAILABLE,
+                Errors.NOT_LEADER_OR_FOLLOWER: Errors.NOT_COORDINATOR,
+                Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND: Errors.NONE}     # the runtime waits for the HW only
+# TransactionStateManager.appendTransactionToLog's mapping
+TXN_ERRORS = {Errors.REQUEST_TIMED_OUT: Errors.COORDINATOR_NOT_AVAILABLE,
+              Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND: Errors.COORDINATOR_NOT_AVAILABLE,
+              Errors.NOT_LEADER_OR_FOLLOWER: Errors.NOT_COORDINATOR}
+
+
+def note_append(partition) -> None:
+    """Record that the running request appended to ``partition`` up to its log end (nothing
+    when no wrapped handler runs: a timer's write, which no client waits for)."""
+    pending = _appended.get()
+    if pending is not None:
+        pending[(partition.topic, partition.partition)] = (partition, partition.log.log_end_offset)
+
+
+def not_enough_replicas(partition, min_insync_replicas: int) -> bool:
+    """Partition.appendRecordsToLeader's acks=-1 check: the committed ISR under the effective min ISR."""
+    if partition.replicas is None:
+        return False
+    isr, min_isr = isr_and_min_isr(partition, None, min_insync_replicas)
+    return len(isr) < min_isr
+
+
+class _Answer:
+    __slots__ = ("error_code",)
+
+    def __init__(self):
+        self.error_code = Errors.NONE
+
+
+async def _wait(broker, appended: list, timeout_ms: int, errors: dict) -> int:
+    """Until the high watermark of every partition passed its appends: the coordinator's error."""
+    answers = [(partition, _Answer(), end) for partition, end in appended]
+    await broker.replication.wait_for_acks(answers, timeout_ms)
+    for _, answer, _ in answers:
+        code = errors.get(Errors.for_code(answer.error_code), answer.error_code)
+        if code != Errors.NONE:
+            return code
+    return Errors.NONE
+
+
+def _rules(broker, topic: str) -> tuple[int, dict]:
+    if topic == TRANSACTION_STATE_TOPIC:
+        return broker.config.request_timeout_ms, TXN_ERRORS
+    return broker.config.offsets_commit_timeout_ms, GROUP_ERRORS
+
+
+def _wrap(handler, broker):
+    async def handle(ctx, request):
+        pending: dict = {}
+        token = _appended.set(pending)
+        try:
+            response = await handler(ctx, request)
+        finally:
+            _appended.reset(token)
+        if not pending or response is NO_RESPONSE or getattr(broker, "replication", None) is None:
+            return response
+        by_topic: dict[str, list] = {}
+        for (topic, _), entry in pending.items():
+            by_topic.setdefault(topic, []).append(entry)
+        for topic, appended in by_topic.items():
+            timeout_ms, errors = _rules(broker, topic)
+            code = await _wait(broker, appended, timeout_ms, errors)
+            if code != Errors.NONE:
+                set_errors(response, code)
+                break
+        return response
+    return handle
+
+
+def replicated_handlers(handlers: dict, broker) -> dict:
+    """The ApiHandlers of ``handlers``, each answering only once its coordinator writes are replicated."""
+    return {key: dataclasses.replace(h, handle=_wrap(h.handle, broker)) for key, h in handlers.items()}
+
+
+_ERROR_FIELDS = ("error_code", "partition_error_code")
+
+
+def _holders(message, depth: int, out: list) -> None:
+    for f in type(message)._FIELDS:
+        value = getattr(message, f.py_name, None)
+        if f.py_name in _ERROR_FIELDS:
+            out.append((depth, message, f.py_name))
+        elif isinstance(value, Struct):
+            _holders(value, depth + 1, out)
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, Struct):
+                    _holders(item, depth + 1, out)
+
+
+def set_errors(response, code: int) -> None:
+    """Every error code of ``response`` that says NONE becomes ``code``: the innermost ones (the
+    partitions, groups or transactions the write was for) when the answer has any, else the top one."""
+    holders: list = []
+    _holders(response, 0, holders)
+    deepest = max((depth for depth, _, _ in holders), default=0)
+    for depth, message, name in holders:
+        if (depth > 0 or deepest == 0) and getattr(message, name) == Errors.NONE:
+            setattr(message, name, int(code))
+

@@ -1,0 +1,186 @@
+"""The coordinators and replication, without a node (the stand-in broker of
+test_txn_state_topic, real logs, kafkawire.broker.replication's leader side with one follower
+played by calls): Kafka's coordinators answer only once their writes reached the in-sync replicas
+(the high watermark).
+
+- OffsetCommit (the group coordinator, CoordinatorRuntime): not answered until the follower
+  fetched past the commit; COORDINATOR_NOT_AVAILABLE after ``offsets.commit.timeout.ms``.
+- InitProducerId / EndTxn (TransactionStateManager.appendTransactionToLog, acks=-1): not answered
+  until the follower has the record; COORDINATOR_NOT_AVAILABLE after ``request.timeout.ms``, and
+  at once, without an append, when the ISR is under min.insync.replicas (NOT_ENOUGH_REPLICAS).
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+from types import SimpleNamespace
+
+from kafkawire.broker.replica_state import LeaderReplicas
+from kafkawire.broker.replication import Replication
+from kafkawire.messages.end_txn_request import EndTxnRequest
+from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
+from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
+from kafkawire.messages.offset_commit_request import (OffsetCommitRequest, OffsetCommitRequestPartition,
+                                                      OffsetCommitRequestTopic)
+from kafkawire.messages.write_txn_markers_response import (WritableTxnMarkerPartitionResult, WritableTxnMarkerResult,
+                                                           WritableTxnMarkerTopicResult, WriteTxnMarkersResponse)
+from kafkawire.protocol.error_codes import Errors
+
+from .test_txn_state_topic import GROUP, TX, StandInBroker, add, ctx, fetched, init, until
+
+FOLLOWER, FOLLOWER_EPOCH = 2, 7
+
+
+def replicated_broker(tmp_path, *, isr=(1, FOLLOWER), min_isr=1, **config):
+    """The stand-in broker whose __consumer_offsets and __transaction_state have a follower (node 2)."""
+    broker = StandInBroker(tmp_path, itertools.count(1000))
+    for key, value in config.items():
+        setattr(broker.config, key, value)
+    broker.lifecycle = None
+    broker.send_to_controller = None          # no ISR change is sent: the ISR stays as made
+    broker.topic_configs = SimpleNamespace(produce_settings=lambda image, topic: SimpleNamespace(
+        min_insync_replicas=min_isr))
+    broker.replication = Replication(broker)
+    for topic in ("__consumer_offsets", "__transaction_state"):
+        partition = broker.partitions[(topic, 0)]
+        partition.replicas = LeaderReplicas(1, max_lag_ms=30_000, broker_epoch=lambda b: FOLLOWER_EPOCH)
+        partition.replicas.min_isr = min_isr
+        partition.replicas.make_leader(replicas=[1, FOLLOWER], isr=list(isr), leader_epoch=0, partition_epoch=0,
+                                       log_end_offset=partition.log.log_end_offset, now_ms=0, is_new_leader=True)
+        partition.store_high_watermark(partition.log.log_end_offset)
+    return broker
+
+
+def follower_fetches(broker, topic: str) -> None:
+    """The follower fetches from the leader's log end: the high watermark moves there."""
+    partition = broker.partitions[(topic, 0)]
+    end_offset = partition.log.log_end_offset
+    broker.replication.follower_fetched(partition, FOLLOWER, FOLLOWER_EPOCH, end_offset, 0, end_offset)
+
+
+def handler(apis, key):
+    return apis.handlers()[key].handle
+
+
+async def offset_commit(broker, offset):
+    request = OffsetCommitRequest(group_id=GROUP, generation_id_or_member_epoch=-1, member_id="", topics=[
+        OffsetCommitRequestTopic(name="t", partitions=[OffsetCommitRequestPartition(
+            partition_index=0, committed_offset=offset, committed_metadata="")])])
+    response = await handler(broker.group_apis, 8)(ctx(8), request)
+    return response.topics[0].partitions[0].error_code
+
+
+def test_an_offset_commit_is_answered_once_the_isr_has_it_and_times_out_as_kafka_maps_it(tmp_path):
+    async def go():
+        broker = replicated_broker(tmp_path, offsets_commit_timeout_ms=10_000)
+        await broker.load()
+        commit = asyncio.ensure_future(offset_commit(broker, 42))
+        await until(lambda: broker.partitions[("__consumer_offsets", 0)].log.log_end_offset > 0)
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not commit.done(), "answered before the follower had the commit"
+        follower_fetches(broker, "__consumer_offsets")
+        assert await asyncio.wait_for(commit, 5) == Errors.NONE
+        assert await fetched(broker, False) == (Errors.NONE, 42)
+
+        broker.config.offsets_commit_timeout_ms = 30      # the follower fetches no more
+        assert await offset_commit(broker, 43) == Errors.COORDINATOR_NOT_AVAILABLE
+        broker.close()
+    asyncio.run(go())
+
+
+def test_a_transactions_state_is_answered_once_the_isr_has_it(tmp_path):
+    async def go():
+        broker = replicated_broker(tmp_path, request_timeout_ms=10_000)
+        await broker.load()
+        init_producer = handler(broker.txn_apis, 22)
+        request = InitProducerIdRequest(transactional_id=TX, transaction_timeout_ms=60000, producer_id=-1,
+                                        producer_epoch=-1)
+        pending = asyncio.ensure_future(init_producer(ctx(4), request))
+        await until(lambda: broker.partitions[("__transaction_state", 0)].log.log_end_offset > 0)
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not pending.done(), "InitProducerId answered before the follower had the transaction's state"
+        follower_fetches(broker, "__transaction_state")
+        answer = await asyncio.wait_for(pending, 5)
+        assert (answer.error_code, answer.producer_epoch) == (Errors.NONE, 0)
+
+        broker.config.request_timeout_ms = 30              # the follower fetches no more
+        assert await add(broker, answer.producer_id, 0) == {0: Errors.NONE}     # in memory (no handler)
+        ended = await handler(broker.txn_apis, 26)(ctx(4), EndTxnRequest(
+            transactional_id=TX, producer_id=answer.producer_id, producer_epoch=0, committed=True))
+        assert ended.error_code == Errors.COORDINATOR_NOT_AVAILABLE
+        broker.close()
+    asyncio.run(go())
+
+
+def test_a_transaction_state_write_under_min_isr_is_refused_before_the_append(tmp_path):
+    """appendTransactionToLog with acks=-1: NOT_ENOUGH_REPLICAS, answered COORDINATOR_NOT_AVAILABLE."""
+    async def go():
+        broker = replicated_broker(tmp_path, isr=(1,), min_isr=2)
+        await broker.load()
+        code, _, _ = await init(broker)
+        assert code == Errors.COORDINATOR_NOT_AVAILABLE
+        assert broker.partitions[("__transaction_state", 0)].log.log_end_offset == 0
+        broker.close()
+    asyncio.run(go())
+
+
+def test_find_coordinator_names_the_leader_of_the_keys_partition_whichever_broker_is_asked(tmp_path):
+    """KafkaApis.getCoordinator: a broker that does not lead the group's (or transactional id's)
+    partition names the broker that does, when it is alive, instead of COORDINATOR_NOT_AVAILABLE
+    (librdkafka kept asking a follower and its committed() timed out: the nemesis's finding);
+    a fenced leader is COORDINATOR_NOT_AVAILABLE."""
+    async def go():
+        broker = StandInBroker(tmp_path, itertools.count(1000))
+        image = broker.image()
+        for topic in ("__consumer_offsets", "__transaction_state"):
+            image.topics_by_name[topic].partitions[0].leader = FOLLOWER
+        other = SimpleNamespace(fenced=False, listeners={"PLAINTEXT": SimpleNamespace(host="broker-2", port=9192)})
+        image.brokers = {FOLLOWER: other}
+        asked = SimpleNamespace(api_version=3, listener_name="PLAINTEXT")
+
+        async def find(key, key_type):
+            r = await broker.group_apis.find_coordinator(asked, FindCoordinatorRequest(key=key, key_type=key_type))
+            return r.error_code, r.node_id, r.host, r.port
+        assert await find(GROUP, 0) == (Errors.NONE, FOLLOWER, "broker-2", 9192)
+        assert await find(TX, 1) == (Errors.NONE, FOLLOWER, "broker-2", 9192)
+        other.fenced = True
+        assert (await find(GROUP, 0))[:2] == (Errors.COORDINATOR_NOT_AVAILABLE, -1)
+        broker.close()
+    asyncio.run(go())
+
+
+def test_markers_go_to_each_partitions_leader_not_only_to_this_broker(tmp_path):
+    """TransactionMarkerChannelManager: the coordinator writes the markers of partitions it leads
+    in process and sends WriteTxnMarkers for the others to their leader (the nemesis's hanging
+    transaction: every marker was written locally, NOT_LEADER_OR_FOLLOWER forever elsewhere)."""
+    from kafkawire.broker.txn_marker_sender import marker_request
+
+    async def go():
+        broker = StandInBroker(tmp_path, itertools.count(1000))
+        broker.image().topics_by_name["t"].partitions[1].leader = FOLLOWER
+        broker.replica_roles = SimpleNamespace(endpoint_of=lambda b: ("broker-2", 9192) if b == FOLLOWER else None)
+        sent = []
+
+        class Peer:
+            async def close(self):
+                pass
+
+            async def send(self, address, request, **_):
+                sent.append((address, request))
+                return WriteTxnMarkersResponse(markers=[WritableTxnMarkerResult(producer_id=7, topics=[
+                    WritableTxnMarkerTopicResult(name="t", partitions=[WritableTxnMarkerPartitionResult(
+                        partition_index=1, error_code=Errors.NONE)])])])
+        broker.txn_apis.router._client = Peer()
+        metadata = SimpleNamespace(producer_id=7, producer_epoch=0, client_tv=0)
+        response = await broker.txn_apis._write_markers(marker_request(metadata, 0, True, {("t", 0), ("t", 1)}))
+        codes = {(t.name, p.partition_index): p.error_code for m in response.markers for t in m.topics
+                 for p in t.partitions}
+        assert codes == {("t", 0): Errors.NONE, ("t", 1): Errors.NONE}
+        assert broker.txn_markers.written == [("t", 0, 7, 0, True)]          # led here: in process
+        (address, request), = sent
+        assert address == ("broker-2", 9192)
+        assert [(t.name, t.partition_indexes) for t in request.markers[0].topics] == [("t", [1])]
+        broker.close()
+    asyncio.run(go())

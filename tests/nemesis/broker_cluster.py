@@ -1,0 +1,160 @@
+"""Three combined kafkawire nodes (each ``process.roles=broker,controller``, one of three voters)
+for the replication nemesis, and its faults: kill -9 of a partition's leader, of a follower, of
+the active controller (then a restart), a kill -9 that leaves a torn write at the end of the
+partition's newest segment, and SIGSTOP. One node at a time is faulted, and the next fault waits
+(bounded) until every replica is back in the ISR, so a replication-factor-3 topic with
+min.insync.replicas=2 can keep acknowledging through every fault.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import time
+from collections import Counter
+
+from kafkawire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
+from kafkawire.net.client import NetworkClient, TransportError
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.raft.node.local_quorum import LocalQuorum, QuorumError, describe_quorum, free_ports
+
+NODES = (1, 2, 3)
+
+
+def ask(address, request, api_version=None, timeout_ms: int = 2000):
+    """One request to one node; None when it does not answer (down, paused, electing)."""
+    async def go():
+        client = NetworkClient(client_id="nemesis-replication", request_timeout_ms=timeout_ms,
+                               connect_timeout_ms=timeout_ms)
+        try:
+            return await asyncio.wait_for(client.send(address, request, api_version=api_version),
+                                          timeout_ms / 1000 + 1)
+        finally:
+            await client.close()
+    try:
+        return asyncio.run(go())
+    except (TransportError, OSError, asyncio.TimeoutError, QuorumError):
+        return None
+
+
+class BrokerCluster:
+    """Three combined nodes under ``base``; ``faults`` counts the faults injected by kind."""
+
+    def __init__(self, base, *, rng: random.Random, properties: dict | None = None):
+        self.broker_ports = dict(zip(NODES, free_ports(len(NODES))))
+        self.quorum = LocalQuorum(base, voters=len(NODES), properties={
+            "process.roles": "broker,controller",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "broker.session.timeout.ms": "1500", "broker.heartbeat.interval.ms": "300",
+            "replica.fetch.backoff.ms": "100", "replica.lag.time.max.ms": "3000",
+            "offsets.topic.num.partitions": "1", "transaction.state.log.num.partitions": "1",
+            **(properties or {})})
+        for i in NODES:
+            self.quorum.node_properties[i] = {"listeners": f"PLAINTEXT://127.0.0.1:{self.broker_ports[i]},"
+                                                           f"CONTROLLER://127.0.0.1:{self.quorum.ports[i]}"}
+        self.rng = rng
+        self.faults = Counter()
+        self.down: set[int] = set()
+        self.kill_times: list[tuple] = []     # (monotonic time, node, partition) of each kill -9 right after an ack
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{p}" for p in self.broker_ports.values())
+
+    def broker(self, node_id: int) -> tuple[str, int]:
+        return ("127.0.0.1", self.broker_ports[node_id])
+
+    def start(self) -> None:
+        self.quorum.format()
+        self.quorum.start_all()
+
+    def stop(self) -> None:
+        for i in NODES:
+            self._signal(i, signal.SIGCONT)
+            self.quorum.kill(i)
+
+    def partition_dir(self, node_id: int, topic: str, index: int) -> str:
+        return os.path.join(self.quorum.data_dir(node_id), f"{topic}-{index}")
+
+    # -- what the cluster says --
+
+    def partitions(self, topic: str) -> dict | None:
+        """index -> the partition's metadata, asked of the live nodes in turn."""
+        for i in NODES:
+            if i in self.down:
+                continue
+            reply = ask(self.broker(i), MetadataRequest(topics=[MetadataRequestTopic(name=topic)],
+                                                        allow_auto_topic_creation=False), 12)
+            if reply is not None and reply.topics and reply.topics[0].error_code == Errors.NONE:
+                return {p.partition_index: p for p in reply.topics[0].partitions}
+        return None
+
+    def leader(self, topic: str, index: int) -> int | None:
+        p = (self.partitions(topic) or {}).get(index)
+        return None if p is None or p.leader_id < 0 else p.leader_id
+
+    def all_in_sync(self, topic: str, count: int) -> bool:
+        parts = self.partitions(topic)
+        return parts is not None and len(parts) == count and all(
+            p.leader_id > 0 and sorted(p.isr_nodes) == list(NODES) for p in parts.values())
+
+    def high_watermark(self, topic: str, index: int, isolation_level: int = 0) -> int | None:
+        """The leader's high watermark (ListOffsets latest, read_uncommitted), or with
+        ``isolation_level`` 1 its last stable offset."""
+        leader = self.leader(topic, index)
+        if leader is None:
+            return None
+        reply = ask(self.broker(leader), ListOffsetsRequest(replica_id=-1, isolation_level=isolation_level, topics=[
+            ListOffsetsTopic(name=topic, partitions=[ListOffsetsPartition(partition_index=index, timestamp=-1)])]), 7)
+        if reply is None:
+            return None
+        p = reply.topics[0].partitions[0]
+        return p.offset if p.error_code == Errors.NONE else None
+
+    def active_controller(self) -> int | None:
+        for i in NODES:
+            if i in self.down:
+                continue
+            try:
+                view = asyncio.run(describe_quorum(self.quorum.address(i), timeout_ms=1000))
+            except (TransportError, QuorumError, OSError, asyncio.TimeoutError):
+                continue
+            if view.leader_id == i:
+                return i
+        return None
+
+    def wait_until(self, predicate, bound_s: float, what: str):
+        return self.quorum.wait_until(predicate, bound_s, what, interval_s=0.2)
+
+    # -- faults --
+
+    def _signal(self, node_id: int, sig) -> None:
+        proc = self.quorum.processes.get(node_id)
+        if proc is not None and proc.poll() is None:
+            os.kill(proc.pid, sig)
+
+    def kill(self, node_id: int, kind: str) -> None:
+        self.faults[kind] += 1
+        self.quorum.kill(node_id)
+        self.down.add(node_id)
+
+    def restart(self, node_id: int) -> None:
+        self.quorum.start(node_id)
+        self.down.discard(node_id)
+
+    def tear_tail(self, node_id: int, topic: str, index: int) -> None:
+        """A torn write at the end of the (killed) node's newest segment of the partition."""
+        directory = self.partition_dir(node_id, topic, index)
+        segments = sorted(n for n in os.listdir(directory) if n.endswith(".log")) if os.path.isdir(directory) else []
+        if segments:
+            with open(os.path.join(directory, segments[-1]), "ab") as f:
+                f.write(os.urandom(self.rng.randint(1, 120)))
+
+    def pause(self, node_id: int, paused_s: float) -> None:
+        self.faults["SIGSTOP"] += 1
+        self._signal(node_id, signal.SIGSTOP)
+        time.sleep(paused_s)
+        self._signal(node_id, signal.SIGCONT)

@@ -1,0 +1,204 @@
+"""The replication nemesis: three combined kafkawire nodes, a topic with replication factor 3
+and min.insync.replicas=2, idempotent acks=all producers, a transactional producer and a
+read_committed consumer and a consumer committing offsets (confluent-kafka), while faults come one after another: kill -9 of a
+partition leader, of a follower, of the active controller, kill -9 of the leader the moment a
+record was acknowledged (acks=all across a failover), a kill -9 leaving a torn segment tail,
+SIGSTOP; each held 1-3 s and healed. Then every replica must return to the ISR, the producers
+flush, the consumer reads to the end, and replication_checks.py runs.
+
+    python -m tests.nemesis.replication_run --duration 600 [--seed N] [--dir DIR]
+
+It prints the figures and exits 1 if a check fails; tests/nemesis/test_replication_nemesis.py
+runs it briefly.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+
+from kafkawire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
+from kafkawire.protocol.error_codes import Errors
+
+from .broker_cluster import NODES, BrokerCluster, ask
+from .replication_checks import ReplicationVerdict, check_reads, check_replicas
+from .replication_workload import Consumer, IdempotentProducer, OffsetCommitter, TransactionalProducer
+
+TOPIC = "replicated"
+PARTITIONS = 2
+IN_SYNC_BOUND_S = 60            # every replica back in the ISR within this after a heal
+KINDS = ["kill leader", "kill follower", "kill controller", "kill leader after an ack", "torn tail", "pause"]
+
+
+@dataclass
+class ReplicationReport:
+    duration_s: float
+    faults: dict
+    acked: int
+    failed: int
+    acked_before_leader_kill: int
+    committed: int
+    aborted: int
+    txn_errors: dict
+    verdict: ReplicationVerdict
+    fatal: list
+    commits: tuple          # (last acknowledged, last attempted, committed at the end)
+    commit_errors: dict
+
+    @property
+    def commit_kept(self) -> bool:
+        acked, attempted, committed = self.commits
+        return committed is not None and acked <= committed <= attempted
+
+    def lines(self) -> str:
+        v = self.verdict
+        return "\n".join([
+            f"replication nemesis: {self.duration_s:.0f} s, {sum(self.faults.values())} faults "
+            f"({', '.join(f'{k} {n}' for k, n in sorted(self.faults.items()))})",
+            f"replication nemesis: {self.acked} records acknowledged (acks=all), {self.failed} failed, "
+            f"{self.acked_before_leader_kill} acknowledged within 100 ms before their leader's kill -9; "
+            f"transactions: {self.committed} values committed, {self.aborted} aborted, errors {self.txn_errors}",
+            f"replication nemesis: lost {len(v.lost)}, misplaced {len(v.misplaced)}, duplicated {len(v.duplicated)}; "
+            f"replicas agree: {v.replicas_agree} ({v.records_below_hw} records below the high watermarks)",
+            f"replication nemesis: consumer: not read {len(v.not_read)}, read twice {len(v.read_twice)}, "
+            f"read elsewhere {len(v.read_misplaced)}, aborted read {len(v.aborted_read)}; fatal producer errors {self.fatal}",
+            f"replication nemesis: offset commits: last acknowledged {self.commits[0]}, last sent {self.commits[1]}, "
+            f"committed at the end {self.commits[2]} (kept: {self.commit_kept}); errors {self.commit_errors}",
+        ] + [f"replication nemesis:   {p}" for p in (v.lost + v.misplaced + v.duplicated + v.not_read
+                                                      + v.read_twice + v.aborted_read)[:12]])
+
+
+def create_topic(cluster: BrokerCluster) -> None:
+    request = CreateTopicsRequest(timeout_ms=10_000, topics=[CreatableTopic(
+        name=TOPIC, num_partitions=PARTITIONS, replication_factor=3, assignments=[],
+        configs=[CreatableTopicConfig(name="min.insync.replicas", value="2")])])
+
+    def created():
+        for i in NODES:
+            reply = ask(cluster.broker(i), request, timeout_ms=10_000)
+            if reply is not None and reply.topics[0].error_code in (Errors.NONE, Errors.TOPIC_ALREADY_EXISTS):
+                return True
+        return False
+    cluster.wait_until(created, IN_SYNC_BOUND_S, "the topic to be created")
+    cluster.wait_until(lambda: cluster.all_in_sync(TOPIC, PARTITIONS), IN_SYNC_BOUND_S, "a full ISR")
+
+
+def one_fault(cluster: BrokerCluster, kind: str, producers) -> str:
+    index = cluster.rng.randrange(PARTITIONS)
+    leader = cluster.leader(TOPIC, index)
+    if leader is None:
+        return f"{kind}: no leader of partition {index}"
+    hold = cluster.rng.uniform(1.0, 3.0)
+    if kind == "pause":
+        target = cluster.rng.choice(NODES)
+        cluster.pause(target, hold)
+        return f"SIGSTOP node {target} for {hold:.1f} s"
+    if kind == "kill follower":
+        target = cluster.rng.choice([i for i in NODES if i != leader])
+    elif kind == "kill controller":
+        target = cluster.active_controller() or leader
+    else:
+        target = leader
+    if kind == "kill leader after an ack":       # acks=all across a failover: the record just
+        since = time.monotonic()                  # acknowledged must be on the next leader
+        waited = since + 10
+        while time.monotonic() < waited and not any(p.acked_at.get(index, 0) > since for p in producers):
+            time.sleep(0.001)
+        cluster.kill_times.append((time.monotonic(), target, index))
+    cluster.kill(target, kind)
+    if kind == "torn tail":
+        cluster.tear_tail(target, TOPIC, index)
+    time.sleep(hold)
+    cluster.restart(target)
+    return f"{kind}: node {target} (partition {index}'s leader {leader}) down {hold:.1f} s"
+
+
+def _acked_before_a_kill(cluster: BrokerCluster, acked: dict, window_s: float = 0.1) -> int:
+    """Acknowledged values of a partition whose leader was killed within ``window_s`` after."""
+    return sum(1 for partition, _, at in acked.values() for killed_at, _, index in cluster.kill_times
+               if partition == index and 0 <= killed_at - at <= window_s)
+
+
+def settle(cluster: BrokerCluster, consumer: Consumer) -> dict[int, int]:
+    """Every replica in the ISR, every replica's files up to the high watermark, the consumer at
+    the end; the high watermarks."""
+    cluster.wait_until(lambda: cluster.all_in_sync(TOPIC, PARTITIONS), IN_SYNC_BOUND_S, "every replica in the ISR")
+    hws = {i: cluster.wait_until(lambda i=i: cluster.high_watermark(TOPIC, i), IN_SYNC_BOUND_S, "a high watermark")
+           for i in range(PARTITIONS)}
+    cluster.wait_until(lambda: all(cluster.high_watermark(TOPIC, i, 1) == hw for i, hw in hws.items()),
+                       IN_SYNC_BOUND_S, f"the last stable offsets to reach the high watermarks {hws} "
+                       f"(the transactions to end)")
+    cluster.wait_until(lambda: all(consumer.positions.get(i, -1) >= hw for i, hw in hws.items()),
+                       IN_SYNC_BOUND_S, f"the consumer to read up to {hws} (it is at {consumer.positions})")
+    return hws
+
+
+def run(base_dir: str, duration_s: float, seed: int, log=print, transactions: bool = True) -> ReplicationReport:
+    rng = random.Random(seed)
+    cluster = BrokerCluster(base_dir, rng=rng)
+    cluster.start()
+    stop, stop_reading = threading.Event(), threading.Event()
+    try:
+        cluster.wait_until(lambda: cluster.partitions("__none__") is not None or cluster.active_controller(),
+                           IN_SYNC_BOUND_S, "a controller")
+        create_topic(cluster)
+        producers = [IdempotentProducer(f"p{i}", cluster.bootstrap, TOPIC, PARTITIONS, stop) for i in range(2)]
+        txn = TransactionalProducer(cluster.bootstrap, TOPIC, PARTITIONS, stop, rng) if transactions else None
+        consumer = Consumer(cluster.bootstrap, TOPIC, PARTITIONS, stop_reading)
+        committer = OffsetCommitter(cluster.bootstrap, TOPIC, stop)
+        for thread in producers + [consumer, committer] + ([txn] if txn else []):
+            thread.start()
+        started = time.monotonic()
+        order = rng.sample(KINDS, len(KINDS))
+        while time.monotonic() - started < duration_s or order:
+            kind = order.pop(0) if order else rng.choice(KINDS)
+            log(f"nemesis: {one_fault(cluster, kind, producers)}")
+            cluster.wait_until(lambda: cluster.all_in_sync(TOPIC, PARTITIONS), IN_SYNC_BOUND_S,
+                               "every replica back in the ISR")
+        elapsed = time.monotonic() - started
+        stop.set()
+        for thread in producers + [committer] + ([txn] if txn else []):
+            thread.join(120)
+        hws = settle(cluster, consumer)
+        stop_reading.set()
+        consumer.join(30)
+        committed = committer.committed(cluster.bootstrap)
+        acked = {v: a for p in producers for v, a in p.acked.items()}
+        verdict = ReplicationVerdict()
+        dirs = {i: {n: cluster.partition_dir(n, TOPIC, i) for n in NODES} for i in range(PARTITIONS)}
+        check_replicas(dirs, hws, acked, verdict)
+        check_reads(consumer.read, acked, txn.committed if txn else set(), txn.aborted if txn else set(), verdict)
+        return ReplicationReport(
+            duration_s=elapsed, faults=dict(cluster.faults), acked=len(acked),
+            failed=sum(len(p.failed) for p in producers), acked_before_leader_kill=_acked_before_a_kill(cluster, acked),
+            committed=len(txn.committed) if txn else 0, aborted=len(txn.aborted) if txn else 0,
+            txn_errors=dict(txn.errors) if txn else {}, verdict=verdict,
+            fatal=[p.fatal for p in producers if p.fatal],
+            commits=(committer.acked, committer.attempted, committed),
+            commit_errors=dict(committer.errors))
+    finally:
+        stop.set()
+        stop_reading.set()
+        cluster.stop()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=float, default=600)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--dir", default=None)
+    args = parser.parse_args(argv)
+    seed = args.seed if args.seed is not None else random.randrange(1 << 30)
+    print(f"replication nemesis: seed {seed}")
+    base = args.dir or tempfile.mkdtemp(prefix="kafkawire-replication-nemesis-")
+    report = run(base, args.duration, seed)
+    print(report.lines())
+    return 0 if report.verdict.ok and not report.fatal and report.commit_kept else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
