@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from kafkawire.metadata.image import TOPIC_RESOURCE
 from kafkawire.metadata.topic_config_synonyms import dynamic_broker_configs, resolve_topic_config
+from kafkawire.records import GZIP, LZ4, ZSTD
 
 __all__ = ["LogSettings", "ProduceSettings", "TopicConfigs", "log_settings", "topic_config", "retention_time_ms",
            "roll_time_ms"]
@@ -65,6 +66,7 @@ class ProduceSettings:
     log_append_time: bool                # message.timestamp.type is LogAppendTime
     max_message_bytes: int
     compression_type: str
+    compression_levels: tuple            # (codec of kafkawire.records, compression.<codec>.level), ...
     timestamp_before_max_ms: int
     timestamp_after_max_ms: int
     compacted: bool                      # cleanup.policy has compact
@@ -145,6 +147,9 @@ def produce_settings(image, topic: str, config) -> ProduceSettings:
         log_append_time=levels.value("message.timestamp.type", c.log_message_timestamp_type) == LOG_APPEND_TIME,
         max_message_bytes=levels.value("max.message.bytes", c.message_max_bytes),
         compression_type=levels.value("compression.type", c.compression_type),
+        compression_levels=((GZIP, levels.value("compression.gzip.level", c.compression_gzip_level)),
+                            (LZ4, levels.value("compression.lz4.level", c.compression_lz4_level)),
+                            (ZSTD, levels.value("compression.zstd.level", c.compression_zstd_level))),
         timestamp_before_max_ms=levels.value("message.timestamp.before.max.ms", c.log_message_timestamp_before_max_ms),
         timestamp_after_max_ms=levels.value("message.timestamp.after.max.ms", c.log_message_timestamp_after_max_ms),
         compacted="compact" in levels.value("cleanup.policy", tuple(c.log_cleanup_policy)),

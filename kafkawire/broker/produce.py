@@ -121,7 +121,8 @@ class ProduceApi:
             validated = validate_produce(
                 p.records, topic_partition=name, version=version, now_ms=now_ms,
                 log_append_time=settings.log_append_time, max_message_bytes=settings.max_message_bytes,
-                rules=settings_rules(settings, now_ms), compression_type=settings.compression_type)
+                rules=settings_rules(settings, now_ms), compression_type=settings.compression_type,
+                compression_levels=settings.compression_levels)
             base_offset, log_append_time = partition.append(validated, now_ms=now_ms, guard=guard)
         except RecordErrors as exc:      # ReplicaManager: RecordValidationException, the log start offset kept
             return PartitionProduceResponse(

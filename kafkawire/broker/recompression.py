@@ -7,8 +7,9 @@ bytes (Kafka's in-place path).
 The new batch is MemoryRecordsBuilder's: the producer's id, epoch, base sequence and
 transactional flag, the topic's timestamp type (with LogAppendTime the batch's max timestamp
 is the append time; the records keep the producer's timestamps, as in Kafka), each record's
-key, value and headers with fresh offset and timestamp deltas and attributes 0. Levels are the
-codecs' Kafka defaults (``compression.*.level`` is not read yet). The new batch is checked
+key, value and headers with fresh offset and timestamp deltas and attributes 0, compressed at the
+topic's ``compression.<codec>.level`` (Kafka's default level when none is given; Kafka's defaults,
+-1, 9 and 3, write the same bytes as no level). The new batch is checked
 against ``max.message.bytes`` again (UnifiedLog.append: MESSAGE_TOO_LARGE).
 """
 from __future__ import annotations
@@ -34,12 +35,14 @@ def target_codec(compression_type: str, producer_codec: int) -> int:
 
 
 def recompressed(batch: RecordBatch, codec: int, *, log_append_time: bool, now_ms: int,
-                 topic_partition: str, max_message_bytes: int, records=None) -> tuple[bytes, RecordBatch]:
+                 topic_partition: str, max_message_bytes: int, records=None,
+                 level: int | None = None) -> tuple[bytes, RecordBatch]:
     """``batch`` (checked already) as a new batch in ``codec``, and the new batch's header parsed
     (its CRC is the builder's: not computed again); or RecompressionRefused with Kafka's error.
     ``records``: the batch's records if the checks decoded them already (else decoded here)."""
-    builder = RecordBatchBuilder(compression_type=codec, timestamp_type=LOG_APPEND_TIME if log_append_time
-                                 else CREATE_TIME, producer_id=batch.producer_id,
+    builder = RecordBatchBuilder(compression_type=codec, compression_level=level,
+                                 timestamp_type=LOG_APPEND_TIME if log_append_time else CREATE_TIME,
+                                 producer_id=batch.producer_id,
                                  producer_epoch=batch.producer_epoch, base_sequence=batch.base_sequence,
                                  is_transactional=batch.is_transactional,
                                  max_timestamp=now_ms if log_append_time else None)

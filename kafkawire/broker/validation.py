@@ -78,12 +78,14 @@ class ValidatedAppend:
 
 def validate_produce(records: bytes | None, *, topic_partition: str, max_message_bytes: int,
                      log_append_time: bool, now_ms: int, version: int = 3,
-                     rules: RecordRules | None = None, compression_type: str = "producer") -> ValidatedAppend:
+                     rules: RecordRules | None = None, compression_type: str = "producer",
+                     compression_levels: tuple = ()) -> ValidatedAppend:
     """The batch of one partition of a Produce request, checked as Kafka's leader checks it;
     ``rules`` are the record rules (kafkawire.broker.record_checks: timestamp bounds, keys on a
     compacted topic; Kafka's defaults when None). Records that break them raise RecordErrors. A
     batch the topic's ``compression_type`` wants in another codec is written again
-    (kafkawire.broker.recompression)."""
+    (kafkawire.broker.recompression), at its level in ``compression_levels`` ((codec, level) pairs,
+    the topic's ``compression.<codec>.level``; Kafka's default level when absent)."""
     if rules is None:
         rules = RecordRules(now_ms=now_ms, create_time=not log_append_time)
     batch = _the_one_batch(records or b"", version)
@@ -104,7 +106,8 @@ def validate_produce(records: bytes | None, *, topic_partition: str, max_message
     codec = target_codec(compression_type, batch.compression_type)
     if codec != batch.compression_type:
         try:
-            data, rebuilt = recompressed(batch, codec, log_append_time=log_append_time, now_ms=now_ms,
+            data, rebuilt = recompressed(batch, codec, level=dict(compression_levels).get(codec),
+                                         log_append_time=log_append_time, now_ms=now_ms,
                                          topic_partition=topic_partition, max_message_bytes=max_message_bytes,
                                          records=decoded)
         except RecompressionRefused as exc:

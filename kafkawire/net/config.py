@@ -23,8 +23,8 @@ from kafkawire.storage.state_files import JavaProperties
 # are re-exported here, where the modules reading server.properties have always found them.
 from .config_values import (COMPRESSION_TYPES, DEFAULT_SECURITY_PROTOCOL_MAP, INT_MAX, JMX_REPORTER,
                             PROMETHEUS_REPORTER, TIMESTAMP_TYPES, ConfigError, Endpoint, QuorumVoter, _assignors,
-                            _bool, _cleanup_policy, _double, _http_listener, _int, _long, _names, _one_of,
-                            _per_ip_overrides,
+                            _bool, _cleanup_policy, _double, _gzip_level, _http_listener, _int, _int_between,
+                            _long, _names, _one_of, _per_ip_overrides,
                             _reporters, _roles, _short, _string, java_int, parse_host_ports, parse_listeners,
                             parse_security_protocol_map, parse_voters)
 
@@ -226,6 +226,11 @@ _KEYS = (
     # GroupCoordinatorConfig INT 5000 atLeast(1); ServerConfigs INT 30000
     _Key("offsets.commit.timeout.ms", lambda k, v: _int(k, v, 1), "5000", "GroupCoordinatorConfig"),
     _Key("request.timeout.ms", lambda k, v: _int(k, v), "30000", "ServerConfigs"),
+    # ServerConfigs: INT, each codec's default level and levelValidator: the level a produced batch is
+    # written again in when the topic's compression.type names that codec (LogValidator)
+    _Key("compression.gzip.level", _gzip_level, "-1", "ServerConfigs"),
+    _Key("compression.lz4.level", lambda k, v: _int_between(k, v, 1, 17), "9", "ServerConfigs"),
+    _Key("compression.zstd.level", lambda k, v: _int_between(k, v, -131072, 22), "3", "ServerConfigs"),
 )
 KNOWN_KEYS = {k.name: k for k in _KEYS}
 # Keys that ServerConfig holds in another form (resolved against other keys).
@@ -355,6 +360,9 @@ class ServerConfig:
     replica_socket_timeout_ms: int = 30_000
     offsets_commit_timeout_ms: int = 5000
     request_timeout_ms: int = 30_000
+    compression_gzip_level: int = -1
+    compression_lz4_level: int = 9
+    compression_zstd_level: int = 3
     unknown_keys: tuple[str, ...] = field(default=())
     # (key, value as written) of the KNOWN_KEYS server.properties sets: Kafka's staticBrokerConfigs,
     # what DescribeConfigs names STATIC_BROKER_CONFIG

@@ -89,6 +89,22 @@ def _int(key, raw, low=None, kind="INT"):
 java_int = _int       # for the modules that read more keys (kafkawire.net.security)
 
 
+def _int_between(key, raw, low, high):
+    """A Java int within [low, high] (ConfigDef.Range.between), worded as Kafka's Range."""
+    value = _int(key, raw, low)
+    if value > high:
+        raise ConfigError(key, raw, f"must be no more than {high}")
+    return value
+
+
+def _gzip_level(key, raw):
+    """GZIP's levelValidator: 1 to 9, or -1 (Deflater.DEFAULT_COMPRESSION)."""
+    value = _int(key, raw)
+    if value != -1 and not 1 <= value <= 9:
+        raise ConfigError(key, raw, "must be between 1 and 9 or equal to -1")
+    return value
+
+
 def _long(key, raw, low=None):
     return _int(key, raw, low, "LONG")
 

@@ -15,9 +15,10 @@ from kafkawire.broker.validation import ProduceRefused, validate_produce
 from kafkawire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig, CreateTopicsRequest
 from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kafkawire.protocol.error_codes import Errors
-from kafkawire.records import GZIP, NONE, ZSTD, iter_batches
+from kafkawire.records import GZIP, LZ4, NONE, ZSTD, iter_batches
 from kafkawire.records.batch import CREATE_TIME, LOG_APPEND_TIME
 from kafkawire.records.builder import build_batch
+from kafkawire.records.compression import compress, decompress
 
 from .wire import call      # a raw request to the session's broker
 
@@ -29,10 +30,21 @@ RECORDS = [(b"k%d" % i, b"value-%d" % i * 20, [("h", b"x%d" % i)], NOW - 100 + i
 IDEMPOTENT = dict(producer_id=42, producer_epoch=3, base_sequence=10)
 
 
-def stored(data: bytes, compression_type: str, *, log_append_time=False, max_message_bytes=1048588):
+RECORDS_HEADER_BYTES = 61       # a v2 batch's header; its records section follows
+
+
+def stored(data: bytes, compression_type: str, *, log_append_time=False, max_message_bytes=1048588, levels=()):
     validated = validate_produce(data, topic_partition="t-0", max_message_bytes=max_message_bytes, now_ms=NOW + 7,
-                                 log_append_time=log_append_time, compression_type=compression_type)
+                                 log_append_time=log_append_time, compression_type=compression_type,
+                                 compression_levels=levels)
     return validated, next(iter(iter_batches(validated.data)))
+
+
+def written_at(codec: int, data: bytes):
+    """A check of one batch: is its records section what ``codec`` writes at a given level?"""
+    section = data[RECORDS_HEADER_BYTES:]
+    raw = decompress(codec, section)
+    return lambda level: section == compress(codec, raw, level)
 
 
 def contents(batch):
@@ -55,6 +67,18 @@ def test_a_batch_in_another_codec_than_the_topics_is_written_again_in_the_topics
 def test_a_batch_already_in_the_topics_codec_keeps_its_bytes(source, topic):
     data = build_batch(RECORDS, compression_type=source)
     assert stored(data, topic)[0].data == data
+
+
+@pytest.mark.parametrize("topic, codec, level", [("gzip", GZIP, 1), ("lz4", LZ4, 12), ("zstd", ZSTD, 19)])
+def test_a_batch_written_again_is_compressed_at_the_topics_compression_level(topic, codec, level):
+    """LogValidator compresses at the topic's compression.<codec>.level (LogConfig.compression):
+    before, every batch written again took the codec's default level."""
+    records = [(b"k%d" % i, (b"%d lorem ipsum dolor %d sit amet " % (i, i * 7)) * 40, [], NOW) for i in range(40)]
+    validated, batch = stored(build_batch(records), topic, levels=((GZIP, 1), (LZ4, 12), (ZSTD, 19)))
+    is_written_at = written_at(codec, validated.data)
+    assert batch.is_valid and is_written_at(level) and not is_written_at(None)
+    default, _ = stored(build_batch(records), topic)
+    assert written_at(codec, default.data)(None)
 
 
 def test_log_append_time_gives_the_new_batch_the_append_time_and_the_records_keep_the_producers():
@@ -87,7 +111,8 @@ def test_the_topics_compression_type_reaches_the_stored_batch_through_the_wire(k
     records = [(k, v, h, int(time.time() * 1000)) for k, v, h, _ in RECORDS]      # within the broker's bounds
     created = call(node, CreateTopicsRequest(timeout_ms=10_000, topics=[CreatableTopic(
         name=topic, num_partitions=1, replication_factor=1, assignments=[],
-        configs=[CreatableTopicConfig(name="compression.type", value="gzip")])]))
+        configs=[CreatableTopicConfig(name="compression.type", value="gzip"),
+                 CreatableTopicConfig(name="compression.gzip.level", value="1")])]))
     assert created.topics[0].error_code == Errors.NONE
     deadline = time.monotonic() + 30
     while call(node, ProduceRequest(acks=1, timeout_ms=5000, topic_data=[TopicProduceData(
@@ -99,6 +124,8 @@ def test_the_topics_compression_type_reaches_the_stored_batch_through_the_wire(k
     with open(segment, "rb") as f:
         batch = next(iter(iter_batches(f.read())))
     assert (batch.compression_type, [r[:2] for r in contents(batch)]) == (GZIP, [r[:2] for r in records])
+    with open(segment, "rb") as f:
+        assert written_at(GZIP, f.read(batch.size_in_bytes))(1)          # the topic's compression.gzip.level
 
 
 def test_a_recompression_decodes_the_records_once_and_does_not_check_the_new_batchs_crc(monkeypatch):
