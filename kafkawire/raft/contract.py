@@ -89,8 +89,7 @@ the latest snapshot and the committed records up to now before the live calls.
 """
 from __future__ import annotations
 
-import asyncio
-from typing import Callable, Mapping, Protocol
+from typing import Awaitable, Callable, Mapping, Protocol
 
 from kafkawire.metadata.image import MetadataImage
 from kafkawire.net.config import ServerConfig
@@ -150,7 +149,7 @@ class RaftHandle(Protocol):
 
     async def append(self, records: list[bytes]) -> int: ...
 
-    def prepare_append(self, records: list[bytes]) -> asyncio.Future: ...
+    def prepare_append(self, records: list[bytes]) -> Awaitable[int]: ...   # the driver's future
 
     def replay_committed(self, listener: RaftListener) -> None: ...
 
