@@ -250,6 +250,9 @@ class OffsetsTopic:
         except OSError as exc:
             log.error("appending to %s failed: %s", partition.name, exc)
             return Errors.NOT_COORDINATOR
+        # The high watermark moves at once when no follower must fetch first (one replica, or the
+        # ISR the leader alone), as after a produce; else the followers' fetches move it.
+        partition.maybe_increment_high_watermark(now)
         note_append(partition)                # the request's answer waits for the ISR (coordinator_acks)
         self.broker.data_appended()
         return Errors.NONE

@@ -89,6 +89,20 @@ def test_an_offset_commit_is_answered_once_the_isr_has_it_and_times_out_as_kafka
     asyncio.run(go())
 
 
+def test_an_offset_commit_the_leader_alone_is_in_sync_for_is_answered_at_once(tmp_path):
+    """With the leader alone in the ISR (or a partition of one replica) the commit's append moves
+    the high watermark at once, as a produce's does (Partition.appendRecordsToLeader then
+    maybeIncrementLeaderHW): before, the answer waited for the next follower fetch or ISR check,
+    or timed out, and a one-node broker's group APIs took seconds each."""
+    async def go():
+        broker = replicated_broker(tmp_path, isr=(1,), offsets_commit_timeout_ms=10_000)
+        await broker.load()
+        code = await asyncio.wait_for(offset_commit(broker, 7), 1)
+        assert (code, await fetched(broker, False)) == (Errors.NONE, (Errors.NONE, 7))
+        broker.close()
+    asyncio.run(go())
+
+
 def test_a_transactions_state_is_answered_once_the_isr_has_it(tmp_path):
     async def go():
         broker = replicated_broker(tmp_path, request_timeout_ms=10_000)
