@@ -131,7 +131,8 @@ def test_a_producer_may_not_set_log_append_time(path):
 def test_the_rules_come_from_the_topics_configs_else_the_brokers():
     config = SimpleNamespace(node_id=1, log_cleanup_policy=("delete",), log_message_timestamp_before_max_ms=LONG_MAX,
                              log_message_timestamp_after_max_ms=5, min_insync_replicas=1, message_max_bytes=1000,
-                             compression_type="producer", log_message_timestamp_type="CreateTime")
+                             compression_type="producer", log_message_timestamp_type="CreateTime",
+                             compression_gzip_level=-1, compression_lz4_level=9, compression_zstd_level=3)
     image = SimpleNamespace(configs={(TOPIC_RESOURCE, "c"): {"cleanup.policy": "delete,compact",
                                                              "message.timestamp.before.max.ms": "7"},
                                      (BROKER_RESOURCE, ""): {"log.message.timestamp.after.max.ms": "9"}})
