@@ -129,18 +129,16 @@ class GroupApis:
     def _coordinator_of(self, ctx, key_type: int, key: str) -> Coordinator:
         """KafkaApis.getCoordinator: the leader of the key's partition, on the listener asked, when
         it is alive (registered, not fenced); else COORDINATOR_NOT_AVAILABLE."""
-        store = self.store
+        node_id = -1
         if key_type == TRANSACTION_KEY_TYPE:
-            store = self.broker.txn_apis.store
-            code = self.broker.txn_apis.find(key)
+            code, node_id = self.broker.txn_apis.find(key)
         elif key_type != GROUP_KEY_TYPE:
             # Share groups (2) have no coordinator here yet.
             code = Errors.INVALID_REQUEST if key_type != 2 else Errors.COORDINATOR_NOT_AVAILABLE
         else:
-            code = self.store.find(key)
+            code, node_id = self.store.find(key)
         endpoint = None
         if code == Errors.NONE:
-            node_id = store.leader_of(key)
             registration = self.broker.image().brokers.get(node_id)
             alive = registration is not None and not registration.fenced
             endpoint = registration.listeners.get(ctx.listener_name) if alive else None

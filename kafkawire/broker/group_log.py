@@ -102,27 +102,21 @@ class OffsetsTopic:
             return Errors.COORDINATOR_LOAD_IN_PROGRESS
         return Errors.NONE
 
-    def find(self, group_id: str) -> int:
-        """FindCoordinator's answer for a group: NONE when its partition has a leader (this broker,
-        unfenced, or another: KafkaApis.getCoordinator names the partition's leader, whichever
-        broker is asked), else COORDINATOR_NOT_AVAILABLE, asking the controller to create the topic
-        when it is missing."""
+    def find(self, group_id: str) -> tuple[int, int]:
+        """FindCoordinator's answer for a group as (error, coordinator id): NONE and the leader of
+        its partition (this broker, unfenced, or another: KafkaApis.getCoordinator names the
+        partition's leader, whichever broker is asked), else COORDINATOR_NOT_AVAILABLE and -1,
+        asking the controller to create the topic when it is missing."""
         image = self.broker.image()
         count = self.partitions(image)
         if count == 0:
             self.create()
-            return Errors.COORDINATOR_NOT_AVAILABLE
-        leader = self.leader_of(group_id)
+            return Errors.COORDINATOR_NOT_AVAILABLE, -1
+        registration = image.topics_by_name[self.TOPIC].partitions.get(partition_for(group_id, count))
+        leader = -1 if registration is None else registration.leader
         if leader < 0 or (leader == self.broker.node_id and not self.broker.unfenced):
-            return Errors.COORDINATOR_NOT_AVAILABLE
-        return Errors.NONE
-
-    def leader_of(self, group_id: str) -> int:
-        """The broker leading the group's partition in the metadata image (-1: none)."""
-        image = self.broker.image()
-        count = self.partitions(image)
-        registration = image.topics_by_name[self.TOPIC].partitions.get(partition_for(group_id, count)) if count else None
-        return -1 if registration is None else registration.leader
+            return Errors.COORDINATOR_NOT_AVAILABLE, -1
+        return Errors.NONE, leader
 
     # -- creating the topic --
 

@@ -159,7 +159,7 @@ class TxnApis:
         self.store.close()
         self.router.close_soon()
 
-    def find(self, transactional_id: str) -> int:
+    def find(self, transactional_id: str) -> tuple[int, int]:
         return self.store.find(transactional_id)
 
     # -- InitProducerId --

@@ -50,7 +50,7 @@ def test_find_coordinator_creates_the_topic_and_a_refused_creation_is_warned_abo
         return broker, codes
     with caplog.at_level(logging.WARNING, logger="kafkawire.broker.group_log"):
         broker, codes = asyncio.run(go())
-    assert codes == [Errors.COORDINATOR_NOT_AVAILABLE] * 3
+    assert codes == [(Errors.COORDINATOR_NOT_AVAILABLE, -1)] * 3
     topic = broker.sent[0].topics[0]
     assert (topic.name, topic.num_partitions, topic.replication_factor) == ("__consumer_offsets", 3, 3)
     assert {c.name: c.value for c in topic.configs} == {"cleanup.policy": "compact", "compression.type": "producer",
