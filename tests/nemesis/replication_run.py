@@ -137,6 +137,16 @@ def settle(cluster: BrokerCluster, consumer: Consumer) -> dict[int, int]:
     return hws
 
 
+def wait_for_both_outcomes(cluster: BrokerCluster, txn: TransactionalProducer) -> None:
+    """Liveness once the faults are healed: a short run's faults can keep every transaction from
+    committing (or aborting) while they last, so the run goes on until one of each has."""
+    try:
+        cluster.wait_until(lambda: txn.committed and txn.aborted, IN_SYNC_BOUND_S,
+                           "a committed and an aborted transaction after the faults")
+    except Exception as exc:
+        raise AssertionError(f"{exc}; the transactional producer's errors: {dict(txn.errors)}") from exc
+
+
 def run(base_dir: str, duration_s: float, seed: int, log=print, transactions: bool = True) -> ReplicationReport:
     rng = random.Random(seed)
     cluster = BrokerCluster(base_dir, rng=rng)
@@ -160,6 +170,8 @@ def run(base_dir: str, duration_s: float, seed: int, log=print, transactions: bo
             cluster.wait_until(lambda: cluster.all_in_sync(TOPIC, PARTITIONS), IN_SYNC_BOUND_S,
                                "every replica back in the ISR")
         elapsed = time.monotonic() - started
+        if txn:
+            wait_for_both_outcomes(cluster, txn)
         stop.set()
         for thread in producers + [committer] + ([txn] if txn else []):
             thread.join(120)
