@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import hashlib
 import os
 import platform
 import sys
+import sysconfig
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
@@ -56,7 +58,7 @@ class OptionalBuildExt(build_ext):
         """Compile in the vendored codecs KAFKAWIRE_NATIVE_CODECS allows; one that fails to
         compile is left to the pure path (a warning)."""
         libraries = {name: spec for name, spec in _vendored(self.compiler).items() if name in _allowed_codecs()}
-        built = _compile_vendored(self.compiler, libraries, os.path.join(self.build_temp, "vendor"))
+        built = _compile_vendored(self.compiler, libraries, _vendored_build_dir(self.compiler, self.build_temp))
         for name, objects in built.items():
             if isinstance(objects, Exception):  # CompileError: the codec stays in Python
                 if os.environ.get("KAFKAWIRE_REQUIRE_NATIVE") == "1":
@@ -118,6 +120,25 @@ def _vendored(compiler) -> dict:
         zstd_macros.append(("ZSTD_DISABLE_ASM", "1"))
     lz4 = [os.path.join(_VENDOR["lz4"], name) for name in ("lz4.c", "lz4hc.c")]
     return {"lz4": (lz4, [("XXH_NAMESPACE", "LZ4_"), *_VISIBILITY]), "zstd": (zstd, zstd_macros)}
+
+
+def _vendored_build_dir(compiler, build_temp: str) -> str:
+    """Where the vendored libraries' object files go: under the checkout's build/ (ignored by git),
+    in a directory named by a digest of what they are compiled from (every vendored file, this
+    file, the compiler, the platform), so that the next install from the same checkout reuses
+    them. An editable install (the README's commands, CI runs two) builds in a new temporary
+    directory each time and would otherwise compile zstd again: about 40 s of a 50 s install.
+    Where the checkout is not writable (or not one: an sdist unpacked by pip), build_temp."""
+    root = os.path.dirname(os.path.abspath(__file__))
+    if not os.path.exists(os.path.join(root, ".git")) or not os.access(root, os.W_OK):
+        return os.path.join(build_temp, "vendor")
+    digest = hashlib.sha256()
+    for path in sorted(glob.glob(os.path.join(root, _SRC, "vendor", "**", "*.*"), recursive=True)) + [__file__]:
+        with open(path, "rb") as f:
+            digest.update(os.path.relpath(path, root).encode() + b"\0" + f.read())
+    digest.update(repr((compiler.compiler_so, sysconfig.get_platform(), sys.implementation.cache_tag,
+                        _VENDOR_FLAGS, os.environ.get("CFLAGS"))).encode())
+    return os.path.join(root, "build", "vendored-" + digest.hexdigest()[:16])
 
 
 def _compile_vendored(compiler, libraries: dict, build_dir: str) -> dict:
