@@ -64,7 +64,7 @@ class Replication:
         self.clock = clock
         self.max_lag_ms = broker.config.replica_lag_time_max_ms
         self.acks = AcksPurgatory()
-        self.deletes = DeletePurgatory()
+        self.deletes = DeletePurgatory(self._alive)
         self.sender = AlterPartitionSender(broker.node_id, send=broker.send_to_controller,
                                            broker_epoch=self._local_broker_epoch)
         self._shrink_handle: asyncio.TimerHandle | None = None
@@ -141,7 +141,7 @@ class Replication:
     async def wait_for_low_watermark(self, entries: list, timeout_ms: int) -> None:
         """``entries``: (partition, result, required offset) of DeleteRecords (DelayedDeleteRecords)."""
         await self.deletes.wait([((p.topic, p.partition), p, r, required) for p, r, required in entries],
-                                timeout_ms, self._alive)
+                                timeout_ms)
 
     # -- follower fetches --
 
@@ -194,7 +194,7 @@ class Replication:
         before = replicas.followers[replica_id].log_end_offset
         replicas.follower_fetched(replica_id, fetch_offset=fetch_offset, log_start_offset=log_start_offset,
                                   now_ms=now_ms, leader_end_offset=leader_end_offset, broker_epoch=replica_epoch)
-        self.deletes.check((partition.topic, partition.partition), partition, self._alive)
+        self.deletes.check((partition.topic, partition.partition), partition)
         change = replicas.expand_for(replica_id, high_watermark=partition.high_watermark())
         if change is not None:
             log.info("%s: expanding the ISR from %s to %s", partition.name, sorted(change.committed.isr),
