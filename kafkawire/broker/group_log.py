@@ -234,19 +234,14 @@ class OffsetsTopic:
         data = build_batch([(key, value, (), now) for key, value in records], **fields)
         if partition.state_writes is not None:     # a new epoch's checkpoint is on disk first (state_writes)
             partition.state_writes.wait(partition.log.directory)
+        info = None if producer is None else BatchInfo(producer[0], producer[1], -1, len(records) - 1, now, True)
         try:
-            first, _ = partition.log.append(data, assign_offsets=True, leader_epoch=partition.leader_epoch)
-            if producer is not None:
-                partition.producers.apply(BatchInfo(producer[0], producer[1], -1, len(records) - 1, now, True),
-                                          first_offset=first)
+            partition.append_as_coordinator(data, now_ms=now, producer=info)
         except ValueError:                    # larger than a segment
             return Errors.UNKNOWN_SERVER_ERROR
         except OSError as exc:
             log.error("appending to %s failed: %s", partition.name, exc)
             return Errors.NOT_COORDINATOR
-        # The high watermark moves at once when no follower must fetch first (one replica, or the
-        # ISR the leader alone), as after a produce; else the followers' fetches move it.
-        partition.maybe_increment_high_watermark(now)
         note_append(partition)                # the request's answer waits for the ISR (coordinator_acks)
         self.broker.data_appended()
         return Errors.NONE

@@ -199,6 +199,18 @@ class LeaderPartition:
         self.maybe_increment_high_watermark(now_ms)
         return first, validated.log_append_time
 
+    def append_as_coordinator(self, data: bytes, *, now_ms: int, producer: BatchInfo | None = None) -> int:
+        """A coordinator's own batch (UnifiedLog.appendAsLeader with origin COORDINATOR: built here,
+        not validated, no duplicate check); its base offset. ``producer``: the batch's producer
+        state to record (a TxnOffsetCommit's ongoing transaction). The high watermark moves at
+        once when no follower must fetch first, as after a produce."""
+        first = self._append_to_log(data)
+        if producer is not None:
+            self.producers.apply(producer, first_offset=first)
+        self.last_append_end_offset = self.log.log_end_offset
+        self.maybe_increment_high_watermark(now_ms)
+        return first
+
     def _append_to_log(self, data: bytes) -> int:
         """The batch at the log end in the current leader epoch; its offset."""
         active_base = self.log.active_segment.base_offset
