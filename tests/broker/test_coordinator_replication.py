@@ -198,3 +198,31 @@ def test_markers_go_to_each_partitions_leader_not_only_to_this_broker(tmp_path):
         assert [(t.name, t.partition_indexes) for t in request.markers[0].topics] == [("t", [1])]
         broker.close()
     asyncio.run(go())
+
+
+def test_a_coordinator_append_is_a_leader_append(tmp_path):
+    """Partition.append_as_coordinator appends as a produce does: the batch carries the leader
+    epoch, a roll writes the producer snapshot at the new segment's base (UnifiedLog.roll; a
+    coordinator's direct log append skipped it), and the high watermark of a partition with no
+    follower moves to the log end at once."""
+    import os
+    import uuid
+
+    from kafkawire.broker.partition import LeaderPartition
+    from kafkawire.records import iter_batches
+    from kafkawire.records.builder import build_batch
+
+    partition = LeaderPartition.open(str(tmp_path), "__consumer_offsets", 0, uuid.uuid4(), leader_epoch=4,
+                                     high_watermark=0, segment_bytes=200)
+    try:
+        for i in range(3):
+            assert partition.append_as_coordinator(build_batch([(b"k", b"v" * 100, (), 1000)]), now_ms=1000) == i
+        bases = [s.base_offset for s in partition.log.segments]
+        assert len(bases) >= 2, bases
+        snapshots = sorted(int(n.split(".")[0]) for n in os.listdir(partition.log.directory) if n.endswith(".snapshot"))
+        assert set(bases[1:]) <= set(snapshots), (bases, snapshots)
+        assert {next(iter_batches(partition.log.read(i, 1 << 20).data)).partition_leader_epoch
+                for i in range(3)} == {4}
+        assert partition.high_watermark() == 3 and partition.last_append_end_offset == 3
+    finally:
+        partition.close()
