@@ -12,10 +12,10 @@ transactions, feature checks, the problems logged), and never writes: no handler
 registration, nothing to lead. As the driver's state machine it also gives the records of
 a metadata snapshot (Kafka's broker writes snapshots of the log it follows, too).
 
-Shared use: the same class serves a combined node's broker that must not read the
-controller's image (which may run ahead of the commit when the controller pipelines its
-writes): ``driver.register(MetadataLoader())`` gives it the latest snapshot and the committed
-batches so far, then every commit; ``published`` callables run after each batch or snapshot.
+Why a second replay here and none on a controller node: a node running the controller already
+applies every record to its ControllerState, and its broker reads frozen views of that state at
+the commit (controller/committed.py) instead of replaying the records again; a broker-only node
+has no controller state to take views of, so this loader is its only replay.
 """
 from __future__ import annotations
 
