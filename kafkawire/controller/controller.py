@@ -131,7 +131,7 @@ class MetadataController:
         self.heartbeat_deadline_ms = int(heartbeat_interval_ms / 2)   # Java's int division
         self.stats = ControllerStats()              # TimedOutBrokerHeartbeatCount, event-queue metrics, ...
         self.registration = ControllerRegistrationManager(
-            raft, self.state, incarnation_id=self.incarnation_id, listeners=listeners,
+            raft, lambda: self.committed.image, incarnation_id=self.incarnation_id, listeners=listeners,
             supported_features=self.supported_features, backoff_initial_ms=registration_backoff_ms, rng=self.rng)
         self.activation_error: str | None = None
         self._claimed_epoch: int | None = None      # the epoch we lead, from on_leader_change

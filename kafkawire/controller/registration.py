@@ -44,12 +44,14 @@ def exponential_backoff(attempts: int, rng: random.Random, *, initial_ms: int = 
 
 
 class ControllerRegistrationManager:
-    def __init__(self, raft, state, *, incarnation_id: uuid.UUID, listeners, supported_features: dict,
+    def __init__(self, raft, committed_image, *, incarnation_id: uuid.UUID, listeners, supported_features: dict,
                  request_timeout_ms: int = 5000, backoff_initial_ms: int = 100, rng: random.Random | None = None):
         """``listeners``: (name, host, port, security protocol name or id) of this node's
-        controller listeners; ``state`` the controller's ControllerState (read, never written)."""
+        controller listeners; ``committed_image()``: the image of committed records (Kafka's
+        manager is a metadata publisher: what the controller applied ahead of the commit, which
+        a lost leadership rolls back, must not count as registered)."""
         self.raft = raft
-        self.state = state
+        self.committed_image = committed_image
         self.incarnation_id = incarnation_id
         self.listeners = list(listeners)
         self.supported_features = dict(supported_features)
@@ -66,13 +68,13 @@ class ControllerRegistrationManager:
         self._wake.set()
 
     def registered(self) -> bool:
-        mine = self.state.image.controllers.get(self.raft.node_id)
+        mine = self.committed_image().controllers.get(self.raft.node_id)
         return mine is not None and mine.incarnation_id == self.incarnation_id
 
     def _should_send(self) -> bool:
         if self.acknowledged or self.registered():
             return False
-        mv = self.state.metadata_version
+        mv = self.committed_image().metadata_version
         return mv is not None and controller_registration_supported(mv) and self.raft.leader().leader_id is not None
 
     def request(self) -> ControllerRegistrationRequest:

@@ -178,3 +178,29 @@ def test_a_committed_view_keeps_its_acls_and_topics_while_the_image_changes():
         image.apply(decode_metadata_record(value).message)
     assert len(view.acl_index) == 1 and len(list(view.acl_index.matching(2, "t"))) == 1
     assert list(view.topics_by_name) == ["t"] and len(image.acl_index) == 0 and not image.topics_by_name
+
+
+def test_a_controller_registration_applied_ahead_does_not_count_until_it_commits():
+    """ControllerRegistrationManager reads the committed image (Kafka's is a metadata publisher):
+    a registration record applied ahead, which a lost leadership would roll back, is not yet
+    this incarnation's registration."""
+    quorum, leader = held_leader()
+    CONTROLLER_REGISTRATION = 70
+
+    async def go():
+        async with Running(leader):
+            await lead_with_a_broker(quorum, leader)
+            manager = leader.registration
+            manager.incarnation_id = uuid.uuid4()          # as a restarted process would be
+            manager.acknowledged = True                    # this test sends the request itself
+            quorum.holding = True
+            call = asyncio.ensure_future(leader.handlers()[CONTROLLER_REGISTRATION].handle(Ctx(7), manager.request()))
+            await until(lambda: quorum.held, "the registration applied ahead and appended")
+            ahead = (leader.state.image.controllers[leader.node_id].incarnation_id == manager.incarnation_id,
+                     manager.registered())
+            quorum.release()
+            await call
+            await until(manager.registered, "the registration committed")
+            return ahead
+
+    assert run(go()) == (True, False)
