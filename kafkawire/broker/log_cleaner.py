@@ -3,11 +3,10 @@ LogCleanerManager): a background task that, every ``log.cleaner.backoff.ms`` whe
 to do, picks the dirtiest compacted log, led or followed (kafkawire.broker.cleaner_rules; a log
 is cleaned below its own last stable offset, a follower's bounded by the high watermark its leader
 sent), cleans it on its own thread (kafkawire.broker.cleaner_work), swaps the cleaned segments in on
-the event loop
-(kafkawire.storage.swap) and records where the next cleaning starts in ``cleaner-offset-checkpoint``
-of the log directory (Kafka's offset checkpoint format). After each round it applies retention
-to the compacted logs (``compact,delete``; the log start offset for ``compact``), which the
-retention task leaves to it, as Kafka's cleaner does.
+the event loop (kafkawire.storage.swap) and records where the next cleaning starts in
+``cleaner-offset-checkpoint`` of the log directory (Kafka's offset checkpoint format). After each
+round it applies retention to the compacted logs (``compact,delete``; the log start offset for
+``compact``), which the retention task leaves to it, as Kafka's cleaner does.
 
     cleaner = LogCleaner(log_manager, server_config)     # its log.cleaner.* keys
     cleaner.start()                 # on the running loop

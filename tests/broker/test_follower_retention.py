@@ -159,6 +159,24 @@ def test_a_compacted_follower_is_cleaned_up_to_its_own_high_watermark(tmp_path):
     stop(broker)
 
 
+def test_a_followers_open_transaction_bounds_its_compaction(tmp_path):
+    """The follower's producer state replays the leader's transactional batches: an open transaction at
+    offset 3 makes it the last stable offset, below which alone the cleaner cleans (without it, the
+    a at offset 3 would replace the one at 2)."""
+    broker, follower = follow(tmp_path, cleanup_policy="compact")
+    copy_segments(follower, [("a", NOW), ("a", NOW), ("a", NOW)])
+    follower.log.roll()
+    follower.append(build_batch([(b"a", b"3", [], NOW)], base_offset=3, partition_leader_epoch=1, producer_id=42,
+                                producer_epoch=1, base_sequence=0, is_transactional=True))
+    copy_segments(follower, [("b", NOW), ("b", NOW)], [("a", NOW)])
+    follower.update_from_leader(high_watermark=6, log_start_offset=0)
+    assert follower.partition.last_stable_offset() == 3
+    assert cleaner_round(broker, follower) is True
+    assert keys(follower) == [(2, "a"), (3, "a"), (4, "b"), (5, "b"), (6, "a")]
+    assert broker.log_manager.cleaner.checkpoints[("t", 0)] == 3
+    stop(broker)
+
+
 def test_compact_delete_followers_get_retention_from_the_cleaner(tmp_path):
     broker, follower = follow(tmp_path, cleanup_policy="compact,delete", retention_ms=str(HOUR))
     copy_segments(follower, [("a", OLD)], [("b", OLD)], [("c", NOW)])
