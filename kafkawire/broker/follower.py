@@ -19,7 +19,11 @@ producer state at the new segment's base, as the leader's append does.
 
 The high watermark is the leader's, capped at the local log end (UnifiedLog.updateHighWatermark);
 the log start offset follows the leader's when that is higher, up to the high watermark
-(maybeIncrementLogStartOffset with LeaderOffsetIncremented), the segments wholly below it deleted.
+(maybeIncrementLogStartOffset with LeaderOffsetIncremented). The segments wholly below it are
+deleted by the log manager's next retention pass, which runs on followed logs as on led ones
+(kafkawire.broker.log_manager: retention bounded by this replica's high watermark, the log cleaner
+for compacted logs); a truncation below the active segment stops a cleaning of the log first
+(``truncation``, the log manager's guard).
 
 Truncation (UnifiedLog.truncateTo): below the log end, the leader epoch entries from the offset
 on go, the segments are cut (their offset, time and transaction indexes with them), the producer
@@ -30,6 +34,7 @@ epochs, no snapshots, no producers).
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -96,8 +101,10 @@ class FollowerReplica:
 
     def __init__(self, partition: LeaderPartition, *, leader_id: int, leader_epoch: int,
                  high_watermark: int | None = None,
-                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS):
+                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS, truncation=None):
         self.partition = partition
+        # LogManager.truncation: the guard around a truncation (the log cleaner of this log stopped)
+        self._truncation = truncation or _unguarded
         self.leader_id = leader_id
         self.leader_epoch = leader_epoch
         self.producer_id_expiration_ms = producer_id_expiration_ms
@@ -169,12 +176,14 @@ class FollowerReplica:
 
     def update_from_leader(self, *, high_watermark: int, log_start_offset: int) -> None:
         """The leader's high watermark (capped at the local log end) and log start offset (followed
-        when higher, up to the high watermark), as ReplicaFetcherThread.processPartitionData."""
+        when higher, up to the high watermark, no segment deleted), as ReplicaFetcherThread.processPartitionData."""
         log_ = self.log
         hw = max(min(high_watermark, log_.log_end_offset), log_.log_start_offset)
         self.high_watermark = hw
         if log_.log_start_offset < log_start_offset <= hw:
-            log_.delete_segments_before(log_start_offset)
+            # maybeIncrementLogStartOffset only moves the start: the segments below it go at the log
+            # manager's next retention pass (renamed .deleted with their producer snapshots), as Kafka's
+            log_.log_start_offset = log_start_offset
             self.epochs.truncate_from_start(log_start_offset)
         self.partition.producers.on_high_watermark(hw)
 
@@ -189,8 +198,9 @@ class FollowerReplica:
             self.truncate_fully_and_start_at(offset)
             return True
         self._settle_state_writes()
-        self.epochs.truncate_from_end(offset)
-        log_.truncate_to(offset)
+        with self._truncation(self.partition, below_active=offset < log_.active_segment.base_offset):
+            self.epochs.truncate_from_end(offset)
+            log_.truncate_to(offset)
         self.partition.producers, self.partition.snapshot_offset = load_producer_state(
             log_, self.name, now_ms=int(time.time() * 1000), expiration_ms=self.producer_id_expiration_ms)
         self.high_watermark = min(self.high_watermark, log_.log_end_offset)
@@ -202,7 +212,8 @@ class FollowerReplica:
         """UnifiedLog.truncateFullyAndStartAt: an empty log at ``offset``, no epochs, no producers."""
         self._settle_state_writes()
         log_ = self.log
-        log_.truncate_fully_and_start_at(offset)
+        with self._truncation(self.partition, below_active=True):
+            log_.truncate_fully_and_start_at(offset)
         self.epochs.truncate_from_end(0)
         for snapshot in snapshot_offsets(log_.directory):
             try:
@@ -218,6 +229,10 @@ class FollowerReplica:
         """A producer snapshot or epoch checkpoint still queued must not land after the truncation."""
         if self.partition.state_writes is not None:
             self.partition.state_writes.wait(self.log.directory)
+
+
+def _unguarded(partition, *, below_active: bool):
+    return contextlib.nullcontext()
 
 
 def _whole_batches(data: memoryview, name: str) -> tuple[list, int]:

@@ -1,11 +1,12 @@
 """The broker's log cleaner for ``cleanup.policy=compact`` topics (Kafka's LogCleaner and
 LogCleanerManager): a background task that, every ``log.cleaner.backoff.ms`` when it found nothing
-to do, picks the dirtiest compacted log (kafkawire.broker.cleaner_rules), cleans it on its own
-thread (kafkawire.broker.cleaner_work), swaps the cleaned segments in on the event loop
-(kafkawire.storage.swap) and records where the next cleaning starts in ``cleaner-offset-checkpoint``
-of the log directory (Kafka's offset checkpoint format). After each round it applies retention
-to the compacted logs (``compact,delete``; the log start offset for ``compact``), which the
-retention task leaves to it, as Kafka's cleaner does.
+to do, picks the dirtiest compacted log, led or followed (kafkawire.broker.cleaner_rules; a log
+is cleaned below its own last stable offset, a follower's bounded by the high watermark its leader
+sent), cleans it on its own thread (kafkawire.broker.cleaner_work), swaps the cleaned segments in on
+the event loop (kafkawire.storage.swap) and records where the next cleaning starts in
+``cleaner-offset-checkpoint`` of the log directory (Kafka's offset checkpoint format). After each
+round it applies retention to the compacted logs (``compact,delete``; the log start offset for
+``compact``), which the retention task leaves to it, as Kafka's cleaner does.
 
     cleaner = LogCleaner(log_manager, server_config)     # its log.cleaner.* keys
     cleaner.start()                 # on the running loop
@@ -18,7 +19,8 @@ seconds if done there in one go, and cut in chunks it would need its state kept 
 thread it reads and writes files without care for the loop, and hands the interpreter to the loop
 between two batches (the loop then waits no longer than it does on an idle node). The swap, which
 changes the log's segment list, runs on the loop between two requests, and gives up when the log
-changed under the cleaning (a segment deleted or replaced).
+changed under the cleaning (a segment deleted or replaced) or a follower's truncation stopped it
+(``abort``, through LogManager.truncation).
 """
 from __future__ import annotations
 
@@ -115,9 +117,17 @@ class LogCleaner:
             raise CleaningAborted("the cleaning was stopped")
 
     def _still_current(self) -> bool:
-        """The partition being cleaned is still the broker's (not deleted, nor created again)."""
+        """The partition being cleaned is still the broker's, led or followed (not deleted, nor created
+        again), and its cleaning was not given up (abort)."""
         current = self._current
-        return current is not None and self.broker.partitions.get(current[0]) is current[1]
+        return current is not None and self.manager.replica(current[0]) is current[1]
+
+    def abort(self, partition) -> None:
+        """LogCleanerManager.abortCleaning, before a follower's log is truncated: a cleaning of it in
+        progress stops, swaps nothing more, marks nothing uncleanable and moves no checkpoint (the
+        thread may read cut files meanwhile: what it makes of them is dropped)."""
+        if self._current is not None and self._current[1] is partition:
+            self._current = None
 
     def _uncleanable(self, key, partition) -> bool:
         return self.uncleanable.get(key) is partition
@@ -157,7 +167,7 @@ class LogCleaner:
         """LogCleanerManager.grabFilthiestCompactedLog, and the job for that log."""
         image, now = self.broker.image(), self.manager.clock()
         candidates, found, seen = [], {}, {}
-        for key, partition in list(self.broker.partitions.items()):
+        for key, partition in self.manager.replicas().items():        # leaders and followers, as Kafka's
             settings = self.manager.settings(image, partition.topic)
             if not settings.compact or self._uncleanable(key, partition):
                 continue
@@ -190,8 +200,9 @@ class LogCleaner:
 
     async def _clean(self, job: CleaningJob) -> None:
         """LogCleaner.cleanLog: the checkpoint moves to where the cleaning ended (its start if it stopped)."""
-        assert self._current is not None         # grab_filthiest set it
-        key, partition, _ = self._current
+        if self._current is None:                # grab_filthiest set it; an abort since gave it up
+            return
+        key, _, _ = self._current
         end = job.first_dirty_offset
         loop = asyncio.get_running_loop()
         try:
@@ -201,16 +212,23 @@ class LogCleaner:
         except CleaningAborted as exc:
             log.info("The cleaning of %s stopped: %s", job.name, exc)
         except (OSError, CorruptRecordError, ValueError) as exc:
-            if self._still_current():          # not a log deleted under the cleaning
+            if self._still_current():          # not a log deleted or truncated under the cleaning
                 log.error("Cleaning %s failed; it is uncleanable until it is opened again: %s", job.name, exc)
-                self.uncleanable[key] = partition
+                self._mark_uncleanable()
         except Exception:              # LogCleaningException: any other failure marks the log too
-            log.exception("Cleaning %s failed; it is uncleanable until it is opened again", job.name)
-            self.uncleanable[key] = partition
+            if self._still_current():
+                log.exception("Cleaning %s failed; it is uncleanable until it is opened again", job.name)
+                self._mark_uncleanable()
         finally:
+            done = self._still_current() and not self._aborted     # doneCleaning: an aborted one moves nothing
             self._current = None
-        if self.broker.partitions.get(key) is partition and not self._aborted:
+        if done:
             self._update_checkpoint(key, end)
+
+    def _mark_uncleanable(self) -> None:
+        assert self._current is not None
+        key, partition, _ = self._current
+        self.uncleanable[key] = partition
 
     def _swapper(self, loop):
         """For the thread: run the swap on the loop and wait for it (False when it gave up or stopped)."""
@@ -244,9 +262,9 @@ class LogCleaner:
     # -- retention and the checkpoint --
 
     def _delete_old_segments(self) -> None:
-        """LogCleanerManager.deletableLogs: retention of every compacted log."""
+        """LogCleanerManager.deletableLogs: retention of every compacted log, led or followed."""
         image = self.broker.image()
-        for key, partition in list(self.broker.partitions.items()):
+        for key, partition in self.manager.replicas().items():
             settings = self.manager.settings(image, partition.topic)
             if settings.compact and not self._uncleanable(key, partition):
                 try:
@@ -254,10 +272,17 @@ class LogCleaner:
                 except OSError as exc:
                     log.error("%s: retention failed: %s", partition.name, exc)
 
+    def maybe_truncate_checkpoint(self, partition, offset: int) -> None:
+        """LogCleanerManager.maybeTruncateCheckpoint, after a follower's truncation: a compacted log's
+        checkpoint above ``offset`` comes down to it."""
+        key = (partition.topic, partition.partition)
+        if self.manager.settings(self.broker.image(), partition.topic).compact and self.checkpoints.get(key, 0) > offset:
+            self._update_checkpoint(key, offset)
+
     def _update_checkpoint(self, key, offset: int) -> None:
-        """LogCleanerManager.updateCheckpoints: the file keeps the logs the broker has."""
+        """LogCleanerManager.updateCheckpoints: the file keeps the logs the broker has, led or followed."""
         self.checkpoints[key] = offset
-        live = {k: v for k, v in self.checkpoints.items() if k in self.broker.partitions}
+        live = {k: v for k, v in self.checkpoints.items() if self.manager.replica(k) is not None}
         try:
             write_offset_checkpoint(self.checkpoint_path, live)
         except OSError as exc:

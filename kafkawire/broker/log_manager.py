@@ -1,5 +1,6 @@
-"""The broker's keeping of its partition logs, as Kafka's LogManager and ReplicaManager keep them:
-retention, the files of deleted segments, and the checkpoint files of the log directory.
+"""The broker's keeping of its partition logs, led or followed, as Kafka's LogManager and
+ReplicaManager keep them: retention, the files of deleted segments, the checkpoint files of the log
+directory, and the log cleaner's guard around a follower's truncation (``truncation``).
 
     manager = LogManager(broker)                       # raises BrokerStartError on a bad retention time
     options = manager.open_options(image, "orders", 0, topic_id)   # Log(...) keywords
@@ -29,6 +30,7 @@ written for; a log whose end is below it starts again empty at it (LogLoader's r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import logging
 import os
@@ -189,11 +191,12 @@ class LogManager:
     # -- retention (kafka-log-retention) --
 
     def cleanup_logs(self) -> int:
-        """One retention pass over every partition not compacted (the log cleaner applies retention to
-        the compacted ones, as Kafka's LogManager.cleanupLogs leaves them); the number of segments deleted."""
+        """One retention pass over every log not compacted, led or followed (the log cleaner applies
+        retention to the compacted ones, as Kafka's LogManager.cleanupLogs leaves them); the number of
+        segments deleted. A follower's pass is bounded by its own high watermark, as Kafka's."""
         image = self.broker.image()
         total = 0
-        for partition in list(self.broker.partitions.values()):
+        for partition in list(self.replicas().values()):
             settings = self.settings(image, partition.topic)
             if settings.compact:
                 continue
@@ -218,12 +221,29 @@ class LogManager:
         bases = [segment.base_offset for segment in log_.segments]
         renamed = log_.retire_oldest_segments(decision.count, roll_first=decision.roll_first)
         log_.log_start_offset = max(log_.log_start_offset, decision.log_start_offset)
+        # UnifiedLog.maybeIncrementLogStartOffset: no epoch entry points below the log (a follower's
+        # truncation reads the cache; the leader's OffsetForLeaderEpoch trims it again anyway)
+        partition.epochs.truncate_from_start(log_.log_start_offset)
         kept = {segment.base_offset for segment in log_.segments}    # an empty active one rolled again stays
         renamed += retire_snapshots(log_.directory, [base for base in bases if base not in kept])
         self.pending.add(renamed, now + settings.file_delete_delay_ms)
         log.info("%s: deleted %d segments (%s); the log starts at %d", partition.name, decision.count,
                  ", ".join(decision.reasons), log_.log_start_offset)
         return decision.count
+
+    @contextlib.contextmanager
+    def truncation(self, partition, *, below_active: bool):
+        """Around a follower's truncation (LogManager.truncateTo, truncateFullyAndStartAt): when the cut
+        reaches below the active segment, a cleaning of the log in progress is given up first (its
+        swap would meet cut segments, or ones cut and written again since, and put back what was
+        cut) and the cleaner checkpoint comes down to the new active segment after (what is written
+        again there is dirty)."""
+        if self.cleaner is None or not below_active:
+            yield
+            return
+        self.cleaner.abort(partition)
+        yield
+        self.cleaner.maybe_truncate_checkpoint(partition, partition.log.active_segment.base_offset)
 
     def delete_due_files(self) -> int:
         due = self.pending.due(self.clock())
@@ -233,16 +253,25 @@ class LogManager:
 
     # -- checkpoints --
 
-    def _replicas(self) -> dict:
+    def replicas(self) -> dict:
         """Every partition with a log here, led or followed (kafkawire.broker.replica_roles): Kafka's
-        checkpoints list every replica of the directory."""
+        LogManager keeps, cleans and checkpoints every log of the directory whatever its role."""
         replicas = dict(self.broker.partitions)
         replicas.update((key, f.partition) for key, f in self.broker.replica_roles.followers.items())
         return replicas
 
+    def replica(self, key: tuple[str, int]):
+        """The partition of ``key`` led or followed here, else None: one look-up each, without
+        building replicas() (the log cleaner's thread asks it between two batches)."""
+        partition = self.broker.partitions.get(key)
+        if partition is None:
+            follower = self.broker.replica_roles.followers.get(key)
+            partition = None if follower is None else follower.partition
+        return partition
+
     def checkpoint_recovery_points(self) -> None:
         offsets = {}
-        for key, partition in self._replicas().items():
+        for key, partition in self.replicas().items():
             point = max(self.recovery_points.get(key, 0), partition.log.active_segment.base_offset)
             self.recovery_points[key] = offsets[key] = min(point, partition.log.log_end_offset)
         self._write(RECOVERY_POINT_CHECKPOINT, offsets)
@@ -254,7 +283,7 @@ class LogManager:
 
     def checkpoint_log_start_offsets(self) -> None:
         """Only the logs whose start is past their first segment's base, as Kafka writes them."""
-        self._write(LOG_START_CHECKPOINT, {k: p.log.log_start_offset for k, p in self._replicas().items()
+        self._write(LOG_START_CHECKPOINT, {k: p.log.log_start_offset for k, p in self.replicas().items()
                                            if p.log.log_start_offset > p.log.segments[0].base_offset})
 
     def _write(self, name: str, offsets: dict) -> None:
@@ -299,7 +328,7 @@ class LogManager:
         if self.cleaner is not None:
             self.cleaner.shutdown()
         self.checkpoint_high_watermarks()
-        for key, partition in self._replicas().items():
+        for key, partition in self.replicas().items():
             try:
                 partition.log.flush()
                 self.recovery_points[key] = partition.log.log_end_offset

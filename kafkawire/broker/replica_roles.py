@@ -65,7 +65,8 @@ class ReplicaRoles:
         """A partition led here until now is followed from now on, its log kept (makeFollower)."""
         self.followers[(partition.topic, partition.partition)] = FollowerReplica(
             partition, leader_id=leader_id, leader_epoch=leader_epoch, high_watermark=partition.high_watermark(),
-            producer_id_expiration_ms=self.broker.config.producer_id_expiration_ms)
+            producer_id_expiration_ms=self.broker.config.producer_id_expiration_ms,
+            truncation=self.broker.log_manager.truncation)
         log.info("broker %d: following %s from broker %d in epoch %d (was leader)", self.broker.node_id,
                  partition.name, leader_id, leader_epoch)
 
@@ -112,7 +113,8 @@ class ReplicaRoles:
         if partition is None:
             return None
         follower = FollowerReplica(partition, leader_id=-1, leader_epoch=-1, high_watermark=partition.high_watermark(),
-                                   producer_id_expiration_ms=self.broker.config.producer_id_expiration_ms)
+                                   producer_id_expiration_ms=self.broker.config.producer_id_expiration_ms,
+                                   truncation=self.broker.log_manager.truncation)
         self.followers[(topic.name, index)] = follower
         return follower
 
