@@ -136,7 +136,7 @@ class ClientSecurity:
     ssl: SslSettings | None = None
     mechanism: str | None = None
     username: str | None = None
-    password: str | None = None
+    password: str | None = field(default=None, repr=False)     # kept out of tracebacks and logs
 
 
 def _lookup(props: dict, listener: str, key: str, default):
