@@ -19,6 +19,7 @@ from kafkawire.net.client import AuthenticationFailed, NetworkClient
 from kafkawire.net.config import ConfigError, parse_server_config
 from kafkawire.net.sasl import scram_credential
 from kafkawire.net.server import KafkaServer
+from tests.net.tls_certs import make_pki
 
 METADATA = 3
 SALT = os.urandom(16)
@@ -81,6 +82,16 @@ def test_the_replica_fetchers_client_authenticates_with_the_inter_broker_mechani
     options, unusable = broker.replica_roles.client_options()
     assert unusable is None
     assert options["sasl"]().mechanism == mechanism
+    assert asyncio.run(fetch_as_peer(config, options)) == ["User:broker"]
+
+
+def test_sasl_ssl_between_brokers_is_tls_with_the_listeners_trust_store_and_sasl(tmp_path):
+    pki = make_pki(tmp_path / "pki")
+    text = config_text(tmp_path, "SCRAM-SHA-256").replace("BROKER:SASL_PLAINTEXT", "BROKER:SASL_SSL")
+    config = parse_server_config(text + f"ssl.keystore.type=PEM\nssl.keystore.location={pki.server_pem}\n"
+                                        f"ssl.truststore.type=PEM\nssl.truststore.location={pki.ca_pem}\n")
+    options, unusable = make_broker(config).replica_roles.client_options()
+    assert unusable is None and options["ssl_context"] is not None
     assert asyncio.run(fetch_as_peer(config, options)) == ["User:broker"]
 
 
