@@ -2,11 +2,15 @@
 subprocesses) whose inter-broker listener BROKER is SASL_PLAINTEXT with SCRAM-SHA-256
 (`sasl.mechanism.inter.broker.protocol`, the credentials of user broker from `storage format
 --add-scram`, each node's client username and password in
-`listener.name.broker.scram-sha-256.sasl.jaas.config`); the test's own requests go to a PLAINTEXT
-listener CLIENT. Node 3 starts with a wrong password in that JAAS entry.
+`listener.name.broker.scram-sha-256.sasl.jaas.config`), under the StandardAuthorizer (super user:
+User:ANONYMOUS, the PLAINTEXT controller listener and the test's own listener CLIENT). Node 3 starts
+with a wrong password in that JAAS entry.
 
 - A replication-factor-2 topic on nodes 1 and 2 (one partition led by each, min.insync.replicas=2):
-  acks=all produces are acknowledged, both replicas stay in the ISR and hold the leader's bytes.
+  while User:broker has no ACL, each leader refuses the other's follower fetch (no CLUSTER_ACTION
+  on the cluster: TOPIC_AUTHORIZATION_FAILED for each partition, as Kafka's KafkaApis answers a
+  follower), the followers leave the ISR and acks=all is NOT_ENOUGH_REPLICAS. Once CLUSTER_ACTION on the cluster is granted to User:broker,
+  both rejoin the ISR, acks=all produces are acknowledged and both replicas hold the leader's bytes.
 - A replication-factor-3 topic (min.insync.replicas=2): node 3 cannot authenticate to its leader,
   leaves the ISR (an acks=all produce is acknowledged by nodes 1 and 2 once it has) and stays out,
   logging the refusal at each attempt and backing off between them (its attempts and its CPU are
@@ -19,10 +23,12 @@ import contextlib
 import os
 import time
 
+from kafkawire.messages.create_acls_request import AclCreation, CreateAclsRequest
 from kafkawire.messages.create_topics_request import (CreatableReplicaAssignment, CreatableTopic,
                                                       CreatableTopicConfig, CreateTopicsRequest)
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
 from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kafkawire.net.authorizer import CLUSTER_NAME, STANDARD_AUTHORIZER, Op
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.raft.node.local_quorum import LocalQuorum, free_ports
 from kafkawire.records.builder import build_batch
@@ -33,6 +39,7 @@ WAIT_S = 60
 NODES = (1, 2, 3)
 JAAS_KEY = "listener.name.broker.scram-sha-256.sasl.jaas.config"
 REFUSED = "failed authentication due to"
+CLUSTER, LITERAL, ALLOW = 4, 3, 3          # AclCreation's resource, pattern and permission types
 
 
 def scram_jaas(password: str) -> str:
@@ -50,6 +57,7 @@ def sasl_cluster(base):
         "inter.broker.listener.name": "BROKER",
         "sasl.enabled.mechanisms": "SCRAM-SHA-256", "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-256",
         JAAS_KEY: scram_jaas("broker-secret"),
+        "authorizer.class.name": STANDARD_AUTHORIZER, "super.users": "User:ANONYMOUS",
         "broker.session.timeout.ms": "1500", "broker.heartbeat.interval.ms": "300",
         "replica.fetch.backoff.ms": "100", "replica.lag.time.max.ms": "2000",
         "offsets.topic.num.partitions": "1", "transaction.state.log.num.partitions": "1",
@@ -93,18 +101,34 @@ def partitions(client, topic: str) -> dict:
     return {p.partition_index: p for p in response.topics[0].partitions}
 
 
+def leader_of(client, topic: str, index: int) -> int:
+    p = partitions(client, topic).get(index)
+    return -1 if p is None or p.error_code != Errors.NONE else p.leader_id
+
+
 def isr(client, topic: str, index: int) -> list[int]:
     p = partitions(client, topic).get(index)
     return [] if p is None or p.error_code != Errors.NONE else sorted(p.isr_nodes)
 
 
-def produce_all(client, topic: str, index: int, value: bytes) -> None:
-    """One acks=all produce to the partition's leader, acknowledged without error."""
-    leader = partitions(client, topic)[index].leader_id
+def produce(client, topic: str, index: int, value: bytes, acks: int = -1) -> int:
+    """One produce to the partition's leader; its error code."""
     records = build_batch([(b"k", value)])
-    response = call(client, ProduceRequest(acks=-1, timeout_ms=20_000, topic_data=[TopicProduceData(
+    response = call(client, ProduceRequest(acks=acks, timeout_ms=20_000, topic_data=[TopicProduceData(
         name=topic, partition_data=[PartitionProduceData(index=index, records=records)])]), 9)
-    assert leader > 0 and response.responses[0].partition_responses[0].error_code == Errors.NONE
+    return response.responses[0].partition_responses[0].error_code
+
+
+def grant_cluster_action(quorum, principal: str) -> None:
+    """CLUSTER_ACTION on the cluster for ``principal``, through the active controller."""
+    creation = AclCreation(resource_type=CLUSTER, resource_name=CLUSTER_NAME, resource_pattern_type=LITERAL,
+                           principal=principal, host="*", operation=Op.CLUSTER_ACTION, permission_type=ALLOW)
+
+    def granted():
+        leader = quorum.wait_for_leader(WAIT_S).leader_id
+        response = call(quorum.address(leader), CreateAclsRequest(creations=[creation]), 3)
+        return response.results[0].error_code == Errors.NONE
+    quorum.wait_until(granted, WAIT_S, f"CLUSTER_ACTION granted to {principal}")
 
 
 def segment(quorum, node_id: int, topic: str, index: int) -> bytes:
@@ -131,28 +155,44 @@ def test_brokers_replicate_over_sasl_scram_and_a_wrong_password_keeps_the_follow
     with sasl_cluster(tmp_path) as (quorum, clients):
         client = clients[1]
         create(client, "paired", [[1, 2], [2, 1]])          # one partition led by each of nodes 1 and 2
-        for index, leader in ((0, 1), (1, 2)):
-            quorum.wait_until(lambda: partitions(client, "paired")[index].leader_id == leader, WAIT_S, "a leader")
-            produce_all(clients[leader], "paired", index, f"paired-{index}".encode())
+        leaders = {0: 1, 1: 2}
+        for index, leader in leaders.items():
+            quorum.wait_until(lambda: leader_of(client, "paired", index) == leader, WAIT_S, "a leader")
+            assert produce(clients[leader], "paired", index, f"unreplicated-{index}".encode(), acks=1) == Errors.NONE
+        # User:broker authenticates but has no CLUSTER_ACTION: the followers are refused and leave the ISR.
+        quorum.wait_until(lambda: [isr(client, "paired", i) for i in leaders] == [[1], [2]], WAIT_S,
+                          "the refused followers out of the ISR")
+        for index, leader in leaders.items():        # Kafka's answer: TOPIC_AUTHORIZATION_FAILED per partition
             follower = 3 - leader
+            assert f"answered paired-{index} with error TOPIC_AUTHORIZATION_FAILED" in open(quorum.log_path(follower)).read()
+            assert "Principal = User:broker is Denied operation = CLUSTER_ACTION from host = 127.0.0.1 on resource = " \
+                   "Cluster:LITERAL:kafka-cluster for request = Fetch" in open(quorum.log_path(leader)).read()
+        assert produce(clients[1], "paired", 0, b"refused") == Errors.NOT_ENOUGH_REPLICAS
+
+        grant_cluster_action(quorum, "User:broker")
+        quorum.wait_until(lambda: [isr(client, "paired", i) for i in leaders] == [[1, 2], [1, 2]], WAIT_S,
+                          "the followers back in the ISR")
+        for index, leader in leaders.items():
+            assert produce(clients[leader], "paired", index, f"paired-{index}".encode()) == Errors.NONE
             assert f"paired-{index}".encode() in segment(quorum, leader, "paired", index)
+            follower = 3 - leader
             quorum.wait_until(lambda: segment(quorum, follower, "paired", index) ==
                               segment(quorum, leader, "paired", index), WAIT_S, "the follower to hold the batch")
             assert isr(client, "paired", index) == [1, 2]
 
         create(client, "triple", [[1, 2, 3]])
-        quorum.wait_until(lambda: partitions(client, "triple")[0].leader_id == 1, WAIT_S, "node 1 to lead")
-        produce_all(clients[1], "triple", 0, b"without-3")      # acknowledged once node 3 has left the ISR
+        quorum.wait_until(lambda: leader_of(client, "triple", 0) == 1, WAIT_S, "node 1 to lead")
+        assert produce(clients[1], "triple", 0, b"without-3") == Errors.NONE     # once node 3 has left the ISR
         quorum.wait_until(lambda: isr(client, "triple", 0) == [1, 2], WAIT_S, "node 3 out of the ISR in the metadata")
         assert segment(quorum, 3, "triple", 0) == b""
         text = open(quorum.log_path(3)).read()
         assert REFUSED in text and "SASL_AUTHENTICATION_FAILED" in text and "Traceback" not in text
         assert "Failed authentication with /127.0.0.1" in open(quorum.log_path(1)).read()
 
-        # Backing off, not spinning: three more refused attempts, their rate and the CPU meanwhile.
+        # Backing off, not spinning: two more refused attempts, their rate and the CPU meanwhile.
         pid, start_count = quorum.processes[3].pid, refusals(quorum, 3)
         start_cpu, start = cpu_seconds(pid), time.monotonic()
-        quorum.wait_until(lambda: refusals(quorum, 3) >= start_count + 3, WAIT_S, "three more refused attempts")
+        quorum.wait_until(lambda: refusals(quorum, 3) >= start_count + 2, WAIT_S, "two more refused attempts")
         elapsed = time.monotonic() - start
         attempts = refusals(quorum, 3) - start_count
         assert attempts / elapsed < 20, f"{attempts} attempts in {elapsed:.2f} s"
