@@ -8,17 +8,23 @@ broker at start naming the setting. The process-level test is test_inter_broker_
 from __future__ import annotations
 
 import asyncio
+import io
+import logging
 import os
 
 import pytest
 
 from kafkawire.broker import Broker, BrokerStartError
+from kafkawire.controller.factory import controller_factory
 from kafkawire.messages.metadata_request import MetadataRequest
 from kafkawire.messages.metadata_response import MetadataResponse
 from kafkawire.net.client import AuthenticationFailed, NetworkClient
 from kafkawire.net.config import ConfigError, parse_server_config
 from kafkawire.net.sasl import scram_credential
 from kafkawire.net.server import KafkaServer
+from kafkawire.raft.node.local_quorum import free_ports
+from kafkawire.tools.server_start import serve
+from kafkawire.tools.storage import format_storage
 from tests.net.tls_certs import make_pki
 
 METADATA = 3
@@ -138,6 +144,20 @@ def test_an_unsupported_inter_broker_mechanism_stops_the_broker_at_start(tmp_pat
     assert config.security_of("BROKER").mechanisms == ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
     with pytest.raises(BrokerStartError, match=setting):
         make_broker(config)
+
+
+def test_a_combined_node_with_an_unsupported_inter_broker_mechanism_exits_naming_the_setting(tmp_path, caplog):
+    """``kafkawire server-start``'s coroutine, in process: the controller starts, the broker is
+    refused with the setting logged, and the node stops (exit status 1) instead of running on."""
+    port = free_ports(1)[0]
+    text = config_text(tmp_path, "OAUTHBEARER").replace("controller.quorum.bootstrap.servers=127.0.0.1:1",
+                                                        f"controller.quorum.voters=1@127.0.0.1:{port}")
+    config = parse_server_config(text.replace("CONTROLLER://127.0.0.1:0", f"CONTROLLER://127.0.0.1:{port}"))
+    format_storage(config, "MkU3OEVBNTcwNTJENDM2Qg", mode=None, out=io.StringIO())
+    with caplog.at_level(logging.ERROR):
+        assert asyncio.run(asyncio.wait_for(serve(config, controller_factory), 30)) == 1
+    assert "cannot start the broker: sasl.mechanism.inter.broker.protocol: 'OAUTHBEARER' is not supported by " \
+           "kafkawire (supported: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)" in caplog.text
 
 
 def test_the_inter_broker_mechanism_must_be_enabled_on_its_listener(tmp_path):
