@@ -100,6 +100,7 @@ class Broker:
             if config.authorizer_settings() is not None and authorizer is None:
                 raise BrokerStartError("authorizer.class.name is set, but the broker was given no authorizer "
                                        "(the node's StandardAuthorizer)")
+            config.inter_broker_security()      # its mechanism and JAAS entry: refused now, not at a fetch
         except ConfigError as exc:
             raise BrokerStartError(str(exc)) from None
         self.config = config

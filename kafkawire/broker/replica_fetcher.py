@@ -233,7 +233,9 @@ class ReplicaFetcher:
         timeout_ms = self.settings.request_timeout_ms + self.settings.wait_max_ms
         response = await self.client.send(peer, request, api_version=version, timeout_ms=timeout_ms)
         if response.error_code != Errors.NONE:
-            log.info("replica fetcher: broker %d answered the fetch with error %d", self.leader_id, response.error_code)
+            # FetchSessionHandler.handleResponse's line, naming the error.
+            log.info("replica fetcher: broker %d was unable to process the fetch request: %s", self.leader_id,
+                     Errors.for_code(response.error_code).name)
             self._delay(states)
             return
         out_of_range = self.handle_fetch_response(response, sent)
@@ -289,7 +291,7 @@ class ReplicaFetcher:
                      state.current_leader_epoch, self.leader_id)
             state.fenced = True
             return
-        log.info("replica fetcher: broker %d answered %s with error %d", self.leader_id, name, code)
+        log.info("replica fetcher: broker %d answered %s with error %s", self.leader_id, name, Errors.for_code(code).name)
         self._delay([state])
 
     # -- truncation --

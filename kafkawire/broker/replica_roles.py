@@ -20,9 +20,12 @@ longer assigned here is closed, and removed when its topic is gone.
 The fetchers connect to each leader's endpoint of the inter-broker listener as the leader's broker
 registration in the metadata image gives it: ``inter.broker.listener.name``, else the listener
 named PLAINTEXT (Kafka's default ``security.inter.broker.protocol``), else (kafkawire) the first
-broker listener; PLAINTEXT or SSL (the listener's ``ssl.*`` settings as a client's). A SASL
-inter-broker listener is not supported yet: the partitions are followed but not fetched, with an
-error in the log.
+broker listener (kafkawire.net.security.inter_broker_listener). They connect as Kafka's
+BrokerBlockingSender does: TLS with the listener's ``ssl.*`` settings as a client's, SASL with
+``sasl.mechanism.inter.broker.protocol`` and the ``username`` and ``password`` of the listener's
+JAAS entry for it (ServerConfig.inter_broker_security; a mechanism kafkawire does not implement
+stops the broker at start). A leader that refuses the credentials is retried after the backoff,
+its refusal logged each time; the follower stays out of the ISR.
 """
 from __future__ import annotations
 
@@ -30,23 +33,15 @@ import logging
 
 from kafkawire.net.client import NetworkClient
 from kafkawire.net.config import ConfigError
-from kafkawire.net.security import client_ssl_context
+from kafkawire.net.security import client_options, inter_broker_listener
 
 from .follower import FollowerReplica
 from .replica_fetcher import FetcherSettings, ReplicaFetcherManager
 
-__all__ = ["ReplicaRoles", "inter_broker_listener"]
+__all__ = ["ReplicaRoles"]
 
 log = logging.getLogger(__name__)
 FRAME_SLACK = 64 * 1024         # a Fetch answer's headers around its records
-
-
-def inter_broker_listener(config, broker_listener_names: list[str]) -> str | None:
-    if config.inter_broker_listener_name is not None:
-        return config.inter_broker_listener_name
-    if "PLAINTEXT" in broker_listener_names:
-        return "PLAINTEXT"
-    return broker_listener_names[0] if broker_listener_names else None
 
 
 class ReplicaRoles:
@@ -55,7 +50,8 @@ class ReplicaRoles:
     def __init__(self, broker):
         self.broker = broker
         self.followers: dict[tuple[str, int], FollowerReplica] = {}
-        self.listener = inter_broker_listener(broker.config, broker.broker_listener_names())
+        c = broker.config
+        self.listener = inter_broker_listener(c.listeners, c.controller_listener_names, c.inter_broker_listener_name)
         self.manager: ReplicaFetcherManager | None = None
         self._unusable: str | None = None       # why no fetcher can run (logged once)
 
@@ -134,14 +130,14 @@ class ReplicaRoles:
     def _manager(self) -> ReplicaFetcherManager | None:
         if self.manager is not None or not self.followers or self._unusable is not None:
             return self.manager
-        client_options, self._unusable = self._client_options()
+        options, self._unusable = self.client_options()
         if self._unusable is not None:
             log.error("broker %d: the followed partitions are not fetched: %s", self.broker.node_id, self._unusable)
             return None
         c = self.broker.config
         client = NetworkClient(client_id=f"broker-{c.node_id}-fetcher", request_timeout_ms=c.replica_socket_timeout_ms,
                                max_response_bytes=c.replica_fetch_response_max_bytes + c.message_max_bytes + FRAME_SLACK,
-                               **client_options)
+                               **options)
         settings = FetcherSettings(
             replica_id=c.node_id, num_fetchers=c.num_replica_fetchers, max_bytes=c.replica_fetch_max_bytes,
             response_max_bytes=c.replica_fetch_response_max_bytes, wait_max_ms=c.replica_fetch_wait_max_ms,
@@ -152,20 +148,15 @@ class ReplicaRoles:
                                              lambda: lifecycle.broker_epoch if lifecycle is not None else -1)
         return self.manager
 
-    def _client_options(self) -> tuple[dict, str | None]:
+    def client_options(self) -> tuple[dict, str | None]:
+        """NetworkClient options for connections to the other brokers' inter-broker listener, and
+        None; or {} and why no such connection can be made."""
         if self.listener is None:
             return {}, "the broker has no listener for inter-broker traffic"
         try:
-            security = self.broker.config.security_of(self.listener)
+            return client_options(self.broker.config.inter_broker_security()), None
         except ConfigError as exc:
             return {}, str(exc)
-        protocol = "PLAINTEXT" if security is None else security.protocol
-        if protocol == "PLAINTEXT":
-            return {}, None
-        if protocol == "SSL":
-            return {"ssl_context": client_ssl_context(security.ssl)}, None
-        return {}, f"the inter-broker listener {self.listener} is {protocol}: kafkawire's replica fetcher does not " \
-                   "authenticate with SASL yet"
 
     def endpoint_of(self, broker_id: int) -> tuple[str, int] | None:
         image = self.broker.image()

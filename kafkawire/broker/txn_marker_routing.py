@@ -2,7 +2,8 @@
 it, as Kafka's TransactionMarkerChannelManager sends them (one request per leader broker, over
 the inter-broker listener): the partitions led here are written in process
 (kafkawire.broker.txn_markers), the others go to their leader's ``inter.broker.listener.name``
-endpoint (PLAINTEXT or SSL, the replica fetchers' connection settings). A leader the metadata
+endpoint, with the replica fetchers' connection settings (TLS and SASL as
+``sasl.mechanism.inter.broker.protocol`` and the listener's JAAS entry say). A leader the metadata
 has no endpoint for, or a request that fails on the way, is answered NOT_LEADER_OR_FOLLOWER for
 its partitions, which the marker sender tries again after its backoff.
 
@@ -63,7 +64,7 @@ class MarkerRouter:
 
     def _client_for_brokers(self) -> NetworkClient:
         if self._client is None:
-            options, _ = self.broker.replica_roles._client_options()
+            options, _ = self.broker.replica_roles.client_options()
             self._client = NetworkClient(client_id=f"broker-{self.broker.node_id}-txn-markers",
                                          request_timeout_ms=self.broker.config.request_timeout_ms, **options)
         return self._client

@@ -13,7 +13,6 @@ Cross-key rules are the KRaft subset of KafkaConfig.validateValues.
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 from dataclasses import dataclass, field
 
@@ -367,12 +366,14 @@ class ServerConfig:
     # (key, value as written) of the KNOWN_KEYS server.properties sets: Kafka's staticBrokerConfigs,
     # what DescribeConfigs names STATIC_BROKER_CONFIG
     static_settings: tuple[tuple[str, str], ...] = field(default=())
-    # Listener security (kafkawire.net.security): listener name -> ListenerSecurity, the raft
-    # client's ClientSecurity towards the first controller listener, the AuthorizerSettings (None:
-    # no authorizer). Resolved at load; a ConfigError found then is kept and raised by the
-    # accessors below when the node starts, as Kafka checks these when it builds its listeners.
+    # Listener security (kafkawire.net.security): listener name -> ListenerSecurity, the
+    # ClientSecurity of the raft client (towards the first controller listener) and of a broker's
+    # clients towards other brokers (the inter-broker listener), the AuthorizerSettings (None: no
+    # authorizer). Resolved at load; a ConfigError found then is kept and raised by the accessors
+    # below when the node starts, as Kafka checks these when it builds its listeners.
     listener_security: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     controller_client_security: object = field(default=None, compare=False, hash=False, repr=False)
+    inter_broker_client_security: object = field(default=None, compare=False, hash=False, repr=False)
     authorizer: object = field(default=None, compare=False, hash=False, repr=False)
 
     def security_of(self, listener: str):
@@ -382,6 +383,11 @@ class ServerConfig:
     def raft_client_security(self):
         """The ClientSecurity of the node's connections to controllers; raises its ConfigError."""
         return _raise_deferred(self.controller_client_security)
+
+    def inter_broker_security(self):
+        """The ClientSecurity of a broker's connections to other brokers (None: no inter-broker
+        listener, or not a broker); raises its ConfigError."""
+        return _raise_deferred(self.inter_broker_client_security)
 
     def authorizer_settings(self):
         """AuthorizerSettings, or None without authorizer.class.name; raises its ConfigError."""
@@ -489,11 +495,7 @@ def parse_server_config(text: str) -> ServerConfig:
         authorizer=_deferred(security.authorizer_settings, props),
     )
     _validate(config, raw)
-    if controller_names:
-        name = controller_names[0]
-        config = dataclasses.replace(config, controller_client_security=_deferred(
-            security.controller_client_security, props, name, protocols.get(name, "PLAINTEXT")))
-    return config
+    return security.with_client_security(config, props)
 
 
 def _deferred(resolve, *args):

@@ -4,9 +4,12 @@ resolved per listener, and the TLS contexts built from them.
 Resolution follows Kafka's ``KafkaConfig.valuesWithPrefixOverride(listenerName.configPrefix())``:
 ``listener.name.<listener, lower case>.<key>`` wins over ``<key>``. JAAS configuration is looked
 up as Kafka's ``JaasContext.loadServerContext`` does, per mechanism:
-``listener.name.<listener>.<mechanism, lower case>.sasl.jaas.config``. The controller's own
-outbound raft client uses the first controller listener's settings and JAAS entry (Kafka builds it
-with ``JaasContext.Type.SERVER`` too) and ``sasl.mechanism.controller.protocol``.
+``listener.name.<listener>.<mechanism, lower case>.sasl.jaas.config``. The node's own outbound
+clients authenticate as Kafka's do (``ChannelBuilders.clientChannelBuilder`` with
+``JaasContext.Type.SERVER``: the listener's server JAAS entry, its ``username`` and ``password``):
+the raft client with the first controller listener's settings and
+``sasl.mechanism.controller.protocol``; the replica fetchers and the transaction markers with the
+inter-broker listener's settings and ``sasl.mechanism.inter.broker.protocol``.
 
 Supported keystore and truststore types: PEM (files at ``ssl.keystore.location`` /
 ``ssl.truststore.location``, or the PEM text in ``ssl.keystore.certificate.chain`` +
@@ -16,19 +19,21 @@ refused naming the key: it is a Java-only format (convert it with ``keytool -imp
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import ssl
 import tempfile
 from dataclasses import dataclass, field
 
-from kafkawire.net.config import ConfigError, java_int
+from kafkawire.net.config import ConfigError, _deferred, java_int
 from kafkawire.net.authorizer import AuthorizerSettings, STANDARD_AUTHORIZER
 from kafkawire._extras import require
 from kafkawire.net.sasl import SaslClient, require_mechanism
 
 __all__ = ["SslSettings", "ListenerSecurity", "JaasEntry", "resolve_listener_security",
-           "controller_client_security", "parse_jaas_config", "server_ssl_context", "client_ssl_context",
+           "controller_client_security", "inter_broker_client_security", "inter_broker_listener",
+           "client_options", "with_client_security", "parse_jaas_config", "server_ssl_context", "client_ssl_context",
            "is_security_key", "SUPPORTED_MECHANISMS", "ClientSecurity"]
 
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -57,13 +62,14 @@ SSL_DEFAULTS = {
 SASL_DEFAULTS = {
     "sasl.enabled.mechanisms": "GSSAPI",
     "sasl.mechanism.controller.protocol": "GSSAPI",
+    "sasl.mechanism.inter.broker.protocol": "GSSAPI",
     # BrokerSecurityConfigs: INT, no validator; -1 is NetworkReceive.UNLIMITED.
     "sasl.server.max.receive.size": "524288",
 }
 DEFAULT_SASL_SERVER_MAX_RECEIVE_SIZE = 524288
 # Keys Kafka defines that kafkawire reads no further than accepting (their defaults are what we do).
 _ACCEPTED = {"ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.secure.random.implementation",
-             "ssl.principal.mapping.rules", "sasl.mechanism.inter.broker.protocol", "super.users",
+             "ssl.principal.mapping.rules", "super.users",
              "authorizer.class.name", "allow.everyone.if.no.acl.found"}
 _LISTENER_PREFIX = re.compile(r"^listener\.name\.([^.]+)\.(.+)$")
 
@@ -124,12 +130,13 @@ class ListenerSecurity:
 
 @dataclass(frozen=True)
 class ClientSecurity:
-    """How the node's outbound raft client connects to a controller listener."""
+    """How one of the node's outbound clients (raft, replica fetchers, transaction markers)
+    connects to a listener of its peers."""
     protocol: str
     ssl: SslSettings | None = None
     mechanism: str | None = None
     username: str | None = None
-    password: str | None = None
+    password: str | None = field(default=None, repr=False)     # kept out of tracebacks and logs
 
 
 def _lookup(props: dict, listener: str, key: str, default):
@@ -199,6 +206,20 @@ def _jaas_for(props: dict, listener: str, mechanism: str) -> JaasEntry:
 
 def controller_client_security(props: dict, listener: str, protocol: str) -> ClientSecurity:
     """The raft client's security towards controllers on ``listener`` (the first controller listener)."""
+    return _node_client_security(props, listener, protocol, "sasl.mechanism.controller.protocol",
+                                 "the controller authenticates to other controllers")
+
+
+def inter_broker_client_security(props: dict, listener: str, protocol: str) -> ClientSecurity:
+    """The security of a broker's connections to other brokers on the inter-broker ``listener``
+    (ReplicaFetcherThread's BrokerBlockingSender, TransactionMarkerChannelManager). As KafkaConfig
+    requires, a SASL listener must enable ``sasl.mechanism.inter.broker.protocol``."""
+    return _node_client_security(props, listener, protocol, "sasl.mechanism.inter.broker.protocol",
+                                 "the broker authenticates to other brokers", must_be_enabled=True)
+
+
+def _node_client_security(props: dict, listener: str, protocol: str, mechanism_key: str, who: str,
+                          must_be_enabled: bool = False) -> ClientSecurity:
     if protocol == "PLAINTEXT":
         return ClientSecurity(protocol)
     settings = ssl_settings(props, listener) if protocol in ("SSL", "SASL_SSL") else None
@@ -206,17 +227,63 @@ def controller_client_security(props: dict, listener: str, protocol: str) -> Cli
         _check_ssl(settings)
     if protocol == "SSL":
         return ClientSecurity(protocol, settings)
-    raw = props.get("sasl.mechanism.controller.protocol", SASL_DEFAULTS["sasl.mechanism.controller.protocol"]).strip()
+    raw = props.get(mechanism_key, SASL_DEFAULTS[mechanism_key]).strip()
     if raw not in SUPPORTED_MECHANISMS:
-        raise ConfigError("sasl.mechanism.controller.protocol", raw,
-                          f"is not supported by kafkawire (supported: {', '.join(SUPPORTED_MECHANISMS)})")
+        raise ConfigError(mechanism_key, raw, f"is not supported by kafkawire (supported: "
+                                              f"{', '.join(SUPPORTED_MECHANISMS)})")
+    if must_be_enabled:
+        enabled, _ = _lookup(props, listener, "sasl.enabled.mechanisms", SASL_DEFAULTS["sasl.enabled.mechanisms"])
+        if raw not in [m.strip() for m in enabled.split(",")]:
+            raise ConfigError(mechanism_key, raw, f"must be included in sasl.enabled.mechanisms (of listener "
+                                                  f"{listener}) when SASL is used for inter-broker communication")
     require_mechanism(raw)
     entry = _jaas_for(props, listener, raw)
     username, password = entry.options.get("username"), entry.options.get("password")
     if username is None or password is None:
-        raise ConfigError(entry.key, "(hidden)", f"needs username and password options: the controller "
-                                                 f"authenticates to other controllers with {raw}")
+        raise ConfigError(entry.key, "(hidden)", f"needs username and password options: {who} with {raw}")
     return ClientSecurity(protocol, settings, raw, username, password)
+
+
+def inter_broker_listener(listeners, controller_listener_names, inter_broker_listener_name) -> str | None:
+    """The listener brokers connect to each other on: ``inter.broker.listener.name``, else the
+    listener named PLAINTEXT (Kafka's default ``security.inter.broker.protocol``), else (kafkawire;
+    Kafka refuses such a configuration) the first broker listener."""
+    if inter_broker_listener_name is not None:
+        return inter_broker_listener_name
+    names = [e.listener_name for e in listeners if e.listener_name not in controller_listener_names]
+    if "PLAINTEXT" in names:
+        return "PLAINTEXT"
+    return names[0] if names else None
+
+
+def with_client_security(config, props: dict):
+    """``config`` (a ServerConfig) with the ClientSecurity of its connections to controllers and,
+    for a broker, to other brokers (each a ConfigError instead, raised when the node starts)."""
+    protocols = dict(config.listener_security_protocol_map)
+    changes = {}
+    if config.controller_listener_names:
+        name = config.controller_listener_names[0]
+        changes["controller_client_security"] = _deferred(controller_client_security, props, name,
+                                                          protocols.get(name, "PLAINTEXT"))
+    listener = inter_broker_listener(config.listeners, config.controller_listener_names,
+                                     config.inter_broker_listener_name) if config.is_broker else None
+    if listener is not None:
+        changes["inter_broker_client_security"] = _deferred(inter_broker_client_security, props, listener,
+                                                            protocols.get(listener, "PLAINTEXT"))
+    return dataclasses.replace(config, **changes) if changes else config
+
+
+def client_options(security: ClientSecurity | None) -> dict:
+    """NetworkClient options (ssl_context, sasl) for connections with ``security`` (None: PLAINTEXT)."""
+    if security is None or security.protocol == "PLAINTEXT":
+        return {}
+    options: dict = {}
+    if security.ssl is not None:
+        options["ssl_context"] = client_ssl_context(security.ssl)
+    if security.mechanism is not None:
+        mechanism, username, password = security.mechanism, security.username, security.password
+        options["sasl"] = lambda: SaslClient(mechanism, username, password)
+    return options
 
 
 def _check_ssl(s: SslSettings) -> None:

@@ -304,6 +304,7 @@ inter.broker.listener.name=CLIENT
 listener.security.protocol.map=CONTROLLER:SASL_PLAINTEXT,CLIENT:SASL_PLAINTEXT
 sasl.enabled.mechanisms=PLAIN
 sasl.mechanism.controller.protocol=PLAIN
+sasl.mechanism.inter.broker.protocol=PLAIN
 listener.name.controller.plain.sasl.jaas.config={jaas}
 listener.name.client.plain.sasl.jaas.config={jaas}
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer

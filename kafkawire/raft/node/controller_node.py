@@ -39,8 +39,8 @@ from kafkawire.net.client import NetworkClient
 from kafkawire.net.config import ConfigError, ServerConfig
 from kafkawire.net.envelope import ENVELOPE, envelope_handler
 from kafkawire.net.metadata_topic import MetadataTopic, NodeEndpoint
-from kafkawire.net.sasl import SCRAM_MECHANISM_TYPES, SaslClient
-from kafkawire.net.security import client_ssl_context
+from kafkawire.net.sasl import SCRAM_MECHANISM_TYPES
+from kafkawire.net.security import client_options
 from kafkawire.net.server import KafkaServer
 from kafkawire.protocol.handler import ApiHandler
 from kafkawire.storage.state_files import MetaProperties, StateFileError, read_meta_properties, uuid_to_kafka
@@ -98,16 +98,7 @@ def raft_config_from(server: ServerConfig, directory_id, cluster_id: str) -> Raf
 def controller_client_options(config: ServerConfig) -> dict:
     """NetworkClient options for the node's connections to controllers: TLS and SASL as the first
     controller listener's security protocol and sasl.mechanism.controller.protocol say."""
-    security = config.raft_client_security()
-    if security is None or security.protocol == "PLAINTEXT":
-        return {}
-    options: dict = {}
-    if security.ssl is not None:
-        options["ssl_context"] = client_ssl_context(security.ssl)
-    if security.mechanism is not None:
-        mechanism, username, password = security.mechanism, security.username, security.password
-        options["sasl"] = lambda: SaslClient(mechanism, username, password)
-    return options
+    return client_options(config.raft_client_security())
 
 
 # KafkaRaftManager builds its NetworkClient with these fixed reconnect backoffs, whatever the
