@@ -14,9 +14,12 @@ Acceptor opens it only when it starts), so an early connection is refused.
 from __future__ import annotations
 
 import asyncio
+import socket
 import uuid
 
-from kafkawire.broker import Broker
+import pytest
+
+from kafkawire.broker import Broker, BrokerStartError
 from kafkawire.messages.api_versions_request import ApiVersionsRequest
 from kafkawire.messages.broker_heartbeat_response import BrokerHeartbeatResponse
 from kafkawire.messages.broker_registration_response import BrokerRegistrationResponse
@@ -138,5 +141,27 @@ def test_a_listener_on_a_fixed_port_is_opened_only_once_the_broker_is_unfenced(t
             _, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.close()
         finally:
+            await broker.stop(graceful=False)
+    asyncio.run(go())
+
+
+def test_a_fixed_port_already_in_use_stops_the_broker_when_it_would_serve(tmp_path):
+    """Found only once the port is opened, as Kafka's start-up fails when an Acceptor cannot
+    start; the lifecycle task ends with the reason (kafkawire server-start then exits 1)."""
+    async def go():
+        taken = socket.socket()
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        controller, image = StandInController(), {"now": image_before_restart()}
+        broker = started_broker(tmp_path, port, controller, image)
+        await broker.start()
+        try:
+            await catch_up(broker, controller, image)
+            with pytest.raises(BrokerStartError, match=f"listener PLAINTEXT://127.0.0.1:{port}: cannot bind"):
+                await asyncio.wait_for(broker.task, WAIT_S)
+            assert not broker.serving.is_set()
+        finally:
+            taken.close()
             await broker.stop(graceful=False)
     asyncio.run(go())
