@@ -4,7 +4,7 @@ registration with the quorum, and the partitions it leads.
     broker = Broker(config, cluster_id=..., directory_id=meta.directory_id, image=lambda: published.image,
                     metadata_offset=lambda: published.offset,
                     send_to_controller=raft.send_to_leader, supported_features={...})
-    await broker.start()          # listening, registering
+    await broker.start()          # registering; the listeners serve once it is unfenced (``serving``)
     broker.on_metadata()          # after each publish of the committed image: leadership, logs, heartbeats
     await broker.stop()
 
@@ -24,7 +24,9 @@ renamed and removed later (kafkawire.broker.log_deletion). A partition whose rep
 this broker and whose leader is another one is followed (kafkawire.broker.replica_roles: its log
 kept or opened, its leader's replica fetcher copying it); a follower made leader keeps its log. The
 broker asks to be unfenced only once the metadata it registered against is applied and these
-logs are open, as Kafka's broker waits for its log manager.
+logs are open (and, given ``metadata_loaded``, once its image was loaded up to the high watermark),
+as Kafka's broker waits for its log manager; its listeners process requests only once it is
+unfenced, as Kafka's BrokerServer enables request processing last (see ``_run_lifecycle``).
 
 One log directory: ``log.dirs`` with more than one entry is refused at start (JBOD's directory
 assignment is a later slice). With ``authorizer.class.name`` set, the node's StandardAuthorizer
@@ -92,7 +94,8 @@ class Broker:
     def __init__(self, config: ServerConfig, *, cluster_id: str, directory_id: uuid.UUID | None,
                  image: Callable, metadata_offset: Callable[[], int], send_to_controller,
                  supported_features: dict, scram_lookup=None, describe_configs=None,
-                 kraft_version: Callable[[], int] = lambda: 0, authorizer=None):
+                 kraft_version: Callable[[], int] = lambda: 0, authorizer=None,
+                 metadata_loaded: Callable[[], bool] = lambda: True):
         if len(config.log_dirs) != 1:
             raise BrokerStartError(f"log.dirs={','.join(config.log_dirs)}: kafkawire's broker keeps its partitions "
                                    "in one log directory (give log.dirs one entry)")
@@ -112,6 +115,10 @@ class Broker:
         self.send_to_controller = send_to_controller
         self.supported_features = dict(supported_features)
         self.kraft_version = kraft_version          # the raft log's finalized kraft.version level
+        # Whether the image has once caught up with the raft log's high watermark (Kafka's loader
+        # publishes nothing before, and its broker waits for that first publish before it asks to
+        # be unfenced); a combined node's committed image is published as it commits.
+        self.metadata_loaded = metadata_loaded
         self.scram_lookup = scram_lookup
         self.describe_configs = describe_configs      # request -> DescribeConfigsResponse, from the image
         self.partitions: dict[tuple[str, int], LeaderPartition] = {}
@@ -217,7 +224,7 @@ class Broker:
             await self._listener(name, quotas)
         self.lifecycle = BrokerLifecycle(
             self.send_to_controller, registration=self._registration(), metadata_offset=self.metadata_offset,
-            ready_to_unfence=lambda: self._logs_ready, heartbeat_interval_ms=c.broker_heartbeat_interval_ms,
+            ready_to_unfence=lambda: self._logs_ready and self.metadata_loaded(), heartbeat_interval_ms=c.broker_heartbeat_interval_ms,
             on_state=self._on_lifecycle_state)
         self.task = asyncio.ensure_future(self._run_lifecycle())
         self.log_deleter.schedule_leftovers()

@@ -53,6 +53,7 @@ class StandInController:
         if type(request).__name__ == "BrokerRegistrationRequest":
             return BrokerRegistrationResponse(error_code=0, broker_epoch=7)
         self.heartbeats += 1
+        self.last_want_fence = request.want_fence
         if self.heartbeats >= EARLY_HEARTBEATS:
             self.seen.set()
         return BrokerHeartbeatResponse(error_code=0, is_caught_up=self.caught_up,
@@ -76,14 +77,14 @@ def image_before_restart() -> MetadataImage:
     return image
 
 
-def started_broker(tmp_path, port: int, controller: StandInController, image: dict) -> Broker:
+def started_broker(tmp_path, port: int, controller: StandInController, image: dict, **options) -> Broker:
     config = parse_server_config(
         "process.roles=broker\nnode.id=2\ncontroller.listener.names=CONTROLLER\n"
         "controller.quorum.bootstrap.servers=127.0.0.1:1\n"
         "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n"
         f"listeners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={tmp_path}\n")
     return Broker(config, cluster_id="c", directory_id=None, image=lambda: image["now"], metadata_offset=lambda: 0,
-                  send_to_controller=controller.send, supported_features={})
+                  send_to_controller=controller.send, supported_features={}, **options)
 
 
 async def catch_up(broker: Broker, controller: StandInController, image: dict) -> None:
@@ -163,5 +164,26 @@ def test_a_fixed_port_already_in_use_stops_the_broker_when_it_would_serve(tmp_pa
             assert not broker.serving.is_set()
         finally:
             taken.close()
+            await broker.stop(graceful=False)
+    asyncio.run(go())
+
+
+def test_a_broker_whose_image_has_not_loaded_up_to_the_high_watermark_does_not_ask_to_be_unfenced(tmp_path):
+    """Kafka's broker waits for its loader's first publish (the log read up to the high
+    watermark) before it asks to be unfenced, even when the controller already said it caught
+    up; a broker-only node passes its loader's catch-up as ``metadata_loaded``."""
+    async def go():
+        controller, image, loaded = StandInController(), {"now": image_before_restart()}, {"yet": False}
+        controller.caught_up = True
+        broker = started_broker(tmp_path, 0, controller, image, metadata_loaded=lambda: loaded["yet"])
+        await broker.start()
+        try:
+            await asyncio.wait_for(controller.seen.wait(), WAIT_S)
+            assert (broker.lifecycle.state, controller.last_want_fence) == ("RECOVERY", True)
+            assert not broker.serving.is_set()
+            loaded["yet"] = True
+            await asyncio.wait_for(broker.serving.wait(), WAIT_S)
+            assert broker.lifecycle.state == "RUNNING"
+        finally:
             await broker.stop(graceful=False)
     asyncio.run(go())
