@@ -224,14 +224,15 @@ class Broker:
             await self._listener(name, quotas)
         self.lifecycle = BrokerLifecycle(
             self.send_to_controller, registration=self._registration(), metadata_offset=self.metadata_offset,
-            ready_to_unfence=lambda: self._logs_ready and self.metadata_loaded(), heartbeat_interval_ms=c.broker_heartbeat_interval_ms,
-            on_state=self._on_lifecycle_state)
+            ready_to_unfence=lambda: self._logs_ready and self.metadata_loaded(),
+            heartbeat_interval_ms=c.broker_heartbeat_interval_ms, on_state=self._on_lifecycle_state)
         self.task = asyncio.ensure_future(self._run_lifecycle())
         self.log_deleter.schedule_leftovers()
         self.log_manager.start()
         self.replication.start()
         log.info("broker %d registering; its listeners %s serve requests once it has caught up with the metadata "
-                 "and is unfenced", self.node_id, ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
+                 "and is unfenced", self.node_id,
+                 ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
 
     async def _listener(self, name: str, quotas: ConnectionQuotas) -> None:
         """The listener's server, not serving yet. One on port 0 is bound now, as Kafka's Acceptor
