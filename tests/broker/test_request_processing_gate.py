@@ -105,9 +105,10 @@ def test_a_request_sent_before_the_broker_caught_up_waits_and_is_answered_from_t
         client = NetworkClient(request_timeout_ms=WAIT_S * 1000)
         try:
             address = ("127.0.0.1", broker.servers[0].port)
+            versions = ApiVersionsRequest(client_software_name="tests", client_software_version="1")
+            metadata = MetadataRequest(topics=[MetadataRequestTopic(name="t")], allow_auto_topic_creation=False)
             early = [asyncio.ensure_future(client.send(address, request, api_version=version))
-                     for request, version in [(ApiVersionsRequest(client_software_name="tests", client_software_version="1"), 3), (MetadataRequest(
-                         topics=[MetadataRequestTopic(name="t")], allow_auto_topic_creation=False), 12)]]
+                     for request, version in [(versions, 3), (metadata, 12)]]
             await asyncio.wait_for(controller.seen.wait(), WAIT_S)
             assert broker.lifecycle.state == "STARTING"
             assert not any(request.done() for request in early), "answered before the broker caught up"
