@@ -4,7 +4,7 @@ registration with the quorum, and the partitions it leads.
     broker = Broker(config, cluster_id=..., directory_id=meta.directory_id, image=lambda: published.image,
                     metadata_offset=lambda: published.offset,
                     send_to_controller=raft.send_to_leader, supported_features={...})
-    await broker.start()          # listening, registering
+    await broker.start()          # registering; the listeners serve once it is unfenced (``serving``)
     broker.on_metadata()          # after each publish of the committed image: leadership, logs, heartbeats
     await broker.stop()
 
@@ -24,7 +24,9 @@ renamed and removed later (kafkawire.broker.log_deletion). A partition whose rep
 this broker and whose leader is another one is followed (kafkawire.broker.replica_roles: its log
 kept or opened, its leader's replica fetcher copying it); a follower made leader keeps its log. The
 broker asks to be unfenced only once the metadata it registered against is applied and these
-logs are open, as Kafka's broker waits for its log manager.
+logs are open (and, given ``metadata_loaded``, once its image was loaded up to the high watermark),
+as Kafka's broker waits for its log manager; its listeners process requests only once it is
+unfenced, as Kafka's BrokerServer enables request processing last (see ``_run_lifecycle``).
 
 One log directory: ``log.dirs`` with more than one entry is refused at start (JBOD's directory
 assignment is a later slice). With ``authorizer.class.name`` set, the node's StandardAuthorizer
@@ -92,7 +94,8 @@ class Broker:
     def __init__(self, config: ServerConfig, *, cluster_id: str, directory_id: uuid.UUID | None,
                  image: Callable, metadata_offset: Callable[[], int], send_to_controller,
                  supported_features: dict, scram_lookup=None, describe_configs=None,
-                 kraft_version: Callable[[], int] = lambda: 0, authorizer=None):
+                 kraft_version: Callable[[], int] = lambda: 0, authorizer=None,
+                 metadata_loaded: Callable[[], bool] = lambda: True):
         if len(config.log_dirs) != 1:
             raise BrokerStartError(f"log.dirs={','.join(config.log_dirs)}: kafkawire's broker keeps its partitions "
                                    "in one log directory (give log.dirs one entry)")
@@ -113,6 +116,10 @@ class Broker:
         self.send_to_controller = send_to_controller
         self.supported_features = dict(supported_features)
         self.kraft_version = kraft_version          # the raft log's finalized kraft.version level
+        # Whether the image has once caught up with the raft log's high watermark (Kafka's loader
+        # publishes nothing before, and its broker waits for that first publish before it asks to
+        # be unfenced); a combined node's committed image is published as it commits.
+        self.metadata_loaded = metadata_loaded
         self.scram_lookup = scram_lookup
         self.describe_configs = describe_configs      # request -> DescribeConfigsResponse, from the image
         self.partitions: dict[tuple[str, int], LeaderPartition] = {}
@@ -120,8 +127,9 @@ class Broker:
         self._appended = asyncio.Event()
         self._logs_ready = False
         self.servers: list[KafkaServer] = []
+        self.serving = asyncio.Event()            # the listeners process requests (set once unfenced)
         self.lifecycle: BrokerLifecycle | None = None
-        self.task: asyncio.Task | None = None     # the lifecycle: registration, heartbeats
+        self.task: asyncio.Task | None = None     # the lifecycle (registration, heartbeats), then serving
         self.metadata_apis = MetadataApis(self)
         self.fetch_api = FetchApi(self)
         self.topic_configs = TopicConfigs(config)     # topic configs resolved, per topic per image
@@ -202,6 +210,8 @@ class Broker:
                 if e.listener_name not in self.config.controller_listener_names]
 
     async def start(self) -> None:
+        """Register and heartbeat; the listeners serve requests only once the broker is unfenced
+        (``serving``), as Kafka's BrokerServer.startup enables request processing last."""
         c = self.config
         names = self.broker_listener_names()
         if not names:
@@ -212,21 +222,23 @@ class Broker:
             max_connections_per_ip_overrides=dict(c.max_connections_per_ip_overrides),
             queued_max_request_bytes=c.queued_max_request_bytes))
         for name in names:
-            await self._bind(name, quotas)
+            await self._listener(name, quotas)
         self.lifecycle = BrokerLifecycle(
             self.send_to_controller, registration=self._registration(), metadata_offset=self.metadata_offset,
-            ready_to_unfence=lambda: self._logs_ready, heartbeat_interval_ms=c.broker_heartbeat_interval_ms,
-            on_state=self._on_lifecycle_state)
-        for server in self.servers:
-            await server.start()
-        self.task = asyncio.ensure_future(self.lifecycle.run())
+            ready_to_unfence=lambda: self._logs_ready and self.metadata_loaded(),
+            heartbeat_interval_ms=c.broker_heartbeat_interval_ms, on_state=self._on_lifecycle_state)
+        self.task = asyncio.ensure_future(self._run_lifecycle())
         self.log_deleter.schedule_leftovers()
         self.log_manager.start()
         self.replication.start()
-        log.info("broker %d listening on %s", self.node_id,
+        log.info("broker %d registering; its listeners %s serve requests once it has caught up with the metadata "
+                 "and is unfenced", self.node_id,
                  ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
 
-    async def _bind(self, name: str, quotas: ConnectionQuotas) -> None:
+    async def _listener(self, name: str, quotas: ConnectionQuotas) -> None:
+        """The listener's server, not serving yet. One on port 0 is bound now, as Kafka's Acceptor
+        opens an ephemeral port at once (its port is registered); one on a fixed port is opened
+        only when request processing is enabled, so that an open port means a ready broker."""
         c = self.config
         endpoint = c.listener(name)
         try:
@@ -237,12 +249,43 @@ class Broker:
                                  failed_authentication_delay_ms=c.connection_failed_authentication_delay_ms,
                                  admission=quotas.limits, connection_quotas=quotas)
             server.api_versions_features = self._api_versions_features
-            await server.bind()
+            if not endpoint.port:
+                await server.bind()
         except ConfigError as exc:
             raise BrokerStartError(f"listener {endpoint}: {exc}") from None
         except OSError as exc:
             raise BrokerStartError(f"listener {endpoint}: cannot bind: {exc.strerror or exc}") from None
         self.servers.append(server)
+
+    async def _run_lifecycle(self) -> None:
+        """The lifecycle (registration, heartbeats) and, once it unfenced the broker, request
+        processing on the listeners (SocketServer.enableRequestProcessing): before, Kafka's
+        listeners accept nothing, so no request is answered from an image that has not caught up
+        with the controller (Metadata naming this broker the leader of a partition it lost while
+        it was down). Raises what stops the broker: a refused registration, a port that cannot be
+        bound."""
+        lifecycle = asyncio.ensure_future(self.lifecycle.run())
+        unfenced = asyncio.ensure_future(self.lifecycle.unfenced.wait())
+        try:
+            await asyncio.wait([lifecycle, unfenced], return_when=asyncio.FIRST_COMPLETED)
+            if not lifecycle.done():
+                await self._enable_request_processing()
+            await lifecycle
+        finally:
+            for task in (lifecycle, unfenced):
+                task.cancel()
+            await asyncio.gather(lifecycle, unfenced, return_exceptions=True)
+
+    async def _enable_request_processing(self) -> None:
+        for server in self.servers:
+            try:
+                await server.start()
+            except OSError as exc:
+                raise BrokerStartError(f"listener {server.listener_name}://{server.host}:{server.port}: cannot bind: "
+                                       f"{exc.strerror or exc}") from None
+        self.serving.set()
+        log.info("broker %d caught up and unfenced: serving requests on %s", self.node_id,
+                 ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
 
     def _api_versions_features(self, response) -> None:
         """DefaultApiVersionManager: the features this broker supports (the ones it registers),

@@ -185,7 +185,10 @@ class KafkaServer:
 
     @property
     def port(self) -> int:
+        """The port it listens on, or, not bound yet, the fixed port it will listen on."""
         if not self._sockets:
+            if self._port:
+                return self._port
             raise RuntimeError("the server is not bound yet; call bind() or start()")
         return self._sockets[0].getsockname()[1]
 

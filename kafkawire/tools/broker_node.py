@@ -125,14 +125,16 @@ class BrokerOnlyNode:
                           send_to_controller=driver.send_to_leader, supported_features=features,
                           scram_lookup=lambda mechanism, user: scram_credential(loader.image, mechanism, user),
                           kraft_version=driver.kraft_version, authorizer=self.authorizer,
+                          metadata_loaded=self._metadata_loaded,
                           describe_configs=lambda request: describe_configs(
                               c.node_id, loader.image, request, static=static, broker_keys=known))
         except BrokerStartError as exc:
             raise NodeStartError(f"cannot start the broker: {exc}") from None
 
     def _metadata_loaded(self) -> bool:
-        """Whether the committed metadata was applied once up to the high watermark (the
-        authorizer serves only super users before, as Kafka's does until its initial load)."""
+        """Whether the committed metadata was applied once up to the high watermark (Kafka's
+        loader's initial catch-up: the authorizer serves only super users before, and the broker
+        does not ask to be unfenced)."""
         if not self._loaded and self.driver is not None:
             high_watermark = self.driver.high_watermark()
             self._loaded = high_watermark > 0 and self.driver.applied_offset >= high_watermark

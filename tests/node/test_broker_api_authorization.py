@@ -342,7 +342,7 @@ class CombinedNode:
         await wait_for(lambda: controller.is_active() and controller.registration.registered(), "activation", 30)
         self.broker = await start_broker(self.node)
         assert self.broker is not None, "the broker did not start"
-        await wait_for(lambda: self.broker.unfenced, "the broker to be unfenced", 30)
+        await wait_for(lambda: self.broker.serving.is_set(), "the broker to be unfenced and serving", 30)
 
     async def stop(self):
         if self.broker is not None:
