@@ -22,9 +22,10 @@ broker gets its log opened (``log.dirs/<topic>-<partition>``, kafkawire.broker.p
 its leader epoch updated; a partition no longer assigned here (reassigned away, or its topic
 deleted) is closed, renamed and removed later (kafkawire.broker.log_deletion), as Kafka's
 ReplicaManager.applyDelta deletes it. Before the first logs open, the partition directories the
-image does not assign here are set aside ``-stray`` (kafkawire.broker.stray_logs). A partition whose replicas include
-this broker and whose leader is another one is followed (kafkawire.broker.replica_roles: its log
-kept or opened, its leader's replica fetcher copying it); a follower made leader keeps its log. The
+image does not assign here are set aside ``-stray`` (kafkawire.broker.stray_logs). A partition
+whose replicas include this broker and whose leader is another one is followed
+(kafkawire.broker.replica_roles: its log kept or opened, its leader's replica fetcher copying
+it); a follower made leader keeps its log. The
 broker asks to be unfenced only once the metadata it registered against is applied and these
 logs are open, as Kafka's broker waits for its log manager.
 

@@ -4,7 +4,8 @@ whose replicas include this broker and whose leader is another broker is followe
 no leader epoch assigned), a leader made follower keeps its log (makeFollower), a follower made
 leader keeps its log and gets the new epoch at its log end (makeLeader), a replica moved away is
 closed and deleted (applyDelta's deletes), as is a deleted topic's follower log, and a leader of -1
-leaves the partition followed but fetched by no fetcher. DescribeLogDirs lists followed replicas as Kafka lists every replica.
+leaves the partition followed but fetched by no fetcher. DescribeLogDirs lists followed replicas
+as Kafka lists every replica.
 """
 from __future__ import annotations
 
