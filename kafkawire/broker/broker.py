@@ -19,10 +19,13 @@ imported (kafkawire.tools.server_start joins them).
 
 Partitions: after each metadata change, every partition of the image whose leader is this
 broker gets its log opened (``log.dirs/<topic>-<partition>``, kafkawire.broker.partition) and
-its leader epoch updated; a partition no longer led here is closed, one of a deleted topic also
-renamed and removed later (kafkawire.broker.log_deletion). A partition whose replicas include
-this broker and whose leader is another one is followed (kafkawire.broker.replica_roles: its log
-kept or opened, its leader's replica fetcher copying it); a follower made leader keeps its log. The
+its leader epoch updated; a partition no longer assigned here (reassigned away, or its topic
+deleted) is closed, renamed and removed later (kafkawire.broker.log_deletion), as Kafka's
+ReplicaManager.applyDelta deletes it. Before the first logs open, the partition directories the
+image does not assign here are set aside ``-stray`` (kafkawire.broker.stray_logs). A partition
+whose replicas include this broker and whose leader is another one is followed
+(kafkawire.broker.replica_roles: its log kept or opened, its leader's replica fetcher copying
+it); a follower made leader keeps its log. The
 broker asks to be unfenced only once the metadata it registered against is applied and these
 logs are open (and, given ``metadata_loaded``, once its image was loaded up to the high watermark),
 as Kafka's broker waits for its log manager; its listeners process requests only once it is
@@ -63,6 +66,7 @@ from .log_dir_apis import LogDirApis
 from .log_config import TopicConfigs
 from .log_deletion import LogDeleter
 from .state_writes import StateWrites
+from .stray_logs import mark_stray_logs
 from .log_manager import LogManager
 from .metadata_apis import MetadataApis
 from .partition import LeaderPartition
@@ -126,6 +130,7 @@ class Broker:
         self.appends = 0                        # batches appended so far (fetches wait for it to move)
         self._appended = asyncio.Event()
         self._logs_ready = False
+        self._strays_marked = False             # the start's stray scan (kafkawire.broker.stray_logs) done
         self.servers: list[KafkaServer] = []
         self.serving = asyncio.Event()            # the listeners process requests (set once unfenced)
         self.lifecycle: BrokerLifecycle | None = None
@@ -323,15 +328,17 @@ class Broker:
         image = self.image()
         if image is None or self.lifecycle.state == STARTING:
             return
+        if not self._strays_marked:         # before the first log opens, as Kafka's LogManager.startup
+            mark_stray_logs(self.log_dir, image, self.node_id)
+            self._strays_marked = True
         led, followed = set(), {}
-        opened = False
         for topic in image.topics_by_name.values():
             for index, registration in topic.partitions.items():
                 key = (topic.name, index)
                 if registration.leader == self.node_id:
                     led.add(key)
                     self._take_from_followers(key, topic.id)
-                    opened |= self._lead(image, topic, index, registration.leader_epoch)
+                    self._lead(image, topic, index, registration.leader_epoch)
                 elif self.node_id in registration.replicas:
                     followed[key] = (topic, index, registration)
         for key in [k for k in self.partitions if k not in led]:
@@ -339,22 +346,12 @@ class Broker:
             if key in followed and followed[key][0].id == partition.topic_id:     # makeFollower keeps the log
                 registration = followed[key][2]
                 self.replica_roles.make_follower(partition, registration.leader, registration.leader_epoch)
-            elif self.deleted(image, partition):
+            else:          # no longer a replica here, or its topic deleted: applyDelta's deletes
                 self.log_deleter.delete(partition)
-            else:
-                self.close_partition(partition)
-        opened |= self.replica_roles.apply(image, followed)
+        self.replica_roles.apply(image, followed)
         self.replication.on_metadata(image)
-        if opened:         # a new log may have set aside a deleted topic's directory
-            self.log_deleter.schedule_leftovers()
         self.group_apis.on_metadata()
         self.txn_apis.on_metadata()
-
-    @staticmethod
-    def deleted(image, partition: LeaderPartition) -> bool:
-        """Whether the partition's topic is gone from the metadata (deleted, maybe created again)."""
-        topic = image.topics_by_id.get(partition.topic_id)
-        return topic is None or partition.partition not in topic.partitions
 
     def _take_from_followers(self, key, topic_id) -> None:
         """A partition followed here until now is led from now on with its open log (makeLeader)."""

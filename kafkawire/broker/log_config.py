@@ -40,6 +40,7 @@ class LogSettings:
     retention_ms: int = 7 * 24 * MS_PER_HOUR
     retention_bytes: int = -1
     segment_ms: int = 7 * 24 * MS_PER_HOUR
+    segment_jitter_ms: int = 0
     segment_bytes: int = 1 << 30
     segment_index_bytes: int = 10 * 1024 * 1024
     file_delete_delay_ms: int = 60_000
@@ -49,6 +50,18 @@ class LogSettings:
     min_compaction_lag_ms: int = 0
     max_compaction_lag_ms: int = LONG_MAX
     min_cleanable_dirty_ratio: float = 0.5
+
+    @property
+    def roll_ms(self) -> int:
+        """LogConfig.maxSegmentMs: a compacted topic's segments roll by max.compaction.lag.ms too."""
+        if self.compact and self.max_compaction_lag_ms > 0:
+            return min(self.max_compaction_lag_ms, self.segment_ms)
+        return self.segment_ms
+
+    @property
+    def roll_jitter_bound_ms(self) -> int:
+        """The bound of a segment's random roll jitter (LogConfig.randomSegmentJitter): 0 is none."""
+        return min(self.segment_jitter_ms, self.segment_ms)
 
     @property
     def delete(self) -> bool:
@@ -79,7 +92,8 @@ def retention_time_ms(ms: int | None, minutes: int | None, hours: int) -> int:
 
 
 def roll_time_ms(ms: int | None, hours: int) -> int:
-    """KafkaConfig.logRollTimeMillis: log.roll.ms, else log.roll.hours."""
+    """KafkaConfig.logRollTimeMillis (log.roll.ms, else log.roll.hours) and logRollTimeJitterMillis
+    (log.roll.jitter.ms, else log.roll.jitter.hours)."""
     return ms if ms is not None else hours * MS_PER_HOUR
 
 
@@ -128,6 +142,7 @@ def log_settings(image, topic: str, config) -> LogSettings:
         retention_ms=-1 if retention_ms < 0 else retention_ms,     # KafkaConfig: a negative time is unlimited
         retention_bytes=levels.value("retention.bytes", c.log_retention_bytes),
         segment_ms=levels.value("segment.ms", roll_time_ms(c.log_roll_ms, c.log_roll_hours)),
+        segment_jitter_ms=levels.value("segment.jitter.ms", roll_time_ms(c.log_roll_jitter_ms, c.log_roll_jitter_hours)),
         segment_bytes=levels.value("segment.bytes", c.log_segment_bytes),
         segment_index_bytes=levels.value("segment.index.bytes", c.log_index_size_max_bytes),
         file_delete_delay_ms=levels.value("file.delete.delay.ms", c.log_segment_delete_delay_ms),

@@ -19,20 +19,21 @@ import asyncio
 import logging
 import os
 import shutil
-import uuid
 from typing import Callable
+
+from .stray_logs import retired_dir_name
 
 __all__ = ["LogDeleter", "DELETE_SUFFIX", "delete_dir_name", "remove_deleted"]
 
 log = logging.getLogger(__name__)
 DELETE_SUFFIX = "-delete"
-_MAX_NAME = 255          # UnifiedLog.logDeleteDirName keeps the name within a file name's length
 
 
 def delete_dir_name(name: str) -> str:
-    """``<topic>-<partition>.<uuid>-delete``, the topic part cut so that the name fits 255 characters."""
-    suffix = f".{uuid.uuid4().hex}{DELETE_SUFFIX}"
-    return name[:_MAX_NAME - len(suffix)] + suffix
+    """``<topic>-<partition>.<uuid>-delete`` for the directory ``<topic>-<partition>``, the topic cut so
+    that the name fits 255 characters (UnifiedLog.logDeleteDirName)."""
+    topic, _, partition = name.rpartition("-")
+    return retired_dir_name(topic, int(partition), DELETE_SUFFIX)
 
 
 class LogDeleter:

@@ -145,8 +145,8 @@ class LogManager:
         """The keywords of kafkawire.storage.log.Log for this partition: its settings, the clock and
         the checkpointed log start offset (once, and only for the directory it was written for)."""
         s = self.settings(image, topic)
-        options = dict(segment_bytes=s.segment_bytes, segment_ms=s.segment_ms, max_index_size=s.segment_index_bytes,
-                       clock=self.clock)
+        options = dict(segment_bytes=s.segment_bytes, segment_ms=s.roll_ms, max_index_size=s.segment_index_bytes,
+                       segment_jitter_ms=s.roll_jitter_bound_ms, clock=self.clock)
         start = self._start_checkpoint.pop((topic, index), None)
         directory = os.path.join(self.broker.log_dir, partition_dir_name(topic, index))
         if start is not None and self._written_for(directory, topic_id):
@@ -183,10 +183,12 @@ class LogManager:
         self.recovery_points[key] = min(checkpointed, log_.log_end_offset)
 
     def configure(self, partition, image) -> None:
-        """A topic's or the broker's configs may have changed: the open log takes the new roll settings."""
+        """A topic's or the broker's configs may have changed: the open log takes the new roll settings
+        (a new jitter bound applies to the segments made from now on, as Kafka draws a segment's at its open)."""
         s = self.settings(image, partition.topic)
         log_ = partition.log
-        log_.segment_bytes, log_.segment_ms, log_.max_index_size = s.segment_bytes, s.segment_ms, s.segment_index_bytes
+        log_.segment_bytes, log_.segment_ms, log_.max_index_size = s.segment_bytes, s.roll_ms, s.segment_index_bytes
+        log_.segment_jitter_ms = s.roll_jitter_bound_ms
 
     # -- retention (kafka-log-retention) --
 

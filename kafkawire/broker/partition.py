@@ -20,9 +20,9 @@ Opening recovers the log as kafkawire.storage.Log does (a torn or corrupt tail i
 its leader epochs (kafkawire.storage.leader_epoch_cache, ``leader-epoch-checkpoint``); each new
 leader epoch is recorded there starting at the log end, as Kafka's Partition.makeLeader records
 it, before anything is appended in it. A
-directory whose partition.metadata names another topic id is a deleted topic's left-over:
-it is renamed to ``<topic>-<partition>.<uuid>-delete`` (Kafka's name for a log waiting to be
-deleted) and a fresh log starts.
+directory whose partition.metadata names another topic id is never opened as this topic's: it is
+renamed ``<topic>-<partition>.<uuid>-stray`` and kept, and a fresh log starts (the start's stray
+scan, kafkawire.broker.stray_logs, sets such directories aside first, as Kafka's LogManager does).
 
 Idempotent producers: each partition keeps its producers' state (kafkawire.broker.producer_state),
 rebuilt on open from the latest producer snapshot and the batches after it
@@ -57,6 +57,7 @@ from kafkawire.storage.state_files import (StateFileError, atomic_write, read_pa
 from .producer_snapshots import load_producer_state, snapshot_file, take_snapshot
 from .producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, VERIFICATION_OFF, BatchInfo, ProducerState
 from .state_writes import StateWrites
+from .stray_logs import STRAY_SUFFIX, retired_dir_name
 from .txn_log import collect_aborted, end_txn_marker_batch, fetch_upper_bound, segment_holding, write_aborted
 from .validation import ValidatedAppend
 
@@ -301,6 +302,9 @@ class LeaderPartition:
 
 
 def _set_aside_if_another_topic(directory: str, topic_id: uuid.UUID) -> None:
+    """A directory of another topic id (or an unreadable partition.metadata) is never opened as this
+    topic's: it is renamed ``-stray`` and kept. The start's stray scan (kafkawire.broker.stray_logs)
+    leaves none; Kafka refuses such a log (InconsistentTopicIdException)."""
     path = os.path.join(directory, PARTITION_METADATA)
     if not os.path.exists(path):
         return
@@ -311,7 +315,8 @@ def _set_aside_if_another_topic(directory: str, topic_id: uuid.UUID) -> None:
         found = None
     if found == topic_id:
         return
-    aside = f"{directory}.{uuid.uuid4().hex}-delete"
-    log.warning("%s holds topic id %s, not %s (a deleted topic's log): renamed to %s", directory, found,
+    topic, _, index = os.path.basename(directory).rpartition("-")
+    aside = os.path.join(os.path.dirname(directory), retired_dir_name(topic, int(index), STRAY_SUFFIX))
+    log.warning("%s holds topic id %s, not %s: renamed to %s and kept (a stray log)", directory, found,
                 topic_id, aside)
     os.rename(directory, aside)

@@ -15,7 +15,8 @@ its leader fetches it (kafkawire.broker.replica_fetcher; none while the leader i
 partitions are not in ``Broker.partitions``: produce, consumer fetches and ListOffsets find no led
 partition and answer NOT_LEADER_OR_FOLLOWER, as Kafka's leader-only paths do. A followed partition
 whose leader becomes this broker is handed back to ``Broker.partitions`` with its open log; one no
-longer assigned here is closed, and removed when its topic is gone.
+longer assigned here (moved away, or its topic gone) is closed and deleted, as Kafka's
+ReplicaManager.applyDelta deletes it.
 
 The fetchers connect to each leader's endpoint of the inter-broker listener as the leader's broker
 registration in the metadata image gives it: ``inter.broker.listener.name``, else the listener
@@ -81,7 +82,7 @@ class ReplicaRoles:
         followed here; whether a log was opened. Called at the end of every Broker.on_metadata (after
         any take()), it hands the fetchers their partitions."""
         for key in [k for k in self.followers if k not in followed]:
-            self._remove(image, self.followers.pop(key))
+            self._remove(self.followers.pop(key))
         opened = False
         for key, (topic, index, registration) in followed.items():
             follower = self.followers.get(key)
@@ -114,13 +115,11 @@ class ReplicaRoles:
         self.followers[(topic.name, index)] = follower
         return follower
 
-    def _remove(self, image, follower: FollowerReplica) -> None:
-        """Closed (or deleted) now; its fetcher drops it at the end of this apply(), before it can
-        touch the log again (the fetchers run on this loop and check their partitions after each await)."""
-        if self.broker.deleted(image, follower.partition):
-            self.broker.log_deleter.delete(follower.partition)
-        else:
-            self.broker.close_partition(follower.partition)
+    def _remove(self, follower: FollowerReplica) -> None:
+        """Closed and deleted now (no longer a replica here); its fetcher drops it at the end of this
+        apply(), before it can touch the log again (the fetchers run on this loop and check their
+        partitions after each await)."""
+        self.broker.log_deleter.delete(follower.partition)
 
     def _fetched(self) -> dict:
         return {key: (f, f.partition.topic_id) for key, f in self.followers.items()}

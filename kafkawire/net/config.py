@@ -117,6 +117,9 @@ _KEYS = (
     _Key("log.retention.check.interval.ms", lambda k, v: _long(k, v, 1), "300000", "ServerLogConfigs"),
     _Key("log.roll.ms", _long, None, "ServerLogConfigs"),
     _Key("log.roll.hours", lambda k, v: _int(k, v, 1), "168", "ServerLogConfigs"),
+    # LONG null (KafkaConfig requires the result >= 0) / INT 0 atLeast(0): a segment's random roll jitter
+    _Key("log.roll.jitter.ms", _long, None, "ServerLogConfigs"),
+    _Key("log.roll.jitter.hours", lambda k, v: _int(k, v, 0), "0", "ServerLogConfigs"),
     _Key("log.index.size.max.bytes", lambda k, v: _int(k, v, 4), str(10 * 1024 * 1024), "ServerLogConfigs"),
     # ServerLogConfigs: LONG Long.MAX_VALUE atLeast(0); LONG 3600000 atLeast(0): the record checks of a produced batch (LogValidator)
     _Key("log.message.timestamp.before.max.ms", lambda k, v: _long(k, v, 0), str((1 << 63) - 1), "ServerLogConfigs"),
@@ -331,6 +334,8 @@ class ServerConfig:
     log_retention_check_interval_ms: int = 300_000
     log_roll_ms: int | None = None
     log_roll_hours: int = 168
+    log_roll_jitter_ms: int | None = None
+    log_roll_jitter_hours: int = 0
     log_index_size_max_bytes: int = 10 * 1024 * 1024
     log_segment_delete_delay_ms: int = 60_000
     log_cleanup_policy: tuple[str, ...] = ("delete",)
@@ -541,6 +546,8 @@ def _validate_consumer_groups(c: ServerConfig, raw: dict) -> None:
 def _validate(c: ServerConfig, raw: dict) -> None:
     """The KRaft rules of KafkaConfig.validateValues that involve more than one key."""
     _validate_consumer_groups(c, raw)
+    if c.log_roll_jitter_ms is not None and c.log_roll_jitter_ms < 0:
+        raise ConfigError("log.roll.jitter.ms", raw["log.roll.jitter.ms"], "must be greater than or equal to 0")
     if c.replica_fetch_wait_max_ms > c.replica_socket_timeout_ms:
         raise ConfigError("replica.socket.timeout.ms", raw["replica.socket.timeout.ms"],
                           "replica.socket.timeout.ms should always be at least replica.fetch.wait.max.ms to prevent "

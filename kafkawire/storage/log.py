@@ -19,9 +19,12 @@ __cluster_metadata), when its offset or time index is full (``max_index_size``, 
 ``segment.index.bytes``), or when the offsets would not fit
 an int32 relative to its base offset, or (with ``segment_ms``, Kafka's ``segment.ms``;
 ``metadata.log.segment.ms`` for __cluster_metadata) when the new data's largest timestamp is
-more than ``segment_ms`` past the largest timestamp of the active segment's first batch (Kafka's
-LogSegment.shouldRoll with no jitter; without timestamps, ``clock()`` ms since the segment was made or
-opened). An append bigger than ``segment_bytes`` is refused
+more than ``segment_ms`` past the largest timestamp of the active segment's first batch, less
+that segment's jitter (Kafka's LogSegment.shouldRoll; without timestamps, ``clock()`` ms since the
+segment was made or opened). The jitter is drawn once per segment when it is made or opened,
+below ``segment_jitter_ms`` (Kafka's LogConfig.randomSegmentJitter, whose bound is
+min(``segment.jitter.ms``, ``segment.ms``): the caller passes that bound; 0, the default, is no
+jitter), by ``jitter(bound)``. An append bigger than ``segment_bytes`` is refused
 (RecordBatchTooLargeException in Kafka).
 
 Durability: appends reach the page cache; ``flush()`` fsyncs every segment written since
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import random
 import re
 import struct
 import time
@@ -45,7 +49,7 @@ from .swap import CLEANED_SUFFIX, SWAP_SUFFIX, recover_interrupted_swaps, rename
 from .segment import (DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_INDEX_SIZE, DELETED_SUFFIX, LogSegment, ReadResult,
                       RecoveryReport, _max_ts)
 
-__all__ = ["Log", "OffsetOutOfRangeError", "DEFAULT_SEGMENT_BYTES", "fsync_dir"]
+__all__ = ["Log", "OffsetOutOfRangeError", "DEFAULT_SEGMENT_BYTES", "fsync_dir", "random_segment_jitter"]
 
 DEFAULT_SEGMENT_BYTES = 1 << 30
 _SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
@@ -58,6 +62,12 @@ _MAX_TIMESTAMP_POSITION = 35
 
 def _wall_clock_ms() -> float:
     return time.time() * 1000
+
+
+def random_segment_jitter(bound: int) -> int:
+    """LogConfig.randomSegmentJitter's draw: a non-negative 31-bit random int modulo ``bound``
+    (not a uniform draw below ``bound``: a jitter is never above 2^31 - 1 ms, as Kafka's)."""
+    return random.getrandbits(31) % bound
 
 
 class OffsetOutOfRangeError(ValueError):
@@ -94,9 +104,13 @@ class Log:
                  index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
                  log_start_offset: int | None = None, recover_all: bool = False,
                  contiguous_offsets: bool = False, segment_ms: int | None = None,
-                 max_index_size: int = DEFAULT_MAX_INDEX_SIZE, clock=None):
+                 max_index_size: int = DEFAULT_MAX_INDEX_SIZE, clock=None, segment_jitter_ms: int = 0,
+                 jitter=None):
         self.directory = os.fspath(directory)
         self.segment_ms = segment_ms
+        self.segment_jitter_ms = segment_jitter_ms    # the bound of each new segment's roll jitter
+        self.jitter = jitter or random_segment_jitter
+        self._roll_jitter: dict[int, int] = {}
         self.max_index_size = max_index_size     # segment.index.bytes, for the segments made from now on
         self.clock = clock or _wall_clock_ms     # ms: when a segment was opened, for segment.ms without timestamps
         self._opened_ms: dict[int, float] = {}
@@ -125,8 +139,17 @@ class Log:
 
     # -- segments --
 
-    def _open_segment(self, base: int, *, recover: bool) -> LogSegment:
+    def _segment_opened(self, base: int) -> None:
+        """A segment made or opened: its roll clock starts and its roll jitter is drawn (LogSegment.open)."""
         self._opened_ms[base] = self.clock()
+        self._roll_jitter[base] = self.jitter(self.segment_jitter_ms) if self.segment_jitter_ms > 0 else 0
+
+    def _segment_gone(self, base: int) -> None:
+        self._opened_ms.pop(base, None)
+        self._roll_jitter.pop(base, None)
+
+    def _open_segment(self, base: int, *, recover: bool) -> LogSegment:
+        self._segment_opened(base)
         kwargs = dict(index_interval_bytes=self.index_interval_bytes, max_index_size=self.max_index_size)
         stem = os.path.join(self.directory, f"{base:020d}")
         needs_rebuild = recover or not (os.path.exists(stem + ".index")
@@ -144,7 +167,7 @@ class Log:
         return seg
 
     def _new_segment(self, base: int) -> LogSegment:
-        self._opened_ms[base] = self.clock()
+        self._segment_opened(base)
         seg = LogSegment(self.directory, base, index_interval_bytes=self.index_interval_bytes,
                          max_index_size=self.max_index_size, create=True)
         self._dir_dirty = True
@@ -189,16 +212,17 @@ class Log:
         return seg
 
     def _reached_roll_ms(self, active: LogSegment, new_max_ts: int) -> bool:
-        """segment.ms: measured from the active segment's first batch's max timestamp to the
-        new data's; without timestamps, from when this process opened or made the segment (as
-        Kafka's LogSegment 'created' time)."""
+        """segment.ms less the segment's jitter: measured from the active segment's first batch's
+        max timestamp to the new data's; without timestamps, from when this process opened or made
+        the segment (as Kafka's LogSegment 'created' time)."""
         if self.segment_ms is None or active.size == 0:
             return False
+        limit = self.segment_ms - self._roll_jitter.get(active.base_offset, 0)
         first_ts = self._first_timestamp(active)
         if first_ts >= 0:
-            return new_max_ts - first_ts > self.segment_ms
+            return new_max_ts - first_ts > limit
         opened_ms = self._opened_ms.get(active.base_offset, self.clock())
-        return self.clock() - opened_ms > self.segment_ms
+        return self.clock() - opened_ms > limit
 
     def _first_timestamp(self, active: LogSegment) -> int:
         """The max timestamp of the active segment's first batch, read once per segment (Kafka's
@@ -363,7 +387,7 @@ class Log:
         for base in self._bases[:count]:
             seg = self._segments.pop(base)
             self._dirty.discard(base)
-            self._opened_ms.pop(base, None)
+            self._segment_gone(base)
             renamed += seg.rename_to_deleted()
         if count > 0:
             del self._bases[:count]
@@ -383,13 +407,13 @@ class Log:
             seg = self._segments.pop(base)
             self._bases.remove(base)
             self._dirty.discard(base)
-            self._opened_ms.pop(base, None)
+            self._segment_gone(base)
             renamed += seg.rename_to_deleted()           # its .txnindex too
         rename_segment_files(self.directory, new_base, SWAP_SUFFIX, "")
         self._segments[new_base] = LogSegment(self.directory, new_base, index_interval_bytes=self.index_interval_bytes,
                                               max_index_size=self.max_index_size)
         bisect.insort(self._bases, new_base)
-        self._opened_ms[new_base] = self.clock()
+        self._segment_opened(new_base)
         self._dir_dirty = True
         return renamed
 

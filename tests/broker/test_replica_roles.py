@@ -3,8 +3,9 @@ process on a stand-in metadata image, as Kafka's ReplicaManager.applyDelta makes
 whose replicas include this broker and whose leader is another broker is followed (its log opened,
 no leader epoch assigned), a leader made follower keeps its log (makeFollower), a follower made
 leader keeps its log and gets the new epoch at its log end (makeLeader), a replica moved away is
-closed, a deleted topic's follower log is removed, and a leader of -1 leaves the partition followed
-but fetched by no fetcher. DescribeLogDirs lists followed replicas as Kafka lists every replica.
+closed and deleted (applyDelta's deletes), as is a deleted topic's follower log, and a leader of -1
+leaves the partition followed but fetched by no fetcher. DescribeLogDirs lists followed replicas
+as Kafka lists every replica.
 """
 from __future__ import annotations
 
@@ -69,16 +70,16 @@ def test_role_changes_keep_the_log_and_follow_kafkas_make_leader_and_make_follow
         broker.on_metadata()
         assert roles.followers[("t", 0)].partition is led and roles.manager.fetchers == {}
 
-        state["image"] = image_with(2, 4, replicas=(2, 3))    # moved away: closed, the files stay
+        state["image"] = image_with(2, 4, replicas=(2, 3))    # moved away: closed and deleted (applyDelta)
         broker.on_metadata()
         assert roles.followers == {} and ("t", 0) not in broker.partitions
-        assert os.path.exists(os.path.join(tmp_path, "t-0", f"{0:020d}.log"))
+        assert not os.path.exists(os.path.join(tmp_path, "t-0"))
+        assert [n for n in os.listdir(tmp_path) if n.endswith("-delete")] and len(broker.log_manager.pending) == 1
 
-        state["image"] = image_with(3, 5)                 # followed again: the log opened, no epoch assigned
+        state["image"] = image_with(3, 5)                 # followed again: a new log, no epoch assigned
         broker.on_metadata()
         reopened = roles.followers[("t", 0)]
-        assert reopened.log.log_end_offset == 3
-        assert reopened.epochs.latest() == 0         # epoch 2 started at the log end: dropped at load, as Kafka
+        assert reopened.log.log_end_offset == 0 and reopened.epochs.entries == []
 
         state["image"] = image_with(3, 5, topic=False)    # the topic deleted: the follower's log goes
         broker.on_metadata()

@@ -43,6 +43,7 @@ def _all_records(path):
     ("orders-0", ("orders", 0)), ("my-topic-12", ("my-topic", 12)), ("a.b_c-3", ("a.b_c", 3)),
     ("__cluster_metadata-0", ("__cluster_metadata", 0)), ("orders", None), ("orders-x", None),
     ("orders-0.0123456789abcdef0123456789abcdef-delete", None), ("orders-99999999999", None),
+    ("orders-0.0123456789abcdef0123456789abcdef-stray", None), ("orders-0.0123456789abcdef0123456789abcdef-future", None),
 ])
 def test_partition_directory_names(name, expected):
     assert parse_partition_dir_name(name) == expected

@@ -237,6 +237,7 @@ def test_a_partition_directory_alone_is_read_with_its_parent_s_checkpoint(tmp_pa
     assert reader.partitions() == [("orders", 0)]
     assert [r.offset for r in reader.partition("orders", 0).records()] == list(range(5))
     (log_dir / "orders-0.0123abc-delete").mkdir()
+    shutil.copytree(log_dir / "orders-0", log_dir / "orders-0.0123456789abcdef0123456789abcdef-stray")
     assert read_log_directory(log_dir).partitions() == [("__cluster_metadata", 0), ("orders", 0)]
 
 
