@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import sys
@@ -231,6 +232,7 @@ class StormReport:
     leader_before: tuple            # (leader id, epoch)
     leader_after: tuple
     load_average: tuple = ()
+    commit_latency_ms: dict = field(default_factory=dict)    # the leader's raft metrics after the storm
 
     @property
     def answered_fraction(self) -> float:
@@ -253,6 +255,8 @@ class StormReport:
             f"{_median(self.idle_creates_ms):.1f} ms p99 {_percentile(self.idle_creates_ms, 0.99):.1f} ms; "
             f"storm p50 {_median(self.storm_creates_ms):.1f} ms "
             f"p99 {_percentile(self.storm_creates_ms, 0.99):.1f} ms; answers {dict(self.create_answers)}",
+            f"  the leader's commit latency (its raft metrics' window, after the storm): "
+            f"{', '.join(f'{k} {v} ms' for k, v in self.commit_latency_ms.items()) or 'not read'}",
             f"  load average {' -> '.join(f'{x:.2f}' for x in self.load_average)}"])
 
 
@@ -279,10 +283,20 @@ async def _window(pid: int, seconds: float, work) -> tuple[list, float, float]:
     return result, 100 * (cpu_seconds(pid) - cpu) / wall, 100 * (time.process_time() - own) / wall
 
 
+def commit_latency(metrics_file: str | None) -> dict:
+    """commit-latency-p50/p99/max from a node's kafkawire-raft-metrics.json (written every second)."""
+    if metrics_file is None:
+        return {}
+    with open(metrics_file) as f:
+        metrics = json.load(f)["metrics"]
+    return {k.removeprefix("commit-latency-"): metrics.get(k) for k in
+            ("commit-latency-p50", "commit-latency-p99", "commit-latency-max")}
+
+
 async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, partitions: int, seconds: float,
-                         idle: bool = True) -> StormReport:
-    """The run against the active controller at ``address`` (its process ``pid``); ``idle``
-    False leaves the idle window out."""
+                         idle: bool = True, metrics_file: str | None = None) -> StormReport:
+    """The run against the active controller at ``address`` (its process ``pid``, its raft
+    metrics in ``metrics_file`` if given); ``idle`` False leaves the idle window out."""
     load = os.getloadavg()[0]
     view = await describe_quorum(address)
     fakes = FakeBrokers(address, cluster_id, brokers)
@@ -301,10 +315,12 @@ async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, parti
     finally:
         await fakes.close()
     after = await describe_quorum(address)
+    if metrics_file is not None:
+        await asyncio.sleep(1.5)              # the node writes its metrics file once a second
     return StormReport(brokers, partitions, build_s, seconds, beats, idle_creates, stormy,
                        idle_answers + storm_answers, idle_cpu, storm_cpu, own_cpu, rss_mb(pid),
                        (view.leader_id, view.leader_epoch), (after.leader_id, after.leader_epoch),
-                       (load, os.getloadavg()[0]))
+                       (load, os.getloadavg()[0]), commit_latency(metrics_file))
 
 
 def run(base_dir: str, brokers: int, partitions: int, seconds: float) -> StormReport:
@@ -312,8 +328,9 @@ def run(base_dir: str, brokers: int, partitions: int, seconds: float) -> StormRe
     quorum = LocalQuorum(base_dir, voters=3, properties=STORM_PROPERTIES)
     with quorum.started():
         leader = quorum.wait_for_leader(30).leader_id
+        metrics = os.path.join(quorum.data_dir(leader), "kafkawire-raft-metrics.json")
         return asyncio.run(storm_at_scale(quorum.address(leader), quorum.cluster_id, quorum.processes[leader].pid,
-                                          brokers, partitions, seconds))
+                                          brokers, partitions, seconds, metrics_file=metrics))
 
 
 def main(argv=None) -> int:
