@@ -323,9 +323,10 @@ async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, parti
                        (load, os.getloadavg()[0]), commit_latency(metrics_file))
 
 
-def run(base_dir: str, brokers: int, partitions: int, seconds: float) -> StormReport:
-    """A fresh quorum of ``kafkawire server-start`` processes, and the run against its leader."""
-    quorum = LocalQuorum(base_dir, voters=3, properties=STORM_PROPERTIES)
+def run(base_dir: str, brokers: int, partitions: int, seconds: float, properties: dict | None = None) -> StormReport:
+    """A fresh quorum of ``kafkawire server-start`` processes (STORM_PROPERTIES and
+    ``properties`` in their configs), and the run against its leader."""
+    quorum = LocalQuorum(base_dir, voters=3, properties={**STORM_PROPERTIES, **(properties or {})})
     with quorum.started():
         leader = quorum.wait_for_leader(30).leader_id
         metrics = os.path.join(quorum.data_dir(leader), "kafkawire-raft-metrics.json")
@@ -339,9 +340,12 @@ def main(argv=None) -> int:
     parser.add_argument("--partitions", type=int, default=100_000)
     parser.add_argument("--seconds", type=float, default=20, help="length of the idle and the storm windows")
     parser.add_argument("--dir", help="where the nodes live (default: a fresh temporary directory)")
+    parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting for every node (repeatable)")
     args = parser.parse_args(argv)
+    properties = dict(p.split("=", 1) for p in args.property)
     with tempfile.TemporaryDirectory(prefix="kafkawire-paced-storm-") as tmp:
-        report = run(args.dir or tmp, args.brokers, args.partitions, args.seconds)
+        report = run(args.dir or tmp, args.brokers, args.partitions, args.seconds, properties)
     print(report.lines())
     found = problems(report)
     print("\n".join(f"PROBLEM: {p}" for p in found) or "no problems")
