@@ -2,7 +2,7 @@
 heartbeating every 500 ms at 1M partitions, every heartbeat answered within 20 ms at p99, the
 active controller under 25% of a core, CreateTopics p50 unchanged from the idle figure).
 
-    .venv/bin/python benchmarks/heartbeat_storm.py [--sizes 100x100000,500x1000000] [--seconds 20]
+    .venv/bin/python benchmarks/heartbeat_storm.py [--sizes 100x100000,500x1000000] [--seconds 20] [--property K=V]
 
 Each size (BROKERSxPARTITIONS) gets a fresh quorum of `kafkawire server-start` processes (fsync
 on, loopback); the workload and how each figure is obtained are tests/nemesis/paced_storm.py's
@@ -37,11 +37,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="100x100000", help="BROKERSxPARTITIONS, comma-separated")
     parser.add_argument("--seconds", type=float, default=20.0, help="length of the idle and the storm windows")
+    parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting for every node (repeatable), e.g. controller.quorum.fetch.timeout.ms=20000")
     args = parser.parse_args()
+    properties = dict(p.split("=", 1) for p in args.property)
     for size in args.sizes.split(","):
         brokers, partitions = (int(n) for n in size.lower().split("x"))
         with tempfile.TemporaryDirectory(prefix="kafkawire-heartbeat-storm-") as base:
-            report = run(base, brokers, partitions, args.seconds)
+            report = run(base, brokers, partitions, args.seconds, properties)
         print(report.lines())
         ratio = statistics.median(report.storm_creates_ms) / statistics.median(report.idle_creates_ms)
         print(f"  CreateTopics p50 storm/idle: {ratio:.2f}")
