@@ -217,8 +217,7 @@ class RaftCore(VoteHandling, FollowerFetching, LocalAppends, SnapshotHandling, P
         return self.control.last_kraft_version()
 
     def is_leader(self) -> bool:
-        """``status().is_leader``, without building the status: the controller asks it several
-        times per request (a heartbeat asked it three times, each a whole RaftStatus)."""
+        """``status().is_leader`` without building a RaftStatus: asked several times per request."""
         return isinstance(self.quorum.state, Leader)
 
     def status(self) -> RaftStatus:
