@@ -216,6 +216,10 @@ class RaftCore(VoteHandling, FollowerFetching, LocalAppends, SnapshotHandling, P
     def kraft_version(self) -> int:
         return self.control.last_kraft_version()
 
+    def is_leader(self) -> bool:
+        """``status().is_leader`` without building a RaftStatus: asked several times per request."""
+        return isinstance(self.quorum.state, Leader)
+
     def status(self) -> RaftStatus:
         """A frozen copy of what the driver and its metrics show (they never read the core)."""
         state = self.quorum.state

@@ -5,8 +5,8 @@ waited past the deadline Kafka's ControllerApis gives it (half the heartbeat int
 REQUEST_TIMED_OUT: backpressure. The storm alone must not cost the quorum its leader: the
 raft epoch is the same before and after it.
 
-Cheap on purpose (twenty brokers, a few seconds, the nemesis's few partitions); the storm at
-100k partitions is a benchmark's job (benchmarks/controller_scale.py)."""
+Cheap on purpose (twenty brokers, a few seconds, the nemesis's few partitions); brokers at
+Kafka's pace at 100k partitions and more are tests/nemesis/paced_storm.py's."""
 from __future__ import annotations
 
 import asyncio

@@ -50,6 +50,7 @@ from kafkawire.raft.types import Endpoints
 from kafkawire.raft.voters import VoterSet
 
 from .disk_store import DiskLogStore
+from .gc_pauses import log_long_pauses
 from .driver import RaftDriver
 from .metrics import RaftMetrics
 from .prometheus import MetricsEndpoint, MetricsUnavailable, exposition, node_families
@@ -194,6 +195,7 @@ class ControllerNode:
 
     async def start(self) -> None:
         c = self.config
+        log_long_pauses()
         self.meta = meta = self._read_meta()
         self.cluster_id = cluster_id = meta.cluster_id
         assert cluster_id is not None, "read_node_meta refuses a meta.properties without cluster.id"

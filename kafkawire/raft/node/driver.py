@@ -597,7 +597,7 @@ class RaftDriver:
         return self.running.leader_and_epoch()
 
     def is_leader(self) -> bool:
-        return self.running.status().is_leader
+        return self.running.is_leader()
 
     def leader_caught_up(self) -> bool:
         """This node leads and has applied every record committed before its epoch started:
