@@ -18,6 +18,7 @@ import dataclasses
 import datetime
 import importlib
 import io
+import random
 import struct
 import uuid
 from pkgutil import resolve_name
@@ -512,26 +513,37 @@ def peers():
 # ----------------------------------------------------------------------------------------------
 # Long values
 # ----------------------------------------------------------------------------------------------
-def inflate(obj, version, draw, depth=0):
+# 1- to 4-byte UTF-8 characters: a long string's byte length differs from its length
+_LONG_TEXT_CHARS = "abcxyzABC019_-. \u00fc\u20ac\u4e2d\U0001d11e"
+
+
+def inflate(obj, version, draw, depth=0, rnd=None):
     """Lengthen some strings, bytes and arrays of obj (in place) past 127, where compact lengths
-    and tagged-field sizes become multi-byte varints (tests/codec/strategies.py keeps them short)."""
+    and tagged-field sizes become multi-byte varints (tests/codec/strategies.py keeps them short).
+    Which ones is drawn field by field; the long values themselves come from a seeded
+    random.Random drawn once: drawing hundreds of characters or elements one by one through
+    Hypothesis was half of tests/codec/test_peers.py's time, and their content does not matter
+    to a length prefix."""
     from tests.codec.strategies import _scalar
+    if rnd is None:
+        rnd = random.Random(draw(st.integers(0, 2 ** 32 - 1), label="long values' seed"))
     for f in present(type(obj), version):
         value = getattr(obj, f.py_name)
         if value is None:
             continue
         if f.kind == "struct":
-            inflate(value, version, draw, depth + 1)
+            inflate(value, version, draw, depth + 1, rnd)
         elif f.kind == "array" and f.element == "struct":
             for item in value:
-                inflate(item, version, draw, depth + 1)
+                inflate(item, version, draw, depth + 1, rnd)
             if value and depth == 0 and draw(st.booleans(), label=f"long {f.py_name}"):
-                value.extend([value[0]] * draw(st.integers(128 - len(value), 140 - len(value))))
+                value.extend([value[0]] * rnd.randint(128 - len(value), 140 - len(value)))
         elif not draw(st.booleans(), label=f"long {f.py_name}"):
             continue
         elif f.kind == "string":
-            setattr(obj, f.py_name, draw(st.text(min_size=64, max_size=160).filter(lambda s: len(s.encode()) >= 128)))
+            setattr(obj, f.py_name, "".join(rnd.choice(_LONG_TEXT_CHARS) for _ in range(rnd.randint(128, 160))))
         elif f.kind in ("bytes", "records"):
-            setattr(obj, f.py_name, draw(st.binary(min_size=128, max_size=300)))
+            setattr(obj, f.py_name, rnd.randbytes(rnd.randint(128, 300)))
         elif f.kind == "array":
-            value.extend(draw(st.lists(_scalar(f.element), min_size=128 - len(value), max_size=140 - len(value))))
+            pool = draw(st.lists(_scalar(f.element), min_size=1, max_size=4), label=f"long {f.py_name}'s values")
+            value.extend(rnd.choice(pool) for _ in range(rnd.randint(128 - len(value), 140 - len(value))))

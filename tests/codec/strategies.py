@@ -6,6 +6,8 @@ it, and flexible versions carry random unknown tagged fields above every known t
 """
 from __future__ import annotations
 
+import functools
+
 from hypothesis import strategies as st
 
 INT_RANGES = {"int8": (-2**7, 2**7 - 1), "int16": (-2**15, 2**15 - 1), "uint16": (0, 2**16 - 1),
@@ -17,6 +19,10 @@ def _in(rng, version):
     return rng is not None and rng[0] <= version <= rng[1]
 
 
+# The strategies are built once per (field, version, depth) and kept: building them again for
+# every draw (and Hypothesis validating each new one) was a fifth of the codec suites' time, and
+# a strategy is a description of values, so sharing one draws exactly what a new copy would.
+@functools.lru_cache(maxsize=None)
 def _scalar(kind):
     if kind == "bool":
         return st.booleans()
@@ -34,6 +40,7 @@ def _scalar(kind):
     raise ValueError(kind)
 
 
+@functools.lru_cache(maxsize=None)
 def value_strategy(field, version, depth):
     nullable = _in(field.nullable_versions, version)
     if field.kind == "struct":
@@ -50,6 +57,7 @@ def value_strategy(field, version, depth):
     return st.one_of(st.none(), base) if nullable else base
 
 
+@functools.lru_cache(maxsize=None)
 def unknown_tags(cls):
     known = [f.tag for f in cls._FIELDS if f.tag is not None]
     first = (max(known) + 1) if known else 0
@@ -57,8 +65,18 @@ def unknown_tags(cls):
                     unique_by=lambda item: item[0]).map(lambda items: sorted(items))
 
 
+def instances(cls, version, depth=0):
+    """Instances of ``cls`` valid for ``version`` (the same strategy object for the same arguments)."""
+    return _instances(cls, version, depth)
+
+
+@functools.lru_cache(maxsize=None)
+def _instances(cls, version, depth):
+    return _draw_instance(cls, version, depth)
+
+
 @st.composite
-def instances(draw, cls, version, depth=0):
+def _draw_instance(draw, cls, version, depth):
     obj = cls()
     for f in cls._FIELDS:
         if _in(f.versions, version):
