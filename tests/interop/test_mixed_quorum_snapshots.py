@@ -51,6 +51,26 @@ def checkpoints(directory: str) -> dict[str, int]:
     return out
 
 
+def copy_a_fetched_snapshot(directory: str, behind: int, stashed: str, into: str) -> tuple[str, str]:
+    """(name, path of a copy) of the newest snapshot past ``behind`` that node 2 holds and the
+    stash has a copy of (the leader's, to compare with): node 2 may
+    fetch a newer one and delete the older ones at any time (the leader keeps snapshotting), so
+    the file is copied at once, and listed again when it went between the listing and the copy."""
+    for _ in range(5):
+        present = {n: o for n, o in checkpoints(directory).items()
+                   if o > behind and os.path.exists(os.path.join(stashed, n))}
+        if not present:
+            break
+        name = max(present, key=present.get)
+        try:
+            os.makedirs(os.path.join(into, "fetched"), exist_ok=True)     # the name kept: tools parse it
+            return name, shutil.copy(os.path.join(directory, name), os.path.join(into, "fetched", name))
+        except FileNotFoundError:
+            continue
+    raise AssertionError(f"node 2 holds no snapshot past {behind} that the stash has: "
+                         f"{sorted(checkpoints(directory))}, stashed {sorted(os.listdir(stashed))}")
+
+
 def log_start(directory: str) -> int:
     return min(int(n[:20]) for n in os.listdir(directory) if n.endswith(".log"))
 
@@ -133,16 +153,17 @@ def test_a_follower_of_the_other_kind_catches_up_by_fetch_snapshot(mixed, kafka_
         view = q.wait_for_catch_up(60)
     finally:
         stash.stop()
-    name = min(installed, key=installed.get)
-    with open(os.path.join(follower_dir, name), "rb") as f:
+    assert installed
+    name, fetched_copy = copy_a_fetched_snapshot(follower_dir, behind, stash.target, q.base_dir)
+    with open(fetched_copy, "rb") as f:
         fetched = f.read()
     with open(os.path.join(stash.target, name), "rb") as f:
         assert fetched == f.read(), f"node 2's {name} differs from the leader's"
     kafka_on_leader, ours_on_leader = dumps(kafka_tool, os.path.join(stash.target, name))
-    kafka_on_follower, ours_on_follower = dumps(kafka_tool, os.path.join(follower_dir, name))
+    kafka_on_follower, ours_on_follower = dumps(kafka_tool, fetched_copy)
     assert kafka_on_leader == kafka_on_follower and ours_on_leader == ours_on_follower
     assert "KRaftVoters" in kafka_on_leader and "FEATURE_LEVEL_RECORD" in kafka_on_leader, kafka_on_leader[:2000]
-    assert log_start(follower_dir) >= installed[name]
+    assert log_start(follower_dir) >= int(name[:20])
 
     # Restarted, node 2 loads the other implementation's snapshot and follows again.
     q.kill(2)
