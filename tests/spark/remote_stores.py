@@ -13,6 +13,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -54,12 +55,15 @@ class LocalStore:
     options: dict = {}
 
     def _start(self, argv: list[str], port: int, env: dict | None = None) -> None:
-        self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        self.output = tempfile.TemporaryFile()     # what the server says, for the error if it exits
+        self.process = subprocess.Popen(argv, stdout=self.output, stderr=subprocess.STDOUT,
                                         env=env, cwd=TOOLS if TOOLS.is_dir() else None)
         deadline = time.monotonic() + 60.0
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"{self.name}'s server exited with status {self.process.returncode}")
+                self.output.seek(0)
+                said = self.output.read().decode(errors="replace")[-1500:]
+                raise RuntimeError(f"{self.name}'s server exited with status {self.process.returncode}:\n{said}")
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 return
@@ -75,6 +79,7 @@ class LocalStore:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait(timeout=10)
+        self.output.close()
 
     def upload(self, local_dir, name: str) -> str:
         """A copy of ``local_dir``'s files under ``<root>/<name>``, one object each and no
