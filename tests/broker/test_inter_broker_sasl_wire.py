@@ -33,7 +33,7 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.raft.node.local_quorum import LocalQuorum, free_ports
 from kafkawire.records.builder import build_batch
 
-from .wire import call
+from .wire import call, serving_brokers
 
 WAIT_S = 60
 NODES = (1, 2, 3)
@@ -70,21 +70,8 @@ def sasl_cluster(base):
     quorum.format(extra_args=["--add-scram", "SCRAM-SHA-256=[name=broker,password=broker-secret]"])
     quorum.start_all()
     clients = {i: ("127.0.0.1", client_ports[n]) for n, i in enumerate(NODES)}
-    try:
-        quorum.wait_until(lambda: _registered(clients[1]) == list(NODES), WAIT_S, "three brokers to register")
+    with serving_brokers(quorum, clients, WAIT_S):
         yield quorum, clients
-    finally:
-        for proc in quorum.processes.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(timeout=10)
-
-
-def _registered(client) -> list[int]:
-    try:
-        return sorted(b.node_id for b in call(client, MetadataRequest(topics=[]), 12, timeout_ms=2000).brokers)
-    except Exception:            # not listening yet, or the connection reset
-        return []
 
 
 def create(client, topic: str, assignments: list[list[int]]) -> None:

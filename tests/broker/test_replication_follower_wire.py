@@ -21,7 +21,7 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.raft.node.local_quorum import LocalQuorum, free_ports
 from kafkawire.records.builder import build_batch
 
-from .wire import call
+from .wire import call, serving_brokers
 
 WAIT_S = 60
 NODES = (1, 2, 3)
@@ -45,21 +45,8 @@ def three_combined_nodes(base):
     quorum.format()
     quorum.start_all()
     brokers = {i: ("127.0.0.1", ports[i]) for i in NODES}
-    try:
-        quorum.wait_until(lambda: _registered(brokers[1]) == list(NODES), WAIT_S, "three brokers to register")
+    with serving_brokers(quorum, brokers, WAIT_S):
         yield quorum, brokers
-    finally:
-        for proc in quorum.processes.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(timeout=10)
-
-
-def _registered(broker) -> list[int]:
-    try:
-        return sorted(b.node_id for b in call(broker, MetadataRequest(topics=[]), 12, timeout_ms=2000).brokers)
-    except Exception:            # not listening yet, or the connection reset
-        return []
 
 
 def _partition(broker, topic: str):
