@@ -27,6 +27,7 @@ import os
 import re
 import uuid
 
+from kafkawire.storage.reader import parse_partition_dir_name
 from kafkawire.storage.state_files import StateFileError, read_partition_metadata
 
 __all__ = ["STRAY_SUFFIX", "mark_stray_logs", "retired_dir_name", "stray_reason"]
@@ -36,7 +37,6 @@ STRAY_SUFFIX = "-stray"
 METADATA_TOPIC = "__cluster_metadata"
 PARTITION_METADATA = "partition.metadata"
 _MAX_NAME = 255                 # LocalLog caps a renamed directory's name at a file name's length
-_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 _RETIRED_DIR = re.compile(r"^.+-\d+\.[0-9a-f]{32}-(delete|future|stray)$")
 
 
@@ -82,11 +82,11 @@ def mark_stray_logs(log_dir: str, image, node_id: int) -> list[str]:
             continue
         if _RETIRED_DIR.match(name):
             continue                      # -delete: the log deleter's; -future: none are made here
-        match = _PARTITION_DIR.match(name)
-        if match is None:
+        parsed = parse_partition_dir_name(name)
+        if parsed is None:
             log.warning("%s is not a <topic>-<partition> directory: left as it is", path)
             continue
-        topic, partition = match.group(1), int(match.group(2))
+        topic, partition = parsed
         if topic == METADATA_TOPIC:
             continue
         reason = stray_reason(path, topic, partition, image, node_id)
