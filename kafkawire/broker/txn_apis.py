@@ -33,9 +33,8 @@ import time
 
 from kafkawire.feature_versions import TRANSACTION_VERSION
 from kafkawire.messages.add_offsets_to_txn_response import AddOffsetsToTxnResponse
-from kafkawire.messages.add_partitions_to_txn_response import (AddPartitionsToTxnPartitionResult,
-                                                               AddPartitionsToTxnResponse, AddPartitionsToTxnResult,
-                                                               AddPartitionsToTxnTopicResult)
+from kafkawire.messages.add_partitions_to_txn_request import AddPartitionsToTxnTransaction
+from kafkawire.messages.add_partitions_to_txn_response import AddPartitionsToTxnResponse
 from kafkawire.messages.describe_transactions_response import (DescribeTransactionsResponse, TopicData,
                                                                TransactionState)
 from kafkawire.messages.end_txn_response import EndTxnResponse
@@ -53,7 +52,8 @@ from .txn_marker_sender import MarkerSender
 from .txn_offset_commit import TxnOffsetCommitApi
 from .txn_records import TRANSACTION_STATE_TOPIC, partition_for
 from .txn_state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
-from .txn_verify import VerifyApi
+from .txn_verify import add_or_verify
+from .txn_verify_routing import VerificationRouter
 
 __all__ = ["TxnApis"]
 
@@ -78,8 +78,11 @@ class TxnApis:
         self.markers.coordinator = self.coordinator
         self.loader = TxnLoader(self.coordinator, resume=self.coordinator.resume_markers)
         self.store = TransactionStateTopic(broker, None, self.loader)
-        self.verify_api = VerifyApi(self.coordinator)
-        self.txn_offset_commit_api = TxnOffsetCommitApi(broker, self.verify_api)     # after broker.group_apis
+        # KIP-890's checks, asked of the transaction's coordinator (this node's through the
+        # replicated AddPartitionsToTxn handler, so an added partition's write is in the ISR first)
+        add_partitions = replicated_handlers({ADD_PARTITIONS_TO_TXN: ApiHandler(self.add_partitions_to_txn)}, broker)
+        self.verifier = VerificationRouter(broker, add_partitions[ADD_PARTITIONS_TO_TXN].handle)
+        self.txn_offset_commit_api = TxnOffsetCommitApi(broker, self.verifier)     # after broker.group_apis
         self._scheduled = False
 
     def handlers(self) -> dict[int, ApiHandler]:
@@ -95,9 +98,10 @@ class TxnApis:
 
     async def verify(self, transactional_id: str, producer_id: int, producer_epoch: int, partitions, *,
                      produce_version: int | None = None) -> dict:
-        """The KIP-890 check of a transactional batch (Broker.txn_verifier): see kafkawire.broker.txn_verify."""
-        return await self.verify_api.verify(transactional_id, producer_id, producer_epoch, partitions,
-                                            produce_version=produce_version)
+        """The KIP-890 check of a transactional batch (Broker.txn_verifier), asked of its coordinator: see
+        kafkawire.broker.txn_verify_routing."""
+        return await self.verifier.verify(transactional_id, producer_id, producer_epoch, partitions,
+                                          produce_version=produce_version)
 
     # -- plumbing --
 
@@ -158,6 +162,7 @@ class TxnApis:
         self.markers.close()
         self.store.close()
         self.router.close_soon()
+        self.verifier.close_soon()
 
     def find(self, transactional_id: str) -> tuple[int, int]:
         return self.store.find(transactional_id)
@@ -189,35 +194,14 @@ class TxnApis:
 
     async def add_partitions_to_txn(self, ctx, request):
         v = ctx.api_version
+        image = self.broker.image()
         if v < 4:
-            result = self._add_one(request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
-                                   request.v3_and_below_producer_epoch, request.v3_and_below_topics, False, v)
+            result = add_or_verify(self.coordinator, image, AddPartitionsToTxnTransaction(
+                transactional_id=request.v3_and_below_transactional_id, producer_id=request.v3_and_below_producer_id,
+                producer_epoch=request.v3_and_below_producer_epoch, topics=request.v3_and_below_topics), v)
             return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=result.topic_results)
         return AddPartitionsToTxnResponse(error_code=Errors.NONE, results_by_transaction=[
-            self._add_one(t.transactional_id, t.producer_id, t.producer_epoch, t.topics, t.verify_only, v)
-            for t in request.transactions])
-
-    def _add_one(self, transactional_id, producer_id, epoch, topics, verify_only: bool, version: int):
-        image = self.broker.image()
-        wanted = [(t.name, p) for t in topics for p in t.partitions]
-        unknown = {tp for tp in wanted if not self._exists(image, *tp)}
-        if unknown:
-            codes = {tp: Errors.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else Errors.OPERATION_NOT_ATTEMPTED
-                     for tp in wanted}
-        elif verify_only:
-            codes = self.coordinator.verify_partitions(transactional_id, producer_id, epoch, wanted)
-        else:
-            code = self.coordinator.add_partitions(transactional_id, producer_id, epoch, set(wanted),
-                                                   2 if version > 3 else 0)
-            if version < 2 and code == Errors.PRODUCER_FENCED:
-                code = Errors.INVALID_PRODUCER_EPOCH
-            codes = dict.fromkeys(wanted, code)
-        return _result(transactional_id, codes)
-
-    @staticmethod
-    def _exists(image, topic: str, partition: int) -> bool:
-        found = None if image is None else image.topics_by_name.get(topic)
-        return found is not None and partition in found.partitions
+            add_or_verify(self.coordinator, image, t, v) for t in request.transactions])
 
     async def add_offsets_to_txn(self, ctx, request):
         offsets_partition = (OFFSETS_TOPIC, self.txn_offset_commit_api.partition_of(request.group_id))
@@ -261,13 +245,4 @@ class TxnApis:
         return self.coordinator.list_transactions(
             request.state_filters, request.producer_id_filters, getattr(request, "duration_filter", -1),
             getattr(request, "transactional_id_pattern", None), loading)
-
-
-def _result(transactional_id: str, codes: dict) -> AddPartitionsToTxnResult:
-    by_topic: dict[str, list] = {}
-    for (topic, partition), code in codes.items():
-        by_topic.setdefault(topic, []).append(AddPartitionsToTxnPartitionResult(
-            partition_index=partition, partition_error_code=code))
-    return AddPartitionsToTxnResult(transactional_id=transactional_id, topic_results=[
-        AddPartitionsToTxnTopicResult(name=t, results_by_partition=r) for t, r in by_topic.items()])
 

@@ -3,7 +3,7 @@ answer it (v0-v5, Kafka 4.3.1's versions): topics resolved against the metadata 
 unknown one UNKNOWN_TOPIC_OR_PARTITION; the group checked (INVALID_GROUP_ID, NOT_COORDINATOR,
 COORDINATOR_LOAD_IN_PROGRESS, answered COORDINATOR_NOT_AVAILABLE before v2); the group's
 ``__consumer_offsets`` partition verified as part of the producer's transaction (KIP-890, added
-to it from v5, kafkawire.broker.txn_verify); the member checked (ILLEGAL_GENERATION,
+to it from v5, asked of its coordinator: kafkawire.broker.txn_verify_routing); the member checked (ILLEGAL_GENERATION,
 UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID); then the offsets written in the producer's transaction
 (kafkawire.broker.group_txn_offsets), committed when its COMMIT marker reaches the partition.
 
@@ -26,9 +26,9 @@ __all__ = ["TxnOffsetCommitApi"]
 
 
 class TxnOffsetCommitApi:
-    def __init__(self, broker, verify_api):
+    def __init__(self, broker, verifier):
         self.broker = broker
-        self.verify_api = verify_api
+        self.verifier = verifier            # kafkawire.broker.txn_verify_routing.VerificationRouter
         apis = broker.group_apis
         self.store = apis.store
         self.txn_offsets = TxnOffsets(apis.offsets, persist=self.store.persist, partition_of=self.partition_of)
@@ -81,7 +81,7 @@ class TxnOffsetCommitApi:
         if code != Errors.NONE:
             return code
         offsets_partition = (OFFSETS_TOPIC, self.partition_of(group_id))
-        verified = await self.verify_api.verify(request.transactional_id, request.producer_id,
+        verified = await self.verifier.verify(request.transactional_id, request.producer_id,
                                                 request.producer_epoch, [offsets_partition],
                                                 operation=txn_offset_commit_operation(version))
         code = verified[offsets_partition]

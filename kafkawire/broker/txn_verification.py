@@ -6,7 +6,8 @@ verification).
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED (KafkaApis' check, with no authorizer to ask).
 * Transactional batches of more than one (producer id, epoch): every partition
   INVALID_PRODUCER_ID_MAPPING ("Transactional records contained more than one producer ID").
-* With ``broker.txn_verifier`` set (the transaction coordinator's, an async callable
+* With ``broker.txn_verifier`` set (it asks the transaction's coordinator, wherever it runs,
+  kafkawire.broker.txn_verify_routing; an async callable
   ``(transactional_id, producer_id, producer_epoch, [(topic, partition), ...], *,
   produce_version) -> {(topic, partition): error code}``; the Produce version says whether the
   coordinator adds the partitions, v12+ with transaction version 2, or only checks them): each partition led here whose batch would open a transaction gets a

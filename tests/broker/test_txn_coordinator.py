@@ -2,6 +2,7 @@
 the cases of Kafka's TransactionCoordinatorTest and TransactionMetadataTest, and the records of
 __transaction_state in Kafka's format (kafkawire.broker.txn_records)."""
 import asyncio
+from types import SimpleNamespace
 
 import pytest
 
@@ -12,6 +13,11 @@ from kafkawire.broker.txn_state import (COMPLETE_ABORT, COMPLETE_COMMIT, EMPTY, 
 from kafkawire.protocol.error_codes import Errors
 
 TX = "tx"
+# What the verification reads of the metadata: topic t's partitions, and node 1 leading the
+# one __transaction_state partition (so TX's coordinator is this node)
+IMAGE = SimpleNamespace(topics_by_name={
+    "t": SimpleNamespace(partitions={0: SimpleNamespace(leader=1), 1: SimpleNamespace(leader=2)}),
+    "__transaction_state": SimpleNamespace(partitions={0: SimpleNamespace(leader=1)})})
 
 
 class Markers:
@@ -270,8 +276,19 @@ def test_metadata_refuses_an_illegal_transition():
 
 
 def verified(c, produce_version, partitions=(("t", 0), ("t", 1)), epoch=0):
-    from kafkawire.broker.txn_verify import VerifyApi
-    return asyncio.run(VerifyApi(c).verify(TX, 100, epoch, list(partitions), produce_version=produce_version))
+    """The verifier's answer when this node coordinates TX: through the AddPartitionsToTxn of
+    the broker versions, answered by ``c`` in process."""
+    from kafkawire.broker.txn_verify_routing import VerificationRouter
+    broker = SimpleNamespace(image=lambda: IMAGE, node_id=1, replica_roles=None)
+    router = VerificationRouter(broker, local=lambda ctx, request: answered(c, ctx, request))
+    return asyncio.run(router.verify(TX, 100, epoch, list(partitions), produce_version=produce_version))
+
+
+async def answered(c, ctx, request):
+    from kafkawire.broker.txn_verify import add_or_verify
+    from kafkawire.messages.add_partitions_to_txn_response import AddPartitionsToTxnResponse
+    return AddPartitionsToTxnResponse(results_by_transaction=[
+        add_or_verify(c, IMAGE, t, ctx.api_version) for t in request.transactions])
 
 
 @pytest.mark.parametrize("version, missing", [(9, Errors.INVALID_TXN_STATE), (11, Errors.TRANSACTION_ABORTABLE)])
