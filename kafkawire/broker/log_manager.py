@@ -273,7 +273,9 @@ class LogManager:
     def checkpoint_recovery_points(self) -> None:
         offsets = {}
         for key, partition in self.replicas().items():
-            point = max(self.recovery_points.get(key, 0), partition.log.active_segment.base_offset)
+            # never below the log start (UnifiedLog.updateLogStartOffset moves the recovery point up with it)
+            point = max(self.recovery_points.get(key, 0), partition.log.active_segment.base_offset,
+                        partition.log.log_start_offset)
             self.recovery_points[key] = offsets[key] = min(point, partition.log.log_end_offset)
         self._write(RECOVERY_POINT_CHECKPOINT, offsets)
 

@@ -27,6 +27,7 @@ from kafkawire.messages.describe_producers_request import DescribeProducersReque
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.records.builder import build_batch
 from kafkawire.storage.log import OffsetOutOfRangeError
+from kafkawire.storage.state_files import read_offset_checkpoint
 
 from .test_log_retention import HOUR, NOW, FakeBroker
 
@@ -127,6 +128,18 @@ def test_the_log_start_never_moves_down_nor_above_the_high_watermark(tmp_path):
     with pytest.raises(OffsetOutOfRangeError, match="larger than the high watermark 3"):
         p.maybe_increment_log_start_offset(4)
     assert p.log.log_start_offset == 2
+    broker.close()
+
+
+def test_the_recovery_point_checkpoint_is_never_below_the_log_start(tmp_path):
+    """UnifiedLog.updateLogStartOffset moves the recovery point up to the new log start."""
+    broker, p = led_broker(tmp_path)
+    produce(p, 7, 0, 3)
+    broker.log_manager.checkpoint_recovery_points()
+    assert read_offset_checkpoint(os.path.join(broker.log_dir, "recovery-point-offset-checkpoint")) == {("t", 0): 0}
+    delete_records(broker, 2)                     # inside the active segment
+    broker.log_manager.checkpoint_recovery_points()
+    assert read_offset_checkpoint(os.path.join(broker.log_dir, "recovery-point-offset-checkpoint")) == {("t", 0): 2}
     broker.close()
 
 
