@@ -9,8 +9,10 @@ image is the one the restarted process loads from its own metadata log, and the 
   directory it does not assign (a topic id it does not know, a partition index the topic lacks)
   is renamed ``<topic>-<partition>.<uuid>-stray`` and kept, as Kafka's LogManager.loadLog does;
 * after kill -9 the restarted broker accepts no connection on its fixed-port listener while it is
-  fenced (its controller's session of the killed incarnation has to expire before it can
-  register, as in Kafka), and its first answer comes from an image in which it is unfenced.
+  fenced, and its first answer comes from an image in which it is unfenced. The fenced window is
+  the killed incarnation's session: the restarted controller (the same process) gives every
+  registered broker a fresh session when it becomes active, as Kafka's BrokerHeartbeatManager
+  does, and refuses the new incarnation's registration until that session has expired.
 """
 from __future__ import annotations
 
@@ -38,8 +40,9 @@ STRAY = re.compile(r"^(.+-\d+)\.[0-9a-f]{32}-stray$")
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
     # A longer broker session than test_combined_node's: after kill -9 the restarted incarnation
-    # waits this long for the controller to let the killed one go, the fenced window under test.
-    with combined_node(tmp_path_factory.mktemp("restart"), broker_session_timeout_ms=4000) as n:
+    # waits about this long (from the controller's activation) for the controller to let the
+    # killed one go, the fenced window under test (probed every 20 ms).
+    with combined_node(tmp_path_factory.mktemp("restart"), broker_session_timeout_ms=2500) as n:
         yield n
 
 
