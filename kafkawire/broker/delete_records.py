@@ -72,6 +72,5 @@ class DeleteRecordsApi:
         wanted = high_watermark if offset == HIGH_WATERMARK else offset
         if wanted < 0 or wanted > high_watermark:
             return Errors.OFFSET_OUT_OF_RANGE, INVALID_LOW_WATERMARK, -1
-        log_ = partition.log
-        log_.log_start_offset = max(log_.log_start_offset, wanted)
-        return Errors.NONE, log_.log_start_offset, wanted
+        partition.maybe_increment_log_start_offset(wanted)
+        return Errors.NONE, partition.log.log_start_offset, wanted

@@ -183,8 +183,7 @@ class FollowerReplica:
         if log_.log_start_offset < log_start_offset <= hw:
             # maybeIncrementLogStartOffset only moves the start: the segments below it go at the log
             # manager's next retention pass (renamed .deleted with their producer snapshots), as Kafka's
-            log_.log_start_offset = log_start_offset
-            self.epochs.truncate_from_start(log_start_offset)
+            self.partition.maybe_increment_log_start_offset(log_start_offset)
         self.partition.producers.on_high_watermark(hw)
 
     # -- truncation --

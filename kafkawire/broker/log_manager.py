@@ -221,11 +221,10 @@ class LogManager:
         if decision.roll_first:
             partition.maybe_snapshot()       # UnifiedLog.roll snapshots the state at the new segment's base
         bases = [segment.base_offset for segment in log_.segments]
+        # UnifiedLog.deleteSegments moves the log start before the segments go (epochs trimmed,
+        # producer state told), then removes them
+        partition.maybe_increment_log_start_offset(decision.log_start_offset)
         renamed = log_.retire_oldest_segments(decision.count, roll_first=decision.roll_first)
-        log_.log_start_offset = max(log_.log_start_offset, decision.log_start_offset)
-        # UnifiedLog.maybeIncrementLogStartOffset: no epoch entry points below the log (a follower's
-        # truncation reads the cache; the leader's OffsetForLeaderEpoch trims it again anyway)
-        partition.epochs.truncate_from_start(log_.log_start_offset)
         kept = {segment.base_offset for segment in log_.segments}    # an empty active one rolled again stays
         renamed += retire_snapshots(log_.directory, [base for base in bases if base not in kept])
         self.pending.add(renamed, now + settings.file_delete_delay_ms)
@@ -274,7 +273,9 @@ class LogManager:
     def checkpoint_recovery_points(self) -> None:
         offsets = {}
         for key, partition in self.replicas().items():
-            point = max(self.recovery_points.get(key, 0), partition.log.active_segment.base_offset)
+            # never below the log start (UnifiedLog.updateLogStartOffset moves the recovery point up with it)
+            point = max(self.recovery_points.get(key, 0), partition.log.active_segment.base_offset,
+                        partition.log.log_start_offset)
             self.recovery_points[key] = offsets[key] = min(point, partition.log.log_end_offset)
         self._write(RECOVERY_POINT_CHECKPOINT, offsets)
 

@@ -49,7 +49,7 @@ import uuid
 
 from kafkawire.net.metadata_topic import batches_below
 from kafkawire.storage.leader_epoch_cache import LeaderEpochFileCache
-from kafkawire.storage.log import Log
+from kafkawire.storage.log import Log, OffsetOutOfRangeError
 from kafkawire.storage.segment import ReadResult
 from kafkawire.storage.state_files import (StateFileError, atomic_write, read_partition_metadata,
                                            write_partition_metadata)
@@ -164,6 +164,24 @@ class LeaderPartition:
             return False
         self._high_watermark = candidate
         self.producers.on_high_watermark(candidate)
+        return True
+
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        """UnifiedLog.maybeIncrementLogStartOffset, for DeleteRecords, retention and a follower
+        following its leader's log start: the log start moves up to ``offset`` (never down, never
+        above the high watermark: OffsetOutOfRangeError), the leader epoch entries below it go,
+        and the producer state learns it (ProducerState.on_log_start_offset_incremented); whether
+        it moved. No segment and no producer snapshot is deleted here: the next retention pass
+        deletes the segments wholly below it and the snapshots at their base offsets."""
+        hw = self.high_watermark()
+        if offset > hw:
+            raise OffsetOutOfRangeError(f"Cannot increment the log start offset to {offset} of partition "
+                                        f"{self.name} since it is larger than the high watermark {hw}")
+        if offset <= self.log.log_start_offset:
+            return False
+        self.log.log_start_offset = offset
+        self.epochs.truncate_from_start(offset)
+        self.producers.on_log_start_offset_incremented(offset)
         return True
 
     def last_stable_offset(self) -> int:

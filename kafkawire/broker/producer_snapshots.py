@@ -11,7 +11,8 @@ the last segment (ProducerStateManager.removeStraySnapshots: a clean stop's, at 
 then those above the log end (a tail cut by recovery) or at or below the log start
 (ProducerStateManager.truncateAndReload); the latest remaining one is read (a corrupt
 one is deleted and the next older tried, as Kafka does), and the batches after its offset are
-replayed from the log without checks, transaction markers included: the ``.txnindex`` entries
+replayed from the log without checks (from the batch holding that offset: without a snapshot,
+the log start, which DeleteRecords may have put inside a batch), transaction markers included: the ``.txnindex`` entries
 of transactions ended at or after the snapshot's offset are dropped and written again as the
 replay meets their markers (kafkawire.broker.txn_log.rebuild_from, Kafka's LogSegment.recover
 with the producer state), and the transactions still open come back from the snapshot's
@@ -25,7 +26,10 @@ UnifiedLog.deleteSegments does through ProducerStateManager.removeAndMarkSnapsho
 the others stay (the one at the new first segment's base, and any at an offset that is no
 segment's base, such as one written at a clean stop, until the next load drops it as a
 stray). Moving the log start (DeleteRecords) deletes no snapshot, as Kafka's
-onLogStartOffsetIncremented deletes none.
+onLogStartOffsetIncremented deletes none, and forgets no producer
+(ProducerState.on_log_start_offset_incremented): the producers whose batches are all below the log
+start are lost only at a load without a snapshot above the log start (those at or below it are
+deleted), as Kafka's truncateAndReload and rebuild.
 """
 from __future__ import annotations
 
@@ -81,7 +85,10 @@ def load_producer_state(log_, topic_partition: str, *, now_ms: int, expiration_m
             _delete(directory, offset)
     on_completed = rebuild_from(log_, loaded_from)
     if loaded_from < end:
-        state.replay((b for b in log_.batches(loaded_from) if b.base_offset >= loaded_from), on_completed)
+        # from the batch holding ``loaded_from``: a snapshot's offset is a batch's base, but the log
+        # start (DeleteRecords) may be inside a batch, whose producer Kafka's rebuild reads too
+        # (LogSegment.read from the first batch ending at or after the offset)
+        state.replay((b for b in log_.batches(loaded_from) if b.last_offset >= loaded_from), on_completed)
     state.remove_expired(now_ms)
     return state, loaded_from
 

@@ -379,6 +379,19 @@ class ProducerState:
         for first in done:
             del self.unreplicated[first]
 
+    def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
+        """ProducerStateManager.onLogStartOffsetIncremented: the completed transactions whose
+        marker is below the new log start are stable. Nothing else changes, as in Kafka 4.3.1:
+        the producers stay (their last batches may be below the log start; they are still
+        answered as duplicates and listed by DescribeProducers until producer expiration, and
+        kept in the snapshots taken above the log start), and an open transaction stays open,
+        its first offset below the log start counting as the log start for the LSO (the
+        partition's ``last_stable_offset``). Before KIP-360 Kafka dropped such producers here
+        (truncateHead); 4.3.1 no longer does."""
+        done = [first for first, last in self.unreplicated.items() if last < log_start_offset]
+        for first in done:
+            del self.unreplicated[first]
+
     def first_unstable_offset(self) -> int | None:
         """The first offset of the oldest open or not yet replicated transaction, None without."""
         firsts = [next(iter(d)) for d in (self.ongoing, self.unreplicated) if d]

@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import uuid
 
-from kafkawire.storage.reader import parse_partition_dir_name
+from kafkawire.storage.reader import parse_partition_dir_name, parse_retired_dir_name
 from kafkawire.storage.state_files import StateFileError, read_partition_metadata
 
 __all__ = ["STRAY_SUFFIX", "mark_stray_logs", "retired_dir_name", "stray_reason"]
@@ -37,7 +36,6 @@ STRAY_SUFFIX = "-stray"
 METADATA_TOPIC = "__cluster_metadata"
 PARTITION_METADATA = "partition.metadata"
 _MAX_NAME = 255                 # LocalLog caps a renamed directory's name at a file name's length
-_RETIRED_DIR = re.compile(r"^.+-\d+\.[0-9a-f]{32}-(delete|future|stray)$")
 
 
 def retired_dir_name(topic: str, partition: int, suffix: str) -> str:
@@ -77,10 +75,10 @@ def mark_stray_logs(log_dir: str, image, node_id: int) -> list[str]:
         path = os.path.join(log_dir, name)
         if not os.path.isdir(path):
             continue
-        if name.endswith(STRAY_SUFFIX) and _RETIRED_DIR.match(name):
-            log.warning("Loaded stray log: %s", path)
-            continue
-        if _RETIRED_DIR.match(name):
+        retired = parse_retired_dir_name(name)
+        if retired is not None:
+            if retired[2] == "stray":
+                log.warning("Loaded stray log: %s", path)
             continue                      # -delete: the log deleter's; -future: none are made here
         parsed = parse_partition_dir_name(name)
         if parsed is None:

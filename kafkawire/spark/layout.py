@@ -25,6 +25,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from kafkawire.storage.reader import parse_retired_dir_name
+
 from .files import LOCAL, Files
 
 __all__ = ["LayoutError", "Segment", "PartitionLog", "SnapshotFile", "Layout", "discover",
@@ -33,8 +35,6 @@ __all__ = ["LayoutError", "Segment", "PartitionLog", "SnapshotFile", "Layout", "
 METADATA_TOPIC = "__cluster_metadata"
 _SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 _PARTITION_RE = re.compile(r"^(.+)-(\d+)$")
-# <topic>-<partition>.<32 hex uuid>-delete / -future / -stray (LocalLog.DeleteDirSuffix etc.)
-_RETIRED_RE = re.compile(r"^(.+)-(\d+)\.[0-9a-f]{32}-(delete|future|stray)$")
 _SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 _BOOTSTRAP = "bootstrap.checkpoint"
 _INT32_MAX = 0x7FFFFFFF
@@ -92,16 +92,19 @@ class Layout:
 def parse_partition_dir_name(name: str, *, retired: bool = False) -> tuple[str, int] | None:
     """``orders-3`` -> ("orders", 3); None when the name is not ``<topic>-<partition>``.
     ``retired`` also reads ``orders-3.<id>-delete`` (-future, -stray) as orders-3."""
-    m = _RETIRED_RE.match(name)
-    if m and not retired:
-        return None
-    m = m or _PARTITION_RE.match(name)
-    if not m:
-        return None
-    partition = int(m.group(2))
+    found = parse_retired_dir_name(name)       # kafkawire.storage's reading of retired names
+    if found is not None:
+        if not retired:
+            return None
+        topic, partition, _ = found
+    else:
+        m = _PARTITION_RE.match(name)
+        if not m:
+            return None
+        topic, partition = m.group(1), int(m.group(2))
     if partition > _INT32_MAX:
         return None
-    return m.group(1), partition
+    return topic, partition
 
 
 def list_segments(directory: str, files: Files = LOCAL) -> list[Segment]:

@@ -35,7 +35,7 @@ from .state_files import (EpochEntry, MetaProperties, read_leader_epoch_checkpoi
                           read_meta_properties, read_offset_checkpoint, read_partition_metadata)
 
 __all__ = ["read_log_directory", "read_segment", "LogDirectoryReader", "PartitionReader", "SegmentFile",
-           "SegmentTail", "UPTO_END", "UPTO_HIGH_WATERMARK"]
+           "SegmentTail", "UPTO_END", "UPTO_HIGH_WATERMARK", "parse_partition_dir_name", "parse_retired_dir_name"]
 
 UPTO_END = "end"
 UPTO_HIGH_WATERMARK = "high_watermark"
@@ -44,6 +44,9 @@ LOG_START_OFFSET_FILE = "log-start-offset-checkpoint"
 _CHUNK = 1 << 20                # bytes read at a time; a bigger batch is read whole
 _SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 _PARTITION_RE = re.compile(r"^(.+)-(\d+)$")
+# <topic>-<partition>.<32 hex uuid>-delete / -future / -stray: a partition Kafka is deleting, moving
+# or found stray (LocalLog.DeleteDirSuffix, FutureDirSuffix, StrayDirSuffix); not live data
+_RETIRED_RE = re.compile(r"^(.+)-(\d+)\.[0-9a-f]{32}-(delete|future|stray)$")
 
 
 @dataclass(frozen=True)
@@ -182,6 +185,15 @@ def parse_partition_dir_name(name: str) -> tuple[str, int] | None:
     name, such as a deleted, future or stray partition's (``orders-3.<id>-delete``)."""
     match = _PARTITION_RE.match(name)
     return (match.group(1), int(match.group(2))) if match else None
+
+
+def parse_retired_dir_name(name: str) -> tuple[str, int, str] | None:
+    """``(topic, partition, suffix)`` of a retired partition directory's name
+    (``orders-3.<32 hex>-delete``: ("orders", 3, "delete"); -future, -stray alike); None for any
+    other name, a live partition's (``orders-3``) included. The one reading of these names: the
+    broker's stray scan and kafkawire.spark's layout both use it."""
+    match = _RETIRED_RE.match(name)
+    return (match.group(1), int(match.group(2)), match.group(3)) if match else None
 
 
 class PartitionReader:

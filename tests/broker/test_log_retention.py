@@ -244,13 +244,14 @@ def test_the_checkpoint_files_have_kafkas_format_and_the_log_start_comes_back_fr
     broker.open("u")
     for _ in range(4):
         p.log.append(batch(NOW), assign_offsets=True)
-    p.log.log_start_offset = 3                      # as a DeleteRecords leaves it
+    p.maybe_increment_log_start_offset(3)           # as a DeleteRecords leaves it
     broker.log_manager.checkpoint_high_watermarks()
     assert sorted(checkpoint(broker, "replication-offset-checkpoint")) == [["t", "0", "4"], ["u", "0", "0"]]
     with open(os.path.join(tmp_path, "replication-offset-checkpoint")) as f:
         assert f.read().split("\n")[:2] == ["0", "2"]
     broker.log_manager.checkpoint_recovery_points()
-    assert sorted(checkpoint(broker, "recovery-point-offset-checkpoint")) == [["t", "0", "0"], ["u", "0", "0"]]
+    # the recovery point moved up with the log start (UnifiedLog.updateLogStartOffset)
+    assert sorted(checkpoint(broker, "recovery-point-offset-checkpoint")) == [["t", "0", "3"], ["u", "0", "0"]]
     open(os.path.join(p.log.directory, "00000000000000000000.log.deleted"), "wb").close()
     broker.close()                                  # a clean stop: recovery points at the log ends
     assert sorted(checkpoint(broker, "recovery-point-offset-checkpoint")) == [["t", "0", "4"], ["u", "0", "0"]]

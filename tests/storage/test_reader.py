@@ -18,7 +18,8 @@ import pytest
 
 from kafkawire.records import CorruptRecordError, build_batch, iter_batches
 from kafkawire.storage import Log
-from kafkawire.storage.reader import LogDirectoryReader, PartitionReader, read_log_directory, read_segment
+from kafkawire.storage.reader import (LogDirectoryReader, PartitionReader, parse_partition_dir_name,
+                                      parse_retired_dir_name, read_log_directory, read_segment)
 from kafkawire.storage.snapshot import SnapshotId, SnapshotWriter
 from kafkawire.storage.state_files import write_offset_checkpoint
 from tests.conftest import REFERENCE as SHARED_REFERENCE
@@ -347,3 +348,24 @@ def test_a_record_that_cannot_be_read_is_located_in_its_file(tmp_path, monkeypat
         list(read_segment(first, verify_crc=False).records())
     assert raised.value.file == str(first)
     assert second_batch.position < raised.value.position <= second_batch.end_position
+
+
+UUID_HEX = "0123456789abcdef0123456789abcdef"
+
+
+@pytest.mark.parametrize("name, retired, live", [
+    ("orders-3", None, ("orders", 3)),
+    (f"orders-3.{UUID_HEX}-delete", ("orders", 3, "delete"), None),
+    (f"my-topic-12.{UUID_HEX}-future", ("my-topic", 12, "future"), None),
+    (f"orders-0.{UUID_HEX}-stray", ("orders", 0, "stray"), None),
+    (f"orders-0.{UUID_HEX}-gone", None, None),                 # not one of Kafka's suffixes
+    (f"orders-0.{UUID_HEX.upper()}-delete", None, None),      # Kafka writes the uuid in lower case
+    (f"orders-0.{UUID_HEX[:-1]}-delete", None, None),          # 31 hex digits
+    (f"orders.{UUID_HEX}-delete", None, None),                 # no partition
+    ("orders", None, None),
+])
+def test_partition_directory_names_live_and_retired(name, retired, live):
+    """The one reading of retired names (``-delete``, ``-future``, ``-stray``: LocalLog's suffixes),
+    which the broker's stray scan and kafkawire.spark's layout share; a live name is never retired."""
+    assert parse_retired_dir_name(name) == retired
+    assert parse_partition_dir_name(name) == live
