@@ -79,6 +79,9 @@ KAFKA_BROKER_API_RULES = {
     26: "WRITE on the transactional id",
     27: "ALTER or CLUSTER_ACTION on the cluster",
     28: "WRITE on the transactional id, READ on the group, READ on each topic",
+    29: "DESCRIBE on the cluster",
+    30: "ALTER on the cluster (forwarded: the controller checks)",
+    31: "ALTER on the cluster (forwarded: the controller checks)",
     32: "DESCRIBE_CONFIGS on the cluster, topic or group",
     33: "ALTER_CONFIGS on the cluster, topic or group (forwarded: the controller checks)",
     35: "DESCRIBE on the cluster",
@@ -406,11 +409,11 @@ def authorize_broker_handlers(handlers: dict, authorizer, broker) -> dict:
 
 
 # Forwarded to the controller, which checks them with the client's principal in the Envelope, as
-# Kafka's broker forwards them: CreateTopics, DeleteTopics, AlterConfigs, CreatePartitions,
+# Kafka's broker forwards them: CreateTopics, DeleteTopics, CreateAcls, DeleteAcls, AlterConfigs, CreatePartitions,
 # ElectLeaders, IncrementalAlterConfigs, AlterPartitionReassignments, ListPartitionReassignments,
 # DescribeQuorum, AlterClientQuotas, AlterUserScramCredentials, UpdateFeatures, UnregisterBroker,
 # AddRaftVoter, RemoveRaftVoter.
-FORWARDED_UNCHECKED = frozenset({19, 20, 33, 37, 43, 44, 45, 46, 55, 49, 51, 57, 64, 80, 81})
+FORWARDED_UNCHECKED = frozenset({19, 20, 30, 31, 33, 37, 43, 44, 45, 46, 55, 49, 51, 57, 64, 80, 81})
 DESCRIBE_CONFIGS = 32
 # SaslHandshake and SaslAuthenticate need no ACL (Kafka's KafkaApis checks none): on an
 # authenticated connection they answer ILLEGAL_SASL_STATE.

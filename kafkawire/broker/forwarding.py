@@ -38,8 +38,10 @@ from kafkawire.messages.alter_user_scram_credentials_response import (AlterUserS
 from kafkawire.messages.alter_partition_reassignments_response import (AlterPartitionReassignmentsResponse,
                                                                        ReassignablePartitionResponse,
                                                                        ReassignableTopicResponse)
+from kafkawire.messages.create_acls_response import AclCreationResult, CreateAclsResponse
 from kafkawire.messages.create_partitions_response import CreatePartitionsResponse, CreatePartitionsTopicResult
 from kafkawire.messages.create_topics_response import CreatableTopicResult, CreateTopicsResponse
+from kafkawire.messages.delete_acls_response import DeleteAclsFilterResult, DeleteAclsResponse
 from kafkawire.messages.delete_topics_response import DeletableTopicResult, DeleteTopicsResponse
 from kafkawire.messages.describe_quorum_response import DescribeQuorumResponse
 from kafkawire.messages.elect_leaders_response import ElectLeadersResponse, PartitionResult, ReplicaElectionResult
@@ -67,6 +69,7 @@ ELECT_LEADERS, INCREMENTAL_ALTER_CONFIGS, ALTER_PARTITION_REASSIGNMENTS = 43, 44
 LIST_PARTITION_REASSIGNMENTS, DESCRIBE_QUORUM = 46, 55
 ALTER_CLIENT_QUOTAS, ALTER_USER_SCRAM_CREDENTIALS, UPDATE_FEATURES = 49, 51, 57
 UNREGISTER_BROKER, ADD_RAFT_VOTER, REMOVE_RAFT_VOTER = 64, 80, 81
+CREATE_ACLS, DELETE_ACLS = 30, 31
 # What Kafka 4.3.1's broker forwards and kafkawire's controller serves, with the versions
 # Kafka's broker advertises for each (ApiKeys, the broker listener's range).
 FORWARDED_APIS: dict[int, tuple[int, int]] = {
@@ -75,6 +78,7 @@ FORWARDED_APIS: dict[int, tuple[int, int]] = {
     LIST_PARTITION_REASSIGNMENTS: (0, 0), DESCRIBE_QUORUM: (0, 2),
     ALTER_CLIENT_QUOTAS: (0, 1), ALTER_USER_SCRAM_CREDENTIALS: (0, 0), UPDATE_FEATURES: (0, 2),
     UNREGISTER_BROKER: (0, 0), ADD_RAFT_VOTER: (0, 1), REMOVE_RAFT_VOTER: (0, 0),
+    CREATE_ACLS: (1, 3), DELETE_ACLS: (1, 3),
 }
 RETRY_TIMEOUT_MS = 60_000      # BrokerServer's forwarding NodeToControllerChannelManager
 SOCKET_TIMEOUT_MS = 30_000     # controller.socket.timeout.ms: one try's wait for its answer
@@ -215,6 +219,16 @@ def _alter_scram(request, version, code):
         user=user, error_code=code, error_message=None) for user in sorted(users)])
 
 
+def _create_acls(request, version, code):
+    return CreateAclsResponse(results=[AclCreationResult(error_code=code, error_message=None)
+                                       for _ in request.creations])
+
+
+def _delete_acls(request, version, code):
+    return DeleteAclsResponse(filter_results=[DeleteAclsFilterResult(error_code=code, error_message=None,
+                                                                     matching_acls=[]) for _ in request.filters])
+
+
 def _raft_voter(response_cls):
     def build(request, version, code):          # these two name the error's default message
         return response_cls(error_code=code, error_message=Errors.for_code(code).message)
@@ -223,6 +237,8 @@ def _raft_voter(response_cls):
 
 _ERROR_RESPONSES = {
     CREATE_TOPICS: _create_topics,
+    CREATE_ACLS: _create_acls,
+    DELETE_ACLS: _delete_acls,
     DELETE_TOPICS: _delete_topics,
     ALTER_CONFIGS: _configs(LegacyConfigsResult, AlterConfigsResponse),
     CREATE_PARTITIONS: _create_partitions,

@@ -1,15 +1,19 @@
 """The admin APIs Kafka's broker answers from its metadata image instead of forwarding them:
-DescribeClientQuotas (48, ClientQuotasImage.describe), DescribeUserScramCredentials (50,
-ScramImage.describe) and ListConfigResources (74, KafkaApis.handleListConfigResources, KIP-1142;
-ListClientMetricsResources before 4.1).
+DescribeAcls (29, AclApis.handleDescribeAcls: the ACLs of the image, through the broker's
+authorizer), DescribeClientQuotas (48, ClientQuotasImage.describe), DescribeUserScramCredentials
+(50, ScramImage.describe) and ListConfigResources (74, KafkaApis.handleListConfigResources,
+KIP-1142; ListClientMetricsResources before 4.1). CreateAcls and DeleteAcls are forwarded to the
+controller (kafkawire.broker.forwarding).
 
     apis = ImageAdminApis(broker)          # broker.image(): the committed metadata image
     handlers = apis.handlers()             # api key -> ApiHandler
     checks = image_admin_checks()          # api key -> the ACL check (kafkawire.broker.authorization)
 
 What they ask of the principal (KafkaApis): DescribeClientQuotas and ListConfigResources
-DESCRIBE_CONFIGS on the cluster, DescribeUserScramCredentials DESCRIBE on the cluster; refused:
-the request's getErrorResponse with CLUSTER_AUTHORIZATION_FAILED.
+DESCRIBE_CONFIGS on the cluster, DescribeUserScramCredentials and DescribeAcls DESCRIBE on the
+cluster; refused: the request's getErrorResponse with CLUSTER_AUTHORIZATION_FAILED (DescribeAcls
+with AuthHelper's "Request ... needs DESCRIBE permission."). Without an authorizer DescribeAcls
+is SECURITY_DISABLED, "No Authorizer is configured on the broker" (the controller's text differs).
 
 Order: Kafka lists from Java hash maps (entities, users, resource names); these answers list
 in sorted order instead (the clients and tools index or sort what they get).
@@ -22,13 +26,15 @@ from kafkawire.messages.describe_user_scram_credentials_response import (Credent
                                                                           DescribeUserScramCredentialsResponse,
                                                                           DescribeUserScramCredentialsResult)
 from kafkawire.messages.list_config_resources_response import ConfigResource, ListConfigResourcesResponse
+from kafkawire.messages.describe_acls_response import DescribeAclsResponse
+from kafkawire.metadata.acl_filters import DESCRIBE_ACLS, describe_acls
 from kafkawire.metadata.image import CLIENT_METRICS_RESOURCE, GROUP_RESOURCE
-from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, Op
+from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, Op, request_text
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
 
-__all__ = ["ImageAdminApis", "image_admin_checks", "DESCRIBE_CLIENT_QUOTAS", "DESCRIBE_USER_SCRAM_CREDENTIALS",
-           "LIST_CONFIG_RESOURCES"]
+__all__ = ["ImageAdminApis", "image_admin_checks", "DESCRIBE_ACLS", "DESCRIBE_CLIENT_QUOTAS",
+           "DESCRIBE_USER_SCRAM_CREDENTIALS", "LIST_CONFIG_RESOURCES"]
 
 DESCRIBE_CLIENT_QUOTAS, DESCRIBE_USER_SCRAM_CREDENTIALS, LIST_CONFIG_RESOURCES = 48, 50, 74
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8                       # ConfigResource.Type ids
@@ -40,6 +46,8 @@ MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 DUPLICATE_USER = "Cannot describe SCRAM credentials for the same user twice in a single request: "
 NO_SUCH_USER = "Attempt to describe a user credential that does not exist: "
 CLUSTER_AUTH = int(Errors.CLUSTER_AUTHORIZATION_FAILED)
+NO_AUTHORIZER_ON_BROKER = "No Authorizer is configured on the broker"
+ACL_MIN_VERSION = 1                   # DescribeAcls v0 was removed in Kafka 4.0
 
 
 class QuotaFilterError(Exception):
@@ -56,9 +64,19 @@ class ImageAdminApis:
         self.broker = broker
 
     def handlers(self) -> dict[int, ApiHandler]:
-        return {DESCRIBE_CLIENT_QUOTAS: ApiHandler(self.describe_client_quotas),
+        return {DESCRIBE_ACLS: ApiHandler(self.describe_acls, min_version=ACL_MIN_VERSION),
+                DESCRIBE_CLIENT_QUOTAS: ApiHandler(self.describe_client_quotas),
                 DESCRIBE_USER_SCRAM_CREDENTIALS: ApiHandler(self.describe_user_scram_credentials),
                 LIST_CONFIG_RESOURCES: ApiHandler(self.list_config_resources)}
+
+    # -- DescribeAcls --
+
+    async def describe_acls(self, ctx, request):
+        if getattr(self.broker, "authorizer", None) is None:
+            return DescribeAclsResponse(error_code=int(Errors.SECURITY_DISABLED), error_message=NO_AUTHORIZER_ON_BROKER,
+                                        resources=[])
+        image = self.broker.image()
+        return describe_acls({} if image is None else image.acls, request)
 
     # -- DescribeClientQuotas --
 
@@ -188,9 +206,18 @@ def _scram_refusal(request):
         DescribeUserScramCredentialsResult(error_code=CLUSTER_AUTH, error_message=None) for _ in request.users or ()])
 
 
+async def _describe_acls_check(ctx, request, may, handle):
+    """AuthHelper.authorizeClusterOperation(DESCRIBE): its ClusterAuthorizationException's text."""
+    if may(Op.DESCRIBE, RESOURCE_CLUSTER, CLUSTER_NAME):
+        return await handle(ctx, request)
+    return DescribeAclsResponse(error_code=CLUSTER_AUTH, error_message=f"Request {request_text(ctx)} needs DESCRIBE "
+                                                                       "permission.", resources=[])
+
+
 def image_admin_checks() -> dict:
     """KafkaApis' ACL checks of these APIs (authorization.wrap's ``check`` signature)."""
     return {
+        DESCRIBE_ACLS: _describe_acls_check,
         DESCRIBE_CLIENT_QUOTAS: _cluster_check(Op.DESCRIBE_CONFIGS, lambda request: DescribeClientQuotasResponse(
             error_code=CLUSTER_AUTH, error_message=None, entries=None)),
         DESCRIBE_USER_SCRAM_CREDENTIALS: _cluster_check(Op.DESCRIBE, _scram_refusal),

@@ -41,7 +41,7 @@ from kafkawire.messages.metadata_response import MetadataResponseTopic
 from kafkawire.protocol.apis import api_table
 
 __all__ = ["AuthorizerSettings", "StandardAuthorizer", "AuthorizerNotReady", "CONTROLLER_API_OPERATIONS",
-           "CLUSTER_NAME", "Op", "authorizing_handler"]
+           "CLUSTER_NAME", "Op", "authorizing_handler", "request_text"]
 
 # A fixed name, not the module's: operators filter denials on it (README), as on Kafka's kafka.authorizer.logger.
 log = logging.getLogger("kafkawire.authorizer")
@@ -202,7 +202,7 @@ def _acl_result(acl, principal: str, host: str, operation: int):
 
 # --- refusing a request -------------------------------------------------------------------------
 
-def _request_text(ctx) -> str:
+def request_text(ctx) -> str:
     """RequestChannel.Request.toString as ClusterAuthorizationException's message shows it. Kafka
     4.3.1's Session has no toString of its own (Object's: class name @ identity hash code), and the
     request's receive buffer is shown as Java's HeapByteBuffer while the request holds it."""
@@ -275,7 +275,7 @@ def authorizing_handler(api_key: int, handler, authorizer: StandardAuthorizer, o
         log.info("Principal = %s is Denied operation = %s from host = %s on resource = Cluster:LITERAL:%s for "
                  "request = %s", ctx.principal, Op.NAMES[operation], ctx.peer[0], CLUSTER_NAME,
                  _api_name(api_key))
-        message = f"Request {_request_text(ctx)} needs {Op.NAMES[operation]} permission."
+        message = f"Request {request_text(ctx)} needs {Op.NAMES[operation]} permission."
         return error_response_for(api_key, ctx, request, int(Errors.CLUSTER_AUTHORIZATION_FAILED), message)
 
     return dataclasses.replace(handler, handle=handle)

@@ -131,3 +131,27 @@ def test_every_advertised_version_of_the_admin_apis_is_answered_without_an_error
                     configs=[])]), 7)
             response = call(bootstrap, versioned_requests(version, f"{key}-{version}", topic_id)[key], version)
             assert set(error_codes(response)) <= {Errors.NONE}, (key, version, response)
+
+
+def test_the_acl_apis_without_an_authorizer_answer_security_disabled(kafkawire_broker):
+    """AclApis without authorizer.class.name: DescribeAcls is the broker's own answer ("... on the
+    broker"), CreateAcls and DeleteAcls are forwarded and answered by the controller's AclApis."""
+    from kafkawire.messages.create_acls_request import AclCreation, CreateAclsRequest
+    from kafkawire.messages.delete_acls_request import DeleteAclsFilter, DeleteAclsRequest
+    from kafkawire.messages.describe_acls_request import DescribeAclsRequest
+
+    bootstrap = kafkawire_broker.bootstrap_servers
+    disabled = int(Errors.SECURITY_DISABLED)
+    described = call(bootstrap, DescribeAclsRequest(resource_type_filter=1, resource_name_filter=None,
+                                                    pattern_type_filter=1, principal_filter=None, host_filter=None,
+                                                    operation=1, permission_type=1), 3)
+    assert (described.error_code, described.error_message) == (disabled, "No Authorizer is configured on the broker")
+    created = call(bootstrap, CreateAclsRequest(creations=[AclCreation(
+        resource_type=2, resource_name="t", resource_pattern_type=3, principal="User:a", host="*", operation=3,
+        permission_type=3)]), 3)
+    assert [(r.error_code, r.error_message) for r in created.results] == [(disabled, "No Authorizer is configured.")]
+    deleted = call(bootstrap, DeleteAclsRequest(filters=[DeleteAclsFilter(
+        resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1, principal_filter=None,
+        host_filter=None, operation=1, permission_type=1)]), 3)
+    assert [(r.error_code, r.error_message) for r in deleted.filter_results] == [
+        (disabled, "No Authorizer is configured.")]

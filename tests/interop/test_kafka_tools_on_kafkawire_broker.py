@@ -345,3 +345,20 @@ def test_kafka_transactions_describes_the_copiers_finished_transactions(broker, 
         assert (state["LastSequence"], state["CurrentTransactionStartOffset"]) == ("-1", "None"), f"tx-out-{partition}"
         epochs.append(int(state["ProducerEpoch"]))
     assert max(epochs) == int(described["ProducerEpoch"]) >= 1, epochs
+
+
+# --- kafka-acls ---------------------------------------------------------------------------------------------
+def test_kafka_acls_on_a_broker_without_an_authorizer_is_told_security_is_disabled(broker):
+    """kafka-acls --bootstrap-server reads our broker's DescribeAcls answer: without
+    authorizer.class.name, --list and --add (which describes first) fail with Kafka's
+    SecurityDisabledException and the broker's text. The forwarded CreateAcls and DeleteAcls
+    (the controller's text) and the APIs with an authorizer are tested through kafkawire's client
+    (tests/broker/test_admin_apis.py, tests/node/test_broker_api_authorization.py)."""
+    from tests.interop.broker_judges import run_tool
+    acl = ["org.apache.kafka.tools.AclCommand", "--bootstrap-server", broker.bootstrap_servers]
+    for action in (["--list", "--topic", "any"],
+                   ["--add", "--allow-principal", "User:alice", "--operation", "Read", "--topic", "any"]):
+        result = run_tool(*acl, *action, timeout=WAIT_S)
+        assert result.returncode == 1, result.stdout[-3000:]
+        assert "SecurityDisabledException: No Authorizer is configured on the broker" in result.stdout, \
+            result.stdout[-3000:]

@@ -22,6 +22,8 @@ from kafkawire.messages.add_partitions_to_txn_request import AddPartitionsToTxnR
 from kafkawire.messages.consumer_group_describe_request import ConsumerGroupDescribeRequest
 from kafkawire.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
 from kafkawire.messages.create_acls_request import CreateAclsRequest
+from kafkawire.messages.delete_acls_request import DeleteAclsFilter, DeleteAclsRequest
+from kafkawire.messages.describe_acls_request import DescribeAclsRequest
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
 from kafkawire.messages.delete_groups_request import DeleteGroupsRequest
 from kafkawire.messages.delete_records_request import DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic
@@ -279,6 +281,16 @@ RULES = [
      [acl(CLUSTER, CLUSTER_NAME, Op.ALTER)], CLUSTER_AUTH),
     ("forwarded UnregisterBroker needs ALTER on the cluster (the controller checks)",
      UnregisterBrokerRequest(broker_id=42), 0, [acl(CLUSTER, CLUSTER_NAME, Op.ALTER)], CLUSTER_AUTH),
+    ("DescribeAcls needs DESCRIBE on the cluster", DescribeAclsRequest(
+        resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1, principal_filter=None,
+        host_filter=None, operation=1, permission_type=1), 3, [CLUSTER_DESCRIBE], CLUSTER_AUTH),
+    ("forwarded CreateAcls needs ALTER on the cluster (the controller checks)", CreateAclsRequest(creations=[
+        creation("User:nobody-{user}", Op.READ, resource_type=TOPIC, name="t-acl-created")]), 3,
+     [acl(CLUSTER, CLUSTER_NAME, Op.ALTER)], CLUSTER_AUTH),
+    ("forwarded DeleteAcls needs ALTER on the cluster (the controller checks)", DeleteAclsRequest(filters=[
+        DeleteAclsFilter(resource_type_filter=TOPIC, resource_name_filter="t-acl-none", pattern_type_filter=3,
+                         principal_filter=None, host_filter=None, operation=1, permission_type=1)]), 3,
+     [acl(CLUSTER, CLUSTER_NAME, Op.ALTER)], CLUSTER_AUTH),
     ("forwarded RemoveRaftVoter needs ALTER on the cluster (the controller checks)",
      RemoveRaftVoterRequest(cluster_id=None, voter_id=99, voter_directory_id=uuid.UUID(int=7)), 0,
      [acl(CLUSTER, CLUSTER_NAME, Op.ALTER)], CLUSTER_AUTH),
@@ -514,3 +526,34 @@ def test_a_denied_request_is_logged_as_kafkas_authorizer_logs_it(node, caplog):
     node.call(node.send("alice", "a-secret", produce("t-produce"), 9))
     assert ("Principal = User:alice is Denied operation = WRITE from host = 127.0.0.1 on resource = "
             "Topic:LITERAL:t-produce for request = Produce") in caplog.text
+
+
+def test_acls_created_and_deleted_through_the_broker_are_described_by_the_broker(node):
+    """CreateAcls and DeleteAcls on the broker listener go to the controller; DescribeAcls is
+    answered from the broker's image, once the ACL records reached it."""
+    def described():
+        response = node.call(node.send("controller", "c-secret", DescribeAclsRequest(
+            resource_type_filter=TOPIC, resource_name_filter="t-described", pattern_type_filter=3,
+            principal_filter=None, host_filter=None, operation=1, permission_type=1), 3))
+        assert response.error_code == Errors.NONE, response
+        return [(r.resource_name, a.principal, a.operation) for r in response.resources for a in r.acls]
+
+    created = node.call(node.send("controller", "c-secret", CreateAclsRequest(creations=[
+        creation("User:reader", Op.READ, resource_type=TOPIC, name="t-described")]), 3))
+    assert _codes(created) == {0}
+    until(lambda: described() == [("t-described", "User:reader", Op.READ)], "the ACL on the broker")
+    deleted = node.call(node.send("controller", "c-secret", DeleteAclsRequest(filters=[DeleteAclsFilter(
+        resource_type_filter=TOPIC, resource_name_filter="t-described", pattern_type_filter=3, principal_filter=None,
+        host_filter=None, operation=1, permission_type=1)]), 3))
+    assert [[m.principal for m in r.matching_acls] for r in deleted.filter_results] == [["User:reader"]]
+    until(lambda: described() == [], "the ACL gone from the broker")
+
+
+def until(predicate, what, bound_s=20):
+    """Ask ``predicate`` (which talks to the node) until it holds, within ``bound_s``."""
+    import time
+    deadline = time.monotonic() + bound_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting: {what}")
+        time.sleep(0.02)
