@@ -5,16 +5,24 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
+from types import SimpleNamespace
 
 import pytest
 
 from kafkawire.broker.client_quotas import (DEFAULT, INACTIVE_EXPIRY_MS, ClientQuotaManager, QuotaIndex,
                                             SampledRate, principal_user, quota_limit, quota_tags, throttle_time_ms)
+from kafkawire.broker.fetch import FetchApi
+from kafkawire.broker.fetch_session import SessionlessFetchContext
+from kafkawire.broker.quotas import BrokerQuotas, fetch_response_size
+from kafkawire.messages.fetch_response import FetchableTopicResponse, FetchResponse, PartitionData
 from kafkawire.messages.metadata_request import MetadataRequest
 from kafkawire.messages.metadata_response import MetadataResponse
 from kafkawire.net.client import NetworkClient
 from kafkawire.net.server import KafkaServer
-from kafkawire.protocol.handler import Throttled
+from kafkawire.protocol.handler import RequestContext, Throttled
+
+ZERO_UUID = uuid.UUID(int=0)
 
 
 # -- the rate --
@@ -187,3 +195,33 @@ def test_a_throttled_answer_goes_out_at_once_and_the_connection_reads_nothing_un
     assert first.throttle_time_ms == throttle_ms and second.throttle_time_ms == 0
     assert received_first - answered_at[0] < throttle_ms / 1000       # not held back
     assert answered_at[1] - answered_at[0] >= throttle_ms / 1000      # the second read only after the throttle
+
+
+# -- a consumer's fetch (kafkawire.broker.fetch with kafkawire.broker.quotas) --
+
+def _broker_quotas(client_quotas: dict, now_ms: list):
+    image = SimpleNamespace(client_quotas=client_quotas, provenance=SimpleNamespace(offset=1))
+    broker = SimpleNamespace(config=SimpleNamespace(quota_window_num=11, quota_window_size_seconds=1),
+                             image=lambda: image)
+    return BrokerQuotas(broker, clock=lambda: now_ms[0])
+
+
+def test_a_throttled_consumer_fetch_is_answered_empty_and_its_size_taken_back_out():
+    now = [0]
+    quotas = _broker_quotas({frozenset({("client-id", "reader")}): {"consumer_byte_rate": 100.0}}, now)
+    ctx = RequestContext(1, 12, 7, "reader", ("127.0.0.1", 1), "PLAINTEXT", "c")
+    assert quotas.fetch_enabled() and quotas.fetch_window_bytes(ctx) == 100.0 * 10
+    big = [("t", ZERO_UUID, PartitionData(partition_index=0, high_watermark=5, records=b"r" * 3000))]
+    size = fetch_response_size(FetchResponse(responses=[FetchableTopicResponse(topic="t", topic_id=ZERO_UUID,
+                                                                               partitions=[big[0][2]])]), 12)
+    expected_ms = throttle_time_ms(size / 10, 100.0, 10_000)         # the rate over the 10 s first window
+    answer = FetchApi._answer(ctx, SessionlessFetchContext({}), big, quotas)
+    assert isinstance(answer, Throttled) and answer.throttle_ms == expected_ms > 0
+    assert (answer.response.throttle_time_ms, answer.response.responses, answer.response.session_id) == \
+        (expected_ms, [], 0)
+    assert quotas.fetch.rates[("", "reader")].measure(0) == 0.0      # unrecorded
+    small = [("t", ZERO_UUID, PartitionData(partition_index=0, high_watermark=5, records=b"r" * 500))]
+    answer = FetchApi._answer(ctx, SessionlessFetchContext({}), small, quotas)
+    assert isinstance(answer, FetchResponse) and answer.responses[0].partitions[0].records == b"r" * 500
+    other = RequestContext(1, 12, 8, "someone-else", ("127.0.0.1", 1), "PLAINTEXT", "c")
+    assert isinstance(FetchApi._answer(other, SessionlessFetchContext({}), big, quotas), FetchResponse)
