@@ -137,7 +137,7 @@ class Broker:
         self.lifecycle: BrokerLifecycle | None = None
         self.task: asyncio.Task | None = None     # the lifecycle (registration, heartbeats), then serving
         self.metadata_apis = MetadataApis(self)
-        # producer_byte_rate and consumer_byte_rate from the image (kafkawire.broker.quotas)
+        # producer_byte_rate, consumer_byte_rate and request_percentage from the image (kafkawire.broker.quotas)
         self.quotas = BrokerQuotas(self)
         self.fetch_api = FetchApi(self)
         self.topic_configs = TopicConfigs(config)     # topic configs resolved, per topic per image
@@ -182,11 +182,11 @@ class Broker:
 
     def handlers(self) -> dict[int, ApiHandler]:
         """The broker's APIs, behind KafkaApis' ACL checks when there is an authorizer
-        (kafkawire.broker.authorization), Produce recorded against the client quotas."""
+        (kafkawire.broker.authorization), and behind the client quotas (kafkawire.broker.quotas)."""
         handlers = self._handlers()
         if self.authorizer is not None:
             handlers = authorize_broker_handlers(handlers, self.authorizer, self)
-        return self.quotas.wrap_produce(handlers)     # client quotas (kafkawire.broker.quotas)
+        return self.quotas.wrap(handlers)     # client quotas (kafkawire.broker.quotas)
 
     def _handlers(self) -> dict[int, ApiHandler]:
         own = {} if self.describe_configs is None else {DESCRIBE_CONFIGS: ApiHandler(

@@ -59,9 +59,10 @@ class FetchApi:
         context = self.sessions.new_context(v, request, privileged=replica_id >= 0)
         wanted = context.partitions()
         deadline = time.monotonic() + min(max(request.max_wait_ms, 0), MAX_WAIT_CAP_MS) / 1000
-        quotas = self.broker.quotas if follower is None and self.broker.quotas.fetch_enabled() else None
+        # a consumer's fetch answers to its client quotas (kafkawire.broker.quotas); a follower's does not
+        quotas = self.broker.quotas if follower is None else None
         max_bytes = min(request.max_bytes, self.broker.config.fetch_max_bytes)
-        if quotas is not None:      # no more than the consumer's quota allows in one window
+        if quotas is not None and quotas.fetch_enabled():     # no more than the quota allows in one window
             max_bytes = int(min(max_bytes, quotas.fetch_window_bytes(ctx)))
         min_bytes = min(request.min_bytes, max_bytes)
         first = True
@@ -77,10 +78,11 @@ class FetchApi:
 
     @staticmethod
     def _answer(ctx, context, updates: list, quotas):
-        """The answer; for a consumer with a consumer_byte_rate quota, its size is recorded and a
-        throttled fetch gets no partitions (KafkaApis: the session is not moved on then either)."""
+        """The answer; for a consumer, its size and request time are recorded against its quotas,
+        and a throttled fetch gets no partitions (KafkaApis: the session is not moved on then either)."""
         if quotas is not None:
-            throttle_ms = quotas.record_fetch(ctx, FetchResponse(responses=_by_topic(context.would_answer(updates))))
+            throttle_ms = quotas.consumer_fetch_throttle(
+                ctx, lambda: FetchResponse(responses=_by_topic(context.would_answer(updates))))
             if throttle_ms > 0:
                 code, session_id = context.throttled()
                 return Throttled(FetchResponse(throttle_time_ms=throttle_ms, error_code=code, session_id=session_id),

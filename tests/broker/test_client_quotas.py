@@ -14,13 +14,13 @@ from kafkawire.broker.client_quotas import (DEFAULT, INACTIVE_EXPIRY_MS, ClientQ
                                             SampledRate, principal_user, quota_limit, quota_tags, throttle_time_ms)
 from kafkawire.broker.fetch import FetchApi
 from kafkawire.broker.fetch_session import SessionlessFetchContext
-from kafkawire.broker.quotas import BrokerQuotas, fetch_response_size
+from kafkawire.broker.quotas import BrokerQuotas, RequestTimer, fetch_response_size
 from kafkawire.messages.fetch_response import FetchableTopicResponse, FetchResponse, PartitionData
 from kafkawire.messages.metadata_request import MetadataRequest
 from kafkawire.messages.metadata_response import MetadataResponse
 from kafkawire.net.client import NetworkClient
 from kafkawire.net.server import KafkaServer
-from kafkawire.protocol.handler import RequestContext, Throttled
+from kafkawire.protocol.handler import ApiHandler, RequestContext, Throttled
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -225,3 +225,73 @@ def test_a_throttled_consumer_fetch_is_answered_empty_and_its_size_taken_back_ou
     assert isinstance(answer, FetchResponse) and answer.responses[0].partitions[0].records == b"r" * 500
     other = RequestContext(1, 12, 8, "someone-else", ("127.0.0.1", 1), "PLAINTEXT", "c")
     assert isinstance(FetchApi._answer(other, SessionlessFetchContext({}), big, quotas), FetchResponse)
+
+
+# -- request_percentage: the handler's own thread time --
+
+def _burn(ms: float) -> None:
+    start = time.thread_time_ns()
+    while time.thread_time_ns() - start < ms * 1e6:
+        pass
+
+
+def test_the_request_timer_counts_the_handlers_steps_and_not_its_awaits():
+    seen = []
+
+    async def handler():
+        _burn(20)
+        seen.append(RequestTimer.current().so_far_ns())
+        await asyncio.sleep(0.2)            # waiting, as for an append: not the handler's time
+        _burn(20)
+        return "answer"
+
+    async def go():
+        timer = RequestTimer()
+        started = time.monotonic()
+        result = await timer.run(handler())
+        return result, timer.ns, time.monotonic() - started, RequestTimer.current()
+
+    result, ns, wall_s, after = asyncio.run(go())
+    assert result == "answer" and after is None
+    assert seen[0] >= 20e6
+    assert 40e6 <= ns < wall_s * 1e9 - 150e6
+
+
+def test_a_cancel_reaches_the_timed_handler():
+    cleaned = []
+
+    async def handler():
+        try:
+            await asyncio.Event().wait()
+        finally:
+            cleaned.append(True)
+
+    async def go():
+        task = asyncio.ensure_future(RequestTimer().run(handler()))
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(go())
+    assert cleaned == [True]
+
+
+def test_a_client_over_its_request_percentage_is_throttled_at_most_one_window():
+    now = [0]
+    quotas = _broker_quotas({frozenset({("client-id", "busy")}): {"request_percentage": 1.0}}, now)
+
+    async def metadata(ctx, request):
+        _burn(200)      # 20 %-seconds over the 10 s first window: 2 % > 1 %, (2 - 1) / 1 x 10 s, capped at 1 s
+        return MetadataResponse()
+
+    async def txn_markers(ctx, request):
+        return "exempt"
+
+    handlers = quotas.wrap({3: ApiHandler(metadata), 27: ApiHandler(txn_markers)})
+    assert handlers[27].handle is txn_markers
+    busy = RequestContext(3, 12, 1, "busy", ("127.0.0.1", 1), "PLAINTEXT", "c")
+    answer = asyncio.run(handlers[3].handle(busy, None))
+    assert isinstance(answer, Throttled) and answer.throttle_ms == 1000 == answer.response.throttle_time_ms
+    idle = RequestContext(3, 12, 2, "idle", ("127.0.0.1", 1), "PLAINTEXT", "c")
+    assert isinstance(asyncio.run(handlers[3].handle(idle, None)), MetadataResponse)
