@@ -295,3 +295,20 @@ def test_a_client_over_its_request_percentage_is_throttled_at_most_one_window():
     assert isinstance(answer, Throttled) and answer.throttle_ms == 1000 == answer.response.throttle_time_ms
     idle = RequestContext(3, 12, 2, "idle", ("127.0.0.1", 1), "PLAINTEXT", "c")
     assert isinstance(asyncio.run(handlers[3].handle(idle, None)), MetadataResponse)
+
+
+def test_a_throttled_fetch_passes_the_acl_check_unchanged_refused_topics_left_out_as_in_kafka():
+    from kafkawire.broker.authorization import _fetch
+    from kafkawire.messages.fetch_request import FetchRequest, FetchTopic, FetchPartition
+
+    check = _fetch(SimpleNamespace(image=lambda: None))
+    throttled = Throttled(FetchResponse(throttle_time_ms=500), 500)
+
+    async def handle(ctx, request):
+        return throttled
+
+    request = FetchRequest(replica_id=-1, max_wait_ms=0, topics=[
+        FetchTopic(topic="secret", partitions=[FetchPartition(partition=0)])])
+    ctx = RequestContext(1, 12, 1, "reader", ("127.0.0.1", 1), "PLAINTEXT", "c")
+    answer = asyncio.run(check(ctx, request, lambda *a: False, handle))       # READ on "secret" refused
+    assert answer is throttled and answer.response.responses == []
