@@ -33,6 +33,7 @@ from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, RESOURCE_TO
 from kafkawire.net.server import NO_RESPONSE, CloseConnection
 from kafkawire.protocol.apis import api_table
 from kafkawire.protocol.error_codes import Errors
+from kafkawire.protocol.handler import Throttled
 
 from .txn_verification import _transactional_header
 
@@ -239,6 +240,8 @@ def _fetch(broker):
             effective = _with(request, "topics", kept)
             effective.max_wait_ms = effective.max_wait_ms if kept else 0
             response = await handle(ctx, effective)
+        if isinstance(response, Throttled):     # a consumer over its quota: answered empty, as Kafka's
+            return response                     # getThrottledResponse leaves the refused topics out too
         if replica < 0:
             _refuse_session_topics(response, v, may, name_of)
         response.responses = list(response.responses) + [fr.FetchableTopicResponse(

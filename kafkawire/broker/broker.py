@@ -73,6 +73,7 @@ from .partition import LeaderPartition
 from .produce import ProduceApi
 from .replica_roles import ReplicaRoles
 from .producer_ids import InitProducerIdApi, ProducerIdBlocks
+from .quotas import BrokerQuotas
 from .replication import Replication
 from .txn_markers import MIN_VERSION as WRITE_TXN_MARKERS_MIN_VERSION, WRITE_TXN_MARKERS, TxnMarkersApi
 from .txn_apis import TxnApis
@@ -136,6 +137,8 @@ class Broker:
         self.lifecycle: BrokerLifecycle | None = None
         self.task: asyncio.Task | None = None     # the lifecycle (registration, heartbeats), then serving
         self.metadata_apis = MetadataApis(self)
+        # producer_byte_rate, consumer_byte_rate and request_percentage from the image (kafkawire.broker.quotas)
+        self.quotas = BrokerQuotas(self)
         self.fetch_api = FetchApi(self)
         self.topic_configs = TopicConfigs(config)     # topic configs resolved, per topic per image
         self.state_writes = StateWrites()             # epoch checkpoints and producer snapshots, off the loop
@@ -179,9 +182,11 @@ class Broker:
 
     def handlers(self) -> dict[int, ApiHandler]:
         """The broker's APIs, behind KafkaApis' ACL checks when there is an authorizer
-        (kafkawire.broker.authorization)."""
+        (kafkawire.broker.authorization), and behind the client quotas (kafkawire.broker.quotas)."""
         handlers = self._handlers()
-        return handlers if self.authorizer is None else authorize_broker_handlers(handlers, self.authorizer, self)
+        if self.authorizer is not None:
+            handlers = authorize_broker_handlers(handlers, self.authorizer, self)
+        return self.quotas.wrap(handlers)     # client quotas (kafkawire.broker.quotas)
 
     def _handlers(self) -> dict[int, ApiHandler]:
         own = {} if self.describe_configs is None else {DESCRIBE_CONFIGS: ApiHandler(

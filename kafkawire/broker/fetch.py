@@ -33,6 +33,7 @@ from kafkawire.messages.list_offsets_response import (ListOffsetsPartitionRespon
                                                       ListOffsetsTopicResponse)
 from kafkawire.net.metadata_topic import epoch_error, list_offset
 from kafkawire.protocol.error_codes import Errors
+from kafkawire.protocol.handler import Throttled
 from kafkawire.storage.log import OffsetOutOfRangeError
 
 __all__ = ["FetchApi"]
@@ -58,28 +59,49 @@ class FetchApi:
         context = self.sessions.new_context(v, request, privileged=replica_id >= 0)
         wanted = context.partitions()
         deadline = time.monotonic() + min(max(request.max_wait_ms, 0), MAX_WAIT_CAP_MS) / 1000
+        # a consumer's fetch answers to its client quotas (kafkawire.broker.quotas); a follower's does not
+        quotas = self.broker.quotas if follower is None else None
+        max_bytes = min(request.max_bytes, self.broker.config.fetch_max_bytes)
+        if quotas is not None and quotas.fetch_enabled():     # no more than the quota allows in one window
+            max_bytes = int(min(max_bytes, quotas.fetch_window_bytes(ctx)))
+        min_bytes = min(request.min_bytes, max_bytes)
         first = True
         while True:
             seen = self.broker.appends
-            updates, total, errors = self._fetch_once(request, wanted, v, follower, record_follower=first)
+            updates, total, errors = self._fetch_once(max_bytes, wanted, v, request.isolation_level, follower,
+                                                      record_follower=first)
             first = False
             remaining = deadline - time.monotonic()
-            if total >= request.min_bytes or errors or remaining <= 0 or not wanted:
-                code, session_id, updates = context.response(updates)
-                return FetchResponse(error_code=code, session_id=session_id, responses=_by_topic(updates))
+            if total >= min_bytes or errors or remaining <= 0 or not wanted:
+                return self._answer(ctx, context, updates, quotas)
             await self.broker.wait_for_appends(seen, remaining)
 
-    def _fetch_once(self, request, wanted: list, version: int, follower=None, record_follower: bool = True):
+    @staticmethod
+    def _answer(ctx, context, updates: list, quotas):
+        """The answer; for a consumer, its size and request time are recorded against its quotas,
+        and a throttled fetch gets no partitions (KafkaApis: the session is not moved on then either)."""
+        if quotas is not None:
+            throttle_ms = quotas.consumer_fetch_throttle(
+                ctx, lambda: FetchResponse(responses=_by_topic(context.would_answer(updates))))
+            if throttle_ms > 0:
+                code, session_id = context.throttled()
+                return Throttled(FetchResponse(throttle_time_ms=throttle_ms, error_code=code, session_id=session_id),
+                                 throttle_ms)
+        code, session_id, updates = context.response(updates)
+        return FetchResponse(error_code=code, session_id=session_id, responses=_by_topic(updates))
+
+    def _fetch_once(self, max_bytes: int, wanted: list, version: int, isolation_level: int, follower=None,
+                    record_follower: bool = True):
         """[(topic, topic id, PartitionData)] for ``wanted`` ((topic, topic id, FetchPartition)s),
         the bytes read, and whether any partition had an error. ``follower``: (replica id, broker
         epoch) of a follower's fetch; ``record_follower``: its state is recorded (the first read)."""
         image = self.broker.image()
-        budget = min(request.max_bytes, self.broker.config.fetch_max_bytes)
+        budget = max_bytes
         total, errors = 0, False
         updates = []
         for name, topic_id, p in wanted:
             topic = self._topic(image, name, topic_id, version)
-            data = self._fetch_partition(topic, p, version, request.isolation_level, budget, min_one=(total == 0),
+            data = self._fetch_partition(topic, p, version, isolation_level, budget, min_one=(total == 0),
                                          follower=follower, record_follower=record_follower)
             total += len(data.records)
             budget -= len(data.records)

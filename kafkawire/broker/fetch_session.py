@@ -58,6 +58,13 @@ class CachedPartition:
         self.topic, self.topic_id, self.request = topic, topic_id, request
         self.high_watermark = self.local_log_start_offset = -1
 
+    def would_respond(self, data) -> bool:
+        """Whether must_respond would carry ``data``, remembering nothing (Kafka's
+        PartitionIterator without updates, for the size a quota records)."""
+        return (len(data.records or b"") > 0 or self.high_watermark != data.high_watermark
+                or self.local_log_start_offset != data.log_start_offset or data.preferred_read_replica != -1
+                or data.error_code != Errors.NONE or data.diverging_epoch.epoch >= 0)
+
     def must_respond(self, data) -> bool:
         """Whether an incremental answer carries ``data``; remembers what it carried (Kafka's
         CachedPartition.maybeUpdateResponseData): records, a changed high watermark or log start
@@ -194,6 +201,13 @@ class SessionErrorContext:
     def response(self, updates: list) -> tuple[int, int, list]:
         return self.error, INVALID_SESSION_ID, []
 
+    def would_answer(self, updates: list) -> list:
+        return []
+
+    def throttled(self) -> tuple[int, int]:
+        """(error, session id) of a throttled answer: FetchContext.getThrottledResponse's default."""
+        return Errors.NONE, INVALID_SESSION_ID
+
 
 class SessionlessFetchContext:
     """A full fetch that creates no session (epoch -1, or a fetch before v7): every partition, id 0."""
@@ -206,6 +220,14 @@ class SessionlessFetchContext:
 
     def response(self, updates: list) -> tuple[int, int, list]:
         return Errors.NONE, INVALID_SESSION_ID, updates
+
+    def would_answer(self, updates: list) -> list:
+        """The partitions ``response`` would carry, nothing changed (for the size a quota records)."""
+        return updates
+
+    def throttled(self) -> tuple[int, int]:
+        """(error, session id) of a throttled answer: no partitions and no session made."""
+        return Errors.NONE, INVALID_SESSION_ID
 
 
 class FullFetchContext(SessionlessFetchContext):
@@ -238,6 +260,20 @@ class IncrementalFetchContext:
 
     def partitions(self) -> list:
         return [(c.topic, c.topic_id, c.request) for c in self.session.partitions.values()]
+
+    def would_answer(self, updates: list) -> list:
+        session = self.session
+        if session.epoch != self.expected_epoch:
+            return []
+        return [u for u in updates if (c := session.partitions.get(partition_key(
+            session.uses_topic_ids, u[0], u[1], u[2].partition_index))) is not None and c.would_respond(u[2])]
+
+    def throttled(self) -> tuple[int, int]:
+        """The session kept as it is (its partitions' last answers unchanged), as Kafka's
+        IncrementalFetchContext.getThrottledResponse."""
+        if self.session.epoch != self.expected_epoch:
+            return Errors.INVALID_FETCH_SESSION_EPOCH, self.session.id
+        return Errors.NONE, self.session.id
 
     def response(self, updates: list) -> tuple[int, int, list]:
         session = self.session

@@ -104,6 +104,10 @@ _KEYS = (
     _Key("fetch.max.bytes", lambda k, v: _int(k, v, 1024), str(55 * 1024 * 1024), "ServerConfigs"),
     # ServerConfigs: INT 1000 atLeast(0); the most incremental fetch sessions the broker keeps
     _Key("max.incremental.fetch.session.cache.slots", lambda k, v: _int(k, v, 0), "1000", "ServerConfigs"),
+    # QuotaConfig: INT 11 atLeast(1); INT 1 atLeast(1): the samples and the sample span of the client
+    # quotas' rates (kafkawire.broker.client_quotas)
+    _Key("quota.window.num", lambda k, v: _int(k, v, 1), "11", "QuotaConfig"),
+    _Key("quota.window.size.seconds", lambda k, v: _int(k, v, 1), "1", "QuotaConfig"),
     _Key("log.segment.bytes", lambda k, v: _int(k, v, 1024 * 1024), str(1024 * 1024 * 1024), "ServerLogConfigs"),
     _Key("log.message.timestamp.type", lambda k, v: _one_of(k, v, TIMESTAMP_TYPES), "CreateTime", "ServerLogConfigs"),
     _Key("min.insync.replicas", lambda k, v: _int(k, v, 1), "1", "ServerLogConfigs"),
@@ -290,6 +294,8 @@ class ServerConfig:
     message_max_bytes: int = 1024 * 1024 + 12
     fetch_max_bytes: int = 55 * 1024 * 1024
     max_incremental_fetch_session_cache_slots: int = 1000
+    quota_window_num: int = 11
+    quota_window_size_seconds: int = 1
     log_segment_bytes: int = 1024 * 1024 * 1024
     log_message_timestamp_type: str = "CreateTime"
     log_message_timestamp_before_max_ms: int = (1 << 63) - 1

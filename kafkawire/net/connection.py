@@ -20,7 +20,8 @@ from kafkawire.net.authentication import connection_principal, sasl_dispatch, sa
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.errors import DecodeError, EncodeError
 from kafkawire.protocol.framing import FrameReader, decode_request, encode_response, peek_request_api
-from kafkawire.protocol.handler import NO_RESPONSE, ApiHandler, CloseConnection, RequestContext, top_level_error_response
+from kafkawire.protocol.handler import (NO_RESPONSE, ApiHandler, CloseConnection, RequestContext, Throttled,
+                                        top_level_error_response)
 
 if TYPE_CHECKING:       # the server imports this module to make its connections
     from kafkawire.net.server import KafkaServer
@@ -97,6 +98,8 @@ class Connection:
         # comes as what it waits for completes, and the loop must not then go on reading.
         self._reading_stopped = False
         self._last_activity = time.monotonic()
+        # A client quota's throttle (KIP-219): nothing is read before this time (time.monotonic()).
+        self._muted_until = 0.0
         self.sasl = sasl_session(server)                 # None unless the listener is SASL_*
         self.principal = connection_principal(writer)     # TLS client certificate, else ANONYMOUS
         self.security_protocol = server.security.protocol if server.security is not None else "PLAINTEXT"
@@ -176,6 +179,8 @@ class Connection:
                 if frames.pending == 0:
                     # queued.max.request.bytes: a new frame waits for room; one being read goes on.
                     await self.server.memory_pool.wait_for_room()
+                if self._muted_until > time.monotonic():
+                    await self._throttled()
                 wait = max(self._last_activity + idle - time.monotonic(), 0)
                 try:
                     data = await asyncio.wait_for(self.reader.read(65536), timeout=wait)
@@ -198,6 +203,21 @@ class Connection:
             return
         finally:
             self._finish_reading()
+
+    def throttle(self, throttle_ms: int) -> None:
+        """Read nothing for ``throttle_ms`` from now (Kafka's ThrottledChannel: the throttle
+        starts as the throttled answer is made, and the channel is unmuted when it ends)."""
+        if throttle_ms > 0:
+            self._muted_until = max(self._muted_until, time.monotonic() + throttle_ms / 1000)
+
+    async def _throttled(self) -> None:
+        """Wait out the throttle, noticing a peer that closes meanwhile; the wait is not idle time."""
+        while (remaining := self._muted_until - time.monotonic()) > 0:
+            await asyncio.sleep(min(remaining, _MUTED_EOF_POLL_S))
+            if _peer_closed(self.reader):
+                self._cancel_pending()
+                raise _PeerClosed()
+        self._last_activity = time.monotonic()
 
     def _authenticating(self) -> bool:
         return self.sasl is not None and not self.sasl.complete
@@ -355,6 +375,9 @@ class Connection:
         """Run the handler and encode its answer: the response frame, or NO_RESPONSE."""
         try:
             response = await registered.handler.handle(ctx, request)
+            if isinstance(response, Throttled):         # muted before the reader may go on
+                self.throttle(response.throttle_ms)
+                response = response.response
             if response is NO_RESPONSE:
                 return response
             return encode_response(response, ctx.api_version, ctx.correlation_id)

@@ -27,6 +27,9 @@ KafkaApis):
   (default 1) requests are pending (the one admission rule per connection; see
   kafkawire.net.admission). With a higher setting, pipelined requests run concurrently;
   responses are always written strictly in request order.
+* A handler may answer Throttled (a client quota exceeded, kafkawire.broker.quotas): the answer
+  goes out at once and the connection reads nothing more for the throttle time (KIP-219, Kafka's
+  ThrottledChannel), noticing meanwhile a peer that closes.
 * Kafka's admission rules (``kafkawire.net.admission``): max.connections, max.connections.per.ip
   and its overrides, queued.max.request.bytes. The connection limits are applied where a
   connection is accepted, before its TLS handshake (``kafkawire.net.acceptor``, Kafka's

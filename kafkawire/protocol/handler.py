@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-__all__ = ["RequestContext", "Handler", "ApiHandler", "NO_RESPONSE", "CloseConnection", "top_level_error_response"]
+__all__ = ["RequestContext", "Handler", "ApiHandler", "NO_RESPONSE", "CloseConnection", "Throttled",
+           "top_level_error_response"]
 
 
 class _NoResponse:
@@ -26,6 +27,15 @@ NO_RESPONSE = _NoResponse()
 
 class CloseConnection(Exception):
     """Raised by a handler to close the connection instead of answering (after earlier responses)."""
+
+
+@dataclass(frozen=True)
+class Throttled:
+    """A handler's answer (a response, or NO_RESPONSE) after which the connection reads nothing
+    for ``throttle_ms``: a client quota was exceeded, and as Kafka's broker does since KIP-219 the
+    answer goes out at once while the channel stays muted for the throttle time."""
+    response: Any
+    throttle_ms: int
 
 
 @dataclass(frozen=True)

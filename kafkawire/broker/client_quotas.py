@@ -1,0 +1,288 @@
+"""Client quotas on the broker role: the byte rates of KIP-13/KIP-55 (``producer_byte_rate``,
+``consumer_byte_rate``) as Kafka's ClientQuotaManager measures and enforces them.
+
+Where a quota comes from: the committed metadata image's client quota entities
+(``image.client_quotas``: ClientQuotaRecords, set with AlterClientQuotas or ``kafka-configs
+--alter --add-config producer_byte_rate=...``). An entity is a user, a client id, or both, each
+named or the default (a record's null name); entities with an ``ip`` are connection-rate quotas
+and are not read here. For one (user principal, client id) the quota is found in Kafka's order:
+
+    /config/users/<user>/clients/<client-id>   /config/users/<user>/clients/<default>
+    /config/users/<user>                       /config/users/<default>/clients/<client-id>
+    /config/users/<default>/clients/<default>  /config/users/<default>
+    /config/clients/<client-id>                /config/clients/<default>
+
+and, as in Kafka's DefaultQuotaCallback, the rate is shared by everything the matching entity
+covers: with only client-id quotas, every user with one client id shares one rate; with a
+``/config/users/<user>`` quota, every client id of that user does (``quota_tags``).
+
+How a rate is measured (Kafka's Rate over a WindowedSum, ``SampledRate``): the values recorded
+fall in samples of ``quota.window.size.seconds`` each, ``quota.window.num`` of them kept (plus the
+one Kafka keeps for overlap); a sample with no event for the whole span is reset; the rate is
+the samples' sum over the elapsed time, which counts as at least ``quota.window.num - 1`` whole
+samples, so a first burst is not judged over a few milliseconds.
+
+Throttle time (QuotaUtils.throttleTime): a record that takes the rate O above the quota T asks
+for X = (O - T) / T * W ms, W the window the rate was measured over: the delay after which,
+with nothing more recorded, the rate is back at the quota. Produce records the request's size
+(every Produce, acks=0 included); Fetch from a consumer records the response's size, and a
+throttled consumer fetch is answered with no partitions and its recorded size taken back out
+(unrecordQuotaSensor), as Kafka returns an empty response. The answer carries the throttle time
+and the connection is muted that long (KIP-219; kafkawire.protocol.handler.Throttled).
+
+Bounded: a rate (Kafka's sensor) per quota-sharing group, dropped after an hour without a
+record as Kafka expires sensors, and at most ``MAX_TRACKED`` per quota type (the least recently
+used goes first: a new one starts from an empty rate, as a new client id would).
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections import OrderedDict
+from typing import Callable
+
+__all__ = ["SampledRate", "throttle_time_ms", "QuotaIndex", "quota_tags", "quota_limit", "ClientQuotaManager",
+           "PRODUCER_BYTE_RATE", "CONSUMER_BYTE_RATE", "REQUEST_PERCENTAGE", "DEFAULT", "principal_user"]
+
+PRODUCER_BYTE_RATE = "producer_byte_rate"
+CONSUMER_BYTE_RATE = "consumer_byte_rate"
+REQUEST_PERCENTAGE = "request_percentage"
+USER, CLIENT_ID = "user", "client-id"
+
+INACTIVE_EXPIRY_MS = 3600 * 1000        # ClientQuotaManager.INACTIVE_SENSOR_EXPIRATION_TIME_SECONDS
+MAX_TRACKED = 10_000                    # rates kept per quota type (Kafka bounds them by expiry alone)
+
+# Kafka's quotaTypesEnabled bits
+CLIENT_ID_QUOTA, USER_QUOTA, USER_CLIENT_ID_QUOTA = 1, 2, 4
+
+
+class _Default:
+    """The default entity (a null name in a ClientQuotaRecord; ``<default>`` in kafka-configs)."""
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<default>"
+
+
+DEFAULT = _Default()
+
+
+def principal_user(principal: str) -> str:
+    """KafkaPrincipal.getName of ``User:alice``: the name a user quota entity is matched against."""
+    return principal.split(":", 1)[1] if ":" in principal else principal
+
+
+# -- the rate --
+
+class _Sample:
+    __slots__ = ("start_ms", "last_event_ms", "value", "events")
+
+    def __init__(self, now_ms: int):
+        self.reset(now_ms)
+
+    def reset(self, now_ms: int) -> None:
+        self.start_ms = self.last_event_ms = now_ms
+        self.value = 0.0
+        self.events = 0
+
+
+class SampledRate:
+    """Kafka's Rate (per second) over a WindowedSum with ``samples`` samples of ``window_ms`` each."""
+    __slots__ = ("samples", "window_ms", "_slots", "_current", "last_record_ms")
+
+    def __init__(self, samples: int, window_ms: int):
+        self.samples, self.window_ms = samples, window_ms
+        self._slots: list[_Sample] = []
+        self._current = 0
+        self.last_record_ms = 0
+
+    def record(self, value: float, now_ms: int) -> None:
+        sample = self._current_sample(now_ms)
+        if now_ms - sample.start_ms >= self.window_ms:
+            sample = self._advance(now_ms)
+        sample.value += value
+        sample.events += 1
+        sample.last_event_ms = now_ms
+        self.last_record_ms = now_ms
+
+    def _current_sample(self, now_ms: int) -> _Sample:
+        if not self._slots:
+            self._slots.append(_Sample(now_ms))
+        return self._slots[self._current]
+
+    def _advance(self, now_ms: int) -> _Sample:
+        # one slot more than the samples: the "overlapping sample" Kafka keeps
+        self._current = (self._current + 1) % (self.samples + 1)
+        if self._current >= len(self._slots):
+            self._slots.append(_Sample(now_ms))
+        else:
+            self._slots[self._current].reset(now_ms)
+        return self._slots[self._current]
+
+    def _purge(self, now_ms: int) -> None:
+        expire_age = self.samples * self.window_ms
+        for sample in self._slots:
+            if now_ms - sample.last_event_ms >= expire_age:
+                sample.reset(now_ms)
+
+    def window_size_ms(self, now_ms: int) -> int:
+        """The span the rate is measured over (Rate.windowSize): at least samples - 1 whole windows."""
+        self._purge(now_ms)
+        oldest = min((s.start_ms for s in self._slots), default=now_ms)
+        elapsed = now_ms - oldest
+        full_windows = elapsed // self.window_ms
+        if full_windows < self.samples - 1:
+            elapsed += (self.samples - 1 - full_windows) * self.window_ms
+        return max(elapsed, 1)
+
+    def measure(self, now_ms: int) -> float:
+        """Per second."""
+        self._purge(now_ms)
+        total = sum(s.value for s in self._slots)
+        return total / (self.window_size_ms(now_ms) / 1000.0)
+
+
+def throttle_time_ms(observed: float, bound: float, window_ms: int) -> int:
+    """QuotaUtils.throttleTime: X = (O - T) / T * W, rounded as Java's Math.round."""
+    return int(math.floor((observed - bound) / bound * window_ms + 0.5))
+
+
+# -- which quota applies --
+
+class QuotaIndex:
+    """One quota key's entities of an image: {(user, client id): value}, each part a name,
+    DEFAULT, or None (absent), and Kafka's quotaTypesEnabled bits for them."""
+    __slots__ = ("entries", "enabled")
+
+    def __init__(self, entries: dict):
+        self.entries = entries
+        enabled = 0
+        for user, client in entries:
+            enabled |= USER_CLIENT_ID_QUOTA if user is not None and client is not None else \
+                USER_QUOTA if user is not None else CLIENT_ID_QUOTA
+        self.enabled = enabled
+
+    @classmethod
+    def of(cls, client_quotas: dict, key: str) -> "QuotaIndex":
+        """From ``image.client_quotas`` ({frozenset((entity type, name or None)): {key: value}})."""
+        entries = {}
+        for entity, values in client_quotas.items():
+            if key not in values:
+                continue
+            parts = dict(entity)
+            if not parts or not set(parts) <= {USER, CLIENT_ID}:
+                continue        # ip entities are connection-rate quotas (ConnectionQuotas), not read here
+            user = (DEFAULT if parts[USER] is None else parts[USER]) if USER in parts else None
+            client = (DEFAULT if parts[CLIENT_ID] is None else parts[CLIENT_ID]) if CLIENT_ID in parts else None
+            entries[(user, client)] = float(values[key])
+        return cls(entries)
+
+
+def quota_tags(index: QuotaIndex, user: str, client_id: str) -> tuple[str, str]:
+    """DefaultQuotaCallback.quotaMetricTags: the (user, client id) whose rate this client shares;
+    "" for a part the matching quota does not name."""
+    enabled, has = index.enabled, index.entries.__contains__
+    if enabled in (0, CLIENT_ID_QUOTA):
+        return "", client_id
+    if enabled == USER_QUOTA:
+        return user, ""
+    if enabled == USER_CLIENT_ID_QUOTA:
+        return user, client_id
+    # quotas at more than one level: the first entity in the precedence order that exists
+    if has((user, client_id)) or has((user, DEFAULT)):
+        return user, client_id
+    if has((user, None)):
+        return user, ""
+    if has((DEFAULT, client_id)) or has((DEFAULT, DEFAULT)):
+        return user, client_id
+    if has((DEFAULT, None)):
+        return user, ""
+    return "", client_id
+
+
+def quota_limit(index: QuotaIndex, tags: tuple[str, str]) -> float | None:
+    """DefaultQuotaCallback.quotaLimit for the tags; None: no quota."""
+    user, client = tags
+    get = index.entries.get
+    if user and client:
+        order = [(user, client), (user, DEFAULT), (DEFAULT, client), (DEFAULT, DEFAULT)]
+    elif user:
+        order = [(user, None), (DEFAULT, None)]
+    elif client:
+        order = [(None, client), (None, DEFAULT)]
+    else:
+        return None
+    for entity in order:
+        value = get(entity)
+        if value is not None:
+            return value
+    return None
+
+
+# -- the manager --
+
+class ClientQuotaManager:
+    """One quota type's rates (Kafka's ClientQuotaManager for FETCH or PRODUCE): ``record``
+    returns the throttle time, 0 when within the quota or when no quota of this type exists."""
+
+    def __init__(self, samples: int, window_seconds: int, *, max_tracked: int = MAX_TRACKED,
+                 max_throttle_ms: int | None = None, clock: Callable[[], int] | None = None):
+        self.samples, self.window_ms = samples, window_seconds * 1000
+        self.max_tracked, self.max_throttle_ms = max_tracked, max_throttle_ms
+        self.clock = clock or (lambda: int(time.monotonic() * 1000))
+        self.rates: OrderedDict[tuple[str, str], SampledRate] = OrderedDict()
+
+    def _rate(self, tags: tuple[str, str], now_ms: int) -> SampledRate:
+        """The rate of ``tags``, made if new. Rates are kept least recently used first: those idle
+        an hour are dropped (Kafka's sensor expiry), and the first ones beyond ``max_tracked``."""
+        rates = self.rates
+        while rates and now_ms - next(iter(rates.values())).last_record_ms >= INACTIVE_EXPIRY_MS:
+            rates.popitem(last=False)
+        rate = rates.get(tags)
+        if rate is not None:
+            rates.move_to_end(tags)
+            return rate
+        while len(rates) >= self.max_tracked:
+            rates.popitem(last=False)
+        rate = rates[tags] = SampledRate(self.samples, self.window_ms)
+        rate.last_record_ms = now_ms
+        return rate
+
+    def record(self, index: QuotaIndex, user: str, client_id: str, value: float, now_ms: int | None = None) -> int:
+        """maybeRecordAndGetThrottleTimeMs: record ``value`` and return the throttle time in ms."""
+        if not index.enabled:
+            return 0
+        now_ms = self.clock() if now_ms is None else now_ms
+        tags = quota_tags(index, user, client_id)
+        rate = self._rate(tags, now_ms)
+        rate.record(value, now_ms)
+        bound = quota_limit(index, tags)
+        if bound is None:
+            return 0
+        observed = rate.measure(now_ms)
+        if observed <= bound:
+            return 0
+        if bound <= 0:          # a zero quota: Kafka's formula divides by it; throttle as long as it may
+            return self._capped(self.samples * self.window_ms)
+        return self._capped(throttle_time_ms(observed, bound, rate.window_size_ms(now_ms)))
+
+    def _capped(self, ms: int) -> int:
+        ms = min(ms, 2**31 - 1)
+        return ms if self.max_throttle_ms is None else min(ms, self.max_throttle_ms)
+
+    def unrecord(self, index: QuotaIndex, user: str, client_id: str, value: float, now_ms: int | None = None) -> None:
+        """unrecordQuotaSensor: take a recorded value back out (a throttled fetch sends nothing)."""
+        if not index.enabled:
+            return
+        now_ms = self.clock() if now_ms is None else now_ms
+        self._rate(quota_tags(index, user, client_id), now_ms).record(-value, now_ms)
+
+    def max_value_in_window(self, index: QuotaIndex, user: str, client_id: str) -> float:
+        """maxValueInQuotaWindow: the most one record can be without certain throttling (a consumer
+        fetch's max_bytes is capped to it)."""
+        if not index.enabled:
+            return math.inf
+        limit = quota_limit(index, quota_tags(index, user, client_id))
+        if limit is None:
+            return math.inf
+        return limit * (self.samples - 1) * (self.window_ms / 1000)

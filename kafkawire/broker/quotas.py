@@ -1,0 +1,229 @@
+"""The broker's client quotas in front of its APIs (Kafka's QuotaFactory.QuotaManagers as
+KafkaApis uses them): a produce, a fetch and a request quota manager
+(kafkawire.broker.client_quotas) with ``quota.window.num`` samples of
+``quota.window.size.seconds``, their quotas read from the committed metadata image.
+
+* Produce: every request's size (the frame's size field, Kafka's request.sizeInBytes) is recorded
+  against the client's ``producer_byte_rate`` once the answer is ready; a throttle time over 0
+  goes in the answer's throttle_time_ms (none with acks=0) and mutes the connection that long.
+* Fetch from a consumer: ``max_bytes`` is first capped to what the quota allows in a window
+  (maxValueInQuotaWindow); the answer's size is recorded against ``consumer_byte_rate``, and a
+  throttled fetch is answered with no partitions, its size taken back out (kafkawire.broker.fetch).
+  A follower's fetch is not a client's: replication quotas (leader/follower.replication.throttled.rate)
+  are not enforced, and it is exempt from the request quota as in Kafka.
+* ``request_percentage`` (ClientRequestQuotaManager): the share of one request-handler thread a
+  client may use. Kafka measures the request thread's time; here the handler runs on the event
+  loop, so what is measured is the thread CPU time (time.thread_time_ns) of the handler's own
+  steps, between its awaits (``RequestTimer``), as a percentage of a second. Every API but the
+  exempt ones (WriteTxnMarkers, a cluster action; a follower's Fetch; SaslHandshake and
+  SaslAuthenticate) records it; a Produce with acks=0 records it without being throttled for it
+  (KafkaApis). Its throttle time is capped at one window (``quota.window.size.seconds``), and
+  Produce and Fetch take the larger of their two throttle times. Not measured: the time spent
+  decoding, encoding and sending (Kafka's network thread time), and ApiVersions, which the
+  connection answers itself.
+"""
+from __future__ import annotations
+
+import contextvars
+import time
+
+from kafkawire.protocol.handler import NO_RESPONSE, ApiHandler, Throttled
+from kafkawire.protocol.primitives import EncodeBuffer
+
+from .client_quotas import (CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE, ClientQuotaManager,
+                            QuotaIndex, principal_user)
+
+__all__ = ["BrokerQuotas", "RequestTimer", "PRODUCE", "FETCH"]
+
+PRODUCE, FETCH = 0, 1
+# WriteTxnMarkers (a cluster action: sendResponseExemptThrottle), SaslHandshake, SaslAuthenticate
+REQUEST_QUOTA_EXEMPT = frozenset({27, 17, 36})
+NANOS_TO_PERCENTAGE = 100.0 / 1e9       # ClientRequestQuotaManager.NANOS_TO_PERCENTAGE_PER_SECOND
+_EMPTY = QuotaIndex({})
+_timer: contextvars.ContextVar = contextvars.ContextVar("kafkawire_request_timer", default=None)
+
+
+class RequestTimer:
+    """The thread CPU time a handler's coroutine takes in its own steps, awaits excluded: what
+    stands here for Kafka's request thread time. ``run(coroutine)`` is awaited in its place."""
+    __slots__ = ("ns", "_step_start")
+
+    def __init__(self):
+        self.ns = 0
+        self._step_start: int | None = None
+
+    @staticmethod
+    def current() -> "RequestTimer | None":
+        """The timer of the request this task is handling, if its time is being measured."""
+        return _timer.get()
+
+    def so_far_ns(self) -> int:
+        running = 0 if self._step_start is None else time.thread_time_ns() - self._step_start
+        return self.ns + running
+
+    def run(self, coroutine):
+        return _Timed(self, coroutine)
+
+
+class _Timed:
+    """Drives a coroutine step by step for its RequestTimer (what it awaits is passed up to the
+    task unchanged; a cancel or an error thrown in is passed down)."""
+    __slots__ = ("timer", "coroutine")
+
+    def __init__(self, timer: RequestTimer, coroutine):
+        self.timer, self.coroutine = timer, coroutine
+
+    def __await__(self):
+        timer, coroutine = self.timer, self.coroutine
+        token = _timer.set(timer)
+        value, error = None, None
+        try:
+            while True:
+                timer._step_start = time.thread_time_ns()
+                try:
+                    yielded = coroutine.send(value) if error is None else coroutine.throw(error)
+                except StopIteration as stop:
+                    return stop.value
+                finally:
+                    timer.ns += time.thread_time_ns() - timer._step_start
+                    timer._step_start = None
+                value, error = None, None
+                try:
+                    value = yield yielded
+                except BaseException as exc:        # a cancel: the coroutine decides what it means
+                    error = exc
+        finally:
+            try:
+                _timer.reset(token)
+            except ValueError:          # finalized outside the task that ran it
+                pass
+
+
+class BrokerQuotas:
+    """The quota managers of ``broker`` (its ``image()`` and ``config``)."""
+
+    def __init__(self, broker, clock=None):
+        c = broker.config
+        self.image = broker.image
+        self.produce = ClientQuotaManager(c.quota_window_num, c.quota_window_size_seconds, clock=clock)
+        self.fetch = ClientQuotaManager(c.quota_window_num, c.quota_window_size_seconds, clock=clock)
+        # ClientRequestQuotaManager: a throttle time is at most one window
+        self.request = ClientQuotaManager(c.quota_window_num, c.quota_window_size_seconds, clock=clock,
+                                          max_throttle_ms=c.quota_window_size_seconds * 1000)
+        self._source = None               # the client_quotas dict the indexes were built from
+        self._offset = None               # and the image's offset then
+        self._indexes = {PRODUCER_BYTE_RATE: _EMPTY, CONSUMER_BYTE_RATE: _EMPTY, REQUEST_PERCENTAGE: _EMPTY}
+
+    def index(self, key: str) -> QuotaIndex:
+        """The image's quotas of ``key``, rebuilt only when the image changed."""
+        image = self.image()
+        quotas = getattr(image, "client_quotas", None)
+        offset = image.provenance.offset if image is not None else None
+        if quotas is not self._source or offset != self._offset:
+            self._source, self._offset = quotas, offset
+            self._indexes = {k: QuotaIndex.of(quotas or {}, k) for k in self._indexes}
+        return self._indexes[key]
+
+    def wrap(self, handlers: dict) -> dict:
+        """``handlers`` behind the quotas (outermost, so that a refused request counts too, as
+        KafkaApis records every request): Produce through both of its quotas, Fetch timed for
+        the request quota (kafkawire.broker.fetch applies both), the others through the request quota."""
+        wrapped = {}
+        for key, handler in handlers.items():
+            if key == PRODUCE:
+                wrapped[key] = self._wrapped(handler, self._produce)
+            elif key == FETCH:
+                wrapped[key] = self._wrapped(handler, self._timed_only)
+            elif key in REQUEST_QUOTA_EXEMPT:
+                wrapped[key] = handler
+            else:
+                wrapped[key] = self._wrapped(handler, self._request_quota)
+        return wrapped
+
+    @staticmethod
+    def _wrapped(handler: ApiHandler, through) -> ApiHandler:
+        async def handle(ctx, request):
+            return await through(handler.handle, ctx, request)
+        return ApiHandler(handle, handler.min_version, handler.max_version, handler.error_response)
+
+    def _timing(self) -> bool:
+        return self.index(REQUEST_PERCENTAGE).enabled != 0
+
+    async def _timed_only(self, handle, ctx, request):
+        if not self._timing():
+            return await handle(ctx, request)
+        return await RequestTimer().run(handle(ctx, request))
+
+    async def _request_quota(self, handle, ctx, request):
+        if not self._timing():
+            return await handle(ctx, request)
+        timer = RequestTimer()
+        response = await timer.run(handle(ctx, request))
+        return _throttled(response, self.record_request_time(ctx, timer.ns))
+
+    def record_request_time(self, ctx, nanos: int) -> int:
+        """Record a request's handler time against the client's request_percentage; the throttle time."""
+        index = self.index(REQUEST_PERCENTAGE)
+        if not index.enabled:
+            return 0
+        return self.request.record(index, principal_user(ctx.principal), ctx.client_id, nanos * NANOS_TO_PERCENTAGE)
+
+    # -- Produce --
+
+    async def _produce(self, handle, ctx, request):
+        timer = RequestTimer() if self._timing() else None
+        response = await (handle(ctx, request) if timer is None else timer.run(handle(ctx, request)))
+        bandwidth_ms = self.produce.record(self.index(PRODUCER_BYTE_RATE), principal_user(ctx.principal),
+                                           ctx.client_id, ctx.request_size)
+        if timer is None:
+            request_ms = 0
+        elif request.acks == 0:       # recorded, never throttled for (KafkaApis.handleProduceRequest)
+            self.record_request_time(ctx, timer.ns)
+            request_ms = 0
+        else:
+            request_ms = self.record_request_time(ctx, timer.ns)
+        return _throttled(response, max(bandwidth_ms, request_ms))
+
+    # -- Fetch (a consumer's) --
+
+    def fetch_enabled(self) -> bool:
+        return self.index(CONSUMER_BYTE_RATE).enabled != 0
+
+    def fetch_window_bytes(self, ctx) -> float:
+        """The most one consumer fetch may return without certain throttling."""
+        return self.fetch.max_value_in_window(self.index(CONSUMER_BYTE_RATE), principal_user(ctx.principal),
+                                              ctx.client_id)
+
+    def consumer_fetch_throttle(self, ctx, answer) -> int:
+        """For a consumer's fetch about to be answered with ``answer()``: its request time so far
+        and the response's size recorded (KafkaApis.handleFetchRequest); the larger throttle time.
+        When it is over 0 the size is taken back out: the answer will carry no partitions."""
+        timer = RequestTimer.current()
+        request_ms = 0 if timer is None else self.record_request_time(ctx, timer.so_far_ns())
+        index = self.index(CONSUMER_BYTE_RATE)
+        if not index.enabled:
+            return request_ms
+        size = fetch_response_size(answer(), ctx.api_version)
+        user = principal_user(ctx.principal)
+        now_ms = self.fetch.clock()
+        throttle_ms = max(request_ms, self.fetch.record(index, user, ctx.client_id, size, now_ms))
+        if throttle_ms > 0:
+            self.fetch.unrecord(index, user, ctx.client_id, size, now_ms)
+        return throttle_ms
+
+
+def _throttled(response, throttle_ms: int):
+    """``response`` carrying ``throttle_ms`` (the larger of it and what it carries: a forwarded
+    answer's controller throttle), the connection muted that long (Throttled) when over 0."""
+    if throttle_ms <= 0:
+        return response
+    if response is not NO_RESPONSE and hasattr(response, "throttle_time_ms"):
+        response.throttle_time_ms = max(response.throttle_time_ms, throttle_ms)
+    return Throttled(response, throttle_ms)
+
+
+def fetch_response_size(response, version: int) -> int:
+    """FetchResponse.sizeOf: the body's encoded size plus 4 (the batches are measured, not copied)."""
+    buf = EncodeBuffer()
+    response.encode_into(buf, version)
+    return 4 + buf.size()

@@ -1,0 +1,117 @@
+"""Byte-rate quotas set through AlterClientQuotas throttle confluent-kafka clients on a kafkawire
+broker (kafkawire.broker.quotas): librdkafka hears nonzero throttle times (its throttle_cb), a
+producer's acknowledged rate stays near its producer_byte_rate, and a consumer reads no faster
+than its consumer_byte_rate allows."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from kafkawire.messages.alter_client_quotas_request import AlterClientQuotasRequest, EntityData, EntryData, OpData
+from kafkawire.messages.describe_client_quotas_request import ComponentData, DescribeClientQuotasRequest
+from kafkawire.testing import EmbeddedBroker
+
+from .kafka_python_roundtrip import create_topic
+from .wire import call
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+
+QUOTA = 100_000                  # bytes per second
+SPAN_S = 4.0                     # how long the producer pushes as fast as it is let
+VALUE = b"x" * 1000
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    # Two samples of one second: a first burst may take one second's worth of a quota.
+    with EmbeddedBroker(tmp_path_factory.mktemp("quotas"),
+                        properties={"quota.window.num": 2, "quota.window.size.seconds": 1}) as node:
+        yield node
+
+
+def set_quota(broker, client_id: str, key: str, value: float) -> None:
+    altered = call(broker, AlterClientQuotasRequest(validate_only=False, entries=[EntryData(
+        entity=[EntityData(entity_type="client-id", entity_name=client_id)],
+        ops=[OpData(key=key, value=value, remove=False)])]), 1)
+    assert [e.error_code for e in altered.entries] == [0]
+
+    def described() -> bool:      # the broker answers DescribeClientQuotas from the image it enforces
+        answer = call(broker, DescribeClientQuotasRequest(components=[
+            ComponentData(entity_type="client-id", match_type=0, match=client_id)], strict=False), 1)
+        return [[(v.key, v.value) for v in e.values] for e in answer.entries] == [[(key, value)]]
+    _wait(described, 10, f"{key} of {client_id} in the broker's image")
+
+
+def _wait(condition, bound_s: float, what: str) -> None:
+    deadline = time.monotonic() + bound_s
+    while not condition():
+        assert time.monotonic() < deadline, f"no {what} within {bound_s} s"
+        time.sleep(0.05)
+
+
+def test_a_producer_over_its_quota_is_throttled_to_about_the_quota(broker):
+    create_topic(broker.bootstrap_servers, "quota-produce", 1)
+    set_quota(broker, "quota-producer", "producer_byte_rate", float(QUOTA))
+    throttles: list[float] = []
+    acked: list[int] = []
+    producer = confluent_kafka.Producer({
+        "bootstrap.servers": broker.bootstrap_servers, "client.id": "quota-producer", "acks": 1, "linger.ms": 5,
+        "batch.size": 16384, "throttle_cb": lambda event: throttles.append(event.throttle_time * 1000)})
+
+    def delivered(error, message):
+        if error is None:
+            acked.append(len(message.value()))
+
+    start = time.monotonic()
+    sent = 0
+    while time.monotonic() - start < SPAN_S:
+        if sent - len(acked) < 32:         # a few batches in flight, not a queue to drain later
+            producer.produce("quota-produce", VALUE, callback=delivered)
+            sent += 1
+        producer.poll(0.001)
+    elapsed = time.monotonic() - start
+    acked_in_span = sum(acked)
+    producer.purge()
+    producer.flush(5)
+
+    assert throttles and max(throttles) > 0, "librdkafka heard no throttle time"
+    rate = acked_in_span / elapsed
+    # At most the quota over the span plus the one-window first burst, plus a batch past it;
+    # request and batch headers count against the quota, so the values come a little under.
+    assert rate <= QUOTA * (SPAN_S + 1) / SPAN_S + 16384 / SPAN_S, rate
+    assert rate >= QUOTA * 0.6, rate
+
+
+def test_a_consumer_over_its_quota_reads_no_faster_than_the_quota(broker):
+    stored = 500
+    create_topic(broker.bootstrap_servers, "quota-consume", 1)
+    producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
+    for _ in range(stored):
+        producer.produce("quota-consume", VALUE)
+    assert producer.flush(30) == 0
+    quota = 2 * QUOTA
+    set_quota(broker, "quota-consumer", "consumer_byte_rate", float(quota))
+    throttles: list[float] = []
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": broker.bootstrap_servers, "client.id": "quota-consumer", "group.id": "quota-readers",
+        "enable.auto.commit": False, "fetch.wait.max.ms": 100,
+        "throttle_cb": lambda event: throttles.append(event.throttle_time * 1000)})
+    try:
+        consumer.assign([confluent_kafka.TopicPartition("quota-consume", 0, 0)])     # no group join
+        got = 0
+        start = time.monotonic()
+        deadline = start + 20
+        while got < stored and time.monotonic() < deadline:
+            message = consumer.poll(0.1)
+            if message is not None and message.error() is None:
+                got += 1
+        elapsed = time.monotonic() - start
+    finally:
+        consumer.close()
+
+    assert got == stored
+    assert throttles and max(throttles) > 0, "librdkafka heard no throttle time"
+    # A fetch may take at most one window of the quota (maxValueInQuotaWindow), and the first
+    # window's worth goes at once: the rest needs at least (stored - 2 windows) / quota.
+    assert elapsed >= (stored * len(VALUE) - 2 * quota) / quota, elapsed
