@@ -56,6 +56,8 @@ __all__ = ["FetchApi"]
 
 MAX_WAIT_CAP_MS = 30_000
 READ_COMMITTED = 1
+# KafkaApis answers these itself, before the ReplicaManager: their aborted list is empty, not null
+UNKNOWN_PARTITION = (Errors.UNKNOWN_TOPIC_ID, Errors.UNKNOWN_TOPIC_OR_PARTITION)
 CLIENT_METADATA_VERSION = 11          # Fetch v11 added the rack id and the preferred read replica
 
 
@@ -141,6 +143,8 @@ class FetchApi:
             code = Errors.NOT_LEADER_OR_FOLLOWER
         if code != Errors.NONE:
             data.error_code = code
+            if code not in UNKNOWN_PARTITION:    # ReplicaManager's error answers carry no aborted list
+                data.aborted_transactions = None
             return data
         limit = min(p.partition_max_bytes, budget)
         if params.follower is not None:
@@ -164,7 +168,7 @@ class FetchApi:
         follower (its own high watermark and last stable offset)."""
         hw, start = partition.high_watermark(), partition.log.log_start_offset
         if p.fetch_offset < start or p.fetch_offset > partition.log.log_end_offset:
-            data.error_code = Errors.OFFSET_OUT_OF_RANGE
+            data.error_code, data.aborted_transactions = Errors.OFFSET_OUT_OF_RANGE, None
             return data
         data.high_watermark = hw
         data.last_stable_offset = partition.last_stable_offset()
@@ -181,7 +185,7 @@ class FetchApi:
             else:
                 data.records = partition.read(p.fetch_offset, max(limit, 0), min_one_batch=min_one)
         except OffsetOutOfRangeError:
-            data.error_code = Errors.OFFSET_OUT_OF_RANGE
+            data.error_code, data.aborted_transactions, data.records = Errors.OFFSET_OUT_OF_RANGE, None, b""
             data.high_watermark = data.last_stable_offset = data.log_start_offset = -1
         return data
 
