@@ -152,6 +152,7 @@ def test_the_leader_answers_a_preferred_read_replica_without_records_exactly_whe
         data = await fetch(broker, consumer_fetch(offset=1, rack="b"))
         assert (data.error_code, data.preferred_read_replica, data.records) == (Errors.NONE, 2, b"")
         assert (data.high_watermark, data.last_stable_offset, data.log_start_offset) == (2, 2, 0)
+        assert data.aborted_transactions is None
         data = await fetch(broker, consumer_fetch(offset=3, rack="b"))        # only 2 has offset 3
         assert data.preferred_read_replica == 2
         # a long poll with a preferred replica is answered at once (ReplicaManager.fetchMessages)
@@ -227,7 +228,7 @@ def test_a_follower_serves_consumers_from_v11_below_its_high_watermark(tmp_path)
         data = await fetch(broker, consumer_fetch(offset=2))               # above its high watermark: nothing yet
         assert (data.error_code, data.records, data.high_watermark) == (Errors.NONE, b"", 2)
         data = await fetch(broker, consumer_fetch(offset=4))               # past its log end
-        assert data.error_code == Errors.OFFSET_OUT_OF_RANGE
+        assert (data.error_code, data.aborted_transactions) == (Errors.OFFSET_OUT_OF_RANGE, None)
         await close(broker)
     asyncio.run(go())
 
@@ -245,7 +246,8 @@ def test_a_follower_refuses_as_kafka_does(tmp_path):
             data = await fetch(broker, request, version)
             assert (data.error_code, data.records) == (error, b""), (version, request.topics[0].partitions[0])
         ctx = SimpleNamespace(api_version=7, listener_name="PLAINTEXT")
-        for epoch, error in ((-1, Errors.NOT_LEADER_OR_FOLLOWER), (3, Errors.FENCED_LEADER_EPOCH)):
+        for epoch, error in ((-1, Errors.NOT_LEADER_OR_FOLLOWER), (3, Errors.FENCED_LEADER_EPOCH),
+                             (5, Errors.UNKNOWN_LEADER_EPOCH)):
             response = await broker.fetch_api.list_offsets(ctx, ListOffsetsRequest(replica_id=-1, topics=[
                 ListOffsetsTopic(name="t", partitions=[ListOffsetsPartition(partition_index=0, timestamp=-1,
                                                                             current_leader_epoch=epoch)])]))

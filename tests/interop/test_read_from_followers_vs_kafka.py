@@ -7,7 +7,7 @@ consumer requests go to Kafka and to kafkawire in the same role and must be answ
 leader's preferred read replica (no records) for a client in the follower's rack, its records for
 a client in its own rack; a follower's records below its high watermark for Fetch v11+, nothing at
 its log end, OFFSET_OUT_OF_RANGE past it, UNKNOWN_LEADER_EPOCH for a newer leader epoch,
-NOT_LEADER_OR_FOLLOWER for Fetch v10 and for ListOffsets. One JVM."""
+NOT_LEADER_OR_FOLLOWER for Fetch v10 and for ListOffsets (the leader epoch checked first). One JVM."""
 from __future__ import annotations
 
 from kafkawire.messages.create_topics_request import CreatableReplicaAssignment, CreatableTopic, CreateTopicsRequest
@@ -45,9 +45,9 @@ def _seen(data, leader: int) -> tuple:
             data.log_start_offset, preferred, values, data.aborted_transactions)
 
 
-def _list_offsets_error(target, topic: str) -> str:
+def _list_offsets_error(target, topic: str, epoch: int = -1) -> str:
     response = call(target, ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsTopic(name=topic, partitions=[
-        ListOffsetsPartition(partition_index=0, timestamp=-1, current_leader_epoch=-1)])]), 7)
+        ListOffsetsPartition(partition_index=0, timestamp=-1, current_leader_epoch=epoch)])]), 7)
     return Errors.for_code(response.topics[0].partitions[0].error_code).name
 
 
@@ -95,7 +95,8 @@ def test_kafkawire_answers_follower_reads_and_preferred_replicas_as_kafka_does(k
             assert answers[1] == answers[2], f"{name}: kafkawire {answers[1]} vs Kafka {answers[2]}"
             print(f"{name}: {answers[2][:5]} {len(answers[2][5])} records")
         assert _seen(_fetch(at[2], "kafka-leads", rack=RACKS[1]), 2)[4] == "the follower"     # not vacuous
-        assert _list_offsets_error(at[1], "kafka-leads") == _list_offsets_error(at[2], "kafkawire-leads") == \
-            "NOT_LEADER_OR_FOLLOWER"
+        for epoch, error in ((-1, "NOT_LEADER_OR_FOLLOWER"), (5, "UNKNOWN_LEADER_EPOCH")):    # the epoch first
+            assert _list_offsets_error(at[1], "kafka-leads", epoch) == \
+                _list_offsets_error(at[2], "kafkawire-leads", epoch) == error
     finally:
         cluster.stop()
