@@ -7,7 +7,10 @@ consumer requests go to Kafka and to kafkawire in the same role and must be answ
 leader's preferred read replica (no records) for a client in the follower's rack, its records for
 a client in its own rack; a follower's records below its high watermark for Fetch v11+, nothing at
 its log end, OFFSET_OUT_OF_RANGE past it, UNKNOWN_LEADER_EPOCH for a newer leader epoch,
-NOT_LEADER_OR_FOLLOWER for Fetch v10 and for ListOffsets (the leader epoch checked first). One JVM."""
+NOT_LEADER_OR_FOLLOWER for Fetch v10 and for ListOffsets (the leader epoch checked first). And
+Kafka's Java consumer (ConsoleConsumer) with ``client.rack`` set to kafkawire's rack reads every
+record of Kafka's partition: Kafka's leader sends that client to kafkawire and serves it none, so
+kafkawire served them. One broker JVM and one tool JVM."""
 from __future__ import annotations
 
 from kafkawire.messages.create_topics_request import CreatableReplicaAssignment, CreatableTopic, CreateTopicsRequest
@@ -95,6 +98,13 @@ def test_kafkawire_answers_follower_reads_and_preferred_replicas_as_kafka_does(k
             assert answers[1] == answers[2], f"{name}: kafkawire {answers[1]} vs Kafka {answers[2]}"
             print(f"{name}: {answers[2][:5]} {len(answers[2][5])} records")
         assert _seen(_fetch(at[2], "kafka-leads", rack=RACKS[1]), 2)[4] == "the follower"     # not vacuous
+        # Kafka's Java consumer in kafkawire's rack reads Kafka's partition: every record from kafkawire,
+        # as Kafka's leader names kafkawire (in sync, holding every offset) to that client and serves it none
+        result = cluster.tool("org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server",
+                              cluster.bootstrap_servers(), "--topic", "kafka-leads", "--partition", "0",
+                              "--offset", "earliest", "--max-messages", str(RECORDS), "--timeout-ms", "30000",
+                              "--command-property", f"client.rack={RACKS[1]}", timeout=120)
+        assert len(result.stdout.splitlines()) == RECORDS, (result.stdout[-2000:], result.stderr[-3000:])
         for epoch, error in ((-1, "NOT_LEADER_OR_FOLLOWER"), (5, "UNKNOWN_LEADER_EPOCH")):    # the epoch first
             assert _list_offsets_error(at[1], "kafka-leads", epoch) == \
                 _list_offsets_error(at[2], "kafkawire-leads", epoch) == error
