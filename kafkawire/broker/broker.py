@@ -72,6 +72,7 @@ from .metadata_apis import MetadataApis
 from .partition import LeaderPartition
 from .produce import ProduceApi
 from .replica_roles import ReplicaRoles
+from .replica_selector import SelectorError, replica_selector
 from .producer_ids import InitProducerIdApi, ProducerIdBlocks
 from .quotas import BrokerQuotas
 from .replication import Replication
@@ -109,7 +110,8 @@ class Broker:
                 raise BrokerStartError("authorizer.class.name is set, but the broker was given no authorizer "
                                        "(the node's StandardAuthorizer)")
             config.inter_broker_security()      # its mechanism and JAAS entry: refused now, not at a fetch
-        except ConfigError as exc:
+            replica_selector(config.replica_selector_class)     # as Kafka's ReplicaManager instantiates it
+        except (ConfigError, SelectorError) as exc:
             raise BrokerStartError(str(exc)) from None
         self.config = config
         self.node_id = config.node_id
@@ -315,7 +317,8 @@ class Broker:
             listeners.append((name, host, e.port or bound[name], e.security_protocol))
         return Registration(broker_id=self.node_id, cluster_id=self.cluster_id, incarnation_id=uuid.uuid4(),
                             listeners=tuple(listeners), features=self.supported_features,
-                            log_dirs=() if self.directory_id is None else (self.directory_id,))
+                            log_dirs=() if self.directory_id is None else (self.directory_id,),
+                            rack=self.config.broker_rack)
 
     def _on_lifecycle_state(self, state: str) -> None:
         if state == RECOVERY:

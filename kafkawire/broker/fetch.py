@@ -1,4 +1,4 @@
-"""Fetch (1) and ListOffsets (2) for the partitions this broker leads, as Kafka's
+"""Fetch (1) and ListOffsets (2) for the partitions this broker hosts, as Kafka's
 ReplicaManager.fetchMessages and KafkaApis.handleListOffsetRequest answer consumers.
 
 Fetch: whole stored batches (the log's bytes, never re-encoded) from the one holding the fetch
@@ -17,9 +17,23 @@ answer carries; a fetch without partitions is answered at once.
 A follower's fetch (a replica id >= 0: ReplicaState from v15, ``replica_id`` before, with its broker
 epoch) reads to the log end and moves the leader's view of it (kafkawire.broker.replication,
 Partition.fetchRecords for a follower): its state is recorded once per request, on the first read.
-Long polls wake on appends and when a high watermark moves.
+Long polls wake on appends and when a high watermark moves (a led partition's, or a followed
+one's as its replica fetcher learns it).
 
-ListOffsets: earliest, latest, by timestamp, max timestamp, as kafkawire.net.metadata_topic's
+Reading from followers (KIP-392): a consumer's fetch from v11 on carries ClientMetadata (its
+``rack_id`` and the listener it came in on) and may read from a follower: it is served as on the
+leader, below the follower's own high watermark (read_uncommitted) or last stable offset
+(read_committed); an offset past the follower's log end is OFFSET_OUT_OF_RANGE (between its high
+watermark and log end: no records yet). Before v11, and for a follower's fetch, a replica that
+does not lead the partition answers NOT_LEADER_OR_FOLLOWER (FetchParams.fetchOnlyLeader); the
+current leader epoch is checked first, against the leader epoch this replica knows. On the leader,
+with ``replica.selector.class`` set, a v11+ consumer's fetch asks the selector
+(kafkawire.broker.replica_selector); when it names another replica the partition is answered
+with ``preferred_read_replica``, the leader's high watermark, last stable offset and log start,
+and no records, and the request is answered at once.
+
+ListOffsets (leader only, as Kafka's: the epoch checked first, then NOT_LEADER_OR_FOLLOWER on a
+follower): earliest, latest, by timestamp, max timestamp, as kafkawire.net.metadata_topic's
 ``list_offset`` computes them against the partition's log and high watermark, or its last
 stable offset for isolation level 1 (read_committed: latest is the LSO).
 """
@@ -27,7 +41,10 @@ from __future__ import annotations
 
 import time
 
+from typing import NamedTuple
+
 from kafkawire.broker.fetch_session import FetchManager, FetchSessionCache
+from kafkawire.broker.replica_selector import FollowerView, preferred_read_replica, replica_selector
 from kafkawire.messages.fetch_response import AbortedTransaction, FetchableTopicResponse, FetchResponse, PartitionData
 from kafkawire.messages.list_offsets_response import (ListOffsetsPartitionResponse, ListOffsetsResponse,
                                                       ListOffsetsTopicResponse)
@@ -40,6 +57,25 @@ __all__ = ["FetchApi"]
 
 MAX_WAIT_CAP_MS = 30_000
 READ_COMMITTED = 1
+# KafkaApis answers these itself, before the ReplicaManager: their aborted list is empty, not null
+UNKNOWN_PARTITION = (Errors.UNKNOWN_TOPIC_ID, Errors.UNKNOWN_TOPIC_OR_PARTITION)
+CLIENT_METADATA_VERSION = 11          # Fetch v11 added the rack id and the preferred read replica
+
+
+class FetchParams(NamedTuple):
+    """Kafka's FetchParams: ``follower`` (replica id, broker epoch) of a follower's fetch, else None;
+    ``client`` (rack id, listener name) of a consumer's fetch from v11 on (ClientMetadata), else
+    None; ``record_follower``: the follower's state is recorded (the first read of the request)."""
+    version: int
+    isolation_level: int
+    follower: tuple | None = None
+    client: tuple | None = None
+    record_follower: bool = True
+
+    @property
+    def only_leader(self) -> bool:
+        """FetchParams.fetchOnlyLeader: a follower's fetch, or a consumer's before v11."""
+        return self.follower is not None or self.client is None
 
 
 class FetchApi:
@@ -48,6 +84,7 @@ class FetchApi:
     def __init__(self, broker):
         self.broker = broker
         self.sessions = FetchManager(FetchSessionCache(broker.config.max_incremental_fetch_session_cache_slots))
+        self.selector = replica_selector(broker.config.replica_selector_class)    # None: the leader serves
 
     # -- Fetch --
 
@@ -55,12 +92,16 @@ class FetchApi:
         v = ctx.api_version
         replica_id = request.replica_state.replica_id if v >= 15 else request.replica_id
         replica_epoch = request.replica_state.replica_epoch if v >= 15 else -1
-        follower = (replica_id, replica_epoch) if replica_id >= 0 else None
+        params = FetchParams(
+            version=v, isolation_level=request.isolation_level,
+            follower=(replica_id, replica_epoch) if replica_id >= 0 else None,
+            # KafkaApis' ClientMetadata, from v11 on: a consumer may then read from a follower
+            client=(request.rack_id, ctx.listener_name) if v >= CLIENT_METADATA_VERSION and replica_id < 0 else None)
         context = self.sessions.new_context(v, request, privileged=replica_id >= 0)
         wanted = context.partitions()
         deadline = time.monotonic() + min(max(request.max_wait_ms, 0), MAX_WAIT_CAP_MS) / 1000
         # a consumer's fetch answers to its client quotas (kafkawire.broker.quotas); a follower's does not
-        quotas = self.broker.quotas if follower is None else None
+        quotas = self.broker.quotas if params.follower is None else None
         max_bytes = min(request.max_bytes, self.broker.config.fetch_max_bytes)
         if quotas is not None and quotas.fetch_enabled():     # no more than the quota allows in one window
             max_bytes = int(min(max_bytes, quotas.fetch_window_bytes(ctx)))
@@ -68,11 +109,10 @@ class FetchApi:
         first = True
         while True:
             seen = self.broker.appends
-            updates, total, errors = self._fetch_once(max_bytes, wanted, v, request.isolation_level, follower,
-                                                      record_follower=first)
+            updates, total, done = self._fetch_once(max_bytes, wanted, params._replace(record_follower=first))
             first = False
             remaining = deadline - time.monotonic()
-            if total >= min_bytes or errors or remaining <= 0 or not wanted:
+            if total >= min_bytes or done or remaining <= 0 or not wanted:
                 return self._answer(ctx, context, updates, quotas)
             await self.broker.wait_for_appends(seen, remaining)
 
@@ -90,24 +130,23 @@ class FetchApi:
         code, session_id, updates = context.response(updates)
         return FetchResponse(error_code=code, session_id=session_id, responses=_by_topic(updates))
 
-    def _fetch_once(self, max_bytes: int, wanted: list, version: int, isolation_level: int, follower=None,
-                    record_follower: bool = True):
+    def _fetch_once(self, max_bytes: int, wanted: list, params: "FetchParams"):
         """[(topic, topic id, PartitionData)] for ``wanted`` ((topic, topic id, FetchPartition)s),
-        the bytes read, and whether any partition had an error. ``follower``: (replica id, broker
-        epoch) of a follower's fetch; ``record_follower``: its state is recorded (the first read)."""
+        the bytes read, and whether the answer goes now (ReplicaManager.fetchMessages: an error, a
+        diverging epoch or a preferred read replica)."""
         image = self.broker.image()
         budget = max_bytes
-        total, errors = 0, False
+        total, done = 0, False
         updates = []
         for name, topic_id, p in wanted:
-            topic = self._topic(image, name, topic_id, version)
-            data = self._fetch_partition(topic, p, version, isolation_level, budget, min_one=(total == 0),
-                                         follower=follower, record_follower=record_follower)
+            topic = self._topic(image, name, topic_id, params.version)
+            data = self._fetch_partition(image, topic, p, params, budget, min_one=(total == 0))
             total += len(data.records)
             budget -= len(data.records)
-            errors = errors or data.error_code != Errors.NONE
+            done = done or data.error_code != Errors.NONE or data.preferred_read_replica >= 0 or \
+                data.diverging_epoch.epoch >= 0
             updates.append((name, topic_id, data))
-        return updates, total, errors
+        return updates, total, done
 
     @staticmethod
     def _topic(image, name: str, topic_id, version: int):
@@ -115,29 +154,47 @@ class FetchApi:
             return None
         return image.topics_by_id.get(topic_id) if version >= 13 else image.topics_by_name.get(name)
 
-    def _fetch_partition(self, topic, p, version: int, isolation_level: int, budget: int, min_one: bool,
-                         follower=None, record_follower: bool = True):
+    def _fetch_partition(self, image, topic, p, params: "FetchParams", budget: int, min_one: bool):
         data = PartitionData(partition_index=p.partition, high_watermark=-1, records=b"")
-        code, partition = self._leader(topic, p.partition, version)
-        if code == Errors.NONE:
-            code = epoch_error(getattr(p, "current_leader_epoch", -1), partition.leader_epoch)
+        code, partition, leader_epoch, leads = self._replica(topic, p.partition, params.version)
+        if code == Errors.NONE:         # Partition.getLocalLog: the epoch first, then the leader
+            code = epoch_error(getattr(p, "current_leader_epoch", -1), leader_epoch)
+        if code == Errors.NONE and not leads and params.only_leader:
+            code = Errors.NOT_LEADER_OR_FOLLOWER
         if code != Errors.NONE:
             data.error_code = code
+            if code not in UNKNOWN_PARTITION:    # ReplicaManager's error answers carry no aborted list
+                data.aborted_transactions = None
             return data
-        if follower is not None:
+        limit = min(p.partition_max_bytes, budget)
+        if params.follower is not None:
             return self.broker.replication.read_for_follower(
-                partition, p, follower[0], follower[1], limit=min(p.partition_max_bytes, budget), min_one=min_one,
-                update_state=record_follower)
+                partition, p, params.follower[0], params.follower[1], limit=limit, min_one=min_one,
+                update_state=params.record_follower)
+        if leads and params.client is not None:
+            preferred = self._preferred_read_replica(image, partition, p.fetch_offset, params.client)
+            if preferred is not None:       # no read: the consumer goes to that replica
+                data.preferred_read_replica = preferred
+                data.high_watermark, data.last_stable_offset = partition.high_watermark(), \
+                    partition.last_stable_offset()
+                data.log_start_offset = partition.log.log_start_offset
+                data.aborted_transactions = None
+                return data
+        return self._read_for_consumer(partition, p, params.isolation_level, limit, min_one, data)
+
+    @staticmethod
+    def _read_for_consumer(partition, p, isolation_level: int, limit: int, min_one: bool, data):
+        """UnifiedLog.read with FetchIsolation HIGH_WATERMARK or TXN_COMMITTED, on the leader or a
+        follower (its own high watermark and last stable offset)."""
         hw, start = partition.high_watermark(), partition.log.log_start_offset
         if p.fetch_offset < start or p.fetch_offset > partition.log.log_end_offset:
-            data.error_code = Errors.OFFSET_OUT_OF_RANGE
+            data.error_code, data.aborted_transactions = Errors.OFFSET_OUT_OF_RANGE, None
             return data
         data.high_watermark = hw
         data.last_stable_offset = partition.last_stable_offset()
         data.log_start_offset = start
         committed = isolation_level == READ_COMMITTED
         data.aborted_transactions = [] if committed else None
-        limit = min(p.partition_max_bytes, budget)
         if p.fetch_offset >= hw or (limit <= 0 and not min_one):
             return data
         try:
@@ -148,21 +205,40 @@ class FetchApi:
             else:
                 data.records = partition.read(p.fetch_offset, max(limit, 0), min_one_batch=min_one)
         except OffsetOutOfRangeError:
-            data.error_code = Errors.OFFSET_OUT_OF_RANGE
+            data.error_code, data.aborted_transactions, data.records = Errors.OFFSET_OUT_OF_RANGE, None, b""
             data.high_watermark = data.last_stable_offset = data.log_start_offset = -1
         return data
 
-    def _leader(self, topic, index: int, version: int):
-        """(NONE, the partition) when this broker leads it, else (the error, None)."""
+    def _replica(self, topic, index: int, version: int):
+        """(NONE, the local replica's partition, the leader epoch it knows, whether it leads) when
+        this broker hosts the partition (leads or follows it), else (the error, None, -1, False)."""
         if topic is None:
-            return (Errors.UNKNOWN_TOPIC_ID if version >= 13 else Errors.UNKNOWN_TOPIC_OR_PARTITION), None
+            return (Errors.UNKNOWN_TOPIC_ID if version >= 13 else Errors.UNKNOWN_TOPIC_OR_PARTITION), None, -1, False
         registration = topic.partitions.get(index)
         if registration is None:
-            return Errors.UNKNOWN_TOPIC_OR_PARTITION, None
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION, None, -1, False
         partition = self.broker.partitions.get((topic.name, index))
-        if registration.leader != self.broker.node_id or partition is None:
-            return Errors.NOT_LEADER_OR_FOLLOWER, None
-        return Errors.NONE, partition
+        if registration.leader == self.broker.node_id and partition is not None:
+            return Errors.NONE, partition, partition.leader_epoch, True
+        follower = self.broker.replica_roles.followers.get((topic.name, index))
+        if follower is not None and follower.partition.topic_id == topic.id:
+            return Errors.NONE, follower.partition, follower.leader_epoch, False
+        return Errors.NOT_LEADER_OR_FOLLOWER, None, -1, False
+
+    def _preferred_read_replica(self, image, partition, fetch_offset: int, client: tuple) -> int | None:
+        """ReplicaManager.findPreferredReadReplica for a consumer's fetch on the leader."""
+        replicas = partition.replicas
+        if self.selector is None or replicas is None:
+            return None
+        rack, listener = client
+        isr = replicas.state.isr          # Partition.inSyncReplicaIds: the committed ISR
+        followers = [FollowerView(broker_id, broker_id in isr, f.log_start_offset, f.log_end_offset,
+                                  f.last_caught_up_time_ms, _endpoint_rack(image, broker_id, listener))
+                     for broker_id, f in replicas.followers.items()]
+        return preferred_read_replica(
+            self.selector, leader_id=self.broker.node_id, leader_log_end=partition.log.log_end_offset,
+            leader_rack=_endpoint_rack(image, self.broker.node_id, listener), followers=followers,
+            client_rack=rack, fetch_offset=fetch_offset, now_ms=self.broker.replication.clock())
 
     # -- ListOffsets --
 
@@ -174,9 +250,11 @@ class FetchApi:
             partitions = []
             for p in t.partitions:
                 r = ListOffsetsPartitionResponse(partition_index=p.partition_index, timestamp=-1, offset=-1)
-                code, partition = self._leader(topic, p.partition_index, 0)
-                if code == Errors.NONE:
-                    code = epoch_error(p.current_leader_epoch, partition.leader_epoch)
+                code, partition, leader_epoch, leads = self._replica(topic, p.partition_index, 0)
+                if code == Errors.NONE:         # the epoch first, then the leader (fetchOnlyFromLeader)
+                    code = epoch_error(p.current_leader_epoch, leader_epoch)
+                if code == Errors.NONE and not leads:
+                    code = Errors.NOT_LEADER_OR_FOLLOWER
                 r.error_code = code
                 if code == Errors.NONE:         # read_committed consumers see up to the last stable offset
                     visible = partition.last_stable_offset() if request.isolation_level == READ_COMMITTED \
@@ -186,6 +264,15 @@ class FetchApi:
                 partitions.append(r)
             topics.append(ListOffsetsTopicResponse(name=t.name, partitions=partitions))
         return ListOffsetsResponse(topics=topics)
+
+
+def _endpoint_rack(image, broker_id: int, listener: str):
+    """MetadataCache.getPartitionReplicaEndpoints for one replica: (its rack,) when its broker is
+    registered, unfenced and has an endpoint on ``listener``, else None."""
+    b = None if image is None else image.brokers.get(broker_id)
+    if b is None or b.fenced or listener not in b.listeners:
+        return None
+    return (b.rack,)
 
 
 def _by_topic(updates: list) -> list:

@@ -101,8 +101,12 @@ class FollowerReplica:
 
     def __init__(self, partition: LeaderPartition, *, leader_id: int, leader_epoch: int,
                  high_watermark: int | None = None,
-                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS, truncation=None):
+                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS, truncation=None,
+                 on_high_watermark=None):
         self.partition = partition
+        # Called when the leader's answer moved the high watermark: consumers' long polls on this
+        # follower wake (ReplicaFetcherThread's completeDelayedFetchRequests)
+        self._on_high_watermark = on_high_watermark or (lambda: None)
         # LogManager.truncation: the guard around a truncation (the log cleaner of this log stopped)
         self._truncation = truncation or _unguarded
         self.leader_id = leader_id
@@ -179,12 +183,15 @@ class FollowerReplica:
         when higher, up to the high watermark, no segment deleted), as ReplicaFetcherThread.processPartitionData."""
         log_ = self.log
         hw = max(min(high_watermark, log_.log_end_offset), log_.log_start_offset)
+        moved = hw != self.high_watermark
         self.high_watermark = hw
         if log_.log_start_offset < log_start_offset <= hw:
             # maybeIncrementLogStartOffset only moves the start: the segments below it go at the log
             # manager's next retention pass (renamed .deleted with their producer snapshots), as Kafka's
             self.partition.maybe_increment_log_start_offset(log_start_offset)
         self.partition.producers.on_high_watermark(hw)
+        if moved:
+            self._on_high_watermark()
 
     # -- truncation --
 

@@ -12,8 +12,10 @@ offline) is followed: its log is opened (or kept, when it was led here: makeFoll
 its producer state and epochs; nothing is assigned to the epoch cache, whose entries come from the
 leader's batches), the leader and leader epoch of the metadata recorded, and the replica fetcher of
 its leader fetches it (kafkawire.broker.replica_fetcher; none while the leader is -1). Followed
-partitions are not in ``Broker.partitions``: produce, consumer fetches and ListOffsets find no led
-partition and answer NOT_LEADER_OR_FOLLOWER, as Kafka's leader-only paths do. A followed partition
+partitions are not in ``Broker.partitions``: produce and ListOffsets find no led partition and
+answer NOT_LEADER_OR_FOLLOWER, as Kafka's leader-only paths do; a consumer's fetch from v11 on
+reads a followed partition below its high watermark (KIP-392, kafkawire.broker.fetch), and a high
+watermark the leader moves wakes the long polls waiting here. A followed partition
 whose leader becomes this broker is handed back to ``Broker.partitions`` with its open log; one no
 longer assigned here (moved away, or its topic gone) is closed and deleted, as Kafka's
 ReplicaManager.applyDelta deletes it.
@@ -63,7 +65,8 @@ class ReplicaRoles:
         self.followers[(partition.topic, partition.partition)] = FollowerReplica(
             partition, leader_id=leader_id, leader_epoch=leader_epoch, high_watermark=partition.high_watermark(),
             producer_id_expiration_ms=self.broker.config.producer_id_expiration_ms,
-            truncation=self.broker.log_manager.truncation)
+            truncation=self.broker.log_manager.truncation,
+            on_high_watermark=self.broker.data_appended)
         log.info("broker %d: following %s from broker %d in epoch %d (was leader)", self.broker.node_id,
                  partition.name, leader_id, leader_epoch)
 
@@ -111,7 +114,8 @@ class ReplicaRoles:
             return None
         follower = FollowerReplica(partition, leader_id=-1, leader_epoch=-1, high_watermark=partition.high_watermark(),
                                    producer_id_expiration_ms=self.broker.config.producer_id_expiration_ms,
-                                   truncation=self.broker.log_manager.truncation)
+                                   truncation=self.broker.log_manager.truncation,
+                                   on_high_watermark=self.broker.data_appended)
         self.followers[(topic.name, index)] = follower
         return follower
 

@@ -148,7 +148,8 @@ class Replication:
     def read_for_follower(self, partition, p, replica_id: int, replica_epoch: int, *, limit: int, min_one: bool,
                           update_state: bool) -> PartitionData:
         """Partition.fetchRecords for a follower (after the leader and leader epoch checks)."""
-        data = PartitionData(partition_index=p.partition, high_watermark=-1, records=b"")
+        # FetchIsolation.LOG_END collects no aborted transactions: the list is null, as Kafka's
+        data = PartitionData(partition_index=p.partition, high_watermark=-1, records=b"", aborted_transactions=None)
         replicas = partition.replicas
         if replicas is None or replica_id not in replicas.followers:
             data.error_code = Errors.UNKNOWN_LEADER_EPOCH if p.current_leader_epoch >= 0 \

@@ -23,7 +23,7 @@ _TYPES = {
     "process.roles": "LIST", "controller.quorum.voters": "LIST", "controller.quorum.bootstrap.servers": "LIST",
     "controller.quorum.auto.join.enable": "BOOLEAN", "auto.create.topics.enable": "BOOLEAN",
     "inter.broker.listener.name": "STRING", "metadata.log.dir": "STRING", "log.message.timestamp.type": "STRING",
-    "max.connections.per.ip.overrides": "STRING",
+    "max.connections.per.ip.overrides": "STRING", "broker.rack": "STRING", "replica.selector.class": "STRING",
     "log.cleaner.enable": "BOOLEAN", "log.cleaner.io.max.bytes.per.second": "DOUBLE",
     "log.cleaner.io.buffer.load.factor": "DOUBLE",
     "offsets.topic.replication.factor": "SHORT",

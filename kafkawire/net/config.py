@@ -139,6 +139,10 @@ _KEYS = (
     _Key("log.flush.offset.checkpoint.interval.ms", lambda k, v: _int(k, v, 0), "60000", "ServerLogConfigs"),
     _Key("log.flush.start.offset.checkpoint.interval.ms", lambda k, v: _int(k, v, 0), "60000", "ServerLogConfigs"),
     _Key("replica.high.watermark.checkpoint.interval.ms", _long, "5000", "ReplicationConfigs"),
+    # ServerConfigs: STRING null; ReplicationConfigs: STRING null (the class is checked when the broker
+    # starts, as Kafka's ReplicaManager instantiates it: kafkawire.broker.replica_selector)
+    _Key("broker.rack", lambda k, v: _string(v), None, "ServerConfigs"),
+    _Key("replica.selector.class", lambda k, v: _string(v), None, "ReplicationConfigs"),
     # ReplicationConfigs: LONG 30000; a follower not caught up for this long leaves the ISR
     _Key("replica.lag.time.max.ms", _long, "30000", "ReplicationConfigs"),
     _Key("log.initial.task.delay.ms", lambda k, v: _long(k, v, 0), "30000", "ServerLogConfigs"),
@@ -349,6 +353,8 @@ class ServerConfig:
     log_flush_start_offset_checkpoint_interval_ms: int = 60_000
     replica_high_watermark_checkpoint_interval_ms: int = 5000
     replica_lag_time_max_ms: int = 30_000
+    broker_rack: str | None = None
+    replica_selector_class: str | None = None
     log_initial_task_delay_ms: int = 30_000
     log_cleaner_enable: bool = True
     log_cleaner_threads: int = 1

@@ -3,7 +3,8 @@
 ports) register three brokers; a topic with replication factor 3 is created, batches are produced
 to its leader, and the two followers' replica fetchers copy them: each follower's segment holds
 the leader's bytes, byte for byte (offsets and partition leader epochs as the leader wrote them),
-and a follower refuses produce and consumer fetches with NOT_LEADER_OR_FOLLOWER. With the leader
+and a follower refuses produce and consumer fetches before v11 with NOT_LEADER_OR_FOLLOWER (from
+v11 on it serves them, KIP-392: test_read_from_followers*.py). With the leader
 killed, a follower leads with the log it copied and the other follows it.
 """
 from __future__ import annotations
@@ -28,20 +29,22 @@ NODES = (1, 2, 3)
 
 
 @contextlib.contextmanager
-def three_combined_nodes(base):
+def three_combined_nodes(base, properties=None, node_properties=None):
     """Three combined nodes on free ports under ``base``, killed by pid at the end; yields the
-    quorum and node id -> broker (host, port)."""
+    quorum and node id -> broker (host, port). ``properties``: more settings for every node;
+    ``node_properties``: node id -> more settings of that node."""
     ports = dict(zip(NODES, free_ports(len(NODES))))
     quorum = LocalQuorum(base, voters=3, properties={
         "process.roles": "broker,controller",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
         "inter.broker.listener.name": "PLAINTEXT",
         "broker.session.timeout.ms": "1500", "broker.heartbeat.interval.ms": "300",
-        "replica.fetch.backoff.ms": "100",
+        "replica.fetch.backoff.ms": "100", **(properties or {}),
     })
     for i in NODES:
         quorum.node_properties[i] = {"listeners": f"PLAINTEXT://127.0.0.1:{ports[i]},"
-                                                  f"CONTROLLER://127.0.0.1:{quorum.ports[i]}"}
+                                                  f"CONTROLLER://127.0.0.1:{quorum.ports[i]}",
+                                     **(node_properties or {}).get(i, {})}
     quorum.format()
     quorum.start_all()
     brokers = {i: ("127.0.0.1", ports[i]) for i in NODES}
@@ -82,7 +85,7 @@ def _segment(quorum, node_id: int, topic: str) -> bytes:
 def test_followers_copy_the_leaders_batches_byte_for_byte(tmp_path):
     """Replica fetchers append the leader's batches as the leader wrote them: after three produces
     (acks=1) to the leader of a replication-factor-3 partition, both followers' first segment
-    equals the leader's; a follower answers produce and a consumer's fetch with NOT_LEADER_OR_FOLLOWER.
+    equals the leader's; a follower answers produce and a consumer's fetch v10 with NOT_LEADER_OR_FOLLOWER.
     The leader killed (-9), a follower is made leader with the log it copied (makeLeader keeps it),
     and the other follower, now following it, copies what is produced there."""
     with three_combined_nodes(tmp_path) as (quorum, brokers):
@@ -105,7 +108,7 @@ def test_followers_copy_the_leaders_batches_byte_for_byte(tmp_path):
         assert refused.responses[0].partition_responses[0].error_code == Errors.NOT_LEADER_OR_FOLLOWER
         fetched = call(follower, FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
                                               topics=[FetchTopic(topic="replicated", partitions=[FetchPartition(
-                                                  partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])]), 12)
+                                                  partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])]), 10)
         assert fetched.responses[0].partitions[0].error_code == Errors.NOT_LEADER_OR_FOLLOWER
 
         quorum.kill(leader)                   # kill -9: a follower is made leader with the log it copied

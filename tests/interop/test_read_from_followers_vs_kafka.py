@@ -1,0 +1,112 @@
+"""Reading from followers (KIP-392) judged by a real Apache Kafka 4.3.1 broker: one combined
+kafkawire node (id 1, rack ``rack-kafkawire``) and one Kafka broker on it (id 2, rack ``rack-kafka``),
+both with ``replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector``.
+Partition ``kafka-leads`` (replicas [2, 1]) is led by Kafka and followed by kafkawire,
+``kafkawire-leads`` (replicas [1, 2]) the other way round, each with the same records. The same
+consumer requests go to Kafka and to kafkawire in the same role and must be answered alike: the
+leader's preferred read replica (no records) for a client in the follower's rack, its records for
+a client in its own rack; a follower's records below its high watermark for Fetch v11+, nothing at
+its log end, OFFSET_OUT_OF_RANGE past it, UNKNOWN_LEADER_EPOCH for a newer leader epoch,
+NOT_LEADER_OR_FOLLOWER for Fetch v10 and for ListOffsets (the leader epoch checked first). And
+Kafka's Java consumer (ConsoleConsumer) with ``client.rack`` set to kafkawire's rack reads every
+record of Kafka's partition: Kafka's leader sends that client to kafkawire and serves it none, so
+kafkawire served them. One broker JVM and one tool JVM."""
+from __future__ import annotations
+
+from kafkawire.messages.create_topics_request import CreatableReplicaAssignment, CreatableTopic, CreateTopicsRequest
+from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic
+from kafkawire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.raft.node.local_quorum import free_ports
+from kafkawire.records import iter_batches
+
+from tests.broker.wire import call
+from tests.interop.kafka_on_kafkawire import KafkaOnKafkawire
+from tests.interop.test_replication_with_kafka import _try_produce
+
+WAIT_S = 60
+SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+RACKS = {1: "rack-kafkawire", 2: "rack-kafka"}
+RECORDS = 12            # _produce: three batches of four
+
+
+def _fetch(target, topic: str, *, version=12, offset=0, rack="", epoch=-1, committed=False):
+    request = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, rack_id=rack,
+                           isolation_level=1 if committed else 0, session_id=0, session_epoch=-1,
+                           topics=[FetchTopic(topic=topic, partitions=[FetchPartition(
+                               partition=0, fetch_offset=offset, partition_max_bytes=1 << 20,
+                               current_leader_epoch=epoch)])])
+    return call(target, request, version).responses[0].partitions[0]
+
+
+def _seen(data, leader: int) -> tuple:
+    """An answer with what may differ between both implementations' logs left out: the record
+    values instead of the batch bytes, the preferred replica as "the other broker"."""
+    preferred = {-1: "none", 3 - leader: "the follower"}.get(data.preferred_read_replica, data.preferred_read_replica)
+    values = [bytes(r.value) for batch in iter_batches(data.records or b"") for r in batch]
+    return (Errors.for_code(data.error_code).name, data.high_watermark, data.last_stable_offset,
+            data.log_start_offset, preferred, values, data.aborted_transactions)
+
+
+def _list_offsets_error(target, topic: str, epoch: int = -1) -> str:
+    response = call(target, ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsTopic(name=topic, partitions=[
+        ListOffsetsPartition(partition_index=0, timestamp=-1, current_leader_epoch=epoch)])]), 7)
+    return Errors.for_code(response.topics[0].partitions[0].error_code).name
+
+
+def test_kafkawire_answers_follower_reads_and_preferred_replicas_as_kafka_does(kafka_libs, tmp_path):
+    port, = free_ports(1)
+    cluster = KafkaOnKafkawire(tmp_path, controllers=1, brokers=1, controller_properties={
+        "process.roles": "broker,controller", "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "replica.fetch.backoff.ms": "200", "offsets.topic.replication.factor": "1",
+        "broker.rack": RACKS[1], "replica.selector.class": SELECTOR},
+        broker_properties={"broker.rack": RACKS[2], "replica.selector.class": SELECTOR})
+    cluster.quorum.node_properties[1] = {"listeners": f"PLAINTEXT://127.0.0.1:{port},"
+                                                      f"CONTROLLER://127.0.0.1:{cluster.quorum.ports[1]}"}
+    try:
+        cluster.start(timeout_s=120)
+        cluster.wait_until(lambda: set(cluster.describe_cluster()) == {1, 2}, WAIT_S, "both brokers unfenced")
+        response = call(("127.0.0.1", port), CreateTopicsRequest(timeout_ms=10_000, topics=[
+            CreatableTopic(name=name, num_partitions=-1, replication_factor=-1,
+                           assignments=[CreatableReplicaAssignment(partition_index=0, broker_ids=replicas)])
+            for name, replicas in (("kafka-leads", [2, 1]), ("kafkawire-leads", [1, 2]))]))
+        assert [t.error_code for t in response.topics] == [Errors.NONE, Errors.NONE]
+        host, kafka_port = cluster.brokers[2].broker_address.rsplit(":", 1)
+        at = {1: ("127.0.0.1", port), 2: (host, int(kafka_port))}
+        topics = {2: "kafka-leads", 1: "kafkawire-leads"}           # leader -> its topic
+        for leader, topic in topics.items():
+            cluster.wait_until(lambda: _try_produce(at[leader], topic), WAIT_S, f"broker {leader} to lead {topic}")
+        for leader, topic in topics.items():       # the follower knows the high watermark one fetch later
+            cluster.wait_until(lambda: _fetch(at[3 - leader], topic).high_watermark == RECORDS, WAIT_S,
+                               f"the follower of {topic} to know the high watermark")
+
+        cases = {
+            "leader, client in the follower's rack": ("leader", lambda b: {"rack": RACKS[3 - b]}),
+            "leader, client in its own rack": ("leader", lambda b: {"rack": RACKS[b]}),
+            "follower, v12": ("follower", lambda b: {"rack": RACKS[b]}),
+            "follower, read_committed": ("follower", lambda b: {"committed": True}),
+            "follower, at its log end": ("follower", lambda b: {"offset": RECORDS}),
+            "follower, past its log end": ("follower", lambda b: {"offset": RECORDS + 1}),
+            "follower, a newer leader epoch": ("follower", lambda b: {"epoch": 5}),
+            "follower, v10": ("follower", lambda b: {"version": 10}),
+        }
+        for name, (role, fields) in cases.items():
+            answers = {}
+            for leader, topic in topics.items():
+                broker = leader if role == "leader" else 3 - leader
+                answers[broker] = _seen(_fetch(at[broker], topic, **fields(broker)), leader)
+            assert answers[1] == answers[2], f"{name}: kafkawire {answers[1]} vs Kafka {answers[2]}"
+            print(f"{name}: {answers[2][:5]} {len(answers[2][5])} records")
+        assert _seen(_fetch(at[2], "kafka-leads", rack=RACKS[1]), 2)[4] == "the follower"     # not vacuous
+        # Kafka's Java consumer in kafkawire's rack reads Kafka's partition: every record from kafkawire,
+        # as Kafka's leader names kafkawire (in sync, holding every offset) to that client and serves it none
+        result = cluster.tool("org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server",
+                              cluster.bootstrap_servers(), "--topic", "kafka-leads", "--partition", "0",
+                              "--offset", "earliest", "--max-messages", str(RECORDS), "--timeout-ms", "30000",
+                              "--command-property", f"client.rack={RACKS[1]}", timeout=120)
+        assert len(result.stdout.splitlines()) == RECORDS, (result.stdout[-2000:], result.stderr[-3000:])
+        for epoch, error in ((-1, "NOT_LEADER_OR_FOLLOWER"), (5, "UNKNOWN_LEADER_EPOCH")):    # the epoch first
+            assert _list_offsets_error(at[1], "kafka-leads", epoch) == \
+                _list_offsets_error(at[2], "kafkawire-leads", epoch) == error
+    finally:
+        cluster.stop()
