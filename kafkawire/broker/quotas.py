@@ -118,7 +118,8 @@ class BrokerQuotas:
         """The image's quotas of ``key``, rebuilt only when the image changed."""
         image = self.image()
         quotas = getattr(image, "client_quotas", None)
-        offset = image.provenance.offset if image is not None else None
+        # the image's offset says whether it changed (a stand-in image without provenance: by identity)
+        offset = getattr(getattr(image, "provenance", None), "offset", None)
         if quotas is not self._source or offset != self._offset:
             self._source, self._offset = quotas, offset
             self._indexes = {k: QuotaIndex.of(quotas or {}, k) for k in self._indexes}
