@@ -252,11 +252,6 @@ static int lazy_slots_differ(const FieldOp *d, PyObject *value) {
                 return -1;
             continue;
         }
-        int uuid_ne = uuids_differ(mine, dflt);
-        if (uuid_ne == 1)
-            return 1;
-        if (uuid_ne == 0)
-            continue;
         if (!plain_value(mine) || !plain_value(dflt))
             return -1;
         PyObject *ne = PyObject_RichCompare(mine, dflt, Py_NE);
