@@ -196,7 +196,8 @@ class Broker:
         return {
             **sasl_handlers(),      # Kafka's broker advertises them on every listener, SASL or not
             **own,
-            PRODUCE: ApiHandler(self.produce_api.produce, min_version=3),
+            # v0-2 refused, as Kafka 4 does, but v0 advertised as Kafka's broker does (KAFKA-18659)
+            PRODUCE: ApiHandler(self.produce_api.produce, min_version=3, advertised_min_version=0),
             FETCH: ApiHandler(self.fetch_api.fetch, min_version=4, error_response=fetch_error_response),
             LIST_OFFSETS: ApiHandler(self.fetch_api.list_offsets, min_version=1,
                                      error_response=list_offsets_error_response),

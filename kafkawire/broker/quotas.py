@@ -25,6 +25,7 @@ KafkaApis uses them): a produce, a fetch and a request quota manager
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import time
 
 from kafkawire.protocol.handler import NO_RESPONSE, ApiHandler, Throttled
@@ -145,7 +146,7 @@ class BrokerQuotas:
     def _wrapped(handler: ApiHandler, through) -> ApiHandler:
         async def handle(ctx, request):
             return await through(handler.handle, ctx, request)
-        return ApiHandler(handle, handler.min_version, handler.max_version, handler.error_response)
+        return dataclasses.replace(handler, handle=handle)
 
     def _timing(self) -> bool:
         return self.index(REQUEST_PERCENTAGE).enabled != 0

@@ -36,11 +36,14 @@ _SOFTWARE_RE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
 class Registered:
-    """A handler as the server registered it: its API key, its version range, its response class."""
-    __slots__ = ("key", "handler", "low", "high", "response_cls")
+    """A handler as the server registered it: its API key, its version range, its response class,
+    and the lowest version ApiVersions advertises (``advertised_low``, below ``low`` only for
+    ApiHandler.advertised_min_version)."""
+    __slots__ = ("key", "handler", "low", "high", "response_cls", "advertised_low")
 
-    def __init__(self, key, handler: ApiHandler, low, high, response_cls):
+    def __init__(self, key, handler: ApiHandler, low, high, response_cls, advertised_low=None):
         self.key, self.handler, self.low, self.high, self.response_cls = key, handler, low, high, response_cls
+        self.advertised_low = low if advertised_low is None else min(advertised_low, low)
 
 
 class _Frames(FrameReader):

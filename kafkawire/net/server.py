@@ -106,7 +106,7 @@ def _register(handlers: dict) -> dict[int, Registered]:
         high = stable_high if handler.max_version is None else min(handler.max_version, api.max_version)
         if low > high:
             raise ValueError(f"API key {key}: version range {low}..{high} is empty")
-        out[key] = Registered(key, handler, low, high, api.response)
+        out[key] = Registered(key, handler, low, high, api.response, handler.advertised_min_version)
     return out
 
 
@@ -163,7 +163,7 @@ class KafkaServer:
 
     def api_versions(self) -> list[tuple[int, int, int]]:
         """(api_key, min_version, max_version) of every API this server answers, ApiVersions included."""
-        apis = {r.key: (r.key, r.low, r.high) for r in self._registry.values()}
+        apis = {r.key: (r.key, r.advertised_low, r.high) for r in self._registry.values()}
         av = api_table()[API_VERSIONS]
         apis[API_VERSIONS] = (API_VERSIONS, av.min_version, min(av.max_version, self.api_versions_max_version))
         return [apis[k] for k in sorted(apis)]

@@ -61,6 +61,9 @@ class ApiHandler:
     handle: Handler
     min_version: int | None = None       # default: the lowest version we have a schema for
     max_version: int | None = None       # default: the highest stable version we have a schema for
+    # The lowest version ApiVersions advertises when it is below min_version (still refused):
+    # Kafka's broker lists Produce from v0 though it serves v3 up (KAFKA-18659, for librdkafka).
+    advertised_min_version: int | None = None
     error_response: Callable[[RequestContext, Any, int], Any] | None = None   # (ctx, request, error code)
 
 

@@ -29,15 +29,15 @@ from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequest
 from kafkawire.net.client import NetworkClient
 from kafkawire.protocol.error_codes import Errors
 
+from .broker_api_table import KAFKA_BROKER_APIS
 from .wire import call
 
 pytest_plugins = ["kafkawire.testing.pytest_plugin"]
 
 kafka = pytest.importorskip("kafka")
 WAIT_S = 30
-# Kafka 4.3.1's broker: API key -> versions on a broker listener
-BROKER_RANGES = {19: (2, 7), 20: (1, 6), 32: (1, 4), 33: (0, 2), 37: (0, 3), 43: (0, 2), 44: (0, 1), 45: (0, 1),
-                 46: (0, 0), 55: (0, 2)}
+# Kafka 4.3.1's broker: API key -> versions on a broker listener, of the APIs tested here
+BROKER_RANGES = {key: KAFKA_BROKER_APIS[key] for key in (19, 20, 32, 33, 37, 43, 44, 45, 46, 55)}
 
 
 def wait_for(condition, what: str):

@@ -4,6 +4,11 @@ transaction (InitProducerId, Produce v12 without AddPartitionsToTxn, EndTxn v5) 
 session's embedded broker."""
 from __future__ import annotations
 
+import re
+import socket
+import struct
+from pathlib import Path
+
 from kafkawire.messages.api_versions_request import ApiVersionsRequest
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
 from kafkawire.messages.end_txn_request import EndTxnRequest
@@ -18,17 +23,16 @@ from kafkawire.metadata.image import MetadataImage
 from kafkawire.messages.feature_level_record import FeatureLevelRecord
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.records.builder import build_batch
+from kafkawire.tools.api_versions import kafka_client_apis
 
+from .broker_api_table import (KAFKA_BROKER_APIS, KAFKA_BROKER_SUPPORTED_FEATURES, NOT_SERVED, SERVED_FROM,
+                               expected_kafkawire_apis)
 from .wire import call
 from .test_leader_epoch_apis import wait_until
 
 pytest_plugins = ["kafkawire.testing.pytest_plugin"]
 
-# BrokerFeatures.defaultSupportedFeatures of Kafka 4.3.1: metadata.version from 3.3-IV3 to the
-# latest production level, and each production feature whose latest production level is above 0.
-KAFKA_SUPPORTED = {"metadata.version": (7, 30), "kraft.version": (0, 1), "transaction.version": (0, 2),
-                   "group.version": (0, 1), "eligible.leader.replicas.version": (0, 1), "share.version": (0, 1),
-                   "streams.version": (0, 1)}
+PRODUCE = 0
 
 
 def api_versions(target, version: int):
@@ -50,7 +54,7 @@ def test_the_broker_listener_answers_supported_and_finalized_features_with_the_i
     node = kafkawire_broker
     answer = api_versions(node, 4)
     supported, finalized = features(answer)
-    assert supported == KAFKA_SUPPORTED
+    assert supported == KAFKA_BROKER_SUPPORTED_FEATURES
     assert finalized["metadata.version"] == (30, 30) and finalized["transaction.version"] == (2, 2)
     assert finalized["group.version"] == (1, 1)
     assert answer.zk_migration_ready is False and answer.finalized_features_epoch >= 0
@@ -134,3 +138,56 @@ def test_a_transaction_version_2_transaction_adds_its_partition_on_produce_and_e
     aborted = call(node, EndTxnRequest(transactional_id=txn_id, producer_id=pid, producer_epoch=epoch + 1,
                                        committed=False), api_version=5)
     assert (aborted.error_code, aborted.producer_epoch) == (Errors.NONE, epoch + 2)
+
+
+def advertised_apis(target, version: int) -> dict[int, tuple[int, int]]:
+    return {k.api_key: (k.min_version, k.max_version) for k in api_versions(target, version).api_keys}
+
+
+def test_the_broker_listener_advertises_kafkas_table_but_the_listed_gaps(kafkawire_broker):
+    """Every API key with Kafka 4.3.1's broker's range, but those NOT_SERVED lists (each with its
+    reason); any other difference, or an API served but not in the table, fails here without Java
+    (tests/interop/test_api_versions_vs_kafka.py test_on_a_kafka_broker checks the table against a live Kafka)."""
+    expected = expected_kafkawire_apis()
+    for version in (0, 3, 4):
+        advertised = advertised_apis(kafkawire_broker, version)
+        assert advertised == expected, {key: (KAFKA_BROKER_APIS.get(key), advertised.get(key))
+                                        for key in set(advertised) | set(expected)
+                                        if advertised.get(key) != expected.get(key)}
+    assert not set(NOT_SERVED) & set(advertised) and set(NOT_SERVED) <= set(KAFKA_BROKER_APIS)
+
+
+def closed_on(target, api_key: int, api_version: int, body: bytes) -> bool:
+    """Whether the broker closes the connection on this request (header v1, no client id)."""
+    frame = struct.pack(">hhih", api_key, api_version, 7, -1) + body
+    with socket.create_connection((target.bootstrap_servers.rsplit(":", 1)[0],
+                                   int(target.bootstrap_servers.rsplit(":", 1)[1])), timeout=20) as sock:
+        sock.sendall(struct.pack(">i", len(frame)) + frame)
+        return sock.recv(4) == b""
+
+
+def test_produce_is_advertised_from_v0_as_kafka_does_but_v0_to_v2_are_refused(kafkawire_broker):
+    """KAFKA-18659: Kafka 4's broker lists Produce v0 (librdkafka wants it) and refuses v0-2
+    (KIP-896: parsing fails, the connection is closed); v3 with no topics is answered."""
+    assert advertised_apis(kafkawire_broker, 3)[PRODUCE][0] == 0 and SERVED_FROM == {PRODUCE: 3}
+    no_topics = struct.pack(">hii", 1, 1000, 0)                      # acks, timeout, an empty topic array
+    assert [closed_on(kafkawire_broker, PRODUCE, v, no_topics) for v in (0, 1, 2)] == [True] * 3
+    assert not closed_on(kafkawire_broker, PRODUCE, 3, struct.pack(">h", -1) + no_topics)   # null transactional id
+
+
+SERVES = re.compile(r"([A-Z][A-Za-z]+)\s+\(v(\d+)(?:-(\d+))?")
+
+
+def test_the_docs_list_the_advertised_table():
+    """docs/broker.md names each served API with its range (Produce: the range served) under "What it
+    serves", and each of NOT_SERVED under "What is not done yet"."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "broker.md").read_text()
+    serves = text.split("## What it serves", 1)[1].split("\n## ", 1)[0].split("\n\n")[1]
+    not_done = text.split("## What is not done yet", 1)[1].split("\n## ", 1)[0]
+    keys = {api.name: key for key, api in kafka_client_apis().items()}
+    documented = {keys[name]: (int(low), int(high or low)) for name, low, high in SERVES.findall(serves)}
+    served = {key: (SERVED_FROM.get(key, low), high) for key, (low, high) in expected_kafkawire_apis().items()}
+    assert documented == served, {key: (documented.get(key), served.get(key)) for key in set(documented) | set(served)
+                                  if documented.get(key) != served.get(key)}
+    missing = [keys_name for keys_name, key in keys.items() if key in NOT_SERVED and keys_name not in not_done]
+    assert not missing, f"not named under 'What is not done yet': {missing}"

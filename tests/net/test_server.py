@@ -189,6 +189,27 @@ def test_api_versions_lists_the_registry_and_negotiates_down_from_an_unknown_ver
     assert [(k.api_key, k.min_version, k.max_version) for k in v3.api_keys] == [(3, 0, 9), (18, 0, 4), (60, 0, 2)]
 
 
+def test_an_advertised_min_version_below_the_served_one_is_listed_but_still_refused(caplog):
+    """ApiHandler.advertised_min_version (Kafka's broker lists Produce from v0 but serves v3 up,
+    KAFKA-18659): ApiVersions lists the lower bound, a request below the served one closes the connection."""
+    async def main():
+        handlers = {METADATA: ApiHandler(echo_metadata, min_version=4, max_version=9, advertised_min_version=0)}
+        async with KafkaServer(handlers) as server:
+            conn = await RawConnection.open(server.port)
+            await conn.send(ApiVersionsRequest(client_software_name="x", client_software_version="1"), 3, 1)
+            listed = await conn.read_response(API_VERSIONS, 3)
+            await conn.send(metadata_request("served"), 4, 2)
+            served = await conn.read_response(METADATA, 4)
+            await conn.send(metadata_request("refused"), 3, 3)
+            return listed, served, await conn.at_eof()
+
+    with caplog.at_level(logging.WARNING, logger="kafkawire.net"):
+        (_, listed), (_, served), closed = run(main())
+    assert [(k.api_key, k.min_version, k.max_version) for k in listed.api_keys] == [(3, 0, 9), (18, 0, 4)]
+    assert names(served) == ["served"] and closed
+    assert "received request api key 3 with version 3 which is not enabled (versions 4 to 9 are)" in caplog.text
+
+
 def test_api_versions_with_a_bad_software_name_is_invalid_request():
     async def main():
         async with KafkaServer({METADATA: echo_metadata}) as server:
