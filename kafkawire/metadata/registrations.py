@@ -76,6 +76,12 @@ def _shared_uuid(value: int) -> uuid.UUID:
     return shared
 
 
+def _shared_if_equal(values: tuple, other: tuple) -> tuple:
+    """``other`` if it holds the same as ``values`` (an ISR that is all the replicas, as most
+    are, is then one tuple less to keep and for a collection to visit)."""
+    return other if values == other else values
+
+
 def directory_ints(directories) -> tuple:
     """Directory ids (UUIDs) as PartitionRegistration keeps them; each int is the shared UUID's
     own, so that partitions on the same directory share it too."""
@@ -110,7 +116,7 @@ class PartitionRegistration:
         if record.leader_recovery_state not in LEADER_RECOVERY_STATES:
             raise ImageError(f"unknown leader recovery state {record.leader_recovery_state}")
         return cls(replicas=replicas, directory_ids=directory_ints(directories or (MIGRATING,) * len(replicas)),
-                   isr=tuple(record.isr), removing_replicas=tuple(record.removing_replicas),
+                   isr=_shared_if_equal(tuple(record.isr), replicas), removing_replicas=tuple(record.removing_replicas),
                    adding_replicas=tuple(record.adding_replicas), leader=record.leader,
                    leader_recovery_state=record.leader_recovery_state, leader_epoch=record.leader_epoch,
                    partition_epoch=record.partition_epoch,
@@ -157,7 +163,7 @@ class PartitionRegistration:
         last_known_in = getattr(record, "last_known_elr", None)
         return PartitionRegistration(
             replicas=replicas, directory_ids=directories,
-            isr=self.isr if record.isr is None else tuple(record.isr),
+            isr=_shared_if_equal(self.isr if record.isr is None else tuple(record.isr), replicas),
             removing_replicas=self.removing_replicas if record.removing_replicas is None
             else tuple(record.removing_replicas),
             adding_replicas=self.adding_replicas if record.adding_replicas is None else tuple(record.adding_replicas),
