@@ -20,7 +20,9 @@ size, then:
 
 --churn SECONDS (one size): the node's freeze policy (kafkawire.raft.node.gc_pauses, here with
 --freeze-after-ms, 0 for none) installed before the build, then for SECONDS a loop that creates
-a topic of 100 partitions and deletes it, with a round of heartbeats each second; every 10 s a
+a topic of 100 partitions and deletes the oldest topic, so that the whole image is replaced every
+size/100 rounds (each replacement's survivors bring full collections, and so freezes, back), with
+a round of heartbeats each second; every 10 s a
 line with the RSS, the objects frozen, the freezes made and the longest collection since the
 last line. At the end a full collection, then gc.unfreeze() and another: the objects the second
 collects are the cyclic garbage the freezes had kept from the collector (what the policy leaked).
@@ -125,17 +127,19 @@ async def churn(partitions: int, brokers: int, seconds: float, freeze_after_ms: 
     quorum = cluster.quorum
     create, delete = cluster.handlers[CREATE_TOPICS], cluster.handlers[DELETE_TOPICS]
     start = last_line = last_beats = time.monotonic()
-    rounds = 0
+    rounds, built_topics = 0, partitions // 100
     print(f"built {partitions} partitions; churn for {seconds:.0f} s, kafkawire.gc.freeze.after.ms={freeze_after_ms}")
     print("s  RSS MB  frozen objects  freezes  longest gen0/1/2 ms  create+delete rounds")
     while time.monotonic() - start < seconds:
         quorum.entries.clear()            # the fake raft's copy of every record: a real node's is on disk
         quorum.batches.clear()
         quorum.committed_batches.clear()
-        name = f"churn{rounds % 2}"
-        reply = await create.handle(Ctx(5), CreateTopicsRequest(topics=[_topic(name, 100)], timeout_ms=60_000))
+        # Turnover: a new topic, and the oldest goes (the build's t0, t1, ..., then the churn's own),
+        # so the whole image is replaced every partitions/100 rounds.
+        oldest = f"t{rounds}" if rounds < built_topics else f"c{rounds - built_topics}"
+        reply = await create.handle(Ctx(5), CreateTopicsRequest(topics=[_topic(f"c{rounds}", 100)], timeout_ms=60_000))
         assert reply.topics[0].error_code == 0, reply
-        reply = await delete.handle(Ctx(6), DeleteTopicsRequest(topics=[DeleteTopicState(name=name)], timeout_ms=60_000))
+        reply = await delete.handle(Ctx(6), DeleteTopicsRequest(topics=[DeleteTopicState(name=oldest)], timeout_ms=60_000))
         assert reply.responses[0].error_code == 0, reply
         rounds += 1
         now = time.monotonic()
