@@ -126,7 +126,8 @@ class PartitionRegistration:
     @property
     def directories(self) -> tuple:
         """The replicas' directory ids, as UUIDs."""
-        return tuple([_shared_uuid(d) for d in self.directory_ids])
+        shared = tuple(map(_uuid_by_int.get, self.directory_ids))     # no Python call per id (snapshots)
+        return shared if all(shared) else tuple([_shared_uuid(d) for d in self.directory_ids])
 
     def merge(self, record) -> PartitionRegistration:
         """``PartitionRegistration.merge(PartitionChangeRecord)``: null fields keep their value,
