@@ -223,6 +223,8 @@ _KEYS = (
     _Key("metrics.sample.window.ms", lambda k, v: _long(k, v, 1), "30000", "MetricConfigs"),
     # kafkawire's: where PrometheusReporter serves GET /metrics (9404, the JMX exporter's usual port)
     _Key("kafkawire.metrics.prometheus.listener", lambda k, v: _http_listener(k, v), "http://:9404", "kafkawire"),
+    # kafkawire's: freeze what survived a full garbage collection this long (kafkawire.raft.node.gc_pauses)
+    _Key("kafkawire.gc.freeze.after.ms", lambda k, v: _int(k, v, 0), "500", "kafkawire"),
     # The replica fetchers (ReplicationConfigs; kafkawire.broker.replica_fetcher): INT 1 atLeast(1);
     # INT 1 MiB atLeast(0); INT 10 MiB atLeast(0); INT 500; INT 1; INT 1000 atLeast(0); INT 30000
     _Key("num.replica.fetchers", lambda k, v: _int(k, v, 1), "1", "ReplicationConfigs"),
@@ -337,6 +339,7 @@ class ServerConfig:
     transactional_id_expiration_ms: int = 7 * 24 * 3600 * 1000
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10_000
     transaction_remove_expired_transaction_cleanup_interval_ms: int = 3_600_000
+    kafkawire_gc_freeze_after_ms: int = 500          # 0: never (kafkawire.raft.node.gc_pauses)
     log_retention_ms: int | None = None
     log_retention_minutes: int | None = None
     log_retention_hours: int = 168

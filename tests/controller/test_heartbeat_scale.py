@@ -300,7 +300,7 @@ def test_the_effective_min_isr_caps_at_partition_zeros_replication_factor():
     from kafkawire.metadata.registrations import PartitionRegistration
 
     def partition(replicas):
-        return PartitionRegistration(replicas=replicas, directories=(), isr=replicas, removing_replicas=(),
+        return PartitionRegistration(replicas=replicas, directory_ids=(), isr=replicas, removing_replicas=(),
                                      adding_replicas=(), leader=replicas[0], leader_recovery_state=0,
                                      leader_epoch=0, partition_epoch=0)
     image = MetadataImage()

@@ -14,7 +14,7 @@ def partitions(draw):
     isr = [r for r in replicas if draw(st.booleans())]
     leader = draw(st.sampled_from(isr)) if isr and draw(st.booleans()) else NO_LEADER
     elr = [r for r in replicas if r not in isr and draw(st.booleans())] if not isr else []
-    return PartitionRegistration(replicas=tuple(replicas), directories=(), isr=tuple(isr), removing_replicas=(),
+    return PartitionRegistration(replicas=tuple(replicas), directory_ids=(), isr=tuple(isr), removing_replicas=(),
                                  adding_replicas=(), leader=leader, leader_recovery_state=0, leader_epoch=3,
                                  partition_epoch=5, elr=tuple(elr), last_known_elr=())
 
@@ -50,14 +50,14 @@ def test_removing_a_broker(partition, removed, active, elr, min_isr, mv):
 
 
 def test_an_unchanged_partition_needs_no_record():
-    p = PartitionRegistration(replicas=(1, 2), directories=(), isr=(1, 2), removing_replicas=(), adding_replicas=(),
+    p = PartitionRegistration(replicas=(1, 2), directory_ids=(), isr=(1, 2), removing_replicas=(), adding_replicas=(),
                               leader=1, leader_recovery_state=0, leader_epoch=0, partition_epoch=0)
     assert build_change(p, target_isr=[1, 2], acceptable_leader=lambda r: True, min_isr=1, elr_enabled=True,
                         unclean=False, metadata_version=29) is None
 
 
 def test_unclean_election_takes_any_live_replica_and_marks_recovery():
-    p = PartitionRegistration(replicas=(1, 2), directories=(), isr=(1,), removing_replicas=(), adding_replicas=(),
+    p = PartitionRegistration(replicas=(1, 2), directory_ids=(), isr=(1,), removing_replicas=(), adding_replicas=(),
                               leader=NO_LEADER, leader_recovery_state=0, leader_epoch=4, partition_epoch=9)
     change = build_change(p, target_isr=[1], acceptable_leader=lambda r: r == 2, min_isr=1, elr_enabled=False,
                           unclean=True, metadata_version=25)

@@ -195,7 +195,7 @@ class ControllerNode:
 
     async def start(self) -> None:
         c = self.config
-        log_long_pauses()
+        log_long_pauses(c.kafkawire_gc_freeze_after_ms)
         self.meta = meta = self._read_meta()
         self.cluster_id = cluster_id = meta.cluster_id
         assert cluster_id is not None, "read_node_meta refuses a meta.properties without cluster.id"

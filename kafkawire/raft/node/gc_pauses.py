@@ -1,9 +1,27 @@
-"""Logs CPython's long garbage collections. A full (generation 2) collection walks every
-container object the process tracks and holds the event loop for all of it: at a million
-partitions the controller's image is millions of objects, and a pause longer than
-controller.quorum.fetch.timeout.ms costs the leader its followers' fetches (issue 28). The
-line says how long and which generation, so such a pause can be told from other stalls in
-the node's log."""
+"""Logs CPython's long garbage collections, and freezes what survived a long full one.
+
+A full (generation 2) collection walks every container object the process tracks and holds
+the event loop for all of it: at a million partitions the controller's image is a million
+objects or more, and a pause longer than controller.quorum.fetch.timeout.ms costs the leader
+its followers' fetches (issue 28). The log line says how long and which generation, so such a
+pause can be told from other stalls in the node's log.
+
+``kafkawire.gc.freeze.after.ms``: after a full collection that took at least this long, the
+node calls ``gc.freeze()``: every object that survived it moves to CPython's permanent
+generation, which later collections do not walk, so the next full collections walk only what
+was made since (the image a snapshot load or a cluster's growth made is walked once, not at
+every full collection). 0 turns it off.
+
+The trade-off: an object frozen while alive that later becomes part of a reference cycle with
+nothing else referring to it is never collected (objects freed by their reference count, as
+the image's partitions and topics are, go as before). What leaks is what was alive at a freeze
+and dies in a cycle afterwards (asyncio's transports and protocols of a connection open at the
+freeze and closed later, an exception caught with its traceback); a freeze happens only after a
+full collection as long as the setting, i.e. once the objects made since the last freeze are
+as many as a long collection walks, so at most once per several hundred thousand objects that
+survive into the oldest generation. benchmarks/README.md ("Garbage collection and the image")
+measures it.
+"""
 from __future__ import annotations
 
 import gc
@@ -14,6 +32,8 @@ log = logging.getLogger(__name__)
 
 LONG_PAUSE_MS = 100
 _started: list[float] = []
+_freeze_after_ms: list[int] = [0]          # 0: never freeze
+freezes: list[int] = [0]                   # how many freezes this process made (for checks and metrics)
 
 
 def _on_collection(phase: str, info: dict) -> None:
@@ -23,12 +43,22 @@ def _on_collection(phase: str, info: dict) -> None:
     if not _started:
         return
     took_ms = (time.perf_counter() - _started.pop()) * 1000
+    generation = info.get("generation", -1)
     if took_ms >= LONG_PAUSE_MS:
         log.warning("garbage collection of generation %d took %.0f ms (%d objects collected, %d uncollectable)",
-                    info.get("generation", -1), took_ms, info.get("collected", 0), info.get("uncollectable", 0))
+                    generation, took_ms, info.get("collected", 0), info.get("uncollectable", 0))
+    freeze_after = _freeze_after_ms[0]
+    if freeze_after and generation == 2 and took_ms >= freeze_after:
+        # The collection has finished (phase "stop"): what is tracked now survived it.
+        gc.freeze()
+        freezes[0] += 1
+        log.info("froze %d objects after a full collection of %.0f ms (kafkawire.gc.freeze.after.ms=%d; "
+                 "freeze %d of this process)", gc.get_freeze_count(), took_ms, freeze_after, freezes[0])
 
 
-def log_long_pauses() -> None:
-    """Install the callback once per process."""
+def log_long_pauses(freeze_after_ms: int = 0) -> None:
+    """Install the callback once per process; ``freeze_after_ms`` (kafkawire.gc.freeze.after.ms)
+    is the process's, the last node started in it setting it (0: no freezing)."""
+    _freeze_after_ms[0] = freeze_after_ms
     if _on_collection not in gc.callbacks:
         gc.callbacks.append(_on_collection)

@@ -1,0 +1,45 @@
+"""A partition of the image holds nothing CPython's garbage collector tracks but its registration
+(kafkawire.metadata.registrations: directory ids kept as ints), so that a full collection at a
+million partitions walks a million objects, not five million (issue 28); and the UUIDs
+``directories`` gives back are shared, from a table whose size is bounded."""
+from __future__ import annotations
+
+import dataclasses
+import gc
+import uuid
+
+from kafkawire.metadata import registrations
+
+from .image_testlib import DIR_1, DIR_2, DIR_3, TOPIC_A, record
+from .test_image import image_with, topic_with_partition
+
+
+def _tracked_fields(partition) -> list[str]:
+    gc.collect()        # CPython untracks a tuple of untracked values when a collection sees it
+    return [f.name for f in dataclasses.fields(partition) if gc.is_tracked(getattr(partition, f.name))]
+
+
+def test_a_partition_record_and_a_change_leave_no_tracked_field():
+    image = image_with(*topic_with_partition(directories=[DIR_1, DIR_2, DIR_3]))
+    partition = image.topics_by_id[TOPIC_A].partitions[0]
+    assert _tracked_fields(partition) == [] and partition.directories == (DIR_1, DIR_2, DIR_3)
+    image.apply(record("PartitionChangeRecord", partition_id=0, topic_id=TOPIC_A, replicas=[3, 4, 1],
+                       isr=[3, 1], directories=[DIR_3, DIR_2, DIR_1], eligible_leader_replicas=[4]))
+    changed = image.topics_by_id[TOPIC_A].partitions[0]
+    assert _tracked_fields(changed) == [] and changed.directories == (DIR_3, DIR_2, DIR_1)
+
+
+def test_partitions_on_the_same_directory_share_its_uuid():
+    image = image_with(*topic_with_partition(directories=[DIR_1, DIR_2, DIR_3]))
+    image.apply(record("PartitionRecord", partition_id=1, topic_id=TOPIC_A, replicas=[2, 1], isr=[2, 1], leader=2,
+                       directories=[uuid.UUID(int=DIR_2.int), uuid.UUID(int=DIR_1.int)]))
+    first, second = image.topics_by_id[TOPIC_A].partitions[0], image.topics_by_id[TOPIC_A].partitions[1]
+    assert first.directories[0] is second.directories[1] and first.directory_ids[1] is second.directory_ids[0]
+
+
+def test_the_shared_uuid_table_is_emptied_when_full_and_gives_equal_uuids(monkeypatch):
+    monkeypatch.setattr(registrations, "_SHARED_UUIDS_LIMIT", 2)
+    monkeypatch.setattr(registrations, "_uuid_by_int", {})
+    ids = registrations.directory_ints([uuid.UUID(int=n) for n in range(10, 15)])
+    assert len(registrations._uuid_by_int) <= 2
+    assert [registrations._shared_uuid(i) for i in ids] == [uuid.UUID(int=n) for n in range(10, 15)]
