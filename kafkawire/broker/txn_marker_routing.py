@@ -21,6 +21,8 @@ from kafkawire.messages.write_txn_markers_response import (WritableTxnMarkerPart
 from kafkawire.net.client import NetworkClient, TransportError
 from kafkawire.protocol.error_codes import Errors
 
+from .inter_broker_client import InterBrokerClient
+
 __all__ = ["MarkerRouter"]
 
 
@@ -60,14 +62,7 @@ def refused(request, code: int) -> WriteTxnMarkersResponse:
 class MarkerRouter:
     def __init__(self, broker, client: NetworkClient | None = None):
         self.broker = broker
-        self._client = client
-
-    def _client_for_brokers(self) -> NetworkClient:
-        if self._client is None:
-            options, _ = self.broker.replica_roles.client_options()
-            self._client = NetworkClient(client_id=f"broker-{self.broker.node_id}-txn-markers",
-                                         request_timeout_ms=self.broker.config.request_timeout_ms, **options)
-        return self._client
+        self.peers = InterBrokerClient(broker, "txn-markers", client)
 
     async def write(self, request) -> WriteTxnMarkersResponse:
         by_leader = split_by_leader(self.broker.image(), request)
@@ -81,15 +76,9 @@ class MarkerRouter:
         if endpoint is None:
             return refused(request, Errors.NOT_LEADER_OR_FOLLOWER)
         try:
-            return await self._client_for_brokers().send(endpoint, request)
+            return await self.peers.client().send(endpoint, request)
         except (TransportError, OSError, asyncio.TimeoutError):
             return refused(request, Errors.NOT_LEADER_OR_FOLLOWER)
 
     def close_soon(self) -> None:
-        """Close the connections to the other brokers (on the running loop, if any)."""
-        client, self._client = self._client, None
-        if client is not None:
-            try:
-                asyncio.get_running_loop().create_task(client.close())
-            except RuntimeError:         # no loop running: the connections go with the process
-                pass
+        self.peers.close_soon()

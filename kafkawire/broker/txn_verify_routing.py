@@ -35,6 +35,7 @@ from kafkawire.net.client import NetworkClient, TransportError
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import RequestContext
 
+from .inter_broker_client import InterBrokerClient
 from .txn_records import TRANSACTION_STATE_TOPIC, partition_for
 from .txn_verify import ADD_PARTITION, DEFAULT_ERROR, GENERIC_ERROR_SUPPORTED, produce_operation
 
@@ -94,7 +95,7 @@ class VerificationRouter:
     def __init__(self, broker, local, client: NetworkClient | None = None):
         self.broker = broker
         self.local = local
-        self._client = client
+        self.peers = InterBrokerClient(broker, "txn-verification", client)
 
     async def verify(self, transactional_id: str, producer_id: int, producer_epoch: int, partitions, *,
                      produce_version: int | None = None, operation: str | None = None) -> dict:
@@ -114,7 +115,7 @@ class VerificationRouter:
         return await self._remote(endpoint, request, partitions, operation)
 
     async def _remote(self, endpoint, request, partitions: list, operation: str) -> dict:
-        client = self._client_for_brokers()
+        client = self.peers.client()
         try:
             theirs = (await client.connect(endpoint)).get(ADD_PARTITIONS_TO_TXN)
             if theirs is None or theirs[1] < FIRST_BROKER_VERSION:
@@ -129,18 +130,5 @@ class VerificationRouter:
                               correlation_id=0, client_id=f"broker-{self.broker.node_id}-txn-verification",
                               peer=("127.0.0.1", 0), listener_name="", connection_id="in-process")
 
-    def _client_for_brokers(self) -> NetworkClient:
-        if self._client is None:
-            options, _ = self.broker.replica_roles.client_options()
-            self._client = NetworkClient(client_id=f"broker-{self.broker.node_id}-txn-verification",
-                                         request_timeout_ms=self.broker.config.request_timeout_ms, **options)
-        return self._client
-
     def close_soon(self) -> None:
-        """Close the connections to the other brokers (on the running loop, if any)."""
-        client, self._client = self._client, None
-        if client is not None:
-            try:
-                asyncio.get_running_loop().create_task(client.close())
-            except RuntimeError:         # no loop running: the connections go with the process
-                pass
+        self.peers.close_soon()

@@ -186,7 +186,7 @@ def test_markers_go_to_each_partitions_leader_not_only_to_this_broker(tmp_path):
                 return WriteTxnMarkersResponse(markers=[WritableTxnMarkerResult(producer_id=7, topics=[
                     WritableTxnMarkerTopicResult(name="t", partitions=[WritableTxnMarkerPartitionResult(
                         partition_index=1, error_code=Errors.NONE)])])])
-        broker.txn_apis.router._client = Peer()
+        broker.txn_apis.router.peers._client = Peer()
         metadata = SimpleNamespace(producer_id=7, producer_epoch=0, client_tv=0)
         response = await broker.txn_apis._write_markers(marker_request(metadata, 0, True, {("t", 0), ("t", 1)}))
         codes = {(t.name, p.partition_index): p.error_code for m in response.markers for t in m.topics

@@ -103,7 +103,7 @@ def test_sasl_ssl_between_brokers_is_tls_with_the_listeners_trust_store_and_sasl
 
 def test_the_transaction_markers_use_the_same_credentials(tmp_path):
     broker = make_broker(parse_server_config(config_text(tmp_path, "SCRAM-SHA-256")))
-    client = broker.txn_apis.router._client_for_brokers()
+    client = broker.txn_apis.router.peers.client()
     sasl = client.sasl()
     assert (sasl.mechanism, sasl.username, sasl.password) == ("SCRAM-SHA-256", "broker", "broker-secret")
 

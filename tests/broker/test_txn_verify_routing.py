@@ -61,7 +61,7 @@ def coordinated_elsewhere(tmp_path, peer, *, endpoint=PEER):
     broker = StandInBroker(tmp_path, itertools.count(1000))
     broker.image().topics_by_name["__transaction_state"].partitions[0].leader = 2
     broker.replica_roles = SimpleNamespace(endpoint_of=lambda b: endpoint if b == 2 else None)
-    broker.txn_apis.verifier._client = peer
+    broker.txn_apis.verifier.peers._client = peer
     return broker
 
 
@@ -100,13 +100,13 @@ def test_the_coordinators_answers_are_mapped_as_kafka_maps_them(tmp_path):
     partition's, CLUSTER_AUTHORIZATION_FAILED shown as INVALID_TXN_STATE."""
     broker = coordinated_elsewhere(tmp_path, StandInPeer(answer({0: Errors.PRODUCER_FENCED})))
     assert verify(broker, 12) == {("t", 0): Errors.INVALID_PRODUCER_EPOCH}
-    broker.txn_apis.verifier._client = StandInPeer(answer({0: Errors.TRANSACTION_ABORTABLE}))
+    broker.txn_apis.verifier.peers._client = StandInPeer(answer({0: Errors.TRANSACTION_ABORTABLE}))
     assert verify(broker, 9) == {("t", 0): Errors.INVALID_TXN_STATE}
     assert verify(broker, 11) == {("t", 0): Errors.TRANSACTION_ABORTABLE}
-    broker.txn_apis.verifier._client = StandInPeer(answer({}, Errors.CLUSTER_AUTHORIZATION_FAILED))
+    broker.txn_apis.verifier.peers._client = StandInPeer(answer({}, Errors.CLUSTER_AUTHORIZATION_FAILED))
     assert verify(broker, 12, [("t", 0), ("t", 1)]) == {("t", 0): Errors.INVALID_TXN_STATE,
                                                        ("t", 1): Errors.INVALID_TXN_STATE}
-    broker.txn_apis.verifier._client = StandInPeer(answer({}, Errors.NOT_COORDINATOR))
+    broker.txn_apis.verifier.peers._client = StandInPeer(answer({}, Errors.NOT_COORDINATOR))
     assert verify(broker, 12) == {("t", 0): Errors.NOT_COORDINATOR}
     broker.close()
 
@@ -117,7 +117,7 @@ def test_no_coordinator_a_lost_connection_and_a_peer_without_verification(tmp_pa
     whose AddPartitionsToTxn stops below v4 cannot verify, and the produce goes on unverified."""
     broker = coordinated_elsewhere(tmp_path, StandInPeer(Disconnected(PEER, "reset")))
     assert verify(broker, 12) == {("t", 0): Errors.NETWORK_EXCEPTION}
-    old = broker.txn_apis.verifier._client = StandInPeer(answer({}), versions=(0, FIRST_BROKER_VERSION - 1))
+    old = broker.txn_apis.verifier.peers._client = StandInPeer(answer({}), versions=(0, FIRST_BROKER_VERSION - 1))
     assert verify(broker, 12) == {("t", 0): Errors.NONE} and old.sent == []
     broker.replica_roles = SimpleNamespace(endpoint_of=lambda b: None)
     assert verify(broker, 12) == {("t", 0): Errors.COORDINATOR_NOT_AVAILABLE}
