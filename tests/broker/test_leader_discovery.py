@@ -12,6 +12,7 @@ import uuid
 from types import SimpleNamespace
 
 from kafkawire.broker.leader_discovery import scala_hash_map_order
+from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic, ReplicaState
 from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.framing import decode_response, encode_response
@@ -31,10 +32,11 @@ def registration(broker_id, *, fenced=False, listeners=LISTENERS):
                            epoch=20, in_controlled_shutdown=False)
 
 
-def image(leader, epoch, *, replicas=(1, 2, 3), brokers=None):
-    partition = SimpleNamespace(leader=leader, leader_epoch=epoch, replicas=replicas, isr=replicas,
-                                partition_epoch=epoch)
-    topic = SimpleNamespace(name="t", id=TOPIC_ID, partitions={0: partition})
+def image(leader, epoch, *, replicas=(1, 2, 3), brokers=None, more=()):
+    """t-0 led by ``leader``; ``more``: (leader, epoch, replicas) of t-1, t-2, ..."""
+    partitions = {i: SimpleNamespace(leader=lead, leader_epoch=e, replicas=r, isr=r, partition_epoch=e)
+                  for i, (lead, e, r) in enumerate([(leader, epoch, replicas), *more])}
+    topic = SimpleNamespace(name="t", id=TOPIC_ID, partitions=partitions)
     return SimpleNamespace(topics_by_name={"t": topic}, topics_by_id={TOPIC_ID: topic}, configs={},
                            brokers={i: registration(i) for i in (1, 2, 3)} if brokers is None else brokers)
 
@@ -141,6 +143,31 @@ def test_a_stale_epoch_on_the_leader_names_the_leader_itself(tmp_path):
         assert await fetch(broker, consumer_fetch(16, offset=0, epoch=5)) == \
             (Errors.FENCED_LEADER_EPOCH, (1, 6), [(1, "127.0.0.1", 9001, "a")])
         assert (await produce(broker))[:2] == (Errors.NONE, (-1, -1)) and (await produce(broker))[2] == []
+        await close(broker)
+    asyncio.run(go())
+
+
+def test_each_leader_is_named_once_and_a_fetch_session_keeps_the_refused_partitions(tmp_path):
+    async def go():
+        elsewhere = (2, 3)          # partitions 1-3 are not hosted on broker 1
+        broker, _ = broker_on(tmp_path, leader=1, epoch=2, more=[(3, 5, elsewhere), (2, 6, elsewhere), (3, 5, elsewhere)])
+        request = FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0, session_id=0,
+                               session_epoch=0, replica_state=ReplicaState(replica_id=-1, replica_epoch=-1),
+                               topics=[FetchTopic(topic_id=TOPIC_ID, partitions=[FetchPartition(
+                                   partition=i, fetch_offset=0, partition_max_bytes=1 << 20) for i in range(4)])])
+        ctx = SimpleNamespace(api_version=16, listener_name="PLAINTEXT")
+        both = [(2, "127.0.0.1", 9002, "b"), (3, "127.0.0.1", 9003, None)]
+        for _ in range(2):          # the full fetch that makes the session, then an incremental one
+            response = roundtrip(await broker.fetch_api.fetch(ctx, request), 1, 16)
+            answered = {p.partition_index: (p.error_code, p.current_leader.leader_id, p.current_leader.leader_epoch)
+                        for p in response.responses[0].partitions}
+            assert answered == {i: (Errors.NOT_LEADER_OR_FOLLOWER, *leader) for i, leader in
+                                ((1, (3, 5)), (2, (2, 6)), (3, (3, 5)))} | \
+                ({0: (Errors.NONE, -1, -1)} if request.session_epoch == 0 else {})     # unchanged: left out
+            assert endpoints(response) == both and response.session_id > 0
+            request = FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+                                   session_id=response.session_id, session_epoch=1,
+                                   replica_state=ReplicaState(replica_id=-1, replica_epoch=-1), topics=[])
         await close(broker)
     asyncio.run(go())
 
