@@ -32,6 +32,11 @@ with ``replica.selector.class`` set, a v11+ consumer's fetch asks the selector
 with ``preferred_read_replica``, the leader's high watermark, last stable offset and log start,
 and no records, and the request is answered at once.
 
+Leader discovery (KIP-951, kafkawire.broker.leader_discovery): from v16 on, a partition answered
+NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries its current leader and epoch, and a
+consumer's answer (throttled or not) the leaders' endpoints on its listener; a follower's answer
+carries the leaders but no endpoints, as Kafka's.
+
 ListOffsets (leader only, as Kafka's: the epoch checked first, then NOT_LEADER_OR_FOLLOWER on a
 follower): earliest, latest, by timestamp, max timestamp, as kafkawire.net.metadata_topic's
 ``list_offset`` computes them against the partition's log and high watermark, or its last
@@ -44,8 +49,10 @@ import time
 from typing import NamedTuple
 
 from kafkawire.broker.fetch_session import FetchManager, FetchSessionCache
+from kafkawire.broker.leader_discovery import FETCH_LEADER_VERSION, LeaderHints
 from kafkawire.broker.replica_selector import FollowerView, preferred_read_replica, replica_selector
-from kafkawire.messages.fetch_response import AbortedTransaction, FetchableTopicResponse, FetchResponse, PartitionData
+from kafkawire.messages.fetch_response import (AbortedTransaction, FetchableTopicResponse, FetchResponse,
+                                               LeaderIdAndEpoch, NodeEndpoint, PartitionData)
 from kafkawire.messages.list_offsets_response import (ListOffsetsPartitionResponse, ListOffsetsResponse,
                                                       ListOffsetsTopicResponse)
 from kafkawire.net.metadata_topic import epoch_error, list_offset
@@ -59,6 +66,7 @@ MAX_WAIT_CAP_MS = 30_000
 READ_COMMITTED = 1
 # KafkaApis answers these itself, before the ReplicaManager: their aborted list is empty, not null
 UNKNOWN_PARTITION = (Errors.UNKNOWN_TOPIC_ID, Errors.UNKNOWN_TOPIC_OR_PARTITION)
+LEADER_HINTED = (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH)   # KIP-951: the current leader named
 CLIENT_METADATA_VERSION = 11          # Fetch v11 added the rack id and the preferred read replica
 
 
@@ -113,11 +121,27 @@ class FetchApi:
             first = False
             remaining = deadline - time.monotonic()
             if total >= min_bytes or done or remaining <= 0 or not wanted:
-                return self._answer(ctx, context, updates, quotas)
+                endpoints = self._leader_hints(ctx, updates, params) if v >= FETCH_LEADER_VERSION else []
+                return self._answer(ctx, context, updates, quotas, endpoints)
             await self.broker.wait_for_appends(seen, remaining)
 
+    def _leader_hints(self, ctx, updates: list, params: "FetchParams") -> list:
+        """KafkaApis.handleFetchRequest's processResponseCallback: each NOT_LEADER_OR_FOLLOWER or
+        FENCED_LEADER_EPOCH partition gets its current leader; a consumer's answer the node
+        endpoints of those leaders (a follower's none: Kafka answers it without them)."""
+        image = self.broker.image()
+        hints = LeaderHints(self.broker, image, ctx.listener_name)
+        for name, topic_id, data in updates:
+            if data.error_code in LEADER_HINTED:     # the topic is known: by id from v13 on, when the name is ""
+                topic = self._topic(image, name, topic_id, params.version)
+                leader_id, leader_epoch = hints.current_leader(getattr(topic, "name", None), data.partition_index)
+                data.current_leader = LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
+        if params.follower is not None:
+            return []
+        return [NodeEndpoint(node_id=i, host=host, port=port, rack=rack) for i, host, port, rack in hints.endpoints()]
+
     @staticmethod
-    def _answer(ctx, context, updates: list, quotas):
+    def _answer(ctx, context, updates: list, quotas, endpoints: list):
         """The answer; for a consumer, its size and request time are recorded against its quotas,
         and a throttled fetch gets no partitions (KafkaApis: the session is not moved on then either)."""
         if quotas is not None:
@@ -125,10 +149,11 @@ class FetchApi:
                 ctx, lambda: FetchResponse(responses=_by_topic(context.would_answer(updates))))
             if throttle_ms > 0:
                 code, session_id = context.throttled()
-                return Throttled(FetchResponse(throttle_time_ms=throttle_ms, error_code=code, session_id=session_id),
-                                 throttle_ms)
+                return Throttled(FetchResponse(throttle_time_ms=throttle_ms, error_code=code, session_id=session_id,
+                                               node_endpoints=endpoints), throttle_ms)
         code, session_id, updates = context.response(updates)
-        return FetchResponse(error_code=code, session_id=session_id, responses=_by_topic(updates))
+        return FetchResponse(error_code=code, session_id=session_id, responses=_by_topic(updates),
+                             node_endpoints=endpoints)
 
     def _fetch_once(self, max_bytes: int, wanted: list, params: "FetchParams"):
         """[(topic, topic id, PartitionData)] for ``wanted`` ((topic, topic id, FetchPartition)s),

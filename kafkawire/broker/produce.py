@@ -23,6 +23,10 @@ REQUEST_TIMED_OUT); with one replica that is at once. Any other value is INVALID
 for every partition. With acks=0 there is
 no response, and a failed partition closes the connection (KafkaApis: the client learns of the
 failure by the closed connection and refreshes its metadata).
+
+Leader discovery (KIP-951, kafkawire.broker.leader_discovery): from v10 on, a partition answered
+NOT_LEADER_OR_FOLLOWER (for whatever reason, once the answer is complete) carries its current leader
+and epoch, and the answer the leaders' endpoints on the request's listener.
 """
 from __future__ import annotations
 
@@ -30,10 +34,12 @@ import logging
 import time
 
 from kafkawire.messages.produce_response import (
-    BatchIndexAndErrorMessage, PartitionProduceResponse, ProduceResponse, TopicProduceResponse)
+    BatchIndexAndErrorMessage, LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse, ProduceResponse,
+    TopicProduceResponse)
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import NO_RESPONSE, CloseConnection
 
+from .leader_discovery import PRODUCE_LEADER_VERSION, LeaderHints
 from .producer_state import VERIFICATION_OFF
 from .log_config import ProduceSettings, produce_settings
 from .record_checks import RecordErrors, RecordRules
@@ -57,6 +63,7 @@ class ProduceApi:
         image = self.broker.image()
         await self.broker.state_writes.appends_allowed()     # a new leader epoch is in its checkpoint first
         responses = []
+        names = []            # each answered topic's name (None: unknown), for the leader hints
         appended = False
         waiting = []          # acks=all: (partition, response, the offset the high watermark must reach)
         txn = await transaction_checks(self.broker, request, v,
@@ -81,6 +88,7 @@ class ProduceApi:
                         waiting.append((partition, r, partition.last_append_end_offset))
                 partitions.append(r)
             responses.append(TopicProduceResponse(name=t.name, topic_id=t.topic_id, partition_responses=partitions))
+            names.append(getattr(topic, "name", None))
         if appended:
             self.broker.data_appended()
         if waiting:
@@ -89,7 +97,19 @@ class ProduceApi:
             if any(r.error_code for t in responses for r in t.partition_responses):
                 raise CloseConnection("a produce request with acks=0 failed")
             return NO_RESPONSE
-        return ProduceResponse(responses=responses)
+        endpoints = self._leader_hints(ctx, image, names, responses) if v >= PRODUCE_LEADER_VERSION else []
+        return ProduceResponse(responses=responses, node_endpoints=endpoints)
+
+    def _leader_hints(self, ctx, image, names: list, responses: list) -> list:
+        """KafkaApis.handleProduceRequest's sendResponseCallback: each NOT_LEADER_OR_FOLLOWER
+        partition gets its current leader; the answer's node endpoints, those leaders' endpoints."""
+        hints = LeaderHints(self.broker, self.broker.image() or image, ctx.listener_name)
+        for name, t in zip(names, responses):
+            for r in t.partition_responses:
+                if r.error_code == Errors.NOT_LEADER_OR_FOLLOWER:
+                    leader_id, leader_epoch = hints.current_leader(name, r.index)
+                    r.current_leader = LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
+        return [NodeEndpoint(node_id=i, host=host, port=port, rack=rack) for i, host, port, rack in hints.endpoints()]
 
     @staticmethod
     def _topic(image, t, version: int):

@@ -15,7 +15,7 @@ from kafkawire.broker.client_quotas import (DEFAULT, INACTIVE_EXPIRY_MS, ClientQ
 from kafkawire.broker.fetch import FetchApi
 from kafkawire.broker.fetch_session import SessionlessFetchContext
 from kafkawire.broker.quotas import BrokerQuotas, RequestTimer, fetch_response_size
-from kafkawire.messages.fetch_response import FetchableTopicResponse, FetchResponse, PartitionData
+from kafkawire.messages.fetch_response import FetchableTopicResponse, FetchResponse, NodeEndpoint, PartitionData
 from kafkawire.messages.metadata_request import MetadataRequest
 from kafkawire.messages.metadata_response import MetadataResponse
 from kafkawire.net.client import NetworkClient
@@ -215,16 +215,17 @@ def test_a_throttled_consumer_fetch_is_answered_empty_and_its_size_taken_back_ou
     size = fetch_response_size(FetchResponse(responses=[FetchableTopicResponse(topic="t", topic_id=ZERO_UUID,
                                                                                partitions=[big[0][2]])]), 12)
     expected_ms = throttle_time_ms(size / 10, 100.0, 10_000)         # the rate over the 10 s first window
-    answer = FetchApi._answer(ctx, SessionlessFetchContext({}), big, quotas)
+    leader = [NodeEndpoint(node_id=2, host="127.0.0.1", port=9092, rack=None)]     # KIP-951: kept when throttled
+    answer = FetchApi._answer(ctx, SessionlessFetchContext({}), big, quotas, leader)
     assert isinstance(answer, Throttled) and answer.throttle_ms == expected_ms > 0
-    assert (answer.response.throttle_time_ms, answer.response.responses, answer.response.session_id) == \
-        (expected_ms, [], 0)
+    assert (answer.response.throttle_time_ms, answer.response.responses, answer.response.session_id,
+            answer.response.node_endpoints) == (expected_ms, [], 0, leader)
     assert quotas.fetch.rates[("", "reader")].measure(0) == 0.0      # unrecorded
     small = [("t", ZERO_UUID, PartitionData(partition_index=0, high_watermark=5, records=b"r" * 500))]
-    answer = FetchApi._answer(ctx, SessionlessFetchContext({}), small, quotas)
+    answer = FetchApi._answer(ctx, SessionlessFetchContext({}), small, quotas, [])
     assert isinstance(answer, FetchResponse) and answer.responses[0].partitions[0].records == b"r" * 500
     other = RequestContext(1, 12, 8, "someone-else", ("127.0.0.1", 1), "PLAINTEXT", "c")
-    assert isinstance(FetchApi._answer(other, SessionlessFetchContext({}), big, quotas), FetchResponse)
+    assert isinstance(FetchApi._answer(other, SessionlessFetchContext({}), big, quotas, []), FetchResponse)
 
 
 # -- request_percentage: the handler's own thread time --
