@@ -39,9 +39,11 @@ def test_a_short_collection_is_not_logged(monkeypatch, caplog):
 
 @pytest.fixture
 def _unfrozen():
-    """What a test freezes goes back to the collected generations, and the process's setting
-    is restored."""
+    """The test starts unfrozen (an in-process node earlier in the run may have frozen the
+    process, with its default setting), what it freezes goes back to the collected generations,
+    and the process's setting is restored."""
     setting = gc_pauses._freeze_after_ms[0]
+    gc.unfreeze()
     yield
     gc_pauses._freeze_after_ms[0] = setting
     gc.unfreeze()
