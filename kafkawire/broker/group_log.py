@@ -88,6 +88,12 @@ class OffsetsTopic:
         topic = None if image is None else image.topics_by_name.get(self.TOPIC)
         return 0 if topic is None else len(topic.partitions)
 
+    def leader_of(self, key: str, image) -> int:
+        """The leader of ``key``'s partition of the topic in ``image`` (-1: no topic, no leader)."""
+        count = self.partitions(image)
+        registration = image.topics_by_name[self.TOPIC].partitions.get(partition_for(key, count)) if count else None
+        return -1 if registration is None else registration.leader
+
     def coordinator_error(self, group_id: str) -> int:
         """NONE when this broker coordinates ``group_id`` and has loaded its partition."""
         image = self.broker.image()
@@ -112,8 +118,7 @@ class OffsetsTopic:
         if count == 0:
             self.create()
             return Errors.COORDINATOR_NOT_AVAILABLE, -1
-        registration = image.topics_by_name[self.TOPIC].partitions.get(partition_for(group_id, count))
-        leader = -1 if registration is None else registration.leader
+        leader = self.leader_of(group_id, image)
         if leader < 0 or (leader == self.broker.node_id and not self.broker.unfenced):
             return Errors.COORDINATOR_NOT_AVAILABLE, -1
         return Errors.NONE, leader

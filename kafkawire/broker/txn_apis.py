@@ -81,7 +81,8 @@ class TxnApis:
         # KIP-890's checks, asked of the transaction's coordinator (this node's through the
         # replicated AddPartitionsToTxn handler, so an added partition's write is in the ISR first)
         add_partitions = replicated_handlers({ADD_PARTITIONS_TO_TXN: ApiHandler(self.add_partitions_to_txn)}, broker)
-        self.verifier = VerificationRouter(broker, add_partitions[ADD_PARTITIONS_TO_TXN].handle)
+        self.verifier = VerificationRouter(broker, add_partitions[ADD_PARTITIONS_TO_TXN].handle,
+                                           lambda txn_id: self.store.leader_of(txn_id, broker.image()))
         self.txn_offset_commit_api = TxnOffsetCommitApi(broker, self.verifier)     # after broker.group_apis
         self._scheduled = False
 

@@ -9,7 +9,7 @@ in process, through the same wrapper as a client's request: its answer waits unt
 coordinator's ``__transaction_state`` write reached the in-sync replicas (Kafka's broker sends
 itself the request over the network, and the coordinator answers after its replicated append).
 
-    router = VerificationRouter(broker, local=add_partitions_handler)
+    router = VerificationRouter(broker, local=add_partitions_handler, coordinator_of=store_leader_of)
     codes = await router.verify("tx", producer_id, epoch, [("orders", 0)], produce_version=12)
     # {("orders", 0): Errors.NONE}: verified; another code: the partition's answer
 
@@ -36,22 +36,12 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import RequestContext
 
 from .inter_broker_client import InterBrokerClient
-from .txn_records import TRANSACTION_STATE_TOPIC, partition_for
 from .txn_verify import ADD_PARTITION, DEFAULT_ERROR, GENERIC_ERROR_SUPPORTED, produce_operation
 
-__all__ = ["VerificationRouter", "coordinator_of"]
+__all__ = ["VerificationRouter"]
 
 ADD_PARTITIONS_TO_TXN = 24
 FIRST_BROKER_VERSION = 4           # AddPartitionsToTxn v4+: batched, verify_only, sent by brokers only
-
-
-def coordinator_of(image, transactional_id: str) -> int:
-    """The leader of ``transactional_id``'s ``__transaction_state`` partition (-1: none)."""
-    topic = None if image is None else image.topics_by_name.get(TRANSACTION_STATE_TOPIC)
-    if topic is None or not topic.partitions:
-        return -1
-    registration = topic.partitions.get(partition_for(transactional_id, len(topic.partitions)))
-    return -1 if registration is None else registration.leader
 
 
 def _request(transactional_id: str, producer_id: int, producer_epoch: int, partitions: list,
@@ -89,12 +79,15 @@ def answers_of(response, partitions: list, operation: str) -> dict:
 
 
 class VerificationRouter:
-    """``broker``: image(), node_id, config, replica_roles (None: a node without peers);
-    ``local``: this node's AddPartitionsToTxn handler ``(ctx, request) -> response``."""
+    """``broker``: node_id, config, replica_roles (None: a node without peers); ``local``: this
+    node's AddPartitionsToTxn handler ``(ctx, request) -> response``; ``coordinator_of``: the
+    broker coordinating a transactional id (-1: none), the leader of its ``__transaction_state``
+    partition (TransactionStateTopic.leader_of)."""
 
-    def __init__(self, broker, local, client: NetworkClient | None = None):
+    def __init__(self, broker, local, coordinator_of, client: NetworkClient | None = None):
         self.broker = broker
         self.local = local
+        self.coordinator_of = coordinator_of
         self.peers = InterBrokerClient(broker, "txn-verification", client)
 
     async def verify(self, transactional_id: str, producer_id: int, producer_epoch: int, partitions, *,
@@ -104,7 +97,7 @@ class VerificationRouter:
         if operation is None:
             operation = GENERIC_ERROR_SUPPORTED if produce_version is None else produce_operation(produce_version)
         partitions = list(partitions)
-        coordinator = coordinator_of(self.broker.image(), transactional_id)
+        coordinator = self.coordinator_of(transactional_id)
         request = _request(transactional_id, producer_id, producer_epoch, partitions, operation)
         roles = getattr(self.broker, "replica_roles", None)
         if coordinator == self.broker.node_id or (coordinator >= 0 and roles is None):

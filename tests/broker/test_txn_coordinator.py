@@ -280,7 +280,8 @@ def verified(c, produce_version, partitions=(("t", 0), ("t", 1)), epoch=0):
     the broker versions, answered by ``c`` in process."""
     from kafkawire.broker.txn_verify_routing import VerificationRouter
     broker = SimpleNamespace(image=lambda: IMAGE, node_id=1, replica_roles=None)
-    router = VerificationRouter(broker, local=lambda ctx, request: answered(c, ctx, request))
+    router = VerificationRouter(broker, local=lambda ctx, request: answered(c, ctx, request),
+                                coordinator_of=lambda transactional_id: 1)
     return asyncio.run(router.verify(TX, 100, epoch, list(partitions), produce_version=produce_version))
 
 

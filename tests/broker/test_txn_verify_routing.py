@@ -15,7 +15,7 @@ import itertools
 from types import SimpleNamespace
 
 from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
-from kafkawire.broker.txn_verify_routing import FIRST_BROKER_VERSION, VerificationRouter, coordinator_of
+from kafkawire.broker.txn_verify_routing import FIRST_BROKER_VERSION
 from kafkawire.messages.add_partitions_to_txn_response import (AddPartitionsToTxnPartitionResult,
                                                                AddPartitionsToTxnResponse, AddPartitionsToTxnResult,
                                                                AddPartitionsToTxnTopicResult)
@@ -69,12 +69,16 @@ def verify(broker, produce_version, partitions=(("t", 0),)):
     return asyncio.run(broker.txn_verifier(TX, 7, 0, list(partitions), produce_version=produce_version))
 
 
-def test_the_coordinator_is_the_leader_of_the_transactional_ids_partition():
-    image = SimpleNamespace(topics_by_name={"__transaction_state": SimpleNamespace(partitions={
-        i: SimpleNamespace(leader=10 + i) for i in range(50)})})
-    assert coordinator_of(image, "hello") == 10 + 99162322 % 50           # Utils.abs(hashCode) % partitions
-    assert coordinator_of(SimpleNamespace(topics_by_name={}), "hello") == -1
-    assert coordinator_of(None, "hello") == -1
+def test_the_coordinator_is_the_leader_of_the_transactional_ids_partition(tmp_path):
+    broker = StandInBroker(tmp_path, itertools.count(1000))
+    state = broker.image().topics_by_name["__transaction_state"]
+    state.partitions = {i: SimpleNamespace(leader=10 + i) for i in range(50)}
+    store = broker.txn_apis.store
+    assert store.leader_of("hello", broker.image()) == 10 + 99162322 % 50      # Utils.abs(hashCode) % partitions
+    state.partitions = {}
+    assert store.leader_of("hello", broker.image()) == -1
+    assert store.leader_of("hello", SimpleNamespace(topics_by_name={})) == -1
+    broker.close()
 
 
 def test_a_partition_led_here_is_verified_by_the_coordinator_on_another_broker(tmp_path):
