@@ -110,7 +110,8 @@ class Broker:
                 raise BrokerStartError("authorizer.class.name is set, but the broker was given no authorizer "
                                        "(the node's StandardAuthorizer)")
             config.inter_broker_security()      # its mechanism and JAAS entry: refused now, not at a fetch
-            replica_selector(config.replica_selector_class)     # as Kafka's ReplicaManager instantiates it
+            # as Kafka's ReplicaManager instantiates it: a bad name stops the start; FetchApi uses it
+            self.replica_selector = replica_selector(config.replica_selector_class)
         except (ConfigError, SelectorError) as exc:
             raise BrokerStartError(str(exc)) from None
         self.config = config
