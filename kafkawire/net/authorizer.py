@@ -41,7 +41,8 @@ from kafkawire.messages.metadata_response import MetadataResponseTopic
 from kafkawire.protocol.apis import api_table
 
 __all__ = ["AuthorizerSettings", "StandardAuthorizer", "AuthorizerNotReady", "CONTROLLER_API_OPERATIONS",
-           "CLUSTER_NAME", "Op", "authorizing_handler", "request_text"]
+           "CLUSTER_NAME", "Op", "authorizing_handler", "request_text", "error_response_for",
+           "error_response_at"]
 
 # A fixed name, not the module's: operators filter denials on it (README), as on Kafka's kafka.authorizer.logger.
 log = logging.getLogger("kafkawire.authorizer")
@@ -226,11 +227,17 @@ def _buffer_text(ctx) -> str:
 
 def error_response_for(api_key: int, ctx, request, error: int, message: str | None):
     """The request's getErrorResponse for ``error`` (Kafka's shape per API)."""
+    return error_response_at(api_key, ctx.api_version, request, error, message)
+
+
+def error_response_at(api_key: int, version: int, request, error: int, message: str | None):
+    """``error_response_for`` by the request's version (a broker forwarding the request has no
+    context of its own to give)."""
     response = api_table()[api_key].response()
-    fields = {f.py_name for f in type(response)._FIELDS if f.present(ctx.api_version)}
+    fields = {f.py_name for f in type(response)._FIELDS if f.present(version)}
     if "error_code" in fields:
         response.error_code = error
-    if api_key == 1 and ctx.api_version < 13:          # FetchRequest.getErrorResponse: every partition too
+    if api_key == 1 and version < 13:          # FetchRequest.getErrorResponse: every partition too
         response.session_id = getattr(request, "session_id", 0)
         response.responses = [fr.FetchableTopicResponse(
             topic=t.topic, topic_id=t.topic_id,
