@@ -50,7 +50,7 @@ from kafkawire.raft.types import Endpoints
 from kafkawire.raft.voters import VoterSet
 
 from .disk_store import DiskLogStore
-from .gc_pauses import log_long_pauses
+from .gc_pauses import log_long_pauses, stop_logging_long_pauses
 from .driver import RaftDriver
 from .metrics import RaftMetrics
 from .prometheus import MetricsEndpoint, MetricsUnavailable, exposition, node_families
@@ -182,6 +182,7 @@ class ControllerNode:
         self._loaded = False
         self.authorizer: StandardAuthorizer | None = None     # made at start (authorizer.class.name)
         self.metrics_endpoint: MetricsEndpoint | None = None   # metric.reporters=...PrometheusReporter
+        self._gc_watch: int | None = None        # kafkawire.raft.node.gc_pauses, from start to stop
 
     def _started(self, part: _Part | None) -> _Part:
         """A part made by start() (driver, topic, meta.properties), or a clear error before it."""
@@ -195,7 +196,8 @@ class ControllerNode:
 
     async def start(self) -> None:
         c = self.config
-        log_long_pauses(c.kafkawire_gc_freeze_after_ms)
+        if self._gc_watch is None:
+            self._gc_watch = log_long_pauses(c.kafkawire_gc_freeze_after_ms)
         self.meta = meta = self._read_meta()
         self.cluster_id = cluster_id = meta.cluster_id
         assert cluster_id is not None, "read_node_meta refuses a meta.properties without cluster.id"
@@ -458,6 +460,9 @@ class ControllerNode:
                 driver.metrics.write(os.path.join(self.config.metadata_log_dir, METRICS_FILE))
             except OSError:
                 pass
+        if self._gc_watch is not None:
+            stop_logging_long_pauses(self._gc_watch)
+            self._gc_watch = None
         log.info("node %d stopped", self.config.node_id)
 
 
