@@ -46,6 +46,7 @@ from kafkawire.messages.broker_heartbeat_response import BrokerHeartbeatResponse
 from kafkawire.messages.broker_registration_response import BrokerRegistrationResponse
 from kafkawire.messages.controller_registration_response import ControllerRegistrationResponse
 from kafkawire.messages.create_topics_response import CreatableTopicResult, CreateTopicsResponse
+from kafkawire.metadata.group_configs import GroupBounds
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
 from kafkawire.raft.contract import NotLeader, RaftHandle
@@ -105,7 +106,7 @@ class MetadataController:
                  heartbeat_interval_ms: int = HEARTBEAT_INTERVAL_MS,
                  static_min_insync_replicas: int = 1, topic_defaults: TopicDefaults = TopicDefaults(),
                  registration_backoff_ms: int = 100, clock=_monotonic_ms, rng: random.Random | None = None,
-                 acls_enabled: bool = False):
+                 acls_enabled: bool = False, group_bounds: GroupBounds = GroupBounds()):
         """``listeners``: this node's controller listeners as (name, host, port, security protocol),
         which it registers; ``bootstrap_records``: the metadata record frames of bootstrap.checkpoint
         (factory.load_bootstrap_records); ``clock``: monotonic milliseconds; ``acls_enabled``: the
@@ -125,6 +126,7 @@ class MetadataController:
         self.topic_defaults = topic_defaults
         self.clock = clock
         self.rng = rng or random.Random()
+        self.group_bounds = group_bounds        # group.consumer.*: what a GROUP config is checked against
         self.state = ControllerState(self.supported_features)
         self.committed = CommittedImage(self.state)     # what readers see: committed records only
         self.sessions = BrokerHeartbeatManager(session_timeout_ms)

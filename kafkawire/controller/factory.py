@@ -13,6 +13,7 @@ import os
 import socket
 
 from kafkawire.metadata.frame import MetadataRecordError, decode_metadata_record
+from kafkawire.metadata.group_configs import GroupBounds
 from kafkawire.net.config import ServerConfig
 from kafkawire.raft.contract import NodeRaft
 from kafkawire.records import CorruptRecordError
@@ -64,7 +65,9 @@ def controller_factory(raft: NodeRaft, server_config: ServerConfig,
                                     max_idle_interval_ms=server_config.metadata_max_idle_interval_ms,
                                     session_timeout_ms=server_config.broker_session_timeout_ms,
                                     heartbeat_interval_ms=server_config.broker_heartbeat_interval_ms,
-                                    acls_enabled=server_config.authorizer_settings() is not None)
+                                    acls_enabled=server_config.authorizer_settings() is not None,
+                                    group_bounds=GroupBounds.from_settings(
+                                        lambda key: getattr(server_config, key.replace(".", "_"))))
     # A commit of control records (a new leader's LeaderChange) moves the high watermark
     # without a data batch: the controller must look again at whether it can activate.
     raft.hw_listeners.append(controller.poke)

@@ -362,3 +362,20 @@ def test_kafka_acls_on_a_broker_without_an_authorizer_is_told_security_is_disabl
         assert result.returncode == 1, result.stdout[-3000:]
         assert "SecurityDisabledException: No Authorizer is configured on the broker" in result.stdout, \
             result.stdout[-3000:]
+
+
+# --- kafka-configs, groups ----------------------------------------------------------------------------------
+def test_kafka_configs_sets_a_groups_configs_and_gets_the_controllers_refusal_of_a_bad_one(broker):
+    """kafka-configs --alter --entity-type groups: forwarded to kafkawire's controller, which
+    validates the group's configs as Kafka's does (kafkawire/metadata/group_configs.py; the
+    messages are checked without Java in tests/controller/test_admin_apis.py)."""
+    from tests.interop.broker_judges import run_tool
+    configs = ["kafka.admin.ConfigCommand", "--bootstrap-server", broker.bootstrap_servers, "--alter",
+               "--entity-type", "groups", "--entity-name", "tool-group", "--add-config"]
+    ok = run_tool(*configs, "consumer.session.timeout.ms=50000,consumer.heartbeat.interval.ms=6000", timeout=WAIT_S)
+    assert ok.returncode == 0 and "Completed updating config for group tool-group." in ok.stdout, ok.stdout[-3000:]
+    bad = run_tool(*configs, "consumer.session.timeout.ms=70000", timeout=WAIT_S)
+    said = bad.stdout + bad.stderr
+    assert bad.returncode == 1, said[-3000:]
+    assert ("InvalidConfigurationException: consumer.session.timeout.ms must be less than or equal to "
+            "group.consumer.max.session.timeout.ms") in said, said[-3000:]
