@@ -12,14 +12,21 @@ UNKNOWN_TOPIC_OR_PARTITION with no message.
 
 BROKER "" (the cluster default): the dynamic default configs; BROKER <this node's id>: see docs/differences.md
 ("Kafka brokers on kafkawire controllers") for what this node lists; another id,
-BROKER_LOGGER, CLIENT_METRICS, GROUP: INVALID_REQUEST, the messages Kafka's controller gives
+BROKER_LOGGER, CLIENT_METRICS: INVALID_REQUEST, the messages Kafka's controller gives
 where known.
+
+GROUP (ConfigHelper's createGroupConfigEntry): every GroupConfig name, in nonInternalValues' HashMap
+order, its value the group's own (GROUP_CONFIG), else the broker's value for the ones
+extractGroupConfigMap carries, else GroupConfig's default; the synonyms the group's own value then
+its broker setting's layers as for a topic config (DEFAULT_CONFIG under the group config's name for
+the three without a broker setting). An empty name is INVALID_REQUEST.
 """
 from __future__ import annotations
 
 from kafkawire.messages.describe_configs_response import (DescribeConfigsResourceResult, DescribeConfigsResponse,
                                                           DescribeConfigsResult, DescribeConfigsSynonym)
-from kafkawire.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
+from kafkawire.metadata.group_configs import BROKER_SYNONYMS, FROM_BROKER_VALUES, GROUP_CONFIG_KEYS
+from kafkawire.metadata.image import BROKER_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE
 from kafkawire.metadata.topic_config_synonyms import dynamic_broker_configs
 from kafkawire.protocol.error_codes import Errors
 
@@ -32,7 +39,7 @@ from .topics import validate_topic_name
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
-STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG, GROUP_CONFIG = 4, 5, 8
 UNKNOWN_TYPE = 0
 CONFIG_TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7,
                 "CLASS": 8, "PASSWORD": 9}
@@ -149,6 +156,40 @@ def _topic_result(image, resource, node: dict, cluster: dict, include_synonyms: 
 
 
 
+# The same HashMap order for every group (GroupConfig's names; none is internal).
+_GROUP_CONFIGS = string_hashmap_order(GROUP_CONFIG_KEYS)
+
+
+def _group_result(image, resource, node: dict, cluster: dict, include_synonyms: bool,
+                  static: dict) -> DescribeConfigsResult:
+    if not resource.resource_name:
+        raise ApiError(Errors.INVALID_REQUEST, "Group name must not be empty")
+    group = image.configs.get((GROUP_RESOURCE, resource.resource_name), {})
+    requested = _requested(resource)
+    return DescribeConfigsResult(configs=[_group_entry(name, group, node, cluster, include_synonyms, static)
+                                          for name in _GROUP_CONFIGS if requested(name)])
+
+
+def _group_entry(name: str, group: dict, node: dict, cluster: dict, include_synonyms: bool, static: dict):
+    key = GROUP_CONFIG_KEYS[name]
+    broker = BROKER_SYNONYMS.get(name)
+    if name in group:
+        value = _java_string(group[name], key.type)
+    elif name in FROM_BROKER_VALUES:
+        value = _java_string(static.get(broker, key.default), key.type)
+    else:
+        value = key.default
+    if broker is None:
+        synonyms = [DescribeConfigsSynonym(name=name, value=key.default, source=DEFAULT_CONFIG)]
+    else:
+        synonyms = _config_synonyms(broker, [(node, DYNAMIC_BROKER_CONFIG), (cluster, DYNAMIC_DEFAULT_BROKER_CONFIG),
+                                             (static, STATIC_BROKER_CONFIG), ({broker: key.default}, DEFAULT_CONFIG)])
+    if name in group:
+        synonyms.insert(0, DescribeConfigsSynonym(name=name, value=value, source=GROUP_CONFIG))
+    return DescribeConfigsResourceResult(
+        name=name, value=value, read_only=False, config_source=synonyms[0].source, is_sensitive=False,
+        synonyms=synonyms if include_synonyms else [], config_type=CONFIG_TYPES[key.type], documentation=None)
+
 
 def broker_config_type(name: str) -> int:
     """KafkaConfig.configType, known here only for the broker synonyms of topic configs and the
@@ -225,7 +266,10 @@ def _one(node_id: int, image, resource, include_synonyms: bool, static: dict, br
                                    dynamic_broker_configs(image, ""), include_synonyms, static)
         case 4:     # BROKER
             result = _broker_result(node_id, image, resource, include_synonyms, static, broker_keys)
-        case _:     # BROKER_LOGGER, CLIENT_METRICS, GROUP
+        case 32:    # GROUP
+            result = _group_result(image, resource, dynamic_broker_configs(image, str(node_id)),
+                                   dynamic_broker_configs(image, ""), include_synonyms, static)
+        case _:     # BROKER_LOGGER, CLIENT_METRICS
             raise ApiError(Errors.INVALID_REQUEST, f"This controller does not describe resource type "
                                                    f"{resource.resource_type} yet")
     result.resource_type, result.resource_name = resource.resource_type, resource.resource_name

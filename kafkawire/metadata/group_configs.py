@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from .config_def import ConfigKey, ConfigValueError, check_range, parse_type
 
-__all__ = ["GROUP_CONFIG_KEYS", "GroupBounds", "GroupNameError", "validate_group_configs",
-           "effective_consumer_timeouts"]
+__all__ = ["GROUP_CONFIG_KEYS", "BROKER_SYNONYMS", "FROM_BROKER_VALUES", "GroupBounds", "GroupNameError",
+           "validate_group_configs", "effective_consumer_timeouts"]
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +86,14 @@ GROUP_CONFIG_KEYS: dict[str, ConfigKey] = {
     "streams.initial.rebalance.delay.ms": _int(3_000, 0),
     "streams.assignment.interval.ms": _int(1_000, 0),
 }
+
+# GroupConfig.ALL_GROUP_CONFIG_SYNONYMS: the broker setting each one stands in for (KafkaConfig's
+# default of each is the group config's), none for the three share settings without one.
+BROKER_SYNONYMS: dict[str, str] = {
+    name: "group." + name for name in GROUP_CONFIG_KEYS
+    if name not in ("share.auto.offset.reset", "share.isolation.level", "share.renew.acknowledge.enable")}
+# GroupCoordinatorConfig.extractGroupConfigMap: the configs whose unset value is the broker's.
+FROM_BROKER_VALUES = frozenset(GroupBounds().defaults())
 
 # (config, lowest, highest, the broker settings named in the message): validateValues' order.
 # None: no bound on that side. The share and streams bounds are Kafka's defaults (see above).

@@ -379,3 +379,7 @@ def test_kafka_configs_sets_a_groups_configs_and_gets_the_controllers_refusal_of
     assert bad.returncode == 1, said[-3000:]
     assert ("InvalidConfigurationException: consumer.session.timeout.ms must be less than or equal to "
             "group.consumer.max.session.timeout.ms") in said, said[-3000:]
+    shown = run_tool("kafka.admin.ConfigCommand", "--bootstrap-server", broker.bootstrap_servers, "--describe",
+                     "--entity-type", "groups", "--entity-name", "tool-group", "--all", timeout=WAIT_S)
+    assert shown.returncode == 0 and "consumer.heartbeat.interval.ms=6000 sensitive=false" in shown.stdout, \
+        shown.stdout[-3000:] + shown.stderr[-3000:]
