@@ -243,6 +243,15 @@ _KEYS = (
     _Key("compression.gzip.level", _gzip_level, "-1", "ServerConfigs"),
     _Key("compression.lz4.level", lambda k, v: _int_between(k, v, 1, 17), "9", "ServerConfigs"),
     _Key("compression.zstd.level", lambda k, v: _int_between(k, v, -131072, 22), "3", "ServerConfigs"),
+    # DelegationTokenManagerConfigs: PASSWORD null (unset or empty: tokens disabled); LONG 7 days,
+    # 1 day, 1 hour, each atLeast(1) (kafkawire.controller.delegation_tokens)
+    _Key("delegation.token.secret.key", lambda k, v: v, None, "DelegationTokenManagerConfigs"),
+    _Key("delegation.token.max.lifetime.ms", lambda k, v: _long(k, v, 1), str(7 * 24 * 3600 * 1000),
+         "DelegationTokenManagerConfigs"),
+    _Key("delegation.token.expiry.time.ms", lambda k, v: _long(k, v, 1), str(24 * 3600 * 1000),
+         "DelegationTokenManagerConfigs"),
+    _Key("delegation.token.expiry.check.interval.ms", lambda k, v: _long(k, v, 1), "3600000",
+         "DelegationTokenManagerConfigs"),
 )
 KNOWN_KEYS = {k.name: k for k in _KEYS}
 # Keys that ServerConfig holds in another form (resolved against other keys).
@@ -378,6 +387,10 @@ class ServerConfig:
     replica_fetch_backoff_ms: int = 1000
     replica_socket_timeout_ms: int = 30_000
     offsets_commit_timeout_ms: int = 5000
+    delegation_token_secret_key: str | None = None     # None or empty: delegation tokens disabled
+    delegation_token_max_lifetime_ms: int = 7 * 24 * 3600 * 1000
+    delegation_token_expiry_time_ms: int = 24 * 3600 * 1000
+    delegation_token_expiry_check_interval_ms: int = 3_600_000
     request_timeout_ms: int = 30_000
     compression_gzip_level: int = -1
     compression_lz4_level: int = 9
