@@ -284,7 +284,9 @@ class MetadataController:
         if not self.is_active():
             return None
         now = self.clock()
-        due = [self._next_token_sweep_ms] + ([self._next_noop_ms] if self.max_idle_interval_ms > 0 else [])
+        due = [self._next_noop_ms] if self.max_idle_interval_ms > 0 else []
+        if self.state.image.delegation_tokens:     # a sweep of no tokens writes nothing: no need to wake
+            due.append(self._next_token_sweep_ms)
         expiry = self.sessions.next_expiry_ms(self._unfenced_brokers())
         if expiry is not None:
             due.append(expiry)
@@ -342,7 +344,7 @@ class MetadataController:
                 await self._write(lambda: ([frame("NoOpRecord")], None))
             except ApiError:
                 return
-        if now >= self._next_token_sweep_ms:
+        if now >= self._next_token_sweep_ms and self.state.image.delegation_tokens:
             await self._sweep_expired_tokens(now)
         stale = self.sessions.stale_broker(self._unfenced_brokers(), self.clock())
         if stale is not None:
