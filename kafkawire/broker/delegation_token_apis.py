@@ -23,7 +23,7 @@ from kafkawire.messages.describe_delegation_token_response import (DescribedDele
                                                                     DescribeDelegationTokenResponse)
 from kafkawire.messages.expire_delegation_token_response import ExpireDelegationTokenResponse
 from kafkawire.messages.renew_delegation_token_response import RenewDelegationTokenResponse
-from kafkawire.metadata.delegation_tokens import (ERROR_TIMESTAMP, TokenHmacs, create_refusal, describe_filter,
+from kafkawire.metadata.delegation_tokens import (ERROR_TIMESTAMP, NullOwnerType, TokenHmacs, create_refusal, describe_filter,
                                                   principal_parts, requested_owner, token_error_response,
                                                   token_requests_allowed)
 from kafkawire.net.token_credentials import TokenCredentials
@@ -76,7 +76,10 @@ class DelegationTokenApis:
         return {key: handler(key) for key in methods}
 
     async def create(self, ctx, request, may):
-        owner = requested_owner(ctx, request)
+        try:
+            owner = requested_owner(ctx, request)
+        except NullOwnerType:
+            return token_error_response(CREATE, request, int(Errors.UNKNOWN_SERVER_ERROR))
         if not token_requests_allowed(ctx, forwarded_exempt=False):
             return create_refusal(ctx, request, Errors.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED)
         if owner != ctx.principal and not may(CREATE_TOKENS, RESOURCE_USER, owner):

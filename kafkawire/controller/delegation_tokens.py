@@ -212,6 +212,9 @@ def delegation_token_handlers(controller) -> dict[int, ApiHandler]:
 
     def handler(api_key: int) -> ApiHandler:
         async def handle(ctx, request):
+            if api_key == CREATE_DELEGATION_TOKEN and request.owner_principal_name and \
+                    request.owner_principal_type is None:       # KafkaPrincipal's NullPointerException
+                return token_error_response(api_key, request, int(Errors.UNKNOWN_SERVER_ERROR))
             if not token_requests_allowed(ctx, forwarded_exempt=True):
                 return _not_allowed(api_key, ctx, request)
             generate = generators[api_key]

@@ -23,7 +23,7 @@ from kafkawire.messages.expire_delegation_token_response import ExpireDelegation
 from kafkawire.messages.renew_delegation_token_response import RenewDelegationTokenResponse
 
 __all__ = ["TokenHmacs", "principal_parts", "owner_or_renewer", "ERROR_TIMESTAMP", "describe_filter",
-           "token_requests_allowed", "requested_owner", "create_refusal", "token_error_response"]
+           "token_requests_allowed", "requested_owner", "create_refusal", "token_error_response", "NullOwnerType"]
 
 ERROR_TIMESTAMP = -1              # DelegationTokenManager.ERROR_TIMESTAMP
 _MEMO_SLACK = 1024                # memoized HMACs beyond the image's tokens before the memo is emptied
@@ -108,8 +108,16 @@ def token_requests_allowed(ctx, *, forwarded_exempt: bool) -> bool:
     return not (ctx.security_protocol == "PLAINTEXT" or (ctx.security_protocol == "SSL" and ctx.principal == ANONYMOUS))
 
 
+class NullOwnerType(ValueError):
+    """An owner named without a principal type (null): Kafka's KafkaPrincipal constructor refuses
+    it (a NullPointerException, answered UNKNOWN_SERVER_ERROR)."""
+
+
 def requested_owner(ctx, request) -> str:
-    """The token's owner: the request's OwnerPrincipal (v3) when named, else the requester."""
+    """The token's owner: the request's OwnerPrincipal (v3) when named, else the requester.
+    Raises NullOwnerType for a name without a type."""
+    if request.owner_principal_name and request.owner_principal_type is None:
+        raise NullOwnerType("Principal type cannot be null")
     if request.owner_principal_name:
         return f"{request.owner_principal_type}:{request.owner_principal_name}"
     return ctx.principal

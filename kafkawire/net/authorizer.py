@@ -292,10 +292,14 @@ def authorizing_create_delegation_token(handler, authorizer: StandardAuthorizer)
     that User, else DELEGATION_TOKEN_AUTHORIZATION_FAILED; the requester may always create its own."""
     import dataclasses
 
-    from kafkawire.metadata.delegation_tokens import create_refusal, requested_owner, token_requests_allowed
+    from kafkawire.metadata.delegation_tokens import (NullOwnerType, create_refusal, requested_owner,
+                                                      token_requests_allowed)
 
     async def handle(ctx, request):
-        owner = requested_owner(ctx, request)
+        try:
+            owner = requested_owner(ctx, request)
+        except NullOwnerType:           # the handler answers it
+            return await handler.handle(ctx, request)
         if token_requests_allowed(ctx, forwarded_exempt=True) and owner != ctx.principal:
             try:
                 allowed = authorizer.authorize(ctx.principal, ctx.peer[0], CREATE_TOKENS, RESOURCE_USER, owner)

@@ -180,3 +180,16 @@ def test_tokens_disabled_refuse_token_logins():
     apis, _ = broker_with(token("tok1"), secret="")
     with pytest.raises(SaslFailure):
         scram_login(session_for(apis), "SCRAM-SHA-256", "tok1", "anything")
+
+
+def test_an_owner_without_a_principal_type_is_unknown_server_error_as_kafkas_null_pointer():
+    apis, forwarded = broker_with()
+    request = CreateDelegationTokenRequest(owner_principal_type=None, owner_principal_name="bob")
+    response = call(apis, ctx(38), request)
+    assert (response.error_code, response.principal_name, forwarded) == (int(Errors.UNKNOWN_SERVER_ERROR),
+                                                                          "ANONYMOUS", [])
+
+
+def test_describe_configs_never_shows_the_secret():
+    from kafkawire.controller.describe_configs import is_sensitive
+    assert is_sensitive("delegation.token.secret.key")

@@ -218,3 +218,12 @@ def test_an_active_controller_commits_a_forwarded_token_and_sweeps_it_once_expir
             controller.poke()
             await until(lambda: not controller.image.delegation_tokens, "the expired token swept")
     run(go())
+
+
+def test_the_controller_answers_an_owner_without_a_type_unknown_server_error_and_writes_nothing():
+    from tests.controller.harness import FakeQuorum, add_controller, run
+    controller = add_controller(FakeQuorum(), 1, delegation_tokens=SETTINGS)
+    response = run(controller.handlers()[38].handle(_ctx(38, "SASL_PLAINTEXT", forwarded=True),
+                                                   CreateDelegationTokenRequest(owner_principal_type=None,
+                                                                                owner_principal_name="bob")))
+    assert response.error_code == int(Errors.UNKNOWN_SERVER_ERROR)
