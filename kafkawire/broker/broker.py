@@ -54,6 +54,7 @@ from kafkawire.protocol.handler import ApiHandler
 
 from .authorization import authorize_broker_handlers
 from .config_apis import ConfigApis
+from .delegation_token_apis import DelegationTokenApis
 from .delete_records import DeleteRecordsApi
 from .describe_producers import DescribeProducersApi
 from .describe_topic_partitions import DescribeTopicPartitionsApi
@@ -151,6 +152,9 @@ class Broker:
         self.log_dir_apis = LogDirApis(self)
         self.forwarder = Forwarder(send_to_controller)
         self.config_apis = ConfigApis(self.node_id, self.forwarder)
+        # Delegation tokens: Describe from the image, the others checked and forwarded; the
+        # listeners' SCRAM tokenauth logins (kafkawire.broker.delegation_token_apis)
+        self.delegation_token_apis = DelegationTokenApis(self)
         self.producer_ids = ProducerIdBlocks(
             self.node_id, send=send_to_controller,
             broker_epoch=lambda: self.lifecycle.broker_epoch if self.lifecycle is not None else -1)
@@ -212,6 +216,7 @@ class Broker:
             **self.log_dir_apis.handlers(),
             **self.describe_topic_partitions_api.handlers(),
             **self.image_admin_apis.handlers(),
+            **self.delegation_token_apis.handlers(),
             **forwarded_handlers(self.forwarder, {ALTER_CONFIGS: self.config_apis.alter_configs,
                                                   INCREMENTAL_ALTER_CONFIGS: self.config_apis.incremental_alter_configs}),
         }
@@ -258,6 +263,7 @@ class Broker:
         try:
             server = KafkaServer(self.handlers(), host=endpoint.host or "0.0.0.0", port=endpoint.port,
                                  listener_name=name, security=c.security_of(name), scram_lookup=self.scram_lookup,
+                                 token_lookup=self.delegation_token_apis.credentials,
                                  max_request_bytes=c.socket_request_max_bytes,
                                  connections_max_idle_ms=c.connections_max_idle_ms,
                                  failed_authentication_delay_ms=c.connection_failed_authentication_delay_ms,

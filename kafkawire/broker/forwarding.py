@@ -45,6 +45,7 @@ from kafkawire.messages.list_partition_reassignments_response import ListPartiti
 from kafkawire.messages.remove_raft_voter_response import RemoveRaftVoterResponse
 from kafkawire.messages.unregister_broker_response import UnregisterBrokerResponse
 from kafkawire.messages.update_features_response import UpdateFeaturesResponse
+from kafkawire.metadata.delegation_tokens import token_error_response
 from kafkawire.net.client import TransportError
 from kafkawire.net.authorizer import error_response_at
 from kafkawire.net.envelope import serialize_principal
@@ -88,7 +89,7 @@ def envelope_for(ctx, request) -> EnvelopeRequest:
     client_id = header.client_id if header is not None else ctx.client_id
     tagged = getattr(header, "unknown_tagged_fields", ()) if header is not None else ()
     data = encode_request(request, ctx.api_version, ctx.correlation_id, client_id, tagged)[4:]
-    return EnvelopeRequest(request_data=data, request_principal=serialize_principal(ctx.principal),
+    return EnvelopeRequest(request_data=data, request_principal=serialize_principal(ctx.principal, ctx.token_authenticated),
                            client_host_address=ipaddress.ip_address(ctx.peer[0]).packed)
 
 
@@ -215,6 +216,8 @@ def _shape_of_the_authorizer(api_key):
 
 
 _ERROR_RESPONSES = {
+    **{key: (lambda key: lambda request, version, code: token_error_response(key, request, code))(key)
+       for key in (38, 39, 40)},        # forwarded by kafkawire.broker.delegation_token_apis
     CREATE_TOPICS: _create_topics,
     CREATE_ACLS: _shape_of_the_authorizer(CREATE_ACLS),
     DELETE_ACLS: _shape_of_the_authorizer(DELETE_ACLS),

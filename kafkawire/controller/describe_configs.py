@@ -205,7 +205,7 @@ def broker_config_type(name: str) -> int:
 
 # KafkaConfig's PASSWORD configs (listener-prefixed or not): their values never leave the node.
 _PASSWORD_CONFIGS = ("password", "sasl.jaas.config", "ssl.keystore.key", "ssl.keystore.certificate.chain",
-                     "ssl.truststore.certificates")
+                     "ssl.truststore.certificates", "delegation.token.secret.key")
 
 
 def is_sensitive(name: str) -> bool:

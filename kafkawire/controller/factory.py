@@ -22,6 +22,7 @@ from kafkawire.storage.state_files import MetaProperties
 
 from .activation import BootstrapError
 from .controller import MetadataController
+from .delegation_tokens import DelegationTokenSettings
 
 
 def load_bootstrap_records(metadata_log_dir) -> tuple[list[bytes], str]:
@@ -67,7 +68,8 @@ def controller_factory(raft: NodeRaft, server_config: ServerConfig,
                                     heartbeat_interval_ms=server_config.broker_heartbeat_interval_ms,
                                     acls_enabled=server_config.authorizer_settings() is not None,
                                     group_bounds=GroupBounds.from_settings(
-                                        lambda key: getattr(server_config, key.replace(".", "_"))))
+                                        lambda key: getattr(server_config, key.replace(".", "_"))),
+                                    delegation_tokens=DelegationTokenSettings.of(server_config))
     # A commit of control records (a new leader's LeaderChange) moves the high watermark
     # without a data batch: the controller must look again at whether it can activate.
     raft.hw_listeners.append(controller.poke)

@@ -62,6 +62,7 @@ class Op:
 
 
 RESOURCE_TOPIC, RESOURCE_CLUSTER = 2, 4
+RESOURCE_USER, CREATE_TOKENS = 7, 13       # ResourceType.USER, AclOperation.CREATE_TOKENS
 PERMISSION_DENY, PERMISSION_ALLOW = 2, 3
 _IMPLIES_DESCRIBE = {Op.DESCRIBE, Op.READ, Op.WRITE, Op.DELETE, Op.ALTER}
 _IMPLIES_DESCRIBE_CONFIGS = {Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS}
@@ -290,6 +291,34 @@ def authorizing_handler(api_key: int, handler, authorizer: StandardAuthorizer, o
 
 def _api_name(api_key: int) -> str:
     return api_table()[api_key].name
+
+
+def authorizing_create_delegation_token(handler, authorizer: StandardAuthorizer):
+    """CreateDelegationToken as ControllerApis checks it: once token requests are allowed at all
+    (the handler's own refusal comes first), a token for another owner needs CREATE_TOKENS on
+    that User, else DELEGATION_TOKEN_AUTHORIZATION_FAILED; the requester may always create its own."""
+    import dataclasses
+
+    from kafkawire.metadata.delegation_tokens import (NullOwnerType, create_refusal, requested_owner,
+                                                      token_requests_allowed)
+
+    async def handle(ctx, request):
+        try:
+            owner = requested_owner(ctx, request)
+        except NullOwnerType:           # the handler answers it
+            return await handler.handle(ctx, request)
+        if token_requests_allowed(ctx, forwarded_exempt=True) and owner != ctx.principal:
+            try:
+                allowed = authorizer.authorize(ctx.principal, ctx.peer[0], CREATE_TOKENS, RESOURCE_USER, owner)
+            except AuthorizerNotReady:
+                allowed = False
+            if not allowed:
+                log.info("Principal = %s is Denied operation = CREATE_TOKENS from host = %s on resource = "
+                         "User:LITERAL:%s for request = CreateDelegationToken", ctx.principal, ctx.peer[0], owner)
+                return create_refusal(ctx, request, Errors.DELEGATION_TOKEN_AUTHORIZATION_FAILED)
+        return await handler.handle(ctx, request)
+
+    return dataclasses.replace(handler, handle=handle)
 
 
 def authorizing_create_topics(handler, authorizer: StandardAuthorizer):

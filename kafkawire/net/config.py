@@ -164,6 +164,10 @@ class ServerConfig:
     replica_fetch_backoff_ms: int = 1000
     replica_socket_timeout_ms: int = 30_000
     offsets_commit_timeout_ms: int = 5000
+    delegation_token_secret_key: str | None = None     # None or empty: delegation tokens disabled
+    delegation_token_max_lifetime_ms: int = 7 * 24 * 3600 * 1000
+    delegation_token_expiry_time_ms: int = 24 * 3600 * 1000
+    delegation_token_expiry_check_interval_ms: int = 3_600_000
     request_timeout_ms: int = 30_000
     compression_gzip_level: int = -1
     compression_lz4_level: int = 9

@@ -224,5 +224,14 @@ _KEYS = (
     _Key("compression.gzip.level", _gzip_level, "-1", "ServerConfigs"),
     _Key("compression.lz4.level", lambda k, v: _int_between(k, v, 1, 17), "9", "ServerConfigs"),
     _Key("compression.zstd.level", lambda k, v: _int_between(k, v, -131072, 22), "3", "ServerConfigs"),
+    # DelegationTokenManagerConfigs: PASSWORD null (unset or empty: tokens disabled); LONG 7 days,
+    # 1 day, 1 hour, each atLeast(1) (kafkawire.controller.delegation_tokens)
+    _Key("delegation.token.secret.key", lambda k, v: v, None, "DelegationTokenManagerConfigs"),
+    _Key("delegation.token.max.lifetime.ms", lambda k, v: _long(k, v, 1), str(7 * 24 * 3600 * 1000),
+         "DelegationTokenManagerConfigs"),
+    _Key("delegation.token.expiry.time.ms", lambda k, v: _long(k, v, 1), str(24 * 3600 * 1000),
+         "DelegationTokenManagerConfigs"),
+    _Key("delegation.token.expiry.check.interval.ms", lambda k, v: _long(k, v, 1), "3600000",
+         "DelegationTokenManagerConfigs"),
 )
 KNOWN_KEYS = {k.name: k for k in _KEYS}

@@ -34,7 +34,8 @@ from kafkawire.net.admin_authorization import authorize_admin_apis
 from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas
 from kafkawire.net.authentication import sasl_handlers
 from kafkawire.net.authorizer import (CONTROLLER_API_OPERATIONS, StandardAuthorizer, authorizing_create_topics,
-                                     authorizing_handler, authorizing_list_offsets, authorizing_metadata)
+                                     authorizing_create_delegation_token, authorizing_handler,
+                                     authorizing_list_offsets, authorizing_metadata)
 from kafkawire.net.client import NetworkClient
 from kafkawire.net.config import ConfigError, ServerConfig
 from kafkawire.net.envelope import ENVELOPE, envelope_handler
@@ -66,6 +67,7 @@ RAFT_APIS = {52: "Vote", 53: "BeginQuorumEpoch", 54: "EndQuorumEpoch", 55: "Desc
 FETCH = 1
 DESCRIBE_CLUSTER = 60
 CREATE_TOPICS = 19
+CREATE_DELEGATION_TOKEN = 38
 METADATA, LIST_OFFSETS = 3, 2
 _NO_ACLS = AclIndex()            # what the authorizer reads while no state machine keeps an image
 CONTROLLER_ENDPOINT_TYPE = 2     # DescribeClusterRequest.EndpointType: 1 brokers, 2 controllers (KIP-919)
@@ -339,6 +341,9 @@ class ControllerNode:
             registered = server._registry.get(key)
             if registered is not None:
                 server.register(key, authorizing_handler(key, registered.handler, authorizer, operation))
+        create_token = server._registry.get(CREATE_DELEGATION_TOKEN)
+        if create_token is not None:
+            server.register(CREATE_DELEGATION_TOKEN, authorizing_create_delegation_token(create_token.handler, authorizer))
         create_topics = server._registry.get(CREATE_TOPICS)
         if create_topics is not None:
             server.register(CREATE_TOPICS, authorizing_create_topics(create_topics.handler, authorizer))
