@@ -45,8 +45,10 @@ import uuid
 from typing import Callable
 
 from kafkawire.metadata.features_answer import finalized_levels, set_features
+from kafkawire.net.admin_authorization import allowed
 from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas
 from kafkawire.net.authentication import sasl_handlers
+from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, Op
 from kafkawire.net.config import ConfigError, ServerConfig
 from kafkawire.net.metadata_topic import fetch_error_response, list_offsets_error_response
 from kafkawire.net.server import KafkaServer
@@ -151,7 +153,7 @@ class Broker:
         self.group_apis = GroupApis(self)
         self.log_dir_apis = LogDirApis(self)
         self.forwarder = Forwarder(send_to_controller)
-        self.config_apis = ConfigApis(self.node_id, self.forwarder)
+        self.config_apis = ConfigApis(self.node_id, self.forwarder, may_alter_loggers=self._may_alter_loggers)
         # Delegation tokens: Describe from the image, the others checked and forwarded; the
         # listeners' SCRAM tokenauth logins (kafkawire.broker.delegation_token_apis)
         self.delegation_token_apis = DelegationTokenApis(self)
@@ -220,6 +222,11 @@ class Broker:
             **forwarded_handlers(self.forwarder, {ALTER_CONFIGS: self.config_apis.alter_configs,
                                                   INCREMENTAL_ALTER_CONFIGS: self.config_apis.incremental_alter_configs}),
         }
+
+    def _may_alter_loggers(self, ctx) -> bool:
+        """ConfigAdminManager's check of a BROKER_LOGGER change: ALTER_CONFIGS on the cluster."""
+        return self.authorizer is None or allowed(self.authorizer, ctx, Op.ALTER_CONFIGS, RESOURCE_CLUSTER,
+                                                  CLUSTER_NAME)
 
     async def _describe_configs(self, ctx, request):
         return self.describe_configs(request)

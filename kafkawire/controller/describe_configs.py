@@ -12,8 +12,8 @@ UNKNOWN_TOPIC_OR_PARTITION with no message.
 
 BROKER "" (the cluster default): the dynamic default configs; BROKER <this node's id>: see docs/differences.md
 ("Kafka brokers on kafkawire controllers") for what this node lists; another id,
-BROKER_LOGGER, CLIENT_METRICS: INVALID_REQUEST, the messages Kafka's controller gives
-where known.
+CLIENT_METRICS: INVALID_REQUEST, the messages Kafka's controller gives where known.
+BROKER_LOGGER <this node's id>: the process's loggers and their levels (kafkawire.net.runtime_loggers).
 
 GROUP (ConfigHelper's createGroupConfigEntry): every GroupConfig name, in nonInternalValues' HashMap
 order, its value the group's own (GROUP_CONFIG), else the broker's value for the ones
@@ -28,6 +28,7 @@ from kafkawire.messages.describe_configs_response import (DescribeConfigsResourc
 from kafkawire.metadata.group_configs import BROKER_SYNONYMS, FROM_BROKER_VALUES, GROUP_CONFIG_KEYS
 from kafkawire.metadata.image import BROKER_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE
 from kafkawire.metadata.topic_config_synonyms import dynamic_broker_configs
+from kafkawire.net import runtime_loggers
 from kafkawire.protocol.error_codes import Errors
 
 from .configs import BROKER_LIST_CONFIGS
@@ -39,7 +40,7 @@ from .topics import validate_topic_name
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
-STATIC_BROKER_CONFIG, DEFAULT_CONFIG, GROUP_CONFIG = 4, 5, 8
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG, GROUP_CONFIG = 4, 5, 6, 8
 UNKNOWN_TYPE = 0
 CONFIG_TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7,
                 "CLASS": 8, "PASSWORD": 9}
@@ -191,6 +192,21 @@ def _group_entry(name: str, group: dict, node: dict, cluster: dict, include_syno
         synonyms=synonyms if include_synonyms else [], config_type=CONFIG_TYPES[key.type], documentation=None)
 
 
+def _loggers_result(node_id: int, resource) -> DescribeConfigsResult:
+    """ConfigHelper's BROKER_LOGGER: this node's loggers and levels (kafkawire.net.runtime_loggers),
+    in the order of the HashMap LoggingController.loggers builds."""
+    if not resource.resource_name:
+        raise ApiError(Errors.INVALID_REQUEST, "Broker id must not be empty")
+    _broker_id(resource.resource_name, f"Unexpected broker id, expected {node_id} but received "
+                                       f"{resource.resource_name}", node_id)
+    levels = runtime_loggers.loggers()
+    requested = _requested(resource)
+    return DescribeConfigsResult(configs=[DescribeConfigsResourceResult(
+        name=name, value=levels[name], read_only=False, config_source=DYNAMIC_BROKER_LOGGER_CONFIG,
+        is_sensitive=False, synonyms=[], config_type=UNKNOWN_TYPE, documentation=None)
+        for name in string_hashmap_order(levels) if requested(name)])
+
+
 def broker_config_type(name: str) -> int:
     """KafkaConfig.configType, known here only for the broker synonyms of topic configs and the
     list configs; UNKNOWN (0) for the rest."""
@@ -269,7 +285,9 @@ def _one(node_id: int, image, resource, include_synonyms: bool, static: dict, br
         case 32:    # GROUP
             result = _group_result(image, resource, dynamic_broker_configs(image, str(node_id)),
                                    dynamic_broker_configs(image, ""), include_synonyms, static)
-        case _:     # BROKER_LOGGER, CLIENT_METRICS
+        case 8:     # BROKER_LOGGER
+            result = _loggers_result(node_id, resource)
+        case _:     # CLIENT_METRICS
             raise ApiError(Errors.INVALID_REQUEST, f"This controller does not describe resource type "
                                                    f"{resource.resource_type} yet")
     result.resource_type, result.resource_name = resource.resource_type, resource.resource_name

@@ -163,3 +163,25 @@ def test_a_groups_configs_in_kafkas_order_with_their_sources_and_synonyms():
     assert entries["share.renew.acknowledge.enable"] == ("true", 5, [("share.renew.acknowledge.enable", "true", 5)], 1)
     assert (unnamed.error_code, unnamed.error_message, unnamed.configs) == (INVALID_REQUEST,
                                                                              "Group name must not be empty", [])
+
+
+def test_broker_loggers_are_this_nodes_loggers_and_levels():
+    import logging
+
+    from kafkawire.controller.describe_configs import describe_configs
+    from kafkawire.metadata.image import MetadataImage
+    logging.getLogger("kafkawire.tests.described_logger").setLevel(logging.WARNING)
+    try:
+        request = DescribeConfigsRequest(resources=[resource(8, "1"), resource(8, ""), resource(8, "2"),
+                                                    resource(8, "x"), resource(8, "1", keys=["root", "nope"])])
+        mine, empty, other, bad, filtered = describe_configs(1, MetadataImage(), request).results
+    finally:
+        logging.getLogger("kafkawire.tests.described_logger").setLevel(logging.NOTSET)
+    entries = {c.name: (c.value, c.config_source, c.config_type, c.synonyms) for c in mine.configs}
+    assert entries["kafkawire.tests.described_logger"] == ("WARN", 6, 0, [])
+    assert "root" in entries and mine.error_code == 0
+    assert [(r.error_code, r.error_message) for r in (empty, other, bad)] == [
+        (INVALID_REQUEST, "Broker id must not be empty"),
+        (INVALID_REQUEST, "Unexpected broker id, expected 1 but received 2"),
+        (INVALID_REQUEST, "Broker id must be an integer, but it is: x")]
+    assert [c.name for c in filtered.configs] == ["root"]
