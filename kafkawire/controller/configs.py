@@ -19,10 +19,11 @@ refused whole, as Kafka's.
 Differences from Kafka, deliberate for now: results come in request order (Kafka's come in the
 order of a HashMap keyed by ConfigResource, whose hash depends on the JVM's identity hash of an
 enum, so no fixed order); APPEND and SUBTRACT on a broker config are allowed for the broker
-configs known to be lists below (Kafka asks KafkaConfig's whole ConfigDef); BROKER_LOGGER and
-CLIENT_METRICS resources are refused with INVALID_REQUEST naming the type (Kafka's controller
-changes its own loggers and validates client metrics subscriptions); no AlterConfigPolicy.
-GROUP resources are validated as Kafka's are (kafkawire.metadata.group_configs).
+configs known to be lists below (Kafka asks KafkaConfig's whole ConfigDef); BROKER_LOGGER
+resources are refused with INVALID_REQUEST naming the type (Kafka's controller changes its own
+loggers; a kafkawire broker changes its own); no AlterConfigPolicy. GROUP and CLIENT_METRICS
+resources are validated as Kafka's are (kafkawire.metadata.group_configs,
+kafkawire.metadata.client_metrics_configs).
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from kafkawire.messages.alter_configs_response import AlterConfigsResourceRespon
 from kafkawire.messages.alter_configs_response import AlterConfigsResponse
 from kafkawire.messages.incremental_alter_configs_response import (AlterConfigsResourceResponse,
                                                                     IncrementalAlterConfigsResponse)
+from kafkawire.metadata.client_metrics_configs import CLIENT_METRICS_KEYS, SubscriptionError, validate_subscription
 from kafkawire.metadata.group_configs import GroupBounds, GroupNameError, validate_group_configs
 from kafkawire.protocol.error_codes import Errors
 
@@ -107,6 +109,13 @@ def _validate_resource(resource_type: int, name: str, configs: dict[str, str], g
                 raise ApiError(Errors.INVALID_REQUEST, "Unable to parse broker name as a base 10 number.")
             if int(name) < 0:
                 raise ApiError(Errors.INVALID_REQUEST, "Invalid negative broker ID.")
+    elif resource_type == CLIENT_METRICS:
+        try:
+            validate_subscription(name, configs, string_hashmap_order)
+        except SubscriptionError as exc:
+            raise ApiError(Errors.INVALID_REQUEST, str(exc)) from None
+        except ConfigValueError as exc:
+            raise ApiError(Errors.INVALID_CONFIG, str(exc)) from None
     elif resource_type == GROUP:
         try:
             validate_group_configs(name, configs, group_bounds)
@@ -135,7 +144,12 @@ def _type_name(resource_type: int) -> str:
 
 
 def _splittable(resource_type: int, key: str) -> bool:
-    return is_list(key) if resource_type == TOPIC else key in BROKER_LIST_CONFIGS
+    """KafkaConfigSchema.isSplittable: a LIST key of the resource type's ConfigDef."""
+    if resource_type == TOPIC:
+        return is_list(key)
+    if resource_type == CLIENT_METRICS:
+        return key in CLIENT_METRICS_KEYS and CLIENT_METRICS_KEYS[key].type == "LIST"
+    return resource_type == BROKER and key in BROKER_LIST_CONFIGS
 
 
 def _parts(resource_type: int, key: str, value: str | None) -> list[str]:

@@ -12,8 +12,8 @@ UNKNOWN_TOPIC_OR_PARTITION with no message.
 
 BROKER "" (the cluster default): the dynamic default configs; BROKER <this node's id>: see docs/differences.md
 ("Kafka brokers on kafkawire controllers") for what this node lists; another id,
-CLIENT_METRICS: INVALID_REQUEST, the messages Kafka's controller gives where known.
 BROKER_LOGGER <this node's id>: the process's loggers and their levels (kafkawire.net.runtime_loggers).
+CLIENT_METRICS: the subscription's three configs, its own values or the defaults.
 
 GROUP (ConfigHelper's createGroupConfigEntry): every GroupConfig name, in nonInternalValues' HashMap
 order, its value the group's own (GROUP_CONFIG), else the broker's value for the ones
@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from kafkawire.messages.describe_configs_response import (DescribeConfigsResourceResult, DescribeConfigsResponse,
                                                           DescribeConfigsResult, DescribeConfigsSynonym)
+from kafkawire.metadata.client_metrics_configs import CLIENT_METRICS_KEYS
 from kafkawire.metadata.group_configs import BROKER_SYNONYMS, FROM_BROKER_VALUES, GROUP_CONFIG_KEYS
-from kafkawire.metadata.image import BROKER_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE
+from kafkawire.metadata.image import BROKER_RESOURCE, CLIENT_METRICS_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE
 from kafkawire.metadata.topic_config_synonyms import dynamic_broker_configs
 from kafkawire.net import runtime_loggers
 from kafkawire.protocol.error_codes import Errors
@@ -40,7 +41,7 @@ from .topics import validate_topic_name
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
-STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG, GROUP_CONFIG = 4, 5, 6, 8
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG, CLIENT_METRICS_CONFIG, GROUP_CONFIG = 4, 5, 6, 7, 8
 UNKNOWN_TYPE = 0
 CONFIG_TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7,
                 "CLASS": 8, "PASSWORD": 9}
@@ -112,10 +113,17 @@ def _converted(value: str, kind: str) -> str:
     return value
 
 
+def _deduplicated(listed: str) -> str:
+    """A ValidList's value as AbstractConfig holds it: ConfigDef.parseValue dropped its duplicates."""
+    return ",".join(dict.fromkeys(listed.split(","))) if listed else listed
+
+
 def _topic_entry(name: str, topic: dict, node: dict, cluster: dict, include_synonyms: bool, static: dict):
     key = TOPIC_CONFIG_KEYS[name]
     value, _ = _resolve(name, topic, node, cluster, static)
     value = None if value is None else _java_string(value, key.type)
+    if value is not None and key.type == "LIST" and key.one_of:
+        value = _deduplicated(value)
     synonyms = []
     if name in SYNONYMS:
         first = SYNONYMS[name][0][0]
@@ -191,6 +199,29 @@ def _group_entry(name: str, group: dict, node: dict, cluster: dict, include_syno
         name=name, value=value, read_only=False, config_source=synonyms[0].source, is_sensitive=False,
         synonyms=synonyms if include_synonyms else [], config_type=CONFIG_TYPES[key.type], documentation=None)
 
+
+_SUBSCRIPTION_CONFIGS = string_hashmap_order(CLIENT_METRICS_KEYS)
+
+
+def _subscription_result(image, resource, include_synonyms: bool) -> DescribeConfigsResult:
+    """ConfigHelper's CLIENT_METRICS: the subscription's three configs, its own value
+    (CLIENT_METRICS_CONFIG) or the default, in nonInternalValues' HashMap order."""
+    if not resource.resource_name:
+        raise ApiError(Errors.INVALID_REQUEST, "Client metrics subscription name must not be empty")
+    own = image.configs.get((CLIENT_METRICS_RESOURCE, resource.resource_name), {})
+    requested = _requested(resource)
+    results = []
+    for name in _SUBSCRIPTION_CONFIGS:
+        if not requested(name):
+            continue
+        key = CLIENT_METRICS_KEYS[name]
+        value = _deduplicated(_java_string(own[name], key.type)) if name in own else key.default
+        synonyms = [DescribeConfigsSynonym(name=name, value=value, source=CLIENT_METRICS_CONFIG)] if name in own else []
+        results.append(DescribeConfigsResourceResult(
+            name=name, value=value, read_only=False, config_source=CLIENT_METRICS_CONFIG if name in own
+            else DEFAULT_CONFIG, is_sensitive=False, synonyms=synonyms if include_synonyms else [],
+            config_type=CONFIG_TYPES[key.type], documentation=None))
+    return DescribeConfigsResult(configs=results)
 
 def _loggers_result(node_id: int, resource) -> DescribeConfigsResult:
     """ConfigHelper's BROKER_LOGGER: this node's loggers and levels (kafkawire.net.runtime_loggers),
@@ -287,9 +318,8 @@ def _one(node_id: int, image, resource, include_synonyms: bool, static: dict, br
                                    dynamic_broker_configs(image, ""), include_synonyms, static)
         case 8:     # BROKER_LOGGER
             result = _loggers_result(node_id, resource)
-        case _:     # CLIENT_METRICS
-            raise ApiError(Errors.INVALID_REQUEST, f"This controller does not describe resource type "
-                                                   f"{resource.resource_type} yet")
+        case 16:    # CLIENT_METRICS
+            result = _subscription_result(image, resource, include_synonyms)
     result.resource_type, result.resource_name = resource.resource_type, resource.resource_name
     return result
 

@@ -340,3 +340,40 @@ def test_group_configs_are_checked_against_the_nodes_own_bounds():
     assert config_results(wide) == [(32, "g", "NONE", None)]
     assert config_results(narrow) == [(32, "h", "INVALID_CONFIG", "consumer.session.timeout.ms must be greater "
                                                                   "than or equal to group.consumer.min.session.timeout.ms")]
+
+
+def test_client_metrics_subscriptions_are_validated_as_kafkas_controller_validates_them():
+    """The answers tests/interop/test_describe_configs_vs_kafka.py found equal to a Kafka 4.3.1
+    controller's, kept here without Java."""
+    sub = 16
+    requests = [
+        incremental((sub, "s", [("metrics", SET, "org.apache.kafka.producer."), ("interval.ms", SET, "1000"),
+                                ("match", SET, "client_id=prod-.*")])),
+        incremental((sub, "s", [("interval.ms", SET, "50")])),
+        incremental((sub, "s", [("no.such", SET, "1")])),
+        incremental((sub, "", [("interval.ms", SET, "200")])),
+        incremental((sub, "s", [("match", SET, "client_id=")])),
+        incremental((sub, "s", [("match", SET, "rack=x")])),
+        incremental((sub, "s", [("match", SET, "client_id=[")])),
+        incremental((sub, "s", [("metrics", SET, "a,,b")])),
+        incremental((sub, "s", [("interval.ms", SET, "soon")])),
+        incremental((sub, "s", [("metrics", APPEND, "a,a")])),           # duplicates dropped, not refused
+        incremental((sub, "s", [("interval.ms", APPEND, "5")])),
+    ]
+    responses, records, leader = scenario([], [(44, 1, r) for r in requests])
+    assert [config_results(r) for r in responses] == [
+        [(sub, "s", "NONE", None)],
+        [(sub, "s", "INVALID_REQUEST", "Invalid value 50 for interval.ms, interval must be between 100 and 3600000 "
+                                       "(1 hour)")],
+        [(sub, "s", "INVALID_REQUEST", "Unknown client metrics configuration: no.such")],
+        [(sub, "", "INVALID_REQUEST", "Subscription name can't be empty")],
+        [(sub, "s", "INVALID_CONFIG", "Illegal client matching pattern: client_id=")],
+        [(sub, "s", "INVALID_CONFIG", "Illegal client matching pattern: rack=x")],
+        [(sub, "s", "INVALID_CONFIG", "Illegal client matching pattern: client_id=[")],
+        [(sub, "s", "INVALID_CONFIG", "Configuration 'metrics' values must not be empty.")],
+        [(sub, "s", "INVALID_CONFIG", "Invalid value soon for configuration interval.ms: Not a number of type INT")],
+        [(sub, "s", "NONE", None)],
+        [(sub, "s", "INVALID_CONFIG", "Can't APPEND to key interval.ms because its type is not LIST.")],
+    ]
+    assert leader.image.configs[(sub, "s")] == {"metrics": "org.apache.kafka.producer.,a", "interval.ms": "1000",
+                                                "match": "client_id=prod-.*"}

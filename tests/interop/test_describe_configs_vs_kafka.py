@@ -1,5 +1,6 @@
 """DescribeConfigs sent straight to Kafka 4.3.1's controller and to ours, after the same topic,
-broker and group config changes: the same answers for topics and groups (every config, its value,
+broker, group and client-metrics config changes: the same answers for topics, groups and
+client-metrics subscriptions (every config, its value,
 source, synonyms and type, in Kafka's order), the cluster-default broker resource and the refusals
 (and the same answers to the group config changes, valid or not).
 A controller's own broker resource is compared only on the dynamic configs ours knows."""
@@ -43,12 +44,22 @@ def test_describe_configs_answers_are_a_kafka_controllers(kafka_on_kafkawire, ka
                     alter(32, "g", ("consumer.session.timeout.ms", "70000")), alter(32, "", ("share.delivery.count.limit", "3")),
                     alter(32, "g", ("no.such", "1")), alter(32, "g", ("share.auto.offset.reset", "none")),
                     alter(32, "g", ("share.isolation.level", "read_committed"), ("streams.num.standby.replicas", "x"))]
-    for request in group_alters:
+    subscription_alters = [
+        alter(16, "sub", ("metrics", "org.apache.kafka.producer., org.apache.kafka.consumer."), ("interval.ms", "1000"),
+              ("match", "client_id=prod-.*,client_software_name=apache-kafka-java")),
+        alter(16, "sub", ("interval.ms", "50")), alter(16, "sub", ("no.such", "1")), alter(16, "", ("interval.ms", "200")),
+        alter(16, "sub", ("match", "client_id=")), alter(16, "sub", ("match", "rack=x")),
+        alter(16, "sub", ("match", "client_id=[")), alter(16, "sub", ("metrics", "a,a")),
+        alter(16, "sub", ("metrics", "a,,b")), alter(16, "sub", ("interval.ms", "soon")),
+        alter(2, "plain", ("cleanup.policy", "delete,delete"))]      # a ValidList's duplicates are dropped
+    for request in group_alters + subscription_alters:
         theirs, mine = (_fields(_answer(address, request, 1)) for address in addresses.values())
         assert mine == theirs, _fields(request)
     requests = [
         describe(32, "g"), describe(32, "g", synonyms=False), describe(32, "g", keys=["share.auto.offset.reset", "x"]),
         describe(32, "other"), describe(32, ""),
+        describe(16, "sub"), describe(16, "sub", synonyms=False), describe(16, "sub", keys=["match"]),
+        describe(16, "other"), describe(16, ""),
         describe(2, "t"), describe(2, "plain"), describe(2, "plain", synonyms=False),
         describe(2, "t", keys=["retention.ms", "segment.ms", "no.such"]),
         describe(2, "missing"), describe(2, "bad name!"),
