@@ -80,7 +80,7 @@ def read_capture(path, *, ports=None, check: bool = False, fast: bool | None = N
         report = Report(problems=list(packets.problems))
         first = packets.first_time or 0.0
         times = {s.index: s.time - first for s in packets.segments}
-        frames = kafka_frames(reassemble(packets.segments), times, ports, any_port, report)
+        frames = kafka_frames(reassemble(packets.segments, fast), times, ports, any_port, report)
         decode_frames(frames)
         if check:
             bad_batch = None
