@@ -72,3 +72,14 @@ def test_waiting_for_brokers_fails_at_once_with_the_exit_code_and_log_of_a_dead_
     assert quorum.processes[1].returncode != 0
     assert quorum.log_tail(1).strip() and quorum.log_tail(1).strip() in message, message
     assert waited < 10, f"the wait took {waited:.1f} s of its 60 s bound"
+
+
+def test_waiting_for_a_leader_when_every_node_has_died_fails_at_once_saying_how(tmp_path):
+    quorum = LocalQuorum(tmp_path, voters=1)
+    quorum.start(1)                 # never formatted: server-start exits at once, saying why
+    began = time.monotonic()
+    with pytest.raises(QuorumError, match=r"node 1 exited with [1-9]") as failed:
+        quorum.wait_for_leader(timeout_s=60)
+    waited = time.monotonic() - began
+    assert quorum.log_tail(1).strip() in str(failed.value)
+    assert waited < 30, f"the wait took {waited:.1f} s of its 60 s bound"

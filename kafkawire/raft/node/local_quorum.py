@@ -274,6 +274,8 @@ class LocalQuorum:
         while time.monotonic() < deadline:
             ids = [i for i in (among or self.running()) if i not in exclude]
             self._check_alive(ids)
+            if not ids and not among:       # every node it could ask has exited: say how, at once
+                self._check_alive([i for i in self.processes if i not in exclude])
             for i in ids:
                 try:
                     view = self.describe(i, timeout_ms=1000)
