@@ -53,6 +53,7 @@ from kafkawire.net.config import ConfigError, ServerConfig
 from kafkawire.net.metadata_topic import fetch_error_response, list_offsets_error_response
 from kafkawire.net.server import KafkaServer
 from kafkawire.protocol.handler import ApiHandler
+from kafkawire.storage.state_files import delete_clean_shutdown, read_clean_shutdown_epoch, write_clean_shutdown
 
 from .authorization import authorize_broker_handlers
 from .config_apis import ConfigApis
@@ -137,6 +138,7 @@ class Broker:
         self.appends = 0                        # batches appended so far (fetches wait for it to move)
         self._appended = asyncio.Event()
         self._logs_ready = False
+        self._clean_epoch: int | None = None      # the broker epoch of .kafka_cleanshutdown at start
         self._strays_marked = False             # the start's stray scan (kafkawire.broker.stray_logs) done
         self.servers: list[KafkaServer] = []
         self.serving = asyncio.Event()            # the listeners process requests (set once unfenced)
@@ -249,6 +251,10 @@ class Broker:
             queued_max_request_bytes=c.queued_max_request_bytes))
         for name in names:
             await self._listener(name, quotas)
+        # LogManager's clean-shutdown marker: its broker epoch registers (a clean restart keeps this
+        # broker in its partitions' ELRs, KIP-966), and it goes now, so a crash reads as unclean.
+        self._clean_epoch = read_clean_shutdown_epoch(self.log_dir)
+        delete_clean_shutdown(self.log_dir)
         self.lifecycle = BrokerLifecycle(
             self.send_to_controller, registration=self._registration(), metadata_offset=self.metadata_offset,
             ready_to_unfence=lambda: self._logs_ready and self.metadata_loaded(),
@@ -333,7 +339,8 @@ class Broker:
         return Registration(broker_id=self.node_id, cluster_id=self.cluster_id, incarnation_id=uuid.uuid4(),
                             listeners=tuple(listeners), features=self.supported_features,
                             log_dirs=() if self.directory_id is None else (self.directory_id,),
-                            rack=self.config.broker_rack)
+                            rack=self.config.broker_rack,
+                            previous_broker_epoch=-1 if self._clean_epoch is None else self._clean_epoch)
 
     def _on_lifecycle_state(self, state: str) -> None:
         if state == RECOVERY:
@@ -457,6 +464,11 @@ class Broker:
             await server.close(timeout_ms=1000)
         await self.replica_roles.stop_fetchers()
         self.log_manager.shutdown()          # the followed replicas' high watermarks checkpointed too
+        if self._logs_ready or self._clean_epoch is not None:   # its logs were loaded, or were clean
+            try:
+                write_clean_shutdown(self.log_dir, self.lifecycle.broker_epoch if self.lifecycle else -1)
+            except OSError as exc:
+                log.warning("writing the clean shutdown marker in %s: %s", self.log_dir, exc)
         await self.replica_roles.close()
         for partition in self.partitions.values():
             self.close_partition(partition)

@@ -65,6 +65,7 @@ class Registration:
     features: dict
     log_dirs: tuple
     rack: str | None = None
+    previous_broker_epoch: int = -1      # what the last clean stop left in .kafka_cleanshutdown (KIP-966)
 
     def request(self) -> BrokerRegistrationRequest:
         return BrokerRegistrationRequest(
@@ -73,7 +74,8 @@ class Registration:
                        for name, host, port, protocol in self.listeners],
             features=[Feature(name=name, min_supported_version=low, max_supported_version=high)
                       for name, (low, high) in sorted(self.features.items())],
-            rack=self.rack, is_migrating_zk_broker=False, log_dirs=list(self.log_dirs), previous_broker_epoch=-1)
+            rack=self.rack, is_migrating_zk_broker=False, log_dirs=list(self.log_dirs),
+            previous_broker_epoch=self.previous_broker_epoch)
 
 
 class BrokerLifecycle:
@@ -143,7 +145,8 @@ class BrokerLifecycle:
         if response is None:
             return
         self.broker_epoch = response.broker_epoch
-        log.info("broker %d: registered with broker epoch %d", self.registration.broker_id, self.broker_epoch)
+        log.info("broker %d: registered with broker epoch %d (previous broker epoch %d)", self.registration.broker_id,
+                 self.broker_epoch, self.registration.previous_broker_epoch)
 
     async def _heartbeat_once(self) -> int:
         """One heartbeat; how long to wait before the next."""

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import uuid
@@ -187,6 +188,34 @@ def read_offset_checkpoint(path) -> dict[tuple[str, int], int]:
 
 def write_offset_checkpoint(path, offsets: dict, *, fsync: bool = True) -> None:
     write_checkpoint(path, [(t, p, o) for (t, p), o in offsets.items()], fsync=fsync)
+
+
+# --- .kafka_cleanshutdown --------------------------------------------------------------
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+
+
+def read_clean_shutdown_epoch(log_dir) -> int | None:
+    """The broker epoch a clean stop left in ``log_dir`` (CleanShutdownFileHandler.read), or None
+    when there is no marker or it does not read as one (Kafka treats both as an unclean stop)."""
+    try:
+        with open(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), encoding="utf-8") as f:
+            epoch = json.loads(f.read()).get("brokerEpoch")
+    except (OSError, ValueError, AttributeError, UnicodeDecodeError):
+        return None
+    return epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else None
+
+
+def write_clean_shutdown(log_dir, broker_epoch: int, *, fsync: bool = True) -> None:
+    """The marker of a clean stop, as Kafka writes it: ``{"version":0,"brokerEpoch":N}``."""
+    atomic_write(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE),
+                 json.dumps({"version": 0, "brokerEpoch": broker_epoch}, separators=(",", ":")), fsync=fsync)
+
+
+def delete_clean_shutdown(log_dir) -> None:
+    """Gone once read, so that a crash before the next clean stop reads as unclean (KAFKA-10471)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE))
 
 
 # --- quorum-state ----------------------------------------------------------------------

@@ -29,7 +29,7 @@ from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequest
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.records import iter_batches
 from kafkawire.records.builder import build_batch
-from kafkawire.storage.state_files import write_partition_metadata
+from kafkawire.storage.state_files import CLEAN_SHUTDOWN_FILE, read_clean_shutdown_epoch, write_partition_metadata
 
 from .test_combined_node import WAIT_S, combined_node
 from .wire import call
@@ -62,6 +62,10 @@ def test_after_a_restart_logs_the_metadata_does_not_assign_are_stray_and_the_ass
     for value in (b"a", b"b"):
         assert node.produce("kept", build_batch([(b"k", value)])).error_code == Errors.NONE
     node.quorum.stop(1)                                         # SIGTERM: a clean stop
+    # its marker, as Kafka's LogManager leaves it, with the broker epoch the next start registers
+    epoch = read_clean_shutdown_epoch(node.data_dir)
+    assert isinstance(epoch, int) and epoch >= 0
+    log_start = os.path.getsize(node.quorum.log_path(1))
     kept = os.path.join(node.data_dir, "kept-0")
     shutil.copytree(kept, os.path.join(node.data_dir, "kept-7"))     # an index the topic lacks
     ghost = os.path.join(node.data_dir, "ghost-0")
@@ -70,6 +74,10 @@ def test_after_a_restart_logs_the_metadata_does_not_assign_are_stray_and_the_ass
     assert strays(node.data_dir) == {}
     node.quorum.start(1)
     node.wait_unfenced()
+    assert not os.path.exists(os.path.join(node.data_dir, CLEAN_SHUTDOWN_FILE))     # read, then gone
+    with open(node.quorum.log_path(1), errors="replace") as f:
+        f.seek(log_start)
+        assert f"(previous broker epoch {epoch})" in f.read()
     node.quorum.wait_until(lambda: sorted(strays(node.data_dir)) == ["ghost-0", "kept-7"], WAIT_S,
                            "the unassigned logs to be renamed -stray")
     assert os.path.isdir(kept) and not os.path.exists(ghost)
@@ -96,6 +104,7 @@ def test_a_broker_restarted_after_kill_9_accepts_no_connection_until_it_is_unfen
     node.create_topic("gated")
     log_path = node.quorum.log_path(1)
     node.quorum.kill(1)
+    assert read_clean_shutdown_epoch(node.data_dir) is None        # kill -9 leaves no marker
     log_start = os.path.getsize(log_path)
 
     def this_run() -> str:
@@ -118,3 +127,4 @@ def test_a_broker_restarted_after_kill_9_accepts_no_connection_until_it_is_unfen
     assert [(p.error_code, p.leader_id) for t in metadata.topics for p in t.partitions] == [(Errors.NONE, 1)]
     assert refused_while_fenced > 0, this_run()
     assert "-> RUNNING" in this_run()
+    assert "(previous broker epoch -1)" in this_run()             # an unclean stop registers no epoch
