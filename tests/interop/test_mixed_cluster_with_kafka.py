@@ -1,0 +1,320 @@
+"""A mixed cluster (issue 29, scope 5, first slice): one kafkawire controller (node 1), one
+kafkawire broker (node 2, process.roles=broker) and one Apache Kafka 4.3.1 broker (node 3, one JVM
+at -Xmx256m) on it, replicas of the same partitions. Topic ``mixed`` has partition 0 on [3, 2]
+(Kafka leads, kafkawire follows) and partition 1 on [2, 3] (the other way round).
+
+In order, on one cluster per module:
+1. confluent-kafka produces with acks=all to both partitions; a consumer reads every acknowledged
+   record back; both brokers' metadata show the ISR as both brokers; each follower's segment holds
+   its leader's bytes, byte for byte.
+2. kill -9 of the kafkawire broker: Kafka takes over partition 1 and serves every acknowledged
+   record of both partitions; the kafkawire broker restarted follows Kafka on both partitions
+   (OffsetForLeaderEpoch / diverging-epoch truncation against Kafka's leader) and is back in the
+   ISR, which Kafka's leader asked our controller for (AlterPartition).
+3. more acks=all records, then kill -9 of the Kafka broker: the kafkawire broker takes over both
+   partitions and serves every acknowledged record.
+Every wait is bounded; every process is killed by pid at teardown; the timings are printed."""
+from __future__ import annotations
+
+import glob
+import os
+import signal
+import time
+
+import pytest
+
+from kafkawire.messages.create_topics_request import CreatableReplicaAssignment, CreatableTopic, CreateTopicsRequest
+from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
+from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.raft.node.local_quorum import LocalQuorum, free_ports
+from kafkawire.records.builder import build_batch
+from tests.broker.wire import call
+from tests.interop.kafka_procs import KafkaNode
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+pytestmark = pytest.mark.slow
+
+TOPIC = "mixed"
+CONTROLLER, OURS, KAFKA = 1, 2, 3
+LEADERS = {0: KAFKA, 1: OURS}            # partition -> its first leader
+WAIT_S = 60
+
+
+class MixedCluster:
+    def __init__(self, base):
+        self.began = time.monotonic()
+        self.timings: dict[str, float] = {}
+        broker_port, = free_ports(1)
+        self.quorum = LocalQuorum(base / "kafkawire", voters=1, extra_nodes=1, properties={
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            # fenced 3 s after its last heartbeat, so a killed broker's partitions move soon
+            "broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500",
+            "offsets.topic.replication.factor": "1", "replica.fetch.backoff.ms": "200"})
+        self.quorum.node_properties[OURS] = {"process.roles": "broker",
+                                             "listeners": f"PLAINTEXT://127.0.0.1:{broker_port}"}
+        self.ours = ("127.0.0.1", broker_port)
+        self.kafka = KafkaNode(base / "kafka-broker", KAFKA, "broker", properties={
+            "controller.quorum.bootstrap.servers": self.quorum.bootstrap_servers(),
+            "broker.heartbeat.interval.ms": "500", "replica.fetch.backoff.ms": "200"})
+        self.kafka_address = ("127.0.0.1", self.kafka.broker_port)
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.ours[1]},{self.kafka.broker_address}"
+
+    def start(self) -> None:
+        self.quorum.format()
+        self.kafka.format(self.quorum.cluster_id, "--no-initial-controllers")
+        self.mark("formatted")
+        self.quorum.start(CONTROLLER)
+        self.quorum.wait_for_leader(timeout_s=WAIT_S)
+        self.mark("controller_leader")
+        self.quorum.start(OURS)
+        self.kafka.start()
+        self.kafka.wait_ready(90)
+        self.mark("kafka_started")
+        self.wait_until(lambda: self.brokers_seen(self.ours) == {OURS, KAFKA}, "both brokers unfenced")
+        self.mark("brokers_unfenced")
+
+    def mark(self, what: str) -> None:
+        self.timings[what] = round(time.monotonic() - self.began, 1)
+
+    def kill(self) -> None:
+        self.kafka.kill()
+        for node_id in list(self.quorum.processes):
+            self.quorum.kill(node_id)
+
+    def log_tails(self) -> str:
+        return (f"--- Kafka broker {KAFKA}:\n{self.kafka.log_tail(60)}\n--- kafkawire broker {OURS}:\n"
+                f"{self.quorum.log_tail(OURS, 60)}\n--- kafkawire controller {CONTROLLER}:\n"
+                f"{self.quorum.log_tail(CONTROLLER, 30)}")
+
+    def wait_until(self, condition, what: str, timeout_s: float = WAIT_S):
+        deadline = time.monotonic() + timeout_s
+        last = None
+        while time.monotonic() < deadline:
+            last = condition()
+            if last:
+                return last
+            time.sleep(0.1)
+        raise AssertionError(f"not within {timeout_s} s: {what} (last: {last!r})\n{self.log_tails()}")
+
+    # --- asking the brokers ------------------------------------------------------------------------
+    def brokers_seen(self, address) -> set[int]:
+        try:
+            return {b.node_id for b in self._metadata(address).brokers}
+        except Exception:               # not listening yet, or just killed
+            return set()
+
+    def partitions(self, address) -> dict[int, tuple[int, list[int], list[int]]]:
+        """{partition: (leader, replicas, isr)} of TOPIC in the broker's metadata (Metadata v12)."""
+        try:
+            topics = self._metadata(address).topics
+        except Exception:
+            return {}
+        return {p.partition_index: (p.leader_id, sorted(p.replica_nodes), sorted(p.isr_nodes))
+                for t in topics if t.error_code == Errors.NONE for p in t.partitions}
+
+    def _metadata(self, address):
+        return call(address, MetadataRequest(topics=[MetadataRequestTopic(name=TOPIC)],
+                                             allow_auto_topic_creation=False), api_version=12, timeout_ms=2000)
+
+    def segment(self, node_id: int, partition: int) -> bytes | None:
+        root = self.kafka.data_dir if node_id == KAFKA else self.quorum.data_dir(OURS)
+        found = glob.glob(f"{root}/{TOPIC}-{partition}/{0:020d}.log")
+        if not found:
+            return None
+        with open(found[0], "rb") as f:
+            return f.read()
+
+
+def answered_while_paused(pid: int, leader_port: int) -> bool:
+    """Whether a connection of process ``pid`` to ``leader_port`` holds received, unread bytes: the
+    leader answered the paused follower's in-flight Fetch (a long poll), so no Fetch of it is
+    pending at the leader and nothing appended from now on reaches that follower."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                remote_port = int(fields[2].rsplit(":", 1)[1], 16)
+                unread = int(fields[4].split(":")[1], 16)
+                if fields[3] == "01" and fields[9] in inodes and remote_port == leader_port and unread > 0:
+                    return True
+    return False
+
+
+def unreplicated_tail(cluster: MixedCluster, follower_pid: int, leader, partitions, tag: str) -> None:
+    """With the follower (process ``follower_pid``) paused once its pending Fetch is answered,
+    three acks=1 batches to each of ``partitions`` at ``leader``: a tail only the leader holds."""
+    os.kill(follower_pid, signal.SIGSTOP)
+    try:
+        cluster.wait_until(lambda: answered_while_paused(follower_pid, leader[1]), "the paused follower's Fetch answered",
+                           timeout_s=10)
+        for partition in partitions:
+            for n in range(3):
+                records = build_batch([(b"%s-%d" % (tag.encode(), n), b"not replicated") for _ in range(2)])
+                response = call(leader, ProduceRequest(acks=1, timeout_ms=5000, topic_data=[TopicProduceData(
+                    name=TOPIC, partition_data=[PartitionProduceData(index=partition, records=records)])]), 9)
+                assert response.responses[0].partition_responses[0].error_code == Errors.NONE
+    except BaseException:
+        os.kill(follower_pid, signal.SIGCONT)
+        raise
+
+
+def log_end(segment: bytes | None) -> int:
+    """The offset after the last batch of a segment's bytes (baseOffset + lastOffsetDelta + 1)."""
+    end, position = 0, 0
+    while segment and position + 61 <= len(segment):
+        base = int.from_bytes(segment[position:position + 8], "big")
+        length = int.from_bytes(segment[position + 8:position + 12], "big")
+        end = base + int.from_bytes(segment[position + 23:position + 27], "big") + 1
+        position += 12 + length
+    return end
+
+
+def produce(cluster: MixedCluster, count: int, tag: str) -> dict[int, list[bytes]]:
+    """``count`` records to each partition with acks=all (confluent-kafka, idempotence off so that
+    nothing but the replication decides); {partition: the values acknowledged, in order}."""
+    producer = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
+                                         "linger.ms": 5, "enable.idempotence": False,
+                                         "message.timeout.ms": 30_000})
+    acked: dict[int, list[bytes]] = {0: [], 1: []}
+    errors = []
+
+    def delivered(error, message):
+        if error is None:
+            acked[message.partition()].append(message.value())
+        else:
+            errors.append(error)
+    for partition in acked:
+        for i in range(count):
+            producer.produce(TOPIC, b"%s-%d-%d" % (tag.encode(), partition, i), partition=partition,
+                             on_delivery=delivered)
+    assert producer.flush(WAIT_S) == 0
+    assert errors == [] and all(len(values) == count for values in acked.values()), (errors, acked)
+    return acked
+
+
+def read_back(bootstrap: str, counts: dict[int, int]) -> dict[int, list[bytes]]:
+    """Every record of each partition from offset 0 up to ``counts`` (assigned, no group)."""
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "unused",
+                                         "enable.auto.commit": False})
+    consumer.assign([confluent_kafka.TopicPartition(TOPIC, p, 0) for p in counts])
+    got: dict[int, list[bytes]] = {p: [] for p in counts}
+    deadline = time.monotonic() + WAIT_S
+    try:
+        while any(len(got[p]) < counts[p] for p in counts) and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                got[message.partition()].append(message.value())
+    finally:
+        consumer.close()
+    return got
+
+
+@pytest.fixture(scope="module")
+def cluster(kafka_libs, tmp_path_factory):
+    cluster = MixedCluster(tmp_path_factory.mktemp("mixed-cluster"))
+    try:
+        cluster.start()
+        response = call(cluster.ours, CreateTopicsRequest(timeout_ms=10_000, topics=[CreatableTopic(
+            name=TOPIC, num_partitions=-1, replication_factor=-1, assignments=[
+                CreatableReplicaAssignment(partition_index=p, broker_ids=[leader, OURS + KAFKA - leader])
+                for p, leader in LEADERS.items()])]))
+        assert [t.error_code for t in response.topics] == [Errors.NONE]
+        for address in (cluster.ours, cluster.kafka_address):
+            cluster.wait_until(lambda: cluster.partitions(address) == {
+                p: (leader, [OURS, KAFKA], [OURS, KAFKA]) for p, leader in LEADERS.items()},
+                f"{address} to see {TOPIC} led as assigned")
+        cluster.acked = {0: [], 1: []}
+        yield cluster
+        print(f"\nmixed cluster timings (s since start): {cluster.timings}")
+    except BaseException:
+        print(cluster.log_tails())
+        raise
+    finally:
+        cluster.kill()
+
+
+def _in_sync_everywhere(cluster: MixedCluster, leaders: dict[int, int]) -> bool:
+    wanted = {p: (leader, [OURS, KAFKA], [OURS, KAFKA]) for p, leader in leaders.items()}
+    return all(cluster.partitions(a) == wanted for a in (cluster.ours, cluster.kafka_address))
+
+
+def _followers_hold_leaders_bytes(cluster: MixedCluster) -> bool:
+    return all(cluster.segment(KAFKA, p) is not None and cluster.segment(KAFKA, p) == cluster.segment(OURS, p)
+               for p in LEADERS)
+
+
+def _add(acked: dict[int, list[bytes]], more: dict[int, list[bytes]]) -> None:
+    for partition, values in more.items():
+        acked[partition] += values
+
+
+def test_acks_all_records_replicated_in_sync_and_byte_for_byte(cluster):
+    _add(cluster.acked, produce(cluster, 50, "first"))
+    cluster.mark("first_produce_acked")
+    got = read_back(cluster.bootstrap, {p: len(v) for p, v in cluster.acked.items()})
+    assert got == cluster.acked
+    assert _in_sync_everywhere(cluster, LEADERS)
+    cluster.wait_until(lambda: _followers_hold_leaders_bytes(cluster), "each follower to hold its leader's bytes")
+    cluster.mark("followers_byte_identical")
+
+
+def test_kafka_takes_over_from_a_killed_kafkawire_broker_which_then_truncates_to_it(cluster):
+    """Before the kill, kafkawire (leader of partition 1) holds an acks=1 tail Kafka never fetched:
+    restarted, it follows Kafka's leader and must drop that tail (Kafka's Fetch answer carries the
+    diverging epoch) to hold Kafka's bytes."""
+    kafka_pid = cluster.kafka.process.pid
+    unreplicated_tail(cluster, kafka_pid, cluster.ours, [1], "kafkawire-only")
+    ours_end = log_end(cluster.segment(OURS, 1))
+    assert ours_end == len(cluster.acked[1]) + 6
+    cluster.quorum.kill(OURS)
+    os.kill(kafka_pid, signal.SIGCONT)
+    cluster.wait_until(lambda: cluster.partitions(cluster.kafka_address) == {
+        0: (KAFKA, [OURS, KAFKA], [KAFKA]), 1: (KAFKA, [OURS, KAFKA], [KAFKA])}, "Kafka to lead both partitions alone")
+    cluster.mark("kafka_took_over")
+    assert log_end(cluster.segment(KAFKA, 1)) == len(cluster.acked[1])     # the tail never reached Kafka
+    assert read_back(cluster.kafka.broker_address, {p: len(v) for p, v in cluster.acked.items()}) == cluster.acked
+    _add(cluster.acked, produce(cluster, 20, "kafka-alone"))
+
+    cluster.quorum.start(OURS)
+    cluster.wait_until(lambda: _in_sync_everywhere(cluster, {0: KAFKA, 1: KAFKA}),
+                       "the restarted kafkawire broker back in both ISRs")
+    cluster.mark("kafkawire_back_in_sync")
+    cluster.wait_until(lambda: _followers_hold_leaders_bytes(cluster), "kafkawire to hold Kafka's bytes again")
+    assert log_end(cluster.segment(OURS, 1)) == len(cluster.acked[1])
+
+
+def test_kafkawire_takes_over_from_a_killed_kafka_broker_which_then_truncates_to_it(cluster):
+    """The other way round: Kafka (leader of both) holds an acks=1 tail kafkawire never fetched;
+    kafkawire takes over and serves every acknowledged record; Kafka, restarted, follows kafkawire
+    and drops its tail."""
+    _add(cluster.acked, produce(cluster, 20, "both-again"))
+    ours_pid = cluster.quorum.processes[OURS].pid
+    unreplicated_tail(cluster, ours_pid, cluster.kafka_address, [0, 1], "kafka-only")
+    cluster.kafka.kill()
+    os.kill(ours_pid, signal.SIGCONT)
+    cluster.wait_until(lambda: cluster.partitions(cluster.ours) == {
+        0: (OURS, [OURS, KAFKA], [OURS]), 1: (OURS, [OURS, KAFKA], [OURS])}, "kafkawire to lead both partitions alone")
+    cluster.mark("kafkawire_took_over")
+    assert [log_end(cluster.segment(KAFKA, p)) - len(cluster.acked[p]) for p in (0, 1)] == [6, 6]
+    bootstrap = f"127.0.0.1:{cluster.ours[1]}"
+    assert read_back(bootstrap, {p: len(v) for p, v in cluster.acked.items()}) == cluster.acked
+    _add(cluster.acked, produce(cluster, 20, "kafkawire-alone"))
+
+    cluster.kafka.start()
+    cluster.wait_until(lambda: _in_sync_everywhere(cluster, {0: OURS, 1: OURS}),
+                       "the restarted Kafka broker back in both ISRs", timeout_s=90)
+    cluster.mark("kafka_back_in_sync")
+    cluster.wait_until(lambda: _followers_hold_leaders_bytes(cluster), "Kafka to hold kafkawire's bytes")
+    assert read_back(cluster.bootstrap, {p: len(v) for p, v in cluster.acked.items()}) == cluster.acked
