@@ -7,15 +7,23 @@ In order, on one cluster per module:
 1. confluent-kafka produces with acks=all to both partitions; a consumer reads every acknowledged
    record back; both brokers' metadata show the ISR as both brokers; each follower's segment holds
    its leader's bytes, byte for byte.
-2. kill -9 of the kafkawire broker: Kafka takes over partition 1 and serves every acknowledged
-   record of both partitions; the kafkawire broker restarted follows Kafka on both partitions
-   (OffsetForLeaderEpoch / diverging-epoch truncation against Kafka's leader) and is back in the
-   ISR, which Kafka's leader asked our controller for (AlterPartition).
-3. more acks=all records, then kill -9 of the Kafka broker: the kafkawire broker takes over both
-   partitions and serves every acknowledged record.
+2. The kafkawire broker (leader of partition 1) is given an acks=1 tail that Kafka never fetches
+   (Kafka's JVM is SIGSTOPped once its pending Fetch is answered), then killed with kill -9:
+   Kafka takes over partition 1 and serves every acknowledged record of both partitions, without
+   the tail; the kafkawire broker restarted follows Kafka on both partitions, drops its tail (the
+   diverging epoch in Kafka's Fetch answer) and holds Kafka's bytes, back in both ISRs (Kafka's
+   leader asked the controller with AlterPartition).
+3. The other way round: Kafka (now leader of both) is given a tail the paused kafkawire broker
+   never fetches and is killed; the kafkawire broker takes over both partitions and serves every
+   acknowledged record; Kafka restarted follows it, drops its tail (OffsetForLeaderEpoch answered
+   by kafkawire's leader), is back in both ISRs (kafkawire's leader's AlterPartition) and holds
+   kafkawire's bytes.
+The same on a Kafka 4.3.1 controller (one more JVM, so by hand, not in CI):
+``KAFKAWIRE_MIXED_CONTROLLER=kafka pytest tests/interop/test_mixed_cluster_with_kafka.py``.
 Every wait is bounded; every process is killed by pid at teardown; the timings are printed."""
 from __future__ import annotations
 
+import concurrent.futures
 import glob
 import os
 import signal
@@ -23,12 +31,15 @@ import time
 
 import pytest
 
+from kafkawire.broker.group_records import partition_for
 from kafkawire.messages.create_topics_request import CreatableReplicaAssignment, CreatableTopic, CreateTopicsRequest
+from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
 from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.raft.node.local_quorum import LocalQuorum, free_ports
 from kafkawire.records.builder import build_batch
+from kafkawire.storage.state_files import random_uuid, uuid_to_kafka
 from tests.broker.wire import call
 from tests.interop.kafka_procs import KafkaNode
 
@@ -39,24 +50,42 @@ TOPIC = "mixed"
 CONTROLLER, OURS, KAFKA = 1, 2, 3
 LEADERS = {0: KAFKA, 1: OURS}            # partition -> its first leader
 WAIT_S = 60
+# __transaction_state on both brokers, one partition led by each: each broker coordinates a transaction
+TXN_LOG = {"transaction.state.log.num.partitions": "2", "transaction.state.log.replication.factor": "2",
+           "transaction.state.log.min.isr": "1"}
 
 
 class MixedCluster:
-    def __init__(self, base):
+    """Node 1 the controller (kafkawire's, or with ``controller="kafka"`` a Kafka 4.3.1 controller
+    JVM), node 2 a kafkawire broker, node 3 a Kafka 4.3.1 broker."""
+
+    def __init__(self, base, controller: str = "kafkawire"):
         self.began = time.monotonic()
         self.timings: dict[str, float] = {}
         broker_port, = free_ports(1)
-        self.quorum = LocalQuorum(base / "kafkawire", voters=1, extra_nodes=1, properties={
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            # fenced 3 s after its last heartbeat, so a killed broker's partitions move soon
-            "broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500",
-            "offsets.topic.replication.factor": "1", "replica.fetch.backoff.ms": "200"})
+        sessions = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500"}
+        properties = {"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                      # fenced 3 s after its last heartbeat, so a killed broker's partitions move soon
+                      **sessions, "offsets.topic.replication.factor": "1", "replica.fetch.backoff.ms": "200", **TXN_LOG}
+        self.kafka_controller = None
+        if controller == "kafka":
+            self.kafka_controller = KafkaNode(base / "kafka-controller", CONTROLLER, "controller",
+                                              properties=sessions)
+            # node 1 of this LocalQuorum is formatted but never started: node ids are the cluster's
+            self.quorum = LocalQuorum(base / "kafkawire", voters=0, extra_nodes=2, cluster_id=uuid_to_kafka(
+                random_uuid()), properties={**properties, "process.roles": "broker",
+                                            "controller.quorum.bootstrap.servers": self.kafka_controller.controller_address})
+            self.quorum.node_properties[CONTROLLER] = {"listeners": f"PLAINTEXT://127.0.0.1:{self.quorum.ports[1]}"}
+            bootstrap_controllers = self.kafka_controller.controller_address
+        else:
+            self.quorum = LocalQuorum(base / "kafkawire", voters=1, extra_nodes=1, properties=properties)
+            bootstrap_controllers = self.quorum.bootstrap_servers()
         self.quorum.node_properties[OURS] = {"process.roles": "broker",
                                              "listeners": f"PLAINTEXT://127.0.0.1:{broker_port}"}
         self.ours = ("127.0.0.1", broker_port)
         self.kafka = KafkaNode(base / "kafka-broker", KAFKA, "broker", properties={
-            "controller.quorum.bootstrap.servers": self.quorum.bootstrap_servers(),
-            "broker.heartbeat.interval.ms": "500", "replica.fetch.backoff.ms": "200"})
+            "controller.quorum.bootstrap.servers": bootstrap_controllers,
+            "broker.heartbeat.interval.ms": "500", "replica.fetch.backoff.ms": "200", **TXN_LOG})
         self.kafka_address = ("127.0.0.1", self.kafka.broker_port)
 
     @property
@@ -64,14 +93,26 @@ class MixedCluster:
         return f"127.0.0.1:{self.ours[1]},{self.kafka.broker_address}"
 
     def start(self) -> None:
-        self.quorum.format()
-        self.kafka.format(self.quorum.cluster_id, "--no-initial-controllers")
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:      # three formats at once
+            formats = [pool.submit(self.quorum.format),
+                       pool.submit(self.kafka.format, self.quorum.cluster_id, "--no-initial-controllers")]
+            if self.kafka_controller:
+                formats.append(pool.submit(self.kafka_controller.format, self.quorum.cluster_id, "--standalone"))
+            for done in formats:
+                done.result()
         self.mark("formatted")
-        self.quorum.start(CONTROLLER)
-        self.quorum.wait_for_leader(timeout_s=WAIT_S)
-        self.mark("controller_leader")
-        self.quorum.start(OURS)
+        # all at once: each broker retries until the controller answers
+        if self.kafka_controller:
+            self.kafka_controller.start()
+        else:
+            self.quorum.start(CONTROLLER)
         self.kafka.start()
+        self.quorum.start(OURS)
+        if self.kafka_controller:
+            self.kafka_controller.wait_ready(90)
+        else:
+            self.quorum.wait_for_leader(timeout_s=WAIT_S)
+        self.mark("controller_leader")
         self.kafka.wait_ready(90)
         self.mark("kafka_started")
         self.wait_until(lambda: self.brokers_seen(self.ours) == {OURS, KAFKA}, "both brokers unfenced")
@@ -82,13 +123,15 @@ class MixedCluster:
 
     def kill(self) -> None:
         self.kafka.kill()
+        if self.kafka_controller:
+            self.kafka_controller.kill()
         for node_id in list(self.quorum.processes):
             self.quorum.kill(node_id)
 
     def log_tails(self) -> str:
         return (f"--- Kafka broker {KAFKA}:\n{self.kafka.log_tail(60)}\n--- kafkawire broker {OURS}:\n"
                 f"{self.quorum.log_tail(OURS, 60)}\n--- kafkawire controller {CONTROLLER}:\n"
-                f"{self.quorum.log_tail(CONTROLLER, 30)}")
+                f"{(self.kafka_controller.log_tail(30) if self.kafka_controller else self.quorum.log_tail(CONTROLLER, 30))}")
 
     def wait_until(self, condition, what: str, timeout_s: float = WAIT_S):
         deadline = time.monotonic() + timeout_s
@@ -116,8 +159,8 @@ class MixedCluster:
         return {p.partition_index: (p.leader_id, sorted(p.replica_nodes), sorted(p.isr_nodes))
                 for t in topics if t.error_code == Errors.NONE for p in t.partitions}
 
-    def _metadata(self, address):
-        return call(address, MetadataRequest(topics=[MetadataRequestTopic(name=TOPIC)],
+    def _metadata(self, address, topic: str = TOPIC):
+        return call(address, MetadataRequest(topics=[MetadataRequestTopic(name=topic)],
                                              allow_auto_topic_creation=False), api_version=12, timeout_ms=2000)
 
     def segment(self, node_id: int, partition: int) -> bytes | None:
@@ -223,7 +266,9 @@ def read_back(bootstrap: str, counts: dict[int, int]) -> dict[int, list[bytes]]:
 
 @pytest.fixture(scope="module")
 def cluster(kafka_libs, tmp_path_factory):
-    cluster = MixedCluster(tmp_path_factory.mktemp("mixed-cluster"))
+    controller = os.environ.get("KAFKAWIRE_MIXED_CONTROLLER", "kafkawire")
+    assert controller in ("kafkawire", "kafka"), f"KAFKAWIRE_MIXED_CONTROLLER={controller!r}: kafkawire or kafka"
+    cluster = MixedCluster(tmp_path_factory.mktemp("mixed-cluster"), controller)
     try:
         cluster.start()
         response = call(cluster.ours, CreateTopicsRequest(timeout_ms=10_000, topics=[CreatableTopic(
@@ -270,20 +315,59 @@ def test_acks_all_records_replicated_in_sync_and_byte_for_byte(cluster):
     cluster.mark("followers_byte_identical")
 
 
+def transactional_id_in(partition: int) -> str:
+    """A transactional id that __transaction_state's partition ``partition`` (of 2) holds."""
+    return next(f"txn-{n}" for n in range(100) if partition_for(f"txn-{n}", 2) == partition)
+
+
+def test_transactions_coordinated_by_either_broker_span_both_leaders(cluster):
+    """A transactional producer per __transaction_state partition (one coordinated by each broker)
+    commits and aborts a transaction over both partitions: the coordinators' markers go to both
+    leaders (WriteTxnMarkers across implementations), read_committed reads the committed records
+    only, and the followers still hold their leaders' bytes, markers included."""
+    coordinators = {}
+    for partition in (0, 1):
+        transactional_id = transactional_id_in(partition)
+        producer = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": transactional_id})
+        producer.init_transactions(WAIT_S)
+        for commit in (True, False):
+            producer.begin_transaction()
+            values = {p: [b"%s-%s-%d-%d" % (transactional_id.encode(), b"commit" if commit else b"abort", p, i)
+                          for i in range(5)] for p in LEADERS}
+            for p, batch in values.items():
+                for value in batch:
+                    producer.produce(TOPIC, value, partition=p)
+            assert producer.flush(WAIT_S) == 0
+            if commit:
+                producer.commit_transaction(WAIT_S)
+                _add(cluster.acked, values)
+            else:
+                producer.abort_transaction(WAIT_S)
+        coordinators[transactional_id] = partition
+    for address in (cluster.ours, cluster.kafka_address):              # one coordinator on each broker
+        answer = call(address, FindCoordinatorRequest(key_type=1, coordinator_keys=sorted(coordinators)), api_version=4)
+        assert sorted(c.node_id for c in answer.coordinators) == [OURS, KAFKA], answer
+    got = read_back(cluster.bootstrap, {p: len(v) for p, v in cluster.acked.items()})
+    assert got == cluster.acked
+    cluster.wait_until(lambda: _followers_hold_leaders_bytes(cluster), "each follower to hold its leader's bytes")
+    cluster.mark("transactions_done")
+
+
 def test_kafka_takes_over_from_a_killed_kafkawire_broker_which_then_truncates_to_it(cluster):
     """Before the kill, kafkawire (leader of partition 1) holds an acks=1 tail Kafka never fetched:
     restarted, it follows Kafka's leader and must drop that tail (Kafka's Fetch answer carries the
     diverging epoch) to hold Kafka's bytes."""
+    cluster.wait_until(lambda: _followers_hold_leaders_bytes(cluster), "each follower to hold its leader's bytes")
+    replicated_end = log_end(cluster.segment(OURS, 1))
     kafka_pid = cluster.kafka.process.pid
     unreplicated_tail(cluster, kafka_pid, cluster.ours, [1], "kafkawire-only")
-    ours_end = log_end(cluster.segment(OURS, 1))
-    assert ours_end == len(cluster.acked[1]) + 6
+    assert log_end(cluster.segment(OURS, 1)) == replicated_end + 6
     cluster.quorum.kill(OURS)
     os.kill(kafka_pid, signal.SIGCONT)
     cluster.wait_until(lambda: cluster.partitions(cluster.kafka_address) == {
         0: (KAFKA, [OURS, KAFKA], [KAFKA]), 1: (KAFKA, [OURS, KAFKA], [KAFKA])}, "Kafka to lead both partitions alone")
     cluster.mark("kafka_took_over")
-    assert log_end(cluster.segment(KAFKA, 1)) == len(cluster.acked[1])     # the tail never reached Kafka
+    assert log_end(cluster.segment(KAFKA, 1)) == replicated_end          # the tail never reached Kafka
     assert read_back(cluster.kafka.broker_address, {p: len(v) for p, v in cluster.acked.items()}) == cluster.acked
     _add(cluster.acked, produce(cluster, 20, "kafka-alone"))
 
@@ -292,7 +376,6 @@ def test_kafka_takes_over_from_a_killed_kafkawire_broker_which_then_truncates_to
                        "the restarted kafkawire broker back in both ISRs")
     cluster.mark("kafkawire_back_in_sync")
     cluster.wait_until(lambda: _followers_hold_leaders_bytes(cluster), "kafkawire to hold Kafka's bytes again")
-    assert log_end(cluster.segment(OURS, 1)) == len(cluster.acked[1])
 
 
 def test_kafkawire_takes_over_from_a_killed_kafka_broker_which_then_truncates_to_it(cluster):
@@ -300,6 +383,8 @@ def test_kafkawire_takes_over_from_a_killed_kafka_broker_which_then_truncates_to
     kafkawire takes over and serves every acknowledged record; Kafka, restarted, follows kafkawire
     and drops its tail."""
     _add(cluster.acked, produce(cluster, 20, "both-again"))
+    cluster.wait_until(lambda: _followers_hold_leaders_bytes(cluster), "kafkawire to hold Kafka's bytes")
+    replicated_ends = [log_end(cluster.segment(OURS, p)) for p in (0, 1)]
     ours_pid = cluster.quorum.processes[OURS].pid
     unreplicated_tail(cluster, ours_pid, cluster.kafka_address, [0, 1], "kafka-only")
     cluster.kafka.kill()
@@ -307,7 +392,8 @@ def test_kafkawire_takes_over_from_a_killed_kafka_broker_which_then_truncates_to
     cluster.wait_until(lambda: cluster.partitions(cluster.ours) == {
         0: (OURS, [OURS, KAFKA], [OURS]), 1: (OURS, [OURS, KAFKA], [OURS])}, "kafkawire to lead both partitions alone")
     cluster.mark("kafkawire_took_over")
-    assert [log_end(cluster.segment(KAFKA, p)) - len(cluster.acked[p]) for p in (0, 1)] == [6, 6]
+    assert [log_end(cluster.segment(p_node, p)) for p_node in (KAFKA, OURS) for p in (0, 1)] == \
+        [end + 6 for end in replicated_ends] + replicated_ends               # the tails never reached kafkawire
     bootstrap = f"127.0.0.1:{cluster.ours[1]}"
     assert read_back(bootstrap, {p: len(v) for p, v in cluster.acked.items()}) == cluster.acked
     _add(cluster.acked, produce(cluster, 20, "kafkawire-alone"))
