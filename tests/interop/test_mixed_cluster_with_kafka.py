@@ -6,18 +6,21 @@ at -Xmx256m) on it, replicas of the same partitions. Topic ``mixed`` has partiti
 In order, on one cluster per module:
 1. confluent-kafka produces with acks=all to both partitions; a consumer reads every acknowledged
    record back; both brokers' metadata show the ISR as both brokers; each follower's segment holds
-   its leader's bytes, byte for byte.
+   its leader's bytes, byte for byte. Two groups, one coordinated by each broker (__consumer_offsets
+   and __transaction_state have replication factor 2 and a partition led by each), commit offsets.
+   A transactional producer coordinated by each broker commits and aborts over both partitions.
 2. The kafkawire broker (leader of partition 1) is given an acks=1 tail that Kafka never fetches
    (Kafka's JVM is SIGSTOPped once its pending Fetch is answered), then killed with kill -9:
    Kafka takes over partition 1 and serves every acknowledged record of both partitions, without
-   the tail; the kafkawire broker restarted follows Kafka on both partitions, drops its tail (the
-   diverging epoch in Kafka's Fetch answer) and holds Kafka's bytes, back in both ISRs (Kafka's
-   leader asked the controller with AlterPartition).
+   the tail, and both groups' offsets; an idempotent producer carries on under the same producer
+   id and epoch. The kafkawire broker restarted follows Kafka on both partitions, drops its tail
+   (the diverging epoch in Kafka's Fetch answer) and holds Kafka's bytes, back in every ISR
+   (Kafka's leader asked the controller with AlterPartition).
 3. The other way round: Kafka (now leader of both) is given a tail the paused kafkawire broker
    never fetches and is killed; the kafkawire broker takes over both partitions and serves every
-   acknowledged record; Kafka restarted follows it, drops its tail (OffsetForLeaderEpoch answered
-   by kafkawire's leader), is back in both ISRs (kafkawire's leader's AlterPartition) and holds
-   kafkawire's bytes.
+   acknowledged record, both groups' offsets and an idempotent producer's next records. Kafka
+   restarted follows it, drops its tail (OffsetForLeaderEpoch answered by kafkawire's leader), is
+   back in both ISRs (kafkawire's leader's AlterPartition) and holds kafkawire's bytes.
 The same on a Kafka 4.3.1 controller (one more JVM, so by hand, not in CI):
 ``KAFKAWIRE_MIXED_CONTROLLER=kafka pytest tests/interop/test_mixed_cluster_with_kafka.py``.
 Every wait is bounded; every process is killed by pid at teardown; the timings are printed."""
@@ -38,6 +41,7 @@ from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequest
 from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.raft.node.local_quorum import LocalQuorum, free_ports
+from kafkawire.records import iter_batches
 from kafkawire.records.builder import build_batch
 from kafkawire.storage.state_files import random_uuid, uuid_to_kafka
 from tests.broker.wire import call
@@ -50,9 +54,11 @@ TOPIC = "mixed"
 CONTROLLER, OURS, KAFKA = 1, 2, 3
 LEADERS = {0: KAFKA, 1: OURS}            # partition -> its first leader
 WAIT_S = 60
-# __transaction_state on both brokers, one partition led by each: each broker coordinates a transaction
-TXN_LOG = {"transaction.state.log.num.partitions": "2", "transaction.state.log.replication.factor": "2",
-           "transaction.state.log.min.isr": "1"}
+# __transaction_state and __consumer_offsets on both brokers, one partition led by each: each broker
+# coordinates a transaction and a group
+INTERNAL_TOPICS = {"transaction.state.log.num.partitions": "2", "transaction.state.log.replication.factor": "2",
+                   "transaction.state.log.min.isr": "1",
+                   "offsets.topic.num.partitions": "2", "offsets.topic.replication.factor": "2"}
 
 
 class MixedCluster:
@@ -66,7 +72,7 @@ class MixedCluster:
         sessions = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500"}
         properties = {"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
                       # fenced 3 s after its last heartbeat, so a killed broker's partitions move soon
-                      **sessions, "offsets.topic.replication.factor": "1", "replica.fetch.backoff.ms": "200", **TXN_LOG}
+                      **sessions, "replica.fetch.backoff.ms": "200", **INTERNAL_TOPICS}
         self.kafka_controller = None
         if controller == "kafka":
             self.kafka_controller = KafkaNode(base / "kafka-controller", CONTROLLER, "controller",
@@ -85,7 +91,7 @@ class MixedCluster:
         self.ours = ("127.0.0.1", broker_port)
         self.kafka = KafkaNode(base / "kafka-broker", KAFKA, "broker", properties={
             "controller.quorum.bootstrap.servers": bootstrap_controllers,
-            "broker.heartbeat.interval.ms": "500", "replica.fetch.backoff.ms": "200", **TXN_LOG})
+            "broker.heartbeat.interval.ms": "500", "replica.fetch.backoff.ms": "200", **INTERNAL_TOPICS})
         self.kafka_address = ("127.0.0.1", self.kafka.broker_port)
 
     @property
@@ -159,6 +165,17 @@ class MixedCluster:
         return {p.partition_index: (p.leader_id, sorted(p.replica_nodes), sorted(p.isr_nodes))
                 for t in topics if t.error_code == Errors.NONE for p in t.partitions}
 
+    def all_in_sync(self, address) -> bool:
+        """Whether every partition of TOPIC and of the internal topics has both brokers in its ISR."""
+        try:
+            topics = call(address, MetadataRequest(topics=[MetadataRequestTopic(name=t) for t in (
+                TOPIC, "__consumer_offsets", "__transaction_state")], allow_auto_topic_creation=False),
+                api_version=12, timeout_ms=2000).topics
+        except Exception:
+            return False
+        return all(t.error_code == Errors.NONE for t in topics) and all(
+            sorted(p.isr_nodes) == [OURS, KAFKA] for t in topics for p in t.partitions)
+
     def _metadata(self, address, topic: str = TOPIC):
         return call(address, MetadataRequest(topics=[MetadataRequestTopic(name=topic)],
                                              allow_auto_topic_creation=False), api_version=12, timeout_ms=2000)
@@ -224,12 +241,28 @@ def log_end(segment: bytes | None) -> int:
     return end
 
 
-def produce(cluster: MixedCluster, count: int, tag: str) -> dict[int, list[bytes]]:
-    """``count`` records to each partition with acks=all (confluent-kafka, idempotence off so that
-    nothing but the replication decides); {partition: the values acknowledged, in order}."""
-    producer = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
-                                         "linger.ms": 5, "enable.idempotence": False,
-                                         "message.timeout.ms": 30_000})
+def idempotent_producer(cluster: MixedCluster):
+    """A confluent-kafka producer with idempotence (acks=all): kept across a failover, its next
+    sequence numbers must be accepted by the new leader, whose producer state was replicated."""
+    return confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 5,
+                                     "enable.idempotence": True, "message.timeout.ms": 30_000})
+
+
+def idempotent_producers(segment: bytes) -> set[tuple[int, int]]:
+    """The (producer id, producer epoch) of the segment's idempotent, non-transactional batches: one
+    per idempotent producer unless a failover cost it its producer state (librdkafka then bumps the
+    epoch or gets a new id, KIP-360, and carries on: the records alone would not show it)."""
+    return {(b.producer_id, b.producer_epoch) for b in iter_batches(segment)
+            if b.producer_id >= 0 and not b.is_transactional}
+
+
+def produce(cluster: MixedCluster, count: int, tag: str, producer=None) -> dict[int, list[bytes]]:
+    """``count`` records to each partition with acks=all (confluent-kafka; idempotence off unless
+    ``producer`` is given, so that nothing but the replication decides); {partition: the values
+    acknowledged, in order}."""
+    producer = producer or confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
+                                                     "linger.ms": 5, "enable.idempotence": False,
+                                                     "message.timeout.ms": 30_000})
     acked: dict[int, list[bytes]] = {0: [], 1: []}
     errors = []
 
@@ -281,6 +314,7 @@ def cluster(kafka_libs, tmp_path_factory):
                 p: (leader, [OURS, KAFKA], [OURS, KAFKA]) for p, leader in LEADERS.items()},
                 f"{address} to see {TOPIC} led as assigned")
         cluster.acked = {0: [], 1: []}
+        cluster.commits = {}                 # group -> the offsets it committed
         yield cluster
         print(f"\nmixed cluster timings (s since start): {cluster.timings}")
     except BaseException:
@@ -313,6 +347,41 @@ def test_acks_all_records_replicated_in_sync_and_byte_for_byte(cluster):
     assert _in_sync_everywhere(cluster, LEADERS)
     cluster.wait_until(lambda: _followers_hold_leaders_bytes(cluster), "each follower to hold its leader's bytes")
     cluster.mark("followers_byte_identical")
+    groups = [group_in(partition) for partition in (0, 1)]
+    for group in groups:
+        commit(cluster.bootstrap, group, {p: len(v) - 5 for p, v in cluster.acked.items()})
+        cluster.commits[group] = {p: len(v) - 5 for p, v in cluster.acked.items()}
+    for address in (cluster.ours, cluster.kafka_address):              # one coordinator on each broker
+        answer = call(address, FindCoordinatorRequest(key_type=0, coordinator_keys=groups), api_version=4)
+        assert sorted(c.node_id for c in answer.coordinators) == [OURS, KAFKA], answer
+    assert {group: committed(cluster.bootstrap, group) for group in groups} == cluster.commits
+
+
+def group_in(partition: int) -> str:
+    """A group id that __consumer_offsets' partition ``partition`` (of 2) holds."""
+    return next(f"group-{n}" for n in range(100) if partition_for(f"group-{n}", 2) == partition)
+
+
+def commit(bootstrap: str, group: str, offsets: dict[int, int]) -> None:
+    """OffsetCommit of ``offsets`` for ``group`` (an empty group: no member, generation -1)."""
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                                         "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[confluent_kafka.TopicPartition(TOPIC, p, o) for p, o in offsets.items()],
+                        asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def committed(bootstrap: str, group: str) -> dict[int, int]:
+    """OffsetFetch of TOPIC's partitions for ``group``."""
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                                         "enable.auto.commit": False})
+    try:
+        return {tp.partition: tp.offset for tp in consumer.committed(
+            [confluent_kafka.TopicPartition(TOPIC, p) for p in LEADERS], timeout=WAIT_S)}
+    finally:
+        consumer.close()
 
 
 def transactional_id_in(partition: int) -> str:
@@ -357,6 +426,8 @@ def test_kafka_takes_over_from_a_killed_kafkawire_broker_which_then_truncates_to
     """Before the kill, kafkawire (leader of partition 1) holds an acks=1 tail Kafka never fetched:
     restarted, it follows Kafka's leader and must drop that tail (Kafka's Fetch answer carries the
     diverging epoch) to hold Kafka's bytes."""
+    idempotent = idempotent_producer(cluster)
+    _add(cluster.acked, produce(cluster, 10, "idempotent-before-kafkawire-killed", idempotent))
     cluster.wait_until(lambda: _followers_hold_leaders_bytes(cluster), "each follower to hold its leader's bytes")
     replicated_end = log_end(cluster.segment(OURS, 1))
     kafka_pid = cluster.kafka.process.pid
@@ -369,11 +440,14 @@ def test_kafka_takes_over_from_a_killed_kafkawire_broker_which_then_truncates_to
     cluster.mark("kafka_took_over")
     assert log_end(cluster.segment(KAFKA, 1)) == replicated_end          # the tail never reached Kafka
     assert read_back(cluster.kafka.broker_address, {p: len(v) for p, v in cluster.acked.items()}) == cluster.acked
-    _add(cluster.acked, produce(cluster, 20, "kafka-alone"))
+    # the group kafkawire coordinated too: Kafka's coordinator loads what kafkawire's wrote
+    assert {group: committed(cluster.kafka.broker_address, group) for group in cluster.commits} == cluster.commits
+    _add(cluster.acked, produce(cluster, 20, "kafka-alone", idempotent))
+    assert len(idempotent_producers(cluster.segment(KAFKA, 1))) == 1      # Kafka took our producer state
 
     cluster.quorum.start(OURS)
-    cluster.wait_until(lambda: _in_sync_everywhere(cluster, {0: KAFKA, 1: KAFKA}),
-                       "the restarted kafkawire broker back in both ISRs")
+    cluster.wait_until(lambda: _in_sync_everywhere(cluster, {0: KAFKA, 1: KAFKA}) and cluster.all_in_sync(
+        cluster.kafka_address), "the restarted kafkawire broker back in every ISR")
     cluster.mark("kafkawire_back_in_sync")
     cluster.wait_until(lambda: _followers_hold_leaders_bytes(cluster), "kafkawire to hold Kafka's bytes again")
 
@@ -382,7 +456,8 @@ def test_kafkawire_takes_over_from_a_killed_kafka_broker_which_then_truncates_to
     """The other way round: Kafka (leader of both) holds an acks=1 tail kafkawire never fetched;
     kafkawire takes over and serves every acknowledged record; Kafka, restarted, follows kafkawire
     and drops its tail."""
-    _add(cluster.acked, produce(cluster, 20, "both-again"))
+    idempotent = idempotent_producer(cluster)
+    _add(cluster.acked, produce(cluster, 20, "both-again", idempotent))
     cluster.wait_until(lambda: _followers_hold_leaders_bytes(cluster), "kafkawire to hold Kafka's bytes")
     replicated_ends = [log_end(cluster.segment(OURS, p)) for p in (0, 1)]
     ours_pid = cluster.quorum.processes[OURS].pid
@@ -396,7 +471,10 @@ def test_kafkawire_takes_over_from_a_killed_kafka_broker_which_then_truncates_to
         [end + 6 for end in replicated_ends] + replicated_ends               # the tails never reached kafkawire
     bootstrap = f"127.0.0.1:{cluster.ours[1]}"
     assert read_back(bootstrap, {p: len(v) for p, v in cluster.acked.items()}) == cluster.acked
-    _add(cluster.acked, produce(cluster, 20, "kafkawire-alone"))
+    # both groups, last coordinated by Kafka: kafkawire's coordinator loads what Kafka's wrote
+    assert {group: committed(bootstrap, group) for group in cluster.commits} == cluster.commits
+    _add(cluster.acked, produce(cluster, 20, "kafkawire-alone", idempotent))
+    assert [len(idempotent_producers(cluster.segment(OURS, p))) for p in (0, 1)] == [2, 2]   # and we took Kafka's
 
     cluster.kafka.start()
     cluster.wait_until(lambda: _in_sync_everywhere(cluster, {0: OURS, 1: OURS}),
