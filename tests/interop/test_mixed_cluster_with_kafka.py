@@ -36,6 +36,8 @@ import pytest
 
 from kafkawire.broker.group_records import partition_for
 from kafkawire.messages.create_topics_request import CreatableReplicaAssignment, CreatableTopic, CreateTopicsRequest
+from kafkawire.messages.elect_leaders_request import ElectLeadersRequest
+from kafkawire.messages.elect_leaders_request import TopicPartitions as ElectTopicPartitions
 from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
 from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
@@ -482,3 +484,18 @@ def test_kafkawire_takes_over_from_a_killed_kafka_broker_which_then_truncates_to
     cluster.mark("kafka_back_in_sync")
     cluster.wait_until(lambda: _followers_hold_leaders_bytes(cluster), "Kafka to hold kafkawire's bytes")
     assert read_back(cluster.bootstrap, {p: len(v) for p, v in cluster.acked.items()}) == cluster.acked
+
+
+def test_preferred_leader_election_gives_partition_0_back_to_kafka(cluster):
+    """ElectLeaders (preferred) through the Kafka broker: partition 0 (replicas [3, 2]) goes back to
+    Kafka, kafkawire leading it turns follower of Kafka at the new epoch; the replicas then take
+    acks=all records and stay byte for byte alike."""
+    answer = call(cluster.kafka_address, ElectLeadersRequest(election_type=0, topic_partitions=[
+        ElectTopicPartitions(topic=TOPIC, partitions=[0])], timeout_ms=10_000), api_version=2)
+    assert [(r.partition_id, r.error_code) for t in answer.replica_election_results
+            for r in t.partition_result] == [(0, Errors.NONE)], answer
+    cluster.wait_until(lambda: _in_sync_everywhere(cluster, LEADERS), "partition 0 led by Kafka again, both in sync")
+    _add(cluster.acked, produce(cluster, 10, "after-election"))
+    assert read_back(cluster.bootstrap, {p: len(v) for p, v in cluster.acked.items()}) == cluster.acked
+    cluster.wait_until(lambda: _followers_hold_leaders_bytes(cluster), "each follower to hold its leader's bytes")
+    cluster.mark("preferred_leaders_back")
