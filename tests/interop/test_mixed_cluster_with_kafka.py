@@ -21,6 +21,8 @@ In order, on one cluster per module:
    acknowledged record, both groups' offsets and an idempotent producer's next records. Kafka
    restarted follows it, drops its tail (OffsetForLeaderEpoch answered by kafkawire's leader), is
    back in both ISRs (kafkawire's leader's AlterPartition) and holds kafkawire's bytes.
+4. Preferred leader election gives partition 0 back to Kafka; a reassignment drops each follower
+   and one brings it back, fetching the whole log from offset 0 from the other's leader.
 The same on a Kafka 4.3.1 controller (one more JVM, so by hand, not in CI):
 ``KAFKAWIRE_MIXED_CONTROLLER=kafka pytest tests/interop/test_mixed_cluster_with_kafka.py``.
 Every wait is bounded; every process is killed by pid at teardown; the timings are printed."""
@@ -35,6 +37,8 @@ import time
 import pytest
 
 from kafkawire.broker.group_records import partition_for
+from kafkawire.messages.alter_partition_reassignments_request import (AlterPartitionReassignmentsRequest,
+                                                                     ReassignablePartition, ReassignableTopic)
 from kafkawire.messages.create_topics_request import CreatableReplicaAssignment, CreatableTopic, CreateTopicsRequest
 from kafkawire.messages.elect_leaders_request import ElectLeadersRequest
 from kafkawire.messages.elect_leaders_request import TopicPartitions as ElectTopicPartitions
@@ -499,3 +503,29 @@ def test_preferred_leader_election_gives_partition_0_back_to_kafka(cluster):
     assert read_back(cluster.bootstrap, {p: len(v) for p, v in cluster.acked.items()}) == cluster.acked
     cluster.wait_until(lambda: _followers_hold_leaders_bytes(cluster), "each follower to hold its leader's bytes")
     cluster.mark("preferred_leaders_back")
+
+
+def reassign(cluster: MixedCluster, address, replicas: dict[int, list[int]]) -> None:
+    """AlterPartitionReassignments through the broker at ``address`` (forwarded to the controller)."""
+    answer = call(address, AlterPartitionReassignmentsRequest(timeout_ms=10_000, topics=[ReassignableTopic(
+        name=TOPIC, partitions=[ReassignablePartition(partition_index=p, replicas=r) for p, r in replicas.items()])]),
+        api_version=0)
+    assert answer.error_code == Errors.NONE and all(
+        p.error_code == Errors.NONE for t in answer.responses for p in t.partitions), answer
+
+
+def test_reassignment_drops_each_follower_and_brings_it_back_from_an_empty_log(cluster):
+    """Each partition reassigned to its leader alone (the other implementation's follower deletes
+    its replica), then back to both: the new follower fetches the whole log from offset 0 (records,
+    aborted transactions, markers) from the other implementation's leader and ends byte for byte
+    alike, in the ISR."""
+    reassign(cluster, cluster.ours, {p: [leader] for p, leader in LEADERS.items()})
+    cluster.wait_until(lambda: cluster.partitions(cluster.kafka_address) == {
+        p: (leader, [leader], [leader]) for p, leader in LEADERS.items()} and all(
+        cluster.segment(OURS + KAFKA - leader, p) is None for p, leader in LEADERS.items()),
+        "each follower's replica gone")
+    reassign(cluster, cluster.kafka_address, {p: [leader, OURS + KAFKA - leader] for p, leader in LEADERS.items()})
+    cluster.wait_until(lambda: _in_sync_everywhere(cluster, LEADERS), "both replicas back, in sync")
+    cluster.wait_until(lambda: _followers_hold_leaders_bytes(cluster), "each new follower to hold its leader's bytes")
+    cluster.mark("reassigned_back")
+    assert read_back(cluster.bootstrap, {p: len(v) for p, v in cluster.acked.items()}) == cluster.acked
