@@ -6,19 +6,20 @@ at -Xmx256m) on it, replicas of the same partitions. Topic ``mixed`` has partiti
 In order, on one cluster per module:
 1. confluent-kafka produces with acks=all to both partitions; a consumer reads every acknowledged
    record back; both brokers' metadata show the ISR as both brokers; each follower's segment holds
-   its leader's bytes, byte for byte. Two groups, one coordinated by each broker (__consumer_offsets
-   and __transaction_state have replication factor 2 and a partition led by each), commit offsets.
+   its leader's bytes, byte for byte. A classic and a KIP-848 group coordinated by each broker
+   (__consumer_offsets and __transaction_state have replication factor 2 and a partition led by
+   each) each have a member join, commit offsets and leave.
    A transactional producer coordinated by each broker commits and aborts over both partitions.
 2. The kafkawire broker (leader of partition 1) is given an acks=1 tail that Kafka never fetches
    (Kafka's JVM is SIGSTOPped once its pending Fetch is answered), then killed with kill -9:
    Kafka takes over partition 1 and serves every acknowledged record of both partitions, without
-   the tail, and both groups' offsets; an idempotent producer carries on under the same producer
+   the tail, and the groups' offsets; an idempotent producer carries on under the same producer
    id and epoch. The kafkawire broker restarted follows Kafka on both partitions, drops its tail
    (the diverging epoch in Kafka's Fetch answer) and holds Kafka's bytes, back in every ISR
    (Kafka's leader asked the controller with AlterPartition).
 3. The other way round: Kafka (now leader of both) is given a tail the paused kafkawire broker
    never fetches and is killed; the kafkawire broker takes over both partitions and serves every
-   acknowledged record, both groups' offsets and an idempotent producer's next records. Kafka
+   acknowledged record, the groups' offsets and an idempotent producer's next records. Kafka
    restarted follows it, drops its tail (OffsetForLeaderEpoch answered by kafkawire's leader), is
    back in both ISRs (kafkawire's leader's AlterPartition) and holds kafkawire's bytes.
 4. Preferred leader election gives partition 0 back to Kafka; a reassignment drops each follower
@@ -353,26 +354,35 @@ def test_acks_all_records_replicated_in_sync_and_byte_for_byte(cluster):
     assert _in_sync_everywhere(cluster, LEADERS)
     cluster.wait_until(lambda: _followers_hold_leaders_bytes(cluster), "each follower to hold its leader's bytes")
     cluster.mark("followers_byte_identical")
-    groups = [group_in(partition) for partition in (0, 1)]
-    for group in groups:
-        commit(cluster.bootstrap, group, {p: len(v) - 5 for p, v in cluster.acked.items()})
-        cluster.commits[group] = {p: len(v) - 5 for p, v in cluster.acked.items()}
+    groups = []
+    for protocol in ("classic", "consumer"):        # each protocol's records, written by each coordinator
+        for partition in (0, 1):
+            group = group_in(partition, protocol)
+            commit(cluster.bootstrap, group, {p: len(v) - 5 for p, v in cluster.acked.items()}, protocol)
+            cluster.commits[group] = {p: len(v) - 5 for p, v in cluster.acked.items()}
+            groups.append(group)
     for address in (cluster.ours, cluster.kafka_address):              # one coordinator on each broker
         answer = call(address, FindCoordinatorRequest(key_type=0, coordinator_keys=groups), api_version=4)
-        assert sorted(c.node_id for c in answer.coordinators) == [OURS, KAFKA], answer
+        assert sorted(c.node_id for c in answer.coordinators) == [OURS, OURS, KAFKA, KAFKA], answer
     assert {group: committed(cluster.bootstrap, group) for group in groups} == cluster.commits
 
 
-def group_in(partition: int) -> str:
+def group_in(partition: int, protocol: str) -> str:
     """A group id that __consumer_offsets' partition ``partition`` (of 2) holds."""
-    return next(f"group-{n}" for n in range(100) if partition_for(f"group-{n}", 2) == partition)
+    return next(f"{protocol}-{n}" for n in range(100) if partition_for(f"{protocol}-{n}", 2) == partition)
 
 
-def commit(bootstrap: str, group: str, offsets: dict[int, int]) -> None:
-    """OffsetCommit of ``offsets`` for ``group`` (an empty group: no member, generation -1)."""
-    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                                         "enable.auto.commit": False})
+def commit(bootstrap: str, group: str, offsets: dict[int, int], protocol: str) -> None:
+    """A member of ``group`` (classic, or KIP-848's consumer protocol) subscribes to TOPIC, gets
+    both partitions, commits ``offsets`` and leaves: the coordinator writes the group's records."""
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": protocol,
+                                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
     try:
+        consumer.subscribe([TOPIC])
+        deadline = time.monotonic() + WAIT_S
+        while len(consumer.assignment()) < len(offsets) and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        assert len(consumer.assignment()) == len(offsets), consumer.assignment()
         consumer.commit(offsets=[confluent_kafka.TopicPartition(TOPIC, p, o) for p, o in offsets.items()],
                         asynchronous=False)
     finally:
