@@ -456,7 +456,7 @@ def test_kafka_takes_over_from_a_killed_kafkawire_broker_which_then_truncates_to
     cluster.mark("kafka_took_over")
     assert log_end(cluster.segment(KAFKA, 1)) == replicated_end          # the tail never reached Kafka
     assert read_back(cluster.kafka.broker_address, {p: len(v) for p, v in cluster.acked.items()}) == cluster.acked
-    # the group kafkawire coordinated too: Kafka's coordinator loads what kafkawire's wrote
+    # the groups kafkawire coordinated too: Kafka's coordinator loads what kafkawire's wrote
     assert {group: committed(cluster.kafka.broker_address, group) for group in cluster.commits} == cluster.commits
     _add(cluster.acked, produce(cluster, 20, "kafka-alone", idempotent))
     assert len(idempotent_producers(cluster.segment(KAFKA, 1))) == 1      # Kafka took our producer state
@@ -487,7 +487,7 @@ def test_kafkawire_takes_over_from_a_killed_kafka_broker_which_then_truncates_to
         [end + 6 for end in replicated_ends] + replicated_ends               # the tails never reached kafkawire
     bootstrap = f"127.0.0.1:{cluster.ours[1]}"
     assert read_back(bootstrap, {p: len(v) for p, v in cluster.acked.items()}) == cluster.acked
-    # both groups, last coordinated by Kafka: kafkawire's coordinator loads what Kafka's wrote
+    # every group, last coordinated by Kafka: kafkawire's coordinator loads what Kafka's wrote
     assert {group: committed(bootstrap, group) for group in cluster.commits} == cluster.commits
     _add(cluster.acked, produce(cluster, 20, "kafkawire-alone", idempotent))
     assert [len(idempotent_producers(cluster.segment(OURS, p))) for p in (0, 1)] == [2, 2]   # and we took Kafka's
