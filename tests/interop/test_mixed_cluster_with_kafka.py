@@ -41,7 +41,9 @@ from kafkawire.broker.group_records import partition_for
 from kafkawire.messages.alter_partition_reassignments_request import (AlterPartitionReassignmentsRequest,
                                                                      ReassignablePartition, ReassignableTopic)
 from kafkawire.messages.create_topics_request import CreatableReplicaAssignment, CreatableTopic, CreateTopicsRequest
+from kafkawire.messages.describe_topic_partitions_request import DescribeTopicPartitionsRequest, TopicRequest
 from kafkawire.messages.elect_leaders_request import ElectLeadersRequest
+from kafkawire.messages.describe_topic_partitions_request import DescribeTopicPartitionsRequest, TopicRequest
 from kafkawire.messages.elect_leaders_request import TopicPartitions as ElectTopicPartitions
 from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
@@ -352,6 +354,9 @@ def test_acks_all_records_replicated_in_sync_and_byte_for_byte(cluster):
     got = read_back(cluster.bootstrap, {p: len(v) for p, v in cluster.acked.items()})
     assert got == cluster.acked
     assert _in_sync_everywhere(cluster, LEADERS)
+    # DescribeTopicPartitions (leader epoch, ISR, ELR, offline replicas): each broker's answer from its image alike
+    described = [described_partitions(address) for address in (cluster.ours, cluster.kafka_address)]
+    assert described[0] == described[1] and [row[4] for row in described[0]] == [[OURS, KAFKA]] * 2, described
     cluster.wait_until(lambda: _followers_hold_leaders_bytes(cluster), "each follower to hold its leader's bytes")
     cluster.mark("followers_byte_identical")
     groups = []
@@ -365,6 +370,14 @@ def test_acks_all_records_replicated_in_sync_and_byte_for_byte(cluster):
         answer = call(address, FindCoordinatorRequest(key_type=0, coordinator_keys=groups), api_version=4)
         assert sorted(c.node_id for c in answer.coordinators) == [OURS, OURS, KAFKA, KAFKA], answer
     assert {group: committed(cluster.bootstrap, group) for group in groups} == cluster.commits
+
+
+def described_partitions(address) -> list[tuple]:
+    """DescribeTopicPartitions v0 of TOPIC: each partition's fields, replica lists sorted."""
+    topic, = call(address, DescribeTopicPartitionsRequest(topics=[TopicRequest(name=TOPIC)])).topics
+    assert topic.error_code == Errors.NONE, topic
+    return [(p.error_code, p.partition_index, p.leader_id, p.leader_epoch, sorted(p.isr_nodes), sorted(p.replica_nodes),
+             p.eligible_leader_replicas, p.last_known_elr, p.offline_replicas) for p in topic.partitions]
 
 
 def group_in(partition: int, protocol: str) -> str:
