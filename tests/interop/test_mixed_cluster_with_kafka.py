@@ -289,21 +289,31 @@ def produce(cluster: MixedCluster, count: int, tag: str, producer=None) -> dict[
     return acked
 
 
-def read_back(bootstrap: str, counts: dict[int, int]) -> dict[int, list[bytes]]:
-    """Every record of each partition from offset 0 up to ``counts`` (assigned, no group)."""
+def reader(bootstrap: str, partitions):
+    """A consumer assigned ``partitions`` of TOPIC from offset 0 (no group)."""
     consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "unused",
                                          "enable.auto.commit": False})
-    consumer.assign([confluent_kafka.TopicPartition(TOPIC, p, 0) for p in counts])
-    got: dict[int, list[bytes]] = {p: [] for p in counts}
+    consumer.assign([confluent_kafka.TopicPartition(TOPIC, p, 0) for p in partitions])
+    return consumer
+
+
+def read_more(consumer, got: dict[int, list[bytes]], counts: dict[int, int]) -> dict[int, list[bytes]]:
+    """``got`` with what ``consumer`` reads next, until each partition has ``counts`` records."""
     deadline = time.monotonic() + WAIT_S
+    while any(len(got[p]) < counts[p] for p in counts) and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            got[message.partition()].append(message.value())
+    return got
+
+
+def read_back(bootstrap: str, counts: dict[int, int]) -> dict[int, list[bytes]]:
+    """Every record of each partition from offset 0 up to ``counts``."""
+    consumer = reader(bootstrap, counts)
     try:
-        while any(len(got[p]) < counts[p] for p in counts) and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                got[message.partition()].append(message.value())
+        return read_more(consumer, {p: [] for p in counts}, counts)
     finally:
         consumer.close()
-    return got
 
 
 @pytest.fixture(scope="module")
@@ -489,6 +499,10 @@ def test_kafkawire_takes_over_from_a_killed_kafka_broker_which_then_truncates_to
     _add(cluster.acked, produce(cluster, 20, "both-again", idempotent))
     cluster.wait_until(lambda: _followers_hold_leaders_bytes(cluster), "kafkawire to hold Kafka's bytes")
     replicated_ends = [log_end(cluster.segment(OURS, p)) for p in (0, 1)]
+    # a consumer kept across the failover: it validates its positions with the new leader (KIP-320)
+    kept = reader(cluster.bootstrap, LEADERS)
+    kept_got = read_more(kept, {p: [] for p in LEADERS}, {p: len(v) for p, v in cluster.acked.items()})
+    assert kept_got == cluster.acked
     ours_pid = cluster.quorum.processes[OURS].pid
     unreplicated_tail(cluster, ours_pid, cluster.kafka_address, [0, 1], "kafka-only")
     cluster.kafka.kill()
@@ -503,6 +517,10 @@ def test_kafkawire_takes_over_from_a_killed_kafka_broker_which_then_truncates_to
     # every group, last coordinated by Kafka: kafkawire's coordinator loads what Kafka's wrote
     assert {group: committed(bootstrap, group) for group in cluster.commits} == cluster.commits
     _add(cluster.acked, produce(cluster, 20, "kafkawire-alone", idempotent))
+    try:
+        assert read_more(kept, kept_got, {p: len(v) for p, v in cluster.acked.items()}) == cluster.acked
+    finally:
+        kept.close()
     assert [len(idempotent_producers(cluster.segment(OURS, p))) for p in (0, 1)] == [2, 2]   # and we took Kafka's
 
     cluster.kafka.start()
