@@ -43,7 +43,6 @@ from kafkawire.messages.alter_partition_reassignments_request import (AlterParti
 from kafkawire.messages.create_topics_request import CreatableReplicaAssignment, CreatableTopic, CreateTopicsRequest
 from kafkawire.messages.describe_topic_partitions_request import DescribeTopicPartitionsRequest, TopicRequest
 from kafkawire.messages.elect_leaders_request import ElectLeadersRequest
-from kafkawire.messages.describe_topic_partitions_request import DescribeTopicPartitionsRequest, TopicRequest
 from kafkawire.messages.elect_leaders_request import TopicPartitions as ElectTopicPartitions
 from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
