@@ -16,7 +16,9 @@ import confluent_kafka
 from kafkawire.broker.group_records import partition_for
 from kafkawire.messages.alter_partition_reassignments_request import (AlterPartitionReassignmentsRequest,
                                                                      ReassignablePartition, ReassignableTopic)
+from kafkawire.messages.consumer_group_describe_request import ConsumerGroupDescribeRequest
 from kafkawire.messages.describe_topic_partitions_request import DescribeTopicPartitionsRequest, TopicRequest
+from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
 from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kafkawire.protocol.error_codes import Errors
@@ -352,3 +354,34 @@ def reassign(cluster: MixedCluster, address, replicas: dict[int, list[int]]) -> 
         api_version=0)
     assert answer.error_code == Errors.NONE and all(
         p.error_code == Errors.NONE for t in answer.responses for p in t.partitions), answer
+
+
+def live_member(cluster: MixedCluster, coordinator_id: int):
+    """A KIP-848 member (librdkafka, group.protocol=consumer) of a group that broker
+    ``coordinator_id`` coordinates, subscribed to TOPIC and holding both partitions; (consumer, group)."""
+    candidates = [f"live-{n}" for n in range(20)]
+    answer = call(cluster.ours, FindCoordinatorRequest(key_type=0, coordinator_keys=candidates), api_version=4)
+    group = next(c.key for c in answer.coordinators if c.error_code == Errors.NONE and c.node_id == coordinator_id)
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
+                                         "group.protocol": "consumer", "enable.auto.commit": False,
+                                         "auto.offset.reset": "earliest"})
+    consumer.subscribe([TOPIC])
+    deadline = time.monotonic() + WAIT_S
+    while len(consumer.assignment()) < len(LEADERS) and time.monotonic() < deadline:
+        consumer.poll(0.2)
+    assert len(consumer.assignment()) == len(LEADERS), consumer.assignment()
+    return consumer, group
+
+
+def member_view(address, group: str) -> tuple:
+    """ConsumerGroupDescribe of ``group``: (state, group epoch, assignment epoch, [(member id, member epoch)])."""
+    described, = call(address, ConsumerGroupDescribeRequest(group_ids=[group]), api_version=0).groups
+    assert described.error_code == Errors.NONE, described
+    return (described.group_state, described.group_epoch, described.assignment_epoch,
+            sorted((m.member_id, m.member_epoch) for m in described.members))
+
+
+def commit_as_member(consumer) -> None:
+    """OffsetCommit by the member (its member id and epoch checked by the coordinator: a member the
+    coordinator does not know, or at another epoch, is refused) of offset 1 on both partitions."""
+    consumer.commit(offsets=[confluent_kafka.TopicPartition(TOPIC, p, 1) for p in LEADERS], asynchronous=False)
