@@ -17,6 +17,7 @@ from kafkawire.broker.group_records import partition_for
 from kafkawire.messages.alter_partition_reassignments_request import (AlterPartitionReassignmentsRequest,
                                                                      ReassignablePartition, ReassignableTopic)
 from kafkawire.messages.consumer_group_describe_request import ConsumerGroupDescribeRequest
+from kafkawire.messages.describe_groups_request import DescribeGroupsRequest
 from kafkawire.messages.describe_topic_partitions_request import DescribeTopicPartitionsRequest, TopicRequest
 from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
@@ -37,7 +38,8 @@ WAIT_S = 60
 # coordinates a transaction and a group
 INTERNAL_TOPICS = {"transaction.state.log.num.partitions": "2", "transaction.state.log.replication.factor": "2",
                    "transaction.state.log.min.isr": "1",
-                   "offsets.topic.num.partitions": "2", "offsets.topic.replication.factor": "2"}
+                   "offsets.topic.num.partitions": "2", "offsets.topic.replication.factor": "2",
+                   "group.initial.rebalance.delay.ms": "0"}
 
 
 class MixedCluster:
@@ -356,14 +358,14 @@ def reassign(cluster: MixedCluster, address, replicas: dict[int, list[int]]) -> 
         p.error_code == Errors.NONE for t in answer.responses for p in t.partitions), answer
 
 
-def live_member(cluster: MixedCluster, coordinator_id: int):
-    """A KIP-848 member (librdkafka, group.protocol=consumer) of a group that broker
+def live_member(cluster: MixedCluster, coordinator_id: int, protocol: str):
+    """A member (librdkafka, ``group.protocol`` classic or consumer) of a group that broker
     ``coordinator_id`` coordinates, subscribed to TOPIC and holding both partitions; (consumer, group)."""
-    candidates = [f"live-{n}" for n in range(20)]
+    candidates = [f"live-{protocol}-{n}" for n in range(20)]
     answer = call(cluster.ours, FindCoordinatorRequest(key_type=0, coordinator_keys=candidates), api_version=4)
     group = next(c.key for c in answer.coordinators if c.error_code == Errors.NONE and c.node_id == coordinator_id)
     consumer = confluent_kafka.Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
-                                         "group.protocol": "consumer", "enable.auto.commit": False,
+                                         "group.protocol": protocol, "enable.auto.commit": False,
                                          "auto.offset.reset": "earliest"})
     consumer.subscribe([TOPIC])
     deadline = time.monotonic() + WAIT_S
@@ -374,11 +376,17 @@ def live_member(cluster: MixedCluster, coordinator_id: int):
 
 
 def member_view(address, group: str) -> tuple:
-    """ConsumerGroupDescribe of ``group``: (state, group epoch, assignment epoch, [(member id, member epoch)])."""
-    described, = call(address, ConsumerGroupDescribeRequest(group_ids=[group]), api_version=0).groups
+    """What a coordinator says of a live group: a KIP-848 group's state, group and assignment epochs
+    and (member id, member epoch)s (ConsumerGroupDescribe), else a classic group's state, protocol
+    and member ids (DescribeGroups: a member that had to join again has a new id)."""
+    if group.startswith("live-consumer"):
+        described, = call(address, ConsumerGroupDescribeRequest(group_ids=[group]), api_version=0).groups
+        assert described.error_code == Errors.NONE, described
+        return (described.group_state, described.group_epoch, described.assignment_epoch,
+                sorted((m.member_id, m.member_epoch) for m in described.members))
+    described, = call(address, DescribeGroupsRequest(groups=[group]), api_version=5).groups
     assert described.error_code == Errors.NONE, described
-    return (described.group_state, described.group_epoch, described.assignment_epoch,
-            sorted((m.member_id, m.member_epoch) for m in described.members))
+    return described.group_state, described.protocol_data, sorted(m.member_id for m in described.members)
 
 
 def commit_as_member(consumer) -> None:

@@ -13,14 +13,14 @@ In order, on one cluster per module:
 2. The kafkawire broker (leader of partition 1) is given an acks=1 tail that Kafka never fetches
    (Kafka's JVM is SIGSTOPped once its pending Fetch is answered), then killed with kill -9:
    Kafka takes over partition 1 and serves every acknowledged record of both partitions, without
-   the tail, and the groups' offsets; a KIP-848 member subscribed throughout goes on at Kafka's
-   coordinator at the same member epoch; an idempotent producer carries on under the same producer
+   the tail, and the groups' offsets; a KIP-848 and a classic member subscribed throughout go on at
+   Kafka's coordinator without joining again (same member epoch, same member id); an idempotent producer carries on under the same producer
    id and epoch. The kafkawire broker restarted follows Kafka on both partitions, drops its tail
    (the diverging epoch in Kafka's Fetch answer) and holds Kafka's bytes, back in every ISR
    (Kafka's leader asked the controller with AlterPartition).
 3. The other way round: Kafka (now leader of both) is given a tail the paused kafkawire broker
    never fetches and is killed; the kafkawire broker takes over both partitions and serves every
-   acknowledged record, the groups' offsets, a live member and an idempotent producer's next
+   acknowledged record, the groups' offsets, two live members and an idempotent producer's next
    records, and a consumer kept across the kill reads on (its position validated, KIP-320). Kafka
    restarted follows it, drops its tail (OffsetForLeaderEpoch answered by kafkawire's leader), is
    back in both ISRs (kafkawire's leader's AlterPartition) and holds kafkawire's bytes.
@@ -143,9 +143,10 @@ def test_kafka_takes_over_from_a_killed_kafkawire_broker_which_then_truncates_to
     diverging epoch) to hold Kafka's bytes."""
     idempotent = idempotent_producer(cluster)
     add_acked(cluster.acked, produce(cluster, 10, "idempotent-before-kafkawire-killed", idempotent))
-    member, live_group = live_member(cluster, OURS)
-    commit_as_member(member)
-    view = member_view(cluster.ours, live_group)
+    members = [live_member(cluster, OURS, protocol) for protocol in ("consumer", "classic")]
+    for member, _ in members:
+        commit_as_member(member)
+    views = [member_view(cluster.ours, group) for _, group in members]
     cluster.wait_until(lambda: followers_hold_leaders_bytes(cluster), "each follower to hold its leader's bytes")
     replicated_end = log_end(cluster.segment(OURS, 1))
     kafka_pid = cluster.kafka.process.pid
@@ -160,11 +161,13 @@ def test_kafka_takes_over_from_a_killed_kafkawire_broker_which_then_truncates_to
     assert read_back(cluster.kafka.broker_address, {p: len(v) for p, v in cluster.acked.items()}) == cluster.acked
     # the groups kafkawire coordinated too: Kafka's coordinator loads what kafkawire's wrote
     assert {group: committed(cluster.kafka.broker_address, group) for group in cluster.commits} == cluster.commits
-    try:          # and the live member goes on at Kafka's coordinator, at the same member epoch
-        commit_as_member(member)
-        assert member_view(cluster.kafka_address, live_group) == view
+    try:          # and the live members go on at Kafka's coordinator, at the same member epoch or id
+        for member, _ in members:
+            commit_as_member(member)
+        assert [member_view(cluster.kafka_address, group) for _, group in members] == views
     finally:
-        member.close()
+        for member, _ in members:
+            member.close()
     add_acked(cluster.acked, produce(cluster, 20, "kafka-alone", idempotent))
     assert len(idempotent_producers(cluster.segment(KAFKA, 1))) == 1      # Kafka took our producer state
 
@@ -183,9 +186,10 @@ def test_kafkawire_takes_over_from_a_killed_kafka_broker_which_then_truncates_to
     add_acked(cluster.acked, produce(cluster, 20, "both-again", idempotent))
     cluster.wait_until(lambda: followers_hold_leaders_bytes(cluster), "kafkawire to hold Kafka's bytes")
     replicated_ends = [log_end(cluster.segment(OURS, p)) for p in (0, 1)]
-    member, live_group = live_member(cluster, KAFKA)
-    commit_as_member(member)
-    view = member_view(cluster.kafka_address, live_group)
+    members = [live_member(cluster, KAFKA, protocol) for protocol in ("consumer", "classic")]
+    for member, _ in members:
+        commit_as_member(member)
+    views = [member_view(cluster.kafka_address, group) for _, group in members]
     # a consumer kept across the failover: it validates its positions with the new leader (KIP-320)
     kept = reader(cluster.bootstrap, LEADERS)
     kept_got = read_more(kept, {p: [] for p in LEADERS}, {p: len(v) for p, v in cluster.acked.items()})
@@ -203,11 +207,13 @@ def test_kafkawire_takes_over_from_a_killed_kafka_broker_which_then_truncates_to
     assert read_back(bootstrap, {p: len(v) for p, v in cluster.acked.items()}) == cluster.acked
     # every group, last coordinated by Kafka: kafkawire's coordinator loads what Kafka's wrote
     assert {group: committed(bootstrap, group) for group in cluster.commits} == cluster.commits
-    try:          # and the live member goes on at kafkawire's coordinator, at the same member epoch
-        commit_as_member(member)
-        assert member_view(cluster.ours, live_group) == view
+    try:          # and the live members go on at kafkawire's coordinator, at the same member epoch or id
+        for member, _ in members:
+            commit_as_member(member)
+        assert [member_view(cluster.ours, group) for _, group in members] == views
     finally:
-        member.close()
+        for member, _ in members:
+            member.close()
     add_acked(cluster.acked, produce(cluster, 20, "kafkawire-alone", idempotent))
     try:
         assert read_more(kept, kept_got, {p: len(v) for p, v in cluster.acked.items()}) == cluster.acked
