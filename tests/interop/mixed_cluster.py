@@ -46,7 +46,7 @@ class MixedCluster:
     """Node 1 the controller (kafkawire's, or with ``controller="kafka"`` a Kafka 4.3.1 controller
     JVM), node 2 a kafkawire broker, node 3 a Kafka 4.3.1 broker."""
 
-    def __init__(self, base, controller: str = "kafkawire"):
+    def __init__(self, base, controller: str = "kafkawire", inter_broker: str = "plaintext"):
         self.began = time.monotonic()
         self.timings: dict[str, float] = {}
         broker_port, = free_ports(1)
@@ -74,6 +74,31 @@ class MixedCluster:
             "controller.quorum.bootstrap.servers": bootstrap_controllers,
             "broker.heartbeat.interval.ms": "500", "replica.fetch.backoff.ms": "200", **INTERNAL_TOPICS})
         self.kafka_address = ("127.0.0.1", self.kafka.broker_port)
+        self.format_args: list[str] = []
+        # a broker's client port -> the port its followers fetch from
+        self.inter_broker_ports = {port: port for port in (broker_port, self.kafka.broker_port)}
+        if inter_broker == "sasl":
+            self._inter_broker_over_sasl()
+
+    def _inter_broker_over_sasl(self) -> None:
+        """Replication (and every inter-broker request) on a listener BROKER of SASL_PLAINTEXT with
+        SCRAM-SHA-256 (user ``broker``, from ``storage format --add-scram``) on both brokers; the
+        clients stay on PLAINTEXT."""
+        ours_port, kafka_port = free_ports(2)
+        sasl = {"listener.security.protocol.map": "BROKER:SASL_PLAINTEXT,PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                "inter.broker.listener.name": "BROKER", "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+                "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-256",
+                "listener.name.broker.scram-sha-256.sasl.jaas.config":
+                    'org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" '
+                    'password="broker-secret";'}
+        self.quorum.node_properties[OURS].update(sasl, listeners=f"BROKER://127.0.0.1:{ours_port},"
+                                                                 f"PLAINTEXT://127.0.0.1:{self.ours[1]}")
+        self.kafka.extra.update(sasl, listeners=f"BROKER://127.0.0.1:{kafka_port},PLAINTEXT://127.0.0.1:"
+                                               f"{self.kafka.broker_port}",
+                                **{"advertised.listeners": f"BROKER://127.0.0.1:{kafka_port},"
+                                                           f"PLAINTEXT://127.0.0.1:{self.kafka.broker_port}"})
+        self.format_args = ["--add-scram", "SCRAM-SHA-256=[name=broker,password=broker-secret]"]
+        self.inter_broker_ports = {self.ours[1]: ours_port, self.kafka.broker_port: kafka_port}
 
     @property
     def bootstrap(self) -> str:
@@ -81,7 +106,7 @@ class MixedCluster:
 
     def start(self) -> None:
         with concurrent.futures.ThreadPoolExecutor(3) as pool:      # three formats at once
-            formats = [pool.submit(self.quorum.format),
+            formats = [pool.submit(self.quorum.format, extra_args=self.format_args),
                        pool.submit(self.kafka.format, self.quorum.cluster_id, "--no-initial-controllers")]
             if self.kafka_controller:
                 formats.append(pool.submit(self.kafka_controller.format, self.quorum.cluster_id, "--standalone"))
@@ -198,7 +223,8 @@ def unreplicated_tail(cluster: MixedCluster, follower_pid: int, leader, partitio
     three acks=1 batches to each of ``partitions`` at ``leader``: a tail only the leader holds."""
     os.kill(follower_pid, signal.SIGSTOP)
     try:
-        cluster.wait_until(lambda: answered_while_paused(follower_pid, leader[1]), "the paused follower's Fetch answered",
+        fetched_at = cluster.inter_broker_ports[leader[1]]
+        cluster.wait_until(lambda: answered_while_paused(follower_pid, fetched_at), "the paused follower's Fetch answered",
                            timeout_s=10)
         for partition in partitions:
             for n in range(3):

@@ -26,8 +26,9 @@ In order, on one cluster per module:
    back in both ISRs (kafkawire's leader's AlterPartition) and holds kafkawire's bytes.
 4. Preferred leader election gives partition 0 back to Kafka; a reassignment drops each follower
    and one brings it back, fetching the whole log from offset 0 from the other's leader.
-The same on a Kafka 4.3.1 controller (one more JVM, so by hand, not in CI):
-``KAFKAWIRE_MIXED_CONTROLLER=kafka pytest tests/interop/test_mixed_cluster_with_kafka.py``.
+By hand, not in CI: the same on a Kafka 4.3.1 controller (one more JVM),
+``KAFKAWIRE_MIXED_CONTROLLER=kafka pytest tests/interop/test_mixed_cluster_with_kafka.py``, and with
+replication over SASL_PLAINTEXT/SCRAM-SHA-256 between the brokers, ``KAFKAWIRE_MIXED_INTER_BROKER=sasl``.
 Every wait is bounded; every process is killed by pid at teardown; the timings are printed."""
 from __future__ import annotations
 
@@ -57,7 +58,9 @@ from tests.interop.mixed_cluster import (  # noqa: E402  (after the skip: it imp
 def cluster(kafka_libs, tmp_path_factory):
     controller = os.environ.get("KAFKAWIRE_MIXED_CONTROLLER", "kafkawire")
     assert controller in ("kafkawire", "kafka"), f"KAFKAWIRE_MIXED_CONTROLLER={controller!r}: kafkawire or kafka"
-    cluster = MixedCluster(tmp_path_factory.mktemp("mixed-cluster"), controller)
+    inter_broker = os.environ.get("KAFKAWIRE_MIXED_INTER_BROKER", "plaintext")
+    assert inter_broker in ("plaintext", "sasl"), f"KAFKAWIRE_MIXED_INTER_BROKER={inter_broker!r}: plaintext or sasl"
+    cluster = MixedCluster(tmp_path_factory.mktemp("mixed-cluster"), controller, inter_broker)
     try:
         cluster.start()
         response = call(cluster.ours, CreateTopicsRequest(timeout_ms=10_000, topics=[CreatableTopic(
