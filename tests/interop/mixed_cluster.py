@@ -77,20 +77,27 @@ class MixedCluster:
         self.format_args: list[str] = []
         # a broker's client port -> the port its followers fetch from
         self.inter_broker_ports = {port: port for port in (broker_port, self.kafka.broker_port)}
-        if inter_broker == "sasl":
-            self._inter_broker_over_sasl()
+        if inter_broker in ("sasl", "sasl_ssl"):
+            self._inter_broker_over_sasl(base, tls=inter_broker == "sasl_ssl")
 
-    def _inter_broker_over_sasl(self) -> None:
-        """Replication (and every inter-broker request) on a listener BROKER of SASL_PLAINTEXT with
+    def _inter_broker_over_sasl(self, base, tls: bool) -> None:
+        """Replication (and every inter-broker request) on a listener BROKER of SASL_PLAINTEXT (or
+        SASL_SSL, both brokers with one certificate for 127.0.0.1 and the CA that signed it) with
         SCRAM-SHA-256 (user ``broker``, from ``storage format --add-scram``) on both brokers; the
         clients stay on PLAINTEXT."""
         ours_port, kafka_port = free_ports(2)
-        sasl = {"listener.security.protocol.map": "BROKER:SASL_PLAINTEXT,PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        protocol = "SASL_SSL" if tls else "SASL_PLAINTEXT"
+        sasl = {"listener.security.protocol.map": f"BROKER:{protocol},PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
                 "inter.broker.listener.name": "BROKER", "sasl.enabled.mechanisms": "SCRAM-SHA-256",
                 "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-256",
                 "listener.name.broker.scram-sha-256.sasl.jaas.config":
                     'org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" '
                     'password="broker-secret";'}
+        if tls:
+            from tests.net.tls_certs import make_pki
+            pki = make_pki(base / "pki")
+            sasl.update({"ssl.keystore.type": "PEM", "ssl.keystore.location": str(pki.server_pem),
+                         "ssl.truststore.type": "PEM", "ssl.truststore.location": str(pki.ca_pem)})
         self.quorum.node_properties[OURS].update(sasl, listeners=f"BROKER://127.0.0.1:{ours_port},"
                                                                  f"PLAINTEXT://127.0.0.1:{self.ours[1]}")
         self.kafka.extra.update(sasl, listeners=f"BROKER://127.0.0.1:{kafka_port},PLAINTEXT://127.0.0.1:"

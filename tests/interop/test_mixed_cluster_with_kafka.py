@@ -28,7 +28,8 @@ In order, on one cluster per module:
    and one brings it back, fetching the whole log from offset 0 from the other's leader.
 By hand, not in CI: the same on a Kafka 4.3.1 controller (one more JVM),
 ``KAFKAWIRE_MIXED_CONTROLLER=kafka pytest tests/interop/test_mixed_cluster_with_kafka.py``, and with
-replication over SASL_PLAINTEXT/SCRAM-SHA-256 between the brokers, ``KAFKAWIRE_MIXED_INTER_BROKER=sasl``.
+replication over SASL_PLAINTEXT or SASL_SSL with SCRAM-SHA-256 between the brokers,
+``KAFKAWIRE_MIXED_INTER_BROKER=sasl`` or ``sasl_ssl``.
 Every wait is bounded; every process is killed by pid at teardown; the timings are printed."""
 from __future__ import annotations
 
@@ -59,7 +60,8 @@ def cluster(kafka_libs, tmp_path_factory):
     controller = os.environ.get("KAFKAWIRE_MIXED_CONTROLLER", "kafkawire")
     assert controller in ("kafkawire", "kafka"), f"KAFKAWIRE_MIXED_CONTROLLER={controller!r}: kafkawire or kafka"
     inter_broker = os.environ.get("KAFKAWIRE_MIXED_INTER_BROKER", "plaintext")
-    assert inter_broker in ("plaintext", "sasl"), f"KAFKAWIRE_MIXED_INTER_BROKER={inter_broker!r}: plaintext or sasl"
+    assert inter_broker in ("plaintext", "sasl", "sasl_ssl"), \
+        f"KAFKAWIRE_MIXED_INTER_BROKER={inter_broker!r}: plaintext, sasl or sasl_ssl"
     cluster = MixedCluster(tmp_path_factory.mktemp("mixed-cluster"), controller, inter_broker)
     try:
         cluster.start()
