@@ -218,7 +218,8 @@ NATIVE = [Extension("kafkawire._native_records",
                     [_SRC + name for name in ("module.c", "parse.c", "buf_pool.c", "decode.c", "encode.c", "columns.c",
                                                   "columns_fast.c", "crc32c.c", "decompress.c", "compress.c",
                                                   "message_programs.c", "message_decode.c", "message_encode.c",
-                                                  "message_methods.c", "struct_alloc.c", "dump_json.c", "dump_lines.c", "capture.c")],
+                                                  "message_methods.c", "struct_alloc.c", "dump_json.c", "dump_lines.c", "capture.c",
+                                                  "reassemble.c")],
                     depends=[_SRC + "records.h", _SRC + "codecs.h", _SRC + "columns.h", _SRC + "message.h", _SRC + "dump_text.h"],
                     extra_compile_args=["-O3", "-std=gnu11", "-Wall", "-Wno-missing-field-initializers"])]
 

@@ -13,12 +13,16 @@ included, and Python's), its output written to a file:
 
 * ``kafkawire dump-log --cluster-metadata-decoder`` and Kafka's
   ``org.apache.kafka.tools.DumpLogSegments --cluster-metadata-decoder`` on the metadata log;
-* both with ``--deep-iteration --print-data-log`` on the topic log.
+* both with ``--deep-iteration`` on the topic log (batch and record lines), and with
+  ``--deep-iteration --print-data-log`` (the keys, values and headers too).
 
 Kafka runs from the Maven jars the interop tests use (tests/interop/kafka_dist.py, ``.kafka-dist``),
 with the JVM options of Kafka's ``bin/kafka-run-class.sh`` (``-Xmx256M -server -XX:+UseG1GC ...``).
 The first round's outputs are compared byte for byte; a difference fails the benchmark. It prints
-the medians, the ratios (Kafka's time / ours: above 1 means ours is faster) and ``uptime``.
+the medians of wall time, the ratios (Kafka's time / ours: above 1 means ours is faster) and
+``uptime``; and, for what the machine's other work did to the wall times, each side's median CPU
+time (user + system of the process and its threads: the JVM's compiler and collector threads
+count).
 ``--floors`` also times, in this process, reading the file, framing it and decoding its records.
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/dump_log.py [--mb 100] [--runs 5] [--dir DIR] [--floors]
@@ -29,6 +33,7 @@ import argparse
 import filecmp
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -168,14 +173,17 @@ def installed_python_env(directory: str) -> dict:
     return env
 
 
-def _timed(command: list[str], out: str, env: dict | None = None) -> float:
+def _timed(command: list[str], out: str, env: dict | None = None) -> tuple[float, float]:
+    """(wall, CPU) seconds of the command's process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(out, "wb") as sink:
         start = time.perf_counter()
         result = subprocess.run(command, stdout=sink, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
         seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode not in (0, 1):
         raise SystemExit(f"{command[:3]}... exited {result.returncode}: {result.stderr[-2000:]!r}")
-    return seconds
+    return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def compare_tools(workloads: dict, runs: int, directory: str) -> dict:
@@ -195,7 +203,8 @@ def compare_tools(workloads: dict, runs: int, directory: str) -> dict:
                       flush=True)
             for out in outs.values():
                 os.remove(out)
-    return {key: statistics.median(values) for key, values in times.items()}
+    return {key: (statistics.median(v[0] for v in values), statistics.median(v[1] for v in values))
+            for key, values in times.items()}
 
 
 def _median(fn, runs: int) -> float:
@@ -265,14 +274,16 @@ def main() -> None:
     print(f"kafkawire's path: {_native.status()}; CPython {sys.version.split()[0]}; "
           f"uptime: {os.popen('uptime').read().strip()}", flush=True)
     workloads = {"--cluster-metadata-decoder": ("--cluster-metadata-decoder", "--files", meta),
+                 "--deep-iteration": ("--deep-iteration", "--files", topic),
                  "--deep-iteration --print-data-log": ("--deep-iteration", "--print-data-log", "--files", topic)}
     medians = compare_tools(workloads, args.runs, directory)
     print(f"\nmedian of {args.runs} interleaved runs, whole processes (JVM start included):")
     for name, dump_args in workloads.items():
         size = os.path.getsize(dump_args[-1]) / 1e6
-        ours, kafka = medians[(name, "kafkawire")], medians[(name, "kafka")]
+        (ours, ours_cpu), (kafka, kafka_cpu) = medians[(name, "kafkawire")], medians[(name, "kafka")]
         print(f"  {name:36s} kafkawire {ours:7.2f} s ({size / ours:6.1f} MB/s)   Kafka {kafka:7.2f} s "
-              f"({size / kafka:6.1f} MB/s)   ratio {kafka / ours:5.2f}x")
+              f"({size / kafka:6.1f} MB/s)   ratio {kafka / ours:5.2f}x   CPU: kafkawire {ours_cpu:6.2f} s, "
+              f"Kafka {kafka_cpu:6.2f} s")
     print(f"uptime: {os.popen('uptime').read().strip()}")
     if not args.dir:
         for path in (meta, topic):

@@ -1,5 +1,5 @@
 """docs/node-and-configuration.md's "Settings" table names every server.properties key the node
-reads (kafkawire.net.config), with the default the node applies: a key added to the config
+reads (kafkawire.net.config_keys), with the default the node applies: a key added to the config
 without a row, or a default changed without the doc, fails here."""
 from pathlib import Path
 
@@ -29,9 +29,9 @@ def _expected_default(key) -> str:
 
 def test_every_setting_the_node_reads_is_documented_with_its_default():
     rows = documented_settings(DOC.read_text(encoding="utf-8"))
-    missing = [k.name for k in config._KEYS if k.name not in rows]
+    missing = [k.name for k in config.KNOWN_KEYS.values() if k.name not in rows]
     assert not missing, f"settings the node reads that docs/node-and-configuration.md does not list: {missing}"
-    wrong = {k.name: (rows[k.name], _expected_default(k)) for k in config._KEYS if rows[k.name] != _expected_default(k)}
+    wrong = {k.name: (rows[k.name], _expected_default(k)) for k in config.KNOWN_KEYS.values() if rows[k.name] != _expected_default(k)}
     assert not wrong, f"defaults in the doc that are not the node's (doc, node): {wrong}"
-    unknown = sorted(set(rows) - {k.name for k in config._KEYS})
+    unknown = sorted(set(rows) - {k.name for k in config.KNOWN_KEYS.values()})
     assert not unknown, f"settings in the doc that the node does not read: {unknown}"

@@ -2,7 +2,7 @@
  * (kafkawire/records/record_decoding.py, builder.py) is its oracle; see parse.c (the record
  * parser), decode.c (Record objects), encode.c (RecordBatchBuilder.append), columns.c and
  * columns_fast.c (Arrow buffers; buf_pool.c keeps big ones for reuse), dump_json.c and
- * dump_lines.c (dump-log's text). */
+ * dump_lines.c (dump-log's text), capture.c and reassemble.c (`kafkawire pcap`'s packets and TCP streams). */
 #include "dump_text.h"
 
 static PyMethodDef methods[] = {
@@ -15,6 +15,9 @@ static PyMethodDef methods[] = {
     {"scan_packets", (PyCFunction)(void (*)(void))kw_scan_packets, METH_FASTCALL,
      "scan_packets(data, pos, count, first_time, form, link, divisor, tsoffset, segment_cls, endpoints, segments) "
      "-> (pos, count, first_time): `kafkawire pcap`'s plain packets (capture.c)"},
+    {"reassemble_direction", (PyCFunction)(void (*)(void))kw_reassemble_direction, METH_FASTCALL,
+     "reassemble_direction(segments, run_cls, segment_cls) -> None | (runs, gaps, retransmitted, saw_syn, syn_ack): "
+     "one TCP direction's runs, as kafkawire/capture/streams.py makes them (reassemble.c)"},
     {"crc32c", kw_crc32c_py, METH_O, "crc32c(data) -> the CRC-32C of the bytes (as the batch header stores it)."},
     {"dump_records", (PyCFunction)(void (*)(void))kw_dump_records, METH_FASTCALL,
      "dump_records(data, start, end, count, base_offset, base_timestamp, log_append_time, previous_offset, "

@@ -108,6 +108,7 @@ PyObject *kw_mv_slice_of(PyObject *source, PyObject *data, Py_ssize_t start, Py_
 PyObject *kw_decode_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kw_check_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kw_scan_packets(PyObject *module, PyObject *const *args, Py_ssize_t nargs);  /* capture.c */
+PyObject *kw_reassemble_direction(PyObject *module, PyObject *const *args, Py_ssize_t nargs);  /* reassemble.c */
 int kw_decode_init(PyObject *module);
 PyObject *kw_set_pure_append(PyObject *module, PyObject *func);
 int kw_encode_init(PyObject *module);

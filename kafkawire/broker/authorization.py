@@ -35,6 +35,7 @@ from kafkawire.protocol.apis import api_table
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import Throttled
 
+from .delegation_token_apis import DELEGATION_TOKEN_RULES, delegation_token_checks
 from .txn_verification import _transactional_header
 
 __all__ = ["authorize_broker_handlers", "KAFKA_BROKER_API_RULES", "RESOURCE_GROUP", "RESOURCE_TRANSACTIONAL_ID",
@@ -44,9 +45,11 @@ __all__ = ["authorize_broker_handlers", "KAFKA_BROKER_API_RULES", "RESOURCE_GROU
 audit_log = logging.getLogger("kafkawire.authorizer")
 RESOURCE_GROUP, RESOURCE_TRANSACTIONAL_ID = 3, 5
 IDEMPOTENT_WRITE, TWO_PHASE_COMMIT = 12, 15
-OPERATION_NAMES = {**Op.NAMES, IDEMPOTENT_WRITE: "IDEMPOTENT_WRITE", TWO_PHASE_COMMIT: "TWO_PHASE_COMMIT"}
+OPERATION_NAMES = {**Op.NAMES, IDEMPOTENT_WRITE: "IDEMPOTENT_WRITE", TWO_PHASE_COMMIT: "TWO_PHASE_COMMIT",
+                   13: "CREATE_TOKENS", 14: "DESCRIBE_TOKENS"}
 RESOURCE_NAMES = {RESOURCE_TOPIC: "Topic", RESOURCE_GROUP: "Group", RESOURCE_CLUSTER: "Cluster",
-                  RESOURCE_TRANSACTIONAL_ID: "TransactionalId"}                 # SecurityUtils.resourceTypeName
+                  RESOURCE_TRANSACTIONAL_ID: "TransactionalId", 6: "DelegationToken",
+                  7: "User"}                                                    # SecurityUtils.resourceTypeName
 TOPIC_AUTH = int(Errors.TOPIC_AUTHORIZATION_FAILED)
 ZERO_UUID = uuid.UUID(int=0)
 INT32_MIN = -2**31
@@ -86,6 +89,7 @@ KAFKA_BROKER_API_RULES = {
     32: "DESCRIBE_CONFIGS on the cluster, topic or group",
     33: "ALTER_CONFIGS on the cluster, topic or group (forwarded: the controller checks)",
     35: "DESCRIBE on the cluster",
+    **DELEGATION_TOKEN_RULES,
     42: "DELETE on each group",
     44: "ALTER_CONFIGS on the cluster, topic or group (forwarded: the controller checks)",
     47: "DELETE on the group, READ on each topic",
@@ -399,6 +403,7 @@ def authorize_broker_handlers(handlers: dict, authorizer, broker) -> dict:
     from .image_admin_apis import image_admin_checks
 
     checks = {**_data_checks(broker), **group_checks(broker), **image_admin_checks(),
+              **delegation_token_checks(broker.delegation_token_apis),
               75: describe_topic_partitions_check(broker, broker.describe_topic_partitions_api, authorized_operations)}
     wrapped = dict(handlers)
     for key, handler in handlers.items():

@@ -45,8 +45,10 @@ import uuid
 from typing import Callable
 
 from kafkawire.metadata.features_answer import finalized_levels, set_features
+from kafkawire.net.admin_authorization import allowed
 from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas
 from kafkawire.net.authentication import sasl_handlers
+from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, Op
 from kafkawire.net.config import ConfigError, ServerConfig
 from kafkawire.net.metadata_topic import fetch_error_response, list_offsets_error_response
 from kafkawire.net.server import KafkaServer
@@ -54,6 +56,7 @@ from kafkawire.protocol.handler import ApiHandler
 
 from .authorization import authorize_broker_handlers
 from .config_apis import ConfigApis
+from .delegation_token_apis import DelegationTokenApis
 from .delete_records import DeleteRecordsApi
 from .describe_producers import DescribeProducersApi
 from .describe_topic_partitions import DescribeTopicPartitionsApi
@@ -110,7 +113,8 @@ class Broker:
                 raise BrokerStartError("authorizer.class.name is set, but the broker was given no authorizer "
                                        "(the node's StandardAuthorizer)")
             config.inter_broker_security()      # its mechanism and JAAS entry: refused now, not at a fetch
-            replica_selector(config.replica_selector_class)     # as Kafka's ReplicaManager instantiates it
+            # as Kafka's ReplicaManager instantiates it: a bad name stops the start; FetchApi uses it
+            self.replica_selector = replica_selector(config.replica_selector_class)
         except (ConfigError, SelectorError) as exc:
             raise BrokerStartError(str(exc)) from None
         self.config = config
@@ -149,7 +153,10 @@ class Broker:
         self.group_apis = GroupApis(self)
         self.log_dir_apis = LogDirApis(self)
         self.forwarder = Forwarder(send_to_controller)
-        self.config_apis = ConfigApis(self.node_id, self.forwarder)
+        self.config_apis = ConfigApis(self.node_id, self.forwarder, may_alter_loggers=self._may_alter_loggers)
+        # Delegation tokens: Describe from the image, the others checked and forwarded; the
+        # listeners' SCRAM tokenauth logins (kafkawire.broker.delegation_token_apis)
+        self.delegation_token_apis = DelegationTokenApis(self)
         self.producer_ids = ProducerIdBlocks(
             self.node_id, send=send_to_controller,
             broker_epoch=lambda: self.lifecycle.broker_epoch if self.lifecycle is not None else -1)
@@ -211,9 +218,15 @@ class Broker:
             **self.log_dir_apis.handlers(),
             **self.describe_topic_partitions_api.handlers(),
             **self.image_admin_apis.handlers(),
+            **self.delegation_token_apis.handlers(),
             **forwarded_handlers(self.forwarder, {ALTER_CONFIGS: self.config_apis.alter_configs,
                                                   INCREMENTAL_ALTER_CONFIGS: self.config_apis.incremental_alter_configs}),
         }
+
+    def _may_alter_loggers(self, ctx) -> bool:
+        """ConfigAdminManager's check of a BROKER_LOGGER change: ALTER_CONFIGS on the cluster."""
+        return self.authorizer is None or allowed(self.authorizer, ctx, Op.ALTER_CONFIGS, RESOURCE_CLUSTER,
+                                                  CLUSTER_NAME)
 
     async def _describe_configs(self, ctx, request):
         return self.describe_configs(request)
@@ -257,6 +270,7 @@ class Broker:
         try:
             server = KafkaServer(self.handlers(), host=endpoint.host or "0.0.0.0", port=endpoint.port,
                                  listener_name=name, security=c.security_of(name), scram_lookup=self.scram_lookup,
+                                 token_lookup=self.delegation_token_apis.credentials,
                                  max_request_bytes=c.socket_request_max_bytes,
                                  connections_max_idle_ms=c.connections_max_idle_ms,
                                  failed_authentication_delay_ms=c.connection_failed_authentication_delay_ms,

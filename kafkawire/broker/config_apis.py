@@ -12,9 +12,9 @@ The broker's checks, with Kafka's messages (INVALID_REQUEST for each):
   Kafka does not know on it: "Unknown operations type <n>";
 - a resource type other than TOPIC, BROKER, CLIENT_METRICS and GROUP (and BROKER_LOGGER for
   IncrementalAlterConfigs): "Unknown resource type <n>".
-BROKER_LOGGER (log levels, KIP-412), which Kafka's broker applies itself, is forwarded, and the
-controller refuses it (INVALID_REQUEST): kafkawire does not change its log levels through the
-protocol yet. A resource the controller's answer leaves out is UNKNOWN_SERVER_ERROR.
+BROKER_LOGGER (log levels, KIP-412) is applied here to this node's loggers, as Kafka's broker does
+(kafkawire.net.runtime_loggers), and answered without the controller. A resource the
+controller's answer leaves out is UNKNOWN_SERVER_ERROR.
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from kafkawire.messages.alter_configs_response import AlterConfigsResponse
 from kafkawire.messages.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from kafkawire.messages.incremental_alter_configs_response import (AlterConfigsResourceResponse,
                                                                     IncrementalAlterConfigsResponse)
+from kafkawire.net import runtime_loggers
 from kafkawire.protocol.error_codes import Errors
 
 __all__ = ["ConfigApis", "preprocess"]
@@ -41,8 +42,11 @@ class _Refused(Exception):
     pass
 
 
-def preprocess(resources, node_id: int, *, incremental: bool) -> dict[int, tuple[int, str]]:
-    """id(resource) -> (error code, message) for the resources refused here (ConfigAdminManager.preprocess)."""
+def preprocess(resources, node_id: int, *, incremental: bool, validate_only: bool = False,
+               may_alter_loggers=lambda: True) -> dict[int, tuple[int, str | None]]:
+    """id(resource) -> (error code, message) for the resources answered here
+    (ConfigAdminManager.preprocess): the refused ones, and the BROKER_LOGGER changes, which this
+    node applies to its own loggers (unless ``validate_only``) and answers itself."""
     refused: dict[int, tuple[int, str]] = {}
     seen: dict[tuple[int, str], object] = {}
     for resource in resources:
@@ -55,11 +59,28 @@ def preprocess(resources, node_id: int, *, incremental: bool) -> dict[int, tuple
             continue
         try:
             _check(resource, node_id, incremental)
+            if incremental and resource.resource_type == BROKER_LOGGER:
+                refused[id(resource)] = _change_loggers(resource, node_id, validate_only, may_alter_loggers)
         except _Refused as exc:
             log.info("refusing the config change of resource type %d %r: %s", resource.resource_type,
                      resource.resource_name, exc)
             refused[id(resource)] = (int(Errors.INVALID_REQUEST), str(exc))
     return refused
+
+
+def _change_loggers(resource, node_id: int, validate_only: bool, may_alter_loggers) -> tuple[int, str | None]:
+    """RuntimeLoggerManager.applyChangesForResource (kafkawire.net.runtime_loggers)."""
+    if not may_alter_loggers():
+        refused = Errors.CLUSTER_AUTHORIZATION_FAILED
+        return int(refused), refused.message
+    try:
+        runtime_loggers.validate_node_id(resource.resource_name, node_id)
+        runtime_loggers.validate_changes(resource.configs)
+    except runtime_loggers.LoggerChangeError as exc:
+        return int(Errors.INVALID_REQUEST if exc.invalid_request else Errors.INVALID_CONFIG), str(exc)
+    if not validate_only:
+        runtime_loggers.apply_changes(resource.configs)
+    return int(Errors.NONE), None
 
 
 def _check(resource, node_id: int, incremental: bool) -> None:
@@ -94,9 +115,11 @@ class ConfigApis:
     """AlterConfigs and IncrementalAlterConfigs for a broker with node id ``node_id``, forwarding
     through ``forwarder`` (a kafkawire.broker.forwarding.Forwarder)."""
 
-    def __init__(self, node_id: int, forwarder):
+    def __init__(self, node_id: int, forwarder, may_alter_loggers=lambda ctx: True):
+        """``may_alter_loggers(ctx)``: ALTER_CONFIGS on the cluster, what a BROKER_LOGGER change needs."""
         self.node_id = node_id
         self.forwarder = forwarder
+        self.may_alter_loggers = may_alter_loggers
 
     async def alter_configs(self, ctx, request):
         return await self._alter(ctx, request, incremental=False)
@@ -110,7 +133,9 @@ class ConfigApis:
                                                      AlterConfigsResourceResponse)
         else:
             request_cls, response_cls, result_cls = AlterConfigsRequest, AlterConfigsResponse, LegacyResult
-        refused = preprocess(request.resources, self.node_id, incremental=incremental)
+        refused = preprocess(request.resources, self.node_id, incremental=incremental,
+                             validate_only=request.validate_only,
+                             may_alter_loggers=lambda: self.may_alter_loggers(ctx))
         remaining = [r for r in request.resources if id(r) not in refused]
         answered = {}
         if remaining:

@@ -22,6 +22,8 @@ from __future__ import annotations
 from kafkawire.messages.consumer_group_describe_response import ConsumerGroupDescribeResponse, DescribedGroup
 from kafkawire.messages.consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
 from kafkawire.messages.leave_group_response import LeaveGroupResponse, MemberResponse
+from kafkawire.metadata.group_configs import GroupBounds, effective_consumer_timeouts
+from kafkawire.metadata.image import GROUP_RESOURCE
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
 
@@ -64,9 +66,28 @@ class ConsumerApis:
     def __init__(self, apis):
         self.apis = apis
         self.coordinator = ConsumerCoordinator(apis.coordinator, consumer_settings_of(apis.broker.config),
-                                               topics=self.topics)
+                                               topics=self.topics, group_timeouts=self.group_timeouts)
+        self._group_bounds = GroupBounds.from_settings(lambda key: getattr(apis.broker.config, key.replace(".", "_")))
+        # group id -> (its GROUP configs as last read, its timeouts): evaluated once per change, as
+        # Kafka's GroupConfigManager does (its clamping WARN once, not at every heartbeat)
+        self._timeouts: dict[str, tuple[tuple, tuple[int, int]]] = {}
         self._sizes: dict = {}                  # topic name -> (id, partitions) at the last metadata change
         self._view: TopicsView | None = None    # the image's topics, made again after each metadata change
+
+    def group_timeouts(self, group_id: str) -> tuple[int, int]:
+        """(session timeout, heartbeat interval) of ``group_id``: its GROUP configs in the image,
+        clamped to this broker's bounds, else the broker's settings."""
+        image = self.apis.broker.image()
+        configs = None if image is None else image.configs.get((GROUP_RESOURCE, group_id))
+        if not configs:
+            self._timeouts.pop(group_id, None)
+            return self._group_bounds.consumer_session_timeout_ms, self._group_bounds.consumer_heartbeat_interval_ms
+        seen = tuple(sorted(configs.items()))   # a copy: an image may change its dicts in place
+        cached = self._timeouts.get(group_id)
+        if cached is None or cached[0] != seen:
+            cached = self._timeouts[group_id] = (seen, effective_consumer_timeouts(group_id, configs,
+                                                                                   self._group_bounds))
+        return cached[1]
 
     def topics(self) -> TopicsView:
         if self._view is None:

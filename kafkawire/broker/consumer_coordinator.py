@@ -51,7 +51,8 @@ class ConsumerSettings:
     assignors: tuple = ("uniform", "range")      # group.consumer.assignors (the first is the default)
     assignment_interval_ms: int = 1_000          # group.consumer.assignment.interval.ms
     # The session and heartbeat bounds (group.consumer.{min,max}.*) are checked with the other
-    # settings (kafkawire.net.config); the group-level overrides they bound are not served yet.
+    # settings (kafkawire.net.config); a group's own consumer.session.timeout.ms and
+    # consumer.heartbeat.interval.ms (GROUP configs) come through ``group_timeouts``.
 
 
 @dataclass(frozen=True)
@@ -105,10 +106,14 @@ class ConsumerCoordinator:
     """The consumer groups of ``classic`` (a kafkawire.broker.group_coordinator.GroupCoordinator,
     whose timer, clock and persist it shares)."""
 
-    def __init__(self, classic, settings: ConsumerSettings, *, topics):
+    def __init__(self, classic, settings: ConsumerSettings, *, topics, group_timeouts=None):
+        """``group_timeouts(group_id)``: the group's (session timeout, heartbeat interval), its GROUP
+        configs over the broker's settings; by default the settings'."""
         self.classic = classic
         self.settings = settings
         self.topics = topics
+        self.group_timeouts = group_timeouts or (lambda group_id: (settings.session_timeout_ms,
+                                                                   settings.heartbeat_interval_ms))
         self.groups: dict[str, ConsumerGroup] = {}
         classic.consumer_groups = self.groups
         classic.consumer = self
@@ -191,7 +196,7 @@ class ConsumerCoordinator:
         self._schedule_session(group.group_id, member_id)
         response = ConsumerGroupHeartbeatResponse(error_code=Errors.NONE, member_id=member_id,
                                                   member_epoch=reconciled.member_epoch,
-                                                  heartbeat_interval_ms=self.settings.heartbeat_interval_ms)
+                                                  heartbeat_interval_ms=self.group_timeouts(group.group_id)[1])
         full = request.rebalance_timeout_ms != -1 and request.topic_partitions is not None and (
             request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None)
         if joining or full or reconciled.assigned != member.assigned:
@@ -384,7 +389,7 @@ class ConsumerCoordinator:
         self.fence(group, member)
 
     def _schedule_session(self, group_id: str, member_id: str) -> None:
-        self.classic.timer.schedule(session_key(group_id, member_id), self.settings.session_timeout_ms,
+        self.classic.timer.schedule(session_key(group_id, member_id), self.group_timeouts(group_id)[0],
                                     lambda: self._fence_if(group_id, member_id, "the member session expired"))
 
     def _after_reconcile(self, group_id: str, before: ConsumerMember, after: ConsumerMember) -> None:

@@ -50,7 +50,7 @@ from typing import NamedTuple
 
 from kafkawire.broker.fetch_session import FetchManager, FetchSessionCache
 from kafkawire.broker.leader_discovery import FETCH_LEADER_VERSION, LeaderHints
-from kafkawire.broker.replica_selector import FollowerView, preferred_read_replica, replica_selector
+from kafkawire.broker.replica_selector import FollowerView, preferred_read_replica
 from kafkawire.messages.fetch_response import (AbortedTransaction, FetchableTopicResponse, FetchResponse,
                                                LeaderIdAndEpoch, NodeEndpoint, PartitionData)
 from kafkawire.messages.list_offsets_response import (ListOffsetsPartitionResponse, ListOffsetsResponse,
@@ -92,7 +92,7 @@ class FetchApi:
     def __init__(self, broker):
         self.broker = broker
         self.sessions = FetchManager(FetchSessionCache(broker.config.max_incremental_fetch_session_cache_slots))
-        self.selector = replica_selector(broker.config.replica_selector_class)    # None: the leader serves
+        self.selector = broker.replica_selector    # None: the leader serves (replica.selector.class unset)
 
     # -- Fetch --
 

@@ -28,20 +28,13 @@ import logging
 import time
 
 from kafkawire.messages.alter_configs_response import AlterConfigsResourceResponse as LegacyConfigsResult
-from kafkawire.messages.alter_client_quotas_response import AlterClientQuotasResponse
-from kafkawire.messages.alter_client_quotas_response import EntityData as QuotaEntity
-from kafkawire.messages.alter_client_quotas_response import EntryData as QuotaEntry
 from kafkawire.messages.alter_configs_response import AlterConfigsResponse
 from kafkawire.messages.add_raft_voter_response import AddRaftVoterResponse
-from kafkawire.messages.alter_user_scram_credentials_response import (AlterUserScramCredentialsResponse,
-                                                                       AlterUserScramCredentialsResult)
 from kafkawire.messages.alter_partition_reassignments_response import (AlterPartitionReassignmentsResponse,
                                                                        ReassignablePartitionResponse,
                                                                        ReassignableTopicResponse)
-from kafkawire.messages.create_acls_response import AclCreationResult, CreateAclsResponse
 from kafkawire.messages.create_partitions_response import CreatePartitionsResponse, CreatePartitionsTopicResult
 from kafkawire.messages.create_topics_response import CreatableTopicResult, CreateTopicsResponse
-from kafkawire.messages.delete_acls_response import DeleteAclsFilterResult, DeleteAclsResponse
 from kafkawire.messages.delete_topics_response import DeletableTopicResult, DeleteTopicsResponse
 from kafkawire.messages.describe_quorum_response import DescribeQuorumResponse
 from kafkawire.messages.elect_leaders_response import ElectLeadersResponse, PartitionResult, ReplicaElectionResult
@@ -52,7 +45,9 @@ from kafkawire.messages.list_partition_reassignments_response import ListPartiti
 from kafkawire.messages.remove_raft_voter_response import RemoveRaftVoterResponse
 from kafkawire.messages.unregister_broker_response import UnregisterBrokerResponse
 from kafkawire.messages.update_features_response import UpdateFeaturesResponse
+from kafkawire.metadata.delegation_tokens import token_error_response
 from kafkawire.net.client import TransportError
+from kafkawire.net.authorizer import error_response_at
 from kafkawire.net.envelope import serialize_principal
 from kafkawire.net.server import ApiHandler, CloseConnection
 from kafkawire.protocol.error_codes import Errors
@@ -94,7 +89,7 @@ def envelope_for(ctx, request) -> EnvelopeRequest:
     client_id = header.client_id if header is not None else ctx.client_id
     tagged = getattr(header, "unknown_tagged_fields", ()) if header is not None else ()
     data = encode_request(request, ctx.api_version, ctx.correlation_id, client_id, tagged)[4:]
-    return EnvelopeRequest(request_data=data, request_principal=serialize_principal(ctx.principal),
+    return EnvelopeRequest(request_data=data, request_principal=serialize_principal(ctx.principal, ctx.token_authenticated),
                            client_host_address=ipaddress.ip_address(ctx.peer[0]).packed)
 
 
@@ -206,39 +201,26 @@ def _alter_reassignments(request, version, code):
         for t in request.topics])
 
 
-def _alter_quotas(request, version, code):
-    message = Errors.for_code(code).message          # AlterClientQuotasRequest names the default text
-    return AlterClientQuotasResponse(entries=[QuotaEntry(error_code=code, error_message=message, entity=[
-        QuotaEntity(entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity])
-        for entry in request.entries])
-
-
-def _alter_scram(request, version, code):
-    users = {d.name for d in request.deletions} | {u.name for u in request.upsertions}
-    return AlterUserScramCredentialsResponse(results=[AlterUserScramCredentialsResult(
-        user=user, error_code=code, error_message=None) for user in sorted(users)])
-
-
-def _create_acls(request, version, code):
-    return CreateAclsResponse(results=[AclCreationResult(error_code=code, error_message=None)
-                                       for _ in request.creations])
-
-
-def _delete_acls(request, version, code):
-    return DeleteAclsResponse(filter_results=[DeleteAclsFilterResult(error_code=code, error_message=None,
-                                                                     matching_acls=[]) for _ in request.filters])
-
-
 def _raft_voter(response_cls):
     def build(request, version, code):          # these two name the error's default message
         return response_cls(error_code=code, error_message=Errors.for_code(code).message)
     return build
 
 
+def _shape_of_the_authorizer(api_key):
+    """The four APIs whose every-entry error answer the authorizer already builds (no message: the
+    forwarding errors carry their code's default text where Kafka's shape does)."""
+    def build(request, version, code):
+        return error_response_at(api_key, version, request, code, None)
+    return build
+
+
 _ERROR_RESPONSES = {
+    **{key: (lambda key: lambda request, version, code: token_error_response(key, request, code))(key)
+       for key in (38, 39, 40)},        # forwarded by kafkawire.broker.delegation_token_apis
     CREATE_TOPICS: _create_topics,
-    CREATE_ACLS: _create_acls,
-    DELETE_ACLS: _delete_acls,
+    CREATE_ACLS: _shape_of_the_authorizer(CREATE_ACLS),
+    DELETE_ACLS: _shape_of_the_authorizer(DELETE_ACLS),
     DELETE_TOPICS: _delete_topics,
     ALTER_CONFIGS: _configs(LegacyConfigsResult, AlterConfigsResponse),
     CREATE_PARTITIONS: _create_partitions,
@@ -248,8 +230,8 @@ _ERROR_RESPONSES = {
     LIST_PARTITION_REASSIGNMENTS: lambda request, version, code: ListPartitionReassignmentsResponse(
         error_code=code, error_message=None),
     DESCRIBE_QUORUM: lambda request, version, code: DescribeQuorumResponse(error_code=code, error_message=None),
-    ALTER_CLIENT_QUOTAS: _alter_quotas,
-    ALTER_USER_SCRAM_CREDENTIALS: _alter_scram,
+    ALTER_CLIENT_QUOTAS: _shape_of_the_authorizer(ALTER_CLIENT_QUOTAS),
+    ALTER_USER_SCRAM_CREDENTIALS: _shape_of_the_authorizer(ALTER_USER_SCRAM_CREDENTIALS),
     UPDATE_FEATURES: lambda request, version, code: UpdateFeaturesResponse(error_code=code, error_message=None,
                                                                            results=[]),
     UNREGISTER_BROKER: lambda request, version, code: UnregisterBrokerResponse(error_code=code, error_message=None),

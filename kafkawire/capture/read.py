@@ -80,7 +80,10 @@ def read_capture(path, *, ports=None, check: bool = False, fast: bool | None = N
         report = Report(problems=list(packets.problems))
         first = packets.first_time or 0.0
         times = {s.index: s.time - first for s in packets.segments}
-        frames = kafka_frames(reassemble(packets.segments), times, ports, any_port, report)
+        directions = reassemble(packets.segments, fast)
+        del packets         # the segments' payloads, a copy of the capture's TCP bytes, are in the runs now
+        frames = kafka_frames(directions, times, ports, any_port, report)
+        del directions      # and the runs' bytes in the frames: freed before decoding makes more
         decode_frames(frames)
         if check:
             bad_batch = None

@@ -6,12 +6,18 @@ conformance check must tell "a gap in the capture" from "bad Kafka bytes". So th
 segments are ordered by sequence number relative to the SYN (or to the first segment when the
 capture starts mid-connection, wrapping mod 2**32); bytes already seen (retransmits, overlaps)
 are dropped; a hole (bytes never captured, or cut by the snapshot length) ends a run.
+
+``reassemble(segments, fast=True)`` does each direction's ordering and filling in the C extension
+(kafkawire/_native_src/reassemble.c) when it is built; these Python functions stay its oracle,
+and reassemble any direction the C code leaves to them.
 """
 from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from operator import itemgetter
+
+from kafkawire import _native
 
 from .packets import TCP_ACK, TCP_SYN, Segment
 
@@ -81,8 +87,10 @@ def _fill(direction: Direction, ordered: list[tuple[int, Segment]]) -> None:
             end += len(payload)
 
 
-def reassemble(segments: list[Segment]) -> list[Direction]:
-    """Every direction that carried data or a SYN, in order of the connection's first packet."""
+def reassemble(segments: list[Segment], fast: bool = False) -> list[Direction]:
+    """Every direction that carried data or a SYN, in order of the connection's first packet.
+    ``fast``: in C when the extension is built (the same directions)."""
+    native = _native.records.reassemble_direction if fast and _native.records is not None else None
     by_key: dict[tuple, list[Segment]] = {}
     for s in segments:
         by_key.setdefault((s.src, s.dst), []).append(s)
@@ -92,6 +100,11 @@ def reassemble(segments: list[Segment]) -> list[Direction]:
     out = []
     for (src, dst), segs in by_key.items():
         direction = Direction(src, dst, streams[frozenset((src, dst))], segs[0].index)
+        done = native(segs, Run, Segment) if native is not None else None
+        if done is not None:
+            direction.runs, direction.gaps, direction.retransmitted, direction.saw_syn, direction.syn_ack = done
+            out.append(direction)
+            continue
         syns = [s for s in segs if s.flags & TCP_SYN]
         direction.saw_syn = bool(syns)
         direction.syn_ack = any(s.flags & TCP_ACK for s in syns)

@@ -9,7 +9,7 @@ which Kafka's DynamicLogConfig makes dynamic. Kafka's broker lists every key of 
 """
 from __future__ import annotations
 
-from kafkawire.net.config import KNOWN_KEYS, REQUIRED
+from kafkawire.net.config_keys import KNOWN_KEYS, REQUIRED
 
 from .configs import BROKER_LIST_CONFIGS
 from .describe_configs import CONFIG_TYPES, broker_config_type, broker_default

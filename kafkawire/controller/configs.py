@@ -19,18 +19,23 @@ refused whole, as Kafka's.
 Differences from Kafka, deliberate for now: results come in request order (Kafka's come in the
 order of a HashMap keyed by ConfigResource, whose hash depends on the JVM's identity hash of an
 enum, so no fixed order); APPEND and SUBTRACT on a broker config are allowed for the broker
-configs known to be lists below (Kafka asks KafkaConfig's whole ConfigDef); BROKER_LOGGER,
-CLIENT_METRICS and GROUP resources are refused with INVALID_REQUEST naming the type (Kafka's
-controller changes its own loggers and validates the other two); no AlterConfigPolicy.
+configs known to be lists below (Kafka asks KafkaConfig's whole ConfigDef); BROKER_LOGGER
+resources are refused with INVALID_REQUEST naming the type (Kafka's controller changes its own
+loggers; a kafkawire broker changes its own); no AlterConfigPolicy. GROUP and CLIENT_METRICS
+resources are validated as Kafka's are (kafkawire.metadata.group_configs,
+kafkawire.metadata.client_metrics_configs).
 """
 from __future__ import annotations
 
 from collections import Counter
+from functools import partial
 
 from kafkawire.messages.alter_configs_response import AlterConfigsResourceResponse as LegacyResult
 from kafkawire.messages.alter_configs_response import AlterConfigsResponse
 from kafkawire.messages.incremental_alter_configs_response import (AlterConfigsResourceResponse,
                                                                     IncrementalAlterConfigsResponse)
+from kafkawire.metadata.client_metrics_configs import CLIENT_METRICS_KEYS, SubscriptionError, validate_subscription
+from kafkawire.metadata.group_configs import GroupBounds, GroupNameError, validate_group_configs
 from kafkawire.protocol.error_codes import Errors
 
 from .bounded import BoundedList
@@ -63,7 +68,7 @@ def _current(state: ControllerState, resource) -> dict[str, str]:
 
 
 def _check_records(state: ControllerState, resource, altered: list[dict], deleted: list[dict],
-                   newly_created: bool) -> None:
+                   newly_created: bool, group_bounds: GroupBounds) -> None:
     """ConfigurationControlManager.validateAlterConfig; raises ApiError."""
     resource_type, name = resource
     merged = _current(state, resource)
@@ -83,12 +88,12 @@ def _check_records(state: ControllerState, resource, altered: list[dict], delete
                                                   f"maximum value size of {MAX_VALUE_CHARS} bytes.")
         else:
             merged[record["name"]] = record["value"]
-    _validate_resource(resource_type, name, merged)
+    _validate_resource(resource_type, name, merged, group_bounds)
     if not newly_created:
         _check_exists(state, resource_type, name)
 
 
-def _validate_resource(resource_type: int, name: str, configs: dict[str, str]) -> None:
+def _validate_resource(resource_type: int, name: str, configs: dict[str, str], group_bounds: GroupBounds) -> None:
     """ControllerConfigurationValidator.validate."""
     if resource_type == TOPIC:
         if not name:
@@ -104,6 +109,20 @@ def _validate_resource(resource_type: int, name: str, configs: dict[str, str]) -
                 raise ApiError(Errors.INVALID_REQUEST, "Unable to parse broker name as a base 10 number.")
             if int(name) < 0:
                 raise ApiError(Errors.INVALID_REQUEST, "Invalid negative broker ID.")
+    elif resource_type == CLIENT_METRICS:
+        try:
+            validate_subscription(name, configs, string_hashmap_order)
+        except SubscriptionError as exc:
+            raise ApiError(Errors.INVALID_REQUEST, str(exc)) from None
+        except ConfigValueError as exc:
+            raise ApiError(Errors.INVALID_CONFIG, str(exc)) from None
+    elif resource_type == GROUP:
+        try:
+            validate_group_configs(name, configs, group_bounds)
+        except GroupNameError as exc:
+            raise ApiError(Errors.INVALID_REQUEST, str(exc)) from None
+        except ConfigValueError as exc:
+            raise ApiError(Errors.INVALID_CONFIG, str(exc)) from None
     else:
         raise ApiError(Errors.INVALID_REQUEST, f"Unknown resource type {_type_name(resource_type)}")
 
@@ -125,7 +144,12 @@ def _type_name(resource_type: int) -> str:
 
 
 def _splittable(resource_type: int, key: str) -> bool:
-    return is_list(key) if resource_type == TOPIC else key in BROKER_LIST_CONFIGS
+    """KafkaConfigSchema.isSplittable: a LIST key of the resource type's ConfigDef."""
+    if resource_type == TOPIC:
+        return is_list(key)
+    if resource_type == CLIENT_METRICS:
+        return key in CLIENT_METRICS_KEYS and CLIENT_METRICS_KEYS[key].type == "LIST"
+    return resource_type == BROKER and key in BROKER_LIST_CONFIGS
 
 
 def _parts(resource_type: int, key: str, value: str | None) -> list[str]:
@@ -160,7 +184,7 @@ def _subtracted(parts: list[str], values: list[str]) -> list[str]:
 
 
 def incremental_records(state: ControllerState, resource, ops: dict[str, tuple[int, str | None]],
-                        newly_created: bool = False) -> list[dict]:
+                        newly_created: bool = False, group_bounds: GroupBounds = GroupBounds()) -> list[dict]:
     """ConfigurationControlManager.incrementalAlterConfigResource: the ConfigRecords' fields."""
     resource_type, name = resource
     current = _current(state, resource)
@@ -182,11 +206,12 @@ def incremental_records(state: ControllerState, resource, ops: dict[str, tuple[i
             raise ApiError(Errors.INVALID_REQUEST, f"Unknown config operation {operation} for key {key}")
         if new != old or resource_type == BROKER:
             records.append(_config_record(resource_type, name, key, new))
-    _check_records(state, resource, records, [], newly_created)
+    _check_records(state, resource, records, [], newly_created, group_bounds)
     return records
 
 
-def legacy_records(state: ControllerState, resource, configs: dict[str, str | None]) -> list[dict]:
+def legacy_records(state: ControllerState, resource, configs: dict[str, str | None],
+                   group_bounds: GroupBounds = GroupBounds()) -> list[dict]:
     """ConfigurationControlManager.legacyAlterConfigResource: set what is named, delete the rest."""
     resource_type, name = resource
     current = _current(state, resource)
@@ -194,7 +219,7 @@ def legacy_records(state: ControllerState, resource, configs: dict[str, str | No
                if configs[key] != current.get(key) or resource_type == BROKER]
     deleted = [_config_record(resource_type, name, key, None) for key in string_hashmap_order(current)
                if key not in configs]
-    _check_records(state, resource, altered, deleted, False)
+    _check_records(state, resource, altered, deleted, False, group_bounds)
     return altered + deleted
 
 
@@ -250,20 +275,22 @@ def _alter(state: ControllerState, request, result_cls, read_changes, make_recor
     return ([] if request.validate_only else frames), early + results
 
 
-def incremental_alter_configs(state: ControllerState, request):
-    """(records, IncrementalAlterConfigsResponse)."""
+def incremental_alter_configs(state: ControllerState, request, group_bounds: GroupBounds = GroupBounds()):
+    """(records, IncrementalAlterConfigsResponse); ``group_bounds``: the node's group.consumer.*
+    settings a GROUP resource's configs are checked against."""
     def read(resource):
         ops = {}
         for config in resource.configs:
             ops[config.name] = (config.config_operation, config.value)
         return ops
-    records, results = _alter(state, request, AlterConfigsResourceResponse, read, incremental_records)
+    records, results = _alter(state, request, AlterConfigsResourceResponse, read,
+                              partial(incremental_records, group_bounds=group_bounds))
     return records, IncrementalAlterConfigsResponse(responses=results)
 
 
-def alter_configs(state: ControllerState, request):
+def alter_configs(state: ControllerState, request, group_bounds: GroupBounds = GroupBounds()):
     """(records, AlterConfigsResponse): the legacy API."""
     def read(resource):
         return {config.name: config.value for config in resource.configs}
-    records, results = _alter(state, request, LegacyResult, read, legacy_records)
+    records, results = _alter(state, request, LegacyResult, read, partial(legacy_records, group_bounds=group_bounds))
     return records, AlterConfigsResponse(responses=results)

@@ -46,6 +46,8 @@ from kafkawire.messages.broker_heartbeat_response import BrokerHeartbeatResponse
 from kafkawire.messages.broker_registration_response import BrokerRegistrationResponse
 from kafkawire.messages.controller_registration_response import ControllerRegistrationResponse
 from kafkawire.messages.create_topics_response import CreatableTopicResult, CreateTopicsResponse
+from kafkawire.metadata.delegation_tokens import TokenHmacs
+from kafkawire.metadata.group_configs import GroupBounds
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
 from kafkawire.raft.contract import NotLeader, RaftHandle
@@ -56,6 +58,8 @@ from .acl_apis import acl_handlers
 from .activation import BootstrapError, activation_records
 from .bounded import BoundedListTooLong, excessive_batch
 from .committed import CommittedImage
+from .delegation_tokens import (MAX_RECORDS_PER_EXPIRATION, DelegationTokenSettings, delegation_token_handlers,
+                                expired_token_records)
 from .errors import ApiError, WriteTimedOut, not_controller
 from .frames import frame
 from .heartbeats import HEARTBEAT_INTERVAL_MS, SESSION_TIMEOUT_MS, BrokerHeartbeatManager
@@ -82,6 +86,10 @@ def _monotonic_ms() -> int:
     return int(time.monotonic() * 1000)
 
 
+def _wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
 async def _wait(event: asyncio.Event, seconds: float | None) -> None:
     """Wait for ``event`` at most ``seconds``. (asyncio.timeout, not wait_for: on 3.11 wait_for
     can swallow a cancellation that arrives as the event fires, and a loop would never stop.)"""
@@ -90,6 +98,10 @@ async def _wait(event: asyncio.Event, seconds: float | None) -> None:
             await event.wait()
     except TimeoutError:
         pass
+
+
+def _counted(records: list[bytes]):
+    return records, len(records)
 
 
 class MetadataController:
@@ -105,15 +117,23 @@ class MetadataController:
                  heartbeat_interval_ms: int = HEARTBEAT_INTERVAL_MS,
                  static_min_insync_replicas: int = 1, topic_defaults: TopicDefaults = TopicDefaults(),
                  registration_backoff_ms: int = 100, clock=_monotonic_ms, rng: random.Random | None = None,
-                 acls_enabled: bool = False):
+                 acls_enabled: bool = False, group_bounds: GroupBounds = GroupBounds(),
+                 delegation_tokens: DelegationTokenSettings = DelegationTokenSettings(),
+                 wall_clock_ms=_wall_clock_ms):
         """``listeners``: this node's controller listeners as (name, host, port, security protocol),
         which it registers; ``bootstrap_records``: the metadata record frames of bootstrap.checkpoint
         (factory.load_bootstrap_records); ``clock``: monotonic milliseconds; ``acls_enabled``: the
         node has an authorizer (authorizer.class.name), so the ACL APIs write ACL records;
         ``heartbeat_interval_ms``: broker.heartbeat.interval.ms, half of which is a
-        BrokerHeartbeat's deadline (ControllerApis.handleBrokerHeartbeatRequest)."""
+        BrokerHeartbeat's deadline (ControllerApis.handleBrokerHeartbeatRequest);
+        ``delegation_tokens``: the delegation.token.* settings (delegation_tokens.py), whose
+        timestamps are ``wall_clock_ms()`` milliseconds."""
         self.raft = raft
         self.acls_enabled = acls_enabled
+        self.delegation_tokens = delegation_tokens
+        self.token_hmacs = TokenHmacs(delegation_tokens.secret_key)
+        self.wall_clock_ms = wall_clock_ms
+        self._next_token_sweep_ms = 0
         self.node_id = raft.node_id
         self.cluster_id = cluster_id
         self.bootstrap_records = list(bootstrap_records)
@@ -125,6 +145,7 @@ class MetadataController:
         self.topic_defaults = topic_defaults
         self.clock = clock
         self.rng = rng or random.Random()
+        self.group_bounds = group_bounds        # group.consumer.*: what a GROUP config is checked against
         self.state = ControllerState(self.supported_features)
         self.committed = CommittedImage(self.state)     # what readers see: committed records only
         self.sessions = BrokerHeartbeatManager(session_timeout_ms)
@@ -232,6 +253,7 @@ class MetadataController:
     def handlers(self) -> dict:
         return {
             **acl_handlers(self),
+            **delegation_token_handlers(self),
             **unregister_broker_handlers(self),
             CONTROLLER_REGISTRATION: ApiHandler(self._controller_registration),
             BROKER_REGISTRATION: ApiHandler(self._broker_registration),
@@ -266,6 +288,8 @@ class MetadataController:
             return None
         now = self.clock()
         due = [self._next_noop_ms] if self.max_idle_interval_ms > 0 else []
+        if self.state.image.delegation_tokens:     # a sweep of no tokens writes nothing: no need to wake
+            due.append(self._next_token_sweep_ms)
         expiry = self.sessions.next_expiry_ms(self._unfenced_brokers())
         if expiry is not None:
             due.append(expiry)
@@ -309,6 +333,7 @@ class MetadataController:
         self.sessions.activate(self.state.image.brokers, now)
         self.stats.contacted(self.state.image.brokers, now)
         self._next_noop_ms = now + self.max_idle_interval_ms
+        self._next_token_sweep_ms = now + self.delegation_tokens.expiry_check_interval_ms
         self._activated.set()
         self._activated = asyncio.Event()
         log.info("controller %d is the active controller in epoch %d", self.node_id, epoch)
@@ -322,6 +347,8 @@ class MetadataController:
                 await self._write(lambda: ([frame("NoOpRecord")], None))
             except ApiError:
                 return
+        if now >= self._next_token_sweep_ms and self.state.image.delegation_tokens:
+            await self._sweep_expired_tokens(now)
         stale = self.sessions.stale_broker(self._unfenced_brokers(), self.clock())
         if stale is not None:
             log.info("controller %d: fencing broker %d, whose session expired", self.node_id, stale)
@@ -330,6 +357,17 @@ class MetadataController:
                                            None))
             except ApiError:
                 return
+
+    async def _sweep_expired_tokens(self, now: int) -> None:
+        """QuorumController's expireDelegationTokens task: every delegation.token.expiry.check.interval.ms,
+        and again at once while a sweep hit its batch limit."""
+        self._next_token_sweep_ms = now + self.delegation_tokens.expiry_check_interval_ms
+        try:
+            count, _ = await self._write(lambda: _counted(expired_token_records(self.state.image, self.wall_clock_ms())))
+        except ApiError:
+            return
+        if count >= MAX_RECORDS_PER_EXPIRATION:
+            self._next_token_sweep_ms = now
 
     async def _append(self, records: list[bytes]) -> int:
         """Append one batch and wait until this node has applied it, or raise NotLeader when

@@ -12,15 +12,24 @@ UNKNOWN_TOPIC_OR_PARTITION with no message.
 
 BROKER "" (the cluster default): the dynamic default configs; BROKER <this node's id>: see docs/differences.md
 ("Kafka brokers on kafkawire controllers") for what this node lists; another id,
-BROKER_LOGGER, CLIENT_METRICS, GROUP: INVALID_REQUEST, the messages Kafka's controller gives
-where known.
+BROKER_LOGGER <this node's id>: the process's loggers and their levels (kafkawire.net.runtime_loggers).
+CLIENT_METRICS: the subscription's three configs, its own values or the defaults.
+
+GROUP (ConfigHelper's createGroupConfigEntry): every GroupConfig name, in nonInternalValues' HashMap
+order, its value the group's own (GROUP_CONFIG), else the broker's value for the ones
+extractGroupConfigMap carries, else GroupConfig's default; the synonyms the group's own value then
+its broker setting's layers as for a topic config (DEFAULT_CONFIG under the group config's name for
+the three without a broker setting). An empty name is INVALID_REQUEST.
 """
 from __future__ import annotations
 
 from kafkawire.messages.describe_configs_response import (DescribeConfigsResourceResult, DescribeConfigsResponse,
                                                           DescribeConfigsResult, DescribeConfigsSynonym)
-from kafkawire.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE
+from kafkawire.metadata.client_metrics_configs import CLIENT_METRICS_KEYS
+from kafkawire.metadata.group_configs import BROKER_SYNONYMS, FROM_BROKER_VALUES, GROUP_CONFIG_KEYS
+from kafkawire.metadata.image import BROKER_RESOURCE, CLIENT_METRICS_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE
 from kafkawire.metadata.topic_config_synonyms import dynamic_broker_configs
+from kafkawire.net import runtime_loggers
 from kafkawire.protocol.error_codes import Errors
 
 from .configs import BROKER_LIST_CONFIGS
@@ -32,7 +41,7 @@ from .topics import validate_topic_name
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
-STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_BROKER_LOGGER_CONFIG, CLIENT_METRICS_CONFIG, GROUP_CONFIG = 4, 5, 6, 7, 8
 UNKNOWN_TYPE = 0
 CONFIG_TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7,
                 "CLASS": 8, "PASSWORD": 9}
@@ -104,10 +113,17 @@ def _converted(value: str, kind: str) -> str:
     return value
 
 
+def _deduplicated(listed: str) -> str:
+    """A ValidList's value as AbstractConfig holds it: ConfigDef.parseValue dropped its duplicates."""
+    return ",".join(dict.fromkeys(listed.split(","))) if listed else listed
+
+
 def _topic_entry(name: str, topic: dict, node: dict, cluster: dict, include_synonyms: bool, static: dict):
     key = TOPIC_CONFIG_KEYS[name]
     value, _ = _resolve(name, topic, node, cluster, static)
     value = None if value is None else _java_string(value, key.type)
+    if value is not None and key.type == "LIST" and key.one_of:
+        value = _deduplicated(value)
     synonyms = []
     if name in SYNONYMS:
         first = SYNONYMS[name][0][0]
@@ -149,6 +165,78 @@ def _topic_result(image, resource, node: dict, cluster: dict, include_synonyms: 
 
 
 
+# The same HashMap order for every group (GroupConfig's names; none is internal).
+_GROUP_CONFIGS = string_hashmap_order(GROUP_CONFIG_KEYS)
+
+
+def _group_result(image, resource, node: dict, cluster: dict, include_synonyms: bool,
+                  static: dict) -> DescribeConfigsResult:
+    if not resource.resource_name:
+        raise ApiError(Errors.INVALID_REQUEST, "Group name must not be empty")
+    group = image.configs.get((GROUP_RESOURCE, resource.resource_name), {})
+    requested = _requested(resource)
+    return DescribeConfigsResult(configs=[_group_entry(name, group, node, cluster, include_synonyms, static)
+                                          for name in _GROUP_CONFIGS if requested(name)])
+
+
+def _group_entry(name: str, group: dict, node: dict, cluster: dict, include_synonyms: bool, static: dict):
+    key = GROUP_CONFIG_KEYS[name]
+    broker = BROKER_SYNONYMS.get(name)
+    if name in group:
+        value = _java_string(group[name], key.type)
+    elif name in FROM_BROKER_VALUES:
+        value = _java_string(static.get(broker, key.default), key.type)
+    else:
+        value = key.default
+    if broker is None:
+        synonyms = [DescribeConfigsSynonym(name=name, value=key.default, source=DEFAULT_CONFIG)]
+    else:
+        synonyms = _config_synonyms(broker, [(node, DYNAMIC_BROKER_CONFIG), (cluster, DYNAMIC_DEFAULT_BROKER_CONFIG),
+                                             (static, STATIC_BROKER_CONFIG), ({broker: key.default}, DEFAULT_CONFIG)])
+    if name in group:
+        synonyms.insert(0, DescribeConfigsSynonym(name=name, value=value, source=GROUP_CONFIG))
+    return DescribeConfigsResourceResult(
+        name=name, value=value, read_only=False, config_source=synonyms[0].source, is_sensitive=False,
+        synonyms=synonyms if include_synonyms else [], config_type=CONFIG_TYPES[key.type], documentation=None)
+
+
+_SUBSCRIPTION_CONFIGS = string_hashmap_order(CLIENT_METRICS_KEYS)
+
+
+def _subscription_result(image, resource, include_synonyms: bool) -> DescribeConfigsResult:
+    """ConfigHelper's CLIENT_METRICS: the subscription's three configs, its own value
+    (CLIENT_METRICS_CONFIG) or the default, in nonInternalValues' HashMap order."""
+    if not resource.resource_name:
+        raise ApiError(Errors.INVALID_REQUEST, "Client metrics subscription name must not be empty")
+    own = image.configs.get((CLIENT_METRICS_RESOURCE, resource.resource_name), {})
+    requested = _requested(resource)
+    results = []
+    for name in _SUBSCRIPTION_CONFIGS:
+        if not requested(name):
+            continue
+        key = CLIENT_METRICS_KEYS[name]
+        value = _deduplicated(_java_string(own[name], key.type)) if name in own else key.default
+        synonyms = [DescribeConfigsSynonym(name=name, value=value, source=CLIENT_METRICS_CONFIG)] if name in own else []
+        results.append(DescribeConfigsResourceResult(
+            name=name, value=value, read_only=False, config_source=CLIENT_METRICS_CONFIG if name in own
+            else DEFAULT_CONFIG, is_sensitive=False, synonyms=synonyms if include_synonyms else [],
+            config_type=CONFIG_TYPES[key.type], documentation=None))
+    return DescribeConfigsResult(configs=results)
+
+def _loggers_result(node_id: int, resource) -> DescribeConfigsResult:
+    """ConfigHelper's BROKER_LOGGER: this node's loggers and levels (kafkawire.net.runtime_loggers),
+    in the order of the HashMap LoggingController.loggers builds."""
+    if not resource.resource_name:
+        raise ApiError(Errors.INVALID_REQUEST, "Broker id must not be empty")
+    _broker_id(resource.resource_name, f"Unexpected broker id, expected {node_id} but received "
+                                       f"{resource.resource_name}", node_id)
+    levels = runtime_loggers.loggers()
+    requested = _requested(resource)
+    return DescribeConfigsResult(configs=[DescribeConfigsResourceResult(
+        name=name, value=levels[name], read_only=False, config_source=DYNAMIC_BROKER_LOGGER_CONFIG,
+        is_sensitive=False, synonyms=[], config_type=UNKNOWN_TYPE, documentation=None)
+        for name in string_hashmap_order(levels) if requested(name)])
+
 
 def broker_config_type(name: str) -> int:
     """KafkaConfig.configType, known here only for the broker synonyms of topic configs and the
@@ -164,7 +252,7 @@ def broker_config_type(name: str) -> int:
 
 # KafkaConfig's PASSWORD configs (listener-prefixed or not): their values never leave the node.
 _PASSWORD_CONFIGS = ("password", "sasl.jaas.config", "ssl.keystore.key", "ssl.keystore.certificate.chain",
-                     "ssl.truststore.certificates")
+                     "ssl.truststore.certificates", "delegation.token.secret.key")
 
 
 def is_sensitive(name: str) -> bool:
@@ -225,9 +313,13 @@ def _one(node_id: int, image, resource, include_synonyms: bool, static: dict, br
                                    dynamic_broker_configs(image, ""), include_synonyms, static)
         case 4:     # BROKER
             result = _broker_result(node_id, image, resource, include_synonyms, static, broker_keys)
-        case _:     # BROKER_LOGGER, CLIENT_METRICS, GROUP
-            raise ApiError(Errors.INVALID_REQUEST, f"This controller does not describe resource type "
-                                                   f"{resource.resource_type} yet")
+        case 32:    # GROUP
+            result = _group_result(image, resource, dynamic_broker_configs(image, str(node_id)),
+                                   dynamic_broker_configs(image, ""), include_synonyms, static)
+        case 8:     # BROKER_LOGGER
+            result = _loggers_result(node_id, resource)
+        case 16:    # CLIENT_METRICS
+            result = _subscription_result(image, resource, include_synonyms)
     result.resource_type, result.resource_name = resource.resource_type, resource.resource_name
     return result
 

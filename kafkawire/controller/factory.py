@@ -13,6 +13,7 @@ import os
 import socket
 
 from kafkawire.metadata.frame import MetadataRecordError, decode_metadata_record
+from kafkawire.metadata.group_configs import GroupBounds
 from kafkawire.net.config import ServerConfig
 from kafkawire.raft.contract import NodeRaft
 from kafkawire.records import CorruptRecordError
@@ -21,6 +22,7 @@ from kafkawire.storage.state_files import MetaProperties
 
 from .activation import BootstrapError
 from .controller import MetadataController
+from .delegation_tokens import DelegationTokenSettings
 
 
 def load_bootstrap_records(metadata_log_dir) -> tuple[list[bytes], str]:
@@ -64,7 +66,10 @@ def controller_factory(raft: NodeRaft, server_config: ServerConfig,
                                     max_idle_interval_ms=server_config.metadata_max_idle_interval_ms,
                                     session_timeout_ms=server_config.broker_session_timeout_ms,
                                     heartbeat_interval_ms=server_config.broker_heartbeat_interval_ms,
-                                    acls_enabled=server_config.authorizer_settings() is not None)
+                                    acls_enabled=server_config.authorizer_settings() is not None,
+                                    group_bounds=GroupBounds.from_settings(
+                                        lambda key: getattr(server_config, key.replace(".", "_"))),
+                                    delegation_tokens=DelegationTokenSettings.of(server_config))
     # A commit of control records (a new leader's LeaderChange) moves the high watermark
     # without a data batch: the controller must look again at whether it can activate.
     raft.hw_listeners.append(controller.poke)

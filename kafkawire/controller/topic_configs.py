@@ -10,25 +10,7 @@ the codec's own (gzip 1..9 or -1, lz4 1..17, zstd -131072..22, as CompressionTyp
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
-LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
-
-
-class ConfigValueError(ValueError):
-    """ConfigException / InvalidConfigurationException: the message is Kafka's."""
-
-
-@dataclass(frozen=True)
-class ConfigKey:
-    type: str                       # INT, LONG, DOUBLE, BOOLEAN, STRING, LIST
-    default: str | None
-    at_least: float | None = None
-    at_most: float | None = None
-    one_of: tuple[str, ...] = ()    # ValidString.in / ValidList.in
-    throttled_replicas: bool = False
-
+from kafkawire.metadata.config_def import LONG_MAX, ConfigKey, ConfigValueError, check_range, invalid, parse_type
 
 _WEEK_MS = 7 * 24 * 3600 * 1000
 TOPIC_CONFIG_KEYS: dict[str, ConfigKey] = {
@@ -82,80 +64,36 @@ def default_value(name: str) -> str | None:
     return None if key is None else key.default
 
 
-def _invalid(name: str, value, reason: str) -> ConfigValueError:
-    return ConfigValueError(f"Invalid value {value} for configuration {name}: {reason}")
-
-
-def _parse_number(name: str, value: str, kind: str, low: int, high: int):
-    text = value.strip()
-    try:
-        number = int(text, 10)
-    except ValueError:
-        raise _invalid(name, value, f"Not a number of type {kind}") from None
-    if not low <= number <= high:
-        raise _invalid(name, value, f"Not a number of type {kind}")
-    return number
-
-
 def parse_value(name: str, value: str):
     """ConfigDef.parseType and the key's validator, for one topic config value."""
     key = TOPIC_CONFIG_KEYS[name]
-    if key.type == "INT":
-        parsed = _parse_number(name, value, "INT", INT_MIN, INT_MAX)
-    elif key.type == "LONG":
-        parsed = _parse_number(name, value, "LONG", LONG_MIN, LONG_MAX)
-    elif key.type == "DOUBLE":
-        try:
-            parsed = float(value.strip())
-        except ValueError:
-            raise _invalid(name, value, "Not a number of type DOUBLE") from None
-    elif key.type == "BOOLEAN":
-        text = value.strip().lower()
-        if text not in ("true", "false"):
-            raise _invalid(name, value, "Expected value to be either true or false")
-        parsed = text == "true"
-    elif key.type == "LIST":
-        text = value.strip()
-        parsed = [] if not text else [part.strip() for part in text.split(",")]
-    else:
-        parsed = value.strip()
+    parsed = parse_type(name, key, value)
     _check(name, key, parsed)
     return parsed
 
 
 def _check(name: str, key: ConfigKey, parsed) -> None:
-    if key.type in ("INT", "LONG", "DOUBLE"):
-        if name == "compression.gzip.level" and parsed == _GZIP_DEFAULT_LEVEL:
-            return
-        if key.at_least is not None and parsed < key.at_least:
-            raise _invalid(name, parsed, f"Value must be at least {_number(key.at_least)}")
-        if key.at_most is not None and parsed > key.at_most:
-            raise _invalid(name, parsed, f"Value must be no more than {_number(key.at_most)}")
-    elif key.type == "STRING" and key.one_of and parsed not in key.one_of:
-        raise _invalid(name, parsed, f"String must be one of: {', '.join(key.one_of)}")
-    elif key.type == "LIST" and key.throttled_replicas:
+    if name == "compression.gzip.level" and parsed == _GZIP_DEFAULT_LEVEL:
+        return
+    check_range(name, key, parsed)
+    if key.type == "LIST" and key.throttled_replicas:
         ok = all(_is_replica_pair(p) for p in parsed) or "".join(parsed) == "*"
         if not ok:
             shown = f"[{', '.join(parsed)}]"            # the value as Java's List.toString prints it
-            raise _invalid(name, shown, f"{name} must be the literal '*' or a list of replicas in the following "
+            raise invalid(name, shown, f"{name} must be the literal '*' or a list of replicas in the following "
                                         "format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
     elif key.type == "LIST" and key.one_of:
-        if len(set(parsed)) != len(parsed):
-            raise ConfigValueError(f"Configuration '{name}' values must not be duplicated.")
+        # ConfigDef.parseValue drops a ValidList's duplicates before its check, so none is refused
         for part in parsed:
             if not part:
                 raise ConfigValueError(f"Configuration '{name}' values must not be empty.")
             if part not in key.one_of:
-                raise _invalid(name, part, f"String must be one of: {', '.join(key.one_of)}")
+                raise invalid(name, part, f"String must be one of: {', '.join(key.one_of)}")
 
 
 def _is_replica_pair(text: str) -> bool:
     left, sep, right = text.partition(":")
     return text == "" or (sep == ":" and left.isdigit() and right.isdigit())
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else str(value)
 
 
 def validate_topic_configs(configs: dict[str, str]) -> None:

@@ -40,7 +40,9 @@ CONFIG_TOPIC, CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_CLIENT_METRICS, CONFIG
 ZERO_UUID = uuid.UUID(int=0)
 
 
-def _may(authorizer, ctx, operation: int, resource_type: int, name: str) -> bool:
+def allowed(authorizer, ctx, operation: int, resource_type: int, name: str) -> bool:
+    """Whether the request's principal may do ``operation`` on the resource (False while the
+    authorizer has not loaded the ACLs yet)."""
     try:
         return authorizer.authorize(ctx.principal, ctx.peer[0], operation, resource_type, name)
     except AuthorizerNotReady:
@@ -56,7 +58,7 @@ def _decisions(authorizer, ctx):
         key = (operation, resource_type, name)
         answer = answers.get(key)
         if answer is None:
-            answer = answers[key] = _may(authorizer, ctx, operation, resource_type, name)
+            answer = answers[key] = allowed(authorizer, ctx, operation, resource_type, name)
         return answer
 
     return may
@@ -141,7 +143,7 @@ def authorizing_create_partitions(handler, authorizer):
     async def handle(ctx, request):
         counts = Counter(t.name for t in request.topics)      # duplicates go to the controller unchecked
         refused = [n for n, count in counts.items()
-                   if count == 1 and not _may(authorizer, ctx, Op.ALTER, RESOURCE_TOPIC, n)]
+                   if count == 1 and not allowed(authorizer, ctx, Op.ALTER, RESOURCE_TOPIC, n)]
         if not refused:
             return await handler.handle(ctx, request)
         effective = copy.copy(request)

@@ -37,7 +37,7 @@ def sasl_session(server) -> SaslServerSession | None:
     if security is None or not security.uses_sasl:
         return None
     plain = security.jaas["PLAIN"].users() if "PLAIN" in security.jaas else {}
-    return SaslServerSession(security.mechanisms, plain, server.scram_lookup)
+    return SaslServerSession(security.mechanisms, plain, server.scram_lookup, getattr(server, "token_lookup", None))
 
 
 def connection_principal(writer) -> str:
@@ -181,6 +181,7 @@ async def _raw_token(conn, session, payload) -> bool:
 def _authenticated(conn, session) -> None:
     if session.complete:
         conn.principal = session.principal
+        conn.token_authenticated = session.token_authenticated
         log.debug("connection %s from %s:%s authenticated as %s with %s", conn.id, *conn.peer, conn.principal,
                   session.mechanism)
 

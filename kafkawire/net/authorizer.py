@@ -41,7 +41,8 @@ from kafkawire.messages.metadata_response import MetadataResponseTopic
 from kafkawire.protocol.apis import api_table
 
 __all__ = ["AuthorizerSettings", "StandardAuthorizer", "AuthorizerNotReady", "CONTROLLER_API_OPERATIONS",
-           "CLUSTER_NAME", "Op", "authorizing_handler", "request_text"]
+           "CLUSTER_NAME", "Op", "authorizing_handler", "request_text", "error_response_for",
+           "error_response_at"]
 
 # A fixed name, not the module's: operators filter denials on it (README), as on Kafka's kafka.authorizer.logger.
 log = logging.getLogger("kafkawire.authorizer")
@@ -61,6 +62,7 @@ class Op:
 
 
 RESOURCE_TOPIC, RESOURCE_CLUSTER = 2, 4
+RESOURCE_USER, CREATE_TOKENS = 7, 13       # ResourceType.USER, AclOperation.CREATE_TOKENS
 PERMISSION_DENY, PERMISSION_ALLOW = 2, 3
 _IMPLIES_DESCRIBE = {Op.DESCRIBE, Op.READ, Op.WRITE, Op.DELETE, Op.ALTER}
 _IMPLIES_DESCRIBE_CONFIGS = {Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS}
@@ -226,11 +228,17 @@ def _buffer_text(ctx) -> str:
 
 def error_response_for(api_key: int, ctx, request, error: int, message: str | None):
     """The request's getErrorResponse for ``error`` (Kafka's shape per API)."""
+    return error_response_at(api_key, ctx.api_version, request, error, message)
+
+
+def error_response_at(api_key: int, version: int, request, error: int, message: str | None):
+    """``error_response_for`` by the request's version (a broker forwarding the request has no
+    context of its own to give)."""
     response = api_table()[api_key].response()
-    fields = {f.py_name for f in type(response)._FIELDS if f.present(ctx.api_version)}
+    fields = {f.py_name for f in type(response)._FIELDS if f.present(version)}
     if "error_code" in fields:
         response.error_code = error
-    if api_key == 1 and ctx.api_version < 13:          # FetchRequest.getErrorResponse: every partition too
+    if api_key == 1 and version < 13:          # FetchRequest.getErrorResponse: every partition too
         response.session_id = getattr(request, "session_id", 0)
         response.responses = [fr.FetchableTopicResponse(
             topic=t.topic, topic_id=t.topic_id,
@@ -283,6 +291,34 @@ def authorizing_handler(api_key: int, handler, authorizer: StandardAuthorizer, o
 
 def _api_name(api_key: int) -> str:
     return api_table()[api_key].name
+
+
+def authorizing_create_delegation_token(handler, authorizer: StandardAuthorizer):
+    """CreateDelegationToken as ControllerApis checks it: once token requests are allowed at all
+    (the handler's own refusal comes first), a token for another owner needs CREATE_TOKENS on
+    that User, else DELEGATION_TOKEN_AUTHORIZATION_FAILED; the requester may always create its own."""
+    import dataclasses
+
+    from kafkawire.metadata.delegation_tokens import (NullOwnerType, create_refusal, requested_owner,
+                                                      token_requests_allowed)
+
+    async def handle(ctx, request):
+        try:
+            owner = requested_owner(ctx, request)
+        except NullOwnerType:           # the handler answers it
+            return await handler.handle(ctx, request)
+        if token_requests_allowed(ctx, forwarded_exempt=True) and owner != ctx.principal:
+            try:
+                allowed = authorizer.authorize(ctx.principal, ctx.peer[0], CREATE_TOKENS, RESOURCE_USER, owner)
+            except AuthorizerNotReady:
+                allowed = False
+            if not allowed:
+                log.info("Principal = %s is Denied operation = CREATE_TOKENS from host = %s on resource = "
+                         "User:LITERAL:%s for request = CreateDelegationToken", ctx.principal, ctx.peer[0], owner)
+                return create_refusal(ctx, request, Errors.DELEGATION_TOKEN_AUTHORIZATION_FAILED)
+        return await handler.handle(ctx, request)
+
+    return dataclasses.replace(handler, handle=handle)
 
 
 def authorizing_create_topics(handler, authorizer: StandardAuthorizer):

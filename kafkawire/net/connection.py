@@ -105,6 +105,7 @@ class Connection:
         self._muted_until = 0.0
         self.sasl = sasl_session(server)                 # None unless the listener is SASL_*
         self.principal = connection_principal(writer)     # TLS client certificate, else ANONYMOUS
+        self.token_authenticated = False                   # SASL/SCRAM with a delegation token (tokenauth)
         self.security_protocol = server.security.protocol if server.security is not None else "PLAINTEXT"
 
     # -- control --
@@ -299,7 +300,7 @@ class Connection:
         header = request.header
         return RequestContext(request.api_key, request.api_version, request.correlation_id,
                               header.client_id or "", self.peer, self.server.listener_name, self.id, header,
-                              self.principal, self.security_protocol, size)
+                              self.principal, self.security_protocol, size, self.token_authenticated)
 
     def raw_context(self) -> RequestContext:
         """The context of what is not a request: a raw SASL token, a frame refused unread."""

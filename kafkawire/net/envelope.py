@@ -81,6 +81,11 @@ def serialize_principal(principal: str, token_authenticated: bool = False) -> by
 
 def deserialize_principal(data: bytes) -> str:
     """The forwarded principal as "Type:Name" (how RequestContext.principal names it)."""
+    return deserialize_principal_data(data)[0]
+
+
+def deserialize_principal_data(data: bytes) -> tuple[str, bool]:
+    """The forwarded principal as "Type:Name", and whether it authenticated with a delegation token."""
     try:
         if len(data) < 2:
             raise DecodeError("DefaultPrincipalData", None, "version", 0, f"{len(data)} bytes, no version prefix")
@@ -91,7 +96,7 @@ def deserialize_principal(data: bytes) -> str:
     except DecodeError as exc:
         raise EnvelopeError(Errors.PRINCIPAL_DESERIALIZATION_FAILURE,
                             f"Failed to deserialize client principal from envelope: {exc}") from None
-    return f"{principal.type}:{principal.name}"
+    return f"{principal.type}:{principal.name}", bool(principal.token_authenticated)
 
 
 def parse_client_address(data: bytes) -> str:
@@ -138,7 +143,7 @@ def envelope_handler(lookup):
 
 
 def _unwrap(ctx: RequestContext, envelope, lookup):
-    principal = deserialize_principal(envelope.request_principal or b"")
+    principal, token_authenticated = deserialize_principal_data(envelope.request_principal or b"")
     address = parse_client_address(envelope.client_host_address or b"")
     data = bytes(envelope.request_data or b"")
     api_key, api_version = _parse_inner_header(data)
@@ -155,7 +160,7 @@ def _unwrap(ctx: RequestContext, envelope, lookup):
         raise EnvelopeError(Errors.UNSUPPORTED_VERSION, f"Failed to parse forwarded request: {exc}")
     inner_ctx = RequestContext(api_key, api_version, inner.correlation_id, inner.header.client_id or "",
                                (address, 0), ctx.listener_name, ctx.connection_id, inner.header, principal,
-                               ctx.security_protocol)
+                               ctx.security_protocol, token_authenticated=token_authenticated, forwarded=True)
     return inner_ctx, inner.body, registered
 
 

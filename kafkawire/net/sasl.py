@@ -23,7 +23,12 @@ The server's rules, as Kafka's:
 
 PLAIN checks ``user_<name>=<password>`` options of the listener's PlainLoginModule JAAS entry;
 SCRAM checks the credentials of the metadata image (UserScramCredentialRecord), through a lookup
-the node supplies.
+the node supplies. A SCRAM client-first message carrying the extension ``tokenauth=true`` (Kafka's
+ScramExtensions, after the nonce) authenticates a delegation token instead (ScramSaslServer): the
+user name is the token id, the password the token's base64 HMAC, checked against the credential
+``token_lookup`` gives (None for a token it does not hold, or with tokens disabled), and the
+principal is User:<the token's owner name>, token-authenticated (it may not create, renew,
+expire or describe tokens). Other extensions are ignored, as Kafka ignores them.
 """
 from __future__ import annotations
 
@@ -63,6 +68,9 @@ SCRAM_MECHANISM_TYPES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 SCRAM_MIN_ITERATIONS = 4096
 # (mechanism, user) -> (salt, stored_key, server_key, iterations), or None for an unknown user.
 ScramLookup = Callable[[str, str], "tuple[bytes, bytes, bytes, int] | None"]
+# (mechanism, token id) -> ((salt, stored_key, server_key, iterations), owner name), or None.
+TokenLookup = Callable[[str, str], "tuple[tuple[bytes, bytes, bytes, int], str] | None"]
+TOKEN_AUTH_EXTENSION = "tokenauth"          # ScramLoginModule.TOKEN_AUTH_CONFIG
 
 
 class SaslFailure(Exception):
@@ -102,13 +110,21 @@ class _PlainServer:
 
 
 class _ScramServer:
-    def __init__(self, mechanism: str, lookup: ScramLookup):
+    def __init__(self, mechanism: str, lookup: ScramLookup, token_lookup: TokenLookup | None = None):
         self.mechanism = mechanism
         self.complete = False
         self.username = None
+        self.token_authenticated = False
         self._step = 0
 
         def auth_fn(username):
+            if self.token_authenticated:
+                token = token_lookup(mechanism, username) if token_lookup is not None else None
+                if token is None:
+                    raise _UnknownUser(username, f"Token Authentication failed: Invalid tokenId : {_shown(username)}")
+                found, owner = token
+                self.username = owner
+                return found
             found = lookup(mechanism, username)
             if found is None:
                 raise _UnknownUser(username)
@@ -126,7 +142,7 @@ class _ScramServer:
         try:
             text = token.decode("utf-8")
             if self._step == 0:
-                self._server.set_client_first(text)
+                self._client_first(text)
                 self._step = 1
                 return self._server.get_server_first().encode()
             if self._step == 1:
@@ -138,6 +154,21 @@ class _ScramServer:
         except (_scramp().ScramException, UnicodeDecodeError, ValueError) as exc:
             raise SaslFailure(generic, f"{self.mechanism} for user {self.username!r}: {exc}") from None
         raise SaslFailure(generic, f"{self.mechanism}: a token after the exchange completed")
+
+
+    def _client_first(self, text: str) -> None:
+        """Kafka's ClientFirstMessage: the gs2 header, n=, r=, then its extensions (key=value
+        pairs, which scramp does not parse): scramp reads the message without them, and signs
+        the bare message the client signed, extensions and all."""
+        header_end = text.find(",", text.find(",") + 1) + 1
+        attributes = text[header_end:].split(",") if header_end > 0 else []
+        extensions = dict(a.partition("=")[::2] for a in attributes[2:]) if len(attributes) > 2 else {}
+        self.token_authenticated = extensions.get(TOKEN_AUTH_EXTENSION, "").lower() == "true"
+        if not extensions:
+            self._server.set_client_first(text)
+            return
+        self._server.set_client_first(text[:header_end] + ",".join(attributes[:2]))
+        self._server.client_first_bare = text[header_end:]
 
 
 def _shown(name: str) -> str:
@@ -160,10 +191,11 @@ class SaslServerSession:
     (SaslHandshake) AUTHENTICATE -> COMPLETE."""
 
     def __init__(self, mechanisms: tuple[str, ...], plain_users: dict[str, str] | None,
-                 scram_lookup: ScramLookup | None):
+                 scram_lookup: ScramLookup | None, token_lookup: TokenLookup | None = None):
         self.mechanisms = list(mechanisms)
         self.plain_users = plain_users or {}
         self.scram_lookup = scram_lookup
+        self.token_lookup = token_lookup
         self.state = "INITIAL"
         self.mechanism: str | None = None
         self.raw_tokens = False         # SaslHandshake v0: tokens without Kafka headers follow
@@ -176,6 +208,11 @@ class SaslServerSession:
     @property
     def principal(self) -> str | None:
         return None if self._server is None or not self._server.complete else f"User:{self._server.username}"
+
+    @property
+    def token_authenticated(self) -> bool:
+        """KafkaPrincipal.tokenAuthenticated of ``principal``: SCRAM with a delegation token."""
+        return self.complete and getattr(self._server, "token_authenticated", False)
 
     def api_versions_allowed(self) -> bool:
         return self.state == "INITIAL"
@@ -193,7 +230,7 @@ class SaslServerSession:
             self._server = _PlainServer(self.plain_users)
         else:
             lookup = self.scram_lookup or (lambda mech, user: None)
-            self._server = _ScramServer(mechanism, lookup)
+            self._server = _ScramServer(mechanism, lookup, self.token_lookup)
         self.state = "AUTHENTICATE"
         return int(Errors.NONE)
 

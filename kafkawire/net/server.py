@@ -121,7 +121,7 @@ class KafkaServer:
                  connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS,
                  max_in_flight_per_connection: int = DEFAULT_MAX_IN_FLIGHT,
                  api_versions_max_version: int = API_VERSIONS_MAX, admission: AdmissionLimits | None = None,
-                 security=None, scram_lookup=None, tls_handshake_timeout_ms: int = 10_000,
+                 security=None, scram_lookup=None, token_lookup=None, tls_handshake_timeout_ms: int = 10_000,
                  connection_quotas: ConnectionQuotas | None = None,
                  failed_authentication_delay_ms: int = DEFAULT_FAILED_AUTHENTICATION_DELAY_MS):
         if max_in_flight_per_connection < 1:
@@ -144,6 +144,7 @@ class KafkaServer:
         if security is not None and security.uses_ssl:
             self.ssl_context = server_ssl_context(security)
         self.scram_lookup = scram_lookup         # (mechanism, user) -> stored SCRAM credential or None
+        self.token_lookup = token_lookup         # (mechanism, token id) -> (credential, owner) or None
         self.tls_handshake_timeout_ms = tls_handshake_timeout_ms
         # Shared by a node's listeners, as Kafka counts max.connections and each address's
         # connections across a broker's listeners; else made when the server binds.

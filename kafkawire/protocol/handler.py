@@ -51,6 +51,9 @@ class RequestContext:
     principal: str = "User:ANONYMOUS"      # KafkaPrincipal: User:<SASL name> or User:<TLS subject DN>
     security_protocol: str = "PLAINTEXT"
     request_size: int = 0  # the request frame's size field (a ClusterAuthorizationException's text shows it)
+    # KafkaPrincipal.tokenAuthenticated: the connection authenticated with a delegation token (SCRAM tokenauth)
+    token_authenticated: bool = False
+    forwarded: bool = False  # RequestChannel.Request.isForwarded: the request came in an Envelope
 
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]

@@ -27,7 +27,7 @@ T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
 class Harness:
     """A classic coordinator, its offsets and the consumer coordinator on one manual clock."""
 
-    def __init__(self, topics=(("t1", T1, 4),), **settings):
+    def __init__(self, topics=(("t1", T1, 4),), group_timeouts=None, **settings):
         self.timer = ManualTimer()
         self.written: list = []
         self.fail_writes = None
@@ -37,7 +37,7 @@ class Harness:
         self.offsets = GroupOffsets(self.classic)
         self.coordinator = ConsumerCoordinator(self.classic, ConsumerSettings(**{"assignment_interval_ms": 0,
                                                                                  **settings}),
-                                               topics=lambda: self.view)
+                                               topics=lambda: self.view, group_timeouts=group_timeouts)
 
     def persist(self, group_id, records):
         if self.fail_writes is not None:
@@ -212,6 +212,36 @@ def test_a_silent_member_is_fenced_after_the_session_timeout():
     h.beat("m1", 1, owned={T1: {0, 1, 2, 3}})
     h.timer.advance(20_000)                   # m2's last heartbeat was 50 s ago, m1's 20 s
     assert set(h.group.members) == {"m1"}
+
+
+def test_a_groups_own_configs_set_its_heartbeat_interval_and_session_timeout():
+    h = Harness(session_timeout_ms=45_000, group_timeouts=lambda g: (20_000, 2_000) if g == GROUP else (45_000, 5_000))
+    assert h.join("m1").heartbeat_interval_ms == 2_000
+    assert h.join("m9", group="other").heartbeat_interval_ms == 5_000
+    h.timer.advance(20_001)
+    assert GROUP not in h.coordinator.groups or not h.group.members     # fenced after the group's 20 s
+    assert set(h.coordinator.groups["other"].members) == {"m9"}
+
+
+def test_the_broker_reads_a_groups_configs_from_its_image_and_clamps_them():
+    from types import SimpleNamespace
+
+    from kafkawire.broker.consumer_apis import ConsumerApis
+    from kafkawire.metadata.image import MetadataImage
+    from kafkawire.net.config import parse_server_config
+    config = parse_server_config(
+        "process.roles=broker,controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
+        "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\ncontroller.quorum.voters=1@127.0.0.1:9093\n")
+    image = MetadataImage()
+    apis = ConsumerApis(SimpleNamespace(coordinator=Harness().classic,
+                                        broker=SimpleNamespace(config=config, image=lambda: image)))
+    assert apis.group_timeouts(GROUP) == (45_000, 5_000)
+    image.configs[(32, GROUP)] = {"consumer.session.timeout.ms": "50000", "consumer.heartbeat.interval.ms": "6000"}
+    assert apis.group_timeouts(GROUP) == (50_000, 6_000)
+    image.configs[(32, GROUP)]["consumer.session.timeout.ms"] = "99000"       # changed in place; above the max
+    assert apis.group_timeouts(GROUP) == (60_000, 6_000)
+    del image.configs[(32, GROUP)]
+    assert apis.group_timeouts(GROUP) == (45_000, 5_000)
 
 
 def test_a_member_not_revoking_within_its_rebalance_timeout_is_fenced():
@@ -461,11 +491,14 @@ def test_without_group_version_1_the_apis_are_unsupported_version():
     from kafkawire.messages.consumer_group_describe_request import ConsumerGroupDescribeRequest
     h = Harness()
     features: dict = {}
-    image = SimpleNamespace(finalized_features=features, topics_by_name={})
+    image = SimpleNamespace(finalized_features=features, topics_by_name={}, configs={})
     store = SimpleNamespace(coordinator_error=lambda group_id: Errors.NONE)
     config = SimpleNamespace(group_consumer_session_timeout_ms=45_000, group_consumer_heartbeat_interval_ms=5000,
                              group_consumer_max_size=10, group_consumer_assignors=("uniform", "range"),
-                             group_consumer_assignment_interval_ms=0)
+                             group_consumer_assignment_interval_ms=0,
+                             group_consumer_min_session_timeout_ms=45_000, group_consumer_max_session_timeout_ms=60_000,
+                             group_consumer_min_heartbeat_interval_ms=5000, group_consumer_max_heartbeat_interval_ms=15_000,
+                             group_consumer_min_assignment_interval_ms=0, group_consumer_max_assignment_interval_ms=15_000)
     apis = SimpleNamespace(coordinator=h.classic, store=store, broker=SimpleNamespace(config=config, image=lambda: image))
     consumer_apis = ConsumerApis(apis)
     ctx = SimpleNamespace(api_version=1, client_id="c", peer=("127.0.0.1", 1))

@@ -161,9 +161,41 @@ def test_config_changes_are_checked_on_the_broker_with_kafkas_messages():
         "Error due to duplicate config keys", "Null value not supported for : retention.ms, segment.ms",
         "Node id must be an integer, but it is: x", "Unexpected broker id, expected 1, but received 2",
         "Unknown operations type 9", "Unknown resource type 64", None, None]
-    assert {code for code, _ in refused.values()} == {Errors.INVALID_REQUEST}
+    # the broker logger (no change asked) is answered here, the cluster default forwarded
+    assert refused[id(resources[-1])] == (Errors.NONE, None) and id(resources[-2]) not in refused
+    assert {code for code, _ in refused.values()} == {Errors.INVALID_REQUEST, Errors.NONE}
     legacy = preprocess([resource(8, "1")], node_id=1, incremental=False)
     assert list(legacy.values()) == [(Errors.INVALID_REQUEST, "Unknown resource type 8")]
+
+
+def test_broker_logger_changes_are_applied_here_answered_in_order_and_need_alter_configs_on_the_cluster():
+    import logging
+    name = "kafkawire.tests.forwarding_logger"
+    logger = logging.getLogger(name)
+
+    class NeverForwarded:
+        async def forward(self, ctx, request):
+            raise AssertionError("a BROKER_LOGGER change is not forwarded")
+
+    def alter(may, validate_only=False, *resources):
+        request = IncrementalAlterConfigsRequest(validate_only=validate_only, resources=list(resources))
+        apis = ConfigApis(1, NeverForwarded(), may_alter_loggers=lambda ctx: may)
+        return [(r.resource_name, r.error_code, r.error_message)
+                for r in asyncio.run(apis.incremental_alter_configs(client_ctx(), request)).responses]
+    try:
+        assert alter(True, True, resource(8, "1", (name, 0, "DEBUG"))) == [("1", Errors.NONE, None)]
+        assert logger.level == logging.NOTSET                           # validate_only changes nothing
+        assert alter(True, False, resource(8, "1", (name, 0, "DEBUG")), resource(8, "2", (name, 0, "INFO"))) == [
+            ("1", Errors.NONE, None), ("2", Errors.INVALID_REQUEST, "Unexpected node id. Expected 1, but received 2")]
+        assert logger.level == logging.DEBUG
+        assert alter(True, False, resource(8, "1", (name, 0, "LOUD"))) == [("1", Errors.INVALID_CONFIG, (
+            f"Cannot set the log level of {name} to LOUD as it is not a supported log level. Valid log levels are "
+            "DEBUG, ERROR, FATAL, INFO, TRACE, WARN"))]
+        assert alter(False, False, resource(8, "1", (name, 1, None))) == [
+            ("1", Errors.CLUSTER_AUTHORIZATION_FAILED, Errors.CLUSTER_AUTHORIZATION_FAILED.message)]
+        assert logger.level == logging.DEBUG                            # refused: unchanged
+    finally:
+        logger.setLevel(logging.NOTSET)
 
 
 def test_only_the_resources_that_pass_are_forwarded_and_the_answers_keep_the_requests_order():

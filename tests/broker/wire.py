@@ -41,10 +41,12 @@ def registered(target) -> list[int]:
 def serving_brokers(quorum, brokers: dict, bound_s: float):
     """``quorum`` (a started LocalQuorum of combined nodes) once every node of ``brokers`` (node
     id -> broker address) is registered, as the first one's Metadata says; its processes
-    killed on the way out."""
+    killed on the way out. A node that exits meanwhile fails the wait at once (its exit code and
+    log tail), not after ``bound_s``."""
     try:
         first = brokers[min(brokers)]
-        quorum.wait_until(lambda: registered(first) == sorted(brokers), bound_s, f"brokers {sorted(brokers)} to register")
+        quorum.wait_until(lambda: registered(first) == sorted(brokers), bound_s, f"brokers {sorted(brokers)} to register",
+                          watch=sorted(brokers))
         yield
     finally:
         for proc in quorum.processes.values():

@@ -296,3 +296,84 @@ def test_create_partitions_refusals():
         [("NONE", None)],
     ]
     assert records == []
+
+
+def test_group_configs_are_validated_as_kafkas_controller_validates_them():
+    group = 32
+    requests = [
+        incremental((group, "g", [("consumer.session.timeout.ms", SET, "50000"),
+                                  ("consumer.heartbeat.interval.ms", SET, "6000")])),
+        incremental((group, "g", [("consumer.session.timeout.ms", SET, "70000")])),
+        incremental((group, "g", [("consumer.heartbeat.interval.ms", SET, "abc")])),
+        incremental((group, "g", [("share.record.lock.duration.ms", SET, "999")])),
+        incremental((group, "g", [("no.such.config", SET, "1")])),
+        incremental((group, "", [("consumer.session.timeout.ms", SET, "50000")])),
+        incremental((group, "g", [("consumer.session.timeout.ms", DELETE, None)])),
+    ]
+    responses, records, leader = scenario([], [(44, 1, r) for r in requests])
+    assert [config_results(r) for r in responses] == [
+        [(group, "g", "NONE", None)],
+        [(group, "g", "INVALID_CONFIG", "consumer.session.timeout.ms must be less than or equal to "
+                                        "group.consumer.max.session.timeout.ms")],
+        [(group, "g", "INVALID_CONFIG", "Invalid value abc for configuration consumer.heartbeat.interval.ms: "
+                                        "Not a number of type INT")],
+        [(group, "g", "INVALID_CONFIG", "Invalid value 999 for configuration share.record.lock.duration.ms: "
+                                        "Value must be at least 1000")],
+        [(group, "g", "INVALID_CONFIG", "Unknown group config name: no.such.config")],
+        [(group, "", "INVALID_REQUEST", "Default group resources are not allowed.")],
+        [(group, "g", "NONE", None)],
+    ]
+    assert config_records(records) == [
+        ("ConfigRecord", group, "g", "consumer.session.timeout.ms", "50000"),
+        ("ConfigRecord", group, "g", "consumer.heartbeat.interval.ms", "6000"),
+        ("ConfigRecord", group, "g", "consumer.session.timeout.ms", None)]
+    assert leader.image.configs[(group, "g")] == {"consumer.heartbeat.interval.ms": "6000"}
+
+
+def test_group_configs_are_checked_against_the_nodes_own_bounds():
+    from kafkawire.metadata.group_configs import GroupBounds
+    bounds = GroupBounds(consumer_min_session_timeout_ms=10_000, consumer_min_heartbeat_interval_ms=1_000)
+    (wide, narrow), records, _ = scenario([], [
+        (44, 1, incremental((32, "g", [("consumer.session.timeout.ms", SET, "20000"),
+                                       ("consumer.heartbeat.interval.ms", SET, "2000")]))),
+        (44, 1, incremental((32, "h", [("consumer.session.timeout.ms", SET, "5000")])))], group_bounds=bounds)
+    assert config_results(wide) == [(32, "g", "NONE", None)]
+    assert config_results(narrow) == [(32, "h", "INVALID_CONFIG", "consumer.session.timeout.ms must be greater "
+                                                                  "than or equal to group.consumer.min.session.timeout.ms")]
+
+
+def test_client_metrics_subscriptions_are_validated_as_kafkas_controller_validates_them():
+    """The answers tests/interop/test_describe_configs_vs_kafka.py found equal to a Kafka 4.3.1
+    controller's, kept here without Java."""
+    sub = 16
+    requests = [
+        incremental((sub, "s", [("metrics", SET, "org.apache.kafka.producer."), ("interval.ms", SET, "1000"),
+                                ("match", SET, "client_id=prod-.*")])),
+        incremental((sub, "s", [("interval.ms", SET, "50")])),
+        incremental((sub, "s", [("no.such", SET, "1")])),
+        incremental((sub, "", [("interval.ms", SET, "200")])),
+        incremental((sub, "s", [("match", SET, "client_id=")])),
+        incremental((sub, "s", [("match", SET, "rack=x")])),
+        incremental((sub, "s", [("match", SET, "client_id=[")])),
+        incremental((sub, "s", [("metrics", SET, "a,,b")])),
+        incremental((sub, "s", [("interval.ms", SET, "soon")])),
+        incremental((sub, "s", [("metrics", APPEND, "a,a")])),           # duplicates dropped, not refused
+        incremental((sub, "s", [("interval.ms", APPEND, "5")])),
+    ]
+    responses, records, leader = scenario([], [(44, 1, r) for r in requests])
+    assert [config_results(r) for r in responses] == [
+        [(sub, "s", "NONE", None)],
+        [(sub, "s", "INVALID_REQUEST", "Invalid value 50 for interval.ms, interval must be between 100 and 3600000 "
+                                       "(1 hour)")],
+        [(sub, "s", "INVALID_REQUEST", "Unknown client metrics configuration: no.such")],
+        [(sub, "", "INVALID_REQUEST", "Subscription name can't be empty")],
+        [(sub, "s", "INVALID_CONFIG", "Illegal client matching pattern: client_id=")],
+        [(sub, "s", "INVALID_CONFIG", "Illegal client matching pattern: rack=x")],
+        [(sub, "s", "INVALID_CONFIG", "Illegal client matching pattern: client_id=[")],
+        [(sub, "s", "INVALID_CONFIG", "Configuration 'metrics' values must not be empty.")],
+        [(sub, "s", "INVALID_CONFIG", "Invalid value soon for configuration interval.ms: Not a number of type INT")],
+        [(sub, "s", "NONE", None)],
+        [(sub, "s", "INVALID_CONFIG", "Can't APPEND to key interval.ms because its type is not LIST.")],
+    ]
+    assert leader.image.configs[(sub, "s")] == {"metrics": "org.apache.kafka.producer.,a", "interval.ms": "1000",
+                                                "match": "client_id=prod-.*"}

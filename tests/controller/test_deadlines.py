@@ -38,7 +38,11 @@ from kafkawire.messages.incremental_alter_configs_request import IncrementalAlte
 from kafkawire.messages.list_partition_reassignments_request import ListPartitionReassignmentsRequest
 from kafkawire.messages.unregister_broker_request import UnregisterBrokerRequest
 from kafkawire.net.config import parse_server_config
+from kafkawire.messages.create_delegation_token_request import CreateDelegationTokenRequest
+from kafkawire.messages.expire_delegation_token_request import ExpireDelegationTokenRequest
+from kafkawire.messages.renew_delegation_token_request import RenewDelegationTokenRequest
 from kafkawire.protocol.error_codes import Errors
+from kafkawire.protocol.handler import RequestContext
 from tests.responses import error_codes
 
 from .harness import Ctx, Running, add_controller, broker_request, heartbeat, run, until
@@ -59,6 +63,9 @@ KAFKA_DEADLINES = {
     32: LOCAL,          # DescribeConfigs (ConfigHelper on the metadata cache)
     33: NONE,           # AlterConfigs (handleLegacyAlterConfigs)
     37: REQUEST,        # CreatePartitions
+    38: NONE,           # CreateDelegationToken
+    39: NONE,           # RenewDelegationToken
+    40: NONE,           # ExpireDelegationToken
     43: REQUEST,        # ElectLeaders
     44: NONE,           # IncrementalAlterConfigs
     45: REQUEST,        # AlterPartitionReassignments
@@ -98,6 +105,9 @@ def sample(api_key: int, broker_epoch: int):
         33: lambda: (2, AlterConfigsRequest(resources=topic_configs)),
         37: lambda: (3, CreatePartitionsRequest(topics=[CreatePartitionsTopic(name="t", count=2, assignments=None)],
                                                 timeout_ms=TIMEOUT_MS)),
+        38: lambda: (3, CreateDelegationTokenRequest()),
+        39: lambda: (2, RenewDelegationTokenRequest(hmac=b"h")),
+        40: lambda: (2, ExpireDelegationTokenRequest(hmac=b"h")),
         43: lambda: (2, ElectLeadersRequest(election_type=0, topic_partitions=None, timeout_ms=TIMEOUT_MS)),
         44: lambda: (1, IncrementalAlterConfigsRequest(resources=[IncrementalResource(
             resource_type=TOPIC, resource_name="t", configs=[IncrementalConfig(
@@ -117,6 +127,14 @@ def sample(api_key: int, broker_epoch: int):
         70: lambda: (0, ControllerRegistrationRequest(controller_id=5, incarnation_id=uuid.uuid4())),
         73: lambda: (0, AssignReplicasToDirsRequest(broker_id=1, broker_epoch=broker_epoch, directories=[])),
     }[api_key]()
+
+
+def context(version: int, api_key: int):
+    """The tests' context; the token APIs as a broker forwards them (else refused before any write)."""
+    if api_key not in (38, 39, 40):
+        return Ctx(version, api_key)
+    return RequestContext(api_key, version, 0, "", ("127.0.0.1", 1), "CONTROLLER", "c", principal="User:alice",
+                          forwarded=True)
 
 
 def deadline_ms(api_key: int) -> int | None:
@@ -149,7 +167,7 @@ def behind_a_held_write(api_key: int, clock_move_ms: int):
             quorum.holding = True
             blocker = asyncio.ensure_future(leader.handlers()[19].handle(Ctx(7), create("held")))
             await until(lambda: quorum.held, "the earlier write's batch appended")
-            caller = asyncio.ensure_future(leader.handlers()[api_key].handle(Ctx(version, api_key), request))
+            caller = asyncio.ensure_future(leader.handlers()[api_key].handle(context(version, api_key), request))
             for _ in range(20):
                 await asyncio.sleep(0)
             leader.clock.now += clock_move_ms

@@ -133,3 +133,55 @@ def test_values_are_sent_as_java_prints_them_and_a_stored_value_that_does_not_pa
     assert [_java_string(v, k) for v, k in [(" 7 ", "LONG"), ("1", "DOUBLE"), ("compact, delete", "LIST"),
                                             ("TRUE", "BOOLEAN"), ("abc", "INT")]] == \
         ["7", "1.0", "compact,delete", "true", "abc"]
+
+
+def test_a_groups_configs_in_kafkas_order_with_their_sources_and_synonyms():
+    """The answer tests/interop/test_describe_configs_vs_kafka.py found equal to Kafka 4.3.1
+    controller's (GroupConfig's names in nonInternalValues' HashMap order), kept here without Java;
+    the static setting is this node's server.properties."""
+    from kafkawire.controller.describe_configs import describe_configs
+    from kafkawire.metadata.image import MetadataImage
+    image = MetadataImage()
+    image.configs[(32, "g")] = {"consumer.session.timeout.ms": "50000", "share.auto.offset.reset": "earliest"}
+    request = DescribeConfigsRequest(include_synonyms=True, resources=[resource(32, "g"), resource(32, "")])
+    group, unnamed = describe_configs(1, image, request, static={"group.consumer.heartbeat.interval.ms": "6000"}).results
+    assert [c.name for c in group.configs] == [
+        "consumer.session.timeout.ms", "consumer.assignment.interval.ms", "share.auto.offset.reset",
+        "share.renew.acknowledge.enable", "streams.initial.rebalance.delay.ms", "share.session.timeout.ms",
+        "streams.assignment.interval.ms", "share.heartbeat.interval.ms", "streams.heartbeat.interval.ms",
+        "share.delivery.count.limit", "consumer.heartbeat.interval.ms", "share.record.lock.duration.ms",
+        "share.assignment.interval.ms", "share.isolation.level", "streams.session.timeout.ms",
+        "share.partition.max.record.locks", "streams.num.standby.replicas"]
+    entries = by_name(group)
+    assert entries["consumer.session.timeout.ms"] == ("50000", 8, [("consumer.session.timeout.ms", "50000", 8),
+                                                                   ("group.consumer.session.timeout.ms", "45000", 5)], 3)
+    assert entries["share.auto.offset.reset"] == ("earliest", 8, [("share.auto.offset.reset", "earliest", 8),
+                                                                  ("share.auto.offset.reset", "latest", 5)], 2)
+    assert entries["consumer.heartbeat.interval.ms"] == (
+        "6000", 4, [("group.consumer.heartbeat.interval.ms", "6000", 4), ("group.consumer.heartbeat.interval.ms",
+                                                                         "5000", 5)], 3)
+    assert entries["share.renew.acknowledge.enable"] == ("true", 5, [("share.renew.acknowledge.enable", "true", 5)], 1)
+    assert (unnamed.error_code, unnamed.error_message, unnamed.configs) == (INVALID_REQUEST,
+                                                                             "Group name must not be empty", [])
+
+
+def test_broker_loggers_are_this_nodes_loggers_and_levels():
+    import logging
+
+    from kafkawire.controller.describe_configs import describe_configs
+    from kafkawire.metadata.image import MetadataImage
+    logging.getLogger("kafkawire.tests.described_logger").setLevel(logging.WARNING)
+    try:
+        request = DescribeConfigsRequest(resources=[resource(8, "1"), resource(8, ""), resource(8, "2"),
+                                                    resource(8, "x"), resource(8, "1", keys=["root", "nope"])])
+        mine, empty, other, bad, filtered = describe_configs(1, MetadataImage(), request).results
+    finally:
+        logging.getLogger("kafkawire.tests.described_logger").setLevel(logging.NOTSET)
+    entries = {c.name: (c.value, c.config_source, c.config_type, c.synonyms) for c in mine.configs}
+    assert entries["kafkawire.tests.described_logger"] == ("WARN", 6, 0, [])
+    assert "root" in entries and mine.error_code == 0
+    assert [(r.error_code, r.error_message) for r in (empty, other, bad)] == [
+        (INVALID_REQUEST, "Broker id must not be empty"),
+        (INVALID_REQUEST, "Unexpected broker id, expected 1 but received 2"),
+        (INVALID_REQUEST, "Broker id must be an integer, but it is: x")]
+    assert [c.name for c in filtered.configs] == ["root"]

@@ -14,12 +14,12 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 from tests.interop import kafka_dist, tool_runs
+from kafkawire.raft.node.local_quorum import free_ports
 
 STORAGE_TOOL = "kafka.tools.StorageTool"
 KAFKA_SERVER = "kafka.Kafka"
@@ -41,9 +41,9 @@ class KafkaProcessError(RuntimeError):
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """One port reserved as free_ports reserves them (no other process's bind(0) takes it)."""
+    port, = free_ports(1)
+    return port
 
 
 def run_kafka_tool(main_class: str, *args: str, timeout: float = 120, input: str | None = None,

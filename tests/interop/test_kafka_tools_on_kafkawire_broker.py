@@ -362,3 +362,43 @@ def test_kafka_acls_on_a_broker_without_an_authorizer_is_told_security_is_disabl
         assert result.returncode == 1, result.stdout[-3000:]
         assert "SecurityDisabledException: No Authorizer is configured on the broker" in result.stdout, \
             result.stdout[-3000:]
+
+
+# --- kafka-configs, groups ----------------------------------------------------------------------------------
+def test_kafka_configs_sets_a_groups_configs_and_gets_the_controllers_refusal_of_a_bad_one(broker):
+    """kafka-configs --alter --entity-type groups: forwarded to kafkawire's controller, which
+    validates the group's configs as Kafka's does (kafkawire/metadata/group_configs.py; the
+    messages are checked without Java in tests/controller/test_admin_apis.py)."""
+    from tests.interop.broker_judges import run_tool
+    configs = ["kafka.admin.ConfigCommand", "--bootstrap-server", broker.bootstrap_servers, "--alter",
+               "--entity-type", "groups", "--entity-name", "tool-group", "--add-config"]
+    ok = run_tool(*configs, "consumer.session.timeout.ms=50000,consumer.heartbeat.interval.ms=6000", timeout=WAIT_S)
+    assert ok.returncode == 0 and "Completed updating config for group tool-group." in ok.stdout, ok.stdout[-3000:]
+    bad = run_tool(*configs, "consumer.session.timeout.ms=70000", timeout=WAIT_S)
+    said = bad.stdout + bad.stderr
+    assert bad.returncode == 1, said[-3000:]
+    assert ("InvalidConfigurationException: consumer.session.timeout.ms must be less than or equal to "
+            "group.consumer.max.session.timeout.ms") in said, said[-3000:]
+    shown = run_tool("kafka.admin.ConfigCommand", "--bootstrap-server", broker.bootstrap_servers, "--describe",
+                     "--entity-type", "groups", "--entity-name", "tool-group", "--all", timeout=WAIT_S)
+    assert shown.returncode == 0 and "consumer.heartbeat.interval.ms=6000 sensitive=false" in shown.stdout, \
+        shown.stdout[-3000:] + shown.stderr[-3000:]
+
+
+def test_kafka_configs_changes_and_describes_the_brokers_log_levels(broker):
+    """kafka-configs --entity-type broker-loggers: the broker applies a BROKER_LOGGER change to its
+    own (Python) loggers, as Kafka's broker does to its log4j loggers, and lists them."""
+    from tests.interop.broker_judges import run_tool
+    loggers = ["kafka.admin.ConfigCommand", "--bootstrap-server", broker.bootstrap_servers, "--entity-type",
+               "broker-loggers", "--entity-name", "1"]
+    done = run_tool(*loggers, "--alter", "--add-config", "kafkawire.broker.broker=TRACE", timeout=WAIT_S)
+    assert done.returncode == 0 and "Completed updating config for broker-logger 1." in done.stdout, \
+        done.stdout[-3000:] + done.stderr[-3000:]
+    shown = run_tool(*loggers, "--describe", timeout=WAIT_S)
+    assert shown.returncode == 0, shown.stdout[-3000:] + shown.stderr[-3000:]
+    assert "kafkawire.broker.broker=TRACE sensitive=false synonyms={}" in shown.stdout, shown.stdout[-3000:]
+    # the tool checks the names against the broker's list first (the broker's own refusal of an
+    # unknown logger is tested without Java: tests/net/test_runtime_loggers.py)
+    bad = run_tool(*loggers, "--alter", "--add-config", "no.such.logger=INFO", timeout=WAIT_S)
+    said = bad.stdout + bad.stderr
+    assert bad.returncode == 1 and "Invalid broker logger(s): no.such.logger" in said, said[-3000:]

@@ -152,6 +152,7 @@ def run(base_dir: str, duration_s: float, seed: int, log=print, transactions: bo
     cluster = BrokerCluster(base_dir, rng=rng)
     cluster.start()
     stop, stop_reading = threading.Event(), threading.Event()
+    txn = None
     try:
         cluster.wait_until(lambda: cluster.partitions("__none__") is not None or cluster.active_controller(),
                            IN_SYNC_BOUND_S, "a controller")
@@ -193,6 +194,8 @@ def run(base_dir: str, duration_s: float, seed: int, log=print, transactions: bo
             commits=(committer.acked, committer.attempted, committed),
             commit_errors=dict(committer.errors))
     finally:
+        if txn is not None:
+            txn.abandon.set()    # a failed run: its thread (and librdkafka's) ends, not retrying for 60 s
         stop.set()
         stop_reading.set()
         cluster.stop()

@@ -71,6 +71,7 @@ class TransactionalProducer(threading.Thread):
         super().__init__(name="txn", daemon=True)
         self.topic, self.partitions, self.stop, self.rng = topic, partitions, stop, rng
         self.bootstrap = bootstrap
+        self.abandon = threading.Event()     # the run failed: end without fencing the last transaction
         self.committed: set[str] = set()
         self.aborted: set[str] = set()
         self.errors: defaultdict[str, int] = defaultdict(int)
@@ -104,13 +105,13 @@ class TransactionalProducer(threading.Thread):
                 else:                        # the transaction's outcome unknown: a new producer
                     producer = None          # (its InitProducerId completes or aborts it)
                 time.sleep(0.1)
-        if producer is None:                 # the last transaction's outcome unknown: end it so
-            self._fence_the_last()           # (the LSO must reach the high watermark at the end)
+        if producer is None and not self.abandon.is_set():  # the last transaction's outcome unknown:
+            self._fence_the_last()           # end it (the LSO must reach the high watermark at the end)
 
     def _fence_the_last(self) -> None:
         """InitProducerId until it succeeds (bounded): the coordinator aborts the open transaction."""
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not self.abandon.is_set():
             try:
                 self._new_producer()
                 return

@@ -1,7 +1,6 @@
 """NetworkClient against KafkaServer and hand-made peers on 127.0.0.1."""
 import asyncio
 import random
-import socket
 import struct
 
 import pytest
@@ -14,6 +13,7 @@ from kafkawire.net.client import (ConnectFailed, Disconnected, NetworkClient, No
                                   RequestTimedOut, TooManyInFlight, UnsupportedVersion)
 from kafkawire.net.server import ApiHandler, KafkaServer
 from kafkawire.protocol.framing import encode_response
+from kafkawire.raft.node.local_quorum import free_ports
 
 from .netlib import run
 
@@ -40,9 +40,9 @@ class Recorder:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """One port reserved as free_ports reserves them (no other process's bind(0) takes it)."""
+    port, = free_ports(1)
+    return port
 
 
 def test_versions_are_negotiated_from_the_peers_api_versions():

@@ -4,7 +4,6 @@ Kafka's CLUSTER_AUTHORIZATION_FAILED / TOPIC_AUTHORIZATION_FAILED answers (issue
 import asyncio
 import io
 import re
-import socket
 import uuid
 
 from kafkawire import messages
@@ -27,6 +26,7 @@ from kafkawire.net.sasl import SaslClient
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.raft.node.controller_node import ControllerNode
 from kafkawire.tools.storage import format_storage
+from kafkawire.raft.node.local_quorum import free_ports
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="controller" '
@@ -37,9 +37,9 @@ DENY, ALLOW = 2, 3
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """One port reserved as free_ports reserves them (no other process's bind(0) takes it)."""
+    port, = free_ports(1)
+    return port
 
 
 def config_for(tmp_path, port):

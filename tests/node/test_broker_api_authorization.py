@@ -22,6 +22,7 @@ from kafkawire.messages.add_partitions_to_txn_request import AddPartitionsToTxnR
 from kafkawire.messages.consumer_group_describe_request import ConsumerGroupDescribeRequest
 from kafkawire.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
 from kafkawire.messages.create_acls_request import CreateAclsRequest
+from kafkawire.messages.create_delegation_token_request import CreateDelegationTokenRequest
 from kafkawire.messages.delete_acls_request import DeleteAclsFilter, DeleteAclsRequest
 from kafkawire.messages.describe_acls_request import DescribeAclsRequest
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
@@ -85,7 +86,9 @@ TOPIC, GROUP, CLUSTER, TXN = 2, 3, 4, 5
 IDEMPOTENT_WRITE = 12
 TOPIC_AUTH, GROUP_AUTH = int(Errors.TOPIC_AUTHORIZATION_FAILED), int(Errors.GROUP_AUTHORIZATION_FAILED)
 CLUSTER_AUTH, TXN_AUTH = int(Errors.CLUSTER_AUTHORIZATION_FAILED), int(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-AUTH_ERRORS = {TOPIC_AUTH, GROUP_AUTH, CLUSTER_AUTH, TXN_AUTH}
+TOKEN_AUTH = int(Errors.DELEGATION_TOKEN_AUTHORIZATION_FAILED)
+AUTH_ERRORS = {TOPIC_AUTH, GROUP_AUTH, CLUSTER_AUTH, TXN_AUTH, TOKEN_AUTH}
+USER_RESOURCE, CREATE_TOKENS = 7, 13
 USERS = 60                        # user0..user47: one per rule, each with only its rule's ACLs
 
 
@@ -281,6 +284,9 @@ RULES = [
      [acl(CLUSTER, CLUSTER_NAME, Op.ALTER)], CLUSTER_AUTH),
     ("forwarded UnregisterBroker needs ALTER on the cluster (the controller checks)",
      UnregisterBrokerRequest(broker_id=42), 0, [acl(CLUSTER, CLUSTER_NAME, Op.ALTER)], CLUSTER_AUTH),
+    ("CreateDelegationToken for another owner needs CREATE_TOKENS on that User (the broker, then the controller)",
+     CreateDelegationTokenRequest(owner_principal_type="User", owner_principal_name="token-owner"), 3,
+     [acl(USER_RESOURCE, "User:token-owner", CREATE_TOKENS)], TOKEN_AUTH),
     ("DescribeAcls needs DESCRIBE on the cluster", DescribeAclsRequest(
         resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1, principal_filter=None,
         host_filter=None, operation=1, permission_type=1), 3, [CLUSTER_DESCRIBE], CLUSTER_AUTH),

@@ -32,6 +32,7 @@ from .test_authorizer_node import as_user, creation, with_an_authorizing_node
 
 CLUSTER_ACTION, ALTER, DESCRIBE, ALTER_CONFIGS = "CLUSTER_ACTION", "ALTER", "DESCRIBE", "ALTER_CONFIGS"
 PER_RESOURCE = "per topic or config resource"
+TOKEN_HOLDER = "no ACL: the token's owner or a renewer (DelegationTokenControlManager)"
 UNAUTHENTICATED = "before or without authorization"
 METADATA_TOPIC = "DESCRIBE on the topic (kafkawire's read-only __cluster_metadata topic)"
 
@@ -49,6 +50,9 @@ KAFKA_CONTROLLER_APIS = {
     33: PER_RESOURCE,            # AlterConfigs: ALTER_CONFIGS on the cluster, topic or group
     36: UNAUTHENTICATED,         # SaslAuthenticate
     37: PER_RESOURCE,            # CreatePartitions: ALTER on each topic
+    38: PER_RESOURCE,            # CreateDelegationToken: CREATE_TOKENS on the owner (a User) if not the requester
+    39: TOKEN_HOLDER,            # RenewDelegationToken
+    40: TOKEN_HOLDER,            # ExpireDelegationToken
     43: ALTER,                   # ElectLeaders
     44: PER_RESOURCE,            # IncrementalAlterConfigs: ALTER_CONFIGS on the cluster, topic or group
     45: ALTER,                   # AlterPartitionReassignments

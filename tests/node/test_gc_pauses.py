@@ -1,21 +1,29 @@
 """The node logs a garbage collection that held its event loop long (kafkawire/raft/node/
 gc_pauses.py): one WARN line with the generation and the time, and the callback is installed
-once however many nodes start in the process."""
+once however many nodes start in the process, and removed (with what it froze) when the last stops."""
+import asyncio
 import gc
+import io
 import logging
 
 import pytest
 
+from kafkawire.controller.factory import controller_factory
 from kafkawire.net.config import ConfigError, parse_server_config
+from kafkawire.raft.node.controller_node import ControllerNode
+from kafkawire.tools.storage import format_storage
+from tests.node.test_authorizer_node import free_port
 from kafkawire.raft.node import gc_pauses
 
 
 @pytest.fixture(autouse=True)
 def _callbacks_restored():
     """gc keeps its own reference to gc.callbacks: the list is restored in place."""
-    before = list(gc.callbacks)
+    before, watchers = list(gc.callbacks), dict(gc_pauses._watchers)
     yield
     gc.callbacks[:] = before
+    gc_pauses._watchers.clear()
+    gc_pauses._watchers.update(watchers)
 
 
 def test_a_long_collection_is_logged_once_with_its_generation(monkeypatch, caplog):
@@ -78,3 +86,52 @@ def test_the_setting_defaults_to_500_ms_and_refuses_a_negative_value():
     assert parse_server_config(base + "kafkawire.gc.freeze.after.ms=0\n").kafkawire_gc_freeze_after_ms == 0
     with pytest.raises(ConfigError, match="kafkawire.gc.freeze.after.ms"):
         parse_server_config(base + "kafkawire.gc.freeze.after.ms=-1\n")
+
+
+def test_the_last_node_to_stop_removes_the_callback_and_unfreezes_what_the_policy_froze(_unfrozen):
+    gc_pauses._watchers.clear()
+    gc.callbacks[:] = [c for c in gc.callbacks if c is not gc_pauses._on_collection]
+    first = gc_pauses.log_long_pauses(freeze_after_ms=0)
+    second = gc_pauses.log_long_pauses(freeze_after_ms=1)
+    gc_pauses._freeze_after_ms[0] = 1e-9                           # every full collection counts as long
+    gc.collect()
+    assert gc.get_freeze_count() > 0
+    gc_pauses.stop_logging_long_pauses(first)
+    assert gc.callbacks.count(gc_pauses._on_collection) == 1       # the second node still runs
+    assert gc.get_freeze_count() > 0
+    gc_pauses.stop_logging_long_pauses(second)
+    gc_pauses.stop_logging_long_pauses(second)                     # a second stop changes nothing
+    assert gc_pauses._on_collection not in gc.callbacks
+    assert gc.get_freeze_count() == 0 and gc_pauses._freeze_after_ms[0] == 0
+
+
+def test_a_freeze_the_application_made_itself_is_left_alone(_unfrozen):
+    gc_pauses._watchers.clear()
+    gc.freeze()                                                    # the application's, before any node
+    frozen = gc.get_freeze_count()
+    token = gc_pauses.log_long_pauses(freeze_after_ms=0)
+    gc.collect()
+    gc_pauses.stop_logging_long_pauses(token)
+    assert gc.get_freeze_count() == frozen
+
+
+
+def test_a_node_holds_its_place_from_start_to_stop(tmp_path):
+    port = free_port()
+    config = parse_server_config(
+        f"process.roles=controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
+        f"listeners=CONTROLLER://127.0.0.1:{port}\ncontroller.quorum.voters=1@127.0.0.1:{port}\n"
+        f"log.dirs={tmp_path}\n")
+    format_storage(config, "MkU3OEVBNTcwNTJENDM2Qk", mode=None, out=io.StringIO())
+    node = ControllerNode(config, state_machine_factory=controller_factory, fsync=False)
+
+    async def life():
+        await node.start()
+        try:
+            return node._gc_watch, node._gc_watch in gc_pauses._watchers and gc_pauses._on_collection in gc.callbacks
+        finally:
+            await node.stop(graceful=False)
+
+    token, running = asyncio.run(life())
+    assert running, "a started node is among the process's watchers"
+    assert token not in gc_pauses._watchers and node._gc_watch is None

@@ -34,7 +34,8 @@ from kafkawire.net.admin_authorization import authorize_admin_apis
 from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas
 from kafkawire.net.authentication import sasl_handlers
 from kafkawire.net.authorizer import (CONTROLLER_API_OPERATIONS, StandardAuthorizer, authorizing_create_topics,
-                                     authorizing_handler, authorizing_list_offsets, authorizing_metadata)
+                                     authorizing_create_delegation_token, authorizing_handler,
+                                     authorizing_list_offsets, authorizing_metadata)
 from kafkawire.net.client import NetworkClient
 from kafkawire.net.config import ConfigError, ServerConfig
 from kafkawire.net.envelope import ENVELOPE, envelope_handler
@@ -50,7 +51,7 @@ from kafkawire.raft.types import Endpoints
 from kafkawire.raft.voters import VoterSet
 
 from .disk_store import DiskLogStore
-from .gc_pauses import log_long_pauses
+from .gc_pauses import log_long_pauses, stop_logging_long_pauses
 from .driver import RaftDriver
 from .metrics import RaftMetrics
 from .prometheus import MetricsEndpoint, MetricsUnavailable, exposition, node_families
@@ -66,6 +67,7 @@ RAFT_APIS = {52: "Vote", 53: "BeginQuorumEpoch", 54: "EndQuorumEpoch", 55: "Desc
 FETCH = 1
 DESCRIBE_CLUSTER = 60
 CREATE_TOPICS = 19
+CREATE_DELEGATION_TOKEN = 38
 METADATA, LIST_OFFSETS = 3, 2
 _NO_ACLS = AclIndex()            # what the authorizer reads while no state machine keeps an image
 CONTROLLER_ENDPOINT_TYPE = 2     # DescribeClusterRequest.EndpointType: 1 brokers, 2 controllers (KIP-919)
@@ -182,6 +184,7 @@ class ControllerNode:
         self._loaded = False
         self.authorizer: StandardAuthorizer | None = None     # made at start (authorizer.class.name)
         self.metrics_endpoint: MetricsEndpoint | None = None   # metric.reporters=...PrometheusReporter
+        self._gc_watch: int | None = None        # kafkawire.raft.node.gc_pauses, from start to stop
 
     def _started(self, part: _Part | None) -> _Part:
         """A part made by start() (driver, topic, meta.properties), or a clear error before it."""
@@ -195,7 +198,8 @@ class ControllerNode:
 
     async def start(self) -> None:
         c = self.config
-        log_long_pauses(c.kafkawire_gc_freeze_after_ms)
+        if self._gc_watch is None:
+            self._gc_watch = log_long_pauses(c.kafkawire_gc_freeze_after_ms)
         self.meta = meta = self._read_meta()
         self.cluster_id = cluster_id = meta.cluster_id
         assert cluster_id is not None, "read_node_meta refuses a meta.properties without cluster.id"
@@ -337,6 +341,9 @@ class ControllerNode:
             registered = server._registry.get(key)
             if registered is not None:
                 server.register(key, authorizing_handler(key, registered.handler, authorizer, operation))
+        create_token = server._registry.get(CREATE_DELEGATION_TOKEN)
+        if create_token is not None:
+            server.register(CREATE_DELEGATION_TOKEN, authorizing_create_delegation_token(create_token.handler, authorizer))
         create_topics = server._registry.get(CREATE_TOPICS)
         if create_topics is not None:
             server.register(CREATE_TOPICS, authorizing_create_topics(create_topics.handler, authorizer))
@@ -458,6 +465,9 @@ class ControllerNode:
                 driver.metrics.write(os.path.join(self.config.metadata_log_dir, METRICS_FILE))
             except OSError:
                 pass
+        if self._gc_watch is not None:
+            stop_logging_long_pauses(self._gc_watch)
+            self._gc_watch = None
         log.info("node %d stopped", self.config.node_id)
 
 

@@ -34,6 +34,9 @@ LONG_PAUSE_MS = 100
 _started: list[float] = []
 _freeze_after_ms: list[int] = [0]          # 0: never freeze
 freezes: list[int] = [0]                   # how many freezes this process made (for checks and metrics)
+_freezes_before: list[int] = [0]           # freezes made before the first of the running nodes started
+_watchers: dict[int, int] = {}             # a running node's token -> its freeze setting, in start order
+_next_token: list[int] = [0]
 
 
 def _on_collection(phase: str, info: dict) -> None:
@@ -56,9 +59,34 @@ def _on_collection(phase: str, info: dict) -> None:
                  "freeze %d of this process)", gc.get_freeze_count(), took_ms, freeze_after, freezes[0])
 
 
-def log_long_pauses(freeze_after_ms: int = 0) -> None:
-    """Install the callback once per process; ``freeze_after_ms`` (kafkawire.gc.freeze.after.ms)
+def log_long_pauses(freeze_after_ms: int = 0) -> int:
+    """Install the callback (once per process) for a node that starts; returns the token its
+    ``stop_logging_long_pauses`` gives back. ``freeze_after_ms`` (kafkawire.gc.freeze.after.ms)
     is the process's, the last node started in it setting it (0: no freezing)."""
+    if not _watchers:
+        _freezes_before[0] = freezes[0]
+    token = _next_token[0] = _next_token[0] + 1
+    _watchers[token] = freeze_after_ms
     _freeze_after_ms[0] = freeze_after_ms
     if _on_collection not in gc.callbacks:
         gc.callbacks.append(_on_collection)
+    return token
+
+
+def stop_logging_long_pauses(token: int) -> None:
+    """The node that got ``token`` has stopped. When it was the process's last running node the
+    callback goes, and what the policy froze goes back to the collected generations: a process
+    that runs nodes in process for a while (a test run's ControllerNodes) keeps no
+    permanent generation of theirs, so their objects that die in cycles are collected."""
+    if _watchers.pop(token, None) is None:
+        return
+    if _watchers:
+        _freeze_after_ms[0] = next(reversed(_watchers.values()))
+        return
+    _freeze_after_ms[0] = 0
+    if _on_collection in gc.callbacks:
+        gc.callbacks.remove(_on_collection)
+    # Only when the policy froze while they ran: an application's own gc.freeze() is its business
+    # (gc has one permanent generation, so when both froze, both are undone).
+    if freezes[0] > _freezes_before[0]:
+        gc.unfreeze()

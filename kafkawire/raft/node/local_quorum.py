@@ -47,16 +47,32 @@ def _terminate_with_parent() -> None:
 
 
 def free_ports(n: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+    """``n`` distinct ports on 127.0.0.1 that no bind to port 0, in this process or any other,
+    hands out for about a minute, while a server that binds with SO_REUSEADDR (kafkawire's
+    listeners, asyncio's, the JVM's) can still take them.
+
+    Why: a port merely probed free and closed is free for everyone again, so two pytest processes
+    side by side, or one test asking twice before its first nodes bind, got the same port and a
+    node failed with "address already in use". Each port is therefore left in TCP TIME_WAIT: the
+    probe listens, connects to itself, and the accepted side closes first, which leaves a
+    TIME_WAIT connection on the port. Linux's bind(0) skips ports with a TIME_WAIT connection on
+    them (for 60 s), connect()'s choice of a local port skips ports someone bound, and
+    SO_REUSEADDR lets the node bind over TIME_WAIT. Nothing is kept open and nothing to clean up,
+    unlike lock files or held sockets."""
+    return [_reserved_port() for _ in range(n)]
+
+
+def _reserved_port() -> int:
+    with socket.socket() as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as client:
+            accepted, _ = listener.accept()
+            accepted.close()            # first: the TIME_WAIT is on this side, the port's
+            client.recv(1)              # the FIN arrived: the close above was the active one
+    return port
 
 
 @dataclass
@@ -258,6 +274,8 @@ class LocalQuorum:
         while time.monotonic() < deadline:
             ids = [i for i in (among or self.running()) if i not in exclude]
             self._check_alive(ids)
+            if not ids and not among:       # every node it could ask has exited: say how, at once
+                self._check_alive([i for i in self.processes if i not in exclude])
             for i in ids:
                 try:
                     view = self.describe(i, timeout_ms=1000)
@@ -270,12 +288,16 @@ class LocalQuorum:
         raise QuorumError(f"no leader among {list(among or self.running())} within {timeout_s} s "
                           f"(last error: {last_error})")
 
-    def wait_until(self, predicate, timeout_s: float, what: str, interval_s: float = 0.1):
+    def wait_until(self, predicate, timeout_s: float, what: str, interval_s: float = 0.1, *, watch=()):
+        """``predicate()``'s first true value within ``timeout_s``. ``watch``: ids of nodes that
+        must stay up meanwhile; one whose process exits fails the wait at once, with its exit
+        code and log tail, instead of after ``timeout_s`` of asking a node that is gone."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             value = predicate()
             if value:
                 return value
+            self._check_alive(watch)
             time.sleep(interval_s)
         raise QuorumError(f"timed out after {timeout_s} s waiting for {what}")
 

@@ -1,0 +1,241 @@
+"""Kafka 4.3's group configs (GroupConfig): the dynamic configs of one group, set with
+IncrementalAlterConfigs on a GROUP resource (``kafka-configs --entity-type groups``) and kept
+in the metadata log as ConfigRecords of resource type 32.
+
+The controller validates a group's whole set of configs after a change as Kafka's
+ControllerConfigurationValidator does (``validate_group_configs``): the name (no default
+group), no null values, known names, each value's type and validator, then the broker's bounds
+(GroupCoordinatorConfig's min/max settings: ``GroupBounds``); a broker's coordinator reads a
+group's effective values, clamped to its own bounds as Kafka's GroupConfig.evaluate does
+(``effective_consumer_timeouts``).
+
+kafkawire reads the consumer-group bounds from server.properties (group.consumer.*); the share
+and streams bounds are Kafka's defaults (kafkawire serves no share or streams groups, so their
+settings are not read), which is what a Kafka controller with default settings checks too.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+from .config_def import ConfigKey, ConfigValueError, check_range, parse_type
+
+__all__ = ["GROUP_CONFIG_KEYS", "BROKER_SYNONYMS", "FROM_BROKER_VALUES", "GroupBounds", "GroupNameError",
+           "validate_group_configs", "effective_consumer_timeouts"]
+
+log = logging.getLogger(__name__)
+
+CONSUMER_SESSION, CONSUMER_HEARTBEAT = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
+CONSUMER_ASSIGNMENT = "consumer.assignment.interval.ms"
+
+
+class GroupNameError(ValueError):
+    """InvalidRequestException: the resource names no group."""
+
+
+@dataclass(frozen=True)
+class GroupBounds:
+    """The broker settings a group's configs are checked against (GroupCoordinatorConfig and
+    ShareGroupConfig), with Kafka's defaults."""
+    consumer_session_timeout_ms: int = 45_000
+    consumer_min_session_timeout_ms: int = 45_000
+    consumer_max_session_timeout_ms: int = 60_000
+    consumer_heartbeat_interval_ms: int = 5_000
+    consumer_min_heartbeat_interval_ms: int = 5_000
+    consumer_max_heartbeat_interval_ms: int = 15_000
+    consumer_min_assignment_interval_ms: int = 0
+    consumer_max_assignment_interval_ms: int = 15_000
+
+    @classmethod
+    def from_settings(cls, setting) -> GroupBounds:
+        """``setting(key)``: a server.properties value kafkawire reads (group.consumer.*)."""
+        return cls(**{field: setting("group." + field.replace("_", ".")) for field in cls.__dataclass_fields__})
+
+    def defaults(self) -> dict[str, int]:
+        """extractGroupConfigMap: the broker-level values a group's unset configs take."""
+        return {CONSUMER_SESSION: self.consumer_session_timeout_ms, CONSUMER_HEARTBEAT: self.consumer_heartbeat_interval_ms,
+                "share.session.timeout.ms": 45_000, "share.heartbeat.interval.ms": 5_000,
+                "share.record.lock.duration.ms": 30_000, "share.delivery.count.limit": 5,
+                "share.partition.max.record.locks": 2_000,
+                "streams.session.timeout.ms": 45_000, "streams.heartbeat.interval.ms": 5_000,
+                "streams.num.standby.replicas": 0, "streams.initial.rebalance.delay.ms": 3_000}
+
+
+def _int(default: int, at_least: int) -> ConfigKey:
+    return ConfigKey("INT", str(default), at_least=at_least)
+
+
+# GroupConfig's ConfigDef, in its order (the order ConfigDef.parse reports a bad value in).
+GROUP_CONFIG_KEYS: dict[str, ConfigKey] = {
+    CONSUMER_SESSION: _int(45_000, 1),
+    CONSUMER_HEARTBEAT: _int(5_000, 1),
+    CONSUMER_ASSIGNMENT: _int(1_000, 0),
+    "share.session.timeout.ms": _int(45_000, 1),
+    "share.heartbeat.interval.ms": _int(5_000, 1),
+    "share.record.lock.duration.ms": _int(30_000, 1_000),
+    "share.delivery.count.limit": _int(5, 2),
+    "share.partition.max.record.locks": _int(2_000, 100),
+    "share.auto.offset.reset": ConfigKey("STRING", "latest"),
+    "share.isolation.level": ConfigKey("STRING", "read_uncommitted", one_of=("read_committed", "read_uncommitted")),
+    "share.renew.acknowledge.enable": ConfigKey("BOOLEAN", "true"),
+    "share.assignment.interval.ms": _int(1_000, 0),
+    "streams.session.timeout.ms": _int(45_000, 1),
+    "streams.heartbeat.interval.ms": _int(5_000, 1),
+    "streams.num.standby.replicas": _int(0, 0),
+    "streams.initial.rebalance.delay.ms": _int(3_000, 0),
+    "streams.assignment.interval.ms": _int(1_000, 0),
+}
+
+# GroupConfig.ALL_GROUP_CONFIG_SYNONYMS: the broker setting each one stands in for (KafkaConfig's
+# default of each is the group config's), none for the three share settings without one.
+BROKER_SYNONYMS: dict[str, str] = {
+    name: "group." + name for name in GROUP_CONFIG_KEYS
+    if name not in ("share.auto.offset.reset", "share.isolation.level", "share.renew.acknowledge.enable")}
+# GroupCoordinatorConfig.extractGroupConfigMap: the configs whose unset value is the broker's.
+FROM_BROKER_VALUES = frozenset(GroupBounds().defaults())
+
+# (config, lowest, highest, the broker settings named in the message): validateValues' order.
+# None: no bound on that side. The share and streams bounds are Kafka's defaults (see above).
+_SHARE_STREAMS_BOUNDS = (
+    ("share.heartbeat.interval.ms", 5_000, 15_000, "group.share.min.heartbeat.interval.ms",
+     "group.share.max.heartbeat.interval.ms"),
+    ("share.session.timeout.ms", 45_000, 60_000, "group.share.min.session.timeout.ms",
+     "group.share.max.session.timeout.ms"),
+    ("share.record.lock.duration.ms", 15_000, 60_000, "group.share.min.record.lock.duration.ms",
+     "group.share.max.record.lock.duration.ms"),
+    ("share.delivery.count.limit", 2, 10, "group.share.min.delivery.count.limit",
+     "group.share.max.delivery.count.limit"),
+    ("share.partition.max.record.locks", 100, 4_000, "group.share.min.partition.max.record.locks",
+     "group.share.max.partition.max.record.locks"),
+)
+_STREAMS_BOUNDS = (
+    ("streams.heartbeat.interval.ms", 5_000, 15_000, "group.streams.min.heartbeat.interval.ms",
+     "group.streams.max.heartbeat.interval.ms"),
+    ("streams.session.timeout.ms", 45_000, 60_000, "group.streams.min.session.timeout.ms",
+     "group.streams.max.session.timeout.ms"),
+    ("streams.num.standby.replicas", None, 2, None, "group.streams.max.standby.replicas"),
+)
+# ShareGroupAutoOffsetResetStrategy: earliest, latest, or by_duration:<a java.time.Duration text,
+# not negative>. Duration.parse: letters in either case, a sign before the whole and before each
+# number, a fraction of up to 9 digits on the seconds only, at least one part.
+_DURATION = re.compile(r"([-+]?)P(?:([-+]?\d+)D)?(?:T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?"
+                       r"(?:([-+]?)(\d+)(?:[.,](\d{0,9}))?S)?)?", re.IGNORECASE)
+
+
+def validate_group_configs(name: str, configs: dict[str, str | None], bounds: GroupBounds) -> None:
+    """ControllerConfigurationValidator's GROUP case for a group's configs after a change:
+    GroupNameError (INVALID_REQUEST) or ConfigValueError (INVALID_CONFIG), with Kafka's messages."""
+    if not name:
+        raise GroupNameError("Default group resources are not allowed.")
+    nulls = [key for key, value in configs.items() if value is None]
+    if nulls:
+        raise ConfigValueError(f"Null value not supported for group configs: {','.join(nulls)}")
+    for key in configs:
+        if key not in GROUP_CONFIG_KEYS:
+            raise ConfigValueError(f"Unknown group config name: {key}")
+    values = {key: int(value) for key, value in bounds.defaults().items()}
+    for key, config_key in GROUP_CONFIG_KEYS.items():      # ConfigDef.parse: in definition order
+        if key in configs:
+            values[key] = parsed = parse_type(key, config_key, configs[key])
+            check_range(key, config_key, parsed)
+            if key == "share.auto.offset.reset":
+                _check_auto_offset_reset(parsed)
+        else:
+            values.setdefault(key, int(config_key.default) if config_key.type == "INT" else config_key.default)
+    _check_bounds(values, configs, bounds)
+
+
+def _check_auto_offset_reset(value: str) -> None:
+    """AutoOffsetResetStrategy.fromString (exact, lower-case names), then the share group's subset."""
+    if value in ("earliest", "latest") or _duration_not_negative(value.removeprefix("by_duration:")) \
+            and value.startswith("by_duration:"):
+        return
+    raise ConfigValueError(f"Invalid value {value} for configuration share.auto.offset.reset: Invalid value "
+                           f"`{value}` for configuration share.auto.offset.reset. The value must be either "
+                           "'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.")
+
+
+def _duration_not_negative(text: str) -> bool:
+    match = _DURATION.fullmatch(text)
+    if match is None or text.upper().endswith("T"):
+        return False
+    sign, days, hours, minutes, seconds_sign, seconds, fraction = match.groups()
+    if days is None and hours is None and minutes is None and seconds is None:
+        return False
+    total = sum(int(part or 0) * scale for part, scale in ((days, 86_400), (hours, 3_600), (minutes, 60)))
+    if seconds is not None:
+        second_part = int(seconds) + int((fraction or "0").ljust(9, "0")) / 1e9
+        total += -second_part if seconds_sign == "-" else second_part
+    return (-total if sign == "-" else total) >= 0
+
+
+def _bounded(key: str, value: int, low, high, low_name, high_name) -> None:
+    if low is not None and value < low:
+        raise ConfigValueError(f"{key} must be greater than or equal to {low_name}")
+    if high is not None and value > high:
+        raise ConfigValueError(f"{key} must be less than or equal to {high_name}")
+
+
+def _check_bounds(values: dict, configs: dict, bounds: GroupBounds) -> None:
+    """GroupConfig.validateValues, in its order."""
+    b = bounds
+    _bounded(CONSUMER_HEARTBEAT, values[CONSUMER_HEARTBEAT], b.consumer_min_heartbeat_interval_ms,
+             b.consumer_max_heartbeat_interval_ms, "group.consumer.min.heartbeat.interval.ms",
+             "group.consumer.max.heartbeat.interval.ms")
+    _bounded(CONSUMER_SESSION, values[CONSUMER_SESSION], b.consumer_min_session_timeout_ms,
+             b.consumer_max_session_timeout_ms, "group.consumer.min.session.timeout.ms",
+             "group.consumer.max.session.timeout.ms")
+    if CONSUMER_ASSIGNMENT in configs:       # validated only when the group sets it (KAFKA-20337)
+        _bounded(CONSUMER_ASSIGNMENT, values[CONSUMER_ASSIGNMENT], b.consumer_min_assignment_interval_ms,
+                 b.consumer_max_assignment_interval_ms, "group.consumer.min.assignment.interval.ms",
+                 "group.consumer.max.assignment.interval.ms")
+    for key, low, high, low_name, high_name in _SHARE_STREAMS_BOUNDS:
+        _bounded(key, values[key], low, high, low_name, high_name)
+    if "share.assignment.interval.ms" in configs:
+        _bounded("share.assignment.interval.ms", values["share.assignment.interval.ms"], 0, 15_000,
+                 "group.share.min.assignment.interval.ms", "group.share.max.assignment.interval.ms")
+    for key, low, high, low_name, high_name in _STREAMS_BOUNDS:
+        _bounded(key, values[key], low, high, low_name, high_name)
+    if "streams.assignment.interval.ms" in configs:
+        _bounded("streams.assignment.interval.ms", values["streams.assignment.interval.ms"], 0, 15_000,
+                 "group.streams.min.assignment.interval.ms", "group.streams.max.assignment.interval.ms")
+    for kind in ("consumer", "share", "streams"):
+        session, heartbeat = f"{kind}.session.timeout.ms", f"{kind}.heartbeat.interval.ms"
+        if values[session] <= values[heartbeat]:
+            raise ConfigValueError(f"{session} must be greater than {heartbeat}")
+
+
+def effective_consumer_timeouts(group_id: str, configs: dict[str, str] | None,
+                                bounds: GroupBounds) -> tuple[int, int]:
+    """(session timeout, heartbeat interval) of a consumer group: its own configs, each clamped to
+    this broker's bounds (GroupConfig.evaluate, with a WARN for a clamped value, and one when
+    clamping left the session not above the heartbeat), else the broker's settings."""
+    session, heartbeat = bounds.consumer_session_timeout_ms, bounds.consumer_heartbeat_interval_ms
+    if not configs:
+        return session, heartbeat
+    b = bounds
+    own_session = _clamped(group_id, CONSUMER_SESSION, configs.get(CONSUMER_SESSION), session,
+                           b.consumer_min_session_timeout_ms, b.consumer_max_session_timeout_ms)
+    own_heartbeat = _clamped(group_id, CONSUMER_HEARTBEAT, configs.get(CONSUMER_HEARTBEAT), heartbeat,
+                             b.consumer_min_heartbeat_interval_ms, b.consumer_max_heartbeat_interval_ms)
+    if own_session <= own_heartbeat:        # Kafka warns and uses them all the same
+        log.warning("group %s: the effective %s (%d) is not greater than %s (%d): check that this broker's "
+                    "min/max bounds for the session timeout and the heartbeat interval do not overlap",
+                    group_id, CONSUMER_SESSION, own_session, CONSUMER_HEARTBEAT, own_heartbeat)
+    return own_session, own_heartbeat
+
+
+def _clamped(group_id: str, key: str, value: str | None, default: int, low: int, high: int) -> int:
+    if value is None:
+        return default
+    try:
+        number = int(value.strip())
+    except ValueError:
+        return default           # the controller validated it: only a log older than the rule holds this
+    if low <= number <= high:
+        return number
+    clamped = min(max(number, low), high)
+    log.warning("group %s: %s=%d is outside this broker's bounds [%d, %d]; using %d", group_id, key, number,
+                low, high, clamped)
+    return clamped

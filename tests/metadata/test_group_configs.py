@@ -1,0 +1,98 @@
+"""A group's dynamic configs (kafkawire/metadata/group_configs.py): GroupConfig's names, types
+and validators, the broker's bounds, and the values a coordinator uses (clamped as Kafka's
+GroupConfig.evaluate clamps them). The controller's answers are in
+tests/controller/test_admin_apis.py."""
+import logging
+
+import pytest
+
+from kafkawire.metadata.config_def import ConfigValueError
+from kafkawire.metadata.group_configs import (GROUP_CONFIG_KEYS, GroupBounds, GroupNameError,
+                                              effective_consumer_timeouts, validate_group_configs)
+from kafkawire.metadata.image import GROUP_RESOURCE, SUPPORTED_CONFIGS
+from kafkawire.net.config import parse_server_config
+
+BOUNDS = GroupBounds()
+
+
+def test_the_names_are_the_ones_kafkas_image_lets_in():
+    assert set(GROUP_CONFIG_KEYS) == SUPPORTED_CONFIGS[GROUP_RESOURCE]
+
+
+@pytest.mark.parametrize("configs, message", [
+    ({"consumer.heartbeat.interval.ms": "4999"},
+     "consumer.heartbeat.interval.ms must be greater than or equal to group.consumer.min.heartbeat.interval.ms"),
+    ({"consumer.assignment.interval.ms": "15001"},
+     "consumer.assignment.interval.ms must be less than or equal to group.consumer.max.assignment.interval.ms"),
+    ({"share.delivery.count.limit": "11"},
+     "share.delivery.count.limit must be less than or equal to group.share.max.delivery.count.limit"),
+    ({"streams.num.standby.replicas": "3"},
+     "streams.num.standby.replicas must be less than or equal to group.streams.max.standby.replicas"),
+    ({"share.isolation.level": "serializable"},
+     "Invalid value serializable for configuration share.isolation.level: String must be one of: read_committed, "
+     "read_uncommitted"),
+    ({"share.renew.acknowledge.enable": "yes"},
+     "Invalid value yes for configuration share.renew.acknowledge.enable: Expected value to be either true or false"),
+    ({"consumer.session.timeout.ms": "x", "share.session.timeout.ms": "y"},      # ConfigDef's order: the first
+     "Invalid value x for configuration consumer.session.timeout.ms: Not a number of type INT"),
+    ({"consumer.heartbeat.interval.ms": None}, "Null value not supported for group configs: consumer.heartbeat.interval.ms"),
+])
+def test_refused_values_carry_kafkas_messages(configs, message):
+    with pytest.raises(ConfigValueError) as caught:
+        validate_group_configs("g", configs, BOUNDS)
+    assert str(caught.value) == message
+
+
+def test_session_must_exceed_heartbeat_within_wide_bounds():
+    wide = GroupBounds(consumer_min_session_timeout_ms=1, consumer_min_heartbeat_interval_ms=1)
+    with pytest.raises(ConfigValueError, match="^consumer.session.timeout.ms must be greater than "
+                                               "consumer.heartbeat.interval.ms$"):
+        validate_group_configs("g", {"consumer.session.timeout.ms": "3000", "consumer.heartbeat.interval.ms": "3000"},
+                               wide)
+    validate_group_configs("g", {"consumer.session.timeout.ms": "3001", "consumer.heartbeat.interval.ms": "3000"}, wide)
+
+
+@pytest.mark.parametrize("value, ok", [
+    ("earliest", True), ("latest", True), ("none", False), ("LATEST", False), ("by_duration", False),
+    ("by_duration:PT1H", True), ("by_duration:p1dt2h3m4.5s", True), ("by_duration:-PT1H", False),
+    ("by_duration:PT-1S", False), ("by_duration:P1DT-1H", True), ("by_duration:P", False),
+    ("by_duration:PT", False), ("by_duration:P1DT", False), ("by_duration:1H", False),
+])
+def test_share_auto_offset_reset_takes_kafkas_strategies(value, ok):
+    configs = {"share.auto.offset.reset": value}
+    if ok:
+        validate_group_configs("g", configs, BOUNDS)
+    else:
+        with pytest.raises(ConfigValueError, match="The value must be either 'earliest', 'latest' or of the format"):
+            validate_group_configs("g", configs, BOUNDS)
+
+
+def test_the_default_group_is_not_a_resource():
+    with pytest.raises(GroupNameError, match="^Default group resources are not allowed.$"):
+        validate_group_configs("", {}, BOUNDS)
+
+
+def test_a_coordinator_uses_the_groups_values_clamped_to_its_bounds(caplog):
+    assert effective_consumer_timeouts("g", None, BOUNDS) == (45_000, 5_000)
+    assert effective_consumer_timeouts("g", {"consumer.session.timeout.ms": "50000",
+                                             "consumer.heartbeat.interval.ms": "6000"}, BOUNDS) == (50_000, 6_000)
+    with caplog.at_level(logging.WARNING, logger="kafkawire.metadata.group_configs"):
+        # set when the bounds were wider: clamped to this broker's
+        assert effective_consumer_timeouts("g", {"consumer.session.timeout.ms": "90000"}, BOUNDS) == (60_000, 5_000)
+    assert "outside this broker's bounds" in caplog.text
+    narrow = GroupBounds(consumer_min_session_timeout_ms=1, consumer_max_heartbeat_interval_ms=60_000,
+                         consumer_session_timeout_ms=30_000, consumer_heartbeat_interval_ms=3_000)
+    # clamping left the session not above the heartbeat: Kafka warns and uses them
+    with caplog.at_level(logging.WARNING, logger="kafkawire.metadata.group_configs"):
+        assert effective_consumer_timeouts("g", {"consumer.session.timeout.ms": "20000",
+                                                 "consumer.heartbeat.interval.ms": "20000"}, narrow) == (20_000, 20_000)
+    assert "is not greater than consumer.heartbeat.interval.ms" in caplog.text
+
+
+def test_bounds_come_from_the_nodes_settings():
+    config = parse_server_config(
+        "process.roles=broker,controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
+        "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\ncontroller.quorum.voters=1@127.0.0.1:9093\n"
+        "group.consumer.min.session.timeout.ms=10000\ngroup.consumer.session.timeout.ms=20000\n")
+    bounds = GroupBounds.from_settings(lambda key: getattr(config, key.replace(".", "_")))
+    assert bounds == GroupBounds(consumer_session_timeout_ms=20_000, consumer_min_session_timeout_ms=10_000)
