@@ -28,12 +28,23 @@ from kafkawire.records.builder import build_batch
 
 from tests.broker.wire import call
 from tests.interop.kafka_on_kafkawire import KafkaOnKafkawire
-from tests.interop.test_replication_with_kafka import _try_produce
 
 WAIT_S = 60
 SELECTOR = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 RACKS = {1: "rack-kafkawire", 2: "rack-kafka"}
-RECORDS = 12            # _produce: three batches of four
+RECORDS = 12            # _try_produce: three batches of four
+
+
+def _try_produce(target, topic: str) -> bool:
+    """Three acks=1 produces of four records, once the leader accepts them (its metadata may lag
+    the topic's creation)."""
+    for n in range(3):
+        records = build_batch([(b"k%d-%d" % (n, i), b"v" * (40 + i)) for i in range(4)])
+        response = call(target, ProduceRequest(acks=1, timeout_ms=5000, topic_data=[TopicProduceData(
+            name=topic, partition_data=[PartitionProduceData(index=0, records=records)])]), 9)
+        if response.responses[0].partition_responses[0].error_code != Errors.NONE:
+            return False
+    return True
 
 
 def _fetch(target, topic: str, *, version=12, offset=0, rack="", epoch=-1, committed=False):
