@@ -7,9 +7,10 @@ ReplicaFetcherThread, one asyncio task per (leader broker, fetcher id).
 
 A followed partition goes to fetcher ``abs(31 * topic.hashCode() + partition) % num.replica.fetchers``
 of its leader (AbstractFetcherManager.getFetcherId). A fetcher sends its leader one request at a
-time, on the inter-broker listener: Fetch at the newest version both sides know, session-less
-(session id 0, epoch -1: every request names all its partitions, which Kafka's leader accepts as a
-full fetch), ReplicaState (replica id = this broker, replica epoch = its broker epoch),
+time, on the inter-broker listener: Fetch at the newest version both sides know, in an incremental
+fetch session from v7 on (KIP-227, kafkawire.broker.fetch_session_client: after the first, full,
+request each names only the partitions whose fetch state changed, as Kafka's FetchSessionHandler
+builds them), ReplicaState (replica id = this broker, replica epoch = its broker epoch),
 READ_UNCOMMITTED, ``replica.fetch.wait.max.ms``, ``replica.fetch.min.bytes``,
 ``replica.fetch.response.max.bytes`` in all and ``replica.fetch.max.bytes`` per partition, and per
 partition the fetch offset (the local log end), the current leader epoch, the last fetched epoch
@@ -38,13 +39,14 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic, ReplicaState
+from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic, ForgottenTopic, ReplicaState
 from kafkawire.messages.list_offsets_request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from kafkawire.messages.offset_for_leader_epoch_request import (OffsetForLeaderEpochRequest, OffsetForLeaderPartition,
                                                                 OffsetForLeaderTopic)
 from kafkawire.net.client import TransportError, UnsupportedVersion
 from kafkawire.protocol.error_codes import Errors
 
+from .fetch_session_client import FINAL_EPOCH, FetchSessionClient, PartitionFetch
 from .follower import FollowerAppendError, FollowerReplica, offset_truncation_state
 from .group_records import java_string_hash
 
@@ -56,6 +58,7 @@ LATEST_TIMESTAMP, EARLIEST_TIMESTAMP = -1, -2
 FETCH = 1
 FETCH_VERSION = FetchRequest.VALID_VERSIONS[1]      # the newest this side knows
 REPLICA_STATE_VERSION = 15                          # KIP-903: ReplicaState instead of ReplicaId
+SESSION_VERSION = 7                                 # KIP-227: incremental fetch sessions
 FOREVER = float("inf")
 
 
@@ -124,6 +127,7 @@ class ReplicaFetcher:
         self.broker_epoch = broker_epoch
         self.clock = clock or time.monotonic
         self.partitions: dict[tuple[str, int], PartitionFetchState] = {}
+        self.session = FetchSessionClient()          # KIP-227, with Fetch v7+ (fetch_session_client)
         self._wake = asyncio.Event()
         self.task: asyncio.Task | None = None
 
@@ -201,22 +205,41 @@ class ReplicaFetcher:
     # -- Fetch --
 
     def build_fetch(self, states: list[PartitionFetchState], version: int = FETCH_VERSION) -> FetchRequest:
-        """ReplicaFetcherThread.buildFetch, session-less, for Fetch ``version`` (the replica id in
-        ReplicaState from v15 on, in the top-level field before)."""
+        """ReplicaFetcherThread.buildFetch for Fetch ``version``: from v7 on through the fetch
+        session (only what changed since the last request, the rest forgotten or kept by the
+        leader), before it session-less; the replica id in ReplicaState from v15 on, in the
+        top-level field before."""
         s = self.settings
-        topics: dict[str, FetchTopic] = {}
+        wanted = {}
         for state in states:
             follower = state.follower
-            topic = topics.get(follower.partition.topic)
+            wanted[(follower.partition.topic, follower.partition.partition)] = PartitionFetch(
+                state.topic_id, state.fetch_offset, follower.log.log_start_offset, s.max_bytes,
+                state.current_leader_epoch, state.last_fetched_epoch)
+        if version >= SESSION_VERSION:
+            plan = self.session.build(wanted)
+            session_id, epoch, to_send, forgotten = plan.session_id, plan.epoch, plan.to_send, plan.forgotten
+        else:
+            session_id, epoch, to_send, forgotten = 0, FINAL_EPOCH, list(wanted), []
+        topics: dict[str, FetchTopic] = {}
+        for key in to_send:
+            data = wanted[key]
+            topic = topics.get(key[0])
             if topic is None:
-                topic = topics[follower.partition.topic] = FetchTopic(topic=follower.partition.topic,
-                                                                      topic_id=state.topic_id)
+                topic = topics[key[0]] = FetchTopic(topic=key[0], topic_id=data.topic_id)
             topic.partitions.append(FetchPartition(
-                partition=follower.partition.partition, current_leader_epoch=state.current_leader_epoch,
-                fetch_offset=state.fetch_offset, last_fetched_epoch=state.last_fetched_epoch,
-                log_start_offset=follower.log.log_start_offset, partition_max_bytes=s.max_bytes))
+                partition=key[1], current_leader_epoch=data.current_leader_epoch, fetch_offset=data.fetch_offset,
+                last_fetched_epoch=data.last_fetched_epoch, log_start_offset=data.log_start_offset,
+                partition_max_bytes=data.max_bytes))
+        gone: dict[tuple, ForgottenTopic] = {}
+        for (name, index), topic_id in forgotten:
+            entry = gone.get((name, topic_id))
+            if entry is None:
+                entry = gone[(name, topic_id)] = ForgottenTopic(topic=name, topic_id=topic_id, partitions=[])
+            entry.partitions.append(index)
         request = FetchRequest(max_wait_ms=s.wait_max_ms, min_bytes=s.min_bytes, max_bytes=s.response_max_bytes,
-                               isolation_level=0, session_id=0, session_epoch=-1, topics=list(topics.values()))
+                               isolation_level=0, session_id=session_id, session_epoch=epoch,
+                               topics=list(topics.values()), forgotten_topics_data=list(gone.values()))
         if version >= REPLICA_STATE_VERSION:
             request.replica_state = ReplicaState(replica_id=s.replica_id, replica_epoch=self.broker_epoch())
         else:
@@ -231,7 +254,14 @@ class ReplicaFetcher:
         request = self.build_fetch(states, version)
         sent = {(s.follower.partition.topic, s.follower.partition.partition): (s, s.fetch_offset) for s in states}
         timeout_ms = self.settings.request_timeout_ms + self.settings.wait_max_ms
-        response = await self.client.send(peer, request, api_version=version, timeout_ms=timeout_ms)
+        try:
+            response = await self.client.send(peer, request, api_version=version, timeout_ms=timeout_ms)
+        except TransportError:
+            self.session.handle_error()
+            raise
+        if version >= SESSION_VERSION and not self.session.handle_response(response.error_code, response.session_id):
+            self._delay(states)
+            return
         if response.error_code != Errors.NONE:
             # FetchSessionHandler.handleResponse's line, naming the error.
             log.info("replica fetcher: broker %d was unable to process the fetch request: %s", self.leader_id,

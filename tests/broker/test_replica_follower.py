@@ -239,7 +239,8 @@ def run_round(fetcher) -> None:
 def test_the_fetch_names_replica_state_log_start_and_last_fetched_epoch(tmp_path):
     """ReplicaFetcherThread.buildFetch: ReplicaState (this broker, its broker epoch) from v15, the
     replica id before; replica.fetch.* sizes and waits; per partition the log end as fetch offset,
-    the leader epoch, the last fetched epoch and the log start; session-less, READ_UNCOMMITTED."""
+    the leader epoch, the last fetched epoch and the log start; READ_UNCOMMITTED; the first request
+    of a fetch session full (session 0, epoch 0: open one), session-less before v7."""
     follower = follower_at(tmp_path)
     follower.append(batch(0, 2, 3))
     fetcher, _, _ = fetcher_for(follower)
@@ -247,11 +248,13 @@ def test_the_fetch_names_replica_state_log_start_and_last_fetched_epoch(tmp_path
     request = fetcher.build_fetch([state], 17)
     assert (request.replica_state.replica_id, request.replica_state.replica_epoch) == (1, 77)
     assert (request.max_wait_ms, request.min_bytes, request.max_bytes) == (500, 1, 10 * 1024 * 1024)
-    assert (request.isolation_level, request.session_id, request.session_epoch) == (0, 0, -1)
+    assert (request.isolation_level, request.session_id, request.session_epoch) == (0, 0, 0)
     p = request.topics[0].partitions[0]
     assert (p.fetch_offset, p.current_leader_epoch, p.last_fetched_epoch, p.log_start_offset,
             p.partition_max_bytes) == (3, 3, 2, 0, 1024 * 1024)
     assert fetcher.build_fetch([state], 12).replica_id == 1
+    old = fetcher.build_fetch([state], 6)
+    assert (old.session_id, old.session_epoch, len(old.topics[0].partitions)) == (0, -1, 1)
 
 
 def test_a_fetch_answer_is_appended_and_moves_the_fetch_offset(tmp_path):

@@ -1,0 +1,107 @@
+"""A follower's side of an incremental fetch session (KIP-227), as Kafka's FetchSessionHandler
+keeps it for a replica fetcher: sans-I/O, one per (leader, fetcher).
+
+    session = FetchSessionClient()
+    plan = session.build({("orders", 0): PartitionFetch(topic_id, 42, 0, 1048576, 3, 3), ...})
+    # send plan.session_id, plan.epoch, plan.to_send as partitions, plan.forgotten as forgotten topics
+    session.handle_response(response.error_code, response.session_id)   # or handle_error() on a failure
+
+The first request is full (session 0, epoch 0: "create a session"); once the leader answers with a
+session id, each request names only the partitions added or whose fetch state changed since the
+last one (fetch offset, log start, max bytes, current leader epoch, last fetched epoch), forgets
+those no longer fetched, and counts the epoch up (wrapping to 1 after 2^31-1). The leader answers
+only the partitions with something new. FETCH_SESSION_ID_NOT_FOUND starts over with a new
+session; any other top-level error or a failed request closes the session and asks for a new one
+(epoch 0 with the old id). A leader that answers with session id 0 keeps every request full.
+"""
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+
+__all__ = ["FetchSessionClient", "PartitionFetch", "SessionPlan", "INITIAL_EPOCH", "FINAL_EPOCH"]
+
+log = logging.getLogger(__name__)
+
+INITIAL_EPOCH, FINAL_EPOCH = 0, -1
+FETCH_SESSION_ID_NOT_FOUND = 70
+_MAX_EPOCH = (1 << 31) - 1
+
+
+@dataclass(frozen=True)
+class PartitionFetch:
+    """FetchRequest.PartitionData: what a request says of one partition (equal values: unchanged)."""
+    topic_id: uuid.UUID | None
+    fetch_offset: int
+    log_start_offset: int
+    max_bytes: int
+    current_leader_epoch: int
+    last_fetched_epoch: int
+
+
+@dataclass(frozen=True)
+class SessionPlan:
+    """One request: its session id and epoch, the partitions to name and those to forget
+    (key, topic id)."""
+    session_id: int
+    epoch: int
+    to_send: list
+    forgotten: list
+
+
+class FetchSessionClient:
+    def __init__(self):
+        self.session_id = 0
+        self.epoch = INITIAL_EPOCH
+        self.partitions: dict = {}          # key -> PartitionFetch, as the leader's session holds them
+
+    @property
+    def is_full(self) -> bool:
+        return self.epoch in (INITIAL_EPOCH, FINAL_EPOCH)
+
+    def build(self, wanted: dict) -> SessionPlan:
+        """The next request for ``wanted`` (key -> PartitionFetch, in the order to send them)."""
+        if self.is_full:
+            self.partitions = dict(wanted)
+            return SessionPlan(self.session_id, self.epoch, list(wanted), [])
+        to_send, forgotten = [], []
+        for key, before in list(self.partitions.items()):
+            now = wanted.get(key)
+            if now is None:
+                del self.partitions[key]
+                forgotten.append((key, before.topic_id))
+            elif now.topic_id != before.topic_id and None not in (now.topic_id, before.topic_id):
+                forgotten.append((key, before.topic_id))          # replaced: forgotten by its old id
+                self.partitions[key] = now
+                to_send.append(key)
+            elif now != before:
+                self.partitions[key] = now
+                to_send.append(key)
+        for key, now in wanted.items():
+            if key not in self.partitions:
+                self.partitions[key] = now
+                to_send.append(key)
+        return SessionPlan(self.session_id, self.epoch, to_send, forgotten)
+
+    def handle_response(self, error_code: int, session_id: int) -> bool:
+        """FetchSessionHandler.handleResponse: whether the answer's partitions may be used."""
+        if error_code:
+            log.info("fetch session %d at epoch %d: the leader answered error %d; starting a new session",
+                     self.session_id, self.epoch, error_code)
+            if error_code == FETCH_SESSION_ID_NOT_FOUND:
+                self.session_id, self.epoch = 0, INITIAL_EPOCH
+            else:
+                self.epoch = INITIAL_EPOCH              # close the existing one, attempt a new one
+            return False
+        if session_id == 0:                             # full answer, or the session was closed
+            self.session_id, self.epoch = 0, INITIAL_EPOCH
+        elif self.is_full:
+            self.session_id, self.epoch = session_id, 1
+        else:
+            self.epoch = 1 if self.epoch == _MAX_EPOCH else self.epoch + 1
+        return True
+
+    def handle_error(self) -> None:
+        """The request failed to be sent or answered: close the session, ask for a new one."""
+        self.epoch = INITIAL_EPOCH
