@@ -16,7 +16,8 @@ records from the controller's state, which are applied to that state at once and
 one batch, in one step with nothing run in between; the write is answered when that batch
 commits, while the next writes already run against the state holding its records. A write
 without records waits for the writes in flight before it is answered, as Kafka's read-only
-operations wait for the purgatory. When leadership is lost with writes in flight, each is
+operations wait for the purgatory (a BrokerHeartbeat only for those that changed its broker's
+registration: ``_registration_in_flight``). When leadership is lost with writes in flight, each is
 answered NOT_CONTROLLER and the state goes back to the committed one (Kafka's
 resetToLastCommitted). A write cannot be torn: generating, applying and appending happen
 together, whether its caller still waits (a request timeout, a closed connection) or not. A
