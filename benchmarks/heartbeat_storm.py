@@ -9,7 +9,8 @@ on, loopback); the workload and how each figure is obtained are tests/nemesis/pa
 (its docstring): the fake brokers are registered and the cluster built with CreateTopics, then
 an idle window and a storm window of --seconds each. Printed per size: heartbeats sent and
 answered (NONE) and answered/s, heartbeat latency p50/p99/max as this client sees it (its own
-event loop included: its CPU share is printed too), the active controller's CPU share in each
+event loop included: its CPU share is printed too, and its own loop's stalls over 50 ms, to be
+told from the controller's), the active controller's CPU share in each
 window from /proc/<pid>/stat, CreateTopics p50/p99 idle and under the storm and their ratio, and
 the load average (the machine is shared).
 

@@ -16,7 +16,8 @@ records from the controller's state, which are applied to that state at once and
 one batch, in one step with nothing run in between; the write is answered when that batch
 commits, while the next writes already run against the state holding its records. A write
 without records waits for the writes in flight before it is answered, as Kafka's read-only
-operations wait for the purgatory. When leadership is lost with writes in flight, each is
+operations wait for the purgatory (a BrokerHeartbeat only for those that changed its broker's
+registration: ``_registration_in_flight``). When leadership is lost with writes in flight, each is
 answered NOT_CONTROLLER and the state goes back to the committed one (Kafka's
 resetToLastCommitted). A write cannot be torn: generating, applying and appending happen
 together, whether its caller still waits (a request timeout, a closed connection) or not. A
@@ -397,14 +398,17 @@ class MetadataController:
         leader = self.raft.leader().leader_id
         return None if leader == self.node_id and not self.is_active() else leader
 
-    async def _write(self, generate, timeout_ms: int | None = None):
+    async def _write(self, generate, timeout_ms: int | None = None, reads_uncommitted=None):
         """Run ``generate() -> (records, result)`` against the state as the active controller
         (the committed state and the writes in flight), apply and append its records as one
         batch, and return (result, the batch's last offset or None) once committed.
         ``timeout_ms`` is the operation's deadline from now, or None for none (Kafka's
         OptionalLong.empty(): the write waits its turn however long it takes). Raises
         WriteTimedOut, having generated nothing, when the deadline passes before the write's
-        turn comes (the activation records are being written, or the pipeline is full)."""
+        turn comes (the activation records are being written, or the pipeline is full).
+
+        A result without records waits for the writes in flight (it may tell of them), unless
+        ``reads_uncommitted(result)`` (given) says it holds nothing that they changed."""
         called_ms = self.clock()
         if timeout_ms is None:
             await self._await_active(ACTIVATION_WAIT_MS)
@@ -422,7 +426,7 @@ class MetadataController:
         records, result = self._generate(generate, called_ms)
         if not records:
             previous = self.pipeline.last_answer()
-            if previous is not None:
+            if previous is not None and (reads_uncommitted is None or reads_uncommitted(result)):
                 await self._answered(previous)
             return result, None
         write = self._append_ahead(records)
@@ -558,7 +562,8 @@ class MetadataController:
                                      static_min_isr=self.static_min_insync_replicas)
         self._track_heartbeat(request, expired=False)
         try:
-            reply, last_offset = await self._write(generate, timeout_ms=self.heartbeat_deadline_ms)
+            reply, last_offset = await self._write(generate, timeout_ms=self.heartbeat_deadline_ms,
+                                                   reads_uncommitted=lambda _: self._registration_in_flight(request))
         except WriteTimedOut as exc:
             self._track_heartbeat(request, expired=True)
             return BrokerHeartbeatResponse(error_code=exc.code)
@@ -568,6 +573,17 @@ class MetadataController:
             self.sessions.note_controlled_shutdown(request.broker_id, last_offset)
         return BrokerHeartbeatResponse(is_caught_up=reply.is_caught_up, is_fenced=reply.is_fenced,
                                        should_shut_down=reply.should_shut_down)
+
+    def _registration_in_flight(self, request) -> bool:
+        """Whether a write in flight changed the broker's registration. A heartbeat that writes
+        nothing answers from its broker's registration alone (fenced, in controlled shutdown,
+        its epoch; a change of state writes records, and waits for them), so when the
+        registration is the committed one the answer holds nothing uncommitted, and it leaves
+        at once instead of waiting for the commit of unrelated writes (Kafka's read-only
+        operations wait for the newest write in flight: a deliberate difference, which only
+        makes such answers earlier; docs/differences.md)."""
+        broker_id = request.broker_id
+        return self.state.image.brokers.get(broker_id) is not self.image.brokers.get(broker_id)
 
     def _track_heartbeat(self, request, *, expired: bool) -> None:
         """Note a heartbeat of the registered broker epoch, while active (sessions exist only

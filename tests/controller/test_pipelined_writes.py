@@ -118,6 +118,40 @@ def test_a_request_without_records_is_answered_after_the_writes_in_flight_and_se
     assert listing.error_code == 0 and beat.error_code == 0 and beat.is_fenced
 
 
+def test_a_heartbeat_without_records_waits_only_for_writes_in_flight_that_changed_its_broker():
+    """A heartbeat that writes nothing answers from its broker's registration; while that is
+    the committed one, the answer leaves before unrelated writes in flight commit (a deliberate
+    difference from Kafka, which waits for the newest: the heartbeat's tail at scale, issue 28).
+    A heartbeat behind its own broker's fencing in flight still waits for it."""
+    quorum, leader = held_leader()
+
+    async def go():
+        async with Running(leader):
+            epoch = await lead_with_a_broker(quorum, leader)
+            quorum.holding = True
+            topic = asyncio.ensure_future(leader.handlers()[19].handle(Ctx(7), create("x")))
+            await until(lambda: len(quorum.held) == 1, "the CreateTopics appended")
+            steady = await asyncio.wait_for(leader.handlers()[63].handle(Ctx(0), heartbeat(1, epoch, 2**40)), 5)
+            topic_waiting = not topic.done()
+            fence = asyncio.ensure_future(leader.handlers()[63].handle(Ctx(0), heartbeat(1, epoch, 2**40,
+                                                                                          want_fence=True)))
+            await until(lambda: len(quorum.held) == 2, "the fencing appended")
+            again = asyncio.ensure_future(leader.handlers()[63].handle(Ctx(0), heartbeat(1, epoch, 2**40,
+                                                                                          want_fence=True)))
+            for _ in range(20):
+                await asyncio.sleep(0)
+            again_waited = not again.done()
+            quorum.release()
+            return steady, topic_waiting, again_waited, await topic, await fence, await again
+
+    steady, topic_waiting, again_waited, topic, fence, again = run(go())
+    assert (steady.error_code, steady.is_fenced, steady.is_caught_up) == (0, False, True)
+    assert topic_waiting, "the CreateTopics was answered before its batch committed"
+    assert again_waited, "a heartbeat was answered before the fencing of its broker in flight committed"
+    assert topic.topics[0].error_code == 0
+    assert (fence.error_code, fence.is_fenced) == (0, True) and (again.error_code, again.is_fenced) == (0, True)
+
+
 def test_a_write_generates_from_the_state_with_the_writes_in_flight_not_from_the_committed_image():
     """AlterClientQuotas removing a quota set by a write still in flight writes the removal, as
     Kafka's controller generates every write from its latest (uncommitted) state; generated from

@@ -50,6 +50,7 @@ BUILD_IN_FLIGHT = 4              # build CreateTopics at once, each on its own c
 PROBE_PARTITIONS, PROBE_EVERY_S = 10, 0.25
 HEARTBEAT_EVERY_S = 0.5
 SLOW_MS = 100                    # a heartbeat this slow is listed with when it was sent
+STALL_PROBE_S, STALL_REPORT_MS = 0.01, 50    # this load generator's own loop stalls (OwnStalls)
 REQUEST_TIMEOUT_MS = 30_000
 # By-hand and CI checks (not the goal's 20 ms: the machine is shared; the figures are reported).
 MIN_ANSWERED_FRACTION = 0.99
@@ -215,6 +216,35 @@ def _bursts(slow: list) -> str:
                      for g in groups) or "none"
 
 
+class OwnStalls:
+    """This process's own event-loop stalls during a window: a task that asks to wake every
+    STALL_PROBE_S notes each wake-up later than STALL_REPORT_MS (s into the window, ms late).
+    A heartbeat's latency is measured here, so a stall of this loop (its garbage collections,
+    or no core for it on a busy machine) is in the figures too; these say how much."""
+
+    def __init__(self):
+        self.late: list = []
+        self._task = None
+
+    def __enter__(self):
+        self._task = asyncio.ensure_future(self._probe())
+        return self
+
+    def __exit__(self, *exc):
+        self._task.cancel()
+
+    async def _probe(self):
+        loop = asyncio.get_running_loop()
+        started = due = loop.time()
+        while True:
+            due += STALL_PROBE_S
+            await asyncio.sleep(max(due - loop.time(), 0))
+            late_ms = (loop.time() - due) * 1000
+            if late_ms > STALL_REPORT_MS:
+                self.late.append((round(due - started, 2), round(late_ms)))
+            due = max(due, loop.time())
+
+
 @dataclass
 class StormReport:
     brokers: int
@@ -233,6 +263,7 @@ class StormReport:
     leader_after: tuple
     load_average: tuple = ()
     commit_latency_ms: dict = field(default_factory=dict)    # the leader's raft metrics after the storm
+    own_stalls: list = field(default_factory=list)           # this process's loop stalls in the storm
 
     @property
     def answered_fraction(self) -> float:
@@ -249,6 +280,8 @@ class StormReport:
             f"p90 {_percentile(lat, 0.9):.1f} ms ({100 * sum(x > 5 for x in lat) / max(len(lat), 1):.0f}% over 5 ms) "
             f"p99 {_percentile(lat, 0.99):.1f} ms max {_percentile(lat, 1.0):.1f} ms",
             f"  heartbeats over {SLOW_MS} ms, by when sent (s into the window): {_bursts(b.slow)}",
+            f"  this load generator's own loop late over {STALL_REPORT_MS} ms, by when (s into the window): "
+            f"{_bursts(self.own_stalls)}",
             f"  active controller CPU: idle {self.idle_cpu_pct:.1f}%, storm {self.storm_cpu_pct:.1f}% of a core "
             f"(this load generator: {self.client_cpu_pct:.0f}%)",
             f"  CreateTopics ({PROBE_PARTITIONS} partitions every {PROBE_EVERY_S * 1000:.0f} ms): idle p50 "
@@ -311,7 +344,8 @@ async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, parti
             (idle_creates, idle_answers), idle_cpu, _ = await _window(pid, seconds,
                                                                       probe_creates(address, seconds, "idle"))
         both = asyncio.gather(fakes.storm(seconds), probe_creates(address, seconds, "storm"))
-        (beats, (stormy, storm_answers)), storm_cpu, own_cpu = await _window(pid, seconds, both)
+        with OwnStalls() as stalls:
+            (beats, (stormy, storm_answers)), storm_cpu, own_cpu = await _window(pid, seconds, both)
     finally:
         await fakes.close()
     after = await describe_quorum(address)
@@ -320,7 +354,7 @@ async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, parti
     return StormReport(brokers, partitions, build_s, seconds, beats, idle_creates, stormy,
                        idle_answers + storm_answers, idle_cpu, storm_cpu, own_cpu, rss_mb(pid),
                        (view.leader_id, view.leader_epoch), (after.leader_id, after.leader_epoch),
-                       (load, os.getloadavg()[0]), commit_latency(metrics_file))
+                       (load, os.getloadavg()[0]), commit_latency(metrics_file), stalls.late)
 
 
 def run(base_dir: str, brokers: int, partitions: int, seconds: float, properties: dict | None = None) -> StormReport:
