@@ -109,19 +109,15 @@ def _validate_resource(resource_type: int, name: str, configs: dict[str, str], g
                 raise ApiError(Errors.INVALID_REQUEST, "Unable to parse broker name as a base 10 number.")
             if int(name) < 0:
                 raise ApiError(Errors.INVALID_REQUEST, "Invalid negative broker ID.")
-    elif resource_type == CLIENT_METRICS:
+    elif resource_type in (CLIENT_METRICS, GROUP):
         try:
-            validate_subscription(name, configs, string_hashmap_order)
-        except SubscriptionError as exc:
+            if resource_type == CLIENT_METRICS:
+                validate_subscription(name, configs, string_hashmap_order)
+            else:
+                validate_group_configs(name, configs, group_bounds)
+        except (SubscriptionError, GroupNameError) as exc:          # InvalidRequestException
             raise ApiError(Errors.INVALID_REQUEST, str(exc)) from None
-        except ConfigValueError as exc:
-            raise ApiError(Errors.INVALID_CONFIG, str(exc)) from None
-    elif resource_type == GROUP:
-        try:
-            validate_group_configs(name, configs, group_bounds)
-        except GroupNameError as exc:
-            raise ApiError(Errors.INVALID_REQUEST, str(exc)) from None
-        except ConfigValueError as exc:
+        except ConfigValueError as exc:                              # ConfigException and the like
             raise ApiError(Errors.INVALID_CONFIG, str(exc)) from None
     else:
         raise ApiError(Errors.INVALID_REQUEST, f"Unknown resource type {_type_name(resource_type)}")

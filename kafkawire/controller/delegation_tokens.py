@@ -136,17 +136,28 @@ def _expired(token, now: int) -> bool:
     return token.max_timestamp < now or token.expiration_timestamp < now
 
 
+def _token_named(image, principal: str, request, settings: DelegationTokenSettings, hmacs: TokenHmacs, *,
+                 expired_at: int | None):
+    """(the token the request's HMAC names, None) or (None, the refusal), in Kafka's order:
+    disabled, not found, expired (renewing only: ``expired_at`` is now), not the owner's or a
+    renewer's."""
+    refusal = _refusal(image, settings)
+    if refusal is not None:
+        return None, refusal
+    token = hmacs.token_for(image.delegation_tokens, request.hmac)
+    if token is None:
+        return None, Errors.DELEGATION_TOKEN_NOT_FOUND
+    if expired_at is not None and _expired(token, expired_at):
+        return None, Errors.DELEGATION_TOKEN_EXPIRED
+    if not owner_or_renewer(token, principal):
+        return None, Errors.DELEGATION_TOKEN_OWNER_MISMATCH
+    return token, None
+
+
 def renew_token(image, principal: str, request, settings: DelegationTokenSettings, hmacs: TokenHmacs, now: int):
     """(records, RenewDelegationTokenResponse)."""
     response = RenewDelegationTokenResponse()
-    refusal = _refusal(image, settings)
-    token = None if refusal is not None else hmacs.token_for(image.delegation_tokens, request.hmac)
-    if refusal is None and token is None:
-        refusal = Errors.DELEGATION_TOKEN_NOT_FOUND
-    elif refusal is None and _expired(token, now):
-        refusal = Errors.DELEGATION_TOKEN_EXPIRED
-    elif refusal is None and not owner_or_renewer(token, principal):
-        refusal = Errors.DELEGATION_TOKEN_OWNER_MISMATCH
+    token, refusal = _token_named(image, principal, request, settings, hmacs, expired_at=now)
     if refusal is not None:
         response.error_code = int(refusal)
         return [], response
@@ -160,12 +171,7 @@ def renew_token(image, principal: str, request, settings: DelegationTokenSetting
 def expire_token(image, principal: str, request, settings: DelegationTokenSettings, hmacs: TokenHmacs, now: int):
     """(records, ExpireDelegationTokenResponse)."""
     response = ExpireDelegationTokenResponse()
-    refusal = _refusal(image, settings)
-    token = None if refusal is not None else hmacs.token_for(image.delegation_tokens, request.hmac)
-    if refusal is None and token is None:
-        refusal = Errors.DELEGATION_TOKEN_NOT_FOUND
-    elif refusal is None and not owner_or_renewer(token, principal):
-        refusal = Errors.DELEGATION_TOKEN_OWNER_MISMATCH
+    token, refusal = _token_named(image, principal, request, settings, hmacs, expired_at=None)
     if refusal is not None:
         response.error_code = int(refusal)
         return [], response
