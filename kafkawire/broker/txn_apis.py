@@ -184,9 +184,9 @@ class TxnApis:
             return Errors.INVALID_REQUEST, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         if request.transactional_id == "":
             return Errors.INVALID_REQUEST, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
-        if getattr(request, "enable_2pc", False):
+        if request.enable2_pc:           # v6+, which Kafka 4.3.1's broker does not advertise (nor do we)
             return Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
-        if getattr(request, "keep_prepared_txn", False):
+        if request.keep_prepared_txn:
             return Errors.UNSUPPORTED_VERSION, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         expected = None if request.producer_id == -1 else (request.producer_id, request.producer_epoch)
         return self.coordinator.init_producer_id(request.transactional_id, request.transaction_timeout_ms, expected)

@@ -326,3 +326,16 @@ def test_a_verifier_call_without_version_only_checks():
     c.init_producer_id(TX, 60000, None)
     assert verified(c, None, [("t", 0)]) == {("t", 0): Errors.TRANSACTION_ABORTABLE}
     assert c.txns[TX].partitions == set()
+
+
+def test_init_producer_id_refuses_two_phase_commit_and_keeping_a_prepared_transaction():
+    """KIP-939's fields (InitProducerId v6+, which neither Kafka 4.3.1's broker nor ours
+    advertises): refused before the coordinator is asked, never taken as a plain init."""
+    from kafkawire.broker.txn_apis import TxnApis
+    from kafkawire.messages.init_producer_id_request import InitProducerIdRequest
+    from kafkawire.protocol.error_codes import Errors
+    apis = TxnApis.__new__(TxnApis)             # _init's checks come before any coordinator
+    two_pc = InitProducerIdRequest(transactional_id="t", transaction_timeout_ms=1000, enable2_pc=True)
+    keep = InitProducerIdRequest(transactional_id="t", transaction_timeout_ms=1000, keep_prepared_txn=True)
+    assert apis._init(two_pc)[0] == Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert apis._init(keep)[0] == Errors.UNSUPPORTED_VERSION
