@@ -18,10 +18,11 @@
 
 #include <structmember.h>
 
-/* Instances up to this many slots are kept; each size keeps at most FREE_MAX. The generated
+/* Instances up to this many slots are kept; each size keeps at most FREE_MAX (enough for the
+ * records of a typical batch, which are freed together and made again by the next). The generated
  * classes have 1 to about 20 slots. */
 #define FREE_SLOTS 32
-#define FREE_MAX 64
+#define FREE_MAX 128
 
 static PyObject *free_list[FREE_SLOTS + 1][FREE_MAX];
 static int n_free[FREE_SLOTS + 1];

@@ -195,3 +195,45 @@ def test_pure_is_forced_by_kafkawire_pure_and_reported_by_status():
     env = dict(os.environ, KAFKAWIRE_PURE="1", PYTHONPATH=str(REPO))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert out.stdout.split("\n")[0] == "pure Python True", out.stderr
+
+
+@pytest.mark.parametrize("deltas", [[0, 0, 0], [5, 5, 7, 7, 5], [-1, -1, 3, 3]])
+def test_records_sharing_a_timestamp_decode_identically(deltas):
+    """The native loop reuses the previous record's timestamp int when the delta repeats."""
+    builder = RecordBatchBuilder(base_timestamp=TS)
+    for i, delta in enumerate(deltas):
+        builder.append(b"k%d" % i, b"v", timestamp_delta=delta, offset_delta=i)
+    records, error, _ = assert_same(builder.build())
+    timestamps = [seen[2] for seen in records if isinstance(seen, tuple)]
+    assert error is None and timestamps == [TS + d for d in deltas]
+
+
+def test_record_objects_made_from_freed_ones_and_subclasses_stay_whole():
+    """Record's memory goes to the C extension's free list and back: the records of a batch
+    decoded after others were freed, a record that outlives its batch's others, and subclasses
+    of Record (with a __dict__ and weak references, which the free list does not take) all keep
+    their own values."""
+    import weakref
+
+    buf = build_batch([(b"key-%d" % i, b"value-%d" % i, [("h", b"%d" % i)], TS + i) for i in range(300)])
+    kept = None
+    for _ in range(3):
+        records = list(RecordBatch.from_buffer(buf))
+        kept = records[150]
+        del records
+        gc.collect()
+    again = list(RecordBatch.from_buffer(buf))
+    assert [(r.offset, bytes(r.key), bytes(r.value), r.timestamp) for r in again] == [
+        (i, b"key-%d" % i, b"value-%d" % i, TS + i) for i in range(300)]
+    assert (kept.offset, bytes(kept.key), bytes(kept.headers[0][1])) == (150, b"key-150", b"150")
+
+    class Annotated(Record):
+        pass
+
+    mine = Annotated(1, 2, b"k", b"v", (), 0, 0, None)
+    mine.note = "kept"
+    ref = weakref.ref(mine)
+    assert (mine.offset, mine.note) == (1, "kept")
+    del mine
+    assert ref() is None
+    assert [r.offset for r in RecordBatch.from_buffer(buf)][:3] == [0, 1, 2]
