@@ -72,14 +72,15 @@ class DelegationTokenApis:
             async def handle(ctx, request):
                 return await methods[key](ctx, request, _allow_all)
             return ApiHandler(handle, min_version=MIN_VERSION, max_version=MAX_VERSIONS[key],
-                              error_response=lambda ctx, request, code: token_error_response(key, request, code))
+                              error_response=lambda ctx, request, code: token_error_response(key, request, code,
+                                                                                        ctx.api_version))
         return {key: handler(key) for key in methods}
 
     async def create(self, ctx, request, may):
         try:
             owner = requested_owner(ctx, request)
         except NullOwnerType:
-            return token_error_response(CREATE, request, int(Errors.UNKNOWN_SERVER_ERROR))
+            return token_error_response(CREATE, request, int(Errors.UNKNOWN_SERVER_ERROR), ctx.api_version)
         if not token_requests_allowed(ctx, forwarded_exempt=False):
             return create_refusal(ctx, request, Errors.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED)
         if owner != ctx.principal and not may(CREATE_TOKENS, RESOURCE_USER, owner):

@@ -216,7 +216,7 @@ def _shape_of_the_authorizer(api_key):
 
 
 _ERROR_RESPONSES = {
-    **{key: (lambda key: lambda request, version, code: token_error_response(key, request, code))(key)
+    **{key: (lambda key: lambda request, version, code: token_error_response(key, request, code, version))(key)
        for key in (38, 39, 40)},        # forwarded by kafkawire.broker.delegation_token_apis
     CREATE_TOPICS: _create_topics,
     CREATE_ACLS: _shape_of_the_authorizer(CREATE_ACLS),

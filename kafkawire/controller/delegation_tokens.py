@@ -34,9 +34,9 @@ import uuid
 from kafkawire.messages.create_delegation_token_response import CreateDelegationTokenResponse
 from kafkawire.messages.expire_delegation_token_response import ExpireDelegationTokenResponse
 from kafkawire.messages.renew_delegation_token_response import RenewDelegationTokenResponse
-from kafkawire.metadata.delegation_tokens import (ERROR_TIMESTAMP, TokenHmacs, create_refusal, owner_or_renewer,
-                                                  principal_parts, requested_owner, token_error_response,
-                                                  token_requests_allowed)
+from kafkawire.metadata.delegation_tokens import (ERROR_TIMESTAMP, TokenHmacs, create_refusal, for_version,
+                                                  owner_or_renewer, principal_parts, requested_owner,
+                                                  token_error_response, token_requests_allowed)
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
 from kafkawire.protocol.message import uuid_to_kafka_string
@@ -220,7 +220,7 @@ def delegation_token_handlers(controller) -> dict[int, ApiHandler]:
         async def handle(ctx, request):
             if api_key == CREATE_DELEGATION_TOKEN and request.owner_principal_name and \
                     request.owner_principal_type is None:       # KafkaPrincipal's NullPointerException
-                return token_error_response(api_key, request, int(Errors.UNKNOWN_SERVER_ERROR))
+                return token_error_response(api_key, request, int(Errors.UNKNOWN_SERVER_ERROR), ctx.api_version)
             if not token_requests_allowed(ctx, forwarded_exempt=True):
                 return _not_allowed(api_key, ctx, request)
             generate = generators[api_key]
@@ -228,8 +228,9 @@ def delegation_token_handlers(controller) -> dict[int, ApiHandler]:
                 response, _ = await controller.write(
                     lambda: generate(controller.state.image, ctx, request, controller.wall_clock_ms()))
             except ApiError as exc:
-                return token_error_response(api_key, request, exc.code)
-            return response
+                return token_error_response(api_key, request, exc.code, ctx.api_version)
+            return for_version(response, ctx.api_version)
         return ApiHandler(handle, min_version=1,
-                          error_response=lambda ctx, request, code: token_error_response(api_key, request, code))
+                          error_response=lambda ctx, request, code: token_error_response(api_key, request, code,
+                                                                                            ctx.api_version))
     return {key: handler(key) for key in generators}

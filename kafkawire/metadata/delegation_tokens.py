@@ -23,7 +23,8 @@ from kafkawire.messages.expire_delegation_token_response import ExpireDelegation
 from kafkawire.messages.renew_delegation_token_response import RenewDelegationTokenResponse
 
 __all__ = ["TokenHmacs", "principal_parts", "owner_or_renewer", "ERROR_TIMESTAMP", "describe_filter",
-           "token_requests_allowed", "requested_owner", "create_refusal", "token_error_response", "NullOwnerType"]
+           "token_requests_allowed", "requested_owner", "create_refusal", "token_error_response", "NullOwnerType",
+           "for_version"]
 
 ERROR_TIMESTAMP = -1              # DelegationTokenManager.ERROR_TIMESTAMP
 _MEMO_SLACK = 1024                # memoized HMACs beyond the image's tokens before the memo is emptied
@@ -123,25 +124,37 @@ def requested_owner(ctx, request) -> str:
     return ctx.principal
 
 
+_NO_REQUESTER = CreateDelegationTokenResponse()       # the fields' defaults
+
+
 def create_refusal(ctx, request, error: int):
     """CreateDelegationTokenResponse.prepareResponse(error, owner, requester): timestamps -1."""
     (owner_type, owner_name) = principal_parts(requested_owner(ctx, request))
     requester_type, requester_name = principal_parts(ctx.principal)
-    return CreateDelegationTokenResponse(
+    return for_version(CreateDelegationTokenResponse(
         error_code=int(error), principal_type=owner_type, principal_name=owner_name,
         token_requester_principal_type=requester_type, token_requester_principal_name=requester_name,
         issue_timestamp_ms=ERROR_TIMESTAMP, expiry_timestamp_ms=ERROR_TIMESTAMP, max_timestamp_ms=ERROR_TIMESTAMP,
-        token_id="", hmac=b"")
+        token_id="", hmac=b""), ctx.api_version)
 
 
-def token_error_response(api_key: int, request, code: int):
+def for_version(response, version: int):
+    """prepareResponse names the token's requester from v3 on only (the fields v1 and v2 lack):
+    ``response`` with them cleared below that."""
+    if isinstance(response, CreateDelegationTokenResponse) and version <= 2:
+        response.token_requester_principal_type = _NO_REQUESTER.token_requester_principal_type
+        response.token_requester_principal_name = _NO_REQUESTER.token_requester_principal_name
+    return response
+
+
+def token_error_response(api_key: int, request, code: int, version: int):
     """The getErrorResponse of CreateDelegationToken (38: ANONYMOUS owner and requester, -1
     timestamps), RenewDelegationToken (39), ExpireDelegationToken (40), DescribeDelegationToken (41)."""
     if api_key == 38:
-        return CreateDelegationTokenResponse(
+        return for_version(CreateDelegationTokenResponse(
             error_code=code, principal_type="User", principal_name="ANONYMOUS", token_requester_principal_type="User",
             token_requester_principal_name="ANONYMOUS", issue_timestamp_ms=ERROR_TIMESTAMP,
-            expiry_timestamp_ms=ERROR_TIMESTAMP, max_timestamp_ms=ERROR_TIMESTAMP, token_id="", hmac=b"")
+            expiry_timestamp_ms=ERROR_TIMESTAMP, max_timestamp_ms=ERROR_TIMESTAMP, token_id="", hmac=b""), version)
     if api_key == 41:
         return DescribeDelegationTokenResponse(error_code=code, tokens=[])
     return (RenewDelegationTokenResponse if api_key == 39 else ExpireDelegationTokenResponse)(error_code=code)

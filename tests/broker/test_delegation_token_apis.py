@@ -46,8 +46,9 @@ def broker_with(*records, secret=SECRET):
     return DelegationTokenApis(broker), forwarded
 
 
-def ctx(api_key, principal="User:alice", protocol="SASL_PLAINTEXT", token_authenticated=False):
-    return RequestContext(api_key, 1, 0, "", ("127.0.0.1", 1), "L", "c", principal=principal,
+def ctx(api_key, principal="User:alice", protocol="SASL_PLAINTEXT", token_authenticated=False, version=3):
+    """At v3 (the owner principal fields and the requester of CreateDelegationToken's answer)."""
+    return RequestContext(api_key, version, 0, "", ("127.0.0.1", 1), "L", "c", principal=principal,
                           security_protocol=protocol, token_authenticated=token_authenticated)
 
 
@@ -193,3 +194,15 @@ def test_an_owner_without_a_principal_type_is_unknown_server_error_as_kafkas_nul
 def test_describe_configs_never_shows_the_secret():
     from kafkawire.controller.describe_configs import is_sensitive
     assert is_sensitive("delegation.token.secret.key")
+
+
+def test_create_answers_name_the_requester_from_v3_on_only():
+    """prepareResponse sets TokenRequesterPrincipal* for v3+; v1 and v2 lack the fields, and an
+    answer that set them could not be encoded (test_every_api_version found it)."""
+    from kafkawire.metadata.delegation_tokens import create_refusal, token_error_response
+    request = CreateDelegationTokenRequest()
+    for version, requester in ((1, ""), (2, ""), (3, "alice")):
+        refusal = create_refusal(ctx(38, version=version), request, Errors.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED)
+        assert refusal.token_requester_principal_name == requester
+        refusal.encode(version)
+        token_error_response(38, request, int(Errors.UNKNOWN_SERVER_ERROR), version).encode(version)
