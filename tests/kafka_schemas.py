@@ -19,6 +19,7 @@ read. Java 17 and Maven are needed; without them a test that needs the jars call
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import shutil
 import subprocess
@@ -103,17 +104,23 @@ def ensure(version: str) -> Path:
     stamp = out / "stamp"
     if stamp.exists() and stamp.read_text().strip() == _stamp(version):
         return out
-    if out.exists():
-        shutil.rmtree(out)
-    jars = out.parent / f"jars-{version}"
-    if jars.exists():
-        shutil.rmtree(jars)
-    _copy_jars(version, jars)
-    _extract(version, jars, out)
-    _errors_table(jars, out)
-    if not any(out.glob("clients/*Request.json")):
-        raise SchemasUnavailable(f"no common/message/*Request.json in kafka-clients-{version}.jar")
-    stamp.write_text(_stamp(version) + "\n")
+    # One test process builds it under a lock (pytest-xdist's workers may all find it missing).
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.parent / f".schemas-{version}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.exists() and stamp.read_text().strip() == _stamp(version):
+            return out
+        if out.exists():
+            shutil.rmtree(out)
+        jars = out.parent / f"jars-{version}"
+        if jars.exists():
+            shutil.rmtree(jars)
+        _copy_jars(version, jars)
+        _extract(version, jars, out)
+        _errors_table(jars, out)
+        if not any(out.glob("clients/*Request.json")):
+            raise SchemasUnavailable(f"no common/message/*Request.json in kafka-clients-{version}.jar")
+        stamp.write_text(_stamp(version) + "\n")
     return out
 
 
