@@ -16,16 +16,14 @@ session; any other top-level error or a failed request closes the session and as
 """
 from __future__ import annotations
 
-import logging
 import uuid
 from dataclasses import dataclass
 
+from kafkawire.protocol.error_codes import Errors
+
 __all__ = ["FetchSessionClient", "PartitionFetch", "SessionPlan", "INITIAL_EPOCH", "FINAL_EPOCH"]
 
-log = logging.getLogger(__name__)
-
 INITIAL_EPOCH, FINAL_EPOCH = 0, -1
-FETCH_SESSION_ID_NOT_FOUND = 70
 _MAX_EPOCH = (1 << 31) - 1
 
 
@@ -86,10 +84,8 @@ class FetchSessionClient:
 
     def handle_response(self, error_code: int, session_id: int) -> bool:
         """FetchSessionHandler.handleResponse: whether the answer's partitions may be used."""
-        if error_code:
-            log.info("fetch session %d at epoch %d: the leader answered error %d; starting a new session",
-                     self.session_id, self.epoch, error_code)
-            if error_code == FETCH_SESSION_ID_NOT_FOUND:
+        if error_code:                                  # the fetcher logs it, naming the leader
+            if error_code == Errors.FETCH_SESSION_ID_NOT_FOUND:
                 self.session_id, self.epoch = 0, INITIAL_EPOCH
             else:
                 self.epoch = INITIAL_EPOCH              # close the existing one, attempt a new one

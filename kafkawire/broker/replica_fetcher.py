@@ -256,12 +256,11 @@ class ReplicaFetcher:
         timeout_ms = self.settings.request_timeout_ms + self.settings.wait_max_ms
         try:
             response = await self.client.send(peer, request, api_version=version, timeout_ms=timeout_ms)
-        except TransportError:
+        except BaseException:        # unanswered (failed, timed out, cancelled): the session is unknown
             self.session.handle_error()
             raise
-        if version >= SESSION_VERSION and not self.session.handle_response(response.error_code, response.session_id):
-            self._delay(states)
-            return
+        if version >= SESSION_VERSION:
+            self.session.handle_response(response.error_code, response.session_id)
         if response.error_code != Errors.NONE:
             # FetchSessionHandler.handleResponse's line, naming the error.
             log.info("replica fetcher: broker %d was unable to process the fetch request: %s", self.leader_id,
