@@ -67,7 +67,7 @@ class ConsumerApis:
         self.apis = apis
         self.coordinator = ConsumerCoordinator(apis.coordinator, consumer_settings_of(apis.broker.config),
                                                topics=self.topics, group_timeouts=self.group_timeouts)
-        self._group_bounds = GroupBounds.from_settings(lambda key: getattr(apis.broker.config, key.replace(".", "_")))
+        self._group_bounds = GroupBounds.of(apis.broker.config)
         # group id -> (its GROUP configs as last read, its timeouts): evaluated once per change, as
         # Kafka's GroupConfigManager does (its clamping WARN once, not at every heartbeat)
         self._timeouts: dict[str, tuple[tuple, tuple[int, int]]] = {}

@@ -67,8 +67,7 @@ def controller_factory(raft: NodeRaft, server_config: ServerConfig,
                                     session_timeout_ms=server_config.broker_session_timeout_ms,
                                     heartbeat_interval_ms=server_config.broker_heartbeat_interval_ms,
                                     acls_enabled=server_config.authorizer_settings() is not None,
-                                    group_bounds=GroupBounds.from_settings(
-                                        lambda key: getattr(server_config, key.replace(".", "_"))),
+                                    group_bounds=GroupBounds.of(server_config),
                                     delegation_tokens=DelegationTokenSettings.of(server_config))
     # A commit of control records (a new leader's LeaderChange) moves the high watermark
     # without a data batch: the controller must look again at whether it can activate.

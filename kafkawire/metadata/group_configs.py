@@ -48,9 +48,9 @@ class GroupBounds:
     consumer_max_assignment_interval_ms: int = 15_000
 
     @classmethod
-    def from_settings(cls, setting) -> GroupBounds:
-        """``setting(key)``: a server.properties value kafkawire reads (group.consumer.*)."""
-        return cls(**{field: setting("group." + field.replace("_", ".")) for field in cls.__dataclass_fields__})
+    def of(cls, config) -> GroupBounds:
+        """From a node's ServerConfig (its ``group_consumer_*`` attributes, group.consumer.*)."""
+        return cls(**{field: getattr(config, "group_" + field) for field in cls.__dataclass_fields__})
 
     def defaults(self) -> dict[str, int]:
         """extractGroupConfigMap: the broker-level values a group's unset configs take."""

@@ -94,5 +94,5 @@ def test_bounds_come_from_the_nodes_settings():
         "process.roles=broker,controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
         "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093\ncontroller.quorum.voters=1@127.0.0.1:9093\n"
         "group.consumer.min.session.timeout.ms=10000\ngroup.consumer.session.timeout.ms=20000\n")
-    bounds = GroupBounds.from_settings(lambda key: getattr(config, key.replace(".", "_")))
+    bounds = GroupBounds.of(config)
     assert bounds == GroupBounds(consumer_session_timeout_ms=20_000, consumer_min_session_timeout_ms=10_000)
