@@ -101,15 +101,8 @@ def _errors_table(jars: Path, out: Path) -> None:
 def ensure(version: str) -> Path:
     """Kafka ``version``'s schemas, one folder per module; fetched and extracted unless warm."""
     out = schema_dir(version)
-    stamp = out / "stamp"
-    if stamp.exists() and stamp.read_text().strip() == _stamp(version):
-        return out
-    # One test process builds it under a lock (pytest-xdist's workers may all find it missing).
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out.parent / f".schemas-{version}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if stamp.exists() and stamp.read_text().strip() == _stamp(version):
-            return out
+
+    def build() -> None:
         if out.exists():
             shutil.rmtree(out)
         jars = out.parent / f"jars-{version}"
@@ -120,7 +113,23 @@ def ensure(version: str) -> Path:
         _errors_table(jars, out)
         if not any(out.glob("clients/*Request.json")):
             raise SchemasUnavailable(f"no common/message/*Request.json in kafka-clients-{version}.jar")
-        stamp.write_text(_stamp(version) + "\n")
+    return stamped_folder(out, _stamp(version), build)
+
+
+def stamped_folder(out: Path, stamp: str, build) -> Path:
+    """``out``, made by ``build()`` unless its ``stamp`` file already says ``stamp``. Several test
+    processes (pytest-xdist's workers, two runs side by side) may find it missing at once: one
+    builds it under a lock, and the others wait and find it built."""
+    def built() -> bool:
+        return (out / "stamp").is_file() and (out / "stamp").read_text().strip() == stamp
+    if built():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.parent / f".{out.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not built():
+            build()
+            (out / "stamp").write_text(stamp + "\n")
     return out
 
 

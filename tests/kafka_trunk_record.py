@@ -20,7 +20,6 @@ the jar's file is an error, never a fuzzy apply.
 from __future__ import annotations
 
 import difflib
-import fcntl
 import hashlib
 import re
 import shutil
@@ -159,21 +158,7 @@ def folder(which: str) -> Path:
     base = kafka_schemas.ensure(version)
     out = kafka_schemas.schema_dir(f"record-{which}")
     stamp = hashlib.sha256(diff_text(which).encode() + (base / "stamp").read_bytes()).hexdigest()
-    if _stamped(out, stamp):
-        return out
-    # Several test processes (pytest-xdist's workers, two runs side by side) may find it missing
-    # at once: one builds it, under a lock, and the others wait and find it built.
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out.parent / f".record-{which}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not _stamped(out, stamp):
-            apply(diff_text(which), base, out)
-            (out / "stamp").write_text(stamp + "\n")
-    return out
-
-
-def _stamped(out: Path, stamp: str) -> bool:
-    return (out / "stamp").is_file() and (out / "stamp").read_text().strip() == stamp
+    return kafka_schemas.stamped_folder(out, stamp, lambda: apply(diff_text(which), base, out))
 
 
 def record_pair() -> tuple[Path, Path]:
