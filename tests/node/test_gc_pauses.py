@@ -10,10 +10,10 @@ import pytest
 
 from kafkawire.controller.factory import controller_factory
 from kafkawire.net.config import ConfigError, parse_server_config
-from kafkawire.raft.node.controller_node import ControllerNode
-from kafkawire.tools.storage import format_storage
-from tests.node.test_authorizer_node import free_port
 from kafkawire.raft.node import gc_pauses
+from kafkawire.raft.node.controller_node import ControllerNode
+from kafkawire.raft.node.local_quorum import free_ports
+from kafkawire.tools.storage import format_storage
 
 
 @pytest.fixture(autouse=True)
@@ -117,7 +117,7 @@ def test_a_freeze_the_application_made_itself_is_left_alone(_unfrozen):
 
 
 def test_a_node_holds_its_place_from_start_to_stop(tmp_path):
-    port = free_port()
+    port, = free_ports(1)
     config = parse_server_config(
         f"process.roles=controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
         f"listeners=CONTROLLER://127.0.0.1:{port}\ncontroller.quorum.voters=1@127.0.0.1:{port}\n"
