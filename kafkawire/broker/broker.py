@@ -440,7 +440,8 @@ class Broker:
         if self.appends != seen:
             return
         try:
-            await asyncio.wait_for(self._appended.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._appended.wait()
         except asyncio.TimeoutError:
             pass
 

@@ -108,7 +108,8 @@ class BrokerLifecycle:
             delay_ms = await self._heartbeat_once()
             self._wake.clear()
             try:
-                await asyncio.wait_for(self._wake.wait(), delay_ms / 1000)
+                async with asyncio.timeout(delay_ms / 1000):
+                    await self._wake.wait()
             except asyncio.TimeoutError:
                 pass
 
@@ -135,7 +136,8 @@ class BrokerLifecycle:
         log.info("broker %d: %s failed (%s); retrying after a backoff", self.registration.broker_id, what, why)
         self._wake.clear()           # a metadata change (a leader elected) cuts the backoff short
         try:
-            await asyncio.wait_for(self._wake.wait(), self._backoff_ms() / 1000)
+            async with asyncio.timeout(self._backoff_ms() / 1000):
+                await self._wake.wait()
         except asyncio.TimeoutError:
             pass
         return None

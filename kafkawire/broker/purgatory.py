@@ -90,7 +90,8 @@ class Purgatory:
         if request.pending == 0:
             return
         try:
-            await asyncio.wait_for(request.event.wait(), max(timeout_ms, 0) / 1000)
+            async with asyncio.timeout(max(timeout_ms, 0) / 1000):
+                await request.event.wait()
         except asyncio.TimeoutError:
             pass
         for key, status in statuses:

@@ -193,7 +193,8 @@ class ReplicaFetcher:
         delays = [s.delayed_until for s in self.partitions.values() if not s.fenced]
         timeout = max(min(delays) - now, 0.0) if delays else None
         try:
-            await asyncio.wait_for(self._wake.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._wake.wait()
         except asyncio.TimeoutError:
             pass
 

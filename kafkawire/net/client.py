@@ -328,7 +328,8 @@ class NetworkClient:
             # Every waiter gets the failure; retrieve it here too so an unawaited one is not "lost".
             state.connecting.add_done_callback(lambda f: f.cancelled() or f.exception())
         try:
-            return await asyncio.wait_for(asyncio.shield(state.connecting), max(deadline - time.monotonic(), 0))
+            async with asyncio.timeout(max(deadline - time.monotonic(), 0)):
+                return await asyncio.shield(state.connecting)
         except asyncio.TimeoutError:
             raise RequestTimedOut(peer, "timed out waiting for the connection to be set up") from None
 
@@ -337,8 +338,8 @@ class NetworkClient:
             tls = {} if self.ssl_context is None else {
                 "ssl": self.ssl_context, "server_hostname": peer[0],
                 "ssl_handshake_timeout": self.connect_timeout_ms / 1000}
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(peer[0], peer[1], **tls),
-                                                    self.connect_timeout_ms / 1000)
+            async with asyncio.timeout(self.connect_timeout_ms / 1000):
+                reader, writer = await asyncio.open_connection(peer[0], peer[1], **tls)
         except asyncio.TimeoutError:
             self._failed(state)
             raise ConnectFailed(peer, f"connection setup timed out after {self.connect_timeout_ms} ms") from None
@@ -448,7 +449,8 @@ class NetworkClient:
         pending = conn.send(request, version)
         remaining = max(deadline - time.monotonic(), 0)
         try:
-            return await asyncio.wait_for(asyncio.shield(pending.future), remaining)
+            async with asyncio.timeout(remaining):
+                return await asyncio.shield(pending.future)
         except asyncio.TimeoutError:
             error = RequestTimedOut(conn.peer, f"{type(request).__name__} v{version} (correlation id "
                                                f"{pending.correlation_id}) got no response within "

@@ -143,7 +143,8 @@ class Connection:
             self._cancel_pending()
             self.writer.close()
             try:
-                await asyncio.wait_for(self.writer.wait_closed(), 1)
+                async with asyncio.timeout(1):
+                    await self.writer.wait_closed()
             except (asyncio.TimeoutError, ConnectionError, OSError):
                 pass
             log.debug("closed connection %s", self.id)
@@ -187,7 +188,8 @@ class Connection:
                     await self._throttled()
                 wait = max(self._last_activity + idle - time.monotonic(), 0)
                 try:
-                    data = await asyncio.wait_for(self.reader.read(65536), timeout=wait)
+                    async with asyncio.timeout(wait):
+                        data = await self.reader.read(65536)
                 except asyncio.TimeoutError:
                     if self._in_flight == 0 and time.monotonic() - self._last_activity >= idle:
                         log.info("closing idle connection %s from %s:%s (connections.max.idle.ms=%d)",
@@ -318,7 +320,8 @@ class Connection:
             # Muted, as Kafka's channel is; but a peer that closes is noticed, and what it was
             # waiting for (a long-poll fetch) is cancelled instead of running to its timeout.
             try:
-                await asyncio.wait_for(self._slot_free.wait(), _MUTED_EOF_POLL_S)
+                async with asyncio.timeout(_MUTED_EOF_POLL_S):
+                    await self._slot_free.wait()
             except asyncio.TimeoutError:
                 if _peer_closed(self.reader):
                     self._cancel_pending()

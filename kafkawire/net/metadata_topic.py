@@ -191,7 +191,8 @@ class MetadataTopic:
             self._advanced = asyncio.Event()
         event = self._advanced
         try:
-            await asyncio.wait_for(event.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await event.wait()
         except asyncio.TimeoutError:
             pass
 

@@ -2,6 +2,8 @@
 import asyncio
 import random
 import struct
+import time
+import types
 
 import pytest
 
@@ -271,3 +273,28 @@ def test_a_connection_whose_set_up_is_cancelled_is_closed_not_leaked(caplog):
         assert run(main()) == b""
         gc.collect()
     assert "Task was destroyed but it is pending" not in caplog.text, caplog.text
+
+
+def test_a_cancel_that_arrives_with_the_answer_is_not_lost():
+    """A stop cancels a task waiting for an answer in the loop iteration where the answer lands:
+    the task must end cancelled. Python 3.11's asyncio.wait_for returned the answer instead, so a
+    stopping broker's replica fetcher went on fetching and the stop waited for it forever (the
+    project's ruff rules now ban wait_for in kafkawire)."""
+    async def main():
+        answer = asyncio.get_running_loop().create_future()
+
+        class OneRequestConnection:
+            closed, close_reason, peer = False, None, ("127.0.0.1", 9)
+
+            def send(self, request, version):
+                return types.SimpleNamespace(future=answer, correlation_id=1)
+
+        client = NetworkClient()
+        task = asyncio.ensure_future(client._round_trip(OneRequestConnection(), metadata_request(), 12,
+                                                        time.monotonic() + 30))
+        await asyncio.sleep(0)               # the task now waits for the answer
+        answer.set_result(MetadataResponse())
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    run(main())

@@ -448,7 +448,8 @@ class ControllerNode:
         if driver is not None and graceful and driver.failure is None and driver.core is not None:
             driver.begin_shutdown(timeout_ms)
             try:
-                await asyncio.wait_for(driver.shutdown_complete.wait(), timeout_ms / 1000 + 1)
+                async with asyncio.timeout(timeout_ms / 1000 + 1):
+                    await driver.shutdown_complete.wait()
             except asyncio.TimeoutError:
                 log.warning("node %d: graceful shutdown did not finish in %d ms", self.config.node_id, timeout_ms)
         for task in self._tasks:

@@ -306,10 +306,12 @@ class MetricsEndpoint:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            answer = await asyncio.wait_for(self._answer(reader), REQUEST_TIMEOUT_S)
+            async with asyncio.timeout(REQUEST_TIMEOUT_S):
+                answer = await self._answer(reader)
             if answer is not None:
                 writer.write(answer)
-                await asyncio.wait_for(writer.drain(), REQUEST_TIMEOUT_S)
+                async with asyncio.timeout(REQUEST_TIMEOUT_S):
+                    await writer.drain()
         except (asyncio.TimeoutError, ConnectionError):
             pass
         finally:
