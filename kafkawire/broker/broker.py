@@ -72,6 +72,7 @@ from .log_deletion import LogDeleter
 from .state_writes import StateWrites
 from .stray_logs import mark_stray_logs
 from .log_manager import LogManager
+from .metrics import BrokerTopicStats
 from .metadata_apis import MetadataApis
 from .partition import LeaderPartition
 from .produce import ProduceApi
@@ -135,6 +136,7 @@ class Broker:
         self.scram_lookup = scram_lookup
         self.describe_configs = describe_configs      # request -> DescribeConfigsResponse, from the image
         self.partitions: dict[tuple[str, int], LeaderPartition] = {}
+        self.topic_stats = BrokerTopicStats()    # BrokerTopicMetrics' meters (kafkawire.broker.metrics)
         self.appends = 0                        # batches appended so far (fetches wait for it to move)
         self._appended = asyncio.Event()
         self._logs_ready = False
@@ -379,6 +381,8 @@ class Broker:
             else:          # no longer a replica here, or its topic deleted: applyDelta's deletes
                 self.log_deleter.delete(partition)
         self.replica_roles.apply(image, followed)
+        for name in [t for t in self.topic_stats.topics if t not in image.topics_by_name]:
+            self.topic_stats.remove_topic(name)      # a deleted topic's meters go with it
         self.replication.on_metadata(image)
         self.group_apis.on_metadata()
         self.txn_apis.on_metadata()

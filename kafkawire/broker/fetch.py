@@ -50,6 +50,7 @@ from typing import NamedTuple
 
 from kafkawire.broker.fetch_session import FetchManager, FetchSessionCache
 from kafkawire.broker.leader_discovery import FETCH_LEADER_VERSION, LeaderHints
+from kafkawire.broker.metrics import BYTES_OUT, REPLICATION_BYTES_OUT, TOTAL_FETCH
 from kafkawire.broker.replica_selector import FollowerView, preferred_read_replica
 from kafkawire.messages.fetch_response import (AbortedTransaction, FetchableTopicResponse, FetchResponse,
                                                LeaderIdAndEpoch, NodeEndpoint, PartitionData)
@@ -122,7 +123,10 @@ class FetchApi:
             remaining = deadline - time.monotonic()
             if total >= min_bytes or done or remaining <= 0 or not wanted:
                 endpoints = self._leader_hints(ctx, updates, params) if v >= FETCH_LEADER_VERSION else []
-                return self._answer(ctx, context, updates, quotas, endpoints)
+                answer = self._answer(ctx, context, updates, quotas, endpoints)
+                if not isinstance(answer, Throttled):
+                    self._count_bytes_out(updates, params)
+                return answer
             await self.broker.wait_for_appends(seen, remaining)
 
     def _leader_hints(self, ctx, updates: list, params: "FetchParams") -> list:
@@ -163,8 +167,11 @@ class FetchApi:
         budget = max_bytes
         total, done = 0, False
         updates = []
+        stats = self.broker.topic_stats if params.record_follower else None     # a request's first read
         for name, topic_id, p in wanted:
             topic = self._topic(image, name, topic_id, params.version)
+            if stats is not None and topic is not None:     # ReplicaManager.readFromLog's TotalFetchRequests
+                stats.mark(topic.name, TOTAL_FETCH)
             data = self._fetch_partition(image, topic, p, params, budget, min_one=(total == 0))
             total += len(data.records)
             budget -= len(data.records)
@@ -172,6 +179,22 @@ class FetchApi:
                 data.diverging_epoch.epoch >= 0
             updates.append((name, topic_id, data))
         return updates, total, done
+
+    def _count_bytes_out(self, updates: list, params: "FetchParams") -> None:
+        """KafkaApis' updateBytesOut: a consumer's records are BytesOut of their topic, a
+        follower's ReplicationBytesOut of all topics."""
+        stats = self.broker.topic_stats
+        image = self.broker.image()
+        for name, topic_id, data in updates:
+            size = len(data.records) if data.records else 0
+            if not size:
+                continue
+            if params.follower is not None:
+                stats.mark_all_topics(REPLICATION_BYTES_OUT, size)
+                continue
+            topic = self._topic(image, name, topic_id, params.version)
+            if topic is not None:
+                stats.mark(topic.name, BYTES_OUT, size)
 
     @staticmethod
     def _topic(image, name: str, topic_id, version: int):

@@ -42,6 +42,7 @@ from kafkawire.protocol.handler import NO_RESPONSE, CloseConnection
 from .leader_discovery import PRODUCE_LEADER_VERSION, LeaderHints
 from .producer_state import VERIFICATION_OFF
 from .log_config import ProduceSettings, produce_settings
+from .metrics import BYTES_IN, FAILED_PRODUCE, MESSAGES_IN, TOTAL_PRODUCE
 from .record_checks import RecordErrors, RecordRules
 from .txn_verification import transaction_checks
 from .validation import ProduceRefused, validate_produce
@@ -127,6 +128,8 @@ class ProduceApi:
         partition = self.broker.partitions.get((topic.name, p.index))
         if registration.leader != self.broker.node_id or partition is None:
             return _refused(p.index, Errors.NOT_LEADER_OR_FOLLOWER, None)
+        stats = self.broker.topic_stats
+        stats.mark(topic.name, TOTAL_PRODUCE)
         settings = self.broker.topic_configs.produce_settings(image, topic.name)
         name = f"{topic.name}-{p.index}"
         isr, min_isr = isr_and_min_isr(partition, registration, settings.min_insync_replicas)
@@ -135,6 +138,7 @@ class ProduceApi:
             log.warning("Error processing append operation on partition %s: The size of the current ISR : %d is "
                         "insufficient to satisfy the min.isr requirement of %d for partition %s, live replica(s) "
                         "broker.id are : %s", name, len(isr), min_isr, name, sorted(isr))
+            stats.mark(topic.name, FAILED_PRODUCE)
             return PartitionProduceResponse(index=p.index, error_code=Errors.NOT_ENOUGH_REPLICAS, base_offset=-1,
                                             log_append_time_ms=-1, log_start_offset=partition.log.log_start_offset)
         try:
@@ -145,20 +149,31 @@ class ProduceApi:
                 compression_levels=settings.compression_levels)
             base_offset, log_append_time = partition.append(validated, now_ms=now_ms, guard=guard)
         except RecordErrors as exc:      # ReplicaManager: RecordValidationException, the log start offset kept
+            if exc.code not in UNCOUNTED_FAILURES:
+                stats.mark(topic.name, FAILED_PRODUCE)
             return PartitionProduceResponse(
                 index=p.index, error_code=exc.code, base_offset=-1, log_append_time_ms=-1,
                 log_start_offset=partition.log.log_start_offset, error_message=str(exc),
                 record_errors=[BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
                                for i, m in exc.errors])
         except ProduceRefused as exc:
+            if exc.code not in UNCOUNTED_FAILURES:
+                stats.mark(topic.name, FAILED_PRODUCE)
             return _refused(p.index, exc.code, str(exc))
         except ValueError as exc:        # larger than a segment (Log.append): RecordBatchTooLargeException
             return _refused(p.index, Errors.RECORD_LIST_TOO_LARGE, str(exc))
         except OSError as exc:
             return _refused(p.index, Errors.KAFKA_STORAGE_ERROR, f"Error while appending to {name}: {exc}")
+        stats.mark(topic.name, BYTES_IN, len(p.records))     # as sent, before any recompression
+        stats.mark(topic.name, MESSAGES_IN, validated.records)
         return PartitionProduceResponse(index=p.index, error_code=Errors.NONE, base_offset=base_offset,
                                         log_append_time_ms=log_append_time,
                                         log_start_offset=partition.log.log_start_offset)
+
+
+# ReplicaManager.appendToLocalLog does not count these as failed produce requests (a failure of
+# the broker's, which is what the meter is for): the client's own errors.
+UNCOUNTED_FAILURES = frozenset({Errors.CORRUPT_MESSAGE, Errors.MESSAGE_TOO_LARGE, Errors.RECORD_LIST_TOO_LARGE})
 
 
 def isr_and_min_isr(partition, registration, min_insync_replicas: int) -> tuple:

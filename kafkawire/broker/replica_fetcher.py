@@ -119,13 +119,15 @@ class ReplicaFetcher:
     """One fetcher: the partitions it fetches from ``leader_id`` and the task that fetches them.
     ``endpoint()`` gives the leader's (host, port) on the inter-broker listener, or None."""
 
-    def __init__(self, settings: FetcherSettings, client, leader_id: int, endpoint, broker_epoch, *, clock=None):
+    def __init__(self, settings: FetcherSettings, client, leader_id: int, endpoint, broker_epoch, *, clock=None,
+                 on_bytes_in=None):
         self.settings = settings
         self.client = client
         self.leader_id = leader_id
         self.endpoint = endpoint
         self.broker_epoch = broker_epoch
         self.clock = clock or time.monotonic
+        self.on_bytes_in = on_bytes_in or (lambda size: None)     # ReplicationBytesIn (kafkawire.broker.metrics)
         self.partitions: dict[tuple[str, int], PartitionFetchState] = {}
         self.session = FetchSessionClient()          # KIP-227, with Fetch v7+ (fetch_session_client)
         self._wake = asyncio.Event()
@@ -308,6 +310,7 @@ class ReplicaFetcher:
             self._delay([state])
             return
         if info is not None:
+            self.on_bytes_in(len(data.records))
             state.fetch_offset = info.last_offset + 1
             if info.last_leader_epoch >= 0:
                 state.last_fetched_epoch = info.last_leader_epoch
@@ -405,6 +408,7 @@ class ReplicaFetcherManager:
     client: object
     endpoint_of: object
     broker_epoch: object
+    on_bytes_in: object = None      # called with the size of each batch set appended (ReplicationBytesIn)
     fetchers: dict = field(default_factory=dict)
 
     def apply(self, followed: dict) -> None:
@@ -426,7 +430,7 @@ class ReplicaFetcherManager:
                 leader_id = fkey[0]
                 fetcher = self.fetchers[fkey] = ReplicaFetcher(
                     self.settings, self.client, leader_id, lambda leader_id=leader_id: self.endpoint_of(leader_id),
-                    self.broker_epoch)
+                    self.broker_epoch, on_bytes_in=self.on_bytes_in)
                 fetcher.start()
             fetcher.set_partitions(partitions)
 

@@ -39,6 +39,7 @@ from kafkawire.net.config import ConfigError
 from kafkawire.net.security import client_options, inter_broker_listener
 
 from .follower import FollowerReplica
+from .metrics import REPLICATION_BYTES_IN
 from .replica_fetcher import FetcherSettings, ReplicaFetcherManager
 
 __all__ = ["ReplicaRoles"]
@@ -147,8 +148,10 @@ class ReplicaRoles:
             min_bytes=c.replica_fetch_min_bytes, backoff_ms=c.replica_fetch_backoff_ms,
             request_timeout_ms=c.replica_socket_timeout_ms)
         lifecycle = self.broker.lifecycle
+        stats = self.broker.topic_stats
         self.manager = ReplicaFetcherManager(settings, client, self.endpoint_of,
-                                             lambda: lifecycle.broker_epoch if lifecycle is not None else -1)
+                                             lambda: lifecycle.broker_epoch if lifecycle is not None else -1,
+                                             lambda size: stats.mark_all_topics(REPLICATION_BYTES_IN, size))
         return self.manager
 
     def client_options(self) -> tuple[dict, str | None]:

@@ -22,8 +22,12 @@ What it assembles, as Kafka's broker does:
   leader's controller listener: RaftDriver.send_to_leader), and forwarding admin requests
   there; with authorizer.class.name, a StandardAuthorizer over the image's ACLs.
 
-Not here yet (the combined node has them): the raft metrics file and the Prometheus endpoint,
-and --max-api-versions (a broker-only node advertises every version it serves).
+With ``metric.reporters`` naming kafkawire.metrics.PrometheusReporter, the node serves its raft
+metrics (an observer's KafkaRaftMetrics) and the broker's (kafkawire.broker.metrics) on the
+Prometheus endpoint, as a combined node does.
+
+Not here yet (the combined node has them): the raft metrics file, and --max-api-versions (a
+broker-only node advertises every version it serves).
 """
 from __future__ import annotations
 
@@ -32,12 +36,14 @@ import logging
 import os
 
 from kafkawire.broker import Broker, BrokerStartError
+from kafkawire.broker.metrics import broker_families
 from kafkawire.controller.broker_config_keys import broker_config_keys
 from kafkawire.controller.describe_configs import describe_configs
 from kafkawire.controller.loader import MetadataLoader
 from kafkawire.feature_versions import KRAFT_VERSION
 from kafkawire.net.authorizer import StandardAuthorizer
 from kafkawire.net.config import ConfigError, ServerConfig
+from kafkawire.net.metrics_http import MetricsEndpoint, MetricsUnavailable, exposition
 from kafkawire.raft.contract import StateMachineFatal
 from kafkawire.raft.node.controller_node import (METADATA_PARTITION_DIR, NodeStartError, controller_client_options,
                                                  raft_config_from, raft_network_client, read_node_meta,
@@ -45,6 +51,7 @@ from kafkawire.raft.node.controller_node import (METADATA_PARTITION_DIR, NodeSta
 from kafkawire.raft.node.disk_store import DiskLogStore
 from kafkawire.raft.node.driver import RaftDriver
 from kafkawire.raft.node.metrics import RaftMetrics
+from kafkawire.raft.node.prometheus import raft_families
 
 __all__ = ["BrokerOnlyNode"]
 
@@ -67,6 +74,7 @@ class BrokerOnlyNode:
         self.broker: Broker | None = None
         self.cluster_id: str | None = None
         self.authorizer: StandardAuthorizer | None = None
+        self.metrics_endpoint: MetricsEndpoint | None = None
         self._loaded = False
 
     @property
@@ -107,11 +115,28 @@ class BrokerOnlyNode:
         except BrokerStartError as exc:
             raise NodeStartError(f"cannot start the broker: {exc}") from None
         driver.hw_listeners.append(self.broker.on_metadata)
-        if c.prometheus_listener is not None:
-            log.warning("metric.reporters names kafkawire.metrics.PrometheusReporter, which a broker-only node "
-                        "does not run yet: no metrics endpoint")
+        await self._start_metrics_endpoint()
         log.info("broker-only node %d (cluster %s) following the controller quorum on %s", c.node_id, cluster_id,
                  raft_config.listener)
+
+    async def _start_metrics_endpoint(self) -> None:
+        """The Prometheus endpoint, when metric.reporters names kafkawire.metrics.PrometheusReporter."""
+        listener, driver, broker = self.config.prometheus_listener, self.driver, self.broker
+        if listener is None or driver is None or broker is None:
+            return
+        try:
+            render = exposition(lambda: [*raft_families(driver), *broker_families(broker)])
+        except MetricsUnavailable as exc:
+            raise NodeStartError(str(exc)) from None
+        endpoint = MetricsEndpoint(listener[0], listener[1], render)
+        try:
+            await endpoint.start()
+        except OSError as exc:
+            raise NodeStartError(f"kafkawire.metrics.prometheus.listener http://{listener[0] or ''}:{listener[1]}: "
+                                 f"cannot bind: {exc.strerror or exc}") from None
+        self.metrics_endpoint = endpoint
+        log.info("node %d: metrics on http://%s:%d/metrics", self.config.node_id, listener[0] or "0.0.0.0",
+                 endpoint.port)
 
     def _make_broker(self, directory_id) -> Broker:
         driver, loader, c = self.driver, self.loader, self.config
@@ -142,6 +167,8 @@ class BrokerOnlyNode:
 
     async def stop(self, *, graceful: bool = True) -> None:
         """Stop the broker (``graceful``: after its controlled shutdown), then raft."""
+        if self.metrics_endpoint is not None:
+            await self.metrics_endpoint.close()
         if self.broker is not None:
             await self.broker.stop(graceful=graceful)
         driver = self.driver

@@ -154,6 +154,7 @@ async def start_broker(node):
     controller (the committed image it reads, published when it moves; the active controller it
     registers with); None, with the reason logged, when it cannot start."""
     from kafkawire.broker import Broker, BrokerStartError        # lazy: CLI start-up
+    from kafkawire.broker.metrics import broker_families
     from kafkawire.controller.broker_config_keys import broker_config_keys
     from kafkawire.controller.describe_configs import describe_configs
     log = logging.getLogger(__name__)
@@ -175,6 +176,7 @@ async def start_broker(node):
     except BrokerStartError as exc:
         log.error("cannot start the broker: %s", exc)
         return None
+    node.extra_metric_families.append(lambda: broker_families(broker))     # on the node's endpoint, if on
     return broker
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import urllib.request
 
 import pytest
 
@@ -17,7 +18,7 @@ from kafkawire.messages.describe_cluster_request import DescribeClusterRequest
 from kafkawire.messages.fetch_request import FetchPartition, FetchRequest, FetchTopic
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
 from kafkawire.protocol.error_codes import Errors
-from kafkawire.raft.node.local_quorum import LocalQuorum
+from kafkawire.raft.node.local_quorum import LocalQuorum, free_ports
 from kafkawire.records import iter_batches
 from kafkawire.storage.state_files import read_meta_properties
 
@@ -28,13 +29,15 @@ kafka = pytest.importorskip("kafka")
 
 WAIT_S = 60
 CONTROLLER, BROKERS = 1, [2, 3]
+PROMETHEUS_REPORTER = "kafkawire.metrics.PrometheusReporter"
 
 
 class Cluster:
     """The controller (node 1) and the broker-only nodes (2 and 3, each listening on its port)."""
 
-    def __init__(self, quorum: LocalQuorum):
+    def __init__(self, quorum: LocalQuorum, metrics_ports: dict[int, int]):
         self.quorum = quorum
+        self.metrics_ports = metrics_ports
         self.bootstrap = ",".join(f"127.0.0.1:{quorum.ports[i]}" for i in BROKERS)
 
     def call(self, broker: int, request, api_version=None, timeout_ms=10_000):
@@ -80,14 +83,17 @@ def cluster(tmp_path_factory):
         "offsets.topic.replication.factor": "1", "offsets.topic.num.partitions": "1",
         "group.initial.rebalance.delay.ms": "0",
     })
+    metrics_ports = dict(zip(BROKERS, free_ports(len(BROKERS))))
     for broker in BROKERS:
-        quorum.node_properties[broker] = {"process.roles": "broker",
-                                          "listeners": f"PLAINTEXT://127.0.0.1:{quorum.ports[broker]}"}
+        quorum.node_properties[broker] = {
+            "process.roles": "broker", "listeners": f"PLAINTEXT://127.0.0.1:{quorum.ports[broker]}",
+            "metric.reporters": PROMETHEUS_REPORTER,
+            "kafkawire.metrics.prometheus.listener": f"http://127.0.0.1:{metrics_ports[broker]}"}
     quorum.format(mode="standalone")      # node 1 the one voter; the brokers --no-initial-controllers
     for node_id in (CONTROLLER, *BROKERS):
         quorum.start(node_id)
     try:
-        c = Cluster(quorum)
+        c = Cluster(quorum, metrics_ports)
         c.wait_unfenced(BROKERS[0])
         yield c
     finally:
@@ -124,6 +130,43 @@ def test_kafka_python_creates_replicates_produces_and_consumes_through_broker_on
     cluster.quorum.wait_until(led_and_in_sync, WAIT_S, "orders led, with both replicas in sync")
     sent = produce_records(cluster.bootstrap, "orders", 20, partitions=2)
     assert sorted(consume_in_group(cluster.bootstrap, "orders", 20, "readers")) == sorted(sent)
+
+
+def scrape(port: int) -> dict[tuple[str, tuple], float]:
+    """(sample name, sorted labels) -> value, parsed by prometheus_client's own text parser."""
+    parser = pytest.importorskip("prometheus_client.parser")
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        text = answer.read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in parser.text_string_to_metric_families(text) for s in family.samples}
+
+
+def test_each_broker_only_node_serves_its_raft_and_broker_metrics(cluster):
+    """After the produce and consume above: each broker's endpoint gives its observer raft
+    metrics and Kafka's ReplicaManager and BrokerTopicMetrics, which agree with the metadata (the
+    partitions led and held, all in sync) and with the traffic (the 20 records in, on the
+    leaders; bytes out to the consumer; bytes replicated to the followers)."""
+    def settled():
+        scraped = {b: scrape(cluster.metrics_ports[b]) for b in BROKERS}
+        led = sum(m[("kafka_server_replicamanager_leadercount", ())] for m in scraped.values())
+        return scraped if led == 3 else None       # orders' two partitions and __consumer_offsets' one
+    scraped = cluster.quorum.wait_until(settled, WAIT_S, "the brokers' metrics to show the partitions they lead")
+    def total(name, labels=()):
+        return sum(m.get((name, labels), 0) for m in scraped.values())
+    orders = (("topic", "orders"),)
+    for m in scraped.values():
+        assert m[("kafka_server_raftmetrics_current_state", (("current_state", "observer"),))] == 1
+        assert m[("kafka_server_raftmetrics_current_leader", ())] == CONTROLLER
+        assert m[("kafka_server_kafkaserver_brokerstate", ())] == 3                       # RUNNING
+        assert m[("kafka_server_replicamanager_underreplicatedpartitions", ())] == 0
+    assert total("kafka_server_replicamanager_partitioncount") == 5      # orders: 2 x 2 replicas; offsets: 1
+    assert total("kafka_server_brokertopicmetrics_messagesin_total", orders) == 20, sorted(k for m in scraped.values() for k in m if "topicmetrics" in k[0])
+    assert total("kafka_server_brokertopicmetrics_messagesin_total") >= 20      # and the group's commits
+    assert total("kafka_server_brokertopicmetrics_bytesout_total", orders) > 0
+    assert total("kafka_server_brokertopicmetrics_replicationbytesin_total") > 0
+    assert total("kafka_server_brokertopicmetrics_replicationbytesout_total") > 0
+    assert total("kafka_server_brokertopicmetrics_totalproducerequests_total", orders) >= 2
+    assert total("kafka_server_brokertopicmetrics_failedproducerequests_total", orders) == 0
 
 
 def test_a_restarted_broker_only_node_keeps_its_data_and_metadata(cluster):

@@ -16,7 +16,8 @@ import pytest
 from kafkawire.net.config import ConfigError, parse_server_config
 from kafkawire.raft.node import prometheus
 from kafkawire.raft.node.metrics import CounterRate, LatencyWindow
-from kafkawire.raft.node.prometheus import MAX_CONNECTIONS, MAX_REQUEST_BYTES, MetricsEndpoint
+from kafkawire.net import metrics_http
+from kafkawire.net.metrics_http import MAX_CONNECTIONS, MAX_REQUEST_BYTES, MetricsEndpoint
 
 BASE = ("process.roles=controller\nnode.id=1\nlisteners=CONTROLLER://127.0.0.1:9093\n"
         "controller.listener.names=CONTROLLER\ncontroller.quorum.bootstrap.servers=127.0.0.1:9093\n")
@@ -62,7 +63,7 @@ def test_a_request_head_beyond_the_bound_is_answered_431_and_closed():
 
 
 def test_a_request_that_never_completes_is_closed_unanswered_after_the_timeout(monkeypatch):
-    monkeypatch.setattr(prometheus, "REQUEST_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(metrics_http, "REQUEST_TIMEOUT_S", 0.2)
     (answer,) = _served(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")     # no blank line: a slow client
     assert answer == b""
 

@@ -184,6 +184,7 @@ class ControllerNode:
         self._loaded = False
         self.authorizer: StandardAuthorizer | None = None     # made at start (authorizer.class.name)
         self.metrics_endpoint: MetricsEndpoint | None = None   # metric.reporters=...PrometheusReporter
+        self.extra_metric_families: list = []    # more families for the endpoint (a combined node's broker's)
         self._gc_watch: int | None = None        # kafkawire.raft.node.gc_pauses, from start to stop
 
     def _started(self, part: _Part | None) -> _Part:
@@ -266,7 +267,8 @@ class ControllerNode:
         if listener is None:
             return
         try:
-            render = exposition(node_families(self._started(self.driver), self.state_machine, c))
+            render = exposition(node_families(self._started(self.driver), self.state_machine, c,
+                                              self.extra_metric_families))
         except MetricsUnavailable as exc:
             raise NodeStartError(str(exc)) from None
         endpoint = MetricsEndpoint(listener[0], listener[1], render)

@@ -1,0 +1,137 @@
+"""A broker's metrics as Kafka's broker names them, for the node's Prometheus endpoint
+(kafkawire.net.metrics_http), renamed by the JMX exporter's usual Kafka rules as
+kafkawire.raft.node.prometheus says:
+
+* ``kafka.server:type=ReplicaManager,name=N`` ``Value`` is ``kafka_server_replicamanager_n``:
+  LeaderCount, PartitionCount, UnderReplicatedPartitions, UnderMinIsrPartitionCount,
+  AtMinIsrPartitionCount, ReassigningPartitions, OfflineReplicaCount, ProducerIdCount, with
+  ReplicaManager's rules (the ISR a leader holds; min.insync.replicas at most the replication
+  factor; reassigning: the leader's partition has replicas being added or removed);
+* a BrokerTopicMetrics meter ``name=XPerSec`` is the counter
+  ``kafka_server_brokertopicmetrics_x_total``: without a label for all topics, with a
+  ``topic`` label for one (the exporter's rule for a meter with a key), made at a topic's first
+  mark as Kafka makes its per-topic meters; the replication meters are all-topics only, as in
+  Kafka;
+* ``kafka.server:type=KafkaServer,name=BrokerState`` is ``kafka_server_kafkaserver_brokerstate``
+  with the values of Kafka's BrokerState.
+
+Values are read when scraped; the meters are plain counts kept by the produce and fetch paths
+(``BrokerTopicStats.mark``), a dict look-up and an add each.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+from kafkawire.net.metrics_http import Family, gauge
+
+REPLICA_MANAGER = "kafka_server_replicamanager_"
+TOPIC_METRICS = "kafka_server_brokertopicmetrics_"
+# The meters, by the name their MBean has without "PerSec", and what each counts (Kafka's descriptions).
+MESSAGES_IN, BYTES_IN, BYTES_OUT = "MessagesIn", "BytesIn", "BytesOut"
+TOTAL_PRODUCE, FAILED_PRODUCE = "TotalProduceRequests", "FailedProduceRequests"
+TOTAL_FETCH, FAILED_FETCH = "TotalFetchRequests", "FailedFetchRequests"
+REPLICATION_BYTES_IN, REPLICATION_BYTES_OUT = "ReplicationBytesIn", "ReplicationBytesOut"
+TOPIC_METERS = {MESSAGES_IN: "messages", BYTES_IN: "bytes", BYTES_OUT: "bytes", TOTAL_PRODUCE: "requests",
+                FAILED_PRODUCE: "requests", TOTAL_FETCH: "requests", FAILED_FETCH: "requests"}
+ALL_TOPICS_ONLY = {REPLICATION_BYTES_IN: "bytes", REPLICATION_BYTES_OUT: "bytes"}
+# Kafka's BrokerState values (org.apache.kafka.metadata.BrokerState), by the lifecycle's state names.
+BROKER_STATES = {"STARTING": 1, "RECOVERY": 2, "RUNNING": 3, "PENDING_CONTROLLED_SHUTDOWN": 6, "SHUTTING_DOWN": 7}
+NOT_RUNNING = 0
+
+
+class BrokerTopicStats:
+    """Kafka's BrokerTopicStats: the meters' counts, for all topics and per topic."""
+
+    def __init__(self):
+        self.all_topics: dict[str, int] = dict.fromkeys([*TOPIC_METERS, *ALL_TOPICS_ONLY], 0)
+        self.topics: dict[str, dict[str, int]] = {}
+
+    def mark(self, topic: str, meter: str, n: int = 1) -> None:
+        """Count ``n`` on ``meter`` for ``topic`` and for all topics."""
+        self.all_topics[meter] += n
+        counts = self.topics.get(topic)
+        if counts is None:
+            counts = self.topics[topic] = dict.fromkeys(TOPIC_METERS, 0)
+        counts[meter] += n
+
+    def mark_all_topics(self, meter: str, n: int) -> None:
+        """The all-topics meters only (replication bytes)."""
+        self.all_topics[meter] += n
+
+    def remove_topic(self, topic: str) -> None:
+        """A deleted topic's meters go, as BrokerTopicStats.removeMetrics drops them."""
+        self.topics.pop(topic, None)
+
+    def families(self) -> Iterator[Family]:
+        for meter, unit in {**TOPIC_METERS, **ALL_TOPICS_ONLY}.items():
+            samples = [({}, float(self.all_topics[meter]))]
+            if meter in TOPIC_METERS:
+                samples += [({"topic": topic}, float(counts[meter])) for topic, counts in sorted(self.topics.items())]
+            yield Family(f"{TOPIC_METRICS}{meter.lower()}", f"{meter}PerSec: the {unit} counted so far",
+                         samples, kind="counter")
+
+
+def broker_families(broker) -> Iterator[Family]:
+    """Everything a broker exports (see the module docstring), read now."""
+    lifecycle = broker.lifecycle
+    state = NOT_RUNNING if lifecycle is None else BROKER_STATES.get(lifecycle.state, NOT_RUNNING)
+    yield gauge("kafka_server_kafkaserver_brokerstate", "The broker's state (Kafka's BrokerState values)", state)
+    yield from replica_manager_families(broker)
+    yield from broker.topic_stats.families()
+
+
+def replica_manager_families(broker) -> Iterator[Family]:
+    led = list(broker.partitions.values())
+    image = broker.image()
+    under_replicated = under_min_isr = at_min_isr = reassigning = 0
+    min_isr_of: dict[str, int] = {}
+    for partition in led:
+        isr, replication_factor, min_isr = _isr_shape(broker, image, partition, min_isr_of)
+        under_replicated += len(isr) < replication_factor
+        under_min_isr += len(isr) < min_isr
+        at_min_isr += len(isr) == min_isr
+        reassigning += _reassigning(image, partition)
+    followed = len(broker.replica_roles.followers)
+    yield gauge(REPLICA_MANAGER + "leadercount", "The partitions this broker leads", len(led))
+    yield gauge(REPLICA_MANAGER + "partitioncount", "The partitions this broker holds a replica of",
+                len(led) + followed)
+    yield gauge(REPLICA_MANAGER + "underreplicatedpartitions", "Led partitions whose ISR is smaller than "
+                "their replicas", under_replicated)
+    yield gauge(REPLICA_MANAGER + "underminisrpartitioncount", "Led partitions whose ISR is below "
+                "min.insync.replicas", under_min_isr)
+    yield gauge(REPLICA_MANAGER + "atminisrpartitioncount", "Led partitions whose ISR is at min.insync.replicas",
+                at_min_isr)
+    yield gauge(REPLICA_MANAGER + "reassigningpartitions", "Led partitions being reassigned", reassigning)
+    # One log directory, read and written by this process: a replica is offline only with its broker.
+    yield gauge(REPLICA_MANAGER + "offlinereplicacount", "Replicas in an offline log directory", 0)
+    yield gauge(REPLICA_MANAGER + "produceridcount", "Producer ids kept by the led partitions",
+                sum(len(p.producers.producers) for p in led))
+
+
+def _isr_shape(broker, image, partition, min_isr_of: dict) -> tuple:
+    """(ISR, replication factor, effective min ISR) of a led partition: what replication holds,
+    else (a partition alone) the committed registration and the topic's min.insync.replicas."""
+    replicas = partition.replicas
+    if replicas is not None:
+        return replicas.state.isr, len(replicas.followers) + 1, replicas.effective_min_isr
+    registration = _registration(image, partition)
+    if registration is None:
+        return (broker.node_id,), 1, 1
+    min_isr = min_isr_of.get(partition.topic)
+    if min_isr is None:
+        min_isr = min_isr_of[partition.topic] = broker.topic_configs.produce_settings(
+            image, partition.topic).min_insync_replicas
+    return registration.isr, len(registration.replicas), min(min_isr, len(registration.replicas))
+
+
+def _registration(image, partition):
+    topic = None if image is None else image.topics_by_name.get(partition.topic)
+    return None if topic is None else topic.partitions.get(partition.partition)
+
+
+def _reassigning(image, partition) -> bool:
+    registration = _registration(image, partition)
+    return registration is not None and bool(registration.adding_replicas or registration.removing_replicas)
+
+
+__all__ = ["BrokerTopicStats", "broker_families"]

@@ -1,0 +1,149 @@
+"""The Prometheus text endpoint of a node, and the metric families it renders: ``GET /metrics``
+on the node's own event loop (kafkawire.raft.node.prometheus says what a controller exports,
+kafkawire.broker.metrics what a broker exports; each gives Family objects, read from the node
+when scraped).
+
+The HTTP side is bounded: one request per connection (closed after the answer), a request
+head of at most MAX_REQUEST_BYTES read within REQUEST_TIMEOUT_S (else 431 or a close), at most
+MAX_CONNECTIONS at once (more are closed unanswered), and anything but ``GET /metrics`` is 404.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+log = logging.getLogger(__name__)
+
+MISSING_CLIENT = "the metrics endpoint needs prometheus_client: pip install 'kafkawire[metrics]'"
+MAX_REQUEST_BYTES = 8192
+REQUEST_TIMEOUT_S = 10.0
+MAX_CONNECTIONS = 16
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"     # what generate_latest writes
+
+
+class MetricsUnavailable(RuntimeError):
+    """The endpoint is enabled but cannot be served (prometheus_client is not installed)."""
+
+
+@dataclass
+class Family:
+    """One metric family: ``samples`` are (labels, value); kind "gauge", "unknown" (untyped),
+    "counter" (its sample is named ``name_total``) or "summary" (quantile samples, and ``count``)."""
+    name: str
+    help: str
+    samples: list[tuple[dict[str, str], float]] = field(default_factory=list)
+    kind: str = "gauge"
+    count: int = 0
+
+
+def gauge(name: str, help_text: str, value: float) -> Family:
+    return Family(name, help_text, [({}, float(value))])
+
+
+def exposition(families: Callable[[], Iterable[Family]]) -> Callable[[], bytes]:
+    """``render() -> bytes``: the text format of ``families()`` as prometheus_client writes it.
+    Raises MetricsUnavailable (MISSING_CLIENT) when prometheus_client is not installed."""
+    try:
+        from prometheus_client import CollectorRegistry, generate_latest
+        from prometheus_client.core import Metric
+    except ImportError:
+        raise MetricsUnavailable(MISSING_CLIENT) from None
+    # A family's samples may carry different labels (a meter for all topics, none, and one per
+    # topic, as the JMX exporter writes them), so samples are added one by one, named as the
+    # *MetricFamily classes name them (a counter's ``_total``).
+    suffix = {"gauge": "", "unknown": "", "counter": "_total", "summary": ""}
+
+    class NodeCollector:
+        def collect(self):
+            for family in families():
+                out = Metric(family.name, family.help, family.kind)
+                for sample_labels, value in family.samples:
+                    out.add_sample(family.name + suffix[family.kind], sample_labels, value)
+                if family.kind == "summary":
+                    out.add_sample(family.name + "_count", {}, float(family.count))
+                yield out
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(NodeCollector())
+    return lambda: generate_latest(registry)
+
+
+# --- HTTP ---------------------------------------------------------------------------------------
+
+def _response(status: str, body: bytes, content_type: str = "text/plain; charset=utf-8") -> bytes:
+    head = (f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
+            "Connection: close\r\n\r\n")
+    return head.encode("ascii") + body
+
+
+NOT_FOUND = _response("404 Not Found", b"only GET /metrics is served here\n")
+TOO_LARGE = _response("431 Request Header Fields Too Large", b"request too large\n")
+
+
+class MetricsEndpoint:
+    """A tiny HTTP/1.1 server on the running loop answering ``GET /metrics`` with ``render()``."""
+
+    def __init__(self, host: str | None, port: int, render: Callable[[], bytes]):
+        self.host, self.port, self.render = host, port, render
+        self._server: asyncio.base_events.Server | None = None
+        self._connections: set[asyncio.Task] = set()
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._accept, self.host, self.port, limit=MAX_REQUEST_BYTES)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._connections) >= MAX_CONNECTIONS:
+            writer.close()
+            return
+        task = asyncio.ensure_future(self._serve(reader, writer))
+        self._connections.add(task)
+        task.add_done_callback(self._connections.discard)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            async with asyncio.timeout(REQUEST_TIMEOUT_S):
+                answer = await self._answer(reader)
+            if answer is not None:
+                writer.write(answer)
+                async with asyncio.timeout(REQUEST_TIMEOUT_S):
+                    await writer.drain()
+        except (asyncio.TimeoutError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    async def _answer(self, reader: asyncio.StreamReader) -> bytes | None:
+        """The response to the one request on this connection; None to close without one."""
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except asyncio.LimitOverrunError:
+            return TOO_LARGE
+        except asyncio.IncompleteReadError:
+            return None
+        if len(head) > MAX_REQUEST_BYTES:
+            return TOO_LARGE
+        request_line = head.split(b"\r\n", 1)[0].split(b" ")
+        if len(request_line) != 3 or request_line[0] != b"GET" or request_line[1].split(b"?", 1)[0] != b"/metrics":
+            return NOT_FOUND
+        try:
+            body = self.render()
+        except Exception:       # a bug in reading the node must not end the endpoint: log it, answer 500
+            log.exception("cannot render the metrics")
+            return _response("500 Internal Server Error", b"cannot render the metrics\n")
+        return _response("200 OK", body, CONTENT_TYPE)
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+
+
+__all__ = ["Family", "gauge", "MetricsEndpoint", "MetricsUnavailable", "MISSING_CLIENT", "exposition",
+           "MAX_CONNECTIONS", "MAX_REQUEST_BYTES"]
