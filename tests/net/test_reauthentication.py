@@ -320,3 +320,30 @@ def test_re_authentication_with_a_removed_token_is_refused_and_with_an_expired_o
                                     "with SASL mechanism SCRAM-SHA-256"
     assert closed
     assert zero.error_code == 0 and zero.session_lifetime_ms == 0 and after is None
+
+
+# --- kafkawire's own client -------------------------------------------------------------------------
+
+def test_the_nodes_own_client_re_authenticates_before_its_session_ends(clock, monkeypatch):
+    from types import SimpleNamespace
+
+    from kafkawire.net import client as client_module
+    monkeypatch.setattr(client_module, "time", SimpleNamespace(monotonic=clock))
+
+    async def main():
+        server, seen = serving(node_config(extra="connections.max.reauth.ms=2000\n"))
+        async with server:
+            async with NetworkClient(request_timeout_ms=5000,
+                                     sasl=lambda: SaslClient("SCRAM-SHA-256", "alice", "alice-secret")) as client:
+                peer = ("127.0.0.1", server.port)
+                await client.send(peer, MetadataRequest(topics=[]))
+                first = client._peers[peer].connection
+                counts = []
+                for _ in range(3):
+                    clock.now += 1.96                 # past 95% of the lifetime, before its end
+                    await client.send(peer, MetadataRequest(topics=[]))
+                    counts.append(server.reauthentications)
+                return counts, client._peers[peer].connection is first, seen
+    counts, same_connection, seen = run(main())
+    assert counts == [1, 2, 3] and same_connection
+    assert seen == ["User:alice"] * 4
