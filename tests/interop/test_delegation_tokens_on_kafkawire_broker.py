@@ -5,22 +5,33 @@ DelegationTokenCommand, logged in as alice, creates a token (renewer bob), descr
 it and expires it; a Kafka Java client logs in with the token (ScramLoginModule, tokenauth=true)
 and is served, but may not create a token with it (UnsupportedByAuthenticationException, Kafka's
 DELEGATION_TOKEN_REQUEST_NOT_ALLOWED), and neither may a client on the PLAINTEXT listener.
+
+The SASL listener's SCRAM-SHA-256 sessions last 2 s
+(``listener.name.sasl.scram-sha-256.connections.max.reauth.ms``, KIP-368): a Java consumer logged
+in with a token re-authenticates its connections on its own (the node counts them in its log)
+and keeps consuming; none of its connections is closed for an ended session.
 The tools run in the shared tool JVM; one kafkawire node for the module."""
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+import threading
 
 import pytest
 
 from kafkawire.raft.node.local_quorum import free_ports
 from kafkawire.testing import EmbeddedBroker, EmbeddedBrokerError
 from kafkawire.testing import DEFAULT_PROPERTIES
-from tests.interop.broker_judges import run_tool, wait_until
+from tests.interop.broker_judges import kafka_tool, run_tool, wait_until
 
 TOKENS = "org.apache.kafka.tools.DelegationTokenCommand"
 API_VERSIONS = "org.apache.kafka.tools.BrokerApiVersionsCommand"
 SCRAM_SERVER_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
+REAUTH_MS = 2000
+REAUTHENTICATED = "re-authenticated as User:alice with SCRAM-SHA-256"
+SESSION_ENDED = "its SASL session expired"
 
 
 class SaslBroker(EmbeddedBroker):
@@ -40,6 +51,7 @@ class SaslBroker(EmbeddedBroker):
             "controller.quorum.bootstrap.servers": f"127.0.0.1:{self.controller_port}",
             "log.dirs": self.log_dir,
             "delegation.token.secret.key": "judge-secret-key",
+            "listener.name.sasl.scram-sha-256.connections.max.reauth.ms": str(REAUTH_MS),
         })
         with open(self.config_path, "w", encoding="utf-8") as f:
             f.write("".join(f"{k}={v}\n" for k, v in props.items()))
@@ -130,3 +142,47 @@ def test_a_plaintext_client_may_not_create_a_token(broker, tmp_path):
                        "--create", "--max-life-time-period", "-1")
     assert refused.returncode != 0 and "UnsupportedByAuthenticationException" in refused.stdout + refused.stderr, \
         refused.stdout[-2000:] + refused.stderr[-3000:]
+
+
+def test_a_java_consumer_logged_in_with_a_token_re_authenticates_every_session_and_keeps_consuming(
+        broker, tmp_path):
+    alice = client_config(tmp_path / "alice.properties", "alice", "alice-secret")
+    created = tokens(broker, alice, "--create", "--max-life-time-period", "-1")
+    assert created.returncode == 0, created.stderr[-3000:] + created.stdout[-2000:]
+    ((token_id, cells),) = token_rows(created.stdout).items()
+    wait_until(lambda: token_id in tokens(broker, alice, "--describe", "--owner-principal", "User:alice").stdout,
+               "the token in the broker's image")
+    # The re-authentications are logged at DEBUG: the node's logger level, changed as Kafka's are.
+    kafka_tool("kafka.admin.ConfigCommand", "--bootstrap-server", broker.bootstrap_servers, "--alter",
+               "--entity-type", "broker-loggers", "--entity-name", "1",
+               "--add-config", "kafkawire.net.authentication=DEBUG")
+    kafka_tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", broker.bootstrap_servers, "--create",
+               "--topic", "reauth", "--partitions", "1", "--replication-factor", "1")
+    as_token = client_config(tmp_path / "consumer.properties", token_id, cells[0], token=True)
+    log_start = os.path.getsize(broker.node_log)
+
+    def node_log_since_start() -> str:
+        with open(broker.node_log, encoding="utf-8", errors="replace") as f:
+            f.seek(log_start)
+            return f.read()
+
+    consumed = {}
+    consumer = threading.Thread(target=lambda: consumed.update(result=run_tool(
+        CONSOLE_CONSUMER, "--bootstrap-server", f"127.0.0.1:{broker.sasl_port}", "--consumer.config", as_token,
+        "--topic", "reauth", "--from-beginning", "--max-messages", "1", "--timeout-ms", "60000")))
+    consumer.start()
+    try:
+        # Several sessions of 2 s each ended in a re-authentication, on the consumer's connections.
+        wait_until(lambda: node_log_since_start().count(REAUTHENTICATED) >= 4, "4 re-authentications")
+        import kafka
+        producer = kafka.KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+        producer.send("reauth", b"after-re-authentications").get(timeout=30)
+        producer.close()
+    finally:
+        consumer.join(120)
+    result = consumed["result"]
+    assert result.returncode == 0 and "after-re-authentications" in result.stdout, \
+        result.stderr[-3000:] + result.stdout[-2000:]
+    log = node_log_since_start()
+    assert SESSION_ENDED not in log, [line for line in log.splitlines() if SESSION_ENDED in line]
+    assert f"session lifetime {REAUTH_MS} ms" in log
