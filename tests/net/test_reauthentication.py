@@ -347,3 +347,36 @@ def test_the_nodes_own_client_re_authenticates_before_its_session_ends(clock, mo
     counts, same_connection, seen = run(main())
     assert counts == [1, 2, 3] and same_connection
     assert seen == ["User:alice"] * 4
+
+
+# --- a controller's listeners -----------------------------------------------------------------------
+
+def test_a_controller_listener_takes_token_logins_from_its_committed_image(clock):
+    """Kafka's ControllerServer gives its SocketServer the token cache its DelegationTokenPublisher
+    fills: a controller-only node's SASL/SCRAM listener takes tokenauth logins too."""
+    from types import SimpleNamespace
+
+    from kafkawire.messages.api_versions_request import ApiVersionsRequest
+    from kafkawire.metadata.image import MetadataImage
+    from kafkawire.net.admission import ConnectionQuotas
+    from kafkawire.raft.node.controller_node import ControllerNode
+    config = node_config(extra=f"delegation.token.secret.key={SECRET}\nconnections.max.reauth.ms=60000\n")
+    node = ControllerNode(config)
+    image = MetadataImage()
+    image.apply(token("tok", int(time.time() * 1000) + 30_000))
+    node.state_machine = SimpleNamespace(image=image)
+
+    async def main():
+        endpoint = SimpleNamespace(host="127.0.0.1", port=0)
+        server = node._make_server(endpoint, "CONTROLLER", ConnectionQuotas(node._admission_limits()))
+        async with server:
+            conn = await RawConnection.open(server.port)
+            login = await token_login(conn, "tok")
+            await conn.send(ApiVersionsRequest(), 3, 9)
+            served = await conn.read_frame(timeout=5)
+            refused = await RawConnection.open(server.port)
+            unknown = await token_login(refused, "no-such-token")
+            return login, served, unknown
+    login, served, unknown = run(main())
+    assert login.error_code == 0 and 25_000 < login.session_lifetime_ms <= 30_000 and served is not None
+    assert unknown.error_code == Errors.SASL_AUTHENTICATION_FAILED
