@@ -186,9 +186,6 @@ class ControllerNode:
         self.authorizer: StandardAuthorizer | None = None     # made at start (authorizer.class.name)
         self.metrics_endpoint: MetricsEndpoint | None = None   # metric.reporters=...PrometheusReporter
         self._gc_watch: int | None = None        # kafkawire.raft.node.gc_pauses, from start to stop
-        # Delegation token logins (SCRAM tokenauth=true) on the controller's listeners, from the
-        # committed image, as Kafka's controller fills its token cache (DelegationTokenPublisher).
-        self._token_credentials = TokenCredentials(config.delegation_token_secret_key, self._delegation_tokens)
 
     def _started(self, part: _Part | None) -> _Part:
         """A part made by start() (driver, topic, meta.properties), or a clear error before it."""
@@ -292,7 +289,9 @@ class ControllerNode:
         c = self.config
         return KafkaServer({}, host=endpoint.host or "0.0.0.0", port=endpoint.port, listener_name=name,
                            security=c.security_of(name), scram_lookup=self._scram_credential,
-                           token_lookup=self._token_credentials,
+                           # Delegation token logins (SCRAM tokenauth=true), from the committed image, as
+                           # Kafka's controller fills its token cache (DelegationTokenPublisher).
+                           token_lookup=TokenCredentials(c.delegation_token_secret_key, self._delegation_tokens),
                            max_request_bytes=c.socket_request_max_bytes,
                            connections_max_idle_ms=c.connections_max_idle_ms,
                            failed_authentication_delay_ms=c.connection_failed_authentication_delay_ms,
