@@ -200,6 +200,24 @@ def test_a_second_re_authentication_within_a_second_is_served_as_a_request(clock
     assert too_soon.error_code == Errors.ILLEGAL_SASL_STATE
 
 
+def test_a_re_authentication_with_handshake_v0_takes_a_raw_token(clock):
+    async def main():
+        server, seen = serving(node_config(extra="connections.max.reauth.ms=2000\n"))
+        async with server:
+            conn = await RawConnection.open(server.port)
+            await plain_login(conn, "alice", "alice-secret")
+            clock.now += 1.5
+            await conn.send(SaslHandshakeRequest(mechanism="PLAIN"), 0, 10)
+            _, handshake = await conn.read_response(SASL_HANDSHAKE, 0)
+            token = b"\0alice\0alice-secret"
+            await conn.write(len(token).to_bytes(4, "big") + token)
+            answer = await conn.read_frame(timeout=5)
+            clock.now += 1.5                      # past the first session, within the second
+            return handshake, answer, await metadata(conn, 20), server.reauthentications
+    handshake, answer, served, count = run(main())
+    assert handshake.error_code == 0 and answer == b"" and served is not None and count == 1
+
+
 def test_re_authenticating_as_another_principal_or_with_another_mechanism_is_refused_and_closed(clock):
     async def main():
         server, _ = serving(node_config(extra="connections.max.reauth.ms=60000\n"))
