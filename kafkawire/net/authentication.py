@@ -11,6 +11,11 @@ close held connection.failed.authentication.delay.ms (Connection.answer_failed_a
 what Kafka refuses otherwise (a request that is not ApiVersions or SaslHandshake before the
 handshake, a request that does not decode, a failed SCRAM raw token, a SaslException there)
 closes at once, as in Kafka.
+
+Once authenticated, ``authenticated_step`` decides each request's fate first, as Kafka's Processor
+does (kafkawire.net.reauthentication): a SaslHandshake may begin a re-authentication, whose
+frames come here again through a new session; a request after the session ended closes the
+connection.
 """
 from __future__ import annotations
 
@@ -70,8 +75,8 @@ def _escape(value: str) -> str:
 
 
 async def sasl_dispatch(conn, payload: bytes) -> bool:
-    """One frame of a connection that has not authenticated; False closes the connection (after
-    the answers queued before)."""
+    """One frame of a connection that has not authenticated (or is re-authenticating); False
+    closes the connection (after the answers queued before)."""
     session: SaslServerSession = conn.sasl
     if session.state == "REAUTH_BAD_MECHANISM":
         # Kafka answered the handshake NONE and refuses what follows, unanswered, after the delay.
@@ -183,9 +188,10 @@ async def _raw_token(conn, session, payload) -> bool:
         token = session.evaluate(payload)
     except SaslFailure as failure:
         _log_failure(conn, failure)
-        if session.mechanism == "PLAIN":
-            # PlainSaslServer fails with a SaslAuthenticationException, which Kafka delays;
-            # ScramSaslServer with a SaslException, which closes at once.
+        if session.mechanism == "PLAIN" or failure.authentication_exception:
+            # PlainSaslServer fails with a SaslAuthenticationException, which Kafka delays (as it
+            # does a re-authentication as another principal); ScramSaslServer with a
+            # SaslException, which closes at once.
             await conn.answer_failed_authentication(conn.raw_context(), NO_RESPONSE, len(payload) + 4)
         return False
     await conn.answer(conn.raw_context(), len(token).to_bytes(4, "big") + token, len(payload) + 4)

@@ -20,6 +20,8 @@ The server's rules, as Kafka's:
   whether the user exists) and the connection closed.
 * Those refusals go out with the close after connection.failed.authentication.delay.ms
   (kafkawire.net.authentication says which ones, as Kafka's).
+* A re-authentication (KIP-368, kafkawire.net.reauthentication) is a new session on the
+  authenticated connection, from SaslHandshake on, that must keep the mechanism and the principal.
 
 PLAIN checks ``user_<name>=<password>`` options of the listener's PlainLoginModule JAAS entry;
 SCRAM checks the credentials of the metadata image (UserScramCredentialRecord), through a lookup
@@ -77,9 +79,12 @@ TOKEN_AUTH_EXTENSION = "tokenauth"          # ScramLoginModule.TOKEN_AUTH_CONFIG
 class SaslFailure(Exception):
     """Authentication failed: ``message`` is what Kafka sends in SaslAuthenticateResponse."""
 
-    def __init__(self, message: str, log_reason: str | None = None):
+    def __init__(self, message: str, log_reason: str | None = None, authentication_exception: bool = False):
         self.message = message
         self.log_reason = log_reason or message
+        # Kafka's SaslAuthenticationException (its close is delayed) rather than a SaslException;
+        # told apart where it matters: after raw tokens, for SCRAM.
+        self.authentication_exception = authentication_exception
         super().__init__(message)
 
 
@@ -279,7 +284,8 @@ class SaslServerSession:
                 # ReauthInfo.ensurePrincipalUnchanged: a SaslAuthenticationException.
                 self.state = "FAILED"
                 raise SaslFailure("Cannot change principals during re-authentication from "
-                                  f"{_dotted(self.previous[1])}: {_dotted(self.principal)}")
+                                  f"{_dotted(self.previous[1])}: {_dotted(self.principal)}",
+                                  authentication_exception=True)
             self.state = "COMPLETE"
         return response
 

@@ -12,7 +12,6 @@ import base64
 import hashlib
 import hmac
 import os
-import time
 
 import pytest
 
@@ -40,19 +39,24 @@ SECRET = "reauth-secret"
 
 
 class Clock:
-    """reauthentication.monotonic, moved by hand."""
+    """reauthentication.monotonic (seconds) and reauthentication.now_ms (the wall clock tokens'
+    expiry timestamps are on), moved together by hand."""
 
     def __init__(self):
-        self.now = 1000.0
+        self.now = 1_800_000_000.0
 
     def __call__(self):
         return self.now
+
+    def ms(self) -> int:
+        return round(self.now * 1000)
 
 
 @pytest.fixture
 def clock(monkeypatch):
     clock = Clock()
     monkeypatch.setattr(reauthentication, "monotonic", clock)
+    monkeypatch.setattr(reauthentication, "now_ms", clock.ms)
     return clock
 
 
@@ -278,7 +282,7 @@ async def token_login(conn, token_id, correlation_id=1):
 
 
 def test_a_tokens_expiry_bounds_its_session_and_a_renewal_extends_the_next_one(clock):
-    now_ms = int(time.time() * 1000)
+    now_ms = clock.ms()
     tokens = {"tok": token("tok", now_ms + 30_000)}
 
     async def main():
@@ -293,13 +297,13 @@ def test_a_tokens_expiry_bounds_its_session_and_a_renewal_extends_the_next_one(c
             served = await metadata(conn, 20)
             return first, renewed, served, seen
     first, renewed, served, seen = run(main())
-    assert 25_000 < first.session_lifetime_ms <= 30_000, first
-    assert 295_000 < renewed.session_lifetime_ms <= 300_000, renewed
+    assert first.session_lifetime_ms == 30_000, first
+    assert renewed.session_lifetime_ms == 300_000 - 29_000, renewed
     assert served is not None and seen == ["User:alice"]
 
 
 def test_without_the_setting_a_token_session_still_ends_at_the_tokens_expiry(clock):
-    tokens = {"tok": token("tok", int(time.time() * 1000) + 30_000)}
+    tokens = {"tok": token("tok", clock.ms() + 30_000)}
 
     async def main():
         server, seen = serving(node_config(), tokens)
@@ -309,13 +313,12 @@ def test_without_the_setting_a_token_session_still_ends_at_the_tokens_expiry(clo
             clock.now += 31
             return login, await metadata(conn, 10), seen
     login, after, seen = run(main())
-    assert 25_000 < login.session_lifetime_ms <= 30_000
+    assert login.session_lifetime_ms == 30_000
     assert after is None and seen == []
 
 
 def test_re_authentication_with_a_removed_token_is_refused_and_with_an_expired_one_ends_at_once(clock):
-    tokens = {"gone": token("gone", int(time.time() * 1000) + 30_000),
-              "old": token("old", int(time.time() * 1000) + 30_000)}
+    tokens = {"gone": token("gone", clock.ms() + 30_000), "old": token("old", clock.ms() + 30_000)}
 
     async def main():
         server, _ = serving(node_config(extra="connections.max.reauth.ms=2000\n"), tokens)
@@ -327,7 +330,7 @@ def test_re_authentication_with_a_removed_token_is_refused_and_with_an_expired_o
             refused = await token_login(removed, "gone", 10)
             expired = await RawConnection.open(server.port)
             await token_login(expired, "old")
-            tokens["old"] = token("old", int(time.time() * 1000) - 1)    # past its expiry, not yet removed
+            tokens["old"] = token("old", clock.ms() + 1_000)      # past its expiry then, not yet removed
             clock.now += 1.5
             zero = await token_login(expired, "old", 10)
             clock.now += 0.001
@@ -381,7 +384,7 @@ def test_a_controller_listener_takes_token_logins_from_its_committed_image(clock
     config = node_config(extra=f"delegation.token.secret.key={SECRET}\nconnections.max.reauth.ms=60000\n")
     node = ControllerNode(config)
     image = MetadataImage()
-    image.apply(token("tok", int(time.time() * 1000) + 30_000))
+    image.apply(token("tok", clock.ms() + 30_000))
     node.state_machine = SimpleNamespace(image=image)
 
     async def main():
@@ -396,5 +399,5 @@ def test_a_controller_listener_takes_token_logins_from_its_committed_image(clock
             unknown = await token_login(refused, "no-such-token")
             return login, served, unknown
     login, served, unknown = run(main())
-    assert login.error_code == 0 and 25_000 < login.session_lifetime_ms <= 30_000 and served is not None
+    assert login.error_code == 0 and login.session_lifetime_ms == 30_000 and served is not None
     assert unknown.error_code == Errors.SASL_AUTHENTICATION_FAILED
