@@ -35,7 +35,8 @@ _TYPES = {
         "log.segment.delete.delay.ms", "offsets.retention.check.interval.ms", "connections.max.idle.ms",
         "queued.max.request.bytes", "metrics.sample.window.ms", "log.retention.check.interval.ms",
         "replica.high.watermark.checkpoint.interval.ms", "log.initial.task.delay.ms",
-        "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size", "replica.lag.time.max.ms")},
+        "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size", "replica.lag.time.max.ms",
+        "connections.max.reauth.ms")},
 }
 # DynamicBrokerConfig.ALL_DYNAMIC_CONFIGS among the KNOWN_KEYS that are not topic-config synonyms
 # (DynamicListenerConfig, SocketServer, metric.reporters).

@@ -11,6 +11,11 @@ close held connection.failed.authentication.delay.ms (Connection.answer_failed_a
 what Kafka refuses otherwise (a request that is not ApiVersions or SaslHandshake before the
 handshake, a request that does not decode, a failed SCRAM raw token, a SaslException there)
 closes at once, as in Kafka.
+
+Once authenticated, ``authenticated_step`` decides each request's fate first, as Kafka's Processor
+does (kafkawire.net.reauthentication): a SaslHandshake may begin a re-authentication, whose
+frames come here again through a new session; a request after the session ended closes the
+connection.
 """
 from __future__ import annotations
 
@@ -18,6 +23,8 @@ import logging
 
 from kafkawire.messages.sasl_authenticate_response import SaslAuthenticateResponse
 from kafkawire.messages.sasl_handshake_response import SaslHandshakeResponse
+from kafkawire.net import reauthentication
+from kafkawire.net.reauthentication import session_lifetime_ms
 from kafkawire.net.sasl import SaslFailure, SaslServerSession
 from kafkawire.protocol.apis import api_table
 from kafkawire.protocol.errors import DecodeError
@@ -25,7 +32,7 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.framing import decode_request, encode_response, peek_request_api
 from kafkawire.protocol.handler import NO_RESPONSE, RequestContext, top_level_error_response
 
-__all__ = ["sasl_session", "connection_principal", "sasl_dispatch"]
+__all__ = ["sasl_session", "connection_principal", "sasl_dispatch", "authenticated_step"]
 
 log = logging.getLogger(__name__)
 
@@ -68,9 +75,15 @@ def _escape(value: str) -> str:
 
 
 async def sasl_dispatch(conn, payload: bytes) -> bool:
-    """One frame of a connection that has not authenticated; False closes the connection (after
-    the answers queued before)."""
+    """One frame of a connection that has not authenticated (or is re-authenticating); False
+    closes the connection (after the answers queued before)."""
     session: SaslServerSession = conn.sasl
+    if session.state == "REAUTH_BAD_MECHANISM":
+        # Kafka answered the handshake NONE and refuses what follows, unanswered, after the delay.
+        log.info("Failed re-authentication with /%s (listener %s: %s)", conn.peer[0], conn.server.listener_name,
+                 session.bad_mechanism_message())
+        await conn.answer_failed_authentication(conn.raw_context(), NO_RESPONSE, len(payload) + 4)
+        return False
     if session.raw_tokens:
         return await _raw_token(conn, session, payload)
     try:
@@ -155,11 +168,18 @@ async def _authenticate(conn, session, payload, api_version) -> bool:
         await _refuse(conn, request, SaslAuthenticateResponse(error_code=int(Errors.SASL_AUTHENTICATION_FAILED),
                                                               error_message=failure.message, auth_bytes=b""), payload)
         return False
-    # SessionLifetimeMs 0: connections.max.reauth.ms is 0 (no re-authentication), Kafka's default.
+    lifetime_ms = _session_lifetime_ms(conn, session)
     await _answer(conn, request, SaslAuthenticateResponse(error_code=0, error_message=None, auth_bytes=token,
-                                                          session_lifetime_ms=0), payload)
-    _authenticated(conn, session)
+                                                          session_lifetime_ms=lifetime_ms or 0), payload)
+    _authenticated(conn, session, lifetime_ms)
     return True
+
+
+def _session_lifetime_ms(conn, session) -> int | None:
+    if not session.complete:
+        return None
+    max_reauth_ms = conn.server.security.max_reauth_ms.get(session.mechanism, 0)
+    return session_lifetime_ms(max_reauth_ms, session.credential_expiry_ms, reauthentication.now_ms())
 
 
 async def _raw_token(conn, session, payload) -> bool:
@@ -168,26 +188,48 @@ async def _raw_token(conn, session, payload) -> bool:
         token = session.evaluate(payload)
     except SaslFailure as failure:
         _log_failure(conn, failure)
-        if session.mechanism == "PLAIN":
-            # PlainSaslServer fails with a SaslAuthenticationException, which Kafka delays;
-            # ScramSaslServer with a SaslException, which closes at once.
+        if session.mechanism == "PLAIN" or failure.authentication_exception:
+            # PlainSaslServer fails with a SaslAuthenticationException, which Kafka delays (as it
+            # does a re-authentication as another principal); ScramSaslServer with a
+            # SaslException, which closes at once.
             await conn.answer_failed_authentication(conn.raw_context(), NO_RESPONSE, len(payload) + 4)
         return False
     await conn.answer(conn.raw_context(), len(token).to_bytes(4, "big") + token, len(payload) + 4)
-    _authenticated(conn, session)
+    _authenticated(conn, session, _session_lifetime_ms(conn, session))
     return True
 
 
-def _authenticated(conn, session) -> None:
+def _authenticated(conn, session, lifetime_ms: int | None) -> None:
     if session.complete:
         conn.principal = session.principal
         conn.token_authenticated = session.token_authenticated
-        log.debug("connection %s from %s:%s authenticated as %s with %s", conn.id, *conn.peer, conn.principal,
-                  session.mechanism)
+        conn.session_clock.authenticated(lifetime_ms, reauthentication.monotonic())
+        if session.previous is not None:
+            conn.server.reauthentications += 1
+        log.debug("connection %s from %s:%s %s as %s with %s (session lifetime %s ms)", conn.id, *conn.peer,
+                  "re-authenticated" if session.previous is not None else "authenticated", conn.principal,
+                  session.mechanism, lifetime_ms)
+
+
+def authenticated_step(conn, api_key: int) -> str:
+    """What a request on an authenticated SASL connection does, as Kafka's Processor decides it:
+    "reauthenticate" (a SaslHandshake that begins a re-authentication: the connection's session
+    is now a new one, which takes this frame), "expired" (the session ended without one: close
+    unanswered), else "serve"."""
+    now = reauthentication.monotonic()
+    clock = conn.session_clock
+    if api_key == SASL_HANDSHAKE and clock.may_reauthenticate(now):
+        conn.sasl = conn.sasl.reauthentication()
+        return "reauthenticate"
+    if clock.expired(now):
+        log.info("closing connection %s from %s:%s: its SASL session expired (connections.max.reauth.ms or its "
+                 "credential's expiry) and it did not re-authenticate", conn.id, *conn.peer)
+        return "expired"
+    return "serve"
 
 
 def _log_failure(conn, failure: SaslFailure) -> None:
-    log.info("Failed authentication with /%s (listener %s: %s)", conn.peer[0], conn.server.listener_name,
+    log.info("Failed %s with /%s (listener %s: %s)", conn.sasl.phase, conn.peer[0], conn.server.listener_name,
              failure.log_reason)
 
 

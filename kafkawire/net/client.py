@@ -30,7 +30,10 @@
 ``ssl_context`` (an ``ssl.SSLContext``, see ``kafkawire.net.security.client_ssl_context``) makes
 every connection TLS; ``sasl`` (a ``kafkawire.net.sasl.SaslClient`` factory) authenticates each
 one after ApiVersions with SaslHandshake v1 and SaslAuthenticate, as Kafka's
-SaslClientAuthenticator does.
+SaslClientAuthenticator does. When the server gives the session a lifetime (SaslAuthenticate's
+SessionLifetimeMs: connections.max.reauth.ms, KIP-368) the client re-authenticates on the open
+connection at 85 to 95% of it, as the Java client does, before its next request; the requests of
+that moment wait for it.
 
 On connect the client sends ApiVersions (our highest version, then the version the peer's
 UNSUPPORTED_VERSION answer names, as the Java client does) and keeps the peer's ranges; a
@@ -144,6 +147,9 @@ class _Connection:
         self.closed = False
         self.close_reason: TransportError | None = None
         self.versions: dict[int, tuple[int, int]] = {}
+        # KIP-368: when to re-authenticate (time.monotonic()), and the re-authentication under way.
+        self.reauthenticate_at: float | None = None
+        self.reauthenticating: asyncio.Future | None = None
         self._frames = FrameReader(max_frame)
         self._reader_task = asyncio.create_task(self._read_loop())
 
@@ -319,6 +325,9 @@ class NetworkClient:
         state = self._peers.setdefault(peer, _PeerState())
         conn = state.connection
         if conn is not None and not conn.closed:
+            if conn.reauthenticating is not None or (conn.reauthenticate_at is not None
+                                                     and time.monotonic() >= conn.reauthenticate_at):
+                await self._reauthenticated(conn, deadline)
             return conn
         if state.connecting is None or state.connecting.done():
             now = time.monotonic()
@@ -401,8 +410,28 @@ class NetworkClient:
             return {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
         raise UnsupportedVersion(conn.peer, "ApiVersions negotiation did not settle")
 
+    async def _reauthenticated(self, conn: _Connection, deadline) -> None:
+        """Wait for ``conn``'s re-authentication, starting it if none is under way; a failed one
+        closes the connection (its error raised to every waiter)."""
+        if conn.reauthenticating is None:
+            conn.reauthenticate_at = None
+            conn.reauthenticating = asyncio.ensure_future(self._authenticate(conn))
+
+            def done(future: asyncio.Future) -> None:
+                conn.reauthenticating = None
+                if future.cancelled() or future.exception() is not None:
+                    log.error("[%s] Re-authentication with %s:%s failed: %s", self.client_id, *conn.peer,
+                              "cancelled" if future.cancelled() else future.exception())
+                    conn.close(Disconnected(conn.peer, "re-authentication failed"))
+            conn.reauthenticating.add_done_callback(done)
+        try:
+            await asyncio.wait_for(asyncio.shield(conn.reauthenticating), max(deadline - time.monotonic(), 0))
+        except asyncio.TimeoutError:
+            raise RequestTimedOut(conn.peer, "timed out waiting for the re-authentication") from None
+
     async def _authenticate(self, conn: _Connection) -> None:
-        """SaslHandshake v1, then SaslAuthenticate until the mechanism completes."""
+        """SaslHandshake v1, then SaslAuthenticate until the mechanism completes; a session
+        lifetime in the last answer schedules the re-authentication."""
         client = self.sasl()
         deadline = time.monotonic() + self.connect_timeout_ms / 1000
         handshake = await self._round_trip(conn, SaslHandshakeRequest(mechanism=client.mechanism), 1, deadline)
@@ -424,6 +453,10 @@ class NetworkClient:
             except Exception as exc:         # scramp: the server's proof does not verify
                 raise AuthenticationFailed(conn.peer, f"{client.mechanism}: the server's answer does not "
                                                       f"verify: {exc}") from None
+        lifetime_ms = getattr(answer, "session_lifetime_ms", 0)
+        # SaslClientAuthenticator.ReauthInfo: at 85% of the lifetime plus up to 10% of jitter.
+        conn.reauthenticate_at = None if lifetime_ms <= 0 else \
+            time.monotonic() + lifetime_ms * (0.85 + 0.1 * random.random()) / 1000
 
     def _choose_version(self, conn: _Connection, api_key: int, wanted: int | None) -> int:
         ours = api_table().get(api_key)

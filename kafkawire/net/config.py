@@ -75,6 +75,7 @@ class ServerConfig:
     max_connections_per_ip: int
     max_connections_per_ip_overrides: tuple[tuple[str, int], ...]
     connection_failed_authentication_delay_ms: int
+    connections_max_reauth_ms: int      # read per listener and mechanism from ListenerSecurity.max_reauth_ms
     metric_reporters: tuple[str, ...]
     metrics_num_samples: int
     metrics_sample_window_ms: int

@@ -198,6 +198,9 @@ _KEYS = (
     _Key("max.connections.per.ip.overrides", lambda k, v: _per_ip_overrides(k, v), "", "SocketServerConfigs"),
     # SocketServerConfigs: INT 100 atLeast(0); one value for every listener (no listener prefix)
     _Key("connection.failed.authentication.delay.ms", lambda k, v: _int(k, v, 0), "100", "SocketServerConfigs"),
+    # BrokerSecurityConfigs: LONG 0 (no re-authentication); listener and mechanism prefixes are read by
+    # kafkawire.net.reauthentication
+    _Key("connections.max.reauth.ms", _long, "0", "BrokerSecurityConfigs"),
     # MetricConfigs: LIST, JmxReporter; INT 2 atLeast(1); LONG 30000 atLeast(1)
     _Key("metric.reporters", lambda k, v: _reporters(k, v), JMX_REPORTER, "MetricConfigs"),
     _Key("metrics.num.samples", lambda k, v: _int(k, v, 1), "2", "MetricConfigs"),

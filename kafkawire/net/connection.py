@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 from kafkawire.messages.api_versions_request import ApiVersionsRequest
 from kafkawire.messages.api_versions_response import ApiVersion, ApiVersionsResponse
-from kafkawire.net.authentication import connection_principal, sasl_dispatch, sasl_session
+from kafkawire.net.authentication import authenticated_step, connection_principal, sasl_dispatch, sasl_session
+from kafkawire.net.reauthentication import SessionClock
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.errors import DecodeError, EncodeError
 from kafkawire.protocol.framing import FrameReader, decode_request, encode_response, peek_request_api
@@ -106,6 +107,7 @@ class Connection:
         self.sasl = sasl_session(server)                 # None unless the listener is SASL_*
         self.principal = connection_principal(writer)     # TLS client certificate, else ANONYMOUS
         self.token_authenticated = False                   # SASL/SCRAM with a delegation token (tokenauth)
+        self.session_clock = SessionClock()                # the SASL session's expiry (KIP-368)
         self.security_protocol = server.security.protocol if server.security is not None else "PLAINTEXT"
 
     # -- control --
@@ -279,6 +281,10 @@ class Connection:
         except DecodeError as exc:
             log.warning("closing connection %s from %s:%s: malformed request header: %s", self.id, *self.peer, exc)
             return False
+        if self.sasl is not None:
+            step = authenticated_step(self, api_key)
+            if step != "serve":
+                return step == "reauthenticate" and await sasl_dispatch(self, payload)
         if api_key == API_VERSIONS:
             return await self.api_versions(payload, api_version, correlation_id)
         registered = server._registry.get(api_key)

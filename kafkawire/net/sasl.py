@@ -20,6 +20,8 @@ The server's rules, as Kafka's:
   whether the user exists) and the connection closed.
 * Those refusals go out with the close after connection.failed.authentication.delay.ms
   (kafkawire.net.authentication says which ones, as Kafka's).
+* A re-authentication (KIP-368, kafkawire.net.reauthentication) is a new session on the
+  authenticated connection, from SaslHandshake on, that must keep the mechanism and the principal.
 
 PLAIN checks ``user_<name>=<password>`` options of the listener's PlainLoginModule JAAS entry;
 SCRAM checks the credentials of the metadata image (UserScramCredentialRecord), through a lookup
@@ -68,17 +70,21 @@ SCRAM_MECHANISM_TYPES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 SCRAM_MIN_ITERATIONS = 4096
 # (mechanism, user) -> (salt, stored_key, server_key, iterations), or None for an unknown user.
 ScramLookup = Callable[[str, str], "tuple[bytes, bytes, bytes, int] | None"]
-# (mechanism, token id) -> ((salt, stored_key, server_key, iterations), owner name), or None.
-TokenLookup = Callable[[str, str], "tuple[tuple[bytes, bytes, bytes, int], str] | None"]
+# (mechanism, token id) -> ((salt, stored_key, server_key, iterations), owner name, expiry timestamp
+# in ms), or None.
+TokenLookup = Callable[[str, str], "tuple[tuple[bytes, bytes, bytes, int], str, int] | None"]
 TOKEN_AUTH_EXTENSION = "tokenauth"          # ScramLoginModule.TOKEN_AUTH_CONFIG
 
 
 class SaslFailure(Exception):
     """Authentication failed: ``message`` is what Kafka sends in SaslAuthenticateResponse."""
 
-    def __init__(self, message: str, log_reason: str | None = None):
+    def __init__(self, message: str, log_reason: str | None = None, authentication_exception: bool = False):
         self.message = message
         self.log_reason = log_reason or message
+        # Kafka's SaslAuthenticationException (its close is delayed) rather than a SaslException;
+        # told apart where it matters: after raw tokens, for SCRAM.
+        self.authentication_exception = authentication_exception
         super().__init__(message)
 
 
@@ -110,11 +116,16 @@ class _PlainServer:
 
 
 class _ScramServer:
-    def __init__(self, mechanism: str, lookup: ScramLookup, token_lookup: TokenLookup | None = None):
+    def __init__(self, mechanism: str, lookup: ScramLookup, token_lookup: TokenLookup | None = None,
+                 phase: str = "authentication"):
         self.mechanism = mechanism
+        self.phase = phase              # "re-authentication" in Kafka's messages during one (KIP-368)
         self.complete = False
         self.username = None
         self.token_authenticated = False
+        # The token's expiry timestamp (ms) when a token logged in: ScramSaslServer's
+        # CREDENTIAL.LIFETIME.MS, which bounds the session (kafkawire.net.reauthentication).
+        self.credential_expiry_ms: int | None = None
         self._step = 0
 
         def auth_fn(username):
@@ -122,7 +133,7 @@ class _ScramServer:
                 token = token_lookup(mechanism, username) if token_lookup is not None else None
                 if token is None:
                     raise _UnknownUser(username, f"Token Authentication failed: Invalid tokenId : {_shown(username)}")
-                found, owner = token
+                found, owner, self.credential_expiry_ms = token
                 self.username = owner
                 return found
             found = lookup(mechanism, username)
@@ -137,7 +148,7 @@ class _ScramServer:
         self._server = _scramp().ScramMechanism(mechanism).make_server(auth_fn)
 
     def evaluate(self, token: bytes) -> bytes:
-        generic = f"Authentication failed during authentication due to invalid credentials with SASL " \
+        generic = f"Authentication failed during {self.phase} due to invalid credentials with SASL " \
                   f"mechanism {self.mechanism}"
         try:
             text = token.decode("utf-8")
@@ -188,18 +199,37 @@ class _UnknownUser(Exception):
 
 class SaslServerSession:
     """One connection's SASL state. ``state``: INITIAL -> (ApiVersions) HANDSHAKE ->
-    (SaslHandshake) AUTHENTICATE -> COMPLETE."""
+    (SaslHandshake) AUTHENTICATE -> COMPLETE. A re-authentication (``reauthentication()``, KIP-368)
+    is a new session from HANDSHAKE that remembers the mechanism and principal it must keep: another
+    enabled mechanism is answered NONE and then REAUTH_BAD_MECHANISM refuses the next token, and
+    another principal fails the exchange, as Kafka's SaslServerAuthenticator does."""
 
     def __init__(self, mechanisms: tuple[str, ...], plain_users: dict[str, str] | None,
-                 scram_lookup: ScramLookup | None, token_lookup: TokenLookup | None = None):
+                 scram_lookup: ScramLookup | None, token_lookup: TokenLookup | None = None,
+                 previous: tuple[str, str] | None = None):
         self.mechanisms = list(mechanisms)
         self.plain_users = plain_users or {}
         self.scram_lookup = scram_lookup
         self.token_lookup = token_lookup
-        self.state = "INITIAL"
+        self.previous = previous        # (mechanism, principal) of the session re-authenticated
+        self.state = "INITIAL" if previous is None else "HANDSHAKE"
         self.mechanism: str | None = None
         self.raw_tokens = False         # SaslHandshake v0: tokens without Kafka headers follow
         self._server = None
+
+    def reauthentication(self) -> "SaslServerSession":
+        """A new session for a SaslHandshake on this authenticated connection."""
+        return SaslServerSession(tuple(self.mechanisms), self.plain_users, self.scram_lookup, self.token_lookup,
+                                 previous=(self.mechanism, self.principal))
+
+    @property
+    def phase(self) -> str:
+        return "authentication" if self.previous is None else "re-authentication"
+
+    @property
+    def credential_expiry_ms(self) -> int | None:
+        """The expiry timestamp (ms) of the credential that logged in, if it has one (a token's)."""
+        return getattr(self._server, "credential_expiry_ms", None) if self.complete else None
 
     @property
     def complete(self) -> bool:
@@ -225,14 +255,22 @@ class SaslServerSession:
         if mechanism not in self.mechanisms:
             self.state = "FAILED"
             return int(Errors.UNSUPPORTED_SASL_MECHANISM)
-        self.mechanism, self.raw_tokens = mechanism, version == 0
+        self.raw_tokens = version == 0
+        if self.previous is not None and mechanism != self.previous[0]:
+            self.state, self.mechanism = "REAUTH_BAD_MECHANISM", mechanism
+            return int(Errors.NONE)
+        self.mechanism = mechanism
         if mechanism == "PLAIN":
             self._server = _PlainServer(self.plain_users)
         else:
             lookup = self.scram_lookup or (lambda mech, user: None)
-            self._server = _ScramServer(mechanism, lookup, self.token_lookup)
+            self._server = _ScramServer(mechanism, lookup, self.token_lookup, self.phase)
         self.state = "AUTHENTICATE"
         return int(Errors.NONE)
+
+    def bad_mechanism_message(self) -> str:
+        return f"SASL mechanism '{self.mechanism}' requested by client is not supported for re-authentication " \
+               f"of mechanism '{self.previous[0]}'"
 
     def evaluate(self, token: bytes) -> bytes:
         """The server's token for the client's; raises SaslFailure."""
@@ -242,8 +280,20 @@ class SaslServerSession:
             self.state = "FAILED"
             raise
         if self._server.complete:
+            if self.previous is not None and self.principal != self.previous[1]:
+                # ReauthInfo.ensurePrincipalUnchanged: a SaslAuthenticationException.
+                self.state = "FAILED"
+                raise SaslFailure("Cannot change principals during re-authentication from "
+                                  f"{_dotted(self.previous[1])}: {_dotted(self.principal)}",
+                                  authentication_exception=True)
             self.state = "COMPLETE"
         return response
+
+
+def _dotted(principal: str) -> str:
+    """KafkaPrincipal as ensurePrincipalUnchanged writes it: type.name."""
+    kind, _, name = principal.partition(":")
+    return f"{kind}.{name}"
 
 
 class SaslClient:

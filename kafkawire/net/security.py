@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from kafkawire.net.config import ConfigError, _deferred, java_int
 from kafkawire.net.authorizer import AuthorizerSettings, STANDARD_AUTHORIZER
 from kafkawire._extras import require
+from kafkawire.net.reauthentication import is_reauth_key, max_reauth_by_mechanism
 from kafkawire.net.sasl import SaslClient, require_mechanism
 
 __all__ = ["SslSettings", "ListenerSecurity", "JaasEntry", "resolve_listener_security",
@@ -80,7 +81,7 @@ def is_security_key(key: str) -> bool:
     rest = m.group(2) if m else key
     if rest in SSL_DEFAULTS or rest in SASL_DEFAULTS or rest in _ACCEPTED:
         return True
-    return m is not None and rest.endswith(".sasl.jaas.config")
+    return m is not None and (rest.endswith(".sasl.jaas.config") or is_reauth_key(rest))
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,7 @@ class ListenerSecurity:
     jaas: dict = field(default_factory=dict)        # mechanism -> JaasEntry
     # The largest frame read before authentication completes (SaslServerAuthenticator), for SASL_*.
     sasl_server_max_receive_size: int = DEFAULT_SASL_SERVER_MAX_RECEIVE_SIZE
+    max_reauth_ms: dict = field(default_factory=dict)  # mechanism -> connections.max.reauth.ms
 
     @property
     def uses_ssl(self) -> bool:
@@ -193,7 +195,8 @@ def resolve_listener_security(props: dict, listener: str, protocol: str) -> List
             if mechanism == "PLAIN" and not jaas[mechanism].users():
                 raise ConfigError(jaas[mechanism].key, "(hidden)", "has no user_<name>=<password> option: "
                                                                    "no client could authenticate with PLAIN")
-    return ListenerSecurity(listener, protocol, settings, client_auth, mechanisms, jaas, max_receive)
+    return ListenerSecurity(listener, protocol, settings, client_auth, mechanisms, jaas, max_receive,
+                            max_reauth_by_mechanism(props, listener, mechanisms))
 
 
 def _jaas_for(props: dict, listener: str, mechanism: str) -> JaasEntry:

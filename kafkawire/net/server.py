@@ -144,7 +144,8 @@ class KafkaServer:
         if security is not None and security.uses_ssl:
             self.ssl_context = server_ssl_context(security)
         self.scram_lookup = scram_lookup         # (mechanism, user) -> stored SCRAM credential or None
-        self.token_lookup = token_lookup         # (mechanism, token id) -> (credential, owner) or None
+        self.token_lookup = token_lookup         # (mechanism, token id) -> (credential, owner, expiry) or None
+        self.reauthentications = 0                # SASL re-authentications completed (KIP-368)
         self.tls_handshake_timeout_ms = tls_handshake_timeout_ms
         # Shared by a node's listeners, as Kafka counts max.connections and each address's
         # connections across a broker's listeners; else made when the server binds.

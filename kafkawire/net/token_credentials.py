@@ -23,8 +23,10 @@ _SALT_BYTES = 24
 
 
 class TokenCredentials:
-    """``(mechanism, token_id) -> ((salt, stored_key, server_key, iterations), owner name)`` or
-    None (no such token, an unknown mechanism, or tokens disabled: no secret)."""
+    """``(mechanism, token_id) -> ((salt, stored_key, server_key, iterations), owner name, expiry
+    timestamp ms)`` or None (no such token, an unknown mechanism, or tokens disabled: no secret).
+    A token past its expiry that the controller has not removed yet is still found, as Kafka's
+    token cache finds it: its session then ends at once (kafkawire.net.reauthentication)."""
 
     def __init__(self, secret: str | None, tokens: Callable[[], dict]):
         self.hmacs = TokenHmacs(secret)
@@ -46,4 +48,4 @@ class TokenCredentials:
             credential = scram_credential(mechanism, self.hmacs.password(token_id), os.urandom(_SALT_BYTES),
                                           SCRAM_MIN_ITERATIONS)
             self._credentials[key] = credential
-        return credential, principal_parts(token.owner)[1]
+        return credential, principal_parts(token.owner)[1], token.expiration_timestamp

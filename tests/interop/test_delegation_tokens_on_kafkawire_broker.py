@@ -5,27 +5,39 @@ DelegationTokenCommand, logged in as alice, creates a token (renewer bob), descr
 it and expires it; a Kafka Java client logs in with the token (ScramLoginModule, tokenauth=true)
 and is served, but may not create a token with it (UnsupportedByAuthenticationException, Kafka's
 DELEGATION_TOKEN_REQUEST_NOT_ALLOWED), and neither may a client on the PLAINTEXT listener.
+
+The SASL listener's SCRAM-SHA-256 sessions last 2 s
+(``listener.name.sasl.scram-sha-256.connections.max.reauth.ms``, KIP-368): a Java consumer logged
+in with a token and a librdkafka producer logged in as bob re-authenticate their connections on
+their own (the node logs each re-authentication) and keep working; none of their connections is
+closed for an ended session.
 The tools run in the shared tool JVM; one kafkawire node for the module."""
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+import threading
 
 import pytest
 
 from kafkawire.raft.node.local_quorum import free_ports
 from kafkawire.testing import EmbeddedBroker, EmbeddedBrokerError
 from kafkawire.testing import DEFAULT_PROPERTIES
-from tests.interop.broker_judges import run_tool, wait_until
+from tests.interop.broker_judges import kafka_tool, run_tool, wait_until
 
 TOKENS = "org.apache.kafka.tools.DelegationTokenCommand"
 API_VERSIONS = "org.apache.kafka.tools.BrokerApiVersionsCommand"
 SCRAM_SERVER_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
+REAUTH_MS = 2000
+REAUTHENTICATED = "re-authenticated as User:{} with SCRAM-SHA-256"
+SESSION_ENDED = "its SASL session expired"
 
 
 class SaslBroker(EmbeddedBroker):
     """An EmbeddedBroker with a third listener, SASL (SASL_PLAINTEXT, SCRAM-SHA-256), and alice's
-    SCRAM credential formatted in."""
+    and bob's SCRAM credentials formatted in."""
 
     def format(self) -> None:
         from kafkawire.storage.state_files import random_uuid, uuid_to_kafka
@@ -40,12 +52,14 @@ class SaslBroker(EmbeddedBroker):
             "controller.quorum.bootstrap.servers": f"127.0.0.1:{self.controller_port}",
             "log.dirs": self.log_dir,
             "delegation.token.secret.key": "judge-secret-key",
+            "listener.name.sasl.scram-sha-256.connections.max.reauth.ms": str(REAUTH_MS),
         })
         with open(self.config_path, "w", encoding="utf-8") as f:
             f.write("".join(f"{k}={v}\n" for k, v in props.items()))
         result = subprocess.run([self.python, "-m", "kafkawire.tools.cli", "storage", "format", "--standalone",
                                  "--cluster-id", uuid_to_kafka(random_uuid()), "--config", self.config_path,
-                                 "--add-scram", "SCRAM-SHA-256=[name=alice,password=alice-secret]"],
+                                 "--add-scram", "SCRAM-SHA-256=[name=alice,password=alice-secret]",
+                                 "--add-scram", "SCRAM-SHA-256=[name=bob,password=bob-secret]"],
                                 capture_output=True, text=True, timeout=self.start_timeout_s)
         if result.returncode != 0:
             raise EmbeddedBrokerError(f"kafkawire storage format failed: {(result.stderr or result.stdout).strip()}")
@@ -130,3 +144,53 @@ def test_a_plaintext_client_may_not_create_a_token(broker, tmp_path):
                        "--create", "--max-life-time-period", "-1")
     assert refused.returncode != 0 and "UnsupportedByAuthenticationException" in refused.stdout + refused.stderr, \
         refused.stdout[-2000:] + refused.stderr[-3000:]
+
+
+def test_a_java_consumer_with_a_token_and_a_librdkafka_producer_re_authenticate_each_session_and_keep_working(
+        broker, tmp_path):
+    import confluent_kafka
+    alice = client_config(tmp_path / "alice.properties", "alice", "alice-secret")
+    created = tokens(broker, alice, "--create", "--max-life-time-period", "-1")
+    assert created.returncode == 0, created.stderr[-3000:] + created.stdout[-2000:]
+    ((token_id, cells),) = token_rows(created.stdout).items()
+    wait_until(lambda: token_id in tokens(broker, alice, "--describe", "--owner-principal", "User:alice").stdout,
+               "the token in the broker's image")
+    # The re-authentications are logged at DEBUG: the node's logger level, changed as Kafka's are.
+    kafka_tool("kafka.admin.ConfigCommand", "--bootstrap-server", broker.bootstrap_servers, "--alter",
+               "--entity-type", "broker-loggers", "--entity-name", "1",
+               "--add-config", "kafkawire.net.authentication=DEBUG")
+    kafka_tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", broker.bootstrap_servers, "--create",
+               "--topic", "reauth", "--partitions", "1", "--replication-factor", "1")
+    log_start = os.path.getsize(broker.node_log)
+
+    def node_log_since_start() -> str:
+        with open(broker.node_log, encoding="utf-8", errors="replace") as f:
+            f.seek(log_start)
+            return f.read()
+
+    producer = confluent_kafka.Producer({
+        "bootstrap.servers": f"127.0.0.1:{broker.sasl_port}", "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "bob", "sasl.password": "bob-secret"})
+    producer.produce("reauth", b"before")
+    assert producer.flush(30) == 0
+    as_token = client_config(tmp_path / "consumer.properties", token_id, cells[0], token=True)
+    consumed = {}
+    consumer = threading.Thread(target=lambda: consumed.update(result=run_tool(
+        CONSOLE_CONSUMER, "--bootstrap-server", f"127.0.0.1:{broker.sasl_port}", "--consumer.config", as_token,
+        "--topic", "reauth", "--from-beginning", "--max-messages", "2", "--timeout-ms", "60000")))
+    consumer.start()
+    try:
+        # Several sessions of 2 s ended in a re-authentication, on each client's connections.
+        wait_until(lambda: (lambda log: log.count(REAUTHENTICATED.format("alice")) >= 3
+                            and log.count(REAUTHENTICATED.format("bob")) >= 2)(node_log_since_start()),
+                   "3 re-authentications of the Java consumer and 2 of the librdkafka producer")
+        producer.produce("reauth", b"after-re-authentications")
+        assert producer.flush(30) == 0
+    finally:
+        consumer.join(120)
+    result = consumed["result"]
+    assert result.returncode == 0 and result.stdout.splitlines()[-2:] == ["before", "after-re-authentications"], \
+        result.stderr[-3000:] + result.stdout[-2000:]
+    log = node_log_since_start()
+    assert SESSION_ENDED not in log, [line for line in log.splitlines() if SESSION_ENDED in line]
+    assert f"session lifetime {REAUTH_MS} ms" in log

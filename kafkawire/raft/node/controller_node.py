@@ -43,6 +43,7 @@ from kafkawire.net.metadata_topic import MetadataTopic, NodeEndpoint
 from kafkawire.net.sasl import SCRAM_MECHANISM_TYPES
 from kafkawire.net.security import client_options
 from kafkawire.net.server import KafkaServer
+from kafkawire.net.token_credentials import TokenCredentials
 from kafkawire.protocol.handler import ApiHandler
 from kafkawire.storage.state_files import MetaProperties, StateFileError, read_meta_properties, uuid_to_kafka
 from kafkawire.raft.config import RaftConfig
@@ -290,6 +291,9 @@ class ControllerNode:
         c = self.config
         return KafkaServer({}, host=endpoint.host or "0.0.0.0", port=endpoint.port, listener_name=name,
                            security=c.security_of(name), scram_lookup=self._scram_credential,
+                           # Delegation token logins (SCRAM tokenauth=true), from the committed image, as
+                           # Kafka's controller fills its token cache (DelegationTokenPublisher).
+                           token_lookup=TokenCredentials(c.delegation_token_secret_key, self._delegation_tokens),
                            max_request_bytes=c.socket_request_max_bytes,
                            connections_max_idle_ms=c.connections_max_idle_ms,
                            failed_authentication_delay_ms=c.connection_failed_authentication_delay_ms,
@@ -386,6 +390,10 @@ class ControllerNode:
         voter = next((v for v in driver.running.voters() if v.key.id == leader), None)
         address = None if voter is None else voter.endpoints.address(driver.config.listener)
         return None if address is None else NodeEndpoint(leader, address[0], address[1])
+
+    def _delegation_tokens(self) -> dict:
+        image = self._image()
+        return {} if image is None else image.delegation_tokens
 
     def _scram_credential(self, mechanism: str, user: str):
         """The committed SCRAM credential of ``user`` (UserScramCredentialRecord), for SASL/SCRAM."""
