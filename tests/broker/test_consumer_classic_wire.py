@@ -41,7 +41,7 @@ def poll_until(consumers, done, what: str, read: list) -> None:
         for c in consumers:
             message = c.poll(0.05)
             if message is not None and message.error() is None:
-                read.append((message.partition(), message.offset(), message.value()))
+                read.append((c, message.partition(), message.value()))
 
 
 def held(c) -> set:
@@ -52,10 +52,6 @@ def test_a_classic_and_a_consumer_protocol_member_share_a_group_and_the_downgrad
     node = kafkawire_broker
     admin = confluent_admin.AdminClient({"bootstrap.servers": node.bootstrap_servers})
     admin.create_topics([confluent_admin.NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(WAIT_S)
-    producer = confluent_kafka.Producer({"bootstrap.servers": node.bootstrap_servers})
-    for p in range(PARTITIONS):
-        producer.produce(TOPIC, value=f"first-{p}".encode(), partition=p)
-    producer.flush(WAIT_S)
     modern, read = consumer(node, "modern", "consumer"), []
     poll_until([modern], lambda: len(held(modern)) == PARTITIONS, "the consumer member's 4 partitions", read)
     classic = consumer(node, "classic", "classic")
@@ -65,8 +61,15 @@ def test_a_classic_and_a_consumer_protocol_member_share_a_group_and_the_downgrad
     described = call(node, ConsumerGroupDescribeRequest(group_ids=[GROUP]), 1).groups[0]
     assert described.error_code == Errors.NONE
     assert sorted((m.client_id, m.member_type) for m in described.members) == [("classic", 0), ("modern", 1)]
-    poll_until([modern, classic], lambda: len(read) >= PARTITIONS, "every first record read", read)
-    assert sorted(p for p, _, _ in read) == list(range(PARTITIONS))      # each partition read exactly once
+    producer = confluent_kafka.Producer({"bootstrap.servers": node.bootstrap_servers})
+    for p in range(PARTITIONS):
+        producer.produce(TOPIC, value=f"first-{p}".encode(), partition=p)
+    producer.flush(WAIT_S)
+    poll_until([modern, classic], lambda: len(read) >= PARTITIONS, "every record read", read)
+    assert sorted(p for _, p, _ in read) == list(range(PARTITIONS))      # each partition read once
+    assert {p for c, p, _ in read if c is classic} == held(classic)      # by its owner
+    committed = classic.commit(asynchronous=False)  # a classic OffsetCommit at its generation (the member epoch)
+    assert {tp.partition for tp in committed if tp.error is None and tp.offset == 1} == held(classic)
     modern.close()                                  # the last consumer-protocol member: a downgrade
     poll_until([classic], lambda: len(held(classic)) == PARTITIONS, "the classic member's 4 partitions", read)
     groups = admin.describe_consumer_groups([GROUP])[GROUP].result(WAIT_S)
