@@ -303,3 +303,16 @@ def test_the_migration_policy_setting():
         .group_consumer_migration_policy == "upgrade"
     with pytest.raises(ConfigError, match="group.consumer.migration.policy"):
         parse_server_config(base + "group.consumer.migration.policy=sideways\n")
+
+
+def test_an_upgrade_answers_the_classic_groups_parked_joins_rebalance_in_progress_and_starts_sessions():
+    h, ch, a, b = classic_group_of_two()
+    parked = ch.join(a, protocols=(("range", subscription(["t1"])),))    # the leader rejoins: parked
+    assert parked == [] and ch.group.state == PREPARING_REBALANCE
+    assert h.join("m1").error_code == Errors.NONE
+    assert [r.error_code for r in parked] == [Errors.REBALANCE_IN_PROGRESS]
+    h.timer.advance(9_999)                               # the classic session timeout (10 s) is theirs
+    assert a in h.group.members
+    h.beat("m1", h.group.members["m1"].member_epoch)
+    h.timer.advance(1)
+    assert set(h.group.members) == {"m1"}
