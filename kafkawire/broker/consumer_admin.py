@@ -54,13 +54,16 @@ def describe(group, names: dict, default_assignor: str) -> DescribedGroup:
                           assignor_name=group.preferred_assignor() or default_assignor, members=members)
 
 
-def tombstones(group) -> list:
-    """ConsumerGroup.createGroupTombstoneRecords, in Kafka's order, as (key, value) bytes."""
+def tombstones(group, renamed: dict | None = None) -> list:
+    """ConsumerGroup.createGroupTombstoneRecords, in Kafka's order, as (key, value) bytes;
+    ``renamed`` (old member id -> new id): a static member replaced in this same write is
+    tombstoned under its new id (createGroupTombstoneRecordsWithReplacedMember)."""
     gid = group.group_id
-    records = [rec.current_assignment_tombstone(gid, m) for m in group.members]
-    records += [rec.target_member_tombstone(gid, m) for m in group.members]
+    ids = [(renamed or {}).get(m, m) for m in group.members]
+    records = [rec.current_assignment_tombstone(gid, m) for m in ids]
+    records += [rec.target_member_tombstone(gid, m) for m in ids]
     records.append(rec.target_metadata_tombstone(gid))
-    records += [rec.member_tombstone(gid, m) for m in group.members]
+    records += [rec.member_tombstone(gid, m) for m in ids]
     records.append(rec.partition_metadata_tombstone(gid))
     records.append(rec.group_epoch_tombstone(gid))
     return [rec.encode(r) for r in records]

@@ -13,9 +13,6 @@ kafkawire.broker.consumer_classic's; the conversions between classic and consume
 (``group.consumer.migration.policy``) kafkawire.broker.consumer_migration's.
 
 Differences from Kafka kept here (documented in the report of issue 29):
-- a static classic member replacing the group's last consumer-protocol member (same instance id)
-  does not downgrade the group (Kafka's validateOnlineDowngradeWithReplacedMember): it joins the
-  consumer group, which downgrades when the last consumer-protocol member leaves;
 - ``SubscribedTopicRegex`` is resolved at each heartbeat against the topics of the image with
   Python's ``re.fullmatch`` (Kafka resolves it in the background with Java's regex syntax and
   records the result as ConsumerGroupRegularExpression records, which kafkawire does not write);

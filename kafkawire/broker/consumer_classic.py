@@ -30,6 +30,7 @@ from kafkawire.protocol.error_codes import Errors
 from .consumer_admin import tombstones
 from .consumer_coordinator import GroupError, join_timeout_key, sync_timeout_key
 from .consumer_group import UNRELEASED_PARTITIONS, UNREVOKED_PARTITIONS, ClassicMeta, ConsumerGroup, ConsumerMember
+from .consumer_migration import downgrade, downgrade_allowed
 from .consumer_protocol import decode_subscription, encode_assignment, subscription_version
 from .group_state import CONSUMER_PROTOCOL_TYPE
 
@@ -95,6 +96,11 @@ class ClassicMembers:
             subscribed_topic_names=frozenset(subscription.topics), subscribed_topic_regex="", client_id=client_id,
             client_host=client_host, classic=ClassicMeta(request.session_timeout_ms, protocols))
         owned = [(view.by_name[t][0], list(ps)) for t, ps in subscription.owned if t in view.by_name]
+        existing_id = group.static_members.get(request.group_instance_id)
+        existing = None if existing_id is None else group.members.get(existing_id)
+        if existing is not None and downgrade_allowed(group, (), c.settings.migration_policy,
+                                                      c.classic.settings.max_size, replaced=existing):
+            return self._join_downgrading(group, member, updated, existing, owned, records)
         reconciled = c.advance(group, member, updated, replaced, owned, c.classic.now_ms(), records)
         error = c.write(group.group_id, records)
         if error != Errors.NONE:
@@ -108,6 +114,26 @@ class ClassicMembers:
         return JoinGroupResponse(error_code=Errors.NONE, member_id=member_id, generation_id=reconciled.member_epoch,
                                  protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=protocols[0][0], leader="",
                                  members=[])
+
+    def _join_downgrading(self, group, member, updated, existing, owned, records) -> JoinGroupResponse:
+        """A classic static member replacing the last consumer-protocol member (its instance id's):
+        the group becomes a classic group with it in place of the old member, rebalancing if the
+        group's target assignment is behind its epoch, else taking the old member's partitions."""
+        c = self.coordinator
+        replaced = existing if existing.member_id != updated.member_id else None
+        group_epoch, topics_changed = c.subscribe(group, member, updated, replaced, records)
+        rebalance = group.assignment_epoch < group_epoch
+        joining = updated
+        if not rebalance:
+            joining = c.reconciled(group, updated, group.assignment_epoch, group.target.get(existing.member_id, {}),
+                                   owned, topics_changed, records)
+        error = downgrade(c, group, frozenset(), joining=joining, replaced=existing, rebalance=rebalance,
+                          records=records)
+        if error != Errors.NONE:
+            raise GroupError(error)
+        return JoinGroupResponse(error_code=Errors.NONE, member_id=joining.member_id, generation_id=joining.member_epoch,
+                                 protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=joining.classic.protocols[0][0],
+                                 leader="", members=[])
 
     # -- SyncGroup --
 

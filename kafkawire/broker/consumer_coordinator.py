@@ -14,8 +14,10 @@ written through the classic coordinator's ``persist`` and then replayed into the
 state rebuilt at load is the state served.
 
 The groups live in ``classic.consumer_groups`` beside the classic groups (``classic.groups``),
-one name space as in Kafka: a consumer member joining an empty classic group replaces it; a
-classic group with members is not converted (see the module kafkawire.broker.consumer_apis).
+one name space as in Kafka: a consumer member joining an empty classic group replaces it, one
+joining a classic group with members converts it (``group.consumer.migration.policy``,
+kafkawire.broker.consumer_migration), and the last consumer-protocol member leaving a group of
+classic members converts it back. Classic members' requests are kafkawire.broker.consumer_classic's.
 """
 from __future__ import annotations
 
@@ -198,6 +200,13 @@ class ConsumerCoordinator:
         with what the request sets) written when it changed, the group epoch bumped when the
         subscribed topics changed, a new target assignment when due, and the member reconciled
         towards its target: the reconciled member (its records added to ``records``)."""
+        group_epoch, topics_changed = self.subscribe(group, member, updated, replaced, records)
+        target_epoch, target = self._target(group, group_epoch, updated, replaced, self.topics(), now, records)
+        return self.reconciled(group, updated, target_epoch, target, owned, topics_changed, records)
+
+    def subscribe(self, group: ConsumerGroup, member: ConsumerMember, updated: ConsumerMember, replaced,
+                  records: list) -> tuple[int, bool]:
+        """Step 1: (the group epoch, whether the member's topics changed)."""
         view = self.topics()
         # A new member is written; a replacing static member was written with its predecessor's
         # subscription and is written again only if the request changes it (hasMemberSubscriptionChanged).
@@ -214,17 +223,22 @@ class ConsumerCoordinator:
                 group_epoch += 1
                 records.append(rec.group_epoch_record(group.group_id, group_epoch, new_hash))
                 log.info("[GroupId %s] Bumped group epoch to %d.", group.group_id, group_epoch)
-        target_epoch, target = self._target(group, group_epoch, updated, replaced, view, now, records)
-        reconciled = updated
-        if topics_changed or not updated.is_reconciled_to(target_epoch):
-            try:
-                reconciled = reconcile(updated, target_epoch, target, group.current_partition_epoch,
-                                       view.ids(updated.topics(view.by_name)), owned, topics_changed)
-            except FencedMemberEpoch as exc:
-                raise GroupError(Errors.FENCED_MEMBER_EPOCH, str(exc)) from None
-            if reconciled != updated:
-                records.append(rec.current_assignment_record(group.group_id, reconciled))
-        return reconciled
+        return group_epoch, topics_changed
+
+    def reconciled(self, group: ConsumerGroup, member: ConsumerMember, target_epoch: int, target: dict, owned,
+                   topics_changed: bool, records: list) -> ConsumerMember:
+        """Step 3, maybeReconcile: the member moved towards ``target``."""
+        if not topics_changed and member.is_reconciled_to(target_epoch):
+            return member
+        view = self.topics()
+        try:
+            moved = reconcile(member, target_epoch, target, group.current_partition_epoch,
+                              view.ids(member.topics(view.by_name)), owned, topics_changed)
+        except FencedMemberEpoch as exc:
+            raise GroupError(Errors.FENCED_MEMBER_EPOCH, str(exc)) from None
+        if moved != member:
+            records.append(rec.current_assignment_record(group.group_id, moved))
+        return moved
 
     @staticmethod
     def _without(replaced) -> frozenset:

@@ -94,14 +94,19 @@ def replayed(records: list) -> dict:
     return groups
 
 
-def downgrade_allowed(group, leaving, policy: str, classic_max_size: int) -> bool:
+def downgrade_allowed(group, leaving, policy: str, classic_max_size: int, replaced=None) -> bool:
     """validateOnlineDowngradeWithFencedMembers: every remaining member uses the classic protocol,
-    one remains at least, the policy allows it and the classic group's max size does."""
-    remaining = len(group.members) - len([m for m in leaving if m in group.members])
-    if not group.all_classic_except(leaving):
-        return False
-    if remaining <= 0:
-        return False
+    one remains at least, the policy allows it and the classic group's max size does. With
+    ``replaced`` (validateOnlineDowngradeWithReplacedMember): a consumer-protocol static member
+    is being replaced by a classic one and every other member uses the classic protocol."""
+    if replaced is not None:
+        if replaced.uses_classic or not group.all_classic_except((replaced.member_id,)):
+            return False
+        remaining = len(group.members)
+    else:
+        remaining = len(group.members) - len([m for m in leaving if m in group.members])
+        if not group.all_classic_except(leaving) or remaining <= 0:
+            return False
     if policy not in DOWNGRADE_POLICIES:
         log.info("Cannot downgrade consumer group %s to classic group because the online downgrade is disabled.",
                  group.group_id)
@@ -113,23 +118,31 @@ def downgrade_allowed(group, leaving, policy: str, classic_max_size: int) -> boo
     return True
 
 
-def downgraded(group, leaving, view, now_ms: int) -> tuple[ClassicGroup, tuple]:
-    """ClassicGroup.fromConsumerGroup: (the classic group, its GroupMetadata record (key, value)).
-    Raises ConversionRefused when a member's subscription does not decode."""
+def _classic_member(m) -> Member:
+    return Member(m.member_id, client_id=m.client_id, client_host=m.client_host,
+                  rebalance_timeout_ms=m.rebalance_timeout_ms, session_timeout_ms=m.classic.session_timeout_ms,
+                  protocol_type=CONSUMER_PROTOCOL_TYPE, protocols=list(m.classic.protocols),
+                  group_instance_id=m.instance_id)
+
+
+def downgraded(group, leaving, view, now_ms: int, joining=None, replaced=None) -> tuple[ClassicGroup, tuple]:
+    """ClassicGroup.fromConsumerGroup: (the classic group, its GroupMetadata record (key, value)),
+    without the ``leaving`` members, with ``joining`` in place of ``replaced`` (a static member's
+    new member, which takes its target). Raises ConversionRefused when a member's subscription
+    does not decode."""
     classic = ClassicGroup(group.group_id, now_ms=now_ms, state=STABLE, previous_state=STABLE,
                            generation_id=group.group_epoch, protocol_type=CONSUMER_PROTOCOL_TYPE)
     for m in group.members.values():
-        if m.member_id in leaving:
-            continue
-        classic.add(Member(m.member_id, client_id=m.client_id, client_host=m.client_host,
-                           rebalance_timeout_ms=m.rebalance_timeout_ms, session_timeout_ms=m.classic.session_timeout_ms,
-                           protocol_type=CONSUMER_PROTOCOL_TYPE, protocols=list(m.classic.protocols),
-                           group_instance_id=m.instance_id), None)
+        if m.member_id not in leaving and (replaced is None or m.member_id != replaced.member_id):
+            classic.add(_classic_member(m), None)
+    if joining is not None:
+        classic.add(_classic_member(joining), None)
     classic.protocol_name = classic.select_protocol()
     names = view.by_id
     assignments = {}
     for member_id, member in classic.members.items():
-        target = group.target.get(member_id, {})
+        target = group.target.get(replaced.member_id if joining is not None and member_id == joining.member_id
+                                  else member_id, {})
         try:
             version = subscription_version(member.metadata(classic.protocol_name))
         except ValueError as exc:
@@ -157,25 +170,29 @@ def retire_classic(coordinator, group_id: str) -> None:
         coordinator.schedule_session(group_id, member.member_id, member.session_timeout_ms)
 
 
-def downgrade(coordinator, group, leaving: frozenset) -> int:
-    """convertToClassicGroup: the consumer group's tombstones and the classic group's record are
-    written, then the classic group rebalances (its members rejoin as classic members do)."""
+def downgrade(coordinator, group, leaving: frozenset, *, joining=None, replaced=None, rebalance: bool = True,
+              records: list = ()) -> int:
+    """convertToClassicGroup: ``records`` (the joining static member's, not applied), the consumer
+    group's tombstones and the classic group's record are written, then the classic group
+    rebalances (``rebalance``: its members rejoin as classic members do)."""
     classic = coordinator.classic
     try:
-        converted, record = downgraded(group, leaving, coordinator.topics(), classic.now_ms())
+        converted, record = downgraded(group, leaving, coordinator.topics(), classic.now_ms(), joining, replaced)
     except ConversionRefused as exc:
         log.warning("[GroupId %s] %s", group.group_id, exc)
         return Errors.GROUP_ID_NOT_FOUND
-    error = classic.persist(group.group_id, tombstones(group) + [record])
+    renamed = None if replaced is None else {replaced.member_id: joining.member_id}
+    error = classic.persist(group.group_id, [rec.encode(r) for r in records] + tombstones(group, renamed) + [record])
     if error != Errors.NONE:
         return error
-    for member_id in group.members:
+    for member_id in list(group.members) + ([] if joining is None else [joining.member_id]):
         coordinator.cancel_timers(group.group_id, member_id)
     del coordinator.groups[group.group_id]
     classic.groups[group.group_id] = converted
     for member in converted.members.values():
         classic.reschedule_heartbeat(converted, member)
-    classic.prepare_rebalance(converted, f"Downgrade group {group.group_id} from consumer to classic for member "
-                                         "leaving.")
+    if rebalance:
+        why = "with stale assignment" if joining is not None else "for member leaving"
+        classic.prepare_rebalance(converted, f"Downgrade group {group.group_id} from consumer to classic {why}.")
     log.info("[GroupId %s] Converted the consumer group to a classic group.", group.group_id)
     return Errors.NONE

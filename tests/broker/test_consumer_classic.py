@@ -316,3 +316,29 @@ def test_an_upgrade_answers_the_classic_groups_parked_joins_rebalance_in_progres
     h.beat("m1", h.group.members["m1"].member_epoch)
     h.timer.advance(1)
     assert set(h.group.members) == {"m1"}
+
+
+def test_a_classic_static_member_replacing_the_last_consumer_member_downgrades_the_group():
+    """validateOnlineDowngradeWithReplacedMember: the new member takes the old one's partitions
+    in a Stable classic group (no rebalance: the target is current)."""
+    h = Mixed()
+    h.join("m1", instance="i-1")
+    c = h.new_classic().member_id
+    h.beat("m1", h.group.members["m1"].member_epoch, owned={T1: {0, 1, 2, 3}})
+    h.beat("m1", h.group.members["m1"].member_epoch, owned={T1: set(h.group.members["m1"].assigned[T1])})
+    kept = set(h.group.target["m1"][T1])
+    epoch = h.group.group_epoch
+    joined = h.cjoin(instance="i-1", version=9)
+    assert joined.error_code == Errors.NONE and GROUP not in h.coordinator.groups
+    classic = h.classic.groups[GROUP]
+    assert classic.state == "Stable" and classic.generation_id == epoch == joined.generation_id
+    assert list(classic.members) == [c, joined.member_id] and classic.static_members == {"i-1": joined.member_id}
+    partitions, _ = decode_assignment(classic.members[joined.member_id].assignment)
+    assert set(partitions["t1"]) == kept
+    tombstoned = {rec.decode(t, k, None)[1].member_id for k, v in h.written[-12:] if v is None
+                  for t in [int.from_bytes(k[:2], "big")] if t in (5, 7, 8)}
+    assert tombstoned == {c, joined.member_id}          # the new id, as Kafka tombstones a replaced member
+    answers: list = []
+    h.classic.sync(SyncGroupRequest(group_id=GROUP, generation_id=joined.generation_id, member_id=joined.member_id,
+                                    group_instance_id="i-1", assignments=[]), respond=answers.append)
+    assert answers[0].error_code == Errors.NONE and set(decode_assignment(answers[0].assignment)[0]["t1"]) == kept
