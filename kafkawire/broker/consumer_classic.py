@@ -51,8 +51,8 @@ class ClassicMembers:
              client_host: str) -> JoinGroupResponse:
         try:
             return self._join(group, request, version, client_id, client_host)
-        except GroupError as exc:
-            return JoinGroupResponse(error_code=exc.code, member_id=request.member_id)
+        except GroupError as exc:         # the service's answer to a failed operation: no member id
+            return JoinGroupResponse(error_code=exc.code, member_id="")
 
     def _join(self, group, request, version, client_id, client_host) -> JoinGroupResponse:
         c = self.coordinator

@@ -229,6 +229,10 @@ def test_a_consumer_member_joining_a_classic_group_upgrades_it_with_kafkas_recor
         b: (generation, {T1: {2: generation, 3: generation}}, True)}
     assert converted.group.target == {a: {T1: {0, 1}}, b: {T1: {2, 3}}}
     assert h.group.group_epoch == generation + 1 and h.group.members[a].uses_classic
+    reloaded = Mixed()                          # the classic group's records, then the conversion's
+    for key, value in h.written:
+        reloaded.offsets.replay(key, value)
+    assert GROUP not in reloaded.classic.groups and reloaded.group.members == h.group.members
     # the classic members are told to rejoin: their epoch is behind the new target's
     assert h.cbeat(a, generation) == Errors.REBALANCE_IN_PROGRESS
     joined = h.cjoin(a, owned=[("t1", [0, 1])])
@@ -262,6 +266,10 @@ def test_the_last_consumer_member_leaving_downgrades_the_group_to_a_rebalancing_
     types = [int.from_bytes(k[:2], "big") for k, _ in h.written[before:]]
     assert types[-1] == GROUP_METADATA_TYPE and h.written[-1][1] is not None
     assert set(types[:-1]) == {3, 4, 5, 6, 7, 8}
+    again = Mixed()                             # a reload rebuilds the classic group, not the consumer group
+    for key, value in h.written:
+        again.offsets.replay(key, value)
+    assert GROUP not in again.coordinator.groups and list(again.classic.groups[GROUP].members) == [c]
 
 
 def test_without_the_downgrade_policy_the_group_stays_a_consumer_group():
