@@ -130,7 +130,7 @@ class ClassicMembers:
         error = downgrade(c, group, frozenset(), joining=joining, replaced=existing, rebalance=rebalance,
                           records=records)
         if error != Errors.NONE:
-            raise GroupError(error)
+            raise GroupError(Errors.GROUP_ID_NOT_FOUND if error is None else error)
         return JoinGroupResponse(error_code=Errors.NONE, member_id=joining.member_id, generation_id=joining.member_epoch,
                                  protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=joining.classic.protocols[0][0],
                                  leader="", members=[])

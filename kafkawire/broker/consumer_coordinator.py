@@ -385,7 +385,9 @@ class ConsumerCoordinator:
             return Errors.NONE
         if downgrade_allowed(group, frozenset(member_ids), self.settings.migration_policy,
                              self.classic.settings.max_size):
-            return downgrade(self, group, frozenset(member_ids))
+            error = downgrade(self, group, frozenset(member_ids))
+            if error is not None:
+                return error
         records = [r for member_id in member_ids for r in _removal(group.group_id, member_id)]
         view = self.topics()
         names = group.subscribed_topic_names(view.by_name, without=frozenset(member_ids))

@@ -27,7 +27,7 @@ from .consumer_group import MEMBER_STABLE, ClassicMeta, ConsumerMember, apply
 from .consumer_protocol import decode_assignment, decode_subscription, encode_assignment, subscription_version
 from .group_coordinator import join_key, sync_key
 from .group_records import group_record, group_tombstone
-from .group_state import CONSUMER_PROTOCOL_TYPE, STABLE, ClassicGroup, Member
+from .group_state import CONSUMER_PROTOCOL_TYPE, STABLE, ClassicGroup, InvalidTransition, Member
 
 __all__ = ["upgrade_records", "replayed", "retire_classic", "downgrade_allowed", "downgraded", "downgrade", "UPGRADE_POLICIES", "DOWNGRADE_POLICIES",
            "ConversionRefused"]
@@ -137,7 +137,10 @@ def downgraded(group, leaving, view, now_ms: int, joining=None, replaced=None) -
             classic.add(_classic_member(m), None)
     if joining is not None:
         classic.add(_classic_member(joining), None)
-    classic.protocol_name = classic.select_protocol()
+    try:
+        classic.protocol_name = classic.select_protocol()
+    except InvalidTransition as exc:         # the members' protocols have nothing in common
+        raise ConversionRefused(f"Cannot downgrade the classic group {group.group_id}: {exc}.") from None
     names = view.by_id
     assignments = {}
     for member_id, member in classic.members.items():
@@ -171,16 +174,18 @@ def retire_classic(coordinator, group_id: str) -> None:
 
 
 def downgrade(coordinator, group, leaving: frozenset, *, joining=None, replaced=None, rebalance: bool = True,
-              records: list = ()) -> int:
+              records: list = ()) -> int | None:
     """convertToClassicGroup: ``records`` (the joining static member's, not applied), the consumer
     group's tombstones and the classic group's record are written, then the classic group
-    rebalances (``rebalance``: its members rejoin as classic members do)."""
+    rebalances (``rebalance``: its members rejoin as classic members do). An error code, or None
+    when the members' protocols cannot make a classic group (the group stays a consumer group:
+    Kafka fails the operation instead, which would keep a leaving member forever)."""
     classic = coordinator.classic
     try:
         converted, record = downgraded(group, leaving, coordinator.topics(), classic.now_ms(), joining, replaced)
     except ConversionRefused as exc:
         log.warning("[GroupId %s] %s", group.group_id, exc)
-        return Errors.GROUP_ID_NOT_FOUND
+        return None
     renamed = None if replaced is None else {replaced.member_id: joining.member_id}
     error = classic.persist(group.group_id, [rec.encode(r) for r in records] + tombstones(group, renamed) + [record])
     if error != Errors.NONE:
