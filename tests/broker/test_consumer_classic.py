@@ -239,13 +239,14 @@ def test_a_consumer_member_joining_a_classic_group_upgrades_it_with_kafkas_recor
     assert joined.error_code == Errors.NONE
 
 
-@pytest.mark.parametrize("policy, message", [
-    ("disabled", "online upgrade is disabled."),
-    ("downgrade", "online upgrade is disabled."),
+@pytest.mark.parametrize("settings, message", [
+    (dict(migration_policy="disabled"), "online upgrade is disabled."),
+    (dict(migration_policy="downgrade"), "online upgrade is disabled."),
+    (dict(max_size=1), "the group size exceeds the consumer group maximum size."),
 ])
-def test_the_policy_refuses_an_upgrade(policy, message):
+def test_the_policy_and_the_consumer_max_size_refuse_an_upgrade(settings, message):
     h, ch, a, b = classic_group_of_two()
-    h.coordinator.settings = type(h.coordinator.settings)(assignment_interval_ms=0, migration_policy=policy)
+    h.coordinator.settings = type(h.coordinator.settings)(assignment_interval_ms=0, **settings)
     response = h.join("m1")
     assert (response.error_code, response.error_message) == (
         Errors.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {GROUP} to consumer group because {message}")
