@@ -19,7 +19,7 @@ __all__ = ["CONSUMER_TYPE", "listed", "describe", "tombstones", "commit_validato
            "CommitError"]
 
 CONSUMER_TYPE = "consumer"
-CONSUMER_MEMBER_TYPE = 1
+CLASSIC_MEMBER_TYPE, CONSUMER_MEMBER_TYPE = 0, 1
 
 
 class CommitError(Exception):
@@ -48,19 +48,22 @@ def describe(group, names: dict, default_assignor: str) -> DescribedGroup:
             subscribed_topic_regex=m.subscribed_topic_regex,
             assignment=Assignment(topic_partitions=_topic_partitions(m.owned(), names)),
             target_assignment=Assignment(topic_partitions=_topic_partitions(group.target.get(m.member_id, {}), names)),
-            member_type=CONSUMER_MEMBER_TYPE))
+            member_type=CLASSIC_MEMBER_TYPE if m.uses_classic else CONSUMER_MEMBER_TYPE))
     return DescribedGroup(error_code=Errors.NONE, group_id=group.group_id, group_state=group.state,
                           group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
                           assignor_name=group.preferred_assignor() or default_assignor, members=members)
 
 
-def tombstones(group) -> list:
-    """ConsumerGroup.createGroupTombstoneRecords, in Kafka's order, as (key, value) bytes."""
+def tombstones(group, renamed: dict | None = None) -> list:
+    """ConsumerGroup.createGroupTombstoneRecords, in Kafka's order, as (key, value) bytes;
+    ``renamed`` (old member id -> new id): a static member replaced in this same write is
+    tombstoned under its new id (createGroupTombstoneRecordsWithReplacedMember)."""
     gid = group.group_id
-    records = [rec.current_assignment_tombstone(gid, m) for m in group.members]
-    records += [rec.target_member_tombstone(gid, m) for m in group.members]
+    ids = [(renamed or {}).get(m, m) for m in group.members]
+    records = [rec.current_assignment_tombstone(gid, m) for m in ids]
+    records += [rec.target_member_tombstone(gid, m) for m in ids]
     records.append(rec.target_metadata_tombstone(gid))
-    records += [rec.member_tombstone(gid, m) for m in group.members]
+    records += [rec.member_tombstone(gid, m) for m in ids]
     records.append(rec.partition_metadata_tombstone(gid))
     records.append(rec.group_epoch_tombstone(gid))
     return [rec.encode(r) for r in records]
@@ -83,21 +86,23 @@ def commit_validator(group, member_id: str, epoch: int, version: int, *, transac
     member = group.members.get(member_id)
     if member is None:
         raise CommitError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}.")
-    if version < 9 and not transactional:
+    if version < 9 and not transactional and not member.uses_classic:
         raise CommitError(Errors.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used by members "
                                                       "using the consumer group protocol")
     if epoch == member.member_epoch:
         return None
+    # a classic member's generation is its member epoch: its errors are the classic ones
+    stale = Errors.ILLEGAL_GENERATION if member.uses_classic else Errors.STALE_MEMBER_EPOCH
     if epoch > member.member_epoch:
-        raise CommitError(Errors.STALE_MEMBER_EPOCH, f"Received member epoch {epoch} is newer than current member "
-                                                     f"epoch {member.member_epoch}.")
+        what = "generation id" if member.uses_classic else "member epoch"
+        raise CommitError(stale, f"Received {what} {epoch} is newer than current member epoch {member.member_epoch}.")
 
     def check(topic_id, partition: int) -> int:
         assigned = member.assigned.get(topic_id, {}).get(partition)
         if assigned is None:
             assigned = member.revoking.get(topic_id, {}).get(partition)
         if assigned is None or epoch < assigned:
-            return Errors.STALE_MEMBER_EPOCH
+            return stale
         return Errors.NONE
     return check
 
@@ -110,7 +115,9 @@ def fetch_error(group, member_id: str | None, epoch: int) -> int:
     member = group.members.get(member_id)
     if member is None:
         return Errors.UNKNOWN_MEMBER_ID
-    return Errors.NONE if epoch == member.member_epoch else Errors.STALE_MEMBER_EPOCH
+    if epoch == member.member_epoch:
+        return Errors.NONE
+    return Errors.ILLEGAL_GENERATION if member.uses_classic else Errors.STALE_MEMBER_EPOCH
 
 
 def replay(coordinator, key: bytes, value: bytes | None) -> None:

@@ -8,11 +8,11 @@ validated first (INVALID_REQUEST with Kafka's messages, UNSUPPORTED_ASSIGNOR), t
 group's ``__consumer_offsets`` partition (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
 COORDINATOR_NOT_AVAILABLE).
 
+Classic members (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) of a consumer group are
+kafkawire.broker.consumer_classic's; the conversions between classic and consumer groups
+(``group.consumer.migration.policy``) kafkawire.broker.consumer_migration's.
+
 Differences from Kafka kept here (documented in the report of issue 29):
-- a classic group with members is not converted to a consumer group (Kafka's default
-  ``group.consumer.migration.policy=bidirectional`` converts it): the heartbeat is answered as
-  Kafka answers with the policy ``disabled``, and a classic JoinGroup for a consumer group is
-  INCONSISTENT_GROUP_PROTOCOL;
 - ``SubscribedTopicRegex`` is resolved at each heartbeat against the topics of the image with
   Python's ``re.fullmatch`` (Kafka resolves it in the background with Java's regex syntax and
   records the result as ConsumerGroupRegularExpression records, which kafkawire does not write);
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from kafkawire.messages.consumer_group_describe_response import ConsumerGroupDescribeResponse, DescribedGroup
 from kafkawire.messages.consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
+from kafkawire.messages.join_group_response import JoinGroupResponse
 from kafkawire.messages.leave_group_response import LeaveGroupResponse, MemberResponse
 from kafkawire.metadata.group_configs import GroupBounds, effective_consumer_timeouts
 from kafkawire.metadata.image import GROUP_RESOURCE
@@ -28,6 +29,7 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
 
 from . import consumer_admin
+from .consumer_classic import ClassicMembers
 from .consumer_coordinator import ConsumerCoordinator, ConsumerSettings, GroupError, TopicsView, validate
 
 __all__ = ["ConsumerApis", "consumer_settings_of"]
@@ -43,7 +45,8 @@ def consumer_settings_of(config) -> ConsumerSettings:
                             heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
                             max_size=config.group_consumer_max_size,
                             assignors=tuple(config.group_consumer_assignors),
-                            assignment_interval_ms=config.group_consumer_assignment_interval_ms)
+                            assignment_interval_ms=config.group_consumer_assignment_interval_ms,
+                            migration_policy=config.group_consumer_migration_policy)
 
 
 def topics_of(image) -> TopicsView:
@@ -67,6 +70,7 @@ class ConsumerApis:
         self.apis = apis
         self.coordinator = ConsumerCoordinator(apis.coordinator, consumer_settings_of(apis.broker.config),
                                                topics=self.topics, group_timeouts=self.group_timeouts)
+        self.classic_members = ClassicMembers(self.coordinator)
         self._group_bounds = GroupBounds.of(apis.broker.config)
         # group id -> (its GROUP configs as last read, its timeouts): evaluated once per change, as
         # Kafka's GroupConfigManager does (its clamping WARN once, not at every heartbeat)
@@ -110,6 +114,16 @@ class ConsumerApis:
         self._sizes = sizes
         if changed:
             self.coordinator.topics_changed(changed)
+
+    def classic_join(self, ctx, request) -> JoinGroupResponse:
+        """A classic JoinGroup for a consumer group with members: the session timeout is checked
+        against the classic bounds first, as for any JoinGroup."""
+        bounds = self.apis.coordinator.settings
+        if not bounds.min_session_timeout_ms <= request.session_timeout_ms <= bounds.max_session_timeout_ms:
+            return JoinGroupResponse(error_code=Errors.INVALID_SESSION_TIMEOUT, member_id=request.member_id)
+        group = self.coordinator.groups[request.group_id]
+        return self.classic_members.join(group, request, version=ctx.api_version, client_id=ctx.client_id,
+                                         client_host=f"/{ctx.peer[0]}")
 
     def classic_leave(self, request, version: int) -> LeaveGroupResponse:
         """LeaveGroup for members of a consumer group: v3+ answers member by member, v0-2 with the

@@ -14,8 +14,10 @@ written through the classic coordinator's ``persist`` and then replayed into the
 state rebuilt at load is the state served.
 
 The groups live in ``classic.consumer_groups`` beside the classic groups (``classic.groups``),
-one name space as in Kafka: a consumer member joining an empty classic group replaces it; a
-classic group with members is not converted (see the module kafkawire.broker.consumer_apis).
+one name space as in Kafka: a consumer member joining an empty classic group replaces it, one
+joining a classic group with members converts it (``group.consumer.migration.policy``,
+kafkawire.broker.consumer_migration), and the last consumer-protocol member leaving a group of
+classic members converts it back. Classic members' requests are kafkawire.broker.consumer_classic's.
 """
 from __future__ import annotations
 
@@ -31,6 +33,8 @@ from kafkawire.protocol.error_codes import Errors
 from . import consumer_records as rec
 from .consumer_assignors import ASSIGNORS, MemberSpec
 from .consumer_hash import group_hash, topic_hash
+from .consumer_migration import (ConversionRefused, downgrade, downgrade_allowed, replayed, retire_classic,
+                                 upgrade_records)
 from .consumer_group import (LEAVE_EPOCH, STATIC_LEAVE_EPOCH, UNREVOKED_PARTITIONS, ConsumerGroup,
                              ConsumerMember, apply)
 from .consumer_reconcile import FencedMemberEpoch, reconcile
@@ -50,6 +54,7 @@ class ConsumerSettings:
     max_size: int = 2**31 - 1                    # group.consumer.max.size
     assignors: tuple = ("uniform", "range")      # group.consumer.assignors (the first is the default)
     assignment_interval_ms: int = 1_000          # group.consumer.assignment.interval.ms
+    migration_policy: str = "bidirectional"      # group.consumer.migration.policy
     # The session and heartbeat bounds (group.consumer.{min,max}.*) are checked with the other
     # settings (kafkawire.net.config); a group's own consumer.session.timeout.ms and
     # consumer.heartbeat.interval.ms (GROUP configs) come through ``group_timeouts``.
@@ -102,6 +107,14 @@ def rebalance_key(group_id: str, member_id: str) -> str:
     return f"consumer-rebalance-{group_id}-{member_id}"
 
 
+def join_timeout_key(group_id: str, member_id: str) -> str:
+    return f"consumer-join-{group_id}-{member_id}"
+
+
+def sync_timeout_key(group_id: str, member_id: str) -> str:
+    return f"consumer-sync-{group_id}-{member_id}"
+
+
 class ConsumerCoordinator:
     """The consumer groups of ``classic`` (a kafkawire.broker.group_coordinator.GroupCoordinator,
     whose timer, clock and persist it shares)."""
@@ -115,6 +128,7 @@ class ConsumerCoordinator:
         self.group_timeouts = group_timeouts or (lambda group_id: (settings.session_timeout_ms,
                                                                    settings.heartbeat_interval_ms))
         self.groups: dict[str, ConsumerGroup] = {}
+        self.join_timeouts: set = set()     # (group id, member id) of classic members told to rejoin
         classic.consumer_groups = self.groups
         classic.consumer = self
 
@@ -129,7 +143,7 @@ class ConsumerCoordinator:
             return error
         for record in records:
             if record[0] == "classic":
-                self.classic.groups.pop(group_id, None)
+                retire_classic(self, group_id)
             else:
                 apply(self.groups, record)
         return Errors.NONE
@@ -158,14 +172,46 @@ class ConsumerCoordinator:
         if request.instance_id is None:
             member, replaced = _dynamic_member(group, member_id, request.member_epoch, owned, joining), None
         else:
-            member, replaced = self._static_member(group, member_id, request, owned, joining, records)
+            member, replaced = self.static_member(group, member_id, request.instance_id, request.member_epoch, owned,
+                                                  joining, records)
         updated = _updated(member, request, client_id, client_host)
+        _check_regex(updated.subscribed_topic_regex)
+        reconciled = self.advance(group, member, updated, replaced, owned, now, records)
+        error = self.write(group.group_id, records)
+        if error != Errors.NONE:
+            raise GroupError(error)
+        group = self.groups.get(group.group_id, group)
+        group.metadata_stale = False
+        self._after_reconcile(group.group_id, updated, reconciled)
+        self.schedule_session(group.group_id, member_id)
+        response = ConsumerGroupHeartbeatResponse(error_code=Errors.NONE, member_id=member_id,
+                                                  member_epoch=reconciled.member_epoch,
+                                                  heartbeat_interval_ms=self.group_timeouts(group.group_id)[1])
+        full = request.rebalance_timeout_ms != -1 and request.topic_partitions is not None and (
+            request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None)
+        if joining or full or reconciled.assigned != member.assigned:
+            response.assignment = Assignment(topic_partitions=[
+                TopicPartitions(topic_id=t, partitions=sorted(ps)) for t, ps in reconciled.assigned.items()])
+        return response
+
+    def advance(self, group: ConsumerGroup, member: ConsumerMember, updated: ConsumerMember, replaced, owned,
+                now: int, records: list) -> ConsumerMember:
+        """Steps 1-3 of a heartbeat (or of a classic member's JoinGroup): ``updated`` (``member``
+        with what the request sets) written when it changed, the group epoch bumped when the
+        subscribed topics changed, a new target assignment when due, and the member reconciled
+        towards its target: the reconciled member (its records added to ``records``)."""
+        group_epoch, topics_changed = self.subscribe(group, member, updated, replaced, records)
+        target_epoch, target = self._target(group, group_epoch, updated, replaced, self.topics(), now, records)
+        return self.reconciled(group, updated, target_epoch, target, owned, topics_changed, records)
+
+    def subscribe(self, group: ConsumerGroup, member: ConsumerMember, updated: ConsumerMember, replaced,
+                  records: list) -> tuple[int, bool]:
+        """Step 1: (the group epoch, whether the member's topics changed)."""
         view = self.topics()
         # A new member is written; a replacing static member was written with its predecessor's
-        # subscription and is written again only if the heartbeat changes it (hasMemberSubscriptionChanged).
+        # subscription and is written again only if the request changes it (hasMemberSubscriptionChanged).
         changed = updated.subscription() != member.subscription() or (
             replaced is None and member.member_id not in group.members)
-        _check_regex(updated.subscribed_topic_regex)
         topics_changed = updated.subscribed_topic_names != member.subscribed_topic_names or \
             updated.subscribed_topic_regex != member.subscribed_topic_regex
         if changed:
@@ -177,32 +223,22 @@ class ConsumerCoordinator:
                 group_epoch += 1
                 records.append(rec.group_epoch_record(group.group_id, group_epoch, new_hash))
                 log.info("[GroupId %s] Bumped group epoch to %d.", group.group_id, group_epoch)
-        target_epoch, target = self._target(group, group_epoch, updated, replaced, view, now, records)
-        reconciled = updated
-        if topics_changed or not updated.is_reconciled_to(target_epoch):
-            try:
-                reconciled = reconcile(updated, target_epoch, target, group.current_partition_epoch,
-                                       view.ids(updated.topics(view.by_name)), owned, topics_changed)
-            except FencedMemberEpoch as exc:
-                raise GroupError(Errors.FENCED_MEMBER_EPOCH, str(exc)) from None
-            if reconciled != updated:
-                records.append(rec.current_assignment_record(group.group_id, reconciled))
-        error = self.write(group.group_id, records)
-        if error != Errors.NONE:
-            raise GroupError(error)
-        group = self.groups.get(group.group_id, group)
-        group.metadata_stale = False
-        self._after_reconcile(group.group_id, updated, reconciled)
-        self._schedule_session(group.group_id, member_id)
-        response = ConsumerGroupHeartbeatResponse(error_code=Errors.NONE, member_id=member_id,
-                                                  member_epoch=reconciled.member_epoch,
-                                                  heartbeat_interval_ms=self.group_timeouts(group.group_id)[1])
-        full = request.rebalance_timeout_ms != -1 and request.topic_partitions is not None and (
-            request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None)
-        if joining or full or reconciled.assigned != member.assigned:
-            response.assignment = Assignment(topic_partitions=[
-                TopicPartitions(topic_id=t, partitions=sorted(ps)) for t, ps in reconciled.assigned.items()])
-        return response
+        return group_epoch, topics_changed
+
+    def reconciled(self, group: ConsumerGroup, member: ConsumerMember, target_epoch: int, target: dict, owned,
+                   topics_changed: bool, records: list) -> ConsumerMember:
+        """Step 3, maybeReconcile: the member moved towards ``target``."""
+        if not topics_changed and member.is_reconciled_to(target_epoch):
+            return member
+        view = self.topics()
+        try:
+            moved = reconcile(member, target_epoch, target, group.current_partition_epoch,
+                              view.ids(member.topics(view.by_name)), owned, topics_changed)
+        except FencedMemberEpoch as exc:
+            raise GroupError(Errors.FENCED_MEMBER_EPOCH, str(exc)) from None
+        if moved != member:
+            records.append(rec.current_assignment_record(group.group_id, moved))
+        return moved
 
     @staticmethod
     def _without(replaced) -> frozenset:
@@ -224,21 +260,25 @@ class ConsumerCoordinator:
             records.append(("classic",) + group_tombstone(group_id))
             log.info("[GroupId %s] Converted the empty classic group to a consumer group.", group_id)
             return ConsumerGroup(group_id)
-        if not classic.uses_consumer_protocol():
-            raise GroupError(Errors.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {group_id} to consumer group "
-                                                        "because the group does not use the consumer embedded protocol.")
-        raise GroupError(Errors.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {group_id} to consumer group "
-                                                    "because online upgrade is disabled.")
+        try:
+            converted = upgrade_records(classic, self.settings.migration_policy, self.settings.max_size, self.topics(),
+                                        metadata_hash)
+        except ConversionRefused as exc:
+            log.info("[GroupId %s] %s", group_id, exc)
+            raise GroupError(Errors.GROUP_ID_NOT_FOUND, str(exc)) from None
+        records.extend(converted)
+        log.info("[GroupId %s] Converted the classic group to a consumer group.", group_id)
+        return replayed(converted)[group_id]
 
-    def _static_member(self, group, member_id, request, owned, joining, records):
-        """getOrMaybeSubscribeStaticConsumerGroupMember: (the member, the member it replaces or None)."""
-        instance_id = request.instance_id
+    def static_member(self, group, member_id, instance_id, epoch, owned, joining, records, classic=False):
+        """getOrMaybeSubscribeStaticConsumerGroupMember: (the member, the member it replaces or None);
+        ``classic``: for a classic member's JoinGroup (no epoch to check, an instance id in use is taken)."""
         existing_id = group.static_members.get(instance_id)
         existing = None if existing_id is None else group.members.get(existing_id)
         if joining:
             if existing is None:
                 return group.members.get(member_id) or ConsumerMember(member_id), None
-            if existing.member_epoch != STATIC_LEAVE_EPOCH:
+            if not classic and not existing.uses_classic and existing.member_epoch != STATIC_LEAVE_EPOCH:
                 raise GroupError(Errors.UNRELEASED_INSTANCE_ID, f"Static member {member_id} with instance id "
                                  f"{instance_id} cannot join the group because the instance id is owned by "
                                  f"{existing.member_id} member.")
@@ -249,14 +289,15 @@ class ConsumerCoordinator:
             records.append(rec.member_record(group.group_id, new))
             records.append(rec.target_member_record(group.group_id, member_id, group.target.get(existing.member_id, {})))
             records.append(rec.current_assignment_record(group.group_id, new))
-            log.info("[GroupId %s] Static member with instance id %s re-joins the consumer group using the consumer "
+            log.info("[GroupId %s] Static member with instance id %s re-joins the consumer group using the %s "
                      "protocol. Created a new member %s to replace the existing member %s.", group.group_id,
-                     instance_id, member_id, existing.member_id)
+                     instance_id, "classic" if classic else "consumer", member_id, existing.member_id)
             return new, existing
         if existing is None:
             raise GroupError(Errors.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
         _check_not_fenced(existing, group.group_id, member_id, instance_id)
-        _check_epoch(existing, request.member_epoch, owned)
+        if not classic:
+            _check_epoch(existing, epoch, owned)
         return existing, None
 
     # -- the target assignment --
@@ -338,9 +379,15 @@ class ConsumerCoordinator:
         return self.fence_all(group, [member.member_id])
 
     def fence_all(self, group: ConsumerGroup, member_ids: list) -> int:
-        """consumerGroupFenceMembers: their records go, the group epoch moves on once."""
+        """consumerGroupFenceMembers: their records go, the group epoch moves on once; or, when
+        the members left all use the classic protocol, the group becomes a classic group."""
         if not member_ids:
             return Errors.NONE
+        if downgrade_allowed(group, frozenset(member_ids), self.settings.migration_policy,
+                             self.classic.settings.max_size):
+            error = downgrade(self, group, frozenset(member_ids))
+            if error is not None:
+                return error
         records = [r for member_id in member_ids for r in _removal(group.group_id, member_id)]
         view = self.topics()
         names = group.subscribed_topic_names(view.by_name, without=frozenset(member_ids))
@@ -349,9 +396,13 @@ class ConsumerCoordinator:
         if error == Errors.NONE:
             log.info("[GroupId %s] Bumped group epoch to %d.", group.group_id, group.group_epoch)
             for member_id in member_ids:
-                self.classic.timer.cancel(session_key(group.group_id, member_id))
-                self.classic.timer.cancel(rebalance_key(group.group_id, member_id))
+                self.cancel_timers(group.group_id, member_id)
         return error
+
+    def cancel_timers(self, group_id: str, member_id: str) -> None:
+        for key in (session_key, rebalance_key, join_timeout_key, sync_timeout_key):
+            self.classic.timer.cancel(key(group_id, member_id))
+        self.join_timeouts.discard((group_id, member_id))
 
     def classic_leave(self, group_id: str, identities: list) -> tuple[int, list]:
         """A classic LeaveGroup naming members of a consumer group (an admin's removal, Kafka's
@@ -380,7 +431,7 @@ class ConsumerCoordinator:
                 leaving.append(member.member_id)
         return self.fence_all(group, leaving), results
 
-    def _fence_if(self, group_id: str, member_id: str, why: str, epoch: int | None = None) -> None:
+    def fence_if(self, group_id: str, member_id: str, why: str, epoch: int | None = None) -> None:
         group = self.groups.get(group_id)
         member = None if group is None else group.members.get(member_id)
         if member is None or (epoch is not None and member.member_epoch != epoch):
@@ -388,13 +439,16 @@ class ConsumerCoordinator:
         log.info("[GroupId %s] Member %s fenced from the group because %s.", group_id, member_id, why)
         self.fence(group, member)
 
-    def _schedule_session(self, group_id: str, member_id: str) -> None:
-        self.classic.timer.schedule(session_key(group_id, member_id), self.group_timeouts(group_id)[0],
-                                    lambda: self._fence_if(group_id, member_id, "the member session expired"))
+    def schedule_session(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
+        """The member is fenced unless it heartbeats within ``timeout_ms`` (a classic member's own
+        session timeout), by default the group's."""
+        self.classic.timer.schedule(session_key(group_id, member_id),
+                                    self.group_timeouts(group_id)[0] if timeout_ms is None else timeout_ms,
+                                    lambda: self.fence_if(group_id, member_id, "the member session expired"))
 
     def _after_reconcile(self, group_id: str, before: ConsumerMember, after: ConsumerMember) -> None:
         """A member revoking partitions has its rebalance timeout to finish; otherwise none runs."""
-        if after == before:
+        if after == before or after.uses_classic:     # a classic member has its join and sync timeouts instead
             return
         if after.state == UNREVOKED_PARTITIONS:
             self._schedule_rebalance(group_id, after)
@@ -405,7 +459,7 @@ class ConsumerCoordinator:
         epoch, timeout = member.member_epoch, member.rebalance_timeout_ms
         why = f"it failed to transition from epoch {epoch} within {timeout}ms"
         self.classic.timer.schedule(rebalance_key(group_id, member.member_id), timeout,
-                                    lambda: self._fence_if(group_id, member.member_id, why, epoch))
+                                    lambda: self.fence_if(group_id, member.member_id, why, epoch))
 
     def after_load(self, loaded_here=lambda group_id: True) -> None:
         """Every member of the groups just loaded must heartbeat within the session timeout (and
@@ -416,8 +470,9 @@ class ConsumerCoordinator:
                 log.info("Loaded consumer group %s with %d members.", group.group_id, len(group.members))
                 group.metadata_stale = True
                 for member in group.members.values():
-                    self._schedule_session(group.group_id, member.member_id)
-                    if member.state == UNREVOKED_PARTITIONS:
+                    self.schedule_session(group.group_id, member.member_id,
+                                          member.classic.session_timeout_ms if member.uses_classic else None)
+                    if member.state == UNREVOKED_PARTITIONS and not member.uses_classic:
                         self._schedule_rebalance(group.group_id, member)
 
     def subscribed_topics(self, group_id: str) -> set:
@@ -523,7 +578,7 @@ def _check_not_fenced(member: ConsumerMember, group_id: str, member_id: str, ins
 
 def _updated(member: ConsumerMember, request, client_id: str, client_host: str) -> ConsumerMember:
     """The member with what the heartbeat sets (a null or -1 field keeps its value)."""
-    changes = {"client_id": client_id, "client_host": client_host}
+    changes = {"client_id": client_id, "client_host": client_host, "classic": None}
     if request.instance_id is not None:
         changes["instance_id"] = request.instance_id
     if request.rack_id is not None:

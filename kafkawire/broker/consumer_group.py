@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from .consumer_regex import compiled
 from .consumer_records import CURRENT_ASSIGNMENT, GROUP_EPOCH, MEMBER_METADATA, TARGET_MEMBER, TARGET_METADATA
 
-__all__ = ["ConsumerGroup", "ConsumerMember", "apply", "MEMBER_STABLE", "UNREVOKED_PARTITIONS",
+__all__ = ["ConsumerGroup", "ConsumerMember", "ClassicMeta", "apply", "MEMBER_STABLE", "UNREVOKED_PARTITIONS",
            "UNRELEASED_PARTITIONS", "MEMBER_UNKNOWN", "EMPTY", "ASSIGNING", "RECONCILING", "STABLE",
            "LEAVE_EPOCH", "STATIC_LEAVE_EPOCH"]
 
@@ -27,6 +27,17 @@ MEMBER_STABLE, UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS, MEMBER_UNKNOWN = 0, 
 # ConsumerGroupState's names.
 EMPTY, ASSIGNING, RECONCILING, STABLE = "Empty", "Assigning", "Reconciling", "Stable"
 LEAVE_EPOCH, STATIC_LEAVE_EPOCH = -1, -2
+
+
+@dataclass(frozen=True)
+class ClassicMeta:
+    """ClassicMemberMetadata: what a member using the classic protocol (JoinGroup) joined with, its
+    session timeout and its (protocol name, metadata) pairs in its order of preference."""
+    session_timeout_ms: int
+    protocols: tuple
+
+    def protocol_names(self) -> set:
+        return {name for name, _ in self.protocols}
 
 
 @dataclass
@@ -46,10 +57,15 @@ class ConsumerMember:
     state: int = MEMBER_STABLE
     assigned: dict = field(default_factory=dict)
     revoking: dict = field(default_factory=dict)
+    classic: ClassicMeta | None = None          # set while the member uses the classic protocol
 
     def subscription(self) -> tuple:
         return (self.instance_id, self.rack_id, self.client_id, self.client_host, self.subscribed_topic_names,
-                self.subscribed_topic_regex, self.rebalance_timeout_ms, self.server_assignor)
+                self.subscribed_topic_regex, self.rebalance_timeout_ms, self.server_assignor, self.classic)
+
+    @property
+    def uses_classic(self) -> bool:
+        return self.classic is not None
 
     def topics(self, all_names) -> frozenset:
         """The topics it subscribes to: its names, and those of ``all_names`` its regex matches
@@ -112,6 +128,33 @@ class ConsumerGroup:
         if replacing is not None:
             topics.update(replacing.topics(all_names))
         return topics
+
+    def classic_members(self, without=frozenset()) -> list:
+        return [m for m in self.members.values() if m.classic is not None and m.member_id not in without]
+
+    def supports_classic_protocols(self, protocol_type: str, names: set) -> bool:
+        """ConsumerGroup.supportsClassicProtocols: a classic member may join with the consumer
+        protocol type and a protocol every classic member supports."""
+        if protocol_type != "consumer":
+            return False
+        classic = self.classic_members()
+        if not self.members or not classic:
+            return bool(names)
+        return any(all(name in m.classic.protocol_names() for m in classic) for name in names)
+
+    def all_classic_except(self, member_ids) -> bool:
+        """allMembersUseClassicProtocolExcept: every member but ``member_ids`` uses the classic protocol."""
+        return all(m.classic is not None for m in self.members.values() if m.member_id not in member_ids)
+
+    def waiting_on_unreleased_partition(self, member: ConsumerMember) -> bool:
+        """Whether a partition of its target is still held by another member."""
+        if member.state != UNRELEASED_PARTITIONS:
+            return False
+        for topic_id, partitions in self.target.get(member.member_id, {}).items():
+            assigned = member.assigned.get(topic_id, {})
+            if any(p not in assigned and self.current_partition_epoch(topic_id, p) != -1 for p in partitions):
+                return True
+        return False
 
     def uses_regex(self) -> bool:
         return any(m.subscribed_topic_regex for m in self.members.values())
@@ -206,7 +249,13 @@ def _apply_member(group: ConsumerGroup, member_id: str, value) -> None:
         instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
         client_host=value.client_host, subscribed_topic_names=frozenset(value.subscribed_topic_names),
         subscribed_topic_regex=value.subscribed_topic_regex, rebalance_timeout_ms=value.rebalance_timeout_ms,
-        server_assignor=value.server_assignor))
+        server_assignor=value.server_assignor, classic=_classic_of(value.classic_member_metadata)))
+
+
+def _classic_of(metadata) -> ClassicMeta | None:
+    if metadata is None:
+        return None
+    return ClassicMeta(metadata.session_timeout_ms, tuple((p.name, p.metadata) for p in metadata.supported_protocols))
 
 
 def _apply_current(group: ConsumerGroup, member_id: str, value) -> None:

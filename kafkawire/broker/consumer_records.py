@@ -22,7 +22,8 @@ from kafkawire.messages.consumer_group_current_member_assignment_key import Cons
 from kafkawire.messages.consumer_group_current_member_assignment_value import (
     ConsumerGroupCurrentMemberAssignmentValue, TopicPartitions as CurrentTopicPartitions)
 from kafkawire.messages.consumer_group_member_metadata_key import ConsumerGroupMemberMetadataKey
-from kafkawire.messages.consumer_group_member_metadata_value import ConsumerGroupMemberMetadataValue
+from kafkawire.messages.consumer_group_member_metadata_value import (ClassicMemberMetadata, ClassicProtocol,
+                                                                     ConsumerGroupMemberMetadataValue)
 from kafkawire.messages.consumer_group_metadata_key import ConsumerGroupMetadataKey
 from kafkawire.messages.consumer_group_metadata_value import ConsumerGroupMetadataValue
 from kafkawire.messages.consumer_group_partition_metadata_key import ConsumerGroupPartitionMetadataKey
@@ -99,8 +100,15 @@ def member_record(group_id: str, member):
         instance_id=member.instance_id, rack_id=member.rack_id, client_id=member.client_id,
         client_host=member.client_host, subscribed_topic_names=sorted(member.subscribed_topic_names),
         subscribed_topic_regex=member.subscribed_topic_regex, rebalance_timeout_ms=member.rebalance_timeout_ms,
-        server_assignor=member.server_assignor, classic_member_metadata=None)
+        server_assignor=member.server_assignor, classic_member_metadata=_classic_metadata(member.classic))
     return MEMBER_METADATA, ConsumerGroupMemberMetadataKey(group_id=group_id, member_id=member.member_id), value
+
+
+def _classic_metadata(classic):
+    if classic is None:
+        return None
+    return ClassicMemberMetadata(session_timeout_ms=classic.session_timeout_ms, supported_protocols=[
+        ClassicProtocol(name=name, metadata=metadata) for name, metadata in classic.protocols])
 
 
 def member_tombstone(group_id: str, member_id: str):

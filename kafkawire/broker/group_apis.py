@@ -154,10 +154,13 @@ class GroupApis:
         if v == 0:
             request.rebalance_timeout_ms = request.session_timeout_ms      # v0 had one timeout for both
         code = self.store.coordinator_error(request.group_id) if request.group_id else Errors.NONE
-        if code == Errors.NONE and request.group_id in self.coordinator.consumer_groups:
-            code = Errors.INCONSISTENT_GROUP_PROTOCOL       # no classic member in a consumer group (yet)
+        consumer_group = self.coordinator.consumer_groups.get(request.group_id) if code == Errors.NONE else None
+        if consumer_group is not None and not consumer_group.members:     # it gives way to a classic group
+            code, consumer_group = self.consumer_apis.classic_members.drop_empty(request.group_id), None
         if code != Errors.NONE:
             response = JoinGroupResponse(error_code=code, member_id=request.member_id)
+        elif consumer_group is not None:
+            response = self.consumer_apis.classic_join(ctx, request)
         else:
             response = await self._parked(lambda respond: self.coordinator.join(
                 request, version=v, client_id=ctx.client_id, client_host=f"/{ctx.peer[0]}", respond=respond))
@@ -173,6 +176,9 @@ class GroupApis:
         code = self._classic_error(request.group_id)
         if code != Errors.NONE:
             return SyncGroupResponse(error_code=code)
+        consumer_group = self.coordinator.consumer_groups.get(request.group_id)
+        if consumer_group is not None:
+            return self.consumer_apis.classic_members.sync(consumer_group, request)
         return await self._parked(lambda respond: self.coordinator.sync(request, respond=respond))
 
     @staticmethod
@@ -187,17 +193,17 @@ class GroupApis:
         return await future
 
     def _classic_error(self, group_id: str) -> int:
-        """The coordinator's error for a classic SyncGroup or Heartbeat; a consumer group has no
-        classic member."""
-        code = self.store.coordinator_error(group_id) if group_id else Errors.NONE
-        if code == Errors.NONE and group_id in self.coordinator.consumer_groups:
-            return Errors.UNKNOWN_MEMBER_ID
-        return code
+        """The coordinator's error for a classic SyncGroup or Heartbeat (an empty group id is the
+        classic coordinator's INVALID_GROUP_ID)."""
+        return self.store.coordinator_error(group_id) if group_id else Errors.NONE
 
     async def heartbeat(self, ctx, request):
         code = self._classic_error(request.group_id)
         if code != Errors.NONE:
             return HeartbeatResponse(error_code=code)
+        consumer_group = self.coordinator.consumer_groups.get(request.group_id)
+        if consumer_group is not None:
+            return self.consumer_apis.classic_members.heartbeat(consumer_group, request)
         return self.coordinator.heartbeat(request)
 
     async def leave_group(self, ctx, request):

@@ -308,6 +308,9 @@ class GroupCoordinator:
                             member.session_timeout_ms if timeout_ms is None else timeout_ms,
                             lambda: self._expire_heartbeat(group_id, member_id))
 
+    def reschedule_heartbeat(self, group: ClassicGroup, member: Member) -> None:
+        self._schedule_heartbeat(group, member)
+
     def cancel_heartbeat(self, group_id: str, member_id: str) -> None:
         self.timer.cancel(heartbeat_key(group_id, member_id))
 

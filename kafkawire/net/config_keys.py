@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config_values import (COMPRESSION_TYPES, INT_MAX, JMX_REPORTER, TIMESTAMP_TYPES, _assignors, _bool,
-                            _cleanup_policy, _double, _gzip_level, _http_listener, _int, _int_between, _long,
-                            _names, _one_of, _per_ip_overrides, _reporters, _roles, _short, _string,
+from .config_values import (COMPRESSION_TYPES, INT_MAX, JMX_REPORTER, MIGRATION_POLICIES, TIMESTAMP_TYPES,
+                            _assignors, _bool, _cleanup_policy, _double, _gzip_level, _http_listener, _int,
+                            _int_between, _long, _names, _one_of, _one_of_any_case, _per_ip_overrides, _reporters, _roles, _short, _string,
                             parse_host_ports, parse_security_protocol_map, parse_voters)
 
 __all__ = ["KNOWN_KEYS", "REQUIRED"]
@@ -162,6 +162,9 @@ _KEYS = (
     _Key("group.consumer.max.size", lambda k, v: _int(k, v, 1), str(INT_MAX), "GroupCoordinatorConfig"),
     _Key("group.consumer.assignors", lambda k, v: _assignors(k, v), "uniform,range", "GroupCoordinatorConfig"),
     _Key("group.consumer.assignment.interval.ms", lambda k, v: _int(k, v, 0), "1000", "GroupCoordinatorConfig"),
+    # STRING "bidirectional" CaseInsensitiveValidString.in(ConsumerGroupMigrationPolicy's names)
+    _Key("group.consumer.migration.policy", lambda k, v: _one_of_any_case(k, v, MIGRATION_POLICIES),
+         "bidirectional", "GroupCoordinatorConfig"),
     # their bounds, INT atLeast(1) each (atLeast(0) for the assignment interval's), checked together as
     # GroupCoordinatorConfig requires them
     _Key("group.consumer.min.session.timeout.ms", lambda k, v: _int(k, v, 1), "45000", "GroupCoordinatorConfig"),

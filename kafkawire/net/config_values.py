@@ -236,6 +236,17 @@ def _one_of(key, raw, allowed):
     return text
 
 
+def _one_of_any_case(key, raw, allowed):
+    """ConfigDef.CaseInsensitiveValidString.in: one of ``allowed`` in any case; the lower-case name."""
+    text = raw.strip().lower()
+    if text not in allowed:
+        raise ConfigError(key, raw, f"must be one of {', '.join(allowed)} (in any case)")
+    return text
+
+
+MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
+
+
 def _reporters(key, raw):
     names = _list(raw)
     for name in names:

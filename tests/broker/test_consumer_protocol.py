@@ -495,7 +495,7 @@ def test_without_group_version_1_the_apis_are_unsupported_version():
     store = SimpleNamespace(coordinator_error=lambda group_id: Errors.NONE)
     config = SimpleNamespace(group_consumer_session_timeout_ms=45_000, group_consumer_heartbeat_interval_ms=5000,
                              group_consumer_max_size=10, group_consumer_assignors=("uniform", "range"),
-                             group_consumer_assignment_interval_ms=0,
+                             group_consumer_assignment_interval_ms=0, group_consumer_migration_policy="bidirectional",
                              group_consumer_min_session_timeout_ms=45_000, group_consumer_max_session_timeout_ms=60_000,
                              group_consumer_min_heartbeat_interval_ms=5000, group_consumer_max_heartbeat_interval_ms=15_000,
                              group_consumer_min_assignment_interval_ms=0, group_consumer_max_assignment_interval_ms=15_000)
