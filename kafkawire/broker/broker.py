@@ -31,8 +31,11 @@ logs are open (and, given ``metadata_loaded``, once its image was loaded up to t
 as Kafka's broker waits for its log manager; its listeners process requests only once it is
 unfenced, as Kafka's BrokerServer enables request processing last (see ``_run_lifecycle``).
 
-One log directory: ``log.dirs`` with more than one entry is refused at start (JBOD's directory
-assignment is a later slice). With ``authorizer.class.name`` set, the node's StandardAuthorizer
+Log directories (``log.dirs``, kafkawire.broker.log_dirs): each has its meta.properties and
+directory id, all registered; a new log goes where LogDirs.place says, and a replica whose log is
+not in the directory the metadata names is assigned to its real one with AssignReplicasToDirs
+(kafkawire.broker.dir_assignments). AlterReplicaLogDirs moves a replica between them
+(kafkawire.broker.alter_log_dirs). With ``authorizer.class.name`` set, the node's StandardAuthorizer
 (``authorizer``, reading the ACLs of the same image) checks every broker API as Kafka's
 KafkaApis does (kafkawire.broker.authorization); a broker given none is refused at start.
 """
@@ -69,6 +72,9 @@ from .lifecycle import RECOVERY, STARTING, BrokerLifecycle, Registration
 from .log_dir_apis import LogDirApis
 from .log_config import TopicConfigs
 from .log_deletion import LogDeleter
+from .log_dirs import LogDirs, LogDirsError, assigned_directory
+from .dir_assignments import DirAssignments
+from .alter_log_dirs import AlterLogDirsApi
 from .state_writes import StateWrites
 from .stray_logs import mark_stray_logs
 from .log_manager import LogManager
@@ -91,6 +97,7 @@ DESCRIBE_CONFIGS_MIN_VERSION = 1         # Kafka 4.x's broker serves DescribeCon
 INIT_PRODUCER_ID = 22
 DELETE_RECORDS = 21
 DESCRIBE_PRODUCERS = 61
+DIRECTORY_ASSIGNMENT_LEVEL = 17           # metadata.version 3.7-IV2: KIP-858's directory assignment
 
 
 class BrokerStartError(RuntimeError):
@@ -106,22 +113,22 @@ class Broker:
                  supported_features: dict, scram_lookup=None, describe_configs=None,
                  kraft_version: Callable[[], int] = lambda: 0, authorizer=None,
                  metadata_loaded: Callable[[], bool] = lambda: True):
-        if len(config.log_dirs) != 1:
-            raise BrokerStartError(f"log.dirs={','.join(config.log_dirs)}: kafkawire's broker keeps its partitions "
-                                   "in one log directory (give log.dirs one entry)")
         try:
+            # one log directory keeps the id the node read; several each have their own meta.properties
+            known = {config.log_dirs[0] if len(set(config.log_dirs)) == 1 else config.metadata_log_dir: directory_id}
+            self.log_dirs = LogDirs.load(config.log_dirs, node_id=config.node_id, cluster_id=cluster_id, known=known)
             if config.authorizer_settings() is not None and authorizer is None:
                 raise BrokerStartError("authorizer.class.name is set, but the broker was given no authorizer "
                                        "(the node's StandardAuthorizer)")
             config.inter_broker_security()      # its mechanism and JAAS entry: refused now, not at a fetch
             # as Kafka's ReplicaManager instantiates it: a bad name stops the start; FetchApi uses it
             self.replica_selector = replica_selector(config.replica_selector_class)
-        except (ConfigError, SelectorError) as exc:
+        except (ConfigError, SelectorError, LogDirsError) as exc:
             raise BrokerStartError(str(exc)) from None
         self.config = config
         self.node_id = config.node_id
         self.cluster_id = cluster_id
-        self.log_dir = config.log_dirs[0]
+        self.log_dir = self.log_dirs.first          # the first log directory (the one of a single-directory broker)
         self.directory_id = directory_id
         self.image = image
         self.metadata_offset = metadata_offset
@@ -165,7 +172,7 @@ class Broker:
         self.init_producer_id_api = InitProducerIdApi(self.producer_ids,
                                                       transaction_max_timeout_ms=config.transaction_max_timeout_ms)
         self.log_manager = LogManager(self)      # retention and the log directory's checkpoints
-        self.log_deleter = LogDeleter(self.log_dir, lambda: self.topic_configs.broker_value(
+        self.log_deleter = LogDeleter(self.log_dirs.paths, lambda: self.topic_configs.broker_value(
             self.image(), "log.segment.delete.delay.ms", config.log_segment_delete_delay_ms),
             self.log_manager.pending, self.log_manager.clock)
         self.delete_records_api = DeleteRecordsApi(self)
@@ -188,6 +195,11 @@ class Broker:
         self.txn_apis.install()
         # The partitions followed here and their replica fetchers (kafkawire.broker.replica_roles).
         self.replica_roles = ReplicaRoles(self)
+        # Where each replica's log is, told to the controller (KIP-858), and AlterReplicaLogDirs.
+        self.dir_assignments = DirAssignments(
+            self.node_id, send=send_to_controller, image=image,
+            broker_epoch=lambda: self.lifecycle.broker_epoch if self.lifecycle is not None else -1)
+        self.alter_log_dirs = AlterLogDirsApi(self)
 
     # -- the listeners --
 
@@ -218,6 +230,7 @@ class Broker:
             **self.group_apis.handlers(),
             **self.txn_apis.handlers(),
             **self.log_dir_apis.handlers(),
+            **self.alter_log_dirs.handlers(),
             **self.describe_topic_partitions_api.handlers(),
             **self.image_admin_apis.handlers(),
             **self.delegation_token_apis.handlers(),
@@ -253,8 +266,10 @@ class Broker:
             await self._listener(name, quotas)
         # LogManager's clean-shutdown marker: its broker epoch registers (a clean restart keeps this
         # broker in its partitions' ELRs, KIP-966), and it goes now, so a crash reads as unclean.
-        self._clean_epoch = read_clean_shutdown_epoch(self.log_dir)
-        delete_clean_shutdown(self.log_dir)
+        epochs = [read_clean_shutdown_epoch(path) for path in self.log_dirs.paths]
+        self._clean_epoch = None if None in epochs else epochs[0]      # clean only if every directory was
+        for path in self.log_dirs.paths:
+            delete_clean_shutdown(path)
         self.lifecycle = BrokerLifecycle(
             self.send_to_controller, registration=self._registration(), metadata_offset=self.metadata_offset,
             ready_to_unfence=lambda: self._logs_ready and self.metadata_loaded(),
@@ -263,6 +278,7 @@ class Broker:
         self.log_deleter.schedule_leftovers()
         self.log_manager.start()
         self.replication.start()
+        self.dir_assignments.start()
         log.info("broker %d registering; its listeners %s serve requests once it has caught up with the metadata "
                  "and is unfenced", self.node_id,
                  ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
@@ -338,7 +354,7 @@ class Broker:
             listeners.append((name, host, e.port or bound[name], e.security_protocol))
         return Registration(broker_id=self.node_id, cluster_id=self.cluster_id, incarnation_id=uuid.uuid4(),
                             listeners=tuple(listeners), features=self.supported_features,
-                            log_dirs=() if self.directory_id is None else (self.directory_id,),
+                            log_dirs=self.log_dirs.ids(),
                             rack=self.config.broker_rack,
                             previous_broker_epoch=-1 if self._clean_epoch is None else self._clean_epoch)
 
@@ -359,7 +375,8 @@ class Broker:
         if image is None or self.lifecycle.state == STARTING:
             return
         if not self._strays_marked:         # before the first log opens, as Kafka's LogManager.startup
-            mark_stray_logs(self.log_dir, image, self.node_id)
+            for path in self.log_dirs.paths:
+                mark_stray_logs(path, image, self.node_id)
             self._strays_marked = True
         led, followed = set(), {}
         for topic in image.topics_by_name.values():
@@ -379,9 +396,24 @@ class Broker:
             else:          # no longer a replica here, or its topic deleted: applyDelta's deletes
                 self.log_deleter.delete(partition)
         self.replica_roles.apply(image, followed)
+        self._assign_directories(image)
         self.replication.on_metadata(image)
         self.group_apis.on_metadata()
         self.txn_apis.on_metadata()
+
+    def _assign_directories(self, image) -> None:
+        """ReplicaManager.maybeUpdateTopicAssignment: each replica here whose log is not in the
+        directory the metadata names is assigned to its own (from metadata.version 3.7-IV2)."""
+        if (getattr(image, "metadata_version", None) or 0) < DIRECTORY_ASSIGNMENT_LEVEL:
+            return
+        for (name, index), partition in self.log_manager.replicas().items():
+            actual = self.log_dirs.id_of_log(partition.log.directory)
+            topic = image.topics_by_name.get(name)
+            registration = None if topic is None else topic.partitions.get(index)
+            if actual is None or registration is None or topic.id != partition.topic_id:
+                continue
+            if assigned_directory(registration, self.node_id) != actual:
+                self.dir_assignments.submit(topic.id, index, actual)
 
     def _take_from_followers(self, key, topic_id) -> None:
         """A partition followed here until now is led from now on with its open log (makeLeader)."""
@@ -408,13 +440,17 @@ class Broker:
     def open_partition(self, image, topic, index: int, leader_epoch: int) -> LeaderPartition | None:
         """The partition's log opened (recovered), or None with the reason logged. A leader epoch of
         -1 assigns none (a follower's epochs come from its leader's batches)."""
+        registration = topic.partitions.get(index)
+        assigned = None if registration is None else assigned_directory(registration, self.node_id)
+        log_dir = self.log_dirs.place(topic.name, index, assigned, self.log_manager.logs_per_dir())
         try:
             partition = LeaderPartition.open(
-                self.log_dir, topic.name, index, topic.id, leader_epoch=leader_epoch,
+                log_dir, topic.name, index, topic.id, leader_epoch=leader_epoch,
                 producer_id_expiration_ms=self.config.producer_id_expiration_ms,
                 expiration_check_interval_ms=self.config.producer_id_expiration_check_interval_ms,
-                state_writes=self.state_writes, **self.log_manager.open_options(image, topic.name, index, topic.id),
-                high_watermark=self.log_manager.checkpointed_high_watermark(topic.name, index, topic.id))
+                state_writes=self.state_writes,
+                **self.log_manager.open_options(image, topic.name, index, topic.id, log_dir),
+                high_watermark=self.log_manager.checkpointed_high_watermark(topic.name, index, topic.id, log_dir))
             self.log_manager.opened(partition)
         except OSError as exc:
             log.error("broker %d: cannot open the log of %s-%d: %s", self.node_id, topic.name, index, exc)
@@ -459,16 +495,18 @@ class Broker:
         self.group_apis.close()
         self.txn_apis.close()
         self.producer_ids.close()
+        self.dir_assignments.close()
         self.replication.close()             # waiting acks=all answers go out before the listeners close
         for server in self.servers:
             await server.close(timeout_ms=1000)
         await self.replica_roles.stop_fetchers()
         self.log_manager.shutdown()          # the followed replicas' high watermarks checkpointed too
         if self._logs_ready or self._clean_epoch is not None:   # its logs were loaded, or were clean
-            try:
-                write_clean_shutdown(self.log_dir, self.lifecycle.broker_epoch if self.lifecycle else -1)
-            except OSError as exc:
-                log.warning("writing the clean shutdown marker in %s: %s", self.log_dir, exc)
+            for path in self.log_dirs.paths:
+                try:
+                    write_clean_shutdown(path, self.lifecycle.broker_epoch if self.lifecycle else -1)
+                except OSError as exc:
+                    log.warning("writing the clean shutdown marker in %s: %s", path, exc)
         await self.replica_roles.close()
         for partition in self.partitions.values():
             self.close_partition(partition)
