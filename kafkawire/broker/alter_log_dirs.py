@@ -93,7 +93,7 @@ class AlterLogDirsApi:
         log_dirs = self.broker.log_dirs
         if path not in log_dirs.paths:
             return Errors.LOG_DIR_NOT_FOUND
-        if not os.path.isdir(path):
+        if path in log_dirs.offline or not os.path.isdir(path):
             log.warning("Unable to alter log dirs for %s-%d: log directory %s is offline", topic, index, path)
             return Errors.KAFKA_STORAGE_ERROR
         partition = self.broker.log_manager.replica((topic, index))
@@ -125,8 +125,8 @@ class AlterLogDirsApi:
         high_watermark = partition.high_watermark()
         if broker.partitions.get(key) is partition:
             del broker.partitions[key]
-        else:                                # followed: its fetcher lets it go at the next apply()
-            high_watermark = broker.replica_roles.followers.pop(key).high_watermark
+        else:                                # followed: its fetcher lets it go now
+            high_watermark = broker.replica_roles.drop(key).high_watermark
         log_start, recovery_point = partition.log.log_start_offset, manager.recovery_points.get(key)
         try:
             partition.log.flush()

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 import uuid
 from typing import Callable
@@ -200,6 +201,7 @@ class Broker:
             self.node_id, send=send_to_controller, image=image,
             broker_epoch=lambda: self.lifecycle.broker_epoch if self.lifecycle is not None else -1)
         self.alter_log_dirs = AlterLogDirsApi(self)
+        self.offline_partitions: dict[tuple[str, int], uuid.UUID] = {}    # replicas of failed directories
 
     # -- the listeners --
 
@@ -273,7 +275,8 @@ class Broker:
         self.lifecycle = BrokerLifecycle(
             self.send_to_controller, registration=self._registration(), metadata_offset=self.metadata_offset,
             ready_to_unfence=lambda: self._logs_ready and self.metadata_loaded(),
-            heartbeat_interval_ms=c.broker_heartbeat_interval_ms, on_state=self._on_lifecycle_state)
+            heartbeat_interval_ms=c.broker_heartbeat_interval_ms, on_state=self._on_lifecycle_state,
+            offline_log_dirs=self.log_dirs.offline_ids)
         self.task = asyncio.ensure_future(self._run_lifecycle())
         self.log_deleter.schedule_leftovers()
         self.log_manager.start()
@@ -382,6 +385,8 @@ class Broker:
         for topic in image.topics_by_name.values():
             for index, registration in topic.partitions.items():
                 key = (topic.name, index)
+                if self._offline_replica(key, topic.id, registration):
+                    continue
                 if registration.leader == self.node_id:
                     led.add(key)
                     self._take_from_followers(key, topic.id)
@@ -400,6 +405,37 @@ class Broker:
         self.replication.on_metadata(image)
         self.group_apis.on_metadata()
         self.txn_apis.on_metadata()
+
+    def _offline_replica(self, key, topic_id, registration) -> bool:
+        """A replica whose log was in a failed directory, or that the metadata assigns to one, is
+        neither led nor followed here (Kafka's HostedPartition.Offline; createLogInAssignedDirectoryId)."""
+        if not self.log_dirs.offline:
+            return False
+        if self.offline_partitions.get(key) == topic_id:
+            return True
+        return self.log_dirs.is_offline_id(assigned_directory(registration, self.node_id))
+
+    def fail_log_dir(self, path: str, reason) -> None:
+        """A log directory failed (an I/O error writing its files): KIP-858's offline directory.
+        Its replicas stop being served here, the next heartbeats report it in OfflineLogDirs (the
+        controller moves leadership off them) and no log opens there any more. One directory
+        broker keeps going as before (Kafka's would stop: nothing is left to serve)."""
+        if len(self.log_dirs.dirs) == 1 or path in self.log_dirs.offline:
+            return
+        self.log_dirs.offline.add(path)
+        log.error("broker %d: log directory %s failed (%s): stopping serving the replicas in it", self.node_id,
+                  path, reason)
+        for key, partition in list(self.log_manager.replicas().items()):
+            if os.path.dirname(os.path.abspath(partition.log.directory)) != path:
+                continue
+            self.offline_partitions[key] = partition.topic_id
+            if self.partitions.get(key) is partition:
+                del self.partitions[key]
+            else:
+                self.replica_roles.drop(key)
+            self.close_partition(partition)
+        if self.lifecycle is not None:
+            self.lifecycle.heartbeat_soon()
 
     def _assign_directories(self, image) -> None:
         """ReplicaManager.maybeUpdateTopicAssignment: each replica here whose log is not in the

@@ -105,7 +105,7 @@ class LogDirApis:
         if path is None:                   # the first directory, with every replica (one log directory)
             path, replicas = log_dir_paths(self.broker)[0], self._replicas()
         try:
-            if not os.path.isdir(path):
+            if path in getattr(getattr(self.broker, "log_dirs", None), "offline", ()) or not os.path.isdir(path):
                 raise FileNotFoundError(f"Log directory {path} is offline")
             volume = os.statvfs(path)
         except OSError as exc:

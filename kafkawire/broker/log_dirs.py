@@ -95,6 +95,7 @@ class LogDirs:
         self._by_path = {d.path: d for d in dirs}
         self._by_id = {d.directory_id: d for d in dirs if d.directory_id is not None}
         self.preferred: dict[tuple[str, int], str] = {}     # AlterReplicaLogDirs' choice for a log not here yet
+        self.offline: set[str] = set()      # failed directories (KIP-858): no log opens there any more
 
     @classmethod
     def load(cls, paths, *, node_id: int, cluster_id: str, known: dict | None = None) -> LogDirs:
@@ -123,6 +124,14 @@ class LogDirs:
     def ids(self) -> tuple:
         return tuple(d.directory_id for d in self.dirs if d.directory_id is not None)
 
+    def offline_ids(self) -> list:
+        """The failed directories' ids (BrokerHeartbeat OfflineLogDirs)."""
+        return [d.directory_id for d in self.dirs if d.path in self.offline and d.directory_id is not None]
+
+    def is_offline_id(self, directory_id) -> bool:
+        d = self._by_id.get(directory_id)
+        return d is not None and d.path in self.offline
+
     def by_path(self, path: str) -> LogDir | None:
         return self._by_path.get(os.path.abspath(path)) if path else None
 
@@ -137,7 +146,7 @@ class LogDirs:
     def locate(self, topic: str, index: int) -> str | None:
         """The log directory already holding the partition's log (the first, logged, if several do)."""
         name = partition_dir_name(topic, index)
-        found = [d.path for d in self.dirs if os.path.isdir(os.path.join(d.path, name))]
+        found = [d.path for d in self.dirs if d.path not in self.offline and os.path.isdir(os.path.join(d.path, name))]
         if len(found) > 1:
             log.error("%s is in several log directories (%s): the one in %s is used", name, ", ".join(found), found[0])
         return found[0] if found else None
@@ -147,12 +156,16 @@ class LogDirs:
         replica's directory in the metadata, ``counts`` path -> logs open there."""
         if len(self.dirs) == 1:
             return self.first
+        online = [d for d in self.dirs if d.path not in self.offline]
+        if not online:
+            raise OSError(f"no log directory is online (failed: {', '.join(sorted(self.offline))})")
         existing = self.locate(topic, index)
         if existing is not None:
             return existing
         preferred = self.preferred.pop((topic, index), None)
-        if preferred is not None and preferred in self._by_path:
+        if preferred is not None and preferred in self._by_path and preferred not in self.offline:
             return preferred
         if assigned not in (None, UNASSIGNED, LOST, MIGRATING) and assigned in self._by_id:
-            return self._by_id[assigned].path
-        return min(self.dirs, key=lambda d: counts.get(d.path, 0)).path     # min keeps the first of equals
+            if self._by_id[assigned].path not in self.offline:
+                return self._by_id[assigned].path
+        return min(online, key=lambda d: counts.get(d.path, 0)).path     # min keeps the first of equals

@@ -331,11 +331,17 @@ class LogManager:
             partition = replicas.get(key)
             parent = self.paths[0] if partition is None else os.path.dirname(os.path.abspath(partition.log.directory))
             by_dir.setdefault(parent, {})[key] = offset
+        offline = getattr(getattr(self.broker, "log_dirs", None), "offline", ())
         for log_dir, dir_offsets in by_dir.items():
+            if log_dir in offline:
+                continue
             try:
                 write_offset_checkpoint(os.path.join(log_dir, name), dir_offsets)
             except OSError as exc:
                 log.error("cannot write %s in %s: %s", name, log_dir, exc)
+                fail = getattr(self.broker, "fail_log_dir", None)      # as Kafka's LogDirFailureChannel
+                if fail is not None:
+                    fail(log_dir, exc)
 
     # -- the periodic tasks --
 

@@ -145,11 +145,15 @@ def test_assignments_are_batched_sent_and_the_failed_ones_sent_again(tmp_path):
     asyncio.run(go())
 
 
-def alter(broker, path, *partitions, topic="t"):
+async def altered(broker, path, *partitions, topic="t"):
     request = AlterReplicaLogDirsRequest(dirs=[AlterReplicaLogDir(path=str(path), topics=[
         AlterReplicaLogDirTopic(name=topic, partitions=list(partitions))])])
-    response = asyncio.run(broker.alter_log_dirs.alter_replica_log_dirs(None, request))
+    response = await broker.alter_log_dirs.alter_replica_log_dirs(None, request)
     return {(t.topic_name, p.partition_index): p.error_code for t in response.results for p in t.partitions}
+
+
+def alter(broker, path, *partitions, topic="t"):
+    return asyncio.run(altered(broker, path, *partitions, topic=topic))
 
 
 def test_alter_replica_log_dirs_answers_kafkas_errors_in_kafkas_order(tmp_path):
@@ -199,5 +203,42 @@ def test_alter_replica_log_dirs_moves_a_replica_with_its_records_and_assigns_it(
         assert not [n for n in os.listdir(dirs[1]) if n.endswith("-future")]
         records = [r.offset for r in read_log_directory(str(dirs[1])).partition("t", 0).records()]
         assert records == list(range(6))            # every record copied (the log start only hides offset 0)
+        await broker.stop(graceful=False)
+    asyncio.run(go())
+
+
+def test_a_failed_directory_stops_its_replicas_and_is_reported_in_heartbeats(tmp_path):
+    """KIP-858's offline directory: a checkpoint that cannot be written in a directory takes it
+    offline (Kafka's LogDirFailureChannel); its replicas stop being served and are not opened
+    again elsewhere, the other directory's go on, DescribeLogDirs answers KAFKA_STORAGE_ERROR
+    for it, AlterReplicaLogDirs refuses it, and the heartbeats carry its id in OfflineLogDirs."""
+    async def go():
+        dirs = [tmp_path / "a", tmp_path / "b"]
+        broker, state = make_broker(dirs, image_of({0: registration(), 1: registration()}))
+        broker.dir_assignments.submit = lambda *a: None
+        beats = []
+
+        async def send(request, timeout_ms):
+            beats.append(request)
+            return SimpleNamespace(error_code=0, is_caught_up=True, is_fenced=False)
+        from kafkawire.broker.lifecycle import BrokerLifecycle, Registration
+        broker.lifecycle = BrokerLifecycle(send, registration=Registration(1, "c", uuid.uuid4(), (), {}, ()),
+                                           metadata_offset=lambda: 0, ready_to_unfence=lambda: True,
+                                           offline_log_dirs=broker.log_dirs.offline_ids)
+        broker.lifecycle.state, broker.lifecycle.broker_epoch = "RUNNING", 5
+        broker.on_metadata()
+        assert [parent(broker.partitions[("t", i)]) for i in (0, 1)] == [str(dirs[0]), str(dirs[1])]
+        os.rename(dirs[1], tmp_path / "gone")                # the disk under b fails
+        broker.log_manager.checkpoint_high_watermarks()
+        assert broker.log_dirs.offline == {str(dirs[1])}
+        assert list(broker.partitions) == [("t", 0)]
+        broker.on_metadata()                                  # not opened again in a
+        assert list(broker.partitions) == [("t", 0)] and not (dirs[0] / "t-1").exists()
+        described = broker.log_dir_apis.log_dir_results(None)
+        assert [r.error_code for r in described] == [Errors.NONE, Errors.KAFKA_STORAGE_ERROR]
+        assert await altered(broker, dirs[1], 0) == {("t", 0): Errors.KAFKA_STORAGE_ERROR}
+        await broker.lifecycle._heartbeat_once()
+        assert beats[-1].offline_log_dirs == [broker.log_dirs.ids()[1]]
+        broker.lifecycle = SimpleNamespace(state="RUNNING", poke=lambda: None, broker_epoch=5)
         await broker.stop(graceful=False)
     asyncio.run(go())
