@@ -45,13 +45,17 @@ class DirAssignments:
         self.broker_epoch = broker_epoch
         self.image = image
         self.ready: dict[tuple[uuid.UUID, int], uuid.UUID] = {}
+        self.inflight: dict[tuple[uuid.UUID, int], uuid.UUID] = {}     # sent, not answered yet
         self.sent = 0                       # assignments the controller accepted
         self.failures = 0                   # consecutive failed rounds (the backoff's exponent)
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
 
     def submit(self, topic_id: uuid.UUID, partition: int, directory_id: uuid.UUID) -> None:
-        if self.ready.get((topic_id, partition)) != directory_id:
+        """Queue an assignment (not again while the same one waits or is in flight: the metadata
+        names the new directory only once the controller's record is committed)."""
+        key = (topic_id, partition)
+        if self.ready.get(key) != directory_id and self.inflight.get(key) != directory_id:
             self.ready[(topic_id, partition)] = directory_id
             self._wake.set()
 
@@ -91,6 +95,12 @@ class DirAssignments:
         return batch
 
     async def _send_once(self) -> bool:
+        try:
+            return await self._send_batch()
+        finally:
+            self.inflight = {}
+
+    async def _send_batch(self) -> bool:
         """One request; False when it, or one of its partitions, failed (those are queued again)."""
         epoch = self.broker_epoch()
         if epoch < 0:
@@ -98,6 +108,7 @@ class DirAssignments:
         batch = self._take_batch()
         if not batch:
             return True
+        self.inflight = dict(batch)
         try:
             async with asyncio.timeout(REQUEST_TIMEOUT_MS / 1000 + 1):
                 response = await self.send(_request(self.node_id, epoch, batch), REQUEST_TIMEOUT_MS)
