@@ -16,8 +16,8 @@ into it with a ReplicaAlterLogDirsThread while the replica keeps serving, then s
 tells the controller (AssignReplicasToDirs). kafkawire moves the replica within the request, on
 the event loop: the partition stops serving (its pending state writes finished, a cleaning of it
 given up), its log is flushed and closed, copied into ``<topic>-<partition>.<id>-future`` in the
-new directory, the old one renamed ``-delete`` (removed later, kafkawire.broker.log_deletion) and
-the future one renamed into place; the partition then opens again from there with the same high
+new directory (each file fsynced), that copy renamed into place, then the old one renamed
+``-delete`` (removed later, kafkawire.broker.log_deletion); the partition then opens again from there with the same high
 watermark, log start and recovery point, and Broker.on_metadata assigns it to its new directory
 with AssignReplicasToDirs. The copy takes time linear in the partition's size with the loop
 blocked, so this is meant for a partition that is small or idle: produce requests waiting on the
@@ -133,14 +133,18 @@ class AlterLogDirsApi:
         finally:
             broker.close_partition(partition)
         future = os.path.join(destination, _future_dir_name(partition.topic, partition.partition))
+        final = os.path.join(destination, partition_dir_name(*key))
+        aside = os.path.join(os.path.dirname(source), delete_dir_name(partition_dir_name(*key)))
         try:
-            shutil.copytree(source, future)
-            aside = os.path.join(os.path.dirname(source), delete_dir_name(partition_dir_name(*key)))
-            os.rename(source, aside)
+            _copy_durably(source, future)
+            # the copy takes its name before the source goes: a crash in between leaves two whole
+            # logs (the first in log.dirs order opens), never none
+            os.rename(future, final)
+            _fsync_dir(destination)
             try:
-                os.rename(future, os.path.join(destination, partition_dir_name(*key)))
+                os.rename(source, aside)
             except OSError:
-                os.rename(aside, source)
+                shutil.rmtree(final, ignore_errors=True)
                 raise
         except OSError:
             shutil.rmtree(future, ignore_errors=True)
@@ -152,6 +156,25 @@ class AlterLogDirsApi:
         log.info("broker %d: moved %s from %s to %s", broker.node_id, partition.name, os.path.dirname(source),
                  destination)
         broker.on_metadata()                 # opens it in its new directory and assigns it there
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _copy_durably(source: str, target: str) -> None:
+    """The log directory copied, every file and the directory itself on disk before the source goes."""
+    shutil.copytree(source, target)
+    for name in os.listdir(target):
+        path = os.path.join(target, name)
+        if os.path.isfile(path):
+            with open(path, "rb+") as f:
+                os.fsync(f.fileno())
+    _fsync_dir(target)
 
 
 def alter_replica_log_dirs_refusal(request, code: int) -> AlterReplicaLogDirsResponse:
