@@ -1,4 +1,4 @@
-"""How long AlterReplicaLogDirs keeps the broker's event loop busy (kafkawire.broker.alter_log_dirs
+"""How long AlterReplicaLogDirs keeps a partition unavailable (kafkawire.broker.alter_log_dirs
 moves a replica within the request): the move of one partition of SIZE MB between two log
 directories of an in-process broker, against a plain ``shutil.copytree`` of the same directory
 (the floor: the move copies, fsyncs, renames and opens the log again). Medians of RUNS.

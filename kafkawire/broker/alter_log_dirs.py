@@ -13,20 +13,26 @@ NONE when the replica is in that directory already or was moved there.
 
 The move (kafkawire's, simpler than Kafka's): Kafka creates the future log, copies the replica
 into it with a ReplicaAlterLogDirsThread while the replica keeps serving, then swaps them and
-tells the controller (AssignReplicasToDirs). kafkawire moves the replica within the request, on
-the event loop: the partition stops serving (its pending state writes finished, a cleaning of it
-given up), its log is flushed and closed, copied into ``<topic>-<partition>.<id>-future`` in the
-new directory (each file fsynced), that copy renamed into place, then the old one renamed
-``-delete`` (removed later, kafkawire.broker.log_deletion); the partition then opens again from there with the same high
+tells the controller (AssignReplicasToDirs). kafkawire moves the replica within the request: the
+partition stops serving (its pending state writes finished, a cleaning of it given up; requests
+for it are NOT_LEADER_OR_FOLLOWER, and Broker.on_metadata leaves it closed, until it opens again),
+its log is flushed and closed, copied into ``<topic>-<partition>.<id>-future`` in the new
+directory by a thread (each file fsynced; the event loop serves the other partitions meanwhile),
+that copy renamed into place, then the old one renamed ``-delete`` (removed later,
+kafkawire.broker.log_deletion); the partition then opens again from there with the same high
 watermark, log start and recovery point, and Broker.on_metadata assigns it to its new directory
-with AssignReplicasToDirs. The copy takes time linear in the partition's size with the loop
-blocked, so this is meant for a partition that is small or idle: produce requests waiting on the
-partition's old object (acks=all, a fetch waiting for data) are answered when they time out. A
-failed copy leaves the replica where it was (KAFKA_STORAGE_ERROR); a ``-future`` directory left by
-a crash mid-copy is not resumed at the next start (Kafka resumes the copy) and stays on disk.
+with AssignReplicasToDirs. The answer comes once the move is done (Kafka answers once the future
+log exists); a second request for the same destination meanwhile is NONE. The partition is
+unavailable for a time linear in its size (benchmarks/alter_log_dir_move.py), so this is meant for
+small or idle partitions: requests waiting on its old object (acks=all, a fetch waiting for data)
+are answered when they time out. A failed copy leaves the replica where it was
+(KAFKA_STORAGE_ERROR), a replica deleted or reassigned away during the copy is deleted
+(REPLICA_NOT_AVAILABLE); a ``-future`` directory left by a crash or a stop mid-copy is not resumed
+at the next start (Kafka resumes the copy) and stays on disk.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import shutil
@@ -58,6 +64,7 @@ class AlterLogDirsApi:
 
     def __init__(self, broker):
         self.broker = broker
+        self.moving: dict[tuple[str, int], str] = {}     # partition -> the directory its log is being copied to
 
     def handlers(self) -> dict[int, ApiHandler]:
         """Kafka 4.3.1's versions: 1-2 (v0 was removed in Kafka 4.0)."""
@@ -72,7 +79,7 @@ class AlterLogDirsApi:
         self._forget_stale_preferences()
         by_topic: dict[str, list] = {}
         for (topic, index), path in destinations.items():
-            error = self._alter_one(topic, index, path)
+            error = await self._alter_one(topic, index, path)
             by_topic.setdefault(topic, []).append(AlterReplicaLogDirPartitionResult(partition_index=index,
                                                                                     error_code=int(error)))
         return AlterReplicaLogDirsResponse(results=[AlterReplicaLogDirTopicResult(topic_name=name, partitions=parts)
@@ -87,7 +94,7 @@ class AlterLogDirsApi:
             if t is None or index not in t.partitions:
                 del preferred[(topic, index)]
 
-    def _alter_one(self, topic: str, index: int, path: str) -> int:
+    async def _alter_one(self, topic: str, index: int, path: str) -> int:
         if len(partition_dir_name(topic, index)) + 1 + 32 + len(FUTURE_SUFFIX) > MAX_DIR_NAME:
             return Errors.INVALID_TOPIC_EXCEPTION
         log_dirs = self.broker.log_dirs
@@ -96,6 +103,8 @@ class AlterLogDirsApi:
         if path in log_dirs.offline or not os.path.isdir(path):
             log.warning("Unable to alter log dirs for %s-%d: log directory %s is offline", topic, index, path)
             return Errors.KAFKA_STORAGE_ERROR
+        if (topic, index) in self.moving:            # being moved: done when it is going there already
+            return Errors.NONE if self.moving[(topic, index)] == path else Errors.REPLICA_NOT_AVAILABLE
         partition = self.broker.log_manager.replica((topic, index))
         if partition is None:
             image = self.broker.image()
@@ -107,14 +116,14 @@ class AlterLogDirsApi:
         if os.path.dirname(os.path.abspath(partition.log.directory)) == path:
             return Errors.NONE
         try:
-            self.move(partition, path)
+            return await self.move(partition, path)
         except OSError as exc:
             log.error("Unable to alter log dirs for %s-%d: %s", topic, index, exc)
             return Errors.KAFKA_STORAGE_ERROR
-        return Errors.NONE
 
-    def move(self, partition, destination: str) -> None:
-        """Move a hosted replica's log to ``destination`` (a log directory; see the module docstring)."""
+    async def move(self, partition, destination: str) -> int:
+        """Move a hosted replica's log to ``destination`` (a log directory; see the module docstring);
+        NONE, or REPLICA_NOT_AVAILABLE when the replica left this broker during the copy."""
         broker = self.broker
         key = (partition.topic, partition.partition)
         source = partition.log.directory
@@ -135,8 +144,23 @@ class AlterLogDirsApi:
         future = os.path.join(destination, _future_dir_name(partition.topic, partition.partition))
         final = os.path.join(destination, partition_dir_name(*key))
         aside = os.path.join(os.path.dirname(source), delete_dir_name(partition_dir_name(*key)))
+        self.moving[key] = destination          # Broker.on_metadata leaves it closed meanwhile
         try:
-            _copy_durably(source, future)
+            await asyncio.to_thread(_copy_durably, source, future)
+        except asyncio.CancelledError:          # the broker stops: the source stays; the copy is left
+            self.moving.pop(key, None)
+            raise
+        except OSError:
+            self.moving.pop(key, None)
+            shutil.rmtree(future, ignore_errors=True)
+            broker.on_metadata()             # opens it again where it was
+            raise
+        del self.moving[key]
+        if not self._still_hosted(key, partition.topic_id):      # deleted or reassigned away meanwhile
+            shutil.rmtree(future, ignore_errors=True)
+            broker.log_deleter.delete(partition)
+            return Errors.REPLICA_NOT_AVAILABLE
+        try:
             # the copy takes its name before the source goes: a crash in between leaves two whole
             # logs (the first in log.dirs order opens), never none
             os.rename(future, final)
@@ -156,6 +180,13 @@ class AlterLogDirsApi:
         log.info("broker %d: moved %s from %s to %s", broker.node_id, partition.name, os.path.dirname(source),
                  destination)
         broker.on_metadata()                 # opens it in its new directory and assigns it there
+        return Errors.NONE
+
+    def _still_hosted(self, key, topic_id) -> bool:
+        image = self.broker.image()
+        topic = None if image is None else image.topics_by_name.get(key[0])
+        registration = None if topic is None or topic.id != topic_id else topic.partitions.get(key[1])
+        return registration is not None and self.broker.node_id in registration.replicas
 
 
 def _fsync_dir(path: str) -> None:

@@ -408,7 +408,10 @@ class Broker:
 
     def _offline_replica(self, key, topic_id, registration) -> bool:
         """A replica whose log was in a failed directory, or that the metadata assigns to one, is
-        neither led nor followed here (Kafka's HostedPartition.Offline; createLogInAssignedDirectoryId)."""
+        neither led nor followed here (Kafka's HostedPartition.Offline; createLogInAssignedDirectoryId),
+        nor one whose log is being copied to another directory (kafkawire.broker.alter_log_dirs)."""
+        if key in self.alter_log_dirs.moving:
+            return True
         if not self.log_dirs.offline:
             return False
         if self.offline_partitions.get(key) == topic_id:
