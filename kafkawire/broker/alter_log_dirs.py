@@ -28,7 +28,8 @@ small or idle partitions: requests waiting on its old object (acks=all, a fetch 
 are answered when they time out. A failed copy leaves the replica where it was
 (KAFKA_STORAGE_ERROR), a replica deleted or reassigned away during the copy is deleted
 (REPLICA_NOT_AVAILABLE); a ``-future`` directory left by a crash or a stop mid-copy is not resumed
-at the next start (Kafka resumes the copy) and stays on disk.
+(Kafka resumes the copy): the next start deletes it when the partition's own log is there
+(``retire_partial_copies``).
 """
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ from kafkawire.protocol.handler import ApiHandler
 from .log_deletion import delete_dir_name
 from .partition import partition_dir_name
 
-__all__ = ["AlterLogDirsApi", "ALTER_REPLICA_LOG_DIRS", "alter_replica_log_dirs_refusal"]
+__all__ = ["AlterLogDirsApi", "ALTER_REPLICA_LOG_DIRS", "alter_replica_log_dirs_refusal", "retire_partial_copies"]
 
 log = logging.getLogger(__name__)
 ALTER_REPLICA_LOG_DIRS = 34
@@ -187,6 +188,36 @@ class AlterLogDirsApi:
         topic = None if image is None else image.topics_by_name.get(key[0])
         registration = None if topic is None or topic.id != topic_id else topic.partitions.get(key[1])
         return registration is not None and self.broker.node_id in registration.replicas
+
+
+def retire_partial_copies(log_dirs) -> list[str]:
+    """At start: each ``-future`` directory (a copy a crash or a stop cut short) whose partition's
+    own log is in one of ``log_dirs`` is renamed ``-delete`` (the log deleter removes it); one
+    without is left with a warning. The renamed paths."""
+    renamed = []
+    for log_dir in log_dirs:
+        try:
+            names = sorted(n for n in os.listdir(log_dir) if n.endswith(FUTURE_SUFFIX))
+        except OSError as exc:
+            log.warning("cannot list %s: %s", log_dir, exc)
+            continue
+        for name in names:
+            partition_name = name[:-len(FUTURE_SUFFIX)].rpartition(".")[0]
+            topic, _, index = partition_name.rpartition("-")
+            if not topic or not index.isdigit():
+                continue
+            if not any(os.path.isdir(os.path.join(d, partition_name)) for d in log_dirs):
+                log.warning("%s in %s: a copy whose log is nowhere else; left as it is", name, log_dir)
+                continue
+            aside = os.path.join(log_dir, delete_dir_name(partition_name))
+            try:
+                os.rename(os.path.join(log_dir, name), aside)
+            except OSError as exc:
+                log.warning("cannot set %s aside: %s", name, exc)
+                continue
+            log.info("%s in %s: a move cut short; renamed %s to be deleted", name, log_dir, os.path.basename(aside))
+            renamed.append(aside)
+    return renamed
 
 
 def _fsync_dir(path: str) -> None:

@@ -75,7 +75,7 @@ from .log_config import TopicConfigs
 from .log_deletion import LogDeleter
 from .log_dirs import LogDirs, LogDirsError, assigned_directory
 from .dir_assignments import DirAssignments
-from .alter_log_dirs import AlterLogDirsApi
+from .alter_log_dirs import AlterLogDirsApi, retire_partial_copies
 from .state_writes import StateWrites
 from .stray_logs import mark_stray_logs
 from .log_manager import LogManager
@@ -278,6 +278,7 @@ class Broker:
             heartbeat_interval_ms=c.broker_heartbeat_interval_ms, on_state=self._on_lifecycle_state,
             offline_log_dirs=self.log_dirs.offline_ids)
         self.task = asyncio.ensure_future(self._run_lifecycle())
+        retire_partial_copies(self.log_dirs.paths)       # moves cut short: their -future copies go
         self.log_deleter.schedule_leftovers()
         self.log_manager.start()
         self.replication.start()

@@ -283,3 +283,17 @@ def test_during_the_copy_the_loop_serves_on_the_replica_stays_closed_and_one_rem
         assert list(broker.partitions) == [("t", 1)]
         await broker.stop(graceful=False)
     asyncio.run(go())
+
+
+def test_a_copy_cut_short_is_deleted_at_start_only_when_its_partitions_log_is_there(tmp_path):
+    from kafkawire.broker.alter_log_dirs import retire_partial_copies
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    for d in dirs:
+        d.mkdir()
+    (dirs[0] / "t-0").mkdir()
+    (dirs[1] / f"t-0.{uuid.uuid4().hex}-future").mkdir()           # t-0's copy to b, cut short
+    orphan = dirs[1] / f"t-1.{uuid.uuid4().hex}-future"              # no t-1 anywhere: kept
+    orphan.mkdir()
+    renamed = retire_partial_copies([str(d) for d in dirs])
+    assert [os.path.basename(p).endswith("-delete") and os.path.basename(p).startswith("t-0.") for p in renamed] == [True]
+    assert sorted(os.listdir(dirs[1])) == sorted([os.path.basename(renamed[0]), orphan.name])
