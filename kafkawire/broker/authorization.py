@@ -88,6 +88,7 @@ KAFKA_BROKER_API_RULES = {
     31: "ALTER on the cluster (forwarded: the controller checks)",
     32: "DESCRIBE_CONFIGS on the cluster, topic or group",
     33: "ALTER_CONFIGS on the cluster, topic or group (forwarded: the controller checks)",
+    34: "ALTER on the cluster",
     35: "DESCRIBE on the cluster",
     **DELEGATION_TOKEN_RULES,
     42: "DELETE on each group",
@@ -372,6 +373,13 @@ async def _describe_cluster(ctx, request, may, handle):
     return response
 
 
+async def _alter_replica_log_dirs(ctx, request, may, handle):
+    if may(Op.ALTER, RESOURCE_CLUSTER, CLUSTER_NAME):
+        return await handle(ctx, request)
+    from .alter_log_dirs import alter_replica_log_dirs_refusal
+    return alter_replica_log_dirs_refusal(request, Errors.CLUSTER_AUTHORIZATION_FAILED)
+
+
 async def _describe_log_dirs(ctx, request, may, handle):
     if may(Op.DESCRIBE, RESOURCE_CLUSTER, CLUSTER_NAME):
         return await handle(ctx, request)
@@ -389,6 +397,7 @@ def _data_checks(broker) -> dict:
         3: _metadata(broker),
         21: _per_topic("topics", Op.DELETE, "name", _delete_records_refusal),
         23: _per_topic("topics", Op.DESCRIBE, "topic", _epoch_refusal, cluster_action=True),
+        34: _alter_replica_log_dirs,
         35: _describe_log_dirs,
         60: _describe_cluster,
         61: _per_topic("topics", Op.READ, "name", _describe_producers_refusal),

@@ -31,8 +31,11 @@ logs are open (and, given ``metadata_loaded``, once its image was loaded up to t
 as Kafka's broker waits for its log manager; its listeners process requests only once it is
 unfenced, as Kafka's BrokerServer enables request processing last (see ``_run_lifecycle``).
 
-One log directory: ``log.dirs`` with more than one entry is refused at start (JBOD's directory
-assignment is a later slice). With ``authorizer.class.name`` set, the node's StandardAuthorizer
+Log directories (``log.dirs``, kafkawire.broker.log_dirs): each has its meta.properties and
+directory id, all registered; a new log goes where LogDirs.place says, and a replica whose log is
+not in the directory the metadata names is assigned to its real one with AssignReplicasToDirs
+(kafkawire.broker.dir_assignments). AlterReplicaLogDirs moves a replica between them
+(kafkawire.broker.alter_log_dirs). With ``authorizer.class.name`` set, the node's StandardAuthorizer
 (``authorizer``, reading the ACLs of the same image) checks every broker API as Kafka's
 KafkaApis does (kafkawire.broker.authorization); a broker given none is refused at start.
 """
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 import uuid
 from typing import Callable
@@ -69,6 +73,9 @@ from .lifecycle import RECOVERY, STARTING, BrokerLifecycle, Registration
 from .log_dir_apis import LogDirApis
 from .log_config import TopicConfigs
 from .log_deletion import LogDeleter
+from .log_dirs import LogDirs, LogDirsError, assigned_directory
+from .dir_assignments import DirAssignments
+from .alter_log_dirs import AlterLogDirsApi, retire_partial_copies
 from .state_writes import StateWrites
 from .stray_logs import mark_stray_logs
 from .log_manager import LogManager
@@ -92,6 +99,7 @@ DESCRIBE_CONFIGS_MIN_VERSION = 1         # Kafka 4.x's broker serves DescribeCon
 INIT_PRODUCER_ID = 22
 DELETE_RECORDS = 21
 DESCRIBE_PRODUCERS = 61
+DIRECTORY_ASSIGNMENT_LEVEL = 17           # metadata.version 3.7-IV2: KIP-858's directory assignment
 
 
 class BrokerStartError(RuntimeError):
@@ -107,22 +115,22 @@ class Broker:
                  supported_features: dict, scram_lookup=None, describe_configs=None,
                  kraft_version: Callable[[], int] = lambda: 0, authorizer=None,
                  metadata_loaded: Callable[[], bool] = lambda: True):
-        if len(config.log_dirs) != 1:
-            raise BrokerStartError(f"log.dirs={','.join(config.log_dirs)}: kafkawire's broker keeps its partitions "
-                                   "in one log directory (give log.dirs one entry)")
         try:
+            # one log directory keeps the id the node read; several each have their own meta.properties
+            known = {config.log_dirs[0] if len(set(config.log_dirs)) == 1 else config.metadata_log_dir: directory_id}
+            self.log_dirs = LogDirs.load(config.log_dirs, node_id=config.node_id, cluster_id=cluster_id, known=known)
             if config.authorizer_settings() is not None and authorizer is None:
                 raise BrokerStartError("authorizer.class.name is set, but the broker was given no authorizer "
                                        "(the node's StandardAuthorizer)")
             config.inter_broker_security()      # its mechanism and JAAS entry: refused now, not at a fetch
             # as Kafka's ReplicaManager instantiates it: a bad name stops the start; FetchApi uses it
             self.replica_selector = replica_selector(config.replica_selector_class)
-        except (ConfigError, SelectorError) as exc:
+        except (ConfigError, SelectorError, LogDirsError) as exc:
             raise BrokerStartError(str(exc)) from None
         self.config = config
         self.node_id = config.node_id
         self.cluster_id = cluster_id
-        self.log_dir = config.log_dirs[0]
+        self.log_dir = self.log_dirs.first          # the first log directory (the one of a single-directory broker)
         self.directory_id = directory_id
         self.image = image
         self.metadata_offset = metadata_offset
@@ -167,7 +175,7 @@ class Broker:
         self.init_producer_id_api = InitProducerIdApi(self.producer_ids,
                                                       transaction_max_timeout_ms=config.transaction_max_timeout_ms)
         self.log_manager = LogManager(self)      # retention and the log directory's checkpoints
-        self.log_deleter = LogDeleter(self.log_dir, lambda: self.topic_configs.broker_value(
+        self.log_deleter = LogDeleter(self.log_dirs.paths, lambda: self.topic_configs.broker_value(
             self.image(), "log.segment.delete.delay.ms", config.log_segment_delete_delay_ms),
             self.log_manager.pending, self.log_manager.clock)
         self.delete_records_api = DeleteRecordsApi(self)
@@ -190,6 +198,12 @@ class Broker:
         self.txn_apis.install()
         # The partitions followed here and their replica fetchers (kafkawire.broker.replica_roles).
         self.replica_roles = ReplicaRoles(self)
+        # Where each replica's log is, told to the controller (KIP-858), and AlterReplicaLogDirs.
+        self.dir_assignments = DirAssignments(
+            self.node_id, send=send_to_controller, image=image,
+            broker_epoch=lambda: self.lifecycle.broker_epoch if self.lifecycle is not None else -1)
+        self.alter_log_dirs = AlterLogDirsApi(self)
+        self.offline_partitions: dict[tuple[str, int], uuid.UUID] = {}    # replicas of failed directories
 
     # -- the listeners --
 
@@ -220,6 +234,7 @@ class Broker:
             **self.group_apis.handlers(),
             **self.txn_apis.handlers(),
             **self.log_dir_apis.handlers(),
+            **self.alter_log_dirs.handlers(),
             **self.describe_topic_partitions_api.handlers(),
             **self.image_admin_apis.handlers(),
             **self.delegation_token_apis.handlers(),
@@ -255,16 +270,21 @@ class Broker:
             await self._listener(name, quotas)
         # LogManager's clean-shutdown marker: its broker epoch registers (a clean restart keeps this
         # broker in its partitions' ELRs, KIP-966), and it goes now, so a crash reads as unclean.
-        self._clean_epoch = read_clean_shutdown_epoch(self.log_dir)
-        delete_clean_shutdown(self.log_dir)
+        epochs = [read_clean_shutdown_epoch(path) for path in self.log_dirs.paths]
+        self._clean_epoch = None if None in epochs else epochs[0]      # clean only if every directory was
+        for path in self.log_dirs.paths:
+            delete_clean_shutdown(path)
         self.lifecycle = BrokerLifecycle(
             self.send_to_controller, registration=self._registration(), metadata_offset=self.metadata_offset,
             ready_to_unfence=lambda: self._logs_ready and self.metadata_loaded(),
-            heartbeat_interval_ms=c.broker_heartbeat_interval_ms, on_state=self._on_lifecycle_state)
+            heartbeat_interval_ms=c.broker_heartbeat_interval_ms, on_state=self._on_lifecycle_state,
+            offline_log_dirs=self.log_dirs.offline_ids)
         self.task = asyncio.ensure_future(self._run_lifecycle())
+        retire_partial_copies(self.log_dirs.paths)       # moves cut short: their -future copies go
         self.log_deleter.schedule_leftovers()
         self.log_manager.start()
         self.replication.start()
+        self.dir_assignments.start()
         log.info("broker %d registering; its listeners %s serve requests once it has caught up with the metadata "
                  "and is unfenced", self.node_id,
                  ", ".join(f"{s.listener_name}://{s.host}:{s.port}" for s in self.servers))
@@ -340,7 +360,7 @@ class Broker:
             listeners.append((name, host, e.port or bound[name], e.security_protocol))
         return Registration(broker_id=self.node_id, cluster_id=self.cluster_id, incarnation_id=uuid.uuid4(),
                             listeners=tuple(listeners), features=self.supported_features,
-                            log_dirs=() if self.directory_id is None else (self.directory_id,),
+                            log_dirs=self.log_dirs.ids(),
                             rack=self.config.broker_rack,
                             previous_broker_epoch=-1 if self._clean_epoch is None else self._clean_epoch)
 
@@ -361,12 +381,15 @@ class Broker:
         if image is None or self.lifecycle.state == STARTING:
             return
         if not self._strays_marked:         # before the first log opens, as Kafka's LogManager.startup
-            mark_stray_logs(self.log_dir, image, self.node_id)
+            for path in self.log_dirs.paths:
+                mark_stray_logs(path, image, self.node_id)
             self._strays_marked = True
         led, followed = set(), {}
         for topic in image.topics_by_name.values():
             for index, registration in topic.partitions.items():
                 key = (topic.name, index)
+                if self._offline_replica(key, topic.id, registration):
+                    continue
                 if registration.leader == self.node_id:
                     led.add(key)
                     self._take_from_followers(key, topic.id)
@@ -383,9 +406,58 @@ class Broker:
         self.replica_roles.apply(image, followed)
         for name in [t for t in self.topic_stats.topics if t not in image.topics_by_name]:
             self.topic_stats.remove_topic(name)      # a deleted topic's meters go with it
+        self._assign_directories(image)
         self.replication.on_metadata(image)
         self.group_apis.on_metadata()
         self.txn_apis.on_metadata()
+
+    def _offline_replica(self, key, topic_id, registration) -> bool:
+        """A replica whose log was in a failed directory, or that the metadata assigns to one, is
+        neither led nor followed here (Kafka's HostedPartition.Offline; createLogInAssignedDirectoryId),
+        nor one whose log is being copied to another directory (kafkawire.broker.alter_log_dirs)."""
+        if key in self.alter_log_dirs.moving:
+            return True
+        if not self.log_dirs.offline:
+            return False
+        if self.offline_partitions.get(key) == topic_id:
+            return True
+        return self.log_dirs.is_offline_id(assigned_directory(registration, self.node_id))
+
+    def fail_log_dir(self, path: str, reason) -> None:
+        """A log directory failed (an I/O error writing its files): KIP-858's offline directory.
+        Its replicas stop being served here, the next heartbeats report it in OfflineLogDirs (the
+        controller moves leadership off them) and no log opens there any more. One directory
+        broker keeps going as before (Kafka's would stop: nothing is left to serve)."""
+        if len(self.log_dirs.dirs) == 1 or path in self.log_dirs.offline:
+            return
+        self.log_dirs.offline.add(path)
+        log.error("broker %d: log directory %s failed (%s): stopping serving the replicas in it", self.node_id,
+                  path, reason)
+        for key, partition in list(self.log_manager.replicas().items()):
+            if os.path.dirname(os.path.abspath(partition.log.directory)) != path:
+                continue
+            self.offline_partitions[key] = partition.topic_id
+            if self.partitions.get(key) is partition:
+                del self.partitions[key]
+            else:
+                self.replica_roles.drop(key)
+            self.close_partition(partition)
+        if self.lifecycle is not None:
+            self.lifecycle.heartbeat_soon()
+
+    def _assign_directories(self, image) -> None:
+        """ReplicaManager.maybeUpdateTopicAssignment: each replica here whose log is not in the
+        directory the metadata names is assigned to its own (from metadata.version 3.7-IV2)."""
+        if (getattr(image, "metadata_version", None) or 0) < DIRECTORY_ASSIGNMENT_LEVEL:
+            return
+        for (name, index), partition in self.log_manager.replicas().items():
+            actual = self.log_dirs.id_of_log(partition.log.directory)
+            topic = image.topics_by_name.get(name)
+            registration = None if topic is None else topic.partitions.get(index)
+            if actual is None or registration is None or topic.id != partition.topic_id:
+                continue
+            if assigned_directory(registration, self.node_id) != actual:
+                self.dir_assignments.submit(topic.id, index, actual)
 
     def _take_from_followers(self, key, topic_id) -> None:
         """A partition followed here until now is led from now on with its open log (makeLeader)."""
@@ -412,13 +484,17 @@ class Broker:
     def open_partition(self, image, topic, index: int, leader_epoch: int) -> LeaderPartition | None:
         """The partition's log opened (recovered), or None with the reason logged. A leader epoch of
         -1 assigns none (a follower's epochs come from its leader's batches)."""
+        registration = topic.partitions.get(index)
+        assigned = None if registration is None else assigned_directory(registration, self.node_id)
+        log_dir = self.log_dirs.place(topic.name, index, assigned, self.log_manager.logs_per_dir())
         try:
             partition = LeaderPartition.open(
-                self.log_dir, topic.name, index, topic.id, leader_epoch=leader_epoch,
+                log_dir, topic.name, index, topic.id, leader_epoch=leader_epoch,
                 producer_id_expiration_ms=self.config.producer_id_expiration_ms,
                 expiration_check_interval_ms=self.config.producer_id_expiration_check_interval_ms,
-                state_writes=self.state_writes, **self.log_manager.open_options(image, topic.name, index, topic.id),
-                high_watermark=self.log_manager.checkpointed_high_watermark(topic.name, index, topic.id))
+                state_writes=self.state_writes,
+                **self.log_manager.open_options(image, topic.name, index, topic.id, log_dir),
+                high_watermark=self.log_manager.checkpointed_high_watermark(topic.name, index, topic.id, log_dir))
             self.log_manager.opened(partition)
         except OSError as exc:
             log.error("broker %d: cannot open the log of %s-%d: %s", self.node_id, topic.name, index, exc)
@@ -464,16 +540,18 @@ class Broker:
         self.group_apis.close()
         self.txn_apis.close()
         self.producer_ids.close()
+        self.dir_assignments.close()
         self.replication.close()             # waiting acks=all answers go out before the listeners close
         for server in self.servers:
             await server.close(timeout_ms=1000)
         await self.replica_roles.stop_fetchers()
         self.log_manager.shutdown()          # the followed replicas' high watermarks checkpointed too
         if self._logs_ready or self._clean_epoch is not None:   # its logs were loaded, or were clean
-            try:
-                write_clean_shutdown(self.log_dir, self.lifecycle.broker_epoch if self.lifecycle else -1)
-            except OSError as exc:
-                log.warning("writing the clean shutdown marker in %s: %s", self.log_dir, exc)
+            for path in self.log_dirs.paths:
+                try:
+                    write_clean_shutdown(path, self.lifecycle.broker_epoch if self.lifecycle else -1)
+                except OSError as exc:
+                    log.warning("writing the clean shutdown marker in %s: %s", path, exc)
         await self.replica_roles.close()
         for partition in self.partitions.values():
             self.close_partition(partition)

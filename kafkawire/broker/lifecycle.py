@@ -16,9 +16,9 @@ registration the controller refuses for a reason that will not pass (INCONSISTEN
 INVALID_REGISTRATION, UNSUPPORTED_VERSION) stops the broker, as Kafka's broker halts.
 
 A graceful stop first runs Kafka's controlled shutdown (``controlled_shutdown``: heartbeats with
-wantShutDown until the controller answers shouldShutDown). Not done (a later slice): offline
-and cordoned directories, and the previous broker epoch of a clean shutdown (always -1,
-so a restart counts as unclean, which only matters with several replicas).
+wantShutDown until the controller answers shouldShutDown). Every heartbeat carries the failed
+log directories (``offline_log_dirs()``: OfflineLogDirs, KIP-858); ``heartbeat_soon`` sends one at
+once when a directory fails. Not done: cordoned directories.
 """
 from __future__ import annotations
 
@@ -83,13 +83,14 @@ class BrokerLifecycle:
 
     def __init__(self, send: Send, *, registration: Registration, metadata_offset: Callable[[], int],
                  ready_to_unfence: Callable[[], bool], heartbeat_interval_ms: int = 2000,
-                 on_state: Callable[[str], None] | None = None):
+                 on_state: Callable[[str], None] | None = None, offline_log_dirs: Callable[[], list] = list):
         self.send = send
         self.registration = registration
         self.metadata_offset = metadata_offset
         self.ready_to_unfence = ready_to_unfence
         self.heartbeat_interval_ms = max(heartbeat_interval_ms, 1)
         self.on_state = on_state or (lambda state: None)
+        self.offline_log_dirs = offline_log_dirs
         self.state = STARTING
         self.broker_epoch = -1
         self.failures = 0
@@ -100,6 +101,10 @@ class BrokerLifecycle:
         """The metadata moved or the logs opened: heartbeat now if that may unfence us."""
         if self.state != RUNNING:
             self._wake.set()
+
+    def heartbeat_soon(self) -> None:
+        """A log directory failed: the controller hears of it with the next heartbeat, sent now."""
+        self._wake.set()
 
     async def run(self) -> None:
         while self.broker_epoch < 0:
@@ -155,7 +160,7 @@ class BrokerLifecycle:
         ready = self.state != STARTING and self.ready_to_unfence()
         request = BrokerHeartbeatRequest(broker_id=self.registration.broker_id, broker_epoch=self.broker_epoch,
                                          current_metadata_offset=self.metadata_offset(), want_fence=not ready,
-                                         want_shut_down=False, offline_log_dirs=[])
+                                         want_shut_down=False, offline_log_dirs=list(self.offline_log_dirs()))
         response = await self._call(request)
         if response is None:
             return 0
@@ -183,7 +188,7 @@ class BrokerLifecycle:
         while asyncio.get_running_loop().time() < deadline:
             request = BrokerHeartbeatRequest(broker_id=self.registration.broker_id, broker_epoch=self.broker_epoch,
                                              current_metadata_offset=self.metadata_offset(), want_fence=False,
-                                             want_shut_down=True, offline_log_dirs=[])
+                                             want_shut_down=True, offline_log_dirs=list(self.offline_log_dirs()))
             try:
                 async with asyncio.timeout(max(deadline - asyncio.get_running_loop().time(), 0.01)):
                     response = await self.send(request, REQUEST_TIMEOUT_MS)

@@ -79,9 +79,10 @@ class LogCleaner:
         self.broker = manager.broker
         self.backoff_ms = config.log_cleaner_backoff_ms
         self.offset_map = OffsetMap(offset_map_memory(config), config.log_cleaner_io_buffer_load_factor)
-        self.checkpoint_path = os.path.join(self.broker.log_dir, CLEANER_CHECKPOINT)
         from .log_manager import _read_checkpoint_file          # a cycle: log_manager makes the cleaner
-        self.checkpoints: dict = _read_checkpoint_file(self.checkpoint_path)
+        self.checkpoints: dict = {}          # every log directory's cleaner-offset-checkpoint (a log is in one)
+        for log_dir in manager.paths:
+            self.checkpoints.update(_read_checkpoint_file(os.path.join(log_dir, CLEANER_CHECKPOINT)))
         self.uncleanable: dict = {}        # partition key -> the partition whose cleaning failed (Kafka's uncleanable set)
         self._first_batch_ts: dict[tuple[str, int], int] = {}
         self._current: tuple | None = None    # (partition key, partition, {base offset: LogSegment}) being cleaned
@@ -280,10 +281,20 @@ class LogCleaner:
             self._update_checkpoint(key, offset)
 
     def _update_checkpoint(self, key, offset: int) -> None:
-        """LogCleanerManager.updateCheckpoints: the file keeps the logs the broker has, led or followed."""
+        """LogCleanerManager.updateCheckpoints: the file of the log's directory keeps the logs the
+        broker has there, led or followed."""
         self.checkpoints[key] = offset
-        live = {k: v for k, v in self.checkpoints.items() if self.manager.replica(k) is not None}
+        partition = self.manager.replica(key)
+        if partition is None:
+            return
+        log_dir = os.path.dirname(os.path.abspath(partition.log.directory))
+        live = {}
+        for k, v in self.checkpoints.items():
+            replica = self.manager.replica(k)
+            if replica is not None and os.path.dirname(os.path.abspath(replica.log.directory)) == log_dir:
+                live[k] = v
+        path = os.path.join(log_dir, CLEANER_CHECKPOINT)
         try:
-            write_offset_checkpoint(self.checkpoint_path, live)
+            write_offset_checkpoint(path, live)
         except OSError as exc:
-            log.error("Failed to access checkpoint file %s: %s", self.checkpoint_path, exc)
+            log.error("Failed to access checkpoint file %s: %s", path, exc)

@@ -37,13 +37,14 @@ def delete_dir_name(name: str) -> str:
 
 
 class LogDeleter:
-    """Renames the directories of deleted partitions under ``log_dir`` and puts them in the log
+    """Renames the directories of deleted partitions (in the log directory each is in, one of
+    ``log_dirs``: a path or a list of them) and puts them in the log
     manager's due-queue (``pending``, a PendingDeletes read with ``clock()``), which removes them
     with the ``.deleted`` segment files (its delete-file task); ``delay_ms()`` is the delay in
     force when a directory is scheduled."""
 
-    def __init__(self, log_dir: str, delay_ms: Callable[[], int], pending, clock: Callable[[], int]):
-        self.log_dir = log_dir
+    def __init__(self, log_dirs, delay_ms: Callable[[], int], pending, clock: Callable[[], int]):
+        self.log_dirs = [log_dirs] if isinstance(log_dirs, str) else list(log_dirs)
         self.delay_ms = delay_ms
         self.pending = pending
         self.clock = clock
@@ -51,12 +52,12 @@ class LogDeleter:
 
     def delete(self, partition) -> None:
         """Close ``partition`` (a LeaderPartition), rename its directory and schedule its removal."""
-        directory = os.path.join(self.log_dir, partition.name)
+        directory = partition.log.directory
         try:
             partition.close()
         except OSError as exc:
             log.warning("closing %s: %s", partition.name, exc)
-        renamed = os.path.join(self.log_dir, delete_dir_name(partition.name))
+        renamed = os.path.join(os.path.dirname(directory), delete_dir_name(partition.name))
         try:
             os.rename(directory, renamed)
         except OSError as exc:
@@ -66,18 +67,24 @@ class LogDeleter:
         self._schedule(renamed)
 
     def schedule_leftovers(self) -> None:
-        """Schedule every ``*-delete`` directory of the log dir not yet scheduled (Kafka's loadLogs
+        """Schedule every ``*-delete`` directory of the log dirs not yet scheduled (Kafka's loadLogs
         schedules those it finds at start)."""
-        try:
-            names = os.listdir(self.log_dir)
-        except OSError as exc:
-            log.warning("cannot list %s: %s", self.log_dir, exc)
-            return
-        found = {os.path.join(self.log_dir, name) for name in names if name.endswith(DELETE_SUFFIX)}
+        found = set()
+        for log_dir in self.log_dirs:
+            try:
+                names = os.listdir(log_dir)
+            except OSError as exc:
+                log.warning("cannot list %s: %s", log_dir, exc)
+                continue
+            found |= {os.path.join(log_dir, name) for name in names if name.endswith(DELETE_SUFFIX)}
         self._scheduled &= found                   # forget the ones removed since
         for path in sorted(found - self._scheduled):
             if os.path.isdir(path):
                 self._schedule(path)
+
+    def schedule(self, path: str) -> None:
+        """A ``-delete`` directory renamed elsewhere (a replica moved to another log directory)."""
+        self._schedule(path)
 
     def _schedule(self, path: str) -> None:
         self._scheduled.add(path)

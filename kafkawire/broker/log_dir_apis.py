@@ -10,11 +10,12 @@ not checked). A partition of the metadata not hosted here is NOT_LEADER_OR_FOLLO
 metadata does not have UNKNOWN_TOPIC_OR_PARTITION. Java consumers ask it after a leader change to
 check their position was not truncated away (KIP-320).
 
-DescribeLogDirs: the one log directory (its absolute path), with the size of each partition log
-in it that the request names (every one for a null topic list; names it does not hold are left
-out, as Kafka leaves them out), offset lag 0 (one replica: the high watermark is the log end),
-never a future log, and from v4 the volume's total and usable bytes; a directory that cannot be
-read is KAFKA_STORAGE_ERROR.
+DescribeLogDirs: each log directory of ``log.dirs`` (its absolute path, in that order), with the
+size of each partition log in it that the request names (every one for a null topic list; names
+it does not hold are left out, as Kafka leaves them out), offset lag max(high watermark - log
+end, 0) as ReplicaManager.getLogEndOffsetLag's, never a future log (kafkawire.broker.alter_log_dirs
+moves a replica at once: there is none), and from v4 the volume's total and usable bytes; a
+directory that cannot be read is KAFKA_STORAGE_ERROR.
 """
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ from kafkawire.messages.offset_for_leader_epoch_response import (EpochEndOffset,
 from kafkawire.net.metadata_topic import epoch_error
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
+
+from .log_manager import log_dir_paths
 
 __all__ = ["LogDirApis", "OFFSET_FOR_LEADER_EPOCH", "DESCRIBE_LOG_DIRS"]
 
@@ -82,12 +85,27 @@ class LogDirApis:
     # -- DescribeLogDirs --
 
     async def describe_log_dirs(self, ctx, request) -> DescribeLogDirsResponse:
-        return DescribeLogDirsResponse(results=[self._log_dir_result(request.topics)])
+        return DescribeLogDirsResponse(results=self.log_dir_results(request.topics))
 
-    def _log_dir_result(self, requested_topics) -> DescribeLogDirsResult:
-        path = os.path.abspath(self.broker.log_dir)
+    def log_dir_results(self, requested_topics) -> list[DescribeLogDirsResult]:
+        """One result per log directory."""
+        replicas = self._replicas()
+        by_dir: dict[str, dict] = {}
+        for key, partition in replicas.items():
+            by_dir.setdefault(os.path.dirname(os.path.abspath(partition.log.directory)), {})[key] = partition
+        return [self._log_dir_result(requested_topics, path, by_dir.get(path, {})) for path in log_dir_paths(self.broker)]
+
+    def _replicas(self) -> dict:
+        """Led here, and followed (Kafka lists every replica)."""
+        replicas = dict(self.broker.partitions)
+        replicas.update((key, f.partition) for key, f in self.broker.replica_roles.followers.items())
+        return replicas
+
+    def _log_dir_result(self, requested_topics, path: str | None = None, replicas: dict | None = None):
+        if path is None:                   # the first directory, with every replica (one log directory)
+            path, replicas = log_dir_paths(self.broker)[0], self._replicas()
         try:
-            if not os.path.isdir(path):
+            if path in getattr(getattr(self.broker, "log_dirs", None), "offline", ()) or not os.path.isdir(path):
                 raise FileNotFoundError(f"Log directory {path} is offline")
             volume = os.statvfs(path)
         except OSError as exc:
@@ -96,12 +114,11 @@ class LogDirApis:
         wanted = None if requested_topics is None else {(t.topic, index) for t in requested_topics
                                                           for index in t.partitions}
         by_topic: dict[str, list[DescribeLogDirsPartition]] = {}
-        replicas = dict(self.broker.partitions)              # led here, and followed (Kafka lists every replica)
-        replicas.update((key, f.partition) for key, f in self.broker.replica_roles.followers.items())
         for (name, index), partition in sorted(replicas.items()):
             if wanted is None or (name, index) in wanted:
+                lag = max(partition.high_watermark() - partition.log.log_end_offset, 0)
                 by_topic.setdefault(name, []).append(DescribeLogDirsPartition(
-                    partition_index=index, partition_size=partition.log.size, offset_lag=0, is_future_key=False))
+                    partition_index=index, partition_size=partition.log.size, offset_lag=lag, is_future_key=False))
         return DescribeLogDirsResult(
             error_code=Errors.NONE, log_dir=path,
             topics=[DescribeLogDirsTopic(name=name, partitions=parts) for name, parts in by_topic.items()],

@@ -26,6 +26,9 @@ the log end offset after the flush of a clean stop, as Kafka's. kafkawire's reco
 last segment of every log at each open whatever the checkpoint says. The checkpointed log start
 offset is read once, at the first open of each partition whose directory (and topic id) it was
 written for; a log whose end is below it starts again empty at it (LogLoader's rule).
+
+Several log directories (kafkawire.broker.log_dirs): each has its own three checkpoint files, with
+the logs that live in it, as each of Kafka's log directories has.
 """
 from __future__ import annotations
 
@@ -46,7 +49,7 @@ from .partition import partition_dir_name
 from .producer_snapshots import retire_snapshots
 from .retention import SegmentView, segments_to_delete
 
-__all__ = ["LogManager", "PendingDeletes", "RECOVERY_POINT_CHECKPOINT", "REPLICATION_CHECKPOINT",
+__all__ = ["LogManager", "PendingDeletes", "log_dir_paths", "RECOVERY_POINT_CHECKPOINT", "REPLICATION_CHECKPOINT",
            "LOG_START_CHECKPOINT"]
 
 log = logging.getLogger(__name__)
@@ -95,6 +98,12 @@ def _segment_views(log_) -> list[SegmentView]:
     return views
 
 
+def log_dir_paths(broker) -> list[str]:
+    """The broker's log directories (absolute): its LogDirs, or the one ``log_dir`` of a broker without."""
+    dirs = getattr(broker, "log_dirs", None)
+    return list(dirs.paths) if dirs is not None else [os.path.abspath(broker.log_dir)]
+
+
 def _read_checkpoint_file(path: str) -> dict:
     try:
         return read_offset_checkpoint(path) if os.path.exists(path) else {}
@@ -115,9 +124,12 @@ class LogManager:
         self.clock = clock or _wall_clock_ms
         self.pending = PendingDeletes()
         self.recovery_points: dict[tuple[str, int], int] = {}
-        self._recovery_checkpoint = _read_checkpoint_file(self._path(RECOVERY_POINT_CHECKPOINT))
-        self._start_checkpoint = _read_checkpoint_file(self._path(LOG_START_CHECKPOINT))
-        self._hw_checkpoint = _read_checkpoint_file(self._path(REPLICATION_CHECKPOINT))
+        self.paths = log_dir_paths(broker)
+        # log directory -> its checkpoint's offsets (each taken at the first open of its partition)
+        self._recovery_checkpoint = {d: _read_checkpoint_file(os.path.join(d, RECOVERY_POINT_CHECKPOINT))
+                                     for d in self.paths}
+        self._start_checkpoint = {d: _read_checkpoint_file(os.path.join(d, LOG_START_CHECKPOINT)) for d in self.paths}
+        self._hw_checkpoint = {d: _read_checkpoint_file(os.path.join(d, REPLICATION_CHECKPOINT)) for d in self.paths}
         self._handles: dict[str, asyncio.TimerHandle] = {}
         self.cleaner = self._make_cleaner(c, BrokerStartError)
 
@@ -133,32 +145,53 @@ class LogManager:
         except ValueError as exc:
             raise error(str(exc)) from None
 
-    def _path(self, name: str) -> str:
-        return os.path.join(self.broker.log_dir, name)
+    def _log_dir(self, log_dir: str | None) -> str:
+        return self.paths[0] if log_dir is None else os.path.abspath(log_dir)
+
+    def logs_per_dir(self) -> dict[str, int]:
+        """Log directory -> the logs open in it (LogManager.nextLogDirs counts them)."""
+        counts: dict[str, int] = {}
+        for partition in self.replicas().values():
+            parent = os.path.dirname(os.path.abspath(partition.log.directory))
+            counts[parent] = counts.get(parent, 0) + 1
+        return counts
 
     def settings(self, image, topic: str) -> LogSettings:
         return self.broker.topic_configs.log_settings(image, topic)
 
     # -- opening a log --
 
-    def open_options(self, image, topic: str, index: int, topic_id) -> dict:
-        """The keywords of kafkawire.storage.log.Log for this partition: its settings, the clock and
-        the checkpointed log start offset (once, and only for the directory it was written for)."""
+    def open_options(self, image, topic: str, index: int, topic_id, log_dir: str | None = None) -> dict:
+        """The keywords of kafkawire.storage.log.Log for this partition in ``log_dir`` (None: the
+        first): its settings, the clock and the checkpointed log start offset (once, and only for
+        the directory it was written for)."""
         s = self.settings(image, topic)
         options = dict(segment_bytes=s.segment_bytes, segment_ms=s.roll_ms, max_index_size=s.segment_index_bytes,
                        segment_jitter_ms=s.roll_jitter_bound_ms, clock=self.clock)
-        start = self._start_checkpoint.pop((topic, index), None)
-        directory = os.path.join(self.broker.log_dir, partition_dir_name(topic, index))
+        log_dir = self._log_dir(log_dir)
+        start = self._start_checkpoint.get(log_dir, {}).pop((topic, index), None)
+        directory = os.path.join(log_dir, partition_dir_name(topic, index))
         if start is not None and self._written_for(directory, topic_id):
             options["log_start_offset"] = start
         return options
 
-    def checkpointed_high_watermark(self, topic: str, index: int, topic_id) -> int:
+    def checkpointed_high_watermark(self, topic: str, index: int, topic_id, log_dir: str | None = None) -> int:
         """Partition.createLog's start: the ``replication-offset-checkpoint`` value (once, and only for the
         directory it was written for), else 0 (LeaderPartition keeps it within the log)."""
-        hw = self._hw_checkpoint.pop((topic, index), None)
-        directory = os.path.join(self.broker.log_dir, partition_dir_name(topic, index))
+        log_dir = self._log_dir(log_dir)
+        hw = self._hw_checkpoint.get(log_dir, {}).pop((topic, index), None)
+        directory = os.path.join(log_dir, partition_dir_name(topic, index))
         return hw if hw is not None and self._written_for(directory, topic_id) else 0
+
+    def keep_offsets(self, log_dir: str, key: tuple[str, int], *, high_watermark: int, log_start_offset: int,
+                     recovery_point: int | None) -> None:
+        """A log closed to move to ``log_dir`` (kafkawire.broker.alter_log_dirs) opens there again with
+        these, as if that directory's checkpoints had them."""
+        log_dir = os.path.abspath(log_dir)
+        self._hw_checkpoint.setdefault(log_dir, {})[key] = high_watermark
+        self._start_checkpoint.setdefault(log_dir, {})[key] = log_start_offset
+        if recovery_point is not None:
+            self._recovery_checkpoint.setdefault(log_dir, {})[key] = recovery_point
 
     @staticmethod
     def _written_for(directory: str, topic_id) -> bool:
@@ -179,7 +212,8 @@ class LogManager:
                         partition.name, log_.log_end_offset, log_.log_start_offset)
             log_.truncate_fully_and_start_at(log_.log_start_offset)
         key = (partition.topic, partition.partition)
-        checkpointed = self._recovery_checkpoint.pop(key, log_.active_segment.base_offset)
+        checkpoint = self._recovery_checkpoint.get(os.path.dirname(os.path.abspath(log_.directory)), {})
+        checkpointed = checkpoint.pop(key, log_.active_segment.base_offset)
         self.recovery_points[key] = min(checkpointed, log_.log_end_offset)
 
     def configure(self, partition, image) -> None:
@@ -290,10 +324,24 @@ class LogManager:
                                            if p.log.log_start_offset > p.log.segments[0].base_offset})
 
     def _write(self, name: str, offsets: dict) -> None:
-        try:
-            write_offset_checkpoint(self._path(name), offsets)
-        except OSError as exc:
-            log.error("cannot write %s in %s: %s", name, self.broker.log_dir, exc)
+        """Each log directory's file, with the offsets of the logs in it."""
+        replicas = self.replicas()
+        by_dir: dict[str, dict] = {d: {} for d in self.paths}
+        for key, offset in offsets.items():
+            partition = replicas.get(key)
+            parent = self.paths[0] if partition is None else os.path.dirname(os.path.abspath(partition.log.directory))
+            by_dir.setdefault(parent, {})[key] = offset
+        offline = getattr(getattr(self.broker, "log_dirs", None), "offline", ())
+        for log_dir, dir_offsets in by_dir.items():
+            if log_dir in offline:
+                continue
+            try:
+                write_offset_checkpoint(os.path.join(log_dir, name), dir_offsets)
+            except OSError as exc:
+                log.error("cannot write %s in %s: %s", name, log_dir, exc)
+                fail = getattr(self.broker, "fail_log_dir", None)      # as Kafka's LogDirFailureChannel
+                if fail is not None:
+                    fail(log_dir, exc)
 
     # -- the periodic tasks --
 

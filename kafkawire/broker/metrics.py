@@ -102,8 +102,8 @@ def replica_manager_families(broker) -> Iterator[Family]:
     yield gauge(REPLICA_MANAGER + "atminisrpartitioncount", "Led partitions whose ISR is at min.insync.replicas",
                 at_min_isr)
     yield gauge(REPLICA_MANAGER + "reassigningpartitions", "Led partitions being reassigned", reassigning)
-    # One log directory, read and written by this process: a replica is offline only with its broker.
-    yield gauge(REPLICA_MANAGER + "offlinereplicacount", "Replicas in an offline log directory", 0)
+    yield gauge(REPLICA_MANAGER + "offlinereplicacount", "Replicas in an offline log directory",
+                len(broker.offline_partitions))
     yield gauge(REPLICA_MANAGER + "produceridcount", "Producer ids kept by the led partitions",
                 sum(len(p.producers.producers) for p in led))
 

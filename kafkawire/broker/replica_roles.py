@@ -109,6 +109,14 @@ class ReplicaRoles:
             manager.apply(self._fetched())
         return opened
 
+    def drop(self, key: tuple[str, int]):
+        """Stop following ``key`` without deleting its log (a failed directory, a move to another
+        one): its fetcher lets it go now, before any await; the FollowerReplica, or None."""
+        follower = self.followers.pop(key, None)
+        if follower is not None and self.manager is not None:
+            self.manager.apply(self._fetched())
+        return follower
+
     def _open(self, image, topic, index: int) -> FollowerReplica | None:
         partition = self.broker.open_partition(image, topic, index, leader_epoch=-1)
         if partition is None:

@@ -16,8 +16,8 @@ there are kept too, with Kafka's "Loaded stray log" warning. ``-delete`` directo
 deleter's (kafkawire.broker.log_deletion), ``__cluster_metadata-0`` the raft layer's.
 
 Deliberate differences: Kafka stops on a directory whose name is not a partition's and takes the
-log directory offline on an unreadable ``partition.metadata``; kafkawire (one log directory)
-leaves the first with a warning and sets the second aside as stray, so that neither stops the
+log directory offline on an unreadable ``partition.metadata``; kafkawire (run over each log
+directory in turn) leaves the first with a warning and sets the second aside as stray, so that neither stops the
 broker and no record of an unidentified log is served or deleted.
 """
 from __future__ import annotations

@@ -6,23 +6,26 @@ it raises ApiError with Kafka's error and message for a request Kafka refuses.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from kafkawire.metadata.kafka_names import SECURITY_PROTOCOLS
-from kafkawire.metadata.registrations import kafka_uuid
+from kafkawire.metadata.registrations import NO_LEADER, kafka_uuid
 from kafkawire.protocol.error_codes import Errors
 
 from .errors import ApiError
 from .frames import frame, struct
 from .heartbeats import BrokerHeartbeatManager, BrokerState, current_state
 from .java_order import copied_capacity, grown_capacity, string_hashmap_order
-from .replication import is_active, updates_adding, updates_for_shutdown, updates_removing
+from .replication import (is_active, leader_and_isr_updates, replica_directory, updates_adding, updates_for_shutdown,
+                          updates_removing)
 from .snapshot import JDK
 from .state import ControllerState
 from .versions import (KRAFT_VERSION, METADATA_VERSION, controller_registration_supported,
                        cordoned_log_dirs_supported, directory_assignment_supported, migration_supported,
                        register_broker_record_version)
 
+log = logging.getLogger(__name__)
 FENCE, UNFENCE = 1, -1                  # BrokerRegistrationFencingChange
 IN_CONTROLLED_SHUTDOWN = 1              # BrokerRegistrationInControlledShutdownChange
 
@@ -224,6 +227,33 @@ def cordoned_dirs_records(broker, broker_epoch: int, cordoned) -> list[bytes]:
                   cordoned_log_dirs=list(cordoned))]
 
 
+def offline_dirs_records(state: ControllerState, broker, broker_epoch: int, offline, static_min_isr: int) -> list[bytes]:
+    """handleDirectoriesOffline (metadata.version 3.7-IV2 on): for each of the heartbeat's
+    OfflineLogDirs the registration still lists, the broker's replicas assigned to it leave the
+    ISR and leadership (generateLeaderAndIsrUpdates, as for a fenced broker, over those
+    partitions only), then a BrokerRegistrationChangeRecord v2 lists the directories left online."""
+    offline = list(offline or ())
+    newly_offline = [d for d in broker.directories if d in offline]
+    if not newly_offline:
+        return []
+    image = state.image
+    gone = set(newly_offline)
+    chosen: dict = {}
+    for found in (state.partition_index.with_broker_in_isr(image, broker.id),
+                  state.partition_index.with_broker_in_elr(image, broker.id)):
+        for topic, pid, partition in found:
+            if replica_directory(partition, broker.id) in gone:
+                chosen.setdefault((topic.id, pid), (topic, pid, partition))
+    records = leader_and_isr_updates(image, broker_to_remove=broker.id, broker_to_add=NO_LEADER,
+                                     chosen=list(chosen.values()), static_min_isr=static_min_isr)
+    online = [d for d in broker.directories if d not in gone]
+    records.append(frame("BrokerRegistrationChangeRecord", 2, broker_id=broker.id, broker_epoch=broker_epoch,
+                         log_dirs=online))
+    log.warning("Directories %s in broker %d marked offline, remaining directories: %s",
+                [kafka_uuid(d) for d in newly_offline], broker.id, [kafka_uuid(d) for d in online])
+    return records
+
+
 def has_uncordoned_dirs(broker) -> bool:
     """BrokerRegistration.hasUncordonedDirs: a broker whose every directory is cordoned gets no new replicas."""
     if not broker.directories or broker.cordoned_directories is None:
@@ -271,6 +301,9 @@ def heartbeat(state: ControllerState, request, *, sessions: BrokerHeartbeatManag
         elif next_state is BrokerState.CONTROLLED_SHUTDOWN:
             records = controlled_shutdown_records(state, broker_id, broker.epoch, static_min_isr)
     sessions.touch(broker_id, now_ms, request.current_metadata_offset)
+    if directory_assignment_supported(image.metadata_version or 0):
+        records = records + offline_dirs_records(state, broker, broker.epoch, getattr(request, "offline_log_dirs", None),
+                                                 static_min_isr)
     if cordoned_log_dirs_supported(image.metadata_version or 0):
         records = records + cordoned_dirs_records(broker, broker.epoch, getattr(request, "cordoned_log_dirs", None))
     reply = HeartbeatReply(is_caught_up=request.current_metadata_offset >= register_offset,

@@ -42,7 +42,6 @@ _STREAMS_GROUPS = "streams groups (KIP-1071) are not served yet"
 # The deliberate gaps: API key -> why kafkawire's broker does not advertise it. Every other
 # difference from KAFKA_BROKER_APIS is a bug.
 NOT_SERVED: dict[int, str] = {
-    34: "AlterReplicaLogDirs: moving a replica between one broker's log directories is not served yet",
     76: _SHARE_GROUPS, 77: _SHARE_GROUPS, 78: _SHARE_GROUPS, 79: _SHARE_GROUPS,
     83: _SHARE_STATE, 84: _SHARE_STATE, 85: _SHARE_STATE, 86: _SHARE_STATE, 87: _SHARE_STATE,
     88: _STREAMS_GROUPS, 89: _STREAMS_GROUPS,

@@ -7,6 +7,7 @@ delete-file task removes them. With a fake clock."""
 import asyncio
 import os
 import re
+from types import SimpleNamespace
 
 from kafkawire.broker.log_deletion import LogDeleter, delete_dir_name, remove_deleted
 from kafkawire.broker.log_manager import PendingDeletes
@@ -16,6 +17,7 @@ class StandInPartition:
     def __init__(self, log_dir, name):
         self.name = name
         self.closed = False
+        self.log = SimpleNamespace(directory=os.path.join(log_dir, name))     # the log's directory, as LeaderPartition's
         os.makedirs(os.path.join(log_dir, name))
         with open(os.path.join(log_dir, name, "00000000000000000000.log"), "wb") as f:
             f.write(b"x" * 100)

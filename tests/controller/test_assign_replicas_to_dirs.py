@@ -98,3 +98,42 @@ def test_a_replica_assigned_to_an_offline_directory_leaves_the_isr_and_leadershi
                 p = leader.image.topics_by_id[topic_id].partitions[pid]
                 assert p.leader != 1 and 1 not in p.isr and lost in p.directories
     run(go())
+
+
+def test_a_heartbeats_offline_directory_moves_leadership_off_its_replicas_and_unlists_it():
+    """handleDirectoriesOffline: the replicas of broker 1 assigned to the failed directory leave
+    the ISR and leadership, those in its other directory keep theirs, and the registration lists
+    the directory left online (a BrokerRegistrationChangeRecord v2); a repeat writes nothing."""
+    from .harness import heartbeat
+
+    async def go():
+        quorum, leader, running = await start(30)
+        async with running:
+            dirs = [uuid.uuid4(), uuid.uuid4()]
+            epoch = await register_unfenced(quorum, leader, 1, log_dirs=dirs)
+            await register_unfenced(quorum, leader, 2)
+            await register_unfenced(quorum, leader, 3)
+            topic_id = await create(leader, "jbod", partitions=6, rf=3)
+            parts = leader.image.topics_by_id[topic_id].partitions
+            failed = [pid for pid in parts if pid % 2 == 0]
+            await assign(leader, 1, dirs[0], topic_id, failed)
+            await assign(leader, 1, dirs[1], topic_id, [pid for pid in parts if pid % 2 == 1])
+            mark = quorum.end_offset
+            beat = heartbeat(1, epoch, quorum.end_offset)
+            beat.offline_log_dirs = [dirs[0], uuid.uuid4()]          # an id it never registered is ignored
+            assert (await call(leader, 63, beat)).error_code == 0
+            records = new_records(quorum, mark)
+            assert [r.type_name for _, r in records][-1] == "BrokerRegistrationChangeRecord"
+            changed = {r.message.partition_id for _, r in records if r.type_name == "PartitionChangeRecord"}
+            assert changed == set(failed)
+            last = records[-1][1]
+            assert (last.version, last.message.log_dirs) == (2, [dirs[1]])
+            now = leader.image.topics_by_id[topic_id].partitions
+            for pid, p in now.items():
+                assert (1 in p.isr) == (pid not in failed) and (p.leader != 1 or pid not in failed), (pid, p)
+            assert list(leader.image.brokers[1].directories) == [dirs[1]]
+            mark = quorum.end_offset
+            again = heartbeat(1, epoch, quorum.end_offset)
+            again.offline_log_dirs = [dirs[0]]
+            assert (await call(leader, 63, again)).error_code == 0 and new_records(quorum, mark) == []
+    run(go())

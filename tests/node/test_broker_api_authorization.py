@@ -42,6 +42,8 @@ from kafkawire.messages.unregister_broker_request import UnregisterBrokerRequest
 from kafkawire.messages.update_features_request import UpdateFeaturesRequest
 from kafkawire.messages.describe_configs_request import DescribeConfigsRequest, DescribeConfigsResource
 from kafkawire.messages.describe_groups_request import DescribeGroupsRequest
+from kafkawire.messages.alter_replica_log_dirs_request import (AlterReplicaLogDir, AlterReplicaLogDirsRequest,
+                                                               AlterReplicaLogDirTopic)
 from kafkawire.messages.describe_log_dirs_request import DescribeLogDirsRequest
 from kafkawire.messages.describe_producers_request import DescribeProducersRequest, TopicRequest
 from kafkawire.messages.describe_transactions_request import DescribeTransactionsRequest
@@ -165,6 +167,9 @@ RULES = [
         name="t-producers", partition_indexes=[0])]), 0, [acl(TOPIC, "t-producers", Op.READ)], TOPIC_AUTH),
     ("DescribeLogDirs needs DESCRIBE on the cluster", DescribeLogDirsRequest(topics=None), 4, [CLUSTER_DESCRIBE],
      CLUSTER_AUTH),
+    ("AlterReplicaLogDirs needs ALTER on the cluster", AlterReplicaLogDirsRequest(dirs=[AlterReplicaLogDir(
+        path="/not-a-log-dir", topics=[AlterReplicaLogDirTopic(name="t-meta", partitions=[0])])]), 2,
+     [acl(CLUSTER, CLUSTER_NAME, Op.ALTER)], CLUSTER_AUTH),
     ("DescribeConfigs of a topic needs DESCRIBE_CONFIGS on it", DescribeConfigsRequest(resources=[
         DescribeConfigsResource(resource_type=2, resource_name="t-conf", configuration_keys=None)]), 4,
      [acl(TOPIC, "t-conf", Op.DESCRIBE_CONFIGS)], TOPIC_AUTH),

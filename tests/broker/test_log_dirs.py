@@ -1,0 +1,299 @@
+"""A broker with several log directories (JBOD, KIP-858), in process on a stand-in metadata image:
+each directory's meta.properties and directory id, all registered; Kafka's placement of new logs
+(an existing log stays, else the metadata's directory, else the directory with the fewest logs);
+AssignReplicasToDirs for replicas not where the metadata says (kafkawire.broker.dir_assignments);
+per-directory checkpoint files; DescribeLogDirs per directory; AlterReplicaLogDirs' errors in
+Kafka's order and the move of a replica to another directory of the broker.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from types import SimpleNamespace
+
+import pytest
+
+from kafkawire.broker import Broker
+from kafkawire.broker.dir_assignments import DirAssignments
+from kafkawire.broker.log_dirs import LogDirs, LogDirsError
+from kafkawire.messages.alter_replica_log_dirs_request import (AlterReplicaLogDir, AlterReplicaLogDirsRequest,
+                                                               AlterReplicaLogDirTopic)
+from kafkawire.messages.assign_replicas_to_dirs_response import (AssignReplicasToDirsResponse, DirectoryData,
+                                                                 PartitionData, TopicData)
+from kafkawire.messages.describe_log_dirs_request import DescribeLogDirsRequest
+from kafkawire.metadata.registrations import UNASSIGNED
+from kafkawire.net.config import parse_server_config
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.records.builder import build_batch
+from kafkawire.storage.reader import read_log_directory
+from kafkawire.storage.state_files import MetaProperties, read_meta_properties, read_offset_checkpoint, \
+    write_meta_properties
+
+TOPIC_ID = uuid.UUID(int=0x1234)
+
+
+def registration(directory=UNASSIGNED):
+    return SimpleNamespace(leader=1, leader_epoch=0, replicas=(1,), isr=(1,), partition_epoch=0,
+                           directories=(directory,))
+
+
+def image_of(partitions: dict, metadata_version=17):
+    topic = SimpleNamespace(name="t", id=TOPIC_ID, partitions=partitions)
+    return SimpleNamespace(topics_by_name={"t": topic}, topics_by_id={TOPIC_ID: topic}, brokers={}, configs={},
+                           metadata_version=metadata_version)
+
+
+def make_broker(dirs, image):
+    config = parse_server_config(f"process.roles=broker,controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n"
+                                 f"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0\n"
+                                 f"controller.quorum.bootstrap.servers=127.0.0.1:1\nlog.dirs={','.join(map(str, dirs))}\n")
+    state = {"image": image}
+    broker = Broker(config, cluster_id="c", directory_id=None, image=lambda: state["image"], metadata_offset=lambda: 0,
+                    send_to_controller=None, supported_features={})
+    broker.lifecycle = SimpleNamespace(state="RUNNING", poke=lambda: None, broker_epoch=5)
+    broker.group_apis.on_metadata = broker.txn_apis.on_metadata = lambda: None      # not under test here
+    return broker, state
+
+
+def parent(partition) -> str:
+    return os.path.dirname(partition.log.directory)
+
+
+def test_each_log_directory_gets_its_own_id_once_and_another_nodes_is_refused(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    first = LogDirs.load([str(a), str(b)], node_id=1, cluster_id="c")
+    ids = first.ids()
+    assert len(set(ids)) == 2 and all(i.int >= 100 for i in ids)
+    assert [read_meta_properties(d / "meta.properties").directory_id for d in (a, b)] == list(ids)
+    assert LogDirs.load([str(a), str(b)], node_id=1, cluster_id="c").ids() == ids        # read back, not new
+    write_meta_properties(str(b / "meta.properties"), MetaProperties(1, cluster_id="c", node_id=2,
+                                                                     directory_id=uuid.uuid4()))
+    with pytest.raises(LogDirsError, match="node.id 2 does not match node.id 1"):
+        LogDirs.load([str(a), str(b)], node_id=1, cluster_id="c")
+    write_meta_properties(str(b / "meta.properties"), MetaProperties(1, cluster_id="c", node_id=1,
+                                                                     directory_id=ids[0]))
+    with pytest.raises(LogDirsError, match="the same directory.id"):
+        LogDirs.load([str(a), str(b)], node_id=1, cluster_id="c")
+    single = LogDirs.load([str(tmp_path / "one")], node_id=1, cluster_id="c", known={str(tmp_path / "one"): ids[0]})
+    assert single.ids() == (ids[0],) and not (tmp_path / "one").exists()       # one directory: nothing written
+
+
+def test_new_logs_go_to_the_fewest_filled_directory_unless_the_metadata_names_one_and_are_assigned(tmp_path):
+    async def go():
+        dirs = [tmp_path / "a", tmp_path / "b"]
+        image = image_of({0: registration(), 1: registration(), 2: registration()})
+        broker, state = make_broker(dirs, image)
+        id_a, id_b = broker.log_dirs.ids()
+        broker.servers = [SimpleNamespace(listener_name="PLAINTEXT", port=9092)]     # as if bound
+        assert broker._registration().log_dirs == (id_a, id_b)
+        broker.servers = []
+        sent = []
+        broker.dir_assignments.submit = lambda topic_id, index, directory: sent.append((topic_id, index, directory))
+        broker._on_lifecycle_state("RECOVERY")       # the logs open (and a stop now writes the clean markers)
+        placed = {index: parent(broker.partitions[("t", index)]) for index in range(3)}
+        assert placed == {0: str(dirs[0]), 1: str(dirs[1]), 2: str(dirs[0])}      # fewest first, ties in order
+        assert sorted(sent) == [(TOPIC_ID, 0, id_a), (TOPIC_ID, 1, id_b), (TOPIC_ID, 2, id_a)]
+        # the metadata's directory wins for a new log; an assignment that matches is not sent again
+        sent.clear()
+        image.topics_by_name["t"].partitions = {
+            **{i: registration(id_a if i != 1 else id_b) for i in range(3)}, 3: registration(id_b)}
+        broker.on_metadata()
+        assert parent(broker.partitions[("t", 3)]) == str(dirs[1]) and sent == []
+        broker.partitions[("t", 3)].log.append(build_batch([(b"k", b"v")]), assign_offsets=True, leader_epoch=0)
+        broker.log_manager.checkpoint_recovery_points()
+        assert [sorted(read_offset_checkpoint(str(d / "recovery-point-offset-checkpoint"))) for d in dirs] == [
+            [("t", 0), ("t", 2)], [("t", 1), ("t", 3)]]
+        described = broker.log_dir_apis.log_dir_results(None)
+        assert [(r.log_dir, [(t.name, sorted(p.partition_index for p in t.partitions)) for t in r.topics])
+                for r in described] == [(str(dirs[0]), [("t", [0, 2])]), (str(dirs[1]), [("t", [1, 3])])]
+        await broker.stop(graceful=False)
+        assert all((d / ".kafka_cleanshutdown").exists() for d in dirs)
+    asyncio.run(go())
+
+
+def test_assignments_are_batched_sent_and_the_failed_ones_sent_again(tmp_path):
+    async def go():
+        directory = uuid.UUID(int=0xABC)
+        image = image_of({0: registration(), 1: registration()})
+        answers = [Errors.NOT_LEADER_OR_FOLLOWER, Errors.NONE]
+        requests = []
+
+        async def send(request, timeout_ms):
+            requests.append(request)
+            code = answers.pop(0) if answers else Errors.NONE
+            return AssignReplicasToDirsResponse(directories=[DirectoryData(id=d.id, topics=[TopicData(
+                topic_id=t.topic_id, partitions=[PartitionData(partition_index=p.partition_index,
+                                                               error_code=code if p.partition_index == 0 else 0)
+                                                 for p in t.partitions]) for t in d.topics])
+                for d in request.directories])
+        assignments = DirAssignments(1, send=send, broker_epoch=lambda: 7, image=lambda: image)
+        assignments.submit(TOPIC_ID, 0, directory)
+        assignments.submit(TOPIC_ID, 1, directory)
+        assignments.submit(uuid.UUID(int=99), 0, directory)             # no such topic: dropped, never sent
+        assignments.start()
+        async with asyncio.timeout(10):
+            while assignments.sent < 2:
+                await asyncio.sleep(0.01)
+        assignments.close()
+        first, second = requests
+        assert (first.broker_id, first.broker_epoch) == (1, 7)
+        assert [(d.id, [(t.topic_id, [p.partition_index for p in t.partitions]) for t in d.topics])
+                for d in first.directories] == [(directory, [(TOPIC_ID, [0, 1])])]
+        assert [p.partition_index for p in second.directories[0].topics[0].partitions] == [0]     # only the failed one
+        assert assignments.ready == {}
+    asyncio.run(go())
+
+
+async def altered(broker, path, *partitions, topic="t"):
+    request = AlterReplicaLogDirsRequest(dirs=[AlterReplicaLogDir(path=str(path), topics=[
+        AlterReplicaLogDirTopic(name=topic, partitions=list(partitions))])])
+    response = await broker.alter_log_dirs.alter_replica_log_dirs(None, request)
+    return {(t.topic_name, p.partition_index): p.error_code for t in response.results for p in t.partitions}
+
+
+def alter(broker, path, *partitions, topic="t"):
+    return asyncio.run(altered(broker, path, *partitions, topic=topic))
+
+
+def test_alter_replica_log_dirs_answers_kafkas_errors_in_kafkas_order(tmp_path):
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    broker, state = make_broker(dirs, image_of({0: registration(), 1: SimpleNamespace(
+        leader=2, leader_epoch=0, replicas=(2,), isr=(2,), partition_epoch=0, directories=(UNASSIGNED,))}))
+    broker.dir_assignments.submit = lambda *a: None
+    broker.on_metadata()
+    assert alter(broker, tmp_path / "elsewhere", 0) == {("t", 0): Errors.LOG_DIR_NOT_FOUND}
+    assert alter(broker, "a", 0) == {("t", 0): Errors.LOG_DIR_NOT_FOUND}             # compared as an absolute path
+    assert alter(broker, dirs[1], 0, topic="x" * 250) == {("x" * 250, 0): Errors.INVALID_TOPIC_EXCEPTION}
+    assert alter(broker, dirs[0], 0) == {("t", 0): Errors.NONE}                      # already there
+    # not hosted here: REPLICA_NOT_AVAILABLE, its directory noted for when its log is created
+    assert alter(broker, dirs[1], 1, 7) == {("t", 1): Errors.REPLICA_NOT_AVAILABLE, ("t", 7): Errors.REPLICA_NOT_AVAILABLE}
+    assert broker.log_dirs.preferred == {("t", 1): str(dirs[1])}         # 7 is not in the metadata: not kept
+    state["image"].topics_by_name["t"].partitions[1] = registration()      # now a replica here
+    broker.on_metadata()
+    assert parent(broker.partitions[("t", 1)]) == str(dirs[1]) and broker.log_dirs.preferred == {}
+    asyncio.run(broker.stop(graceful=False))
+
+
+def test_alter_replica_log_dirs_moves_a_replica_with_its_records_and_assigns_it(tmp_path):
+    async def go():
+        dirs = [tmp_path / "a", tmp_path / "b"]
+        two_replicas = SimpleNamespace(leader=1, leader_epoch=0, replicas=(1, 2), isr=(1, 2), partition_epoch=0,
+                                       directories=(UNASSIGNED, UNASSIGNED))     # the high watermark waits for 2
+        broker, state = make_broker(dirs, image_of({0: two_replicas}))
+        sent = []
+        broker.dir_assignments.submit = lambda topic_id, index, directory: sent.append(directory)
+        broker.on_metadata()
+        before = broker.partitions[("t", 0)]
+        for _ in range(3):
+            before.log.append(build_batch([(b"k", b"v"), (b"k2", b"v2")]), assign_offsets=True, leader_epoch=0)
+        before.store_high_watermark(4)
+        before.maybe_increment_log_start_offset(1)
+        high_watermark = before.high_watermark()
+        assert parent(before) == str(dirs[0]) and sent == [broker.log_dirs.ids()[0]]
+        answer = await broker.alter_log_dirs.alter_replica_log_dirs(None, AlterReplicaLogDirsRequest(dirs=[
+            AlterReplicaLogDir(path=str(dirs[1]), topics=[AlterReplicaLogDirTopic(name="t", partitions=[0])])]))
+        assert answer.results[0].partitions[0].error_code == Errors.NONE
+        after = broker.partitions[("t", 0)]
+        assert after is not before and parent(after) == str(dirs[1])
+        assert (after.log.log_start_offset, after.log.log_end_offset, after.high_watermark()) == (1, 6, 4) == (
+            1, 6, high_watermark)
+        assert sent[-1] == broker.log_dirs.ids()[1]                      # AssignReplicasToDirs to the new one
+        assert not (dirs[0] / "t-0").exists() and [n for n in os.listdir(dirs[0]) if n.endswith("-delete")]
+        assert not [n for n in os.listdir(dirs[1]) if n.endswith("-future")]
+        records = [r.offset for r in read_log_directory(str(dirs[1])).partition("t", 0).records()]
+        assert records == list(range(6))            # every record copied (the log start only hides offset 0)
+        await broker.stop(graceful=False)
+    asyncio.run(go())
+
+
+def test_a_failed_directory_stops_its_replicas_and_is_reported_in_heartbeats(tmp_path):
+    """KIP-858's offline directory: a checkpoint that cannot be written in a directory takes it
+    offline (Kafka's LogDirFailureChannel); its replicas stop being served and are not opened
+    again elsewhere, the other directory's go on, DescribeLogDirs answers KAFKA_STORAGE_ERROR
+    for it, AlterReplicaLogDirs refuses it, and the heartbeats carry its id in OfflineLogDirs."""
+    async def go():
+        dirs = [tmp_path / "a", tmp_path / "b"]
+        broker, state = make_broker(dirs, image_of({0: registration(), 1: registration()}))
+        broker.dir_assignments.submit = lambda *a: None
+        beats = []
+
+        async def send(request, timeout_ms):
+            beats.append(request)
+            return SimpleNamespace(error_code=0, is_caught_up=True, is_fenced=False)
+        from kafkawire.broker.lifecycle import BrokerLifecycle, Registration
+        broker.lifecycle = BrokerLifecycle(send, registration=Registration(1, "c", uuid.uuid4(), (), {}, ()),
+                                           metadata_offset=lambda: 0, ready_to_unfence=lambda: True,
+                                           offline_log_dirs=broker.log_dirs.offline_ids)
+        broker.lifecycle.state, broker.lifecycle.broker_epoch = "RUNNING", 5
+        broker.on_metadata()
+        assert [parent(broker.partitions[("t", i)]) for i in (0, 1)] == [str(dirs[0]), str(dirs[1])]
+        os.rename(dirs[1], tmp_path / "gone")                # the disk under b fails
+        broker.log_manager.checkpoint_high_watermarks()
+        assert broker.log_dirs.offline == {str(dirs[1])}
+        assert list(broker.partitions) == [("t", 0)]
+        broker.on_metadata()                                  # not opened again in a
+        assert list(broker.partitions) == [("t", 0)] and not (dirs[0] / "t-1").exists()
+        described = broker.log_dir_apis.log_dir_results(None)
+        assert [r.error_code for r in described] == [Errors.NONE, Errors.KAFKA_STORAGE_ERROR]
+        assert await altered(broker, dirs[1], 0) == {("t", 0): Errors.KAFKA_STORAGE_ERROR}
+        await broker.lifecycle._heartbeat_once()
+        assert beats[-1].offline_log_dirs == [broker.log_dirs.ids()[1]]
+        broker.lifecycle = SimpleNamespace(state="RUNNING", poke=lambda: None, broker_epoch=5)
+        await broker.stop(graceful=False)
+    asyncio.run(go())
+
+
+def test_during_the_copy_the_loop_serves_on_the_replica_stays_closed_and_one_removed_meanwhile_is_deleted(
+        tmp_path, monkeypatch):
+    """The copy runs in a thread: the metadata is applied meanwhile without opening the moving
+    replica again, a second request to the same directory is NONE; a replica whose topic is deleted
+    during the copy is deleted, its copy removed, and the answer is REPLICA_NOT_AVAILABLE."""
+    import threading
+
+    from kafkawire.broker import alter_log_dirs
+    release = threading.Event()
+    real_copy = alter_log_dirs._copy_durably
+
+    def gated_copy(source, target):
+        assert release.wait(10)
+        real_copy(source, target)
+    monkeypatch.setattr(alter_log_dirs, "_copy_durably", gated_copy)
+
+    async def go():
+        dirs = [tmp_path / "a", tmp_path / "b"]
+        broker, state = make_broker(dirs, image_of({0: registration(), 1: registration()}))
+        broker.dir_assignments.submit = lambda *a: None
+        broker.on_metadata()
+        source = parent(broker.partitions[("t", 0)])
+        target = str(dirs[1]) if source == str(dirs[0]) else str(dirs[0])
+        moving = asyncio.ensure_future(altered(broker, target, 0))
+        async with asyncio.timeout(10):
+            while ("t", 0) in broker.partitions:
+                await asyncio.sleep(0.01)
+        broker.on_metadata()                                   # the loop is free; t-0 stays closed
+        assert list(broker.partitions) == [("t", 1)]
+        assert await altered(broker, target, 0) == {("t", 0): Errors.NONE}
+        state["image"].topics_by_name["t"].partitions.pop(0)   # t-0 leaves this broker during the copy
+        release.set()
+        assert await moving == {("t", 0): Errors.REPLICA_NOT_AVAILABLE}
+        assert not [n for n in os.listdir(target) if n.startswith("t-0")]          # no copy, no future left
+        assert not os.path.exists(os.path.join(source, "t-0"))                    # renamed -delete
+        broker.on_metadata()
+        assert list(broker.partitions) == [("t", 1)]
+        await broker.stop(graceful=False)
+    asyncio.run(go())
+
+
+def test_a_copy_cut_short_is_deleted_at_start_only_when_its_partitions_log_is_there(tmp_path):
+    from kafkawire.broker.alter_log_dirs import retire_partial_copies
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    for d in dirs:
+        d.mkdir()
+    (dirs[0] / "t-0").mkdir()
+    (dirs[1] / f"t-0.{uuid.uuid4().hex}-future").mkdir()           # t-0's copy to b, cut short
+    orphan = dirs[1] / f"t-1.{uuid.uuid4().hex}-future"              # no t-1 anywhere: kept
+    orphan.mkdir()
+    renamed = retire_partial_copies([str(d) for d in dirs])
+    assert [os.path.basename(p).endswith("-delete") and os.path.basename(p).startswith("t-0.") for p in renamed] == [True]
+    assert sorted(os.listdir(dirs[1])) == sorted([os.path.basename(renamed[0]), orphan.name])
