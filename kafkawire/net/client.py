@@ -425,7 +425,8 @@ class NetworkClient:
                     conn.close(Disconnected(conn.peer, "re-authentication failed"))
             conn.reauthenticating.add_done_callback(done)
         try:
-            await asyncio.wait_for(asyncio.shield(conn.reauthenticating), max(deadline - time.monotonic(), 0))
+            async with asyncio.timeout(max(deadline - time.monotonic(), 0)):
+                await asyncio.shield(conn.reauthenticating)
         except asyncio.TimeoutError:
             raise RequestTimedOut(conn.peer, "timed out waiting for the re-authentication") from None
 
