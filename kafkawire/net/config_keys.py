@@ -86,9 +86,13 @@ _KEYS = (
     # ServerConfigs: INT 1000 atLeast(0); the most incremental fetch sessions the broker keeps
     _Key("max.incremental.fetch.session.cache.slots", lambda k, v: _int(k, v, 0), "1000", "ServerConfigs"),
     # QuotaConfig: INT 11 atLeast(1); INT 1 atLeast(1): the samples and the sample span of the client
-    # quotas' rates (kafkawire.broker.client_quotas)
+    # quotas' rates (kafkawire.net.client_quotas)
     _Key("quota.window.num", lambda k, v: _int(k, v, 1), "11", "QuotaConfig"),
     _Key("quota.window.size.seconds", lambda k, v: _int(k, v, 1), "1", "QuotaConfig"),
+    # QuotaConfig: INT 11 atLeast(1); INT 1 atLeast(1): the controller mutation quota's token bucket
+    # (kafkawire.controller.mutation_quota)
+    _Key("controller.quota.window.num", lambda k, v: _int(k, v, 1), "11", "QuotaConfig"),
+    _Key("controller.quota.window.size.seconds", lambda k, v: _int(k, v, 1), "1", "QuotaConfig"),
     _Key("log.segment.bytes", lambda k, v: _int(k, v, 1024 * 1024), str(1024 * 1024 * 1024), "ServerLogConfigs"),
     _Key("log.message.timestamp.type", lambda k, v: _one_of(k, v, TIMESTAMP_TYPES), "CreateTime", "ServerLogConfigs"),
     _Key("min.insync.replicas", lambda k, v: _int(k, v, 1), "1", "ServerLogConfigs"),

@@ -41,12 +41,14 @@ import time
 from collections import OrderedDict
 from typing import Callable
 
-__all__ = ["SampledRate", "throttle_time_ms", "QuotaIndex", "quota_tags", "quota_limit", "ClientQuotaManager",
-           "PRODUCER_BYTE_RATE", "CONSUMER_BYTE_RATE", "REQUEST_PERCENTAGE", "DEFAULT", "principal_user"]
+__all__ = ["SampledRate", "TokenBucket", "throttle_time_ms", "QuotaIndex", "QuotaIndexes", "quota_tags",
+           "quota_limit", "ClientQuotaManager", "PRODUCER_BYTE_RATE", "CONSUMER_BYTE_RATE", "REQUEST_PERCENTAGE",
+           "CONTROLLER_MUTATION_RATE", "DEFAULT", "principal_user"]
 
 PRODUCER_BYTE_RATE = "producer_byte_rate"
 CONSUMER_BYTE_RATE = "consumer_byte_rate"
 REQUEST_PERCENTAGE = "request_percentage"
+CONTROLLER_MUTATION_RATE = "controller_mutation_rate"
 USER, CLIENT_ID = "user", "client-id"
 
 INACTIVE_EXPIRY_MS = 3600 * 1000        # ClientQuotaManager.INACTIVE_SENSOR_EXPIRATION_TIME_SECONDS
@@ -142,6 +144,36 @@ class SampledRate:
         return total / (self.window_size_ms(now_ms) / 1000.0)
 
 
+class TokenBucket:
+    """Kafka's TokenBucket stat (the controller mutation quota, KIP-599): tokens refill at the
+    quota's rate per second up to a burst of ``samples`` x window x quota, and each record takes
+    its value out (the balance may go below zero). A new bucket starts full: Kafka's starts from
+    time 0, so its first refill fills it."""
+    __slots__ = ("samples", "window_ms", "tokens", "last_update_ms", "last_record_ms")
+
+    def __init__(self, samples: int, window_ms: int):
+        self.samples, self.window_ms = samples, window_ms
+        self.tokens: float | None = None        # None: full
+        self.last_update_ms = self.last_record_ms = 0
+
+    def measure(self, quota: float, now_ms: int) -> float:
+        """The tokens left at ``now_ms`` for a quota of ``quota`` per second."""
+        burst = self.samples * (self.window_ms / 1000.0) * quota
+        if self.tokens is None:
+            self.tokens = burst
+        else:
+            self.tokens = min(burst, self.tokens + quota * (now_ms - self.last_update_ms) / 1000.0)
+        self.last_update_ms = now_ms
+        return self.tokens
+
+    def record(self, quota: float, value: float, now_ms: int) -> float:
+        """Take ``value`` out; the tokens left."""
+        burst = self.samples * (self.window_ms / 1000.0) * quota
+        self.tokens = min(burst, self.measure(quota, now_ms) - value)
+        self.last_record_ms = now_ms
+        return self.tokens
+
+
 def throttle_time_ms(observed: float, bound: float, window_ms: int) -> int:
     """QuotaUtils.throttleTime: X = (O - T) / T * W, rounded as Java's Math.round."""
     return int(math.floor((observed - bound) / bound * window_ms + 0.5))
@@ -219,6 +251,26 @@ def quota_limit(index: QuotaIndex, tags: tuple[str, str]) -> float | None:
     return None
 
 
+class QuotaIndexes:
+    """The QuotaIndex of each of ``keys`` for the image ``image()`` gives, rebuilt only when the
+    image changed (its offset says so; a stand-in image without provenance: by identity)."""
+
+    def __init__(self, image: Callable, keys):
+        self.image = image
+        self._source = None               # the client_quotas dict the indexes were built from
+        self._offset = None               # and the image's offset then
+        self._indexes = {k: QuotaIndex({}) for k in keys}
+
+    def __call__(self, key: str) -> QuotaIndex:
+        image = self.image()
+        quotas = getattr(image, "client_quotas", None)
+        offset = getattr(getattr(image, "provenance", None), "offset", None)
+        if quotas is not self._source or offset != self._offset:
+            self._source, self._offset = quotas, offset
+            self._indexes = {k: QuotaIndex.of(quotas or {}, k) for k in self._indexes}
+        return self._indexes[key]
+
+
 # -- the manager --
 
 class ClientQuotaManager:
@@ -232,7 +284,10 @@ class ClientQuotaManager:
         self.clock = clock or (lambda: int(time.monotonic() * 1000))
         self.rates: OrderedDict[tuple[str, str], SampledRate] = OrderedDict()
 
-    def _rate(self, tags: tuple[str, str], now_ms: int) -> SampledRate:
+    def _new_stat(self):
+        return SampledRate(self.samples, self.window_ms)
+
+    def _rate(self, tags: tuple[str, str], now_ms: int):
         """The rate of ``tags``, made if new. Rates are kept least recently used first: those idle
         an hour are dropped (Kafka's sensor expiry), and the first ones beyond ``max_tracked``."""
         rates = self.rates
@@ -244,7 +299,7 @@ class ClientQuotaManager:
             return rate
         while len(rates) >= self.max_tracked:
             rates.popitem(last=False)
-        rate = rates[tags] = SampledRate(self.samples, self.window_ms)
+        rate = rates[tags] = self._new_stat()
         rate.last_record_ms = now_ms
         return rate
 
