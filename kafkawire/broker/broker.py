@@ -49,8 +49,10 @@ from kafkawire.net.admin_authorization import allowed
 from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas
 from kafkawire.net.authentication import sasl_handlers
 from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, Op
+from kafkawire.net.client_quotas import IpConnectionRates
 from kafkawire.net.config import ConfigError, ServerConfig
 from kafkawire.net.metadata_topic import fetch_error_response, list_offsets_error_response
+from kafkawire.net.security import inter_broker_listener
 from kafkawire.net.server import KafkaServer
 from kafkawire.protocol.handler import ApiHandler
 from kafkawire.storage.state_files import delete_clean_shutdown, read_clean_shutdown_epoch, write_clean_shutdown
@@ -245,10 +247,11 @@ class Broker:
         if not names:
             raise BrokerStartError(f"listeners={','.join(str(e) for e in c.listeners)}: the broker role needs a "
                                    "listener that is not in controller.listener.names")
-        quotas = ConnectionQuotas(AdmissionLimits(
-            max_connections=c.max_connections, max_connections_per_ip=c.max_connections_per_ip,
-            max_connections_per_ip_overrides=dict(c.max_connections_per_ip_overrides),
-            queued_max_request_bytes=c.queued_max_request_bytes))
+        # max.connections* and the connection creation rates (broker-wide, and the image's ip quotas);
+        # the inter-broker listener is exempt from the broker-wide ones, as Kafka's protectedListener
+        quotas = ConnectionQuotas(AdmissionLimits.of(c), ip_rates=IpConnectionRates(self.image),
+                                  protected_listener=inter_broker_listener(c.listeners, c.controller_listener_names,
+                                                                           c.inter_broker_listener_name))
         for name in names:
             await self._listener(name, quotas)
         # LogManager's clean-shutdown marker: its broker epoch registers (a clean restart keeps this

@@ -78,7 +78,7 @@ class MutationQuota:
             return
         (tags, bound), manager = self.quota, self.manager
         now_ms = manager.clock()
-        bucket = manager._rate(tags, now_ms)
+        bucket = manager.stat_for(tags, now_ms)
         if self.strict:
             tokens = bucket.measure(bound, now_ms)
             if tokens < 0:

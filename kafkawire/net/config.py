@@ -74,6 +74,7 @@ class ServerConfig:
     max_connections: int
     max_connections_per_ip: int
     max_connections_per_ip_overrides: tuple[tuple[str, int], ...]
+    max_connection_creation_rate: int
     connection_failed_authentication_delay_ms: int
     metric_reporters: tuple[str, ...]
     metrics_num_samples: int

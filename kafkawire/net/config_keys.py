@@ -200,6 +200,8 @@ _KEYS = (
     _Key("max.connections", lambda k, v: _int(k, v, 0), str(INT_MAX), "SocketServerConfigs"),
     _Key("max.connections.per.ip", lambda k, v: _int(k, v, 0), str(INT_MAX), "SocketServerConfigs"),
     _Key("max.connections.per.ip.overrides", lambda k, v: _per_ip_overrides(k, v), "", "SocketServerConfigs"),
+    # SocketServerConfigs: INT Int.MaxValue atLeast(0): connections accepted per second (kafkawire.net.admission)
+    _Key("max.connection.creation.rate", lambda k, v: _int(k, v, 0), str(INT_MAX), "SocketServerConfigs"),
     # SocketServerConfigs: INT 100 atLeast(0); one value for every listener (no listener prefix)
     _Key("connection.failed.authentication.delay.ms", lambda k, v: _int(k, v, 0), "100", "SocketServerConfigs"),
     # MetricConfigs: LIST, JmxReporter; INT 2 atLeast(1); LONG 30000 atLeast(1)
