@@ -4,12 +4,15 @@ producer's acknowledged rate stays near its producer_byte_rate, and a consumer r
 than its consumer_byte_rate allows."""
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
 
 from kafkawire.messages.alter_client_quotas_request import AlterClientQuotasRequest, EntityData, EntryData, OpData
+from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
 from kafkawire.messages.describe_client_quotas_request import ComponentData, DescribeClientQuotasRequest
+from kafkawire.net.client import NetworkClient
 from kafkawire.testing import EmbeddedBroker
 
 from .kafka_python_roundtrip import create_topic
@@ -26,7 +29,8 @@ VALUE = b"x" * 1000
 def broker(tmp_path_factory):
     # Two samples of one second: a first burst may take one second's worth of a quota.
     with EmbeddedBroker(tmp_path_factory.mktemp("quotas"),
-                        properties={"quota.window.num": 2, "quota.window.size.seconds": 1}) as node:
+                        properties={"quota.window.num": 2, "quota.window.size.seconds": 1,
+                                    "controller.quota.window.num": 2}) as node:
         yield node
 
 
@@ -120,3 +124,22 @@ def test_a_consumer_over_its_quota_reads_no_faster_than_the_quota(broker):
     # A fetch may take at most one window of the quota (maxValueInQuotaWindow), and the first
     # window's worth goes at once: the rest needs at least (stored - 2 windows) / quota.
     assert elapsed >= (stored * len(VALUE) - 2 * quota) / quota, elapsed
+
+
+def test_topic_creation_through_the_broker_over_the_controller_mutation_rate_is_refused_and_throttled(broker):
+    """The broker forwards CreateTopics with the client's id; the controller's mutation quota
+    (2 windows x 1 s x 1 partition/s = 2 tokens) refuses the topic that finds it below zero."""
+    set_quota(broker, "mutator", "controller_mutation_rate", 1.0)
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
+
+    async def create(names):
+        client = NetworkClient(client_id="mutator")
+        try:
+            return await client.send((host, int(port)), CreateTopicsRequest(topics=[
+                CreatableTopic(name=n, num_partitions=p, replication_factor=1) for n, p in names], timeout_ms=10_000),
+                api_version=7)
+        finally:
+            await client.close()
+    answer = asyncio.run(create([("mutate-a", 2), ("mutate-b", 1), ("mutate-c", 1)]))
+    assert [(t.name, t.error_code) for t in answer.topics] == [("mutate-a", 0), ("mutate-b", 0), ("mutate-c", 89)]
+    assert 0 < answer.throttle_time_ms <= 1000      # -1 token at 1/s, less the time since
