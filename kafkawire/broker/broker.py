@@ -81,6 +81,7 @@ from .replica_roles import ReplicaRoles
 from .replica_selector import SelectorError, replica_selector
 from .producer_ids import InitProducerIdApi, ProducerIdBlocks
 from .quotas import BrokerQuotas
+from .replication_quotas import FOLLOWER, LEADER, ReplicationQuota
 from .replication import Replication
 from .txn_markers import MIN_VERSION as WRITE_TXN_MARKERS_MIN_VERSION, WRITE_TXN_MARKERS, TxnMarkersApi
 from .txn_apis import TxnApis
@@ -149,6 +150,10 @@ class Broker:
         self.metadata_apis = MetadataApis(self)
         # producer_byte_rate, consumer_byte_rate and request_percentage from the image (kafkawire.broker.quotas)
         self.quotas = BrokerQuotas(self)
+        # leader/follower.replication.throttled.rate over the throttled replicas (kafkawire.broker.replication_quotas)
+        window = (config.replication_quota_window_num, config.replication_quota_window_size_seconds)
+        self.leader_quota = ReplicationQuota(LEADER, self.image, config.node_id, *window)
+        self.follower_quota = ReplicationQuota(FOLLOWER, self.image, config.node_id, *window)
         self.fetch_api = FetchApi(self)
         self.topic_configs = TopicConfigs(config)     # topic configs resolved, per topic per image
         self.state_writes = StateWrites()             # epoch checkpoints and producer snapshots, off the loop

@@ -9,8 +9,8 @@ KafkaApis uses them): a produce, a fetch and a request quota manager
 * Fetch from a consumer: ``max_bytes`` is first capped to what the quota allows in a window
   (maxValueInQuotaWindow); the answer's size is recorded against ``consumer_byte_rate``, and a
   throttled fetch is answered with no partitions, its size taken back out (kafkawire.broker.fetch).
-  A follower's fetch is not a client's: replication quotas (leader/follower.replication.throttled.rate)
-  are not enforced, and it is exempt from the request quota as in Kafka.
+  A follower's fetch is not a client's: it answers to the replication quotas instead
+  (kafkawire.broker.replication_quotas), and is exempt from the request quota as in Kafka.
 * ``request_percentage`` (ClientRequestQuotaManager): the share of one request-handler thread a
   client may use. Kafka measures the request thread's time; here the handler runs on the event
   loop, so what is measured is the thread CPU time (time.thread_time_ns) of the handler's own

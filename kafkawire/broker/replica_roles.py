@@ -148,7 +148,8 @@ class ReplicaRoles:
             request_timeout_ms=c.replica_socket_timeout_ms)
         lifecycle = self.broker.lifecycle
         self.manager = ReplicaFetcherManager(settings, client, self.endpoint_of,
-                                             lambda: lifecycle.broker_epoch if lifecycle is not None else -1)
+                                             lambda: lifecycle.broker_epoch if lifecycle is not None else -1,
+                                             quota=getattr(self.broker, "follower_quota", None))
         return self.manager
 
     def client_options(self) -> tuple[dict, str | None]:

@@ -93,6 +93,10 @@ _KEYS = (
     # (kafkawire.controller.mutation_quota)
     _Key("controller.quota.window.num", lambda k, v: _int(k, v, 1), "11", "QuotaConfig"),
     _Key("controller.quota.window.size.seconds", lambda k, v: _int(k, v, 1), "1", "QuotaConfig"),
+    # QuotaConfig: INT 11 atLeast(1); INT 1 atLeast(1): the replication quotas' rates
+    # (kafkawire.broker.replication_quotas)
+    _Key("replication.quota.window.num", lambda k, v: _int(k, v, 1), "11", "QuotaConfig"),
+    _Key("replication.quota.window.size.seconds", lambda k, v: _int(k, v, 1), "1", "QuotaConfig"),
     _Key("log.segment.bytes", lambda k, v: _int(k, v, 1024 * 1024), str(1024 * 1024 * 1024), "ServerLogConfigs"),
     _Key("log.message.timestamp.type", lambda k, v: _one_of(k, v, TIMESTAMP_TYPES), "CreateTime", "ServerLogConfigs"),
     _Key("min.insync.replicas", lambda k, v: _int(k, v, 1), "1", "ServerLogConfigs"),
