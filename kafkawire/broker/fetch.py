@@ -221,9 +221,10 @@ class FetchApi:
         """ReplicaManager.shouldLeaderThrottle: a follower out of the ISR, a partition throttled
         on this leader, and the leader replication quota exceeded."""
         quota = self.broker.leader_quota
+        if not quota.is_throttled(topic, index) or not quota.is_quota_exceeded():
+            return False
         replicas = partition.replicas
-        in_sync = replicas is not None and replica_id in replicas.isr
-        return not in_sync and quota.is_throttled(topic, index) and quota.is_quota_exceeded()
+        return replicas is None or replica_id not in replicas.state.isr
 
     def _record_replication(self, answer, version: int) -> None:
         """KafkaApis.sizeOfThrottledPartitions: the size of a follower's answer over its throttled

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 from kafkawire.broker.fetch import FetchApi
 from kafkawire.broker.quotas import fetch_response_size
+from kafkawire.broker.replica_state import LeaderReplicas
 from kafkawire.broker.replication_quotas import (ALL_PARTITIONS, FOLLOWER, LEADER, ReplicationQuota, SimpleRate,
                                                  throttled_partitions)
 from kafkawire.messages.fetch_response import FetchableTopicResponse, FetchResponse, PartitionData
@@ -68,7 +69,10 @@ def test_the_rate_is_this_brokers_then_the_cluster_default_and_the_partitions_co
 
 def leader_broker(configs, isr):
     leader, _, _ = quota(LEADER, configs)
-    partition = SimpleNamespace(replicas=SimpleNamespace(isr=frozenset(isr)))
+    replicas = LeaderReplicas(1, max_lag_ms=30_000, broker_epoch=lambda broker_id: 1)
+    replicas.make_leader(replicas=[1, 2, 3], isr=sorted(isr), leader_epoch=1, partition_epoch=1, log_end_offset=0,
+                         now_ms=0, is_new_leader=True)
+    partition = SimpleNamespace(replicas=replicas)
     topic = SimpleNamespace(name="t", id=uuid.UUID(int=9))
     broker = SimpleNamespace(leader_quota=leader, image=lambda: SimpleNamespace(topics_by_id={topic.id: topic},
                                                                                 topics_by_name={"t": topic}))
