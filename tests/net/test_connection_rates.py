@@ -3,6 +3,8 @@ kafkawire.net.acceptor): ``max.connection.creation.rate`` broker-wide (the accep
 throttle; the inter-broker listener exempt when there are others) and the ``connection_creation_rate``
 of ip quota entities (a connection over it is held unread for its throttle time, then closed,
 and taken back out of the rates). The rates' arithmetic on a fake clock; the acceptor on 127.0.0.1."""
+import asyncio
+
 from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas
 from kafkawire.net.client_quotas import IpConnectionRates, ip_connection_rates
 from kafkawire.net.server import KafkaServer
@@ -27,6 +29,23 @@ def test_the_broker_wide_rate_throttles_the_acceptor_at_most_one_window_and_spar
     alone = ConnectionQuotas(AdmissionLimits(max_connection_creation_rate=1, **WINDOW), protected_listener="BROKER")
     alone.listeners.add("BROKER")           # the only listener: not protected (Kafka's listenerCounts.size > 1)
     assert [alone.record_connection("BROKER", 0) for _ in range(2)] == [0, 1000]
+
+
+def test_the_protected_listener_takes_a_slot_past_max_connections():
+    async def main():
+        quotas = ConnectionQuotas(AdmissionLimits(max_connections=1), protected_listener="BROKER")
+        quotas.listeners.update({"CLIENT", "BROKER"})
+        await quotas.wait_for_slot("CLIENT")
+        await asyncio.wait_for(quotas.wait_for_slot("BROKER"), 5)     # at once, though the node is full
+        blocked = asyncio.ensure_future(quotas.wait_for_slot("CLIENT"))
+        for _ in range(10):
+            await asyncio.sleep(0)
+        waited = not blocked.done()
+        quotas.give_back_slot()
+        quotas.give_back_slot()
+        await asyncio.wait_for(blocked, 5)
+        return waited, quotas.total
+    assert asyncio.run(main()) == (True, 1)
 
 
 def test_an_address_over_its_rate_is_throttled_and_taken_back_out_of_both_rates():
