@@ -12,7 +12,9 @@ import pytest
 from kafkawire.messages.alter_client_quotas_request import AlterClientQuotasRequest, EntityData, EntryData, OpData
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
 from kafkawire.messages.describe_client_quotas_request import ComponentData, DescribeClientQuotasRequest
+from kafkawire.messages.metadata_request import MetadataRequest
 from kafkawire.net.client import NetworkClient
+from kafkawire.protocol.framing import encode_request
 from kafkawire.testing import EmbeddedBroker
 
 from .kafka_python_roundtrip import create_topic
@@ -143,3 +145,36 @@ def test_topic_creation_through_the_broker_over_the_controller_mutation_rate_is_
     answer = asyncio.run(create([("mutate-a", 2), ("mutate-b", 1), ("mutate-c", 1)]))
     assert [(t.name, t.error_code) for t in answer.topics] == [("mutate-a", 0), ("mutate-b", 0), ("mutate-c", 89)]
     assert 0 < answer.throttle_time_ms <= 1000      # -1 token at 1/s, less the time since
+
+
+def test_an_ip_quota_in_the_brokers_image_closes_the_connection_over_its_rate_unserved(broker):
+    """AlterClientQuotas sets connection_creation_rate=1 for 127.0.0.2 (the other tests connect
+    from 127.0.0.1); the broker's listener reads it from its image: from 127.0.0.2 the first
+    connection is served, the second, over 1 per second, is closed without an answer."""
+    altered = call(broker, AlterClientQuotasRequest(validate_only=False, entries=[EntryData(
+        entity=[EntityData(entity_type="ip", entity_name="127.0.0.2")],
+        ops=[OpData(key="connection_creation_rate", value=1.0, remove=False)])]), 1)
+    assert [e.error_code for e in altered.entries] == [0]
+
+    def described() -> bool:
+        answer = call(broker, DescribeClientQuotasRequest(components=[
+            ComponentData(entity_type="ip", match_type=0, match="127.0.0.2")], strict=False), 1)
+        return len(answer.entries) == 1
+    _wait(described, 10, "the ip quota in the broker's image")
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
+
+    async def from_other_address():
+        # both opened back to back (the second well within the first's second), then asked
+        streams = [await asyncio.open_connection(host, int(port), local_addr=("127.0.0.2", 0)) for _ in range(2)]
+        answers = []
+        for correlation_id, (reader, writer) in enumerate(streams):
+            try:
+                writer.write(encode_request(MetadataRequest(topics=[]), 12, correlation_id, client_id="ip-test"))
+                await writer.drain()
+                answers.append(len(await asyncio.wait_for(reader.read(4), 10)) == 4)
+            except ConnectionError:
+                answers.append(False)
+            finally:
+                writer.close()
+        return answers
+    assert asyncio.run(from_other_address()) == [True, False]
