@@ -8,8 +8,9 @@ wait in the kernel's listen backlog rather than as open sockets of this process.
   first and then waits, holding that one socket; here it is left in the backlog too.
 * ``max.connections.per.ip`` (and overrides): checked on the accepted socket, which is closed at
   once when its address is over its limit (Kafka's TooManyConnectionsException).
-* ``max.connection.creation.rate``: an accepted connection over the broker-wide rate is served,
-  and the loop then accepts nothing for the throttle time (Kafka's acceptor blocks as long).
+* ``max.connection.creation.rate``: the accepted connection that takes the broker-wide rate over
+  it waits out the throttle time before it is served, and the loop accepts nothing meanwhile
+  (Kafka's acceptor blocks as long, holding that connection).
 * ``connection_creation_rate`` of an ip quota entity: a connection over its address's rate is
   held open, unread, for the throttle time and then closed (Kafka's delayed close of a
   throttled connection); it holds no slot meanwhile. Those still held when the loop stops are

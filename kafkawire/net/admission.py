@@ -15,9 +15,9 @@ Settings, with Kafka's names, defaults and meaning:
 
 * ``max.connection.creation.rate`` (default Int.MaxValue: none): connections accepted per second,
   broker-wide, measured as a client quota's rate (``quota.window.num`` samples of
-  ``quota.window.size.seconds``). A connection that takes the rate over it is kept, and the
-  acceptor then accepts nothing for the throttle time (at most one window), as Kafka's acceptor
-  blocks in ConnectionQuotas.waitForConnectionSlot.
+  ``quota.window.size.seconds``). The connection that takes the rate over it waits out the
+  throttle time (at most one window) before it is served, and the acceptor accepts nothing
+  meanwhile, as Kafka's acceptor blocks in ConnectionQuotas.waitForConnectionSlot.
 * ``connection_creation_rate`` of an ``ip`` client quota entity (AlterClientQuotas; an address,
   or the default entity for every address without its own): connections accepted per second
   from one address. A connection over it is not served: it is held open, unread, for the
