@@ -13,8 +13,8 @@ Settings, with Kafka's names, defaults and meaning:
   as it is accepted, before any TLS handshake, and logged, as Kafka's TooManyConnectionsException
   is.
 
-* ``max.connection.creation.rate`` (default Int.MaxValue: none): connections accepted per second,
-  broker-wide, measured as a client quota's rate (``quota.window.num`` samples of
+* ``max.connection.creation.rate`` (default Int.MaxValue: none; also set dynamically, for this
+  node or every node, which wins: DynamicCreationRate): connections accepted per second, node-wide, measured as a client quota's rate (``quota.window.num`` samples of
   ``quota.window.size.seconds``). The connection that takes the rate over it waits out the
   throttle time (at most one window) before it is served, and the acceptor accepts nothing
   meanwhile, as Kafka's acceptor blocks in ConnectionQuotas.waitForConnectionSlot.
@@ -49,6 +49,8 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
+
+from kafkawire.metadata.topic_config_synonyms import dynamic_broker_configs
 
 from .client_quotas import ClientQuotaManager, SampledRate, throttle_time_ms
 
@@ -88,16 +90,19 @@ class ConnectionQuotas:
     it accepted, and releases both when the connection closes."""
 
     def __init__(self, limits: AdmissionLimits, *, ip_rates: Callable[[], dict] | None = None,
+                 creation_rate: Callable[[], int] | None = None,
                  protected_listener: str | None = None, clock: Callable[[], int] | None = None):
         """``ip_rates()``: the ``connection_creation_rate`` of the ip quota entities now
-        (client_quotas.ip_connection_rates of the node's image); ``protected_listener``: the
-        inter-broker listener's name; ``clock``: monotonic milliseconds."""
+        (client_quotas.ip_connection_rates of the node's image); ``creation_rate()``:
+        max.connection.creation.rate now (DynamicCreationRate; default: the limits'); ``protected_listener``:
+        the inter-broker listener's name; ``clock``: monotonic milliseconds."""
         self.limits = limits
         self.per_ip: Counter = Counter()
         self.total = 0                   # connections open, and a slot taken for the next accept
         self._slot_freed = asyncio.Event()
         self._next_full_log = 0.0
         self.ip_rates = ip_rates or dict
+        self.creation_rate = creation_rate or (lambda: limits.max_connection_creation_rate)
         self.protected_listener = protected_listener
         self.listeners: set[str] = set()             # the listeners accepting within these quotas
         self.clock = clock or (lambda: int(time.monotonic() * 1000))
@@ -131,7 +136,7 @@ class ConnectionQuotas:
     def record_connection(self, listener: str | None = None, now_ms: int | None = None) -> int:
         """Count an accepted connection against max.connection.creation.rate; the time the
         acceptor then waits before accepting another (0: none)."""
-        bound = self.limits.max_connection_creation_rate
+        bound = self.creation_rate()
         if bound >= INT_MAX or self.protected(listener):
             return 0
         now_ms = self.clock() if now_ms is None else now_ms
@@ -152,7 +157,7 @@ class ConnectionQuotas:
         throttle_ms = self._record(rate, bound, now_ms)
         if throttle_ms > 0:
             rate.record(-1.0, now_ms)
-            if self.limits.max_connection_creation_rate < INT_MAX and not self.protected(listener):
+            if self.creation_rate() < INT_MAX and not self.protected(listener):
                 self.broker_rate.record(-1.0, now_ms)
         return throttle_ms
 
@@ -215,6 +220,38 @@ class RequestMemoryPool:
         self.used -= n
         if self.used < self.limit or not self.bounded:
             self._room.set()
+
+
+class DynamicCreationRate:
+    """max.connection.creation.rate as a node applies it: set dynamically for this node's id, else
+    for every node (ConfigRecords of the broker resource in ``image()``, as Kafka's
+    DynamicBrokerConfig), else ``static`` (server.properties). Read again when the image changes."""
+
+    def __init__(self, image: Callable, node_id: int, static: int):
+        self.image, self.node_id, self.static = image, node_id, static
+        self._version: tuple | None = None
+        self._rate = static
+
+    def __call__(self) -> int:
+        image = self.image()
+        version = (id(image), getattr(getattr(image, "provenance", None), "offset", None))
+        if version != self._version:
+            self._version = version
+            self._rate = self.static if image is None else self._dynamic(image)
+        return self._rate
+
+    def _dynamic(self, image) -> int:
+        for name in (str(self.node_id), ""):
+            value = dynamic_broker_configs(image, name).get("max.connection.creation.rate")
+            if value is None:
+                continue
+            try:
+                return int(value)
+            except ValueError:
+                log.warning("max.connection.creation.rate=%r set dynamically is not a number; %d applies",
+                            value, self.static)
+                return self.static
+        return self.static
 
 
 def _address(host: str) -> str:

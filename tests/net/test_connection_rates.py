@@ -4,8 +4,9 @@ throttle; the inter-broker listener exempt when there are others) and the ``conn
 of ip quota entities (a connection over it is held unread for its throttle time, then closed,
 and taken back out of the rates). The rates' arithmetic on a fake clock; the acceptor on 127.0.0.1."""
 import asyncio
+from types import SimpleNamespace
 
-from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas
+from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas, DynamicCreationRate
 from kafkawire.net.client_quotas import IpConnectionRates, ip_connection_rates
 from kafkawire.net.server import KafkaServer
 
@@ -29,6 +30,23 @@ def test_the_broker_wide_rate_throttles_the_acceptor_at_most_one_window_and_spar
     alone = ConnectionQuotas(AdmissionLimits(max_connection_creation_rate=1, **WINDOW), protected_listener="BROKER")
     alone.listeners.add("BROKER")           # the only listener: not protected (Kafka's listenerCounts.size > 1)
     assert [alone.record_connection("BROKER", 0) for _ in range(2)] == [0, 1000]
+
+
+def test_a_dynamic_max_connection_creation_rate_wins_this_nodes_first_then_every_nodes():
+    images = [None]
+    rate = DynamicCreationRate(lambda: images[0], 1, 50)
+    assert rate() == 50                                                      # no image yet: server.properties
+
+    def image(offset, configs):
+        return SimpleNamespace(configs=configs, provenance=SimpleNamespace(offset=offset))
+    images[0] = image(1, {(4, ""): {"max.connection.creation.rate": "2"}})
+    assert rate() == 2                                                      # every node's
+    images[0] = image(2, {(4, ""): {"max.connection.creation.rate": "2"}, (4, "1"): {"max.connection.creation.rate": "7"}})
+    assert rate() == 7                                                      # this node's wins
+    images[0] = image(3, {(4, "2"): {"max.connection.creation.rate": "1"}})
+    assert rate() == 50                                                     # another node's: not ours
+    quotas = ConnectionQuotas(AdmissionLimits(**WINDOW), creation_rate=lambda: 1)
+    assert [quotas.record_connection(now_ms=0) for _ in range(2)] == [0, 1000]
 
 
 def test_the_protected_listener_takes_a_slot_past_max_connections():
