@@ -440,3 +440,21 @@ def test_kafka_topics_over_a_controller_mutation_rate_hears_throttling_quota_exc
                                          allow_auto_topic_creation=False), 12)
     assert [(t.name, t.error_code, len(t.partitions)) for t in listed.topics] == [
         ("mutated-wide", 0, 20), ("mutated-refused", int(Errors.UNKNOWN_TOPIC_OR_PARTITION), 0)]
+
+
+def test_kafka_configs_sets_and_describes_the_replication_throttles(broker):
+    """KIP-73's settings as Kafka's tool writes them (issue 29): the brokers' default rates and a
+    topic's throttled replicas, then described back (what the replication quotas read)."""
+    servers = broker.bootstrap_servers
+    create_topic(broker, "throttled", 2)
+    kafka_tool(CONFIGS, "--bootstrap-server", servers, "--alter", "--entity-type", "brokers", "--entity-default",
+               "--add-config", "leader.replication.throttled.rate=1000000,follower.replication.throttled.rate=2000000")
+    kafka_tool(CONFIGS, "--bootstrap-server", servers, "--alter", "--entity-type", "topics", "--entity-name",
+               "throttled", "--add-config", "leader.replication.throttled.replicas=[0:1,1:1]")
+    brokers = kafka_tool(CONFIGS, "--bootstrap-server", servers, "--describe", "--entity-type", "brokers",
+                         "--entity-default")
+    assert "leader.replication.throttled.rate=1000000" in brokers and \
+        "follower.replication.throttled.rate=2000000" in brokers, brokers
+    topic = kafka_tool(CONFIGS, "--bootstrap-server", servers, "--describe", "--entity-type", "topics",
+                       "--entity-name", "throttled")
+    assert "leader.replication.throttled.replicas=0:1,1:1" in topic, topic
