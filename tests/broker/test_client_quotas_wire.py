@@ -12,8 +12,9 @@ import pytest
 from kafkawire.messages.alter_client_quotas_request import AlterClientQuotasRequest, EntityData, EntryData, OpData
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
 from kafkawire.messages.describe_client_quotas_request import ComponentData, DescribeClientQuotasRequest
-from kafkawire.messages.metadata_request import MetadataRequest
+from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
 from kafkawire.net.client import NetworkClient
+from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.framing import encode_request
 from kafkawire.testing import EmbeddedBroker
 
@@ -178,3 +179,33 @@ def test_an_ip_quota_in_the_brokers_image_closes_the_connection_over_its_rate_un
                 writer.close()
         return answers
     assert asyncio.run(from_other_address()) == [True, False]
+
+
+def test_topics_a_metadata_request_creates_count_against_the_clients_controller_mutation_rate(broker):
+    """Auto-creation goes to the controller on behalf of the client (an Envelope with its client
+    id, as Kafka's KRaftTopicCreator): with 2 tokens (2 windows x 1 s x 1/s), four one-partition
+    topics asked for one by one leave the fourth refused, THROTTLING_QUOTA_EXCEEDED."""
+    set_quota(broker, "auto-mutator", "controller_mutation_rate", 1.0)
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
+    names = [f"auto-mutated-{i}" for i in range(4)]
+
+    async def ask(client, name, auto):
+        return await client.send((host, int(port)), MetadataRequest(
+            topics=[MetadataRequestTopic(name=name)], allow_auto_topic_creation=auto), api_version=12)
+
+    async def scenario():
+        client = NetworkClient(client_id="auto-mutator")
+        try:
+            for name in names:
+                await ask(client, name, True)
+                deadline = time.monotonic() + 10        # each creation done (or refused) before the next
+                while time.monotonic() < deadline:
+                    if (await ask(client, name, False)).topics[0].error_code == 0 or \
+                            f"Auto topic creation failed for {name}" in broker.log_tail(200):
+                        break
+                    await asyncio.sleep(0.05)
+            return [(await ask(client, name, False)).topics[0].error_code for name in names]
+        finally:
+            await client.close()
+    assert asyncio.run(scenario()) == [0, 0, 0, int(Errors.UNKNOWN_TOPIC_OR_PARTITION)]
+    assert f"Auto topic creation failed for {names[3]} with error 'THROTTLING_QUOTA_EXCEEDED'" in broker.log_tail(200)
