@@ -83,7 +83,7 @@ async def listening_sockets(host: str | None, port: int, backlog: int = LISTEN_B
 class Acceptor:
     """Accepts connections on one listening socket within ``quotas``; hands each accepted
     socket, with its peer address, to ``serve`` (a coroutine that owns the socket and calls
-    ``quotas.release(host)`` when it is done with it)."""
+    ``quotas.release(host, listener_name)`` when it is done with it)."""
 
     def __init__(self, sock: socket.socket, quotas: ConnectionQuotas,
                  serve: Callable[[socket.socket, str], Coroutine[None, None, None]], listener_name: str):
@@ -112,7 +112,7 @@ class Acceptor:
         try:
             client, address = await loop.sock_accept(self.sock)
         except BaseException as exc:
-            self.quotas.give_back_slot()
+            self.quotas.give_back_slot(self.listener_name)
             if not isinstance(exc, OSError):
                 raise
             await self._accept_failed(exc)
@@ -121,7 +121,7 @@ class Acceptor:
         try:
             admitted = await self._admit(client, host)
         except BaseException:
-            self.quotas.give_back_slot()
+            self.quotas.give_back_slot(self.listener_name)
             client.close()
             raise
         if not admitted:
@@ -134,7 +134,7 @@ class Acceptor:
         """Whether the accepted ``client`` is served; if not, its slot is given back and it is
         closed (or held for its throttle time)."""
         if self._near_fd_limit(client, host):
-            self.quotas.give_back_slot()
+            self.quotas.give_back_slot(self.listener_name)
             client.close()
             return False
         wait_ms = self.quotas.record_connection(self.listener_name)
@@ -145,11 +145,11 @@ class Acceptor:
         throttle_ms = self.quotas.record_address_connection(host, self.listener_name)
         if throttle_ms > 0:
             log.debug("Delaying closing of connection from %s for %d ms", host, throttle_ms)
-            self.quotas.give_back_slot()
+            self.quotas.give_back_slot(self.listener_name)
             self._hold(client, throttle_ms)
             return False
         if not self.quotas.admit_address(host):
-            self.quotas.give_back_slot()
+            self.quotas.give_back_slot(self.listener_name)
             client.close()
             return False
         return True

@@ -23,9 +23,13 @@ Settings, with Kafka's names, defaults and meaning:
   from one address. A connection over it is not served: it is held open, unread, for the
   throttle time and then closed, and taken back out of the address's and the broker's rate
   (Kafka's ConnectionThrottledException and its delayed close).
+* ``listener.name.<listener>.max.connections`` and ``listener.name.<listener>.max.connection.creation.rate``:
+  the same limits for one listener, on top of the node's (a connection waits for both; its
+  throttle is the longer of the two), as Kafka's ListenerConnectionQuota.
 * The inter-broker listener (``protected_listener``), when the node has other listeners too, is
-  exempt from ``max.connections`` and ``max.connection.creation.rate`` (Kafka's protectedListener),
-  so that replication and the coordinators' traffic keep their connections.
+  exempt from the node-wide ``max.connections`` and ``max.connection.creation.rate`` (Kafka's
+  protectedListener; its own listener limits still hold), so that replication and the
+  coordinators' traffic keep their connections.
 
 All are checked where the connection is accepted (kafkawire.net.acceptor), before anything is
 read from it.
@@ -67,6 +71,9 @@ class AdmissionLimits:
     max_connections_per_ip_overrides: dict = field(default_factory=dict)   # host -> count
     queued_max_request_bytes: int = -1                                      # -1: no limit
     max_connection_creation_rate: int = INT_MAX                             # per second; INT_MAX: none
+    # listener.name.<listener>.max.connections / .max.connection.creation.rate: listener -> value
+    listener_max_connections: dict = field(default_factory=dict)
+    listener_max_connection_creation_rate: dict = field(default_factory=dict)
     quota_window_num: int = 11                   # the rates' samples ...
     quota_window_size_seconds: int = 1           # ... of this many seconds each
 
@@ -77,6 +84,11 @@ class AdmissionLimits:
                    max_connections_per_ip_overrides=dict(config.max_connections_per_ip_overrides),
                    queued_max_request_bytes=config.queued_max_request_bytes,
                    max_connection_creation_rate=config.max_connection_creation_rate,
+                   listener_max_connections={listener: value for listener, key, value in
+                                             config.listener_connection_limits if key == "max.connections"},
+                   listener_max_connection_creation_rate={
+                       listener: value for listener, key, value in config.listener_connection_limits
+                       if key == "max.connection.creation.rate"},
                    quota_window_num=config.quota_window_num,
                    quota_window_size_seconds=config.quota_window_size_seconds)
 
@@ -110,6 +122,9 @@ class ConnectionQuotas:
         self.max_throttle_ms = window_s * 1000       # Kafka's maxThrottleTimeMs: one window
         self.broker_rate = SampledRate(samples, window_s * 1000)
         self.address_rates = ClientQuotaManager(samples, window_s, clock=self.clock)    # per address, bounded
+        self.per_listener: Counter = Counter()       # slots taken per listener
+        self.listener_rates = {listener: SampledRate(samples, window_s * 1000)
+                               for listener in limits.listener_max_connection_creation_rate}
 
     def over_ip_limit(self, host: str) -> bool:
         return self.per_ip[host] >= self.limits.limit_for(host)
@@ -121,26 +136,37 @@ class ConnectionQuotas:
     async def wait_for_slot(self, listener: str | None = None) -> None:
         """Take a max.connections slot, waiting while the listener has none free: the acceptor
         accepts nothing meanwhile, and new connections wait in the kernel's backlog."""
-        if self.protected(listener):
-            self.total += 1
-            return
-        if self.total >= self.limits.max_connections and time.monotonic() >= self._next_full_log:
+        if not self._slot_available(listener) and time.monotonic() >= self._next_full_log:
             self._next_full_log = time.monotonic() + _FULL_LOG_INTERVAL_S       # once a minute under a flood
-            log.info("the listener has max.connections=%d connections; accepting no more until one closes",
-                     self.limits.max_connections)
-        while self.total >= self.limits.max_connections and not self.protected(listener):
+            log.info("the node has max.connections=%d connections (listener %s: %d of %s); accepting no more "
+                     "until one closes", self.limits.max_connections, listener, self.per_listener[listener],
+                     self.limits.listener_max_connections.get(listener, "no limit"))
+        while not self._slot_available(listener):
             self._slot_freed.clear()
             await self._slot_freed.wait()
         self.total += 1
+        self.per_listener[listener] += 1
+
+    def _slot_available(self, listener: str | None) -> bool:
+        """ConnectionQuotas.connectionSlotAvailable: the listener's own limit, then the node's
+        (which the protected listener is exempt from)."""
+        if self.per_listener[listener] >= self.limits.listener_max_connections.get(listener, INT_MAX):
+            return False
+        return self.protected(listener) or self.total < self.limits.max_connections
 
     def record_connection(self, listener: str | None = None, now_ms: int | None = None) -> int:
         """Count an accepted connection against max.connection.creation.rate; the time the
         acceptor then waits before accepting another (0: none)."""
-        bound = self.creation_rate()
-        if bound >= INT_MAX or self.protected(listener):
-            return 0
         now_ms = self.clock() if now_ms is None else now_ms
-        return self._record(self.broker_rate, bound, now_ms)
+        bound = self.creation_rate()
+        throttle_ms = 0
+        if bound < INT_MAX and not self.protected(listener):
+            throttle_ms = self._record(self.broker_rate, bound, now_ms)
+        listener_rate = self.listener_rates.get(listener)
+        if listener_rate is not None:      # recordConnectionAndGetThrottleTimeMs: the longer of the two
+            throttle_ms = max(throttle_ms, self._record(
+                listener_rate, self.limits.listener_max_connection_creation_rate[listener], now_ms))
+        return throttle_ms
 
     def record_address_connection(self, host: str, listener: str | None = None, now_ms: int | None = None) -> int:
         """Count a connection from ``host`` against its ip connection_creation_rate; over it, the
@@ -159,6 +185,8 @@ class ConnectionQuotas:
             rate.record(-1.0, now_ms)
             if self.creation_rate() < INT_MAX and not self.protected(listener):
                 self.broker_rate.record(-1.0, now_ms)
+            if listener in self.listener_rates:
+                self.listener_rates[listener].record(-1.0, now_ms)
         return throttle_ms
 
     def _record(self, rate: SampledRate, bound: int, now_ms: int) -> int:
@@ -170,8 +198,12 @@ class ConnectionQuotas:
             return self.max_throttle_ms
         return min(throttle_time_ms(observed, bound, rate.window_size_ms(now_ms)), self.max_throttle_ms)
 
-    def give_back_slot(self) -> None:
+    def give_back_slot(self, listener: str | None = None) -> None:
+        """Give back a slot ``wait_for_slot(listener)`` took."""
         self.total -= 1
+        self.per_listener[listener] -= 1
+        if self.per_listener[listener] <= 0:
+            del self.per_listener[listener]
         self._slot_freed.set()
 
     def admit_address(self, host: str) -> bool:
@@ -184,12 +216,12 @@ class ConnectionQuotas:
         self.per_ip[host] += 1
         return True
 
-    def release(self, host: str) -> None:
-        """A connection admitted from ``host`` has closed."""
+    def release(self, host: str, listener: str | None = None) -> None:
+        """A connection admitted from ``host`` on ``listener`` has closed."""
         self.per_ip[host] -= 1
         if self.per_ip[host] <= 0:
             del self.per_ip[host]
-        self.give_back_slot()
+        self.give_back_slot(listener)
 
 
 class RequestMemoryPool:

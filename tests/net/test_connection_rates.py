@@ -66,6 +66,25 @@ def test_the_protected_listener_takes_a_slot_past_max_connections():
     assert asyncio.run(main()) == (True, 1)
 
 
+def test_a_listeners_own_limits_hold_on_top_of_the_nodes():
+    async def main():
+        limits = AdmissionLimits(listener_max_connections={"A": 1}, listener_max_connection_creation_rate={"A": 2},
+                                 **WINDOW)
+        quotas = ConnectionQuotas(limits, protected_listener="A", clock=lambda: 0)
+        quotas.listeners.update({"A", "B"})
+        await quotas.wait_for_slot("A")
+        blocked = asyncio.ensure_future(quotas.wait_for_slot("A"))   # protected, yet at its own limit
+        await asyncio.wait_for(quotas.wait_for_slot("B"), 5)          # another listener: free
+        for _ in range(10):
+            await asyncio.sleep(0)
+        waited = not blocked.done()
+        quotas.give_back_slot("A")
+        await asyncio.wait_for(blocked, 5)
+        rates = [quotas.record_connection("A", 0) for _ in range(3)], quotas.record_connection("B", 0)
+        return waited, dict(quotas.per_listener), rates
+    assert asyncio.run(main()) == (True, {"A": 1, "B": 1}, ([0, 0, 500], 0))
+
+
 def test_an_address_over_its_rate_is_throttled_and_taken_back_out_of_both_rates():
     rates = {"127.0.0.1": 1, None: 3}
     quotas = ConnectionQuotas(AdmissionLimits(max_connection_creation_rate=100, **WINDOW), ip_rates=lambda: rates)
