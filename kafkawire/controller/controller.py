@@ -129,8 +129,7 @@ class MetadataController:
         ``heartbeat_interval_ms``: broker.heartbeat.interval.ms, half of which is a
         BrokerHeartbeat's deadline (ControllerApis.handleBrokerHeartbeatRequest);
         ``delegation_tokens``: the delegation.token.* settings (delegation_tokens.py), whose
-        timestamps are ``wall_clock_ms()`` milliseconds; ``mutation_quota_window``:
-        controller.quota.window.num and controller.quota.window.size.seconds (mutation_quota.py)."""
+        timestamps are ``wall_clock_ms()`` milliseconds; ``mutation_quota_window``: controller.quota.window.*."""
         self.raft = raft
         self.acls_enabled = acls_enabled
         self.delegation_tokens = delegation_tokens
@@ -149,7 +148,6 @@ class MetadataController:
         self.clock = clock
         self.rng = rng or random.Random()
         self.group_bounds = group_bounds        # group.consumer.*: what a GROUP config is checked against
-        # controller_mutation_rate (KIP-599) on CreateTopics, CreatePartitions and DeleteTopics
         self.mutation_quotas = ControllerMutationQuotas(lambda: self.image, *mutation_quota_window, clock=clock)
         self.state = ControllerState(self.supported_features)
         self.committed = CommittedImage(self.state)     # what readers see: committed records only
