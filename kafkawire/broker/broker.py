@@ -50,11 +50,13 @@ from typing import Callable
 
 from kafkawire.metadata.features_answer import finalized_levels, set_features
 from kafkawire.net.admin_authorization import allowed
-from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas
+from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas, DynamicCreationRate
 from kafkawire.net.authentication import sasl_handlers
 from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, Op
+from kafkawire.net.client_quotas import IpConnectionRates
 from kafkawire.net.config import ConfigError, ServerConfig
 from kafkawire.net.metadata_topic import fetch_error_response, list_offsets_error_response
+from kafkawire.net.security import inter_broker_listener
 from kafkawire.net.server import KafkaServer
 from kafkawire.protocol.handler import ApiHandler
 from kafkawire.storage.state_files import delete_clean_shutdown, read_clean_shutdown_epoch, write_clean_shutdown
@@ -87,6 +89,7 @@ from .replica_roles import ReplicaRoles
 from .replica_selector import SelectorError, replica_selector
 from .producer_ids import InitProducerIdApi, ProducerIdBlocks
 from .quotas import BrokerQuotas
+from .replication_quotas import FOLLOWER, LEADER, ReplicationQuota
 from .replication import Replication
 from .txn_markers import MIN_VERSION as WRITE_TXN_MARKERS_MIN_VERSION, WRITE_TXN_MARKERS, TxnMarkersApi
 from .txn_apis import TxnApis
@@ -157,6 +160,10 @@ class Broker:
         self.metadata_apis = MetadataApis(self)
         # producer_byte_rate, consumer_byte_rate and request_percentage from the image (kafkawire.broker.quotas)
         self.quotas = BrokerQuotas(self)
+        # leader/follower.replication.throttled.rate over the throttled replicas (kafkawire.broker.replication_quotas)
+        window = (config.replication_quota_window_num, config.replication_quota_window_size_seconds)
+        self.leader_quota = ReplicationQuota(LEADER, self.image, config.node_id, *window)
+        self.follower_quota = ReplicationQuota(FOLLOWER, self.image, config.node_id, *window)
         self.fetch_api = FetchApi(self)
         self.topic_configs = TopicConfigs(config)     # topic configs resolved, per topic per image
         self.state_writes = StateWrites()             # epoch checkpoints and producer snapshots, off the loop
@@ -262,10 +269,13 @@ class Broker:
         if not names:
             raise BrokerStartError(f"listeners={','.join(str(e) for e in c.listeners)}: the broker role needs a "
                                    "listener that is not in controller.listener.names")
-        quotas = ConnectionQuotas(AdmissionLimits(
-            max_connections=c.max_connections, max_connections_per_ip=c.max_connections_per_ip,
-            max_connections_per_ip_overrides=dict(c.max_connections_per_ip_overrides),
-            queued_max_request_bytes=c.queued_max_request_bytes))
+        # max.connections* and the connection creation rates (broker-wide, and the image's ip quotas);
+        # the inter-broker listener is exempt from the broker-wide ones, as Kafka's protectedListener
+        quotas = ConnectionQuotas(AdmissionLimits.of(c), ip_rates=IpConnectionRates(self.image),
+                                  creation_rate=DynamicCreationRate(self.image, c.node_id,
+                                                                    c.max_connection_creation_rate),
+                                  protected_listener=inter_broker_listener(c.listeners, c.controller_listener_names,
+                                                                           c.inter_broker_listener_name))
         for name in names:
             await self._listener(name, quotas)
         # LogManager's clean-shutdown marker: its broker epoch registers (a clean restart keeps this

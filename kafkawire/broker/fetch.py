@@ -17,6 +17,9 @@ answer carries; a fetch without partitions is answered at once.
 A follower's fetch (a replica id >= 0: ReplicaState from v15, ``replica_id`` before, with its broker
 epoch) reads to the log end and moves the leader's view of it (kafkawire.broker.replication,
 Partition.fetchRecords for a follower): its state is recorded once per request, on the first read.
+The leader replication quota (kafkawire.broker.replication_quotas) empties the records of a
+throttled partition for a follower out of the ISR while it is exceeded, and counts the size of
+every follower's answer over its throttled partitions.
 Long polls wake on appends and when a high watermark moves (a led partition's, or a followed
 one's as its replica fetcher learns it).
 
@@ -51,6 +54,7 @@ from typing import NamedTuple
 from kafkawire.broker.fetch_session import FetchManager, FetchSessionCache
 from kafkawire.broker.leader_discovery import FETCH_LEADER_VERSION, LeaderHints
 from kafkawire.broker.metrics import BYTES_OUT, REPLICATION_BYTES_OUT, TOTAL_FETCH
+from kafkawire.broker.quotas import fetch_response_size
 from kafkawire.broker.replica_selector import FollowerView, preferred_read_replica
 from kafkawire.messages.fetch_response import (AbortedTransaction, FetchableTopicResponse, FetchResponse,
                                                LeaderIdAndEpoch, NodeEndpoint, PartitionData)
@@ -126,6 +130,8 @@ class FetchApi:
                 answer = self._answer(ctx, context, updates, quotas, endpoints)
                 if not isinstance(answer, Throttled):
                     self._count_bytes_out(updates, params)
+                if params.follower is not None:
+                    self._record_replication(answer, v)
                 return answer
             await self.broker.wait_for_appends(seen, remaining)
 
@@ -216,9 +222,12 @@ class FetchApi:
             return data
         limit = min(p.partition_max_bytes, budget)
         if params.follower is not None:
-            return self.broker.replication.read_for_follower(
+            data = self.broker.replication.read_for_follower(
                 partition, p, params.follower[0], params.follower[1], limit=limit, min_one=min_one,
                 update_state=params.record_follower)
+            if data.records and self._leader_throttles(partition, topic.name, p.partition, params.follower[0]):
+                data.records = b""          # readFromLog: a throttled partition's read is answered empty
+            return data
         if leads and params.client is not None:
             preferred = self._preferred_read_replica(image, partition, p.fetch_offset, params.client)
             if preferred is not None:       # no read: the consumer goes to that replica
@@ -229,6 +238,31 @@ class FetchApi:
                 data.aborted_transactions = None
                 return data
         return self._read_for_consumer(partition, p, params.isolation_level, limit, min_one, data)
+
+    def _leader_throttles(self, partition, topic: str, index: int, replica_id: int) -> bool:
+        """ReplicaManager.shouldLeaderThrottle: a follower out of the ISR, a partition throttled
+        on this leader, and the leader replication quota exceeded."""
+        quota = self.broker.leader_quota
+        if not quota.is_throttled(topic, index) or not quota.is_quota_exceeded():
+            return False
+        replicas = partition.replicas
+        return replicas is None or replica_id not in replicas.state.isr
+
+    def _record_replication(self, answer, version: int) -> None:
+        """KafkaApis.sizeOfThrottledPartitions: the size of a follower's answer over its throttled
+        partitions, recorded against the leader replication quota (in-sync followers' too)."""
+        quota, image = self.broker.leader_quota, self.broker.image()
+        throttled = []
+        for topic_response in answer.responses:
+            topic = self._topic(image, topic_response.topic, topic_response.topic_id, version)
+            name = getattr(topic, "name", None)
+            partitions = [] if name is None else \
+                [data for data in topic_response.partitions if quota.is_throttled(name, data.partition_index)]
+            if partitions:
+                throttled.append(FetchableTopicResponse(topic=topic_response.topic, topic_id=topic_response.topic_id,
+                                                        partitions=partitions))
+        if throttled:
+            quota.record(fetch_response_size(FetchResponse(responses=throttled), version))
 
     @staticmethod
     def _read_for_consumer(partition, p, isolation_level: int, limit: int, min_one: bool, data):

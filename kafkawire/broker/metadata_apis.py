@@ -19,6 +19,7 @@ CreateTopics and the other admin requests go to the active controller in an Enve
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
@@ -27,6 +28,7 @@ from kafkawire.messages.metadata_response import (MetadataResponse, MetadataResp
                                                   MetadataResponsePartition, MetadataResponseTopic)
 from kafkawire.net.client import TransportError
 from kafkawire.net.metadata_topic import CLUSTER_OPERATIONS, INT32_MIN, TOPIC_OPERATIONS, legal_topic_name
+from kafkawire.net.server import CloseConnection
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.raft.contract import NoLeader, NotLeader
 
@@ -34,11 +36,12 @@ __all__ = ["MetadataApis", "INTERNAL_TOPICS"]
 
 log = logging.getLogger(__name__)
 INTERNAL_TOPICS = frozenset(("__consumer_offsets", "__transaction_state", "__share_group_state"))
+CREATE_TOPICS, CREATE_TOPICS_VERSION = 19, 7
 
 
 class MetadataApis:
     """Metadata and DescribeCluster (and the topics Metadata auto-creates) for ``broker`` (a kafkawire.broker.Broker: its
-    ``image()``, ``node_id``, ``cluster_id``, ``config`` and ``send_to_controller``)."""
+    ``image()``, ``node_id``, ``cluster_id``, ``config`` and ``forwarder``)."""
 
     def __init__(self, broker):
         self.broker = broker
@@ -68,7 +71,7 @@ class MetadataApis:
                         missing.append(t.name)
             allow = v < 4 or request.allow_auto_topic_creation
             if missing and allow and self.broker.config.auto_create_topics_enable:
-                self._auto_create(missing)
+                self._auto_create(missing, ctx)
         alive = self.broker.node_id if self.broker.node_id in brokers else -1
         return MetadataResponse(
             brokers=[MetadataResponseBroker(node_id=i, host=e.host, port=e.port, rack=r)
@@ -121,7 +124,11 @@ class MetadataApis:
             topic_authorized_operations=TOPIC_OPERATIONS if request.include_topic_authorized_operations
             else INT32_MIN)
 
-    def _auto_create(self, names: list[str]) -> None:
+    def _auto_create(self, names: list[str], ctx) -> None:
+        """Ask the active controller to create ``names`` on behalf of the client of ``ctx``: in an
+        Envelope with its principal and client id (KRaftTopicCreator.createTopicWithPrincipal), so
+        that the controller authorizes the creation as that client and counts it against the
+        client's controller_mutation_rate (kafkawire.controller.mutation_quota)."""
         config = self.broker.config
         fresh = [n for n in dict.fromkeys(names)
                  if legal_topic_name(n) and n not in INTERNAL_TOPICS and n not in self._creating]
@@ -132,19 +139,21 @@ class MetadataApis:
             CreatableTopic(name=n, num_partitions=config.num_partitions,
                            replication_factor=config.default_replication_factor, assignments=[], configs=[])
             for n in fresh])
-        task = asyncio.ensure_future(self._create(request, fresh))
+        # CreateTopics v7 (the newest both serve): the client's header, as Kafka's broker writes it
+        on_behalf = dataclasses.replace(ctx, api_key=CREATE_TOPICS, api_version=CREATE_TOPICS_VERSION, header=None)
+        task = asyncio.ensure_future(self._create(request, fresh, on_behalf))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _create(self, request, names: list[str]) -> None:
+    async def _create(self, request, names: list[str], ctx) -> None:
         try:
-            response = await self.broker.send_to_controller(request, request.timeout_ms)
+            response = await self.broker.forwarder.forward(ctx, request)
             for result in response.topics:
                 if result.error_code not in (Errors.NONE, Errors.TOPIC_ALREADY_EXISTS):
                     log.warning("Auto topic creation failed for %s with error '%s': %s", result.name,
                                 Errors.for_code(result.error_code).name, result.error_message)
-        except (NoLeader, NotLeader, TransportError, TimeoutError, OSError) as exc:
-            log.warning("auto topic creation of %s failed: %s", ", ".join(names), exc)
+        except (NoLeader, NotLeader, TransportError, TimeoutError, OSError, CloseConnection) as exc:
+            log.warning("auto topic creation of %s failed: %r", ", ".join(names), exc)
         finally:
             self._creating.difference_update(names)
 

@@ -1,6 +1,6 @@
 """The broker's client quotas in front of its APIs (Kafka's QuotaFactory.QuotaManagers as
 KafkaApis uses them): a produce, a fetch and a request quota manager
-(kafkawire.broker.client_quotas) with ``quota.window.num`` samples of
+(kafkawire.net.client_quotas) with ``quota.window.num`` samples of
 ``quota.window.size.seconds``, their quotas read from the committed metadata image.
 
 * Produce: every request's size (the frame's size field, Kafka's request.sizeInBytes) is recorded
@@ -9,8 +9,8 @@ KafkaApis uses them): a produce, a fetch and a request quota manager
 * Fetch from a consumer: ``max_bytes`` is first capped to what the quota allows in a window
   (maxValueInQuotaWindow); the answer's size is recorded against ``consumer_byte_rate``, and a
   throttled fetch is answered with no partitions, its size taken back out (kafkawire.broker.fetch).
-  A follower's fetch is not a client's: replication quotas (leader/follower.replication.throttled.rate)
-  are not enforced, and it is exempt from the request quota as in Kafka.
+  A follower's fetch is not a client's: it answers to the replication quotas instead
+  (kafkawire.broker.replication_quotas), and is exempt from the request quota as in Kafka.
 * ``request_percentage`` (ClientRequestQuotaManager): the share of one request-handler thread a
   client may use. Kafka measures the request thread's time; here the handler runs on the event
   loop, so what is measured is the thread CPU time (time.thread_time_ns) of the handler's own
@@ -21,6 +21,10 @@ KafkaApis uses them): a produce, a fetch and a request quota manager
   Produce and Fetch take the larger of their two throttle times. Not measured: the time spent
   decoding, encoding and sending (Kafka's network thread time), and ApiVersions, which the
   connection answers itself.
+* A forwarded request's answer (kafkawire.broker.forwarding) mutes the client's connection for
+  the larger of the broker's request throttle and the answer's throttle_time_ms, which carries
+  the controller's (its controller mutation quota: kafkawire.controller.mutation_quota), as
+  KafkaApis.sendForwardedResponse does.
 """
 from __future__ import annotations
 
@@ -28,11 +32,12 @@ import contextvars
 import dataclasses
 import time
 
+from kafkawire.net.client_quotas import (CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE,
+                                         ClientQuotaManager, QuotaIndexes, principal_user)
 from kafkawire.protocol.handler import NO_RESPONSE, ApiHandler, Throttled
 from kafkawire.protocol.primitives import EncodeBuffer
 
-from .client_quotas import (CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE, ClientQuotaManager,
-                            QuotaIndex, principal_user)
+from .forwarding import FORWARDED_APIS
 
 __all__ = ["BrokerQuotas", "RequestTimer", "PRODUCE", "FETCH"]
 
@@ -40,7 +45,6 @@ PRODUCE, FETCH = 0, 1
 # WriteTxnMarkers (a cluster action: sendResponseExemptThrottle), SaslHandshake, SaslAuthenticate
 REQUEST_QUOTA_EXEMPT = frozenset({27, 17, 36})
 NANOS_TO_PERCENTAGE = 100.0 / 1e9       # ClientRequestQuotaManager.NANOS_TO_PERCENTAGE_PER_SECOND
-_EMPTY = QuotaIndex({})
 _timer: contextvars.ContextVar = contextvars.ContextVar("kafkawire_request_timer", default=None)
 
 
@@ -111,20 +115,7 @@ class BrokerQuotas:
         # ClientRequestQuotaManager: a throttle time is at most one window
         self.request = ClientQuotaManager(c.quota_window_num, c.quota_window_size_seconds, clock=clock,
                                           max_throttle_ms=c.quota_window_size_seconds * 1000)
-        self._source = None               # the client_quotas dict the indexes were built from
-        self._offset = None               # and the image's offset then
-        self._indexes = {PRODUCER_BYTE_RATE: _EMPTY, CONSUMER_BYTE_RATE: _EMPTY, REQUEST_PERCENTAGE: _EMPTY}
-
-    def index(self, key: str) -> QuotaIndex:
-        """The image's quotas of ``key``, rebuilt only when the image changed."""
-        image = self.image()
-        quotas = getattr(image, "client_quotas", None)
-        # the image's offset says whether it changed (a stand-in image without provenance: by identity)
-        offset = getattr(getattr(image, "provenance", None), "offset", None)
-        if quotas is not self._source or offset != self._offset:
-            self._source, self._offset = quotas, offset
-            self._indexes = {k: QuotaIndex.of(quotas or {}, k) for k in self._indexes}
-        return self._indexes[key]
+        self.index = QuotaIndexes(broker.image, (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE))
 
     def wrap(self, handlers: dict) -> dict:
         """``handlers`` behind the quotas (outermost, so that a refused request counts too, as
@@ -157,11 +148,14 @@ class BrokerQuotas:
         return await RequestTimer().run(handle(ctx, request))
 
     async def _request_quota(self, handle, ctx, request):
-        if not self._timing():
-            return await handle(ctx, request)
-        timer = RequestTimer()
-        response = await timer.run(handle(ctx, request))
-        return _throttled(response, self.record_request_time(ctx, timer.ns))
+        timer = RequestTimer() if self._timing() else None
+        response = await (handle(ctx, request) if timer is None else timer.run(handle(ctx, request)))
+        throttle_ms = 0 if timer is None else self.record_request_time(ctx, timer.ns)
+        if ctx.api_key in FORWARDED_APIS:
+            # sendForwardedResponse: the controller's throttle time (its controller mutation
+            # quota) mutes the client's connection as the broker's own would
+            throttle_ms = max(throttle_ms, getattr(response, "throttle_time_ms", 0))
+        return _throttled(response, throttle_ms)
 
     def record_request_time(self, ctx, nanos: int) -> int:
         """Record a request's handler time against the client's request_percentage; the throttle time."""

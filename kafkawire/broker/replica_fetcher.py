@@ -31,6 +31,12 @@ Errors: FENCED_LEADER_EPOCH stops the partition until the metadata gives it a ne
 partition errors, a connection that fails and a leader with no known endpoint delay the partitions
 by ``replica.fetch.backoff.ms`` (delayPartitions). A fetcher with nothing ready waits for the
 earliest delay or a new partition; it never spins.
+
+The follower replication quota (kafkawire.broker.replication_quotas): a partition throttled on
+this follower that has not caught up with its leader's high watermark is left out of the fetch
+while the quota is exceeded (RemoteLeaderEndPoint.shouldFollowerThrottle); with every ready
+partition left out, the fetcher waits ``replica.fetch.backoff.ms``. The records fetched for a
+throttled partition are recorded against the quota, caught up or not.
 """
 from __future__ import annotations
 
@@ -94,6 +100,12 @@ class PartitionFetchState:
     truncating: bool = False
     fenced: bool = False
     delayed_until: float = 0.0
+    lag: int | None = None          # the leader's high watermark less the fetch offset, once known
+
+    @property
+    def in_sync(self) -> bool:
+        """PartitionFetchState.isReplicaInSync: caught up with the leader's high watermark."""
+        return self.lag is not None and self.lag <= 0
 
     def ready(self, now: float) -> bool:
         return not self.fenced and self.delayed_until <= now
@@ -120,8 +132,9 @@ class ReplicaFetcher:
     ``endpoint()`` gives the leader's (host, port) on the inter-broker listener, or None."""
 
     def __init__(self, settings: FetcherSettings, client, leader_id: int, endpoint, broker_epoch, *, clock=None,
-                 on_bytes_in=None):
+                 on_bytes_in=None, quota=None):
         self.settings = settings
+        self.quota = quota              # the follower ReplicationQuota, or None
         self.client = client
         self.leader_id = leader_id
         self.endpoint = endpoint
@@ -181,11 +194,15 @@ class ReplicaFetcher:
             self._delay(ready)
             return
         truncating = [s for s in ready if s.truncating]
+        fetching = [] if truncating else [s for s in ready if not self._throttled(s)]
+        if not truncating and not fetching:         # all held back by the follower quota
+            await self._pause()
+            return
         try:
             if truncating:
                 await self.truncate_by_epochs(peer, truncating)
             else:
-                await self.fetch(peer, ready)
+                await self.fetch(peer, fetching)
         except TransportError as exc:
             log.info("replica fetcher: fetch from broker %d failed: %s", self.leader_id, exc)
             self._delay(truncating or ready)
@@ -197,6 +214,19 @@ class ReplicaFetcher:
         try:
             async with asyncio.timeout(timeout):
                 await self._wake.wait()
+        except asyncio.TimeoutError:
+            pass
+
+    def _throttled(self, state: PartitionFetchState) -> bool:
+        quota, partition = self.quota, state.follower.partition
+        return quota is not None and not state.in_sync and quota.is_throttled(partition.topic, partition.partition) \
+            and quota.is_quota_exceeded()
+
+    async def _pause(self) -> None:
+        """Kafka's partitionMapCond.await(fetchBackOffMs) when it has nothing to fetch."""
+        self._wake.clear()
+        try:
+            await asyncio.wait_for(self._wake.wait(), self.settings.backoff_ms / 1000)
         except asyncio.TimeoutError:
             pass
 
@@ -314,6 +344,11 @@ class ReplicaFetcher:
             state.fetch_offset = info.last_offset + 1
             if info.last_leader_epoch >= 0:
                 state.last_fetched_epoch = info.last_leader_epoch
+        if info is not None or state.lag is None:       # processFetchRequest: validBytes > 0 or no lag yet
+            state.lag = max(0, data.high_watermark - state.fetch_offset)
+        partition = follower.partition
+        if self.quota is not None and self.quota.is_throttled(partition.topic, partition.partition):
+            self.quota.record(len(data.records or b""))
         follower.update_from_leader(high_watermark=data.high_watermark, log_start_offset=data.log_start_offset)
 
     def partition_error(self, state: PartitionFetchState, code: int) -> None:
@@ -409,6 +444,7 @@ class ReplicaFetcherManager:
     endpoint_of: object
     broker_epoch: object
     on_bytes_in: object = None      # called with the size of each batch set appended (ReplicationBytesIn)
+    quota: object = None                # the follower ReplicationQuota (replication_quotas.py), or None
     fetchers: dict = field(default_factory=dict)
 
     def apply(self, followed: dict) -> None:
@@ -430,7 +466,7 @@ class ReplicaFetcherManager:
                 leader_id = fkey[0]
                 fetcher = self.fetchers[fkey] = ReplicaFetcher(
                     self.settings, self.client, leader_id, lambda leader_id=leader_id: self.endpoint_of(leader_id),
-                    self.broker_epoch, on_bytes_in=self.on_bytes_in)
+                    self.broker_epoch, on_bytes_in=self.on_bytes_in, quota=self.quota)
                 fetcher.start()
             fetcher.set_partitions(partitions)
 

@@ -159,7 +159,8 @@ class ReplicaRoles:
         stats = self.broker.topic_stats
         self.manager = ReplicaFetcherManager(settings, client, self.endpoint_of,
                                              lambda: lifecycle.broker_epoch if lifecycle is not None else -1,
-                                             lambda size: stats.mark_all_topics(REPLICATION_BYTES_IN, size))
+                                             lambda size: stats.mark_all_topics(REPLICATION_BYTES_IN, size),
+                                             quota=getattr(self.broker, "follower_quota", None))
         return self.manager
 
     def client_options(self) -> tuple[dict, str | None]:

@@ -85,19 +85,23 @@ def handlers(controller) -> dict:
     """ApiHandlers bound to ``controller`` (a MetadataController)."""
 
     async def delete(ctx, request):
+        quota = controller.mutation_quotas.quota_for(ctx)
         try:
-            return await _write(controller, lambda: delete_topics(controller.state, request, ctx.api_version),
-                                request.timeout_ms)
+            response = await _write(controller, lambda: delete_topics(controller.state, request, ctx.api_version,
+                                                                      quota=quota.record), request.timeout_ms)
         except ApiError as exc:
-            return _delete_topics_error(request, ctx.api_version, exc)
+            response = _delete_topics_error(request, ctx.api_version, exc)
+        return quota.answer(ctx, response)
 
     async def partitions(ctx, request):
+        quota = controller.mutation_quotas.quota_for(ctx)
         try:
-            return await _write(controller, lambda: create_partitions(controller.state, request, controller.rng),
-                                request.timeout_ms)
+            response = await _write(controller, lambda: create_partitions(controller.state, request, controller.rng,
+                                                                          quota=quota.record), request.timeout_ms)
         except ApiError as exc:
-            return CreatePartitionsResponse(results=[CreatePartitionsTopicResult(
+            response = CreatePartitionsResponse(results=[CreatePartitionsTopicResult(
                 name=t.name, error_code=exc.code, error_message=exc.message) for t in request.topics])
+        return quota.answer(ctx, response)
 
     async def incremental(ctx, request):
         try:

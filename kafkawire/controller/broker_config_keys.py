@@ -41,7 +41,7 @@ _TYPES = {
 # DynamicBrokerConfig.ALL_DYNAMIC_CONFIGS among the KNOWN_KEYS that are not topic-config synonyms
 # (DynamicListenerConfig, SocketServer, metric.reporters).
 _DYNAMIC = frozenset({"listeners", "listener.security.protocol.map", "max.connections", "max.connections.per.ip",
-                      "max.connections.per.ip.overrides", "metric.reporters",
+                      "max.connections.per.ip.overrides", "max.connection.creation.rate", "metric.reporters",
                       # LogCleaner.RECONFIGURABLE_CONFIGS (kafkawire reads them at start only)
                       "log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
                       "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms"})

@@ -64,6 +64,7 @@ from .delegation_tokens import (MAX_RECORDS_PER_EXPIRATION, DelegationTokenSetti
 from .errors import ApiError, WriteTimedOut, not_controller
 from .frames import frame
 from .heartbeats import HEARTBEAT_INTERVAL_MS, SESSION_TIMEOUT_MS, BrokerHeartbeatManager
+from .mutation_quota import ControllerMutationQuotas
 from .pipeline import InFlight, WritePipeline
 from .registration import ControllerRegistrationManager
 from .snapshot import image_records, iter_image_records
@@ -120,7 +121,7 @@ class MetadataController:
                  registration_backoff_ms: int = 100, clock=_monotonic_ms, rng: random.Random | None = None,
                  acls_enabled: bool = False, group_bounds: GroupBounds = GroupBounds(),
                  delegation_tokens: DelegationTokenSettings = DelegationTokenSettings(),
-                 wall_clock_ms=_wall_clock_ms):
+                 wall_clock_ms=_wall_clock_ms, mutation_quota_window: tuple[int, int] = (11, 1)):
         """``listeners``: this node's controller listeners as (name, host, port, security protocol),
         which it registers; ``bootstrap_records``: the metadata record frames of bootstrap.checkpoint
         (factory.load_bootstrap_records); ``clock``: monotonic milliseconds; ``acls_enabled``: the
@@ -128,7 +129,7 @@ class MetadataController:
         ``heartbeat_interval_ms``: broker.heartbeat.interval.ms, half of which is a
         BrokerHeartbeat's deadline (ControllerApis.handleBrokerHeartbeatRequest);
         ``delegation_tokens``: the delegation.token.* settings (delegation_tokens.py), whose
-        timestamps are ``wall_clock_ms()`` milliseconds."""
+        timestamps are ``wall_clock_ms()`` milliseconds; ``mutation_quota_window``: controller.quota.window.*."""
         self.raft = raft
         self.acls_enabled = acls_enabled
         self.delegation_tokens = delegation_tokens
@@ -147,6 +148,7 @@ class MetadataController:
         self.clock = clock
         self.rng = rng or random.Random()
         self.group_bounds = group_bounds        # group.consumer.*: what a GROUP config is checked against
+        self.mutation_quotas = ControllerMutationQuotas(lambda: self.image, *mutation_quota_window, clock=clock)
         self.state = ControllerState(self.supported_features)
         self.committed = CommittedImage(self.state)     # what readers see: committed records only
         self.sessions = BrokerHeartbeatManager(session_timeout_ms)
@@ -600,14 +602,15 @@ class MetadataController:
             self.sessions.touch(request.broker_id, self.clock())
 
     async def _create_topics(self, ctx, request):
+        quota = self.mutation_quotas.quota_for(ctx)
         try:
             results, _ = await self._write(
                 lambda: create_topics(self.state, request, defaults=self.topic_defaults, rng=self.rng,
-                                      controller_id=self.node_id),
+                                      controller_id=self.node_id, quota=quota.record),
                 timeout_ms=max(request.timeout_ms, 0))
         except ApiError as exc:
-            return _create_topics_error(request, exc.error, exc.message)
-        return CreateTopicsResponse(topics=results)
+            return quota.answer(ctx, _create_topics_error(request, exc.error, exc.message))
+        return quota.answer(ctx, CreateTopicsResponse(topics=results))
 
 
 def _create_topics_error(request, error: Errors, message: str | None):

@@ -68,7 +68,9 @@ def controller_factory(raft: NodeRaft, server_config: ServerConfig,
                                     heartbeat_interval_ms=server_config.broker_heartbeat_interval_ms,
                                     acls_enabled=server_config.authorizer_settings() is not None,
                                     group_bounds=GroupBounds.of(server_config),
-                                    delegation_tokens=DelegationTokenSettings.of(server_config))
+                                    delegation_tokens=DelegationTokenSettings.of(server_config),
+                                    mutation_quota_window=(server_config.controller_quota_window_num,
+                                                           server_config.controller_quota_window_size_seconds))
     # A commit of control records (a new leader's LeaderChange) moves the high watermark
     # without a data batch: the controller must look again at whether it can activate.
     raft.hw_listeners.append(controller.poke)

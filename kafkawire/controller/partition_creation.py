@@ -93,7 +93,7 @@ def _new_assignments(state: ControllerState, topic, start: int, additional: int,
     return [(replicas, list(replicas)) for replicas in placements]
 
 
-def _topic_records(state: ControllerState, topic, rng, records: BoundedList) -> list[bytes]:
+def _topic_records(state: ControllerState, topic, rng, records: BoundedList, quota=None) -> list[bytes]:
     """The topic's PartitionRecords; ``records``: the request's so far, which they must fit beside."""
     image = state.image
     existing = image.topics_by_name.get(topic.name)
@@ -110,6 +110,8 @@ def _topic_records(state: ControllerState, topic, rng, records: BoundedList) -> 
         raise ApiError(Errors.INVALID_REPLICA_ASSIGNMENT,
                        f"Attempted to add {additional} additional partition(s), but only {len(topic.assignments)} "
                        "assignment(s) were specified.")
+    if quota is not None:
+        quota(additional)
     if not existing.partitions:
         raise ApiError(Errors.UNKNOWN_SERVER_ERROR)             # Kafka hides the message of this one
     replication_factor = len(next(iter(existing.partitions.values())).replicas)
@@ -125,8 +127,10 @@ def _topic_records(state: ControllerState, topic, rng, records: BoundedList) -> 
     return new_records
 
 
-def create_partitions(state: ControllerState, request, rng: random.Random | None = None):
-    """(records, CreatePartitionsResponse)."""
+def create_partitions(state: ControllerState, request, rng: random.Random | None = None, quota=None):
+    """(records, CreatePartitionsResponse); ``quota``: called with each topic's added partition
+    count once they are checked (the controller mutation quota, mutation_quota.py), raising
+    ApiError to refuse the topic."""
     rng = rng or random.Random()
     counts = Counter(t.name for t in request.topics)
     results = [CreatePartitionsTopicResult(name=name, error_code=int(Errors.INVALID_REQUEST),
@@ -137,7 +141,7 @@ def create_partitions(state: ControllerState, request, rng: random.Random | None
         if counts[topic.name] > 1:
             continue
         try:
-            topic_records = _topic_records(state, topic, rng, records)
+            topic_records = _topic_records(state, topic, rng, records, quota)
         except ApiError as exc:
             results.append(CreatePartitionsTopicResult(name=topic.name, error_code=exc.code,
                                                        error_message=exc.message))

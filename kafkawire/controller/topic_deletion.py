@@ -18,6 +18,7 @@ from kafkawire.messages.delete_topics_response import DeletableTopicResult, Dele
 from kafkawire.protocol.error_codes import Errors
 
 from .bounded import BoundedList, BoundedListTooLong
+from .errors import ApiError
 from .frames import frame
 from .state import ControllerState
 
@@ -72,8 +73,9 @@ def _read_request(request, api_version: int, early: list):
     return list(names.single), list(ids.single), list(names.duplicate), list(ids.duplicate)
 
 
-def delete_topics(state: ControllerState, request, api_version: int):
-    """(records, DeleteTopicsResponse)."""
+def delete_topics(state: ControllerState, request, api_version: int, quota=None):
+    """(records, DeleteTopicsResponse); ``quota``: called with each topic's partition count before
+    it is deleted (the controller mutation quota, mutation_quota.py), raising ApiError to refuse it."""
     image = state.image
     results: list[DeletableTopicResult] = []
     names, ids, duplicate_names, duplicate_ids = _read_request(request, api_version, results)
@@ -98,6 +100,12 @@ def delete_topics(state: ControllerState, request, api_version: int):
             to_delete[topic.id] = name
     records = BoundedList()
     for topic_id, name in to_delete.items():
+        if quota is not None:
+            try:
+                quota(len(image.topics_by_id[topic_id].partitions))
+            except ApiError as exc:
+                results.append(_result(name, topic_id, exc.error, exc.message))
+                continue
         try:
             records.append(frame("RemoveTopicRecord", topic_id=topic_id))
         except BoundedListTooLong:

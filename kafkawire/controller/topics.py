@@ -221,9 +221,11 @@ def _check_total_partitions(topics, defaults: TopicDefaults) -> None:
 
 def create_topics(state: ControllerState, request, *, defaults: TopicDefaults = TopicDefaults(),
                   rng: random.Random | None = None, new_topic_id=random_topic_id,
-                  controller_id: int = -1) -> tuple[list[bytes], list]:
+                  controller_id: int = -1, quota=None) -> tuple[list[bytes], list]:
     """The records to append and the CreatableTopicResults, in Kafka's answer order;
-    ``controller_id``: whose dynamic broker configs count in the effective configs."""
+    ``controller_id``: whose dynamic broker configs count in the effective configs; ``quota``:
+    called with each topic's partition count once the topic is checked (the controller mutation
+    quota, mutation_quota.py), raising ApiError to refuse it."""
     rng = rng or random.Random()
     names = [t.name for t in request.topics]
     counts = Counter(names)
@@ -256,6 +258,8 @@ def create_topics(state: ControllerState, request, *, defaults: TopicDefaults = 
                      else _placed_assignment(state, topic, defaults, rng))
             topic_id = new_topic_id()
             topic_records = _topic_records(state, topic, parts, topic_id)
+            if quota is not None:
+                quota(len(parts))
         except ApiError as exc:
             errors[topic.name] = exc
             continue

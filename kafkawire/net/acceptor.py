@@ -8,6 +8,13 @@ wait in the kernel's listen backlog rather than as open sockets of this process.
   first and then waits, holding that one socket; here it is left in the backlog too.
 * ``max.connections.per.ip`` (and overrides): checked on the accepted socket, which is closed at
   once when its address is over its limit (Kafka's TooManyConnectionsException).
+* ``max.connection.creation.rate``: the accepted connection that takes the broker-wide rate over
+  it waits out the throttle time before it is served, and the loop accepts nothing meanwhile
+  (Kafka's acceptor blocks as long, holding that connection).
+* ``connection_creation_rate`` of an ip quota entity: a connection over its address's rate is
+  held open, unread, for the throttle time and then closed (Kafka's delayed close of a
+  throttled connection); it holds no slot meanwhile. Those still held when the loop stops are
+  closed then.
 * An accept that fails (``Too many open files`` and the like) is logged and retried after a
   pause; the listener keeps serving, as Kafka's acceptor logs "Error while accepting connection"
   and goes on.
@@ -76,7 +83,7 @@ async def listening_sockets(host: str | None, port: int, backlog: int = LISTEN_B
 class Acceptor:
     """Accepts connections on one listening socket within ``quotas``; hands each accepted
     socket, with its peer address, to ``serve`` (a coroutine that owns the socket and calls
-    ``quotas.release(host)`` when it is done with it)."""
+    ``quotas.release(host, listener_name)`` when it is done with it)."""
 
     def __init__(self, sock: socket.socket, quotas: ConnectionQuotas,
                  serve: Callable[[socket.socket, str], Coroutine[None, None, None]], listener_name: str):
@@ -86,27 +93,72 @@ class Acceptor:
         self.listener_name = listener_name
         self._fd_limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         self._tasks: set[asyncio.Task] = set()
+        self._held: dict[socket.socket, asyncio.TimerHandle] = {}     # throttled, closed when their time ends
+        quotas.listeners.add(listener_name)
 
     async def run(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            await self.quotas.wait_for_slot()
-            try:
-                client, address = await loop.sock_accept(self.sock)
-            except BaseException as exc:
-                self.quotas.give_back_slot()
-                if not isinstance(exc, OSError):
-                    raise
-                await self._accept_failed(exc)
-                continue
-            host = address[0]
-            if self._near_fd_limit(client, host) or not self.quotas.admit_address(host):
-                self.quotas.give_back_slot()
+        try:
+            while True:
+                await self._accept_one()
+        finally:
+            for client, handle in self._held.items():
+                handle.cancel()
                 client.close()
-                continue
-            task = asyncio.create_task(self.serve(client, host))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._held.clear()
+
+    async def _accept_one(self) -> None:
+        loop = asyncio.get_running_loop()
+        await self.quotas.wait_for_slot(self.listener_name)
+        try:
+            client, address = await loop.sock_accept(self.sock)
+        except BaseException as exc:
+            self.quotas.give_back_slot(self.listener_name)
+            if not isinstance(exc, OSError):
+                raise
+            await self._accept_failed(exc)
+            return
+        host = address[0]
+        try:
+            admitted = await self._admit(client, host)
+        except BaseException:
+            self.quotas.give_back_slot(self.listener_name)
+            client.close()
+            raise
+        if not admitted:
+            return
+        task = asyncio.create_task(self.serve(client, host))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _admit(self, client: socket.socket, host: str) -> bool:
+        """Whether the accepted ``client`` is served; if not, its slot is given back and it is
+        closed (or held for its throttle time)."""
+        if self._near_fd_limit(client, host):
+            self.quotas.give_back_slot(self.listener_name)
+            client.close()
+            return False
+        wait_ms = self.quotas.record_connection(self.listener_name)
+        if wait_ms > 0:
+            log.debug("listener %s over max.connection.creation.rate: accepting again in %d ms",
+                      self.listener_name, wait_ms)
+            await asyncio.sleep(wait_ms / 1000)
+        throttle_ms = self.quotas.record_address_connection(host, self.listener_name)
+        if throttle_ms > 0:
+            log.debug("Delaying closing of connection from %s for %d ms", host, throttle_ms)
+            self.quotas.give_back_slot(self.listener_name)
+            self._hold(client, throttle_ms)
+            return False
+        if not self.quotas.admit_address(host):
+            self.quotas.give_back_slot(self.listener_name)
+            client.close()
+            return False
+        return True
+
+    def _hold(self, client: socket.socket, throttle_ms: int) -> None:
+        def close() -> None:
+            self._held.pop(client, None)
+            client.close()
+        self._held[client] = asyncio.get_running_loop().call_later(throttle_ms / 1000, close)
 
     @property
     def serving(self) -> set[asyncio.Task]:

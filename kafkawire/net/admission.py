@@ -13,7 +13,25 @@ Settings, with Kafka's names, defaults and meaning:
   as it is accepted, before any TLS handshake, and logged, as Kafka's TooManyConnectionsException
   is.
 
-Both are checked where the connection is accepted (kafkawire.net.acceptor), before anything is
+* ``max.connection.creation.rate`` (default Int.MaxValue: none; also set dynamically, for this
+  node or every node, which wins: DynamicCreationRate): connections accepted per second, node-wide, measured as a client quota's rate (``quota.window.num`` samples of
+  ``quota.window.size.seconds``). The connection that takes the rate over it waits out the
+  throttle time (at most one window) before it is served, and the acceptor accepts nothing
+  meanwhile, as Kafka's acceptor blocks in ConnectionQuotas.waitForConnectionSlot.
+* ``connection_creation_rate`` of an ``ip`` client quota entity (AlterClientQuotas; an address,
+  or the default entity for every address without its own): connections accepted per second
+  from one address. A connection over it is not served: it is held open, unread, for the
+  throttle time and then closed, and taken back out of the address's and the broker's rate
+  (Kafka's ConnectionThrottledException and its delayed close).
+* ``listener.name.<listener>.max.connections`` and ``listener.name.<listener>.max.connection.creation.rate``:
+  the same limits for one listener, on top of the node's (a connection waits for both; its
+  throttle is the longer of the two), as Kafka's ListenerConnectionQuota.
+* The inter-broker listener (``protected_listener``), when the node has other listeners too, is
+  exempt from the node-wide ``max.connections`` and ``max.connection.creation.rate`` (Kafka's
+  protectedListener; its own listener limits still hold), so that replication and the
+  coordinators' traffic keep their connections.
+
+All are checked where the connection is accepted (kafkawire.net.acceptor), before anything is
 read from it.
 * ``queued.max.request.bytes`` (default -1, no limit): the request bytes held in memory across
   all connections, read but not yet answered. As Kafka's pool, a frame is held whole from the
@@ -29,10 +47,16 @@ long-poll fetches cannot hold more than one handler (and its memory) per connect
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Callable
+
+from kafkawire.metadata.topic_config_synonyms import dynamic_broker_configs
+
+from .client_quotas import ClientQuotaManager, SampledRate, throttle_time_ms
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +70,27 @@ class AdmissionLimits:
     max_connections_per_ip: int = INT_MAX
     max_connections_per_ip_overrides: dict = field(default_factory=dict)   # host -> count
     queued_max_request_bytes: int = -1                                      # -1: no limit
+    max_connection_creation_rate: int = INT_MAX                             # per second; INT_MAX: none
+    # listener.name.<listener>.max.connections / .max.connection.creation.rate: listener -> value
+    listener_max_connections: dict = field(default_factory=dict)
+    listener_max_connection_creation_rate: dict = field(default_factory=dict)
+    quota_window_num: int = 11                   # the rates' samples ...
+    quota_window_size_seconds: int = 1           # ... of this many seconds each
+
+    @classmethod
+    def of(cls, config) -> "AdmissionLimits":
+        """A node's limits from its ServerConfig."""
+        return cls(max_connections=config.max_connections, max_connections_per_ip=config.max_connections_per_ip,
+                   max_connections_per_ip_overrides=dict(config.max_connections_per_ip_overrides),
+                   queued_max_request_bytes=config.queued_max_request_bytes,
+                   max_connection_creation_rate=config.max_connection_creation_rate,
+                   listener_max_connections={listener: value for listener, key, value in
+                                             config.listener_connection_limits if key == "max.connections"},
+                   listener_max_connection_creation_rate={
+                       listener: value for listener, key, value in config.listener_connection_limits
+                       if key == "max.connection.creation.rate"},
+                   quota_window_num=config.quota_window_num,
+                   quota_window_size_seconds=config.quota_window_size_seconds)
 
     def limit_for(self, host: str) -> int:
         return self.max_connections_per_ip_overrides.get(host, self.max_connections_per_ip)
@@ -56,30 +101,109 @@ class ConnectionQuotas:
     acceptor (kafkawire.net.acceptor) takes a slot before it accepts, checks the address of what
     it accepted, and releases both when the connection closes."""
 
-    def __init__(self, limits: AdmissionLimits):
+    def __init__(self, limits: AdmissionLimits, *, ip_rates: Callable[[], dict] | None = None,
+                 creation_rate: Callable[[], int] | None = None,
+                 protected_listener: str | None = None, clock: Callable[[], int] | None = None):
+        """``ip_rates()``: the ``connection_creation_rate`` of the ip quota entities now
+        (client_quotas.ip_connection_rates of the node's image); ``creation_rate()``:
+        max.connection.creation.rate now (DynamicCreationRate; default: the limits'); ``protected_listener``:
+        the inter-broker listener's name; ``clock``: monotonic milliseconds."""
         self.limits = limits
         self.per_ip: Counter = Counter()
         self.total = 0                   # connections open, and a slot taken for the next accept
         self._slot_freed = asyncio.Event()
         self._next_full_log = 0.0
+        self.ip_rates = ip_rates or dict
+        self.creation_rate = creation_rate or (lambda: limits.max_connection_creation_rate)
+        self.protected_listener = protected_listener
+        self.listeners: set[str] = set()             # the listeners accepting within these quotas
+        self.clock = clock or (lambda: int(time.monotonic() * 1000))
+        samples, window_s = limits.quota_window_num, limits.quota_window_size_seconds
+        self.max_throttle_ms = window_s * 1000       # Kafka's maxThrottleTimeMs: one window
+        self.broker_rate = SampledRate(samples, window_s * 1000)
+        self.address_rates = ClientQuotaManager(samples, window_s, clock=self.clock)    # per address, bounded
+        self.per_listener: Counter = Counter()       # slots taken per listener
+        self.listener_rates = {listener: SampledRate(samples, window_s * 1000)
+                               for listener in limits.listener_max_connection_creation_rate}
 
     def over_ip_limit(self, host: str) -> bool:
         return self.per_ip[host] >= self.limits.limit_for(host)
 
-    async def wait_for_slot(self) -> None:
+    def protected(self, listener: str | None) -> bool:
+        """Kafka's protectedListener: the inter-broker listener of a node with other listeners."""
+        return listener is not None and listener == self.protected_listener and len(self.listeners) > 1
+
+    async def wait_for_slot(self, listener: str | None = None) -> None:
         """Take a max.connections slot, waiting while the listener has none free: the acceptor
         accepts nothing meanwhile, and new connections wait in the kernel's backlog."""
-        if self.total >= self.limits.max_connections and time.monotonic() >= self._next_full_log:
+        if not self._slot_available(listener) and time.monotonic() >= self._next_full_log:
             self._next_full_log = time.monotonic() + _FULL_LOG_INTERVAL_S       # once a minute under a flood
-            log.info("the listener has max.connections=%d connections; accepting no more until one closes",
-                     self.limits.max_connections)
-        while self.total >= self.limits.max_connections:
+            log.info("the node has max.connections=%d connections (listener %s: %d of %s); accepting no more "
+                     "until one closes", self.limits.max_connections, listener, self.per_listener[listener],
+                     self.limits.listener_max_connections.get(listener, "no limit"))
+        while not self._slot_available(listener):
             self._slot_freed.clear()
             await self._slot_freed.wait()
         self.total += 1
+        self.per_listener[listener] += 1
 
-    def give_back_slot(self) -> None:
+    def _slot_available(self, listener: str | None) -> bool:
+        """ConnectionQuotas.connectionSlotAvailable: the listener's own limit, then the node's
+        (which the protected listener is exempt from)."""
+        if self.per_listener[listener] >= self.limits.listener_max_connections.get(listener, INT_MAX):
+            return False
+        return self.protected(listener) or self.total < self.limits.max_connections
+
+    def record_connection(self, listener: str | None = None, now_ms: int | None = None) -> int:
+        """Count an accepted connection against max.connection.creation.rate; the time the
+        acceptor then waits before accepting another (0: none)."""
+        now_ms = self.clock() if now_ms is None else now_ms
+        bound = self.creation_rate()
+        throttle_ms = 0
+        if bound < INT_MAX and not self.protected(listener):
+            throttle_ms = self._record(self.broker_rate, bound, now_ms)
+        listener_rate = self.listener_rates.get(listener)
+        if listener_rate is not None:      # recordConnectionAndGetThrottleTimeMs: the longer of the two
+            throttle_ms = max(throttle_ms, self._record(
+                listener_rate, self.limits.listener_max_connection_creation_rate[listener], now_ms))
+        return throttle_ms
+
+    def record_address_connection(self, host: str, listener: str | None = None, now_ms: int | None = None) -> int:
+        """Count a connection from ``host`` against its ip connection_creation_rate; over it, the
+        throttle time (the connection is then held that long and closed, and taken back out of
+        the rates), else 0."""
+        rates = self.ip_rates()
+        if not rates:
+            return 0
+        bound = rates.get(_address(host), rates.get(None))
+        if bound is None or bound >= INT_MAX:
+            return 0
+        now_ms = self.clock() if now_ms is None else now_ms
+        rate = self.address_rates.stat_for((host, ""), now_ms)
+        throttle_ms = self._record(rate, bound, now_ms)
+        if throttle_ms > 0:
+            rate.record(-1.0, now_ms)
+            if self.creation_rate() < INT_MAX and not self.protected(listener):
+                self.broker_rate.record(-1.0, now_ms)
+            if listener in self.listener_rates:
+                self.listener_rates[listener].record(-1.0, now_ms)
+        return throttle_ms
+
+    def _record(self, rate: SampledRate, bound: int, now_ms: int) -> int:
+        rate.record(1.0, now_ms)
+        observed = rate.measure(now_ms)
+        if observed <= bound:
+            return 0
+        if bound <= 0:
+            return self.max_throttle_ms
+        return min(throttle_time_ms(observed, bound, rate.window_size_ms(now_ms)), self.max_throttle_ms)
+
+    def give_back_slot(self, listener: str | None = None) -> None:
+        """Give back a slot ``wait_for_slot(listener)`` took."""
         self.total -= 1
+        self.per_listener[listener] -= 1
+        if self.per_listener[listener] <= 0:
+            del self.per_listener[listener]
         self._slot_freed.set()
 
     def admit_address(self, host: str) -> bool:
@@ -92,12 +216,12 @@ class ConnectionQuotas:
         self.per_ip[host] += 1
         return True
 
-    def release(self, host: str) -> None:
-        """A connection admitted from ``host`` has closed."""
+    def release(self, host: str, listener: str | None = None) -> None:
+        """A connection admitted from ``host`` on ``listener`` has closed."""
         self.per_ip[host] -= 1
         if self.per_ip[host] <= 0:
             del self.per_ip[host]
-        self.give_back_slot()
+        self.give_back_slot(listener)
 
 
 class RequestMemoryPool:
@@ -128,6 +252,46 @@ class RequestMemoryPool:
         self.used -= n
         if self.used < self.limit or not self.bounded:
             self._room.set()
+
+
+class DynamicCreationRate:
+    """max.connection.creation.rate as a node applies it: set dynamically for this node's id, else
+    for every node (ConfigRecords of the broker resource in ``image()``, as Kafka's
+    DynamicBrokerConfig), else ``static`` (server.properties). Read again when the image changes."""
+
+    def __init__(self, image: Callable, node_id: int, static: int):
+        self.image, self.node_id, self.static = image, node_id, static
+        self._version: tuple | None = None
+        self._rate = static
+
+    def __call__(self) -> int:
+        image = self.image()
+        version = (id(image), getattr(getattr(image, "provenance", None), "offset", None))
+        if version != self._version:
+            self._version = version
+            self._rate = self.static if image is None else self._dynamic(image)
+        return self._rate
+
+    def _dynamic(self, image) -> int:
+        for name in (str(self.node_id), ""):
+            value = dynamic_broker_configs(image, name).get("max.connection.creation.rate")
+            if value is None:
+                continue
+            try:
+                return int(value)
+            except ValueError:
+                log.warning("max.connection.creation.rate=%r set dynamically is not a number; %d applies",
+                            value, self.static)
+                return self.static
+        return self.static
+
+
+def _address(host: str) -> str:
+    """``host`` as ip_connection_rates names addresses."""
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return host
 
 
 def parse_per_ip_overrides(text: str) -> dict[str, int]:

@@ -14,6 +14,7 @@ Cross-key rules are the KRaft subset of KafkaConfig.validateValues.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 
 from kafkawire.storage.state_files import JavaProperties
@@ -32,6 +33,7 @@ __all__ = ["ConfigError", "Endpoint", "QuorumVoter", "ServerConfig", "parse_serv
 log = logging.getLogger(__name__)
 
 # Keys that ServerConfig holds in another form (resolved against other keys).
+_LISTENER_LIMIT = re.compile(r"^listener\.name\.([^.]+)\.(max\.connections|max\.connection\.creation\.rate)$")
 _DERIVED = {"listeners", "advertised.listeners", "listener.security.protocol.map", "inter.broker.listener.name",
             "metadata.log.dir", "log.dirs", "log.dir"}
 
@@ -74,6 +76,7 @@ class ServerConfig:
     max_connections: int
     max_connections_per_ip: int
     max_connections_per_ip_overrides: tuple[tuple[str, int], ...]
+    max_connection_creation_rate: int
     connection_failed_authentication_delay_ms: int
     connections_max_reauth_ms: int      # read per listener and mechanism from ListenerSecurity.max_reauth_ms
     metric_reporters: tuple[str, ...]
@@ -89,6 +92,10 @@ class ServerConfig:
     max_incremental_fetch_session_cache_slots: int = 1000
     quota_window_num: int = 11
     quota_window_size_seconds: int = 1
+    controller_quota_window_num: int = 11
+    controller_quota_window_size_seconds: int = 1
+    replication_quota_window_num: int = 11
+    replication_quota_window_size_seconds: int = 1
     log_segment_bytes: int = 1024 * 1024 * 1024
     log_message_timestamp_type: str = "CreateTime"
     log_message_timestamp_before_max_ms: int = (1 << 63) - 1
@@ -175,6 +182,8 @@ class ServerConfig:
     compression_lz4_level: int = 9
     compression_zstd_level: int = 3
     unknown_keys: tuple[str, ...] = field(default=())
+    # listener.name.<listener>.max.connections / .max.connection.creation.rate: (LISTENER, key, value)
+    listener_connection_limits: tuple[tuple[str, str, int], ...] = field(default=())
     # (key, value as written) of the KNOWN_KEYS server.properties sets: Kafka's staticBrokerConfigs,
     # what DescribeConfigs names STATIC_BROKER_CONFIG
     static_settings: tuple[tuple[str, str], ...] = field(default=())
@@ -258,7 +267,9 @@ def parse_server_config(text: str) -> ServerConfig:
     except ValueError as e:
         raise ConfigError("config file", None, f"is not valid Java properties syntax: {e}") from None
     from kafkawire.net import security      # lazy: a cycle (security raises this module's ConfigError)
-    unknown = tuple(k for k in props if k not in KNOWN_KEYS and not security.is_security_key(k))
+    limits = _listener_connection_limits(props)
+    unknown = tuple(k for k in props if k not in KNOWN_KEYS and not security.is_security_key(k)
+                    and not _LISTENER_LIMIT.match(k))
     if unknown:
         # Kafka's AbstractConfig.logUnused wording, one line a key; kafkawire reads only KNOWN_KEYS.
         for key in unknown:
@@ -300,6 +311,7 @@ def parse_server_config(text: str) -> ServerConfig:
         metadata_log_dir=values.get("metadata.log.dir") or log_dirs[0],
         log_dirs=log_dirs,
         unknown_keys=unknown,
+        listener_connection_limits=limits,
         static_settings=tuple((k, v) for k, v in props.items() if k in KNOWN_KEYS),
         listener_security={e.listener_name: _deferred(security.resolve_listener_security, props, e.listener_name,
                                                       e.security_protocol)
@@ -308,6 +320,17 @@ def parse_server_config(text: str) -> ServerConfig:
     )
     _validate(config, raw)
     return security.with_client_security(config, props)
+
+
+def _listener_connection_limits(props: dict) -> tuple[tuple[str, str, int], ...]:
+    """The listener-prefixed connection limits (Kafka's ListenerConnectionQuota): INT atLeast(0),
+    as their broker-wide keys; the listener name as Kafka normalises it (upper case)."""
+    limits = []
+    for key, value in props.items():
+        m = _LISTENER_LIMIT.match(key)
+        if m:
+            limits.append((m.group(1).upper(), m.group(2), KNOWN_KEYS[m.group(2)].parse(key, value)))
+    return tuple(limits)
 
 
 def _deferred(resolve, *args):

@@ -86,9 +86,17 @@ _KEYS = (
     # ServerConfigs: INT 1000 atLeast(0); the most incremental fetch sessions the broker keeps
     _Key("max.incremental.fetch.session.cache.slots", lambda k, v: _int(k, v, 0), "1000", "ServerConfigs"),
     # QuotaConfig: INT 11 atLeast(1); INT 1 atLeast(1): the samples and the sample span of the client
-    # quotas' rates (kafkawire.broker.client_quotas)
+    # quotas' rates (kafkawire.net.client_quotas)
     _Key("quota.window.num", lambda k, v: _int(k, v, 1), "11", "QuotaConfig"),
     _Key("quota.window.size.seconds", lambda k, v: _int(k, v, 1), "1", "QuotaConfig"),
+    # QuotaConfig: INT 11 atLeast(1); INT 1 atLeast(1): the controller mutation quota's token bucket
+    # (kafkawire.controller.mutation_quota)
+    _Key("controller.quota.window.num", lambda k, v: _int(k, v, 1), "11", "QuotaConfig"),
+    _Key("controller.quota.window.size.seconds", lambda k, v: _int(k, v, 1), "1", "QuotaConfig"),
+    # QuotaConfig: INT 11 atLeast(1); INT 1 atLeast(1): the replication quotas' rates
+    # (kafkawire.broker.replication_quotas)
+    _Key("replication.quota.window.num", lambda k, v: _int(k, v, 1), "11", "QuotaConfig"),
+    _Key("replication.quota.window.size.seconds", lambda k, v: _int(k, v, 1), "1", "QuotaConfig"),
     _Key("log.segment.bytes", lambda k, v: _int(k, v, 1024 * 1024), str(1024 * 1024 * 1024), "ServerLogConfigs"),
     _Key("log.message.timestamp.type", lambda k, v: _one_of(k, v, TIMESTAMP_TYPES), "CreateTime", "ServerLogConfigs"),
     _Key("min.insync.replicas", lambda k, v: _int(k, v, 1), "1", "ServerLogConfigs"),
@@ -199,6 +207,8 @@ _KEYS = (
     _Key("max.connections", lambda k, v: _int(k, v, 0), str(INT_MAX), "SocketServerConfigs"),
     _Key("max.connections.per.ip", lambda k, v: _int(k, v, 0), str(INT_MAX), "SocketServerConfigs"),
     _Key("max.connections.per.ip.overrides", lambda k, v: _per_ip_overrides(k, v), "", "SocketServerConfigs"),
+    # SocketServerConfigs: INT Int.MaxValue atLeast(0): connections accepted per second (kafkawire.net.admission)
+    _Key("max.connection.creation.rate", lambda k, v: _int(k, v, 0), str(INT_MAX), "SocketServerConfigs"),
     # SocketServerConfigs: INT 100 atLeast(0); one value for every listener (no listener prefix)
     _Key("connection.failed.authentication.delay.ms", lambda k, v: _int(k, v, 0), "100", "SocketServerConfigs"),
     # BrokerSecurityConfigs: LONG 0 (no re-authentication); listener and mechanism prefixes are read by

@@ -267,4 +267,4 @@ class KafkaServer:
                 conn.give_back_memory()
         finally:
             self.open_sockets -= 1
-            self._quotas.release(host)
+            self._quotas.release(host, self.listener_name)

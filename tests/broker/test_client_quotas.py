@@ -1,20 +1,22 @@
-"""Client quotas (kafkawire.broker.client_quotas): the sampled rate, the throttle time and the
+"""Client quotas (kafkawire.net.client_quotas): the sampled rate, the throttle time and the
 quota found for a (user, client id), against numbers worked out by hand from Kafka's
 Rate/SampledStat, QuotaUtils.throttleTime and ClientQuotaManager's DefaultQuotaCallback."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import uuid
 from types import SimpleNamespace
 
 import pytest
 
-from kafkawire.broker.client_quotas import (DEFAULT, INACTIVE_EXPIRY_MS, ClientQuotaManager, QuotaIndex,
+from kafkawire.net.client_quotas import (DEFAULT, INACTIVE_EXPIRY_MS, ClientQuotaManager, QuotaIndex,
                                             SampledRate, principal_user, quota_limit, quota_tags, throttle_time_ms)
 from kafkawire.broker.fetch import FetchApi
 from kafkawire.broker.fetch_session import SessionlessFetchContext
 from kafkawire.broker.quotas import BrokerQuotas, RequestTimer, fetch_response_size
+from kafkawire.messages.create_topics_response import CreateTopicsResponse
 from kafkawire.messages.fetch_response import FetchableTopicResponse, FetchResponse, NodeEndpoint, PartitionData
 from kafkawire.messages.metadata_request import MetadataRequest
 from kafkawire.messages.metadata_response import MetadataResponse
@@ -296,6 +298,24 @@ def test_a_client_over_its_request_percentage_is_throttled_at_most_one_window():
     assert isinstance(answer, Throttled) and answer.throttle_ms == 1000 == answer.response.throttle_time_ms
     idle = RequestContext(3, 12, 2, "idle", ("127.0.0.1", 1), "PLAINTEXT", "c")
     assert isinstance(asyncio.run(handlers[3].handle(idle, None)), MetadataResponse)
+
+
+def test_a_forwarded_answers_throttle_time_mutes_the_clients_connection_without_any_broker_quota():
+    """KafkaApis.sendForwardedResponse: the controller's throttle time (its controller mutation
+    quota) in a forwarded answer mutes the client's connection; a broker API's does not."""
+    quotas = _broker_quotas({}, [0])
+
+    async def forwarded(ctx, request):
+        return CreateTopicsResponse(throttle_time_ms=700)
+
+    async def own(ctx, request):
+        return MetadataResponse(throttle_time_ms=700)
+
+    handlers = quotas.wrap({19: ApiHandler(forwarded), 3: ApiHandler(own)})
+    ctx = RequestContext(19, 7, 1, "admin", ("127.0.0.1", 1), "PLAINTEXT", "c")
+    answer = asyncio.run(handlers[19].handle(ctx, None))
+    assert isinstance(answer, Throttled) and answer.throttle_ms == 700 == answer.response.throttle_time_ms
+    assert isinstance(asyncio.run(handlers[3].handle(dataclasses.replace(ctx, api_key=3), None)), MetadataResponse)
 
 
 def test_a_throttled_fetch_passes_the_acl_check_unchanged_refused_topics_left_out_as_in_kafka():

@@ -4,12 +4,18 @@ producer's acknowledged rate stays near its producer_byte_rate, and a consumer r
 than its consumer_byte_rate allows."""
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
 
 from kafkawire.messages.alter_client_quotas_request import AlterClientQuotasRequest, EntityData, EntryData, OpData
+from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
 from kafkawire.messages.describe_client_quotas_request import ComponentData, DescribeClientQuotasRequest
+from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
+from kafkawire.net.client import NetworkClient
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.protocol.framing import encode_request
 from kafkawire.testing import EmbeddedBroker
 
 from .kafka_python_roundtrip import create_topic
@@ -26,7 +32,8 @@ VALUE = b"x" * 1000
 def broker(tmp_path_factory):
     # Two samples of one second: a first burst may take one second's worth of a quota.
     with EmbeddedBroker(tmp_path_factory.mktemp("quotas"),
-                        properties={"quota.window.num": 2, "quota.window.size.seconds": 1}) as node:
+                        properties={"quota.window.num": 2, "quota.window.size.seconds": 1,
+                                    "controller.quota.window.num": 2}) as node:
         yield node
 
 
@@ -120,3 +127,85 @@ def test_a_consumer_over_its_quota_reads_no_faster_than_the_quota(broker):
     # A fetch may take at most one window of the quota (maxValueInQuotaWindow), and the first
     # window's worth goes at once: the rest needs at least (stored - 2 windows) / quota.
     assert elapsed >= (stored * len(VALUE) - 2 * quota) / quota, elapsed
+
+
+def test_topic_creation_through_the_broker_over_the_controller_mutation_rate_is_refused_and_throttled(broker):
+    """The broker forwards CreateTopics with the client's id; the controller's mutation quota
+    (2 windows x 1 s x 1 partition/s = 2 tokens) refuses the topic that finds it below zero."""
+    set_quota(broker, "mutator", "controller_mutation_rate", 1.0)
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
+
+    async def create(names):
+        client = NetworkClient(client_id="mutator")
+        try:
+            return await client.send((host, int(port)), CreateTopicsRequest(topics=[
+                CreatableTopic(name=n, num_partitions=p, replication_factor=1) for n, p in names], timeout_ms=10_000),
+                api_version=7)
+        finally:
+            await client.close()
+    answer = asyncio.run(create([("mutate-a", 2), ("mutate-b", 1), ("mutate-c", 1)]))
+    assert [(t.name, t.error_code) for t in answer.topics] == [("mutate-a", 0), ("mutate-b", 0), ("mutate-c", 89)]
+    assert 0 < answer.throttle_time_ms <= 1000      # -1 token at 1/s, less the time since
+
+
+def test_an_ip_quota_in_the_brokers_image_closes_the_connection_over_its_rate_unserved(broker):
+    """AlterClientQuotas sets connection_creation_rate=1 for 127.0.0.2 (the other tests connect
+    from 127.0.0.1); the broker's listener reads it from its image: from 127.0.0.2 the first
+    connection is served, the second, over 1 per second, is closed without an answer."""
+    altered = call(broker, AlterClientQuotasRequest(validate_only=False, entries=[EntryData(
+        entity=[EntityData(entity_type="ip", entity_name="127.0.0.2")],
+        ops=[OpData(key="connection_creation_rate", value=1.0, remove=False)])]), 1)
+    assert [e.error_code for e in altered.entries] == [0]
+
+    def described() -> bool:
+        answer = call(broker, DescribeClientQuotasRequest(components=[
+            ComponentData(entity_type="ip", match_type=0, match="127.0.0.2")], strict=False), 1)
+        return len(answer.entries) == 1
+    _wait(described, 10, "the ip quota in the broker's image")
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
+
+    async def from_other_address():
+        # both opened back to back (the second well within the first's second), then asked
+        streams = [await asyncio.open_connection(host, int(port), local_addr=("127.0.0.2", 0)) for _ in range(2)]
+        answers = []
+        for correlation_id, (reader, writer) in enumerate(streams):
+            try:
+                writer.write(encode_request(MetadataRequest(topics=[]), 12, correlation_id, client_id="ip-test"))
+                await writer.drain()
+                answers.append(len(await asyncio.wait_for(reader.read(4), 10)) == 4)
+            except ConnectionError:
+                answers.append(False)
+            finally:
+                writer.close()
+        return answers
+    assert asyncio.run(from_other_address()) == [True, False]
+
+
+def test_topics_a_metadata_request_creates_count_against_the_clients_controller_mutation_rate(broker):
+    """Auto-creation goes to the controller on behalf of the client (an Envelope with its client
+    id, as Kafka's KRaftTopicCreator): with 2 tokens (2 windows x 1 s x 1/s), four one-partition
+    topics asked for one by one leave the fourth refused, THROTTLING_QUOTA_EXCEEDED."""
+    set_quota(broker, "auto-mutator", "controller_mutation_rate", 1.0)
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
+    names = [f"auto-mutated-{i}" for i in range(4)]
+
+    async def ask(client, name, auto):
+        return await client.send((host, int(port)), MetadataRequest(
+            topics=[MetadataRequestTopic(name=name)], allow_auto_topic_creation=auto), api_version=12)
+
+    async def scenario():
+        client = NetworkClient(client_id="auto-mutator")
+        try:
+            for name in names:
+                await ask(client, name, True)
+                deadline = time.monotonic() + 10        # each creation done (or refused) before the next
+                while time.monotonic() < deadline:
+                    if (await ask(client, name, False)).topics[0].error_code == 0 or \
+                            f"Auto topic creation failed for {name}" in broker.log_tail(200):
+                        break
+                    await asyncio.sleep(0.05)
+            return [(await ask(client, name, False)).topics[0].error_code for name in names]
+        finally:
+            await client.close()
+    assert asyncio.run(scenario()) == [0, 0, 0, int(Errors.UNKNOWN_TOPIC_OR_PARTITION)]
+    assert f"Auto topic creation failed for {names[3]} with error 'THROTTLING_QUOTA_EXCEEDED'" in broker.log_tail(200)

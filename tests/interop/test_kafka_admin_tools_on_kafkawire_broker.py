@@ -30,6 +30,9 @@ from tests.interop.broker_judges import (GROUPS, TRANSACTIONS, WAIT_S, committed
                                          module_broker, run_tool, table, transactional_producer, wait_until,
                                          write_transaction)
 from kafkawire.codegen.kafka_api_keys import kafka_apis
+from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
+from kafkawire.protocol.error_codes import Errors
+from tests.broker.wire import call
 from tests.interop import kafka_dist
 from tests.interop.kafka_procs import CONFIGS, FEATURES, TOPICS
 
@@ -409,3 +412,49 @@ def test_quotas_scram_features_and_client_metrics_through_the_broker(broker):
     described_metrics = run_tool(CLIENT_METRICS, "--bootstrap-server", servers, "--describe")
     assert (described_metrics.returncode, described_metrics.stdout.strip()) == (0, ""), \
         described_metrics.stderr[-2000:]
+
+
+def test_kafka_topics_over_a_controller_mutation_rate_hears_throttling_quota_exceeded(broker, tmp_path):
+    """KIP-599 through the broker (issue 29): kafka-configs sets a client id's
+    controller_mutation_rate; kafka-topics with that client id creates a topic that takes the
+    controller's token bucket below zero (11 tokens: 11 windows x 1 s x 1/s; 20 partitions), then
+    fails the next creation with Kafka's own THROTTLING_QUOTA_EXCEEDED message, and the topic is
+    not made."""
+    servers = broker.bootstrap_servers
+    # answered once committed: the controller, which enforces it, has it then
+    kafka_tool(CONFIGS, "--bootstrap-server", servers, "--alter", "--entity-type", "clients", "--entity-name",
+               "judge-mutator", "--add-config", "controller_mutation_rate=1")
+    config = tmp_path / "mutator.properties"
+    config.write_text("client.id=judge-mutator\n")
+
+    def create(name: str, partitions: int):
+        return run_tool(TOPICS, "--bootstrap-server", servers, "--command-config", config, "--create", "--topic",
+                        name, "--partitions", partitions, "--replication-factor", 1)
+    first = create("mutated-wide", 20)
+    assert first.returncode == 0, first.stderr[-2000:]
+    second = create("mutated-refused", 1)
+    assert second.returncode != 0 and "The throttling quota has been exceeded" in second.stdout + second.stderr, \
+        (second.returncode, second.stdout[-2000:], second.stderr[-2000:])
+    listed = call(broker, MetadataRequest(topics=[MetadataRequestTopic(name=n) for n in ("mutated-wide",
+                                                                                       "mutated-refused")],
+                                         allow_auto_topic_creation=False), 12)
+    assert [(t.name, t.error_code, len(t.partitions)) for t in listed.topics] == [
+        ("mutated-wide", 0, 20), ("mutated-refused", int(Errors.UNKNOWN_TOPIC_OR_PARTITION), 0)]
+
+
+def test_kafka_configs_sets_and_describes_the_replication_throttles(broker):
+    """KIP-73's settings as Kafka's tool writes them (issue 29): the brokers' default rates and a
+    topic's throttled replicas, then described back (what the replication quotas read)."""
+    servers = broker.bootstrap_servers
+    create_topic(broker, "throttled", 2)
+    kafka_tool(CONFIGS, "--bootstrap-server", servers, "--alter", "--entity-type", "brokers", "--entity-default",
+               "--add-config", "leader.replication.throttled.rate=1000000,follower.replication.throttled.rate=2000000")
+    kafka_tool(CONFIGS, "--bootstrap-server", servers, "--alter", "--entity-type", "topics", "--entity-name",
+               "throttled", "--add-config", "leader.replication.throttled.replicas=[0:1,1:1]")
+    brokers = kafka_tool(CONFIGS, "--bootstrap-server", servers, "--describe", "--entity-type", "brokers",
+                         "--entity-default")
+    assert "leader.replication.throttled.rate=1000000" in brokers and \
+        "follower.replication.throttled.rate=2000000" in brokers, brokers
+    topic = kafka_tool(CONFIGS, "--bootstrap-server", servers, "--describe", "--entity-type", "topics",
+                       "--entity-name", "throttled")
+    assert "leader.replication.throttled.replicas=0:1,1:1" in topic, topic

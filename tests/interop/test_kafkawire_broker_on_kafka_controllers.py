@@ -2,7 +2,8 @@
 (issue 29): they follow Kafka's metadata log as raft observers, register with Kafka's active
 controller and are unfenced; kafka-python creates a topic of replication factor 2 through one
 (forwarded to Kafka's controller), produces with acks=all (the other broker replicating) and
-consumes in a group; DescribeQuorum at Kafka's controller lists them as observers, never voters.
+consumes in a group; a Metadata request creates a topic (asked of Kafka's controller on the
+client's behalf, in an Envelope); DescribeQuorum at Kafka's controller lists them as observers, never voters.
 One Kafka JVM (the controller), two kafkawire processes; every wait bounded."""
 from __future__ import annotations
 
@@ -59,6 +60,12 @@ def test_two_kafkawire_broker_only_nodes_replicate_and_serve_clients_on_a_kafka_
         assert sorted(o.replica_id for o in view.observers) == BROKERS
 
         create_topic(bootstrap, "orders", partitions=2, replication_factor=2)
+
+        def auto_created():          # asked on the client's behalf: an Envelope'd CreateTopics v7 to Kafka's controller
+            metadata = call(quorum.address(BROKERS[0]), MetadataRequest(
+                topics=[MetadataRequestTopic(name="made-on-demand")], allow_auto_topic_creation=True), api_version=12)
+            return metadata.topics[0].error_code == 0
+        quorum.wait_until(auto_created, WAIT_S, "a topic a Metadata request asked for, created by Kafka's controller")
         sent = produce_records(bootstrap, "orders", 20, partitions=2)
         metadata = call(quorum.address(BROKERS[1]), MetadataRequest(
             topics=[MetadataRequestTopic(name="orders")], allow_auto_topic_creation=False), api_version=12)

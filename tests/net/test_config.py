@@ -97,6 +97,16 @@ def test_unknown_keys_are_warned_not_refused(caplog):
     assert "some.future.key" in caplog.text
 
 
+def test_listener_connection_limits_are_read_per_listener_and_checked():
+    c = parse_server_config(props() + "listener.name.controller.max.connections=5\n"
+                            "listener.name.CONTROLLER.max.connection.creation.rate=7\n")
+    assert c.listener_connection_limits == (("CONTROLLER", "max.connections", 5),
+                                            ("CONTROLLER", "max.connection.creation.rate", 7))
+    assert c.unknown_keys == ()
+    with pytest.raises(ConfigError, match="listener.name.controller.max.connections: '-1' must be at least 0"):
+        parse_server_config(props() + "listener.name.controller.max.connections=-1\n")
+
+
 def test_the_high_watermark_checkpoint_interval_has_kafkas_name():
     """ReplicationConfigs' replica.high.watermark.checkpoint.interval.ms (LONG, 5000) sets how often
     the broker writes replication-offset-checkpoint; it is read, not warned as unknown."""

@@ -31,7 +31,8 @@ from kafkawire.metadata.acl_index import AclIndex
 from kafkawire.metadata.features_answer import finalized_levels, set_features
 from kafkawire.metadata.image import MetadataImage
 from kafkawire.net.admin_authorization import authorize_admin_apis
-from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas
+from kafkawire.net.admission import AdmissionLimits, ConnectionQuotas, DynamicCreationRate
+from kafkawire.net.client_quotas import IpConnectionRates
 from kafkawire.net.authentication import sasl_handlers
 from kafkawire.net.authorizer import (CONTROLLER_API_OPERATIONS, StandardAuthorizer, authorizing_create_topics,
                                      authorizing_create_delegation_token, authorizing_handler,
@@ -233,7 +234,10 @@ class ControllerNode:
                                    leader_epoch=lambda: max(driver.running.epoch, 0),
                                    active_controller=self._active_controller)
         driver.hw_listeners.append(self.topic.high_watermark_advanced)
-        quotas = ConnectionQuotas(self._admission_limits())     # one count across the listeners, as Kafka's
+        # one count across the listeners, as Kafka's; the ip connection_creation_rate quotas of its image
+        quotas = ConnectionQuotas(self._admission_limits(), ip_rates=IpConnectionRates(self._image),
+                                  creation_rate=DynamicCreationRate(self._image, c.node_id,
+                                                                    c.max_connection_creation_rate))
         for name in c.controller_listener_names:
             endpoint = c.listener(name)
             if endpoint is None:
@@ -283,9 +287,7 @@ class ControllerNode:
 
     def _admission_limits(self) -> AdmissionLimits:
         c = self.config
-        return AdmissionLimits(max_connections=c.max_connections, max_connections_per_ip=c.max_connections_per_ip,
-                               max_connections_per_ip_overrides=dict(c.max_connections_per_ip_overrides),
-                               queued_max_request_bytes=c.queued_max_request_bytes)
+        return AdmissionLimits.of(c)
 
     def _make_server(self, endpoint, name: str, quotas: ConnectionQuotas) -> KafkaServer:
         c = self.config

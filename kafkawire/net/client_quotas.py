@@ -36,17 +36,23 @@ used goes first: a new one starts from an empty rate, as a new client id would).
 """
 from __future__ import annotations
 
+import ipaddress
 import math
 import time
 from collections import OrderedDict
 from typing import Callable
 
-__all__ = ["SampledRate", "throttle_time_ms", "QuotaIndex", "quota_tags", "quota_limit", "ClientQuotaManager",
-           "PRODUCER_BYTE_RATE", "CONSUMER_BYTE_RATE", "REQUEST_PERCENTAGE", "DEFAULT", "principal_user"]
+__all__ = ["SampledRate", "TokenBucket", "throttle_time_ms", "QuotaIndex", "QuotaIndexes", "quota_tags",
+           "quota_limit", "ClientQuotaManager", "PRODUCER_BYTE_RATE", "CONSUMER_BYTE_RATE", "REQUEST_PERCENTAGE",
+           "CONTROLLER_MUTATION_RATE", "CONNECTION_CREATION_RATE", "DEFAULT", "principal_user", "ip_connection_rates",
+           "IpConnectionRates"]
 
 PRODUCER_BYTE_RATE = "producer_byte_rate"
 CONSUMER_BYTE_RATE = "consumer_byte_rate"
 REQUEST_PERCENTAGE = "request_percentage"
+CONTROLLER_MUTATION_RATE = "controller_mutation_rate"
+CONNECTION_CREATION_RATE = "connection_creation_rate"
+IP = "ip"
 USER, CLIENT_ID = "user", "client-id"
 
 INACTIVE_EXPIRY_MS = 3600 * 1000        # ClientQuotaManager.INACTIVE_SENSOR_EXPIRATION_TIME_SECONDS
@@ -142,6 +148,36 @@ class SampledRate:
         return total / (self.window_size_ms(now_ms) / 1000.0)
 
 
+class TokenBucket:
+    """Kafka's TokenBucket stat (the controller mutation quota, KIP-599): tokens refill at the
+    quota's rate per second up to a burst of ``samples`` x window x quota, and each record takes
+    its value out (the balance may go below zero). A new bucket starts full: Kafka's starts from
+    time 0, so its first refill fills it."""
+    __slots__ = ("samples", "window_ms", "tokens", "last_update_ms", "last_record_ms")
+
+    def __init__(self, samples: int, window_ms: int):
+        self.samples, self.window_ms = samples, window_ms
+        self.tokens: float | None = None        # None: full
+        self.last_update_ms = self.last_record_ms = 0
+
+    def measure(self, quota: float, now_ms: int) -> float:
+        """The tokens left at ``now_ms`` for a quota of ``quota`` per second."""
+        burst = self.samples * (self.window_ms / 1000.0) * quota
+        if self.tokens is None:
+            self.tokens = burst
+        else:
+            self.tokens = min(burst, self.tokens + quota * (now_ms - self.last_update_ms) / 1000.0)
+        self.last_update_ms = now_ms
+        return self.tokens
+
+    def record(self, quota: float, value: float, now_ms: int) -> float:
+        """Take ``value`` out; the tokens left."""
+        burst = self.samples * (self.window_ms / 1000.0) * quota
+        self.tokens = min(burst, self.measure(quota, now_ms) - value)
+        self.last_record_ms = now_ms
+        return self.tokens
+
+
 def throttle_time_ms(observed: float, bound: float, window_ms: int) -> int:
     """QuotaUtils.throttleTime: X = (O - T) / T * W, rounded as Java's Math.round."""
     return int(math.floor((observed - bound) / bound * window_ms + 0.5))
@@ -219,6 +255,70 @@ def quota_limit(index: QuotaIndex, tags: tuple[str, str]) -> float | None:
     return None
 
 
+class _FromImage:
+    """What ``build(image.client_quotas)`` gives for the image ``image()`` gives (None: no image
+    yet), rebuilt only when the image changed (its offset says so; a stand-in image without
+    provenance: by identity)."""
+
+    def __init__(self, image: Callable, build: Callable):
+        self.image, self.build = image, build
+        self._source = None               # the client_quotas dict it was built from
+        self._offset = None               # and the image's offset then
+        self._built = build({})
+
+    def current(self):
+        image = self.image()
+        quotas = getattr(image, "client_quotas", None)
+        offset = getattr(getattr(image, "provenance", None), "offset", None)
+        if quotas is not self._source or offset != self._offset:
+            self._source, self._offset = quotas, offset
+            self._built = self.build(quotas or {})
+        return self._built
+
+
+class QuotaIndexes(_FromImage):
+    """The QuotaIndex of each of ``keys`` for the image ``image()`` gives: ``indexes(key)``."""
+
+    def __init__(self, image: Callable, keys):
+        keys = tuple(keys)
+        super().__init__(image, lambda quotas: {k: QuotaIndex.of(quotas, k) for k in keys})
+
+    def __call__(self, key: str) -> QuotaIndex:
+        return self.current()[key]
+
+
+class IpConnectionRates(_FromImage):
+    """ip_connection_rates of the image ``image()`` gives: ``rates()``."""
+
+    def __init__(self, image: Callable):
+        super().__init__(image, lambda quotas: ip_connection_rates(quotas))
+
+    def __call__(self) -> dict:
+        return self.current()
+
+
+def ip_connection_rates(client_quotas: dict) -> dict:
+    """The ``connection_creation_rate`` of the ``ip`` entities of ``image.client_quotas``:
+    {address (normalized, as ipaddress writes it) or None (the default entity): connections per
+    second}. An entity named by a host name rather than an address is left out (Kafka resolves it
+    once, when the quota arrives; a lookup has no place on the accept path)."""
+    rates = {}
+    for entity, values in client_quotas.items():
+        if CONNECTION_CREATION_RATE not in values:
+            continue
+        parts = dict(entity)
+        if set(parts) != {IP}:
+            continue
+        name = parts[IP]
+        if name is not None:
+            try:
+                name = str(ipaddress.ip_address(name))
+            except ValueError:
+                continue
+        rates[name] = int(values[CONNECTION_CREATION_RATE])
+    return rates
+
+
 # -- the manager --
 
 class ClientQuotaManager:
@@ -232,8 +332,11 @@ class ClientQuotaManager:
         self.clock = clock or (lambda: int(time.monotonic() * 1000))
         self.rates: OrderedDict[tuple[str, str], SampledRate] = OrderedDict()
 
-    def _rate(self, tags: tuple[str, str], now_ms: int) -> SampledRate:
-        """The rate of ``tags``, made if new. Rates are kept least recently used first: those idle
+    def _new_stat(self):
+        return SampledRate(self.samples, self.window_ms)
+
+    def stat_for(self, tags: tuple, now_ms: int):
+        """The rate (or other stat) of ``tags``, made if new. Rates are kept least recently used first: those idle
         an hour are dropped (Kafka's sensor expiry), and the first ones beyond ``max_tracked``."""
         rates = self.rates
         while rates and now_ms - next(iter(rates.values())).last_record_ms >= INACTIVE_EXPIRY_MS:
@@ -244,7 +347,7 @@ class ClientQuotaManager:
             return rate
         while len(rates) >= self.max_tracked:
             rates.popitem(last=False)
-        rate = rates[tags] = SampledRate(self.samples, self.window_ms)
+        rate = rates[tags] = self._new_stat()
         rate.last_record_ms = now_ms
         return rate
 
@@ -254,7 +357,7 @@ class ClientQuotaManager:
             return 0
         now_ms = self.clock() if now_ms is None else now_ms
         tags = quota_tags(index, user, client_id)
-        rate = self._rate(tags, now_ms)
+        rate = self.stat_for(tags, now_ms)
         rate.record(value, now_ms)
         bound = quota_limit(index, tags)
         if bound is None:
@@ -275,7 +378,7 @@ class ClientQuotaManager:
         if not index.enabled:
             return
         now_ms = self.clock() if now_ms is None else now_ms
-        self._rate(quota_tags(index, user, client_id), now_ms).record(-value, now_ms)
+        self.stat_for(quota_tags(index, user, client_id), now_ms).record(-value, now_ms)
 
     def max_value_in_window(self, index: QuotaIndex, user: str, client_id: str) -> float:
         """maxValueInQuotaWindow: the most one record can be without certain throttling (a consumer
