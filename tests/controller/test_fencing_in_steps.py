@@ -84,11 +84,13 @@ def test_other_writes_run_between_the_steps_and_the_broker_stays_fenced_until_it
             # Caught up and no longer asking to be fenced: it stays fenced while its partitions move.
             early = await call(leader, 63, heartbeat(VICTIM, epoch, quorum.end_offset))
             assert early.error_code == 0 and early.is_fenced and leader.moves.in_progress(VICTIM)
-            created_at = quorum.end_offset
             await create(leader, "meanwhile", partitions=1, rf=2)
             assert leader.moves.in_progress(VICTIM)         # a CreateTopics ran before the moves ended
             await until(lambda: not leader.moves, "the partitions moved")
-            assert _changes(quorum, created_at)             # and moves came after it
+            names = [(r.type_name, getattr(r.message, "name", None)) for _, r in new_records(quorum, 0)]
+            created = names.index(("TopicRecord", "meanwhile"))
+            assert ("PartitionChangeRecord", None) in names[:created] and ("PartitionChangeRecord", None) in \
+                names[created:]                             # between the moves, in the log
             later = await call(leader, 63, heartbeat(VICTIM, epoch, quorum.end_offset))
             assert later.error_code == 0 and not later.is_fenced
     run(go())
