@@ -44,7 +44,7 @@ from kafkawire.messages.broker_heartbeat_request import BrokerHeartbeatRequest
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
 from kafkawire.net.client import NetworkClient, TransportError
 from kafkawire.protocol.error_codes import Errors
-from kafkawire.raft.node.local_quorum import LocalQuorum, describe_quorum
+from kafkawire.raft.node.local_quorum import LocalQuorum, QuorumError, describe_quorum
 
 from .storm import _registration
 
@@ -403,12 +403,17 @@ async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, parti
             beats, (stormy, storm_answers) = results[0], results[1]
     finally:
         await fakes.close()
-    after = await describe_quorum(address)
+    try:
+        after = await describe_quorum(address)
+    except QuorumError as exc:          # the node asked no longer leads: a problem to report, not a crash
+        print(f"after the storm: {exc}", file=sys.stderr)
+        after = None
     if metrics_file is not None:
         await asyncio.sleep(1.5)              # the node writes its metrics file once a second
     return StormReport(brokers, partitions, build_s, seconds, beats, idle_creates, stormy,
                        idle_answers + storm_answers, idle_cpu, storm_cpu, own_cpu, rss_mb(pid),
-                       (view.leader_id, view.leader_epoch), (after.leader_id, after.leader_epoch),
+                       (view.leader_id, view.leader_epoch),
+                       (after.leader_id, after.leader_epoch) if after is not None else ("not this node", None),
                        (load, os.getloadavg()[0]), commit_latency(metrics_file), stalls.late, fencing)
 
 
