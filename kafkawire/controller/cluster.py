@@ -14,6 +14,7 @@ from kafkawire.metadata.registrations import NO_LEADER, kafka_uuid
 from kafkawire.protocol.error_codes import Errors
 
 from .errors import ApiError
+from .fencing import PartitionMoves
 from .frames import frame, struct
 from .heartbeats import BrokerHeartbeatManager, BrokerState, current_state
 from .java_order import copied_capacity, grown_capacity, string_hashmap_order
@@ -188,13 +189,17 @@ def broker_registration_records(state: ControllerState, request, *, cluster_id: 
     return records, fields["broker_epoch"]
 
 
-def fence_records(state: ControllerState, broker_id: int, static_min_isr: int) -> list[bytes]:
-    """handleBrokerFenced: partitions lose the broker first, then the fence record."""
+def fence_records(state: ControllerState, broker_id: int, static_min_isr: int,
+                  moves: PartitionMoves | None = None) -> list[bytes]:
+    """handleBrokerFenced: partitions lose the broker first, then the fence record; with
+    ``moves`` (the active controller's), for a broker in more ISRs than one event moves, the
+    fence record alone, the partitions in later events (fencing.py)."""
     broker = state.image.brokers[broker_id]
-    records = updates_removing(state, broker_id, static_min_isr)
-    records.append(frame("BrokerRegistrationChangeRecord", 0, broker_id=broker_id, broker_epoch=broker.epoch,
-                         fenced=FENCE))
-    return records
+    fence = frame("BrokerRegistrationChangeRecord", 0, broker_id=broker_id, broker_epoch=broker.epoch, fenced=FENCE)
+    if moves is not None and moves.needs_job(state, broker_id):
+        moves.start(state, broker_id)
+        return [fence]
+    return updates_removing(state, broker_id, static_min_isr) + [fence]
 
 
 def unfence_records(state: ControllerState, broker_id: int, broker_epoch: int, static_min_isr: int) -> list[bytes]:
@@ -205,12 +210,16 @@ def unfence_records(state: ControllerState, broker_id: int, broker_epoch: int, s
 
 
 def controlled_shutdown_records(state: ControllerState, broker_id: int, broker_epoch: int,
-                                static_min_isr: int) -> list[bytes]:
-    """handleBrokerInControlledShutdown: mark it (once), then move its partitions away."""
+                                static_min_isr: int, moves: PartitionMoves | None = None) -> list[bytes]:
+    """handleBrokerInControlledShutdown: mark it (once), then move its partitions away (with
+    ``moves``, in later events when they are more than one event moves: fencing.py)."""
     records = []
     if not state.image.brokers[broker_id].in_controlled_shutdown:
         records.append(frame("BrokerRegistrationChangeRecord", 1, broker_id=broker_id, broker_epoch=broker_epoch,
                              in_controlled_shutdown=IN_CONTROLLED_SHUTDOWN))
+    if moves is not None and moves.needs_job(state, broker_id):
+        moves.start(state, broker_id)
+        return records
     return records + updates_removing(state, broker_id, static_min_isr)
 
 
@@ -270,8 +279,11 @@ class HeartbeatReply:
 
 
 def heartbeat(state: ControllerState, request, *, sessions: BrokerHeartbeatManager, now_ms: int,
-              static_min_isr: int) -> tuple[list[bytes], HeartbeatReply]:
-    """QuorumController.processBrokerHeartbeat + ReplicationControlManager.processBrokerHeartbeat."""
+              static_min_isr: int, moves: PartitionMoves | None = None) -> tuple[list[bytes], HeartbeatReply]:
+    """QuorumController.processBrokerHeartbeat + ReplicationControlManager.processBrokerHeartbeat.
+    ``moves``: the active controller's partition moves (fencing.py); a fenced broker whose
+    partitions are still being moved stays fenced until they are, as in Kafka, where the
+    unfencing heartbeat comes after the whole fencing event."""
     broker_id = request.broker_id
     register_offset = state.register_broker_offsets.get(broker_id)
     if register_offset is None:
@@ -287,7 +299,9 @@ def heartbeat(state: ControllerState, request, *, sessions: BrokerHeartbeatManag
     # Both asked only by the states that need them (Kafka's Supplier): the first is an index
     # lookup, the second a pass over the brokers, and neither touches a partition.
     next_state = sessions.next_state(
-        broker_id, current, want_fence=request.want_fence, want_shut_down=request.want_shut_down,
+        broker_id, current, want_fence=request.want_fence or (current is BrokerState.FENCED and moves is not None
+                                                           and moves.in_progress(broker_id)),
+        want_shut_down=request.want_shut_down,
         metadata_offset=request.current_metadata_offset, register_offset=register_offset,
         has_leaderships=lambda: state.partition_index.has_leaderships(broker_id),
         lowest_active_offset=lambda: sessions.lowest_active_offset(
@@ -295,11 +309,11 @@ def heartbeat(state: ControllerState, request, *, sessions: BrokerHeartbeatManag
     records: list[bytes] = []
     if next_state is not current:
         if next_state in (BrokerState.FENCED, BrokerState.SHUTDOWN_NOW):
-            records = fence_records(state, broker_id, static_min_isr)
+            records = fence_records(state, broker_id, static_min_isr, moves)
         elif next_state is BrokerState.UNFENCED:
             records = unfence_records(state, broker_id, broker.epoch, static_min_isr)
         elif next_state is BrokerState.CONTROLLED_SHUTDOWN:
-            records = controlled_shutdown_records(state, broker_id, broker.epoch, static_min_isr)
+            records = controlled_shutdown_records(state, broker_id, broker.epoch, static_min_isr, moves)
     sessions.touch(broker_id, now_ms, request.current_metadata_offset)
     if directory_assignment_supported(image.metadata_version or 0):
         records = records + offline_dirs_records(state, broker, broker.epoch, getattr(request, "offline_log_dirs", None),

@@ -62,6 +62,7 @@ from .committed import CommittedImage
 from .delegation_tokens import (MAX_RECORDS_PER_EXPIRATION, DelegationTokenSettings, delegation_token_handlers,
                                 expired_token_records)
 from .errors import ApiError, WriteTimedOut, not_controller
+from .fencing import PartitionMoves
 from .frames import frame
 from .heartbeats import HEARTBEAT_INTERVAL_MS, SESSION_TIMEOUT_MS, BrokerHeartbeatManager
 from .mutation_quota import ControllerMutationQuotas
@@ -152,6 +153,7 @@ class MetadataController:
         self.state = ControllerState(self.supported_features)
         self.committed = CommittedImage(self.state)     # what readers see: committed records only
         self.sessions = BrokerHeartbeatManager(session_timeout_ms)
+        self.moves = PartitionMoves()               # a fenced broker's partitions moved in bounded events
         self.heartbeat_deadline_ms = int(heartbeat_interval_ms / 2)   # Java's int division
         self.stats = ControllerStats()              # TimedOutBrokerHeartbeatCount, event-queue metrics, ...
         self.registration = ControllerRegistrationManager(
@@ -230,6 +232,7 @@ class MetadataController:
     def on_leader_change(self, leader_id: int | None, epoch: int) -> None:
         if self.pipeline.in_flight and (leader_id != self.node_id or epoch != self._claimed_epoch):
             self._renounce(f"leader {leader_id} in epoch {epoch}")
+        self.moves.clear()                          # the next activation resumes them (fencing.py)
         self._claimed_epoch = epoch if leader_id == self.node_id else None
         self._active_epoch = None
         self._applied.set()                         # a write waiting for its batch re-checks its epoch
@@ -285,10 +288,14 @@ class MetadataController:
                 await self._activate(epoch)
             if self.is_active():
                 await self._periodic_duties()
+            if self.moves and self.is_active():
+                await self._move_partitions()
 
     def _seconds_to_next_duty(self) -> float | None:
         if not self.is_active():
             return None
+        if self.moves:
+            return 0
         now = self.clock()
         due = [self._next_noop_ms] if self.max_idle_interval_ms > 0 else []
         if self.state.image.delegation_tokens:     # a sweep of no tokens writes nothing: no need to wake
@@ -334,6 +341,7 @@ class MetadataController:
         self._active_epoch = epoch
         now = self.clock()
         self.sessions.activate(self.state.image.brokers, now)
+        self.moves.resume(self.state)
         self.stats.contacted(self.state.image.brokers, now)
         self._next_noop_ms = now + self.max_idle_interval_ms
         self._next_token_sweep_ms = now + self.delegation_tokens.expiry_check_interval_ms
@@ -356,10 +364,26 @@ class MetadataController:
         if stale is not None:
             log.info("controller %d: fencing broker %d, whose session expired", self.node_id, stale)
             try:
-                await self._write(lambda: (cluster.fence_records(self.state, stale, self.static_min_insync_replicas),
-                                           None))
+                await self._write(lambda: (cluster.fence_records(self.state, stale, self.static_min_insync_replicas,
+                                                                 self.moves), None))
             except ApiError:
                 return
+
+    async def _move_partitions(self) -> None:
+        """One event of the partition moves in progress (fencing.py), appended without waiting
+        for its commit (the pipeline bounds how many wait), then the loop is yielded, so the
+        requests that came meanwhile run before the next event."""
+        await self._turn(None)
+        if self.is_active() and self.moves:
+            called_ms = self.clock()
+            records, _ = self._generate(lambda: (self.moves.next_records(self.state, self.static_min_insync_replicas),
+                                                 None), called_ms)
+            if records:
+                try:
+                    self._append_ahead(records)
+                except ApiError:
+                    return
+        await asyncio.sleep(0)
 
     async def _sweep_expired_tokens(self, now: int) -> None:
         """QuorumController's expireDelegationTokens task: every delegation.token.expiry.check.interval.ms,
@@ -505,6 +529,7 @@ class MetadataController:
     def _renounce(self, why: str) -> None:
         """QuorumController.renounce: the writes in flight are answered NOT_CONTROLLER (no
         controller named, as Kafka's failAll) and the state goes back to the committed one."""
+        self.moves.clear()
         failed = self.pipeline.roll_back(not_controller(None))
         self.poke()                                 # what waited on the state looks again (the registration)
         log.info("controller %d: %d writes in flight answered NOT_CONTROLLER and the state rolled back to "
@@ -561,7 +586,7 @@ class MetadataController:
         self.stats.contacted([request.broker_id], self.clock())     # before any check, as Kafka
         def generate():
             return cluster.heartbeat(self.state, request, sessions=self.sessions, now_ms=self.clock(),
-                                     static_min_isr=self.static_min_insync_replicas)
+                                     static_min_isr=self.static_min_insync_replicas, moves=self.moves)
         self._track_heartbeat(request, expired=False)
         try:
             reply, last_offset = await self._write(generate, timeout_ms=self.heartbeat_deadline_ms,

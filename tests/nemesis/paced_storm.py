@@ -16,7 +16,12 @@ Kafka's default.
 
 By hand, at 100k partitions (exits 1 if a check of ``problems`` fails):
 
-    python -m tests.nemesis.paced_storm [--brokers 100] [--partitions 100000] [--seconds 20]
+    python -m tests.nemesis.paced_storm [--brokers 100] [--partitions 100000] [--seconds 20] [--fence fence|shutdown]
+
+``--fence``: the first broker leaves the storm a quarter of the way into it and asks to be fenced
+(or to shut down); printed: when that was answered and when its partitions had all moved
+(Fencing). With 10 brokers each leads a tenth of the partitions (issue 28: "fencing a broker
+that leads 10% of 1M partitions").
 
 benchmarks/heartbeat_storm.py prints the same figures for several sizes; tests/nemesis/
 test_paced_storm.py runs it small in CI.
@@ -39,7 +44,7 @@ from kafkawire.messages.broker_heartbeat_request import BrokerHeartbeatRequest
 from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
 from kafkawire.net.client import NetworkClient, TransportError
 from kafkawire.protocol.error_codes import Errors
-from kafkawire.raft.node.local_quorum import LocalQuorum, describe_quorum
+from kafkawire.raft.node.local_quorum import LocalQuorum, QuorumError, describe_quorum
 
 from .storm import _registration
 
@@ -119,15 +124,16 @@ class FakeBrokers:
         for first in range(0, len(self.ids), at_once):
             await asyncio.gather(*(one(b) for b in self.ids[first:first + at_once]))
 
-    def _beat(self, b: int):
+    def _beat(self, b: int, want_fence: bool = False, want_shut_down: bool = False):
         return self.clients[b].send(self.address, BrokerHeartbeatRequest(
-            broker_id=b, broker_epoch=self.epochs[b], current_metadata_offset=2**62, want_fence=False))
+            broker_id=b, broker_epoch=self.epochs[b], current_metadata_offset=2**62, want_fence=want_fence,
+            want_shut_down=want_shut_down))
 
     async def beat_round(self) -> None:
         await asyncio.gather(*(self._beat(b) for b in self.ids))
 
-    async def storm(self, seconds: float, every_s: float = HEARTBEAT_EVERY_S) -> Beats:
-        """Every broker heartbeats every ``every_s`` (a late answer delays its next one, as a
+    async def storm(self, seconds: float, every_s: float = HEARTBEAT_EVERY_S, skip=()) -> Beats:
+        """Every broker (but those in ``skip``) heartbeats every ``every_s`` (a late answer delays its next one, as a
         broker schedules its next heartbeat on the answer) until ``seconds`` have passed; the
         heartbeats in flight then are waited for and counted."""
         beats = Beats()
@@ -150,7 +156,7 @@ class FakeBrokers:
                     if beats.latencies_ms[-1] > SLOW_MS:
                         beats.slow.append((round(sent_at, 2), round(beats.latencies_ms[-1])))
                 due = max(due + every_s, loop.time())
-        await asyncio.gather(*(one(i, b) for i, b in enumerate(self.ids)))
+        await asyncio.gather(*(one(i, b) for i, b in enumerate(self.ids) if b not in skip))
         return beats
 
     async def close(self) -> None:
@@ -246,6 +252,48 @@ class OwnStalls:
 
 
 @dataclass
+class Fencing:
+    """The first broker fenced (WantFence) or shut down (WantShutDown) during the storm (``--fence``):
+    it stops its regular heartbeats FENCE_AT of the way into the window and asks. ``answered_s``:
+    when the asking heartbeat was answered (its fence, or controlled-shutdown, record committed);
+    ``done_s``: when its partitions had all moved, as the broker sees it: for a fence, the first
+    heartbeat every FENCE_POLL_S without WantFence that unfences it (a fenced broker whose
+    partitions are still moving stays fenced); for a shutdown, the first heartbeat told to shut
+    down (it leads nothing). Both from the asking heartbeat's sending."""
+    how: str
+    broker: int
+    at_s: float = float("nan")
+    answered_s: float = float("nan")
+    done_s: float = float("nan")
+    answers: Counter = field(default_factory=Counter)
+
+    def line(self) -> str:
+        return (f"  {self.how} of broker {self.broker} at {self.at_s:.1f} s into the window: answered after "
+                f"{self.answered_s:.2f} s, its partitions moved after {self.done_s:.2f} s; its answers "
+                f"{dict(self.answers)}")
+
+
+FENCE_AT, FENCE_POLL_S, FENCE_BOUND_S = 0.25, 0.1, 300
+
+
+async def fence_one(fakes: FakeBrokers, fencing: Fencing, seconds: float) -> None:
+    await asyncio.sleep(seconds * FENCE_AT)
+    fencing.at_s = seconds * FENCE_AT
+    b, shutdown = fencing.broker, fencing.how == "shutdown"
+    started = time.perf_counter()
+    reply = await fakes._beat(b, want_fence=not shutdown, want_shut_down=shutdown)
+    fencing.answers[Errors.for_code(reply.error_code).name] += 1
+    fencing.answered_s = time.perf_counter() - started
+    while time.perf_counter() - started < FENCE_BOUND_S:
+        await asyncio.sleep(FENCE_POLL_S)
+        reply = await fakes._beat(b, want_shut_down=shutdown)
+        fencing.answers[Errors.for_code(reply.error_code).name] += 1
+        if (reply.should_shut_down if shutdown else not reply.is_fenced):
+            fencing.done_s = time.perf_counter() - started
+            return
+
+
+@dataclass
 class StormReport:
     brokers: int
     partitions: int
@@ -264,6 +312,7 @@ class StormReport:
     load_average: tuple = ()
     commit_latency_ms: dict = field(default_factory=dict)    # the leader's raft metrics after the storm
     own_stalls: list = field(default_factory=list)           # this process's loop stalls in the storm
+    fencing: Fencing | None = None
 
     @property
     def answered_fraction(self) -> float:
@@ -290,7 +339,8 @@ class StormReport:
             f"p99 {_percentile(self.storm_creates_ms, 0.99):.1f} ms; answers {dict(self.create_answers)}",
             f"  the leader's commit latency (its raft metrics' window, after the storm): "
             f"{', '.join(f'{k} {v} ms' for k, v in self.commit_latency_ms.items()) or 'not read'}",
-            f"  load average {' -> '.join(f'{x:.2f}' for x in self.load_average)}"])
+            f"  load average {' -> '.join(f'{x:.2f}' for x in self.load_average)}"]
+            + ([self.fencing.line()] if self.fencing is not None else []))
 
 
 def problems(report: StormReport, min_answered: float = MIN_ANSWERED_FRACTION,
@@ -327,9 +377,10 @@ def commit_latency(metrics_file: str | None) -> dict:
 
 
 async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, partitions: int, seconds: float,
-                         idle: bool = True, metrics_file: str | None = None) -> StormReport:
+                         idle: bool = True, metrics_file: str | None = None, fence: str | None = None) -> StormReport:
     """The run against the active controller at ``address`` (its process ``pid``, its raft
-    metrics in ``metrics_file`` if given); ``idle`` False leaves the idle window out."""
+    metrics in ``metrics_file`` if given); ``idle`` False leaves the idle window out; ``fence``
+    ("fence" or "shutdown") fences or shuts down the first broker during the storm (Fencing)."""
     load = os.getloadavg()[0]
     view = await describe_quorum(address)
     fakes = FakeBrokers(address, cluster_id, brokers)
@@ -343,21 +394,31 @@ async def storm_at_scale(address, cluster_id: str, pid: int, brokers: int, parti
         if idle:
             (idle_creates, idle_answers), idle_cpu, _ = await _window(pid, seconds,
                                                                       probe_creates(address, seconds, "idle"))
-        both = asyncio.gather(fakes.storm(seconds), probe_creates(address, seconds, "storm"))
+        fencing = Fencing(fence, fakes.ids[0]) if fence else None
+        both = asyncio.gather(fakes.storm(seconds, skip={fencing.broker} if fencing else ()),
+                              probe_creates(address, seconds, "storm"),
+                              *([fence_one(fakes, fencing, seconds)] if fencing else []))
         with OwnStalls() as stalls:
-            (beats, (stormy, storm_answers)), storm_cpu, own_cpu = await _window(pid, seconds, both)
+            results, storm_cpu, own_cpu = await _window(pid, seconds, both)
+            beats, (stormy, storm_answers) = results[0], results[1]
     finally:
         await fakes.close()
-    after = await describe_quorum(address)
+    try:
+        after = await describe_quorum(address)
+    except QuorumError as exc:          # the node asked no longer leads: a problem to report, not a crash
+        print(f"after the storm: {exc}", file=sys.stderr)
+        after = None
     if metrics_file is not None:
         await asyncio.sleep(1.5)              # the node writes its metrics file once a second
     return StormReport(brokers, partitions, build_s, seconds, beats, idle_creates, stormy,
                        idle_answers + storm_answers, idle_cpu, storm_cpu, own_cpu, rss_mb(pid),
-                       (view.leader_id, view.leader_epoch), (after.leader_id, after.leader_epoch),
-                       (load, os.getloadavg()[0]), commit_latency(metrics_file), stalls.late)
+                       (view.leader_id, view.leader_epoch),
+                       (after.leader_id, after.leader_epoch) if after is not None else ("not this node", None),
+                       (load, os.getloadavg()[0]), commit_latency(metrics_file), stalls.late, fencing)
 
 
-def run(base_dir: str, brokers: int, partitions: int, seconds: float, properties: dict | None = None) -> StormReport:
+def run(base_dir: str, brokers: int, partitions: int, seconds: float, properties: dict | None = None,
+        fence: str | None = None) -> StormReport:
     """A fresh quorum of ``kafkawire server-start`` processes (STORM_PROPERTIES and
     ``properties`` in their configs), and the run against its leader."""
     quorum = LocalQuorum(base_dir, voters=3, properties={**STORM_PROPERTIES, **(properties or {})})
@@ -365,7 +426,7 @@ def run(base_dir: str, brokers: int, partitions: int, seconds: float, properties
         leader = quorum.wait_for_leader(30).leader_id
         metrics = os.path.join(quorum.data_dir(leader), "kafkawire-raft-metrics.json")
         return asyncio.run(storm_at_scale(quorum.address(leader), quorum.cluster_id, quorum.processes[leader].pid,
-                                          brokers, partitions, seconds, metrics_file=metrics))
+                                          brokers, partitions, seconds, metrics_file=metrics, fence=fence))
 
 
 def main(argv=None) -> int:
@@ -376,10 +437,13 @@ def main(argv=None) -> int:
     parser.add_argument("--dir", help="where the nodes live (default: a fresh temporary directory)")
     parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
                         help="a setting for every node (repeatable)")
+    parser.add_argument("--fence", choices=("fence", "shutdown"),
+                        help="the first broker asks to be fenced (WantFence) or shut down (WantShutDown) "
+                             f"{FENCE_AT:.0%} into the storm; the time until its partitions moved is printed")
     args = parser.parse_args(argv)
     properties = dict(p.split("=", 1) for p in args.property)
     with tempfile.TemporaryDirectory(prefix="kafkawire-paced-storm-") as tmp:
-        report = run(args.dir or tmp, args.brokers, args.partitions, args.seconds, properties)
+        report = run(args.dir or tmp, args.brokers, args.partitions, args.seconds, properties, args.fence)
     print(report.lines())
     found = problems(report)
     print("\n".join(f"PROBLEM: {p}" for p in found) or "no problems")

@@ -239,3 +239,43 @@ def test_a_leader_refuses_appends_while_too_many_wait_for_their_commit(tmp_path)
     refused, after, refused_count = asyncio.run(single_voter(tmp_path / "p", 8, work))
     assert refused is not None and "wait for their commit (limit 2)" in refused and refused_count == 1
     assert after > 0
+
+
+def test_an_election_is_written_on_the_disk_thread_and_its_effects_wait_until_it_is_durable(tmp_path):
+    """The quorum-state write and fsync of an election run on the driver's disk thread, not on
+    the loop; the Ready that carries it (here a single voter's own election: it votes for
+    itself and leads) keeps its effects until the write is done, so nothing of it (a vote, a
+    leader change) leaves before it is durable, while the loop goes on."""
+    import threading
+
+    async def go():
+        driver = RaftDriver(config(), DiskLogStore(tmp_path / "p"), client=None, seed=3)
+        recorder = Recorder()
+        driver.register(recorder)
+        release, started, threads = threading.Event(), threading.Event(), []
+        write = driver.store.write_election
+
+        def held_write(*args):
+            threads.append(threading.get_ident())
+            started.set()
+            if not release.wait(10):
+                raise TimeoutError("the test never released the election write")
+            write(*args)
+        driver.store.write_election = held_write
+        driver.start()
+        try:
+            await asyncio.wait_for(_until(started.is_set), 10)
+            for _ in range(20):                 # many loop turns while the write waits
+                await asyncio.sleep(0.001)
+            during = list(recorder.leaders)
+            release.set()
+            await asyncio.wait_for(_until(lambda: recorder.leaders), 10)
+            return during, recorder.leaders, threads, driver.store.read_election()
+        finally:
+            release.set()
+            await driver.close()
+
+    during, leaders, threads, election = asyncio.run(go())
+    assert during == []                                     # held while the write was not durable
+    assert leaders == [(1, election.epoch)] and election.leader_id == 1
+    assert threads and threading.get_ident() not in threads  # not the loop's thread

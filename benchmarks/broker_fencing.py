@@ -1,0 +1,225 @@
+"""Fencing a broker that leads a tenth of the partitions (issue 28: "fencing a broker that leads
+10% of 1M partitions: the leader changes committed within 2 s"), in process: the active
+controller of benchmarks/controller_scale.py (the fake raft of tests/controller/harness.py,
+whose appends commit on the next loop turn, so what is measured is the controller's own work
+on its event loop), --brokers brokers registered and unfenced, --partitions partitions with
+replication factor 3 (each broker leads partitions/brokers of them), then broker 1 is fenced
+while every other broker heartbeats every 500 ms:
+
+    .venv/bin/python benchmarks/broker_fencing.py [--partitions 1000000] [--brokers 10] [--how fence|shutdown|expire]
+
+``fence``: broker 1 heartbeats with WantFence (UNFENCED -> FENCED, handleBrokerFenced);
+``shutdown``: with WantShutDown (controlled shutdown, handleBrokerInControlledShutdown), again
+every 500 ms until told to shut down; ``expire``: it stops heartbeating and its session
+(--session-ms) expires (maybeFenceOneStaleBroker).
+
+Printed: the time from the heartbeat (or the session's expiry) until broker 1 leads nothing
+and its fence (or shutdown) is committed; the records and batches written meanwhile; the longest
+single controller event (the longest stretch the loop was held, from a probe sleeping 1 ms at a
+time, next to the longest ``generate`` of the controller's own metric); and the other brokers'
+heartbeat latency p50/p99/max during it.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks.controller_scale import Cluster, _LagProbe  # noqa: E402
+from kafkawire.raft.node.gc_pauses import log_long_pauses  # noqa: E402
+from tests.controller.harness import heartbeat  # noqa: E402
+
+HEARTBEAT = 63
+BEAT_EVERY_S = 0.5
+VICTIM = 1
+
+
+class _GcPauses:
+    """The longest garbage collection while entered (ms), and how many there were."""
+
+    def __init__(self):
+        self.longest_ms, self.total_ms, self.count, self._start = 0.0, 0.0, 0, 0.0
+
+    def _callback(self, phase, info):
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            took_ms = (time.perf_counter() - self._start) * 1000
+            self.count += 1
+            self.total_ms += took_ms
+            self.longest_ms = max(self.longest_ms, took_ms)
+
+    def __enter__(self):
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc):
+        gc.callbacks.remove(self._callback)
+
+
+class _EventCpu:
+    """The CPU time of each controller event (of this thread: the machine is shared, wall time
+    is not the controller's), the garbage collections during it left out (``pauses`` counts
+    them): a write's generate, and the apply and append of its records."""
+
+    def __init__(self, controller, pauses: _GcPauses):
+        self.events_ms: list = []
+        generate, append_ahead = controller._generate, controller._append_ahead
+        started = [0.0, 0.0]
+
+        def elapsed_ms() -> float:
+            return (time.thread_time() - started[0]) * 1000 - (pauses.total_ms - started[1])
+
+        def timed_generate(*args):
+            started[:] = [time.thread_time(), pauses.total_ms]
+            try:
+                return generate(*args)
+            finally:
+                self.events_ms.append(elapsed_ms())
+
+        def timed_append_ahead(records):
+            try:
+                return append_ahead(records)
+            finally:
+                self.events_ms[-1] = elapsed_ms()
+        controller._generate, controller._append_ahead = timed_generate, timed_append_ahead
+
+
+def _percentile(values, fraction):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))] if ordered else float("nan")
+
+
+async def _others_beat(cluster: Cluster, stop: asyncio.Event, latencies: list) -> None:
+    others = [b for b in cluster.epochs if b != VICTIM]
+
+    async def one(index: int, b: int):
+        due = time.monotonic() + index * BEAT_EVERY_S / len(others)
+        while not stop.is_set():
+            await asyncio.sleep(max(due - time.monotonic(), 0))
+            reply = await cluster.beat(b)
+            # From when it was due: a loop held by the controller delays the heartbeat's start too,
+            # as it would delay reading a real broker's request.
+            latencies.append((time.monotonic() - due) * 1000)
+            assert reply.error_code == 0 and not reply.is_fenced, (b, reply)
+            due = max(due + BEAT_EVERY_S, time.monotonic())
+    await asyncio.gather(*(one(i, b) for i, b in enumerate(others)))
+
+
+def _moved(cluster: Cluster, how: str) -> bool:
+    """Broker 1's fence (shutdown) is committed and it leads nothing in the controller's state
+    (written: the caller waits for the commit)."""
+    controller = cluster.controller
+    broker = controller.image.brokers[VICTIM]
+    marked = broker.in_controlled_shutdown if how == "shutdown" else broker.fenced
+    return marked and not controller.state.partition_index.has_leaderships(VICTIM)
+
+
+def _done(cluster: Cluster, how: str) -> bool:
+    """_moved, and broker 1's removal from the ISRs has ended (its job, if any: fencing.py) and
+    is committed."""
+    moves = getattr(cluster.controller, "moves", None)      # absent in a tree from before fencing.py
+    return (_moved(cluster, how) and not (moves is not None and moves.in_progress(VICTIM))
+            and not cluster.controller.pipeline.in_flight)
+
+
+async def _victim(cluster: Cluster, how: str) -> None:
+    handler = cluster.handlers[HEARTBEAT]
+    if how == "fence":
+        request = heartbeat(VICTIM, cluster.epochs[VICTIM], cluster.quorum.end_offset, want_fence=True)
+        await handler.handle(_ctx(), request)
+    elif how == "shutdown":
+        while True:
+            request = heartbeat(VICTIM, cluster.epochs[VICTIM], cluster.quorum.end_offset, want_shut_down=True)
+            reply = await handler.handle(_ctx(), request)
+            if reply.should_shut_down:
+                return
+            await asyncio.sleep(BEAT_EVERY_S)
+
+
+def _ctx():
+    from tests.controller.harness import Ctx
+    return Ctx(0)
+
+
+async def measure(partitions: int, brokers: int, how: str, session_ms: int) -> dict:
+    # As a node: what survives a full collection of 500 ms or more is frozen (the default
+    # kafkawire.gc.freeze.after.ms, raft/node/gc_pauses.py), so full collections walk only
+    # what was made since.
+    log_long_pauses(500)
+    cluster = Cluster(brokers)
+    cluster.controller.sessions.session_timeout_ms = session_ms
+    build = time.perf_counter()
+    await cluster.start(partitions)
+    build = time.perf_counter() - build
+    controller = cluster.controller
+    led = len(controller.state.partition_index._leader.of(VICTIM))
+    latencies: list = []
+    stop = asyncio.Event()
+    beats = asyncio.ensure_future(_others_beat(cluster, stop, latencies))
+    try:
+        await asyncio.sleep(2 * BEAT_EVERY_S)          # the other brokers' heartbeats settle
+        latencies.clear()
+        batches, end = len(cluster.quorum.batches), cluster.quorum.end_offset
+        with _GcPauses() as pauses:
+            events = _EventCpu(controller, pauses)
+            async with _LagProbe() as probe:
+                started, cpu = time.perf_counter(), time.process_time()
+                if how == "expire":           # its session ends now: the controller's next duty fences it
+                    controller.sessions._sessions[VICTIM].last_contact_ms -= session_ms + 1
+                    controller.poke()
+                else:
+                    asyncio.ensure_future(_victim(cluster, how))
+                while not _moved(cluster, how):
+                    await asyncio.sleep(0.001)
+                moved_at = controller.applied_offset
+                while controller.committed_offset < moved_at:
+                    await asyncio.sleep(0.001)
+                leaders_moved = time.perf_counter() - started
+                while not _done(cluster, how):
+                    await asyncio.sleep(0.001)
+                took, cpu = time.perf_counter() - started, time.process_time() - cpu
+        stop.set()
+        await beats
+    finally:
+        stop.set()
+        await cluster.stop()
+    new = cluster.quorum.batches[batches:]
+    change_records = sum(1 for _, m in cluster.quorum.records()[end:] if type(m).NAME == "PartitionChangeRecord")
+    return {"build s": build, "led": led, "took s": took, "cpu s": cpu, "leaders moved s": leaders_moved, "batches": len(new),
+            "records": sum(map(len, new)), "changes": change_records, "largest batch": max(map(len, new), default=0),
+            "longest stall ms": probe.worst_ms, "gc ms": pauses.longest_ms, "gcs": pauses.count,
+            "events": len(events.events_ms), "longest event ms": max(events.events_ms, default=0),
+            "events cpu s": sum(events.events_ms) / 1000,
+            "beats": len(latencies), "beat p50 ms": statistics.median(latencies) if latencies else float("nan"),
+            "beat p99 ms": _percentile(latencies, 0.99), "beat max ms": _percentile(latencies, 1.0)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--partitions", type=int, default=1_000_000)
+    parser.add_argument("--brokers", type=int, default=10)
+    parser.add_argument("--how", choices=("fence", "shutdown", "expire"), default="fence")
+    parser.add_argument("--session-ms", type=int, default=600_000,
+                        help="broker.session.timeout.ms (long: the build must not expire anyone)")
+    args = parser.parse_args()
+    row = asyncio.run(measure(args.partitions, args.brokers, args.how, args.session_ms))
+    print(f"{args.partitions} partitions, {args.brokers} brokers ({args.how}): built in {row['build s']:.0f} s; "
+          f"broker {VICTIM} led {row['led']}; {args.how} committed and it leads nothing after "
+          f"{row['leaders moved s']:.2f} s, out of every ISR after {row['took s']:.2f} s "
+          f"({row['cpu s']:.2f} s of CPU, the heartbeats' included); "
+          f"{row['records']} records ({row['changes']} PartitionChangeRecords) in {row['batches']} batches "
+          f"(largest {row['largest batch']}); longest loop stall {row['longest stall ms']:.0f} ms "
+          f"(wall), longest of {row['events']} controller events {row['longest event ms']:.0f} ms CPU, all {row['events cpu s']:.2f} s (garbage collections left out), longest of {row['gcs']} garbage collections {row['gc ms']:.0f} ms; other brokers' heartbeats: {row['beats']}, "
+          f"p50 {row['beat p50 ms']:.1f} ms p99 {row['beat p99 ms']:.1f} ms max {row['beat max ms']:.1f} ms",
+          flush=True)
+
+
+if __name__ == "__main__":
+    main()
