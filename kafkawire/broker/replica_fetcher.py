@@ -226,7 +226,8 @@ class ReplicaFetcher:
         """Kafka's partitionMapCond.await(fetchBackOffMs) when it has nothing to fetch."""
         self._wake.clear()
         try:
-            await asyncio.wait_for(self._wake.wait(), self.settings.backoff_ms / 1000)
+            async with asyncio.timeout(self.settings.backoff_ms / 1000):
+                await self._wake.wait()
         except asyncio.TimeoutError:
             pass
 
