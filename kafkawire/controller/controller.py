@@ -43,18 +43,14 @@ import random
 import time
 import uuid
 
-from kafkawire.messages.broker_heartbeat_response import BrokerHeartbeatResponse
-from kafkawire.messages.broker_registration_response import BrokerRegistrationResponse
-from kafkawire.messages.controller_registration_response import ControllerRegistrationResponse
 from kafkawire.messages.create_topics_response import CreatableTopicResult, CreateTopicsResponse
 from kafkawire.metadata.delegation_tokens import TokenHmacs
 from kafkawire.metadata.group_configs import GroupBounds
 from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
 from kafkawire.raft.contract import NotLeader, RaftHandle
-from kafkawire.storage.state_files import uuid_to_kafka
 
-from . import admin_apis, broker_apis, cluster
+from . import admin_apis, broker_apis, cluster, registration_apis
 from .acl_apis import acl_handlers
 from .activation import BootstrapError, activation_records
 from .bounded import BoundedListTooLong, excessive_batch
@@ -81,7 +77,7 @@ MAX_IDLE_INTERVAL_MS = 500           # metadata.max.idle.interval.ms
 # How long a request without a deadline waits for a new leader to finish activating (Kafka's
 # queue runs it right behind the activation event; ours waits for that event's commit).
 ACTIVATION_WAIT_MS = 5000
-CONTROLLER_REGISTRATION, BROKER_REGISTRATION, BROKER_HEARTBEAT, CREATE_TOPICS = 70, 62, 63, 19
+CREATE_TOPICS = 19
 CREATE_TOPICS_MIN_VERSION = 2        # Kafka 4.x serves CreateTopics v2-v7
 
 
@@ -261,9 +257,7 @@ class MetadataController:
             **acl_handlers(self),
             **delegation_token_handlers(self),
             **unregister_broker_handlers(self),
-            CONTROLLER_REGISTRATION: ApiHandler(self._controller_registration),
-            BROKER_REGISTRATION: ApiHandler(self._broker_registration),
-            BROKER_HEARTBEAT: ApiHandler(self._broker_heartbeat),
+            **registration_apis.handlers(self),
             CREATE_TOPICS: ApiHandler(self._create_topics, min_version=CREATE_TOPICS_MIN_VERSION),
             **broker_apis.handlers(self),
             **admin_apis.handlers(self),
@@ -543,89 +537,16 @@ class MetadataController:
         if error is not None:
             raise ApiError(error.error, error.message)       # one exception per waiter
 
-    async def write(self, generate, timeout_ms: int | None = None):
-        """``_write`` for the handlers of other modules (acl_apis.py, admin_apis.py, broker_apis.py)."""
-        return await self._write(generate, timeout_ms)
+    async def write(self, generate, timeout_ms: int | None = None, reads_uncommitted=None):
+        """``_write`` for the handlers of other modules (acl_apis.py, admin_apis.py, broker_apis.py,
+        registration_apis.py)."""
+        return await self._write(generate, timeout_ms, reads_uncommitted)
+
+    def next_offset(self) -> int:
+        """The offset the next record appended gets (a new broker epoch, as Kafka's)."""
+        return self._next_offset()
 
     # --- request handlers -----------------------------------------------------------------------
-    async def _controller_registration(self, ctx, request):
-        try:
-            await self._write(lambda: (cluster.controller_registration_records(self.state, request), None))
-        except ApiError as exc:
-            return ControllerRegistrationResponse(error_code=exc.code, error_message=exc.message)
-        log.info("controller %d: registered controller %d (incarnation %s)", self.node_id, request.controller_id,
-                 uuid_to_kafka(request.incarnation_id))
-        return ControllerRegistrationResponse()
-
-    async def _broker_registration(self, ctx, request):
-        def generate():
-            previous = self.state.image.brokers.get(request.broker_id)
-            generated = cluster.broker_registration_records(
-                self.state, request, cluster_id=self.cluster_id, broker_epoch=self._next_offset(),
-                sessions=self.sessions, now_ms=self.clock(), kraft_version=self.raft.kraft_version(),
-                request_version=ctx.api_version, static_min_isr=self.static_min_insync_replicas)
-            # As Kafka's registerBroker, the session changes with the records, before they commit.
-            if previous is not None and previous.incarnation_id == request.incarnation_id:
-                self.sessions.amended_registration(request.broker_id, previous.fenced)
-            else:
-                self.sessions.new_registration(request.broker_id, self.clock())
-                self.stats.contacted([request.broker_id], self.clock())
-            return generated
-        try:
-            epoch, _ = await self._write(generate)
-        except ApiError as exc:
-            return BrokerRegistrationResponse(error_code=exc.code)
-        log.info("controller %d: registered broker %d with epoch %d", self.node_id, request.broker_id, epoch)
-        return BrokerRegistrationResponse(broker_epoch=epoch)
-
-    async def _broker_heartbeat(self, ctx, request):
-        """QuorumController.processBrokerHeartbeat: the contact counts on arrival, before the
-        heartbeat's turn (Kafka's lockless BrokerHeartbeatTracker), and the heartbeat's deadline is
-        half of broker.heartbeat.interval.ms; one that times out still records the broker's
-        metadata offset (processExpiredBrokerHeartbeat), so a busy controller fences no one."""
-        self.stats.contacted([request.broker_id], self.clock())     # before any check, as Kafka
-        def generate():
-            return cluster.heartbeat(self.state, request, sessions=self.sessions, now_ms=self.clock(),
-                                     static_min_isr=self.static_min_insync_replicas, moves=self.moves)
-        self._track_heartbeat(request, expired=False)
-        try:
-            reply, last_offset = await self._write(generate, timeout_ms=self.heartbeat_deadline_ms,
-                                                   reads_uncommitted=lambda _: self._registration_in_flight(request))
-        except WriteTimedOut as exc:
-            self._track_heartbeat(request, expired=True)
-            return BrokerHeartbeatResponse(error_code=exc.code)
-        except ApiError as exc:
-            return BrokerHeartbeatResponse(error_code=exc.code)
-        if reply.in_controlled_shutdown and last_offset is not None:
-            self.sessions.note_controlled_shutdown(request.broker_id, last_offset)
-        return BrokerHeartbeatResponse(is_caught_up=reply.is_caught_up, is_fenced=reply.is_fenced,
-                                       should_shut_down=reply.should_shut_down)
-
-    def _registration_in_flight(self, request) -> bool:
-        """Whether a write in flight changed the broker's registration. A heartbeat that writes
-        nothing answers from its broker's registration alone (fenced, in controlled shutdown,
-        its epoch; a change of state writes records, and waits for them), so when the
-        registration is the committed one the answer holds nothing uncommitted, and it leaves
-        at once instead of waiting for the commit of unrelated writes (Kafka's read-only
-        operations wait for the newest write in flight: a deliberate difference, which only
-        makes such answers earlier; docs/differences.md)."""
-        broker_id = request.broker_id
-        return self.state.image.brokers.get(broker_id) is not self.image.brokers.get(broker_id)
-
-    def _track_heartbeat(self, request, *, expired: bool) -> None:
-        """Note a heartbeat of the registered broker epoch, while active (sessions exist only
-        then): its contact time on arrival, its metadata offset when it timed out."""
-        broker = self.state.image.brokers.get(request.broker_id)
-        if not self.is_active() or broker is None or broker.epoch != request.broker_epoch:
-            return
-        if expired:
-            self.stats.timed_out_heartbeats += 1
-            log.error("controller %d: event queue overloaded; timed out heartbeat from broker %d",
-                      self.node_id, request.broker_id)
-            self.sessions.touch(request.broker_id, None, request.current_metadata_offset)
-        else:
-            self.sessions.touch(request.broker_id, self.clock())
-
     async def _create_topics(self, ctx, request):
         quota = self.mutation_quotas.quota_for(ctx)
         try:
