@@ -36,6 +36,7 @@ from .group_coordinator import GroupCoordinator, GroupSettings
 from .group_log import LoopTimer, OffsetsTopic
 from .group_offsets import GroupOffsets
 from .group_records import OFFSETS_TOPIC
+from .share_apis import ShareApis
 
 __all__ = ["GroupApis"]
 
@@ -72,6 +73,7 @@ class GroupApis:
         self.store = OffsetsTopic(broker, self.coordinator, self.offsets)
         self.offset_apis = OffsetApis(self)
         self.consumer_apis = ConsumerApis(self)
+        self.share_apis = ShareApis(self)
         self._expiry_scheduled = False
 
     def handlers(self) -> dict[int, ApiHandler]:
@@ -88,6 +90,7 @@ class GroupApis:
             42: ApiHandler(self.delete_groups, max_version=2),
             47: ApiHandler(self.offset_apis.offset_delete),
             **self.consumer_apis.handlers(),
+            **self.share_apis.handlers(),
         }, self.broker)
 
     def on_metadata(self) -> None:

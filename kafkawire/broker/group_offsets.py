@@ -332,6 +332,8 @@ class GroupOffsets:
                     c._schedule_heartbeat(group, member)
         if c.consumer is not None:
             c.consumer.after_load(loaded_here)
+        if c.share is not None:
+            c.share.after_load(loaded_here)
 
 
 def loaded_group(group_id: str, value, now_ms: int) -> ClassicGroup:
