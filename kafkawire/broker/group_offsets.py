@@ -27,6 +27,7 @@ __all__ = ["GroupOffsets", "CommitRefused"]
 
 log = logging.getLogger(__name__)
 CLASSIC_TYPE = "classic"
+SHARE_TYPE = "share"
 
 
 class CommitRefused(Exception):
@@ -134,6 +135,10 @@ class GroupOffsets:
         types = {t.strip().lower() for t in types}
         consumers = consumer_admin.listed(self.coordinator.consumer_groups, states) \
             if not types or consumer_admin.CONSUMER_TYPE in types else []
+        if not types or SHARE_TYPE in types:          # share groups (KIP-932): protocol type and type "share"
+            consumers += [ListedGroup(group_id=g.group_id, protocol_type=SHARE_TYPE, group_state=g.state,
+                                      group_type=SHARE_TYPE)
+                          for g in self.coordinator.share_groups.values() if not states or g.state.lower() in states]
         if types and CLASSIC_TYPE not in types:
             return consumers
         return consumers + [ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state,

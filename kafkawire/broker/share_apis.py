@@ -288,10 +288,11 @@ class ShareApis:
     def _share_partition(self, group_id: str, topic_id, index: int, partition) -> SharePartition:
         key = (group_id, topic_id, index)
         sp = self.partitions.get(key)
-        if sp is None:
+        if sp is None or sp.leader_epoch != partition.leader_epoch:
+            # new, or led again after another leader served it: what this replica knew is stale
             reset = self._configs(group_id).get("share.auto.offset.reset") or "latest"
             start = partition.high_watermark() if reset == "latest" else partition.log.log_start_offset
-            sp = self.partitions[key] = SharePartition(start)
+            sp = self.partitions[key] = SharePartition(start, partition.leader_epoch)
         sp.move_start(partition.log.log_start_offset)
         return sp
 
@@ -320,7 +321,7 @@ class ShareApis:
         if code != Errors.NONE:
             return code
         sp = self.partitions.get((group_id, topic_id, index))
-        if sp is None:
+        if sp is None or sp.leader_epoch != partition.leader_epoch:
             return Errors.INVALID_RECORD_STATE
         now = int(time.time() * 1000)
         for batch in batches:

@@ -57,7 +57,8 @@ class _Entry:
 class SharePartition:
     """The delivery state of one (group, topic partition)."""
 
-    def __init__(self, start_offset: int):
+    def __init__(self, start_offset: int, leader_epoch: int = -1):
+        self.leader_epoch = leader_epoch           # of the partition when this state was made
         self.start_offset = start_offset
         self.next_offset = start_offset
         self.entries: dict[int, _Entry] = {}       # offset -> entry, for start <= offset < next

@@ -13,6 +13,7 @@ import pytest
 from kafkawire.broker.share_partition import ACCEPT, REJECT, RELEASE
 from kafkawire.messages.api_versions_request import ApiVersionsRequest
 from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
+from kafkawire.messages.list_groups_request import ListGroupsRequest
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
 from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kafkawire.messages.share_acknowledge_request import (AcknowledgementBatch as AckBatch, AcknowledgePartition,
@@ -139,6 +140,9 @@ def test_share_group_members_fetch_acknowledge_and_redeliver(kafkawire_broker):
         (Errors.NONE, "Stable", "simple")
     assert sorted(m.member_id for m in described[0].members) == sorted([m1, m2])
     assert described[1].error_code == Errors.GROUP_ID_NOT_FOUND
+    listed = call(node, ListGroupsRequest(states_filter=[], types_filter=["share"]), 5).groups
+    assert [(g.group_id, g.group_type, g.protocol_type, g.group_state) for g in listed] == \
+        [(GROUP, "share", "share", "Stable")]
 
     # m2 leaves: its session ends and f (held by m2) is delivered to m1
     left = heartbeat(node, m2, -1)
