@@ -9,9 +9,13 @@ Epochs: 0 opens a session (replacing the member's previous one on this broker), 
 after the request is served, any other must be the session's next epoch
 (INVALID_SHARE_SESSION_EPOCH; SHARE_SESSION_NOT_FOUND without a session). A new session beyond
 ``max_sessions`` (``group.share.max.share.sessions``, Kafka's default 2000) is
-SHARE_SESSION_LIMIT_REACHED.
+SHARE_SESSION_LIMIT_REACHED, unless a session idle for longer than ``IDLE_EVICTION_MS`` can make
+room (a client that vanished without closing its session; Kafka removes the sessions of a
+connection when it closes, kafkawire when they sit idle past the longest share session timeout).
 """
 from __future__ import annotations
+
+import time
 
 from kafkawire.protocol.error_codes import Errors
 
@@ -20,6 +24,7 @@ __all__ = ["ShareSession", "ShareSessions", "ShareSessionError", "INITIAL_EPOCH"
 INITIAL_EPOCH, FINAL_EPOCH = 0, -1
 MAX_SESSIONS = 2000
 EPOCH_MAX = 2**31 - 1
+IDLE_EVICTION_MS = 60_000            # group.share.max.session.timeout.ms: its member is gone by then
 
 
 class ShareSessionError(Exception):
@@ -29,18 +34,19 @@ class ShareSessionError(Exception):
 
 
 class ShareSession:
-    __slots__ = ("group_id", "member_id", "epoch", "partitions")
+    __slots__ = ("group_id", "member_id", "epoch", "partitions", "last_used")
 
-    def __init__(self, group_id: str, member_id: str):
-        self.group_id, self.member_id = group_id, member_id
+    def __init__(self, group_id: str, member_id: str, now: float):
+        self.group_id, self.member_id, self.last_used = group_id, member_id, now
         self.epoch = 1                    # the epoch the next request must carry
         self.partitions: dict = {}        # (topic id, partition) -> None, in the order first named
 
 
 class ShareSessions:
-    def __init__(self, max_sessions: int = MAX_SESSIONS):
+    def __init__(self, max_sessions: int = MAX_SESSIONS, clock=time.monotonic):
         self.max_sessions = max_sessions
-        self.sessions: dict[tuple[str, str], ShareSession] = {}
+        self.clock = clock
+        self.sessions: dict[tuple[str, str], ShareSession] = {}     # least recently used first
 
     def get(self, group_id: str, member_id: str) -> ShareSession | None:
         return self.sessions.get((group_id, member_id))
@@ -48,15 +54,18 @@ class ShareSessions:
     def open_or_advance(self, group_id: str, member_id: str, epoch: int, added, forgotten=()) -> ShareSession:
         """The request's session with ``added`` (topic id, partition) pairs in it and
         ``forgotten`` ones out of it; its epoch moved to the next. Raises ShareSessionError."""
-        key = (group_id, member_id)
+        key, now = (group_id, member_id), self.clock()
         if epoch == INITIAL_EPOCH:
-            if key not in self.sessions and len(self.sessions) >= self.max_sessions:
+            self.sessions.pop(key, None)
+            if len(self.sessions) >= self.max_sessions and not self._evict_idle(now):
                 raise ShareSessionError(Errors.SHARE_SESSION_LIMIT_REACHED)
-            session = self.sessions[key] = ShareSession(group_id, member_id)
+            session = self.sessions[key] = ShareSession(group_id, member_id, now)
         else:
-            session = self.sessions.get(key)
+            session = self.sessions.pop(key, None)
             if session is None:
                 raise ShareSessionError(Errors.SHARE_SESSION_NOT_FOUND)
+            self.sessions[key] = session                  # now the most recently used
+            session.last_used = now
             if epoch != FINAL_EPOCH:
                 if epoch != session.epoch:
                     raise ShareSessionError(Errors.INVALID_SHARE_SESSION_EPOCH)
@@ -66,6 +75,14 @@ class ShareSessions:
         for pair in added:
             session.partitions.setdefault(pair, None)
         return session
+
+    def _evict_idle(self, now: float) -> bool:
+        """Drop the least recently used session if it has been idle long enough: whether one was."""
+        key, oldest = next(iter(self.sessions.items()))
+        if (now - oldest.last_used) * 1000 < IDLE_EVICTION_MS:
+            return False
+        del self.sessions[key]
+        return True
 
     def close(self, group_id: str, member_id: str) -> ShareSession | None:
         return self.sessions.pop((group_id, member_id), None)

@@ -1,6 +1,7 @@
 """The share-partition state machine (kafkawire.broker.share_partition), in process: acquisition,
 the acquisition lock's timeout, RELEASE, REJECT, ACCEPT, the delivery count limit, the start
-offset moving past what is done, and the in-flight window's bound, as Kafka 4.3.1's SharePartition."""
+offset moving past what is done, and the in-flight window's bound, as Kafka 4.3.1's SharePartition;
+and the share sessions' epochs and bound (kafkawire.broker.share_sessions)."""
 from __future__ import annotations
 
 from kafkawire.broker.share_partition import (ACCEPT, ACKNOWLEDGED, ARCHIVED, AVAILABLE, GAP, REJECT, RELEASE,
@@ -124,3 +125,28 @@ def test_a_member_leaving_releases_its_records_and_the_log_start_moves_the_windo
     assert sp.start_offset == 7 and sorted(sp.entries) == [7, 8, 9]
     assert ack(sp, 7, 9, [ACCEPT], member="m2") == Errors.NONE
     assert sp.start_offset == 10 and sp.acquired_count == 0
+
+
+def test_share_sessions_epochs_limit_and_idle_eviction():
+    from kafkawire.broker.share_sessions import ShareSessionError, ShareSessions
+    now = [0.0]
+    sessions = ShareSessions(max_sessions=2, clock=lambda: now[0])
+
+    def code_of(call):
+        try:
+            call()
+        except ShareSessionError as exc:
+            return exc.code
+        return Errors.NONE
+    first = sessions.open_or_advance("g", "m1", 0, [("t", 0)])
+    assert first.epoch == 1 and list(first.partitions) == [("t", 0)]
+    assert code_of(lambda: sessions.open_or_advance("g", "m1", 2, [])) == Errors.INVALID_SHARE_SESSION_EPOCH
+    assert sessions.open_or_advance("g", "m1", 1, [("t", 1)], [("t", 0)]).partitions == {("t", 1): None}
+    assert code_of(lambda: sessions.open_or_advance("g", "nobody", 1, [])) == Errors.SHARE_SESSION_NOT_FOUND
+    sessions.open_or_advance("g", "m2", 0, [])
+    now[0] = 59.0
+    assert code_of(lambda: sessions.open_or_advance("g", "m3", 0, [])) == Errors.SHARE_SESSION_LIMIT_REACHED
+    sessions.open_or_advance("g", "m2", 1, [])                 # m2 in use: m1 is now the least recent
+    now[0] = 61.0
+    assert code_of(lambda: sessions.open_or_advance("g", "m3", 0, [])) == Errors.NONE    # m1, idle, evicted
+    assert sessions.get("g", "m1") is None and sessions.get("g", "m2") is not None
