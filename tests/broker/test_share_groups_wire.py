@@ -67,13 +67,13 @@ def heartbeat(node, member_id: str, epoch: int, topics=None):
                                                  subscribed_topic_names=topics), 1)
 
 
-def share_fetch(node, member_id: str, epoch: int, topic_id, partitions, acks=None, wait_ms=0):
+def share_fetch(node, member_id: str, epoch: int, topic_id, partitions, acks=None, wait_ms=0, version=2):
     acks = acks or {}
     return call(node, ShareFetchRequest(
         group_id=GROUP, member_id=member_id, share_session_epoch=epoch, max_wait_ms=wait_ms, min_bytes=1,
         max_bytes=1 << 20, max_records=500, batch_size=500, topics=[FetchTopic(topic_id=topic_id, partitions=[
             FetchPartition(partition_index=p, acknowledgement_batches=acks.get(p, [])) for p in partitions])],
-        forgotten_topics_data=[]), 2)
+        forgotten_topics_data=[]), version)
 
 
 def delivered(response) -> dict:
@@ -153,4 +153,12 @@ def test_share_group_members_fetch_acknowledge_and_redeliver(kafkawire_broker):
         AcknowledgeTopic(topic_id=topic_id, partitions=[AcknowledgePartition(partition_index=0, acknowledgement_batches=[
             AckBatch(first_offset=5, last_offset=5, acknowledge_types=[ACCEPT])])])]), 2)
     assert closed.responses[0].partitions[0].error_code == Errors.NONE
+    # v1 of ShareFetch and ShareAcknowledge (Kafka 4.3.1's lowest): a new session, one more record
+    produce(node, TOPIC, 1, [b"g"])
+    v1 = share_fetch(node, m1, 0, topic_id, [1], wait_ms=5_000, version=1)
+    assert delivered(v1)[1] == ([b"g"], [(0, 0, 1)])
+    acked_v1 = call(node, ShareAcknowledgeRequest(group_id=GROUP, member_id=m1, share_session_epoch=-1, topics=[
+        AcknowledgeTopic(topic_id=topic_id, partitions=[AcknowledgePartition(partition_index=1, acknowledgement_batches=[
+            AckBatch(first_offset=0, last_offset=0, acknowledge_types=[ACCEPT])])])]), 1)
+    assert acked_v1.error_code == Errors.NONE and acked_v1.responses[0].partitions[0].error_code == Errors.NONE
     assert heartbeat(node, m1, -1).member_epoch == -1
