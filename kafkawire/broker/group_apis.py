@@ -111,6 +111,7 @@ class GroupApis:
             self._schedule_expiry()
 
     def close(self) -> None:
+        self.share_apis.save()            # the share-partitions' start offsets, for the next start
         self.timer.close()
         self.store.close()
 

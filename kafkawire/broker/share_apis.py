@@ -15,13 +15,15 @@ fetch, where the group's ``share.auto.offset.reset`` says: the high watermark (`
 default) or the log start (``earliest``; ``by_duration:`` is taken as ``earliest``).
 
 Differences from Kafka kept here (docs/differences.md): the share-partitions' state lives in the
-leader's memory (Kafka persists it through the share coordinator in ``__share_group_state``): a
-leader that restarts or changes starts each share-partition again at its initial offset, so
-records not yet acknowledged, and some acknowledged ones, are delivered again; none is lost.
+leader's memory (Kafka persists it through the share coordinator in ``__share_group_state``),
+only their start offsets checkpointed in the log directory (kafkawire.broker.share_checkpoint): a
+restarted leader resumes there (records delivered again, none skipped); a new leader without a
+checkpoint starts at ``share.auto.offset.reset``.
 ``share.isolation.level`` read_committed is not honoured (records are read below the high watermark).
 """
 from __future__ import annotations
 
+import os
 import struct
 import time
 
@@ -38,6 +40,7 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
 
 from .leader_discovery import LeaderHints
+from .share_checkpoint import FILE_NAME, ShareStarts
 from .share_authorization import topic_reader
 from .consumer_coordinator import GroupError
 from .share_groups import ShareGroups, validate_heartbeat
@@ -53,6 +56,7 @@ RECORD_LIMIT = 1                     # ShareAcquireMode record_limit: exactly Ma
 RENEW_VERSION = 2                    # ShareFetch and ShareAcknowledge v2: KIP-1222's RENEW
 _BATCH_HEAD = struct.Struct(">qi")   # base offset, batch length
 GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+SAVE_KEY, SAVE_INTERVAL_MS = "share-partition-starts", 1_000
 
 
 def batch_bounds(data: bytes):
@@ -92,6 +96,8 @@ class ShareApis:
         self.sessions = ShareSessions()
         # (group id, topic id, partition) -> its SharePartition, on this broker as the leader
         self.partitions: dict[tuple, SharePartition] = {}
+        self.starts = ShareStarts(os.path.join(self.broker.config.log_dirs[0], FILE_NAME))
+        self._save_scheduled = False
 
     def handlers(self) -> dict[int, ApiHandler]:
         return {SHARE_GROUP_HEARTBEAT: ApiHandler(self.heartbeat, min_version=1, max_version=1),
@@ -117,6 +123,17 @@ class ShareApis:
         return ShareSettings(record_lock_duration_ms=_int_config(configs, "share.record.lock.duration.ms", 30_000),
                              delivery_count_limit=_int_config(configs, "share.delivery.count.limit", 5),
                              max_record_locks=_int_config(configs, "share.partition.max.record.locks", 2_000))
+
+    def changed(self) -> None:
+        """Share-partitions moved: their start offsets are checkpointed within a second."""
+        if not self._save_scheduled:
+            self._save_scheduled = True
+            self.apis.timer.schedule(SAVE_KEY, SAVE_INTERVAL_MS, self.save)
+
+    def save(self) -> None:
+        self._save_scheduled = False
+        self.starts.update({key: sp.start_offset for key, sp in self.partitions.items()})
+        self.starts.save()
 
     def release_member(self, group_id: str, member_id: str) -> None:
         """A member gone from the group: its share session here ends and its records go back."""
@@ -289,10 +306,16 @@ class ShareApis:
         key = (group_id, topic_id, index)
         sp = self.partitions.get(key)
         if sp is None or sp.leader_epoch != partition.leader_epoch:
-            # new, or led again after another leader served it: what this replica knew is stale
-            reset = self._configs(group_id).get("share.auto.offset.reset") or "latest"
-            start = partition.high_watermark() if reset == "latest" else partition.log.log_start_offset
-            sp = self.partitions[key] = SharePartition(start, partition.leader_epoch)
+            # new, or led again after another leader served it: what this replica knew is stale;
+            # its last checkpointed start offset, else share.auto.offset.reset
+            start = self.starts.get(key)
+            if start is None:
+                reset = self._configs(group_id).get("share.auto.offset.reset") or "latest"
+                start = partition.high_watermark() if reset == "latest" else partition.log.log_start_offset
+            sp = self.partitions[key] = SharePartition(min(start, partition.log.log_end_offset),
+                                                       partition.leader_epoch)
+            self.starts.update({key: sp.start_offset})
+            self.changed()
         sp.move_start(partition.log.log_start_offset)
         return sp
 
@@ -329,6 +352,7 @@ class ShareApis:
                                   now_ms=now, settings=settings, renew_allowed=version >= RENEW_VERSION and renew)
             if code != Errors.NONE:
                 return code
+        self.changed()
         return Errors.NONE
 
     async def share_acknowledge(self, ctx, request):

@@ -19,10 +19,9 @@ The window holds at most ``max_record_locks`` offsets (``share.partition.max.rec
 no new records are acquired beyond it, so every call's work is bounded by that limit and the
 size of the request.
 
-The state lives in memory only (kafkawire's difference, docs/differences.md): Kafka persists it
-through the share coordinator (__share_group_state); a kafkawire leader that restarts or loses
-leadership starts again from the share-partition's initial offset, so records may be delivered
-again but none is skipped.
+The state lives in memory (kafkawire's difference, docs/differences.md): Kafka persists it
+through the share coordinator (__share_group_state); kafkawire checkpoints only the start offset
+(kafkawire.broker.share_checkpoint), where a restarted leader resumes.
 """
 from __future__ import annotations
 

@@ -150,3 +150,17 @@ def test_share_sessions_epochs_limit_and_idle_eviction():
     now[0] = 61.0
     assert code_of(lambda: sessions.open_or_advance("g", "m3", 0, [])) == Errors.NONE    # m1, idle, evicted
     assert sessions.get("g", "m1") is None and sessions.get("g", "m2") is not None
+
+
+def test_the_start_offsets_checkpoint_round_trips_and_an_unreadable_one_is_ignored(tmp_path, caplog):
+    import uuid
+    from kafkawire.broker.share_checkpoint import ShareStarts
+    path = str(tmp_path / "starts.json")
+    starts = ShareStarts(path)
+    key = ("g", uuid.UUID(int=7), 3)
+    assert starts.get(key) is None
+    starts.update({key: 42})
+    starts.save()
+    assert ShareStarts(path).get(key) == 42
+    (tmp_path / "starts.json").write_text("[[\"g\", \"not-a-uuid\", 3, 1]]")
+    assert ShareStarts(path).starts == {} and "cannot be read" in caplog.text
