@@ -96,7 +96,7 @@ class ShareApis:
         self.sessions = ShareSessions()
         # (group id, topic id, partition) -> its SharePartition, on this broker as the leader
         self.partitions: dict[tuple, SharePartition] = {}
-        self.starts = ShareStarts(os.path.join(self.broker.config.log_dirs[0], FILE_NAME))
+        self._starts: ShareStarts | None = None       # read at the first share fetch
         self._save_scheduled = False
 
     def handlers(self) -> dict[int, ApiHandler]:
@@ -124,6 +124,13 @@ class ShareApis:
                              delivery_count_limit=_int_config(configs, "share.delivery.count.limit", 5),
                              max_record_locks=_int_config(configs, "share.partition.max.record.locks", 2_000))
 
+    @property
+    def starts(self) -> ShareStarts:
+        """The start offsets checkpointed in the first log directory."""
+        if self._starts is None:
+            self._starts = ShareStarts(os.path.join(self.broker.config.log_dirs[0], FILE_NAME))
+        return self._starts
+
     def changed(self) -> None:
         """Share-partitions moved: their start offsets are checkpointed within a second."""
         if not self._save_scheduled:
@@ -132,6 +139,8 @@ class ShareApis:
 
     def save(self) -> None:
         self._save_scheduled = False
+        if self._starts is None:             # no share fetch served: nothing to keep
+            return
         self.starts.update({key: sp.start_offset for key, sp in self.partitions.items()})
         self.starts.save()
 
