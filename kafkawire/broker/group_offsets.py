@@ -168,6 +168,8 @@ class GroupOffsets:
     def delete(self, group_id: str) -> int:
         if group_id in self.coordinator.consumer_groups:
             return self._delete_consumer_group(group_id)
+        if group_id in self.coordinator.share_groups:
+            return self.coordinator.share.delete(group_id)
         group = self.coordinator.groups.get(group_id)
         if group is None or group.state == DEAD:
             return Errors.GROUP_ID_NOT_FOUND

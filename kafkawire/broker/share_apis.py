@@ -92,7 +92,7 @@ class ShareApis:
         self.apis = apis
         self.broker = apis.broker
         self.groups = ShareGroups(apis.coordinator, topics=apis.consumer_apis.topics, timeouts=self.timeouts,
-                                  on_member_gone=self.release_member)
+                                  on_member_gone=self.release_member, on_group_deleted=self.forget_group)
         self.sessions = ShareSessions()
         # (group id, topic id, partition) -> its SharePartition, on this broker as the leader
         self.partitions: dict[tuple, SharePartition] = {}
@@ -143,6 +143,14 @@ class ShareApis:
             return
         self.starts.update({key: sp.start_offset for key, sp in self.partitions.items()})
         self.starts.save()
+
+    def forget_group(self, group_id: str) -> None:
+        """A deleted group's share-partitions here, and their checkpointed starts, are dropped:
+        the group made again under that id starts at share.auto.offset.reset."""
+        for key in [k for k in self.partitions if k[0] == group_id]:
+            del self.partitions[key]
+        self.starts.forget(group_id)
+        self.changed()
 
     def release_member(self, group_id: str, member_id: str) -> None:
         """A member gone from the group: its share session here ends and its records go back."""

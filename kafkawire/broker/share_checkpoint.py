@@ -55,6 +55,11 @@ class ShareStarts:
                 self.starts[key] = start
                 self.dirty = True
 
+    def forget(self, group_id: str) -> None:
+        for key in [k for k in self.starts if k[0] == group_id]:
+            del self.starts[key]
+            self.dirty = True
+
     def save(self) -> None:
         if not self.dirty:
             return

@@ -95,11 +95,13 @@ class ShareGroups:
     fenced (its acquired records go back: kafkawire.broker.share_apis)."""
 
     def __init__(self, classic, *, topics: Callable[[], TopicsView], timeouts: Callable,
-                 on_member_gone: Callable = lambda group_id, member_id: None):
+                 on_member_gone: Callable = lambda group_id, member_id: None,
+                 on_group_deleted: Callable = lambda group_id: None):
         self.classic = classic
         self.topics = topics
         self.timeouts = timeouts
         self.on_member_gone = on_member_gone
+        self.on_group_deleted = on_group_deleted
         self.groups: dict[str, ShareGroup] = {}
         classic.share_groups = self.groups
         classic.share = self
@@ -256,6 +258,22 @@ class ShareGroups:
             if loaded_here(group.group_id):
                 for member_id in group.members:
                     self.schedule_session(group.group_id, member_id)
+
+    # -- DeleteGroups --
+
+    def delete(self, group_id: str) -> int:
+        """ShareGroup.validateDeleteGroup and createGroupTombstoneRecords: an Empty group only
+        (NON_EMPTY_GROUP), every record of it tombstoned: an error code."""
+        group = self.groups[group_id]
+        if group.members:
+            return Errors.NON_EMPTY_GROUP
+        try:
+            self.write(group_id, [rec.target_metadata_tombstone(group_id), rec.state_partitions_tombstone(group_id),
+                                  rec.epoch_tombstone(group_id)])
+        except GroupError as exc:
+            return exc.code
+        self.on_group_deleted(group_id)
+        return Errors.NONE
 
     # -- ShareGroupDescribe --
 

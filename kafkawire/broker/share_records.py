@@ -37,7 +37,8 @@ from .group_records import record_key, record_value
 
 __all__ = ["ShareGroup", "ShareMember", "SHARE_RECORD_TYPES", "encode", "decode", "apply", "epoch_record",
            "member_record", "member_tombstone", "target_record", "target_tombstone", "target_metadata_record",
-           "current_record", "current_tombstone", "epoch_tombstone", "target_metadata_tombstone"]
+           "current_record", "current_tombstone", "epoch_tombstone", "target_metadata_tombstone",
+           "state_partitions_tombstone"]
 
 MEMBER_METADATA, GROUP_EPOCH, TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT, STATE_PARTITIONS = 10, 11, 12, 13, 14, 15
 _CLASSES = {
@@ -152,6 +153,10 @@ def current_record(group_id: str, member: ShareMember):
             member_epoch=member.member_epoch, previous_member_epoch=member.previous_member_epoch, state=STABLE,
             assigned_partitions=[CurrentTopicPartitions(topic_id=t, partitions=sorted(ps))
                                  for t, ps in member.assigned.items()])
+
+
+def state_partitions_tombstone(group_id: str):
+    return STATE_PARTITIONS, ShareGroupStatePartitionMetadataKey(group_id=group_id), None
 
 
 def current_tombstone(group_id: str, member_id: str):

@@ -114,6 +114,22 @@ def test_a_silent_member_is_fenced_and_its_records_released():
     assert groups.describe("g").group_state == "Empty"
 
 
+def test_only_an_empty_share_group_is_deleted_and_its_records_are_tombstoned():
+    deleted: list = []
+    classic, groups = coordinator()
+    groups.on_group_deleted = deleted.append
+    beat(groups, "m1", 0, ["orders"])
+    assert groups.delete("g") == Errors.NON_EMPTY_GROUP
+    beat(groups, "m1", -1)
+    assert groups.delete("g") == Errors.NONE and groups.groups == {} and deleted == ["g"]
+    replica_classic, replica = coordinator()
+    for key, value in classic.written:
+        consumer_admin.replay(replica_classic, key, value)
+    assert replica.groups == {}
+    assert [int.from_bytes(k[:2], "big") for k, v in classic.written[-3:]] == [12, 15, 11]
+    assert all(v is None for k, v in classic.written[-3:])
+
+
 def test_a_failed_write_changes_nothing():
     classic, groups = coordinator()
     classic.error = Errors.NOT_COORDINATOR

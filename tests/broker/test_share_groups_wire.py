@@ -12,6 +12,7 @@ import pytest
 
 from kafkawire.broker.share_partition import ACCEPT, REJECT, RELEASE
 from kafkawire.messages.api_versions_request import ApiVersionsRequest
+from kafkawire.messages.delete_groups_request import DeleteGroupsRequest
 from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
 from kafkawire.messages.list_groups_request import ListGroupsRequest
 from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
@@ -162,3 +163,6 @@ def test_share_group_members_fetch_acknowledge_and_redeliver(kafkawire_broker):
             AckBatch(first_offset=0, last_offset=0, acknowledge_types=[ACCEPT])])])]), 1)
     assert acked_v1.error_code == Errors.NONE and acked_v1.responses[0].partitions[0].error_code == Errors.NONE
     assert heartbeat(node, m1, -1).member_epoch == -1
+    deleted = call(node, DeleteGroupsRequest(groups_names=[GROUP, GROUP]), 2).results
+    assert [r.error_code for r in deleted] == [Errors.NONE, Errors.GROUP_ID_NOT_FOUND]
+    assert call(node, ShareGroupDescribeRequest(group_ids=[GROUP]), 1).groups[0].error_code == Errors.GROUP_ID_NOT_FOUND
