@@ -149,6 +149,8 @@ class ShareApis:
         the group made again under that id starts at share.auto.offset.reset."""
         for key in [k for k in self.partitions if k[0] == group_id]:
             del self.partitions[key]
+        for key in [k for k in self.sessions.sessions if k[0] == group_id]:
+            del self.sessions.sessions[key]
         self.starts.forget(group_id)
         self.changed()
 
