@@ -12,6 +12,8 @@ import pytest
 
 from kafkawire.broker.share_partition import ACCEPT, REJECT, RELEASE
 from kafkawire.messages.api_versions_request import ApiVersionsRequest
+from kafkawire.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
+from kafkawire.messages.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
 from kafkawire.messages.delete_groups_request import DeleteGroupsRequest
 from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
 from kafkawire.messages.list_groups_request import ListGroupsRequest
@@ -136,6 +138,14 @@ def test_share_group_members_fetch_acknowledge_and_redeliver(kafkawire_broker):
         AcknowledgementBatch(first_offset=0, last_offset=0, acknowledge_types=[ACCEPT])]})
     assert refused.responses[0].partitions[0].acknowledge_error_code == Errors.INVALID_RECORD_STATE
 
+    consumer = call(node, ConsumerGroupHeartbeatRequest(group_id=GROUP, member_id=str(uuid.uuid4()), member_epoch=0,
+                                                        rebalance_timeout_ms=10_000, subscribed_topic_names=[TOPIC],
+                                                        topic_partitions=[]), 1)
+    assert consumer.error_code == Errors.GROUP_ID_NOT_FOUND          # a share group's id, as Kafka answers
+    joined_classic = call(node, JoinGroupRequest(group_id=GROUP, session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
+                                                 member_id="", protocol_type="consumer",
+                                                 protocols=[JoinGroupRequestProtocol(name="range", metadata=b"")]), 9)
+    assert joined_classic.error_code == Errors.INCONSISTENT_GROUP_PROTOCOL
     described = call(node, ShareGroupDescribeRequest(group_ids=[GROUP, "no-such-share-group"]), 1).groups
     assert (described[0].error_code, described[0].group_state, described[0].assignor_name) == \
         (Errors.NONE, "Stable", "simple")
