@@ -45,8 +45,8 @@ def _gated(broker, check):
 async def _heartbeat(ctx, request, may, handle):
     if not may(Op.READ, RESOURCE_GROUP, request.group_id):
         return ShareGroupHeartbeatResponse(error_code=GROUP_AUTH)
-    if not request.member_id or not request.member_id.strip():
-        return await handle(ctx, request)             # the handler's INVALID_REQUEST comes first
+    if not request.member_id or len(request.member_id) > 36:
+        return await handle(ctx, request)             # KafkaApis' isMemberIdValid: INVALID_REQUEST first
     if any(not may(Op.DESCRIBE, RESOURCE_TOPIC, t) for t in set(request.subscribed_topic_names or ())):
         return ShareGroupHeartbeatResponse(error_code=TOPIC_AUTH)
     return await handle(ctx, request)

@@ -50,9 +50,11 @@ ASSIGNOR = "simple"
 def validate_heartbeat(request) -> None:
     """GroupCoordinatorService.throwIfShareGroupHeartbeatRequestIsInvalid (KafkaApis checks the
     member id first: ``isMemberIdValid``)."""
-    if not request.member_id or request.member_id.strip() == "" or len(request.member_id) > 36:
+    if not request.member_id or len(request.member_id) > 36:
         raise GroupError(Errors.INVALID_REQUEST, "Invalid member id in the request.")
-    if request.group_id == "":
+    if request.member_id.strip() == "":
+        raise GroupError(Errors.INVALID_REQUEST, "MemberId can't be empty.")
+    if request.group_id is None or request.group_id.strip() == "":
         raise GroupError(Errors.INVALID_REQUEST, "GroupId can't be empty.")
     if request.rack_id is not None and request.rack_id.strip() == "":
         raise GroupError(Errors.INVALID_REQUEST, "RackId can't be empty.")
