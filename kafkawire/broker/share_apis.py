@@ -292,8 +292,8 @@ class ShareApis:
             answer = answers.setdefault((topic_id, index), PartitionData(partition_index=index, records=b""))
             code, partition = self._led(topic_id, index, may_read)
             answer.error_code = code
-            if code != Errors.NONE or max_records <= 0 or answer.acquired_records:
-                continue
+            if code != Errors.NONE or max_records <= 0 or budget <= 0 or answer.acquired_records:
+                continue                  # (the first partition with records may pass max_bytes by a batch)
             records, acquired = self._acquire(session, partition, topic_id, index, budget, max_records, now, settings,
                                               strict)
             if acquired:
