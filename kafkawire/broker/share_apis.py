@@ -12,19 +12,19 @@ records for the member (kafkawire.broker.share_partition) and answers with the l
 that hold them and the acquired offset ranges. A fetch that acquires nothing waits for appends
 up to ``max_wait_ms`` (capped at 30 s), as a Fetch does. A share-partition starts, at its first
 fetch, where the group's ``share.auto.offset.reset`` says: the high watermark (``latest``, the
-default) or the log start (``earliest``; ``by_duration:`` is taken as ``earliest``).
+default) or the log start (``earliest``; ``by_duration:`` is taken as ``earliest``), and reads
+below the high watermark, or with ``share.isolation.level=read_committed`` below the last stable
+offset with the aborted transactions' batches archived (kafkawire.broker.share_batches).
 
 Differences from Kafka kept here (docs/differences.md): the share-partitions' state lives in the
 leader's memory (Kafka persists it through the share coordinator in ``__share_group_state``),
 only their start offsets checkpointed in the log directory (kafkawire.broker.share_checkpoint): a
 restarted leader resumes there (records delivered again, none skipped); a new leader without a
 checkpoint starts at ``share.auto.offset.reset``.
-``share.isolation.level`` read_committed is not honoured (records are read below the high watermark).
 """
 from __future__ import annotations
 
 import os
-import struct
 import time
 
 from kafkawire.messages.share_acknowledge_response import (LeaderIdAndEpoch as AckLeader,
@@ -42,40 +42,21 @@ from kafkawire.protocol.handler import ApiHandler
 from .leader_discovery import LeaderHints
 from .share_checkpoint import FILE_NAME, ShareStarts
 from .share_authorization import topic_reader
+from .share_batches import batch_bounds, deliverable
 from .consumer_coordinator import GroupError
 from .share_groups import ShareGroups, validate_heartbeat
 from .share_partition import SharePartition, ShareSettings
 from .share_sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSessionError, ShareSessions
 
-__all__ = ["ShareApis", "SHARE_VERSION", "batch_bounds"]
+__all__ = ["ShareApis", "SHARE_VERSION"]
 
 SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE, SHARE_FETCH, SHARE_ACKNOWLEDGE = 76, 77, 78, 79
 SHARE_VERSION = "share.version"
 MAX_WAIT_CAP_MS = 30_000
 RECORD_LIMIT = 1                     # ShareAcquireMode record_limit: exactly MaxRecords
 RENEW_VERSION = 2                    # ShareFetch and ShareAcknowledge v2: KIP-1222's RENEW
-_BATCH_HEAD = struct.Struct(">qi")   # base offset, batch length
 GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 SAVE_KEY, SAVE_INTERVAL_MS = "share-partition-starts", 1_000
-
-
-def batch_bounds(data: bytes):
-    """(first offset, last offset, is control, start, end) of each whole v2 batch of ``data`` (a
-    partial one at the end is left out): its header read in place, nothing decoded."""
-    position, size = 0, len(data)
-    while position + 61 <= size:
-        base, length = _BATCH_HEAD.unpack_from(data, position)
-        end = position + 12 + length
-        if length < 49 or end > size:
-            return
-        magic = data[position + 16]
-        if magic < 2:              # a legacy message set entry: its offset is its last
-            yield base, base, False, position, end
-        else:
-            attributes = int.from_bytes(data[position + 21:position + 23], "big")
-            last_delta = int.from_bytes(data[position + 23:position + 27], "big", signed=True)
-            yield base, base + last_delta, bool(attributes & 0x20), position, end
-        position = end
 
 
 def _int_config(configs: dict, key: str, default: int) -> int:
@@ -342,17 +323,21 @@ class ShareApis:
                  settings: ShareSettings, strict: bool):
         sp = self._share_partition(session.group_id, topic_id, index, partition)
         first = sp.first_available(now, settings)
-        if first >= partition.high_watermark():
+        committed = self._configs(session.group_id).get("share.isolation.level") == "read_committed"
+        if first >= (partition.last_stable_offset() if committed else partition.high_watermark()):
             return b"", []
-        data = partition.read(first, max(budget, 1), min_one_batch=True)
+        aborted = ()
+        if committed:                   # below the last stable offset, aborted transactions archived
+            data, aborted = partition.read_committed(first, max(budget, 1), min_one_batch=True)
+        else:
+            data = partition.read(first, max(budget, 1), min_one_batch=True)
         bounds = list(batch_bounds(data))
-        acquired = sp.acquire(session.member_id, [(f, la, c) for f, la, c, _, _ in bounds],
-                              max_records=max_records, now_ms=now, settings=settings,
-                              strict=strict)
+        acquired = sp.acquire(session.member_id, deliverable(bounds, aborted), max_records=max_records, now_ms=now,
+                              settings=settings, strict=strict)
         if not acquired:
             return b"", []
         low, high = acquired[0][0], acquired[-1][1]
-        kept = [(s, e) for f, la, _, s, e in bounds if la >= low and f <= high]
+        kept = [(b.start, b.end) for b in bounds if b.last >= low and b.first <= high]
         return data[kept[0][0]:kept[-1][1]], acquired
 
     # -- acknowledging --

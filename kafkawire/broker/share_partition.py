@@ -116,17 +116,18 @@ class SharePartition:
     def acquire(self, member_id: str, batches, *, max_records: int, now_ms: int, settings: ShareSettings,
                 strict: bool = False) -> list[tuple[int, int, int]]:
         """Acquire for ``member_id`` the available and new offsets of ``batches`` ((first
-        offset, last offset, is control) in log order, as read from the log): the acquired
+        offset, last offset, skip) in log order, as read from the log; skip: a control batch or
+        one of an aborted transaction under read_committed, archived): the acquired
         ranges as (first, last, delivery count). New records are taken whole batch by whole
         batch (ShareAcquireMode batch_optimized) until ``max_records`` are acquired or the
         window holds ``max_record_locks`` offsets, or record by record up to ``max_records``
-        exactly when ``strict`` (record_limit, KIP-1206); control batches are archived, never
+        exactly when ``strict`` (record_limit, KIP-1206); skipped batches are archived, never
         delivered."""
         self.expire(now_ms, settings)
         acquired: list[list[int]] = []
         count = 0
         deadline = now_ms + settings.record_lock_duration_ms
-        for first, last, is_control in batches:
+        for first, last, skip in batches:
             if count >= max_records:
                 break
             if last < self.start_offset:
@@ -140,17 +141,17 @@ class SharePartition:
                 self.next_offset = first
             for offset in range(max(first, self.start_offset), min(last + 1, self.next_offset)):
                 entry = self.entries[offset]
-                if entry.state == AVAILABLE and not is_control and count < max_records:
+                if entry.state == AVAILABLE and not skip and count < max_records:
                     self._take(entry, member_id, deadline)
                     count += 1
                     _append(acquired, offset, entry.delivery_count)
             if last >= self.next_offset:
                 if last + 1 - self.start_offset > settings.max_record_locks and self.next_offset > self.start_offset:
                     break
-                end = last + 1 if is_control or not strict else min(last + 1, self.next_offset + max_records - count)
+                end = last + 1 if skip or not strict else min(last + 1, self.next_offset + max_records - count)
                 for offset in range(self.next_offset, end):
                     entry = self.entries[offset] = _Entry()
-                    if is_control:
+                    if skip:
                         entry.state = ARCHIVED
                     else:
                         self._take(entry, member_id, deadline)

@@ -164,3 +164,32 @@ def test_the_start_offsets_checkpoint_round_trips_and_an_unreadable_one_is_ignor
     assert ShareStarts(path).get(key) == 42
     (tmp_path / "starts.json").write_text("[[\"g\", \"not-a-uuid\", 3, 1]]")
     assert ShareStarts(path).starts == {} and "cannot be read" in caplog.text
+
+
+def test_read_committed_skips_the_batches_of_aborted_transactions_and_the_markers():
+    """share_batches: each batch's header read in place, and Kafka's filter of aborted
+    transactions (producer 7 aborts, producer 8 commits, interleaved)."""
+    from kafkawire.broker.share_batches import batch_bounds, deliverable
+    from kafkawire.records.builder import build_batch, build_control_batch
+    from kafkawire.storage.txn_index import AbortedTxn
+
+    def txn(producer, base, count):
+        return build_batch([(None, b"x", (), 0)] * count, base_offset=base, producer_id=producer, producer_epoch=0,
+                           base_sequence=0, is_transactional=True)
+
+    def marker(producer, base, commit):
+        return build_control_batch(1 if commit else 0, b"\x00\x00\x00\x00\x00\x00", base_offset=base,
+                                   producer_id=producer, producer_epoch=0)
+    data = txn(7, 0, 2) + txn(8, 2, 2) + build_batch([(None, b"plain", (), 0)], base_offset=4) + \
+        marker(7, 5, commit=False) + marker(8, 6, commit=True) + txn(7, 7, 1)
+    bounds = list(batch_bounds(data))
+    assert [(b.first, b.last, b.is_control, b.producer_id, b.transactional) for b in bounds] == [
+        (0, 1, False, 7, True), (2, 3, False, 8, True), (4, 4, False, -1, False), (5, 5, True, 7, True),
+        (6, 6, True, 8, True), (7, 7, False, 7, True)]
+    assert deliverable(bounds) == [(0, 1, False), (2, 3, False), (4, 4, False), (5, 5, True), (6, 6, True),
+                                   (7, 7, False)]                         # read_uncommitted: markers only
+    aborted = [AbortedTxn(0, 7, 0, 5, 0)]
+    assert deliverable(bounds, aborted) == [(0, 1, True), (2, 3, False), (4, 4, False), (5, 5, True),
+                                            (6, 6, True), (7, 7, False)]  # 7's next transaction is delivered
+    sp = SharePartition(0)
+    assert acquire(sp, batches=deliverable(bounds, aborted)) == [(2, 4, 1), (7, 7, 1)]
