@@ -100,6 +100,10 @@ KAFKA_BROKER_API_RULES = {
     66: "DESCRIBE on each transactional id listed",
     68: "READ on the group, DESCRIBE on each subscribed topic",
     69: "DESCRIBE on each group, DESCRIBE on the topics its members are assigned",
+    76: "READ on the group, DESCRIBE on each subscribed topic",
+    77: "DESCRIBE on each group, DESCRIBE on the topics its members are assigned",
+    78: "READ on the group, READ on each topic",
+    79: "READ on the group, READ on each topic",
     48: "DESCRIBE_CONFIGS on the cluster",
     49: "ALTER_CONFIGS on the cluster (forwarded: the controller checks)",
     50: "DESCRIBE on the cluster",
@@ -410,8 +414,9 @@ def authorize_broker_handlers(handlers: dict, authorizer, broker) -> dict:
     from .describe_topic_partitions import describe_topic_partitions_check
     from .group_authorization import group_checks         # the group and transaction APIs
     from .image_admin_apis import image_admin_checks
+    from .share_authorization import share_checks          # the share-group APIs (KIP-932)
 
-    checks = {**_data_checks(broker), **group_checks(broker), **image_admin_checks(),
+    checks = {**_data_checks(broker), **group_checks(broker), **image_admin_checks(), **share_checks(broker),
               **delegation_token_checks(broker.delegation_token_apis),
               75: describe_topic_partitions_check(broker, broker.describe_topic_partitions_api, authorized_operations)}
     wrapped = dict(handlers)

@@ -13,6 +13,7 @@ from kafkawire.messages.list_groups_response import ListedGroup
 from kafkawire.protocol.error_codes import Errors
 
 from . import consumer_records as rec
+from . import share_records as share_rec
 from .consumer_group import EMPTY, apply
 
 __all__ = ["CONSUMER_TYPE", "listed", "describe", "tombstones", "commit_validator", "fetch_error", "replay",
@@ -121,10 +122,13 @@ def fetch_error(group, member_id: str | None, epoch: int) -> int:
 
 
 def replay(coordinator, key: bytes, value: bytes | None) -> None:
-    """Replay a consumer group record (other record types are ignored, as the share and streams
+    """Replay a consumer or share group record (other record types are ignored, as the streams
     groups this coordinator does not serve); a classic group left empty under the same id
     (a simple group its offsets created) gives way, as in Kafka."""
     record_type = int.from_bytes(key[:2], "big", signed=True)
+    if record_type in share_rec.SHARE_RECORD_TYPES and coordinator.share is not None:
+        coordinator.share.replay(share_rec.decode(record_type, key, value))
+        return
     if record_type not in rec.CONSUMER_RECORD_TYPES:
         return
     record = rec.decode(record_type, key, value)

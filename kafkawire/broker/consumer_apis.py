@@ -148,6 +148,9 @@ class ConsumerApis:
         code = self.apis.store.coordinator_error(request.group_id)
         if code != Errors.NONE:
             return ConsumerGroupHeartbeatResponse(error_code=code)
+        if request.group_id in self.apis.coordinator.share_groups:       # GroupMetadataManager's refusal
+            return ConsumerGroupHeartbeatResponse(error_code=Errors.GROUP_ID_NOT_FOUND,
+                                                  error_message=f"Group {request.group_id} is not a consumer group.")
         return self.coordinator.heartbeat(request, version=ctx.api_version, client_id=ctx.client_id,
                                           client_host=f"/{ctx.peer[0]}")
 
@@ -163,8 +166,8 @@ class ConsumerApis:
             if code != Errors.NONE:
                 found = DescribedGroup(group_id=group_id, error_code=code, members=[])
             elif group is None:
-                message = f"Group {group_id} is not a consumer group." if group_id in self.apis.coordinator.groups \
-                    else f"Group {group_id} not found."
+                other = group_id in self.apis.coordinator.groups or group_id in self.apis.coordinator.share_groups
+                message = f"Group {group_id} is not a consumer group." if other else f"Group {group_id} not found."
                 found = DescribedGroup(group_id=group_id, error_code=Errors.GROUP_ID_NOT_FOUND, error_message=message,
                                        members=[])
             else:

@@ -36,6 +36,7 @@ from .group_coordinator import GroupCoordinator, GroupSettings
 from .group_log import LoopTimer, OffsetsTopic
 from .group_offsets import GroupOffsets
 from .group_records import OFFSETS_TOPIC
+from .share_apis import ShareApis
 
 __all__ = ["GroupApis"]
 
@@ -72,6 +73,7 @@ class GroupApis:
         self.store = OffsetsTopic(broker, self.coordinator, self.offsets)
         self.offset_apis = OffsetApis(self)
         self.consumer_apis = ConsumerApis(self)
+        self.share_apis = ShareApis(self)
         self._expiry_scheduled = False
 
     def handlers(self) -> dict[int, ApiHandler]:
@@ -88,6 +90,7 @@ class GroupApis:
             42: ApiHandler(self.delete_groups, max_version=2),
             47: ApiHandler(self.offset_apis.offset_delete),
             **self.consumer_apis.handlers(),
+            **self.share_apis.handlers(),
         }, self.broker)
 
     def on_metadata(self) -> None:
@@ -108,6 +111,7 @@ class GroupApis:
             self._schedule_expiry()
 
     def close(self) -> None:
+        self.share_apis.save()            # the share-partitions' start offsets, for the next start
         self.timer.close()
         self.store.close()
 
@@ -157,6 +161,9 @@ class GroupApis:
         consumer_group = self.coordinator.consumer_groups.get(request.group_id) if code == Errors.NONE else None
         if consumer_group is not None and not consumer_group.members:     # it gives way to a classic group
             code, consumer_group = self.consumer_apis.classic_members.drop_empty(request.group_id), None
+        if code == Errors.NONE and request.group_id in self.coordinator.share_groups:
+            code = Errors.INCONSISTENT_GROUP_PROTOCOL          # a share group: not for classic members
+            request.member_id = ""
         if code != Errors.NONE:
             response = JoinGroupResponse(error_code=code, member_id=request.member_id)
         elif consumer_group is not None:

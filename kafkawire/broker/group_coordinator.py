@@ -81,6 +81,9 @@ class GroupCoordinator:
         # KIP-848 groups of the same name space (kafkawire.broker.consumer_coordinator fills it).
         self.consumer_groups: dict = {}
         self.consumer = None
+        # share groups (KIP-932) of the same name space (kafkawire.broker.share_groups fills them)
+        self.share_groups: dict = {}
+        self.share = None
         self.static = StaticMembership(self)
 
     # -- JoinGroup --

@@ -27,6 +27,7 @@ __all__ = ["GroupOffsets", "CommitRefused"]
 
 log = logging.getLogger(__name__)
 CLASSIC_TYPE = "classic"
+SHARE_TYPE = "share"
 
 
 class CommitRefused(Exception):
@@ -134,6 +135,10 @@ class GroupOffsets:
         types = {t.strip().lower() for t in types}
         consumers = consumer_admin.listed(self.coordinator.consumer_groups, states) \
             if not types or consumer_admin.CONSUMER_TYPE in types else []
+        if not types or SHARE_TYPE in types:          # share groups (KIP-932): protocol type and type "share"
+            consumers += [ListedGroup(group_id=g.group_id, protocol_type=SHARE_TYPE, group_state=g.state,
+                                      group_type=SHARE_TYPE)
+                          for g in self.coordinator.share_groups.values() if not states or g.state.lower() in states]
         if types and CLASSIC_TYPE not in types:
             return consumers
         return consumers + [ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state,
@@ -163,6 +168,8 @@ class GroupOffsets:
     def delete(self, group_id: str) -> int:
         if group_id in self.coordinator.consumer_groups:
             return self._delete_consumer_group(group_id)
+        if group_id in self.coordinator.share_groups:
+            return self.coordinator.share.delete(group_id)
         group = self.coordinator.groups.get(group_id)
         if group is None or group.state == DEAD:
             return Errors.GROUP_ID_NOT_FOUND
@@ -332,6 +339,8 @@ class GroupOffsets:
                     c._schedule_heartbeat(group, member)
         if c.consumer is not None:
             c.consumer.after_load(loaded_here)
+        if c.share is not None:
+            c.share.after_load(loaded_here)
 
 
 def loaded_group(group_id: str, value, now_ms: int) -> ClassicGroup:

@@ -10,8 +10,8 @@ group's effective values, clamped to its own bounds as Kafka's GroupConfig.evalu
 (``effective_consumer_timeouts``).
 
 kafkawire reads the consumer-group bounds from server.properties (group.consumer.*); the share
-and streams bounds are Kafka's defaults (kafkawire serves no share or streams groups, so their
-settings are not read), which is what a Kafka controller with default settings checks too.
+and streams bounds are Kafka's defaults (kafkawire reads no group.share.* or group.streams.*
+setting), which is what a Kafka controller with default settings checks too.
 """
 from __future__ import annotations
 

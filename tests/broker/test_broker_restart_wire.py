@@ -42,7 +42,9 @@ def node(tmp_path_factory):
     # A longer broker session than test_combined_node's: after kill -9 the restarted incarnation
     # waits about this long (from the controller's activation) for the controller to let the
     # killed one go, the fenced window under test (probed every 20 ms).
-    with combined_node(tmp_path_factory.mktemp("restart"), broker_session_timeout_ms=2500) as n:
+    # One broker: __consumer_offsets (the share-group test's coordinator) of one replica, one partition.
+    with combined_node(tmp_path_factory.mktemp("restart"), broker_session_timeout_ms=2500,
+                       offsets_topic_replication_factor=1, offsets_topic_num_partitions=1) as n:
         yield n
 
 
@@ -128,3 +130,42 @@ def test_a_broker_restarted_after_kill_9_accepts_no_connection_until_it_is_unfen
     assert refused_while_fenced > 0, this_run()
     assert "-> RUNNING" in this_run()
     assert "(previous broker epoch -1)" in this_run()             # an unclean stop registers no epoch
+
+
+def test_a_restarted_leader_resumes_each_share_partition_at_its_checkpointed_start(node):
+    """Share groups (KIP-932) keep their share-partitions' state on the leader, with their start
+    offsets checkpointed in the log directory (kafkawire.broker.share_checkpoint): after kill -9
+    the records acknowledged before the checkpoint are not delivered again, the others are, none
+    is lost."""
+    from kafkawire.broker.share_checkpoint import FILE_NAME, ShareStarts
+    from kafkawire.broker.share_partition import ACCEPT
+    from kafkawire.messages.share_fetch_request import AcknowledgementBatch
+    from .test_share_groups_wire import GROUP, delivered, heartbeat, share_fetch, wait_for_coordinator
+    node.create_topic("shared")
+    broker = node.broker
+    topic_id = call(broker, MetadataRequest(topics=[MetadataRequestTopic(name="shared")]), 12).topics[0].topic_id
+    wait_for_coordinator(broker)
+    member = str(uuid.uuid4())
+    assert heartbeat(broker, member, 0, ["shared"]).error_code == Errors.NONE
+    assert share_fetch(broker, member, 0, topic_id, [0]).error_code == Errors.NONE       # starts at 0
+    node.produce("shared", build_batch([(None, b"v%d" % i, (), 0) for i in range(5)]))
+    assert delivered(share_fetch(broker, member, 1, topic_id, [], wait_ms=5_000))[0][1] == [(0, 4, 1)]
+    acked = share_fetch(broker, member, 2, topic_id, [0], acks={0: [
+        AcknowledgementBatch(first_offset=0, last_offset=2, acknowledge_types=[ACCEPT])]})
+    assert acked.responses[0].partitions[0].acknowledge_error_code == Errors.NONE
+    checkpoint = ShareStarts(os.path.join(node.data_dir, FILE_NAME))
+    deadline = time.monotonic() + WAIT_S
+    while checkpoint.get((GROUP, topic_id, 0)) != 3:          # written within a second
+        assert time.monotonic() < deadline, "the start offset 3 was not checkpointed"
+        time.sleep(0.05)
+        checkpoint = ShareStarts(checkpoint.path)
+    node.quorum.kill(1)
+    node.quorum.start(1)
+    deadline = time.monotonic() + WAIT_S
+    while refused(broker):
+        assert time.monotonic() < deadline, f"the broker did not open its port in {WAIT_S} s"
+        time.sleep(0.02)
+    wait_for_coordinator(broker)
+    assert heartbeat(broker, member, 0, ["shared"]).error_code == Errors.NONE      # the member rejoins
+    resumed = share_fetch(broker, member, 0, topic_id, [0], wait_ms=5_000)
+    assert delivered(resumed)[0] == ([b"v3", b"v4"], [(3, 4, 1)])

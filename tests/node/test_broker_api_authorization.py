@@ -22,6 +22,10 @@ from kafkawire.messages.add_partitions_to_txn_request import AddPartitionsToTxnR
 from kafkawire.messages.consumer_group_describe_request import ConsumerGroupDescribeRequest
 from kafkawire.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
 from kafkawire.messages.create_acls_request import CreateAclsRequest
+from kafkawire.messages.share_acknowledge_request import ShareAcknowledgeRequest
+from kafkawire.messages.share_fetch_request import ShareFetchRequest
+from kafkawire.messages.share_group_describe_request import ShareGroupDescribeRequest
+from kafkawire.messages.share_group_heartbeat_request import ShareGroupHeartbeatRequest
 from kafkawire.messages.create_delegation_token_request import CreateDelegationTokenRequest
 from kafkawire.messages.delete_acls_request import DeleteAclsFilter, DeleteAclsRequest
 from kafkawire.messages.describe_acls_request import DescribeAclsRequest
@@ -91,7 +95,7 @@ CLUSTER_AUTH, TXN_AUTH = int(Errors.CLUSTER_AUTHORIZATION_FAILED), int(Errors.TR
 TOKEN_AUTH = int(Errors.DELEGATION_TOKEN_AUTHORIZATION_FAILED)
 AUTH_ERRORS = {TOPIC_AUTH, GROUP_AUTH, CLUSTER_AUTH, TXN_AUTH, TOKEN_AUTH}
 USER_RESOURCE, CREATE_TOKENS = 7, 13
-USERS = 60                        # user0..user47: one per rule, each with only its rule's ACLs
+USERS = 70                        # user0..: one per rule, each with only its rule's ACLs, and a few more
 
 
 def _records(**fields) -> bytes:
@@ -225,6 +229,21 @@ RULES = [
      [acl(GROUP, "g-cgh2", Op.READ)]),
     ("ConsumerGroupDescribe needs DESCRIBE on the group", ConsumerGroupDescribeRequest(group_ids=["g-cgd"]), 0,
      [acl(GROUP, "g-cgd", Op.DESCRIBE)], GROUP_AUTH),
+    ("ShareGroupHeartbeat needs READ on the group", ShareGroupHeartbeatRequest(
+        group_id="g-sgh", member_id=str(uuid.uuid4()), member_epoch=0, subscribed_topic_names=["t-commit"]), 1,
+     [acl(GROUP, "g-sgh", Op.READ), acl(TOPIC, "t-commit", Op.DESCRIBE)], GROUP_AUTH),
+    ("ShareGroupHeartbeat needs DESCRIBE on each subscribed topic", ShareGroupHeartbeatRequest(
+        group_id="g-sgh2", member_id=str(uuid.uuid4()), member_epoch=0, subscribed_topic_names=["t-commit"]), 1,
+     [acl(GROUP, "g-sgh2", Op.READ), acl(TOPIC, "t-commit", Op.DESCRIBE)], TOPIC_AUTH,
+     [acl(GROUP, "g-sgh2", Op.READ)]),
+    ("ShareGroupDescribe needs DESCRIBE on the group", ShareGroupDescribeRequest(group_ids=["g-sgd"]), 1,
+     [acl(GROUP, "g-sgd", Op.DESCRIBE)], GROUP_AUTH),
+    ("ShareFetch needs READ on the group", ShareFetchRequest(
+        group_id="g-sf-{user}", member_id=str(uuid.uuid4()), share_session_epoch=0, max_records=10, batch_size=10,
+        topics=[], forgotten_topics_data=[]), 2, [acl(GROUP, "g-sf-{user}", Op.READ)], GROUP_AUTH),
+    ("ShareAcknowledge needs READ on the group", ShareAcknowledgeRequest(
+        group_id="g-sa", member_id=str(uuid.uuid4()), share_session_epoch=-1, topics=[]), 2,
+     [acl(GROUP, "g-sa", Op.READ)], GROUP_AUTH),
     ("InitProducerId with a transactional id needs WRITE on it",
      InitProducerIdRequest(transactional_id="tx-init", transaction_timeout_ms=60_000), 4,
      [acl(TXN, "tx-init", Op.WRITE)], TXN_AUTH),
@@ -568,3 +587,20 @@ def until(predicate, what, bound_s=20):
         if time.monotonic() > deadline:
             raise AssertionError(f"gave up waiting: {what}")
         time.sleep(0.02)
+
+
+def test_a_share_fetch_refuses_a_partition_of_a_topic_without_read(node):
+    """ShareFetch: READ on the group lets the request in; each partition of a topic the principal
+    may not READ is TOPIC_AUTHORIZATION_FAILED, as SharePartitionManager's are."""
+    from kafkawire.messages.share_fetch_request import FetchPartition as SharePartition, FetchTopic as ShareTopic
+    user = f"user{len(RULES) + 2}"
+    grant(node, user, acl(GROUP, "g-sf-topic", Op.READ))
+    topic_id = node.broker.image().topics_by_name["t-fetch"].id
+    request = ShareFetchRequest(group_id="g-sf-topic", member_id=str(uuid.uuid4()), share_session_epoch=0,
+                                max_records=10, batch_size=10, topics=[ShareTopic(topic_id=topic_id, partitions=[
+                                    SharePartition(partition_index=0)])], forgotten_topics_data=[])
+    refused = node.call(node.send(user, "p", request, 2))
+    assert refused.error_code == 0 and _codes(refused) == {0, TOPIC_AUTH}, refused
+    grant(node, user, acl(TOPIC, "t-fetch", Op.READ))
+    allowed = node.call(node.send(user, "p", request, 2))
+    assert _codes(allowed) == {0}, allowed

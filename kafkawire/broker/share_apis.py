@@ -1,0 +1,396 @@
+"""Share groups (KIP-932) on the broker's listeners: ShareGroupHeartbeat (76) and ShareGroupDescribe
+(77) on the group coordinator (kafkawire.broker.share_groups), ShareFetch (78) and ShareAcknowledge
+(79) on the partitions' leaders, as Kafka 4.3.1's KafkaApis, GroupCoordinatorService and
+SharePartitionManager serve them.
+
+All four answer UNSUPPORTED_VERSION while the finalized ``share.version`` is below 1 (Kafka's
+isShareGroupProtocolEnabled; kafkawire's controller finalizes 1 at format, as Kafka 4.3.1 does).
+
+ShareFetch: the request's share session (kafkawire.broker.share_sessions) names the partitions;
+the piggybacked acknowledgements are applied first, then each partition led here acquires
+records for the member (kafkawire.broker.share_partition) and answers with the log's batches
+that hold them and the acquired offset ranges. A fetch that acquires nothing waits for appends
+up to ``max_wait_ms`` (capped at 30 s), as a Fetch does. A share-partition starts, at its first
+fetch, where the group's ``share.auto.offset.reset`` says: the high watermark (``latest``, the
+default) or the log start (``earliest``; ``by_duration:`` is taken as ``earliest``), and reads
+below the high watermark, or with ``share.isolation.level=read_committed`` below the last stable
+offset with the aborted transactions' batches archived (kafkawire.broker.share_batches).
+
+Differences from Kafka kept here (docs/differences.md): the share-partitions' state lives in the
+leader's memory (Kafka persists it through the share coordinator in ``__share_group_state``),
+only their start offsets checkpointed in the log directory (kafkawire.broker.share_checkpoint): a
+restarted leader resumes there (records delivered again, none skipped); a new leader without a
+checkpoint starts at ``share.auto.offset.reset``.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+from kafkawire.messages.share_acknowledge_response import (LeaderIdAndEpoch as AckLeader,
+                                                           NodeEndpoint as AckEndpoint,
+                                                           PartitionData as AckPartition,
+                                                           ShareAcknowledgeResponse, ShareAcknowledgeTopicResponse)
+from kafkawire.messages.share_fetch_response import (AcquiredRecords, LeaderIdAndEpoch, NodeEndpoint, PartitionData,
+                                                     ShareFetchableTopicResponse, ShareFetchResponse)
+from kafkawire.messages.share_group_describe_response import DescribedGroup, ShareGroupDescribeResponse
+from kafkawire.messages.share_group_heartbeat_response import ShareGroupHeartbeatResponse
+from kafkawire.metadata.image import GROUP_RESOURCE
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.protocol.handler import ApiHandler
+
+from .leader_discovery import LeaderHints
+from .share_checkpoint import FILE_NAME, ShareStarts
+from .share_authorization import topic_reader
+from .share_batches import batch_bounds, deliverable
+from .consumer_coordinator import GroupError
+from .share_groups import ShareGroups, validate_heartbeat
+from .share_partition import SharePartition, ShareSettings
+from .share_sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSessionError, ShareSessions
+
+__all__ = ["ShareApis", "SHARE_VERSION"]
+
+SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE, SHARE_FETCH, SHARE_ACKNOWLEDGE = 76, 77, 78, 79
+SHARE_VERSION = "share.version"
+MAX_WAIT_CAP_MS = 30_000
+RECORD_LIMIT = 1                     # ShareAcquireMode record_limit: exactly MaxRecords
+RENEW_VERSION = 2                    # ShareFetch and ShareAcknowledge v2: KIP-1222's RENEW
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+SAVE_KEY, SAVE_INTERVAL_MS = "share-partition-starts", 1_000
+
+
+def _int_config(configs: dict, key: str, default: int) -> int:
+    try:
+        return int(configs[key])
+    except (KeyError, TypeError, ValueError):
+        return default
+
+
+class ShareApis:
+    """The share-group handlers of ``apis`` (a kafkawire.broker.group_apis.GroupApis)."""
+
+    def __init__(self, apis):
+        self.apis = apis
+        self.broker = apis.broker
+        self.groups = ShareGroups(apis.coordinator, topics=apis.consumer_apis.topics, timeouts=self.timeouts,
+                                  on_member_gone=self.release_member, on_group_deleted=self.forget_group)
+        self.sessions = ShareSessions()
+        # (group id, topic id, partition) -> its SharePartition, on this broker as the leader
+        self.partitions: dict[tuple, SharePartition] = {}
+        self._starts: ShareStarts | None = None       # read at the first share fetch
+        self._save_scheduled = False
+
+    def handlers(self) -> dict[int, ApiHandler]:
+        return {SHARE_GROUP_HEARTBEAT: ApiHandler(self.heartbeat, min_version=1, max_version=1),
+                SHARE_GROUP_DESCRIBE: ApiHandler(self.describe, min_version=1, max_version=1),
+                SHARE_FETCH: ApiHandler(self.share_fetch, min_version=1, max_version=2),
+                SHARE_ACKNOWLEDGE: ApiHandler(self.share_acknowledge, min_version=1, max_version=2)}
+
+    def enabled(self) -> bool:
+        image = self.broker.image()
+        return image is not None and image.finalized_features.get(SHARE_VERSION, 0) >= 1
+
+    def _configs(self, group_id: str) -> dict:
+        image = self.broker.image()
+        return (None if image is None else image.configs.get((GROUP_RESOURCE, group_id))) or {}
+
+    def timeouts(self, group_id: str) -> tuple[int, int]:
+        configs = self._configs(group_id)
+        return (_int_config(configs, "share.session.timeout.ms", 45_000),
+                _int_config(configs, "share.heartbeat.interval.ms", 5_000))
+
+    def settings(self, group_id: str) -> ShareSettings:
+        configs = self._configs(group_id)
+        return ShareSettings(record_lock_duration_ms=_int_config(configs, "share.record.lock.duration.ms", 30_000),
+                             delivery_count_limit=_int_config(configs, "share.delivery.count.limit", 5),
+                             max_record_locks=_int_config(configs, "share.partition.max.record.locks", 2_000))
+
+    @property
+    def starts(self) -> ShareStarts:
+        """The start offsets checkpointed in the first log directory."""
+        if self._starts is None:
+            self._starts = ShareStarts(os.path.join(self.broker.config.log_dirs[0], FILE_NAME))
+        return self._starts
+
+    def changed(self) -> None:
+        """Share-partitions moved: their start offsets are checkpointed within a second."""
+        if not self._save_scheduled:
+            self._save_scheduled = True
+            self.apis.timer.schedule(SAVE_KEY, SAVE_INTERVAL_MS, self.save)
+
+    def save(self) -> None:
+        self._save_scheduled = False
+        if self._starts is None:             # no share fetch served: nothing to keep
+            return
+        self.starts.update({key: sp.start_offset for key, sp in self.partitions.items()})
+        self.starts.save()
+
+    def forget_group(self, group_id: str) -> None:
+        """A deleted group's share-partitions here, and their checkpointed starts, are dropped:
+        the group made again under that id starts at share.auto.offset.reset."""
+        for key in [k for k in self.partitions if k[0] == group_id]:
+            del self.partitions[key]
+        for key in [k for k in self.sessions.sessions if k[0] == group_id]:
+            del self.sessions.sessions[key]
+        self.starts.forget(group_id)
+        self.changed()
+
+    def release_member(self, group_id: str, member_id: str) -> None:
+        """A member gone from the group: its share session here ends and its records go back."""
+        self.sessions.close(group_id, member_id)
+        settings = self.settings(group_id)
+        for (group, _, _), sp in self.partitions.items():
+            if group == group_id:
+                sp.release_member(member_id, settings)
+
+    # -- ShareGroupHeartbeat, ShareGroupDescribe --
+
+    async def heartbeat(self, ctx, request):
+        if not self.enabled():
+            return ShareGroupHeartbeatResponse(error_code=Errors.UNSUPPORTED_VERSION)
+        try:
+            validate_heartbeat(request)          # before the coordinator is looked for, as Kafka's
+        except GroupError as exc:
+            return ShareGroupHeartbeatResponse(error_code=exc.code, error_message=exc.message)
+        code = self.apis.store.coordinator_error(request.group_id)
+        if code != Errors.NONE:
+            return ShareGroupHeartbeatResponse(error_code=code)
+        return self.groups.heartbeat(request, client_id=ctx.client_id or "", client_host=f"/{ctx.peer[0]}")
+
+    async def describe(self, ctx, request):
+        if not self.enabled():
+            return ShareGroupDescribeResponse(groups=[DescribedGroup(
+                group_id=g, error_code=Errors.UNSUPPORTED_VERSION, members=[]) for g in request.group_ids])
+        groups = []
+        for group_id in request.group_ids:
+            code = self.apis.store.coordinator_error(group_id)
+            if code != Errors.NONE:
+                groups.append(DescribedGroup(group_id=group_id, error_code=code, members=[]))
+                continue
+            described = self.groups.describe(group_id)
+            if described.error_code == Errors.NONE and request.include_authorized_operations:
+                described.authorized_operations = GROUP_OPERATIONS
+            groups.append(described)
+        return ShareGroupDescribeResponse(groups=groups)
+
+    # -- ShareFetch --
+
+    async def share_fetch(self, ctx, request):
+        v = ctx.api_version
+        if not self.enabled():
+            return ShareFetchResponse(error_code=Errors.UNSUPPORTED_VERSION, responses=[])
+        refused = self._invalid_fetch(request, v)
+        if refused is not None:
+            return ShareFetchResponse(error_code=Errors.INVALID_REQUEST, error_message=refused, responses=[])
+        group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
+        wanted = [(t.topic_id, p.partition_index) for t in request.topics for p in t.partitions]
+        forgotten = [(t.topic_id, p) for t in request.forgotten_topics_data for p in t.partitions]
+        acks = [(t.topic_id, p.partition_index, p.acknowledgement_batches)
+                for t in request.topics for p in t.partitions if p.acknowledgement_batches]
+        if epoch == INITIAL_EPOCH and acks:
+            return ShareFetchResponse(error_code=Errors.INVALID_REQUEST, responses=[],
+                                      error_message="Acknowledge data present in initial fetch request.")
+        try:
+            session = self.sessions.open_or_advance(group_id, member_id, epoch, wanted, forgotten)
+        except ShareSessionError as exc:
+            return ShareFetchResponse(error_code=exc.code, error_message=exc.message, responses=[])
+        settings = self.settings(group_id)
+        hints = LeaderHints(self.broker, self.broker.image(), ctx.listener_name)
+        may_read = topic_reader(self.broker, ctx)
+        answers: dict[tuple, PartitionData] = {}
+        for topic_id, index, batches in acks:
+            answer = answers.setdefault((topic_id, index), PartitionData(partition_index=index, records=b""))
+            answer.acknowledge_error_code = self._acknowledge(group_id, member_id, topic_id, index, batches,
+                                                              settings, v, v >= RENEW_VERSION and request.is_renew_ack,
+                                                              may_read)
+        if epoch == FINAL_EPOCH:
+            self._close(group_id, member_id, settings)
+        elif not (v >= RENEW_VERSION and request.is_renew_ack):
+            await self._fetch_into(answers, session, request, settings, may_read)
+        full = epoch == INITIAL_EPOCH
+        acked = {(t, i) for t, i, _ in acks}
+        responses: dict = {}
+        for (topic_id, index), answer in answers.items():
+            if full or answer.error_code or answer.acquired_records or (topic_id, index) in acked:
+                if answer.error_code in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH):
+                    leader, leader_epoch = hints.current_leader(self._name(topic_id), index)
+                    answer.current_leader = LeaderIdAndEpoch(leader_id=leader, leader_epoch=leader_epoch)
+                responses.setdefault(topic_id, []).append(answer)
+        return ShareFetchResponse(
+            error_code=Errors.NONE, acquisition_lock_timeout_ms=settings.record_lock_duration_ms,
+            responses=[ShareFetchableTopicResponse(topic_id=t, partitions=ps) for t, ps in responses.items()],
+            node_endpoints=[NodeEndpoint(node_id=n, host=h, port=p, rack=r) for n, h, p, r in hints.endpoints()])
+
+    @staticmethod
+    def _invalid_fetch(request, version: int) -> str | None:
+        if request.group_id is None:
+            return "Invalid group id in the request."
+        if not request.member_id or len(request.member_id) > 36:
+            return "Invalid member id in the request."
+        if version >= RENEW_VERSION and request.is_renew_ack and (
+                request.max_bytes or request.min_bytes or request.max_records or request.max_wait_ms):
+            return "maxBytes, minBytes, maxRecords and maxWaitMs must be set to 0 if isRenewAck is true."
+        if request.share_session_epoch == FINAL_EPOCH and request.topics and any(
+                not p.acknowledgement_batches for t in request.topics for p in t.partitions):
+            return "Final share fetch request must not fetch."
+        return None
+
+    def _name(self, topic_id) -> str | None:
+        image = self.broker.image()
+        topic = None if image is None else image.topics_by_id.get(topic_id)
+        return None if topic is None else topic.name
+
+    def _close(self, group_id: str, member_id: str, settings: ShareSettings) -> None:
+        """The session ends: the member's records acquired here go back (Kafka's releaseSession)."""
+        session = self.sessions.close(group_id, member_id)
+        if session is None:
+            return
+        for topic_id, index in session.partitions:
+            sp = self.partitions.get((group_id, topic_id, index))
+            if sp is not None:
+                sp.release_member(member_id, settings)
+
+    async def _fetch_into(self, answers: dict, session, request, settings: ShareSettings, may_read) -> None:
+        """Acquire records in the session's partitions, waiting for appends while none is found."""
+        deadline = time.monotonic() + min(max(request.max_wait_ms, 0), MAX_WAIT_CAP_MS) / 1000
+        max_records = request.max_records if request.max_records > 0 else 500
+        while True:
+            seen = self.broker.appends
+            found = self._fetch_once(answers, session, request, max_records, settings, may_read)
+            remaining = deadline - time.monotonic()
+            if found or remaining <= 0 or not session.partitions:
+                return
+            await self.broker.wait_for_appends(seen, remaining)
+
+    def _fetch_once(self, answers: dict, session, request, max_records: int, settings: ShareSettings,
+                    may_read) -> bool:
+        budget = max(request.max_bytes, 0) if request.max_bytes else self.broker.config.fetch_max_bytes
+        budget = min(budget, self.broker.config.fetch_max_bytes)
+        found = False
+        now = int(time.time() * 1000)
+        strict = getattr(request, "share_acquire_mode", 0) == RECORD_LIMIT       # v2 (KIP-1206)
+        for topic_id, index in session.partitions:
+            answer = answers.setdefault((topic_id, index), PartitionData(partition_index=index, records=b""))
+            code, partition = self._led(topic_id, index, may_read)
+            answer.error_code = code
+            if code != Errors.NONE or max_records <= 0 or budget <= 0 or answer.acquired_records:
+                continue                  # (the first partition with records may pass max_bytes by a batch)
+            records, acquired = self._acquire(session, partition, topic_id, index, budget, max_records, now, settings,
+                                              strict)
+            if acquired:
+                found = True
+                answer.records = records
+                answer.acquired_records = [AcquiredRecords(first_offset=f, last_offset=la, delivery_count=c)
+                                           for f, la, c in acquired]
+                max_records -= sum(la - f + 1 for f, la, _ in acquired)
+                budget -= len(records)
+        return found
+
+    def _led(self, topic_id, index: int, may_read):
+        """(NONE, the partition) when this broker leads it and the principal may READ its topic."""
+        image = self.broker.image()
+        topic = None if image is None else image.topics_by_id.get(topic_id)
+        if topic is None:
+            return Errors.UNKNOWN_TOPIC_ID, None
+        if not may_read(topic.name):
+            return Errors.TOPIC_AUTHORIZATION_FAILED, None
+        registration = topic.partitions.get(index)
+        if registration is None:
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION, None
+        partition = self.broker.partitions.get((topic.name, index))
+        if registration.leader != self.broker.node_id or partition is None:
+            return Errors.NOT_LEADER_OR_FOLLOWER, None
+        return Errors.NONE, partition
+
+    def _share_partition(self, group_id: str, topic_id, index: int, partition) -> SharePartition:
+        key = (group_id, topic_id, index)
+        sp = self.partitions.get(key)
+        if sp is None or sp.leader_epoch != partition.leader_epoch:
+            # new, or led again after another leader served it: what this replica knew is stale;
+            # its last checkpointed start offset, else share.auto.offset.reset
+            start = self.starts.get(key)
+            if start is None:
+                reset = self._configs(group_id).get("share.auto.offset.reset") or "latest"
+                start = partition.high_watermark() if reset == "latest" else partition.log.log_start_offset
+            sp = self.partitions[key] = SharePartition(min(start, partition.log.log_end_offset),
+                                                       partition.leader_epoch)
+            self.starts.update({key: sp.start_offset})
+            self.changed()
+        sp.move_start(partition.log.log_start_offset)
+        return sp
+
+    def _acquire(self, session, partition, topic_id, index: int, budget: int, max_records: int, now: int,
+                 settings: ShareSettings, strict: bool):
+        sp = self._share_partition(session.group_id, topic_id, index, partition)
+        first = sp.first_available(now, settings)
+        committed = self._configs(session.group_id).get("share.isolation.level") == "read_committed"
+        if first >= (partition.last_stable_offset() if committed else partition.high_watermark()):
+            return b"", []
+        aborted = ()
+        if committed:                   # below the last stable offset, aborted transactions archived
+            data, aborted = partition.read_committed(first, max(budget, 1), min_one_batch=True)
+        else:
+            data = partition.read(first, max(budget, 1), min_one_batch=True)
+        bounds = list(batch_bounds(data))
+        acquired = sp.acquire(session.member_id, deliverable(bounds, aborted), max_records=max_records, now_ms=now,
+                              settings=settings, strict=strict)
+        if not acquired:
+            return b"", []
+        low, high = acquired[0][0], acquired[-1][1]
+        kept = [(b.start, b.end) for b in bounds if b.last >= low and b.first <= high]
+        return data[kept[0][0]:kept[-1][1]], acquired
+
+    # -- acknowledging --
+
+    def _acknowledge(self, group_id: str, member_id: str, topic_id, index: int, batches, settings: ShareSettings,
+                     version: int, renew: bool, may_read) -> int:
+        code, partition = self._led(topic_id, index, may_read)
+        if code != Errors.NONE:
+            return code
+        sp = self.partitions.get((group_id, topic_id, index))
+        if sp is None or sp.leader_epoch != partition.leader_epoch:
+            return Errors.INVALID_RECORD_STATE
+        now = int(time.time() * 1000)
+        for batch in batches:
+            code = sp.acknowledge(member_id, batch.first_offset, batch.last_offset, list(batch.acknowledge_types),
+                                  now_ms=now, settings=settings, renew_allowed=version >= RENEW_VERSION and renew)
+            if code != Errors.NONE:
+                return code
+        self.changed()
+        return Errors.NONE
+
+    async def share_acknowledge(self, ctx, request):
+        v = ctx.api_version
+        if not self.enabled():
+            return ShareAcknowledgeResponse(error_code=Errors.UNSUPPORTED_VERSION, responses=[])
+        if request.group_id is None or not request.member_id or len(request.member_id) > 36:
+            return ShareAcknowledgeResponse(error_code=Errors.INVALID_REQUEST, responses=[])
+        group_id, member_id = request.group_id, request.member_id
+        try:
+            self.sessions.check_epoch(group_id, member_id, request.share_session_epoch)
+        except ShareSessionError as exc:
+            return ShareAcknowledgeResponse(error_code=exc.code, error_message=exc.message, responses=[])
+        settings = self.settings(group_id)
+        hints = LeaderHints(self.broker, self.broker.image(), ctx.listener_name)
+        renew = v >= RENEW_VERSION and request.is_renew_ack
+        may_read = topic_reader(self.broker, ctx)
+        responses = []
+        for topic in request.topics:
+            partitions = []
+            for p in topic.partitions:
+                code = self._acknowledge(group_id, member_id, topic.topic_id, p.partition_index,
+                                         p.acknowledgement_batches, settings, v, renew, may_read)
+                answer = AckPartition(partition_index=p.partition_index, error_code=code)
+                if code == Errors.NOT_LEADER_OR_FOLLOWER:
+                    leader, leader_epoch = hints.current_leader(self._name(topic.topic_id), p.partition_index)
+                    answer.current_leader = AckLeader(leader_id=leader, leader_epoch=leader_epoch)
+                partitions.append(answer)
+            responses.append(ShareAcknowledgeTopicResponse(topic_id=topic.topic_id, partitions=partitions))
+        if request.share_session_epoch == FINAL_EPOCH:
+            self._close(group_id, member_id, settings)
+        response = ShareAcknowledgeResponse(
+            error_code=Errors.NONE, responses=responses,
+            node_endpoints=[AckEndpoint(node_id=n, host=h, port=p, rack=r) for n, h, p, r in hints.endpoints()])
+        if v >= RENEW_VERSION:
+            response.acquisition_lock_timeout_ms = settings.record_lock_duration_ms
+        return response

@@ -1,0 +1,87 @@
+"""The ACL checks of Kafka 4.3.1's KafkaApis for the share-group APIs (KIP-932), in front of
+kafkawire.broker.share_apis' handlers (``authorizer.class.name`` set). UNSUPPORTED_VERSION (the
+handler's answer while ``share.version`` is below 1) comes before any check, as in KafkaApis.
+
+ShareGroupHeartbeat: READ on the group (GROUP_AUTHORIZATION_FAILED), then DESCRIBE on each
+subscribed topic (TOPIC_AUTHORIZATION_FAILED). ShareGroupDescribe: DESCRIBE on each group, and a
+group whose members are assigned a topic the principal may not DESCRIBE is answered
+TOPIC_AUTHORIZATION_FAILED. ShareFetch and ShareAcknowledge: READ on the group (the whole
+request), and READ on each topic, checked by the handler for every partition of the share
+session (``topic_reader``), as SharePartitionManager's partitions are.
+"""
+from __future__ import annotations
+
+from kafkawire.messages import share_group_describe_response as sgd
+from kafkawire.messages.share_acknowledge_response import ShareAcknowledgeResponse
+from kafkawire.messages.share_fetch_response import ShareFetchResponse
+from kafkawire.messages.share_group_heartbeat_response import ShareGroupHeartbeatResponse
+from kafkawire.net.authorizer import RESOURCE_TOPIC, Op
+from kafkawire.protocol.error_codes import Errors
+
+from .authorization import INT32_MIN, RESOURCE_GROUP, TOPIC_AUTH, _audited_decisions, _split, _with, \
+    authorized_operations
+
+__all__ = ["share_checks", "topic_reader"]
+
+GROUP_AUTH = int(Errors.GROUP_AUTHORIZATION_FAILED)
+
+def topic_reader(broker, ctx):
+    """``may_read(topic name)`` for one request: READ on the topic (always True without an
+    authorizer)."""
+    if broker.authorizer is None:
+        return lambda name: True
+    may = _audited_decisions(broker.authorizer, ctx)
+    return lambda name: may(Op.READ, RESOURCE_TOPIC, name)
+
+
+def _gated(broker, check):
+    async def gated(ctx, request, may, handle):
+        if not broker.group_apis.share_apis.enabled():
+            return await handle(ctx, request)
+        return await check(ctx, request, may, handle)
+    return gated
+
+
+async def _heartbeat(ctx, request, may, handle):
+    if not may(Op.READ, RESOURCE_GROUP, request.group_id):
+        return ShareGroupHeartbeatResponse(error_code=GROUP_AUTH)
+    if not request.member_id or len(request.member_id) > 36:
+        return await handle(ctx, request)             # KafkaApis' isMemberIdValid: INVALID_REQUEST first
+    if any(not may(Op.DESCRIBE, RESOURCE_TOPIC, t) for t in set(request.subscribed_topic_names or ())):
+        return ShareGroupHeartbeatResponse(error_code=TOPIC_AUTH)
+    return await handle(ctx, request)
+
+
+async def _describe(ctx, request, may, handle):
+    kept, refused = _split(request.group_ids, lambda g: may(Op.DESCRIBE, RESOURCE_GROUP, g))
+    response = await handle(ctx, _with(request, "group_ids", kept)) if refused else await handle(ctx, request)
+    groups = []
+    for group in response.groups:
+        if group.authorized_operations != INT32_MIN and group.error_code == 0:
+            group.authorized_operations = authorized_operations(may, RESOURCE_GROUP, group.group_id)
+        names = {t.topic_name for m in group.members if m.assignment is not None
+                 for t in m.assignment.topic_partitions}
+        if group.error_code == 0 and any(not may(Op.DESCRIBE, RESOURCE_TOPIC, n) for n in names):
+            group = sgd.DescribedGroup(group_id=group.group_id, error_code=TOPIC_AUTH, members=[],
+                                       error_message="The group has described topic(s) that the client is not "
+                                                     "authorized to describe.")
+        groups.append(group)
+    response.groups = groups + [sgd.DescribedGroup(group_id=g, error_code=GROUP_AUTH, members=[]) for g in refused]
+    return response
+
+
+def _group_read(response_of):
+    async def check(ctx, request, may, handle):
+        if request.group_id is not None and not may(Op.READ, RESOURCE_GROUP, request.group_id):
+            return response_of()
+        return await handle(ctx, request)
+    return check
+
+
+def share_checks(broker) -> dict:
+    return {
+        76: _gated(broker, _heartbeat),
+        77: _gated(broker, _describe),
+        78: _gated(broker, _group_read(lambda: ShareFetchResponse(error_code=GROUP_AUTH, responses=[]))),
+        79: _gated(broker, _group_read(lambda: ShareAcknowledgeResponse(error_code=GROUP_AUTH, responses=[]))),
+    }

@@ -1,0 +1,72 @@
+"""The start offsets of the share-partitions a broker leads, checkpointed in its first log
+directory (``kafkawire-share-partition-starts.json``), so that a restarted leader resumes each
+share-partition where it was instead of at ``share.auto.offset.reset`` (kafkawire's stand-in for
+the share coordinator's ``__share_group_state``, which it does not have: docs/differences.md).
+
+Every record below a share-partition's start offset is acknowledged or archived, so resuming at
+a checkpointed start offset that is older than the last one only delivers records again: the
+checkpoint is written at most once a second while something changed (and when the broker
+stops), atomically (the old file or the new one after a crash).
+
+    starts = ShareStarts(path)
+    starts.get(("group", topic_id, 0))          # None: never checkpointed here
+    starts.update({("group", topic_id, 0): 42}); starts.save()
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import uuid
+
+from kafkawire.storage.state_files import atomic_write
+
+__all__ = ["ShareStarts", "FILE_NAME"]
+
+log = logging.getLogger(__name__)
+FILE_NAME = "kafkawire-share-partition-starts.json"
+
+
+class ShareStarts:
+    def __init__(self, path: str):
+        self.path = path
+        self.starts: dict[tuple, int] = {}      # (group id, topic id, partition) -> start offset
+        self.dirty = False
+        self._load()
+
+    def _load(self) -> None:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                entries = json.load(f)
+            self.starts = {(group, uuid.UUID(topic), int(partition)): int(start)
+                           for group, topic, partition, start in entries}
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError, TypeError) as exc:       # unreadable: the reset policy applies
+            log.warning("%s cannot be read, share-partitions start at share.auto.offset.reset: %s", self.path, exc)
+            self.starts = {}
+
+    def get(self, key: tuple) -> int | None:
+        return self.starts.get(key)
+
+    def update(self, starts: dict) -> None:
+        for key, start in starts.items():
+            if self.starts.get(key) != start:
+                self.starts[key] = start
+                self.dirty = True
+
+    def forget(self, group_id: str) -> None:
+        for key in [k for k in self.starts if k[0] == group_id]:
+            del self.starts[key]
+            self.dirty = True
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        entries = [[group, str(topic), partition, start] for (group, topic, partition), start in self.starts.items()]
+        try:
+            os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+            atomic_write(self.path, json.dumps(entries))
+            self.dirty = False
+        except OSError as exc:                  # tried again at the next change
+            log.error("writing %s failed: %s", self.path, exc)

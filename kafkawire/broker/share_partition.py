@@ -1,0 +1,221 @@
+"""One share-partition of a share group (KIP-932) without I/O: which records of a topic partition
+are available, acquired (locked to one member until a deadline), acknowledged or archived, as
+Kafka 4.3.1's SharePartition keeps them on the partition's leader.
+
+    sp = SharePartition(start_offset=0)
+    acquired = sp.acquire("member-1", [(0, 9, False)], max_records=500, now_ms=now, settings=s)
+    code = sp.acknowledge("member-1", 0, 9, [ACCEPT], now_ms=now, settings=s)
+
+The in-flight window is [``start_offset``, ``next_offset``): each offset in it has an entry
+(state, delivery count, owner, lock deadline); offsets below ``start_offset`` are done (every
+record acknowledged or archived) and offsets from ``next_offset`` on were never delivered. A
+record is acquired with its delivery count raised by one; when its lock expires or it is released
+it becomes available again, unless its delivery count reached ``delivery_count_limit``: then it
+is archived (never delivered again, as Kafka's). ACCEPT acknowledges, REJECT archives, GAP
+(offsets without a record: control batches) archives. The start offset moves past every
+acknowledged or archived record at the front of the window.
+
+The window holds at most ``max_record_locks`` offsets (``share.partition.max.record.locks``):
+no new records are acquired beyond it, so every call's work is bounded by that limit and the
+size of the request.
+
+The state lives in memory (kafkawire's difference, docs/differences.md): Kafka persists it
+through the share coordinator (__share_group_state); kafkawire checkpoints only the start offset
+(kafkawire.broker.share_checkpoint), where a restarted leader resumes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kafkawire.protocol.error_codes import Errors
+
+__all__ = ["SharePartition", "ShareSettings", "AVAILABLE", "ACQUIRED", "ACKNOWLEDGED", "ARCHIVED",
+           "GAP", "ACCEPT", "RELEASE", "REJECT", "RENEW"]
+
+AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVED = 0, 1, 2, 4          # Kafka's RecordState ids
+GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4                # AcknowledgeType ids
+ACK_TYPES = frozenset((GAP, ACCEPT, RELEASE, REJECT))
+RENEW_TYPES = ACK_TYPES | {RENEW}                                   # KIP-1222, ShareFetch/ShareAcknowledge v2
+
+
+@dataclass(frozen=True)
+class ShareSettings:
+    """A share group's settings (its GROUP configs over the broker's, Kafka's defaults)."""
+    record_lock_duration_ms: int = 30_000        # share.record.lock.duration.ms
+    delivery_count_limit: int = 5                # share.delivery.count.limit
+    max_record_locks: int = 2_000                # share.partition.max.record.locks
+
+
+class _Entry:
+    __slots__ = ("state", "delivery_count", "member_id", "deadline_ms")
+
+    def __init__(self):
+        self.state, self.delivery_count, self.member_id, self.deadline_ms = AVAILABLE, 0, None, 0
+
+
+class SharePartition:
+    """The delivery state of one (group, topic partition)."""
+
+    def __init__(self, start_offset: int, leader_epoch: int = -1):
+        self.leader_epoch = leader_epoch           # of the partition when this state was made
+        self.start_offset = start_offset
+        self.next_offset = start_offset
+        self.entries: dict[int, _Entry] = {}       # offset -> entry, for start <= offset < next
+        self.acquired_count = 0                    # entries ACQUIRED, for a cheap "anything to expire?"
+
+    # -- the window --
+
+    def move_start(self, log_start_offset: int) -> None:
+        """Records deleted from the log (retention, DeleteRecords) leave the window."""
+        if log_start_offset <= self.start_offset:
+            return
+        for offset in range(self.start_offset, min(log_start_offset, self.next_offset)):
+            entry = self.entries.pop(offset, None)
+            if entry is not None and entry.state == ACQUIRED:
+                self.acquired_count -= 1
+        self.start_offset = log_start_offset
+        self.next_offset = max(self.next_offset, log_start_offset)
+        self._advance_start()
+
+    def _advance_start(self) -> None:
+        while self.start_offset < self.next_offset:
+            entry = self.entries.get(self.start_offset)
+            if entry is None or entry.state not in (ACKNOWLEDGED, ARCHIVED):
+                return
+            del self.entries[self.start_offset]
+            self.start_offset += 1
+
+    def first_available(self, now_ms: int, settings: ShareSettings) -> int:
+        """The first offset a fetch may acquire: an available record in the window, else the
+        next new one (expired locks released first)."""
+        self.expire(now_ms, settings)
+        for offset in range(self.start_offset, self.next_offset):
+            if self.entries[offset].state == AVAILABLE:
+                return offset
+        return self.next_offset
+
+    def expire(self, now_ms: int, settings: ShareSettings) -> int:
+        """Release the records whose acquisition lock has passed: how many."""
+        if not self.acquired_count:
+            return 0
+        released = 0
+        for entry in self.entries.values():
+            if entry.state == ACQUIRED and entry.deadline_ms <= now_ms:
+                self._release(entry, settings)
+                released += 1
+        self._advance_start()
+        return released
+
+    def _release(self, entry: _Entry, settings: ShareSettings) -> None:
+        self.acquired_count -= 1
+        entry.member_id = None
+        entry.state = ARCHIVED if entry.delivery_count >= settings.delivery_count_limit else AVAILABLE
+
+    # -- acquiring --
+
+    def acquire(self, member_id: str, batches, *, max_records: int, now_ms: int, settings: ShareSettings,
+                strict: bool = False) -> list[tuple[int, int, int]]:
+        """Acquire for ``member_id`` the available and new offsets of ``batches`` ((first
+        offset, last offset, skip) in log order, as read from the log; skip: a control batch or
+        one of an aborted transaction under read_committed, archived): the acquired
+        ranges as (first, last, delivery count). New records are taken whole batch by whole
+        batch (ShareAcquireMode batch_optimized) until ``max_records`` are acquired or the
+        window holds ``max_record_locks`` offsets, or record by record up to ``max_records``
+        exactly when ``strict`` (record_limit, KIP-1206); skipped batches are archived, never
+        delivered."""
+        self.expire(now_ms, settings)
+        acquired: list[list[int]] = []
+        count = 0
+        deadline = now_ms + settings.record_lock_duration_ms
+        for first, last, skip in batches:
+            if count >= max_records:
+                break
+            if last < self.start_offset:
+                continue
+            if first > self.next_offset:                  # a hole in the log (compaction): skip it
+                if self.next_offset - self.start_offset + (first - self.next_offset) > settings.max_record_locks:
+                    break
+                for offset in range(self.next_offset, first):
+                    entry = self.entries[offset] = _Entry()
+                    entry.state = ARCHIVED
+                self.next_offset = first
+            for offset in range(max(first, self.start_offset), min(last + 1, self.next_offset)):
+                entry = self.entries[offset]
+                if entry.state == AVAILABLE and not skip and count < max_records:
+                    self._take(entry, member_id, deadline)
+                    count += 1
+                    _append(acquired, offset, entry.delivery_count)
+            if last >= self.next_offset:
+                if last + 1 - self.start_offset > settings.max_record_locks and self.next_offset > self.start_offset:
+                    break
+                end = last + 1 if skip or not strict else min(last + 1, self.next_offset + max_records - count)
+                for offset in range(self.next_offset, end):
+                    entry = self.entries[offset] = _Entry()
+                    if skip:
+                        entry.state = ARCHIVED
+                    else:
+                        self._take(entry, member_id, deadline)
+                        count += 1
+                        _append(acquired, offset, entry.delivery_count)
+                self.next_offset = end
+        self._advance_start()
+        return [tuple(r) for r in acquired]
+
+    def _take(self, entry: _Entry, member_id: str, deadline_ms: int) -> None:
+        entry.state, entry.member_id, entry.deadline_ms = ACQUIRED, member_id, deadline_ms
+        entry.delivery_count += 1
+        self.acquired_count += 1
+
+    # -- acknowledging --
+
+    def acknowledge(self, member_id: str, first: int, last: int, types, *, now_ms: int,
+                    settings: ShareSettings, renew_allowed: bool = False) -> int:
+        """Acknowledge offsets ``first``..``last`` acquired by ``member_id``: ``types`` holds one
+        type for the whole range or one per offset. An error code; nothing changes on an error
+        (INVALID_RECORD_STATE: an offset not acquired by this member, its lock expired meanwhile)."""
+        allowed = RENEW_TYPES if renew_allowed else ACK_TYPES
+        if last < first or not types or (len(types) != 1 and len(types) != last - first + 1) or \
+                any(t not in allowed for t in types):
+            return Errors.INVALID_REQUEST
+        if last - first + 1 > settings.max_record_locks:      # more than the window can hold
+            return Errors.INVALID_RECORD_STATE
+        self.expire(now_ms, settings)
+        for offset in range(first, last + 1):
+            entry = self.entries.get(offset)
+            if entry is None or entry.state != ACQUIRED or entry.member_id != member_id:
+                return Errors.INVALID_RECORD_STATE
+        for i, offset in enumerate(range(first, last + 1)):
+            entry = self.entries[offset]
+            kind = types[0] if len(types) == 1 else types[i]
+            if kind == RENEW:
+                entry.deadline_ms = now_ms + settings.record_lock_duration_ms
+                continue
+            if kind == RELEASE:
+                self._release(entry, settings)
+                continue
+            self.acquired_count -= 1
+            entry.member_id = None
+            entry.state = ACKNOWLEDGED if kind == ACCEPT else ARCHIVED
+        self._advance_start()
+        return Errors.NONE
+
+    def release_member(self, member_id: str, settings: ShareSettings) -> int:
+        """Every record ``member_id`` holds becomes available again (its share session closed or
+        it left the group), archived at the delivery limit: how many."""
+        if not self.acquired_count:
+            return 0
+        released = 0
+        for entry in self.entries.values():
+            if entry.state == ACQUIRED and entry.member_id == member_id:
+                self._release(entry, settings)
+                released += 1
+        self._advance_start()
+        return released
+
+
+def _append(ranges: list, offset: int, delivery_count: int) -> None:
+    """Extend the last range when ``offset`` follows it with the same delivery count."""
+    if ranges and ranges[-1][1] == offset - 1 and ranges[-1][2] == delivery_count:
+        ranges[-1][1] = offset
+    else:
+        ranges.append([offset, offset, delivery_count])

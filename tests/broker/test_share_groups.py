@@ -1,0 +1,147 @@
+"""Share-group membership without I/O (kafkawire.broker.share_groups): ShareGroupHeartbeat's rules
+as Kafka 4.3.1's GroupMetadataManager applies them, the simple assignor's balance, the session
+timeout, and the __consumer_offsets records: written as Kafka's formats and replayed (through the
+loader's entry point, consumer_admin.replay) into the same state."""
+from __future__ import annotations
+
+import uuid
+
+from kafkawire.broker import consumer_admin
+from kafkawire.broker.consumer_coordinator import TopicsView
+from kafkawire.broker.share_groups import ShareGroups, simple_assignment
+from kafkawire.messages.share_group_heartbeat_request import ShareGroupHeartbeatRequest
+from kafkawire.protocol.error_codes import Errors
+
+T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
+VIEW = TopicsView.of([("orders", T1, 2), ("audit", T2, 5)])
+
+
+class FakeTimer:
+    def __init__(self):
+        self.scheduled = {}
+
+    def schedule(self, key, delay_ms, callback):
+        self.scheduled[key] = (delay_ms, callback)
+
+    def cancel(self, key):
+        self.scheduled.pop(key, None)
+
+
+class FakeClassic:
+    """The classic coordinator's parts ShareGroups uses: persist, timer, clock, the name space."""
+
+    def __init__(self):
+        self.timer = FakeTimer()
+        self.written: list = []
+        self.groups, self.consumer_groups = {}, {}
+        self.share_groups, self.share = {}, None
+        self.error = Errors.NONE
+
+    def persist(self, group_id, records):
+        if self.error == Errors.NONE:
+            self.written.extend(records)
+        return self.error
+
+    def now_ms(self):
+        return 1_000
+
+
+def coordinator(gone=None):
+    classic = FakeClassic()
+    groups = ShareGroups(classic, topics=lambda: VIEW, timeouts=lambda g: (45_000, 5_000),
+                         on_member_gone=lambda g, m: gone.append((g, m)) if gone is not None else None)
+    return classic, groups
+
+
+def beat(groups, member, epoch, topics=None, group="g"):
+    return groups.heartbeat(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=epoch,
+                                                       subscribed_topic_names=topics),
+                            client_id="c", client_host="/127.0.0.1")
+
+
+def assigned(response) -> dict:
+    return {t.topic_id: sorted(t.partitions) for t in response.assignment.topic_partitions}
+
+
+def test_members_join_get_a_balanced_assignment_and_epochs_are_checked():
+    classic, groups = coordinator()
+    first = beat(groups, "m1", 0, ["orders"])
+    assert (first.error_code, first.member_epoch, assigned(first)) == (Errors.NONE, 1, {T1: [0, 1]})
+    second = beat(groups, "m2", 0, ["orders"])
+    assert (second.member_epoch, assigned(second)) == (2, {T1: [1]})
+    moved = beat(groups, "m1", 1)                        # m1 moves to epoch 2 and keeps partition 0 only
+    assert (moved.member_epoch, assigned(moved)) == (2, {T1: [0]})
+    assert beat(groups, "m1", 1).error_code == Errors.NONE      # the previous epoch is accepted
+    assert beat(groups, "m1", 3).error_code == Errors.FENCED_MEMBER_EPOCH
+    assert beat(groups, "m3", 4).error_code == Errors.UNKNOWN_MEMBER_ID
+    assert beat(groups, "m1", 2, group="other").error_code == Errors.GROUP_ID_NOT_FOUND
+    assert beat(groups, "m1", 0).error_code == Errors.INVALID_REQUEST          # no subscription at epoch 0
+    assert beat(groups, "", 0, ["orders"]).error_code == Errors.INVALID_REQUEST
+    classic.consumer_groups["consumers"] = object()
+    assert beat(groups, "m1", 0, ["orders"], group="consumers").error_code == Errors.GROUP_ID_NOT_FOUND
+    described = groups.describe("g")
+    assert (described.group_state, described.group_epoch, described.assignment_epoch) == ("Stable", 2, 2)
+    assert {m.member_id: m.assignment.topic_partitions[0].topic_name for m in described.members} == \
+        {"m1": "orders", "m2": "orders"}
+
+
+def test_the_records_replay_into_the_same_state():
+    classic, groups = coordinator()
+    beat(groups, "m1", 0, ["orders", "audit"])
+    beat(groups, "m2", 0, ["orders"])
+    beat(groups, "m1", 1)
+    beat(groups, "m2", -1)                                 # leaves: tombstones and an epoch bump
+    replica_classic, replica = coordinator()
+    for key, value in classic.written:
+        consumer_admin.replay(replica_classic, key, value)
+    assert replica.groups.keys() == groups.groups.keys() == {"g"}
+    a, b = groups.groups["g"], replica.groups["g"]
+    assert (a.group_epoch, a.metadata_hash, a.assignment_epoch, a.members, a.targets) == \
+        (b.group_epoch, b.metadata_hash, b.assignment_epoch, b.members, b.targets)
+    assert list(b.members) == ["m1"] and b.group_epoch == 3
+    first_key = classic.written[0][0]
+    assert int.from_bytes(first_key[:2], "big") == 10        # ShareGroupMemberMetadata, as Kafka writes it
+
+
+def test_a_silent_member_is_fenced_and_its_records_released():
+    gone: list = []
+    classic, groups = coordinator(gone)
+    beat(groups, "m1", 0, ["orders"])
+    delay, expire = classic.timer.scheduled["share-session-g-m1"]
+    assert delay == 45_000
+    expire()
+    assert gone == [("g", "m1")] and groups.groups["g"].members == {}
+    assert groups.describe("g").group_state == "Empty"
+
+
+def test_only_an_empty_share_group_is_deleted_and_its_records_are_tombstoned():
+    deleted: list = []
+    classic, groups = coordinator()
+    groups.on_group_deleted = deleted.append
+    beat(groups, "m1", 0, ["orders"])
+    assert groups.delete("g") == Errors.NON_EMPTY_GROUP
+    beat(groups, "m1", -1)
+    assert groups.delete("g") == Errors.NONE and groups.groups == {} and deleted == ["g"]
+    replica_classic, replica = coordinator()
+    for key, value in classic.written:
+        consumer_admin.replay(replica_classic, key, value)
+    assert replica.groups == {}
+    assert [int.from_bytes(k[:2], "big") for k, v in classic.written[-3:]] == [12, 15, 11]
+    assert all(v is None for k, v in classic.written[-3:])
+
+
+def test_a_failed_write_changes_nothing():
+    classic, groups = coordinator()
+    classic.error = Errors.NOT_COORDINATOR
+    assert beat(groups, "m1", 0, ["orders"]).error_code == Errors.NOT_COORDINATOR
+    assert groups.groups == {} and classic.timer.scheduled == {}
+
+
+def test_the_simple_assignor_shares_partitions_when_members_outnumber_them():
+    three_on_two = simple_assignment({"a": ("orders",), "b": ("orders",), "c": ("orders",)}, VIEW)
+    per_partition = {p: sum(p in t.get(T1, ()) for t in three_on_two.values()) for p in (0, 1)}
+    assert per_partition == {0: 2, 1: 2} and all(len(t[T1]) in (1, 2) for t in three_on_two.values())
+    two_on_five = simple_assignment({"a": ("audit",), "b": ("audit",)}, VIEW)
+    assert sorted(len(t[T2]) for t in two_on_five.values()) == [2, 3]
+    assert two_on_five["a"][T2] | two_on_five["b"][T2] == frozenset(range(5))
+    assert simple_assignment({"a": ("missing",)}, VIEW) == {"a": {}}

@@ -1,0 +1,178 @@
+"""Share groups (KIP-932) through the wire, on the session's embedded broker (kafkawire.testing):
+raw ShareGroupHeartbeat, ShareFetch, ShareAcknowledge and ShareGroupDescribe requests, as Kafka's
+KafkaShareConsumer sends them (tests/interop/test_share_consumer_on_kafkawire_broker.py runs the
+Java consumer itself). No waiting on heartbeat intervals: each step is one request.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from kafkawire.broker.share_partition import ACCEPT, REJECT, RELEASE
+from kafkawire.messages.api_versions_request import ApiVersionsRequest
+from kafkawire.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
+from kafkawire.messages.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
+from kafkawire.messages.delete_groups_request import DeleteGroupsRequest
+from kafkawire.messages.find_coordinator_request import FindCoordinatorRequest
+from kafkawire.messages.list_groups_request import ListGroupsRequest
+from kafkawire.messages.metadata_request import MetadataRequest, MetadataRequestTopic
+from kafkawire.messages.produce_request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kafkawire.messages.share_acknowledge_request import (AcknowledgementBatch as AckBatch, AcknowledgePartition,
+                                                          AcknowledgeTopic, ShareAcknowledgeRequest)
+from kafkawire.messages.share_fetch_request import AcknowledgementBatch, FetchPartition, FetchTopic, ShareFetchRequest
+from kafkawire.messages.share_group_describe_request import ShareGroupDescribeRequest
+from kafkawire.messages.share_group_heartbeat_request import ShareGroupHeartbeatRequest
+from kafkawire.protocol.error_codes import Errors
+from kafkawire.records import build_batch, iter_batches
+from .wire import call
+
+pytest_plugins = ["kafkawire.testing.pytest_plugin"]
+
+TOPIC, GROUP = "share-wire", "share-wire-group"
+
+
+def create_topic(node, name: str, partitions: int):
+    from kafkawire.messages.create_topics_request import CreatableTopic, CreateTopicsRequest
+    response = call(node, CreateTopicsRequest(timeout_ms=20_000, validate_only=False, topics=[CreatableTopic(
+        name=name, num_partitions=partitions, replication_factor=1, assignments=[], configs=[])]), 5)
+    assert response.topics[0].error_code in (Errors.NONE, Errors.TOPIC_ALREADY_EXISTS)
+    for _ in range(200):          # bounded: until the metadata names a leader for each partition
+        topic = call(node, MetadataRequest(topics=[MetadataRequestTopic(name=name)]), 12).topics[0]
+        if topic.error_code == Errors.NONE and len(topic.partitions) == partitions and \
+                all(p.leader_id >= 0 for p in topic.partitions):
+            return topic.topic_id
+    raise AssertionError(f"{name} has no leaders")
+
+
+def wait_for_coordinator(node) -> None:
+    """FindCoordinator (key type GROUP, as a share consumer asks) until the group's coordinator
+    answers: the first one creates __consumer_offsets."""
+    for _ in range(200):
+        found = call(node, FindCoordinatorRequest(key_type=0, coordinator_keys=[GROUP]), 6).coordinators[0]
+        if found.error_code == Errors.NONE and heartbeat(node, "probe", -1).error_code in (
+                Errors.GROUP_ID_NOT_FOUND, Errors.UNKNOWN_MEMBER_ID):
+            return
+        time.sleep(0.05)
+    raise AssertionError("no coordinator for the group")
+
+
+def produce(node, name: str, partition: int, values: list[bytes]) -> None:
+    batch = build_batch([(None, v, (), 0) for v in values])
+    response = call(node, ProduceRequest(acks=-1, timeout_ms=10_000, topic_data=[TopicProduceData(
+        name=name, partition_data=[PartitionProduceData(index=partition, records=batch)])]), 9)
+    assert response.responses[0].partition_responses[0].error_code == Errors.NONE
+
+
+def heartbeat(node, member_id: str, epoch: int, topics=None):
+    return call(node, ShareGroupHeartbeatRequest(group_id=GROUP, member_id=member_id, member_epoch=epoch,
+                                                 subscribed_topic_names=topics), 1)
+
+
+def share_fetch(node, member_id: str, epoch: int, topic_id, partitions, acks=None, wait_ms=0, version=2):
+    acks = acks or {}
+    return call(node, ShareFetchRequest(
+        group_id=GROUP, member_id=member_id, share_session_epoch=epoch, max_wait_ms=wait_ms, min_bytes=1,
+        max_bytes=1 << 20, max_records=500, batch_size=500, topics=[FetchTopic(topic_id=topic_id, partitions=[
+            FetchPartition(partition_index=p, acknowledgement_batches=acks.get(p, [])) for p in partitions])],
+        forgotten_topics_data=[]), version)
+
+
+def delivered(response) -> dict:
+    """partition -> (values of the acquired records, [(first, last, delivery count)])."""
+    out = {}
+    for topic in response.responses:
+        for p in topic.partitions:
+            ranges = [(a.first_offset, a.last_offset, a.delivery_count) for a in p.acquired_records]
+            values = [r.value for b in iter_batches(p.records or b"") for r in b
+                      if any(f <= r.offset <= la for f, la, _ in ranges)]
+            out[p.partition_index] = (values, ranges)
+    return out
+
+
+def test_share_group_members_fetch_acknowledge_and_redeliver(kafkawire_broker):
+    node = kafkawire_broker
+    versions = {k.api_key: (k.min_version, k.max_version) for k in call(
+        node, ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3).api_keys}
+    assert [versions.get(k) for k in (76, 77, 78, 79)] == [(1, 1), (1, 1), (1, 2), (1, 2)]
+    topic_id = create_topic(node, TOPIC, 2)
+    m1, m2 = str(uuid.uuid4()), str(uuid.uuid4())
+    wait_for_coordinator(node)
+
+    assert heartbeat(node, m1, 0).error_code == Errors.INVALID_REQUEST            # no subscription
+    joined = heartbeat(node, m1, 0, [TOPIC])
+    assert (joined.error_code, joined.member_epoch) == (Errors.NONE, 1)
+    assert sorted(joined.assignment.topic_partitions[0].partitions) == [0, 1]
+    assert heartbeat(node, m1, 5).error_code == Errors.FENCED_MEMBER_EPOCH
+
+    # the first fetch opens the session and starts each share-partition at its high watermark (0)
+    opened = share_fetch(node, m1, 0, topic_id, [0, 1])
+    assert opened.error_code == Errors.NONE and delivered(opened) == {0: ([], []), 1: ([], [])}
+    produce(node, TOPIC, 0, [b"a", b"b", b"c", b"d", b"e", b"f"])
+    first = share_fetch(node, m1, 1, topic_id, [], wait_ms=5_000)
+    assert delivered(first)[0] == ([b"a", b"b", b"c", b"d", b"e", b"f"], [(0, 5, 1)])
+    assert first.acquisition_lock_timeout_ms == 30_000
+
+    second = heartbeat(node, m2, 0, [TOPIC])                  # two members, two partitions: one each
+    assert second.member_epoch == 2 and len(second.assignment.topic_partitions[0].partitions) == 1
+    assert delivered(share_fetch(node, m2, 0, topic_id, [0])) == {0: ([], [])}   # all locked by m1
+
+    bad = call(node, ShareAcknowledgeRequest(group_id=GROUP, member_id=m1, share_session_epoch=7, topics=[]), 2)
+    assert bad.error_code == Errors.INVALID_SHARE_SESSION_EPOCH
+    acked = call(node, ShareAcknowledgeRequest(group_id=GROUP, member_id=m1, share_session_epoch=2, topics=[
+        AcknowledgeTopic(topic_id=topic_id, partitions=[AcknowledgePartition(partition_index=0, acknowledgement_batches=[
+            AckBatch(first_offset=0, last_offset=5, acknowledge_types=[ACCEPT, ACCEPT, RELEASE, REJECT, ACCEPT,
+                                                                       RELEASE])])])]), 2)
+    assert acked.error_code == Errors.NONE and acked.responses[0].partitions[0].error_code == Errors.NONE
+    again = share_fetch(node, m2, 1, topic_id, [], wait_ms=5_000)
+    assert delivered(again)[0] == ([b"c", b"f"], [(2, 2, 2), (5, 5, 2)])     # the released ones, again
+
+    # m2 accepts c on the next fetch and releases f: f comes back; a record m2 does not hold is refused
+    both = share_fetch(node, m2, 2, topic_id, [0], acks={0: [
+        AcknowledgementBatch(first_offset=2, last_offset=2, acknowledge_types=[ACCEPT]),
+        AcknowledgementBatch(first_offset=5, last_offset=5, acknowledge_types=[RELEASE])]}, wait_ms=5_000)
+    assert both.responses[0].partitions[0].acknowledge_error_code == Errors.NONE
+    assert delivered(both)[0] == ([b"f"], [(5, 5, 3)])
+    refused = share_fetch(node, m2, 3, topic_id, [0], acks={0: [
+        AcknowledgementBatch(first_offset=0, last_offset=0, acknowledge_types=[ACCEPT])]})
+    assert refused.responses[0].partitions[0].acknowledge_error_code == Errors.INVALID_RECORD_STATE
+
+    consumer = call(node, ConsumerGroupHeartbeatRequest(group_id=GROUP, member_id=str(uuid.uuid4()), member_epoch=0,
+                                                        rebalance_timeout_ms=10_000, subscribed_topic_names=[TOPIC],
+                                                        topic_partitions=[]), 1)
+    assert consumer.error_code == Errors.GROUP_ID_NOT_FOUND          # a share group's id, as Kafka answers
+    joined_classic = call(node, JoinGroupRequest(group_id=GROUP, session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
+                                                 member_id="", protocol_type="consumer",
+                                                 protocols=[JoinGroupRequestProtocol(name="range", metadata=b"")]), 9)
+    assert joined_classic.error_code == Errors.INCONSISTENT_GROUP_PROTOCOL
+    described = call(node, ShareGroupDescribeRequest(group_ids=[GROUP, "no-such-share-group"]), 1).groups
+    assert (described[0].error_code, described[0].group_state, described[0].assignor_name) == \
+        (Errors.NONE, "Stable", "simple")
+    assert sorted(m.member_id for m in described[0].members) == sorted([m1, m2])
+    assert described[1].error_code == Errors.GROUP_ID_NOT_FOUND
+    listed = call(node, ListGroupsRequest(states_filter=[], types_filter=["share"]), 5).groups
+    assert [(g.group_id, g.group_type, g.protocol_type, g.group_state) for g in listed] == \
+        [(GROUP, "share", "share", "Stable")]
+
+    # m2 leaves: its session ends and f (held by m2) is delivered to m1
+    left = heartbeat(node, m2, -1)
+    assert (left.error_code, left.member_epoch) == (Errors.NONE, -1)
+    assert share_fetch(node, m2, 4, topic_id, []).error_code == Errors.SHARE_SESSION_NOT_FOUND
+    assert delivered(share_fetch(node, m1, 3, topic_id, [], wait_ms=5_000))[0] == ([b"f"], [(5, 5, 4)])
+    closed = call(node, ShareAcknowledgeRequest(group_id=GROUP, member_id=m1, share_session_epoch=-1, topics=[
+        AcknowledgeTopic(topic_id=topic_id, partitions=[AcknowledgePartition(partition_index=0, acknowledgement_batches=[
+            AckBatch(first_offset=5, last_offset=5, acknowledge_types=[ACCEPT])])])]), 2)
+    assert closed.responses[0].partitions[0].error_code == Errors.NONE
+    # v1 of ShareFetch and ShareAcknowledge (Kafka 4.3.1's lowest): a new session, one more record
+    produce(node, TOPIC, 1, [b"g"])
+    v1 = share_fetch(node, m1, 0, topic_id, [1], wait_ms=5_000, version=1)
+    assert delivered(v1)[1] == ([b"g"], [(0, 0, 1)])
+    acked_v1 = call(node, ShareAcknowledgeRequest(group_id=GROUP, member_id=m1, share_session_epoch=-1, topics=[
+        AcknowledgeTopic(topic_id=topic_id, partitions=[AcknowledgePartition(partition_index=1, acknowledgement_batches=[
+            AckBatch(first_offset=0, last_offset=0, acknowledge_types=[ACCEPT])])])]), 1)
+    assert acked_v1.error_code == Errors.NONE and acked_v1.responses[0].partitions[0].error_code == Errors.NONE
+    assert heartbeat(node, m1, -1).member_epoch == -1
+    deleted = call(node, DeleteGroupsRequest(groups_names=[GROUP, GROUP]), 2).results
+    assert [r.error_code for r in deleted] == [Errors.NONE, Errors.GROUP_ID_NOT_FOUND]
+    assert call(node, ShareGroupDescribeRequest(group_ids=[GROUP]), 1).groups[0].error_code == Errors.GROUP_ID_NOT_FOUND

@@ -1,0 +1,31 @@
+"""Kafka 4.3.1's Java KafkaShareConsumer (KIP-932) on kafkawire's broker (issue 29): the session's
+embedded broker serves ShareGroupHeartbeat, ShareFetch and ShareAcknowledge to it.
+tests/interop/java/share/ShareConsume.java (run by java's source launcher against the Kafka jars, one
+JVM) creates a topic, sets the group's share.auto.offset.reset=earliest, produces 50 records, consumes
+and acknowledges every one of them, then a second member of the group sees only a record produced
+after: acknowledged records are not delivered again.
+"""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.interop import kafka_dist
+
+pytest_plugins = ["kafkawire.testing.pytest_plugin"]
+
+SOURCE = Path(__file__).parent / "java" / "share" / "ShareConsume.java"
+COUNT = 50
+
+
+@pytest.mark.kafka
+def test_a_java_share_consumer_consumes_acknowledges_and_does_not_see_records_again(kafka_libs, kafkawire_broker):
+    command = kafka_dist.java_command(str(SOURCE), kafkawire_broker.bootstrap_servers, "java-share", "java-share-group",
+                                      str(COUNT), "60000", "1500")
+    result = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines() if line.startswith(("consumed", "after")))
+    assert lines.get("consumed") == f"{COUNT} distinct {COUNT} delivery-max 1", result.stdout + result.stderr[-3000:]
+    assert lines.get("after") == "1 late", result.stdout + result.stderr[-3000:]
