@@ -30,6 +30,7 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
 
 from .consumer_apis import ConsumerApis
+from .streams_apis import StreamsApis
 from .coordinator_acks import replicated_handlers
 from .group_commit import OffsetApis
 from .group_coordinator import GroupCoordinator, GroupSettings
@@ -72,6 +73,7 @@ class GroupApis:
         self.store = OffsetsTopic(broker, self.coordinator, self.offsets)
         self.offset_apis = OffsetApis(self)
         self.consumer_apis = ConsumerApis(self)
+        self.streams_apis = StreamsApis(self)
         self._expiry_scheduled = False
 
     def handlers(self) -> dict[int, ApiHandler]:
@@ -88,6 +90,7 @@ class GroupApis:
             42: ApiHandler(self.delete_groups, max_version=2),
             47: ApiHandler(self.offset_apis.offset_delete),
             **self.consumer_apis.handlers(),
+            **self.streams_apis.handlers(),
         }, self.broker)
 
     def on_metadata(self) -> None:

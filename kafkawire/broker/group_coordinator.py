@@ -81,6 +81,9 @@ class GroupCoordinator:
         # KIP-848 groups of the same name space (kafkawire.broker.consumer_coordinator fills it).
         self.consumer_groups: dict = {}
         self.consumer = None
+        # KIP-1071 streams groups (kafkawire.broker.streams_coordinator fills it).
+        self.streams_groups: dict = {}
+        self.streams = None
         self.static = StaticMembership(self)
 
     # -- JoinGroup --

@@ -18,7 +18,8 @@ from kafkawire.messages.describe_groups_response import DescribedGroup, Describe
 from kafkawire.messages.list_groups_response import ListedGroup
 from kafkawire.protocol.error_codes import Errors
 
-from . import consumer_admin
+from . import consumer_admin, streams_admin
+from .streams_admin import streams_replay
 from .group_coordinator import GroupCoordinator
 from .group_records import ZERO_UUID, OffsetAndMetadata, decode_record, group_tombstone, offset_record, offset_tombstone
 from .group_state import COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE, ClassicGroup, Member
@@ -59,6 +60,13 @@ class GroupOffsets:
         partition by partition: the answer is then a function of (topic id, partition) giving each
         one's error code (else None)."""
         c = self.coordinator
+        streams_group = c.streams_groups.get(group_id)
+        if streams_group is not None:
+            refused = streams_admin.commit_error(streams_group, member_id, generation, version,
+                                                 transactional=transactional, instance_id=instance_id)
+            if refused is not None:
+                raise CommitRefused(refused[0])
+            return None
         consumer_group = c.consumer_groups.get(group_id)
         if consumer_group is not None:
             try:
@@ -303,13 +311,14 @@ class GroupOffsets:
         """Apply one record of __consumer_offsets (raises DecodeError/ValueError on bad bytes)."""
         decoded = decode_record(key, value)
         if decoded is None:
-            consumer_admin.replay(self.coordinator, key, value)
+            if not streams_replay(self.coordinator, key, value):
+                consumer_admin.replay(self.coordinator, key, value)
             return
         kind, k, v = decoded
         if kind == "offset":
             committed = self.offsets.setdefault(k.group, {})
             if v is not None and k.group not in self.coordinator.groups and \
-                    k.group not in self.coordinator.consumer_groups:          # a simple group's commit
+                    k.group not in self.coordinator.consumer_groups and k.group not in self.coordinator.streams_groups:          # a simple group's commit
                 self.coordinator.groups[k.group] = ClassicGroup(k.group, now_ms=self.coordinator.now_ms())
             if v is None:
                 committed.pop((k.topic, k.partition), None)
@@ -332,6 +341,8 @@ class GroupOffsets:
                     c._schedule_heartbeat(group, member)
         if c.consumer is not None:
             c.consumer.after_load(loaded_here)
+        if c.streams is not None:
+            c.streams.after_load(loaded_here)
 
 
 def loaded_group(group_id: str, value, now_ms: int) -> ClassicGroup:

@@ -1,0 +1,61 @@
+"""What the offset APIs ask of streams groups, as Kafka 4.3.1's StreamsGroup answers it:
+OffsetCommit's and OffsetFetch's member checks (validateOffsetCommit, validateOffsetFetch), and
+the replay of the streams records of ``__consumer_offsets`` into the coordinator's groups.
+
+Difference from Kafka (documented in docs/broker.md, "Streams groups"): a commit with an older
+member epoch is refused STALE_MEMBER_EPOCH for every partition (Kafka accepts it for the
+partitions of tasks assigned to the member at or before that epoch).
+"""
+from __future__ import annotations
+
+from kafkawire.protocol.error_codes import Errors
+
+from . import streams_group as sg
+
+__all__ = ["commit_error", "fetch_error", "streams_replay"]
+
+
+def commit_error(group: sg.StreamsGroup, member_id: str, epoch: int, version: int, *, transactional: bool = False,
+                 instance_id: str | None = None) -> tuple[int, str] | None:
+    """StreamsGroup.validateOffsetCommit: None when the commit may go on, else (code, message)."""
+    if epoch < 0 and not group.members:
+        return None
+    if transactional and epoch == -1 and member_id == "" and instance_id is None:
+        return None
+    member = group.members.get(member_id)
+    if member is None:
+        return Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}."
+    if not transactional and version < 9:
+        return Errors.UNSUPPORTED_VERSION, ("OffsetCommit version 9 or above must be used by members using the "
+                                            "streams group protocol")
+    if epoch == member.member_epoch:
+        return None
+    if epoch > member.member_epoch:
+        return Errors.STALE_MEMBER_EPOCH, (f"Received member epoch {epoch} is newer than current member epoch "
+                                           f"{member.member_epoch}.")
+    return Errors.STALE_MEMBER_EPOCH, None
+
+
+def fetch_error(group: sg.StreamsGroup, member_id: str | None, epoch: int) -> int:
+    """StreamsGroup.validateOffsetFetch: an admin (no member id, epoch -1) may always fetch."""
+    if member_id is None and epoch < 0:
+        return Errors.NONE
+    member = group.members.get(member_id)
+    if member is None:
+        return Errors.UNKNOWN_MEMBER_ID
+    return Errors.NONE if epoch == member.member_epoch else Errors.STALE_MEMBER_EPOCH
+
+
+def streams_replay(coordinator, key: bytes, value: bytes | None) -> bool:
+    """Replay ``key``/``value`` if it is a streams record (True), as an empty classic group of the
+    same id (a simple group its offsets created) gives way in Kafka."""
+    record_type = int.from_bytes(key[:2], "big", signed=True)
+    if record_type not in sg.STREAMS_RECORD_TYPES:
+        return False
+    record = sg.decode(record_type, key, value)
+    group_id = record[1].group_id
+    classic = coordinator.groups.get(group_id)
+    if classic is not None and value is not None and classic.is_empty() and not classic.members:
+        del coordinator.groups[group_id]
+    sg.apply(coordinator.streams_groups, record)
+    return True

@@ -1,0 +1,360 @@
+"""StreamsGroupHeartbeat without I/O: KIP-1071 streams groups as Kafka 4.3.1's GroupMetadataManager
+runs them (streamsGroupHeartbeat, streamsGroupLeave, the session timeout).
+
+    coordinator = StreamsCoordinator(classic, topics=lambda: view)
+    response, to_create = coordinator.heartbeat(request, client_id="c", client_host="/127.0.0.1")
+
+A heartbeat (1) creates or updates the member, bumping the group epoch when it changed; (2) stores
+the topology the first member joins with (StreamsGroupTopology); (3) configures it against the
+image (kafkawire.broker.streams_topology), bumping the epoch when the topics' metadata hash or the
+validated topology epoch changed, and returns the internal topics to create; (4) computes a new
+target assignment of the active tasks when the group epoch is ahead of the assignment epoch;
+(5) moves the member towards its target: tasks it must give up first (UNREVOKED_TASKS), then the
+new ones as their owners release them (UNRELEASED_TASKS). Every change is a record of
+kafkawire.broker.streams_group written through the classic coordinator's ``persist`` and replayed.
+
+Differences from Kafka 4.3.1 (documented in docs/broker.md, "Streams groups"): only active
+tasks are assigned (standby replicas, ``streams.num.standby.replicas``, and warm-up tasks are not);
+the assignor balances tasks over members keeping each on its previous owner (not Kafka's
+process- and rack-aware StickyTaskAssignor); no initial rebalance delay; the broker's
+``group.streams.*`` settings are Kafka's defaults, not read from the configuration; endpoints
+for interactive queries are stored but not answered (PartitionsByUserEndpoint stays null).
+"""
+from __future__ import annotations
+
+import logging
+
+from kafkawire.messages.streams_group_heartbeat_response import Status, StreamsGroupHeartbeatResponse, TaskIds
+from kafkawire.protocol.error_codes import Errors
+
+from . import streams_group as sg
+from .consumer_coordinator import GroupError, metadata_hash
+from .group_records import group_tombstone
+from .streams_topology import STALE_TOPOLOGY, Configured, InvalidTopology, configure, topology_value
+
+__all__ = ["StreamsCoordinator", "validate", "SESSION_TIMEOUT_MS", "HEARTBEAT_INTERVAL_MS"]
+
+log = logging.getLogger(__name__)
+
+SESSION_TIMEOUT_MS, HEARTBEAT_INTERVAL_MS = 45_000, 5_000     # group.streams.{session.timeout,heartbeat.interval}.ms
+MAX_SIZE = 2**31 - 1                                            # group.streams.max.size
+LEAVE_EPOCH, STATIC_LEAVE_EPOCH = -1, -2
+
+
+def validate(request) -> None:
+    """GroupCoordinatorService's checks of a streams heartbeat (unsupported features, then the
+    request's shape), with Kafka's messages. Raises GroupError."""
+    def refuse(message, code=Errors.INVALID_REQUEST):
+        raise GroupError(code, message)
+    if request.instance_id is not None:
+        refuse("Static membership is not yet supported.")
+    if request.task_offsets is not None:
+        refuse("TaskOffsets are not supported yet.")
+    if request.task_end_offsets is not None:
+        refuse("TaskEndOffsets are not supported yet.")
+    if request.warmup_tasks:
+        refuse("WarmupTasks are not supported yet.")
+    if request.topology is not None and any(s.source_topic_regex for s in request.topology.subtopologies):
+        refuse("Regular expressions for source topics are not supported yet.")
+    for value, what in ((request.member_id, "MemberId"), (request.group_id, "GroupId"),
+                        (request.rack_id, "RackId")):
+        if value is not None and not value.strip():
+            refuse(f"{what} can't be empty.")
+    epoch = request.member_epoch
+    if epoch == 0:
+        if request.rebalance_timeout_ms == -1:
+            refuse("RebalanceTimeoutMs must be provided in first request.")
+        for tasks, name in ((request.active_tasks, "ActiveTasks"), (request.standby_tasks, "StandbyTasks"),
+                            (request.warmup_tasks, "WarmupTasks")):
+            if tasks:
+                refuse(f"{name} must be empty when (re-)joining.")
+        if request.topology is None:
+            refuse("Topology must be non-null when (re-)joining.")
+        for s in request.topology.subtopologies:
+            for t in s.state_changelog_topics:
+                if t.partitions != 0:
+                    refuse(f"Changelog topic {t.name} must have an undefined partition count, but it is set to "
+                           f"{t.partitions}.", Errors.STREAMS_INVALID_TOPOLOGY)
+    elif epoch == STATIC_LEAVE_EPOCH:
+        refuse("InstanceId can't be null.")
+    elif epoch < STATIC_LEAVE_EPOCH:
+        refuse(f"MemberEpoch is {epoch}, but must be greater than or equal to -2.")
+    kinds = (request.active_tasks, request.standby_tasks, request.warmup_tasks)
+    if any(k is not None for k in kinds) and any(k is None for k in kinds):
+        refuse("If one task-type is non-null, all must be non-null.")
+    if epoch != 0 and request.topology is not None:
+        refuse("Topology can only be provided when (re-)joining.")
+
+
+def _owned(task_ids) -> dict | None:
+    return None if task_ids is None else {t.subtopology_id: frozenset(t.partitions) for t in task_ids}
+
+
+def _is_subset(owned: dict | None, assigned: dict) -> bool:
+    return owned is None or all(p <= set(assigned.get(s, ())) for s, p in owned.items())
+
+
+def _response_tasks(active: dict) -> list:
+    return [TaskIds(subtopology_id=s, partitions=sorted(p)) for s, p in sorted(active.items()) if p]
+
+
+def session_key(group_id: str, member_id: str) -> str:
+    return f"streams-session-{group_id}-{member_id}"
+
+
+class StreamsCoordinator:
+    """The streams groups of ``classic`` (a kafkawire.broker.group_coordinator.GroupCoordinator,
+    whose timer, clock and persist it shares); ``topics()`` gives a
+    kafkawire.broker.consumer_coordinator.TopicsView of the image."""
+
+    def __init__(self, classic, *, topics):
+        self.classic = classic
+        self.topics = topics
+        self.groups: dict[str, sg.StreamsGroup] = {}
+        classic.streams_groups = self.groups
+        classic.streams = self
+
+    def write(self, group_id: str, records: list) -> int:
+        if not records:
+            return Errors.NONE
+        error = self.classic.persist(group_id, [sg.encode(r) for r in records])
+        if error != Errors.NONE:
+            return error
+        for record in records:
+            sg.apply(self.groups, record)
+        return Errors.NONE
+
+    def heartbeat(self, request, *, client_id: str, client_host: str):
+        """(StreamsGroupHeartbeatResponse, {topic name: CreatableTopic} to create)."""
+        try:
+            validate(request)
+            if request.member_epoch == LEAVE_EPOCH:
+                return self._leave(request), {}
+            return self._heartbeat(request, client_id, client_host)
+        except GroupError as exc:
+            return StreamsGroupHeartbeatResponse(error_code=exc.code, error_message=exc.message), {}
+
+    def _group(self, group_id: str, joining: bool) -> sg.StreamsGroup:
+        group = self.groups.get(group_id)
+        other = group_id in self.classic.groups or group_id in getattr(self.classic, "consumer_groups", {})
+        if other and not (joining and group_id in self.classic.groups and self.classic.groups[group_id].is_empty()):
+            raise GroupError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a streams group.")
+        if group is None:
+            if not joining:
+                raise GroupError(Errors.GROUP_ID_NOT_FOUND, f"Streams group {group_id} not found.")
+            group = sg.StreamsGroup(group_id)
+        return group
+
+    def _member(self, group: sg.StreamsGroup, request) -> sg.StreamsMember:
+        member_id, epoch = request.member_id, request.member_epoch
+        member = group.members.get(member_id)
+        if epoch == 0:
+            if member is None and len(group.members) >= MAX_SIZE:
+                raise GroupError(Errors.GROUP_MAX_SIZE_REACHED, "The streams group has reached its maximum "
+                                                                f"capacity of {MAX_SIZE} members.")
+            return member or sg.StreamsMember(member_id)
+        if member is None:
+            raise GroupError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}.")
+        fenced = ("The streams group member has a {} member epoch ({}) than the one known by the group coordinator "
+                  "({}). The member must abandon all its partitions and rejoin.")
+        if epoch > member.member_epoch:
+            raise GroupError(Errors.FENCED_MEMBER_EPOCH, fenced.format("greater", epoch, member.member_epoch))
+        if epoch < member.member_epoch and (epoch != member.previous_member_epoch or
+                                            not _is_subset(_owned(request.active_tasks), member.active)):
+            raise GroupError(Errors.FENCED_MEMBER_EPOCH, fenced.format("smaller", epoch, member.member_epoch))
+        return member
+
+    def _heartbeat(self, request, client_id: str, client_host: str):
+        group_id, now = request.group_id, self.classic.now_ms()
+        joining = request.member_epoch == 0
+        group = self._group(group_id, joining)
+        member = self._member(group, request)
+        records, statuses = [], []
+        if group_id in self.classic.groups:                  # an empty classic group gives way
+            records.append(("classic-tombstone", group_id))
+        endpoint = request.user_endpoint
+        updated = member.copy(
+            rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=request.rebalance_timeout_ms if request.rebalance_timeout_ms != -1
+            else member.rebalance_timeout_ms,
+            topology_epoch=request.topology.epoch if request.topology is not None else member.topology_epoch,
+            client_id=client_id, client_host=client_host,
+            process_id=request.process_id if request.process_id is not None else member.process_id,
+            client_tags=tuple(sorted((kv.key, kv.value) for kv in request.client_tags))
+            if request.client_tags is not None else member.client_tags,
+            user_endpoint=(endpoint.host, endpoint.port) if endpoint is not None else member.user_endpoint)
+        bump = updated != member or member.member_id not in group.members
+        if bump:
+            records.append(sg.member_record(group_id, updated))
+        topology = group.topology
+        if topology is None and request.topology is not None:
+            topology = topology_value(request.topology)
+            records.append(sg.topology_record(group_id, topology))
+        if topology is not None and updated.topology_epoch < topology.epoch:
+            statuses.append(Status(status_code=STALE_TOPOLOGY, status_detail=(
+                f"The member's topology epoch {updated.topology_epoch} is behind the group's topology epoch "
+                f"{topology.epoch}.")))
+        configured, hashed = self._configured(group, topology)
+        validated = topology.epoch if configured.ready else -1
+        if hashed != group.metadata_hash or validated != group.validated_topology_epoch:
+            bump = True
+        group_epoch = group.epoch + 1 if bump else group.epoch
+        if bump:
+            records.append(sg.group_metadata_record(group_id, group_epoch, hashed, validated))
+        error = self._write(group_id, records)
+        if error != Errors.NONE:
+            raise GroupError(error)
+        group = self.groups[group_id]
+        group.configured, group.configured_for = configured, (topology.epoch, hashed)
+        if group.assignment_epoch < group.epoch:
+            self._assign(group, now)
+        before = group.members[updated.member_id]
+        after = self._reconcile(group, before, _owned(request.active_tasks))
+        self.classic.timer.schedule(session_key(group_id, after.member_id), SESSION_TIMEOUT_MS,
+                                    lambda: self.fence_if(group_id, after.member_id, "the member session expired."))
+        if configured.status is not None:
+            statuses.append(Status(status_code=configured.status[0], status_detail=configured.status[1]))
+        response = StreamsGroupHeartbeatResponse(
+            member_id=after.member_id, member_epoch=after.member_epoch, heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
+            status=statuses, endpoint_information_epoch=0)
+        if joining or before.active_tasks() != after.active_tasks():
+            response.active_tasks = _response_tasks(after.active_tasks())
+            response.standby_tasks, response.warmup_tasks = [], []
+        return response, configured.to_create
+
+    def _write(self, group_id: str, records: list) -> int:
+        if records and records[0][0] == "classic-tombstone":
+            key, value = group_tombstone(group_id)
+            error = self.classic.persist(group_id, [(key, value)])
+            if error != Errors.NONE:
+                return error
+            self.classic.groups.pop(group_id, None)
+            records = records[1:]
+        return self.write(group_id, records)
+
+    def _configured(self, group: sg.StreamsGroup, topology):
+        """(Configured, metadata hash): configured again when the topology or its topics changed."""
+        view = self.topics()
+        if topology is None:
+            return Configured(), group.metadata_hash
+        required = {t for s in topology.subtopologies for t in s.source_topics} | \
+            {t.name for s in topology.subtopologies for t in s.repartition_source_topics} | \
+            {t.name for s in topology.subtopologies for t in s.state_changelog_topics}
+        hashed = metadata_hash(required, view)
+        if group.configured is not None and group.configured_for == (topology.epoch, hashed):
+            return group.configured, hashed
+        try:
+            configured = configure(topology, lambda name: view.by_name[name][1] if name in view.by_name else None)
+        except InvalidTopology as exc:
+            raise GroupError(Errors.STREAMS_INVALID_TOPOLOGY, str(exc)) from None
+        return configured, hashed
+
+    # -- the target assignment --
+
+    def _assign(self, group: sg.StreamsGroup, now: int) -> None:
+        """Every active task to a member (none while the topology is not ready, as Kafka's
+        TargetAssignmentBuilder): each stays with its previous target owner while that one
+        has fewer than its share, the rest go to the members with the fewest tasks."""
+        members = sorted(group.members)
+        counts = group.configured.tasks if group.configured.ready else {}      # not ready: nothing to assign
+        tasks = [(s, p) for s, count in sorted(counts.items()) for p in range(count)]
+        quota = -(-len(tasks) // len(members)) if members else 0
+        load = {m: 0 for m in members}
+        targets: dict = {m: {} for m in members}
+        unplaced = []
+        previous = {(s, p): m for m, t in group.targets.items() for s, ps in t.items() for p in ps}
+        for task in tasks:
+            owner = previous.get(task)
+            if owner in load and load[owner] < quota:
+                targets[owner].setdefault(task[0], set()).add(task[1])
+                load[owner] += 1
+            else:
+                unplaced.append(task)
+        for s, p in unplaced:
+            least = min(members, key=lambda m: (load[m], m))
+            targets[least].setdefault(s, set()).add(p)
+            load[least] += 1
+        records = [sg.target_member_record(group.group_id, m, {s: frozenset(p) for s, p in targets[m].items()})
+                   for m in members if group.targets.get(m) != {s: frozenset(p) for s, p in targets[m].items()}]
+        records.append(sg.target_metadata_record(group.group_id, group.epoch, now))
+        error = self.write(group.group_id, records)
+        if error != Errors.NONE:
+            raise GroupError(error)
+
+    # -- reconciliation (CurrentAssignmentBuilder, active tasks) --
+
+    def _reconcile(self, group: sg.StreamsGroup, member: sg.StreamsMember, owned: dict | None) -> sg.StreamsMember:
+        target_epoch = group.assignment_epoch
+        if member.member_id not in group.targets or \
+                (member.member_epoch == target_epoch and member.state == sg.MEMBER_STABLE):
+            return member
+        if member.state == sg.UNREVOKED_TASKS:
+            still = owned is None or any(p & owned.get(s, frozenset()) for s, p in member.revoking_active.items())
+            if still:
+                return member
+        target = group.targets[member.member_id]
+        keep = {s: {p: e for p, e in parts.items() if p in target.get(s, ())} for s, parts in member.active.items()}
+        revoke = {s: frozenset(p for p in parts if p not in target.get(s, ())) for s, parts in member.active.items()}
+        revoke = {s: p for s, p in revoke.items() if p}
+        if revoke:
+            # the epoch advances only once the member has released these tasks
+            updated = member.copy(state=sg.UNREVOKED_TASKS, active={s: p for s, p in keep.items() if p},
+                                  revoking_active=revoke)
+        else:
+            active, pending = {s: dict(p) for s, p in keep.items()}, False
+            for s, parts in target.items():
+                for p in parts:
+                    if p in active.get(s, {}):
+                        continue
+                    owner = group.owner_of(s, p)
+                    if owner is None or owner == member.member_id:
+                        active.setdefault(s, {})[p] = target_epoch
+                    else:
+                        pending = True
+            updated = member.copy(member_epoch=target_epoch, previous_member_epoch=member.member_epoch,
+                                  state=sg.UNRELEASED_TASKS if pending else sg.MEMBER_STABLE,
+                                  active={s: p for s, p in active.items() if p}, revoking_active={})
+        if updated != member:
+            error = self.write(group.group_id, [sg.current_assignment_record(group.group_id, updated)])
+            if error != Errors.NONE:
+                raise GroupError(error)
+        return group.members[member.member_id]
+
+    # -- leaving and fencing --
+
+    def _leave(self, request) -> StreamsGroupHeartbeatResponse:
+        group = self.groups.get(request.group_id)
+        if group is None:
+            raise GroupError(Errors.GROUP_ID_NOT_FOUND, f"Streams group {request.group_id} not found.")
+        if request.member_id not in group.members:
+            raise GroupError(Errors.UNKNOWN_MEMBER_ID,
+                             f"Member {request.member_id} is not a member of group {request.group_id}.")
+        log.info("[GroupId %s][MemberId %s] Member left the streams group.", request.group_id, request.member_id)
+        error = self.fence(group, request.member_id)
+        if error != Errors.NONE:
+            raise GroupError(error)
+        return StreamsGroupHeartbeatResponse(member_id=request.member_id, member_epoch=request.member_epoch,
+                                             status=[])
+
+    def fence(self, group: sg.StreamsGroup, member_id: str) -> int:
+        """streamsGroupFenceMember: the member's tombstones and a bumped group epoch."""
+        records = sg.member_removal(group.group_id, member_id)
+        records.append(sg.group_metadata_record(group.group_id, group.epoch + 1, group.metadata_hash,
+                                                group.validated_topology_epoch))
+        self.classic.timer.cancel(session_key(group.group_id, member_id))
+        return self.write(group.group_id, records)
+
+    def fence_if(self, group_id: str, member_id: str, why: str) -> None:
+        group = self.groups.get(group_id)
+        if group is not None and member_id in group.members:
+            log.info("[GroupId %s] Member %s fenced from the group because %s", group_id, member_id, why)
+            self.fence(group, member_id)
+
+    def after_load(self, loaded_here=lambda group_id: True) -> None:
+        """Every member of a loaded group must heartbeat within the session timeout."""
+        for group_id, group in self.groups.items():
+            if loaded_here(group_id):
+                for member_id in group.members:
+                    self.classic.timer.schedule(session_key(group_id, member_id), SESSION_TIMEOUT_MS,
+                                                lambda g=group_id, m=member_id: self.fence_if(
+                                                    g, m, "the member session expired."))

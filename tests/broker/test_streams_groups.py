@@ -1,0 +1,235 @@
+"""KIP-1071 streams groups without sockets or clocks (kafkawire.broker.streams_coordinator and its
+modules): StreamsGroupHeartbeat driven with a manual timer, checked against what Kafka 4.3.1's
+GroupMetadataManager answers: validation messages, topology configuration (missing source and
+internal topics), member epochs, the revoke-then-assign steps, the records written to
+``__consumer_offsets`` and what their replay rebuilds, and the offset checks of streams groups.
+"""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from kafkawire.broker import streams_group as sg
+from kafkawire.broker.consumer_coordinator import TopicsView
+from kafkawire.broker.group_coordinator import GroupCoordinator, GroupSettings
+from kafkawire.broker.group_offsets import CommitRefused, GroupOffsets
+from kafkawire.broker.streams_apis import described
+from kafkawire.broker.streams_coordinator import StreamsCoordinator
+from kafkawire.broker.streams_topology import MISSING_INTERNAL_TOPICS, MISSING_SOURCE_TOPICS, STALE_TOPOLOGY
+from kafkawire.messages.streams_group_heartbeat_request import (StreamsGroupHeartbeatRequest, Subtopology, TaskIds,
+                                                                TopicInfo, Topology)
+from kafkawire.protocol.error_codes import Errors
+
+from .test_group_coordinator import ManualTimer
+
+GROUP = "app"
+IN, OUT = uuid.UUID(int=1), uuid.UUID(int=2)
+
+
+def copy_topology(epoch=1) -> Topology:
+    """One subtopology reading ``in`` with a state store (its changelog topic is internal)."""
+    return Topology(epoch=epoch, subtopologies=[Subtopology(
+        subtopology_id="0", source_topics=["in"],
+        state_changelog_topics=[TopicInfo(name="app-store-changelog", topic_configs=[])])])
+
+
+def repartition_topology() -> Topology:
+    """Subtopology 0 reads ``in`` and writes the repartition topic 1 reads."""
+    return Topology(epoch=1, subtopologies=[
+        Subtopology(subtopology_id="0", source_topics=["in"], repartition_sink_topics=["app-rep"]),
+        Subtopology(subtopology_id="1", repartition_source_topics=[TopicInfo(name="app-rep", topic_configs=[])])])
+
+
+class Harness:
+    def __init__(self, topics=(("in", IN, 4), ("app-store-changelog", OUT, 4))):
+        self.timer = ManualTimer()
+        self.written: list = []
+        self.view = TopicsView.of(topics)
+        self.classic = GroupCoordinator(GroupSettings(initial_rebalance_delay_ms=0), timer=self.timer,
+                                        persist=self.persist, now_ms=lambda: self.timer.now)
+        self.offsets = GroupOffsets(self.classic)
+        self.coordinator = StreamsCoordinator(self.classic, topics=lambda: self.view)
+
+    def persist(self, group_id, records):
+        self.written.extend(records)
+        return Errors.NONE
+
+    def beat(self, member_id, epoch, *, topology=None, active=None, rebalance=-1, **fields):
+        tasks = None if active is None else [TaskIds(subtopology_id=s, partitions=sorted(p))
+                                             for s, p in active.items()]
+        request = StreamsGroupHeartbeatRequest(
+            group_id=GROUP, member_id=member_id, member_epoch=epoch, rebalance_timeout_ms=rebalance,
+            topology=topology, active_tasks=tasks, standby_tasks=None if active is None else [],
+            warmup_tasks=None if active is None else [], process_id=fields.pop("process_id", "p-" + member_id),
+            **fields)
+        return self.coordinator.heartbeat(request, client_id="c", client_host="/127.0.0.1")
+
+    def join(self, member_id, topology=None):
+        return self.beat(member_id, 0, topology=topology or copy_topology(), active={}, rebalance=30_000)
+
+    @property
+    def group(self) -> sg.StreamsGroup:
+        return self.coordinator.groups[GROUP]
+
+
+def active(response) -> dict:
+    return {t.subtopology_id: set(t.partitions) for t in response.active_tasks}
+
+
+# -- validation --
+
+@pytest.mark.parametrize("fields, code, message", [
+    (dict(member_id="", member_epoch=0), Errors.INVALID_REQUEST, "MemberId can't be empty."),
+    (dict(member_id="m", member_epoch=0, rebalance_timeout_ms=-1), Errors.INVALID_REQUEST,
+     "RebalanceTimeoutMs must be provided in first request."),
+    (dict(member_id="m", member_epoch=0, topology=None), Errors.INVALID_REQUEST,
+     "Topology must be non-null when (re-)joining."),
+    (dict(member_id="m", member_epoch=0, instance_id="i"), Errors.INVALID_REQUEST,
+     "Static membership is not yet supported."),
+    (dict(member_id="m", member_epoch=3, topology=Topology(epoch=1)), Errors.INVALID_REQUEST,
+     "Topology can only be provided when (re-)joining."),
+    (dict(member_id="m", member_epoch=-3, topology=None), Errors.INVALID_REQUEST,
+     "MemberEpoch is -3, but must be greater than or equal to -2."),
+    (dict(member_id="m", member_epoch=0, topology=Topology(epoch=1, subtopologies=[Subtopology(
+        subtopology_id="0", source_topics=["in"], state_changelog_topics=[TopicInfo(name="c", partitions=3)])])),
+     Errors.STREAMS_INVALID_TOPOLOGY, "Changelog topic c must have an undefined partition count, but it is set to 3."),
+])
+def test_invalid_heartbeats_are_refused_with_kafkas_messages(fields, code, message):
+    h = Harness()
+    request = StreamsGroupHeartbeatRequest(group_id=GROUP, **{"rebalance_timeout_ms": 30_000,
+                                                              "topology": copy_topology(), **fields})
+    response, to_create = h.coordinator.heartbeat(request, client_id="c", client_host="/h")
+    assert (response.error_code, response.error_message, to_create) == (code, message, {})
+    assert h.written == []
+
+
+def test_unknown_group_and_member():
+    h = Harness()
+    response, _ = h.beat("m", 1, active={})
+    assert (response.error_code, response.error_message) == (Errors.GROUP_ID_NOT_FOUND, "Streams group app not found.")
+    h.join("a")
+    response, _ = h.beat("b", 1, active={})
+    assert (response.error_code, response.error_message) == (Errors.UNKNOWN_MEMBER_ID,
+                                                             "Member b is not a member of group app.")
+
+
+# -- topology configuration --
+
+def test_missing_internal_topics_are_reported_and_returned_for_creation():
+    h = Harness(topics=(("in", IN, 4),))
+    response, to_create = h.join("a")
+    assert response.error_code == Errors.NONE and response.member_epoch == 1
+    assert [(s.status_code, s.status_detail) for s in response.status] == [
+        (MISSING_INTERNAL_TOPICS, "Internal topics are missing: app-store-changelog")]
+    assert {n: (t.num_partitions, t.replication_factor) for n, t in to_create.items()} == {
+        "app-store-changelog": (4, -1)}
+    assert active(response) == {} and h.group.state == sg.NOT_READY
+    # once the topic exists, the next heartbeat configures the topology and assigns the tasks
+    h.view = TopicsView.of((("in", IN, 4), ("app-store-changelog", OUT, 4)))
+    response, to_create = h.beat("a", 1, active={})
+    assert (response.member_epoch, response.status, to_create) == (2, [], {})
+    assert active(response) == {"0": {0, 1, 2, 3}}
+    assert h.group.state == sg.STABLE and h.group.validated_topology_epoch == 1
+
+
+def test_missing_source_topics_and_repartition_sizing():
+    h = Harness(topics=())
+    response, to_create = h.join("a")
+    assert [(s.status_code, s.status_detail) for s in response.status] == [
+        (MISSING_SOURCE_TOPICS, "Source topics in are missing.")]
+    assert to_create == {}
+    h = Harness(topics=(("in", IN, 3),))
+    response, to_create = h.join("a", repartition_topology())
+    assert {n: t.num_partitions for n, t in to_create.items()} == {"app-rep": 3}
+
+
+def test_stale_topology_status():
+    h = Harness()
+    h.join("a", copy_topology(epoch=2))
+    response, _ = h.beat("b", 0, topology=copy_topology(epoch=1), active={}, rebalance=30_000)
+    assert [(s.status_code, s.status_detail) for s in response.status] == [
+        (STALE_TOPOLOGY, "The member's topology epoch 1 is behind the group's topology epoch 2.")]
+
+
+# -- assignment and reconciliation --
+
+def test_second_member_gets_tasks_after_the_first_revokes_them():
+    h = Harness()
+    first, _ = h.join("a")
+    assert (first.member_epoch, active(first)) == (1, {"0": {0, 1, 2, 3}})
+    second, _ = h.join("b")
+    assert (second.member_epoch, active(second)) == (2, {})          # its tasks are still a's
+    assert h.group.members["b"].state == sg.UNRELEASED_TASKS
+    revoking, _ = h.beat("a", 1, active={"0": {0, 1, 2, 3}})
+    assert revoking.member_epoch == 1 and len(active(revoking)["0"]) == 2
+    assert h.group.members["a"].state == sg.UNREVOKED_TASKS and h.group.state == sg.RECONCILING
+    kept = active(revoking)
+    released, _ = h.beat("a", 1, active=kept)
+    assert (released.member_epoch, released.active_tasks) == (2, None)   # unchanged tasks are not repeated
+    got, _ = h.beat("b", 2, active={})
+    assert got.member_epoch == 2 and active(got)["0"] == {0, 1, 2, 3} - kept["0"]
+    assert h.group.state == sg.STABLE
+
+
+def test_epoch_checks_and_leaving():
+    h = Harness()
+    h.join("a")
+    response, _ = h.beat("a", 5, active={})
+    assert response.error_code == Errors.FENCED_MEMBER_EPOCH
+    assert response.error_message.startswith("The streams group member has a greater member epoch (5)")
+    left, _ = h.beat("a", -1)
+    assert (left.error_code, left.member_id, left.member_epoch) == (Errors.NONE, "a", -1)
+    assert h.group.members == {} and h.group.state == sg.EMPTY and h.group.epoch == 2
+
+
+def test_a_silent_member_is_fenced_after_the_session_timeout():
+    h = Harness()
+    h.join("a")
+    h.join("b")
+    h.timer.advance(44_000)
+    h.beat("b", 2, active={})
+    h.timer.advance(2_000)
+    assert set(h.group.members) == {"b"}
+
+
+def test_replay_rebuilds_the_served_state():
+    h = Harness()
+    h.join("a")
+    h.join("b")
+    h.beat("a", 1, active={"0": {0, 1, 2, 3}})
+    rebuilt = Harness()
+    for key, value in h.written:
+        rebuilt.offsets.replay(key, value)
+    old, new = h.group, rebuilt.classic.streams_groups[GROUP]
+    assert (new.epoch, new.assignment_epoch, new.validated_topology_epoch, new.targets) == \
+        (old.epoch, old.assignment_epoch, old.validated_topology_epoch, old.targets)
+    assert new.members == old.members and new.topology.epoch == 1
+    # the first record is StreamsGroupMemberMetadata (type 19), as Kafka writes it
+    assert int.from_bytes(h.written[0][0][:2], "big") == 19
+
+
+def test_describe():
+    h = Harness()
+    h.join("a")
+    found = described(h.group)
+    assert (found.group_state, found.group_epoch, found.assignment_epoch) == ("stable", 1, 1)
+    assert [(m.member_id, m.process_id, [(t.subtopology_id, t.partitions) for t in m.assignment.active_tasks])
+            for m in found.members] == [("a", "p-a", [("0", [0, 1, 2, 3])])]
+    assert found.topology.subtopologies[0].source_topics == ["in"]
+
+
+# -- offsets --
+
+def test_offset_commit_checks_the_member_epoch():
+    h = Harness()
+    h.join("a")
+    validate = h.offsets.validate_commit
+    assert validate(GROUP, 1, "a", None, 9) is None
+    for member, epoch, version, code in (("x", 1, 9, Errors.UNKNOWN_MEMBER_ID), ("a", 2, 9, Errors.STALE_MEMBER_EPOCH),
+                                         ("a", 1, 8, Errors.UNSUPPORTED_VERSION), ("a", 0, 9, Errors.STALE_MEMBER_EPOCH)):
+        with pytest.raises(CommitRefused) as refused:
+            validate(GROUP, epoch, member, None, version)
+        assert refused.value.code == code
+    h.beat("a", -1)
+    assert validate(GROUP, -1, "", None, 9) is None            # an empty group takes admin commits
