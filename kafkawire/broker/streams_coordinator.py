@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 SESSION_TIMEOUT_MS, HEARTBEAT_INTERVAL_MS = 45_000, 5_000     # group.streams.{session.timeout,heartbeat.interval}.ms
 MAX_SIZE = 2**31 - 1                                            # group.streams.max.size
 LEAVE_EPOCH, STATIC_LEAVE_EPOCH = -1, -2
+SHUTDOWN_APPLICATION = 4                                        # the heartbeat status
 
 
 def validate(request) -> None:
@@ -96,6 +97,12 @@ def _is_subset(owned: dict | None, assigned: dict) -> bool:
 
 def _response_tasks(active: dict) -> list:
     return [TaskIds(subtopology_id=s, partitions=sorted(p)) for s, p in sorted(active.items()) if p]
+
+
+def shutdown_status(member_id: str) -> Status:
+    return Status(status_code=SHUTDOWN_APPLICATION, status_detail=(
+        f"Streams group member {member_id} encountered a fatal error and requested a shutdown for the entire "
+        "application."))
 
 
 def session_key(group_id: str, member_id: str) -> str:
@@ -214,6 +221,10 @@ class StreamsCoordinator:
                                     lambda: self.fence_if(group_id, after.member_id, "the member session expired."))
         if configured.status is not None:
             statuses.append(Status(status_code=configured.status[0], status_detail=configured.status[1]))
+        if request.shutdown_application:
+            group.shutdown_requested_by = after.member_id
+        if group.shutdown_requested_by is not None:
+            statuses.append(shutdown_status(group.shutdown_requested_by))
         response = StreamsGroupHeartbeatResponse(
             member_id=after.member_id, member_epoch=after.member_epoch, heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
             status=statuses, endpoint_information_epoch=0)
@@ -330,6 +341,8 @@ class StreamsCoordinator:
             raise GroupError(Errors.UNKNOWN_MEMBER_ID,
                              f"Member {request.member_id} is not a member of group {request.group_id}.")
         log.info("[GroupId %s][MemberId %s] Member left the streams group.", request.group_id, request.member_id)
+        if request.shutdown_application:
+            group.shutdown_requested_by = request.member_id
         error = self.fence(group, request.member_id)
         if error != Errors.NONE:
             raise GroupError(error)

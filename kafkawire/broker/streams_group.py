@@ -108,6 +108,7 @@ class StreamsGroup:
     owners: dict = field(default_factory=dict)      # (subtopology, partition) -> owner member id (active)
     configured: object = None                       # streams_topology.Configured, recomputed, not stored
     configured_for: tuple | None = None             # (topology epoch, metadata hash) it was computed for
+    shutdown_requested_by: str | None = None        # a member's ShutdownApplication, kept in memory as Kafka does
 
     @property
     def state(self) -> str:

@@ -233,3 +233,14 @@ def test_offset_commit_checks_the_member_epoch():
         assert refused.value.code == code
     h.beat("a", -1)
     assert validate(GROUP, -1, "", None, 9) is None            # an empty group takes admin commits
+
+
+def test_a_shutdown_request_is_reported_to_every_member():
+    h = Harness()
+    h.join("a")
+    h.join("b")
+    response, _ = h.beat("a", 1, active={"0": {0, 1, 2, 3}}, shutdown_application=True)
+    detail = "Streams group member a encountered a fatal error and requested a shutdown for the entire application."
+    assert [(s.status_code, s.status_detail) for s in response.status] == [(4, detail)]
+    other, _ = h.beat("b", 2, active={})
+    assert [(s.status_code, s.status_detail) for s in other.status] == [(4, detail)]

@@ -22,6 +22,9 @@ from kafkawire.messages.add_partitions_to_txn_request import AddPartitionsToTxnR
 from kafkawire.messages.consumer_group_describe_request import ConsumerGroupDescribeRequest
 from kafkawire.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
 from kafkawire.messages.create_acls_request import CreateAclsRequest
+from kafkawire.messages.streams_group_describe_request import StreamsGroupDescribeRequest
+from kafkawire.messages.streams_group_heartbeat_request import (StreamsGroupHeartbeatRequest, Subtopology, TopicInfo,
+                                                                Topology)
 from kafkawire.messages.create_delegation_token_request import CreateDelegationTokenRequest
 from kafkawire.messages.delete_acls_request import DeleteAclsFilter, DeleteAclsRequest
 from kafkawire.messages.describe_acls_request import DescribeAclsRequest
@@ -91,7 +94,7 @@ CLUSTER_AUTH, TXN_AUTH = int(Errors.CLUSTER_AUTHORIZATION_FAILED), int(Errors.TR
 TOKEN_AUTH = int(Errors.DELEGATION_TOKEN_AUTHORIZATION_FAILED)
 AUTH_ERRORS = {TOPIC_AUTH, GROUP_AUTH, CLUSTER_AUTH, TXN_AUTH, TOKEN_AUTH}
 USER_RESOURCE, CREATE_TOKENS = 7, 13
-USERS = 60                        # user0..user47: one per rule, each with only its rule's ACLs
+USERS = 66                        # user0..user<len(RULES)-1>: one per rule, each with only its rule's ACLs
 
 
 def _records(**fields) -> bytes:
@@ -114,6 +117,16 @@ def fetch(topic, replica_id=-1):
 def join(group):
     return JoinGroupRequest(group_id=group, session_timeout_ms=10_000, rebalance_timeout_ms=10_000, member_id="",
                             protocol_type="consumer", protocols=[JoinGroupRequestProtocol(name="range", metadata=b"")])
+
+
+def streams_join(group, changelog=None):
+    """A streams member joining with a topology reading t-commit (and a store's changelog topic)."""
+    changelogs = [] if changelog is None else [TopicInfo(name=changelog, topic_configs=[])]
+    return StreamsGroupHeartbeatRequest(group_id=group, member_id=str(uuid.uuid4()), member_epoch=0,
+                                        rebalance_timeout_ms=10_000, process_id="p", active_tasks=[],
+                                        standby_tasks=[], warmup_tasks=[], topology=Topology(epoch=1, subtopologies=[
+                                            Subtopology(subtopology_id="0", source_topics=["t-commit"],
+                                                        state_changelog_topics=changelogs)]))
 
 
 def offset_commit(group, topic):
@@ -225,6 +238,13 @@ RULES = [
      [acl(GROUP, "g-cgh2", Op.READ)]),
     ("ConsumerGroupDescribe needs DESCRIBE on the group", ConsumerGroupDescribeRequest(group_ids=["g-cgd"]), 0,
      [acl(GROUP, "g-cgd", Op.DESCRIBE)], GROUP_AUTH),
+    ("StreamsGroupHeartbeat needs READ on the group", streams_join("g-sgh"), 0,
+     [acl(GROUP, "g-sgh", Op.READ), acl(TOPIC, "t-commit", Op.DESCRIBE)], GROUP_AUTH),
+    ("StreamsGroupHeartbeat needs DESCRIBE on each topic of the topology", streams_join("g-sgh2"), 0,
+     [acl(GROUP, "g-sgh2", Op.READ), acl(TOPIC, "t-commit", Op.DESCRIBE)], TOPIC_AUTH,
+     [acl(GROUP, "g-sgh2", Op.READ)]),
+    ("StreamsGroupDescribe needs DESCRIBE on the group", StreamsGroupDescribeRequest(group_ids=["g-sgd"]), 0,
+     [acl(GROUP, "g-sgd", Op.DESCRIBE)], GROUP_AUTH),
     ("InitProducerId with a transactional id needs WRITE on it",
      InitProducerIdRequest(transactional_id="tx-init", transaction_timeout_ms=60_000), 4,
      [acl(TXN, "tx-init", Op.WRITE)], TXN_AUTH),
@@ -568,3 +588,17 @@ def until(predicate, what, bound_s=20):
         if time.monotonic() > deadline:
             raise AssertionError(f"gave up waiting: {what}")
         time.sleep(0.02)
+
+
+def test_a_streams_member_without_create_is_told_which_internal_topics_it_may_not_create(node):
+    """KafkaApis.handleStreamsGroupHeartbeat: the internal topics a group needs are created only
+    with CREATE on the cluster or on each topic; otherwise MISSING_INTERNAL_TOPICS says so."""
+    user = f"user{len(RULES) + 2}"
+    grant(node, user, (GROUP, "g-sg-create", Op.READ), (TOPIC, "t-commit", Op.DESCRIBE),
+          (TOPIC, "g-sg-store-changelog", Op.DESCRIBE))
+    answer = node.call(node.send(user, "p", streams_join("g-sg-create", "g-sg-store-changelog"), 0))
+    assert answer.error_code == 0, answer
+    assert [(s.status_code, s.status_detail) for s in answer.status] == [
+        (3, "Internal topics are missing: g-sg-store-changelog; Unauthorized to CREATE on topics "
+            "g-sg-store-changelog.")]
+    assert "g-sg-store-changelog" not in node.broker.image().topics_by_name
