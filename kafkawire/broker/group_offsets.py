@@ -18,7 +18,7 @@ from kafkawire.messages.describe_groups_response import DescribedGroup, Describe
 from kafkawire.messages.list_groups_response import ListedGroup
 from kafkawire.protocol.error_codes import Errors
 
-from . import consumer_admin, streams_admin
+from . import consumer_admin, streams_admin, streams_group
 from .streams_admin import streams_replay
 from .group_coordinator import GroupCoordinator
 from .group_records import ZERO_UUID, OffsetAndMetadata, decode_record, group_tombstone, offset_record, offset_tombstone
@@ -142,6 +142,8 @@ class GroupOffsets:
         types = {t.strip().lower() for t in types}
         consumers = consumer_admin.listed(self.coordinator.consumer_groups, states) \
             if not types or consumer_admin.CONSUMER_TYPE in types else []
+        consumers += streams_admin.listed(self.coordinator.streams_groups, states) \
+            if not types or streams_admin.STREAMS_TYPE in types else []
         if types and CLASSIC_TYPE not in types:
             return consumers
         return consumers + [ListedGroup(group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state,
@@ -154,7 +156,7 @@ class GroupOffsets:
             found = DescribedGroup(group_id=group_id, group_state=DEAD, members=[])
             if version >= 6:
                 found.error_code, found.error_message = Errors.GROUP_ID_NOT_FOUND, group_not_found(group_id)
-                if group_id in self.coordinator.consumer_groups:
+                if group_id in self.coordinator.consumer_groups or group_id in self.coordinator.streams_groups:
                     found.error_message = f"Group {group_id} is not a classic group."
             return found
         stable = group.state == STABLE
@@ -171,6 +173,8 @@ class GroupOffsets:
     def delete(self, group_id: str) -> int:
         if group_id in self.coordinator.consumer_groups:
             return self._delete_consumer_group(group_id)
+        if group_id in self.coordinator.streams_groups:
+            return self._delete_streams_group(group_id)
         group = self.coordinator.groups.get(group_id)
         if group is None or group.state == DEAD:
             return Errors.GROUP_ID_NOT_FOUND
@@ -184,6 +188,21 @@ class GroupOffsets:
         self.offsets.pop(group_id, None)
         group.transition_to(DEAD, self.coordinator.now_ms())
         del self.coordinator.groups[group_id]
+        return Errors.NONE
+
+    def _delete_streams_group(self, group_id: str) -> int:
+        """StreamsGroup.validateDeleteGroup (NON_EMPTY_GROUP unless Empty), then its offsets' and
+        its own tombstones."""
+        group = self.coordinator.streams_groups[group_id]
+        if group.members:
+            return Errors.NON_EMPTY_GROUP
+        records = [offset_tombstone(group_id, t, p) for t, p in self.offsets.get(group_id, {})]
+        records += [streams_group.encode(r) for r in streams_group.group_removal(group_id)]
+        error = self.coordinator.persist(group_id, records)
+        if error != Errors.NONE:
+            return error
+        self.offsets.pop(group_id, None)
+        del self.coordinator.streams_groups[group_id]
         return Errors.NONE
 
     def _delete_consumer_group(self, group_id: str) -> int:

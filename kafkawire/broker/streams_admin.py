@@ -8,11 +8,20 @@ partitions of tasks assigned to the member at or before that epoch).
 """
 from __future__ import annotations
 
+from kafkawire.messages.list_groups_response import ListedGroup
 from kafkawire.protocol.error_codes import Errors
 
 from . import streams_group as sg
 
-__all__ = ["commit_error", "fetch_error", "streams_replay"]
+__all__ = ["commit_error", "fetch_error", "streams_replay", "listed", "STREAMS_TYPE"]
+
+STREAMS_TYPE = "streams"            # GroupType and the protocol type ListGroups gives streams groups
+
+
+def listed(groups: dict, states: set) -> list:
+    """ListGroups' entries of the streams groups in ``states`` (lower case; all when empty)."""
+    return [ListedGroup(group_id=g.group_id, protocol_type=STREAMS_TYPE, group_state=g.state, group_type=STREAMS_TYPE)
+            for g in groups.values() if not states or g.state.lower() in states]
 
 
 def commit_error(group: sg.StreamsGroup, member_id: str, epoch: int, version: int, *, transactional: bool = False,

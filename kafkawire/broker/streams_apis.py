@@ -163,13 +163,8 @@ def described(group: sg.StreamsGroup) -> sgd.DescribedGroup:
         client_tags=[sgd.KeyValue(key=k, value=v) for k, v in m.client_tags], task_offsets=[], task_end_offsets=[],
         assignment=_assignment(m.active_tasks()), target_assignment=_assignment(group.targets.get(m.member_id, {})))
         for m in group.members.values()]
-    return sgd.DescribedGroup(group_id=group.group_id, group_state=_state_name(group.state), group_epoch=group.epoch,
+    return sgd.DescribedGroup(group_id=group.group_id, group_state=group.state, group_epoch=group.epoch,
                               assignment_epoch=group.assignment_epoch, topology=topology, members=members)
-
-
-def _state_name(state: str) -> str:
-    """StreamsGroupState.toString: lower case with underscores ("not_ready", "stable")."""
-    return {"NotReady": "not_ready"}.get(state, state.lower())
 
 
 # -- the ACL checks of KafkaApis --

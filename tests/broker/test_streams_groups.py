@@ -213,7 +213,7 @@ def test_describe():
     h = Harness()
     h.join("a")
     found = described(h.group)
-    assert (found.group_state, found.group_epoch, found.assignment_epoch) == ("stable", 1, 1)
+    assert (found.group_state, found.group_epoch, found.assignment_epoch) == ("Stable", 1, 1)
     assert [(m.member_id, m.process_id, [(t.subtopology_id, t.partitions) for t in m.assignment.active_tasks])
             for m in found.members] == [("a", "p-a", [("0", [0, 1, 2, 3])])]
     assert found.topology.subtopologies[0].source_topics == ["in"]
@@ -244,3 +244,29 @@ def test_a_shutdown_request_is_reported_to_every_member():
     assert [(s.status_code, s.status_detail) for s in response.status] == [(4, detail)]
     other, _ = h.beat("b", 2, active={})
     assert [(s.status_code, s.status_detail) for s in other.status] == [(4, detail)]
+
+
+def test_list_describe_and_delete_groups_know_streams_groups():
+    from kafkawire.broker.consumer_coordinator import ConsumerCoordinator, ConsumerSettings
+    from kafkawire.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
+    h = Harness()
+    consumers = ConsumerCoordinator(h.classic, ConsumerSettings(), topics=lambda: h.view)
+    h.join("a")
+    listed = h.offsets.list_groups([], [])
+    assert [(g.group_id, g.protocol_type, g.group_state, g.group_type) for g in listed] == [
+        (GROUP, "streams", "Stable", "streams")]
+    assert h.offsets.list_groups([], ["classic"]) == []
+    assert h.offsets.describe(GROUP, 6).error_message == "Group app is not a classic group."
+    joined = consumers.heartbeat(ConsumerGroupHeartbeatRequest(
+        group_id=GROUP, member_id="c", member_epoch=0, rebalance_timeout_ms=30_000, subscribed_topic_names=["in"],
+        topic_partitions=[]), version=1, client_id="c", client_host="/h")
+    assert (joined.error_code, joined.error_message) == (Errors.GROUP_ID_NOT_FOUND, "Group app is not a consumer group.")
+    assert h.offsets.delete(GROUP) == Errors.NON_EMPTY_GROUP
+    h.beat("a", -1)
+    before = len(h.written)
+    assert h.offsets.delete(GROUP) == Errors.NONE and GROUP not in h.classic.streams_groups
+    assert [int.from_bytes(k[:2], "big") for k, v in h.written[before:] if v is None] == [20, 17, 23]
+    rebuilt = Harness()
+    for key, value in h.written:
+        rebuilt.offsets.replay(key, value)
+    assert rebuilt.classic.streams_groups == {}

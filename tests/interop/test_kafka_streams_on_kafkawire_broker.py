@@ -101,7 +101,7 @@ def test_a_streams_application_copies_and_counts_through_a_streams_group(kafkawi
         topics = admin.list_topics(timeout=WAIT_S).topics
         assert len(topics[changelog].partitions) == 2              # created by the broker, one per task
         group = call(node, StreamsGroupDescribeRequest(group_ids=[APP]), 0).groups[0]
-        assert (group.error_code, group.group_state, len(group.members)) == (Errors.NONE, "stable", 1)
+        assert (group.error_code, group.group_state, len(group.members)) == (Errors.NONE, "Stable", 1)
         assigned = {(t.subtopology_id, p) for t in group.members[0].assignment.active_tasks for p in t.partitions}
         assert assigned == {("0", 0), ("0", 1)}
     finally:
