@@ -58,22 +58,22 @@ def streams_classpath(kafka_libs, tmp_path_factory) -> str:
     return f"{classes}:{classpath}"
 
 
-def consume(node, topic: str, done, decode) -> dict:
-    """Read ``topic`` from the start until ``done(seen)``: {key: last value}."""
+def consume(node, topic: str, done, decode) -> list:
+    """Read ``topic`` from the start until ``done(records)``: [(key, value)] in the order read."""
     consumer = confluent_kafka.Consumer({"bootstrap.servers": node.bootstrap_servers, "group.id": f"check-{topic}",
                                          "auto.offset.reset": "earliest"})
     consumer.subscribe([topic])
-    seen: dict = {}
+    records: list = []
     deadline = time.monotonic() + WAIT_S
     try:
-        while not done(seen):
-            assert time.monotonic() < deadline, f"{topic}: {seen}"
+        while not done(records):
+            assert time.monotonic() < deadline, f"{topic}: {records}"
             message = consumer.poll(0.2)
             if message is not None and message.error() is None:
-                seen[message.key().decode()] = decode(message.value())
+                records.append((message.key().decode(), decode(message.value())))
     finally:
         consumer.close()
-    return seen
+    return records
 
 
 def test_a_streams_application_copies_and_counts_through_a_streams_group(kafkawire_broker, streams_classpath,
@@ -89,14 +89,15 @@ def test_a_streams_application_copies_and_counts_through_a_streams_group(kafkawi
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         producer = confluent_kafka.Producer({"bootstrap.servers": node.bootstrap_servers})
-        for i in range(30):
-            producer.produce(IN, key=f"k{i % 3}-{i}" if i >= 27 else f"k{i % 3}", value=f"v{i}")
+        sent = [(f"k{i % 3}-{i}" if i >= 27 else f"k{i % 3}", f"v{i}") for i in range(30)]
+        for key, value in sent:
+            producer.produce(IN, key=key, value=value)
         assert producer.flush(WAIT_S) == 0
-        copied = consume(node, COPY, lambda seen: len(seen) == 6, bytes.decode)
-        assert copied == {"k0": "v24", "k1": "v25", "k2": "v26", "k0-27": "v27", "k1-28": "v28", "k2-29": "v29"}
-        counts = consume(node, COUNTS, lambda seen: seen.get("k0") == 9 and len(seen) == 6,
-                         lambda value: int.from_bytes(value, "big"))
-        assert counts == {"k0": 9, "k1": 9, "k2": 9, "k0-27": 1, "k1-28": 1, "k2-29": 1}
+        copied = consume(node, COPY, lambda records: len(records) >= 30, bytes.decode)
+        assert sorted(copied) == sorted(sent)
+        final = {"k0": 9, "k1": 9, "k2": 9, "k0-27": 1, "k1-28": 1, "k2-29": 1}
+        counts = consume(node, COUNTS, lambda records: dict(records) == final, lambda value: int.from_bytes(value, "big"))
+        assert all(count <= final[key] for key, count in counts)     # counts only grow
         changelog = f"{APP}-KSTREAM-AGGREGATE-STATE-STORE-0000000002-changelog"
         topics = admin.list_topics(timeout=WAIT_S).topics
         assert len(topics[changelog].partitions) == 2              # created by the broker, one per task
