@@ -64,9 +64,12 @@ class GroupOffsets:
         if streams_group is not None:
             refused = streams_admin.commit_error(streams_group, member_id, generation, version,
                                                  transactional=transactional, instance_id=instance_id)
-            if refused is not None:
+            if isinstance(refused, tuple):
                 raise CommitRefused(refused[0])
-            return None
+            if refused is None or c.streams is None:
+                return refused
+            names = c.streams.topics().by_id                 # the check is asked by topic id
+            return lambda topic_id, partition: refused(names.get(topic_id), partition)
         consumer_group = c.consumer_groups.get(group_id)
         if consumer_group is not None:
             try:

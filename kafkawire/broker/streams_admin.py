@@ -2,9 +2,9 @@
 OffsetCommit's and OffsetFetch's member checks (validateOffsetCommit, validateOffsetFetch), and
 the replay of the streams records of ``__consumer_offsets`` into the coordinator's groups.
 
-Difference from Kafka (documented in docs/broker.md, "Streams groups"): a commit with an older
-member epoch is refused STALE_MEMBER_EPOCH for every partition (Kafka accepts it for the
-partitions of tasks assigned to the member at or before that epoch).
+A commit with an older member epoch is checked partition by partition, as Kafka's
+createAssignmentEpochValidator does: the partition's task (the subtopology reading its topic) must
+be the member's, assigned at or before that epoch.
 """
 from __future__ import annotations
 
@@ -25,8 +25,9 @@ def listed(groups: dict, states: set) -> list:
 
 
 def commit_error(group: sg.StreamsGroup, member_id: str, epoch: int, version: int, *, transactional: bool = False,
-                 instance_id: str | None = None) -> tuple[int, str] | None:
-    """StreamsGroup.validateOffsetCommit: None when the commit may go on, else (code, message)."""
+                 instance_id: str | None = None):
+    """StreamsGroup.validateOffsetCommit: None when the commit may go on, (code, message) when it
+    is refused as a whole, else a function of (topic name, partition) giving each one's error code."""
     if epoch < 0 and not group.members:
         return None
     if transactional and epoch == -1 and member_id == "" and instance_id is None:
@@ -42,7 +43,20 @@ def commit_error(group: sg.StreamsGroup, member_id: str, epoch: int, version: in
     if epoch > member.member_epoch:
         return Errors.STALE_MEMBER_EPOCH, (f"Received member epoch {epoch} is newer than current member epoch "
                                            f"{member.member_epoch}.")
-    return Errors.STALE_MEMBER_EPOCH, None
+    if group.topology is None:
+        return Errors.STALE_MEMBER_EPOCH, "Topology is not available for offset commit validation."
+    reading = {t: s.subtopology_id for s in group.topology.subtopologies
+               for t in [*s.source_topics, *(r.name for r in s.repartition_source_topics)]}
+
+    def check(topic_name, partition: int) -> int:
+        subtopology = reading.get(topic_name)
+        if subtopology is None:
+            return Errors.STALE_MEMBER_EPOCH
+        assigned = member.active.get(subtopology, {}).get(partition)
+        if assigned is None:
+            assigned = member.revoking_active.get(subtopology, {}).get(partition)
+        return Errors.STALE_MEMBER_EPOCH if assigned is None or epoch < assigned else Errors.NONE
+    return check
 
 
 def fetch_error(group: sg.StreamsGroup, member_id: str | None, epoch: int) -> int:

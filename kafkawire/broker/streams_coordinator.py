@@ -300,12 +300,13 @@ class StreamsCoordinator:
                 (member.member_epoch == target_epoch and member.state == sg.MEMBER_STABLE):
             return member
         if member.state == sg.UNREVOKED_TASKS:
-            still = owned is None or any(p & owned.get(s, frozenset()) for s, p in member.revoking_active.items())
+            still = owned is None or any(owned.get(s, frozenset()).intersection(p)
+                                         for s, p in member.revoking_active.items())
             if still:
                 return member
         target = group.targets[member.member_id]
         keep = {s: {p: e for p, e in parts.items() if p in target.get(s, ())} for s, parts in member.active.items()}
-        revoke = {s: frozenset(p for p in parts if p not in target.get(s, ())) for s, parts in member.active.items()}
+        revoke = {s: {p: e for p, e in parts.items() if p not in target.get(s, ())} for s, parts in member.active.items()}
         revoke = {s: p for s, p in revoke.items() if p}
         if revoke:
             # the epoch advances only once the member has released these tasks

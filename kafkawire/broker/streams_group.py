@@ -86,7 +86,7 @@ class StreamsMember:
     state: int = MEMBER_STABLE
     active: dict = field(default_factory=dict)      # {subtopology: {partition: assignment epoch}}
     standby: dict = field(default_factory=dict)     # {subtopology: frozenset}
-    revoking_active: dict = field(default_factory=dict)
+    revoking_active: dict = field(default_factory=dict)   # {subtopology: {partition: assignment epoch}}
 
     def copy(self, **changes) -> "StreamsMember":
         return replace(self, **changes)
@@ -198,7 +198,7 @@ def current_assignment_record(group_id: str, member: StreamsMember):
     value = current_msg.StreamsGroupCurrentMemberAssignmentValue(
         member_epoch=member.member_epoch, previous_member_epoch=member.previous_member_epoch, state=member.state,
         active_tasks=_task_ids(member.active, True), standby_tasks=_task_ids(member.standby, False),
-        warmup_tasks=[], active_tasks_pending_revocation=_task_ids(member.revoking_active, False),
+        warmup_tasks=[], active_tasks_pending_revocation=_task_ids(member.revoking_active, True),
         standby_tasks_pending_revocation=[], warmup_tasks_pending_revocation=[])
     return CURRENT_ASSIGNMENT, StreamsGroupCurrentMemberAssignmentKey(group_id=group_id,
                                                                       member_id=member.member_id), value
@@ -285,4 +285,4 @@ def _apply_current(group: StreamsGroup, member_id: str, value) -> None:
     group.put_member(old.copy(member_epoch=value.member_epoch, previous_member_epoch=value.previous_member_epoch,
                               state=value.state, active=_tasks(value.active_tasks, True),
                               standby=_tasks(value.standby_tasks),
-                              revoking_active=_tasks(value.active_tasks_pending_revocation)))
+                              revoking_active=_tasks(value.active_tasks_pending_revocation, True)))

@@ -227,10 +227,11 @@ def test_offset_commit_checks_the_member_epoch():
     validate = h.offsets.validate_commit
     assert validate(GROUP, 1, "a", None, 9) is None
     for member, epoch, version, code in (("x", 1, 9, Errors.UNKNOWN_MEMBER_ID), ("a", 2, 9, Errors.STALE_MEMBER_EPOCH),
-                                         ("a", 1, 8, Errors.UNSUPPORTED_VERSION), ("a", 0, 9, Errors.STALE_MEMBER_EPOCH)):
+                                         ("a", 1, 8, Errors.UNSUPPORTED_VERSION)):
         with pytest.raises(CommitRefused) as refused:
             validate(GROUP, epoch, member, None, version)
         assert refused.value.code == code
+    assert validate(GROUP, 0, "a", None, 9)(IN, 0) == Errors.STALE_MEMBER_EPOCH     # older than the task's epoch
     h.beat("a", -1)
     assert validate(GROUP, -1, "", None, 9) is None            # an empty group takes admin commits
 
@@ -270,3 +271,21 @@ def test_list_describe_and_delete_groups_know_streams_groups():
     for key, value in h.written:
         rebuilt.offsets.replay(key, value)
     assert rebuilt.classic.streams_groups == {}
+
+
+def test_a_commit_with_an_older_epoch_is_checked_task_by_task():
+    """createAssignmentEpochValidator: a partition of a task the member holds (or is revoking)
+    since an epoch at or before the commit's is accepted; any other is STALE_MEMBER_EPOCH."""
+    h = Harness()
+    h.join("a")                                         # a holds 0-3 since epoch 1
+    h.join("b")
+    h.beat("a", 1, active={"0": {0, 1, 2, 3}})           # a revokes two of them, still at epoch 1
+    kept = h.group.members["a"].active["0"]
+    h.beat("a", 1, active={"0": set(kept)})              # a moves to epoch 2
+    assert h.group.members["a"].member_epoch == 2
+    check = h.offsets.validate_commit(GROUP, 1, "a", None, 9)
+    given = ({0, 1, 2, 3} - set(kept)).pop()
+    assert [check(IN, p) for p in sorted(kept)] == [Errors.NONE] * 2
+    assert check(IN, given) == Errors.STALE_MEMBER_EPOCH             # no longer a's
+    assert check(OUT, 0) == Errors.STALE_MEMBER_EPOCH                # not a source topic
+    assert check(uuid.UUID(int=9), 0) == Errors.STALE_MEMBER_EPOCH   # an unknown topic
