@@ -109,6 +109,10 @@ def session_key(group_id: str, member_id: str) -> str:
     return f"streams-session-{group_id}-{member_id}"
 
 
+def rebalance_key(group_id: str, member_id: str) -> str:
+    return f"streams-rebalance-{group_id}-{member_id}"
+
+
 class StreamsCoordinator:
     """The streams groups of ``classic`` (a kafkawire.broker.group_coordinator.GroupCoordinator,
     whose timer, clock and persist it shares); ``topics()`` gives a
@@ -330,7 +334,26 @@ class StreamsCoordinator:
             error = self.write(group.group_id, [sg.current_assignment_record(group.group_id, updated)])
             if error != Errors.NONE:
                 raise GroupError(error)
+            self._schedule_rebalance_timeout(group.group_id, updated)
         return group.members[member.member_id]
+
+    def _schedule_rebalance_timeout(self, group_id: str, member: sg.StreamsMember) -> None:
+        """A member revoking tasks must move past its epoch within its rebalance timeout, else it
+        is fenced (scheduleStreamsGroupRebalanceTimeout); any other state cancels the timer."""
+        key = rebalance_key(group_id, member.member_id)
+        if member.state != sg.UNREVOKED_TASKS:
+            self.classic.timer.cancel(key)
+            return
+        epoch, timeout_ms = member.member_epoch, member.rebalance_timeout_ms
+
+        def due():
+            group = self.groups.get(group_id)
+            current = None if group is None else group.members.get(member.member_id)
+            if current is not None and current.member_epoch == epoch:
+                log.info("[GroupId %s] Member %s fenced from the group because it failed to transition from epoch "
+                         "%d within %dms.", group_id, member.member_id, epoch, timeout_ms)
+                self.fence(group, member.member_id)
+        self.classic.timer.schedule(key, timeout_ms, due)
 
     # -- leaving and fencing --
 
@@ -356,6 +379,7 @@ class StreamsCoordinator:
         records.append(sg.group_metadata_record(group.group_id, group.epoch + 1, group.metadata_hash,
                                                 group.validated_topology_epoch))
         self.classic.timer.cancel(session_key(group.group_id, member_id))
+        self.classic.timer.cancel(rebalance_key(group.group_id, member_id))
         return self.write(group.group_id, records)
 
     def fence_if(self, group_id: str, member_id: str, why: str) -> None:

@@ -289,3 +289,17 @@ def test_a_commit_with_an_older_epoch_is_checked_task_by_task():
     assert check(IN, given) == Errors.STALE_MEMBER_EPOCH             # no longer a's
     assert check(OUT, 0) == Errors.STALE_MEMBER_EPOCH                # not a source topic
     assert check(uuid.UUID(int=9), 0) == Errors.STALE_MEMBER_EPOCH   # an unknown topic
+
+
+def test_a_member_not_revoking_within_its_rebalance_timeout_is_fenced():
+    h = Harness()
+    h.join("a")
+    h.join("b")
+    h.beat("a", 1, active={"0": {0, 1, 2, 3}})          # asked to revoke two tasks (rebalance timeout 30 s)
+    assert h.group.members["a"].state == sg.UNREVOKED_TASKS
+    h.timer.advance(20_000)
+    h.beat("b", 2, active={})                            # b's session stays alive
+    h.timer.advance(10_000)
+    assert set(h.group.members) == {"b"}
+    response, _ = h.beat("b", 2, active={})
+    assert response.member_epoch == 3 and active(response) == {"0": {0, 1, 2, 3}}     # a's fence bumped the epoch
