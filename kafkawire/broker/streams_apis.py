@@ -23,6 +23,7 @@ import logging
 from kafkawire.messages import streams_group_describe_response as sgd
 from kafkawire.messages.create_topics_request import CreateTopicsRequest
 from kafkawire.messages.streams_group_heartbeat_response import Status, StreamsGroupHeartbeatResponse
+from kafkawire.metadata.image import GROUP_RESOURCE
 from kafkawire.net.authorizer import CLUSTER_NAME, RESOURCE_CLUSTER, RESOURCE_TOPIC, Op
 from kafkawire.net.client import TransportError
 from kafkawire.protocol.error_codes import Errors
@@ -30,7 +31,7 @@ from kafkawire.protocol.handler import ApiHandler
 from kafkawire.raft.contract import NoLeader, NotLeader
 
 from . import streams_group as sg
-from .streams_coordinator import StreamsCoordinator
+from .streams_coordinator import StreamsCoordinator, StreamsSettings
 from .streams_topology import MISSING_INTERNAL_TOPICS
 
 __all__ = ["StreamsApis", "streams_checks", "CREATE_CHECK"]
@@ -56,8 +57,13 @@ class StreamsApis:
 
     def __init__(self, apis):
         self.apis = apis
-        self.coordinator = StreamsCoordinator(apis.coordinator, topics=apis.consumer_apis.topics)
+        self.coordinator = StreamsCoordinator(apis.coordinator, topics=apis.consumer_apis.topics,
+                                              settings=self.group_settings)
         self._creating: dict[str, asyncio.Future] = {}      # topic name -> its CreateTopics in flight
+
+    def group_settings(self, group_id: str) -> StreamsSettings:
+        image = self.apis.broker.image()
+        return StreamsSettings.of(None if image is None else image.configs.get((GROUP_RESOURCE, group_id)))
 
     def handlers(self) -> dict[int, ApiHandler]:
         return {STREAMS_GROUP_HEARTBEAT: ApiHandler(self.heartbeat, max_version=0),

@@ -23,6 +23,7 @@ for interactive queries are stored but not answered (PartitionsByUserEndpoint st
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from kafkawire.messages.streams_group_heartbeat_response import Status, StreamsGroupHeartbeatResponse, TaskIds
 from kafkawire.protocol.error_codes import Errors
@@ -32,12 +33,36 @@ from .consumer_coordinator import GroupError, metadata_hash
 from .group_records import group_tombstone
 from .streams_topology import STALE_TOPOLOGY, Configured, InvalidTopology, configure, topology_value
 
-__all__ = ["StreamsCoordinator", "validate", "SESSION_TIMEOUT_MS", "HEARTBEAT_INTERVAL_MS"]
+__all__ = ["StreamsCoordinator", "StreamsSettings", "validate"]
 
 log = logging.getLogger(__name__)
 
-SESSION_TIMEOUT_MS, HEARTBEAT_INTERVAL_MS = 45_000, 5_000     # group.streams.{session.timeout,heartbeat.interval}.ms
 MAX_SIZE = 2**31 - 1                                            # group.streams.max.size
+ASSIGNMENT_DELAYED = 5                                          # the heartbeat status
+
+
+@dataclass(frozen=True)
+class StreamsSettings:
+    """A streams group's timings: its GROUP configs (``streams.*``) over Kafka's defaults of the
+    broker's ``group.streams.*`` settings."""
+    session_timeout_ms: int = 45_000              # streams.session.timeout.ms
+    heartbeat_interval_ms: int = 5_000            # streams.heartbeat.interval.ms
+    initial_rebalance_delay_ms: int = 3_000       # streams.initial.rebalance.delay.ms
+    assignment_interval_ms: int = 1_000           # streams.assignment.interval.ms
+
+    @classmethod
+    def of(cls, configs: dict | None) -> "StreamsSettings":
+        """From a group's configs as the image holds them (validated by the controller)."""
+        names = {"session_timeout_ms": "streams.session.timeout.ms",
+                 "heartbeat_interval_ms": "streams.heartbeat.interval.ms",
+                 "initial_rebalance_delay_ms": "streams.initial.rebalance.delay.ms",
+                 "assignment_interval_ms": "streams.assignment.interval.ms"}
+        values = {}
+        for field_name, key in names.items():
+            value = (configs or {}).get(key)
+            if value is not None and value.strip().lstrip("-").isdigit():
+                values[field_name] = int(value)
+        return cls(**values)
 LEAVE_EPOCH, STATIC_LEAVE_EPOCH = -1, -2
 SHUTDOWN_APPLICATION = 4                                        # the heartbeat status
 
@@ -109,6 +134,10 @@ def session_key(group_id: str, member_id: str) -> str:
     return f"streams-session-{group_id}-{member_id}"
 
 
+def initial_key(group_id: str) -> str:
+    return f"streams-initial-rebalance-{group_id}"
+
+
 def rebalance_key(group_id: str, member_id: str) -> str:
     return f"streams-rebalance-{group_id}-{member_id}"
 
@@ -118,10 +147,13 @@ class StreamsCoordinator:
     whose timer, clock and persist it shares); ``topics()`` gives a
     kafkawire.broker.consumer_coordinator.TopicsView of the image."""
 
-    def __init__(self, classic, *, topics):
+    def __init__(self, classic, *, topics, settings=lambda group_id: StreamsSettings()):
+        """``settings(group_id)``: the group's StreamsSettings."""
         self.classic = classic
         self.topics = topics
+        self.settings = settings
         self.groups: dict[str, sg.StreamsGroup] = {}
+        self.delayed: set = set()           # groups whose initial rebalance delay runs
         classic.streams_groups = self.groups
         classic.streams = self
 
@@ -179,6 +211,7 @@ class StreamsCoordinator:
         group_id, now = request.group_id, self.classic.now_ms()
         joining = request.member_epoch == 0
         group = self._group(group_id, joining)
+        was_empty, settings = not group.members, self.settings(group_id)
         member = self._member(group, request)
         records, statuses = [], []
         if group_id in self.classic.groups:                  # an empty classic group gives way
@@ -217,11 +250,14 @@ class StreamsCoordinator:
             raise GroupError(error)
         group = self.groups[group_id]
         group.configured, group.configured_for = configured, (topology.epoch, hashed)
-        if group.assignment_epoch < group.epoch:
-            self._assign(group, now)
+        if was_empty and settings.initial_rebalance_delay_ms > 0 and group_id not in self.delayed:
+            self.delayed.add(group_id)
+            self.classic.timer.schedule(initial_key(group_id), settings.initial_rebalance_delay_ms,
+                                        lambda: self._delayed_assignment(group_id))
+        self._maybe_assign(group, settings, now, statuses)
         before = group.members[updated.member_id]
         after = self._reconcile(group, before, _owned(request.active_tasks))
-        self.classic.timer.schedule(session_key(group_id, after.member_id), SESSION_TIMEOUT_MS,
+        self.classic.timer.schedule(session_key(group_id, after.member_id), settings.session_timeout_ms,
                                     lambda: self.fence_if(group_id, after.member_id, "the member session expired."))
         if configured.status is not None:
             statuses.append(Status(status_code=configured.status[0], status_detail=configured.status[1]))
@@ -230,7 +266,8 @@ class StreamsCoordinator:
         if group.shutdown_requested_by is not None:
             statuses.append(shutdown_status(group.shutdown_requested_by))
         response = StreamsGroupHeartbeatResponse(
-            member_id=after.member_id, member_epoch=after.member_epoch, heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
+            member_id=after.member_id, member_epoch=after.member_epoch,
+            heartbeat_interval_ms=settings.heartbeat_interval_ms,
             status=statuses, endpoint_information_epoch=0)
         if joining or before.active_tasks() != after.active_tasks():
             response.active_tasks = _response_tasks(after.active_tasks())
@@ -266,6 +303,33 @@ class StreamsCoordinator:
 
     # -- the target assignment --
 
+    def _maybe_assign(self, group: sg.StreamsGroup, settings: StreamsSettings, now: int, statuses: list) -> None:
+        """maybeUpdateStreamsTargetAssignment: none during the initial rebalance delay, nor sooner
+        than the assignment interval after the last one (ASSIGNMENT_DELAYED either way)."""
+        if group.group_id in self.delayed:
+            statuses.append(Status(status_code=ASSIGNMENT_DELAYED, status_detail=(
+                "Assignment delayed due to the configured initial rebalance delay.")))
+            return
+        if group.assignment_epoch >= group.epoch:
+            return
+        interval = settings.assignment_interval_ms
+        if group.assignment_timestamp and interval and now < group.assignment_timestamp + interval:
+            statuses.append(Status(status_code=ASSIGNMENT_DELAYED, status_detail=(
+                "Assignment delayed due to the configured assignment interval.")))
+            return
+        self._assign(group, now)
+
+    def _delayed_assignment(self, group_id: str) -> None:
+        """computeDelayedTargetAssignment: the first target of a new group, once its delay is over."""
+        self.delayed.discard(group_id)
+        group = self.groups.get(group_id)
+        if group is None or not group.members or group.configured is None or group.assignment_epoch >= group.epoch:
+            return
+        try:
+            self._assign(group, self.classic.now_ms())
+        except GroupError as exc:
+            log.warning("[GroupId %s] The delayed target assignment failed: %s", group_id, exc.code)
+
     def _assign(self, group: sg.StreamsGroup, now: int) -> None:
         """Every active task to a member (none while the topology is not ready, as Kafka's
         TargetAssignmentBuilder): each stays with its previous target owner while that one
@@ -300,19 +364,18 @@ class StreamsCoordinator:
 
     def _reconcile(self, group: sg.StreamsGroup, member: sg.StreamsMember, owned: dict | None) -> sg.StreamsMember:
         target_epoch = group.assignment_epoch
-        if member.member_id not in group.targets or \
-                (member.member_epoch == target_epoch and member.state == sg.MEMBER_STABLE):
+        if member.member_epoch == target_epoch and member.state == sg.MEMBER_STABLE:     # isReconciledTo
             return member
         if member.state == sg.UNREVOKED_TASKS:
             still = owned is None or any(owned.get(s, frozenset()).intersection(p)
                                          for s, p in member.revoking_active.items())
             if still:
                 return member
-        target = group.targets[member.member_id]
+        target = group.targets.get(member.member_id, {})        # none yet: no tasks (TasksTuple.EMPTY)
         keep = {s: {p: e for p, e in parts.items() if p in target.get(s, ())} for s, parts in member.active.items()}
         revoke = {s: {p: e for p, e in parts.items() if p not in target.get(s, ())} for s, parts in member.active.items()}
         revoke = {s: p for s, p in revoke.items() if p}
-        if revoke:
+        if revoke and (owned is None or any(owned.get(s, frozenset()).intersection(p) for s, p in revoke.items())):
             # the epoch advances only once the member has released these tasks
             updated = member.copy(state=sg.UNREVOKED_TASKS, active={s: p for s, p in keep.items() if p},
                                   revoking_active=revoke)
@@ -393,6 +456,7 @@ class StreamsCoordinator:
         for group_id, group in self.groups.items():
             if loaded_here(group_id):
                 for member_id in group.members:
-                    self.classic.timer.schedule(session_key(group_id, member_id), SESSION_TIMEOUT_MS,
+                    self.classic.timer.schedule(session_key(group_id, member_id),
+                                                self.settings(group_id).session_timeout_ms,
                                                 lambda g=group_id, m=member_id: self.fence_if(
                                                     g, m, "the member session expired."))

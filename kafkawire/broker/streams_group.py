@@ -51,7 +51,7 @@ _CLASSES = {
 STREAMS_RECORD_TYPES = frozenset(_CLASSES)
 # StreamsGroup.StreamsGroupState's names; MemberState's values as the records store them.
 EMPTY, NOT_READY, ASSIGNING, RECONCILING, STABLE = "Empty", "NotReady", "Assigning", "Reconciling", "Stable"
-MEMBER_STABLE, UNREVOKED_TASKS, UNRELEASED_TASKS = 0, 1, 2
+MEMBER_STABLE, UNREVOKED_TASKS, UNRELEASED_TASKS = 1, 2, 3      # streams' MemberState, not the consumer one's
 
 
 def encode(record) -> tuple[bytes, bytes | None]:
@@ -77,12 +77,12 @@ class StreamsMember:
     client_id: str = ""
     client_host: str = ""
     rebalance_timeout_ms: int = -1
-    topology_epoch: int = 0
+    topology_epoch: int = -1
     process_id: str = ""
     user_endpoint: tuple | None = None              # (host, port)
     client_tags: tuple = ()                         # ((key, value), ...) sorted
     member_epoch: int = 0
-    previous_member_epoch: int = -1
+    previous_member_epoch: int = 0
     state: int = MEMBER_STABLE
     active: dict = field(default_factory=dict)      # {subtopology: {partition: assignment epoch}}
     standby: dict = field(default_factory=dict)     # {subtopology: frozenset}
@@ -97,12 +97,15 @@ class StreamsMember:
 
 @dataclass
 class StreamsGroup:
+    """A new group starts at group and assignment epoch 1 and validated topology epoch 0, as
+    Kafka's StreamsGroup (its first member's join bumps the epoch to 2)."""
     group_id: str
-    epoch: int = 0
+    epoch: int = 1
     metadata_hash: int = 0
-    validated_topology_epoch: int = -1
+    validated_topology_epoch: int = 0
     topology: StreamsGroupTopologyValue | None = None
-    assignment_epoch: int = 0
+    assignment_epoch: int = 1
+    assignment_timestamp: int = 0                   # when the target was computed (ms), 0: unknown
     members: dict = field(default_factory=dict)     # member id -> StreamsMember
     targets: dict = field(default_factory=dict)     # member id -> {subtopology: frozenset}
     owners: dict = field(default_factory=dict)      # (subtopology, partition) -> owner member id (active)
@@ -112,10 +115,10 @@ class StreamsGroup:
 
     @property
     def state(self) -> str:
-        """StreamsGroup.state: NOT_READY until the topology is configured with no missing topic."""
+        """StreamsGroup.maybeUpdateGroupState: NOT_READY until its topology's epoch is validated."""
         if not self.members:
             return EMPTY
-        if self.configured is None or not self.configured.ready:
+        if self.topology is None or self.topology.epoch != self.validated_topology_epoch:
             return NOT_READY
         if self.assignment_epoch != self.epoch:
             return ASSIGNING
@@ -250,7 +253,8 @@ def apply(groups: dict, record) -> None:
         group.topology = value
         group.configured = group.configured_for = None
     elif record_type == TARGET_METADATA:
-        group.assignment_epoch = 0 if value is None else value.assignment_epoch
+        group.assignment_epoch = 1 if value is None else value.assignment_epoch
+        group.assignment_timestamp = 0 if value is None else value.assignment_timestamp
     elif record_type == TARGET_MEMBER:
         if value is None:
             group.targets.pop(key.member_id, None)
@@ -278,7 +282,7 @@ def _apply_current(group: StreamsGroup, member_id: str, value) -> None:
     if value is None:
         old = group.members.get(member_id)
         if old is not None:
-            group.put_member(old.copy(member_epoch=0, previous_member_epoch=-1, state=MEMBER_STABLE, active={},
+            group.put_member(old.copy(member_epoch=0, previous_member_epoch=0, state=MEMBER_STABLE, active={},
                                       standby={}, revoking_active={}))
         return
     old = group.members.get(member_id) or StreamsMember(member_id)

@@ -15,7 +15,7 @@ from kafkawire.broker.consumer_coordinator import TopicsView
 from kafkawire.broker.group_coordinator import GroupCoordinator, GroupSettings
 from kafkawire.broker.group_offsets import CommitRefused, GroupOffsets
 from kafkawire.broker.streams_apis import described
-from kafkawire.broker.streams_coordinator import StreamsCoordinator
+from kafkawire.broker.streams_coordinator import StreamsCoordinator, StreamsSettings
 from kafkawire.broker.streams_topology import MISSING_INTERNAL_TOPICS, MISSING_SOURCE_TOPICS, STALE_TOPOLOGY
 from kafkawire.messages.streams_group_heartbeat_request import (StreamsGroupHeartbeatRequest, Subtopology, TaskIds,
                                                                 TopicInfo, Topology)
@@ -42,14 +42,16 @@ def repartition_topology() -> Topology:
 
 
 class Harness:
-    def __init__(self, topics=(("in", IN, 4), ("app-store-changelog", OUT, 4))):
+    def __init__(self, topics=(("in", IN, 4), ("app-store-changelog", OUT, 4)), **settings):
         self.timer = ManualTimer()
+        self.timer.now = 1_000_000
         self.written: list = []
         self.view = TopicsView.of(topics)
         self.classic = GroupCoordinator(GroupSettings(initial_rebalance_delay_ms=0), timer=self.timer,
                                         persist=self.persist, now_ms=lambda: self.timer.now)
         self.offsets = GroupOffsets(self.classic)
-        self.coordinator = StreamsCoordinator(self.classic, topics=lambda: self.view)
+        chosen = StreamsSettings(**{"initial_rebalance_delay_ms": 0, "assignment_interval_ms": 0, **settings})
+        self.coordinator = StreamsCoordinator(self.classic, topics=lambda: self.view, settings=lambda group_id: chosen)
 
     def persist(self, group_id, records):
         self.written.extend(records)
@@ -119,7 +121,7 @@ def test_unknown_group_and_member():
 def test_missing_internal_topics_are_reported_and_returned_for_creation():
     h = Harness(topics=(("in", IN, 4),))
     response, to_create = h.join("a")
-    assert response.error_code == Errors.NONE and response.member_epoch == 1
+    assert response.error_code == Errors.NONE and response.member_epoch == 2
     assert [(s.status_code, s.status_detail) for s in response.status] == [
         (MISSING_INTERNAL_TOPICS, "Internal topics are missing: app-store-changelog")]
     assert {n: (t.num_partitions, t.replication_factor) for n, t in to_create.items()} == {
@@ -127,8 +129,8 @@ def test_missing_internal_topics_are_reported_and_returned_for_creation():
     assert active(response) == {} and h.group.state == sg.NOT_READY
     # once the topic exists, the next heartbeat configures the topology and assigns the tasks
     h.view = TopicsView.of((("in", IN, 4), ("app-store-changelog", OUT, 4)))
-    response, to_create = h.beat("a", 1, active={})
-    assert (response.member_epoch, response.status, to_create) == (2, [], {})
+    response, to_create = h.beat("a", 2, active={})
+    assert (response.member_epoch, response.status, to_create) == (3, [], {})
     assert active(response) == {"0": {0, 1, 2, 3}}
     assert h.group.state == sg.STABLE and h.group.validated_topology_epoch == 1
 
@@ -157,18 +159,18 @@ def test_stale_topology_status():
 def test_second_member_gets_tasks_after_the_first_revokes_them():
     h = Harness()
     first, _ = h.join("a")
-    assert (first.member_epoch, active(first)) == (1, {"0": {0, 1, 2, 3}})
+    assert (first.member_epoch, active(first)) == (2, {"0": {0, 1, 2, 3}})
     second, _ = h.join("b")
-    assert (second.member_epoch, active(second)) == (2, {})          # its tasks are still a's
+    assert (second.member_epoch, active(second)) == (3, {})          # its tasks are still a's
     assert h.group.members["b"].state == sg.UNRELEASED_TASKS
-    revoking, _ = h.beat("a", 1, active={"0": {0, 1, 2, 3}})
-    assert revoking.member_epoch == 1 and len(active(revoking)["0"]) == 2
+    revoking, _ = h.beat("a", 2, active={"0": {0, 1, 2, 3}})
+    assert revoking.member_epoch == 2 and len(active(revoking)["0"]) == 2
     assert h.group.members["a"].state == sg.UNREVOKED_TASKS and h.group.state == sg.RECONCILING
     kept = active(revoking)
-    released, _ = h.beat("a", 1, active=kept)
-    assert (released.member_epoch, released.active_tasks) == (2, None)   # unchanged tasks are not repeated
-    got, _ = h.beat("b", 2, active={})
-    assert got.member_epoch == 2 and active(got)["0"] == {0, 1, 2, 3} - kept["0"]
+    released, _ = h.beat("a", 2, active=kept)
+    assert (released.member_epoch, released.active_tasks) == (3, None)   # unchanged tasks are not repeated
+    got, _ = h.beat("b", 3, active={})
+    assert got.member_epoch == 3 and active(got)["0"] == {0, 1, 2, 3} - kept["0"]
     assert h.group.state == sg.STABLE
 
 
@@ -180,7 +182,7 @@ def test_epoch_checks_and_leaving():
     assert response.error_message.startswith("The streams group member has a greater member epoch (5)")
     left, _ = h.beat("a", -1)
     assert (left.error_code, left.member_id, left.member_epoch) == (Errors.NONE, "a", -1)
-    assert h.group.members == {} and h.group.state == sg.EMPTY and h.group.epoch == 2
+    assert h.group.members == {} and h.group.state == sg.EMPTY and h.group.epoch == 3
 
 
 def test_a_silent_member_is_fenced_after_the_session_timeout():
@@ -188,7 +190,7 @@ def test_a_silent_member_is_fenced_after_the_session_timeout():
     h.join("a")
     h.join("b")
     h.timer.advance(44_000)
-    h.beat("b", 2, active={})
+    h.beat("b", 3, active={})
     h.timer.advance(2_000)
     assert set(h.group.members) == {"b"}
 
@@ -197,7 +199,7 @@ def test_replay_rebuilds_the_served_state():
     h = Harness()
     h.join("a")
     h.join("b")
-    h.beat("a", 1, active={"0": {0, 1, 2, 3}})
+    h.beat("a", 2, active={"0": {0, 1, 2, 3}})
     rebuilt = Harness()
     for key, value in h.written:
         rebuilt.offsets.replay(key, value)
@@ -213,7 +215,7 @@ def test_describe():
     h = Harness()
     h.join("a")
     found = described(h.group)
-    assert (found.group_state, found.group_epoch, found.assignment_epoch) == ("Stable", 1, 1)
+    assert (found.group_state, found.group_epoch, found.assignment_epoch) == ("Stable", 2, 2)
     assert [(m.member_id, m.process_id, [(t.subtopology_id, t.partitions) for t in m.assignment.active_tasks])
             for m in found.members] == [("a", "p-a", [("0", [0, 1, 2, 3])])]
     assert found.topology.subtopologies[0].source_topics == ["in"]
@@ -225,13 +227,13 @@ def test_offset_commit_checks_the_member_epoch():
     h = Harness()
     h.join("a")
     validate = h.offsets.validate_commit
-    assert validate(GROUP, 1, "a", None, 9) is None
-    for member, epoch, version, code in (("x", 1, 9, Errors.UNKNOWN_MEMBER_ID), ("a", 2, 9, Errors.STALE_MEMBER_EPOCH),
+    assert validate(GROUP, 2, "a", None, 9) is None
+    for member, epoch, version, code in (("x", 2, 9, Errors.UNKNOWN_MEMBER_ID), ("a", 3, 9, Errors.STALE_MEMBER_EPOCH),
                                          ("a", 1, 8, Errors.UNSUPPORTED_VERSION)):
         with pytest.raises(CommitRefused) as refused:
             validate(GROUP, epoch, member, None, version)
         assert refused.value.code == code
-    assert validate(GROUP, 0, "a", None, 9)(IN, 0) == Errors.STALE_MEMBER_EPOCH     # older than the task's epoch
+    assert validate(GROUP, 1, "a", None, 9)(IN, 0) == Errors.STALE_MEMBER_EPOCH     # older than the task's epoch
     h.beat("a", -1)
     assert validate(GROUP, -1, "", None, 9) is None            # an empty group takes admin commits
 
@@ -240,10 +242,10 @@ def test_a_shutdown_request_is_reported_to_every_member():
     h = Harness()
     h.join("a")
     h.join("b")
-    response, _ = h.beat("a", 1, active={"0": {0, 1, 2, 3}}, shutdown_application=True)
+    response, _ = h.beat("a", 2, active={"0": {0, 1, 2, 3}}, shutdown_application=True)
     detail = "Streams group member a encountered a fatal error and requested a shutdown for the entire application."
     assert [(s.status_code, s.status_detail) for s in response.status] == [(4, detail)]
-    other, _ = h.beat("b", 2, active={})
+    other, _ = h.beat("b", 3, active={})
     assert [(s.status_code, s.status_detail) for s in other.status] == [(4, detail)]
 
 
@@ -277,13 +279,13 @@ def test_a_commit_with_an_older_epoch_is_checked_task_by_task():
     """createAssignmentEpochValidator: a partition of a task the member holds (or is revoking)
     since an epoch at or before the commit's is accepted; any other is STALE_MEMBER_EPOCH."""
     h = Harness()
-    h.join("a")                                         # a holds 0-3 since epoch 1
+    h.join("a")                                         # a holds 0-3 since epoch 2
     h.join("b")
-    h.beat("a", 1, active={"0": {0, 1, 2, 3}})           # a revokes two of them, still at epoch 1
+    h.beat("a", 2, active={"0": {0, 1, 2, 3}})           # a revokes two of them, still at epoch 2
     kept = h.group.members["a"].active["0"]
-    h.beat("a", 1, active={"0": set(kept)})              # a moves to epoch 2
-    assert h.group.members["a"].member_epoch == 2
-    check = h.offsets.validate_commit(GROUP, 1, "a", None, 9)
+    h.beat("a", 2, active={"0": set(kept)})              # a moves to epoch 3
+    assert h.group.members["a"].member_epoch == 3
+    check = h.offsets.validate_commit(GROUP, 2, "a", None, 9)
     given = ({0, 1, 2, 3} - set(kept)).pop()
     assert [check(IN, p) for p in sorted(kept)] == [Errors.NONE] * 2
     assert check(IN, given) == Errors.STALE_MEMBER_EPOCH             # no longer a's
@@ -295,11 +297,52 @@ def test_a_member_not_revoking_within_its_rebalance_timeout_is_fenced():
     h = Harness()
     h.join("a")
     h.join("b")
-    h.beat("a", 1, active={"0": {0, 1, 2, 3}})          # asked to revoke two tasks (rebalance timeout 30 s)
+    h.beat("a", 2, active={"0": {0, 1, 2, 3}})          # asked to revoke two tasks (rebalance timeout 30 s)
     assert h.group.members["a"].state == sg.UNREVOKED_TASKS
     h.timer.advance(20_000)
-    h.beat("b", 2, active={})                            # b's session stays alive
+    h.beat("b", 3, active={})                            # b's session stays alive
     h.timer.advance(10_000)
     assert set(h.group.members) == {"b"}
-    response, _ = h.beat("b", 2, active={})
-    assert response.member_epoch == 3 and active(response) == {"0": {0, 1, 2, 3}}     # a's fence bumped the epoch
+    response, _ = h.beat("b", 3, active={})
+    assert response.member_epoch == 4 and active(response) == {"0": {0, 1, 2, 3}}     # a's fence bumped the epoch
+
+
+def test_a_new_groups_assignment_waits_for_the_initial_rebalance_delay():
+    h = Harness(initial_rebalance_delay_ms=3_000)
+    first, _ = h.join("a")
+    delayed = (5, "Assignment delayed due to the configured initial rebalance delay.")
+    assert (first.member_epoch, active(first)) == (1, {})
+    assert [(s.status_code, s.status_detail) for s in first.status] == [delayed]
+    second, _ = h.join("b")                         # the group is not empty: no second timer
+    assert second.member_epoch == 1 and [(s.status_code, s.status_detail) for s in second.status] == [delayed]
+    h.timer.advance(3_000)                          # the delayed target is computed at the group's epoch
+    assert h.group.assignment_epoch == h.group.epoch == 3
+    a, _ = h.beat("a", 0, topology=copy_topology(), active={}, rebalance=30_000)
+    b, _ = h.beat("b", 0, topology=copy_topology(), active={}, rebalance=30_000)
+    assert (a.member_epoch, b.member_epoch, a.status, b.status) == (3, 3, [], [])
+    assert sorted(len(active(r)["0"]) for r in (a, b)) == [2, 2]
+
+
+def test_a_new_target_waits_for_the_assignment_interval():
+    h = Harness(assignment_interval_ms=1_000)
+    h.join("a")
+    second, _ = h.join("b")
+    assert [(s.status_code, s.status_detail) for s in second.status] == [
+        (5, "Assignment delayed due to the configured assignment interval.")]
+    assert (second.member_epoch, h.group.assignment_epoch, h.group.epoch) == (2, 2, 3)
+    h.timer.advance(1_000)
+    again, _ = h.beat("b", 0, topology=copy_topology(), active={}, rebalance=30_000)
+    assert (again.member_epoch, again.status, h.group.assignment_epoch) == (3, [], 3)
+
+
+def test_the_groups_own_configs_set_its_timings():
+    settings = StreamsSettings.of({"streams.session.timeout.ms": "50000", "streams.heartbeat.interval.ms": "6000",
+                                   "streams.initial.rebalance.delay.ms": "0"})
+    assert settings == StreamsSettings(50_000, 6_000, 0, 1_000)
+    h = Harness(session_timeout_ms=50_000, heartbeat_interval_ms=6_000)
+    response, _ = h.join("a")
+    assert response.heartbeat_interval_ms == 6_000
+    h.timer.advance(49_999)
+    assert "a" in h.group.members
+    h.timer.advance(1)
+    assert h.group.members == {}
