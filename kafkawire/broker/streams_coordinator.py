@@ -16,9 +16,9 @@ kafkawire.broker.streams_group written through the classic coordinator's ``persi
 Differences from Kafka 4.3.1 (documented in docs/broker.md, "Streams groups"): only active
 tasks are assigned (standby replicas, ``streams.num.standby.replicas``, and warm-up tasks are not);
 the assignor balances tasks over members keeping each on its previous owner (not Kafka's
-process- and rack-aware StickyTaskAssignor); no initial rebalance delay; the broker's
-``group.streams.*`` settings are Kafka's defaults, not read from the configuration; endpoints
-for interactive queries are stored but not answered (PartitionsByUserEndpoint stays null).
+process- and rack-aware StickyTaskAssignor); the broker's ``group.streams.*`` settings are Kafka's
+defaults (a group's ``streams.*`` configs override them); endpoints for interactive queries are
+stored but not answered (PartitionsByUserEndpoint stays null).
 """
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from kafkawire.messages import streams_group_target_assignment_member_value as t
 from kafkawire.messages.streams_group_current_member_assignment_key import StreamsGroupCurrentMemberAssignmentKey
 from kafkawire.messages.streams_group_member_metadata_key import StreamsGroupMemberMetadataKey
 from kafkawire.messages.streams_group_metadata_key import StreamsGroupMetadataKey
-from kafkawire.messages.streams_group_metadata_value import StreamsGroupMetadataValue
+from kafkawire.messages.streams_group_metadata_value import LastAssignmentConfig, StreamsGroupMetadataValue
 from kafkawire.messages.streams_group_target_assignment_member_key import StreamsGroupTargetAssignmentMemberKey
 from kafkawire.messages.streams_group_target_assignment_metadata_key import StreamsGroupTargetAssignmentMetadataKey
 from kafkawire.messages.streams_group_target_assignment_metadata_value import StreamsGroupTargetAssignmentMetadataValue
@@ -157,7 +157,7 @@ class StreamsGroup:
 def group_metadata_record(group_id: str, epoch: int, metadata_hash: int, validated_topology_epoch: int):
     return GROUP_METADATA, StreamsGroupMetadataKey(group_id=group_id), StreamsGroupMetadataValue(
         epoch=epoch, metadata_hash=metadata_hash, validated_topology_epoch=validated_topology_epoch,
-        last_assignment_configs=[])
+        last_assignment_configs=[LastAssignmentConfig(key="num.standby.replicas", value="0")])   # none assigned
 
 
 def topology_record(group_id: str, topology: StreamsGroupTopologyValue):
