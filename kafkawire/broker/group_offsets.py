@@ -18,7 +18,7 @@ from kafkawire.messages.describe_groups_response import DescribedGroup, Describe
 from kafkawire.messages.list_groups_response import ListedGroup
 from kafkawire.protocol.error_codes import Errors
 
-from . import consumer_admin, streams_admin, streams_group
+from . import consumer_admin, streams_admin
 from .streams_admin import streams_replay
 from .group_coordinator import GroupCoordinator
 from .group_records import ZERO_UUID, OffsetAndMetadata, decode_record, group_tombstone, offset_record, offset_tombstone
@@ -200,7 +200,7 @@ class GroupOffsets:
         if group.members:
             return Errors.NON_EMPTY_GROUP
         records = [offset_tombstone(group_id, t, p) for t, p in self.offsets.get(group_id, {})]
-        records += [streams_group.encode(r) for r in streams_group.group_removal(group_id)]
+        records += streams_admin.tombstones(group)
         error = self.coordinator.persist(group_id, records)
         if error != Errors.NONE:
             return error
@@ -257,6 +257,8 @@ class GroupOffsets:
                 del self.coordinator.groups[group.group_id]
         for group_id in list(self.coordinator.consumer_groups):
             written += self._expire_consumer_group(group_id, now, retention_ms)
+        for group_id in list(self.coordinator.streams_groups):
+            written += self._expire_streams_group(group_id, now, retention_ms)
         if written:
             log.info("Generated %d tombstone records while cleaning up group metadata.", written)
         return written
@@ -284,6 +286,29 @@ class GroupOffsets:
             del c.consumer_groups[group_id]
         return len(records)
 
+    def _expire_streams_group(self, group_id: str, now: int, retention_ms: int) -> int:
+        """A streams group's offsets age from their commit, those of its topology's source topics
+        never while it has members; an Empty group left without offsets is deleted."""
+        c = self.coordinator
+        group = c.streams_groups[group_id]
+        committed = self.offsets.get(group_id, {})
+        subscribed = streams_admin.subscribed_topics(group)
+        expired = [key for key, value in committed.items()
+                   if key[0] not in subscribed and now - value.commit_timestamp_ms >= retention_ms]
+        records = [offset_tombstone(group_id, t, p) for t, p in expired]
+        drop_group = len(expired) == len(committed) and not group.members
+        if drop_group:
+            records += streams_admin.tombstones(group)
+        if not records or c.persist(group_id, records) != Errors.NONE:
+            return 0
+        for key in expired:
+            del committed[key]
+        if not committed:
+            self.offsets.pop(group_id, None)
+        if drop_group:
+            del c.streams_groups[group_id]
+        return len(records)
+
     @staticmethod
     def _expiry_base(group: ClassicGroup):
         """ClassicGroup.offsetExpirationCondition: from when an offset's age counts, or None."""
@@ -304,6 +329,8 @@ class GroupOffsets:
         group = c.groups.get(group_id)
         if group_id in c.consumer_groups:             # any state (ConsumerGroup.validateOffsetDelete)
             is_subscribed_to = c.consumer.subscribed_topics(group_id).__contains__
+        elif group_id in c.streams_groups:            # any state (StreamsGroup.validateOffsetDelete)
+            is_subscribed_to = streams_admin.subscribed_topics(c.streams_groups[group_id]).__contains__
         elif group is None or group.state == DEAD:
             return Errors.GROUP_ID_NOT_FOUND, {}
         elif group.state != EMPTY and not group.uses_consumer_protocol():

@@ -13,7 +13,8 @@ from kafkawire.protocol.error_codes import Errors
 
 from . import streams_group as sg
 
-__all__ = ["commit_error", "fetch_error", "streams_replay", "listed", "STREAMS_TYPE"]
+__all__ = ["commit_error", "fetch_error", "streams_replay", "listed", "subscribed_topics", "tombstones",
+           "STREAMS_TYPE"]
 
 STREAMS_TYPE = "streams"            # GroupType and the protocol type ListGroups gives streams groups
 
@@ -21,7 +22,26 @@ STREAMS_TYPE = "streams"            # GroupType and the protocol type ListGroups
 def listed(groups: dict, states: set) -> list:
     """ListGroups' entries of the streams groups in ``states`` (lower case; all when empty)."""
     return [ListedGroup(group_id=g.group_id, protocol_type=STREAMS_TYPE, group_state=g.state, group_type=STREAMS_TYPE)
-            for g in groups.values() if not states or g.state.lower() in states]
+            for g in groups.values() if not states or lower_case_state(g.state) in states]
+
+
+def lower_case_state(state: str) -> str:
+    """StreamsGroupState.toLowerCaseString, what ListGroups' state filter matches."""
+    return "not_ready" if state == sg.NOT_READY else state.lower()
+
+
+def subscribed_topics(group: sg.StreamsGroup) -> set:
+    """StreamsGroup.isSubscribedToTopic: the topology's source and repartition source topics while
+    the group has members (none when Empty, so that its offsets may expire or be deleted)."""
+    if not group.members or group.topology is None:
+        return set()
+    return {t for s in group.topology.subtopologies
+            for t in [*s.source_topics, *(r.name for r in s.repartition_source_topics)]}
+
+
+def tombstones(group: sg.StreamsGroup) -> list:
+    """StreamsGroup.createGroupTombstoneRecords of an empty group, encoded."""
+    return [sg.encode(r) for r in sg.group_removal(group.group_id)]
 
 
 def commit_error(group: sg.StreamsGroup, member_id: str, epoch: int, version: int, *, transactional: bool = False,

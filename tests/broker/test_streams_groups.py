@@ -346,3 +346,16 @@ def test_the_groups_own_configs_set_its_timings():
     assert "a" in h.group.members
     h.timer.advance(1)
     assert h.group.members == {}
+
+
+def test_offset_delete_and_expiry_spare_the_source_topics_of_a_group_with_members():
+    h = Harness()
+    h.join("a")
+    h.offsets.commit(GROUP, [("in", 0, 5, -1, "", IN), ("other", 0, 7, -1, "", OUT)])
+    error, codes = h.offsets.delete_offsets(GROUP, [("in", [0]), ("other", [0])])
+    assert (error, codes) == (Errors.NONE, {("in", 0): Errors.GROUP_SUBSCRIBED_TO_TOPIC, ("other", 0): Errors.NONE})
+    h.timer.now += 10_000
+    assert h.offsets.expire(retention_ms=1_000) == 0          # "in" is a source topic of a group with members
+    h.beat("a", -1)
+    assert h.offsets.expire(retention_ms=1_000) == 4          # the offset and the group's three tombstones
+    assert GROUP not in h.classic.streams_groups and h.offsets.list_groups(["not_ready"], []) == []
