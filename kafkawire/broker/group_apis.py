@@ -160,6 +160,8 @@ class GroupApis:
         consumer_group = self.coordinator.consumer_groups.get(request.group_id) if code == Errors.NONE else None
         if consumer_group is not None and not consumer_group.members:     # it gives way to a classic group
             code, consumer_group = self.consumer_apis.classic_members.drop_empty(request.group_id), None
+        if code == Errors.NONE and request.group_id in self.coordinator.streams_groups:
+            code = self.streams_apis.classic_join_error(request.group_id)
         if code != Errors.NONE:
             response = JoinGroupResponse(error_code=code, member_id=request.member_id)
         elif consumer_group is not None:

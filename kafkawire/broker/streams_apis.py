@@ -30,6 +30,7 @@ from kafkawire.protocol.error_codes import Errors
 from kafkawire.protocol.handler import ApiHandler
 from kafkawire.raft.contract import NoLeader, NotLeader
 
+from . import streams_admin
 from . import streams_group as sg
 from .streams_coordinator import StreamsCoordinator, StreamsSettings
 from .streams_topology import MISSING_INTERNAL_TOPICS
@@ -136,6 +137,17 @@ class StreamsApis:
                 found.authorized_operations = GROUP_OPERATIONS
             groups.append(found)
         return sgd.StreamsGroupDescribeResponse(groups=groups)
+
+    def classic_join_error(self, group_id: str) -> int:
+        """A classic JoinGroup for a streams group: INCONSISTENT_GROUP_PROTOCOL while it has members;
+        an empty one gives way to a classic group (its tombstones), as in Kafka's classicGroupJoin."""
+        group = self.coordinator.groups[group_id]
+        if group.members:
+            return Errors.INCONSISTENT_GROUP_PROTOCOL
+        error = self.apis.store.persist(group_id, streams_admin.tombstones(group))
+        if error == Errors.NONE:
+            del self.coordinator.groups[group_id]
+        return error
 
     def after_load(self, loaded_here) -> None:
         self.coordinator.after_load(loaded_here)

@@ -359,3 +359,19 @@ def test_offset_delete_and_expiry_spare_the_source_topics_of_a_group_with_member
     h.beat("a", -1)
     assert h.offsets.expire(retention_ms=1_000) == 4          # the offset and the group's three tombstones
     assert GROUP not in h.classic.streams_groups and h.offsets.list_groups(["not_ready"], []) == []
+
+
+def test_a_classic_join_is_refused_by_a_streams_group_with_members_and_replaces_an_empty_one():
+    from types import SimpleNamespace
+
+    from kafkawire.broker.streams_apis import StreamsApis
+    h = Harness()
+    apis = StreamsApis.__new__(StreamsApis)
+    apis.coordinator = h.coordinator
+    apis.apis = SimpleNamespace(store=SimpleNamespace(persist=h.persist))
+    h.join("a")
+    assert apis.classic_join_error(GROUP) == Errors.INCONSISTENT_GROUP_PROTOCOL
+    h.beat("a", -1)
+    before = len(h.written)
+    assert apis.classic_join_error(GROUP) == Errors.NONE and GROUP not in h.classic.streams_groups
+    assert [int.from_bytes(k[:2], "big") for k, v in h.written[before:] if v is None] == [20, 17, 23]
