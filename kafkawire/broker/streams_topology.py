@@ -16,6 +16,7 @@ and source topic regular expressions (refused at the heartbeat, as Kafka 4.3.1 r
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 
 from kafkawire.messages.create_topics_request import CreatableTopic, CreatableTopicConfig
@@ -105,27 +106,37 @@ def configure(topology: StreamsGroupTopologyValue, partition_count) -> Configure
 
 
 def _repartition_counts(subtopologies, partition_count) -> dict:
-    """RepartitionTopics.setup: each repartition source topic's partition count. Each pass sizes at
-    least one more sink topic, so at most (sink topics + 1) passes."""
+    """RepartitionTopics.setup: each repartition source topic's partition count, the counts Kafka's
+    passes over the subtopologies give, in O(n log n): Kafka repeats passes until every sink topic is
+    sized (quadratic for a chain of subtopologies); here each subtopology is visited when, in
+    Kafka's order (pass, position), one of its inputs is first known, with the inputs known by then."""
     counts = {t.name: t.partitions for s in subtopologies for t in s.repartition_source_topics if t.partitions}
-    sinks = {name for s in subtopologies for name in s.repartition_sink_topics}
-    for _ in range(len(sinks) + 1):
-        needed = progress = False
-        for s in subtopologies:
-            for sink in s.repartition_sink_topics:
-                if sink in counts:
-                    continue
-                candidates = [counts[t.name] for t in s.repartition_source_topics if t.name in counts]
-                candidates += [c for c in map(partition_count, s.source_topics) if c is not None]
-                if candidates:
-                    counts[sink], progress = max(candidates), True
-                else:
-                    needed = True
-        if not needed:
-            break
-        if not progress:
-            raise InvalidTopology("Failed to compute number of partitions for all repartition topics. "
-                                  "There may be loops in the topology that cannot be resolved.")
+    readers: dict = {}                      # repartition topic -> positions of the subtopologies reading it
+    for i, s in enumerate(subtopologies):
+        for t in s.repartition_source_topics:
+            readers.setdefault(t.name, []).append(i)
+    external = [max((c for c in map(partition_count, s.source_topics) if c is not None), default=None)
+                for s in subtopologies]
+    due = [(0, i) for i, s in enumerate(subtopologies) if s.repartition_sink_topics and (
+        external[i] is not None or any(t.name in counts for t in s.repartition_source_topics))]
+    heapq.heapify(due)
+    while due:
+        pass_index, i = heapq.heappop(due)
+        s = subtopologies[i]
+        unsized = [sink for sink in s.repartition_sink_topics if sink not in counts]
+        if not unsized:
+            continue
+        known = [counts[t.name] for t in s.repartition_source_topics if t.name in counts]
+        if external[i] is not None:
+            known.append(external[i])
+        value = max(known)
+        for sink in unsized:
+            counts[sink] = value
+            for reader in readers.get(sink, ()):        # later in this pass, or in the next one
+                heapq.heappush(due, (pass_index if reader > i else pass_index + 1, reader))
+    if any(sink not in counts for s in subtopologies for sink in s.repartition_sink_topics):
+        raise InvalidTopology("Failed to compute number of partitions for all repartition topics. "
+                              "There may be loops in the topology that cannot be resolved.")
     if any(t.name not in counts for s in subtopologies for t in s.repartition_source_topics):
         raise InvalidTopology("Failed to compute number of partitions for all repartition topics, because "
                               "a repartition source topic is never used as a sink topic.")

@@ -375,3 +375,54 @@ def test_a_classic_join_is_refused_by_a_streams_group_with_members_and_replaces_
     before = len(h.written)
     assert apis.classic_join_error(GROUP) == Errors.NONE and GROUP not in h.classic.streams_groups
     assert [int.from_bytes(k[:2], "big") for k, v in h.written[before:] if v is None] == [20, 17, 23]
+
+
+def kafkas_passes(subtopologies, partition_count) -> dict | None:
+    """RepartitionTopics.computeRepartitionTopicPartitionCount as Kafka writes it (passes over every
+    subtopology until each sink is sized); None where it throws."""
+    counts = {t.name: t.partitions for s in subtopologies for t in s.repartition_source_topics if t.partitions}
+    while True:
+        needed = progress = False
+        for s in subtopologies:
+            for sink in s.repartition_sink_topics:
+                if sink in counts:
+                    continue
+                known = [counts[t.name] for t in s.repartition_source_topics if t.name in counts]
+                known += [c for c in map(partition_count, s.source_topics) if c is not None]
+                if known:
+                    counts[sink], progress = max(known), True
+                else:
+                    needed = True
+        if not needed:
+            break
+        if not progress:
+            return None
+    if any(t.name not in counts for s in subtopologies for t in s.repartition_source_topics):
+        return None
+    return counts
+
+
+def test_repartition_topics_are_sized_as_kafkas_passes_size_them():
+    """The linear sizing (kafkawire.broker.streams_topology) against Kafka's quadratic passes, on
+    random topologies with chains, fan-in, fixed counts, external sources and loops."""
+    import random
+
+    from kafkawire.broker.streams_topology import InvalidTopology, _repartition_counts
+    from kafkawire.messages.streams_group_topology_value import Subtopology as S
+    from kafkawire.messages.streams_group_topology_value import TopicInfo as T
+    rng = random.Random(1071)
+    sizes = {"x1": 3, "x2": 8}
+    for _ in range(400):
+        n = rng.randint(1, 8)
+        topics = [f"r{i}" for i in range(rng.randint(1, 6))]
+        fixed = {t: rng.choice([0, 0, 2, 5]) for t in topics}
+        subtopologies = [S(subtopology_id=str(i), source_topics=rng.sample(["x1", "x2", "missing"], rng.randint(0, 2)),
+                           repartition_source_topics=[T(name=t, partitions=fixed[t])
+                                                      for t in rng.sample(topics, rng.randint(0, min(2, len(topics))))],
+                           repartition_sink_topics=rng.sample(topics, rng.randint(0, min(2, len(topics))))) for i in range(n)]
+        expected = kafkas_passes(subtopologies, sizes.get)
+        try:
+            found = _repartition_counts(subtopologies, sizes.get)
+        except InvalidTopology:
+            found = None
+        assert found == expected, subtopologies
