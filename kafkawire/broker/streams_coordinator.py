@@ -22,6 +22,7 @@ stored but not answered (PartitionsByUserEndpoint stays null).
 """
 from __future__ import annotations
 
+import heapq
 import logging
 from dataclasses import dataclass
 
@@ -332,27 +333,39 @@ class StreamsCoordinator:
 
     def _assign(self, group: sg.StreamsGroup, now: int) -> None:
         """Every active task to a member (none while the topology is not ready, as Kafka's
-        TargetAssignmentBuilder): each stays with its previous target owner while that one
-        has fewer than its share, the rest go to the members with the fewest tasks."""
+        TargetAssignmentBuilder), balanced (loads differ by one at most): each stays with its
+        previous target owner while that one has fewer than its share, the rest go to the members
+        with the fewest tasks."""
         members = sorted(group.members)
         counts = group.configured.tasks if group.configured.ready else {}      # not ready: nothing to assign
         tasks = [(s, p) for s, count in sorted(counts.items()) for p in range(count)]
-        quota = -(-len(tasks) // len(members)) if members else 0
+        base, extra = divmod(len(tasks), len(members)) if members else (0, 0)   # extra members get base + 1
         load = {m: 0 for m in members}
         targets: dict = {m: {} for m in members}
-        unplaced = []
         previous = {(s, p): m for m, t in group.targets.items() for s, ps in t.items() for p in ps}
+        unplaced, over_base = [], []
         for task in tasks:
             owner = previous.get(task)
-            if owner in load and load[owner] < quota:
+            if owner in load and load[owner] < base:
                 targets[owner].setdefault(task[0], set()).add(task[1])
                 load[owner] += 1
             else:
+                (over_base if owner in load else unplaced).append(task)
+        for task in over_base:                  # one more for as many previous owners as may have base + 1
+            owner = previous[task]
+            if extra and load[owner] == base:
+                targets[owner].setdefault(task[0], set()).add(task[1])
+                load[owner] += 1
+                extra -= 1
+            else:
                 unplaced.append(task)
+        lightest = [(load[m], m) for m in members]       # (tasks, member): the next task goes to the first
+        heapq.heapify(lightest)
         for s, p in unplaced:
-            least = min(members, key=lambda m: (load[m], m))
+            count, least = heapq.heappop(lightest)
             targets[least].setdefault(s, set()).add(p)
-            load[least] += 1
+            load[least] = count + 1
+            heapq.heappush(lightest, (count + 1, least))
         records = [sg.target_member_record(group.group_id, m, {s: frozenset(p) for s, p in targets[m].items()})
                    for m in members if group.targets.get(m) != {s: frozenset(p) for s, p in targets[m].items()}]
         records.append(sg.target_metadata_record(group.group_id, group.epoch, now))

@@ -426,3 +426,16 @@ def test_repartition_topics_are_sized_as_kafkas_passes_size_them():
         except InvalidTopology:
             found = None
         assert found == expected, subtopologies
+
+
+def test_the_assignment_is_balanced_and_keeps_tasks_with_their_previous_owner():
+    h = Harness(topics=(("in", IN, 7), ("app-store-changelog", OUT, 7)))
+    for member in "abc":
+        h.join(member)
+    targets = {m: h.group.targets[m].get("0", frozenset()) for m in "abc"}
+    assert sorted(len(t) for t in targets.values()) == [2, 2, 3]
+    assert set().union(*targets.values()) == set(range(7))
+    h.join("d")
+    after = {m: h.group.targets[m].get("0", frozenset()) for m in "abcd"}
+    assert sorted(len(t) for t in after.values()) == [1, 2, 2, 2]
+    assert all(after[m] <= targets[m] for m in "abc")       # nobody gets another's task; d takes the surplus
