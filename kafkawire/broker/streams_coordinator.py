@@ -250,7 +250,7 @@ class StreamsCoordinator:
         if error != Errors.NONE:
             raise GroupError(error)
         group = self.groups[group_id]
-        group.configured, group.configured_for = configured, (topology.epoch, hashed)
+        group.configured, group.configured_for = configured, (None if topology is None else topology.epoch, hashed)
         if was_empty and settings.initial_rebalance_delay_ms > 0 and group_id not in self.delayed:
             self.delayed.add(group_id)
             self.classic.timer.schedule(initial_key(group_id), settings.initial_rebalance_delay_ms,

@@ -439,3 +439,12 @@ def test_the_assignment_is_balanced_and_keeps_tasks_with_their_previous_owner():
     after = {m: h.group.targets[m].get("0", frozenset()) for m in "abcd"}
     assert sorted(len(t) for t in after.values()) == [1, 2, 2, 2]
     assert all(after[m] <= targets[m] for m in "abc")       # nobody gets another's task; d takes the surplus
+
+
+def test_a_member_of_a_group_whose_topology_was_deleted_gets_an_answer():
+    """A group replayed without its topology record (tombstoned) still answers its members."""
+    h = Harness()
+    h.join("a")
+    h.coordinator.write(GROUP, [(sg.TOPOLOGY, sg.StreamsGroupTopologyKey(group_id=GROUP), None)])
+    response, to_create = h.beat("a", 2, active={"0": {0, 1, 2, 3}})
+    assert (response.error_code, to_create) == (Errors.NONE, {}) and h.group.state == sg.NOT_READY
